@@ -1,0 +1,1 @@
+"""The REST service over the planner. Empty until the API issue lands."""

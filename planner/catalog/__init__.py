@@ -1,0 +1,67 @@
+"""Bundled data: model configs (HF config.json values) and the GPU table, read without torch."""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from planner.errors import BadInput
+from planner.modelspec import ModelSpec, from_config
+from planner.spec import GPU
+
+_DATA = resources.files("planner.catalog")
+
+
+@lru_cache(maxsize=1)
+def model_names() -> tuple[str, ...]:
+    return tuple(sorted(p.name[:-5] for p in _DATA.joinpath("models").iterdir() if p.name.endswith(".json")))
+
+
+def model_config(name: str) -> dict:
+    """The bundled config.json of a catalog model (a copy: callers may change it)."""
+    key = name.strip().lower()
+    if key not in model_names():
+        raise BadInput(f"unknown model {name!r}; known: {', '.join(model_names())} "
+                       "(or a path to a config.json, or a folder holding one)")
+    return json.loads(_DATA.joinpath("models", key + ".json").read_text())
+
+
+def _read_config_file(path: Path) -> dict:
+    if path.is_dir():
+        path = path / "config.json"
+    if not path.is_file():
+        raise BadInput(f"model {str(path)!r}: no such config.json file or catalog name")
+    try:
+        cfg = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise BadInput(f"model {str(path)!r}: malformed config.json ({e.__class__.__name__}: {e})") from None
+    if not isinstance(cfg, dict):
+        raise BadInput(f"model {str(path)!r}: config.json must hold a JSON object")
+    return cfg
+
+
+def load_model(ref: str) -> ModelSpec:
+    """A catalog name, a path to a config.json, or a folder holding one."""
+    if ref.strip().lower() in model_names():
+        key = ref.strip().lower()
+        return from_config(model_config(key), key)
+    if "/" in ref or ref.endswith(".json") or Path(ref).exists():
+        p = Path(ref).expanduser()
+        return from_config(_read_config_file(p), p.parent.name if p.name == "config.json" else p.name)
+    model_config(ref)  # raises the unknown-name error listing the catalog
+    raise AssertionError("unreachable")
+
+
+@lru_cache(maxsize=1)
+def gpus() -> tuple[GPU, ...]:
+    rows = json.loads(_DATA.joinpath("gpus.json").read_text())["gpus"]
+    return tuple(GPU(**{**r, "aliases": tuple(r["aliases"])}) for r in rows)
+
+
+def gpu(name: str) -> GPU:
+    key = name.strip().lower().replace("_", "-").replace(" ", "-")
+    for g in gpus():
+        if key == g.name or key in g.aliases:
+            return g
+    raise BadInput(f"unknown GPU {name!r}; known: {', '.join(g.name for g in gpus())} (or 'local')")

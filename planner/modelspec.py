@@ -1,0 +1,234 @@
+"""HF config.json -> ModelSpec: the shapes the memory and speed models need, without torch.
+
+Parameters are listed as tensor groups (shape x count, with a role), built per architecture family
+from the config the way transformers builds the modules; their sum equals
+`sum(p.numel() for p in model.parameters())` of the real model (tests/planner/test_catalog.py
+instantiates every catalog entry on the meta device and compares).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+from typing import Optional
+
+from planner.errors import BadInput
+
+LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "qwen2_5_vl", "qwen2_5_vl_text",
+              "qwen2_vl", "qwen2_vl_text"}
+ALL_FAMILIES = sorted(LLAMA_LIKE | {"gpt2", "internvl"})
+
+
+@dataclass(frozen=True)
+class Tensors:
+    """`count` parameter tensors of one shape. role: embed | layer | head | norm | vision | projector."""
+
+    role: str
+    shape: tuple[int, ...]
+    count: int = 1
+    lora: bool = False  # a decoder linear weight that LoRA ("all-linear") adapts
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape) * self.count
+
+
+@dataclass(frozen=True)
+class TextSpec:
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    vocab: int
+    tied: bool
+    arch: str  # "llama" (RMSNorm, gated MLP), "gemma2" (4 norms, eager attention), "gpt2"
+    max_positions: int
+    attention: str = "sdpa"  # "sdpa" (flash / memory-efficient kernels) or "eager" (s^2 scores saved)
+    final_logit_softcap: Optional[float] = None
+    dropout: float = 0.0
+
+    @property
+    def q_dim(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        return self.kv_heads * self.head_dim
+
+
+@dataclass(frozen=True)
+class VisionSpec:
+    layers: int
+    hidden: int
+    intermediate: int
+    heads: int
+    gated_mlp: bool
+    patches_per_token: int  # vision-encoder tokens per LLM image token (spatial merge / pixel shuffle)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    model_type: str
+    text: TextSpec
+    tensors: tuple[Tensors, ...]
+    vision: Optional[VisionSpec] = None
+    exact: bool = True  # False for an unknown family counted with the generic llama-like formula
+    config: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def params(self) -> int:
+        return sum(t.numel for t in self.tensors)
+
+    def params_by_role(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for t in self.tensors:
+            out[t.role] = out.get(t.role, 0) + t.numel
+        return out
+
+    def lora_params(self, rank: int) -> int:
+        """Adapter parameters of LoRA on every decoder linear: r x (d_in + d_out) per weight (Hu et al. 2021)."""
+        return sum(rank * (t.shape[0] + t.shape[1]) * t.count for t in self.tensors if t.lora)
+
+    def largest_matrix_params(self) -> int:
+        return max(prod(t.shape) for t in self.tensors)
+
+    def layer_params(self) -> int:
+        return sum(t.numel for t in self.tensors if t.role == "layer") // self.text.layers
+
+    def summary(self) -> dict:
+        return {"name": self.name, "model_type": self.model_type, "params": self.params,
+                "layers": self.text.layers, "hidden_size": self.text.hidden,
+                "vocab_size": self.text.vocab,
+                "vision_params": self.params_by_role().get("vision", 0)
+                + self.params_by_role().get("projector", 0),
+                "params_exact": self.exact}
+
+
+def _get(cfg: dict, key: str, *alts: str, default=None):
+    for k in (key, *alts):
+        if k in cfg and cfg[k] is not None:
+            return cfg[k]
+    if default is not None:
+        return default
+    raise BadInput(f"config.json lacks '{key}' (needed for a {cfg.get('model_type', '?')} model)")
+
+
+def _linear(role: str, d_out: int, d_in: int, n: int, bias: bool, lora: bool = False) -> list[Tensors]:
+    out = [Tensors(role, (d_out, d_in), n, lora)]
+    return out + [Tensors(role, (d_out,), n)] if bias else out
+
+
+def _llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
+    h, L = _get(cfg, "hidden_size"), _get(cfg, "num_hidden_layers")
+    heads = _get(cfg, "num_attention_heads")
+    kv = _get(cfg, "num_key_value_heads", default=heads)
+    hd = _get(cfg, "head_dim", default=h // heads)
+    inter, vocab = _get(cfg, "intermediate_size"), _get(cfg, "vocab_size")
+    tied = bool(cfg.get("tie_word_embeddings", model_type in {"gemma", "gemma2"}))
+    qkv_bias = model_type.startswith("qwen2") or bool(cfg.get("attention_bias", False))
+    o_bias = bool(cfg.get("attention_bias", False)) and not model_type.startswith("qwen2")
+    mlp_bias = bool(cfg.get("mlp_bias", False))
+    gemma2 = model_type == "gemma2"
+    t: list[Tensors] = [Tensors("embed", (vocab, h))]
+    for d_out in (heads * hd, kv * hd, kv * hd):
+        t += _linear("layer", d_out, h, L, qkv_bias, lora=True)
+    t += _linear("layer", h, heads * hd, L, o_bias, lora=True)
+    t += _linear("layer", inter, h, 2 * L, mlp_bias, lora=True)
+    t += _linear("layer", h, inter, L, mlp_bias, lora=True)
+    t.append(Tensors("layer", (h,), L * (4 if gemma2 else 2)))
+    if model_type == "qwen3":
+        t.append(Tensors("layer", (hd,), 2 * L))
+    t.append(Tensors("norm", (h,)))
+    if not tied:
+        t.append(Tensors("head", (vocab, h)))
+    spec = TextSpec(hidden=h, layers=L, heads=heads, kv_heads=kv, head_dim=hd, intermediate=inter,
+                    vocab=vocab, tied=tied, arch="gemma2" if gemma2 else "llama",
+                    max_positions=int(cfg.get("max_position_embeddings", 0) or 0),
+                    attention="eager" if gemma2 else "sdpa",
+                    final_logit_softcap=cfg.get("final_logit_softcapping") if gemma2 else None,
+                    dropout=float(cfg.get("attention_dropout", 0.0) or 0.0))
+    return spec, t
+
+
+def _gpt2_text(cfg: dict) -> tuple[TextSpec, list[Tensors]]:
+    h, L, heads = _get(cfg, "n_embd", "hidden_size"), _get(cfg, "n_layer", "num_hidden_layers"), _get(cfg, "n_head")
+    inter = cfg.get("n_inner") or 4 * h
+    vocab, npos = _get(cfg, "vocab_size"), _get(cfg, "n_positions", default=1024)
+    t = [Tensors("embed", (vocab, h)), Tensors("embed", (npos, h))]
+    t += [Tensors("layer", (h,), 4 * L)]  # ln_1, ln_2 weight and bias
+    t += _linear("layer", 3 * h, h, L, True, lora=True) + _linear("layer", h, h, L, True, lora=True)
+    t += _linear("layer", inter, h, L, True, lora=True) + _linear("layer", h, inter, L, True, lora=True)
+    t += [Tensors("norm", (h,), 2)]
+    tied = bool(cfg.get("tie_word_embeddings", True))
+    if not tied:
+        t.append(Tensors("head", (vocab, h)))
+    spec = TextSpec(hidden=h, layers=L, heads=heads, kv_heads=heads, head_dim=h // heads,
+                    intermediate=inter, vocab=vocab, tied=tied, arch="gpt2", max_positions=npos,
+                    dropout=float(cfg.get("resid_pdrop", 0.1)))
+    return spec, t
+
+
+def _qwen_vl_vision(v: dict, text_hidden: int) -> tuple[VisionSpec, list[Tensors]]:
+    hv, depth, iv = _get(v, "hidden_size", "embed_dim"), _get(v, "depth"), _get(v, "intermediate_size")
+    m2 = _get(v, "spatial_merge_size", default=2) ** 2
+    patch = _get(v, "patch_size", default=14)
+    out = _get(v, "out_hidden_size", default=text_hidden)
+    t = [Tensors("vision", (hv, _get(v, "in_chans", "in_channels", default=3),
+                            _get(v, "temporal_patch_size", default=2), patch, patch))]
+    t += [Tensors("vision", (hv,), 2 * depth)]
+    t += _linear("vision", 3 * hv, hv, depth, True) + _linear("vision", hv, hv, depth, True)
+    t += _linear("vision", iv, hv, 2 * depth, True) + _linear("vision", hv, iv, depth, True)
+    t += [Tensors("projector", (hv,))] + _linear("projector", hv * m2, hv * m2, 1, True)
+    t += _linear("projector", out, hv * m2, 1, True)
+    return VisionSpec(depth, hv, iv, _get(v, "num_heads"), True, m2), t
+
+
+def _internvl_vision(cfg: dict, v: dict, text_hidden: int) -> tuple[VisionSpec, list[Tensors]]:
+    hv, L, iv = _get(v, "hidden_size"), _get(v, "num_hidden_layers"), _get(v, "intermediate_size")
+    img, patch = v.get("image_size", [448, 448]), v.get("patch_size", [14, 14])
+    img = img if isinstance(img, (list, tuple)) else [img, img]
+    patch = patch if isinstance(patch, (list, tuple)) else [patch, patch]
+    npatch = (img[0] // patch[0]) * (img[1] // patch[1])
+    bias = bool(v.get("attention_bias", True))
+    t = [Tensors("vision", (1, 1, hv)), Tensors("vision", (1, npatch + 1, hv)),
+         Tensors("vision", (hv, v.get("num_channels", 3), patch[0], patch[1])), Tensors("vision", (hv,))]
+    t += [Tensors("vision", (hv,), 2 * L)]  # layer-scale lambdas
+    t += _linear("vision", hv, hv, 4 * L, bias) + _linear("vision", iv, hv, L, True)
+    t += _linear("vision", hv, iv, L, True) + [Tensors("vision", (hv,), 4 * L)]
+    if v.get("use_qk_norm"):
+        t += [Tensors("vision", (hv,), 2 * L)]
+    if not v.get("use_mean_pooling", True):
+        t += [Tensors("vision", (hv,), 2)]
+    shuffle = round(1 / float(cfg.get("downsample_ratio", 0.5)) ** 2)
+    t += [Tensors("projector", (hv * shuffle,), 2)] + _linear("projector", text_hidden, hv * shuffle, 1, True)
+    t += _linear("projector", text_hidden, text_hidden, 1, True)
+    return VisionSpec(L, hv, iv, _get(v, "num_attention_heads"), False, shuffle), t
+
+
+def from_config(cfg: dict, name: str) -> ModelSpec:
+    """Build a ModelSpec from a config.json dict. Unknown families use the generic llama-like count."""
+    if not isinstance(cfg, dict):
+        raise BadInput(f"config for {name!r} is not a JSON object")
+    mt = str(cfg.get("model_type", ""))
+    vision, vt = None, []
+    if mt == "gpt2":
+        text, t = _gpt2_text(cfg)
+    elif mt == "internvl":
+        tc = _get(cfg, "text_config")
+        text, t = _llama_text(tc, str(tc.get("model_type", "qwen2")))
+        vision, vt = _internvl_vision(cfg, _get(cfg, "vision_config"), text.hidden)
+    elif mt in LLAMA_LIKE:
+        tc = cfg.get("text_config") or cfg
+        text, t = _llama_text(tc, mt)
+        if mt in {"qwen2_5_vl", "qwen2_vl"}:
+            vision, vt = _qwen_vl_vision(_get(cfg, "vision_config"), text.hidden)
+    elif "hidden_size" in cfg and "num_hidden_layers" in cfg:
+        text, t = _llama_text(cfg, mt or "generic")
+        return ModelSpec(name, mt or "generic", text, tuple(t), None, exact=False, config=cfg)
+    else:
+        raise BadInput(f"config for {name!r}: model_type {mt!r} is not a decoder-only language model "
+                       f"memplan knows (known: {', '.join(ALL_FAMILIES)}; others need hidden_size and "
+                       "num_hidden_layers)")
+    return ModelSpec(name, mt, text, tuple(vt + t), vision, exact=True, config=cfg)

@@ -1,0 +1,148 @@
+"""Typed records that flow through the planner: knobs, hardware, goal, memory breakdown, plan.
+
+Field names are the CLI/JSON contract of ../shared/DESIGN.md; byte counts are integers in bytes.
+"""
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Precision = Literal["fp32", "fp16", "bf16", "bf16-pure"]
+Checkpointing = Literal["off", "full"]
+Offload = Literal["none", "optimizer", "optimizer+params"]
+Optimizer = Literal["adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit"]
+Evidence = Literal["analytic", "simulated", "measured"]
+
+PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16", "bf16-pure")
+CHECKPOINTING: tuple[str, ...] = ("off", "full")
+ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
+OFFLOADS: tuple[str, ...] = ("none", "optimizer", "optimizer+params")
+OPTIMIZERS: tuple[str, ...] = ("adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit")
+
+GIB = 2**30
+MIB = 2**20
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class GPU(_Frozen):
+    """One catalog GPU kind; every figure carries its source in `sources`."""
+
+    name: str
+    aliases: tuple[str, ...] = ()
+    memory_mib: int = Field(gt=0, description="device memory as the driver reports it (MiB)")
+    bf16_tflops: float = Field(ge=0, description="dense bf16 tensor TFLOP/s; 0 = no bf16")
+    fp16_tflops: float = Field(gt=0, description="dense fp16 tensor TFLOP/s (fp32 accumulate)")
+    fp32_tflops: float = Field(gt=0, description="fp32 (non-tensor) TFLOP/s")
+    memory_bandwidth_gbs: float = Field(gt=0, description="HBM/GDDR bandwidth, GB/s")
+    link: str = Field(description="intra-node interconnect")
+    link_gbs: float = Field(gt=0, description="intra-node bandwidth per direction per GPU, GB/s")
+    pcie_gbs: float = Field(gt=0, description="host link per direction, GB/s")
+    sources: dict[str, str]
+
+    @property
+    def capacity_bytes(self) -> int:
+        return self.memory_mib * MIB
+
+
+class Hardware(_Frozen):
+    gpu: GPU
+    gpus_per_node: int = Field(ge=1)
+    nodes: int = Field(ge=1)
+    inter_node_gbps: float = Field(gt=0, description="network per node, Gb/s")
+    host_ram_gib: float = Field(gt=0, description="host RAM per node available to training, GiB")
+
+    @property
+    def world_size(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+
+class Goal(_Frozen):
+    global_batch: int = Field(ge=1)
+    seq_len: int = Field(ge=1)
+    image_tokens: int = Field(ge=0, default=0, description="LLM-side image tokens per sample, part of seq_len")
+    margin: float = Field(ge=0, lt=1, default=0.05)
+
+    @model_validator(mode="after")
+    def _images_within_sequence(self) -> "Goal":
+        if self.image_tokens > self.seq_len:
+            raise ValueError(f"image_tokens {self.image_tokens} exceeds seq_len {self.seq_len}")
+        return self
+
+
+class Knobs(_Frozen):
+    """What a plan sets, apart from the batch split."""
+
+    precision: Precision = "bf16"
+    checkpointing: Checkpointing = "off"
+    zero_stage: int = Field(ge=0, le=3, default=0)
+    offload: Offload = "none"
+    optimizer: Optimizer = "adamw"
+    lora_rank: int = Field(ge=0, default=0)
+
+
+class MemoryBreakdown(BaseModel):
+    """Per-rank memory at the step's peak moment.
+
+    peak_allocated = params + grads + optimizer + activations + temp (what max_memory_allocated reports);
+    device_total = peak_allocated + overhead (allocator reserve, CUDA context, NCCL buffers).
+    """
+
+    params_bytes: int
+    grads_bytes: int
+    optimizer_bytes: int
+    activations_bytes: int
+    temp_bytes: int
+    peak_allocated_bytes: int
+    overhead_bytes: int
+    device_total_bytes: int
+    capacity_bytes: int
+    headroom_bytes: int
+    peak_phase: Literal["backward", "end-of-backward", "optimizer-step"]
+    host_bytes_per_node: int = 0
+    detail: dict[str, int] = {}
+
+    def terms_sum(self) -> int:
+        return (self.params_bytes + self.grads_bytes + self.optimizer_bytes
+                + self.activations_bytes + self.temp_bytes)
+
+
+class Launch(BaseModel):
+    hf_args: dict
+    deepspeed_config: Optional[dict]
+    command: str
+
+
+class Plan(BaseModel):
+    micro_batch: int
+    grad_accum: int
+    world_size: int
+    global_batch: int
+    precision: Precision
+    checkpointing: Checkpointing
+    zero_stage: int
+    offload: Offload
+    optimizer: Optimizer
+    lora_rank: int
+    memory: MemoryBreakdown
+    fits: bool
+    reason: Optional[str] = None
+    step_time_s: float
+    tokens_per_s: float
+    evidence: Evidence = "analytic"
+    launch: Optional[Launch] = None
+
+    @model_validator(mode="after")
+    def _exact_global_batch(self) -> "Plan":
+        if self.micro_batch * self.grad_accum * self.world_size != self.global_batch:
+            raise ValueError("micro_batch x grad_accum x world_size must equal global_batch")
+        return self
+
+    @property
+    def knobs(self) -> Knobs:
+        return Knobs(precision=self.precision, checkpointing=self.checkpointing,
+                     zero_stage=self.zero_stage, offload=self.offload,
+                     optimizer=self.optimizer, lora_rank=self.lora_rank)
