@@ -1,0 +1,160 @@
+"""Activation, logit and mask bytes of one micro-step, per rank, from the tensors autograd saves.
+
+The counts follow the modules as transformers writes them (RMSNorm upcasting to fp32, HF's loss
+upcasting logits to fp32, SDPA's flash / memory-efficient kernels that save q, k, v, out and the
+log-sum-exp instead of the s x s scores), in the spirit of Korthikanti et al. 2022, "Reducing
+Activation Recomputation in Large Transformer Models", section 4, adapted to HF's implementation.
+
+Profiles (what dtype the saved tensors have):
+- "amp":  fp32 weights under torch.autocast (z=0, fp16/bf16): fp32 residual stream, bf16 matmul
+          inputs, and autocast casts a linear's input once per consumer (q, k, v each cast it).
+- "half": the model itself is bf16/fp16 (bf16-pure, DeepSpeed bf16/fp16, LoRA on a half base).
+- "fp32": everything fp32.
+
+Worst case by design: padded batches (an attention mask is passed, so SDPA cannot use native GQA
+and transformers repeats k/v to all heads, and the mask is materialised), maximum sequence length.
+"""
+from __future__ import annotations
+
+from planner.modelspec import TextSpec, VisionSpec
+
+MASK_BYTES_PER_ELEMENT = 1  # transformers builds boolean 4-D masks for SDPA
+
+
+def saved_dtype_bytes(profile: str) -> tuple[int, int]:
+    """(residual-stream bytes, matmul-input bytes) of the saved tensors for a profile."""
+    return {"amp": (4, 2), "half": (2, 2), "fp32": (4, 4)}[profile]
+
+
+def rmsnorm_saved_bytes(tokens: int, hidden: int, profile: str) -> int:
+    """LlamaRMSNorm: pow() saves the fp32 input (a copy unless already fp32), the weight product saves
+    the normalized tensor (fp32 under amp/fp32, the model dtype under half)."""
+    return tokens * hidden * (4 + (2 if profile == "half" else 4))
+
+
+def sdpa_bias_saved_bytes(batch: int, seq: int, profile: str) -> int:
+    """SDPA turns a boolean mask into a float bias in the query dtype on every call
+    (aten attention.cpp, convert_boolean_attn_mask) and the kernel saves it for backward."""
+    _, c = saved_dtype_bytes(profile)
+    return c * batch * seq * seq
+
+
+def llama_attention_saved_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """q/k/v/o projections and SDPA: linear inputs (cast per consumer under amp), rotated q, k and v
+    (repeated to all heads when a mask is passed: transformers' `use_gqa_in_sdpa`), output, lse,
+    and the float bias made from the padding mask."""
+    _, c = saved_dtype_bytes(profile)
+    tokens = batch * seq
+    casts = (3 if profile == "amp" else 1) * c * tokens * t.hidden
+    kv_width = t.q_dim if t.kv_heads < t.heads else t.kv_dim
+    qkvo = c * tokens * (2 * t.q_dim + 2 * kv_width)
+    lse = 4 * tokens * t.heads
+    bias = sdpa_bias_saved_bytes(batch, seq, profile) if t.attention == "sdpa" else 0
+    return casts + qkvo + lse + bias
+
+
+def eager_scores_saved_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """Eager attention (Gemma-2: SDPA cannot softcap) saves the s x s scores: tanh output (softcap),
+    the fp32 softmax output and its cast back to the matmul dtype."""
+    _, c = saved_dtype_bytes(profile)
+    per_score = 4 + (c if c != 4 else 0) + (c if t.final_logit_softcap else 0)
+    return batch * t.heads * seq * seq * per_score
+
+
+def gated_mlp_saved_bytes(t: TextSpec, tokens: int, profile: str, hidden: int = 0, inter: int = 0) -> int:
+    """gate/up inputs (two casts under amp), act(gate), act*up operands, down input: 4 x tokens x inter."""
+    _, c = saved_dtype_bytes(profile)
+    h, i = hidden or t.hidden, inter or t.intermediate
+    return (2 if profile == "amp" else 1) * c * tokens * h + 4 * c * tokens * i
+
+
+def llama_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """Bytes one Llama/Qwen/Mistral/Gemma-2 decoder layer saves for backward."""
+    tokens = batch * seq
+    norms = (4 if t.arch == "gemma2" else 2)
+    norm_bytes = norms * (tokens * t.hidden * 8 if t.arch == "gemma2"
+                          else rmsnorm_saved_bytes(tokens, t.hidden, profile))
+    out = llama_attention_saved_bytes(t, batch, seq, profile) + gated_mlp_saved_bytes(t, tokens, profile)
+    if t.attention == "eager":
+        out += eager_scores_saved_bytes(t, batch, seq, profile)
+    return norm_bytes + out
+
+
+def gpt2_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """GPT-2 block: two LayerNorms (input + normalized output cast), attention (six tensors of width
+    hidden: the fused qkv output plus two more copies the strided q/k/v views cost, as measured with
+    saved_tensors_hooks in tests/planner/test_activations.py), output, dropout masks (1 byte), and
+    gelu_new written in Python, which saves five tensors of the MLP width (fp32 ones under autocast,
+    since pow runs in fp32)."""
+    tokens = batch * seq
+    r, c = saved_dtype_bytes(profile)
+    ln = 2 * tokens * t.hidden * (r + c)
+    attn = c * tokens * 6 * t.hidden + 4 * tokens * t.heads + sdpa_bias_saved_bytes(batch, seq, profile)
+    masks = 2 * tokens * t.hidden if t.dropout > 0 else 0
+    gelu = {"amp": 14, "half": 10, "fp32": 20}[profile] * tokens * t.intermediate
+    return ln + attn + masks + gelu
+
+
+def layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    return (gpt2_layer_bytes if t.arch == "gpt2" else llama_layer_bytes)(t, batch, seq, profile)
+
+
+def checkpointed_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """Full (per-layer) checkpointing keeps only each layer's input hidden states."""
+    r, _ = saved_dtype_bytes(profile)
+    return r * batch * seq * t.hidden
+
+
+def final_norm_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """Final norm plus the lm_head input (a separate cast under amp)."""
+    tokens = batch * seq
+    r, c = saved_dtype_bytes(profile)
+    if t.arch == "gpt2":
+        return tokens * t.hidden * (r + c)
+    return rmsnorm_saved_bytes(tokens, t.hidden, profile) + (c * tokens * t.hidden if profile == "amp" else 0)
+
+
+def text_activations_bytes(t: TextSpec, batch: int, seq: int, profile: str, checkpointing: str) -> int:
+    """All layers' saved activations at the end of forward (recompute of one layer comes on top)."""
+    per_layer = (checkpointed_layer_bytes if checkpointing == "full" else layer_bytes)(t, batch, seq, profile)
+    return t.layers * per_layer + final_norm_bytes(t, batch, seq, profile)
+
+
+def logits_loss_bytes(t: TextSpec, batch: int, seq: int) -> int:
+    """Logits and loss at the start of backward: HF's ForCausalLMLoss upcasts logits to fp32 and
+    cross_entropy saves the fp32 log_softmax output; its backward holds that output, the incoming
+    gradient and the gradient it produces: 3 x 4 bytes per token per vocabulary entry. Final-logit
+    softcapping (Gemma-2) keeps a tanh output and one more copy."""
+    per = 12 + (4 if t.final_logit_softcap else 0)
+    return per * batch * seq * t.vocab
+
+
+def attention_mask_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """The 4-D causal+padding mask built once per forward (eager attention: additive, in the matmul
+    dtype; Gemma-2 builds a second one for its sliding-window layers)."""
+    _, c = saved_dtype_bytes(profile)
+    if t.attention == "eager":
+        return (2 if t.arch == "gemma2" else 1) * c * batch * seq * seq
+    return MASK_BYTES_PER_ELEMENT * batch * seq * seq
+
+
+def vision_block_bytes(v: VisionSpec, patches: int, profile: str) -> int:
+    """One vision-encoder block over `patches` tokens: two norms, fused-qkv storage, output, MLP."""
+    r, c = saved_dtype_bytes(profile)
+    norms = 2 * rmsnorm_saved_bytes(patches, v.hidden, profile)
+    attn = c * patches * v.hidden * (1 + 3 + 1) + 4 * patches * v.heads
+    mlp = (4 if v.gated_mlp else 2) * c * patches * v.intermediate + c * patches * v.hidden
+    return norms + attn + mlp
+
+
+def vision_activations_bytes(v: VisionSpec, batch: int, image_tokens: int, profile: str,
+                             checkpointing: str, trainable: bool) -> int:
+    """Vision tower activations for `image_tokens` LLM-side tokens per sample (each one is
+    `patches_per_token` encoder tokens). A frozen tower (LoRA on the LLM) saves nothing."""
+    if not trainable or image_tokens == 0:
+        return 0
+    patches = batch * image_tokens * v.patches_per_token
+    if checkpointing == "full":
+        r, _ = saved_dtype_bytes(profile)
+        return v.layers * r * patches * v.hidden + vision_block_bytes(v, patches, profile)
+    return v.layers * vision_block_bytes(v, patches, profile)

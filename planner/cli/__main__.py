@@ -1,0 +1,3 @@
+from planner.cli import entry
+
+entry()

@@ -1,0 +1,59 @@
+"""`planner suggest`: ranked plans that fit, with the same global batch exactly."""
+from __future__ import annotations
+
+import argparse
+
+from planner import export
+from planner.cli import common
+from planner.search import Result, Space, search
+
+
+def register(sub) -> None:
+    p = sub.add_parser("suggest", help="rank training configurations that fit")
+    common.add_target_args(p)
+    p.add_argument("--global-batch", type=common.positive_int("--global-batch"), required=True,
+                   help="sequences per optimizer step across all GPUs")
+    p.add_argument("--precision", type=common.PRECISION_LIST, default=[],
+                   help="comma list of fp32,fp16,bf16,bf16-pure (default bf16; fp16 where no bf16)")
+    p.add_argument("--checkpointing", type=common.CHECKPOINTING_LIST, default=["off", "full"])
+    p.add_argument("--zero", type=common.ZERO_LIST, default=[0, 1, 2, 3])
+    p.add_argument("--offload", type=common.OFFLOAD_LIST, default=["none", "optimizer", "optimizer+params"])
+    p.add_argument("--top", type=common.positive_int("--top"), default=10)
+    p.add_argument("--emit", metavar="DIR", help="write ds_config.json, train_args.json, launch.sbatch for the best plan")
+    p.set_defaults(run=run)
+
+
+def gather(args: argparse.Namespace) -> tuple[dict, Result, tuple]:
+    model, hw, goal = common.resolve(args, args.global_batch)
+    space = Space(precision=args.precision, checkpointing=args.checkpointing, zero=args.zero,
+                  offload=args.offload, optimizer=args.optimizer, lora_rank=args.lora_rank)
+    result = search(model, hw, goal, space, top=args.top)
+    out = {"model": model.summary(), "hardware": common.hardware_json(hw), "goal": goal.model_dump(),
+           "plans": [p.model_dump() for p in result.plans],
+           "rejected": [p.model_dump() for p in result.rejected]}
+    return out, result, (model, hw, goal)
+
+
+def run(args: argparse.Namespace) -> int:
+    out, result, (model, hw, goal) = gather(args)
+    if args.emit and result.plans:
+        out["emitted"] = [str(p) for p in export.emit(result.plans[0], hw, model, args.emit)]
+    if args.json:
+        common.print_json(out)
+    else:
+        from planner.cli import render
+
+        title = (f"{model.name} ({model.params / 1e9:.2f}B params) on {hw.world_size} x {hw.gpu.name}, "
+                 f"global batch {goal.global_batch} x {goal.seq_len} tokens")
+        if result.plans:
+            render.console.print(render.plans_table(result.plans, title))
+            best = result.plans[0]
+            render.console.print(render.breakdown_table(best))
+            render.console.print(f"best: {best.launch.command}")
+        else:
+            render.console.print(f"{title}: nothing fits")
+        if result.rejected:
+            render.console.print(render.rejected_table(result.rejected))
+        for path in out.get("emitted", []):
+            render.console.print(f"wrote {path}")
+    return 0 if result.plans else 3

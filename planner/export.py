@@ -1,0 +1,132 @@
+"""Ready-to-paste launch material for a plan: HF TrainingArguments, DeepSpeed JSON, commands, sbatch.
+
+DeepSpeed keys follow the DeepSpeed config documentation (deepspeed.ai/docs/config-json); "auto"
+values are the ones HF Trainer fills from TrainingArguments (transformers.integrations.deepspeed).
+"""
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Optional
+
+from planner.modelspec import ModelSpec
+from planner.spec import Hardware, Plan
+
+HF_OPTIM = {"adamw": "adamw_torch", "adamw-fused": "adamw_torch_fused", "sgd": "sgd",
+            "adafactor": "adafactor", "adamw-8bit": "adamw_bnb_8bit"}
+DS_CONFIG_NAME = "ds_config.json"
+TRAIN_SCRIPT = "train.py"  # the user's HF-Trainer-style script
+
+
+def hf_args(plan: Plan) -> dict:
+    """TrainingArguments fields; bf16-pure means loading the model in bf16 without autocast."""
+    args = {"per_device_train_batch_size": plan.micro_batch,
+            "gradient_accumulation_steps": plan.grad_accum,
+            "gradient_checkpointing": plan.checkpointing == "full",
+            "bf16": plan.precision == "bf16", "fp16": plan.precision == "fp16",
+            "optim": HF_OPTIM[plan.optimizer],
+            "deepspeed": DS_CONFIG_NAME if plan.zero_stage >= 1 else None}
+    if plan.checkpointing == "full":
+        args["gradient_checkpointing_kwargs"] = {"use_reentrant": False}
+    return args
+
+
+def deepspeed_config(plan: Plan, model: ModelSpec) -> Optional[dict]:
+    """A complete DeepSpeed config for zero >= 1 (None for torch DDP)."""
+    if plan.zero_stage == 0:
+        return None
+    h = model.text.hidden
+    zero: dict = {"stage": plan.zero_stage, "overlap_comm": True, "contiguous_gradients": True,
+                  "reduce_bucket_size": h * h}
+    if plan.zero_stage in (1, 2):
+        zero.update(allgather_partitions=True, allgather_bucket_size=int(5e8), reduce_scatter=True)
+    else:
+        zero.update(stage3_prefetch_bucket_size=int(0.9 * h * h), stage3_param_persistence_threshold=10 * h,
+                    stage3_max_live_parameters=int(1e9), stage3_max_reuse_distance=int(1e9),
+                    stage3_gather_16bit_weights_on_model_save=True)
+    if plan.offload != "none":
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+    if plan.offload == "optimizer+params":
+        zero["offload_param"] = {"device": "cpu", "pin_memory": True}
+    cfg: dict = {"train_batch_size": plan.global_batch,
+                 "train_micro_batch_size_per_gpu": plan.micro_batch,
+                 "gradient_accumulation_steps": plan.grad_accum,
+                 "gradient_clipping": 1.0, "zero_optimization": zero, "steps_per_print": 100,
+                 "wall_clock_breakdown": False}
+    if plan.precision == "bf16":
+        cfg["bf16"] = {"enabled": True}
+    elif plan.precision == "fp16":
+        cfg["fp16"] = {"enabled": True, "loss_scale": 0, "initial_scale_power": 16,
+                       "loss_scale_window": 1000, "hysteresis": 2, "min_loss_scale": 1}
+    if plan.optimizer in ("adamw", "adamw-fused"):
+        cfg["optimizer"] = {"type": "AdamW", "params": {"lr": "auto", "betas": "auto", "eps": "auto",
+                                                        "weight_decay": "auto"}}
+    else:
+        cfg["zero_allow_untested_optimizer"] = True
+    return cfg
+
+
+def script_args(plan: Plan) -> list[str]:
+    a = ["--per_device_train_batch_size", str(plan.micro_batch),
+         "--gradient_accumulation_steps", str(plan.grad_accum), "--optim", HF_OPTIM[plan.optimizer]]
+    if plan.checkpointing == "full":
+        a.append("--gradient_checkpointing")
+    if plan.precision in ("bf16", "fp16"):
+        a.append("--" + plan.precision)
+    if plan.precision == "bf16-pure":
+        a += ["--torch_dtype", "bfloat16"]
+    if plan.lora_rank:
+        a += ["--use_peft", "--lora_r", str(plan.lora_rank), "--lora_target_modules", "all-linear"]
+    if plan.zero_stage >= 1:
+        a += ["--deepspeed", DS_CONFIG_NAME]
+    return a
+
+
+def command(plan: Plan, hw: Hardware) -> str:
+    """torchrun for DDP, the deepspeed launcher for ZeRO; multi-node forms read the usual variables."""
+    args = " ".join(shlex.quote(x) for x in [TRAIN_SCRIPT, *script_args(plan)])
+    g, n = hw.gpus_per_node, hw.nodes
+    if plan.zero_stage >= 1:
+        nodes = f" --num_nodes {n} --hostfile hostfile" if n > 1 else ""
+        return f"deepspeed --num_gpus {g}{nodes} {args}"
+    if n > 1:
+        return (f"torchrun --nnodes {n} --nproc_per_node {g} --node_rank $NODE_RANK "
+                f"--rdzv_backend c10d --rdzv_endpoint $MASTER_ADDR:$MASTER_PORT {args}")
+    return f"torchrun --nproc_per_node {g} {args}"
+
+
+def sbatch(plan: Plan, hw: Hardware) -> str:
+    """A Slurm script: one srun task per node, each running torchrun over the node's GPUs."""
+    args = " ".join(shlex.quote(x) for x in [TRAIN_SCRIPT, *script_args(plan)])
+    return f"""#!/bin/bash
+#SBATCH --job-name=memplan
+#SBATCH --nodes={hw.nodes}
+#SBATCH --ntasks-per-node=1
+#SBATCH --gpus-per-node={hw.gpus_per_node}
+#SBATCH --exclusive
+# plan: micro {plan.micro_batch} x accum {plan.grad_accum} x world {plan.world_size} = {plan.global_batch}, \
+{plan.precision}, checkpointing {plan.checkpointing}, zero {plan.zero_stage}, offload {plan.offload}
+set -euo pipefail
+export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+export MASTER_PORT=${{MASTER_PORT:-29500}}
+srun --kill-on-bad-exit=1 bash -c 'torchrun --nnodes "$SLURM_NNODES" --nproc_per_node {hw.gpus_per_node} \\
+  --rdzv_id "$SLURM_JOB_ID" --rdzv_backend c10d --rdzv_endpoint "$MASTER_ADDR:$MASTER_PORT" \\
+  {args}'
+"""
+
+
+def emit(plan: Plan, hw: Hardware, model: ModelSpec, out_dir: str) -> list[Path]:
+    """Write ds_config.json (ZeRO plans), train_args.json and launch.sbatch for a plan."""
+    d = Path(out_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    written = []
+    ds = deepspeed_config(plan, model)
+    if ds is not None:
+        written.append(d / DS_CONFIG_NAME)
+        written[-1].write_text(json.dumps(ds, indent=2) + "\n")
+    written.append(d / "train_args.json")
+    written[-1].write_text(json.dumps(hf_args(plan), indent=2) + "\n")
+    written.append(d / "launch.sbatch")
+    written[-1].write_text(sbatch(plan, hw))
+    return written

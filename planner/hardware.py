@@ -1,0 +1,64 @@
+"""Resolve `--gpu` to a catalog GPU, or detect the local GPUs through NVML (nvidia-ml-py)."""
+from __future__ import annotations
+
+from planner import catalog
+from planner.errors import BadInput
+from planner.spec import GPU, MIB, Hardware
+
+DEFAULT_INTER_NODE_GBPS = 200.0  # one HDR InfiniBand HCA per node
+DEFAULT_HOST_RAM_GIB = 512.0
+
+
+def detect_local() -> tuple[GPU, int]:
+    """(GPU kind, count) of this host's NVIDIA GPUs; BadInput where NVML or a driver is missing."""
+    try:
+        import pynvml
+    except ImportError:
+        raise BadInput("--gpu local needs nvidia-ml-py (pip install nvidia-ml-py)") from None
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as e:
+        raise BadInput(f"--gpu local: no NVIDIA driver found (NVML: {e}); name a GPU from `planner gpus`") from None
+    try:
+        count = pynvml.nvmlDeviceGetCount()
+        if count == 0:
+            raise BadInput("--gpu local: NVML sees no GPU; name a GPU from `planner gpus`")
+        h = pynvml.nvmlDeviceGetHandleByIndex(0)
+        name = pynvml.nvmlDeviceGetName(h)
+        name = name.decode() if isinstance(name, bytes) else name
+        total = pynvml.nvmlDeviceGetMemoryInfo(h).total
+    finally:
+        pynvml.nvmlShutdown()
+    return match_local(name, total), count
+
+
+def match_local(nvml_name: str, total_bytes: int) -> GPU:
+    """The catalog entry for an NVML device name, with the device's own memory size."""
+    n = nvml_name.lower()
+    gib = total_bytes / 2**30
+    keys = [("h200", "h200"), ("h20", "h20"), ("h100 pcie", "h100-80gb-pcie"), ("h100", "h100-80gb"),
+            ("a100-pcie", "a100-80gb-pcie" if gib > 50 else "a100-40gb-pcie"),
+            ("a100", "a100-80gb" if gib > 50 else "a100-40gb"), ("4090", "rtx4090"), ("3090", "rtx3090"),
+            ("l40s", "l40s"), ("a10", "a10"), ("v100", "v100-32gb")]
+    for key, entry in keys:
+        if key in n:
+            return catalog.gpu(entry).model_copy(update={"memory_mib": total_bytes // MIB})
+    raise BadInput(f"--gpu local: {nvml_name!r} is not in the GPU catalog; pass the closest of: "
+                   + ", ".join(g.name for g in catalog.gpus()))
+
+
+def resolve(gpu: str, gpus_per_node: int | None, nodes: int, inter_node_gbps: float = DEFAULT_INTER_NODE_GBPS,
+            host_ram_gib: float = DEFAULT_HOST_RAM_GIB) -> Hardware:
+    for flag, v in (("--gpus-per-node", gpus_per_node), ("--nodes", nodes)):
+        if v is not None and v < 1:
+            raise BadInput(f"{flag} {v}: must be a positive integer")
+    for flag, v in (("--inter-node-gbps", inter_node_gbps), ("--host-ram-gb", host_ram_gib)):
+        if not v > 0:
+            raise BadInput(f"{flag} {v}: must be a positive number")
+    if gpu.strip().lower() == "local":
+        kind, count = detect_local()
+        gpus_per_node = gpus_per_node or count
+    else:
+        kind = catalog.gpu(gpu)
+    return Hardware(gpu=kind, gpus_per_node=gpus_per_node or 1, nodes=nodes,
+                    inter_node_gbps=inter_node_gbps, host_ram_gib=host_ram_gib)

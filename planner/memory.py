@@ -1,0 +1,285 @@
+"""Per-rank memory of a training step: one small function per term, in bytes, then the peak.
+
+Model states follow the ZeRO paper (Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward
+Training Trillion Parameter Models", section 5) as DeepSpeed 0.19 really implements them:
+- stages 1-2 keep an fp32 master partition even in fp32 runs, and build an fp32 gradient
+  partition at step time (`single_partition_of_fp32_groups[i].grad`): DeepSpeed's own
+  `estimate_zero2_model_states_mem_needs` counts 2 + 18/N bytes per parameter where the paper says
+  2 + 14/N;
+- stage 3 gathers whole modules while they run (DeepSpeed's estimate: 4 x largest layer params);
+- the optimizer is DeepSpeed's fused Adam (no full-size temporaries), see export.py.
+Without DeepSpeed (zero 0) the optimizer is torch's: `adamw` is the foreach implementation torch
+uses on CUDA by default, whose step allocates a full-size temporary (exp_avg_sq.sqrt()), while
+`adamw-fused` does not (torch/optim/adamw.py, `_multi_tensor_adamw` vs `_fused_adamw`).
+
+The peak is the largest of three moments of a steady-state step (after the first optimizer step):
+- "backward": start of backward: all saved activations, logits/loss, masks, autocast weight copies;
+  gradients only when accumulating (HF zeroes them with set_to_none after each optimizer step);
+- "end-of-backward": all gradients, one layer's activations (recomputed under checkpointing), one
+  gradient-sized transient of the largest matrix;
+- "optimizer-step": all gradients plus the optimizer's temporaries.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner import activations as act
+from planner.modelspec import ModelSpec
+from planner.spec import MIB, Knobs, MemoryBreakdown
+
+# Priors for what lies outside the caching allocator's tensors; the probes calibrate them.
+CUDA_CONTEXT_BYTES = 768 * MIB      # CUDA context + cuBLAS/cuDNN handles and loaded kernels
+NCCL_INTRA_NODE_BYTES = 512 * MIB   # NCCL communicator buffers, one node
+NCCL_INTER_NODE_BYTES = 256 * MIB   # extra proxy/network buffers when nodes > 1
+FRAGMENTATION_FRACTION = 0.06       # reserved - allocated, as a fraction of peak allocated
+ADAMW_8BIT_BLOCK = 256              # bitsandbytes blockwise quantisation: one fp32 absmax per block
+ADAMW_8BIT_MIN_SIZE = 4096          # bitsandbytes keeps 32-bit states for tensors smaller than this
+
+
+@dataclass(frozen=True)
+class Setup:
+    model: ModelSpec
+    knobs: Knobs
+    micro_batch: int
+    grad_accum: int
+    seq_len: int
+    gpus_per_node: int = 1
+    nodes: int = 1
+    image_tokens: int = 0
+
+    @property
+    def world_size(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+    @property
+    def lora(self) -> bool:
+        return self.knobs.lora_rank > 0
+
+
+def trainable_params(s: Setup) -> int:
+    return s.model.lora_params(s.knobs.lora_rank) if s.lora else s.model.params
+
+
+def frozen_params(s: Setup) -> int:
+    return s.model.params if s.lora else 0
+
+
+def activation_profile(k: Knobs) -> str:
+    if k.precision == "fp32":
+        return "fp32"
+    return "amp" if k.zero_stage == 0 and k.precision in ("fp16", "bf16") and k.lora_rank == 0 else "half"
+
+
+def trainable_weight_bytes_per_param(k: Knobs) -> int:
+    """fp32 weights for fp32 and for torch AMP (fp32 master = the model); DeepSpeed fp16/bf16 casts
+    the module to half; bf16-pure is half. LoRA adapters stay fp32 under AMP (PEFT's default)."""
+    if k.precision == "fp32" or (k.zero_stage == 0 and k.precision in ("fp16", "bf16")):
+        return 4
+    return 2
+
+
+def frozen_weight_bytes_per_param(k: Knobs) -> int:
+    """A LoRA base model is loaded in half precision unless the run is fp32."""
+    return 4 if k.precision == "fp32" else 2
+
+
+def params_bytes(s: Setup) -> int:
+    """Model weights resident on the GPU (ZeRO-3: this rank's partition; with param offload: none)."""
+    k = s.knobs
+    total = trainable_params(s) * trainable_weight_bytes_per_param(k) + frozen_params(s) * frozen_weight_bytes_per_param(k)
+    if k.zero_stage == 3:
+        return 0 if k.offload == "optimizer+params" else total // s.world_size
+    return total
+
+
+def optimizer_state_bytes_per_param(optimizer: str, state_bytes: int) -> float:
+    """Per-parameter state of an unfactored optimizer: AdamW two moments, SGD one momentum buffer,
+    Adafactor (on flat ZeRO partitions it cannot factor) one second moment, 8-bit AdamW two 1-byte
+    moments plus one fp32 absmax per block (Dettmers et al. 2022)."""
+    return {"adamw": 2 * state_bytes, "adamw-fused": 2 * state_bytes, "sgd": state_bytes,
+            "adafactor": state_bytes, "adamw-8bit": 2 + 2 * 4 / ADAMW_8BIT_BLOCK}[optimizer]
+
+
+def adafactor_state_elements(s: Setup) -> int:
+    """Adafactor (Shazeer & Stern 2018) keeps row and column statistics for a matrix, a full second
+    moment for a vector; HF's default has no first moment. LoRA: the A (r x d_in) and B (d_out x r)
+    factors of every adapted weight."""
+    r = s.knobs.lora_rank
+    if s.lora:
+        return sum((2 * r + t.shape[0] + t.shape[1]) * t.count for t in s.model.tensors if t.lora)
+    return sum((sum(t.shape[:-1]) + t.shape[-1] if len(t.shape) >= 2 else t.shape[0]) * t.count
+               for t in s.model.tensors)
+
+
+def adamw_8bit_state_bytes(s: Setup) -> int:
+    """bitsandbytes 8-bit AdamW: 1-byte moments plus absmax per block; 32-bit states for tensors
+    under ADAMW_8BIT_MIN_SIZE elements."""
+    per_big = optimizer_state_bytes_per_param("adamw-8bit", 4)
+    if s.lora:
+        return int(trainable_params(s) * per_big)
+    total = 0.0
+    for t in s.model.tensors:
+        n = t.numel // t.count
+        total += t.numel * (8 if n < ADAMW_8BIT_MIN_SIZE else per_big)
+    return int(total)
+
+
+def optimizer_bytes(s: Setup) -> int:
+    """Optimizer states on the GPU. zero 0: torch keeps states in the parameter dtype; ZeRO keeps an
+    fp32 master copy plus fp32 states, partitioned over the world; offloaded states live on the host."""
+    k, T = s.knobs, trainable_params(s)
+    if k.zero_stage == 0:
+        sb = trainable_weight_bytes_per_param(k)
+        if k.optimizer == "adafactor":
+            return adafactor_state_elements(s) * sb
+        if k.optimizer == "adamw-8bit":
+            return adamw_8bit_state_bytes(s)
+        return int(T * optimizer_state_bytes_per_param(k.optimizer, sb))
+    if k.offload != "none":
+        return 0
+    return int(T * (4 + optimizer_state_bytes_per_param(k.optimizer, 4))) // s.world_size
+
+
+def grad_bytes_per_param(k: Knobs) -> int:
+    return trainable_weight_bytes_per_param(k)
+
+
+def reduce_bucket_elements(s: Setup) -> int:
+    """DeepSpeed reduce bucket as HF's "auto" sets it (hidden_size^2); export.py writes the same."""
+    return s.model.text.hidden ** 2
+
+
+def gradients_bytes(s: Setup) -> int:
+    """All gradients this rank holds once backward is done (zero 0/1: full; 2/3: its partition)."""
+    k, T, g = s.knobs, trainable_params(s), grad_bytes_per_param(s.knobs)
+    if k.zero_stage == 0:
+        return T * g
+    if k.zero_stage == 1:
+        return T * g + (0 if k.offload != "none" else T * g // s.world_size)
+    return 0 if k.offload != "none" else T * g // s.world_size
+
+
+def comm_bucket_bytes(s: Setup) -> int:
+    """Persistent gradient communication buffers: DDP buckets (a copy of every gradient, since HF
+    does not set gradient_as_bucket_view) for world > 1, DeepSpeed's contiguous reduce buckets
+    (two with overlap_comm at stage 2, one at stages 1 and 3)."""
+    k, g = s.knobs, grad_bytes_per_param(s.knobs)
+    if k.zero_stage == 0:
+        return trainable_params(s) * g if s.world_size > 1 else 0
+    return {1: 1, 2: 2, 3: 1}[k.zero_stage] * reduce_bucket_elements(s) * g
+
+
+def zero3_live_params_bytes(s: Setup) -> int:
+    """ZeRO-3 modules gathered while they run: the largest module's weights and their gradient
+    (DeepSpeed's estimate: 4 x largest layer params in half precision) plus the prefetch bucket."""
+    if s.knobs.zero_stage != 3:
+        return 0
+    w = 4 if s.knobs.precision == "fp32" else 2
+    prefetch = int(0.9 * s.model.text.hidden ** 2)
+    return 2 * w * s.model.largest_matrix_params() + w * prefetch
+
+
+def optimizer_step_temp_bytes(s: Setup) -> int:
+    """Temporaries of the optimizer step: torch foreach AdamW one full-size tensor (sqrt of the
+    second moment); Adafactor per tensor (about three of the largest); ZeRO the fp32 gradient
+    partition it builds for the step; fused, SGD and 8-bit kernels none."""
+    k, T = s.knobs, trainable_params(s)
+    if k.zero_stage >= 1:
+        return 0 if k.offload != "none" else 4 * T // s.world_size
+    sb = trainable_weight_bytes_per_param(k)
+    if k.optimizer == "adamw":
+        return T * sb
+    if k.optimizer == "adafactor":
+        largest = max((t.shape[0] * t.shape[1] for t in s.model.tensors if len(t.shape) == 2), default=0)
+        return 3 * 4 * (largest if not s.lora else 0)
+    return 0
+
+
+def autocast_weight_copy_bytes(s: Setup, layers_live: int) -> int:
+    """torch.autocast caches a bf16 copy of every fp32 weight a matmul uses, and the matmul saves it
+    for backward: without checkpointing every layer's copy lives until its backward; with it only
+    the lm_head's and the recomputed layer's."""
+    if activation_profile(s.knobs) != "amp":
+        return 0
+    m = s.model
+    per_layer = sum(t.numel for t in m.tensors if t.role == "layer" and len(t.shape) == 2) // m.text.layers
+    head = m.text.vocab * m.text.hidden
+    vision = sum(t.numel for t in m.tensors if t.role in ("vision", "projector") and len(t.shape) == 2)
+    return 2 * (per_layer * layers_live + head + (vision if layers_live == m.text.layers else 0))
+
+
+def activations_bytes(s: Setup) -> int:
+    """Saved activations at the start of backward: text layers, vision tower, final norm."""
+    t, k, p = s.model.text, s.knobs, activation_profile(s.knobs)
+    total = act.text_activations_bytes(t, s.micro_batch, s.seq_len, p, k.checkpointing)
+    if k.checkpointing == "full":
+        total += act.layer_bytes(t, s.micro_batch, s.seq_len, p)  # the layer being recomputed
+    if s.model.vision is not None:
+        total += act.vision_activations_bytes(s.model.vision, s.micro_batch, s.image_tokens, p,
+                                              k.checkpointing, trainable=not s.lora)
+    return total
+
+
+def backward_start_temp_bytes(s: Setup) -> int:
+    t, p = s.model.text, activation_profile(s.knobs)
+    live = s.model.text.layers if s.knobs.checkpointing == "off" else 1
+    return (act.logits_loss_bytes(t, s.micro_batch, s.seq_len)
+            + act.attention_mask_bytes(t, s.micro_batch, s.seq_len, p)
+            + autocast_weight_copy_bytes(s, live) + zero3_live_params_bytes(s))
+
+
+def end_of_backward_temp_bytes(s: Setup) -> int:
+    """One layer's activations, the largest trainable matrix's gradient transient, ZeRO-3 gathers."""
+    t, p = s.model.text, activation_profile(s.knobs)
+    largest = max(t.vocab * t.hidden if not s.lora else 0, s.model.layer_params() // 4)
+    return (act.layer_bytes(t, s.micro_batch, s.seq_len, p) + largest * grad_bytes_per_param(s.knobs)
+            + autocast_weight_copy_bytes(s, 1) + zero3_live_params_bytes(s))
+
+
+def overhead_bytes(s: Setup, peak_allocated: int) -> int:
+    """Outside the allocator's live tensors: allocator reserve (fragmentation), CUDA context and
+    libraries, NCCL buffers. Priors; the probes issue calibrates them per device."""
+    nccl = 0
+    if s.world_size > 1:
+        nccl = NCCL_INTRA_NODE_BYTES + (NCCL_INTER_NODE_BYTES if s.nodes > 1 else 0)
+    return int(FRAGMENTATION_FRACTION * peak_allocated) + CUDA_CONTEXT_BYTES + nccl
+
+
+def host_offload_bytes_per_node(s: Setup) -> int:
+    """Host RAM for offload, per node: per rank the fp32 master, states and fp32 gradient partition
+    (16 bytes per parameter for AdamW, as DeepSpeed's estimate), plus half-precision parameter
+    partitions with param offload; pinned, so it must fit in RAM."""
+    k, T = s.knobs, trainable_params(s)
+    if k.offload == "none":
+        return 0
+    per_rank = int(T * (4 + optimizer_state_bytes_per_param(k.optimizer, 4) + 4)) // s.world_size
+    if k.offload == "optimizer+params":
+        per_rank += (T * 2 + frozen_params(s) * frozen_weight_bytes_per_param(k)) // s.world_size
+    return per_rank * s.gpus_per_node
+
+
+def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
+    """The per-rank breakdown at the peak moment; its terms add up to peak_allocated_bytes."""
+    params, opt, buckets = params_bytes(s), optimizer_bytes(s), comm_bucket_bytes(s)
+    grads_full = gradients_bytes(s)
+    acts = activations_bytes(s)
+    phases = {
+        "backward": (grads_full if s.grad_accum > 1 else 0, acts, backward_start_temp_bytes(s)),
+        "end-of-backward": (grads_full, 0, end_of_backward_temp_bytes(s)),
+        "optimizer-step": (grads_full, 0, optimizer_step_temp_bytes(s)),
+    }
+    phase = max(phases, key=lambda p: sum(phases[p]))
+    grads, acts_at_peak, temp = phases[phase]
+    peak = params + grads + buckets + opt + acts_at_peak + temp
+    overhead = overhead_bytes(s, peak)
+    total = peak + overhead
+    detail = {"gradient_buffers_bytes": buckets, "logits_loss_bytes": act.logits_loss_bytes(s.model.text, s.micro_batch, s.seq_len),
+              "saved_activations_bytes": acts, "zero3_live_params_bytes": zero3_live_params_bytes(s),
+              "optimizer_step_temp_bytes": optimizer_step_temp_bytes(s),
+              "model_states_bytes": params + grads_full + buckets + opt}
+    return MemoryBreakdown(
+        params_bytes=params, grads_bytes=grads + buckets, optimizer_bytes=opt,
+        activations_bytes=acts_at_peak, temp_bytes=temp, peak_allocated_bytes=peak,
+        overhead_bytes=overhead, device_total_bytes=total, capacity_bytes=capacity_bytes,
+        headroom_bytes=capacity_bytes - total, peak_phase=phase,
+        host_bytes_per_node=host_offload_bytes_per_node(s), detail=detail)

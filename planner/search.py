@@ -1,0 +1,129 @@
+"""Candidates under the exact global-batch constraint, the fit test, ranking, and rejection reasons.
+
+Every candidate has micro_batch x grad_accum x world_size == global_batch. A candidate fits when
+device_total_bytes <= capacity x (1 - margin) and its offload host RAM fits in the node's RAM.
+Fitting plans are ranked by predicted tokens/s, then by headroom.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import product
+
+from planner import export
+from planner.errors import BadInput
+from planner.memory import Setup, breakdown
+from planner.modelspec import ModelSpec
+from planner.spec import GIB, Goal, Hardware, Knobs, Launch, Plan
+from planner.speed import step_time, tokens_per_second
+
+DEFAULT_MARGIN = 0.05  # keep 5% of the card free for what no model sees (other processes, drift)
+
+
+@dataclass
+class Space:
+    """The allowed knob values (each a list; the product is searched)."""
+
+    precision: list[str] = field(default_factory=list)  # empty: bf16, or fp16 where the GPU lacks bf16
+    checkpointing: list[str] = field(default_factory=lambda: ["off", "full"])
+    zero: list[int] = field(default_factory=lambda: [0, 1, 2, 3])
+    offload: list[str] = field(default_factory=lambda: ["none", "optimizer", "optimizer+params"])
+    optimizer: str = "adamw"
+    lora_rank: int = 0
+
+
+@dataclass
+class Result:
+    plans: list[Plan]
+    rejected: list[Plan]
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def check_global_batch(global_batch: int, world: int) -> None:
+    if global_batch % world:
+        lo = global_batch // world * world
+        near = [x for x in (lo, lo + world) if x > 0]
+        raise BadInput(f"--global-batch {global_batch} is not divisible by world size {world}; "
+                       f"nearest valid global batches: {', '.join(map(str, near))}")
+
+
+def families(space: Space, hw: Hardware) -> list[Knobs]:
+    precisions = space.precision or (["bf16"] if hw.gpu.bf16_tflops > 0 else ["fp16"])
+    out = []
+    for p, c, z, o in product(precisions, space.checkpointing, space.zero, space.offload):
+        if (o != "none" and z == 0) or (o == "optimizer+params" and z != 3) or (p == "bf16-pure" and z > 0):
+            continue
+        out.append(Knobs(precision=p, checkpointing=c, zero_stage=z, offload=o,
+                         optimizer=space.optimizer, lora_rank=space.lora_rank))
+    return out
+
+
+def _gib(x: int) -> str:
+    return f"{x / GIB:.1f} GiB"
+
+
+def rejection_reason(plan: Plan, hw: Hardware, usable: int) -> str | None:
+    """Why a candidate does not fit, with what would make it fit."""
+    m = plan.memory
+    if plan.precision.startswith("bf16") and hw.gpu.bf16_tflops == 0:
+        return f"{hw.gpu.name} has no bf16 support: use fp16 or fp32"
+    host = int(hw.host_ram_gib * GIB)
+    if m.host_bytes_per_node > host:
+        return (f"offload needs {_gib(m.host_bytes_per_node)} host RAM per node > {_gib(host)} "
+                "(--host-ram-gb): use fewer GPUs per node or offload less")
+    if m.device_total_bytes <= usable:
+        return None
+    states = m.detail["model_states_bytes"]
+    if states > usable:
+        fixes = []
+        if plan.zero_stage < 3:
+            fixes.append("allow zero 3")
+        if plan.offload != "optimizer+params":
+            fixes.append("offload")
+        fix = " or ".join(fixes) or "add GPUs or train LoRA adapters"
+        return f"model states alone need {_gib(states)} per GPU > {_gib(usable)} usable: {fix}"
+    hint = "enable checkpointing, " if plan.checkpointing == "off" else ""
+    return (f"micro-batch {plan.micro_batch} needs {_gib(m.device_total_bytes)} per GPU > {_gib(usable)} usable "
+            f"(saved activations {_gib(m.detail['saved_activations_bytes'])}, logits/loss "
+            f"{_gib(m.detail['logits_loss_bytes'])}): {hint}shorten the sequence or add GPUs")
+
+
+def make_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_batch: int) -> Plan:
+    world = hw.world_size
+    accum = goal.global_batch // (world * micro_batch)
+    s = Setup(model, knobs, micro_batch, accum, goal.seq_len, hw.gpus_per_node, hw.nodes, goal.image_tokens)
+    mem = breakdown(s, hw.gpu.capacity_bytes)
+    t = step_time(s, hw)
+    plan = Plan(micro_batch=micro_batch, grad_accum=accum, world_size=world, global_batch=goal.global_batch,
+                precision=knobs.precision, checkpointing=knobs.checkpointing, zero_stage=knobs.zero_stage,
+                offload=knobs.offload, optimizer=knobs.optimizer, lora_rank=knobs.lora_rank, memory=mem,
+                fits=False, step_time_s=round(t.total_s, 6),
+                tokens_per_s=round(tokens_per_second(s, hw, t), 1))
+    usable = int(hw.gpu.capacity_bytes * (1 - goal.margin))
+    plan.reason = rejection_reason(plan, hw, usable)
+    plan.fits = plan.reason is None
+    plan.launch = Launch(hf_args=export.hf_args(plan), deepspeed_config=export.deepspeed_config(plan, model),
+                         command=export.command(plan, hw))
+    return plan
+
+
+def rank_key(p: Plan) -> tuple:
+    return (-p.tokens_per_s, -p.memory.headroom_bytes)
+
+
+def search(model: ModelSpec, hw: Hardware, goal: Goal, space: Space, top: int = 10) -> Result:
+    """All fitting plans, best first (at most `top`), and one rejected candidate per knob family
+    that has no fitting micro-batch (its smallest micro-batch, with the reason)."""
+    check_global_batch(goal.global_batch, hw.world_size)
+    per_rank = goal.global_batch // hw.world_size
+    fitting, rejected = [], []
+    for knobs in families(space, hw):
+        plans = [make_plan(model, hw, goal, knobs, mb) for mb in divisors(per_rank)]
+        ok = [p for p in plans if p.fits]
+        fitting += ok
+        if not ok:
+            rejected.append(plans[0])
+    fitting.sort(key=rank_key)
+    return Result(plans=fitting[:top], rejected=rejected)

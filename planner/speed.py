@@ -1,0 +1,118 @@
+"""Step-time model: compute from FLOPs at a micro-batch-dependent efficiency, plus the exposed part of
+communication and offload traffic. Used to rank plans; the constants are priors that the GPU
+benchmark (issue 7) recalibrates.
+
+FLOPs per token: 6 x params for a training step (Kaplan et al. 2020) plus attention,
+12 x layers x heads x head_dim x seq (Chowdhery et al. 2022, PaLM, appendix B); full
+checkpointing adds one more forward (2 x params + a third of attention). LoRA skips the weight
+gradients of the frozen base: 4 x params (+2 with recompute).
+
+Communication (ring collectives, bytes per rank): all-reduce 2(N-1)/N x B; reduce-scatter and
+all-gather (N-1)/N x B (Patarasuk & Yuan 2009). DDP all-reduces gradients once per optimizer step
+(HF uses no_sync on the other micro-steps); ZeRO-1 all-reduces once and all-gathers updated params;
+ZeRO-2 reduce-scatters on every micro-step; ZeRO-3 also all-gathers params in forward and backward
+on every micro-step. Across nodes the bottleneck is the node's network (one NIC per node assumed).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.memory import Setup, frozen_params, trainable_params
+from planner.spec import Hardware
+
+PEAK_EFFICIENCY = 0.55          # best model-FLOPs utilisation a large micro-batch reaches
+HALF_EFFICIENCY_TOKENS = 1024   # tokens per micro-batch at which efficiency is half of the peak
+COLLECTIVE_LATENCY_S = 50e-6    # per collective call (NCCL launch + ring latency)
+BACKWARD_OVERLAP = 0.6          # fraction of backward time that can hide gradient communication
+CPU_ADAM_PARAMS_PER_S = 1.0e9   # DeepSpeed CPU Adam throughput per node (AVX512, many cores)
+
+
+@dataclass(frozen=True)
+class StepTime:
+    compute_s: float
+    comm_s: float
+    offload_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.compute_s + self.comm_s + self.offload_s
+
+
+def flops_per_token(s: Setup) -> float:
+    """Training FLOPs per token of one optimizer step's work."""
+    m, k = s.model, s.knobs
+    attn_fwd = 4 * m.text.layers * m.text.q_dim * s.seq_len  # QK^T and AV; backward is twice this
+    base = (4 * m.params + 6 * trainable_params(s)) if s.lora else 6 * m.params
+    recompute = (2 * m.params + attn_fwd) if k.checkpointing == "full" else 0
+    return base + 3 * attn_fwd + recompute
+
+
+def gpu_tflops(hw: Hardware, precision: str) -> float:
+    g = hw.gpu
+    if precision == "fp32":
+        return g.fp32_tflops
+    return g.fp16_tflops if precision == "fp16" else g.bf16_tflops
+
+
+def efficiency(tokens_per_micro_batch: int) -> float:
+    """Model-FLOPs utilisation grows with the work per kernel launch and saturates."""
+    return PEAK_EFFICIENCY * tokens_per_micro_batch / (tokens_per_micro_batch + HALF_EFFICIENCY_TOKENS)
+
+
+def bus_bandwidth_bytes_per_s(hw: Hardware) -> float:
+    intra = hw.gpu.link_gbs * 1e9
+    if hw.nodes == 1:
+        return intra
+    return min(intra, hw.inter_node_gbps / 8 * 1e9)
+
+
+def _ring(n: int) -> float:
+    return (n - 1) / n if n > 1 else 0.0
+
+
+def comm_bytes_per_step(s: Setup) -> tuple[float, int]:
+    """(bytes each rank sends per optimizer step, collective calls per step)."""
+    n, A, z = s.world_size, s.grad_accum, s.knobs.zero_stage
+    g = 2 if s.knobs.precision != "fp32" else 4
+    G = trainable_params(s) * (4 if z == 0 and s.knobs.precision != "bf16-pure" else g)
+    W = (trainable_params(s) + frozen_params(s)) * g
+    bucket = max(1, s.model.text.hidden ** 2 * g)
+    if n == 1:
+        return 0.0, 0
+    if z == 0:
+        return 2 * _ring(n) * G, max(1, int(G // (25 * 2**20)))
+    if z == 1:
+        return 2 * _ring(n) * G + _ring(n) * W, 2 * max(1, int(G // bucket))
+    if z == 2:
+        return A * _ring(n) * G + _ring(n) * W, A * max(1, int(G // bucket)) + 1
+    layers = s.model.text.layers
+    return A * (_ring(n) * G + 2 * _ring(n) * W), A * (3 * layers + 2)
+
+
+def offload_seconds(s: Setup, hw: Hardware) -> float:
+    """PCIe traffic and CPU Adam time of optimizer (and parameter) offload per optimizer step."""
+    if s.knobs.offload == "none":
+        return 0.0
+    part = trainable_params(s) / s.world_size
+    pcie = hw.gpu.pcie_gbs * 1e9
+    t = (part * 4 + part * 2) / pcie + part * s.gpus_per_node / CPU_ADAM_PARAMS_PER_S
+    if s.knobs.offload == "optimizer+params":
+        t += s.grad_accum * 2 * (s.model.params * 2 / s.world_size) / pcie
+    return t
+
+
+def step_time(s: Setup, hw: Hardware) -> StepTime:
+    tokens_micro = s.micro_batch * s.seq_len
+    peak = gpu_tflops(hw, s.knobs.precision) * 1e12
+    compute = s.grad_accum * tokens_micro * flops_per_token(s) / (peak * efficiency(tokens_micro))
+    volume, calls = comm_bytes_per_step(s)
+    comm = volume / bus_bandwidth_bytes_per_s(hw) + calls * COLLECTIVE_LATENCY_S
+    backward_last = compute / s.grad_accum * 2 / 3
+    hidden = BACKWARD_OVERLAP * (backward_last if s.knobs.zero_stage <= 1 else compute * 2 / 3)
+    exposed = max(comm - hidden, 0.1 * comm)
+    return StepTime(compute, exposed, offload_seconds(s, hw))
+
+
+def tokens_per_second(s: Setup, hw: Hardware, t: StepTime) -> float:
+    """Cluster-wide training tokens per second."""
+    return s.micro_batch * s.grad_accum * s.world_size * s.seq_len / t.total_s

@@ -1,0 +1,103 @@
+"""Catalog data: required entries, exact parameter counts (against transformers on the meta device
+and against published counts), GPU table with sources, loading from paths."""
+import json
+
+import pytest
+
+from planner import catalog
+from planner.errors import BadInput
+from planner.modelspec import from_config
+
+REQUIRED = ["gpt2", "gpt2-medium", "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b",
+            "mistral-7b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-3b", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b",
+            "qwen2.5-72b", "gemma-2-2b", "gemma-2-9b", "qwen2.5-vl-3b", "qwen2.5-vl-7b", "qwen2.5-vl-72b",
+            "internvl3-8b", "internvl2.5-8b", "debug-llama", "debug-gpt2"]
+
+# Published totals (model cards / safetensors metadata); they pin the stored config values.
+PUBLISHED = {"gpt2": 124_439_808, "llama-2-7b": 6_738_415_616, "llama-3.1-8b": 8_030_261_248,
+             "mistral-7b": 7_241_732_096, "qwen2.5-0.5b": 494_032_768, "qwen2.5-7b": 7_615_616_512,
+             "gemma-2-9b": 9_241_705_984, "qwen2.5-vl-7b": 8_292_166_656, "llama-3.2-1b": 1_235_814_400}
+
+
+def test_catalog_has_required_models():
+    assert set(REQUIRED) <= set(catalog.model_names())
+    assert len(catalog.model_names()) >= 22
+    assert sum(catalog.load_model(n).vision is not None for n in catalog.model_names()) >= 2
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_published_parameter_counts(name):
+    assert catalog.load_model(name).params == PUBLISHED[name]
+
+
+def test_debug_presets_are_small():
+    for name in ("debug-llama", "debug-gpt2"):
+        assert 1e6 < catalog.load_model(name).params < 2e7
+
+
+@pytest.mark.parametrize("name", catalog.model_names())
+def test_param_count_equals_transformers_meta_model(name):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    cfg = catalog.model_config(name)
+    model_type = cfg.pop("model_type")
+    hf_cfg = transformers.AutoConfig.for_model(model_type, **cfg)
+    auto = (transformers.AutoModelForImageTextToText if "vision_config" in cfg
+            else transformers.AutoModelForCausalLM)
+    with torch.device("meta"):
+        model = auto.from_config(hf_cfg)
+    real = sum(p.numel() for p in model.parameters())
+    spec = catalog.load_model(name)
+    assert spec.params == real
+    assert spec.exact
+    # LoRA adapters ("all-linear" on the decoder): r * (d_in + d_out) for each decoder Linear
+    linear = (torch.nn.Linear, transformers.pytorch_utils.Conv1D)
+    lora = sum(8 * sum(m.weight.shape) for n, m in model.named_modules()
+               if isinstance(m, linear) and (".layers." in n or ".h." in n) and "vision" not in n and "visual" not in n)
+    assert spec.lora_params(8) == lora
+
+
+def test_load_from_config_path_and_folder(tmp_path):
+    cfg = catalog.model_config("qwen2.5-0.5b")
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    assert catalog.load_model(str(tmp_path)).params == 494_032_768
+    assert catalog.load_model(str(tmp_path / "config.json")).params == 494_032_768
+
+
+@pytest.mark.parametrize("content,message", [("{oops", "malformed config.json"), ("[1, 2]", "JSON object")])
+def test_bad_config_files(tmp_path, content, message):
+    f = tmp_path / "config.json"
+    f.write_text(content)
+    with pytest.raises(BadInput, match=message):
+        catalog.load_model(str(f))
+
+
+def test_missing_file_and_unknown_name():
+    with pytest.raises(BadInput, match="no such config.json"):
+        catalog.load_model("/nonexistent/dir/config.json")
+    with pytest.raises(BadInput, match="known: .*llama-3.1-8b"):
+        catalog.load_model("llama-9")
+
+
+def test_unknown_family_uses_generic_count_and_says_so():
+    cfg = dict(catalog.model_config("llama-2-7b"), model_type="my_new_llm")
+    spec = from_config(cfg, "custom")
+    assert spec.params == 6_738_415_616 and not spec.exact
+    with pytest.raises(BadInput, match="lacks 'num_attention_heads'"):
+        from_config({"model_type": "x", "hidden_size": 8, "num_hidden_layers": 2}, "broken")
+
+
+def test_gpu_catalog_entries_and_sources():
+    names = {g.name for g in catalog.gpus()}
+    assert {"a100-40gb", "a100-80gb", "a100-40gb-pcie", "a100-80gb-pcie", "h20", "h100-80gb", "h100-80gb-pcie",
+            "h200", "rtx4090", "rtx3090", "l40s", "a10", "v100-32gb"} <= names
+    for g in catalog.gpus():
+        assert {"compute", "memory", "link"} <= set(g.sources), g.name
+    assert catalog.gpu("H100").name == "h100-80gb"
+    assert catalog.gpu("RTX_4090").name == "rtx4090"
+    assert catalog.gpu("h20").capacity_bytes == 97871 * 2**20
+
+
+def test_unknown_gpu_lists_known():
+    with pytest.raises(BadInput, match="unknown GPU 'b300'; known: a100-40gb"):
+        catalog.gpu("b300")
