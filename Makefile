@@ -1,0 +1,34 @@
+# memplan: `make run` sets up and prints a plan; `make test` sets up and runs the suite.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+TORCH_VERSION := 2.13.0
+
+.PHONY: run test setup setup-dev bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# torch first, and only where none is importable: a bare `torch` requirement would pull the CUDA build.
+.PHONY: torch
+torch: $(BIN)/python
+	@$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q "torch==$(TORCH_VERSION)"
+
+setup: $(BIN)/python torch
+	$(BIN)/pip install -q -e .
+
+setup-dev: setup
+	$(BIN)/pip install -q -e ".[dev]"
+
+run: setup
+	$(BIN)/planner suggest --model llama-3.1-8b --gpu a100-80gb --gpus-per-node 8 --global-batch 256 --seq-len 4096 --top 5
+
+test: setup-dev
+	$(BIN)/python -m pytest tests
+
+bench: setup
+	$(BIN)/python benchmarks/plan_latency.py --out benchmarks/results/plan_latency.json
+
+clean:
+	rm -rf $(VENV) *.egg-info
