@@ -51,7 +51,9 @@ def gpu_tflops(hw: Hardware, precision: str) -> float:
     g = hw.gpu
     if precision == "fp32":
         return g.fp32_tflops
-    return g.fp16_tflops if precision == "fp16" else g.bf16_tflops
+    if precision == "fp16" or g.bf16_tflops == 0:  # no bf16 (V100): such plans are rejected anyway
+        return g.fp16_tflops
+    return g.bf16_tflops
 
 
 def efficiency(tokens_per_micro_batch: int) -> float:

@@ -1,0 +1,53 @@
+"""Exports checked by the libraries that consume them: DeepSpeed's config models, HF TrainingArguments."""
+import dataclasses
+
+import pytest
+
+from planner import catalog, export, hardware
+from planner.search import make_plan
+from planner.spec import Goal, Knobs
+
+
+def plan(zero, offload="none", precision="bf16", nodes=1, optimizer="adamw"):
+    hw = hardware.resolve("a100-80gb", 8, nodes)
+    return make_plan(catalog.load_model("llama-2-7b"), hw, Goal(global_batch=64 * nodes, seq_len=2048),
+                     Knobs(zero_stage=zero, offload=offload, precision=precision, optimizer=optimizer,
+                           checkpointing="full"), 2), hw
+
+
+@pytest.mark.parametrize("zero,offload", [(1, "none"), (2, "optimizer"), (3, "none"), (3, "optimizer+params")])
+def test_deepspeed_config_validates_with_deepspeed(zero, offload):
+    pytest.importorskip("deepspeed")
+    from deepspeed.runtime.zero.config import DeepSpeedZeroConfig
+    p, _ = plan(zero, offload)
+    ds = p.launch.deepspeed_config
+    z = DeepSpeedZeroConfig(**ds["zero_optimization"])
+    assert int(z.stage) == zero
+    assert (z.offload_optimizer is not None) == (offload != "none")
+    assert (z.offload_param is not None) == (offload == "optimizer+params")
+    assert ds["train_batch_size"] == ds["train_micro_batch_size_per_gpu"] * ds["gradient_accumulation_steps"] * 8
+    assert ds["bf16"] == {"enabled": True}
+
+
+def test_ddp_plan_has_no_deepspeed_and_uses_torchrun():
+    p, hw = plan(0)
+    assert p.launch.deepspeed_config is None
+    assert p.launch.command.startswith("torchrun --nproc_per_node 8 train.py")
+    p2, _ = plan(0, nodes=2)
+    assert "--nnodes 2" in p2.launch.command and "--rdzv_endpoint" in p2.launch.command
+    p3, _ = plan(2, nodes=2)
+    assert p3.launch.command.startswith("deepspeed --num_gpus 8 --num_nodes 2")
+
+
+def test_hf_args_are_training_arguments_fields():
+    transformers = pytest.importorskip("transformers")
+    fields = {f.name for f in dataclasses.fields(transformers.TrainingArguments)}
+    for zero, opt in ((0, "adamw"), (2, "adamw-fused"), (0, "adafactor"), (0, "adamw-8bit"), (0, "sgd")):
+        args = plan(zero, optimizer=opt)[0].launch.hf_args
+        assert set(args) <= fields
+        assert args["optim"] in {o.value for o in transformers.training_args.OptimizerNames}
+
+
+def test_fp16_config_has_loss_scaling():
+    ds = plan(2, precision="fp16")[0].launch.deepspeed_config
+    assert ds["fp16"]["enabled"] and ds["fp16"]["loss_scale"] == 0 and "bf16" not in ds
