@@ -1,0 +1,75 @@
+"""How long `planner suggest` takes after install, as a user runs it: a fresh process each time
+(interpreter start, imports, catalog, search over every candidate, JSON out). Target: < 1 s.
+
+    python benchmarks/plan_latency.py --out benchmarks/results/plan_latency.json
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+CASES = [
+    ("llama-3.1-8b on 8 x A100-80GB, 256 x 4096", ["--model", "llama-3.1-8b", "--gpu", "a100-80gb",
+     "--gpus-per-node", "8", "--global-batch", "256", "--seq-len", "4096"]),
+    ("qwen2.5-72b on 32 x 8 H100, 1024 x 4096", ["--model", "qwen2.5-72b", "--gpu", "h100-80gb",
+     "--gpus-per-node", "8", "--nodes", "32", "--global-batch", "1024", "--seq-len", "4096"]),
+    ("qwen2.5-vl-7b on 6 x H20, 96 x 4096 (1024 image tokens)", ["--model", "qwen2.5-vl-7b", "--gpu", "h20",
+     "--gpus-per-node", "6", "--global-batch", "96", "--seq-len", "4096", "--image-tokens", "1024"]),
+    ("internvl2.5-8b LoRA on 2 x RTX 4090, 16 x 2048", ["--model", "internvl2.5-8b", "--gpu", "rtx4090",
+     "--gpus-per-node", "2", "--global-batch", "16", "--seq-len", "2048", "--image-tokens", "1792",
+     "--lora-rank", "16"]),
+]
+
+
+def time_once(args: list[str]) -> tuple[float, dict]:
+    code = ("import sys, json; from planner.cli import main; rc = main(sys.argv[1:]); "
+            "sys.stderr.write(json.dumps({'rc': rc, 'torch': 'torch' in sys.modules}))")
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-c", code, "suggest", *args, "--json"], capture_output=True, text=True)
+    elapsed = time.perf_counter() - t0
+    meta = json.loads(r.stderr.strip().splitlines()[-1])
+    meta["plans"] = len(json.loads(r.stdout)["plans"])
+    return elapsed, meta
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--repeat", type=int, default=7)
+    args = ap.parse_args()
+    import pydantic
+
+    rows = []
+    for label, case in CASES:
+        times, meta = [], {}
+        for _ in range(args.repeat):
+            t, meta = time_once(case)
+            times.append(t)
+        rows.append({"case": label, "median_s": round(statistics.median(times), 3), "max_s": round(max(times), 3),
+                     "plans": meta["plans"], "exit_code": meta["rc"], "torch_imported": meta["torch"]})
+        print(f"{label:60s} median {rows[-1]['median_s']:.3f} s  max {rows[-1]['max_s']:.3f} s  "
+              f"plans {meta['plans']}  torch imported: {meta['torch']}")
+    result = {"benchmark": "plan_latency", "date": datetime.date.today().isoformat(),
+              "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
+              "python": platform.python_version(), "pydantic": pydantic.VERSION, "repeat": args.repeat,
+              "target_s": 1.0, "rows": rows}
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1)
+        f.write("\n")
+    md = [f"plan latency, {result['date']}, {result['machine']}, Python {result['python']}", "",
+          "| case | median s | max s | plans | torch imported |", "|---|---|---|---|---|"]
+    md += [f"| {r['case']} | {r['median_s']:.3f} | {r['max_s']:.3f} | {r['plans']} | {r['torch_imported']} |"
+           for r in rows]
+    with open(os.path.splitext(args.out)[0] + ".md", "w") as f:
+        f.write("\n".join(md) + "\n")
+
+
+if __name__ == "__main__":
+    main()
