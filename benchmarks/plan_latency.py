@@ -32,7 +32,7 @@ def time_once(args: list[str]) -> tuple[float, dict]:
     code = ("import sys, json; from planner.cli import main; rc = main(sys.argv[1:]); "
             "sys.stderr.write(json.dumps({'rc': rc, 'torch': 'torch' in sys.modules}))")
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-c", code, "suggest", *args, "--json"], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-c", code, "suggest", *args, "--json"], capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - t0
     meta = json.loads(r.stderr.strip().splitlines()[-1])
     meta["plans"] = len(json.loads(r.stdout)["plans"])

@@ -140,7 +140,7 @@ def attention_mask_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int
 
 def vision_block_bytes(v: VisionSpec, patches: int, profile: str) -> int:
     """One vision-encoder block over `patches` tokens: two norms, fused-qkv storage, output, MLP."""
-    r, c = saved_dtype_bytes(profile)
+    _, c = saved_dtype_bytes(profile)
     norms = 2 * rmsnorm_saved_bytes(patches, v.hidden, profile)
     attn = c * patches * v.hidden * (1 + 3 + 1) + 4 * patches * v.heads
     mlp = (4 if v.gated_mlp else 2) * c * patches * v.intermediate + c * patches * v.hidden

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import Optional
 
 from planner.modelspec import ModelSpec
 from planner.spec import Hardware, Plan
@@ -32,7 +31,7 @@ def hf_args(plan: Plan) -> dict:
     return args
 
 
-def deepspeed_config(plan: Plan, model: ModelSpec) -> Optional[dict]:
+def deepspeed_config(plan: Plan, model: ModelSpec) -> dict | None:
     """A complete DeepSpeed config for zero >= 1 (None for torch DDP)."""
     if plan.zero_stage == 0:
         return None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from math import prod
-from typing import Optional
 
 from planner.errors import BadInput
 
@@ -45,7 +44,7 @@ class TextSpec:
     arch: str  # "llama" (RMSNorm, gated MLP), "gemma2" (4 norms, eager attention), "gpt2"
     max_positions: int
     attention: str = "sdpa"  # "sdpa" (flash / memory-efficient kernels) or "eager" (s^2 scores saved)
-    final_logit_softcap: Optional[float] = None
+    final_logit_softcap: float | None = None
     dropout: float = 0.0
 
     @property
@@ -73,7 +72,7 @@ class ModelSpec:
     model_type: str
     text: TextSpec
     tensors: tuple[Tensors, ...]
-    vision: Optional[VisionSpec] = None
+    vision: VisionSpec | None = None
     exact: bool = True  # False for an unknown family counted with the generic llama-like formula
     config: dict = field(default_factory=dict, repr=False, compare=False)
 

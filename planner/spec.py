@@ -4,7 +4,7 @@ Field names are the CLI/JSON contract of ../shared/DESIGN.md; byte counts are in
 """
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -67,7 +67,7 @@ class Goal(_Frozen):
     margin: float = Field(ge=0, lt=1, default=0.05)
 
     @model_validator(mode="after")
-    def _images_within_sequence(self) -> "Goal":
+    def _images_within_sequence(self) -> Goal:
         if self.image_tokens > self.seq_len:
             raise ValueError(f"image_tokens {self.image_tokens} exceeds seq_len {self.seq_len}")
         return self
@@ -112,7 +112,7 @@ class MemoryBreakdown(BaseModel):
 
 class Launch(BaseModel):
     hf_args: dict
-    deepspeed_config: Optional[dict]
+    deepspeed_config: dict | None
     command: str
 
 
@@ -129,14 +129,14 @@ class Plan(BaseModel):
     lora_rank: int
     memory: MemoryBreakdown
     fits: bool
-    reason: Optional[str] = None
+    reason: str | None = None
     step_time_s: float
     tokens_per_s: float
     evidence: Evidence = "analytic"
-    launch: Optional[Launch] = None
+    launch: Launch | None = None
 
     @model_validator(mode="after")
-    def _exact_global_batch(self) -> "Plan":
+    def _exact_global_batch(self) -> Plan:
         if self.micro_batch * self.grad_accum * self.world_size != self.global_batch:
             raise ValueError("micro_batch x grad_accum x world_size must equal global_batch")
         return self

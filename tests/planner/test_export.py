@@ -3,7 +3,7 @@ import dataclasses
 
 import pytest
 
-from planner import catalog, export, hardware
+from planner import catalog, hardware
 from planner.search import make_plan
 from planner.spec import Goal, Knobs
 
@@ -30,7 +30,7 @@ def test_deepspeed_config_validates_with_deepspeed(zero, offload):
 
 
 def test_ddp_plan_has_no_deepspeed_and_uses_torchrun():
-    p, hw = plan(0)
+    p, _ = plan(0)
     assert p.launch.deepspeed_config is None
     assert p.launch.command.startswith("torchrun --nproc_per_node 8 train.py")
     p2, _ = plan(0, nodes=2)

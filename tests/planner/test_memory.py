@@ -4,7 +4,7 @@ import pytest
 
 from planner import memory as mem
 from planner.catalog import load_model
-from planner.modelspec import ModelSpec, TextSpec, Tensors
+from planner.modelspec import ModelSpec, Tensors, TextSpec
 from planner.spec import GIB, Knobs
 
 PHI = 7_500_000_000

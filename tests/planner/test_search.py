@@ -4,7 +4,7 @@ import pytest
 from planner import catalog, hardware
 from planner.errors import BadInput
 from planner.search import Space, check_global_batch, search
-from planner.spec import Goal, Knobs
+from planner.spec import Goal
 
 
 def run(model, gpu, per_node, batch, seq, nodes=1, space=None, **goal):

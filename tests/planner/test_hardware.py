@@ -1,0 +1,28 @@
+"""--gpu resolution: catalog names, NVML device names, and refusals."""
+import pytest
+
+from planner import hardware
+from planner.errors import BadInput
+
+
+@pytest.mark.parametrize("nvml_name,gib,expected", [
+    ("NVIDIA A100-SXM4-80GB", 80, "a100-80gb"), ("NVIDIA A100-SXM4-40GB", 40, "a100-40gb"),
+    ("NVIDIA A100-PCIE-40GB", 40, "a100-40gb-pcie"), ("NVIDIA H100 80GB HBM3", 79.6, "h100-80gb"),
+    ("NVIDIA H100 PCIe", 79.6, "h100-80gb-pcie"), ("NVIDIA H200", 140, "h200"), ("NVIDIA H20", 95.6, "h20"),
+    ("NVIDIA GeForce RTX 4090", 24, "rtx4090"), ("NVIDIA L40S", 45, "l40s"), ("Tesla V100-SXM2-32GB", 32, "v100-32gb"),
+])
+def test_nvml_names_map_to_catalog_with_measured_memory(nvml_name, gib, expected):
+    total = int(gib * 2**30)
+    g = hardware.match_local(nvml_name, total)
+    assert g.name == expected and g.capacity_bytes == total // 2**20 * 2**20
+
+
+def test_unknown_local_gpu_is_refused_with_the_catalog():
+    with pytest.raises(BadInput, match="not in the GPU catalog; pass the closest of: a100-40gb"):
+        hardware.match_local("NVIDIA B200", 180 * 2**30)
+
+
+def test_world_size_and_bad_counts():
+    assert hardware.resolve("h20", 6, 2).world_size == 12
+    with pytest.raises(BadInput, match="--host-ram-gb -1"):
+        hardware.resolve("h20", 1, 1, host_ram_gib=-1)
