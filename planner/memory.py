@@ -22,6 +22,7 @@ The peak is the largest of three moments of a steady-state step (after the first
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 
 from planner import activations as act
 from planner.modelspec import ModelSpec
@@ -179,6 +180,13 @@ def zero3_live_params_bytes(s: Setup) -> int:
     return 2 * w * s.model.largest_matrix_params() + w * prefetch
 
 
+def largest_trainable_matrix_params(s: Setup) -> int:
+    """Elements of the largest weight that receives a gradient (a LoRA factor under LoRA)."""
+    if s.lora:
+        return max(s.knobs.lora_rank * max(t.shape) for t in s.model.tensors if t.lora)
+    return max(prod(t.shape) for t in s.model.tensors if len(t.shape) == 2)
+
+
 def optimizer_step_temp_bytes(s: Setup) -> int:
     """Temporaries of the optimizer step: torch foreach AdamW one full-size tensor (sqrt of the
     second moment); Adafactor per tensor (about three of the largest); ZeRO the fp32 gradient
@@ -190,8 +198,7 @@ def optimizer_step_temp_bytes(s: Setup) -> int:
     if k.optimizer == "adamw":
         return T * sb
     if k.optimizer == "adafactor":
-        largest = max((t.shape[0] * t.shape[1] for t in s.model.tensors if len(t.shape) == 2), default=0)
-        return 3 * 4 * (largest if not s.lora else 0)
+        return 3 * 4 * largest_trainable_matrix_params(s)
     return 0
 
 
@@ -231,8 +238,8 @@ def backward_start_temp_bytes(s: Setup) -> int:
 def end_of_backward_temp_bytes(s: Setup) -> int:
     """One layer's activations, the largest trainable matrix's gradient transient, ZeRO-3 gathers."""
     t, p = s.model.text, activation_profile(s.knobs)
-    largest = max(t.vocab * t.hidden if not s.lora else 0, s.model.layer_params() // 4)
-    return (act.layer_bytes(t, s.micro_batch, s.seq_len, p) + largest * grad_bytes_per_param(s.knobs)
+    transient = largest_trainable_matrix_params(s) * grad_bytes_per_param(s.knobs)
+    return (act.layer_bytes(t, s.micro_batch, s.seq_len, p) + transient
             + autocast_weight_copy_bytes(s, 1) + zero3_live_params_bytes(s))
 
 

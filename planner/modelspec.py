@@ -93,9 +93,6 @@ class ModelSpec:
     def largest_matrix_params(self) -> int:
         return max(prod(t.shape) for t in self.tensors)
 
-    def layer_params(self) -> int:
-        return sum(t.numel for t in self.tensors if t.role == "layer") // self.text.layers
-
     def summary(self) -> dict:
         return {"name": self.name, "model_type": self.model_type, "params": self.params,
                 "layers": self.text.layers, "hidden_size": self.text.hidden,

@@ -49,8 +49,7 @@ def load_model(ref: str) -> ModelSpec:
     if "/" in ref or ref.endswith(".json") or Path(ref).exists():
         p = Path(ref).expanduser()
         return from_config(_read_config_file(p), p.parent.name if p.name == "config.json" else p.name)
-    model_config(ref)  # raises the unknown-name error listing the catalog
-    raise AssertionError("unreachable")
+    return from_config(model_config(ref), ref)  # model_config raises, listing the catalog
 
 
 @lru_cache(maxsize=1)

@@ -12,28 +12,25 @@ from planner.search import DEFAULT_MARGIN
 from planner.spec import CHECKPOINTING, OFFLOADS, OPTIMIZERS, PRECISIONS, ZERO_STAGES, Goal, Hardware
 
 
-def positive_int(flag: str):
+def int_at_least(flag: str, low: int):
+    """An integer flag >= low, with a one-line message naming the flag and the value."""
     def parse(text: str) -> int:
         try:
             v = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} {text!r}: expected a positive integer") from None
-        if v < 1:
-            raise argparse.ArgumentTypeError(f"{flag} {v}: must be a positive integer")
+            raise argparse.ArgumentTypeError(f"{flag} {text!r}: expected an integer >= {low}") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"{flag} {v}: must be an integer >= {low}")
         return v
     return parse
+
+
+def positive_int(flag: str):
+    return int_at_least(flag, 1)
 
 
 def nonneg_int(flag: str):
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} {text!r}: expected an integer >= 0") from None
-        if v < 0:
-            raise argparse.ArgumentTypeError(f"{flag} {v}: must be >= 0")
-        return v
-    return parse
+    return int_at_least(flag, 0)
 
 
 def margin(text: str) -> float:
