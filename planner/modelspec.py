@@ -94,11 +94,11 @@ class ModelSpec:
         return max(prod(t.shape) for t in self.tensors)
 
     def summary(self) -> dict:
+        roles = self.params_by_role()
         return {"name": self.name, "model_type": self.model_type, "params": self.params,
                 "layers": self.text.layers, "hidden_size": self.text.hidden,
                 "vocab_size": self.text.vocab,
-                "vision_params": self.params_by_role().get("vision", 0)
-                + self.params_by_role().get("projector", 0),
+                "vision_params": roles.get("vision", 0) + roles.get("projector", 0),
                 "params_exact": self.exact}
 
 

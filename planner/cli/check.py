@@ -6,7 +6,7 @@ import argparse
 from planner.cli import common
 from planner.errors import BadInput
 from planner.search import Space, make_plan, search
-from planner.spec import CHECKPOINTING, OFFLOADS, PRECISIONS, ZERO_STAGES, Knobs
+from planner.spec import CHECKPOINTING, OFFLOADS, PRECISIONS, ZERO_STAGES, Knobs, Plan
 
 MAX_SUGGESTIONS = 5
 
@@ -34,7 +34,7 @@ def knobs_from(args: argparse.Namespace) -> Knobs:
                  offload=args.offload, optimizer=args.optimizer, lora_rank=args.lora_rank)
 
 
-def gather(args: argparse.Namespace) -> tuple[dict, bool]:
+def gather(args: argparse.Namespace) -> tuple[dict, Plan, list[Plan]]:
     knobs = knobs_from(args)
     world = (args.gpus_per_node or 1) * args.nodes
     model, hw, goal = common.resolve(args, args.micro_batch * args.grad_accum * world)
@@ -44,24 +44,21 @@ def gather(args: argparse.Namespace) -> tuple[dict, bool]:
                     if (p.micro_batch, p.knobs) != (plan.micro_batch, plan.knobs)][:MAX_SUGGESTIONS]
     out = {"model": model.summary(), "hardware": common.hardware_json(hw), "goal": goal.model_dump(),
            "plan": plan.model_dump(), "suggestions": [p.model_dump() for p in alternatives]}
-    return out, plan.fits
+    return out, plan, alternatives
 
 
 def run(args: argparse.Namespace) -> int:
-    out, fits = gather(args)
+    out, plan, alternatives = gather(args)
     if args.json:
         common.print_json(out)
     else:
         from planner.cli import render
-        from planner.spec import Plan
 
-        plan = Plan(**out["plan"])
-        verdict = "fits" if fits else f"does NOT fit: {plan.reason}"
+        verdict = "fits" if plan.fits else f"does NOT fit: {plan.reason}"
         render.console.print(f"{out['model']['name']}: micro {plan.micro_batch} x accum {plan.grad_accum} x "
                              f"world {plan.world_size} = {plan.global_batch}, {plan.precision}, checkpointing "
                              f"{plan.checkpointing}, zero {plan.zero_stage}, offload {plan.offload}: {verdict}")
         render.console.print(render.breakdown_table(plan))
-        if out["suggestions"]:
-            render.console.print(render.plans_table([Plan(**p) for p in out["suggestions"]],
-                                                    "fitting alternatives with the same global batch"))
-    return 0 if fits else 3
+        if alternatives:
+            render.console.print(render.plans_table(alternatives, "fitting alternatives with the same global batch"))
+    return 0 if plan.fits else 3

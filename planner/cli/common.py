@@ -134,3 +134,14 @@ def hardware_json(hw: Hardware) -> dict:
 
 def print_json(obj: dict) -> None:
     sys.stdout.write(json.dumps(obj, indent=1) + "\n")
+
+
+def print_listing(args: argparse.Namespace, data: dict, table_name: str) -> int:
+    """A listing subcommand's output: JSON with --json, else the named table from render.py."""
+    if args.json:
+        print_json(data)
+    else:
+        from planner.cli import render
+
+        render.console.print(getattr(render, table_name)(data))
+    return 0

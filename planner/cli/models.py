@@ -16,18 +16,4 @@ def gather() -> dict:
 
 
 def run(args) -> int:
-    data = gather()
-    if args.json:
-        common.print_json(data)
-        return 0
-    from rich.table import Table
-
-    from planner.cli.render import console
-    t = Table(title="bundled models (HF config.json values; parameter counts exact)", title_justify="left")
-    for col in ("name", "model_type", "params", "layers", "hidden", "vocab", "vision params"):
-        t.add_column(col, justify="left" if col in ("name", "model_type") else "right")
-    for m in data["models"]:
-        t.add_row(m["name"], m["model_type"], f"{m['params']:,}", str(m["layers"]), str(m["hidden_size"]),
-                  f"{m['vocab_size']:,}", f"{m['vision_params']:,}" if m["vision_params"] else "-")
-    console.print(t)
-    return 0
+    return common.print_listing(args, gather(), "models_table")

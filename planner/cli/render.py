@@ -49,3 +49,23 @@ def rejected_table(rejected: list[Plan]) -> Table:
         t.add_row(p.checkpointing, p.precision, str(p.zero_stage), p.offload,
                   gib(p.memory.device_total_bytes), p.reason or "")
     return t
+
+
+def gpus_table(data: dict) -> Table:
+    t = Table(title="GPU catalog (memory in GiB = 2^30 bytes; sources: `planner gpus --json`)", title_justify="left")
+    for col in ("name", "memory GiB", "bf16 TFLOP/s", "HBM GB/s", "link", "link GB/s/dir", "aliases"):
+        t.add_column(col)
+    for g in data["gpus"]:
+        t.add_row(g["name"], f"{g['capacity_bytes'] / 2**30:.1f}", f"{g['bf16_tflops']:g}",
+                  f"{g['memory_bandwidth_gbs']:g}", g["link"], f"{g['link_gbs']:g}", ", ".join(g["aliases"]))
+    return t
+
+
+def models_table(data: dict) -> Table:
+    t = Table(title="bundled models (HF config.json values; parameter counts exact)", title_justify="left")
+    for col in ("name", "model_type", "params", "layers", "hidden", "vocab", "vision params"):
+        t.add_column(col, justify="left" if col in ("name", "model_type") else "right")
+    for m in data["models"]:
+        t.add_row(m["name"], m["model_type"], f"{m['params']:,}", str(m["layers"]), str(m["hidden_size"]),
+                  f"{m['vocab_size']:,}", f"{m['vision_params']:,}" if m["vision_params"] else "-")
+    return t

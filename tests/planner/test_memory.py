@@ -145,8 +145,8 @@ def test_logits_loss_term_matches_measured_hf_loss():
     pytest.importorskip("transformers")
     from transformers.loss.loss_utils import ForCausalLMLoss
 
-    from probes.tracker import LiveBytes
     from planner import activations as act
+    from probes.tracker import LiveBytes
     b, s, vocab = 2, 256, 8192
     logits = torch.randn(b, s, vocab, dtype=torch.bfloat16, requires_grad=True)
     labels = torch.randint(0, vocab, (b, s))

@@ -2,7 +2,7 @@
 import pytest
 
 torch = pytest.importorskip("torch")
-from probes.tracker import LiveBytes, rounded_bytes  # noqa: E402
+from probes.tracker import LiveBytes, rounded_bytes
 
 
 def test_rounding_like_the_cuda_caching_allocator():
