@@ -1,0 +1,163 @@
+"""The sim probe: the real transformers model's training step traced on fake tensors (no memory, no
+compute), counted by the live-bytes tracker, and extrapolated over decoder layers.
+
+Memory is affine in the number of decoder layers at every comparable moment of the step: the
+moments are the segments the tracker keeps, named by phase and by how many layers the phase has
+finished, with the first two and the last two positions told apart (see step.position). The step
+is traced at 3 and 4 layers (or at the real depth when that is 4 or less) and each segment's bytes,
+per category, are extended along the line to the real depth; the peak is the largest segment.
+
+Differences between the traced CPU code paths and CUDA's, and what the trace does about each
+(paths="cuda", the default):
+- autocast op lists differ (CPU autocast runs pow/softmax/layer_norm/... in half): CUDA's policy is
+  replayed by probes.amp.CudaAutocast;
+- torch.optim defaults to the for-loop AdamW on CPU and to foreach on CUDA: the optimizer is built
+  with foreach=True (adamw) or fused=True (adamw-fused) explicitly;
+- SDPA with dropout runs the math kernel on CPU (it saves the attention probabilities) and the
+  memory-efficient kernel on CUDA (it saves none): traced with dropout_p = 0;
+- GradScaler (fp16) is not traced: its unscale is in place and it keeps one-element tensors.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from probes.step import Case, build_model, inputs, text_layers, train_steps
+from probes.tracker import CATEGORIES, LiveBytes
+
+TRACE_LAYERS = (3, 4)
+
+
+@dataclass
+class Trace:
+    layers: int
+    segments: dict  # (phase, position) -> (peak bytes, {category: bytes})
+    modules: dict   # module name -> activation bytes live at the start of backward
+
+
+@dataclass
+class SimResult:
+    peak_allocated_bytes: int
+    by_category: dict[str, int]
+    segment: tuple
+    layers: int
+    traced_layers: tuple[int, ...]
+    seconds: float
+    layer_modules: dict[str, int] = field(default_factory=dict)   # per decoder layer, by module
+    other_modules: dict[str, int] = field(default_factory=dict)   # outside the decoder layers
+
+    @property
+    def phase(self) -> str:
+        return segment_phase(self.segment)
+
+
+def segment_phase(segment: tuple) -> str:
+    """The MemoryBreakdown phase name of a segment."""
+    name = segment[0]
+    if name == "backward":
+        return "end-of-backward" if segment[1][0] == "end" else "backward"
+    return {"forward": "forward", "optimizer": "optimizer-step"}.get(name, "optimizer-step")
+
+
+def trace(case: Case, layers: int, paths: str = "cuda") -> Trace:
+    """One traced run at `layers` decoder layers on fake tensors."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    model = fake_model(case, layers, mode, paths)
+    with mode:
+        vocab = model.get_input_embeddings().num_embeddings
+        batch = inputs(case, vocab)
+        tracker = LiveBytes()
+        tracker.add_existing(list(model.parameters()) + list(model.buffers()), "params")
+        modules: dict[str, int] = {}
+        with tracker:
+            _run_and_snapshot(case, model, tracker, batch, layers, paths, modules)
+    segs = {k: (v[0], tracker.by_category(v[1])) for k, v in tracker.segments.items()}
+    return Trace(layers, segs, modules)
+
+
+def fake_model(case: Case, layers: int, mode, paths: str = "cuda"):
+    """The model built on the meta device (where dtype and device moves work), its parameters and
+    buffers then turned into fake CPU tensors; tied weights stay tied."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorConverter
+
+    with torch.device("meta"):
+        model = build_model(case, layers, paths)
+    conv, made = FakeTensorConverter(), {}
+
+    def fake(t):
+        if id(t) not in made:
+            made[id(t)] = conv.from_meta_and_device(mode, t, torch.device("cpu"))
+        return made[id(t)]
+    for m in model.modules():
+        for name, p in list(m._parameters.items()):
+            if p is not None:
+                if id(p) not in made:
+                    made[id(p)] = torch.nn.Parameter(conv.from_meta_and_device(mode, p.data, torch.device("cpu")),
+                                                     requires_grad=p.requires_grad)
+                m._parameters[name] = made[id(p)]
+        for name, b in list(m._buffers.items()):
+            if b is not None:
+                m._buffers[name] = fake(b)
+    return model
+
+
+def _run_and_snapshot(case, model, tracker, batch, layers, paths, modules) -> None:
+    """Run the steps; remember activations by module at the first moment of the last backward."""
+    orig = tracker.set_segment
+
+    def set_segment(seg):
+        if seg == ("backward", ("start", 0)):
+            modules.clear()
+            for (cat, mod), v in tracker._by_tag.items():
+                if cat == "activations" and v:
+                    modules[mod] = modules.get(mod, 0) + v
+        orig(seg)
+    tracker.set_segment = set_segment
+    train_steps(case, model, tracker, batch, paths=paths, n_layers=layers)
+
+
+def _line(a: float, b: float, xa: int, xb: int, x: int) -> int:
+    return round(a + (b - a) * (x - xa) / (xb - xa))
+
+
+def _split_modules(modules: dict[str, int], n: int) -> tuple[dict, dict]:
+    """Per-layer activation bytes by module (layer index replaced by '*', averaged over the n
+    layers) and the rest."""
+    import re
+
+    per_layer: dict[str, int] = {}
+    other: dict[str, int] = {}
+    for name, v in modules.items():
+        m = re.match(r"(.*\.)(\d+)(\..*)?$", name) if n else None
+        if m and int(m.group(2)) < n and re.search(r"(layers|\.h|layer|blocks)\.$", m.group(1)):
+            key = f"{m.group(1)}*{m.group(3) or ''}"
+            per_layer[key] = per_layer.get(key, 0) + v
+        else:
+            other[name] = v
+    return {k: v // n for k, v in per_layer.items()}, other
+
+
+def simulate(case: Case, paths: str = "cuda", traced: tuple[int, int] = TRACE_LAYERS) -> SimResult:
+    """The steady-state step's peak at the model's real depth."""
+    t0 = time.perf_counter()
+    depth = text_layers(case.config)
+    if depth <= max(traced):
+        tr = trace(case, depth, paths)
+        seg = max(tr.segments, key=lambda s: tr.segments[s][0])
+        peak, cats = tr.segments[seg]
+        lm, om = _split_modules(tr.modules, depth)
+        return SimResult(peak, cats, seg, depth, (depth,), time.perf_counter() - t0, lm, om)
+    a, b = (trace(case, n, paths) for n in traced)
+    best = None
+    for seg in a.segments.keys() & b.segments.keys():
+        if seg[0] in ("forward", "backward") and seg[1][0] == "middle":
+            continue
+        cats = {c: _line(a.segments[seg][1][c], b.segments[seg][1][c], *traced, depth) for c in CATEGORIES}
+        total = sum(cats.values())
+        if best is None or total > best[0]:
+            best = (total, cats, seg)
+    lm, om = _split_modules(b.modules, traced[1])
+    return SimResult(best[0], best[1], best[2], depth, tuple(traced), time.perf_counter() - t0, lm, om)

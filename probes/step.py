@@ -1,0 +1,266 @@
+"""One training setup as HF Trainer runs it, shared by the sim probe (fake tensors) and the cpu/cuda
+probes (real tensors): the real transformers model from its config with random weights, the plan's
+precision, checkpointing, LoRA and optimizer, worst-case inputs, and a step loop that tells the
+tracker where in the step it is.
+
+Worst case inputs: every sample is `seq_len` tokens (text and image tokens), and sample 0 ends in a
+padding token so that the padding mask is materialised, as in any padded batch.
+"""
+from __future__ import annotations
+
+from contextlib import ExitStack, nullcontext
+from dataclasses import dataclass
+
+import torch
+
+from planner.spec import Knobs
+from probes.amp import CudaAutocast
+from probes.tracker import LiveBytes, RecomputeGuard, module_stack_hooks
+
+HALF = {"fp16": torch.float16, "bf16": torch.bfloat16, "bf16-pure": torch.bfloat16}
+
+
+@dataclass(frozen=True)
+class Case:
+    """What a probe runs: an HF config (dict), the plan's knobs and shapes."""
+
+    config: dict
+    knobs: Knobs
+    micro_batch: int
+    grad_accum: int
+    seq_len: int
+
+
+def deepspeed_managed(k: Knobs) -> bool:
+    return k.zero_stage >= 1
+
+
+def amp(k: Knobs) -> bool:
+    """torch AMP: fp32 weights, autocast to half (HF --bf16/--fp16 without DeepSpeed)."""
+    return k.precision in ("fp16", "bf16") and not deepspeed_managed(k)
+
+
+def hf_config(cfg: dict, layers: int | None = None):
+    import transformers
+
+    cfg = dict(cfg)
+    model_type = cfg.pop("model_type")
+    config = transformers.AutoConfig.for_model(model_type, **cfg)
+    config.use_cache = False
+    if layers is not None:
+        config.get_text_config().num_hidden_layers = layers
+    return config
+
+
+def text_layers(cfg: dict) -> int:
+    return hf_config(cfg).get_text_config().num_hidden_layers
+
+
+def build_model(case: Case, layers: int | None = None, paths: str = "cpu") -> torch.nn.Module:
+    """The model with the plan's dtypes: fp32 for fp32 and torch AMP; half under DeepSpeed's mixed
+    precision and bf16-pure; under LoRA a half base (fp32 in fp32 runs) with fp32 adapters."""
+    import transformers
+
+    k = case.knobs
+    config = hf_config(case.config, layers)
+    half = HALF.get(k.precision)
+    dtype = half if half is not None and (k.lora_rank or not amp(k)) else torch.float32
+    model = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype)
+    if k.lora_rank:
+        from peft import LoraConfig, get_peft_model
+        from peft.tuners.tuners_utils import BaseTunerLayer
+
+        # Adapters are made fp32 on the CPU, which is what PEFT keeps for a half base
+        # (autocast_adapter_dtype); its move to the base's device would swap fake parameters.
+        move, BaseTunerLayer._move_adapter_to_device_of_base_layer = (
+            BaseTunerLayer._move_adapter_to_device_of_base_layer, lambda *a, **kw: None)
+        try:
+            model = get_peft_model(model, LoraConfig(r=k.lora_rank, lora_alpha=2 * k.lora_rank,
+                                                     target_modules="all-linear", lora_dropout=0.0))
+        finally:
+            BaseTunerLayer._move_adapter_to_device_of_base_layer = move
+        if k.checkpointing == "full":
+            model.enable_input_require_grads()
+    if k.checkpointing == "full":
+        kw = {"use_reentrant": False, "context_fn": lambda: (nullcontext(), _Recompute(k, paths))}
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kw)
+    model.train()
+    return model
+
+
+class _Recompute:
+    """Checkpoint re-enters torch.autocast for a recomputation; ours is entered the same way
+    (checkpoint's context_fn makes this object at forward time and enters it at recomputation)."""
+
+    def __init__(self, k: Knobs, paths: str) -> None:
+        self.k, self.paths = k, paths
+
+    def __enter__(self):
+        self.stack = ExitStack()
+        self.stack.enter_context(RecomputeGuard())
+        if amp(self.k) and self.paths == "cuda":
+            self.stack.enter_context(CudaAutocast(HALF[self.k.precision], caching=False))
+        return self
+
+    def __exit__(self, *exc):
+        return self.stack.__exit__(*exc)
+
+
+def make_optimizer(params: list, optimizer: str) -> torch.optim.Optimizer:
+    """torch's optimizers as they run on CUDA: AdamW foreach (CUDA's default), fused on request."""
+    if optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=1e-5, foreach=True)
+    if optimizer == "adamw-fused":
+        return torch.optim.AdamW(params, lr=1e-5, fused=True)
+    if optimizer == "sgd":
+        return torch.optim.SGD(params, lr=1e-5, momentum=0.9, foreach=True)
+    if optimizer == "adafactor":
+        from transformers.optimization import Adafactor
+
+        return Adafactor(params, lr=1e-5, scale_parameter=False, relative_step=False)
+    raise ValueError(f"optimizer {optimizer!r} cannot be traced (bitsandbytes is not installed)")
+
+
+def inputs(case: Case, vocab: int, device: str = "cpu") -> dict:
+    b, s = case.micro_batch, case.seq_len
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, vocab, (b, s), generator=g)
+    mask = torch.ones(b, s, dtype=torch.long)
+    mask[0, -1] = 0
+    labels = ids.masked_fill(mask == 0, -100)
+    return {"input_ids": ids.to(device), "attention_mask": mask.to(device), "labels": labels.to(device)}
+
+
+def decoder_layers(model: torch.nn.Module, n: int) -> list[torch.nn.Module]:
+    lists = [m for m in model.modules() if isinstance(m, torch.nn.ModuleList) and len(m) == n]
+    return list(max(lists, key=lambda m: sum(p.numel() for p in m.parameters()))) if lists else []
+
+
+def position(k: int, n: int) -> tuple[str, int]:
+    """Where k completed layers of n lie: the two first and two last positions are kept apart,
+    the middle ones (linear in k, so never the extreme) are pooled."""
+    if k <= 1:
+        return ("start", k)
+    if n - k <= 1:
+        return ("end", n - k)
+    return ("middle", 0)
+
+
+class Progress:
+    """Names the tracker's segment as (phase, position) from decoder-layer forward completions and
+    from the gradients of each layer's trainable parameters arriving in backward."""
+
+    def __init__(self, tracker: LiveBytes, model: torch.nn.Module, n_layers: int, drop_grads: bool) -> None:
+        self.t, self.n = tracker, n_layers
+        self.layers = decoder_layers(model, n_layers)
+        self.handles = module_stack_hooks(tracker, model)
+        self.pending: dict[int, int] = {}
+        self.done = 0
+        self.drop_grads = drop_grads
+        for i, layer in enumerate(self.layers):
+            self.handles.append(layer.register_forward_hook(self._forward_done))
+        owner = {id(p): i for i, layer in enumerate(self.layers) for p in layer.parameters() if p.requires_grad}
+        self.trainable_in = {i: sum(1 for o in owner.values() if o == i) for i in range(len(self.layers))}
+        for p in model.parameters():
+            if p.requires_grad:
+                self.handles.append(p.register_post_accumulate_grad_hook(self._grad(owner.get(id(p)))))
+
+    def phase(self, name: str) -> None:
+        self.t.phase = name
+        self.done = 0
+        self.pending = dict(self.trainable_in)
+        self.t.set_segment((name, position(0, self.n)) if name in ("forward", "backward") else (name,))
+
+    def _forward_done(self, *_):
+        if self.t.phase == "forward":
+            self.done += 1
+            self.t.set_segment(("forward", position(self.done, self.n)))
+
+    def _grad(self, layer: int | None):
+        def hook(p):
+            if self.drop_grads:
+                p.grad = None        # DeepSpeed moves gradients into its own buffers
+            else:
+                self.t.retag(p.grad, "grads")
+            if layer is not None:
+                self.pending[layer] -= 1
+                if self.pending[layer] == 0:
+                    self.done += 1
+                    self.t.set_segment(("backward", position(self.done, self.n)))
+        return hook
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+
+def autocast_for(k: Knobs, paths: str):
+    """The AMP context: CUDA's op policy (paths 'cuda') or torch's own autocast for CPU ('cpu')."""
+    if not amp(k):
+        return None
+    if paths == "cuda":
+        return CudaAutocast(HALF[k.precision])
+    return torch.autocast("cpu", dtype=HALF[k.precision])
+
+
+def train_steps(case: Case, model, tracker: LiveBytes, batch: dict, steps: int = 2, paths: str = "cuda",
+                n_layers: int | None = None) -> None:
+    """Run `steps` optimizer steps (min(accum, 2) micro-steps each: more accumulate the same way),
+    forgetting the peaks of all but the last. Under DeepSpeed's stages the optimizer and gradients
+    are DeepSpeed's: gradients are dropped as they arrive and no optimizer runs."""
+    k = case.knobs
+    zero = deepspeed_managed(k)
+    params = [p for p in model.parameters() if p.requires_grad]
+    progress = Progress(tracker, model, n_layers or 0, drop_grads=zero)
+    opt = None if zero else make_optimizer(params, k.optimizer)
+    ctx = autocast_for(k, paths)
+    sdpa_like_cuda = _NoSdpaDropout() if paths == "cuda" else nullcontext()
+    try:
+        with sdpa_like_cuda:
+            for step in range(steps):
+                if step == steps - 1:
+                    tracker.reset_peaks()
+                for _ in range(min(case.grad_accum, 2)):
+                    progress.phase("forward")
+                    with ctx if ctx is not None else nullcontext():
+                        loss = model(**batch).loss / case.grad_accum
+                    if isinstance(ctx, CudaAutocast):
+                        ctx.clear_cache()
+                    progress.phase("backward")
+                    loss.backward()
+                    del loss
+                if opt is not None:
+                    progress.phase("optimizer")
+                    opt.step()
+                    for state in opt.state.values():
+                        for v in state.values():
+                            if isinstance(v, torch.Tensor):
+                                tracker.retag(v, "optimizer")
+                    progress.phase("other")
+                    opt.zero_grad(set_to_none=True)
+                else:
+                    for p in params:
+                        p.grad = None
+    finally:
+        progress.remove()
+
+
+class _NoSdpaDropout:
+    """CUDA's memory-efficient SDPA kernel keeps no dropout mask (it regenerates it from the Philox
+    seed in backward); CPU falls back to the math kernel, which saves one. Trace with p = 0."""
+
+    def __enter__(self):
+        import torch.nn.functional as F
+
+        self._orig = F.scaled_dot_product_attention
+
+        def sdpa(*a, **kw):
+            kw["dropout_p"] = 0.0
+            return self._orig(*a, **kw)
+        F.scaled_dot_product_attention = sdpa
+        return self
+
+    def __exit__(self, *exc):
+        import torch.nn.functional as F
+
+        F.scaled_dot_product_attention = self._orig
