@@ -265,13 +265,18 @@ def host_offload_bytes_per_node(s: Setup) -> int:
     return per_rank * s.gpus_per_node
 
 
-def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
-    """The per-rank breakdown at the peak moment; its terms add up to peak_allocated_bytes."""
+def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | None = None) -> MemoryBreakdown:
+    """The per-rank breakdown at the peak moment; its terms add up to peak_allocated_bytes.
+    activation_side: (activations, temporaries) at the backward peak as a probe measured them
+    (the sim traces DeepSpeed plans without DeepSpeed), replacing the analytic ones."""
     params, opt, buckets = params_bytes(s), optimizer_bytes(s), comm_bucket_bytes(s)
     grads_full = gradients_bytes(s)
     acts = activations_bytes(s)
+    backward_temp = backward_start_temp_bytes(s)
+    if activation_side is not None:
+        acts, backward_temp = activation_side[0], activation_side[1] + zero3_live_params_bytes(s)
     phases = {
-        "backward": (grads_full if s.grad_accum > 1 else 0, acts, backward_start_temp_bytes(s)),
+        "backward": (grads_full if s.grad_accum > 1 else 0, acts, backward_temp),
         "end-of-backward": (grads_full, 0, end_of_backward_temp_bytes(s)),
         "optimizer-step": (grads_full, 0, optimizer_step_temp_bytes(s)),
     }

@@ -90,19 +90,24 @@ def rejection_reason(plan: Plan, hw: Hardware, usable: int) -> str | None:
             f"{_gib(m.detail['logits_loss_bytes'])}): {hint}shorten the sequence or add GPUs")
 
 
-def make_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_batch: int) -> Plan:
+def make_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_batch: int,
+              calibrate=None) -> Plan:
+    """One candidate; `calibrate` (planner.evidence.Calibrator) swaps in stored or simulated evidence."""
     world = hw.world_size
     accum = goal.global_batch // (world * micro_batch)
     s = Setup(model, knobs, micro_batch, accum, goal.seq_len, hw.gpus_per_node, hw.nodes, goal.image_tokens)
     mem = breakdown(s, hw.gpu.capacity_bytes)
+    evidence, measured_reason = "analytic", None
+    if calibrate is not None:
+        mem, evidence, measured_reason = calibrate(s, hw, mem)
     t = step_time(s, hw)
     plan = Plan(micro_batch=micro_batch, grad_accum=accum, world_size=world, global_batch=goal.global_batch,
                 precision=knobs.precision, checkpointing=knobs.checkpointing, zero_stage=knobs.zero_stage,
                 offload=knobs.offload, optimizer=knobs.optimizer, lora_rank=knobs.lora_rank, memory=mem,
                 fits=False, step_time_s=round(t.total_s, 6),
-                tokens_per_s=round(tokens_per_second(s, hw, t), 1))
+                tokens_per_s=round(tokens_per_second(s, hw, t), 1), evidence=evidence)
     usable = int(hw.gpu.capacity_bytes * (1 - goal.margin))
-    plan.reason = rejection_reason(plan, hw, usable)
+    plan.reason = measured_reason or rejection_reason(plan, hw, usable)
     plan.fits = plan.reason is None
     plan.launch = Launch(hf_args=export.hf_args(plan), deepspeed_config=export.deepspeed_config(plan, model),
                          command=export.command(plan, hw))
@@ -113,14 +118,14 @@ def rank_key(p: Plan) -> tuple:
     return (-p.tokens_per_s, -p.memory.headroom_bytes)
 
 
-def search(model: ModelSpec, hw: Hardware, goal: Goal, space: Space, top: int = 10) -> Result:
+def search(model: ModelSpec, hw: Hardware, goal: Goal, space: Space, top: int = 10, calibrate=None) -> Result:
     """All fitting plans, best first (at most `top`), and one rejected candidate per knob family
     that has no fitting micro-batch (its smallest micro-batch, with the reason)."""
     check_global_batch(goal.global_batch, hw.world_size)
     per_rank = goal.global_batch // hw.world_size
     fitting, rejected = [], []
     for knobs in families(space, hw):
-        plans = [make_plan(model, hw, goal, knobs, mb) for mb in divisors(per_rank)]
+        plans = [make_plan(model, hw, goal, knobs, mb, calibrate) for mb in divisors(per_rank)]
         ok = [p for p in plans if p.fits]
         fitting += ok
         if not ok:

@@ -101,7 +101,7 @@ class MemoryBreakdown(BaseModel):
     device_total_bytes: int
     capacity_bytes: int
     headroom_bytes: int
-    peak_phase: Literal["backward", "end-of-backward", "optimizer-step"]
+    peak_phase: Literal["forward", "backward", "end-of-backward", "optimizer-step"]
     host_bytes_per_node: int = 0
     detail: dict[str, int] = {}
 

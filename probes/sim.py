@@ -43,20 +43,15 @@ class SimResult:
     layers: int
     traced_layers: tuple[int, ...]
     seconds: float
+    segments: dict = field(default_factory=dict)                  # every segment: {category: bytes}
     layer_modules: dict[str, int] = field(default_factory=dict)   # per decoder layer, by module
     other_modules: dict[str, int] = field(default_factory=dict)   # outside the decoder layers
 
     @property
     def phase(self) -> str:
+        from planner.evidence import segment_phase
+
         return segment_phase(self.segment)
-
-
-def segment_phase(segment: tuple) -> str:
-    """The MemoryBreakdown phase name of a segment."""
-    name = segment[0]
-    if name == "backward":
-        return "end-of-backward" if segment[1][0] == "end" else "backward"
-    return {"forward": "forward", "optimizer": "optimizer-step"}.get(name, "optimizer-step")
 
 
 def trace(case: Case, layers: int, paths: str = "cuda") -> Trace:
@@ -141,23 +136,20 @@ def _split_modules(modules: dict[str, int], n: int) -> tuple[dict, dict]:
 
 
 def simulate(case: Case, paths: str = "cuda", traced: tuple[int, int] = TRACE_LAYERS) -> SimResult:
-    """The steady-state step's peak at the model's real depth."""
+    """The steady-state step's peak at the model's real depth, and every segment's bytes there."""
     t0 = time.perf_counter()
     depth = text_layers(case.config)
     if depth <= max(traced):
         tr = trace(case, depth, paths)
-        seg = max(tr.segments, key=lambda s: tr.segments[s][0])
-        peak, cats = tr.segments[seg]
-        lm, om = _split_modules(tr.modules, depth)
-        return SimResult(peak, cats, seg, depth, (depth,), time.perf_counter() - t0, lm, om)
-    a, b = (trace(case, n, paths) for n in traced)
-    best = None
-    for seg in a.segments.keys() & b.segments.keys():
-        if seg[0] in ("forward", "backward") and seg[1][0] == "middle":
-            continue
-        cats = {c: _line(a.segments[seg][1][c], b.segments[seg][1][c], *traced, depth) for c in CATEGORIES}
-        total = sum(cats.values())
-        if best is None or total > best[0]:
-            best = (total, cats, seg)
-    lm, om = _split_modules(b.modules, traced[1])
-    return SimResult(best[0], best[1], best[2], depth, tuple(traced), time.perf_counter() - t0, lm, om)
+        segments = {seg: cats for seg, (_, cats) in tr.segments.items()}
+        used, modules = (depth,), tr.modules
+    else:
+        a, b = (trace(case, n, paths) for n in traced)
+        segments = {seg: {c: _line(a.segments[seg][1][c], b.segments[seg][1][c], *traced, depth) for c in CATEGORIES}
+                    for seg in a.segments.keys() & b.segments.keys()
+                    if not (seg[0] in ("forward", "backward") and seg[1][0] == "middle")}
+        used, modules = tuple(traced), b.modules
+    seg = max(segments, key=lambda s: sum(segments[s].values()))
+    lm, om = _split_modules(modules, used[-1])
+    return SimResult(sum(segments[seg].values()), segments[seg], seg, depth, used, time.perf_counter() - t0,
+                     segments, lm, om)

@@ -8,6 +8,7 @@ padding token so that the padding mask is materialised, as in any padded batch.
 """
 from __future__ import annotations
 
+import copy
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 
@@ -43,7 +44,7 @@ def amp(k: Knobs) -> bool:
 def hf_config(cfg: dict, layers: int | None = None):
     import transformers
 
-    cfg = dict(cfg)
+    cfg = copy.deepcopy(cfg)     # transformers rewrites nested dicts (rope_scaling) in place
     model_type = cfg.pop("model_type")
     config = transformers.AutoConfig.for_model(model_type, **cfg)
     config.use_cache = False

@@ -9,7 +9,7 @@ import sys
 
 from planner.errors import BadInput
 
-SUBCOMMANDS = ("suggest", "check", "gpus", "models")
+SUBCOMMANDS = ("suggest", "check", "gpus", "models", "probe", "probes", "profile")
 
 
 class _Parser(argparse.ArgumentParser):

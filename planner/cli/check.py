@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from planner.cli import common
+from planner.cli.verify import refine, verify
 from planner.errors import BadInput
 from planner.search import Space, make_plan, search
 from planner.spec import CHECKPOINTING, OFFLOADS, PRECISIONS, ZERO_STAGES, Knobs, Plan
@@ -20,6 +21,7 @@ def register(sub) -> None:
     p.add_argument("--checkpointing", type=common.one_of("--checkpointing", CHECKPOINTING), required=True)
     p.add_argument("--zero", type=common.one_of("--zero", ZERO_STAGES, int), default=0)
     p.add_argument("--offload", type=common.one_of("--offload", OFFLOADS), default="none")
+    common.add_evidence_args(p)
     p.set_defaults(run=run)
 
 
@@ -38,12 +40,22 @@ def gather(args: argparse.Namespace) -> tuple[dict, Plan, list[Plan]]:
     knobs = knobs_from(args)
     world = (args.gpus_per_node or 1) * args.nodes
     model, hw, goal = common.resolve(args, args.micro_batch * args.grad_accum * world)
-    plan = make_plan(model, hw, goal, knobs, args.micro_batch)
+    cal = common.calibrator(args, model)
+    if cal is not None:
+        cal.exact = True
+    with common.status(f"checking with {args.evidence} evidence"):
+        plan = refine(make_plan(model, hw, goal, knobs, args.micro_batch, cal), model, hw, goal, cal)
+    verified = None
+    if args.verify:
+        plan, verified = verify(plan, model, hw, goal, cal)
     space = Space(optimizer=args.optimizer, lora_rank=args.lora_rank)
-    alternatives = [p for p in search(model, hw, goal, space, top=MAX_SUGGESTIONS + 1).plans
+    alt_cal = cal.with_mode("auto") if cal is not None else None   # alternatives: stored evidence only
+    alternatives = [p for p in search(model, hw, goal, space, top=MAX_SUGGESTIONS + 1, calibrate=alt_cal).plans
                     if (p.micro_batch, p.knobs) != (plan.micro_batch, plan.knobs)][:MAX_SUGGESTIONS]
     out = {"model": model.summary(), "hardware": common.hardware_json(hw), "goal": goal.model_dump(),
            "plan": plan.model_dump(), "suggestions": [p.model_dump() for p in alternatives]}
+    if verified:
+        out["verified"] = verified
     return out, plan, alternatives
 
 
@@ -57,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         verdict = "fits" if plan.fits else f"does NOT fit: {plan.reason}"
         render.console.print(f"{out['model']['name']}: micro {plan.micro_batch} x accum {plan.grad_accum} x "
                              f"world {plan.world_size} = {plan.global_batch}, {plan.precision}, checkpointing "
-                             f"{plan.checkpointing}, zero {plan.zero_stage}, offload {plan.offload}: {verdict}")
+                             f"{plan.checkpointing}, zero {plan.zero_stage}, offload {plan.offload} ({plan.evidence}): {verdict}")
         render.console.print(render.breakdown_table(plan))
         if alternatives:
             render.console.print(render.plans_table(alternatives, "fitting alternatives with the same global batch"))

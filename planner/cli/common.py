@@ -145,3 +145,36 @@ def print_listing(args: argparse.Namespace, data: dict, table_name: str) -> int:
 
         render.console.print(getattr(render, table_name)(data))
     return 0
+
+
+EVIDENCE = ("analytic", "sim", "auto")
+
+
+def add_evidence_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--evidence", type=one_of("--evidence", EVIDENCE), default="auto",
+                   help="analytic: formulas only; sim: simulate what no record covers; "
+                        "auto (default): stored measured, then simulated records, else analytic")
+    p.add_argument("--verify", action="store_true",
+                   help="probe the chosen plan before answering (cuda on a local GPU, else sim)")
+    add_store_arg(p)
+
+
+def add_store_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", default=None, help="probe store (SQLite); default $MEMPLAN_STORE or the user data dir")
+
+
+def calibrator(args: argparse.Namespace, model: ModelSpec):
+    from planner.evidence import Calibrator
+
+    mode = "sim" if args.verify and args.evidence == "auto" else args.evidence
+    return Calibrator.open(mode, args.store, model.name, model.config)
+
+
+def status(message: str):
+    """A spinner on stderr while long work runs (nothing when stderr is not a terminal)."""
+    from contextlib import nullcontext
+
+    from rich.console import Console
+
+    err = Console(stderr=True)
+    return err.status(message) if err.is_terminal else nullcontext()

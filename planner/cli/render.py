@@ -69,3 +69,27 @@ def models_table(data: dict) -> Table:
         t.add_row(m["name"], m["model_type"], f"{m['params']:,}", str(m["layers"]), str(m["hidden_size"]),
                   f"{m['vocab_size']:,}", f"{m['vision_params']:,}" if m["vision_params"] else "-")
     return t
+
+
+def record_line(r) -> str:
+    k, s = r.knobs, r.shapes
+    peak = f"peak {gib(r.peak_allocated_bytes)} GiB" if r.peak_allocated_bytes else "no peak"
+    return (f"#{r.id or '-'} {r.backend} {r.status}: {r.model} micro {s.micro_batch} accum {s.grad_accum} "
+            f"seq {s.seq_len} {k.precision} ckpt {k.checkpointing} zero {k.zero_stage} on {r.device}: {peak}"
+            + (f" ({r.phase})" if r.phase else ""))
+
+
+def records_table(data: dict) -> Table:
+    t = Table(title=f"probe records in {data['store']}", title_justify="left")
+    for col in ("id", "when", "backend", "status", "model", "micro", "accum", "seq", "precision", "ckpt", "ZeRO",
+                "device", "peak GiB"):
+        t.add_column(col)
+    import time
+
+    for r in data["records"]:
+        k, s = r["knobs"], r["shapes"]
+        t.add_row(str(r["id"]), time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created"])), r["backend"],
+                  r["status"], r["model"], str(s["micro_batch"]), str(s["grad_accum"]), str(s["seq_len"]),
+                  k["precision"], k["checkpointing"], str(k["zero_stage"]), r["device"],
+                  gib(r["peak_allocated_bytes"]) if r["peak_allocated_bytes"] else "-")
+    return t

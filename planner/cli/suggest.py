@@ -5,6 +5,7 @@ import argparse
 
 from planner import export
 from planner.cli import common
+from planner.cli.verify import refine, verify
 from planner.search import Result, Space, search
 
 
@@ -19,6 +20,7 @@ def register(sub) -> None:
     p.add_argument("--zero", type=common.ZERO_LIST, default=[0, 1, 2, 3])
     p.add_argument("--offload", type=common.OFFLOAD_LIST, default=["none", "optimizer", "optimizer+params"])
     p.add_argument("--top", type=common.positive_int("--top"), default=10)
+    common.add_evidence_args(p)
     p.add_argument("--emit", metavar="DIR", help="write ds_config.json, train_args.json, launch.sbatch for the best plan")
     p.set_defaults(run=run)
 
@@ -27,10 +29,22 @@ def gather(args: argparse.Namespace) -> tuple[dict, Result, tuple]:
     model, hw, goal = common.resolve(args, args.global_batch)
     space = Space(precision=args.precision, checkpointing=args.checkpointing, zero=args.zero,
                   offload=args.offload, optimizer=args.optimizer, lora_rank=args.lora_rank)
-    result = search(model, hw, goal, space, top=args.top)
+    cal = common.calibrator(args, model)
+    with common.status(f"planning with {args.evidence} evidence"):
+        result = search(model, hw, goal, space, top=args.top, calibrate=cal)
+    verified = None
+    if result.plans:
+        best = refine(result.plans[0], model, hw, goal, cal)
+        if args.verify:
+            best, verified = verify(best, model, hw, goal, cal)
+        result.plans[0] = best
+        if not best.fits:   # a probe showed the predicted best does not fit: search again with it
+            result = search(model, hw, goal, space, top=args.top, calibrate=cal)
     out = {"model": model.summary(), "hardware": common.hardware_json(hw), "goal": goal.model_dump(),
            "plans": [p.model_dump() for p in result.plans],
            "rejected": [p.model_dump() for p in result.rejected]}
+    if verified:
+        out["verified"] = verified
     return out, result, (model, hw, goal)
 
 

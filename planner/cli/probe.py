@@ -1,0 +1,73 @@
+"""`planner probe`: run one probe (sim, cpu or cuda) of a configuration and store its record."""
+from __future__ import annotations
+
+import argparse
+
+from planner import catalog
+from planner.cli import common
+from planner.cli.check import knobs_from
+from planner.errors import BadInput
+from planner.evidence import sim_knobs
+from planner.spec import CHECKPOINTING, OFFLOADS, OPTIMIZERS, PRECISIONS, ZERO_STAGES
+from planner.store import Shapes, Store
+
+BACKENDS = ("sim", "cpu", "cuda")
+
+
+def add_config_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="catalog name (`planner models`), config.json path, or folder")
+    p.add_argument("--micro-batch", type=common.positive_int("--micro-batch"), required=True)
+    p.add_argument("--grad-accum", type=common.positive_int("--grad-accum"), default=1)
+    p.add_argument("--seq-len", type=common.positive_int("--seq-len"), required=True)
+    p.add_argument("--precision", type=common.one_of("--precision", PRECISIONS), default="bf16")
+    p.add_argument("--checkpointing", type=common.one_of("--checkpointing", CHECKPOINTING), default="off")
+    p.add_argument("--zero", type=common.one_of("--zero", ZERO_STAGES, int), default=0)
+    p.add_argument("--offload", type=common.one_of("--offload", OFFLOADS), default="none")
+    p.add_argument("--optimizer", type=common.one_of("--optimizer", OPTIMIZERS), default="adamw")
+    p.add_argument("--lora-rank", type=common.nonneg_int("--lora-rank"), default=0)
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("probe", help="measure one configuration (sim on fake tensors, or real cpu/cuda steps)")
+    add_config_args(p)
+    p.add_argument("--backend", type=common.one_of("--backend", BACKENDS), default="sim")
+    p.add_argument("--timeout", type=common.positive_int("--timeout"), default=600, help="seconds (default 600)")
+    common.add_store_arg(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    model = catalog.load_model(args.model)
+    knobs = knobs_from(args)
+    if args.backend != "sim" and knobs.zero_stage:
+        raise BadInput(f"--backend {args.backend} runs zero 0 (one process); for ZeRO stages use --backend sim")
+    if args.backend == "sim":
+        knobs = sim_knobs(knobs)
+    shapes = Shapes(micro_batch=args.micro_batch, grad_accum=args.grad_accum, seq_len=args.seq_len)
+    store = Store(args.store)
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from probes.run import run_isolated
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=common_err(), transient=True, disable=args.json) as bar:
+        bar.add_task(f"{args.backend} probe of {model.name}", total=None)
+        rec = run_isolated(model.name, model.config, knobs, shapes, args.backend, args.timeout)
+    store.add(rec)
+    out = rec.model_dump()
+    out["detail"] = {k: v for k, v in rec.detail.items() if k != "segments"}
+    if args.json:
+        common.print_json({"record": out, "store": str(store.path)})
+    else:
+        from planner.cli import render
+
+        render.console.print(render.record_line(rec))
+        render.console.print(f"stored as probe #{rec.id} in {store.path}")
+    return {"ok": 0, "oom": 3}.get(rec.status, 1)
+
+
+def common_err():
+    from rich.console import Console
+
+    return Console(stderr=True)
