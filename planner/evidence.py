@@ -70,11 +70,13 @@ def from_record(s: Setup, hw: Hardware, analytic: MemoryBreakdown, rec: ProbeRec
         overhead = max(0, rec.device_used_bytes - rec.peak_allocated_bytes)
     c = rec.by_category
     if rec.backend == "cuda" or not c:
-        a = analytic
-        rest = a.params_bytes + a.grads_bytes + a.optimizer_bytes
-        acts = min(a.activations_bytes, max(0, rec.peak_allocated_bytes - rest))
-        temp = max(0, rec.peak_allocated_bytes - rest - acts)
-        return _with_terms(s, a, (a.params_bytes, a.grads_bytes, a.optimizer_bytes, acts, temp), a.peak_phase, overhead)
+        a, peak = analytic, rec.peak_allocated_bytes
+        states = [a.params_bytes, a.grads_bytes, a.optimizer_bytes]
+        if sum(states) > peak:      # the states alone exceed the measurement: scale them to it
+            states = [x * peak // sum(states) for x in states]
+            states[2] += peak - sum(states)
+        acts = min(a.activations_bytes, peak - sum(states))
+        return _with_terms(s, a, (*states, acts, peak - sum(states) - acts), a.peak_phase, overhead)
     if s.knobs.zero_stage >= 1:
         return breakdown(s, analytic.capacity_bytes, activation_side=(c["activations"], c["temporaries"]))
     terms = (c["params"], c["grads"] + comm_bucket_bytes(s), c["optimizer"], c["activations"], c["temporaries"])

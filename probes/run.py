@@ -39,7 +39,7 @@ def probe_in_process(model: str, config: dict, knobs: Knobs, shapes: Shapes, bac
     """Run a probe here and return its record (exceptions propagate)."""
     from probes.step import Case
 
-    case = Case(config, knobs, shapes.micro_batch, shapes.grad_accum, shapes.seq_len)
+    case = Case(config, knobs, shapes.micro_batch, shapes.grad_accum, shapes.seq_len, shapes.image_tokens)
     if backend == "sim":
         from probes.sim import simulate
 

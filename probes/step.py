@@ -30,6 +30,7 @@ class Case:
     micro_batch: int
     grad_accum: int
     seq_len: int
+    image_tokens: int = 0
 
 
 def deepspeed_managed(k: Knobs) -> bool:
@@ -66,7 +67,11 @@ def build_model(case: Case, layers: int | None = None, paths: str = "cpu") -> to
     config = hf_config(case.config, layers)
     half = HALF.get(k.precision)
     dtype = half if half is not None and (k.lora_rank or not amp(k)) else torch.float32
-    model = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype)
+    if case.image_tokens:
+        raise ValueError("image inputs are not traced yet: VLM plans with image tokens stay analytic")
+    auto = (transformers.AutoModelForImageTextToText if config.get_text_config() is not config
+            else transformers.AutoModelForCausalLM)
+    model = auto.from_config(config, dtype=dtype)
     if k.lora_rank:
         from peft import LoraConfig, get_peft_model
         from peft.tuners.tuners_utils import BaseTunerLayer

@@ -1,0 +1,98 @@
+"""Plans calibrated from stored probe records, and the probe/probes/profile/--evidence CLI."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from planner import catalog, hardware
+from planner.evidence import Calibrator, real_shapes
+from planner.memory import Setup
+from planner.search import make_plan
+from planner.spec import Goal, Knobs
+from planner.store import ProbeRecord, Store, arch_hash, tensor_key
+
+MODEL = catalog.load_model("llama-3.1-8b")
+HW = hardware.resolve("h100", 1, 1)
+GOAL = Goal(global_batch=2, seq_len=1024)
+KNOBS = Knobs(precision="bf16", checkpointing="full")
+
+
+def _cuda_record(status="ok", device="NVIDIA H100 80GB HBM3", peak=130 * 2**30, used=134 * 2**30):
+    s = Setup(MODEL, KNOBS, 2, 1, 1024)
+    sh = real_shapes(s)
+    return ProbeRecord(model=MODEL.name, arch=arch_hash(MODEL.config), tensor_key=tensor_key(MODEL.config, KNOBS, sh),
+                       backend="cuda", status=status, device=device, versions={}, knobs=KNOBS, shapes=sh,
+                       peak_allocated_bytes=peak, device_used_bytes=used)
+
+
+def _plan(store):
+    return make_plan(MODEL, HW, GOAL, KNOBS, 2, Calibrator("auto", store, MODEL.name, MODEL.config))
+
+
+def test_auto_without_a_store_is_analytic_and_creates_nothing(tmp_path):
+    path = tmp_path / "none.sqlite"
+    assert Calibrator.open("auto", str(path), MODEL.name, MODEL.config) is None
+    assert not path.exists()
+
+
+def test_measured_record_sets_peak_and_same_card_overhead(tmp_path):
+    store = Store(tmp_path / "s.sqlite")
+    store.add(_cuda_record())
+    p = _plan(store)
+    assert p.evidence == "measured"
+    assert p.memory.peak_allocated_bytes == 130 * 2**30
+    assert p.memory.overhead_bytes == 4 * 2**30
+
+
+def test_record_from_another_card_carries_tensor_bytes_only(tmp_path):
+    store = Store(tmp_path / "s.sqlite")
+    store.add(_cuda_record(device="NVIDIA A100-SXM4-80GB"))
+    p = _plan(store)
+    analytic = make_plan(MODEL, HW, GOAL, KNOBS, 2)
+    assert p.memory.peak_allocated_bytes == 130 * 2**30
+    assert p.memory.overhead_bytes != 4 * 2**30
+    assert p.memory.overhead_bytes < analytic.memory.overhead_bytes   # fragmentation prior on a smaller peak
+
+
+def test_measured_oom_on_the_same_card_does_not_fit(tmp_path):
+    store = Store(tmp_path / "s.sqlite")
+    store.add(_cuda_record(status="oom", peak=None, used=None))
+    p = _plan(store)
+    assert not p.fits and "ran out of memory" in p.reason and p.evidence == "measured"
+
+
+def _planner(*args, store):
+    return subprocess.run([sys.executable, "-m", "planner.cli", *args, "--store", str(store)],
+                          check=False, capture_output=True, text=True, timeout=600)
+
+
+def test_cli_probe_list_profile_and_sim_evidence(tmp_path):
+    pytest.importorskip("transformers")
+    st = tmp_path / "cli.sqlite"
+    base = ["--model", "debug-llama", "--micro-batch", "2", "--seq-len", "128"]
+    r = _planner("probe", *base, "--backend", "sim", "--json", store=st)
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(r.stdout)["record"]
+    assert rec["status"] == "ok" and rec["backend"] == "sim"
+    r = _planner("probes", "list", "--json", store=st)
+    assert [x["id"] for x in json.loads(r.stdout)["records"]] == [rec["id"]]
+    r = _planner("profile", *base, "--json", store=st)
+    prof = json.loads(r.stdout)
+    assert prof["modules"][0]["bytes"] >= prof["modules"][-1]["bytes"] > 0
+    check = ["check", "--model", "debug-llama", "--gpu", "rtx4090", "--micro-batch", "2", "--grad-accum", "1",
+             "--seq-len", "128", "--precision", "bf16", "--checkpointing", "off", "--json"]
+    auto = json.loads(_planner(*check, store=st).stdout)["plan"]
+    assert auto["evidence"] == "simulated"   # the stored sim record, keyed by tensors
+    assert auto["memory"]["peak_allocated_bytes"] == rec["peak_allocated_bytes"]
+    analytic = json.loads(_planner(*check, "--evidence", "analytic", store=st).stdout)["plan"]
+    assert analytic["evidence"] == "analytic"
+    assert analytic["memory"]["peak_allocated_bytes"] == pytest.approx(auto["memory"]["peak_allocated_bytes"], rel=0.10)
+
+
+def test_cli_bad_backend_and_zero_on_cpu(tmp_path):
+    r = _planner("probe", "--model", "debug-llama", "--micro-batch", "1", "--seq-len", "8", "--backend", "tpu", store=tmp_path / "x")
+    assert r.returncode == 2 and "accepted values are sim, cpu, cuda" in r.stderr
+    r = _planner("probe", "--model", "debug-llama", "--micro-batch", "1", "--seq-len", "8", "--backend", "cpu",
+                 "--zero", "2", store=tmp_path / "x")
+    assert r.returncode == 2 and "zero 0" in r.stderr
