@@ -78,7 +78,7 @@ def main() -> None:
 
     def p95(xs):
         xs = sorted(abs(x) for x in xs)
-        return xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))]
+        return xs[min(len(xs) - 1, round(0.95 * (len(xs) - 1)))]
     summary = {"configs": len(rows), "sim_vs_real_max_abs": max(abs(r["sim_vs_real"]) for r in rows),
                "analytic_vs_sim_p95_abs": p95([r["analytic_vs_sim"] for r in rows]),
                "analytic_vs_sim_max_abs": max(abs(r["analytic_vs_sim"]) for r in rows)}
@@ -88,8 +88,8 @@ def main() -> None:
                 "torch": metadata.version("torch"), "transformers": metadata.version("transformers")}
         with open(args.out, "w") as f:
             json.dump({**meta, "summary": summary, "rows": rows}, f, indent=1)
-        md = ["| arch | precision | ckpt | micro | seq | analytic MiB | sim (cuda paths) MiB | sim (cpu paths) MiB | "
-              "cpu real MiB | sim/real | analytic/sim |", "|" + "---|" * 11]
+        md = [("| arch | precision | ckpt | micro | seq | analytic MiB | sim (cuda paths) MiB | sim (cpu paths) MiB | "
+              "cpu real MiB | sim/real | analytic/sim |"), "|" + "---|" * 11]
         md += [f"| {r['arch']} | {r['precision']} | {r['checkpointing']} | {r['micro_batch']} | {r['seq_len']} | "
                f"{r['analytic'] / 2**20:.1f} | {r['sim_cuda_paths'] / 2**20:.1f} | {r['sim_cpu_paths'] / 2**20:.1f} | "
                f"{r['cpu_real'] / 2**20:.1f} | {r['sim_vs_real']:+.3%} | {r['analytic_vs_sim']:+.2%} |" for r in rows]
