@@ -17,6 +17,8 @@ import os
 import time
 from importlib import metadata
 
+from results_io import save
+
 QWEN_TINY = {"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "hidden_size": 256,
              "intermediate_size": 688, "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
              "vocab_size": 151936, "tie_word_embeddings": True, "max_position_embeddings": 4096,
@@ -86,8 +88,6 @@ def main() -> None:
     if args.out:
         meta = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "device": "cpu (no GPU run)",
                 "torch": metadata.version("torch"), "transformers": metadata.version("transformers")}
-        with open(args.out, "w") as f:
-            json.dump({**meta, "summary": summary, "rows": rows}, f, indent=1)
         md = [("| arch | precision | ckpt | micro | seq | analytic MiB | sim (cuda paths) MiB | sim (cpu paths) MiB | "
               "cpu real MiB | sim/real | analytic/sim |"), "|" + "---|" * 11]
         md += [f"| {r['arch']} | {r['precision']} | {r['checkpointing']} | {r['micro_batch']} | {r['seq_len']} | "
@@ -95,8 +95,7 @@ def main() -> None:
                f"{r['cpu_real'] / 2**20:.1f} | {r['sim_vs_real']:+.3%} | {r['analytic_vs_sim']:+.2%} |" for r in rows]
         md.append(f"\n{meta['date']}, {meta['cpus']} CPUs, torch {meta['torch']}, transformers {meta['transformers']}. "
                   f"Summary: {json.dumps(summary)}")
-        with open(args.out.replace(".json", ".md"), "w") as f:
-            f.write("\n".join(md) + "\n")
+        save(args.out, {**meta, "summary": summary, "rows": rows}, md)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ import subprocess
 import sys
 import time
 
+from results_io import save
+
 CASES = [
     ("llama-3.1-8b on 8 x A100-80GB, 256 x 4096", ["--model", "llama-3.1-8b", "--gpu", "a100-80gb",
      "--gpus-per-node", "8", "--global-batch", "256", "--seq-len", "4096"]),
@@ -60,16 +62,11 @@ def main() -> None:
               "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
               "python": platform.python_version(), "pydantic": pydantic.VERSION, "repeat": args.repeat,
               "target_s": 1.0, "rows": rows}
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=1)
-        f.write("\n")
     md = [f"plan latency, {result['date']}, {result['machine']}, Python {result['python']}", "",
           "| case | median s | max s | plans | torch imported |", "|---|---|---|---|---|"]
     md += [f"| {r['case']} | {r['median_s']:.3f} | {r['max_s']:.3f} | {r['plans']} | {r['torch_imported']} |"
            for r in rows]
-    with open(os.path.splitext(args.out)[0] + ".md", "w") as f:
-        f.write("\n".join(md) + "\n")
-
+    save(args.out, result, md)
 
 if __name__ == "__main__":
     main()

@@ -6,11 +6,12 @@ traced at 3 and 4 layers on fake tensors and extrapolated). Target: under 20 s o
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import time
 from importlib import metadata
+
+from results_io import save
 
 CASES = [("llama-3.1-70b", "bf16", "full", 1, 4096), ("llama-3.1-70b", "bf16", "off", 2, 4096),
          ("qwen2.5-72b", "bf16", "full", 1, 8192)]
@@ -43,15 +44,12 @@ def main() -> None:
            "torch": metadata.version("torch"), "transformers": metadata.version("transformers"),
            "import_s": round(import_s, 2), "target_s": 20, "rows": rows}
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump(out, f, indent=1)
         md = ["| model | precision | ckpt | micro | seq | seconds | peak GiB | phase |", "|---|---|---|---|---|---|---|---|"]
         md += [f"| {r['model']} | {r['precision']} | {r['checkpointing']} | {r['micro_batch']} | {r['seq_len']} | "
                f"{r['seconds']} | {r['peak_allocated_gib']} | {r['phase']} |" for r in rows]
         md.append(f"\n{out['date']}, {out['cpus']} CPUs, torch {out['torch']}, transformers {out['transformers']}; "
                   f"import {out['import_s']} s not included.")
-        with open(args.out.replace(".json", ".md"), "w") as f:
-            f.write("\n".join(md) + "\n")
+        save(args.out, out, md)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from probes.step import Case, build_model, inputs, make_optimizer
+from probes.step import HALF, Case, build_model, inputs, make_optimizer
 from probes.step import amp as uses_amp
 
 
@@ -45,7 +45,7 @@ def measure(case: Case, steps: int = 3, capacity_bytes: int | None = None) -> di
             model = build_model(case, paths="cuda")
         batch = inputs(case, model.get_input_embeddings().num_embeddings, device="cuda")
         opt = make_optimizer([p for p in model.parameters() if p.requires_grad], k.optimizer)
-        half = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(k.precision)
+        half = HALF.get(k.precision)
 
         def step():
             for _ in range(case.grad_accum):

@@ -65,9 +65,8 @@ def trace(case: Case, layers: int, paths: str = "cuda") -> Trace:
         batch = inputs(case, vocab)
         tracker = LiveBytes()
         tracker.add_existing(list(model.parameters()) + list(model.buffers()), "params")
-        modules: dict[str, int] = {}
         with tracker:
-            _run_and_snapshot(case, model, tracker, batch, layers, paths, modules)
+            modules = train_steps(case, model, tracker, batch, paths=paths, n_layers=layers)
     segs = {k: (v[0], tracker.by_category(v[1])) for k, v in tracker.segments.items()}
     return Trace(layers, segs, modules)
 
@@ -97,21 +96,6 @@ def fake_model(case: Case, layers: int, mode, paths: str = "cuda"):
             if b is not None:
                 m._buffers[name] = fake(b)
     return model
-
-
-def _run_and_snapshot(case, model, tracker, batch, layers, paths, modules) -> None:
-    """Run the steps; remember activations by module at the first moment of the last backward."""
-    orig = tracker.set_segment
-
-    def set_segment(seg):
-        if seg == ("backward", ("start", 0)):
-            modules.clear()
-            for (cat, mod), v in tracker._by_tag.items():
-                if cat == "activations" and v:
-                    modules[mod] = modules.get(mod, 0) + v
-        orig(seg)
-    tracker.set_segment = set_segment
-    train_steps(case, model, tracker, batch, paths=paths, n_layers=layers)
 
 
 def _line(a: float, b: float, xa: int, xb: int, x: int) -> int:

@@ -163,6 +163,7 @@ class Progress:
         self.pending: dict[int, int] = {}
         self.done = 0
         self.drop_grads = drop_grads
+        self.backward_start_modules: dict[str, int] = {}   # activations by module as backward starts
         for i, layer in enumerate(self.layers):
             self.handles.append(layer.register_forward_hook(self._forward_done))
         owner = {id(p): i for i, layer in enumerate(self.layers) for p in layer.parameters() if p.requires_grad}
@@ -172,6 +173,8 @@ class Progress:
                 self.handles.append(p.register_post_accumulate_grad_hook(self._grad(owner.get(id(p)))))
 
     def phase(self, name: str) -> None:
+        if name == "backward":
+            self.backward_start_modules = self.t.live_by_module()
         self.t.phase = name
         self.done = 0
         self.pending = dict(self.trainable_in)
@@ -210,10 +213,11 @@ def autocast_for(k: Knobs, paths: str):
 
 
 def train_steps(case: Case, model, tracker: LiveBytes, batch: dict, steps: int = 2, paths: str = "cuda",
-                n_layers: int | None = None) -> None:
+                n_layers: int | None = None) -> dict[str, int]:
     """Run `steps` optimizer steps (min(accum, 2) micro-steps each: more accumulate the same way),
     forgetting the peaks of all but the last. Under DeepSpeed's stages the optimizer and gradients
-    are DeepSpeed's: gradients are dropped as they arrive and no optimizer runs."""
+    are DeepSpeed's: gradients are dropped as they arrive and no optimizer runs. Returns the
+    activation bytes by module at the start of the last backward."""
     k = case.knobs
     zero = deepspeed_managed(k)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -249,6 +253,7 @@ def train_steps(case: Case, model, tracker: LiveBytes, batch: dict, steps: int =
                         p.grad = None
     finally:
         progress.remove()
+    return progress.backward_start_modules
 
 
 class _NoSdpaDropout:

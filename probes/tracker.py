@@ -124,6 +124,10 @@ class LiveBytes(TorchDispatchMode):
         self.segments = {}
         self._note_peak()
 
+    def live_by_module(self, category: str = "activations") -> dict[str, int]:
+        """Live bytes of one category, by the module that created them."""
+        return {mod: v for (cat, mod), v in self._by_tag.items() if cat == category and v}
+
     def by_category(self, tags: dict | None = None) -> dict[str, int]:
         out = dict.fromkeys(CATEGORIES, 0)
         for (cat, _), v in (self._by_tag if tags is None else tags).items():

@@ -174,7 +174,12 @@ def status(message: str):
     """A spinner on stderr while long work runs (nothing when stderr is not a terminal)."""
     from contextlib import nullcontext
 
+    err = err_console()
+    return err.status(message) if err.is_terminal else nullcontext()
+
+
+def err_console():
+    """A rich console on stderr, for progress that must not mix with --json on stdout."""
     from rich.console import Console
 
-    err = Console(stderr=True)
-    return err.status(message) if err.is_terminal else nullcontext()
+    return Console(stderr=True)

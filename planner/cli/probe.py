@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from probes.run import run_isolated
 
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=common_err(), transient=True, disable=args.json) as bar:
+                  console=common.err_console(), transient=True, disable=args.json) as bar:
         bar.add_task(f"{args.backend} probe of {model.name}", total=None)
         rec = run_isolated(model.name, model.config, knobs, shapes, args.backend, args.timeout)
     store.add(rec)
@@ -66,8 +66,3 @@ def run(args: argparse.Namespace) -> int:
         render.console.print(f"stored as probe #{rec.id} in {store.path}")
     return {"ok": 0, "oom": 3}.get(rec.status, 1)
 
-
-def common_err():
-    from rich.console import Console
-
-    return Console(stderr=True)
