@@ -1,6 +1,7 @@
 """Peak allocated bytes of a training step: analytic model vs sim probe vs real steps.
 
-Three small architectures (Llama-style with GQA, Qwen2.5 with a tied 152k vocabulary, GPT-2),
+Three small architectures (Llama-style with GQA, Qwen2.5 with a tied 152k vocabulary, GPT-2; and
+Llama/GPT-2 with a 256-entry vocabulary, where the peak is inside the last layer's backward),
 micro-batch 1-8, sequence 512-4096, all four precisions, checkpointing off/full.
 - sim vs real: the sim with CPU code paths (paths="cpu") against real CPU steps counted by the same
   tracker (target: within 1%);
@@ -42,13 +43,20 @@ GRID = [
     ("debug-gpt2", "bf16", "off", 4, 1024), ("debug-gpt2", "bf16", "full", 2, 1024),
     ("debug-gpt2", "bf16-pure", "off", 1, 1024), ("debug-gpt2", "bf16-pure", "full", 8, 1024),
     ("debug-gpt2", "bf16", "off", 8, 512), ("debug-gpt2", "fp32", "full", 1, 1024),
+    # a 256-entry vocabulary: the peak moves from the logits into the last layer's backward
+    ("debug-llama-v256", "fp32", "full", 4, 1024), ("debug-llama-v256", "bf16", "off", 2, 2048),
+    ("debug-gpt2-v256", "bf16", "full", 4, 1024), ("debug-gpt2-v256", "bf16-pure", "off", 2, 1024),
 ]
 
 
 def config(arch: str) -> dict:
     from planner.catalog import model_config
 
-    return dict(QWEN_TINY) if arch == "qwen-tiny-tied" else model_config(arch)
+    if arch == "qwen-tiny-tied":
+        return dict(QWEN_TINY)
+    if arch.endswith("-v256"):
+        return dict(model_config(arch.removesuffix("-v256")), vocab_size=256)
+    return model_config(arch)
 
 
 def main() -> None:

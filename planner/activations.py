@@ -99,6 +99,18 @@ def layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
     return (gpt2_layer_bytes if t.arch == "gpt2" else llama_layer_bytes)(t, batch, seq, profile)
 
 
+def mlp_backward_transient_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """Inside one layer's backward, at the MLP: three gradients of the MLP's width are live while the
+    down projection's saved input is already freed, a net 2 x tokens x intermediate in the matmul
+    dtype. GPT-2's gelu_new under autocast differentiates in fp32 (pow runs in fp32): three fp32
+    gradients, net 12 bytes. Measured with the sim probe at vocabulary 256, where this moment is the
+    peak (temporaries per token x intermediate: Llama 3c for every profile, GPT-2 12/14/6 bytes for
+    fp32/autocast/half)."""
+    _, c = saved_dtype_bytes(profile)
+    per = 12 if (t.arch == "gpt2" and profile == "amp") else 2 * c
+    return per * batch * seq * t.intermediate
+
+
 def checkpointed_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
     """Full (per-layer) checkpointing keeps only each layer's input hidden states."""
     r, _ = saved_dtype_bytes(profile)

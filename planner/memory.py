@@ -13,8 +13,13 @@ uses on CUDA by default, whose step allocates a full-size temporary (exp_avg_sq.
 `adamw-fused` does not (torch/optim/adamw.py, `_multi_tensor_adamw` vs `_fused_adamw`).
 
 The peak is the largest of three moments of a steady-state step (after the first optimizer step):
-- "backward": start of backward: all saved activations, logits/loss, masks, autocast weight copies;
-  gradients only when accumulating (HF zeroes them with set_to_none after each optimizer step);
+- "backward": the larger of two moments. The start of backward: all saved activations, logits/loss,
+  masks, autocast weight copies. The last layer's backward, after the logits are freed: its saved
+  (under full checkpointing, recomputed) activations and the MLP's gradient transient, every other
+  layer's, the head's gradients. Gradients of all layers count only when accumulating (HF zeroes
+  them with set_to_none after each step). The sim probe showed the two moments never overlap
+  (benchmarks/accuracy.py: counting the recomputed layer on top of the logits over-estimated
+  full-checkpointing peaks by 9-23%);
 - "end-of-backward": all gradients, one layer's activations (recomputed under checkpointing), one
   gradient-sized transient of the largest matrix;
 - "optimizer-step": all gradients plus the optimizer's temporaries.
@@ -219,8 +224,6 @@ def activations_bytes(s: Setup) -> int:
     """Saved activations at the start of backward: text layers, vision tower, final norm."""
     t, k, p = s.model.text, s.knobs, activation_profile(s.knobs)
     total = act.text_activations_bytes(t, s.micro_batch, s.seq_len, p, k.checkpointing)
-    if k.checkpointing == "full":
-        total += act.layer_bytes(t, s.micro_batch, s.seq_len, p)  # the layer being recomputed
     if s.model.vision is not None:
         total += act.vision_activations_bytes(s.model.vision, s.micro_batch, s.image_tokens, p,
                                               k.checkpointing, trainable=not s.lora)
@@ -233,6 +236,44 @@ def backward_start_temp_bytes(s: Setup) -> int:
     return (act.logits_loss_bytes(t, s.micro_batch, s.seq_len)
             + act.attention_mask_bytes(t, s.micro_batch, s.seq_len, p)
             + autocast_weight_copy_bytes(s, live) + zero3_live_params_bytes(s))
+
+
+def last_layer_activations_bytes(s: Setup) -> int:
+    """During the last layer's backward: every layer's saved activations (under full checkpointing,
+    every layer's input plus the recomputed layer's), the vision tower's; the final norm's saved
+    tensors are freed by then."""
+    t, k, p = s.model.text, s.knobs, activation_profile(s.knobs)
+    total = act.text_activations_bytes(t, s.micro_batch, s.seq_len, p, k.checkpointing) \
+        - act.final_norm_bytes(t, s.micro_batch, s.seq_len, p)
+    if k.checkpointing == "full":
+        total += act.layer_bytes(t, s.micro_batch, s.seq_len, p)
+    if s.model.vision is not None:
+        total += act.vision_activations_bytes(s.model.vision, s.micro_batch, s.image_tokens, p,
+                                              k.checkpointing, trainable=not s.lora)
+    return total
+
+
+def head_grad_bytes(s: Setup) -> int:
+    """Gradients that exist once backward has passed the lm_head and the final norm (the head's
+    gradient, or the tied embedding's), counted when gradients are not already all live."""
+    if s.lora or s.knobs.zero_stage >= 2:
+        return 0
+    m = s.model
+    head = sum(t.numel for t in m.tensors if t.role in ("head", "norm"))
+    if not any(t.role == "head" for t in m.tensors):  # tied: the embedding's gradient
+        head += sum(t.numel for t in m.tensors if t.role == "embed" and t.shape[0] == m.text.vocab)
+    return head * grad_bytes_per_param(s.knobs)
+
+
+def last_layer_temp_bytes(s: Setup) -> int:
+    """During the last layer's backward: the mask, autocast weight copies, ZeRO-3 gathers, the
+    gradient flowing into the layer (residual-stream width), the MLP's gradient transient."""
+    t, p = s.model.text, activation_profile(s.knobs)
+    r, _ = act.saved_dtype_bytes(p)
+    live = t.layers if s.knobs.checkpointing == "off" else 1
+    return (act.attention_mask_bytes(t, s.micro_batch, s.seq_len, p) + autocast_weight_copy_bytes(s, live)
+            + zero3_live_params_bytes(s) + r * s.micro_batch * s.seq_len * t.hidden
+            + act.mlp_backward_transient_bytes(t, s.micro_batch, s.seq_len, p))
 
 
 def end_of_backward_temp_bytes(s: Setup) -> int:
@@ -275,11 +316,16 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
     backward_temp = backward_start_temp_bytes(s)
     if activation_side is not None:
         acts, backward_temp = activation_side[0], activation_side[1] + zero3_live_params_bytes(s)
+    accumulated = grads_full if s.grad_accum > 1 else 0
     phases = {
-        "backward": (grads_full if s.grad_accum > 1 else 0, acts, backward_temp),
+        "backward": (accumulated, acts, backward_temp),
         "end-of-backward": (grads_full, 0, end_of_backward_temp_bytes(s)),
         "optimizer-step": (grads_full, 0, optimizer_step_temp_bytes(s)),
     }
+    if activation_side is None:
+        last_layer = (accumulated or head_grad_bytes(s), last_layer_activations_bytes(s), last_layer_temp_bytes(s))
+        if sum(last_layer) > sum(phases["backward"]):
+            phases["backward"] = last_layer
     phase = max(phases, key=lambda p: sum(phases[p]))
     grads, acts_at_peak, temp = phases[phase]
     peak = params + grads + buckets + opt + acts_at_peak + temp

@@ -1,0 +1,198 @@
+"""The multi-rank cpu probe: real training steps under torchrun on gloo, with torch DDP (zero 0) or
+DeepSpeed ZeRO 1-3, measuring what every rank keeps resident (model states) so that the analytic
+ZeRO terms (planner.memory) are checked against DeepSpeed's real sharding, not assumed.
+
+Resident bytes are counted by walking every live tensor at quiescent moments (after DeepSpeed's or
+DDP's setup, and after each optimizer step, when no autograd graph is alive): unique storages,
+rounded as the CUDA allocator rounds, split into parameters (a module parameter's storage, or its
+ZeRO-3 partition `ds_tensor`), optimizer (the inner torch optimizer's parameters, i.e. DeepSpeed's
+fp32 master partitions, and its states) and other (gradient and communication buffers, inputs).
+The live-bytes tracker is not used here: DeepSpeed swaps `param.data` under tensors it did not see.
+
+CPU-only differences from a GPU run, each one harmless to the model-state sizes:
+- DeepSpeed's optimizer is a client torch AdamW (for-loop) instead of its FusedAdam, which would be
+  compiled at run time on CPU; the fp32 master partitions and two moments are the same bytes;
+- DeepSpeed's shared-memory CPU collectives (another run-time build) are off: gloo carries all.
+
+    python -m torch.distributed.run --nproc_per_node 2 -m probes.dist JOB.json OUT_DIR
+"""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from dataclasses import fields
+from pathlib import Path
+
+from probes.step import Case
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def measure_ranks(case: Case, world: int = 2, steps: int = 2, timeout_s: float = 600) -> list[dict]:
+    """Run `steps` optimizer steps on `world` local ranks; one result per rank (see `_rank_main`)."""
+    with tempfile.TemporaryDirectory(prefix="memplan-dist-") as tmp:
+        job = Path(tmp) / "job.json"
+        job.write_text(json.dumps({"case": {**{f.name: getattr(case, f.name) for f in fields(case)},
+                                             "knobs": case.knobs.model_dump()}, "steps": steps}))
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(world),
+               "--master_addr", "127.0.0.1", "--master_port", str(free_port()), "-m", "probes.dist", str(job), tmp]
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "DS_ACCELERATOR": "cpu"}
+        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout_s, env=env,
+                              cwd=Path(__file__).resolve().parents[1])
+        if proc.returncode != 0:
+            raise RuntimeError(f"torchrun exited {proc.returncode}: {proc.stderr[-2000:]}")
+        return [json.loads((Path(tmp) / f"rank{r}.json").read_text()) for r in range(world)]
+
+
+def compare_states(case: Case, world: int = 2, steps: int = 2) -> list[dict]:
+    """Per rank, the model states resident after the last optimizer step against planner.memory's
+    terms: parameters (params_bytes); optimizer states with DeepSpeed's fp32 master partition, plus
+    the gradient partition ZeRO-3 keeps between steps (optimizer_bytes, gradients_bytes); DDP's
+    buckets (comm_bucket_bytes). ZeRO-2's reduce buckets live only during backward: not compared."""
+    from planner import memory
+    from planner.modelspec import from_config
+
+    s = memory.Setup(from_config(case.config, "probe"), case.knobs, case.micro_batch, case.grad_accum,
+                     case.seq_len, gpus_per_node=world)
+    zero = case.knobs.zero_stage
+    analytic = {"params": memory.params_bytes(s),
+                "states": memory.optimizer_bytes(s) + (memory.gradients_bytes(s) if zero == 3 else 0),
+                "buckets": memory.comm_bucket_bytes(s) if zero == 0 else 0}
+    rows = []
+    for r in measure_ranks(case, world, steps):
+        last = r["after_steps"][-1]
+        measured = {"params": last["params"],
+                    "states": last["optimizer"] + (last["other"] if zero else 0),
+                    "buckets": r["ddp_buckets"]}
+        rows.append({"rank": r["rank"], "world": world, "zero": zero, "precision": case.knobs.precision,
+                     "measured": measured, "analytic": analytic, "losses": r["losses"]})
+    return rows
+
+
+def resident_bytes(model, inner_optimizer) -> dict[str, int]:
+    """Unique live tensor storages now, by parameters / optimizer / other, allocator-rounded."""
+    import torch
+
+    from probes.tracker import rounded_bytes
+
+    def key(t):
+        s = t.untyped_storage()
+        return s.data_ptr(), s.nbytes()
+
+    params = set()
+    for p in model.parameters():
+        params.add(key(getattr(p, "ds_tensor", None) if getattr(p, "ds_tensor", None) is not None else p))
+    opt = set()
+    if inner_optimizer is not None:
+        for g in inner_optimizer.param_groups:
+            opt.update(key(p) for p in g["params"])
+        for st in inner_optimizer.state.values():
+            opt.update(key(v) for v in st.values() if isinstance(v, torch.Tensor) and v.dim() > 0)
+    gc.collect()
+    every = {key(o) for o in gc.get_objects() if isinstance(o, torch.Tensor) and o.device.type == "cpu"}
+    every |= params | opt
+    out = {"params": 0, "optimizer": 0, "other": 0}
+    for k in every:
+        if k[1] == 0 or k[0] == 0:
+            continue
+        out["params" if k in params else "optimizer" if k in opt else "other"] += rounded_bytes(k[1])
+    return out
+
+
+def _deepspeed_config(case: Case, world: int) -> dict:
+    """The exported DeepSpeed JSON for this plan, without its optimizer block (see module doc)."""
+    from types import SimpleNamespace
+
+    from planner.export import deepspeed_config
+    from planner.modelspec import from_config
+
+    k = case.knobs
+    plan = SimpleNamespace(**vars(k), micro_batch=case.micro_batch, grad_accum=case.grad_accum,
+                           global_batch=case.micro_batch * case.grad_accum * world)
+    cfg = deepspeed_config(plan, from_config(case.config, "probe"))
+    cfg.pop("optimizer", None)
+    cfg["zero_allow_untested_optimizer"] = True
+    cfg["steps_per_print"] = 10**9
+    return cfg
+
+
+def _rank_main(job_path: str, out_dir: str) -> None:
+    import torch
+    import torch.distributed as dist
+
+    from planner.spec import Knobs
+    from probes.step import build_model, inputs
+
+    job = json.loads(Path(job_path).read_text())
+    c = job["case"]
+    case = Case(c["config"], Knobs(**c["knobs"]), c["micro_batch"], c["grad_accum"], c["seq_len"], c["image_tokens"])
+    k = case.knobs
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    torch.manual_seed(0)
+    model = build_model(case, paths="cpu")
+    batch = inputs(case, model.get_input_embeddings().num_embeddings)
+    params = [p for p in model.parameters() if p.requires_grad]
+    extra = {"ddp_buckets": 0}
+    base = torch.optim.AdamW(params, lr=1e-5, foreach=False) if k.optimizer.startswith("adamw") else None
+    if k.zero_stage == 0:
+        from torch.nn.parallel import DistributedDataParallel
+
+        from probes.step import make_optimizer
+        from probes.tracker import LiveBytes
+
+        dist.init_process_group("gloo")
+        with LiveBytes() as held:     # the reducer's buckets live in C++, out of the tensor walk
+            engine = DistributedDataParallel(model)
+        inner, extra["ddp_buckets"] = make_optimizer(params, k.optimizer), held.live
+    else:
+        import deepspeed
+
+        deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
+        deepspeed.init_distributed(dist_backend="gloo")
+        engine, wrapper, _, _ = deepspeed.initialize(model=model, optimizer=base,
+                                                     config=_deepspeed_config(case, world))
+        inner = wrapper.optimizer
+    after_init = resident_bytes(model, inner)
+    after_steps, losses = [], []
+    for _ in range(job["steps"]):
+        for micro in range(case.grad_accum):
+            if k.zero_stage == 0:
+                last = micro == case.grad_accum - 1
+                with engine.no_sync() if not last else _null():
+                    loss = engine(**batch).loss / case.grad_accum
+                    loss.backward()
+            else:
+                loss = engine(**batch).loss
+                engine.backward(loss)
+                engine.step()
+            losses.append(float(loss))
+            del loss
+        if k.zero_stage == 0:
+            inner.step()
+            inner.zero_grad(set_to_none=True)
+        after_steps.append(resident_bytes(model, inner))
+    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(
+        {"rank": rank, "world": world, **extra, "after_init": after_init, "after_steps": after_steps, "losses": losses}))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+if __name__ == "__main__":
+    _rank_main(sys.argv[1], sys.argv[2])
