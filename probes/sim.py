@@ -20,7 +20,7 @@ Differences between the traced CPU code paths and CUDA's, and what the trace doe
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from probes.step import Case, build_model, inputs, text_layers, train_steps
 from probes.tracker import CATEGORIES, LiveBytes
@@ -119,9 +119,57 @@ def _split_modules(modules: dict[str, int], n: int) -> tuple[dict, dict]:
     return {k: v // n for k, v in per_layer.items()}, other
 
 
+def vision_terms(case: Case) -> dict[str, int]:
+    """What a text-only trace of a VLM case with image tokens misses, by category, from the analytic
+    model: the vision tower's saved activations (planner.activations.vision_activations_bytes) and,
+    when it is trained without DeepSpeed (whose model states the planner keeps analytic), its
+    gradients, optimizer states and the foreach AdamW step's temporary for them."""
+    from planner import memory
+    from planner.activations import vision_activations_bytes
+    from planner.modelspec import from_config
+
+    spec = from_config(case.config, "sim")
+    out = {"activations": 0, "grads": 0, "optimizer": 0, "step_temp": 0}
+    if spec.vision is None or not case.image_tokens:
+        return out
+    k = case.knobs
+    out["activations"] = vision_activations_bytes(spec.vision, case.micro_batch, case.image_tokens,
+                                                  memory.activation_profile(k), k.checkpointing,
+                                                  trainable=not k.lora_rank)
+    if k.lora_rank == 0 and k.zero_stage == 0:
+        roles = spec.params_by_role()
+        n = roles.get("vision", 0) + roles.get("projector", 0)
+        w = memory.trainable_weight_bytes_per_param(k)
+        out["grads"] = n * memory.grad_bytes_per_param(k)
+        out["optimizer"] = int(n * memory.optimizer_state_bytes_per_param(k.optimizer, w))
+        out["step_temp"] = n * w if k.optimizer == "adamw" else 0
+    return out
+
+
+def _add_vision(segments: dict, v: dict[str, int], grad_accum: int) -> None:
+    """Vision terms into traced segments: activations live through the LLM's forward and backward,
+    states always (steady state), gradients once the tower's backward ran (the end of backward and
+    the step; every segment when accumulating)."""
+    for name, cats in segments.items():
+        fwd_bwd = name[0] in ("forward", "backward")
+        cats["activations"] += v["activations"] if fwd_bwd else 0
+        cats["optimizer"] += v["optimizer"]
+        if name[0] in ("optimizer", "other") or (name[0] == "backward" and name[1] == ("end", 0)) or (fwd_bwd and grad_accum > 1):
+            cats["grads"] += v["grads"]
+        cats["temporaries"] += v["step_temp"] if name[0] == "optimizer" else 0
+
+
 def simulate(case: Case, paths: str = "cuda", traced: tuple[int, int] = TRACE_LAYERS) -> SimResult:
-    """The steady-state step's peak at the model's real depth, and every segment's bytes there."""
+    """The steady-state step's peak at the model's real depth, and every segment's bytes there.
+
+    VLM cases with image tokens: the LLM's memory depends on its sequence length, not on where its
+    input embeddings came from, so the step is traced with text tokens in the image tokens' place
+    (the vision tower's parameters are in it, but unused), and the tower's terms come from the
+    analytic model (vision_terms): its activations live from its forward (before the LLM's) until
+    its backward (after the LLM's)."""
     t0 = time.perf_counter()
+    vision = vision_terms(case)
+    case = replace(case, image_tokens=0)
     depth = text_layers(case.config)
     if depth <= max(traced):
         tr = trace(case, depth, paths)
@@ -133,6 +181,7 @@ def simulate(case: Case, paths: str = "cuda", traced: tuple[int, int] = TRACE_LA
                     for seg in a.segments.keys() & b.segments.keys()
                     if not (seg[0] in ("forward", "backward") and seg[1][0] == "middle")}
         used, modules = tuple(traced), b.modules
+    _add_vision(segments, vision, case.grad_accum)
     seg = max(segments, key=lambda s: sum(segments[s].values()))
     lm, om = _split_modules(modules, used[-1])
     return SimResult(sum(segments[seg].values()), segments[seg], seg, depth, used, time.perf_counter() - t0,

@@ -61,10 +61,20 @@ def test_cuda_autocast_policy():
         assert torch.nn.functional.linear(x, w).pow(2).dtype == torch.bfloat16
 
 
-def test_vlm_with_image_tokens_is_refused_not_guessed():
-    case = Case(model_config("qwen2.5-vl-3b"), Knobs(), 1, 1, 64, image_tokens=16)
-    with pytest.raises(ValueError, match="image inputs"):
-        simulate(case)
+def test_vlm_image_tokens_add_the_vision_towers_terms_to_the_text_trace():
+    from probes.sim import vision_terms
+
+    cfg, k = model_config("qwen2.5-vl-3b"), Knobs(precision="bf16", checkpointing="full")
+    text = simulate(Case(cfg, k, 1, 1, 256))
+    images = Case(cfg, k, 1, 1, 256, image_tokens=128)
+    img, v = simulate(images), vision_terms(images)
+    assert min(v.values()) > 0      # a trained tower: activations, gradients, states, AdamW temporary
+    start, opt = ("backward", ("start", 0)), ("optimizer",)
+    assert img.segments[start]["activations"] == text.segments[start]["activations"] + v["activations"]
+    assert img.segments[opt]["optimizer"] == text.segments[opt]["optimizer"] + v["optimizer"]
+    assert img.segments[opt]["grads"] == text.segments[opt]["grads"] + v["grads"]
+    with pytest.raises(ValueError, match="image inputs"):   # the real probes feed no images
+        measure(images)
 
 
 ANALYTIC_VS_SIM_TOLERANCE = 0.05   # the last-layer backward moment, pinned by the sim (measured +-3%)
