@@ -3,3 +3,7 @@
 
 class BadInput(ValueError):
     """Input the user can fix: the message names the bad value and what is accepted."""
+
+
+class UnknownName(BadInput):
+    """A model or GPU name that is not in the catalog (the message lists the known ones)."""

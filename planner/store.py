@@ -145,6 +145,10 @@ class Store:
         return [ProbeRecord.model_validate_json(r).model_copy(update={"id": i})
                 for i, r in self.db.execute(sql, args)]
 
+    def get(self, record_id: int) -> ProbeRecord | None:
+        rows = self._rows("WHERE id = ?", (record_id,))
+        return rows[0] if rows else None
+
     def by_tensor_key(self, key: str) -> list[ProbeRecord]:
         return self._rows("WHERE tensor_key = ?", (key,))
 

@@ -91,8 +91,9 @@ def _worker(job_path: str, result_path: str) -> int:
 
 
 def run_isolated(model: str, config: dict, knobs: Knobs, shapes: Shapes, backend: str,
-                 timeout_s: float = DEFAULT_TIMEOUT_S, env: dict | None = None) -> ProbeRecord:
-    """Run one probe in a subprocess; always returns a record (ok, oom, crash or timeout)."""
+                 timeout_s: float = DEFAULT_TIMEOUT_S, env: dict | None = None, on_start=None) -> ProbeRecord:
+    """Run one probe in a subprocess; always returns a record (ok, oom, crash or timeout).
+    on_start(popen) lets a caller (the API's job queue) kill the probe's process group to cancel it."""
     with tempfile.TemporaryDirectory(prefix="memplan-probe-") as tmp:
         job, result = Path(tmp) / "job.json", Path(tmp) / "result.json"
         job.write_text(json.dumps({"model": model, "config": config, "knobs": knobs.model_dump(),
@@ -103,6 +104,8 @@ def run_isolated(model: str, config: dict, knobs: Knobs, shapes: Shapes, backend
         t0 = time.monotonic()
         proc = subprocess.Popen([sys.executable, "-m", "probes.run", str(job), str(result)], env=penv,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        if on_start is not None:
+            on_start(proc)
         try:
             _, err = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:

@@ -6,7 +6,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from planner.errors import BadInput
+from planner.errors import BadInput, UnknownName
 from planner.modelspec import ModelSpec, from_config
 from planner.spec import GPU
 
@@ -22,7 +22,7 @@ def model_config(name: str) -> dict:
     """The bundled config.json of a catalog model (a copy: callers may change it)."""
     key = name.strip().lower()
     if key not in model_names():
-        raise BadInput(f"unknown model {name!r}; known: {', '.join(model_names())} "
+        raise UnknownName(f"unknown model {name!r}; known: {', '.join(model_names())} "
                        "(or a path to a config.json, or a folder holding one)")
     return json.loads(_DATA.joinpath("models", key + ".json").read_text())
 
@@ -63,4 +63,4 @@ def gpu(name: str) -> GPU:
     for g in gpus():
         if key == g.name or key in g.aliases:
             return g
-    raise BadInput(f"unknown GPU {name!r}; known: {', '.join(g.name for g in gpus())} (or 'local')")
+    raise UnknownName(f"unknown GPU {name!r}; known: {', '.join(g.name for g in gpus())} (or 'local')")

@@ -119,7 +119,7 @@ def image_tokens(args: argparse.Namespace, model: ModelSpec) -> int:
 
 
 def resolve(args: argparse.Namespace, global_batch: int) -> tuple[ModelSpec, Hardware, Goal]:
-    model = catalog.load_model(args.model)
+    model = args.model if isinstance(args.model, ModelSpec) else catalog.load_model(args.model)
     hw = hardware.resolve(args.gpu, args.gpus_per_node, args.nodes, args.inter_node_gbps, args.host_ram_gb)
     goal = Goal(global_batch=global_batch, seq_len=args.seq_len, image_tokens=image_tokens(args, model),
                 margin=args.margin)

@@ -1,0 +1,68 @@
+"""Dependencies: settings, the job queue, bearer-token auth, and model references resolved safely."""
+from __future__ import annotations
+
+import hmac
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+
+from api.settings import Settings, get_settings
+from planner.errors import BadInput, UnknownName
+from planner.modelspec import ModelSpec
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+def get_queue(request: Request):
+    return request.app.state.queue
+
+
+def require_token(request: Request, settings: SettingsDep) -> None:
+    """Endpoints that start or cancel work: `Authorization: Bearer <MEMPLAN_API_TOKEN>` (compared in
+    constant time); with no token configured, only a server listening on loopback accepts them."""
+    if settings.api_token is None:
+        if settings.loopback_only:
+            return
+        raise HTTPException(403, "this server has no MEMPLAN_API_TOKEN and listens beyond loopback: "
+                                 "starting or cancelling work is disabled")
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), settings.api_token.encode()):
+        raise HTTPException(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
+
+
+Authorized = Depends(require_token)
+
+
+class Forbidden(BadInput):
+    """A model path outside the configured model directories."""
+
+
+def resolve_model(ref: str | dict, settings: Settings) -> ModelSpec:
+    """A catalog name; a config.json object posted in the body; or a path inside one of the
+    configured model directories (after resolving links, never `..`). Nothing else is read."""
+    from planner import catalog
+    from planner.modelspec import from_config
+
+    if isinstance(ref, dict):
+        name = str(ref.get("_name_or_path") or ref.get("model_type") or "custom")[-64:]
+        try:
+            return from_config(ref, name)
+        except BadInput:
+            raise
+        except Exception as e:  # noqa: BLE001 (any malformed value in a posted config is the client's to fix)
+            raise BadInput(f"--model: the posted config.json is not understood ({e.__class__.__name__}: {e})") from None
+    key = ref.strip().lower()
+    if key in catalog.model_names():
+        return catalog.load_model(key)
+    if settings.model_dirs and ("/" in ref or ref.endswith(".json")):
+        if ".." in Path(ref).parts:
+            raise Forbidden(f"--model {ref!r}: '..' is not allowed in model paths")
+        p = Path(ref)
+        target = (p / "config.json" if p.is_dir() else p).resolve()
+        for d in settings.model_dirs:
+            if target.is_relative_to(Path(d).resolve()):
+                return catalog.load_model(str(target))
+        raise Forbidden(f"--model {ref!r}: only paths inside the server's model directories may be read")
+    raise UnknownName(f"unknown model {ref!r}; known: {', '.join(catalog.model_names())} "
+                      "(or post the config.json object as `model`)")

@@ -1,0 +1,87 @@
+"""The FastAPI app: routers per resource, bad input as 422 naming its field (404 for unknown names),
+request-size limits, Prometheus metrics, and the probe job queue started with the app.
+
+    uvicorn --factory api.main:create_app     (or `planner serve`)
+"""
+from __future__ import annotations
+
+import re
+import time
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from api.deps import Forbidden
+from api.jobs import JobQueue
+from api.metrics import Metrics
+from api.routes import catalog, plans, probes
+from api.settings import Settings, get_settings
+from planner.errors import BadInput, UnknownName
+
+_FLAG = re.compile(r"^--([a-z][a-z-]*)")
+
+
+def _field(message: str) -> list:
+    """The body field a planner message names (`--global-batch 7: ...` -> global_batch)."""
+    m = _FLAG.match(message)
+    return ["body", m.group(1).replace("-", "_")] if m else ["body"]
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    from planner.store import default_path
+
+    store = settings.store or default_path()
+    queue = JobQueue(store, store, settings.probe_timeout_s)
+    metrics = Metrics()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        queue.start()
+        yield
+        queue.stop()
+
+    app = FastAPI(title="memplan", version="0.1.0", lifespan=lifespan,
+                  description="Memory planner and OOM-avoidance advisor for training (vision-)language models.")
+    app.state.queue, app.state.metrics, app.state.settings = queue, metrics, settings
+    app.dependency_overrides[get_settings] = lambda: settings
+    for r in (plans.router, catalog.router, probes.router):
+        app.include_router(r)
+
+    @app.middleware("http")
+    async def limits_and_metrics(request: Request, call_next):
+        t0 = time.perf_counter()
+        size = request.headers.get("content-length")
+        if size is not None and (not size.isdigit() or int(size) > settings.max_body_bytes):
+            response = JSONResponse({"detail": f"request body over {settings.max_body_bytes} bytes"}, 413)
+        else:
+            response = await call_next(request)
+        route = request.scope.get("route")
+        metrics.observe(request.method, getattr(route, "path", "unmatched"), response.status_code,
+                        time.perf_counter() - t0)
+        return response
+
+    @app.exception_handler(UnknownName)
+    async def unknown(_: Request, e: UnknownName):
+        return JSONResponse({"detail": [{"loc": _field(str(e)) if _FLAG.match(str(e)) else
+                                         ["body", "gpu" if "GPU" in str(e) else "model"],
+                                         "msg": str(e), "type": "not_found"}]}, 404)
+
+    @app.exception_handler(Forbidden)
+    async def forbidden(_: Request, e: Forbidden):
+        return JSONResponse({"detail": [{"loc": ["body", "model"], "msg": str(e), "type": "forbidden"}]}, 403)
+
+    @app.exception_handler(BadInput)
+    async def bad_input(_: Request, e: BadInput):
+        return JSONResponse({"detail": [{"loc": _field(str(e)), "msg": str(e), "type": "value_error"}]}, 422)
+
+    @app.get("/healthz", tags=["ops"])
+    def healthz() -> dict:
+        return {"status": "ok", "queue_depth": queue.depth(), "slots": queue.slots}
+
+    @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
+    def prometheus() -> str:
+        return metrics.render(queue.depth(), dict(queue.outcomes))
+
+    return app

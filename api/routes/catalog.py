@@ -1,0 +1,43 @@
+"""GET /v1/gpus, /v1/models, /v1/models/{name}, /v1/devices."""
+from __future__ import annotations
+
+from fastapi import APIRouter, Path
+
+router = APIRouter(prefix="/v1", tags=["catalog"])
+
+
+@router.get("/gpus")
+def gpus() -> dict:
+    from planner.cli import gpus as cmd
+
+    return cmd.gather()
+
+
+@router.get("/models")
+def models() -> dict:
+    from planner.cli import models as cmd
+
+    return cmd.gather()
+
+
+@router.get("/models/{name}")
+def model(name: str = Path(max_length=128)) -> dict:
+    """A catalog model's summary and its bundled config.json."""
+    from planner import catalog
+    from planner.modelspec import from_config
+
+    config = catalog.model_config(name)     # catalog names only: never a path
+    return {**from_config(config, name.strip().lower()).summary(), "config": config}
+
+
+@router.get("/devices")
+def devices() -> dict:
+    """This host's NVIDIA GPUs through NVML; an empty list without a driver."""
+    from planner.errors import BadInput
+    from planner.hardware import detect_local
+
+    try:
+        gpu, count = detect_local()
+    except BadInput:
+        return {"devices": []}
+    return {"devices": [{"index": i, "gpu": gpu.name, "capacity_bytes": gpu.capacity_bytes} for i in range(count)]}

@@ -1,0 +1,56 @@
+"""Probe jobs on this host: POST /v1/probes (202), GET /v1/probes/{id}, GET /v1/probes, DELETE."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Response
+
+from api.deps import Authorized, SettingsDep, get_queue, resolve_model
+from api.jobs import JobQueue
+from api.schemas import Job, JobStatus, ProbeRequest
+
+router = APIRouter(prefix="/v1/probes", tags=["probes"])
+Queue = Annotated[JobQueue, Depends(get_queue)]
+JobId = Annotated[str, Path(max_length=64, pattern=r"^[0-9a-f]+$")]
+
+
+@router.post("", status_code=202, response_model=Job, dependencies=[Authorized])
+def submit(body: ProbeRequest, queue: Queue, settings: SettingsDep, response: Response) -> Job:
+    """Queue a probe; an identical queued request returns that job (200 instead of 202)."""
+    if body.inject_fault and not settings.test_faults:
+        raise HTTPException(422, [{"loc": ["body", "inject_fault"], "type": "value_error",
+                                   "msg": "inject_fault is accepted only when MEMPLAN_TEST_FAULTS=1"}])
+    if body.backend != "sim" and body.zero:
+        raise HTTPException(422, [{"loc": ["body", "zero"], "type": "value_error",
+                                   "msg": f"backend {body.backend} runs zero 0 (one process); use backend sim"}])
+    model = resolve_model(body.model, settings)
+    job, created = queue.submit(body, model.name, model.config)
+    if not created:
+        response.status_code = 200
+    return job
+
+
+@router.get("/{job_id}", response_model=Job)
+def get(job_id: JobId, queue: Queue) -> Job:
+    job = queue.get(job_id)
+    if job is None:
+        raise HTTPException(404, f"no probe job {job_id!r}")
+    return job
+
+
+@router.get("", response_model=list[Job])
+def list_jobs(queue: Queue, model: Annotated[str | None, Query(max_length=128)] = None,
+              device: Annotated[str | None, Query(max_length=64)] = None, status: JobStatus | None = None,
+              limit: Annotated[int, Query(ge=1, le=500)] = 50) -> list[Job]:
+    return queue.list(model, device, status, limit)
+
+
+@router.delete("/{job_id}", response_model=Job, dependencies=[Authorized])
+def cancel(job_id: JobId, queue: Queue) -> Job:
+    """Cancel a queued or running job (its probe process group is killed); finished jobs stay."""
+    job = queue.cancel(job_id)
+    if job is None:
+        raise HTTPException(404, f"no probe job {job_id!r}")
+    return job
+
+

@@ -1,0 +1,43 @@
+"""`planner serve`: the REST API (FastAPI on uvicorn); flags override MEMPLAN_* environment settings."""
+from __future__ import annotations
+
+import argparse
+import os
+
+from planner.cli import common
+
+
+def register(sub) -> None:
+    p = sub.add_parser("serve", help="serve the REST API (docs at /docs)")
+    p.add_argument("--host", default=None, help="listen address (default 127.0.0.1; env MEMPLAN_HOST)")
+    p.add_argument("--port", type=common.positive_int("--port"), default=None, help="default 8000 (MEMPLAN_PORT)")
+    p.add_argument("--workers", type=common.positive_int("--workers"), default=None, help="uvicorn worker processes")
+    p.add_argument("--model-dir", action="append", default=None,
+                   help="folder whose config.json files requests may name (repeatable; MEMPLAN_MODEL_DIRS as JSON)")
+    p.add_argument("--probe-timeout", type=common.positive_int("--probe-timeout"), default=None,
+                   help="longest a probe job may run, seconds (default 600)")
+    common.add_store_arg(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    try:
+        import uvicorn
+
+        from api.settings import Settings
+    except ImportError:
+        from planner.errors import BadInput
+
+        raise BadInput("planner serve needs the api extra: pip install 'memplan[api]'") from None
+    flags = {"MEMPLAN_HOST": args.host, "MEMPLAN_PORT": args.port, "MEMPLAN_WORKERS": args.workers,
+             "MEMPLAN_STORE": args.store, "MEMPLAN_PROBE_TIMEOUT_S": args.probe_timeout,
+             "MEMPLAN_MODEL_DIRS": json.dumps(args.model_dir) if args.model_dir else None}
+    os.environ.update({k: str(v) for k, v in flags.items() if v is not None})   # read by each worker
+    s = Settings()
+    if s.api_token is None and not s.loopback_only:
+        common.err_console().print(f"warning: no MEMPLAN_API_TOKEN and listening on {s.host}: "
+                                   "probe submission and cancellation are refused")
+    uvicorn.run("api.main:create_app", factory=True, host=s.host, port=s.port, workers=s.workers)
+    return 0

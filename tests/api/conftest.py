@@ -1,0 +1,66 @@
+"""A real `planner serve` (uvicorn) on a loopback port, called over HTTP with httpx."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+httpx = pytest.importorskip("httpx")
+from probes.dist import free_port
+
+TOKEN = "test-token-0123"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Server:
+    def __init__(self, store: Path, env: dict | None = None) -> None:
+        self.store, self.port = store, free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, "MEMPLAN_API_TOKEN": TOKEN, "MEMPLAN_TEST_FAULTS": "1", **(env or {})}
+        self.proc = None
+
+    def start(self) -> "Server":
+        self.proc = subprocess.Popen([sys.executable, "-m", "planner.cli", "serve", "--port", str(self.port),
+                                      "--store", str(self.store), "--probe-timeout", "120"],
+                                     env=self.env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     start_new_session=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.2)
+            if self.proc.poll() is not None:
+                raise RuntimeError(self.proc.stderr.read().decode()[-2000:])
+        raise RuntimeError("server did not start in 60 s")
+
+    def kill(self, sig=signal.SIGTERM) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, sig)
+            self.proc.wait(timeout=30)
+
+    def client(self, token: str | None = TOKEN) -> "httpx.Client":
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60)
+
+
+@pytest.fixture
+def server(tmp_path):
+    s = Server(tmp_path / "store.sqlite").start()
+    yield s
+    s.kill()
+
+
+def wait_job(client, jid: str, done=("done", "cancelled", "interrupted"), timeout_s: float = 120) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        job = client.get(f"/v1/probes/{jid}").json()
+        if job["status"] in done:
+            return job
+        time.sleep(0.2)
+    raise AssertionError(f"job {jid} still {job['status']} after {timeout_s} s")

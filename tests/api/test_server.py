@@ -1,0 +1,125 @@
+"""The REST API over HTTP against a real uvicorn server: plans, errors, auth, probe jobs, restart."""
+import signal
+
+from tests.api.conftest import TOKEN, Server, wait_job
+
+PLAN = {"model": "llama-3.1-8b", "gpu": "h100", "gpus_per_node": 8, "global_batch": 256, "seq_len": 4096, "top": 3}
+PROBE = {"model": "debug-llama", "micro_batch": 1, "seq_len": 32, "backend": "sim"}
+
+
+def test_plans_check_catalog_and_errors(server):
+    c = server.client(token=None)
+    r = c.post("/v1/plans", json=PLAN)
+    assert r.status_code == 200
+    plans = r.json()["plans"]
+    assert 1 <= len(plans) <= 3 and all(p["micro_batch"] * p["grad_accum"] * p["world_size"] == 256 for p in plans)
+    none = c.post("/v1/plans", json={**PLAN, "model": "llama-3.1-70b", "gpu": "rtx4090", "gpus_per_node": 1,
+                                     "global_batch": 8, "zero": [0], "offload": ["none"]}).json()
+    assert none["plans"] == [] and none["rejected"]
+    check = c.post("/v1/check", json={"model": "qwen2.5-7b", "gpu": "a100-80gb", "micro_batch": 2, "grad_accum": 4,
+                                      "seq_len": 2048, "precision": "bf16", "checkpointing": "full"}).json()
+    assert check["plan"]["global_batch"] == 8 and "suggestions" in check
+    assert {g["name"] for g in c.get("/v1/gpus").json()["gpus"]} >= {"h100-80gb", "rtx4090"}
+    assert "debug-llama" in {m["name"] for m in c.get("/v1/models").json()["models"]}
+    assert c.get("/v1/models/debug-llama").json()["config"]["model_type"] == "llama"
+    assert c.get("/v1/devices").json() == {"devices": []}     # no NVIDIA driver on the test machines
+
+    bad = c.post("/v1/plans", json={**PLAN, "global_batch": 250})
+    assert bad.status_code == 422
+    (d,) = bad.json()["detail"]
+    assert d["loc"] == ["body", "global_batch"] and "248, 256" in d["msg"]
+    d = c.post("/v1/plans", json={**PLAN, "precision": ["bf17"]}).json()["detail"][0]
+    assert d["loc"][:2] == ["body", "precision"] and "bf16-pure" in d["msg"]
+    unknown = c.post("/v1/plans", json={**PLAN, "model": "llama-9"})
+    assert unknown.status_code == 404 and "llama-3.1-8b" in unknown.json()["detail"][0]["msg"]
+    assert c.post("/v1/plans", json={**PLAN, "gpu": "h1000"}).status_code == 404
+    assert c.get("/v1/models/nope").status_code == 404
+
+
+def test_posted_config_and_no_file_reads(server):
+    c = server.client(token=None)
+    cfg = c.get("/v1/models/qwen2.5-0.5b").json()["config"]
+    r = c.post("/v1/plans", json={**PLAN, "model": cfg, "global_batch": 64})
+    assert r.status_code == 200 and r.json()["model"]["params"] > 4e8
+    for ref in ("/etc/passwd", "../../etc/passwd", "/etc/hostname/config.json"):
+        r = c.post("/v1/plans", json={**PLAN, "model": ref})
+        assert r.status_code in (403, 404), ref        # no model directories configured: nothing is read
+        assert "root:" not in r.text
+    assert c.post("/v1/plans", json={**PLAN, "model": {"model_type": "llama", "hidden_size": "x"}}).status_code == 422
+    big = {**PLAN, "model": {"pad": "x" * 300_000}}
+    assert c.post("/v1/plans", json=big).status_code == 413
+    assert c.post("/v1/plans", json={**PLAN, "zero": [0, 1, 2, 3, 3]}).status_code == 422   # list length bound
+
+
+def test_auth_on_work_endpoints(server):
+    anon, wrong = server.client(token=None), server.client(token="nope")
+    assert anon.post("/v1/probes", json=PROBE).status_code == 401
+    assert wrong.post("/v1/probes", json=PROBE).status_code == 401
+    assert anon.delete("/v1/probes/abc").status_code == 401
+    assert anon.post("/v1/plans", json={**PLAN, "evidence": "sim"}).status_code == 401
+    assert anon.get("/v1/probes").status_code == 200      # reading is open
+
+
+def test_probe_job_lifecycle_faults_cancel_and_metrics(server):
+    c = server.client()
+    r = c.post("/v1/probes", json=PROBE)
+    assert r.status_code == 202
+    job = wait_job(c, r.json()["id"])
+    assert job["status"] == "done" and job["outcome"] == "ok"
+    assert job["record"]["backend"] == "sim" and job["record"]["peak_allocated_bytes"] > 0
+    outcomes = {}
+    for fault, expected in (("oom", "oom"), ("crash", "crash"), ("hang", "timeout")):
+        jid = c.post("/v1/probes", json={**PROBE, "inject_fault": fault, "timeout_s": 2}).json()["id"]
+        outcomes[fault] = wait_job(c, jid)["outcome"]
+        assert outcomes[fault] == expected
+        assert c.get("/healthz").status_code == 200          # the service keeps serving
+    hang = c.post("/v1/probes", json={**PROBE, "inject_fault": "hang", "timeout_s": 100}).json()["id"]
+    wait_job(c, hang, done=("running",))
+    queued = c.post("/v1/probes", json={**PROBE, "seq_len": 48})
+    again = c.post("/v1/probes", json={**PROBE, "seq_len": 48})
+    assert queued.status_code == 202 and again.status_code == 200 and again.json()["id"] == queued.json()["id"]
+    assert c.delete(f"/v1/probes/{queued.json()['id']}").json()["status"] == "cancelled"
+    assert c.delete(f"/v1/probes/{hang}").json()["status"] == "cancelled"
+    assert wait_job(c, hang)["status"] == "cancelled"
+    assert c.delete("/v1/probes/ffff").status_code == 404
+    listed = c.get("/v1/probes", params={"status": "cancelled"}).json()
+    assert {j["id"] for j in listed} == {hang, queued.json()["id"]}
+    metrics = c.get("/metrics").text
+    assert 'memplan_probe_outcomes_total{outcome="timeout"} 1' in metrics
+    assert 'memplan_requests_total{method="POST",route="/v1/probes",status="202"}' in metrics
+    assert "memplan_probe_queue_depth 0" in metrics
+
+
+def test_restart_marks_running_interrupted_and_resumes_queued(tmp_path):
+    s = Server(tmp_path / "store.sqlite").start()
+    c = s.client()
+    done = wait_job(c, c.post("/v1/probes", json=PROBE).json()["id"])
+    hang = c.post("/v1/probes", json={**PROBE, "inject_fault": "hang", "timeout_s": 100}).json()["id"]
+    wait_job(c, hang, done=("running",))
+    queued = [c.post("/v1/probes", json={**PROBE, "seq_len": n}).json()["id"] for n in (40, 56)]
+    s.kill(signal.SIGKILL)
+    s2 = Server(s.store).start()
+    try:
+        c2 = s2.client()
+        assert c2.get(f"/v1/probes/{hang}").json()["status"] == "interrupted"
+        for jid in queued:
+            assert wait_job(c2, jid)["outcome"] == "ok"
+        again = c2.get(f"/v1/probes/{done['id']}").json()
+        assert again["status"] == "done" and again["record"]["id"] == done["record"]["id"]
+    finally:
+        s2.kill()
+
+
+def test_no_token_beyond_loopback_refuses_work(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from api.main import create_app
+    from api.settings import Settings
+
+    app = create_app(Settings(host="0.0.0.0", store=tmp_path / "s.sqlite"))
+    with TestClient(app) as c:
+        assert c.post("/v1/probes", json=PROBE).status_code == 403
+        assert c.post("/v1/plans", json=PLAN).status_code == 200
+    app = create_app(Settings(host="0.0.0.0", store=tmp_path / "s.sqlite", api_token=TOKEN))
+    with TestClient(app) as c:
+        assert c.post("/v1/probes", json=PROBE, headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 202
