@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.spec import Checkpointing, Offload, Optimizer, Plan, Precision
 
 Evidence = Literal["analytic", "sim", "auto"]   # planner.evidence.MODES
+MAX_GLOBAL_BATCH = 1 << 24
 ModelRef = str | dict
 MODEL_DOC = ("a catalog name (GET /v1/models), a config.json path inside the server's model directories, "
              "or the config.json object itself")
@@ -34,7 +35,7 @@ class Target(_Body):
 
 
 class PlansRequest(Target):
-    global_batch: int = Field(ge=1, le=1 << 24)
+    global_batch: int = Field(ge=1, le=MAX_GLOBAL_BATCH)
     precision: list[Precision] = Field(default_factory=list, max_length=4)
     checkpointing: list[Checkpointing] = Field(default_factory=lambda: ["off", "full"], min_length=1, max_length=2)
     zero: list[Literal[0, 1, 2, 3]] = Field(default_factory=lambda: [0, 1, 2, 3], min_length=1, max_length=4)
@@ -50,6 +51,13 @@ class CheckRequest(Target):
     checkpointing: Checkpointing
     zero: Literal[0, 1, 2, 3] = 0
     offload: Offload = "none"
+
+    @model_validator(mode="after")
+    def _bounded_global_batch(self) -> CheckRequest:
+        world = (self.gpus_per_node or 1) * self.nodes
+        if self.micro_batch * self.grad_accum * world > MAX_GLOBAL_BATCH:
+            raise ValueError(f"micro_batch x grad_accum x world size must be at most {MAX_GLOBAL_BATCH}")
+        return self
 
 
 class ProbeRequest(_Body):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import product
+from math import isqrt
 
 from planner import export
 from planner.errors import BadInput
@@ -38,7 +39,9 @@ class Result:
 
 
 def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """Ascending divisors of n, in O(sqrt n)."""
+    small = [d for d in range(1, isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
 
 
 def check_global_batch(global_batch: int, world: int) -> None:
@@ -125,7 +128,11 @@ def search(model: ModelSpec, hw: Hardware, goal: Goal, space: Space, top: int = 
     per_rank = goal.global_batch // hw.world_size
     fitting, rejected = [], []
     for knobs in families(space, hw):
-        plans = [make_plan(model, hw, goal, knobs, mb, calibrate) for mb in divisors(per_rank)]
+        plans = []
+        for mb in divisors(per_rank):
+            plans.append(make_plan(model, hw, goal, knobs, mb, calibrate))
+            if not plans[-1].fits:      # memory grows with the micro-batch: no larger one fits either
+                break
         ok = [p for p in plans if p.fits]
         fitting += ok
         if not ok:
