@@ -123,3 +123,30 @@ def test_no_token_beyond_loopback_refuses_work(tmp_path):
     app = create_app(Settings(host="0.0.0.0", store=tmp_path / "s.sqlite", api_token=TOKEN))
     with TestClient(app) as c:
         assert c.post("/v1/probes", json=PROBE, headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 202
+
+
+def test_model_directories_allow_their_configs_only(tmp_path):
+    import json
+    import os
+
+    from fastapi.testclient import TestClient
+
+    from api.main import create_app
+    from api.settings import Settings
+    from planner.catalog import model_config
+
+    allowed, outside = tmp_path / "models", tmp_path / "secret"
+    (allowed / "tiny").mkdir(parents=True)
+    outside.mkdir()
+    (allowed / "tiny" / "config.json").write_text(json.dumps(model_config("debug-llama")))
+    (outside / "config.json").write_text(json.dumps(model_config("debug-gpt2")))
+    os.symlink(outside, allowed / "escape")
+    app = create_app(Settings(store=tmp_path / "s.sqlite", model_dirs=[allowed]))
+    body = {**PLAN, "gpus_per_node": 1, "global_batch": 8, "seq_len": 256}
+    with TestClient(app) as c:
+        ok = c.post("/v1/plans", json={**body, "model": str(allowed / "tiny")})
+        assert ok.status_code == 200 and ok.json()["model"]["model_type"] == "llama"
+        for ref in (str(allowed / "escape"), str(allowed / "tiny" / ".." / ".." / "secret"), str(outside)):
+            r = c.post("/v1/plans", json={**body, "model": ref})
+            assert r.status_code == 403, ref
+            assert r.json()["detail"][0]["loc"] == ["body", "model"]
