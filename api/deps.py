@@ -48,8 +48,8 @@ def resolve_model(ref: str | dict, settings: Settings) -> ModelSpec:
         name = str(ref.get("_name_or_path") or ref.get("model_type") or "custom")[-64:]
         try:
             return from_config(ref, name)
-        except BadInput:
-            raise
+        except BadInput as e:
+            raise BadInput(f"--model: the posted config.json: {e}") from None
         except Exception as e:  # noqa: BLE001 (any malformed value in a posted config is the client's to fix)
             raise BadInput(f"--model: the posted config.json is not understood ({e.__class__.__name__}: {e})") from None
     key = ref.strip().lower()

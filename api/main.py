@@ -8,9 +8,11 @@ from __future__ import annotations
 import re
 import time
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
+from fastapi.staticfiles import StaticFiles
 
 from api.deps import Forbidden
 from api.jobs import JobQueue
@@ -75,6 +77,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(BadInput)
     async def bad_input(_: Request, e: BadInput):
         return JSONResponse({"detail": [{"loc": _field(str(e)), "msg": str(e), "type": "value_error"}]}, 422)
+
+    web = Path(__file__).with_name("web")
+    app.mount("/static", StaticFiles(directory=web), name="static")
+
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        """The advisor's web page (api/web): a form over this API, with SVG memory charts."""
+        return FileResponse(web / "index.html")
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict:

@@ -21,6 +21,7 @@ def register(sub) -> None:
     p.add_argument("--checkpointing", type=common.one_of("--checkpointing", CHECKPOINTING), required=True)
     p.add_argument("--zero", type=common.one_of("--zero", ZERO_STAGES, int), default=0)
     p.add_argument("--offload", type=common.one_of("--offload", OFFLOADS), default="none")
+    p.add_argument("--plot", metavar="PNG", help="write the memory charts (this plan and alternatives, memory vs micro-batch)")
     common.add_evidence_args(p)
     p.set_defaults(run=run)
 
@@ -61,6 +62,15 @@ def gather(args: argparse.Namespace) -> tuple[dict, Plan, list[Plan]]:
 
 def run(args: argparse.Namespace) -> int:
     out, plan, alternatives = gather(args)
+    if args.plot:
+        from planner.cli import common as c
+        from planner.cli import plot
+
+        model, hw, goal = c.resolve(args, plan.global_batch)
+        plot.write(args.plot, f"{model.name} on {hw.world_size} x {hw.gpu.name}, global batch {goal.global_batch}",
+                   [plan, *alternatives], hw, goal, plot.curve_points(model, hw, goal, plan),
+                   f"{plan.precision}, checkpointing {plan.checkpointing}, ZeRO {plan.zero_stage}, offload {plan.offload}")
+        out["plot"] = args.plot
     if args.json:
         common.print_json(out)
     else:

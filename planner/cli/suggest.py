@@ -21,6 +21,7 @@ def register(sub) -> None:
     p.add_argument("--offload", type=common.OFFLOAD_LIST, default=["none", "optimizer", "optimizer+params"])
     p.add_argument("--top", type=common.positive_int("--top"), default=10)
     common.add_evidence_args(p)
+    p.add_argument("--plot", metavar="PNG", help="write the memory charts (terms per plan, memory vs micro-batch)")
     p.add_argument("--emit", metavar="DIR", help="write ds_config.json, train_args.json, launch.sbatch for the best plan")
     p.set_defaults(run=run)
 
@@ -52,6 +53,14 @@ def run(args: argparse.Namespace) -> int:
     out, result, (model, hw, goal) = gather(args)
     if args.emit and result.plans:
         out["emitted"] = [str(p) for p in export.emit(result.plans[0], hw, model, args.emit)]
+    ref = (result.plans or result.rejected or [None])[0]
+    if getattr(args, "plot", None) and ref is not None:
+        from planner.cli import plot
+
+        plot.write(args.plot, f"{model.name} on {hw.world_size} x {hw.gpu.name}, global batch {goal.global_batch}",
+                   result.plans or result.rejected, hw, goal, plot.curve_points(model, hw, goal, ref),
+                   f"{ref.precision}, checkpointing {ref.checkpointing}, ZeRO {ref.zero_stage}, offload {ref.offload}")
+        out["plot"] = args.plot
     if args.json:
         common.print_json(out)
     else:

@@ -1,0 +1,200 @@
+// memplan web page: a form over the API's own endpoints, plain SVG charts, no external code.
+"use strict";
+const $ = (sel) => document.querySelector(sel);
+const GIB = 2 ** 30;
+const TERMS = [["params_bytes", "parameters", "#4e79a7"], ["grads_bytes", "gradients", "#f28e2b"],
+  ["optimizer_bytes", "optimizer", "#e15759"], ["activations_bytes", "activations", "#76b7b2"],
+  ["temp_bytes", "temporaries", "#59a14f"], ["overhead_bytes", "overhead", "#bab0ac"]];
+const CHOICES = {precision: [["fp32", "fp16", "bf16", "bf16-pure"], ["bf16"]], checkpointing: [["off", "full"], ["off", "full"]],
+  zero: [[0, 1, 2, 3], [0, 1, 2, 3]], offload: [["none", "optimizer", "optimizer+params"], ["none", "optimizer", "optimizer+params"]]};
+let last = null;
+
+function el(tag, attrs = {}, text = "") {
+  const ns = ["svg", "g", "rect", "line", "text", "polyline", "circle", "title"].includes(tag) ? "http://www.w3.org/2000/svg" : null;
+  const e = ns ? document.createElementNS(ns, tag) : document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (text !== "") e.textContent = text;
+  return e;
+}
+const gib = (b) => (b / GIB).toFixed(2);
+
+async function api(path, body) {
+  const r = await fetch(path, body === undefined ? {} : {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+  let data = null;
+  try { data = await r.json(); } catch (e) { data = {detail: r.statusText}; }
+  return {ok: r.ok, status: r.status, data};
+}
+
+async function init() {
+  const [models, gpus] = await Promise.all([api("/v1/models"), api("/v1/gpus")]);
+  for (const m of models.data.models) $("#model").append(el("option", {value: m.name}, `${m.name} (${(m.params / 1e9).toFixed(2)}B)`));
+  for (const g of gpus.data.gpus) $("#gpu").append(el("option", {value: g.name}, `${g.name} (${gib(g.capacity_bytes)} GiB)`));
+  $("#model").value = "llama-3.1-8b";
+  $("#gpu").value = "h100-80gb";
+  for (const [field, [all, on]] of Object.entries(CHOICES)) {
+    for (const v of all) {
+      const box = el("input", {type: "checkbox", name: field, value: String(v)});
+      box.checked = on.includes(v);
+      const label = el("label");
+      label.append(box, String(v));
+      $("#" + field).append(label);
+    }
+  }
+  $("#plan-form").addEventListener("submit", (ev) => { ev.preventDefault(); submit(); });
+  for (const b of document.querySelectorAll("[data-copy]")) b.addEventListener("click", () => copy(b.dataset.copy, b));
+}
+
+function clearErrors() {
+  for (const e of document.querySelectorAll(".error")) e.textContent = "";
+  for (const e of document.querySelectorAll("[aria-invalid]")) e.removeAttribute("aria-invalid");
+}
+
+function showErrors(status, data) {
+  const details = Array.isArray(data.detail) ? data.detail : [{loc: [], msg: `${status}: ${data.detail}`}];
+  for (const d of details) {
+    const field = d.loc && d.loc[0] === "body" && d.loc[1] ? String(d.loc[1]) : "form";
+    const slot = $("#err-" + field) || $("#err-form");
+    slot.textContent = (slot.textContent ? slot.textContent + " " : "") + d.msg;
+    const input = $("#" + field);
+    if (input) input.setAttribute("aria-invalid", "true");
+  }
+}
+
+function body() {
+  const checked = (f) => [...document.querySelectorAll(`input[name=${f}]:checked`)].map((b) => (f === "zero" ? Number(b.value) : b.value));
+  const num = (id) => ($("#" + id).value === "" ? null : Number($("#" + id).value));
+  const pasted = $("#config").value.trim();
+  return {model: pasted ? JSON.parse(pasted) : $("#model").value, gpu: $("#gpu").value, gpus_per_node: num("gpus_per_node"),
+    nodes: num("nodes"), global_batch: num("global_batch"), seq_len: num("seq_len"), precision: checked("precision"),
+    checkpointing: checked("checkpointing"), zero: checked("zero"), offload: checked("offload"), evidence: "auto", top: 10};
+}
+
+async function submit() {
+  clearErrors();
+  let b;
+  try { b = body(); } catch (e) { showErrors(422, {detail: [{loc: ["body", "model"], msg: `config.json: ${e.message}`}]}); return; }
+  $("#submit").disabled = true;
+  try {
+    const r = await api("/v1/plans", b);
+    if (!r.ok) { showErrors(r.status, r.data); return; }
+    last = {request: b, answer: r.data};
+    await render(b, r.data);
+  } finally { $("#submit").disabled = false; }
+}
+
+function row(cells) {
+  const tr = el("tr");
+  for (const c of cells) tr.append(el("td", {}, String(c)));
+  return tr;
+}
+
+async function render(req, out) {
+  $("#answer").hidden = false;
+  const hw = out.hardware;
+  $("#title").textContent = `${out.model.name} on ${hw.world_size} x ${hw.gpu}, global batch ${out.goal.global_batch} x ${out.goal.seq_len} tokens: ` +
+    (out.plans.length ? `${out.plans.length} plans fit` : "nothing fits");
+  const tbody = $("#plans tbody");
+  tbody.replaceChildren(...out.plans.map((p, i) => row([i + 1, p.micro_batch, p.grad_accum, p.precision, p.checkpointing, p.zero_stage,
+    p.offload, gib(p.memory.device_total_bytes), gib(p.memory.headroom_bytes), Math.round(p.tokens_per_s), p.evidence])));
+  $("#rejected tbody").replaceChildren(...out.rejected.map((p) => row([p.precision, p.checkpointing, p.zero_stage, p.offload,
+    gib(p.memory.device_total_bytes), p.reason])));
+  const capacity = hw.capacity_bytes, usable = capacity * (1 - out.goal.margin);
+  $("#bars").replaceChildren(bars(out.plans, capacity, usable));
+  const best = out.plans[0];
+  $("#command").textContent = best ? best.launch.command : "";
+  document.querySelector(".copies").hidden = !best;
+  const ref = best || out.rejected[0];
+  if (ref) {
+    $("#curve-title").textContent = `Memory against micro-batch: ${ref.precision}, checkpointing ${ref.checkpointing}, ZeRO ${ref.zero_stage}, offload ${ref.offload}`;
+    $("#curve").replaceChildren(curve(await curvePoints(req, out, ref), capacity, usable));
+  }
+}
+
+function axes(svg, w, h, pad, top) {
+  svg.append(el("line", {x1: pad, y1: h - pad, x2: w - 10, y2: h - pad, stroke: "#57606a"}));
+  svg.append(el("line", {x1: pad, y1: 10, x2: pad, y2: h - pad, stroke: "#57606a"}));
+  for (let i = 0; i <= 4; i++) {
+    const v = top * i / 4, y = h - pad - (h - pad - 10) * i / 4;
+    svg.append(el("text", {x: pad - 6, y: y + 4, "text-anchor": "end", "font-size": 11}, gib(v)));
+  }
+  svg.append(el("text", {x: 12, y: h / 2, "font-size": 11, transform: `rotate(-90 12 ${h / 2})`, "text-anchor": "middle"}, "GiB per GPU"));
+}
+
+function hline(svg, y, w, pad, cls, color, label, left = false) {
+  svg.append(el("line", {class: cls, x1: pad, x2: w - 10, y1: y, y2: y, stroke: color, "stroke-dasharray": "6 4", "stroke-width": 2}));
+  svg.append(el("text", {x: left ? pad + 4 : w - 12, y: left ? y + 13 : y - 4, "text-anchor": left ? "start" : "end",
+    "font-size": 11, fill: color}, label));
+}
+
+function bars(plans, capacity, usable) {
+  const w = 900, h = 320, pad = 56;
+  const svg = el("svg", {viewBox: `0 0 ${w} ${h}`, role: "img", "aria-label": "memory per GPU by term for each plan"});
+  const top = Math.max(capacity, ...plans.map((p) => p.memory.device_total_bytes)) * 1.05;
+  const y = (b) => h - pad - (h - pad - 10) * b / top;
+  axes(svg, w, h, pad, top);
+  const band = (w - pad - 20) / Math.max(plans.length, 1);
+  plans.forEach((p, i) => {
+    const g = el("g", {class: "plan-bar"});
+    let acc = 0;
+    for (const [key, name, color] of TERMS) {
+      const v = p.memory[key];
+      const r = el("rect", {x: pad + 10 + i * band, width: Math.max(band * 0.7, 2), y: y(acc + v), height: Math.max(y(acc) - y(acc + v), 0), fill: color});
+      r.append(el("title", {}, `plan ${i + 1} ${name}: ${gib(v)} GiB`));
+      g.append(r);
+      acc += v;
+    }
+    g.append(el("text", {x: pad + 10 + i * band + band * 0.35, y: h - pad + 14, "text-anchor": "middle", "font-size": 11}, `#${i + 1}`));
+    svg.append(g);
+  });
+  hline(svg, y(capacity), w, pad, "capacity-line", "#b3261e", `capacity ${gib(capacity)} GiB`);
+  hline(svg, y(usable), w, pad, "margin-line", "#9a6700", `capacity - margin ${gib(usable)} GiB`, true);
+  TERMS.forEach(([, name, color], i) => {
+    svg.append(el("rect", {x: pad + 10 + i * 120, y: h - 22, width: 12, height: 12, fill: color}));
+    svg.append(el("text", {x: pad + 26 + i * 120, y: h - 12, "font-size": 11}, name));
+  });
+  return svg;
+}
+
+async function curvePoints(req, out, ref) {
+  const perRank = out.goal.global_batch / out.hardware.world_size;
+  const mbs = [];
+  for (let d = 1; d <= perRank && mbs.length < 12; d++) if (perRank % d === 0) mbs.push(d);
+  const base = {model: req.model, gpu: req.gpu, gpus_per_node: req.gpus_per_node, nodes: req.nodes, seq_len: req.seq_len,
+    precision: ref.precision, checkpointing: ref.checkpointing, zero: ref.zero_stage, offload: ref.offload,
+    optimizer: ref.optimizer, lora_rank: ref.lora_rank, evidence: "analytic"};
+  const answers = await Promise.all(mbs.map((mb) => api("/v1/check", {...base, micro_batch: mb, grad_accum: perRank / mb})));
+  return answers.filter((a) => a.ok).map((a) => [a.data.plan.micro_batch, a.data.plan.memory.device_total_bytes]);
+}
+
+function curve(points, capacity, usable) {
+  const w = 900, h = 300, pad = 56;
+  const svg = el("svg", {viewBox: `0 0 ${w} ${h}`, role: "img", "aria-label": "predicted memory against micro-batch"});
+  if (!points.length) return svg;
+  const top = Math.max(capacity, ...points.map((p) => p[1])) * 1.05;
+  const n = points.length, x = (i) => pad + 20 + (w - pad - 50) * (n === 1 ? 0.5 : i / (n - 1));
+  const y = (b) => h - pad - (h - pad - 10) * b / top;
+  axes(svg, w, h, pad, top);
+  svg.append(el("polyline", {class: "memory-curve", fill: "none", stroke: "#0550ae", "stroke-width": 2,
+    points: points.map((p, i) => `${x(i)},${y(p[1])}`).join(" ")}));
+  points.forEach((p, i) => {
+    const over = p[1] > usable;
+    const c = el("circle", {cx: x(i), cy: y(p[1]), r: 4, fill: over ? "#b3261e" : "#0550ae", class: over ? "over" : "under"});
+    c.append(el("title", {}, `micro-batch ${p[0]}: ${gib(p[1])} GiB`));
+    svg.append(c);
+    svg.append(el("text", {x: x(i), y: h - pad + 14, "text-anchor": "middle", "font-size": 11}, String(p[0])));
+  });
+  svg.append(el("text", {x: w / 2, y: h - 26, "text-anchor": "middle", "font-size": 11}, "micro-batch per GPU"));
+  hline(svg, y(capacity), w, pad, "capacity-line", "#b3261e", `capacity ${gib(capacity)} GiB`);
+  hline(svg, y(usable), w, pad, "margin-line", "#9a6700", `capacity - margin ${gib(usable)} GiB`, true);
+  return svg;
+}
+
+async function copy(what, button) {
+  const best = last && last.answer.plans[0];
+  if (!best) return;
+  const text = what === "command" ? best.launch.command : JSON.stringify(best.launch[what], null, 1);
+  try { await navigator.clipboard.writeText(text); button.textContent = "Copied"; }
+  catch (e) { $("#command").textContent = text; button.textContent = "Shown below (clipboard unavailable)"; }
+}
+
+init();
