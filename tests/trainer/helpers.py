@@ -1,0 +1,56 @@
+"""Run the bundled trainer in real processes (torchrun over gloo for several ranks) and read its log."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from probes.dist import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = {"model": "debug-llama", "seq_len": 48, "lr": 1e-3, "precision": "fp32"}
+
+
+def launch(tmp: Path, name: str, ranks: int, wait: bool = True, env: dict | None = None, **cfg):
+    """Start one run; returns (Popen, log path). cfg: RunConfig fields."""
+    log = tmp / f"{name}.jsonl"
+    conf = tmp / f"{name}.json"
+    conf.write_text(json.dumps({**TINY, "log": str(log), **cfg}))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(ranks), "--master_addr", "127.0.0.1",
+           "--master_port", str(free_port()), "-m", "trainer.main", str(conf)]
+    penv = {**os.environ, "OMP_NUM_THREADS": "1", "DS_ACCELERATOR": "cpu", **(env or {})}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=penv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    if wait:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-3000:]
+    return proc, log
+
+
+def losses(log: Path) -> list[float]:
+    return [json.loads(line)["loss"] for line in log.read_text().splitlines()]
+
+
+def rows(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def signal_tree(pid: int, sig) -> None:
+    """Send sig to a process and all its descendants (torchrun starts its workers in sessions of their own)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    todo, tree = [pid], []
+    while todo:
+        p = todo.pop()
+        tree.append(p)
+        todo += children.get(p, [])
+    for p in reversed(tree):        # workers first, the launcher last
+        try:
+            os.kill(p, sig)
+        except ProcessLookupError:
+            pass

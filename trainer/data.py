@@ -1,0 +1,103 @@
+"""Training data (nothing is downloaded): `synthetic` token sequences of varying length, a JSONL text
+file tokenized with a local tokenizer folder, or pre-tokenized ids (JSONL of {"input_ids": [...]}) ;
+and the global-batch sampler.
+
+Sampler semantics (DistributedSampler's, made exact for a fixed global batch): each epoch is one
+seeded permutation of all samples, cut into consecutive global batches; rank r takes positions
+r, r + world, ... of each global batch, and splits them into its micro-batches in order. Every sample
+appears exactly once per epoch across ranks, none twice. The tail (the last global batch, when the
+dataset size is not a multiple of it) is kept: it is a smaller global batch, split the same way;
+a rank with fewer samples runs empty micro-steps so that all ranks step together, and the loss is
+normalized by the tail's own target tokens.
+"""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+SYNTHETIC_SAMPLES = 4096
+
+
+def synthetic(vocab: int, seq_len: int, n: int = SYNTHETIC_SAMPLES, seed: int = 0) -> list[list[int]]:
+    """Random token sequences, lengths uniform in [seq_len // 4, seq_len] (padding is present)."""
+    rng = random.Random(seed)
+    return [[rng.randrange(vocab) for _ in range(rng.randint(max(2, seq_len // 4), seq_len))] for _ in range(n)]
+
+
+def load(data: str, seq_len: int, vocab: int, tokenizer: str | None = None, seed: int = 0) -> list[list[int]]:
+    if data == "synthetic":
+        return synthetic(vocab, seq_len, seed=seed)
+    path = Path(data)
+    if not path.is_file():
+        from planner.errors import BadInput
+
+        raise BadInput(f"--data {data!r}: not 'synthetic' and no such file")
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if rows and "input_ids" in rows[0]:
+        return [list(r["input_ids"])[:seq_len] for r in rows]
+    if tokenizer is None:
+        from planner.errors import BadInput
+
+        raise BadInput(f"--data {data!r} holds text: give --tokenizer DIR (a local tokenizer folder)")
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tokenizer, local_files_only=True)
+    return [tok(r["text"], truncation=True, max_length=seq_len)["input_ids"] for r in rows]
+
+
+@dataclass
+class Position:
+    epoch: int = 0
+    batch: int = 0          # global batches done in this epoch
+
+
+class GlobalBatchSampler:
+    def __init__(self, n: int, global_batch: int, world: int, rank: int, seed: int = 0) -> None:
+        self.n, self.global_batch, self.world, self.rank, self.seed = n, global_batch, world, rank, seed
+        self.pos = Position()
+
+    def batches_per_epoch(self) -> int:
+        return -(-self.n // self.global_batch)
+
+    def _order(self, epoch: int) -> list[int]:
+        order = list(range(self.n))
+        random.Random(self.seed * 1_000_003 + epoch).shuffle(order)
+        return order
+
+    def next(self) -> list[int]:
+        """This rank's sample indices of the next global batch (advances the position)."""
+        order = self._order(self.pos.epoch)
+        start = self.pos.batch * self.global_batch
+        mine = order[start:start + self.global_batch][self.rank::self.world]
+        self.pos.batch += 1
+        if self.pos.batch == self.batches_per_epoch():
+            self.pos = Position(self.pos.epoch + 1, 0)
+        return mine
+
+
+def micro_batches(indices: list[int], micro_batch: int, accum: int) -> list[list[int]]:
+    """Exactly `accum` micro-batches (some empty in a tail batch), in order."""
+    return [indices[i * micro_batch:(i + 1) * micro_batch] for i in range(accum)]
+
+
+def collate(samples: list[list[int]], seq_len: int, pad_id: int = 0):
+    """input_ids, attention_mask, labels (-100 on padding), padded to the longest sample."""
+    import torch
+
+    width = max((len(s) for s in samples), default=1)
+    width = min(width, seq_len)
+    ids = torch.full((len(samples), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(samples), width), dtype=torch.long)
+    for i, s in enumerate(samples):
+        s = s[:width]
+        ids[i, :len(s)] = torch.tensor(s, dtype=torch.long)
+        mask[i, :len(s)] = 1
+    labels = ids.masked_fill(mask == 0, -100)
+    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+
+def target_tokens(batch) -> int:
+    """Tokens that carry a loss: every non-padding label after the first of each sample (causal shift)."""
+    return int((batch["labels"][:, 1:] != -100).sum()) if batch["labels"].numel() else 0

@@ -1,0 +1,337 @@
+"""The bundled trainer: runs one plan (micro-batch x accumulation x world == global batch) on torch or
+DeepSpeed, on CPU (gloo) or CUDA (nccl), with exact global batches, checkpoint/resume and a runtime OOM
+guard.
+
+Loss: the sum of token losses of the whole global batch (all micro-steps, all ranks) divided by its
+number of target tokens, counted before the first micro-step (one all-reduce), so every split of the
+same global batch gives the same update.
+
+Gradient reduction (zero 0): each rank accumulates its micro-steps locally and the gradients are
+summed across ranks once per optimizer step (one all-reduce per parameter bucket after the last
+micro-step: DDP's traffic with `no_sync` on the non-final micro-steps, without overlapping it with
+the last backward). Nothing is communicated inside backward, which is what lets every rank learn of
+an out-of-memory error on any rank (one flag all-reduce after each micro-step) and redo the step
+with half the micro-batch and twice the accumulation, from its first micro-batch, without losing or
+repeating a sample. DeepSpeed (zero >= 1) reduces inside backward: an OOM there ends the run (the
+event is still recorded in the probe store).
+"""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from trainer import checkpoint
+from trainer.data import GlobalBatchSampler, collate, load, micro_batches, target_tokens
+
+GRAD_CLIP = 1.0   # as the exported DeepSpeed config (gradient_clipping) and HF's max_grad_norm
+
+
+@dataclass
+class RunConfig:
+    model: str
+    micro_batch: int
+    grad_accum: int
+    seq_len: int
+    precision: str = "fp32"
+    checkpointing: str = "off"
+    zero_stage: int = 0
+    offload: str = "none"
+    optimizer: str = "adamw"
+    lora_rank: int = 0
+    data: str = "synthetic"
+    tokenizer: str | None = None
+    max_steps: int = 10
+    lr: float = 1e-3
+    seed: int = 0
+    log: str | None = None
+    device: str | None = None
+    save_dir: str | None = None
+    save_every: int = 0
+    resume: bool = False
+    store: str | None = None
+    deepspeed_config: dict | None = None
+    extra: dict = field(default_factory=dict)
+
+
+class OOMInjector:
+    """MEMPLAN_TRAIN_INJECT_OOM=step:micro:rank raises torch's real OutOfMemoryError there, once."""
+
+    def __init__(self) -> None:
+        spec = os.environ.get("MEMPLAN_TRAIN_INJECT_OOM", "")
+        self.at = tuple(int(x) for x in spec.split(":")) if spec else None
+
+    def check(self, step: int, micro: int, rank: int) -> None:
+        if self.at == (step, micro, rank):
+            self.at = None
+            raise torch.OutOfMemoryError("injected: CUDA out of memory (MEMPLAN_TRAIN_INJECT_OOM)")
+
+
+def build_model(cfg: RunConfig):
+    """A local HF folder with weights loads them; a catalog name or config.json gets a seeded random init."""
+    import transformers
+
+    from planner.catalog import load_model
+    from probes.step import HALF, hf_config
+
+    path = Path(cfg.model)
+    dtype = HALF["bf16-pure"] if cfg.precision == "bf16-pure" else torch.float32
+    torch.manual_seed(cfg.seed)
+    if path.is_dir() and any(path.glob("*.safetensors")) or (path / "pytorch_model.bin").exists():
+        model = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
+    else:
+        spec = load_model(cfg.model)
+        model = transformers.AutoModelForCausalLM.from_config(hf_config(spec.config), dtype=dtype)
+    if cfg.lora_rank:
+        from peft import LoraConfig, get_peft_model
+
+        model = get_peft_model(model, LoraConfig(r=cfg.lora_rank, lora_alpha=2 * cfg.lora_rank,
+                                                 target_modules="all-linear", lora_dropout=0.0))
+    if cfg.checkpointing == "full":
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.config.use_cache = False
+    return model
+
+
+def token_loss_sum(model, batch) -> torch.Tensor:
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+    return torch.nn.functional.cross_entropy(logits[:, :-1].float().flatten(0, 1), batch["labels"][:, 1:].flatten(),
+                                             ignore_index=-100, reduction="sum")
+
+
+class Trainer:
+    def __init__(self, cfg: RunConfig) -> None:
+        self.cfg = cfg
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        want = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = torch.device(f"cuda:{local}" if want == "cuda" else "cpu")
+        if want == "cuda":
+            torch.cuda.set_device(self.device)
+        self.backend = "nccl" if want == "cuda" else "gloo"
+        self.ds = cfg.zero_stage >= 1
+        if self.ds:
+            import deepspeed
+
+            if want == "cpu":
+                deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False   # no run-time build
+            deepspeed.init_distributed(dist_backend=self.backend)
+        elif self.world > 1:
+            dist.init_process_group(self.backend)
+        self.micro, self.accum = cfg.micro_batch, cfg.grad_accum
+        self.global_batch = cfg.micro_batch * cfg.grad_accum * self.world
+        self.step = 0
+        self.stop_requested = False
+        self.oom = OOMInjector()
+        self.events: list[dict] = []
+        self._setup()
+
+    # -- setup ------------------------------------------------------------------------------
+    def _setup(self) -> None:
+        cfg = self.cfg
+        model = build_model(cfg).to(self.device)
+        self.samples = load(cfg.data, cfg.seq_len, model.get_input_embeddings().num_embeddings, cfg.tokenizer, cfg.seed)
+        self.sampler = GlobalBatchSampler(len(self.samples), self.global_batch, self.world, self.rank, cfg.seed)
+        params = [p for p in model.parameters() if p.requires_grad]
+        opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0, foreach=False)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+        self.amp = None
+        if not self.ds and cfg.precision in ("bf16", "fp16"):
+            self.amp = torch.bfloat16 if cfg.precision == "bf16" else torch.float16
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.amp == torch.float16)
+        if self.ds:
+            import deepspeed
+
+            ds_cfg = dict(cfg.deepspeed_config or {})
+            ds_cfg.pop("optimizer", None)
+            ds_cfg.update(train_micro_batch_size_per_gpu=self.micro, gradient_accumulation_steps=self.accum,
+                          train_batch_size=self.global_batch, zero_allow_untested_optimizer=True,
+                          steps_per_print=10**9)
+            self.engine, self.opt, _, self.sched = deepspeed.initialize(model=model, optimizer=opt,
+                                                                       lr_scheduler=sched, config=ds_cfg)
+            self.model = self.engine.module
+        else:
+            if self.world > 1:
+                for p in model.parameters():
+                    dist.broadcast(p.data, 0)
+            self.model, self.opt, self.sched, self.engine = model, opt, sched, None
+        self.model.train()
+        if cfg.resume and cfg.save_dir:
+            state = checkpoint.load_latest(self)
+            if state:
+                self.step, self.micro, self.accum = state["step"], state["micro_batch"], state["grad_accum"]
+
+    # -- collectives --------------------------------------------------------------------------
+    def _sum(self, x: float, op=dist.ReduceOp.SUM) -> float:
+        if self.world == 1:
+            return x
+        t = torch.tensor([x], dtype=torch.float64, device=self.device)
+        dist.all_reduce(t, op=op)
+        return float(t.item())
+
+    def _reduce_grads(self) -> None:
+        if self.world == 1:
+            return
+        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
+        for bucket in torch._utils._take_tensors(grads, 25 * 2**20):
+            flat = torch._utils._flatten_dense_tensors(bucket)
+            dist.all_reduce(flat)
+            for g, r in zip(bucket, torch._utils._unflatten_dense_tensors(flat, bucket)):
+                g.copy_(r)
+
+    # -- one optimizer step ---------------------------------------------------------------------
+    def _micro_step(self, batch, n_tokens: float, micro: int) -> float:
+        self.oom.check(self.step, micro, self.rank)
+        batch = {k: v.to(self.device) for k, v in batch.items()}
+        with torch.autocast(self.device.type, dtype=self.amp, enabled=self.amp is not None):
+            loss_sum = token_loss_sum(self.model if not self.ds else self.engine, batch)
+        if self.ds:    # DeepSpeed averages over ranks and divides by accumulation: undo both
+            self.engine.backward(loss_sum / n_tokens * self.world * self.accum)
+            self.engine.step()
+        else:
+            self.scaler.scale(loss_sum / n_tokens).backward()
+        return float(loss_sum.detach())
+
+    def _max(self, x: float) -> float:
+        return self._sum(x, dist.ReduceOp.MAX) if self.world > 1 else x
+
+    def _attempt(self, indices: list[int]):
+        """One try at the step's micro-steps: (token loss sum here, target tokens of the global
+        batch, start time), or None when some rank ran out of memory (every rank learns it)."""
+        t0 = time.perf_counter()
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+        batches = [collate([self.samples[i] for i in g], self.cfg.seq_len)
+                   for g in micro_batches(indices, self.micro, self.accum)]
+        n_tokens = self._sum(sum(target_tokens(b) for b in batches))
+        loss_sum = 0.0
+        for m, batch in enumerate(batches):
+            oom = 0.0
+            if not batch["input_ids"].numel() and self.ds:   # DeepSpeed reduces inside backward:
+                batch = collate([[0, 0]], self.cfg.seq_len)    # every rank runs it, here with no target
+                batch["labels"][:] = -100
+            if batch["input_ids"].numel():
+                try:
+                    loss_sum += self._micro_step(batch, n_tokens, m)
+                except torch.OutOfMemoryError as e:
+                    self._record_oom(str(e))
+                    if self.ds:
+                        raise
+                    oom = 1.0
+            if not self.ds and self._max(oom):
+                return None
+        return loss_sum, n_tokens, t0
+
+    def _shrink(self) -> None:
+        """After an OOM: free what the failed try held; the next smaller micro-batch (half when even)
+        and the accumulation that keeps the global batch."""
+        from planner.search import divisors
+
+        self.opt.zero_grad(set_to_none=True)
+        gc.collect()
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        per_rank = self.micro * self.accum
+        smaller = [d for d in divisors(per_rank) if d <= self.micro // 2]
+        if not smaller:
+            raise RuntimeError(f"out of memory at micro-batch {self.micro}: nothing smaller to try")
+        self.micro = smaller[-1]
+        self.accum = per_rank // self.micro
+        self.events.append({"step": self.step + 1, "event": "oom", "micro_batch": self.micro, "grad_accum": self.accum})
+
+    def _record_oom(self, message: str) -> None:
+        """The event goes to the probe store, so the next plan for this model starts lower."""
+        try:
+            from planner.catalog import load_model
+            from planner.spec import Knobs
+            from planner.store import Shapes, Store
+            from probes.run import _record
+
+            cfg = self.cfg
+            spec = load_model(cfg.model)
+            knobs = Knobs(precision=cfg.precision, checkpointing=cfg.checkpointing, zero_stage=cfg.zero_stage,
+                          offload=cfg.offload, optimizer=cfg.optimizer, lora_rank=cfg.lora_rank)
+            shapes = Shapes(micro_batch=self.micro, grad_accum=self.accum, seq_len=cfg.seq_len, world_size=self.world)
+            device = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
+            peak = torch.cuda.max_memory_allocated(self.device) if self.device.type == "cuda" else None
+            rec = _record(spec.name, spec.config, knobs, shapes, self.device.type, "oom", device,
+                          peak_allocated_bytes=peak, detail={"error": message[:500], "source": "trainer"})
+            store = Store(cfg.store)     # written by the rank that ran out of memory
+            store.add(rec)
+            store.close()
+        except Exception as e:  # noqa: BLE001 (recording must never hide the OOM being handled)
+            self.events.append({"event": "oom-record-failed", "error": str(e)[:200]})
+
+    def train_step(self) -> dict:
+        indices = self.sampler.next()
+        attempt = self._attempt(indices)
+        while attempt is None:
+            self._shrink()
+            attempt = self._attempt(indices)
+        loss_sum, n_tokens, t0 = attempt
+        if not self.ds:
+            self._reduce_grads()
+            self.scaler.unscale_(self.opt)
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), GRAD_CLIP)
+            self.scaler.step(self.opt)
+            self.scaler.update()
+            self.sched.step()
+            self.opt.zero_grad(set_to_none=True)
+        self.step += 1
+        seconds = time.perf_counter() - t0
+        peak = torch.cuda.max_memory_allocated(self.device) if self.device.type == "cuda" else None
+        return {"step": self.step, "loss": self._sum(loss_sum) / max(n_tokens, 1), "tokens": int(n_tokens),
+                "tokens_per_s": round(n_tokens / seconds, 1), "step_time_s": round(seconds, 4),
+                "peak_allocated_bytes": peak, "micro_batch": self.micro, "grad_accum": self.accum,
+                "lr": self.sched.get_last_lr()[0]}
+
+
+def run(cfg: RunConfig) -> list[dict]:
+    """Train cfg.max_steps optimizer steps (from the checkpoint with --resume); rank 0 logs one JSON
+    line per step to cfg.log and shows a progress bar. SIGTERM saves a checkpoint and stops."""
+    t = Trainer(cfg)
+    delay = float(os.environ.get("MEMPLAN_TRAIN_STEP_DELAY_S", "0"))   # tests: time to interrupt a run
+    signal.signal(signal.SIGTERM, lambda *_: setattr(t, "stop_requested", True))
+    rows: list[dict] = []
+    log = open(cfg.log, "a") if cfg.log and t.rank == 0 else None  # noqa: SIM115
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from planner.cli.common import err_console
+
+    bar = Progress(TextColumn("step {task.completed}/{task.total}"), BarColumn(), TextColumn("{task.description}"),
+                   TimeRemainingColumn(), console=err_console(), disable=t.rank != 0)
+    try:
+        with bar:
+            task = bar.add_task("", total=cfg.max_steps, completed=t.step)
+            while t.step < cfg.max_steps:
+                row = t.train_step()
+                time.sleep(delay)
+                rows.append(row)
+                if log:
+                    log.write(json.dumps(row) + "\n")
+                    log.flush()
+                bar.update(task, completed=t.step, description=f"loss {row['loss']:.4f}, {row['tokens_per_s']:.0f} tok/s")
+                stop = t._max(1.0 if t.stop_requested else 0.0)
+                if cfg.save_dir and (stop or (cfg.save_every and t.step % cfg.save_every == 0)):
+                    checkpoint.save(t)
+                if stop:
+                    break
+        if t.rank == 0 and rows:
+            err_console().print(f"done: {t.step} steps, last loss {rows[-1]['loss']:.4f}, "
+                                f"{sum(r['tokens'] for r in rows)} tokens, micro-batch {t.micro} x accum {t.accum}"
+                                + (f", {len(t.events)} OOM event(s)" if t.events else ""))
+    finally:
+        if log:
+            log.close()
+        if dist.is_initialized():
+            dist.barrier()
+            dist.destroy_process_group()
+    return rows

@@ -1,0 +1,18 @@
+"""Entry point of one training process (what torchrun / deepspeed / srun start):
+    python -m trainer.main RUN_CONFIG.json"""
+from __future__ import annotations
+
+import json
+import sys
+
+from trainer.loop import RunConfig, run
+
+
+def main(argv: list[str]) -> int:
+    cfg = RunConfig(**json.loads(open(argv[0]).read()))
+    run(cfg)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
