@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from trainer.loop import RunConfig, run
 
 
 def main(argv: list[str]) -> int:
-    cfg = RunConfig(**json.loads(open(argv[0]).read()))
+    cfg = RunConfig(**json.loads(Path(argv[0]).read_text()))
     run(cfg)
     return 0
 

@@ -22,7 +22,7 @@ def launch(tmp: Path, name: str, ranks: int, wait: bool = True, env: dict | None
     proc = subprocess.Popen(cmd, cwd=ROOT, env=penv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     if wait:
-        out, err = proc.communicate(timeout=600)
+        _out, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err[-3000:]
     return proc, log
 

@@ -11,13 +11,13 @@ REL_TOL = 1e-5      # issue 4: aim 1e-5 relative
 
 
 def test_splits_of_one_global_batch_give_the_same_losses(tmp_path):
-    runs = {"1 rank, micro 4, accum 1": (1, dict(micro_batch=4, grad_accum=1)),
-            "1 rank, micro 1, accum 4": (1, dict(micro_batch=1, grad_accum=4)),
-            "2 ranks, micro 2, accum 1": (2, dict(micro_batch=2, grad_accum=1)),
-            "2 ranks, micro 1, accum 2": (2, dict(micro_batch=1, grad_accum=2))}
+    runs = {"1 rank, micro 4, accum 1": (1, {"micro_batch": 4, "grad_accum": 1}),
+            "1 rank, micro 1, accum 4": (1, {"micro_batch": 1, "grad_accum": 4}),
+            "2 ranks, micro 2, accum 1": (2, {"micro_batch": 2, "grad_accum": 1}),
+            "2 ranks, micro 1, accum 2": (2, {"micro_batch": 1, "grad_accum": 2})}
     pytest.importorskip("deepspeed")
-    runs["DeepSpeed ZeRO-2, 2 ranks, micro 2, accum 1"] = (2, dict(micro_batch=2, grad_accum=1, zero_stage=2,
-                                                                   deepspeed_config={"zero_optimization": {"stage": 2}, "gradient_clipping": 1.0}))
+    runs["DeepSpeed ZeRO-2, 2 ranks, micro 2, accum 1"] = (2, {"micro_batch": 2, "grad_accum": 1, "zero_stage": 2,
+                                                                   "deepspeed_config": {"zero_optimization": {"stage": 2}, "gradient_clipping": 1.0}})
     got = {}
     for i, (name, (ranks, cfg)) in enumerate(runs.items()):
         _, log = launch(tmp_path, f"run{i}", ranks, max_steps=STEPS, **cfg)

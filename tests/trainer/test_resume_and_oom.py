@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 from tests.trainer.helpers import launch, losses, rows, signal_tree
 
-PLAN = dict(micro_batch=1, grad_accum=2)   # 2 ranks: global batch 4
+PLAN = {"micro_batch": 1, "grad_accum": 2}   # 2 ranks: global batch 4
 STEPS = 12
 
 
@@ -49,7 +49,7 @@ def test_killed_run_resumes_on_the_same_trajectory(tmp_path, sig):
 
 def test_injected_oom_on_one_rank_keeps_the_global_batch(tmp_path):
     store = tmp_path / "store.sqlite"
-    plan = dict(micro_batch=2, grad_accum=1, max_steps=5, store=str(store))
+    plan = {"micro_batch": 2, "grad_accum": 1, "max_steps": 5, "store": str(store)}
     _, oom_log = launch(tmp_path, "oom", 2, env={"MEMPLAN_TRAIN_INJECT_OOM": "2:0:1"},   # step 3, micro 0, rank 1
                         save_dir=str(tmp_path / "oom"), save_every=5, **plan)
     # reference: micro 2 for steps 1-2, then micro 1 x accum 2 from step 3 on
