@@ -66,7 +66,7 @@ def deepspeed_config(plan: Plan, model: ModelSpec) -> dict | None:
     return cfg
 
 
-def script_args(plan: Plan) -> list[str]:
+def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME) -> list[str]:
     a = ["--per_device_train_batch_size", str(plan.micro_batch),
          "--gradient_accumulation_steps", str(plan.grad_accum), "--optim", HF_OPTIM[plan.optimizer]]
     if plan.checkpointing == "full":
@@ -78,7 +78,7 @@ def script_args(plan: Plan) -> list[str]:
     if plan.lora_rank:
         a += ["--use_peft", "--lora_r", str(plan.lora_rank), "--lora_target_modules", "all-linear"]
     if plan.zero_stage >= 1:
-        a += ["--deepspeed", DS_CONFIG_NAME]
+        a += ["--deepspeed", ds_path]
     return a
 
 

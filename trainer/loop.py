@@ -58,6 +58,8 @@ class RunConfig:
     resume: bool = False
     store: str | None = None
     deepspeed_config: dict | None = None
+    eval_every: int = 0
+    eval_batch: int = 8
     extra: dict = field(default_factory=dict)
 
 
@@ -139,6 +141,11 @@ class Trainer:
         cfg = self.cfg
         model = build_model(cfg).to(self.device)
         self.samples = load(cfg.data, cfg.seq_len, model.get_input_embeddings().num_embeddings, cfg.tokenizer, cfg.seed)
+        self.eval_samples: list[list[int]] = []
+        if cfg.eval_every:      # a held-out 5% (at least one sample), never trained on
+            cut = max(1, len(self.samples) // 20)
+            self.samples, self.eval_samples = self.samples[:-cut], self.samples[-cut:]
+        self.eval_batch = cfg.eval_batch
         self.sampler = GlobalBatchSampler(len(self.samples), self.global_batch, self.world, self.rank, cfg.seed)
         params = [p for p in model.parameters() if p.requires_grad]
         opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0, foreach=False)
@@ -294,6 +301,35 @@ class Trainer:
                 "lr": self.sched.get_last_lr()[0]}
 
 
+    @torch.no_grad()
+    def evaluate(self) -> dict:
+        """Token-mean loss on the held-out samples, this rank's share, in batches of its own size;
+        an OOM halves the evaluation batch only (the training micro-batch is never touched)."""
+        mine = self.eval_samples[self.rank::self.world]
+        model = self.engine if self.ds else self.model
+        model.eval()
+        i, loss_sum, tokens = 0, 0.0, 0
+        while i < len(mine):
+            batch = collate(mine[i:i + self.eval_batch], self.cfg.seq_len)
+            try:
+                if os.environ.pop("MEMPLAN_TRAIN_INJECT_EVAL_OOM", "") and self.eval_batch > 1:
+                    raise torch.OutOfMemoryError("injected: CUDA out of memory in evaluation")
+                with torch.autocast(self.device.type, dtype=self.amp, enabled=self.amp is not None):
+                    loss_sum += float(token_loss_sum(model, {k: v.to(self.device) for k, v in batch.items()}))
+            except torch.OutOfMemoryError:
+                if self.eval_batch == 1:
+                    raise
+                self.eval_batch //= 2
+                gc.collect()
+                continue
+            tokens += target_tokens(batch)
+            i += len(batch["input_ids"])
+        model.train()
+        n = self._sum(tokens)
+        return {"step": self.step, "eval_loss": self._sum(loss_sum) / max(n, 1), "eval_tokens": int(n),
+                "eval_batch": self.eval_batch}
+
+
 def run(cfg: RunConfig) -> list[dict]:
     """Train cfg.max_steps optimizer steps (from the checkpoint with --resume); rank 0 logs one JSON
     line per step to cfg.log and shows a progress bar. SIGTERM saves a checkpoint and stops."""
@@ -318,6 +354,11 @@ def run(cfg: RunConfig) -> list[dict]:
                 if log:
                     log.write(json.dumps(row) + "\n")
                     log.flush()
+                if cfg.eval_every and t.step % cfg.eval_every == 0:
+                    ev = t.evaluate()
+                    if log:
+                        log.write(json.dumps(ev) + "\n")
+                        log.flush()
                 bar.update(task, completed=t.step, description=f"loss {row['loss']:.4f}, {row['tokens_per_s']:.0f} tok/s")
                 stop = t._max(1.0 if t.stop_requested else 0.0)
                 if cfg.save_dir and (stop or (cfg.save_every and t.step % cfg.save_every == 0)):

@@ -14,11 +14,12 @@ from planner.store import Shapes, Store
 BACKENDS = ("sim", "cpu", "cuda")
 
 
-def add_config_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="catalog name (`planner models`), config.json path, or folder")
-    p.add_argument("--micro-batch", type=common.positive_int("--micro-batch"), required=True)
+def add_config_args(p: argparse.ArgumentParser, required: bool = True) -> None:
+    """One configuration's flags (probe, profile; train, where a --plan file may give them instead)."""
+    p.add_argument("--model", required=required, help="catalog name (`planner models`), config.json path, or folder")
+    p.add_argument("--micro-batch", type=common.positive_int("--micro-batch"), required=required)
     p.add_argument("--grad-accum", type=common.positive_int("--grad-accum"), default=1)
-    p.add_argument("--seq-len", type=common.positive_int("--seq-len"), required=True)
+    p.add_argument("--seq-len", type=common.positive_int("--seq-len"), required=required)
     p.add_argument("--precision", type=common.one_of("--precision", PRECISIONS), default="bf16")
     p.add_argument("--checkpointing", type=common.one_of("--checkpointing", CHECKPOINTING), default="off")
     p.add_argument("--zero", type=common.one_of("--zero", ZERO_STAGES, int), default=0)

@@ -71,3 +71,14 @@ def test_injected_oom_on_one_rank_keeps_the_global_batch(tmp_path):
 
     (rec,) = Store(store).list()
     assert rec.status == "oom" and rec.shapes.world_size == 2 and rec.detail["source"] == "trainer"
+
+
+def test_evaluation_oom_halves_only_the_evaluation_batch(tmp_path):
+    _, log = launch(tmp_path, "eval", 1, env={"MEMPLAN_TRAIN_INJECT_EVAL_OOM": "1"}, micro_batch=4, grad_accum=1,
+                    max_steps=2, eval_every=1, eval_batch=8)
+    got = rows(log)
+    train = [r for r in got if "loss" in r]
+    evals = [r for r in got if "eval_loss" in r]
+    assert [r["micro_batch"] for r in train] == [4, 4]           # training untouched
+    assert [r["eval_batch"] for r in evals] == [4, 4]            # halved once, then kept
+    assert evals[0]["eval_tokens"] == evals[1]["eval_tokens"] > 0   # the whole held-out set both times

@@ -1,0 +1,161 @@
+"""`planner train`: run a plan with the bundled trainer (trainer/), in this process or under a launcher.
+
+The plan is `--plan FILE` (what `suggest --json` or `check --json` printed: its best plan) or the same
+flags as `check`. With one process (world 1, or already started by a launcher) it trains here;
+otherwise it prints and runs the launch command: torchrun (also multi-node with --nnodes/--node-rank/
+--rdzv-endpoint), the deepspeed launcher, or srun + torchrun inside a Slurm allocation.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from planner.cli import common
+from planner.cli.probe import add_config_args
+from planner.errors import BadInput
+
+LAUNCHERS = ("auto", "none", "torchrun", "deepspeed", "slurm")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("train", help="run a plan with the bundled trainer")
+    p.add_argument("--plan", help="plan JSON as printed by `suggest --json` (best plan) or `check --json`")
+    add_config_args(p, required=False)     # --model may also be a local HF folder with weights
+    p.add_argument("--gpu", default="h100", help="GPU kind of the plan (with --gpus-per-node: the world size)")
+    p.add_argument("--gpus-per-node", type=common.positive_int("--gpus-per-node"), default=1)
+    p.add_argument("--nodes", type=common.positive_int("--nodes"), default=1)
+    p.add_argument("--data", default="synthetic", help="synthetic | a JSONL file ({'text': ...} or {'input_ids': [...]})")
+    p.add_argument("--tokenizer", help="local tokenizer folder, for a JSONL of text")
+    p.add_argument("--max-steps", type=common.positive_int("--max-steps"), default=100)
+    p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--log", help="metrics JSONL, one object per optimizer step")
+    p.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cuda when available")
+    p.add_argument("--save-dir", help="checkpoints (atomic; also saved on SIGTERM)")
+    p.add_argument("--save-every", type=common.nonneg_int("--save-every"), default=0)
+    p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --save-dir")
+    p.add_argument("--eval-every", type=common.nonneg_int("--eval-every"), default=0,
+                   help="evaluate on a held-out 5%% every N steps (0: never)")
+    p.add_argument("--eval-batch", type=common.positive_int("--eval-batch"), default=8,
+                   help="evaluation batch per rank (its own: an OOM there never shrinks training)")
+    p.add_argument("--launcher", type=common.one_of("--launcher", LAUNCHERS), default="auto")
+    p.add_argument("--nnodes", type=common.positive_int("--nnodes"), default=None)
+    p.add_argument("--node-rank", type=common.nonneg_int("--node-rank"), default=0)
+    p.add_argument("--rdzv-endpoint", help="host:port of the rendezvous (multi-node torchrun)")
+    p.add_argument("--dry-run", action="store_true", help="print the command, run nothing")
+    common.add_store_arg(p)
+    p.set_defaults(run=run)
+
+
+def plan_from(args: argparse.Namespace) -> tuple[str, dict]:
+    """(model reference, plan fields) from --plan or the check-like flags."""
+    if args.plan:
+        try:
+            data = json.loads(Path(args.plan).read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise BadInput(f"--plan {args.plan!r}: not a readable JSON file ({e})") from None
+        plan = data.get("plan") or (data.get("plans") or [None])[0]
+        if plan is None:
+            raise BadInput(f"--plan {args.plan!r}: no plan in it (suggest found nothing that fits?)")
+        model = args.model or data["model"]["name"]
+        seq = args.seq_len or data["goal"]["seq_len"]
+        gpn = data["hardware"]["gpus_per_node"]
+        return model, {**plan, "seq_len": seq, "gpus_per_node": gpn, "nodes": data["hardware"]["nodes"]}
+    missing = [f for f in ("model", "micro_batch", "seq_len") if getattr(args, f) is None]
+    if missing:
+        raise BadInput("give --plan FILE, or --model, --micro-batch and --seq-len (missing: "
+                       + ", ".join("--" + m.replace("_", "-") for m in missing) + ")")
+    return args.model, {"micro_batch": args.micro_batch, "grad_accum": args.grad_accum, "seq_len": args.seq_len,
+                        "precision": args.precision, "checkpointing": args.checkpointing, "zero_stage": args.zero,
+                        "offload": args.offload, "optimizer": args.optimizer, "lora_rank": args.lora_rank,
+                        "gpus_per_node": args.gpus_per_node, "nodes": args.nodes}
+
+
+def run_config(args: argparse.Namespace, model: str, p: dict) -> dict:
+    ds = None
+    if p["zero_stage"] >= 1:
+        from types import SimpleNamespace
+
+        from planner.catalog import load_model
+        from planner.export import deepspeed_config
+
+        world = p["gpus_per_node"] * p["nodes"]
+        ds = deepspeed_config(SimpleNamespace(**p, global_batch=p["micro_batch"] * p["grad_accum"] * world),
+                              load_model(model))
+    return {"model": model, "micro_batch": p["micro_batch"], "grad_accum": p["grad_accum"], "seq_len": p["seq_len"],
+            "precision": p["precision"], "checkpointing": p["checkpointing"], "zero_stage": p["zero_stage"],
+            "offload": p["offload"], "optimizer": p["optimizer"], "lora_rank": p["lora_rank"], "data": args.data,
+            "tokenizer": args.tokenizer, "max_steps": args.max_steps, "lr": args.lr, "seed": args.seed,
+            "log": args.log, "device": args.device, "save_dir": args.save_dir, "save_every": args.save_every,
+            "resume": args.resume, "store": args.store, "deepspeed_config": ds, "eval_every": args.eval_every,
+            "eval_batch": args.eval_batch}
+
+
+def launch_command(args: argparse.Namespace, p: dict, config_path: str) -> list[str] | None:
+    """The command that starts every process, or None to train in this one."""
+    gpn, nodes = p["gpus_per_node"], args.nnodes or p["nodes"]
+    launcher = args.launcher
+    if launcher == "auto":
+        if "LOCAL_RANK" in os.environ or gpn * nodes == 1:
+            launcher = "none"
+        else:
+            launcher = "slurm" if "SLURM_JOB_ID" in os.environ and nodes > 1 else "torchrun"
+    if launcher == "none":
+        return None
+    entry = ["-m", "trainer.main", config_path]
+    if launcher == "deepspeed":
+        cmd = ["deepspeed", "--num_gpus", str(gpn)]
+        if nodes > 1:
+            cmd += ["--num_nodes", str(nodes), "--hostfile", "hostfile"]
+        return [*cmd, "--module", "trainer.main", config_path]
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(gpn)]
+    if launcher == "slurm":     # one srun task per node; MASTER_ADDR/PORT from the allocation (see run)
+        inner = (f"{shlex.join(torchrun)} --nnodes \"$SLURM_NNODES\" --rdzv_id \"$SLURM_JOB_ID\" --rdzv_backend c10d "
+                 f"--rdzv_endpoint \"$MASTER_ADDR:$MASTER_PORT\" {shlex.join(entry)}")
+        return ["srun", "--kill-on-bad-exit=1", "--ntasks-per-node=1", "bash", "-c", inner]
+    if nodes > 1:
+        if not args.rdzv_endpoint:
+            raise BadInput(f"--nnodes {nodes}: give --rdzv-endpoint HOST:PORT (and --node-rank on each node)")
+        torchrun += ["--nnodes", str(nodes), "--node_rank", str(args.node_rank), "--rdzv_backend", "c10d",
+                     "--rdzv_endpoint", args.rdzv_endpoint]
+    else:
+        from probes.dist import free_port
+
+        torchrun += ["--master_addr", "127.0.0.1", "--master_port", str(free_port())]
+    return [*torchrun, *entry]
+
+
+def run(args: argparse.Namespace) -> int:
+    model, p = plan_from(args)
+    cfg = run_config(args, model, p)
+    where = Path(args.save_dir or ".")
+    where.mkdir(parents=True, exist_ok=True)
+    config_path = where / "memplan-run.json"
+    cmd = launch_command(args, p, str(config_path))
+    shown = " ".join(shlex.quote(x) for x in cmd) if cmd else f"{sys.executable} -m trainer.main {config_path}"
+    common.err_console().print(f"running: {shown}")
+    if args.dry_run:
+        print(shown)
+        return 0
+    config_path.write_text(json.dumps(cfg, indent=1))
+    if cmd is None:
+        from trainer.loop import RunConfig
+        from trainer.loop import run as train
+
+        rows = train(RunConfig(**cfg))
+        if args.json:
+            common.print_json({"steps": len(rows), "metrics": rows})
+        return 0
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    if cmd[0] == "srun" and "MASTER_ADDR" not in env:
+        hosts = subprocess.run(["scontrol", "show", "hostnames", env.get("SLURM_JOB_NODELIST", "")],
+                               capture_output=True, text=True, check=True).stdout.split()
+        env.update(MASTER_ADDR=hosts[0], MASTER_PORT=env.get("MASTER_PORT", "29500"))
+    if cfg["device"] == "cpu":
+        env["DS_ACCELERATOR"] = "cpu"
+    return subprocess.run(cmd, env=env, check=False).returncode

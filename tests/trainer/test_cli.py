@@ -1,0 +1,107 @@
+"""`planner train` (a plan from suggest --json, or check's flags; one process or torchrun) and
+`planner autotune` (no GPU: one line, exit 2; a fake local GPU: the injected command)."""
+import json
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("transformers")
+from planner import catalog, hardware
+from planner.cli import main
+from tests.trainer.helpers import ROOT, rows
+
+METRIC_KEYS = {"step", "loss", "tokens", "tokens_per_s", "peak_allocated_bytes", "micro_batch", "grad_accum"}
+
+
+def _planner(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "planner.cli", *args], check=False, cwd=cwd, capture_output=True,
+                          text=True,
+                          timeout=600, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+
+
+def test_train_a_suggested_plan_in_one_process(tmp_path):
+    plan = _planner("suggest", "--model", "debug-llama", "--gpu", "h100", "--global-batch", "4", "--seq-len", "64",
+                    "--precision", "fp32", "--zero", "0", "--json")
+    assert plan.returncode == 0, plan.stderr
+    (tmp_path / "plan.json").write_text(plan.stdout)
+    best = json.loads(plan.stdout)["plans"][0]
+    out = _planner("train", "--plan", str(tmp_path / "plan.json"), "--device", "cpu", "--max-steps", "2",
+                   "--log", str(tmp_path / "m.jsonl"), "--save-dir", str(tmp_path / "ck"))
+    assert out.returncode == 0, out.stderr
+    assert "running: " in out.stderr and "trainer.main" in out.stderr
+    got = rows(tmp_path / "m.jsonl")
+    assert [r["step"] for r in got] == [1, 2] and all(METRIC_KEYS <= set(r) for r in got)
+    assert {(r["micro_batch"], r["grad_accum"]) for r in got} == {(best["micro_batch"], best["grad_accum"])}
+    assert all(r["tokens"] > 0 and r["tokens_per_s"] > 0 for r in got)
+
+
+def test_train_two_ranks_under_torchrun(tmp_path):
+    out = _planner("train", "--model", "debug-llama", "--gpus-per-node", "2", "--micro-batch", "1", "--grad-accum", "2",
+                   "--seq-len", "48", "--precision", "fp32", "--device", "cpu", "--max-steps", "3",
+                   "--log", str(tmp_path / "m.jsonl"), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "torch.distributed.run --nproc_per_node 2" in out.stderr
+    assert len(rows(tmp_path / "m.jsonl")) == 3
+
+
+def test_train_dry_run_launch_forms(tmp_path, capsys):
+    base = ["train", "--model", "debug-llama", "--gpus-per-node", "8", "--micro-batch", "1", "--seq-len", "64",
+            "--save-dir", str(tmp_path), "--dry-run"]
+    assert main([*base, "--launcher", "deepspeed", "--zero", "2"]) == 0
+    assert capsys.readouterr().out.startswith("deepspeed --num_gpus 8 --module trainer.main")
+    assert main([*base, "--nnodes", "2", "--node-rank", "1", "--rdzv-endpoint", "10.0.0.1:29500"]) == 0
+    cmd = capsys.readouterr().out
+    assert "--nnodes 2 --node_rank 1 --rdzv_backend c10d --rdzv_endpoint 10.0.0.1:29500" in cmd
+    assert main([*base, "--launcher", "slurm", "--nodes", "2"]) == 0
+    cmd = capsys.readouterr().out
+    assert cmd.startswith("srun --kill-on-bad-exit=1") and '"$MASTER_ADDR:$MASTER_PORT"' in cmd
+    assert main(["train", "--model", "debug-llama", "--seq-len", "64"]) == 2       # no plan, no micro-batch
+
+
+def test_autotune_without_a_gpu_says_so_in_one_line():
+    out = _planner("autotune", "--model", "llama-3.1-8b", "--global-batch", "256", "--seq-len", "4096", "--dry-run",
+                   "--", "torchrun", "train.py")
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("planner: error: autotune needs local NVIDIA GPUs")
+
+
+def test_autotune_injects_the_plan_into_the_users_command(monkeypatch, capsys):
+    monkeypatch.setattr(hardware, "detect_local", lambda: (catalog.gpu("h100-80gb"), 8))   # a fake 8 x H100 host
+    user = ["torchrun", "--nproc_per_node", "8", "train.py", "--model_name_or_path", "m", "--per_device_train_batch_size",
+            "64", "--fp16", "--gradient_checkpointing", "False", "--deepspeed=old.json", "--output_dir", "out"]
+    assert main(["autotune", "--model", "llama-3.1-8b", "--global-batch", "256", "--seq-len", "4096", "--dry-run",
+                 "--", *user]) == 0
+    cmd = shlex.split(capsys.readouterr().out.strip())
+    assert main(["suggest", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus-per-node", "8", "--global-batch", "256",
+                 "--seq-len", "4096", "--evidence", "analytic", "--json"]) == 0
+    best = json.loads(capsys.readouterr().out)["plans"][0]
+    assert cmd[:6] == user[:6] and cmd[cmd.index("--output_dir") + 1] == "out"
+    assert cmd.count("--per_device_train_batch_size") == 1
+    assert cmd[cmd.index("--per_device_train_batch_size") + 1] == str(best["micro_batch"])
+    assert cmd[cmd.index("--gradient_accumulation_steps") + 1] == str(best["grad_accum"])
+    assert ("--gradient_checkpointing" in cmd) == (best["checkpointing"] == "full") and "False" not in cmd
+    assert "--fp16" not in cmd and ("--bf16" in cmd) == (best["precision"] == "bf16")
+    assert "old.json" not in " ".join(cmd)
+    assert ("--deepspeed" in cmd) == (best["zero_stage"] >= 1)
+
+
+def test_train_from_a_local_folder_with_weights(tmp_path):
+    import torch
+    import transformers
+
+    from probes.step import hf_config
+
+    torch.manual_seed(1)
+    model = transformers.AutoModelForCausalLM.from_config(hf_config(catalog.model_config("debug-llama")))
+    model.save_pretrained(tmp_path / "tiny")
+    ids = tmp_path / "ids.jsonl"
+    ids.write_text("\n".join(json.dumps({"input_ids": list(range(i, i + 20))}) for i in range(16)))
+    out = _planner("train", "--model", str(tmp_path / "tiny"), "--micro-batch", "2", "--seq-len", "32", "--precision",
+                   "fp32", "--data", str(ids), "--device", "cpu", "--max-steps", "2", "--log", str(tmp_path / "m.jsonl"),
+                   cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    got = rows(tmp_path / "m.jsonl")
+    assert [r["tokens"] for r in got] == [38, 38]        # pre-tokenized ids: 2 samples x 19 predicted tokens
