@@ -123,6 +123,11 @@ class Trainer:
         if self.ds:
             import deepspeed
 
+            if "RANK" not in os.environ:    # one process without a launcher: a world of one on loopback
+                from probes.dist import free_port
+
+                os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
+                                  MASTER_PORT=str(free_port()))
             if want == "cpu":
                 deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False   # no run-time build
             deepspeed.init_distributed(dist_backend=self.backend)

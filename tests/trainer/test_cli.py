@@ -105,3 +105,13 @@ def test_train_from_a_local_folder_with_weights(tmp_path):
     assert out.returncode == 0, out.stderr
     got = rows(tmp_path / "m.jsonl")
     assert [r["tokens"] for r in got] == [38, 38]        # pre-tokenized ids: 2 samples x 19 predicted tokens
+
+
+def test_train_a_deepspeed_plan_in_one_process(tmp_path):
+    pytest.importorskip("deepspeed")
+    out = _planner("train", "--model", "debug-llama", "--micro-batch", "2", "--seq-len", "32", "--zero", "2",
+                   "--precision", "bf16", "--device", "cpu", "--max-steps", "2", "--log", str(tmp_path / "m.jsonl"),
+                   cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    got = rows(tmp_path / "m.jsonl")
+    assert [r["step"] for r in got] == [1, 2] and all(r["loss"] > 0 for r in got)
