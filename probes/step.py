@@ -112,19 +112,20 @@ class _Recompute:
         return self.stack.__exit__(*exc)
 
 
-def make_optimizer(params: list, optimizer: str) -> torch.optim.Optimizer:
-    """torch's optimizers as they run on CUDA: AdamW foreach (CUDA's default), fused on request."""
+def make_optimizer(params: list, optimizer: str, lr: float = 1e-5) -> torch.optim.Optimizer:
+    """torch's optimizers as they run on CUDA: AdamW foreach (CUDA's default), fused on request
+    (the probes and the bundled trainer)."""
     if optimizer == "adamw":
-        return torch.optim.AdamW(params, lr=1e-5, foreach=True)
+        return torch.optim.AdamW(params, lr=lr, foreach=True)
     if optimizer == "adamw-fused":
-        return torch.optim.AdamW(params, lr=1e-5, fused=True)
+        return torch.optim.AdamW(params, lr=lr, fused=True)
     if optimizer == "sgd":
-        return torch.optim.SGD(params, lr=1e-5, momentum=0.9, foreach=True)
+        return torch.optim.SGD(params, lr=lr, momentum=0.9, foreach=True)
     if optimizer == "adafactor":
         from transformers.optimization import Adafactor
 
-        return Adafactor(params, lr=1e-5, scale_parameter=False, relative_step=False)
-    raise ValueError(f"optimizer {optimizer!r} cannot be traced (bitsandbytes is not installed)")
+        return Adafactor(params, lr=lr, scale_parameter=False, relative_step=False)
+    raise ValueError(f"optimizer {optimizer!r} needs bitsandbytes, which is not installed")
 
 
 def inputs(case: Case, vocab: int, device: str = "cpu") -> dict:

@@ -153,7 +153,14 @@ class Trainer:
         self.eval_batch = cfg.eval_batch
         self.sampler = GlobalBatchSampler(len(self.samples), self.global_batch, self.world, self.rank, cfg.seed)
         params = [p for p in model.parameters() if p.requires_grad]
-        opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0, foreach=False)
+        from probes.step import make_optimizer
+
+        try:
+            opt = make_optimizer(params, cfg.optimizer, cfg.lr)     # the plan's optimizer
+        except ValueError as e:
+            from planner.errors import BadInput
+
+            raise BadInput(f"--optimizer {cfg.optimizer}: {e}") from None
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
         self.amp = None
         if not self.ds and cfg.precision in ("bf16", "fp16"):
