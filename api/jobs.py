@@ -104,7 +104,7 @@ class JobQueue:
     def get(self, jid: str) -> Job | None:
         with self._db() as db:
             row = db.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id=?", (jid,)).fetchone()
-        return self._job(row) if row else None
+        return self._jobs([row])[0] if row else None
 
     def list(self, model: str | None, device: str | None, status: str | None, limit: int) -> list[Job]:
         cond, args = [], []
@@ -116,7 +116,7 @@ class JobQueue:
         with self._db() as db:
             rows = db.execute(f"SELECT {_COLUMNS} FROM jobs {where} ORDER BY created DESC LIMIT ?",
                               (*args, limit)).fetchall()
-        return [self._job(r) for r in rows]
+        return self._jobs(rows)
 
     def depth(self) -> int:
         with self._db() as db:
@@ -214,19 +214,24 @@ class JobQueue:
             db.execute("UPDATE jobs SET status='done', outcome=?, record_id=?, finished=? WHERE id=? AND status='running'",
                        (rec.status, rid, time.time(), jid))
 
-    def _job(self, row: tuple) -> Job:
+    def _jobs(self, rows: list[tuple]) -> list[Job]:
+        """Jobs from table rows, each with its probe record when done (one store opened per call)."""
+        from planner.store import Store
+
+        store = Store(self.store_path) if any(r[7] is not None for r in rows) else None
+        try:
+            return [self._job(row, store) for row in rows]
+        finally:
+            if store is not None:
+                store.close()
+
+    @staticmethod
+    def _job(row: tuple, store) -> Job:
         jid, status, outcome, model, backend, device, request, record_id, created, started, finished = row
         record = None
-        if record_id is not None:
-            from planner.store import Store
-
-            store = Store(self.store_path)
-            try:
-                rec = store.get(record_id)
-            finally:
-                store.close()
-            if rec is not None:
-                record = rec.model_dump(mode="json")
-                record["detail"] = {k: v for k, v in record["detail"].items() if k != "segments"}
+        rec = store.get(record_id) if record_id is not None else None
+        if rec is not None:
+            record = rec.model_dump(mode="json")
+            record["detail"] = {k: v for k, v in record["detail"].items() if k != "segments"}
         return Job(id=jid, status=status, outcome=outcome, model=model, backend=backend, device=device,
                    request=json.loads(request), record=record, created=created, started=started, finished=finished)

@@ -10,7 +10,7 @@ import shlex
 from pathlib import Path
 
 from planner.modelspec import ModelSpec
-from planner.spec import Hardware, Plan
+from planner.spec import Hardware, Knobs, Plan
 
 HF_OPTIM = {"adamw": "adamw_torch", "adamw-fused": "adamw_torch_fused", "sgd": "sgd",
             "adafactor": "adafactor", "adamw-8bit": "adamw_bnb_8bit"}
@@ -33,32 +33,37 @@ def hf_args(plan: Plan) -> dict:
 
 def deepspeed_config(plan: Plan, model: ModelSpec) -> dict | None:
     """A complete DeepSpeed config for zero >= 1 (None for torch DDP)."""
-    if plan.zero_stage == 0:
+    return deepspeed_config_for(plan.knobs, plan.micro_batch, plan.grad_accum, plan.world_size, model)
+
+
+def deepspeed_config_for(k: Knobs, micro_batch: int, grad_accum: int, world: int, model: ModelSpec) -> dict | None:
+    """deepspeed_config from a plan's knobs and batch split (the probes and the trainer have no Plan)."""
+    if k.zero_stage == 0:
         return None
     h = model.text.hidden
-    zero: dict = {"stage": plan.zero_stage, "overlap_comm": True, "contiguous_gradients": True,
+    zero: dict = {"stage": k.zero_stage, "overlap_comm": True, "contiguous_gradients": True,
                   "reduce_bucket_size": h * h}
-    if plan.zero_stage in (1, 2):
+    if k.zero_stage in (1, 2):
         zero.update(allgather_partitions=True, allgather_bucket_size=int(5e8), reduce_scatter=True)
     else:
         zero.update(stage3_prefetch_bucket_size=int(0.9 * h * h), stage3_param_persistence_threshold=10 * h,
                     stage3_max_live_parameters=int(1e9), stage3_max_reuse_distance=int(1e9),
                     stage3_gather_16bit_weights_on_model_save=True)
-    if plan.offload != "none":
+    if k.offload != "none":
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
-    if plan.offload == "optimizer+params":
+    if k.offload == "optimizer+params":
         zero["offload_param"] = {"device": "cpu", "pin_memory": True}
-    cfg: dict = {"train_batch_size": plan.global_batch,
-                 "train_micro_batch_size_per_gpu": plan.micro_batch,
-                 "gradient_accumulation_steps": plan.grad_accum,
+    cfg: dict = {"train_batch_size": micro_batch * grad_accum * world,
+                 "train_micro_batch_size_per_gpu": micro_batch,
+                 "gradient_accumulation_steps": grad_accum,
                  "gradient_clipping": 1.0, "zero_optimization": zero, "steps_per_print": 100,
                  "wall_clock_breakdown": False}
-    if plan.precision == "bf16":
+    if k.precision == "bf16":
         cfg["bf16"] = {"enabled": True}
-    elif plan.precision == "fp16":
+    elif k.precision == "fp16":
         cfg["fp16"] = {"enabled": True, "loss_scale": 0, "initial_scale_power": 16,
                        "loss_scale_window": 1000, "hysteresis": 2, "min_loss_scale": 1}
-    if plan.optimizer in ("adamw", "adamw-fused"):
+    if k.optimizer in ("adamw", "adamw-fused"):
         cfg["optimizer"] = {"type": "AdamW", "params": {"lr": "auto", "betas": "auto", "eps": "auto",
                                                         "weight_decay": "auto"}}
     else:

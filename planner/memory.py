@@ -242,15 +242,9 @@ def last_layer_activations_bytes(s: Setup) -> int:
     """During the last layer's backward: every layer's saved activations (under full checkpointing,
     every layer's input plus the recomputed layer's), the vision tower's; the final norm's saved
     tensors are freed by then."""
-    t, k, p = s.model.text, s.knobs, activation_profile(s.knobs)
-    total = act.text_activations_bytes(t, s.micro_batch, s.seq_len, p, k.checkpointing) \
-        - act.final_norm_bytes(t, s.micro_batch, s.seq_len, p)
-    if k.checkpointing == "full":
-        total += act.layer_bytes(t, s.micro_batch, s.seq_len, p)
-    if s.model.vision is not None:
-        total += act.vision_activations_bytes(s.model.vision, s.micro_batch, s.image_tokens, p,
-                                              k.checkpointing, trainable=not s.lora)
-    return total
+    t, p = s.model.text, activation_profile(s.knobs)
+    recomputed = act.layer_bytes(t, s.micro_batch, s.seq_len, p) if s.knobs.checkpointing == "full" else 0
+    return activations_bytes(s) - act.final_norm_bytes(t, s.micro_batch, s.seq_len, p) + recomputed
 
 
 def head_grad_bytes(s: Setup) -> int:

@@ -10,8 +10,9 @@ fp32 master partitions, and its states) and other (gradient and communication bu
 The live-bytes tracker is not used here: DeepSpeed swaps `param.data` under tensors it did not see.
 
 CPU-only differences from a GPU run, each one harmless to the model-state sizes:
-- DeepSpeed's optimizer is a client torch AdamW (for-loop) instead of its FusedAdam, which would be
-  compiled at run time on CPU; the fp32 master partitions and two moments are the same bytes;
+- DeepSpeed's optimizer is a client torch optimizer (probes.step.make_optimizer) instead of its
+  FusedAdam, which would be compiled at run time on CPU; the fp32 master partitions and two
+  moments are the same bytes;
 - DeepSpeed's shared-memory CPU collectives (another run-time build) are off: gloo carries all.
 
     python -m torch.distributed.run --nproc_per_node 2 -m probes.dist JOB.json OUT_DIR
@@ -25,6 +26,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+from contextlib import nullcontext
 from dataclasses import fields
 from pathlib import Path
 
@@ -108,21 +110,23 @@ def resident_bytes(model, inner_optimizer) -> dict[str, int]:
     return out
 
 
-def _deepspeed_config(case: Case, world: int) -> dict:
-    """The exported DeepSpeed JSON for this plan, without its optimizer block (see module doc)."""
-    from types import SimpleNamespace
-
-    from planner.export import deepspeed_config
-    from planner.modelspec import from_config
-
-    k = case.knobs
-    plan = SimpleNamespace(**vars(k), micro_batch=case.micro_batch, grad_accum=case.grad_accum,
-                           global_batch=case.micro_batch * case.grad_accum * world)
-    cfg = deepspeed_config(plan, from_config(case.config, "probe"))
-    cfg.pop("optimizer", None)
-    cfg["zero_allow_untested_optimizer"] = True
-    cfg["steps_per_print"] = 10**9
+def client_optimizer_config(ds_config: dict) -> dict:
+    """A DeepSpeed config to run with a client torch optimizer (the probe's and the trainer's): its
+    optimizer block dropped (DeepSpeed's FusedAdam is compiled at run time on CPU), untested
+    optimizers allowed, no periodic prints."""
+    cfg = {k: v for k, v in ds_config.items() if k != "optimizer"}
+    cfg.update(zero_allow_untested_optimizer=True, steps_per_print=10**9)
     return cfg
+
+
+def init_deepspeed(backend: str, cpu: bool) -> None:
+    """deepspeed.init_distributed; on CPU without the shared-memory collectives (another run-time
+    build): gloo carries everything."""
+    import deepspeed
+
+    if cpu:
+        deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
+    deepspeed.init_distributed(dist_backend=backend)
 
 
 def _rank_main(job_path: str, out_dir: str) -> None:
@@ -130,7 +134,7 @@ def _rank_main(job_path: str, out_dir: str) -> None:
     import torch.distributed as dist
 
     from planner.spec import Knobs
-    from probes.step import build_model, inputs
+    from probes.step import build_model, inputs, make_optimizer
 
     job = json.loads(Path(job_path).read_text())
     c = job["case"]
@@ -142,24 +146,25 @@ def _rank_main(job_path: str, out_dir: str) -> None:
     batch = inputs(case, model.get_input_embeddings().num_embeddings)
     params = [p for p in model.parameters() if p.requires_grad]
     extra = {"ddp_buckets": 0}
-    base = torch.optim.AdamW(params, lr=1e-5, foreach=False) if k.optimizer.startswith("adamw") else None
+    opt = make_optimizer(params, k.optimizer)
     if k.zero_stage == 0:
         from torch.nn.parallel import DistributedDataParallel
 
-        from probes.step import make_optimizer
         from probes.tracker import LiveBytes
 
         dist.init_process_group("gloo")
         with LiveBytes() as held:     # the reducer's buckets live in C++, out of the tensor walk
             engine = DistributedDataParallel(model)
-        inner, extra["ddp_buckets"] = make_optimizer(params, k.optimizer), held.live
+        inner, extra["ddp_buckets"] = opt, held.live
     else:
         import deepspeed
 
-        deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
-        deepspeed.init_distributed(dist_backend="gloo")
-        engine, wrapper, _, _ = deepspeed.initialize(model=model, optimizer=base,
-                                                     config=_deepspeed_config(case, world))
+        from planner.export import deepspeed_config_for
+        from planner.modelspec import from_config
+
+        init_deepspeed("gloo", cpu=True)
+        ds = deepspeed_config_for(k, case.micro_batch, case.grad_accum, world, from_config(case.config, "probe"))
+        engine, wrapper, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=client_optimizer_config(ds))
         inner = wrapper.optimizer
     after_init = resident_bytes(model, inner)
     after_steps, losses = [], []
@@ -167,7 +172,7 @@ def _rank_main(job_path: str, out_dir: str) -> None:
         for micro in range(case.grad_accum):
             if k.zero_stage == 0:
                 last = micro == case.grad_accum - 1
-                with engine.no_sync() if not last else _null():
+                with engine.no_sync() if not last else nullcontext():
                     loss = engine(**batch).loss / case.grad_accum
                     loss.backward()
             else:
@@ -184,14 +189,6 @@ def _rank_main(job_path: str, out_dir: str) -> None:
         {"rank": rank, "world": world, **extra, "after_init": after_init, "after_steps": after_steps, "losses": losses}))
     dist.barrier()
     dist.destroy_process_group()
-
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 if __name__ == "__main__":

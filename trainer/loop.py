@@ -121,16 +121,12 @@ class Trainer:
         self.backend = "nccl" if want == "cuda" else "gloo"
         self.ds = cfg.zero_stage >= 1
         if self.ds:
-            import deepspeed
+            from probes.dist import free_port, init_deepspeed
 
             if "RANK" not in os.environ:    # one process without a launcher: a world of one on loopback
-                from probes.dist import free_port
-
                 os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
                                   MASTER_PORT=str(free_port()))
-            if want == "cpu":
-                deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False   # no run-time build
-            deepspeed.init_distributed(dist_backend=self.backend)
+            init_deepspeed(self.backend, cpu=want == "cpu")
         elif self.world > 1:
             dist.init_process_group(self.backend)
         self.micro, self.accum = cfg.micro_batch, cfg.grad_accum
@@ -169,11 +165,11 @@ class Trainer:
         if self.ds:
             import deepspeed
 
-            ds_cfg = dict(cfg.deepspeed_config or {})
-            ds_cfg.pop("optimizer", None)
+            from probes.dist import client_optimizer_config
+
+            ds_cfg = client_optimizer_config(cfg.deepspeed_config or {})
             ds_cfg.update(train_micro_batch_size_per_gpu=self.micro, gradient_accumulation_steps=self.accum,
-                          train_batch_size=self.global_batch, zero_allow_untested_optimizer=True,
-                          steps_per_print=10**9)
+                          train_batch_size=self.global_batch)
             self.engine, self.opt, _, self.sched = deepspeed.initialize(model=model, optimizer=opt,
                                                                        lr_scheduler=sched, config=ds_cfg)
             self.model = self.engine.module
@@ -220,7 +216,10 @@ class Trainer:
         return float(loss_sum.detach())
 
     def _max(self, x: float) -> float:
-        return self._sum(x, dist.ReduceOp.MAX) if self.world > 1 else x
+        return self._sum(x, dist.ReduceOp.MAX)
+
+    def _peak(self) -> int | None:
+        return torch.cuda.max_memory_allocated(self.device) if self.device.type == "cuda" else None
 
     def _attempt(self, indices: list[int]):
         """One try at the step's micro-steps: (token loss sum here, target tokens of the global
@@ -280,9 +279,8 @@ class Trainer:
                           offload=cfg.offload, optimizer=cfg.optimizer, lora_rank=cfg.lora_rank)
             shapes = Shapes(micro_batch=self.micro, grad_accum=self.accum, seq_len=cfg.seq_len, world_size=self.world)
             device = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
-            peak = torch.cuda.max_memory_allocated(self.device) if self.device.type == "cuda" else None
             rec = _record(spec.name, spec.config, knobs, shapes, self.device.type, "oom", device,
-                          peak_allocated_bytes=peak, detail={"error": message[:500], "source": "trainer"})
+                          peak_allocated_bytes=self._peak(), detail={"error": message[:500], "source": "trainer"})
             store = Store(cfg.store)     # written by the rank that ran out of memory
             store.add(rec)
             store.close()
@@ -306,10 +304,9 @@ class Trainer:
             self.opt.zero_grad(set_to_none=True)
         self.step += 1
         seconds = time.perf_counter() - t0
-        peak = torch.cuda.max_memory_allocated(self.device) if self.device.type == "cuda" else None
         return {"step": self.step, "loss": self._sum(loss_sum) / max(n_tokens, 1), "tokens": int(n_tokens),
                 "tokens_per_s": round(n_tokens / seconds, 1), "step_time_s": round(seconds, 4),
-                "peak_allocated_bytes": peak, "micro_batch": self.micro, "grad_accum": self.accum,
+                "peak_allocated_bytes": self._peak(), "micro_batch": self.micro, "grad_accum": self.accum,
                 "lr": self.sched.get_last_lr()[0]}
 
 

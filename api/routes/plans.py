@@ -35,5 +35,5 @@ def check(body: CheckRequest, request: Request, settings: SettingsDep) -> dict:
     """One configuration's breakdown, whether it fits, and fitting alternatives."""
     from planner.cli import check as check_cmd
 
-    out, _, _ = check_cmd.gather(_args(body, request, settings))
+    out, *_ = check_cmd.gather(_args(body, request, settings))
     return out

@@ -79,13 +79,14 @@ def choose(args: Namespace) -> tuple[Plan, dict]:
     except BadInput as e:
         reason = str(e).removeprefix('--gpu local: ').split(';')[0]
         raise BadInput(f"autotune needs local NVIDIA GPUs: {reason}") from None
-    ns = Namespace(model=args.model, gpu="local", gpus_per_node=None, nodes=1, seq_len=args.seq_len,
-                   image_tokens=None, images=None, tokens_per_image=None, optimizer=args.optimizer,
-                   lora_rank=args.lora_rank, margin=args.margin, inter_node_gbps=200.0, host_ram_gb=512.0,
-                   global_batch=args.global_batch, precision=[], checkpointing=["off", "full"], zero=[0, 1, 2, 3],
-                   offload=["none", "optimizer", "optimizer+params"], top=5, evidence="auto",
-                   verify=not args.dry_run, store=args.store, json=True, emit=None)
-    out, result, _ = suggest.gather(ns)
+    from planner.cli import build_parser
+
+    argv = ["suggest", "--model", args.model, "--gpu", "local", "--global-batch", str(args.global_batch),
+            "--seq-len", str(args.seq_len), "--optimizer", args.optimizer, "--lora-rank", str(args.lora_rank),
+            "--margin", str(args.margin), "--top", "5", "--json"]     # suggest's own defaults for the rest
+    argv += [] if args.dry_run else ["--verify"]
+    argv += ["--store", args.store] if args.store else []
+    out, result, _ = suggest.gather(build_parser().parse_args(argv))
     if not result.plans:
         raise SystemExit(3)
     return result.plans[0], out

@@ -37,7 +37,7 @@ def knobs_from(args: argparse.Namespace) -> Knobs:
                  offload=args.offload, optimizer=args.optimizer, lora_rank=args.lora_rank)
 
 
-def gather(args: argparse.Namespace) -> tuple[dict, Plan, list[Plan]]:
+def gather(args: argparse.Namespace) -> tuple[dict, Plan, list[Plan], tuple]:
     knobs = knobs_from(args)
     world = (args.gpus_per_node or 1) * args.nodes
     model, hw, goal = common.resolve(args, args.micro_batch * args.grad_accum * world)
@@ -57,19 +57,15 @@ def gather(args: argparse.Namespace) -> tuple[dict, Plan, list[Plan]]:
            "plan": plan.model_dump(), "suggestions": [p.model_dump() for p in alternatives]}
     if verified:
         out["verified"] = verified
-    return out, plan, alternatives
+    return out, plan, alternatives, (model, hw, goal)
 
 
 def run(args: argparse.Namespace) -> int:
-    out, plan, alternatives = gather(args)
+    out, plan, alternatives, (model, hw, goal) = gather(args)
     if args.plot:
-        from planner.cli import common as c
         from planner.cli import plot
 
-        model, hw, goal = c.resolve(args, plan.global_batch)
-        plot.write(args.plot, f"{model.name} on {hw.world_size} x {hw.gpu.name}, global batch {goal.global_batch}",
-                   [plan, *alternatives], hw, goal, plot.curve_points(model, hw, goal, plan),
-                   f"{plan.precision}, checkpointing {plan.checkpointing}, ZeRO {plan.zero_stage}, offload {plan.offload}")
+        plot.write(args.plot, [plan, *alternatives], plan, model, hw, goal)
         out["plot"] = args.plot
     if args.json:
         common.print_json(out)

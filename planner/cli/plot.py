@@ -20,8 +20,8 @@ def curve_points(model, hw: Hardware, goal: Goal, ref: Plan) -> list[tuple[int, 
             for mb in divisors(per_rank)[:MAX_CURVE_POINTS]]
 
 
-def write(path: str, title: str, plans: list[Plan], hw: Hardware, goal: Goal, curve: list[tuple[int, int]],
-          curve_label: str) -> None:
+def write(path: str, plans: list[Plan], ref: Plan, model, hw: Hardware, goal: Goal) -> None:
+    """The two charts: `plans` as stacked bars, and the memory curve for `ref`'s knobs."""
     try:
         import matplotlib
     except ImportError:
@@ -31,6 +31,9 @@ def write(path: str, title: str, plans: list[Plan], hw: Hardware, goal: Goal, cu
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    title = f"{model.name} on {hw.world_size} x {hw.gpu.name}, global batch {goal.global_batch}"
+    curve = curve_points(model, hw, goal, ref)
+    curve_label = f"{ref.precision}, checkpointing {ref.checkpointing}, ZeRO {ref.zero_stage}, offload {ref.offload}"
     cap = hw.gpu.capacity_bytes / GIB
     usable = cap * (1 - goal.margin)
     fig, (bars, line) = plt.subplots(1, 2, figsize=(14, 5.5), dpi=100)

@@ -57,9 +57,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "plot", None) and ref is not None:
         from planner.cli import plot
 
-        plot.write(args.plot, f"{model.name} on {hw.world_size} x {hw.gpu.name}, global batch {goal.global_batch}",
-                   result.plans or result.rejected, hw, goal, plot.curve_points(model, hw, goal, ref),
-                   f"{ref.precision}, checkpointing {ref.checkpointing}, ZeRO {ref.zero_stage}, offload {ref.offload}")
+        plot.write(args.plot, result.plans or result.rejected, ref, model, hw, goal)
         out["plot"] = args.plot
     if args.json:
         common.print_json(out)

@@ -77,16 +77,16 @@ def plan_from(args: argparse.Namespace) -> tuple[str, dict]:
 
 
 def run_config(args: argparse.Namespace, model: str, p: dict) -> dict:
+    from planner.catalog import load_model
+    from planner.export import deepspeed_config_for
+    from planner.spec import Knobs
+
+    knobs = Knobs(precision=p["precision"], checkpointing=p["checkpointing"], zero_stage=p["zero_stage"],
+                  offload=p["offload"], optimizer=p["optimizer"], lora_rank=p["lora_rank"])
     ds = None
-    if p["zero_stage"] >= 1:
-        from types import SimpleNamespace
-
-        from planner.catalog import load_model
-        from planner.export import deepspeed_config
-
-        world = p["gpus_per_node"] * p["nodes"]
-        ds = deepspeed_config(SimpleNamespace(**p, global_batch=p["micro_batch"] * p["grad_accum"] * world),
-                              load_model(model))
+    if knobs.zero_stage >= 1:
+        ds = deepspeed_config_for(knobs, p["micro_batch"], p["grad_accum"], p["gpus_per_node"] * p["nodes"],
+                                  load_model(model))
     return {"model": model, "micro_batch": p["micro_batch"], "grad_accum": p["grad_accum"], "seq_len": p["seq_len"],
             "precision": p["precision"], "checkpointing": p["checkpointing"], "zero_stage": p["zero_stage"],
             "offload": p["offload"], "optimizer": p["optimizer"], "lora_rank": p["lora_rank"], "data": args.data,
