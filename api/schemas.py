@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from planner.spec import Checkpointing, Offload, Optimizer, Plan, Precision
+from planner.spec import MIN_INTER_NODE_GBPS, Checkpointing, Offload, Optimizer, Plan, Precision
 
 Evidence = Literal["analytic", "sim", "auto"]   # planner.evidence.MODES
 MAX_GLOBAL_BATCH = 1 << 24
@@ -29,7 +29,7 @@ class Target(_Body):
     optimizer: Optimizer = "adamw"
     lora_rank: int = Field(default=0, ge=0, le=4096)
     margin: float = Field(default=0.05, ge=0, lt=1)
-    inter_node_gbps: float = Field(default=200.0, gt=0, le=1e5)
+    inter_node_gbps: float = Field(default=200.0, ge=MIN_INTER_NODE_GBPS, le=1e5)
     host_ram_gb: float = Field(default=512.0, gt=0, le=1e6)
     evidence: Evidence = "auto"
 

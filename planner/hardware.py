@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from planner import catalog
 from planner.errors import BadInput
-from planner.spec import GPU, MIB, Hardware
+from planner.spec import GPU, MIB, MIN_INTER_NODE_GBPS, Hardware
 
 DEFAULT_INTER_NODE_GBPS = 200.0  # one HDR InfiniBand HCA per node
 DEFAULT_HOST_RAM_GIB = 512.0
@@ -52,9 +52,10 @@ def resolve(gpu: str, gpus_per_node: int | None, nodes: int, inter_node_gbps: fl
     for flag, v in (("--gpus-per-node", gpus_per_node), ("--nodes", nodes)):
         if v is not None and v < 1:
             raise BadInput(f"{flag} {v}: must be a positive integer")
-    for flag, v in (("--inter-node-gbps", inter_node_gbps), ("--host-ram-gb", host_ram_gib)):
-        if not v > 0:
-            raise BadInput(f"{flag} {v}: must be a positive number")
+    if not inter_node_gbps >= MIN_INTER_NODE_GBPS:
+        raise BadInput(f"--inter-node-gbps {inter_node_gbps}: must be at least {MIN_INTER_NODE_GBPS} (Gb/s)")
+    if not host_ram_gib > 0:
+        raise BadInput(f"--host-ram-gb {host_ram_gib}: must be a positive number")
     if gpu.strip().lower() == "local":
         kind, count = detect_local()
         gpus_per_node = gpus_per_node or count

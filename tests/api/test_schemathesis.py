@@ -18,8 +18,10 @@ def test_generated_requests_get_no_server_error(server):
     for result in schema.get_all_operations():
         op = result.ok()
 
+        # derandomize: the same requests on every CI run, so a failure reproduces (a random run once found
+        # a denormal --inter-node-gbps that crashed the planner; tests/planner/test_hardware.py pins it)
         @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None, phases=[Phase.generate],
-                  suppress_health_check=list(HealthCheck))
+                  suppress_health_check=list(HealthCheck), derandomize=True)
         @given(case=op.as_strategy())
         def call(case):
             if case.path in ("/v1/plans", "/v1/check") and isinstance(case.body, dict) and len(calls) % 2:

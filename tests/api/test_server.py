@@ -49,6 +49,8 @@ def test_posted_config_and_no_file_reads(server):
     big = {**PLAN, "model": {"pad": "x" * 300_000}}
     assert c.post("/v1/plans", json=big).status_code == 413
     assert c.post("/v1/plans", json={**PLAN, "zero": [0, 1, 2, 3, 3]}).status_code == 422   # list length bound
+    tiny = c.post("/v1/plans", json={**PLAN, "nodes": 2, "inter_node_gbps": 5e-324})     # found by schemathesis
+    assert tiny.status_code == 422 and tiny.json()["detail"][0]["loc"] == ["body", "inter_node_gbps"]
 
 
 def test_auth_on_work_endpoints(server):

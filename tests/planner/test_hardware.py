@@ -26,3 +26,17 @@ def test_world_size_and_bad_counts():
     assert hardware.resolve("h20", 6, 2).world_size == 12
     with pytest.raises(BadInput, match="--host-ram-gb -1"):
         hardware.resolve("h20", 1, 1, host_ram_gib=-1)
+
+
+def test_inter_node_bandwidth_has_a_floor():
+    """A denormal bandwidth (5e-324 Gb/s, found by schemathesis) underflowed to zero in the step-time
+    model and crashed the planner: it is refused as bad input instead."""
+    import pytest
+
+    from planner.errors import BadInput
+    from planner.hardware import resolve
+    from planner.spec import MIN_INTER_NODE_GBPS
+
+    with pytest.raises(BadInput, match="--inter-node-gbps 5e-324: must be at least 0.001"):
+        resolve("h100", 8, 2, inter_node_gbps=5e-324)
+    assert resolve("h100", 8, 2, inter_node_gbps=MIN_INTER_NODE_GBPS).inter_node_gbps == MIN_INTER_NODE_GBPS
