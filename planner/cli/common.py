@@ -178,6 +178,14 @@ def status(message: str):
     return err.status(message) if err.is_terminal else nullcontext()
 
 
+def say_line(text: str, console=None) -> None:
+    """Print one line verbatim: no wrapping at the terminal's width (a command or path must paste whole), no rich
+    markup or highlighting (a `[...]` in a command is not a style)."""
+    from planner.cli import render
+
+    (console or render.console).print(text, soft_wrap=True, markup=False, highlight=False)
+
+
 def err_console():
     """A rich console on stderr, for progress that must not mix with --json on stdout."""
     from rich.console import Console

@@ -64,6 +64,6 @@ def run(args: argparse.Namespace) -> int:
         from planner.cli import render
 
         render.console.print(render.record_line(rec))
-        render.console.print(f"stored as probe #{rec.id} in {store.path}")
+        common.say_line(f"stored as probe #{rec.id} in {store.path}")
     return {"ok": 0, "oom": 3}.get(rec.status, 1)
 

@@ -70,11 +70,11 @@ def run(args: argparse.Namespace) -> int:
             render.console.print(render.plans_table(result.plans, title))
             best = result.plans[0]
             render.console.print(render.breakdown_table(best))
-            render.console.print(f"best: {best.launch.command}")
+            common.say_line(f"best: {best.launch.command}")
         else:
             render.console.print(f"{title}: nothing fits")
         if result.rejected:
             render.console.print(render.rejected_table(result.rejected))
         for path in out.get("emitted", []):
-            render.console.print(f"wrote {path}")
+            common.say_line(f"wrote {path}")
     return 0 if result.plans else 3

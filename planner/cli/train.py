@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     config_path = where / "memplan-run.json"
     cmd = launch_command(args, p, str(config_path))
     shown = " ".join(shlex.quote(x) for x in cmd) if cmd else f"{sys.executable} -m trainer.main {config_path}"
-    common.err_console().print(f"running: {shown}")
+    common.say_line(f"running: {shown}", common.err_console())
     if args.dry_run:
         print(shown)
         return 0

@@ -16,9 +16,11 @@ METRIC_KEYS = {"step", "loss", "tokens", "tokens_per_s", "peak_allocated_bytes",
 
 
 def _planner(*args, cwd=ROOT):
+    # A narrow terminal: a printed command must stay on one line to be pasted, whatever the width (CI's longer
+    # checkout path once made rich wrap it mid-flag).
     return subprocess.run([sys.executable, "-m", "planner.cli", *args], check=False, cwd=cwd, capture_output=True,
                           text=True,
-                          timeout=600, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+                          timeout=600, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", "COLUMNS": "40"})
 
 
 def test_train_a_suggested_plan_in_one_process(tmp_path):
@@ -43,6 +45,8 @@ def test_train_two_ranks_under_torchrun(tmp_path):
                    "--log", str(tmp_path / "m.jsonl"), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "torch.distributed.run --nproc_per_node 2" in out.stderr
+    shown = next(line for line in out.stderr.splitlines() if line.startswith("running: "))
+    assert shown.endswith("-m trainer.main memplan-run.json"), shown
     assert len(rows(tmp_path / "m.jsonl")) == 3
 
 
