@@ -103,9 +103,12 @@ def build_model(cfg: RunConfig):
 
 
 def token_loss_sum(model, batch) -> torch.Tensor:
+    """Summed next-token loss. The labels are shifted, not the logits (as transformers' ForCausalLMLoss
+    does): slicing the logits would copy the largest activation of the step."""
     logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-    return torch.nn.functional.cross_entropy(logits[:, :-1].float().flatten(0, 1), batch["labels"][:, 1:].flatten(),
-                                             ignore_index=-100, reduction="sum")
+    labels = torch.nn.functional.pad(batch["labels"], (0, 1), value=-100)[:, 1:]
+    return torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), labels.flatten(), ignore_index=-100,
+                                             reduction="sum")
 
 
 class Trainer:
@@ -203,7 +206,7 @@ class Trainer:
                 g.copy_(r)
 
     # -- one optimizer step ---------------------------------------------------------------------
-    def _micro_step(self, batch, n_tokens: float, micro: int) -> float:
+    def _micro_step(self, batch, n_tokens: float, micro: int) -> torch.Tensor:
         self.oom.check(self.step, micro, self.rank)
         batch = {k: v.to(self.device) for k, v in batch.items()}
         with torch.autocast(self.device.type, dtype=self.amp, enabled=self.amp is not None):
@@ -213,7 +216,7 @@ class Trainer:
             self.engine.step()
         else:
             self.scaler.scale(loss_sum / n_tokens).backward()
-        return float(loss_sum.detach())
+        return loss_sum.detach()      # read once a step: no device sync between micro-steps
 
     def _max(self, x: float) -> float:
         return self._sum(x, dist.ReduceOp.MAX)
@@ -303,8 +306,9 @@ class Trainer:
             self.sched.step()
             self.opt.zero_grad(set_to_none=True)
         self.step += 1
+        loss_sum = self._sum(float(loss_sum))
         seconds = time.perf_counter() - t0
-        return {"step": self.step, "loss": self._sum(loss_sum) / max(n_tokens, 1), "tokens": int(n_tokens),
+        return {"step": self.step, "loss": loss_sum / max(n_tokens, 1), "tokens": int(n_tokens),
                 "tokens_per_s": round(n_tokens / seconds, 1), "step_time_s": round(seconds, 4),
                 "peak_allocated_bytes": self._peak(), "micro_batch": self.micro, "grad_accum": self.accum,
                 "lr": self.sched.get_last_lr()[0]}
