@@ -33,15 +33,10 @@ _COLUMNS = "id, status, outcome, model, backend, device, request, record_id, cre
 
 
 def device_slots() -> list[str]:
-    """One slot per local NVIDIA GPU (NVML), else one CPU slot."""
-    from planner.errors import BadInput
-    from planner.hardware import detect_local
+    """One slot per local NVIDIA GPU (NVML; in the GPU catalog or not), else one CPU slot."""
+    from planner.hardware import local_gpu_count
 
-    try:
-        _, count = detect_local()
-    except BadInput:    # no NVML, no driver, or a GPU outside the catalog: jobs run on the host
-        return ["cpu"]
-    return [f"cuda:{i}" for i in range(count)]
+    return [f"cuda:{i}" for i in range(local_gpu_count())] or ["cpu"]
 
 
 class JobQueue:

@@ -9,8 +9,9 @@ DEFAULT_INTER_NODE_GBPS = 200.0  # one HDR InfiniBand HCA per node
 DEFAULT_HOST_RAM_GIB = 512.0
 
 
-def detect_local() -> tuple[GPU, int]:
-    """(GPU kind, count) of this host's NVIDIA GPUs; BadInput where NVML or a driver is missing."""
+def nvml_devices() -> list[tuple[str, int]]:
+    """(NVML name, total bytes) of each local NVIDIA GPU, whatever its kind; BadInput where NVML or a
+    driver is missing."""
     try:
         import pynvml
     except ImportError:
@@ -20,16 +21,32 @@ def detect_local() -> tuple[GPU, int]:
     except pynvml.NVMLError as e:
         raise BadInput(f"--gpu local: no NVIDIA driver found (NVML: {e}); name a GPU from `planner gpus`") from None
     try:
-        count = pynvml.nvmlDeviceGetCount()
-        if count == 0:
-            raise BadInput("--gpu local: NVML sees no GPU; name a GPU from `planner gpus`")
-        h = pynvml.nvmlDeviceGetHandleByIndex(0)
-        name = pynvml.nvmlDeviceGetName(h)
-        name = name.decode() if isinstance(name, bytes) else name
-        total = pynvml.nvmlDeviceGetMemoryInfo(h).total
+        out = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            name = pynvml.nvmlDeviceGetName(h)
+            out.append((name.decode() if isinstance(name, bytes) else name, pynvml.nvmlDeviceGetMemoryInfo(h).total))
+        return out
     finally:
         pynvml.nvmlShutdown()
-    return match_local(name, total), count
+
+
+def local_gpu_count() -> int:
+    """How many NVIDIA GPUs this host has (catalog or not); 0 without NVML or a driver."""
+    try:
+        return len(nvml_devices())
+    except BadInput:
+        return 0
+
+
+def detect_local() -> tuple[GPU, int]:
+    """(GPU kind, count) of this host's NVIDIA GPUs, the kind matched in the catalog (device 0's);
+    BadInput where NVML or a driver is missing, or the kind is not in the catalog."""
+    devices = nvml_devices()
+    if not devices:
+        raise BadInput("--gpu local: NVML sees no GPU; name a GPU from `planner gpus`")
+    name, total = devices[0]
+    return match_local(name, total), len(devices)
 
 
 def match_local(nvml_name: str, total_bytes: int) -> GPU:

@@ -32,12 +32,20 @@ def model(name: str = Path(max_length=128)) -> dict:
 
 @router.get("/devices")
 def devices() -> dict:
-    """This host's NVIDIA GPUs through NVML; an empty list without a driver."""
+    """This host's NVIDIA GPUs through NVML (an empty list without a driver): the NVML name, the memory,
+    and the catalog kind the planner uses for it (null for a GPU outside the catalog)."""
     from planner.errors import BadInput
-    from planner.hardware import detect_local
+    from planner.hardware import match_local, nvml_devices
 
     try:
-        gpu, count = detect_local()
+        found = nvml_devices()
     except BadInput:
         return {"devices": []}
-    return {"devices": [{"index": i, "gpu": gpu.name, "capacity_bytes": gpu.capacity_bytes} for i in range(count)]}
+    out = []
+    for i, (name, total) in enumerate(found):
+        try:
+            gpu = match_local(name, total).name
+        except BadInput:
+            gpu = None
+        out.append({"index": i, "name": name, "gpu": gpu, "capacity_bytes": total})
+    return {"devices": out}

@@ -27,6 +27,9 @@ BOOL_WORDS = {"true", "false", "1", "0", "yes", "no"}
 def register(sub) -> None:
     p = sub.add_parser("autotune", help="plan for the local GPUs, probe, and launch (bundled trainer or your command)")
     p.add_argument("--model", required=True)
+    p.add_argument("--gpu", default="local",
+                   help="the GPU kind to plan for (default: this host's, through NVML); name the closest catalog "
+                        "kind for a GPU outside the catalog. The count is always this host's.")
     p.add_argument("--global-batch", type=common.positive_int("--global-batch"), required=True)
     p.add_argument("--seq-len", type=common.positive_int("--seq-len"), required=True)
     p.add_argument("--optimizer", type=common.one_of("--optimizer", OPTIMIZERS), default="adamw")
@@ -71,17 +74,19 @@ def inject(cmd: list[str], plan: Plan, ds_path: str | None) -> list[str]:
 
 def choose(args: Namespace) -> tuple[Plan, dict]:
     from planner.cli import suggest
+    from planner.hardware import nvml_devices
 
     try:
-        from planner.hardware import detect_local
-
-        detect_local()
+        count = len(nvml_devices())
     except BadInput as e:
-        reason = str(e).removeprefix('--gpu local: ').split(';')[0]
-        raise BadInput(f"autotune needs local NVIDIA GPUs: {reason}") from None
+        raise BadInput(f"autotune needs local NVIDIA GPUs: {str(e).removeprefix('--gpu local: ').split(';')[0]}") \
+            from None
+    if not count:
+        raise BadInput("autotune needs local NVIDIA GPUs: NVML sees none")
     from planner.cli import build_parser
 
-    argv = ["suggest", "--model", args.model, "--gpu", "local", "--global-batch", str(args.global_batch),
+    argv = ["suggest", "--model", args.model, "--gpu", args.gpu, "--gpus-per-node", str(count),
+            "--global-batch", str(args.global_batch),
             "--seq-len", str(args.seq_len), "--optimizer", args.optimizer, "--lora-rank", str(args.lora_rank),
             "--margin", str(args.margin), "--top", "5", "--json"]     # suggest's own defaults for the rest
     argv += [] if args.dry_run else ["--verify"]

@@ -23,14 +23,10 @@ def refine(plan: Plan, model, hw, goal, cal) -> Plan:
 
 
 def local_gpu() -> bool:
-    from planner.errors import BadInput
-    from planner.hardware import detect_local
+    """Whether this host has an NVIDIA GPU to run a cuda probe on (in the catalog or not)."""
+    from planner.hardware import local_gpu_count
 
-    try:
-        detect_local()
-        return True
-    except BadInput:
-        return False
+    return local_gpu_count() > 0
 
 
 def verify(plan: Plan, model, hw, goal, cal, timeout_s: float = 600) -> tuple[Plan, dict]:

@@ -152,3 +152,19 @@ def test_model_directories_allow_their_configs_only(tmp_path):
             r = c.post("/v1/plans", json={**body, "model": ref})
             assert r.status_code == 403, ref
             assert r.json()["detail"][0]["loc"] == ["body", "model"]
+
+
+def test_devices_and_probe_slots_on_a_host_with_gpus(monkeypatch):
+    """In process, with a faked NVML driver: a GPU outside the catalog is still listed (kind null) and
+    still gets its own probe slot."""
+    from api.jobs import device_slots
+    from api.routes.catalog import devices
+    from tests.conftest import fake_nvml
+
+    fake_nvml(monkeypatch, [("NVIDIA H100 80GB HBM3", 85_520_809_984), ("NVIDIA B200", 191_525_912_576)])
+    assert devices() == {"devices": [
+        {"index": 0, "name": "NVIDIA H100 80GB HBM3", "gpu": "h100-80gb", "capacity_bytes": 85_520_809_984},
+        {"index": 1, "name": "NVIDIA B200", "gpu": None, "capacity_bytes": 191_525_912_576}]}
+    assert device_slots() == ["cuda:0", "cuda:1"]
+    fake_nvml(monkeypatch, [])
+    assert device_slots() == ["cpu"] and devices() == {"devices": []}

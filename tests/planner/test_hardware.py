@@ -22,6 +22,25 @@ def test_unknown_local_gpu_is_refused_with_the_catalog():
         hardware.match_local("NVIDIA B200", 180 * 2**30)
 
 
+def test_local_gpus_through_nvml(monkeypatch):
+    """A catalog kind resolves with the device's own memory; a kind outside the catalog still counts as a
+    local GPU (probe slots, cuda probes) but cannot be planned for without naming a catalog GPU."""
+    from tests.conftest import fake_nvml
+
+    fake_nvml(monkeypatch, [("NVIDIA H100 80GB HBM3", 85_520_809_984)] * 4)
+    gpu, count = hardware.detect_local()
+    assert (gpu.name, count, gpu.capacity_bytes) == ("h100-80gb", 4, 85_520_809_984 // 2**20 * 2**20)
+    assert hardware.resolve("local", None, 1).gpus_per_node == 4
+    fake_nvml(monkeypatch, [("NVIDIA B200", 191_525_912_576)] * 8)
+    assert hardware.local_gpu_count() == 8
+    with pytest.raises(BadInput, match="'NVIDIA B200' is not in the GPU catalog"):
+        hardware.detect_local()
+    fake_nvml(monkeypatch, [])
+    assert hardware.local_gpu_count() == 0
+    with pytest.raises(BadInput, match="NVML sees no GPU"):
+        hardware.detect_local()
+
+
 def test_world_size_and_bad_counts():
     assert hardware.resolve("h20", 6, 2).world_size == 12
     with pytest.raises(BadInput, match="--host-ram-gb -1"):

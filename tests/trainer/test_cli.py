@@ -8,8 +8,9 @@ import sys
 import pytest
 
 pytest.importorskip("transformers")
-from planner import catalog, hardware
+from planner import catalog
 from planner.cli import main
+from tests.conftest import fake_nvml
 from tests.trainer.helpers import ROOT, rows
 
 METRIC_KEYS = {"step", "loss", "tokens", "tokens_per_s", "peak_allocated_bytes", "micro_batch", "grad_accum"}
@@ -73,7 +74,7 @@ def test_autotune_without_a_gpu_says_so_in_one_line():
 
 
 def test_autotune_injects_the_plan_into_the_users_command(monkeypatch, capsys):
-    monkeypatch.setattr(hardware, "detect_local", lambda: (catalog.gpu("h100-80gb"), 8))   # a fake 8 x H100 host
+    fake_nvml(monkeypatch, [("NVIDIA H100 80GB HBM3", 80 * 2**30)] * 8)   # a fake 8 x H100 host
     user = ["torchrun", "--nproc_per_node", "8", "train.py", "--model_name_or_path", "m", "--per_device_train_batch_size",
             "64", "--fp16", "--gradient_checkpointing", "False", "--deepspeed=old.json", "--output_dir", "out"]
     assert main(["autotune", "--model", "llama-3.1-8b", "--global-batch", "256", "--seq-len", "4096", "--dry-run",
@@ -90,6 +91,18 @@ def test_autotune_injects_the_plan_into_the_users_command(monkeypatch, capsys):
     assert "--fp16" not in cmd and ("--bf16" in cmd) == (best["precision"] == "bf16")
     assert "old.json" not in " ".join(cmd)
     assert ("--deepspeed" in cmd) == (best["zero_stage"] >= 1)
+
+
+def test_autotune_on_gpus_outside_the_catalog(monkeypatch, capsys):
+    """A host of 4 GPUs the catalog does not know: refused with the catalog's kinds, then planned as the
+    closest kind named with --gpu, for this host's count."""
+    fake_nvml(monkeypatch, [("NVIDIA B200", 191_525_912_576)] * 4)
+    base = ["autotune", "--model", "llama-3.1-8b", "--global-batch", "64", "--seq-len", "4096", "--dry-run"]
+    assert main(base) == 2
+    assert "'NVIDIA B200' is not in the GPU catalog; pass the closest of:" in capsys.readouterr().err
+    assert main([*base, "--gpu", "h200"]) == 0
+    captured = capsys.readouterr()
+    assert "x world 4 = 64" in captured.err and "of 140.4)" in captured.err     # an H200's 140.4 GiB
 
 
 def test_train_from_a_local_folder_with_weights(tmp_path):
