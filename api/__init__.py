@@ -1,1 +1,2 @@
-"""The REST service over the planner. Empty until the API issue lands."""
+"""The REST service over the planner (FastAPI): routes per resource, the probe job queue (jobs), settings,
+metrics and the bundled web page (web/)."""

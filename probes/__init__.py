@@ -1,4 +1,6 @@
-"""Probes that turn estimates into measurements (fake-tensor simulation, CPU and CUDA steps).
+"""Probes that turn estimates into measurements: the allocation tracker (tracker), the fake-tensor
+simulation (sim, with CUDA's autocast policy in amp), real CPU and CUDA steps (cpu, cuda, step), the
+multi-rank CPU probe under torchrun/DeepSpeed (dist) and the isolated runner that classifies outcomes (run).
 
-Empty until the probes issue lands; the planner core never imports this package.
+The planner core never imports this package except on the simulation and probe paths.
 """

@@ -1,1 +1,3 @@
-"""The bundled trainer that runs a plan (torchrun or DeepSpeed). Empty until the trainer issue lands."""
+"""The bundled trainer that runs a plan, in one process or under torchrun, DeepSpeed or Slurm: data and the
+exact global-batch sampler (data), the training loop with its OOM guard (loop), atomic checkpoints
+(checkpoint) and the process entry point (main)."""

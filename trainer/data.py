@@ -26,14 +26,21 @@ def synthetic(vocab: int, seq_len: int, n: int = SYNTHETIC_SAMPLES, seed: int = 
     return [[rng.randrange(vocab) for _ in range(rng.randint(max(2, seq_len // 4), seq_len))] for _ in range(n)]
 
 
+def check_source(data: str, tokenizer: str | None = None) -> None:
+    """BadInput, before any process starts, for a --data file or --tokenizer folder that is not there."""
+    from planner.errors import BadInput
+
+    if data != "synthetic" and not Path(data).is_file():
+        raise BadInput(f"--data {data!r}: not 'synthetic' and no such file")
+    if tokenizer is not None and not Path(tokenizer).is_dir():
+        raise BadInput(f"--tokenizer {tokenizer!r}: no such folder (a local tokenizer folder is needed)")
+
+
 def load(data: str, seq_len: int, vocab: int, tokenizer: str | None = None, seed: int = 0) -> list[list[int]]:
     if data == "synthetic":
         return synthetic(vocab, seq_len, seed=seed)
+    check_source(data, tokenizer)
     path = Path(data)
-    if not path.is_file():
-        from planner.errors import BadInput
-
-        raise BadInput(f"--data {data!r}: not 'synthetic' and no such file")
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     if rows and "input_ids" in rows[0]:
         return [list(r["input_ids"])[:seq_len] for r in rows]

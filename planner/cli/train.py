@@ -131,6 +131,9 @@ def launch_command(args: argparse.Namespace, p: dict, config_path: str) -> list[
 
 
 def run(args: argparse.Namespace) -> int:
+    from trainer.data import check_source
+
+    check_source(args.data, args.tokenizer)
     model, p = plan_from(args)
     cfg = run_config(args, model, p)
     where = Path(args.save_dir or ".")

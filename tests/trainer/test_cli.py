@@ -132,3 +132,15 @@ def test_train_a_deepspeed_plan_in_one_process(tmp_path):
     assert out.returncode == 0, out.stderr
     got = rows(tmp_path / "m.jsonl")
     assert [r["step"] for r in got] == [1, 2] and all(r["loss"] > 0 for r in got)
+
+
+def test_train_refuses_missing_data_before_starting(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    base = ["train", "--model", "debug-llama", "--gpus-per-node", "2", "--micro-batch", "1", "--seq-len", "16"]
+    assert main([*base, "--data", str(tmp_path / "nope.jsonl")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"planner: error: --data '{tmp_path / 'nope.jsonl'}': not 'synthetic' and no such file"]
+    (tmp_path / "ids.jsonl").write_text('{"input_ids": [1, 2, 3]}\n')
+    assert main([*base, "--data", str(tmp_path / "ids.jsonl"), "--tokenizer", "tok"]) == 2
+    assert "--tokenizer 'tok': no such folder" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == [tmp_path / "ids.jsonl"]     # nothing launched, no run file written
