@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query, Response
 from api.deps import Authorized, SettingsDep, get_queue, resolve_model
 from api.jobs import JobQueue
 from api.schemas import Job, JobStatus, ProbeRequest
+from planner.cli.common import check_positions
 
 router = APIRouter(prefix="/v1/probes", tags=["probes"])
 Queue = Annotated[JobQueue, Depends(get_queue)]
@@ -24,6 +25,7 @@ def submit(body: ProbeRequest, queue: Queue, settings: SettingsDep, response: Re
         raise HTTPException(422, [{"loc": ["body", "zero"], "type": "value_error",
                                    "msg": f"backend {body.backend} runs zero 0 (one process); use backend sim"}])
     model = resolve_model(body.model, settings)
+    check_positions(model, body.seq_len)
     job, created = queue.submit(body, model.name, model.config)
     if not created:
         response.status_code = 200

@@ -118,8 +118,18 @@ def image_tokens(args: argparse.Namespace, model: ModelSpec) -> int:
     return n
 
 
+def check_positions(model: ModelSpec, seq_len: int) -> None:
+    """GPT-2's positions are a learned table (n_positions rows): a longer sequence cannot run at all. RoPE
+    models have no such table and may train past max_position_embeddings (context extension)."""
+    t = model.text
+    if t.arch == "gpt2" and t.max_positions and seq_len > t.max_positions:
+        raise BadInput(f"--seq-len {seq_len}: {model.name} has learned positions for at most {t.max_positions} "
+                       f"tokens (n_positions)")
+
+
 def resolve(args: argparse.Namespace, global_batch: int) -> tuple[ModelSpec, Hardware, Goal]:
     model = args.model if isinstance(args.model, ModelSpec) else catalog.load_model(args.model)
+    check_positions(model, args.seq_len)
     hw = hardware.resolve(args.gpu, args.gpus_per_node, args.nodes, args.inter_node_gbps, args.host_ram_gb)
     goal = Goal(global_batch=global_batch, seq_len=args.seq_len, image_tokens=image_tokens(args, model),
                 margin=args.margin)

@@ -40,6 +40,7 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     model = catalog.load_model(args.model)
+    common.check_positions(model, args.seq_len)
     knobs = knobs_from(args)
     if args.backend != "sim" and knobs.zero_stage:
         raise BadInput(f"--backend {args.backend} runs zero 0 (one process); for ZeRO stages use --backend sim")

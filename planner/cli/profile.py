@@ -23,6 +23,7 @@ def register(sub) -> None:
 
 def profile_data(args: argparse.Namespace) -> dict:
     model = catalog.load_model(args.model)
+    common.check_positions(model, args.seq_len)
     knobs = sim_knobs(knobs_from(args))
     shapes = Shapes(micro_batch=args.micro_batch, grad_accum=args.grad_accum, seq_len=args.seq_len)
     from probes.run import probe_in_process

@@ -81,12 +81,13 @@ def run_config(args: argparse.Namespace, model: str, p: dict) -> dict:
     from planner.export import deepspeed_config_for
     from planner.spec import Knobs
 
+    spec = load_model(model)
+    common.check_positions(spec, p["seq_len"])
     knobs = Knobs(precision=p["precision"], checkpointing=p["checkpointing"], zero_stage=p["zero_stage"],
                   offload=p["offload"], optimizer=p["optimizer"], lora_rank=p["lora_rank"])
     ds = None
     if knobs.zero_stage >= 1:
-        ds = deepspeed_config_for(knobs, p["micro_batch"], p["grad_accum"], p["gpus_per_node"] * p["nodes"],
-                                  load_model(model))
+        ds = deepspeed_config_for(knobs, p["micro_batch"], p["grad_accum"], p["gpus_per_node"] * p["nodes"], spec)
     return {"model": model, "micro_batch": p["micro_batch"], "grad_accum": p["grad_accum"], "seq_len": p["seq_len"],
             "precision": p["precision"], "checkpointing": p["checkpointing"], "zero_stage": p["zero_stage"],
             "offload": p["offload"], "optimizer": p["optimizer"], "lora_rank": p["lora_rank"], "data": args.data,

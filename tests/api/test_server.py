@@ -30,6 +30,8 @@ def test_plans_check_catalog_and_errors(server):
     assert d["loc"] == ["body", "global_batch"] and "248, 256" in d["msg"]
     d = c.post("/v1/plans", json={**PLAN, "precision": ["bf17"]}).json()["detail"][0]
     assert d["loc"][:2] == ["body", "precision"] and "bf16-pure" in d["msg"]
+    d = c.post("/v1/plans", json={**PLAN, "model": "gpt2", "seq_len": 2048}).json()["detail"][0]
+    assert d["loc"] == ["body", "seq_len"] and "at most 1024 tokens" in d["msg"]
     unknown = c.post("/v1/plans", json={**PLAN, "model": "llama-9"})
     assert unknown.status_code == 404 and "llama-3.1-8b" in unknown.json()["detail"][0]["msg"]
     assert c.post("/v1/plans", json={**PLAN, "gpu": "h1000"}).status_code == 404
@@ -64,6 +66,8 @@ def test_auth_on_work_endpoints(server):
 
 def test_probe_job_lifecycle_faults_cancel_and_metrics(server):
     c = server.client()
+    too_long = c.post("/v1/probes", json={**PROBE, "model": "debug-gpt2", "seq_len": 2048})
+    assert too_long.status_code == 422 and too_long.json()["detail"][0]["loc"] == ["body", "seq_len"]
     r = c.post("/v1/probes", json=PROBE)
     assert r.status_code == 202
     job = wait_job(c, r.json()["id"])

@@ -68,6 +68,7 @@ def test_check_fits_and_suggests_alternatives():
     (["--model", "/no/such/config.json"], "no such config.json"),
     (["--gpu", "local"], "--gpu local"),
     (["--image-tokens", "64"], "has no vision tower"),
+    (["--model", "gpt2", "--seq-len", "2048"], "gpt2 has learned positions for at most 1024 tokens"),
 ])
 def test_bad_input_exits_2_with_one_line(args, needle):
     base = dict(zip(SUGGEST[1::2], SUGGEST[2::2]))
