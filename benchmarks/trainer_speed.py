@@ -161,13 +161,13 @@ def main() -> None:
                                                                           f"{os.cpu_count()} CPUs"
         plan = {k: getattr(a, k) for k in ("model", "precision", "checkpointing", "optimizer", "micro_batch",
                                            "grad_accum", "seq_len", "steps", "warmup", "repeats")}
-        data = {"date": time.strftime("%Y-%m-%d"), "device": device,
+        result = {"date": time.strftime("%Y-%m-%d"), "device": device,
                 "versions": {m: metadata.version(m) for m in ("torch", "transformers")},
                 "plan": plan, "runs": runs, "best_tokens_per_s": {k: round(v, 1) for k, v in best.items()},
                 "ratio": round(ratio, 4)}
         med = {side: statistics.median(r["median_step_s"] for r in runs if r["side"] == side) for side in best}
-        md = [f"# Bundled trainer vs HF Trainer, {data['date']}", "",
-              (f"{device}; torch {data['versions']['torch']}, transformers {data['versions']['transformers']}; "
+        md = [f"# Bundled trainer vs HF Trainer, {result['date']}", "",
+              (f"{device}; torch {result['versions']['torch']}, transformers {result['versions']['transformers']}; "
                f"`python benchmarks/trainer_speed.py {' '.join(sys.argv[1:])}`"), "",
               (f"plan: {a.model} {a.precision}, checkpointing {a.checkpointing}, {a.optimizer}, micro {a.micro_batch}"
                f" x accum {a.grad_accum}, seq {a.seq_len}; {a.steps} steps ({a.warmup} warm-up), best of {a.repeats}"),
@@ -175,7 +175,7 @@ def main() -> None:
               f"| bundled | {best['bundled']:,.0f} | {med['bundled']:.3f} |",
               f"| HF Trainer | {best['hf']:,.0f} | {med['hf']:.3f} |", "",
               f"ratio bundled / HF: **{ratio:.3f}** (target >= 0.98)"]
-        save(a.out, data, md)
+        save(a.out, result, md)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,14 @@ def text_layers(cfg: dict) -> int:
     return hf_config(cfg).get_text_config().num_hidden_layers
 
 
+def lora_config(rank: int):
+    """The adapters of a LoRA plan: every linear layer, alpha 2r, no dropout (the probes and the bundled
+    trainer train the same ones)."""
+    from peft import LoraConfig
+
+    return LoraConfig(r=rank, lora_alpha=2 * rank, target_modules="all-linear", lora_dropout=0.0)
+
+
 def build_model(case: Case, layers: int | None = None, paths: str = "cpu") -> torch.nn.Module:
     """The model with the plan's dtypes: fp32 for fp32 and torch AMP; half under DeepSpeed's mixed
     precision and bf16-pure; under LoRA a half base (fp32 in fp32 runs) with fp32 adapters."""
@@ -73,7 +81,7 @@ def build_model(case: Case, layers: int | None = None, paths: str = "cpu") -> to
             else transformers.AutoModelForCausalLM)
     model = auto.from_config(config, dtype=dtype)
     if k.lora_rank:
-        from peft import LoraConfig, get_peft_model
+        from peft import get_peft_model
         from peft.tuners.tuners_utils import BaseTunerLayer
 
         # Adapters are made fp32 on the CPU, which is what PEFT keeps for a half base
@@ -81,8 +89,7 @@ def build_model(case: Case, layers: int | None = None, paths: str = "cpu") -> to
         move, BaseTunerLayer._move_adapter_to_device_of_base_layer = (
             BaseTunerLayer._move_adapter_to_device_of_base_layer, lambda *a, **kw: None)
         try:
-            model = get_peft_model(model, LoraConfig(r=k.lora_rank, lora_alpha=2 * k.lora_rank,
-                                                     target_modules="all-linear", lora_dropout=0.0))
+            model = get_peft_model(model, lora_config(k.lora_rank))
         finally:
             BaseTunerLayer._move_adapter_to_device_of_base_layer = move
         if k.checkpointing == "full":

@@ -81,7 +81,7 @@ def build_model(cfg: RunConfig):
     import transformers
 
     from planner.catalog import load_model
-    from probes.step import HALF, hf_config
+    from probes.step import HALF, hf_config, lora_config
 
     path = Path(cfg.model)
     dtype = HALF["bf16-pure"] if cfg.precision == "bf16-pure" else torch.float32
@@ -92,10 +92,9 @@ def build_model(cfg: RunConfig):
         spec = load_model(cfg.model)
         model = transformers.AutoModelForCausalLM.from_config(hf_config(spec.config), dtype=dtype)
     if cfg.lora_rank:
-        from peft import LoraConfig, get_peft_model
+        from peft import get_peft_model
 
-        model = get_peft_model(model, LoraConfig(r=cfg.lora_rank, lora_alpha=2 * cfg.lora_rank,
-                                                 target_modules="all-linear", lora_dropout=0.0))
+        model = get_peft_model(model, lora_config(cfg.lora_rank))
     if cfg.checkpointing == "full":
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.config.use_cache = False
