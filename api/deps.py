@@ -34,6 +34,13 @@ def require_token(request: Request, settings: SettingsDep) -> None:
 Authorized = Depends(require_token)
 
 
+def probe_functions():
+    """The probes the core may run for this service (planner.advise.Probes), or None without probes/."""
+    from planner.cli.common import probe_functions as functions
+
+    return functions()
+
+
 class Forbidden(BadInput):
     """A model path outside the configured model directories."""
 
@@ -42,27 +49,24 @@ def resolve_model(ref: str | dict, settings: Settings) -> ModelSpec:
     """A catalog name; a config.json object posted in the body; or a path inside one of the
     configured model directories (after resolving links, never `..`). Nothing else is read."""
     from planner import catalog
-    from planner.modelspec import from_config
+    from planner.advise import default_resolver
 
     if isinstance(ref, dict):
-        name = str(ref.get("_name_or_path") or ref.get("model_type") or "custom")[-64:]
         try:
-            return from_config(ref, name)
+            return default_resolver(ref)
         except BadInput as e:
-            raise BadInput(f"--model: the posted config.json: {e}") from None
-        except Exception as e:  # noqa: BLE001 (any malformed value in a posted config is the client's to fix)
-            raise BadInput(f"--model: the posted config.json is not understood ({e.__class__.__name__}: {e})") from None
+            raise BadInput(f"--model: the posted config.json: {e}", "model") from None
     key = ref.strip().lower()
     if key in catalog.model_names():
         return catalog.load_model(key)
     if settings.model_dirs and ("/" in ref or ref.endswith(".json")):
         if ".." in Path(ref).parts:
-            raise Forbidden(f"--model {ref!r}: '..' is not allowed in model paths")
+            raise Forbidden(f"--model {ref!r}: '..' is not allowed in model paths", "model")
         p = Path(ref)
         target = (p / "config.json" if p.is_dir() else p).resolve()
         for d in settings.model_dirs:
             if target.is_relative_to(Path(d).resolve()):
                 return catalog.load_model(str(target))
-        raise Forbidden(f"--model {ref!r}: only paths inside the server's model directories may be read")
+        raise Forbidden(f"--model {ref!r}: only paths inside the server's model directories may be read", "model")
     raise UnknownName(f"unknown model {ref!r}; known: {', '.join(catalog.model_names())} "
-                      "(or post the config.json object as `model`)")
+                      "(or post the config.json object as `model`)", "model")

@@ -75,12 +75,14 @@ class JobQueue:
             t.join(timeout=5)
 
     # -- requests -----------------------------------------------------------------------------
-    def submit(self, req: ProbeRequest, model_name: str, config: dict) -> tuple[Job, bool]:
-        """(job, created): an identical queued request is returned instead of a new job."""
+    def submit(self, req: ProbeRequest, model_name: str, config: dict, knobs, shapes) -> tuple[Job, bool]:
+        """(job, created): an identical queued request is returned instead of a new job. knobs and shapes
+        are what planner.advise.probe_plan made of the request (the CLI's probe makes the same)."""
         body = req.model_dump(mode="json")
         body["model"] = model_name
         dedup = json.dumps({"request": {**body, "timeout_s": None}, "config": config}, sort_keys=True)
-        spec = json.dumps({"model": model_name, "config": config, "request": req.model_dump(mode="json")})
+        spec = json.dumps({"model": model_name, "config": config, "request": req.model_dump(mode="json"),
+                           "knobs": knobs.model_dump(), "shapes": shapes.model_dump()})
         with self._db() as db:
             db.execute("BEGIN IMMEDIATE")
             row = db.execute("SELECT id FROM jobs WHERE status='queued' AND dedup=?", (dedup,)).fetchone()
@@ -187,9 +189,7 @@ class JobQueue:
         from probes.run import run_isolated
 
         r = spec["request"]
-        knobs = Knobs(precision=r["precision"], checkpointing=r["checkpointing"], zero_stage=r["zero"],
-                      offload=r["offload"], optimizer=r["optimizer"], lora_rank=r["lora_rank"])
-        shapes = Shapes(micro_batch=r["micro_batch"], grad_accum=r["grad_accum"], seq_len=r["seq_len"])
+        knobs, shapes = Knobs(**spec["knobs"]), Shapes(**spec["shapes"])
         env = {"MEMPLAN_PROBE_FAULT": r["inject_fault"] or ""}
         if slot.startswith("cuda:"):
             env["CUDA_VISIBLE_DEVICES"] = slot.split(":")[1]

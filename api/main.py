@@ -5,7 +5,6 @@ request-size limits, Prometheus metrics, and the probe job queue started with th
 """
 from __future__ import annotations
 
-import re
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,13 +20,10 @@ from api.routes import catalog, plans, probes
 from api.settings import Settings, get_settings
 from planner.errors import BadInput, UnknownName
 
-_FLAG = re.compile(r"^--([a-z][a-z-]*)")
 
-
-def _field(message: str) -> list:
-    """The body field a planner message names (`--global-batch 7: ...` -> global_batch)."""
-    m = _FLAG.match(message)
-    return ["body", m.group(1).replace("-", "_")] if m else ["body"]
+def _loc(e: BadInput) -> list:
+    """The body field a planner error is about (BadInput.field)."""
+    return ["body", e.field] if e.field else ["body"]
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -66,17 +62,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(UnknownName)
     async def unknown(_: Request, e: UnknownName):
-        return JSONResponse({"detail": [{"loc": _field(str(e)) if _FLAG.match(str(e)) else
-                                         ["body", "gpu" if "GPU" in str(e) else "model"],
-                                         "msg": str(e), "type": "not_found"}]}, 404)
+        return JSONResponse({"detail": [{"loc": _loc(e), "msg": str(e), "type": "not_found"}]}, 404)
 
     @app.exception_handler(Forbidden)
     async def forbidden(_: Request, e: Forbidden):
-        return JSONResponse({"detail": [{"loc": ["body", "model"], "msg": str(e), "type": "forbidden"}]}, 403)
+        return JSONResponse({"detail": [{"loc": _loc(e), "msg": str(e), "type": "forbidden"}]}, 403)
 
     @app.exception_handler(BadInput)
     async def bad_input(_: Request, e: BadInput):
-        return JSONResponse({"detail": [{"loc": _field(str(e)), "msg": str(e), "type": "value_error"}]}, 422)
+        return JSONResponse({"detail": [{"loc": _loc(e), "msg": str(e), "type": "value_error"}]}, 422)
 
     web = Path(__file__).with_name("web")
     app.mount("/static", StaticFiles(directory=web), name="static")

@@ -2,7 +2,7 @@
 
 Both sides train the same model (same config and seeded random init), on the same full-length
 token sequences (no padding, so both see exactly global batch x seq_len tokens a step), with the same
-micro-batch, accumulation, precision, checkpointing and optimizer (probes.step.make_optimizer, passed
+micro-batch, accumulation, precision, checkpointing and optimizer (recipe.make_optimizer, passed
 to HF's Trainer through `optimizers=`), gradient clipping at 1.0 and a constant learning rate. Each
 run is its own subprocess; the sides alternate for --repeats rounds and each side's best round counts.
 The clock is the same on both sides: a timestamp after every optimizer step (after a CUDA
@@ -46,11 +46,12 @@ def _sync(device: str) -> None:
 
 
 def run_bundled(a: argparse.Namespace, data: str) -> list[float]:
+    from planner.spec import Knobs
     from trainer.loop import RunConfig, Trainer
 
+    knobs = Knobs.make(precision=a.precision, checkpointing=a.checkpointing, optimizer=a.optimizer)
     cfg = RunConfig(model=a.model, micro_batch=a.micro_batch, grad_accum=a.grad_accum, seq_len=a.seq_len,
-                    precision=a.precision, checkpointing=a.checkpointing, optimizer=a.optimizer, data=data,
-                    max_steps=a.steps, lr=1e-5, device=a.device)
+                    knobs=knobs, data=data, max_steps=a.steps, lr=1e-5, device=a.device)
     t = Trainer(cfg)
     stamps = []
     for _ in range(a.steps):
@@ -64,7 +65,7 @@ def run_hf(a: argparse.Namespace, data: str) -> list[float]:
     import torch
     from transformers import Trainer, TrainerCallback, TrainingArguments
 
-    from probes.step import make_optimizer
+    from recipe import make_optimizer
     from trainer.loop import RunConfig, build_model
 
     model = build_model(RunConfig(model=a.model, micro_batch=a.micro_batch, grad_accum=a.grad_accum,

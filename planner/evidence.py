@@ -9,7 +9,8 @@ analytic, and the calibration of a plan's breakdown from stored probe records.
 - Overhead (context, allocator reserve, NCCL) carries over only from a cuda record on the same
   GPU kind: NVML's used memory minus the peak allocated; otherwise the analytic priors.
 - A cuda record that ran out of memory on the same GPU kind makes the candidate not fit.
-- mode "sim" simulates what is missing: for each knob family two micro-batches (1 and 2) give the
+- mode "sim" simulates what is missing (through the `simulate` function the caller hands in: the core
+  imports no probe): for each knob family two micro-batches (1 and 2) give the
   per-segment slope in micro-batch (memory is affine in it at a fixed sequence length); other
   micro-batches are read off that line, and `refine` traces a chosen plan exactly.
 """
@@ -18,18 +19,15 @@ from __future__ import annotations
 from planner.errors import BadInput
 from planner.memory import Setup, breakdown, comm_bucket_bytes, overhead_bytes
 from planner.spec import Hardware, Knobs, MemoryBreakdown
-from planner.store import ProbeRecord, Shapes, Store, default_path, tensor_key
+from planner.store import ProbeRecord, Shapes, Store, default_path, segment_phase, tensor_key, unflat_segment
 
 MODES = ("analytic", "sim", "auto")
 RANK = {"cuda": 0, "cpu": 1, "sim": 2}
 
 
 def sim_knobs(k: Knobs) -> Knobs:
-    """What the sim traces for a plan: DeepSpeed stages and offload share one trace (no optimizer)."""
-    if k.zero_stage == 0:
-        return k
-    return Knobs(precision=k.precision, checkpointing=k.checkpointing, zero_stage=1, offload="none",
-                 optimizer="adamw", lora_rank=k.lora_rank)
+    """What the sim traces for a plan (Knobs.for_probe)."""
+    return k.for_probe("sim")
 
 
 def sim_shapes(s: Setup, micro_batch: int | None = None) -> Shapes:
@@ -86,13 +84,17 @@ def from_record(s: Setup, hw: Hardware, analytic: MemoryBreakdown, rec: ProbeRec
 class Calibrator:
     """Given a candidate's Setup and analytic breakdown, the best evidence for its memory."""
 
-    def __init__(self, mode: str, store: Store | None, model_name: str, config: dict) -> None:
+    def __init__(self, mode: str, store: Store | None, model_name: str, config: dict, simulate=None) -> None:
+        """simulate(model, config, knobs, shapes) -> ProbeRecord runs the sim (probes.run.probe_in_process);
+        without it, mode "sim" reads stored records only."""
         self.mode, self.store, self.model, self.config = mode, store, model_name, config
+        self._simulate = simulate
         self._lines: dict = {}
         self.exact = False      # sim mode: trace each candidate exactly instead of reading a line
 
     @classmethod
-    def open(cls, mode: str, store_path: str | None, model_name: str, config: dict) -> Calibrator | None:
+    def open(cls, mode: str, store_path: str | None, model_name: str, config: dict,
+             simulate=None) -> Calibrator | None:
         """None for analytic, or for auto when no store file exists (auto must cost nothing then)."""
         if mode == "analytic":
             return None
@@ -101,7 +103,7 @@ class Calibrator:
 
         if mode == "auto" and not Path(path).exists():
             return None
-        return cls(mode, Store(path), model_name, config)
+        return cls(mode, Store(path), model_name, config, simulate)
 
     def records(self, s: Setup) -> list[ProbeRecord]:
         keys = [tensor_key(self.config, s.knobs, real_shapes(s))]
@@ -133,17 +135,17 @@ class Calibrator:
     # -- the micro-batch line from two simulated points --------------------------------------
     def with_mode(self, mode: str) -> Calibrator:
         """The same store and model under another mode."""
-        return Calibrator(mode, self.store, self.model, self.config)
+        return Calibrator(mode, self.store, self.model, self.config, self._simulate)
 
     def simulate(self, s: Setup, micro_batch: int | None = None) -> ProbeRecord:
-        from probes.run import probe_in_process
-
         shapes = sim_shapes(s, micro_batch)
         key = tensor_key(self.config, sim_knobs(s.knobs), shapes)
         for rec in self.store.by_tensor_key(key):
             if rec.backend == "sim" and rec.status == "ok":
                 return rec
-        rec = probe_in_process(self.model, self.config, sim_knobs(s.knobs), shapes, "sim")
+        if self._simulate is None:
+            raise ValueError("no simulator was handed to the calibrator")
+        rec = self._simulate(self.model, self.config, sim_knobs(s.knobs), shapes)
         self.store.add(rec)
         return rec
 
@@ -167,21 +169,8 @@ class Calibrator:
             cats = {c: segs1[seg][c] + (segs2[seg][c] - segs1[seg][c]) * (b - 1) for c in segs1[seg]}
             if best is None or sum(cats.values()) > sum(best.values()):
                 best, phase = cats, seg
-        rec = one.model_copy(update={"by_category": best, "phase": segment_phase(_unflat(phase)),
+        rec = one.model_copy(update={"by_category": best, "phase": segment_phase(unflat_segment(phase)),
                                      "peak_allocated_bytes": sum(best.values())})
         mem = from_record(s, hw, analytic, rec)
         mem.detail["sim_line_micro_batches"] = 12   # read off the line through micro-batches 1 and 2
         return mem
-
-
-def segment_phase(segment: tuple) -> str:
-    """The MemoryBreakdown phase name of a traced segment (phase, (position, k))."""
-    name = segment[0]
-    if name == "backward":
-        return "end-of-backward" if segment[1][0] == "end" else "backward"
-    return {"forward": "forward", "optimizer": "optimizer-step"}.get(name, "optimizer-step")
-
-
-def _unflat(seg: tuple) -> tuple:
-    """A stored segment ('backward', 'start', 0) back to ('backward', ('start', 0))."""
-    return (seg[0], tuple(seg[1:])) if len(seg) > 1 else seg

@@ -6,6 +6,7 @@ values are the ones HF Trainer fills from TrainingArguments (transformers.integr
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from pathlib import Path
 
@@ -118,6 +119,24 @@ srun --kill-on-bad-exit=1 bash -c 'torchrun --nnodes "$SLURM_NNODES" --nproc_per
   --rdzv_id "$SLURM_JOB_ID" --rdzv_backend c10d --rdzv_endpoint "$MASTER_ADDR:$MASTER_PORT" \\
   {args}'
 """
+
+
+def check_emit_dir(out_dir: str) -> None:
+    """BadInput unless `out_dir` is (or can become) a writable folder; checked before any planning."""
+    from planner.errors import BadInput
+
+    try:
+        d = Path(out_dir).expanduser()
+        d.stat() if d.exists() else None
+    except (OSError, ValueError) as e:    # ValueError: a NUL byte; OSError: a name too long
+        raise BadInput(f"--emit {out_dir!r}: not a usable path ({e})", "emit") from None
+    if d.exists() and not d.is_dir():
+        raise BadInput(f"--emit {out_dir!r}: a file of that name exists; --emit takes a folder", "emit")
+    probe = d
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK):
+        raise BadInput(f"--emit {out_dir!r}: {str(probe)!r} is not a writable folder", "emit")
 
 
 def emit(plan: Plan, hw: Hardware, model: ModelSpec, out_dir: str) -> list[Path]:

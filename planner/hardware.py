@@ -15,11 +15,11 @@ def nvml_devices() -> list[tuple[str, int]]:
     try:
         import pynvml
     except ImportError:
-        raise BadInput("--gpu local needs nvidia-ml-py (pip install nvidia-ml-py)") from None
+        raise BadInput("--gpu local needs nvidia-ml-py (pip install nvidia-ml-py)", "gpu") from None
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as e:
-        raise BadInput(f"--gpu local: no NVIDIA driver found (NVML: {e}); name a GPU from `planner gpus`") from None
+        raise BadInput(f"--gpu local: no NVIDIA driver found (NVML: {e}); name a GPU from `planner gpus`", "gpu") from None
     try:
         out = []
         for i in range(pynvml.nvmlDeviceGetCount()):
@@ -44,7 +44,7 @@ def detect_local() -> tuple[GPU, int]:
     BadInput where NVML or a driver is missing, or the kind is not in the catalog."""
     devices = nvml_devices()
     if not devices:
-        raise BadInput("--gpu local: NVML sees no GPU; name a GPU from `planner gpus`")
+        raise BadInput("--gpu local: NVML sees no GPU; name a GPU from `planner gpus`", "gpu")
     name, total = devices[0]
     return match_local(name, total), len(devices)
 
@@ -61,18 +61,19 @@ def match_local(nvml_name: str, total_bytes: int) -> GPU:
         if key in n:
             return catalog.gpu(entry).model_copy(update={"memory_mib": total_bytes // MIB})
     raise BadInput(f"--gpu local: {nvml_name!r} is not in the GPU catalog; pass the closest of: "
-                   + ", ".join(g.name for g in catalog.gpus()))
+                   + ", ".join(g.name for g in catalog.gpus()), "gpu")
 
 
 def resolve(gpu: str, gpus_per_node: int | None, nodes: int, inter_node_gbps: float = DEFAULT_INTER_NODE_GBPS,
             host_ram_gib: float = DEFAULT_HOST_RAM_GIB) -> Hardware:
     for flag, v in (("--gpus-per-node", gpus_per_node), ("--nodes", nodes)):
         if v is not None and v < 1:
-            raise BadInput(f"{flag} {v}: must be a positive integer")
+            raise BadInput(f"{flag} {v}: must be a positive integer", flag[2:].replace("-", "_"))
     if not inter_node_gbps >= MIN_INTER_NODE_GBPS:
-        raise BadInput(f"--inter-node-gbps {inter_node_gbps}: must be at least {MIN_INTER_NODE_GBPS} (Gb/s)")
+        raise BadInput(f"--inter-node-gbps {inter_node_gbps}: must be at least {MIN_INTER_NODE_GBPS} (Gb/s)",
+                       "inter_node_gbps")
     if not host_ram_gib > 0:
-        raise BadInput(f"--host-ram-gb {host_ram_gib}: must be a positive number")
+        raise BadInput(f"--host-ram-gb {host_ram_gib}: must be a positive number", "host_ram_gb")
     if gpu.strip().lower() == "local":
         kind, count = detect_local()
         gpus_per_node = gpus_per_node or count

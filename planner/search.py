@@ -49,17 +49,17 @@ def check_global_batch(global_batch: int, world: int) -> None:
         lo = global_batch // world * world
         near = [x for x in (lo, lo + world) if x > 0]
         raise BadInput(f"--global-batch {global_batch} is not divisible by world size {world}; "
-                       f"nearest valid global batches: {', '.join(map(str, near))}")
+                       f"nearest valid global batches: {', '.join(map(str, near))}", "global_batch")
 
 
 def families(space: Space, hw: Hardware) -> list[Knobs]:
     precisions = space.precision or (["bf16"] if hw.gpu.bf16_tflops > 0 else ["fp16"])
     out = []
     for p, c, z, o in product(precisions, space.checkpointing, space.zero, space.offload):
-        if (o != "none" and z == 0) or (o == "optimizer+params" and z != 3) or (p == "bf16-pure" and z > 0):
-            continue
-        out.append(Knobs(precision=p, checkpointing=c, zero_stage=z, offload=o,
-                         optimizer=space.optimizer, lora_rank=space.lora_rank))
+        kw = {"precision": p, "checkpointing": c, "zero_stage": z, "offload": o, "optimizer": space.optimizer,
+              "lora_rank": space.lora_rank}
+        if Knobs.allowed(**kw):     # the combination rules live in Knobs alone
+            out.append(Knobs(**kw))
     return out
 
 

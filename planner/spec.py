@@ -1,12 +1,14 @@
 """Typed records that flow through the planner: knobs, hardware, goal, memory breakdown, plan.
 
-Field names are the CLI/JSON contract of ../shared/DESIGN.md; byte counts are integers in bytes.
+Field names are the CLI/JSON contract (README: JSON fields); byte counts are integers in bytes.
 """
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from planner.errors import BadInput
 
 Precision = Literal["fp32", "fp16", "bf16", "bf16-pure"]
 Checkpointing = Literal["off", "full"]
@@ -24,6 +26,17 @@ OPTIMIZERS: tuple[str, ...] = ("adamw", "adamw-fused", "sgd", "adafactor", "adam
 
 GIB = 2**30
 MIB = 2**20
+
+# Bounds every face enforces (CLI, API, plan files, the trainer), through the request models of
+# planner/advise.py and the fields below: past them a search hangs or a number means nothing.
+MAX_GLOBAL_BATCH = 1 << 24
+MAX_MICRO_BATCH = 1 << 16
+MAX_GRAD_ACCUM = 1 << 16
+MAX_SEQ_LEN = 1 << 21
+MAX_GPUS_PER_NODE = 64
+MAX_NODES = 4096
+MAX_LORA_RANK = 4096
+PROBE_BACKENDS: tuple[str, ...] = ("sim", "cpu", "cuda")
 
 
 class _Frozen(BaseModel):
@@ -76,14 +89,77 @@ class Goal(_Frozen):
 
 
 class Knobs(_Frozen):
-    """What a plan sets, apart from the batch split."""
+    """What a plan sets, apart from the batch split: the one configuration object of every face.
+
+    Its validator owns every combination rule; a new knob is a field here, with its rule in
+    `_combination_rules`, and every face (CLI, API, plan files, probes, trainer) gets both.
+    Build it with `Knobs.make(...)` to get a BadInput naming the field instead of a ValidationError."""
 
     precision: Precision = "bf16"
     checkpointing: Checkpointing = "off"
     zero_stage: int = Field(ge=0, le=3, default=0)
     offload: Offload = "none"
     optimizer: Optimizer = "adamw"
-    lora_rank: int = Field(ge=0, default=0)
+    lora_rank: int = Field(ge=0, le=MAX_LORA_RANK, default=0)
+
+    @model_validator(mode="after")
+    def _combination_rules(self) -> Knobs:
+        if self.offload != "none" and self.zero_stage == 0:
+            raise BadInput(f"--offload {self.offload} needs DeepSpeed: use --zero 1, 2 or 3", "offload")
+        if self.offload == "optimizer+params" and self.zero_stage != 3:
+            raise BadInput("--offload optimizer+params needs --zero 3 (parameter offload is a ZeRO-3 feature)",
+                           "offload")
+        if self.precision == "bf16-pure" and self.zero_stage != 0:
+            raise BadInput("--precision bf16-pure runs without DeepSpeed (--zero 0); DeepSpeed keeps fp32 master "
+                           "weights", "precision")
+        return self
+
+    @classmethod
+    def make(cls, **fields) -> Knobs:
+        """Validated knobs; a broken rule or value is a BadInput naming its field."""
+        try:
+            return cls(**fields)
+        except ValidationError as e:
+            raise bad_input(e) from None
+
+    @classmethod
+    def allowed(cls, **fields) -> bool:
+        try:
+            cls(**fields)
+        except ValidationError:
+            return False
+        return True
+
+    def for_probe(self, backend: str) -> Knobs:
+        """The knobs a probe of `backend` runs and is stored under (one key for every face). The sim
+        traces DeepSpeed stages and offload as one trace without DeepSpeed's optimizer; cpu and cuda
+        probes run one process, so zero 0 only."""
+        if backend not in PROBE_BACKENDS:
+            raise BadInput(f"--backend {backend!r}: accepted values are {', '.join(PROBE_BACKENDS)}", "backend")
+        if backend != "sim":
+            if self.zero_stage:
+                raise BadInput(f"--backend {backend} runs zero 0 (one process); for ZeRO stages use --backend sim",
+                               "zero")
+            return self
+        if self.zero_stage == 0:
+            return self
+        return Knobs(precision=self.precision, checkpointing=self.checkpointing, zero_stage=1, offload="none",
+                     optimizer="adamw", lora_rank=self.lora_rank)
+
+
+def bad_input(e: ValidationError) -> BadInput:
+    """A pydantic error as one line naming the field (as its CLI flag) and the value."""
+    err = e.errors()[0]
+    cause = (err.get("ctx") or {}).get("error")
+    if isinstance(cause, BadInput):
+        return cause
+    loc = [str(x) for x in err["loc"] if not isinstance(x, int)]
+    field = loc[0] if loc else None
+    flag = "--" + field.replace("_", "-") if field else "input"
+    shown = err.get("input")
+    value = "" if shown is None or isinstance(shown, dict) else f" {shown!r}"
+    msg = err["msg"].removeprefix("Value error, ")
+    return BadInput(f"{flag}{value}: {msg}", field)
 
 
 class MemoryBreakdown(BaseModel):

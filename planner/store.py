@@ -70,6 +70,27 @@ def tensor_key(config: dict, knobs: Knobs, shapes: Shapes) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
+def segment_phase(segment: tuple) -> str:
+    """The MemoryBreakdown phase name of a traced segment (phase, (position, k))."""
+    name = segment[0]
+    if name == "backward":
+        return "end-of-backward" if segment[1][0] == "end" else "backward"
+    return {"forward": "forward", "optimizer": "optimizer-step"}.get(name, "optimizer-step")
+
+
+def flat_segment(seg) -> tuple:
+    """A segment as stored: ('backward', ('start', 0)) -> ('backward', 'start', 0)."""
+    out = []
+    for x in seg:
+        out.extend(flat_segment(x) if isinstance(x, tuple) else [x])
+    return tuple(out)
+
+
+def unflat_segment(seg: tuple) -> tuple:
+    """A stored segment ('backward', 'start', 0) back to ('backward', ('start', 0))."""
+    return (seg[0], tuple(seg[1:])) if len(seg) > 1 else seg
+
+
 class ProbeRecord(BaseModel):
     id: int | None = None
     model: str
@@ -98,6 +119,14 @@ class ProbeRecord(BaseModel):
             self.fingerprint = hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
+def make_record(model: str, config: dict, knobs: Knobs, shapes: Shapes, backend: str, status: str,
+                device: str, **fields) -> ProbeRecord:
+    """A probe record of one run (probes, the trainer's OOM events), keyed from its config, knobs and shapes."""
+    return ProbeRecord(model=model, arch=arch_hash(config), tensor_key=tensor_key(config, knobs, shapes),
+                       backend=backend, status=status, device=device, versions=library_versions(),
+                       knobs=knobs, shapes=shapes, **fields)
+
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS probes (
@@ -119,14 +148,23 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.executescript(_SCHEMA)
             row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        except (OSError, sqlite3.DatabaseError) as e:
-            raise BadInput(f"--store {str(self.path)!r}: cannot open as a probe store ({e})") from None
+        except (OSError, ValueError, sqlite3.DatabaseError) as e:    # ValueError: a NUL byte in the path
+            raise BadInput(f"--store {str(self.path)!r}: cannot open as a probe store ({e})", "store") from None
         if row is None:
             with self.db:
                 self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         elif int(row[0]) > SCHEMA_VERSION:
             raise BadInput(f"--store {str(self.path)!r}: schema version {row[0]} is newer than this memplan's "
                            f"({SCHEMA_VERSION}); upgrade memplan or use another store")
+
+    def check_writable(self) -> None:
+        """BadInput now if a record could not be added later (a read-only file or folder)."""
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("ROLLBACK")
+        except sqlite3.DatabaseError as e:
+            raise BadInput(f"--store {str(self.path)!r}: cannot be written ({e}); a probe's record would be lost",
+                           "store") from None
 
     def add(self, rec: ProbeRecord) -> int:
         with self.db:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import time
 
-from probes.step import Case, build_model, inputs, text_layers, train_steps
+from probes.step import Case, build_model, inputs, train_steps
 from probes.tracker import LiveBytes
+from recipe import text_layers
 
 
 def measure(case: Case, steps: int = 2) -> dict:
@@ -25,7 +26,7 @@ def measure(case: Case, steps: int = 2) -> dict:
         train_steps(case, model, t, batch, steps=steps, paths="cpu", n_layers=text_layers(case.config))
     seconds = (time.perf_counter() - t0) / steps
     seg = max(t.segments, key=lambda s: t.segments[s][0])
-    from planner.evidence import segment_phase
+    from planner.store import segment_phase
 
     return {"peak_allocated_bytes": t.segments[seg][0], "by_category": t.by_category(t.segments[seg][1]),
             "phase": segment_phase(seg), "step_time_s": round(seconds, 4)}

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import time
 
-from probes.step import HALF, Case, build_model, inputs, make_optimizer
+from probes.step import Case, build_model, inputs
 from probes.step import amp as uses_amp
+from recipe import HALF, make_optimizer
 
 
 def _nvml_used(index: int) -> int | None:

@@ -10,7 +10,7 @@ fp32 master partitions, and its states) and other (gradient and communication bu
 The live-bytes tracker is not used here: DeepSpeed swaps `param.data` under tensors it did not see.
 
 CPU-only differences from a GPU run, each one harmless to the model-state sizes:
-- DeepSpeed's optimizer is a client torch optimizer (probes.step.make_optimizer) instead of its
+- DeepSpeed's optimizer is a client torch optimizer (recipe.make_optimizer) instead of its
   FusedAdam, which would be compiled at run time on CPU; the fp32 master partitions and two
   moments are the same bytes;
 - DeepSpeed's shared-memory CPU collectives (another run-time build) are off: gloo carries all.
@@ -134,7 +134,8 @@ def _rank_main(job_path: str, out_dir: str) -> None:
     import torch.distributed as dist
 
     from planner.spec import Knobs
-    from probes.step import build_model, inputs, make_optimizer
+    from probes.step import build_model, inputs
+    from recipe import make_optimizer
 
     job = json.loads(Path(job_path).read_text())
     c = job["case"]

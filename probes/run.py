@@ -22,17 +22,10 @@ import time
 from pathlib import Path
 
 from planner.spec import Knobs
-from planner.store import ProbeRecord, Shapes, arch_hash, library_versions, tensor_key
+from planner.store import ProbeRecord, Shapes, flat_segment, make_record
 
 OOM_EXIT = 3
 DEFAULT_TIMEOUT_S = 600
-
-
-def _record(model: str, config: dict, knobs: Knobs, shapes: Shapes, backend: str, status: str,
-            device: str, **fields) -> ProbeRecord:
-    return ProbeRecord(model=model, arch=arch_hash(config), tensor_key=tensor_key(config, knobs, shapes),
-                       backend=backend, status=status, device=device, versions=library_versions(),
-                       knobs=knobs, shapes=shapes, **fields)
 
 
 def probe_in_process(model: str, config: dict, knobs: Knobs, shapes: Shapes, backend: str = "sim") -> ProbeRecord:
@@ -44,31 +37,24 @@ def probe_in_process(model: str, config: dict, knobs: Knobs, shapes: Shapes, bac
         from probes.sim import simulate
 
         r = simulate(case)
-        return _record(model, config, knobs, shapes, "sim", "ok", "fake-cpu",
+        return make_record(model, config, knobs, shapes, "sim", "ok", "fake-cpu",
                        peak_allocated_bytes=r.peak_allocated_bytes, by_category=r.by_category, phase=r.phase,
                        step_time_s=None,
                        detail={"seconds": round(r.seconds, 3), "traced_layers": list(r.traced_layers),
-                               "layers": r.layers, "segments": [[list(_flat(s)), c] for s, c in r.segments.items()],
+                               "layers": r.layers, "segments": [[list(flat_segment(s)), c] for s, c in r.segments.items()],
                                "layer_modules": r.layer_modules, "other_modules": r.other_modules})
     if backend == "cpu":
         from probes.cpu import measure
 
-        return _record(model, config, knobs, shapes, "cpu", "ok", "cpu", **measure(case))
+        return make_record(model, config, knobs, shapes, "cpu", "ok", "cpu", **measure(case))
     if backend == "cuda":
         from probes.cuda import measure
 
         out = measure(case)
         status = out.pop("status")
         device = out.pop("device")
-        return _record(model, config, knobs, shapes, "cuda", status, device, **out)
+        return make_record(model, config, knobs, shapes, "cuda", status, device, **out)
     raise ValueError(f"backend {backend!r}")
-
-
-def _flat(seg) -> tuple:
-    out = []
-    for x in seg:
-        out.extend(_flat(x) if isinstance(x, tuple) else [x])
-    return tuple(out)
 
 
 def _worker(job_path: str, result_path: str) -> int:
@@ -81,7 +67,7 @@ def _worker(job_path: str, result_path: str) -> int:
             time.sleep(1)
     knobs, shapes = Knobs(**job["knobs"]), Shapes(**job["shapes"])
     if fault == "oom":
-        rec = _record(job["model"], job["config"], knobs, shapes, job["backend"], "oom", "injected",
+        rec = make_record(job["model"], job["config"], knobs, shapes, job["backend"], "oom", "injected",
                       detail={"error": "injected out-of-memory"})
         Path(result_path).write_text(rec.model_dump_json())
         return OOM_EXIT
@@ -111,7 +97,7 @@ def run_isolated(model: str, config: dict, knobs: Knobs, shapes: Shapes, backend
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            return _record(model, config, knobs, shapes, backend, "timeout", "unknown",
+            return make_record(model, config, knobs, shapes, backend, "timeout", "unknown",
                            detail={"timeout_s": timeout_s})
         seconds = round(time.monotonic() - t0, 3)
         if result.is_file() and proc.returncode in (0, OOM_EXIT):
@@ -119,7 +105,7 @@ def run_isolated(model: str, config: dict, knobs: Knobs, shapes: Shapes, backend
             rec.detail["wall_s"] = seconds
             return rec
         tail = err.decode(errors="replace").strip().splitlines()[-5:]
-        return _record(model, config, knobs, shapes, backend, "crash", "unknown",
+        return make_record(model, config, knobs, shapes, backend, "crash", "unknown",
                        detail={"exit_status": proc.returncode, "stderr_tail": tail, "wall_s": seconds})
 
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 
-from probes.step import Case, build_model, inputs, text_layers, train_steps
+from probes.step import Case, build_model, inputs, train_steps
 from probes.tracker import CATEGORIES, LiveBytes
+from recipe import text_layers
 
 TRACE_LAYERS = (3, 4)
 
@@ -49,7 +50,7 @@ class SimResult:
 
     @property
     def phase(self) -> str:
-        from planner.evidence import segment_phase
+        from planner.store import segment_phase
 
         return segment_phase(self.segment)
 

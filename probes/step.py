@@ -1,14 +1,12 @@
-"""One training setup as HF Trainer runs it, shared by the sim probe (fake tensors) and the cpu/cuda
-probes (real tensors): the real transformers model from its config with random weights, the plan's
-precision, checkpointing, LoRA and optimizer, worst-case inputs, and a step loop that tells the
-tracker where in the step it is.
+"""The probes' tracing harness, shared by the sim probe (fake tensors) and the cpu/cuda probes (real
+tensors): the plan's model built with the HF recipe (recipe/, shared with the trainer), worst-case
+inputs, and a step loop that tells the tracker where in the step it is.
 
 Worst case inputs: every sample is `seq_len` tokens (text and image tokens), and sample 0 ends in a
 padding token so that the padding mask is materialised, as in any padded batch.
 """
 from __future__ import annotations
 
-import copy
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 
@@ -17,8 +15,7 @@ import torch
 from planner.spec import Knobs
 from probes.amp import CudaAutocast
 from probes.tracker import LiveBytes, RecomputeGuard, module_stack_hooks
-
-HALF = {"fp16": torch.float16, "bf16": torch.bfloat16, "bf16-pure": torch.bfloat16}
+from recipe import HALF, hf_config, lora_config, make_optimizer
 
 
 @dataclass(frozen=True)
@@ -40,30 +37,6 @@ def deepspeed_managed(k: Knobs) -> bool:
 def amp(k: Knobs) -> bool:
     """torch AMP: fp32 weights, autocast to half (HF --bf16/--fp16 without DeepSpeed)."""
     return k.precision in ("fp16", "bf16") and not deepspeed_managed(k)
-
-
-def hf_config(cfg: dict, layers: int | None = None):
-    import transformers
-
-    cfg = copy.deepcopy(cfg)     # transformers rewrites nested dicts (rope_scaling) in place
-    model_type = cfg.pop("model_type")
-    config = transformers.AutoConfig.for_model(model_type, **cfg)
-    config.use_cache = False
-    if layers is not None:
-        config.get_text_config().num_hidden_layers = layers
-    return config
-
-
-def text_layers(cfg: dict) -> int:
-    return hf_config(cfg).get_text_config().num_hidden_layers
-
-
-def lora_config(rank: int):
-    """The adapters of a LoRA plan: every linear layer, alpha 2r, no dropout (the probes and the bundled
-    trainer train the same ones)."""
-    from peft import LoraConfig
-
-    return LoraConfig(r=rank, lora_alpha=2 * rank, target_modules="all-linear", lora_dropout=0.0)
 
 
 def build_model(case: Case, layers: int | None = None, paths: str = "cpu") -> torch.nn.Module:
@@ -117,22 +90,6 @@ class _Recompute:
 
     def __exit__(self, *exc):
         return self.stack.__exit__(*exc)
-
-
-def make_optimizer(params: list, optimizer: str, lr: float = 1e-5) -> torch.optim.Optimizer:
-    """torch's optimizers as they run on CUDA: AdamW foreach (CUDA's default), fused on request
-    (the probes and the bundled trainer)."""
-    if optimizer == "adamw":
-        return torch.optim.AdamW(params, lr=lr, foreach=True)
-    if optimizer == "adamw-fused":
-        return torch.optim.AdamW(params, lr=lr, fused=True)
-    if optimizer == "sgd":
-        return torch.optim.SGD(params, lr=lr, momentum=0.9, foreach=True)
-    if optimizer == "adafactor":
-        from transformers.optimization import Adafactor
-
-        return Adafactor(params, lr=lr, scale_parameter=False, relative_step=False)
-    raise ValueError(f"optimizer {optimizer!r} needs bitsandbytes, which is not installed")
 
 
 def inputs(case: Case, vocab: int, device: str = "cpu") -> dict:

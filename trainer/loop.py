@@ -22,12 +22,13 @@ import json
 import os
 import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
+from planner.spec import Knobs
 from trainer import checkpoint
 from trainer.data import GlobalBatchSampler, collate, load, micro_batches, target_tokens
 
@@ -36,16 +37,14 @@ GRAD_CLIP = 1.0   # as the exported DeepSpeed config (gradient_clipping) and HF'
 
 @dataclass
 class RunConfig:
+    """One training process's run: the plan's knobs (planner.spec.Knobs, the one configuration object, so
+    every rule of it holds here too), its shapes, and the run's own settings."""
+
     model: str
     micro_batch: int
     grad_accum: int
     seq_len: int
-    precision: str = "fp32"
-    checkpointing: str = "off"
-    zero_stage: int = 0
-    offload: str = "none"
-    optimizer: str = "adamw"
-    lora_rank: int = 0
+    knobs: Knobs = field(default_factory=lambda: Knobs(precision="fp32"))
     data: str = "synthetic"
     tokenizer: str | None = None
     max_steps: int = 10
@@ -61,6 +60,13 @@ class RunConfig:
     eval_every: int = 0
     eval_batch: int = 8
     extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.knobs, dict):    # as read back from the run file
+            self.knobs = Knobs.make(**self.knobs)
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "knobs": self.knobs.model_dump()}
 
 
 class OOMInjector:
@@ -81,21 +87,21 @@ def build_model(cfg: RunConfig):
     import transformers
 
     from planner.catalog import load_model
-    from probes.step import HALF, hf_config, lora_config
+    from recipe import HALF, hf_config, lora_config
 
     path = Path(cfg.model)
-    dtype = HALF["bf16-pure"] if cfg.precision == "bf16-pure" else torch.float32
+    dtype = HALF["bf16-pure"] if cfg.knobs.precision == "bf16-pure" else torch.float32
     torch.manual_seed(cfg.seed)
     if path.is_dir() and any(path.glob("*.safetensors")) or (path / "pytorch_model.bin").exists():
         model = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
     else:
         spec = load_model(cfg.model)
         model = transformers.AutoModelForCausalLM.from_config(hf_config(spec.config), dtype=dtype)
-    if cfg.lora_rank:
+    if cfg.knobs.lora_rank:
         from peft import get_peft_model
 
-        model = get_peft_model(model, lora_config(cfg.lora_rank))
-    if cfg.checkpointing == "full":
+        model = get_peft_model(model, lora_config(cfg.knobs.lora_rank))
+    if cfg.knobs.checkpointing == "full":
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.config.use_cache = False
     return model
@@ -121,7 +127,7 @@ class Trainer:
         if want == "cuda":
             torch.cuda.set_device(self.device)
         self.backend = "nccl" if want == "cuda" else "gloo"
-        self.ds = cfg.zero_stage >= 1
+        self.ds = cfg.knobs.zero_stage >= 1
         if self.ds:
             from probes.dist import free_port, init_deepspeed
 
@@ -151,18 +157,18 @@ class Trainer:
         self.eval_batch = cfg.eval_batch
         self.sampler = GlobalBatchSampler(len(self.samples), self.global_batch, self.world, self.rank, cfg.seed)
         params = [p for p in model.parameters() if p.requires_grad]
-        from probes.step import make_optimizer
+        from recipe import make_optimizer
 
         try:
-            opt = make_optimizer(params, cfg.optimizer, cfg.lr)     # the plan's optimizer
+            opt = make_optimizer(params, cfg.knobs.optimizer, cfg.lr)     # the plan's optimizer
         except ValueError as e:
             from planner.errors import BadInput
 
-            raise BadInput(f"--optimizer {cfg.optimizer}: {e}") from None
+            raise BadInput(f"--optimizer {cfg.knobs.optimizer}: {e}") from None
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
         self.amp = None
-        if not self.ds and cfg.precision in ("bf16", "fp16"):
-            self.amp = torch.bfloat16 if cfg.precision == "bf16" else torch.float16
+        if not self.ds and cfg.knobs.precision in ("bf16", "fp16"):
+            self.amp = torch.bfloat16 if cfg.knobs.precision == "bf16" else torch.float16
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.amp == torch.float16)
         if self.ds:
             import deepspeed
@@ -271,18 +277,15 @@ class Trainer:
         """The event goes to the probe store, so the next plan for this model starts lower."""
         try:
             from planner.catalog import load_model
-            from planner.spec import Knobs
-            from planner.store import Shapes, Store
-            from probes.run import _record
+            from planner.store import Shapes, Store, make_record
 
             cfg = self.cfg
             spec = load_model(cfg.model)
-            knobs = Knobs(precision=cfg.precision, checkpointing=cfg.checkpointing, zero_stage=cfg.zero_stage,
-                          offload=cfg.offload, optimizer=cfg.optimizer, lora_rank=cfg.lora_rank)
+            knobs = cfg.knobs
             shapes = Shapes(micro_batch=self.micro, grad_accum=self.accum, seq_len=cfg.seq_len, world_size=self.world)
             device = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
-            rec = _record(spec.name, spec.config, knobs, shapes, self.device.type, "oom", device,
-                          peak_allocated_bytes=self._peak(), detail={"error": message[:500], "source": "trainer"})
+            rec = make_record(spec.name, spec.config, knobs, shapes, self.device.type, "oom", device,
+                              peak_allocated_bytes=self._peak(), detail={"error": message[:500], "source": "trainer"})
             store = Store(cfg.store)     # written by the rank that ran out of memory
             store.add(rec)
             store.close()
@@ -352,7 +355,7 @@ def run(cfg: RunConfig) -> list[dict]:
     log = open(cfg.log, "a") if cfg.log and t.rank == 0 else None  # noqa: SIM115
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from planner.cli.common import err_console
+    from trainer.console import err_console
 
     bar = Progress(TextColumn("step {task.completed}/{task.total}"), BarColumn(), TextColumn("{task.description}"),
                    TimeRemainingColumn(), console=err_console(), disable=t.rank != 0)

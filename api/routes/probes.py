@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query, Response
 from api.deps import Authorized, SettingsDep, get_queue, resolve_model
 from api.jobs import JobQueue
 from api.schemas import Job, JobStatus, ProbeRequest
-from planner.cli.common import check_positions
+from planner import advise
 
 router = APIRouter(prefix="/v1/probes", tags=["probes"])
 Queue = Annotated[JobQueue, Depends(get_queue)]
@@ -21,12 +21,8 @@ def submit(body: ProbeRequest, queue: Queue, settings: SettingsDep, response: Re
     if body.inject_fault and not settings.test_faults:
         raise HTTPException(422, [{"loc": ["body", "inject_fault"], "type": "value_error",
                                    "msg": "inject_fault is accepted only when MEMPLAN_TEST_FAULTS=1"}])
-    if body.backend != "sim" and body.zero:
-        raise HTTPException(422, [{"loc": ["body", "zero"], "type": "value_error",
-                                   "msg": f"backend {body.backend} runs zero 0 (one process); use backend sim"}])
-    model = resolve_model(body.model, settings)
-    check_positions(model, body.seq_len)
-    job, created = queue.submit(body, model.name, model.config)
+    model, knobs, shapes = advise.probe_plan(body, lambda ref: resolve_model(ref, settings))
+    job, created = queue.submit(body, model.name, model.config, knobs, shapes)
     if not created:
         response.status_code = 200
     return job

@@ -23,7 +23,7 @@ def model_config(name: str) -> dict:
     key = name.strip().lower()
     if key not in model_names():
         raise UnknownName(f"unknown model {name!r}; known: {', '.join(model_names())} "
-                       "(or a path to a config.json, or a folder holding one)")
+                       "(or a path to a config.json, or a folder holding one)", "model")
     return json.loads(_DATA.joinpath("models", key + ".json").read_text())
 
 
@@ -31,13 +31,13 @@ def _read_config_file(path: Path) -> dict:
     if path.is_dir():
         path = path / "config.json"
     if not path.is_file():
-        raise BadInput(f"model {str(path)!r}: no such config.json file or catalog name")
+        raise BadInput(f"model {str(path)!r}: no such config.json file or catalog name", "model")
     try:
         cfg = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise BadInput(f"model {str(path)!r}: malformed config.json ({e.__class__.__name__}: {e})") from None
+        raise BadInput(f"model {str(path)!r}: malformed config.json ({e.__class__.__name__}: {e})", "model") from None
     if not isinstance(cfg, dict):
-        raise BadInput(f"model {str(path)!r}: config.json must hold a JSON object")
+        raise BadInput(f"model {str(path)!r}: config.json must hold a JSON object", "model")
     return cfg
 
 
@@ -63,4 +63,4 @@ def gpu(name: str) -> GPU:
     for g in gpus():
         if key == g.name or key in g.aliases:
             return g
-    raise UnknownName(f"unknown GPU {name!r}; known: {', '.join(g.name for g in gpus())} (or 'local')")
+    raise UnknownName(f"unknown GPU {name!r}; known: {', '.join(g.name for g in gpus())} (or 'local')", "gpu")

@@ -1,6 +1,6 @@
 """`planner` command line: a thin root that registers one module per subcommand.
 
-Exit codes (DESIGN.md): 0 ok, 3 nothing fits / the config does not fit, 2 bad input (one line).
+Exit codes (README): 0 ok, 3 nothing fits / the config does not fit, 2 bad input (one line).
 """
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ def register(sub) -> None:
     p.add_argument("--seq-len", type=common.positive_int("--seq-len"), required=True)
     p.add_argument("--optimizer", type=common.one_of("--optimizer", OPTIMIZERS), default="adamw")
     p.add_argument("--lora-rank", type=common.nonneg_int("--lora-rank"), default=0)
-    p.add_argument("--margin", type=common.margin, default=0.05)
+    p.add_argument("--margin", type=common.margin, default=None)
     p.add_argument("--max-steps", type=common.positive_int("--max-steps"), default=100,
                    help="bundled trainer only")
     p.add_argument("--dry-run", action="store_true", help="print the final command, run nothing")
@@ -73,7 +73,9 @@ def inject(cmd: list[str], plan: Plan, ds_path: str | None) -> list[str]:
 
 
 def choose(args: Namespace) -> tuple[Plan, dict]:
-    from planner.cli import suggest
+    """advise.suggest for this host's GPU count (suggest's own defaults for the knobs), verified on them."""
+    from planner import advise
+    from planner.cli.suggest import result_json
     from planner.hardware import nvml_devices
 
     try:
@@ -83,18 +85,14 @@ def choose(args: Namespace) -> tuple[Plan, dict]:
             from None
     if not count:
         raise BadInput("autotune needs local NVIDIA GPUs: NVML sees none")
-    from planner.cli import build_parser
-
-    argv = ["suggest", "--model", args.model, "--gpu", args.gpu, "--gpus-per-node", str(count),
-            "--global-batch", str(args.global_batch),
-            "--seq-len", str(args.seq_len), "--optimizer", args.optimizer, "--lora-rank", str(args.lora_rank),
-            "--margin", str(args.margin), "--top", "5", "--json"]     # suggest's own defaults for the rest
-    argv += [] if args.dry_run else ["--verify"]
-    argv += ["--store", args.store] if args.store else []
-    out, result, _ = suggest.gather(build_parser().parse_args(argv))
+    req = advise.parse(advise.SuggestRequest, {
+        "model": args.model, "gpu": args.gpu, "gpus_per_node": count, "global_batch": args.global_batch,
+        "seq_len": args.seq_len, "optimizer": args.optimizer, "lora_rank": args.lora_rank, "margin": args.margin,
+        "top": 5, "verify": not args.dry_run})
+    result = advise.suggest(req, store=args.store, probes=common.probe_functions(), status=common.status)
     if not result.plans:
         raise SystemExit(3)
-    return result.plans[0], out
+    return result.plans[0], result_json(result)
 
 
 def run(args: Namespace) -> int:

@@ -1,15 +1,14 @@
-"""Arguments shared by `suggest` and `check`, list parsing, and JSON output."""
+"""Arguments shared by `suggest` and `check`, list parsing, flags into advise requests, and JSON output."""
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
-from planner import catalog, hardware
-from planner.errors import BadInput
-from planner.modelspec import ModelSpec
+from planner import hardware
 from planner.search import DEFAULT_MARGIN
-from planner.spec import CHECKPOINTING, OFFLOADS, OPTIMIZERS, PRECISIONS, ZERO_STAGES, Goal, Hardware
+from planner.spec import CHECKPOINTING, OFFLOADS, OPTIMIZERS, PRECISIONS, ZERO_STAGES
 
 
 def int_at_least(flag: str, low: int):
@@ -31,6 +30,19 @@ def positive_int(flag: str):
 
 def nonneg_int(flag: str):
     return int_at_least(flag, 0)
+
+
+def number(flag: str):
+    """A finite number (NaN and infinities are refused here; ranges by the request models)."""
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} {text!r}: expected a number") from None
+        if not math.isfinite(v):
+            raise argparse.ArgumentTypeError(f"{flag} {text!r}: expected a finite number")
+        return v
+    return parse
 
 
 def margin(text: str) -> float:
@@ -87,11 +99,12 @@ def add_target_args(p: argparse.ArgumentParser) -> None:
                    help="VLMs: LLM tokens per image (with --images)")
     p.add_argument("--optimizer", type=one_of("--optimizer", OPTIMIZERS), default="adamw")
     p.add_argument("--lora-rank", type=nonneg_int("--lora-rank"), default=0, help="0 = full fine-tuning")
-    p.add_argument("--margin", type=margin, default=DEFAULT_MARGIN,
-                   help=f"fraction of GPU memory kept free (default {DEFAULT_MARGIN})")
-    p.add_argument("--inter-node-gbps", type=float, default=hardware.DEFAULT_INTER_NODE_GBPS,
+    p.add_argument("--margin", type=margin, default=None,
+                   help=f"fraction of GPU memory kept free (default {DEFAULT_MARGIN}; wider for a model family "
+                        "counted approximately)")
+    p.add_argument("--inter-node-gbps", type=number("--inter-node-gbps"), default=hardware.DEFAULT_INTER_NODE_GBPS,
                    help="network bandwidth per node in Gb/s (default 200, HDR InfiniBand)")
-    p.add_argument("--host-ram-gb", type=float, default=hardware.DEFAULT_HOST_RAM_GIB,
+    p.add_argument("--host-ram-gb", type=number("--host-ram-gb"), default=hardware.DEFAULT_HOST_RAM_GIB,
                    help="host RAM per node for offload, GiB (default 512)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
@@ -100,46 +113,36 @@ PRECISION_LIST = choice_list("--precision", PRECISIONS)
 CHECKPOINTING_LIST = choice_list("--checkpointing", CHECKPOINTING)
 ZERO_LIST = choice_list("--zero", ZERO_STAGES, int)
 OFFLOAD_LIST = choice_list("--offload", OFFLOADS)
+TARGET_FIELDS = ("model", "gpu", "gpus_per_node", "nodes", "seq_len", "image_tokens", "images", "tokens_per_image",
+                 "optimizer", "lora_rank", "margin", "inter_node_gbps", "host_ram_gb", "evidence", "verify")
 
 
-def image_tokens(args: argparse.Namespace, model: ModelSpec) -> int:
-    n = args.image_tokens
-    if args.images is not None or args.tokens_per_image is not None:
-        if args.images is None or args.tokens_per_image is None:
-            raise BadInput("--images and --tokens-per-image go together")
-        if n is not None:
-            raise BadInput("give --image-tokens or --images with --tokens-per-image, not both")
-        n = args.images * args.tokens_per_image
-    n = n or 0
-    if n and model.vision is None:
-        raise BadInput(f"--image-tokens {n}: model {model.name!r} has no vision tower")
-    if n > args.seq_len:
-        raise BadInput(f"--image-tokens {n} exceeds --seq-len {args.seq_len}: image tokens are part of the sequence")
-    return n
+def request(cls, args: argparse.Namespace, **fields):
+    """An advise request from the parsed flags (the target's and `fields`): the API's bounds hold here too."""
+    from planner import advise
+
+    data = {f: getattr(args, f) for f in TARGET_FIELDS if getattr(args, f, None) is not None}
+    return advise.parse(cls, {**data, **fields})
 
 
-def check_positions(model: ModelSpec, seq_len: int) -> None:
-    """GPT-2's positions are a learned table (n_positions rows): a longer sequence cannot run at all. RoPE
-    models have no such table and may train past max_position_embeddings (context extension)."""
-    t = model.text
-    if t.arch == "gpt2" and t.max_positions and seq_len > t.max_positions:
-        raise BadInput(f"--seq-len {seq_len}: {model.name} has learned positions for at most {t.max_positions} "
-                       f"tokens (n_positions)")
+def probe_functions():
+    """The probes the core may run (planner.advise.Probes), or None where probes/ cannot be imported."""
+    try:
+        from probes.run import probe_in_process, run_isolated
+    except ImportError:
+        return None
+    from planner.advise import Probes
+
+    return Probes(simulate=lambda model, config, knobs, shapes: probe_in_process(model, config, knobs, shapes, "sim"),
+                  isolated=run_isolated)
 
 
-def resolve(args: argparse.Namespace, global_batch: int) -> tuple[ModelSpec, Hardware, Goal]:
-    model = args.model if isinstance(args.model, ModelSpec) else catalog.load_model(args.model)
-    check_positions(model, args.seq_len)
-    hw = hardware.resolve(args.gpu, args.gpus_per_node, args.nodes, args.inter_node_gbps, args.host_ram_gb)
-    goal = Goal(global_batch=global_batch, seq_len=args.seq_len, image_tokens=image_tokens(args, model),
-                margin=args.margin)
-    return model, hw, goal
-
-
-def hardware_json(hw: Hardware) -> dict:
-    return {"gpu": hw.gpu.name, "gpus_per_node": hw.gpus_per_node, "nodes": hw.nodes,
-            "world_size": hw.world_size, "capacity_bytes": hw.gpu.capacity_bytes,
-            "inter_node_gbps": hw.inter_node_gbps, "host_ram_bytes": int(hw.host_ram_gib * 2**30)}
+def approximate(model, goal) -> str:
+    """The headline's mark for a model family counted with the generic formula (model.exact false)."""
+    if model.exact:
+        return ""
+    return (f", APPROXIMATE: model_type {model.model_type!r} is counted with the generic llama-like formula; "
+            f"margin {goal.margin:g}")
 
 
 def print_json(obj: dict) -> None:
@@ -171,13 +174,6 @@ def add_evidence_args(p: argparse.ArgumentParser) -> None:
 
 def add_store_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", default=None, help="probe store (SQLite); default $MEMPLAN_STORE or the user data dir")
-
-
-def calibrator(args: argparse.Namespace, model: ModelSpec):
-    from planner.evidence import Calibrator
-
-    mode = "sim" if args.verify and args.evidence == "auto" else args.evidence
-    return Calibrator.open(mode, args.store, model.name, model.config)
 
 
 def status(message: str):

@@ -3,15 +3,11 @@ from __future__ import annotations
 
 import argparse
 
-from planner import catalog
+from planner import advise
+from planner.advise import ProbeRequest
 from planner.cli import common
-from planner.cli.check import knobs_from
-from planner.errors import BadInput
-from planner.evidence import sim_knobs
-from planner.spec import CHECKPOINTING, OFFLOADS, OPTIMIZERS, PRECISIONS, ZERO_STAGES
-from planner.store import Shapes, Store
-
-BACKENDS = ("sim", "cpu", "cuda")
+from planner.spec import CHECKPOINTING, OFFLOADS, OPTIMIZERS, PRECISIONS, PROBE_BACKENDS, ZERO_STAGES
+from planner.store import Store
 
 
 def add_config_args(p: argparse.ArgumentParser, required: bool = True) -> None:
@@ -32,22 +28,22 @@ def add_config_args(p: argparse.ArgumentParser, required: bool = True) -> None:
 def register(sub) -> None:
     p = sub.add_parser("probe", help="measure one configuration (sim on fake tensors, or real cpu/cuda steps)")
     add_config_args(p)
-    p.add_argument("--backend", type=common.one_of("--backend", BACKENDS), default="sim")
+    p.add_argument("--backend", type=common.one_of("--backend", PROBE_BACKENDS), default="sim")
     p.add_argument("--timeout", type=common.positive_int("--timeout"), default=600, help="seconds (default 600)")
     common.add_store_arg(p)
     p.set_defaults(run=run)
 
 
+def probe_request(args: argparse.Namespace, backend: str = "sim") -> ProbeRequest:
+    fields = ("model", "micro_batch", "grad_accum", "seq_len", "precision", "checkpointing", "zero", "offload",
+              "optimizer", "lora_rank")
+    return advise.parse(ProbeRequest, {**{f: getattr(args, f) for f in fields}, "backend": backend})
+
+
 def run(args: argparse.Namespace) -> int:
-    model = catalog.load_model(args.model)
-    common.check_positions(model, args.seq_len)
-    knobs = knobs_from(args)
-    if args.backend != "sim" and knobs.zero_stage:
-        raise BadInput(f"--backend {args.backend} runs zero 0 (one process); for ZeRO stages use --backend sim")
-    if args.backend == "sim":
-        knobs = sim_knobs(knobs)
-    shapes = Shapes(micro_batch=args.micro_batch, grad_accum=args.grad_accum, seq_len=args.seq_len)
+    model, knobs, shapes = advise.probe_plan(probe_request(args, args.backend))
     store = Store(args.store)
+    store.check_writable()      # before the probe runs: its record must not be lost
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from probes.run import run_isolated
@@ -67,4 +63,3 @@ def run(args: argparse.Namespace) -> int:
         render.console.print(render.record_line(rec))
         common.say_line(f"stored as probe #{rec.id} in {store.path}")
     return {"ok": 0, "oom": 3}.get(rec.status, 1)
-

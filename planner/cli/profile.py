@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from planner import catalog
+from planner import advise
 from planner.cli import common
-from planner.cli.check import knobs_from
-from planner.cli.probe import add_config_args
+from planner.cli.probe import add_config_args, probe_request
 from planner.errors import BadInput
-from planner.evidence import sim_knobs
-from planner.store import Shapes, Store
+from planner.store import Store
 
 
 def register(sub) -> None:
@@ -22,18 +20,17 @@ def register(sub) -> None:
 
 
 def profile_data(args: argparse.Namespace) -> dict:
-    model = catalog.load_model(args.model)
-    common.check_positions(model, args.seq_len)
-    knobs = sim_knobs(knobs_from(args))
-    shapes = Shapes(micro_batch=args.micro_batch, grad_accum=args.grad_accum, seq_len=args.seq_len)
+    model, knobs, shapes = advise.probe_plan(probe_request(args, "sim"))
+    store = Store(args.store)
+    store.check_writable()
     from probes.run import probe_in_process
 
     with common.status(f"simulating {model.name}"):
         try:
             rec = probe_in_process(model.name, model.config, knobs, shapes, "sim")
         except ValueError as e:
-            raise BadInput(f"--model {args.model}: cannot be traced: {e}") from None
-    Store(args.store).add(rec)
+            raise BadInput(f"--model {args.model}: cannot be traced: {e}", "model") from None
+    store.add(rec)
     layers = rec.detail["layers"]
     rows = [{"module": name, "per_layer_bytes": v, "bytes": v * layers} for name, v in rec.detail["layer_modules"].items()]
     rows += [{"module": name, "per_layer_bytes": None, "bytes": v} for name, v in rec.detail["other_modules"].items()]

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import argparse
 
-from planner import export
+from planner import advise, export
+from planner.advise import SuggestRequest, SuggestResult
 from planner.cli import common
-from planner.cli.verify import refine, verify
-from planner.search import Result, Space, search
 
 
 def register(sub) -> None:
@@ -26,30 +25,22 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
-def gather(args: argparse.Namespace) -> tuple[dict, Result, tuple]:
-    model, hw, goal = common.resolve(args, args.global_batch)
-    space = Space(precision=args.precision, checkpointing=args.checkpointing, zero=args.zero,
-                  offload=args.offload, optimizer=args.optimizer, lora_rank=args.lora_rank)
-    cal = common.calibrator(args, model)
-    with common.status(f"planning with {args.evidence} evidence"):
-        result = search(model, hw, goal, space, top=args.top, calibrate=cal)
-    verified = None
-    if result.plans:
-        best = refine(result.plans[0], model, hw, goal, cal)
-        if args.verify:
-            best, verified = verify(best, model, hw, goal, cal)
-        result.plans[0] = best
-        if not best.fits:   # a probe showed the predicted best does not fit: search again with it
-            result = search(model, hw, goal, space, top=args.top, calibrate=cal)
-    out = {"model": model.summary(), "hardware": common.hardware_json(hw), "goal": goal.model_dump(),
-           "plans": [p.model_dump() for p in result.plans],
-           "rejected": [p.model_dump() for p in result.rejected]}
-    if verified:
-        out["verified"] = verified
-    return out, result, (model, hw, goal)
+def gather(args: argparse.Namespace) -> tuple[dict, SuggestResult, tuple]:
+    """advise.suggest on the flags; (JSON object, result, (model, hardware, goal)) for printing."""
+    req = common.request(SuggestRequest, args, global_batch=args.global_batch, precision=args.precision,
+                         checkpointing=args.checkpointing, zero=args.zero, offload=args.offload, top=args.top)
+    result = advise.suggest(req, store=args.store, probes=common.probe_functions(), status=common.status)
+    return result_json(result), result, result.context
+
+
+def result_json(result) -> dict:
+    """What --json prints: the result with `verified` only when a probe verified it."""
+    return result.model_dump(exclude={"verified"} if result.verified is None else set())
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.emit:
+        export.check_emit_dir(args.emit)
     out, result, (model, hw, goal) = gather(args)
     if args.emit and result.plans:
         out["emitted"] = [str(p) for p in export.emit(result.plans[0], hw, model, args.emit)]
@@ -64,8 +55,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         from planner.cli import render
 
-        title = (f"{model.name} ({model.params / 1e9:.2f}B params) on {hw.world_size} x {hw.gpu.name}, "
-                 f"global batch {goal.global_batch} x {goal.seq_len} tokens")
+        title = (f"{model.name} ({model.params / 1e9:.2f}B params{common.approximate(model, goal)}) on "
+                 f"{hw.world_size} x {hw.gpu.name}, global batch {goal.global_batch} x {goal.seq_len} tokens")
         if result.plans:
             render.console.print(render.plans_table(result.plans, title))
             best = result.plans[0]

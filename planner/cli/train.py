@@ -15,9 +15,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from planner import advise
+from planner.advise import CheckRequest
 from planner.cli import common
 from planner.cli.probe import add_config_args
 from planner.errors import BadInput
+from planner.spec import Knobs, Plan, bad_input
 
 LAUNCHERS = ("auto", "none", "torchrun", "deepspeed", "slurm")
 
@@ -52,54 +57,76 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
-def plan_from(args: argparse.Namespace) -> tuple[str, dict]:
-    """(model reference, plan fields) from --plan or the check-like flags."""
+def _plan_file(path: str) -> dict:
+    """The plan file's fields as check's request, after checking its shape and its batch invariant."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise BadInput(f"--plan {path!r}: not a readable JSON file ({e})", "plan") from None
+    if not isinstance(data, dict):
+        raise BadInput(f"--plan {path!r}: expected the JSON object `suggest --json` or `check --json` prints", "plan")
+    plans = data.get("plans")
+    plan = data.get("plan") or (plans[0] if isinstance(plans, list) and plans else None)
+    if plan is None:
+        raise BadInput(f"--plan {path!r}: no plan in it (suggest found nothing that fits?)", "plan")
+    try:
+        plan, hw, goal = Plan.model_validate(plan), data["hardware"], data["goal"]
+        model = data["model"]["name"]
+        world = hw["gpus_per_node"] * hw["nodes"]
+    except (ValidationError, KeyError, TypeError) as e:
+        what = bad_input(e) if isinstance(e, ValidationError) else f"missing or malformed {e}"
+        raise BadInput(f"--plan {path!r}: not a plan file ({what})", "plan") from None
+    if not (isinstance(world, int) and world == plan.world_size):
+        raise BadInput(f"--plan {path!r}: the plan's world size {plan.world_size} is not the hardware's "
+                       f"gpus_per_node x nodes ({world!r})", "plan")
+    return {"model": model, "gpu": str(hw.get("gpu", "h100")), "gpus_per_node": hw["gpus_per_node"],
+            "nodes": hw["nodes"], "seq_len": goal.get("seq_len") if isinstance(goal, dict) else None,
+            "micro_batch": plan.micro_batch, "grad_accum": plan.grad_accum, "precision": plan.precision,
+            "checkpointing": plan.checkpointing, "zero": plan.zero_stage, "offload": plan.offload,
+            "optimizer": plan.optimizer, "lora_rank": plan.lora_rank}
+
+
+def plan_from(args: argparse.Namespace) -> tuple[str, CheckRequest, Knobs]:
+    """(model reference, the run as check's request, its knobs) from --plan or the check-like flags; every
+    value bounded and every knob rule checked, as for check itself."""
     if args.plan:
-        try:
-            data = json.loads(Path(args.plan).read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            raise BadInput(f"--plan {args.plan!r}: not a readable JSON file ({e})") from None
-        plan = data.get("plan") or (data.get("plans") or [None])[0]
-        if plan is None:
-            raise BadInput(f"--plan {args.plan!r}: no plan in it (suggest found nothing that fits?)")
-        model = args.model or data["model"]["name"]
-        seq = args.seq_len or data["goal"]["seq_len"]
-        gpn = data["hardware"]["gpus_per_node"]
-        return model, {**plan, "seq_len": seq, "gpus_per_node": gpn, "nodes": data["hardware"]["nodes"]}
-    missing = [f for f in ("model", "micro_batch", "seq_len") if getattr(args, f) is None]
-    if missing:
-        raise BadInput("give --plan FILE, or --model, --micro-batch and --seq-len (missing: "
-                       + ", ".join("--" + m.replace("_", "-") for m in missing) + ")")
-    return args.model, {"micro_batch": args.micro_batch, "grad_accum": args.grad_accum, "seq_len": args.seq_len,
-                        "precision": args.precision, "checkpointing": args.checkpointing, "zero_stage": args.zero,
-                        "offload": args.offload, "optimizer": args.optimizer, "lora_rank": args.lora_rank,
-                        "gpus_per_node": args.gpus_per_node, "nodes": args.nodes}
+        fields = _plan_file(args.plan)
+        fields["model"] = args.model or fields["model"]
+        fields["seq_len"] = args.seq_len or fields["seq_len"]
+    else:
+        missing = [f for f in ("model", "micro_batch", "seq_len") if getattr(args, f) is None]
+        if missing:
+            raise BadInput("give --plan FILE, or --model, --micro-batch and --seq-len (missing: "
+                           + ", ".join("--" + m.replace("_", "-") for m in missing) + ")")
+        fields = {"model": args.model, "gpu": args.gpu, "gpus_per_node": args.gpus_per_node, "nodes": args.nodes,
+                  "seq_len": args.seq_len, "micro_batch": args.micro_batch, "grad_accum": args.grad_accum,
+                  "precision": args.precision, "checkpointing": args.checkpointing, "zero": args.zero,
+                  "offload": args.offload, "optimizer": args.optimizer, "lora_rank": args.lora_rank}
+    req = advise.parse(advise.CheckRequest, fields)
+    knobs = Knobs.make(precision=req.precision or "bf16", checkpointing=req.checkpointing, zero_stage=req.zero,
+                       offload=req.offload, optimizer=req.optimizer, lora_rank=req.lora_rank)
+    return str(req.model), req, knobs
 
 
-def run_config(args: argparse.Namespace, model: str, p: dict) -> dict:
+def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: Knobs) -> dict:
+    """The trainer's RunConfig fields (trainer.loop.RunConfig), as JSON."""
     from planner.catalog import load_model
     from planner.export import deepspeed_config_for
-    from planner.spec import Knobs
 
     spec = load_model(model)
-    common.check_positions(spec, p["seq_len"])
-    knobs = Knobs(precision=p["precision"], checkpointing=p["checkpointing"], zero_stage=p["zero_stage"],
-                  offload=p["offload"], optimizer=p["optimizer"], lora_rank=p["lora_rank"])
-    ds = None
-    if knobs.zero_stage >= 1:
-        ds = deepspeed_config_for(knobs, p["micro_batch"], p["grad_accum"], p["gpus_per_node"] * p["nodes"], spec)
-    return {"model": model, "micro_batch": p["micro_batch"], "grad_accum": p["grad_accum"], "seq_len": p["seq_len"],
-            "precision": p["precision"], "checkpointing": p["checkpointing"], "zero_stage": p["zero_stage"],
-            "offload": p["offload"], "optimizer": p["optimizer"], "lora_rank": p["lora_rank"], "data": args.data,
-            "tokenizer": args.tokenizer, "max_steps": args.max_steps, "lr": args.lr, "seed": args.seed,
-            "log": args.log, "device": args.device, "save_dir": args.save_dir, "save_every": args.save_every,
-            "resume": args.resume, "store": args.store, "deepspeed_config": ds, "eval_every": args.eval_every,
-            "eval_batch": args.eval_batch}
+    advise.check_positions(spec, req.seq_len)
+    world = (req.gpus_per_node or 1) * req.nodes
+    ds = deepspeed_config_for(knobs, req.micro_batch, req.grad_accum, world, spec) if knobs.zero_stage else None
+    return {"model": model, "micro_batch": req.micro_batch, "grad_accum": req.grad_accum, "seq_len": req.seq_len,
+            "knobs": knobs.model_dump(), "data": args.data, "tokenizer": args.tokenizer, "max_steps": args.max_steps,
+            "lr": args.lr, "seed": args.seed, "log": args.log, "device": args.device, "save_dir": args.save_dir,
+            "save_every": args.save_every, "resume": args.resume, "store": args.store, "deepspeed_config": ds,
+            "eval_every": args.eval_every, "eval_batch": args.eval_batch}
 
 
-def launch_command(args: argparse.Namespace, p: dict, config_path: str) -> list[str] | None:
+def launch_command(args: argparse.Namespace, req: CheckRequest, config_path: str) -> list[str] | None:
     """The command that starts every process, or None to train in this one."""
-    gpn, nodes = p["gpus_per_node"], args.nnodes or p["nodes"]
+    gpn, nodes = req.gpus_per_node or 1, args.nnodes or req.nodes
     launcher = args.launcher
     if launcher == "auto":
         if "LOCAL_RANK" in os.environ or gpn * nodes == 1:
@@ -135,18 +162,21 @@ def run(args: argparse.Namespace) -> int:
     from trainer.data import check_source
 
     check_source(args.data, args.tokenizer)
-    model, p = plan_from(args)
-    cfg = run_config(args, model, p)
+    model, req, knobs = plan_from(args)
+    cfg = run_config(args, model, req, knobs)
     where = Path(args.save_dir or ".")
-    where.mkdir(parents=True, exist_ok=True)
     config_path = where / "memplan-run.json"
-    cmd = launch_command(args, p, str(config_path))
+    cmd = launch_command(args, req, str(config_path))
     shown = " ".join(shlex.quote(x) for x in cmd) if cmd else f"{sys.executable} -m trainer.main {config_path}"
     common.say_line(f"running: {shown}", common.err_console())
     if args.dry_run:
         print(shown)
         return 0
-    config_path.write_text(json.dumps(cfg, indent=1))
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        config_path.write_text(json.dumps(cfg, indent=1))
+    except (OSError, ValueError) as e:
+        raise BadInput(f"--save-dir {str(where)!r}: cannot write the run file ({e})", "save_dir") from None
     if cmd is None:
         from trainer.loop import RunConfig
         from trainer.loop import run as train

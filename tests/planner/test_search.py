@@ -1,4 +1,4 @@
-"""Search: exact global batch, fit test, ranking, rejection reasons, the stories from DESIGN.md."""
+"""Search: exact global batch, fit test, ranking, rejection reasons, the users' stories."""
 import pytest
 
 from planner import catalog, hardware

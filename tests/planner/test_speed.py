@@ -1,4 +1,4 @@
-"""Speed model: the behaviours users reported (DESIGN.md stories)."""
+"""Speed model: the behaviours users reported (users' stories)."""
 from planner import catalog, hardware
 from planner.memory import Setup
 from planner.spec import Knobs

@@ -8,14 +8,16 @@ from pathlib import Path
 from probes.dist import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY = {"model": "debug-llama", "seq_len": 48, "lr": 1e-3, "precision": "fp32"}
+TINY = {"model": "debug-llama", "seq_len": 48, "lr": 1e-3}
+KNOBS = ("precision", "checkpointing", "zero_stage", "offload", "optimizer", "lora_rank")
 
 
 def launch(tmp: Path, name: str, ranks: int, wait: bool = True, env: dict | None = None, **cfg):
-    """Start one run; returns (Popen, log path). cfg: RunConfig fields."""
+    """Start one run; returns (Popen, log path). cfg: RunConfig fields, and the knobs by name (fp32 unless given)."""
     log = tmp / f"{name}.jsonl"
     conf = tmp / f"{name}.json"
-    conf.write_text(json.dumps({**TINY, "log": str(log), **cfg}))
+    knobs = {"precision": "fp32", **{k: cfg.pop(k) for k in KNOBS if k in cfg}}
+    conf.write_text(json.dumps({**TINY, "log": str(log), "knobs": knobs, **cfg}))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(ranks), "--master_addr", "127.0.0.1",
            "--master_port", str(free_port()), "-m", "trainer.main", str(conf)]
     penv = {**os.environ, "OMP_NUM_THREADS": "1", "DS_ACCELERATOR": "cpu", **(env or {})}

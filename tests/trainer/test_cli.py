@@ -109,7 +109,7 @@ def test_train_from_a_local_folder_with_weights(tmp_path):
     import torch
     import transformers
 
-    from probes.step import hf_config
+    from recipe import hf_config
 
     torch.manual_seed(1)
     model = transformers.AutoModelForCausalLM.from_config(hf_config(catalog.model_config("debug-llama")))

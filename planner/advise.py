@@ -1,0 +1,329 @@
+"""The planner's core API: `suggest` and `check` (with optional verification) on typed requests,
+returning the typed results that `--json` prints. The CLI, the REST API and `autotune` all call these.
+
+Torch-free: a probe is run only through the functions a caller hands in (`Probes`, from probes/ on
+the faces that have it). Every request is validated before any work: field bounds here, knob
+combinations in `planner.spec.Knobs`, model configs in `planner.modelspec`; bad input is a
+`BadInput` naming its field.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+
+from planner import catalog, hardware
+from planner.errors import BadInput
+from planner.memory import Setup
+from planner.modelspec import ModelSpec, from_config
+from planner.search import DEFAULT_MARGIN, Space, make_plan, search
+from planner.spec import (
+    MAX_GLOBAL_BATCH,
+    MAX_GPUS_PER_NODE,
+    MAX_GRAD_ACCUM,
+    MAX_LORA_RANK,
+    MAX_MICRO_BATCH,
+    MAX_NODES,
+    MAX_SEQ_LEN,
+    MIN_INTER_NODE_GBPS,
+    Checkpointing,
+    Goal,
+    Hardware,
+    Knobs,
+    Offload,
+    Optimizer,
+    Plan,
+    Precision,
+    bad_input,
+)
+from planner.store import ProbeRecord, Shapes
+
+APPROXIMATE_MARGIN = 0.15   # default margin for a family counted with the generic formula (not exact)
+MAX_SUGGESTIONS = 5
+EvidenceMode = Literal["analytic", "sim", "auto"]   # planner.evidence.MODES
+ModelRef = str | dict
+MODEL_DOC = ("a catalog name (GET /v1/models), a config.json path (inside the server's model directories, "
+             "for the API), or the config.json object itself")
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Target(_Request):
+    """What every request names: the model, the hardware, the sequence and the fixed knobs."""
+
+    model: ModelRef = Field(description=MODEL_DOC)
+    gpu: str = Field(min_length=1, max_length=64, description="catalog GPU (GET /v1/gpus) or 'local'")
+    gpus_per_node: int | None = Field(default=None, ge=1, le=MAX_GPUS_PER_NODE)
+    nodes: int = Field(default=1, ge=1, le=MAX_NODES)
+    seq_len: int = Field(ge=1, le=MAX_SEQ_LEN)
+    image_tokens: int | None = Field(default=None, ge=0, le=MAX_SEQ_LEN)
+    images: int | None = Field(default=None, ge=0, le=MAX_SEQ_LEN, description="with tokens_per_image")
+    tokens_per_image: int | None = Field(default=None, ge=0, le=MAX_SEQ_LEN)
+    optimizer: Optimizer = "adamw"
+    lora_rank: int = Field(default=0, ge=0, le=MAX_LORA_RANK)
+    margin: float | None = Field(default=None, ge=0, lt=1, description=(
+        f"fraction of the card kept free; default {DEFAULT_MARGIN}, {APPROXIMATE_MARGIN} for a model family "
+        "counted approximately"))
+    inter_node_gbps: float = Field(default=hardware.DEFAULT_INTER_NODE_GBPS, ge=MIN_INTER_NODE_GBPS, le=1e5)
+    host_ram_gb: float = Field(default=hardware.DEFAULT_HOST_RAM_GIB, gt=0, le=1e6)
+    evidence: EvidenceMode = "auto"
+    verify: bool = Field(default=False, description="probe the chosen plan before answering (a probe job's work)")
+
+
+class SuggestRequest(Target):
+    global_batch: int = Field(ge=1, le=MAX_GLOBAL_BATCH)
+    precision: list[Precision] = Field(default_factory=list, max_length=4)
+    checkpointing: list[Checkpointing] = Field(default_factory=lambda: ["off", "full"], min_length=1, max_length=2)
+    zero: list[Literal[0, 1, 2, 3]] = Field(default_factory=lambda: [0, 1, 2, 3], min_length=1, max_length=4)
+    offload: list[Offload] = Field(default_factory=lambda: ["none", "optimizer", "optimizer+params"],
+                                   min_length=1, max_length=3)
+    top: int = Field(default=10, ge=1, le=100)
+
+
+class CheckRequest(Target):
+    micro_batch: int = Field(ge=1, le=MAX_MICRO_BATCH)
+    grad_accum: int = Field(default=1, ge=1, le=MAX_GRAD_ACCUM)
+    precision: Precision | None = Field(default=None, description="default bf16, or fp16 on GPUs without bf16")
+    checkpointing: Checkpointing = "off"
+    zero: Literal[0, 1, 2, 3] = 0
+    offload: Offload = "none"
+
+
+class _Result(BaseModel):
+    # (ModelSpec, Hardware, Goal) the answer was made for: the faces' titles, charts and exports (not JSON)
+    _context: tuple = PrivateAttr(default=())
+
+    @property
+    def context(self) -> tuple:
+        return self._context
+
+
+class ProbeRequest(_Request):
+    """One probe of one configuration (planner probe, planner profile, POST /v1/probes)."""
+
+    model: ModelRef = Field(description=MODEL_DOC)
+    micro_batch: int = Field(ge=1, le=1 << 12)
+    grad_accum: int = Field(default=1, ge=1, le=1 << 12)
+    seq_len: int = Field(ge=1, le=1 << 20)
+    precision: Precision = "bf16"
+    checkpointing: Checkpointing = "off"
+    zero: Literal[0, 1, 2, 3] = 0
+    offload: Offload = "none"
+    optimizer: Optimizer = "adamw"
+    lora_rank: int = Field(default=0, ge=0, le=MAX_LORA_RANK)
+    backend: Literal["sim", "cpu", "cuda"] = "sim"
+    timeout_s: int | None = Field(default=None, ge=1, le=24 * 3600)
+
+
+class SuggestResult(_Result):
+    model: dict
+    hardware: dict
+    goal: dict
+    plans: list[Plan]
+    rejected: list[Plan]
+    verified: dict | None = None
+
+
+class CheckResult(_Result):
+    model: dict
+    hardware: dict
+    goal: dict
+    plan: Plan
+    suggestions: list[Plan]
+    verified: dict | None = None
+
+
+@dataclass(frozen=True)
+class Probes:
+    """How the core runs probes without importing them: `simulate(model, config, knobs, shapes)` runs the
+    sim here; `isolated(model, config, knobs, shapes, backend, timeout_s)` runs one in a subprocess;
+    `local_gpus()` counts this host's NVIDIA GPUs."""
+
+    simulate: Callable[..., ProbeRecord]
+    isolated: Callable[..., ProbeRecord]
+    local_gpus: Callable[[], int] = hardware.local_gpu_count
+
+
+Status = Callable[[str], AbstractContextManager]
+
+
+def parse(cls: type[_Request], data: dict) -> _Request:
+    """A request from plain data (the CLI's flags, a plan file); bad values are a BadInput naming the field."""
+    try:
+        return cls.model_validate(data)
+    except ValidationError as e:
+        raise bad_input(e) from None
+
+
+def default_resolver(ref: ModelRef) -> ModelSpec:
+    """A catalog name or config path (catalog.load_model), or a config.json object."""
+    if isinstance(ref, dict):
+        name = str(ref.get("_name_or_path") or ref.get("model_type") or "custom")[-64:]
+        return from_config(ref, name)
+    return catalog.load_model(ref)
+
+
+def check_positions(model: ModelSpec, seq_len: int) -> None:
+    """GPT-2's positions are a learned table (n_positions rows): a longer sequence cannot run at all. RoPE
+    models have no such table and may train past max_position_embeddings (context extension)."""
+    t = model.text
+    if t.arch == "gpt2" and t.max_positions and seq_len > t.max_positions:
+        raise BadInput(f"--seq-len {seq_len}: {model.name} has learned positions for at most {t.max_positions} "
+                       f"tokens (n_positions)", "seq_len")
+
+
+def image_tokens(req: Target, model: ModelSpec) -> int:
+    n = req.image_tokens
+    if req.images is not None or req.tokens_per_image is not None:
+        if req.images is None or req.tokens_per_image is None:
+            raise BadInput("--images and --tokens-per-image go together", "images")
+        if n is not None:
+            raise BadInput("give --image-tokens or --images with --tokens-per-image, not both", "image_tokens")
+        n = req.images * req.tokens_per_image
+    n = n or 0
+    if n and model.vision is None:
+        raise BadInput(f"--image-tokens {n}: model {model.name!r} has no vision tower", "image_tokens")
+    if n > req.seq_len:
+        raise BadInput(f"--image-tokens {n} exceeds --seq-len {req.seq_len}: image tokens are part of the sequence",
+                       "image_tokens")
+    return n
+
+
+def resolve(req: Target, global_batch: int, resolver=default_resolver) -> tuple[ModelSpec, Hardware, Goal]:
+    model = resolver(req.model)
+    check_positions(model, req.seq_len)
+    hw = hardware.resolve(req.gpu, req.gpus_per_node, req.nodes, req.inter_node_gbps, req.host_ram_gb)
+    margin = req.margin if req.margin is not None else (DEFAULT_MARGIN if model.exact else APPROXIMATE_MARGIN)
+    goal = Goal(global_batch=global_batch, seq_len=req.seq_len, image_tokens=image_tokens(req, model), margin=margin)
+    return model, hw, goal
+
+
+def hardware_json(hw: Hardware) -> dict:
+    return {"gpu": hw.gpu.name, "gpus_per_node": hw.gpus_per_node, "nodes": hw.nodes,
+            "world_size": hw.world_size, "capacity_bytes": hw.gpu.capacity_bytes,
+            "inter_node_gbps": hw.inter_node_gbps, "host_ram_bytes": int(hw.host_ram_gib * 2**30)}
+
+
+def calibrator(req: Target, model: ModelSpec, store: str | None, probes: Probes | None):
+    """The evidence behind plans: None (analytic), or a Calibrator over the store. --verify with auto
+    simulates what no record covers."""
+    from planner.evidence import Calibrator
+
+    mode = "sim" if req.verify and req.evidence == "auto" else req.evidence
+    if (mode == "sim" or req.verify) and probes is None:
+        raise BadInput(f"--evidence {mode}{' --verify' if req.verify else ''} runs probes, which this face cannot "
+                       "run (install the sim extra)", "evidence")
+    if req.verify:      # a probe's record must be storable: refuse before the probe runs, not after
+        from planner.store import Store
+
+        Store(store).check_writable()
+    return Calibrator.open(mode, store, model.name, model.config,
+                           simulate=probes.simulate if probes else None)
+
+
+def setup_of(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal) -> Setup:
+    return Setup(model, plan.knobs, plan.micro_batch, plan.grad_accum, goal.seq_len, hw.gpus_per_node,
+                 hw.nodes, goal.image_tokens)
+
+
+def refine(plan: Plan, model, hw, goal, cal, status: Status) -> Plan:
+    """A plan read off a simulated micro-batch line, traced exactly."""
+    if cal is None or "sim_line_micro_batches" not in plan.memory.detail:
+        return plan
+    with status(f"simulating micro-batch {plan.micro_batch} exactly"):
+        cal.simulate(setup_of(plan, model, hw, goal))
+    return make_plan(model, hw, goal, plan.knobs, plan.micro_batch, cal)
+
+
+def verify(plan: Plan, model, hw, goal, cal, probes: Probes, status: Status,
+           timeout_s: float = 600) -> tuple[Plan, dict]:
+    """Run one probe of the plan (cuda when this host has a GPU and the plan is zero 0, else sim),
+    store it, re-plan with it."""
+    from planner.evidence import real_shapes, sim_shapes
+
+    s = setup_of(plan, model, hw, goal)
+    backend = "cuda" if plan.zero_stage == 0 and probes.local_gpus() > 0 else "sim"
+    shapes = real_shapes(s) if backend == "cuda" else sim_shapes(s)
+    with status(f"verifying with a {backend} probe"):
+        rec = probes.isolated(model.name, model.config, plan.knobs.for_probe(backend), shapes, backend, timeout_s)
+    cal.store.add(rec)
+    summary = {"backend": backend, "status": rec.status, "probe_id": rec.id,
+               "peak_allocated_bytes": rec.peak_allocated_bytes, "device": rec.device}
+    return make_plan(model, hw, goal, plan.knobs, plan.micro_batch, cal), summary
+
+
+def probe_plan(req: ProbeRequest, resolver=default_resolver) -> tuple[ModelSpec, Knobs, Shapes]:
+    """What a probe request runs and is stored under: the model, the knobs its backend records
+    (Knobs.for_probe) and the shapes; every face builds its probe here, so one request is one store key."""
+    model = resolver(req.model)
+    check_positions(model, req.seq_len)
+    knobs = Knobs.make(precision=req.precision, checkpointing=req.checkpointing, zero_stage=req.zero,
+                       offload=req.offload, optimizer=req.optimizer, lora_rank=req.lora_rank)
+    shapes = Shapes(micro_batch=req.micro_batch, grad_accum=req.grad_accum, seq_len=req.seq_len)
+    return model, knobs.for_probe(req.backend), shapes
+
+
+def _quiet(_: str) -> AbstractContextManager:
+    return nullcontext()
+
+
+def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | None = None,
+            resolver=default_resolver, status: Status = _quiet) -> SuggestResult:
+    """Ranked plans that fit the global batch exactly, and one rejected candidate per knob family."""
+    model, hw, goal = resolve(req, req.global_batch, resolver)
+    space = Space(precision=list(req.precision), checkpointing=list(req.checkpointing), zero=list(req.zero),
+                  offload=list(req.offload), optimizer=req.optimizer, lora_rank=req.lora_rank)
+    Knobs.make(optimizer=req.optimizer, lora_rank=req.lora_rank)
+    cal = calibrator(req, model, store, probes)
+    with status(f"planning with {req.evidence} evidence"):
+        result = search(model, hw, goal, space, top=req.top, calibrate=cal)
+    verified = None
+    if result.plans:
+        best = refine(result.plans[0], model, hw, goal, cal, status)
+        if req.verify:
+            best, verified = verify(best, model, hw, goal, cal, probes, status)
+        result.plans[0] = best
+        if not best.fits:   # a probe showed the predicted best does not fit: search again with it
+            result = search(model, hw, goal, space, top=req.top, calibrate=cal)
+    out = SuggestResult(model=model.summary(), hardware=hardware_json(hw), goal=goal.model_dump(),
+                        plans=result.plans, rejected=result.rejected, verified=verified)
+    out._context = (model, hw, goal)
+    return out
+
+
+def check_knobs(req: CheckRequest, hw: Hardware) -> Knobs:
+    precision = req.precision or ("bf16" if hw.gpu.bf16_tflops > 0 else "fp16")
+    return Knobs.make(precision=precision, checkpointing=req.checkpointing, zero_stage=req.zero,
+                      offload=req.offload, optimizer=req.optimizer, lora_rank=req.lora_rank)
+
+
+def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None = None,
+          resolver=default_resolver, status: Status = _quiet) -> CheckResult:
+    """One configuration's breakdown, whether it fits, and fitting alternatives with the same global batch."""
+    world = (req.gpus_per_node or 1) * req.nodes
+    if req.micro_batch * req.grad_accum * world > MAX_GLOBAL_BATCH:
+        raise BadInput(f"--micro-batch {req.micro_batch} x --grad-accum {req.grad_accum} x world {world} is over "
+                       f"the largest global batch, {MAX_GLOBAL_BATCH}", "grad_accum")
+    model, hw, goal = resolve(req, req.micro_batch * req.grad_accum * world, resolver)
+    knobs = check_knobs(req, hw)
+    cal = calibrator(req, model, store, probes)
+    if cal is not None:
+        cal.exact = True
+    with status(f"checking with {req.evidence} evidence"):
+        plan = refine(make_plan(model, hw, goal, knobs, req.micro_batch, cal), model, hw, goal, cal, status)
+    verified = None
+    if req.verify:
+        plan, verified = verify(plan, model, hw, goal, cal, probes, status)
+    space = Space(optimizer=req.optimizer, lora_rank=req.lora_rank)
+    alt_cal = cal.with_mode("auto") if cal is not None else None   # alternatives: stored evidence only
+    alternatives = [p for p in search(model, hw, goal, space, top=MAX_SUGGESTIONS + 1, calibrate=alt_cal).plans
+                    if (p.micro_batch, p.knobs) != (plan.micro_batch, plan.knobs)][:MAX_SUGGESTIONS]
+    out = CheckResult(model=model.summary(), hardware=hardware_json(hw), goal=goal.model_dump(), plan=plan,
+                      suggestions=alternatives, verified=verified)
+    out._context = (model, hw, goal)
+    return out
