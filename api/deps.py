@@ -57,6 +57,7 @@ def resolve_model(ref: str | dict, settings: Settings) -> ModelSpec:
         except BadInput as e:
             raise BadInput(f"--model: the posted config.json: {e}", "model") from None
     key = ref.strip().lower()
+    catalog.checked_path(ref, "model")
     if key in catalog.model_names():
         return catalog.load_model(key)
     if settings.model_dirs and ("/" in ref or ref.endswith(".json")):

@@ -218,7 +218,7 @@ def calibrator(req: Target, model: ModelSpec, store: str | None, probes: Probes 
     if (mode == "sim" or req.verify) and probes is None:
         raise BadInput(f"--evidence {mode}{' --verify' if req.verify else ''} runs probes, which this face cannot "
                        "run (install the sim extra)", "evidence")
-    if req.verify:      # a probe's record must be storable: refuse before the probe runs, not after
+    if mode == "sim" or req.verify:     # a probe's record must be storable: refuse before it runs, not after
         from planner.store import Store
 
         Store(store).check_writable()
@@ -240,11 +240,16 @@ def refine(plan: Plan, model, hw, goal, cal, status: Status) -> Plan:
     return make_plan(model, hw, goal, plan.knobs, plan.micro_batch, cal)
 
 
-def verify(plan: Plan, model, hw, goal, cal, probes: Probes, status: Status,
+def verify(plan: Plan, model, hw, goal, cal, probes: Probes, status: Status, store: str | None = None,
            timeout_s: float = 600) -> tuple[Plan, dict]:
     """Run one probe of the plan (cuda when this host has a GPU and the plan is zero 0, else sim),
-    store it, re-plan with it."""
-    from planner.evidence import real_shapes, sim_shapes
+    store it, re-plan with it. With analytic evidence (no calibrator) the re-plan reads the store's
+    records (auto), so the answer rests on the probe just run."""
+    from planner.evidence import Calibrator, real_shapes, sim_shapes
+    from planner.store import Store
+
+    if cal is None:
+        cal = Calibrator("auto", Store(store), model.name, model.config, probes.simulate)
 
     s = setup_of(plan, model, hw, goal)
     backend = "cuda" if plan.zero_stage == 0 and probes.local_gpus() > 0 else "sim"
@@ -286,7 +291,7 @@ def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | N
     if result.plans:
         best = refine(result.plans[0], model, hw, goal, cal, status)
         if req.verify:
-            best, verified = verify(best, model, hw, goal, cal, probes, status)
+            best, verified = verify(best, model, hw, goal, cal, probes, status, store)
         result.plans[0] = best
         if not best.fits:   # a probe showed the predicted best does not fit: search again with it
             result = search(model, hw, goal, space, top=req.top, calibrate=cal)
@@ -318,7 +323,7 @@ def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None 
         plan = refine(make_plan(model, hw, goal, knobs, req.micro_batch, cal), model, hw, goal, cal, status)
     verified = None
     if req.verify:
-        plan, verified = verify(plan, model, hw, goal, cal, probes, status)
+        plan, verified = verify(plan, model, hw, goal, cal, probes, status, store)
     space = Space(optimizer=req.optimizer, lora_rank=req.lora_rank)
     alt_cal = cal.with_mode("auto") if cal is not None else None   # alternatives: stored evidence only
     alternatives = [p for p in search(model, hw, goal, space, top=MAX_SUGGESTIONS + 1, calibrate=alt_cal).plans

@@ -99,16 +99,70 @@ class ModelSpec:
                 "layers": self.text.layers, "hidden_size": self.text.hidden,
                 "vocab_size": self.text.vocab,
                 "vision_params": roles.get("vision", 0) + roles.get("projector", 0),
-                "params_exact": self.exact}
+                "params_exact": self.exact, "exact": self.exact}
+
+
+# Past these a config describes no trainable model (and the arithmetic stops meaning anything).
+MAX_SIZE = {"hidden": 10**6, "layers": 10**4, "heads": 10**4, "vocab": 10**8, "intermediate": 10**7,
+            "positions": 1 << 24, "other": 10**6}
+# Keys that mean a mixture-of-experts model: counted as dense they would be off by the expert count.
+MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", "num_experts_per_tok",
+            "moe_intermediate_size", "n_shared_experts")
+
+
+def _size_kind(key: str) -> str:
+    for kind, words in (("layers", ("layer", "depth")), ("heads", ("head",)), ("vocab", ("vocab",)),
+                        ("intermediate", ("intermediate", "inner")), ("positions", ("position",)),
+                        ("hidden", ("hidden", "embd", "embed_dim", "head_dim"))):
+        if any(w in key for w in words) and not (kind == "heads" and key == "head_dim"):
+            return kind
+    return "other"
 
 
 def _get(cfg: dict, key: str, *alts: str, default=None):
+    """A size from a config: a positive integer (not a bool, float, NaN or string) within MAX_SIZE."""
     for k in (key, *alts):
         if k in cfg and cfg[k] is not None:
-            return cfg[k]
+            return _checked_size(cfg, k, cfg[k])
     if default is not None:
         return default
-    raise BadInput(f"config.json lacks '{key}' (needed for a {cfg.get('model_type', '?')} model)")
+    raise BadInput(f"config.json lacks '{key}' (needed for a {cfg.get('model_type', '?')} model)", "model")
+
+
+def _checked_size(cfg: dict, key: str, v):
+    if isinstance(v, (list, tuple, dict)):
+        return v        # shapes such as image_size [448, 448] are checked where they are read
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise BadInput(f"config.json: {key} = {v!r} must be a positive integer", "model")
+    limit = MAX_SIZE[_size_kind(key)]
+    if not 1 <= v <= limit:
+        raise BadInput(f"config.json: {key} = {v} must be an integer from 1 to {limit}", "model")
+    return v
+
+
+def _number(cfg: dict, key: str, default: float, low: float = 0.0, high: float = 1e6) -> float:
+    """A real-valued setting (rates, ratios, caps): a finite number in [low, high]."""
+    v = cfg.get(key)
+    if v is None:
+        return default
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not low <= v <= high:
+        raise BadInput(f"config.json: {key} = {v!r} must be a number from {low:g} to {high:g}", "model")
+    return float(v)
+
+
+def _sub(cfg: dict, key: str, required: bool = True) -> dict:
+    """A nested config (text_config, vision_config): a JSON object."""
+    v = cfg.get(key)
+    if v is None and not required:
+        return {}
+    if not isinstance(v, dict):
+        raise BadInput(f"config.json: {key} must be a JSON object" + (" (missing)" if v is None else ""), "model")
+    return v
+
+
+def _divides(whole: int, whole_key: str, part: int, part_key: str) -> None:
+    if whole % part:
+        raise BadInput(f"config.json: {part_key} = {part} does not divide {whole_key} = {whole}", "model")
 
 
 def _linear(role: str, d_out: int, d_in: int, n: int, bias: bool, lora: bool = False) -> list[Tensors]:
@@ -120,6 +174,9 @@ def _llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
     h, L = _get(cfg, "hidden_size"), _get(cfg, "num_hidden_layers")
     heads = _get(cfg, "num_attention_heads")
     kv = _get(cfg, "num_key_value_heads", default=heads)
+    if "head_dim" not in cfg or cfg["head_dim"] is None:
+        _divides(h, "hidden_size", heads, "num_attention_heads")
+    _divides(heads, "num_attention_heads", kv, "num_key_value_heads")
     hd = _get(cfg, "head_dim", default=h // heads)
     inter, vocab = _get(cfg, "intermediate_size"), _get(cfg, "vocab_size")
     tied = bool(cfg.get("tie_word_embeddings", model_type in {"gemma", "gemma2"}))
@@ -141,16 +198,17 @@ def _llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
         t.append(Tensors("head", (vocab, h)))
     spec = TextSpec(hidden=h, layers=L, heads=heads, kv_heads=kv, head_dim=hd, intermediate=inter,
                     vocab=vocab, tied=tied, arch="gemma2" if gemma2 else "llama",
-                    max_positions=int(cfg.get("max_position_embeddings", 0) or 0),
+                    max_positions=_get(cfg, "max_position_embeddings", default=0),
                     attention="eager" if gemma2 else "sdpa",
-                    final_logit_softcap=cfg.get("final_logit_softcapping") if gemma2 else None,
-                    dropout=float(cfg.get("attention_dropout", 0.0) or 0.0))
+                    final_logit_softcap=_number(cfg, "final_logit_softcapping", 0.0) or None if gemma2 else None,
+                    dropout=_number(cfg, "attention_dropout", 0.0, high=1.0))
     return spec, t
 
 
 def _gpt2_text(cfg: dict) -> tuple[TextSpec, list[Tensors]]:
     h, L, heads = _get(cfg, "n_embd", "hidden_size"), _get(cfg, "n_layer", "num_hidden_layers"), _get(cfg, "n_head")
-    inter = cfg.get("n_inner") or 4 * h
+    _divides(h, "n_embd", heads, "n_head")
+    inter = _get(cfg, "n_inner", default=4 * h)
     vocab, npos = _get(cfg, "vocab_size"), _get(cfg, "n_positions", default=1024)
     t = [Tensors("embed", (vocab, h)), Tensors("embed", (npos, h))]
     t += [Tensors("layer", (h,), 4 * L)]  # ln_1, ln_2 weight and bias
@@ -162,7 +220,7 @@ def _gpt2_text(cfg: dict) -> tuple[TextSpec, list[Tensors]]:
         t.append(Tensors("head", (vocab, h)))
     spec = TextSpec(hidden=h, layers=L, heads=heads, kv_heads=heads, head_dim=h // heads,
                     intermediate=inter, vocab=vocab, tied=tied, arch="gpt2", max_positions=npos,
-                    dropout=float(cfg.get("resid_pdrop", 0.1)))
+                    dropout=_number(cfg, "resid_pdrop", 0.1, high=1.0))
     return spec, t
 
 
@@ -183,13 +241,15 @@ def _qwen_vl_vision(v: dict, text_hidden: int) -> tuple[VisionSpec, list[Tensors
 
 def _internvl_vision(cfg: dict, v: dict, text_hidden: int) -> tuple[VisionSpec, list[Tensors]]:
     hv, L, iv = _get(v, "hidden_size"), _get(v, "num_hidden_layers"), _get(v, "intermediate_size")
-    img, patch = v.get("image_size", [448, 448]), v.get("patch_size", [14, 14])
-    img = img if isinstance(img, (list, tuple)) else [img, img]
-    patch = patch if isinstance(patch, (list, tuple)) else [patch, patch]
+    img, patch = _get(v, "image_size", default=[448, 448]), _get(v, "patch_size", default=[14, 14])
+    img = [_checked_size(v, "image_size", x) for x in (img if isinstance(img, (list, tuple)) else [img, img])][:2]
+    patch = [_checked_size(v, "patch_size", x) for x in (patch if isinstance(patch, (list, tuple)) else [patch, patch])][:2]
+    if len(img) < 2 or len(patch) < 2:
+        raise BadInput("config.json: vision_config image_size and patch_size need two sides", "model")
     npatch = (img[0] // patch[0]) * (img[1] // patch[1])
     bias = bool(v.get("attention_bias", True))
     t = [Tensors("vision", (1, 1, hv)), Tensors("vision", (1, npatch + 1, hv)),
-         Tensors("vision", (hv, v.get("num_channels", 3), patch[0], patch[1])), Tensors("vision", (hv,))]
+         Tensors("vision", (hv, _get(v, "num_channels", default=3), patch[0], patch[1])), Tensors("vision", (hv,))]
     t += [Tensors("vision", (hv,), 2 * L)]  # layer-scale lambdas
     t += _linear("vision", hv, hv, 4 * L, bias) + _linear("vision", iv, hv, L, True)
     t += _linear("vision", hv, iv, L, True) + [Tensors("vision", (hv,), 4 * L)]
@@ -197,34 +257,55 @@ def _internvl_vision(cfg: dict, v: dict, text_hidden: int) -> tuple[VisionSpec, 
         t += [Tensors("vision", (hv,), 2 * L)]
     if not v.get("use_mean_pooling", True):
         t += [Tensors("vision", (hv,), 2)]
-    shuffle = round(1 / float(cfg.get("downsample_ratio", 0.5)) ** 2)
+    shuffle = round(1 / _number(cfg, "downsample_ratio", 0.5, low=1e-3, high=1.0) ** 2)
     t += [Tensors("projector", (hv * shuffle,), 2)] + _linear("projector", text_hidden, hv * shuffle, 1, True)
     t += _linear("projector", text_hidden, text_hidden, 1, True)
     return VisionSpec(L, hv, iv, _get(v, "num_attention_heads"), False, shuffle), t
 
 
-def from_config(cfg: dict, name: str) -> ModelSpec:
-    """Build a ModelSpec from a config.json dict. Unknown families use the generic llama-like count."""
+def _refuse_experts(cfg: dict, mt: str) -> None:
+    """A mixture-of-experts config is refused until MoE is counted (it would be priced as one dense expert)."""
+    for part in (cfg, cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else {}):
+        found = [k for k in MOE_KEYS if part.get(k) not in (None, 0, 1, False)]
+        if found or "moe" in str(part.get("model_type", mt)).lower():
+            raise BadInput(f"config.json: model_type {part.get('model_type', mt)!r} is a mixture-of-experts model "
+                           f"({', '.join(found) or 'moe'}); memplan does not count experts yet, and counting it as a "
+                           "dense model would understate its memory several times over", "model")
+
+
+def _from_config(cfg: dict, name: str) -> ModelSpec:
     if not isinstance(cfg, dict):
-        raise BadInput(f"config for {name!r} is not a JSON object")
+        raise BadInput(f"config for {name!r} is not a JSON object", "model")
     mt = str(cfg.get("model_type", ""))
+    _refuse_experts(cfg, mt)
     vision, vt = None, []
     if mt == "gpt2":
         text, t = _gpt2_text(cfg)
     elif mt == "internvl":
-        tc = _get(cfg, "text_config")
+        tc = _sub(cfg, "text_config")
         text, t = _llama_text(tc, str(tc.get("model_type", "qwen2")))
-        vision, vt = _internvl_vision(cfg, _get(cfg, "vision_config"), text.hidden)
+        vision, vt = _internvl_vision(cfg, _sub(cfg, "vision_config"), text.hidden)
     elif mt in LLAMA_LIKE:
-        tc = cfg.get("text_config") or cfg
+        tc = _sub(cfg, "text_config", required=False) or cfg
         text, t = _llama_text(tc, mt)
         if mt in {"qwen2_5_vl", "qwen2_vl"}:
-            vision, vt = _qwen_vl_vision(_get(cfg, "vision_config"), text.hidden)
+            vision, vt = _qwen_vl_vision(_sub(cfg, "vision_config"), text.hidden)
     elif "hidden_size" in cfg and "num_hidden_layers" in cfg:
         text, t = _llama_text(cfg, mt or "generic")
         return ModelSpec(name, mt or "generic", text, tuple(t), None, exact=False, config=cfg)
     else:
         raise BadInput(f"config for {name!r}: model_type {mt!r} is not a decoder-only language model "
                        f"memplan knows (known: {', '.join(ALL_FAMILIES)}; others need hidden_size and "
-                       "num_hidden_layers)")
+                       "num_hidden_layers)", "model")
     return ModelSpec(name, mt, text, tuple(vt + t), vision, exact=True, config=cfg)
+
+
+def from_config(cfg: dict, name: str) -> ModelSpec:
+    """Build a ModelSpec from a config.json dict; a config it cannot read is a BadInput naming the model,
+    never a traceback. Unknown families use the generic llama-like count (exact False)."""
+    try:
+        return _from_config(cfg, name)
+    except BadInput:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError, OverflowError) as e:
+        raise BadInput(f"config for {name!r} is not understood ({e.__class__.__name__}: {e})", "model") from None

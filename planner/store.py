@@ -160,8 +160,11 @@ class Store:
     def check_writable(self) -> None:
         """BadInput now if a record could not be added later (a read-only file or folder)."""
         try:
-            self.db.execute("BEGIN IMMEDIATE")
-            self.db.execute("ROLLBACK")
+            with self.db:       # a real write, rolled back: sqlite opens a file it cannot write read-only
+                self.db.execute("SAVEPOINT write_check")
+                self.db.execute("INSERT OR REPLACE INTO meta VALUES ('write_check', '1')")
+                self.db.execute("ROLLBACK TO write_check")
+                self.db.execute("RELEASE write_check")
         except sqlite3.DatabaseError as e:
             raise BadInput(f"--store {str(self.path)!r}: cannot be written ({e}); a probe's record would be lost",
                            "store") from None

@@ -34,11 +34,26 @@ def _read_config_file(path: Path) -> dict:
         raise BadInput(f"model {str(path)!r}: no such config.json file or catalog name", "model")
     try:
         cfg = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (OSError, ValueError) as e:      # unreadable, not UTF-8, not JSON
         raise BadInput(f"model {str(path)!r}: malformed config.json ({e.__class__.__name__}: {e})", "model") from None
     if not isinstance(cfg, dict):
         raise BadInput(f"model {str(path)!r}: config.json must hold a JSON object", "model")
     return cfg
+
+
+MAX_PATH_CHARS, MAX_NAME_CHARS = 4096, 255     # Linux PATH_MAX and NAME_MAX
+
+
+def checked_path(text: str, field: str) -> Path:
+    """A path given by a user: no NUL byte, no over-long name (BadInput naming the field, not an OS error)."""
+    flag = "--" + field.replace("_", "-")
+    if "\0" in text:
+        raise BadInput(f"{flag} {text[:80]!r}: a path cannot hold a NUL byte", field)
+    p = Path(text).expanduser()
+    if len(str(p)) > MAX_PATH_CHARS or any(len(part.encode()) > MAX_NAME_CHARS for part in p.parts):
+        raise BadInput(f"{flag} {text[:80]!r}...: path or name too long ({MAX_PATH_CHARS} characters a path, "
+                       f"{MAX_NAME_CHARS} bytes a name)", field)
+    return p
 
 
 def load_model(ref: str) -> ModelSpec:
@@ -46,8 +61,8 @@ def load_model(ref: str) -> ModelSpec:
     if ref.strip().lower() in model_names():
         key = ref.strip().lower()
         return from_config(model_config(key), key)
-    if "/" in ref or ref.endswith(".json") or Path(ref).exists():
-        p = Path(ref).expanduser()
+    p = checked_path(ref, "model")
+    if "/" in ref or ref.endswith(".json") or p.exists():
         return from_config(_read_config_file(p), p.parent.name if p.name == "config.json" else p.name)
     return from_config(model_config(ref), ref)  # model_config raises, listing the catalog
 

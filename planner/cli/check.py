@@ -52,5 +52,6 @@ def run(args: argparse.Namespace) -> int:
                              f"{plan.checkpointing}, zero {plan.zero_stage}, offload {plan.offload} ({plan.evidence}): {verdict}")
         render.console.print(render.breakdown_table(plan))
         if alternatives:
-            render.console.print(render.plans_table(alternatives, "fitting alternatives with the same global batch"))
+            render.console.print(render.plans_table(alternatives, "fitting alternatives with the same global batch",
+                                                    approximate=not model.exact))
     return 0 if plan.fits else 3

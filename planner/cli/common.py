@@ -24,6 +24,18 @@ def int_at_least(flag: str, low: int):
     return parse
 
 
+def int_in(flag: str, low: int, high: int):
+    """An integer flag in [low, high] (ports, worker counts)."""
+    at_least = int_at_least(flag, low)
+
+    def parse(text: str) -> int:
+        v = at_least(text)
+        if v > high:
+            raise argparse.ArgumentTypeError(f"{flag} {v}: must be an integer from {low} to {high}")
+        return v
+    return parse
+
+
 def positive_int(flag: str):
     return int_at_least(flag, 1)
 

@@ -15,7 +15,8 @@ def gib(x: int) -> str:
     return f"{x / GIB:.2f}"
 
 
-def plans_table(plans: list[Plan], title: str) -> Table:
+def plans_table(plans: list[Plan], title: str, approximate: bool = False) -> Table:
+    """approximate: the model's family is counted with the generic formula (evidence marked "approx.")."""
     t = Table(title=title, title_justify="left")
     for col in ("#", "micro", "accum", "ckpt", "precision", "ZeRO", "offload", "peak GiB", "total GiB",
                 "headroom GiB", "tokens/s", "evidence"):
@@ -24,7 +25,7 @@ def plans_table(plans: list[Plan], title: str) -> Table:
         m = p.memory
         t.add_row(str(i), str(p.micro_batch), str(p.grad_accum), p.checkpointing, p.precision, str(p.zero_stage),
                   p.offload, gib(m.peak_allocated_bytes), gib(m.device_total_bytes), gib(m.headroom_bytes),
-                  f"{p.tokens_per_s:,.0f}", p.evidence)
+                  f"{p.tokens_per_s:,.0f}", p.evidence + (" (approx.)" if approximate else ""))
     return t
 
 

@@ -10,8 +10,8 @@ from planner.cli import common
 def register(sub) -> None:
     p = sub.add_parser("serve", help="serve the REST API (docs at /docs)")
     p.add_argument("--host", default=None, help="listen address (default 127.0.0.1; env MEMPLAN_HOST)")
-    p.add_argument("--port", type=common.positive_int("--port"), default=None, help="default 8000 (MEMPLAN_PORT)")
-    p.add_argument("--workers", type=common.positive_int("--workers"), default=None, help="uvicorn worker processes")
+    p.add_argument("--port", type=common.int_in("--port", 1, 65535), default=None, help="default 8000 (MEMPLAN_PORT)")
+    p.add_argument("--workers", type=common.int_in("--workers", 1, 64), default=None, help="uvicorn worker processes")
     p.add_argument("--model-dir", action="append", default=None,
                    help="folder whose config.json files requests may name (repeatable; MEMPLAN_MODEL_DIRS as JSON)")
     p.add_argument("--probe-timeout", type=common.positive_int("--probe-timeout"), default=None,
@@ -23,19 +23,26 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
+    from planner.errors import BadInput
+
     try:
         import uvicorn
 
         from api.settings import Settings
     except ImportError:
-        from planner.errors import BadInput
-
         raise BadInput("planner serve needs the api extra: pip install 'memplan[api]'") from None
     flags = {"MEMPLAN_HOST": args.host, "MEMPLAN_PORT": args.port, "MEMPLAN_WORKERS": args.workers,
              "MEMPLAN_STORE": args.store, "MEMPLAN_PROBE_TIMEOUT_S": args.probe_timeout,
              "MEMPLAN_MODEL_DIRS": json.dumps(args.model_dir) if args.model_dir else None}
     os.environ.update({k: str(v) for k, v in flags.items() if v is not None})   # read by each worker
-    s = Settings()
+    from pydantic import ValidationError
+
+    from planner.spec import bad_input
+
+    try:
+        s = Settings()
+    except ValidationError as e:
+        raise BadInput(f"{bad_input(e)} (from the MEMPLAN_* environment)") from None
     if s.api_token is None and not s.loopback_only:
         common.err_console().print(f"warning: no MEMPLAN_API_TOKEN and listening on {s.host}: "
                                    "probe submission and cancellation are refused")

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         title = (f"{model.name} ({model.params / 1e9:.2f}B params{common.approximate(model, goal)}) on "
                  f"{hw.world_size} x {hw.gpu.name}, global batch {goal.global_batch} x {goal.seq_len} tokens")
         if result.plans:
-            render.console.print(render.plans_table(result.plans, title))
+            render.console.print(render.plans_table(result.plans, title, approximate=not model.exact))
             best = result.plans[0]
             render.console.print(render.breakdown_table(best))
             common.say_line(f"best: {best.launch.command}")
