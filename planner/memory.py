@@ -233,7 +233,7 @@ def activations_bytes(s: Setup) -> int:
 def backward_start_temp_bytes(s: Setup) -> int:
     t, p = s.model.text, activation_profile(s.knobs)
     live = s.model.text.layers if s.knobs.checkpointing == "off" else 1
-    return (act.logits_loss_bytes(t, s.micro_batch, s.seq_len)
+    return (act.logits_loss_bytes(t, s.micro_batch, s.seq_len, p)
             + act.attention_mask_bytes(t, s.micro_batch, s.seq_len, p)
             + autocast_weight_copy_bytes(s, live) + zero3_live_params_bytes(s))
 
@@ -270,12 +270,25 @@ def last_layer_temp_bytes(s: Setup) -> int:
             + act.mlp_backward_transient_bytes(t, s.micro_batch, s.seq_len, p))
 
 
+def tied_embedding_grad_transient_bytes(s: Setup) -> int:
+    """A tied embedding's last moment: autograd holds the head's gradient in the weight's input buffer
+    until the embedding's gradient arrives, then sums the two, so two vocab x hidden gradients live
+    beside the gradients already counted (sim probe, Gemma-2 and Llama-3.2 at the end of backward:
+    grads 1.2 GiB + temporaries 3 x 2.2 GiB where one gradient of the head was counted before)."""
+    m = s.model
+    if s.lora or not m.text.tied:
+        return 0
+    return 2 * m.text.vocab * m.text.hidden * grad_bytes_per_param(s.knobs)
+
+
 def end_of_backward_temp_bytes(s: Setup) -> int:
-    """One layer's activations, the largest trainable matrix's gradient transient, ZeRO-3 gathers."""
+    """The larger of the last layer's backward (its activations, the largest trainable matrix's gradient
+    transient, its autocast weight copies) and a tied embedding's gradient sum (when the head's bf16
+    copy is already freed); ZeRO-3 gathers on top."""
     t, p = s.model.text, activation_profile(s.knobs)
     transient = largest_trainable_matrix_params(s) * grad_bytes_per_param(s.knobs)
-    return (act.layer_bytes(t, s.micro_batch, s.seq_len, p) + transient
-            + autocast_weight_copy_bytes(s, 1) + zero3_live_params_bytes(s))
+    layer = act.layer_bytes(t, s.micro_batch, s.seq_len, p) + transient + autocast_weight_copy_bytes(s, 1)
+    return max(layer, tied_embedding_grad_transient_bytes(s)) + zero3_live_params_bytes(s)
 
 
 def overhead_bytes(s: Setup, peak_allocated: int) -> int:
@@ -325,7 +338,8 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
     peak = params + grads + buckets + opt + acts_at_peak + temp
     overhead = overhead_bytes(s, peak)
     total = peak + overhead
-    detail = {"gradient_buffers_bytes": buckets, "logits_loss_bytes": act.logits_loss_bytes(s.model.text, s.micro_batch, s.seq_len),
+    detail = {"gradient_buffers_bytes": buckets, "logits_loss_bytes": act.logits_loss_bytes(s.model.text, s.micro_batch, s.seq_len,
+                                                                  activation_profile(s.knobs)),
               "saved_activations_bytes": acts, "zero3_live_params_bytes": zero3_live_params_bytes(s),
               "optimizer_step_temp_bytes": optimizer_step_temp_bytes(s),
               "model_states_bytes": params + grads_full + buckets + opt}

@@ -46,6 +46,7 @@ class TextSpec:
     attention: str = "sdpa"  # "sdpa" (flash / memory-efficient kernels) or "eager" (s^2 scores saved)
     final_logit_softcap: float | None = None
     dropout: float = 0.0
+    qk_norm: bool = False    # Qwen3: RMSNorm over each head of q and k (q_norm, k_norm) before RoPE
 
     @property
     def q_dim(self) -> int:
@@ -201,7 +202,7 @@ def _llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
                     max_positions=_get(cfg, "max_position_embeddings", default=0),
                     attention="eager" if gemma2 else "sdpa",
                     final_logit_softcap=_number(cfg, "final_logit_softcapping", 0.0) or None if gemma2 else None,
-                    dropout=_number(cfg, "attention_dropout", 0.0, high=1.0))
+                    dropout=_number(cfg, "attention_dropout", 0.0, high=1.0), qk_norm=model_type == "qwen3")
     return spec, t
 
 

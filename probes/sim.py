@@ -124,19 +124,22 @@ def vision_terms(case: Case) -> dict[str, int]:
     """What a text-only trace of a VLM case with image tokens misses, by category, from the analytic
     model: the vision tower's saved activations (planner.activations.vision_activations_bytes) and,
     when it is trained without DeepSpeed (whose model states the planner keeps analytic), its
-    gradients, optimizer states and the foreach AdamW step's temporary for them."""
+    gradients, optimizer states and the foreach AdamW step's temporary for them, and under torch AMP
+    without checkpointing the bf16 copies autocast makes of its weights (saved for backward)."""
     from planner import memory
     from planner.activations import vision_activations_bytes
     from planner.modelspec import from_config
 
     spec = from_config(case.config, "sim")
-    out = {"activations": 0, "grads": 0, "optimizer": 0, "step_temp": 0}
+    out = {"activations": 0, "grads": 0, "optimizer": 0, "step_temp": 0, "autocast": 0}
     if spec.vision is None or not case.image_tokens:
         return out
     k = case.knobs
     out["activations"] = vision_activations_bytes(spec.vision, case.micro_batch, case.image_tokens,
                                                   memory.activation_profile(k), k.checkpointing,
                                                   trainable=not k.lora_rank)
+    if memory.activation_profile(k) == "amp" and k.checkpointing == "off":
+        out["autocast"] = 2 * sum(t.numel for t in spec.tensors if t.role in ("vision", "projector") and len(t.shape) == 2)
     if k.lora_rank == 0 and k.zero_stage == 0:
         roles = spec.params_by_role()
         n = roles.get("vision", 0) + roles.get("projector", 0)
@@ -154,6 +157,7 @@ def _add_vision(segments: dict, v: dict[str, int], grad_accum: int) -> None:
     for name, cats in segments.items():
         fwd_bwd = name[0] in ("forward", "backward")
         cats["activations"] += v["activations"] if fwd_bwd else 0
+        cats["temporaries"] += v["autocast"] if fwd_bwd else 0
         cats["optimizer"] += v["optimizer"]
         if name[0] in ("optimizer", "other") or (name[0] == "backward" and name[1] == ("end", 0)) or (fwd_bwd and grad_accum > 1):
             cats["grads"] += v["grads"]

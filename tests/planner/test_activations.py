@@ -59,6 +59,6 @@ def test_logits_term_dominates_for_large_vocabularies():
     """Qwen2.5-0.5B at 2048 tokens: 12 bytes x 2048 x 151,936 = 3.73 GB of fp32 logits/loss tensors,
     more than all its layers' saved activations in bf16."""
     spec = from_config(model_config("qwen2.5-0.5b"), "q")
-    logits = act.logits_loss_bytes(spec.text, 1, 2048)
+    logits = act.logits_loss_bytes(spec.text, 1, 2048, "half")
     assert logits == 12 * 2048 * 151_936
     assert logits > act.text_activations_bytes(spec.text, 1, 2048, "half", "off")

@@ -153,7 +153,7 @@ def test_logits_loss_term_matches_measured_hf_loss():
     with LiveBytes() as t:
         ForCausalLMLoss(logits, labels, vocab).backward()
     text = load_model("debug-llama").text
-    assert act.logits_loss_bytes(text, b, s) == pytest.approx(t.peak, rel=0.005)
+    assert act.logits_loss_bytes(text, b, s, "half") == pytest.approx(t.peak, rel=0.005)
 
 
 @pytest.mark.parametrize("impl,temp_params", [("foreach", 1.0), ("fused", 0.0)])

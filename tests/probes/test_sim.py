@@ -3,7 +3,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
-from planner.catalog import model_config
+from planner.catalog import load_model, model_config
 from planner.spec import Knobs
 from probes.amp import CudaAutocast
 from probes.cpu import measure
@@ -68,7 +68,12 @@ def test_vlm_image_tokens_add_the_vision_towers_terms_to_the_text_trace():
     text = simulate(Case(cfg, k, 1, 1, 256))
     images = Case(cfg, k, 1, 1, 256, image_tokens=128)
     img, v = simulate(images), vision_terms(images)
-    assert min(v.values()) > 0      # a trained tower: activations, gradients, states, AdamW temporary
+    # a trained tower: activations, gradients, states, AdamW temporary; no autocast copies under checkpointing
+    assert min(v[k] for k in ("activations", "grads", "optimizer", "step_temp")) > 0 and v["autocast"] == 0
+    off = vision_terms(Case(cfg, Knobs(precision="bf16", checkpointing="off"), 1, 1, 256, image_tokens=128))
+    tower = sum(t.numel for t in load_model("qwen2.5-vl-3b").tensors
+                if t.role in ("vision", "projector") and len(t.shape) == 2)
+    assert off["autocast"] == 2 * tower     # torch AMP: a bf16 copy of every tower matrix, saved for backward
     start, opt = ("backward", ("start", 0)), ("optimizer",)
     assert img.segments[start]["activations"] == text.segments[start]["activations"] + v["activations"]
     assert img.segments[opt]["optimizer"] == text.segments[opt]["optimizer"] + v["optimizer"]

@@ -1,0 +1,52 @@
+"""Analytic vs sim for every catalog family (issue 12): one catalog model per model_type, cut to 4 decoder
+layers (per-layer terms are unchanged, and the saved activations rather than the model states then set
+the peak), at two pinned shapes; VLMs with 256 image tokens. Tolerance 3% (the issue's acceptance).
+
+Measured when pinned (python -m pytest tests/probes/test_family_accuracy.py -s): 15 of 16 rows within
+1.3%, the largest gpt2 under bf16 autocast at -2.17%. Before this issue Qwen3 was -6% to -8% (its q/k
+norms were not counted) and Gemma-2 -4% / +8% (tied embedding's last gradient moment, softcapped loss)."""
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+from planner import catalog
+from planner.memory import Setup, breakdown
+from planner.modelspec import from_config
+from planner.spec import Knobs
+from probes.sim import simulate
+from probes.step import Case
+
+TOLERANCE = 0.03
+FAMILIES = {"llama": "llama-3.2-1b", "mistral": "mistral-7b", "qwen2": "qwen2.5-0.5b", "qwen3": "qwen3-0.6b",
+            "gemma2": "gemma-2-2b", "gpt2": "gpt2", "qwen2_5_vl": "qwen2.5-vl-3b", "internvl": "internvl2.5-8b"}
+# (precision, checkpointing, micro-batch, sequence): torch AMP without checkpointing; pure bf16 with it
+SHAPES = [("bf16", "off", 4, 4096), ("bf16-pure", "full", 8, 4096)]
+
+
+def _four_layers(cfg: dict) -> dict:
+    if "text_config" in cfg:
+        return {**cfg, "text_config": {**cfg["text_config"], "num_hidden_layers": 4}}
+    return {**cfg, ("n_layer" if "n_layer" in cfg else "num_hidden_layers"): 4}
+
+
+def test_every_catalog_family_is_covered():
+    assert {catalog.load_model(n).model_type for n in catalog.model_names()} <= set(FAMILIES) | {"llama"}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}-{s[1]}")
+def test_analytic_peak_matches_the_sim_for_every_family(family, shape):
+    precision, ckpt, micro, seq = shape
+    name = FAMILIES[family]
+    cfg = _four_layers(catalog.model_config(name))
+    spec = from_config(cfg, name)
+    if spec.text.max_positions and spec.text.arch == "gpt2":      # learned positions: the same tokens, shorter
+        micro, seq = micro * seq // spec.text.max_positions, spec.text.max_positions
+    images = 256 if spec.vision is not None else 0
+    knobs = Knobs(precision=precision, checkpointing=ckpt)
+    sim = simulate(Case(cfg, knobs, micro, 1, seq, images), paths="cuda")
+    analytic = breakdown(Setup(spec, knobs, micro, 1, seq, image_tokens=images), 80 * 2**30)
+    assert sim.phase in ("forward", "backward", "end-of-backward")     # activations, not states, set the peak
+    error = analytic.peak_allocated_bytes / sim.peak_allocated_bytes - 1
+    print(f"{family} {precision} {ckpt} micro {micro} seq {seq}: analytic/sim {error:+.2%}")
+    assert abs(error) <= TOLERANCE, f"{family}: analytic/sim {error:+.2%}"
