@@ -1,36 +1,23 @@
-"""`planner train` (a plan from suggest --json, or check's flags; one process or torchrun) and
-`planner autotune` (no GPU: one line, exit 2; a fake local GPU: the injected command)."""
+"""`planner train`: a plan from suggest --json, or check's flags; one process or torchrun; plan files checked before anything runs."""
 import json
-import shlex
-import subprocess
-import sys
 
 import pytest
 
 pytest.importorskip("transformers")
 from planner import catalog
 from planner.cli import main
-from tests.conftest import fake_nvml
-from tests.trainer.helpers import ROOT, rows
+from tests.planner.cli.helpers import planner
+from tests.trainer.helpers import rows
 
 METRIC_KEYS = {"step", "loss", "tokens", "tokens_per_s", "peak_allocated_bytes", "micro_batch", "grad_accum"}
 
-
-def _planner(*args, cwd=ROOT):
-    # A narrow terminal: a printed command must stay on one line to be pasted, whatever the width (CI's longer
-    # checkout path once made rich wrap it mid-flag).
-    return subprocess.run([sys.executable, "-m", "planner.cli", *args], check=False, cwd=cwd, capture_output=True,
-                          text=True,
-                          timeout=600, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", "COLUMNS": "40"})
-
-
 def test_train_a_suggested_plan_in_one_process(tmp_path):
-    plan = _planner("suggest", "--model", "debug-llama", "--gpu", "h100", "--global-batch", "4", "--seq-len", "64",
+    plan = planner("suggest", "--model", "debug-llama", "--gpu", "h100", "--global-batch", "4", "--seq-len", "64",
                     "--precision", "fp32", "--zero", "0", "--json")
     assert plan.returncode == 0, plan.stderr
     (tmp_path / "plan.json").write_text(plan.stdout)
     best = json.loads(plan.stdout)["plans"][0]
-    out = _planner("train", "--plan", str(tmp_path / "plan.json"), "--device", "cpu", "--max-steps", "2",
+    out = planner("train", "--plan", str(tmp_path / "plan.json"), "--device", "cpu", "--max-steps", "2",
                    "--log", str(tmp_path / "m.jsonl"), "--save-dir", str(tmp_path / "ck"))
     assert out.returncode == 0, out.stderr
     assert "running: " in out.stderr and "trainer.main" in out.stderr
@@ -41,7 +28,7 @@ def test_train_a_suggested_plan_in_one_process(tmp_path):
 
 
 def test_train_two_ranks_under_torchrun(tmp_path):
-    out = _planner("train", "--model", "debug-llama", "--gpus-per-node", "2", "--micro-batch", "1", "--grad-accum", "2",
+    out = planner("train", "--model", "debug-llama", "--gpus-per-node", "2", "--micro-batch", "1", "--grad-accum", "2",
                    "--seq-len", "48", "--precision", "fp32", "--device", "cpu", "--max-steps", "3",
                    "--log", str(tmp_path / "m.jsonl"), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
@@ -65,46 +52,6 @@ def test_train_dry_run_launch_forms(tmp_path, capsys):
     assert main(["train", "--model", "debug-llama", "--seq-len", "64"]) == 2       # no plan, no micro-batch
 
 
-def test_autotune_without_a_gpu_says_so_in_one_line():
-    out = _planner("autotune", "--model", "llama-3.1-8b", "--global-batch", "256", "--seq-len", "4096", "--dry-run",
-                   "--", "torchrun", "train.py")
-    assert out.returncode == 2
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("planner: error: autotune needs local NVIDIA GPUs")
-
-
-def test_autotune_injects_the_plan_into_the_users_command(monkeypatch, capsys):
-    fake_nvml(monkeypatch, [("NVIDIA H100 80GB HBM3", 80 * 2**30)] * 8)   # a fake 8 x H100 host
-    user = ["torchrun", "--nproc_per_node", "8", "train.py", "--model_name_or_path", "m", "--per_device_train_batch_size",
-            "64", "--fp16", "--gradient_checkpointing", "False", "--deepspeed=old.json", "--output_dir", "out"]
-    assert main(["autotune", "--model", "llama-3.1-8b", "--global-batch", "256", "--seq-len", "4096", "--dry-run",
-                 "--", *user]) == 0
-    cmd = shlex.split(capsys.readouterr().out.strip())
-    assert main(["suggest", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus-per-node", "8", "--global-batch", "256",
-                 "--seq-len", "4096", "--evidence", "analytic", "--json"]) == 0
-    best = json.loads(capsys.readouterr().out)["plans"][0]
-    assert cmd[:6] == user[:6] and cmd[cmd.index("--output_dir") + 1] == "out"
-    assert cmd.count("--per_device_train_batch_size") == 1
-    assert cmd[cmd.index("--per_device_train_batch_size") + 1] == str(best["micro_batch"])
-    assert cmd[cmd.index("--gradient_accumulation_steps") + 1] == str(best["grad_accum"])
-    assert ("--gradient_checkpointing" in cmd) == (best["checkpointing"] == "full") and "False" not in cmd
-    assert "--fp16" not in cmd and ("--bf16" in cmd) == (best["precision"] == "bf16")
-    assert "old.json" not in " ".join(cmd)
-    assert ("--deepspeed" in cmd) == (best["zero_stage"] >= 1)
-
-
-def test_autotune_on_gpus_outside_the_catalog(monkeypatch, capsys):
-    """A host of 4 GPUs the catalog does not know: refused with the catalog's kinds, then planned as the
-    closest kind named with --gpu, for this host's count."""
-    fake_nvml(monkeypatch, [("NVIDIA B200", 191_525_912_576)] * 4)
-    base = ["autotune", "--model", "llama-3.1-8b", "--global-batch", "64", "--seq-len", "4096", "--dry-run"]
-    assert main(base) == 2
-    assert "'NVIDIA B200' is not in the GPU catalog; pass the closest of:" in capsys.readouterr().err
-    assert main([*base, "--gpu", "h200"]) == 0
-    captured = capsys.readouterr()
-    assert "x world 4 = 64" in captured.err and "of 140.4)" in captured.err     # an H200's 140.4 GiB
-
-
 def test_train_from_a_local_folder_with_weights(tmp_path):
     import torch
     import transformers
@@ -116,7 +63,7 @@ def test_train_from_a_local_folder_with_weights(tmp_path):
     model.save_pretrained(tmp_path / "tiny")
     ids = tmp_path / "ids.jsonl"
     ids.write_text("\n".join(json.dumps({"input_ids": list(range(i, i + 20))}) for i in range(16)))
-    out = _planner("train", "--model", str(tmp_path / "tiny"), "--micro-batch", "2", "--seq-len", "32", "--precision",
+    out = planner("train", "--model", str(tmp_path / "tiny"), "--micro-batch", "2", "--seq-len", "32", "--precision",
                    "fp32", "--data", str(ids), "--device", "cpu", "--max-steps", "2", "--log", str(tmp_path / "m.jsonl"),
                    cwd=tmp_path)
     assert out.returncode == 0, out.stderr
@@ -126,7 +73,7 @@ def test_train_from_a_local_folder_with_weights(tmp_path):
 
 def test_train_a_deepspeed_plan_in_one_process(tmp_path):
     pytest.importorskip("deepspeed")
-    out = _planner("train", "--model", "debug-llama", "--micro-batch", "2", "--seq-len", "32", "--zero", "2",
+    out = planner("train", "--model", "debug-llama", "--micro-batch", "2", "--seq-len", "32", "--zero", "2",
                    "--precision", "bf16", "--device", "cpu", "--max-steps", "2", "--log", str(tmp_path / "m.jsonl"),
                    cwd=tmp_path)
     assert out.returncode == 0, out.stderr

@@ -1,23 +1,11 @@
-"""The `planner` command as a user runs it: exit codes, JSON contract, one-line errors."""
+"""`planner suggest`: ranked plans, the JSON contract, --emit, exit codes, bounds."""
 import json
 import subprocess
 import sys
 
 import pytest
 
-from planner.cli import main
-
-PLAN_KEYS = {"micro_batch", "grad_accum", "world_size", "global_batch", "precision", "checkpointing", "zero_stage",
-             "offload", "optimizer", "lora_rank", "memory", "fits", "reason", "step_time_s", "tokens_per_s",
-             "evidence", "launch"}
-MEMORY_KEYS = {"params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "temp_bytes",
-               "peak_allocated_bytes", "overhead_bytes", "device_total_bytes", "capacity_bytes", "headroom_bytes"}
-SUGGEST = ["suggest", "--model", "llama-3.1-8b", "--gpu", "a100-80gb", "--gpus-per-node", "8",
-           "--global-batch", "256", "--seq-len", "4096"]
-
-
-def planner(*args):
-    return subprocess.run([sys.executable, "-m", "planner.cli", *args], capture_output=True, text=True, timeout=60, check=False)
+from tests.planner.cli.helpers import MEMORY_KEYS, PLAN_KEYS, SUGGEST, one_line_error, planner
 
 
 def test_suggest_json_contract():
@@ -41,20 +29,6 @@ def test_suggest_table_and_nothing_fits_exit_3():
                 "--global-batch", "64", "--seq-len", "4096", "--offload", "none", "--json")
     out = json.loads(r.stdout)
     assert r.returncode == 3 and out["plans"] == [] and len(out["rejected"]) == 8
-
-
-def test_check_fits_and_suggests_alternatives():
-    args = ["check", "--model", "qwen2.5-vl-3b", "--gpu", "h20", "--gpus-per-node", "6", "--micro-batch", "4",
-            "--grad-accum", "1", "--seq-len", "4096", "--image-tokens", "1024", "--precision", "bf16",
-            "--checkpointing", "off", "--json"]
-    r = planner(*args)
-    out = json.loads(r.stdout)
-    assert r.returncode == 3 and not out["plan"]["fits"] and out["plan"]["reason"]
-    assert 1 <= len(out["suggestions"]) <= 5
-    assert all(s["global_batch"] == 24 and s["fits"] for s in out["suggestions"])
-    ok = planner("check", "--model", "debug-llama", "--gpu", "rtx4090", "--micro-batch", "2", "--grad-accum", "2",
-                 "--seq-len", "512", "--precision", "bf16", "--checkpointing", "off")
-    assert ok.returncode == 0 and "fits" in ok.stdout
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -86,21 +60,6 @@ def test_malformed_config_exits_2(tmp_path):
     assert r.returncode == 2 and "malformed config.json" in r.stderr
 
 
-def test_check_rejects_impossible_combinations():
-    r = planner("check", "--model", "gpt2", "--gpu", "a100", "--micro-batch", "1", "--grad-accum", "1",
-                "--seq-len", "128", "--precision", "bf16", "--checkpointing", "off", "--offload", "optimizer")
-    assert r.returncode == 2 and "needs DeepSpeed" in r.stderr
-
-
-def test_gpus_and_models_json(capsys):
-    assert main(["gpus", "--json"]) == 0
-    gpus = json.loads(capsys.readouterr().out)["gpus"]
-    assert any(g["name"] == "h20" for g in gpus)
-    assert main(["models", "--json"]) == 0
-    models = {m["name"]: m for m in json.loads(capsys.readouterr().out)["models"]}
-    assert models["qwen2.5-vl-7b"]["vision_params"] > 0 and models["llama-2-7b"]["layers"] == 32
-
-
 def test_emit_writes_launch_files(tmp_path):
     r = planner(*SUGGEST, "--zero", "3", "--emit", str(tmp_path))
     assert r.returncode == 0
@@ -119,3 +78,42 @@ def test_analytic_path_never_imports_torch():
             "assert rc == 0; assert 'torch' not in sys.modules, 'torch imported'; print('clean')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert r.returncode == 0 and r.stdout.strip().endswith("clean"), r.stderr
+
+
+def test_a_global_batch_past_the_bound_is_refused_at_once():
+    """Issue 12: --global-batch 10^18 never finished."""
+    r = planner("suggest", "--model", "llama-3.2-1b", "--gpu", "h100", "--global-batch", str(10**18),
+                "--seq-len", "1024", timeout=20)
+    one_line_error(r, "--global-batch 1000000000000000000: Input should be less than or equal to 16777216")
+
+
+@pytest.mark.parametrize("flag,value,needle", [
+    ("--inter-node-gbps", "nan", "--inter-node-gbps 'nan': expected a finite number"),
+    ("--host-ram-gb", "inf", "--host-ram-gb 'inf': expected a finite number"),
+    ("--host-ram-gb", "1e300", "--host-ram-gb 1e+300: Input should be less than or equal to 1000000"),
+    ("--seq-len", "4194304", "--seq-len 4194304: Input should be less than or equal to 2097152"),
+    ("--gpus-per-node", "65", "--gpus-per-node 65: Input should be less than or equal to 64"),
+    ("--lora-rank", "5000", "--lora-rank 5000: Input should be less than or equal to 4096"),
+    ("--model", "x" * 300, "path or name too long"),
+])
+def test_the_cli_enforces_the_apis_bounds(flag, value, needle):
+    base = dict(zip(SUGGEST[1::2], SUGGEST[2::2]))
+    base[flag] = value
+    one_line_error(planner("suggest", *[x for kv in base.items() for x in kv], timeout=20), needle)
+
+
+def test_emit_into_an_existing_file_is_refused_before_planning(tmp_path):
+    """Issue 12: --emit into a file that exists gave a traceback (after planning)."""
+    f = tmp_path / "taken"
+    f.write_text("mine")
+    one_line_error(planner(*SUGGEST, "--emit", str(f)), "a file of that name exists; --emit takes a folder")
+    assert f.read_text() == "mine"
+
+
+def test_verify_probes_the_best_plan(tmp_path):
+    pytest.importorskip("transformers")
+    r = planner("suggest", "--model", "debug-llama", "--gpu", "h100", "--global-batch", "4", "--seq-len", "128",
+                "--zero", "0", "--top", "2", "--evidence", "analytic", "--verify", "--json", store=tmp_path / "s.sqlite")
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout)
+    assert out["verified"]["status"] == "ok" and out["plans"][0]["evidence"] == "simulated"
