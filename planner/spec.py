@@ -155,11 +155,12 @@ def bad_input(e: ValidationError) -> BadInput:
         return cause
     loc = [str(x) for x in err["loc"] if not isinstance(x, int)]
     field = loc[0] if loc else None
-    flag = "--" + field.replace("_", "-") if field else "input"
+    msg = err["msg"].removeprefix("Value error, ")
+    if field is None:
+        return BadInput(msg)
     shown = err.get("input")
     value = "" if shown is None or isinstance(shown, dict) else f" {shown!r}"
-    msg = err["msg"].removeprefix("Value error, ")
-    return BadInput(f"{flag}{value}: {msg}", field)
+    return BadInput(f"--{field.replace('_', '-')}{value}: {msg}", field)
 
 
 class MemoryBreakdown(BaseModel):

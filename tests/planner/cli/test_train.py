@@ -6,7 +6,7 @@ import pytest
 pytest.importorskip("transformers")
 from planner import catalog
 from planner.cli import main
-from tests.planner.cli.helpers import planner
+from tests.planner.cli.helpers import one_line_error, planner
 from tests.trainer.helpers import rows
 
 METRIC_KEYS = {"step", "loss", "tokens", "tokens_per_s", "peak_allocated_bytes", "micro_batch", "grad_accum"}
@@ -91,3 +91,38 @@ def test_train_refuses_missing_data_before_starting(tmp_path, monkeypatch, capsy
     assert main([*base, "--data", str(tmp_path / "ids.jsonl"), "--tokenizer", "tok"]) == 2
     assert "--tokenizer 'tok': no such folder" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == [tmp_path / "ids.jsonl"]     # nothing launched, no run file written
+
+
+def _plan_file(tmp_path, data) -> str:
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def _good_plan(tmp_path) -> dict:
+    return json.loads(planner("suggest", "--model", "debug-llama", "--gpu", "h100", "--global-batch", "4",
+                              "--seq-len", "64", "--zero", "0", "--evidence", "analytic", "--json").stdout)
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda d: [1], "expected the JSON object"),
+    (lambda d: {**d, "plans": []}, "no plan in it"),
+    (lambda d: {**d, "hardware": "h100"}, "not a plan file"),
+    (lambda d: {**d, "plans": [{**d["plans"][0], "micro_batch": -3, "grad_accum": -4, "global_batch": 12}]},
+     "--micro-batch -3: Input should be greater than or equal to 1"),
+    (lambda d: {**d, "plans": [{**d["plans"][0], "grad_accum": 3}]},
+     "micro_batch x grad_accum x world_size must equal global_batch"),
+    (lambda d: {**d, "plans": [{**d["plans"][0], "precision": "fp8"}]}, "precision"),
+    (lambda d: {**d, "plans": [{**d["plans"][0], "offload": "optimizer"}]}, "--offload optimizer needs DeepSpeed"),
+    (lambda d: {**d, "plans": [{**d["plans"][0], "micro_batch": 100_000, "global_batch": 100_000}]},
+     "--micro-batch 100000: Input should be less than or equal to 65536"),
+    (lambda d: {**d, "hardware": {**d["hardware"], "gpus_per_node": 2}}, "is not the hardware's gpus_per_node"),
+    (lambda d: {**d, "model": {**d["model"], "name": "llama-9"}}, "unknown model 'llama-9'"),
+])
+def test_a_plan_file_is_checked_before_anything_runs(tmp_path, edit, needle):
+    """Issue 12: micro_batch -3 in a plan file made each rank grow to 24 GB; a file holding [1] gave a
+    traceback. Nothing is printed, written or launched before the check."""
+    path = _plan_file(tmp_path, edit(_good_plan(tmp_path)))
+    r = planner("train", "--plan", path, "--device", "cpu", "--max-steps", "1", cwd=tmp_path, timeout=60)
+    one_line_error(r, needle)
+    assert "running:" not in r.stderr and not (tmp_path / "memplan-run.json").exists()
