@@ -172,3 +172,53 @@ def test_devices_and_probe_slots_on_a_host_with_gpus(monkeypatch):
     assert device_slots() == ["cuda:0", "cuda:1"]
     fake_nvml(monkeypatch, [])
     assert device_slots() == ["cpu"] and devices() == {"devices": []}
+
+
+def test_every_refusal_names_its_field_and_the_core_validates_once(server):
+    """Issue 12: the 422's loc comes from the BadInput the core raised (its field), not from matching a
+    `--flag` in the message; knob rules, config checks and bounds are the core's, the same as the CLI's."""
+    c = server.client()
+    check = {"model": "llama-3.2-1b", "gpu": "h100", "micro_batch": 1, "seq_len": 1024}
+
+    def loc(path, body):
+        r = c.post(path, json=body)
+        assert r.status_code == 422, r.text
+        return r.json()["detail"][0]["loc"], r.json()["detail"][0]["msg"]
+
+    assert loc("/v1/check", {**check, "offload": "optimizer"}) == (
+        ["body", "offload"], "--offload optimizer needs DeepSpeed: use --zero 1, 2 or 3")
+    assert loc("/v1/check", {**check, "precision": "bf16-pure", "zero": 2})[0] == ["body", "precision"]
+    assert loc("/v1/check", {**check, "images": 2})[0] == ["body", "images"]
+    assert loc("/v1/check", {**check, "image_tokens": 8})[0] == ["body", "image_tokens"]
+    moe = {"model_type": "mixtral", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+           "intermediate_size": 14336, "vocab_size": 32000, "num_local_experts": 8}
+    where, msg = loc("/v1/check", {**check, "model": moe})
+    assert where == ["body", "model"] and "mixture-of-experts" in msg
+    where, msg = loc("/v1/check", {**check, "model": {**moe, "num_local_experts": None, "hidden_size": -4096}})
+    assert where == ["body", "model"] and "hidden_size = -4096" in msg
+    assert loc("/v1/check", {**check, "model": "a\u0000b"})[0] == ["body", "model"]
+    assert loc("/v1/probes", {**PROBE, "backend": "cpu", "zero": 2}) == (
+        ["body", "zero"], "--backend cpu runs zero 0 (one process); for ZeRO stages use --backend sim")
+    huge = c.post("/v1/check", json={**check, "micro_batch": 65536, "grad_accum": 65536})
+    assert huge.status_code == 422 and huge.json()["detail"][0]["loc"] == ["body", "grad_accum"]
+    phi3 = c.post("/v1/check", json={**check, "model": {**moe, "model_type": "phi3", "num_local_experts": None}})
+    assert phi3.status_code == 200 and phi3.json()["model"]["exact"] is False and phi3.json()["goal"]["margin"] == 0.15
+
+
+def test_a_probe_job_and_the_cli_store_one_request_under_one_key(server, tmp_path):
+    """Issue 12: the API's jobs built Knobs themselves and stored sim records of ZeRO plans under other keys
+    than `planner probe`; both now go through planner.advise.probe_plan."""
+    import json
+
+    from planner.store import Store
+    from tests.planner.cli.helpers import planner
+
+    c = server.client()
+    job = wait_job(c, c.post("/v1/probes", json={**PROBE, "zero": 2, "offload": "optimizer"}).json()["id"])
+    assert job["outcome"] == "ok", job
+    r = planner("probe", "--model", "debug-llama", "--micro-batch", "1", "--seq-len", "32", "--zero", "2",
+                "--offload", "optimizer", "--json", store=tmp_path / "cli.sqlite")
+    assert r.returncode == 0, r.stderr[-2000:]
+    cli_key = json.loads(r.stdout)["record"]["tensor_key"]
+    api_keys = {rec.tensor_key for rec in Store(server.store).list()}
+    assert api_keys == {cli_key}
