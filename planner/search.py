@@ -74,8 +74,9 @@ def rejection_reason(plan: Plan, hw: Hardware, usable: int) -> str | None:
         return f"{hw.gpu.name} has no bf16 support: use fp16 or fp32"
     host = int(hw.host_ram_gib * GIB)
     if m.host_bytes_per_node > host:
+        fix = "use fewer GPUs per node or offload less" if hw.gpus_per_node > 1 else "offload less or add host RAM"
         return (f"offload needs {_gib(m.host_bytes_per_node)} host RAM per node > {_gib(host)} "
-                "(--host-ram-gb): use fewer GPUs per node or offload less")
+                f"(--host-ram-gb): {fix}")
     if m.device_total_bytes <= usable:
         return None
     states = m.detail["model_states_bytes"]
@@ -117,8 +118,14 @@ def make_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_ba
     return plan
 
 
+OFFLOAD_RANK = {"none": 0, "optimizer": 1, "optimizer+params": 2}
+
+
 def rank_key(p: Plan) -> tuple:
-    return (-p.tokens_per_s, -p.memory.headroom_bytes)
+    """Fastest first; at the same predicted speed on one GPU the simpler stack first (DeepSpeed shards
+    nothing there: plain DDP, no offload), elsewhere the one with more headroom."""
+    simpler = (p.zero_stage, OFFLOAD_RANK[p.offload]) if p.world_size == 1 else (0, 0)
+    return (-p.tokens_per_s, *simpler, -p.memory.headroom_bytes)
 
 
 def search(model: ModelSpec, hw: Hardware, goal: Goal, space: Space, top: int = 10, calibrate=None) -> Result:

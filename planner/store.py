@@ -140,6 +140,19 @@ CREATE INDEX IF NOT EXISTS probes_model ON probes (model);
 
 
 class Store:
+    @classmethod
+    def existing(cls, path: str | Path | None = None) -> Store:
+        """A store that must exist already: read commands never create one (a typo in --store is said)."""
+        where = Path(path).expanduser() if path else default_path()
+        try:
+            found = where.is_file()
+        except (OSError, ValueError):
+            found = False
+        if not found:
+            raise BadInput(f"--store {str(where)!r}: no probe store there (probes and --evidence sim create one)",
+                           "store")
+        return cls(where)
+
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path).expanduser() if path else default_path()
         try:
@@ -189,6 +202,11 @@ class Store:
     def get(self, record_id: int) -> ProbeRecord | None:
         rows = self._rows("WHERE id = ?", (record_id,))
         return rows[0] if rows else None
+
+    def delete(self, ids: list[int]) -> int:
+        """Remove records by id; how many there were."""
+        with self.db:
+            return self.db.executemany("DELETE FROM probes WHERE id = ?", [(i,) for i in ids]).rowcount
 
     def by_tensor_key(self, key: str) -> list[ProbeRecord]:
         return self._rows("WHERE tensor_key = ?", (key,))

@@ -6,10 +6,12 @@ import json
 import sys
 from pathlib import Path
 
+from trainer.console import quiet_third_party
 from trainer.loop import RunConfig, run
 
 
 def main(argv: list[str]) -> int:
+    quiet_third_party()
     cfg = RunConfig(**json.loads(Path(argv[0]).read_text()))
     run(cfg)
     return 0

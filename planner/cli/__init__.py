@@ -15,6 +15,12 @@ SUBCOMMANDS = ("suggest", "check", "gpus", "models", "probe", "probes", "profile
 class _Parser(argparse.ArgumentParser):
     """argparse that reports bad input as one line and exit code 2."""
 
+    def add_argument(self, *args, **kwargs):
+        """A flag whose type knows its accepted values (common.one_of, choice_list) lists them in --help."""
+        if "metavar" not in kwargs and hasattr(kwargs.get("type"), "metavar"):
+            kwargs["metavar"] = kwargs["type"].metavar
+        return super().add_argument(*args, **kwargs)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         sys.stderr.write(f"planner: error: {message}\n")
         raise SystemExit(2)
@@ -33,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from planner.cli import common
+
+    common.QUIET = bool(getattr(args, "json", False))
     try:
         return int(args.run(args))
     except BadInput as e:

@@ -30,6 +30,9 @@ def register(sub) -> None:
     p.add_argument("--gpu", default="local",
                    help="the GPU kind to plan for (default: this host's, through NVML); name the closest catalog "
                         "kind for a GPU outside the catalog. The count is always this host's.")
+    p.add_argument("--gpus-per-node", type=common.positive_int("--gpus-per-node"), default=None,
+                   help="GPUs on this host (default: NVML's count); with --dry-run and --gpu KIND no local GPU is "
+                        "needed, so a launch can be prepared on a login node")
     p.add_argument("--global-batch", type=common.positive_int("--global-batch"), required=True)
     p.add_argument("--seq-len", type=common.positive_int("--seq-len"), required=True)
     p.add_argument("--optimizer", type=common.one_of("--optimizer", OPTIMIZERS), default="adamw")
@@ -78,13 +81,17 @@ def choose(args: Namespace) -> tuple[Plan, dict]:
     from planner.cli.suggest import result_json
     from planner.hardware import nvml_devices
 
-    try:
-        count = len(nvml_devices())
-    except BadInput as e:
-        raise BadInput(f"autotune needs local NVIDIA GPUs: {str(e).removeprefix('--gpu local: ').split(';')[0]}") \
-            from None
-    if not count:
-        raise BadInput("autotune needs local NVIDIA GPUs: NVML sees none")
+    count = args.gpus_per_node
+    if not (args.dry_run and count and args.gpu != "local"):     # a dry run for a named kind needs no GPU
+        hint = "" if args.dry_run else "; --dry-run --gpu KIND --gpus-per-node N prepares the command without one"
+        try:
+            found = len(nvml_devices())
+        except BadInput as e:
+            why = str(e).removeprefix("--gpu local: ").split(";")[0]
+            raise BadInput(f"autotune needs local NVIDIA GPUs: {why}{hint}", "gpu") from None
+        if not found:
+            raise BadInput(f"autotune needs local NVIDIA GPUs: NVML sees none{hint}", "gpu")
+        count = count or found
     req = advise.parse(advise.SuggestRequest, {
         "model": args.model, "gpu": args.gpu, "gpus_per_node": count, "global_batch": args.global_batch,
         "seq_len": args.seq_len, "optimizer": args.optimizer, "lora_rank": args.lora_rank, "margin": args.margin,

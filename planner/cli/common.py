@@ -82,7 +82,13 @@ def choice_list(flag: str, accepted: tuple, cast=str):
             if v not in out:
                 out.append(v)
         return out
+    parse.metavar = choices(accepted)
     return parse
+
+
+def choices(accepted: tuple) -> str:
+    """The metavar that lists a flag's accepted values in --help."""
+    return "{" + ",".join(map(str, accepted)) + "}"
 
 
 def one_of(flag: str, accepted: tuple, cast=str):
@@ -93,6 +99,7 @@ def one_of(flag: str, accepted: tuple, cast=str):
         if len(vals) != 1:
             raise argparse.ArgumentTypeError(f"{flag} {text!r}: give exactly one of {', '.join(map(str, accepted))}")
         return vals[0]
+    parse.metavar = choices(accepted)
     return parse
 
 
@@ -188,12 +195,26 @@ def add_store_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", default=None, help="probe store (SQLite); default $MEMPLAN_STORE or the user data dir")
 
 
+QUIET = False       # set by the root command for --json: no progress on stderr
+
+
 def status(message: str):
-    """A spinner on stderr while long work runs (nothing when stderr is not a terminal)."""
-    from contextlib import nullcontext
+    """A spinner with the elapsed time on stderr while long work runs (nothing when stderr is not a terminal,
+    or with --json)."""
+    from contextlib import contextmanager, nullcontext
 
     err = err_console()
-    return err.status(message) if err.is_terminal else nullcontext()
+    if QUIET or not err.is_terminal:
+        return nullcontext()
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    @contextmanager
+    def shown():
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
+                      transient=True) as bar:
+            bar.add_task(message, total=None)
+            yield
+    return shown()
 
 
 def say_line(text: str, console=None) -> None:

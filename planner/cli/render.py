@@ -57,7 +57,7 @@ def gpus_table(data: dict) -> Table:
     for col in ("name", "memory GiB", "bf16 TFLOP/s", "HBM GB/s", "link", "link GB/s/dir", "aliases"):
         t.add_column(col)
     for g in data["gpus"]:
-        t.add_row(g["name"], f"{g['capacity_bytes'] / 2**30:.1f}", f"{g['bf16_tflops']:g}",
+        t.add_row(g["name"], f"{g['capacity_bytes'] / 2**30:.1f}", f"{g['bf16_tflops']:g}" if g["bf16_tflops"] else "no bf16",
                   f"{g['memory_bandwidth_gbs']:g}", g["link"], f"{g['link_gbs']:g}", ", ".join(g["aliases"]))
     return t
 
@@ -78,6 +78,27 @@ def record_line(r) -> str:
     return (f"#{r.id or '-'} {r.backend} {r.status}: {r.model} micro {s.micro_batch} accum {s.grad_accum} "
             f"seq {s.seq_len} {k.precision} ckpt {k.checkpointing} zero {k.zero_stage} on {r.device}: {peak}"
             + (f" ({r.phase})" if r.phase else ""))
+
+
+def record_detail(r) -> Table:
+    """A record's bytes by category at its peak, and its shapes, knobs and versions."""
+    t = Table(title=f"probe #{r.id}: {r.model} ({r.backend}, {r.status}, {r.device})", title_justify="left")
+    t.add_column("what")
+    t.add_column("value", justify="right")
+    for cat, v in r.by_category.items():
+        t.add_row(f"{cat} GiB", gib(v))
+    for name, v in (("peak allocated GiB", r.peak_allocated_bytes), ("peak reserved GiB", r.peak_reserved_bytes),
+                    ("device used GiB", r.device_used_bytes)):
+        if v:
+            t.add_row(name, gib(v))
+    k, s = r.knobs, r.shapes
+    t.add_row("shapes", f"micro {s.micro_batch} accum {s.grad_accum} seq {s.seq_len} images {s.image_tokens} "
+                        f"world {s.world_size}")
+    t.add_row("knobs", f"{k.precision} ckpt {k.checkpointing} zero {k.zero_stage} offload {k.offload} "
+                       f"{k.optimizer} lora {k.lora_rank}")
+    t.add_row("versions", ", ".join(f"{n} {v}" for n, v in r.versions.items() if v) or "-")
+    t.add_row("tensor key", r.tensor_key)
+    return t
 
 
 def records_table(data: dict) -> Table:

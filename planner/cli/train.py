@@ -158,29 +158,59 @@ def launch_command(args: argparse.Namespace, req: CheckRequest, config_path: str
     return [*torchrun, *entry]
 
 
+def run_file_dir(args: argparse.Namespace, req: CheckRequest) -> tuple[Path, bool]:
+    """(folder of the run file, whether it is a temporary one to remove). --save-dir keeps it beside the
+    checkpoints; a one-node run without it uses a temporary folder (not the working directory); a multi-node
+    run needs a folder every node reads: --save-dir, else the working directory."""
+    if args.save_dir:
+        return Path(args.save_dir), False
+    if (args.nnodes or req.nodes) > 1:
+        return Path("."), False
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="memplan-run-")), True
+
+
 def run(args: argparse.Namespace) -> int:
     from trainer.data import check_source
 
     check_source(args.data, args.tokenizer)
     model, req, knobs = plan_from(args)
     cfg = run_config(args, model, req, knobs)
-    where = Path(args.save_dir or ".")
+    if args.dry_run:        # the command only, with the run file where a real run would put it
+        where = Path(args.save_dir or ".")
+        cmd = launch_command(args, req, str(where / "memplan-run.json"))
+        print(" ".join(shlex.quote(x) for x in cmd) if cmd else f"{sys.executable} -m trainer.main "
+              f"{where / 'memplan-run.json'}")
+        return 0
+    where, temporary = run_file_dir(args, req)
     config_path = where / "memplan-run.json"
     cmd = launch_command(args, req, str(config_path))
-    shown = " ".join(shlex.quote(x) for x in cmd) if cmd else f"{sys.executable} -m trainer.main {config_path}"
-    common.say_line(f"running: {shown}", common.err_console())
-    if args.dry_run:
-        print(shown)
-        return 0
     try:
         where.mkdir(parents=True, exist_ok=True)
         config_path.write_text(json.dumps(cfg, indent=1))
     except (OSError, ValueError) as e:
         raise BadInput(f"--save-dir {str(where)!r}: cannot write the run file ({e})", "save_dir") from None
+    shown = " ".join(shlex.quote(x) for x in cmd) if cmd else f"{sys.executable} -m trainer.main {config_path}"
+    common.say_line(f"running: {shown}", common.err_console())
+    try:
+        return _train(args, cfg, cmd)
+    finally:
+        if temporary:
+            import shutil
+
+            shutil.rmtree(where, ignore_errors=True)
+
+
+def _train(args: argparse.Namespace, cfg: dict, cmd: list[str] | None) -> int:
+    """Train in this process (cmd None) or run the launch command; third-party deprecation noise is
+    filtered in every rank unless MEMPLAN_VERBOSE=1 (trainer.console.quiet_third_party)."""
     if cmd is None:
+        from trainer.console import quiet_third_party
         from trainer.loop import RunConfig
         from trainer.loop import run as train
 
+        quiet_third_party()
         rows = train(RunConfig(**cfg))
         if args.json:
             common.print_json({"steps": len(rows), "metrics": rows})

@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("transformers")
 from planner.cli import main
 from tests.conftest import fake_nvml
-from tests.planner.cli.helpers import planner
+from tests.planner.cli.helpers import one_line_error, planner
 
 METRIC_KEYS = {"step", "loss", "tokens", "tokens_per_s", "peak_allocated_bytes", "micro_batch", "grad_accum"}
 
@@ -17,6 +17,18 @@ def test_autotune_without_a_gpu_says_so_in_one_line():
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("planner: error: autotune needs local NVIDIA GPUs")
+
+
+def test_a_dry_run_for_a_named_kind_needs_no_local_gpu():
+    """Issue 13: `autotune --dry-run --gpu h100` refused on a machine with no GPU (a Slurm login node)."""
+    out = planner("autotune", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus-per-node", "8", "--global-batch",
+                  "256", "--seq-len", "4096", "--dry-run", "--", "torchrun", "--nproc_per_node", "8", "train.py")
+    assert out.returncode == 0, out.stderr
+    cmd = shlex.split(out.stdout.strip())
+    assert cmd[:4] == ["torchrun", "--nproc_per_node", "8", "train.py"] and "--per_device_train_batch_size" in cmd
+    real = planner("autotune", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus-per-node", "8", "--global-batch",
+                   "256", "--seq-len", "4096")      # not a dry run: it would launch, so it needs the GPUs
+    one_line_error(real, "--dry-run --gpu KIND --gpus-per-node N prepares the command without one")
 
 
 def test_autotune_injects_the_plan_into_the_users_command(monkeypatch, capsys):

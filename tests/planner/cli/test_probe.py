@@ -35,3 +35,10 @@ def test_cli_bad_backend_and_zero_on_cpu(tmp_path):
     r = planner("probe", "--model", "debug-llama", "--micro-batch", "1", "--seq-len", "8", "--backend", "cpu",
                  "--zero", "2", store=tmp_path / "x")
     assert r.returncode == 2 and "zero 0" in r.stderr
+
+
+def test_help_lists_the_accepted_values():
+    """Issue 13: `probe --help` listed no choices."""
+    out = planner("probe", "--help").stdout
+    for shown in ("{sim,cpu,cuda}", "{fp32,fp16,bf16,bf16-pure}", "{off,full}", "{0,1,2,3}"):
+        assert shown in out, shown

@@ -117,3 +117,32 @@ def test_verify_probes_the_best_plan(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout)
     assert out["verified"]["status"] == "ok" and out["plans"][0]["evidence"] == "simulated"
+
+
+def test_on_one_gpu_plain_ddp_ranks_above_deepspeed_at_the_same_speed():
+    """Issue 13: on one GPU ZeRO-2 was ranked first at DDP's predicted speed (DeepSpeed shards nothing there)."""
+    out = json.loads(planner("suggest", "--model", "llama-3.2-1b", "--gpu", "h100", "--global-batch", "16",
+                             "--seq-len", "2048", "--evidence", "analytic", "--json").stdout)
+    first, second = out["plans"][:2]
+    assert first["tokens_per_s"] == second["tokens_per_s"]
+    assert (first["zero_stage"], first["offload"]) == (0, "none") and second["zero_stage"] > 0
+
+
+def test_host_ram_advice_fits_a_node_of_one_gpu():
+    out = json.loads(planner("suggest", "--model", "llama-3.1-70b", "--gpu", "h100", "--global-batch", "8",
+                             "--seq-len", "1024", "--zero", "3", "--offload", "optimizer+params", "--host-ram-gb", "16",
+                             "--evidence", "analytic", "--json").stdout)
+    reasons = [p["reason"] for p in out["rejected"]]
+    assert reasons and all("offload less or add host RAM" in r and "fewer GPUs" not in r for r in reasons), reasons
+
+
+def test_progress_is_quiet_with_json():
+    from contextlib import nullcontext
+
+    from planner.cli import common
+
+    common.QUIET = True
+    try:
+        assert isinstance(common.status("planning"), nullcontext)
+    finally:
+        common.QUIET = False

@@ -1,5 +1,6 @@
 """`planner train`: a plan from suggest --json, or check's flags; one process or torchrun; plan files checked before anything runs."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -34,8 +35,24 @@ def test_train_two_ranks_under_torchrun(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "torch.distributed.run --nproc_per_node 2" in out.stderr
     shown = next(line for line in out.stderr.splitlines() if line.startswith("running: "))
-    assert shown.endswith("-m trainer.main memplan-run.json"), shown
+    assert "-m trainer.main /" in shown and shown.endswith("/memplan-run.json"), shown
     assert len(rows(tmp_path / "m.jsonl")) == 3
+    # issue 13: no run file left in the working directory (nor its temporary folder), and no third-party
+    # deprecation noise (DeepSpeed-free DDP here; the ZeRO run below checks DeepSpeed's)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.jsonl"]
+    assert not Path(shown.split()[-1]).parent.exists()
+    assert "Warning" not in out.stderr, out.stderr
+
+
+def test_train_filters_deepspeed_noise_unless_verbose(tmp_path):
+    pytest.importorskip("deepspeed")
+    args = ["train", "--model", "debug-llama", "--gpus-per-node", "2", "--micro-batch", "1", "--seq-len", "48",
+            "--precision", "fp32", "--device", "cpu", "--max-steps", "1", "--zero", "2"]
+    quiet = planner(*args, cwd=tmp_path)
+    assert quiet.returncode == 0, quiet.stderr[-3000:]
+    assert "FutureWarning" not in quiet.stderr and "done: 1 steps" in quiet.stderr
+    loud = planner(*args, cwd=tmp_path, env={"MEMPLAN_VERBOSE": "1"})
+    assert loud.returncode == 0 and "FutureWarning" in loud.stderr     # what the filter removes, with DeepSpeed 0.19
 
 
 def test_train_dry_run_launch_forms(tmp_path, capsys):
@@ -50,6 +67,7 @@ def test_train_dry_run_launch_forms(tmp_path, capsys):
     cmd = capsys.readouterr().out
     assert cmd.startswith("srun --kill-on-bad-exit=1") and '"$MASTER_ADDR:$MASTER_PORT"' in cmd
     assert main(["train", "--model", "debug-llama", "--seq-len", "64"]) == 2       # no plan, no micro-batch
+    assert "running:" not in capsys.readouterr().err      # issue 13: a dry run prints the command only
 
 
 def test_train_from_a_local_folder_with_weights(tmp_path):
