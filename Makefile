@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH_VERSION := 2.13.0
 
-.PHONY: run test setup setup-dev bench clean
+.PHONY: run test setup setup-dev bench clean docs
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -32,3 +32,7 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) *.egg-info
+
+# Rewrite the README's pasted outputs from their commands (docs/readme.py; tests/test_readme.py checks them).
+docs: setup
+	$(BIN)/python docs/readme.py --write
