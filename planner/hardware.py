@@ -53,10 +53,12 @@ def match_local(nvml_name: str, total_bytes: int) -> GPU:
     """The catalog entry for an NVML device name, with the device's own memory size."""
     n = nvml_name.lower()
     gib = total_bytes / 2**30
-    keys = [("h200", "h200"), ("h20", "h20"), ("h100 pcie", "h100-80gb-pcie"), ("h100", "h100-80gb"),
+    keys = [("b200", "b200"), ("gh200", "gh200"), ("h200", "h200"), ("h20", "h20"), ("h100 nvl", "h100-nvl"),
+            ("h100 pcie", "h100-80gb-pcie"), ("h100", "h100-80gb"), ("a10g", "a10g"), ("rtx a6000", "rtx-a6000"),
+            ("5090", "rtx5090"), ("l40s", "l40s"), ("l4", "l4"),
             ("a100-pcie", "a100-80gb-pcie" if gib > 50 else "a100-40gb-pcie"),
             ("a100", "a100-80gb" if gib > 50 else "a100-40gb"), ("4090", "rtx4090"), ("3090", "rtx3090"),
-            ("l40s", "l40s"), ("a10", "a10"), ("v100", "v100-32gb")]
+            ("a10", "a10"), ("v100", "v100-32gb")]
     for key, entry in keys:
         if key in n:
             return catalog.gpu(entry).model_copy(update={"memory_mib": total_bytes // MIB})

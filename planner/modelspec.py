@@ -12,8 +12,10 @@ from math import prod
 
 from planner.errors import BadInput
 
-LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "qwen2_5_vl", "qwen2_5_vl_text",
-              "qwen2_vl", "qwen2_vl_text"}
+LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3", "qwen2_5_vl",
+              "qwen2_5_vl_text", "qwen2_vl", "qwen2_vl_text"}
+GEMMA_NORMS = {"gemma2", "gemma3_text"}   # four RMSNorms a layer, computed in fp32 ((1 + w) * norm(x.float()))
+QK_NORM = {"qwen3", "gemma3_text"}        # an RMSNorm over each head of q and k before RoPE
 ALL_FAMILIES = sorted(LLAMA_LIKE | {"gpt2", "internvl"})
 
 
@@ -41,12 +43,13 @@ class TextSpec:
     intermediate: int
     vocab: int
     tied: bool
-    arch: str  # "llama" (RMSNorm, gated MLP), "gemma2" (4 norms, eager attention), "gpt2"
+    arch: str  # "llama" (RMSNorm, gated MLP), "gemma2" (4 fp32 norms; Gemma-2 and -3), "phi3" (fused qkv and
+    #            gate-up projections), "gpt2"
     max_positions: int
     attention: str = "sdpa"  # "sdpa" (flash / memory-efficient kernels) or "eager" (s^2 scores saved)
     final_logit_softcap: float | None = None
     dropout: float = 0.0
-    qk_norm: bool = False    # Qwen3: RMSNorm over each head of q and k (q_norm, k_norm) before RoPE
+    qk_norm: bool = False    # Qwen3, Gemma-3: RMSNorm over each head of q and k (q_norm, k_norm) before RoPE
 
     @property
     def q_dim(self) -> int:
@@ -180,29 +183,36 @@ def _llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
     _divides(heads, "num_attention_heads", kv, "num_key_value_heads")
     hd = _get(cfg, "head_dim", default=h // heads)
     inter, vocab = _get(cfg, "intermediate_size"), _get(cfg, "vocab_size")
-    tied = bool(cfg.get("tie_word_embeddings", model_type in {"gemma", "gemma2"}))
+    tied = bool(cfg.get("tie_word_embeddings", model_type in {"gemma", "gemma2", "gemma3_text"}))
     qkv_bias = model_type.startswith("qwen2") or bool(cfg.get("attention_bias", False))
     o_bias = bool(cfg.get("attention_bias", False)) and not model_type.startswith("qwen2")
     mlp_bias = bool(cfg.get("mlp_bias", False))
     gemma2 = model_type == "gemma2"
+    gemma_norms = model_type in GEMMA_NORMS
     t: list[Tensors] = [Tensors("embed", (vocab, h))]
-    for d_out in (heads * hd, kv * hd, kv * hd):
-        t += _linear("layer", d_out, h, L, qkv_bias, lora=True)
+    if model_type == "phi3":    # fused qkv_proj and gate_up_proj: one Linear each (what LoRA adapts)
+        t += _linear("layer", (heads + 2 * kv) * hd, h, L, qkv_bias, lora=True)
+    else:
+        for d_out in (heads * hd, kv * hd, kv * hd):
+            t += _linear("layer", d_out, h, L, qkv_bias, lora=True)
     t += _linear("layer", h, heads * hd, L, o_bias, lora=True)
-    t += _linear("layer", inter, h, 2 * L, mlp_bias, lora=True)
+    if model_type == "phi3":
+        t += _linear("layer", 2 * inter, h, L, mlp_bias, lora=True)
+    else:
+        t += _linear("layer", inter, h, 2 * L, mlp_bias, lora=True)
     t += _linear("layer", h, inter, L, mlp_bias, lora=True)
-    t.append(Tensors("layer", (h,), L * (4 if gemma2 else 2)))
-    if model_type == "qwen3":
+    t.append(Tensors("layer", (h,), L * (4 if gemma_norms else 2)))
+    if model_type in QK_NORM:
         t.append(Tensors("layer", (hd,), 2 * L))
     t.append(Tensors("norm", (h,)))
     if not tied:
         t.append(Tensors("head", (vocab, h)))
     spec = TextSpec(hidden=h, layers=L, heads=heads, kv_heads=kv, head_dim=hd, intermediate=inter,
-                    vocab=vocab, tied=tied, arch="gemma2" if gemma2 else "llama",
+                    vocab=vocab, tied=tied, arch="gemma2" if gemma_norms else "phi3" if model_type == "phi3" else "llama",
                     max_positions=_get(cfg, "max_position_embeddings", default=0),
                     attention="eager" if gemma2 else "sdpa",
                     final_logit_softcap=_number(cfg, "final_logit_softcapping", 0.0) or None if gemma2 else None,
-                    dropout=_number(cfg, "attention_dropout", 0.0, high=1.0), qk_norm=model_type == "qwen3")
+                    dropout=_number(cfg, "attention_dropout", 0.0, high=1.0), qk_norm=model_type in QK_NORM)
     return spec, t
 
 

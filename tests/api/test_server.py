@@ -165,10 +165,10 @@ def test_devices_and_probe_slots_on_a_host_with_gpus(monkeypatch):
     from api.routes.catalog import devices
     from tests.conftest import fake_nvml
 
-    fake_nvml(monkeypatch, [("NVIDIA H100 80GB HBM3", 85_520_809_984), ("NVIDIA B200", 191_525_912_576)])
+    fake_nvml(monkeypatch, [("NVIDIA H100 80GB HBM3", 85_520_809_984), ("NVIDIA B300", 191_525_912_576)])
     assert devices() == {"devices": [
         {"index": 0, "name": "NVIDIA H100 80GB HBM3", "gpu": "h100-80gb", "capacity_bytes": 85_520_809_984},
-        {"index": 1, "name": "NVIDIA B200", "gpu": None, "capacity_bytes": 191_525_912_576}]}
+        {"index": 1, "name": "NVIDIA B300", "gpu": None, "capacity_bytes": 191_525_912_576}]}
     assert device_slots() == ["cuda:0", "cuda:1"]
     fake_nvml(monkeypatch, [])
     assert device_slots() == ["cpu"] and devices() == {"devices": []}

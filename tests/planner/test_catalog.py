@@ -90,9 +90,11 @@ def test_unknown_family_uses_generic_count_and_says_so():
 def test_gpu_catalog_entries_and_sources():
     names = {g.name for g in catalog.gpus()}
     assert {"a100-40gb", "a100-80gb", "a100-40gb-pcie", "a100-80gb-pcie", "h20", "h100-80gb", "h100-80gb-pcie",
-            "h200", "rtx4090", "rtx3090", "l40s", "a10", "v100-32gb"} <= names
-    for g in catalog.gpus():
+            "h200", "rtx4090", "rtx3090", "l40s", "a10", "v100-32gb",
+            "b200", "gh200", "h100-nvl", "l4", "a10g", "rtx-a6000", "rtx5090"} <= names     # issue 13's additions
+    for g in catalog.gpus():      # every figure names where it comes from
         assert {"compute", "memory", "link"} <= set(g.sources), g.name
+        assert all(len(text) > 20 for text in g.sources.values()), g.name
     assert catalog.gpu("H100").name == "h100-80gb"
     assert catalog.gpu("RTX_4090").name == "rtx4090"
     assert catalog.gpu("h20").capacity_bytes == 97871 * 2**20

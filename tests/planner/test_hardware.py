@@ -10,6 +10,9 @@ from planner.errors import BadInput
     ("NVIDIA A100-PCIE-40GB", 40, "a100-40gb-pcie"), ("NVIDIA H100 80GB HBM3", 79.6, "h100-80gb"),
     ("NVIDIA H100 PCIe", 79.6, "h100-80gb-pcie"), ("NVIDIA H200", 140, "h200"), ("NVIDIA H20", 95.6, "h20"),
     ("NVIDIA GeForce RTX 4090", 24, "rtx4090"), ("NVIDIA L40S", 45, "l40s"), ("Tesla V100-SXM2-32GB", 32, "v100-32gb"),
+    ("NVIDIA B200", 179, "b200"), ("NVIDIA GH200 480GB", 95.6, "gh200"), ("NVIDIA H100 NVL", 93.6, "h100-nvl"),
+    ("NVIDIA L4", 22.5, "l4"), ("NVIDIA A10G", 22.5, "a10g"), ("NVIDIA RTX A6000", 48, "rtx-a6000"),
+    ("NVIDIA GeForce RTX 5090", 31.8, "rtx5090"), ("NVIDIA A10", 22.5, "a10"),
 ])
 def test_nvml_names_map_to_catalog_with_measured_memory(nvml_name, gib, expected):
     total = int(gib * 2**30)
@@ -19,7 +22,7 @@ def test_nvml_names_map_to_catalog_with_measured_memory(nvml_name, gib, expected
 
 def test_unknown_local_gpu_is_refused_with_the_catalog():
     with pytest.raises(BadInput, match="not in the GPU catalog; pass the closest of: a100-40gb"):
-        hardware.match_local("NVIDIA B200", 180 * 2**30)
+        hardware.match_local("NVIDIA B300", 180 * 2**30)
 
 
 def test_local_gpus_through_nvml(monkeypatch):
@@ -31,9 +34,9 @@ def test_local_gpus_through_nvml(monkeypatch):
     gpu, count = hardware.detect_local()
     assert (gpu.name, count, gpu.capacity_bytes) == ("h100-80gb", 4, 85_520_809_984 // 2**20 * 2**20)
     assert hardware.resolve("local", None, 1).gpus_per_node == 4
-    fake_nvml(monkeypatch, [("NVIDIA B200", 191_525_912_576)] * 8)
+    fake_nvml(monkeypatch, [("NVIDIA B300", 191_525_912_576)] * 8)
     assert hardware.local_gpu_count() == 8
-    with pytest.raises(BadInput, match="'NVIDIA B200' is not in the GPU catalog"):
+    with pytest.raises(BadInput, match="'NVIDIA B300' is not in the GPU catalog"):
         hardware.detect_local()
     fake_nvml(monkeypatch, [])
     assert hardware.local_gpu_count() == 0

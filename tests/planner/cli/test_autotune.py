@@ -54,10 +54,10 @@ def test_autotune_injects_the_plan_into_the_users_command(monkeypatch, capsys):
 def test_autotune_on_gpus_outside_the_catalog(monkeypatch, capsys):
     """A host of 4 GPUs the catalog does not know: refused with the catalog's kinds, then planned as the
     closest kind named with --gpu, for this host's count."""
-    fake_nvml(monkeypatch, [("NVIDIA B200", 191_525_912_576)] * 4)
+    fake_nvml(monkeypatch, [("NVIDIA B300", 191_525_912_576)] * 4)
     base = ["autotune", "--model", "llama-3.1-8b", "--global-batch", "64", "--seq-len", "4096", "--dry-run"]
     assert main(base) == 2
-    assert "'NVIDIA B200' is not in the GPU catalog; pass the closest of:" in capsys.readouterr().err
+    assert "'NVIDIA B300' is not in the GPU catalog; pass the closest of:" in capsys.readouterr().err
     assert main([*base, "--gpu", "h200"]) == 0
     captured = capsys.readouterr()
     assert "x world 4 = 64" in captured.err and "of 140.4)" in captured.err     # an H200's 140.4 GiB
