@@ -40,8 +40,53 @@ async function init() {
       $("#" + field).append(label);
     }
   }
+  await moreFields();
   $("#plan-form").addEventListener("submit", (ev) => { ev.preventDefault(); submit(); });
   for (const b of document.querySelectorAll("[data-copy]")) b.addEventListener("click", () => copy(b.dataset.copy, b));
+}
+
+// Every request field the form does not lay out itself gets a control made from the API's schema, so a knob
+// added to the core's request model appears here with no page code (tests/api/test_web.py checks all are there).
+const LABELS = {image_tokens: "Image tokens per sample (VLMs)", images: "or images per sample", tokens_per_image: "and tokens per image",
+  lora_rank: "LoRA rank (0 = full fine-tuning)", margin: "Margin kept free (fraction; empty = default)",
+  inter_node_gbps: "Network per node (Gb/s)", host_ram_gb: "Host RAM per node (GiB)", top: "Plans to show"};
+let schema = {};
+
+async function moreFields() {
+  const spec = (await api("/openapi.json")).data;
+  schema = spec.components.schemas.SuggestRequest.properties;
+  const laid = new Set([...document.querySelectorAll("#plan-form [name], #plan-form [data-field]")]
+    .map((e) => e.name || e.dataset.field));
+  for (const [name, prop] of Object.entries(schema)) {
+    if (laid.has(name)) continue;
+    const s = (prop.anyOf || [prop]).find((x) => x.type !== "null") || prop;
+    let control;
+    if (s.enum) {
+      control = el("select", {id: name, name});
+      for (const v of s.enum) control.append(el("option", {value: String(v)}, String(v)));
+      if (prop.default !== undefined) control.value = String(prop.default);
+    } else if (s.type === "boolean") {
+      control = el("input", {id: name, name, type: "checkbox"});
+    } else {
+      control = el("input", {id: name, name, type: "number", step: s.type === "integer" ? "1" : "any",
+        placeholder: prop.default === undefined || prop.default === null ? "" : String(prop.default)});
+    }
+    control.dataset.kind = s.enum ? "enum" : s.type;
+    const cell = el("div", {class: "field"});
+    cell.append(el("label", {for: name}, LABELS[name] || prop.title || name), control,
+      el("p", {class: "error", id: "err-" + name, role: "alert"}));
+    $("#more").append(cell);
+  }
+}
+
+function moreValues() {
+  const out = {};
+  for (const c of document.querySelectorAll("#more [name]")) {
+    if (c.dataset.kind === "boolean") { if (c.checked) out[c.name] = true; continue; }
+    if (c.value === "") continue;
+    out[c.name] = c.dataset.kind === "enum" ? c.value : Number(c.value);
+  }
+  return out;
 }
 
 function clearErrors() {
@@ -50,6 +95,8 @@ function clearErrors() {
 }
 
 function showErrors(status, data) {
+  $("#answer").hidden = true;           // an answer to another request must not stay on screen
+  last = null;
   const details = Array.isArray(data.detail) ? data.detail : [{loc: [], msg: `${status}: ${data.detail}`}];
   for (const d of details) {
     const field = d.loc && d.loc[0] === "body" && d.loc[1] ? String(d.loc[1]) : "form";
@@ -66,7 +113,7 @@ function body() {
   const pasted = $("#config").value.trim();
   return {model: pasted ? JSON.parse(pasted) : $("#model").value, gpu: $("#gpu").value, gpus_per_node: num("gpus_per_node"),
     nodes: num("nodes"), global_batch: num("global_batch"), seq_len: num("seq_len"), precision: checked("precision"),
-    checkpointing: checked("checkpointing"), zero: checked("zero"), offload: checked("offload"), evidence: "auto", top: 10};
+    checkpointing: checked("checkpointing"), zero: checked("zero"), offload: checked("offload"), ...moreValues()};
 }
 
 async function submit() {
@@ -101,8 +148,11 @@ async function render(req, out) {
   const capacity = hw.capacity_bytes, usable = capacity * (1 - out.goal.margin);
   $("#bars").replaceChildren(bars(out.plans, capacity, usable));
   const best = out.plans[0];
+  $("#fits").hidden = !best;
+  $("#nothing-fits").hidden = !!best;
   $("#command").textContent = best ? best.launch.command : "";
-  document.querySelector(".copies").hidden = !best;
+  for (const b of document.querySelectorAll("[data-copy]")) b.hidden = !best || best.launch[b.dataset.copy] == null;
+  if (!best) await nothingFits(req, out);
   const ref = best || out.rejected[0];
   if (ref) {
     $("#curve-title").textContent = `Memory against micro-batch: ${ref.precision}, checkpointing ${ref.checkpointing}, ZeRO ${ref.zero_stage}, offload ${ref.offload}`;
@@ -153,6 +203,27 @@ function bars(plans, capacity, usable) {
     svg.append(el("text", {x: pad + 26 + i * 120, y: h - 12, "font-size": 11}, name));
   });
   return svg;
+}
+
+// Nothing fits: the reasons, then the nearest requests that do fit (every knob allowed; 2 TiB of host RAM per
+// node for offload; LoRA adapters; twice the nodes), each asked of the API itself.
+async function nothingFits(req, out) {
+  $("#reasons").replaceChildren(...out.rejected.map((p) => el("li", {},
+    `${p.precision}, checkpointing ${p.checkpointing}, ZeRO ${p.zero_stage}, offload ${p.offload}: ${p.reason}`)));
+  const all = {precision: [], checkpointing: ["off", "full"], zero: [0, 1, 2, 3], offload: ["none", "optimizer", "optimizer+params"]};
+  const tries = [["every knob allowed", {...req, ...all}], ["2048 GiB host RAM per node", {...req, ...all, host_ram_gb: 2048}],
+    ["LoRA rank 16", {...req, ...all, lora_rank: 16}],
+    [`${2 * (req.nodes || 1)} nodes`, {...req, ...all, nodes: 2 * (req.nodes || 1)}]];   // same global batch
+  const rows = [];
+  for (const [change, body] of tries) {
+    if ((change === "LoRA rank 16" && req.lora_rank) || (change.includes("host RAM") && req.host_ram_gb >= 2048)) continue;
+    const r = await api("/v1/plans", {...body, top: 1});
+    const p = r.ok && r.data.plans[0];
+    if (p) rows.push(row([change, p.micro_batch, p.grad_accum, p.precision, p.checkpointing, p.zero_stage, p.offload,
+      gib(p.memory.device_total_bytes), Math.round(p.tokens_per_s)]));
+  }
+  $("#nearest tbody").replaceChildren(...rows);
+  $("#nearest-none").hidden = rows.length > 0;
 }
 
 async function curvePoints(req, out, ref) {

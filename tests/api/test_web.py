@@ -68,3 +68,102 @@ def test_narrow_screen_keeps_the_form_usable(server, page):
     page.focus("#model")
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.id") == "config"
+
+
+def _ready(page, server):
+    page.goto(server.url + "/")
+    page.wait_for_selector("#model option[value='qwen2.5-7b']", state="attached")
+    page.wait_for_selector("#more #optimizer", state="attached")
+
+
+def test_every_field_the_api_takes_has_a_control(server, page):
+    """Issue 13: no fields for image tokens, optimizer, LoRA rank... Every property of the API's request
+    schema now has a control (the ones the form does not lay out are made from /openapi.json)."""
+    import httpx
+
+    _ready(page, server)
+    props = httpx.get(server.url + "/openapi.json").json()["components"]["schemas"]["SuggestRequest"]["properties"]
+    controls = set(page.eval_on_selector_all("#plan-form [name], #plan-form [data-field]",
+                                             "es => es.map(e => e.name || e.dataset.field)"))
+    assert set(props) <= controls, set(props) - controls
+    for field in props:             # and each has its own error slot
+        assert page.locator(f"#err-{field}").count() == 1, field
+    assert page.eval_on_selector_all("#optimizer option", "os => os.map(o => o.value)") == \
+        props["optimizer"]["enum"]
+
+
+def test_vlm_fields_reach_the_plan(server, page):
+    _ready(page, server)
+    page.select_option("#model", "qwen2.5-vl-3b")
+    page.select_option("#gpu", "h20")
+    page.fill("#gpus_per_node", "6")
+    page.fill("#global_batch", "24")
+    page.fill("#seq_len", "4096")
+    page.fill("#image_tokens", "1024")
+    page.select_option("#optimizer", "adamw-fused")
+    page.click("#submit")
+    page.wait_for_selector("#plans tbody tr")
+    assert "qwen2.5-vl-3b on 6 x h20" in page.inner_text("#title")
+    page.fill("#image_tokens", "8192")          # more image tokens than the sequence: the error is the field's
+    page.click("#submit")
+    page.wait_for_selector("#err-image_tokens:not(:empty)")
+    assert "exceeds --seq-len 4096" in page.inner_text("#err-image_tokens")
+    page.screenshot(path=str(ARTIFACTS / "web-vlm-error.png"), full_page=True)
+
+
+def test_an_error_clears_the_previous_answer_and_names_its_field(server, page):
+    """Issue 13: after a 422 the previous answer stayed on screen; unchecking every ZeRO box gave an
+    unattributed 'List should have at least 1 item'."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    _ready(page, server)
+    page.fill("#global_batch", "64")
+    page.click("#submit")
+    page.wait_for_selector("#plans tbody tr")
+    assert page.is_visible("#answer")
+    for box in page.query_selector_all("#zero input"):
+        box.uncheck()
+    page.click("#submit")
+    page.wait_for_selector("#err-zero:not(:empty)")
+    assert "at least 1 item" in page.inner_text("#err-zero") and page.inner_text("#err-form") == ""
+    assert not page.is_visible("#answer")
+    page.screenshot(path=str(ARTIFACTS / "web-zero-error.png"), full_page=True)
+
+
+def test_nothing_fits_shows_reasons_and_the_nearest_settings_that_fit(server, page):
+    """Issue 13: 'nothing fits' showed an empty table, chart and copy box."""
+    _ready(page, server)
+    page.select_option("#model", "qwen2.5-72b")
+    page.select_option("#gpu", "a100-80gb")
+    page.fill("#global_batch", "64")
+    for box in page.query_selector_all("#offload input"):
+        (box.check if box.get_attribute("value") == "none" else box.uncheck)()
+    page.click("#submit")
+    page.wait_for_selector("#nothing-fits:not([hidden])")
+    assert "nothing fits" in page.inner_text("#title")
+    assert "model states alone need" in page.inner_text("#reasons")
+    page.wait_for_selector("#nearest tbody tr")
+    nearest = page.inner_text("#nearest tbody")     # offload needs 1,083 GiB of host RAM (512 by default)
+    assert "2048 GiB host RAM per node" in nearest and "LoRA rank 16" in nearest
+    assert "every knob allowed" not in nearest
+    assert not page.is_visible("#fits") and not page.is_visible(".copies")
+    page.screenshot(path=str(ARTIFACTS / "web-nothing-fits.png"), full_page=True)
+
+
+def test_copy_buttons_only_for_what_the_plan_has(server, page):
+    """Issue 13: 'Copy DeepSpeed JSON' was offered for plans that have none."""
+    _ready(page, server)
+    page.select_option("#model", "llama-3.2-1b")
+    page.fill("#gpus_per_node", "1")
+    page.fill("#global_batch", "16")
+    page.fill("#seq_len", "1024")
+    for box in page.query_selector_all("#zero input"):
+        (box.check if box.get_attribute("value") == "0" else box.uncheck)()
+    page.click("#submit")
+    page.wait_for_selector("#plans tbody tr")
+    assert page.is_visible("[data-copy=hf_args]") and page.is_visible("[data-copy=command]")
+    assert not page.is_visible("[data-copy=deepspeed_config]")
+    for box in page.query_selector_all("#zero input"):
+        (box.check if box.get_attribute("value") == "3" else box.uncheck)()
+    page.click("#submit")
+    page.wait_for_function("document.querySelector('#plans tbody td:nth-child(6)').textContent === '3'")
+    assert page.is_visible("[data-copy=deepspeed_config]")
