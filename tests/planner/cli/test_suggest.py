@@ -146,3 +146,20 @@ def test_progress_is_quiet_with_json():
         assert isinstance(common.status("planning"), nullcontext)
     finally:
         common.QUIET = False
+
+
+def test_long_work_shows_its_step_and_elapsed_time_on_a_terminal(monkeypatch):
+    """Issue 13: --verify ran for about a minute with no progress shown."""
+    import io
+    import time
+
+    from rich.console import Console
+
+    from planner.cli import common
+
+    out = io.StringIO()
+    monkeypatch.setattr(common, "err_console", lambda: Console(file=out, force_terminal=True, width=80))
+    with common.status("verifying with a sim probe"):
+        time.sleep(1.2)
+    shown = out.getvalue()
+    assert "verifying with a sim probe" in shown and "0:00:01" in shown
