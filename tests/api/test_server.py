@@ -201,7 +201,7 @@ def test_every_refusal_names_its_field_and_the_core_validates_once(server):
         ["body", "zero"], "--backend cpu runs zero 0 (one process); for ZeRO stages use --backend sim")
     huge = c.post("/v1/check", json={**check, "micro_batch": 65536, "grad_accum": 65536})
     assert huge.status_code == 422 and huge.json()["detail"][0]["loc"] == ["body", "grad_accum"]
-    phi3 = c.post("/v1/check", json={**check, "model": {**moe, "model_type": "phi3", "num_local_experts": None}})
+    phi3 = c.post("/v1/check", json={**check, "model": {**moe, "model_type": "olmo2", "num_local_experts": None}})
     assert phi3.status_code == 200 and phi3.json()["model"]["exact"] is False and phi3.json()["goal"]["margin"] == 0.15
 
 
