@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from math import prod
 
 from planner import activations as act
+from planner import calibration
 from planner.modelspec import ModelSpec
 from planner.spec import MIB, Knobs, MemoryBreakdown
 
@@ -52,6 +53,7 @@ class Setup:
     gpus_per_node: int = 1
     nodes: int = 1
     image_tokens: int = 0
+    gpu: str = ""       # catalog GPU kind: its measured priors (planner.calibration), where a run wrote them
 
     @property
     def world_size(self) -> int:
@@ -293,11 +295,23 @@ def end_of_backward_temp_bytes(s: Setup) -> int:
 
 def overhead_bytes(s: Setup, peak_allocated: int) -> int:
     """Outside the allocator's live tensors: allocator reserve (fragmentation), CUDA context and
-    libraries, NCCL buffers. Priors; the probes issue calibrates them per device."""
+    libraries, NCCL buffers. The constants above are priors; a GPU kind's calibration file
+    (benchmarks/gpu_suite.py --apply) replaces each one it measured."""
+    cal = calibration.for_gpu(s.gpu) if s.gpu else None
+    fragmentation = cal.fragmentation_fraction if cal and cal.fragmentation_fraction is not None else FRAGMENTATION_FRACTION
+    context = cal.cuda_context_bytes if cal and cal.cuda_context_bytes is not None else CUDA_CONTEXT_BYTES
     nccl = 0
     if s.world_size > 1:
-        nccl = NCCL_INTRA_NODE_BYTES + (NCCL_INTER_NODE_BYTES if s.nodes > 1 else 0)
-    return int(FRAGMENTATION_FRACTION * peak_allocated) + CUDA_CONTEXT_BYTES + nccl
+        intra = cal.nccl_bytes if cal and cal.nccl_bytes is not None else NCCL_INTRA_NODE_BYTES
+        nccl = intra + (NCCL_INTER_NODE_BYTES if s.nodes > 1 else 0)
+    return int(fragmentation * peak_allocated) + context + nccl
+
+
+def overhead_source(s: Setup) -> str:
+    """'measured' when the GPU kind's calibration holds the context and fragmentation, else 'assumed'."""
+    cal = calibration.for_gpu(s.gpu) if s.gpu else None
+    measured = cal and cal.cuda_context_bytes is not None and cal.fragmentation_fraction is not None
+    return "measured" if measured else "assumed"
 
 
 def host_offload_bytes_per_node(s: Setup) -> int:
@@ -346,6 +360,7 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
     return MemoryBreakdown(
         params_bytes=params, grads_bytes=grads + buckets, optimizer_bytes=opt,
         activations_bytes=acts_at_peak, temp_bytes=temp, peak_allocated_bytes=peak,
-        overhead_bytes=overhead, device_total_bytes=total, capacity_bytes=capacity_bytes,
+        overhead_bytes=overhead, overhead_source=overhead_source(s), device_total_bytes=total,
+        capacity_bytes=capacity_bytes,
         headroom_bytes=capacity_bytes - total, peak_phase=phase,
         host_bytes_per_node=host_offload_bytes_per_node(s), detail=detail)

@@ -99,7 +99,8 @@ def make_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_ba
     """One candidate; `calibrate` (planner.evidence.Calibrator) swaps in stored or simulated evidence."""
     world = hw.world_size
     accum = goal.global_batch // (world * micro_batch)
-    s = Setup(model, knobs, micro_batch, accum, goal.seq_len, hw.gpus_per_node, hw.nodes, goal.image_tokens)
+    s = Setup(model, knobs, micro_batch, accum, goal.seq_len, hw.gpus_per_node, hw.nodes, goal.image_tokens,
+              gpu=hw.gpu.name)
     mem = breakdown(s, hw.gpu.capacity_bytes)
     evidence, measured_reason = "analytic", None
     if calibrate is not None:

@@ -177,6 +177,7 @@ class MemoryBreakdown(BaseModel):
     temp_bytes: int
     peak_allocated_bytes: int
     overhead_bytes: int
+    overhead_source: Literal["assumed", "measured"] = "assumed"   # measured: the GPU kind's calibration file
     device_total_bytes: int
     capacity_bytes: int
     headroom_bytes: int

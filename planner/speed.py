@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner import calibration
 from planner.memory import Setup, frozen_params, trainable_params
 from planner.spec import Hardware
 
@@ -56,9 +57,12 @@ def gpu_tflops(hw: Hardware, precision: str) -> float:
     return g.bf16_tflops
 
 
-def efficiency(tokens_per_micro_batch: int) -> float:
+def efficiency(tokens_per_micro_batch: int, gpu: str = "") -> float:
     """Model-FLOPs utilisation grows with the work per kernel launch and saturates."""
-    return PEAK_EFFICIENCY * tokens_per_micro_batch / (tokens_per_micro_batch + HALF_EFFICIENCY_TOKENS)
+    cal = calibration.for_gpu(gpu) if gpu else None
+    peak = cal.peak_efficiency if cal and cal.peak_efficiency else PEAK_EFFICIENCY
+    half = cal.half_efficiency_tokens if cal and cal.half_efficiency_tokens else HALF_EFFICIENCY_TOKENS
+    return peak * tokens_per_micro_batch / (tokens_per_micro_batch + half)
 
 
 def bus_bandwidth_bytes_per_s(hw: Hardware) -> float:
@@ -106,7 +110,7 @@ def offload_seconds(s: Setup, hw: Hardware) -> float:
 def step_time(s: Setup, hw: Hardware) -> StepTime:
     tokens_micro = s.micro_batch * s.seq_len
     peak = gpu_tflops(hw, s.knobs.precision) * 1e12
-    compute = s.grad_accum * tokens_micro * flops_per_token(s) / (peak * efficiency(tokens_micro))
+    compute = s.grad_accum * tokens_micro * flops_per_token(s) / (peak * efficiency(tokens_micro, s.gpu))
     volume, calls = comm_bytes_per_step(s)
     comm = volume / bus_bandwidth_bytes_per_s(hw) + calls * COLLECTIVE_LATENCY_S
     backward_last = compute / s.grad_accum * 2 / 3

@@ -50,7 +50,8 @@ def probe_in_process(model: str, config: dict, knobs: Knobs, shapes: Shapes, bac
     if backend == "cuda":
         from probes.cuda import measure
 
-        out = measure(case)
+        # MEMPLAN_PROBE_CAPACITY_BYTES: emulate a smaller card (benchmarks/gpu_suite.py, capacity part)
+        out = measure(case, capacity_bytes=int(os.environ.get("MEMPLAN_PROBE_CAPACITY_BYTES") or 0) or None)
         status = out.pop("status")
         device = out.pop("device")
         return make_record(model, config, knobs, shapes, "cuda", status, device, **out)
