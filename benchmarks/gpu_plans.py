@@ -18,6 +18,7 @@ from planner.spec import Goal, Knobs
 from planner.speed import flops_per_token, gpu_tflops
 
 TINY_GOAL = ("debug-llama", 8, 128)
+LADDER_GIB = (24, 80)       # the cards whose largest running micro-batch is searched (a probe a rung)
 
 
 def _plans(model_name: str, global_batch: int, seq: int, gpu_kind: str, capacity_gib: float | None, top: int):
@@ -38,9 +39,10 @@ def capacity_rows(rehearse: bool, gpu_kind: str) -> list[dict]:
     goals = [TINY_GOAL] if rehearse else GOALS
     for model, gb, seq in goals:
         for cap in ((1,) if rehearse else CAPACITIES_GIB):
-            _, _, _, plans = _plans(model, gb, seq, gpu_kind, cap, top=2 if rehearse else 4)
+            _, _, _, plans = _plans(model, gb, seq, gpu_kind, cap, top=2 if rehearse else 3)
             for i, p in enumerate(plans):
-                rows.append({"kind": "plan" if i else "plan+ladder", "model": model, "global_batch": gb,
+                ladder = i == 0 and (rehearse or cap in LADDER_GIB)
+                rows.append({"kind": "plan+ladder" if ladder else "plan", "model": model, "global_batch": gb,
                              "seq_len": seq, "capacity_gib": cap, "micro_batch": p.micro_batch,
                              "grad_accum": p.grad_accum, "precision": p.precision, "checkpointing": p.checkpointing,
                              "declared_fits": p.fits, "predicted_device_total": p.memory.device_total_bytes})

@@ -42,8 +42,11 @@ ROW_KEYS = {"accuracy-small": {"model", "precision", "checkpointing", "micro_bat
             "capacity": {"model", "capacity_gib", "micro_batch", "declared_fits", "status", "oom"},
             "speed": {"model", "rank", "micro_batch", "grad_accum", "status", "tokens_per_s", "mfu"}}
 ROW_KEYS["accuracy-large"] = ROW_KEYS["accuracy-small"]
+DEFAULT_BUDGET_S = 450      # a part stops inside 8 minutes, the longest command a GPU window allows with margin
 FILE_KEYS = {"part", "device", "gpu_kind", "rehearse", "versions", "date", "done", "rows", "summary"}
-EXPECTED_MINUTES = {"accuracy-small": 6, "accuracy-large": 7.5, "priors": 3, "capacity": 7.5, "speed": 4}
+# Estimates for one H100 (about 8-15 s a probe subprocess, 2-5 s a sim): 20 minutes in all. Every row records its
+# seconds; replace these with the measured ones after the first GPU run.
+EXPECTED_MINUTES = {"accuracy-small": 4, "accuracy-large": 7, "priors": 2, "capacity": 5, "speed": 2}
 
 
 def context(rehearse: bool) -> dict:
@@ -81,6 +84,7 @@ def run_part(name: str, ctx: dict, out: Path, resume: bool, budget_s: float) -> 
             "done": False, "rows": (old or {}).get("rows", []), "summary": {}}
     have = {_key(r) for r in data["rows"]}
     todo = [r for r in rows_fn(ctx) if _key(r) not in have]
+    print(f"{name}: {len(todo)} rows to measure (about {EXPECTED_MINUTES[name]} min on one H100)", flush=True)
     t0 = time.monotonic()
     for i, row in enumerate(todo):
         if time.monotonic() - t0 > budget_s:
@@ -173,7 +177,7 @@ def main() -> int:
     ap.add_argument("--rehearse", action="store_true")
     ap.add_argument("--apply", action="store_true", help="write the calibration file from DIR's results")
     ap.add_argument("--calibration-dir", default=None, help="where --apply writes (default: the package's)")
-    ap.add_argument("--budget-s", type=float, default=450)
+    ap.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S, help="stop a part after this (seconds)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -99,3 +99,10 @@ def test_the_efficiency_fit_recovers_its_curve():
     points = [(t, 0.6 * t / (t + 2048)) for t in (512, 1024, 4096, 16384)]
     assert gpu_apply.fit_efficiency(points) == (0.6, 2048)
     assert gpu_apply.fit_efficiency(points[:1]) == (None, None)
+
+
+def test_the_parts_fit_a_short_gpu_window():
+    """Issue 14: every part under 8 minutes (its budget) and all of them under 25 minutes on one H100."""
+    assert set(gpu_suite.EXPECTED_MINUTES) == set(gpu_suite.PARTS)
+    assert sum(gpu_suite.EXPECTED_MINUTES.values()) < 25 and max(gpu_suite.EXPECTED_MINUTES.values()) < 8
+    assert gpu_suite.DEFAULT_BUDGET_S < 8 * 60                # the default --budget-s stops a part inside 8 min
