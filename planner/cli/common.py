@@ -132,15 +132,12 @@ PRECISION_LIST = choice_list("--precision", PRECISIONS)
 CHECKPOINTING_LIST = choice_list("--checkpointing", CHECKPOINTING)
 ZERO_LIST = choice_list("--zero", ZERO_STAGES, int)
 OFFLOAD_LIST = choice_list("--offload", OFFLOADS)
-TARGET_FIELDS = ("model", "gpu", "gpus_per_node", "nodes", "seq_len", "image_tokens", "images", "tokens_per_image",
-                 "optimizer", "lora_rank", "margin", "inter_node_gbps", "host_ram_gb", "evidence", "verify")
-
-
 def request(cls, args: argparse.Namespace, **fields):
-    """An advise request from the parsed flags (the target's and `fields`): the API's bounds hold here too."""
+    """An advise request from the parsed flags (the target's, named as advise.Target's fields, and `fields`):
+    the API's bounds hold here too."""
     from planner import advise
 
-    data = {f: getattr(args, f) for f in TARGET_FIELDS if getattr(args, f, None) is not None}
+    data = {f: getattr(args, f) for f in advise.Target.model_fields if getattr(args, f, None) is not None}
     return advise.parse(cls, {**data, **fields})
 
 
