@@ -1,5 +1,6 @@
 """The FastAPI app: routers per resource, bad input as 422 naming its field (404 for unknown names),
-request-size limits, Prometheus metrics, and the probe job queue started with the app.
+request-size limits (Content-Length, and chunked bodies counted as they stream: api/limits.py), Prometheus
+metrics (5xx included), and the probe job queue started with the app.
 
     uvicorn --factory api.main:create_app     (or `planner serve`)
 """
@@ -15,6 +16,7 @@ from fastapi.staticfiles import StaticFiles
 
 from api.deps import Forbidden
 from api.jobs import JobQueue
+from api.limits import BodyLimit
 from api.metrics import Metrics
 from api.routes import catalog, plans, probes
 from api.settings import Settings, get_settings
@@ -46,6 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.dependency_overrides[get_settings] = lambda: settings
     for r in (plans.router, catalog.router, probes.router):
         app.include_router(r)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)     # chunked bodies: counted as they stream
 
     @app.middleware("http")
     async def limits_and_metrics(request: Request, call_next):
@@ -54,7 +57,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if size is not None and (not size.isdigit() or int(size) > settings.max_body_bytes):
             response = JSONResponse({"detail": f"request body over {settings.max_body_bytes} bytes"}, 413)
         else:
-            response = await call_next(request)
+            try:
+                response = await call_next(request)
+            except Exception:       # the server answers 500: count it before the error handler does
+                metrics.observe(request.method, getattr(request.scope.get("route"), "path", "unmatched"), 500,
+                                time.perf_counter() - t0)
+                raise
         route = request.scope.get("route")
         metrics.observe(request.method, getattr(route, "path", "unmatched"), response.status_code,
                         time.perf_counter() - t0)
@@ -86,6 +94,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
     def prometheus() -> str:
-        return metrics.render(queue.depth(), dict(queue.outcomes))
+        """Counters from memory; the queue depth from the store, NaN while the store cannot be read (the
+        metrics must still answer then: that is when they are needed)."""
+        import sqlite3
+
+        try:
+            depth = queue.depth()
+        except sqlite3.Error:
+            depth = None
+        return metrics.render(depth, dict(queue.outcomes))
 
     return app

@@ -23,7 +23,8 @@ class Metrics:
             h[len(LATENCY_BUCKETS_S)] += 1
             h[-1] += seconds
 
-    def render(self, queue_depth: int, outcomes: dict[str, int]) -> str:
+    def render(self, queue_depth: int | None, outcomes: dict[str, int]) -> str:
+        """queue_depth None (the store unreadable) is exposed as NaN."""
         out = ["# HELP memplan_requests_total HTTP requests by method, route and status.",
                "# TYPE memplan_requests_total counter"]
         with self._lock:
@@ -39,7 +40,7 @@ class Metrics:
                         f'memplan_request_seconds_sum{{route="{r}"}} {h[-1]:.6f}',
                         f'memplan_request_seconds_count{{route="{r}"}} {n}']
         out += ["# HELP memplan_probe_queue_depth Probe jobs waiting.", "# TYPE memplan_probe_queue_depth gauge",
-                f"memplan_probe_queue_depth {queue_depth}",
+                f"memplan_probe_queue_depth {'NaN' if queue_depth is None else queue_depth}",
                 "# HELP memplan_probe_outcomes_total Finished probe jobs by outcome.",
                 "# TYPE memplan_probe_outcomes_total counter"]
         out += [f'memplan_probe_outcomes_total{{outcome="{k}"}} {outcomes.get(k, 0)}'

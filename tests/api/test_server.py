@@ -222,3 +222,37 @@ def test_a_probe_job_and_the_cli_store_one_request_under_one_key(server, tmp_pat
     cli_key = json.loads(r.stdout)["record"]["tensor_key"]
     api_keys = {rec.tensor_key for rec in Store(server.store).list()}
     assert api_keys == {cli_key}
+
+
+def test_a_chunked_body_over_the_limit_is_refused(server):
+    """Issue 20: the 256 KiB limit read Content-Length only, so a 5 MiB POST /v1/plans sent chunked got a 200."""
+    import json
+
+    c = server.client(token=None)
+    big = json.dumps({**PLAN, "model": {"pad": "x" * (5 << 20)}}).encode()
+
+    def chunks():
+        for i in range(0, len(big), 64 << 10):
+            yield big[i:i + (64 << 10)]
+    r = c.post("/v1/plans", content=chunks(), headers={"content-type": "application/json"})
+    assert r.status_code == 413 and "request body over" in r.text
+    small = json.dumps(PLAN).encode()
+    ok = c.post("/v1/plans", content=iter([small[:40], small[40:]]), headers={"content-type": "application/json"})
+    assert ok.status_code == 200                       # a chunked body under the limit still plans
+    assert 'route="/v1/plans",status="413"' in c.get("/metrics").text
+
+
+def test_server_errors_are_counted_in_metrics(server):
+    """Issue 20: 500s did not appear in /metrics. A store file that is no longer a database makes the job
+    listing fail with a 500, and the counter shows it."""
+    c = server.client(token=None)
+    assert c.get("/v1/probes").status_code == 200
+    for suffix in ("", "-wal", "-shm"):
+        path = server.store.with_name(server.store.name + suffix)
+        if path.exists():
+            path.write_bytes(b"not a database" * 100)
+    assert c.get("/v1/probes").status_code == 500
+    fresh = server.client(token=None)       # uvicorn closes the connection that carried the error
+    metrics = fresh.get("/metrics")
+    assert metrics.status_code == 200 and "memplan_probe_queue_depth NaN" in metrics.text   # store unreadable
+    assert 'memplan_requests_total{method="GET",route="/v1/probes",status="500"} 1' in metrics.text
