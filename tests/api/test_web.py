@@ -70,6 +70,12 @@ def test_narrow_screen_keeps_the_form_usable(server, page):
     assert page.evaluate("document.activeElement.id") == "config"
 
 
+def _allow(page, group: str, *values: str) -> None:
+    """Check exactly these boxes of a checkbox group (#zero, #offload, ...)."""
+    for box in page.query_selector_all(f"#{group} input"):
+        (box.check if box.get_attribute("value") in values else box.uncheck)()
+
+
 def _ready(page, server):
     page.goto(server.url + "/")
     page.wait_for_selector("#model option[value='qwen2.5-7b']", state="attached")
@@ -120,8 +126,7 @@ def test_an_error_clears_the_previous_answer_and_names_its_field(server, page):
     page.click("#submit")
     page.wait_for_selector("#plans tbody tr")
     assert page.is_visible("#answer")
-    for box in page.query_selector_all("#zero input"):
-        box.uncheck()
+    _allow(page, "zero")
     page.click("#submit")
     page.wait_for_selector("#err-zero:not(:empty)")
     assert "at least 1 item" in page.inner_text("#err-zero") and page.inner_text("#err-form") == ""
@@ -135,8 +140,7 @@ def test_nothing_fits_shows_reasons_and_the_nearest_settings_that_fit(server, pa
     page.select_option("#model", "qwen2.5-72b")
     page.select_option("#gpu", "a100-80gb")
     page.fill("#global_batch", "64")
-    for box in page.query_selector_all("#offload input"):
-        (box.check if box.get_attribute("value") == "none" else box.uncheck)()
+    _allow(page, "offload", "none")
     page.click("#submit")
     page.wait_for_selector("#nothing-fits:not([hidden])")
     assert "nothing fits" in page.inner_text("#title")
@@ -156,14 +160,12 @@ def test_copy_buttons_only_for_what_the_plan_has(server, page):
     page.fill("#gpus_per_node", "1")
     page.fill("#global_batch", "16")
     page.fill("#seq_len", "1024")
-    for box in page.query_selector_all("#zero input"):
-        (box.check if box.get_attribute("value") == "0" else box.uncheck)()
+    _allow(page, "zero", "0")
     page.click("#submit")
     page.wait_for_selector("#plans tbody tr")
     assert page.is_visible("[data-copy=hf_args]") and page.is_visible("[data-copy=command]")
     assert not page.is_visible("[data-copy=deepspeed_config]")
-    for box in page.query_selector_all("#zero input"):
-        (box.check if box.get_attribute("value") == "3" else box.uncheck)()
+    _allow(page, "zero", "3")
     page.click("#submit")
     page.wait_for_function("document.querySelector('#plans tbody td:nth-child(6)').textContent === '3'")
     assert page.is_visible("[data-copy=deepspeed_config]")
