@@ -267,8 +267,7 @@ def probe_plan(req: ProbeRequest, resolver=default_resolver) -> tuple[ModelSpec,
     (Knobs.for_probe) and the shapes; every face builds its probe here, so one request is one store key."""
     model = resolver(req.model)
     check_positions(model, req.seq_len)
-    knobs = Knobs.make(precision=req.precision, checkpointing=req.checkpointing, zero_stage=req.zero,
-                       offload=req.offload, optimizer=req.optimizer, lora_rank=req.lora_rank)
+    knobs = knobs_of(req, req.precision)
     shapes = Shapes(micro_batch=req.micro_batch, grad_accum=req.grad_accum, seq_len=req.seq_len)
     return model, knobs.for_probe(req.backend), shapes
 
@@ -283,7 +282,6 @@ def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | N
     model, hw, goal = resolve(req, req.global_batch, resolver)
     space = Space(precision=list(req.precision), checkpointing=list(req.checkpointing), zero=list(req.zero),
                   offload=list(req.offload), optimizer=req.optimizer, lora_rank=req.lora_rank)
-    Knobs.make(optimizer=req.optimizer, lora_rank=req.lora_rank)
     cal = calibrator(req, model, store, probes)
     with status(f"planning with {req.evidence} evidence"):
         result = search(model, hw, goal, space, top=req.top, calibrate=cal)
@@ -301,10 +299,14 @@ def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | N
     return out
 
 
-def check_knobs(req: CheckRequest, hw: Hardware) -> Knobs:
-    precision = req.precision or ("bf16" if hw.gpu.bf16_tflops > 0 else "fp16")
+def knobs_of(req: CheckRequest | ProbeRequest, precision: str) -> Knobs:
+    """A one-configuration request's knobs (its `zero` is Knobs' `zero_stage`), every rule checked."""
     return Knobs.make(precision=precision, checkpointing=req.checkpointing, zero_stage=req.zero,
                       offload=req.offload, optimizer=req.optimizer, lora_rank=req.lora_rank)
+
+
+def check_knobs(req: CheckRequest, hw: Hardware) -> Knobs:
+    return knobs_of(req, req.precision or ("bf16" if hw.gpu.bf16_tflops > 0 else "fp16"))
 
 
 def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None = None,

@@ -103,9 +103,7 @@ def plan_from(args: argparse.Namespace) -> tuple[str, CheckRequest, Knobs]:
                   "precision": args.precision, "checkpointing": args.checkpointing, "zero": args.zero,
                   "offload": args.offload, "optimizer": args.optimizer, "lora_rank": args.lora_rank}
     req = advise.parse(advise.CheckRequest, fields)
-    knobs = Knobs.make(precision=req.precision or "bf16", checkpointing=req.checkpointing, zero_stage=req.zero,
-                       offload=req.offload, optimizer=req.optimizer, lora_rank=req.lora_rank)
-    return str(req.model), req, knobs
+    return str(req.model), req, advise.knobs_of(req, req.precision or "bf16")
 
 
 def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: Knobs) -> dict:
