@@ -90,7 +90,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict:
-        return {"status": "ok", "queue_depth": queue.depth(), "slots": queue.slots}
+        """ok, or degraded with the reason while the store cannot be read or written (the job workers
+        retry with backoff meanwhile, and this says ok again by itself once a write succeeds)."""
+        import sqlite3
+
+        try:
+            depth = queue.depth()
+        except sqlite3.Error as e:
+            depth, reason = None, f"the store cannot be read: {e.__class__.__name__}: {e}"
+        else:
+            ok, error = queue.healthy()
+            reason = None if ok else f"the store cannot be written: {error}"
+        return {"status": "degraded" if reason else "ok", "reason": reason, "queue_depth": depth,
+                "slots": queue.slots}
 
     @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
     def prometheus() -> str:
@@ -102,6 +114,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             depth = queue.depth()
         except sqlite3.Error:
             depth = None
-        return metrics.render(depth, dict(queue.outcomes))
+        return metrics.render(depth, dict(queue.outcomes), queue.store_errors)
 
     return app

@@ -23,7 +23,7 @@ class Metrics:
             h[len(LATENCY_BUCKETS_S)] += 1
             h[-1] += seconds
 
-    def render(self, queue_depth: int | None, outcomes: dict[str, int]) -> str:
+    def render(self, queue_depth: int | None, outcomes: dict[str, int], store_errors: int = 0) -> str:
         """queue_depth None (the store unreadable) is exposed as NaN."""
         out = ["# HELP memplan_requests_total HTTP requests by method, route and status.",
                "# TYPE memplan_requests_total counter"]
@@ -45,4 +45,6 @@ class Metrics:
                 "# TYPE memplan_probe_outcomes_total counter"]
         out += [f'memplan_probe_outcomes_total{{outcome="{k}"}} {outcomes.get(k, 0)}'
                 for k in ("ok", "oom", "crash", "timeout")]
+        out += ["# HELP memplan_store_errors_total Store reads and writes of the job workers that failed (retried).",
+                "# TYPE memplan_store_errors_total counter", f"memplan_store_errors_total {store_errors}"]
         return "\n".join(out) + "\n"

@@ -18,7 +18,7 @@ CheckResponse = advise.CheckResult
 
 
 class ProbeRequest(advise.ProbeRequest):
-    inject_fault: Literal["oom", "crash", "hang"] | None = Field(default=None, description="tests only")
+    inject_fault: Literal["oom", "crash", "hang", "slow"] | None = Field(default=None, description="tests only")
 
 
 JobStatus = Literal["queued", "running", "done", "cancelled", "interrupted"]

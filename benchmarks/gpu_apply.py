@@ -4,6 +4,7 @@ efficiency curve fitted to the measured MFU. A prior the results do not hold sta
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 from planner.calibration import Calibration, directory
@@ -29,9 +30,25 @@ def fit_efficiency(points: list[tuple[int, float]]) -> tuple[float | None, int |
     return round(best[1], 4), best[2]
 
 
+def fragmentation_fraction(rows: list[dict]) -> float | None:
+    """Median of reserved/allocated - 1 over every measured step without expandable segments (the priors'
+    fragmentation rows and the accuracy rows: the default allocator, as a plan runs by default)."""
+    ratios = [r["max_memory_reserved"] / r["max_memory_allocated"] - 1 for r in rows
+              if r.get("status") == "ok" and not r.get("expandable_segments") and r.get("max_memory_reserved")
+              and r.get("max_memory_allocated")]
+    return round(statistics.median(ratios), 4) if ratios else None
+
+
+def driver_reserved(priors: dict) -> int | None:
+    """NVML's used memory before the context prior's process touched the GPU (driver and ECC reserve)."""
+    row = next((r for r in priors.get("rows", []) if r.get("kind") == "context" and r.get("status") == "ok"), None)
+    return (row.get("detail") or {}).get("nvml_before") if row else None
+
+
 def apply(out: Path, target: str | None = None) -> Path:
     priors, speed = _load(out, "priors"), _load(out, "speed")
-    source = priors or speed or _load(out, "accuracy-small")
+    accuracy = [_load(out, n) for n in ("accuracy-small", "accuracy-large")]
+    source = priors or speed or accuracy[0]
     if not source:
         raise SystemExit(f"gpu_suite --apply: no results in {out}")
     measured = (priors.get("summary") or {}).get("measured", {})
@@ -41,7 +58,9 @@ def apply(out: Path, target: str | None = None) -> Path:
     cal = Calibration(gpu=source["gpu_kind"], measured=f"{source['date']} {source['device']}",
                       versions=source.get("versions", {}),
                       cuda_context_bytes=None if context is None or source["rehearse"] else context + workspaces,
-                      fragmentation_fraction=(priors.get("summary") or {}).get("fragmentation_median"),
+                      fragmentation_fraction=None if source["rehearse"] else fragmentation_fraction(
+                          [r for d in (priors, *accuracy) for r in d.get("rows", []) if r.get("kind", "") != "context"]),
+                      driver_reserved_bytes=None if source["rehearse"] else driver_reserved(priors),
                       nccl_bytes=measured.get("nccl"), peak_efficiency=peak, half_efficiency_tokens=half)
     path = (Path(target) if target else directory()) / f"{cal.gpu}.json"
     path.parent.mkdir(parents=True, exist_ok=True)

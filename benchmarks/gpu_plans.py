@@ -18,7 +18,7 @@ from planner.spec import Goal, Knobs
 from planner.speed import flops_per_token, gpu_tflops
 
 TINY_GOAL = ("debug-llama", 8, 128)
-LADDER_GIB = (24, 80)       # the cards whose largest running micro-batch is searched (a probe a rung)
+LADDER_GIB = (24,)          # emulated cards whose largest running micro-batch is searched (and the real card)
 
 
 def _plans(model_name: str, global_batch: int, seq: int, gpu_kind: str, capacity_gib: float | None, top: int):
@@ -34,14 +34,22 @@ def _knobs(row: dict) -> Knobs:
     return Knobs(precision=row["precision"], checkpointing=row["checkpointing"])
 
 
-def capacity_rows(rehearse: bool, gpu_kind: str) -> list[dict]:
+def card_capacities_gib(real_bytes: int) -> list[float]:
+    """The emulated cards smaller than the real one, then the real card itself at its own size (a fraction
+    above 1 is refused by set_per_process_memory_fraction, and a bigger card cannot be emulated)."""
+    real = real_bytes / GIB
+    return [c for c in CAPACITIES_GIB if c < real - 1] + [round(real, 2)]
+
+
+def capacity_rows(rehearse: bool, gpu_kind: str, real_bytes: int = 80 * GIB) -> list[dict]:
     rows = []
     goals = [TINY_GOAL] if rehearse else GOALS
     for model, gb, seq in goals:
-        for cap in ((1,) if rehearse else CAPACITIES_GIB):
+        caps = [2] if rehearse else card_capacities_gib(real_bytes)   # 2: the H100 calibration needs 1.2 GiB
+        for cap in caps:
             _, _, _, plans = _plans(model, gb, seq, gpu_kind, cap, top=2 if rehearse else 3)
             for i, p in enumerate(plans):
-                ladder = i == 0 and (rehearse or cap in LADDER_GIB)
+                ladder = i == 0 and (rehearse or cap == LADDER_GIB[0] or cap == caps[-1])
                 rows.append({"kind": "plan+ladder" if ladder else "plan", "model": model, "global_batch": gb,
                              "seq_len": seq, "capacity_gib": cap, "micro_batch": p.micro_batch,
                              "grad_accum": p.grad_accum, "precision": p.precision, "checkpointing": p.checkpointing,
@@ -53,7 +61,8 @@ def capacity_measure(row: dict, ctx: dict) -> dict:
     from gpu_parts import probe
 
     model = catalog.load_model(row["model"])
-    env = {} if ctx["rehearse"] else {"MEMPLAN_PROBE_CAPACITY_BYTES": str(int(row["capacity_gib"] * GIB))}
+    emulate = not ctx["rehearse"] and row["capacity_gib"] * GIB < ctx["capacity_bytes"] - GIB
+    env = {"MEMPLAN_PROBE_CAPACITY_BYTES": str(int(row["capacity_gib"] * GIB))} if emulate else {}
     rec = probe(model, _knobs(row), row["micro_batch"], row["seq_len"], ctx["backend"], env)
     out = {"status": rec.status, "oom": rec.status == "oom", "max_memory_allocated": rec.peak_allocated_bytes,
            "nvml_used": rec.device_used_bytes}

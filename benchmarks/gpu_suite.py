@@ -31,7 +31,7 @@ PARTS = {
     "accuracy-small": (lambda c: gpu_parts.accuracy_rows("small", c["rehearse"]), gpu_parts.accuracy_measure),
     "accuracy-large": (lambda c: gpu_parts.accuracy_rows("large", c["rehearse"]), gpu_parts.accuracy_measure),
     "priors": (lambda c: gpu_parts.priors_rows(c["rehearse"]), gpu_parts.priors_measure),
-    "capacity": (lambda c: gpu_plans.capacity_rows(c["rehearse"], c["gpu_kind"]), gpu_plans.capacity_measure),
+    "capacity": (lambda c: gpu_plans.capacity_rows(c["rehearse"], c["gpu_kind"], c["capacity_bytes"]), gpu_plans.capacity_measure),
     "speed": (lambda c: gpu_plans.speed_rows(c["rehearse"], c["gpu_kind"]), gpu_plans.speed_measure),
 }
 # what every row of a part's file must hold (the rehearsal checks it, so the kit cannot rot)

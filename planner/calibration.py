@@ -2,7 +2,8 @@
 (planner/catalog/calibration/<gpu>.json, or $MEMPLAN_CALIBRATION_DIR). Where a file holds a measurement the
 planner uses it instead of its hand-set constant (memory.CUDA_CONTEXT_BYTES, FRAGMENTATION_FRACTION,
 NCCL_INTRA_NODE_BYTES; speed.PEAK_EFFICIENCY, HALF_EFFICIENCY_TOKENS), and plans say their overhead is
-measured. None of the values is required: a field left null keeps the constant.
+measured. driver_reserved_bytes has no constant: the memory NVML shows used on an idle card (483 MiB on an
+H100 80GB HBM3, driver 580) is counted only where it was measured. None of the values is required: a field left null keeps the constant.
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ class Calibration(BaseModel):
     measured: str = Field(description="date and device of the run, e.g. '2026-11-22 NVIDIA H100 80GB HBM3'")
     versions: dict[str, str] = {}
     cuda_context_bytes: int | None = Field(default=None, ge=0, description="context + libraries + workspaces")
+    driver_reserved_bytes: int | None = Field(default=None, ge=0,
+                                              description="NVML 'used' before any process: no process can have it")
     fragmentation_fraction: float | None = Field(default=None, ge=0, le=2, description="reserved/allocated - 1")
     nccl_bytes: int | None = Field(default=None, ge=0, description="communicator buffers of a one-node group")
     peak_efficiency: float | None = Field(default=None, gt=0, le=1, description="best achieved MFU")

@@ -27,7 +27,7 @@ from planner.spec import Knobs
 
 SCHEMA_VERSION = 1
 Backend = Literal["sim", "cpu", "cuda"]
-Status = Literal["ok", "oom", "crash", "timeout"]
+Status = Literal["ok", "oom", "crash", "timeout", "cancelled"]   # cancelled: returned, never stored
 
 
 def default_path() -> Path:
@@ -184,11 +184,15 @@ class Store:
 
     def add(self, rec: ProbeRecord) -> int:
         with self.db:
-            cur = self.db.execute(
-                "INSERT INTO probes (fingerprint, tensor_key, model, arch, backend, status, device, created, record) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (rec.fingerprint, rec.tensor_key, rec.model, rec.arch, rec.backend, rec.status, rec.device,
-                 rec.created, rec.model_dump_json(exclude={"id"})))
+            return self.insert(rec)
+
+    def insert(self, rec: ProbeRecord) -> int:
+        """Add a record inside the caller's transaction (the API's job queue commits it with its job)."""
+        cur = self.db.execute(
+            "INSERT INTO probes (fingerprint, tensor_key, model, arch, backend, status, device, created, record) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (rec.fingerprint, rec.tensor_key, rec.model, rec.arch, rec.backend, rec.status, rec.device,
+             rec.created, rec.model_dump_json(exclude={"id"})))
         rec.id = cur.lastrowid
         return rec.id
 

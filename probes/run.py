@@ -8,17 +8,25 @@ and tells the outcomes apart by exit status and a structured result file, never 
 - timeout: still running at the deadline (a hang); the whole process group is killed.
 `probe_in_process` runs the sim backend in the caller's process (the planner's --evidence sim).
 
-MEMPLAN_PROBE_FAULT=oom|crash|hang makes the worker fail that way (for tests of this machinery).
+The worker holds its own deadline (a watchdog thread kills its process group there), so the timeout holds
+when no parent is left to enforce it. A worker whose caller cannot adopt it (`adoptable=False`, the CLI's
+probes) also dies, and removes its folder, when its parent does; the API's job queue adopts its probes
+after a restart (api/jobs.py), so they run on to their deadline and leave their result in their folder.
+
+MEMPLAN_PROBE_FAULT=oom|crash|hang|slow makes the worker fail that way, or finish after 4 s (tests only).
 """
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from planner.spec import Knobs
@@ -58,14 +66,30 @@ def probe_in_process(model: str, config: dict, knobs: Knobs, shapes: Shapes, bac
     raise ValueError(f"backend {backend!r}")
 
 
+def _watchdog(deadline: float, parent: int, folder: Path | None) -> None:
+    """Kill this probe's process group at its deadline (wall clock), or, when `folder` is given (the caller
+    cannot adopt the probe), as soon as the parent is gone, removing the folder first."""
+    while time.time() < deadline:
+        if folder is not None and os.getppid() != parent:
+            shutil.rmtree(folder, ignore_errors=True)
+            break
+        time.sleep(0.2)
+    os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
 def _worker(job_path: str, result_path: str) -> int:
     job = json.loads(Path(job_path).read_text())
+    if job.get("deadline"):
+        folder = None if job.get("adoptable") else Path(job_path).parent
+        threading.Thread(target=_watchdog, args=(job["deadline"], job["parent"], folder), daemon=True).start()
     fault = os.environ.get("MEMPLAN_PROBE_FAULT", "")
     if fault == "crash":
         os.abort()
     if fault == "hang":
         while True:
             time.sleep(1)
+    if fault == "slow":
+        time.sleep(4)
     knobs, shapes = Knobs(**job["knobs"]), Shapes(**job["shapes"])
     if fault == "oom":
         rec = make_record(job["model"], job["config"], knobs, shapes, job["backend"], "oom", "injected",
@@ -78,36 +102,77 @@ def _worker(job_path: str, result_path: str) -> int:
 
 
 def run_isolated(model: str, config: dict, knobs: Knobs, shapes: Shapes, backend: str,
-                 timeout_s: float = DEFAULT_TIMEOUT_S, env: dict | None = None, on_start=None) -> ProbeRecord:
+                 timeout_s: float = DEFAULT_TIMEOUT_S, env: dict | None = None, on_start=None,
+                 folder: Path | None = None, cancelled: Callable[[], bool] | None = None) -> ProbeRecord:
     """Run one probe in a subprocess; always returns a record (ok, oom, crash or timeout).
-    on_start(popen) lets a caller (the API's job queue) kill the probe's process group to cancel it."""
-    with tempfile.TemporaryDirectory(prefix="memplan-probe-") as tmp:
-        job, result = Path(tmp) / "job.json", Path(tmp) / "result.json"
-        job.write_text(json.dumps({"model": model, "config": config, "knobs": knobs.model_dump(),
-                                   "shapes": shapes.model_dump(), "backend": backend}))
-        root = str(Path(__file__).resolve().parent.parent)
-        penv = {**os.environ, **(env or {})}
-        penv["PYTHONPATH"] = root + os.pathsep + penv.get("PYTHONPATH", "")
-        t0 = time.monotonic()
+    on_start(popen, deadline) tells a caller (the API's job queue) the probe's process group and deadline.
+    folder: the probe's files go there and stay (the caller adopts and removes them; the probe is then
+    adoptable: it outlives this process); else a temporary folder removed on every path.
+    cancelled(): polled while the probe runs; True kills its process group (the record says 'cancelled')."""
+    if folder is None:
+        with tempfile.TemporaryDirectory(prefix="memplan-probe-") as tmp:
+            return _run_in(Path(tmp), False, model, config, knobs, shapes, backend, timeout_s, env, on_start,
+                           cancelled)
+    folder.mkdir(parents=True, exist_ok=True)
+    return _run_in(folder, True, model, config, knobs, shapes, backend, timeout_s, env, on_start, cancelled)
+
+
+def _run_in(folder: Path, adoptable: bool, model, config, knobs, shapes, backend, timeout_s, env, on_start,
+            cancelled) -> ProbeRecord:
+    job, result, err_path = folder / "job.json", folder / "result.json", folder / "stderr.txt"
+    deadline = time.time() + timeout_s
+    job.write_text(json.dumps({"model": model, "config": config, "knobs": knobs.model_dump(),
+                               "shapes": shapes.model_dump(), "backend": backend, "deadline": deadline,
+                               "parent": os.getpid(), "adoptable": adoptable}))
+    root = str(Path(__file__).resolve().parent.parent)
+    penv = {**os.environ, **(env or {})}
+    penv["PYTHONPATH"] = root + os.pathsep + penv.get("PYTHONPATH", "")
+    t0 = time.monotonic()
+    with open(err_path, "wb") as err:       # a file, not a pipe: a chatty probe cannot block on a full pipe
         proc = subprocess.Popen([sys.executable, "-m", "probes.run", str(job), str(result)], env=penv,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-        if on_start is not None:
-            on_start(proc)
+                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    if on_start is not None:
+        on_start(proc, deadline)
+    stopped = None
+    while proc.poll() is None and stopped is None:
         try:
-            _, err = proc.communicate(timeout=timeout_s)
+            proc.wait(timeout=0.25)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            return make_record(model, config, knobs, shapes, backend, "timeout", "unknown",
-                           detail={"timeout_s": timeout_s})
-        seconds = round(time.monotonic() - t0, 3)
-        if result.is_file() and proc.returncode in (0, OOM_EXIT):
-            rec = ProbeRecord.model_validate_json(result.read_text())
+            if time.time() >= deadline:
+                stopped = "timeout"
+            elif cancelled is not None and cancelled():
+                stopped = "cancelled"
+    if stopped is not None:
+        kill_group(proc.pid)
+        proc.wait()
+    return outcome(folder, model, config, knobs, shapes, backend, proc.returncode, stopped,
+                   round(time.monotonic() - t0, 3), timeout_s)
+
+
+def kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def outcome(folder: Path, model, config, knobs, shapes, backend, returncode: int | None, stopped: str | None,
+            seconds: float | None, timeout_s: float) -> ProbeRecord:
+    """The record of a probe that ended: its result file, else timeout, cancelled or crash. returncode None:
+    the probe was adopted (not our child), so its exit status is unknown and a missing result is a crash
+    unless its deadline passed."""
+    result = folder / "result.json"
+    if stopped is None and result.is_file() and returncode in (0, OOM_EXIT, None):
+        rec = ProbeRecord.model_validate_json(result.read_text())
+        if seconds is not None:
             rec.detail["wall_s"] = seconds
-            return rec
-        tail = err.decode(errors="replace").strip().splitlines()[-5:]
-        return make_record(model, config, knobs, shapes, backend, "crash", "unknown",
-                       detail={"exit_status": proc.returncode, "stderr_tail": tail, "wall_s": seconds})
+        return rec
+    if stopped in ("timeout", "cancelled"):
+        return make_record(model, config, knobs, shapes, backend, stopped, "unknown", detail={"timeout_s": timeout_s})
+    err = folder / "stderr.txt"
+    tail = err.read_text(errors="replace").strip().splitlines()[-5:] if err.is_file() else []
+    return make_record(model, config, knobs, shapes, backend, "crash", "unknown",
+                       detail={"exit_status": returncode, "stderr_tail": tail, "wall_s": seconds})
 
 
 if __name__ == "__main__":

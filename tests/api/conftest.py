@@ -17,15 +17,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class Server:
-    def __init__(self, store: Path, env: dict | None = None) -> None:
-        self.store, self.port = store, free_port()
+    def __init__(self, store: Path, env: dict | None = None, args: tuple = ()) -> None:
+        self.store, self.port, self.args = store, free_port(), list(args)
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, "MEMPLAN_API_TOKEN": TOKEN, "MEMPLAN_TEST_FAULTS": "1", **(env or {})}
         self.proc = None
 
     def start(self) -> "Server":
         self.proc = subprocess.Popen([sys.executable, "-m", "planner.cli", "serve", "--port", str(self.port),
-                                      "--store", str(self.store), "--probe-timeout", "120"],
+                                      "--store", str(self.store), "--probe-timeout", "120", *self.args],
                                      env=self.env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      start_new_session=True)
         deadline = time.monotonic() + 60
@@ -64,3 +64,20 @@ def wait_job(client, jid: str, done=("done", "cancelled", "interrupted"), timeou
             return job
         time.sleep(0.2)
     raise AssertionError(f"job {jid} still {job['status']} after {timeout_s} s")
+
+
+def probe_pids(store: Path) -> list[int]:
+    """The live probe processes of a server's job queue (their folders are under STORE.jobs/)."""
+    folder = str(store) + ".jobs"
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().decode(errors="replace")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if "probes.run" in cmd and folder in cmd and state != "Z":
+            pids.append(int(proc.name))
+    return pids

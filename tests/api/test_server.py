@@ -1,7 +1,8 @@
 """The REST API over HTTP against a real uvicorn server: plans, errors, auth, probe jobs, restart."""
 import signal
+import time
 
-from tests.api.conftest import TOKEN, Server, wait_job
+from tests.api.conftest import TOKEN, Server, probe_pids, wait_job
 
 PLAN = {"model": "llama-3.1-8b", "gpu": "h100", "gpus_per_node": 8, "global_batch": 256, "seq_len": 4096, "top": 3}
 PROBE = {"model": "debug-llama", "micro_batch": 1, "seq_len": 32, "backend": "sim"}
@@ -96,20 +97,30 @@ def test_probe_job_lifecycle_faults_cancel_and_metrics(server):
     assert "memplan_probe_queue_depth 0" in metrics
 
 
-def test_restart_marks_running_interrupted_and_resumes_queued(tmp_path):
+def test_restart_adopts_a_hung_probe_to_its_deadline_then_runs_the_queued(tmp_path):
+    """Issue 20: a kill -9 of the server left its probe running past its timeout, beside the next job. Now
+    the probe's own watchdog holds its deadline, the restarted server adopts it (the slot stays its own
+    until it ends: timeout), and the queued jobs run after it, never beside it."""
     s = Server(tmp_path / "store.sqlite").start()
     c = s.client()
     done = wait_job(c, c.post("/v1/probes", json=PROBE).json()["id"])
-    hang = c.post("/v1/probes", json={**PROBE, "inject_fault": "hang", "timeout_s": 100}).json()["id"]
+    hang = c.post("/v1/probes", json={**PROBE, "inject_fault": "hang", "timeout_s": 8}).json()["id"]
     wait_job(c, hang, done=("running",))
     queued = [c.post("/v1/probes", json={**PROBE, "seq_len": n}).json()["id"] for n in (40, 56)]
+    time.sleep(0.5)
+    orphan = probe_pids(s.store)
     s.kill(signal.SIGKILL)
+    assert len(orphan) == 1 and probe_pids(s.store) == orphan      # the probe outlived its server
     s2 = Server(s.store).start()
     try:
         c2 = s2.client()
-        assert c2.get(f"/v1/probes/{hang}").json()["status"] == "interrupted"
+        adopted = wait_job(c2, hang, timeout_s=30)
+        assert adopted["status"] == "done" and adopted["outcome"] == "timeout"
+        first = min(c2.get(f"/v1/probes/{j}").json()["started"] or 1e18 for j in queued)
+        assert first >= adopted["finished"] - 0.01          # nothing ran on the slot while it was held
         for jid in queued:
             assert wait_job(c2, jid)["outcome"] == "ok"
+        assert probe_pids(s.store) == []
         again = c2.get(f"/v1/probes/{done['id']}").json()
         assert again["status"] == "done" and again["record"]["id"] == done["record"]["id"]
     finally:

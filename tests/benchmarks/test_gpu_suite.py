@@ -81,13 +81,17 @@ def test_apply_writes_a_calibration_the_planner_reads(rehearsal, tmp_path, monke
 
     req = parse(CheckRequest, {"model": "llama-3.2-1b", "gpu": "h100", "micro_batch": 1, "seq_len": 1024,
                                "evidence": "analytic"})
-    assumed = check(req).plan.memory
-    assert assumed.overhead_source == "assumed"
-    (tmp_path / "h100-80gb.json").write_text(json.dumps({**cal, "cuda_context_bytes": 2 * 2**30,
-                                                         "fragmentation_fraction": 0.0}))
-    monkeypatch.setenv("MEMPLAN_CALIBRATION_DIR", str(tmp_path))
+    empty = tmp_path / "none"
+    empty.mkdir()
+    monkeypatch.setenv("MEMPLAN_CALIBRATION_DIR", str(empty))     # no file: the constants (the package has one)
     calibration._load.cache_clear()
     try:
+        assumed = check(req).plan.memory
+        assert assumed.overhead_source == "assumed"
+        (tmp_path / "h100-80gb.json").write_text(json.dumps({**cal, "cuda_context_bytes": 2 * 2**30,
+                                                             "fragmentation_fraction": 0.0}))
+        monkeypatch.setenv("MEMPLAN_CALIBRATION_DIR", str(tmp_path))
+        calibration._load.cache_clear()
         measured = check(req).plan.memory
     finally:
         calibration._load.cache_clear()
