@@ -20,8 +20,6 @@ Faults lose nothing:
 from __future__ import annotations
 
 import json
-import logging
-import shutil
 import sqlite3
 import threading
 import time
@@ -31,6 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from api.schemas import Job, ProbeRequest
+from api.workers import SlotWorkers
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -40,7 +39,6 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, created);
 """
 _ADDED = {"pgid": "INTEGER", "folder": "TEXT", "deadline": "REAL"}     # columns newer than the first schema
-BACKOFF_S = (0.25, 0.5, 1, 2, 4, 8)
 _COLUMNS = "id, status, outcome, model, backend, device, request, record_id, created, started, finished"
 
 
@@ -51,7 +49,7 @@ def device_slots() -> list[str]:
     return [f"cuda:{i}" for i in range(local_gpu_count())] or ["cpu"]
 
 
-class JobQueue:
+class JobQueue(SlotWorkers):
     def __init__(self, db_path: Path, store_path: Path | None, timeout_s: int, slots: list[str] | None = None) -> None:
         self.db_path, self.store_path, self.timeout_s = Path(db_path), store_path, timeout_s
         self.slots = slots or device_slots()
@@ -179,177 +177,6 @@ class JobQueue:
     def healthy(self) -> tuple[bool, str | None]:
         return self.store_error is None, self.store_error
 
-    # -- workers ------------------------------------------------------------------------------
-    def _claim(self, slot: str) -> tuple[str, dict] | None:
-        with self._db() as db:
-            db.execute("BEGIN IMMEDIATE")
-            row = db.execute("SELECT id, spec FROM jobs WHERE status='queued' ORDER BY created LIMIT 1").fetchone()
-            if row:
-                db.execute("UPDATE jobs SET status='running', device=?, started=? WHERE id=?", (slot, time.time(), row[0]))
-            db.execute("COMMIT")
-        return (row[0], json.loads(row[1])) if row else None
-
-    def _retry(self, what, *args):
-        """what(*args), retried with backoff while the store fails; None if the queue stops first."""
-        from planner.errors import BadInput  # the store refusing to open
-
-        for attempt in range(10**9):
-            try:
-                out = what(*args)
-            except (sqlite3.Error, OSError, BadInput) as e:
-                self.store_errors += 1
-                self.store_error = f"{e.__class__.__name__}: {e}"
-                if self._stop.wait(BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)]):
-                    return None
-                continue
-            self.store_error = None
-            return out
-        return None
-
-    def _lock_slot(self, slot: str):
-        """An exclusive lock file per slot, so that one process (of several uvicorn workers) runs a
-        slot's jobs; the OS releases it when that process dies. On taking it, the jobs left running on
-        the slot were the dead holder's: they are adopted (_adopt) before any other job is claimed."""
-        import fcntl
-
-        f = open(self.db_path.with_name(self.db_path.name + f".{slot.replace(':', '')}.lock"), "w")  # noqa: SIM115
-        while not self._stop.is_set():
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                self._stop.wait(0.5)
-                continue
-            return f
-        f.close()
-        return None
-
-    def _orphans(self, slot: str) -> list[tuple]:
-        with self._db() as db:
-            return db.execute("SELECT id, spec, pgid, folder, deadline FROM jobs WHERE status='running' AND device=?",
-                              (slot,)).fetchall()
-
-    def _serve(self, slot: str) -> None:
-        lock = self._lock_slot(slot)
-        if lock is None:
-            return
-        for orphan in self._retry(self._orphans, slot) or []:
-            self._adopt(*orphan)
-        while not self._stop.is_set():
-            claimed = self._retry(self._claim, slot)
-            if claimed is None:
-                with self._wake:
-                    self._wake.wait(timeout=0.5)
-                continue
-            try:
-                self._run(slot, *claimed)
-            except Exception:
-                logging.getLogger("memplan.jobs").exception("probe job %s", claimed[0])
-                self._stop.wait(1)
-
-    def _run(self, slot: str, jid: str, spec: dict) -> None:
-        from planner.spec import Knobs
-        from planner.store import Shapes
-        from probes.run import run_isolated
-
-        r = spec["request"]
-        knobs, shapes = Knobs(**spec["knobs"]), Shapes(**spec["shapes"])
-        env = {"MEMPLAN_PROBE_FAULT": r["inject_fault"] or ""}
-        if slot.startswith("cuda:"):
-            env["CUDA_VISIBLE_DEVICES"] = slot.split(":")[1]
-        timeout = min(r["timeout_s"] or self.timeout_s, self.timeout_s)
-        folder = self.folders / jid
-
-        def started(proc, deadline: float) -> None:
-            self._procs[jid] = proc
-            self._retry(self._write, "UPDATE jobs SET pgid=?, folder=?, deadline=? WHERE id=?",
-                        (proc.pid, str(folder), deadline, jid))
-        rec = run_isolated(spec["model"], spec["config"], knobs, shapes, r["backend"], timeout, env=env,
-                           on_start=started, folder=folder, cancelled=lambda: self._cancelled(jid))
-        self._procs.pop(jid, None)
-        if self._stop.is_set():     # the service stopped and killed its probes: the job did not fail
-            self._retry(self._write, "UPDATE jobs SET status='interrupted', finished=? WHERE id=? AND status='running'",
-                        (time.time(), jid))
-            shutil.rmtree(folder, ignore_errors=True)
-            return
-        self._finish(jid, rec, folder)
-
-    def _adopt(self, jid: str, spec_json: str, pgid: int | None, folder: str | None, deadline: float | None) -> None:
-        """A job the dead holder of this slot left running: wait for its probe (still ours if its process
-        group runs probes.run on this job's folder), to its deadline, then finish the job with what it left."""
-        from planner.spec import Knobs
-        from planner.store import Shapes
-        from probes.run import kill_group, outcome
-
-        spec = json.loads(spec_json)
-        if pgid is None or folder is None:      # died before its probe started: nothing ran
-            self._retry(self._write, "UPDATE jobs SET status='interrupted', finished=? WHERE id=? AND status='running'",
-                        (time.time(), jid))
-            return
-        stopped = None
-        while _runs_probe(pgid, folder):
-            if time.time() >= deadline + 5:     # its own watchdog failed: the deadline still holds
-                stopped = "timeout"
-            elif self._cancelled(jid) or self._stop.is_set():
-                stopped = "cancelled"
-            if stopped:
-                kill_group(pgid)
-                break
-            time.sleep(0.25)
-        if stopped is None and not (Path(folder) / "result.json").is_file() and time.time() >= deadline:
-            stopped = "timeout"
-        if self._stop.is_set():
-            return              # leave it to the next holder of the slot
-        r = spec["request"]
-        rec = outcome(Path(folder), spec["model"], spec["config"], Knobs(**spec["knobs"]), Shapes(**spec["shapes"]),
-                      r["backend"], None, stopped, None, min(r["timeout_s"] or self.timeout_s, self.timeout_s))
-        if rec.status == "crash":       # gone with no result and no exit status: it was interrupted
-            self._retry(self._write, "UPDATE jobs SET status='interrupted', finished=? WHERE id=? AND status='running'",
-                        (time.time(), jid))
-            shutil.rmtree(folder, ignore_errors=True)
-            return
-        self._finish(jid, rec, Path(folder))
-
-    def _write(self, sql: str, args: tuple) -> None:
-        with self._db() as db:
-            db.execute(sql, args)
-
-    def _finish(self, jid: str, rec, folder: Path) -> None:
-        """Store the record and mark the job done in one transaction, only while the job is running (a
-        cancelled job's record is dropped); retried while the store fails; then the folder goes."""
-        stored = self._retry(self._store_if_running, jid, rec)
-        if stored is None:
-            return              # stopping: the job stays running, its folder and result stay for adoption
-        if stored:
-            self.outcomes[rec.status] += 1
-        shutil.rmtree(folder, ignore_errors=True)
-
-    def _store_if_running(self, jid: str, rec) -> bool:
-        from planner.store import Store
-
-        with self.dblock:
-            return self._store_locked(jid, rec, Store(self.store_path))
-
-    def _store_locked(self, jid: str, rec, store) -> bool:
-        try:
-            db = store.db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                row = db.execute("SELECT status FROM jobs WHERE id=?", (jid,)).fetchone()
-                if row is None or row[0] != "running" or rec.status == "cancelled":
-                    db.execute("ROLLBACK")
-                    return False
-                rid = store.insert(rec)
-                db.execute("UPDATE jobs SET status='done', outcome=?, record_id=?, finished=? WHERE id=?",
-                           (rec.status, rid, time.time(), jid))
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
-            return True
-        finally:
-            store.close()
-
     def _jobs(self, rows: list[tuple]) -> list[Job]:
         """Jobs from table rows, each with its probe record when done (one store opened per call)."""
         from planner.store import Store
@@ -372,12 +199,3 @@ class JobQueue:
             record["detail"] = {k: v for k, v in record["detail"].items() if k != "segments"}
         return Job(id=jid, status=status, outcome=outcome, model=model, backend=backend, device=device,
                    request=json.loads(request), record=record, created=created, started=started, finished=finished)
-
-
-def _runs_probe(pgid: int, folder: str) -> bool:
-    """Whether process `pgid` is alive and is the probe of this folder (not a reused pid)."""
-    try:
-        cmdline = Path(f"/proc/{pgid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return b"probes.run" in cmdline and any(folder.encode() in part for part in cmdline)

@@ -4,9 +4,15 @@ moment leaves either the previous checkpoint or the new one, never half of one.
 
 Held: model, optimizer, scheduler and grad-scaler states (DeepSpeed's own checkpoint for zero >= 1),
 every rank's RNG states, the sampler position, the step, and the micro-batch/accumulation in force
-(after an OOM they differ from the plan's)."""
+(after an OOM they differ from the plan's), and what it belongs to (model, knobs, world, global batch).
+
+Each checkpoint has a `manifest.json`: every file's size and SHA-256. Resuming takes the newest intact
+checkpoint (the one `latest` names, else the next older `step-N`), saying which it skipped and why, and
+refuses (BadInput, one line) a checkpoint of another model or plan, naming what differs, before loading
+anything (DeepSpeed would otherwise fail an assertion deep inside its load)."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -42,10 +48,11 @@ def save(t) -> Path:
     torch.save(rng, tmp / f"rng-{t.rank}.pt")
     if t.rank == 0:
         (tmp / "trainer.json").write_text(json.dumps({
-            "step": t.step, "micro_batch": t.micro, "grad_accum": t.accum, "world": t.world,
-            "global_batch": t.global_batch, "sampler": asdict(t.sampler.pos), "events": t.events}))
+            "step": t.step, "micro_batch": t.micro, "grad_accum": t.accum, "sampler": asdict(t.sampler.pos),
+            "events": t.events, **identity(t.cfg, t.world)}))
     _barrier(t)
     if t.rank == 0:
+        (tmp / "manifest.json").write_text(json.dumps(manifest(tmp), indent=1))
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
         latest = root / ".latest.tmp"
@@ -55,18 +62,91 @@ def save(t) -> Path:
     return final
 
 
-def load_latest(t) -> dict | None:
-    """Restore the newest checkpoint into the trainer; its trainer.json, or None when there is none."""
-    root = Path(t.cfg.save_dir)
-    if not (root / "latest").exists():
-        return None
-    d = root / (root / "latest").read_text().strip()
-    meta = json.loads((d / "trainer.json").read_text())
-    if meta["world"] != t.world or meta["global_batch"] != t.global_batch:
-        from planner.errors import BadInput
+def identity(cfg, world: int) -> dict:
+    """What a checkpoint belongs to: resuming with any of it changed is refused."""
+    k = cfg.knobs
+    return {"model": cfg.model, "world": world, "global_batch": cfg.micro_batch * cfg.grad_accum * world,
+            "precision": k.precision, "zero": k.zero_stage, "offload": k.offload, "optimizer": k.optimizer,
+            "lora_rank": k.lora_rank, "seq_len": cfg.seq_len}
 
-        raise BadInput(f"--resume: {d} was saved with world {meta['world']} and global batch {meta['global_batch']}, "
-                       f"this run has {t.world} and {t.global_batch}")
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def manifest(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): {"bytes": p.stat().st_size, "sha256": _sha256(p)}
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != "manifest.json"}
+
+
+def damage(folder: Path) -> str | None:
+    """Why a checkpoint folder cannot be trusted (missing manifest, a file missing, resized or changed), or
+    None when it is intact."""
+    try:
+        listed = json.loads((folder / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return "no readable manifest.json"
+    for name, want in listed.items():
+        path = folder / name
+        if not path.is_file():
+            return f"{name} is missing"
+        if path.stat().st_size != want["bytes"]:
+            return f"{name} has {path.stat().st_size} bytes, the manifest says {want['bytes']}"
+        if _sha256(path) != want["sha256"]:
+            return f"{name} does not match its checksum"
+    return None
+
+
+def newest_intact(root: Path) -> tuple[Path | None, list[str]]:
+    """(the newest intact checkpoint under root, or None; the ones skipped, each with its reason)."""
+    named = (root / "latest").read_text().strip() if (root / "latest").is_file() else None
+    steps = sorted((p for p in root.glob("step-*") if p.is_dir() and p.name[5:].isdigit()),
+                   key=lambda p: int(p.name[5:]), reverse=True)
+    order = [root / named] if named else []
+    order += [p for p in steps if p.name != named]
+    skipped = []
+    for d in order:
+        why = damage(d) if d.is_dir() else "missing"
+        if why is None:
+            return d, skipped
+        skipped.append(f"{d.name}: {why}")
+    return None, skipped
+
+
+def check_resume(root: Path, cfg, world: int, max_steps: int) -> tuple[Path | None, dict | None, list[str]]:
+    """The checkpoint a resume would load, its trainer.json and the skipped ones; BadInput for another
+    model or plan, or --max-steps not past its step. Runs in the CLI before launch and in every rank."""
+    from planner.errors import BadInput
+
+    d, skipped = newest_intact(root)
+    if d is None:
+        if skipped:
+            raise BadInput(f"--resume: no intact checkpoint in {str(root)!r} ({'; '.join(skipped)})", "resume")
+        return None, None, []
+    meta = json.loads((d / "trainer.json").read_text())
+    mine = identity(cfg, world)
+    differs = [f"{k} {meta.get(k)!r} there, {v!r} here" for k, v in mine.items() if meta.get(k) != v]
+    if differs:
+        raise BadInput(f"--resume: {d} belongs to another run: " + ", ".join(differs), "resume")
+    if max_steps <= meta["step"]:
+        raise BadInput(f"--max-steps {max_steps}: the checkpoint {d} is at step {meta['step']}; "
+                       f"give more than {meta['step']} to train on", "max_steps")
+    return d, meta, skipped
+
+
+def load_latest(t) -> dict | None:
+    """Restore the newest intact checkpoint into the trainer; its trainer.json, or None when there is none."""
+    d, meta, skipped = check_resume(Path(t.cfg.save_dir), t.cfg, t.world, t.cfg.max_steps)
+    if d is None:
+        return None
+    if skipped and t.rank == 0:
+        from trainer.console import err_console
+
+        err_console().print(f"resume: skipped {'; '.join(skipped)}; resuming from {d.name}", markup=False)
     if t.ds:
         t.engine.load_checkpoint(str(d), tag="ds")
     else:

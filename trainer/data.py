@@ -39,19 +39,71 @@ def check_source(data: str, tokenizer: str | None = None) -> None:
 def load(data: str, seq_len: int, vocab: int, tokenizer: str | None = None, seed: int = 0) -> list[list[int]]:
     if data == "synthetic":
         return synthetic(vocab, seq_len, seed=seed)
+    return validate(data, seq_len, vocab, tokenizer)
+
+
+def _rows(data: str):
+    """(line number, JSON object) of every non-blank line; BadInput naming the file and line otherwise."""
+    from planner.errors import BadInput
+
+    try:
+        f = open(data, encoding="utf-8")  # noqa: SIM115
+    except OSError as e:
+        raise BadInput(f"--data {data!r}: cannot be read ({e.strerror})", "data") from None
+    with f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as e:
+                raise BadInput(f"--data {data!r} line {n}: not JSON ({e.msg})", "data") from None
+            if not isinstance(row, dict) or not ({"input_ids", "text"} & row.keys()):
+                raise BadInput(f"--data {data!r} line {n}: expected an object with 'input_ids' (token ids) or "
+                               "'text'", "data")
+            yield n, row
+
+
+def validate(data: str, seq_len: int, vocab: int, tokenizer: str | None = None) -> list[list[int]]:
+    """The samples of a JSONL file, each cut to seq_len, after checking every line: JSON, one kind of row
+    (token ids or text), ids inside the vocabulary, at least 2 tokens (one to predict). BadInput names the
+    file, the line and the problem; the CLI runs this before anything is written or launched."""
+    from planner.errors import BadInput
+
     check_source(data, tokenizer)
-    path = Path(data)
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    if rows and "input_ids" in rows[0]:
-        return [list(r["input_ids"])[:seq_len] for r in rows]
-    if tokenizer is None:
-        from planner.errors import BadInput
+    tok, kind, out = None, None, []
+    for n, row in _rows(data):
+        here = "input_ids" if "input_ids" in row else "text"
+        kind = kind or here
+        if here != kind:
+            raise BadInput(f"--data {data!r} line {n}: has '{here}' where the lines before have '{kind}'", "data")
+        if kind == "text":
+            if not isinstance(row["text"], str):
+                raise BadInput(f"--data {data!r} line {n}: 'text' is not a string", "data")
+            if tokenizer is None:
+                raise BadInput(f"--data {data!r} holds text (line {n}): give --tokenizer DIR (a local tokenizer "
+                               "folder)", "tokenizer")
+            if tok is None:
+                from transformers import AutoTokenizer
 
-        raise BadInput(f"--data {data!r} holds text: give --tokenizer DIR (a local tokenizer folder)")
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(tokenizer, local_files_only=True)
-    return [tok(r["text"], truncation=True, max_length=seq_len)["input_ids"] for r in rows]
+                tok = AutoTokenizer.from_pretrained(tokenizer, local_files_only=True)
+            ids = tok(row["text"], truncation=True, max_length=seq_len)["input_ids"]
+        else:
+            ids = row["input_ids"]
+            if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+                raise BadInput(f"--data {data!r} line {n}: 'input_ids' is not a list of integers", "data")
+            bad = next((i for i in ids if not 0 <= i < vocab), None)
+            if bad is not None:
+                raise BadInput(f"--data {data!r} line {n}: token id {bad} is outside the model's vocabulary "
+                               f"(0 to {vocab - 1})", "data")
+            ids = ids[:seq_len]
+        if len(ids) < 2:
+            raise BadInput(f"--data {data!r} line {n}: {len(ids)} token(s); a sample needs at least 2 (one to "
+                           "predict)", "data")
+        out.append(list(ids))
+    if not out:
+        raise BadInput(f"--data {data!r}: no samples (the file is empty)", "data")
+    return out
 
 
 @dataclass

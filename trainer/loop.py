@@ -345,6 +345,23 @@ class Trainer:
                 "eval_batch": self.eval_batch}
 
 
+def trim_log(path: Path, step: int) -> None:
+    """Drop the log's rows of steps after `step` (a resumed run trains them again), atomically."""
+    if not path.is_file():
+        return
+    keep = []
+    for line in path.read_text().splitlines():
+        try:
+            row_step = json.loads(line).get("step", 0)
+        except ValueError:
+            continue        # a line cut by the kill
+        if row_step <= step:
+            keep.append(line)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(x + "\n" for x in keep))
+    tmp.replace(path)
+
+
 def run(cfg: RunConfig) -> list[dict]:
     """Train cfg.max_steps optimizer steps (from the checkpoint with --resume); rank 0 logs one JSON
     line per step to cfg.log and shows a progress bar. SIGTERM saves a checkpoint and stops."""
@@ -352,7 +369,10 @@ def run(cfg: RunConfig) -> list[dict]:
     delay = float(os.environ.get("MEMPLAN_TRAIN_STEP_DELAY_S", "0"))   # tests: time to interrupt a run
     signal.signal(signal.SIGTERM, lambda *_: setattr(t, "stop_requested", True))
     rows: list[dict] = []
+    if cfg.log and t.rank == 0:
+        trim_log(Path(cfg.log), t.step)     # rows past the checkpoint are trained again: no duplicates
     log = open(cfg.log, "a") if cfg.log and t.rank == 0 else None  # noqa: SIM115
+    saved = t.step
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from trainer.console import err_console
@@ -376,10 +396,14 @@ def run(cfg: RunConfig) -> list[dict]:
                         log.flush()
                 bar.update(task, completed=t.step, description=f"loss {row['loss']:.4f}, {row['tokens_per_s']:.0f} tok/s")
                 stop = t._max(1.0 if t.stop_requested else 0.0)
-                if cfg.save_dir and (stop or (cfg.save_every and t.step % cfg.save_every == 0)):
+                if cfg.save_dir and (stop or (cfg.save_every and t.step % cfg.save_every == 0)
+                                     or t.step == cfg.max_steps):
                     checkpoint.save(t)
+                    saved = t.step
                 if stop:
                     break
+        if cfg.save_dir and saved != t.step:
+            checkpoint.save(t)
         if t.rank == 0 and rows:
             err_console().print(f"done: {t.step} steps, last loss {rows[-1]['loss']:.4f}, "
                                 f"{sum(r['tokens'] for r in rows)} tokens, micro-batch {t.micro} x accum {t.accum}"

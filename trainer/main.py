@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -11,9 +12,16 @@ from trainer.loop import RunConfig, run
 
 
 def main(argv: list[str]) -> int:
+    from planner.errors import BadInput
+
     quiet_third_party()
     cfg = RunConfig(**json.loads(Path(argv[0]).read_text()))
-    run(cfg)
+    try:
+        run(cfg)
+    except BadInput as e:       # one line, from rank 0 only; every rank exits 2
+        if os.environ.get("RANK", "0") == "0":
+            print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -175,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
     check_source(args.data, args.tokenizer)
     model, req, knobs = plan_from(args)
     cfg = run_config(args, model, req, knobs)
+    check_data_and_resume(args, cfg, (req.gpus_per_node or 1) * req.nodes)
     if args.dry_run:        # the command only, with the run file where a real run would put it
         where = Path(args.save_dir or ".")
         cmd = launch_command(args, req, str(where / "memplan-run.json"))
@@ -198,6 +199,21 @@ def run(args: argparse.Namespace) -> int:
             import shutil
 
             shutil.rmtree(where, ignore_errors=True)
+
+
+def check_data_and_resume(args: argparse.Namespace, cfg: dict, world: int) -> None:
+    """Before anything is written or launched (once, here, for every rank): every line of --data, and the
+    checkpoint --resume would load (intact, of this model and plan, behind --max-steps)."""
+    from planner.catalog import load_model
+    from trainer.data import validate
+
+    if args.data != "synthetic":
+        validate(args.data, cfg["seq_len"], load_model(cfg["model"]).text.vocab, args.tokenizer)
+    if args.resume and args.save_dir:
+        from trainer.checkpoint import check_resume
+        from trainer.loop import RunConfig
+
+        check_resume(Path(args.save_dir), RunConfig(**cfg), world, args.max_steps)
 
 
 def _train(args: argparse.Namespace, cfg: dict, cmd: list[str] | None) -> int:

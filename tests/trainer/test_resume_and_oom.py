@@ -58,6 +58,9 @@ def test_injected_oom_on_one_rank_keeps_the_global_batch(tmp_path):
     meta = json.loads(meta_path.read_text())
     meta.update(micro_batch=1, grad_accum=2)
     meta_path.write_text(json.dumps(meta))
+    from trainer.checkpoint import manifest  # edited on purpose: its manifest is written anew
+
+    (meta_path.parent / "manifest.json").write_text(json.dumps(manifest(meta_path.parent)))
     _, ref_log = launch(tmp_path, "ref-b", 2, save_dir=str(tmp_path / "ref"), save_every=5, resume=True, **plan)
 
     got = rows(oom_log)
