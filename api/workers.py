@@ -70,7 +70,12 @@ class SlotWorkers:
         if lock is None:
             return
         for orphan in self._retry(self._orphans, slot) or []:
-            self._adopt(*orphan)
+            try:
+                self._adopt(*orphan)
+            except Exception:   # an unreadable result: the job is interrupted, the slot goes on
+                logging.getLogger("memplan.jobs").exception("adopting probe job %s", orphan[0])
+                self._retry(self._write, "UPDATE jobs SET status='interrupted', finished=? WHERE id=? AND "
+                            "status='running'", (time.time(), orphan[0]))
         self._retry(self._sweep)
         while not self._stop.is_set():
             claimed = self._retry(self._claim, slot)

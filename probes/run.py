@@ -77,6 +77,13 @@ def _watchdog(deadline: float, parent: int, folder: Path | None) -> None:
     os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
+def _write_result(path: str, rec: ProbeRecord) -> None:
+    """Whole or not at all (an adopter may read it after a kill at any moment)."""
+    tmp = Path(path).with_suffix(".tmp")
+    tmp.write_text(rec.model_dump_json())
+    tmp.replace(path)
+
+
 def _worker(job_path: str, result_path: str) -> int:
     job = json.loads(Path(job_path).read_text())
     if job.get("deadline"):
@@ -94,10 +101,10 @@ def _worker(job_path: str, result_path: str) -> int:
     if fault == "oom":
         rec = make_record(job["model"], job["config"], knobs, shapes, job["backend"], "oom", "injected",
                       detail={"error": "injected out-of-memory"})
-        Path(result_path).write_text(rec.model_dump_json())
+        _write_result(result_path, rec)
         return OOM_EXIT
     rec = probe_in_process(job["model"], job["config"], knobs, shapes, job["backend"])
-    Path(result_path).write_text(rec.model_dump_json())
+    _write_result(result_path, rec)
     return OOM_EXIT if rec.status == "oom" else 0
 
 
