@@ -34,5 +34,5 @@ clean:
 	rm -rf $(VENV) *.egg-info
 
 # Rewrite the README's pasted outputs from their commands (docs/readme.py; tests/test_readme.py checks them).
-docs: setup
+docs: setup-dev
 	$(BIN)/python docs/readme.py --write

@@ -71,6 +71,7 @@ def main() -> int:
     args = ap.parse_args()
     text = README.read_text()
     with tempfile.TemporaryDirectory(prefix="memplan-docs-") as tmp:
+        (Path(tmp) / "docs").symlink_to(README.parent / "docs")      # the examples' relative paths hold there
         new, changed = rendered(text, Path(tmp))
     if args.write:
         README.write_text(new)

@@ -12,7 +12,6 @@ normalized by the tail's own target tokens.
 """
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,23 +44,13 @@ def load(data: str, seq_len: int, vocab: int, tokenizer: str | None = None, seed
 def _rows(data: str):
     """(line number, JSON object) of every non-blank line; BadInput naming the file and line otherwise."""
     from planner.errors import BadInput
+    from scan.read import jsonl_rows
 
-    try:
-        f = open(data, encoding="utf-8")  # noqa: SIM115
-    except OSError as e:
-        raise BadInput(f"--data {data!r}: cannot be read ({e.strerror})", "data") from None
-    with f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as e:
-                raise BadInput(f"--data {data!r} line {n}: not JSON ({e.msg})", "data") from None
-            if not isinstance(row, dict) or not ({"input_ids", "text"} & row.keys()):
-                raise BadInput(f"--data {data!r} line {n}: expected an object with 'input_ids' (token ids) or "
-                               "'text'", "data")
-            yield n, row
+    for n, row in jsonl_rows(Path(data), "--data"):
+        if not ({"input_ids", "text"} & row.keys()):
+            raise BadInput(f"--data {data!r} line {n}: expected an object with 'input_ids' (token ids) or 'text'",
+                           "data")
+        yield n, row
 
 
 def validate(data: str, seq_len: int, vocab: int, tokenizer: str | None = None) -> list[list[int]]:

@@ -115,3 +115,19 @@ def records_table(data: dict) -> Table:
                   k["precision"], k["checkpointing"], str(k["zero_stage"]), r["device"],
                   gib(r["peak_allocated_bytes"]) if r["peak_allocated_bytes"] else "-")
     return t
+
+
+def scan_headline(data: dict) -> str:
+    return (f"{data['data']}: {data['rows']:,} rows ({data['kind']}), {data['images']:,} images; the longest is "
+            f"row {data['longest_row']:,} ({data['tokens']['max']:,} tokens)")
+
+
+def scan_table(data: dict) -> Table:
+    t = Table()
+    t.add_column("tokens per row")
+    for col in ("mean", "p50", "p90", "p99", "max"):
+        t.add_column(col, justify="right")
+    for label, key in (("text", "text_tokens"), ("image", "image_tokens"), ("total", "tokens")):
+        d = data[key]
+        t.add_row(label, *(f"{d[c]:,}" for c in ("mean", "p50", "p90", "p99", "max")))
+    return t

@@ -63,7 +63,8 @@ def test_resume_refuses_another_run_and_max_steps_behind_its_checkpoint(tmp_path
     ('{"input_ids": []}\n', "line 1: 0 token(s)"),
     ('{"text": "hello there"}\n', "holds text (line 1): give --tokenizer"),
     ('{"input_ids": [1, 2]}\n{"text": "x"}\n', "line 2: has 'text' where the lines before have 'input_ids'"),
-    ('[1, 2, 3]\n', "line 1: expected an object with 'input_ids'"),
+    ('[1, 2, 3]\n', "line 1: expected a JSON object"),
+    ('{"ids": [1, 2]}\n', "line 1: expected an object with 'input_ids'"),
     ('{"input_ids": [1, true]}\n', "line 1: 'input_ids' is not a list of integers"),
 ])
 def test_bad_training_data_is_one_line_before_anything_runs(tmp_path, capsys, monkeypatch, content, needle):

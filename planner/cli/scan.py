@@ -1,0 +1,55 @@
+"""`planner scan DATA --tokenizer DIR`: the token-length distribution of a training set (text and image
+tokens apart), streamed, with a progress bar on a terminal and --json for scripts. The scanning itself is
+the `scan` package (tokenizers are not the core's business); this face imports it lazily."""
+from __future__ import annotations
+
+from planner.cli import common
+
+IMAGE_RULE_HELP = "qwen2-vl (default: Qwen2-VL / Qwen2.5-VL resizing, 14-pixel patches merged 2 x 2) or fixed:N"
+
+
+def register(sub) -> None:
+    p = sub.add_parser("scan", help="token-length distribution of a dataset (JSONL, JSON, CSV)")
+    p.add_argument("data", metavar="DATA", help="a .jsonl, .json or .csv file: text, prompt/completion or messages")
+    p.add_argument("--tokenizer", required=True, help="a local tokenizer folder (its chat template renders messages)")
+    p.add_argument("--image-rule", default="qwen2-vl", help=IMAGE_RULE_HELP)
+    p.add_argument("--min-pixels", type=common.int_in("--min-pixels", 1, 10**9), default=None)
+    p.add_argument("--max-pixels", type=common.int_in("--max-pixels", 1, 10**9), default=None)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from scan.scanner import scan, summary
+
+    with _progress(args) as advance:
+        lengths = scan(args.data, args.tokenizer, args.image_rule, args.min_pixels, args.max_pixels, advance)
+    out = {"data": args.data, **summary(lengths)}
+    if args.json:
+        common.print_json(out)
+        return 0
+    from planner.cli import render
+
+    common.say_line(render.scan_headline(out))
+    render.console.print(render.scan_table(out))
+    return 0
+
+
+def _progress(args):
+    """advance(rows) on a rich progress line (rows and rate) on a terminal; a no-op otherwise."""
+    from contextlib import contextmanager
+
+    err = common.err_console()
+
+    @contextmanager
+    def shown():
+        if args.json or not err.is_terminal:
+            yield None
+            return
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        with Progress(SpinnerColumn(), TextColumn("scanning {task.completed:,} rows"), TimeElapsedColumn(),
+                      console=err, transient=True) as bar:
+            task = bar.add_task("", total=None)
+            yield lambda n: bar.advance(task, n)
+    return shown()

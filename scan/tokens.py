@@ -1,0 +1,124 @@
+"""Token counts of dataset rows: text with a local tokenizer, images by the model family's rule.
+
+Rows are one of (the first row decides; every later row must be of the same kind):
+- {"text": ...};
+- {"prompt": ..., "completion": ...} (TRL's prompt-completion form: both are trained on, counted together);
+- {"messages": [{"role": ..., "content": ...}, ...]}, rendered with the tokenizer's own chat template.
+Images: "images" (a list) or "image", each a path (relative to the data file's folder; only the header is
+read, the pixels are never decoded) or {"width": W, "height": H}.
+
+Image rules:
+- qwen2-vl (Qwen2-VL and Qwen2.5-VL): the image is resized so that both sides are multiples of 28 with the
+  pixel count within [min_pixels, max_pixels], then cut in 14-pixel patches merged 2 x 2: tokens =
+  (h / 14) * (w / 14) / 4. `smart_resize` is transformers' own (models/qwen2_vl/image_processing_pil_qwen2_vl.py,
+  transformers 5.23), restated here so that the count needs neither torch nor the processor.
+- fixed:N (LLaVA-style towers): N tokens per image.
+"""
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from planner.errors import BadInput
+
+QWEN2_VL_MIN_PIXELS = 56 * 56           # Qwen2VLImageProcessor's defaults (size shortest/longest edge)
+QWEN2_VL_MAX_PIXELS = 28 * 28 * 1280
+BATCH_ROWS = 1024                       # rows tokenized in one call of the (Rust) tokenizer
+
+
+def smart_resize(height: int, width: int, factor: int = 28, min_pixels: int = QWEN2_VL_MIN_PIXELS,
+                 max_pixels: int = QWEN2_VL_MAX_PIXELS) -> tuple[int, int]:
+    """transformers' qwen2_vl smart_resize (see the module docstring), the aspect-ratio check included."""
+    if max(height, width) / min(height, width) > 200:
+        raise ValueError(f"absolute aspect ratio must be smaller than 200, got {max(height, width) / min(height, width)}")
+    h_bar, w_bar = round(height / factor) * factor, round(width / factor) * factor
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt((height * width) / max_pixels)
+        h_bar = max(factor, math.floor(height / beta / factor) * factor)
+        w_bar = max(factor, math.floor(width / beta / factor) * factor)
+    elif h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    return h_bar, w_bar
+
+
+def qwen2_vl_image_tokens(width: int, height: int, min_pixels: int = QWEN2_VL_MIN_PIXELS,
+                          max_pixels: int = QWEN2_VL_MAX_PIXELS) -> int:
+    h, w = smart_resize(height, width, 28, min_pixels, max_pixels)
+    return (h // 14) * (w // 14) // 4
+
+
+def image_rule(spec: str, min_pixels: int, max_pixels: int) -> Callable[[int, int], int]:
+    if spec == "qwen2-vl":
+        return lambda w, h: qwen2_vl_image_tokens(w, h, min_pixels, max_pixels)
+    if spec.startswith("fixed:") and spec[6:].isdigit() and int(spec[6:]) > 0:
+        n = int(spec[6:])
+        return lambda w, h: n
+    raise BadInput(f"--image-rule {spec!r}: accepted: qwen2-vl, fixed:N (N tokens per image)", "image_rule")
+
+
+@dataclass
+class Lengths:
+    text: array = field(default_factory=lambda: array("I"))
+    image: array = field(default_factory=lambda: array("I"))
+    kind: str | None = None
+    images: int = 0
+
+
+def _text_of(row: dict, kind: str, where: str) -> str | list:
+    if kind == "text":
+        value = row["text"]
+    elif kind == "prompt-completion":
+        value = (row["prompt"], row["completion"])
+        if not all(isinstance(v, str) for v in value):
+            raise BadInput(f"{where}: 'prompt' and 'completion' must be strings", "data")
+        return value[0] + value[1]
+    else:
+        value = row["messages"]
+        if not (isinstance(value, list) and all(isinstance(m, dict) and "role" in m and "content" in m for m in value)):
+            raise BadInput(f"{where}: 'messages' must be a list of {{'role', 'content'}} objects", "data")
+        return value
+    if not isinstance(value, str):
+        raise BadInput(f"{where}: 'text' is not a string", "data")
+    return value
+
+
+def kind_of(row: dict, where: str) -> str:
+    if "messages" in row:
+        return "messages"
+    if "prompt" in row and "completion" in row:
+        return "prompt-completion"
+    if "text" in row:
+        return "text"
+    raise BadInput(f"{where}: no 'text', 'prompt'+'completion' or 'messages' field (it has: "
+                   + ", ".join(sorted(row)[:8]) + ")", "data")
+
+
+def image_sizes(row: dict, base: Path, where: str) -> Iterator[tuple[int, int]]:
+    items = row.get("images", row.get("image"))
+    if items is None:
+        return
+    for item in items if isinstance(items, list) else [items]:
+        if isinstance(item, dict) and {"width", "height"} <= item.keys():
+            w, h = item["width"], item["height"]
+            if not (isinstance(w, int) and isinstance(h, int) and w > 0 and h > 0):
+                raise BadInput(f"{where}: image width and height must be positive integers", "data")
+            yield w, h
+        elif isinstance(item, str):
+            yield _header_size(base / item, where)
+        else:
+            raise BadInput(f"{where}: an image is a path or {{'width', 'height'}}", "data")
+
+
+def _header_size(path: Path, where: str) -> tuple[int, int]:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as im:        # reads the header only; the pixels are never decoded
+            return im.size
+    except (OSError, UnidentifiedImageError) as e:
+        raise BadInput(f"{where}: image {str(path)!r} cannot be read ({e.__class__.__name__})", "data") from None
