@@ -12,6 +12,11 @@ Image rules:
   pixel count within [min_pixels, max_pixels], then cut in 14-pixel patches merged 2 x 2: tokens =
   (h / 14) * (w / 14) / 4. `smart_resize` is transformers' own (models/qwen2_vl/image_processing_pil_qwen2_vl.py,
   transformers 5.23), restated here so that the count needs neither torch nor the processor.
+- internvl[:N] (InternVL 2 / 2.5 / 3 as transformers runs them, GotOcr2ImageProcessor with crop_to_patches):
+  the image is cut into 448-pixel tiles on the grid (at most N tiles, 12 by default) whose aspect ratio is
+  closest to the image's, plus a thumbnail when there is more than one tile; 256 tokens per tile plus the
+  processor's <img> and </img> (models/got_ocr2/image_processing_pil_got_ocr2.py get_optimal_tiled_canvas,
+  models/internvl/processing_internvl.py image_seq_length, transformers 5.23; restated here).
 - fixed:N (LLaVA-style towers): N tokens per image.
 """
 from __future__ import annotations
@@ -52,13 +57,43 @@ def qwen2_vl_image_tokens(width: int, height: int, min_pixels: int = QWEN2_VL_MI
     return (h // 14) * (w // 14) // 4
 
 
+INTERNVL_TILE = 448
+INTERNVL_TOKENS_PER_TILE = 256      # (448 / 14)^2 patches, pixel-shuffled by 0.5 per side
+
+
+def internvl_tiles(width: int, height: int, max_tiles: int = 12, min_tiles: int = 1) -> int:
+    """Tiles InternVL's processor makes of an image (the thumbnail included): get_optimal_tiled_canvas."""
+    if max_tiles <= 1:
+        return 1
+    grids = sorted(((c, r) for c in range(1, max_tiles + 1) for r in range(1, max_tiles + 1)
+                    if min_tiles <= c * r <= max_tiles), key=lambda g: g[0] * g[1])
+    aspect, area = width / height, width * height
+    best, best_diff = (1, 1), float("inf")
+    for c, r in grids:
+        diff = abs(aspect - c / r)
+        if diff < best_diff:
+            best, best_diff = (c, r), diff
+        elif diff == best_diff and area > 0.5 * INTERNVL_TILE * INTERNVL_TILE * c * r:
+            best = (c, r)
+    n = best[0] * best[1]
+    return n + 1 if n > 1 else 1
+
+
+def internvl_image_tokens(width: int, height: int, max_tiles: int = 12) -> int:
+    return INTERNVL_TOKENS_PER_TILE * internvl_tiles(width, height, max_tiles) + 2
+
+
 def image_rule(spec: str, min_pixels: int, max_pixels: int) -> Callable[[int, int], int]:
     if spec == "qwen2-vl":
         return lambda w, h: qwen2_vl_image_tokens(w, h, min_pixels, max_pixels)
+    if spec == "internvl" or (spec.startswith("internvl:") and spec[9:].isdigit() and 1 <= int(spec[9:]) <= 64):
+        tiles = int(spec[9:]) if ":" in spec else 12
+        return lambda w, h: internvl_image_tokens(w, h, tiles)
     if spec.startswith("fixed:") and spec[6:].isdigit() and int(spec[6:]) > 0:
         n = int(spec[6:])
         return lambda w, h: n
-    raise BadInput(f"--image-rule {spec!r}: accepted: qwen2-vl, fixed:N (N tokens per image)", "image_rule")
+    raise BadInput(f"--image-rule {spec!r}: accepted: qwen2-vl, internvl, internvl:N (at most N tiles, 1 to 64), "
+                   "fixed:N (N tokens per image)", "image_rule")
 
 
 @dataclass

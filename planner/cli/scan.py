@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from planner.cli import common
 
-IMAGE_RULE_HELP = "qwen2-vl (default: Qwen2-VL / Qwen2.5-VL resizing, 14-pixel patches merged 2 x 2) or fixed:N"
+IMAGE_RULE_HELP = ("qwen2-vl (default: Qwen2-VL / Qwen2.5-VL resizing, 14-pixel patches merged 2 x 2), internvl[:N] "
+                   "(448-pixel tiles, at most N, 12 by default, plus a thumbnail), or fixed:N")
 
 
 def register(sub) -> None:

@@ -79,6 +79,21 @@ def test_image_tokens_equal_the_qwen2_vl_processors(tmp_path, tokenizer, size):
     assert got.images == 3
 
 
+@pytest.mark.parametrize("size", [(448, 448), (640, 480), (1920, 1080), (100, 2000), (4000, 3000), (896, 448)])
+@pytest.mark.parametrize("max_tiles", [12, 6])
+def test_image_tokens_equal_internvls_processor(tmp_path, tokenizer, size, max_tiles):
+    """InternVL as transformers runs it: GotOcr2ImageProcessor with crop_to_patches, 448-pixel tiles, and
+    the processor's 256 tokens a tile plus <img> and </img> (processing_internvl.py)."""
+    from transformers.models.got_ocr2.image_processing_pil_got_ocr2 import GotOcr2ImageProcessorPil
+
+    w, h = size
+    Image.new("RGB", (w, h), (10, 200, 30)).save(tmp_path / "im.png")
+    proc = GotOcr2ImageProcessorPil(crop_to_patches=True, size={"height": 448, "width": 448}, max_patches=max_tiles)
+    tiles = proc(Image.open(tmp_path / "im.png"), return_tensors="np")["pixel_values"].shape[0]
+    got = scan(_jsonl(tmp_path / "v.jsonl", [{"text": "a", "image": "im.png"}]), tokenizer[0], f"internvl:{max_tiles}")
+    assert got.image[0] == 256 * tiles + 2 and tiles == proc.get_number_of_image_patches(h, w)
+
+
 def test_json_and_csv_files(tmp_path, tokenizer):
     (tmp_path / "d.json").write_text(json.dumps([{"text": "the cat"}, {"text": "a dog ran"}]))
     (tmp_path / "d.csv").write_text("text,other\nthe cat,1\na dog ran,2\n")
@@ -122,5 +137,5 @@ def test_the_command_prints_a_table_or_json_and_refuses_in_one_line(tmp_path, to
     assert table.returncode == 0 and "p99" in table.stdout and "50 rows (text), 50 images" in table.stdout
     one_line_error(planner("scan", data, "--tokenizer", str(tmp_path / "none")), "--tokenizer")
     one_line_error(planner("scan", str(tmp_path / "t.parquet"), "--tokenizer", tokenizer[0]), "no such file")
-    one_line_error(planner("scan", data, "--tokenizer", tokenizer[0], "--image-rule", "internvl"),
-                   "--image-rule 'internvl': accepted: qwen2-vl, fixed:N")
+    one_line_error(planner("scan", data, "--tokenizer", tokenizer[0], "--image-rule", "llava"),
+                   "--image-rule 'llava': accepted: qwen2-vl, internvl")
