@@ -68,9 +68,13 @@ def _memplan_temp() -> set[str]:
 @pytest.fixture(scope="session", autouse=True)
 def nothing_leaks():
     """Fail the run when a process a test started is still alive at the end (orphans included: this
-    process is made their subreaper), or a memplan temporary folder is left behind."""
+    process is made their subreaper), or a memplan temporary folder is left behind. The session gets a
+    temporary folder of its own (TMPDIR, for its subprocesses too), so another run on the machine is not
+    counted as ours."""
     if sys.platform == "linux":
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    own = tempfile.mkdtemp(prefix="pytest-session-")
+    os.environ["TMPDIR"], tempfile.tempdir = own, own
     before = _memplan_temp()
     yield
     deadline = time.monotonic() + 15        # grace for what is shutting down (a server's last probe)
@@ -86,3 +90,6 @@ def nothing_leaks():
     problems += [f"temporary folder left: {Path(tempfile.gettempdir()) / d}" for d in dirs]
     if problems:
         pytest.fail("the test session leaked:\n" + "\n".join(problems), pytrace=False)
+    import shutil
+
+    shutil.rmtree(own, ignore_errors=True)

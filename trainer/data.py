@@ -109,14 +109,15 @@ class GlobalBatchSampler:
     def batches_per_epoch(self) -> int:
         return -(-self.n // self.global_batch)
 
-    def _order(self, epoch: int) -> list[int]:
+    def order(self, epoch: int) -> list[int]:
+        """The epoch's seeded permutation of all samples (scan.plan reads it to name a step)."""
         order = list(range(self.n))
         random.Random(self.seed * 1_000_003 + epoch).shuffle(order)
         return order
 
     def next(self) -> list[int]:
         """This rank's sample indices of the next global batch (advances the position)."""
-        order = self._order(self.pos.epoch)
+        order = self.order(self.pos.epoch)
         start = self.pos.batch * self.global_batch
         mine = order[start:start + self.global_batch][self.rank::self.world]
         self.pos.batch += 1

@@ -294,6 +294,7 @@ class Trainer:
 
     def train_step(self) -> dict:
         indices = self.sampler.next()
+        longest = int(self._max(float(max((min(len(self.samples[i]), self.cfg.seq_len) for i in indices), default=0))))
         attempt = self._attempt(indices)
         while attempt is None:
             self._shrink()
@@ -313,7 +314,7 @@ class Trainer:
         return {"step": self.step, "loss": loss_sum / max(n_tokens, 1), "tokens": int(n_tokens),
                 "tokens_per_s": round(n_tokens / seconds, 1), "step_time_s": round(seconds, 4),
                 "peak_allocated_bytes": self._peak(), "micro_batch": self.micro, "grad_accum": self.accum,
-                "lr": self.sched.get_last_lr()[0]}
+                "lr": self.sched.get_last_lr()[0], "longest_sample_tokens": longest}
 
 
     @torch.no_grad()

@@ -36,6 +36,11 @@ def gather(args: argparse.Namespace) -> tuple[dict, Plan, list[Plan], tuple]:
 
 def run(args: argparse.Namespace) -> int:
     out, plan, alternatives, (model, hw, goal) = gather(args)
+    from planner.cli.data import data_lines, data_verdict
+
+    data = data_verdict(args, plan, model, hw, goal)
+    if data is not None:
+        out["data"] = data
     if args.plot:
         from planner.cli import plot
 
@@ -50,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
         render.console.print(f"{out['model']['name']}{common.approximate(model, goal)}: micro {plan.micro_batch} x accum {plan.grad_accum} x "
                              f"world {plan.world_size} = {plan.global_batch}, {plan.precision}, checkpointing "
                              f"{plan.checkpointing}, zero {plan.zero_stage}, offload {plan.offload} ({plan.evidence}): {verdict}")
+        for line in data_lines(data) if data else []:
+            common.say_line(line)
         render.console.print(render.breakdown_table(plan))
         if alternatives:
             render.console.print(render.plans_table(alternatives, "fitting alternatives with the same global batch",

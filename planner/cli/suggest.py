@@ -42,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
     if args.emit:
         export.check_emit_dir(args.emit)
     out, result, (model, hw, goal) = gather(args)
+    if args.data_fit is not None:
+        out["data"] = args.data_fit.json()
     if args.emit and result.plans:
         out["emitted"] = [str(p) for p in export.emit(result.plans[0], hw, model, args.emit)]
     ref = (result.plans or result.rejected or [None])[0]
@@ -57,6 +59,11 @@ def run(args: argparse.Namespace) -> int:
 
         title = (f"{model.name} ({model.params / 1e9:.2f}B params{common.approximate(model, goal)}) on "
                  f"{hw.world_size} x {hw.gpu.name}, global batch {goal.global_batch} x {goal.seq_len} tokens")
+        if args.data_fit is not None:
+            from planner.cli.data import data_lines
+
+            for line in data_lines(args.data_fit.json()):
+                common.say_line(line)
         if result.plans:
             render.console.print(render.plans_table(result.plans, title, approximate=not model.exact))
             best = result.plans[0]
