@@ -1,5 +1,6 @@
 """Rows of a dataset file, streamed: JSONL (one object a line), JSON (an array of objects, or an object with a
-list under "data"), CSV (a header row). Each row comes with its line number (the array index for JSON), and
+list under "data"), CSV (a header row), Parquet (read a record batch at a time, with pyarrow: the `scan`
+extra). Each row comes with its line number (the array index for JSON), and
 every problem is a BadInput naming the file, the line and what is wrong."""
 from __future__ import annotations
 
@@ -11,14 +12,16 @@ from pathlib import Path
 from planner.errors import BadInput
 
 MAX_LINE_BYTES = 64 * 2**20     # a longer line is refused, not read into memory whole
-FORMATS = ("jsonl", "json", "csv")
+FORMATS = ("jsonl", "json", "csv", "parquet")
+PARQUET_BATCH_ROWS = 4096
 
 
 def file_format(path: Path) -> str:
     suffix = path.suffix.lower().lstrip(".")
-    fmt = {"jsonl": "jsonl", "ndjson": "jsonl", "json": "json", "csv": "csv"}.get(suffix)
+    fmt = {"jsonl": "jsonl", "ndjson": "jsonl", "json": "json", "csv": "csv", "parquet": "parquet"}.get(suffix)
     if fmt is None:
-        raise BadInput(f"DATA {str(path)!r}: unknown format '.{suffix}'; accepted: .jsonl, .json, .csv", "data")
+        raise BadInput(f"DATA {str(path)!r}: unknown format '.{suffix}'; accepted: .jsonl, .json, .csv, .parquet",
+                       "data")
     return fmt
 
 
@@ -30,6 +33,8 @@ def rows(path: Path) -> Iterator[tuple[int, dict]]:
         yield from jsonl_rows(path)
     elif fmt == "json":
         yield from _json(path)
+    elif fmt == "parquet":
+        yield from _parquet(path)
     else:
         yield from _csv(path)
 
@@ -80,3 +85,20 @@ def _csv(path: Path) -> Iterator[tuple[int, dict]]:
         reader = csv.DictReader(f)
         for row in reader:
             yield reader.line_num, row
+
+
+def _parquet(path: Path) -> Iterator[tuple[int, dict]]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise BadInput(f"DATA {str(path)!r}: reading Parquet needs pyarrow (pip install 'memplan[scan]')",
+                       "data") from None
+    try:
+        f = pq.ParquetFile(path)
+    except Exception as e:  # noqa: BLE001 (pyarrow raises its own ArrowInvalid / OSError kinds)
+        raise BadInput(f"DATA {str(path)!r}: not a Parquet file ({str(e)[:160]})", "data") from None
+    n = 0
+    for batch in f.iter_batches(batch_size=PARQUET_BATCH_ROWS):
+        for row in batch.to_pylist():
+            n += 1
+            yield n, row

@@ -64,3 +64,34 @@ def write(path: str, plans: list[Plan], ref: Plan, model, hw: Hardware, goal: Go
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def histogram(path: str, totals, text, summary: dict, title: str) -> None:
+    """`planner scan --plot`: tokens per row (text, and text + image where rows have images), with the
+    p50, p99 and max lines."""
+    try:
+        import matplotlib
+    except ImportError:
+        from planner.errors import BadInput
+
+        raise BadInput("--plot needs matplotlib (pip install 'memplan[plot]')") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 5), dpi=100)
+    n = min(80, max(10, len(totals) // 20))
+    top = max(totals) or 1
+    bins = [top * i / n for i in range(n + 1)]       # one set of edges for both, from 0
+    ax.hist(list(totals), bins=bins, color="#4e79a7", alpha=0.8, label="tokens per row (text + image)")
+    if summary["images"]:
+        ax.hist(list(text), bins=bins, color="#f28e2b", alpha=0.6, label="text tokens per row")
+    d = summary["tokens"]
+    for key, color in (("p50", "#59a14f"), ("p99", "#e15759"), ("max", "#b00000")):
+        ax.axvline(d[key], color=color, linewidth=2, label=f"{key} {d[key]:,}")
+    ax.set_xlabel("tokens")
+    ax.set_ylabel("rows")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -10,12 +10,14 @@ IMAGE_RULE_HELP = ("qwen2-vl (default: Qwen2-VL / Qwen2.5-VL resizing, 14-pixel 
 
 
 def register(sub) -> None:
-    p = sub.add_parser("scan", help="token-length distribution of a dataset (JSONL, JSON, CSV)")
-    p.add_argument("data", metavar="DATA", help="a .jsonl, .json or .csv file: text, prompt/completion or messages")
+    p = sub.add_parser("scan", help="token-length distribution of a dataset (JSONL, JSON, CSV, Parquet)")
+    p.add_argument("data", metavar="DATA", help="a .jsonl, .json, .csv or .parquet file: text, prompt/completion or "
+                                                "messages")
     p.add_argument("--tokenizer", required=True, help="a local tokenizer folder (its chat template renders messages)")
     p.add_argument("--image-rule", default="qwen2-vl", help=IMAGE_RULE_HELP)
     p.add_argument("--min-pixels", type=common.int_in("--min-pixels", 1, 10**9), default=None)
     p.add_argument("--max-pixels", type=common.int_in("--max-pixels", 1, 10**9), default=None)
+    p.add_argument("--plot", metavar="PNG", help="write the histogram of tokens per row, with p50, p99 and max")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=run)
 
@@ -26,6 +28,12 @@ def run(args) -> int:
     with _progress(args) as advance:
         lengths = scan(args.data, args.tokenizer, args.image_rule, args.min_pixels, args.max_pixels, advance)
     out = {"data": args.data, **summary(lengths)}
+    if args.plot:
+        from planner.cli import plot
+
+        totals = [t + i for t, i in zip(lengths.text, lengths.image, strict=True)]
+        plot.histogram(args.plot, totals, lengths.text, out, f"{args.data}: {out['rows']:,} rows")
+        out["plot"] = args.plot
     if args.json:
         common.print_json(out)
         return 0

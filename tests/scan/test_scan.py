@@ -94,11 +94,25 @@ def test_image_tokens_equal_internvls_processor(tmp_path, tokenizer, size, max_t
     assert got.image[0] == 256 * tiles + 2 and tiles == proc.get_number_of_image_patches(h, w)
 
 
-def test_json_and_csv_files(tmp_path, tokenizer):
+def test_json_csv_and_parquet_files(tmp_path, tokenizer, monkeypatch):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
     (tmp_path / "d.json").write_text(json.dumps([{"text": "the cat"}, {"text": "a dog ran"}]))
     (tmp_path / "d.csv").write_text("text,other\nthe cat,1\na dog ran,2\n")
+    msgs = [[{"role": "user", "content": "the cat"}], [{"role": "user", "content": "a dog ran"}]]
+    pq.write_table(pa.table({"text": ["the cat", "a dog ran"] * 3000}), tmp_path / "d.parquet")
+    pq.write_table(pa.table({"messages": msgs}), tmp_path / "m.parquet")
+    monkeypatch.setattr(read, "PARQUET_BATCH_ROWS", 1000)      # several record batches
     assert list(scan(str(tmp_path / "d.json"), tokenizer[0]).text) == list(scan(str(tmp_path / "d.csv"),
                                                                                   tokenizer[0]).text) == [3, 4]
+    assert list(scan(str(tmp_path / "d.parquet"), tokenizer[0]).text) == [3, 4] * 3000
+    chat = scan(str(tmp_path / "m.parquet"), tokenizer[0])
+    assert list(chat.text) == [len(tokenizer[1].apply_chat_template(m, tokenize=True, return_dict=True)["input_ids"])
+                               for m in msgs]
+    (tmp_path / "bad.parquet").write_text("not parquet")
+    with pytest.raises(BadInput, match="not a Parquet file"):
+        scan(str(tmp_path / "bad.parquet"), tokenizer[0])
 
 
 @pytest.mark.parametrize("content,needle", [
@@ -139,3 +153,18 @@ def test_the_command_prints_a_table_or_json_and_refuses_in_one_line(tmp_path, to
     one_line_error(planner("scan", str(tmp_path / "t.parquet"), "--tokenizer", tokenizer[0]), "no such file")
     one_line_error(planner("scan", data, "--tokenizer", tokenizer[0], "--image-rule", "llava"),
                    "--image-rule 'llava': accepted: qwen2-vl, internvl")
+
+
+def test_plot_writes_the_histogram(tmp_path, tokenizer):
+    pytest.importorskip("matplotlib")
+    rows = [{"text": _text(i), "image": {"width": 64 * (1 + i % 7), "height": 448}} for i in range(200)]
+    data, png = _jsonl(tmp_path / "t.jsonl", rows), tmp_path / "h.png"
+    out = planner("scan", data, "--tokenizer", tokenizer[0], "--plot", str(png), "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["plot"] == str(png)
+    img = Image.open(png).convert("RGB")
+    assert img.size == (1000, 500)
+    colors = img.getcolors(maxcolors=1 << 20)
+    red = sum(n for n, c in colors if c[0] > 150 and c[1] < 110 and c[2] < 110)
+    blue = sum(n for n, c in colors if c[2] > 150 and c[0] < 120)
+    assert red > 300 and blue > 3000            # the p99 / max lines, the bars
