@@ -1,6 +1,7 @@
 """Rows of a dataset file, streamed: JSONL (one object a line), JSON (an array of objects, or an object with a
 list under "data"), CSV (a header row), Parquet (read a record batch at a time, with pyarrow: the `scan`
-extra). Each row comes with its line number (the array index for JSON), and
+extra), and a folder written by `datasets`' `save_to_disk` (memory-mapped, read a batch at a time; of a
+DatasetDict, its "train" split). Each row comes with its line number (the array index for JSON), and
 every problem is a BadInput naming the file, the line and what is wrong."""
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ def file_format(path: Path) -> str:
 
 
 def rows(path: Path) -> Iterator[tuple[int, dict]]:
+    if path.is_dir():
+        yield from _saved_dataset(path)
+        return
     if not path.is_file():
         raise BadInput(f"DATA {str(path)!r}: no such file", "data")
     fmt = file_format(path)
@@ -102,3 +106,25 @@ def _parquet(path: Path) -> Iterator[tuple[int, dict]]:
         for row in batch.to_pylist():
             n += 1
             yield n, row
+
+
+def _saved_dataset(path: Path) -> Iterator[tuple[int, dict]]:
+    if not ((path / "dataset_info.json").is_file() or (path / "dataset_dict.json").is_file()):
+        raise BadInput(f"DATA {str(path)!r}: a folder, but not one written by datasets' save_to_disk", "data")
+    try:
+        import datasets
+    except ImportError:
+        raise BadInput(f"DATA {str(path)!r}: reading a saved dataset needs `datasets` (pip install datasets)",
+                       "data") from None
+    ds = datasets.load_from_disk(str(path))
+    if isinstance(ds, datasets.DatasetDict):
+        if "train" not in ds:
+            raise BadInput(f"DATA {str(path)!r}: a DatasetDict without a 'train' split (it has: "
+                           f"{', '.join(ds)})", "data")
+        ds = ds["train"]
+    n = 0
+    for batch in ds.iter(batch_size=PARQUET_BATCH_ROWS):
+        keys = list(batch)
+        for values in zip(*(batch[k] for k in keys), strict=True):
+            n += 1
+            yield n, dict(zip(keys, values, strict=True))

@@ -155,6 +155,21 @@ def test_the_command_prints_a_table_or_json_and_refuses_in_one_line(tmp_path, to
                    "--image-rule 'llava': accepted: qwen2-vl, internvl")
 
 
+def test_a_dataset_saved_with_save_to_disk(tmp_path, tokenizer):
+    datasets = pytest.importorskip("datasets")
+    msgs = [[{"role": "user", "content": _text(i)}, {"role": "assistant", "content": _text(i + 3)}] for i in range(50)]
+    datasets.Dataset.from_dict({"messages": msgs}).save_to_disk(str(tmp_path / "ds"))
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["the cat", "a dog ran"]})}).save_to_disk(
+        str(tmp_path / "dd"))
+    got = scan(str(tmp_path / "ds"), tokenizer[0])
+    assert list(got.text) == [len(tokenizer[1].apply_chat_template(m, tokenize=True, return_dict=True)["input_ids"])
+                              for m in msgs]
+    assert list(scan(str(tmp_path / "dd"), tokenizer[0]).text) == [3, 4]
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(BadInput, match="not one written by datasets' save_to_disk"):
+        scan(str(tmp_path / "plain"), tokenizer[0])
+
+
 def test_plot_writes_the_histogram(tmp_path, tokenizer):
     pytest.importorskip("matplotlib")
     rows = [{"text": _text(i), "image": {"width": 64 * (1 + i % 7), "height": 448}} for i in range(200)]
