@@ -74,8 +74,7 @@ class SlotWorkers:
                 self._adopt(*orphan)
             except Exception:   # an unreadable result: the job is interrupted, the slot goes on
                 logging.getLogger("memplan.jobs").exception("adopting probe job %s", orphan[0])
-                self._retry(self._write, "UPDATE jobs SET status='interrupted', finished=? WHERE id=? AND "
-                            "status='running'", (time.time(), orphan[0]))
+                self._interrupt(orphan[0])
         self._retry(self._sweep)
         while not self._stop.is_set():
             claimed = self._retry(self._claim, slot)
@@ -110,8 +109,7 @@ class SlotWorkers:
                            on_start=started, folder=folder, cancelled=lambda: self._cancelled(jid))
         self._procs.pop(jid, None)
         if self._stop.is_set():     # the service stopped and killed its probes: the job did not fail
-            self._retry(self._write, "UPDATE jobs SET status='interrupted', finished=? WHERE id=? AND status='running'",
-                        (time.time(), jid))
+            self._interrupt(jid)
             shutil.rmtree(folder, ignore_errors=True)
             return
         self._finish(jid, rec, folder)
@@ -125,8 +123,7 @@ class SlotWorkers:
 
         spec = json.loads(spec_json)
         if pgid is None or folder is None:      # died before its probe started: nothing ran
-            self._retry(self._write, "UPDATE jobs SET status='interrupted', finished=? WHERE id=? AND status='running'",
-                        (time.time(), jid))
+            self._interrupt(jid)
             return
         stopped = None
         while _runs_probe(pgid, folder):
@@ -146,8 +143,7 @@ class SlotWorkers:
         rec = outcome(Path(folder), spec["model"], spec["config"], Knobs(**spec["knobs"]), Shapes(**spec["shapes"]),
                       r["backend"], None, stopped, None, min(r["timeout_s"] or self.timeout_s, self.timeout_s))
         if rec.status == "crash":       # gone with no result and no exit status: it was interrupted
-            self._retry(self._write, "UPDATE jobs SET status='interrupted', finished=? WHERE id=? AND status='running'",
-                        (time.time(), jid))
+            self._interrupt(jid)
             shutil.rmtree(folder, ignore_errors=True)
             return
         self._finish(jid, rec, Path(folder))
@@ -161,6 +157,11 @@ class SlotWorkers:
         for d in self.folders.iterdir():      # not one just made for a job another slot claimed after the query
             if d.name not in running and time.time() - d.stat().st_mtime > 60:
                 shutil.rmtree(d, ignore_errors=True)
+
+    def _interrupt(self, jid: str) -> None:
+        """A running job whose probe was lost, or that the service stopped: interrupted (retried as any write)."""
+        self._retry(self._write, "UPDATE jobs SET status='interrupted', finished=? WHERE id=? AND status='running'",
+                    (time.time(), jid))
 
     def _write(self, sql: str, args: tuple) -> None:
         with self._db() as db:

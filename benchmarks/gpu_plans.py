@@ -21,10 +21,16 @@ TINY_GOAL = ("debug-llama", 8, 128)
 LADDER_GIB = (24,)          # emulated cards whose largest running micro-batch is searched (and the real card)
 
 
-def _plans(model_name: str, global_batch: int, seq: int, gpu_kind: str, capacity_gib: float | None, top: int):
+def card(gpu_kind: str, capacity_gib: float | None = None):
+    """One GPU of the kind, with `capacity_gib` in place of its memory when given (an emulated card)."""
     hw = hardware.resolve(gpu_kind, 1, 1)
     if capacity_gib:
         hw = hw.model_copy(update={"gpu": hw.gpu.model_copy(update={"memory_mib": int(capacity_gib * 1024)})})
+    return hw
+
+
+def _plans(model_name: str, global_batch: int, seq: int, gpu_kind: str, capacity_gib: float | None, top: int):
+    hw = card(gpu_kind, capacity_gib)
     model = catalog.load_model(model_name)
     goal = Goal(global_batch=global_batch, seq_len=seq)
     return model, hw, goal, search(model, hw, goal, Space(zero=[0], offload=["none"]), top=top).plans

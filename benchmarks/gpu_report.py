@@ -19,7 +19,10 @@ import statistics
 import sys
 from pathlib import Path
 
-from planner import catalog, hardware
+from gpu_parts import _case
+from gpu_plans import card
+
+from planner import catalog
 from planner.memory import Setup, breakdown
 from planner.search import make_plan
 from planner.spec import Goal, Knobs
@@ -33,21 +36,13 @@ def _load(out: Path, name: str) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {"rows": []}
 
 
-def _hw(gpu_kind: str, capacity_gib: float | None = None):
-    hw = hardware.resolve(gpu_kind, 1, 1)
-    if capacity_gib:
-        hw = hw.model_copy(update={"gpu": hw.gpu.model_copy(update={"memory_mib": int(capacity_gib * 1024)})})
-    return hw
-
-
 def accuracy(rows: list[dict], gpu_kind: str) -> dict:
     errs, below, table = [], 0, []
     for r in (r for r in rows if r.get("status") == "ok"):
-        model = catalog.load_model(r["model"])
-        seq = min(r["seq_len"], model.text.max_positions) if model.text.max_positions else r["seq_len"]
-        s = Setup(model, Knobs(precision=r["precision"], checkpointing=r["checkpointing"]), r["micro_batch"], 1, seq,
-                  gpu=gpu_kind)
-        b = breakdown(s, _hw(gpu_kind).gpu.capacity_bytes)
+        model, knobs, micro, seq = _case(r["model"], r["precision"], r["checkpointing"], r["micro_batch"], r["seq_len"],
+                                         False)
+        s = Setup(model, knobs, micro, 1, seq, gpu=gpu_kind)
+        b = breakdown(s, card(gpu_kind).gpu.capacity_bytes)
         err = r["max_memory_allocated"] / b.peak_allocated_bytes - 1
         errs.append(err)
         below += b.device_total_bytes < r["nvml_used"]
@@ -67,7 +62,7 @@ def fits(capacity: list[dict], speed: list[dict], gpu_kind: str, real_gib: float
         if r.get("status") not in ("ok", "oom"):
             continue
         model = catalog.load_model(r["model"])
-        hw = _hw(gpu_kind, r.get("capacity_gib") if r.get("capacity_gib", real_gib) < real_gib - 1 else None)
+        hw = card(gpu_kind, r.get("capacity_gib") if r.get("capacity_gib", real_gib) < real_gib - 1 else None)
         goal = Goal(global_batch=r["micro_batch"] * r["grad_accum"], seq_len=r["seq_len"])
         knobs = Knobs(precision=r["precision"], checkpointing=r["checkpointing"])
         plan = make_plan(model, hw, goal, knobs, r["micro_batch"])
@@ -84,7 +79,7 @@ def speed(rows: list[dict], gpu_kind: str) -> dict:
         model = catalog.load_model(r["model"])
         s = Setup(model, Knobs(precision=r["precision"], checkpointing=r["checkpointing"]), r["micro_batch"],
                   r["grad_accum"], r["seq_len"], gpu=gpu_kind)
-        predicted = r["micro_batch"] * r["grad_accum"] * r["seq_len"] / step_time(s, _hw(gpu_kind)).total_s
+        predicted = r["micro_batch"] * r["grad_accum"] * r["seq_len"] / step_time(s, card(gpu_kind)).total_s
         table.append((r["micro_batch"], r["grad_accum"], r["checkpointing"], round(predicted), r["tokens_per_s"],
                       round(predicted / r["tokens_per_s"] - 1, 4)))
     if not table:

@@ -3,7 +3,8 @@
 planner uses it instead of its hand-set constant (memory.CUDA_CONTEXT_BYTES, FRAGMENTATION_FRACTION,
 NCCL_INTRA_NODE_BYTES; speed.PEAK_EFFICIENCY, HALF_EFFICIENCY_TOKENS), and plans say their overhead is
 measured. driver_reserved_bytes has no constant: the memory NVML shows used on an idle card (483 MiB on an
-H100 80GB HBM3, driver 580) is counted only where it was measured. None of the values is required: a field left null keeps the constant.
+H100 80GB HBM3, driver 580) is counted only where it was measured. None of the values is required: a field
+left null keeps the constant.
 """
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ def data_fit(path: str, tokenizer: str | None, image_rule: str = "qwen2-vl", max
     if tokenizer is None:
         raise BadInput("--data needs --tokenizer DIR (a local tokenizer folder) to count its tokens", "tokenizer")
     got = scan(path, tokenizer, image_rule, min_pixels, max_pixels)
-    lengths = [t + i for t, i in zip(got.text, got.image, strict=True)]
+    lengths = got.totals()
     longest = max(range(len(lengths)), key=lengths.__getitem__)
     seq = min(lengths[longest], max_length) if max_length else lengths[longest]
     truncated = sum(n > max_length for n in lengths) if max_length else 0

@@ -95,7 +95,7 @@ def distribution(values) -> dict:
 
 
 def summary(lengths: Lengths) -> dict:
-    total = [t + i for t, i in zip(lengths.text, lengths.image, strict=True)]
+    total = lengths.totals()
     return {"kind": lengths.kind, "rows": len(lengths.text), "images": lengths.images,
             "text_tokens": distribution(lengths.text), "image_tokens": distribution(lengths.image),
             "tokens": distribution(total), "longest_row": max(range(len(total)), key=total.__getitem__) + 1}

@@ -103,6 +103,10 @@ class Lengths:
     kind: str | None = None
     images: int = 0
 
+    def totals(self) -> list[int]:
+        """Tokens per row, text plus image (what a row costs in the sequence)."""
+        return [t + i for t, i in zip(self.text, self.image, strict=True)]
+
 
 def _text_of(row: dict, kind: str, where: str) -> str | list:
     if kind == "text":

@@ -163,3 +163,20 @@ def load_latest(t) -> dict | None:
     t.sampler.pos = Position(**meta["sampler"])
     t.events = meta.get("events", [])
     return meta
+
+
+def trim_log(path: Path, step: int) -> None:
+    """Drop the log's rows of steps after `step` (a resumed run trains them again), atomically."""
+    if not path.is_file():
+        return
+    keep = []
+    for line in path.read_text().splitlines():
+        try:
+            row_step = json.loads(line).get("step", 0)
+        except ValueError:
+            continue        # a line cut by the kill
+        if row_step <= step:
+            keep.append(line)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(x + "\n" for x in keep))
+    tmp.replace(path)

@@ -73,9 +73,9 @@ def validate(data: str, seq_len: int, vocab: int, tokenizer: str | None = None) 
                 raise BadInput(f"--data {data!r} holds text (line {n}): give --tokenizer DIR (a local tokenizer "
                                "folder)", "tokenizer")
             if tok is None:
-                from transformers import AutoTokenizer
+                from scan.scanner import load_tokenizer
 
-                tok = AutoTokenizer.from_pretrained(tokenizer, local_files_only=True)
+                tok = load_tokenizer(tokenizer)
             ids = tok(row["text"], truncation=True, max_length=seq_len)["input_ids"]
         else:
             ids = row["input_ids"]

@@ -346,23 +346,6 @@ class Trainer:
                 "eval_batch": self.eval_batch}
 
 
-def trim_log(path: Path, step: int) -> None:
-    """Drop the log's rows of steps after `step` (a resumed run trains them again), atomically."""
-    if not path.is_file():
-        return
-    keep = []
-    for line in path.read_text().splitlines():
-        try:
-            row_step = json.loads(line).get("step", 0)
-        except ValueError:
-            continue        # a line cut by the kill
-        if row_step <= step:
-            keep.append(line)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(x + "\n" for x in keep))
-    tmp.replace(path)
-
-
 def run(cfg: RunConfig) -> list[dict]:
     """Train cfg.max_steps optimizer steps (from the checkpoint with --resume); rank 0 logs one JSON
     line per step to cfg.log and shows a progress bar. SIGTERM saves a checkpoint and stops."""
@@ -371,7 +354,7 @@ def run(cfg: RunConfig) -> list[dict]:
     signal.signal(signal.SIGTERM, lambda *_: setattr(t, "stop_requested", True))
     rows: list[dict] = []
     if cfg.log and t.rank == 0:
-        trim_log(Path(cfg.log), t.step)     # rows past the checkpoint are trained again: no duplicates
+        checkpoint.trim_log(Path(cfg.log), t.step)     # rows past the checkpoint are trained again: no duplicates
     log = open(cfg.log, "a") if cfg.log and t.rank == 0 else None  # noqa: SIM115
     saved = t.step
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn

@@ -31,8 +31,7 @@ def run(args) -> int:
     if args.plot:
         from planner.cli import plot
 
-        totals = [t + i for t, i in zip(lengths.text, lengths.image, strict=True)]
-        plot.histogram(args.plot, totals, lengths.text, out, f"{args.data}: {out['rows']:,} rows")
+        plot.histogram(args.plot, lengths.totals(), lengths.text, out, f"{args.data}: {out['rows']:,} rows")
         out["plot"] = args.plot
     if args.json:
         common.print_json(out)
