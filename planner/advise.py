@@ -16,10 +16,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from planner import catalog, hardware
+from planner.datafit import DataFit, Scanner, scan_data, token_batches, verdict
 from planner.errors import BadInput
 from planner.memory import Setup
 from planner.modelspec import ModelSpec, from_config
-from planner.search import DEFAULT_MARGIN, Space, make_plan, search
+from planner.search import DEFAULT_MARGIN, Space, budget_plan, make_plan, search
 from planner.spec import (
     MAX_GLOBAL_BATCH,
     MAX_GPUS_PER_NODE,
@@ -45,6 +46,8 @@ APPROXIMATE_MARGIN = 0.15   # default margin for a family counted with the gener
 MAX_SUGGESTIONS = 5
 EvidenceMode = Literal["analytic", "sim", "auto"]   # planner.evidence.MODES
 ModelRef = str | dict
+DATA_DOC = ("a dataset file (.jsonl/.json/.csv/.parquet or a datasets folder; inside the server's data directories, "
+            "for the API): plan for its longest row")
 MODEL_DOC = ("a catalog name (GET /v1/models), a config.json path (inside the server's model directories, "
              "for the API), or the config.json object itself")
 
@@ -60,7 +63,19 @@ class Target(_Request):
     gpu: str = Field(min_length=1, max_length=64, description="catalog GPU (GET /v1/gpus) or 'local'")
     gpus_per_node: int | None = Field(default=None, ge=1, le=MAX_GPUS_PER_NODE)
     nodes: int = Field(default=1, ge=1, le=MAX_NODES)
-    seq_len: int = Field(ge=1, le=MAX_SEQ_LEN)
+    seq_len: int | None = Field(default=None, ge=1, le=MAX_SEQ_LEN, description=(
+        "tokens per sample (text + image tokens); or `data`, to plan for its longest row"))
+    data: str | None = Field(default=None, min_length=1, max_length=4096, description=DATA_DOC)
+    tokenizer: str | None = Field(default=None, min_length=1, max_length=4096,
+                                  description="with data: a local tokenizer folder (inside the data directories, for the API)")
+    image_rule: str = Field(default="qwen2-vl", min_length=1, max_length=64,
+                            description="with data: image tokens per image, qwen2-vl, internvl[:N] or fixed:N")
+    max_length: int | None = Field(default=None, ge=1, le=MAX_SEQ_LEN,
+                                   description="with data: cut rows to this many tokens (the answer counts the rows cut)")
+    seed: int = Field(default=0, ge=0, le=2**31 - 1, description=(
+        "the bundled trainer's sampler seed: with data, names the step that would draw a row too long"))
+    max_tokens_per_micro_batch: int | None = Field(default=None, ge=1, le=1 << 30, description=(
+        "token-budget batching: micro-batches of samples x padded width <= this, the global batch still in samples"))
     image_tokens: int | None = Field(default=None, ge=0, le=MAX_SEQ_LEN)
     images: int | None = Field(default=None, ge=0, le=MAX_SEQ_LEN, description="with tokens_per_image")
     tokens_per_image: int | None = Field(default=None, ge=0, le=MAX_SEQ_LEN)
@@ -127,6 +142,7 @@ class SuggestResult(_Result):
     plans: list[Plan]
     rejected: list[Plan]
     verified: dict | None = None
+    data: dict | None = None
 
 
 class CheckResult(_Result):
@@ -136,6 +152,7 @@ class CheckResult(_Result):
     plan: Plan
     suggestions: list[Plan]
     verified: dict | None = None
+    data: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +164,8 @@ class Probes:
     simulate: Callable[..., ProbeRecord]
     isolated: Callable[..., ProbeRecord]
     local_gpus: Callable[[], int] = hardware.local_gpu_count
+
+
 
 
 Status = Callable[[str], AbstractContextManager]
@@ -194,13 +213,22 @@ def image_tokens(req: Target, model: ModelSpec) -> int:
     return n
 
 
-def resolve(req: Target, global_batch: int, resolver=default_resolver) -> tuple[ModelSpec, Hardware, Goal]:
+def resolve(req: Target, global_batch: int, resolver=default_resolver,
+            scanner: Scanner | None = None) -> tuple[ModelSpec, Hardware, Goal, DataFit | None]:
+    fit = scan_data(req, scanner)
     model = resolver(req.model)
+    if fit is not None:
+        req = req.model_copy(update={"seq_len": fit.seq_len})
+        if fit.image_tokens and req.image_tokens is None and req.images is None:
+            if model.vision is None:
+                raise BadInput(f"--data {req.data!r} has images (up to {fit.image_tokens:,} tokens a row) and model "
+                               f"{model.name!r} has no vision tower", "data")
+            req = req.model_copy(update={"image_tokens": fit.image_tokens})
     check_positions(model, req.seq_len)
     hw = hardware.resolve(req.gpu, req.gpus_per_node, req.nodes, req.inter_node_gbps, req.host_ram_gb)
     margin = req.margin if req.margin is not None else (DEFAULT_MARGIN if model.exact else APPROXIMATE_MARGIN)
     goal = Goal(global_batch=global_batch, seq_len=req.seq_len, image_tokens=image_tokens(req, model), margin=margin)
-    return model, hw, goal
+    return model, hw, goal, fit
 
 
 def hardware_json(hw: Hardware) -> dict:
@@ -277,14 +305,15 @@ def _quiet(_: str) -> AbstractContextManager:
 
 
 def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | None = None,
-            resolver=default_resolver, status: Status = _quiet) -> SuggestResult:
+            resolver=default_resolver, status: Status = _quiet, scanner: Scanner | None = None) -> SuggestResult:
     """Ranked plans that fit the global batch exactly, and one rejected candidate per knob family."""
-    model, hw, goal = resolve(req, req.global_batch, resolver)
+    model, hw, goal, fit = resolve(req, req.global_batch, resolver, scanner)
+    batches = token_batches(req, goal, hw, fit)
     space = Space(precision=list(req.precision), checkpointing=list(req.checkpointing), zero=list(req.zero),
                   offload=list(req.offload), optimizer=req.optimizer, lora_rank=req.lora_rank)
     cal = calibrator(req, model, store, probes)
     with status(f"planning with {req.evidence} evidence"):
-        result = search(model, hw, goal, space, top=req.top, calibrate=cal)
+        result = search(model, hw, goal, space, top=req.top, calibrate=cal, batches=batches)
     verified = None
     if result.plans:
         best = refine(result.plans[0], model, hw, goal, cal, status)
@@ -292,9 +321,10 @@ def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | N
             best, verified = verify(best, model, hw, goal, cal, probes, status, store)
         result.plans[0] = best
         if not best.fits:   # a probe showed the predicted best does not fit: search again with it
-            result = search(model, hw, goal, space, top=req.top, calibrate=cal)
+            result = search(model, hw, goal, space, top=req.top, calibrate=cal, batches=batches)
     out = SuggestResult(model=model.summary(), hardware=hardware_json(hw), goal=goal.model_dump(),
-                        plans=result.plans, rejected=result.rejected, verified=verified)
+                        plans=result.plans, rejected=result.rejected, verified=verified,
+                        data=fit.json() if fit else None)
     out._context = (model, hw, goal)
     return out
 
@@ -310,27 +340,35 @@ def check_knobs(req: CheckRequest, hw: Hardware) -> Knobs:
 
 
 def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None = None,
-          resolver=default_resolver, status: Status = _quiet) -> CheckResult:
+          resolver=default_resolver, status: Status = _quiet, scanner: Scanner | None = None) -> CheckResult:
     """One configuration's breakdown, whether it fits, and fitting alternatives with the same global batch."""
     world = (req.gpus_per_node or 1) * req.nodes
     if req.micro_batch * req.grad_accum * world > MAX_GLOBAL_BATCH:
         raise BadInput(f"--micro-batch {req.micro_batch} x --grad-accum {req.grad_accum} x world {world} is over "
                        f"the largest global batch, {MAX_GLOBAL_BATCH}", "grad_accum")
-    model, hw, goal = resolve(req, req.micro_batch * req.grad_accum * world, resolver)
+    model, hw, goal, fit = resolve(req, req.micro_batch * req.grad_accum * world, resolver, scanner)
     knobs = check_knobs(req, hw)
+    batches = token_batches(req, goal, hw, fit)
+    if req.verify and batches is not None:
+        raise BadInput("--verify probes a fixed micro-batch; with --max-tokens-per-micro-batch, probe its shapes "
+                       "with `planner probe`", "verify")
     cal = calibrator(req, model, store, probes)
     if cal is not None:
         cal.exact = True
     with status(f"checking with {req.evidence} evidence"):
-        plan = refine(make_plan(model, hw, goal, knobs, req.micro_batch, cal), model, hw, goal, cal, status)
+        if batches is not None:
+            plan = budget_plan(model, hw, goal, knobs, batches, req.micro_batch, cal)
+        else:
+            plan = refine(make_plan(model, hw, goal, knobs, req.micro_batch, cal), model, hw, goal, cal, status)
     verified = None
     if req.verify:
         plan, verified = verify(plan, model, hw, goal, cal, probes, status, store)
     space = Space(optimizer=req.optimizer, lora_rank=req.lora_rank)
     alt_cal = cal.with_mode("auto") if cal is not None else None   # alternatives: stored evidence only
-    alternatives = [p for p in search(model, hw, goal, space, top=MAX_SUGGESTIONS + 1, calibrate=alt_cal).plans
-                    if (p.micro_batch, p.knobs) != (plan.micro_batch, plan.knobs)][:MAX_SUGGESTIONS]
+    found = search(model, hw, goal, space, top=MAX_SUGGESTIONS + 1, calibrate=alt_cal, batches=batches).plans
+    alternatives = [p for p in found if (p.micro_batch, p.knobs) != (plan.micro_batch, plan.knobs)][:MAX_SUGGESTIONS]
     out = CheckResult(model=model.summary(), hardware=hardware_json(hw), goal=goal.model_dump(), plan=plan,
-                      suggestions=alternatives, verified=verified)
+                      suggestions=alternatives, verified=verified,
+                      data=verdict(fit, plan, model, hw, goal, req.seed) if fit else None)
     out._context = (model, hw, goal)
     return out

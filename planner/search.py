@@ -14,7 +14,7 @@ from planner import export
 from planner.errors import BadInput
 from planner.memory import Setup, breakdown
 from planner.modelspec import ModelSpec
-from planner.spec import GIB, Goal, Hardware, Knobs, Launch, Plan
+from planner.spec import GIB, Goal, Hardware, Knobs, Launch, Plan, TokenBatches
 from planner.speed import step_time, tokens_per_second
 
 DEFAULT_MARGIN = 0.05  # keep 5% of the card free for what no model sees (other processes, drift)
@@ -89,7 +89,11 @@ def rejection_reason(plan: Plan, hw: Hardware, usable: int) -> str | None:
         fix = " or ".join(fixes) or "add GPUs or train LoRA adapters"
         return f"model states alone need {_gib(states)} per GPU > {_gib(usable)} usable: {fix}"
     hint = "enable checkpointing, " if plan.checkpointing == "off" else ""
-    return (f"micro-batch {plan.micro_batch} needs {_gib(m.device_total_bytes)} per GPU > {_gib(usable)} usable "
+    what = f"micro-batch {plan.micro_batch}"
+    if plan.token_batches is not None:
+        what = f"a micro-batch of {plan.token_batches.max_tokens_per_micro_batch:,} tokens"
+        hint += "lower the token budget, "
+    return (f"{what} needs {_gib(m.device_total_bytes)} per GPU > {_gib(usable)} usable "
             f"(saved activations {_gib(m.detail['saved_activations_bytes'])}, logits/loss "
             f"{_gib(m.detail['logits_loss_bytes'])}): {hint}shorten the sequence or add GPUs")
 
@@ -119,6 +123,42 @@ def make_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_ba
     return plan
 
 
+def budget_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, batches: TokenBatches,
+                micro_batch: int | None = None, calibrate=None) -> Plan:
+    """A token-budget plan (planner.batching): memory at the costliest of its micro-batch shapes, speed at its
+    mean micro-step, and the global batch's fixed split (given, or the largest micro-batch of budget // seq_len
+    samples or fewer that divides a rank's share), which HF runs and the bundled trainer reads the batch from."""
+    per_rank = goal.global_batch // hw.world_size
+    fit_at_full = max(1, batches.max_tokens_per_micro_batch // goal.seq_len)
+    split = make_plan(model, hw, goal, knobs, micro_batch or max(d for d in divisors(per_rank) if d <= fit_at_full),
+                      calibrate)
+    worst, evidence, measured_reason = None, "analytic", None
+    for k, w in batches.shapes:
+        s = Setup(model, knobs, k, batches.micro_steps_max, w, hw.gpus_per_node, hw.nodes,
+                  min(goal.image_tokens, w), gpu=hw.gpu.name)
+        got = (breakdown(s, hw.gpu.capacity_bytes), "analytic", None)
+        if calibrate is not None:
+            got = calibrate(s, hw, got[0])
+        if worst is None or got[0].device_total_bytes > worst.device_total_bytes:
+            worst, evidence, measured_reason = got
+    # speed: the mean micro-step as samples x width = its padded tokens, at the planned width (attention FLOPs
+    # taken at the longest width, an upper bound), run micro_steps_mean times
+    width = min(goal.seq_len, max(1, round(batches.padded_tokens_per_micro_step)))
+    speed = Setup(model, knobs, max(1, round(batches.padded_tokens_per_micro_step / width)),
+                  max(1, round(batches.micro_steps_mean)), width, hw.gpus_per_node, hw.nodes, gpu=hw.gpu.name)
+    t = step_time(speed, hw)
+    plan = split.model_copy(update={"memory": worst, "evidence": evidence, "token_batches": batches,
+                                    "step_time_s": round(t.total_s, 6),
+                                    "tokens_per_s": round(batches.tokens_per_step / t.total_s, 1)})
+    plan.reason = measured_reason or rejection_reason(plan, hw, int(hw.gpu.capacity_bytes * (1 - goal.margin)))
+    plan.fits = plan.reason is None
+    plan.launch = plan.launch.model_copy(update={"note": (
+        f"HF has no token-budget batching: these arguments run the fixed split micro {plan.micro_batch} x accum "
+        f"{plan.grad_accum}; the bundled trainer cuts micro-batches by tokens with "
+        f"--max-tokens-per-micro-batch {batches.max_tokens_per_micro_batch}")})
+    return plan
+
+
 OFFLOAD_RANK = {"none": 0, "optimizer": 1, "optimizer+params": 2}
 
 
@@ -129,13 +169,19 @@ def rank_key(p: Plan) -> tuple:
     return (-p.tokens_per_s, *simpler, -p.memory.headroom_bytes)
 
 
-def search(model: ModelSpec, hw: Hardware, goal: Goal, space: Space, top: int = 10, calibrate=None) -> Result:
+def search(model: ModelSpec, hw: Hardware, goal: Goal, space: Space, top: int = 10, calibrate=None,
+           batches: TokenBatches | None = None) -> Result:
     """All fitting plans, best first (at most `top`), and one rejected candidate per knob family
-    that has no fitting micro-batch (its smallest micro-batch, with the reason)."""
+    that has no fitting micro-batch (its smallest micro-batch, with the reason); with a token budget
+    (`batches`), one plan per knob family."""
     check_global_batch(goal.global_batch, hw.world_size)
     per_rank = goal.global_batch // hw.world_size
     fitting, rejected = [], []
     for knobs in families(space, hw):
+        if batches is not None:     # a token budget: one plan per knob family
+            p = budget_plan(model, hw, goal, knobs, batches, calibrate=calibrate)
+            (fitting if p.fits else rejected).append(p)
+            continue
         plans = []
         for mb in divisors(per_rank):
             plans.append(make_plan(model, hw, goal, knobs, mb, calibrate))

@@ -190,10 +190,27 @@ class MemoryBreakdown(BaseModel):
                 + self.activations_bytes + self.temp_bytes)
 
 
+class TokenBatches(BaseModel):
+    """What a token budget (--max-tokens-per-micro-batch) makes of a step (planner.batching): micro-batches of
+    samples x padded width <= the budget, the global batch still in samples. `source` data: every micro-batch
+    of the first epoch as the trainer cuts it; assumed: no data, every sample at seq_len for speed and the
+    worst shapes the budget admits for memory."""
+
+    max_tokens_per_micro_batch: int
+    source: Literal["data", "assumed"]
+    shapes: list[tuple[int, int]] = Field(description="(samples, padded width) micro-batches memory is planned for")
+    micro_steps_max: int = Field(description="most micro-steps in a step (all ranks run the most any rank needs)")
+    micro_steps_mean: float
+    padded_tokens_per_micro_step: float = Field(description="mean samples x padded width of a micro-batch")
+    tokens_per_step: float = Field(description="mean real tokens of a global batch, all ranks")
+    fill_ratio: float = Field(description="real tokens / (micro-steps run x ranks x budget)")
+
+
 class Launch(BaseModel):
     hf_args: dict
     deepspeed_config: dict | None
     command: str
+    note: str | None = None
 
 
 class Plan(BaseModel):
@@ -214,6 +231,9 @@ class Plan(BaseModel):
     tokens_per_s: float
     evidence: Evidence = "analytic"
     launch: Launch | None = None
+    token_batches: TokenBatches | None = Field(default=None, description=(
+        "with a token budget: micro_batch x grad_accum is the global batch's fixed split (what HF runs); the "
+        "bundled trainer cuts the same samples by tokens instead, and memory is planned for these shapes"))
 
     @model_validator(mode="after")
     def _exact_global_batch(self) -> Plan:

@@ -48,7 +48,8 @@ def save(t) -> Path:
     torch.save(rng, tmp / f"rng-{t.rank}.pt")
     if t.rank == 0:
         (tmp / "trainer.json").write_text(json.dumps({
-            "step": t.step, "micro_batch": t.micro, "grad_accum": t.accum, "sampler": asdict(t.sampler.pos),
+            "step": t.step, "micro_batch": t.micro, "grad_accum": t.accum, "max_tokens_per_micro_batch": t.budget,
+            "sampler": asdict(t.sampler.pos),
             "events": t.events, **identity(t.cfg, t.world)}))
     _barrier(t)
     if t.rank == 0:

@@ -16,6 +16,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from planner.batching import epoch_order, rank_share, split_by_tokens
+
 SYNTHETIC_SAMPLES = 4096
 
 
@@ -102,6 +104,9 @@ class Position:
 
 
 class GlobalBatchSampler:
+    """This rank's share of each global batch, in the order planner.batching defines (the planner names steps
+    by the same rule)."""
+
     def __init__(self, n: int, global_batch: int, world: int, rank: int, seed: int = 0) -> None:
         self.n, self.global_batch, self.world, self.rank, self.seed = n, global_batch, world, rank, seed
         self.pos = Position()
@@ -109,17 +114,10 @@ class GlobalBatchSampler:
     def batches_per_epoch(self) -> int:
         return -(-self.n // self.global_batch)
 
-    def order(self, epoch: int) -> list[int]:
-        """The epoch's seeded permutation of all samples (scan.plan reads it to name a step)."""
-        order = list(range(self.n))
-        random.Random(self.seed * 1_000_003 + epoch).shuffle(order)
-        return order
-
     def next(self) -> list[int]:
         """This rank's sample indices of the next global batch (advances the position)."""
-        order = self.order(self.pos.epoch)
-        start = self.pos.batch * self.global_batch
-        mine = order[start:start + self.global_batch][self.rank::self.world]
+        order = epoch_order(self.n, self.seed, self.pos.epoch)
+        mine = rank_share(order, self.pos.batch, self.global_batch, self.world, self.rank)
         self.pos.batch += 1
         if self.pos.batch == self.batches_per_epoch():
             self.pos = Position(self.pos.epoch + 1, 0)
@@ -129,6 +127,12 @@ class GlobalBatchSampler:
 def micro_batches(indices: list[int], micro_batch: int, accum: int) -> list[list[int]]:
     """Exactly `accum` micro-batches (some empty in a tail batch), in order."""
     return [indices[i * micro_batch:(i + 1) * micro_batch] for i in range(accum)]
+
+
+def token_micro_batches(indices: list[int], lengths: list[int], budget: int) -> list[list[int]]:
+    """The rank's samples cut in order by tokens (planner.batching.split_by_tokens: samples x the longest of them
+    <= budget), `lengths` already cut to seq_len."""
+    return [[indices[p] for p in group] for group in split_by_tokens([lengths[i] for i in indices], budget)]
 
 
 def collate(samples: list[list[int]], seq_len: int, pad_id: int = 0):

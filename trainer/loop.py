@@ -28,9 +28,10 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from planner.batching import check_budget
 from planner.spec import Knobs
 from trainer import checkpoint
-from trainer.data import GlobalBatchSampler, collate, load, micro_batches, target_tokens
+from trainer.data import GlobalBatchSampler, collate, load, micro_batches, target_tokens, token_micro_batches
 
 GRAD_CLIP = 1.0   # as the exported DeepSpeed config (gradient_clipping) and HF's max_grad_norm
 
@@ -59,11 +60,14 @@ class RunConfig:
     deepspeed_config: dict | None = None
     eval_every: int = 0
     eval_batch: int = 8
+    max_tokens_per_micro_batch: int | None = None   # token-budget micro-batches (planner.batching)
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if isinstance(self.knobs, dict):    # as read back from the run file
             self.knobs = Knobs.make(**self.knobs)
+        if self.max_tokens_per_micro_batch is not None:
+            check_budget(self.max_tokens_per_micro_batch, self.seq_len)
 
     def to_json(self) -> dict:
         return {**asdict(self), "knobs": self.knobs.model_dump()}
@@ -138,6 +142,7 @@ class Trainer:
         elif self.world > 1:
             dist.init_process_group(self.backend)
         self.micro, self.accum = cfg.micro_batch, cfg.grad_accum
+        self.budget = cfg.max_tokens_per_micro_batch
         self.global_batch = cfg.micro_batch * cfg.grad_accum * self.world
         self.step = 0
         self.stop_requested = False
@@ -155,6 +160,7 @@ class Trainer:
             cut = max(1, len(self.samples) // 20)
             self.samples, self.eval_samples = self.samples[:-cut], self.samples[-cut:]
         self.eval_batch = cfg.eval_batch
+        self.lengths = [min(len(s), cfg.seq_len) for s in self.samples]
         self.sampler = GlobalBatchSampler(len(self.samples), self.global_batch, self.world, self.rank, cfg.seed)
         params = [p for p in model.parameters() if p.requires_grad]
         from recipe import make_optimizer
@@ -191,6 +197,7 @@ class Trainer:
             state = checkpoint.load_latest(self)
             if state:
                 self.step, self.micro, self.accum = state["step"], state["micro_batch"], state["grad_accum"]
+                self.budget = state.get("max_tokens_per_micro_batch", self.budget)
 
     # -- collectives --------------------------------------------------------------------------
     def _sum(self, x: float, op=dist.ReduceOp.SUM) -> float:
@@ -235,8 +242,7 @@ class Trainer:
         t0 = time.perf_counter()
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
-        batches = [collate([self.samples[i] for i in g], self.cfg.seq_len)
-                   for g in micro_batches(indices, self.micro, self.accum)]
+        batches = [collate([self.samples[i] for i in g], self.cfg.seq_len) for g in self._groups(indices)]
         n_tokens = self._sum(sum(target_tokens(b) for b in batches))
         loss_sum = 0.0
         for m, batch in enumerate(batches):
@@ -244,6 +250,8 @@ class Trainer:
             if not batch["input_ids"].numel() and self.ds:   # DeepSpeed reduces inside backward:
                 batch = collate([[0, 0]], self.cfg.seq_len)    # every rank runs it, here with no target
                 batch["labels"][:] = -100
+            if self.ds and self.budget:     # a varying count of micro-steps: the last one is the boundary
+                self.engine.set_gradient_accumulation_boundary(m == len(batches) - 1)
             if batch["input_ids"].numel():
                 try:
                     loss_sum += self._micro_step(batch, n_tokens, m)
@@ -254,7 +262,15 @@ class Trainer:
                     oom = 1.0
             if not self.ds and self._max(oom):
                 return None
-        return loss_sum, n_tokens, t0
+        return loss_sum, n_tokens, t0, len(batches)
+
+    def _groups(self, indices: list[int]) -> list[list[int]]:
+        """This step's micro-batches: `accum` of `micro` samples, or cut by the token budget and padded with empty
+        ones to the most any rank has (every rank runs as many micro-steps)."""
+        if not self.budget:
+            return micro_batches(indices, self.micro, self.accum)
+        groups = token_micro_batches(indices, self.lengths, self.budget)
+        return groups + [[]] * (int(self._max(float(len(groups)))) - len(groups))
 
     def _shrink(self) -> None:
         """After an OOM: free what the failed try held; the next smaller micro-batch (half when even)
@@ -265,6 +281,13 @@ class Trainer:
         gc.collect()
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
+        if self.budget:     # half the token budget, while it still holds a sample of seq_len
+            if self.budget // 2 < self.cfg.seq_len:
+                raise RuntimeError(f"out of memory at a token budget of {self.budget}: half of it cannot hold a "
+                                   f"sample of {self.cfg.seq_len} tokens")
+            self.budget //= 2
+            self.events.append({"step": self.step + 1, "event": "oom", "max_tokens_per_micro_batch": self.budget})
+            return
         per_rank = self.micro * self.accum
         smaller = [d for d in divisors(per_rank) if d <= self.micro // 2]
         if not smaller:
@@ -299,7 +322,7 @@ class Trainer:
         while attempt is None:
             self._shrink()
             attempt = self._attempt(indices)
-        loss_sum, n_tokens, t0 = attempt
+        loss_sum, n_tokens, t0, attempt_steps = attempt
         if not self.ds:
             self._reduce_grads()
             self.scaler.unscale_(self.opt)
@@ -314,7 +337,8 @@ class Trainer:
         return {"step": self.step, "loss": loss_sum / max(n_tokens, 1), "tokens": int(n_tokens),
                 "tokens_per_s": round(n_tokens / seconds, 1), "step_time_s": round(seconds, 4),
                 "peak_allocated_bytes": self._peak(), "micro_batch": self.micro, "grad_accum": self.accum,
-                "lr": self.sched.get_last_lr()[0], "longest_sample_tokens": longest}
+                "lr": self.sched.get_last_lr()[0], "longest_sample_tokens": longest,
+                **({"max_tokens_per_micro_batch": self.budget, "micro_steps": attempt_steps} if self.budget else {})}
 
 
     @torch.no_grad()

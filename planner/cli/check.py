@@ -30,17 +30,16 @@ def gather(args: argparse.Namespace) -> tuple[dict, Plan, list[Plan], tuple]:
     req = common.request(CheckRequest, args, micro_batch=args.micro_batch, grad_accum=args.grad_accum,
                          precision=args.precision, checkpointing=args.checkpointing, zero=args.zero,
                          offload=args.offload)
-    result = advise.check(req, store=args.store, probes=common.probe_functions(), status=common.status)
+    result = advise.check(req, store=args.store, probes=common.probe_functions(), status=common.status,
+                          scanner=common.scanner)
     return result_json(result), result.plan, result.suggestions, result.context
 
 
 def run(args: argparse.Namespace) -> int:
     out, plan, alternatives, (model, hw, goal) = gather(args)
-    from planner.cli.data import data_lines, data_verdict
+    from planner.cli.data import budget_line, data_lines
 
-    data = data_verdict(args, plan, model, hw, goal)
-    if data is not None:
-        out["data"] = data
+    data = out.get("data")
     if args.plot:
         from planner.cli import plot
 
@@ -57,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
                              f"{plan.checkpointing}, zero {plan.zero_stage}, offload {plan.offload} ({plan.evidence}): {verdict}")
         for line in data_lines(data) if data else []:
             common.say_line(line)
+        if plan.token_batches is not None:
+            common.say_line(budget_line(plan.token_batches))
         render.console.print(render.breakdown_table(plan))
         if alternatives:
             render.console.print(render.plans_table(alternatives, "fitting alternatives with the same global batch",

@@ -7,7 +7,6 @@ import math
 import sys
 
 from planner import hardware
-from planner.errors import BadInput
 from planner.search import DEFAULT_MARGIN
 from planner.spec import CHECKPOINTING, OFFLOADS, OPTIMIZERS, PRECISIONS, ZERO_STAGES
 
@@ -112,11 +111,15 @@ def add_target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nodes", type=positive_int("--nodes"), default=1)
     p.add_argument("--seq-len", type=positive_int("--seq-len"), default=None,
                    help="maximum sequence length in tokens (text + image tokens); or --data")
-    p.add_argument("--data", default=None, help="plan for this dataset's longest row (.jsonl/.json/.csv; `planner scan`)")
+    p.add_argument("--data", default=None, help="plan for this dataset's longest row (.jsonl/.json/.csv/.parquet or a datasets folder; `planner scan`)")
     p.add_argument("--tokenizer", default=None, help="with --data: a local tokenizer folder")
     p.add_argument("--image-rule", default="qwen2-vl", help="with --data: qwen2-vl, internvl[:N] or fixed:N")
     p.add_argument("--max-length", type=positive_int("--max-length"), default=None,
                    help="with --data: cut rows to this many tokens (the plan says how many it cuts)")
+    p.add_argument("--seed", type=nonneg_int("--seed"), default=0,
+                   help="with --data: the bundled trainer's sampler seed (names the step a too-long row is drawn)")
+    p.add_argument("--max-tokens-per-micro-batch", type=positive_int("--max-tokens-per-micro-batch"), default=None,
+                   help="token-budget batching: micro-batches of samples x padded width <= this many tokens")
     p.add_argument("--image-tokens", type=nonneg_int("--image-tokens"), default=None,
                    help="VLMs: LLM-side image tokens per sample (part of --seq-len)")
     p.add_argument("--images", type=nonneg_int("--images"), default=None, help="VLMs: images per sample")
@@ -144,33 +147,14 @@ def request(cls, args: argparse.Namespace, **fields):
     from planner import advise
 
     data = {f: getattr(args, f) for f in advise.Target.model_fields if getattr(args, f, None) is not None}
-    data.update(data_fields(args))
     return advise.parse(cls, {**data, **fields})
 
 
-def data_fields(args: argparse.Namespace) -> dict:
-    """seq_len (and image tokens) from --data, scanned here (the scan package, lazily); args.data_fit keeps the
-    scan for the output. Without --data, --seq-len is required."""
-    args.data_fit = None
-    if getattr(args, "data", None) is None:
-        if getattr(args, "seq_len", None) is None:
-            raise BadInput("give --seq-len N, or --data FILE --tokenizer DIR to plan for the data's longest row",
-                           "seq_len")
-        return {}
-    if args.seq_len is not None:
-        raise BadInput("give --seq-len or --data, not both (--max-length caps what --data asks for)", "seq_len")
+def scanner(path: str, tokenizer: str | None, image_rule: str, max_length: int | None):
+    """The core's Scanner on the CLI: the scan package, imported when --data asks for it."""
     from scan.plan import data_fit
 
-    args.data_fit = data_fit(args.data, args.tokenizer, args.image_rule, args.max_length)
-    out = {"seq_len": args.data_fit.seq_len}
-    if args.data_fit.image_tokens and args.image_tokens is None and args.images is None:
-        from planner.catalog import load_model
-
-        if load_model(args.model).vision is None:
-            raise BadInput(f"--data {args.data!r} has images (up to {args.data_fit.image_tokens:,} tokens a row) and "
-                           f"model {args.model!r} has no vision tower", "data")
-        out["image_tokens"] = args.data_fit.image_tokens
-    return out
+    return data_fit(path, tokenizer, image_rule, max_length)
 
 
 def probe_functions():

@@ -1,27 +1,8 @@
-"""What `--data` adds to check's and suggest's answers: the scan's figures and, for a configuration that does
-not fit, where the run would run out of memory (scan.plan does the work)."""
+"""How check and suggest print what `--data` and a token budget add to their answers (planner.datafit and
+planner.batching do the work)."""
 from __future__ import annotations
 
-import argparse
-
-from planner.spec import Plan
-
-
-def data_verdict(args: argparse.Namespace, plan: Plan, model, hw, goal) -> dict | None:
-    """With --data: the scan, and for a configuration that does not fit, the longest row it fits and the
-    first step, rank and sample at which the trainer's sampler (seed 0) would draw a longer one."""
-    fit = args.data_fit
-    if fit is None:
-        return None
-    out = fit.json()
-    if not plan.fits:
-        from scan.plan import first_too_long, largest_fitting_seq_len
-
-        limit = largest_fitting_seq_len(model, hw, goal, plan.knobs, plan.micro_batch)
-        out["fits_up_to_tokens"] = limit
-        out["first_too_long"] = first_too_long([min(n, goal.seq_len) for n in fit.lengths], limit,
-                                               plan.global_batch, plan.world_size) if limit else None
-    return out
+from planner.spec import TokenBatches
 
 
 def data_lines(d: dict) -> list[str]:
@@ -36,5 +17,11 @@ def data_lines(d: dict) -> list[str]:
         where = (f"step {first['step']:,}, rank {first['rank']}: sample {first['sample']:,} (row {first['row']:,}), "
                  f"{first['tokens']:,} tokens" if first else "no row is longer")
         lines.append(f"this configuration fits rows up to {d['fits_up_to_tokens']:,} tokens; the bundled trainer "
-                     f"(seed 0) would first draw a longer one at {where}")
+                     f"(seed {first['seed'] if first else 0}) would first draw a longer one at {where}")
     return lines
+
+
+def budget_line(b: TokenBatches) -> str:
+    return (f"token budget {b.max_tokens_per_micro_batch:,} per micro-batch ({b.source}): {b.micro_steps_mean:g} "
+            f"micro-steps a step on average, {b.micro_steps_max} at most; planned for the costliest of "
+            + ", ".join(f"{k} x {w:,}" for k, w in b.shapes) + f"; real tokens fill {b.fill_ratio:.0%} of the budget")

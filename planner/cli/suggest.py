@@ -29,7 +29,8 @@ def gather(args: argparse.Namespace) -> tuple[dict, SuggestResult, tuple]:
     """advise.suggest on the flags; (JSON object, result, (model, hardware, goal)) for printing."""
     req = common.request(SuggestRequest, args, global_batch=args.global_batch, precision=args.precision,
                          checkpointing=args.checkpointing, zero=args.zero, offload=args.offload, top=args.top)
-    result = advise.suggest(req, store=args.store, probes=common.probe_functions(), status=common.status)
+    result = advise.suggest(req, store=args.store, probes=common.probe_functions(), status=common.status,
+                            scanner=common.scanner)
     return result_json(result), result, result.context
 
 
@@ -42,8 +43,6 @@ def run(args: argparse.Namespace) -> int:
     if args.emit:
         export.check_emit_dir(args.emit)
     out, result, (model, hw, goal) = gather(args)
-    if args.data_fit is not None:
-        out["data"] = args.data_fit.json()
     if args.emit and result.plans:
         out["emitted"] = [str(p) for p in export.emit(result.plans[0], hw, model, args.emit)]
     ref = (result.plans or result.rejected or [None])[0]
@@ -59,15 +58,16 @@ def run(args: argparse.Namespace) -> int:
 
         title = (f"{model.name} ({model.params / 1e9:.2f}B params{common.approximate(model, goal)}) on "
                  f"{hw.world_size} x {hw.gpu.name}, global batch {goal.global_batch} x {goal.seq_len} tokens")
-        if args.data_fit is not None:
-            from planner.cli.data import data_lines
+        from planner.cli.data import budget_line, data_lines
 
-            for line in data_lines(args.data_fit.json()):
-                common.say_line(line)
+        for line in data_lines(out["data"]) if out.get("data") else []:
+            common.say_line(line)
         if result.plans:
             render.console.print(render.plans_table(result.plans, title, approximate=not model.exact))
             best = result.plans[0]
             render.console.print(render.breakdown_table(best))
+            if best.token_batches is not None:
+                common.say_line(budget_line(best.token_batches))
             common.say_line(f"best: {best.launch.command}")
         else:
             render.console.print(f"{title}: nothing fits")

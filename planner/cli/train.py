@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from planner import advise
 from planner.advise import CheckRequest
+from planner.batching import check_budget
 from planner.cli import common
 from planner.cli.probe import add_config_args
 from planner.errors import BadInput
@@ -39,6 +40,9 @@ def register(sub) -> None:
     p.add_argument("--max-steps", type=common.positive_int("--max-steps"), default=100)
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-tokens-per-micro-batch", type=common.positive_int("--max-tokens-per-micro-batch"),
+                   default=None, help="cut each rank's samples into micro-batches of samples x padded width <= this "
+                                      "(the global batch stays micro-batch x accumulation x world samples)")
     p.add_argument("--log", help="metrics JSONL, one object per optimizer step")
     p.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cuda when available")
     p.add_argument("--save-dir", help="checkpoints (atomic; also saved on SIGTERM)")
@@ -83,7 +87,8 @@ def _plan_file(path: str) -> dict:
             "nodes": hw["nodes"], "seq_len": goal.get("seq_len") if isinstance(goal, dict) else None,
             "micro_batch": plan.micro_batch, "grad_accum": plan.grad_accum, "precision": plan.precision,
             "checkpointing": plan.checkpointing, "zero": plan.zero_stage, "offload": plan.offload,
-            "optimizer": plan.optimizer, "lora_rank": plan.lora_rank}
+            "optimizer": plan.optimizer, "lora_rank": plan.lora_rank,
+            "max_tokens_per_micro_batch": plan.token_batches.max_tokens_per_micro_batch if plan.token_batches else None}
 
 
 def plan_from(args: argparse.Namespace) -> tuple[str, CheckRequest, Knobs]:
@@ -93,6 +98,7 @@ def plan_from(args: argparse.Namespace) -> tuple[str, CheckRequest, Knobs]:
         fields = _plan_file(args.plan)
         fields["model"] = args.model or fields["model"]
         fields["seq_len"] = args.seq_len or fields["seq_len"]
+        fields["max_tokens_per_micro_batch"] = args.max_tokens_per_micro_batch or fields["max_tokens_per_micro_batch"]
     else:
         missing = [f for f in ("model", "micro_batch", "seq_len") if getattr(args, f) is None]
         if missing:
@@ -101,7 +107,8 @@ def plan_from(args: argparse.Namespace) -> tuple[str, CheckRequest, Knobs]:
         fields = {"model": args.model, "gpu": args.gpu, "gpus_per_node": args.gpus_per_node, "nodes": args.nodes,
                   "seq_len": args.seq_len, "micro_batch": args.micro_batch, "grad_accum": args.grad_accum,
                   "precision": args.precision, "checkpointing": args.checkpointing, "zero": args.zero,
-                  "offload": args.offload, "optimizer": args.optimizer, "lora_rank": args.lora_rank}
+                  "offload": args.offload, "optimizer": args.optimizer, "lora_rank": args.lora_rank,
+                  "max_tokens_per_micro_batch": args.max_tokens_per_micro_batch}
     req = advise.parse(advise.CheckRequest, fields)
     return str(req.model), req, advise.knobs_of(req, req.precision or "bf16")
 
@@ -113,13 +120,16 @@ def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: K
 
     spec = load_model(model)
     advise.check_positions(spec, req.seq_len)
+    if req.max_tokens_per_micro_batch is not None:
+        check_budget(req.max_tokens_per_micro_batch, req.seq_len)
     world = (req.gpus_per_node or 1) * req.nodes
     ds = deepspeed_config_for(knobs, req.micro_batch, req.grad_accum, world, spec) if knobs.zero_stage else None
     return {"model": model, "micro_batch": req.micro_batch, "grad_accum": req.grad_accum, "seq_len": req.seq_len,
             "knobs": knobs.model_dump(), "data": args.data, "tokenizer": args.tokenizer, "max_steps": args.max_steps,
             "lr": args.lr, "seed": args.seed, "log": args.log, "device": args.device, "save_dir": args.save_dir,
             "save_every": args.save_every, "resume": args.resume, "store": args.store, "deepspeed_config": ds,
-            "eval_every": args.eval_every, "eval_batch": args.eval_batch}
+            "eval_every": args.eval_every, "eval_batch": args.eval_batch,
+            "max_tokens_per_micro_batch": req.max_tokens_per_micro_batch}
 
 
 def launch_command(args: argparse.Namespace, req: CheckRequest, config_path: str) -> list[str] | None:

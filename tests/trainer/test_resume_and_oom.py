@@ -85,3 +85,13 @@ def test_evaluation_oom_halves_only_the_evaluation_batch(tmp_path):
     assert [r["micro_batch"] for r in train] == [4, 4]           # training untouched
     assert [r["eval_batch"] for r in evals] == [4, 4]            # halved once, then kept
     assert evals[0]["eval_tokens"] == evals[1]["eval_tokens"] > 0   # the whole held-out set both times
+
+
+def test_an_oom_under_a_token_budget_halves_the_budget_and_keeps_the_losses(tmp_path):
+    plan = {"micro_batch": 4, "grad_accum": 1, "max_steps": 4, "max_tokens_per_micro_batch": 130}
+    _, ref = launch(tmp_path, "ref", 1, **plan)
+    _, oom = launch(tmp_path, "oom", 1, env={"MEMPLAN_TRAIN_INJECT_OOM": "1:0:0"}, **plan)     # step 2, micro 0
+    got = rows(oom)
+    assert [r["max_tokens_per_micro_batch"] for r in got] == [130, 65, 65, 65]
+    assert got[1]["micro_steps"] > rows(ref)[1]["micro_steps"]        # the same samples, cut smaller
+    assert losses(oom) == pytest.approx(losses(ref), rel=1e-5)        # no sample lost, none twice

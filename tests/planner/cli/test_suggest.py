@@ -18,7 +18,8 @@ def test_suggest_json_contract():
         assert PLAN_KEYS <= set(p) and MEMORY_KEYS <= set(p["memory"])
         assert p["micro_batch"] * p["grad_accum"] * p["world_size"] == 256
         assert p["evidence"] == "analytic" and p["fits"]
-        assert set(p["launch"]) == {"hf_args", "deepspeed_config", "command"}
+        assert set(p["launch"]) == {"hf_args", "deepspeed_config", "command", "note"}
+        assert p["launch"]["note"] is None and p["token_batches"] is None      # set by a token budget only
         assert all(isinstance(p["memory"][k], int) for k in MEMORY_KEYS)
 
 
