@@ -42,7 +42,32 @@ def probe_functions():
 
 
 class Forbidden(BadInput):
-    """A model path outside the configured model directories."""
+    """A model, dataset or tokenizer path outside the configured directories."""
+
+
+def inside(path: str, dirs: list[Path], field: str, what: str) -> Path:
+    """The path, links resolved, when it lies inside one of `dirs` (and names no `..`); Forbidden otherwise."""
+    if ".." in Path(path).parts:
+        raise Forbidden(f"--{field.replace('_', '-')} {path!r}: '..' is not allowed in {what} paths", field)
+    target = Path(path).resolve()
+    if not any(target.is_relative_to(Path(d).resolve()) for d in dirs):
+        raise Forbidden(f"--{field.replace('_', '-')} {path!r}: only paths inside the server's {what} directories "
+                        "may be read", field)
+    return target
+
+
+def scanner(settings: Settings):
+    """The core's Scanner for this service: a dataset and its tokenizer only from inside the data directories
+    (none configured: none may be read), then the scan package's scan."""
+    def scan(path: str, tokenizer: str | None, image_rule: str, max_length: int | None):
+        data = inside(path, settings.data_dirs, "data", "data")
+        tok = inside(tokenizer, settings.data_dirs, "tokenizer", "data") if tokenizer else None
+        try:
+            from scan.plan import data_fit
+        except ImportError:
+            raise BadInput("--data: this server cannot scan datasets (install the scan extra)", "data") from None
+        return data_fit(str(data), str(tok) if tok else None, image_rule, max_length)
+    return scan
 
 
 def resolve_model(ref: str | dict, settings: Settings) -> ModelSpec:
@@ -61,13 +86,8 @@ def resolve_model(ref: str | dict, settings: Settings) -> ModelSpec:
     if key in catalog.model_names():
         return catalog.load_model(key)
     if settings.model_dirs and ("/" in ref or ref.endswith(".json")):
-        if ".." in Path(ref).parts:
-            raise Forbidden(f"--model {ref!r}: '..' is not allowed in model paths", "model")
         p = Path(ref)
-        target = (p / "config.json" if p.is_dir() else p).resolve()
-        for d in settings.model_dirs:
-            if target.is_relative_to(Path(d).resolve()):
-                return catalog.load_model(str(target))
-        raise Forbidden(f"--model {ref!r}: only paths inside the server's model directories may be read", "model")
+        target = inside(str(p / "config.json" if p.is_dir() else p), settings.model_dirs, "model", "model")
+        return catalog.load_model(str(target))
     raise UnknownName(f"unknown model {ref!r}; known: {', '.join(catalog.model_names())} "
                       "(or post the config.json object as `model`)", "model")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from api.deps import SettingsDep, probe_functions, require_token, resolve_model
+from api.deps import SettingsDep, probe_functions, require_token, resolve_model, scanner
 from api.schemas import CheckRequest, CheckResponse, PlansRequest, PlansResponse
 from api.settings import Settings
 from planner import advise
@@ -16,7 +16,7 @@ def _context(body: advise.Target, request: Request, settings: Settings) -> dict:
     if body.evidence == "sim" or body.verify:     # tracing or probing real models is work: as starting a probe
         require_token(request, settings)
     return {"store": str(settings.store) if settings.store else None, "probes": probe_functions(),
-            "resolver": lambda ref: resolve_model(ref, settings)}
+            "resolver": lambda ref: resolve_model(ref, settings), "scanner": scanner(settings)}
 
 
 @router.post("/plans", response_model=PlansResponse)

@@ -49,7 +49,9 @@ async function init() {
 // added to the core's request model appears here with no page code (tests/api/test_web.py checks all are there).
 const LABELS = {image_tokens: "Image tokens per sample (VLMs)", images: "or images per sample", tokens_per_image: "and tokens per image",
   lora_rank: "LoRA rank (0 = full fine-tuning)", margin: "Margin kept free (fraction; empty = default)",
-  inter_node_gbps: "Network per node (Gb/s)", host_ram_gb: "Host RAM per node (GiB)", top: "Plans to show"};
+  inter_node_gbps: "Network per node (Gb/s)", host_ram_gb: "Host RAM per node (GiB)", top: "Plans to show",
+  image_rule: "Image tokens rule (with a dataset)", max_length: "Cut rows to (tokens, with a dataset)",
+  seed: "Trainer's sampler seed", max_tokens_per_micro_batch: "Token budget per micro-batch"};
 let schema = {};
 
 async function moreFields() {
@@ -67,6 +69,8 @@ async function moreFields() {
       if (prop.default !== undefined) control.value = String(prop.default);
     } else if (s.type === "boolean") {
       control = el("input", {id: name, name, type: "checkbox"});
+    } else if (s.type === "string") {
+      control = el("input", {id: name, name, type: "text", placeholder: prop.default == null ? "" : String(prop.default)});
     } else {
       control = el("input", {id: name, name, type: "number", step: s.type === "integer" ? "1" : "any",
         placeholder: prop.default === undefined || prop.default === null ? "" : String(prop.default)});
@@ -84,7 +88,7 @@ function moreValues() {
   for (const c of document.querySelectorAll("#more [name]")) {
     if (c.dataset.kind === "boolean") { if (c.checked) out[c.name] = true; continue; }
     if (c.value === "") continue;
-    out[c.name] = c.dataset.kind === "enum" ? c.value : Number(c.value);
+    out[c.name] = c.dataset.kind === "enum" || c.dataset.kind === "string" ? c.value : Number(c.value);
   }
   return out;
 }
@@ -111,9 +115,12 @@ function body() {
   const checked = (f) => [...document.querySelectorAll(`input[name=${f}]:checked`)].map((b) => (f === "zero" ? Number(b.value) : b.value));
   const num = (id) => ($("#" + id).value === "" ? null : Number($("#" + id).value));
   const pasted = $("#config").value.trim();
+  const text = (id) => $("#" + id).value.trim() || null;
+  const data = text("data");      // a dataset names the sequence length: seq_len is not sent with it
   return {model: pasted ? JSON.parse(pasted) : $("#model").value, gpu: $("#gpu").value, gpus_per_node: num("gpus_per_node"),
-    nodes: num("nodes"), global_batch: num("global_batch"), seq_len: num("seq_len"), precision: checked("precision"),
-    checkpointing: checked("checkpointing"), zero: checked("zero"), offload: checked("offload"), ...moreValues()};
+    nodes: num("nodes"), global_batch: num("global_batch"), seq_len: data ? null : num("seq_len"), data,
+    tokenizer: text("tokenizer"), precision: checked("precision"), checkpointing: checked("checkpointing"),
+    zero: checked("zero"), offload: checked("offload"), ...moreValues()};
 }
 
 async function submit() {
@@ -145,6 +152,17 @@ async function render(req, out) {
     p.offload, gib(p.memory.device_total_bytes), gib(p.memory.headroom_bytes), Math.round(p.tokens_per_s), p.evidence])));
   $("#rejected tbody").replaceChildren(...out.rejected.map((p) => row([p.precision, p.checkpointing, p.zero_stage, p.offload,
     gib(p.memory.device_total_bytes), p.reason])));
+  $("#data-answer").hidden = !out.data;
+  if (out.data) {
+    const d = out.data, best = out.plans[0];
+    $("#data-summary").textContent = `${d.rows.toLocaleString()} rows, the longest ${d.longest_tokens.toLocaleString()} tokens ` +
+      `(row ${d.longest_row.toLocaleString()}); planned for ${d.planned_seq_len.toLocaleString()}` +
+      (d.truncated_rows ? ` (max_length cuts ${d.truncated_rows.toLocaleString()} rows)` : "") +
+      (best ? `; best plan: micro ${best.micro_batch} x accum ${best.grad_accum}, checkpointing ${best.checkpointing}, ` +
+        `ZeRO ${best.zero_stage}` + (best.token_batches ? `, micro-batches of at most ${best.token_batches.max_tokens_per_micro_batch.toLocaleString()} tokens` : "")
+        : "; nothing fits");
+    $("#histogram").replaceChildren(histogram(d.histogram, d.planned_seq_len));
+  }
   const capacity = hw.capacity_bytes, usable = capacity * (1 - out.goal.margin);
   $("#bars").replaceChildren(bars(out.plans, capacity, usable));
   const best = out.plans[0];
@@ -205,6 +223,27 @@ function bars(plans, capacity, usable) {
   return svg;
 }
 
+// Rows per token-count bin (the API's histogram), with the length the plan is made for as a vertical line.
+function histogram(hist, cap) {
+  const w = 900, h = 260, pad = 56, n = hist.counts.length;
+  const svg = el("svg", {viewBox: `0 0 ${w} ${h}`, role: "img", "aria-label": "rows per token count"});
+  const lo = hist.edges[0], hi = hist.edges[n], top = Math.max(...hist.counts) * 1.1;
+  const x = (t) => pad + (w - pad - 20) * (t - lo) / Math.max(hi - lo, 1), y = (c) => h - pad - (h - pad - 10) * c / top;
+  svg.append(el("line", {x1: pad, y1: h - pad, x2: w - 10, y2: h - pad, stroke: "#57606a"}));
+  hist.counts.forEach((c, i) => {
+    const r = el("rect", {class: "hist-bar", x: x(hist.edges[i]) + 1, width: Math.max(x(hist.edges[i + 1]) - x(hist.edges[i]) - 2, 1),
+      y: y(c), height: h - pad - y(c), fill: "#4e79a7"});
+    r.append(el("title", {}, `${hist.edges[i]}-${hist.edges[i + 1] - 1} tokens: ${c} rows`));
+    svg.append(r);
+  });
+  for (const t of [lo, hi]) svg.append(el("text", {x: x(t), y: h - pad + 14, "text-anchor": "middle", "font-size": 11}, String(t)));
+  svg.append(el("text", {x: w / 2, y: h - 22, "text-anchor": "middle", "font-size": 11}, "tokens per row (text + image)"));
+  const cx = x(Math.min(cap + 0.5, hi));
+  svg.append(el("line", {class: "cap-line", x1: cx, x2: cx, y1: 10, y2: h - pad, stroke: "#b3261e", "stroke-dasharray": "6 4", "stroke-width": 2}));
+  svg.append(el("text", {x: cx - 4, y: 22, "text-anchor": "end", "font-size": 11, fill: "#b3261e"}, `planned for ${cap} tokens`));
+  return svg;
+}
+
 // Nothing fits: the reasons, then the nearest requests that do fit (every knob allowed; 2 TiB of host RAM per
 // node for offload; LoRA adapters; twice the nodes), each asked of the API itself.
 async function nothingFits(req, out) {
@@ -230,7 +269,7 @@ async function curvePoints(req, out, ref) {
   const perRank = out.goal.global_batch / out.hardware.world_size;
   const mbs = [];
   for (let d = 1; d <= perRank && mbs.length < 12; d++) if (perRank % d === 0) mbs.push(d);
-  const base = {model: req.model, gpu: req.gpu, gpus_per_node: req.gpus_per_node, nodes: req.nodes, seq_len: req.seq_len,
+  const base = {model: req.model, gpu: req.gpu, gpus_per_node: req.gpus_per_node, nodes: req.nodes, seq_len: out.goal.seq_len,
     precision: ref.precision, checkpointing: ref.checkpointing, zero: ref.zero_stage, offload: ref.offload,
     optimizer: ref.optimizer, lora_rank: ref.lora_rank, evidence: "analytic"};
   const answers = await Promise.all(mbs.map((mb) => api("/v1/check", {...base, micro_batch: mb, grad_accum: perRank / mb})));

@@ -14,6 +14,8 @@ def register(sub) -> None:
     p.add_argument("--workers", type=common.int_in("--workers", 1, 64), default=None, help="uvicorn worker processes")
     p.add_argument("--model-dir", action="append", default=None,
                    help="folder whose config.json files requests may name (repeatable; MEMPLAN_MODEL_DIRS as JSON)")
+    p.add_argument("--data-dir", action="append", default=None,
+                   help="folder whose datasets and tokenizer folders requests may name (repeatable; MEMPLAN_DATA_DIRS)")
     p.add_argument("--probe-timeout", type=common.positive_int("--probe-timeout"), default=None,
                    help="longest a probe job may run, seconds (default 600)")
     common.add_store_arg(p)
@@ -33,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("planner serve needs the api extra: pip install 'memplan[api]'") from None
     flags = {"MEMPLAN_HOST": args.host, "MEMPLAN_PORT": args.port, "MEMPLAN_WORKERS": args.workers,
              "MEMPLAN_STORE": args.store, "MEMPLAN_PROBE_TIMEOUT_S": args.probe_timeout,
-             "MEMPLAN_MODEL_DIRS": json.dumps(args.model_dir) if args.model_dir else None}
+             "MEMPLAN_MODEL_DIRS": json.dumps(args.model_dir) if args.model_dir else None,
+             "MEMPLAN_DATA_DIRS": json.dumps(args.data_dir) if args.data_dir else None}
     os.environ.update({k: str(v) for k, v in flags.items() if v is not None})   # read by each worker
     from pydantic import ValidationError
 

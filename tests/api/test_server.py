@@ -267,3 +267,44 @@ def test_server_errors_are_counted_in_metrics(server):
     metrics = fresh.get("/metrics")
     assert metrics.status_code == 200 and "memplan_probe_queue_depth NaN" in metrics.text   # store unreadable
     assert 'memplan_requests_total{method="GET",route="/v1/probes",status="500"} 1' in metrics.text
+
+
+def test_datasets_are_read_only_inside_the_data_directories(tmp_path):
+    """Issue 19: a dataset and its tokenizer are named by path, and only paths inside the server's data
+    directories are read (links resolved, no '..'); the answer carries the scan and its histogram."""
+    import os
+    import shutil
+    from pathlib import Path
+
+    from fastapi.testclient import TestClient
+
+    from api.main import create_app
+    from api.settings import Settings
+
+    examples = Path(__file__).resolve().parents[2] / "docs" / "examples"
+    allowed, outside = tmp_path / "data", tmp_path / "secret"
+    allowed.mkdir()
+    outside.mkdir()
+    shutil.copy(examples / "vlm-chat.jsonl", allowed / "chat.jsonl")
+    shutil.copytree(examples / "tokenizer", allowed / "tok")
+    shutil.copy(examples / "vlm-chat.jsonl", outside / "chat.jsonl")
+    os.symlink(outside, allowed / "escape")
+    body = {"model": "qwen2.5-vl-3b", "gpu": "h20", "gpus_per_node": 6, "global_batch": 24, "top": 1,
+            "data": str(allowed / "chat.jsonl"), "tokenizer": str(allowed / "tok")}
+    with TestClient(create_app(Settings(store=tmp_path / "s.sqlite", data_dirs=[allowed]))) as c:
+        ok = c.post("/v1/plans", json=body)
+        assert ok.status_code == 200, ok.text
+        out = ok.json()
+        assert out["goal"]["seq_len"] == out["data"]["longest_tokens"] == 1378
+        assert sum(out["data"]["histogram"]["counts"]) == out["data"]["rows"] == 200
+        for field, ref in (("data", str(outside / "chat.jsonl")), ("data", str(allowed / "escape" / "chat.jsonl")),
+                           ("data", str(allowed / ".." / "secret" / "chat.jsonl")), ("tokenizer", str(outside))):
+            r = c.post("/v1/plans", json={**body, field: ref})
+            assert r.status_code == 403, (field, ref, r.text)
+            detail = r.json()["detail"][0]
+            assert detail["loc"] == ["body", field] and ("data directories" in detail["msg"] or "'..'" in detail["msg"])
+        check = {k: v for k, v in body.items() if k not in ("global_batch", "top")}
+        r = c.post("/v1/check", json={**check, "micro_batch": 4, "seq_len": 512})
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "seq_len"]
+    with TestClient(create_app(Settings(store=tmp_path / "s.sqlite"))) as c:     # no data directories: none is read
+        assert c.post("/v1/plans", json=body).status_code == 403

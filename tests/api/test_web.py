@@ -169,3 +169,36 @@ def test_copy_buttons_only_for_what_the_plan_has(server, page):
     page.click("#submit")
     page.wait_for_function("document.querySelector('#plans tbody td:nth-child(6)').textContent === '3'")
     assert page.is_visible("[data-copy=deepspeed_config]")
+
+
+def test_a_dataset_shows_its_histogram_with_the_planned_length(tmp_path, page):
+    """Issue 19: a dataset path inside the server's data directories; the page shows tokens per row with the
+    length the plan is made for, and the chosen plan."""
+    from tests.api.conftest import Server
+
+    examples = Path(__file__).resolve().parents[2] / "docs" / "examples"
+    server = Server(tmp_path / "store.sqlite", args=("--data-dir", str(examples))).start()
+    try:
+        _ready(page, server)
+        page.select_option("#model", "qwen2.5-vl-3b")
+        page.select_option("#gpu", "h20")
+        page.fill("#gpus_per_node", "6")
+        page.fill("#global_batch", "24")
+        page.fill("#data", str(examples / "vlm-chat.jsonl"))
+        page.fill("#tokenizer", str(examples / "tokenizer"))
+        page.fill("#max_tokens_per_micro_batch", "4096")
+        page.click("#submit")
+        page.wait_for_selector("#histogram svg rect.hist-bar")
+        assert page.locator("#histogram svg .cap-line").count() == 1
+        summary = page.inner_text("#data-summary")
+        assert "200 rows, the longest 1,378 tokens" in summary and "planned for 1,378" in summary
+        assert "micro-batches of at most 4,096 tokens" in summary
+        assert "x 1378 tokens" in page.inner_text("#title")
+        page.wait_for_selector("#curve svg polyline.memory-curve")      # the curve is asked at the data's length
+        page.screenshot(path=str(ARTIFACTS / "web-data.png"), full_page=True)
+        page.fill("#data", "/etc/passwd")                                # outside the data directories
+        page.click("#submit")
+        page.wait_for_selector("#err-data:not(:empty)")
+        assert "data directories" in page.inner_text("#err-data") and page.locator("#answer").is_hidden()
+    finally:
+        server.kill()
