@@ -48,8 +48,6 @@ def scan_data(req, scanner: Scanner | None) -> DataFit | None:
         raise BadInput("give --seq-len or --data, not both (--max-length caps what --data asks for)", "seq_len")
     if scanner is None:
         raise BadInput("--data: this face cannot scan datasets (install the scan extra)", "data")
-    if req.tokenizer is None:
-        raise BadInput("--data needs --tokenizer DIR (a local tokenizer folder) to count its tokens", "tokenizer")
     return scanner(req.data, req.tokenizer, req.image_rule, req.max_length)
 
 

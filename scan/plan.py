@@ -3,14 +3,11 @@ DataFit (tokens per row, the length to plan for, the rows --max-length cuts)."""
 from __future__ import annotations
 
 from planner.datafit import DataFit, make_fit
-from planner.errors import BadInput
 
 
 def data_fit(path: str, tokenizer: str | None, image_rule: str = "qwen2-vl", max_length: int | None = None,
              min_pixels: int | None = None, max_pixels: int | None = None) -> DataFit:
     from scan.scanner import scan
 
-    if tokenizer is None:
-        raise BadInput("--data needs --tokenizer DIR (a local tokenizer folder) to count its tokens", "tokenizer")
     got = scan(path, tokenizer, image_rule, min_pixels, max_pixels)
     return make_fit(path, got.totals(), got.image, max_length)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from planner.errors import BadInput
 from scan.read import rows
-from scan.tokens import BATCH_ROWS, Lengths, _text_of, image_rule, image_sizes, kind_of
+from scan.tokens import BATCH_ROWS, Lengths, _text_of, image_rule, image_sizes, kind_of, token_ids_length
 
 PERCENTILES = (50, 90, 99)
 
@@ -24,22 +24,30 @@ def load_tokenizer(folder: str):
                        "tokenizer") from None
 
 
-def scan(path: str, tokenizer: str, image: str = "qwen2-vl", min_pixels: int | None = None,
+def scan(path: str, tokenizer: str | None, image: str = "qwen2-vl", min_pixels: int | None = None,
          max_pixels: int | None = None, progress: Callable[[int], None] | None = None) -> Lengths:
+    """Pre-tokenized rows ({"input_ids": [...]}, as the bundled trainer reads them) need no tokenizer."""
     from scan.tokens import QWEN2_VL_MAX_PIXELS, QWEN2_VL_MIN_PIXELS
 
     data = Path(path)
-    tok = load_tokenizer(tokenizer)
     rule = image_rule(image, min_pixels or QWEN2_VL_MIN_PIXELS, max_pixels or QWEN2_VL_MAX_PIXELS)
-    out, pending = Lengths(), []
+    out, pending, tok = Lengths(), [], None
     for n, row in rows(data):
         where = f"DATA {path!r} line {n}"
         kind = kind_of(row, where)
         if out.kind is None:
             out.kind = kind
+            if kind != "input_ids":
+                if tokenizer is None:
+                    raise BadInput(f"--data {path!r} holds {kind} rows: give --tokenizer DIR (a local tokenizer "
+                                   "folder) to count their tokens", "tokenizer")
+                tok = load_tokenizer(tokenizer)
         elif kind != out.kind:
             raise BadInput(f"{where}: a '{kind}' row where the rows before are '{out.kind}'", "data")
-        pending.append((where, _text_of(row, kind, where)))
+        if kind == "input_ids":
+            out.text.append(token_ids_length(row, where))
+        else:
+            pending.append((where, _text_of(row, kind, where)))
         tokens = 0
         for w, h in image_sizes(row, data.parent, where):
             try:

@@ -3,7 +3,8 @@
 Rows are one of (the first row decides; every later row must be of the same kind):
 - {"text": ...};
 - {"prompt": ..., "completion": ...} (TRL's prompt-completion form: both are trained on, counted together);
-- {"messages": [{"role": ..., "content": ...}, ...]}, rendered with the tokenizer's own chat template.
+- {"messages": [{"role": ..., "content": ...}, ...]}, rendered with the tokenizer's own chat template;
+- {"input_ids": [...]}, already tokenized (as the bundled trainer reads them): no tokenizer is needed.
 Images: "images" (a list) or "image", each a path (relative to the data file's folder; only the header is
 read, the pixels are never decoded) or {"width": W, "height": H}.
 
@@ -133,8 +134,17 @@ def kind_of(row: dict, where: str) -> str:
         return "prompt-completion"
     if "text" in row:
         return "text"
-    raise BadInput(f"{where}: no 'text', 'prompt'+'completion' or 'messages' field (it has: "
+    if "input_ids" in row:
+        return "input_ids"
+    raise BadInput(f"{where}: no 'text', 'prompt'+'completion', 'messages' or 'input_ids' field (it has: "
                    + ", ".join(sorted(row)[:8]) + ")", "data")
+
+
+def token_ids_length(row: dict, where: str) -> int:
+    ids = row["input_ids"]
+    if not (isinstance(ids, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in ids)):
+        raise BadInput(f"{where}: 'input_ids' is not a list of integers", "data")
+    return len(ids)
 
 
 def image_sizes(row: dict, base: Path, where: str) -> Iterator[tuple[int, int]]:

@@ -12,8 +12,9 @@ IMAGE_RULE_HELP = ("qwen2-vl (default: Qwen2-VL / Qwen2.5-VL resizing, 14-pixel 
 def register(sub) -> None:
     p = sub.add_parser("scan", help="token-length distribution of a dataset (JSONL, JSON, CSV, Parquet)")
     p.add_argument("data", metavar="DATA", help="a .jsonl, .json, .csv or .parquet file, or a save_to_disk folder: "
-                                                "text, prompt/completion or messages")
-    p.add_argument("--tokenizer", required=True, help="a local tokenizer folder (its chat template renders messages)")
+                                                "text, prompt/completion, messages or input_ids")
+    p.add_argument("--tokenizer", default=None,
+                   help="a local tokenizer folder (its chat template renders messages); not needed for input_ids rows")
     p.add_argument("--image-rule", default="qwen2-vl", help=IMAGE_RULE_HELP)
     p.add_argument("--min-pixels", type=common.int_in("--min-pixels", 1, 10**9), default=None)
     p.add_argument("--max-pixels", type=common.int_in("--max-pixels", 1, 10**9), default=None)

@@ -65,7 +65,7 @@ def test_check_and_suggest_plan_for_the_data(tmp_path, capsys):
 @pytest.mark.parametrize("flags,needle", [
     ([], "give --seq-len N, or --data FILE --tokenizer DIR"),
     (["--seq-len", "512", "--data", DATA], "give --seq-len or --data, not both"),
-    (["--data", DATA], "--data needs --tokenizer"),
+    (["--data", DATA], "holds messages rows: give --tokenizer DIR"),
     (["--data", DATA, "--tokenizer", TOK, "--model", "qwen2.5-0.5b"],
      "has images (up to 1,242 tokens a row) and model 'qwen2.5-0.5b' has no vision tower"),
 ])

@@ -117,7 +117,7 @@ def test_json_csv_and_parquet_files(tmp_path, tokenizer, monkeypatch):
 
 @pytest.mark.parametrize("content,needle", [
     ('{"text": "the cat"}\n{"text": "the\n', "line 2: not JSON"),
-    ('{"text": "the cat"}\n{"txt": "x"}\n', "line 2: no 'text', 'prompt'+'completion' or 'messages' field"),
+    ('{"text": "the cat"}\n{"txt": "x"}\n', "line 2: no 'text', 'prompt'+'completion', 'messages' or 'input_ids' field"),
     ('{"text": "the cat"}\n{"messages": [{"role": "user", "content": "x"}]}\n', "line 2: a 'messages' row"),
     ('{"text": "a", "images": ["missing.png"]}\n', "line 1: image"),
     ('{"text": "a", "images": [{"width": 0, "height": 5}]}\n', "line 1: image width and height"),
@@ -183,3 +183,34 @@ def test_plot_writes_the_histogram(tmp_path, tokenizer):
     red = sum(n for n, c in colors if c[0] > 150 and c[1] < 110 and c[2] < 110)
     blue = sum(n for n, c in colors if c[2] > 150 and c[0] < 120)
     assert red > 300 and blue > 3000            # the p99 / max lines, the bars
+
+
+def test_a_one_gib_single_line_is_refused_in_one_line_and_bounded_memory(tmp_path, tokenizer):
+    """Acceptance: a 1 GB single line (a sparse file: no disk is spent) gets one line naming the file and line,
+    from `scan` and from `check --data`, and the process never holds the line (peak RSS far below 1 GiB)."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "huge.jsonl"
+    with open(path, "wb") as f:
+        f.write(b'{"text": "')
+        f.seek(2**30)
+        f.write(b'"}\n')
+    assert path.stat().st_size > 2**30
+    run = ("import resource, sys; from planner.cli import main; rc = main(sys.argv[1:]); "
+           "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); sys.exit(rc)")
+    for args in (["scan", str(path), "--tokenizer", tokenizer[0]],
+                 ["check", "--model", "qwen2.5-0.5b", "--gpu", "h100", "--micro-batch", "1", "--data", str(path),
+                  "--tokenizer", tokenizer[0]]):
+        r = subprocess.run([sys.executable, "-c", run, *args], capture_output=True, text=True, timeout=300, check=False)
+        one_line_error(r, f"{str(path)!r} line 1: longer than {read.MAX_LINE_BYTES >> 20} MiB")
+        assert int(r.stdout.split()[-1]) * 1024 < 600 * 2**20, r.stdout      # ru_maxrss is in KiB on Linux
+
+
+def test_pre_tokenized_rows_need_no_tokenizer(tmp_path):
+    """{"input_ids": [...]} rows, as the bundled trainer reads them: their lengths, with no tokenizer."""
+    data = _jsonl(tmp_path / "ids.jsonl", [{"input_ids": list(range(n))} for n in (3, 40, 7)])
+    got = scan(data, None)
+    assert list(got.text) == [3, 40, 7] and got.kind == "input_ids"
+    with pytest.raises(BadInput, match="line 2: 'input_ids' is not a list of integers"):
+        scan(_jsonl(tmp_path / "bad.jsonl", [{"input_ids": [1]}, {"input_ids": "12"}]), None)
