@@ -37,13 +37,13 @@ def test_peak_allocated_is_within_3_percent_of_max_memory_allocated_on_the_small
 
 
 def test_no_measured_peak_is_more_than_3_percent_over_its_prediction(rep):
-    """Every row, the large models' included (accuracy-large, 8 of its rows measured on 2026-11-22): the planner
+    """Every row, the large models' included (accuracy-large: 12 of its 23 rows run on 2026-11-22 ran): the planner
     never predicts less than 97% of what was allocated (the
     largest shortfall is GPT-2 medium's 2.98%). It over-predicts the larger models, up to 35% (Gemma-2-2B
     in pure bf16 without checkpointing, 46.4 GiB measured, 71.6 predicted; Qwen2.5-VL-3B 14%): conservative,
     and a finding this test keeps in view (its rows are the README's table)."""
     a = rep["accuracy"]
-    assert a["rows"] == 32
+    assert a["rows"] == 36
     assert max(t[-1] for t in a["table"]) <= 0.03, max(a["table"], key=lambda t: t[-1])
     assert a["median_abs_error"] <= 0.01 and a["max_abs_error"] > 0.3     # the finding, until the model is fixed
 
@@ -69,3 +69,16 @@ def test_the_calibration_file_is_what_apply_makes_of_the_results(tmp_path):
     committed = json.loads((ROOT / "planner" / "catalog" / "calibration" / "h100-80gb.json").read_text())
     assert made == committed
     assert committed["driver_reserved_bytes"] == 506724352 and committed["fragmentation_fraction"] > 0.06
+
+
+def test_every_large_model_step_that_ran_out_of_memory_is_declared_not_fitting():
+    """accuracy-large's 11 out-of-memory rows (Llama-3.1-8B's 7, Gemma-2-2B's 3, one Qwen2.5-VL-3B) on one H100."""
+    from planner import advise
+
+    rows = [r for r in json.loads((RESULTS / "accuracy-large.json").read_text())["rows"] if r["status"] == "oom"]
+    assert len(rows) == 11
+    for r in rows:
+        req = advise.parse(advise.CheckRequest, {"model": r["model"], "gpu": "h100", "micro_batch": r["micro_batch"],
+                                                  "seq_len": r["seq_len"], "precision": r["precision"],
+                                                  "checkpointing": r["checkpointing"], "evidence": "analytic"})
+        assert not advise.check(req).plan.fits, r
