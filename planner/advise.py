@@ -22,6 +22,7 @@ from planner.memory import Setup
 from planner.modelspec import ModelSpec, from_config
 from planner.search import DEFAULT_MARGIN, Space, budget_plan, make_plan, search
 from planner.spec import (
+    FSDP_MODES,
     MAX_GLOBAL_BATCH,
     MAX_GPUS_PER_NODE,
     MAX_GRAD_ACCUM,
@@ -31,6 +32,7 @@ from planner.spec import (
     MAX_SEQ_LEN,
     MIN_INTER_NODE_GBPS,
     Checkpointing,
+    Fsdp,
     Goal,
     Hardware,
     Knobs,
@@ -97,6 +99,8 @@ class SuggestRequest(Target):
     zero: list[Literal[0, 1, 2, 3]] = Field(default_factory=lambda: [0, 1, 2, 3], min_length=1, max_length=4)
     offload: list[Offload] = Field(default_factory=lambda: ["none", "optimizer", "optimizer+params"],
                                    min_length=1, max_length=3)
+    fsdp: list[Fsdp] = Field(default_factory=lambda: list(FSDP_MODES), min_length=1, max_length=4, description=(
+        "FSDP2 sharding to consider beside the ZeRO stages (off = ZeRO or DDP only; hybrid needs nodes > 1)"))
     top: int = Field(default=10, ge=1, le=100)
 
 
@@ -107,6 +111,7 @@ class CheckRequest(Target):
     checkpointing: Checkpointing = "off"
     zero: Literal[0, 1, 2, 3] = 0
     offload: Offload = "none"
+    fsdp: Fsdp = Field(default="off", description="FSDP2 full / grad-op / hybrid sharding instead of ZeRO")
 
 
 class _Result(BaseModel):
@@ -310,7 +315,7 @@ def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | N
     model, hw, goal, fit = resolve(req, req.global_batch, resolver, scanner)
     batches = token_batches(req, goal, hw, fit)
     space = Space(precision=list(req.precision), checkpointing=list(req.checkpointing), zero=list(req.zero),
-                  offload=list(req.offload), optimizer=req.optimizer, lora_rank=req.lora_rank)
+                  offload=list(req.offload), optimizer=req.optimizer, lora_rank=req.lora_rank, fsdp=list(req.fsdp))
     cal = calibrator(req, model, store, probes)
     with status(f"planning with {req.evidence} evidence"):
         result = search(model, hw, goal, space, top=req.top, calibrate=cal, batches=batches)
@@ -332,10 +337,14 @@ def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | N
 def knobs_of(req: CheckRequest | ProbeRequest, precision: str) -> Knobs:
     """A one-configuration request's knobs (its `zero` is Knobs' `zero_stage`), every rule checked."""
     return Knobs.make(precision=precision, checkpointing=req.checkpointing, zero_stage=req.zero,
-                      offload=req.offload, optimizer=req.optimizer, lora_rank=req.lora_rank)
+                      offload=req.offload, optimizer=req.optimizer, lora_rank=req.lora_rank,
+                      fsdp=getattr(req, "fsdp", "off"))
 
 
 def check_knobs(req: CheckRequest, hw: Hardware) -> Knobs:
+    if req.fsdp == "hybrid" and hw.nodes == 1:
+        raise BadInput("--fsdp hybrid shards within a node and replicates across nodes: it needs --nodes 2 or more "
+                       "(on one node, use --fsdp full)", "fsdp")
     return knobs_of(req, req.precision or ("bf16" if hw.gpu.bf16_tflops > 0 else "fp16"))
 
 

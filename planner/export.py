@@ -16,20 +16,71 @@ from planner.spec import Hardware, Knobs, Plan
 HF_OPTIM = {"adamw": "adamw_torch", "adamw-fused": "adamw_torch_fused", "sgd": "sgd",
             "adafactor": "adafactor", "adamw-8bit": "adamw_bnb_8bit"}
 DS_CONFIG_NAME = "ds_config.json"
+FSDP_CONFIG_NAME = "fsdp_config.json"
+# The FSDP unit per model_type: transformers' decoder-layer (and vision-block) classes, each model class's
+# `_no_split_modules` (tests/planner/test_export.py checks them against the installed transformers)
+FSDP_WRAP = {"gpt2": ["GPT2Block"], "llama": ["LlamaDecoderLayer"], "gemma2": ["Gemma2DecoderLayer"],
+             "gemma3_text": ["Gemma3DecoderLayer"], "mistral": ["MistralDecoderLayer"], "phi3": ["Phi3DecoderLayer"],
+             "qwen2": ["Qwen2DecoderLayer"], "qwen3": ["Qwen3DecoderLayer"],
+             "qwen2_5_vl": ["Qwen2_5_VLDecoderLayer", "Qwen2_5_VLVisionBlock"],
+             "internvl": ["InternVLVisionLayer"]}     # + its language model's, by text_config's model_type
+HF_FSDP = {"full": "full_shard auto_wrap", "grad-op": "shard_grad_op auto_wrap", "hybrid": "hybrid_shard auto_wrap"}
 TRAIN_SCRIPT = "train.py"  # the user's HF-Trainer-style script
 
 
-def hf_args(plan: Plan) -> dict:
-    """TrainingArguments fields; bf16-pure means loading the model in bf16 without autocast."""
+def hf_args(plan: Plan, model: ModelSpec | None = None) -> dict:
+    """TrainingArguments fields; bf16-pure means loading the model in bf16 without autocast. FSDP plans: `fsdp` and
+    its `fsdp_config` (FSDP2; checkpointing through FSDP's own activation checkpointing, as transformers asks)."""
+    fsdp = plan.fsdp is not None
     args = {"per_device_train_batch_size": plan.micro_batch,
             "gradient_accumulation_steps": plan.grad_accum,
-            "gradient_checkpointing": plan.checkpointing == "full",
+            "gradient_checkpointing": plan.checkpointing == "full" and not fsdp,
             "bf16": plan.precision == "bf16", "fp16": plan.precision == "fp16",
             "optim": HF_OPTIM[plan.optimizer],
             "deepspeed": DS_CONFIG_NAME if plan.zero_stage >= 1 else None}
-    if plan.checkpointing == "full":
+    if plan.checkpointing == "full" and not fsdp:
         args["gradient_checkpointing_kwargs"] = {"use_reentrant": False}
+    if fsdp:
+        args["fsdp"] = HF_FSDP[plan.fsdp] + (" offload" if plan.offload != "none" else "")
+        args["fsdp_config"] = fsdp_config(plan, model)
     return args
+
+
+def fsdp_config(plan: Plan, model: ModelSpec | None) -> dict:
+    """HF's fsdp_config for an FSDP2 plan (transformers TrainingArguments._process_fsdp_args reads it)."""
+    cfg = {"version": 2, "reshard_after_forward": plan.fsdp != "grad-op",
+           "activation_checkpointing": plan.checkpointing == "full", "cpu_ram_efficient_loading": True,
+           "state_dict_type": "SHARDED_STATE_DICT", "cpu_offload": plan.offload != "none"}
+    if model is not None and wrap_classes(model):
+        cfg["transformer_layer_cls_to_wrap"] = wrap_classes(model)
+    return cfg
+
+
+def wrap_classes(model: ModelSpec) -> list[str]:
+    """The model's FSDP units: its own layer classes, and a VLM's language-model layers (text_config)."""
+    own = list(FSDP_WRAP.get(model.model_type, []))
+    text = (model.config.get("text_config") or {}).get("model_type")
+    return own + [c for c in FSDP_WRAP.get(text, []) if c not in own]
+
+
+def accelerate_config(plan: Plan, hw: Hardware, model: ModelSpec | None) -> dict | None:
+    """An accelerate config (`accelerate launch --config_file`) for an FSDP2 plan; None otherwise."""
+    if plan.fsdp is None:
+        return None
+    f = fsdp_config(plan, model)
+    fsdp = {"fsdp_version": 2, "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+            "fsdp_reshard_after_forward": f["reshard_after_forward"], "fsdp_offload_params": f["cpu_offload"],
+            "fsdp_state_dict_type": f["state_dict_type"], "fsdp_cpu_ram_efficient_loading": True,
+            "fsdp_activation_checkpointing": f["activation_checkpointing"]}
+    if "transformer_layer_cls_to_wrap" in f:
+        fsdp["fsdp_transformer_layer_cls_to_wrap"] = ",".join(f["transformer_layer_cls_to_wrap"])
+    cfg = {"compute_environment": "LOCAL_MACHINE", "distributed_type": "FSDP", "fsdp_config": fsdp,
+           "mixed_precision": "bf16" if plan.precision == "bf16" else "no", "num_machines": hw.nodes,
+           "num_processes": hw.world_size, "machine_rank": 0, "main_training_function": "main", "use_cpu": False}
+    if plan.fsdp == "hybrid":       # HSDP: replicate across nodes, shard within one (accelerate's ParallelismConfig)
+        cfg["parallelism_config"] = {"parallelism_config_dp_replicate_size": hw.nodes,
+                                     "parallelism_config_dp_shard_size": hw.gpus_per_node}
+    return cfg
 
 
 def deepspeed_config(plan: Plan, model: ModelSpec) -> dict | None:
@@ -75,7 +126,7 @@ def deepspeed_config_for(k: Knobs, micro_batch: int, grad_accum: int, world: int
 def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME) -> list[str]:
     a = ["--per_device_train_batch_size", str(plan.micro_batch),
          "--gradient_accumulation_steps", str(plan.grad_accum), "--optim", HF_OPTIM[plan.optimizer]]
-    if plan.checkpointing == "full":
+    if plan.checkpointing == "full" and plan.fsdp is None:     # FSDP: its own activation checkpointing
         a.append("--gradient_checkpointing")
     if plan.precision in ("bf16", "fp16"):
         a.append("--" + plan.precision)
@@ -85,6 +136,9 @@ def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME) -> list[str]:
         a += ["--use_peft", "--lora_r", str(plan.lora_rank), "--lora_target_modules", "all-linear"]
     if plan.zero_stage >= 1:
         a += ["--deepspeed", ds_path]
+    if plan.fsdp is not None:
+        a += ["--fsdp", HF_FSDP[plan.fsdp] + (" offload" if plan.offload != "none" else ""),
+              "--fsdp_config", FSDP_CONFIG_NAME]
     return a
 
 
@@ -140,7 +194,8 @@ def check_emit_dir(out_dir: str) -> None:
 
 
 def emit(plan: Plan, hw: Hardware, model: ModelSpec, out_dir: str) -> list[Path]:
-    """Write ds_config.json (ZeRO plans), train_args.json and launch.sbatch for a plan."""
+    """Write ds_config.json (ZeRO plans), fsdp_config.json and accelerate_config.yaml (FSDP plans), train_args.json
+    and launch.sbatch for a plan."""
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     written = []
@@ -148,8 +203,24 @@ def emit(plan: Plan, hw: Hardware, model: ModelSpec, out_dir: str) -> list[Path]
     if ds is not None:
         written.append(d / DS_CONFIG_NAME)
         written[-1].write_text(json.dumps(ds, indent=2) + "\n")
+    if plan.fsdp is not None:
+        written.append(d / FSDP_CONFIG_NAME)
+        written[-1].write_text(json.dumps(fsdp_config(plan, model), indent=2) + "\n")
+        written.append(d / "accelerate_config.yaml")
+        written[-1].write_text(yaml_text(accelerate_config(plan, hw, model)))
     written.append(d / "train_args.json")
-    written[-1].write_text(json.dumps(hf_args(plan), indent=2) + "\n")
+    written[-1].write_text(json.dumps(hf_args(plan, model), indent=2) + "\n")
     written.append(d / "launch.sbatch")
     written[-1].write_text(sbatch(plan, hw))
     return written
+
+
+def yaml_text(cfg: dict, indent: int = 0) -> str:
+    """A flat-or-nested dict of scalars as YAML (what accelerate's config files hold); JSON scalars are YAML."""
+    lines = []
+    for k, v in cfg.items():
+        if isinstance(v, dict):
+            lines.append(" " * indent + f"{k}:\n" + yaml_text(v, indent + 2).rstrip("\n"))
+        else:
+            lines.append(" " * indent + f"{k}: {json.dumps(v)}")
+    return "\n".join(lines) + "\n"

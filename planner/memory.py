@@ -26,11 +26,11 @@ The peak is the largest of three moments of a steady-state step (after the first
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 
 from planner import activations as act
-from planner import calibration
+from planner import calibration, fsdp
 from planner.modelspec import ModelSpec
 from planner.spec import MIB, Knobs, MemoryBreakdown
 
@@ -79,6 +79,8 @@ def frozen_params(s: Setup) -> int:
 def activation_profile(k: Knobs) -> str:
     if k.precision == "fp32":
         return "fp32"
+    if k.fsdp != "off":     # MixedPrecisionPolicy casts the unsharded parameters: the module runs in bf16
+        return "half"
     return "amp" if k.zero_stage == 0 and k.precision in ("fp16", "bf16") and k.lora_rank == 0 else "half"
 
 
@@ -99,6 +101,8 @@ def params_bytes(s: Setup) -> int:
     """Model weights resident on the GPU (ZeRO-3: this rank's partition; with param offload: none)."""
     k = s.knobs
     total = trainable_params(s) * trainable_weight_bytes_per_param(k) + frozen_params(s) * frozen_weight_bytes_per_param(k)
+    if k.fsdp != "off":
+        return fsdp.sharded(s, total)
     if k.zero_stage == 3:
         return 0 if k.offload == "optimizer+params" else total // s.world_size
     return total
@@ -143,10 +147,12 @@ def optimizer_bytes(s: Setup) -> int:
     if k.zero_stage == 0:
         sb = trainable_weight_bytes_per_param(k)
         if k.optimizer == "adafactor":
-            return adafactor_state_elements(s) * sb
-        if k.optimizer == "adamw-8bit":
-            return adamw_8bit_state_bytes(s)
-        return int(T * optimizer_state_bytes_per_param(k.optimizer, sb))
+            whole = adafactor_state_elements(s) * sb
+        elif k.optimizer == "adamw-8bit":
+            whole = adamw_8bit_state_bytes(s)
+        else:
+            whole = int(T * optimizer_state_bytes_per_param(k.optimizer, sb))
+        return fsdp.sharded(s, whole) if k.fsdp != "off" else whole
     if k.offload != "none":
         return 0
     return int(T * (4 + optimizer_state_bytes_per_param(k.optimizer, 4))) // s.world_size
@@ -164,6 +170,8 @@ def reduce_bucket_elements(s: Setup) -> int:
 def gradients_bytes(s: Setup) -> int:
     """All gradients this rank holds once backward is done (zero 0/1: full; 2/3: its partition)."""
     k, T, g = s.knobs, trainable_params(s), grad_bytes_per_param(s.knobs)
+    if k.fsdp != "off":
+        return fsdp.sharded(s, T * g)
     if k.zero_stage == 0:
         return T * g
     if k.zero_stage == 1:
@@ -176,9 +184,16 @@ def comm_bucket_bytes(s: Setup) -> int:
     does not set gradient_as_bucket_view) for world > 1, DeepSpeed's contiguous reduce buckets
     (two with overlap_comm at stage 2, one at stages 1 and 3)."""
     k, g = s.knobs, grad_bytes_per_param(s.knobs)
+    if k.fsdp != "off":     # reduce-scatter buffers are per unit, in backward: fsdp.backward_temp_bytes
+        return 0
     if k.zero_stage == 0:
         return trainable_params(s) * g if s.world_size > 1 else 0
     return {1: 1, 2: 2, 3: 1}[k.zero_stage] * reduce_bucket_elements(s) * g
+
+
+def gathered_params_bytes(s: Setup) -> int:
+    """Parameters gathered while their module runs: ZeRO-3's, or FSDP's unsharded units."""
+    return fsdp.unsharded_params_bytes(s) if s.knobs.fsdp != "off" else zero3_live_params_bytes(s)
 
 
 def zero3_live_params_bytes(s: Setup) -> int:
@@ -206,6 +221,8 @@ def optimizer_step_temp_bytes(s: Setup) -> int:
     if k.zero_stage >= 1:
         return 0 if k.offload != "none" else 4 * T // s.world_size
     sb = trainable_weight_bytes_per_param(k)
+    if k.fsdp != "off":     # the step runs on the shards (on the host with offload)
+        return 0 if k.offload != "none" or k.optimizer != "adamw" else fsdp.sharded(s, T * sb)
     if k.optimizer == "adamw":
         return T * sb
     if k.optimizer == "adafactor":
@@ -241,7 +258,7 @@ def backward_start_temp_bytes(s: Setup) -> int:
     live = s.model.text.layers if s.knobs.checkpointing == "off" else 1
     return (act.logits_loss_bytes(t, s.micro_batch, s.seq_len, p)
             + act.attention_mask_bytes(t, s.micro_batch, s.seq_len, p)
-            + autocast_weight_copy_bytes(s, live) + zero3_live_params_bytes(s))
+            + autocast_weight_copy_bytes(s, live) + gathered_params_bytes(s))
 
 
 def last_layer_activations_bytes(s: Setup) -> int:
@@ -256,7 +273,7 @@ def last_layer_activations_bytes(s: Setup) -> int:
 def head_grad_bytes(s: Setup) -> int:
     """Gradients that exist once backward has passed the lm_head and the final norm (the head's
     gradient, or the tied embedding's), counted when gradients are not already all live."""
-    if s.lora or s.knobs.zero_stage >= 2:
+    if s.lora or s.knobs.zero_stage >= 2 or s.knobs.fsdp != "off":
         return 0
     m = s.model
     head = sum(t.numel for t in m.tensors if t.role in ("head", "norm"))
@@ -272,7 +289,7 @@ def last_layer_temp_bytes(s: Setup) -> int:
     r, _ = act.saved_dtype_bytes(p)
     live = t.layers if s.knobs.checkpointing == "off" else 1
     return (act.attention_mask_bytes(t, s.micro_batch, s.seq_len, p) + autocast_weight_copy_bytes(s, live)
-            + zero3_live_params_bytes(s) + r * s.micro_batch * s.seq_len * t.hidden
+            + gathered_params_bytes(s) + fsdp.backward_temp_bytes(s, end=False) + r * s.micro_batch * s.seq_len * t.hidden
             + act.mlp_backward_transient_bytes(t, s.micro_batch, s.seq_len, p))
 
 
@@ -294,7 +311,7 @@ def end_of_backward_temp_bytes(s: Setup) -> int:
     t, p = s.model.text, activation_profile(s.knobs)
     transient = largest_trainable_matrix_params(s) * grad_bytes_per_param(s.knobs)
     layer = act.layer_bytes(t, s.micro_batch, s.seq_len, p) + transient + autocast_weight_copy_bytes(s, 1)
-    return max(layer, tied_embedding_grad_transient_bytes(s)) + zero3_live_params_bytes(s)
+    return max(layer, tied_embedding_grad_transient_bytes(s)) + gathered_params_bytes(s) + fsdp.backward_temp_bytes(s, end=True)
 
 
 def overhead_bytes(s: Setup, peak_allocated: int) -> int:
@@ -327,6 +344,10 @@ def host_offload_bytes_per_node(s: Setup) -> int:
     k, T = s.knobs, trainable_params(s)
     if k.offload == "none":
         return 0
+    if k.fsdp != "off":
+        unsharded = replace(s, knobs=k.model_copy(update={"fsdp": "off", "offload": "none"}))
+        states = params_bytes(unsharded) + gradients_bytes(unsharded) + optimizer_bytes(unsharded)
+        return fsdp.host_offload_bytes_per_rank(s, states) * s.gpus_per_node
     per_rank = int(T * (4 + optimizer_state_bytes_per_param(k.optimizer, 4) + 4)) // s.world_size
     if k.offload == "optimizer+params":
         per_rank += (T * 2 + frozen_params(s) * frozen_weight_bytes_per_param(k)) // s.world_size
@@ -342,7 +363,7 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
     acts = activations_bytes(s)
     backward_temp = backward_start_temp_bytes(s)
     if activation_side is not None:
-        acts, backward_temp = activation_side[0], activation_side[1] + zero3_live_params_bytes(s)
+        acts, backward_temp = activation_side[0], activation_side[1] + gathered_params_bytes(s)
     accumulated = grads_full if s.grad_accum > 1 else 0
     phases = {
         "backward": (accumulated, acts, backward_temp),
@@ -361,6 +382,7 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
     detail = {"gradient_buffers_bytes": buckets, "logits_loss_bytes": act.logits_loss_bytes(s.model.text, s.micro_batch, s.seq_len,
                                                                   activation_profile(s.knobs)),
               "saved_activations_bytes": acts, "zero3_live_params_bytes": zero3_live_params_bytes(s),
+              "fsdp_unsharded_params_bytes": fsdp.unsharded_params_bytes(s),
               "optimizer_step_temp_bytes": optimizer_step_temp_bytes(s),
               "model_states_bytes": params + grads_full + buckets + opt}
     return MemoryBreakdown(

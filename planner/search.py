@@ -30,6 +30,7 @@ class Space:
     offload: list[str] = field(default_factory=lambda: ["none", "optimizer", "optimizer+params"])
     optimizer: str = "adamw"
     lora_rank: int = 0
+    fsdp: list[str] = field(default_factory=lambda: ["off"])
 
 
 @dataclass
@@ -55,9 +56,11 @@ def check_global_batch(global_batch: int, world: int) -> None:
 def families(space: Space, hw: Hardware) -> list[Knobs]:
     precisions = space.precision or (["bf16"] if hw.gpu.bf16_tflops > 0 else ["fp16"])
     out = []
-    for p, c, z, o in product(precisions, space.checkpointing, space.zero, space.offload):
+    for p, c, z, o, f in product(precisions, space.checkpointing, space.zero, space.offload, space.fsdp):
         kw = {"precision": p, "checkpointing": c, "zero_stage": z, "offload": o, "optimizer": space.optimizer,
-              "lora_rank": space.lora_rank}
+              "lora_rank": space.lora_rank, "fsdp": f}
+        if f == "hybrid" and hw.nodes == 1 or f != "off" and hw.world_size == 1 and o == "none":
+            continue    # hybrid is full sharding on one node; one GPU shards nothing (unless it offloads)
         if Knobs.allowed(**kw):     # the combination rules live in Knobs alone
             out.append(Knobs(**kw))
     return out
@@ -112,14 +115,15 @@ def make_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_ba
     t = step_time(s, hw)
     plan = Plan(micro_batch=micro_batch, grad_accum=accum, world_size=world, global_batch=goal.global_batch,
                 precision=knobs.precision, checkpointing=knobs.checkpointing, zero_stage=knobs.zero_stage,
-                offload=knobs.offload, optimizer=knobs.optimizer, lora_rank=knobs.lora_rank, memory=mem,
+                offload=knobs.offload, optimizer=knobs.optimizer, lora_rank=knobs.lora_rank,
+                fsdp=None if knobs.fsdp == "off" else knobs.fsdp, memory=mem,
                 fits=False, step_time_s=round(t.total_s, 6),
                 tokens_per_s=round(tokens_per_second(s, hw, t), 1), evidence=evidence)
     usable = int(hw.gpu.capacity_bytes * (1 - goal.margin))
     plan.reason = measured_reason or rejection_reason(plan, hw, usable)
     plan.fits = plan.reason is None
-    plan.launch = Launch(hf_args=export.hf_args(plan), deepspeed_config=export.deepspeed_config(plan, model),
-                         command=export.command(plan, hw))
+    plan.launch = Launch(hf_args=export.hf_args(plan, model), deepspeed_config=export.deepspeed_config(plan, model),
+                         command=export.command(plan, hw), accelerate_config=export.accelerate_config(plan, hw, model))
     return plan
 
 

@@ -14,6 +14,7 @@ Precision = Literal["fp32", "fp16", "bf16", "bf16-pure"]
 Checkpointing = Literal["off", "full"]
 Offload = Literal["none", "optimizer", "optimizer+params"]
 Optimizer = Literal["adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit"]
+Fsdp = Literal["off", "full", "grad-op", "hybrid"]
 Evidence = Literal["analytic", "simulated", "measured"]
 
 # Below this the step-time model's bandwidth underflows to zero (found by schemathesis: 5e-324 Gb/s).
@@ -23,6 +24,7 @@ CHECKPOINTING: tuple[str, ...] = ("off", "full")
 ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
 OFFLOADS: tuple[str, ...] = ("none", "optimizer", "optimizer+params")
 OPTIMIZERS: tuple[str, ...] = ("adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit")
+FSDP_MODES: tuple[str, ...] = ("off", "full", "grad-op", "hybrid")
 
 GIB = 2**30
 MIB = 2**20
@@ -101,9 +103,12 @@ class Knobs(_Frozen):
     offload: Offload = "none"
     optimizer: Optimizer = "adamw"
     lora_rank: int = Field(ge=0, le=MAX_LORA_RANK, default=0)
+    fsdp: Fsdp = "off"      # FSDP2 fully_shard (planner/fsdp.py): full, grad-op (no reshard after forward), hybrid
 
     @model_validator(mode="after")
     def _combination_rules(self) -> Knobs:
+        if self.fsdp != "off":
+            return self._fsdp_rules()
         if self.offload != "none" and self.zero_stage == 0:
             raise BadInput(f"--offload {self.offload} needs DeepSpeed: use --zero 1, 2 or 3", "offload")
         if self.offload == "optimizer+params" and self.zero_stage != 3:
@@ -112,6 +117,18 @@ class Knobs(_Frozen):
         if self.precision == "bf16-pure" and self.zero_stage != 0:
             raise BadInput("--precision bf16-pure runs without DeepSpeed (--zero 0); DeepSpeed keeps fp32 master "
                            "weights", "precision")
+        return self
+
+    def _fsdp_rules(self) -> Knobs:
+        if self.zero_stage:
+            raise BadInput(f"--fsdp {self.fsdp} with --zero {self.zero_stage}: a plan uses ZeRO or FSDP, not both",
+                           "fsdp")
+        if self.offload == "optimizer":
+            raise BadInput("--offload optimizer with --fsdp: FSDP2's CPUOffloadPolicy moves parameters, gradients and "
+                           "optimizer states together; use --offload optimizer+params", "offload")
+        if self.precision == "fp16":
+            raise BadInput("--precision fp16 with --fsdp: FSDP plans run bf16 (fp32 shards, bf16 compute), bf16-pure "
+                           "or fp32", "precision")
         return self
 
     @classmethod
@@ -136,6 +153,11 @@ class Knobs(_Frozen):
         probes run one process, so zero 0 only."""
         if backend not in PROBE_BACKENDS:
             raise BadInput(f"--backend {backend!r}: accepted values are {', '.join(PROBE_BACKENDS)}", "backend")
+        if self.fsdp != "off":      # one rank's trace: FSDP2 runs the module in the compute dtype (bf16-pure's)
+            if backend != "sim":
+                raise BadInput(f"--backend {backend} runs one process; for FSDP plans use --backend sim", "fsdp")
+            return Knobs(precision="fp32" if self.precision == "fp32" else "bf16-pure",
+                         checkpointing=self.checkpointing, optimizer=self.optimizer, lora_rank=self.lora_rank)
         if backend != "sim":
             if self.zero_stage:
                 raise BadInput(f"--backend {backend} runs zero 0 (one process); for ZeRO stages use --backend sim",
@@ -211,6 +233,7 @@ class Launch(BaseModel):
     deepspeed_config: dict | None
     command: str
     note: str | None = None
+    accelerate_config: dict | None = None       # FSDP plans: an accelerate config file's contents
 
 
 class Plan(BaseModel):
@@ -224,6 +247,7 @@ class Plan(BaseModel):
     offload: Offload
     optimizer: Optimizer
     lora_rank: int
+    fsdp: Literal["full", "grad-op", "hybrid"] | None = None
     memory: MemoryBreakdown
     fits: bool
     reason: str | None = None
@@ -242,7 +266,12 @@ class Plan(BaseModel):
         return self
 
     @property
+    def sharding(self) -> str:
+        """DDP, ZeRO-N or FSDP <mode>: what shards this plan's states (tables and headlines)."""
+        return f"FSDP {self.fsdp}" if self.fsdp else f"ZeRO-{self.zero_stage}" if self.zero_stage else "DDP"
+
+    @property
     def knobs(self) -> Knobs:
         return Knobs(precision=self.precision, checkpointing=self.checkpointing,
                      zero_stage=self.zero_stage, offload=self.offload,
-                     optimizer=self.optimizer, lora_rank=self.lora_rank)
+                     optimizer=self.optimizer, lora_rank=self.lora_rank, fsdp=self.fsdp or "off")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner import calibration
+from planner import calibration, fsdp
 from planner.memory import Setup, frozen_params, trainable_params
 from planner.spec import Hardware
 
@@ -76,8 +76,27 @@ def _ring(n: int) -> float:
     return (n - 1) / n if n > 1 else 0.0
 
 
+def fsdp_comm_bytes_per_step(s: Setup) -> tuple[float, int]:
+    """FSDP2 per micro-step: each unit's parameters all-gathered in forward and again in backward (not under
+    grad-op, which keeps them), its gradients reduce-scattered in backward (compute and reduce dtypes); HSDP
+    also all-reduces the shard's gradients across the replicas (nodes) once a step."""
+    k, A = s.knobs, s.grad_accum
+    n = s.gpus_per_node if k.fsdp == "hybrid" else s.world_size
+    W = (trainable_params(s) + frozen_params(s)) * fsdp.compute_bytes_per_param(k)
+    G = trainable_params(s) * fsdp.reduce_bytes_per_param(k)
+    gathers = 1 if k.fsdp == "grad-op" else 2
+    volume = A * _ring(n) * (gathers * W + G)
+    calls = A * (gathers + 1) * (s.model.text.layers + 1)
+    if k.fsdp == "hybrid":
+        volume += 2 * _ring(s.nodes) * G / n
+        calls += 1
+    return volume, calls
+
+
 def comm_bytes_per_step(s: Setup) -> tuple[float, int]:
     """(bytes each rank sends per optimizer step, collective calls per step)."""
+    if s.knobs.fsdp != "off":
+        return fsdp_comm_bytes_per_step(s)
     n, A, z = s.world_size, s.grad_accum, s.knobs.zero_stage
     g = 2 if s.knobs.precision != "fp32" else 4
     G = trainable_params(s) * (4 if z == 0 and s.knobs.precision != "bf16-pure" else g)
@@ -114,7 +133,9 @@ def step_time(s: Setup, hw: Hardware) -> StepTime:
     volume, calls = comm_bytes_per_step(s)
     comm = volume / bus_bandwidth_bytes_per_s(hw) + calls * COLLECTIVE_LATENCY_S
     backward_last = compute / s.grad_accum * 2 / 3
-    hidden = BACKWARD_OVERLAP * (backward_last if s.knobs.zero_stage <= 1 else compute * 2 / 3)
+    # FSDP overlaps each unit's all-gather with the unit before it, forward and backward (all but the first)
+    over = compute if s.knobs.fsdp != "off" else backward_last if s.knobs.zero_stage <= 1 else compute * 2 / 3
+    hidden = BACKWARD_OVERLAP * over
     exposed = max(comm - hidden, 0.1 * comm)
     return StepTime(compute, exposed, offload_seconds(s, hw))
 

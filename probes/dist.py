@@ -66,6 +66,8 @@ def compare_states(case: Case, world: int = 2, steps: int = 2) -> list[dict]:
     s = memory.Setup(from_config(case.config, "probe"), case.knobs, case.micro_batch, case.grad_accum,
                      case.seq_len, gpus_per_node=world)
     zero = case.knobs.zero_stage
+    if case.knobs.fsdp != "off":
+        return _compare_fsdp(case, s, world, steps)
     analytic = {"params": memory.params_bytes(s),
                 "states": memory.optimizer_bytes(s) + (memory.gradients_bytes(s) if zero == 3 else 0),
                 "buckets": memory.comm_bucket_bytes(s) if zero == 0 else 0}
@@ -78,6 +80,48 @@ def compare_states(case: Case, world: int = 2, steps: int = 2) -> list[dict]:
         rows.append({"rank": r["rank"], "world": world, "zero": zero, "precision": case.knobs.precision,
                      "measured": measured, "analytic": analytic, "losses": r["losses"]})
     return rows
+
+
+def _compare_fsdp(case: Case, s, world: int, steps: int) -> list[dict]:
+    """FSDP2: this rank's shards of parameters, gradients and optimizer states (their local tensors) after the
+    last step, against planner.memory's (sharded) params_bytes, gradients_bytes and optimizer_bytes."""
+    from planner import memory
+
+    analytic = {"params": memory.params_bytes(s), "grads": memory.gradients_bytes(s),
+                "states": memory.optimizer_bytes(s)}
+    return [{"rank": r["rank"], "world": world, "fsdp": case.knobs.fsdp, "precision": case.knobs.precision,
+             "measured": r["after_steps"][-1], "analytic": analytic, "losses": r["losses"]}
+            for r in measure_ranks(case, world, steps)]
+
+
+def fsdp_shards(model, optimizer) -> dict[str, int]:
+    """Bytes of this rank's local shards: parameters, gradients, optimizer states (DTensors' local tensors)."""
+    import torch
+
+    def local(t):
+        t = t.to_local() if hasattr(t, "to_local") else t
+        return t.numel() * t.element_size()
+
+    states = [v for st in optimizer.state.values() for v in st.values() if isinstance(v, torch.Tensor) and v.dim() > 0]
+    return {"params": sum(local(p) for p in model.parameters()),
+            "grads": sum(local(p.grad) for p in model.parameters() if p.grad is not None),
+            "states": sum(local(v) for v in states)}
+
+
+def shard_fsdp(model, k, world: int):
+    """FSDP2 as the plans run it: every decoder layer and the root are units; bf16 = fp32 shards computed in
+    bf16 with fp32 reduction (MixedPrecisionPolicy), bf16-pure and fp32 without a policy."""
+    import torch
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    mesh = init_device_mesh("cpu", (world,))
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if k.precision == "bf16" \
+        else MixedPrecisionPolicy()
+    for layer in model.model.layers:
+        fully_shard(layer, mesh=mesh, mp_policy=mp, reshard_after_forward=k.fsdp != "grad-op")
+    fully_shard(model, mesh=mesh, mp_policy=mp)
+    return model
 
 
 def resident_bytes(model, inner_optimizer) -> dict[str, int]:
@@ -147,6 +191,8 @@ def _rank_main(job_path: str, out_dir: str) -> None:
     batch = inputs(case, model.get_input_embeddings().num_embeddings)
     params = [p for p in model.parameters() if p.requires_grad]
     extra = {"ddp_buckets": 0}
+    if k.fsdp != "off":
+        return _fsdp_rank_main(job, case, model, batch, out_dir, rank, world)
     opt = make_optimizer(params, k.optimizer)
     if k.zero_stage == 0:
         from torch.nn.parallel import DistributedDataParallel
@@ -188,6 +234,31 @@ def _rank_main(job_path: str, out_dir: str) -> None:
         after_steps.append(resident_bytes(model, inner))
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(
         {"rank": rank, "world": world, **extra, "after_init": after_init, "after_steps": after_steps, "losses": losses}))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def _fsdp_rank_main(job: dict, case: Case, model, batch: dict, out_dir: str, rank: int, world: int) -> None:
+    import torch.distributed as dist
+
+    from recipe import make_optimizer
+
+    dist.init_process_group("gloo")
+    model = shard_fsdp(model, case.knobs, world)
+    opt = make_optimizer([p for p in model.parameters() if p.requires_grad], case.knobs.optimizer)
+    after_steps, losses = [], []
+    for _ in range(job["steps"]):
+        for micro in range(case.grad_accum):
+            model.set_requires_gradient_sync(micro == case.grad_accum - 1)
+            loss = model(**batch).loss / case.grad_accum
+            loss.backward()
+            losses.append(float(loss))
+            del loss
+        opt.step()
+        opt.zero_grad(set_to_none=False)        # HF and torchtitan keep the sharded gradients between steps
+        after_steps.append(fsdp_shards(model, opt))
+    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(
+        {"rank": rank, "world": world, "after_steps": after_steps, "losses": losses}))
     dist.barrier()
     dist.destroy_process_group()
 

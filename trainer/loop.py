@@ -68,6 +68,11 @@ class RunConfig:
             self.knobs = Knobs.make(**self.knobs)
         if self.max_tokens_per_micro_batch is not None:
             check_budget(self.max_tokens_per_micro_batch, self.seq_len)
+        if self.knobs.fsdp != "off":
+            from planner.errors import BadInput
+
+            raise BadInput(f"--fsdp {self.knobs.fsdp}: the bundled trainer does not run FSDP plans yet; run the plan's "
+                           "exported HF arguments or accelerate config (its launch command)", "fsdp")
 
     def to_json(self) -> dict:
         return {**asdict(self), "knobs": self.knobs.model_dump()}

@@ -6,7 +6,8 @@ const TERMS = [["params_bytes", "parameters", "#4e79a7"], ["grads_bytes", "gradi
   ["optimizer_bytes", "optimizer", "#e15759"], ["activations_bytes", "activations", "#76b7b2"],
   ["temp_bytes", "temporaries", "#59a14f"], ["overhead_bytes", "overhead", "#bab0ac"]];
 const CHOICES = {precision: [["fp32", "fp16", "bf16", "bf16-pure"], ["bf16"]], checkpointing: [["off", "full"], ["off", "full"]],
-  zero: [[0, 1, 2, 3], [0, 1, 2, 3]], offload: [["none", "optimizer", "optimizer+params"], ["none", "optimizer", "optimizer+params"]]};
+  zero: [[0, 1, 2, 3], [0, 1, 2, 3]], offload: [["none", "optimizer", "optimizer+params"], ["none", "optimizer", "optimizer+params"]],
+  fsdp: [["off", "full", "grad-op", "hybrid"], ["off", "full", "grad-op", "hybrid"]]};
 let last = null;
 
 function el(tag, attrs = {}, text = "") {
@@ -17,6 +18,7 @@ function el(tag, attrs = {}, text = "") {
   return e;
 }
 const gib = (b) => (b / GIB).toFixed(2);
+const sharding = (p) => (p.fsdp ? `FSDP ${p.fsdp}` : p.zero_stage ? `ZeRO-${p.zero_stage}` : "DDP");
 
 async function api(path, body) {
   const r = await fetch(path, body === undefined ? {} : {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
@@ -120,7 +122,7 @@ function body() {
   return {model: pasted ? JSON.parse(pasted) : $("#model").value, gpu: $("#gpu").value, gpus_per_node: num("gpus_per_node"),
     nodes: num("nodes"), global_batch: num("global_batch"), seq_len: data ? null : num("seq_len"), data,
     tokenizer: text("tokenizer"), precision: checked("precision"), checkpointing: checked("checkpointing"),
-    zero: checked("zero"), offload: checked("offload"), ...moreValues()};
+    zero: checked("zero"), offload: checked("offload"), fsdp: checked("fsdp"), ...moreValues()};
 }
 
 async function submit() {
@@ -148,9 +150,9 @@ async function render(req, out) {
   $("#title").textContent = `${out.model.name} on ${hw.world_size} x ${hw.gpu}, global batch ${out.goal.global_batch} x ${out.goal.seq_len} tokens: ` +
     (out.plans.length ? `${out.plans.length} plans fit` : "nothing fits");
   const tbody = $("#plans tbody");
-  tbody.replaceChildren(...out.plans.map((p, i) => row([i + 1, p.micro_batch, p.grad_accum, p.precision, p.checkpointing, p.zero_stage,
+  tbody.replaceChildren(...out.plans.map((p, i) => row([i + 1, p.micro_batch, p.grad_accum, p.precision, p.checkpointing, sharding(p),
     p.offload, gib(p.memory.device_total_bytes), gib(p.memory.headroom_bytes), Math.round(p.tokens_per_s), p.evidence])));
-  $("#rejected tbody").replaceChildren(...out.rejected.map((p) => row([p.precision, p.checkpointing, p.zero_stage, p.offload,
+  $("#rejected tbody").replaceChildren(...out.rejected.map((p) => row([p.precision, p.checkpointing, sharding(p), p.offload,
     gib(p.memory.device_total_bytes), p.reason])));
   $("#data-answer").hidden = !out.data;
   if (out.data) {
@@ -159,7 +161,7 @@ async function render(req, out) {
       `(row ${d.longest_row.toLocaleString()}); planned for ${d.planned_seq_len.toLocaleString()}` +
       (d.truncated_rows ? ` (max_length cuts ${d.truncated_rows.toLocaleString()} rows)` : "") +
       (best ? `; best plan: micro ${best.micro_batch} x accum ${best.grad_accum}, checkpointing ${best.checkpointing}, ` +
-        `ZeRO ${best.zero_stage}` + (best.token_batches ? `, micro-batches of at most ${best.token_batches.max_tokens_per_micro_batch.toLocaleString()} tokens` : "")
+        sharding(best) + (best.token_batches ? `, micro-batches of at most ${best.token_batches.max_tokens_per_micro_batch.toLocaleString()} tokens` : "")
         : "; nothing fits");
     $("#histogram").replaceChildren(histogram(d.histogram, d.planned_seq_len));
   }
@@ -173,7 +175,7 @@ async function render(req, out) {
   if (!best) await nothingFits(req, out);
   const ref = best || out.rejected[0];
   if (ref) {
-    $("#curve-title").textContent = `Memory against micro-batch: ${ref.precision}, checkpointing ${ref.checkpointing}, ZeRO ${ref.zero_stage}, offload ${ref.offload}`;
+    $("#curve-title").textContent = `Memory against micro-batch: ${ref.precision}, checkpointing ${ref.checkpointing}, ${sharding(ref)}, offload ${ref.offload}`;
     $("#curve").replaceChildren(curve(await curvePoints(req, out, ref), capacity, usable));
   }
 }
@@ -248,8 +250,9 @@ function histogram(hist, cap) {
 // node for offload; LoRA adapters; twice the nodes), each asked of the API itself.
 async function nothingFits(req, out) {
   $("#reasons").replaceChildren(...out.rejected.map((p) => el("li", {},
-    `${p.precision}, checkpointing ${p.checkpointing}, ZeRO ${p.zero_stage}, offload ${p.offload}: ${p.reason}`)));
-  const all = {precision: [], checkpointing: ["off", "full"], zero: [0, 1, 2, 3], offload: ["none", "optimizer", "optimizer+params"]};
+    `${p.precision}, checkpointing ${p.checkpointing}, ${sharding(p)}, offload ${p.offload}: ${p.reason}`)));
+  const all = {precision: [], checkpointing: ["off", "full"], zero: [0, 1, 2, 3], offload: ["none", "optimizer", "optimizer+params"],
+    fsdp: ["off", "full", "grad-op", "hybrid"]};
   const tries = [["every knob allowed", {...req, ...all}], ["2048 GiB host RAM per node", {...req, ...all, host_ram_gb: 2048}],
     ["LoRA rank 16", {...req, ...all, lora_rank: 16}],
     [`${2 * (req.nodes || 1)} nodes`, {...req, ...all, nodes: 2 * (req.nodes || 1)}]];   // same global batch
@@ -258,7 +261,7 @@ async function nothingFits(req, out) {
     if ((change === "LoRA rank 16" && req.lora_rank) || (change.includes("host RAM") && req.host_ram_gb >= 2048)) continue;
     const r = await api("/v1/plans", {...body, top: 1});
     const p = r.ok && r.data.plans[0];
-    if (p) rows.push(row([change, p.micro_batch, p.grad_accum, p.precision, p.checkpointing, p.zero_stage, p.offload,
+    if (p) rows.push(row([change, p.micro_batch, p.grad_accum, p.precision, p.checkpointing, sharding(p), p.offload,
       gib(p.memory.device_total_bytes), Math.round(p.tokens_per_s)]));
   }
   $("#nearest tbody").replaceChildren(...rows);
@@ -270,7 +273,7 @@ async function curvePoints(req, out, ref) {
   const mbs = [];
   for (let d = 1; d <= perRank && mbs.length < 12; d++) if (perRank % d === 0) mbs.push(d);
   const base = {model: req.model, gpu: req.gpu, gpus_per_node: req.gpus_per_node, nodes: req.nodes, seq_len: out.goal.seq_len,
-    precision: ref.precision, checkpointing: ref.checkpointing, zero: ref.zero_stage, offload: ref.offload,
+    precision: ref.precision, checkpointing: ref.checkpointing, zero: ref.zero_stage, offload: ref.offload, fsdp: ref.fsdp || "off",
     optimizer: ref.optimizer, lora_rank: ref.lora_rank, evidence: "analytic"};
   const answers = await Promise.all(mbs.map((mb) => api("/v1/check", {...base, micro_batch: mb, grad_accum: perRank / mb})));
   return answers.filter((a) => a.ok).map((a) => [a.data.plan.micro_batch, a.data.plan.memory.device_total_bytes]);

@@ -7,7 +7,7 @@ from planner import advise
 from planner.advise import CheckRequest
 from planner.cli import common
 from planner.cli.suggest import result_json
-from planner.spec import CHECKPOINTING, OFFLOADS, PRECISIONS, ZERO_STAGES, Plan
+from planner.spec import CHECKPOINTING, FSDP_MODES, OFFLOADS, PRECISIONS, ZERO_STAGES, Plan
 
 
 def register(sub) -> None:
@@ -20,6 +20,8 @@ def register(sub) -> None:
     p.add_argument("--checkpointing", type=common.one_of("--checkpointing", CHECKPOINTING), default="off")
     p.add_argument("--zero", type=common.one_of("--zero", ZERO_STAGES, int), default=0)
     p.add_argument("--offload", type=common.one_of("--offload", OFFLOADS), default="none")
+    p.add_argument("--fsdp", type=common.one_of("--fsdp", FSDP_MODES), default="off",
+                   help="FSDP2 instead of ZeRO: full, grad-op (no reshard after forward) or hybrid (HSDP)")
     p.add_argument("--plot", metavar="PNG", help="write the memory charts (this plan and alternatives, memory vs micro-batch)")
     common.add_evidence_args(p)
     p.set_defaults(run=run)
@@ -29,7 +31,7 @@ def gather(args: argparse.Namespace) -> tuple[dict, Plan, list[Plan], tuple]:
     """advise.check on the flags; (JSON object, plan, alternatives, (model, hardware, goal))."""
     req = common.request(CheckRequest, args, micro_batch=args.micro_batch, grad_accum=args.grad_accum,
                          precision=args.precision, checkpointing=args.checkpointing, zero=args.zero,
-                         offload=args.offload)
+                         offload=args.offload, fsdp=args.fsdp)
     result = advise.check(req, store=args.store, probes=common.probe_functions(), status=common.status,
                           scanner=common.scanner)
     return result_json(result), result.plan, result.suggestions, result.context
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         verdict = "fits" if plan.fits else f"does NOT fit: {plan.reason}"
         render.console.print(f"{out['model']['name']}{common.approximate(model, goal)}: micro {plan.micro_batch} x accum {plan.grad_accum} x "
                              f"world {plan.world_size} = {plan.global_batch}, {plan.precision}, checkpointing "
-                             f"{plan.checkpointing}, zero {plan.zero_stage}, offload {plan.offload} ({plan.evidence}): {verdict}")
+                             f"{plan.checkpointing}, {plan.sharding}, offload {plan.offload} ({plan.evidence}): {verdict}")
         for line in data_lines(data) if data else []:
             common.say_line(line)
         if plan.token_batches is not None:

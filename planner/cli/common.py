@@ -8,7 +8,7 @@ import sys
 
 from planner import hardware
 from planner.search import DEFAULT_MARGIN
-from planner.spec import CHECKPOINTING, OFFLOADS, OPTIMIZERS, PRECISIONS, ZERO_STAGES
+from planner.spec import CHECKPOINTING, FSDP_MODES, OFFLOADS, OPTIMIZERS, PRECISIONS, ZERO_STAGES
 
 
 def int_at_least(flag: str, low: int):
@@ -141,6 +141,7 @@ PRECISION_LIST = choice_list("--precision", PRECISIONS)
 CHECKPOINTING_LIST = choice_list("--checkpointing", CHECKPOINTING)
 ZERO_LIST = choice_list("--zero", ZERO_STAGES, int)
 OFFLOAD_LIST = choice_list("--offload", OFFLOADS)
+FSDP_LIST = choice_list("--fsdp", FSDP_MODES)
 def request(cls, args: argparse.Namespace, **fields):
     """An advise request from the parsed flags (the target's, named as advise.Target's fields, and `fields`):
     the API's bounds hold here too."""

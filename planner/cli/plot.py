@@ -33,7 +33,7 @@ def write(path: str, plans: list[Plan], ref: Plan, model, hw: Hardware, goal: Go
 
     title = f"{model.name} on {hw.world_size} x {hw.gpu.name}, global batch {goal.global_batch}"
     curve = curve_points(model, hw, goal, ref)
-    curve_label = f"{ref.precision}, checkpointing {ref.checkpointing}, ZeRO {ref.zero_stage}, offload {ref.offload}"
+    curve_label = f"{ref.precision}, checkpointing {ref.checkpointing}, {ref.sharding}, offload {ref.offload}"
     cap = hw.gpu.capacity_bytes / GIB
     usable = cap * (1 - goal.margin)
     fig, (bars, line) = plt.subplots(1, 2, figsize=(14, 5.5), dpi=100)

@@ -6,6 +6,7 @@ import argparse
 from planner import advise, export
 from planner.advise import SuggestRequest, SuggestResult
 from planner.cli import common
+from planner.spec import FSDP_MODES
 
 
 def register(sub) -> None:
@@ -18,6 +19,8 @@ def register(sub) -> None:
     p.add_argument("--checkpointing", type=common.CHECKPOINTING_LIST, default=["off", "full"])
     p.add_argument("--zero", type=common.ZERO_LIST, default=[0, 1, 2, 3])
     p.add_argument("--offload", type=common.OFFLOAD_LIST, default=["none", "optimizer", "optimizer+params"])
+    p.add_argument("--fsdp", type=common.FSDP_LIST, default=list(FSDP_MODES),
+                   help="FSDP2 sharding searched beside --zero (off: ZeRO/DDP only; hybrid needs --nodes 2+)")
     p.add_argument("--top", type=common.positive_int("--top"), default=10)
     common.add_evidence_args(p)
     p.add_argument("--plot", metavar="PNG", help="write the memory charts (terms per plan, memory vs micro-batch)")
@@ -28,7 +31,8 @@ def register(sub) -> None:
 def gather(args: argparse.Namespace) -> tuple[dict, SuggestResult, tuple]:
     """advise.suggest on the flags; (JSON object, result, (model, hardware, goal)) for printing."""
     req = common.request(SuggestRequest, args, global_batch=args.global_batch, precision=args.precision,
-                         checkpointing=args.checkpointing, zero=args.zero, offload=args.offload, top=args.top)
+                         checkpointing=args.checkpointing, zero=args.zero, offload=args.offload, fsdp=args.fsdp,
+                         top=args.top)
     result = advise.suggest(req, store=args.store, probes=common.probe_functions(), status=common.status,
                             scanner=common.scanner)
     return result_json(result), result, result.context

@@ -87,7 +87,7 @@ def _plan_file(path: str) -> dict:
             "nodes": hw["nodes"], "seq_len": goal.get("seq_len") if isinstance(goal, dict) else None,
             "micro_batch": plan.micro_batch, "grad_accum": plan.grad_accum, "precision": plan.precision,
             "checkpointing": plan.checkpointing, "zero": plan.zero_stage, "offload": plan.offload,
-            "optimizer": plan.optimizer, "lora_rank": plan.lora_rank,
+            "optimizer": plan.optimizer, "lora_rank": plan.lora_rank, "fsdp": plan.fsdp or "off",
             "max_tokens_per_micro_batch": plan.token_batches.max_tokens_per_micro_batch if plan.token_batches else None}
 
 
@@ -110,7 +110,11 @@ def plan_from(args: argparse.Namespace) -> tuple[str, CheckRequest, Knobs]:
                   "offload": args.offload, "optimizer": args.optimizer, "lora_rank": args.lora_rank,
                   "max_tokens_per_micro_batch": args.max_tokens_per_micro_batch}
     req = advise.parse(advise.CheckRequest, fields)
-    return str(req.model), req, advise.knobs_of(req, req.precision or "bf16")
+    knobs = advise.knobs_of(req, req.precision or "bf16")
+    if knobs.fsdp != "off":
+        raise BadInput(f"--plan {args.plan!r}: an FSDP plan ({knobs.fsdp}); the bundled trainer does not run FSDP "
+                       "plans yet: run its exported HF arguments or accelerate config (launch.command)", "fsdp")
+    return str(req.model), req, knobs
 
 
 def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: Knobs) -> dict:

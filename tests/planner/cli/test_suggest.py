@@ -18,7 +18,8 @@ def test_suggest_json_contract():
         assert PLAN_KEYS <= set(p) and MEMORY_KEYS <= set(p["memory"])
         assert p["micro_batch"] * p["grad_accum"] * p["world_size"] == 256
         assert p["evidence"] == "analytic" and p["fits"]
-        assert set(p["launch"]) == {"hf_args", "deepspeed_config", "command", "note"}
+        assert set(p["launch"]) == {"hf_args", "deepspeed_config", "command", "note", "accelerate_config"}
+        assert (p["launch"]["accelerate_config"] is None) == (p["fsdp"] is None)     # FSDP plans only
         assert p["launch"]["note"] is None and p["token_batches"] is None      # set by a token budget only
         assert all(isinstance(p["memory"][k], int) for k in MEMORY_KEYS)
 
@@ -29,7 +30,8 @@ def test_suggest_table_and_nothing_fits_exit_3():
     r = planner("suggest", "--model", "qwen2.5-72b", "--gpu", "a100-80gb", "--gpus-per-node", "8",
                 "--global-batch", "64", "--seq-len", "4096", "--offload", "none", "--json")
     out = json.loads(r.stdout)
-    assert r.returncode == 3 and out["plans"] == [] and len(out["rejected"]) == 8
+    assert r.returncode == 3 and out["plans"] == [] and len(out["rejected"]) == 12     # 8 ZeRO/DDP, 4 FSDP families
+    assert sum(p["fsdp"] is not None for p in out["rejected"]) == 4
 
 
 @pytest.mark.parametrize("args,needle", [
