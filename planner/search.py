@@ -85,8 +85,8 @@ def rejection_reason(plan: Plan, hw: Hardware, usable: int) -> str | None:
     states = m.detail["model_states_bytes"]
     if states > usable:
         fixes = []
-        if plan.zero_stage < 3:
-            fixes.append("allow zero 3")
+        if plan.zero_stage < 3 and plan.fsdp is None:
+            fixes.append("allow zero 3 or fsdp")
         if plan.offload != "optimizer+params":
             fixes.append("offload")
         fix = " or ".join(fixes) or "add GPUs or train LoRA adapters"

@@ -20,7 +20,7 @@ def plans_table(plans: list[Plan], title: str, approximate: bool = False) -> Tab
     t = Table(title=title, title_justify="left")
     for col in ("#", "micro", "accum", "ckpt", "precision", "sharding", "offload", "peak GiB", "total GiB",
                 "headroom GiB", "tokens/s", "evidence"):
-        t.add_column(col, justify="right" if col not in ("ckpt", "precision", "offload", "evidence") else "left")
+        t.add_column(col, justify="right" if col not in ("ckpt", "precision", "sharding", "offload", "evidence") else "left")
     for i, p in enumerate(plans, 1):
         m = p.memory
         t.add_row(str(i), str(p.micro_batch), str(p.grad_accum), p.checkpointing, p.precision, p.sharding,

@@ -167,7 +167,7 @@ def test_copy_buttons_only_for_what_the_plan_has(server, page):
     assert not page.is_visible("[data-copy=deepspeed_config]")
     _allow(page, "zero", "3")
     page.click("#submit")
-    page.wait_for_function("document.querySelector('#plans tbody td:nth-child(6)').textContent === '3'")
+    page.wait_for_function("document.querySelector('#plans tbody td:nth-child(6)').textContent === 'ZeRO-3'")
     assert page.is_visible("[data-copy=deepspeed_config]")
 
 
