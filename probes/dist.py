@@ -108,22 +108,6 @@ def fsdp_shards(model, optimizer) -> dict[str, int]:
             "states": sum(local(v) for v in states)}
 
 
-def shard_fsdp(model, k, world: int):
-    """FSDP2 as the plans run it: every decoder layer and the root are units; bf16 = fp32 shards computed in
-    bf16 with fp32 reduction (MixedPrecisionPolicy), bf16-pure and fp32 without a policy."""
-    import torch
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-
-    mesh = init_device_mesh("cpu", (world,))
-    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if k.precision == "bf16" \
-        else MixedPrecisionPolicy()
-    for layer in model.model.layers:
-        fully_shard(layer, mesh=mesh, mp_policy=mp, reshard_after_forward=k.fsdp != "grad-op")
-    fully_shard(model, mesh=mesh, mp_policy=mp)
-    return model
-
-
 def resident_bytes(model, inner_optimizer) -> dict[str, int]:
     """Unique live tensor storages now, by parameters / optimizer / other, allocator-rounded."""
     import torch
@@ -241,10 +225,10 @@ def _rank_main(job_path: str, out_dir: str) -> None:
 def _fsdp_rank_main(job: dict, case: Case, model, batch: dict, out_dir: str, rank: int, world: int) -> None:
     import torch.distributed as dist
 
-    from recipe import make_optimizer
+    from recipe import make_optimizer, shard_fsdp
 
     dist.init_process_group("gloo")
-    model = shard_fsdp(model, case.knobs, world)
+    model = shard_fsdp(model, case.knobs)
     opt = make_optimizer([p for p in model.parameters() if p.requires_grad], case.knobs.optimizer)
     after_steps, losses = [], []
     for _ in range(job["steps"]):

@@ -49,3 +49,32 @@ def make_optimizer(params: list, optimizer: str, lr: float = 1e-5) -> torch.opti
 
         return Adafactor(params, lr=lr, scale_parameter=False, relative_step=False)
     raise ValueError(f"optimizer {optimizer!r} needs bitsandbytes, which is not installed")
+
+
+def shard_fsdp(model, knobs, device_type: str = "cpu"):
+    """FSDP2 as the plans run it (planner/fsdp.py): every block transformers lists in the model's (and its
+    sub-models') `_no_split_modules` is a unit, then the root; `bf16` = fp32 shards computed in bf16 with fp32
+    reduction (MixedPrecisionPolicy), bf16-pure and fp32 without a policy; grad-op keeps units unsharded from
+    forward to backward; hybrid shards within a node and replicates across nodes (HSDP)."""
+    import os
+
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
+    from transformers import PreTrainedModel
+
+    world = dist.get_world_size()
+    if knobs.fsdp == "hybrid":
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+        mesh = init_device_mesh(device_type, (world // local, local), mesh_dim_names=("replicate", "shard"))
+    else:
+        mesh = init_device_mesh(device_type, (world,))
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if knobs.precision == "bf16" \
+        else MixedPrecisionPolicy()
+    kw = {"mesh": mesh, "mp_policy": mp,
+          "offload_policy": CPUOffloadPolicy() if knobs.offload == "optimizer+params" else OffloadPolicy()}
+    units = set().union(*(m._no_split_modules or [] for m in model.modules() if isinstance(m, PreTrainedModel)))
+    for module in [m for m in model.modules() if type(m).__name__ in units]:
+        fully_shard(module, reshard_after_forward=knobs.fsdp != "grad-op", **kw)
+    fully_shard(model, **kw)
+    return model

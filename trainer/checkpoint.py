@@ -2,7 +2,8 @@
 `step-N`, and `latest` (a one-line file, itself replaced atomically) names it. A run killed at any
 moment leaves either the previous checkpoint or the new one, never half of one.
 
-Held: model, optimizer, scheduler and grad-scaler states (DeepSpeed's own checkpoint for zero >= 1),
+Held: model, optimizer, scheduler and grad-scaler states (DeepSpeed's own checkpoint for zero >= 1; FSDP's
+shards through torch.distributed.checkpoint),
 every rank's RNG states, the sampler position, the step, and the micro-batch/accumulation in force
 (after an OOM they differ from the plan's), and what it belongs to (model, knobs, world, global batch).
 
@@ -40,6 +41,8 @@ def save(t) -> Path:
     _barrier(t)
     if t.ds:
         t.engine.save_checkpoint(str(tmp), tag="ds")
+    elif t.fsdp:        # every rank writes its shards (torch distributed checkpoint)
+        _dcp_save(t, tmp)
     elif t.rank == 0:
         torch.save({"model": t.model.state_dict(), "optimizer": t.opt.state_dict(), "scheduler": t.sched.state_dict(),
                     "scaler": t.scaler.state_dict()}, tmp / "state.pt")
@@ -68,7 +71,7 @@ def identity(cfg, world: int) -> dict:
     k = cfg.knobs
     return {"model": cfg.model, "world": world, "global_batch": cfg.micro_batch * cfg.grad_accum * world,
             "precision": k.precision, "zero": k.zero_stage, "offload": k.offload, "optimizer": k.optimizer,
-            "lora_rank": k.lora_rank, "seq_len": cfg.seq_len}
+            "lora_rank": k.lora_rank, "seq_len": cfg.seq_len, "fsdp": k.fsdp}
 
 
 def _sha256(path: Path) -> str:
@@ -130,7 +133,8 @@ def check_resume(root: Path, cfg, world: int, max_steps: int) -> tuple[Path | No
         return None, None, []
     meta = json.loads((d / "trainer.json").read_text())
     mine = identity(cfg, world)
-    differs = [f"{k} {meta.get(k)!r} there, {v!r} here" for k, v in mine.items() if meta.get(k) != v]
+    there = {"fsdp": "off", **meta}      # checkpoints from before FSDP plans: off
+    differs = [f"{k} {there.get(k)!r} there, {v!r} here" for k, v in mine.items() if there.get(k) != v]
     if differs:
         raise BadInput(f"--resume: {d} belongs to another run: " + ", ".join(differs), "resume")
     if max_steps <= meta["step"]:
@@ -150,6 +154,8 @@ def load_latest(t) -> dict | None:
         err_console().print(f"resume: skipped {'; '.join(skipped)}; resuming from {d.name}", markup=False)
     if t.ds:
         t.engine.load_checkpoint(str(d), tag="ds")
+    elif t.fsdp:
+        _dcp_load(t, d)
     else:
         state = torch.load(d / "state.pt", map_location=t.device, weights_only=False)
         t.model.load_state_dict(state["model"])
@@ -164,6 +170,31 @@ def load_latest(t) -> dict | None:
     t.sampler.pos = Position(**meta["sampler"])
     t.events = meta.get("events", [])
     return meta
+
+
+def _dcp_save(t, folder: Path) -> None:
+    """FSDP: the sharded model and optimizer states through torch.distributed.checkpoint (each rank its shards,
+    under dcp/), the scheduler and scaler by rank 0."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+
+    model, optim = get_state_dict(t.model, t.opt)
+    dcp.save({"model": model, "optimizer": optim}, checkpoint_id=str(folder / "dcp"))
+    if t.rank == 0:
+        torch.save({"scheduler": t.sched.state_dict(), "scaler": t.scaler.state_dict()}, folder / "state.pt")
+
+
+def _dcp_load(t, folder: Path) -> None:
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+    model, optim = get_state_dict(t.model, t.opt)
+    state = {"model": model, "optimizer": optim}
+    dcp.load(state, checkpoint_id=str(folder / "dcp"))
+    set_state_dict(t.model, t.opt, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
+    rest = torch.load(folder / "state.pt", map_location=t.device, weights_only=False)
+    t.sched.load_state_dict(rest["scheduler"])
+    t.scaler.load_state_dict(rest["scaler"])
 
 
 def trim_log(path: Path, step: int) -> None:

@@ -68,11 +68,6 @@ class RunConfig:
             self.knobs = Knobs.make(**self.knobs)
         if self.max_tokens_per_micro_batch is not None:
             check_budget(self.max_tokens_per_micro_batch, self.seq_len)
-        if self.knobs.fsdp != "off":
-            from planner.errors import BadInput
-
-            raise BadInput(f"--fsdp {self.knobs.fsdp}: the bundled trainer does not run FSDP plans yet; run the plan's "
-                           "exported HF arguments or accelerate config (its launch command)", "fsdp")
 
     def to_json(self) -> dict:
         return {**asdict(self), "knobs": self.knobs.model_dump()}
@@ -137,14 +132,17 @@ class Trainer:
             torch.cuda.set_device(self.device)
         self.backend = "nccl" if want == "cuda" else "gloo"
         self.ds = cfg.knobs.zero_stage >= 1
-        if self.ds:
-            from probes.dist import free_port, init_deepspeed
+        self.fsdp = cfg.knobs.fsdp != "off"
+        if (self.ds or self.fsdp) and "RANK" not in os.environ:    # no launcher: a world of one on loopback
+            from probes.dist import free_port
 
-            if "RANK" not in os.environ:    # one process without a launcher: a world of one on loopback
-                os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
-                                  MASTER_PORT=str(free_port()))
+            os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
+                              MASTER_PORT=str(free_port()))
+        if self.ds:
+            from probes.dist import init_deepspeed
+
             init_deepspeed(self.backend, cpu=want == "cpu")
-        elif self.world > 1:
+        elif self.world > 1 or self.fsdp:
             dist.init_process_group(self.backend)
         self.micro, self.accum = cfg.micro_batch, cfg.grad_accum
         self.budget = cfg.max_tokens_per_micro_batch
@@ -159,6 +157,10 @@ class Trainer:
     def _setup(self) -> None:
         cfg = self.cfg
         model = build_model(cfg).to(self.device)
+        if self.fsdp:   # every rank built the same seeded model; each keeps its shards
+            from recipe import shard_fsdp
+
+            model = shard_fsdp(model, cfg.knobs, self.device.type)
         self.samples = load(cfg.data, cfg.seq_len, model.get_input_embeddings().num_embeddings, cfg.tokenizer, cfg.seed)
         self.eval_samples: list[list[int]] = []
         if cfg.eval_every:      # a held-out 5% (at least one sample), never trained on
@@ -177,8 +179,8 @@ class Trainer:
 
             raise BadInput(f"--optimizer {cfg.knobs.optimizer}: {e}") from None
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
-        self.amp = None
-        if not self.ds and cfg.knobs.precision in ("bf16", "fp16"):
+        self.amp = None     # FSDP: its MixedPrecisionPolicy casts, no autocast
+        if not self.ds and not self.fsdp and cfg.knobs.precision in ("bf16", "fp16"):
             self.amp = torch.bfloat16 if cfg.knobs.precision == "bf16" else torch.float16
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.amp == torch.float16)
         if self.ds:
@@ -193,7 +195,7 @@ class Trainer:
                                                                        lr_scheduler=sched, config=ds_cfg)
             self.model = self.engine.module
         else:
-            if self.world > 1:
+            if self.world > 1 and not self.fsdp:
                 for p in model.parameters():
                     dist.broadcast(p.data, 0)
             self.model, self.opt, self.sched, self.engine = model, opt, sched, None
@@ -231,8 +233,8 @@ class Trainer:
         if self.ds:    # DeepSpeed averages over ranks and divides by accumulation: undo both
             self.engine.backward(loss_sum / n_tokens * self.world * self.accum)
             self.engine.step()
-        else:
-            self.scaler.scale(loss_sum / n_tokens).backward()
+        else:   # FSDP averages the gradients over ranks (gloo has no pre-scaled sum): undo it
+            self.scaler.scale(loss_sum / n_tokens * (self.world if self.fsdp else 1)).backward()
         return loss_sum.detach()      # read once a step: no device sync between micro-steps
 
     def _max(self, x: float) -> float:
@@ -252,17 +254,19 @@ class Trainer:
         loss_sum = 0.0
         for m, batch in enumerate(batches):
             oom = 0.0
-            if not batch["input_ids"].numel() and self.ds:   # DeepSpeed reduces inside backward:
+            if not batch["input_ids"].numel() and (self.ds or self.fsdp):   # they reduce inside backward:
                 batch = collate([[0, 0]], self.cfg.seq_len)    # every rank runs it, here with no target
                 batch["labels"][:] = -100
             if self.ds and self.budget:     # a varying count of micro-steps: the last one is the boundary
                 self.engine.set_gradient_accumulation_boundary(m == len(batches) - 1)
+            if self.fsdp:                   # reduce-scatter on the last micro-step only
+                self.model.set_requires_gradient_sync(m == len(batches) - 1)
             if batch["input_ids"].numel():
                 try:
                     loss_sum += self._micro_step(batch, n_tokens, m)
                 except torch.OutOfMemoryError as e:
                     self._record_oom(str(e))
-                    if self.ds:
+                    if self.ds or self.fsdp:    # their collectives are mid-flight on the other ranks
                         raise
                     oom = 1.0
             if not self.ds and self._max(oom):
@@ -329,7 +333,8 @@ class Trainer:
             attempt = self._attempt(indices)
         loss_sum, n_tokens, t0, attempt_steps = attempt
         if not self.ds:
-            self._reduce_grads()
+            if not self.fsdp:
+                self._reduce_grads()
             self.scaler.unscale_(self.opt)
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), GRAD_CLIP)
             self.scaler.step(self.opt)
@@ -383,6 +388,7 @@ def run(cfg: RunConfig) -> list[dict]:
     signal.signal(signal.SIGTERM, lambda *_: setattr(t, "stop_requested", True))
     rows: list[dict] = []
     if cfg.log and t.rank == 0:
+        Path(cfg.log).parent.mkdir(parents=True, exist_ok=True)
         checkpoint.trim_log(Path(cfg.log), t.step)     # rows past the checkpoint are trained again: no duplicates
     log = open(cfg.log, "a") if cfg.log and t.rank == 0 else None  # noqa: SIM115
     saved = t.step

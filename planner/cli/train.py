@@ -23,7 +23,7 @@ from planner.batching import check_budget
 from planner.cli import common
 from planner.cli.probe import add_config_args
 from planner.errors import BadInput
-from planner.spec import Knobs, Plan, bad_input
+from planner.spec import FSDP_MODES, Knobs, Plan, bad_input
 
 LAUNCHERS = ("auto", "none", "torchrun", "deepspeed", "slurm")
 
@@ -32,6 +32,8 @@ def register(sub) -> None:
     p = sub.add_parser("train", help="run a plan with the bundled trainer")
     p.add_argument("--plan", help="plan JSON as printed by `suggest --json` (best plan) or `check --json`")
     add_config_args(p, required=False)     # --model may also be a local HF folder with weights
+    p.add_argument("--fsdp", type=common.one_of("--fsdp", FSDP_MODES), default="off",
+                   help="FSDP2 instead of DDP/ZeRO: full, grad-op or hybrid (sharded checkpoints through DCP)")
     p.add_argument("--gpu", default="h100", help="GPU kind of the plan (with --gpus-per-node: the world size)")
     p.add_argument("--gpus-per-node", type=common.positive_int("--gpus-per-node"), default=1)
     p.add_argument("--nodes", type=common.positive_int("--nodes"), default=1)
@@ -108,13 +110,9 @@ def plan_from(args: argparse.Namespace) -> tuple[str, CheckRequest, Knobs]:
                   "seq_len": args.seq_len, "micro_batch": args.micro_batch, "grad_accum": args.grad_accum,
                   "precision": args.precision, "checkpointing": args.checkpointing, "zero": args.zero,
                   "offload": args.offload, "optimizer": args.optimizer, "lora_rank": args.lora_rank,
-                  "max_tokens_per_micro_batch": args.max_tokens_per_micro_batch}
+                  "max_tokens_per_micro_batch": args.max_tokens_per_micro_batch, "fsdp": args.fsdp}
     req = advise.parse(advise.CheckRequest, fields)
-    knobs = advise.knobs_of(req, req.precision or "bf16")
-    if knobs.fsdp != "off":
-        raise BadInput(f"--plan {args.plan!r}: an FSDP plan ({knobs.fsdp}); the bundled trainer does not run FSDP "
-                       "plans yet: run its exported HF arguments or accelerate config (launch.command)", "fsdp")
-    return str(req.model), req, knobs
+    return str(req.model), req, advise.knobs_of(req, req.precision or "bf16")
 
 
 def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: Knobs) -> dict:

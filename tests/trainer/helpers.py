@@ -9,7 +9,7 @@ from probes.dist import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = {"model": "debug-llama", "seq_len": 48, "lr": 1e-3}
-KNOBS = ("precision", "checkpointing", "zero_stage", "offload", "optimizer", "lora_rank")
+KNOBS = ("precision", "checkpointing", "zero_stage", "offload", "optimizer", "lora_rank", "fsdp")
 
 
 def launch(tmp: Path, name: str, ranks: int, wait: bool = True, env: dict | None = None, **cfg):

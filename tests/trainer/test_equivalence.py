@@ -1,5 +1,5 @@
-"""Plan equivalence: every split of the same global batch (micro-batch x accumulation x ranks, torch
-or DeepSpeed ZeRO-2, or micro-batches cut by a token budget) gives the same per-step losses on a tiny fp32
+"""Plan equivalence: every split of the same global batch (micro-batch x accumulation x ranks, torch DDP,
+DeepSpeed ZeRO-2 or FSDP2 full / grad-op, or micro-batches cut by a token budget) gives the same per-step losses on a tiny fp32
 model with padded variable-length samples."""
 import pytest
 
@@ -21,6 +21,8 @@ def test_splits_of_one_global_batch_give_the_same_losses(tmp_path):
     ds2 = {"zero_optimization": {"stage": 2}, "gradient_clipping": 1.0}
     runs["1 rank, token budget 130"] = (1, {"micro_batch": 4, "grad_accum": 1, "max_tokens_per_micro_batch": 130})
     runs["2 ranks, token budget 60"] = (2, {"micro_batch": 2, "grad_accum": 1, "max_tokens_per_micro_batch": 60})
+    runs["FSDP2 full, 2 ranks, micro 1, accum 2"] = (2, {"micro_batch": 1, "grad_accum": 2, "fsdp": "full"})
+    runs["FSDP2 grad-op, 2 ranks, micro 2, accum 1"] = (2, {"micro_batch": 2, "grad_accum": 1, "fsdp": "grad-op"})
     runs["DeepSpeed ZeRO-2, 2 ranks, token budget 72"] = (2, {"micro_batch": 1, "grad_accum": 2, "zero_stage": 2,
                                                                "max_tokens_per_micro_batch": 72,
                                                                "deepspeed_config": ds2})

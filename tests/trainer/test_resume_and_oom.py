@@ -25,12 +25,14 @@ def _wait_lines(log, n, proc, timeout_s=300):
     raise AssertionError("run too slow")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
-def test_killed_run_resumes_on_the_same_trajectory(tmp_path, sig):
-    _, full = launch(tmp_path, "full", 2, max_steps=STEPS, **PLAN)
+@pytest.mark.parametrize("sig,plan", [(signal.SIGKILL, PLAN), (signal.SIGTERM, PLAN),
+                                      (signal.SIGKILL, {**PLAN, "fsdp": "full"})],      # sharded, through DCP
+                         ids=["sigkill", "sigterm", "fsdp-sigkill"])
+def test_killed_run_resumes_on_the_same_trajectory(tmp_path, sig, plan):
+    _, full = launch(tmp_path, "full", 2, max_steps=STEPS, **plan)
     save = tmp_path / "ckpt"
     proc, log = launch(tmp_path, "killed", 2, wait=False, max_steps=STEPS, save_dir=str(save), save_every=4,
-                       env={"MEMPLAN_TRAIN_STEP_DELAY_S": "0.3"}, **PLAN)
+                       env={"MEMPLAN_TRAIN_STEP_DELAY_S": "0.3"}, **plan)
     _wait_lines(log, 5, proc)                    # step 5 done: after the checkpoint of step 4
     signal_tree(proc.pid, sig)
     proc.communicate(timeout=120)
@@ -41,7 +43,7 @@ def test_killed_run_resumes_on_the_same_trajectory(tmp_path, sig):
         assert saved % 4 == 0                    # a periodic one (a half-written .tmp-* is never named by latest)
     else:
         assert saved == done                     # SIGTERM: saved where it stopped
-    _, resumed = launch(tmp_path, "resumed", 2, max_steps=STEPS, save_dir=str(save), resume=True, **PLAN)
+    _, resumed = launch(tmp_path, "resumed", 2, max_steps=STEPS, save_dir=str(save), resume=True, **plan)
     after = rows(resumed)
     assert [r["step"] for r in after] == list(range(saved + 1, STEPS + 1))
     assert [r["loss"] for r in after] == pytest.approx(losses(full)[saved:], rel=1e-12)
