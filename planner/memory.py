@@ -363,7 +363,8 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
     acts = activations_bytes(s)
     backward_temp = backward_start_temp_bytes(s)
     if activation_side is not None:
-        acts, backward_temp = activation_side[0], activation_side[1] + gathered_params_bytes(s)
+        acts, backward_temp = activation_side[0], (activation_side[1] + gathered_params_bytes(s)
+                                                   + fsdp.backward_temp_bytes(s, end=False))
     accumulated = grads_full if s.grad_accum > 1 else 0
     phases = {
         "backward": (accumulated, acts, backward_temp),

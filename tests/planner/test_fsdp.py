@@ -119,3 +119,19 @@ def test_the_wrap_classes_are_the_models_own(name):
     own = set().union(*(m._no_split_modules or [] for m in built.modules()
                         if isinstance(m, transformers.PreTrainedModel)))
     assert export.wrap_classes(model) and set(export.wrap_classes(model)) <= own, own
+
+
+@pytest.mark.parametrize("name", ["qwen2.5-0.5b", "gemma-2-2b", "qwen2.5-vl-3b"])
+def test_check_with_simulated_evidence_traces_one_rank_of_an_fsdp_plan(tmp_path, name):
+    """The sim traces one rank (Knobs.for_probe: FSDP2 runs the module in its compute dtype, so bf16-pure's trace),
+    and the plan adds the sharded states and the gathered units analytically."""
+    pytest.importorskip("torch")
+    from planner.cli.common import probe_functions
+
+    req = advise.parse(advise.CheckRequest, {"model": name, "gpu": "h100", "gpus_per_node": 8, "micro_batch": 1,
+                                              "seq_len": 512, "fsdp": "full", "evidence": "sim"})
+    plan = advise.check(req, store=str(tmp_path / "s.sqlite"), probes=probe_functions()).plan
+    analytic = advise.check(req.model_copy(update={"evidence": "analytic"})).plan
+    assert plan.evidence == "simulated" and plan.fsdp == "full" and plan.fits
+    assert plan.memory.params_bytes == analytic.memory.params_bytes         # the shards: analytic either way
+    assert plan.memory.peak_allocated_bytes == pytest.approx(analytic.memory.peak_allocated_bytes, rel=0.1)
