@@ -133,7 +133,8 @@ class Trainer:
         self.backend = "nccl" if want == "cuda" else "gloo"
         self.ds = cfg.knobs.zero_stage >= 1
         self.fsdp = cfg.knobs.fsdp != "off"
-        if (self.ds or self.fsdp) and "RANK" not in os.environ:    # no launcher: a world of one on loopback
+        self.collective_backward = self.ds or self.fsdp     # gradients are reduced inside every rank's backward
+        if self.collective_backward and "RANK" not in os.environ:    # no launcher: a world of one on loopback
             from probes.dist import free_port
 
             os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
@@ -254,7 +255,7 @@ class Trainer:
         loss_sum = 0.0
         for m, batch in enumerate(batches):
             oom = 0.0
-            if not batch["input_ids"].numel() and (self.ds or self.fsdp):   # they reduce inside backward:
+            if not batch["input_ids"].numel() and self.collective_backward:   # an empty micro-step:
                 batch = collate([[0, 0]], self.cfg.seq_len)    # every rank runs it, here with no target
                 batch["labels"][:] = -100
             if self.ds and self.budget:     # a varying count of micro-steps: the last one is the boundary
@@ -266,10 +267,10 @@ class Trainer:
                     loss_sum += self._micro_step(batch, n_tokens, m)
                 except torch.OutOfMemoryError as e:
                     self._record_oom(str(e))
-                    if self.ds or self.fsdp:    # their collectives are mid-flight on the other ranks
+                    if self.collective_backward:    # collectives are mid-flight on the other ranks
                         raise
                     oom = 1.0
-            if not self.ds and self._max(oom):
+            if not self.collective_backward and self._max(oom):    # (they raise instead)
                 return None
         return loss_sum, n_tokens, t0, len(batches)
 
