@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from results_io import save
+from results_io import report_or_out, save
 
 LADDER = (2048, 3072, 4096, 6144, 8192, 12288, 16384, 20480, 24576, 32768)
 
@@ -141,12 +141,8 @@ def main() -> None:
     p.add_argument("--out", help="where the results go (JSON, and its markdown beside it)")
     p.add_argument("--report", metavar="JSON", help="print the markdown of stored results, run nothing")
     a = p.parse_args()
-    if a.report:
-        with open(a.report) as f:
-            print("\n".join(markdown(json.load(f))))
+    if report_or_out(p, a, markdown):
         return
-    if not a.out:
-        p.error("--out is required (or --report)")
     import torch
 
     from planner.catalog import load_model

@@ -15,7 +15,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from results_io import save
+from results_io import report_or_out, save
 
 CASES = [("full", "bf16", "off"), ("grad-op", "bf16", "off"), ("full", "bf16-pure", "off"), ("full", "bf16", "full")]
 
@@ -91,12 +91,8 @@ def main() -> None:
         a.store = os.path.join(tempfile.mkdtemp(), "store.sqlite")
         print(json.dumps(run_case(a, *a.one.split(","))))
         return
-    if a.report:
-        with open(a.report) as f:
-            print("\n".join(markdown(json.load(f))))
+    if report_or_out(p, a, markdown):
         return
-    if not a.out:
-        p.error("--out is required (or --report)")
     import torch
 
     res = {"model": a.model, "micro_batch": a.micro_batch, "seq_len": a.seq_len, "steps": a.steps,

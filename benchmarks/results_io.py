@@ -11,3 +11,15 @@ def save(out: str, data: dict, md_lines: list[str]) -> None:
         f.write("\n")
     with open(os.path.splitext(out)[0] + ".md", "w") as f:
         f.write("\n".join(md_lines) + "\n")
+
+
+def report_or_out(parser, args, markdown) -> bool:
+    """For a benchmark with `--report JSON` (print stored results' markdown, run nothing) and `--out`: True when
+    the report was printed; otherwise --out is required (the parser exits with its usage error)."""
+    if args.report:
+        with open(args.report) as f:
+            print("\n".join(markdown(json.load(f))))
+        return True
+    if not args.out:
+        parser.error("--out is required (or --report)")
+    return False
