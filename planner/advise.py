@@ -220,8 +220,9 @@ def image_tokens(req: Target, model: ModelSpec) -> int:
 
 def resolve(req: Target, global_batch: int, resolver=default_resolver,
             scanner: Scanner | None = None) -> tuple[ModelSpec, Hardware, Goal, DataFit | None]:
+    model = resolver(req.model)     # the cheap checks first: a bad model or GPU is refused before a long scan
+    hw = hardware.resolve(req.gpu, req.gpus_per_node, req.nodes, req.inter_node_gbps, req.host_ram_gb)
     fit = scan_data(req, scanner)
-    model = resolver(req.model)
     if fit is not None:
         req = req.model_copy(update={"seq_len": fit.seq_len})
         if fit.image_tokens and req.image_tokens is None and req.images is None:
@@ -230,7 +231,6 @@ def resolve(req: Target, global_batch: int, resolver=default_resolver,
                                f"{model.name!r} has no vision tower", "data")
             req = req.model_copy(update={"image_tokens": fit.image_tokens})
     check_positions(model, req.seq_len)
-    hw = hardware.resolve(req.gpu, req.gpus_per_node, req.nodes, req.inter_node_gbps, req.host_ram_gb)
     margin = req.margin if req.margin is not None else (DEFAULT_MARGIN if model.exact else APPROXIMATE_MARGIN)
     goal = Goal(global_batch=global_batch, seq_len=req.seq_len, image_tokens=image_tokens(req, model), margin=margin)
     return model, hw, goal, fit
