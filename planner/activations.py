@@ -41,12 +41,12 @@ def sdpa_bias_saved_bytes(batch: int, seq: int, profile: str) -> int:
 
 def llama_attention_saved_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
     """q/k/v/o projections and SDPA: linear inputs (cast per consumer under amp), rotated q, k and v
-    (repeated to all heads when a mask is passed: transformers' `use_gqa_in_sdpa`), output, lse,
-    and the float bias made from the padding mask."""
+    (repeated to all heads when a mask is passed: transformers' `use_gqa_in_sdpa`; flash-attention takes them
+    unrepeated), output, lse, and the float bias made from the padding mask (SDPA only)."""
     _, c = saved_dtype_bytes(profile)
     tokens = batch * seq
     casts = (3 if profile == "amp" and t.arch != "phi3" else 1) * c * tokens * t.hidden    # phi3: one fused qkv
-    kv_width = t.q_dim if t.kv_heads < t.heads else t.kv_dim
+    kv_width = t.q_dim if t.kv_heads < t.heads and t.attention != "flash" else t.kv_dim    # flash: native GQA
     qkvo = c * tokens * (2 * t.q_dim + 2 * kv_width)
     lse = 4 * tokens * t.heads
     bias = sdpa_bias_saved_bytes(batch, seq, profile) if t.attention == "sdpa" else 0
@@ -110,7 +110,9 @@ def gpt2_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
     tokens = batch * seq
     r, c = saved_dtype_bytes(profile)
     ln = 2 * tokens * t.hidden * (r + c)
-    attn = c * tokens * 6 * t.hidden + 4 * tokens * t.heads + sdpa_bias_saved_bytes(batch, seq, profile)
+    attn = c * tokens * 6 * t.hidden + 4 * tokens * t.heads
+    attn += {"sdpa": sdpa_bias_saved_bytes(batch, seq, profile), "flash": 0,
+             "eager": eager_scores_saved_bytes(t, batch, seq, profile)}[t.attention]
     masks = 2 * tokens * t.hidden if t.dropout > 0 else 0
     gelu = {"amp": 14, "half": 10, "fp32": 20}[profile] * tokens * t.intermediate
     return ln + attn + masks + gelu
@@ -170,6 +172,8 @@ def attention_mask_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int
     """The 4-D causal+padding mask built once per forward (eager attention: additive, in the matmul
     dtype; Gemma-2 builds a second one for its sliding-window layers)."""
     _, c = saved_dtype_bytes(profile)
+    if t.attention == "flash":      # the kernel takes sequence lengths, not a mask
+        return 0
     if t.attention == "eager":
         return (2 if t.arch == "gemma2" else 1) * c * batch * seq * seq
     return MASK_BYTES_PER_ELEMENT * batch * seq * seq

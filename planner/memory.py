@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from math import prod
 
 from planner import activations as act
-from planner import calibration, fsdp
+from planner import calibration, fsdp, recipes
 from planner.modelspec import ModelSpec
 from planner.spec import MIB, Knobs, MemoryBreakdown
 
@@ -170,6 +170,8 @@ def reduce_bucket_elements(s: Setup) -> int:
 def gradients_bytes(s: Setup) -> int:
     """All gradients this rank holds once backward is done (zero 0/1: full; 2/3: its partition)."""
     k, T, g = s.knobs, trainable_params(s), grad_bytes_per_param(s.knobs)
+    if k.optimizer_in_backward:     # each gradient is stepped and freed as it arrives: one at a time
+        return largest_trainable_matrix_params(s) * g
     if k.fsdp != "off":
         return fsdp.sharded(s, T * g)
     if k.zero_stage == 0:
@@ -221,6 +223,8 @@ def optimizer_step_temp_bytes(s: Setup) -> int:
     if k.zero_stage >= 1:
         return 0 if k.offload != "none" else 4 * T // s.world_size
     sb = trainable_weight_bytes_per_param(k)
+    if k.optimizer_in_backward:     # one parameter's step at a time, inside backward
+        return largest_trainable_matrix_params(s) * sb if k.optimizer == "adamw" else 0
     if k.fsdp != "off":     # the step runs on the shards (on the host with offload)
         return 0 if k.offload != "none" or k.optimizer != "adamw" else fsdp.sharded(s, T * sb)
     if k.optimizer == "adamw":
@@ -243,37 +247,55 @@ def autocast_weight_copy_bytes(s: Setup, layers_live: int) -> int:
     return 2 * (per_layer * layers_live + head + (vision if layers_live == m.text.layers else 0))
 
 
+def text_shape(s: Setup):
+    """(text spec as the knobs run it, rows, tokens per row, profile): the arguments of every activation term."""
+    rows, width = recipes.row_shape(s.knobs, s.micro_batch, s.seq_len)
+    return recipes.text_spec(s.model.text, s.knobs), rows, width, activation_profile(s.knobs)
+
+
+def live_weight_copy_layers(s: Setup) -> int:
+    """Layers whose autocast weight copies stay saved until their backward (not under a checkpoint or offload)."""
+    k, n = s.knobs, s.model.text.layers
+    return 1 if k.checkpointing == "offload" else max(1, n - recipes.checkpointed_layers(k, n))
+
+
 def activations_bytes(s: Setup) -> int:
     """Saved activations at the start of backward: text layers, vision tower, final norm."""
-    t, k, p = s.model.text, s.knobs, activation_profile(s.knobs)
-    total = act.text_activations_bytes(t, s.micro_batch, s.seq_len, p, k.checkpointing)
+    t, rows, width, p = text_shape(s)
+    total = recipes.text_activations_bytes(t, s.knobs, rows, width, p)
     if s.model.vision is not None:
-        total += act.vision_activations_bytes(s.model.vision, s.micro_batch, s.image_tokens, p,
-                                              k.checkpointing, trainable=not s.lora)
+        ckpt = "off" if s.knobs.checkpointing == "off" else "full"
+        total += act.vision_activations_bytes(s.model.vision, s.micro_batch, s.image_tokens, p, ckpt,
+                                              trainable=not s.lora)
     return total
 
 
+def logits_loss_bytes(s: Setup) -> int:
+    t, rows, width, p = text_shape(s)
+    head_trainable = not s.lora
+    return recipes.loss_bytes(t, s.knobs, rows * width, p, grad_bytes_per_param(s.knobs) if head_trainable else 0)
+
+
 def backward_start_temp_bytes(s: Setup) -> int:
-    t, p = s.model.text, activation_profile(s.knobs)
-    live = s.model.text.layers if s.knobs.checkpointing == "off" else 1
-    return (act.logits_loss_bytes(t, s.micro_batch, s.seq_len, p)
-            + act.attention_mask_bytes(t, s.micro_batch, s.seq_len, p)
-            + autocast_weight_copy_bytes(s, live) + gathered_params_bytes(s))
+    t, rows, width, p = text_shape(s)
+    return (logits_loss_bytes(s) + act.attention_mask_bytes(t, rows, width, p)
+            + autocast_weight_copy_bytes(s, live_weight_copy_layers(s)) + gathered_params_bytes(s))
 
 
 def last_layer_activations_bytes(s: Setup) -> int:
-    """During the last layer's backward: every layer's saved activations (under full checkpointing,
-    every layer's input plus the recomputed layer's), the vision tower's; the final norm's saved
-    tensors are freed by then."""
-    t, p = s.model.text, activation_profile(s.knobs)
-    recomputed = act.layer_bytes(t, s.micro_batch, s.seq_len, p) if s.knobs.checkpointing == "full" else 0
-    return activations_bytes(s) - act.final_norm_bytes(t, s.micro_batch, s.seq_len, p) + recomputed
+    """During the last layer's backward: every layer's saved activations (under checkpointing, what each
+    checkpointed layer keeps plus the recomputed layer's whole set; under offload, the layer brought back),
+    the vision tower's; the final norm's saved tensors are freed by then."""
+    t, rows, width, p = text_shape(s)
+    recomputed = act.layer_bytes(t, rows, width, p) if recipes.recomputes(s.knobs) else 0
+    final = 0 if s.knobs.checkpointing == "offload" else act.final_norm_bytes(t, rows, width, p)
+    return activations_bytes(s) - final + recomputed
 
 
 def head_grad_bytes(s: Setup) -> int:
     """Gradients that exist once backward has passed the lm_head and the final norm (the head's
     gradient, or the tied embedding's), counted when gradients are not already all live."""
-    if s.lora or s.knobs.zero_stage >= 2 or s.knobs.fsdp != "off":
+    if s.lora or s.knobs.zero_stage >= 2 or s.knobs.fsdp != "off" or s.knobs.optimizer_in_backward:
         return 0
     m = s.model
     head = sum(t.numel for t in m.tensors if t.role in ("head", "norm"))
@@ -285,12 +307,11 @@ def head_grad_bytes(s: Setup) -> int:
 def last_layer_temp_bytes(s: Setup) -> int:
     """During the last layer's backward: the mask, autocast weight copies, ZeRO-3 gathers, the
     gradient flowing into the layer (residual-stream width), the MLP's gradient transient."""
-    t, p = s.model.text, activation_profile(s.knobs)
+    t, rows, width, p = text_shape(s)
     r, _ = act.saved_dtype_bytes(p)
-    live = t.layers if s.knobs.checkpointing == "off" else 1
-    return (act.attention_mask_bytes(t, s.micro_batch, s.seq_len, p) + autocast_weight_copy_bytes(s, live)
-            + gathered_params_bytes(s) + fsdp.backward_temp_bytes(s, end=False) + r * s.micro_batch * s.seq_len * t.hidden
-            + act.mlp_backward_transient_bytes(t, s.micro_batch, s.seq_len, p))
+    return (act.attention_mask_bytes(t, rows, width, p) + autocast_weight_copy_bytes(s, live_weight_copy_layers(s))
+            + gathered_params_bytes(s) + fsdp.backward_temp_bytes(s, end=False) + r * rows * width * t.hidden
+            + act.mlp_backward_transient_bytes(t, rows, width, p))
 
 
 def tied_embedding_grad_transient_bytes(s: Setup) -> int:
@@ -308,9 +329,9 @@ def end_of_backward_temp_bytes(s: Setup) -> int:
     """The larger of the last layer's backward (its activations, the largest trainable matrix's gradient
     transient, its autocast weight copies) and a tied embedding's gradient sum (when the head's bf16
     copy is already freed); ZeRO-3 gathers on top."""
-    t, p = s.model.text, activation_profile(s.knobs)
+    t, rows, width, p = text_shape(s)
     transient = largest_trainable_matrix_params(s) * grad_bytes_per_param(s.knobs)
-    layer = act.layer_bytes(t, s.micro_batch, s.seq_len, p) + transient + autocast_weight_copy_bytes(s, 1)
+    layer = act.layer_bytes(t, rows, width, p) + transient + autocast_weight_copy_bytes(s, 1)
     return max(layer, tied_embedding_grad_transient_bytes(s)) + gathered_params_bytes(s) + fsdp.backward_temp_bytes(s, end=True)
 
 
@@ -380,8 +401,7 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
     peak = params + grads + buckets + opt + acts_at_peak + temp
     overhead = overhead_bytes(s, peak)
     total = peak + overhead
-    detail = {"gradient_buffers_bytes": buckets, "logits_loss_bytes": act.logits_loss_bytes(s.model.text, s.micro_batch, s.seq_len,
-                                                                  activation_profile(s.knobs)),
+    detail = {"gradient_buffers_bytes": buckets, "logits_loss_bytes": logits_loss_bytes(s),
               "saved_activations_bytes": acts, "zero3_live_params_bytes": zero3_live_params_bytes(s),
               "fsdp_unsharded_params_bytes": fsdp.unsharded_params_bytes(s),
               "optimizer_step_temp_bytes": optimizer_step_temp_bytes(s),
@@ -392,4 +412,12 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
         overhead_bytes=overhead, overhead_source=overhead_source(s), device_total_bytes=total,
         capacity_bytes=capacity_bytes,
         headroom_bytes=capacity_bytes - total, peak_phase=phase,
-        host_bytes_per_node=host_offload_bytes_per_node(s), detail=detail)
+        host_bytes_per_node=host_offload_bytes_per_node(s) + host_activation_bytes_per_node(s), detail=detail)
+
+
+def host_activation_bytes_per_node(s: Setup) -> int:
+    """--checkpointing offload: every rank's saved activations in pinned host memory."""
+    if s.knobs.checkpointing != "offload":
+        return 0
+    t, rows, width, p = text_shape(s)
+    return recipes.host_activation_bytes(t, rows, width, p) * s.gpus_per_node

@@ -50,6 +50,7 @@ class TextSpec:
     final_logit_softcap: float | None = None
     dropout: float = 0.0
     qk_norm: bool = False    # Qwen3, Gemma-3: RMSNorm over each head of q and k (q_norm, k_norm) before RoPE
+    biases: tuple[bool, bool, bool] = (False, False, False)    # (q/k/v, o, MLP) linears have a bias
 
     @property
     def q_dim(self) -> int:
@@ -212,7 +213,8 @@ def _llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
                     max_positions=_get(cfg, "max_position_embeddings", default=0),
                     attention="eager" if gemma2 else "sdpa",
                     final_logit_softcap=_number(cfg, "final_logit_softcapping", 0.0) or None if gemma2 else None,
-                    dropout=_number(cfg, "attention_dropout", 0.0, high=1.0), qk_norm=model_type in QK_NORM)
+                    dropout=_number(cfg, "attention_dropout", 0.0, high=1.0), qk_norm=model_type in QK_NORM,
+                    biases=(qkv_bias, o_bias, mlp_bias))
     return spec, t
 
 
@@ -231,7 +233,7 @@ def _gpt2_text(cfg: dict) -> tuple[TextSpec, list[Tensors]]:
         t.append(Tensors("head", (vocab, h)))
     spec = TextSpec(hidden=h, layers=L, heads=heads, kv_heads=heads, head_dim=h // heads,
                     intermediate=inter, vocab=vocab, tied=tied, arch="gpt2", max_positions=npos,
-                    dropout=_number(cfg, "resid_pdrop", 0.1, high=1.0))
+                    dropout=_number(cfg, "resid_pdrop", 0.1, high=1.0), biases=(True, True, True))
     return spec, t
 
 

@@ -11,7 +11,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from planner.errors import BadInput
 
 Precision = Literal["fp32", "fp16", "bf16", "bf16-pure"]
-Checkpointing = Literal["off", "full"]
+# every-N: every N-th decoder layer checkpointed (torchtitan's layer-level selective mode, N = 2..8)
+Checkpointing = Literal["off", "full", "selective-op", "offload", "every-2", "every-3", "every-4", "every-5",
+                        "every-6", "every-7", "every-8"]
+Loss = Literal["standard", "chunked", "fused"]
+Attention = Literal["sdpa", "flash", "eager"]
+Batching = Literal["padded", "packed"]
 Offload = Literal["none", "optimizer", "optimizer+params"]
 Optimizer = Literal["adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit"]
 Fsdp = Literal["off", "full", "grad-op", "hybrid"]
@@ -20,12 +25,19 @@ Evidence = Literal["analytic", "simulated", "measured"]
 # Below this the step-time model's bandwidth underflows to zero (found by schemathesis: 5e-324 Gb/s).
 MIN_INTER_NODE_GBPS = 0.001
 PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16", "bf16-pure")
-CHECKPOINTING: tuple[str, ...] = ("off", "full")
+CHECKPOINTING: tuple[str, ...] = ("off", "full", "selective-op", "offload", *(f"every-{n}" for n in range(2, 9)))
+LOSSES: tuple[str, ...] = ("standard", "chunked", "fused")
+ATTENTIONS: tuple[str, ...] = ("sdpa", "flash", "eager")
+BATCHINGS: tuple[str, ...] = ("padded", "packed")
+# The recipe knobs (planner/recipes.py owns their terms): Knobs fields a Plan carries under the same names
+RECIPE_FIELDS: tuple[str, ...] = ("loss", "attention", "batching", "optimizer_in_backward")
 ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
 OFFLOADS: tuple[str, ...] = ("none", "optimizer", "optimizer+params")
 OPTIMIZERS: tuple[str, ...] = ("adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit")
 FSDP_MODES: tuple[str, ...] = ("off", "full", "grad-op", "hybrid")
 
+OPTIMIZER_IN_BACKWARD_SPLIT = ("--optimizer-in-backward frees each gradient as it steps: it needs --grad-accum 1 on "
+                               "one GPU (no gradient is kept to accumulate or all-reduce)")
 GIB = 2**30
 MIB = 2**20
 
@@ -104,9 +116,15 @@ class Knobs(_Frozen):
     optimizer: Optimizer = "adamw"
     lora_rank: int = Field(ge=0, le=MAX_LORA_RANK, default=0)
     fsdp: Fsdp = "off"      # FSDP2 fully_shard (planner/fsdp.py): full, grad-op (no reshard after forward), hybrid
+    loss: Loss = "standard"             # chunked: CE over sequence chunks; fused: head + CE, no full logits
+    attention: Attention = "sdpa"       # sdpa: the family's default (eager where it must: Gemma-2's softcap)
+    batching: Batching = "padded"       # packed: padding-free rows of micro_batch x seq_len tokens
+    optimizer_in_backward: bool = False     # each parameter stepped as its gradient arrives (accumulation 1)
 
     @model_validator(mode="after")
     def _combination_rules(self) -> Knobs:
+        if self.optimizer_in_backward:
+            self._optimizer_in_backward_rules()
         if self.fsdp != "off":
             return self._fsdp_rules()
         if self.offload != "none" and self.zero_stage == 0:
@@ -118,6 +136,14 @@ class Knobs(_Frozen):
             raise BadInput("--precision bf16-pure runs without DeepSpeed (--zero 0); DeepSpeed keeps fp32 master "
                            "weights", "precision")
         return self
+
+    def _optimizer_in_backward_rules(self) -> None:
+        if self.zero_stage or self.fsdp != "off":
+            raise BadInput("--optimizer-in-backward steps each parameter in its own backward hook: it runs without "
+                           "DeepSpeed or FSDP (--zero 0 --fsdp off), on one GPU", "optimizer_in_backward")
+        if self.precision == "fp16":
+            raise BadInput("--optimizer-in-backward with --precision fp16: a loss scaler cannot skip a step whose "
+                           "parameters are already updated; use bf16 or fp32", "optimizer_in_backward")
 
     def _fsdp_rules(self) -> Knobs:
         if self.zero_stage:
@@ -157,7 +183,8 @@ class Knobs(_Frozen):
             if backend != "sim":
                 raise BadInput(f"--backend {backend} runs one process; for FSDP plans use --backend sim", "fsdp")
             return Knobs(precision="fp32" if self.precision == "fp32" else "bf16-pure",
-                         checkpointing=self.checkpointing, optimizer=self.optimizer, lora_rank=self.lora_rank)
+                         checkpointing=self.checkpointing, optimizer=self.optimizer, lora_rank=self.lora_rank,
+                         **self.recipe())
         if backend != "sim":
             if self.zero_stage:
                 raise BadInput(f"--backend {backend} runs zero 0 (one process); for ZeRO stages use --backend sim",
@@ -166,7 +193,11 @@ class Knobs(_Frozen):
         if self.zero_stage == 0:
             return self
         return Knobs(precision=self.precision, checkpointing=self.checkpointing, zero_stage=1, offload="none",
-                     optimizer="adamw", lora_rank=self.lora_rank)
+                     optimizer="adamw", lora_rank=self.lora_rank, **self.recipe())
+
+    def recipe(self) -> dict:
+        """The recipe knobs (RECIPE_FIELDS) as keyword arguments."""
+        return {f: getattr(self, f) for f in RECIPE_FIELDS}
 
 
 def bad_input(e: ValidationError) -> BadInput:
@@ -248,6 +279,10 @@ class Plan(BaseModel):
     optimizer: Optimizer
     lora_rank: int
     fsdp: Literal["full", "grad-op", "hybrid"] | None = None
+    loss: Loss = "standard"
+    attention: Attention = "sdpa"
+    batching: Batching = "padded"
+    optimizer_in_backward: bool = False
     memory: MemoryBreakdown
     fits: bool
     reason: str | None = None
@@ -263,6 +298,8 @@ class Plan(BaseModel):
     def _exact_global_batch(self) -> Plan:
         if self.micro_batch * self.grad_accum * self.world_size != self.global_batch:
             raise ValueError("micro_batch x grad_accum x world_size must equal global_batch")
+        if self.optimizer_in_backward and (self.grad_accum > 1 or self.world_size > 1):
+            raise ValueError(OPTIMIZER_IN_BACKWARD_SPLIT)
         return self
 
     @property
@@ -274,4 +311,5 @@ class Plan(BaseModel):
     def knobs(self) -> Knobs:
         return Knobs(precision=self.precision, checkpointing=self.checkpointing,
                      zero_stage=self.zero_stage, offload=self.offload,
-                     optimizer=self.optimizer, lora_rank=self.lora_rank, fsdp=self.fsdp or "off")
+                     optimizer=self.optimizer, lora_rank=self.lora_rank, fsdp=self.fsdp or "off",
+                     **{f: getattr(self, f) for f in RECIPE_FIELDS})

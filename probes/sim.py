@@ -164,6 +164,17 @@ def _add_vision(segments: dict, v: dict[str, int], grad_accum: int) -> None:
         cats["temporaries"] += v["step_temp"] if name[0] == "optimizer" else 0
 
 
+def periodic_depths(case: Case, depth: int, traced: tuple[int, int]) -> tuple[int, int]:
+    """Checkpointing every N-th layer repeats with period N, so memory is affine in whole periods: trace at
+    depths congruent to the real one modulo N, two periods apart from the ends (or the real depth itself)."""
+    ckpt = case.knobs.checkpointing
+    if not ckpt.startswith("every-"):
+        return traced
+    n = int(ckpt.removeprefix("every-"))
+    a = depth % n + 2 * n
+    return (a, a + n) if a + n < depth else (depth, depth)
+
+
 def simulate(case: Case, paths: str = "cuda", traced: tuple[int, int] = TRACE_LAYERS) -> SimResult:
     """The steady-state step's peak at the model's real depth, and every segment's bytes there.
 
@@ -176,6 +187,7 @@ def simulate(case: Case, paths: str = "cuda", traced: tuple[int, int] = TRACE_LA
     vision = vision_terms(case)
     case = replace(case, image_tokens=0)
     depth = text_layers(case.config)
+    traced = periodic_depths(case, depth, traced)
     if depth <= max(traced):
         tr = trace(case, depth, paths)
         segments = {seg: cats for seg, (_, cats) in tr.segments.items()}

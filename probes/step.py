@@ -16,6 +16,7 @@ from planner.spec import Knobs
 from probes.amp import CudaAutocast
 from probes.tracker import LiveBytes, RecomputeGuard, module_stack_hooks
 from recipe import HALF, hf_config, lora_config, make_optimizer
+from recipe import knobs as recipe_knobs
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,8 @@ def build_model(case: Case, layers: int | None = None, paths: str = "cpu") -> to
         raise ValueError("image inputs are not traced yet: VLM plans with image tokens stay analytic")
     auto = (transformers.AutoModelForImageTextToText if config.get_text_config() is not config
             else transformers.AutoModelForCausalLM)
-    model = auto.from_config(config, dtype=dtype)
+    impl = recipe_knobs.attn_implementation(k, "cpu")
+    model = auto.from_config(config, dtype=dtype, **({"attn_implementation": impl} if impl else {}))
     if k.lora_rank:
         from peft import get_peft_model
         from peft.tuners.tuners_utils import BaseTunerLayer
@@ -65,11 +67,9 @@ def build_model(case: Case, layers: int | None = None, paths: str = "cpu") -> to
             model = get_peft_model(model, lora_config(k.lora_rank))
         finally:
             BaseTunerLayer._move_adapter_to_device_of_base_layer = move
-        if k.checkpointing == "full":
+        if k.checkpointing not in ("off", "offload"):
             model.enable_input_require_grads()
-    if k.checkpointing == "full":
-        kw = {"use_reentrant": False, "context_fn": lambda: (nullcontext(), _Recompute(k, paths))}
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kw)
+    recipe_knobs.apply_checkpointing(model, k, lambda: (nullcontext(), _Recompute(k, paths)))
     model.train()
     return model
 
@@ -96,10 +96,36 @@ def inputs(case: Case, vocab: int, device: str = "cpu") -> dict:
     b, s = case.micro_batch, case.seq_len
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(0, vocab, (b, s), generator=g)
+    if case.knobs.batching == "packed":     # one padding-free row of the micro-batch's samples
+        return packed_inputs(case, ids, device)
     mask = torch.ones(b, s, dtype=torch.long)
     mask[0, -1] = 0
     labels = ids.masked_fill(mask == 0, -100)
     return {"input_ids": ids.to(device), "attention_mask": mask.to(device), "labels": labels.to(device)}
+
+
+def packed_inputs(case: Case, ids: torch.Tensor, device: str) -> dict:
+    """One packed row. On fake tensors transformers cannot find the samples' boundaries in position_ids (a
+    data-dependent check), so the trace hands it the (1, 1, T, T) block mask it would have built instead:
+    bool for SDPA, additive in the matmul dtype for eager (the flash stand-in takes none)."""
+    from torch._guards import detect_fake_mode
+
+    if detect_fake_mode() is None:
+        return {k: v.to(device) for k, v in recipe_knobs.pack(ids.tolist()).items()}
+    t = ids.numel()
+    batch = {"input_ids": ids.reshape(1, t), "labels": ids.reshape(1, t).clone()}
+    if case.knobs.attention == "flash":
+        return batch
+    if case.knobs.attention == "eager" or _family_eager(case.config):
+        dtype = torch.float32 if case.knobs.precision == "fp32" else HALF[case.knobs.precision]
+        batch["attention_mask"] = torch.zeros(1, 1, t, t, dtype=dtype)
+    else:
+        batch["attention_mask"] = torch.ones(1, 1, t, t, dtype=torch.bool)
+    return batch
+
+
+def _family_eager(config: dict) -> bool:
+    return config.get("model_type") == "gemma2"
 
 
 def decoder_layers(model: torch.nn.Module, n: int) -> list[torch.nn.Module]:
@@ -187,7 +213,8 @@ def train_steps(case: Case, model, tracker: LiveBytes, batch: dict, steps: int =
     zero = deepspeed_managed(k)
     params = [p for p in model.parameters() if p.requires_grad]
     progress = Progress(tracker, model, n_layers or 0, drop_grads=zero)
-    opt = None if zero else make_optimizer(params, k.optimizer)
+    opt = None if zero or k.optimizer_in_backward else make_optimizer(params, k.optimizer)
+    in_backward = recipe_knobs.optimizer_in_backward(params, k.optimizer)[0] if k.optimizer_in_backward else {}
     ctx = autocast_for(k, paths)
     sdpa_like_cuda = _NoSdpaDropout() if paths == "cuda" else nullcontext()
     try:
@@ -197,13 +224,18 @@ def train_steps(case: Case, model, tracker: LiveBytes, batch: dict, steps: int =
                     tracker.reset_peaks()
                 for _ in range(min(case.grad_accum, 2)):
                     progress.phase("forward")
-                    with ctx if ctx is not None else nullcontext():
-                        loss = model(**batch).loss / case.grad_accum
+                    with ctx if ctx is not None else nullcontext(), recipe_knobs.offload_context(k, paths):
+                        loss = _loss(model, batch, k) / case.grad_accum
                     if isinstance(ctx, CudaAutocast):
                         ctx.clear_cache()
                     progress.phase("backward")
                     loss.backward()
                     del loss
+                for o in in_backward.values():
+                    for state in o.state.values():
+                        for v in state.values():
+                            if isinstance(v, torch.Tensor):
+                                tracker.retag(v, "optimizer")
                 if opt is not None:
                     progress.phase("optimizer")
                     opt.step()
@@ -219,6 +251,14 @@ def train_steps(case: Case, model, tracker: LiveBytes, batch: dict, steps: int =
     finally:
         progress.remove()
     return progress.backward_start_modules
+
+
+def _loss(model, batch: dict, k: Knobs):
+    """transformers' own loss for the standard one (what HF Trainer runs), the recipe's otherwise."""
+    if k.loss == "standard":
+        return model(**batch).loss
+    inputs = {key: v for key, v in batch.items() if key != "labels"}
+    return recipe_knobs.loss_sum(model, inputs, batch["labels"], k) / (batch["labels"] != -100).sum()
 
 
 class _NoSdpaDropout:

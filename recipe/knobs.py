@@ -1,0 +1,252 @@
+"""The recipe knobs as the probes and the bundled trainer run them (planner/recipes.py plans them): the
+checkpointing policies, the chunked and fused losses, the attention implementation, packed rows and the
+optimizer stepped inside backward.
+
+- selective-op: torchtitan's op-level policy (torchtitan/distributed/activation_checkpoint.py, `_custom_policy`)
+  through torch's selective checkpoint contexts: outputs of the attention kernel and of every mm but every
+  second one are kept, the rest recomputed;
+- every-N: transformers' per-layer checkpointing left on for layers N, 2N, ... (1-based, torchtitan's ac_freq);
+- offload: saved tensors go to pinned host memory (torch.autograd.graph.save_on_cpu's hooks, keeping parameters
+  and tensors under 1 KiB on the device as torchtune's OffloadActivations does);
+- chunked loss: torchtune's chunked cross-entropy (the head and the fp32 loss chunk by chunk);
+- fused loss: the head and the cross-entropy computed chunk by chunk with their gradients in forward, so the
+  logits are never whole (a plain-torch form of Liger's fused linear cross-entropy, with Liger's chunk size).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from contextlib import ExitStack, contextmanager, nullcontext
+from functools import partial
+
+import torch
+import torch.nn.functional as F
+
+from planner import recipes
+
+FLASH_STANDIN = "memplan_varlen"   # the sim's and CPU's stand-in for flash-attention (same saved tensors)
+
+
+def attn_implementation(knobs, device_type: str) -> str | None:
+    """transformers' attn_implementation for the knob (None: the family's default)."""
+    if knobs.attention == "flash":
+        return "flash_attention_2" if device_type == "cuda" else _register_flash_standin()
+    return "eager" if knobs.attention == "eager" else None
+
+
+def _register_flash_standin() -> str:
+    """SDPA on the whole row, causal, no mask, k/v unrepeated: it saves q, k, v, out and the log-sum-exp as
+    flash-attention does (memory only: across a packed row's samples it attends where flash would not)."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface
+
+    def attend(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kw):
+        out = F.scaled_dot_product_attention(query, key, value, is_causal=True, scale=scaling, dropout_p=dropout,
+                                             enable_gqa=key.shape[1] != query.shape[1])
+        return out.transpose(1, 2).contiguous(), None
+
+    AttentionInterface.register(FLASH_STANDIN, attend)
+    AttentionMaskInterface.register(FLASH_STANDIN, lambda *a, **kw: None)
+    return FLASH_STANDIN
+
+
+# -- checkpointing -------------------------------------------------------------------------------------
+_SAVE_OPS = {"mm", "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention",
+             "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu"}
+
+
+def selective_contexts(extra=None):
+    """torchtitan's op-level policy: save the outputs of the ops above, except every second mm (counted
+    separately in forward and in recomputation). `extra`: a context_fn whose recompute context is entered too."""
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+
+    meta = defaultdict(int)
+
+    def policy(ctx, func, *args, **kwargs):
+        name = func.overloadpacket.__name__
+        key = f"{'recompute' if ctx.is_recompute else 'forward'}_mm"
+        if name == "mm":
+            meta[key] += 1
+        save = name in _SAVE_OPS and not (name == "mm" and meta[key] % 2 == 0)
+        return CheckpointPolicy.MUST_SAVE if save else CheckpointPolicy.PREFER_RECOMPUTE
+
+    fwd, rec = create_selective_checkpoint_contexts(policy)
+    if extra is None:
+        return fwd, rec
+    efwd, erec = extra()
+    return _both(fwd, efwd), _both(rec, erec)
+
+
+@contextmanager
+def _both(a, b):
+    with a, b:
+        yield
+
+
+def apply_checkpointing(model, knobs, context_fn=None) -> None:
+    """Turn on the plan's checkpointing (not offload: offload_context wraps the step instead). `context_fn`:
+    the probes' recomputation context (checkpoint's context_fn)."""
+    mode = knobs.checkpointing
+    if mode in ("off", "offload"):
+        return
+    kw = {"use_reentrant": False}
+    if mode == "selective-op":
+        kw["context_fn"] = partial(selective_contexts, context_fn)
+    elif context_fn is not None:
+        kw["context_fn"] = context_fn
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kw)
+    if mode.startswith("every-"):
+        from transformers.modeling_layers import GradientCheckpointingLayer
+
+        n = int(mode.removeprefix("every-"))
+        layers = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
+        for i, layer in enumerate(layers, start=1):
+            layer.gradient_checkpointing = i % n == 0
+
+
+def offload_context(knobs, device_type: str):
+    """--checkpointing offload: saved tensors to pinned host memory until backward brings them back."""
+    if knobs.checkpointing != "offload":
+        return nullcontext()
+    pin = device_type == "cuda"
+
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    def pack(t):
+        if isinstance(t, torch.nn.Parameter) or t.untyped_storage().nbytes() < recipes.OFFLOAD_MIN_BYTES:
+            return (None, t)
+        if isinstance(t, FakeTensor):   # the sim: the host copy holds no device memory; backward allocates anew
+            return (t.device, (t.size(), t.stride(), t.dtype))
+        host = torch.empty(t.size(), dtype=t.dtype, layout=t.layout, pin_memory=pin)
+        host.copy_(t)
+        return (t.device, host)
+
+    def unpack(packed):
+        device, t = packed
+        if device is None:
+            return t
+        if isinstance(t, tuple):
+            return torch.empty_strided(t[0], t[1], dtype=t[2], device=device)
+        return t.to(device, non_blocking=pin)
+
+    return torch.autograd.graph.saved_tensors_hooks(pack, unpack)
+
+
+# -- loss ----------------------------------------------------------------------------------------------
+def shifted_labels(labels: torch.Tensor) -> torch.Tensor:
+    """Targets of every position (the next token's label; -100 at the end), as transformers' ForCausalLMLoss."""
+    return F.pad(labels, (0, 1), value=-100)[:, 1:]
+
+
+def _softcap(logits, cap):
+    return torch.tanh(logits / cap) * cap if cap else logits
+
+
+def chunked_loss_sum(hidden, head: torch.nn.Module, targets, softcap=None) -> torch.Tensor:
+    """torchtune's chunked cross-entropy: the head and the fp32 loss over sequence chunks."""
+    total = hidden.new_zeros((), dtype=torch.float32)
+    for h, y in zip(hidden.chunk(recipes.CHUNKED_LOSS_CHUNKS, dim=1), targets.chunk(recipes.CHUNKED_LOSS_CHUNKS, dim=1)):
+        logits = _softcap(head(h).float(), softcap)
+        total = total + F.cross_entropy(logits.flatten(0, 1), y.flatten(), ignore_index=-100, reduction="sum")
+    return total
+
+
+class FusedLinearCrossEntropy(torch.autograd.Function):
+    """Summed cross-entropy of (hidden @ weight^T) without the whole logits: each chunk's logits, loss and
+    gradients are made in forward; backward returns the gradients it kept (Liger's scheme, in torch)."""
+
+    @staticmethod
+    def forward(ctx, hidden, weight, targets, chunk: int, softcap, dtype):
+        grad_h = torch.empty_like(hidden)
+        grad_w = torch.zeros_like(weight) if weight.requires_grad else None
+        loss = hidden.new_zeros((), dtype=torch.float32)
+        w = weight.to(dtype)    # the matmul dtype, cast once (autocast's cached copy)
+        for start in range(0, hidden.shape[0], chunk):
+            h, y = hidden[start:start + chunk].to(dtype), targets[start:start + chunk]
+            raw = (h @ w.t()).float()
+            logits = _softcap(raw, softcap)
+            valid = (y != -100)
+            safe = y.clamp(min=0)
+            lse = torch.logsumexp(logits, dim=-1)
+            loss = loss + ((lse - logits.gather(1, safe[:, None])[:, 0]) * valid).sum()
+            grad = torch.softmax(logits, dim=-1)
+            grad.scatter_add_(1, safe[:, None], -torch.ones_like(lse)[:, None])
+            grad.mul_(valid[:, None])
+            if softcap:
+                grad.mul_(1 - (logits / softcap) ** 2)
+            grad = grad.to(h.dtype)
+            grad_h[start:start + chunk] = (grad @ w).to(grad_h.dtype)
+            if grad_w is not None:
+                grad_w.addmm_(grad.t().to(grad_w.dtype), h.to(grad_w.dtype))    # in place, as Liger's addmm
+        ctx.save_for_backward(grad_h, grad_w)
+        return loss
+
+    @staticmethod
+    def backward(ctx, g):
+        grad_h, grad_w = ctx.saved_tensors     # scaled in place, as Liger does: no second copy of either
+        return grad_h.mul_(g), None if grad_w is None else grad_w.mul_(g), None, None, None, None
+
+
+def fused_loss_sum(hidden, head: torch.nn.Module, targets, softcap=None, dtype=None) -> torch.Tensor:
+    """`dtype`: the head matmul's dtype (the autocast dtype under AMP; else the weight's)."""
+    from planner.modelspec import TextSpec
+
+    h2 = hidden.flatten(0, 1)
+    spec = TextSpec(hidden=h2.shape[1], layers=1, heads=1, kv_heads=1, head_dim=1, intermediate=1,
+                    vocab=head.weight.shape[0], tied=False, arch="llama", max_positions=0)
+    chunk = recipes.fused_chunk_tokens(h2.shape[0], spec)
+    return FusedLinearCrossEntropy.apply(h2, head.weight, targets.flatten(), chunk, softcap,
+                                         dtype or head.weight.dtype)
+
+
+def loss_sum(model, inputs: dict, labels: torch.Tensor, knobs) -> torch.Tensor:
+    """Summed next-token loss under the plan's --loss. standard: the model's logits, upcast (transformers'
+    loss, labels shifted rather than logits, which would copy the largest activation of the step)."""
+    targets = shifted_labels(labels)
+    if knobs.loss == "standard":
+        logits = model(**inputs).logits
+        return F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=-100, reduction="sum")
+    hidden = model.get_decoder()(**inputs).last_hidden_state
+    head = model.get_output_embeddings()
+    cap = getattr(model.config.get_text_config(), "final_logit_softcapping", None)
+    if knobs.loss == "chunked":
+        return chunked_loss_sum(hidden, head, targets, cap)
+    from recipe import HALF
+
+    return fused_loss_sum(hidden, head, targets, cap, HALF.get(knobs.precision))
+
+
+# -- packing -------------------------------------------------------------------------------------------
+def pack(ids: list[list[int]]) -> dict:
+    """A padding-free row of samples (TRL's padding_free collator): one row, positions restarting at each
+    sample, and no sample's first token a target of the one before it."""
+    flat = [t for s in ids for t in s]
+    positions = [p for s in ids for p in range(len(s))]
+    labels = list(flat)
+    start = 0
+    for s in ids:
+        if start:
+            labels[start] = -100
+        start += len(s)
+    return {"input_ids": torch.tensor([flat]), "position_ids": torch.tensor([positions]),
+            "labels": torch.tensor([labels])}
+
+
+def step_context(knobs, device_type: str):
+    stack = ExitStack()
+    stack.enter_context(offload_context(knobs, device_type))
+    return stack
+
+
+# -- optimizer in backward -----------------------------------------------------------------------------
+def optimizer_in_backward(params: list, optimizer: str, lr: float = 1e-5) -> tuple[dict, list]:
+    """One optimizer per parameter, stepped by a hook the moment its gradient is complete, which then frees
+    the gradient (torchtune's optimizer_in_bwd). Returns (optimizers by parameter, hook handles)."""
+    from recipe import make_optimizer
+
+    opts = {p: make_optimizer([p], optimizer, lr) for p in params}
+
+    def step(p):
+        opts[p].step()
+        p.grad = None
+
+    return opts, [p.register_post_accumulate_grad_hook(step) for p in params]
