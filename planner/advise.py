@@ -22,6 +22,7 @@ from planner.memory import Setup
 from planner.modelspec import ModelSpec, from_config
 from planner.search import DEFAULT_MARGIN, Space, budget_plan, make_plan, search
 from planner.spec import (
+    CHECKPOINTING,
     FSDP_MODES,
     MAX_GLOBAL_BATCH,
     MAX_GPUS_PER_NODE,
@@ -31,11 +32,15 @@ from planner.spec import (
     MAX_NODES,
     MAX_SEQ_LEN,
     MIN_INTER_NODE_GBPS,
+    OPTIMIZER_IN_BACKWARD_SPLIT,
+    Attention,
+    Batching,
     Checkpointing,
     Fsdp,
     Goal,
     Hardware,
     Knobs,
+    Loss,
     Offload,
     Optimizer,
     Plan,
@@ -44,6 +49,8 @@ from planner.spec import (
 )
 from planner.store import ProbeRecord, Shapes
 
+# suggest's default checkpointing choices: every mode (each needs no extra package); every-N at N = 2 and 4
+SUGGEST_CHECKPOINTING = ("off", "selective-op", "every-4", "every-2", "full", "offload")
 APPROXIMATE_MARGIN = 0.15   # default margin for a family counted with the generic formula (not exact)
 MAX_SUGGESTIONS = 5
 EvidenceMode = Literal["analytic", "sim", "auto"]   # planner.evidence.MODES
@@ -83,6 +90,8 @@ class Target(_Request):
     tokens_per_image: int | None = Field(default=None, ge=0, le=MAX_SEQ_LEN)
     optimizer: Optimizer = "adamw"
     lora_rank: int = Field(default=0, ge=0, le=MAX_LORA_RANK)
+    optimizer_in_backward: bool = Field(default=False, description=(
+        "step each parameter as its gradient arrives and free the gradient (accumulation 1, one GPU, no ZeRO/FSDP)"))
     margin: float | None = Field(default=None, ge=0, lt=1, description=(
         f"fraction of the card kept free; default {DEFAULT_MARGIN}, {APPROXIMATE_MARGIN} for a model family "
         "counted approximately"))
@@ -95,12 +104,18 @@ class Target(_Request):
 class SuggestRequest(Target):
     global_batch: int = Field(ge=1, le=MAX_GLOBAL_BATCH)
     precision: list[Precision] = Field(default_factory=list, max_length=4)
-    checkpointing: list[Checkpointing] = Field(default_factory=lambda: ["off", "full"], min_length=1, max_length=2)
+    checkpointing: list[Checkpointing] = Field(default_factory=lambda: list(SUGGEST_CHECKPOINTING), min_length=1,
+                                               max_length=len(CHECKPOINTING))
     zero: list[Literal[0, 1, 2, 3]] = Field(default_factory=lambda: [0, 1, 2, 3], min_length=1, max_length=4)
     offload: list[Offload] = Field(default_factory=lambda: ["none", "optimizer", "optimizer+params"],
                                    min_length=1, max_length=3)
     fsdp: list[Fsdp] = Field(default_factory=lambda: list(FSDP_MODES), min_length=1, max_length=4, description=(
         "FSDP2 sharding to consider beside the ZeRO stages (off = ZeRO or DDP only; hybrid needs nodes > 1)"))
+    loss: list[Loss] = Field(default_factory=lambda: ["standard", "chunked"], min_length=1, max_length=3, description=(
+        "losses to consider; fused (Liger's kernel on the GPU host) only when asked"))
+    attention: list[Attention] = Field(default_factory=lambda: ["sdpa"], min_length=1, max_length=3, description=(
+        "attention implementations to consider; flash (flash-attn on the GPU host) only when asked"))
+    batching: list[Batching] = Field(default_factory=lambda: ["padded"], min_length=1, max_length=2)
     top: int = Field(default=10, ge=1, le=100)
 
 
@@ -112,6 +127,9 @@ class CheckRequest(Target):
     zero: Literal[0, 1, 2, 3] = 0
     offload: Offload = "none"
     fsdp: Fsdp = Field(default="off", description="FSDP2 full / grad-op / hybrid sharding instead of ZeRO")
+    loss: Loss = "standard"
+    attention: Attention = "sdpa"
+    batching: Batching = "padded"
 
 
 class _Result(BaseModel):
@@ -136,6 +154,10 @@ class ProbeRequest(_Request):
     offload: Offload = "none"
     optimizer: Optimizer = "adamw"
     lora_rank: int = Field(default=0, ge=0, le=MAX_LORA_RANK)
+    loss: Loss = "standard"
+    attention: Attention = "sdpa"
+    batching: Batching = "padded"
+    optimizer_in_backward: bool = False
     backend: Literal["sim", "cpu", "cuda"] = "sim"
     timeout_s: int | None = Field(default=None, ge=1, le=24 * 3600)
 
@@ -314,8 +336,12 @@ def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | N
     """Ranked plans that fit the global batch exactly, and one rejected candidate per knob family."""
     model, hw, goal, fit = resolve(req, req.global_batch, resolver, scanner)
     batches = token_batches(req, goal, hw, fit)
+    if req.optimizer_in_backward and hw.world_size > 1:
+        raise BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
     space = Space(precision=list(req.precision), checkpointing=list(req.checkpointing), zero=list(req.zero),
-                  offload=list(req.offload), optimizer=req.optimizer, lora_rank=req.lora_rank, fsdp=list(req.fsdp))
+                  offload=list(req.offload), optimizer=req.optimizer, lora_rank=req.lora_rank, fsdp=list(req.fsdp),
+                  loss=list(req.loss), attention=list(req.attention), batching=list(req.batching),
+                  optimizer_in_backward=req.optimizer_in_backward)
     cal = calibrator(req, model, store, probes)
     with status(f"planning with {req.evidence} evidence"):
         result = search(model, hw, goal, space, top=req.top, calibrate=cal, batches=batches)
@@ -338,7 +364,8 @@ def knobs_of(req: CheckRequest | ProbeRequest, precision: str) -> Knobs:
     """A one-configuration request's knobs (its `zero` is Knobs' `zero_stage`), every rule checked."""
     return Knobs.make(precision=precision, checkpointing=req.checkpointing, zero_stage=req.zero,
                       offload=req.offload, optimizer=req.optimizer, lora_rank=req.lora_rank,
-                      fsdp=getattr(req, "fsdp", "off"))
+                      fsdp=getattr(req, "fsdp", "off"), loss=req.loss, attention=req.attention, batching=req.batching,
+                      optimizer_in_backward=req.optimizer_in_backward)
 
 
 def check_knobs(req: CheckRequest, hw: Hardware) -> Knobs:
@@ -357,6 +384,8 @@ def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None 
                        f"the largest global batch, {MAX_GLOBAL_BATCH}", "grad_accum")
     model, hw, goal, fit = resolve(req, req.micro_batch * req.grad_accum * world, resolver, scanner)
     knobs = check_knobs(req, hw)
+    if knobs.optimizer_in_backward and (req.grad_accum > 1 or hw.world_size > 1):
+        raise BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
     batches = token_batches(req, goal, hw, fit)
     if req.verify and batches is not None:
         raise BadInput("--verify probes a fixed micro-batch; with --max-tokens-per-micro-batch, probe its shapes "
@@ -372,7 +401,9 @@ def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None 
     verified = None
     if req.verify:
         plan, verified = verify(plan, model, hw, goal, cal, probes, status, store)
-    space = Space(optimizer=req.optimizer, lora_rank=req.lora_rank)
+    space = Space(optimizer=req.optimizer, lora_rank=req.lora_rank, checkpointing=list(SUGGEST_CHECKPOINTING),
+                  loss=[req.loss], attention=[req.attention], batching=[req.batching],
+                  optimizer_in_backward=req.optimizer_in_backward)
     alt_cal = cal.with_mode("auto") if cal is not None else None   # alternatives: stored evidence only
     found = search(model, hw, goal, space, top=MAX_SUGGESTIONS + 1, calibrate=alt_cal, batches=batches).plans
     alternatives = [p for p in found if (p.micro_batch, p.knobs) != (plan.micro_batch, plan.knobs)][:MAX_SUGGESTIONS]

@@ -25,21 +25,52 @@ FSDP_WRAP = {"gpt2": ["GPT2Block"], "llama": ["LlamaDecoderLayer"], "gemma2": ["
              "qwen2_5_vl": ["Qwen2_5_VLDecoderLayer", "Qwen2_5_VLVisionBlock"],
              "internvl": ["InternVLVisionLayer"]}     # + its language model's, by text_config's model_type
 HF_FSDP = {"full": "full_shard auto_wrap", "grad-op": "shard_grad_op auto_wrap", "hybrid": "hybrid_shard auto_wrap"}
+HF_ATTENTION = {"flash": "flash_attention_2", "eager": "eager"}
 TRAIN_SCRIPT = "train.py"  # the user's HF-Trainer-style script
 
 
+def bundled_only(plan: Plan) -> list[str]:
+    """What in a plan HF's Trainer (with TRL) cannot run: the bundled trainer (`planner train`) runs these."""
+    out = []
+    if plan.checkpointing in ("selective-op", "offload") or plan.checkpointing.startswith("every-"):
+        out.append(f"--checkpointing {plan.checkpointing}")
+    if plan.loss == "chunked":
+        out.append("--loss chunked")
+    if plan.optimizer_in_backward:
+        out.append("--optimizer-in-backward")
+    return out
+
+
+def hf_note(plan: Plan) -> str | None:
+    """Launch.note for a plan HF cannot run as planned."""
+    missing = bundled_only(plan)
+    if not missing:
+        return None
+    return (f"HF's Trainer has no {', '.join(missing)}: the command runs the bundled trainer (planner train). "
+            "hf_args is the nearest HF run (full checkpointing for a lighter policy, the fused Liger loss for the "
+            "chunked one), which needs no more memory; it is not this plan's speed")
+
+
 def hf_args(plan: Plan, model: ModelSpec | None = None) -> dict:
-    """TrainingArguments fields; bf16-pure means loading the model in bf16 without autocast. FSDP plans: `fsdp` and
-    its `fsdp_config` (FSDP2; checkpointing through FSDP's own activation checkpointing, as transformers asks)."""
+    """TrainingArguments fields (TRL's SFTConfig for the attention and packing ones); bf16-pure means loading the
+    model in bf16 without autocast. FSDP plans: `fsdp` and its `fsdp_config` (FSDP2; checkpointing through FSDP's
+    own activation checkpointing, as transformers asks). Knobs HF cannot run are replaced by their nearest HF
+    form that needs no more memory (bundled_only, hf_note)."""
     fsdp = plan.fsdp is not None
     args = {"per_device_train_batch_size": plan.micro_batch,
             "gradient_accumulation_steps": plan.grad_accum,
-            "gradient_checkpointing": plan.checkpointing == "full" and not fsdp,
+            "gradient_checkpointing": plan.checkpointing != "off" and not fsdp,
             "bf16": plan.precision == "bf16", "fp16": plan.precision == "fp16",
             "optim": HF_OPTIM[plan.optimizer],
             "deepspeed": DS_CONFIG_NAME if plan.zero_stage >= 1 else None}
-    if plan.checkpointing == "full" and not fsdp:
+    if plan.checkpointing != "off" and not fsdp:
         args["gradient_checkpointing_kwargs"] = {"use_reentrant": False}
+    if plan.loss != "standard":
+        args["use_liger_kernel"] = True     # Liger's fused linear cross-entropy (liger-kernel on the GPU host)
+    if plan.attention != "sdpa":
+        args["model_init_kwargs"] = {"attn_implementation": HF_ATTENTION[plan.attention]}
+    if plan.batching == "packed":           # TRL: pack rows, and run them padding-free (position_ids)
+        args.update(packing=True, padding_free=True)
     if fsdp:
         args["fsdp"] = HF_FSDP[plan.fsdp] + (" offload" if plan.offload != "none" else "")
         args["fsdp_config"] = fsdp_config(plan, model)
@@ -49,7 +80,7 @@ def hf_args(plan: Plan, model: ModelSpec | None = None) -> dict:
 def fsdp_config(plan: Plan, model: ModelSpec | None) -> dict:
     """HF's fsdp_config for an FSDP2 plan (transformers TrainingArguments._process_fsdp_args reads it)."""
     cfg = {"version": 2, "reshard_after_forward": plan.fsdp != "grad-op",
-           "activation_checkpointing": plan.checkpointing == "full", "cpu_ram_efficient_loading": True,
+           "activation_checkpointing": plan.checkpointing != "off", "cpu_ram_efficient_loading": True,
            "state_dict_type": "SHARDED_STATE_DICT", "cpu_offload": plan.offload != "none"}
     if model is not None and wrap_classes(model):
         cfg["transformer_layer_cls_to_wrap"] = wrap_classes(model)
@@ -126,8 +157,14 @@ def deepspeed_config_for(k: Knobs, micro_batch: int, grad_accum: int, world: int
 def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME) -> list[str]:
     a = ["--per_device_train_batch_size", str(plan.micro_batch),
          "--gradient_accumulation_steps", str(plan.grad_accum), "--optim", HF_OPTIM[plan.optimizer]]
-    if plan.checkpointing == "full" and plan.fsdp is None:     # FSDP: its own activation checkpointing
+    if plan.checkpointing != "off" and plan.fsdp is None:     # FSDP: its own activation checkpointing
         a.append("--gradient_checkpointing")
+    if plan.loss != "standard":
+        a.append("--use_liger_kernel")
+    if plan.attention != "sdpa":
+        a += ["--attn_implementation", HF_ATTENTION[plan.attention]]
+    if plan.batching == "packed":
+        a += ["--packing", "--padding_free"]
     if plan.precision in ("bf16", "fp16"):
         a.append("--" + plan.precision)
     if plan.precision == "bf16-pure":
@@ -142,8 +179,24 @@ def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME) -> list[str]:
     return a
 
 
-def command(plan: Plan, hw: Hardware) -> str:
-    """torchrun for DDP, the deepspeed launcher for ZeRO; multi-node forms read the usual variables."""
+def bundled_command(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int) -> str:
+    """`planner train` with the plan's every knob (it starts torchrun or deepspeed itself)."""
+    a = ["planner", "train", "--model", model.name, "--gpu", hw.gpu.name, "--gpus-per-node", str(hw.gpus_per_node),
+         "--nodes", str(hw.nodes), "--seq-len", str(seq_len), "--micro-batch", str(plan.micro_batch),
+         "--grad-accum", str(plan.grad_accum), "--precision", plan.precision, "--checkpointing", plan.checkpointing,
+         "--zero", str(plan.zero_stage), "--offload", plan.offload, "--fsdp", plan.fsdp or "off",
+         "--optimizer", plan.optimizer, "--lora-rank", str(plan.lora_rank), "--loss", plan.loss,
+         "--attention", plan.attention, "--batching", plan.batching, "--data", "DATA.jsonl"]
+    if plan.optimizer_in_backward:
+        a.append("--optimizer-in-backward")
+    return " ".join(shlex.quote(x) for x in a)
+
+
+def command(plan: Plan, hw: Hardware, model: ModelSpec | None = None, seq_len: int = 0) -> str:
+    """torchrun for DDP, the deepspeed launcher for ZeRO; multi-node forms read the usual variables. A plan HF
+    cannot run (bundled_only) is launched by the bundled trainer."""
+    if model is not None and bundled_only(plan):
+        return bundled_command(plan, hw, model, seq_len)
     args = " ".join(shlex.quote(x) for x in [TRAIN_SCRIPT, *script_args(plan)])
     g, n = hw.gpus_per_node, hw.nodes
     if plan.zero_stage >= 1:

@@ -54,20 +54,32 @@ def selective_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> in
     Conv1D). Llama: q, v, gate, down kept; Qwen2: o, up; Phi-3: qkv, gate_up."""
     r, c = act.saved_dtype_bytes(profile)
     tokens = batch * seq
-    mms = [width for width, bias in layer_linears(t) if not bias]
+    mms = [width for width, _, bias in layer_linears(t) if not bias]
     kernel = 0 if t.attention == "eager" else c * tokens * t.q_dim + 4 * tokens * t.heads
     return r * tokens * t.hidden + c * tokens * sum(mms[0::2]) + kernel
 
 
-def layer_linears(t: TextSpec) -> list[tuple[int, bool]]:
-    """(output width, has a bias) of a decoder layer's linears in the order forward runs them."""
+def layer_linears(t: TextSpec) -> list[tuple[int, int, bool]]:
+    """(output width, input width, has a bias) of a decoder layer's linears in the order forward runs them."""
     qkv, o, mlp = t.biases
+    h, i = t.hidden, t.intermediate
     if t.arch == "gpt2":    # Conv1D: torch.addmm whatever its bias
-        return [(3 * t.hidden, True), (t.hidden, True), (t.intermediate, True), (t.hidden, True)]
+        return [(3 * h, h, True), (h, h, True), (i, h, True), (h, i, True)]
     if t.arch == "phi3":    # fused qkv_proj and gate_up_proj
-        return [(t.q_dim + 2 * t.kv_dim, qkv), (t.hidden, o), (2 * t.intermediate, mlp), (t.hidden, mlp)]
-    return [(t.q_dim, qkv), (t.kv_dim, qkv), (t.kv_dim, qkv), (t.hidden, o),
-            (t.intermediate, mlp), (t.intermediate, mlp), (t.hidden, mlp)]
+        return [(t.q_dim + 2 * t.kv_dim, h, qkv), (h, t.q_dim, o), (2 * i, h, mlp), (h, i, mlp)]
+    return [(t.q_dim, h, qkv), (t.kv_dim, h, qkv), (t.kv_dim, h, qkv), (h, t.q_dim, o),
+            (i, h, mlp), (i, h, mlp), (h, i, mlp)]
+
+
+def recomputed_linears(t: TextSpec) -> list[tuple[int, int, bool]]:
+    """The linears selective-op recomputes in backward: every addmm, and every second mm."""
+    out, mm = [], 0
+    for lin in layer_linears(t):
+        if not lin[2]:
+            mm += 1
+        if lin[2] or mm % 2 == 0:
+            out.append(lin)
+    return out
 
 
 def text_activations_bytes(t: TextSpec, k: Knobs, batch: int, seq: int, profile: str) -> int:

@@ -31,6 +31,10 @@ class Space:
     optimizer: str = "adamw"
     lora_rank: int = 0
     fsdp: list[str] = field(default_factory=lambda: ["off"])
+    loss: list[str] = field(default_factory=lambda: ["standard"])
+    attention: list[str] = field(default_factory=lambda: ["sdpa"])
+    batching: list[str] = field(default_factory=lambda: ["padded"])
+    optimizer_in_backward: bool = False
 
 
 @dataclass
@@ -56,11 +60,15 @@ def check_global_batch(global_batch: int, world: int) -> None:
 def families(space: Space, hw: Hardware) -> list[Knobs]:
     precisions = space.precision or (["bf16"] if hw.gpu.bf16_tflops > 0 else ["fp16"])
     out = []
-    for p, c, z, o, f in product(precisions, space.checkpointing, space.zero, space.offload, space.fsdp):
+    for p, c, z, o, f, loss, attn, b in product(precisions, space.checkpointing, space.zero, space.offload, space.fsdp,
+                                                space.loss, space.attention, space.batching):
         kw = {"precision": p, "checkpointing": c, "zero_stage": z, "offload": o, "optimizer": space.optimizer,
-              "lora_rank": space.lora_rank, "fsdp": f}
+              "lora_rank": space.lora_rank, "fsdp": f, "loss": loss, "attention": attn, "batching": b,
+              "optimizer_in_backward": space.optimizer_in_backward}
         if f == "hybrid" and hw.nodes == 1 or f != "off" and hw.world_size == 1 and o == "none":
             continue    # hybrid is full sharding on one node; one GPU shards nothing (unless it offloads)
+        if space.optimizer_in_backward and hw.world_size > 1:
+            continue    # no gradient is kept to all-reduce
         if Knobs.allowed(**kw):     # the combination rules live in Knobs alone
             out.append(Knobs(**kw))
     return out
@@ -116,14 +124,15 @@ def make_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_ba
     plan = Plan(micro_batch=micro_batch, grad_accum=accum, world_size=world, global_batch=goal.global_batch,
                 precision=knobs.precision, checkpointing=knobs.checkpointing, zero_stage=knobs.zero_stage,
                 offload=knobs.offload, optimizer=knobs.optimizer, lora_rank=knobs.lora_rank,
-                fsdp=None if knobs.fsdp == "off" else knobs.fsdp, memory=mem,
+                fsdp=None if knobs.fsdp == "off" else knobs.fsdp, **knobs.recipe(), memory=mem,
                 fits=False, step_time_s=round(t.total_s, 6),
                 tokens_per_s=round(tokens_per_second(s, hw, t), 1), evidence=evidence)
     usable = int(hw.gpu.capacity_bytes * (1 - goal.margin))
     plan.reason = measured_reason or rejection_reason(plan, hw, usable)
     plan.fits = plan.reason is None
     plan.launch = Launch(hf_args=export.hf_args(plan, model), deepspeed_config=export.deepspeed_config(plan, model),
-                         command=export.command(plan, hw), accelerate_config=export.accelerate_config(plan, hw, model))
+                         command=export.command(plan, hw, model, goal.seq_len), note=export.hf_note(plan),
+                         accelerate_config=export.accelerate_config(plan, hw, model))
     return plan
 
 
@@ -156,10 +165,11 @@ def budget_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, batche
                                     "tokens_per_s": round(batches.tokens_per_step / t.total_s, 1)})
     plan.reason = measured_reason or rejection_reason(plan, hw, int(hw.gpu.capacity_bytes * (1 - goal.margin)))
     plan.fits = plan.reason is None
-    plan.launch = plan.launch.model_copy(update={"note": (
-        f"HF has no token-budget batching: these arguments run the fixed split micro {plan.micro_batch} x accum "
-        f"{plan.grad_accum}; the bundled trainer cuts micro-batches by tokens with "
-        f"--max-tokens-per-micro-batch {batches.max_tokens_per_micro_batch}")})
+    note = (f"HF has no token-budget batching: these arguments run the fixed split micro {plan.micro_batch} x accum "
+            f"{plan.grad_accum}; the bundled trainer cuts micro-batches by tokens with "
+            f"--max-tokens-per-micro-batch {batches.max_tokens_per_micro_batch}")
+    note = f"{plan.launch.note}. {note}" if plan.launch.note else note
+    plan.launch = plan.launch.model_copy(update={"note": note})
     return plan
 
 
@@ -183,11 +193,14 @@ def search(model: ModelSpec, hw: Hardware, goal: Goal, space: Space, top: int = 
     fitting, rejected = [], []
     for knobs in families(space, hw):
         if batches is not None:     # a token budget: one plan per knob family
+            if knobs.optimizer_in_backward:
+                raise BadInput("--optimizer-in-backward runs one micro-step a step; a token budget cuts a varying "
+                               "number", "optimizer_in_backward")
             p = budget_plan(model, hw, goal, knobs, batches, calibrate=calibrate)
             (fitting if p.fits else rejected).append(p)
             continue
         plans = []
-        for mb in divisors(per_rank):
+        for mb in [per_rank] if knobs.optimizer_in_backward else divisors(per_rank):    # accumulation 1
             plans.append(make_plan(model, hw, goal, knobs, mb, calibrate))
             if not plans[-1].fits:      # memory grows with the micro-batch: no larger one fits either
                 break

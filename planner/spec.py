@@ -308,6 +308,15 @@ class Plan(BaseModel):
         return f"FSDP {self.fsdp}" if self.fsdp else f"ZeRO-{self.zero_stage}" if self.zero_stage else "DDP"
 
     @property
+    def recipe(self) -> str:
+        """The recipe knobs away from their defaults, for tables ("-" when none)."""
+        parts = [f"{self.loss} loss" if self.loss != "standard" else "",
+                 self.attention if self.attention != "sdpa" else "",
+                 "packed" if self.batching == "packed" else "",
+                 "optimizer in backward" if self.optimizer_in_backward else ""]
+        return ", ".join(p for p in parts if p) or "-"
+
+    @property
     def knobs(self) -> Knobs:
         return Knobs(precision=self.precision, checkpointing=self.checkpointing,
                      zero_stage=self.zero_stage, offload=self.offload,

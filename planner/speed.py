@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner import calibration, fsdp
-from planner.memory import Setup, frozen_params, trainable_params
+from planner import calibration, fsdp, recipes
+from planner.memory import Setup, frozen_params, host_activation_bytes_per_node, trainable_params
 from planner.spec import Hardware
 
 PEAK_EFFICIENCY = 0.55          # best model-FLOPs utilisation a large micro-batch reaches
@@ -41,11 +41,22 @@ class StepTime:
 
 def flops_per_token(s: Setup) -> float:
     """Training FLOPs per token of one optimizer step's work."""
-    m, k = s.model, s.knobs
+    m = s.model
     attn_fwd = 4 * m.text.layers * m.text.q_dim * s.seq_len  # QK^T and AV; backward is twice this
     base = (4 * m.params + 6 * trainable_params(s)) if s.lora else 6 * m.params
-    recompute = (2 * m.params + attn_fwd) if k.checkpointing == "full" else 0
-    return base + 3 * attn_fwd + recompute
+    return base + 3 * attn_fwd + recompute_flops_per_token(s, attn_fwd)
+
+
+def recompute_flops_per_token(s: Setup, attn_fwd: float) -> float:
+    """Checkpointing's second forward: full and every-N rerun their layers (2 x params + attention, over the share
+    of layers checkpointed); selective-op reruns only the linears whose outputs it does not keep (the attention
+    kernel's output is kept)."""
+    m, k = s.model, s.knobs
+    if k.checkpointing == "selective-op":
+        t = m.text
+        return 2 * t.layers * sum(w * d for w, d, _ in recipes.recomputed_linears(t))
+    share = recipes.checkpointed_layers(k, m.text.layers) / m.text.layers
+    return share * (2 * m.params + attn_fwd)
 
 
 def gpu_tflops(hw: Hardware, precision: str) -> float:
@@ -126,6 +137,13 @@ def offload_seconds(s: Setup, hw: Hardware) -> float:
     return t
 
 
+def activation_offload_seconds(s: Setup, hw: Hardware) -> float:
+    """--checkpointing offload: every saved activation crosses PCIe to the host and back, per micro-step
+    (save_on_cpu copies synchronously: not hidden behind compute)."""
+    per_rank = host_activation_bytes_per_node(s) / s.gpus_per_node
+    return s.grad_accum * 2 * per_rank / (hw.gpu.pcie_gbs * 1e9)
+
+
 def step_time(s: Setup, hw: Hardware) -> StepTime:
     tokens_micro = s.micro_batch * s.seq_len
     peak = gpu_tflops(hw, s.knobs.precision) * 1e12
@@ -137,7 +155,7 @@ def step_time(s: Setup, hw: Hardware) -> StepTime:
     over = compute if s.knobs.fsdp != "off" else backward_last if s.knobs.zero_stage <= 1 else compute * 2 / 3
     hidden = BACKWARD_OVERLAP * over
     exposed = max(comm - hidden, 0.1 * comm)
-    return StepTime(compute, exposed, offload_seconds(s, hw))
+    return StepTime(compute, exposed, offload_seconds(s, hw) + activation_offload_seconds(s, hw))
 
 
 def tokens_per_second(s: Setup, hw: Hardware, t: StepTime) -> float:

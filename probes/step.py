@@ -214,7 +214,7 @@ def train_steps(case: Case, model, tracker: LiveBytes, batch: dict, steps: int =
     params = [p for p in model.parameters() if p.requires_grad]
     progress = Progress(tracker, model, n_layers or 0, drop_grads=zero)
     opt = None if zero or k.optimizer_in_backward else make_optimizer(params, k.optimizer)
-    in_backward = recipe_knobs.optimizer_in_backward(params, k.optimizer)[0] if k.optimizer_in_backward else {}
+    in_backward = recipe_knobs.InBackward(params, k.optimizer).opts if k.optimizer_in_backward else []
     ctx = autocast_for(k, paths)
     sdpa_like_cuda = _NoSdpaDropout() if paths == "cuda" else nullcontext()
     try:
@@ -231,7 +231,7 @@ def train_steps(case: Case, model, tracker: LiveBytes, batch: dict, steps: int =
                     progress.phase("backward")
                     loss.backward()
                     del loss
-                for o in in_backward.values():
+                for o in in_backward:
                     for state in o.state.values():
                         for v in state.values():
                             if isinstance(v, torch.Tensor):

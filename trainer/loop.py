@@ -61,6 +61,7 @@ class RunConfig:
     eval_every: int = 0
     eval_batch: int = 8
     max_tokens_per_micro_batch: int | None = None   # token-budget micro-batches (planner.batching)
+    grad_clip: float = GRAD_CLIP    # max gradient norm; 0: none (always none with --optimizer-in-backward)
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -92,32 +93,42 @@ def build_model(cfg: RunConfig):
 
     from planner.catalog import load_model
     from recipe import HALF, hf_config, lora_config
+    from recipe import knobs as recipe_knobs
 
     path = Path(cfg.model)
+    device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if cfg.knobs.attention == "flash" and device != "cuda":
+        from planner.errors import BadInput
+
+        raise BadInput("--attention flash runs flash-attn's CUDA kernels: train on a GPU host, or use sdpa on CPU",
+                       "attention")
+    impl = recipe_knobs.attn_implementation(cfg.knobs, device)
+    kw = {"attn_implementation": impl} if impl else {}
     dtype = HALF["bf16-pure"] if cfg.knobs.precision == "bf16-pure" else torch.float32
     torch.manual_seed(cfg.seed)
     if path.is_dir() and any(path.glob("*.safetensors")) or (path / "pytorch_model.bin").exists():
-        model = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
+        model = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype, **kw)
     else:
         spec = load_model(cfg.model)
-        model = transformers.AutoModelForCausalLM.from_config(hf_config(spec.config), dtype=dtype)
+        model = transformers.AutoModelForCausalLM.from_config(hf_config(spec.config), dtype=dtype, **kw)
     if cfg.knobs.lora_rank:
         from peft import get_peft_model
 
         model = get_peft_model(model, lora_config(cfg.knobs.lora_rank))
-    if cfg.knobs.checkpointing == "full":
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    recipe_knobs.apply_checkpointing(model, cfg.knobs)
     model.config.use_cache = False
     return model
 
 
-def token_loss_sum(model, batch) -> torch.Tensor:
-    """Summed next-token loss. The labels are shifted, not the logits (as transformers' ForCausalLMLoss
-    does): slicing the logits would copy the largest activation of the step."""
-    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-    labels = torch.nn.functional.pad(batch["labels"], (0, 1), value=-100)[:, 1:]
-    return torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), labels.flatten(), ignore_index=-100,
-                                             reduction="sum")
+def token_loss_sum(model, batch, knobs: Knobs) -> torch.Tensor:
+    """Summed next-token loss under the plan's --loss (recipe.knobs.loss_sum); a packed row passes its
+    position_ids, a padded batch its attention mask. Under --checkpointing offload the forward's saved tensors go
+    to the host."""
+    from recipe import knobs as recipe_knobs
+
+    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "position_ids") if k in batch}
+    with recipe_knobs.offload_context(knobs, batch["input_ids"].device.type):
+        return recipe_knobs.loss_sum(model, inputs, batch["labels"], knobs)
 
 
 class Trainer:
@@ -145,6 +156,11 @@ class Trainer:
             init_deepspeed(self.backend, cpu=want == "cpu")
         elif self.world > 1 or self.fsdp:
             dist.init_process_group(self.backend)
+        if self.fsdp and cfg.knobs.loss != "standard":
+            from planner.errors import BadInput
+
+            raise BadInput(f"--loss {cfg.knobs.loss} with --fsdp: the bundled trainer computes it outside the FSDP root's "
+                           "forward; run it under DDP or ZeRO, or HF's Trainer with use_liger_kernel", "loss")
         self.micro, self.accum = cfg.micro_batch, cfg.grad_accum
         self.budget = cfg.max_tokens_per_micro_batch
         self.global_batch = cfg.micro_batch * cfg.grad_accum * self.world
@@ -173,8 +189,13 @@ class Trainer:
         params = [p for p in model.parameters() if p.requires_grad]
         from recipe import make_optimizer
 
-        try:
-            opt = make_optimizer(params, cfg.knobs.optimizer, cfg.lr)     # the plan's optimizer
+        try:    # the plan's optimizer (one per parameter, stepped inside backward, with --optimizer-in-backward)
+            if cfg.knobs.optimizer_in_backward:
+                from recipe.knobs import InBackward
+
+                opt = InBackward(params, cfg.knobs.optimizer, cfg.lr)
+            else:
+                opt = make_optimizer(params, cfg.knobs.optimizer, cfg.lr)
         except ValueError as e:
             from planner.errors import BadInput
 
@@ -230,7 +251,7 @@ class Trainer:
         self.oom.check(self.step, micro, self.rank)
         batch = {k: v.to(self.device) for k, v in batch.items()}
         with torch.autocast(self.device.type, dtype=self.amp, enabled=self.amp is not None):
-            loss_sum = token_loss_sum(self.model if not self.ds else self.engine, batch)
+            loss_sum = token_loss_sum(self.model if not self.ds else self.engine, batch, self.cfg.knobs)
         if self.ds:    # DeepSpeed averages over ranks and divides by accumulation: undo both
             self.engine.backward(loss_sum / n_tokens * self.world * self.accum)
             self.engine.step()
@@ -250,7 +271,7 @@ class Trainer:
         t0 = time.perf_counter()
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
-        batches = [collate([self.samples[i] for i in g], self.cfg.seq_len) for g in self._groups(indices)]
+        batches = [self._collate([self.samples[i] for i in g]) for g in self._groups(indices)]
         n_tokens = self._sum(sum(target_tokens(b) for b in batches))
         loss_sum = 0.0
         for m, batch in enumerate(batches):
@@ -267,12 +288,20 @@ class Trainer:
                     loss_sum += self._micro_step(batch, n_tokens, m)
                 except torch.OutOfMemoryError as e:
                     self._record_oom(str(e))
-                    if self.collective_backward:    # collectives are mid-flight on the other ranks
-                        raise
+                    if self.collective_backward or self.cfg.knobs.optimizer_in_backward:
+                        raise   # collectives are mid-flight on other ranks / parameters already stepped
                     oom = 1.0
             if not self.collective_backward and self._max(oom):    # (they raise instead)
                 return None
         return loss_sum, n_tokens, t0, len(batches)
+
+    def _collate(self, samples: list[list[int]]) -> dict:
+        """A padded micro-batch, or one packed row of its samples (--batching packed)."""
+        if self.cfg.knobs.batching == "packed" and samples:
+            from recipe.knobs import pack
+
+            return pack([s[:self.cfg.seq_len] for s in samples])
+        return collate(samples, self.cfg.seq_len)
 
     def _groups(self, indices: list[int]) -> list[list[int]]:
         """This step's micro-batches: `accum` of `micro` samples, or cut by the token budget and padded with empty
@@ -337,7 +366,8 @@ class Trainer:
             if not self.fsdp:
                 self._reduce_grads()
             self.scaler.unscale_(self.opt)
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), GRAD_CLIP)
+            if self.cfg.grad_clip and not self.cfg.knobs.optimizer_in_backward:     # stepped in backward: no norm
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
             self.scaler.step(self.opt)
             self.scaler.update()
             self.sched.step()
@@ -366,7 +396,8 @@ class Trainer:
                 if os.environ.pop("MEMPLAN_TRAIN_INJECT_EVAL_OOM", "") and self.eval_batch > 1:
                     raise torch.OutOfMemoryError("injected: CUDA out of memory in evaluation")
                 with torch.autocast(self.device.type, dtype=self.amp, enabled=self.amp is not None):
-                    loss_sum += float(token_loss_sum(model, {k: v.to(self.device) for k, v in batch.items()}))
+                    loss_sum += float(token_loss_sum(model, {k: v.to(self.device) for k, v in batch.items()},
+                                                     self.cfg.knobs))
             except torch.OutOfMemoryError:
                 if self.eval_batch == 1:
                     raise

@@ -22,6 +22,7 @@ def register(sub) -> None:
     p.add_argument("--offload", type=common.one_of("--offload", OFFLOADS), default="none")
     p.add_argument("--fsdp", type=common.one_of("--fsdp", FSDP_MODES), default="off",
                    help="FSDP2 instead of ZeRO: full, grad-op (no reshard after forward) or hybrid (HSDP)")
+    common.add_recipe_args(p, many=False)
     p.add_argument("--plot", metavar="PNG", help="write the memory charts (this plan and alternatives, memory vs micro-batch)")
     common.add_evidence_args(p)
     p.set_defaults(run=run)
@@ -31,7 +32,7 @@ def gather(args: argparse.Namespace) -> tuple[dict, Plan, list[Plan], tuple]:
     """advise.check on the flags; (JSON object, plan, alternatives, (model, hardware, goal))."""
     req = common.request(CheckRequest, args, micro_batch=args.micro_batch, grad_accum=args.grad_accum,
                          precision=args.precision, checkpointing=args.checkpointing, zero=args.zero,
-                         offload=args.offload, fsdp=args.fsdp)
+                         offload=args.offload, fsdp=args.fsdp, **common.recipe_fields(args))
     result = advise.check(req, store=args.store, probes=common.probe_functions(), status=common.status,
                           scanner=common.scanner)
     return result_json(result), result.plan, result.suggestions, result.context

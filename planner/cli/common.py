@@ -8,7 +8,17 @@ import sys
 
 from planner import hardware
 from planner.search import DEFAULT_MARGIN
-from planner.spec import CHECKPOINTING, FSDP_MODES, OFFLOADS, OPTIMIZERS, PRECISIONS, ZERO_STAGES
+from planner.spec import (
+    ATTENTIONS,
+    BATCHINGS,
+    CHECKPOINTING,
+    FSDP_MODES,
+    LOSSES,
+    OFFLOADS,
+    OPTIMIZERS,
+    PRECISIONS,
+    ZERO_STAGES,
+)
 
 
 def int_at_least(flag: str, low: int):
@@ -127,6 +137,8 @@ def add_target_args(p: argparse.ArgumentParser) -> None:
                    help="VLMs: LLM tokens per image (with --images)")
     p.add_argument("--optimizer", type=one_of("--optimizer", OPTIMIZERS), default="adamw")
     p.add_argument("--lora-rank", type=nonneg_int("--lora-rank"), default=0, help="0 = full fine-tuning")
+    p.add_argument("--optimizer-in-backward", action="store_true",
+                   help="step each parameter as its gradient arrives (accumulation 1, one GPU, no ZeRO/FSDP)")
     p.add_argument("--margin", type=margin, default=None,
                    help=f"fraction of GPU memory kept free (default {DEFAULT_MARGIN}; wider for a model family "
                         "counted approximately)")
@@ -142,6 +154,21 @@ CHECKPOINTING_LIST = choice_list("--checkpointing", CHECKPOINTING)
 ZERO_LIST = choice_list("--zero", ZERO_STAGES, int)
 OFFLOAD_LIST = choice_list("--offload", OFFLOADS)
 FSDP_LIST = choice_list("--fsdp", FSDP_MODES)
+RECIPE_FLAGS = {"loss": ("--loss", LOSSES, "standard, chunked (sequence chunks) or fused (head + loss, Liger)"),
+                "attention": ("--attention", ATTENTIONS, "sdpa (the family's default), flash or eager"),
+                "batching": ("--batching", BATCHINGS, "padded rows or packed (padding-free) rows")}
+
+
+def add_recipe_args(p: argparse.ArgumentParser, many: bool) -> None:
+    """--loss, --attention, --batching: one value (check, probe, train) or a comma list to search (suggest)."""
+    for field, (flag, accepted, doc) in RECIPE_FLAGS.items():
+        kind = choice_list(flag, accepted) if many else one_of(flag, accepted)
+        p.add_argument(flag, dest=field, type=kind, default=None,
+                       help=doc + (" (comma list to search)" if many else ""))
+
+
+def recipe_fields(args: argparse.Namespace) -> dict:
+    return {f: getattr(args, f) for f in RECIPE_FLAGS if getattr(args, f, None) is not None}
 def request(cls, args: argparse.Namespace, **fields):
     """An advise request from the parsed flags (the target's, named as advise.Target's fields, and `fields`):
     the API's bounds hold here too."""

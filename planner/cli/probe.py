@@ -22,6 +22,9 @@ def add_config_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--offload", type=common.one_of("--offload", OFFLOADS), default="none")
     p.add_argument("--optimizer", type=common.one_of("--optimizer", OPTIMIZERS), default="adamw")
     p.add_argument("--lora-rank", type=common.nonneg_int("--lora-rank"), default=0)
+    common.add_recipe_args(p, many=False)
+    p.add_argument("--optimizer-in-backward", action="store_true",
+                   help="step each parameter as its gradient arrives (accumulation 1)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
@@ -37,7 +40,9 @@ def register(sub) -> None:
 def probe_request(args: argparse.Namespace, backend: str = "sim") -> ProbeRequest:
     fields = ("model", "micro_batch", "grad_accum", "seq_len", "precision", "checkpointing", "zero", "offload",
               "optimizer", "lora_rank")
-    return advise.parse(ProbeRequest, {**{f: getattr(args, f) for f in fields}, "backend": backend})
+    return advise.parse(ProbeRequest, {**{f: getattr(args, f) for f in fields}, "backend": backend,
+                                       "optimizer_in_backward": args.optimizer_in_backward,
+                                       **common.recipe_fields(args)})
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,13 +18,14 @@ def gib(x: int) -> str:
 def plans_table(plans: list[Plan], title: str, approximate: bool = False) -> Table:
     """approximate: the model's family is counted with the generic formula (evidence marked "approx.")."""
     t = Table(title=title, title_justify="left")
-    for col in ("#", "micro", "accum", "ckpt", "precision", "sharding", "offload", "peak GiB", "total GiB",
+    for col in ("#", "micro", "accum", "ckpt", "precision", "sharding", "offload", "recipe", "peak GiB", "total GiB",
                 "headroom GiB", "tokens/s", "evidence"):
-        t.add_column(col, justify="right" if col not in ("ckpt", "precision", "sharding", "offload", "evidence") else "left")
+        left = ("ckpt", "precision", "sharding", "offload", "recipe", "evidence")
+        t.add_column(col, justify="left" if col in left else "right")
     for i, p in enumerate(plans, 1):
         m = p.memory
         t.add_row(str(i), str(p.micro_batch), str(p.grad_accum), p.checkpointing, p.precision, p.sharding,
-                  p.offload, gib(m.peak_allocated_bytes), gib(m.device_total_bytes), gib(m.headroom_bytes),
+                  p.offload, p.recipe, gib(m.peak_allocated_bytes), gib(m.device_total_bytes), gib(m.headroom_bytes),
                   f"{p.tokens_per_s:,.0f}", p.evidence + (" (approx.)" if approximate else ""))
     return t
 
@@ -39,15 +40,17 @@ def breakdown_table(p: Plan) -> Table:
         t.add_row(name, gib(getattr(m, f"{name}_bytes")))
     if m.host_bytes_per_node:
         t.add_row("host RAM per node (offload)", gib(m.host_bytes_per_node))
+    if p.loss != "standard" or m.detail.get("logits_loss_bytes"):
+        t.add_row(f"of which logits/loss ({p.loss})", gib(m.detail.get("logits_loss_bytes", 0)))
     return t
 
 
 def rejected_table(rejected: list[Plan]) -> Table:
     t = Table(title="rejected (smallest micro-batch of each family)", title_justify="left")
-    for col in ("ckpt", "precision", "sharding", "offload", "total GiB", "reason"):
+    for col in ("ckpt", "precision", "sharding", "offload", "recipe", "total GiB", "reason"):
         t.add_column(col)
     for p in rejected:
-        t.add_row(p.checkpointing, p.precision, p.sharding, p.offload,
+        t.add_row(p.checkpointing, p.precision, p.sharding, p.offload, p.recipe,
                   gib(p.memory.device_total_bytes), p.reason or "")
     return t
 

@@ -16,7 +16,8 @@ def register(sub) -> None:
                    help="sequences per optimizer step across all GPUs")
     p.add_argument("--precision", type=common.PRECISION_LIST, default=[],
                    help="comma list of fp32,fp16,bf16,bf16-pure (default bf16; fp16 where no bf16)")
-    p.add_argument("--checkpointing", type=common.CHECKPOINTING_LIST, default=["off", "full"])
+    p.add_argument("--checkpointing", type=common.CHECKPOINTING_LIST, default=list(advise.SUGGEST_CHECKPOINTING))
+    common.add_recipe_args(p, many=True)
     p.add_argument("--zero", type=common.ZERO_LIST, default=[0, 1, 2, 3])
     p.add_argument("--offload", type=common.OFFLOAD_LIST, default=["none", "optimizer", "optimizer+params"])
     p.add_argument("--fsdp", type=common.FSDP_LIST, default=list(FSDP_MODES),
@@ -32,7 +33,7 @@ def gather(args: argparse.Namespace) -> tuple[dict, SuggestResult, tuple]:
     """advise.suggest on the flags; (JSON object, result, (model, hardware, goal)) for printing."""
     req = common.request(SuggestRequest, args, global_batch=args.global_batch, precision=args.precision,
                          checkpointing=args.checkpointing, zero=args.zero, offload=args.offload, fsdp=args.fsdp,
-                         top=args.top)
+                         top=args.top, **common.recipe_fields(args))
     result = advise.suggest(req, store=args.store, probes=common.probe_functions(), status=common.status,
                             scanner=common.scanner)
     return result_json(result), result, result.context

@@ -90,7 +90,7 @@ def _plan_file(path: str) -> dict:
             "micro_batch": plan.micro_batch, "grad_accum": plan.grad_accum, "precision": plan.precision,
             "checkpointing": plan.checkpointing, "zero": plan.zero_stage, "offload": plan.offload,
             "optimizer": plan.optimizer, "lora_rank": plan.lora_rank, "fsdp": plan.fsdp or "off",
-            "max_tokens_per_micro_batch": plan.token_batches.max_tokens_per_micro_batch if plan.token_batches else None}
+            **plan.knobs.recipe(), "max_tokens_per_micro_batch": plan.token_batches.max_tokens_per_micro_batch if plan.token_batches else None}
 
 
 def plan_from(args: argparse.Namespace) -> tuple[str, CheckRequest, Knobs]:
@@ -110,7 +110,8 @@ def plan_from(args: argparse.Namespace) -> tuple[str, CheckRequest, Knobs]:
                   "seq_len": args.seq_len, "micro_batch": args.micro_batch, "grad_accum": args.grad_accum,
                   "precision": args.precision, "checkpointing": args.checkpointing, "zero": args.zero,
                   "offload": args.offload, "optimizer": args.optimizer, "lora_rank": args.lora_rank,
-                  "max_tokens_per_micro_batch": args.max_tokens_per_micro_batch, "fsdp": args.fsdp}
+                  "max_tokens_per_micro_batch": args.max_tokens_per_micro_batch, "fsdp": args.fsdp,
+                  "optimizer_in_backward": args.optimizer_in_backward, **common.recipe_fields(args)}
     req = advise.parse(advise.CheckRequest, fields)
     return str(req.model), req, advise.knobs_of(req, req.precision or "bf16")
 
