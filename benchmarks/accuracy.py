@@ -7,6 +7,10 @@ micro-batch 1-8, sequence 512-4096, all four precisions, checkpointing off/full.
   tracker (target: within 1%);
 - analytic vs sim: the analytic model against the sim with CUDA code paths (target: within 10% p95).
 (sim vs CUDA max_memory_allocated needs a GPU: not run here.)
+The recipe knobs (RECIPE_GRID: selective / every-N / offloaded checkpointing, chunked and fused losses, flash and
+eager attention, packed rows, the optimizer in backward) have rows of their own (target: analytic within 3% of the
+sim at p95). Offload on CPU copies saved tensors to the same memory the tracker counts, so its real CPU run is not
+comparable and is left out.
 
     python benchmarks/accuracy.py --out benchmarks/results/accuracy.json
 """
@@ -47,6 +51,34 @@ GRID = [
     ("debug-llama-v256", "fp32", "full", 4, 1024), ("debug-llama-v256", "bf16", "off", 2, 2048),
     ("debug-gpt2-v256", "bf16", "full", 4, 1024), ("debug-gpt2-v256", "bf16-pure", "off", 2, 1024),
 ]
+# (arch, precision, recipe knobs, micro_batch, seq_len)
+RECIPE_GRID = [
+    ("debug-llama", "bf16", {"checkpointing": "selective-op"}, 4, 1024),
+    ("qwen-tiny-tied", "bf16-pure", {"checkpointing": "selective-op"}, 2, 1024),
+    ("debug-gpt2", "fp32", {"checkpointing": "selective-op"}, 4, 512),
+    ("debug-llama", "fp32", {"checkpointing": "every-2"}, 4, 1024),
+    ("debug-gpt2", "bf16", {"checkpointing": "every-3"}, 2, 1024),
+    ("debug-llama", "bf16", {"checkpointing": "offload"}, 4, 1024),
+    ("qwen-tiny-tied", "fp32", {"checkpointing": "offload"}, 2, 512),
+    ("debug-llama", "bf16", {"loss": "chunked"}, 2, 2048),
+    ("qwen-tiny-tied", "bf16", {"loss": "chunked"}, 2, 1024),
+    ("debug-gpt2", "fp32", {"loss": "chunked"}, 4, 512),
+    ("debug-llama", "bf16-pure", {"loss": "fused"}, 2, 2048),
+    ("qwen-tiny-tied", "bf16", {"loss": "fused"}, 2, 1024),
+    ("debug-gpt2", "fp32", {"loss": "fused"}, 4, 512),
+    ("debug-llama", "bf16", {"attention": "flash"}, 4, 1024),
+    ("qwen-tiny-tied", "fp32", {"attention": "flash"}, 2, 1024),
+    ("debug-llama", "fp32", {"attention": "eager"}, 2, 1024),
+    ("debug-gpt2", "bf16-pure", {"attention": "eager"}, 2, 1024),
+    ("debug-llama", "bf16", {"batching": "packed"}, 4, 512),
+    ("qwen-tiny-tied", "bf16-pure", {"batching": "packed"}, 2, 1024),
+    ("debug-llama", "bf16-pure", {"batching": "packed", "attention": "flash"}, 4, 1024),
+    ("debug-llama", "fp32", {"optimizer_in_backward": True}, 2, 1024),
+    ("qwen-tiny-tied", "bf16-pure", {"optimizer_in_backward": True}, 2, 512),
+    ("debug-llama-v256", "bf16", {"checkpointing": "selective-op", "loss": "chunked"}, 4, 2048),
+    ("debug-llama", "bf16", {"checkpointing": "selective-op", "loss": "fused", "batching": "packed",
+                             "attention": "flash"}, 4, 1024),
+]
 
 
 def config(arch: str) -> dict:
@@ -63,6 +95,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--recipes-only", action="store_true", help="only the recipe-knob rows")
     args = ap.parse_args()
     from planner.memory import Setup, breakdown
     from planner.modelspec import from_config
@@ -71,36 +104,49 @@ def main() -> None:
     from probes.sim import simulate
     from probes.step import Case
 
+    grid = [] if args.recipes_only else [(a, p, {"checkpointing": c}, mb, s) for a, p, c, mb, s in GRID]
     rows = []
-    for arch, prec, ckpt, mb, seq in GRID[: args.limit]:
+    for arch, prec, kw, mb, seq in (grid + RECIPE_GRID)[: args.limit]:
         cfg = config(arch)
-        knobs = Knobs(precision=prec, checkpointing=ckpt)
+        knobs = Knobs.make(precision=prec, **kw)
         case = Case(cfg, knobs, mb, 1, seq)
         analytic = breakdown(Setup(from_config(cfg, arch), knobs, mb, 1, seq), 80 * 2**30).peak_allocated_bytes
         sim_cuda = simulate(case, paths="cuda").peak_allocated_bytes
         sim_cpu = simulate(case, paths="cpu").peak_allocated_bytes
-        real = measure(case)["peak_allocated_bytes"]
-        rows.append({"arch": arch, "precision": prec, "checkpointing": ckpt, "micro_batch": mb, "seq_len": seq,
-                     "analytic": analytic, "sim_cuda_paths": sim_cuda, "sim_cpu_paths": sim_cpu, "cpu_real": real,
-                     "sim_vs_real": round(sim_cpu / real - 1, 5), "analytic_vs_sim": round(analytic / sim_cuda - 1, 4)})
-        print(f"{arch:15s} {prec:9s} {ckpt:4s} b{mb} s{seq}: sim/real {rows[-1]['sim_vs_real']:+.4%} "
+        real = None if knobs.checkpointing == "offload" else measure(case)["peak_allocated_bytes"]
+        recipe = {k: v for k, v in kw.items() if k != "checkpointing"}
+        rows.append({"arch": arch, "precision": prec, "checkpointing": knobs.checkpointing, "recipe": recipe,
+                     "micro_batch": mb, "seq_len": seq, "analytic": analytic, "sim_cuda_paths": sim_cuda,
+                     "sim_cpu_paths": sim_cpu, "cpu_real": real,
+                     "sim_vs_real": None if real is None else round(sim_cpu / real - 1, 5),
+                     "analytic_vs_sim": round(analytic / sim_cuda - 1, 4), "recipe_row": (arch, prec, kw, mb, seq) in RECIPE_GRID})
+        shown = "n/a" if real is None else f"{rows[-1]['sim_vs_real']:+.4%}"
+        print(f"{arch:15s} {prec:9s} {knobs.checkpointing:12s} {recipe} b{mb} s{seq}: sim/real {shown} "
               f"analytic/sim {rows[-1]['analytic_vs_sim']:+.2%}", flush=True)
 
     def p95(xs):
         xs = sorted(abs(x) for x in xs)
         return xs[min(len(xs) - 1, round(0.95 * (len(xs) - 1)))]
-    summary = {"configs": len(rows), "sim_vs_real_max_abs": max(abs(r["sim_vs_real"]) for r in rows),
+    recipe_rows = [r for r in rows if r["recipe_row"]]
+    summary = {"configs": len(rows),
+               "sim_vs_real_max_abs": max(abs(r["sim_vs_real"]) for r in rows if r["sim_vs_real"] is not None),
                "analytic_vs_sim_p95_abs": p95([r["analytic_vs_sim"] for r in rows]),
                "analytic_vs_sim_max_abs": max(abs(r["analytic_vs_sim"]) for r in rows)}
+    if recipe_rows:
+        summary.update(recipe_configs=len(recipe_rows),
+                       recipe_analytic_vs_sim_p95_abs=p95([r["analytic_vs_sim"] for r in recipe_rows]),
+                       recipe_analytic_vs_sim_max_abs=max(abs(r["analytic_vs_sim"]) for r in recipe_rows))
     print(json.dumps(summary))
     if args.out:
         meta = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "device": "cpu (no GPU run)",
                 "torch": metadata.version("torch"), "transformers": metadata.version("transformers")}
-        md = [("| arch | precision | ckpt | micro | seq | analytic MiB | sim (cuda paths) MiB | sim (cpu paths) MiB | "
-              "cpu real MiB | sim/real | analytic/sim |"), "|" + "---|" * 11]
-        md += [f"| {r['arch']} | {r['precision']} | {r['checkpointing']} | {r['micro_batch']} | {r['seq_len']} | "
+        md = [("| arch | precision | ckpt | recipe | micro | seq | analytic MiB | sim (cuda paths) MiB | "
+               "sim (cpu paths) MiB | cpu real MiB | sim/real | analytic/sim |"), "|" + "---|" * 12]
+        md += [f"| {r['arch']} | {r['precision']} | {r['checkpointing']} | "
+               f"{', '.join(f'{k}={v}' for k, v in r['recipe'].items()) or '-'} | {r['micro_batch']} | {r['seq_len']} | "
                f"{r['analytic'] / 2**20:.1f} | {r['sim_cuda_paths'] / 2**20:.1f} | {r['sim_cpu_paths'] / 2**20:.1f} | "
-               f"{r['cpu_real'] / 2**20:.1f} | {r['sim_vs_real']:+.3%} | {r['analytic_vs_sim']:+.2%} |" for r in rows]
+               + ("n/a | n/a" if r["cpu_real"] is None else f"{r['cpu_real'] / 2**20:.1f} | {r['sim_vs_real']:+.3%}")
+               + f" | {r['analytic_vs_sim']:+.2%} |" for r in rows]
         md.append(f"\n{meta['date']}, {meta['cpus']} CPUs, torch {meta['torch']}, transformers {meta['transformers']}. "
                   f"Summary: {json.dumps(summary)}")
         save(args.out, {**meta, "summary": summary, "rows": rows}, md)

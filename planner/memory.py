@@ -287,7 +287,7 @@ def last_layer_activations_bytes(s: Setup) -> int:
     checkpointed layer keeps plus the recomputed layer's whole set; under offload, the layer brought back),
     the vision tower's; the final norm's saved tensors are freed by then."""
     t, rows, width, p = text_shape(s)
-    recomputed = act.layer_bytes(t, rows, width, p) if recipes.recomputes(s.knobs) else 0
+    recomputed = recipes.recomputed_layer_bytes(t, s.knobs, rows, width, p)
     final = 0 if s.knobs.checkpointing == "offload" else act.final_norm_bytes(t, rows, width, p)
     return activations_bytes(s) - final + recomputed
 

@@ -82,6 +82,19 @@ def recomputed_linears(t: TextSpec) -> list[tuple[int, int, bool]]:
     return out
 
 
+def recomputed_layer_bytes(t: TextSpec, k: Knobs, batch: int, seq: int, profile: str) -> int:
+    """What a checkpointed layer's backward adds on top of what it kept: its whole set of saved tensors
+    rebuilt (full, every-N; offload brings it back from the host), less, under selective-op, the outputs the
+    policy kept, which the recomputation reuses."""
+    if not recomputes(k):
+        return 0
+    whole = act.layer_bytes(t, batch, seq, profile)
+    if k.checkpointing != "selective-op":
+        return whole
+    r, _ = act.saved_dtype_bytes(profile)
+    return whole - (selective_layer_bytes(t, batch, seq, profile) - r * batch * seq * t.hidden)
+
+
 def text_activations_bytes(t: TextSpec, k: Knobs, batch: int, seq: int, profile: str) -> int:
     """Saved activations of all decoder layers and the final norm at the end of forward, on the device."""
     if k.checkpointing == "offload":    # moved to the host as they are saved (host_activation_bytes)

@@ -5,7 +5,11 @@ const GIB = 2 ** 30;
 const TERMS = [["params_bytes", "parameters", "#4e79a7"], ["grads_bytes", "gradients", "#f28e2b"],
   ["optimizer_bytes", "optimizer", "#e15759"], ["activations_bytes", "activations", "#76b7b2"],
   ["temp_bytes", "temporaries", "#59a14f"], ["overhead_bytes", "overhead", "#bab0ac"]];
-const CHOICES = {precision: [["fp32", "fp16", "bf16", "bf16-pure"], ["bf16"]], checkpointing: [["off", "full"], ["off", "full"]],
+const CKPT = ["off", "selective-op", "every-2", "every-3", "every-4", "every-5", "every-6", "every-7", "every-8", "full", "offload"];
+const CHOICES = {precision: [["fp32", "fp16", "bf16", "bf16-pure"], ["bf16"]],
+  checkpointing: [CKPT, ["off", "selective-op", "every-4", "every-2", "full", "offload"]],
+  loss: [["standard", "chunked", "fused"], ["standard", "chunked"]], attention: [["sdpa", "flash", "eager"], ["sdpa"]],
+  batching: [["padded", "packed"], ["padded"]],
   zero: [[0, 1, 2, 3], [0, 1, 2, 3]], offload: [["none", "optimizer", "optimizer+params"], ["none", "optimizer", "optimizer+params"]],
   fsdp: [["off", "full", "grad-op", "hybrid"], ["off", "full", "grad-op", "hybrid"]]};
 let last = null;
@@ -19,6 +23,9 @@ function el(tag, attrs = {}, text = "") {
 }
 const gib = (b) => (b / GIB).toFixed(2);
 const sharding = (p) => (p.fsdp ? `FSDP ${p.fsdp}` : p.zero_stage ? `ZeRO-${p.zero_stage}` : "DDP");
+// the recipe knobs away from their defaults (as the CLI's "recipe" column)
+const recipe = (p) => [p.loss !== "standard" ? `${p.loss} loss` : "", p.attention !== "sdpa" ? p.attention : "",
+  p.batching === "packed" ? "packed" : "", p.optimizer_in_backward ? "optimizer in backward" : ""].filter((x) => x).join(", ") || "-";
 
 async function api(path, body) {
   const r = await fetch(path, body === undefined ? {} : {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
@@ -122,7 +129,8 @@ function body() {
   return {model: pasted ? JSON.parse(pasted) : $("#model").value, gpu: $("#gpu").value, gpus_per_node: num("gpus_per_node"),
     nodes: num("nodes"), global_batch: num("global_batch"), seq_len: data ? null : num("seq_len"), data,
     tokenizer: text("tokenizer"), precision: checked("precision"), checkpointing: checked("checkpointing"),
-    zero: checked("zero"), offload: checked("offload"), fsdp: checked("fsdp"), ...moreValues()};
+    zero: checked("zero"), offload: checked("offload"), fsdp: checked("fsdp"), loss: checked("loss"),
+    attention: checked("attention"), batching: checked("batching"), ...moreValues()};
 }
 
 async function submit() {
@@ -151,9 +159,9 @@ async function render(req, out) {
     (out.plans.length ? `${out.plans.length} plans fit` : "nothing fits");
   const tbody = $("#plans tbody");
   tbody.replaceChildren(...out.plans.map((p, i) => row([i + 1, p.micro_batch, p.grad_accum, p.precision, p.checkpointing, sharding(p),
-    p.offload, gib(p.memory.device_total_bytes), gib(p.memory.headroom_bytes), Math.round(p.tokens_per_s), p.evidence])));
+    p.offload, recipe(p), gib(p.memory.device_total_bytes), gib(p.memory.headroom_bytes), Math.round(p.tokens_per_s), p.evidence])));
   $("#rejected tbody").replaceChildren(...out.rejected.map((p) => row([p.precision, p.checkpointing, sharding(p), p.offload,
-    gib(p.memory.device_total_bytes), p.reason])));
+    recipe(p), gib(p.memory.device_total_bytes), p.reason])));
   $("#data-answer").hidden = !out.data;
   if (out.data) {
     const d = out.data, best = out.plans[0];
@@ -251,8 +259,8 @@ function histogram(hist, cap) {
 async function nothingFits(req, out) {
   $("#reasons").replaceChildren(...out.rejected.map((p) => el("li", {},
     `${p.precision}, checkpointing ${p.checkpointing}, ${sharding(p)}, offload ${p.offload}: ${p.reason}`)));
-  const all = {precision: [], checkpointing: ["off", "full"], zero: [0, 1, 2, 3], offload: ["none", "optimizer", "optimizer+params"],
-    fsdp: ["off", "full", "grad-op", "hybrid"]};
+  const all = {precision: [], checkpointing: CKPT, zero: [0, 1, 2, 3], offload: ["none", "optimizer", "optimizer+params"],
+    fsdp: ["off", "full", "grad-op", "hybrid"], loss: ["standard", "chunked"]};
   const tries = [["every knob allowed", {...req, ...all}], ["2048 GiB host RAM per node", {...req, ...all, host_ram_gb: 2048}],
     ["LoRA rank 16", {...req, ...all, lora_rank: 16}],
     [`${2 * (req.nodes || 1)} nodes`, {...req, ...all, nodes: 2 * (req.nodes || 1)}]];   // same global batch
@@ -274,7 +282,8 @@ async function curvePoints(req, out, ref) {
   for (let d = 1; d <= perRank && mbs.length < 12; d++) if (perRank % d === 0) mbs.push(d);
   const base = {model: req.model, gpu: req.gpu, gpus_per_node: req.gpus_per_node, nodes: req.nodes, seq_len: out.goal.seq_len,
     precision: ref.precision, checkpointing: ref.checkpointing, zero: ref.zero_stage, offload: ref.offload, fsdp: ref.fsdp || "off",
-    optimizer: ref.optimizer, lora_rank: ref.lora_rank, evidence: "analytic"};
+    optimizer: ref.optimizer, lora_rank: ref.lora_rank, loss: ref.loss, attention: ref.attention, batching: ref.batching,
+    optimizer_in_backward: ref.optimizer_in_backward, evidence: "analytic"};
   const answers = await Promise.all(mbs.map((mb) => api("/v1/check", {...base, micro_batch: mb, grad_accum: perRank / mb})));
   return answers.filter((a) => a.ok).map((a) => [a.data.plan.micro_batch, a.data.plan.memory.device_total_bytes]);
 }

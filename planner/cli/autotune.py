@@ -95,7 +95,9 @@ def choose(args: Namespace) -> tuple[Plan, dict]:
     req = advise.parse(advise.SuggestRequest, {
         "model": args.model, "gpu": args.gpu, "gpus_per_node": count, "global_batch": args.global_batch,
         "seq_len": args.seq_len, "optimizer": args.optimizer, "lora_rank": args.lora_rank, "margin": args.margin,
-        "top": 5, "verify": not args.dry_run})
+        "top": 5, "verify": not args.dry_run,
+        # the user's HF script runs the plan: only what HF's Trainer can run (export.bundled_only)
+        "checkpointing": ["off", "full"], "loss": ["standard"]})
     result = advise.suggest(req, store=args.store, probes=common.probe_functions(), status=common.status)
     if not result.plans:
         raise SystemExit(3)

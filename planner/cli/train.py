@@ -23,7 +23,7 @@ from planner.batching import check_budget
 from planner.cli import common
 from planner.cli.probe import add_config_args
 from planner.errors import BadInput
-from planner.spec import FSDP_MODES, Knobs, Plan, bad_input
+from planner.spec import FSDP_MODES, RECIPE_FIELDS, Knobs, Plan, bad_input
 
 LAUNCHERS = ("auto", "none", "torchrun", "deepspeed", "slurm")
 
@@ -90,7 +90,7 @@ def _plan_file(path: str) -> dict:
             "micro_batch": plan.micro_batch, "grad_accum": plan.grad_accum, "precision": plan.precision,
             "checkpointing": plan.checkpointing, "zero": plan.zero_stage, "offload": plan.offload,
             "optimizer": plan.optimizer, "lora_rank": plan.lora_rank, "fsdp": plan.fsdp or "off",
-            **plan.knobs.recipe(), "max_tokens_per_micro_batch": plan.token_batches.max_tokens_per_micro_batch if plan.token_batches else None}
+            **{f: getattr(plan, f) for f in RECIPE_FIELDS}, "max_tokens_per_micro_batch": plan.token_batches.max_tokens_per_micro_batch if plan.token_batches else None}
 
 
 def plan_from(args: argparse.Namespace) -> tuple[str, CheckRequest, Knobs]:

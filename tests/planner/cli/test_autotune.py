@@ -39,7 +39,8 @@ def test_autotune_injects_the_plan_into_the_users_command(monkeypatch, capsys):
                  "--", *user]) == 0
     cmd = shlex.split(capsys.readouterr().out.strip())
     assert main(["suggest", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus-per-node", "8", "--global-batch", "256",
-                 "--seq-len", "4096", "--evidence", "analytic", "--json"]) == 0
+                 "--seq-len", "4096", "--evidence", "analytic", "--checkpointing", "off,full", "--loss", "standard",
+                 "--json"]) == 0     # autotune searches what HF's Trainer runs (export.bundled_only)
     best = json.loads(capsys.readouterr().out)["plans"][0]
     assert cmd[:6] == user[:6] and cmd[cmd.index("--output_dir") + 1] == "out"
     assert cmd.count("--per_device_train_batch_size") == 1

@@ -40,5 +40,5 @@ def test_cli_bad_backend_and_zero_on_cpu(tmp_path):
 def test_help_lists_the_accepted_values():
     """Issue 13: `probe --help` listed no choices."""
     out = planner("probe", "--help").stdout
-    for shown in ("{sim,cpu,cuda}", "{fp32,fp16,bf16,bf16-pure}", "{off,full}", "{0,1,2,3}"):
+    for shown in ("{sim,cpu,cuda}", "{fp32,fp16,bf16,bf16-pure}", "{off,full,selective-op,offload,every-2,every-3,every-4,every-5,every-6,every-7,every-8}", "{standard,chunked,fused}", "{0,1,2,3}"):
         assert shown in out, shown

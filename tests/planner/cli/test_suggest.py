@@ -5,6 +5,8 @@ import sys
 
 import pytest
 
+from planner import export
+from planner.spec import Plan
 from tests.planner.cli.helpers import MEMORY_KEYS, PLAN_KEYS, SUGGEST, one_line_error, planner
 
 
@@ -20,7 +22,10 @@ def test_suggest_json_contract():
         assert p["evidence"] == "analytic" and p["fits"]
         assert set(p["launch"]) == {"hf_args", "deepspeed_config", "command", "note", "accelerate_config"}
         assert (p["launch"]["accelerate_config"] is None) == (p["fsdp"] is None)     # FSDP plans only
-        assert p["launch"]["note"] is None and p["token_batches"] is None      # set by a token budget only
+        assert p["token_batches"] is None       # set by a token budget only
+        # a note exactly when HF's Trainer cannot run the plan, whose command is then the bundled trainer's
+        assert (p["launch"]["note"] is None) == (not export.bundled_only(Plan.model_validate(p)))
+        assert p["launch"]["command"].startswith("planner train") == (p["launch"]["note"] is not None)
         assert all(isinstance(p["memory"][k], int) for k in MEMORY_KEYS)
 
 
@@ -28,7 +33,8 @@ def test_suggest_table_and_nothing_fits_exit_3():
     r = planner(*SUGGEST, "--top", "3")
     assert r.returncode == 0 and "tokens/s" in r.stdout and "GiB" in r.stdout
     r = planner("suggest", "--model", "qwen2.5-72b", "--gpu", "a100-80gb", "--gpus-per-node", "8",
-                "--global-batch", "64", "--seq-len", "4096", "--offload", "none", "--json")
+                "--global-batch", "64", "--seq-len", "4096", "--offload", "none", "--checkpointing", "off,full",
+                "--loss", "standard", "--json")
     out = json.loads(r.stdout)
     assert r.returncode == 3 and out["plans"] == [] and len(out["rejected"]) == 12     # 8 ZeRO/DDP, 4 FSDP families
     assert sum(p["fsdp"] is not None for p in out["rejected"]) == 4
