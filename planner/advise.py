@@ -24,6 +24,8 @@ from planner.search import DEFAULT_MARGIN, Space, budget_plan, make_plan, search
 from planner.spec import (
     CHECKPOINTING,
     FSDP_MODES,
+    LORA_FIELDS,
+    LORA_TARGETS_PATTERN,
     MAX_GLOBAL_BATCH,
     MAX_GPUS_PER_NODE,
     MAX_GRAD_ACCUM,
@@ -45,6 +47,7 @@ from planner.spec import (
     Optimizer,
     Plan,
     Precision,
+    Quant,
     bad_input,
 )
 from planner.store import ProbeRecord, Shapes
@@ -92,6 +95,11 @@ class Target(_Request):
     lora_rank: int = Field(default=0, ge=0, le=MAX_LORA_RANK)
     optimizer_in_backward: bool = Field(default=False, description=(
         "step each parameter as its gradient arrives and free the gradient (accumulation 1, one GPU, no ZeRO/FSDP)"))
+    quant: Quant = Field(default="none", description="QLoRA: the base's linears in 4 bits (nf4 or fp4), with lora_rank")
+    lora_targets: str = Field(default="all-linear", max_length=512, pattern=LORA_TARGETS_PATTERN, description=(
+        "linears LoRA adapts: all-linear, attention, or a comma list of module names (q_proj,v_proj)"))
+    lora_train_embeddings: bool = Field(default=False, description="train the embedding and head beside the adapters")
+    lora_dropout: float = Field(default=0.0, ge=0, lt=1)
     margin: float | None = Field(default=None, ge=0, lt=1, description=(
         f"fraction of the card kept free; default {DEFAULT_MARGIN}, {APPROXIMATE_MARGIN} for a model family "
         "counted approximately"))
@@ -158,6 +166,10 @@ class ProbeRequest(_Request):
     attention: Attention = "sdpa"
     batching: Batching = "padded"
     optimizer_in_backward: bool = False
+    quant: Quant = "none"
+    lora_targets: str = Field(default="all-linear", max_length=512, pattern=LORA_TARGETS_PATTERN)
+    lora_train_embeddings: bool = False
+    lora_dropout: float = Field(default=0.0, ge=0, lt=1)
     backend: Literal["sim", "cpu", "cuda"] = "sim"
     timeout_s: int | None = Field(default=None, ge=1, le=24 * 3600)
 
@@ -323,6 +335,7 @@ def probe_plan(req: ProbeRequest, resolver=default_resolver) -> tuple[ModelSpec,
     model = resolver(req.model)
     check_positions(model, req.seq_len)
     knobs = knobs_of(req, req.precision)
+    lora_knobs(req, model)
     shapes = Shapes(micro_batch=req.micro_batch, grad_accum=req.grad_accum, seq_len=req.seq_len)
     return model, knobs.for_probe(req.backend), shapes
 
@@ -341,7 +354,7 @@ def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | N
     space = Space(precision=list(req.precision), checkpointing=list(req.checkpointing), zero=list(req.zero),
                   offload=list(req.offload), optimizer=req.optimizer, lora_rank=req.lora_rank, fsdp=list(req.fsdp),
                   loss=list(req.loss), attention=list(req.attention), batching=list(req.batching),
-                  optimizer_in_backward=req.optimizer_in_backward)
+                  optimizer_in_backward=req.optimizer_in_backward, lora=lora_knobs(req, model))
     cal = calibrator(req, model, store, probes)
     with status(f"planning with {req.evidence} evidence"):
         result = search(model, hw, goal, space, top=req.top, calibrate=cal, batches=batches)
@@ -365,7 +378,19 @@ def knobs_of(req: CheckRequest | ProbeRequest, precision: str) -> Knobs:
     return Knobs.make(precision=precision, checkpointing=req.checkpointing, zero_stage=req.zero,
                       offload=req.offload, optimizer=req.optimizer, lora_rank=req.lora_rank,
                       fsdp=getattr(req, "fsdp", "off"), loss=req.loss, attention=req.attention, batching=req.batching,
-                      optimizer_in_backward=req.optimizer_in_backward)
+                      optimizer_in_backward=req.optimizer_in_backward, **{f: getattr(req, f) for f in LORA_FIELDS})
+
+
+def lora_knobs(req: Target | ProbeRequest, model: ModelSpec) -> dict:
+    """The request's LoRA knobs (spec.LORA_FIELDS); --lora-targets names must be the model's linears."""
+    if req.lora_targets not in ("all-linear", "attention"):
+        known = model.linear_names()
+        bad = [n for n in req.lora_targets.split(",")
+               if not any(k == n or k.endswith("." + n) or n.endswith("." + k) for k in known)]
+        if bad:
+            raise BadInput(f"--lora-targets {','.join(bad)}: not a linear of {model.name}; accepted: all-linear, "
+                           f"attention, or names among {', '.join(sorted(known))}", "lora_targets")
+    return {f: getattr(req, f) for f in LORA_FIELDS}
 
 
 def check_knobs(req: CheckRequest, hw: Hardware) -> Knobs:
@@ -384,6 +409,7 @@ def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None 
                        f"the largest global batch, {MAX_GLOBAL_BATCH}", "grad_accum")
     model, hw, goal, fit = resolve(req, req.micro_batch * req.grad_accum * world, resolver, scanner)
     knobs = check_knobs(req, hw)
+    lora_knobs(req, model)
     if knobs.optimizer_in_backward and (req.grad_accum > 1 or hw.world_size > 1):
         raise BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
     batches = token_batches(req, goal, hw, fit)
@@ -403,7 +429,7 @@ def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None 
         plan, verified = verify(plan, model, hw, goal, cal, probes, status, store)
     space = Space(optimizer=req.optimizer, lora_rank=req.lora_rank, checkpointing=list(SUGGEST_CHECKPOINTING),
                   loss=[req.loss], attention=[req.attention], batching=[req.batching],
-                  optimizer_in_backward=req.optimizer_in_backward)
+                  optimizer_in_backward=req.optimizer_in_backward, lora=lora_knobs(req, model))
     alt_cal = cal.with_mode("auto") if cal is not None else None   # alternatives: stored evidence only
     found = search(model, hw, goal, space, top=MAX_SUGGESTIONS + 1, calibrate=alt_cal, batches=batches).plans
     alternatives = [p for p in found if (p.micro_batch, p.knobs) != (plan.micro_batch, plan.knobs)][:MAX_SUGGESTIONS]

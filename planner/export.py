@@ -14,7 +14,8 @@ from planner.modelspec import ModelSpec
 from planner.spec import Hardware, Knobs, Plan
 
 HF_OPTIM = {"adamw": "adamw_torch", "adamw-fused": "adamw_torch_fused", "sgd": "sgd",
-            "adafactor": "adafactor", "adamw-8bit": "adamw_bnb_8bit"}
+            "adafactor": "adafactor", "adamw-8bit": "adamw_bnb_8bit", "paged-adamw": "paged_adamw_32bit",
+            "paged-adamw-8bit": "paged_adamw_8bit"}
 DS_CONFIG_NAME = "ds_config.json"
 FSDP_CONFIG_NAME = "fsdp_config.json"
 # The FSDP unit per model_type: transformers' decoder-layer (and vision-block) classes, each model class's
@@ -25,6 +26,7 @@ FSDP_WRAP = {"gpt2": ["GPT2Block"], "llama": ["LlamaDecoderLayer"], "gemma2": ["
              "qwen2_5_vl": ["Qwen2_5_VLDecoderLayer", "Qwen2_5_VLVisionBlock"],
              "internvl": ["InternVLVisionLayer"]}     # + its language model's, by text_config's model_type
 HF_FSDP = {"full": "full_shard auto_wrap", "grad-op": "shard_grad_op auto_wrap", "hybrid": "hybrid_shard auto_wrap"}
+ATTENTION_PEFT = ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "c_attn", "attn.c_proj")
 HF_ATTENTION = {"flash": "flash_attention_2", "eager": "eager"}
 TRAIN_SCRIPT = "train.py"  # the user's HF-Trainer-style script
 
@@ -75,6 +77,28 @@ def hf_args(plan: Plan, model: ModelSpec | None = None) -> dict:
         args["fsdp"] = HF_FSDP[plan.fsdp] + (" offload" if plan.offload != "none" else "")
         args["fsdp_config"] = fsdp_config(plan, model)
     return args
+
+
+def peft_config(plan: Plan) -> dict | None:
+    """PEFT LoraConfig fields of a LoRA plan (recipe.lora_config trains the same adapters)."""
+    if not plan.lora_rank:
+        return None
+    t = plan.lora_targets
+    targets = "all-linear" if t == "all-linear" else list(ATTENTION_PEFT) if t == "attention" else t.split(",")
+    cfg = {"r": plan.lora_rank, "lora_alpha": 2 * plan.lora_rank, "target_modules": targets,
+           "lora_dropout": plan.lora_dropout, "task_type": "CAUSAL_LM"}
+    if plan.lora_train_embeddings:
+        cfg["modules_to_save"] = ["embed_tokens", "lm_head"]
+    return cfg
+
+
+def quantization_config(plan: Plan) -> dict | None:
+    """transformers BitsAndBytesConfig fields of a QLoRA plan: 4-bit base, double quantization, compute dtype."""
+    if plan.quant == "none":
+        return None
+    compute = {"fp32": "float32", "fp16": "float16"}.get(plan.precision, "bfloat16")
+    return {"load_in_4bit": True, "bnb_4bit_quant_type": plan.quant, "bnb_4bit_use_double_quant": True,
+            "bnb_4bit_compute_dtype": compute}
 
 
 def fsdp_config(plan: Plan, model: ModelSpec | None) -> dict:
@@ -170,7 +194,16 @@ def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME) -> list[str]:
     if plan.precision == "bf16-pure":
         a += ["--torch_dtype", "bfloat16"]
     if plan.lora_rank:
-        a += ["--use_peft", "--lora_r", str(plan.lora_rank), "--lora_target_modules", "all-linear"]
+        peft = peft_config(plan)
+        targets = peft["target_modules"]
+        a += ["--use_peft", "--lora_r", str(plan.lora_rank), "--lora_alpha", str(peft["lora_alpha"]),
+              "--lora_target_modules", *([targets] if isinstance(targets, str) else targets)]
+        if plan.lora_dropout:
+            a += ["--lora_dropout", f"{plan.lora_dropout:g}"]
+        if plan.lora_train_embeddings:
+            a += ["--lora_modules_to_save", *peft["modules_to_save"]]
+    if plan.quant != "none":    # TRL's ModelConfig: bitsandbytes 4-bit base with double quantization
+        a += ["--load_in_4bit", "--bnb_4bit_quant_type", plan.quant, "--use_bnb_nested_quant"]
     if plan.zero_stage >= 1:
         a += ["--deepspeed", ds_path]
     if plan.fsdp is not None:
@@ -189,6 +222,9 @@ def bundled_command(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int) ->
          "--attention", plan.attention, "--batching", plan.batching, "--data", "DATA.jsonl"]
     if plan.optimizer_in_backward:
         a.append("--optimizer-in-backward")
+    if plan.lora_rank:
+        a += ["--quant", plan.quant, "--lora-targets", plan.lora_targets, "--lora-dropout", f"{plan.lora_dropout:g}"]
+        a += ["--lora-train-embeddings"] if plan.lora_train_embeddings else []
     return " ".join(shlex.quote(x) for x in a)
 
 

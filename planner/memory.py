@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from math import prod
 
 from planner import activations as act
-from planner import calibration, fsdp, recipes
+from planner import calibration, fsdp, lora, recipes
 from planner.modelspec import ModelSpec
 from planner.spec import MIB, Knobs, MemoryBreakdown
 
@@ -69,7 +69,19 @@ class Setup:
 
 
 def trainable_params(s: Setup) -> int:
-    return s.model.lora_params(s.knobs.lora_rank) if s.lora else s.model.params
+    """Full fine-tuning: every parameter; LoRA: the adapters on --lora-targets and any trained embedding copies."""
+    if not s.lora:
+        return s.model.params
+    return s.model.lora_params(s.knobs.lora_rank, s.knobs.lora_targets) + lora.embedding_copy_params(s.model, s.knobs)
+
+
+def embedding_copy_overcount_bytes(s: Setup, per_param_bytes: int) -> int:
+    """Trained embedding copies are in the base's dtype where torch AMP keeps the adapters in fp32: the bytes to
+    take back from a term that counted them at the adapters' width (0 elsewhere)."""
+    k = s.knobs
+    over = trainable_weight_bytes_per_param(k) - frozen_weight_bytes_per_param(k)
+    return lora.embedding_copy_params(s.model, k) * per_param_bytes * over // trainable_weight_bytes_per_param(k) \
+        if over > 0 and k.zero_stage == 0 else 0
 
 
 def frozen_params(s: Setup) -> int:
@@ -100,7 +112,8 @@ def frozen_weight_bytes_per_param(k: Knobs) -> int:
 def params_bytes(s: Setup) -> int:
     """Model weights resident on the GPU (ZeRO-3: this rank's partition; with param offload: none)."""
     k = s.knobs
-    total = trainable_params(s) * trainable_weight_bytes_per_param(k) + frozen_params(s) * frozen_weight_bytes_per_param(k)
+    total = (trainable_params(s) * trainable_weight_bytes_per_param(k) + frozen_bytes(s)
+             - embedding_copy_overcount_bytes(s, trainable_weight_bytes_per_param(k)))
     if k.fsdp != "off":
         return fsdp.sharded(s, total)
     if k.zero_stage == 3:
@@ -108,12 +121,22 @@ def params_bytes(s: Setup) -> int:
     return total
 
 
+def frozen_bytes(s: Setup) -> int:
+    """The frozen base under LoRA: half precision (fp32 in fp32 runs); with --quant its decoder linears in 4 bits."""
+    k = s.knobs
+    if k.quant == "none":
+        return frozen_params(s) * frozen_weight_bytes_per_param(k)
+    q = lora.quantized_weights(s.model)
+    return int(q * lora.quantized_bytes_per_weight()) + (frozen_params(s) - q) * frozen_weight_bytes_per_param(k)
+
+
 def optimizer_state_bytes_per_param(optimizer: str, state_bytes: int) -> float:
     """Per-parameter state of an unfactored optimizer: AdamW two moments, SGD one momentum buffer,
     Adafactor (on flat ZeRO partitions it cannot factor) one second moment, 8-bit AdamW two 1-byte
     moments plus one fp32 absmax per block (Dettmers et al. 2022)."""
     return {"adamw": 2 * state_bytes, "adamw-fused": 2 * state_bytes, "sgd": state_bytes,
-            "adafactor": state_bytes, "adamw-8bit": 2 + 2 * 4 / ADAMW_8BIT_BLOCK}[optimizer]
+            "adafactor": state_bytes, "adamw-8bit": 2 + 2 * 4 / ADAMW_8BIT_BLOCK,
+            "paged-adamw": 2 * state_bytes, "paged-adamw-8bit": 2 + 2 * 4 / ADAMW_8BIT_BLOCK}[optimizer]
 
 
 def adafactor_state_elements(s: Setup) -> int:
@@ -122,7 +145,8 @@ def adafactor_state_elements(s: Setup) -> int:
     factors of every adapted weight."""
     r = s.knobs.lora_rank
     if s.lora:
-        return sum((2 * r + t.shape[0] + t.shape[1]) * t.count for t in s.model.tensors if t.lora)
+        return sum((2 * r + t.shape[0] + t.shape[1]) * t.count for t in s.model.tensors
+                   if t.adapted(s.knobs.lora_targets)) + lora.embedding_copy_params(s.model, s.knobs)
     return sum((sum(t.shape[:-1]) + t.shape[-1] if len(t.shape) >= 2 else t.shape[0]) * t.count
                for t in s.model.tensors)
 
@@ -148,10 +172,11 @@ def optimizer_bytes(s: Setup) -> int:
         sb = trainable_weight_bytes_per_param(k)
         if k.optimizer == "adafactor":
             whole = adafactor_state_elements(s) * sb
-        elif k.optimizer == "adamw-8bit":
+        elif k.optimizer in ("adamw-8bit", "paged-adamw-8bit"):
             whole = adamw_8bit_state_bytes(s)
         else:
             whole = int(T * optimizer_state_bytes_per_param(k.optimizer, sb))
+            whole -= embedding_copy_overcount_bytes(s, int(optimizer_state_bytes_per_param(k.optimizer, sb)))
         return fsdp.sharded(s, whole) if k.fsdp != "off" else whole
     if k.offload != "none":
         return 0
@@ -172,6 +197,8 @@ def gradients_bytes(s: Setup) -> int:
     k, T, g = s.knobs, trainable_params(s), grad_bytes_per_param(s.knobs)
     if k.optimizer_in_backward:     # each gradient is stepped and freed as it arrives: one at a time
         return largest_trainable_matrix_params(s) * g
+    if k.zero_stage == 0 and k.fsdp == "off":
+        return T * g - embedding_copy_overcount_bytes(s, g)
     if k.fsdp != "off":
         return fsdp.sharded(s, T * g)
     if k.zero_stage == 0:
@@ -211,7 +238,9 @@ def zero3_live_params_bytes(s: Setup) -> int:
 def largest_trainable_matrix_params(s: Setup) -> int:
     """Elements of the largest weight that receives a gradient (a LoRA factor under LoRA)."""
     if s.lora:
-        return max(s.knobs.lora_rank * max(t.shape) for t in s.model.tensors if t.lora)
+        adapters = max((s.knobs.lora_rank * max(t.shape) for t in s.model.tensors if t.adapted(s.knobs.lora_targets)),
+                       default=0)
+        return max(adapters, s.model.text.vocab * s.model.text.hidden if s.knobs.lora_train_embeddings else 0)
     return max(prod(t.shape) for t in s.model.tensors if len(t.shape) == 2)
 
 
@@ -263,6 +292,11 @@ def activations_bytes(s: Setup) -> int:
     """Saved activations at the start of backward: text layers, vision tower, final norm."""
     t, rows, width, p = text_shape(s)
     total = recipes.text_activations_bytes(t, s.knobs, rows, width, p)
+    if s.knobs.checkpointing != "offload":      # LoRA dropout's tensors, in the layers not under a checkpoint
+        kept = t.layers - recipes.checkpointed_layers(s.knobs, t.layers)
+        total += kept * (lora.dropout_layer_bytes(s.model, s.knobs, rows * width, p)
+                         - lora.unadapted_inputs_bytes(s.model, s.knobs, rows * width, p)
+                         + lora.adapter_input_bytes(s.model, s.knobs, rows * width, p))
     if s.model.vision is not None:
         ckpt = "off" if s.knobs.checkpointing == "off" else "full"
         total += act.vision_activations_bytes(s.model.vision, s.micro_batch, s.image_tokens, p, ckpt,
@@ -272,14 +306,20 @@ def activations_bytes(s: Setup) -> int:
 
 def logits_loss_bytes(s: Setup) -> int:
     t, rows, width, p = text_shape(s)
-    head_trainable = not s.lora
+    head_trainable = not s.lora or s.knobs.lora_train_embeddings
     return recipes.loss_bytes(t, s.knobs, rows * width, p, grad_bytes_per_param(s.knobs) if head_trainable else 0)
 
 
 def backward_start_temp_bytes(s: Setup) -> int:
     t, rows, width, p = text_shape(s)
     return (logits_loss_bytes(s) + act.attention_mask_bytes(t, rows, width, p)
-            + autocast_weight_copy_bytes(s, live_weight_copy_layers(s)) + gathered_params_bytes(s))
+            + autocast_weight_copy_bytes(s, live_weight_copy_layers(s)) + gathered_params_bytes(s)
+            + dequantized_bytes(s))
+
+
+def dequantized_bytes(s: Setup) -> int:
+    """QLoRA: the 4-bit weight dequantized for the matmul running (planner.lora)."""
+    return lora.dequantized_weight_bytes(s.model, s.knobs, act.saved_dtype_bytes(activation_profile(s.knobs))[1])
 
 
 def last_layer_activations_bytes(s: Setup) -> int:
@@ -295,8 +335,11 @@ def last_layer_activations_bytes(s: Setup) -> int:
 def head_grad_bytes(s: Setup) -> int:
     """Gradients that exist once backward has passed the lm_head and the final norm (the head's
     gradient, or the tied embedding's), counted when gradients are not already all live."""
-    if s.lora or s.knobs.zero_stage >= 2 or s.knobs.fsdp != "off" or s.knobs.optimizer_in_backward:
+    if s.knobs.zero_stage >= 2 or s.knobs.fsdp != "off" or s.knobs.optimizer_in_backward:
         return 0
+    if s.lora:      # the trained copy of the head, in the base's dtype
+        return (s.model.text.vocab * s.model.text.hidden * frozen_weight_bytes_per_param(s.knobs)
+                if s.knobs.lora_train_embeddings else 0)
     m = s.model
     head = sum(t.numel for t in m.tensors if t.role in ("head", "norm"))
     if not any(t.role == "head" for t in m.tensors):  # tied: the embedding's gradient
@@ -311,6 +354,7 @@ def last_layer_temp_bytes(s: Setup) -> int:
     r, _ = act.saved_dtype_bytes(p)
     return (act.attention_mask_bytes(t, rows, width, p) + autocast_weight_copy_bytes(s, live_weight_copy_layers(s))
             + gathered_params_bytes(s) + fsdp.backward_temp_bytes(s, end=False) + r * rows * width * t.hidden
+            + dequantized_bytes(s)
             + act.mlp_backward_transient_bytes(t, rows, width, p))
 
 
@@ -332,7 +376,8 @@ def end_of_backward_temp_bytes(s: Setup) -> int:
     t, rows, width, p = text_shape(s)
     transient = largest_trainable_matrix_params(s) * grad_bytes_per_param(s.knobs)
     layer = act.layer_bytes(t, rows, width, p) + transient + autocast_weight_copy_bytes(s, 1)
-    return max(layer, tied_embedding_grad_transient_bytes(s)) + gathered_params_bytes(s) + fsdp.backward_temp_bytes(s, end=True)
+    return (max(layer, tied_embedding_grad_transient_bytes(s)) + gathered_params_bytes(s)
+            + fsdp.backward_temp_bytes(s, end=True) + dequantized_bytes(s))
 
 
 def overhead_bytes(s: Setup, peak_allocated: int) -> int:

@@ -15,6 +15,7 @@ from planner.errors import BadInput
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3", "qwen2_5_vl",
               "qwen2_5_vl_text", "qwen2_vl", "qwen2_vl_text"}
 GEMMA_NORMS = {"gemma2", "gemma3_text"}   # four RMSNorms a layer, computed in fp32 ((1 + w) * norm(x.float()))
+ATTENTION_LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "attn.c_attn", "attn.c_proj")
 QK_NORM = {"qwen3", "gemma3_text"}        # an RMSNorm over each head of q and k before RoPE
 ALL_FAMILIES = sorted(LLAMA_LIKE | {"gpt2", "internvl"})
 
@@ -27,6 +28,17 @@ class Tensors:
     shape: tuple[int, ...]
     count: int = 1
     lora: bool = False  # a decoder linear weight that LoRA ("all-linear") adapts
+    name: str = ""      # a linear's module name in transformers (q_proj, ..., GPT-2's attn.c_proj): LoRA targets
+
+    def adapted(self, targets: str) -> bool:
+        """Whether LoRA with --lora-targets `targets` adapts this weight: all-linear, attention (q/k/v/o), or a
+        comma list of module names matched as PEFT matches them (the name or its dotted suffix)."""
+        if not self.lora:
+            return False
+        if targets == "all-linear":
+            return True
+        names = ATTENTION_LINEARS if targets == "attention" else targets.split(",")
+        return any(self.name == n or self.name.endswith("." + n) or n.endswith("." + self.name) for n in names)
 
     @property
     def numel(self) -> int:
@@ -91,9 +103,13 @@ class ModelSpec:
             out[t.role] = out.get(t.role, 0) + t.numel
         return out
 
-    def lora_params(self, rank: int) -> int:
-        """Adapter parameters of LoRA on every decoder linear: r x (d_in + d_out) per weight (Hu et al. 2021)."""
-        return sum(rank * (t.shape[0] + t.shape[1]) * t.count for t in self.tensors if t.lora)
+    def lora_params(self, rank: int, targets: str = "all-linear") -> int:
+        """Adapter parameters of LoRA on the targeted decoder linears: r x (d_in + d_out) per weight (Hu et al. 2021)."""
+        return sum(rank * (t.shape[0] + t.shape[1]) * t.count for t in self.tensors if t.adapted(targets))
+
+    def linear_names(self) -> set[str]:
+        """The decoder linears' module names (what --lora-targets may list)."""
+        return {t.name for t in self.tensors if t.lora}
 
     def largest_matrix_params(self) -> int:
         return max(prod(t.shape) for t in self.tensors)
@@ -170,8 +186,8 @@ def _divides(whole: int, whole_key: str, part: int, part_key: str) -> None:
         raise BadInput(f"config.json: {part_key} = {part} does not divide {whole_key} = {whole}", "model")
 
 
-def _linear(role: str, d_out: int, d_in: int, n: int, bias: bool, lora: bool = False) -> list[Tensors]:
-    out = [Tensors(role, (d_out, d_in), n, lora)]
+def _linear(role: str, d_out: int, d_in: int, n: int, bias: bool, lora: bool = False, name: str = "") -> list[Tensors]:
+    out = [Tensors(role, (d_out, d_in), n, lora, name)]
     return out + [Tensors(role, (d_out,), n)] if bias else out
 
 
@@ -192,16 +208,17 @@ def _llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
     gemma_norms = model_type in GEMMA_NORMS
     t: list[Tensors] = [Tensors("embed", (vocab, h))]
     if model_type == "phi3":    # fused qkv_proj and gate_up_proj: one Linear each (what LoRA adapts)
-        t += _linear("layer", (heads + 2 * kv) * hd, h, L, qkv_bias, lora=True)
+        t += _linear("layer", (heads + 2 * kv) * hd, h, L, qkv_bias, lora=True, name="qkv_proj")
     else:
-        for d_out in (heads * hd, kv * hd, kv * hd):
-            t += _linear("layer", d_out, h, L, qkv_bias, lora=True)
-    t += _linear("layer", h, heads * hd, L, o_bias, lora=True)
+        for d_out, name in ((heads * hd, "q_proj"), (kv * hd, "k_proj"), (kv * hd, "v_proj")):
+            t += _linear("layer", d_out, h, L, qkv_bias, lora=True, name=name)
+    t += _linear("layer", h, heads * hd, L, o_bias, lora=True, name="o_proj")
     if model_type == "phi3":
-        t += _linear("layer", 2 * inter, h, L, mlp_bias, lora=True)
+        t += _linear("layer", 2 * inter, h, L, mlp_bias, lora=True, name="gate_up_proj")
     else:
-        t += _linear("layer", inter, h, 2 * L, mlp_bias, lora=True)
-    t += _linear("layer", h, inter, L, mlp_bias, lora=True)
+        t += _linear("layer", inter, h, L, mlp_bias, lora=True, name="gate_proj")
+        t += _linear("layer", inter, h, L, mlp_bias, lora=True, name="up_proj")
+    t += _linear("layer", h, inter, L, mlp_bias, lora=True, name="down_proj")
     t.append(Tensors("layer", (h,), L * (4 if gemma_norms else 2)))
     if model_type in QK_NORM:
         t.append(Tensors("layer", (hd,), 2 * L))
@@ -225,8 +242,10 @@ def _gpt2_text(cfg: dict) -> tuple[TextSpec, list[Tensors]]:
     vocab, npos = _get(cfg, "vocab_size"), _get(cfg, "n_positions", default=1024)
     t = [Tensors("embed", (vocab, h)), Tensors("embed", (npos, h))]
     t += [Tensors("layer", (h,), 4 * L)]  # ln_1, ln_2 weight and bias
-    t += _linear("layer", 3 * h, h, L, True, lora=True) + _linear("layer", h, h, L, True, lora=True)
-    t += _linear("layer", inter, h, L, True, lora=True) + _linear("layer", h, inter, L, True, lora=True)
+    t += _linear("layer", 3 * h, h, L, True, lora=True, name="attn.c_attn")
+    t += _linear("layer", h, h, L, True, lora=True, name="attn.c_proj")
+    t += _linear("layer", inter, h, L, True, lora=True, name="mlp.c_fc")
+    t += _linear("layer", h, inter, L, True, lora=True, name="mlp.c_proj")
     t += [Tensors("norm", (h,), 2)]
     tied = bool(cfg.get("tie_word_embeddings", True))
     if not tied:

@@ -35,6 +35,7 @@ class Space:
     attention: list[str] = field(default_factory=lambda: ["sdpa"])
     batching: list[str] = field(default_factory=lambda: ["padded"])
     optimizer_in_backward: bool = False
+    lora: dict = field(default_factory=dict)    # fixed LoRA knobs (spec.LORA_FIELDS) of every candidate
 
 
 @dataclass
@@ -64,7 +65,7 @@ def families(space: Space, hw: Hardware) -> list[Knobs]:
                                                 space.loss, space.attention, space.batching):
         kw = {"precision": p, "checkpointing": c, "zero_stage": z, "offload": o, "optimizer": space.optimizer,
               "lora_rank": space.lora_rank, "fsdp": f, "loss": loss, "attention": attn, "batching": b,
-              "optimizer_in_backward": space.optimizer_in_backward}
+              "optimizer_in_backward": space.optimizer_in_backward, **space.lora}
         if f == "hybrid" and hw.nodes == 1 or f != "off" and hw.world_size == 1 and o == "none":
             continue    # hybrid is full sharding on one node; one GPU shards nothing (unless it offloads)
         if space.optimizer_in_backward and hw.world_size > 1:
@@ -132,7 +133,8 @@ def make_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_ba
     plan.fits = plan.reason is None
     plan.launch = Launch(hf_args=export.hf_args(plan, model), deepspeed_config=export.deepspeed_config(plan, model),
                          command=export.command(plan, hw, model, goal.seq_len), note=export.hf_note(plan),
-                         accelerate_config=export.accelerate_config(plan, hw, model))
+                         accelerate_config=export.accelerate_config(plan, hw, model),
+                         peft_config=export.peft_config(plan), quantization_config=export.quantization_config(plan))
     return plan
 
 

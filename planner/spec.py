@@ -18,7 +18,8 @@ Loss = Literal["standard", "chunked", "fused"]
 Attention = Literal["sdpa", "flash", "eager"]
 Batching = Literal["padded", "packed"]
 Offload = Literal["none", "optimizer", "optimizer+params"]
-Optimizer = Literal["adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit"]
+Optimizer = Literal["adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit", "paged-adamw", "paged-adamw-8bit"]
+Quant = Literal["none", "nf4", "fp4"]
 Fsdp = Literal["off", "full", "grad-op", "hybrid"]
 Evidence = Literal["analytic", "simulated", "measured"]
 
@@ -30,10 +31,13 @@ LOSSES: tuple[str, ...] = ("standard", "chunked", "fused")
 ATTENTIONS: tuple[str, ...] = ("sdpa", "flash", "eager")
 BATCHINGS: tuple[str, ...] = ("padded", "packed")
 # The recipe knobs (planner/recipes.py owns their terms): Knobs fields a Plan carries under the same names
-RECIPE_FIELDS: tuple[str, ...] = ("loss", "attention", "batching", "optimizer_in_backward")
+LORA_FIELDS: tuple[str, ...] = ("quant", "lora_targets", "lora_train_embeddings", "lora_dropout")
+RECIPE_FIELDS: tuple[str, ...] = ("loss", "attention", "batching", "optimizer_in_backward", *LORA_FIELDS)
 ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
 OFFLOADS: tuple[str, ...] = ("none", "optimizer", "optimizer+params")
-OPTIMIZERS: tuple[str, ...] = ("adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit")
+OPTIMIZERS: tuple[str, ...] = ("adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit", "paged-adamw", "paged-adamw-8bit")
+QUANTS: tuple[str, ...] = ("none", "nf4", "fp4")
+LORA_TARGETS_PATTERN = r"^[A-Za-z0-9_.\-]+(,[A-Za-z0-9_.\-]+)*$"
 FSDP_MODES: tuple[str, ...] = ("off", "full", "grad-op", "hybrid")
 
 OPTIMIZER_IN_BACKWARD_SPLIT = ("--optimizer-in-backward frees each gradient as it steps: it needs --grad-accum 1 on "
@@ -120,9 +124,14 @@ class Knobs(_Frozen):
     attention: Attention = "sdpa"       # sdpa: the family's default (eager where it must: Gemma-2's softcap)
     batching: Batching = "padded"       # packed: padding-free rows of micro_batch x seq_len tokens
     optimizer_in_backward: bool = False     # each parameter stepped as its gradient arrives (accumulation 1)
+    quant: Quant = "none"                   # QLoRA: the frozen base's linears in 4 bits (bitsandbytes)
+    lora_targets: str = Field(default="all-linear", max_length=512, pattern=LORA_TARGETS_PATTERN)
+    lora_train_embeddings: bool = False     # embedding and head trained in full beside the adapters
+    lora_dropout: float = Field(default=0.0, ge=0, lt=1)
 
     @model_validator(mode="after")
     def _combination_rules(self) -> Knobs:
+        self._lora_rules()
         if self.optimizer_in_backward:
             self._optimizer_in_backward_rules()
         if self.fsdp != "off":
@@ -136,6 +145,17 @@ class Knobs(_Frozen):
             raise BadInput("--precision bf16-pure runs without DeepSpeed (--zero 0); DeepSpeed keeps fp32 master "
                            "weights", "precision")
         return self
+
+    def _lora_rules(self) -> None:
+        if self.lora_rank == 0:
+            for field, default in (("quant", "none"), ("lora_targets", "all-linear"), ("lora_train_embeddings", False),
+                                   ("lora_dropout", 0.0)):
+                if getattr(self, field) != default:
+                    flag = "--" + field.replace("_", "-")
+                    raise BadInput(f"{flag} {getattr(self, field)} needs LoRA adapters: give --lora-rank > 0", field)
+        if self.quant != "none" and (self.zero_stage == 3 or self.fsdp != "off"):
+            raise BadInput(f"--quant {self.quant}: 4-bit bases are planned on DDP or ZeRO-1/2 (sharding a 4-bit base "
+                           "needs bitsandbytes' quant storage dtype, not modelled)", "quant")
 
     def _optimizer_in_backward_rules(self) -> None:
         if self.zero_stage or self.fsdp != "off":
@@ -265,6 +285,8 @@ class Launch(BaseModel):
     command: str
     note: str | None = None
     accelerate_config: dict | None = None       # FSDP plans: an accelerate config file's contents
+    peft_config: dict | None = None             # LoRA plans: PEFT LoraConfig fields
+    quantization_config: dict | None = None     # QLoRA plans: transformers BitsAndBytesConfig fields
 
 
 class Plan(BaseModel):
@@ -279,6 +301,10 @@ class Plan(BaseModel):
     optimizer: Optimizer
     lora_rank: int
     fsdp: Literal["full", "grad-op", "hybrid"] | None = None
+    quant: Quant = "none"
+    lora_targets: str = "all-linear"
+    lora_train_embeddings: bool = False
+    lora_dropout: float = 0.0
     loss: Loss = "standard"
     attention: Attention = "sdpa"
     batching: Batching = "padded"
@@ -313,7 +339,11 @@ class Plan(BaseModel):
         parts = [f"{self.loss} loss" if self.loss != "standard" else "",
                  self.attention if self.attention != "sdpa" else "",
                  "packed" if self.batching == "packed" else "",
-                 "optimizer in backward" if self.optimizer_in_backward else ""]
+                 "optimizer in backward" if self.optimizer_in_backward else "",
+                 f"{self.quant} base" if self.quant != "none" else "",
+                 f"LoRA on {self.lora_targets}" if self.lora_targets != "all-linear" else "",
+                 "trained embeddings" if self.lora_train_embeddings else "",
+                 f"LoRA dropout {self.lora_dropout:g}" if self.lora_dropout else ""]
         return ", ".join(p for p in parts if p) or "-"
 
     @property

@@ -64,14 +64,24 @@ def build_model(case: Case, layers: int | None = None, paths: str = "cpu") -> to
         move, BaseTunerLayer._move_adapter_to_device_of_base_layer = (
             BaseTunerLayer._move_adapter_to_device_of_base_layer, lambda *a, **kw: None)
         try:
-            model = get_peft_model(model, lora_config(k.lora_rank))
+            model = get_peft_model(model, lora_config(k))
         finally:
             BaseTunerLayer._move_adapter_to_device_of_base_layer = move
         if k.checkpointing not in ("off", "offload"):
             model.enable_input_require_grads()
+        meta = next(model.parameters()).device.type == "meta"     # the sim's build: 4-bit stand-ins
+        recipe_knobs.quantize_base(model, k, fake=meta or not _bitsandbytes())
     recipe_knobs.apply_checkpointing(model, k, lambda: (nullcontext(), _Recompute(k, paths)))
     model.train()
     return model
+
+
+def _bitsandbytes() -> bool:
+    try:
+        import bitsandbytes  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 class _Recompute:
@@ -263,20 +273,28 @@ def _loss(model, batch: dict, k: Knobs):
 
 class _NoSdpaDropout:
     """CUDA's memory-efficient SDPA kernel keeps no dropout mask (it regenerates it from the Philox
-    seed in backward); CPU falls back to the math kernel, which saves one. Trace with p = 0."""
+    seed in backward); CPU falls back to the math kernel, which saves one. Trace with p = 0. LoRA's dropout
+    (PEFT's lora_dropout module) runs CUDA's fused native_dropout, which keeps a bool mask where CPU's
+    dropout keeps a noise tensor of the input's dtype: traced with native_dropout."""
 
     def __enter__(self):
         import torch.nn.functional as F
 
         self._orig = F.scaled_dot_product_attention
+        self._drop = torch.nn.Dropout.forward
 
         def sdpa(*a, **kw):
             kw["dropout_p"] = 0.0
             return self._orig(*a, **kw)
+
+        def dropout(module, x):
+            return torch.native_dropout(x, module.p, module.training)[0] if module.training and module.p else x
         F.scaled_dot_product_attention = sdpa
+        torch.nn.Dropout.forward = dropout
         return self
 
     def __exit__(self, *exc):
         import torch.nn.functional as F
 
         F.scaled_dot_product_attention = self._orig
+        torch.nn.Dropout.forward = self._drop

@@ -27,12 +27,19 @@ def text_layers(cfg: dict) -> int:
     return hf_config(cfg).get_text_config().num_hidden_layers
 
 
-def lora_config(rank: int):
-    """The adapters of a LoRA plan: every linear layer, alpha 2r, no dropout (the probes and the bundled
-    trainer train the same ones)."""
+def lora_config(knobs):
+    """The adapters of a LoRA plan: --lora-targets (all-linear, attention, or module names), alpha 2r, --lora-dropout,
+    and with --lora-train-embeddings trained copies of the embedding and head (PEFT modules_to_save); the probes and
+    the bundled trainer train the same ones."""
     from peft import LoraConfig
 
-    return LoraConfig(r=rank, lora_alpha=2 * rank, target_modules="all-linear", lora_dropout=0.0)
+    from planner.modelspec import ATTENTION_LINEARS
+
+    t = knobs.lora_targets
+    targets = "all-linear" if t == "all-linear" else list(ATTENTION_LINEARS) if t == "attention" else t.split(",")
+    save = ["embed_tokens", "wte", "lm_head"] if knobs.lora_train_embeddings else None
+    return LoraConfig(r=knobs.lora_rank, lora_alpha=2 * knobs.lora_rank, target_modules=targets,
+                      lora_dropout=knobs.lora_dropout, modules_to_save=save)
 
 
 def make_optimizer(params: list, optimizer: str, lr: float = 1e-5) -> torch.optim.Optimizer:
@@ -48,7 +55,20 @@ def make_optimizer(params: list, optimizer: str, lr: float = 1e-5) -> torch.opti
         from transformers.optimization import Adafactor
 
         return Adafactor(params, lr=lr, scale_parameter=False, relative_step=False)
-    raise ValueError(f"optimizer {optimizer!r} needs bitsandbytes, which is not installed")
+    return _bitsandbytes_optimizer(params, optimizer, lr)
+
+
+def _bitsandbytes_optimizer(params: list, optimizer: str, lr: float) -> torch.optim.Optimizer:
+    """8-bit and paged AdamW (bitsandbytes; paged ones page their states through CUDA unified memory)."""
+    try:
+        import bitsandbytes as bnb
+    except ImportError:
+        raise ValueError(f"optimizer {optimizer!r} needs bitsandbytes, which is not installed") from None
+    if optimizer.startswith("paged") and not any(p.is_cuda for p in params):
+        raise ValueError(f"optimizer {optimizer!r} pages its states through CUDA unified memory: it needs a GPU")
+    cls = {"adamw-8bit": bnb.optim.AdamW8bit, "paged-adamw": bnb.optim.PagedAdamW32bit,
+           "paged-adamw-8bit": bnb.optim.PagedAdamW8bit}[optimizer]
+    return cls(params, lr=lr)
 
 
 def shard_fsdp(model, knobs, device_type: str = "cpu"):

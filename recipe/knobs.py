@@ -273,3 +273,64 @@ class InBackward(torch.optim.Optimizer):
     def load_state_dict(self, state: dict) -> None:
         for o, s in zip(self.opts, state["per_parameter"], strict=True):
             o.load_state_dict(s)
+
+
+# -- QLoRA ---------------------------------------------------------------------------------------------
+class _Dequantized(torch.autograd.Function):
+    """x @ W^T with W rebuilt from its 4-bit storage for the forward matmul and again for the input gradient,
+    keeping only the storage (bitsandbytes' MatMul4Bit). The stand-in's W holds no data: it is an allocation of
+    the dequantized size (the sim's fake tensors carry none either)."""
+
+    @staticmethod
+    def forward(ctx, x, packed, shape, bias):
+        ctx.shape, ctx.dtype = shape, x.dtype
+        w = torch.empty(shape, dtype=x.dtype, device=x.device)
+        return F.linear(x, w, bias)
+
+    @staticmethod
+    def backward(ctx, g):
+        w = torch.empty(ctx.shape, dtype=ctx.dtype, device=g.device)
+        return g @ w, None, None, None
+
+
+class Linear4bitStandIn(torch.nn.Module):
+    """A frozen linear stored as bitsandbytes stores it in 4 bits with double quantization (packed weights,
+    8-bit absmax per 64, fp32 absmax per 256 blocks: planner.lora), for tracing on fake tensors."""
+
+    def __init__(self, linear: torch.nn.Linear) -> None:
+        super().__init__()
+        n = linear.weight.numel()
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        dev = linear.weight.device
+        self.register_buffer("packed", torch.empty((n + 1) // 2, dtype=torch.uint8, device=dev))
+        self.register_buffer("absmax", torch.empty(-(-n // 64), dtype=torch.uint8, device=dev))
+        self.register_buffer("absmax2", torch.empty(-(-n // (64 * 256)), dtype=torch.float32, device=dev))
+        self.bias = linear.bias
+
+    def forward(self, x):
+        return _Dequantized.apply(x, self.packed, (self.out_features, self.in_features), self.bias)
+
+
+def quantize_base(model, knobs, fake: bool) -> None:
+    """--quant nf4|fp4: every linear inside the decoder (LoRA's base layers included; the head stays) in 4 bits:
+    bitsandbytes' Linear4bit on real tensors, the stand-in on fake ones."""
+    if knobs.quant == "none":
+        return
+    head = model.get_output_embeddings()
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if type(child) is torch.nn.Linear and child is not head and not child.weight.requires_grad:
+                setattr(parent, name, Linear4bitStandIn(child) if fake else _bnb_linear(child, knobs.quant))
+
+
+def _bnb_linear(linear: torch.nn.Linear, quant: str):
+    import bitsandbytes as bnb
+
+    q = bnb.nn.Linear4bit(linear.in_features, linear.out_features, bias=linear.bias is not None,
+                          compute_dtype=linear.weight.dtype, compress_statistics=True, quant_type=quant,
+                          device="meta")
+    q.weight = bnb.nn.Params4bit(linear.weight.data, requires_grad=False, compress_statistics=True,
+                                 quant_type=quant, blocksize=64)
+    if linear.bias is not None:
+        q.bias = torch.nn.Parameter(linear.bias.data, requires_grad=False)
+    return q.to(linear.weight.device)

@@ -114,7 +114,8 @@ def build_model(cfg: RunConfig):
     if cfg.knobs.lora_rank:
         from peft import get_peft_model
 
-        model = get_peft_model(model, lora_config(cfg.knobs.lora_rank))
+        model = get_peft_model(model, lora_config(cfg.knobs))
+        recipe_knobs.quantize_base(model, cfg.knobs, fake=False)     # QLoRA: bitsandbytes' Linear4bit
     recipe_knobs.apply_checkpointing(model, cfg.knobs)
     model.config.use_cache = False
     return model

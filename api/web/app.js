@@ -179,6 +179,7 @@ async function render(req, out) {
   $("#fits").hidden = !best;
   $("#nothing-fits").hidden = !!best;
   $("#command").textContent = best ? best.launch.command : "";
+  $("#command-note").textContent = best && best.launch.note ? best.launch.note : "";
   for (const b of document.querySelectorAll("[data-copy]")) b.hidden = !best || best.launch[b.dataset.copy] == null;
   if (!best) await nothingFits(req, out);
   const ref = best || out.rejected[0];

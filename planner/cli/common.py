@@ -17,6 +17,7 @@ from planner.spec import (
     OFFLOADS,
     OPTIMIZERS,
     PRECISIONS,
+    QUANTS,
     ZERO_STAGES,
 )
 
@@ -139,6 +140,7 @@ def add_target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lora-rank", type=nonneg_int("--lora-rank"), default=0, help="0 = full fine-tuning")
     p.add_argument("--optimizer-in-backward", action="store_true",
                    help="step each parameter as its gradient arrives (accumulation 1, one GPU, no ZeRO/FSDP)")
+    add_lora_args(p)
     p.add_argument("--margin", type=margin, default=None,
                    help=f"fraction of GPU memory kept free (default {DEFAULT_MARGIN}; wider for a model family "
                         "counted approximately)")
@@ -157,6 +159,17 @@ FSDP_LIST = choice_list("--fsdp", FSDP_MODES)
 RECIPE_FLAGS = {"loss": ("--loss", LOSSES, "standard, chunked (sequence chunks) or fused (head + loss, Liger)"),
                 "attention": ("--attention", ATTENTIONS, "sdpa (the family's default), flash or eager"),
                 "batching": ("--batching", BATCHINGS, "padded rows or packed (padding-free) rows")}
+
+
+def add_lora_args(p: argparse.ArgumentParser) -> None:
+    """LoRA's details and QLoRA (with --lora-rank > 0)."""
+    p.add_argument("--quant", type=one_of("--quant", QUANTS), default="none",
+                   help="QLoRA: the base's linears in 4 bits (bitsandbytes nf4 or fp4, double quantization)")
+    p.add_argument("--lora-targets", default="all-linear",
+                   help="linears LoRA adapts: all-linear, attention, or module names (q_proj,v_proj)")
+    p.add_argument("--lora-train-embeddings", action="store_true",
+                   help="train the embedding and head beside the adapters (PEFT modules_to_save)")
+    p.add_argument("--lora-dropout", type=number("--lora-dropout"), default=0.0, help="LoRA dropout probability")
 
 
 def add_recipe_args(p: argparse.ArgumentParser, many: bool) -> None:

@@ -6,7 +6,7 @@ import argparse
 from planner import advise
 from planner.advise import ProbeRequest
 from planner.cli import common
-from planner.spec import CHECKPOINTING, OFFLOADS, OPTIMIZERS, PRECISIONS, PROBE_BACKENDS, ZERO_STAGES
+from planner.spec import CHECKPOINTING, LORA_FIELDS, OFFLOADS, OPTIMIZERS, PRECISIONS, PROBE_BACKENDS, ZERO_STAGES
 from planner.store import Store
 
 
@@ -25,6 +25,7 @@ def add_config_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     common.add_recipe_args(p, many=False)
     p.add_argument("--optimizer-in-backward", action="store_true",
                    help="step each parameter as its gradient arrives (accumulation 1)")
+    common.add_lora_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
@@ -42,6 +43,7 @@ def probe_request(args: argparse.Namespace, backend: str = "sim") -> ProbeReques
               "optimizer", "lora_rank")
     return advise.parse(ProbeRequest, {**{f: getattr(args, f) for f in fields}, "backend": backend,
                                        "optimizer_in_backward": args.optimizer_in_backward,
+                                       **{f: getattr(args, f) for f in LORA_FIELDS},
                                        **common.recipe_fields(args)})
 
 

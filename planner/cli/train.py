@@ -23,7 +23,7 @@ from planner.batching import check_budget
 from planner.cli import common
 from planner.cli.probe import add_config_args
 from planner.errors import BadInput
-from planner.spec import FSDP_MODES, RECIPE_FIELDS, Knobs, Plan, bad_input
+from planner.spec import FSDP_MODES, LORA_FIELDS, RECIPE_FIELDS, Knobs, Plan, bad_input
 
 LAUNCHERS = ("auto", "none", "torchrun", "deepspeed", "slurm")
 
@@ -111,7 +111,8 @@ def plan_from(args: argparse.Namespace) -> tuple[str, CheckRequest, Knobs]:
                   "precision": args.precision, "checkpointing": args.checkpointing, "zero": args.zero,
                   "offload": args.offload, "optimizer": args.optimizer, "lora_rank": args.lora_rank,
                   "max_tokens_per_micro_batch": args.max_tokens_per_micro_batch, "fsdp": args.fsdp,
-                  "optimizer_in_backward": args.optimizer_in_backward, **common.recipe_fields(args)}
+                  "optimizer_in_backward": args.optimizer_in_backward, **common.recipe_fields(args),
+                  **{f: getattr(args, f) for f in LORA_FIELDS}}
     req = advise.parse(advise.CheckRequest, fields)
     return str(req.model), req, advise.knobs_of(req, req.precision or "bf16")
 

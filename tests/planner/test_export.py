@@ -51,3 +51,37 @@ def test_hf_args_are_training_arguments_fields():
 def test_fp16_config_has_loss_scaling():
     ds = plan(2, precision="fp16")[0].launch.deepspeed_config
     assert ds["fp16"]["enabled"] and ds["fp16"]["loss_scale"] == 0 and "bf16" not in ds
+
+
+def recipe_plan(**fields):
+    hw = hardware.resolve("h100", 1, 1)
+    return make_plan(catalog.load_model("llama-3.2-1b"), hw, Goal(global_batch=4, seq_len=2048),
+                     Knobs.make(precision="bf16", **fields), 2)
+
+
+@pytest.mark.parametrize("fields", [{"loss": "fused"}, {"attention": "flash"}, {"attention": "eager"},
+                                    {"batching": "packed", "attention": "flash"}, {"checkpointing": "selective-op"},
+                                    {"optimizer": "paged-adamw-8bit", "lora_rank": 8}])
+def test_recipe_hf_args_load_in_trls_sft_config(fields, tmp_path):
+    """The recipe knobs' HF arguments (attention and packing are TRL's SFTConfig fields) are what TRL accepts."""
+    trl = pytest.importorskip("trl")
+    import transformers
+
+    args = recipe_plan(**fields).launch.hf_args
+    cfg = trl.SFTConfig(output_dir=str(tmp_path), use_cpu=True, report_to=[], **{**args, "bf16": False})
+    assert cfg.per_device_train_batch_size == args["per_device_train_batch_size"]
+    assert cfg.optim in {o.value for o in transformers.training_args.OptimizerNames}
+    assert getattr(cfg, "padding_free", False) == args.get("padding_free", False)
+
+
+def test_lora_and_qlora_configs_load_in_peft_and_transformers():
+    pytest.importorskip("peft")
+    from peft import LoraConfig
+    from transformers import BitsAndBytesConfig
+
+    launch = recipe_plan(lora_rank=16, quant="nf4", lora_targets="q_proj,v_proj", lora_train_embeddings=True,
+                         lora_dropout=0.05).launch
+    lc = LoraConfig(**launch.peft_config)
+    assert lc.r == 16 and set(lc.target_modules) == {"q_proj", "v_proj"} and lc.modules_to_save == ["embed_tokens", "lm_head"]
+    bc = BitsAndBytesConfig(**launch.quantization_config)
+    assert bc.load_in_4bit and bc.bnb_4bit_quant_type == "nf4" and bc.bnb_4bit_use_double_quant

@@ -20,7 +20,9 @@ def test_suggest_json_contract():
         assert PLAN_KEYS <= set(p) and MEMORY_KEYS <= set(p["memory"])
         assert p["micro_batch"] * p["grad_accum"] * p["world_size"] == 256
         assert p["evidence"] == "analytic" and p["fits"]
-        assert set(p["launch"]) == {"hf_args", "deepspeed_config", "command", "note", "accelerate_config"}
+        assert set(p["launch"]) == {"hf_args", "deepspeed_config", "command", "note", "accelerate_config",
+                                    "peft_config", "quantization_config"}
+        assert p["launch"]["peft_config"] is None and p["launch"]["quantization_config"] is None    # LoRA / QLoRA only
         assert (p["launch"]["accelerate_config"] is None) == (p["fsdp"] is None)     # FSDP plans only
         assert p["token_batches"] is None       # set by a token budget only
         # a note exactly when HF's Trainer cannot run the plan, whose command is then the bundled trainer's
