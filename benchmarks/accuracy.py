@@ -8,7 +8,8 @@ micro-batch 1-8, sequence 512-4096, all four precisions, checkpointing off/full.
 - analytic vs sim: the analytic model against the sim with CUDA code paths (target: within 10% p95).
 (sim vs CUDA max_memory_allocated needs a GPU: not run here.)
 The recipe knobs (RECIPE_GRID: selective / every-N / offloaded checkpointing, chunked and fused losses, flash and
-eager attention, packed rows, the optimizer in backward) have rows of their own (target: analytic within 3% of the
+eager attention, packed rows, the optimizer in backward, LoRA targets, dropout and trained embeddings, QLoRA's 4-bit
+base: real bitsandbytes in the CPU run, its stand-in in the sim) have rows of their own (target: analytic within 3% of the
 sim at p95). Offload on CPU copies saved tensors to the same memory the tracker counts, so its real CPU run is not
 comparable and is left out.
 
@@ -75,6 +76,12 @@ RECIPE_GRID = [
     ("debug-llama", "bf16-pure", {"batching": "packed", "attention": "flash"}, 4, 1024),
     ("debug-llama", "fp32", {"optimizer_in_backward": True}, 2, 1024),
     ("qwen-tiny-tied", "bf16-pure", {"optimizer_in_backward": True}, 2, 512),
+    ("debug-llama", "bf16", {"lora_rank": 8, "lora_targets": "attention"}, 4, 1024),
+    ("qwen-tiny-tied", "fp32", {"lora_rank": 8, "lora_targets": "q_proj,v_proj"}, 2, 1024),
+    ("debug-llama", "bf16-pure", {"lora_rank": 8, "lora_dropout": 0.1}, 4, 1024),
+    ("debug-llama", "bf16", {"lora_rank": 8, "lora_train_embeddings": True}, 2, 1024),
+    ("debug-llama", "bf16", {"lora_rank": 8, "quant": "nf4"}, 4, 1024),
+    ("qwen-tiny-tied", "bf16", {"lora_rank": 8, "quant": "fp4", "lora_targets": "attention"}, 2, 1024),
     ("debug-llama-v256", "bf16", {"checkpointing": "selective-op", "loss": "chunked"}, 4, 2048),
     ("debug-llama", "bf16", {"checkpointing": "selective-op", "loss": "fused", "batching": "packed",
                              "attention": "flash"}, 4, 1024),
@@ -114,7 +121,8 @@ def main() -> None:
         sim_cuda = simulate(case, paths="cuda").peak_allocated_bytes
         sim_cpu = simulate(case, paths="cpu").peak_allocated_bytes
         real = None if knobs.checkpointing == "offload" else measure(case)["peak_allocated_bytes"]
-        recipe = {k: v for k, v in kw.items() if k != "checkpointing"}
+        recipe = {k: v for k, v in kw.items() if k not in ("checkpointing", "lora_rank")}
+        recipe.update({"lora_rank": kw["lora_rank"]} if "lora_rank" in kw else {})
         rows.append({"arch": arch, "precision": prec, "checkpointing": knobs.checkpointing, "recipe": recipe,
                      "micro_batch": mb, "seq_len": seq, "analytic": analytic, "sim_cuda_paths": sim_cuda,
                      "sim_cpu_paths": sim_cpu, "cpu_real": real,

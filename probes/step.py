@@ -69,6 +69,9 @@ def build_model(case: Case, layers: int | None = None, paths: str = "cpu") -> to
             BaseTunerLayer._move_adapter_to_device_of_base_layer = move
         if k.checkpointing not in ("off", "offload"):
             model.enable_input_require_grads()
+        for name, m in model.named_modules():      # traced as CUDA runs it (_NoSdpaDropout)
+            if ".lora_dropout." in name and isinstance(m, torch.nn.Dropout):
+                m.memplan_lora = True
         meta = next(model.parameters()).device.type == "meta"     # the sim's build: 4-bit stand-ins
         recipe_knobs.quantize_base(model, k, fake=meta or not _bitsandbytes())
     recipe_knobs.apply_checkpointing(model, k, lambda: (nullcontext(), _Recompute(k, paths)))
@@ -274,8 +277,9 @@ def _loss(model, batch: dict, k: Knobs):
 class _NoSdpaDropout:
     """CUDA's memory-efficient SDPA kernel keeps no dropout mask (it regenerates it from the Philox
     seed in backward); CPU falls back to the math kernel, which saves one. Trace with p = 0. LoRA's dropout
-    (PEFT's lora_dropout module) runs CUDA's fused native_dropout, which keeps a bool mask where CPU's
-    dropout keeps a noise tensor of the input's dtype: traced with native_dropout."""
+    (PEFT's lora_dropout modules) runs CUDA's fused native_dropout, which keeps a bool mask where CPU's
+    dropout keeps a noise tensor of the input's dtype: traced with native_dropout. (The model's own dropout,
+    GPT-2's, is traced as before: its terms were fitted to the CPU form; not re-examined.)"""
 
     def __enter__(self):
         import torch.nn.functional as F
@@ -287,8 +291,12 @@ class _NoSdpaDropout:
             kw["dropout_p"] = 0.0
             return self._orig(*a, **kw)
 
-        def dropout(module, x):
-            return torch.native_dropout(x, module.p, module.training)[0] if module.training and module.p else x
+        drop = self._drop
+
+        def dropout(module, x):     # PEFT's LoRA dropout only (build_model marks it); the model's own as before
+            if getattr(module, "memplan_lora", False) and module.training and module.p:
+                return torch.native_dropout(x, module.p, True)[0]
+            return drop(module, x)
         F.scaled_dot_product_attention = sdpa
         torch.nn.Dropout.forward = dropout
         return self

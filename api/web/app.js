@@ -60,7 +60,10 @@ const LABELS = {image_tokens: "Image tokens per sample (VLMs)", images: "or imag
   lora_rank: "LoRA rank (0 = full fine-tuning)", margin: "Margin kept free (fraction; empty = default)",
   inter_node_gbps: "Network per node (Gb/s)", host_ram_gb: "Host RAM per node (GiB)", top: "Plans to show",
   image_rule: "Image tokens rule (with a dataset)", max_length: "Cut rows to (tokens, with a dataset)",
-  seed: "Trainer's sampler seed", max_tokens_per_micro_batch: "Token budget per micro-batch"};
+  seed: "Trainer's sampler seed", max_tokens_per_micro_batch: "Token budget per micro-batch",
+  optimizer_in_backward: "Optimizer in backward (accumulation 1, one GPU)", quant: "4-bit base (QLoRA, with a LoRA rank)",
+  lora_targets: "LoRA targets (all-linear, attention, or names)", lora_train_embeddings: "Train embedding and head (LoRA)",
+  lora_dropout: "LoRA dropout"};
 let schema = {};
 
 async function moreFields() {

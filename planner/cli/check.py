@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
         verdict = "fits" if plan.fits else f"does NOT fit: {plan.reason}"
         render.console.print(f"{out['model']['name']}{common.approximate(model, goal)}: micro {plan.micro_batch} x accum {plan.grad_accum} x "
                              f"world {plan.world_size} = {plan.global_batch}, {plan.precision}, checkpointing "
-                             f"{plan.checkpointing}, {plan.sharding}, offload {plan.offload} ({plan.evidence}): {verdict}")
+                             f"{plan.checkpointing}, {plan.sharding}, offload {plan.offload}"
+                             + (f", {plan.recipe}" if plan.recipe != "-" else "") + f" ({plan.evidence}): {verdict}")
         for line in data_lines(data) if data else []:
             common.say_line(line)
         if plan.token_batches is not None:
