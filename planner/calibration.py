@@ -36,7 +36,13 @@ class Calibration(BaseModel):
 
 def directory() -> Path:
     env = os.environ.get("MEMPLAN_CALIBRATION_DIR")
-    return Path(env) if env else Path(str(resources.files("planner.catalog").joinpath("calibration")))
+    return Path(env) if env else _packaged()
+
+
+@lru_cache(maxsize=1)
+def _packaged() -> Path:
+    """The package's calibration folder (found once: the search asks for it per candidate)."""
+    return Path(str(resources.files("planner.catalog").joinpath("calibration")))
 
 
 @lru_cache(maxsize=64)

@@ -19,7 +19,16 @@ from __future__ import annotations
 from planner.errors import BadInput
 from planner.memory import Setup, breakdown, comm_bucket_bytes, overhead_bytes
 from planner.spec import Hardware, Knobs, MemoryBreakdown
-from planner.store import ProbeRecord, Shapes, Store, default_path, segment_phase, tensor_key, unflat_segment
+from planner.store import (
+    ProbeRecord,
+    Shapes,
+    Store,
+    arch_hash,
+    default_path,
+    segment_phase,
+    tensor_key,
+    unflat_segment,
+)
 
 MODES = ("analytic", "sim", "auto")
 RANK = {"cuda": 0, "cpu": 1, "sim": 2}
@@ -91,6 +100,7 @@ class Calibrator:
         self._simulate = simulate
         self._lines: dict = {}
         self.exact = False      # sim mode: trace each candidate exactly instead of reading a line
+        self._arch_seen: tuple[int, bool] | None = None
 
     @classmethod
     def open(cls, mode: str, store_path: str | None, model_name: str, config: dict,
@@ -105,7 +115,17 @@ class Calibrator:
             return None
         return cls(mode, Store(path), model_name, config, simulate)
 
+    def _has_records(self) -> bool:
+        """Whether the store holds any record of this architecture: the search asks per candidate, and hashing a
+        candidate's key costs more than its plan. Asked again once this connection has written a record."""
+        changes = self.store.db.total_changes
+        if self._arch_seen is None or self._arch_seen[0] != changes:
+            self._arch_seen = (changes, self.store.has_arch(arch_hash(self.config)))
+        return self._arch_seen[1]
+
     def records(self, s: Setup) -> list[ProbeRecord]:
+        if not self._has_records():
+            return []
         keys = [tensor_key(self.config, s.knobs, real_shapes(s))]
         sim_key = tensor_key(self.config, sim_knobs(s.knobs), sim_shapes(s))
         recs = [r for k in keys for r in self.store.by_tensor_key(k)]

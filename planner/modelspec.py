@@ -8,6 +8,7 @@ instantiates every catalog entry on the meta device and compares).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from math import prod
 
 from planner.errors import BadInput
@@ -93,7 +94,7 @@ class ModelSpec:
     exact: bool = True  # False for an unknown family counted with the generic llama-like formula
     config: dict = field(default_factory=dict, repr=False, compare=False)
 
-    @property
+    @cached_property
     def params(self) -> int:
         return sum(t.numel for t in self.tensors)
 

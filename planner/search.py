@@ -111,8 +111,9 @@ def rejection_reason(plan: Plan, hw: Hardware, usable: int) -> str | None:
 
 
 def make_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_batch: int,
-              calibrate=None) -> Plan:
-    """One candidate; `calibrate` (planner.evidence.Calibrator) swaps in stored or simulated evidence."""
+              calibrate=None, launch: bool = True) -> Plan:
+    """One candidate; `calibrate` (planner.evidence.Calibrator) swaps in stored or simulated evidence; `launch`
+    False leaves the launch material to with_launch (the search makes it for the plans it returns only)."""
     world = hw.world_size
     accum = goal.global_batch // (world * micro_batch)
     s = Setup(model, knobs, micro_batch, accum, goal.seq_len, hw.gpus_per_node, hw.nodes, goal.image_tokens,
@@ -131,6 +132,11 @@ def make_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_ba
     usable = int(hw.gpu.capacity_bytes * (1 - goal.margin))
     plan.reason = measured_reason or rejection_reason(plan, hw, usable)
     plan.fits = plan.reason is None
+    return with_launch(plan, model, hw, goal) if launch else plan
+
+
+def with_launch(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal) -> Plan:
+    """The plan with its ready-to-paste launch material (planner.export)."""
     plan.launch = Launch(hf_args=export.hf_args(plan, model), deepspeed_config=export.deepspeed_config(plan, model),
                          command=export.command(plan, hw, model, goal.seq_len), note=export.hf_note(plan),
                          accelerate_config=export.accelerate_config(plan, hw, model),
@@ -203,7 +209,7 @@ def search(model: ModelSpec, hw: Hardware, goal: Goal, space: Space, top: int = 
             continue
         plans = []
         for mb in [per_rank] if knobs.optimizer_in_backward else divisors(per_rank):    # accumulation 1
-            plans.append(make_plan(model, hw, goal, knobs, mb, calibrate))
+            plans.append(make_plan(model, hw, goal, knobs, mb, calibrate, launch=False))
             if not plans[-1].fits:      # memory grows with the micro-batch: no larger one fits either
                 break
         ok = [p for p in plans if p.fits]
@@ -211,4 +217,5 @@ def search(model: ModelSpec, hw: Hardware, goal: Goal, space: Space, top: int = 
         if not ok:
             rejected.append(plans[0])
     fitting.sort(key=rank_key)
-    return Result(plans=fitting[:top], rejected=rejected)
+    return Result(plans=[p if p.launch else with_launch(p, model, hw, goal) for p in fitting[:top]],
+                  rejected=[p if p.launch else with_launch(p, model, hw, goal) for p in rejected])

@@ -212,6 +212,10 @@ class Store:
         with self.db:
             return self.db.executemany("DELETE FROM probes WHERE id = ?", [(i,) for i in ids]).rowcount
 
+    def has_arch(self, arch: str) -> bool:
+        """Whether any record is of this architecture (arch_hash)."""
+        return self.db.execute("SELECT 1 FROM probes WHERE arch = ? LIMIT 1", (arch,)).fetchone() is not None
+
     def by_tensor_key(self, key: str) -> list[ProbeRecord]:
         return self._rows("WHERE tensor_key = ?", (key,))
 

@@ -18,14 +18,12 @@ CASES = [   # (model, precision, knobs, micro-batch, sequence): each the term th
     ("llama-3.2-1b", "bf16-pure", {"checkpointing": "selective-op"}, 4, 4096),   # kept mm outputs + kernel output
     ("qwen2.5-0.5b", "bf16", {"checkpointing": "selective-op"}, 2, 2048),        # addmm (q/k/v bias) not kept
     ("llama-3.2-1b", "bf16-pure", {"checkpointing": "every-4"}, 4, 4096),        # traced over whole periods
-    ("gemma-2-2b", "bf16", {"checkpointing": "every-2"}, 2, 2048),
     ("llama-3.2-1b", "bf16-pure", {"checkpointing": "offload"}, 4, 4096),        # one layer brought back
     ("llama-3.2-1b", "bf16-pure", {"loss": "chunked"}, 2, 1024),                 # summed head gradients
     ("llama-3.2-1b", "bf16-pure", {"loss": "chunked"}, 4, 4096),                 # 4 bytes/token/entry saved
     ("qwen2.5-0.5b", "bf16", {"loss": "fused"}, 2, 2048),                        # no logits kept
     ("gemma-2-2b", "bf16", {"loss": "fused"}, 2, 2048),                          # softcap
     ("llama-3.2-1b", "bf16-pure", {"attention": "flash"}, 4, 4096),              # no mask, no bias, k/v unrepeated
-    ("llama-3.2-1b", "bf16-pure", {"attention": "eager"}, 4, 4096),              # s^2 scores
     ("llama-3.2-1b", "bf16-pure", {"batching": "packed"}, 4, 4096),              # one (T, T) block mask
     ("llama-3.2-1b", "bf16-pure", {"batching": "packed", "attention": "flash"}, 4, 4096),
     ("qwen2.5-0.5b", "fp32", {"optimizer_in_backward": True}, 2, 2048),          # one gradient at a time
@@ -56,7 +54,6 @@ def test_sim_of_the_knob_matches_real_cpu_steps(kw):
 
 LORA_CASES = [  # LoRA's terms, pinned as the change they make to the peak against the change the sim measures
     ("llama-3.2-1b", "bf16", {"lora_targets": "attention"}),
-    ("llama-3.2-1b", "bf16-pure", {"lora_targets": "q_proj,v_proj"}),
     ("llama-3.2-1b", "fp32", {"lora_targets": "q_proj,v_proj"}),
     ("llama-3.2-1b", "bf16", {"lora_dropout": 0.1}),
     ("llama-3.2-1b", "fp32", {"lora_dropout": 0.1}),

@@ -19,13 +19,19 @@ def losses(tmp_path, name: str, grad_clip: float = 1.0, micro: int = 4, accum: i
     return [r["loss"] for r in run(cfg)]
 
 
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> list[float]:
+    """The plain run every knob is compared with (run once for the module)."""
+    return losses(tmp_path_factory.mktemp("ref"), "ref")
+
+
 @pytest.mark.parametrize("knobs", [{"checkpointing": "selective-op"}, {"checkpointing": "every-2"},
                                    {"checkpointing": "offload"}, {"loss": "chunked"}, {"loss": "fused"},
                                    {"batching": "packed"}, {"attention": "eager"},
                                    {"batching": "packed", "loss": "chunked", "checkpointing": "selective-op"}],
                          ids=lambda k: ",".join(f"{a}={b}" for a, b in k.items()))
-def test_recipe_knobs_keep_the_losses(tmp_path, knobs):
-    ref = losses(tmp_path, "ref")
+def test_recipe_knobs_keep_the_losses(tmp_path, reference, knobs):
+    ref = reference
     got = losses(tmp_path, "knob", **knobs)
     assert len(ref) == STEPS and ref[-1] < ref[0]       # it trains
     worst = max(abs(a / b - 1) for a, b in zip(got, ref))
