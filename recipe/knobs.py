@@ -10,7 +10,8 @@ optimizer stepped inside backward.
   and tensors under 1 KiB on the device as torchtune's OffloadActivations does);
 - chunked loss: torchtune's chunked cross-entropy (the head and the fp32 loss chunk by chunk);
 - fused loss: the head and the cross-entropy computed chunk by chunk with their gradients in forward, so the
-  logits are never whole (a plain-torch form of Liger's fused linear cross-entropy, with Liger's chunk size).
+  logits are never whole: Liger's kernel on a GPU where liger-kernel imports, else a plain-torch form of it
+  with Liger's chunk size (what the CPU tests run).
 """
 from __future__ import annotations
 
@@ -193,9 +194,21 @@ def fused_loss_sum(hidden, head: torch.nn.Module, targets, softcap=None, dtype=N
     h2 = hidden.flatten(0, 1)
     spec = TextSpec(hidden=h2.shape[1], layers=1, heads=1, kv_heads=1, head_dim=1, intermediate=1,
                     vocab=head.weight.shape[0], tied=False, arch="llama", max_positions=0)
+    liger = _liger_loss(softcap) if h2.is_cuda else None
+    if liger is not None:       # Liger's Triton kernel where it imports (a GPU host)
+        return liger(head.weight, h2.to(dtype or head.weight.dtype), targets.flatten())
     chunk = recipes.fused_chunk_tokens(h2.shape[0], spec)
     return FusedLinearCrossEntropy.apply(h2, head.weight, targets.flatten(), chunk, softcap,
                                          dtype or head.weight.dtype)
+
+
+def _liger_loss(softcap):
+    """Liger's fused linear cross-entropy, summed, or None where liger-kernel does not import."""
+    try:
+        from liger_kernel.transformers import LigerFusedLinearCrossEntropyLoss
+    except ImportError:
+        return None
+    return LigerFusedLinearCrossEntropyLoss(ignore_index=-100, reduction="sum", softcap=softcap)
 
 
 def loss_sum(model, inputs: dict, labels: torch.Tensor, knobs) -> torch.Tensor:
