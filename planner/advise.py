@@ -19,7 +19,7 @@ from planner import catalog, hardware
 from planner.datafit import DataFit, Scanner, scan_data, token_batches, verdict
 from planner.errors import BadInput
 from planner.memory import Setup
-from planner.modelspec import ModelSpec, from_config
+from planner.modelspec import ModelSpec, from_config, module_name_matches
 from planner.search import DEFAULT_MARGIN, Space, budget_plan, make_plan, search
 from planner.spec import (
     CHECKPOINTING,
@@ -386,7 +386,7 @@ def lora_knobs(req: Target | ProbeRequest, model: ModelSpec) -> dict:
     if req.lora_targets not in ("all-linear", "attention"):
         known = model.linear_names()
         bad = [n for n in req.lora_targets.split(",")
-               if not any(k == n or k.endswith("." + n) or n.endswith("." + k) for k in known)]
+               if not any(module_name_matches(k, n) for k in known)]
         if bad:
             raise BadInput(f"--lora-targets {','.join(bad)}: not a linear of {model.name}; accepted: all-linear, "
                            f"attention, or names among {', '.join(sorted(known))}", "lora_targets")
@@ -409,7 +409,7 @@ def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None 
                        f"the largest global batch, {MAX_GLOBAL_BATCH}", "grad_accum")
     model, hw, goal, fit = resolve(req, req.micro_batch * req.grad_accum * world, resolver, scanner)
     knobs = check_knobs(req, hw)
-    lora_knobs(req, model)
+    lora = lora_knobs(req, model)
     if knobs.optimizer_in_backward and (req.grad_accum > 1 or hw.world_size > 1):
         raise BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
     batches = token_batches(req, goal, hw, fit)
@@ -429,7 +429,7 @@ def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None 
         plan, verified = verify(plan, model, hw, goal, cal, probes, status, store)
     space = Space(optimizer=req.optimizer, lora_rank=req.lora_rank, checkpointing=list(SUGGEST_CHECKPOINTING),
                   loss=[req.loss], attention=[req.attention], batching=[req.batching],
-                  optimizer_in_backward=req.optimizer_in_backward, lora=lora_knobs(req, model))
+                  optimizer_in_backward=req.optimizer_in_backward, lora=lora)
     alt_cal = cal.with_mode("auto") if cal is not None else None   # alternatives: stored evidence only
     found = search(model, hw, goal, space, top=MAX_SUGGESTIONS + 1, calibrate=alt_cal, batches=batches).plans
     alternatives = [p for p in found if (p.micro_batch, p.knobs) != (plan.micro_batch, plan.knobs)][:MAX_SUGGESTIONS]

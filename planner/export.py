@@ -10,7 +10,7 @@ import os
 import shlex
 from pathlib import Path
 
-from planner.modelspec import ModelSpec
+from planner.modelspec import ModelSpec, peft_target_modules
 from planner.spec import Hardware, Knobs, Plan
 
 HF_OPTIM = {"adamw": "adamw_torch", "adamw-fused": "adamw_torch_fused", "sgd": "sgd",
@@ -26,7 +26,6 @@ FSDP_WRAP = {"gpt2": ["GPT2Block"], "llama": ["LlamaDecoderLayer"], "gemma2": ["
              "qwen2_5_vl": ["Qwen2_5_VLDecoderLayer", "Qwen2_5_VLVisionBlock"],
              "internvl": ["InternVLVisionLayer"]}     # + its language model's, by text_config's model_type
 HF_FSDP = {"full": "full_shard auto_wrap", "grad-op": "shard_grad_op auto_wrap", "hybrid": "hybrid_shard auto_wrap"}
-ATTENTION_PEFT = ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "c_attn", "attn.c_proj")
 HF_ATTENTION = {"flash": "flash_attention_2", "eager": "eager"}
 TRAIN_SCRIPT = "train.py"  # the user's HF-Trainer-style script
 
@@ -83,9 +82,7 @@ def peft_config(plan: Plan) -> dict | None:
     """PEFT LoraConfig fields of a LoRA plan (recipe.lora_config trains the same adapters)."""
     if not plan.lora_rank:
         return None
-    t = plan.lora_targets
-    targets = "all-linear" if t == "all-linear" else list(ATTENTION_PEFT) if t == "attention" else t.split(",")
-    cfg = {"r": plan.lora_rank, "lora_alpha": 2 * plan.lora_rank, "target_modules": targets,
+    cfg = {"r": plan.lora_rank, "lora_alpha": 2 * plan.lora_rank, "target_modules": peft_target_modules(plan.lora_targets),
            "lora_dropout": plan.lora_dropout, "task_type": "CAUSAL_LM"}
     if plan.lora_train_embeddings:
         cfg["modules_to_save"] = ["embed_tokens", "lm_head"]

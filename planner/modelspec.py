@@ -17,6 +17,18 @@ LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_t
               "qwen2_5_vl_text", "qwen2_vl", "qwen2_vl_text"}
 GEMMA_NORMS = {"gemma2", "gemma3_text"}   # four RMSNorms a layer, computed in fp32 ((1 + w) * norm(x.float()))
 ATTENTION_LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "attn.c_attn", "attn.c_proj")
+
+
+def module_name_matches(name: str, target: str) -> bool:
+    """A linear's name against a --lora-targets entry, as PEFT matches target_modules: equal, or a dotted suffix."""
+    return name == target or name.endswith("." + target) or target.endswith("." + name)
+
+
+def peft_target_modules(targets: str) -> str | list[str]:
+    """PEFT's target_modules for --lora-targets (the probes, the trainer and the exports adapt the same linears)."""
+    if targets == "all-linear":
+        return "all-linear"
+    return list(ATTENTION_LINEARS) if targets == "attention" else targets.split(",")
 QK_NORM = {"qwen3", "gemma3_text"}        # an RMSNorm over each head of q and k before RoPE
 ALL_FAMILIES = sorted(LLAMA_LIKE | {"gpt2", "internvl"})
 
@@ -39,7 +51,7 @@ class Tensors:
         if targets == "all-linear":
             return True
         names = ATTENTION_LINEARS if targets == "attention" else targets.split(",")
-        return any(self.name == n or self.name.endswith("." + n) or n.endswith("." + self.name) for n in names)
+        return any(module_name_matches(self.name, n) for n in names)
 
     @property
     def numel(self) -> int:

@@ -33,12 +33,11 @@ def lora_config(knobs):
     the bundled trainer train the same ones."""
     from peft import LoraConfig
 
-    from planner.modelspec import ATTENTION_LINEARS
+    from planner.modelspec import peft_target_modules
 
-    t = knobs.lora_targets
-    targets = "all-linear" if t == "all-linear" else list(ATTENTION_LINEARS) if t == "attention" else t.split(",")
     save = ["embed_tokens", "wte", "lm_head"] if knobs.lora_train_embeddings else None
-    return LoraConfig(r=knobs.lora_rank, lora_alpha=2 * knobs.lora_rank, target_modules=targets,
+    return LoraConfig(r=knobs.lora_rank, lora_alpha=2 * knobs.lora_rank,
+                      target_modules=peft_target_modules(knobs.lora_targets),
                       lora_dropout=knobs.lora_dropout, modules_to_save=save)
 
 
