@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from planner import catalog, hardware
 from planner.datafit import DataFit, Scanner, scan_data, token_batches, verdict
 from planner.errors import BadInput
+from planner.lengths import limits as rl_limits
 from planner.memory import Setup
 from planner.modelspec import ModelSpec, from_config, module_name_matches
 from planner.search import DEFAULT_MARGIN, Space, budget_plan, make_plan, search
@@ -51,6 +52,7 @@ from planner.spec import (
     bad_input,
 )
 from planner.store import ProbeRecord, Shapes
+from planner.workload import Workload
 
 # suggest's default checkpointing choices: every mode (each needs no extra package); every-N at N = 2 and 4
 SUGGEST_CHECKPOINTING = ("off", "selective-op", "every-4", "every-2", "full", "offload")
@@ -107,6 +109,9 @@ class Target(_Request):
     host_ram_gb: float = Field(default=hardware.DEFAULT_HOST_RAM_GIB, gt=0, le=1e6)
     evidence: EvidenceMode = "auto"
     verify: bool = Field(default=False, description="probe the chosen plan before answering (a probe job's work)")
+    workload: Workload = Field(default_factory=Workload, description=(
+        "sft (default), or TRL's dpo / grpo with their inputs (GRPOConfig / DPOConfig names); the global batch "
+        "counts completions (grpo) or pairs (dpo)"))
 
 
 class SuggestRequest(Target):
@@ -172,6 +177,7 @@ class ProbeRequest(_Request):
     lora_dropout: float = Field(default=0.0, ge=0, lt=1)
     backend: Literal["sim", "cpu", "cuda"] = "sim"
     timeout_s: int | None = Field(default=None, ge=1, le=24 * 3600)
+    workload: Workload = Field(default_factory=Workload)
 
 
 class SuggestResult(_Result):
@@ -192,6 +198,8 @@ class CheckResult(_Result):
     suggestions: list[Plan]
     verified: dict | None = None
     data: dict | None = None
+    limits: dict | None = Field(default=None, description=(
+        "dpo / grpo: the longest completion (and prompt, images) at which the configuration still fits"))
 
 
 @dataclass(frozen=True)
@@ -235,6 +243,19 @@ def check_positions(model: ModelSpec, seq_len: int) -> None:
                        f"tokens (n_positions)", "seq_len")
 
 
+def workload_sequence(req: Target) -> Target:
+    """DPO and GRPO rows are as long as their TRL inputs say: --seq-len, --data and a token budget are SFT's."""
+    w = req.workload
+    if not w.rl:
+        return req
+    for field in ("seq_len", "data", "max_tokens_per_micro_batch"):
+        if getattr(req, field) is not None:
+            raise BadInput(f"--{field.replace('_', '-')} with --workload {w.kind}: rows are planned at "
+                           f"{'--max-prompt-length + --max-completion-length' if w.kind == 'grpo' else '--max-length'}"
+                           f" ({w.seq_len()} tokens)", field)
+    return req.model_copy(update={"seq_len": w.seq_len()})
+
+
 def image_tokens(req: Target, model: ModelSpec) -> int:
     n = req.image_tokens
     if req.images is not None or req.tokens_per_image is not None:
@@ -246,6 +267,9 @@ def image_tokens(req: Target, model: ModelSpec) -> int:
     n = n or 0
     if n and model.vision is None:
         raise BadInput(f"--image-tokens {n}: model {model.name!r} has no vision tower", "image_tokens")
+    if req.workload.kind == "grpo" and n > req.workload.prompt_tokens():
+        raise BadInput(f"--image-tokens {n} exceeds --max-prompt-length {req.workload.prompt_tokens()}: image "
+                       "tokens are part of the prompt", "image_tokens")
     if n > req.seq_len:
         raise BadInput(f"--image-tokens {n} exceeds --seq-len {req.seq_len}: image tokens are part of the sequence",
                        "image_tokens")
@@ -256,6 +280,7 @@ def resolve(req: Target, global_batch: int, resolver=default_resolver,
             scanner: Scanner | None = None) -> tuple[ModelSpec, Hardware, Goal, DataFit | None]:
     model = resolver(req.model)     # the cheap checks first: a bad model or GPU is refused before a long scan
     hw = hardware.resolve(req.gpu, req.gpus_per_node, req.nodes, req.inter_node_gbps, req.host_ram_gb)
+    req = workload_sequence(req)
     fit = scan_data(req, scanner)
     if fit is not None:
         req = req.model_copy(update={"seq_len": fit.seq_len})
@@ -354,7 +379,15 @@ def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | N
     space = Space(precision=list(req.precision), checkpointing=list(req.checkpointing), zero=list(req.zero),
                   offload=list(req.offload), optimizer=req.optimizer, lora_rank=req.lora_rank, fsdp=list(req.fsdp),
                   loss=list(req.loss), attention=list(req.attention), batching=list(req.batching),
-                  optimizer_in_backward=req.optimizer_in_backward, lora=lora_knobs(req, model))
+                  optimizer_in_backward=req.optimizer_in_backward, lora=lora_knobs(req, model),
+                  workload=req.workload)
+    if req.workload.rl and (req.verify or req.evidence == "sim"):
+        raise BadInput(f"--workload {req.workload.kind} plans are analytic: probe a phase with `planner probe "
+                       f"--workload {req.workload.kind}`", "evidence")
+    if req.workload.kind == "grpo" and req.workload.steps_per_generation is None \
+            and req.global_batch % req.workload.num_generations:
+        raise BadInput(f"--global-batch {req.global_batch} is not divisible by --num-generations "
+                       f"{req.workload.num_generations}: TRL samples whole groups of completions", "global_batch")
     cal = calibrator(req, model, store, probes)
     with status(f"planning with {req.evidence} evidence"):
         result = search(model, hw, goal, space, top=req.top, calibrate=cal, batches=batches)
@@ -378,7 +411,8 @@ def knobs_of(req: CheckRequest | ProbeRequest, precision: str) -> Knobs:
     return Knobs.make(precision=precision, checkpointing=req.checkpointing, zero_stage=req.zero,
                       offload=req.offload, optimizer=req.optimizer, lora_rank=req.lora_rank,
                       fsdp=getattr(req, "fsdp", "off"), loss=req.loss, attention=req.attention, batching=req.batching,
-                      optimizer_in_backward=req.optimizer_in_backward, **{f: getattr(req, f) for f in LORA_FIELDS})
+                      optimizer_in_backward=req.optimizer_in_backward, workload=req.workload,
+                      **{f: getattr(req, f) for f in LORA_FIELDS})
 
 
 def lora_knobs(req: Target | ProbeRequest, model: ModelSpec) -> dict:
@@ -412,6 +446,12 @@ def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None 
     lora = lora_knobs(req, model)
     if knobs.optimizer_in_backward and (req.grad_accum > 1 or hw.world_size > 1):
         raise BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
+    split = req.workload.split_error(req.micro_batch, req.grad_accum, hw.world_size)
+    if split:
+        raise BadInput(f"--micro-batch {req.micro_batch}: {split}", "micro_batch")
+    if req.workload.rl and (req.verify or req.evidence == "sim"):
+        raise BadInput(f"--workload {req.workload.kind} plans are analytic: probe a phase with `planner probe "
+                       f"--workload {req.workload.kind}`", "evidence")
     batches = token_batches(req, goal, hw, fit)
     if req.verify and batches is not None:
         raise BadInput("--verify probes a fixed micro-batch; with --max-tokens-per-micro-batch, probe its shapes "
@@ -429,12 +469,13 @@ def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None 
         plan, verified = verify(plan, model, hw, goal, cal, probes, status, store)
     space = Space(optimizer=req.optimizer, lora_rank=req.lora_rank, checkpointing=list(SUGGEST_CHECKPOINTING),
                   loss=[req.loss], attention=[req.attention], batching=[req.batching],
-                  optimizer_in_backward=req.optimizer_in_backward, lora=lora)
+                  optimizer_in_backward=req.optimizer_in_backward, lora=lora, workload=req.workload)
     alt_cal = cal.with_mode("auto") if cal is not None else None   # alternatives: stored evidence only
     found = search(model, hw, goal, space, top=MAX_SUGGESTIONS + 1, calibrate=alt_cal, batches=batches).plans
     alternatives = [p for p in found if (p.micro_batch, p.knobs) != (plan.micro_batch, plan.knobs)][:MAX_SUGGESTIONS]
     out = CheckResult(model=model.summary(), hardware=hardware_json(hw), goal=goal.model_dump(), plan=plan,
                       suggestions=alternatives, verified=verified,
-                      data=verdict(fit, plan, model, hw, goal, req.seed) if fit else None)
+                      data=verdict(fit, plan, model, hw, goal, req.seed) if fit else None,
+                      limits=rl_limits(plan, model, hw, goal) if req.workload.rl else None)
     out._context = (model, hw, goal)
     return out

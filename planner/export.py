@@ -75,7 +75,28 @@ def hf_args(plan: Plan, model: ModelSpec | None = None) -> dict:
     if fsdp:
         args["fsdp"] = HF_FSDP[plan.fsdp] + (" offload" if plan.offload != "none" else "")
         args["fsdp_config"] = fsdp_config(plan, model)
-    return args
+    return {**args, **trl_args(plan)}
+
+
+def trl_args(plan: Plan) -> dict:
+    """GRPOConfig / DPOConfig fields of a DPO or GRPO plan, under TRL 1.16's names (none for SFT). GRPO has no
+    max_prompt_length field in TRL 1.16: the plan's prompt length is what the data must not exceed."""
+    w = plan.workload
+    if w.kind == "grpo":
+        out = {"num_generations": w.num_generations, "max_completion_length": w.max_completion_length,
+               "beta": w.beta, "use_vllm": w.generation != "hf"}
+        if w.generation != "hf":
+            out["vllm_mode"] = w.generation.removeprefix("vllm-")
+        if w.generation == "vllm-colocate":
+            out["vllm_gpu_memory_utilization"] = w.vllm_gpu_memory_utilization
+        if w.steps_per_generation is not None:
+            out["steps_per_generation"] = w.steps_per_generation
+        if w.num_iterations != 1:
+            out["num_iterations"] = w.num_iterations
+        return out
+    if w.kind == "dpo":
+        return {"max_length": w.max_length, "precompute_ref_log_probs": w.precompute_ref_log_probs}
+    return {}
 
 
 def peft_config(plan: Plan) -> dict | None:
@@ -201,6 +222,10 @@ def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME) -> list[str]:
             a += ["--lora_modules_to_save", *peft["modules_to_save"]]
     if plan.quant != "none":    # TRL's ModelConfig: bitsandbytes 4-bit base with double quantization
         a += ["--load_in_4bit", "--bnb_4bit_quant_type", plan.quant, "--use_bnb_nested_quant"]
+    for key, value in trl_args(plan).items():
+        if value is not False:
+            a += [f"--{key}", str(value).lower() if isinstance(value, bool) else f"{value:g}"
+                  if isinstance(value, float) else str(value)]
     if plan.zero_stage >= 1:
         a += ["--deepspeed", ds_path]
     if plan.fsdp is not None:

@@ -307,7 +307,11 @@ def activations_bytes(s: Setup) -> int:
 def logits_loss_bytes(s: Setup) -> int:
     t, rows, width, p = text_shape(s)
     head_trainable = not s.lora or s.knobs.lora_train_embeddings
-    return recipes.loss_bytes(t, s.knobs, rows * width, p, grad_bytes_per_param(s.knobs) if head_trainable else 0)
+    head_grad = grad_bytes_per_param(s.knobs) if head_trainable else 0
+    w = s.knobs.workload
+    if w.rl:    # TRL scores the completion tokens with its fused log-prob head
+        return recipes.logprob_head_bytes(t, rows * max(1, min(width, w.scored_tokens())), p, head_grad)
+    return recipes.loss_bytes(t, s.knobs, rows * width, p, head_grad)
 
 
 def backward_start_temp_bytes(s: Setup) -> int:

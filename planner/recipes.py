@@ -26,8 +26,9 @@ def text_spec(t: TextSpec, k: Knobs) -> TextSpec:
 
 
 def row_shape(k: Knobs, micro_batch: int, seq_len: int) -> tuple[int, int]:
-    """(rows, tokens per row) of a micro-batch: padded rows, or one packed row of all its tokens."""
-    return (1, micro_batch * seq_len) if k.batching == "packed" else (micro_batch, seq_len)
+    """(rows, tokens per row) of a micro-batch: padded rows, or one packed row of all its tokens; DPO's micro-batch
+    of pairs runs 2 x micro rows (chosen and rejected)."""
+    return (1, micro_batch * seq_len) if k.batching == "packed" else (k.workload.rows(micro_batch), seq_len)
 
 
 def checkpointed_layers(k: Knobs, layers: int) -> int:
@@ -141,3 +142,27 @@ def loss_bytes(t: TextSpec, k: Knobs, tokens: int, profile: str, head_grad_bytes
     chunk = fused_chunk_tokens(tokens, t)
     return (c * tokens * t.hidden + head_grad_bytes_per_param * t.vocab * t.hidden
             + (c + 8 + softcap) * chunk * t.vocab)
+
+
+# TRL's fused log-prob head (trl/kernels/chunked_logprob.py, TRL 1.16): `add_fused_lm_head` projects only the scored
+# positions (on Triton devices) through the head in tiles of TOKEN_CHUNK_SIZE tokens x _CHUNKED_LOGPROB_CHUNK_SIZE
+# vocabulary entries, and accumulates the gradients in fp32
+TRL_TOKEN_CHUNK = 4096
+TRL_VOCAB_CHUNK = 32768
+
+
+def logprob_head_bytes(t: TextSpec, scored_tokens: int, profile: str, head_grad_bytes_per_param: int) -> int:
+    """TRL's log-prob head at its backward (GRPO and DPO): the saved copy of the scored hidden states (residual
+    dtype), the fp32 gradient of those hidden states and of the head's weight (a trainable head), one tile in the
+    compute dtype, the tile's weight and hidden slices cast to it, and at the end the gradients cast back to the
+    hidden states' and the weight's dtypes beside their fp32 accumulators; plus the per-token outputs (fp32)."""
+    r, c = act.saved_dtype_bytes(profile)
+    # the tile buffer is allocated at the full chunk width whatever the vocabulary (chunked_logprob.py: mm_buf)
+    n, tile_tokens, tile_vocab = scored_tokens, min(scored_tokens, TRL_TOKEN_CHUNK), TRL_VOCAB_CHUNK
+    weight_grad = 4 * t.vocab * t.hidden + (head_grad_bytes_per_param * t.vocab * t.hidden
+                                           if head_grad_bytes_per_param not in (0, 4) else 0)
+    casts = (tile_tokens * t.hidden * c if r != c else 0) + (min(t.vocab, tile_vocab) * t.hidden * c
+                                                              if profile == "amp" else 0)
+    hidden_grad = 4 * n * t.hidden + (r * n * t.hidden if r != 4 else 0)
+    return (r * n * t.hidden + hidden_grad + (weight_grad if head_grad_bytes_per_param else 0)
+            + c * tile_tokens * tile_vocab + casts + 16 * n)

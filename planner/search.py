@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from itertools import product
 from math import isqrt
 
-from planner import export
+from planner import export, rl
 from planner.errors import BadInput
 from planner.memory import Setup, breakdown
 from planner.modelspec import ModelSpec
 from planner.spec import GIB, Goal, Hardware, Knobs, Launch, Plan, TokenBatches
-from planner.speed import step_time, tokens_per_second
+from planner.speed import step_time
+from planner.workload import Workload
 
 DEFAULT_MARGIN = 0.05  # keep 5% of the card free for what no model sees (other processes, drift)
 
@@ -36,6 +37,7 @@ class Space:
     batching: list[str] = field(default_factory=lambda: ["padded"])
     optimizer_in_backward: bool = False
     lora: dict = field(default_factory=dict)    # fixed LoRA knobs (spec.LORA_FIELDS) of every candidate
+    workload: Workload = field(default_factory=Workload)
 
 
 @dataclass
@@ -65,7 +67,7 @@ def families(space: Space, hw: Hardware) -> list[Knobs]:
                                                 space.loss, space.attention, space.batching):
         kw = {"precision": p, "checkpointing": c, "zero_stage": z, "offload": o, "optimizer": space.optimizer,
               "lora_rank": space.lora_rank, "fsdp": f, "loss": loss, "attention": attn, "batching": b,
-              "optimizer_in_backward": space.optimizer_in_backward, **space.lora}
+              "optimizer_in_backward": space.optimizer_in_backward, "workload": space.workload, **space.lora}
         if f == "hybrid" and hw.nodes == 1 or f != "off" and hw.world_size == 1 and o == "none":
             continue    # hybrid is full sharding on one node; one GPU shards nothing (unless it offloads)
         if space.optimizer_in_backward and hw.world_size > 1:
@@ -118,17 +120,17 @@ def make_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_ba
     accum = goal.global_batch // (world * micro_batch)
     s = Setup(model, knobs, micro_batch, accum, goal.seq_len, hw.gpus_per_node, hw.nodes, goal.image_tokens,
               gpu=hw.gpu.name)
-    mem = breakdown(s, hw.gpu.capacity_bytes)
+    mem = rl.breakdown(s, hw.gpu.capacity_bytes)
     evidence, measured_reason = "analytic", None
-    if calibrate is not None:
+    if calibrate is not None and not knobs.workload.rl:     # probe records are supervised steps
         mem, evidence, measured_reason = calibrate(s, hw, mem)
-    t = step_time(s, hw)
+    t = rl.step_time(s, hw)
     plan = Plan(micro_batch=micro_batch, grad_accum=accum, world_size=world, global_batch=goal.global_batch,
                 precision=knobs.precision, checkpointing=knobs.checkpointing, zero_stage=knobs.zero_stage,
                 offload=knobs.offload, optimizer=knobs.optimizer, lora_rank=knobs.lora_rank,
                 fsdp=None if knobs.fsdp == "off" else knobs.fsdp, **knobs.recipe(), memory=mem,
                 fits=False, step_time_s=round(t.total_s, 6),
-                tokens_per_s=round(tokens_per_second(s, hw, t), 1), evidence=evidence)
+                tokens_per_s=round(rl.tokens_per_second(s, t), 1), evidence=evidence)
     usable = int(hw.gpu.capacity_bytes * (1 - goal.margin))
     plan.reason = measured_reason or rejection_reason(plan, hw, usable)
     plan.fits = plan.reason is None
@@ -209,12 +211,14 @@ def search(model: ModelSpec, hw: Hardware, goal: Goal, space: Space, top: int = 
             continue
         plans = []
         for mb in [per_rank] if knobs.optimizer_in_backward else divisors(per_rank):    # accumulation 1
+            if knobs.workload.split_error(mb, per_rank // mb, hw.world_size):
+                continue    # TRL refuses the split (GRPO's whole groups)
             plans.append(make_plan(model, hw, goal, knobs, mb, calibrate, launch=False))
             if not plans[-1].fits:      # memory grows with the micro-batch: no larger one fits either
                 break
         ok = [p for p in plans if p.fits]
         fitting += ok
-        if not ok:
+        if not ok and plans:
             rejected.append(plans[0])
     fitting.sort(key=rank_key)
     return Result(plans=[p if p.launch else with_launch(p, model, hw, goal) for p in fitting[:top]],

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planner.errors import BadInput
+from planner.workload import Workload, check_rl_knobs
 
 Precision = Literal["fp32", "fp16", "bf16", "bf16-pure"]
 # every-N: every N-th decoder layer checkpointed (torchtitan's layer-level selective mode, N = 2..8)
@@ -32,7 +33,7 @@ ATTENTIONS: tuple[str, ...] = ("sdpa", "flash", "eager")
 BATCHINGS: tuple[str, ...] = ("padded", "packed")
 # The recipe knobs (planner/recipes.py owns their terms): Knobs fields a Plan carries under the same names
 LORA_FIELDS: tuple[str, ...] = ("quant", "lora_targets", "lora_train_embeddings", "lora_dropout")
-RECIPE_FIELDS: tuple[str, ...] = ("loss", "attention", "batching", "optimizer_in_backward", *LORA_FIELDS)
+RECIPE_FIELDS: tuple[str, ...] = ("loss", "attention", "batching", "optimizer_in_backward", *LORA_FIELDS, "workload")
 ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
 OFFLOADS: tuple[str, ...] = ("none", "optimizer", "optimizer+params")
 OPTIMIZERS: tuple[str, ...] = ("adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit", "paged-adamw", "paged-adamw-8bit")
@@ -128,10 +129,13 @@ class Knobs(_Frozen):
     lora_targets: str = Field(default="all-linear", max_length=512, pattern=LORA_TARGETS_PATTERN)
     lora_train_embeddings: bool = False     # embedding and head trained in full beside the adapters
     lora_dropout: float = Field(default=0.0, ge=0, lt=1)
+    workload: Workload = Workload()         # sft, or TRL's DPO / GRPO (planner/workload.py, planner/rl.py)
 
     @model_validator(mode="after")
     def _combination_rules(self) -> Knobs:
         self._lora_rules()
+        check_rl_knobs(self.workload, self.model_dump(include={"checkpointing", "loss", "batching",
+                                                               "optimizer_in_backward"}))
         if self.optimizer_in_backward:
             self._optimizer_in_backward_rules()
         if self.fsdp != "off":
@@ -254,9 +258,12 @@ class MemoryBreakdown(BaseModel):
     device_total_bytes: int
     capacity_bytes: int
     headroom_bytes: int
-    peak_phase: Literal["forward", "backward", "end-of-backward", "optimizer-step"]
+    peak_phase: Literal["forward", "backward", "end-of-backward", "optimizer-step", "generation", "reference-forward",
+                        "old-logps"]
     host_bytes_per_node: int = 0
     detail: dict[str, int] = {}
+    phases: dict[str, int] | None = None     # DPO / GRPO: peak allocated bytes of each phase (planner.rl)
+    peak_term: str | None = None            # DPO / GRPO: the largest term of the peak phase
 
     def terms_sum(self) -> int:
         return (self.params_bytes + self.grads_bytes + self.optimizer_bytes
@@ -309,6 +316,7 @@ class Plan(BaseModel):
     attention: Attention = "sdpa"
     batching: Batching = "padded"
     optimizer_in_backward: bool = False
+    workload: Workload = Workload()
     memory: MemoryBreakdown
     fits: bool
     reason: str | None = None
@@ -343,7 +351,8 @@ class Plan(BaseModel):
                  f"{self.quant} base" if self.quant != "none" else "",
                  f"LoRA on {self.lora_targets}" if self.lora_targets != "all-linear" else "",
                  "trained embeddings" if self.lora_train_embeddings else "",
-                 f"LoRA dropout {self.lora_dropout:g}" if self.lora_dropout else ""]
+                 f"LoRA dropout {self.lora_dropout:g}" if self.lora_dropout else "",
+                 self.workload.kind.upper() if self.workload.rl else ""]
         return ", ".join(p for p in parts if p) or "-"
 
     @property

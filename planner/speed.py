@@ -33,10 +33,11 @@ class StepTime:
     compute_s: float
     comm_s: float
     offload_s: float
+    generation_s: float = 0.0      # GRPO's sampling and the no-grad log-prob passes (planner.rl)
 
     @property
     def total_s(self) -> float:
-        return self.compute_s + self.comm_s + self.offload_s
+        return self.compute_s + self.comm_s + self.offload_s + self.generation_s
 
 
 def flops_per_token(s: Setup) -> float:

@@ -62,7 +62,11 @@ def run(args: argparse.Namespace) -> int:
             common.say_line(line)
         if plan.token_batches is not None:
             common.say_line(budget_line(plan.token_batches))
+        if plan.workload.rl:
+            common.say_line(plan.workload.summary())
         render.console.print(render.breakdown_table(plan))
+        if out.get("limits"):
+            common.say_line(render.limits_line(out["limits"]))
         if alternatives:
             render.console.print(render.plans_table(alternatives, "fitting alternatives with the same global batch",
                                                     approximate=not model.exact))

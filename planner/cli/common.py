@@ -141,6 +141,7 @@ def add_target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--optimizer-in-backward", action="store_true",
                    help="step each parameter as its gradient arrives (accumulation 1, one GPU, no ZeRO/FSDP)")
     add_lora_args(p)
+    add_workload_args(p)
     p.add_argument("--margin", type=margin, default=None,
                    help=f"fraction of GPU memory kept free (default {DEFAULT_MARGIN}; wider for a model family "
                         "counted approximately)")
@@ -172,6 +173,45 @@ def add_lora_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lora-dropout", type=number("--lora-dropout"), default=0.0, help="LoRA dropout probability")
 
 
+WORKLOAD_FLAGS = ("num_generations", "max_prompt_length", "max_completion_length", "beta", "generation",
+                  "vllm_gpu_memory_utilization", "steps_per_generation", "num_iterations", "precompute_ref_log_probs")
+
+
+def add_workload_args(p: argparse.ArgumentParser) -> None:
+    """--workload and TRL's GRPOConfig / DPOConfig inputs (planner.workload.Workload); DPO's max_length is
+    --max-length."""
+    from planner.workload import GENERATIONS, WORKLOADS
+
+    p.add_argument("--workload", type=one_of("--workload", WORKLOADS), default="sft",
+                   help="sft, or TRL's dpo (global batch in pairs) / grpo (global batch in completions)")
+    p.add_argument("--num-generations", type=positive_int("--num-generations"), default=None,
+                   help="grpo: completions per prompt (default 8)")
+    p.add_argument("--max-prompt-length", type=positive_int("--max-prompt-length"), default=None,
+                   help="grpo: longest prompt, image tokens included (default 512); dpo: the prompt part of a row")
+    p.add_argument("--max-completion-length", type=positive_int("--max-completion-length"), default=None,
+                   help="grpo: longest completion (default 512)")
+    p.add_argument("--beta", type=number("--beta"), default=None, help="grpo: KL coefficient; > 0 keeps a reference model")
+    p.add_argument("--generation", type=one_of("--generation", GENERATIONS), default=None,
+                   help="grpo: hf generate on the training GPU (default), vllm-colocate or vllm-server")
+    p.add_argument("--vllm-gpu-memory-utilization", type=number("--vllm-gpu-memory-utilization"), default=None,
+                   help="grpo with vllm-colocate: vLLM's share of the card (default 0.3)")
+    p.add_argument("--steps-per-generation", type=positive_int("--steps-per-generation"), default=None,
+                   help="grpo: micro-steps one generation batch feeds (default: --grad-accum)")
+    p.add_argument("--num-iterations", type=positive_int("--num-iterations"), default=None,
+                   help="grpo: optimisation passes per generation batch (default 1)")
+    p.add_argument("--precompute-ref-log-probs", action="store_true", default=None,
+                   help="dpo: reference log-probs computed before training (no reference model kept)")
+
+
+def workload_fields(args: argparse.Namespace) -> dict:
+    """The request's `workload` from the flags given (DPO's max_length is --max-length)."""
+    kind = getattr(args, "workload", "sft")
+    w = {f: getattr(args, f) for f in WORKLOAD_FLAGS if getattr(args, f, None) is not None}
+    if kind == "dpo" and getattr(args, "max_length", None) is not None:
+        w["max_length"] = args.max_length
+    return {"workload": {"kind": kind, **w}} if kind != "sft" or w else {}
+
+
 def add_recipe_args(p: argparse.ArgumentParser, many: bool) -> None:
     """--loss, --attention, --batching: one value (check, probe, train) or a comma list to search (suggest)."""
     for field, (flag, accepted, doc) in RECIPE_FLAGS.items():
@@ -188,7 +228,11 @@ def request(cls, args: argparse.Namespace, **fields):
     from planner import advise
 
     data = {f: getattr(args, f) for f in advise.Target.model_fields if getattr(args, f, None) is not None}
-    return advise.parse(cls, {**data, **fields})
+    data.pop("workload", None)
+    work = workload_fields(args)
+    if getattr(args, "workload", "sft") == "dpo":
+        data.pop("max_length", None)    # DPO's --max-length is the row length, not a data cut
+    return advise.parse(cls, {**data, **work, **fields})
 
 
 def scanner(path: str, tokenizer: str | None, image_rule: str, max_length: int | None):

@@ -40,9 +40,32 @@ def breakdown_table(p: Plan) -> Table:
         t.add_row(name, gib(getattr(m, f"{name}_bytes")))
     if m.host_bytes_per_node:
         t.add_row("host RAM per node (offload)", gib(m.host_bytes_per_node))
+    head = "TRL log-prob head" if p.workload.rl else p.loss
     if p.loss != "standard" or m.detail.get("logits_loss_bytes"):
-        t.add_row(f"of which logits/loss ({p.loss})", gib(m.detail.get("logits_loss_bytes", 0)))
+        t.add_row(f"of which logits/loss ({head})", gib(m.detail.get("logits_loss_bytes", 0)))
+    for name, value in (m.phases or {}).items():
+        t.add_row(f"phase {name}" + (" (peak)" if name.endswith(m.peak_phase) else ""), gib(value))
+    if m.peak_term:
+        t.add_row(f"largest term of the peak: {m.peak_term}", gib(m.detail.get(m.peak_term + "_bytes", 0)))
     return t
+
+
+def limits_line(limits: dict) -> str:
+    """check's answer to "OOM after N steps": the longest rows at which the configuration still fits."""
+    parts = []
+    for what, top, got in (("completion", "max_completion_length", "completion_fits_up_to"),
+                           ("prompt", "max_prompt_length", "prompt_fits_up_to"),
+                           ("row", "max_length", "length_fits_up_to"),
+                           ("image tokens", "image_tokens", "image_tokens_fit_up_to")):
+        if got not in limits:
+            continue
+        if limits[got] >= limits[top]:
+            parts.append(f"{what} fits up to its maximum {limits[top]:,}")
+        elif limits[got] == 0:
+            parts.append(f"{what} does not fit at any length")
+        else:
+            parts.append(f"{what} stops fitting past {limits[got]:,} tokens (of {limits[top]:,})")
+    return "lengths (each with the others at their maximum): " + "; ".join(parts)
 
 
 def rejected_table(rejected: list[Plan]) -> Table:

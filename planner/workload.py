@@ -1,0 +1,145 @@
+"""The workload a plan trains: supervised steps (sft), DPO pairs or GRPO generations, with TRL's inputs.
+
+GRPO takes TRL's `GRPOConfig` fields under TRL's names and meanings (trl/trainer/grpo_config.py, TRL 1.16):
+the per-device batch and the global batch count completions; `steps_per_generation` defaults to the gradient
+accumulation, so one generation batch (per_device x world x steps_per_generation completions) is sampled at once;
+that batch must hold whole groups of `num_generations` completions (GRPOConfig.__post_init__); a reference model
+exists when `beta` > 0 (GRPOTrainer.__init__: beta 0.0 means no reference model; PEFT disables the adapter
+instead of keeping one). TRL 1.16 has no `max_prompt_length`: prompts are not cut, so `max_prompt_length` here is
+the longest prompt the data holds (text and image tokens), what the plan is made for.
+
+DPO takes `DPOConfig`'s `max_length` (chosen or rejected row, prompt included) and `precompute_ref_log_probs`
+(trl/trainer/dpo_trainer.py: with it, or with a PEFT adapter, no reference model is kept); the global batch
+counts pairs, and each micro-step runs chosen and rejected rows as one batch of 2 x micro rows.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from planner.errors import BadInput
+
+WORKLOADS: tuple[str, ...] = ("sft", "dpo", "grpo")
+GENERATIONS: tuple[str, ...] = ("hf", "vllm-colocate", "vllm-server")
+MAX_TOKENS = 1 << 20
+GRPO_PROMPT_DEFAULT = 512
+
+
+class Workload(BaseModel):
+    """What one optimizer step trains on (every face: `--workload` and the flags below, the API's `workload`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["sft", "dpo", "grpo"] = "sft"
+    # GRPO (GRPOConfig); TRL's defaults
+    num_generations: int = Field(default=8, ge=2, le=1 << 12, description="completions sampled per prompt")
+    max_prompt_length: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description=(
+        f"GRPO: longest prompt in tokens, image tokens included (TRL 1.16 does not cut prompts; default "
+        f"{GRPO_PROMPT_DEFAULT}); DPO: the prompt part of max_length, when known (default: a row may be all "
+        "completion)"))
+    max_completion_length: int = Field(default=512, ge=1, le=MAX_TOKENS)
+    beta: float = Field(default=0.0, ge=0, le=1e4, description="KL coefficient; > 0 keeps a reference model")
+    generation: Literal["hf", "vllm-colocate", "vllm-server"] = "hf"
+    vllm_gpu_memory_utilization: float = Field(default=0.3, gt=0, le=1)
+    steps_per_generation: int | None = Field(default=None, ge=1, le=1 << 12, description=(
+        "micro-steps one generation batch feeds; default: the gradient accumulation"))
+    num_iterations: int = Field(default=1, ge=1, le=1 << 10)
+    # DPO (DPOConfig)
+    max_length: int = Field(default=1024, ge=2, le=MAX_TOKENS)
+    precompute_ref_log_probs: bool = False
+
+    @model_validator(mode="after")
+    def _rules(self) -> Workload:
+        given = {f for f, info in type(self).model_fields.items() if getattr(self, f) != info.default}
+        if self.kind == "dpo" and self.max_prompt_length is not None and self.max_prompt_length >= self.max_length:
+            raise BadInput(f"--max-prompt-length {self.max_prompt_length} leaves no completion in --max-length "
+                           f"{self.max_length}", "max_prompt_length")
+        if "vllm_gpu_memory_utilization" in given and self.generation != "vllm-colocate":
+            raise BadInput("--vllm-gpu-memory-utilization is the colocated vLLM's share of the card: it needs "
+                           "--generation vllm-colocate", "vllm_gpu_memory_utilization")
+        grpo_only = {"num_generations", "max_completion_length", "beta", "generation", "steps_per_generation",
+                     "num_iterations"} & given
+        if self.kind != "grpo" and grpo_only:
+            field = min(grpo_only)
+            raise BadInput(f"--{field.replace('_', '-')} is a GRPO input: it needs --workload grpo", field)
+        dpo_only = {"max_length", "precompute_ref_log_probs"} & given
+        if self.kind != "dpo" and dpo_only:
+            field = min(dpo_only)
+            raise BadInput(f"--{field.replace('_', '-')} is a DPO input: it needs --workload dpo", field)
+        return self
+
+    @property
+    def rl(self) -> bool:
+        return self.kind != "sft"
+
+    def seq_len(self) -> int:
+        """Tokens of the longest row a micro-step trains on."""
+        return self.prompt_tokens() + self.max_completion_length if self.kind == "grpo" else self.max_length
+
+    def prompt_tokens(self) -> int:
+        """GRPO: the prompt; DPO: the prompt part of a row when given (0 otherwise: all of it may be scored)."""
+        if self.kind == "grpo":
+            return self.max_prompt_length or GRPO_PROMPT_DEFAULT
+        return self.max_prompt_length or 0
+
+    def scored_tokens(self) -> int:
+        """Tokens per row whose log-probability TRL computes (the completion; DPO: the row less its prompt)."""
+        return self.seq_len() - self.prompt_tokens()
+
+    def rows(self, micro_batch: int) -> int:
+        """Rows in one micro-step's forward: DPO runs chosen and rejected together."""
+        return 2 * micro_batch if self.kind == "dpo" else micro_batch
+
+    def steps_per_gen(self, grad_accum: int) -> int:
+        return self.steps_per_generation or grad_accum
+
+    def generation_batch(self, micro_batch: int, grad_accum: int, world: int) -> int:
+        """GRPOConfig.generation_batch_size: completions sampled at once, all ranks."""
+        return micro_batch * world * self.steps_per_gen(grad_accum)
+
+    def split_error(self, micro_batch: int, grad_accum: int, world: int) -> str | None:
+        """TRL's rule between the split and num_generations (GRPOConfig.__post_init__), or None."""
+        if self.kind != "grpo":
+            return None
+        gen = self.generation_batch(micro_batch, grad_accum, world)
+        if gen % self.num_generations:
+            return (f"the generation batch ({micro_batch} per device x {world} GPUs x {self.steps_per_gen(grad_accum)} "
+                    f"steps per generation = {gen} completions) is not divisible by --num-generations "
+                    f"{self.num_generations}: TRL samples whole groups")
+        return None
+
+    def has_reference(self, lora: bool) -> bool:
+        """A reference model is kept on the device (no PEFT adapter to disable, needed, not precomputed)."""
+        if lora or self.kind == "sft":
+            return False
+        return self.beta > 0 if self.kind == "grpo" else not self.precompute_ref_log_probs
+
+    def computes_old_logps(self, grad_accum: int) -> bool:
+        """GRPOTrainer._generate_and_score_completions: old log-probs are computed when generation is not aligned with
+        the optimizer step (grad_accum not a multiple of steps_per_generation x num_iterations) or under vLLM
+        (importance-sampling correction, on by default)."""
+        every = self.steps_per_gen(grad_accum) * self.num_iterations
+        return self.kind == "grpo" and (grad_accum % every != 0 or self.generation != "hf")
+
+    def summary(self) -> str:
+        if self.kind == "grpo":
+            ref = f", beta {self.beta:g}" if self.beta else ""
+            return (f"GRPO: {self.num_generations} generations of <= {self.max_completion_length} tokens after prompts "
+                    f"of <= {self.prompt_tokens()}, {self.generation} generation{ref}")
+        if self.kind == "dpo":
+            return f"DPO: chosen/rejected pairs of <= {self.max_length} tokens"
+        return "SFT"
+
+
+def check_rl_knobs(w: Workload, knobs: dict) -> None:
+    """What TRL's trainers run: HF Trainer's recipe (checkpointing off/full, TRL's own log-prob head, padded rows)."""
+    if not w.rl:
+        return
+    rules = {"checkpointing": ("off", "full"), "loss": ("standard",), "batching": ("padded",),
+             "optimizer_in_backward": (False,)}
+    for field, allowed in rules.items():
+        if knobs.get(field, allowed[0]) not in allowed:
+            flag = "--" + field.replace("_", "-")
+            raise BadInput(f"{flag} {knobs[field]} with --workload {w.kind}: TRL's trainers run "
+                           f"{' or '.join(map(str, allowed))} (TRL computes log-probs with its own chunked head)", field)

@@ -1,0 +1,146 @@
+"""The sim probe for DPO and GRPO: each phase of TRL's step traced on fake tensors with the real model, at its real
+depth (no extrapolation over layers), counted by the live-bytes tracker.
+
+- training: the policy with TRL's own fused log-prob head (`trl.trainer.utils.add_fused_lm_head`, scoring the
+  completion positions, as on a GPU), GRPO's clipped objective with its KL term, or DPO's sigmoid loss with the
+  reference forward run inside the micro-step, as DPOTrainer does; backward; torch's AdamW (foreach, as on CUDA);
+  gradients zeroed with set_to_none; two optimizer steps, the second one read (steady state);
+- reference-forward / old-logps: a no-grad pass of the reference model (or the policy) over one per-device batch;
+- generation: HF generate's two largest moments, traced with the model's forward and a DynamicCache (generate's
+  sampling loop stops on data, which fake tensors do not hold): the prefill of the prompts, and the last decode
+  step with the cache filled to prompt + completion - 1 tokens, each followed by the sampling ops (the last
+  position's logits copied to fp32, softmax, multinomial).
+"""
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+import torch
+
+from probes.sim import fake_model
+from probes.step import Case, autocast_for
+from probes.tracker import LiveBytes
+from recipe import make_optimizer
+
+
+def _rows(rows: int, width: int):
+    ids = torch.zeros(rows, width, dtype=torch.long)
+    mask = torch.ones(rows, width, dtype=torch.long)
+    mask[0, 0] = 0      # padded rows: the mask is materialised, as in any batch of unequal prompts
+    return ids, mask
+
+
+def _logps(model, ids, mask, prompt: int, k):
+    """TRL's fused head as `add_fused_lm_head` runs it on a GPU (compact: only the scored positions), with the
+    scored positions cut by slicing: `hidden[mask]` has a data-dependent shape, which fake tensors cannot hold."""
+    from trl.kernels import ChunkedLogProbFunction
+    from trl.trainer.utils import _CHUNKED_LOGPROB_CHUNK_SIZE
+
+    with autocast_for(k, "cuda") or nullcontext():
+        hidden = model.get_decoder()(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
+        head = model.get_output_embeddings()
+        scored = hidden[:, prompt - 1:-1].reshape(-1, hidden.size(-1))
+        targets = ids[:, prompt:].reshape(-1)
+        per_token = ChunkedLogProbFunction.apply(scored, head.weight, head.bias, targets, 1.0,
+                                                 _CHUNKED_LOGPROB_CHUNK_SIZE, None, 1.0, ("log_probs",))[0]
+        out = per_token.new_zeros(ids.size(0), ids.size(1) - 1)
+        out[:, prompt - 1:] = per_token.view(ids.size(0), -1)
+        return out
+
+
+def _loss(case: Case, policy, ref, ids, mask, tracker: LiveBytes) -> torch.Tensor:
+    w, k = case.knobs.workload, case.knobs
+    logp = _logps(policy, ids, mask, w.prompt_tokens(), k)
+    if w.kind == "dpo":
+        if ref is not None:
+            tracker.set_segment("reference-forward")
+            with torch.no_grad():
+                ref_logp = _logps(ref, ids, mask, w.prompt_tokens(), k)
+            tracker.set_segment("training")
+        else:
+            ref_logp = torch.zeros_like(logp)
+        seq = (logp - ref_logp).sum(1)
+        chosen, rejected = seq.chunk(2)
+        return -torch.nn.functional.logsigmoid(0.1 * (chosen - rejected)).mean()
+    ratio = torch.exp(logp - logp.detach())
+    loss = -ratio
+    if w.beta > 0:
+        d = torch.zeros_like(logp) - logp
+        loss = loss + w.beta * (torch.exp(d) - d - 1)
+    return loss.sum() / loss.numel()
+
+
+def _nograd_pass(case: Case, model, tracker: LiveBytes, name: str, ids, mask) -> None:
+    tracker.set_segment(name)
+    with torch.no_grad():
+        _logps(model, ids, mask, case.knobs.workload.prompt_tokens(), case.knobs)
+    tracker.set_segment("between")
+
+
+def _generation(case: Case, model, tracker: LiveBytes) -> None:
+    from transformers import DynamicCache
+
+    w, t = case.knobs.workload, model.config.get_text_config()
+    n = case.micro_batch * w.steps_per_gen(case.grad_accum)
+    p, full = w.prompt_tokens(), w.seq_len()
+    dtype = next(model.parameters()).dtype
+    tracker.set_segment("generation")
+    with torch.no_grad():
+        out = model(input_ids=torch.zeros(n, p, dtype=torch.long), attention_mask=torch.ones(n, p, dtype=torch.long),
+                    use_cache=True, logits_to_keep=1)
+        torch.softmax(out.logits[:, -1].to(torch.float32), -1).multinomial(1)
+        del out
+        cache = DynamicCache(config=model.config)
+        heads = t.num_key_value_heads
+        dim = getattr(t, "head_dim", None) or t.hidden_size // t.num_attention_heads
+        for layer in range(t.num_hidden_layers):
+            cache.update(torch.zeros(n, heads, full - 1, dim, dtype=dtype), torch.zeros(n, heads, full - 1, dim,
+                                                                                         dtype=dtype), layer)
+        out = model(input_ids=torch.zeros(n, 1, dtype=torch.long), attention_mask=torch.ones(n, full, dtype=torch.long),
+                    past_key_values=cache, use_cache=True, logits_to_keep=1)
+        torch.softmax(out.logits[:, -1].to(torch.float32), -1).multinomial(1)
+        del out, cache
+    tracker.set_segment("between")
+
+
+def simulate(case: Case, steps: int = 2) -> dict[str, int]:
+    """Peak bytes of each phase of the last of `steps` optimizer steps, traced on fake tensors."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    w, k = case.knobs.workload, case.knobs
+    layers = case.config.get("num_hidden_layers") or case.config["text_config"]["num_hidden_layers"]
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    policy = fake_model(case, layers, mode)
+    ref = fake_model(case, layers, mode).eval() if w.has_reference(bool(k.lora_rank)) else None
+    if ref is not None:
+        ref.requires_grad_(False)
+    rows, width = w.rows(case.micro_batch), case.seq_len
+    tracker = LiveBytes()
+    with mode:
+        opt = make_optimizer([p for p in policy.parameters() if p.requires_grad], k.optimizer)
+        ids, mask = _rows(rows, width)
+        tracker.add_existing(list(policy.parameters()) + ([*ref.parameters()] if ref is not None else []), "params")
+        with tracker:
+            for step in range(steps):
+                if step == steps - 1:
+                    tracker.reset_peaks()
+                _one_step(case, policy, ref, opt, tracker, ids, mask)
+    return {str(seg): peak for seg, (peak, _) in tracker.segments.items()
+            if seg in ("generation", "reference-forward", "old-logps", "training")}
+
+
+def _one_step(case: Case, policy, ref, opt, tracker: LiveBytes, ids, mask) -> None:
+    w = case.knobs.workload
+    if w.kind == "grpo":
+        if w.generation == "hf":
+            _generation(case, policy, tracker)
+        if ref is not None:
+            _nograd_pass(case, ref, tracker, "reference-forward", ids, mask)
+        if w.computes_old_logps(case.grad_accum):
+            _nograd_pass(case, policy, tracker, "old-logps", ids, mask)
+    for _ in range(case.grad_accum):
+        tracker.set_segment("training")
+        _loss(case, policy, ref, ids, mask, tracker).backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    tracker.set_segment("between")
