@@ -20,8 +20,7 @@ from dataclasses import replace
 
 from planner import activations as act
 from planner import memory as mem
-from planner import recipes
-from planner import speed
+from planner import recipes, speed
 from planner.memory import Setup
 from planner.spec import Hardware, MemoryBreakdown
 
