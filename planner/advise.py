@@ -160,7 +160,7 @@ class ProbeRequest(_Request):
     model: ModelRef = Field(description=MODEL_DOC)
     micro_batch: int = Field(ge=1, le=1 << 12)
     grad_accum: int = Field(default=1, ge=1, le=1 << 12)
-    seq_len: int = Field(ge=1, le=1 << 20)
+    seq_len: int | None = Field(default=None, ge=1, le=1 << 20, description="sft: required; dpo / grpo: derived")
     precision: Precision = "bf16"
     checkpointing: Checkpointing = "off"
     zero: Literal[0, 1, 2, 3] = 0
@@ -358,6 +358,20 @@ def probe_plan(req: ProbeRequest, resolver=default_resolver) -> tuple[ModelSpec,
     """What a probe request runs and is stored under: the model, the knobs its backend records
     (Knobs.for_probe) and the shapes; every face builds its probe here, so one request is one store key."""
     model = resolver(req.model)
+    w = req.workload
+    if w.rl and req.seq_len not in (None, w.seq_len()):
+        raise BadInput(f"--seq-len {req.seq_len} with --workload {w.kind}: its rows are {w.seq_len()} tokens "
+                       "(--max-length, or --max-prompt-length + --max-completion-length)", "seq_len")
+    if w.rl:
+        req = req.model_copy(update={"seq_len": w.seq_len()})
+    if req.seq_len is None:
+        raise BadInput("--seq-len is required (tokens per row)", "seq_len")
+    if w.rl and (req.backend == "cuda" or req.zero or req.lora_rank or req.quant != "none"):
+        raise BadInput(f"--workload {w.kind} probes run one process, zero 0, full fine-tuning, on --backend sim or "
+                       "cpu", "backend")
+    split = w.split_error(req.micro_batch, req.grad_accum, 1)
+    if split:
+        raise BadInput(f"--micro-batch {req.micro_batch}: {split}", "micro_batch")
     check_positions(model, req.seq_len)
     knobs = knobs_of(req, req.precision)
     lora_knobs(req, model)

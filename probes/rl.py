@@ -69,6 +69,17 @@ def _instrument(t, tracker: LiveBytes) -> None:
     t.training_step = _in_phase(tracker, t.training_step, "training")
 
 
+def model_for(config: dict, knobs) -> torch.nn.Module:
+    """The real model from its config, in the plan's weight dtype, with the KV cache generate uses."""
+    import transformers
+
+    from recipe import HALF, hf_config
+    cfg = hf_config(config)
+    cfg.use_cache = True
+    dtype = HALF.get(knobs.precision) if knobs.precision in ("bf16-pure", "fp16") else torch.float32
+    return transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype)
+
+
 def measure(kind: str, model, trl_fields: dict, micro_batch: int, grad_accum: int, prompt_tokens: int,
             completion_tokens: int, steps: int = 2, precision: str = "fp32", checkpointing: bool = False) -> dict:
     """Peak live bytes of each phase of the last of `steps` TRL steps (one process, CPU or one GPU)."""

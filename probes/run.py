@@ -41,6 +41,8 @@ def probe_in_process(model: str, config: dict, knobs: Knobs, shapes: Shapes, bac
     from probes.step import Case
 
     case = Case(config, knobs, shapes.micro_batch, shapes.grad_accum, shapes.seq_len, shapes.image_tokens)
+    if knobs.workload.rl:
+        return _rl_record(model, config, knobs, shapes, backend, case)
     if backend == "sim":
         from probes.sim import simulate
 
@@ -64,6 +66,31 @@ def probe_in_process(model: str, config: dict, knobs: Knobs, shapes: Shapes, bac
         device = out.pop("device")
         return make_record(model, config, knobs, shapes, "cuda", status, device, **out)
     raise ValueError(f"backend {backend!r}")
+
+
+def _rl_record(model: str, config: dict, knobs: Knobs, shapes: Shapes, backend: str, case) -> ProbeRecord:
+    """A DPO / GRPO probe: the peak of each phase (probes/rl_sim.py on fake tensors, probes/rl.py real TRL steps)."""
+    if backend == "sim":
+        from probes.rl_sim import simulate
+
+        phases = simulate(case)
+    else:
+        from probes.rl import measure, model_for
+
+        w = knobs.workload
+        phases = measure(w.kind, model_for(config, knobs), _trl_fields(knobs), shapes.micro_batch, shapes.grad_accum,
+                         w.prompt_tokens(), w.seq_len() - w.prompt_tokens(), precision=knobs.precision,
+                         checkpointing=knobs.checkpointing == "full")
+    phase = max(phases, key=phases.get)
+    return make_record(model, config, knobs, shapes, backend, "ok", "cpu", peak_allocated_bytes=phases[phase],
+                       phase=phase, detail={"phases": phases})
+
+
+def _trl_fields(knobs: Knobs) -> dict:
+    from planner.export import trl_args
+    from planner.spec import Plan
+
+    return trl_args(Plan.model_construct(workload=knobs.workload))
 
 
 def _watchdog(deadline: float, parent: int, folder: Path | None) -> None:

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
+
+from transformers import TrainerCallback
 
 WORDS = [f"w{i}" for i in range(200)] + ["."]
 SPECIAL = ["[PAD]", "[UNK]", "<s>", "</s>"]
@@ -66,7 +69,7 @@ def config(kind: str, out_dir: str, trl_fields: dict, micro_batch: int, grad_acc
     from trl import DPOConfig, GRPOConfig
 
     common = dict(output_dir=out_dir, per_device_train_batch_size=micro_batch, gradient_accumulation_steps=grad_accum,
-                  max_steps=steps, learning_rate=1e-5, logging_steps=1, save_strategy="no", report_to=[], seed=seed,
+                  max_steps=steps, learning_rate=extra.pop("learning_rate", 1e-5), logging_steps=1, save_strategy="no", report_to=[], seed=seed,
                   bf16=precision == "bf16", fp16=precision == "fp16", gradient_checkpointing=checkpointing,
                   use_cpu=os.environ.get("CUDA_VISIBLE_DEVICES") == "" or not _cuda(), disable_tqdm=True,
                   dataloader_num_workers=0, **extra)
@@ -93,7 +96,25 @@ def trainer(kind: str, model, args, train_dataset, reward: str | None = None, pe
         model = AutoModelForCausalLM.from_pretrained(model, dtype=dtype, local_files_only=True)
     tok = tokenizer()
     if kind == "grpo":
-        return GRPOTrainer(model=model, reward_funcs=reward_function(reward), args=args, train_dataset=train_dataset,
-                           processing_class=tok, peft_config=peft_config)
-    return DPOTrainer(model=model, args=args, train_dataset=train_dataset, processing_class=tok,
-                      peft_config=peft_config)
+        t = GRPOTrainer(model=model, reward_funcs=reward_function(reward), args=args, train_dataset=train_dataset,
+                        processing_class=tok, peft_config=peft_config)
+    else:
+        t = DPOTrainer(model=model, args=args, train_dataset=train_dataset, processing_class=tok,
+                       peft_config=peft_config)
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    t.remove_callback(PrinterCallback)      # one short line per step on stderr instead of every metric on stdout
+    t.remove_callback(ProgressCallback)
+    t.add_callback(StepLine())
+    return t
+
+
+
+class StepLine(TrainerCallback):
+    """`step 3/10 loss 0.0123 reward 0.41` on stderr, per optimizer step (rank 0)."""
+
+    def on_log(self, args, state, control, logs=None, **kw):
+        if state.is_world_process_zero and logs and "loss" in logs:
+            extra = f" reward {float(logs['reward']):.4g}" if "reward" in logs else ""
+            print(f"step {state.global_step}/{state.max_steps} loss {float(logs['loss']):.4g}{extra}",
+                  file=sys.stderr, flush=True)

@@ -15,7 +15,8 @@ def add_config_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--model", required=required, help="catalog name (`planner models`), config.json path, or folder")
     p.add_argument("--micro-batch", type=common.positive_int("--micro-batch"), required=required)
     p.add_argument("--grad-accum", type=common.positive_int("--grad-accum"), default=1)
-    p.add_argument("--seq-len", type=common.positive_int("--seq-len"), required=required)
+    p.add_argument("--seq-len", type=common.positive_int("--seq-len"), default=None,
+                   help="tokens per row (dpo / grpo: from --max-length / --max-prompt-length + --max-completion-length)")
     p.add_argument("--precision", type=common.one_of("--precision", PRECISIONS), default="bf16")
     p.add_argument("--checkpointing", type=common.one_of("--checkpointing", CHECKPOINTING), default="off")
     p.add_argument("--zero", type=common.one_of("--zero", ZERO_STAGES, int), default=0)
@@ -26,6 +27,9 @@ def add_config_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--optimizer-in-backward", action="store_true",
                    help="step each parameter as its gradient arrives (accumulation 1)")
     common.add_lora_args(p)
+    common.add_workload_args(p)
+    p.add_argument("--max-length", type=common.positive_int("--max-length"), default=None,
+                   help="dpo: tokens of a chosen or rejected row, prompt included (default 1024)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
@@ -44,7 +48,7 @@ def probe_request(args: argparse.Namespace, backend: str = "sim") -> ProbeReques
     return advise.parse(ProbeRequest, {**{f: getattr(args, f) for f in fields}, "backend": backend,
                                        "optimizer_in_backward": args.optimizer_in_backward,
                                        **{f: getattr(args, f) for f in LORA_FIELDS},
-                                       **common.recipe_fields(args)})
+                                       **common.recipe_fields(args), **common.workload_fields(args)})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,6 +66,10 @@ def run(args: argparse.Namespace) -> int:
     store.add(rec)
     out = rec.model_dump()
     out["detail"] = {k: v for k, v in rec.detail.items() if k != "segments"}
+    if args.json:
+        pass
+    elif rec.detail.get("phases"):
+        common.say_line("peak by phase: " + ", ".join(f"{k} {v / 2**30:.3f} GiB" for k, v in rec.detail["phases"].items()))
     if args.json:
         common.print_json({"record": out, "store": str(store.path)})
     else:

@@ -59,6 +59,7 @@ def register(sub) -> None:
     p.add_argument("--node-rank", type=common.nonneg_int("--node-rank"), default=0)
     p.add_argument("--rdzv-endpoint", help="host:port of the rendezvous (multi-node torchrun)")
     p.add_argument("--dry-run", action="store_true", help="print the command, run nothing")
+    p.add_argument("--reward", help="--workload grpo: reward as module:function (default: the built-in format reward)")
     common.add_store_arg(p)
     p.set_defaults(run=run)
 
@@ -102,7 +103,9 @@ def plan_from(args: argparse.Namespace) -> tuple[str, CheckRequest, Knobs]:
         fields["seq_len"] = args.seq_len or fields["seq_len"]
         fields["max_tokens_per_micro_batch"] = args.max_tokens_per_micro_batch or fields["max_tokens_per_micro_batch"]
     else:
-        missing = [f for f in ("model", "micro_batch", "seq_len") if getattr(args, f) is None]
+        rl = getattr(args, "workload", "sft") != "sft"
+        missing = [f for f in ("model", "micro_batch", "seq_len") if getattr(args, f) is None and not
+                   (rl and f == "seq_len")]
         if missing:
             raise BadInput("give --plan FILE, or --model, --micro-batch and --seq-len (missing: "
                            + ", ".join("--" + m.replace("_", "-") for m in missing) + ")")
@@ -112,7 +115,7 @@ def plan_from(args: argparse.Namespace) -> tuple[str, CheckRequest, Knobs]:
                   "offload": args.offload, "optimizer": args.optimizer, "lora_rank": args.lora_rank,
                   "max_tokens_per_micro_batch": args.max_tokens_per_micro_batch, "fsdp": args.fsdp,
                   "optimizer_in_backward": args.optimizer_in_backward, **common.recipe_fields(args),
-                  **{f: getattr(args, f) for f in LORA_FIELDS}}
+                  **{f: getattr(args, f) for f in LORA_FIELDS}, **common.workload_fields(args)}
     req = advise.parse(advise.CheckRequest, fields)
     return str(req.model), req, advise.knobs_of(req, req.precision or "bf16")
 
@@ -136,8 +139,9 @@ def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: K
             "max_tokens_per_micro_batch": req.max_tokens_per_micro_batch}
 
 
-def launch_command(args: argparse.Namespace, req: CheckRequest, config_path: str) -> list[str] | None:
-    """The command that starts every process, or None to train in this one."""
+def launch_command(args: argparse.Namespace, req: CheckRequest, config_path: str,
+                   module: str = "trainer.main") -> list[str] | None:
+    """The command that starts every process (running `module` on the run file), or None to train in this one."""
     gpn, nodes = req.gpus_per_node or 1, args.nnodes or req.nodes
     launcher = args.launcher
     if launcher == "auto":
@@ -147,12 +151,12 @@ def launch_command(args: argparse.Namespace, req: CheckRequest, config_path: str
             launcher = "slurm" if "SLURM_JOB_ID" in os.environ and nodes > 1 else "torchrun"
     if launcher == "none":
         return None
-    entry = ["-m", "trainer.main", config_path]
+    entry = ["-m", module, config_path]
     if launcher == "deepspeed":
         cmd = ["deepspeed", "--num_gpus", str(gpn)]
         if nodes > 1:
             cmd += ["--num_nodes", str(nodes), "--hostfile", "hostfile"]
-        return [*cmd, "--module", "trainer.main", config_path]
+        return [*cmd, "--module", module, config_path]
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(gpn)]
     if launcher == "slurm":     # one srun task per node; MASTER_ADDR/PORT from the allocation (see run)
         inner = (f"{shlex.join(torchrun)} --nnodes \"$SLURM_NNODES\" --rdzv_id \"$SLURM_JOB_ID\" --rdzv_backend c10d "
@@ -186,8 +190,12 @@ def run_file_dir(args: argparse.Namespace, req: CheckRequest) -> tuple[Path, boo
 def run(args: argparse.Namespace) -> int:
     from trainer.data import check_source
 
-    check_source(args.data, args.tokenizer)
     model, req, knobs = plan_from(args)
+    if knobs.workload.rl:
+        from planner.cli import train_rl
+
+        return train_rl.run(args, model, req, knobs, launch_command)
+    check_source(args.data, args.tokenizer)
     cfg = run_config(args, model, req, knobs)
     check_data_and_resume(args, cfg, (req.gpus_per_node or 1) * req.nodes)
     if args.dry_run:        # the command only, with the run file where a real run would put it
