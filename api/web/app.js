@@ -25,7 +25,8 @@ const gib = (b) => (b / GIB).toFixed(2);
 const sharding = (p) => (p.fsdp ? `FSDP ${p.fsdp}` : p.zero_stage ? `ZeRO-${p.zero_stage}` : "DDP");
 // the recipe knobs away from their defaults (as the CLI's "recipe" column)
 const recipe = (p) => [p.loss !== "standard" ? `${p.loss} loss` : "", p.attention !== "sdpa" ? p.attention : "",
-  p.batching === "packed" ? "packed" : "", p.optimizer_in_backward ? "optimizer in backward" : ""].filter((x) => x).join(", ") || "-";
+  p.batching === "packed" ? "packed" : "", p.optimizer_in_backward ? "optimizer in backward" : "",
+  p.workload && p.workload.kind !== "sft" ? p.workload.kind.toUpperCase() : ""].filter((x) => x).join(", ") || "-";
 
 async function api(path, body) {
   const r = await fetch(path, body === undefined ? {} : {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
@@ -63,7 +64,7 @@ const LABELS = {image_tokens: "Image tokens per sample (VLMs)", images: "or imag
   seed: "Trainer's sampler seed", max_tokens_per_micro_batch: "Token budget per micro-batch",
   optimizer_in_backward: "Optimizer in backward (accumulation 1, one GPU)", quant: "4-bit base (QLoRA, with a LoRA rank)",
   lora_targets: "LoRA targets (all-linear, attention, or names)", lora_train_embeddings: "Train embedding and head (LoRA)",
-  lora_dropout: "LoRA dropout"};
+  lora_dropout: "LoRA dropout", "workload.kind": "Workload: sft, or TRL's dpo / grpo (global batch in pairs / completions)"};
 let schema = {};
 
 async function moreFields() {
@@ -73,6 +74,21 @@ async function moreFields() {
     .map((e) => e.name || e.dataset.field));
   for (const [name, prop] of Object.entries(schema)) {
     if (laid.has(name)) continue;
+    const ref = prop.$ref || (prop.allOf && prop.allOf[0].$ref);
+    if (ref) {     // a nested model (the workload): its own fields, sent as one object under `name`
+      const sub = spec.components.schemas[ref.split("/").pop()].properties;
+      const box = el("div", {class: "nested", "data-field": name});
+      for (const [inner, p] of Object.entries(sub)) addControl(box, `${name}.${inner}`, p, LABELS[`${name}.${inner}`] || `${name}: ${p.title || inner}`);
+      box.append(el("p", {class: "error", id: "err-" + name, role: "alert"}));
+      $("#more").append(box);
+      continue;
+    }
+    addControl($("#more"), name, prop, LABELS[name] || prop.title || name);
+  }
+}
+
+function addControl(parent, name, prop, label) {
+  {
     const s = (prop.anyOf || [prop]).find((x) => x.type !== "null") || prop;
     let control;
     if (s.enum) {
@@ -89,18 +105,21 @@ async function moreFields() {
     }
     control.dataset.kind = s.enum ? "enum" : s.type;
     const cell = el("div", {class: "field"});
-    cell.append(el("label", {for: name}, LABELS[name] || prop.title || name), control,
-      el("p", {class: "error", id: "err-" + name, role: "alert"}));
-    $("#more").append(cell);
+    cell.append(el("label", {for: name}, label), control, el("p", {class: "error", id: "err-" + name, role: "alert"}));
+    parent.append(cell);
   }
 }
 
 function moreValues() {
   const out = {};
+  const put = (name, v) => {      // "workload.beta" goes to out.workload.beta
+    const [outer, inner] = name.split(".");
+    if (inner === undefined) out[outer] = v; else (out[outer] = out[outer] || {})[inner] = v;
+  };
   for (const c of document.querySelectorAll("#more [name]")) {
-    if (c.dataset.kind === "boolean") { if (c.checked) out[c.name] = true; continue; }
+    if (c.dataset.kind === "boolean") { if (c.checked) put(c.name, true); continue; }
     if (c.value === "") continue;
-    out[c.name] = c.dataset.kind === "enum" || c.dataset.kind === "string" ? c.value : Number(c.value);
+    put(c.name, c.dataset.kind === "enum" || c.dataset.kind === "string" ? c.value : Number(c.value));
   }
   return out;
 }
@@ -115,10 +134,12 @@ function showErrors(status, data) {
   last = null;
   const details = Array.isArray(data.detail) ? data.detail : [{loc: [], msg: `${status}: ${data.detail}`}];
   for (const d of details) {
-    const field = d.loc && d.loc[0] === "body" && d.loc[1] ? String(d.loc[1]) : "form";
-    const slot = $("#err-" + field) || $("#err-form");
+    let field = d.loc && d.loc[0] === "body" && d.loc[1] ? String(d.loc[1]) : "form";
+    if (d.loc && d.loc[2] !== undefined && document.getElementById(`err-${field}.${d.loc[2]}`)) field = `${field}.${d.loc[2]}`;
+    else if (!document.getElementById("err-" + field) && document.getElementById("err-workload." + field)) field = "workload." + field;
+    const slot = document.getElementById("err-" + field) || $("#err-form");
     slot.textContent = (slot.textContent ? slot.textContent + " " : "") + d.msg;
-    const input = $("#" + field);
+    const input = document.getElementById(field);
     if (input) input.setAttribute("aria-invalid", "true");
   }
 }
@@ -129,11 +150,13 @@ function body() {
   const pasted = $("#config").value.trim();
   const text = (id) => $("#" + id).value.trim() || null;
   const data = text("data");      // a dataset names the sequence length: seq_len is not sent with it
+  const more = moreValues();      // nor with DPO / GRPO, whose rows are as long as their TRL inputs say
+  const rl = more.workload && more.workload.kind !== "sft";
   return {model: pasted ? JSON.parse(pasted) : $("#model").value, gpu: $("#gpu").value, gpus_per_node: num("gpus_per_node"),
-    nodes: num("nodes"), global_batch: num("global_batch"), seq_len: data ? null : num("seq_len"), data,
+    nodes: num("nodes"), global_batch: num("global_batch"), seq_len: data || rl ? null : num("seq_len"), data,
     tokenizer: text("tokenizer"), precision: checked("precision"), checkpointing: checked("checkpointing"),
     zero: checked("zero"), offload: checked("offload"), fsdp: checked("fsdp"), loss: checked("loss"),
-    attention: checked("attention"), batching: checked("batching"), ...moreValues()};
+    attention: checked("attention"), batching: checked("batching"), ...more};
 }
 
 async function submit() {

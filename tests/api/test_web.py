@@ -204,3 +204,21 @@ def test_a_dataset_shows_its_histogram_with_the_planned_length(tmp_path, page):
         assert "data directories" in page.inner_text("#err-data") and page.locator("#answer").is_hidden()
     finally:
         server.kill()
+
+
+def test_a_grpo_workload_reaches_the_plan_and_its_errors_name_the_field(server, page):
+    """Issue 17: the workload is a nested object of the API; the page lays out its fields from the schema."""
+    _ready(page, server)
+    page.select_option("#model", "qwen2.5-0.5b")
+    page.fill("#gpus_per_node", "2")
+    page.fill("#global_batch", "16")
+    page.select_option("[id='workload.kind']", "grpo")
+    page.fill("[id='workload.num_generations']", "4")
+    page.fill("[id='workload.max_completion_length']", "1024")
+    page.click("#submit")
+    page.wait_for_selector("#plans tbody tr")
+    assert "GRPO" in page.inner_text("#plans tbody tr")
+    page.fill("[id='workload.num_generations']", "3")      # 16 completions are not whole groups of 3
+    page.click("#submit")
+    page.wait_for_selector("#err-global_batch:not(:empty)")
+    assert "not divisible by --num-generations 3" in page.inner_text("#err-global_batch")
