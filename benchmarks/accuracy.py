@@ -103,7 +103,10 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--recipes-only", action="store_true", help="only the recipe-knob rows")
+    ap.add_argument("--rl", action="store_true", help="the GRPO and DPO rows, phase by phase (accuracy_rl.py)")
     args = ap.parse_args()
+    if args.rl:
+        return rl_main(args.out)
     from planner.memory import Setup, breakdown
     from planner.modelspec import from_config
     from planner.spec import Knobs
@@ -158,6 +161,22 @@ def main() -> None:
         md.append(f"\n{meta['date']}, {meta['cpus']} CPUs, torch {meta['torch']}, transformers {meta['transformers']}. "
                   f"Summary: {json.dumps(summary)}")
         save(args.out, {**meta, "summary": summary, "rows": rows}, md)
+
+
+def rl_main(out: str | None) -> None:
+    from accuracy_rl import markdown, rows
+
+    got = rows(config)
+    summary = {"rows": len(got), "sim_vs_real_max_abs": max(abs(r["sim_vs_real"]) for r in got),
+               "analytic_vs_sim_max_abs": max(abs(r["analytic_vs_sim"]) for r in got)}
+    print(json.dumps(summary))
+    if out:
+        meta = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "device": "cpu (no GPU run)",
+                "torch": metadata.version("torch"), "transformers": metadata.version("transformers"),
+                "trl": metadata.version("trl")}
+        md = markdown(got) + [(f"\n{meta['date']}, {meta['cpus']} CPUs, torch {meta['torch']}, transformers "
+                              f"{meta['transformers']}, TRL {meta['trl']}. Summary: {json.dumps(summary)}")]
+        save(out, {**meta, "summary": summary, "rows": got}, md)
 
 
 if __name__ == "__main__":

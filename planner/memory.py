@@ -309,6 +309,8 @@ def logits_loss_bytes(s: Setup) -> int:
     head_trainable = not s.lora or s.knobs.lora_train_embeddings
     head_grad = grad_bytes_per_param(s.knobs) if head_trainable else 0
     w = s.knobs.workload
+    if w.rl and w.logprobs == "full":
+        return recipes.full_logprob_bytes(t, rows, width, p)
     if w.rl:    # TRL scores the completion tokens with its fused log-prob head
         return recipes.logprob_head_bytes(t, rows * max(1, min(width, w.scored_tokens())), p, head_grad)
     return recipes.loss_bytes(t, s.knobs, rows * width, p, head_grad)

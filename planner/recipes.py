@@ -166,3 +166,11 @@ def logprob_head_bytes(t: TextSpec, scored_tokens: int, profile: str, head_grad_
     hidden_grad = 4 * n * t.hidden + (r * n * t.hidden if r != 4 else 0)
     return (r * n * t.hidden + hidden_grad + (weight_grad if head_grad_bytes_per_param else 0)
             + c * tile_tokens * tile_vocab + casts + 16 * n)
+
+
+def full_logprob_bytes(t: TextSpec, rows: int, width: int, profile: str) -> int:
+    """Log-probs from the whole logits (`logprobs full`: TRL before its fused head, VLM-R1's trainer): every row's
+    log_softmax saved for backward, and at backward the rows' stacked gradient of the (rows, tokens, vocabulary)
+    logits beside them (sim probe: the peak holds these two, a row's own gradients come and go under them)."""
+    _, c = act.saved_dtype_bytes(profile)
+    return 2 * c * rows * width * t.vocab

@@ -57,7 +57,19 @@ def nograd_forward_bytes(s: Setup, rows: int, width: int) -> int:
     attention = c * tokens * (2 * t.q_dim + 2 * kv_width)
     if t.attention == "sdpa":
         attention += act.sdpa_bias_saved_bytes(rows, width, p)
-    return stream + max(mlp, attention) + act.attention_mask_bytes(t, rows, width, p)
+    return max(stream + max(mlp, attention) + act.attention_mask_bytes(t, rows, width, p),
+               nograd_vision_bytes(s, rows))
+
+
+def nograd_vision_bytes(s: Setup, rows: int) -> int:
+    """A VLM's prompt images through the vision tower without grad: one block's tensors over every patch of the
+    rows' images, beside the merged image embeddings handed to the language model."""
+    v = s.model.vision
+    if v is None or not s.image_tokens:
+        return 0
+    c = compute_dtype_bytes(s)
+    patches = rows * s.image_tokens * v.patches_per_token
+    return act.vision_block_bytes(v, patches, "fp32" if c == 4 else "half") + c * rows * s.image_tokens * s.model.text.hidden
 
 
 def logprob_forward_bytes(s: Setup, rows: int) -> int:
@@ -113,8 +125,12 @@ def generation_terms(s: Setup) -> dict[str, int]:
 def logps_pass_terms(s: Setup) -> dict[str, int]:
     """A no-grad log-prob pass over one chunk of per-device-batch rows (reference model or old policy): the larger
     of a decoder layer's moment and the head's (the final hidden states, their scored copy and a tile)."""
-    rows, width = s.knobs.workload.rows(s.micro_batch), s.seq_len
-    at_head = compute_dtype_bytes(s) * rows * width * s.model.text.hidden + logprob_forward_bytes(s, rows)
+    rows, width, t = s.knobs.workload.rows(s.micro_batch), s.seq_len, s.model.text
+    if s.knobs.workload.logprobs == "full":     # the logits of the chunk, and one row's log_softmax at a time
+        head = compute_dtype_bytes(s) * (rows + 1) * width * t.vocab
+    else:
+        head = logprob_forward_bytes(s, rows)
+    at_head = compute_dtype_bytes(s) * rows * width * t.hidden + head
     return {"forward_transient_bytes": max(nograd_forward_bytes(s, rows, width), at_head)}
 
 
@@ -127,9 +143,10 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
                 "vllm_reserved_bytes": vllm_reserved_bytes(s, capacity_bytes)}
     mid_step = w.kind == "grpo" and s.grad_accum % w.steps_per_gen(s.grad_accum) != 0
     between = {**resident, "grads_bytes": mem.gradients_bytes(s) if mid_step else 0}
+    logprobs = mem.logits_loss_bytes(s) if training.temp_bytes == mem.backward_start_temp_bytes(s) else 0
     out = {"training": {**resident, "grads_bytes": training.grads_bytes - resident["gradient_buffers_bytes"],
-                        "saved_activations_bytes": training.activations_bytes,
-                        "training_temp_bytes": training.temp_bytes}}
+                        "saved_activations_bytes": training.activations_bytes, "logprobs_bytes": logprobs,
+                        "training_temp_bytes": training.temp_bytes - logprobs}}
     if w.kind == "grpo":
         if w.generation == "hf":
             out["generation"] = {**between, **generation_terms(s)}
@@ -140,9 +157,20 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
     elif w.kind == "dpo" and not w.precompute_ref_log_probs:    # inside the micro-step, after the policy's forward
         out["reference-forward"] = {**resident, "grads_bytes": mem.gradients_bytes(s) if s.grad_accum > 1 else 0,
                                     "saved_activations_bytes": mem.activations_bytes(s),
-                                    "policy_logps_bytes": 16 * s.knobs.workload.rows(s.micro_batch) * s.seq_len,
+                                    "policy_logps_bytes": policy_head_saved_bytes(s),
                                     **logps_pass_terms(s)}
     return out
+
+
+def policy_head_saved_bytes(s: Setup) -> int:
+    """What the policy's log-prob head keeps for backward while DPO's reference forward runs: each row's
+    log_softmax output (`logprobs full`), or the fused head's copy of the scored hidden states; and the per-token
+    log-probs."""
+    w, t, c = s.knobs.workload, s.model.text, compute_dtype_bytes(s)
+    rows = w.rows(s.micro_batch)
+    if w.logprobs == "full":
+        return c * rows * s.seq_len * t.vocab
+    return (c * w.scored_tokens() * t.hidden + 8 * w.scored_tokens()) * rows + 16 * rows * s.seq_len
 
 
 ACTIVATION_TERMS = ("saved_activations_bytes", "kv_cache_bytes")

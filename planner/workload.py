@@ -45,6 +45,9 @@ class Workload(BaseModel):
     steps_per_generation: int | None = Field(default=None, ge=1, le=1 << 12, description=(
         "micro-steps one generation batch feeds; default: the gradient accumulation"))
     num_iterations: int = Field(default=1, ge=1, le=1 << 10)
+    logprobs: Literal["fused", "full"] = Field(default="fused", description=(
+        "fused: TRL 1.16's log-prob head (no logits kept); full: the whole (rows, tokens, vocabulary) logits, then "
+        "each row's log_softmax, as TRL before its fused head and trainers built on it (VLM-R1's) compute them"))
     # DPO (DPOConfig)
     max_length: int = Field(default=1024, ge=2, le=MAX_TOKENS)
     precompute_ref_log_probs: bool = False
@@ -58,6 +61,8 @@ class Workload(BaseModel):
         if "vllm_gpu_memory_utilization" in given and self.generation != "vllm-colocate":
             raise BadInput("--vllm-gpu-memory-utilization is the colocated vLLM's share of the card: it needs "
                            "--generation vllm-colocate", "vllm_gpu_memory_utilization")
+        if self.kind == "sft" and "logprobs" in given:
+            raise BadInput("--logprobs is how DPO / GRPO score tokens: it needs --workload dpo or grpo", "logprobs")
         grpo_only = {"num_generations", "max_completion_length", "beta", "generation", "steps_per_generation",
                      "num_iterations"} & given
         if self.kind != "grpo" and grpo_only:

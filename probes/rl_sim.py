@@ -13,12 +13,12 @@ depth (no extrapolation over layers), counted by the live-bytes tracker.
 """
 from __future__ import annotations
 
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 
 import torch
 
 from probes.sim import fake_model
-from probes.step import Case, autocast_for
+from probes.step import Case, autocast_for, build_model
 from probes.tracker import LiveBytes
 from recipe import make_optimizer
 
@@ -36,6 +36,8 @@ def _logps(model, ids, mask, prompt: int, k):
     from trl.kernels import ChunkedLogProbFunction
     from trl.trainer.utils import _CHUNKED_LOGPROB_CHUNK_SIZE
 
+    if k.workload.logprobs == "full":
+        return _full_logps(model, ids, mask, prompt, k)
     with autocast_for(k, "cuda") or nullcontext():
         hidden = model.get_decoder()(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
         head = model.get_output_embeddings()
@@ -46,6 +48,16 @@ def _logps(model, ids, mask, prompt: int, k):
         out = per_token.new_zeros(ids.size(0), ids.size(1) - 1)
         out[:, prompt - 1:] = per_token.view(ids.size(0), -1)
         return out
+
+
+def _full_logps(model, ids, mask, prompt: int, k):
+    """`logprobs full`: the whole logits, then each row's log_softmax and its labels' entries (the loop of TRL before
+    its fused head, and of VLM-R1's trainer, written here)."""
+    with autocast_for(k, "cuda") or nullcontext():
+        logits = model(input_ids=ids, attention_mask=mask, use_cache=False).logits[:, :-1]
+    rows = [row.log_softmax(-1).gather(1, target.unsqueeze(1)).squeeze(1)
+            for row, target in zip(logits, ids[:, 1:], strict=True)]
+    return torch.stack(rows)
 
 
 def _loss(case: Case, policy, ref, ids, mask, tracker: LiveBytes) -> torch.Tensor:
@@ -103,20 +115,43 @@ def _generation(case: Case, model, tracker: LiveBytes) -> None:
     tracker.set_segment("between")
 
 
-def simulate(case: Case, steps: int = 2) -> dict[str, int]:
-    """Peak bytes of each phase of the last of `steps` optimizer steps, traced on fake tensors."""
+@contextmanager
+def triton_folds(paths: str):
+    """paths "cuda": TRL's log-prob head folds each tile with a Triton kernel, in place (no temporaries); its torch
+    fallback (`_forward_tile`, `_backward_tile`, what CPUs run) makes several tile-sized fp32 temporaries. On fake
+    tensors no value matters, so the CUDA form is a fold that allocates nothing. Likewise `_addmm_fp32`: on CUDA
+    (torch >= 2.8) an addmm into the fp32 accumulator with out_dtype, in place; elsewhere fp32 copies of both
+    operands."""
+    import trl.kernels.chunked_logprob as kernel
+
+    saved = kernel._forward_tile, kernel._backward_tile, kernel._addmm_fp32
+    if paths == "cuda":
+        kernel._forward_tile = kernel._backward_tile = kernel._addmm_fp32 = lambda *a, **kw: None
+    try:
+        yield
+    finally:
+        kernel._forward_tile, kernel._backward_tile, kernel._addmm_fp32 = saved
+
+
+def simulate(case: Case, steps: int = 2, real: bool = False, paths: str = "cuda") -> dict[str, int]:
+    """Peak bytes of each phase of the last of `steps` optimizer steps, traced on fake tensors with CUDA's code
+    paths (or "cpu": TRL's torch folds); `real`: the same steps on real CPU tensors (CPU paths), the measurement
+    where TRL has no such code path."""
+    if real:
+        paths = "cpu"
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     w, k = case.knobs.workload, case.knobs
     layers = case.config.get("num_hidden_layers") or case.config["text_config"]["num_hidden_layers"]
-    mode = FakeTensorMode(allow_non_fake_inputs=True)
-    policy = fake_model(case, layers, mode)
-    ref = fake_model(case, layers, mode).eval() if w.has_reference(bool(k.lora_rank)) else None
+    mode = nullcontext() if real else FakeTensorMode(allow_non_fake_inputs=True)
+    build = (lambda: build_model(case, layers)) if real else (lambda: fake_model(case, layers, mode))
+    policy = build()
+    ref = build().eval() if w.has_reference(bool(k.lora_rank)) else None
     if ref is not None:
         ref.requires_grad_(False)
     rows, width = w.rows(case.micro_batch), case.seq_len
     tracker = LiveBytes()
-    with mode:
+    with mode, triton_folds(paths):
         opt = make_optimizer([p for p in policy.parameters() if p.requires_grad], k.optimizer)
         ids, mask = _rows(rows, width)
         tracker.add_existing(list(policy.parameters()) + ([*ref.parameters()] if ref is not None else []), "params")

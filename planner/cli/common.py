@@ -174,7 +174,8 @@ def add_lora_args(p: argparse.ArgumentParser) -> None:
 
 
 WORKLOAD_FLAGS = ("num_generations", "max_prompt_length", "max_completion_length", "beta", "generation",
-                  "vllm_gpu_memory_utilization", "steps_per_generation", "num_iterations", "precompute_ref_log_probs")
+                  "vllm_gpu_memory_utilization", "steps_per_generation", "num_iterations", "precompute_ref_log_probs",
+                  "logprobs")
 
 
 def add_workload_args(p: argparse.ArgumentParser) -> None:
@@ -199,6 +200,9 @@ def add_workload_args(p: argparse.ArgumentParser) -> None:
                    help="grpo: micro-steps one generation batch feeds (default: --grad-accum)")
     p.add_argument("--num-iterations", type=positive_int("--num-iterations"), default=None,
                    help="grpo: optimisation passes per generation batch (default 1)")
+    p.add_argument("--logprobs", type=one_of("--logprobs", ("fused", "full")), default=None,
+                   help="dpo/grpo: fused (TRL 1.16's log-prob head, default) or full (whole logits, as TRL before "
+                        "its fused head and VLM-R1's trainer)")
     p.add_argument("--precompute-ref-log-probs", action="store_true", default=None,
                    help="dpo: reference log-probs computed before training (no reference model kept)")
 

@@ -67,14 +67,13 @@ def run(args: argparse.Namespace) -> int:
     out = rec.model_dump()
     out["detail"] = {k: v for k, v in rec.detail.items() if k != "segments"}
     if args.json:
-        pass
-    elif rec.detail.get("phases"):
-        common.say_line("peak by phase: " + ", ".join(f"{k} {v / 2**30:.3f} GiB" for k, v in rec.detail["phases"].items()))
-    if args.json:
         common.print_json({"record": out, "store": str(store.path)})
     else:
         from planner.cli import render
+        from planner.cli.render import gib
 
         render.console.print(render.record_line(rec))
+        if rec.detail.get("phases"):
+            common.say_line("peak by phase: " + ", ".join(f"{k} {gib(v)} GiB" for k, v in rec.detail["phases"].items()))
         common.say_line(f"stored as probe #{rec.id} in {store.path}")
     return {"ok": 0, "oom": 3}.get(rec.status, 1)

@@ -40,7 +40,7 @@ def breakdown_table(p: Plan) -> Table:
         t.add_row(name, gib(getattr(m, f"{name}_bytes")))
     if m.host_bytes_per_node:
         t.add_row("host RAM per node (offload)", gib(m.host_bytes_per_node))
-    head = "TRL log-prob head" if p.workload.rl else p.loss
+    head = ({"fused": "TRL log-prob head", "full": "full logits"}[p.workload.logprobs] if p.workload.rl else p.loss)
     if p.loss != "standard" or m.detail.get("logits_loss_bytes"):
         t.add_row(f"of which logits/loss ({head})", gib(m.detail.get("logits_loss_bytes", 0)))
     for name, value in (m.phases or {}).items():
@@ -62,7 +62,8 @@ def limits_line(limits: dict) -> str:
         if limits[got] >= limits[top]:
             parts.append(f"{what} fits up to its maximum {limits[top]:,}")
         elif limits[got] == 0:
-            parts.append(f"{what} does not fit at any length")
+            held = " (with its image tokens)" if what == "prompt" and "image_tokens" in limits else ""
+            parts.append(f"{what} does not fit at any length{held}")
         else:
             parts.append(f"{what} stops fitting past {limits[got]:,} tokens (of {limits[top]:,})")
     return "lengths (each with the others at their maximum): " + "; ".join(parts)
@@ -101,7 +102,8 @@ def models_table(data: dict) -> Table:
 def record_line(r) -> str:
     k, s = r.knobs, r.shapes
     peak = f"peak {gib(r.peak_allocated_bytes)} GiB" if r.peak_allocated_bytes else "no peak"
-    return (f"#{r.id or '-'} {r.backend} {r.status}: {r.model} micro {s.micro_batch} accum {s.grad_accum} "
+    work = f" {k.workload.kind.upper()}" if k.workload.rl else ""
+    return (f"#{r.id or '-'} {r.backend} {r.status}:{work} {r.model} micro {s.micro_batch} accum {s.grad_accum} "
             f"seq {s.seq_len} {k.precision} ckpt {k.checkpointing} zero {k.zero_stage} on {r.device}: {peak}"
             + (f" ({r.phase})" if r.phase else ""))
 
