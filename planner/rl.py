@@ -62,14 +62,17 @@ def nograd_forward_bytes(s: Setup, rows: int, width: int) -> int:
 
 
 def nograd_vision_bytes(s: Setup, rows: int) -> int:
-    """A VLM's prompt images through the vision tower without grad: one block's tensors over every patch of the
-    rows' images, beside the merged image embeddings handed to the language model."""
+    """A VLM's prompt images through the vision tower without grad: inside one block, three copies of the patch
+    stream (residual, normed input, Qwen2.5-VL's window-reordered copy) and the MLP's gate, up and product (two for a
+    plain MLP); beside them the merged image embeddings handed to the language model. Measured against Qwen2.5-VL's
+    tower on CPU (tests/probes/test_rl.py)."""
     v = s.model.vision
     if v is None or not s.image_tokens:
         return 0
     c = compute_dtype_bytes(s)
     patches = rows * s.image_tokens * v.patches_per_token
-    return act.vision_block_bytes(v, patches, "fp32" if c == 4 else "half") + c * rows * s.image_tokens * s.model.text.hidden
+    block = 3 * c * patches * v.hidden + (3 if v.gated_mlp else 2) * c * patches * v.intermediate
+    return block + c * rows * s.image_tokens * s.model.text.hidden
 
 
 def logprob_forward_bytes(s: Setup, rows: int) -> int:
@@ -193,7 +196,8 @@ def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
     grads = terms.get("grads_bytes", 0) + terms["gradient_buffers_bytes"]
     acts = sum(terms.get(k, 0) for k in ACTIVATION_TERMS)
     temp = peak - params - grads - terms["optimizer_bytes"] - acts
-    detail = {**training.detail, **{k: v for k, v in terms.items() if k not in ("grads_bytes",)},
+    every = {k: v for phase_terms_ in phases.values() for k, v in phase_terms_.items()}     # each phase's own terms
+    detail = {**training.detail, **every, **terms,
               "model_states_bytes": training.detail["model_states_bytes"] + terms["reference_params_bytes"]}
     return MemoryBreakdown(
         params_bytes=params, grads_bytes=grads, optimizer_bytes=terms["optimizer_bytes"], activations_bytes=acts,

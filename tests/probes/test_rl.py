@@ -119,3 +119,52 @@ def test_analytic_phases_within_5_percent_of_the_sim_with_cuda_paths(name):
     assert set(got) == set(sim)
     for phase, bytes_ in sim.items():
         assert got[phase] == pytest.approx(bytes_, rel=WITHIN), phase
+
+
+def test_nograd_vision_term_within_5_percent_of_qwen25_vl_tower_on_cpu():
+    """GRPO's prompts carry images through the vision tower without grad (generation's prefill, the reference and
+    old-policy passes): planner.rl.nograd_vision_bytes against Qwen2.5-VL's real tower (2 blocks, one of them full
+    attention), 2 images of 32 x 32 patches, tracked on CPU."""
+    import copy
+
+    import torch
+    import transformers
+
+    from planner.catalog import model_config
+    from planner.rl import nograd_vision_bytes
+    from probes.tracker import LiveBytes
+
+    cfg = copy.deepcopy(model_config("qwen2.5-vl-3b"))
+    cfg["vision_config"].update(depth=2, fullatt_block_indexes=[1])
+    cfg["num_hidden_layers"] = 2
+    model = transformers.AutoModelForImageTextToText.from_config(hf_config(cfg), dtype=torch.float32)
+    rows, h, w = 2, 32, 32
+    pixels, grid = torch.randn(rows * h * w, 3 * 2 * 14 * 14), torch.tensor([[1, h, w]] * rows)
+    tracker = LiveBytes()
+    with torch.no_grad(), tracker:
+        model.model.visual(pixels, grid_thw=grid)
+    wl = Workload(kind="grpo", num_generations=2, max_prompt_length=300, max_completion_length=8)
+    s = Setup(from_config(cfg, "vl"), Knobs(precision="fp32", workload=wl), rows, 1, wl.seq_len(),
+              image_tokens=h * w // 4)
+    assert nograd_vision_bytes(s, rows) == pytest.approx(tracker.peak, rel=WITHIN)
+
+
+def test_exported_trl_fields_are_what_trl_configs_accept():
+    """planner.export.trl_args under TRL 1.16's own GRPOConfig / DPOConfig (names and rules)."""
+    from trl import DPOConfig, GRPOConfig
+
+    from planner import export
+    from planner.spec import Plan
+
+    grpo = export.trl_args(Plan.model_construct(workload=Workload(
+        kind="grpo", num_generations=4, max_completion_length=256, beta=0.04, generation="vllm-colocate",
+        vllm_gpu_memory_utilization=0.4, steps_per_generation=2)))
+    cfg = GRPOConfig(output_dir="/tmp/memplan-trl", use_cpu=True, bf16=False, per_device_train_batch_size=2,
+                     **grpo)
+    assert (cfg.num_generations, cfg.generation_batch_size, cfg.vllm_mode) == (4, 4, "colocate")
+    with pytest.raises(ValueError, match="divisible"):    # TRL's own rule, as planner.workload states it
+        GRPOConfig(output_dir="/tmp/memplan-trl", use_cpu=True, bf16=False, per_device_train_batch_size=3, **grpo)
+    assert Workload(kind="grpo", num_generations=4, steps_per_generation=2).split_error(3, 1, 1)
+    dpo = export.trl_args(Plan.model_construct(workload=Workload(kind="dpo", max_length=2048,
+                                                                 precompute_ref_log_probs=True)))
+    assert DPOConfig(output_dir="/tmp/memplan-trl", use_cpu=True, bf16=False, **dpo).max_length == 2048
