@@ -183,6 +183,28 @@ def budget_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, batche
     return plan
 
 
+def generation_split(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_batch: int,
+                     calibrate=None) -> Plan | None:
+    """The plan of one micro-batch; GRPO with TRL's default steps_per_generation (the accumulation: one generation
+    samples the rank's whole share) that does not fit tries smaller generation batches (steps_per_generation a
+    divisor of the accumulation, largest first: fewer, larger generations decode faster). None: no split TRL takes."""
+    w, accum = knobs.workload, goal.global_batch // (hw.world_size * micro_batch)
+    options = [None]
+    if w.kind == "grpo" and w.steps_per_generation is None and w.generation == "hf":
+        options += [d for d in reversed(divisors(accum)) if d < accum]
+    first = None
+    for spg in options:
+        k = knobs if spg is None else knobs.model_copy(update={"workload": w.model_copy(
+            update={"steps_per_generation": spg})})
+        if k.workload.split_error(micro_batch, accum, hw.world_size):
+            continue
+        plan = make_plan(model, hw, goal, k, micro_batch, calibrate, launch=False)
+        if plan.fits:
+            return plan
+        first = first or plan
+    return first
+
+
 OFFLOAD_RANK = {"none": 0, "optimizer": 1, "optimizer+params": 2}
 
 
@@ -211,10 +233,11 @@ def search(model: ModelSpec, hw: Hardware, goal: Goal, space: Space, top: int = 
             continue
         plans = []
         for mb in [per_rank] if knobs.optimizer_in_backward else divisors(per_rank):    # accumulation 1
-            if knobs.workload.split_error(mb, per_rank // mb, hw.world_size):
-                continue    # TRL refuses the split (GRPO's whole groups)
-            plans.append(make_plan(model, hw, goal, knobs, mb, calibrate, launch=False))
-            if not plans[-1].fits:      # memory grows with the micro-batch: no larger one fits either
+            plan = generation_split(model, hw, goal, knobs, mb, calibrate)
+            if plan is None:
+                continue    # TRL refuses every split of this micro-batch (GRPO's whole groups)
+            plans.append(plan)
+            if not plan.fits:      # memory grows with the micro-batch: no larger one fits either
                 break
         ok = [p for p in plans if p.fits]
         fitting += ok

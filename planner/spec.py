@@ -352,7 +352,9 @@ class Plan(BaseModel):
                  f"LoRA on {self.lora_targets}" if self.lora_targets != "all-linear" else "",
                  "trained embeddings" if self.lora_train_embeddings else "",
                  f"LoRA dropout {self.lora_dropout:g}" if self.lora_dropout else "",
-                 self.workload.kind.upper() if self.workload.rl else ""]
+                 self.workload.kind.upper() if self.workload.rl else "",
+                 f"steps_per_generation {self.workload.steps_per_generation}"
+                 if self.workload.steps_per_generation else ""]
         return ", ".join(p for p in parts if p) or "-"
 
     @property

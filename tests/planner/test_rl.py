@@ -97,3 +97,28 @@ def test_the_6_x_h20_report():
     assert m.detail["logprobs_bytes"] > 10 * fused.plan.memory.detail["logits_loss_bytes"]
     assert 0 < full.limits["image_tokens_fit_up_to"] < 16384
     assert full.suggestions and all(p.fits and p.global_batch == 24 for p in full.suggestions)
+
+
+def test_a_smaller_generation_batch_is_searched_when_the_default_does_not_fit():
+    """TRL's default steps_per_generation (the accumulation) samples a rank's whole share at once; when that
+    KV cache does not fit, suggest tries steps_per_generation among the accumulation's divisors, and exports it."""
+    req = {"model": "qwen2.5-7b", "gpu": "a100-40gb", "gpus_per_node": 8, "global_batch": 512,
+           "workload": {"kind": "grpo", "num_generations": 8, "max_prompt_length": 1024,
+                        "max_completion_length": 16384}}
+    plans = advise.suggest(advise.parse(advise.SuggestRequest, req)).plans
+    smaller = [p for p in plans if p.workload.steps_per_generation]
+    assert smaller and all(p.workload.steps_per_generation < p.grad_accum for p in smaller)
+    assert all(p.launch.hf_args["steps_per_generation"] == p.workload.steps_per_generation for p in smaller)
+
+
+def test_resident_terms_of_every_phase():
+    """A colocated vLLM reserves its share of the card in every phase; ZeRO-3 gathers the whole model for HF
+    generation (TRL's ds3_gather_for_generation, on by default)."""
+    model = load_model("qwen2.5-0.5b")
+    cap = 80 * 2**30
+    w = Workload(kind="grpo", generation="vllm-colocate", vllm_gpu_memory_utilization=0.4)
+    m = breakdown(Setup(model, Knobs(workload=w), 4, 2, w.seq_len(), gpus_per_node=8), cap)
+    assert m.detail["vllm_reserved_bytes"] == int(0.4 * cap)
+    w = Workload(kind="grpo")
+    z3 = breakdown(Setup(model, Knobs(workload=w, zero_stage=3), 4, 2, w.seq_len(), gpus_per_node=8), cap)
+    assert z3.detail["policy_params_bytes"] + z3.detail["generation_weights_bytes"] == model.params * 2
