@@ -100,8 +100,11 @@ def test_a_cancel_answered_by_another_worker_kills_the_probe_and_stores_nothing(
         s.kill()
 
 
+ROUNDS = 12     # 20 took 116 s of the suite's 20-minute budget on 2 cores
+
+
 def test_chaos_kill_9_at_random_points_loses_nothing_and_runs_nothing_twice(tmp_path):
-    """20 rounds: queue probes, kill -9 the server at a random moment of a job's life, restart. At the end no
+    """12 rounds: queue probes, kill -9 the server at a random moment of a job's life, restart. At the end no
     probe is orphaned, every job finished (done, or interrupted when it died before its probe started),
     every done job has its own record and the store holds no other, and a sampler never saw two probes on
     the one slot."""
@@ -118,7 +121,7 @@ def test_chaos_kill_9_at_random_points_loses_nothing_and_runs_nothing_twice(tmp_
     sampler.start()
     jobs, t0 = [], time.monotonic()
     try:
-        for i in range(20):
+        for i in range(ROUNDS):
             s = Server(store).start()
             c = s.client()
             fault = rng.choice([None, None, "slow"])
@@ -140,5 +143,5 @@ def test_chaos_kill_9_at_random_points_loses_nothing_and_runs_nothing_twice(tmp_
     assert all(j["outcome"] == "ok" for j in done)
     ids = [j["record"]["id"] for j in done]
     assert len(set(ids)) == len(ids) == records(store)
-    print(f"chaos: 20 rounds in {time.monotonic() - t0:.0f} s; {len(done)} done, "
+    print(f"chaos: {ROUNDS} rounds in {time.monotonic() - t0:.0f} s; {len(done)} done, "
           f"{len(final) - len(done)} interrupted, {records(store)} records")
