@@ -50,6 +50,11 @@ def run(cfg: dict) -> list[dict]:
                               knobs.precision, knobs.checkpointing == "full", cfg["max_steps"], seed=cfg["seed"],
                               learning_rate=cfg["lr"], **extra)
         trainer = trl_run.trainer(knobs.workload.kind, model, args, dataset(cfg, knobs), reward=cfg.get("reward"))
+        if trainer.accelerator.is_main_process:
+            plugin = trainer.accelerator.state.deepspeed_plugin
+            how = f"DeepSpeed ZeRO-{plugin.zero_stage}" if trainer.is_deepspeed_enabled else "no DeepSpeed"
+            print(f"TRL {type(trainer).__name__}, {how}, {trainer.accelerator.num_processes} process(es) on "
+                  f"{trainer.accelerator.device.type}", file=sys.stderr, flush=True)
         trainer.train()
         rows = [r for r in trainer.state.log_history if "loss" in r]
     if cfg.get("log"):

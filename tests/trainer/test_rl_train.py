@@ -15,10 +15,12 @@ GRPO = ["--workload", "grpo", "--model", "debug-llama", "--num-generations", "4"
         "--max-completion-length", "8", "--precision", "fp32", "--max-steps", "2", "--device", "cpu", "--json"]
 
 
-def train(*flags, env=None):
+def train(*flags, env=None, stderr=None):
     r = subprocess.run([sys.executable, "-m", "planner.cli", "train", *flags], cwd=ROOT, capture_output=True, check=False,
                        text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
     assert r.returncode == 0, r.stderr[-3000:]
+    if stderr is not None:
+        stderr.append(r.stderr)
     return json.loads(r.stdout[r.stdout.index("{"):])
 
 
@@ -39,8 +41,10 @@ def test_grpo_runs_the_users_reward(tmp_path):
     assert all(m["completions/mean_length"] == 8 for m in out["metrics"])   # the planned lengths
 
 
-def test_grpo_under_torchrun_with_two_ranks():
-    out = train("--gpus-per-node", "2", "--micro-batch", "2", *GRPO)
+def test_grpo_under_torchrun_with_two_ranks_and_deepspeed_zero_2():
+    err = []
+    out = train("--gpus-per-node", "2", "--micro-batch", "2", "--zero", "2", *GRPO, stderr=err)
+    assert "TRL GRPOTrainer, DeepSpeed ZeRO-2, 2 process(es) on cpu" in err[0]
     assert out["steps"] == 2
     assert all(math.isfinite(m["loss"]) for m in out["metrics"])
 
