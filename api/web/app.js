@@ -35,7 +35,13 @@ async function api(path, body) {
   return {ok: r.ok, status: r.status, data};
 }
 
+let formReady;      // resolved once the schema's fields are laid out
+const ready = new Promise((resolve) => { formReady = resolve; });
+
 async function init() {
+  // The handler comes first: a submit (Enter in a field) before the page has loaded must not fall through to the
+  // browser's own GET submission; it runs once the form is complete.
+  $("#plan-form").addEventListener("submit", (ev) => { ev.preventDefault(); ready.then(submit); });
   const [models, gpus] = await Promise.all([api("/v1/models"), api("/v1/gpus")]);
   for (const m of models.data.models) $("#model").append(el("option", {value: m.name}, `${m.name} (${(m.params / 1e9).toFixed(2)}B)`));
   for (const g of gpus.data.gpus) $("#gpu").append(el("option", {value: g.name}, `${g.name} (${gib(g.capacity_bytes)} GiB)`));
@@ -51,7 +57,7 @@ async function init() {
     }
   }
   await moreFields();
-  $("#plan-form").addEventListener("submit", (ev) => { ev.preventDefault(); submit(); });
+  formReady();
   for (const b of document.querySelectorAll("[data-copy]")) b.addEventListener("click", () => copy(b.dataset.copy, b));
 }
 

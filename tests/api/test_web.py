@@ -222,3 +222,24 @@ def test_a_grpo_workload_reaches_the_plan_and_its_errors_name_the_field(server, 
     page.click("#submit")
     page.wait_for_selector("#err-global_batch:not(:empty)")
     assert "not divisible by --num-generations 3" in page.inner_text("#err-global_batch")
+
+
+def test_enter_before_the_schema_fields_load_waits_for_them_instead_of_leaving_the_page(server, page):
+    """Found by the fresh-clone CI: Enter pressed while /openapi.json was still loading fell through to the browser's
+    own GET submission (the page navigated away and no plan came). The schema is held back here to make it certain."""
+    import time
+
+    held = []
+
+    def slow(route):
+        held.append(route)
+    page.route("**/openapi.json", slow)
+    page.goto(server.url + "/")
+    page.wait_for_selector("#model option[value='qwen2.5-7b']", state="attached")
+    page.fill("#global_batch", "64")
+    page.keyboard.press("Enter")
+    time.sleep(0.5)
+    assert "?" not in page.url                     # no native submission
+    for route in held:
+        route.continue_()
+    page.wait_for_selector("#plans tbody tr")
