@@ -29,6 +29,7 @@ RL_GRID = [     # (arch, precision, workload fields, micro-batch, accumulation)
 
 def rows(config) -> list[dict]:
     """One row per (grid entry, phase); `config(arch)` gives the HF config dict."""
+    from planner.export import trl_args
     from planner.memory import Setup
     from planner.modelspec import from_config
     from planner.rl import breakdown
@@ -36,7 +37,6 @@ def rows(config) -> list[dict]:
     from planner.workload import Workload
     from probes import rl as real
     from probes import rl_sim
-    from probes.run import _trl_fields
     from probes.step import Case
 
     out = []
@@ -48,7 +48,7 @@ def rows(config) -> list[dict]:
         if w.logprobs == "full":
             measured = rl_sim.simulate(case, steps=steps, real=True)
         else:
-            measured = real.measure(w.kind, real.model_for(cfg, knobs), _trl_fields(knobs), mb, accum,
+            measured = real.measure(w.kind, real.model_for(cfg, knobs), trl_args(knobs.workload), mb, accum,
                                     w.prompt_tokens(), w.seq_len() - w.prompt_tokens(), steps=steps, precision=prec)
         sim, sim_cpu = rl_sim.simulate(case, steps=steps), rl_sim.simulate(case, steps=steps, paths="cpu")
         phases = breakdown(Setup(from_config(cfg, arch), knobs, mb, accum, w.seq_len()), 80 * 2**30).phases

@@ -157,6 +157,9 @@ def calibrator(req: Target, model: ModelSpec, store: str | None, probes: Probes 
     from planner.evidence import Calibrator
 
     mode = "sim" if req.verify and req.evidence == "auto" else req.evidence
+    if req.workload.rl and (mode == "sim" or req.verify):
+        raise BadInput(f"--workload {req.workload.kind} plans are analytic: probe a phase with `planner probe "
+                       f"--workload {req.workload.kind}`", "evidence")
     if (mode == "sim" or req.verify) and probes is None:
         raise BadInput(f"--evidence {mode}{' --verify' if req.verify else ''} runs probes, which this face cannot "
                        "run (install the sim extra)", "evidence")
@@ -245,9 +248,6 @@ def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | N
                   loss=list(req.loss), attention=list(req.attention), batching=list(req.batching),
                   optimizer_in_backward=req.optimizer_in_backward, lora=lora_knobs(req, model),
                   workload=req.workload)
-    if req.workload.rl and (req.verify or req.evidence == "sim"):
-        raise BadInput(f"--workload {req.workload.kind} plans are analytic: probe a phase with `planner probe "
-                       f"--workload {req.workload.kind}`", "evidence")
     if req.workload.kind == "grpo" and req.workload.steps_per_generation is None \
             and req.global_batch % req.workload.num_generations:
         raise BadInput(f"--global-batch {req.global_batch} is not divisible by --num-generations "
@@ -313,9 +313,6 @@ def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None 
     split = req.workload.split_error(req.micro_batch, req.grad_accum, hw.world_size)
     if split:
         raise BadInput(f"--micro-batch {req.micro_batch}: {split}", "micro_batch")
-    if req.workload.rl and (req.verify or req.evidence == "sim"):
-        raise BadInput(f"--workload {req.workload.kind} plans are analytic: probe a phase with `planner probe "
-                       f"--workload {req.workload.kind}`", "evidence")
     batches = token_batches(req, goal, hw, fit)
     if req.verify and batches is not None:
         raise BadInput("--verify probes a fixed micro-batch; with --max-tokens-per-micro-batch, probe its shapes "

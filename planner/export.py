@@ -12,6 +12,7 @@ from pathlib import Path
 
 from planner.modelspec import ModelSpec, peft_target_modules
 from planner.spec import Hardware, Knobs, Plan
+from planner.workload import Workload
 
 HF_OPTIM = {"adamw": "adamw_torch", "adamw-fused": "adamw_torch_fused", "sgd": "sgd",
             "adafactor": "adafactor", "adamw-8bit": "adamw_bnb_8bit", "paged-adamw": "paged_adamw_32bit",
@@ -75,13 +76,12 @@ def hf_args(plan: Plan, model: ModelSpec | None = None) -> dict:
     if fsdp:
         args["fsdp"] = HF_FSDP[plan.fsdp] + (" offload" if plan.offload != "none" else "")
         args["fsdp_config"] = fsdp_config(plan, model)
-    return {**args, **trl_args(plan)}
+    return {**args, **trl_args(plan.workload)}
 
 
-def trl_args(plan: Plan) -> dict:
+def trl_args(w: Workload) -> dict:
     """GRPOConfig / DPOConfig fields of a DPO or GRPO plan, under TRL 1.16's names (none for SFT). GRPO has no
     max_prompt_length field in TRL 1.16: the plan's prompt length is what the data must not exceed."""
-    w = plan.workload
     if w.kind == "grpo":
         out = {"num_generations": w.num_generations, "max_completion_length": w.max_completion_length,
                "beta": w.beta, "use_vllm": w.generation != "hf"}
@@ -222,7 +222,7 @@ def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME) -> list[str]:
             a += ["--lora_modules_to_save", *peft["modules_to_save"]]
     if plan.quant != "none":    # TRL's ModelConfig: bitsandbytes 4-bit base with double quantization
         a += ["--load_in_4bit", "--bnb_4bit_quant_type", plan.quant, "--use_bnb_nested_quant"]
-    for key, value in trl_args(plan).items():
+    for key, value in trl_args(plan.workload).items():
         if value is not False:
             a += [f"--{key}", str(value).lower() if isinstance(value, bool) else f"{value:g}"
                   if isinstance(value, float) else str(value)]

@@ -75,22 +75,16 @@ def _rl_record(model: str, config: dict, knobs: Knobs, shapes: Shapes, backend: 
 
         phases = simulate(case)
     else:
+        from planner.export import trl_args
         from probes.rl import measure, model_for
 
         w = knobs.workload
-        phases = measure(w.kind, model_for(config, knobs), _trl_fields(knobs), shapes.micro_batch, shapes.grad_accum,
+        phases = measure(w.kind, model_for(config, knobs), trl_args(w), shapes.micro_batch, shapes.grad_accum,
                          w.prompt_tokens(), w.seq_len() - w.prompt_tokens(), precision=knobs.precision,
                          checkpointing=knobs.checkpointing == "full")
     phase = max(phases, key=phases.get)
     return make_record(model, config, knobs, shapes, backend, "ok", "cpu", peak_allocated_bytes=phases[phase],
                        phase=phase, detail={"phases": phases})
-
-
-def _trl_fields(knobs: Knobs) -> dict:
-    from planner.export import trl_args
-    from planner.spec import Plan
-
-    return trl_args(Plan.model_construct(workload=knobs.workload))
 
 
 def _watchdog(deadline: float, parent: int, folder: Path | None) -> None:

@@ -33,14 +33,13 @@ def dataset(cfg: dict, knobs: Knobs):
 def run(cfg: dict) -> list[dict]:
     """Train; the metrics TRL logged, one dict per optimizer step."""
     from planner.export import trl_args
-    from planner.spec import Plan
     from recipe import trl_run
     from trainer.model import build_model
 
     knobs = Knobs.model_validate(cfg["knobs"])
     model = build_model(SimpleNamespace(model=cfg["model"], device=cfg["device"], knobs=knobs, seed=cfg["seed"]))
     model.config.use_cache = True       # generation keeps its KV cache
-    fields = trl_args(Plan.model_construct(workload=knobs.workload))
+    fields = trl_args(knobs.workload)
     extra = {"deepspeed": cfg["deepspeed_config"]} if cfg.get("deepspeed_config") else {}
     with tempfile.TemporaryDirectory() as out:
         if knobs.lora_rank == 0:        # TRL builds GRPO's reference model from a folder

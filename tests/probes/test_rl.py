@@ -36,11 +36,10 @@ def _real(w: Workload, mb: int, accum: int, steps: int) -> dict:
     import transformers
 
     from planner import export
-    from planner.spec import Plan
     config = hf_config(TINY)
     config.use_cache = True     # as a checkpoint's config says: generate keeps a KV cache
     model = transformers.AutoModelForCausalLM.from_config(config)
-    fields = export.trl_args(Plan.model_construct(workload=w))
+    fields = export.trl_args(w)
     return real.measure(w.kind, model, fields, mb, accum, PROMPT, COMPLETION, steps=steps)
 
 
@@ -154,17 +153,15 @@ def test_exported_trl_fields_are_what_trl_configs_accept():
     from trl import DPOConfig, GRPOConfig
 
     from planner import export
-    from planner.spec import Plan
 
-    grpo = export.trl_args(Plan.model_construct(workload=Workload(
+    grpo = export.trl_args(Workload(
         kind="grpo", num_generations=4, max_completion_length=256, beta=0.04, generation="vllm-colocate",
-        vllm_gpu_memory_utilization=0.4, steps_per_generation=2)))
+        vllm_gpu_memory_utilization=0.4, steps_per_generation=2))
     cfg = GRPOConfig(output_dir="/tmp/memplan-trl", use_cpu=True, bf16=False, per_device_train_batch_size=2,
                      **grpo)
     assert (cfg.num_generations, cfg.generation_batch_size, cfg.vllm_mode) == (4, 4, "colocate")
     with pytest.raises(ValueError, match="divisible"):    # TRL's own rule, as planner.workload states it
         GRPOConfig(output_dir="/tmp/memplan-trl", use_cpu=True, bf16=False, per_device_train_batch_size=3, **grpo)
     assert Workload(kind="grpo", num_generations=4, steps_per_generation=2).split_error(3, 1, 1)
-    dpo = export.trl_args(Plan.model_construct(workload=Workload(kind="dpo", max_length=2048,
-                                                                 precompute_ref_log_probs=True)))
+    dpo = export.trl_args(Workload(kind="dpo", max_length=2048, precompute_ref_log_probs=True))
     assert DPOConfig(output_dir="/tmp/memplan-trl", use_cpu=True, bf16=False, **dpo).max_length == 2048
