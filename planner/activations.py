@@ -16,6 +16,7 @@ and transformers repeats k/v to all heads, and the mask is materialised), maximu
 """
 from __future__ import annotations
 
+from planner import moe
 from planner.modelspec import TextSpec, VisionSpec
 
 MASK_BYTES_PER_ELEMENT = 1  # transformers builds boolean 4-D masks for SDPA
@@ -53,6 +54,25 @@ def llama_attention_saved_bytes(t: TextSpec, batch: int, seq: int, profile: str)
     return casts + qkvo + lse + bias + qk_norm_saved_bytes(t, tokens, profile) + fused_qkv_view_bytes(t, tokens, profile)
 
 
+def mla_attention_saved_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """DeepSeek's latent attention (transformers modeling_deepseek_v3.py, DeepseekV3Attention): the hidden input
+    (one autocast copy per projection reading it under AMP), the q bottleneck's norm and q_b's input, the kv
+    latent's norm and kv_b's input, q and k built whole at the q/k head size, kv_b's output (v is a view of it,
+    which keeps all of it), SDPA's output and log-sum-exp, and the mask's float bias. v's head size differs
+    from q's, so CUDA runs the memory-efficient kernel (never flash), which saves q, k and v themselves."""
+    _, c = saved_dtype_bytes(profile)
+    m, tokens, heads = t.mla, batch * seq, t.heads
+    norm_profile = "half" if profile == "amp" else profile      # the norms take the projections' half outputs
+    casts = (2 if profile == "amp" else 1) * c * tokens * t.hidden
+    q_path = rmsnorm_saved_bytes(tokens, m.q_lora_rank, norm_profile) + c * tokens * m.q_lora_rank if m.q_lora_rank else 0
+    kv_path = rmsnorm_saved_bytes(tokens, m.kv_lora_rank, norm_profile) + c * tokens * m.kv_lora_rank
+    qk = 2 * c * tokens * heads * m.qk_head_dim
+    kv_b = c * tokens * heads * (m.qk_nope_head_dim + m.v_head_dim)
+    out = c * tokens * heads * m.v_head_dim + 4 * tokens * heads
+    bias = sdpa_bias_saved_bytes(batch, seq, profile) if t.attention == "sdpa" else 0
+    return casts + q_path + kv_path + qk + kv_b + out + bias
+
+
 def fused_qkv_view_bytes(t: TextSpec, tokens: int, profile: str) -> int:
     """Phi-3's fused qkv_proj (transformers modeling_phi3.py): v is a slice of the fused output, and without
     grouped kv heads it reaches SDPA unrepeated, so saving it keeps the whole q+k+v storage alive: q and k's
@@ -65,11 +85,15 @@ def fused_qkv_view_bytes(t: TextSpec, tokens: int, profile: str) -> int:
 
 def qk_norm_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
     """Qwen3's and Gemma-3's q_norm and k_norm (transformers modeling_qwen3.py / modeling_gemma3.py): an RMSNorm
-    over every head of q and of k, saving what the family's other norms save, at the widths of q and k."""
+    over every head of q and of k, saving what the family's other norms save, at the widths of q and k (OLMoE:
+    one norm over all of q and one over all of k, the same widths)."""
     if not t.qk_norm:
         return 0
     width = t.q_dim + t.kv_dim
-    return tokens * width * 8 if t.arch == "gemma2" else rmsnorm_saved_bytes(tokens, width, profile)
+    if t.arch == "gemma2":
+        return tokens * width * 8
+    # under AMP the norms take the projections' half outputs, so they give back half tensors (as under "half")
+    return rmsnorm_saved_bytes(tokens, width, "half" if profile == "amp" else profile)
 
 
 def eager_scores_saved_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
@@ -77,6 +101,8 @@ def eager_scores_saved_bytes(t: TextSpec, batch: int, seq: int, profile: str) ->
     the fp32 softmax output and its cast back to the matmul dtype."""
     _, c = saved_dtype_bytes(profile)
     per_score = 4 + (c if c != 4 else 0) + (c if t.final_logit_softcap else 0)
+    if t.sinks and profile != "amp":    # gpt-oss: softmax in the scores' own dtype, kept for the value matmul
+        per_score = c
     return batch * t.heads * seq * seq * per_score
 
 
@@ -89,13 +115,17 @@ def gated_mlp_saved_bytes(t: TextSpec, tokens: int, profile: str, hidden: int = 
     return casts * c * tokens * h + 4 * c * tokens * i
 
 
-def llama_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
-    """Bytes one Llama/Qwen/Mistral/Gemma-2 decoder layer saves for backward."""
+def llama_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str, routed: bool = True) -> int:
+    """Bytes one Llama/Qwen/Mistral/Gemma-2 decoder layer saves for backward (an MoE model's routed layer, or
+    with routed=False its dense one)."""
     tokens = batch * seq
     norms = (4 if t.arch == "gemma2" else 2)
     norm_bytes = norms * (tokens * t.hidden * 8 if t.arch == "gemma2"
                           else rmsnorm_saved_bytes(tokens, t.hidden, profile))
-    out = llama_attention_saved_bytes(t, batch, seq, profile) + gated_mlp_saved_bytes(t, tokens, profile)
+    mlp = (moe.moe_mlp_saved_bytes(t, tokens, profile) if t.moe and routed
+           else gated_mlp_saved_bytes(t, tokens, profile))
+    attention = (mla_attention_saved_bytes if t.mla else llama_attention_saved_bytes)(t, batch, seq, profile)
+    out = attention + mlp
     if t.attention == "eager":
         out += eager_scores_saved_bytes(t, batch, seq, profile)
     return norm_bytes + out
@@ -119,7 +149,18 @@ def gpt2_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
 
 
 def layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """One decoder layer's saved tensors: the largest kind of layer (an MoE model's routed one)."""
     return (gpt2_layer_bytes if t.arch == "gpt2" else llama_layer_bytes)(t, batch, seq, profile)
+
+
+def layers_bytes(t: TextSpec, count: int, batch: int, seq: int, profile: str) -> int:
+    """`count` decoder layers' saved tensors: all of them exactly when count is the depth; fewer are taken to be
+    the routed ones first (MoE models with dense layers: DeepSeek's first ones), which never understates."""
+    whole = count * layer_bytes(t, batch, seq, profile)
+    if t.moe is None or count <= t.moe.moe_layers:
+        return whole
+    dense = llama_layer_bytes(t, batch, seq, profile, routed=False)
+    return whole - (count - t.moe.moe_layers) * (layer_bytes(t, batch, seq, profile) - dense)
 
 
 def mlp_backward_transient_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
@@ -129,6 +170,8 @@ def mlp_backward_transient_bytes(t: TextSpec, batch: int, seq: int, profile: str
     gradients, net 12 bytes. Measured with the sim probe at vocabulary 256, where this moment is the
     peak (temporaries per token x intermediate: Llama 3c for every profile, GPT-2 12/14/6 bytes for
     fp32/autocast/half)."""
+    if t.moe:
+        return moe.backward_transient_bytes(t, batch * seq, profile)
     _, c = saved_dtype_bytes(profile)
     per = 12 if (t.arch == "gpt2" and profile == "amp") else 2 * c
     return per * batch * seq * t.intermediate
@@ -151,8 +194,9 @@ def final_norm_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
 
 def text_activations_bytes(t: TextSpec, batch: int, seq: int, profile: str, checkpointing: str) -> int:
     """All layers' saved activations at the end of forward (recompute of one layer comes on top)."""
-    per_layer = (checkpointed_layer_bytes if checkpointing == "full" else layer_bytes)(t, batch, seq, profile)
-    return t.layers * per_layer + final_norm_bytes(t, batch, seq, profile)
+    if checkpointing == "full":
+        return t.layers * checkpointed_layer_bytes(t, batch, seq, profile) + final_norm_bytes(t, batch, seq, profile)
+    return layers_bytes(t, t.layers, batch, seq, profile) + final_norm_bytes(t, batch, seq, profile)
 
 
 def logits_loss_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:

@@ -20,7 +20,7 @@ from planner.datafit import DataFit, Scanner, scan_data, token_batches, verdict
 from planner.errors import BadInput
 from planner.lengths import limits as rl_limits
 from planner.memory import Setup
-from planner.modelspec import ModelSpec, from_config, module_name_matches
+from planner.modelspec import ModelSpec, from_config
 from planner.requests import (  # noqa: F401 - the request models, re-exported: every face names them advise.X
     APPROXIMATE_MARGIN,
     DATA_DOC,
@@ -39,6 +39,7 @@ from planner.requests import (  # noqa: F401 - the request models, re-exported: 
     _Result,
 )
 from planner.search import DEFAULT_MARGIN, Space, budget_plan, make_plan, search
+from planner.shapes import module_name_matches
 from planner.spec import (
     LORA_FIELDS,
     MAX_GLOBAL_BATCH,

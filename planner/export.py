@@ -25,7 +25,10 @@ FSDP_WRAP = {"gpt2": ["GPT2Block"], "llama": ["LlamaDecoderLayer"], "gemma2": ["
              "gemma3_text": ["Gemma3DecoderLayer"], "mistral": ["MistralDecoderLayer"], "phi3": ["Phi3DecoderLayer"],
              "qwen2": ["Qwen2DecoderLayer"], "qwen3": ["Qwen3DecoderLayer"],
              "qwen2_5_vl": ["Qwen2_5_VLDecoderLayer", "Qwen2_5_VLVisionBlock"],
-             "internvl": ["InternVLVisionLayer"]}     # + its language model's, by text_config's model_type
+             "internvl": ["InternVLVisionLayer"],     # + its language model's, by text_config's model_type
+             "mixtral": ["MixtralDecoderLayer"], "qwen2_moe": ["Qwen2MoeDecoderLayer"],
+             "qwen3_moe": ["Qwen3MoeDecoderLayer"], "olmoe": ["OlmoeDecoderLayer"], "gpt_oss": ["GptOssDecoderLayer"],
+             "deepseek_v2": ["DeepseekV2DecoderLayer"], "deepseek_v3": ["DeepseekV3DecoderLayer"]}
 HF_FSDP = {"full": "full_shard auto_wrap", "grad-op": "shard_grad_op auto_wrap", "hybrid": "hybrid_shard auto_wrap"}
 HF_ATTENTION = {"flash": "flash_attention_2", "eager": "eager"}
 TRAIN_SCRIPT = "train.py"  # the user's HF-Trainer-style script

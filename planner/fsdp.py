@@ -39,14 +39,13 @@ def reduce_bytes_per_param(k: Knobs) -> int:
 
 
 def layer_params(s) -> int:
-    """Parameters of one decoder layer, the unit every layer is wrapped as."""
-    m = s.model
-    return sum(t.numel for t in m.tensors if t.role == "layer") // m.text.layers
+    """Parameters of one decoder layer, the unit every layer is wrapped as (an MoE model's largest, routed one)."""
+    return s.model.layer_unit_params()
 
 
 def root_params(s) -> int:
     """The root unit: everything outside the decoder layers (embeddings, final norm, head, a vision tower)."""
-    return s.model.params - layer_params(s) * s.model.text.layers
+    return s.model.params - sum(t.numel for t in s.model.tensors if t.role == "layer")
 
 
 def head_params(s) -> int:

@@ -382,6 +382,8 @@ def end_of_backward_temp_bytes(s: Setup) -> int:
     t, rows, width, p = text_shape(s)
     transient = largest_trainable_matrix_params(s) * grad_bytes_per_param(s.knobs)
     layer = act.layer_bytes(t, rows, width, p) + transient + autocast_weight_copy_bytes(s, 1)
+    if t.moe:       # the gate-up output's gradient, beside the experts' weight gradient it makes
+        layer += act.mlp_backward_transient_bytes(t, rows, width, p)
     return (max(layer, tied_embedding_grad_transient_bytes(s)) + gathered_params_bytes(s)
             + fsdp.backward_temp_bytes(s, end=True) + dequantized_bytes(s))
 

@@ -12,16 +12,19 @@ from functools import cached_property
 from math import prod
 
 from planner.errors import BadInput
+from planner.moespec import MOE_FAMILIES, MLASpec, MoESpec, in_moe_block, mla_attention, moe_mlp
+from planner.shapes import ATTENTION_LINEARS, Tensors
+from planner.shapes import checked_size as _checked_size
+from planner.shapes import divides as _divides
+from planner.shapes import linear as _linear
+from planner.shapes import number as _number
+from planner.shapes import size as _get
+from planner.shapes import sub as _sub
 
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3", "qwen2_5_vl",
               "qwen2_5_vl_text", "qwen2_vl", "qwen2_vl_text"}
 GEMMA_NORMS = {"gemma2", "gemma3_text"}   # four RMSNorms a layer, computed in fp32 ((1 + w) * norm(x.float()))
-ATTENTION_LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "attn.c_attn", "attn.c_proj")
 
-
-def module_name_matches(name: str, target: str) -> bool:
-    """A linear's name against a --lora-targets entry, as PEFT matches target_modules: equal, or a dotted suffix."""
-    return name == target or name.endswith("." + target) or target.endswith("." + name)
 
 
 def peft_target_modules(targets: str) -> str | list[str]:
@@ -30,32 +33,7 @@ def peft_target_modules(targets: str) -> str | list[str]:
         return "all-linear"
     return list(ATTENTION_LINEARS) if targets == "attention" else targets.split(",")
 QK_NORM = {"qwen3", "gemma3_text"}        # an RMSNorm over each head of q and k before RoPE
-ALL_FAMILIES = sorted(LLAMA_LIKE | {"gpt2", "internvl"})
-
-
-@dataclass(frozen=True)
-class Tensors:
-    """`count` parameter tensors of one shape. role: embed | layer | head | norm | vision | projector."""
-
-    role: str
-    shape: tuple[int, ...]
-    count: int = 1
-    lora: bool = False  # a decoder linear weight that LoRA ("all-linear") adapts
-    name: str = ""      # a linear's module name in transformers (q_proj, ..., GPT-2's attn.c_proj): LoRA targets
-
-    def adapted(self, targets: str) -> bool:
-        """Whether LoRA with --lora-targets `targets` adapts this weight: all-linear, attention (q/k/v/o), or a
-        comma list of module names matched as PEFT matches them (the name or its dotted suffix)."""
-        if not self.lora:
-            return False
-        if targets == "all-linear":
-            return True
-        names = ATTENTION_LINEARS if targets == "attention" else targets.split(",")
-        return any(module_name_matches(self.name, n) for n in names)
-
-    @property
-    def numel(self) -> int:
-        return prod(self.shape) * self.count
+ALL_FAMILIES = sorted(LLAMA_LIKE | {"gpt2", "internvl"} | set(MOE_FAMILIES))
 
 
 @dataclass(frozen=True)
@@ -76,6 +54,9 @@ class TextSpec:
     dropout: float = 0.0
     qk_norm: bool = False    # Qwen3, Gemma-3: RMSNorm over each head of q and k (q_norm, k_norm) before RoPE
     biases: tuple[bool, bool, bool] = (False, False, False)    # (q/k/v, o, MLP) linears have a bias
+    moe: MoESpec | None = None   # routed MLPs (planner/moespec.py); `intermediate` is then the dense layers' width
+    mla: MLASpec | None = None   # DeepSeek's latent attention (head_dim is then q/k's: nope + rope)
+    sinks: bool = False          # gpt-oss: eager attention with a learned sink logit per head
 
     @property
     def q_dim(self) -> int:
@@ -117,12 +98,36 @@ class ModelSpec:
         return out
 
     def lora_params(self, rank: int, targets: str = "all-linear") -> int:
-        """Adapter parameters of LoRA on the targeted decoder linears: r x (d_in + d_out) per weight (Hu et al. 2021)."""
-        return sum(rank * (t.shape[0] + t.shape[1]) * t.count for t in self.tensors if t.adapted(targets))
+        """Adapter parameters of LoRA on the targeted decoder linears: r x (d_in + d_out) per weight (Hu et al. 2021);
+        PEFT's ParamWrapper gives stacked experts one such pair per expert (lora_A: in -> r*experts)."""
+        return sum(rank * (t.shape[-2] + t.shape[-1]) * prod(t.shape[:-2]) * t.count
+                   for t in self.tensors if t.adapted(targets))
+
+    @cached_property
+    def active_params(self) -> int:
+        """Parameters one token runs through: all of a dense model; an MoE model's routed experts count top-k of
+        each layer's experts (the compute the speed model charges; memory and communication use `params`)."""
+        m = self.text.moe
+        if m is None:
+            return self.params
+        per_expert = 3 * self.text.hidden * m.expert_inter + (2 * m.expert_inter + self.text.hidden if m.bias else 0)
+        idle = (m.experts - m.top_k) * per_expert * m.moe_layers
+        return self.params - idle
 
     def linear_names(self) -> set[str]:
         """The decoder linears' module names (what --lora-targets may list)."""
         return {t.name for t in self.tensors if t.lora}
+
+    def layer_unit_params(self) -> int:
+        """Parameters of the largest decoder layer (FSDP's unit, ZeRO-3's gather): every layer alike in a dense
+        model; an MoE model's routed layer (DeepSeek's first layers are dense and smaller)."""
+        layer = [t for t in self.tensors if t.role == "layer"]
+        L, m = self.text.layers, self.text.moe
+        if m is None or not m.moe_layers:
+            return sum(t.numel for t in layer) // L
+        block = sum(t.numel for t in layer if in_moe_block(t.name))
+        dense = sum(t.numel for t in layer if t.name.startswith("mlp."))
+        return (sum(t.numel for t in layer) - block - dense) // L + block // m.moe_layers
 
     def largest_matrix_params(self) -> int:
         return max(prod(t.shape) for t in self.tensors)
@@ -136,72 +141,9 @@ class ModelSpec:
                 "params_exact": self.exact, "exact": self.exact}
 
 
-# Past these a config describes no trainable model (and the arithmetic stops meaning anything).
-MAX_SIZE = {"hidden": 10**6, "layers": 10**4, "heads": 10**4, "vocab": 10**8, "intermediate": 10**7,
-            "positions": 1 << 24, "other": 10**6}
 # Keys that mean a mixture-of-experts model: counted as dense they would be off by the expert count.
 MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", "num_experts_per_tok",
             "moe_intermediate_size", "n_shared_experts")
-
-
-def _size_kind(key: str) -> str:
-    for kind, words in (("layers", ("layer", "depth")), ("heads", ("head",)), ("vocab", ("vocab",)),
-                        ("intermediate", ("intermediate", "inner")), ("positions", ("position",)),
-                        ("hidden", ("hidden", "embd", "embed_dim", "head_dim"))):
-        if any(w in key for w in words) and not (kind == "heads" and key == "head_dim"):
-            return kind
-    return "other"
-
-
-def _get(cfg: dict, key: str, *alts: str, default=None):
-    """A size from a config: a positive integer (not a bool, float, NaN or string) within MAX_SIZE."""
-    for k in (key, *alts):
-        if k in cfg and cfg[k] is not None:
-            return _checked_size(cfg, k, cfg[k])
-    if default is not None:
-        return default
-    raise BadInput(f"config.json lacks '{key}' (needed for a {cfg.get('model_type', '?')} model)", "model")
-
-
-def _checked_size(cfg: dict, key: str, v):
-    if isinstance(v, (list, tuple, dict)):
-        return v        # shapes such as image_size [448, 448] are checked where they are read
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise BadInput(f"config.json: {key} = {v!r} must be a positive integer", "model")
-    limit = MAX_SIZE[_size_kind(key)]
-    if not 1 <= v <= limit:
-        raise BadInput(f"config.json: {key} = {v} must be an integer from 1 to {limit}", "model")
-    return v
-
-
-def _number(cfg: dict, key: str, default: float, low: float = 0.0, high: float = 1e6) -> float:
-    """A real-valued setting (rates, ratios, caps): a finite number in [low, high]."""
-    v = cfg.get(key)
-    if v is None:
-        return default
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not low <= v <= high:
-        raise BadInput(f"config.json: {key} = {v!r} must be a number from {low:g} to {high:g}", "model")
-    return float(v)
-
-
-def _sub(cfg: dict, key: str, required: bool = True) -> dict:
-    """A nested config (text_config, vision_config): a JSON object."""
-    v = cfg.get(key)
-    if v is None and not required:
-        return {}
-    if not isinstance(v, dict):
-        raise BadInput(f"config.json: {key} must be a JSON object" + (" (missing)" if v is None else ""), "model")
-    return v
-
-
-def _divides(whole: int, whole_key: str, part: int, part_key: str) -> None:
-    if whole % part:
-        raise BadInput(f"config.json: {part_key} = {part} does not divide {whole_key} = {whole}", "model")
-
-
-def _linear(role: str, d_out: int, d_in: int, n: int, bias: bool, lora: bool = False, name: str = "") -> list[Tensors]:
-    out = [Tensors(role, (d_out, d_in), n, lora, name)]
-    return out + [Tensors(role, (d_out,), n)] if bias else out
 
 
 def _llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
@@ -245,6 +187,43 @@ def _llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
                     final_logit_softcap=_number(cfg, "final_logit_softcapping", 0.0) or None if gemma2 else None,
                     dropout=_number(cfg, "attention_dropout", 0.0, high=1.0), qk_norm=model_type in QK_NORM,
                     biases=(qkv_bias, o_bias, mlp_bias))
+    return spec, t
+
+
+def _moe_text(cfg: dict, mt: str) -> tuple[TextSpec, list[Tensors]]:
+    """Mixtral, Qwen1.5/Qwen3-MoE, OLMoE, gpt-oss (grouped-query attention) and DeepSeek-V2/V3 (latent attention)."""
+    h, L, heads = _get(cfg, "hidden_size"), _get(cfg, "num_hidden_layers"), _get(cfg, "num_attention_heads")
+    kv = _get(cfg, "num_key_value_heads", default=heads)
+    _divides(heads, "num_attention_heads", kv, "num_key_value_heads")
+    vocab = _get(cfg, "vocab_size")
+    mla, qk_norm = None, mt in ("qwen3_moe", "olmoe")    # OLMoE: one norm over all of q, one over all of k
+    t: list[Tensors] = [Tensors("embed", (vocab, h))]
+    if mt.startswith("deepseek"):
+        mla, attn = mla_attention(cfg, h, heads, L)
+        hd, kv, bias = mla.qk_head_dim, heads, (False, False, False)
+    else:
+        if cfg.get("head_dim") is None:
+            _divides(h, "hidden_size", heads, "num_attention_heads")
+        hd = _get(cfg, "head_dim", default=h // heads)
+        ab = bool(cfg.get("qkv_bias", True)) if mt == "qwen2_moe" else bool(cfg.get("attention_bias", mt == "gpt_oss"))
+        bias = (ab, ab and mt != "qwen2_moe", False)
+        attn = []
+        for d_out, name in ((heads * hd, "q_proj"), (kv * hd, "k_proj"), (kv * hd, "v_proj")):
+            attn += _linear("layer", d_out, h, L, bias[0], lora=True, name=name)
+        attn += _linear("layer", h, heads * hd, L, bias[1], lora=True, name="o_proj")
+        attn += [Tensors("layer", (hd,), 2 * L)] if mt == "qwen3_moe" else []
+        attn += [Tensors("layer", (heads * hd,), L), Tensors("layer", (kv * hd,), L)] if mt == "olmoe" else []
+        attn += [Tensors("layer", (heads,), L)] if mt == "gpt_oss" else []      # attention sinks
+    moe, mlp = moe_mlp(cfg, mt, h, L)
+    t += attn + mlp + [Tensors("layer", (h,), 2 * L), Tensors("norm", (h,))]
+    tied = bool(cfg.get("tie_word_embeddings", False))
+    if not tied:
+        t.append(Tensors("head", (vocab, h)))
+    spec = TextSpec(hidden=h, layers=L, heads=heads, kv_heads=kv, head_dim=hd, intermediate=_get(cfg, "intermediate_size"),
+                    vocab=vocab, tied=tied, arch="llama", max_positions=_get(cfg, "max_position_embeddings", default=0),
+                    attention="eager" if mt == "gpt_oss" else "sdpa",      # gpt-oss: _supports_sdpa = False (sinks)
+                    dropout=_number(cfg, "attention_dropout", 0.0, high=1.0), qk_norm=qk_norm, biases=bias,
+                    moe=moe, mla=mla, sinks=mt == "gpt_oss")
     return spec, t
 
 
@@ -309,21 +288,26 @@ def _internvl_vision(cfg: dict, v: dict, text_hidden: int) -> tuple[VisionSpec, 
 
 
 def _refuse_experts(cfg: dict, mt: str) -> None:
-    """A mixture-of-experts config is refused until MoE is counted (it would be priced as one dense expert)."""
+    """A mixture-of-experts config of a family memplan does not read (moespec.MOE_FAMILIES) is refused: counted
+    as dense it would be priced as one expert."""
     for part in (cfg, cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else {}):
         found = [k for k in MOE_KEYS if part.get(k) not in (None, 0, 1, False)]
         if found or "moe" in str(part.get("model_type", mt)).lower():
             raise BadInput(f"config.json: model_type {part.get('model_type', mt)!r} is a mixture-of-experts model "
-                           f"({', '.join(found) or 'moe'}); memplan does not count experts yet, and counting it as a "
-                           "dense model would understate its memory several times over", "model")
+                           f"({', '.join(found) or 'moe'}) of a family memplan does not count (MoE families: "
+                           f"{', '.join(MOE_FAMILIES)}); counting it as a dense model would understate its memory "
+                           "several times over", "model")
 
 
 def _from_config(cfg: dict, name: str) -> ModelSpec:
     if not isinstance(cfg, dict):
         raise BadInput(f"config for {name!r} is not a JSON object", "model")
     mt = str(cfg.get("model_type", ""))
-    _refuse_experts(cfg, mt)
     vision, vt = None, []
+    if mt in MOE_FAMILIES:
+        text, t = _moe_text(cfg, mt)
+        return ModelSpec(name, mt, text, tuple(t), None, exact=True, config=cfg)
+    _refuse_experts(cfg, mt)
     if mt == "gpt2":
         text, t = _gpt2_text(cfg)
     elif mt == "internvl":

@@ -102,14 +102,14 @@ def text_activations_bytes(t: TextSpec, k: Knobs, batch: int, seq: int, profile:
         return 0
     n = checkpointed_layers(k, t.layers)
     kept = (selective_layer_bytes if k.checkpointing == "selective-op" else act.checkpointed_layer_bytes)
-    return (n * kept(t, batch, seq, profile) + (t.layers - n) * act.layer_bytes(t, batch, seq, profile)
+    return (n * kept(t, batch, seq, profile) + act.layers_bytes(t, t.layers - n, batch, seq, profile)
             + act.final_norm_bytes(t, batch, seq, profile))
 
 
 def host_activation_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
     """--checkpointing offload: every saved activation lives in pinned host memory until its backward
     (torch.autograd.graph.save_on_cpu; parameters stay, as torchtune's OffloadActivations keeps them)."""
-    return t.layers * act.layer_bytes(t, batch, seq, profile) + act.final_norm_bytes(t, batch, seq, profile)
+    return act.layers_bytes(t, t.layers, batch, seq, profile) + act.final_norm_bytes(t, batch, seq, profile)
 
 
 def fused_chunk_tokens(tokens: int, t: TextSpec) -> int:

@@ -20,6 +20,7 @@ Differences between the traced CPU code paths and CUDA's, and what the trace doe
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from probes.step import Case, build_model, inputs, train_steps
@@ -61,7 +62,7 @@ def trace(case: Case, layers: int, paths: str = "cuda") -> Trace:
 
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     model = fake_model(case, layers, mode, paths)
-    with mode:
+    with mode, fake_grouped_mm():
         vocab = model.get_input_embeddings().num_embeddings
         batch = inputs(case, vocab)
         tracker = LiveBytes()
@@ -70,6 +71,27 @@ def trace(case: Case, layers: int, paths: str = "cuda") -> Trace:
             modules = train_steps(case, model, tracker, batch, paths=paths, n_layers=layers)
     segs = {k: (v[0], tracker.by_category(v[1])) for k, v in tracker.segments.items()}
     return Trace(layers, segs, modules)
+
+
+@contextmanager
+def fake_grouped_mm():
+    """MoE experts (transformers' grouped_mm dispatch) on fake tensors: torch's fake kernel for aten._grouped_mm
+    takes bf16 only (it copies the CUDA kernel's old checks), while the real CPU and CUDA kernels also take fp32.
+    Other dtypes go through transformers' own `grouped_mm_fallback` op, which allocates the same output and saves
+    the same input and weight for backward (transformers/integrations/moe.py)."""
+    try:
+        from transformers.integrations import moe
+    except ImportError:
+        yield
+        return
+    import torch
+
+    real = moe._can_use_grouped_mm
+    moe._can_use_grouped_mm = lambda input, weight, offs: weight.dtype == torch.bfloat16 and real(input, weight, offs)
+    try:
+        yield
+    finally:
+        moe._can_use_grouped_mm = real
 
 
 def fake_model(case: Case, layers: int, mode, paths: str = "cuda"):

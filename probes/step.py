@@ -274,6 +274,25 @@ def _loss(model, batch: dict, k: Knobs):
     return recipe_knobs.loss_sum(model, inputs, batch["labels"], k) / (batch["labels"] != -100).sum()
 
 
+def _mem_efficient_sdpa(q, k, v, mask, is_causal: bool, scale):
+    """SDPA as CUDA runs it when v's head size differs from q's and k's (DeepSeek's latent attention: 192 and
+    128): flash needs equal sizes, so CUDA picks the memory-efficient kernel, which saves q, k, v, the float
+    bias made from a boolean mask, the output and its log-sum-exp. CPU would fall back to the math kernel and
+    save the s x s probabilities, which no CUDA run keeps (the sim's CUDA paths)."""
+    from torch.overrides import _get_current_function_mode_stack
+
+    for mode in _get_current_function_mode_stack():       # the aten op is below the autocast replay: cast here
+        if isinstance(mode, CudaAutocast):
+            q, k, v = (x.to(mode.dtype) if x.dtype == torch.float32 else x for x in (q, k, v))
+    if mask is not None and mask.dtype == torch.bool:       # aten attention.cpp, convert_boolean_attn_mask
+        mask = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill(~mask, float("-inf"))
+    if mask is not None:
+        mask = mask.expand(q.shape[0], q.shape[1], q.shape[2], k.shape[2])
+    out = torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, mask, True, 0.0, is_causal and mask is None,
+                                                                 scale=scale)
+    return out[0]
+
+
 class _NoSdpaDropout:
     """CUDA's memory-efficient SDPA kernel keeps no dropout mask (it regenerates it from the Philox
     seed in backward); CPU falls back to the math kernel, which saves one. Trace with p = 0. LoRA's dropout
@@ -289,6 +308,10 @@ class _NoSdpaDropout:
 
         def sdpa(*a, **kw):
             kw["dropout_p"] = 0.0
+            q, k, v = a[:3]
+            if q.shape[-1] != v.shape[-1] and q.shape[-1] == k.shape[-1]:
+                return _mem_efficient_sdpa(q, k, v, kw.get("attn_mask", a[3] if len(a) > 3 else None),
+                                           kw.get("is_causal", False), kw.get("scale"))
             return self._orig(*a, **kw)
 
         drop = self._drop

@@ -12,15 +12,25 @@ REQUIRED = ["gpt2", "gpt2-medium", "llama-2-7b", "llama-2-13b", "llama-2-70b", "
             "mistral-7b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-3b", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b",
             "qwen2.5-72b", "gemma-2-2b", "gemma-2-9b", "qwen2.5-vl-3b", "qwen2.5-vl-7b", "qwen2.5-vl-72b",
             "internvl3-8b", "internvl2.5-8b", "debug-llama", "debug-gpt2"]
+MOE = ["mixtral-8x7b", "qwen1.5-moe-a2.7b", "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v2-lite", "deepseek-v3",
+       "olmoe-1b-7b", "gpt-oss-20b", "debug-moe"]
 
 # Published totals (model cards / safetensors metadata); they pin the stored config values.
 PUBLISHED = {"gpt2": 124_439_808, "llama-2-7b": 6_738_415_616, "llama-3.1-8b": 8_030_261_248,
              "mistral-7b": 7_241_732_096, "qwen2.5-0.5b": 494_032_768, "qwen2.5-7b": 7_615_616_512,
-             "gemma-2-9b": 9_241_705_984, "qwen2.5-vl-7b": 8_292_166_656, "llama-3.2-1b": 1_235_814_400}
+             "gemma-2-9b": 9_241_705_984, "qwen2.5-vl-7b": 8_292_166_656, "llama-3.2-1b": 1_235_814_400,
+             # mixture-of-experts totals (safetensors metadata of each model's Hugging Face repository)
+             "mixtral-8x7b": 46_702_792_704, "qwen1.5-moe-a2.7b": 14_315_784_192, "qwen3-30b-a3b": 30_532_122_624,
+             "qwen3-235b-a22b": 235_093_634_560, "deepseek-v2-lite": 15_706_484_224, "olmoe-1b-7b": 6_919_161_856,
+             "gpt-oss-20b": 20_914_757_184}
+# Active parameters per token as the model cards round them (billions); gpt-oss's card counts one of its
+# embedding and unembedding (3.6B + 0.58B), DeepSeek's their 2.4B / 37B without embeddings.
+ACTIVE = {"mixtral-8x7b": 12.9, "qwen1.5-moe-a2.7b": 2.7, "qwen3-30b-a3b": 3.3, "qwen3-235b-a22b": 22.2,
+          "olmoe-1b-7b": 1.3, "gpt-oss-20b": 3.6 + 0.58}
 
 
 def test_catalog_has_required_models():
-    assert set(REQUIRED) <= set(catalog.model_names())
+    assert set(REQUIRED + MOE) <= set(catalog.model_names())
     assert len(catalog.model_names()) >= 22
     assert sum(catalog.load_model(n).vision is not None for n in catalog.model_names()) >= 2
 
@@ -30,8 +40,18 @@ def test_published_parameter_counts(name):
     assert catalog.load_model(name).params == PUBLISHED[name]
 
 
+@pytest.mark.parametrize("name", sorted(ACTIVE))
+def test_active_parameters_match_the_model_cards(name):
+    assert catalog.load_model(name).active_params / 1e9 == pytest.approx(ACTIVE[name], rel=0.02)   # cards round to 0.1B
+
+
+def test_dense_models_are_all_active():
+    m = catalog.load_model("llama-3.1-8b")
+    assert m.active_params == m.params and m.text.moe is None
+
+
 def test_debug_presets_are_small():
-    for name in ("debug-llama", "debug-gpt2"):
+    for name in ("debug-llama", "debug-gpt2", "debug-moe"):
         assert 1e6 < catalog.load_model(name).params < 2e7
 
 

@@ -52,9 +52,13 @@ def _config(tmp_path, **changes):
     ({"num_attention_heads": 30}, "num_attention_heads = 30 does not divide hidden_size = 4096"),
     ({"vocab_size": None}, "config.json lacks 'vocab_size'"),
     ({"vocab_size": "32000"}, "vocab_size = '32000' must be a positive integer"),
-    ({"model_type": "mixtral", "num_local_experts": 8, "num_experts_per_tok": 2}, "is a mixture-of-experts model"),
-    ({"model_type": "qwen3_moe", "num_experts": 128}, "is a mixture-of-experts model"),
-    ({"model_type": "deepseek_v3", "n_routed_experts": 256}, "is a mixture-of-experts model"),
+    ({"model_type": "jetmoe", "num_local_experts": 8, "num_experts_per_tok": 2}, "is a mixture-of-experts model"),
+    ({"model_type": "llama", "num_experts": 128}, "of a family memplan does not count (MoE families: deepseek_v2"),
+    ({"model_type": "granitemoe", "num_local_experts": 8}, "is a mixture-of-experts model"),
+    ({"model_type": "mixtral", "num_local_experts": 8, "num_experts_per_tok": 9}, "num_experts_per_tok = 9 exceeds"),
+    ({"model_type": "qwen3_moe", "num_experts": 8, "num_experts_per_tok": 2, "mlp_only_layers": "all"},
+     "mlp_only_layers must be a list"),
+    ({"model_type": "mixtral", "num_local_experts": 0, "num_experts_per_tok": 2}, "num_local_experts = 0 must be"),
 ])
 def test_config_json_that_cannot_be_counted_is_refused_in_one_line(tmp_path, changes, needle):
     """Issue 12: these gave negative GiB with exit 0 (-4096), were read as 1 (true), raised tracebacks

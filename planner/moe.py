@@ -1,0 +1,103 @@
+"""Memory and communication terms of routed (mixture-of-experts) layers, per rank.
+
+What a routed layer saves for backward follows transformers 5.23's modules (models/*/modeling_*.py, the
+`*TopKRouter` classes, and integrations/moe.py's `grouped_mm_experts_forward`, the dispatch every MoE family
+uses by default): the router's input, its fp32 softmax and top-k indices; then every (token, expert) pair,
+`tokens x top_k` of them, gathered, run through the experts' gate-up and down projections and weighted. The
+total over experts does not depend on how tokens are spread across them, so on one rank the routing's
+balance changes nothing saved. It matters where the experts are split across ranks (expert parallelism):
+the rank holding the busiest experts receives `imbalance` times its fair share of the pairs, and that
+rank's memory is the plan's (`--expert-imbalance`, default 2.0). The eager dispatch (a loop over experts)
+holds one expert's intermediate at a time, sized by the busiest expert.
+
+`grouped_mm` is not autocast-enabled: transformers casts the input to the weights' dtype, so under torch AMP
+(fp32 weights) the experts run and save in fp32.
+"""
+from __future__ import annotations
+
+from math import ceil
+
+from planner.modelspec import TextSpec
+from planner.moespec import MoESpec
+
+DEFAULT_IMBALANCE = 2.0
+INDEX_BYTES = 8     # int64 indices (topk, sort permutation, gathers)
+
+
+def matmul_dtype_bytes(profile: str) -> int:
+    """The matmul dtype's bytes under a profile (activations.saved_dtype_bytes' second value; activations reads
+    this module, so it is not imported back)."""
+    return 4 if profile == "fp32" else 2
+
+
+def routed_pairs(tokens: int, m: MoESpec) -> int:
+    """(token, expert) pairs a routed layer processes: every token goes to top_k experts."""
+    return tokens * m.top_k
+
+
+def busiest_expert_tokens(tokens: int, m: MoESpec, imbalance: float) -> int:
+    """Tokens the busiest expert receives: `imbalance` x the fair share tokens x top_k / experts, at most every
+    token once (a token picks an expert at most once)."""
+    return min(tokens, ceil(imbalance * routed_pairs(tokens, m) / m.experts))
+
+
+def expert_dtype_bytes(profile: str, m: MoESpec) -> int:
+    """Bytes per element the experts compute and save in: grouped_mm runs in the weights' dtype (fp32 under
+    torch AMP); the eager loop's F.linear is autocast (the matmul dtype)."""
+    return matmul_dtype_bytes(profile) if m.dispatch == "eager" else (4 if profile in ("amp", "fp32") else 2)
+
+
+def router_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
+    """The router (`*TopKRouter`): its linear's input (the post-attention norm's output; autocast's copy under
+    AMP; DeepSeek's fp32 copy), the fp32 softmax output, the top-k indices, and the renormalisation's operands
+    (fp32)."""
+    m = t.moe
+    c = 4 if m.router_fp32 else matmul_dtype_bytes(profile)
+    return c * tokens * t.hidden + 4 * tokens * m.experts + (INDEX_BYTES + 4) * tokens * m.top_k + 4 * tokens
+
+
+def experts_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
+    """The experts over all pairs: the gathered input, the gate-up output (silu and the product keep it), the
+    activation, the down projection's input and output (the routing weight's product saves it), plus the
+    fp32 routing weights and three int64 index tensors (gather, permutation, inverse permutation)."""
+    m = t.moe
+    e, s = expert_dtype_bytes(profile, m), routed_pairs(tokens, m)
+    return e * s * (2 * t.hidden + gate_saved_widths(m) * m.expert_inter) + (4 + 3 * INDEX_BYTES) * s
+
+
+def gate_saved_widths(m: MoESpec) -> int:
+    """Tensors of the expert width each pair saves between the two projections: the gate-up output (two
+    widths, its halves are views), silu(gate) and the down projection's input; gpt-oss's clamped SwiGLU
+    (GptOssExperts._apply_gate: clamp, sigmoid(alpha * gate), their product, up + 1) saves four in place of
+    silu's one."""
+    return 7 if m.bias else 4
+
+
+def shared_expert_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
+    """Shared experts run as a dense gated MLP on every token (their input is the router's, a separate autocast
+    copy per linear under AMP; the norm's half output itself where DeepSeek's router saved an fp32 copy instead);
+    Qwen1.5-MoE's sigmoid gate adds its input copy, output and the product's operand."""
+    m = t.moe
+    if not m.shared_inter:
+        return 0
+    c = matmul_dtype_bytes(profile)
+    casts = 2 if profile == "amp" else int(m.router_fp32 and profile == "half")
+    out = casts * c * tokens * t.hidden + 4 * c * tokens * m.shared_inter
+    if m.shared_gate:
+        out += (c if profile == "amp" else 0) * tokens * t.hidden + c * tokens * t.hidden + 2 * c * tokens
+    return out
+
+
+def moe_mlp_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
+    """Everything a routed MLP block saves for backward."""
+    return (router_saved_bytes(t, tokens, profile) + experts_saved_bytes(t, tokens, profile)
+            + shared_expert_saved_bytes(t, tokens, profile))
+
+
+def backward_transient_bytes(t: TextSpec, tokens: int, profile: str) -> int:
+    """Inside a routed layer's backward, at the experts: the gradient of the gate-up output (every pair, both
+    halves) is live beside the tensors the layer saved, while grouped_mm turns it into the gate-up weight's
+    gradient (sim probe, Mixtral cut to 4 layers and 4 experts, bf16, full checkpointing, 8 x 4,096 tokens:
+    3.4 GiB above the saved tensors and the weight gradient at that moment; this term gives 3.5)."""
+    m = t.moe
+    return expert_dtype_bytes(profile, m) * routed_pairs(tokens, m) * 2 * m.expert_inter

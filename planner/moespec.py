@@ -1,0 +1,134 @@
+"""Mixture-of-experts and multi-head latent attention shapes, read from a config.json the way transformers 5.23
+builds the modules (models/<family>/modeling_<family>.py), without torch.
+
+Every family here stores a layer's routed experts as two stacked parameters, `experts.gate_up_proj`
+(experts x 2*inter x hidden) and `experts.down_proj` (experts x hidden x inter) (gpt-oss: transposed, with
+biases), beside a router weight (experts x hidden). Some layers are dense: DeepSeek's first
+`first_k_dense_replace`, Qwen-MoE's `mlp_only_layers` and those off `decoder_sparse_step`. Shared experts
+(Qwen1.5-MoE's gated `shared_expert`, DeepSeek's `shared_experts`) are plain gated MLPs that every token runs.
+
+Dispatch: each family's experts class is decorated with `@use_experts_implementation`, and transformers
+5.23 picks "grouped_mm" (one sort of the token-expert pairs, then `torch.nn.functional.grouped_mm` over
+them) unless the device cannot dispatch it, then "eager" (a Python loop over the experts hit).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.errors import BadInput
+from planner.shapes import Tensors, linear, number, size
+
+MOE_FAMILIES = ("deepseek_v2", "deepseek_v3", "gpt_oss", "mixtral", "olmoe", "qwen2_moe", "qwen3_moe")
+DISPATCH = {f: "grouped_mm" for f in MOE_FAMILIES}   # transformers 5.23: get_correct_experts_implementation
+
+
+@dataclass(frozen=True)
+class MoESpec:
+    experts: int            # routed experts in an MoE layer
+    top_k: int              # experts each token is routed to
+    expert_inter: int       # one routed expert's intermediate width
+    moe_layers: int         # decoder layers whose MLP is routed; the others run a dense MLP of `intermediate`
+    shared_inter: int = 0   # width of the shared expert(s) every token also runs (0: none)
+    shared_gate: bool = False   # Qwen1.5-MoE: sigmoid(Linear(hidden, 1)) scales the shared expert
+    bias: bool = False      # gpt-oss: router and expert biases; its own clamped SwiGLU
+    aux_loss_coef: float = 0.0  # router_aux_loss_coef, added to the loss only when output_router_logits
+    router_fp32: bool = False   # DeepSeek: the router casts its input and weight to fp32
+    dispatch: str = "grouped_mm"
+
+    def active_expert_params_per_layer(self, hidden: int) -> int:
+        """Expert weights one token runs in an MoE layer: top-k routed experts and the shared one."""
+        return 3 * hidden * (self.top_k * self.expert_inter + self.shared_inter)
+
+
+@dataclass(frozen=True)
+class MLASpec:
+    """DeepSeek's multi-head latent attention (DeepSeek-V2 paper, section 2.1; modeling_deepseek_v2.py)."""
+    q_lora_rank: int        # 0: q_proj straight from the hidden size (DeepSeek-V2-Lite)
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+    @property
+    def qk_head_dim(self) -> int:
+        return self.qk_nope_head_dim + self.qk_rope_head_dim
+
+
+def _layer_kinds(cfg: dict, mt: str, layers: int) -> list[bool]:
+    """Which decoder layers are routed (True) in transformers' construction order."""
+    if mt in ("deepseek_v2", "deepseek_v3"):
+        first = size(cfg, "first_k_dense_replace", default=0) if cfg.get("first_k_dense_replace") else 0
+        return [i >= first for i in range(layers)]
+    if mt in ("qwen2_moe", "qwen3_moe"):
+        step = size(cfg, "decoder_sparse_step", default=1)
+        dense = cfg.get("mlp_only_layers") or []
+        if not isinstance(dense, list) or not all(isinstance(i, int) for i in dense):
+            raise BadInput("config.json: mlp_only_layers must be a list of layer indices", "model")
+        return [i not in dense and (i + 1) % step == 0 for i in range(layers)]
+    return [True] * layers
+
+
+def moe_mlp(cfg: dict, mt: str, hidden: int, layers: int) -> tuple[MoESpec, list[Tensors]]:
+    """The routed MLP's spec and tensors, and the dense layers' MLP tensors (gate/up/down of intermediate_size)."""
+    kinds = _layer_kinds(cfg, mt, layers)
+    n_moe, n_dense = sum(kinds), layers - sum(kinds)
+    e = size(cfg, "num_local_experts", "num_experts", "n_routed_experts")    # transformers' attribute_map aliases
+    k = size(cfg, "num_experts_per_tok", "experts_per_token")
+    if k > e:
+        raise BadInput(f"config.json: num_experts_per_tok = {k} exceeds the {e} experts", "model")
+    inter = size(cfg, "intermediate_size")
+    ie = inter if mt in ("mixtral", "olmoe", "gpt_oss") else size(cfg, "moe_intermediate_size")
+    shared, gate = 0, False
+    if mt == "qwen2_moe":
+        shared, gate = size(cfg, "shared_expert_intermediate_size"), True
+    elif mt.startswith("deepseek") and cfg.get("n_shared_experts"):
+        shared = ie * size(cfg, "n_shared_experts")
+    bias = mt == "gpt_oss"
+    t = [Tensors("layer", (e, hidden), n_moe, name="router.weight")]     # not an nn.Linear: LoRA never adapts it
+    if bias:
+        t += [Tensors("layer", (e,), n_moe, name="router.bias"),
+              Tensors("layer", (e, hidden, 2 * ie), n_moe, True, "experts.gate_up_proj"),
+              Tensors("layer", (e, 2 * ie), n_moe, name="experts.gate_up_proj_bias"),
+              Tensors("layer", (e, ie, hidden), n_moe, True, "experts.down_proj"),
+              Tensors("layer", (e, hidden), n_moe, name="experts.down_proj_bias")]
+    else:
+        t += [Tensors("layer", (e, 2 * ie, hidden), n_moe, True, "experts.gate_up_proj"),
+              Tensors("layer", (e, hidden, ie), n_moe, True, "experts.down_proj")]
+    mlp_bias = bool(cfg.get("mlp_bias", False)) and mt == "deepseek_v2"
+    prefix = "shared_expert" if mt == "qwen2_moe" else "shared_experts"
+    for width, n, pre in ((shared, n_moe, prefix + "."), (inter, n_dense, "mlp.")):
+        if width and n:
+            t += linear("layer", width, hidden, n, mlp_bias, True, pre + "gate_proj")
+            t += linear("layer", width, hidden, n, mlp_bias, True, pre + "up_proj")
+            t += linear("layer", hidden, width, n, mlp_bias, True, pre + "down_proj")
+    if gate and n_moe:
+        t += [Tensors("layer", (1, hidden), n_moe, True, "shared_expert_gate")]
+    aux = number(cfg, "router_aux_loss_coef", 0.0) if cfg.get("output_router_logits") else 0.0
+    return MoESpec(e, k, ie, n_moe, shared, gate, bias, aux, mt.startswith("deepseek"), DISPATCH[mt]), t
+
+
+def mla_attention(cfg: dict, hidden: int, heads: int, layers: int) -> tuple[MLASpec, list[Tensors]]:
+    """DeepSeek-V2/V3 attention: q through an optional low-rank bottleneck, k and v from a shared latent."""
+    q_rank = size(cfg, "q_lora_rank") if cfg.get("q_lora_rank") else 0
+    spec = MLASpec(q_rank, size(cfg, "kv_lora_rank"), size(cfg, "qk_nope_head_dim"), size(cfg, "qk_rope_head_dim"),
+                   size(cfg, "v_head_dim"))
+    bias, L = bool(cfg.get("attention_bias", False)), layers
+    if q_rank:
+        t = linear("layer", q_rank, hidden, L, bias, True, "q_a_proj") + [Tensors("layer", (q_rank,), L)]
+        t += linear("layer", heads * spec.qk_head_dim, q_rank, L, False, True, "q_b_proj")
+    else:
+        t = linear("layer", heads * spec.qk_head_dim, hidden, L, False, True, "q_proj")
+    t += linear("layer", spec.kv_lora_rank + spec.qk_rope_head_dim, hidden, L, bias, True, "kv_a_proj_with_mqa")
+    t += [Tensors("layer", (spec.kv_lora_rank,), L)]
+    t += linear("layer", heads * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank, L, False, True,
+                "kv_b_proj")
+    t += linear("layer", hidden, heads * spec.v_head_dim, L, bias, True, "o_proj")
+    return spec, t
+
+
+MOE_BLOCK = ("router", "experts", "shared_expert", "shared_experts", "shared_expert_gate")
+
+
+def in_moe_block(name: str) -> bool:
+    """Whether a tensor (by its module name) belongs to a routed layer's MLP block."""
+    return name.split(".")[0] in MOE_BLOCK
