@@ -14,6 +14,7 @@ sim at p95). Offload on CPU copies saved tensors to the same memory the tracker 
 comparable and is left out.
 
     python benchmarks/accuracy.py --out benchmarks/results/accuracy.json
+    python benchmarks/accuracy.py --moe --out benchmarks/results/accuracy-moe.json   (mixture-of-experts rows)
 """
 from __future__ import annotations
 
@@ -88,11 +89,42 @@ RECIPE_GRID = [
 ]
 
 
+# Mixture-of-experts rows (issue 18, --moe): the debug-moe preset (Qwen3-MoE, 8 experts, top-2) and tiny members
+# of the other routed families: DeepSeek-V2 (latent attention, a dense first layer, shared experts), Mixtral and
+# gpt-oss (eager attention with sinks, clamped SwiGLU, biases). Real CPU steps route for real.
+MOE_TINY = {
+    "deepseek-tiny": {"model_type": "deepseek_v2", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 4,
+                      "num_attention_heads": 8, "num_key_value_heads": 8, "n_routed_experts": 8, "n_shared_experts": 1,
+                      "num_experts_per_tok": 2, "moe_intermediate_size": 128, "first_k_dense_replace": 1,
+                      "q_lora_rank": None, "kv_lora_rank": 64, "qk_nope_head_dim": 32, "qk_rope_head_dim": 16,
+                      "v_head_dim": 32, "vocab_size": 8192, "max_position_embeddings": 4096, "topk_method": "greedy"},
+    "mixtral-tiny": {"model_type": "mixtral", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 4,
+                     "num_attention_heads": 8, "num_key_value_heads": 4, "num_local_experts": 4,
+                     "num_experts_per_tok": 2, "vocab_size": 8192, "max_position_embeddings": 4096},
+    "gpt-oss-tiny": {"model_type": "gpt_oss", "hidden_size": 256, "intermediate_size": 256, "num_hidden_layers": 4,
+                     "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 32, "num_local_experts": 8,
+                     "num_experts_per_tok": 2, "vocab_size": 8192, "max_position_embeddings": 4096,
+                     "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention"] * 2},
+}
+MOE_GRID = [
+    ("debug-moe", "fp32", "off", 2, 512), ("debug-moe", "fp32", "full", 4, 1024),
+    ("debug-moe", "bf16", "off", 4, 512), ("debug-moe", "bf16", "full", 2, 2048),
+    ("debug-moe", "bf16-pure", "off", 2, 1024), ("debug-moe", "bf16-pure", "full", 8, 512),
+    ("debug-moe-v256", "fp32", "full", 4, 1024), ("debug-moe-v256", "bf16", "off", 2, 1024),
+    ("deepseek-tiny", "fp32", "off", 2, 512), ("deepseek-tiny", "bf16-pure", "off", 2, 1024),
+    ("deepseek-tiny", "bf16", "full", 2, 1024),
+    ("mixtral-tiny", "fp32", "off", 2, 1024), ("mixtral-tiny", "bf16", "full", 4, 512),
+    ("gpt-oss-tiny", "fp32", "off", 2, 512), ("gpt-oss-tiny", "bf16-pure", "off", 2, 512),
+]
+
+
 def config(arch: str) -> dict:
     from planner.catalog import model_config
 
     if arch == "qwen-tiny-tied":
         return dict(QWEN_TINY)
+    if arch in MOE_TINY:
+        return {"rms_norm_eps": 1e-6, "hidden_act": "silu", "tie_word_embeddings": False, **MOE_TINY[arch]}
     if arch.endswith("-v256"):
         return dict(model_config(arch.removesuffix("-v256")), vocab_size=256)
     return model_config(arch)
@@ -104,6 +136,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--recipes-only", action="store_true", help="only the recipe-knob rows")
     ap.add_argument("--rl", action="store_true", help="the GRPO and DPO rows, phase by phase (accuracy_rl.py)")
+    ap.add_argument("--moe", action="store_true", help="only the mixture-of-experts rows (MOE_GRID)")
     args = ap.parse_args()
     if args.rl:
         return rl_main(args.out)
@@ -115,8 +148,11 @@ def main() -> None:
     from probes.step import Case
 
     grid = [] if args.recipes_only else [(a, p, {"checkpointing": c}, mb, s) for a, p, c, mb, s in GRID]
+    todo = grid + RECIPE_GRID
+    if args.moe:
+        todo = [(a, p, {"checkpointing": c}, mb, s) for a, p, c, mb, s in MOE_GRID]
     rows = []
-    for arch, prec, kw, mb, seq in (grid + RECIPE_GRID)[: args.limit]:
+    for arch, prec, kw, mb, seq in todo[: args.limit]:
         cfg = config(arch)
         knobs = Knobs.make(precision=prec, **kw)
         case = Case(cfg, knobs, mb, 1, seq)

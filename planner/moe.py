@@ -95,9 +95,10 @@ def moe_mlp_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
 
 
 def backward_transient_bytes(t: TextSpec, tokens: int, profile: str) -> int:
-    """Inside a routed layer's backward, at the experts: the gradient of the gate-up output (every pair, both
-    halves) is live beside the tensors the layer saved, while grouped_mm turns it into the gate-up weight's
-    gradient (sim probe, Mixtral cut to 4 layers and 4 experts, bf16, full checkpointing, 8 x 4,096 tokens:
-    3.4 GiB above the saved tensors and the weight gradient at that moment; this term gives 3.5)."""
+    """Inside a routed layer's backward, at the experts' gate-up projection: the gradient of its output (every
+    pair, both halves) is live beside the tensors the layer saved while grouped_mm makes from it the gradient of
+    the gathered input (every pair, hidden wide) and the gate-up weight's gradient (sim probe, Mixtral cut to 4
+    layers and 4 experts, bf16-pure, full checkpointing, 8 x 4,096 tokens: 3.4 GiB above the saved tensors and
+    the weight gradient; debug-moe at vocabulary 256, fp32, full checkpointing, 4 x 1,024 tokens: 24 MiB)."""
     m = t.moe
-    return expert_dtype_bytes(profile, m) * routed_pairs(tokens, m) * 2 * m.expert_inter
+    return expert_dtype_bytes(profile, m) * routed_pairs(tokens, m) * (2 * m.expert_inter + t.hidden)
