@@ -43,6 +43,7 @@ from planner.shapes import module_name_matches
 from planner.spec import (
     LORA_FIELDS,
     MAX_GLOBAL_BATCH,
+    MOE_FIELDS,
     OPTIMIZER_IN_BACKWARD_SPLIT,
     Goal,
     Hardware,
@@ -248,7 +249,7 @@ def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | N
                   offload=list(req.offload), optimizer=req.optimizer, lora_rank=req.lora_rank, fsdp=list(req.fsdp),
                   loss=list(req.loss), attention=list(req.attention), batching=list(req.batching),
                   optimizer_in_backward=req.optimizer_in_backward, lora=lora_knobs(req, model),
-                  workload=req.workload)
+                  workload=req.workload, moe=moe_knobs(req, model, hw))
     if req.workload.kind == "grpo" and req.workload.steps_per_generation is None \
             and req.global_batch % req.workload.num_generations:
         raise BadInput(f"--global-batch {req.global_batch} is not divisible by --num-generations "
@@ -277,7 +278,7 @@ def knobs_of(req: CheckRequest | ProbeRequest, precision: str) -> Knobs:
                       offload=req.offload, optimizer=req.optimizer, lora_rank=req.lora_rank,
                       fsdp=getattr(req, "fsdp", "off"), loss=req.loss, attention=req.attention, batching=req.batching,
                       optimizer_in_backward=req.optimizer_in_backward, workload=req.workload,
-                      **{f: getattr(req, f) for f in LORA_FIELDS})
+                      **{f: getattr(req, f) for f in LORA_FIELDS + MOE_FIELDS if hasattr(req, f)})
 
 
 def lora_knobs(req: Target | ProbeRequest, model: ModelSpec) -> dict:
@@ -290,6 +291,19 @@ def lora_knobs(req: Target | ProbeRequest, model: ModelSpec) -> dict:
             raise BadInput(f"--lora-targets {','.join(bad)}: not a linear of {model.name}; accepted: all-linear, "
                            f"attention, or names among {', '.join(sorted(known))}", "lora_targets")
     return {f: getattr(req, f) for f in LORA_FIELDS}
+
+
+def moe_knobs(req: Target, model: ModelSpec, hw: Hardware) -> dict:
+    """The request's MoE knobs (spec.MOE_FIELDS): expert parallelism needs a routed model whose experts and
+    world size it divides."""
+    n, m = req.expert_parallel, model.text.moe
+    if n > 1:
+        if m is None:
+            raise BadInput(f"--expert-parallel {n}: {model.name} has no experts (a dense model)", "expert_parallel")
+        if m.experts % n or hw.world_size % n:
+            raise BadInput(f"--expert-parallel {n} must divide the {m.experts} experts of {model.name} and the world "
+                           f"size {hw.world_size}", "expert_parallel")
+    return {f: getattr(req, f) for f in MOE_FIELDS}
 
 
 def check_knobs(req: CheckRequest, hw: Hardware) -> Knobs:
@@ -309,6 +323,7 @@ def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None 
     model, hw, goal, fit = resolve(req, req.micro_batch * req.grad_accum * world, resolver, scanner)
     knobs = check_knobs(req, hw)
     lora = lora_knobs(req, model)
+    moe_knobs(req, model, hw)
     if knobs.optimizer_in_backward and (req.grad_accum > 1 or hw.world_size > 1):
         raise BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
     split = req.workload.split_error(req.micro_batch, req.grad_accum, hw.world_size)

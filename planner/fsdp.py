@@ -40,7 +40,8 @@ def reduce_bytes_per_param(k: Knobs) -> int:
 
 def layer_params(s) -> int:
     """Parameters of one decoder layer, the unit every layer is wrapped as (an MoE model's largest, routed one)."""
-    return s.model.layer_unit_params()
+    n = s.knobs.expert_parallel        # each rank's unit holds only its own experts
+    return s.model.layer_unit_params() - s.model.expert_params_per_layer() * (n - 1) // n
 
 
 def root_params(s) -> int:

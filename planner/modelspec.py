@@ -129,6 +129,13 @@ class ModelSpec:
         dense = sum(t.numel for t in layer if t.name.startswith("mlp."))
         return (sum(t.numel for t in layer) - block - dense) // L + block // m.moe_layers
 
+    def expert_params_per_layer(self) -> int:
+        """A routed layer's expert weights (and biases): what expert parallelism splits over its ranks."""
+        m = self.text.moe
+        if m is None or not m.moe_layers:
+            return 0
+        return sum(t.numel for t in self.tensors if t.name.startswith("experts.")) // m.moe_layers
+
     def largest_matrix_params(self) -> int:
         return max(prod(t.shape) for t in self.tensors)
 
@@ -138,7 +145,14 @@ class ModelSpec:
                 "layers": self.text.layers, "hidden_size": self.text.hidden,
                 "vocab_size": self.text.vocab,
                 "vision_params": roles.get("vision", 0) + roles.get("projector", 0),
-                "params_exact": self.exact, "exact": self.exact}
+                "params_exact": self.exact, "exact": self.exact, **self._moe_summary()}
+
+    def _moe_summary(self) -> dict:
+        m = self.text.moe
+        if m is None:
+            return {}
+        return {"active_params": self.active_params, "experts": m.experts, "experts_per_token": m.top_k,
+                "moe_layers": m.moe_layers, "shared_expert_width": m.shared_inter, "experts_dispatch": m.dispatch}
 
 
 # Keys that mean a mixture-of-experts model: counted as dense they would be off by the expert count.

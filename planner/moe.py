@@ -35,6 +35,12 @@ def routed_pairs(tokens: int, m: MoESpec) -> int:
     return tokens * m.top_k
 
 
+def rank_pairs(tokens: int, m: MoESpec) -> int:
+    """Pairs the experts of the busiest rank run: this rank's own without expert parallelism; split over N ranks,
+    the all-to-all brings `load` (the imbalance, at most N) times that many."""
+    return ceil(routed_pairs(tokens, m) * m.load)
+
+
 def busiest_expert_tokens(tokens: int, m: MoESpec, imbalance: float) -> int:
     """Tokens the busiest expert receives: `imbalance` x the fair share tokens x top_k / experts, at most every
     token once (a token picks an expert at most once)."""
@@ -61,7 +67,7 @@ def experts_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
     activation, the down projection's input and output (the routing weight's product saves it), plus the
     fp32 routing weights and three int64 index tensors (gather, permutation, inverse permutation)."""
     m = t.moe
-    e, s = expert_dtype_bytes(profile, m), routed_pairs(tokens, m)
+    e, s = expert_dtype_bytes(profile, m), rank_pairs(tokens, m)
     return e * s * (2 * t.hidden + gate_saved_widths(m) * m.expert_inter) + (4 + 3 * INDEX_BYTES) * s
 
 
@@ -101,4 +107,17 @@ def backward_transient_bytes(t: TextSpec, tokens: int, profile: str) -> int:
     layers and 4 experts, bf16-pure, full checkpointing, 8 x 4,096 tokens: 3.4 GiB above the saved tensors and
     the weight gradient; debug-moe at vocabulary 256, fp32, full checkpointing, 4 x 1,024 tokens: 24 MiB)."""
     m = t.moe
-    return expert_dtype_bytes(profile, m) * routed_pairs(tokens, m) * (2 * m.expert_inter + t.hidden)
+    return expert_dtype_bytes(profile, m) * rank_pairs(tokens, m) * (2 * m.expert_inter + t.hidden)
+
+
+def routing_line(model, k, micro_tokens: int) -> str:
+    """The plan's routing assumptions in one line (check and suggest print it for MoE models)."""
+    m = model.text.moe
+    busiest = busiest_expert_tokens(micro_tokens, m, k.expert_imbalance)
+    where = (f"expert parallel {k.expert_parallel}: the busiest rank's experts run {min(k.expert_imbalance, k.expert_parallel):g}x "
+             "its share of pairs" if k.expert_parallel > 1 else
+             "every rank holds every expert, so under grouped_mm the imbalance moves no memory")
+    return (f"routing: top-{m.top_k} of {m.experts} experts ({m.dispatch} dispatch, transformers 5.23), "
+            f"{model.active_params / 1e9:.1f}B of {model.params / 1e9:.1f}B parameters active per token; imbalance "
+            f"{k.expert_imbalance:g} planned: the busiest expert takes up to {busiest:,} of a micro-batch's "
+            f"{micro_tokens:,} tokens ({where})")

@@ -34,6 +34,8 @@ class MoESpec:
     aux_loss_coef: float = 0.0  # router_aux_loss_coef, added to the loss only when output_router_logits
     router_fp32: bool = False   # DeepSeek: the router casts its input and weight to fp32
     dispatch: str = "grouped_mm"
+    ep: int = 1             # as the knobs run it (recipes.text_spec): ranks the experts are split over
+    load: float = 1.0       # pairs the busiest rank's experts run, over this rank's own (imbalance, at most ep)
 
     def active_expert_params_per_layer(self, hidden: int) -> int:
         """Expert weights one token runs in an MoE layer: top-k routed experts and the shared one."""

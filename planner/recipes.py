@@ -21,7 +21,11 @@ OFFLOAD_MIN_BYTES = 1024     # torchtune's OffloadActivations(min_offload_size=1
 
 def text_spec(t: TextSpec, k: Knobs) -> TextSpec:
     """The text model as the knobs run it: --attention sdpa is the family's default (Gemma-2 stays eager:
-    SDPA cannot softcap), flash and eager are what they say."""
+    SDPA cannot softcap), flash and eager are what they say; with --expert-parallel N the busiest rank's experts
+    run --expert-imbalance times this rank's share of pairs (all N ranks' tokens at most)."""
+    if t.moe is not None and k.expert_parallel > 1:
+        n = k.expert_parallel
+        t = replace(t, moe=replace(t.moe, ep=n, load=min(k.expert_imbalance, float(n))))
     return t if k.attention == "sdpa" else replace(t, attention=k.attention)
 
 

@@ -14,6 +14,7 @@ from planner.spec import (
     CHECKPOINTING,
     FSDP_MODES,
     LORA_TARGETS_PATTERN,
+    MAX_EXPERT_PARALLEL,
     MAX_GLOBAL_BATCH,
     MAX_GPUS_PER_NODE,
     MAX_GRAD_ACCUM,
@@ -83,6 +84,12 @@ class Target(_Request):
         "linears LoRA adapts: all-linear, attention, or a comma list of module names (q_proj,v_proj)"))
     lora_train_embeddings: bool = Field(default=False, description="train the embedding and head beside the adapters")
     lora_dropout: float = Field(default=0.0, ge=0, lt=1)
+    expert_parallel: int = Field(default=1, ge=1, le=MAX_EXPERT_PARALLEL, description=(
+        "MoE models: experts split over this many ranks with all-to-all dispatch (transformers' FSDP2 + "
+        "DistributedConfig ep_size); divides the experts and the world size"))
+    expert_imbalance: float = Field(default=2.0, ge=1.0, le=1024.0, description=(
+        "MoE models: the busiest expert receives this many times its fair share of tokens (the worst case "
+        "planned where experts are split over ranks)"))
     margin: float | None = Field(default=None, ge=0, lt=1, description=(
         f"fraction of the card kept free; default {DEFAULT_MARGIN}, {APPROXIMATE_MARGIN} for a model family "
         "counted approximately"))

@@ -38,6 +38,7 @@ class Space:
     optimizer_in_backward: bool = False
     lora: dict = field(default_factory=dict)    # fixed LoRA knobs (spec.LORA_FIELDS) of every candidate
     workload: Workload = field(default_factory=Workload)
+    moe: dict = field(default_factory=dict)     # fixed MoE knobs (spec.MOE_FIELDS) of every candidate
 
 
 @dataclass
@@ -67,7 +68,8 @@ def families(space: Space, hw: Hardware) -> list[Knobs]:
                                                 space.loss, space.attention, space.batching):
         kw = {"precision": p, "checkpointing": c, "zero_stage": z, "offload": o, "optimizer": space.optimizer,
               "lora_rank": space.lora_rank, "fsdp": f, "loss": loss, "attention": attn, "batching": b,
-              "optimizer_in_backward": space.optimizer_in_backward, "workload": space.workload, **space.lora}
+              "optimizer_in_backward": space.optimizer_in_backward, "workload": space.workload, **space.lora,
+              **space.moe}
         if f == "hybrid" and hw.nodes == 1 or f != "off" and hw.world_size == 1 and o == "none":
             continue    # hybrid is full sharding on one node; one GPU shards nothing (unless it offloads)
         if space.optimizer_in_backward and hw.world_size > 1:

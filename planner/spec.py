@@ -33,7 +33,14 @@ ATTENTIONS: tuple[str, ...] = ("sdpa", "flash", "eager")
 BATCHINGS: tuple[str, ...] = ("padded", "packed")
 # The recipe knobs (planner/recipes.py owns their terms): Knobs fields a Plan carries under the same names
 LORA_FIELDS: tuple[str, ...] = ("quant", "lora_targets", "lora_train_embeddings", "lora_dropout")
-RECIPE_FIELDS: tuple[str, ...] = ("loss", "attention", "batching", "optimizer_in_backward", *LORA_FIELDS, "workload")
+# Mixture-of-experts knobs (planner/moe.py): experts split over N ranks, the busiest expert's share of the tokens
+MOE_FIELDS: tuple[str, ...] = ("expert_parallel", "expert_imbalance")
+RECIPE_FIELDS: tuple[str, ...] = ("loss", "attention", "batching", "optimizer_in_backward", *LORA_FIELDS, "workload",
+                                  *MOE_FIELDS)
+MAX_EXPERT_PARALLEL = 1024
+EXPERT_PARALLEL_NEEDS_FSDP = ("--expert-parallel splits the experts with transformers' own FSDP2 + expert parallelism "
+                              "(DistributedConfig ep_size, torchtitan's layout): it needs --fsdp full, grad-op or "
+                              "hybrid (DeepSpeed's expert parallelism needs its own MoE layers, not transformers')")
 ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
 OFFLOADS: tuple[str, ...] = ("none", "optimizer", "optimizer+params")
 OPTIMIZERS: tuple[str, ...] = ("adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit", "paged-adamw", "paged-adamw-8bit")
@@ -130,10 +137,14 @@ class Knobs(_Frozen):
     lora_train_embeddings: bool = False     # embedding and head trained in full beside the adapters
     lora_dropout: float = Field(default=0.0, ge=0, lt=1)
     workload: Workload = Workload()         # sft, or TRL's DPO / GRPO (planner/workload.py, planner/rl.py)
+    expert_parallel: int = Field(default=1, ge=1, le=MAX_EXPERT_PARALLEL)   # MoE: experts split over N ranks
+    expert_imbalance: float = Field(default=2.0, ge=1.0, le=1024.0)         # MoE: busiest expert / its fair share
 
     @model_validator(mode="after")
     def _combination_rules(self) -> Knobs:
         self._lora_rules()
+        if self.expert_parallel > 1 and self.fsdp == "off":
+            raise BadInput(EXPERT_PARALLEL_NEEDS_FSDP, "expert_parallel")
         check_rl_knobs(self.workload, self.model_dump(include={"checkpointing", "loss", "batching",
                                                                "optimizer_in_backward"}))
         if self.optimizer_in_backward:
@@ -203,6 +214,9 @@ class Knobs(_Frozen):
         probes run one process, so zero 0 only."""
         if backend not in PROBE_BACKENDS:
             raise BadInput(f"--backend {backend!r}: accepted values are {', '.join(PROBE_BACKENDS)}", "backend")
+        if self.expert_parallel > 1:
+            raise BadInput("--expert-parallel: a probe traces one rank's step without the all-to-all; expert-parallel "
+                           "plans are analytic", "expert_parallel")
         if self.fsdp != "off":      # one rank's trace: FSDP2 runs the module in the compute dtype (bf16-pure's)
             if backend != "sim":
                 raise BadInput(f"--backend {backend} runs one process; for FSDP plans use --backend sim", "fsdp")
@@ -317,6 +331,8 @@ class Plan(BaseModel):
     batching: Batching = "padded"
     optimizer_in_backward: bool = False
     workload: Workload = Workload()
+    expert_parallel: int = 1
+    expert_imbalance: float = 2.0
     memory: MemoryBreakdown
     fits: bool
     reason: str | None = None
@@ -354,7 +370,8 @@ class Plan(BaseModel):
                  f"LoRA dropout {self.lora_dropout:g}" if self.lora_dropout else "",
                  self.workload.kind.upper() if self.workload.rl else "",
                  f"steps_per_generation {self.workload.steps_per_generation}"
-                 if self.workload.steps_per_generation else ""]
+                 if self.workload.steps_per_generation else "",
+                 f"expert parallel {self.expert_parallel}" if self.expert_parallel > 1 else ""]
         return ", ".join(p for p in parts if p) or "-"
 
     @property

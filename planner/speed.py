@@ -44,7 +44,7 @@ def flops_per_token(s: Setup) -> float:
     """Training FLOPs per token of one optimizer step's work."""
     m = s.model
     attn_fwd = 4 * m.text.layers * m.text.q_dim * s.seq_len  # QK^T and AV; backward is twice this
-    base = (4 * m.params + 6 * trainable_params(s)) if s.lora else 6 * m.params
+    base = (4 * m.active_params + 6 * trainable_params(s)) if s.lora else 6 * m.active_params
     return base + 3 * attn_fwd + recompute_flops_per_token(s, attn_fwd)
 
 
@@ -57,7 +57,7 @@ def recompute_flops_per_token(s: Setup, attn_fwd: float) -> float:
         t = m.text
         return 2 * t.layers * sum(w * d for w, d, _ in recipes.recomputed_linears(t))
     share = recipes.checkpointed_layers(k, m.text.layers) / m.text.layers
-    return share * (2 * m.params + attn_fwd)
+    return share * (2 * m.active_params + attn_fwd)
 
 
 def gpu_tflops(hw: Hardware, precision: str) -> float:
@@ -98,6 +98,11 @@ def fsdp_comm_bytes_per_step(s: Setup) -> tuple[float, int]:
     G = trainable_params(s) * fsdp.reduce_bytes_per_param(k)
     gathers = 1 if k.fsdp == "grad-op" else 2
     volume = A * _ring(n) * (gathers * W + G)
+    ep = k.expert_parallel
+    if ep > 1:      # each rank gathers and reduces only its own experts, over the n / ep ranks that shard them
+        experts = s.model.expert_params_per_layer() * s.model.text.moe.moe_layers
+        share = experts / (trainable_params(s) + frozen_params(s))
+        volume -= A * (gathers * W + G) * share * (_ring(n) - _ring(max(1, n // ep)) / ep)
     calls = A * (gathers + 1) * (s.model.text.layers + 1)
     if k.fsdp == "hybrid":
         volume += 2 * _ring(s.nodes) * G / n
@@ -124,6 +129,23 @@ def comm_bytes_per_step(s: Setup) -> tuple[float, int]:
         return A * _ring(n) * G + _ring(n) * W, A * max(1, int(G // bucket)) + 1
     layers = s.model.text.layers
     return A * (_ring(n) * G + 2 * _ring(n) * W), A * (3 * layers + 2)
+
+
+def all_to_all_seconds(s: Setup, hw: Hardware) -> float:
+    """Expert parallelism's token exchange per optimizer step: each routed layer sends its pairs' hidden states
+    to the experts' ranks and takes the outputs back, in forward and again in backward (and in a checkpointed
+    layer's rerun); the busiest rank moves --expert-imbalance times its share. NVLink within a node, the network
+    across nodes (torchtitan's all-to-all dispatch; nothing overlaps it here)."""
+    k, m = s.knobs, s.model.text.moe
+    if m is None or k.expert_parallel <= 1:
+        return 0.0
+    n = k.expert_parallel
+    passes = 4 + (2 if recipes.checkpointed_layers(k, s.model.text.layers) else 0)
+    c = 4 if k.precision == "fp32" else 2
+    pairs = s.micro_batch * s.seq_len * m.top_k * min(k.expert_imbalance, n)
+    volume = s.grad_accum * passes * m.moe_layers * pairs * s.model.text.hidden * c * _ring(n)
+    bw = hw.gpu.link_gbs * 1e9 if n <= s.gpus_per_node else bus_bandwidth_bytes_per_s(hw)
+    return volume / bw + s.grad_accum * passes * m.moe_layers * COLLECTIVE_LATENCY_S
 
 
 def offload_seconds(s: Setup, hw: Hardware) -> float:
@@ -155,7 +177,7 @@ def step_time(s: Setup, hw: Hardware) -> StepTime:
     # FSDP overlaps each unit's all-gather with the unit before it, forward and backward (all but the first)
     over = compute if s.knobs.fsdp != "off" else backward_last if s.knobs.zero_stage <= 1 else compute * 2 / 3
     hidden = BACKWARD_OVERLAP * over
-    exposed = max(comm - hidden, 0.1 * comm)
+    exposed = max(comm - hidden, 0.1 * comm) + all_to_all_seconds(s, hw)
     return StepTime(compute, exposed, offload_seconds(s, hw) + activation_offload_seconds(s, hw))
 
 

@@ -64,6 +64,10 @@ def run(args: argparse.Namespace) -> int:
             common.say_line(budget_line(plan.token_batches))
         if plan.workload.rl:
             common.say_line(plan.workload.summary())
+        if model.text.moe is not None:
+            from planner.moe import routing_line
+
+            common.say_line(routing_line(model, plan.knobs, plan.micro_batch * goal.seq_len))
         render.console.print(render.breakdown_table(plan))
         if out.get("limits"):
             common.say_line(render.limits_line(out["limits"]))

@@ -142,6 +142,10 @@ def add_target_args(p: argparse.ArgumentParser) -> None:
                    help="step each parameter as its gradient arrives (accumulation 1, one GPU, no ZeRO/FSDP)")
     add_lora_args(p)
     add_workload_args(p)
+    p.add_argument("--expert-parallel", type=positive_int("--expert-parallel"), default=None,
+                   help="MoE: split the experts over N ranks (all-to-all dispatch; transformers' FSDP2 ep_size)")
+    p.add_argument("--expert-imbalance", type=number("--expert-imbalance"), default=None,
+                   help="MoE: the busiest expert gets F x its fair share of tokens (default 2.0)")
     p.add_argument("--margin", type=margin, default=None,
                    help=f"fraction of GPU memory kept free (default {DEFAULT_MARGIN}; wider for a model family "
                         "counted approximately)")
