@@ -10,7 +10,7 @@ import os
 import shlex
 from pathlib import Path
 
-from planner.modelspec import ModelSpec, peft_target_modules
+from planner.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
 from planner.spec import Hardware, Knobs, Plan
 from planner.workload import Workload
 
@@ -106,8 +106,11 @@ def peft_config(plan: Plan) -> dict | None:
     """PEFT LoraConfig fields of a LoRA plan (recipe.lora_config trains the same adapters)."""
     if not plan.lora_rank:
         return None
-    cfg = {"r": plan.lora_rank, "lora_alpha": 2 * plan.lora_rank, "target_modules": peft_target_modules(plan.lora_targets),
+    cfg = {"r": plan.lora_rank, "lora_alpha": 2 * plan.lora_rank,
+           "target_modules": peft_target_modules(plan.lora_targets) or [],
            "lora_dropout": plan.lora_dropout, "task_type": "CAUSAL_LM"}
+    if peft_target_parameters(plan.lora_targets):
+        cfg["target_parameters"] = peft_target_parameters(plan.lora_targets)
     if plan.lora_train_embeddings:
         cfg["modules_to_save"] = ["embed_tokens", "lm_head"]
     return cfg

@@ -51,7 +51,8 @@ INPUT_GROUPS = (("q_proj", "k_proj", "v_proj", "qkv_proj"), ("gate_proj", "up_pr
 def _adapted_width(model, knobs, adapted: bool = True) -> int:
     """Input widths of one layer's linears that LoRA adapts (or, adapted=False, that it leaves out)."""
     return sum(t.shape[1] * (t.count // model.text.layers) for t in model.tensors
-               if t.role == "layer" and t.lora and t.adapted(knobs.lora_targets) == adapted)
+               if t.role == "layer" and t.lora and len(t.shape) == 2 and not t.name.startswith("router.")
+               and t.adapted(knobs.lora_targets) == adapted)
 
 
 def _groups_left_out(model, knobs) -> int:

@@ -27,11 +27,20 @@ GEMMA_NORMS = {"gemma2", "gemma3_text"}   # four RMSNorms a layer, computed in f
 
 
 
-def peft_target_modules(targets: str) -> str | list[str]:
-    """PEFT's target_modules for --lora-targets (the probes, the trainer and the exports adapt the same linears)."""
+def peft_target_modules(targets: str) -> str | list[str] | None:
+    """PEFT's target_modules for --lora-targets (the probes, the trainer and the exports adapt the same linears);
+    stacked experts named there go to target_parameters instead."""
     if targets == "all-linear":
         return "all-linear"
-    return list(ATTENTION_LINEARS) if targets == "attention" else targets.split(",")
+    names = list(ATTENTION_LINEARS) if targets == "attention" else targets.split(",")
+    return [n for n in names if not n.startswith("experts")] or None
+
+
+def peft_target_parameters(targets: str) -> list[str] | None:
+    """PEFT's target_parameters: the stacked expert weights --lora-targets names (experts.gate_up_proj,
+    experts.down_proj), one LoRA pair per expert (PEFT's ParamWrapper)."""
+    names = [n for n in targets.split(",") if n.startswith("experts")]
+    return names or None
 QK_NORM = {"qwen3", "gemma3_text"}        # an RMSNorm over each head of q and k before RoPE
 ALL_FAMILIES = sorted(LLAMA_LIKE | {"gpt2", "internvl"} | set(MOE_FAMILIES))
 
@@ -100,7 +109,7 @@ class ModelSpec:
     def lora_params(self, rank: int, targets: str = "all-linear") -> int:
         """Adapter parameters of LoRA on the targeted decoder linears: r x (d_in + d_out) per weight (Hu et al. 2021);
         PEFT's ParamWrapper gives stacked experts one such pair per expert (lora_A: in -> r*experts)."""
-        return sum(rank * (t.shape[-2] + t.shape[-1]) * prod(t.shape[:-2]) * t.count
+        return sum(rank * t.lora_rank_multiple(targets) * (t.shape[-2] + t.shape[-1]) * prod(t.shape[:-2]) * t.count
                    for t in self.tensors if t.adapted(targets))
 
     @cached_property
@@ -115,8 +124,8 @@ class ModelSpec:
         return self.params - idle
 
     def linear_names(self) -> set[str]:
-        """The decoder linears' module names (what --lora-targets may list)."""
-        return {t.name for t in self.tensors if t.lora}
+        """The decoder linears' module names, and stacked experts' (what --lora-targets may list)."""
+        return {t.name for t in self.tensors if t.lora and not t.name.startswith("router.")}
 
     def layer_unit_params(self) -> int:
         """Parameters of the largest decoder layer (FSDP's unit, ZeRO-3's gather): every layer alike in a dense

@@ -13,12 +13,19 @@ them) unless the device cannot dispatch it, then "eager" (a Python loop over the
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from planner.errors import BadInput
 from planner.shapes import Tensors, linear, number, size
 
 MOE_FAMILIES = ("deepseek_v2", "deepseek_v3", "gpt_oss", "mixtral", "olmoe", "qwen2_moe", "qwen3_moe")
+# What PEFT 0.21's LoraConfig(target_modules="all-linear") adapts in transformers 5.23's MoE blocks, beside the
+# attention linears (read off get_peft_model on each family; tests/probes/test_moe.py checks the counts): the
+# stacked experts (gate-up at twice the rank, as the v4 checkpoints' separate gate and up projections had, by
+# peft/utils/transformers_weight_conversion.py) and the router, where PEFT maps the family's v4 expert names; it
+# then leaves out the MLP linears that share those names (DeepSeek's shared experts and dense first layers).
+# Qwen1.5-MoE: its shared expert and gate only; gpt-oss: attention only.
+ALL_LINEAR_EXPERTS = {"mixtral", "qwen3_moe", "olmoe", "deepseek_v2", "deepseek_v3"}
 DISPATCH = {f: "grouped_mm" for f in MOE_FAMILIES}   # transformers 5.23: get_correct_experts_implementation
 
 
@@ -86,23 +93,26 @@ def moe_mlp(cfg: dict, mt: str, hidden: int, layers: int) -> tuple[MoESpec, list
     elif mt.startswith("deepseek") and cfg.get("n_shared_experts"):
         shared = ie * size(cfg, "n_shared_experts")
     bias = mt == "gpt_oss"
-    t = [Tensors("layer", (e, hidden), n_moe, name="router.weight")]     # not an nn.Linear: LoRA never adapts it
+    peft = mt in ALL_LINEAR_EXPERTS
+    t = [Tensors("layer", (e, hidden), n_moe, lora=peft, name="router.weight", all_linear=int(peft))]
     if bias:
         t += [Tensors("layer", (e,), n_moe, name="router.bias"),
-              Tensors("layer", (e, hidden, 2 * ie), n_moe, True, "experts.gate_up_proj"),
+              Tensors("layer", (e, hidden, 2 * ie), n_moe, True, "experts.gate_up_proj", 0),
               Tensors("layer", (e, 2 * ie), n_moe, name="experts.gate_up_proj_bias"),
-              Tensors("layer", (e, ie, hidden), n_moe, True, "experts.down_proj"),
+              Tensors("layer", (e, ie, hidden), n_moe, True, "experts.down_proj", 0),
               Tensors("layer", (e, hidden), n_moe, name="experts.down_proj_bias")]
     else:
-        t += [Tensors("layer", (e, 2 * ie, hidden), n_moe, True, "experts.gate_up_proj"),
-              Tensors("layer", (e, hidden, ie), n_moe, True, "experts.down_proj")]
+        t += [Tensors("layer", (e, 2 * ie, hidden), n_moe, True, "experts.gate_up_proj", 2 * peft),
+              Tensors("layer", (e, hidden, ie), n_moe, True, "experts.down_proj", int(peft))]
     mlp_bias = bool(cfg.get("mlp_bias", False)) and mt == "deepseek_v2"
     prefix = "shared_expert" if mt == "qwen2_moe" else "shared_experts"
+    mlp = []
     for width, n, pre in ((shared, n_moe, prefix + "."), (inter, n_dense, "mlp.")):
         if width and n:
-            t += linear("layer", width, hidden, n, mlp_bias, True, pre + "gate_proj")
-            t += linear("layer", width, hidden, n, mlp_bias, True, pre + "up_proj")
-            t += linear("layer", hidden, width, n, mlp_bias, True, pre + "down_proj")
+            mlp += linear("layer", width, hidden, n, mlp_bias, True, pre + "gate_proj")
+            mlp += linear("layer", width, hidden, n, mlp_bias, True, pre + "up_proj")
+            mlp += linear("layer", hidden, width, n, mlp_bias, True, pre + "down_proj")
+    t += [replace(x, all_linear=0) for x in mlp] if peft else mlp
     if gate and n_moe:
         t += [Tensors("layer", (1, hidden), n_moe, True, "shared_expert_gate")]
     aux = number(cfg, "router_aux_loss_coef", 0.0) if cfg.get("output_router_logits") else 0.0

@@ -22,18 +22,24 @@ class Tensors:
     count: int = 1
     lora: bool = False  # a decoder linear weight that LoRA ("all-linear") adapts
     name: str = ""      # a linear's module name in transformers (q_proj, ..., GPT-2's attn.c_proj): LoRA targets
+    all_linear: int = 1  # PEFT's rank multiple under target_modules="all-linear" (0: not adapted; MoE: moespec)
 
     def adapted(self, targets: str) -> bool:
         """Whether LoRA with --lora-targets `targets` adapts this weight: all-linear, attention (q/k/v/o), or a
         comma list of module names matched as PEFT matches them (the name or its dotted suffix)."""
         if not self.lora:
             return False
-        if self.experts:       # PEFT adapts 3-D expert weights only when named (LoraConfig.target_parameters)
-            return any(module_name_matches(self.name, n) for n in targets.split(",") if n.startswith("experts"))
         if targets == "all-linear":
-            return True
+            return self.all_linear > 0
+        if self.experts:       # named stacked experts are PEFT's target_parameters
+            return any(module_name_matches(self.name, n) for n in targets.split(",") if n.startswith("experts"))
+        if self.name.startswith("router."):     # not an nn.Linear: adapted only by PEFT's all-linear (moespec)
+            return False
         names = ATTENTION_LINEARS if targets == "attention" else targets.split(",")
         return any(module_name_matches(self.name, n) for n in names)
+
+    def lora_rank_multiple(self, targets: str) -> int:
+        return self.all_linear if targets == "all-linear" else 1
 
     @property
     def experts(self) -> bool:

@@ -33,11 +33,12 @@ def lora_config(knobs):
     the bundled trainer train the same ones."""
     from peft import LoraConfig
 
-    from planner.modelspec import peft_target_modules
+    from planner.modelspec import peft_target_modules, peft_target_parameters
 
     save = ["embed_tokens", "wte", "lm_head"] if knobs.lora_train_embeddings else None
     return LoraConfig(r=knobs.lora_rank, lora_alpha=2 * knobs.lora_rank,
-                      target_modules=peft_target_modules(knobs.lora_targets),
+                      target_modules=peft_target_modules(knobs.lora_targets) or [],
+                      target_parameters=peft_target_parameters(knobs.lora_targets),
                       lora_dropout=knobs.lora_dropout, modules_to_save=save)
 
 

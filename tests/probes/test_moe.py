@@ -51,3 +51,34 @@ def test_real_routing_is_uneven_and_the_sim_routes_every_pair():
     counts = torch.bincount(rows[0], minlength=8)
     assert counts.sum() == 2 * 256 * 2
     assert counts.max() > counts.sum() / 8     # uneven: the imbalance the plan states is real
+
+
+SMALL = {"hidden_size": 64, "intermediate_size": 96, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48,
+         "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 128, "kv_lora_rank": 16, "q_lora_rank": None,
+         "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "v_head_dim": 8, "head_dim": 16}
+
+
+@pytest.mark.parametrize("name", ["debug-moe", "mixtral-8x7b", "qwen1.5-moe-a2.7b", "deepseek-v2-lite", "olmoe-1b-7b",
+                                  "gpt-oss-20b"])
+@pytest.mark.parametrize("targets", ["all-linear", "attention", "q_proj,experts.down_proj"])
+def test_lora_adapter_counts_are_what_peft_builds_on_moe(name, targets):
+    """PEFT 0.21 on transformers 5.23's MoE blocks, through recipe.lora_config (what the exports and the trainer
+    pass): all-linear adapts family by family (moespec.ALL_LINEAR_EXPERTS), stacked experts named in
+    --lora-targets are target_parameters with a LoRA pair per expert."""
+    import torch
+    import transformers
+    from peft import get_peft_model
+
+    from recipe import hf_config, lora_config
+
+    base = catalog.model_config(name)
+    cfg = {**base, **{k: v for k, v in SMALL.items() if k in base}, "num_hidden_layers": 2, "num_experts_per_tok": 2}
+    cfg.update({k: 4 for k in ("num_local_experts", "num_experts", "n_routed_experts") if k in base})
+    cfg.update({"layer_types": base["layer_types"][:2]} if "layer_types" in base else {})
+    spec = from_config(cfg, name)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(hf_config(cfg))
+    if name == "gpt-oss-20b" and targets != "all-linear":
+        targets = targets.replace("experts.down_proj", "experts.gate_up_proj") if "experts" in targets else targets
+    peft = get_peft_model(model, lora_config(Knobs(lora_rank=8, lora_targets=targets)))
+    assert spec.lora_params(8, targets) == sum(p.numel() for p in peft.parameters() if p.requires_grad)
