@@ -47,6 +47,8 @@ class Forbidden(BadInput):
 
 def inside(path: str, dirs: list[Path], field: str, what: str) -> Path:
     """The path, links resolved, when it lies inside one of `dirs` (and names no `..`); Forbidden otherwise."""
+    if "\0" in path:
+        raise BadInput(f"--{field.replace('_', '-')} {path[:80]!r}: a path cannot hold a NUL byte", field)
     if ".." in Path(path).parts:
         raise Forbidden(f"--{field.replace('_', '-')} {path!r}: '..' is not allowed in {what} paths", field)
     target = Path(path).resolve()

@@ -49,7 +49,11 @@ def checked_path(text: str, field: str) -> Path:
     flag = "--" + field.replace("_", "-")
     if "\0" in text:
         raise BadInput(f"{flag} {text[:80]!r}: a path cannot hold a NUL byte", field)
-    p = Path(text).expanduser()
+    try:
+        p = Path(text).expanduser()
+    except RuntimeError:    # "~name" of no such user: pathlib cannot find a home directory
+        raise BadInput(f"{flag} {text[:80]!r}: no such user's home directory (~user), catalog name or file",
+                       field) from None
     if len(str(p)) > MAX_PATH_CHARS or any(len(part.encode()) > MAX_NAME_CHARS for part in p.parts):
         raise BadInput(f"{flag} {text[:80]!r}...: path or name too long ({MAX_PATH_CHARS} characters a path, "
                        f"{MAX_NAME_CHARS} bytes a name)", field)

@@ -191,6 +191,10 @@ def run(args: argparse.Namespace) -> int:
     from trainer.data import check_source
 
     model, req, knobs = plan_from(args)
+    if knobs.expert_parallel > 1:
+        raise BadInput(f"--expert-parallel {knobs.expert_parallel}: the bundled trainer runs data parallelism only "
+                       "(DDP, ZeRO, FSDP); expert-parallel plans are launched with transformers' DistributedConfig "
+                       "(ep_size) in your own script", "expert_parallel")
     if knobs.workload.rl:
         from planner.cli import train_rl
 

@@ -201,11 +201,12 @@ def test_every_refusal_names_its_field_and_the_core_validates_once(server):
     assert loc("/v1/check", {**check, "precision": "bf16-pure", "zero": 2})[0] == ["body", "precision"]
     assert loc("/v1/check", {**check, "images": 2})[0] == ["body", "images"]
     assert loc("/v1/check", {**check, "image_tokens": 8})[0] == ["body", "image_tokens"]
-    moe = {"model_type": "mixtral", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+    moe = {"model_type": "jetmoe", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
            "intermediate_size": 14336, "vocab_size": 32000, "num_local_experts": 8}
     where, msg = loc("/v1/check", {**check, "model": moe})
     assert where == ["body", "model"] and "mixture-of-experts" in msg
-    where, msg = loc("/v1/check", {**check, "model": {**moe, "num_local_experts": None, "hidden_size": -4096}})
+    where, msg = loc("/v1/check", {**check, "model": {**moe, "model_type": "mistral", "num_local_experts": None,
+                                                         "hidden_size": -4096}})
     assert where == ["body", "model"] and "hidden_size = -4096" in msg
     assert loc("/v1/check", {**check, "model": "a\u0000b"})[0] == ["body", "model"]
     assert loc("/v1/probes", {**PROBE, "backend": "cpu", "zero": 2}) == (

@@ -74,7 +74,11 @@ def test_param_count_equals_transformers_meta_model(name):
     linear = (torch.nn.Linear, transformers.pytorch_utils.Conv1D)
     lora = sum(8 * sum(m.weight.shape) for n, m in model.named_modules()
                if isinstance(m, linear) and (".layers." in n or ".h." in n) and "vision" not in n and "visual" not in n)
-    assert spec.lora_params(8) == lora
+    if spec.text.moe is None:   # MoE: PEFT's all-linear differs by family (tests/probes/test_moe.py builds it)
+        assert spec.lora_params(8) == lora
+    else:
+        assert 8 * sum(sum(t.shape) * t.count for t in spec.tensors if t.lora and len(t.shape) == 2
+                       and not t.name.startswith("router.")) == lora
 
 
 def test_load_from_config_path_and_folder(tmp_path):
@@ -123,3 +127,9 @@ def test_gpu_catalog_entries_and_sources():
 def test_unknown_gpu_lists_known():
     with pytest.raises(BadInput, match="unknown GPU 'b300'; known: a100-40gb"):
         catalog.gpu("b300")
+
+
+def test_a_tilde_path_of_no_such_user_is_bad_input():
+    """schemathesis found it: the model '~ØÁ' reached pathlib's expanduser, which raised RuntimeError (a 500)."""
+    with pytest.raises(BadInput, match="no such user"):
+        catalog.load_model("~nosuchuserxyz")
