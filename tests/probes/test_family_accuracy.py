@@ -29,6 +29,9 @@ EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
 # (precision, checkpointing, micro-batch, sequence): torch AMP without checkpointing; pure bf16 with and without
 # it (the third shape is the one at which issue 12 saw Qwen3 and Phi-3 off by 6-11%)
 SHAPES = [("bf16", "off", 4, 4096), ("bf16-pure", "full", 8, 4096), ("bf16-pure", "off", 4, 2048)]
+# the two shapes each MoE family runs in CI (the third was measured, within 1.3%)
+MOE_SHAPES = {f: SHAPES[1:] if f in ("mixtral", "deepseek_v3", "gpt_oss") else SHAPES[:2]
+              for f in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "gpt_oss", "deepseek_v2", "deepseek_v3")}
 
 
 def _four_layers(cfg: dict) -> dict:
@@ -54,6 +57,8 @@ def test_every_catalog_family_is_covered():
 def test_analytic_peak_matches_the_sim_for_every_family(family, shape):
     precision, ckpt, micro, seq = shape
     name = FAMILIES[family]
+    if family in MOE_SHAPES and shape not in MOE_SHAPES[family]:
+        pytest.skip("MoE families: two of the shapes each, for the suite's time (all three measured: docstring)")
     cfg = _four_layers(catalog.model_config(name))
     spec = from_config(cfg, name)
     if spec.text.max_positions and spec.text.arch == "gpt2":      # learned positions: the same tokens, shorter
