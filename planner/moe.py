@@ -20,7 +20,6 @@ from math import ceil
 from planner.modelspec import TextSpec
 from planner.moespec import MoESpec
 
-DEFAULT_IMBALANCE = 2.0
 INDEX_BYTES = 8     # int64 indices (topk, sort permutation, gathers)
 
 
