@@ -7,8 +7,10 @@ uses by default): the router's input, its fp32 softmax and top-k indices; then e
 total over experts does not depend on how tokens are spread across them, so on one rank the routing's
 balance changes nothing saved. It matters where the experts are split across ranks (expert parallelism):
 the rank holding the busiest experts receives `imbalance` times its fair share of the pairs, and that
-rank's memory is the plan's (`--expert-imbalance`, default 2.0). The eager dispatch (a loop over experts)
-holds one expert's intermediate at a time, sized by the busiest expert.
+rank's memory is the plan's (`--expert-imbalance`, default 2.0). The eager dispatch (a config's
+`experts_implementation: eager`, a loop over experts) saves the same per pair plus index_add_'s source, and its
+backward runs one expert at a time: that transient is sized by the busiest expert, the one place the imbalance
+moves memory on a rank holding every expert.
 
 `grouped_mm` is not autocast-enabled: transformers casts the input to the weights' dtype, so under torch AMP
 (fp32 weights) the experts run and save in fp32.
@@ -49,7 +51,7 @@ def busiest_expert_tokens(tokens: int, m: MoESpec, imbalance: float) -> int:
 def expert_dtype_bytes(profile: str, m: MoESpec) -> int:
     """Bytes per element the experts compute and save in: grouped_mm runs in the weights' dtype (fp32 under
     torch AMP); the eager loop's F.linear is autocast (the matmul dtype)."""
-    return matmul_dtype_bytes(profile) if m.dispatch == "eager" else (4 if profile in ("amp", "fp32") else 2)
+    return matmul_dtype_bytes(profile) if m.dispatch == "eager" else hidden_dtype_bytes(profile)
 
 
 def router_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
@@ -67,7 +69,27 @@ def experts_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
     fp32 routing weights and three int64 index tensors (gather, permutation, inverse permutation)."""
     m = t.moe
     e, s = expert_dtype_bytes(profile, m), rank_pairs(tokens, m)
-    return e * s * (2 * t.hidden + gate_saved_widths(m) * m.expert_inter) + (4 + 3 * INDEX_BYTES) * s
+    out = e * s * (2 * t.hidden + gate_saved_widths(m) * m.expert_inter)
+    if m.dispatch == "eager":   # index_add_ saves its source (cast to the hidden states' dtype); token, top-k indices
+        return (out + hidden_dtype_bytes(profile) * s * t.hidden + (4 + 2 * INDEX_BYTES) * s
+                + eager_weight_casts_bytes(t, profile))
+    return out + (4 + 3 * INDEX_BYTES) * s
+
+
+def eager_weight_casts_bytes(t: TextSpec, profile: str) -> int:
+    """Under torch AMP the eager loop's F.linear casts each expert's weight slice to half and saves the copy for
+    backward (autocast caches casts of leaf parameters only, and `gate_up_proj[e]` is a view): every local
+    expert's weights (and biases), in half, per routed layer."""
+    if profile != "amp":
+        return 0
+    m = t.moe
+    per_expert = 3 * m.expert_inter * t.hidden + (2 * m.expert_inter + t.hidden if m.bias else 0)
+    return matmul_dtype_bytes(profile) * (m.experts // m.ep) * per_expert
+
+
+def hidden_dtype_bytes(profile: str) -> int:
+    """The residual stream's dtype: fp32 weights' under fp32 and torch AMP, half otherwise."""
+    return 4 if profile in ("amp", "fp32") else 2
 
 
 def gate_saved_widths(m: MoESpec) -> int:
@@ -106,7 +128,22 @@ def backward_transient_bytes(t: TextSpec, tokens: int, profile: str) -> int:
     layers and 4 experts, bf16-pure, full checkpointing, 8 x 4,096 tokens: 3.4 GiB above the saved tensors and
     the weight gradient; debug-moe at vocabulary 256, fp32, full checkpointing, 4 x 1,024 tokens: 24 MiB)."""
     m = t.moe
+    if m.dispatch == "eager":
+        return eager_backward_transient_bytes(t, tokens, profile)
     return expert_dtype_bytes(profile, m) * rank_pairs(tokens, m) * (2 * m.expert_inter + t.hidden)
+
+
+def eager_backward_transient_bytes(t: TextSpec, tokens: int, profile: str) -> int:
+    """The eager loop's backward runs one expert at a time. At the busiest expert's gate-up projection: the
+    gradient of its gathered input (busiest x hidden), the stacked gate-up weight's gradient that select's
+    backward makes full-size before it is added into .grad (weights' dtype), and the layer input's gradient that
+    the experts' index backwards accumulate (tokens x hidden) (sim probe on debug-moe with eager dispatch, fp32,
+    full checkpointing: within 0.6 MiB of the traced peak at 2,048 and 4,096 tokens, imbalance 1 and 2)."""
+    m = t.moe
+    w = hidden_dtype_bytes(profile)
+    busiest = busiest_expert_tokens(tokens, m, m.imbalance)
+    return (expert_dtype_bytes(profile, m) * busiest * t.hidden + w * (m.experts // m.ep) * 2 * m.expert_inter * t.hidden
+            + w * tokens * t.hidden)
 
 
 def routing_line(model, k, micro_tokens: int) -> str:
@@ -115,7 +152,8 @@ def routing_line(model, k, micro_tokens: int) -> str:
     busiest = busiest_expert_tokens(micro_tokens, m, k.expert_imbalance)
     where = (f"expert parallel {k.expert_parallel}: the busiest rank's experts run {min(k.expert_imbalance, k.expert_parallel):g}x "
              "its share of pairs" if k.expert_parallel > 1 else
-             "every rank holds every expert, so under grouped_mm the imbalance moves no memory")
+             "every rank holds every expert, so under grouped_mm the imbalance moves no memory" if m.dispatch != "eager"
+             else "every rank holds every expert; the eager loop's backward transient is sized by the busiest expert")
     return (f"routing: top-{m.top_k} of {m.experts} experts ({m.dispatch} dispatch, transformers 5.23), "
             f"{model.active_params / 1e9:.1f}B of {model.params / 1e9:.1f}B parameters active per token; imbalance "
             f"{k.expert_imbalance:g} planned: the busiest expert takes up to {busiest:,} of a micro-batch's "

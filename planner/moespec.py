@@ -9,7 +9,8 @@ biases), beside a router weight (experts x hidden). Some layers are dense: DeepS
 
 Dispatch: each family's experts class is decorated with `@use_experts_implementation`, and transformers
 5.23 picks "grouped_mm" (one sort of the token-expert pairs, then `torch.nn.functional.grouped_mm` over
-them) unless the device cannot dispatch it, then "eager" (a Python loop over the experts hit).
+them) unless the device cannot dispatch it, then "eager" (a Python loop over the experts hit). A config.json's
+`experts_implementation` (transformers' own key) picks one of the two.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ MOE_FAMILIES = ("deepseek_v2", "deepseek_v3", "gpt_oss", "mixtral", "olmoe", "qw
 # then leaves out the MLP linears that share those names (DeepSeek's shared experts and dense first layers).
 # Qwen1.5-MoE: its shared expert and gate only; gpt-oss: attention only.
 ALL_LINEAR_EXPERTS = {"mixtral", "qwen3_moe", "olmoe", "deepseek_v2", "deepseek_v3"}
-DISPATCH = {f: "grouped_mm" for f in MOE_FAMILIES}   # transformers 5.23: get_correct_experts_implementation
+DISPATCHES = ("grouped_mm", "eager")     # transformers 5.23's default (get_correct_experts_implementation), its fallback
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class MoESpec:
     aux_loss_coef: float = 0.0  # router_aux_loss_coef, added to the loss only when output_router_logits
     router_fp32: bool = False   # DeepSeek: the router casts its input and weight to fp32
     dispatch: str = "grouped_mm"
+    imbalance: float = 2.0  # as the knobs run it: the busiest expert takes this many times its fair share
     ep: int = 1             # as the knobs run it (recipes.text_spec): ranks the experts are split over
     load: float = 1.0       # pairs the busiest rank's experts run, over this rank's own (imbalance, at most ep)
 
@@ -116,7 +118,16 @@ def moe_mlp(cfg: dict, mt: str, hidden: int, layers: int) -> tuple[MoESpec, list
     if gate and n_moe:
         t += [Tensors("layer", (1, hidden), n_moe, True, "shared_expert_gate")]
     aux = number(cfg, "router_aux_loss_coef", 0.0) if cfg.get("output_router_logits") else 0.0
-    return MoESpec(e, k, ie, n_moe, shared, gate, bias, aux, mt.startswith("deepseek"), DISPATCH[mt]), t
+    return MoESpec(e, k, ie, n_moe, shared, gate, bias, aux, mt.startswith("deepseek"), dispatch(cfg)), t
+
+
+def dispatch(cfg: dict) -> str:
+    """The experts' dispatch transformers runs: the config's `experts_implementation`, grouped_mm by default."""
+    impl = cfg.get("experts_implementation") or "grouped_mm"
+    if impl not in DISPATCHES:
+        raise BadInput(f"config.json: experts_implementation {impl!r} is not modelled; memplan plans "
+                       f"{' and '.join(DISPATCHES)} (transformers' default and its loop over experts)", "model")
+    return impl
 
 
 def mla_attention(cfg: dict, hidden: int, heads: int, layers: int) -> tuple[MLASpec, list[Tensors]]:

@@ -23,9 +23,10 @@ def text_spec(t: TextSpec, k: Knobs) -> TextSpec:
     """The text model as the knobs run it: --attention sdpa is the family's default (Gemma-2 stays eager:
     SDPA cannot softcap), flash and eager are what they say; with --expert-parallel N the busiest rank's experts
     run --expert-imbalance times this rank's share of pairs (all N ranks' tokens at most)."""
-    if t.moe is not None and k.expert_parallel > 1:
+    if t.moe is not None:
         n = k.expert_parallel
-        t = replace(t, moe=replace(t.moe, ep=n, load=min(k.expert_imbalance, float(n))))
+        t = replace(t, moe=replace(t.moe, imbalance=k.expert_imbalance, ep=n,
+                                   load=min(k.expert_imbalance, float(n)) if n > 1 else 1.0))
     return t if k.attention == "sdpa" else replace(t, attention=k.attention)
 
 

@@ -15,7 +15,9 @@ Differences between the traced CPU code paths and CUDA's, and what the trace doe
   with foreach=True (adamw) or fused=True (adamw-fused) explicitly;
 - SDPA with dropout runs the math kernel on CPU (it saves the attention probabilities) and the
   memory-efficient kernel on CUDA (it saves none): traced with dropout_p = 0;
-- GradScaler (fp16) is not traced: its unscale is in place and it keeps one-element tensors.
+- GradScaler (fp16) is not traced: its unscale is in place and it keeps one-element tensors;
+- MoE experts under the eager dispatch route by data: their tokens per expert are fixed by the plan's
+  --expert-imbalance (probes.routing).
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
+from probes.routing import routed_eager_experts
 from probes.step import Case, build_model, inputs, train_steps
 from probes.tracker import CATEGORIES, LiveBytes
 from recipe import text_layers
@@ -62,7 +65,7 @@ def trace(case: Case, layers: int, paths: str = "cuda") -> Trace:
 
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     model = fake_model(case, layers, mode, paths)
-    with mode, fake_grouped_mm():
+    with mode, fake_grouped_mm(), routed_eager_experts(model, case.knobs.expert_imbalance):
         vocab = model.get_input_embeddings().num_embeddings
         batch = inputs(case, vocab)
         tracker = LiveBytes()

@@ -179,6 +179,9 @@ class Trainer:
                     dist.broadcast(p.data, 0)
             self.model, self.opt, self.sched, self.engine = model, opt, sched, None
         self.model.train()
+        from trainer.router import RouterAux
+
+        self.router = RouterAux.maybe(self.model)     # an MoE config with its router aux loss on, else None
         if cfg.resume and cfg.save_dir:
             state = checkpoint.load_latest(self)
             if state:
@@ -207,14 +210,27 @@ class Trainer:
     def _micro_step(self, batch, n_tokens: float, micro: int) -> torch.Tensor:
         self.oom.check(self.step, micro, self.rank)
         batch = {k: v.to(self.device) for k, v in batch.items()}
+        if self.router:
+            self.router.record(True)
         with torch.autocast(self.device.type, dtype=self.amp, enabled=self.amp is not None):
             loss_sum = token_loss_sum(self.model if not self.ds else self.engine, batch, self.cfg.knobs)
+        loss = loss_sum / n_tokens
+        if self.router:     # this micro-batch's share of the global batch's router aux loss (trainer/router.py)
+            loss = loss + self.router.term(batch.get("router_mask", batch.get("attention_mask")))
+            self.router.record(False)
         if self.ds:    # DeepSpeed averages over ranks and divides by accumulation: undo both
-            self.engine.backward(loss_sum / n_tokens * self.world * self.accum)
+            self.engine.backward(loss * self.world * self.accum)
             self.engine.step()
         else:   # FSDP averages the gradients over ranks (gloo has no pre-scaled sum): undo it
-            self.scaler.scale(loss_sum / n_tokens * (self.world if self.fsdp else 1)).backward()
+            self.scaler.scale(loss * (self.world if self.fsdp else 1)).backward()
         return loss_sum.detach()      # read once a step: no device sync between micro-steps
+
+    @torch.no_grad()
+    def _forward(self, batch: dict) -> None:
+        """A forward without gradients (the router aux loss's routing pass, trainer/router.py)."""
+        with torch.autocast(self.device.type, dtype=self.amp, enabled=self.amp is not None):
+            token_loss_sum(self.model if not self.ds else self.engine, {k: v.to(self.device) for k, v in batch.items()},
+                           self.cfg.knobs)
 
     def _max(self, x: float) -> float:
         return self._sum(x, dist.ReduceOp.MAX)
@@ -230,12 +246,13 @@ class Trainer:
             torch.cuda.reset_peak_memory_stats(self.device)
         batches = [self._collate([self.samples[i] for i in g]) for g in self._groups(indices)]
         n_tokens = self._sum(sum(target_tokens(b) for b in batches))
+        if self.collective_backward:    # an empty micro-step: every rank runs it, here with no target
+            batches = [b if b["input_ids"].numel() else self._no_target() for b in batches]
+        if self.router:
+            self.router.route(batches, self._forward, self.world, self.device)
         loss_sum = 0.0
         for m, batch in enumerate(batches):
             oom = 0.0
-            if not batch["input_ids"].numel() and self.collective_backward:   # an empty micro-step:
-                batch = collate([[0, 0]], self.cfg.seq_len)    # every rank runs it, here with no target
-                batch["labels"][:] = -100
             if self.ds and self.budget:     # a varying count of micro-steps: the last one is the boundary
                 self.engine.set_gradient_accumulation_boundary(m == len(batches) - 1)
             if self.fsdp:                   # reduce-scatter on the last micro-step only
@@ -251,6 +268,12 @@ class Trainer:
             if not self.collective_backward and self._max(oom):    # (they raise instead)
                 return None
         return loss_sum, n_tokens, t0, len(batches)
+
+    def _no_target(self) -> dict:
+        batch = collate([[0, 0]], self.cfg.seq_len)
+        batch["labels"][:] = -100
+        batch["router_mask"] = torch.zeros_like(batch["input_ids"])     # nor routed tokens of the aux loss
+        return batch
 
     def _collate(self, samples: list[list[int]]) -> dict:
         """A padded micro-batch, or one packed row of its samples (--batching packed)."""
@@ -336,6 +359,7 @@ class Trainer:
                 "tokens_per_s": round(n_tokens / seconds, 1), "step_time_s": round(seconds, 4),
                 "peak_allocated_bytes": self._peak(), "micro_batch": self.micro, "grad_accum": self.accum,
                 "lr": self.sched.get_last_lr()[0], "longest_sample_tokens": longest,
+                **({"aux_loss": self.router.value} if self.router else {}),
                 **({"max_tokens_per_micro_batch": self.budget, "micro_steps": attempt_steps} if self.budget else {})}
 
 

@@ -96,3 +96,38 @@ def test_all_to_all_costs_time_only_with_expert_parallelism():
 def test_routing_line_states_the_assumptions():
     line = moe.routing_line(catalog.load_model("qwen3-30b-a3b"), Knobs(), 4096)
     assert "top-8 of 128 experts" in line and "imbalance 2 planned" in line and "3.4B of 30.5B" in line
+
+
+def _eager(**extra):
+    from planner.modelspec import from_config
+
+    return from_config({**catalog.model_config("debug-moe"), "experts_implementation": "eager", **extra}, "debug-moe")
+
+
+def test_the_config_picks_the_eager_dispatch_and_only_known_ones():
+    assert catalog.load_model("debug-moe").text.moe.dispatch == "grouped_mm"      # transformers' default
+    assert _eager().text.moe.dispatch == "eager"
+    with pytest.raises(BadInput) as e:
+        _eager(experts_implementation="sonicmoe")
+    assert "'sonicmoe'" in str(e.value) and "grouped_mm and eager" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_eager_terms_match_the_sim_probe():
+    """debug-moe with experts_implementation eager, traced by the sim probe with its deterministic routing
+    (probes.routing), 2 x 512 tokens, no checkpointing: experts and act_fn modules saved 14,726,144 bytes per layer
+    at fp32 (index_add_'s source on top of grouped_mm's set) and 11,575,808 under torch AMP (half matmuls, plus
+    every expert's half weight copy that F.linear saves). Tolerance 0.5%."""
+    t = _eager().text
+    assert moe.experts_saved_bytes(t, 1024, "fp32") == pytest.approx(14_726_144, rel=5e-3)
+    assert moe.experts_saved_bytes(t, 1024, "amp") == pytest.approx(11_575_808, rel=5e-3)
+    assert moe.eager_weight_casts_bytes(t, "amp") == 2 * 8 * 3 * 256 * 256 and moe.eager_weight_casts_bytes(t, "fp32") == 0
+
+
+def test_under_eager_the_imbalance_moves_the_backward_transient():
+    def peak(f, spec):
+        knobs = Knobs(precision="fp32", checkpointing="full", expert_imbalance=f)
+        return breakdown(Setup(spec, knobs, 4, 1, 1024), 80 * GIB).peak_allocated_bytes
+    eager, grouped = _eager(vocab_size=256), catalog.load_model("debug-moe")
+    assert peak(4.0, eager) > peak(2.0, eager) > peak(1.0, eager)
+    assert peak(4.0, grouped) == peak(1.0, grouped)
+    assert "sized by the busiest expert" in moe.routing_line(eager, Knobs(), 4096)

@@ -20,11 +20,15 @@ TOLERANCE = 0.03
 # fp32, where CPU and CUDA run the same code paths (half precision differs on CPU: benchmarks/accuracy.py --moe
 # compares those through the sim with each device's paths); at vocabulary 256 the peak is inside the last
 # layer's backward, at the experts (moe.backward_transient_bytes).
-@pytest.mark.parametrize("precision,ckpt,micro,seq,vocab", [("fp32", "off", 2, 512, None),
-                                                           ("fp32", "full", 4, 1024, 256)])
-def test_analytic_sim_and_real_cpu_steps_agree_on_the_tiny_moe(precision, ckpt, micro, seq, vocab):
+# The eager dispatch (a config's experts_implementation) routes by data: the sim fixes each expert's tokens by the
+# plan's imbalance (probes.routing), the real step routes as its router says.
+@pytest.mark.parametrize("precision,ckpt,micro,seq,vocab,dispatch", [("fp32", "off", 2, 512, None, "grouped_mm"),
+                                                                    ("fp32", "full", 4, 1024, 256, "grouped_mm"),
+                                                                    ("fp32", "full", 4, 1024, 256, "eager")])
+def test_analytic_sim_and_real_cpu_steps_agree_on_the_tiny_moe(precision, ckpt, micro, seq, vocab, dispatch):
     cfg = catalog.model_config("debug-moe")
     cfg.update({"vocab_size": vocab} if vocab else {})
+    cfg.update({"experts_implementation": dispatch})
     knobs = Knobs(precision=precision, checkpointing=ckpt)
     case = Case(cfg, knobs, micro, 1, seq)
     real = measure(case)
@@ -33,6 +37,25 @@ def test_analytic_sim_and_real_cpu_steps_agree_on_the_tiny_moe(precision, ckpt, 
     assert abs(sim.peak_allocated_bytes / real["peak_allocated_bytes"] - 1) <= TOLERANCE
     assert abs(analytic / real["peak_allocated_bytes"] - 1) <= TOLERANCE, (analytic, real["peak_allocated_bytes"])
     assert abs(analytic / sim.peak_allocated_bytes - 1) <= TOLERANCE
+
+
+def test_the_sims_eager_routing_follows_the_stated_imbalance():
+    """probes.routing: the busiest expert takes F x its fair share (at most every token), the others split the rest;
+    the traced peak grows with F (the eager backward runs one expert at a time), and the analytic follows within 1%."""
+    from probes.routing import expert_counts
+
+    assert expert_counts(1024, 2, 8, 1.0) == [256] * 8
+    assert expert_counts(1024, 2, 8, 2.0) == [512] + [220, 220, 220, 219, 219, 219, 219]
+    assert expert_counts(1024, 2, 8, 8.0)[0] == 1024 and sum(expert_counts(1000, 3, 7, 2.5)) == 3000
+    cfg = {**catalog.model_config("debug-moe"), "vocab_size": 256, "experts_implementation": "eager"}
+    peaks = []
+    for f in (1.0, 4.0):
+        knobs = Knobs(precision="fp32", checkpointing="full", expert_imbalance=f)
+        sim = simulate(Case(cfg, knobs, 4, 1, 1024), paths="cpu").peak_allocated_bytes
+        analytic = breakdown(Setup(from_config(cfg, "debug-moe"), knobs, 4, 1, 1024), 80 * 2**30).peak_allocated_bytes
+        assert analytic == pytest.approx(sim, rel=0.01)
+        peaks.append(sim)
+    assert peaks[1] > peaks[0]
 
 
 def test_real_routing_is_uneven_and_the_sim_routes_every_pair():
