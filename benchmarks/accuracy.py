@@ -115,12 +115,19 @@ MOE_GRID = [
     ("deepseek-tiny", "bf16", "full", 2, 1024),
     ("mixtral-tiny", "fp32", "off", 2, 1024), ("mixtral-tiny", "bf16", "full", 4, 512),
     ("gpt-oss-tiny", "fp32", "off", 2, 512), ("gpt-oss-tiny", "bf16-pure", "off", 2, 512),
+    # the eager dispatch (experts_implementation: eager): the sim routes by the plan's imbalance (2), real steps
+    # by their routers
+    ("debug-moe-eager", "fp32", "off", 2, 512), ("debug-moe-eager", "bf16", "off", 2, 512),
+    ("debug-moe-v256-eager", "fp32", "full", 4, 1024), ("mixtral-tiny-eager", "bf16", "full", 4, 512),
+    ("gpt-oss-tiny-eager", "fp32", "off", 2, 512),
 ]
 
 
 def config(arch: str) -> dict:
     from planner.catalog import model_config
 
+    if arch.endswith("-eager"):
+        return {**config(arch.removesuffix("-eager")), "experts_implementation": "eager"}
     if arch == "qwen-tiny-tied":
         return dict(QWEN_TINY)
     if arch in MOE_TINY:

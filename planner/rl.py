@@ -28,10 +28,17 @@ SAMPLING_FP32_COPIES = 3    # generate's fp32 copy of the last logits, the proce
 
 
 def kv_cache_bytes(s: Setup, sequences: int, tokens: int) -> int:
-    """HF's DynamicCache: keys and values of every layer for `tokens` positions of `sequences` rows, in the
-    model's compute dtype."""
+    """HF's DynamicCache: what every layer caches for `tokens` positions of `sequences` rows, in the model's
+    compute dtype."""
     t = s.model.text
-    return 2 * t.layers * t.kv_dim * tokens * sequences * compute_dtype_bytes(s)
+    return t.layers * cache_width(t) * tokens * sequences * compute_dtype_bytes(s)
+
+
+def cache_width(t) -> int:
+    """Elements one token adds to one layer's cache: its keys and values, or under DeepSeek's latent attention
+    the compressed latent and the rotary key (kv_lora_rank + qk_rope_head_dim: transformers 5.23 caches them
+    before expanding, modeling_deepseek_v2.py)."""
+    return t.mla.kv_lora_rank + t.mla.qk_rope_head_dim if t.mla is not None else 2 * t.kv_dim
 
 
 def compute_dtype_bytes(s: Setup) -> int:

@@ -105,3 +105,23 @@ def test_lora_adapter_counts_are_what_peft_builds_on_moe(name, targets):
         targets = targets.replace("experts.down_proj", "experts.gate_up_proj") if "experts" in targets else targets
     peft = get_peft_model(model, lora_config(Knobs(lora_rank=8, lora_targets=targets)))
     assert spec.lora_params(8, targets) == sum(p.numel() for p in peft.parameters() if p.requires_grad)
+
+
+def test_deepseek_caches_the_compressed_latent():
+    """planner.rl.kv_cache_bytes against the DynamicCache a real tiny DeepSeek-V2 fills (fp32, 2 x 40 tokens)."""
+    import torch
+    import transformers
+
+    from planner.memory import Setup
+    from planner.rl import kv_cache_bytes
+    from recipe import hf_config
+
+    cfg = {**catalog.model_config("deepseek-v2-lite"), **{k: v for k, v in SMALL.items()}, "num_hidden_layers": 2,
+           "n_routed_experts": 4, "num_experts_per_tok": 2, "first_k_dense_replace": 1}
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(hf_config(cfg), dtype=torch.float32)
+    with torch.no_grad():
+        cache = model(torch.randint(0, 128, (2, 40)), use_cache=True).past_key_values
+    real = sum(x.numel() * x.element_size() for layer in cache.layers for x in (layer.keys, layer.values))
+    setup = Setup(from_config(cfg, "deepseek-tiny"), Knobs(precision="fp32"), 2, 1, 40)
+    assert kv_cache_bytes(setup, 2, 40) == real == 2 * 2 * 40 * (16 + 8) * 4
