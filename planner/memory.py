@@ -98,8 +98,9 @@ def activation_profile(k: Knobs) -> str:
 
 def trainable_weight_bytes_per_param(k: Knobs) -> int:
     """fp32 weights for fp32 and for torch AMP (fp32 master = the model); DeepSpeed fp16/bf16 casts
-    the module to half; bf16-pure is half. LoRA adapters stay fp32 under AMP (PEFT's default)."""
-    if k.precision == "fp32" or (k.zero_stage == 0 and k.precision in ("fp16", "bf16")):
+    the module to half; bf16-pure is half. LoRA adapters stay fp32 on a half base under AMP and bf16-pure (PEFT's
+    autocast_adapter_dtype; the sim probe's debug-moe with adapted experts: params and AdamW states at 4 bytes)."""
+    if k.precision == "fp32" or (k.zero_stage == 0 and (k.precision in ("fp16", "bf16") or k.lora_rank)):
         return 4
     return 2
 
@@ -279,7 +280,8 @@ def autocast_weight_copy_bytes(s: Setup, layers_live: int) -> int:
 def text_shape(s: Setup):
     """(text spec as the knobs run it, rows, tokens per row, profile): the arguments of every activation term."""
     rows, width = recipes.row_shape(s.knobs, s.micro_batch, s.seq_len)
-    return recipes.text_spec(s.model.text, s.knobs), rows, width, activation_profile(s.knobs)
+    adapted = any(x.experts and x.adapted(s.knobs.lora_targets) for x in s.model.tensors) if s.knobs.lora_rank else False
+    return recipes.text_spec(s.model.text, s.knobs, adapted), rows, width, activation_profile(s.knobs)
 
 
 def live_weight_copy_layers(s: Setup) -> int:
@@ -292,16 +294,22 @@ def activations_bytes(s: Setup) -> int:
     """Saved activations at the start of backward: text layers, vision tower, final norm."""
     t, rows, width, p = text_shape(s)
     total = recipes.text_activations_bytes(t, s.knobs, rows, width, p)
-    if s.knobs.checkpointing != "offload":      # LoRA dropout's tensors, in the layers not under a checkpoint
-        kept = t.layers - recipes.checkpointed_layers(s.knobs, t.layers)
-        total += kept * (lora.dropout_layer_bytes(s.model, s.knobs, rows * width, p)
-                         - lora.unadapted_inputs_bytes(s.model, s.knobs, rows * width, p)
-                         + lora.adapter_input_bytes(s.model, s.knobs, rows * width, p))
+    if s.knobs.checkpointing != "offload":      # LoRA's own tensors, in the layers not under a checkpoint
+        total += (t.layers - recipes.checkpointed_layers(s.knobs, t.layers)) * lora_layer_bytes(s)
     if s.model.vision is not None:
         ckpt = "off" if s.knobs.checkpointing == "off" else "full"
         total += act.vision_activations_bytes(s.model.vision, s.micro_batch, s.image_tokens, p, ckpt,
                                               trainable=not s.lora)
     return total
+
+
+def lora_layer_bytes(s: Setup) -> int:
+    """What LoRA changes in one layer's saved tensors: dropout masks, the inputs of linears left out, the adapters'
+    own input copies (planner/lora.py)."""
+    _, rows, width, p = text_shape(s)
+    return (lora.dropout_layer_bytes(s.model, s.knobs, rows * width, p)
+            - lora.unadapted_inputs_bytes(s.model, s.knobs, rows * width, p)
+            + lora.adapter_input_bytes(s.model, s.knobs, rows * width, p))
 
 
 def logits_loss_bytes(s: Setup) -> int:
@@ -334,6 +342,8 @@ def last_layer_activations_bytes(s: Setup) -> int:
     the vision tower's; the final norm's saved tensors are freed by then."""
     t, rows, width, p = text_shape(s)
     recomputed = recipes.recomputed_layer_bytes(t, s.knobs, rows, width, p)
+    if recomputed and s.knobs.checkpointing != "offload":     # the recomputed layer holds LoRA's tensors too
+        recomputed += lora_layer_bytes(s)
     final = 0 if s.knobs.checkpointing == "offload" else act.final_norm_bytes(t, rows, width, p)
     return activations_bytes(s) - final + recomputed
 

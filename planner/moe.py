@@ -69,7 +69,9 @@ def experts_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
     fp32 routing weights and three int64 index tensors (gather, permutation, inverse permutation)."""
     m = t.moe
     e, s = expert_dtype_bytes(profile, m), rank_pairs(tokens, m)
-    out = e * s * (2 * t.hidden + gate_saved_widths(m) * m.expert_inter)
+    if m.experts_grad == "frozen":  # no weight gradient: grouped_mm keeps neither projection's input
+        return e * s * (t.hidden + (gate_saved_widths(m) - 1) * m.expert_inter) + (4 + 3 * INDEX_BYTES) * s
+    out = e * s * (2 * t.hidden + gate_saved_widths(m) * m.expert_inter) + lora_merged_weights_bytes(t, profile)
     if m.dispatch == "eager":   # index_add_ saves its source (cast to the hidden states' dtype); token, top-k indices
         return (out + hidden_dtype_bytes(profile) * s * t.hidden + (4 + 2 * INDEX_BYTES) * s
                 + eager_weight_casts_bytes(t, profile))
@@ -85,6 +87,17 @@ def eager_weight_casts_bytes(t: TextSpec, profile: str) -> int:
     m = t.moe
     per_expert = 3 * m.expert_inter * t.hidden + (2 * m.expert_inter + t.hidden if m.bias else 0)
     return matmul_dtype_bytes(profile) * (m.experts // m.ep) * per_expert
+
+
+def lora_merged_weights_bytes(t: TextSpec, profile: str) -> int:
+    """LoRA on the stacked experts (PEFT's target_parameters) adds B @ A to each weight and the experts run on the
+    merged copy, which grouped_mm saves for backward: every local expert's gate-up and down weights per routed
+    layer, in the base's dtype (saved-tensor walk of a bf16 PEFT 0.21 Qwen3-MoE block: (8, 256, 512) and
+    (8, 256, 256) bf16)."""
+    m = t.moe
+    if m.experts_grad != "lora":
+        return 0
+    return expert_dtype_bytes(profile, m) * (m.experts // m.ep) * 3 * m.expert_inter * t.hidden
 
 
 def hidden_dtype_bytes(profile: str) -> int:
@@ -130,7 +143,8 @@ def backward_transient_bytes(t: TextSpec, tokens: int, profile: str) -> int:
     m = t.moe
     if m.dispatch == "eager":
         return eager_backward_transient_bytes(t, tokens, profile)
-    return expert_dtype_bytes(profile, m) * rank_pairs(tokens, m) * (2 * m.expert_inter + t.hidden)
+    merged_grad = lora_merged_weights_bytes(t, profile) * 2 // 3     # LoRA: the merged gate-up weight's gradient
+    return expert_dtype_bytes(profile, m) * rank_pairs(tokens, m) * (2 * m.expert_inter + t.hidden) + merged_grad
 
 
 def eager_backward_transient_bytes(t: TextSpec, tokens: int, profile: str) -> int:

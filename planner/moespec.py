@@ -43,6 +43,7 @@ class MoESpec:
     router_fp32: bool = False   # DeepSeek: the router casts its input and weight to fp32
     dispatch: str = "grouped_mm"
     imbalance: float = 2.0  # as the knobs run it: the busiest expert takes this many times its fair share
+    experts_grad: str = "full"  # as the knobs run it: "full" (trained), "frozen" (LoRA elsewhere), "lora" (adapted)
     ep: int = 1             # as the knobs run it (recipes.text_spec): ranks the experts are split over
     load: float = 1.0       # pairs the busiest rank's experts run, over this rank's own (imbalance, at most ep)
 

@@ -19,13 +19,15 @@ CHUNKED_LOSS_CHUNKS = 8      # torchtune's CEWithChunkedOutputLoss(num_output_ch
 OFFLOAD_MIN_BYTES = 1024     # torchtune's OffloadActivations(min_offload_size=1024): smaller tensors stay
 
 
-def text_spec(t: TextSpec, k: Knobs) -> TextSpec:
+def text_spec(t: TextSpec, k: Knobs, experts_adapted: bool = False) -> TextSpec:
     """The text model as the knobs run it: --attention sdpa is the family's default (Gemma-2 stays eager:
     SDPA cannot softcap), flash and eager are what they say; with --expert-parallel N the busiest rank's experts
-    run --expert-imbalance times this rank's share of pairs (all N ranks' tokens at most)."""
+    run --expert-imbalance times this rank's share of pairs (all N ranks' tokens at most); under LoRA the experts
+    are frozen, or adapted (`experts_adapted`: --lora-targets reaches them)."""
     if t.moe is not None:
         n = k.expert_parallel
-        t = replace(t, moe=replace(t.moe, imbalance=k.expert_imbalance, ep=n,
+        grad = "full" if not k.lora_rank else "lora" if experts_adapted else "frozen"
+        t = replace(t, moe=replace(t.moe, imbalance=k.expert_imbalance, ep=n, experts_grad=grad,
                                    load=min(k.expert_imbalance, float(n)) if n > 1 else 1.0))
     return t if k.attention == "sdpa" else replace(t, attention=k.attention)
 

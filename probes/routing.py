@@ -59,11 +59,13 @@ def _eager_forward(self, hidden_states, top_k_index, top_k_weights):
 
 @contextmanager
 def routed_eager_experts(model, imbalance: float):
-    """Inside: every experts module that transformers runs with the eager dispatch takes the fixed counts."""
+    """Inside: every experts module (stacked 3-D weights, transformers' @use_experts_implementation) that runs the
+    eager dispatch takes the fixed counts; dense MLPs named alike (Phi-3's fused gate_up_proj Linear) are left."""
     patched = []
     for m in model.modules():
         cfg = getattr(m, "config", None)
-        if hasattr(m, "gate_up_proj") and getattr(cfg, "_experts_implementation", None) == "eager":
+        stacked = isinstance(getattr(m, "gate_up_proj", None), torch.nn.Parameter) and m.gate_up_proj.dim() == 3
+        if stacked and hasattr(m, "is_transposed") and getattr(cfg, "_experts_implementation", None) == "eager":
             m._memplan_imbalance = imbalance
             m.forward = types.MethodType(_eager_forward, m)
             patched.append(m)

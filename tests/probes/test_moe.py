@@ -125,3 +125,45 @@ def test_deepseek_caches_the_compressed_latent():
     real = sum(x.numel() * x.element_size() for layer in cache.layers for x in (layer.keys, layer.values))
     setup = Setup(from_config(cfg, "deepseek-tiny"), Knobs(precision="fp32"), 2, 1, 40)
     assert kv_cache_bytes(setup, 2, 40) == real == 2 * 2 * 40 * (16 + 8) * 4
+
+
+@pytest.mark.parametrize("targets,grad", [(None, "full"), ("attention", "frozen"),
+                                          ("experts.gate_up_proj,experts.down_proj", "lora")])
+def test_expert_terms_under_lora_are_what_autograd_saves(targets, grad):
+    """One real bf16 Qwen3-MoE block (debug-moe, 1,024 tokens, grouped_mm) under PEFT 0.21: the large tensors
+    autograd saves for backward (every pair's, and LoRA's merged expert weights) against moe.experts_saved_bytes
+    less its index bytes. Frozen experts (LoRA elsewhere) keep neither projection's input; adapted ones run on a
+    merged weight grouped_mm keeps. Tolerance 1%."""
+    import torch
+    import transformers
+    from peft import get_peft_model
+
+    from planner import moe
+    from planner.recipes import text_spec
+    from recipe import hf_config, lora_config
+
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(hf_config(catalog.model_config("debug-moe"), layers=1),
+                                                          dtype=torch.bfloat16)
+    knobs = Knobs.make(precision="bf16-pure", **({"lora_rank": 16, "lora_targets": targets} if targets else {}))
+    if targets:
+        model = get_peft_model(model, lora_config(knobs))
+    block = next(m for m in model.modules() if type(m).__name__ == "Qwen3MoeSparseMoeBlock")
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    y = block(torch.randn(2, 512, 256, dtype=torch.bfloat16, requires_grad=True))
+    saved, seen, todo = {}, set(), [y.grad_fn]
+    while todo:
+        f = todo.pop()
+        if f is None or f in seen:
+            continue
+        seen.add(f)
+        for name in (a for a in dir(f) if a.startswith("_saved_")):
+            t = getattr(f, name, None)
+            if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in params:
+                saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        todo += [n for n, _ in f.next_functions]
+    large = sum(b for b in saved.values() if b > 1024 * 256 * 2)     # past one token-wide tensor (the router's)
+    t = text_spec(catalog.load_model("debug-moe").text, knobs, experts_adapted=grad == "lora")
+    assert t.moe.experts_grad == grad
+    analytic = moe.experts_saved_bytes(t, 1024, "half") - (4 + 3 * moe.INDEX_BYTES) * 2048
+    assert analytic == pytest.approx(large, rel=0.01)
