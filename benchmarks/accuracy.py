@@ -121,6 +121,10 @@ MOE_GRID = [
     ("debug-moe-v256-eager", "fp32", "full", 4, 1024), ("mixtral-tiny-eager", "bf16", "full", 4, 512),
     ("gpt-oss-tiny-eager", "fp32", "off", 2, 512),
 ]
+# LoRA on the tiny MoE (PEFT target_parameters for the stacked experts): experts adapted, frozen, or both
+MOE_LORA = [{"lora_rank": 16, "lora_targets": t} for t in ("all-linear", "attention", "experts.gate_up_proj,experts.down_proj")]
+MOE_LORA_GRID = [(a, "bf16-pure", {"checkpointing": c, **kw}, mb, s)
+                 for a, c, mb, s in (("debug-moe", "off", 2, 512), ("debug-moe-v256", "full", 4, 1024)) for kw in MOE_LORA]
 
 
 def config(arch: str) -> dict:
@@ -157,7 +161,7 @@ def main() -> None:
     grid = [] if args.recipes_only else [(a, p, {"checkpointing": c}, mb, s) for a, p, c, mb, s in GRID]
     todo = grid + RECIPE_GRID
     if args.moe:
-        todo = [(a, p, {"checkpointing": c}, mb, s) for a, p, c, mb, s in MOE_GRID]
+        todo = [(a, p, {"checkpointing": c}, mb, s) for a, p, c, mb, s in MOE_GRID] + MOE_LORA_GRID
     rows = []
     for arch, prec, kw, mb, seq in todo[: args.limit]:
         cfg = config(arch)
