@@ -13,7 +13,7 @@ from planner import advise, catalog
 from planner.errors import BadInput
 from tests.planner.cli.helpers import planner
 
-EXAMPLES = 400           # per request kind: 800 generated requests in all (the suite's 20-minute budget)
+EXAMPLES = 300           # per request kind: 600 generated requests in all (the suite's 20-minute budget)
 LLAMA = catalog.model_config("llama-3.2-1b")
 
 # -- values: mostly sensible, often hostile --------------------------------------------------------
