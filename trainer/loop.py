@@ -216,7 +216,7 @@ class Trainer:
             loss_sum = token_loss_sum(self.model if not self.ds else self.engine, batch, self.cfg.knobs)
         loss = loss_sum / n_tokens
         if self.router:     # this micro-batch's share of the global batch's router aux loss (trainer/router.py)
-            loss = loss + self.router.term(batch.get("router_mask", batch.get("attention_mask")))
+            loss = loss + self.router.term(batch)
             self.router.record(False)
         if self.ds:    # DeepSpeed averages over ranks and divides by accumulation: undo both
             self.engine.backward(loss * self.world * self.accum)

@@ -65,22 +65,38 @@ class RouterAux:
         self.recording = on
         self.logits = []
 
-    def sums(self, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """This forward's (picks per expert, softmax mass per expert, rows), over its routed layers and the tokens
-        `mask` keeps (all without one): transformers' load_balancing_loss_func before its division."""
-        picks = torch.zeros(self.experts, dtype=torch.float64)
-        mass = torch.zeros(self.experts, dtype=torch.float32, device=self.logits[0].device)
-        rows = torch.zeros((), dtype=torch.float64)
+    def _layers(self, mask: torch.Tensor | None):
+        """Each routed layer's (fp32 softmax, kept-token weights) for this forward: `mask` keeps the unpadded tokens
+        (all without one)."""
         for logits in self.logits:
             probs = F.softmax(logits.float(), dim=-1)
             keep = (torch.ones(probs.shape[0], device=probs.device) if mask is None
                     else mask.reshape(-1).to(probs.device, torch.float32))
+            yield probs, keep
+
+    def mass(self, mask: torch.Tensor | None) -> torch.Tensor:
+        """This forward's softmax mass per expert over its routed layers and kept tokens (with its gradient)."""
+        return sum((probs * keep.unsqueeze(-1)).sum(0) for probs, keep in self._layers(mask))
+
+    def sums(self, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """This forward's (picks per expert, softmax mass per expert, rows): transformers' load_balancing_loss_func
+        before its division."""
+        picks = torch.zeros(self.experts, dtype=torch.float64)
+        rows = torch.zeros((), dtype=torch.float64)
+        mass = 0
+        for probs, keep in self._layers(mask):
             chosen = torch.topk(probs, self.top_k, dim=-1).indices
             picks += torch.zeros(self.experts, device=probs.device).scatter_add_(
                 0, chosen.reshape(-1), keep.repeat_interleave(self.top_k)).double().cpu()
-            mass = mass + (probs * keep.unsqueeze(-1)).sum(0)
             rows += keep.sum().double().cpu()
+            mass = mass + (probs * keep.unsqueeze(-1)).sum(0)
         return picks, mass, rows
+
+    @staticmethod
+    def mask(batch: dict) -> torch.Tensor | None:
+        """The tokens a micro-batch routes for the aux loss: its attention mask (none for a packed row), or the
+        all-zero `router_mask` of an empty micro-step's filler."""
+        return batch.get("router_mask", batch.get("attention_mask"))
 
     def route(self, batches: list[dict], forward, world: int, device) -> None:
         """The step's routing pass: `forward(batch)` (no gradients) over its micro-batches, their picks, mass and rows
@@ -91,7 +107,7 @@ class RouterAux:
                 continue
             self.record(True)
             forward(batch)
-            picks, mass, rows = self.sums(batch.get("router_mask", batch.get("attention_mask")))
+            picks, mass, rows = self.sums(self.mask(batch))
             self.record(False)
             total += torch.cat([picks, mass.detach().double().cpu(), rows.reshape(1)])
         if world > 1:
@@ -108,8 +124,9 @@ class RouterAux:
         self.fraction = picks / self.rows
         self.value = float(self.experts * (self.fraction * mass.double() / self.rows).sum())
 
-    def term(self, mask: torch.Tensor | None) -> torch.Tensor:
-        """The coefficient times this micro-batch's share of the global aux loss (with its gradient)."""
-        _picks, mass, _rows = self.sums(mask)
+    def term(self, batch: dict) -> torch.Tensor:
+        """The coefficient times this micro-batch's share of the global aux loss (with its gradient): only its softmax
+        mass is needed, the picks being the step's global ones."""
+        mass = self.mass(self.mask(batch))
         f = self.fraction.to(mass.device, torch.float32)
         return self.coef * self.experts * (f * mass).sum() / self.rows

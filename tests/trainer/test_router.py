@@ -42,7 +42,7 @@ def our_loss(model, aux, parts):
     for ids, mask in parts:
         aux.record(True)
         model(input_ids=ids, attention_mask=mask)
-        term = aux.term(mask)
+        term = aux.term({"attention_mask": mask})
         term.backward()
         got += float(term)
     aux.record(False)
