@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from planner import catalog, hardware
+from planner import catalog, hardware, nearest
 from planner.datafit import DataFit, Scanner, scan_data, token_batches, verdict
 from planner.errors import BadInput
 from planner.lengths import limits as rl_limits
@@ -26,6 +26,7 @@ from planner.requests import (  # noqa: F401 - the request models, re-exported: 
     DATA_DOC,
     MAX_SUGGESTIONS,
     MODEL_DOC,
+    Nearest,
     SUGGEST_CHECKPOINTING,
     CheckRequest,
     CheckResult,
@@ -239,8 +240,10 @@ def _quiet(_: str) -> AbstractContextManager:
 
 
 def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | None = None,
-            resolver=default_resolver, status: Status = _quiet, scanner: Scanner | None = None) -> SuggestResult:
-    """Ranked plans that fit the global batch exactly, and one rejected candidate per knob family."""
+            resolver=default_resolver, status: Status = _quiet, scanner: Scanner | None = None,
+            with_nearest: bool = True) -> SuggestResult:
+    """Ranked plans that fit the global batch exactly, and one rejected candidate per knob family; when none fits
+    (and `with_nearest`), the nearest settings that do."""
     model, hw, goal, fit = resolve(req, req.global_batch, resolver, scanner)
     batches = token_batches(req, goal, hw, fit)
     if req.optimizer_in_backward and hw.world_size > 1:
@@ -267,7 +270,8 @@ def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | N
             result = search(model, hw, goal, space, top=req.top, calibrate=cal, batches=batches)
     out = SuggestResult(model=model.summary(), hardware=hardware_json(hw), goal=goal.model_dump(),
                         plans=result.plans, rejected=result.rejected, verified=verified,
-                        data=fit.json() if fit else None)
+                        data=fit.json() if fit else None,
+                        nearest=[] if result.plans or not with_nearest else nearest_fits(req, goal, hw, resolver))
     out._context = (model, hw, goal)
     return out
 
@@ -310,7 +314,10 @@ def check_knobs(req: CheckRequest, hw: Hardware) -> Knobs:
     if req.fsdp == "hybrid" and hw.nodes == 1:
         raise BadInput("--fsdp hybrid shards within a node and replicates across nodes: it needs --nodes 2 or more "
                        "(on one node, use --fsdp full)", "fsdp")
-    return knobs_of(req, req.precision or ("bf16" if hw.gpu.bf16_tflops > 0 else "fp16"))
+    precision = req.precision or ("bf16" if hw.gpu.bf16_tflops > 0 else "fp16")
+    if precision.startswith("bf16") and hw.gpu.bf16_tflops == 0:
+        raise BadInput(f"--precision {precision}: {hw.gpu.name} has no bf16 support; use fp16 or fp32", "precision")
+    return knobs_of(req, precision)
 
 
 def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None = None,
@@ -353,6 +360,24 @@ def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None 
     out = CheckResult(model=model.summary(), hardware=hardware_json(hw), goal=goal.model_dump(), plan=plan,
                       suggestions=alternatives, verified=verified,
                       data=verdict(fit, plan, model, hw, goal, req.seed) if fit else None,
-                      limits=rl_limits(plan, model, hw, goal) if req.workload.rl else None)
+                      limits=rl_limits(plan, model, hw, goal) if req.workload.rl else None,
+                      nearest=[] if plan.fits else nearest_fits(req, goal, hw, resolver))
     out._context = (model, hw, goal)
+    return out
+
+
+def nearest_fits(req: Target, goal: Goal, hw: Hardware, resolver=default_resolver) -> list[Nearest]:
+    """The requests one change away whose best plan fits (planner.nearest), each asked of `suggest`: with the
+    request's own knobs where that fits, else with every knob allowed ("any knobs")."""
+    out = []
+    for label, change, tries in nearest.requests(req, goal, hw):
+        for i, variant in enumerate(tries):
+            try:
+                found = suggest(variant, resolver=resolver, with_nearest=False)
+            except BadInput:
+                continue
+            if found.plans:
+                shown = label if not change or (i == 0 and len(tries) == 2) else f"{label} (any knobs)"
+                out.append(Nearest(change=shown, changes=change, plan=found.plans[0]))
+                break
     return out

@@ -168,6 +168,19 @@ class ProbeRequest(_Request):
     workload: Workload = Field(default_factory=Workload)
 
 
+NEAREST_DOC = ("when nothing fits: the requests one change away that do (every knob allowed, a fused optimizer, LoRA, "
+               "more host RAM, twice the nodes, half the sequence), each with its best plan")
+
+
+class Nearest(BaseModel):
+    """One change to a request that does not fit (in words, and as the request's changed fields) and the best plan
+    the changed request gives (planner.nearest)."""
+
+    change: str
+    changes: dict
+    plan: Plan
+
+
 class SuggestResult(_Result):
     model: dict
     hardware: dict
@@ -176,6 +189,7 @@ class SuggestResult(_Result):
     rejected: list[Plan]
     verified: dict | None = None
     data: dict | None = None
+    nearest: list[Nearest] = Field(default_factory=list, description=NEAREST_DOC)
 
 
 class CheckResult(_Result):
@@ -188,3 +202,4 @@ class CheckResult(_Result):
     data: dict | None = None
     limits: dict | None = Field(default=None, description=(
         "dpo / grpo: the longest completion (and prompt, images) at which the configuration still fits"))
+    nearest: list[Nearest] = Field(default_factory=list, description=NEAREST_DOC)

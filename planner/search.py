@@ -11,10 +11,11 @@ from itertools import product
 from math import isqrt
 
 from planner import export, rl
+from planner.advice import rejection_reason
 from planner.errors import BadInput
 from planner.memory import Setup, breakdown
 from planner.modelspec import ModelSpec
-from planner.spec import GIB, Goal, Hardware, Knobs, Launch, Plan, TokenBatches
+from planner.spec import OPTIMIZER_IN_BACKWARD_SPLIT, Goal, Hardware, Knobs, Launch, Plan, TokenBatches
 from planner.speed import step_time
 from planner.workload import Workload
 
@@ -62,56 +63,43 @@ def check_global_batch(global_batch: int, world: int) -> None:
 
 
 def families(space: Space, hw: Hardware) -> list[Knobs]:
+    """Every knob combination of the space that can run on this hardware. None can: a BadInput with the first
+    combination's reason (a request that cannot exist is bad input, not "nothing fits")."""
     precisions = space.precision or (["bf16"] if hw.gpu.bf16_tflops > 0 else ["fp16"])
-    out = []
+    no_bf16 = [p for p in precisions if p.startswith("bf16") and hw.gpu.bf16_tflops == 0]
+    if no_bf16:
+        raise BadInput(f"--precision {no_bf16[0]}: {hw.gpu.name} has no bf16 support; use fp16 or fp32", "precision")
+    out, first = [], None
     for p, c, z, o, f, loss, attn, b in product(precisions, space.checkpointing, space.zero, space.offload, space.fsdp,
                                                 space.loss, space.attention, space.batching):
         kw = {"precision": p, "checkpointing": c, "zero_stage": z, "offload": o, "optimizer": space.optimizer,
               "lora_rank": space.lora_rank, "fsdp": f, "loss": loss, "attention": attn, "batching": b,
               "optimizer_in_backward": space.optimizer_in_backward, "workload": space.workload, **space.lora,
               **space.moe}
-        if f == "hybrid" and hw.nodes == 1 or f != "off" and hw.world_size == 1 and o == "none":
-            continue    # hybrid is full sharding on one node; one GPU shards nothing (unless it offloads)
-        if space.optimizer_in_backward and hw.world_size > 1:
-            continue    # no gradient is kept to all-reduce
-        if Knobs.allowed(**kw):     # the combination rules live in Knobs alone
-            out.append(Knobs(**kw))
+        why = hardware_rule(kw, hw)
+        if why is None:
+            try:
+                out.append(Knobs.make(**kw))    # the combination rules live in Knobs alone
+                continue
+            except BadInput as e:
+                why = e
+        first = first or why
+    if not out:
+        raise first
     return out
 
 
-def _gib(x: int) -> str:
-    return f"{x / GIB:.1f} GiB"
-
-
-def rejection_reason(plan: Plan, hw: Hardware, usable: int) -> str | None:
-    """Why a candidate does not fit, with what would make it fit."""
-    m = plan.memory
-    if plan.precision.startswith("bf16") and hw.gpu.bf16_tflops == 0:
-        return f"{hw.gpu.name} has no bf16 support: use fp16 or fp32"
-    host = int(hw.host_ram_gib * GIB)
-    if m.host_bytes_per_node > host:
-        fix = "use fewer GPUs per node or offload less" if hw.gpus_per_node > 1 else "offload less or add host RAM"
-        return (f"offload needs {_gib(m.host_bytes_per_node)} host RAM per node > {_gib(host)} "
-                f"(--host-ram-gb): {fix}")
-    if m.device_total_bytes <= usable:
-        return None
-    states = m.detail["model_states_bytes"]
-    if states > usable:
-        fixes = []
-        if plan.zero_stage < 3 and plan.fsdp is None:
-            fixes.append("allow zero 3 or fsdp")
-        if plan.offload != "optimizer+params":
-            fixes.append("offload")
-        fix = " or ".join(fixes) or "add GPUs or train LoRA adapters"
-        return f"model states alone need {_gib(states)} per GPU > {_gib(usable)} usable: {fix}"
-    hint = "enable checkpointing, " if plan.checkpointing == "off" else ""
-    what = f"micro-batch {plan.micro_batch}"
-    if plan.token_batches is not None:
-        what = f"a micro-batch of {plan.token_batches.max_tokens_per_micro_batch:,} tokens"
-        hint += "lower the token budget, "
-    return (f"{what} needs {_gib(m.device_total_bytes)} per GPU > {_gib(usable)} usable "
-            f"(saved activations {_gib(m.detail['saved_activations_bytes'])}, logits/loss "
-            f"{_gib(m.detail['logits_loss_bytes'])}): {hint}shorten the sequence or add GPUs")
+def hardware_rule(kw: dict, hw: Hardware) -> BadInput | None:
+    """The rules a knob combination breaks on this hardware, as the BadInput a one-configuration check raises."""
+    if kw["fsdp"] == "hybrid" and hw.nodes == 1:
+        return BadInput("--fsdp hybrid shards within a node and replicates across nodes: it needs --nodes 2 or more "
+                        "(on one node, use --fsdp full)", "fsdp")
+    if kw["fsdp"] != "off" and hw.world_size == 1 and kw["offload"] == "none":
+        return BadInput(f"--fsdp {kw['fsdp']} on one GPU shards nothing (it offloads with --offload "
+                        "optimizer+params)", "fsdp")
+    if kw["optimizer_in_backward"] and hw.world_size > 1:
+        return BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
+    return None
 
 
 def make_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_batch: int,

@@ -4,10 +4,10 @@ from __future__ import annotations
 import argparse
 
 from planner import advise
-from planner.advise import CheckRequest
+from planner.advise import CheckRequest, CheckResult
 from planner.cli import common
 from planner.cli.suggest import result_json
-from planner.spec import CHECKPOINTING, FSDP_MODES, OFFLOADS, PRECISIONS, ZERO_STAGES, Plan
+from planner.spec import CHECKPOINTING, FSDP_MODES, OFFLOADS, PRECISIONS, ZERO_STAGES
 
 
 def register(sub) -> None:
@@ -28,18 +28,19 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
-def gather(args: argparse.Namespace) -> tuple[dict, Plan, list[Plan], tuple]:
-    """advise.check on the flags; (JSON object, plan, alternatives, (model, hardware, goal))."""
+def gather(args: argparse.Namespace) -> tuple[dict, CheckResult]:
+    """advise.check on the flags; (JSON object, result)."""
     req = common.request(CheckRequest, args, micro_batch=args.micro_batch, grad_accum=args.grad_accum,
                          precision=args.precision, checkpointing=args.checkpointing, zero=args.zero,
                          offload=args.offload, fsdp=args.fsdp, **common.recipe_fields(args))
     result = advise.check(req, store=args.store, probes=common.probe_functions(), status=common.status,
                           scanner=common.scanner)
-    return result_json(result), result.plan, result.suggestions, result.context
+    return result_json(result), result
 
 
 def run(args: argparse.Namespace) -> int:
-    out, plan, alternatives, (model, hw, goal) = gather(args)
+    out, result = gather(args)
+    plan, alternatives, (model, hw, goal) = result.plan, result.suggestions, result.context
     from planner.cli.data import budget_line, data_lines
 
     data = out.get("data")
@@ -54,10 +55,11 @@ def run(args: argparse.Namespace) -> int:
         from planner.cli import render
 
         verdict = "fits" if plan.fits else f"does NOT fit: {plan.reason}"
-        render.console.print(f"{out['model']['name']}{common.approximate(model, goal)}: micro {plan.micro_batch} x accum {plan.grad_accum} x "
-                             f"world {plan.world_size} = {plan.global_batch}, {plan.precision}, checkpointing "
-                             f"{plan.checkpointing}, {plan.sharding}, offload {plan.offload}"
-                             + (f", {plan.recipe}" if plan.recipe != "-" else "") + f" ({plan.evidence}): {verdict}")
+        common.say_line(f"{out['model']['name']}{common.approximate(model, goal)}: micro {plan.micro_batch} x accum "
+                        f"{plan.grad_accum} x world {plan.world_size} = {plan.global_batch}, {plan.precision}, "
+                        f"checkpointing {plan.checkpointing}, {plan.sharding}, offload {plan.offload}"
+                        + (f", {plan.recipe}" if plan.recipe != "-" else "") + f" ({plan.evidence}): {verdict}")
+        common.say_line(f"speed: {plan.tokens_per_s:,.0f} tokens/s, {plan.step_time_s:.2f} s a step (predicted)")
         for line in data_lines(data) if data else []:
             common.say_line(line)
         if plan.token_batches is not None:
@@ -71,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
         render.console.print(render.breakdown_table(plan))
         if out.get("limits"):
             common.say_line(render.limits_line(out["limits"]))
+        if not plan.fits:
+            common.print_nearest(result.nearest)
         if alternatives:
             render.console.print(render.plans_table(alternatives, "fitting alternatives with the same global batch",
                                                     approximate=not model.exact))

@@ -331,6 +331,16 @@ def say_line(text: str, console=None) -> None:
     (console or render.console).print(text, soft_wrap=True, markup=False, highlight=False)
 
 
+def print_nearest(nearest: list) -> None:
+    """A "does not fit" ends with the nearest settings that fit (planner.nearest), or says none is one change away."""
+    from planner.cli import render
+
+    if nearest:
+        render.console.print(render.nearest_table(nearest))
+    for line in render.nearest_lines(nearest):
+        say_line(line)
+
+
 def err_console():
     """A rich console on stderr, for progress that must not mix with --json on stdout."""
     from rich.console import Console

@@ -32,7 +32,8 @@ def plans_table(plans: list[Plan], title: str, approximate: bool = False) -> Tab
 
 def breakdown_table(p: Plan) -> Table:
     m = p.memory
-    t = Table(title=f"memory per GPU (GiB), peak during {m.peak_phase}", title_justify="left")
+    title = f"memory per GPU (GiB), peak during {m.peak_phase}"
+    t = Table(title=title, title_justify="left", min_width=len(title))
     t.add_column("term")
     t.add_column("GiB", justify="right")
     for name in ("params", "grads", "optimizer", "activations", "temp", "peak_allocated", "overhead",
@@ -70,13 +71,38 @@ def limits_line(limits: dict) -> str:
 
 
 def rejected_table(rejected: list[Plan]) -> Table:
-    t = Table(title="rejected (smallest micro-batch of each family)", title_justify="left")
-    for col in ("ckpt", "precision", "sharding", "offload", "recipe", "total GiB", "reason"):
-        t.add_column(col)
+    """One row per distinct reason: how many knob families it rejects, the first of them, and the reason."""
+    groups: dict[str, list[Plan]] = {}
     for p in rejected:
-        t.add_row(p.checkpointing, p.precision, p.sharding, p.offload, p.recipe,
-                  gib(p.memory.device_total_bytes), p.reason or "")
+        groups.setdefault(p.reason or "", []).append(p)
+    t = Table(title="rejected (smallest micro-batch of each knob family, one row per reason)", title_justify="left")
+    for col in ("families", "first: ckpt", "precision", "sharding", "offload", "recipe", "total GiB", "reason"):
+        t.add_column(col, justify="right" if col in ("families", "total GiB") else "left")
+    for reason, plans in groups.items():
+        p = plans[0]
+        t.add_row(str(len(plans)), p.checkpointing, p.precision, p.sharding, p.offload, p.recipe,
+                  gib(p.memory.device_total_bytes), reason)
     return t
+
+
+def nearest_table(nearest: list) -> Table:
+    """The nearest settings that fit (planner.nearest): the change, and the best plan it gives."""
+    t = Table(title="nearest settings that fit (one change each; 'any knobs': other knobs changed too)",
+              title_justify="left")
+    for col in ("change", "micro", "accum", "ckpt", "precision", "sharding", "offload", "recipe", "total GiB",
+                "tokens/s"):
+        t.add_column(col, justify="right" if col in ("micro", "accum", "total GiB", "tokens/s") else "left")
+    for n in nearest:
+        p = n.plan
+        t.add_row(n.change, str(p.micro_batch), str(p.grad_accum), p.checkpointing, p.precision, p.sharding,
+                  p.offload, p.recipe, gib(p.memory.device_total_bytes), f"{p.tokens_per_s:,.0f}")
+    return t
+
+
+def nearest_lines(nearest: list) -> list[str]:
+    """What to print when nothing fits: the table, or a line saying no single change fits."""
+    return [] if nearest else ["no single change fits (tried: every knob allowed, adamw-fused, LoRA, more host RAM, "
+                               "twice the nodes, half the sequence)"]
 
 
 def gpus_table(data: dict) -> Table:

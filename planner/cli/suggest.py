@@ -75,9 +75,10 @@ def run(args: argparse.Namespace) -> int:
                 common.say_line(budget_line(best.token_batches))
             common.say_line(f"best: {best.launch.command}")
         else:
-            render.console.print(f"{title}: nothing fits")
-        if result.rejected:
-            render.console.print(render.rejected_table(result.rejected))
+            common.say_line(f"{title}: nothing fits")
+            if result.rejected:
+                render.console.print(render.rejected_table(result.rejected))
+            common.print_nearest(result.nearest)
         for path in out.get("emitted", []):
             common.say_line(f"wrote {path}")
     return 0 if result.plans else 3

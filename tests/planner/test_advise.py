@@ -175,7 +175,8 @@ def test_results_carry_what_json_prints_and_their_context():
     res = advise.check(req)
     model, hw, goal = res.context
     assert (model.name, hw.gpu.name, goal.global_batch) == ("llama-3.2-1b", "h100-80gb", 8)
-    assert set(res.model_dump()) == {"model", "hardware", "goal", "plan", "suggestions", "verified", "data", "limits"}
+    assert set(res.model_dump()) == {"model", "hardware", "goal", "plan", "suggestions", "verified", "data", "limits",
+                                      "nearest"}
     assert res.limits is None      # SFT: no row-length limits (dpo / grpo only)
     assert res.plan.precision == "bf16" and res.verified is None
 

@@ -45,8 +45,8 @@ def test_suggest_table_and_nothing_fits_exit_3():
 @pytest.mark.parametrize("args,needle", [
     (["--global-batch", "0"], "--global-batch 0"),
     (["--global-batch", "-4"], "--global-batch -4"),
-    (["--model", "llama-9"], "unknown model 'llama-9'"),
-    (["--gpu", "b300"], "unknown GPU 'b300'"),
+    (["--model", "llama-9"], "--model 'llama-9' is not a bundled model"),
+    (["--gpu", "b300"], "--gpu 'b300' is not in the GPU catalog"),
     (["--precision", "bf17"], "--precision 'bf17'"),
     (["--zero", "5"], "--zero '5'"),
     (["--global-batch", "255"], "nearest valid global batches: 248, 256"),
@@ -67,7 +67,7 @@ def test_bad_input_exits_2_with_one_line(args, needle):
 
 def test_malformed_config_exits_2(tmp_path):
     (tmp_path / "config.json").write_text("{not json")
-    r = planner("suggest", "--model", str(tmp_path), "--gpu", "a100", "--global-batch", "8", "--seq-len", "128")
+    r = planner("suggest", "--model", str(tmp_path), "--gpu", "a100-40gb", "--global-batch", "8", "--seq-len", "128")
     assert r.returncode == 2 and "malformed config.json" in r.stderr
 
 
@@ -139,12 +139,16 @@ def test_on_one_gpu_plain_ddp_ranks_above_deepspeed_at_the_same_speed():
     assert (first["zero_stage"], first["offload"]) == (0, "none") and second["zero_stage"] > 0
 
 
-def test_host_ram_advice_fits_a_node_of_one_gpu():
-    out = json.loads(planner("suggest", "--model", "llama-3.1-70b", "--gpu", "h100", "--global-batch", "8",
-                             "--seq-len", "1024", "--zero", "3", "--offload", "optimizer+params", "--host-ram-gb", "16",
-                             "--evidence", "analytic", "--json").stdout)
+@pytest.mark.parametrize("per_node", ["1", "4"])
+def test_host_ram_advice_says_what_helps_whatever_the_gpus_per_node(per_node):
+    """On one node 4 GPUs need the host RAM of 4 ranks' shares as 8 need 8 ranks' (the same total): fewer GPUs per
+    node does not help; more host RAM, more nodes or LoRA do."""
+    out = json.loads(planner("suggest", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus-per-node", per_node,
+                             "--global-batch", "8", "--seq-len", "1024", "--zero", "3", "--offload", "optimizer+params",
+                             "--host-ram-gb", "16", "--evidence", "analytic", "--json").stdout)
     reasons = [p["reason"] for p in out["rejected"]]
-    assert reasons and all("offload less or add host RAM" in r and "fewer GPUs" not in r for r in reasons), reasons
+    assert reasons and all("more host RAM" in r and "more nodes" in r and "LoRA" in r for r in reasons), reasons
+    assert not any("fewer GPUs" in r for r in reasons), reasons
 
 
 def test_progress_is_quiet_with_json():
