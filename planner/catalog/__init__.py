@@ -1,7 +1,9 @@
 """Bundled data: model configs (HF config.json values) and the GPU table, read without torch."""
 from __future__ import annotations
 
+import difflib
 import json
+import re
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -22,8 +24,10 @@ def model_config(name: str) -> dict:
     """The bundled config.json of a catalog model (a copy: callers may change it)."""
     key = name.strip().lower()
     if key not in model_names():
-        raise UnknownName(f"unknown model {name!r}; known: {', '.join(model_names())} "
-                       "(or a path to a config.json, or a folder holding one)", "model")
+        guess = closest(name, {n: n for n in model_names()})
+        raise UnknownName(f"--model {name!r} is not a bundled model or a config path"
+                          + (f"; did you mean {guess}?" if guess else "")
+                          + f" (`planner models` lists all {len(model_names())})", "model")
     return json.loads(_DATA.joinpath("models", key + ".json").read_text())
 
 
@@ -68,7 +72,7 @@ def load_model(ref: str) -> ModelSpec:
     p = checked_path(ref, "model")
     if "/" in ref or ref.endswith(".json") or p.exists():
         return from_config(_read_config_file(p), p.parent.name if p.name == "config.json" else p.name)
-    return from_config(model_config(ref), ref)  # model_config raises, listing the catalog
+    return from_config(model_config(ref), ref)  # model_config raises, with a did-you-mean
 
 
 @lru_cache(maxsize=1)
@@ -77,9 +81,29 @@ def gpus() -> tuple[GPU, ...]:
     return tuple(GPU(**{**r, "aliases": tuple(r["aliases"])}) for r in rows)
 
 
+def closest(name: str, choices: dict[str, str]) -> str | None:
+    """The value of the key in `choices` spelled most like `name`, ignoring case and punctuation (so
+    llama-3-8b finds llama-3.1-8b, h100-sxm-80gb finds h100-sxm5-80gb); None where none is close."""
+    def bare(text: str) -> str:
+        return re.sub(r"[^a-z0-9]", "", text.lower())
+
+    keys = {bare(k): v for k, v in choices.items()}
+    hit = difflib.get_close_matches(bare(name), keys, n=1)
+    return keys[hit[0]] if hit else None
+
+
 def gpu(name: str) -> GPU:
+    """The catalog GPU named `name` (its name or an alias, any case, `_` or space for `-`); BadInput where an
+    alias is shared by several kinds (`a100`: 40 or 80 GiB), never a silent pick; UnknownName (with a
+    did-you-mean) where nothing has that name."""
     key = name.strip().lower().replace("_", "-").replace(" ", "-")
-    for g in gpus():
-        if key == g.name or key in g.aliases:
-            return g
-    raise UnknownName(f"unknown GPU {name!r}; known: {', '.join(g.name for g in gpus())} (or 'local')", "gpu")
+    hits = [g for g in gpus() if key == g.name or key in g.aliases]
+    if len(hits) > 1:
+        raise BadInput(f"--gpu {name!r} is ambiguous: "
+                       + " or ".join(f"{g.name} ({g.memory_mib / 1024:.0f} GiB)" for g in hits), "gpu")
+    if hits:
+        return hits[0]
+    guess = closest(key, {n: g.name for g in gpus() for n in (g.name, *g.aliases)})
+    named = f"; did you mean {guess} ({gpu(guess).memory_mib / 1024:.0f} GiB)?" if guess else ""
+    raise UnknownName(f"--gpu {name!r} is not in the GPU catalog{named} (`planner gpus` lists all "
+                      f"{len(gpus())}, or 'local')", "gpu")

@@ -14,7 +14,7 @@ import sys
 from argparse import Namespace
 from pathlib import Path
 
-from planner.cli import common
+from planner.cli import common, extras
 from planner.errors import BadInput
 from planner.spec import OPTIMIZERS, Plan
 
@@ -29,10 +29,11 @@ def register(sub) -> None:
     p.add_argument("--model", required=True)
     p.add_argument("--gpu", default="local",
                    help="the GPU kind to plan for (default: this host's, through NVML); name the closest catalog "
-                        "kind for a GPU outside the catalog. The count is always this host's.")
+                        "kind for a GPU outside the catalog. The count is this host's (see --gpus-per-node for a dry run).")
     p.add_argument("--gpus-per-node", type=common.positive_int("--gpus-per-node"), default=None,
                    help="GPUs on this host (default: NVML's count); with --dry-run and --gpu KIND no local GPU is "
-                        "needed, so a launch can be prepared on a login node")
+                        "needed, so a launch can be prepared on a login node (default then: your command's "
+                        "--nproc_per_node, else this host's count, else 1)")
     p.add_argument("--global-batch", type=common.positive_int("--global-batch"), required=True)
     p.add_argument("--seq-len", type=common.positive_int("--seq-len"), required=True)
     p.add_argument("--optimizer", type=common.one_of("--optimizer", OPTIMIZERS), default="adamw")
@@ -40,7 +41,8 @@ def register(sub) -> None:
     p.add_argument("--margin", type=common.margin, default=None)
     p.add_argument("--max-steps", type=common.positive_int("--max-steps"), default=100,
                    help="bundled trainer only")
-    p.add_argument("--dry-run", action="store_true", help="print the final command, run nothing")
+    p.add_argument("--dry-run", action="store_true",
+                   help="write the files the command needs (DeepSpeed config or plan), print it, launch nothing")
     common.add_store_arg(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- your launch command (HF Trainer arguments)")
     p.set_defaults(run=run)
@@ -79,11 +81,14 @@ def choose(args: Namespace) -> tuple[Plan, dict]:
     """advise.suggest for this host's GPU count (suggest's own defaults for the knobs), verified on them."""
     from planner import advise
     from planner.cli.suggest import result_json
-    from planner.hardware import nvml_devices
+    from planner.hardware import local_gpu_count, nvml_devices
 
     count = args.gpus_per_node
-    if not (args.dry_run and count and args.gpu != "local"):     # a dry run for a named kind needs no GPU
-        hint = "" if args.dry_run else "; --dry-run --gpu KIND --gpus-per-node N prepares the command without one"
+    if args.dry_run and args.gpu.strip().lower() != "local":     # a dry run for a named kind needs no GPU
+        count = count or launcher_count(args.command) or local_gpu_count() or 1
+    else:
+        hint = ("; --gpu KIND prepares the command without one" if args.dry_run
+                else "; --dry-run --gpu KIND --gpus-per-node N prepares the command without one")
         try:
             found = len(nvml_devices())
         except BadInput as e:
@@ -105,6 +110,8 @@ def choose(args: Namespace) -> tuple[Plan, dict]:
 
 
 def run(args: Namespace) -> int:
+    if not args.dry_run:        # the probe that verifies the plan, then the bundled trainer or your command
+        extras.require("planner autotune", extras.steps(lora=args.lora_rank > 0))
     plan, out = choose(args)
     err = common.err_console()
     err.print(f"plan: micro {plan.micro_batch} x accum {plan.grad_accum} x world {plan.world_size} = {plan.global_batch}, "
@@ -112,18 +119,31 @@ def run(args: Namespace) -> int:
               f"({plan.evidence}, {plan.memory.device_total_bytes / 2**30:.1f} GiB of {plan.memory.capacity_bytes / 2**30:.1f})")
     user = args.command[1:] if args.command[:1] == ["--"] else args.command
     if user:
-        ds_path = None
-        if plan.launch.deepspeed_config is not None:
-            ds_path = DS_JSON
-            if not args.dry_run:
-                Path(ds_path).write_text(json.dumps(plan.launch.deepspeed_config, indent=2) + "\n")
-        final = inject(list(user), plan, ds_path)
-        print(shlex.join(final))
-        return 0 if args.dry_run else subprocess.run(final, check=False).returncode
-    plan_file = Path("memplan_plan.json")
-    cmd = [sys.executable, "-m", "planner.cli", "train", "--plan", str(plan_file), "--max-steps", str(args.max_steps)]
+        ds_path = DS_JSON if plan.launch.deepspeed_config is not None else None
+        files = {ds_path: plan.launch.deepspeed_config} if ds_path else {}
+        cmd = inject(list(user), plan, ds_path)
+    else:
+        files = {"memplan_plan.json": out}
+        cmd = [sys.executable, "-m", "planner.cli", "train", "--plan", "memplan_plan.json",
+               "--max-steps", str(args.max_steps)]
+    for path, data in files.items():      # a dry run writes them too: the command it prints needs them
+        try:
+            Path(path).write_text(json.dumps(data, indent=1) + "\n")
+        except OSError as e:
+            raise BadInput(f"autotune: cannot write {path} in the working directory ({e})") from None
     print(shlex.join(cmd))
     if args.dry_run:
+        common.say_line(f"dry run: wrote {', '.join(files) or 'no file'}; nothing launched (run the command above)", err)
         return 0
-    plan_file.write_text(json.dumps(out, indent=1))
     return subprocess.run(cmd, check=False).returncode
+
+
+def launcher_count(cmd: list[str]) -> int | None:
+    """The processes per node a torchrun or deepspeed command starts (--nproc_per_node, --nproc-per-node,
+    --num_gpus), or None where it names no number."""
+    for i, a in enumerate(cmd):
+        flag, eq, value = a.partition("=")
+        if flag in ("--nproc_per_node", "--nproc-per-node", "--num_gpus"):
+            value = value if eq else (cmd[i + 1] if i + 1 < len(cmd) else "")
+            return int(value) if value.isdigit() and int(value) > 0 else None
+    return None

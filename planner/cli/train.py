@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from planner import advise
 from planner.advise import CheckRequest
 from planner.batching import check_budget
-from planner.cli import common
+from planner.cli import common, extras
 from planner.cli.probe import add_config_args
 from planner.errors import BadInput
 from planner.spec import FSDP_MODES, LORA_FIELDS, RECIPE_FIELDS, Knobs, Plan, bad_input
@@ -195,27 +195,25 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--expert-parallel {knobs.expert_parallel}: the bundled trainer runs data parallelism only "
                        "(DDP, ZeRO, FSDP); expert-parallel plans are launched with transformers' DistributedConfig "
                        "(ep_size) in your own script", "expert_parallel")
+    if not args.dry_run:        # a dry run writes the run file and prints its command: no step is run here
+        what = f"planner train --workload {knobs.workload.kind}" if knobs.workload.rl else "planner train"
+        extras.require(what, extras.for_knobs(knobs, trainer=True))
     if knobs.workload.rl:
         from planner.cli import train_rl
 
+        if args.dry_run:
+            cfg = train_rl.run_config(args, model, req, knobs)
+            return dry_run(args, req, cfg, Path(args.save_dir or ".") / "memplan-rl-run.json", "trainer.rl")
         return train_rl.run(args, model, req, knobs, launch_command)
     check_source(args.data, args.tokenizer)
     cfg = run_config(args, model, req, knobs)
     check_data_and_resume(args, cfg, (req.gpus_per_node or 1) * req.nodes)
-    if args.dry_run:        # the command only, with the run file where a real run would put it
-        where = Path(args.save_dir or ".")
-        cmd = launch_command(args, req, str(where / "memplan-run.json"))
-        print(" ".join(shlex.quote(x) for x in cmd) if cmd else f"{sys.executable} -m trainer.main "
-              f"{where / 'memplan-run.json'}")
-        return 0
+    if args.dry_run:
+        return dry_run(args, req, cfg, Path(args.save_dir or ".") / "memplan-run.json", "trainer.main")
     where, temporary = run_file_dir(args, req)
     config_path = where / "memplan-run.json"
     cmd = launch_command(args, req, str(config_path))
-    try:
-        where.mkdir(parents=True, exist_ok=True)
-        config_path.write_text(json.dumps(cfg, indent=1))
-    except (OSError, ValueError) as e:
-        raise BadInput(f"--save-dir {str(where)!r}: cannot write the run file ({e})", "save_dir") from None
+    write_run_file(config_path, cfg)
     shown = " ".join(shlex.quote(x) for x in cmd) if cmd else f"{sys.executable} -m trainer.main {config_path}"
     common.say_line(f"running: {shown}", common.err_console())
     try:
@@ -225,6 +223,25 @@ def run(args: argparse.Namespace) -> int:
             import shutil
 
             shutil.rmtree(where, ignore_errors=True)
+
+
+def write_run_file(path: Path, cfg: dict) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(cfg, indent=1))
+    except (OSError, ValueError) as e:
+        raise BadInput(f"--save-dir {str(path.parent)!r}: cannot write the run file ({e})", "save_dir") from None
+
+
+def dry_run(args: argparse.Namespace, req: CheckRequest, cfg: dict, path: Path, module: str) -> int:
+    """Write the run file (to --save-dir, else the working directory) and print the command that runs it;
+    launch nothing. The command on stdout, what was written on stderr."""
+    write_run_file(path, cfg)
+    cmd = launch_command(args, req, str(path), module) or [sys.executable, "-m", module, str(path)]
+    print(shlex.join(cmd))
+    common.say_line(f"dry run: wrote {path}; nothing launched (run the command above to train)",
+                    common.err_console())
+    return 0
 
 
 def check_data_and_resume(args: argparse.Namespace, cfg: dict, world: int) -> None:

@@ -43,12 +43,7 @@ def run(args: argparse.Namespace, model: str, req: CheckRequest, knobs: Knobs, l
     """Write the run file, then train here (one process) or launch one process per rank (`launch`: the SFT
     trainer's launch_command, pointed at trainer.rl)."""
 
-    cfg = run_config(args, model, req, knobs)
-    if args.dry_run:
-        path = Path(args.save_dir or ".") / "memplan-rl-run.json"
-        cmd = launch(args, req, str(path), "trainer.rl")
-        print(shlex.join(cmd) if cmd else f"{sys.executable} -m trainer.rl {path}")
-        return 0
+    cfg = run_config(args, model, req, knobs)     # a dry run never gets here (train.dry_run writes the run file)
     where = Path(args.save_dir) if args.save_dir else Path(tempfile.mkdtemp(prefix="memplan-rl-"))
     try:
         return _launch(args, req, knobs, cfg, where, launch)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from planner import catalog
-from planner.errors import BadInput
+from planner.errors import BadInput, UnknownName
 from planner.modelspec import from_config
 
 REQUIRED = ["gpt2", "gpt2-medium", "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b",
@@ -99,8 +99,20 @@ def test_bad_config_files(tmp_path, content, message):
 def test_missing_file_and_unknown_name():
     with pytest.raises(BadInput, match="no such config.json"):
         catalog.load_model("/nonexistent/dir/config.json")
-    with pytest.raises(BadInput, match="known: .*llama-3.1-8b"):
+    with pytest.raises(BadInput, match="'llama-9' is not a bundled model or a config path"):
         catalog.load_model("llama-9")
+
+
+@pytest.mark.parametrize("ref,guess", [("llama-3-8b", "llama-3.1-8b"), ("Qwen-2.5-7B", "qwen2.5-7b"),
+                                       ("gpt-2", "gpt2"), ("phi3-mini", "phi-3-mini")])
+def test_an_unknown_model_gets_a_did_you_mean_not_the_whole_catalog(ref, guess):
+    """Issue 30: `--model llama-3-8b` printed all 43 names on one line, and no hint."""
+    with pytest.raises(UnknownName) as e:
+        catalog.load_model(ref)
+    assert str(e.value) == (f"--model {ref!r} is not a bundled model or a config path; did you mean {guess}? "
+                            f"(`planner models` lists all {len(catalog.model_names())})")
+    with pytest.raises(UnknownName, match=r"^--model 'zzz' is not a bundled model or a config path \(`planner"):
+        catalog.load_model("zzz")      # nothing close: no guess
 
 
 def test_unknown_family_uses_generic_count_and_says_so():
@@ -124,9 +136,26 @@ def test_gpu_catalog_entries_and_sources():
     assert catalog.gpu("h20").capacity_bytes == 97871 * 2**20
 
 
-def test_unknown_gpu_lists_known():
-    with pytest.raises(BadInput, match="unknown GPU 'b300'; known: a100-40gb"):
-        catalog.gpu("b300")
+@pytest.mark.parametrize("name,guess", [("h100-sxm-80gb", "h100-80gb (80 GiB)"), ("b300", "b200 (179 GiB)"),
+                                        ("RTX 4080", "rtx4090 (24 GiB)")])
+def test_an_unknown_gpu_gets_a_did_you_mean(name, guess):
+    """Issue 30: `--gpu h100-sxm-80gb` listed the catalog, with no hint that it is the h100-80gb."""
+    with pytest.raises(UnknownName) as e:
+        catalog.gpu(name)
+    assert str(e.value) == (f"--gpu {name!r} is not in the GPU catalog; did you mean {guess}? "
+                            f"(`planner gpus` lists all {len(catalog.gpus())}, or 'local')")
+
+
+@pytest.mark.parametrize("name,choices", [
+    ("a100", "a100-40gb (40 GiB) or a100-80gb (80 GiB)"), ("A100_SXM", "a100-40gb (40 GiB) or a100-80gb (80 GiB)"),
+    ("a100-pcie", "a100-40gb-pcie (40 GiB) or a100-80gb-pcie (80 GiB)")])
+def test_a_name_several_kinds_share_is_refused_with_the_choices(name, choices):
+    """Issue 30: `--gpu a100` silently meant the 40 GB card."""
+    with pytest.raises(BadInput) as e:
+        catalog.gpu(name)
+    assert str(e.value) == f"--gpu {name!r} is ambiguous: {choices}" and e.value.field == "gpu"
+    assert not isinstance(e.value, UnknownName)      # a 422 in the API, not a 404
+    assert catalog.gpu("a100-40g").name == "a100-40gb" and catalog.gpu("a100-sxm4-80gb").name == "a100-80gb"
 
 
 def test_a_tilde_path_of_no_such_user_is_bad_input():

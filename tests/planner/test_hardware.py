@@ -62,3 +62,17 @@ def test_inter_node_bandwidth_has_a_floor():
     with pytest.raises(BadInput, match="--inter-node-gbps 5e-324: must be at least 0.001"):
         resolve("h100", 8, 2, inter_node_gbps=5e-324)
     assert resolve("h100", 8, 2, inter_node_gbps=MIN_INTER_NODE_GBPS).inter_node_gbps == MIN_INTER_NODE_GBPS
+
+
+def test_an_ambiguous_gpu_name_is_one_line_exit_2_not_a_guess(capsys):
+    """Issue 30: `--gpu a100` silently planned for the 40 GB card; the full names still resolve."""
+    from planner.cli import main
+
+    base = ["check", "--model", "gpt2", "--micro-batch", "1", "--seq-len", "128", "--evidence", "analytic"]
+    assert main([*base, "--gpu", "a100"]) == 2
+    assert capsys.readouterr().err == ("planner: error: --gpu 'a100' is ambiguous: a100-40gb (40 GiB) or "
+                                       "a100-80gb (80 GiB)\n")
+    assert main([*base, "--gpu", "h100-sxm-80gb"]) == 2
+    assert "did you mean h100-80gb (80 GiB)?" in capsys.readouterr().err
+    assert hardware.resolve("a100-80gb", 8, 1).gpu.memory_mib == 81920
+    assert hardware.resolve("h100", 8, 1).gpu.name == "h100-80gb"    # h100 is one kind: the SXM card

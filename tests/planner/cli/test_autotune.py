@@ -19,19 +19,42 @@ def test_autotune_without_a_gpu_says_so_in_one_line():
     assert len(lines) == 1 and lines[0].startswith("planner: error: autotune needs local NVIDIA GPUs")
 
 
-def test_a_dry_run_for_a_named_kind_needs_no_local_gpu():
+def test_a_dry_run_for_a_named_kind_needs_no_local_gpu(tmp_path):
     """Issue 13: `autotune --dry-run --gpu h100` refused on a machine with no GPU (a Slurm login node)."""
     out = planner("autotune", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus-per-node", "8", "--global-batch",
-                  "256", "--seq-len", "4096", "--dry-run", "--", "torchrun", "--nproc_per_node", "8", "train.py")
+                  "256", "--seq-len", "4096", "--dry-run", "--", "torchrun", "--nproc_per_node", "8", "train.py",
+                  cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     cmd = shlex.split(out.stdout.strip())
     assert cmd[:4] == ["torchrun", "--nproc_per_node", "8", "train.py"] and "--per_device_train_batch_size" in cmd
     real = planner("autotune", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus-per-node", "8", "--global-batch",
-                   "256", "--seq-len", "4096")      # not a dry run: it would launch, so it needs the GPUs
+                   "256", "--seq-len", "4096", cwd=tmp_path)      # not a dry run: it would launch, so it needs the GPUs
     one_line_error(real, "--dry-run --gpu KIND --gpus-per-node N prepares the command without one")
 
 
-def test_autotune_injects_the_plan_into_the_users_command(monkeypatch, capsys):
+def test_a_dry_run_needs_no_gpu_count_and_writes_what_its_command_reads(tmp_path, monkeypatch, capsys):
+    """Issue 30: `autotune --dry-run --gpu h100` still refused on a host without GPUs (it wanted --gpus-per-node
+    too), and the command it printed read a DeepSpeed config or plan file it never wrote. The count is the
+    command's --nproc_per_node (else 1 here); the files are written, nothing is launched."""
+    fake_nvml(monkeypatch, [])      # NVML sees no GPU
+    monkeypatch.chdir(tmp_path)
+    base = ["autotune", "--model", "llama-3.1-8b", "--gpu", "h100", "--global-batch", "256", "--seq-len", "4096",
+            "--dry-run"]
+    assert main([*base, "--", "torchrun", "--nproc_per_node", "8", "train.py"]) == 0
+    out, err = capsys.readouterr()
+    assert "x world 8 = 256" in err and "dry run: wrote memplan_ds_config.json; nothing launched" in err
+    cmd = shlex.split(out)
+    ds = json.loads((tmp_path / cmd[cmd.index("--deepspeed") + 1]).read_text())
+    assert ds["train_batch_size"] == 256
+    assert main(base) == 0      # the bundled trainer: its plan file
+    out, err = capsys.readouterr()
+    assert "x world 1 = 256" in err and "dry run: wrote memplan_plan.json; nothing launched" in err
+    cmd = shlex.split(out)
+    assert json.loads((tmp_path / cmd[cmd.index("--plan") + 1]).read_text())["plans"][0]["global_batch"] == 256
+
+
+def test_autotune_injects_the_plan_into_the_users_command(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)     # a dry run writes the DeepSpeed config its command names
     fake_nvml(monkeypatch, [("NVIDIA H100 80GB HBM3", 80 * 2**30)] * 8)   # a fake 8 x H100 host
     user = ["torchrun", "--nproc_per_node", "8", "train.py", "--model_name_or_path", "m", "--per_device_train_batch_size",
             "64", "--fp16", "--gradient_checkpointing", "False", "--deepspeed=old.json", "--output_dir", "out"]
@@ -52,9 +75,10 @@ def test_autotune_injects_the_plan_into_the_users_command(monkeypatch, capsys):
     assert ("--deepspeed" in cmd) == (best["zero_stage"] >= 1)
 
 
-def test_autotune_on_gpus_outside_the_catalog(monkeypatch, capsys):
+def test_autotune_on_gpus_outside_the_catalog(tmp_path, monkeypatch, capsys):
     """A host of 4 GPUs the catalog does not know: refused with the catalog's kinds, then planned as the
     closest kind named with --gpu, for this host's count."""
+    monkeypatch.chdir(tmp_path)     # a dry run writes the plan file its command names
     fake_nvml(monkeypatch, [("NVIDIA B300", 191_525_912_576)] * 4)
     base = ["autotune", "--model", "llama-3.1-8b", "--global-batch", "64", "--seq-len", "4096", "--dry-run"]
     assert main(base) == 2

@@ -22,7 +22,7 @@ def test_check_fits_and_suggests_alternatives():
 
 
 def test_check_rejects_impossible_combinations():
-    r = planner("check", "--model", "gpt2", "--gpu", "a100", "--micro-batch", "1", "--grad-accum", "1",
+    r = planner("check", "--model", "gpt2", "--gpu", "a100-40gb", "--micro-batch", "1", "--grad-accum", "1",
                 "--seq-len", "128", "--precision", "bf16", "--checkpointing", "off", "--offload", "optimizer")
     assert r.returncode == 2 and "needs DeepSpeed" in r.stderr
 

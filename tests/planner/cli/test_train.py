@@ -1,5 +1,6 @@
 """`planner train`: a plan from suggest --json, or check's flags; one process or torchrun; plan files checked before anything runs."""
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,7 +68,37 @@ def test_train_dry_run_launch_forms(tmp_path, capsys):
     cmd = capsys.readouterr().out
     assert cmd.startswith("srun --kill-on-bad-exit=1") and '"$MASTER_ADDR:$MASTER_PORT"' in cmd
     assert main(["train", "--model", "debug-llama", "--seq-len", "64"]) == 2       # no plan, no micro-batch
-    assert "running:" not in capsys.readouterr().err      # issue 13: a dry run prints the command only
+    assert "running:" not in capsys.readouterr().err      # issue 13: a dry run launches nothing
+    assert json.loads((tmp_path / "memplan-run.json").read_text())["model"] == "debug-llama"   # issue 30
+
+
+def test_a_dry_run_writes_the_run_file_its_command_needs(tmp_path):
+    """Issue 30: `train --dry-run` printed `python -m trainer.main memplan-run.json` and never wrote that file.
+    It writes it (the working directory without --save-dir), launches nothing, and its command runs as printed."""
+    import os
+    import shlex
+    import subprocess
+
+    dry = planner("train", "--model", "debug-llama", "--micro-batch", "1", "--seq-len", "32", "--precision", "fp32",
+                  "--device", "cpu", "--max-steps", "1", "--log", "m.jsonl", "--dry-run", cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stderr.strip() == "dry run: wrote memplan-run.json; nothing launched (run the command above to train)"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["memplan-run.json"]      # nothing trained
+    cmd = shlex.split(dry.stdout)
+    assert cmd[1:] == ["-m", "trainer.main", "memplan-run.json"]
+    ran = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert [r["step"] for r in rows(tmp_path / "m.jsonl")] == [1]
+
+
+def test_an_rl_dry_run_writes_its_run_file_too(tmp_path, capsys):
+    assert main(["train", "--workload", "grpo", "--model", "debug-llama", "--num-generations", "4", "--micro-batch", "4",
+                 "--max-prompt-length", "8", "--max-completion-length", "8", "--precision", "fp32", "--device", "cpu",
+                 "--save-dir", str(tmp_path), "--dry-run"]) == 0
+    path = tmp_path / "memplan-rl-run.json"
+    assert capsys.readouterr().out.split() == [sys.executable, "-m", "trainer.rl", str(path)]
+    assert json.loads(path.read_text())["model"] == "debug-llama"
 
 
 def test_train_from_a_local_folder_with_weights(tmp_path):
@@ -135,7 +166,7 @@ def _good_plan(tmp_path) -> dict:
     (lambda d: {**d, "plans": [{**d["plans"][0], "micro_batch": 100_000, "global_batch": 100_000}]},
      "--micro-batch 100000: Input should be less than or equal to 65536"),
     (lambda d: {**d, "hardware": {**d["hardware"], "gpus_per_node": 2}}, "is not the hardware's gpus_per_node"),
-    (lambda d: {**d, "model": {**d["model"], "name": "llama-9"}}, "unknown model 'llama-9'"),
+    (lambda d: {**d, "model": {**d["model"], "name": "llama-9"}}, "--model 'llama-9' is not a bundled model"),
 ])
 def test_a_plan_file_is_checked_before_anything_runs(tmp_path, edit, needle):
     """Issue 12: micro_batch -3 in a plan file made each rank grow to 24 GB; a file holding [1] gave a
