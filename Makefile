@@ -1,8 +1,13 @@
-# memplan: `make run` sets up and prints a plan; `make test` sets up and runs the suite.
+# memplan: `make run` installs the planner alone (no torch) and prints a plan; `make test` sets up everything
+# (CPU torch first) and runs the suite.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 TORCH_VERSION := 2.13.0
+# the planner installed (editable) from this pyproject.toml; gone with the venv
+INSTALLED := $(VENV)/.memplan-installed
+# pip install -e, without setuptools' "Editable installation." notice (information about any editable flat layout)
+EDITABLE := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install -q -e
 
 .PHONY: run test setup setup-dev bench clean docs
 
@@ -15,13 +20,17 @@ $(BIN)/python:
 torch: $(BIN)/python
 	@$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q "torch==$(TORCH_VERSION)"
 
-setup: $(BIN)/python torch
-	$(BIN)/pip install -q -e .
+# the planner alone (pydantic, rich, nvidia-ml-py, platformdirs): again only when pyproject.toml changes
+$(INSTALLED): pyproject.toml | $(BIN)/python
+	$(EDITABLE) .
+	@touch $@
+
+setup: $(BIN)/python torch $(INSTALLED)
 
 setup-dev: setup
-	$(BIN)/pip install -q -e ".[dev]"
+	$(EDITABLE) ".[dev]"
 
-run: setup
+run: $(INSTALLED)
 	$(BIN)/planner suggest --model llama-3.1-8b --gpu a100-80gb --gpus-per-node 8 --global-batch 256 --seq-len 4096 --top 5
 
 test: setup-dev
@@ -29,6 +38,7 @@ test: setup-dev
 
 bench: setup
 	$(BIN)/python benchmarks/plan_latency.py --out benchmarks/results/plan_latency.json
+	$(BIN)/python benchmarks/cli_latency.py --out benchmarks/results/cli_latency.json
 
 clean:
 	rm -rf $(VENV) *.egg-info

@@ -5,7 +5,7 @@ import argparse
 
 from planner import advise
 from planner.advise import ProbeRequest
-from planner.cli import common
+from planner.cli import common, extras
 from planner.spec import CHECKPOINTING, LORA_FIELDS, OFFLOADS, OPTIMIZERS, PRECISIONS, PROBE_BACKENDS, ZERO_STAGES
 from planner.store import Store
 
@@ -53,6 +53,7 @@ def probe_request(args: argparse.Namespace, backend: str = "sim") -> ProbeReques
 
 def run(args: argparse.Namespace) -> int:
     model, knobs, shapes = advise.probe_plan(probe_request(args, args.backend))
+    extras.require(f"planner probe --backend {args.backend}", extras.for_knobs(knobs))
     store = Store(args.store)
     store.check_writable()      # before the probe runs: its record must not be lost
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn

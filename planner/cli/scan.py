@@ -3,7 +3,7 @@ tokens apart), streamed, with a progress bar on a terminal and --json for script
 the `scan` package (tokenizers are not the core's business); this face imports it lazily."""
 from __future__ import annotations
 
-from planner.cli import common
+from planner.cli import common, extras
 
 IMAGE_RULE_HELP = ("qwen2-vl (default: Qwen2-VL / Qwen2.5-VL resizing, 14-pixel patches merged 2 x 2), internvl[:N] "
                    "(448-pixel tiles, at most N, 12 by default, plus a thumbnail), or fixed:N")
@@ -24,6 +24,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    if args.tokenizer:
+        extras.require("planner scan --tokenizer", {"transformers": "scan"})
     from scan.scanner import scan, summary
 
     with _progress(args) as advance:
