@@ -13,8 +13,8 @@ from planner.spec import GIB, Hardware, Plan
 
 # RL phases' terms (planner.rl.phase_terms) -> (what it is, what shrinks it)
 RL_TERMS = {
-    "kv_cache": ("the generation's KV cache", "fewer or shorter completions per generation "
-                 "(--steps-per-generation, --max-completion-length) or vLLM"),
+    "kv_cache": ("the generation's KV cache", ("fewer or shorter completions per generation "
+                                               "(--steps-per-generation, --max-completion-length) or vLLM")),
     "generation_weights": ("the generation's weight copy", "LoRA, or vLLM on its own GPUs (--generation vllm-server)"),
     "generation_transient": ("the generation's logits", "a smaller generation batch (--steps-per-generation)"),
     "reference_params": ("the reference model", "--beta 0 (no reference model) or LoRA (the base is the reference)"),

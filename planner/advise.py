@@ -26,12 +26,12 @@ from planner.requests import (  # noqa: F401 - the request models, re-exported: 
     DATA_DOC,
     MAX_SUGGESTIONS,
     MODEL_DOC,
-    Nearest,
     SUGGEST_CHECKPOINTING,
     CheckRequest,
     CheckResult,
     EvidenceMode,
     ModelRef,
+    Nearest,
     ProbeRequest,
     SuggestRequest,
     SuggestResult,
@@ -165,7 +165,7 @@ def calibrator(req: Target, model: ModelSpec, store: str | None, probes: Probes 
                        f"--workload {req.workload.kind}`", "evidence")
     if (mode == "sim" or req.verify) and probes is None:
         raise BadInput(f"--evidence {mode}{' --verify' if req.verify else ''} runs probes, which this face cannot "
-                       "run (install the sim extra)", "evidence")
+                       "run: pip install 'memplan[sim]'", "evidence")
     if mode == "sim" or req.verify:     # a probe's record must be storable: refuse before it runs, not after
         from planner.store import Store
 

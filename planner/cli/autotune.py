@@ -105,6 +105,11 @@ def choose(args: Namespace) -> tuple[Plan, dict]:
         "checkpointing": ["off", "full"], "loss": ["standard"]})
     result = advise.suggest(req, store=args.store, probes=common.probe_functions(), status=common.status)
     if not result.plans:
+        err = common.err_console()
+        common.say_line(f"autotune: nothing fits {result.model['name']} on {req.gpu} at global batch "
+                        f"{args.global_batch} x {args.seq_len} tokens"
+                        + (f" ({result.rejected[0].reason})" if result.rejected else ""), err)
+        common.print_nearest(result.nearest, err)
         raise SystemExit(3)
     return result.plans[0], result_json(result)
 
@@ -114,13 +119,17 @@ def run(args: Namespace) -> int:
         extras.require("planner autotune", extras.steps(lora=args.lora_rank > 0))
     plan, out = choose(args)
     err = common.err_console()
-    err.print(f"plan: micro {plan.micro_batch} x accum {plan.grad_accum} x world {plan.world_size} = {plan.global_batch}, "
-              f"{plan.precision}, checkpointing {plan.checkpointing}, zero {plan.zero_stage}, offload {plan.offload} "
-              f"({plan.evidence}, {plan.memory.device_total_bytes / 2**30:.1f} GiB of {plan.memory.capacity_bytes / 2**30:.1f})")
+    common.say_line(f"plan: micro {plan.micro_batch} x accum {plan.grad_accum} x world {plan.world_size} = {plan.global_batch}, "
+              f"{plan.precision}, checkpointing {plan.checkpointing}, {plan.sharding}, offload {plan.offload} "
+              f"({plan.evidence}, {plan.memory.device_total_bytes / 2**30:.1f} GiB of {plan.memory.capacity_bytes / 2**30:.1f})", err)
     user = args.command[1:] if args.command[:1] == ["--"] else args.command
     if user:
         ds_path = DS_JSON if plan.launch.deepspeed_config is not None else None
         files = {ds_path: plan.launch.deepspeed_config} if ds_path else {}
+        if plan.fsdp:       # export.script_args passes --fsdp_config FSDP_CONFIG_NAME: the file must exist
+            from planner.export import FSDP_CONFIG_NAME
+
+            files[FSDP_CONFIG_NAME] = plan.launch.hf_args["fsdp_config"]
         cmd = inject(list(user), plan, ds_path)
     else:
         files = {"memplan_plan.json": out}

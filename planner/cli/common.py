@@ -245,13 +245,22 @@ def request(cls, args: argparse.Namespace, **fields):
 
 def scanner(path: str, tokenizer: str | None, image_rule: str, max_length: int | None):
     """The core's Scanner on the CLI: the scan package, imported when --data asks for it."""
+    from planner.cli import extras
+
+    if tokenizer:
+        extras.require("--data with --tokenizer", {"transformers": "scan"})
     from scan.plan import data_fit
 
     return data_fit(path, tokenizer, image_rule, max_length)
 
 
 def probe_functions():
-    """The probes the core may run (planner.advise.Probes), or None where probes/ cannot be imported."""
+    """The probes the core may run (planner.advise.Probes), or None where probes/ or what a sim step needs (torch,
+    transformers: the sim extra) cannot be imported; the core then refuses sim evidence and --verify in one line."""
+    import importlib.util
+
+    if any(importlib.util.find_spec(m) is None for m in ("torch", "transformers")):
+        return None
     try:
         from probes.run import probe_in_process, run_isolated
     except ImportError:
@@ -331,18 +340,20 @@ def say_line(text: str, console=None) -> None:
     (console or render.console).print(text, soft_wrap=True, markup=False, highlight=False)
 
 
-def print_nearest(nearest: list) -> None:
+def print_nearest(nearest: list, console=None) -> None:
     """A "does not fit" ends with the nearest settings that fit (planner.nearest), or says none is one change away."""
     from planner.cli import render
 
+    console = console or render.console
     if nearest:
-        render.console.print(render.nearest_table(nearest))
+        console.print(render.nearest_table(nearest))
     for line in render.nearest_lines(nearest):
-        say_line(line)
+        say_line(line, console)
 
 
 def err_console():
     """A rich console on stderr, for progress that must not mix with --json on stdout."""
     from rich.console import Console
 
-    return Console(stderr=True)
+    err = Console(stderr=True)
+    return err if err.is_terminal else Console(stderr=True, width=170)     # as render.console: whole tables

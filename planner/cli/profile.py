@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from planner import advise
-from planner.cli import common
+from planner.cli import common, extras
 from planner.cli.probe import add_config_args, probe_request
 from planner.errors import BadInput
 from planner.store import Store
@@ -21,6 +21,7 @@ def register(sub) -> None:
 
 def profile_data(args: argparse.Namespace) -> dict:
     model, knobs, shapes = advise.probe_plan(probe_request(args, "sim"))
+    extras.require("planner profile", extras.for_knobs(knobs))      # before the store is opened
     store = Store(args.store)
     store.check_writable()
     from probes.run import probe_in_process

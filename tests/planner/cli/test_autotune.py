@@ -86,3 +86,32 @@ def test_autotune_on_gpus_outside_the_catalog(tmp_path, monkeypatch, capsys):
     assert main([*base, "--gpu", "h200"]) == 0
     captured = capsys.readouterr()
     assert "x world 4 = 64" in captured.err and "of 140.4)" in captured.err     # an H200's 140.4 GiB
+
+
+def test_an_fsdp_plan_writes_the_fsdp_config_its_command_names(tmp_path, monkeypatch, capsys):
+    """The injected command passed --fsdp_config fsdp_config.json, a file autotune never wrote, and the headline
+    said "zero 0" for an FSDP plan."""
+    fake_nvml(monkeypatch, [])
+    monkeypatch.chdir(tmp_path)
+    assert main(["autotune", "--model", "llama-3.2-1b", "--gpu", "h100", "--global-batch", "64", "--seq-len", "2048",
+                 "--dry-run", "--", "torchrun", "--nproc_per_node", "8", "train.py"]) == 0
+    out, err = capsys.readouterr()
+    assert "FSDP" in err and "zero 0" not in err, err
+    cmd = shlex.split(out)
+    config = json.loads((tmp_path / cmd[cmd.index("--fsdp_config") + 1]).read_text())
+    assert config["version"] == 2 and config["reshard_after_forward"] is False, config    # grad-op
+    assert "fsdp_config.json" in err
+
+
+def test_nothing_fits_says_why_and_the_nearest_settings(tmp_path, monkeypatch, capsys):
+    """Before: exit 3 with nothing printed at all."""
+    fake_nvml(monkeypatch, [])
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        main(["autotune", "--model", "qwen2.5-72b", "--gpu", "h100", "--global-batch", "8", "--seq-len", "4096",
+              "--dry-run"])
+    assert e.value.code == 3
+    err = capsys.readouterr().err
+    assert "autotune: nothing fits qwen2.5-72b" in err and "model states alone need" in err
+    assert "nearest settings that fit" in err and "LoRA rank 16" in err
+    assert not list(tmp_path.iterdir())     # nothing written

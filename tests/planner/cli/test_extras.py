@@ -79,3 +79,20 @@ def test_the_line_names_every_missing_module_and_each_extra_once(monkeypatch):
                             "pip install 'memplan[sim,trl,deepspeed]'")
     present |= set(need)
     extras.require("planner train --workload dpo", need)     # all there: no error
+
+
+def test_profile_sim_evidence_and_a_tokenizer_need_their_extras_too(tmp_path):
+    """Before: profile, --evidence sim and --data --tokenizer ended in tracebacks without torch / transformers."""
+    store = tmp_path / "store.sqlite"
+    out = planner_without(tmp_path, SIM, "profile", "--model", "debug-llama", "--micro-batch", "1", "--seq-len", "16",
+                          "--store", str(store))
+    assert_refused(out, "planner profile needs torch and transformers: pip install 'memplan[sim]'")
+    assert not store.exists()
+    out = planner_without(tmp_path, SIM, "suggest", "--model", "debug-llama", "--gpu", "h100", "--global-batch", "2",
+                          "--seq-len", "64", "--evidence", "sim", "--store", str(store))
+    assert_refused(out, "--evidence sim runs probes, which this face cannot run: pip install 'memplan[sim]'")
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"text": "hello"}\n')
+    out = planner_without(tmp_path, SIM, "suggest", "--model", "debug-llama", "--gpu", "h100", "--global-batch", "2",
+                          "--data", str(rows), "--tokenizer", str(tmp_path), "--evidence", "analytic")
+    assert_refused(out, "--data with --tokenizer needs transformers: pip install 'memplan[scan]'")
