@@ -1,6 +1,7 @@
-"""The FastAPI app: routers per resource, bad input as 422 naming its field (404 for unknown names),
-request-size limits (Content-Length, and chunked bodies counted as they stream: api/limits.py), Prometheus
-metrics (5xx included), and the probe job queue started with the app.
+"""The FastAPI app: routers per resource, bad input as 422 naming its field (404 for unknown names) in the API's
+field names (api/errors.py), request-size limits (Content-Length, and chunked bodies counted as they stream:
+api/limits.py), Prometheus metrics (5xx included), the probe job queue started with the app, and /docs and /redoc
+served from the package (fastapi-offline: no CDN).
 
     uvicorn --factory api.main:create_app     (or `planner serve`)
 """
@@ -11,21 +12,19 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 
 from api.deps import Forbidden
+from api.errors import detail, validation_detail
 from api.jobs import JobQueue
 from api.limits import BodyLimit
 from api.metrics import Metrics
 from api.routes import catalog, plans, probes
 from api.settings import Settings, get_settings
 from planner.errors import BadInput, UnknownName
-
-
-def _loc(e: BadInput) -> list:
-    """The body field a planner error is about (BadInput.field)."""
-    return ["body", e.field] if e.field else ["body"]
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -42,7 +41,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         yield
         queue.stop()
 
-    app = FastAPI(title="memplan", version="0.1.0", lifespan=lifespan,
+    # FastAPI's own /docs and /redoc load their scripts from a CDN: blank on a closed network
+    app = FastAPIOffline(title="memplan", version="0.1.0", lifespan=lifespan,
                   description="Memory planner and OOM-avoidance advisor for training (vision-)language models.")
     app.state.queue, app.state.metrics, app.state.settings = queue, metrics, settings
     app.dependency_overrides[get_settings] = lambda: settings
@@ -70,15 +70,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(UnknownName)
     async def unknown(_: Request, e: UnknownName):
-        return JSONResponse({"detail": [{"loc": _loc(e), "msg": str(e), "type": "not_found"}]}, 404)
+        return JSONResponse(detail(e, "not_found"), 404)
 
     @app.exception_handler(Forbidden)
     async def forbidden(_: Request, e: Forbidden):
-        return JSONResponse({"detail": [{"loc": _loc(e), "msg": str(e), "type": "forbidden"}]}, 403)
+        return JSONResponse(detail(e, "forbidden"), 403)
 
     @app.exception_handler(BadInput)
     async def bad_input(_: Request, e: BadInput):
-        return JSONResponse({"detail": [{"loc": _loc(e), "msg": str(e), "type": "value_error"}]}, 422)
+        return JSONResponse(detail(e, "value_error"), 422)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, e: RequestValidationError):
+        return JSONResponse(validation_detail(e.errors()), 422)
 
     web = Path(__file__).with_name("web")
     app.mount("/static", StaticFiles(directory=web), name="static")

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from planner import catalog, hardware, nearest
 from planner.datafit import DataFit, Scanner, scan_data, token_batches, verdict
 from planner.errors import BadInput
+from planner.layout import Layout, raise_if
 from planner.lengths import limits as rl_limits
 from planner.memory import Setup
 from planner.modelspec import ModelSpec, from_config
@@ -45,7 +46,6 @@ from planner.spec import (
     LORA_FIELDS,
     MAX_GLOBAL_BATCH,
     MOE_FIELDS,
-    OPTIMIZER_IN_BACKWARD_SPLIT,
     Goal,
     Hardware,
     Knobs,
@@ -225,11 +225,9 @@ def probe_plan(req: ProbeRequest, resolver=default_resolver) -> tuple[ModelSpec,
     if w.rl and (req.backend == "cuda" or req.zero or req.lora_rank or req.quant != "none"):
         raise BadInput(f"--workload {w.kind} probes run one process, zero 0, full fine-tuning, on --backend sim or "
                        "cpu", "backend")
-    split = w.split_error(req.micro_batch, req.grad_accum, 1)
-    if split:
-        raise BadInput(f"--micro-batch {req.micro_batch}: {split}", "micro_batch")
     check_positions(model, req.seq_len)
     knobs = knobs_of(req, req.precision)
+    raise_if(Layout().split_error(knobs, req.micro_batch, req.grad_accum))     # one process
     lora_knobs(req, model)
     shapes = Shapes(micro_batch=req.micro_batch, grad_accum=req.grad_accum, seq_len=req.seq_len)
     return model, knobs.for_probe(req.backend), shapes
@@ -246,17 +244,12 @@ def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | N
     (and `with_nearest`), the nearest settings that do."""
     model, hw, goal, fit = resolve(req, req.global_batch, resolver, scanner)
     batches = token_batches(req, goal, hw, fit)
-    if req.optimizer_in_backward and hw.world_size > 1:
-        raise BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
     space = Space(precision=list(req.precision), checkpointing=list(req.checkpointing), zero=list(req.zero),
                   offload=list(req.offload), optimizer=req.optimizer, lora_rank=req.lora_rank, fsdp=list(req.fsdp),
                   loss=list(req.loss), attention=list(req.attention), batching=list(req.batching),
                   optimizer_in_backward=req.optimizer_in_backward, lora=lora_knobs(req, model),
                   workload=req.workload, moe=moe_knobs(req, model, hw))
-    if req.workload.kind == "grpo" and req.workload.steps_per_generation is None \
-            and req.global_batch % req.workload.num_generations:
-        raise BadInput(f"--global-batch {req.global_batch} is not divisible by --num-generations "
-                       f"{req.workload.num_generations}: TRL samples whole groups of completions", "global_batch")
+    raise_if(Layout.of(hw, model).global_batch_error(req.workload, req.global_batch))
     cal = calibrator(req, model, store, probes)
     with status(f"planning with {req.evidence} evidence"):
         result = search(model, hw, goal, space, top=req.top, calibrate=cal, batches=batches)
@@ -298,22 +291,12 @@ def lora_knobs(req: Target | ProbeRequest, model: ModelSpec) -> dict:
 
 
 def moe_knobs(req: Target, model: ModelSpec, hw: Hardware) -> dict:
-    """The request's MoE knobs (spec.MOE_FIELDS): expert parallelism needs a routed model whose experts and
-    world size it divides."""
-    n, m = req.expert_parallel, model.text.moe
-    if n > 1:
-        if m is None:
-            raise BadInput(f"--expert-parallel {n}: {model.name} has no experts (a dense model)", "expert_parallel")
-        if m.experts % n or hw.world_size % n:
-            raise BadInput(f"--expert-parallel {n} must divide the {m.experts} experts of {model.name} and the world "
-                           f"size {hw.world_size}", "expert_parallel")
+    """The request's MoE knobs (spec.MOE_FIELDS), expert parallelism checked against the layout."""
+    raise_if(Layout.of(hw, model).expert_error(req.expert_parallel))
     return {f: getattr(req, f) for f in MOE_FIELDS}
 
 
 def check_knobs(req: CheckRequest, hw: Hardware) -> Knobs:
-    if req.fsdp == "hybrid" and hw.nodes == 1:
-        raise BadInput("--fsdp hybrid shards within a node and replicates across nodes: it needs --nodes 2 or more "
-                       "(on one node, use --fsdp full)", "fsdp")
     precision = req.precision or ("bf16" if hw.gpu.bf16_tflops > 0 else "fp16")
     if precision.startswith("bf16") and hw.gpu.bf16_tflops == 0:
         raise BadInput(f"--precision {precision}: {hw.gpu.name} has no bf16 support; use fp16 or fp32", "precision")
@@ -330,12 +313,7 @@ def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None 
     model, hw, goal, fit = resolve(req, req.micro_batch * req.grad_accum * world, resolver, scanner)
     knobs = check_knobs(req, hw)
     lora = lora_knobs(req, model)
-    moe_knobs(req, model, hw)
-    if knobs.optimizer_in_backward and (req.grad_accum > 1 or hw.world_size > 1):
-        raise BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
-    split = req.workload.split_error(req.micro_batch, req.grad_accum, hw.world_size)
-    if split:
-        raise BadInput(f"--micro-batch {req.micro_batch}: {split}", "micro_batch")
+    Layout.of(hw, model).check_split(knobs, req.micro_batch, req.grad_accum)
     batches = token_batches(req, goal, hw, fit)
     if req.verify and batches is not None:
         raise BadInput("--verify probes a fixed micro-batch; with --max-tokens-per-micro-batch, probe its shapes "

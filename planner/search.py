@@ -13,9 +13,10 @@ from math import isqrt
 from planner import export, rl
 from planner.advice import rejection_reason
 from planner.errors import BadInput
+from planner.layout import Layout, raise_if
 from planner.memory import Setup, breakdown
 from planner.modelspec import ModelSpec
-from planner.spec import OPTIMIZER_IN_BACKWARD_SPLIT, Goal, Hardware, Knobs, Launch, Plan, TokenBatches
+from planner.spec import Goal, Hardware, Knobs, Launch, Plan, TokenBatches
 from planner.speed import step_time
 from planner.workload import Workload
 
@@ -55,16 +56,13 @@ def divisors(n: int) -> list[int]:
 
 
 def check_global_batch(global_batch: int, world: int) -> None:
-    if global_batch % world:
-        lo = global_batch // world * world
-        near = [x for x in (lo, lo + world) if x > 0]
-        raise BadInput(f"--global-batch {global_batch} is not divisible by world size {world}; "
-                       f"nearest valid global batches: {', '.join(map(str, near))}", "global_batch")
+    raise_if(Layout(world).global_batch_error(Workload(), global_batch))
 
 
-def families(space: Space, hw: Hardware) -> list[Knobs]:
-    """Every knob combination of the space that can run on this hardware. None can: a BadInput with the first
+def families(space: Space, hw: Hardware, layout: Layout | None = None) -> list[Knobs]:
+    """Every knob combination of the space that can run on this layout. None can: a BadInput with the first
     combination's reason (a request that cannot exist is bad input, not "nothing fits")."""
+    layout = layout or Layout.of(hw)
     precisions = space.precision or (["bf16"] if hw.gpu.bf16_tflops > 0 else ["fp16"])
     no_bf16 = [p for p in precisions if p.startswith("bf16") and hw.gpu.bf16_tflops == 0]
     if no_bf16:
@@ -76,30 +74,17 @@ def families(space: Space, hw: Hardware) -> list[Knobs]:
               "lora_rank": space.lora_rank, "fsdp": f, "loss": loss, "attention": attn, "batching": b,
               "optimizer_in_backward": space.optimizer_in_backward, "workload": space.workload, **space.lora,
               **space.moe}
-        why = hardware_rule(kw, hw)
-        if why is None:
-            try:
-                out.append(Knobs.make(**kw))    # the combination rules live in Knobs alone
-                continue
-            except BadInput as e:
-                why = e
-        first = first or why
+        if f != "off" and layout.world_size == 1 and o == "none":
+            continue    # one GPU shards nothing: the same plan as DDP (FSDP on one GPU is for its offload)
+        try:    # the layout's rules first (they name what the request cannot have here), then Knobs' own
+            layout.check_knobs(Knobs.model_construct(**kw))
+            out.append(Knobs.make(**kw))
+        except BadInput as e:
+            first = first or e
     if not out:
-        raise first
+        raise first or BadInput("--fsdp on one GPU shards nothing: give --offload optimizer+params or --fsdp off",
+                                "fsdp")
     return out
-
-
-def hardware_rule(kw: dict, hw: Hardware) -> BadInput | None:
-    """The rules a knob combination breaks on this hardware, as the BadInput a one-configuration check raises."""
-    if kw["fsdp"] == "hybrid" and hw.nodes == 1:
-        return BadInput("--fsdp hybrid shards within a node and replicates across nodes: it needs --nodes 2 or more "
-                        "(on one node, use --fsdp full)", "fsdp")
-    if kw["fsdp"] != "off" and hw.world_size == 1 and kw["offload"] == "none":
-        return BadInput(f"--fsdp {kw['fsdp']} on one GPU shards nothing (it offloads with --offload "
-                        "optimizer+params)", "fsdp")
-    if kw["optimizer_in_backward"] and hw.world_size > 1:
-        return BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
-    return None
 
 
 def make_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_batch: int,
@@ -179,6 +164,7 @@ def generation_split(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, m
     samples the rank's whole share) that does not fit tries smaller generation batches (steps_per_generation a
     divisor of the accumulation, largest first: fewer, larger generations decode faster). None: no split TRL takes."""
     w, accum = knobs.workload, goal.global_batch // (hw.world_size * micro_batch)
+    layout = Layout.of(hw)
     options = [None]
     if w.kind == "grpo" and w.steps_per_generation is None and w.generation == "hf":
         options += [d for d in reversed(divisors(accum)) if d < accum]
@@ -186,7 +172,7 @@ def generation_split(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, m
     for spg in options:
         k = knobs if spg is None else knobs.model_copy(update={"workload": w.model_copy(
             update={"steps_per_generation": spg})})
-        if k.workload.split_error(micro_batch, accum, hw.world_size):
+        if layout.split_error(k, micro_batch, accum):
             continue
         plan = make_plan(model, hw, goal, k, micro_batch, calibrate, launch=False)
         if plan.fits:
@@ -210,10 +196,11 @@ def search(model: ModelSpec, hw: Hardware, goal: Goal, space: Space, top: int = 
     """All fitting plans, best first (at most `top`), and one rejected candidate per knob family
     that has no fitting micro-batch (its smallest micro-batch, with the reason); with a token budget
     (`batches`), one plan per knob family."""
-    check_global_batch(goal.global_batch, hw.world_size)
+    layout = Layout.of(hw, model)
+    raise_if(layout.global_batch_error(space.workload, goal.global_batch))
     per_rank = goal.global_batch // hw.world_size
     fitting, rejected = [], []
-    for knobs in families(space, hw):
+    for knobs in families(space, hw, layout):
         if batches is not None:     # a token budget: one plan per knob family
             if knobs.optimizer_in_backward:
                 raise BadInput("--optimizer-in-backward runs one micro-step a step; a token budget cuts a varying "

@@ -15,7 +15,7 @@ const CHOICES = {precision: [["fp32", "fp16", "bf16", "bf16-pure"], ["bf16"]],
 let last = null;
 
 function el(tag, attrs = {}, text = "") {
-  const ns = ["svg", "g", "rect", "line", "text", "polyline", "circle", "title"].includes(tag) ? "http://www.w3.org/2000/svg" : null;
+  const ns = ["svg", "g", "rect", "line", "text", "polyline", "polygon", "circle", "title"].includes(tag) ? "http://www.w3.org/2000/svg" : null;
   const e = ns ? document.createElementNS(ns, tag) : document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
   if (text !== "") e.textContent = text;
@@ -72,6 +72,11 @@ const LABELS = {image_tokens: "Image tokens per sample (VLMs)", images: "or imag
   lora_targets: "LoRA targets (all-linear, attention, or names)", lora_train_embeddings: "Train embedding and head (LoRA)",
   lora_dropout: "LoRA dropout", "workload.kind": "Workload: sft, or TRL's dpo / grpo (global batch in pairs / completions)"};
 let schema = {};
+// The workload's fields each belong to some kinds (planner/workload.py: GRPOConfig's, DPOConfig's); shown, and sent,
+// only while one of those kinds is selected.
+const ONLY_FOR = {num_generations: "grpo", max_completion_length: "grpo", beta: "grpo", generation: "grpo",
+  vllm_gpu_memory_utilization: "grpo", steps_per_generation: "grpo", num_iterations: "grpo",
+  max_prompt_length: "grpo dpo", logprobs: "grpo dpo", max_length: "dpo", precompute_ref_log_probs: "dpo"};
 
 async function moreFields() {
   const spec = (await api("/openapi.json")).data;
@@ -84,36 +89,44 @@ async function moreFields() {
     if (ref) {     // a nested model (the workload): its own fields, sent as one object under `name`
       const sub = spec.components.schemas[ref.split("/").pop()].properties;
       const box = el("div", {class: "nested", "data-field": name});
-      for (const [inner, p] of Object.entries(sub)) addControl(box, `${name}.${inner}`, p, LABELS[`${name}.${inner}`] || `${name}: ${p.title || inner}`);
+      for (const [inner, p] of Object.entries(sub)) {
+        const cell = addControl(box, `${name}.${inner}`, p, LABELS[`${name}.${inner}`] || `${name}: ${p.title || inner}`);
+        if (ONLY_FOR[inner]) cell.dataset.only = ONLY_FOR[inner];
+      }
       box.append(el("p", {class: "error", id: "err-" + name, role: "alert"}));
       $("#more").append(box);
+      const kind = document.getElementById(`${name}.kind`);
+      if (kind) { kind.addEventListener("change", () => showKind(box, kind.value)); showKind(box, kind.value); }
       continue;
     }
     addControl($("#more"), name, prop, LABELS[name] || prop.title || name);
   }
 }
 
+function showKind(box, kind) {
+  for (const cell of box.querySelectorAll("[data-only]")) cell.hidden = !cell.dataset.only.split(" ").includes(kind);
+}
+
 function addControl(parent, name, prop, label) {
-  {
-    const s = (prop.anyOf || [prop]).find((x) => x.type !== "null") || prop;
-    let control;
-    if (s.enum) {
-      control = el("select", {id: name, name});
-      for (const v of s.enum) control.append(el("option", {value: String(v)}, String(v)));
-      if (prop.default !== undefined) control.value = String(prop.default);
-    } else if (s.type === "boolean") {
-      control = el("input", {id: name, name, type: "checkbox"});
-    } else if (s.type === "string") {
-      control = el("input", {id: name, name, type: "text", placeholder: prop.default == null ? "" : String(prop.default)});
-    } else {
-      control = el("input", {id: name, name, type: "number", step: s.type === "integer" ? "1" : "any",
-        placeholder: prop.default === undefined || prop.default === null ? "" : String(prop.default)});
-    }
-    control.dataset.kind = s.enum ? "enum" : s.type;
-    const cell = el("div", {class: "field"});
-    cell.append(el("label", {for: name}, label), control, el("p", {class: "error", id: "err-" + name, role: "alert"}));
-    parent.append(cell);
+  const s = (prop.anyOf || [prop]).find((x) => x.type !== "null") || prop;
+  let control;
+  if (s.enum) {
+    control = el("select", {id: name, name});
+    for (const v of s.enum) control.append(el("option", {value: String(v)}, String(v)));
+    if (prop.default !== undefined) control.value = String(prop.default);
+  } else if (s.type === "boolean") {
+    control = el("input", {id: name, name, type: "checkbox"});
+  } else if (s.type === "string") {
+    control = el("input", {id: name, name, type: "text", placeholder: prop.default == null ? "" : String(prop.default)});
+  } else {
+    control = el("input", {id: name, name, type: "number", step: s.type === "integer" ? "1" : "any",
+      placeholder: prop.default === undefined || prop.default === null ? "" : String(prop.default)});
   }
+  control.dataset.kind = s.enum ? "enum" : s.type;
+  const cell = el("div", {class: "field"});
+  cell.append(el("label", {for: name}, label), control, el("p", {class: "error", id: "err-" + name, role: "alert"}));
+  parent.append(cell);
+  return cell;
 }
 
 function moreValues() {
@@ -123,6 +136,7 @@ function moreValues() {
     if (inner === undefined) out[outer] = v; else (out[outer] = out[outer] || {})[inner] = v;
   };
   for (const c of document.querySelectorAll("#more [name]")) {
+    if (c.closest("[hidden]")) continue;      // another workload's field
     if (c.dataset.kind === "boolean") { if (c.checked) put(c.name, true); continue; }
     if (c.value === "") continue;
     put(c.name, c.dataset.kind === "enum" || c.dataset.kind === "string" ? c.value : Number(c.value));
@@ -213,7 +227,7 @@ async function render(req, out) {
   $("#command").textContent = best ? best.launch.command : "";
   $("#command-note").textContent = best && best.launch.note ? best.launch.note : "";
   for (const b of document.querySelectorAll("[data-copy]")) b.hidden = !best || best.launch[b.dataset.copy] == null;
-  if (!best) await nothingFits(req, out);
+  if (!best) nothingFits(out);
   const ref = best || out.rejected[0];
   if (ref) {
     $("#curve-title").textContent = `Memory against micro-batch: ${ref.precision}, checkpointing ${ref.checkpointing}, ${sharding(ref)}, offload ${ref.offload}`;
@@ -287,26 +301,15 @@ function histogram(hist, cap) {
   return svg;
 }
 
-// Nothing fits: the reasons, then the nearest requests that do fit (every knob allowed; 2 TiB of host RAM per
-// node for offload; LoRA adapters; twice the nodes), each asked of the API itself.
-async function nothingFits(req, out) {
+// Nothing fits: the reasons, then the nearest requests that do fit, as the API answered them (`nearest`: one change
+// each, with its best plan).
+function nothingFits(out) {
   $("#reasons").replaceChildren(...out.rejected.map((p) => el("li", {},
     `${p.precision}, checkpointing ${p.checkpointing}, ${sharding(p)}, offload ${p.offload}: ${p.reason}`)));
-  const all = {precision: [], checkpointing: CKPT, zero: [0, 1, 2, 3], offload: ["none", "optimizer", "optimizer+params"],
-    fsdp: ["off", "full", "grad-op", "hybrid"], loss: ["standard", "chunked"]};
-  const tries = [["every knob allowed", {...req, ...all}], ["2048 GiB host RAM per node", {...req, ...all, host_ram_gb: 2048}],
-    ["LoRA rank 16", {...req, ...all, lora_rank: 16}],
-    [`${2 * (req.nodes || 1)} nodes`, {...req, ...all, nodes: 2 * (req.nodes || 1)}]];   // same global batch
-  const rows = [];
-  for (const [change, body] of tries) {
-    if ((change === "LoRA rank 16" && req.lora_rank) || (change.includes("host RAM") && req.host_ram_gb >= 2048)) continue;
-    const r = await api("/v1/plans", {...body, top: 1});
-    const p = r.ok && r.data.plans[0];
-    if (p) rows.push(row([change, p.micro_batch, p.grad_accum, p.precision, p.checkpointing, sharding(p), p.offload,
-      gib(p.memory.device_total_bytes), Math.round(p.tokens_per_s)]));
-  }
-  $("#nearest tbody").replaceChildren(...rows);
-  $("#nearest-none").hidden = rows.length > 0;
+  const nearest = out.nearest || [];
+  $("#nearest tbody").replaceChildren(...nearest.map(({change, plan: p}) => row([change, p.micro_batch, p.grad_accum,
+    p.precision, p.checkpointing, sharding(p), p.offload, gib(p.memory.device_total_bytes), Math.round(p.tokens_per_s)])));
+  $("#nearest-none").hidden = nearest.length > 0;
 }
 
 async function curvePoints(req, out, ref) {
@@ -321,20 +324,26 @@ async function curvePoints(req, out, ref) {
   return answers.filter((a) => a.ok).map((a) => [a.data.plan.micro_batch, a.data.plan.memory.device_total_bytes]);
 }
 
+// The axis is the capacity's (with the fitting points): a micro-batch far over it would flatten the rest, so it is
+// drawn clipped at the top, marked, with its size in its title.
+const CURVE_TOP = 1.5;      // the axis ends at this many times the capacity at most
+
 function curve(points, capacity, usable) {
   const w = 900, h = 300, pad = 56;
   const svg = el("svg", {viewBox: `0 0 ${w} ${h}`, role: "img", "aria-label": "predicted memory against micro-batch"});
   if (!points.length) return svg;
-  const top = Math.max(capacity, ...points.map((p) => p[1])) * 1.05;
+  const top = Math.min(Math.max(capacity, ...points.map((p) => p[1])) * 1.05, capacity * CURVE_TOP);
   const n = points.length, x = (i) => pad + 20 + (w - pad - 50) * (n === 1 ? 0.5 : i / (n - 1));
-  const y = (b) => h - pad - (h - pad - 10) * b / top;
+  const y = (b) => h - pad - (h - pad - 10) * Math.min(b, top) / top;
   axes(svg, w, h, pad, top);
   svg.append(el("polyline", {class: "memory-curve", fill: "none", stroke: "#0550ae", "stroke-width": 2,
     points: points.map((p, i) => `${x(i)},${y(p[1])}`).join(" ")}));
   points.forEach((p, i) => {
-    const over = p[1] > usable;
-    const c = el("circle", {cx: x(i), cy: y(p[1]), r: 4, fill: over ? "#b3261e" : "#0550ae", class: over ? "over" : "under"});
-    c.append(el("title", {}, `micro-batch ${p[0]}: ${gib(p[1])} GiB`));
+    const over = p[1] > usable, clipped = p[1] > top;
+    const c = clipped ? el("polygon", {points: `${x(i) - 6},${y(top) + 8} ${x(i)},${y(top) - 2} ${x(i) + 6},${y(top) + 8}`,
+      fill: "#b3261e", class: "over clipped"})
+      : el("circle", {cx: x(i), cy: y(p[1]), r: 4, fill: over ? "#b3261e" : "#0550ae", class: over ? "over" : "under"});
+    c.append(el("title", {}, `micro-batch ${p[0]}: ${gib(p[1])} GiB${clipped ? " (off the chart)" : ""}`));
     svg.append(c);
     svg.append(el("text", {x: x(i), y: h - pad + 14, "text-anchor": "middle", "font-size": 11}, String(p[0])));
   });

@@ -27,12 +27,12 @@ def run(args: argparse.Namespace) -> int:
 
     from planner.errors import BadInput
 
-    try:
-        import uvicorn
+    from planner.cli import extras
 
-        from api.settings import Settings
-    except ImportError:
-        raise BadInput("planner serve needs the api extra: pip install 'memplan[api]'") from None
+    extras.require("planner serve", {m: "api" for m in ("fastapi", "fastapi_offline", "uvicorn", "pydantic_settings")})
+    import uvicorn
+
+    from api.settings import Settings
     flags = {"MEMPLAN_HOST": args.host, "MEMPLAN_PORT": args.port, "MEMPLAN_WORKERS": args.workers,
              "MEMPLAN_STORE": args.store, "MEMPLAN_PROBE_TIMEOUT_S": args.probe_timeout,
              "MEMPLAN_MODEL_DIRS": json.dumps(args.model_dir) if args.model_dir else None,

@@ -12,6 +12,7 @@ from planner import advise
 from planner.advise import CheckRequest
 from planner.cli import common
 from planner.errors import BadInput
+from planner.layout import Layout, raise_if
 from planner.spec import Knobs
 
 
@@ -29,9 +30,7 @@ def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: K
         raise BadInput(f"--workload {w.kind} runs TRL's trainer: --resume, --save-every, --eval-every and "
                        "--max-tokens-per-micro-batch are the bundled SFT trainer's", "workload")
     world = (req.gpus_per_node or 1) * req.nodes
-    split = w.split_error(req.micro_batch, req.grad_accum, world)
-    if split:
-        raise BadInput(f"--micro-batch {req.micro_batch}: {split}", "micro_batch")
+    raise_if(Layout(req.gpus_per_node or 1, req.nodes).split_error(knobs, req.micro_batch, req.grad_accum))
     ds = deepspeed_config_for(knobs, req.micro_batch, req.grad_accum, world, spec) if knobs.zero_stage else None
     return {"model": model, "micro_batch": req.micro_batch, "grad_accum": req.grad_accum, "world": world,
             "knobs": knobs.model_dump(), "data": args.data, "max_steps": args.max_steps, "lr": args.lr,

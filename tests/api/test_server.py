@@ -199,7 +199,7 @@ def test_every_refusal_names_its_field_and_the_core_validates_once(server):
         return r.json()["detail"][0]["loc"], r.json()["detail"][0]["msg"]
 
     assert loc("/v1/check", {**check, "offload": "optimizer"}) == (
-        ["body", "offload"], "--offload optimizer needs DeepSpeed: use --zero 1, 2 or 3")
+        ["body", "offload"], "offload optimizer needs DeepSpeed: use zero 1, 2 or 3")      # the API's names
     assert loc("/v1/check", {**check, "precision": "bf16-pure", "zero": 2})[0] == ["body", "precision"]
     assert loc("/v1/check", {**check, "images": 2})[0] == ["body", "images"]
     assert loc("/v1/check", {**check, "image_tokens": 8})[0] == ["body", "image_tokens"]
@@ -212,7 +212,7 @@ def test_every_refusal_names_its_field_and_the_core_validates_once(server):
     assert where == ["body", "model"] and "hidden_size = -4096" in msg
     assert loc("/v1/check", {**check, "model": "a\u0000b"})[0] == ["body", "model"]
     assert loc("/v1/probes", {**PROBE, "backend": "cpu", "zero": 2}) == (
-        ["body", "zero"], "--backend cpu runs zero 0 (one process); for ZeRO stages use --backend sim")
+        ["body", "zero"], "backend cpu runs zero 0 (one process); for ZeRO stages use backend sim")
     huge = c.post("/v1/check", json={**check, "micro_batch": 65536, "grad_accum": 65536})
     assert huge.status_code == 422 and huge.json()["detail"][0]["loc"] == ["body", "grad_accum"]
     phi3 = c.post("/v1/check", json={**check, "model": {**moe, "model_type": "olmo2", "num_local_experts": None}})

@@ -1,0 +1,70 @@
+"""The API's words for the core's errors. planner.errors.BadInput messages name CLI flags ("give --seq-len N");
+every 4xx the API answers names the JSON fields it takes instead ("give seq_len"), translated here once.
+
+A flag becomes a field only where it is one of the request bodies' fields (api.schemas), a nested object's
+fields with their path (`workload.num_generations`); its metavariable (N, FILE) goes, and flags side by side
+join with "and". Text in backquotes is a command line and stays as the CLI's.
+"""
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from fastapi.encoders import jsonable_encoder
+from pydantic import BaseModel
+
+from api import schemas
+from planner.errors import BadInput
+
+FLAG = re.compile(r"--([a-z][a-z0-9-]*)(?: [A-Z]+\b)?")    # a flag and its metavariable
+RUN = re.compile(rf"(?<![\w-]){FLAG.pattern}(?: {FLAG.pattern})*")
+KIND = "kind"   # the CLI's `--workload grpo` is the API's `workload.kind`: a nested object's flag names its kind
+
+
+@cache
+def fields() -> tuple[dict[str, str], dict[str, str]]:
+    """(top-level, nested): CLI flag name (dashes) -> API field, from the request models the API accepts."""
+    top, nested = {}, {}
+    for model in (schemas.PlansRequest, schemas.CheckRequest, schemas.ProbeRequest):
+        for name, info in model.model_fields.items():
+            sub = info.annotation
+            if isinstance(sub, type) and issubclass(sub, BaseModel):
+                nested.update({f.replace("_", "-"): f"{name}.{f}" for f in sub.model_fields})
+                if KIND in sub.model_fields:
+                    nested[name.replace("_", "-")] = f"{name}.{KIND}"
+            else:
+                top[name.replace("_", "-")] = name
+    return top, nested
+
+
+def api_message(message: str) -> str:
+    """The message with each CLI flag that is an API field written as that field.
+
+    A flag both levels have (`--max-length`: the data cut, and DPO's row length) is the nested object's where the
+    message names a flag only the nested object has (`--workload`, `--max-prompt-length`), as the CLI reads it."""
+    top, nested = fields()
+    prose = message.split("`")[::2]
+    about_nested = any(f in nested and f not in top for part in prose for f in FLAG.findall(part))
+    names = {**top, **nested} if about_nested else {**nested, **top}
+
+    def run(m: re.Match) -> str:
+        return " and ".join(names.get(f.group(1), f.group(0)) for f in FLAG.finditer(m.group(0)))
+
+    parts = message.split("`")
+    parts[::2] = [RUN.sub(run, part) for part in prose]
+    return "`".join(parts)
+
+
+def detail(e: BadInput, kind: str) -> dict:
+    """A 4xx body for a core error: its field as `loc`, its message in the API's words."""
+    return {"detail": [{"loc": ["body", e.field] if e.field else ["body"], "msg": api_message(str(e)), "type": kind}]}
+
+
+def validation_detail(errors: list[dict]) -> dict:
+    """FastAPI's 422 body for a request the models refused; a BadInput raised inside a model's validator
+    reads as the core's message (without pydantic's "Value error, "), in the API's words."""
+    out = []
+    for d in errors:
+        e = d.get("ctx", {}).get("error")
+        out.append({**d, "msg": api_message(str(e) if isinstance(e, BadInput) else d["msg"])})
+    return {"detail": jsonable_encoder(out)}
