@@ -91,5 +91,7 @@ def resolve_model(ref: str | dict, settings: Settings) -> ModelSpec:
         p = Path(ref)
         target = inside(str(p / "config.json" if p.is_dir() else p), settings.model_dirs, "model", "model")
         return catalog.load_model(str(target))
-    raise UnknownName(f"unknown model {ref!r}; known: {', '.join(catalog.model_names())} "
-                      "(or post the config.json object as `model`)", "model")
+    guess = catalog.closest(ref, {n: n for n in catalog.model_names()})
+    raise UnknownName(f"model {ref!r} is not a bundled model" + (f"; did you mean {guess}?" if guess else "")
+                      + f" (GET /v1/models lists all {len(catalog.model_names())}, or post the config.json object "
+                      "as `model`)", "model")
