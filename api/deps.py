@@ -36,7 +36,7 @@ Authorized = Depends(require_token)
 
 def probe_functions():
     """The probes the core may run for this service (planner.advise.Probes), or None without probes/."""
-    from planner.cli.common import probe_functions as functions
+    from probes import probe_functions as functions
 
     return functions()
 

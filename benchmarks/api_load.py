@@ -36,7 +36,7 @@ def main() -> None:
     ap.add_argument("--concurrency", default="1,8", help="comma list: one run per level")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
-    from probes.dist import free_port
+    from recipe.dist import free_port
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"

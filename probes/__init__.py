@@ -4,3 +4,18 @@ multi-rank CPU probe under torchrun/DeepSpeed (dist) and the isolated runner tha
 
 The planner core never imports this package except on the simulation and probe paths.
 """
+
+
+def probe_functions():
+    """The probes the core may run (planner.advise.Probes) on any face (CLI, API), or None where what a sim step
+    needs (torch, transformers: the sim extra) is not installed; the core then refuses sim evidence and --verify
+    in one line. Imports nothing heavy until a probe runs."""
+    import importlib.util
+
+    if any(importlib.util.find_spec(m) is None for m in ("torch", "transformers")):
+        return None
+    from planner.advise import Probes
+    from probes.run import probe_in_process, run_isolated
+
+    return Probes(simulate=lambda model, config, knobs, shapes: probe_in_process(model, config, knobs, shapes, "sim"),
+                  isolated=run_isolated)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,12 +30,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from probes.step import Case
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from recipe.dist import client_optimizer_config, free_port, init_deepspeed
 
 
 def measure_ranks(case: Case, world: int = 2, steps: int = 2, timeout_s: float = 600) -> list[dict]:
@@ -138,23 +132,8 @@ def resident_bytes(model, inner_optimizer) -> dict[str, int]:
     return out
 
 
-def client_optimizer_config(ds_config: dict) -> dict:
-    """A DeepSpeed config to run with a client torch optimizer (the probe's and the trainer's): its
-    optimizer block dropped (DeepSpeed's FusedAdam is compiled at run time on CPU), untested
-    optimizers allowed, no periodic prints."""
-    cfg = {k: v for k, v in ds_config.items() if k != "optimizer"}
-    cfg.update(zero_allow_untested_optimizer=True, steps_per_print=10**9)
-    return cfg
 
 
-def init_deepspeed(backend: str, cpu: bool) -> None:
-    """deepspeed.init_distributed; on CPU without the shared-memory collectives (another run-time
-    build): gloo carries everything."""
-    import deepspeed
-
-    if cpu:
-        deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
-    deepspeed.init_distributed(dist_backend=backend)
 
 
 def _rank_main(job_path: str, out_dir: str) -> None:

@@ -1,5 +1,6 @@
-"""The architecture's import rules (README, Layout): the planning core imports nothing above it, and no
-two files import each other, directly or through others (an AST walk over every import, lazy ones too)."""
+"""The architecture's import rules (docs/ARCHITECTURE.md): each layer imports only the layers below it (ALLOWED),
+no two layers and no two files import each other, directly or through others (an AST walk over every import, lazy
+ones too)."""
 import ast
 from pathlib import Path
 
@@ -39,10 +40,47 @@ def _graph() -> dict[str, set[str]]:
     return graph
 
 
-def test_the_core_imports_nothing_above_it():
-    bad = [(m, d) for m, deps in _graph().items() if m.startswith("planner") and not m.startswith("planner.cli")
-           for d in deps if d.split(".")[0] in ("probes", "trainer", "api", "scan")]
+# Each layer and the layers it may import (docs/ARCHITECTURE.md): the core imports nothing above it; recipe/ and
+# scan/ stand on the core; probes/ on the recipe; the trainer on the recipe and scan/ (never on probes/ or a face);
+# the API on probes/ and scan/ (never on the CLI); the CLI face on everything (it launches the trainer and the API).
+ALLOWED = {"core": set(), "recipe": {"core"}, "scan": {"core"}, "probes": {"core", "recipe"},
+           "trainer": {"core", "recipe", "scan"}, "api": {"core", "probes", "scan"},
+           "face": {"core", "recipe", "scan", "probes", "trainer", "api"}}
+
+
+def layer(module: str) -> str:
+    if module.startswith("planner.cli"):
+        return "face"
+    return "core" if module.split(".")[0] == "planner" else module.split(".")[0]
+
+
+def forbidden(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(importer, imported) for every import across layers that ALLOWED does not list."""
+    return sorted((m, d) for m, deps in graph.items() for d in deps
+                  if layer(m) != layer(d) and layer(d) not in ALLOWED[layer(m)])
+
+
+def test_every_import_across_layers_is_allowed():
+    """Core -> anything above, API -> CLI, trainer -> CLI or probes, probes -> API: each is a failure."""
+    assert set(ALLOWED) == {layer(m) for m in _graph()}     # every package has its row
+    bad = forbidden(_graph())
     assert not bad, bad
+
+
+def test_a_planted_forbidden_import_is_caught():
+    """The checker itself: an API -> CLI import (the cycle api/deps.py had) and a core -> probes one fail it."""
+    graph = _graph()
+    planted = {**graph, "api.deps": graph["api.deps"] | {"planner.cli.common"},
+               "planner.search": graph["planner.search"] | {"probes.run"}}
+    assert forbidden(planted) == [("api.deps", "planner.cli.common"), ("planner.search", "probes.run")]
+
+
+def test_no_cycle_between_layers():
+    edges = {(layer(m), layer(d)) for m, deps in _graph().items() for d in deps if layer(m) != layer(d)}
+    reach = {a: {b for x, b in edges if x == a} for a in ALLOWED}
+    for _ in ALLOWED:       # transitive closure
+        reach = {a: bs | {c for b in bs for c in reach.get(b, ())} for a, bs in reach.items()}
+    assert not [a for a, bs in reach.items() if a in bs], reach
 
 
 def test_no_import_cycle_between_files():

@@ -103,12 +103,12 @@ class Trainer:
         self.fsdp = cfg.knobs.fsdp != "off"
         self.collective_backward = self.ds or self.fsdp     # gradients are reduced inside every rank's backward
         if self.collective_backward and "RANK" not in os.environ:    # no launcher: a world of one on loopback
-            from probes.dist import free_port
+            from recipe.dist import free_port
 
             os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
                               MASTER_PORT=str(free_port()))
         if self.ds:
-            from probes.dist import init_deepspeed
+            from recipe.dist import init_deepspeed
 
             init_deepspeed(self.backend, cpu=want == "cpu")
         elif self.world > 1 or self.fsdp:
@@ -165,7 +165,7 @@ class Trainer:
         if self.ds:
             import deepspeed
 
-            from probes.dist import client_optimizer_config
+            from recipe.dist import client_optimizer_config
 
             ds_cfg = client_optimizer_config(cfg.deepspeed_config or {})
             ds_cfg.update(train_micro_batch_size_per_gpu=self.micro, gradient_accumulation_steps=self.accum,

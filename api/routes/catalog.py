@@ -8,16 +8,16 @@ router = APIRouter(prefix="/v1", tags=["catalog"])
 
 @router.get("/gpus")
 def gpus() -> dict:
-    from planner.cli import gpus as cmd
+    from planner import catalog
 
-    return cmd.gather()
+    return catalog.gpus_json()
 
 
 @router.get("/models")
 def models() -> dict:
-    from planner.cli import models as cmd
+    from planner import catalog
 
-    return cmd.gather()
+    return catalog.models_json()
 
 
 @router.get("/models/{name}")

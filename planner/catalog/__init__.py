@@ -107,3 +107,13 @@ def gpu(name: str) -> GPU:
     named = f"; did you mean {guess} ({gpu(guess).memory_mib / 1024:.0f} GiB)?" if guess else ""
     raise UnknownName(f"--gpu {name!r} is not in the GPU catalog{named} (`planner gpus` lists all "
                       f"{len(gpus())}, or 'local')", "gpu")
+
+
+def gpus_json() -> dict:
+    """The GPU catalog as `planner gpus --json` and GET /v1/gpus print it."""
+    return {"gpus": [{**g.model_dump(), "capacity_bytes": g.capacity_bytes} for g in gpus()]}
+
+
+def models_json() -> dict:
+    """The bundled models' summaries, as `planner models --json` and GET /v1/models print them."""
+    return {"models": [load_model(n).summary() for n in model_names()]}

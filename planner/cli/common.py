@@ -255,20 +255,10 @@ def scanner(path: str, tokenizer: str | None, image_rule: str, max_length: int |
 
 
 def probe_functions():
-    """The probes the core may run (planner.advise.Probes), or None where probes/ or what a sim step needs (torch,
-    transformers: the sim extra) cannot be imported; the core then refuses sim evidence and --verify in one line."""
-    import importlib.util
+    """The probes the core may run here (probes.probe_functions: shared with the API), or None."""
+    from probes import probe_functions as functions
 
-    if any(importlib.util.find_spec(m) is None for m in ("torch", "transformers")):
-        return None
-    try:
-        from probes.run import probe_in_process, run_isolated
-    except ImportError:
-        return None
-    from planner.advise import Probes
-
-    return Probes(simulate=lambda model, config, knobs, shapes: probe_in_process(model, config, knobs, shapes, "sim"),
-                  isolated=run_isolated)
+    return functions()
 
 
 def approximate(model, goal) -> str:

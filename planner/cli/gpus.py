@@ -11,9 +11,5 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
-def gather() -> dict:
-    return {"gpus": [{**g.model_dump(), "capacity_bytes": g.capacity_bytes} for g in catalog.gpus()]}
-
-
 def run(args) -> int:
-    return common.print_listing(args, gather(), "gpus_table")
+    return common.print_listing(args, catalog.gpus_json(), "gpus_table")

@@ -11,9 +11,5 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
-def gather() -> dict:
-    return {"models": [catalog.load_model(n).summary() for n in catalog.model_names()]}
-
-
 def run(args) -> int:
-    return common.print_listing(args, gather(), "models_table")
+    return common.print_listing(args, catalog.models_json(), "models_table")

@@ -25,9 +25,8 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from planner.errors import BadInput
-
     from planner.cli import extras
+    from planner.errors import BadInput
 
     extras.require("planner serve", {m: "api" for m in ("fastapi", "fastapi_offline", "uvicorn", "pydantic_settings")})
     import uvicorn

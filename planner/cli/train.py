@@ -168,7 +168,7 @@ def launch_command(args: argparse.Namespace, req: CheckRequest, config_path: str
         torchrun += ["--nnodes", str(nodes), "--node_rank", str(args.node_rank), "--rdzv_backend", "c10d",
                      "--rdzv_endpoint", args.rdzv_endpoint]
     else:
-        from probes.dist import free_port
+        from recipe.dist import free_port
 
         torchrun += ["--master_addr", "127.0.0.1", "--master_port", str(free_port())]
     return [*torchrun, *entry]

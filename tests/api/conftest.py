@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 httpx = pytest.importorskip("httpx")
-from probes.dist import free_port
+from recipe.dist import free_port
 
 TOKEN = "test-token-0123"
 ROOT = Path(__file__).resolve().parents[2]

@@ -126,7 +126,7 @@ def test_check_with_simulated_evidence_traces_one_rank_of_an_fsdp_plan(tmp_path,
     """The sim traces one rank (Knobs.for_probe: FSDP2 runs the module in its compute dtype, so bf16-pure's trace),
     and the plan adds the sharded states and the gathered units analytically."""
     pytest.importorskip("torch")
-    from planner.cli.common import probe_functions
+    from probes import probe_functions
 
     req = advise.parse(advise.CheckRequest, {"model": name, "gpu": "h100", "gpus_per_node": 8, "micro_batch": 1,
                                               "seq_len": 512, "fsdp": "full", "evidence": "sim"})

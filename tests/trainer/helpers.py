@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from probes.dist import free_port
+from recipe.dist import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = {"model": "debug-llama", "seq_len": 48, "lr": 1e-3}

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 pytest.importorskip("transformers")
-from probes.dist import free_port
+from recipe.dist import free_port
 from tests.trainer.helpers import ROOT, TINY, launch, losses
 
 STEPS = 5
