@@ -1,6 +1,6 @@
 """The GPU suite's results against the planner as it is now: `python benchmarks/gpu_report.py DIR` prints
 and writes DIR/report.json and DIR/report.md; with --md it prints the markdown alone and writes nothing
-(the README's block).
+(the block in docs/gpu-results.md).
 
 The suite's files keep what was predicted when each row was measured; this report predicts every row again
 with today's planner (the calibration file included), so a change to the memory or speed model is judged

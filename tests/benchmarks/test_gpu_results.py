@@ -41,7 +41,7 @@ def test_no_measured_peak_is_more_than_3_percent_over_its_prediction(rep):
     never predicts less than 97% of what was allocated (the
     largest shortfall is GPT-2 medium's 2.98%). It over-predicts the larger models, up to 35% (Gemma-2-2B
     in pure bf16 without checkpointing, 46.4 GiB measured, 71.6 predicted; Qwen2.5-VL-3B 14%): conservative,
-    and a finding this test keeps in view (its rows are the README's table)."""
+    and a finding this test keeps in view (its rows are the table in docs/gpu-results.md)."""
     a = rep["accuracy"]
     assert a["rows"] == 36
     assert max(t[-1] for t in a["table"]) <= 0.03, max(a["table"], key=lambda t: t[-1])
