@@ -355,7 +355,17 @@ def nearest_fits(req: Target, goal: Goal, hw: Hardware, resolver=default_resolve
             except BadInput:
                 continue
             if found.plans:
-                shown = label if not change or (i == 0 and len(tries) == 2) else f"{label} (any knobs)"
-                out.append(Nearest(change=shown, changes=change, plan=found.plans[0]))
+                best, own = found.plans[0], i == 0 and len(tries) == 2
+                if change and not own and out and same_plan(best, out[0].plan) and not out[0].changes:
+                    break   # with every knob allowed it is the plan this change is not needed for
+                out.append(Nearest(change=label if own or not change else f"{label} (any knobs)", changes=change,
+                                   plan=best))
                 break
     return out
+
+
+def same_plan(a: Plan, b: Plan) -> bool:
+    """The same split, knobs and predicted figures (a change that moved nothing)."""
+    keys = ("micro_batch", "checkpointing", "precision", "zero_stage", "offload", "fsdp", "tokens_per_s")
+    return all(getattr(a, k) == getattr(b, k) for k in keys) and (
+        a.memory.device_total_bytes == b.memory.device_total_bytes)

@@ -2,7 +2,7 @@
 
 Every face ends a "does not fit" with these (the CLI's table, the API's `nearest`, the web page's table). Each
 variant is a suggest request with every knob allowed plus one change (a fused optimizer, LoRA adapters, more
-host RAM, twice the nodes at the same global batch, half the sequence), asked of the planner itself
+host RAM, twice the GPUs per node or the nodes at the same global batch, half the sequence), asked of the planner itself
 (planner.advise.suggest, with analytic evidence): nothing here estimates memory.
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ EVERY_KNOB = {"precision": [], "checkpointing": list(SUGGEST_CHECKPOINTING), "ze
               "loss": ["standard", "chunked"]}
 LORA_RANK = 16
 HOST_RAM_GIB = 2048
+GPUS_PER_NODE = 8       # the most a node of the catalog's cards holds (HGX / DGX boards)
 
 
 def base(req: Target, goal: Goal, hw: Hardware, every_knob: bool) -> dict:
@@ -49,7 +50,9 @@ def variants(req: Target, goal: Goal, hw: Hardware) -> list[tuple[str, dict]]:
         out.append((f"LoRA rank {LORA_RANK}", {"lora_rank": LORA_RANK}))
     if req.host_ram_gb < HOST_RAM_GIB:
         out.append((f"{HOST_RAM_GIB} GiB host RAM per node", {"host_ram_gb": HOST_RAM_GIB}))
-    if goal.global_batch % (2 * hw.world_size) == 0:
+    if goal.global_batch % (2 * hw.world_size) == 0:    # more GPUs at the same global batch: on this node, or more
+        if 2 * hw.gpus_per_node <= GPUS_PER_NODE:
+            out.append((f"{2 * hw.gpus_per_node} GPUs per node", {"gpus_per_node": 2 * hw.gpus_per_node}))
         out.append((f"{2 * hw.nodes} nodes", {"nodes": 2 * hw.nodes}))
     half = goal.seq_len // 2
     if not req.workload.rl and half >= max(1, goal.image_tokens) and req.max_tokens_per_micro_batch is None:

@@ -169,7 +169,7 @@ class ProbeRequest(_Request):
 
 
 NEAREST_DOC = ("when nothing fits: the requests one change away that do (every knob allowed, a fused optimizer, LoRA, "
-               "more host RAM, twice the nodes, half the sequence), each with its best plan")
+               "more host RAM, twice the GPUs per node or the nodes, half the sequence), each with its best plan")
 
 
 class Nearest(BaseModel):

@@ -101,7 +101,7 @@ def nearest_table(nearest: list) -> Table:
 
 def nearest_lines(nearest: list) -> list[str]:
     """What to print when nothing fits: the table, or a line saying no single change fits."""
-    tried = "every knob allowed, adamw-fused, LoRA, more host RAM, twice the nodes, half the sequence"
+    tried = "every knob allowed, adamw-fused, LoRA, more host RAM, twice the GPUs or nodes, half the sequence"
     return [] if nearest else [f"no single change fits (tried: {tried})"]
 
 
