@@ -4,6 +4,7 @@ console script (interpreter start, imports, parser, work, output to a pipe). Tar
 CPU seconds (user + sys, median): on a shared machine the CPU figure is the steadier one.
 
     python benchmarks/cli_latency.py --out benchmarks/results/cli_latency.json
+    python benchmarks/cli_latency.py --report benchmarks/results/cli_latency.json    (print the stored table)
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
-from results_io import save
+from results_io import report_or_out, save
 
 SUGGEST = ["suggest", "--model", "llama-3.1-8b", "--gpu", "a100-80gb", "--gpus-per-node", "8", "--global-batch", "256",
            "--seq-len", "4096", "--top", "5"]
@@ -61,11 +62,24 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def markdown(result: dict) -> list[str]:
+    md = [(f"CLI latency (cold: a fresh process per run), {result['date']}, {result['machine']}, "
+           f"Python {result['python']}, pydantic {result['pydantic']}, rich {result['rich']}, "
+           f"load {result['load_average_1min_at_start']} at start, {result['repeat']} runs"), "",
+          "| command | median s | max s | CPU s (median) | target s | imports rich | imports torch |",
+          "|---|---|---|---|---|---|---|"]
+    return md + [f"| {r['case']} | {r['median_s']:.3f} | {r['max_s']:.3f} | {r['cpu_median_s']:.3f} | {r['target_s']} | "
+                 f"{r['imports']['rich']} | {r['imports']['torch']} |" for r in result["rows"]]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="write the JSON here (and its markdown table beside it, .md)")
+    ap.add_argument("--report", metavar="JSON", help="print a stored result's table (run nothing)")
     ap.add_argument("--repeat", type=int, default=15)
     args = ap.parse_args()
+    if report_or_out(ap, args, markdown):
+        return
     cmd, load = planner_command(), os.getloadavg()
     rows = []
     for label, case, target in CASES:
@@ -75,23 +89,16 @@ def main() -> None:
         rows.append({"case": label, "args": case, "median_s": round(statistics.median(wall), 3),
                      "max_s": round(max(wall), 3), "cpu_median_s": round(statistics.median(cpu), 3),
                      "target_s": target, "exit_codes": sorted({r[2] for r in runs}), "imports": imported(case)})
+    command = " ".join(os.path.relpath(c) if c.startswith(os.getcwd()) else c for c in cmd)
     result = {"benchmark": "cli_latency", "date": datetime.date.today().isoformat(),
               "machine": f"{cpu_model()}, {os.cpu_count()} cores ({len(os.sched_getaffinity(0))} usable), "
                          f"{platform.platform()}",
               "load_average_1min_at_start": round(load[0], 2), "python": platform.python_version(),
-              "pydantic": version("pydantic"), "rich": version("rich"), "command": " ".join(os.path.relpath(c) if c.startswith(os.getcwd()) else c for c in cmd),
+              "pydantic": version("pydantic"), "rich": version("rich"), "command": command,
               "repeat": args.repeat, "rows": rows}
-    md = [(f"CLI latency (cold: a fresh process per run), {result['date']}, {result['machine']}, "
-           f"Python {result['python']}, pydantic {result['pydantic']}, rich {result['rich']}, "
-           f"load {result['load_average_1min_at_start']} at start, {args.repeat} runs"), "",
-          "| command | median s | max s | CPU s (median) | target s | imports rich | imports torch |",
-          "|---|---|---|---|---|---|---|"]
-    md += [f"| {r['case']} | {r['median_s']:.3f} | {r['max_s']:.3f} | {r['cpu_median_s']:.3f} | {r['target_s']} | "
-           f"{r['imports']['rich']} | {r['imports']['torch']} |" for r in rows]
     print(json.dumps(result, indent=1))
-    print("\n".join(md))
-    if args.out:
-        save(args.out, result, md)
+    print("\n".join(markdown(result)))
+    save(args.out, result, markdown(result))
 
 
 if __name__ == "__main__":
