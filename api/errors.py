@@ -33,7 +33,8 @@ def fields() -> tuple[dict[str, str], dict[str, str]]:
                 if KIND in sub.model_fields:
                     nested[name.replace("_", "-")] = f"{name}.{KIND}"
             else:
-                top[name.replace("_", "-")] = name
+                shown = info.alias or name      # the JSON name (zero for zero_stage: planner.knobfields.ALIASES)
+                top[shown.replace("_", "-")] = shown
     return top, nested
 
 

@@ -33,7 +33,7 @@ def _plans(model_name: str, global_batch: int, seq: int, gpu_kind: str, capacity
     hw = card(gpu_kind, capacity_gib)
     model = catalog.load_model(model_name)
     goal = Goal(global_batch=global_batch, seq_len=seq)
-    return model, hw, goal, search(model, hw, goal, Space(zero=[0], offload=["none"]), top=top).plans
+    return model, hw, goal, search(model, hw, goal, Space(zero_stage=[0], offload=["none"], checkpointing=["off", "full"], fsdp=["off"], loss=["standard"]), top=top).plans
 
 
 def _knobs(row: dict) -> Knobs:

@@ -46,7 +46,7 @@ def llama_attention_saved_bytes(t: TextSpec, batch: int, seq: int, profile: str)
     unrepeated), output, lse, and the float bias made from the padding mask (SDPA only)."""
     _, c = saved_dtype_bytes(profile)
     tokens = batch * seq
-    casts = (3 if profile == "amp" and t.arch != "phi3" else 1) * c * tokens * t.hidden    # phi3: one fused qkv
+    casts = (3 if profile == "amp" and not t.traits.fused_qkv else 1) * c * tokens * t.hidden
     kv_width = t.q_dim if t.kv_heads < t.heads and t.attention != "flash" else t.kv_dim    # flash: native GQA
     qkvo = c * tokens * (2 * t.q_dim + 2 * kv_width)
     lse = 4 * tokens * t.heads
@@ -77,7 +77,7 @@ def fused_qkv_view_bytes(t: TextSpec, tokens: int, profile: str) -> int:
     """Phi-3's fused qkv_proj (transformers modeling_phi3.py): v is a slice of the fused output, and without
     grouped kv heads it reaches SDPA unrepeated, so saving it keeps the whole q+k+v storage alive: q and k's
     widths on top of v's (sim probe, Phi-3-mini: -6.1% fp32 / -5.1% bf16-pure at micro 4 x 2048 without it)."""
-    if t.arch != "phi3" or t.kv_heads < t.heads:
+    if not t.traits.fused_qkv or t.kv_heads < t.heads:
         return 0
     _, c = saved_dtype_bytes(profile)
     return c * tokens * (t.q_dim + t.kv_dim)
@@ -90,7 +90,7 @@ def qk_norm_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
     if not t.qk_norm:
         return 0
     width = t.q_dim + t.kv_dim
-    if t.arch == "gemma2":
+    if t.traits.fp32_norms:
         return tokens * width * 8
     # under AMP the norms take the projections' half outputs, so they give back half tensors (as under "half")
     return rmsnorm_saved_bytes(tokens, width, "half" if profile == "amp" else profile)
@@ -111,7 +111,7 @@ def gated_mlp_saved_bytes(t: TextSpec, tokens: int, profile: str, hidden: int = 
     down input: 4 x tokens x inter (Phi-3: the fused gate-up output, whose halves are saved, and the rest)."""
     _, c = saved_dtype_bytes(profile)
     h, i = hidden or t.hidden, inter or t.intermediate
-    casts = 2 if profile == "amp" and t.arch != "phi3" else 1
+    casts = 2 if profile == "amp" and not t.traits.fused_gate_up else 1
     return casts * c * tokens * h + 4 * c * tokens * i
 
 
@@ -119,9 +119,8 @@ def llama_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str, routed: b
     """Bytes one Llama/Qwen/Mistral/Gemma-2 decoder layer saves for backward (an MoE model's routed layer, or
     with routed=False its dense one)."""
     tokens = batch * seq
-    norms = (4 if t.arch == "gemma2" else 2)
-    norm_bytes = norms * (tokens * t.hidden * 8 if t.arch == "gemma2"
-                          else rmsnorm_saved_bytes(tokens, t.hidden, profile))
+    norm_bytes = t.traits.norms_per_layer * (tokens * t.hidden * 8 if t.traits.fp32_norms
+                                             else rmsnorm_saved_bytes(tokens, t.hidden, profile))
     mlp = (moe.moe_mlp_saved_bytes(t, tokens, profile) if t.moe and routed
            else gated_mlp_saved_bytes(t, tokens, profile))
     attention = (mla_attention_saved_bytes if t.mla else llama_attention_saved_bytes)(t, batch, seq, profile)
@@ -150,7 +149,7 @@ def gpt2_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
 
 def layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
     """One decoder layer's saved tensors: the largest kind of layer (an MoE model's routed one)."""
-    return (gpt2_layer_bytes if t.arch == "gpt2" else llama_layer_bytes)(t, batch, seq, profile)
+    return (gpt2_layer_bytes if t.traits.conv1d else llama_layer_bytes)(t, batch, seq, profile)
 
 
 def layers_bytes(t: TextSpec, count: int, batch: int, seq: int, profile: str) -> int:
@@ -173,7 +172,7 @@ def mlp_backward_transient_bytes(t: TextSpec, batch: int, seq: int, profile: str
     if t.moe:
         return moe.backward_transient_bytes(t, batch * seq, profile)
     _, c = saved_dtype_bytes(profile)
-    per = 12 if (t.arch == "gpt2" and profile == "amp") else 2 * c
+    per = 12 if (not t.traits.gated_mlp and profile == "amp") else 2 * c
     return per * batch * seq * t.intermediate
 
 
@@ -187,7 +186,7 @@ def final_norm_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
     """Final norm plus the lm_head input (a separate cast under amp)."""
     tokens = batch * seq
     r, c = saved_dtype_bytes(profile)
-    if t.arch == "gpt2":
+    if t.traits.layernorm:
         return tokens * t.hidden * (r + c)
     return rmsnorm_saved_bytes(tokens, t.hidden, profile) + (c * tokens * t.hidden if profile == "amp" else 0)
 
@@ -219,7 +218,7 @@ def attention_mask_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int
     if t.attention == "flash":      # the kernel takes sequence lengths, not a mask
         return 0
     if t.attention == "eager":
-        return (2 if t.arch == "gemma2" else 1) * c * batch * seq * seq
+        return (2 if t.traits.sliding_window_masks else 1) * c * batch * seq * seq
     return MASK_BYTES_PER_ELEMENT * batch * seq * seq
 
 

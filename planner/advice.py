@@ -60,13 +60,13 @@ def rejection_reason(plan: Plan, hw: Hardware, usable: int) -> str | None:
 def state_fixes(plan: Plan) -> list[str]:
     """What shrinks parameters, gradients and optimizer states per GPU."""
     fixes = []
-    if plan.zero_stage < 3 and plan.fsdp is None:
+    if plan.zero_stage < 3 and plan.fsdp == "off":
         fixes.append("shard them (--zero 3 or --fsdp full)")
     if plan.offload != "optimizer+params" and not plan.optimizer_in_backward:
         fixes.append("offload")
     if not plan.lora_rank:
         fixes.append("LoRA adapters (--lora-rank)")
-    if plan.zero_stage or plan.fsdp:
+    if plan.zero_stage or plan.fsdp != "off":
         fixes.append("more GPUs (shards shrink with the world size)")
     return fixes
 
@@ -92,7 +92,7 @@ def term_fixes(plan: Plan, term: str) -> list[str]:
         return state_fixes(plan)
     if term == "the optimizer step's temporaries":
         fixes = ["--optimizer adamw-fused (no foreach copies)"] if plan.optimizer == "adamw" else []
-        if plan.zero_stage == 0 and plan.fsdp is None:
+        if plan.zero_stage == 0 and plan.fsdp == "off":
             fixes.append("shard the step (--zero 1 or --fsdp full)")
         return fixes + ([] if plan.lora_rank else ["LoRA adapters (--lora-rank)"])
     if term == "logits/loss":

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from planner import catalog, hardware, nearest
 from planner.datafit import DataFit, Scanner, scan_data, token_batches, verdict
 from planner.errors import BadInput
+from planner.knobfields import FIXED, KNOBS
 from planner.layout import Layout, raise_if
 from planner.lengths import limits as rl_limits
 from planner.memory import Setup
@@ -91,7 +92,7 @@ def check_positions(model: ModelSpec, seq_len: int) -> None:
     """GPT-2's positions are a learned table (n_positions rows): a longer sequence cannot run at all. RoPE
     models have no such table and may train past max_position_embeddings (context extension)."""
     t = model.text
-    if t.arch == "gpt2" and t.max_positions and seq_len > t.max_positions:
+    if t.traits.learned_positions and t.max_positions and seq_len > t.max_positions:
         raise BadInput(f"--seq-len {seq_len}: {model.name} has learned positions for at most {t.max_positions} "
                        f"tokens (n_positions)", "seq_len")
 
@@ -222,7 +223,7 @@ def probe_plan(req: ProbeRequest, resolver=default_resolver) -> tuple[ModelSpec,
         req = req.model_copy(update={"seq_len": w.seq_len()})
     if req.seq_len is None:
         raise BadInput("--seq-len is required (tokens per row)", "seq_len")
-    if w.rl and (req.backend == "cuda" or req.zero or req.lora_rank or req.quant != "none"):
+    if w.rl and (req.backend == "cuda" or req.zero_stage or req.lora_rank or req.quant != "none"):
         raise BadInput(f"--workload {w.kind} probes run one process, zero 0, full fine-tuning, on --backend sim or "
                        "cpu", "backend")
     check_positions(model, req.seq_len)
@@ -244,11 +245,9 @@ def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | N
     (and `with_nearest`), the nearest settings that do."""
     model, hw, goal, fit = resolve(req, req.global_batch, resolver, scanner)
     batches = token_batches(req, goal, hw, fit)
-    space = Space(precision=list(req.precision), checkpointing=list(req.checkpointing), zero=list(req.zero),
-                  offload=list(req.offload), optimizer=req.optimizer, lora_rank=req.lora_rank, fsdp=list(req.fsdp),
-                  loss=list(req.loss), attention=list(req.attention), batching=list(req.batching),
-                  optimizer_in_backward=req.optimizer_in_backward, lora=lora_knobs(req, model),
-                  workload=req.workload, moe=moe_knobs(req, model, hw))
+    lora_knobs(req, model)
+    moe_knobs(req, model, hw)
+    space = Space.of(req)
     raise_if(Layout.of(hw, model).global_batch_error(req.workload, req.global_batch))
     cal = calibrator(req, model, store, probes)
     with status(f"planning with {req.evidence} evidence"):
@@ -270,12 +269,8 @@ def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | N
 
 
 def knobs_of(req: CheckRequest | ProbeRequest, precision: str) -> Knobs:
-    """A one-configuration request's knobs (its `zero` is Knobs' `zero_stage`), every rule checked."""
-    return Knobs.make(precision=precision, checkpointing=req.checkpointing, zero_stage=req.zero,
-                      offload=req.offload, optimizer=req.optimizer, lora_rank=req.lora_rank,
-                      fsdp=getattr(req, "fsdp", "off"), loss=req.loss, attention=req.attention, batching=req.batching,
-                      optimizer_in_backward=req.optimizer_in_backward, workload=req.workload,
-                      **{f: getattr(req, f) for f in LORA_FIELDS + MOE_FIELDS if hasattr(req, f)})
+    """A one-configuration request's knobs, every rule checked."""
+    return Knobs.make(**{k: getattr(req, k) for k in KNOBS if k != "precision"}, precision=precision)
 
 
 def lora_knobs(req: Target | ProbeRequest, model: ModelSpec) -> dict:
@@ -312,7 +307,7 @@ def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None 
                        f"the largest global batch, {MAX_GLOBAL_BATCH}", "grad_accum")
     model, hw, goal, fit = resolve(req, req.micro_batch * req.grad_accum * world, resolver, scanner)
     knobs = check_knobs(req, hw)
-    lora = lora_knobs(req, model)
+    lora_knobs(req, model)
     Layout.of(hw, model).check_split(knobs, req.micro_batch, req.grad_accum)
     batches = token_batches(req, goal, hw, fit)
     if req.verify and batches is not None:
@@ -329,9 +324,10 @@ def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None 
     verified = None
     if req.verify:
         plan, verified = verify(plan, model, hw, goal, cal, probes, status, store)
-    space = Space(optimizer=req.optimizer, lora_rank=req.lora_rank, checkpointing=list(SUGGEST_CHECKPOINTING),
-                  loss=[req.loss], attention=[req.attention], batching=[req.batching],
-                  optimizer_in_backward=req.optimizer_in_backward, lora=lora, workload=req.workload)
+    # alternatives: the request's fixed knobs, every sharding, offload and checkpointing mode of ZeRO/DDP
+    space = Space(**{**{k: getattr(req, k) for k in FIXED}, "expert_parallel": 1}, fsdp=["off"],
+                  checkpointing=list(SUGGEST_CHECKPOINTING), loss=[req.loss], attention=[req.attention],
+                  batching=[req.batching])
     alt_cal = cal.with_mode("auto") if cal is not None else None   # alternatives: stored evidence only
     found = search(model, hw, goal, space, top=MAX_SUGGESTIONS + 1, calibrate=alt_cal, batches=batches).plans
     alternatives = [p for p in found if (p.micro_batch, p.knobs) != (plan.micro_batch, plan.knobs)][:MAX_SUGGESTIONS]

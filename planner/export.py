@@ -19,16 +19,6 @@ HF_OPTIM = {"adamw": "adamw_torch", "adamw-fused": "adamw_torch_fused", "sgd": "
             "paged-adamw-8bit": "paged_adamw_8bit"}
 DS_CONFIG_NAME = "ds_config.json"
 FSDP_CONFIG_NAME = "fsdp_config.json"
-# The FSDP unit per model_type: transformers' decoder-layer (and vision-block) classes, each model class's
-# `_no_split_modules` (tests/planner/test_export.py checks them against the installed transformers)
-FSDP_WRAP = {"gpt2": ["GPT2Block"], "llama": ["LlamaDecoderLayer"], "gemma2": ["Gemma2DecoderLayer"],
-             "gemma3_text": ["Gemma3DecoderLayer"], "mistral": ["MistralDecoderLayer"], "phi3": ["Phi3DecoderLayer"],
-             "qwen2": ["Qwen2DecoderLayer"], "qwen3": ["Qwen3DecoderLayer"],
-             "qwen2_5_vl": ["Qwen2_5_VLDecoderLayer", "Qwen2_5_VLVisionBlock"],
-             "internvl": ["InternVLVisionLayer"],     # + its language model's, by text_config's model_type
-             "mixtral": ["MixtralDecoderLayer"], "qwen2_moe": ["Qwen2MoeDecoderLayer"],
-             "qwen3_moe": ["Qwen3MoeDecoderLayer"], "olmoe": ["OlmoeDecoderLayer"], "gpt_oss": ["GptOssDecoderLayer"],
-             "deepseek_v2": ["DeepseekV2DecoderLayer"], "deepseek_v3": ["DeepseekV3DecoderLayer"]}
 HF_FSDP = {"full": "full_shard auto_wrap", "grad-op": "shard_grad_op auto_wrap", "hybrid": "hybrid_shard auto_wrap"}
 HF_ATTENTION = {"flash": "flash_attention_2", "eager": "eager"}
 TRAIN_SCRIPT = "train.py"  # the user's HF-Trainer-style script
@@ -61,7 +51,7 @@ def hf_args(plan: Plan, model: ModelSpec | None = None) -> dict:
     model in bf16 without autocast. FSDP plans: `fsdp` and its `fsdp_config` (FSDP2; checkpointing through FSDP's
     own activation checkpointing, as transformers asks). Knobs HF cannot run are replaced by their nearest HF
     form that needs no more memory (bundled_only, hf_note)."""
-    fsdp = plan.fsdp is not None
+    fsdp = plan.fsdp != "off"
     args = {"per_device_train_batch_size": plan.micro_batch,
             "gradient_accumulation_steps": plan.grad_accum,
             "gradient_checkpointing": plan.checkpointing != "off" and not fsdp,
@@ -136,15 +126,13 @@ def fsdp_config(plan: Plan, model: ModelSpec | None) -> dict:
 
 
 def wrap_classes(model: ModelSpec) -> list[str]:
-    """The model's FSDP units: its own layer classes, and a VLM's language-model layers (text_config)."""
-    own = list(FSDP_WRAP.get(model.model_type, []))
-    text = (model.config.get("text_config") or {}).get("model_type")
-    return own + [c for c in FSDP_WRAP.get(text, []) if c not in own]
+    """The model's FSDP units: its own layer classes, and a VLM's language-model layers (the reader's fsdp_units)."""
+    return list(model.fsdp_units)
 
 
 def accelerate_config(plan: Plan, hw: Hardware, model: ModelSpec | None) -> dict | None:
     """An accelerate config (`accelerate launch --config_file`) for an FSDP2 plan; None otherwise."""
-    if plan.fsdp is None:
+    if plan.fsdp == "off":
         return None
     f = fsdp_config(plan, model)
     fsdp = {"fsdp_version": 2, "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
@@ -205,7 +193,7 @@ def deepspeed_config_for(k: Knobs, micro_batch: int, grad_accum: int, world: int
 def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME) -> list[str]:
     a = ["--per_device_train_batch_size", str(plan.micro_batch),
          "--gradient_accumulation_steps", str(plan.grad_accum), "--optim", HF_OPTIM[plan.optimizer]]
-    if plan.checkpointing != "off" and plan.fsdp is None:     # FSDP: its own activation checkpointing
+    if plan.checkpointing != "off" and plan.fsdp == "off":     # FSDP: its own activation checkpointing
         a.append("--gradient_checkpointing")
     if plan.loss != "standard":
         a.append("--use_liger_kernel")
@@ -234,7 +222,7 @@ def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME) -> list[str]:
                   if isinstance(value, float) else str(value)]
     if plan.zero_stage >= 1:
         a += ["--deepspeed", ds_path]
-    if plan.fsdp is not None:
+    if plan.fsdp != "off":
         a += ["--fsdp", HF_FSDP[plan.fsdp] + (" offload" if plan.offload != "none" else ""),
               "--fsdp_config", FSDP_CONFIG_NAME]
     return a
@@ -245,7 +233,7 @@ def bundled_command(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int) ->
     a = ["planner", "train", "--model", model.name, "--gpu", hw.gpu.name, "--gpus-per-node", str(hw.gpus_per_node),
          "--nodes", str(hw.nodes), "--seq-len", str(seq_len), "--micro-batch", str(plan.micro_batch),
          "--grad-accum", str(plan.grad_accum), "--precision", plan.precision, "--checkpointing", plan.checkpointing,
-         "--zero", str(plan.zero_stage), "--offload", plan.offload, "--fsdp", plan.fsdp or "off",
+         "--zero", str(plan.zero_stage), "--offload", plan.offload, "--fsdp", plan.fsdp,
          "--optimizer", plan.optimizer, "--lora-rank", str(plan.lora_rank), "--loss", plan.loss,
          "--attention", plan.attention, "--batching", plan.batching, "--data", "DATA.jsonl"]
     if plan.optimizer_in_backward:
@@ -320,7 +308,7 @@ def emit(plan: Plan, hw: Hardware, model: ModelSpec, out_dir: str) -> list[Path]
     if ds is not None:
         written.append(d / DS_CONFIG_NAME)
         written[-1].write_text(json.dumps(ds, indent=2) + "\n")
-    if plan.fsdp is not None:
+    if plan.fsdp != "off":
         written.append(d / FSDP_CONFIG_NAME)
         written[-1].write_text(json.dumps(fsdp_config(plan, model), indent=2) + "\n")
         written.append(d / "accelerate_config.yaml")

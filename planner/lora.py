@@ -101,7 +101,7 @@ def adapter_input_bytes(model, knobs, tokens: int, profile: str) -> int:
       2,618 MiB more than AMP over 16 layers; this term gives 2,560);
     - fp32: no cast, so the adapters save the norms' outputs themselves, and a frozen norm weight saves no
       normalized input: two fewer hidden-sized fp32 tensors a layer (sim: 66.6 MiB a layer; this, 64)."""
-    if not knobs.lora_rank or knobs.zero_stage or model.text.arch == "gpt2":
+    if not knobs.lora_rank or knobs.zero_stage or model.text.traits.conv1d:    # GPT-2's block: not re-examined
         return 0
     if profile == "fp32":
         return -2 * 4 * tokens * model.text.hidden

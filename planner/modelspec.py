@@ -13,7 +13,7 @@ from math import prod
 
 from planner.errors import BadInput
 from planner.moespec import MOE_FAMILIES, MLASpec, MoESpec, in_moe_block, mla_attention, moe_mlp
-from planner.shapes import ATTENTION_LINEARS, Tensors
+from planner.shapes import ATTENTION_LINEARS, FAMILY_TRAITS, Tensors, Traits, fsdp_units
 from planner.shapes import checked_size as _checked_size
 from planner.shapes import divides as _divides
 from planner.shapes import linear as _linear
@@ -23,8 +23,6 @@ from planner.shapes import sub as _sub
 
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3", "qwen2_5_vl",
               "qwen2_5_vl_text", "qwen2_vl", "qwen2_vl_text"}
-GEMMA_NORMS = {"gemma2", "gemma3_text"}   # four RMSNorms a layer, computed in fp32 ((1 + w) * norm(x.float()))
-
 
 
 def peft_target_modules(targets: str) -> str | list[str] | None:
@@ -55,8 +53,6 @@ class TextSpec:
     intermediate: int
     vocab: int
     tied: bool
-    arch: str  # "llama" (RMSNorm, gated MLP), "gemma2" (4 fp32 norms; Gemma-2 and -3), "phi3" (fused qkv and
-    #            gate-up projections), "gpt2"
     max_positions: int
     attention: str = "sdpa"  # "sdpa" (flash / memory-efficient kernels) or "eager" (s^2 scores saved)
     final_logit_softcap: float | None = None
@@ -66,6 +62,7 @@ class TextSpec:
     moe: MoESpec | None = None   # routed MLPs (planner/moespec.py); `intermediate` is then the dense layers' width
     mla: MLASpec | None = None   # DeepSeek's latent attention (head_dim is then q/k's: nope + rope)
     sinks: bool = False          # gpt-oss: eager attention with a learned sink logit per head
+    traits: Traits = field(default_factory=Traits)    # the family's differences from Llama (shapes.py), set by the reader
 
     @property
     def q_dim(self) -> int:
@@ -95,6 +92,7 @@ class ModelSpec:
     vision: VisionSpec | None = None
     exact: bool = True  # False for an unknown family counted with the generic llama-like formula
     config: dict = field(default_factory=dict, repr=False, compare=False)
+    fsdp_units: tuple[str, ...] = ()    # the layer classes FSDP wraps (shapes.FSDP_UNITS), set by the reader
 
     @cached_property
     def params(self) -> int:
@@ -183,33 +181,32 @@ def _llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
     o_bias = bool(cfg.get("attention_bias", False)) and not model_type.startswith("qwen2")
     mlp_bias = bool(cfg.get("mlp_bias", False))
     gemma2 = model_type == "gemma2"
-    gemma_norms = model_type in GEMMA_NORMS
+    traits = FAMILY_TRAITS.get(model_type, Traits())
     t: list[Tensors] = [Tensors("embed", (vocab, h))]
-    if model_type == "phi3":    # fused qkv_proj and gate_up_proj: one Linear each (what LoRA adapts)
+    if traits.fused_qkv:    # Phi-3's qkv_proj: one Linear (what LoRA adapts)
         t += _linear("layer", (heads + 2 * kv) * hd, h, L, qkv_bias, lora=True, name="qkv_proj")
     else:
         for d_out, name in ((heads * hd, "q_proj"), (kv * hd, "k_proj"), (kv * hd, "v_proj")):
             t += _linear("layer", d_out, h, L, qkv_bias, lora=True, name=name)
     t += _linear("layer", h, heads * hd, L, o_bias, lora=True, name="o_proj")
-    if model_type == "phi3":
+    if traits.fused_gate_up:    # Phi-3's gate_up_proj
         t += _linear("layer", 2 * inter, h, L, mlp_bias, lora=True, name="gate_up_proj")
     else:
         t += _linear("layer", inter, h, L, mlp_bias, lora=True, name="gate_proj")
         t += _linear("layer", inter, h, L, mlp_bias, lora=True, name="up_proj")
     t += _linear("layer", h, inter, L, mlp_bias, lora=True, name="down_proj")
-    t.append(Tensors("layer", (h,), L * (4 if gemma_norms else 2)))
+    t.append(Tensors("layer", (h,), L * traits.norms_per_layer))
     if model_type in QK_NORM:
         t.append(Tensors("layer", (hd,), 2 * L))
     t.append(Tensors("norm", (h,)))
     if not tied:
         t.append(Tensors("head", (vocab, h)))
     spec = TextSpec(hidden=h, layers=L, heads=heads, kv_heads=kv, head_dim=hd, intermediate=inter,
-                    vocab=vocab, tied=tied, arch="gemma2" if gemma_norms else "phi3" if model_type == "phi3" else "llama",
-                    max_positions=_get(cfg, "max_position_embeddings", default=0),
+                    vocab=vocab, tied=tied, max_positions=_get(cfg, "max_position_embeddings", default=0),
                     attention="eager" if gemma2 else "sdpa",
                     final_logit_softcap=_number(cfg, "final_logit_softcapping", 0.0) or None if gemma2 else None,
                     dropout=_number(cfg, "attention_dropout", 0.0, high=1.0), qk_norm=model_type in QK_NORM,
-                    biases=(qkv_bias, o_bias, mlp_bias))
+                    biases=(qkv_bias, o_bias, mlp_bias), traits=traits)
     return spec, t
 
 
@@ -243,7 +240,7 @@ def _moe_text(cfg: dict, mt: str) -> tuple[TextSpec, list[Tensors]]:
     if not tied:
         t.append(Tensors("head", (vocab, h)))
     spec = TextSpec(hidden=h, layers=L, heads=heads, kv_heads=kv, head_dim=hd, intermediate=_get(cfg, "intermediate_size"),
-                    vocab=vocab, tied=tied, arch="llama", max_positions=_get(cfg, "max_position_embeddings", default=0),
+                    vocab=vocab, tied=tied, max_positions=_get(cfg, "max_position_embeddings", default=0),
                     attention="eager" if mt == "gpt_oss" else "sdpa",      # gpt-oss: _supports_sdpa = False (sinks)
                     dropout=_number(cfg, "attention_dropout", 0.0, high=1.0), qk_norm=qk_norm, biases=bias,
                     moe=moe, mla=mla, sinks=mt == "gpt_oss")
@@ -266,8 +263,9 @@ def _gpt2_text(cfg: dict) -> tuple[TextSpec, list[Tensors]]:
     if not tied:
         t.append(Tensors("head", (vocab, h)))
     spec = TextSpec(hidden=h, layers=L, heads=heads, kv_heads=heads, head_dim=h // heads,
-                    intermediate=inter, vocab=vocab, tied=tied, arch="gpt2", max_positions=npos,
-                    dropout=_number(cfg, "resid_pdrop", 0.1, high=1.0), biases=(True, True, True))
+                    intermediate=inter, vocab=vocab, tied=tied, max_positions=npos,
+                    dropout=_number(cfg, "resid_pdrop", 0.1, high=1.0), biases=(True, True, True),
+                    traits=FAMILY_TRAITS["gpt2"])
     return spec, t
 
 
@@ -327,9 +325,11 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
         raise BadInput(f"config for {name!r} is not a JSON object", "model")
     mt = str(cfg.get("model_type", ""))
     vision, vt = None, []
+    tc = cfg.get("text_config")
+    units = fsdp_units(mt, tc.get("model_type") if isinstance(tc, dict) else None)
     if mt in MOE_FAMILIES:
         text, t = _moe_text(cfg, mt)
-        return ModelSpec(name, mt, text, tuple(t), None, exact=True, config=cfg)
+        return ModelSpec(name, mt, text, tuple(t), None, exact=True, config=cfg, fsdp_units=units)
     _refuse_experts(cfg, mt)
     if mt == "gpt2":
         text, t = _gpt2_text(cfg)
@@ -344,12 +344,12 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
             vision, vt = _qwen_vl_vision(_sub(cfg, "vision_config"), text.hidden)
     elif "hidden_size" in cfg and "num_hidden_layers" in cfg:
         text, t = _llama_text(cfg, mt or "generic")
-        return ModelSpec(name, mt or "generic", text, tuple(t), None, exact=False, config=cfg)
+        return ModelSpec(name, mt or "generic", text, tuple(t), None, exact=False, config=cfg, fsdp_units=units)
     else:
         raise BadInput(f"config for {name!r}: model_type {mt!r} is not a decoder-only language model "
                        f"memplan knows (known: {', '.join(ALL_FAMILIES)}; others need hidden_size and "
                        "num_hidden_layers)", "model")
-    return ModelSpec(name, mt, text, tuple(vt + t), vision, exact=True, config=cfg)
+    return ModelSpec(name, mt, text, tuple(vt + t), vision, exact=True, config=cfg, fsdp_units=units)
 
 
 def from_config(cfg: dict, name: str) -> ModelSpec:

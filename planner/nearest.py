@@ -10,7 +10,7 @@ from __future__ import annotations
 from planner.requests import SUGGEST_CHECKPOINTING, SuggestRequest, Target
 from planner.spec import FSDP_MODES, Goal, Hardware
 
-EVERY_KNOB = {"precision": [], "checkpointing": list(SUGGEST_CHECKPOINTING), "zero": [0, 1, 2, 3],
+EVERY_KNOB = {"precision": [], "checkpointing": list(SUGGEST_CHECKPOINTING), "zero_stage": [0, 1, 2, 3],
               "offload": ["none", "optimizer", "optimizer+params"], "fsdp": list(FSDP_MODES),
               "loss": ["standard", "chunked"]}
 LORA_RANK = 16

@@ -69,14 +69,13 @@ def selective_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> in
 
 def layer_linears(t: TextSpec) -> list[tuple[int, int, bool]]:
     """(output width, input width, has a bias) of a decoder layer's linears in the order forward runs them."""
-    qkv, o, mlp = t.biases
+    f = t.traits
+    qkv, o, mlp = (True, True, True) if f.conv1d else t.biases      # Conv1D: torch.addmm whatever its bias
     h, i = t.hidden, t.intermediate
-    if t.arch == "gpt2":    # Conv1D: torch.addmm whatever its bias
-        return [(3 * h, h, True), (h, h, True), (i, h, True), (h, i, True)]
-    if t.arch == "phi3":    # fused qkv_proj and gate_up_proj
-        return [(t.q_dim + 2 * t.kv_dim, h, qkv), (h, t.q_dim, o), (2 * i, h, mlp), (h, i, mlp)]
-    return [(t.q_dim, h, qkv), (t.kv_dim, h, qkv), (t.kv_dim, h, qkv), (h, t.q_dim, o),
-            (i, h, mlp), (i, h, mlp), (h, i, mlp)]
+    attention = ([(t.q_dim + 2 * t.kv_dim, h, qkv)] if f.fused_qkv
+                 else [(t.q_dim, h, qkv), (t.kv_dim, h, qkv), (t.kv_dim, h, qkv)])
+    mlp_in = [(2 * i, h, mlp)] if f.fused_gate_up else [(i, h, mlp)] * (2 if f.gated_mlp else 1)
+    return attention + [(h, t.q_dim, o)] + mlp_in + [(h, i, mlp)]
 
 
 def recomputed_linears(t: TextSpec) -> list[tuple[int, int, bool]]:

@@ -6,38 +6,28 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model
 
 from planner import hardware
+from planner.knobfields import (  # noqa: F401 - SUGGEST_CHECKPOINTING re-exported for the faces
+    FIXED,
+    KNOBS,
+    SEARCHED,
+    SUGGEST_CHECKPOINTING,
+    request_fields,
+)
 from planner.search import DEFAULT_MARGIN
 from planner.spec import (
-    CHECKPOINTING,
-    FSDP_MODES,
-    LORA_TARGETS_PATTERN,
-    MAX_EXPERT_PARALLEL,
     MAX_GLOBAL_BATCH,
     MAX_GPUS_PER_NODE,
     MAX_GRAD_ACCUM,
-    MAX_LORA_RANK,
     MAX_MICRO_BATCH,
     MAX_NODES,
     MAX_SEQ_LEN,
     MIN_INTER_NODE_GBPS,
-    Attention,
-    Batching,
-    Checkpointing,
-    Fsdp,
-    Loss,
-    Offload,
-    Optimizer,
     Plan,
-    Precision,
-    Quant,
 )
-from planner.workload import Workload
 
-# suggest's default checkpointing choices: every mode (each needs no extra package); every-N at N = 2 and 4
-SUGGEST_CHECKPOINTING = ("off", "selective-op", "every-4", "every-2", "full", "offload")
 APPROXIMATE_MARGIN = 0.15   # default margin for a family counted with the generic formula (not exact)
 MAX_SUGGESTIONS = 5
 EvidenceMode = Literal["analytic", "sim", "auto"]   # planner.evidence.MODES
@@ -49,10 +39,10 @@ MODEL_DOC = ("a catalog name (GET /v1/models), a config.json path (inside the se
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)    # zero or zero_stage (knobfields.ALIASES)
 
 
-class Target(_Request):
+class _Target(_Request):
     """What every request names: the model, the hardware, the sequence and the fixed knobs."""
 
     model: ModelRef = Field(description=MODEL_DOC)
@@ -75,21 +65,6 @@ class Target(_Request):
     image_tokens: int | None = Field(default=None, ge=0, le=MAX_SEQ_LEN)
     images: int | None = Field(default=None, ge=0, le=MAX_SEQ_LEN, description="with tokens_per_image")
     tokens_per_image: int | None = Field(default=None, ge=0, le=MAX_SEQ_LEN)
-    optimizer: Optimizer = "adamw"
-    lora_rank: int = Field(default=0, ge=0, le=MAX_LORA_RANK)
-    optimizer_in_backward: bool = Field(default=False, description=(
-        "step each parameter as its gradient arrives and free the gradient (accumulation 1, one GPU, no ZeRO/FSDP)"))
-    quant: Quant = Field(default="none", description="QLoRA: the base's linears in 4 bits (nf4 or fp4), with lora_rank")
-    lora_targets: str = Field(default="all-linear", max_length=512, pattern=LORA_TARGETS_PATTERN, description=(
-        "linears LoRA adapts: all-linear, attention, or a comma list of module names (q_proj,v_proj)"))
-    lora_train_embeddings: bool = Field(default=False, description="train the embedding and head beside the adapters")
-    lora_dropout: float = Field(default=0.0, ge=0, lt=1)
-    expert_parallel: int = Field(default=1, ge=1, le=MAX_EXPERT_PARALLEL, description=(
-        "MoE models: experts split over this many ranks with all-to-all dispatch (transformers' FSDP2 + "
-        "DistributedConfig ep_size); divides the experts and the world size"))
-    expert_imbalance: float = Field(default=2.0, ge=1.0, le=1024.0, description=(
-        "MoE models: the busiest expert receives this many times its fair share of tokens (the worst case "
-        "planned where experts are split over ranks)"))
     margin: float | None = Field(default=None, ge=0, lt=1, description=(
         f"fraction of the card kept free; default {DEFAULT_MARGIN}, {APPROXIMATE_MARGIN} for a model family "
         "counted approximately"))
@@ -97,40 +72,28 @@ class Target(_Request):
     host_ram_gb: float = Field(default=hardware.DEFAULT_HOST_RAM_GIB, gt=0, le=1e6)
     evidence: EvidenceMode = "auto"
     verify: bool = Field(default=False, description="probe the chosen plan before answering (a probe job's work)")
-    workload: Workload = Field(default_factory=Workload, description=(
-        "sft (default), or TRL's dpo / grpo with their inputs (GRPOConfig / DPOConfig names); the global batch "
-        "counts completions (grpo) or pairs (dpo)"))
 
 
-class SuggestRequest(Target):
+Target = create_model("Target", __base__=_Target, __module__=__name__, __doc__=_Target.__doc__,
+                      **request_fields(FIXED))
+
+
+class _Suggest(Target):
     global_batch: int = Field(ge=1, le=MAX_GLOBAL_BATCH)
-    precision: list[Precision] = Field(default_factory=list, max_length=4)
-    checkpointing: list[Checkpointing] = Field(default_factory=lambda: list(SUGGEST_CHECKPOINTING), min_length=1,
-                                               max_length=len(CHECKPOINTING))
-    zero: list[Literal[0, 1, 2, 3]] = Field(default_factory=lambda: [0, 1, 2, 3], min_length=1, max_length=4)
-    offload: list[Offload] = Field(default_factory=lambda: ["none", "optimizer", "optimizer+params"],
-                                   min_length=1, max_length=3)
-    fsdp: list[Fsdp] = Field(default_factory=lambda: list(FSDP_MODES), min_length=1, max_length=4, description=(
-        "FSDP2 sharding to consider beside the ZeRO stages (off = ZeRO or DDP only; hybrid needs nodes > 1)"))
-    loss: list[Loss] = Field(default_factory=lambda: ["standard", "chunked"], min_length=1, max_length=3, description=(
-        "losses to consider; fused (Liger's kernel on the GPU host) only when asked"))
-    attention: list[Attention] = Field(default_factory=lambda: ["sdpa"], min_length=1, max_length=3, description=(
-        "attention implementations to consider; flash (flash-attn on the GPU host) only when asked"))
-    batching: list[Batching] = Field(default_factory=lambda: ["padded"], min_length=1, max_length=2)
     top: int = Field(default=10, ge=1, le=100)
 
 
-class CheckRequest(Target):
+class _Check(Target):
     micro_batch: int = Field(ge=1, le=MAX_MICRO_BATCH)
     grad_accum: int = Field(default=1, ge=1, le=MAX_GRAD_ACCUM)
-    precision: Precision | None = Field(default=None, description="default bf16, or fp16 on GPUs without bf16")
-    checkpointing: Checkpointing = "off"
-    zero: Literal[0, 1, 2, 3] = 0
-    offload: Offload = "none"
-    fsdp: Fsdp = Field(default="off", description="FSDP2 full / grad-op / hybrid sharding instead of ZeRO")
-    loss: Loss = "standard"
-    attention: Attention = "sdpa"
-    batching: Batching = "padded"
+
+
+SuggestRequest = create_model("SuggestRequest", __base__=_Suggest, __module__=__name__,
+                              __doc__="Ranked plans: the searched knobs are lists (knobfields.SEARCHED).",
+                              **request_fields(tuple(SEARCHED), many=True))
+CheckRequest = create_model("CheckRequest", __base__=_Check, __module__=__name__,
+                            __doc__="One configuration: every knob one value (precision None: bf16, or fp16).",
+                            **request_fields(tuple(SEARCHED), auto_precision=True))
 
 
 class _Result(BaseModel):
@@ -142,30 +105,19 @@ class _Result(BaseModel):
         return self._context
 
 
-class ProbeRequest(_Request):
+class _Probe(_Request):
     """One probe of one configuration (planner probe, planner profile, POST /v1/probes)."""
 
     model: ModelRef = Field(description=MODEL_DOC)
     micro_batch: int = Field(ge=1, le=1 << 12)
     grad_accum: int = Field(default=1, ge=1, le=1 << 12)
     seq_len: int | None = Field(default=None, ge=1, le=1 << 20, description="sft: required; dpo / grpo: derived")
-    precision: Precision = "bf16"
-    checkpointing: Checkpointing = "off"
-    zero: Literal[0, 1, 2, 3] = 0
-    offload: Offload = "none"
-    optimizer: Optimizer = "adamw"
-    lora_rank: int = Field(default=0, ge=0, le=MAX_LORA_RANK)
-    loss: Loss = "standard"
-    attention: Attention = "sdpa"
-    batching: Batching = "padded"
-    optimizer_in_backward: bool = False
-    quant: Quant = "none"
-    lora_targets: str = Field(default="all-linear", max_length=512, pattern=LORA_TARGETS_PATTERN)
-    lora_train_embeddings: bool = False
-    lora_dropout: float = Field(default=0.0, ge=0, lt=1)
     backend: Literal["sim", "cpu", "cuda"] = "sim"
     timeout_s: int | None = Field(default=None, ge=1, le=24 * 3600)
-    workload: Workload = Field(default_factory=Workload)
+
+
+ProbeRequest = create_model("ProbeRequest", __base__=_Probe, __module__=__name__, __doc__=_Probe.__doc__,
+                            **request_fields(KNOBS))
 
 
 NEAREST_DOC = ("when nothing fits: the requests one change away that do (every knob allowed, a fused optimizer, LoRA, "

@@ -6,13 +6,16 @@ Fitting plans are ranked by predicted tokens/s, then by headroom.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import product
 from math import isqrt
+
+from pydantic import BaseModel, ConfigDict, create_model
 
 from planner import export, rl
 from planner.advice import rejection_reason
 from planner.errors import BadInput
+from planner.knobfields import FIXED, KNOBS, SEARCHED, request_fields
 from planner.layout import Layout, raise_if
 from planner.memory import Setup, breakdown
 from planner.modelspec import ModelSpec
@@ -23,24 +26,19 @@ from planner.workload import Workload
 DEFAULT_MARGIN = 0.05  # keep 5% of the card free for what no model sees (other processes, drift)
 
 
-@dataclass
-class Space:
-    """The allowed knob values (each a list; the product is searched)."""
+class _Space(BaseModel):
+    """The knob values a search tries: the searched knobs (knobfields.SEARCHED) as lists, their product searched;
+    every other knob one value. The suggest request's knob part, with its defaults (`Space.of(request)`)."""
 
-    precision: list[str] = field(default_factory=list)  # empty: bf16, or fp16 where the GPU lacks bf16
-    checkpointing: list[str] = field(default_factory=lambda: ["off", "full"])
-    zero: list[int] = field(default_factory=lambda: [0, 1, 2, 3])
-    offload: list[str] = field(default_factory=lambda: ["none", "optimizer", "optimizer+params"])
-    optimizer: str = "adamw"
-    lora_rank: int = 0
-    fsdp: list[str] = field(default_factory=lambda: ["off"])
-    loss: list[str] = field(default_factory=lambda: ["standard"])
-    attention: list[str] = field(default_factory=lambda: ["sdpa"])
-    batching: list[str] = field(default_factory=lambda: ["padded"])
-    optimizer_in_backward: bool = False
-    lora: dict = field(default_factory=dict)    # fixed LoRA knobs (spec.LORA_FIELDS) of every candidate
-    workload: Workload = field(default_factory=Workload)
-    moe: dict = field(default_factory=dict)     # fixed MoE knobs (spec.MOE_FIELDS) of every candidate
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @classmethod
+    def of(cls, req) -> Space:
+        return cls(**{k: getattr(req, k) for k in KNOBS})
+
+
+Space = create_model("Space", __base__=_Space, __module__=__name__, **request_fields(tuple(SEARCHED), many=True),
+                     **request_fields(FIXED))
 
 
 @dataclass
@@ -67,13 +65,13 @@ def families(space: Space, hw: Hardware, layout: Layout | None = None) -> list[K
     no_bf16 = [p for p in precisions if p.startswith("bf16") and hw.gpu.bf16_tflops == 0]
     if no_bf16:
         raise BadInput(f"--precision {no_bf16[0]}: {hw.gpu.name} has no bf16 support; use fp16 or fp32", "precision")
+    searched = {k: list(getattr(space, k)) for k in SEARCHED}
+    searched["precision"] = precisions
+    fixed = {k: getattr(space, k) for k in FIXED}
     out, first = [], None
-    for p, c, z, o, f, loss, attn, b in product(precisions, space.checkpointing, space.zero, space.offload, space.fsdp,
-                                                space.loss, space.attention, space.batching):
-        kw = {"precision": p, "checkpointing": c, "zero_stage": z, "offload": o, "optimizer": space.optimizer,
-              "lora_rank": space.lora_rank, "fsdp": f, "loss": loss, "attention": attn, "batching": b,
-              "optimizer_in_backward": space.optimizer_in_backward, "workload": space.workload, **space.lora,
-              **space.moe}
+    for combo in product(*searched.values()):
+        kw = {**fixed, **dict(zip(searched, combo))}
+        f, o = kw["fsdp"], kw["offload"]
         if f != "off" and layout.world_size == 1 and o == "none":
             continue    # one GPU shards nothing: the same plan as DDP (FSDP on one GPU is for its offload)
         try:    # the layout's rules first (they name what the request cannot have here), then Knobs' own
@@ -101,10 +99,7 @@ def make_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_ba
         mem, evidence, measured_reason = calibrate(s, hw, mem)
     t = rl.step_time(s, hw)
     plan = Plan(micro_batch=micro_batch, grad_accum=accum, world_size=world, global_batch=goal.global_batch,
-                precision=knobs.precision, checkpointing=knobs.checkpointing, zero_stage=knobs.zero_stage,
-                offload=knobs.offload, optimizer=knobs.optimizer, lora_rank=knobs.lora_rank,
-                fsdp=None if knobs.fsdp == "off" else knobs.fsdp, **knobs.recipe(), memory=mem,
-                fits=False, step_time_s=round(t.total_s, 6),
+                **dict(knobs), memory=mem, fits=False, step_time_s=round(t.total_s, 6),
                 tokens_per_s=round(rl.tokens_per_second(s, t), 1), evidence=evidence)
     usable = int(hw.gpu.capacity_bytes * (1 - goal.margin))
     plan.reason = measured_reason or rejection_reason(plan, hw, usable)

@@ -1,5 +1,6 @@
-"""What every family reader shares: parameter tensor groups (`Tensors`) and the checked readers of sizes and
-numbers in a config.json (a bad value is a one-line BadInput naming the key, never a traceback)."""
+"""What every family reader shares: parameter tensor groups (`Tensors`), the family traits (`Traits`, a row per
+model_type that sets them), and the checked readers of sizes and numbers in a config.json (a bad value is a
+one-line BadInput naming the key, never a traceback)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,6 +9,60 @@ from math import prod
 from planner.errors import BadInput
 
 ATTENTION_LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "attn.c_attn", "attn.c_proj")
+
+
+@dataclass(frozen=True)
+class Traits:
+    """How a family's decoder layer differs from Llama's (transformers modeling_llama.py: the defaults) in what
+    the memory terms count. Set once by the family reader (FAMILY_TRAITS); the terms read these, never a family
+    name (tests/planner/test_traits.py greps for one)."""
+
+    fused_qkv: bool = False         # q, k, v from one Linear: one autocast copy of its input, v a slice of its output
+    #                                 (Phi-3's qkv_proj, modeling_phi3.py; GPT-2's c_attn, modeling_gpt2.py)
+    fused_gate_up: bool = False     # gate and up from one Linear: one autocast copy of its input (Phi-3's gate_up_proj)
+    gated_mlp: bool = True          # down(act(gate) * up); False: GPT-2's c_proj(gelu_new(c_fc)), gelu_new written
+    #                                 in Python (transformers activations.py NewGELUActivation: pow runs in fp32)
+    conv1d: bool = False            # linears are transformers' Conv1D (pytorch_utils.py): torch.addmm whatever the
+    #                                 bias; the layer's saved tensors are GPT-2's block's (activations.gpt2_layer_bytes)
+    layernorm: bool = False         # LayerNorm (weight and bias) where Llama has RMSNorm (GPT-2's ln_1, ln_2, ln_f)
+    fp32_norms: bool = False        # RMSNorm computed and kept in fp32, (1 + w) * norm(x.float()): 8 bytes an element
+    #                                 saved whatever the precision (Gemma2RMSNorm, modeling_gemma2.py; Gemma-3's)
+    norms_per_layer: int = 2        # RMSNorms in a decoder layer: 4 with post-attention and post-feedforward norms
+    #                                 (Gemma2DecoderLayer, Gemma3DecoderLayer)
+    sliding_window_masks: bool = False  # eager attention builds a second 4-D mask for the sliding-window layers
+    #                                 (Gemma2Model.forward, Gemma3TextModel.forward: create_sliding_window_causal_mask)
+    learned_positions: bool = False  # a learned table of max_positions positions (GPT-2's wpe): no longer sequence runs
+
+
+# The families whose traits are not Llama's (a model_type not here has the defaults). Gemma-1's norms are counted
+# as Llama's, as before this table (its GemmaRMSNorm also upcasts; not measured).
+FAMILY_TRAITS = {
+    "gpt2": Traits(fused_qkv=True, gated_mlp=False, conv1d=True, layernorm=True, learned_positions=True),
+    "phi3": Traits(fused_qkv=True, fused_gate_up=True),
+    "gemma2": Traits(fp32_norms=True, norms_per_layer=4, sliding_window_masks=True),
+    "gemma3_text": Traits(fp32_norms=True, norms_per_layer=4, sliding_window_masks=True),
+}
+
+# The FSDP units per model_type: transformers' decoder-layer (and vision-block) classes, each model class's
+# `_no_split_modules` (tests/planner/test_fsdp.py checks them against the installed transformers). A VLM's
+# language model adds its own, by text_config's model_type (ModelSpec.fsdp_units).
+FSDP_UNITS = {"gpt2": ("GPT2Block",), "llama": ("LlamaDecoderLayer",), "gemma2": ("Gemma2DecoderLayer",),
+              "gemma3_text": ("Gemma3DecoderLayer",), "mistral": ("MistralDecoderLayer",),
+              "phi3": ("Phi3DecoderLayer",), "qwen2": ("Qwen2DecoderLayer",), "qwen3": ("Qwen3DecoderLayer",),
+              "qwen2_5_vl": ("Qwen2_5_VLDecoderLayer", "Qwen2_5_VLVisionBlock"),
+              "internvl": ("InternVLVisionLayer",),
+              "mixtral": ("MixtralDecoderLayer",), "qwen2_moe": ("Qwen2MoeDecoderLayer",),
+              "qwen3_moe": ("Qwen3MoeDecoderLayer",), "olmoe": ("OlmoeDecoderLayer",),
+              "gpt_oss": ("GptOssDecoderLayer",), "deepseek_v2": ("DeepseekV2DecoderLayer",),
+              "deepseek_v3": ("DeepseekV3DecoderLayer",)}
+
+
+def fsdp_units(model_type: str, text_model_type: str | None = None) -> tuple[str, ...]:
+    """A model's FSDP units: its own layer classes, then its language model's (a VLM's text_config) not among them."""
+    own = FSDP_UNITS.get(model_type, ())
+    return own + tuple(c for c in FSDP_UNITS.get(text_model_type or "", ()) if c not in own)
+
+
 def module_name_matches(name: str, target: str) -> bool:
     """A linear's name against a --lora-targets entry, as PEFT matches target_modules: equal, or a dotted suffix."""
     return name == target or name.endswith("." + target) or target.endswith("." + name)

@@ -6,47 +6,51 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from planner.errors import BadInput
-from planner.workload import Workload, check_rl_knobs
+from planner.knobfields import (  # noqa: F401 - the knob types and bounds, re-exported where faces import them
+    KNOBS,
+    LORA_TARGETS_PATTERN,
+    MAX_EXPERT_PARALLEL,
+    MAX_LORA_RANK,
+    Attention,
+    Batching,
+    Checkpointing,
+    Fsdp,
+    KnobFields,
+    Loss,
+    Offload,
+    Optimizer,
+    Precision,
+    Quant,
+    choices,
+)
+from planner.workload import check_rl_knobs
 
-Precision = Literal["fp32", "fp16", "bf16", "bf16-pure"]
-# every-N: every N-th decoder layer checkpointed (torchtitan's layer-level selective mode, N = 2..8)
-Checkpointing = Literal["off", "full", "selective-op", "offload", "every-2", "every-3", "every-4", "every-5",
-                        "every-6", "every-7", "every-8"]
-Loss = Literal["standard", "chunked", "fused"]
-Attention = Literal["sdpa", "flash", "eager"]
-Batching = Literal["padded", "packed"]
-Offload = Literal["none", "optimizer", "optimizer+params"]
-Optimizer = Literal["adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit", "paged-adamw", "paged-adamw-8bit"]
-Quant = Literal["none", "nf4", "fp4"]
-Fsdp = Literal["off", "full", "grad-op", "hybrid"]
 Evidence = Literal["analytic", "simulated", "measured"]
 
 # Below this the step-time model's bandwidth underflows to zero (found by schemathesis: 5e-324 Gb/s).
 MIN_INTER_NODE_GBPS = 0.001
-PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16", "bf16-pure")
-CHECKPOINTING: tuple[str, ...] = ("off", "full", "selective-op", "offload", *(f"every-{n}" for n in range(2, 9)))
-LOSSES: tuple[str, ...] = ("standard", "chunked", "fused")
-ATTENTIONS: tuple[str, ...] = ("sdpa", "flash", "eager")
-BATCHINGS: tuple[str, ...] = ("padded", "packed")
+PRECISIONS: tuple[str, ...] = choices("precision")
+CHECKPOINTING: tuple[str, ...] = choices("checkpointing")
+LOSSES: tuple[str, ...] = choices("loss")
+ATTENTIONS: tuple[str, ...] = choices("attention")
+BATCHINGS: tuple[str, ...] = choices("batching")
 # The recipe knobs (planner/recipes.py owns their terms): Knobs fields a Plan carries under the same names
 LORA_FIELDS: tuple[str, ...] = ("quant", "lora_targets", "lora_train_embeddings", "lora_dropout")
 # Mixture-of-experts knobs (planner/moe.py): experts split over N ranks, the busiest expert's share of the tokens
 MOE_FIELDS: tuple[str, ...] = ("expert_parallel", "expert_imbalance")
 RECIPE_FIELDS: tuple[str, ...] = ("loss", "attention", "batching", "optimizer_in_backward", *LORA_FIELDS, "workload",
                                   *MOE_FIELDS)
-MAX_EXPERT_PARALLEL = 1024
 EXPERT_PARALLEL_NEEDS_FSDP = ("--expert-parallel splits the experts with transformers' own FSDP2 + expert parallelism "
                               "(DistributedConfig ep_size, torchtitan's layout): it needs --fsdp full, grad-op or "
                               "hybrid (DeepSpeed's expert parallelism needs its own MoE layers, not transformers')")
-ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
-OFFLOADS: tuple[str, ...] = ("none", "optimizer", "optimizer+params")
-OPTIMIZERS: tuple[str, ...] = ("adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit", "paged-adamw", "paged-adamw-8bit")
-QUANTS: tuple[str, ...] = ("none", "nf4", "fp4")
-LORA_TARGETS_PATTERN = r"^[A-Za-z0-9_.\-]+(,[A-Za-z0-9_.\-]+)*$"
-FSDP_MODES: tuple[str, ...] = ("off", "full", "grad-op", "hybrid")
+ZERO_STAGES: tuple[int, ...] = choices("zero_stage")
+OFFLOADS: tuple[str, ...] = choices("offload")
+OPTIMIZERS: tuple[str, ...] = choices("optimizer")
+QUANTS: tuple[str, ...] = choices("quant")
+FSDP_MODES: tuple[str, ...] = choices("fsdp")
 
 OPTIMIZER_IN_BACKWARD_SPLIT = ("--optimizer-in-backward frees each gradient as it steps: it needs --grad-accum 1 on "
                                "one GPU (no gradient is kept to accumulate or all-reduce)")
@@ -61,7 +65,6 @@ MAX_GRAD_ACCUM = 1 << 16
 MAX_SEQ_LEN = 1 << 21
 MAX_GPUS_PER_NODE = 64
 MAX_NODES = 4096
-MAX_LORA_RANK = 4096
 PROBE_BACKENDS: tuple[str, ...] = ("sim", "cpu", "cuda")
 
 
@@ -114,31 +117,14 @@ class Goal(_Frozen):
         return self
 
 
-class Knobs(_Frozen):
+class Knobs(KnobFields):
     """What a plan sets, apart from the batch split: the one configuration object of every face.
 
-    Its validator owns every combination rule; a new knob is a field here, with its rule in
-    `_combination_rules`, and every face (CLI, API, plan files, probes, trainer) gets both.
-    Build it with `Knobs.make(...)` to get a BadInput naming the field instead of a ValidationError."""
+    Its fields are declared in planner.knobfields (KnobFields); its validator owns every rule between knobs alone
+    (`_combination_rules`; what the hardware or the model must allow is planner.layout's). Build it with
+    `Knobs.make(...)` to get a BadInput naming the field instead of a ValidationError."""
 
-    precision: Precision = "bf16"
-    checkpointing: Checkpointing = "off"
-    zero_stage: int = Field(ge=0, le=3, default=0)
-    offload: Offload = "none"
-    optimizer: Optimizer = "adamw"
-    lora_rank: int = Field(ge=0, le=MAX_LORA_RANK, default=0)
-    fsdp: Fsdp = "off"      # FSDP2 fully_shard (planner/fsdp.py): full, grad-op (no reshard after forward), hybrid
-    loss: Loss = "standard"             # chunked: CE over sequence chunks; fused: head + CE, no full logits
-    attention: Attention = "sdpa"       # sdpa: the family's default (eager where it must: Gemma-2's softcap)
-    batching: Batching = "padded"       # packed: padding-free rows of micro_batch x seq_len tokens
-    optimizer_in_backward: bool = False     # each parameter stepped as its gradient arrives (accumulation 1)
-    quant: Quant = "none"                   # QLoRA: the frozen base's linears in 4 bits (bitsandbytes)
-    lora_targets: str = Field(default="all-linear", max_length=512, pattern=LORA_TARGETS_PATTERN)
-    lora_train_embeddings: bool = False     # embedding and head trained in full beside the adapters
-    lora_dropout: float = Field(default=0.0, ge=0, lt=1)
-    workload: Workload = Workload()         # sft, or TRL's DPO / GRPO (planner/workload.py, planner/rl.py)
-    expert_parallel: int = Field(default=1, ge=1, le=MAX_EXPERT_PARALLEL)   # MoE: experts split over N ranks
-    expert_imbalance: float = Field(default=2.0, ge=1.0, le=1024.0)         # MoE: busiest expert / its fair share
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     @model_validator(mode="after")
     def _combination_rules(self) -> Knobs:
@@ -310,29 +296,18 @@ class Launch(BaseModel):
     quantization_config: dict | None = None     # QLoRA plans: transformers BitsAndBytesConfig fields
 
 
-class Plan(BaseModel):
+class _Split(BaseModel):
     micro_batch: int
     grad_accum: int
     world_size: int
     global_batch: int
-    precision: Precision
-    checkpointing: Checkpointing
-    zero_stage: int
-    offload: Offload
-    optimizer: Optimizer
-    lora_rank: int
-    fsdp: Literal["full", "grad-op", "hybrid"] | None = None
-    quant: Quant = "none"
-    lora_targets: str = "all-linear"
-    lora_train_embeddings: bool = False
-    lora_dropout: float = 0.0
-    loss: Loss = "standard"
-    attention: Attention = "sdpa"
-    batching: Batching = "padded"
-    optimizer_in_backward: bool = False
-    workload: Workload = Workload()
-    expert_parallel: int = 1
-    expert_imbalance: float = 2.0
+
+
+class Plan(KnobFields, _Split):
+    """A batch split, its knobs (planner.knobfields, as Knobs has them), its memory, speed and launch material."""
+
+    model_config = ConfigDict(extra="ignore")
+
     memory: MemoryBreakdown
     fits: bool
     reason: str | None = None
@@ -343,6 +318,11 @@ class Plan(BaseModel):
     token_batches: TokenBatches | None = Field(default=None, description=(
         "with a token budget: micro_batch x grad_accum is the global batch's fixed split (what HF runs); the "
         "bundled trainer cuts the same samples by tokens instead, and memory is planned for these shapes"))
+
+    @field_validator("fsdp", mode="before")
+    @classmethod
+    def _fsdp_off(cls, v):
+        return "off" if v is None else v      # plan files written before fsdp had one representation ("off")
 
     @model_validator(mode="after")
     def _exact_global_batch(self) -> Plan:
@@ -355,7 +335,7 @@ class Plan(BaseModel):
     @property
     def sharding(self) -> str:
         """DDP, ZeRO-N or FSDP <mode>: what shards this plan's states (tables and headlines)."""
-        return f"FSDP {self.fsdp}" if self.fsdp else f"ZeRO-{self.zero_stage}" if self.zero_stage else "DDP"
+        return f"FSDP {self.fsdp}" if self.fsdp != "off" else f"ZeRO-{self.zero_stage}" if self.zero_stage else "DDP"
 
     @property
     def recipe(self) -> str:
@@ -376,7 +356,4 @@ class Plan(BaseModel):
 
     @property
     def knobs(self) -> Knobs:
-        return Knobs(precision=self.precision, checkpointing=self.checkpointing,
-                     zero_stage=self.zero_stage, offload=self.offload,
-                     optimizer=self.optimizer, lora_rank=self.lora_rank, fsdp=self.fsdp or "off",
-                     **{f: getattr(self, f) for f in RECIPE_FIELDS})
+        return Knobs(**{f: getattr(self, f) for f in KNOBS})

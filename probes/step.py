@@ -15,8 +15,10 @@ import torch
 from planner.spec import Knobs
 from probes.amp import CudaAutocast
 from probes.tracker import LiveBytes, RecomputeGuard, module_stack_hooks
-from recipe import HALF, hf_config, lora_config, make_optimizer
+from recipe import HALF, make_optimizer
 from recipe import knobs as recipe_knobs
+from recipe import model as recipe_model
+from recipe.model import amp, deepspeed_managed
 
 
 @dataclass(frozen=True)
@@ -31,51 +33,18 @@ class Case:
     image_tokens: int = 0
 
 
-def deepspeed_managed(k: Knobs) -> bool:
-    return k.zero_stage >= 1
-
-
-def amp(k: Knobs) -> bool:
-    """torch AMP: fp32 weights, autocast to half (HF --bf16/--fp16 without DeepSpeed)."""
-    return k.precision in ("fp16", "bf16") and not deepspeed_managed(k)
-
-
 def build_model(case: Case, layers: int | None = None, paths: str = "cpu") -> torch.nn.Module:
-    """The model with the plan's dtypes: fp32 for fp32 and torch AMP; half under DeepSpeed's mixed
-    precision and bf16-pure; under LoRA a half base (fp32 in fp32 runs) with fp32 adapters."""
-    import transformers
-
-    k = case.knobs
-    config = hf_config(case.config, layers)
-    half = HALF.get(k.precision)
-    dtype = half if half is not None and (k.lora_rank or not amp(k)) else torch.float32
+    """The plan's model as the trainer builds it (recipe.model), with the probes' recomputation context, the CPU's
+    attention kernels (flash: its stand-in), and 4-bit stand-ins where bitsandbytes is missing."""
     if case.image_tokens:
         raise ValueError("image inputs are not traced yet: VLM plans with image tokens stay analytic")
-    auto = (transformers.AutoModelForImageTextToText if config.get_text_config() is not config
-            else transformers.AutoModelForCausalLM)
-    impl = recipe_knobs.attn_implementation(k, "cpu")
-    model = auto.from_config(config, dtype=dtype, **({"attn_implementation": impl} if impl else {}))
-    if k.lora_rank:
-        from peft import get_peft_model
-        from peft.tuners.tuners_utils import BaseTunerLayer
-
-        # Adapters are made fp32 on the CPU, which is what PEFT keeps for a half base
-        # (autocast_adapter_dtype); its move to the base's device would swap fake parameters.
-        move, BaseTunerLayer._move_adapter_to_device_of_base_layer = (
-            BaseTunerLayer._move_adapter_to_device_of_base_layer, lambda *a, **kw: None)
-        try:
-            model = get_peft_model(model, lora_config(k))
-        finally:
-            BaseTunerLayer._move_adapter_to_device_of_base_layer = move
-        if k.checkpointing not in ("off", "offload"):
-            model.enable_input_require_grads()
-        for name, m in model.named_modules():      # traced as CUDA runs it (_NoSdpaDropout)
-            if ".lora_dropout." in name and isinstance(m, torch.nn.Dropout):
-                m.memplan_lora = True
-        meta = next(model.parameters()).device.type == "meta"     # the sim's build: 4-bit stand-ins
-        recipe_knobs.quantize_base(model, k, fake=meta or not _bitsandbytes())
-    recipe_knobs.apply_checkpointing(model, k, lambda: (nullcontext(), _Recompute(k, paths)))
-    model.train()
+    k = case.knobs
+    model = recipe_model.build_model(case.config, k, layers=layers, device_type="cpu",
+                                     recompute=lambda: (nullcontext(), _Recompute(k, paths)),
+                                     quant_standin=not _bitsandbytes())
+    for name, m in model.named_modules():      # traced as CUDA runs it (_NoSdpaDropout)
+        if ".lora_dropout." in name and isinstance(m, torch.nn.Dropout):
+            m.memplan_lora = True
     return model
 
 
@@ -138,7 +107,11 @@ def packed_inputs(case: Case, ids: torch.Tensor, device: str) -> dict:
 
 
 def _family_eager(config: dict) -> bool:
-    return config.get("model_type") == "gemma2"
+    """The family runs eager attention by default (planner.modelspec's reading; gpt-oss's sinks aside)."""
+    from planner.modelspec import from_config
+
+    t = from_config(config, "probe").text
+    return t.attention == "eager" and not t.sinks
 
 
 def decoder_layers(model: torch.nn.Module, n: int) -> list[torch.nn.Module]:

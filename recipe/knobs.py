@@ -193,7 +193,7 @@ def fused_loss_sum(hidden, head: torch.nn.Module, targets, softcap=None, dtype=N
 
     h2 = hidden.flatten(0, 1)
     spec = TextSpec(hidden=h2.shape[1], layers=1, heads=1, kv_heads=1, head_dim=1, intermediate=1,
-                    vocab=head.weight.shape[0], tied=False, arch="llama", max_positions=0)
+                    vocab=head.weight.shape[0], tied=False, max_positions=0)
     liger = _liger_loss(softcap) if h2.is_cuda else None
     if liger is not None:       # Liger's Triton kernel where it imports (a GPU host)
         return liger(head.weight, h2.to(dtype or head.weight.dtype), targets.flatten())

@@ -1,6 +1,6 @@
-"""The model a run trains and the loss it takes: the plan's model built from a local folder or a config (with
-its LoRA/QLoRA adapters, attention implementation and checkpointing), and the summed next-token loss under the
-plan's --loss (recipe.knobs), for the bundled trainer (trainer/loop.py)."""
+"""The model a run trains and the loss it takes: the plan's model from a local folder or a config, built by the
+builder the probes use (recipe.model: dtypes, LoRA/QLoRA adapters, attention implementation, checkpointing), and
+the summed next-token loss under the plan's --loss (recipe.knobs), for the bundled trainer (trainer/loop.py)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,38 +11,25 @@ from planner.spec import Knobs
 
 
 def build_model(cfg):
-    """`cfg`: trainer.loop.RunConfig. A local HF folder with weights loads them; a catalog name or config.json
-    gets a seeded random init."""
-    import transformers
-
+    """`cfg`: trainer.loop.RunConfig. The plan's model as the probes build it (recipe.model): a local HF folder with
+    weights loads them, a catalog name or config.json gets a random init seeded by the run."""
     from planner.catalog import load_model
-    from recipe import HALF, hf_config, lora_config
-    from recipe import knobs as recipe_knobs
+    from recipe.model import build_model as build
 
-    path = Path(cfg.model)
     device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if cfg.knobs.attention == "flash" and device != "cuda":
         from planner.errors import BadInput
 
         raise BadInput("--attention flash runs flash-attn's CUDA kernels: train on a GPU host, or use sdpa on CPU",
                        "attention")
-    impl = recipe_knobs.attn_implementation(cfg.knobs, device)
-    kw = {"attn_implementation": impl} if impl else {}
-    dtype = HALF["bf16-pure"] if cfg.knobs.precision == "bf16-pure" else torch.float32
     torch.manual_seed(cfg.seed)
-    if path.is_dir() and any(path.glob("*.safetensors")) or (path / "pytorch_model.bin").exists():
-        model = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype, **kw)
-    else:
-        spec = load_model(cfg.model)
-        model = transformers.AutoModelForCausalLM.from_config(hf_config(spec.config), dtype=dtype, **kw)
-    if cfg.knobs.lora_rank:
-        from peft import get_peft_model
+    return build(load_model(cfg.model).config, cfg.knobs, weights=weights_folder(cfg.model), device_type=device)
 
-        model = get_peft_model(model, lora_config(cfg.knobs))
-        recipe_knobs.quantize_base(model, cfg.knobs, fake=False)     # QLoRA: bitsandbytes' Linear4bit
-    recipe_knobs.apply_checkpointing(model, cfg.knobs)
-    model.config.use_cache = False
-    return model
+
+def weights_folder(ref: str) -> Path | None:
+    """The local HF folder `ref` names when it holds weights (safetensors or pytorch_model.bin), else None."""
+    path = Path(ref)
+    return path if path.is_dir() and any(path.glob("*.safetensors")) or (path / "pytorch_model.bin").exists() else None
 
 
 def token_loss_sum(model, batch, knobs: Knobs) -> torch.Tensor:

@@ -5,13 +5,6 @@ const GIB = 2 ** 30;
 const TERMS = [["params_bytes", "parameters", "#4e79a7"], ["grads_bytes", "gradients", "#f28e2b"],
   ["optimizer_bytes", "optimizer", "#e15759"], ["activations_bytes", "activations", "#76b7b2"],
   ["temp_bytes", "temporaries", "#59a14f"], ["overhead_bytes", "overhead", "#bab0ac"]];
-const CKPT = ["off", "selective-op", "every-2", "every-3", "every-4", "every-5", "every-6", "every-7", "every-8", "full", "offload"];
-const CHOICES = {precision: [["fp32", "fp16", "bf16", "bf16-pure"], ["bf16"]],
-  checkpointing: [CKPT, ["off", "selective-op", "every-4", "every-2", "full", "offload"]],
-  loss: [["standard", "chunked", "fused"], ["standard", "chunked"]], attention: [["sdpa", "flash", "eager"], ["sdpa"]],
-  batching: [["padded", "packed"], ["padded"]],
-  zero: [[0, 1, 2, 3], [0, 1, 2, 3]], offload: [["none", "optimizer", "optimizer+params"], ["none", "optimizer", "optimizer+params"]],
-  fsdp: [["off", "full", "grad-op", "hybrid"], ["off", "full", "grad-op", "hybrid"]]};
 let last = null;
 
 function el(tag, attrs = {}, text = "") {
@@ -22,7 +15,7 @@ function el(tag, attrs = {}, text = "") {
   return e;
 }
 const gib = (b) => (b / GIB).toFixed(2);
-const sharding = (p) => (p.fsdp ? `FSDP ${p.fsdp}` : p.zero_stage ? `ZeRO-${p.zero_stage}` : "DDP");
+const sharding = (p) => (p.fsdp && p.fsdp !== "off" ? `FSDP ${p.fsdp}` : p.zero_stage ? `ZeRO-${p.zero_stage}` : "DDP");
 // the recipe knobs away from their defaults (as the CLI's "recipe" column)
 const recipe = (p) => [p.loss !== "standard" ? `${p.loss} loss` : "", p.attention !== "sdpa" ? p.attention : "",
   p.batching === "packed" ? "packed" : "", p.optimizer_in_backward ? "optimizer in backward" : "",
@@ -47,15 +40,7 @@ async function init() {
   for (const g of gpus.data.gpus) $("#gpu").append(el("option", {value: g.name}, `${g.name} (${gib(g.capacity_bytes)} GiB)`));
   $("#model").value = "llama-3.1-8b";
   $("#gpu").value = "h100-80gb";
-  for (const [field, [all, on]] of Object.entries(CHOICES)) {
-    for (const v of all) {
-      const box = el("input", {type: "checkbox", name: field, value: String(v)});
-      box.checked = on.includes(v);
-      const label = el("label");
-      label.append(box, String(v));
-      $("#" + field).append(label);
-    }
-  }
+  await searchedFields();
   await moreFields();
   formReady();
   for (const b of document.querySelectorAll("[data-copy]")) b.addEventListener("click", () => copy(b.dataset.copy, b));
@@ -78,8 +63,37 @@ const ONLY_FOR = {num_generations: "grpo", max_completion_length: "grpo", beta: 
   vllm_gpu_memory_utilization: "grpo", steps_per_generation: "grpo", num_iterations: "grpo",
   max_prompt_length: "grpo dpo", logprobs: "grpo dpo", max_length: "dpo", precompute_ref_log_probs: "dpo"};
 
+// The knobs suggest searches (lists of enumerated values in the API's schema, from the core's one declaration):
+// one checkbox per value, ticked where the request's default list has it. A new searched knob gets its row here.
+let SEARCHED = {};      // field -> true where its values are integers (zero)
+async function searchedFields() {
+  const props = (await openapi()).components.schemas.SuggestRequest.properties;
+  for (const [field, prop] of Object.entries(props)) {
+    if (prop.type !== "array" || !prop.items || !prop.items.enum) continue;
+    SEARCHED[field] = prop.items.type === "integer";
+    let row = document.getElementById(field);
+    if (!row) {
+      row = el("div", {class: "checks", id: field, "data-field": field});
+      $("#allowed").append(row, el("p", {class: "error", id: "err-" + field, role: "alert"}));
+    }
+    for (const v of prop.items.enum) {
+      const box = el("input", {type: "checkbox", name: field, value: String(v)});
+      box.checked = (prop.default || []).includes(v);
+      const label = el("label");
+      label.append(box, String(v));
+      row.append(label);
+    }
+  }
+}
+
+let spec = null;
+async function openapi() {
+  spec = spec || (await api("/openapi.json")).data;
+  return spec;
+}
+
 async function moreFields() {
-  const spec = (await api("/openapi.json")).data;
+  await openapi();
   schema = spec.components.schemas.SuggestRequest.properties;
   const laid = new Set([...document.querySelectorAll("#plan-form [name], #plan-form [data-field]")]
     .map((e) => e.name || e.dataset.field));
@@ -165,7 +179,8 @@ function showErrors(status, data) {
 }
 
 function body() {
-  const checked = (f) => [...document.querySelectorAll(`input[name=${f}]:checked`)].map((b) => (f === "zero" ? Number(b.value) : b.value));
+  const checked = (f) => [...document.querySelectorAll(`input[name=${f}]:checked`)].map((b) => (SEARCHED[f] ? Number(b.value) : b.value));
+  const searched = Object.fromEntries(Object.keys(SEARCHED).map((f) => [f, checked(f)]));
   const num = (id) => ($("#" + id).value === "" ? null : Number($("#" + id).value));
   const pasted = $("#config").value.trim();
   const text = (id) => $("#" + id).value.trim() || null;
@@ -174,9 +189,7 @@ function body() {
   const rl = more.workload && more.workload.kind !== "sft";
   return {model: pasted ? JSON.parse(pasted) : $("#model").value, gpu: $("#gpu").value, gpus_per_node: num("gpus_per_node"),
     nodes: num("nodes"), global_batch: num("global_batch"), seq_len: data || rl ? null : num("seq_len"), data,
-    tokenizer: text("tokenizer"), precision: checked("precision"), checkpointing: checked("checkpointing"),
-    zero: checked("zero"), offload: checked("offload"), fsdp: checked("fsdp"), loss: checked("loss"),
-    attention: checked("attention"), batching: checked("batching"), ...more};
+    tokenizer: text("tokenizer"), ...searched, ...more};
 }
 
 async function submit() {

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from planner.cli import common, extras
 from planner.errors import BadInput
-from planner.spec import OPTIMIZERS, Plan
+from planner.spec import Plan
 
 DS_JSON = "memplan_ds_config.json"
 VALUE_FLAGS = ("--per_device_train_batch_size", "--gradient_accumulation_steps", "--deepspeed", "--torch_dtype")
@@ -36,8 +36,7 @@ def register(sub) -> None:
                         "--nproc_per_node, else this host's count, else 1)")
     p.add_argument("--global-batch", type=common.positive_int("--global-batch"), required=True)
     p.add_argument("--seq-len", type=common.positive_int("--seq-len"), required=True)
-    p.add_argument("--optimizer", type=common.one_of("--optimizer", OPTIMIZERS), default="adamw")
-    p.add_argument("--lora-rank", type=common.nonneg_int("--lora-rank"), default=0)
+    common.add_knob_args(p, ("optimizer", "lora_rank"))
     p.add_argument("--margin", type=common.margin, default=None)
     p.add_argument("--max-steps", type=common.positive_int("--max-steps"), default=100,
                    help="bundled trainer only")
@@ -99,7 +98,7 @@ def choose(args: Namespace) -> tuple[Plan, dict]:
         count = count or found
     req = advise.parse(advise.SuggestRequest, {
         "model": args.model, "gpu": args.gpu, "gpus_per_node": count, "global_batch": args.global_batch,
-        "seq_len": args.seq_len, "optimizer": args.optimizer, "lora_rank": args.lora_rank, "margin": args.margin,
+        "seq_len": args.seq_len, **common.knob_values(args, ("optimizer", "lora_rank")), "margin": args.margin,
         "top": 5, "verify": not args.dry_run,
         # the user's HF script runs the plan: only what HF's Trainer can run (export.bundled_only)
         "checkpointing": ["off", "full"], "loss": ["standard"]})
@@ -116,7 +115,7 @@ def choose(args: Namespace) -> tuple[Plan, dict]:
 
 def run(args: Namespace) -> int:
     if not args.dry_run:        # the probe that verifies the plan, then the bundled trainer or your command
-        extras.require("planner autotune", extras.steps(lora=args.lora_rank > 0))
+        extras.require("planner autotune", extras.steps(lora=bool(args.lora_rank)))
     plan, out = choose(args)
     err = common.err_console()
     common.say_line(f"plan: micro {plan.micro_batch} x accum {plan.grad_accum} x world {plan.world_size} = {plan.global_batch}, "
@@ -126,7 +125,7 @@ def run(args: Namespace) -> int:
     if user:
         ds_path = DS_JSON if plan.launch.deepspeed_config is not None else None
         files = {ds_path: plan.launch.deepspeed_config} if ds_path else {}
-        if plan.fsdp:       # export.script_args passes --fsdp_config FSDP_CONFIG_NAME: the file must exist
+        if plan.fsdp != "off":       # export.script_args passes --fsdp_config FSDP_CONFIG_NAME: the file must exist
             from planner.export import FSDP_CONFIG_NAME
 
             files[FSDP_CONFIG_NAME] = plan.launch.hf_args["fsdp_config"]

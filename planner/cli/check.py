@@ -7,7 +7,7 @@ from planner import advise
 from planner.advise import CheckRequest, CheckResult
 from planner.cli import common
 from planner.cli.suggest import result_json
-from planner.spec import CHECKPOINTING, FSDP_MODES, OFFLOADS, PRECISIONS, ZERO_STAGES
+from planner.knobfields import SEARCHED
 
 
 def register(sub) -> None:
@@ -15,14 +15,7 @@ def register(sub) -> None:
     common.add_target_args(p)
     p.add_argument("--micro-batch", type=common.positive_int("--micro-batch"), required=True)
     p.add_argument("--grad-accum", type=common.positive_int("--grad-accum"), default=1)
-    p.add_argument("--precision", type=common.one_of("--precision", PRECISIONS), default=None,
-                   help="default bf16, or fp16 on GPUs without bf16")
-    p.add_argument("--checkpointing", type=common.one_of("--checkpointing", CHECKPOINTING), default="off")
-    p.add_argument("--zero", type=common.one_of("--zero", ZERO_STAGES, int), default=0)
-    p.add_argument("--offload", type=common.one_of("--offload", OFFLOADS), default="none")
-    p.add_argument("--fsdp", type=common.one_of("--fsdp", FSDP_MODES), default="off",
-                   help="FSDP2 instead of ZeRO: full, grad-op (no reshard after forward) or hybrid (HSDP)")
-    common.add_recipe_args(p, many=False)
+    common.add_knob_args(p, SEARCHED)
     p.add_argument("--plot", metavar="PNG", help="write the memory charts (this plan and alternatives, memory vs micro-batch)")
     common.add_evidence_args(p)
     p.set_defaults(run=run)
@@ -30,9 +23,7 @@ def register(sub) -> None:
 
 def gather(args: argparse.Namespace) -> tuple[dict, CheckResult]:
     """advise.check on the flags; (JSON object, result)."""
-    req = common.request(CheckRequest, args, micro_batch=args.micro_batch, grad_accum=args.grad_accum,
-                         precision=args.precision, checkpointing=args.checkpointing, zero=args.zero,
-                         offload=args.offload, fsdp=args.fsdp, **common.recipe_fields(args))
+    req = common.request(CheckRequest, args)
     result = advise.check(req, store=args.store, probes=common.probe_functions(), status=common.status,
                           scanner=common.scanner)
     return result_json(result), result

@@ -6,20 +6,9 @@ import json
 import math
 import sys
 
-from planner import hardware
+from planner import hardware, knobfields
+from planner.knobfields import FIXED
 from planner.search import DEFAULT_MARGIN
-from planner.spec import (
-    ATTENTIONS,
-    BATCHINGS,
-    CHECKPOINTING,
-    FSDP_MODES,
-    LOSSES,
-    OFFLOADS,
-    OPTIMIZERS,
-    PRECISIONS,
-    QUANTS,
-    ZERO_STAGES,
-)
 
 
 def int_at_least(flag: str, low: int):
@@ -136,16 +125,8 @@ def add_target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--images", type=nonneg_int("--images"), default=None, help="VLMs: images per sample")
     p.add_argument("--tokens-per-image", type=nonneg_int("--tokens-per-image"), default=None,
                    help="VLMs: LLM tokens per image (with --images)")
-    p.add_argument("--optimizer", type=one_of("--optimizer", OPTIMIZERS), default="adamw")
-    p.add_argument("--lora-rank", type=nonneg_int("--lora-rank"), default=0, help="0 = full fine-tuning")
-    p.add_argument("--optimizer-in-backward", action="store_true",
-                   help="step each parameter as its gradient arrives (accumulation 1, one GPU, no ZeRO/FSDP)")
-    add_lora_args(p)
+    add_knob_args(p, [k for k in FIXED if k != "workload"])
     add_workload_args(p)
-    p.add_argument("--expert-parallel", type=positive_int("--expert-parallel"), default=None,
-                   help="MoE: split the experts over N ranks (all-to-all dispatch; transformers' FSDP2 ep_size)")
-    p.add_argument("--expert-imbalance", type=number("--expert-imbalance"), default=None,
-                   help="MoE: the busiest expert gets F x its fair share of tokens (default 2.0)")
     p.add_argument("--margin", type=margin, default=None,
                    help=f"fraction of GPU memory kept free (default {DEFAULT_MARGIN}; wider for a model family "
                         "counted approximately)")
@@ -156,25 +137,33 @@ def add_target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
-PRECISION_LIST = choice_list("--precision", PRECISIONS)
-CHECKPOINTING_LIST = choice_list("--checkpointing", CHECKPOINTING)
-ZERO_LIST = choice_list("--zero", ZERO_STAGES, int)
-OFFLOAD_LIST = choice_list("--offload", OFFLOADS)
-FSDP_LIST = choice_list("--fsdp", FSDP_MODES)
-RECIPE_FLAGS = {"loss": ("--loss", LOSSES, "standard, chunked (sequence chunks) or fused (head + loss, Liger)"),
-                "attention": ("--attention", ATTENTIONS, "sdpa (the family's default), flash or eager"),
-                "batching": ("--batching", BATCHINGS, "padded rows or packed (padding-free) rows")}
+def add_knob_args(p: argparse.ArgumentParser, fields, many: bool = False) -> None:
+    """One flag per knob field, made from its declaration (planner.knobfields): its values or bounds, its description
+    and default in --help; `many`: a comma list of values to search (suggest). Each flag's default is None, so the
+    request's default (the declaration's) applies."""
+    for field in fields:
+        f, flag, accepted = knobfields.info(field), knobfields.flag_of(field), knobfields.choices(field)
+        default = knobfields.SEARCHED[field][0] if many else f.get_default(call_default_factory=True)
+        shown = (",".join(map(str, default)) or "auto") if many else default
+        doc = f"{f.description} (default {shown}{'; a comma list to search' if many else ''})"
+        if f.annotation is bool:
+            p.add_argument(flag, dest=field, action="store_true", default=None, help=f.description)
+            continue
+        if accepted:
+            cast = int if isinstance(accepted[0], int) else str
+            kind = choice_list(flag, accepted, cast) if many else one_of(flag, accepted, cast)
+        elif f.annotation is int:
+            kind = int_at_least(flag, next((m.ge for m in f.metadata if hasattr(m, "ge")), 0))
+        elif f.annotation is float:
+            kind = number(flag)
+        else:
+            kind = str
+        p.add_argument(flag, dest=field, type=kind, default=None, help=doc.replace("%", "%%"))
 
 
-def add_lora_args(p: argparse.ArgumentParser) -> None:
-    """LoRA's details and QLoRA (with --lora-rank > 0)."""
-    p.add_argument("--quant", type=one_of("--quant", QUANTS), default="none",
-                   help="QLoRA: the base's linears in 4 bits (bitsandbytes nf4 or fp4, double quantization)")
-    p.add_argument("--lora-targets", default="all-linear",
-                   help="linears LoRA adapts: all-linear, attention, or module names (q_proj,v_proj)")
-    p.add_argument("--lora-train-embeddings", action="store_true",
-                   help="train the embedding and head beside the adapters (PEFT modules_to_save)")
-    p.add_argument("--lora-dropout", type=number("--lora-dropout"), default=0.0, help="LoRA dropout probability")
+def knob_values(args: argparse.Namespace, fields=knobfields.KNOBS) -> dict:
+    """The knob flags given (None: not given, the request's default applies), by field name."""
+    return {f: getattr(args, f) for f in fields if f != "workload" and getattr(args, f, None) is not None}
 
 
 WORKLOAD_FLAGS = ("num_generations", "max_prompt_length", "max_completion_length", "beta", "generation",
@@ -220,22 +209,12 @@ def workload_fields(args: argparse.Namespace) -> dict:
     return {"workload": {"kind": kind, **w}} if kind != "sft" or w else {}
 
 
-def add_recipe_args(p: argparse.ArgumentParser, many: bool) -> None:
-    """--loss, --attention, --batching: one value (check, probe, train) or a comma list to search (suggest)."""
-    for field, (flag, accepted, doc) in RECIPE_FLAGS.items():
-        kind = choice_list(flag, accepted) if many else one_of(flag, accepted)
-        p.add_argument(flag, dest=field, type=kind, default=None,
-                       help=doc + (" (comma list to search)" if many else ""))
-
-
-def recipe_fields(args: argparse.Namespace) -> dict:
-    return {f: getattr(args, f) for f in RECIPE_FLAGS if getattr(args, f, None) is not None}
 def request(cls, args: argparse.Namespace, **fields):
-    """An advise request from the parsed flags (the target's, named as advise.Target's fields, and `fields`):
-    the API's bounds hold here too."""
+    """An advise request of class `cls` from the parsed flags (each named as the request's field; None: not given)
+    and `fields`: the API's bounds hold here too."""
     from planner import advise
 
-    data = {f: getattr(args, f) for f in advise.Target.model_fields if getattr(args, f, None) is not None}
+    data = {f: getattr(args, f) for f in cls.model_fields if getattr(args, f, None) is not None}
     data.pop("workload", None)
     work = workload_fields(args)
     if getattr(args, "workload", "sft") == "dpo":

@@ -6,7 +6,8 @@ import argparse
 from planner import advise
 from planner.advise import ProbeRequest
 from planner.cli import common, extras
-from planner.spec import CHECKPOINTING, LORA_FIELDS, OFFLOADS, OPTIMIZERS, PRECISIONS, PROBE_BACKENDS, ZERO_STAGES
+from planner.knobfields import KNOBS
+from planner.spec import PROBE_BACKENDS
 from planner.store import Store
 
 
@@ -17,16 +18,7 @@ def add_config_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--grad-accum", type=common.positive_int("--grad-accum"), default=1)
     p.add_argument("--seq-len", type=common.positive_int("--seq-len"), default=None,
                    help="tokens per row (dpo / grpo: from --max-length / --max-prompt-length + --max-completion-length)")
-    p.add_argument("--precision", type=common.one_of("--precision", PRECISIONS), default="bf16")
-    p.add_argument("--checkpointing", type=common.one_of("--checkpointing", CHECKPOINTING), default="off")
-    p.add_argument("--zero", type=common.one_of("--zero", ZERO_STAGES, int), default=0)
-    p.add_argument("--offload", type=common.one_of("--offload", OFFLOADS), default="none")
-    p.add_argument("--optimizer", type=common.one_of("--optimizer", OPTIMIZERS), default="adamw")
-    p.add_argument("--lora-rank", type=common.nonneg_int("--lora-rank"), default=0)
-    common.add_recipe_args(p, many=False)
-    p.add_argument("--optimizer-in-backward", action="store_true",
-                   help="step each parameter as its gradient arrives (accumulation 1)")
-    common.add_lora_args(p)
+    common.add_knob_args(p, [k for k in KNOBS if k != "workload"])
     common.add_workload_args(p)
     p.add_argument("--max-length", type=common.positive_int("--max-length"), default=None,
                    help="dpo: tokens of a chosen or rejected row, prompt included (default 1024)")
@@ -43,12 +35,7 @@ def register(sub) -> None:
 
 
 def probe_request(args: argparse.Namespace, backend: str = "sim") -> ProbeRequest:
-    fields = ("model", "micro_batch", "grad_accum", "seq_len", "precision", "checkpointing", "zero", "offload",
-              "optimizer", "lora_rank")
-    return advise.parse(ProbeRequest, {**{f: getattr(args, f) for f in fields}, "backend": backend,
-                                       "optimizer_in_backward": args.optimizer_in_backward,
-                                       **{f: getattr(args, f) for f in LORA_FIELDS},
-                                       **common.recipe_fields(args), **common.workload_fields(args)})
+    return common.request(ProbeRequest, args, backend=backend)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ import argparse
 from planner import advise, export
 from planner.advise import SuggestRequest, SuggestResult
 from planner.cli import common
-from planner.spec import FSDP_MODES
+from planner.knobfields import SEARCHED
 
 
 def register(sub) -> None:
@@ -14,14 +14,7 @@ def register(sub) -> None:
     common.add_target_args(p)
     p.add_argument("--global-batch", type=common.positive_int("--global-batch"), required=True,
                    help="sequences per optimizer step across all GPUs")
-    p.add_argument("--precision", type=common.PRECISION_LIST, default=[],
-                   help="comma list of fp32,fp16,bf16,bf16-pure (default bf16; fp16 where no bf16)")
-    p.add_argument("--checkpointing", type=common.CHECKPOINTING_LIST, default=list(advise.SUGGEST_CHECKPOINTING))
-    common.add_recipe_args(p, many=True)
-    p.add_argument("--zero", type=common.ZERO_LIST, default=[0, 1, 2, 3])
-    p.add_argument("--offload", type=common.OFFLOAD_LIST, default=["none", "optimizer", "optimizer+params"])
-    p.add_argument("--fsdp", type=common.FSDP_LIST, default=list(FSDP_MODES),
-                   help="FSDP2 sharding searched beside --zero (off: ZeRO/DDP only; hybrid needs --nodes 2+)")
+    common.add_knob_args(p, SEARCHED, many=True)
     p.add_argument("--top", type=common.positive_int("--top"), default=10)
     common.add_evidence_args(p)
     p.add_argument("--plot", metavar="PNG", help="write the memory charts (terms per plan, memory vs micro-batch)")
@@ -31,9 +24,7 @@ def register(sub) -> None:
 
 def gather(args: argparse.Namespace) -> tuple[dict, SuggestResult, tuple]:
     """advise.suggest on the flags; (JSON object, result, (model, hardware, goal)) for printing."""
-    req = common.request(SuggestRequest, args, global_batch=args.global_batch, precision=args.precision,
-                         checkpointing=args.checkpointing, zero=args.zero, offload=args.offload, fsdp=args.fsdp,
-                         top=args.top, **common.recipe_fields(args))
+    req = common.request(SuggestRequest, args)
     result = advise.suggest(req, store=args.store, probes=common.probe_functions(), status=common.status,
                             scanner=common.scanner)
     return result_json(result), result, result.context

@@ -23,7 +23,8 @@ from planner.batching import check_budget
 from planner.cli import common, extras
 from planner.cli.probe import add_config_args
 from planner.errors import BadInput
-from planner.spec import FSDP_MODES, LORA_FIELDS, RECIPE_FIELDS, Knobs, Plan, bad_input
+from planner.knobfields import KNOBS
+from planner.spec import Knobs, Plan, bad_input
 
 LAUNCHERS = ("auto", "none", "torchrun", "deepspeed", "slurm")
 
@@ -32,8 +33,6 @@ def register(sub) -> None:
     p = sub.add_parser("train", help="run a plan with the bundled trainer")
     p.add_argument("--plan", help="plan JSON as printed by `suggest --json` (best plan) or `check --json`")
     add_config_args(p, required=False)     # --model may also be a local HF folder with weights
-    p.add_argument("--fsdp", type=common.one_of("--fsdp", FSDP_MODES), default="off",
-                   help="FSDP2 instead of DDP/ZeRO: full, grad-op or hybrid (sharded checkpoints through DCP)")
     p.add_argument("--gpu", default="h100", help="GPU kind of the plan (with --gpus-per-node: the world size)")
     p.add_argument("--gpus-per-node", type=common.positive_int("--gpus-per-node"), default=1)
     p.add_argument("--nodes", type=common.positive_int("--nodes"), default=1)
@@ -88,10 +87,8 @@ def _plan_file(path: str) -> dict:
                        f"gpus_per_node x nodes ({world!r})", "plan")
     return {"model": model, "gpu": str(hw.get("gpu", "h100")), "gpus_per_node": hw["gpus_per_node"],
             "nodes": hw["nodes"], "seq_len": goal.get("seq_len") if isinstance(goal, dict) else None,
-            "micro_batch": plan.micro_batch, "grad_accum": plan.grad_accum, "precision": plan.precision,
-            "checkpointing": plan.checkpointing, "zero": plan.zero_stage, "offload": plan.offload,
-            "optimizer": plan.optimizer, "lora_rank": plan.lora_rank, "fsdp": plan.fsdp or "off",
-            **{f: getattr(plan, f) for f in RECIPE_FIELDS}, "max_tokens_per_micro_batch": plan.token_batches.max_tokens_per_micro_batch if plan.token_batches else None}
+            "micro_batch": plan.micro_batch, "grad_accum": plan.grad_accum, **{f: getattr(plan, f) for f in KNOBS},
+            "max_tokens_per_micro_batch": plan.token_batches.max_tokens_per_micro_batch if plan.token_batches else None}
 
 
 def plan_from(args: argparse.Namespace) -> tuple[str, CheckRequest, Knobs]:
@@ -111,11 +108,8 @@ def plan_from(args: argparse.Namespace) -> tuple[str, CheckRequest, Knobs]:
                            + ", ".join("--" + m.replace("_", "-") for m in missing) + ")")
         fields = {"model": args.model, "gpu": args.gpu, "gpus_per_node": args.gpus_per_node, "nodes": args.nodes,
                   "seq_len": args.seq_len, "micro_batch": args.micro_batch, "grad_accum": args.grad_accum,
-                  "precision": args.precision, "checkpointing": args.checkpointing, "zero": args.zero,
-                  "offload": args.offload, "optimizer": args.optimizer, "lora_rank": args.lora_rank,
-                  "max_tokens_per_micro_batch": args.max_tokens_per_micro_batch, "fsdp": args.fsdp,
-                  "optimizer_in_backward": args.optimizer_in_backward, **common.recipe_fields(args),
-                  **{f: getattr(args, f) for f in LORA_FIELDS}, **common.workload_fields(args)}
+                  "max_tokens_per_micro_batch": args.max_tokens_per_micro_batch, **common.knob_values(args),
+                  **common.workload_fields(args)}
     req = advise.parse(advise.CheckRequest, fields)
     return str(req.model), req, advise.knobs_of(req, req.precision or "bf16")
 

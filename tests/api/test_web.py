@@ -323,3 +323,20 @@ def test_the_nearest_settings_are_the_answers_own(server, page):
     page.click("#submit")
     page.wait_for_selector("#nearest-none", state="visible")
     assert page.locator("#nearest tbody tr").count() == 0 and len(posts) == 2
+
+
+def test_every_knob_has_a_control_made_from_the_declaration(server, page):
+    """Issue 29: the page kept its own CHOICES of each searched knob. Now every knob of planner/knobfields.py has a
+    control, and the searched ones one checkbox per value, ticked as the declaration's default list."""
+    from planner.knobfields import KNOBS, SEARCHED, choices, name_of
+
+    _ready(page, server)
+    controls = set(page.eval_on_selector_all("#plan-form [name], #plan-form [data-field]",
+                                             "es => es.map(e => e.name || e.dataset.field)"))
+    assert {name_of(k) for k in KNOBS} <= controls
+    for field, (default, _) in SEARCHED.items():
+        name = name_of(field)
+        values = page.eval_on_selector_all(f"input[name={name}]", "bs => bs.map(b => b.value)")
+        ticked = page.eval_on_selector_all(f"input[name={name}]:checked", "bs => bs.map(b => b.value)")
+        assert values == [str(v) for v in choices(field)] and ticked == [str(v) for v in choices(field)
+                                                                         if v in default], (field, values, ticked)

@@ -60,10 +60,11 @@ def test_suggest_ranks_fsdp_plans_beside_zero_and_fsdp_off_leaves_them_out():
     base = {"model": "llama-3.1-8b", "gpu": "h100", "gpus_per_node": 8, "global_batch": 64, "seq_len": 4096,
             "evidence": "analytic", "top": 20}
     plans = advise.suggest(advise.parse(advise.SuggestRequest, base)).plans
-    assert {p.fsdp for p in plans} >= {None, "full", "grad-op"} and all(p.zero_stage == 0 for p in plans if p.fsdp)
+    assert {p.fsdp for p in plans} >= {"off", "full", "grad-op"}
+    assert all(p.zero_stage == 0 for p in plans if p.fsdp != "off")
     assert "hybrid" not in {p.fsdp for p in plans}                        # one node
     off = advise.suggest(advise.parse(advise.SuggestRequest, {**base, "fsdp": ["off"]})).plans
-    assert off and all(p.fsdp is None for p in off)
+    assert off and all(p.fsdp == "off" for p in off)
 
 
 def test_hf_arguments_load_in_training_arguments(tmp_path):

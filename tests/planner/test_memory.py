@@ -12,7 +12,7 @@ PHI = 7_500_000_000
 
 def flat_model(params: int, hidden: int = 4096) -> ModelSpec:
     text = TextSpec(hidden=hidden, layers=1, heads=32, kv_heads=32, head_dim=hidden // 32, intermediate=4 * hidden,
-                    vocab=32000, tied=False, arch="llama", max_positions=4096)
+                    vocab=32000, tied=False, max_positions=4096)
     return ModelSpec("flat", "llama", text, (Tensors("layer", (params,)),))
 
 

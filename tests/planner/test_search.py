@@ -6,10 +6,18 @@ from planner.errors import BadInput
 from planner.search import Space, check_global_batch, search
 from planner.spec import Goal
 
+# ZeRO / DDP with checkpointing off or full and the standard loss: the space these tests were written for (suggest's
+# own default space adds FSDP, the lighter checkpointing policies and the chunked loss)
+NARROW = {"checkpointing": ["off", "full"], "fsdp": ["off"], "loss": ["standard"]}
+
+
+def space_of(**knobs) -> Space:
+    return Space(**{**NARROW, **knobs})
+
 
 def run(model, gpu, per_node, batch, seq, nodes=1, space=None, **goal):
     hw = hardware.resolve(gpu, per_node, nodes)
-    return search(catalog.load_model(model), hw, Goal(global_batch=batch, seq_len=seq, **goal), space or Space(), top=1000)
+    return search(catalog.load_model(model), hw, Goal(global_batch=batch, seq_len=seq, **goal), space or space_of(), top=1000)
 
 
 @pytest.mark.parametrize("model,gpu,per_node,nodes,batch", [
@@ -32,7 +40,7 @@ def test_plans_fit_and_are_ranked_by_speed():
 
 
 def test_72b_full_finetune_without_offload_does_not_fit_on_8_a100():
-    r = run("qwen2.5-72b", "a100-80gb", 8, 64, 4096, space=Space(offload=["none"]))
+    r = run("qwen2.5-72b", "a100-80gb", 8, 64, 4096, space=space_of(offload=["none"]))
     assert r.plans == []
     assert {p.zero_stage for p in r.rejected} == {0, 1, 2, 3}
     assert all("model states alone need" in p.reason for p in r.rejected)
@@ -41,13 +49,13 @@ def test_72b_full_finetune_without_offload_does_not_fit_on_8_a100():
 
 
 def test_7b_with_zero3_fits_on_8_a100_at_4096():
-    r = run("qwen2.5-7b", "a100-80gb", 8, 64, 4096, space=Space(zero=[3]))
+    r = run("qwen2.5-7b", "a100-80gb", 8, 64, 4096, space=space_of(zero=[3]))
     assert r.plans and all(p.zero_stage == 3 for p in r.plans)
 
 
 def test_lora_lets_72b_fit_where_full_training_cannot():
-    assert run("qwen2.5-72b", "a100-80gb", 8, 64, 2048, space=Space(offload=["none"], zero=[0, 1, 2])).plans == []
-    lora = run("qwen2.5-72b", "a100-80gb", 8, 64, 2048, space=Space(offload=["none"], zero=[3], lora_rank=16))
+    assert run("qwen2.5-72b", "a100-80gb", 8, 64, 2048, space=space_of(offload=["none"], zero=[0, 1, 2])).plans == []
+    lora = run("qwen2.5-72b", "a100-80gb", 8, 64, 2048, space=space_of(offload=["none"], zero=[3], lora_rank=16))
     assert lora.plans
 
 
@@ -69,18 +77,18 @@ def test_global_batch_not_divisible_names_nearest():
 
 def test_bf16_on_a_v100_is_bad_input_not_nothing_fits():
     with pytest.raises(BadInput, match="--precision bf16: v100-32gb has no bf16 support; use fp16 or fp32"):
-        run("qwen2.5-0.5b", "v100-32gb", 1, 8, 512, space=Space(precision=["bf16"], zero=[0]))
+        run("qwen2.5-0.5b", "v100-32gb", 1, 8, 512, space=space_of(precision=["bf16"], zero=[0]))
     assert run("qwen2.5-0.5b", "v100-32gb", 1, 8, 512).plans[0].precision == "fp16"
 
 
 def test_host_ram_limits_offload():
     hw = hardware.resolve("a100-80gb", 8, 1, host_ram_gib=64)
     r = search(catalog.load_model("llama-2-70b"), hw, Goal(global_batch=8, seq_len=1024),
-               Space(zero=[3], offload=["optimizer+params"]))
+               space_of(zero=[3], offload=["optimizer+params"]))
     assert r.plans == [] and "host RAM per node" in r.rejected[0].reason
 
 
 def test_checkpointing_lets_larger_micro_batches_fit():
-    r = run("llama-3.1-8b", "a100-80gb", 8, 256, 4096, space=Space(zero=[3], offload=["none"]))
+    r = run("llama-3.1-8b", "a100-80gb", 8, 256, 4096, space=space_of(zero=[3], offload=["none"]))
     best_mb = {c: max(p.micro_batch for p in r.plans if p.checkpointing == c) for c in ("off", "full")}
     assert best_mb["full"] > best_mb["off"]

@@ -23,7 +23,7 @@ def test_suggest_json_contract():
         assert set(p["launch"]) == {"hf_args", "deepspeed_config", "command", "note", "accelerate_config",
                                     "peft_config", "quantization_config"}
         assert p["launch"]["peft_config"] is None and p["launch"]["quantization_config"] is None    # LoRA / QLoRA only
-        assert (p["launch"]["accelerate_config"] is None) == (p["fsdp"] is None)     # FSDP plans only
+        assert (p["launch"]["accelerate_config"] is None) == (p["fsdp"] == "off")     # FSDP plans only
         assert p["token_batches"] is None       # set by a token budget only
         # a note exactly when HF's Trainer cannot run the plan, whose command is then the bundled trainer's
         assert (p["launch"]["note"] is None) == (not export.bundled_only(Plan.model_validate(p)))
@@ -39,7 +39,7 @@ def test_suggest_table_and_nothing_fits_exit_3():
                 "--loss", "standard", "--json")
     out = json.loads(r.stdout)
     assert r.returncode == 3 and out["plans"] == [] and len(out["rejected"]) == 12     # 8 ZeRO/DDP, 4 FSDP families
-    assert sum(p["fsdp"] is not None for p in out["rejected"]) == 4
+    assert sum(p["fsdp"] != "off" for p in out["rejected"]) == 4
 
 
 @pytest.mark.parametrize("args,needle", [

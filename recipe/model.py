@@ -1,0 +1,76 @@
+"""The plan's model, built once for the probes and the bundled trainer (one builder, so what a probe measures is
+what `planner train` holds): the weights' dtype by the planner's rule, the family's model class, the attention
+implementation, the LoRA adapters, the QLoRA base and the checkpointing. What only one of them needs comes in as
+an argument: the trainer's local weights, the probes' recomputation context and their 4-bit stand-ins."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from recipe import HALF, hf_config, lora_config
+from recipe import knobs as recipe_knobs
+
+
+def deepspeed_managed(knobs) -> bool:
+    """DeepSpeed runs the step (ZeRO stages 1-3): it casts the module to half under fp16/bf16."""
+    return knobs.zero_stage >= 1
+
+
+def amp(knobs) -> bool:
+    """torch AMP: fp32 weights, autocast to half (HF --bf16/--fp16 without DeepSpeed)."""
+    return knobs.precision in ("fp16", "bf16") and not deepspeed_managed(knobs)
+
+
+def weight_dtype(knobs) -> torch.dtype:
+    """The dtype the model is built in (planner.memory: frozen_weight_bytes_per_param,
+    trainable_weight_bytes_per_param): fp32 for fp32 runs and torch AMP full fine-tuning; half under DeepSpeed's
+    mixed precision, bf16-pure, and for a LoRA/QLoRA base. LoRA adapters are fp32 whatever this is (PEFT's
+    autocast_adapter_dtype upcasts them on a half base)."""
+    half = HALF.get(knobs.precision)
+    if half is None or (amp(knobs) and not knobs.lora_rank):
+        return torch.float32
+    return half
+
+
+def build_model(config: dict, knobs, *, layers: int | None = None, weights: Path | None = None,
+                device_type: str = "cpu", recompute=None, quant_standin: bool = False) -> torch.nn.Module:
+    """The plan's model in train mode, on the current default device (the meta device: the sim's build).
+
+    `config`: the model's config.json dict; `layers`: fewer decoder layers; `weights`: a local HF folder whose
+    weights are loaded (else a random init under torch's current seed); `device_type`: where it will run, which
+    picks the attention kernel; `recompute`: the probes' recomputation context (checkpoint's context_fn);
+    `quant_standin`: QLoRA's 4-bit base as recipe.knobs.Linear4bitStandIn instead of bitsandbytes (always on the
+    meta device, where bitsandbytes cannot quantize)."""
+    import transformers
+
+    cfg = hf_config(config, layers)
+    auto = (transformers.AutoModelForImageTextToText if cfg.get_text_config() is not cfg
+            else transformers.AutoModelForCausalLM)
+    kw = {"dtype": weight_dtype(knobs)}
+    impl = recipe_knobs.attn_implementation(knobs, device_type)
+    if impl:
+        kw["attn_implementation"] = impl
+    if weights is None:
+        model = auto.from_config(cfg, **kw)
+    else:
+        model = auto.from_pretrained(weights, config=cfg, local_files_only=True, **kw)
+    model.config.use_cache = False
+    if knobs.lora_rank:
+        model = _adapters(model, knobs, quant_standin)
+    recipe_knobs.apply_checkpointing(model, knobs, recompute)
+    model.train()
+    return model
+
+
+def _adapters(model, knobs, quant_standin: bool):
+    """PEFT's LoRA adapters (fp32), input gradients under checkpointing (as HF's Trainer and TRL turn them on for a
+    PEFT model), then --quant's 4-bit base."""
+    from peft import get_peft_model
+
+    model = get_peft_model(model, lora_config(knobs))
+    if knobs.checkpointing not in ("off", "offload"):
+        model.enable_input_require_grads()
+    meta = next(model.parameters()).device.type == "meta"
+    recipe_knobs.quantize_base(model, knobs, fake=meta or quant_standin)
+    return model
