@@ -37,13 +37,17 @@ def bundled_only(plan: Plan) -> list[str]:
 
 
 def hf_note(plan: Plan) -> str | None:
-    """Launch.note for a plan HF cannot run as planned."""
-    missing = bundled_only(plan)
-    if not missing:
-        return None
-    return (f"HF's Trainer has no {', '.join(missing)}: the command runs the bundled trainer (planner train). "
-            "hf_args is the nearest HF run (full checkpointing for a lighter policy, the fused Liger loss for the "
-            "chunked one), which needs no more memory; it is not this plan's speed")
+    """Launch.note for a plan HF cannot run as planned, or runs only with a step in the user's script."""
+    notes, missing = [], bundled_only(plan)
+    if missing:
+        notes.append(f"HF's Trainer has no {', '.join(missing)}: the command runs the bundled trainer (planner "
+                     "train). hf_args is the nearest HF run (full checkpointing for a lighter policy, the fused Liger "
+                     "loss for the chunked one), which needs no more memory; it is not this plan's speed")
+    if plan.frozen != "none":
+        notes.append(f"HF's Trainer freezes no module itself: set requires_grad False on the {plan.frozen} modules "
+                     "in your script before the Trainer is built (planner train does), or the plan's memory does not "
+                     "hold")
+    return ". ".join(notes) or None
 
 
 def hf_args(plan: Plan, model: ModelSpec | None = None) -> dict:
@@ -238,6 +242,8 @@ def bundled_command(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int) ->
          "--attention", plan.attention, "--batching", plan.batching, "--data", "DATA.jsonl"]
     if plan.optimizer_in_backward:
         a.append("--optimizer-in-backward")
+    if plan.frozen != "none":
+        a += ["--frozen", plan.frozen]
     if plan.lora_rank:
         a += ["--quant", plan.quant, "--lora-targets", plan.lora_targets, "--lora-dropout", f"{plan.lora_dropout:g}"]
         a += ["--lora-train-embeddings"] if plan.lora_train_embeddings else []

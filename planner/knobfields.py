@@ -32,6 +32,7 @@ Loss = Literal["standard", "chunked", "fused"]
 Attention = Literal["sdpa", "flash", "eager"]
 Batching = Literal["padded", "packed"]
 Quant = Literal["none", "nf4", "fp4"]
+Frozen = Literal["none", "vision", "vision+projector"]
 
 MAX_LORA_RANK = 4096
 MAX_EXPERT_PARALLEL = 1024
@@ -74,6 +75,10 @@ class KnobFields(BaseModel):
     workload: Workload = Field(default_factory=Workload, description=(
         "sft (default), or TRL's dpo / grpo with their inputs (GRPOConfig / DPOConfig names); the global batch "
         "counts completions (grpo) or pairs (dpo)"))
+    frozen: Frozen = Field(default="none", description=(
+        "VLM full fine-tuning: modules kept frozen (no gradients or optimizer states): the vision tower, or the tower "
+        "and its projector (LLaMA-Factory's freeze_vision_tower / freeze_multi_modal_projector, ms-swift's "
+        "freeze_vit / freeze_aligner)"))
     expert_parallel: int = Field(default=1, ge=1, le=MAX_EXPERT_PARALLEL, description=(
         "MoE models: experts split over this many ranks with all-to-all dispatch (transformers' FSDP2 + "
         "DistributedConfig ep_size); divides the experts and the world size"))

@@ -20,12 +20,15 @@ class Layout:
     nodes: int = 1
     experts: int | None = None      # the model's routed experts; None: a dense model
     model_name: str = "the model"
+    vision: bool = True             # the model has a vision tower (unknown model: not refused here)
 
     @classmethod
     def of(cls, hw, model=None) -> Layout:
         """The layout of a planner.spec.Hardware and (optionally) a planner.modelspec.ModelSpec."""
-        moe = model.text.moe if model is not None else None
-        return cls(hw.gpus_per_node, hw.nodes, moe.experts if moe else None, model.name if model else "the model")
+        if model is None:
+            return cls(hw.gpus_per_node, hw.nodes)
+        moe = model.text.moe
+        return cls(hw.gpus_per_node, hw.nodes, moe.experts if moe else None, model.name, model.vision is not None)
 
     @property
     def world_size(self) -> int:
@@ -38,6 +41,8 @@ class Layout:
                             "more (on one node, use --fsdp full)", "fsdp")
         if k.optimizer_in_backward and self.world_size > 1:
             return BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
+        if k.frozen != "none" and not self.vision:
+            return BadInput(f"--frozen {k.frozen}: {self.model_name} has no vision tower", "frozen")
         return self.expert_error(k.expert_parallel)
 
     def expert_error(self, n: int) -> BadInput | None:

@@ -69,9 +69,10 @@ class Setup:
 
 
 def trainable_params(s: Setup) -> int:
-    """Full fine-tuning: every parameter; LoRA: the adapters on --lora-targets and any trained embedding copies."""
+    """Full fine-tuning: every parameter but the modules --frozen keeps frozen (a VLM's tower, its projector); LoRA:
+    the adapters on --lora-targets and any trained embedding copies."""
     if not s.lora:
-        return s.model.params
+        return s.model.params - s.model.frozen_params(s.knobs.frozen)
     return s.model.lora_params(s.knobs.lora_rank, s.knobs.lora_targets) + lora.embedding_copy_params(s.model, s.knobs)
 
 
@@ -85,7 +86,8 @@ def embedding_copy_overcount_bytes(s: Setup, per_param_bytes: int) -> int:
 
 
 def frozen_params(s: Setup) -> int:
-    return s.model.params if s.lora else 0
+    """LoRA: the whole base; full fine-tuning: the modules --frozen keeps frozen."""
+    return s.model.params if s.lora else s.model.frozen_params(s.knobs.frozen)
 
 
 def activation_profile(k: Knobs) -> str:
@@ -106,7 +108,10 @@ def trainable_weight_bytes_per_param(k: Knobs) -> int:
 
 
 def frozen_weight_bytes_per_param(k: Knobs) -> int:
-    """A LoRA base model is loaded in half precision unless the run is fp32."""
+    """A LoRA base model is loaded in half precision unless the run is fp32; modules frozen in a full fine-tune
+    (--frozen) are in the model's own dtype (recipe/model.py weight_dtype): fp32 under torch AMP."""
+    if not k.lora_rank:
+        return trainable_weight_bytes_per_param(k)
     return 4 if k.precision == "fp32" else 2
 
 
@@ -299,7 +304,7 @@ def activations_bytes(s: Setup) -> int:
     if s.model.vision is not None:
         ckpt = "off" if s.knobs.checkpointing == "off" else "full"
         total += act.vision_activations_bytes(s.model.vision, s.micro_batch, s.image_tokens, p, ckpt,
-                                              trainable=not s.lora)
+                                              trainable=not s.lora and s.knobs.frozen == "none")
     return total
 
 

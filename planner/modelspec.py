@@ -81,6 +81,16 @@ class VisionSpec:
     heads: int
     gated_mlp: bool
     patches_per_token: int  # vision-encoder tokens per LLM image token (spatial merge / pixel shuffle)
+    # transformers' module names of the tower and of its projector (freezing them: Knobs.frozen); the tensors of
+    # roles "vision" and "projector" are exactly these modules' parameters
+    tower_modules: tuple[str, ...] = ()
+    projector_modules: tuple[str, ...] = ()
+
+    def frozen(self, parameter: str, frozen: str) -> bool:
+        """Whether `frozen` (Knobs.frozen: none, vision, vision+projector) freezes the parameter of this name."""
+        projector = any(p in parameter for p in self.projector_modules)
+        tower = not projector and any(p in parameter for p in self.tower_modules)
+        return frozen != "none" and (tower or (projector and frozen == "vision+projector"))
 
 
 @dataclass(frozen=True)
@@ -103,6 +113,11 @@ class ModelSpec:
         for t in self.tensors:
             out[t.role] = out.get(t.role, 0) + t.numel
         return out
+
+    def frozen_params(self, frozen: str) -> int:
+        """Parameters Knobs.frozen keeps frozen: the vision tower's (role vision), and its projector's."""
+        roles = {"none": (), "vision": ("vision",), "vision+projector": ("vision", "projector")}[frozen]
+        return sum(n for role, n in self.params_by_role().items() if role in roles)
 
     def lora_params(self, rank: int, targets: str = "all-linear") -> int:
         """Adapter parameters of LoRA on the targeted decoder linears: r x (d_in + d_out) per weight (Hu et al. 2021);
@@ -281,7 +296,7 @@ def _qwen_vl_vision(v: dict, text_hidden: int) -> tuple[VisionSpec, list[Tensors
     t += _linear("vision", iv, hv, 2 * depth, True) + _linear("vision", hv, iv, depth, True)
     t += [Tensors("projector", (hv,))] + _linear("projector", hv * m2, hv * m2, 1, True)
     t += _linear("projector", out, hv * m2, 1, True)
-    return VisionSpec(depth, hv, iv, _get(v, "num_heads"), True, m2), t
+    return VisionSpec(depth, hv, iv, _get(v, "num_heads"), True, m2, ("visual.",), ("visual.merger.",)), t
 
 
 def _internvl_vision(cfg: dict, v: dict, text_hidden: int) -> tuple[VisionSpec, list[Tensors]]:
@@ -305,7 +320,8 @@ def _internvl_vision(cfg: dict, v: dict, text_hidden: int) -> tuple[VisionSpec, 
     shuffle = round(1 / _number(cfg, "downsample_ratio", 0.5, low=1e-3, high=1.0) ** 2)
     t += [Tensors("projector", (hv * shuffle,), 2)] + _linear("projector", text_hidden, hv * shuffle, 1, True)
     t += _linear("projector", text_hidden, text_hidden, 1, True)
-    return VisionSpec(L, hv, iv, _get(v, "num_attention_heads"), False, shuffle), t
+    return VisionSpec(L, hv, iv, _get(v, "num_attention_heads"), False, shuffle, ("vision_tower.",),
+                      ("multi_modal_projector.",)), t
 
 
 def _refuse_experts(cfg: dict, mt: str) -> None:

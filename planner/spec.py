@@ -148,6 +148,9 @@ class Knobs(KnobFields):
         return self
 
     def _lora_rules(self) -> None:
+        if self.frozen != "none" and self.lora_rank:
+            raise BadInput(f"--frozen {self.frozen} is for full fine-tuning: LoRA (--lora-rank {self.lora_rank}) "
+                           "already freezes every base weight", "frozen")
         if self.lora_rank == 0:
             for field, default in (("quant", "none"), ("lora_targets", "all-linear"), ("lora_train_embeddings", False),
                                    ("lora_dropout", 0.0)):
@@ -351,7 +354,8 @@ class Plan(KnobFields, _Split):
                  self.workload.kind.upper() if self.workload.rl else "",
                  f"steps_per_generation {self.workload.steps_per_generation}"
                  if self.workload.steps_per_generation else "",
-                 f"expert parallel {self.expert_parallel}" if self.expert_parallel > 1 else ""]
+                 f"expert parallel {self.expert_parallel}" if self.expert_parallel > 1 else "",
+                 f"frozen {self.frozen}" if self.frozen != "none" else ""]
         return ", ".join(p for p in parts if p) or "-"
 
     @property

@@ -162,12 +162,12 @@ def vision_terms(case: Case) -> dict[str, int]:
     k = case.knobs
     out["activations"] = vision_activations_bytes(spec.vision, case.micro_batch, case.image_tokens,
                                                   memory.activation_profile(k), k.checkpointing,
-                                                  trainable=not k.lora_rank)
+                                                  trainable=not k.lora_rank and k.frozen == "none")
     if memory.activation_profile(k) == "amp" and k.checkpointing == "off":
         out["autocast"] = 2 * sum(t.numel for t in spec.tensors if t.role in ("vision", "projector") and len(t.shape) == 2)
     if k.lora_rank == 0 and k.zero_stage == 0:
         roles = spec.params_by_role()
-        n = roles.get("vision", 0) + roles.get("projector", 0)
+        n = roles.get("vision", 0) + roles.get("projector", 0) - spec.frozen_params(k.frozen)    # --frozen: none
         w = memory.trainable_weight_bytes_per_param(k)
         out["grads"] = n * memory.grad_bytes_per_param(k)
         out["optimizer"] = int(n * memory.optimizer_state_bytes_per_param(k.optimizer, w))

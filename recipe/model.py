@@ -56,11 +56,25 @@ def build_model(config: dict, knobs, *, layers: int | None = None, weights: Path
     else:
         model = auto.from_pretrained(weights, config=cfg, local_files_only=True, **kw)
     model.config.use_cache = False
+    _freeze(model, config, knobs)
     if knobs.lora_rank:
         model = _adapters(model, knobs, quant_standin)
     recipe_knobs.apply_checkpointing(model, knobs, recompute)
     model.train()
     return model
+
+
+def _freeze(model, config: dict, knobs) -> None:
+    """--frozen: the vision tower (and its projector) without gradients, by the module names the planner's model
+    reader names (planner.modelspec.VisionSpec.frozen)."""
+    if knobs.frozen == "none":
+        return
+    from planner.modelspec import from_config
+
+    vision = from_config(config, "model").vision
+    for name, p in model.named_parameters():
+        if vision.frozen(name, knobs.frozen):
+            p.requires_grad_(False)
 
 
 def _adapters(model, knobs, quant_standin: bool):

@@ -1,0 +1,48 @@
+"""--frozen (a VLM's vision tower, and its projector, frozen in full fine-tuning; issue 29's knob acceptance): the
+planner's trainable and frozen counts against the real transformers model the one builder (recipe/model.py) makes
+for the probes and the trainer, and the frozen modules' bytes in the model's dtype."""
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+from planner import catalog
+from planner.memory import Setup, frozen_params, frozen_weight_bytes_per_param, params_bytes, trainable_params
+from planner.modelspec import from_config
+from planner.spec import Knobs
+from recipe.model import build_model
+
+
+def _vlm(name: str) -> dict:
+    cfg = catalog.model_config(name)
+    if "text_config" in cfg:
+        return {**cfg, "text_config": {**cfg["text_config"], "num_hidden_layers": 2}}
+    return {**cfg, "num_hidden_layers": 2}
+
+
+@pytest.mark.parametrize("frozen", ["none", "vision", "vision+projector"])
+@pytest.mark.parametrize("name", ["qwen2.5-vl-3b", "internvl2.5-8b"])
+def test_the_planners_frozen_split_is_the_real_models(name, frozen):
+    cfg = _vlm(name)
+    knobs = Knobs(precision="bf16", frozen=frozen)        # torch AMP: the whole model in fp32, frozen modules too
+    s = Setup(from_config(cfg, name), knobs, 1, 1, 64)
+    with torch.device("meta"):
+        model = build_model(cfg, knobs)
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    frozen_n = sum(p.numel() for p in model.parameters() if not p.requires_grad)
+    assert (trainable, frozen_n) == (trainable_params(s), frozen_params(s))
+    held = sum(p.numel() * p.element_size() for p in model.parameters())
+    assert held == params_bytes(s) and frozen_weight_bytes_per_param(knobs) == 4
+    if frozen != "none":
+        assert frozen_n > 0 and all("language_model" not in n for n, p in model.named_parameters()
+                                    if not p.requires_grad)
+
+
+def test_frozen_needs_a_vision_tower_and_full_fine_tuning():
+    from planner import advise
+    from planner.errors import BadInput
+
+    base = {"model": "llama-3.2-1b", "gpu": "h100", "micro_batch": 1, "seq_len": 256, "frozen": "vision"}
+    with pytest.raises(BadInput, match="has no vision tower"):
+        advise.check(advise.parse(advise.CheckRequest, base))
+    with pytest.raises(BadInput, match="already freezes every base weight"):
+        advise.check(advise.parse(advise.CheckRequest, {**base, "model": "qwen2.5-vl-3b", "lora_rank": 16}))
