@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from planner import advise, catalog
 from planner.errors import BadInput
 from tests.planner.cli.helpers import planner
+from tests.planner.strategies import knob_fields
 
 # per request kind: 2,000 suggest and 2,000 check requests (issue 29, the full tier); `make test-fast` sets fewer
 EXAMPLES = int(os.environ.get("MEMPLAN_TEST_EXAMPLES", "2000"))
@@ -61,9 +62,7 @@ optional = {"gpus_per_node": mostly(st.sampled_from([None, 1, 2, 4, 8]), st.inte
             "nodes": mostly(st.sampled_from([1, 2, 4]), st.integers(-2, 5000)),
             "image_tokens": mostly(st.sampled_from([None, 0]), st.integers(-1, 4096)),
             "images": mostly(st.none(), st.integers(-1, 4)), "tokens_per_image": mostly(st.none(), st.integers(-1, 512)),
-            "optimizer": mostly(st.sampled_from(["adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit"]),
-                                st.just("lion")),
-            "lora_rank": mostly(st.integers(0, 64)), "margin": mostly(st.floats(0, 0.5), fraction),
+            "margin": mostly(st.floats(0, 0.5), fraction),
             "inter_node_gbps": mostly(st.floats(1, 400)), "host_ram_gb": mostly(st.floats(1, 1024)),
             "evidence": mostly(st.sampled_from(["analytic", "auto"]), st.sampled_from(["sim", "measured"]))}
 
@@ -73,22 +72,22 @@ def requests(required_fields: dict, optional_fields: dict):
     return st.fixed_dictionaries({**required, **required_fields}, optional={**optional, **optional_fields})
 
 
+# every knob, drawn from its declaration (tests/planner/strategies.py): a new knob is drawn with no edit here
+SUGGEST_KNOBS, CHECK_KNOBS = knob_fields(many=True), knob_fields(many=False)
 suggest_requests = requests(
     {"global_batch": mostly(st.integers(1, 64).map(lambda k: 32 * k), st.integers(-1, 1 << 25))},
-    {"top": mostly(st.integers(1, 12), st.integers(-1, 200)),
-     "precision": mostly(st.lists(st.sampled_from(["fp32", "fp16", "bf16", "bf16-pure"]), max_size=3),
-                         st.just(["fp8"])),
-     "checkpointing": mostly(st.lists(st.sampled_from(["off", "full"]), min_size=1, max_size=2), st.just([])),
-     "zero": mostly(st.lists(st.integers(0, 3), min_size=1, max_size=4), st.lists(st.integers(-1, 4), max_size=5)),
-     "offload": mostly(st.lists(st.sampled_from(["none", "optimizer", "optimizer+params"]), min_size=1, max_size=3),
-                       st.just(["disk"]))})
+    {"top": mostly(st.integers(1, 12), st.integers(-1, 200)), **SUGGEST_KNOBS})
 check_requests = requests(
     {"micro_batch": mostly(st.integers(1, 64), st.integers(-1, 1 << 20))},
-    {"grad_accum": mostly(st.integers(1, 64), st.integers(-1, 1 << 20)),
-     "precision": mostly(st.sampled_from([None, "fp32", "fp16", "bf16", "bf16-pure"]), st.just("fp8")),
-     "checkpointing": mostly(st.sampled_from(["off", "full"]), st.just("some")),
-     "zero": mostly(st.integers(0, 3), st.integers(-1, 4)),
-     "offload": mostly(st.sampled_from(["none", "optimizer", "optimizer+params"]), st.just("disk"))})
+    {"grad_accum": mostly(st.integers(1, 64), st.integers(-1, 1 << 20)), **CHECK_KNOBS})
+
+
+def test_the_strategies_cover_every_knob():
+    """The guard's property-test half (tests/planner/test_knobfields.py): every knob of the declaration is drawn,
+    by its request name, in both request kinds."""
+    from planner.knobfields import KNOBS, name_of
+
+    assert {name_of(k) for k in KNOBS} <= set(SUGGEST_KNOBS) & set(CHECK_KNOBS)
 
 
 def _answer(cls, call, data: dict) -> str:
@@ -148,7 +147,11 @@ def _flags(data: dict, tmp_path) -> list[str]:
             value = str(path)
         if value is None or value is False:
             continue
-        flag = "--" + ("zero" if key == "zero" else key.replace("_", "-"))
+        if key == "workload" and isinstance(value, dict):       # --workload KIND and its inputs' own flags
+            out += _flags({"workload": value.get("kind", "sft"), **{k: v for k, v in value.items() if k != "kind"}},
+                          tmp_path)
+            continue
+        flag = "--" + key.replace("_", "-")
         if value is True:
             out.append(flag)
             continue
