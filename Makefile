@@ -36,6 +36,12 @@ run: $(INSTALLED)
 test: setup-dev
 	$(BIN)/python -m pytest tests
 
+# The edit loop (under 8 minutes on 2 cores): the tests not marked slow (tests/conftest.py SLOW, each 5 s or more),
+# 100 hypothesis requests a kind instead of 2,000 and 3 chaos rounds instead of 20. `make test` runs everything.
+.PHONY: test-fast
+test-fast: setup-dev
+	MEMPLAN_TEST_EXAMPLES=100 MEMPLAN_CHAOS_ROUNDS=3 $(BIN)/python -m pytest -m "not slow" tests
+
 bench: setup
 	$(BIN)/python benchmarks/plan_latency.py --out benchmarks/results/plan_latency.json
 	$(BIN)/python benchmarks/cli_latency.py --out benchmarks/results/cli_latency.json

@@ -38,14 +38,23 @@ def test_peak_allocated_is_within_3_percent_of_max_memory_allocated_on_the_small
 
 def test_no_measured_peak_is_more_than_3_percent_over_its_prediction(rep):
     """Every row, the large models' included (accuracy-large: 12 of its 23 rows run on 2026-11-22 ran): the planner
-    never predicts less than 97% of what was allocated (the
-    largest shortfall is GPT-2 medium's 2.98%). It over-predicts the larger models, up to 35% (Gemma-2-2B
-    in pure bf16 without checkpointing, 46.4 GiB measured, 71.6 predicted; Qwen2.5-VL-3B 14%): conservative,
-    and a finding this test keeps in view (its rows are the table in docs/gpu-results.md)."""
+    never predicts less than 97% of what was allocated (the largest shortfall is GPT-2 medium's 2.98%), and the
+    median row is within 1%."""
     a = rep["accuracy"]
     assert a["rows"] == 36
     assert max(t[-1] for t in a["table"]) <= 0.03, max(a["table"], key=lambda t: t[-1])
-    assert a["median_abs_error"] <= 0.01 and a["max_abs_error"] > 0.3     # the finding, until the model is fixed
+    assert a["median_abs_error"] <= 0.01
+
+
+@pytest.mark.xfail(strict=True, reason="the planner over-predicts the larger models, up to 35% (Gemma-2-2B in pure "
+                                       "bf16 without checkpointing: 46.4 GiB measured, 71.6 predicted; Qwen2.5-VL-3B "
+                                       "14%); conservative, the table in docs/gpu-results.md")
+def test_the_measured_peaks_meet_the_kits_3_percent_p95_target(rep):
+    """The kit's target (docs/gpu-results.md): allocated within 3% of the prediction at the 95th percentile, over
+    every row the H100 ran, the large models' included."""
+    a = rep["accuracy"]
+    worst = sorted(a["table"], key=lambda t: -abs(t[-1]))[:3]
+    assert a["p95_abs_error"] <= 0.03, worst
 
 
 def test_no_plan_declared_fitting_ran_out_of_memory(rep):

@@ -105,8 +105,34 @@ def test_the_efficiency_fit_recovers_its_curve():
     assert gpu_apply.fit_efficiency(points[:1]) == (None, None)
 
 
-def test_the_parts_fit_a_short_gpu_window():
-    """Issue 14: every part under 8 minutes (its budget) and all of them under 25 minutes on one H100."""
+GPU_RESULTS = ROOT / "benchmarks" / "results" / "gpu"      # the kit's run on one H100, 2026-11-22
+
+
+def _measured_rows(name: str) -> list[dict]:
+    return json.loads((GPU_RESULTS / f"{name}.json").read_text())["rows"]
+
+
+@pytest.mark.xfail(strict=True, reason="a capacity ladder row took 80.7 s on the H100: 450 s of budget plus it is "
+                                       "531 s, past 8 minutes (DEFAULT_BUDGET_S at most 399 s would hold)")
+def test_one_call_of_a_part_ends_inside_8_minutes_at_the_measured_row_times():
+    """Issue 14: a part checks its budget before each row, so one call lasts at most the default --budget-s
+    plus its slowest row; with the slowest row the H100 measured, that is inside the 8 minutes a GPU
+    window allows a command."""
+    slowest = max(r["seconds"] for name in gpu_suite.PARTS for r in _measured_rows(name))
+    assert gpu_suite.DEFAULT_BUDGET_S + slowest < 8 * 60, (gpu_suite.DEFAULT_BUDGET_S, slowest)
+
+
+@pytest.mark.xfail(strict=True, reason="EXPECTED_MINUTES are the estimates made before the first GPU run (20 min in "
+                                       "all); measured on the H100 the kit is about 35 min (docs/gpu-results.md)")
+def test_the_expected_minutes_are_the_measured_ones():
+    """Each part's printed estimate within 25% of its measured minutes: the mean seconds of its committed rows
+    times the rows it has today."""
     assert set(gpu_suite.EXPECTED_MINUTES) == set(gpu_suite.PARTS)
-    assert sum(gpu_suite.EXPECTED_MINUTES.values()) < 25 and max(gpu_suite.EXPECTED_MINUTES.values()) < 8
-    assert gpu_suite.DEFAULT_BUDGET_S < 8 * 60                # the default --budget-s stops a part inside 8 min
+    ctx = {"rehearse": False, "gpu_kind": "h100-80gb", "capacity_bytes": 80 * 2**30}
+    measured = {}
+    for name, (rows_fn, _) in gpu_suite.PARTS.items():
+        seconds = [r["seconds"] for r in _measured_rows(name)]
+        measured[name] = round(sum(seconds) / len(seconds) * len(rows_fn(ctx)) / 60, 1)
+    off = {n: (gpu_suite.EXPECTED_MINUTES[n], m) for n, m in measured.items()
+           if abs(gpu_suite.EXPECTED_MINUTES[n] / m - 1) > 0.25}
+    assert not off, f"part: (expected, measured) minutes {off}"

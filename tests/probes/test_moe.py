@@ -24,7 +24,7 @@ TOLERANCE = 0.03
 # plan's imbalance (probes.routing), the real step routes as its router says.
 @pytest.mark.parametrize("precision,ckpt,micro,seq,vocab,dispatch", [("fp32", "off", 2, 512, None, "grouped_mm"),
                                                                     ("fp32", "full", 4, 1024, 256, "grouped_mm"),
-                                                                    ("fp32", "off", 2, 512, None, "eager")])
+                                                                    ("fp32", "full", 4, 1024, 256, "eager")])
 def test_analytic_sim_and_real_cpu_steps_agree_on_the_tiny_moe(precision, ckpt, micro, seq, vocab, dispatch):
     cfg = catalog.model_config("debug-moe")
     cfg.update({"vocab_size": vocab} if vocab else {})

@@ -13,15 +13,15 @@ REL_TOL = 1e-5      # issue 4: aim 1e-5 relative
 def test_splits_of_one_global_batch_give_the_same_losses(tmp_path):
     runs = {"1 rank, micro 4, accum 1": (1, {"micro_batch": 4, "grad_accum": 1}),
             "1 rank, micro 1, accum 4": (1, {"micro_batch": 1, "grad_accum": 4}),
+            "2 ranks, micro 2, accum 1": (2, {"micro_batch": 2, "grad_accum": 1}),
             "2 ranks, micro 1, accum 2": (2, {"micro_batch": 1, "grad_accum": 2})}
     pytest.importorskip("deepspeed")
-    # (2 ranks without accumulation: the DeepSpeed split below; FSDP2 full, 2 ranks, micro 1 x accum 2: on a tiny MoE,
-    # tests/trainer/test_moe_train.py)
     runs["DeepSpeed ZeRO-2, 2 ranks, micro 2, accum 1"] = (2, {"micro_batch": 2, "grad_accum": 1, "zero_stage": 2,
                                                                    "deepspeed_config": {"zero_optimization": {"stage": 2}, "gradient_clipping": 1.0}})
     ds2 = {"zero_optimization": {"stage": 2}, "gradient_clipping": 1.0}
     runs["1 rank, token budget 130"] = (1, {"micro_batch": 4, "grad_accum": 1, "max_tokens_per_micro_batch": 130})
     runs["2 ranks, token budget 60"] = (2, {"micro_batch": 2, "grad_accum": 1, "max_tokens_per_micro_batch": 60})
+    runs["FSDP2 full, 2 ranks, micro 1, accum 2"] = (2, {"micro_batch": 1, "grad_accum": 2, "fsdp": "full"})
     runs["FSDP2 grad-op, 2 ranks, micro 2, accum 1"] = (2, {"micro_batch": 2, "grad_accum": 1, "fsdp": "grad-op"})
     runs["DeepSpeed ZeRO-2, 2 ranks, token budget 72"] = (2, {"micro_batch": 1, "grad_accum": 2, "zero_stage": 2,
                                                                "max_tokens_per_micro_batch": 72,

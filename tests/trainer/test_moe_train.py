@@ -9,7 +9,7 @@ pytest.importorskip("transformers")
 from planner.catalog import load_model
 from tests.trainer.helpers import launch, rows
 
-STEPS = 5
+STEPS = 6
 REL_TOL = 1e-5      # issue 18: equivalence across splits to 1e-5, router aux loss included
 
 
@@ -24,6 +24,7 @@ def test_moe_splits_give_the_same_losses_and_aux_loss(tmp_path):
     pytest.importorskip("deepspeed")
     model = moe_config(tmp_path, 0.5)      # a coefficient large enough to move the token losses
     runs = {"1 rank, micro 4, accum 1": (1, {"micro_batch": 4, "grad_accum": 1}),
+            "1 rank, micro 1, accum 4": (1, {"micro_batch": 1, "grad_accum": 4}),
             "2 ranks, micro 1, accum 2": (2, {"micro_batch": 1, "grad_accum": 2}),
             "DeepSpeed ZeRO-2, 2 ranks, micro 2, accum 1": (2, {"micro_batch": 2, "grad_accum": 1, "zero_stage": 2,
                                                                "deepspeed_config": {"zero_optimization": {"stage": 2},
