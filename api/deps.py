@@ -9,7 +9,7 @@ from fastapi import Depends, HTTPException, Request
 
 from api.settings import Settings, get_settings
 from planner.errors import BadInput, UnknownName
-from planner.modelspec import ModelSpec
+from planner.model.modelspec import ModelSpec
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
@@ -75,8 +75,8 @@ def scanner(settings: Settings):
 def resolve_model(ref: str | dict, settings: Settings) -> ModelSpec:
     """A catalog name; a config.json object posted in the body; or a path inside one of the
     configured model directories (after resolving links, never `..`). Nothing else is read."""
-    from planner import catalog
     from planner.advise import default_resolver
+    from planner.model import catalog
 
     if isinstance(ref, dict):
         try:

@@ -33,7 +33,7 @@ def fields() -> tuple[dict[str, str], dict[str, str]]:
                 if KIND in sub.model_fields:
                     nested[name.replace("_", "-")] = f"{name}.{KIND}"
             else:
-                shown = info.alias or name      # the JSON name (zero for zero_stage: planner.knobfields.ALIASES)
+                shown = info.alias or name      # the JSON name (zero for zero_stage: planner.config.knobfields.ALIASES)
                 top[shown.replace("_", "-")] = shown
     return top, nested
 

@@ -44,7 +44,7 @@ _COLUMNS = "id, status, outcome, model, backend, device, request, record_id, cre
 
 def device_slots() -> list[str]:
     """One slot per local NVIDIA GPU (NVML; in the GPU catalog or not), else one CPU slot."""
-    from planner.hardware import local_gpu_count
+    from planner.model.hardware import local_gpu_count
 
     return [f"cuda:{i}" for i in range(local_gpu_count())] or ["cpu"]
 
@@ -179,7 +179,7 @@ class JobQueue(SlotWorkers):
 
     def _jobs(self, rows: list[tuple]) -> list[Job]:
         """Jobs from table rows, each with its probe record when done (one store opened per call)."""
-        from planner.store import Store
+        from planner.evidence.store import Store
 
         with self.dblock:
             store = Store(self.store_path) if any(r[7] is not None for r in rows) else None

@@ -29,7 +29,7 @@ from planner.errors import BadInput, UnknownName
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
-    from planner.store import default_path
+    from planner.evidence.store import default_path
 
     store = settings.store or default_path()
     queue = JobQueue(store, store, settings.probe_timeout_s)

@@ -89,8 +89,8 @@ class SlotWorkers:
                 self._stop.wait(1)
 
     def _run(self, slot: str, jid: str, spec: dict) -> None:
-        from planner.spec import Knobs
-        from planner.store import Shapes
+        from planner.config.spec import Knobs
+        from planner.evidence.store import Shapes
         from probes.run import run_isolated
 
         r = spec["request"]
@@ -117,8 +117,8 @@ class SlotWorkers:
     def _adopt(self, jid: str, spec_json: str, pgid: int | None, folder: str | None, deadline: float | None) -> None:
         """A job the dead holder of this slot left running: wait for its probe (still ours if its process
         group runs probes.run on this job's folder), to its deadline, then finish the job with what it left."""
-        from planner.spec import Knobs
-        from planner.store import Shapes
+        from planner.config.spec import Knobs
+        from planner.evidence.store import Shapes
         from probes.run import kill_group, outcome
 
         spec = json.loads(spec_json)
@@ -178,7 +178,7 @@ class SlotWorkers:
         shutil.rmtree(folder, ignore_errors=True)
 
     def _store_if_running(self, jid: str, rec) -> bool:
-        from planner.store import Store
+        from planner.evidence.store import Store
 
         with self.dblock:
             return self._store_locked(jid, rec, Store(self.store_path))

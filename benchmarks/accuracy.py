@@ -128,7 +128,7 @@ MOE_LORA_GRID = [(a, "bf16-pure", {"checkpointing": c, **kw}, mb, s)
 
 
 def config(arch: str) -> dict:
-    from planner.catalog import model_config
+    from planner.model.catalog import model_config
 
     if arch.endswith("-eager"):
         return {**config(arch.removesuffix("-eager")), "experts_implementation": "eager"}
@@ -151,9 +151,10 @@ def main() -> None:
     args = ap.parse_args()
     if args.rl:
         return rl_main(args.out)
-    from planner.memory import Setup, breakdown
-    from planner.modelspec import from_config
-    from planner.spec import Knobs
+    from planner.config.spec import Knobs
+    from planner.estimate.memory import breakdown
+    from planner.estimate.setup import Setup
+    from planner.model.modelspec import from_config
     from probes.cpu import measure
     from probes.sim import simulate
     from probes.step import Case

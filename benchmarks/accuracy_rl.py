@@ -29,12 +29,12 @@ RL_GRID = [     # (arch, precision, workload fields, micro-batch, accumulation)
 
 def rows(config) -> list[dict]:
     """One row per (grid entry, phase); `config(arch)` gives the HF config dict."""
-    from planner.export import trl_args
-    from planner.memory import Setup
-    from planner.modelspec import from_config
-    from planner.rl import breakdown
-    from planner.spec import Knobs
-    from planner.workload import Workload
+    from planner.config.spec import Knobs
+    from planner.config.workload import Workload
+    from planner.estimate.rl import breakdown
+    from planner.estimate.setup import Setup
+    from planner.export.export import trl_args
+    from planner.model.modelspec import from_config
     from probes import rl as real
     from probes import rl_sim
     from probes.step import Case

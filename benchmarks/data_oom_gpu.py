@@ -53,7 +53,7 @@ def check(a, data: str, budget: int | None = None, seq_len: int | None = None, m
 def train(a, data: str, seq_len: int, steps: int, budget: int | None, store: str) -> list[dict]:
     import torch
 
-    from planner.spec import Knobs
+    from planner.config.spec import Knobs
     from trainer.loop import RunConfig, Trainer
 
     knobs = Knobs.make(precision=a.precision, checkpointing="off", optimizer="adamw")
@@ -145,7 +145,7 @@ def main() -> None:
         return
     import torch
 
-    from planner.catalog import load_model
+    from planner.model.catalog import load_model
 
     tmp = tempfile.mkdtemp()
     a.store = os.path.join(tmp, "store.sqlite")

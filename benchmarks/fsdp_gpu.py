@@ -31,7 +31,7 @@ def predict(a, fsdp: str, precision: str, ckpt: str, width: int) -> int:
 
 def run_case(a, fsdp: str, precision: str, ckpt: str) -> dict:
 
-    from planner.spec import Knobs
+    from planner.config.spec import Knobs
     from trainer.loop import RunConfig, Trainer
 
     knobs = Knobs.make(precision=precision, checkpointing=ckpt, fsdp=fsdp)

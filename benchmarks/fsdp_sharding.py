@@ -1,6 +1,6 @@
 """Per-rank FSDP2 shards (torch fully_shard, every decoder layer and the root) on 2 and 4 CPU ranks (torchrun,
 gloo): parameters, gradients and optimizer states resident after each step, measured by probes.dist against
-the analytic terms of planner.memory / planner.fsdp (issue 15's target: within 1%).
+the analytic terms of planner.estimate.memory / planner.estimate.fsdp (issue 15's target: within 1%).
 
     python benchmarks/fsdp_sharding.py --out benchmarks/results/fsdp_sharding.json
 """
@@ -23,8 +23,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    from planner.catalog import model_config
-    from planner.spec import Knobs
+    from planner.config.spec import Knobs
+    from planner.model.catalog import model_config
     from probes.dist import compare_states
     from probes.step import Case
 

@@ -19,8 +19,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    from planner import advise, catalog
+    from planner import advise
     from planner.cli.common import probe_functions
+    from planner.model import catalog
 
     store = os.path.join(tempfile.mkdtemp(), "store.sqlite")
     rows, t0 = [], time.perf_counter()

@@ -1,4 +1,4 @@
-"""`gpu_suite.py --apply`: the suite's results as the GPU kind's calibration file (planner/calibration.py), which
+"""`gpu_suite.py --apply`: the suite's results as the GPU kind's calibration file (planner/estimate/calibration.py), which
 the planner then reads for its priors: context and workspaces, fragmentation, NCCL buffers, and the
 efficiency curve fitted to the measured MFU. A prior the results do not hold stays null (the constant)."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 import statistics
 from pathlib import Path
 
-from planner.calibration import Calibration, directory
+from planner.estimate.calibration import Calibration, directory
 
 
 def _load(out: Path, name: str) -> dict:

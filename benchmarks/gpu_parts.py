@@ -11,9 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from planner import catalog
-from planner.memory import Setup, breakdown
-from planner.spec import Knobs
+from planner.config.spec import Knobs
+from planner.estimate.memory import breakdown
+from planner.estimate.setup import Setup
+from planner.model import catalog
 
 HERE = Path(__file__).resolve().parent
 GIB = 2**30
@@ -40,7 +41,7 @@ def _case(model: str, precision: str, ckpt: str, micro: int, seq: int, rehearse:
 
 
 def probe(model, knobs, micro, seq, backend: str, env: dict | None = None):
-    from planner.store import Shapes
+    from planner.evidence.store import Shapes
     from probes.run import run_isolated
 
     return run_isolated(model.name, model.config, knobs, Shapes(micro_batch=micro, grad_accum=1, seq_len=seq),
@@ -57,7 +58,7 @@ def accuracy_rows(which: str, rehearse: bool) -> list[dict]:
 
 
 def accuracy_measure(row: dict, ctx: dict) -> dict:
-    from planner.store import Shapes
+    from planner.evidence.store import Shapes
     from probes.run import probe_in_process
 
     model, knobs, micro, seq = _case(row["model"], row["precision"], row["checkpointing"], row["micro_batch"],

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from gpu_parts import CAPACITIES_GIB, GIB, GOALS
 
-from planner import catalog, hardware
-from planner.search import Space, divisors, search
-from planner.spec import Goal, Knobs
-from planner.speed import flops_per_token, gpu_tflops
+from planner.config.requests import Space
+from planner.config.spec import Goal, Knobs
+from planner.estimate.speed import flops_per_token, gpu_tflops
+from planner.model import catalog, hardware
+from planner.search.search import divisors, search
 
 TINY_GOAL = ("debug-llama", 8, 128)
 LADDER_GIB = (24,)          # emulated cards whose largest running micro-batch is searched (and the real card)
@@ -100,7 +101,7 @@ def speed_rows(rehearse: bool, gpu_kind: str) -> list[dict]:
 
 
 def speed_measure(row: dict, ctx: dict) -> dict:
-    from planner.store import Shapes
+    from planner.evidence.store import Shapes
     from probes.run import run_isolated
 
     model, hw = catalog.load_model(row["model"]), hardware.resolve(ctx["gpu_kind"], 1, 1)
@@ -111,7 +112,7 @@ def speed_measure(row: dict, ctx: dict) -> dict:
         return {"status": rec.status, "tokens_per_s": None, "mfu": None}
     tokens = row["micro_batch"] * row["grad_accum"] * row["seq_len"]
     tps = tokens / rec.step_time_s
-    from planner.memory import Setup
+    from planner.estimate.setup import Setup
 
     s = Setup(model, _knobs(row), row["micro_batch"], row["grad_accum"], row["seq_len"], gpu=ctx["gpu_kind"])
     mfu = None if ctx["rehearse"] else tps * flops_per_token(s) / (gpu_tflops(hw, row["precision"]) * 1e12)

@@ -22,11 +22,12 @@ from pathlib import Path
 from gpu_parts import _case
 from gpu_plans import card
 
-from planner import catalog
-from planner.memory import Setup, breakdown
-from planner.search import make_plan
-from planner.spec import Goal, Knobs
-from planner.speed import step_time
+from planner.config.spec import Goal, Knobs
+from planner.estimate.memory import breakdown
+from planner.estimate.setup import Setup
+from planner.estimate.speed import step_time
+from planner.model import catalog
+from planner.search.search import make_plan
 
 GIB = 2**30
 

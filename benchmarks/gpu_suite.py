@@ -57,7 +57,7 @@ def context(rehearse: bool) -> dict:
                 "capacity_bytes": 80 * gpu_parts.GIB}
     if not torch.cuda.is_available():
         raise SystemExit("gpu_suite: no CUDA device (torch.cuda.is_available() is False); --rehearse runs on the CPU")
-    from planner.hardware import match_local
+    from planner.model.hardware import match_local
 
     name, total = torch.cuda.get_device_name(0), torch.cuda.get_device_properties(0).total_memory
     return {"rehearse": False, "backend": "cuda", "device": name, "gpu_kind": match_local(name, total).name,

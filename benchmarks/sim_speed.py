@@ -24,8 +24,8 @@ def main() -> None:
     t0 = time.perf_counter()
     import torch  # noqa: F401  (import cost reported apart)
 
-    from planner.catalog import model_config
-    from planner.spec import Knobs
+    from planner.config.spec import Knobs
+    from planner.model.catalog import model_config
     from probes.sim import simulate
     from probes.step import Case
     import_s = time.perf_counter() - t0

@@ -46,7 +46,7 @@ def _sync(device: str) -> None:
 
 
 def run_bundled(a: argparse.Namespace, data: str) -> list[float]:
-    from planner.spec import Knobs
+    from planner.config.spec import Knobs
     from trainer.loop import RunConfig, Trainer
 
     knobs = Knobs.make(precision=a.precision, checkpointing=a.checkpointing, optimizer=a.optimizer)
@@ -137,7 +137,7 @@ def main() -> None:
         print(json.dumps({"tokens_per_s": tokens_per_step * (a.steps - a.warmup) / seconds,
                           "median_step_s": statistics.median(steps)}))
         return
-    from planner.catalog import load_model
+    from planner.model.catalog import load_model
 
     vocab = load_model(a.model).config["vocab_size"]
     best = {"bundled": 0.0, "hf": 0.0}

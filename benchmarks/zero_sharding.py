@@ -1,5 +1,5 @@
 """Per-rank model states under torch DDP and DeepSpeed ZeRO 1-3 on 2 CPU ranks (torchrun, gloo),
-measured by probes.dist against the analytic terms of planner.memory.
+measured by probes.dist against the analytic terms of planner.estimate.memory.
 
     python benchmarks/zero_sharding.py --out benchmarks/results/zero_sharding.json
 """
@@ -21,8 +21,8 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--world", type=int, default=2)
     args = ap.parse_args()
-    from planner.catalog import model_config
-    from planner.spec import Knobs
+    from planner.config.spec import Knobs
+    from planner.model.catalog import model_config
     from probes.dist import compare_states
     from probes.step import Case
 

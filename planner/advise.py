@@ -3,8 +3,8 @@ returning the typed results that `--json` prints. The CLI, the REST API and `aut
 
 Torch-free: a probe is run only through the functions a caller hands in (`Probes`, from probes/ on
 the faces that have it). Every request is validated before any work: field bounds in its model
-(planner/requests.py, re-exported here), knob
-combinations in `planner.spec.Knobs`, model configs in `planner.modelspec`; bad input is a
+(planner/config/requests.py, re-exported here), knob
+combinations in `planner.config.spec.Knobs`, model configs in `planner.model.modelspec`; bad input is a
 `BadInput` naming its field.
 """
 from __future__ import annotations
@@ -15,15 +15,9 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from planner import catalog, hardware, nearest
-from planner.datafit import DataFit, Scanner, scan_data, token_batches, verdict
-from planner.errors import BadInput
-from planner.knobfields import FIXED, KNOBS
-from planner.layout import Layout, raise_if
-from planner.lengths import limits as rl_limits
-from planner.memory import Setup
-from planner.modelspec import ModelSpec, from_config
-from planner.requests import (  # noqa: F401 - the request models, re-exported: every face names them advise.X
+from planner.config.knobfields import FIXED, KNOBS
+from planner.config.layout import Layout, raise_if
+from planner.config.requests import (  # noqa: F401 - the request models, re-exported: every face names them advise.X
     APPROXIMATE_MARGIN,
     DATA_DOC,
     MAX_SUGGESTIONS,
@@ -35,15 +29,15 @@ from planner.requests import (  # noqa: F401 - the request models, re-exported: 
     ModelRef,
     Nearest,
     ProbeRequest,
+    Space,
     SuggestRequest,
     SuggestResult,
     Target,
     _Request,
     _Result,
 )
-from planner.search import DEFAULT_MARGIN, Space, budget_plan, make_plan, search
-from planner.shapes import module_name_matches
-from planner.spec import (
+from planner.config.spec import (
+    DEFAULT_MARGIN,
     LORA_FIELDS,
     MAX_GLOBAL_BATCH,
     MOE_FIELDS,
@@ -53,7 +47,17 @@ from planner.spec import (
     Plan,
     bad_input,
 )
-from planner.store import ProbeRecord, Shapes
+from planner.errors import BadInput
+from planner.estimate.setup import Setup
+from planner.evidence.store import ProbeRecord, Shapes
+from planner.export.launch import with_launch
+from planner.model import catalog, hardware
+from planner.model.modelspec import ModelSpec, from_config
+from planner.model.shapes import module_name_matches
+from planner.search import nearest
+from planner.search.datafit import DataFit, Scanner, scan_data, token_batches, verdict
+from planner.search.lengths import limits as rl_limits
+from planner.search.search import budget_plan, make_plan, search
 
 
 @dataclass(frozen=True)
@@ -158,7 +162,7 @@ def hardware_json(hw: Hardware) -> dict:
 def calibrator(req: Target, model: ModelSpec, store: str | None, probes: Probes | None):
     """The evidence behind plans: None (analytic), or a Calibrator over the store. --verify with auto
     simulates what no record covers."""
-    from planner.evidence import Calibrator
+    from planner.evidence.calibrate import Calibrator
 
     mode = "sim" if req.verify and req.evidence == "auto" else req.evidence
     if req.workload.rl and (mode == "sim" or req.verify):
@@ -168,7 +172,7 @@ def calibrator(req: Target, model: ModelSpec, store: str | None, probes: Probes 
         raise BadInput(f"--evidence {mode}{' --verify' if req.verify else ''} runs probes, which this face cannot "
                        "run: pip install 'memplan[sim]'", "evidence")
     if mode == "sim" or req.verify:     # a probe's record must be storable: refuse before it runs, not after
-        from planner.store import Store
+        from planner.evidence.store import Store
 
         Store(store).check_writable()
     return Calibrator.open(mode, store, model.name, model.config,
@@ -194,8 +198,8 @@ def verify(plan: Plan, model, hw, goal, cal, probes: Probes, status: Status, sto
     """Run one probe of the plan (cuda when this host has a GPU and the plan is zero 0, else sim),
     store it, re-plan with it. With analytic evidence (no calibrator) the re-plan reads the store's
     records (auto), so the answer rests on the probe just run."""
-    from planner.evidence import Calibrator, real_shapes, sim_shapes
-    from planner.store import Store
+    from planner.evidence.calibrate import Calibrator, real_shapes, sim_shapes
+    from planner.evidence.store import Store
 
     if cal is None:
         cal = Calibrator("auto", Store(store), model.name, model.config, probes.simulate)
@@ -260,8 +264,9 @@ def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | N
         result.plans[0] = best
         if not best.fits:   # a probe showed the predicted best does not fit: search again with it
             result = search(model, hw, goal, space, top=req.top, calibrate=cal, batches=batches)
+    plans, rejected = ([with_launch(p, model, hw, goal) for p in ps] for ps in (result.plans, result.rejected))
     out = SuggestResult(model=model.summary(), hardware=hardware_json(hw), goal=goal.model_dump(),
-                        plans=result.plans, rejected=result.rejected, verified=verified,
+                        plans=plans, rejected=rejected, verified=verified,
                         data=fit.json() if fit else None,
                         nearest=[] if result.plans or not with_nearest else nearest_fits(req, goal, hw, resolver))
     out._context = (model, hw, goal)
@@ -331,6 +336,8 @@ def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None 
     alt_cal = cal.with_mode("auto") if cal is not None else None   # alternatives: stored evidence only
     found = search(model, hw, goal, space, top=MAX_SUGGESTIONS + 1, calibrate=alt_cal, batches=batches).plans
     alternatives = [p for p in found if (p.micro_batch, p.knobs) != (plan.micro_batch, plan.knobs)][:MAX_SUGGESTIONS]
+    plan = with_launch(plan, model, hw, goal)
+    alternatives = [with_launch(p, model, hw, goal) for p in alternatives]
     out = CheckResult(model=model.summary(), hardware=hardware_json(hw), goal=goal.model_dump(), plan=plan,
                       suggestions=alternatives, verified=verified,
                       data=verdict(fit, plan, model, hw, goal, req.seed) if fit else None,
@@ -341,7 +348,7 @@ def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None 
 
 
 def nearest_fits(req: Target, goal: Goal, hw: Hardware, resolver=default_resolver) -> list[Nearest]:
-    """The requests one change away whose best plan fits (planner.nearest), each asked of `suggest`: with the
+    """The requests one change away whose best plan fits (planner.search.nearest), each asked of `suggest`: with the
     request's own knobs where that fits, else with every knob allowed ("any knobs")."""
     out = []
     for label, change, tries in nearest.requests(req, goal, hw):

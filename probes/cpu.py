@@ -26,7 +26,7 @@ def measure(case: Case, steps: int = 2) -> dict:
         train_steps(case, model, t, batch, steps=steps, paths="cpu", n_layers=text_layers(case.config))
     seconds = (time.perf_counter() - t0) / steps
     seg = max(t.segments, key=lambda s: t.segments[s][0])
-    from planner.store import segment_phase
+    from planner.evidence.store import segment_phase
 
     return {"peak_allocated_bytes": t.segments[seg][0], "by_category": t.by_category(t.segments[seg][1]),
             "phase": segment_phase(seg), "step_time_s": round(seconds, 4)}

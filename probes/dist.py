@@ -1,6 +1,6 @@
 """The multi-rank cpu probe: real training steps under torchrun on gloo, with torch DDP (zero 0) or
 DeepSpeed ZeRO 1-3, measuring what every rank keeps resident (model states) so that the analytic
-ZeRO terms (planner.memory) are checked against DeepSpeed's real sharding, not assumed.
+ZeRO terms (planner.estimate.memory) are checked against DeepSpeed's real sharding, not assumed.
 
 Resident bytes are counted by walking every live tensor at quiescent moments (after DeepSpeed's or
 DDP's setup, and after each optimizer step, when no autograd graph is alive): unique storages,
@@ -50,14 +50,15 @@ def measure_ranks(case: Case, world: int = 2, steps: int = 2, timeout_s: float =
 
 
 def compare_states(case: Case, world: int = 2, steps: int = 2) -> list[dict]:
-    """Per rank, the model states resident after the last optimizer step against planner.memory's
+    """Per rank, the model states resident after the last optimizer step against planner.estimate.memory's
     terms: parameters (params_bytes); optimizer states with DeepSpeed's fp32 master partition, plus
     the gradient partition ZeRO-3 keeps between steps (optimizer_bytes, gradients_bytes); DDP's
     buckets (comm_bucket_bytes). ZeRO-2's reduce buckets live only during backward: not compared."""
-    from planner import memory
-    from planner.modelspec import from_config
+    from planner.estimate import memory
+    from planner.estimate.setup import Setup
+    from planner.model.modelspec import from_config
 
-    s = memory.Setup(from_config(case.config, "probe"), case.knobs, case.micro_batch, case.grad_accum,
+    s = Setup(from_config(case.config, "probe"), case.knobs, case.micro_batch, case.grad_accum,
                      case.seq_len, gpus_per_node=world)
     zero = case.knobs.zero_stage
     if case.knobs.fsdp != "off":
@@ -78,8 +79,8 @@ def compare_states(case: Case, world: int = 2, steps: int = 2) -> list[dict]:
 
 def _compare_fsdp(case: Case, s, world: int, steps: int) -> list[dict]:
     """FSDP2: this rank's shards of parameters, gradients and optimizer states (their local tensors) after the
-    last step, against planner.memory's (sharded) params_bytes, gradients_bytes and optimizer_bytes."""
-    from planner import memory
+    last step, against planner.estimate.memory's (sharded) params_bytes, gradients_bytes and optimizer_bytes."""
+    from planner.estimate import memory
 
     analytic = {"params": memory.params_bytes(s), "grads": memory.gradients_bytes(s),
                 "states": memory.optimizer_bytes(s)}
@@ -140,7 +141,7 @@ def _rank_main(job_path: str, out_dir: str) -> None:
     import torch
     import torch.distributed as dist
 
-    from planner.spec import Knobs
+    from planner.config.spec import Knobs
     from probes.step import build_model, inputs
     from recipe import make_optimizer
 
@@ -169,8 +170,8 @@ def _rank_main(job_path: str, out_dir: str) -> None:
     else:
         import deepspeed
 
-        from planner.export import deepspeed_config_for
-        from planner.modelspec import from_config
+        from planner.export.export import deepspeed_config_for
+        from planner.model.modelspec import from_config
 
         init_deepspeed("gloo", cpu=True)
         ds = deepspeed_config_for(k, case.micro_batch, case.grad_accum, world, from_config(case.config, "probe"))

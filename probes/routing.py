@@ -4,7 +4,7 @@ The eager experts loop (every family's `*Experts.forward` in transformers 5.23, 
 asks the routing which experts were hit (`nonzero`) and which tokens each got (`torch.where`): data-dependent
 shapes that fake tensors cannot give. Here the loop runs the same ops on the real module's weights with each
 expert's token count fixed by the plan: the busiest expert takes `imbalance` times its fair share of the
-`tokens x top_k` pairs (at most every token once, planner.moe.busiest_expert_tokens), the others split the rest
+`tokens x top_k` pairs (at most every token once, planner.estimate.moe.busiest_expert_tokens), the others split the rest
 evenly. The saved tensors and transients are those of a real step whose router sent that many tokens to each
 expert. (The default `grouped_mm` dispatch has static shapes and is traced as it is: probes.sim.fake_grouped_mm.)
 """
@@ -19,8 +19,8 @@ import torch.nn.functional as F
 
 def expert_counts(tokens: int, top_k: int, experts: int, imbalance: float) -> list[int]:
     """Tokens per expert: the busiest first, the rest of the tokens x top_k pairs split evenly over the others."""
-    from planner.moe import busiest_expert_tokens
-    from planner.moespec import MoESpec
+    from planner.estimate.moe import busiest_expert_tokens
+    from planner.model.moespec import MoESpec
 
     pairs = tokens * top_k
     busiest = busiest_expert_tokens(tokens, MoESpec(experts, top_k, 1, 1), imbalance) if experts > 1 else pairs

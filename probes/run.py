@@ -29,8 +29,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from planner.spec import Knobs
-from planner.store import ProbeRecord, Shapes, flat_segment, make_record
+from planner.config.spec import Knobs
+from planner.evidence.store import ProbeRecord, Shapes, flat_segment, make_record
 
 OOM_EXIT = 3
 DEFAULT_TIMEOUT_S = 600
@@ -75,7 +75,7 @@ def _rl_record(model: str, config: dict, knobs: Knobs, shapes: Shapes, backend: 
 
         phases = simulate(case)
     else:
-        from planner.export import trl_args
+        from planner.export.export import trl_args
         from probes.rl import measure, model_for
 
         w = knobs.workload

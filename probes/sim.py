@@ -54,7 +54,7 @@ class SimResult:
 
     @property
     def phase(self) -> str:
-        from planner.store import segment_phase
+        from planner.evidence.store import segment_phase
 
         return segment_phase(self.segment)
 
@@ -147,13 +147,13 @@ def _split_modules(modules: dict[str, int], n: int) -> tuple[dict, dict]:
 
 def vision_terms(case: Case) -> dict[str, int]:
     """What a text-only trace of a VLM case with image tokens misses, by category, from the analytic
-    model: the vision tower's saved activations (planner.activations.vision_activations_bytes) and,
+    model: the vision tower's saved activations (planner.estimate.activations.vision_activations_bytes) and,
     when it is trained without DeepSpeed (whose model states the planner keeps analytic), its
     gradients, optimizer states and the foreach AdamW step's temporary for them, and under torch AMP
     without checkpointing the bf16 copies autocast makes of its weights (saved for backward)."""
-    from planner import memory
-    from planner.activations import vision_activations_bytes
-    from planner.modelspec import from_config
+    from planner.estimate import memory
+    from planner.estimate.activations import vision_activations_bytes
+    from planner.model.modelspec import from_config
 
     spec = from_config(case.config, "sim")
     out = {"activations": 0, "grads": 0, "optimizer": 0, "step_temp": 0, "autocast": 0}

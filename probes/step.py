@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from planner.spec import Knobs
+from planner.config.spec import Knobs
 from probes.amp import CudaAutocast
 from probes.tracker import LiveBytes, RecomputeGuard, module_stack_hooks
 from recipe import HALF, make_optimizer
@@ -107,8 +107,8 @@ def packed_inputs(case: Case, ids: torch.Tensor, device: str) -> dict:
 
 
 def _family_eager(config: dict) -> bool:
-    """The family runs eager attention by default (planner.modelspec's reading; gpt-oss's sinks aside)."""
-    from planner.modelspec import from_config
+    """The family runs eager attention by default (planner.model.modelspec's reading; gpt-oss's sinks aside)."""
+    from planner.model.modelspec import from_config
 
     t = from_config(config, "probe").text
     return t.attention == "eager" and not t.sinks

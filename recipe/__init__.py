@@ -33,7 +33,7 @@ def lora_config(knobs):
     the bundled trainer train the same ones."""
     from peft import LoraConfig
 
-    from planner.modelspec import peft_target_modules, peft_target_parameters
+    from planner.model.modelspec import peft_target_modules, peft_target_parameters
 
     save = ["embed_tokens", "wte", "lm_head"] if knobs.lora_train_embeddings else None
     return LoraConfig(r=knobs.lora_rank, lora_alpha=2 * knobs.lora_rank,
@@ -72,7 +72,7 @@ def _bitsandbytes_optimizer(params: list, optimizer: str, lr: float) -> torch.op
 
 
 def shard_fsdp(model, knobs, device_type: str = "cpu"):
-    """FSDP2 as the plans run it (planner/fsdp.py): every block transformers lists in the model's (and its
+    """FSDP2 as the plans run it (planner/estimate/fsdp.py): every block transformers lists in the model's (and its
     sub-models') `_no_split_modules` is a unit, then the root; `bf16` = fp32 shards computed in bf16 with fp32
     reduction (MixedPrecisionPolicy), bf16-pure and fp32 without a policy; grad-op keeps units unsharded from
     forward to backward; hybrid shards within a node and replicates across nodes (HSDP)."""

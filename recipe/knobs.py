@@ -1,4 +1,4 @@
-"""The recipe knobs as the probes and the bundled trainer run them (planner/recipes.py plans them): the
+"""The recipe knobs as the probes and the bundled trainer run them (planner/estimate/recipe_terms.py plans them): the
 checkpointing policies, the chunked and fused losses, the attention implementation, packed rows and the
 optimizer stepped inside backward.
 
@@ -22,7 +22,7 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
-from planner import recipes
+from planner.estimate import recipe_terms
 
 FLASH_STANDIN = "memplan_varlen"   # the sim's and CPU's stand-in for flash-attention (same saved tensors)
 
@@ -113,7 +113,7 @@ def offload_context(knobs, device_type: str):
     from torch._subclasses.fake_tensor import FakeTensor
 
     def pack(t):
-        if isinstance(t, torch.nn.Parameter) or t.untyped_storage().nbytes() < recipes.OFFLOAD_MIN_BYTES:
+        if isinstance(t, torch.nn.Parameter) or t.untyped_storage().nbytes() < recipe_terms.OFFLOAD_MIN_BYTES:
             return (None, t)
         if isinstance(t, FakeTensor):   # the sim: the host copy holds no device memory; backward allocates anew
             return (t.device, (t.size(), t.stride(), t.dtype))
@@ -145,7 +145,7 @@ def _softcap(logits, cap):
 def chunked_loss_sum(hidden, head: torch.nn.Module, targets, softcap=None) -> torch.Tensor:
     """torchtune's chunked cross-entropy: the head and the fp32 loss over sequence chunks."""
     total = hidden.new_zeros((), dtype=torch.float32)
-    for h, y in zip(hidden.chunk(recipes.CHUNKED_LOSS_CHUNKS, dim=1), targets.chunk(recipes.CHUNKED_LOSS_CHUNKS, dim=1)):
+    for h, y in zip(hidden.chunk(recipe_terms.CHUNKED_LOSS_CHUNKS, dim=1), targets.chunk(recipe_terms.CHUNKED_LOSS_CHUNKS, dim=1)):
         logits = _softcap(head(h).float(), softcap)
         total = total + F.cross_entropy(logits.flatten(0, 1), y.flatten(), ignore_index=-100, reduction="sum")
     return total
@@ -189,7 +189,7 @@ class FusedLinearCrossEntropy(torch.autograd.Function):
 
 def fused_loss_sum(hidden, head: torch.nn.Module, targets, softcap=None, dtype=None) -> torch.Tensor:
     """`dtype`: the head matmul's dtype (the autocast dtype under AMP; else the weight's)."""
-    from planner.modelspec import TextSpec
+    from planner.model.modelspec import TextSpec
 
     h2 = hidden.flatten(0, 1)
     spec = TextSpec(hidden=h2.shape[1], layers=1, heads=1, kv_heads=1, head_dim=1, intermediate=1,
@@ -197,7 +197,7 @@ def fused_loss_sum(hidden, head: torch.nn.Module, targets, softcap=None, dtype=N
     liger = _liger_loss(softcap) if h2.is_cuda else None
     if liger is not None:       # Liger's Triton kernel where it imports (a GPU host)
         return liger(head.weight, h2.to(dtype or head.weight.dtype), targets.flatten())
-    chunk = recipes.fused_chunk_tokens(h2.shape[0], spec)
+    chunk = recipe_terms.fused_chunk_tokens(h2.shape[0], spec)
     return FusedLinearCrossEntropy.apply(h2, head.weight, targets.flatten(), chunk, softcap,
                                          dtype or head.weight.dtype)
 
@@ -308,7 +308,7 @@ class _Dequantized(torch.autograd.Function):
 
 class Linear4bitStandIn(torch.nn.Module):
     """A frozen linear stored as bitsandbytes stores it in 4 bits with double quantization (packed weights,
-    8-bit absmax per 64, fp32 absmax per 256 blocks: planner.lora), for tracing on fake tensors."""
+    8-bit absmax per 64, fp32 absmax per 256 blocks: planner.estimate.lora), for tracing on fake tensors."""
 
     def __init__(self, linear: torch.nn.Linear) -> None:
         super().__init__()

@@ -23,7 +23,7 @@ def amp(knobs) -> bool:
 
 
 def weight_dtype(knobs) -> torch.dtype:
-    """The dtype the model is built in (planner.memory: frozen_weight_bytes_per_param,
+    """The dtype the model is built in (planner.estimate.memory: frozen_weight_bytes_per_param,
     trainable_weight_bytes_per_param): fp32 for fp32 runs and torch AMP full fine-tuning; half under DeepSpeed's
     mixed precision, bf16-pure, and for a LoRA/QLoRA base. LoRA adapters are fp32 whatever this is (PEFT's
     autocast_adapter_dtype upcasts them on a half base)."""
@@ -66,10 +66,10 @@ def build_model(config: dict, knobs, *, layers: int | None = None, weights: Path
 
 def _freeze(model, config: dict, knobs) -> None:
     """--frozen: the vision tower (and its projector) without gradients, by the module names the planner's model
-    reader names (planner.modelspec.VisionSpec.frozen)."""
+    reader names (planner.model.modelspec.VisionSpec.frozen)."""
     if knobs.frozen == "none":
         return
-    from planner.modelspec import from_config
+    from planner.model.modelspec import from_config
 
     vision = from_config(config, "model").vision
     for name, p in model.named_parameters():

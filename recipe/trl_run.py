@@ -4,7 +4,7 @@
 Pieces: a word-level tokenizer built in code (nothing downloaded; one token per word), prompt / preference
 datasets of exactly the planned lengths, a built-in reward (format: completions that are short and end in a
 period score higher) or the user's `module:function`, and the GRPOConfig / DPOConfig fields the plan exports
-(planner.export.trl_args) with its batch split and precision.
+(planner.export.export.trl_args) with its batch split and precision.
 """
 from __future__ import annotations
 

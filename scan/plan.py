@@ -1,8 +1,8 @@
-"""The scanner the faces hand to the planner's core (planner.datafit.Scanner): scan a dataset and return its
+"""The scanner the faces hand to the planner's core (planner.search.datafit.Scanner): scan a dataset and return its
 DataFit (tokens per row, the length to plan for, the rows --max-length cuts)."""
 from __future__ import annotations
 
-from planner.datafit import DataFit, make_fit
+from planner.search.datafit import DataFit, make_fit
 
 
 def data_fit(path: str, tokenizer: str | None, image_rule: str = "qwen2-vl", max_length: int | None = None,

@@ -74,12 +74,12 @@ def test_the_files_the_dockerfile_copies_build_a_wheel_with_the_web_page_and_the
     assert not re.findall(r"\w+Warning\b", log), log[-3000:]
     (wheel,) = (tmp_path / "dist").glob("memplan-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {str(p.relative_to(ROOT)) for d in ("api/web", "planner/catalog/models", "planner/catalog/calibration")
+    expected = {str(p.relative_to(ROOT)) for d in ("api/web", "planner/model/catalog/models", "planner/model/catalog/calibration")
                 for p in (ROOT / d).iterdir() if p.suffix in (".html", ".js", ".css", ".json")}
-    assert {"api/web/index.html", "api/web/app.js", "planner/catalog/calibration/h100-80gb.json"} <= expected
+    assert {"api/web/index.html", "api/web/app.js", "planner/model/catalog/calibration/h100-80gb.json"} <= expected
     packages = {f"{d.name}/__init__.py" for d in ROOT.iterdir() if (d / "__init__.py").is_file() and d.name != "tests"}
     assert {"planner/__init__.py", "recipe/__init__.py", "scan/__init__.py"} <= packages
-    assert expected | packages | {"planner/catalog/gpus.json"} <= names
+    assert expected | packages | {"planner/model/catalog/gpus.json"} <= names
     assert not {n for n in names if "__pycache__" in n or n.startswith(("tests/", "benchmarks/", "docs/"))}
 
 

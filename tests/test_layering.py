@@ -71,8 +71,8 @@ def test_a_planted_forbidden_import_is_caught():
     """The checker itself: an API -> CLI import (the cycle api/deps.py had) and a core -> probes one fail it."""
     graph = _graph()
     planted = {**graph, "api.deps": graph["api.deps"] | {"planner.cli.common"},
-               "planner.search": graph["planner.search"] | {"probes.run"}}
-    assert forbidden(planted) == [("api.deps", "planner.cli.common"), ("planner.search", "probes.run")]
+               "planner.search.search": graph["planner.search.search"] | {"probes.run"}}
+    assert forbidden(planted) == [("api.deps", "planner.cli.common"), ("planner.search.search", "probes.run")]
 
 
 def test_no_cycle_between_layers():
@@ -99,3 +99,47 @@ def test_no_import_cycle_between_files():
         if m not in state:
             visit(m, [m])
     assert not cycles, cycles
+
+
+# Inside the core, the stages of a request, lowest first (docs/ARCHITECTURE.md): a stage imports only the ones
+# before it; search, evidence and export are siblings that never import each other (advise hands each what it needs).
+CORE_STAGES = [{"errors"}, {"config"}, {"model"}, {"estimate"}, {"search", "evidence", "export"}, {"advise"}]
+
+
+def stage(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[0] != "planner" or len(parts) < 2 or parts[1] == "cli":
+        return None
+    return next(i for i, names in enumerate(CORE_STAGES) if parts[1] in names)
+
+
+def core_backward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted((m, d) for m, deps in graph.items() for d in deps
+                  if stage(m) is not None and stage(d) is not None and m.split(".")[1] != d.split(".")[1]
+                  and stage(d) >= stage(m))
+
+
+def test_the_core_imports_its_stages_one_way():
+    graph = _graph()
+    assert {m.split(".")[1] for m in graph if stage(m) is not None} == set().union(*CORE_STAGES) - {"__init__"}
+    assert not core_backward(graph), core_backward(graph)
+    planted = {**graph, "planner.config.spec": graph["planner.config.spec"] | {"planner.search.search"},
+               "planner.search.search": graph["planner.search.search"] | {"planner.export.export"}}
+    assert core_backward(planted) == [("planner.config.spec", "planner.search.search"),
+                                      ("planner.search.search", "planner.export.export")]
+
+
+def test_a_suggest_request_flows_one_way():
+    """tools/request_flow.py over the README's first request: no core module is re-entered from another core
+    module (a library's callback, pydantic running Knobs' validator, is counted apart)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("request_flow", ROOT / "tools" / "request_flow.py")
+    flow = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(flow)
+    from planner import advise
+
+    req = advise.parse(advise.SuggestRequest, flow.BODY)
+    counts = flow.flow(lambda: advise.suggest(req))
+    assert counts["reentries"] == {}, counts["reentries"]
+    assert counts["entries"]["planner.export.launch"] == 1      # launch material: made in one place, once

@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.batching import epoch_order, rank_share, split_by_tokens
+from planner.search.batching import epoch_order, rank_share, split_by_tokens
 
 SYNTHETIC_SAMPLES = 4096
 
@@ -104,7 +104,7 @@ class Position:
 
 
 class GlobalBatchSampler:
-    """This rank's share of each global batch, in the order planner.batching defines (the planner names steps
+    """This rank's share of each global batch, in the order planner.search.batching defines (the planner names steps
     by the same rule)."""
 
     def __init__(self, n: int, global_batch: int, world: int, rank: int, seed: int = 0) -> None:
@@ -130,7 +130,7 @@ def micro_batches(indices: list[int], micro_batch: int, accum: int) -> list[list
 
 
 def token_micro_batches(indices: list[int], lengths: list[int], budget: int) -> list[list[int]]:
-    """The rank's samples cut in order by tokens (planner.batching.split_by_tokens: samples x the longest of them
+    """The rank's samples cut in order by tokens (planner.search.batching.split_by_tokens: samples x the longest of them
     <= budget), `lengths` already cut to seq_len."""
     return [[indices[p] for p in group] for group in split_by_tokens([lengths[i] for i in indices], budget)]
 

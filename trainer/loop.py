@@ -28,8 +28,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from planner.batching import check_budget
-from planner.spec import Knobs
+from planner.config.spec import Knobs
+from planner.search.batching import check_budget
 from trainer import checkpoint
 from trainer.data import GlobalBatchSampler, collate, load, micro_batches, target_tokens, token_micro_batches
 from trainer.model import build_model, token_loss_sum
@@ -39,7 +39,7 @@ GRAD_CLIP = 1.0   # as the exported DeepSpeed config (gradient_clipping) and HF'
 
 @dataclass
 class RunConfig:
-    """One training process's run: the plan's knobs (planner.spec.Knobs, the one configuration object, so
+    """One training process's run: the plan's knobs (planner.config.spec.Knobs, the one configuration object, so
     every rule of it holds here too), its shapes, and the run's own settings."""
 
     model: str
@@ -61,7 +61,7 @@ class RunConfig:
     deepspeed_config: dict | None = None
     eval_every: int = 0
     eval_batch: int = 8
-    max_tokens_per_micro_batch: int | None = None   # token-budget micro-batches (planner.batching)
+    max_tokens_per_micro_batch: int | None = None   # token-budget micro-batches (planner.search.batching)
     grad_clip: float = GRAD_CLIP    # max gradient norm; 0: none (always none with --optimizer-in-backward)
     extra: dict = field(default_factory=dict)
 
@@ -294,7 +294,7 @@ class Trainer:
     def _shrink(self) -> None:
         """After an OOM: free what the failed try held; the next smaller micro-batch (half when even)
         and the accumulation that keeps the global batch."""
-        from planner.search import divisors
+        from planner.search.search import divisors
 
         self.opt.zero_grad(set_to_none=True)
         gc.collect()
@@ -318,8 +318,8 @@ class Trainer:
     def _record_oom(self, message: str) -> None:
         """The event goes to the probe store, so the next plan for this model starts lower."""
         try:
-            from planner.catalog import load_model
-            from planner.store import Shapes, Store, make_record
+            from planner.evidence.store import Shapes, Store, make_record
+            from planner.model.catalog import load_model
 
             cfg = self.cfg
             spec = load_model(cfg.model)

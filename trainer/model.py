@@ -7,13 +7,13 @@ from pathlib import Path
 
 import torch
 
-from planner.spec import Knobs
+from planner.config.spec import Knobs
 
 
 def build_model(cfg):
     """`cfg`: trainer.loop.RunConfig. The plan's model as the probes build it (recipe.model): a local HF folder with
     weights loads them, a catalog name or config.json gets a random init seeded by the run."""
-    from planner.catalog import load_model
+    from planner.model.catalog import load_model
     from recipe.model import build_model as build
 
     device = cfg.device or ("cuda" if torch.cuda.is_available() else "cpu")

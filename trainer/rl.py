@@ -13,7 +13,7 @@ import sys
 import tempfile
 from types import SimpleNamespace
 
-from planner.spec import Knobs
+from planner.config.spec import Knobs
 
 
 def dataset(cfg: dict, knobs: Knobs):
@@ -32,7 +32,7 @@ def dataset(cfg: dict, knobs: Knobs):
 
 def run(cfg: dict) -> list[dict]:
     """Train; the metrics TRL logged, one dict per optimizer step."""
-    from planner.export import trl_args
+    from planner.export.export import trl_args
     from recipe import trl_run
     from trainer.model import build_model
 

@@ -8,14 +8,14 @@ router = APIRouter(prefix="/v1", tags=["catalog"])
 
 @router.get("/gpus")
 def gpus() -> dict:
-    from planner import catalog
+    from planner.model import catalog
 
     return catalog.gpus_json()
 
 
 @router.get("/models")
 def models() -> dict:
-    from planner import catalog
+    from planner.model import catalog
 
     return catalog.models_json()
 
@@ -23,8 +23,8 @@ def models() -> dict:
 @router.get("/models/{name}")
 def model(name: str = Path(max_length=128)) -> dict:
     """A catalog model's summary and its bundled config.json."""
-    from planner import catalog
-    from planner.modelspec import from_config
+    from planner.model import catalog
+    from planner.model.modelspec import from_config
 
     config = catalog.model_config(name)     # catalog names only: never a path
     return {**from_config(config, name.strip().lower()).summary(), "config": config}
@@ -35,7 +35,7 @@ def devices() -> dict:
     """This host's NVIDIA GPUs through NVML (an empty list without a driver): the NVML name, the memory,
     and the catalog kind the planner uses for it (null for a GPU outside the catalog)."""
     from planner.errors import BadInput
-    from planner.hardware import match_local, nvml_devices
+    from planner.model.hardware import match_local, nvml_devices
 
     try:
         found = nvml_devices()

@@ -57,7 +57,7 @@ const LABELS = {image_tokens: "Image tokens per sample (VLMs)", images: "or imag
   lora_targets: "LoRA targets (all-linear, attention, or names)", lora_train_embeddings: "Train embedding and head (LoRA)",
   lora_dropout: "LoRA dropout", "workload.kind": "Workload: sft, or TRL's dpo / grpo (global batch in pairs / completions)"};
 let schema = {};
-// The workload's fields each belong to some kinds (planner/workload.py: GRPOConfig's, DPOConfig's); shown, and sent,
+// The workload's fields each belong to some kinds (planner/config/workload.py: GRPOConfig's, DPOConfig's); shown, and sent,
 // only while one of those kinds is selected.
 const ONLY_FOR = {num_generations: "grpo", max_completion_length: "grpo", beta: "grpo", generation: "grpo",
   vllm_gpu_memory_utilization: "grpo", steps_per_generation: "grpo", num_iterations: "grpo",

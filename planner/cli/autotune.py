@@ -15,8 +15,9 @@ from argparse import Namespace
 from pathlib import Path
 
 from planner.cli import common, extras
+from planner.config.spec import Plan
 from planner.errors import BadInput
-from planner.spec import Plan
+from planner.model.modelspec import ModelSpec
 
 DS_JSON = "memplan_ds_config.json"
 VALUE_FLAGS = ("--per_device_train_batch_size", "--gradient_accumulation_steps", "--deepspeed", "--torch_dtype")
@@ -66,7 +67,7 @@ def _strip(cmd: list[str], flag: str, takes_value: bool) -> list[str]:
 def inject(cmd: list[str], plan: Plan, ds_path: str | None) -> list[str]:
     """The user's command with the plan's HF Trainer arguments (export.script_args) added, or
     replacing theirs."""
-    from planner.export import script_args
+    from planner.export.export import script_args
 
     ours = script_args(plan, ds_path or DS_JSON)
     for f in {a for a in ours if a.startswith("--")} | set(VALUE_FLAGS):
@@ -76,11 +77,11 @@ def inject(cmd: list[str], plan: Plan, ds_path: str | None) -> list[str]:
     return cmd + ours
 
 
-def choose(args: Namespace) -> tuple[Plan, dict]:
+def choose(args: Namespace) -> tuple[Plan, dict, ModelSpec]:
     """advise.suggest for this host's GPU count (suggest's own defaults for the knobs), verified on them."""
     from planner import advise
     from planner.cli.suggest import result_json
-    from planner.hardware import local_gpu_count, nvml_devices
+    from planner.model.hardware import local_gpu_count, nvml_devices
 
     count = args.gpus_per_node
     if args.dry_run and args.gpu.strip().lower() != "local":     # a dry run for a named kind needs no GPU
@@ -110,33 +111,31 @@ def choose(args: Namespace) -> tuple[Plan, dict]:
                         + (f" ({result.rejected[0].reason})" if result.rejected else ""), err)
         common.print_nearest(result.nearest, err)
         raise SystemExit(3)
-    return result.plans[0], result_json(result)
+    return result.plans[0], result_json(result), result._context[0]
 
 
 def run(args: Namespace) -> int:
     if not args.dry_run:        # the probe that verifies the plan, then the bundled trainer or your command
         extras.require("planner autotune", extras.steps(lora=bool(args.lora_rank)))
-    plan, out = choose(args)
+    plan, out, model = choose(args)
     err = common.err_console()
     common.say_line(f"plan: micro {plan.micro_batch} x accum {plan.grad_accum} x world {plan.world_size} = {plan.global_batch}, "
               f"{plan.precision}, checkpointing {plan.checkpointing}, {plan.sharding}, offload {plan.offload} "
               f"({plan.evidence}, {plan.memory.device_total_bytes / 2**30:.1f} GiB of {plan.memory.capacity_bytes / 2**30:.1f})", err)
     user = args.command[1:] if args.command[:1] == ["--"] else args.command
     if user:
-        ds_path = DS_JSON if plan.launch.deepspeed_config is not None else None
-        files = {ds_path: plan.launch.deepspeed_config} if ds_path else {}
-        if plan.fsdp != "off":       # export.script_args passes --fsdp_config FSDP_CONFIG_NAME: the file must exist
-            from planner.export import FSDP_CONFIG_NAME
+        from planner.export.launch import command_files
 
-            files[FSDP_CONFIG_NAME] = plan.launch.hf_args["fsdp_config"]
+        ds_path = DS_JSON if plan.zero_stage >= 1 else None
+        files = command_files(plan, model, DS_JSON)   # every file the injected arguments name (DeepSpeed, FSDP)
         cmd = inject(list(user), plan, ds_path)
     else:
-        files = {"memplan_plan.json": out}
+        files = {"memplan_plan.json": json.dumps(out, indent=1) + "\n"}
         cmd = [sys.executable, "-m", "planner.cli", "train", "--plan", "memplan_plan.json",
                "--max-steps", str(args.max_steps)]
-    for path, data in files.items():      # a dry run writes them too: the command it prints needs them
+    for path, text in files.items():      # a dry run writes them too: the command it prints needs them
         try:
-            Path(path).write_text(json.dumps(data, indent=1) + "\n")
+            Path(path).write_text(text)
         except OSError as e:
             raise BadInput(f"autotune: cannot write {path} in the working directory ({e})") from None
     print(shlex.join(cmd))

@@ -7,7 +7,7 @@ from planner import advise
 from planner.advise import CheckRequest, CheckResult
 from planner.cli import common
 from planner.cli.suggest import result_json
-from planner.knobfields import SEARCHED
+from planner.config.knobfields import SEARCHED
 
 
 def register(sub) -> None:
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         if plan.workload.rl:
             common.say_line(plan.workload.summary())
         if model.text.moe is not None:
-            from planner.moe import routing_line
+            from planner.estimate.moe import routing_line
 
             common.say_line(routing_line(model, plan.knobs, plan.micro_batch * goal.seq_len))
         render.console.print(render.breakdown_table(plan))

@@ -6,9 +6,9 @@ import json
 import math
 import sys
 
-from planner import hardware, knobfields
-from planner.knobfields import FIXED
-from planner.search import DEFAULT_MARGIN
+from planner.config import knobfields
+from planner.config.knobfields import FIXED
+from planner.config.spec import DEFAULT_HOST_RAM_GIB, DEFAULT_INTER_NODE_GBPS, DEFAULT_MARGIN
 
 
 def int_at_least(flag: str, low: int):
@@ -130,15 +130,15 @@ def add_target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--margin", type=margin, default=None,
                    help=f"fraction of GPU memory kept free (default {DEFAULT_MARGIN}; wider for a model family "
                         "counted approximately)")
-    p.add_argument("--inter-node-gbps", type=number("--inter-node-gbps"), default=hardware.DEFAULT_INTER_NODE_GBPS,
+    p.add_argument("--inter-node-gbps", type=number("--inter-node-gbps"), default=DEFAULT_INTER_NODE_GBPS,
                    help="network bandwidth per node in Gb/s (default 200, HDR InfiniBand)")
-    p.add_argument("--host-ram-gb", type=number("--host-ram-gb"), default=hardware.DEFAULT_HOST_RAM_GIB,
+    p.add_argument("--host-ram-gb", type=number("--host-ram-gb"), default=DEFAULT_HOST_RAM_GIB,
                    help="host RAM per node for offload, GiB (default 512)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
 def add_knob_args(p: argparse.ArgumentParser, fields, many: bool = False) -> None:
-    """One flag per knob field, made from its declaration (planner.knobfields): its values or bounds, its description
+    """One flag per knob field, made from its declaration (planner.config.knobfields): its values or bounds, its description
     and default in --help; `many`: a comma list of values to search (suggest). Each flag's default is None, so the
     request's default (the declaration's) applies."""
     for field in fields:
@@ -172,9 +172,9 @@ WORKLOAD_FLAGS = ("num_generations", "max_prompt_length", "max_completion_length
 
 
 def add_workload_args(p: argparse.ArgumentParser) -> None:
-    """--workload and TRL's GRPOConfig / DPOConfig inputs (planner.workload.Workload); DPO's max_length is
+    """--workload and TRL's GRPOConfig / DPOConfig inputs (planner.config.workload.Workload); DPO's max_length is
     --max-length."""
-    from planner.workload import GENERATIONS, WORKLOADS
+    from planner.config.workload import GENERATIONS, WORKLOADS
 
     p.add_argument("--workload", type=one_of("--workload", WORKLOADS), default="sft",
                    help="sft, or TRL's dpo (global batch in pairs) / grpo (global batch in completions)")
@@ -310,7 +310,7 @@ def say_line(text: str, console=None) -> None:
 
 
 def print_nearest(nearest: list, console=None) -> None:
-    """A "does not fit" ends with the nearest settings that fit (planner.nearest), or says none is one change away."""
+    """A "does not fit" ends with the nearest settings that fit (planner.search.nearest), or says none is one change away."""
     from planner.cli import render
 
     console = console or render.console

@@ -1,8 +1,8 @@
-"""How check and suggest print what `--data` and a token budget add to their answers (planner.datafit and
-planner.batching do the work)."""
+"""How check and suggest print what `--data` and a token budget add to their answers (planner.search.datafit and
+planner.search.batching do the work)."""
 from __future__ import annotations
 
-from planner.spec import TokenBatches
+from planner.config.spec import TokenBatches
 
 
 def data_lines(d: dict) -> list[str]:

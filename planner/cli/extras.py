@@ -23,7 +23,7 @@ def steps(lora: bool = False, rl: bool = False, deepspeed: bool = False) -> dict
 
 
 def for_knobs(knobs, trainer: bool = False) -> dict[str, str]:
-    """steps() for a plan's knobs (planner.spec.Knobs): in a probe, or in the bundled trainer (`trainer`)."""
+    """steps() for a plan's knobs (planner.config.spec.Knobs): in a probe, or in the bundled trainer (`trainer`)."""
     return steps(knobs.lora_rank > 0, knobs.workload.rl, trainer and knobs.zero_stage > 0)
 
 

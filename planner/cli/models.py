@@ -1,8 +1,8 @@
 """`planner models`: the bundled model catalog, with parameter counts and layers."""
 from __future__ import annotations
 
-from planner import catalog
 from planner.cli import common
+from planner.model import catalog
 
 
 def register(sub) -> None:

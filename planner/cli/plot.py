@@ -3,8 +3,8 @@ only here): each plan's memory terms stacked against the card's capacity and cap
 margin, and the predicted memory against micro-batch for one plan's knobs."""
 from __future__ import annotations
 
-from planner.search import divisors, make_plan
-from planner.spec import Goal, Hardware, Plan
+from planner.config.spec import Goal, Hardware, Plan
+from planner.search.search import divisors, make_plan
 
 GIB = 2**30
 TERMS = (("params_bytes", "parameters", "#4e79a7"), ("grads_bytes", "gradients", "#f28e2b"),

@@ -6,9 +6,9 @@ import argparse
 from planner import advise
 from planner.advise import ProbeRequest
 from planner.cli import common, extras
-from planner.knobfields import KNOBS
-from planner.spec import PROBE_BACKENDS
-from planner.store import Store
+from planner.config.knobfields import KNOBS
+from planner.config.spec import PROBE_BACKENDS
+from planner.evidence.store import Store
 
 
 def add_config_args(p: argparse.ArgumentParser, required: bool = True) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 import argparse
 
 from planner.cli import common
+from planner.config.spec import PROBE_BACKENDS
 from planner.errors import BadInput
-from planner.spec import PROBE_BACKENDS
-from planner.store import Store
+from planner.evidence.store import Store
 
 
 def register(sub) -> None:

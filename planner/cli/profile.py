@@ -8,7 +8,7 @@ from planner import advise
 from planner.cli import common, extras
 from planner.cli.probe import add_config_args, probe_request
 from planner.errors import BadInput
-from planner.store import Store
+from planner.evidence.store import Store
 
 
 def register(sub) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from planner.spec import GIB, Plan
+from planner.config.spec import GIB, Plan
 
 console = Console()
 if not console.is_terminal:  # pipes and files get whole tables, not 80 columns
@@ -86,7 +86,7 @@ def rejected_table(rejected: list[Plan]) -> Table:
 
 
 def nearest_table(nearest: list) -> Table:
-    """The nearest settings that fit (planner.nearest): the change, and the best plan it gives."""
+    """The nearest settings that fit (planner.search.nearest): the change, and the best plan it gives."""
     t = Table(title="nearest settings that fit (one change each; 'any knobs': other knobs changed too)",
               title_justify="left")
     for col in ("change", "micro", "accum", "ckpt", "precision", "sharding", "offload", "recipe", "total GiB",

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     os.environ.update({k: str(v) for k, v in flags.items() if v is not None})   # read by each worker
     from pydantic import ValidationError
 
-    from planner.spec import bad_input
+    from planner.config.spec import bad_input
 
     try:
         s = Settings()

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import argparse
 
-from planner import advise, export
+from planner import advise
 from planner.advise import SuggestRequest, SuggestResult
 from planner.cli import common
-from planner.knobfields import SEARCHED
+from planner.config.knobfields import SEARCHED
+from planner.export import export, launch
 
 
 def register(sub) -> None:
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         export.check_emit_dir(args.emit)
     out, result, (model, hw, goal) = gather(args)
     if args.emit and result.plans:
-        out["emitted"] = [str(p) for p in export.emit(result.plans[0], hw, model, args.emit)]
+        out["emitted"] = [str(p) for p in launch.emit(result.plans[0], hw, model, args.emit)]
     ref = (result.plans or result.rejected or [None])[0]
     if getattr(args, "plot", None) and ref is not None:
         from planner.cli import plot

@@ -19,12 +19,12 @@ from pydantic import ValidationError
 
 from planner import advise
 from planner.advise import CheckRequest
-from planner.batching import check_budget
 from planner.cli import common, extras
 from planner.cli.probe import add_config_args
+from planner.config.knobfields import KNOBS
+from planner.config.spec import Knobs, Plan, bad_input
 from planner.errors import BadInput
-from planner.knobfields import KNOBS
-from planner.spec import Knobs, Plan, bad_input
+from planner.search.batching import check_budget
 
 LAUNCHERS = ("auto", "none", "torchrun", "deepspeed", "slurm")
 
@@ -116,8 +116,8 @@ def plan_from(args: argparse.Namespace) -> tuple[str, CheckRequest, Knobs]:
 
 def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: Knobs) -> dict:
     """The trainer's RunConfig fields (trainer.loop.RunConfig), as JSON."""
-    from planner.catalog import load_model
-    from planner.export import deepspeed_config_for
+    from planner.export.export import deepspeed_config_for
+    from planner.model.catalog import load_model
 
     spec = load_model(model)
     advise.check_positions(spec, req.seq_len)
@@ -241,7 +241,7 @@ def dry_run(args: argparse.Namespace, req: CheckRequest, cfg: dict, path: Path, 
 def check_data_and_resume(args: argparse.Namespace, cfg: dict, world: int) -> None:
     """Before anything is written or launched (once, here, for every rank): every line of --data, and the
     checkpoint --resume would load (intact, of this model and plan, behind --max-steps)."""
-    from planner.catalog import load_model
+    from planner.model.catalog import load_model
     from trainer.data import validate
 
     if args.data != "synthetic":

@@ -11,14 +11,14 @@ from pathlib import Path
 from planner import advise
 from planner.advise import CheckRequest
 from planner.cli import common
+from planner.config.layout import Layout, raise_if
+from planner.config.spec import Knobs
 from planner.errors import BadInput
-from planner.layout import Layout, raise_if
-from planner.spec import Knobs
 
 
 def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: Knobs) -> dict:
-    from planner.catalog import load_model
-    from planner.export import deepspeed_config_for
+    from planner.export.export import deepspeed_config_for
+    from planner.model.catalog import load_model
 
     spec = load_model(model)
     w = knobs.workload

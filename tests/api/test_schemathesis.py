@@ -19,7 +19,7 @@ def test_generated_requests_get_no_server_error(server):
         op = result.ok()
 
         # derandomize: the same requests on every CI run, so a failure reproduces (a random run once found
-        # a denormal --inter-node-gbps that crashed the planner; tests/planner/test_hardware.py pins it)
+        # a denormal --inter-node-gbps that crashed the planner; tests/planner/model/test_hardware.py pins it)
         @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None, phases=[Phase.generate],
                   suppress_health_check=list(HealthCheck), derandomize=True)
         @given(case=op.as_strategy())

@@ -153,7 +153,7 @@ def test_model_directories_allow_their_configs_only(tmp_path):
 
     from api.main import create_app
     from api.settings import Settings
-    from planner.catalog import model_config
+    from planner.model.catalog import model_config
 
     allowed, outside = tmp_path / "models", tmp_path / "secret"
     (allowed / "tiny").mkdir(parents=True)
@@ -225,7 +225,7 @@ def test_a_probe_job_and_the_cli_store_one_request_under_one_key(server, tmp_pat
     than `planner probe`; both now go through planner.advise.probe_plan."""
     import json
 
-    from planner.store import Store
+    from planner.evidence.store import Store
     from tests.planner.cli.helpers import planner
 
     c = server.client()

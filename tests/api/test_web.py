@@ -326,9 +326,9 @@ def test_the_nearest_settings_are_the_answers_own(server, page):
 
 
 def test_every_knob_has_a_control_made_from_the_declaration(server, page):
-    """Issue 29: the page kept its own CHOICES of each searched knob. Now every knob of planner/knobfields.py has a
+    """Issue 29: the page kept its own CHOICES of each searched knob. Now every knob of planner/config/knobfields.py has a
     control, and the searched ones one checkbox per value, ticked as the declaration's default list."""
-    from planner.knobfields import KNOBS, SEARCHED, choices, name_of
+    from planner.config.knobfields import KNOBS, SEARCHED, choices, name_of
 
     _ready(page, server)
     controls = set(page.eval_on_selector_all("#plan-form [name], #plan-form [data-field]",

@@ -17,7 +17,7 @@ RESULT = json.loads((ROOT / "benchmarks" / "results" / "gpu" / "data_oom.json").
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    from planner.catalog import load_model
+    from planner.model.catalog import load_model
 
     path = str(tmp_path_factory.mktemp("d") / "data.jsonl")
     data_oom_gpu.write_data(path, RESULT["rows"], load_model(RESULT["model"]).text.vocab)

@@ -76,8 +76,8 @@ def test_apply_writes_a_calibration_the_planner_reads(rehearsal, tmp_path, monke
     assert path.name == "h100-80gb.json" and cal["measured"].endswith("cpu (rehearsal)")
     assert cal["cuda_context_bytes"] is None        # a rehearsal measures no CUDA prior: the constants stay
 
-    from planner import calibration
     from planner.advise import CheckRequest, check, parse
+    from planner.estimate import calibration
 
     req = parse(CheckRequest, {"model": "llama-3.2-1b", "gpu": "h100", "micro_batch": 1, "seq_len": 1024,
                                "evidence": "analytic"})

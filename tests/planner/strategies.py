@@ -1,9 +1,9 @@
-"""Hypothesis strategies for every knob, made from the declaration (planner/knobfields.py): each knob's accepted
+"""Hypothesis strategies for every knob, made from the declaration (planner/config/knobfields.py): each knob's accepted
 values or bounds, mostly valid and now and then hostile, one value or (for suggest's searched knobs) a short list.
 A new knob is drawn by the property tests with no edit here."""
 from hypothesis import strategies as st
 
-from planner.knobfields import KNOBS, SEARCHED, choices, info, name_of
+from planner.config.knobfields import KNOBS, SEARCHED, choices, info, name_of
 
 WORKLOADS = [{"kind": "sft"}, {"kind": "dpo", "max_length": 256},
              {"kind": "grpo", "num_generations": 4, "max_prompt_length": 64, "max_completion_length": 64}]

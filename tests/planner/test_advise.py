@@ -9,8 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner import advise, catalog
+from planner import advise
 from planner.errors import BadInput
+from planner.model import catalog
 from tests.planner.cli.helpers import planner
 from tests.planner.strategies import knob_fields
 
@@ -82,9 +83,9 @@ check_requests = requests(
 
 
 def test_the_strategies_cover_every_knob():
-    """The guard's property-test half (tests/planner/test_knobfields.py): every knob of the declaration is drawn,
+    """The guard's property-test half (tests/planner/config/test_knobfields.py): every knob of the declaration is drawn,
     by its request name, in both request kinds."""
-    from planner.knobfields import KNOBS, name_of
+    from planner.config.knobfields import KNOBS, name_of
 
     assert {name_of(k) for k in KNOBS} <= set(SUGGEST_KNOBS) & set(CHECK_KNOBS)
 

@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
-from planner.catalog import model_names
 from planner.cli import main
+from planner.model.catalog import model_names
 
 
 def _check(capsys, store, model, *extra):

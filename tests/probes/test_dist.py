@@ -4,12 +4,12 @@ import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
-from planner.catalog import model_config
-from planner.spec import Knobs
+from planner.config.spec import Knobs
+from planner.model.catalog import model_config
 from probes.dist import compare_states
 from probes.step import Case
 
-# Resident model states per rank vs planner.memory: measured within 0.5% (benchmarks/zero_sharding.py);
+# Resident model states per rank vs planner.estimate.memory: measured within 0.5% (benchmarks/zero_sharding.py);
 # the rest is small persistent tensors (norm weights ZeRO-3 keeps whole, rotary buffers, inputs).
 STATES_TOLERANCE = 0.01
 
@@ -28,7 +28,7 @@ def test_per_rank_model_states_match_analytic_terms(zero, precision):
         for term in ("params", "states", "buckets"):
             assert r["measured"][term] == pytest.approx(r["analytic"][term], rel=STATES_TOLERANCE, abs=64 * 1024), term
     if zero == 3:   # sharded: each rank holds half the parameters (fp32: 4 bytes x 7.1M / 2)
-        n_params = 7_096_576     # debug-llama, counted by planner.modelspec
+        n_params = 7_096_576     # debug-llama, counted by planner.model.modelspec
         assert abs(rows[0]["measured"]["params"] - 4 * n_params / 2) < 64 * 1024
     assert rows[0]["losses"] == rows[1]["losses"]   # same inputs on both ranks, same weights after sync
 
@@ -36,7 +36,7 @@ def test_per_rank_model_states_match_analytic_terms(zero, precision):
 @pytest.mark.parametrize("fsdp,precision", [("full", "bf16"), ("grad-op", "bf16-pure")])
 def test_fsdp2_shards_per_rank_are_the_analytic_terms(fsdp, precision):
     """Real fully_shard (every decoder layer and the root) on 2 gloo ranks: each rank's parameter, gradient and
-    optimizer-state shards after the last step against planner.memory's sharded terms. Tolerance 1% (issue 15);
+    optimizer-state shards after the last step against planner.estimate.memory's sharded terms. Tolerance 1% (issue 15);
     measured: exact (benchmarks/results/fsdp_sharding.json, 2 and 4 ranks)."""
     case = Case(model_config("debug-llama"), Knobs(precision=precision, fsdp=fsdp), 2, 2, 64)
     rows = compare_states(case, 2)

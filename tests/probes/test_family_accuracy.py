@@ -12,10 +12,11 @@ import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
-from planner import catalog
-from planner.memory import Setup, breakdown
-from planner.modelspec import from_config
-from planner.spec import Knobs
+from planner.config.spec import Knobs
+from planner.estimate.memory import breakdown
+from planner.estimate.setup import Setup
+from planner.model import catalog
+from planner.model.modelspec import from_config
 from probes.sim import simulate
 from probes.step import Case
 

@@ -5,10 +5,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
-from planner import catalog
-from planner.memory import Setup, frozen_params, frozen_weight_bytes_per_param, params_bytes, trainable_params
-from planner.modelspec import from_config
-from planner.spec import Knobs
+from planner.config.spec import Knobs
+from planner.estimate.memory import frozen_params, frozen_weight_bytes_per_param, params_bytes, trainable_params
+from planner.estimate.setup import Setup
+from planner.model import catalog
+from planner.model.modelspec import from_config
 from recipe.model import build_model
 
 

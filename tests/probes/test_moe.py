@@ -6,10 +6,11 @@ import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
-from planner import catalog
-from planner.memory import Setup, breakdown
-from planner.modelspec import from_config
-from planner.spec import Knobs
+from planner.config.spec import Knobs
+from planner.estimate.memory import breakdown
+from planner.estimate.setup import Setup
+from planner.model import catalog
+from planner.model.modelspec import from_config
 from probes.cpu import measure
 from probes.sim import simulate
 from probes.step import Case
@@ -108,12 +109,12 @@ def test_lora_adapter_counts_are_what_peft_builds_on_moe(name, targets):
 
 
 def test_deepseek_caches_the_compressed_latent():
-    """planner.rl.kv_cache_bytes against the DynamicCache a real tiny DeepSeek-V2 fills (fp32, 2 x 40 tokens)."""
+    """planner.estimate.rl.kv_cache_bytes against the DynamicCache a real tiny DeepSeek-V2 fills (fp32, 2 x 40 tokens)."""
     import torch
     import transformers
 
-    from planner.memory import Setup
-    from planner.rl import kv_cache_bytes
+    from planner.estimate.rl import kv_cache_bytes
+    from planner.estimate.setup import Setup
     from recipe import hf_config
 
     cfg = {**catalog.model_config("deepseek-v2-lite"), **{k: v for k, v in SMALL.items()}, "num_hidden_layers": 2,
@@ -138,8 +139,8 @@ def test_expert_terms_under_lora_are_what_autograd_saves(targets, grad):
     import transformers
     from peft import get_peft_model
 
-    from planner import moe
-    from planner.recipes import text_spec
+    from planner.estimate import moe
+    from planner.estimate.recipe_terms import text_spec
     from recipe import hf_config, lora_config
 
     torch.manual_seed(0)

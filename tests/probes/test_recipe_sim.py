@@ -1,12 +1,13 @@
-"""The recipe knobs' terms (planner/recipes.py) pinned to the allocation tracker: the analytic peak against the sim
+"""The recipe knobs' terms (planner/estimate/recipe_terms.py) pinned to the allocation tracker: the analytic peak against the sim
 probe (the real transformers model's step on fake tensors, every allocation counted), and the sim against real CPU
 steps counted by the same tracker, one knob at a time, on catalog models at a real depth."""
 import pytest
 
 pytest.importorskip("transformers")
-from planner.catalog import load_model, model_config
-from planner.memory import Setup, breakdown
-from planner.spec import Knobs
+from planner.config.spec import Knobs
+from planner.estimate.memory import breakdown
+from planner.estimate.setup import Setup
+from planner.model.catalog import load_model, model_config
 from probes.cpu import measure
 from probes.sim import simulate
 from probes.step import Case
@@ -91,13 +92,13 @@ def test_lora_sim_matches_real_cpu_steps(kw):
 
 
 def test_four_bit_storage_is_bitsandbytes():
-    """planner.lora's bytes per 4-bit weight against what bitsandbytes' quantize_4bit stores (packed weights, 8-bit
+    """planner.estimate.lora's bytes per 4-bit weight against what bitsandbytes' quantize_4bit stores (packed weights, 8-bit
     absmax per 64, fp32 absmax per 256 blocks; the per-tensor code tables, 1.1 KiB, left out)."""
     pytest.importorskip("bitsandbytes")
     import torch
     from bitsandbytes import functional as F
 
-    from planner import lora
+    from planner.estimate import lora
 
     w = torch.randn(2048, 1024, dtype=torch.bfloat16)
     for quant in ("nf4", "fp4"):
@@ -114,7 +115,7 @@ def test_trainable_count_is_pefts(kw):
     import transformers
     from peft import get_peft_model
 
-    from planner.memory import trainable_params
+    from planner.estimate.memory import trainable_params
     from recipe import hf_config, lora_config
 
     model = load_model("qwen2.5-0.5b")

@@ -1,4 +1,4 @@
-"""GRPO's and DPO's per-phase peaks (planner/rl.py, probes/rl_sim.py) pinned to real TRL steps: TRL's own
+"""GRPO's and DPO's per-phase peaks (planner/estimate/rl.py, probes/rl_sim.py) pinned to real TRL steps: TRL's own
 GRPOTrainer and DPOTrainer run on CPU with a tiny Llama, every allocation of every phase counted by the tracker
 (probes/rl.py). The issue's acceptance: analytic and sim within 5% of the real steps, phase by phase.
 
@@ -8,11 +8,11 @@ place; on CPU its torch fallback makes several tile-sized fp32 temporaries. At t
 import pytest
 
 pytest.importorskip("trl")
-from planner.memory import Setup
-from planner.modelspec import from_config
-from planner.rl import breakdown
-from planner.spec import Knobs
-from planner.workload import Workload
+from planner.config.spec import Knobs
+from planner.config.workload import Workload
+from planner.estimate.rl import breakdown
+from planner.estimate.setup import Setup
+from planner.model.modelspec import from_config
 from probes import rl as real
 from probes import rl_sim
 from probes.step import Case
@@ -35,7 +35,7 @@ CASES = {   # id: (workload, micro-batch, accumulation, steps); each phase TRL r
 def _real(w: Workload, mb: int, accum: int, steps: int) -> dict:
     import transformers
 
-    from planner import export
+    from planner.export import export
     config = hf_config(TINY)
     config.use_cache = True     # as a checkpoint's config says: generate keeps a KV cache
     model = transformers.AutoModelForCausalLM.from_config(config)
@@ -108,7 +108,7 @@ CUDA_CASES = {      # debug-llama's 8,192-entry vocabulary: TRL's tile temporari
 
 @pytest.mark.parametrize("name", CUDA_CASES)
 def test_analytic_phases_within_5_percent_of_the_sim_with_cuda_paths(name):
-    from planner.catalog import load_model
+    from planner.model.catalog import load_model
 
     w, mb, accum = CUDA_CASES[name]
     model, knobs = load_model("debug-llama"), Knobs(precision="fp32", workload=w)
@@ -122,15 +122,15 @@ def test_analytic_phases_within_5_percent_of_the_sim_with_cuda_paths(name):
 
 def test_nograd_vision_term_within_5_percent_of_qwen25_vl_tower_on_cpu():
     """GRPO's prompts carry images through the vision tower without grad (generation's prefill, the reference and
-    old-policy passes): planner.rl.nograd_vision_bytes against Qwen2.5-VL's real tower (2 blocks, one of them full
+    old-policy passes): planner.estimate.rl.nograd_vision_bytes against Qwen2.5-VL's real tower (2 blocks, one of them full
     attention), 2 images of 32 x 32 patches, tracked on CPU."""
     import copy
 
     import torch
     import transformers
 
-    from planner.catalog import model_config
-    from planner.rl import nograd_vision_bytes
+    from planner.estimate.rl import nograd_vision_bytes
+    from planner.model.catalog import model_config
     from probes.tracker import LiveBytes
 
     cfg = copy.deepcopy(model_config("qwen2.5-vl-3b"))
@@ -149,10 +149,10 @@ def test_nograd_vision_term_within_5_percent_of_qwen25_vl_tower_on_cpu():
 
 
 def test_exported_trl_fields_are_what_trl_configs_accept():
-    """planner.export.trl_args under TRL 1.16's own GRPOConfig / DPOConfig (names and rules)."""
+    """planner.export.export.trl_args under TRL 1.16's own GRPOConfig / DPOConfig (names and rules)."""
     from trl import DPOConfig, GRPOConfig
 
-    from planner import export
+    from planner.export import export
 
     grpo = export.trl_args(Workload(
         kind="grpo", num_generations=4, max_completion_length=256, beta=0.04, generation="vllm-colocate",
@@ -160,7 +160,7 @@ def test_exported_trl_fields_are_what_trl_configs_accept():
     cfg = GRPOConfig(output_dir="/tmp/memplan-trl", use_cpu=True, bf16=False, per_device_train_batch_size=2,
                      **grpo)
     assert (cfg.num_generations, cfg.generation_batch_size, cfg.vllm_mode) == (4, 4, "colocate")
-    with pytest.raises(ValueError, match="divisible"):    # TRL's own rule, as planner.workload states it
+    with pytest.raises(ValueError, match="divisible"):    # TRL's own rule, as planner.config.workload states it
         GRPOConfig(output_dir="/tmp/memplan-trl", use_cpu=True, bf16=False, per_device_train_batch_size=3, **grpo)
     assert Workload(kind="grpo", num_generations=4, steps_per_generation=2).split_error(3, 1, 1)
     dpo = export.trl_args(Workload(kind="dpo", max_length=2048, precompute_ref_log_probs=True))

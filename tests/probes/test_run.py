@@ -3,9 +3,9 @@ import time
 
 import pytest
 
-from planner.catalog import model_config
-from planner.spec import Knobs
-from planner.store import Shapes
+from planner.config.spec import Knobs
+from planner.evidence.store import Shapes
+from planner.model.catalog import model_config
 from probes.run import run_isolated
 
 CFG = model_config("debug-llama")
@@ -46,9 +46,9 @@ def _orphan_probe(tmp_path, folder: str | None) -> int:
     code = f"""
 import sys, time
 from pathlib import Path
-from planner.catalog import model_config
-from planner.spec import Knobs
-from planner.store import Shapes
+from planner.model.catalog import model_config
+from planner.config.spec import Knobs
+from planner.evidence.store import Shapes
 from probes.run import run_isolated
 def started(p, deadline):
     print(p.pid, flush=True)

@@ -3,8 +3,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
-from planner.catalog import load_model, model_config
-from planner.spec import Knobs
+from planner.config.spec import Knobs
+from planner.model.catalog import load_model, model_config
 from probes.amp import CudaAutocast
 from probes.cpu import measure
 from probes.sim import simulate
@@ -93,8 +93,9 @@ def test_analytic_last_layer_moment_matches_sim(name, precision, checkpointing):
     """With a 256-entry vocabulary the logits are small and the peak is inside the last layer's
     backward (recomputed under full checkpointing): the analytic recompute/transient terms
     (memory.last_layer_*, activations.mlp_backward_transient_bytes) against the traced step."""
-    from planner.memory import Setup, breakdown
-    from planner.modelspec import from_config
+    from planner.estimate.memory import breakdown
+    from planner.estimate.setup import Setup
+    from planner.model.modelspec import from_config
 
     cfg = dict(model_config(name), vocab_size=256)
     knobs = Knobs(precision=precision, checkpointing=checkpointing)

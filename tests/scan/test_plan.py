@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("transformers")
-from planner.batching import first_too_long
 from planner.cli import main
+from planner.search.batching import first_too_long
 from tests.trainer.helpers import launch, rows
 from trainer.data import GlobalBatchSampler
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 pytest.importorskip("transformers")
-from planner.catalog import load_model
+from planner.model.catalog import load_model
 from tests.trainer.helpers import launch, rows
 
 STEPS = 6

@@ -5,7 +5,7 @@ splits of its global batch: 10 fp32 steps of a tiny model on CPU (run in this pr
 import pytest
 
 pytest.importorskip("transformers")
-from planner.spec import Knobs
+from planner.config.spec import Knobs
 from trainer.loop import RunConfig, run
 
 STEPS = 10

@@ -72,7 +72,7 @@ def test_injected_oom_on_one_rank_keeps_the_global_batch(tmp_path):
     b = torch.load(tmp_path / "ref" / "step-5" / "state.pt", weights_only=False)["model"]
     for k in a:
         torch.testing.assert_close(a[k], b[k], rtol=1e-6, atol=1e-7)
-    from planner.store import Store
+    from planner.evidence.store import Store
 
     (rec,) = Store(store).list()
     assert rec.status == "oom" and rec.shapes.world_size == 2 and rec.detail["source"] == "trainer"

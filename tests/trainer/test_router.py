@@ -6,7 +6,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from planner.catalog import load_model
+from planner.model.catalog import load_model
 from recipe import hf_config
 from trainer.router import RouterAux
 

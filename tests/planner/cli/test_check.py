@@ -121,7 +121,7 @@ def test_a_store_that_cannot_be_written_is_refused_before_the_probe(tmp_path):
     The file is made immutable (chattr +i), which holds for root too."""
     import shutil
 
-    from planner.store import Store
+    from planner.evidence.store import Store
 
     store = tmp_path / "ro.sqlite"
     Store(store).close()

@@ -2,8 +2,8 @@
 test_probe.py)."""
 import json
 
-from planner.spec import Knobs
-from planner.store import Shapes, Store, make_record
+from planner.config.spec import Knobs
+from planner.evidence.store import Shapes, Store, make_record
 from tests.planner.cli.helpers import planner
 
 

@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from planner import export
-from planner.spec import Plan
+from planner.config.spec import Plan
+from planner.export import export
 from tests.planner.cli.helpers import MEMORY_KEYS, PLAN_KEYS, SUGGEST, one_line_error, planner
 
 

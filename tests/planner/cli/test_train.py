@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("transformers")
-from planner import catalog
 from planner.cli import main
+from planner.model import catalog
 from tests.planner.cli.helpers import one_line_error, planner
 from tests.trainer.helpers import rows
 

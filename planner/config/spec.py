@@ -1,0 +1,366 @@
+"""Typed records that flow through the planner: knobs, hardware, goal, memory breakdown, plan.
+
+Field names are the CLI/JSON contract (README: JSON fields); byte counts are integers in bytes.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from planner.config.knobfields import (  # noqa: F401 - the knob types and bounds, re-exported where faces import them
+    KNOBS,
+    LORA_TARGETS_PATTERN,
+    MAX_EXPERT_PARALLEL,
+    MAX_LORA_RANK,
+    Attention,
+    Batching,
+    Checkpointing,
+    Fsdp,
+    KnobFields,
+    Loss,
+    Offload,
+    Optimizer,
+    Precision,
+    Quant,
+    choices,
+)
+from planner.config.workload import check_rl_knobs
+from planner.errors import BadInput
+
+Evidence = Literal["analytic", "simulated", "measured"]
+
+# Below this the step-time model's bandwidth underflows to zero (found by schemathesis: 5e-324 Gb/s).
+MIN_INTER_NODE_GBPS = 0.001
+DEFAULT_INTER_NODE_GBPS = 200.0  # one HDR InfiniBand HCA per node
+DEFAULT_HOST_RAM_GIB = 512.0
+DEFAULT_MARGIN = 0.05  # keep 5% of the card free for what no model sees (other processes, drift)
+PRECISIONS: tuple[str, ...] = choices("precision")
+CHECKPOINTING: tuple[str, ...] = choices("checkpointing")
+LOSSES: tuple[str, ...] = choices("loss")
+ATTENTIONS: tuple[str, ...] = choices("attention")
+BATCHINGS: tuple[str, ...] = choices("batching")
+# The recipe knobs (planner/estimate/recipe_terms.py owns their terms): Knobs fields a Plan carries under the same names
+LORA_FIELDS: tuple[str, ...] = ("quant", "lora_targets", "lora_train_embeddings", "lora_dropout")
+# Mixture-of-experts knobs (planner/estimate/moe.py): experts split over N ranks, the busiest expert's share of the tokens
+MOE_FIELDS: tuple[str, ...] = ("expert_parallel", "expert_imbalance")
+RECIPE_FIELDS: tuple[str, ...] = ("loss", "attention", "batching", "optimizer_in_backward", *LORA_FIELDS, "workload",
+                                  *MOE_FIELDS)
+EXPERT_PARALLEL_NEEDS_FSDP = ("--expert-parallel splits the experts with transformers' own FSDP2 + expert parallelism "
+                              "(DistributedConfig ep_size, torchtitan's layout): it needs --fsdp full, grad-op or "
+                              "hybrid (DeepSpeed's expert parallelism needs its own MoE layers, not transformers')")
+ZERO_STAGES: tuple[int, ...] = choices("zero_stage")
+OFFLOADS: tuple[str, ...] = choices("offload")
+OPTIMIZERS: tuple[str, ...] = choices("optimizer")
+QUANTS: tuple[str, ...] = choices("quant")
+FSDP_MODES: tuple[str, ...] = choices("fsdp")
+
+OPTIMIZER_IN_BACKWARD_SPLIT = ("--optimizer-in-backward frees each gradient as it steps: it needs --grad-accum 1 on "
+                               "one GPU (no gradient is kept to accumulate or all-reduce)")
+GIB = 2**30
+MIB = 2**20
+
+# Bounds every face enforces (CLI, API, plan files, the trainer), through the request models of
+# planner/advise.py and the fields below: past them a search hangs or a number means nothing.
+MAX_GLOBAL_BATCH = 1 << 24
+MAX_MICRO_BATCH = 1 << 16
+MAX_GRAD_ACCUM = 1 << 16
+MAX_SEQ_LEN = 1 << 21
+MAX_GPUS_PER_NODE = 64
+MAX_NODES = 4096
+PROBE_BACKENDS: tuple[str, ...] = ("sim", "cpu", "cuda")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class GPU(_Frozen):
+    """One catalog GPU kind; every figure carries its source in `sources`."""
+
+    name: str
+    aliases: tuple[str, ...] = ()
+    memory_mib: int = Field(gt=0, description="device memory as the driver reports it (MiB)")
+    bf16_tflops: float = Field(ge=0, description="dense bf16 tensor TFLOP/s; 0 = no bf16")
+    fp16_tflops: float = Field(gt=0, description="dense fp16 tensor TFLOP/s (fp32 accumulate)")
+    fp32_tflops: float = Field(gt=0, description="fp32 (non-tensor) TFLOP/s")
+    memory_bandwidth_gbs: float = Field(gt=0, description="HBM/GDDR bandwidth, GB/s")
+    link: str = Field(description="intra-node interconnect")
+    link_gbs: float = Field(gt=0, description="intra-node bandwidth per direction per GPU, GB/s")
+    pcie_gbs: float = Field(gt=0, description="host link per direction, GB/s")
+    sources: dict[str, str]
+
+    @property
+    def capacity_bytes(self) -> int:
+        return self.memory_mib * MIB
+
+
+class Hardware(_Frozen):
+    gpu: GPU
+    gpus_per_node: int = Field(ge=1)
+    nodes: int = Field(ge=1)
+    inter_node_gbps: float = Field(ge=MIN_INTER_NODE_GBPS, description="network per node, Gb/s")
+    host_ram_gib: float = Field(gt=0, description="host RAM per node available to training, GiB")
+
+    @property
+    def world_size(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+
+class Goal(_Frozen):
+    global_batch: int = Field(ge=1)
+    seq_len: int = Field(ge=1)
+    image_tokens: int = Field(ge=0, default=0, description="LLM-side image tokens per sample, part of seq_len")
+    margin: float = Field(ge=0, lt=1, default=0.05)
+
+    @model_validator(mode="after")
+    def _images_within_sequence(self) -> Goal:
+        if self.image_tokens > self.seq_len:
+            raise ValueError(f"image_tokens {self.image_tokens} exceeds seq_len {self.seq_len}")
+        return self
+
+
+class Knobs(KnobFields):
+    """What a plan sets, apart from the batch split: the one configuration object of every face.
+
+    Its fields are declared in planner.config.knobfields (KnobFields); its validator owns every rule between knobs alone
+    (`_combination_rules`; what the hardware or the model must allow is planner.config.layout's). Build it with
+    `Knobs.make(...)` to get a BadInput naming the field instead of a ValidationError."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @model_validator(mode="after")
+    def _combination_rules(self) -> Knobs:
+        self._lora_rules()
+        if self.expert_parallel > 1 and self.fsdp == "off":
+            raise BadInput(EXPERT_PARALLEL_NEEDS_FSDP, "expert_parallel")
+        check_rl_knobs(self.workload, self.model_dump(include={"checkpointing", "loss", "batching",
+                                                               "optimizer_in_backward"}))
+        if self.optimizer_in_backward:
+            self._optimizer_in_backward_rules()
+        if self.fsdp != "off":
+            return self._fsdp_rules()
+        if self.offload != "none" and self.zero_stage == 0:
+            raise BadInput(f"--offload {self.offload} needs DeepSpeed: use --zero 1, 2 or 3", "offload")
+        if self.offload == "optimizer+params" and self.zero_stage != 3:
+            raise BadInput("--offload optimizer+params needs --zero 3 (parameter offload is a ZeRO-3 feature)",
+                           "offload")
+        if self.precision == "bf16-pure" and self.zero_stage != 0:
+            raise BadInput("--precision bf16-pure runs without DeepSpeed (--zero 0); DeepSpeed keeps fp32 master "
+                           "weights", "precision")
+        return self
+
+    def _lora_rules(self) -> None:
+        if self.frozen != "none" and self.lora_rank:
+            raise BadInput(f"--frozen {self.frozen} is for full fine-tuning: LoRA (--lora-rank {self.lora_rank}) "
+                           "already freezes every base weight", "frozen")
+        if self.lora_rank == 0:
+            for field, default in (("quant", "none"), ("lora_targets", "all-linear"), ("lora_train_embeddings", False),
+                                   ("lora_dropout", 0.0)):
+                if getattr(self, field) != default:
+                    flag = "--" + field.replace("_", "-")
+                    raise BadInput(f"{flag} {getattr(self, field)} needs LoRA adapters: give --lora-rank > 0", field)
+        if self.quant != "none" and (self.zero_stage == 3 or self.fsdp != "off"):
+            raise BadInput(f"--quant {self.quant}: 4-bit bases are planned on DDP or ZeRO-1/2 (sharding a 4-bit base "
+                           "needs bitsandbytes' quant storage dtype, not modelled)", "quant")
+
+    def _optimizer_in_backward_rules(self) -> None:
+        if self.zero_stage or self.fsdp != "off":
+            raise BadInput("--optimizer-in-backward steps each parameter in its own backward hook: it runs without "
+                           "DeepSpeed or FSDP (--zero 0 --fsdp off), on one GPU", "optimizer_in_backward")
+        if self.precision == "fp16":
+            raise BadInput("--optimizer-in-backward with --precision fp16: a loss scaler cannot skip a step whose "
+                           "parameters are already updated; use bf16 or fp32", "optimizer_in_backward")
+
+    def _fsdp_rules(self) -> Knobs:
+        if self.zero_stage:
+            raise BadInput(f"--fsdp {self.fsdp} with --zero {self.zero_stage}: a plan uses ZeRO or FSDP, not both",
+                           "fsdp")
+        if self.offload == "optimizer":
+            raise BadInput("--offload optimizer with --fsdp: FSDP2's CPUOffloadPolicy moves parameters, gradients and "
+                           "optimizer states together; use --offload optimizer+params", "offload")
+        if self.precision == "fp16":
+            raise BadInput("--precision fp16 with --fsdp: FSDP plans run bf16 (fp32 shards, bf16 compute), bf16-pure "
+                           "or fp32", "precision")
+        return self
+
+    @classmethod
+    def make(cls, **fields) -> Knobs:
+        """Validated knobs; a broken rule or value is a BadInput naming its field."""
+        try:
+            return cls(**fields)
+        except ValidationError as e:
+            raise bad_input(e) from None
+
+    @classmethod
+    def allowed(cls, **fields) -> bool:
+        try:
+            cls(**fields)
+        except ValidationError:
+            return False
+        return True
+
+    def for_probe(self, backend: str) -> Knobs:
+        """The knobs a probe of `backend` runs and is stored under (one key for every face). The sim
+        traces DeepSpeed stages and offload as one trace without DeepSpeed's optimizer; cpu and cuda
+        probes run one process, so zero 0 only."""
+        if backend not in PROBE_BACKENDS:
+            raise BadInput(f"--backend {backend!r}: accepted values are {', '.join(PROBE_BACKENDS)}", "backend")
+        if self.expert_parallel > 1:
+            raise BadInput("--expert-parallel: a probe traces one rank's step without the all-to-all; expert-parallel "
+                           "plans are analytic", "expert_parallel")
+        if self.fsdp != "off":      # one rank's trace: FSDP2 runs the module in the compute dtype (bf16-pure's)
+            if backend != "sim":
+                raise BadInput(f"--backend {backend} runs one process; for FSDP plans use --backend sim", "fsdp")
+            return Knobs(precision="fp32" if self.precision == "fp32" else "bf16-pure",
+                         checkpointing=self.checkpointing, optimizer=self.optimizer, lora_rank=self.lora_rank,
+                         **self.recipe())
+        if backend != "sim":
+            if self.zero_stage:
+                raise BadInput(f"--backend {backend} runs zero 0 (one process); for ZeRO stages use --backend sim",
+                               "zero")
+            return self
+        if self.zero_stage == 0:
+            return self
+        return Knobs(precision=self.precision, checkpointing=self.checkpointing, zero_stage=1, offload="none",
+                     optimizer="adamw", lora_rank=self.lora_rank, **self.recipe())
+
+    def recipe(self) -> dict:
+        """The recipe knobs (RECIPE_FIELDS) as keyword arguments."""
+        return {f: getattr(self, f) for f in RECIPE_FIELDS}
+
+
+def bad_input(e: ValidationError) -> BadInput:
+    """A pydantic error as one line naming the field (as its CLI flag) and the value."""
+    err = e.errors()[0]
+    cause = (err.get("ctx") or {}).get("error")
+    if isinstance(cause, BadInput):
+        return cause
+    loc = [str(x) for x in err["loc"] if not isinstance(x, int)]
+    field = loc[0] if loc else None
+    msg = err["msg"].removeprefix("Value error, ")
+    if field is None:
+        return BadInput(msg)
+    shown = err.get("input")
+    value = "" if shown is None or isinstance(shown, dict) else f" {shown!r}"
+    return BadInput(f"--{field.replace('_', '-')}{value}: {msg}", field)
+
+
+class MemoryBreakdown(BaseModel):
+    """Per-rank memory at the step's peak moment.
+
+    peak_allocated = params + grads + optimizer + activations + temp (what max_memory_allocated reports);
+    device_total = peak_allocated + overhead (allocator reserve, CUDA context, NCCL buffers).
+    """
+
+    params_bytes: int
+    grads_bytes: int
+    optimizer_bytes: int
+    activations_bytes: int
+    temp_bytes: int
+    peak_allocated_bytes: int
+    overhead_bytes: int
+    overhead_source: Literal["assumed", "measured"] = "assumed"   # measured: the GPU kind's calibration file
+    device_total_bytes: int
+    capacity_bytes: int
+    headroom_bytes: int
+    peak_phase: Literal["forward", "backward", "end-of-backward", "optimizer-step", "generation", "reference-forward",
+                        "old-logps"]
+    host_bytes_per_node: int = 0
+    detail: dict[str, int] = {}
+    phases: dict[str, int] | None = None     # DPO / GRPO: peak allocated bytes of each phase (planner.estimate.rl)
+    peak_term: str | None = None            # DPO / GRPO: the largest term of the peak phase
+
+    def terms_sum(self) -> int:
+        return (self.params_bytes + self.grads_bytes + self.optimizer_bytes
+                + self.activations_bytes + self.temp_bytes)
+
+
+class TokenBatches(BaseModel):
+    """What a token budget (--max-tokens-per-micro-batch) makes of a step (planner.search.batching): micro-batches of
+    samples x padded width <= the budget, the global batch still in samples. `source` data: every micro-batch
+    of the first epoch as the trainer cuts it; assumed: no data, every sample at seq_len for speed and the
+    worst shapes the budget admits for memory."""
+
+    max_tokens_per_micro_batch: int
+    source: Literal["data", "assumed"]
+    shapes: list[tuple[int, int]] = Field(description="(samples, padded width) micro-batches memory is planned for")
+    micro_steps_max: int = Field(description="most micro-steps in a step (all ranks run the most any rank needs)")
+    micro_steps_mean: float
+    padded_tokens_per_micro_step: float = Field(description="mean samples x padded width of a micro-batch")
+    tokens_per_step: float = Field(description="mean real tokens of a global batch, all ranks")
+    fill_ratio: float = Field(description="real tokens / (micro-steps run x ranks x budget)")
+
+
+class Launch(BaseModel):
+    hf_args: dict
+    deepspeed_config: dict | None
+    command: str
+    note: str | None = None
+    accelerate_config: dict | None = None       # FSDP plans: an accelerate config file's contents
+    peft_config: dict | None = None             # LoRA plans: PEFT LoraConfig fields
+    quantization_config: dict | None = None     # QLoRA plans: transformers BitsAndBytesConfig fields
+
+
+class _Split(BaseModel):
+    micro_batch: int
+    grad_accum: int
+    world_size: int
+    global_batch: int
+
+
+class Plan(KnobFields, _Split):
+    """A batch split, its knobs (planner.config.knobfields, as Knobs has them), its memory, speed and launch material."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    memory: MemoryBreakdown
+    fits: bool
+    reason: str | None = None
+    step_time_s: float
+    tokens_per_s: float
+    evidence: Evidence = "analytic"
+    launch: Launch | None = None
+    token_batches: TokenBatches | None = Field(default=None, description=(
+        "with a token budget: micro_batch x grad_accum is the global batch's fixed split (what HF runs); the "
+        "bundled trainer cuts the same samples by tokens instead, and memory is planned for these shapes"))
+
+    @field_validator("fsdp", mode="before")
+    @classmethod
+    def _fsdp_off(cls, v):
+        return "off" if v is None else v      # plan files written before fsdp had one representation ("off")
+
+    @model_validator(mode="after")
+    def _exact_global_batch(self) -> Plan:
+        if self.micro_batch * self.grad_accum * self.world_size != self.global_batch:
+            raise ValueError("micro_batch x grad_accum x world_size must equal global_batch")
+        if self.optimizer_in_backward and (self.grad_accum > 1 or self.world_size > 1):
+            raise ValueError(OPTIMIZER_IN_BACKWARD_SPLIT)
+        return self
+
+    @property
+    def sharding(self) -> str:
+        """DDP, ZeRO-N or FSDP <mode>: what shards this plan's states (tables and headlines)."""
+        return f"FSDP {self.fsdp}" if self.fsdp != "off" else f"ZeRO-{self.zero_stage}" if self.zero_stage else "DDP"
+
+    @property
+    def recipe(self) -> str:
+        """The recipe knobs away from their defaults, for tables ("-" when none)."""
+        parts = [f"{self.loss} loss" if self.loss != "standard" else "",
+                 self.attention if self.attention != "sdpa" else "",
+                 "packed" if self.batching == "packed" else "",
+                 "optimizer in backward" if self.optimizer_in_backward else "",
+                 f"{self.quant} base" if self.quant != "none" else "",
+                 f"LoRA on {self.lora_targets}" if self.lora_targets != "all-linear" else "",
+                 "trained embeddings" if self.lora_train_embeddings else "",
+                 f"LoRA dropout {self.lora_dropout:g}" if self.lora_dropout else "",
+                 self.workload.kind.upper() if self.workload.rl else "",
+                 f"steps_per_generation {self.workload.steps_per_generation}"
+                 if self.workload.steps_per_generation else "",
+                 f"expert parallel {self.expert_parallel}" if self.expert_parallel > 1 else "",
+                 f"frozen {self.frozen}" if self.frozen != "none" else ""]
+        return ", ".join(p for p in parts if p) or "-"
+
+    @property
+    def knobs(self) -> Knobs:
+        return Knobs(**{f: getattr(self, f) for f in KNOBS})

@@ -1,0 +1,244 @@
+"""Activation, logit and mask bytes of one micro-step, per rank, from the tensors autograd saves.
+
+The counts follow the modules as transformers writes them (RMSNorm upcasting to fp32, HF's loss
+upcasting logits to fp32, SDPA's flash / memory-efficient kernels that save q, k, v, out and the
+log-sum-exp instead of the s x s scores), in the spirit of Korthikanti et al. 2022, "Reducing
+Activation Recomputation in Large Transformer Models", section 4, adapted to HF's implementation.
+
+Profiles (what dtype the saved tensors have):
+- "amp":  fp32 weights under torch.autocast (z=0, fp16/bf16): fp32 residual stream, bf16 matmul
+          inputs, and autocast casts a linear's input once per consumer (q, k, v each cast it).
+- "half": the model itself is bf16/fp16 (bf16-pure, DeepSpeed bf16/fp16, LoRA on a half base).
+- "fp32": everything fp32.
+
+Worst case by design: padded batches (an attention mask is passed, so SDPA cannot use native GQA
+and transformers repeats k/v to all heads, and the mask is materialised), maximum sequence length.
+"""
+from __future__ import annotations
+
+from planner.estimate import moe
+from planner.model.modelspec import TextSpec, VisionSpec
+
+MASK_BYTES_PER_ELEMENT = 1  # transformers builds boolean 4-D masks for SDPA
+
+
+def saved_dtype_bytes(profile: str) -> tuple[int, int]:
+    """(residual-stream bytes, matmul-input bytes) of the saved tensors for a profile."""
+    return {"amp": (4, 2), "half": (2, 2), "fp32": (4, 4)}[profile]
+
+
+def rmsnorm_saved_bytes(tokens: int, hidden: int, profile: str) -> int:
+    """LlamaRMSNorm: pow() saves the fp32 input (a copy unless already fp32), the weight product saves
+    the normalized tensor (fp32 under amp/fp32, the model dtype under half)."""
+    return tokens * hidden * (4 + (2 if profile == "half" else 4))
+
+
+def sdpa_bias_saved_bytes(batch: int, seq: int, profile: str) -> int:
+    """SDPA turns a boolean mask into a float bias in the query dtype on every call
+    (aten attention.cpp, convert_boolean_attn_mask) and the kernel saves it for backward."""
+    _, c = saved_dtype_bytes(profile)
+    return c * batch * seq * seq
+
+
+def llama_attention_saved_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """q/k/v/o projections and SDPA: linear inputs (cast per consumer under amp), rotated q, k and v
+    (repeated to all heads when a mask is passed: transformers' `use_gqa_in_sdpa`; flash-attention takes them
+    unrepeated), output, lse, and the float bias made from the padding mask (SDPA only)."""
+    _, c = saved_dtype_bytes(profile)
+    tokens = batch * seq
+    casts = (3 if profile == "amp" and not t.traits.fused_qkv else 1) * c * tokens * t.hidden
+    kv_width = t.q_dim if t.kv_heads < t.heads and t.attention != "flash" else t.kv_dim    # flash: native GQA
+    qkvo = c * tokens * (2 * t.q_dim + 2 * kv_width)
+    lse = 4 * tokens * t.heads
+    bias = sdpa_bias_saved_bytes(batch, seq, profile) if t.attention == "sdpa" else 0
+    return casts + qkvo + lse + bias + qk_norm_saved_bytes(t, tokens, profile) + fused_qkv_view_bytes(t, tokens, profile)
+
+
+def mla_attention_saved_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """DeepSeek's latent attention (transformers modeling_deepseek_v3.py, DeepseekV3Attention): the hidden input
+    (one autocast copy per projection reading it under AMP), the q bottleneck's norm and q_b's input, the kv
+    latent's norm and kv_b's input, q and k built whole at the q/k head size, kv_b's output (v is a view of it,
+    which keeps all of it), SDPA's output and log-sum-exp, and the mask's float bias. v's head size differs
+    from q's, so CUDA runs the memory-efficient kernel (never flash), which saves q, k and v themselves."""
+    _, c = saved_dtype_bytes(profile)
+    m, tokens, heads = t.mla, batch * seq, t.heads
+    norm_profile = "half" if profile == "amp" else profile      # the norms take the projections' half outputs
+    casts = (2 if profile == "amp" else 1) * c * tokens * t.hidden
+    q_path = rmsnorm_saved_bytes(tokens, m.q_lora_rank, norm_profile) + c * tokens * m.q_lora_rank if m.q_lora_rank else 0
+    kv_path = rmsnorm_saved_bytes(tokens, m.kv_lora_rank, norm_profile) + c * tokens * m.kv_lora_rank
+    qk = 2 * c * tokens * heads * m.qk_head_dim
+    kv_b = c * tokens * heads * (m.qk_nope_head_dim + m.v_head_dim)
+    out = c * tokens * heads * m.v_head_dim + 4 * tokens * heads
+    bias = sdpa_bias_saved_bytes(batch, seq, profile) if t.attention == "sdpa" else 0
+    return casts + q_path + kv_path + qk + kv_b + out + bias
+
+
+def fused_qkv_view_bytes(t: TextSpec, tokens: int, profile: str) -> int:
+    """Phi-3's fused qkv_proj (transformers modeling_phi3.py): v is a slice of the fused output, and without
+    grouped kv heads it reaches SDPA unrepeated, so saving it keeps the whole q+k+v storage alive: q and k's
+    widths on top of v's (sim probe, Phi-3-mini: -6.1% fp32 / -5.1% bf16-pure at micro 4 x 2048 without it)."""
+    if not t.traits.fused_qkv or t.kv_heads < t.heads:
+        return 0
+    _, c = saved_dtype_bytes(profile)
+    return c * tokens * (t.q_dim + t.kv_dim)
+
+
+def qk_norm_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
+    """Qwen3's and Gemma-3's q_norm and k_norm (transformers modeling_qwen3.py / modeling_gemma3.py): an RMSNorm
+    over every head of q and of k, saving what the family's other norms save, at the widths of q and k (OLMoE:
+    one norm over all of q and one over all of k, the same widths)."""
+    if not t.qk_norm:
+        return 0
+    width = t.q_dim + t.kv_dim
+    if t.traits.fp32_norms:
+        return tokens * width * 8
+    # under AMP the norms take the projections' half outputs, so they give back half tensors (as under "half")
+    return rmsnorm_saved_bytes(tokens, width, "half" if profile == "amp" else profile)
+
+
+def eager_scores_saved_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """Eager attention (Gemma-2: SDPA cannot softcap) saves the s x s scores: tanh output (softcap),
+    the fp32 softmax output and its cast back to the matmul dtype."""
+    _, c = saved_dtype_bytes(profile)
+    per_score = 4 + (c if c != 4 else 0) + (c if t.final_logit_softcap else 0)
+    if t.sinks and profile != "amp":    # gpt-oss: softmax in the scores' own dtype, kept for the value matmul
+        per_score = c
+    return batch * t.heads * seq * seq * per_score
+
+
+def gated_mlp_saved_bytes(t: TextSpec, tokens: int, profile: str, hidden: int = 0, inter: int = 0) -> int:
+    """gate/up inputs (two casts under amp; one for Phi-3's fused gate_up_proj), act(gate), act*up operands,
+    down input: 4 x tokens x inter (Phi-3: the fused gate-up output, whose halves are saved, and the rest)."""
+    _, c = saved_dtype_bytes(profile)
+    h, i = hidden or t.hidden, inter or t.intermediate
+    casts = 2 if profile == "amp" and not t.traits.fused_gate_up else 1
+    return casts * c * tokens * h + 4 * c * tokens * i
+
+
+def llama_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str, routed: bool = True) -> int:
+    """Bytes one Llama/Qwen/Mistral/Gemma-2 decoder layer saves for backward (an MoE model's routed layer, or
+    with routed=False its dense one)."""
+    tokens = batch * seq
+    norm_bytes = t.traits.norms_per_layer * (tokens * t.hidden * 8 if t.traits.fp32_norms
+                                             else rmsnorm_saved_bytes(tokens, t.hidden, profile))
+    mlp = (moe.moe_mlp_saved_bytes(t, tokens, profile) if t.moe and routed
+           else gated_mlp_saved_bytes(t, tokens, profile))
+    attention = (mla_attention_saved_bytes if t.mla else llama_attention_saved_bytes)(t, batch, seq, profile)
+    out = attention + mlp
+    if t.attention == "eager":
+        out += eager_scores_saved_bytes(t, batch, seq, profile)
+    return norm_bytes + out
+
+
+def gpt2_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """GPT-2 block: two LayerNorms (input + normalized output cast), attention (six tensors of width
+    hidden: the fused qkv output plus two more copies the strided q/k/v views cost, as measured with
+    saved_tensors_hooks in tests/planner/estimate/test_activations.py), output, dropout masks (1 byte), and
+    gelu_new written in Python, which saves five tensors of the MLP width (fp32 ones under autocast,
+    since pow runs in fp32)."""
+    tokens = batch * seq
+    r, c = saved_dtype_bytes(profile)
+    ln = 2 * tokens * t.hidden * (r + c)
+    attn = c * tokens * 6 * t.hidden + 4 * tokens * t.heads
+    attn += {"sdpa": sdpa_bias_saved_bytes(batch, seq, profile), "flash": 0,
+             "eager": eager_scores_saved_bytes(t, batch, seq, profile)}[t.attention]
+    masks = 2 * tokens * t.hidden if t.dropout > 0 else 0
+    gelu = {"amp": 14, "half": 10, "fp32": 20}[profile] * tokens * t.intermediate
+    return ln + attn + masks + gelu
+
+
+def layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """One decoder layer's saved tensors: the largest kind of layer (an MoE model's routed one)."""
+    return (gpt2_layer_bytes if t.traits.conv1d else llama_layer_bytes)(t, batch, seq, profile)
+
+
+def layers_bytes(t: TextSpec, count: int, batch: int, seq: int, profile: str) -> int:
+    """`count` decoder layers' saved tensors: all of them exactly when count is the depth; fewer are taken to be
+    the routed ones first (MoE models with dense layers: DeepSeek's first ones), which never understates."""
+    whole = count * layer_bytes(t, batch, seq, profile)
+    if t.moe is None or count <= t.moe.moe_layers:
+        return whole
+    dense = llama_layer_bytes(t, batch, seq, profile, routed=False)
+    return whole - (count - t.moe.moe_layers) * (layer_bytes(t, batch, seq, profile) - dense)
+
+
+def mlp_backward_transient_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """Inside one layer's backward, at the MLP: three gradients of the MLP's width are live while the
+    down projection's saved input is already freed, a net 2 x tokens x intermediate in the matmul
+    dtype. GPT-2's gelu_new under autocast differentiates in fp32 (pow runs in fp32): three fp32
+    gradients, net 12 bytes. Measured with the sim probe at vocabulary 256, where this moment is the
+    peak (temporaries per token x intermediate: Llama 3c for every profile, GPT-2 12/14/6 bytes for
+    fp32/autocast/half)."""
+    if t.moe:
+        return moe.backward_transient_bytes(t, batch * seq, profile)
+    _, c = saved_dtype_bytes(profile)
+    per = 12 if (not t.traits.gated_mlp and profile == "amp") else 2 * c
+    return per * batch * seq * t.intermediate
+
+
+def checkpointed_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """Full (per-layer) checkpointing keeps only each layer's input hidden states."""
+    r, _ = saved_dtype_bytes(profile)
+    return r * batch * seq * t.hidden
+
+
+def final_norm_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """Final norm plus the lm_head input (a separate cast under amp)."""
+    tokens = batch * seq
+    r, c = saved_dtype_bytes(profile)
+    if t.traits.layernorm:
+        return tokens * t.hidden * (r + c)
+    return rmsnorm_saved_bytes(tokens, t.hidden, profile) + (c * tokens * t.hidden if profile == "amp" else 0)
+
+
+def text_activations_bytes(t: TextSpec, batch: int, seq: int, profile: str, checkpointing: str) -> int:
+    """All layers' saved activations at the end of forward (recompute of one layer comes on top)."""
+    if checkpointing == "full":
+        return t.layers * checkpointed_layer_bytes(t, batch, seq, profile) + final_norm_bytes(t, batch, seq, profile)
+    return layers_bytes(t, t.layers, batch, seq, profile) + final_norm_bytes(t, batch, seq, profile)
+
+
+def logits_loss_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """Logits and loss at the start of backward: HF's ForCausalLMLoss upcasts logits to fp32 and
+    cross_entropy saves the fp32 log_softmax output; its backward holds that output, the incoming
+    gradient and the gradient it produces: 3 x 4 bytes per token per vocabulary entry. Final-logit
+    softcapping (Gemma-2) adds the output tanh saves, in the logits' (matmul) dtype: measured with
+    the sim probe by differencing two vocabulary sizes (Gemma-2, 2 and 4 layers, micro 2, sequence
+    1024 and 2048): 16.0 bytes fp32, 14.0 bf16-pure, 14.0 under bf16 autocast once its bf16 copy of
+    the head weight (memory.autocast_weight_copy_bytes) is taken out."""
+    _, c = saved_dtype_bytes(profile)
+    per = 12 + (c if t.final_logit_softcap else 0)
+    return per * batch * seq * t.vocab
+
+
+def attention_mask_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """The 4-D causal+padding mask built once per forward (eager attention: additive, in the matmul
+    dtype; Gemma-2 builds a second one for its sliding-window layers)."""
+    _, c = saved_dtype_bytes(profile)
+    if t.attention == "flash":      # the kernel takes sequence lengths, not a mask
+        return 0
+    if t.attention == "eager":
+        return (2 if t.traits.sliding_window_masks else 1) * c * batch * seq * seq
+    return MASK_BYTES_PER_ELEMENT * batch * seq * seq
+
+
+def vision_block_bytes(v: VisionSpec, patches: int, profile: str) -> int:
+    """One vision-encoder block over `patches` tokens: two norms, fused-qkv storage, output, MLP."""
+    _, c = saved_dtype_bytes(profile)
+    norms = 2 * rmsnorm_saved_bytes(patches, v.hidden, profile)
+    attn = c * patches * v.hidden * (1 + 3 + 1) + 4 * patches * v.heads
+    mlp = (4 if v.gated_mlp else 2) * c * patches * v.intermediate + c * patches * v.hidden
+    return norms + attn + mlp
+
+
+def vision_activations_bytes(v: VisionSpec, batch: int, image_tokens: int, profile: str,
+                             checkpointing: str, trainable: bool) -> int:
+    """Vision tower activations for `image_tokens` LLM-side tokens per sample (each one is
+    `patches_per_token` encoder tokens). A frozen tower (LoRA on the LLM) saves nothing."""
+    if not trainable or image_tokens == 0:
+        return 0
+    patches = batch * image_tokens * v.patches_per_token
+    if checkpointing == "full":
+        r, _ = saved_dtype_bytes(profile)
+        return v.layers * r * patches * v.hidden + vision_block_bytes(v, patches, profile)
+    return v.layers * vision_block_bytes(v, patches, profile)

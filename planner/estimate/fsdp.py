@@ -1,0 +1,91 @@
+"""FSDP2 (torch.distributed.fsdp.fully_shard) memory terms per rank, as torch 2.13's _fully_shard runs it: every
+decoder layer and the root are FSDP units; each parameter is sharded on dim 0 over the shard group.
+
+- Sharded state: parameters, gradients and optimizer states, 1/N each, in the sharded parameters' dtype (fp32
+  under `bf16` = MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), as accelerate runs it; bf16 under
+  `bf16-pure`, as torchtune and litgpt run it, with the optimizer states in bf16 too).
+- Unsharded while a unit runs, in the compute dtype: the layer being computed plus the next one, all-gathered
+  ahead (forward: implicit prefetch; backward: `_backward_prefetch`, one unit ahead), and the root unit
+  (embeddings, final norm, head), which FSDP2 does not reshard after forward (_fsdp_state.py: "for the root, do
+  not reshard after forward since for training, the parameters would be freed and all-gathered immediately").
+  `grad-op` (reshard_after_forward=False) keeps every layer unsharded from its forward to its backward.
+- In backward, a unit's unsharded gradient (compute dtype) and, when the reduce dtype differs, its copy in the
+  reduce dtype that the reduce-scatter reads (_fsdp_collectives.py foreach_reduce).
+- `hybrid` (HSDP): sharded within a node, replicated across nodes; `optimizer+params` offload
+  (CPUOffloadPolicy): the sharded parameters, gradients and optimizer states live in host memory.
+"""
+from __future__ import annotations
+
+from planner.config.spec import Knobs
+
+
+def on(k: Knobs) -> bool:
+    return k.fsdp != "off"
+
+
+def shard_group_size(s) -> int:
+    """Ranks a parameter is sharded over: the world, or one node's GPUs under hybrid."""
+    return s.gpus_per_node if s.knobs.fsdp == "hybrid" else s.world_size
+
+
+def compute_bytes_per_param(k: Knobs) -> int:
+    """MixedPrecisionPolicy's param_dtype: the unsharded parameters and gradients, the activations."""
+    return 4 if k.precision == "fp32" else 2
+
+
+def reduce_bytes_per_param(k: Knobs) -> int:
+    """The reduce-scatter's dtype: fp32 under bf16 (reduce_dtype=fp32) and fp32, bf16 under bf16-pure."""
+    return 2 if k.precision == "bf16-pure" else 4
+
+
+def layer_params(s) -> int:
+    """Parameters of one decoder layer, the unit every layer is wrapped as (an MoE model's largest, routed one)."""
+    n = s.knobs.expert_parallel        # each rank's unit holds only its own experts
+    return s.model.layer_unit_params() - s.model.expert_params_per_layer() * (n - 1) // n
+
+
+def root_params(s) -> int:
+    """The root unit: everything outside the decoder layers (embeddings, final norm, head, a vision tower)."""
+    return s.model.params - sum(t.numel for t in s.model.tensors if t.role == "layer")
+
+
+def head_params(s) -> int:
+    """The parameters whose gradients backward reaches first: the output head (the embedding when tied)."""
+    return s.model.text.vocab * s.model.text.hidden
+
+
+def sharded(s, total_bytes: int) -> int:
+    """This rank's shard of a sharded state (parameters, gradients, optimizer states); none on the GPU with
+    CPUOffloadPolicy. Parameters are sharded on dim 0 (padded to equal shards): total / N."""
+    if s.knobs.offload == "optimizer+params":
+        return 0
+    return total_bytes // shard_group_size(s)
+
+
+def unsharded_params_bytes(s) -> int:
+    """All-gathered parameters alive while a layer computes: the root unit, and two layers (the current one and
+    the next, prefetched), or under grad-op every layer (the peak is at the start of backward)."""
+    if not on(s.knobs):
+        return 0
+    layers = s.model.text.layers if s.knobs.fsdp == "grad-op" else min(2, s.model.text.layers)
+    return (root_params(s) + layers * layer_params(s)) * compute_bytes_per_param(s.knobs)
+
+
+def backward_temp_bytes(s, end: bool) -> int:
+    """Backward's gradient transients: a layer's unsharded gradient (compute dtype) and its reduce-dtype copy that
+    the reduce-scatter reads; the root's unsharded gradients, reduced only when its backward ends (the head's
+    from the first backward op; at the end, every root parameter's, with its reduce-dtype copy)."""
+    k = s.knobs
+    if not on(k):
+        return 0
+    cb, rb = compute_bytes_per_param(k), reduce_bytes_per_param(k)
+    copy = rb if rb != cb else 0
+    if end:
+        return root_params(s) * (cb + copy)
+    return layer_params(s) * (cb + copy) + head_params(s) * cb
+
+
+def host_offload_bytes_per_rank(s, states_bytes: int) -> int:
+    """CPUOffloadPolicy: the sharded parameters, gradients and optimizer states (`states_bytes` unsharded, in
+    total) in pinned host memory."""
+    return states_bytes // shard_group_size(s)

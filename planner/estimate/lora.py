@@ -1,0 +1,111 @@
+"""LoRA's and QLoRA's terms beyond the adapters' count (planner/model/modelspec.py counts the adapters on --lora-targets):
+the embedding and head trained in full (--lora-train-embeddings), LoRA dropout's saved tensors, the 4-bit base
+(--quant nf4|fp4) and the weight it dequantizes for each matmul.
+
+- Trained embeddings: PEFT's `modules_to_save` (the "LoRA (emb)" recipe) keeps the frozen original and trains a
+  copy of `embed_tokens` and of `lm_head` (a tied head is copied too), each in the base's dtype while the LoRA
+  adapters are upcast to fp32 (PEFT's autocast_adapter_dtype): measured on debug-llama, PEFT 0.21.
+- 4-bit base: bitsandbytes' quantize_4bit stores two weights a byte, one absmax per block of 64 weights, and with
+  double quantization (QLoRA's recipe, exported) that absmax in 8 bits with one fp32 absmax per 256 blocks:
+  0.5 + 1/64 + 4/(64 x 256) bytes per weight (Dettmers et al. 2023, "QLoRA", section 3: 0.127 bits of constants per
+  parameter). Every decoder linear is quantized (transformers leaves lm_head and the embeddings in half).
+- bitsandbytes' MatMul4Bit keeps only the packed weight for backward, dequantizes it into the compute dtype for
+  the forward matmul (CUDA, more than 1536 tokens: dequantize then F.linear) and again for the input gradient:
+  one dequantized weight is live at a time.
+"""
+from __future__ import annotations
+
+from planner.estimate import activations as act
+
+NF4_BLOCK = 64                  # bitsandbytes' 4-bit blocksize (transformers' BitsAndBytesConfig default)
+NESTED_BLOCK = 256              # double quantization: absmax of the absmax, per 256 blocks
+
+
+def quantized_bytes_per_weight() -> float:
+    """Bytes of one 4-bit weight with its double-quantized constants (nf4 and fp4 store the same)."""
+    return 0.5 + 1 / NF4_BLOCK + 4 / (NF4_BLOCK * NESTED_BLOCK)
+
+
+def quantized_weights(model) -> int:
+    """Weights bitsandbytes stores in 4 bits: every decoder linear's weight."""
+    return sum(t.numel for t in model.tensors if t.lora)
+
+
+def embedding_copy_params(model, knobs) -> int:
+    """The trained copies of the embedding and the head (PEFT modules_to_save)."""
+    if not (knobs.lora_rank and knobs.lora_train_embeddings):
+        return 0
+    return 2 * model.text.vocab * model.text.hidden
+
+
+def dequantized_weight_bytes(model, knobs, compute_bytes: int) -> int:
+    """The largest decoder linear dequantized for its matmul (forward, and the input gradient in backward)."""
+    if knobs.quant == "none":
+        return 0
+    return compute_bytes * max(t.numel // t.count for t in model.tensors if t.lora)
+
+
+INPUT_GROUPS = (("q_proj", "k_proj", "v_proj", "qkv_proj"), ("gate_proj", "up_proj", "gate_up_proj"), ("down_proj",))
+
+
+def _adapted_width(model, knobs, adapted: bool = True) -> int:
+    """Input widths of one layer's linears that LoRA adapts (or, adapted=False, that it leaves out)."""
+    return sum(t.shape[1] * (t.count // model.text.layers) for t in model.tensors
+               if t.role == "layer" and t.lora and len(t.shape) == 2 and not t.name.startswith("router.")
+               and t.adapted(knobs.lora_targets) == adapted)
+
+
+def _groups_left_out(model, knobs) -> int:
+    """fp32: input widths of the input groups (q/k/v, gate/up, down) none of whose linears is adapted; o_proj's input
+    is the attention output the kernel saves anyway."""
+    out = 0
+    for group in INPUT_GROUPS:
+        members = [t for t in model.tensors if t.role == "layer" and t.lora and t.name in group]
+        if members and not any(t.adapted(knobs.lora_targets) for t in members):
+            out += members[0].shape[1]
+    return out
+
+
+def dropout_layer_bytes(model, knobs, tokens: int, profile: str) -> int:
+    """LoRA dropout (PEFT: lora_B(lora_A(dropout(x)))): per adapted linear, the dropout's mask at the linear's input
+    width, one byte an element (CUDA's fused native_dropout keeps a bool mask; the sim traces it so). In fp32 no
+    cast stands between the dropout and lora_A, which saves the dropped fp32 input instead of the shared one."""
+    if not (knobs.lora_rank and knobs.lora_dropout):
+        return 0
+    if profile == "fp32":
+        shared = 2 * model.text.hidden + model.text.intermediate - _groups_left_out(model, knobs)
+        return tokens * (5 * _adapted_width(model, knobs) - 4 * shared)
+    return tokens * _adapted_width(model, knobs)
+
+
+def unadapted_inputs_bytes(model, knobs, tokens: int, profile: str) -> int:
+    """What a layer does not save for the decoder linears --lora-targets leaves out: each adapter's lora_A saves its
+    own copy of the linear's input in the matmul dtype (PEFT casts it to the fp32 adapter, autocast or the half
+    compute casts it back), while a frozen linear alone saves no input (sim probe, Llama-3.2-1B: q,v only keeps
+    2 x 16 MiB a layer fewer than q,k,v,o at 4,096 tokens, all-linear 96 MiB more than attention). In fp32 the
+    adapters share their inputs: an input goes only when no linear reading it is adapted."""
+    if not knobs.lora_rank or knobs.lora_targets == "all-linear":
+        return 0
+    if profile == "fp32":
+        return 4 * tokens * _groups_left_out(model, knobs)
+    _, c = act.saved_dtype_bytes(profile)
+    return c * tokens * _adapted_width(model, knobs, adapted=False)
+
+
+def adapter_input_bytes(model, knobs, tokens: int, profile: str) -> int:
+    """How the adapters' saved inputs differ from a fully trained layer's, per layer (zero 0; DeepSpeed casts the
+    adapters to the module's half dtype with it, so they share the layer's inputs):
+    - torch AMP: each lora_A saves its own autocast copy of its input (what activations.layer_bytes counts);
+    - bf16-pure: PEFT keeps the adapters in fp32 and casts each adapted linear's input to fp32 for lora_A, which
+      saves that copy: 4 bytes an element where AMP's copies are 2 (sim probe, Llama-3.2-1B at 4,096 tokens:
+      2,618 MiB more than AMP over 16 layers; this term gives 2,560);
+    - fp32: no cast, so the adapters save the norms' outputs themselves, and a frozen norm weight saves no
+      normalized input: two fewer hidden-sized fp32 tensors a layer (sim: 66.6 MiB a layer; this, 64)."""
+    if not knobs.lora_rank or knobs.zero_stage or model.text.traits.conv1d:    # GPT-2's block: not re-examined
+        return 0
+    if profile == "fp32":
+        return -2 * 4 * tokens * model.text.hidden
+    if knobs.precision == "bf16-pure":
+        _, c = act.saved_dtype_bytes(profile)
+        return (4 - c) * tokens * _adapted_width(model, knobs)
+    return 0

@@ -1,0 +1,470 @@
+"""Per-rank memory of a training step: one small function per term, in bytes, then the peak.
+
+Model states follow the ZeRO paper (Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward
+Training Trillion Parameter Models", section 5) as DeepSpeed 0.19 really implements them:
+- stages 1-2 keep an fp32 master partition even in fp32 runs, and build an fp32 gradient
+  partition at step time (`single_partition_of_fp32_groups[i].grad`): DeepSpeed's own
+  `estimate_zero2_model_states_mem_needs` counts 2 + 18/N bytes per parameter where the paper says
+  2 + 14/N;
+- stage 3 gathers whole modules while they run (DeepSpeed's estimate: 4 x largest layer params);
+- the optimizer is DeepSpeed's fused Adam (no full-size temporaries), see export.py.
+Without DeepSpeed (zero 0) the optimizer is torch's: `adamw` is the foreach implementation torch
+uses on CUDA by default, whose step allocates a full-size temporary (exp_avg_sq.sqrt()), while
+`adamw-fused` does not (torch/optim/adamw.py, `_multi_tensor_adamw` vs `_fused_adamw`).
+
+The peak is the largest of three moments of a steady-state step (after the first optimizer step):
+- "backward": the larger of two moments. The start of backward: all saved activations, logits/loss,
+  masks, autocast weight copies. The last layer's backward, after the logits are freed: its saved
+  (under full checkpointing, recomputed) activations and the MLP's gradient transient, every other
+  layer's, the head's gradients. Gradients of all layers count only when accumulating (HF zeroes
+  them with set_to_none after each step). The sim probe showed the two moments never overlap
+  (benchmarks/accuracy.py: counting the recomputed layer on top of the logits over-estimated
+  full-checkpointing peaks by 9-23%);
+- "end-of-backward": all gradients, one layer's activations (recomputed under checkpointing), one
+  gradient-sized transient of the largest matrix;
+- "optimizer-step": all gradients plus the optimizer's temporaries.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from math import prod
+
+from planner.config.spec import MIB, Knobs, MemoryBreakdown
+from planner.estimate import activations as act
+from planner.estimate import calibration, fsdp, lora, recipe_terms
+from planner.estimate.setup import Setup
+
+# Priors for what lies outside the caching allocator's tensors; the probes calibrate them.
+CUDA_CONTEXT_BYTES = 768 * MIB      # CUDA context + cuBLAS/cuDNN handles and loaded kernels
+NCCL_INTRA_NODE_BYTES = 512 * MIB   # NCCL communicator buffers, one node
+NCCL_INTER_NODE_BYTES = 256 * MIB   # extra proxy/network buffers when nodes > 1
+# reserved - allocated, as a fraction of peak allocated: the median over 28 steps measured on an H100 with
+# torch 2.11's default caching allocator (benchmarks/results/gpu/, 2026-11-22; 3% to 45%, median 13.1%). The
+# allocator, not the card, makes it, so it is the prior for every GPU. The 6% this replaced let a plan that ran
+# out of memory on the H100 (Llama-3.2-1B, micro 16 x 2048, full checkpointing) be called fitting.
+FRAGMENTATION_FRACTION = 0.13
+ADAMW_8BIT_BLOCK = 256              # bitsandbytes blockwise quantisation: one fp32 absmax per block
+ADAMW_8BIT_MIN_SIZE = 4096          # bitsandbytes keeps 32-bit states for tensors smaller than this
+
+
+def trainable_params(s: Setup) -> int:
+    """Full fine-tuning: every parameter but the modules --frozen keeps frozen (a VLM's tower, its projector); LoRA:
+    the adapters on --lora-targets and any trained embedding copies."""
+    if not s.lora:
+        return s.model.params - s.model.frozen_params(s.knobs.frozen)
+    return s.model.lora_params(s.knobs.lora_rank, s.knobs.lora_targets) + lora.embedding_copy_params(s.model, s.knobs)
+
+
+def embedding_copy_overcount_bytes(s: Setup, per_param_bytes: int) -> int:
+    """Trained embedding copies are in the base's dtype where torch AMP keeps the adapters in fp32: the bytes to
+    take back from a term that counted them at the adapters' width (0 elsewhere)."""
+    k = s.knobs
+    over = trainable_weight_bytes_per_param(k) - frozen_weight_bytes_per_param(k)
+    return lora.embedding_copy_params(s.model, k) * per_param_bytes * over // trainable_weight_bytes_per_param(k) \
+        if over > 0 and k.zero_stage == 0 else 0
+
+
+def frozen_params(s: Setup) -> int:
+    """LoRA: the whole base; full fine-tuning: the modules --frozen keeps frozen."""
+    return s.model.params if s.lora else s.model.frozen_params(s.knobs.frozen)
+
+
+def activation_profile(k: Knobs) -> str:
+    if k.precision == "fp32":
+        return "fp32"
+    if k.fsdp != "off":     # MixedPrecisionPolicy casts the unsharded parameters: the module runs in bf16
+        return "half"
+    return "amp" if k.zero_stage == 0 and k.precision in ("fp16", "bf16") and k.lora_rank == 0 else "half"
+
+
+def trainable_weight_bytes_per_param(k: Knobs) -> int:
+    """fp32 weights for fp32 and for torch AMP (fp32 master = the model); DeepSpeed fp16/bf16 casts
+    the module to half; bf16-pure is half. LoRA adapters stay fp32 on a half base under AMP and bf16-pure (PEFT's
+    autocast_adapter_dtype; the sim probe's debug-moe with adapted experts: params and AdamW states at 4 bytes)."""
+    if k.precision == "fp32" or (k.zero_stage == 0 and (k.precision in ("fp16", "bf16") or k.lora_rank)):
+        return 4
+    return 2
+
+
+def frozen_weight_bytes_per_param(k: Knobs) -> int:
+    """A LoRA base model is loaded in half precision unless the run is fp32; modules frozen in a full fine-tune
+    (--frozen) are in the model's own dtype (recipe/model.py weight_dtype): fp32 under torch AMP."""
+    if not k.lora_rank:
+        return trainable_weight_bytes_per_param(k)
+    return 4 if k.precision == "fp32" else 2
+
+
+def params_bytes(s: Setup) -> int:
+    """Model weights resident on the GPU (ZeRO-3: this rank's partition; with param offload: none)."""
+    k = s.knobs
+    total = (trainable_params(s) * trainable_weight_bytes_per_param(k) + frozen_bytes(s)
+             - embedding_copy_overcount_bytes(s, trainable_weight_bytes_per_param(k)))
+    if k.fsdp != "off":
+        return fsdp.sharded(s, total)
+    if k.zero_stage == 3:
+        return 0 if k.offload == "optimizer+params" else total // s.world_size
+    return total
+
+
+def frozen_bytes(s: Setup) -> int:
+    """The frozen base under LoRA: half precision (fp32 in fp32 runs); with --quant its decoder linears in 4 bits."""
+    k = s.knobs
+    if k.quant == "none":
+        return frozen_params(s) * frozen_weight_bytes_per_param(k)
+    q = lora.quantized_weights(s.model)
+    return int(q * lora.quantized_bytes_per_weight()) + (frozen_params(s) - q) * frozen_weight_bytes_per_param(k)
+
+
+def optimizer_state_bytes_per_param(optimizer: str, state_bytes: int) -> float:
+    """Per-parameter state of an unfactored optimizer: AdamW two moments, SGD one momentum buffer,
+    Adafactor (on flat ZeRO partitions it cannot factor) one second moment, 8-bit AdamW two 1-byte
+    moments plus one fp32 absmax per block (Dettmers et al. 2022)."""
+    return {"adamw": 2 * state_bytes, "adamw-fused": 2 * state_bytes, "sgd": state_bytes,
+            "adafactor": state_bytes, "adamw-8bit": 2 + 2 * 4 / ADAMW_8BIT_BLOCK,
+            "paged-adamw": 2 * state_bytes, "paged-adamw-8bit": 2 + 2 * 4 / ADAMW_8BIT_BLOCK}[optimizer]
+
+
+def adafactor_state_elements(s: Setup) -> int:
+    """Adafactor (Shazeer & Stern 2018) keeps row and column statistics for a matrix, a full second
+    moment for a vector; HF's default has no first moment. LoRA: the A (r x d_in) and B (d_out x r)
+    factors of every adapted weight."""
+    r = s.knobs.lora_rank
+    if s.lora:
+        return sum((2 * r + t.shape[0] + t.shape[1]) * t.count for t in s.model.tensors
+                   if t.adapted(s.knobs.lora_targets)) + lora.embedding_copy_params(s.model, s.knobs)
+    return sum((sum(t.shape[:-1]) + t.shape[-1] if len(t.shape) >= 2 else t.shape[0]) * t.count
+               for t in s.model.tensors)
+
+
+def adamw_8bit_state_bytes(s: Setup) -> int:
+    """bitsandbytes 8-bit AdamW: 1-byte moments plus absmax per block; 32-bit states for tensors
+    under ADAMW_8BIT_MIN_SIZE elements."""
+    per_big = optimizer_state_bytes_per_param("adamw-8bit", 4)
+    if s.lora:
+        return int(trainable_params(s) * per_big)
+    total = 0.0
+    for t in s.model.tensors:
+        n = t.numel // t.count
+        total += t.numel * (8 if n < ADAMW_8BIT_MIN_SIZE else per_big)
+    return int(total)
+
+
+def optimizer_bytes(s: Setup) -> int:
+    """Optimizer states on the GPU. zero 0: torch keeps states in the parameter dtype; ZeRO keeps an
+    fp32 master copy plus fp32 states, partitioned over the world; offloaded states live on the host."""
+    k, T = s.knobs, trainable_params(s)
+    if k.zero_stage == 0:
+        sb = trainable_weight_bytes_per_param(k)
+        if k.optimizer == "adafactor":
+            whole = adafactor_state_elements(s) * sb
+        elif k.optimizer in ("adamw-8bit", "paged-adamw-8bit"):
+            whole = adamw_8bit_state_bytes(s)
+        else:
+            whole = int(T * optimizer_state_bytes_per_param(k.optimizer, sb))
+            whole -= embedding_copy_overcount_bytes(s, int(optimizer_state_bytes_per_param(k.optimizer, sb)))
+        return fsdp.sharded(s, whole) if k.fsdp != "off" else whole
+    if k.offload != "none":
+        return 0
+    return int(T * (4 + optimizer_state_bytes_per_param(k.optimizer, 4))) // s.world_size
+
+
+def grad_bytes_per_param(k: Knobs) -> int:
+    return trainable_weight_bytes_per_param(k)
+
+
+def reduce_bucket_elements(s: Setup) -> int:
+    """DeepSpeed reduce bucket as HF's "auto" sets it (hidden_size^2); export.py writes the same."""
+    return s.model.text.hidden ** 2
+
+
+def gradients_bytes(s: Setup) -> int:
+    """All gradients this rank holds once backward is done (zero 0/1: full; 2/3: its partition)."""
+    k, T, g = s.knobs, trainable_params(s), grad_bytes_per_param(s.knobs)
+    if k.optimizer_in_backward:     # each gradient is stepped and freed as it arrives: one at a time
+        return largest_trainable_matrix_params(s) * g
+    if k.zero_stage == 0 and k.fsdp == "off":
+        return T * g - embedding_copy_overcount_bytes(s, g)
+    if k.fsdp != "off":
+        return fsdp.sharded(s, T * g)
+    if k.zero_stage == 0:
+        return T * g
+    if k.zero_stage == 1:
+        return T * g + (0 if k.offload != "none" else T * g // s.world_size)
+    return 0 if k.offload != "none" else T * g // s.world_size
+
+
+def comm_bucket_bytes(s: Setup) -> int:
+    """Persistent gradient communication buffers: DDP buckets (a copy of every gradient, since HF
+    does not set gradient_as_bucket_view) for world > 1, DeepSpeed's contiguous reduce buckets
+    (two with overlap_comm at stage 2, one at stages 1 and 3)."""
+    k, g = s.knobs, grad_bytes_per_param(s.knobs)
+    if k.fsdp != "off":     # reduce-scatter buffers are per unit, in backward: fsdp.backward_temp_bytes
+        return 0
+    if k.zero_stage == 0:
+        return trainable_params(s) * g if s.world_size > 1 else 0
+    return {1: 1, 2: 2, 3: 1}[k.zero_stage] * reduce_bucket_elements(s) * g
+
+
+def gathered_params_bytes(s: Setup) -> int:
+    """Parameters gathered while their module runs: ZeRO-3's, or FSDP's unsharded units."""
+    return fsdp.unsharded_params_bytes(s) if s.knobs.fsdp != "off" else zero3_live_params_bytes(s)
+
+
+def zero3_live_params_bytes(s: Setup) -> int:
+    """ZeRO-3 modules gathered while they run: the largest module's weights and their gradient
+    (DeepSpeed's estimate: 4 x largest layer params in half precision) plus the prefetch bucket."""
+    if s.knobs.zero_stage != 3:
+        return 0
+    w = 4 if s.knobs.precision == "fp32" else 2
+    prefetch = int(0.9 * s.model.text.hidden ** 2)
+    return 2 * w * s.model.largest_matrix_params() + w * prefetch
+
+
+def largest_trainable_matrix_params(s: Setup) -> int:
+    """Elements of the largest weight that receives a gradient (a LoRA factor under LoRA)."""
+    if s.lora:
+        adapters = max((s.knobs.lora_rank * max(t.shape) for t in s.model.tensors if t.adapted(s.knobs.lora_targets)),
+                       default=0)
+        return max(adapters, s.model.text.vocab * s.model.text.hidden if s.knobs.lora_train_embeddings else 0)
+    return max(prod(t.shape) for t in s.model.tensors if len(t.shape) == 2)
+
+
+def optimizer_step_temp_bytes(s: Setup) -> int:
+    """Temporaries of the optimizer step: torch foreach AdamW one full-size tensor (sqrt of the
+    second moment); Adafactor per tensor (about three of the largest); ZeRO the fp32 gradient
+    partition it builds for the step; fused, SGD and 8-bit kernels none."""
+    k, T = s.knobs, trainable_params(s)
+    if k.zero_stage >= 1:
+        return 0 if k.offload != "none" else 4 * T // s.world_size
+    sb = trainable_weight_bytes_per_param(k)
+    if k.optimizer_in_backward:     # one parameter's step at a time, inside backward
+        return largest_trainable_matrix_params(s) * sb if k.optimizer == "adamw" else 0
+    if k.fsdp != "off":     # the step runs on the shards (on the host with offload)
+        return 0 if k.offload != "none" or k.optimizer != "adamw" else fsdp.sharded(s, T * sb)
+    if k.optimizer == "adamw":
+        return T * sb
+    if k.optimizer == "adafactor":
+        return 3 * 4 * largest_trainable_matrix_params(s)
+    return 0
+
+
+def autocast_weight_copy_bytes(s: Setup, layers_live: int) -> int:
+    """torch.autocast caches a bf16 copy of every fp32 weight a matmul uses, and the matmul saves it
+    for backward: without checkpointing every layer's copy lives until its backward; with it only
+    the lm_head's and the recomputed layer's."""
+    if activation_profile(s.knobs) != "amp":
+        return 0
+    m = s.model
+    per_layer = sum(t.numel for t in m.tensors if t.role == "layer" and len(t.shape) == 2) // m.text.layers
+    head = m.text.vocab * m.text.hidden
+    vision = sum(t.numel for t in m.tensors if t.role in ("vision", "projector") and len(t.shape) == 2)
+    return 2 * (per_layer * layers_live + head + (vision if layers_live == m.text.layers else 0))
+
+
+def text_shape(s: Setup):
+    """(text spec as the knobs run it, rows, tokens per row, profile): the arguments of every activation term."""
+    rows, width = recipe_terms.row_shape(s.knobs, s.micro_batch, s.seq_len)
+    adapted = any(x.experts and x.adapted(s.knobs.lora_targets) for x in s.model.tensors) if s.knobs.lora_rank else False
+    return recipe_terms.text_spec(s.model.text, s.knobs, adapted), rows, width, activation_profile(s.knobs)
+
+
+def live_weight_copy_layers(s: Setup) -> int:
+    """Layers whose autocast weight copies stay saved until their backward (not under a checkpoint or offload)."""
+    k, n = s.knobs, s.model.text.layers
+    return 1 if k.checkpointing == "offload" else max(1, n - recipe_terms.checkpointed_layers(k, n))
+
+
+def activations_bytes(s: Setup) -> int:
+    """Saved activations at the start of backward: text layers, vision tower, final norm."""
+    t, rows, width, p = text_shape(s)
+    total = recipe_terms.text_activations_bytes(t, s.knobs, rows, width, p)
+    if s.knobs.checkpointing != "offload":      # LoRA's own tensors, in the layers not under a checkpoint
+        total += (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) * lora_layer_bytes(s)
+    if s.model.vision is not None:
+        ckpt = "off" if s.knobs.checkpointing == "off" else "full"
+        total += act.vision_activations_bytes(s.model.vision, s.micro_batch, s.image_tokens, p, ckpt,
+                                              trainable=not s.lora and s.knobs.frozen == "none")
+    return total
+
+
+def lora_layer_bytes(s: Setup) -> int:
+    """What LoRA changes in one layer's saved tensors: dropout masks, the inputs of linears left out, the adapters'
+    own input copies (planner/estimate/lora.py)."""
+    _, rows, width, p = text_shape(s)
+    return (lora.dropout_layer_bytes(s.model, s.knobs, rows * width, p)
+            - lora.unadapted_inputs_bytes(s.model, s.knobs, rows * width, p)
+            + lora.adapter_input_bytes(s.model, s.knobs, rows * width, p))
+
+
+def logits_loss_bytes(s: Setup) -> int:
+    t, rows, width, p = text_shape(s)
+    head_trainable = not s.lora or s.knobs.lora_train_embeddings
+    head_grad = grad_bytes_per_param(s.knobs) if head_trainable else 0
+    w = s.knobs.workload
+    if w.rl and w.logprobs == "full":
+        return recipe_terms.full_logprob_bytes(t, rows, width, p)
+    if w.rl:    # TRL scores the completion tokens with its fused log-prob head
+        return recipe_terms.logprob_head_bytes(t, rows * max(1, min(width, w.scored_tokens())), p, head_grad)
+    return recipe_terms.loss_bytes(t, s.knobs, rows * width, p, head_grad)
+
+
+def backward_start_temp_bytes(s: Setup) -> int:
+    t, rows, width, p = text_shape(s)
+    return (logits_loss_bytes(s) + act.attention_mask_bytes(t, rows, width, p)
+            + autocast_weight_copy_bytes(s, live_weight_copy_layers(s)) + gathered_params_bytes(s)
+            + dequantized_bytes(s))
+
+
+def dequantized_bytes(s: Setup) -> int:
+    """QLoRA: the 4-bit weight dequantized for the matmul running (planner.estimate.lora)."""
+    return lora.dequantized_weight_bytes(s.model, s.knobs, act.saved_dtype_bytes(activation_profile(s.knobs))[1])
+
+
+def last_layer_activations_bytes(s: Setup) -> int:
+    """During the last layer's backward: every layer's saved activations (under checkpointing, what each
+    checkpointed layer keeps plus the recomputed layer's whole set; under offload, the layer brought back),
+    the vision tower's; the final norm's saved tensors are freed by then."""
+    t, rows, width, p = text_shape(s)
+    recomputed = recipe_terms.recomputed_layer_bytes(t, s.knobs, rows, width, p)
+    if recomputed and s.knobs.checkpointing != "offload":     # the recomputed layer holds LoRA's tensors too
+        recomputed += lora_layer_bytes(s)
+    final = 0 if s.knobs.checkpointing == "offload" else act.final_norm_bytes(t, rows, width, p)
+    return activations_bytes(s) - final + recomputed
+
+
+def head_grad_bytes(s: Setup) -> int:
+    """Gradients that exist once backward has passed the lm_head and the final norm (the head's
+    gradient, or the tied embedding's), counted when gradients are not already all live."""
+    if s.knobs.zero_stage >= 2 or s.knobs.fsdp != "off" or s.knobs.optimizer_in_backward:
+        return 0
+    if s.lora:      # the trained copy of the head, in the base's dtype
+        return (s.model.text.vocab * s.model.text.hidden * frozen_weight_bytes_per_param(s.knobs)
+                if s.knobs.lora_train_embeddings else 0)
+    m = s.model
+    head = sum(t.numel for t in m.tensors if t.role in ("head", "norm"))
+    if not any(t.role == "head" for t in m.tensors):  # tied: the embedding's gradient
+        head += sum(t.numel for t in m.tensors if t.role == "embed" and t.shape[0] == m.text.vocab)
+    return head * grad_bytes_per_param(s.knobs)
+
+
+def last_layer_temp_bytes(s: Setup) -> int:
+    """During the last layer's backward: the mask, autocast weight copies, ZeRO-3 gathers, the
+    gradient flowing into the layer (residual-stream width), the MLP's gradient transient."""
+    t, rows, width, p = text_shape(s)
+    r, _ = act.saved_dtype_bytes(p)
+    return (act.attention_mask_bytes(t, rows, width, p) + autocast_weight_copy_bytes(s, live_weight_copy_layers(s))
+            + gathered_params_bytes(s) + fsdp.backward_temp_bytes(s, end=False) + r * rows * width * t.hidden
+            + dequantized_bytes(s)
+            + act.mlp_backward_transient_bytes(t, rows, width, p))
+
+
+def tied_embedding_grad_transient_bytes(s: Setup) -> int:
+    """A tied embedding's last moment: autograd holds the head's gradient in the weight's input buffer
+    until the embedding's gradient arrives, then sums the two, so two vocab x hidden gradients live
+    beside the gradients already counted (sim probe, Gemma-2 and Llama-3.2 at the end of backward:
+    grads 1.2 GiB + temporaries 3 x 2.2 GiB where one gradient of the head was counted before)."""
+    m = s.model
+    if s.lora or not m.text.tied:
+        return 0
+    return 2 * m.text.vocab * m.text.hidden * grad_bytes_per_param(s.knobs)
+
+
+def end_of_backward_temp_bytes(s: Setup) -> int:
+    """The larger of the last layer's backward (its activations, the largest trainable matrix's gradient
+    transient, its autocast weight copies) and a tied embedding's gradient sum (when the head's bf16
+    copy is already freed); ZeRO-3 gathers on top."""
+    t, rows, width, p = text_shape(s)
+    transient = largest_trainable_matrix_params(s) * grad_bytes_per_param(s.knobs)
+    layer = act.layer_bytes(t, rows, width, p) + transient + autocast_weight_copy_bytes(s, 1)
+    if t.moe:       # the gate-up output's gradient, beside the experts' weight gradient it makes
+        layer += act.mlp_backward_transient_bytes(t, rows, width, p)
+    return (max(layer, tied_embedding_grad_transient_bytes(s)) + gathered_params_bytes(s)
+            + fsdp.backward_temp_bytes(s, end=True) + dequantized_bytes(s))
+
+
+def overhead_bytes(s: Setup, peak_allocated: int) -> int:
+    """Outside the allocator's live tensors: allocator reserve (fragmentation), CUDA context and
+    libraries, the memory the driver holds on an idle card (measured only), NCCL buffers. The
+    constants above are priors; a GPU kind's calibration file (benchmarks/gpu_suite.py --apply)
+    replaces each one it measured."""
+    cal = calibration.for_gpu(s.gpu) if s.gpu else None
+    fragmentation = cal.fragmentation_fraction if cal and cal.fragmentation_fraction is not None else FRAGMENTATION_FRACTION
+    context = cal.cuda_context_bytes if cal and cal.cuda_context_bytes is not None else CUDA_CONTEXT_BYTES
+    driver = cal.driver_reserved_bytes if cal and cal.driver_reserved_bytes is not None else 0
+    nccl = 0
+    if s.world_size > 1:
+        intra = cal.nccl_bytes if cal and cal.nccl_bytes is not None else NCCL_INTRA_NODE_BYTES
+        nccl = intra + (NCCL_INTER_NODE_BYTES if s.nodes > 1 else 0)
+    return int(fragmentation * peak_allocated) + context + driver + nccl
+
+
+def overhead_source(s: Setup) -> str:
+    """'measured' when the GPU kind's calibration holds the context and fragmentation, else 'assumed'."""
+    cal = calibration.for_gpu(s.gpu) if s.gpu else None
+    measured = cal and cal.cuda_context_bytes is not None and cal.fragmentation_fraction is not None
+    return "measured" if measured else "assumed"
+
+
+def host_offload_bytes_per_node(s: Setup) -> int:
+    """Host RAM for offload, per node: per rank the fp32 master, states and fp32 gradient partition
+    (16 bytes per parameter for AdamW, as DeepSpeed's estimate), plus half-precision parameter
+    partitions with param offload; pinned, so it must fit in RAM."""
+    k, T = s.knobs, trainable_params(s)
+    if k.offload == "none":
+        return 0
+    if k.fsdp != "off":
+        unsharded = replace(s, knobs=k.model_copy(update={"fsdp": "off", "offload": "none"}))
+        states = params_bytes(unsharded) + gradients_bytes(unsharded) + optimizer_bytes(unsharded)
+        return fsdp.host_offload_bytes_per_rank(s, states) * s.gpus_per_node
+    per_rank = int(T * (4 + optimizer_state_bytes_per_param(k.optimizer, 4) + 4)) // s.world_size
+    if k.offload == "optimizer+params":
+        per_rank += (T * 2 + frozen_params(s) * frozen_weight_bytes_per_param(k)) // s.world_size
+    return per_rank * s.gpus_per_node
+
+
+def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | None = None) -> MemoryBreakdown:
+    """The per-rank breakdown at the peak moment; its terms add up to peak_allocated_bytes.
+    activation_side: (activations, temporaries) at the backward peak as a probe measured them
+    (the sim traces DeepSpeed plans without DeepSpeed), replacing the analytic ones."""
+    params, opt, buckets = params_bytes(s), optimizer_bytes(s), comm_bucket_bytes(s)
+    grads_full = gradients_bytes(s)
+    acts = activations_bytes(s)
+    backward_temp = backward_start_temp_bytes(s)
+    if activation_side is not None:
+        acts, backward_temp = activation_side[0], (activation_side[1] + gathered_params_bytes(s)
+                                                   + fsdp.backward_temp_bytes(s, end=False))
+    accumulated = grads_full if s.grad_accum > 1 else 0
+    phases = {
+        "backward": (accumulated, acts, backward_temp),
+        "end-of-backward": (grads_full, 0, end_of_backward_temp_bytes(s)),
+        "optimizer-step": (grads_full, 0, optimizer_step_temp_bytes(s)),
+    }
+    if activation_side is None:
+        last_layer = (accumulated or head_grad_bytes(s), last_layer_activations_bytes(s), last_layer_temp_bytes(s))
+        if sum(last_layer) > sum(phases["backward"]):
+            phases["backward"] = last_layer
+    phase = max(phases, key=lambda p: sum(phases[p]))
+    grads, acts_at_peak, temp = phases[phase]
+    peak = params + grads + buckets + opt + acts_at_peak + temp
+    overhead = overhead_bytes(s, peak)
+    total = peak + overhead
+    detail = {"gradient_buffers_bytes": buckets, "logits_loss_bytes": logits_loss_bytes(s),
+              "saved_activations_bytes": acts, "zero3_live_params_bytes": zero3_live_params_bytes(s),
+              "fsdp_unsharded_params_bytes": fsdp.unsharded_params_bytes(s),
+              "optimizer_step_temp_bytes": optimizer_step_temp_bytes(s),
+              "model_states_bytes": params + grads_full + buckets + opt}
+    return MemoryBreakdown(
+        params_bytes=params, grads_bytes=grads + buckets, optimizer_bytes=opt,
+        activations_bytes=acts_at_peak, temp_bytes=temp, peak_allocated_bytes=peak,
+        overhead_bytes=overhead, overhead_source=overhead_source(s), device_total_bytes=total,
+        capacity_bytes=capacity_bytes,
+        headroom_bytes=capacity_bytes - total, peak_phase=phase,
+        host_bytes_per_node=host_offload_bytes_per_node(s) + host_activation_bytes_per_node(s), detail=detail)
+
+
+def host_activation_bytes_per_node(s: Setup) -> int:
+    """--checkpointing offload: every rank's saved activations in pinned host memory."""
+    if s.knobs.checkpointing != "offload":
+        return 0
+    t, rows, width, p = text_shape(s)
+    return recipe_terms.host_activation_bytes(t, rows, width, p) * s.gpus_per_node

@@ -1,0 +1,182 @@
+"""The recipe knobs' memory terms, in bytes per rank: the checkpointing policies (full, torchtitan's op-level
+selective policy, every N-th layer, offload to host), the loss (standard, chunked, fused), the attention
+implementation and packed rows. planner/estimate/memory.py asks here for the shapes and terms these knobs change.
+
+Shapes: a packed micro-batch is one padding-free row of micro_batch x seq_len tokens (TRL's padding_free
+collator); with SDPA or eager attention transformers masks the packed samples from each other with one
+block-diagonal (1, 1, T, T) mask (masking_utils.find_packed_sequence_indices), so the s^2 terms grow with
+the row, while flash-attention's varlen kernel takes the sequence boundaries and has none.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from planner.config.spec import Knobs
+from planner.estimate import activations as act
+from planner.model.modelspec import TextSpec
+
+CHUNKED_LOSS_CHUNKS = 8      # torchtune's CEWithChunkedOutputLoss(num_output_chunks=8)
+OFFLOAD_MIN_BYTES = 1024     # torchtune's OffloadActivations(min_offload_size=1024): smaller tensors stay
+
+
+def text_spec(t: TextSpec, k: Knobs, experts_adapted: bool = False) -> TextSpec:
+    """The text model as the knobs run it: --attention sdpa is the family's default (Gemma-2 stays eager:
+    SDPA cannot softcap), flash and eager are what they say; with --expert-parallel N the busiest rank's experts
+    run --expert-imbalance times this rank's share of pairs (all N ranks' tokens at most); under LoRA the experts
+    are frozen, or adapted (`experts_adapted`: --lora-targets reaches them)."""
+    if t.moe is not None:
+        n = k.expert_parallel
+        grad = "full" if not k.lora_rank else "lora" if experts_adapted else "frozen"
+        t = replace(t, moe=replace(t.moe, imbalance=k.expert_imbalance, ep=n, experts_grad=grad,
+                                   load=min(k.expert_imbalance, float(n)) if n > 1 else 1.0))
+    return t if k.attention == "sdpa" else replace(t, attention=k.attention)
+
+
+def row_shape(k: Knobs, micro_batch: int, seq_len: int) -> tuple[int, int]:
+    """(rows, tokens per row) of a micro-batch: padded rows, or one packed row of all its tokens; DPO's micro-batch
+    of pairs runs 2 x micro rows (chosen and rejected)."""
+    return (1, micro_batch * seq_len) if k.batching == "packed" else (k.workload.rows(micro_batch), seq_len)
+
+
+def checkpointed_layers(k: Knobs, layers: int) -> int:
+    """Decoder layers under a checkpoint: all for full and selective-op (op-level, inside every layer);
+    every-N: layers N, 2N, ... (torchtitan's `ac_freq`: layer i is wrapped when i % N == 0, counting from 1)."""
+    if k.checkpointing in ("full", "selective-op"):
+        return layers
+    if k.checkpointing.startswith("every-"):
+        return layers // int(k.checkpointing.removeprefix("every-"))
+    return 0
+
+
+def recomputes(k: Knobs) -> bool:
+    """Whether a layer's full set of saved tensors is rebuilt in backward (recomputed, or brought back from
+    the host), one layer at a time."""
+    return k.checkpointing != "off"
+
+
+def selective_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """torchtitan's op-level selective checkpointing (torchtitan/distributed/activation_checkpoint.py,
+    `_custom_policy`): a layer keeps its input and the outputs of the attention kernel (out and its fp32
+    log-sum-exp) and of every mm but every second one (the 1st, 3rd, 5th... `aten.mm` in the layer); the rest
+    is recomputed. Linears with a bias run `aten.addmm`, which the policy does not save (Qwen2's q/k/v, GPT-2's
+    Conv1D). Llama: q, v, gate, down kept; Qwen2: o, up; Phi-3: qkv, gate_up."""
+    r, c = act.saved_dtype_bytes(profile)
+    tokens = batch * seq
+    mms = [width for width, _, bias in layer_linears(t) if not bias]
+    kernel = 0 if t.attention == "eager" else c * tokens * t.q_dim + 4 * tokens * t.heads
+    return r * tokens * t.hidden + c * tokens * sum(mms[0::2]) + kernel
+
+
+def layer_linears(t: TextSpec) -> list[tuple[int, int, bool]]:
+    """(output width, input width, has a bias) of a decoder layer's linears in the order forward runs them."""
+    f = t.traits
+    qkv, o, mlp = (True, True, True) if f.conv1d else t.biases      # Conv1D: torch.addmm whatever its bias
+    h, i = t.hidden, t.intermediate
+    attention = ([(t.q_dim + 2 * t.kv_dim, h, qkv)] if f.fused_qkv
+                 else [(t.q_dim, h, qkv), (t.kv_dim, h, qkv), (t.kv_dim, h, qkv)])
+    mlp_in = [(2 * i, h, mlp)] if f.fused_gate_up else [(i, h, mlp)] * (2 if f.gated_mlp else 1)
+    return attention + [(h, t.q_dim, o)] + mlp_in + [(h, i, mlp)]
+
+
+def recomputed_linears(t: TextSpec) -> list[tuple[int, int, bool]]:
+    """The linears selective-op recomputes in backward: every addmm, and every second mm."""
+    out, mm = [], 0
+    for lin in layer_linears(t):
+        if not lin[2]:
+            mm += 1
+        if lin[2] or mm % 2 == 0:
+            out.append(lin)
+    return out
+
+
+def recomputed_layer_bytes(t: TextSpec, k: Knobs, batch: int, seq: int, profile: str) -> int:
+    """What a checkpointed layer's backward adds on top of what it kept: its whole set of saved tensors
+    rebuilt (full, every-N; offload brings it back from the host), less, under selective-op, the outputs the
+    policy kept, which the recomputation reuses."""
+    if not recomputes(k):
+        return 0
+    whole = act.layer_bytes(t, batch, seq, profile)
+    if k.checkpointing != "selective-op":
+        return whole
+    r, _ = act.saved_dtype_bytes(profile)
+    return whole - (selective_layer_bytes(t, batch, seq, profile) - r * batch * seq * t.hidden)
+
+
+def text_activations_bytes(t: TextSpec, k: Knobs, batch: int, seq: int, profile: str) -> int:
+    """Saved activations of all decoder layers and the final norm at the end of forward, on the device."""
+    if k.checkpointing == "offload":    # moved to the host as they are saved (host_activation_bytes)
+        return 0
+    n = checkpointed_layers(k, t.layers)
+    kept = (selective_layer_bytes if k.checkpointing == "selective-op" else act.checkpointed_layer_bytes)
+    return (n * kept(t, batch, seq, profile) + act.layers_bytes(t, t.layers - n, batch, seq, profile)
+            + act.final_norm_bytes(t, batch, seq, profile))
+
+
+def host_activation_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """--checkpointing offload: every saved activation lives in pinned host memory until its backward
+    (torch.autograd.graph.save_on_cpu; parameters stay, as torchtune's OffloadActivations keeps them)."""
+    return act.layers_bytes(t, t.layers, batch, seq, profile) + act.final_norm_bytes(t, batch, seq, profile)
+
+
+def fused_chunk_tokens(tokens: int, t: TextSpec) -> int:
+    """Liger's fused linear cross-entropy chunk (liger_kernel/ops/fused_linear_cross_entropy.py): the next power
+    of two of tokens / ceil(vocab / hidden), so that a chunk's logits are about the size of the hidden states."""
+    inc = -(-t.vocab // t.hidden)
+    n = -(-tokens // inc)
+    return 1 << (n - 1).bit_length()
+
+
+def loss_bytes(t: TextSpec, k: Knobs, tokens: int, profile: str, head_grad_bytes_per_param: int) -> int:
+    """Logits and loss at the start of backward.
+    standard: transformers' loss (activations.logits_loss_bytes: 12 bytes per token per vocabulary entry);
+    chunked: torchtune's chunked cross-entropy: each chunk's fp32 log-softmax is saved (4 bytes per token per
+      entry) and one chunk's backward holds its gradient in fp32 twice more; from the second chunk on, the head's
+      weight gradient of the chunk is summed into the one before it (two vocab x hidden gradients of the matmul
+      dtype: under autocast every chunk uses one cached copy of the weight, cast back once), while the
+      first chunk's saved log-softmax is freed (the sim probe: the larger of the two moments);
+    fused: no logits kept: the gradient of the hidden states (matmul dtype) and of the head's weight (its
+      parameter dtype; none for a frozen head) are computed chunk by chunk in forward and held until backward,
+      plus one chunk's logits, fp32 copy and gradient."""
+    _, c = act.saved_dtype_bytes(profile)
+    softcap = c if t.final_logit_softcap else 0
+    if k.loss == "standard":
+        return act.logits_loss_bytes(t, 1, tokens, profile)
+    if k.loss == "chunked":     # + the head's weight gradient of each chunk summed into the previous ones
+        chunk = -(-tokens // CHUNKED_LOSS_CHUNKS)
+        grads = 2 * (c if head_grad_bytes_per_param else 0) * t.vocab * t.hidden     # summed in the matmul dtype
+        return (4 + softcap) * tokens * t.vocab + 8 * chunk * t.vocab + max(0, grads - 4 * chunk * t.vocab)
+    chunk = fused_chunk_tokens(tokens, t)
+    return (c * tokens * t.hidden + head_grad_bytes_per_param * t.vocab * t.hidden
+            + (c + 8 + softcap) * chunk * t.vocab)
+
+
+# TRL's fused log-prob head (trl/kernels/chunked_logprob.py, TRL 1.16): `add_fused_lm_head` projects only the scored
+# positions (on Triton devices) through the head in tiles of TOKEN_CHUNK_SIZE tokens x _CHUNKED_LOGPROB_CHUNK_SIZE
+# vocabulary entries, and accumulates the gradients in fp32
+TRL_TOKEN_CHUNK = 4096
+TRL_VOCAB_CHUNK = 32768
+
+
+def logprob_head_bytes(t: TextSpec, scored_tokens: int, profile: str, head_grad_bytes_per_param: int) -> int:
+    """TRL's log-prob head at its backward (GRPO and DPO): the saved copy of the scored hidden states (residual
+    dtype), the fp32 gradient of those hidden states and of the head's weight (a trainable head), one tile in the
+    compute dtype, the tile's weight and hidden slices cast to it, and at the end the gradients cast back to the
+    hidden states' and the weight's dtypes beside their fp32 accumulators; plus the per-token outputs (fp32)."""
+    r, c = act.saved_dtype_bytes(profile)
+    # the tile buffer is allocated at the full chunk width whatever the vocabulary (chunked_logprob.py: mm_buf)
+    n, tile_tokens, tile_vocab = scored_tokens, min(scored_tokens, TRL_TOKEN_CHUNK), TRL_VOCAB_CHUNK
+    weight_grad = 4 * t.vocab * t.hidden + (head_grad_bytes_per_param * t.vocab * t.hidden
+                                           if head_grad_bytes_per_param not in (0, 4) else 0)
+    casts = (tile_tokens * t.hidden * c if r != c else 0) + (min(t.vocab, tile_vocab) * t.hidden * c
+                                                              if profile == "amp" else 0)
+    hidden_grad = 4 * n * t.hidden + (r * n * t.hidden if r != 4 else 0)
+    return (r * n * t.hidden + hidden_grad + (weight_grad if head_grad_bytes_per_param else 0)
+            + c * tile_tokens * tile_vocab + casts + 16 * n)
+
+
+def full_logprob_bytes(t: TextSpec, rows: int, width: int, profile: str) -> int:
+    """Log-probs from the whole logits (`logprobs full`: TRL before its fused head, VLM-R1's trainer): every row's
+    log_softmax saved for backward, and at backward the rows' stacked gradient of the (rows, tokens, vocabulary)
+    logits beside them (sim probe: the peak holds these two, a row's own gradients come and go under them)."""
+    _, c = act.saved_dtype_bytes(profile)
+    return 2 * c * rows * width * t.vocab

@@ -1,0 +1,259 @@
+"""Per-rank memory and time of TRL's GRPO and DPO steps, phase by phase; the peak is the largest phase.
+
+The phases, as TRL 1.16 runs them (trl/trainer/grpo_trainer.py, dpo_trainer.py):
+- generation (GRPO): `unwrap_model_for_generation` then HF `generate` over the rank's generation batch
+  (per-device batch x steps_per_generation completions, sampled at once), with ZeRO-3's parameters gathered
+  whole (`ds3_gather_for_generation`, on by default); a KV cache of prompt + completion tokens per sequence; the
+  last position's logits (`logits_to_keep=1`), their fp32 copy and the sampling probabilities;
+- reference-forward: the reference model's no-grad forward in chunks of the per-device batch
+  (`_get_per_token_logps_and_entropies(batch_size=per_device_train_batch_size)`); DPO runs it inside the
+  micro-step, after the policy's forward, so the policy's saved activations are live beside it;
+- old-logps (GRPO): the policy's own no-grad forward, when generation is not aligned with the optimizer step;
+- training: the supervised step's moments (planner.estimate.memory) over prompt + completion rows, with TRL's log-prob
+  head (planner.estimate.recipe_terms.logprob_head_bytes) in place of the loss.
+A reference model (its own copy, in the policy's compute dtype, ZeRO-3/FSDP-sharded like the policy) and a
+colocated vLLM's share of the card stay resident through every phase.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from planner.config.spec import Hardware, MemoryBreakdown
+from planner.estimate import activations as act
+from planner.estimate import memory as mem
+from planner.estimate import recipe_terms, speed
+from planner.estimate.setup import Setup
+
+SAMPLING_FP32_COPIES = 3    # generate's fp32 copy of the last logits, the processed scores, softmax's probabilities
+
+
+def kv_cache_bytes(s: Setup, sequences: int, tokens: int) -> int:
+    """HF's DynamicCache: what every layer caches for `tokens` positions of `sequences` rows, in the model's
+    compute dtype."""
+    t = s.model.text
+    return t.layers * cache_width(t) * tokens * sequences * compute_dtype_bytes(s)
+
+
+def cache_width(t) -> int:
+    """Elements one token adds to one layer's cache: its keys and values, or under DeepSeek's latent attention
+    the compressed latent and the rotary key (kv_lora_rank + qk_rope_head_dim: transformers 5.23 caches them
+    before expanding, modeling_deepseek_v2.py)."""
+    return t.mla.kv_lora_rank + t.mla.qk_rope_head_dim if t.mla is not None else 2 * t.kv_dim
+
+
+def compute_dtype_bytes(s: Setup) -> int:
+    return 4 if s.knobs.precision == "fp32" else 2
+
+
+def sequences_per_generation(s: Setup) -> int:
+    """Completions one rank generates at once: its share of the generation batch."""
+    return s.micro_batch * s.knobs.workload.steps_per_gen(s.grad_accum)
+
+
+def nograd_forward_bytes(s: Setup, rows: int, width: int) -> int:
+    """One no-grad forward's largest moment, inside a decoder layer: the residual stream and the normed input, then
+    the MLP's gate and up outputs with their product (3 x tokens x intermediate), or attention's q, k, v (repeated
+    to all heads with a mask), output and SDPA's float bias; plus the 4-D mask of the forward."""
+    t = s.model.text
+    p = "fp32" if s.knobs.precision == "fp32" else "half"
+    r, c = act.saved_dtype_bytes(p)
+    tokens = rows * width
+    stream = (r + c) * tokens * t.hidden
+    mlp = 3 * c * tokens * t.intermediate
+    kv_width = t.q_dim if t.kv_heads < t.heads and t.attention != "flash" else t.kv_dim
+    attention = c * tokens * (2 * t.q_dim + 2 * kv_width)
+    if t.attention == "sdpa":
+        attention += act.sdpa_bias_saved_bytes(rows, width, p)
+    return max(stream + max(mlp, attention) + act.attention_mask_bytes(t, rows, width, p),
+               nograd_vision_bytes(s, rows))
+
+
+def nograd_vision_bytes(s: Setup, rows: int) -> int:
+    """A VLM's prompt images through the vision tower without grad: inside one block, three copies of the patch
+    stream (residual, normed input, Qwen2.5-VL's window-reordered copy) and the MLP's gate, up and product (two for a
+    plain MLP); beside them the merged image embeddings handed to the language model. Measured against Qwen2.5-VL's
+    tower on CPU (tests/probes/test_rl.py)."""
+    v = s.model.vision
+    if v is None or not s.image_tokens:
+        return 0
+    c = compute_dtype_bytes(s)
+    patches = rows * s.image_tokens * v.patches_per_token
+    block = 3 * c * patches * v.hidden + (3 if v.gated_mlp else 2) * c * patches * v.intermediate
+    return block + c * rows * s.image_tokens * s.model.text.hidden
+
+
+def logprob_forward_bytes(s: Setup, rows: int) -> int:
+    """A no-grad pass of TRL's log-prob head: the scored hidden states' copy and one tile (no gradients)."""
+    t, w, c = s.model.text, s.knobs.workload, compute_dtype_bytes(s)
+    n = rows * w.scored_tokens()
+    return c * n * t.hidden + c * min(n, recipe_terms.TRL_TOKEN_CHUNK) * recipe_terms.TRL_VOCAB_CHUNK + 16 * n
+
+
+def reference_params_bytes(s: Setup) -> int:
+    """The reference model's weights on this rank (none without one): the policy's compute dtype, sharded as the
+    policy is under ZeRO-3 / FSDP (TRL prepares it with the same DeepSpeed or FSDP plugin)."""
+    if not s.knobs.workload.has_reference(s.lora):
+        return 0
+    whole = s.model.params * compute_dtype_bytes(s)
+    return whole // s.world_size if s.knobs.zero_stage == 3 or s.knobs.fsdp != "off" else whole
+
+
+def vllm_reserved_bytes(s: Setup, capacity_bytes: int) -> int:
+    """vLLM colocated on the training GPU reserves its fraction of the card (weights and KV cache inside it) for
+    the whole run (TRL's sleep mode is off by default)."""
+    w = s.knobs.workload
+    return int(w.vllm_gpu_memory_utilization * capacity_bytes) if w.generation == "vllm-colocate" else 0
+
+
+def generation_weights_bytes(s: Setup) -> int:
+    """Weights gathered for HF generation beyond what the rank holds: ZeRO-3 gathers the whole model
+    (ds3_gather_for_generation); FSDP gathers a unit at a time as in training."""
+    if s.knobs.zero_stage != 3:
+        return mem.gathered_params_bytes(s)
+    whole = s.model.params * compute_dtype_bytes(s)
+    return whole - mem.params_bytes(s) if s.knobs.offload != "optimizer+params" else whole
+
+
+def generation_terms(s: Setup) -> dict[str, int]:
+    """HF generation's largest moment: the prefill over the prompts with their cache, or the last decode step with
+    the whole cache and one layer's cache being grown (DynamicCache concatenates: old and new live at once); plus
+    the sampling tensors and the weights gathered for generation. None off the rank (vLLM generates)."""
+    w, t = s.knobs.workload, s.model.text
+    if w.generation != "hf":
+        return {}
+    n = sequences_per_generation(s)
+    prompt_kv = kv_cache_bytes(s, n, w.prompt_tokens())
+    full_kv = kv_cache_bytes(s, n, w.seq_len())
+    prefill = nograd_forward_bytes(s, n, w.prompt_tokens())
+    grow = 2 * full_kv // t.layers
+    kv, transient = (prompt_kv, prefill) if prompt_kv + prefill > full_kv + grow else (full_kv, grow)
+    sampling = n * t.vocab * (compute_dtype_bytes(s) + 4 * SAMPLING_FP32_COPIES)
+    return {"kv_cache_bytes": kv, "generation_transient_bytes": transient + sampling,
+            "generation_weights_bytes": generation_weights_bytes(s)}
+
+
+def logps_pass_terms(s: Setup) -> dict[str, int]:
+    """A no-grad log-prob pass over one chunk of per-device-batch rows (reference model or old policy): the larger
+    of a decoder layer's moment and the head's (the final hidden states, their scored copy and a tile)."""
+    rows, width, t = s.knobs.workload.rows(s.micro_batch), s.seq_len, s.model.text
+    if s.knobs.workload.logprobs == "full":     # the logits of the chunk, and one row's log_softmax at a time
+        head = compute_dtype_bytes(s) * (rows + 1) * width * t.vocab
+    else:
+        head = logprob_forward_bytes(s, rows)
+    at_head = compute_dtype_bytes(s) * rows * width * t.hidden + head
+    return {"forward_transient_bytes": max(nograd_forward_bytes(s, rows, width), at_head)}
+
+
+def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dict[str, dict[str, int]]:
+    """Every phase's bytes by term. The resident terms (policy weights and optimizer states, the reference model,
+    vLLM's share) are in each phase; gradients only where accumulation keeps them across a generation."""
+    w = s.knobs.workload
+    resident = {"policy_params_bytes": mem.params_bytes(s), "optimizer_bytes": mem.optimizer_bytes(s),
+                "gradient_buffers_bytes": mem.comm_bucket_bytes(s), "reference_params_bytes": reference_params_bytes(s),
+                "vllm_reserved_bytes": vllm_reserved_bytes(s, capacity_bytes)}
+    mid_step = w.kind == "grpo" and s.grad_accum % w.steps_per_gen(s.grad_accum) != 0
+    between = {**resident, "grads_bytes": mem.gradients_bytes(s) if mid_step else 0}
+    logprobs = mem.logits_loss_bytes(s) if training.temp_bytes == mem.backward_start_temp_bytes(s) else 0
+    out = {"training": {**resident, "grads_bytes": training.grads_bytes - resident["gradient_buffers_bytes"],
+                        "saved_activations_bytes": training.activations_bytes, "logprobs_bytes": logprobs,
+                        "training_temp_bytes": training.temp_bytes - logprobs}}
+    if w.kind == "grpo":
+        if w.generation == "hf":
+            out["generation"] = {**between, **generation_terms(s)}
+        if w.has_reference(s.lora) or (w.beta > 0 and s.lora):
+            out["reference-forward"] = {**between, **logps_pass_terms(s)}
+        if w.computes_old_logps(s.grad_accum):
+            out["old-logps"] = {**between, **logps_pass_terms(s)}
+    elif w.kind == "dpo" and not w.precompute_ref_log_probs:    # inside the micro-step, after the policy's forward
+        out["reference-forward"] = {**resident, "grads_bytes": mem.gradients_bytes(s) if s.grad_accum > 1 else 0,
+                                    "saved_activations_bytes": mem.activations_bytes(s),
+                                    "policy_logps_bytes": policy_head_saved_bytes(s),
+                                    **logps_pass_terms(s)}
+    return out
+
+
+def policy_head_saved_bytes(s: Setup) -> int:
+    """What the policy's log-prob head keeps for backward while DPO's reference forward runs: each row's
+    log_softmax output (`logprobs full`), or the fused head's copy of the scored hidden states; and the per-token
+    log-probs."""
+    w, t, c = s.knobs.workload, s.model.text, compute_dtype_bytes(s)
+    rows = w.rows(s.micro_batch)
+    if w.logprobs == "full":
+        return c * rows * s.seq_len * t.vocab
+    return (c * w.scored_tokens() * t.hidden + 8 * w.scored_tokens()) * rows + 16 * rows * s.seq_len
+
+
+ACTIVATION_TERMS = ("saved_activations_bytes", "kv_cache_bytes")
+PARAM_TERMS = ("policy_params_bytes", "reference_params_bytes")
+
+
+def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
+    """The supervised breakdown (planner.estimate.memory) for sft; for DPO and GRPO the largest phase's, with every phase's
+    peak in `phases` and the largest term of the peak phase in `peak_term`."""
+    training = mem.breakdown(s, capacity_bytes)
+    if not s.knobs.workload.rl:
+        return training
+    phases = phase_terms(s, capacity_bytes, training)
+    totals = {name: sum(terms.values()) for name, terms in phases.items()}
+    phase = max(totals, key=totals.get)
+    terms = phases[phase]
+    peak = totals[phase]
+    overhead = mem.overhead_bytes(s, peak - terms["vllm_reserved_bytes"])
+    params = sum(terms.get(k, 0) for k in PARAM_TERMS)
+    grads = terms.get("grads_bytes", 0) + terms["gradient_buffers_bytes"]
+    acts = sum(terms.get(k, 0) for k in ACTIVATION_TERMS)
+    temp = peak - params - grads - terms["optimizer_bytes"] - acts
+    every = {k: v for phase_terms_ in phases.values() for k, v in phase_terms_.items()}     # each phase's own terms
+    detail = {**training.detail, **every, **terms,
+              "model_states_bytes": training.detail["model_states_bytes"] + terms["reference_params_bytes"]}
+    return MemoryBreakdown(
+        params_bytes=params, grads_bytes=grads, optimizer_bytes=terms["optimizer_bytes"], activations_bytes=acts,
+        temp_bytes=temp, peak_allocated_bytes=peak, overhead_bytes=overhead, overhead_source=training.overhead_source,
+        device_total_bytes=peak + overhead, capacity_bytes=capacity_bytes,
+        headroom_bytes=capacity_bytes - peak - overhead,
+        peak_phase=training.peak_phase if phase == "training" else phase,
+        host_bytes_per_node=training.host_bytes_per_node, detail=detail,
+        phases={("training: " + training.peak_phase if n == "training" else n): v for n, v in totals.items()},
+        peak_term=max(terms, key=terms.get).removesuffix("_bytes"))
+
+
+
+def generation_seconds(s: Setup, hw: Hardware) -> float:
+    """One rank's generation per optimizer step. Decoding is memory-bandwidth bound: every step reads the weights
+    and the cache filled so far (half the final cache on average) once for the whole batch; the prefill is compute
+    at the training efficiency. A rank generates once every steps_per_generation x num_iterations micro-steps.
+    vLLM (colocated) decodes the same bytes; a vLLM server's GPUs generate off the training ranks."""
+    w = s.knobs.workload
+    if w.kind != "grpo" or w.generation == "vllm-server":
+        return 0.0
+    n = sequences_per_generation(s)
+    weights = s.model.params * compute_dtype_bytes(s)
+    kv_mean = (kv_cache_bytes(s, n, w.prompt_tokens()) + kv_cache_bytes(s, n, w.seq_len())) / 2
+    decode = w.max_completion_length * (weights + kv_mean) / (hw.gpu.memory_bandwidth_gbs * 1e9)
+    tokens = n * w.prompt_tokens()
+    prefill = 2 * s.model.params * tokens / (speed.gpu_tflops(hw, s.knobs.precision) * 1e12
+                                             * speed.efficiency(tokens, s.gpu))
+    per_step = s.grad_accum / (w.steps_per_gen(s.grad_accum) * w.num_iterations)
+    return per_step * (decode + prefill)
+
+
+def logps_seconds(s: Setup, hw: Hardware) -> float:
+    """The reference model's (and GRPO's old policy's) forward: 2 x params FLOPs per token."""
+    w = s.knobs.workload
+    passes = int(w.has_reference(s.lora) or (w.beta > 0 and s.lora)) + int(w.computes_old_logps(s.grad_accum))
+    tokens = w.rows(s.micro_batch) * s.seq_len
+    rate = speed.gpu_tflops(hw, s.knobs.precision) * 1e12 * speed.efficiency(tokens, s.gpu)
+    return passes * s.grad_accum * 2 * s.model.params * tokens / rate
+
+
+def step_time(s: Setup, hw: Hardware) -> speed.StepTime:
+    """The supervised step over the workload's rows, plus generation and the no-grad log-prob passes."""
+    if not s.knobs.workload.rl:
+        return speed.step_time(s, hw)
+    t = speed.step_time(replace(s, micro_batch=s.knobs.workload.rows(s.micro_batch)), hw)
+    return replace(t, generation_s=generation_seconds(s, hw) + logps_seconds(s, hw))
+
+
+def tokens_per_second(s: Setup, t: speed.StepTime) -> float:
+    """Cluster-wide tokens trained per second (DPO: both rows of a pair)."""
+    return s.knobs.workload.rows(s.micro_batch) * s.grad_accum * s.world_size * s.seq_len / t.total_s

@@ -1,0 +1,234 @@
+"""The probe store: one SQLite file (WAL mode, schema-versioned) of probe records.
+
+A record is keyed twice:
+- `tensor_key`: the architecture (a hash of its config), the plan's knobs and the shapes (micro-batch,
+  accumulation, sequence, image tokens, world size). Tensor bytes depend on nothing else, so any
+  record with the same tensor_key informs a plan, whatever card it ran on;
+- `fingerprint`: tensor_key plus the device name and the torch/transformers/deepspeed versions:
+  the identity of one measurement (context, workspace and capacity depend on the card).
+
+Path: --store, else $MEMPLAN_STORE, else <user data dir>/memplan/probes.sqlite.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from planner.config.spec import Knobs
+from planner.errors import BadInput
+
+SCHEMA_VERSION = 1
+Backend = Literal["sim", "cpu", "cuda"]
+Status = Literal["ok", "oom", "crash", "timeout", "cancelled"]   # cancelled: returned, never stored
+
+
+def default_path() -> Path:
+    env = os.environ.get("MEMPLAN_STORE")
+    if env:
+        return Path(env).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("memplan")) / "probes.sqlite"
+
+
+def arch_hash(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def library_versions() -> dict[str, str]:
+    """Installed versions, read from package metadata (no import)."""
+    out = {}
+    for name in ("torch", "transformers", "deepspeed"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = ""
+    return out
+
+
+class Shapes(BaseModel):
+    micro_batch: int = Field(ge=1)
+    grad_accum: int = Field(ge=1)
+    seq_len: int = Field(ge=1)
+    image_tokens: int = Field(ge=0, default=0)
+    world_size: int = Field(ge=1, default=1)
+
+
+def tensor_key(config: dict, knobs: Knobs, shapes: Shapes) -> str:
+    """Accumulation counts only as 1 or more than 1: from the second micro-step on, every micro-step
+    holds the same tensors."""
+    shape = {**shapes.model_dump(), "grad_accum": min(shapes.grad_accum, 2)}
+    dumped = knobs.model_dump(exclude=set() if knobs.workload.rl else {"workload"})     # SFT keys as before workloads
+    blob = json.dumps({"arch": arch_hash(config), "knobs": dumped, "shapes": shape}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+def segment_phase(segment: tuple) -> str:
+    """The MemoryBreakdown phase name of a traced segment (phase, (position, k))."""
+    name = segment[0]
+    if name == "backward":
+        return "end-of-backward" if segment[1][0] == "end" else "backward"
+    return {"forward": "forward", "optimizer": "optimizer-step"}.get(name, "optimizer-step")
+
+
+def flat_segment(seg) -> tuple:
+    """A segment as stored: ('backward', ('start', 0)) -> ('backward', 'start', 0)."""
+    out = []
+    for x in seg:
+        out.extend(flat_segment(x) if isinstance(x, tuple) else [x])
+    return tuple(out)
+
+
+def unflat_segment(seg: tuple) -> tuple:
+    """A stored segment ('backward', 'start', 0) back to ('backward', ('start', 0))."""
+    return (seg[0], tuple(seg[1:])) if len(seg) > 1 else seg
+
+
+class ProbeRecord(BaseModel):
+    id: int | None = None
+    model: str
+    arch: str
+    tensor_key: str
+    fingerprint: str = ""
+    backend: Backend
+    status: Status
+    device: str
+    versions: dict[str, str]
+    knobs: Knobs
+    shapes: Shapes
+    peak_allocated_bytes: int | None = None   # ok: the peak; oom: allocated at failure (if known)
+    peak_reserved_bytes: int | None = None
+    device_used_bytes: int | None = None      # NVML: the whole process's device memory
+    step_time_s: float | None = None
+    by_category: dict[str, int] = {}
+    phase: str | None = None
+    detail: dict = {}
+    created: float = Field(default_factory=time.time)
+
+    def model_post_init(self, _ctx) -> None:
+        if not self.fingerprint:
+            blob = json.dumps({"t": self.tensor_key, "device": self.device, "versions": self.versions},
+                              sort_keys=True)
+            self.fingerprint = hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+def make_record(model: str, config: dict, knobs: Knobs, shapes: Shapes, backend: str, status: str,
+                device: str, **fields) -> ProbeRecord:
+    """A probe record of one run (probes, the trainer's OOM events), keyed from its config, knobs and shapes."""
+    return ProbeRecord(model=model, arch=arch_hash(config), tensor_key=tensor_key(config, knobs, shapes),
+                       backend=backend, status=status, device=device, versions=library_versions(),
+                       knobs=knobs, shapes=shapes, **fields)
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS probes (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  fingerprint TEXT NOT NULL, tensor_key TEXT NOT NULL, model TEXT NOT NULL, arch TEXT NOT NULL,
+  backend TEXT NOT NULL, status TEXT NOT NULL, device TEXT NOT NULL, created REAL NOT NULL,
+  record TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS probes_tensor_key ON probes (tensor_key);
+CREATE INDEX IF NOT EXISTS probes_model ON probes (model);
+"""
+
+
+class Store:
+    @classmethod
+    def existing(cls, path: str | Path | None = None) -> Store:
+        """A store that must exist already: read commands never create one (a typo in --store is said)."""
+        where = Path(path).expanduser() if path else default_path()
+        try:
+            found = where.is_file()
+        except (OSError, ValueError):
+            found = False
+        if not found:
+            raise BadInput(f"--store {str(where)!r}: no probe store there (probes and --evidence sim create one)",
+                           "store")
+        return cls(where)
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path).expanduser() if path else default_path()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, timeout=30)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.executescript(_SCHEMA)
+            row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except (OSError, ValueError, sqlite3.DatabaseError) as e:    # ValueError: a NUL byte in the path
+            raise BadInput(f"--store {str(self.path)!r}: cannot open as a probe store ({e})", "store") from None
+        if row is None:
+            with self.db:
+                self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) > SCHEMA_VERSION:
+            raise BadInput(f"--store {str(self.path)!r}: schema version {row[0]} is newer than this memplan's "
+                           f"({SCHEMA_VERSION}); upgrade memplan or use another store")
+
+    def check_writable(self) -> None:
+        """BadInput now if a record could not be added later (a read-only file or folder)."""
+        try:
+            with self.db:       # a real write, rolled back: sqlite opens a file it cannot write read-only
+                self.db.execute("SAVEPOINT write_check")
+                self.db.execute("INSERT OR REPLACE INTO meta VALUES ('write_check', '1')")
+                self.db.execute("ROLLBACK TO write_check")
+                self.db.execute("RELEASE write_check")
+        except sqlite3.DatabaseError as e:
+            raise BadInput(f"--store {str(self.path)!r}: cannot be written ({e}); a probe's record would be lost",
+                           "store") from None
+
+    def add(self, rec: ProbeRecord) -> int:
+        with self.db:
+            return self.insert(rec)
+
+    def insert(self, rec: ProbeRecord) -> int:
+        """Add a record inside the caller's transaction (the API's job queue commits it with its job)."""
+        cur = self.db.execute(
+            "INSERT INTO probes (fingerprint, tensor_key, model, arch, backend, status, device, created, record) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (rec.fingerprint, rec.tensor_key, rec.model, rec.arch, rec.backend, rec.status, rec.device,
+             rec.created, rec.model_dump_json(exclude={"id"})))
+        rec.id = cur.lastrowid
+        return rec.id
+
+    def _rows(self, where: str, args: tuple, limit: int | None = None) -> list[ProbeRecord]:
+        sql = f"SELECT id, record FROM probes {where} ORDER BY created DESC, id DESC"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        return [ProbeRecord.model_validate_json(r).model_copy(update={"id": i})
+                for i, r in self.db.execute(sql, args)]
+
+    def get(self, record_id: int) -> ProbeRecord | None:
+        rows = self._rows("WHERE id = ?", (record_id,))
+        return rows[0] if rows else None
+
+    def delete(self, ids: list[int]) -> int:
+        """Remove records by id; how many there were."""
+        with self.db:
+            return self.db.executemany("DELETE FROM probes WHERE id = ?", [(i,) for i in ids]).rowcount
+
+    def has_arch(self, arch: str) -> bool:
+        """Whether any record is of this architecture (arch_hash)."""
+        return self.db.execute("SELECT 1 FROM probes WHERE arch = ? LIMIT 1", (arch,)).fetchone() is not None
+
+    def by_tensor_key(self, key: str) -> list[ProbeRecord]:
+        return self._rows("WHERE tensor_key = ?", (key,))
+
+    def list(self, model: str | None = None, backend: str | None = None, limit: int = 50) -> list[ProbeRecord]:
+        cond, args = [], []
+        if model:
+            cond.append("model = ?")
+            args.append(model)
+        if backend:
+            cond.append("backend = ?")
+            args.append(backend)
+        return self._rows(("WHERE " + " AND ".join(cond)) if cond else "", tuple(args), limit)
+
+    def close(self) -> None:
+        self.db.close()

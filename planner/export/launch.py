@@ -1,0 +1,69 @@
+"""The one place a plan becomes launch material, for every face: the `Launch` a plan carries (HF arguments,
+DeepSpeed/accelerate/PEFT configs, the command, the note on what HF cannot run), and the files that command
+names (`files`), which `suggest --emit`, autotune and the API's clients write as they are."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from planner.config.spec import Goal, Hardware, Launch, Plan
+from planner.export import export
+from planner.export.export import DS_CONFIG_NAME, FSDP_CONFIG_NAME
+from planner.model.modelspec import ModelSpec
+
+
+def budget_note(plan: Plan) -> str | None:
+    """What HF runs of a token-budget plan (it has no token-budget batching)."""
+    if plan.token_batches is None:
+        return None
+    return (f"HF has no token-budget batching: these arguments run the fixed split micro {plan.micro_batch} x accum "
+            f"{plan.grad_accum}; the bundled trainer cuts micro-batches by tokens with "
+            f"--max-tokens-per-micro-batch {plan.token_batches.max_tokens_per_micro_batch}")
+
+
+def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> Launch:
+    notes = [n for n in (export.hf_note(plan), budget_note(plan)) if n]
+    return Launch(hf_args=export.hf_args(plan, model), deepspeed_config=export.deepspeed_config(plan, model),
+                  command=export.command(plan, hw, model, seq_len), note=". ".join(notes) or None,
+                  accelerate_config=export.accelerate_config(plan, hw, model),
+                  peft_config=export.peft_config(plan), quantization_config=export.quantization_config(plan))
+
+
+def with_launch(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal) -> Plan:
+    """The plan with its launch material (made once: a plan that has it keeps it)."""
+    if plan.launch is None:
+        plan.launch = launch(plan, model, hw, goal.seq_len)
+    return plan
+
+
+def command_files(plan: Plan, model: ModelSpec, ds_name: str = DS_CONFIG_NAME) -> dict[str, str]:
+    """{file name: text} of every file the HF command (export.script_args) names: the DeepSpeed JSON of a ZeRO plan,
+    the FSDP config of an FSDP plan."""
+    out = {}
+    ds = export.deepspeed_config(plan, model)
+    if ds is not None:
+        out[ds_name] = json.dumps(ds, indent=2) + "\n"
+    if plan.fsdp != "off":
+        out[FSDP_CONFIG_NAME] = json.dumps(export.fsdp_config(plan, model), indent=2) + "\n"
+    return out
+
+
+def files(plan: Plan, hw: Hardware, model: ModelSpec) -> dict[str, str]:
+    """The command's files, the accelerate config of an FSDP plan, the HF arguments and a Slurm script."""
+    out = command_files(plan, model)
+    if plan.fsdp != "off":
+        out["accelerate_config.yaml"] = export.yaml_text(export.accelerate_config(plan, hw, model))
+    out["train_args.json"] = json.dumps(export.hf_args(plan, model), indent=2) + "\n"
+    out["launch.sbatch"] = export.sbatch(plan, hw)
+    return out
+
+
+def emit(plan: Plan, hw: Hardware, model: ModelSpec, out_dir: str) -> list[Path]:
+    """Write `files` into out_dir (made if missing); the paths written."""
+    d = Path(out_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in files(plan, hw, model).items():
+        (d / name).write_text(text)
+        written.append(d / name)
+    return written

@@ -1,0 +1,119 @@
+"""Bundled data: model configs (HF config.json values) and the GPU table, read without torch."""
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from planner.config.spec import GPU
+from planner.errors import BadInput, UnknownName
+from planner.model.modelspec import ModelSpec, from_config
+
+_DATA = resources.files("planner.model.catalog")
+
+
+@lru_cache(maxsize=1)
+def model_names() -> tuple[str, ...]:
+    return tuple(sorted(p.name[:-5] for p in _DATA.joinpath("models").iterdir() if p.name.endswith(".json")))
+
+
+def model_config(name: str) -> dict:
+    """The bundled config.json of a catalog model (a copy: callers may change it)."""
+    key = name.strip().lower()
+    if key not in model_names():
+        guess = closest(name, {n: n for n in model_names()})
+        raise UnknownName(f"--model {name!r} is not a bundled model or a config path"
+                          + (f"; did you mean {guess}?" if guess else "")
+                          + f" (`planner models` lists all {len(model_names())})", "model")
+    return json.loads(_DATA.joinpath("models", key + ".json").read_text())
+
+
+def _read_config_file(path: Path) -> dict:
+    if path.is_dir():
+        path = path / "config.json"
+    if not path.is_file():
+        raise BadInput(f"model {str(path)!r}: no such config.json file or catalog name", "model")
+    try:
+        cfg = json.loads(path.read_text())
+    except (OSError, ValueError) as e:      # unreadable, not UTF-8, not JSON
+        raise BadInput(f"model {str(path)!r}: malformed config.json ({e.__class__.__name__}: {e})", "model") from None
+    if not isinstance(cfg, dict):
+        raise BadInput(f"model {str(path)!r}: config.json must hold a JSON object", "model")
+    return cfg
+
+
+MAX_PATH_CHARS, MAX_NAME_CHARS = 4096, 255     # Linux PATH_MAX and NAME_MAX
+
+
+def checked_path(text: str, field: str) -> Path:
+    """A path given by a user: no NUL byte, no over-long name (BadInput naming the field, not an OS error)."""
+    flag = "--" + field.replace("_", "-")
+    if "\0" in text:
+        raise BadInput(f"{flag} {text[:80]!r}: a path cannot hold a NUL byte", field)
+    try:
+        p = Path(text).expanduser()
+    except RuntimeError:    # "~name" of no such user: pathlib cannot find a home directory
+        raise BadInput(f"{flag} {text[:80]!r}: no such user's home directory (~user), catalog name or file",
+                       field) from None
+    if len(str(p)) > MAX_PATH_CHARS or any(len(part.encode()) > MAX_NAME_CHARS for part in p.parts):
+        raise BadInput(f"{flag} {text[:80]!r}...: path or name too long ({MAX_PATH_CHARS} characters a path, "
+                       f"{MAX_NAME_CHARS} bytes a name)", field)
+    return p
+
+
+def load_model(ref: str) -> ModelSpec:
+    """A catalog name, a path to a config.json, or a folder holding one."""
+    if ref.strip().lower() in model_names():
+        key = ref.strip().lower()
+        return from_config(model_config(key), key)
+    p = checked_path(ref, "model")
+    if "/" in ref or ref.endswith(".json") or p.exists():
+        return from_config(_read_config_file(p), p.parent.name if p.name == "config.json" else p.name)
+    return from_config(model_config(ref), ref)  # model_config raises, with a did-you-mean
+
+
+@lru_cache(maxsize=1)
+def gpus() -> tuple[GPU, ...]:
+    rows = json.loads(_DATA.joinpath("gpus.json").read_text())["gpus"]
+    return tuple(GPU(**{**r, "aliases": tuple(r["aliases"])}) for r in rows)
+
+
+def closest(name: str, choices: dict[str, str]) -> str | None:
+    """The value of the key in `choices` spelled most like `name`, ignoring case and punctuation (so
+    llama-3-8b finds llama-3.1-8b, h100-sxm-80gb finds h100-sxm5-80gb); None where none is close."""
+    def bare(text: str) -> str:
+        return re.sub(r"[^a-z0-9]", "", text.lower())
+
+    keys = {bare(k): v for k, v in choices.items()}
+    hit = difflib.get_close_matches(bare(name), keys, n=1)
+    return keys[hit[0]] if hit else None
+
+
+def gpu(name: str) -> GPU:
+    """The catalog GPU named `name` (its name or an alias, any case, `_` or space for `-`); BadInput where an
+    alias is shared by several kinds (`a100`: 40 or 80 GiB), never a silent pick; UnknownName (with a
+    did-you-mean) where nothing has that name."""
+    key = name.strip().lower().replace("_", "-").replace(" ", "-")
+    hits = [g for g in gpus() if key == g.name or key in g.aliases]
+    if len(hits) > 1:
+        raise BadInput(f"--gpu {name!r} is ambiguous: "
+                       + " or ".join(f"{g.name} ({g.memory_mib / 1024:.0f} GiB)" for g in hits), "gpu")
+    if hits:
+        return hits[0]
+    guess = closest(key, {n: g.name for g in gpus() for n in (g.name, *g.aliases)})
+    named = f"; did you mean {guess} ({gpu(guess).memory_mib / 1024:.0f} GiB)?" if guess else ""
+    raise UnknownName(f"--gpu {name!r} is not in the GPU catalog{named} (`planner gpus` lists all "
+                      f"{len(gpus())}, or 'local')", "gpu")
+
+
+def gpus_json() -> dict:
+    """The GPU catalog as `planner gpus --json` and GET /v1/gpus print it."""
+    return {"gpus": [{**g.model_dump(), "capacity_bytes": g.capacity_bytes} for g in gpus()]}
+
+
+def models_json() -> dict:
+    """The bundled models' summaries, as `planner models --json` and GET /v1/models print them."""
+    return {"models": [load_model(n).summary() for n in model_names()]}

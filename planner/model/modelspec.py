@@ -1,0 +1,379 @@
+"""HF config.json -> ModelSpec: the shapes the memory and speed models need, without torch.
+
+Parameters are listed as tensor groups (shape x count, with a role), built per architecture family
+from the config the way transformers builds the modules; their sum equals
+`sum(p.numel() for p in model.parameters())` of the real model (tests/planner/model/test_catalog.py
+instantiates every catalog entry on the meta device and compares).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from math import prod
+
+from planner.errors import BadInput
+from planner.model.moespec import MOE_FAMILIES, MLASpec, MoESpec, in_moe_block, mla_attention, moe_mlp
+from planner.model.shapes import ATTENTION_LINEARS, FAMILY_TRAITS, Tensors, Traits, fsdp_units
+from planner.model.shapes import checked_size as _checked_size
+from planner.model.shapes import divides as _divides
+from planner.model.shapes import linear as _linear
+from planner.model.shapes import number as _number
+from planner.model.shapes import size as _get
+from planner.model.shapes import sub as _sub
+
+LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3", "qwen2_5_vl",
+              "qwen2_5_vl_text", "qwen2_vl", "qwen2_vl_text"}
+
+
+def peft_target_modules(targets: str) -> str | list[str] | None:
+    """PEFT's target_modules for --lora-targets (the probes, the trainer and the exports adapt the same linears);
+    stacked experts named there go to target_parameters instead."""
+    if targets == "all-linear":
+        return "all-linear"
+    names = list(ATTENTION_LINEARS) if targets == "attention" else targets.split(",")
+    return [n for n in names if not n.startswith("experts")] or None
+
+
+def peft_target_parameters(targets: str) -> list[str] | None:
+    """PEFT's target_parameters: the stacked expert weights --lora-targets names (experts.gate_up_proj,
+    experts.down_proj), one LoRA pair per expert (PEFT's ParamWrapper)."""
+    names = [n for n in targets.split(",") if n.startswith("experts")]
+    return names or None
+QK_NORM = {"qwen3", "gemma3_text"}        # an RMSNorm over each head of q and k before RoPE
+ALL_FAMILIES = sorted(LLAMA_LIKE | {"gpt2", "internvl"} | set(MOE_FAMILIES))
+
+
+@dataclass(frozen=True)
+class TextSpec:
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    vocab: int
+    tied: bool
+    max_positions: int
+    attention: str = "sdpa"  # "sdpa" (flash / memory-efficient kernels) or "eager" (s^2 scores saved)
+    final_logit_softcap: float | None = None
+    dropout: float = 0.0
+    qk_norm: bool = False    # Qwen3, Gemma-3: RMSNorm over each head of q and k (q_norm, k_norm) before RoPE
+    biases: tuple[bool, bool, bool] = (False, False, False)    # (q/k/v, o, MLP) linears have a bias
+    moe: MoESpec | None = None   # routed MLPs (planner/model/moespec.py); `intermediate` is then the dense layers' width
+    mla: MLASpec | None = None   # DeepSeek's latent attention (head_dim is then q/k's: nope + rope)
+    sinks: bool = False          # gpt-oss: eager attention with a learned sink logit per head
+    traits: Traits = field(default_factory=Traits)    # the family's differences from Llama (shapes.py), set by the reader
+
+    @property
+    def q_dim(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        return self.kv_heads * self.head_dim
+
+
+@dataclass(frozen=True)
+class VisionSpec:
+    layers: int
+    hidden: int
+    intermediate: int
+    heads: int
+    gated_mlp: bool
+    patches_per_token: int  # vision-encoder tokens per LLM image token (spatial merge / pixel shuffle)
+    # transformers' module names of the tower and of its projector (freezing them: Knobs.frozen); the tensors of
+    # roles "vision" and "projector" are exactly these modules' parameters
+    tower_modules: tuple[str, ...] = ()
+    projector_modules: tuple[str, ...] = ()
+
+    def frozen(self, parameter: str, frozen: str) -> bool:
+        """Whether `frozen` (Knobs.frozen: none, vision, vision+projector) freezes the parameter of this name."""
+        projector = any(p in parameter for p in self.projector_modules)
+        tower = not projector and any(p in parameter for p in self.tower_modules)
+        return frozen != "none" and (tower or (projector and frozen == "vision+projector"))
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    model_type: str
+    text: TextSpec
+    tensors: tuple[Tensors, ...]
+    vision: VisionSpec | None = None
+    exact: bool = True  # False for an unknown family counted with the generic llama-like formula
+    config: dict = field(default_factory=dict, repr=False, compare=False)
+    fsdp_units: tuple[str, ...] = ()    # the layer classes FSDP wraps (shapes.FSDP_UNITS), set by the reader
+
+    @cached_property
+    def params(self) -> int:
+        return sum(t.numel for t in self.tensors)
+
+    def params_by_role(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for t in self.tensors:
+            out[t.role] = out.get(t.role, 0) + t.numel
+        return out
+
+    def frozen_params(self, frozen: str) -> int:
+        """Parameters Knobs.frozen keeps frozen: the vision tower's (role vision), and its projector's."""
+        roles = {"none": (), "vision": ("vision",), "vision+projector": ("vision", "projector")}[frozen]
+        return sum(n for role, n in self.params_by_role().items() if role in roles)
+
+    def lora_params(self, rank: int, targets: str = "all-linear") -> int:
+        """Adapter parameters of LoRA on the targeted decoder linears: r x (d_in + d_out) per weight (Hu et al. 2021);
+        PEFT's ParamWrapper gives stacked experts one such pair per expert (lora_A: in -> r*experts)."""
+        return sum(rank * t.lora_rank_multiple(targets) * (t.shape[-2] + t.shape[-1]) * prod(t.shape[:-2]) * t.count
+                   for t in self.tensors if t.adapted(targets))
+
+    @cached_property
+    def active_params(self) -> int:
+        """Parameters one token runs through: all of a dense model; an MoE model's routed experts count top-k of
+        each layer's experts (the compute the speed model charges; memory and communication use `params`)."""
+        m = self.text.moe
+        if m is None:
+            return self.params
+        per_expert = 3 * self.text.hidden * m.expert_inter + (2 * m.expert_inter + self.text.hidden if m.bias else 0)
+        idle = (m.experts - m.top_k) * per_expert * m.moe_layers
+        return self.params - idle
+
+    def linear_names(self) -> set[str]:
+        """The decoder linears' module names, and stacked experts' (what --lora-targets may list)."""
+        return {t.name for t in self.tensors if t.lora and not t.name.startswith("router.")}
+
+    def layer_unit_params(self) -> int:
+        """Parameters of the largest decoder layer (FSDP's unit, ZeRO-3's gather): every layer alike in a dense
+        model; an MoE model's routed layer (DeepSeek's first layers are dense and smaller)."""
+        layer = [t for t in self.tensors if t.role == "layer"]
+        L, m = self.text.layers, self.text.moe
+        if m is None or not m.moe_layers:
+            return sum(t.numel for t in layer) // L
+        block = sum(t.numel for t in layer if in_moe_block(t.name))
+        dense = sum(t.numel for t in layer if t.name.startswith("mlp."))
+        return (sum(t.numel for t in layer) - block - dense) // L + block // m.moe_layers
+
+    def expert_params_per_layer(self) -> int:
+        """A routed layer's expert weights (and biases): what expert parallelism splits over its ranks."""
+        m = self.text.moe
+        if m is None or not m.moe_layers:
+            return 0
+        return sum(t.numel for t in self.tensors if t.name.startswith("experts.")) // m.moe_layers
+
+    def largest_matrix_params(self) -> int:
+        return max(prod(t.shape) for t in self.tensors)
+
+    def summary(self) -> dict:
+        roles = self.params_by_role()
+        return {"name": self.name, "model_type": self.model_type, "params": self.params,
+                "layers": self.text.layers, "hidden_size": self.text.hidden,
+                "vocab_size": self.text.vocab,
+                "vision_params": roles.get("vision", 0) + roles.get("projector", 0),
+                "params_exact": self.exact, "exact": self.exact, **self._moe_summary()}
+
+    def _moe_summary(self) -> dict:
+        m = self.text.moe
+        if m is None:
+            return {}
+        return {"active_params": self.active_params, "experts": m.experts, "experts_per_token": m.top_k,
+                "moe_layers": m.moe_layers, "shared_expert_width": m.shared_inter, "experts_dispatch": m.dispatch}
+
+
+# Keys that mean a mixture-of-experts model: counted as dense they would be off by the expert count.
+MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", "num_experts_per_tok",
+            "moe_intermediate_size", "n_shared_experts")
+
+
+def _llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
+    h, L = _get(cfg, "hidden_size"), _get(cfg, "num_hidden_layers")
+    heads = _get(cfg, "num_attention_heads")
+    kv = _get(cfg, "num_key_value_heads", default=heads)
+    if "head_dim" not in cfg or cfg["head_dim"] is None:
+        _divides(h, "hidden_size", heads, "num_attention_heads")
+    _divides(heads, "num_attention_heads", kv, "num_key_value_heads")
+    hd = _get(cfg, "head_dim", default=h // heads)
+    inter, vocab = _get(cfg, "intermediate_size"), _get(cfg, "vocab_size")
+    tied = bool(cfg.get("tie_word_embeddings", model_type in {"gemma", "gemma2", "gemma3_text"}))
+    qkv_bias = model_type.startswith("qwen2") or bool(cfg.get("attention_bias", False))
+    o_bias = bool(cfg.get("attention_bias", False)) and not model_type.startswith("qwen2")
+    mlp_bias = bool(cfg.get("mlp_bias", False))
+    gemma2 = model_type == "gemma2"
+    traits = FAMILY_TRAITS.get(model_type, Traits())
+    t: list[Tensors] = [Tensors("embed", (vocab, h))]
+    if traits.fused_qkv:    # Phi-3's qkv_proj: one Linear (what LoRA adapts)
+        t += _linear("layer", (heads + 2 * kv) * hd, h, L, qkv_bias, lora=True, name="qkv_proj")
+    else:
+        for d_out, name in ((heads * hd, "q_proj"), (kv * hd, "k_proj"), (kv * hd, "v_proj")):
+            t += _linear("layer", d_out, h, L, qkv_bias, lora=True, name=name)
+    t += _linear("layer", h, heads * hd, L, o_bias, lora=True, name="o_proj")
+    if traits.fused_gate_up:    # Phi-3's gate_up_proj
+        t += _linear("layer", 2 * inter, h, L, mlp_bias, lora=True, name="gate_up_proj")
+    else:
+        t += _linear("layer", inter, h, L, mlp_bias, lora=True, name="gate_proj")
+        t += _linear("layer", inter, h, L, mlp_bias, lora=True, name="up_proj")
+    t += _linear("layer", h, inter, L, mlp_bias, lora=True, name="down_proj")
+    t.append(Tensors("layer", (h,), L * traits.norms_per_layer))
+    if model_type in QK_NORM:
+        t.append(Tensors("layer", (hd,), 2 * L))
+    t.append(Tensors("norm", (h,)))
+    if not tied:
+        t.append(Tensors("head", (vocab, h)))
+    spec = TextSpec(hidden=h, layers=L, heads=heads, kv_heads=kv, head_dim=hd, intermediate=inter,
+                    vocab=vocab, tied=tied, max_positions=_get(cfg, "max_position_embeddings", default=0),
+                    attention="eager" if gemma2 else "sdpa",
+                    final_logit_softcap=_number(cfg, "final_logit_softcapping", 0.0) or None if gemma2 else None,
+                    dropout=_number(cfg, "attention_dropout", 0.0, high=1.0), qk_norm=model_type in QK_NORM,
+                    biases=(qkv_bias, o_bias, mlp_bias), traits=traits)
+    return spec, t
+
+
+def _moe_text(cfg: dict, mt: str) -> tuple[TextSpec, list[Tensors]]:
+    """Mixtral, Qwen1.5/Qwen3-MoE, OLMoE, gpt-oss (grouped-query attention) and DeepSeek-V2/V3 (latent attention)."""
+    h, L, heads = _get(cfg, "hidden_size"), _get(cfg, "num_hidden_layers"), _get(cfg, "num_attention_heads")
+    kv = _get(cfg, "num_key_value_heads", default=heads)
+    _divides(heads, "num_attention_heads", kv, "num_key_value_heads")
+    vocab = _get(cfg, "vocab_size")
+    mla, qk_norm = None, mt in ("qwen3_moe", "olmoe")    # OLMoE: one norm over all of q, one over all of k
+    t: list[Tensors] = [Tensors("embed", (vocab, h))]
+    if mt.startswith("deepseek"):
+        mla, attn = mla_attention(cfg, h, heads, L)
+        hd, kv, bias = mla.qk_head_dim, heads, (False, False, False)
+    else:
+        if cfg.get("head_dim") is None:
+            _divides(h, "hidden_size", heads, "num_attention_heads")
+        hd = _get(cfg, "head_dim", default=h // heads)
+        ab = bool(cfg.get("qkv_bias", True)) if mt == "qwen2_moe" else bool(cfg.get("attention_bias", mt == "gpt_oss"))
+        bias = (ab, ab and mt != "qwen2_moe", False)
+        attn = []
+        for d_out, name in ((heads * hd, "q_proj"), (kv * hd, "k_proj"), (kv * hd, "v_proj")):
+            attn += _linear("layer", d_out, h, L, bias[0], lora=True, name=name)
+        attn += _linear("layer", h, heads * hd, L, bias[1], lora=True, name="o_proj")
+        attn += [Tensors("layer", (hd,), 2 * L)] if mt == "qwen3_moe" else []
+        attn += [Tensors("layer", (heads * hd,), L), Tensors("layer", (kv * hd,), L)] if mt == "olmoe" else []
+        attn += [Tensors("layer", (heads,), L)] if mt == "gpt_oss" else []      # attention sinks
+    moe, mlp = moe_mlp(cfg, mt, h, L)
+    t += attn + mlp + [Tensors("layer", (h,), 2 * L), Tensors("norm", (h,))]
+    tied = bool(cfg.get("tie_word_embeddings", False))
+    if not tied:
+        t.append(Tensors("head", (vocab, h)))
+    spec = TextSpec(hidden=h, layers=L, heads=heads, kv_heads=kv, head_dim=hd, intermediate=_get(cfg, "intermediate_size"),
+                    vocab=vocab, tied=tied, max_positions=_get(cfg, "max_position_embeddings", default=0),
+                    attention="eager" if mt == "gpt_oss" else "sdpa",      # gpt-oss: _supports_sdpa = False (sinks)
+                    dropout=_number(cfg, "attention_dropout", 0.0, high=1.0), qk_norm=qk_norm, biases=bias,
+                    moe=moe, mla=mla, sinks=mt == "gpt_oss")
+    return spec, t
+
+
+def _gpt2_text(cfg: dict) -> tuple[TextSpec, list[Tensors]]:
+    h, L, heads = _get(cfg, "n_embd", "hidden_size"), _get(cfg, "n_layer", "num_hidden_layers"), _get(cfg, "n_head")
+    _divides(h, "n_embd", heads, "n_head")
+    inter = _get(cfg, "n_inner", default=4 * h)
+    vocab, npos = _get(cfg, "vocab_size"), _get(cfg, "n_positions", default=1024)
+    t = [Tensors("embed", (vocab, h)), Tensors("embed", (npos, h))]
+    t += [Tensors("layer", (h,), 4 * L)]  # ln_1, ln_2 weight and bias
+    t += _linear("layer", 3 * h, h, L, True, lora=True, name="attn.c_attn")
+    t += _linear("layer", h, h, L, True, lora=True, name="attn.c_proj")
+    t += _linear("layer", inter, h, L, True, lora=True, name="mlp.c_fc")
+    t += _linear("layer", h, inter, L, True, lora=True, name="mlp.c_proj")
+    t += [Tensors("norm", (h,), 2)]
+    tied = bool(cfg.get("tie_word_embeddings", True))
+    if not tied:
+        t.append(Tensors("head", (vocab, h)))
+    spec = TextSpec(hidden=h, layers=L, heads=heads, kv_heads=heads, head_dim=h // heads,
+                    intermediate=inter, vocab=vocab, tied=tied, max_positions=npos,
+                    dropout=_number(cfg, "resid_pdrop", 0.1, high=1.0), biases=(True, True, True),
+                    traits=FAMILY_TRAITS["gpt2"])
+    return spec, t
+
+
+def _qwen_vl_vision(v: dict, text_hidden: int) -> tuple[VisionSpec, list[Tensors]]:
+    hv, depth, iv = _get(v, "hidden_size", "embed_dim"), _get(v, "depth"), _get(v, "intermediate_size")
+    m2 = _get(v, "spatial_merge_size", default=2) ** 2
+    patch = _get(v, "patch_size", default=14)
+    out = _get(v, "out_hidden_size", default=text_hidden)
+    t = [Tensors("vision", (hv, _get(v, "in_chans", "in_channels", default=3),
+                            _get(v, "temporal_patch_size", default=2), patch, patch))]
+    t += [Tensors("vision", (hv,), 2 * depth)]
+    t += _linear("vision", 3 * hv, hv, depth, True) + _linear("vision", hv, hv, depth, True)
+    t += _linear("vision", iv, hv, 2 * depth, True) + _linear("vision", hv, iv, depth, True)
+    t += [Tensors("projector", (hv,))] + _linear("projector", hv * m2, hv * m2, 1, True)
+    t += _linear("projector", out, hv * m2, 1, True)
+    return VisionSpec(depth, hv, iv, _get(v, "num_heads"), True, m2, ("visual.",), ("visual.merger.",)), t
+
+
+def _internvl_vision(cfg: dict, v: dict, text_hidden: int) -> tuple[VisionSpec, list[Tensors]]:
+    hv, L, iv = _get(v, "hidden_size"), _get(v, "num_hidden_layers"), _get(v, "intermediate_size")
+    img, patch = _get(v, "image_size", default=[448, 448]), _get(v, "patch_size", default=[14, 14])
+    img = [_checked_size(v, "image_size", x) for x in (img if isinstance(img, (list, tuple)) else [img, img])][:2]
+    patch = [_checked_size(v, "patch_size", x) for x in (patch if isinstance(patch, (list, tuple)) else [patch, patch])][:2]
+    if len(img) < 2 or len(patch) < 2:
+        raise BadInput("config.json: vision_config image_size and patch_size need two sides", "model")
+    npatch = (img[0] // patch[0]) * (img[1] // patch[1])
+    bias = bool(v.get("attention_bias", True))
+    t = [Tensors("vision", (1, 1, hv)), Tensors("vision", (1, npatch + 1, hv)),
+         Tensors("vision", (hv, _get(v, "num_channels", default=3), patch[0], patch[1])), Tensors("vision", (hv,))]
+    t += [Tensors("vision", (hv,), 2 * L)]  # layer-scale lambdas
+    t += _linear("vision", hv, hv, 4 * L, bias) + _linear("vision", iv, hv, L, True)
+    t += _linear("vision", hv, iv, L, True) + [Tensors("vision", (hv,), 4 * L)]
+    if v.get("use_qk_norm"):
+        t += [Tensors("vision", (hv,), 2 * L)]
+    if not v.get("use_mean_pooling", True):
+        t += [Tensors("vision", (hv,), 2)]
+    shuffle = round(1 / _number(cfg, "downsample_ratio", 0.5, low=1e-3, high=1.0) ** 2)
+    t += [Tensors("projector", (hv * shuffle,), 2)] + _linear("projector", text_hidden, hv * shuffle, 1, True)
+    t += _linear("projector", text_hidden, text_hidden, 1, True)
+    return VisionSpec(L, hv, iv, _get(v, "num_attention_heads"), False, shuffle, ("vision_tower.",),
+                      ("multi_modal_projector.",)), t
+
+
+def _refuse_experts(cfg: dict, mt: str) -> None:
+    """A mixture-of-experts config of a family memplan does not read (moespec.MOE_FAMILIES) is refused: counted
+    as dense it would be priced as one expert."""
+    for part in (cfg, cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else {}):
+        found = [k for k in MOE_KEYS if part.get(k) not in (None, 0, 1, False)]
+        if found or "moe" in str(part.get("model_type", mt)).lower():
+            raise BadInput(f"config.json: model_type {part.get('model_type', mt)!r} is a mixture-of-experts model "
+                           f"({', '.join(found) or 'moe'}) of a family memplan does not count (MoE families: "
+                           f"{', '.join(MOE_FAMILIES)}); counting it as a dense model would understate its memory "
+                           "several times over", "model")
+
+
+def _from_config(cfg: dict, name: str) -> ModelSpec:
+    if not isinstance(cfg, dict):
+        raise BadInput(f"config for {name!r} is not a JSON object", "model")
+    mt = str(cfg.get("model_type", ""))
+    vision, vt = None, []
+    tc = cfg.get("text_config")
+    units = fsdp_units(mt, tc.get("model_type") if isinstance(tc, dict) else None)
+    if mt in MOE_FAMILIES:
+        text, t = _moe_text(cfg, mt)
+        return ModelSpec(name, mt, text, tuple(t), None, exact=True, config=cfg, fsdp_units=units)
+    _refuse_experts(cfg, mt)
+    if mt == "gpt2":
+        text, t = _gpt2_text(cfg)
+    elif mt == "internvl":
+        tc = _sub(cfg, "text_config")
+        text, t = _llama_text(tc, str(tc.get("model_type", "qwen2")))
+        vision, vt = _internvl_vision(cfg, _sub(cfg, "vision_config"), text.hidden)
+    elif mt in LLAMA_LIKE:
+        tc = _sub(cfg, "text_config", required=False) or cfg
+        text, t = _llama_text(tc, mt)
+        if mt in {"qwen2_5_vl", "qwen2_vl"}:
+            vision, vt = _qwen_vl_vision(_sub(cfg, "vision_config"), text.hidden)
+    elif "hidden_size" in cfg and "num_hidden_layers" in cfg:
+        text, t = _llama_text(cfg, mt or "generic")
+        return ModelSpec(name, mt or "generic", text, tuple(t), None, exact=False, config=cfg, fsdp_units=units)
+    else:
+        raise BadInput(f"config for {name!r}: model_type {mt!r} is not a decoder-only language model "
+                       f"memplan knows (known: {', '.join(ALL_FAMILIES)}; others need hidden_size and "
+                       "num_hidden_layers)", "model")
+    return ModelSpec(name, mt, text, tuple(vt + t), vision, exact=True, config=cfg, fsdp_units=units)
+
+
+def from_config(cfg: dict, name: str) -> ModelSpec:
+    """Build a ModelSpec from a config.json dict; a config it cannot read is a BadInput naming the model,
+    never a traceback. Unknown families use the generic llama-like count (exact False)."""
+    try:
+        return _from_config(cfg, name)
+    except BadInput:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError, OverflowError) as e:
+        raise BadInput(f"config for {name!r} is not understood ({e.__class__.__name__}: {e})", "model") from None

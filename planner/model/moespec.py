@@ -1,0 +1,158 @@
+"""Mixture-of-experts and multi-head latent attention shapes, read from a config.json the way transformers 5.23
+builds the modules (models/<family>/modeling_<family>.py), without torch.
+
+Every family here stores a layer's routed experts as two stacked parameters, `experts.gate_up_proj`
+(experts x 2*inter x hidden) and `experts.down_proj` (experts x hidden x inter) (gpt-oss: transposed, with
+biases), beside a router weight (experts x hidden). Some layers are dense: DeepSeek's first
+`first_k_dense_replace`, Qwen-MoE's `mlp_only_layers` and those off `decoder_sparse_step`. Shared experts
+(Qwen1.5-MoE's gated `shared_expert`, DeepSeek's `shared_experts`) are plain gated MLPs that every token runs.
+
+Dispatch: each family's experts class is decorated with `@use_experts_implementation`, and transformers
+5.23 picks "grouped_mm" (one sort of the token-expert pairs, then `torch.nn.functional.grouped_mm` over
+them) unless the device cannot dispatch it, then "eager" (a Python loop over the experts hit). A config.json's
+`experts_implementation` (transformers' own key) picks one of the two.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from planner.errors import BadInput
+from planner.model.shapes import Tensors, linear, number, size
+
+MOE_FAMILIES = ("deepseek_v2", "deepseek_v3", "gpt_oss", "mixtral", "olmoe", "qwen2_moe", "qwen3_moe")
+# What PEFT 0.21's LoraConfig(target_modules="all-linear") adapts in transformers 5.23's MoE blocks, beside the
+# attention linears (read off get_peft_model on each family; tests/probes/test_moe.py checks the counts): the
+# stacked experts (gate-up at twice the rank, as the v4 checkpoints' separate gate and up projections had, by
+# peft/utils/transformers_weight_conversion.py) and the router, where PEFT maps the family's v4 expert names; it
+# then leaves out the MLP linears that share those names (DeepSeek's shared experts and dense first layers).
+# Qwen1.5-MoE: its shared expert and gate only; gpt-oss: attention only.
+ALL_LINEAR_EXPERTS = {"mixtral", "qwen3_moe", "olmoe", "deepseek_v2", "deepseek_v3"}
+DISPATCHES = ("grouped_mm", "eager")     # transformers 5.23's default (get_correct_experts_implementation), its fallback
+
+
+@dataclass(frozen=True)
+class MoESpec:
+    experts: int            # routed experts in an MoE layer
+    top_k: int              # experts each token is routed to
+    expert_inter: int       # one routed expert's intermediate width
+    moe_layers: int         # decoder layers whose MLP is routed; the others run a dense MLP of `intermediate`
+    shared_inter: int = 0   # width of the shared expert(s) every token also runs (0: none)
+    shared_gate: bool = False   # Qwen1.5-MoE: sigmoid(Linear(hidden, 1)) scales the shared expert
+    bias: bool = False      # gpt-oss: router and expert biases; its own clamped SwiGLU
+    aux_loss_coef: float = 0.0  # router_aux_loss_coef, added to the loss only when output_router_logits
+    router_fp32: bool = False   # DeepSeek: the router casts its input and weight to fp32
+    dispatch: str = "grouped_mm"
+    imbalance: float = 2.0  # as the knobs run it: the busiest expert takes this many times its fair share
+    experts_grad: str = "full"  # as the knobs run it: "full" (trained), "frozen" (LoRA elsewhere), "lora" (adapted)
+    ep: int = 1             # as the knobs run it (recipe_terms.text_spec): ranks the experts are split over
+    load: float = 1.0       # pairs the busiest rank's experts run, over this rank's own (imbalance, at most ep)
+
+    def active_expert_params_per_layer(self, hidden: int) -> int:
+        """Expert weights one token runs in an MoE layer: top-k routed experts and the shared one."""
+        return 3 * hidden * (self.top_k * self.expert_inter + self.shared_inter)
+
+
+@dataclass(frozen=True)
+class MLASpec:
+    """DeepSeek's multi-head latent attention (DeepSeek-V2 paper, section 2.1; modeling_deepseek_v2.py)."""
+    q_lora_rank: int        # 0: q_proj straight from the hidden size (DeepSeek-V2-Lite)
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+    @property
+    def qk_head_dim(self) -> int:
+        return self.qk_nope_head_dim + self.qk_rope_head_dim
+
+
+def _layer_kinds(cfg: dict, mt: str, layers: int) -> list[bool]:
+    """Which decoder layers are routed (True) in transformers' construction order."""
+    if mt in ("deepseek_v2", "deepseek_v3"):
+        first = size(cfg, "first_k_dense_replace", default=0) if cfg.get("first_k_dense_replace") else 0
+        return [i >= first for i in range(layers)]
+    if mt in ("qwen2_moe", "qwen3_moe"):
+        step = size(cfg, "decoder_sparse_step", default=1)
+        dense = cfg.get("mlp_only_layers") or []
+        if not isinstance(dense, list) or not all(isinstance(i, int) for i in dense):
+            raise BadInput("config.json: mlp_only_layers must be a list of layer indices", "model")
+        return [i not in dense and (i + 1) % step == 0 for i in range(layers)]
+    return [True] * layers
+
+
+def moe_mlp(cfg: dict, mt: str, hidden: int, layers: int) -> tuple[MoESpec, list[Tensors]]:
+    """The routed MLP's spec and tensors, and the dense layers' MLP tensors (gate/up/down of intermediate_size)."""
+    kinds = _layer_kinds(cfg, mt, layers)
+    n_moe, n_dense = sum(kinds), layers - sum(kinds)
+    e = size(cfg, "num_local_experts", "num_experts", "n_routed_experts")    # transformers' attribute_map aliases
+    k = size(cfg, "num_experts_per_tok", "experts_per_token")
+    if k > e:
+        raise BadInput(f"config.json: num_experts_per_tok = {k} exceeds the {e} experts", "model")
+    inter = size(cfg, "intermediate_size")
+    ie = inter if mt in ("mixtral", "olmoe", "gpt_oss") else size(cfg, "moe_intermediate_size")
+    shared, gate = 0, False
+    if mt == "qwen2_moe":
+        shared, gate = size(cfg, "shared_expert_intermediate_size"), True
+    elif mt.startswith("deepseek") and cfg.get("n_shared_experts"):
+        shared = ie * size(cfg, "n_shared_experts")
+    bias = mt == "gpt_oss"
+    peft = mt in ALL_LINEAR_EXPERTS
+    t = [Tensors("layer", (e, hidden), n_moe, lora=peft, name="router.weight", all_linear=int(peft))]
+    if bias:
+        t += [Tensors("layer", (e,), n_moe, name="router.bias"),
+              Tensors("layer", (e, hidden, 2 * ie), n_moe, True, "experts.gate_up_proj", 0),
+              Tensors("layer", (e, 2 * ie), n_moe, name="experts.gate_up_proj_bias"),
+              Tensors("layer", (e, ie, hidden), n_moe, True, "experts.down_proj", 0),
+              Tensors("layer", (e, hidden), n_moe, name="experts.down_proj_bias")]
+    else:
+        t += [Tensors("layer", (e, 2 * ie, hidden), n_moe, True, "experts.gate_up_proj", 2 * peft),
+              Tensors("layer", (e, hidden, ie), n_moe, True, "experts.down_proj", int(peft))]
+    mlp_bias = bool(cfg.get("mlp_bias", False)) and mt == "deepseek_v2"
+    prefix = "shared_expert" if mt == "qwen2_moe" else "shared_experts"
+    mlp = []
+    for width, n, pre in ((shared, n_moe, prefix + "."), (inter, n_dense, "mlp.")):
+        if width and n:
+            mlp += linear("layer", width, hidden, n, mlp_bias, True, pre + "gate_proj")
+            mlp += linear("layer", width, hidden, n, mlp_bias, True, pre + "up_proj")
+            mlp += linear("layer", hidden, width, n, mlp_bias, True, pre + "down_proj")
+    t += [replace(x, all_linear=0) for x in mlp] if peft else mlp
+    if gate and n_moe:
+        t += [Tensors("layer", (1, hidden), n_moe, True, "shared_expert_gate")]
+    aux = number(cfg, "router_aux_loss_coef", 0.0) if cfg.get("output_router_logits") else 0.0
+    return MoESpec(e, k, ie, n_moe, shared, gate, bias, aux, mt.startswith("deepseek"), dispatch(cfg)), t
+
+
+def dispatch(cfg: dict) -> str:
+    """The experts' dispatch transformers runs: the config's `experts_implementation`, grouped_mm by default."""
+    impl = cfg.get("experts_implementation") or "grouped_mm"
+    if impl not in DISPATCHES:
+        raise BadInput(f"config.json: experts_implementation {impl!r} is not modelled; memplan plans "
+                       f"{' and '.join(DISPATCHES)} (transformers' default and its loop over experts)", "model")
+    return impl
+
+
+def mla_attention(cfg: dict, hidden: int, heads: int, layers: int) -> tuple[MLASpec, list[Tensors]]:
+    """DeepSeek-V2/V3 attention: q through an optional low-rank bottleneck, k and v from a shared latent."""
+    q_rank = size(cfg, "q_lora_rank") if cfg.get("q_lora_rank") else 0
+    spec = MLASpec(q_rank, size(cfg, "kv_lora_rank"), size(cfg, "qk_nope_head_dim"), size(cfg, "qk_rope_head_dim"),
+                   size(cfg, "v_head_dim"))
+    bias, L = bool(cfg.get("attention_bias", False)), layers
+    if q_rank:
+        t = linear("layer", q_rank, hidden, L, bias, True, "q_a_proj") + [Tensors("layer", (q_rank,), L)]
+        t += linear("layer", heads * spec.qk_head_dim, q_rank, L, False, True, "q_b_proj")
+    else:
+        t = linear("layer", heads * spec.qk_head_dim, hidden, L, False, True, "q_proj")
+    t += linear("layer", spec.kv_lora_rank + spec.qk_rope_head_dim, hidden, L, bias, True, "kv_a_proj_with_mqa")
+    t += [Tensors("layer", (spec.kv_lora_rank,), L)]
+    t += linear("layer", heads * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank, L, False, True,
+                "kv_b_proj")
+    t += linear("layer", hidden, heads * spec.v_head_dim, L, bias, True, "o_proj")
+    return spec, t
+
+
+MOE_BLOCK = ("router", "experts", "shared_expert", "shared_experts", "shared_expert_gate")
+
+
+def in_moe_block(name: str) -> bool:
+    """Whether a tensor (by its module name) belongs to a routed layer's MLP block."""
+    return name.split(".")[0] in MOE_BLOCK

@@ -1,0 +1,172 @@
+"""What every family reader shares: parameter tensor groups (`Tensors`), the family traits (`Traits`, a row per
+model_type that sets them), and the checked readers of sizes and numbers in a config.json (a bad value is a
+one-line BadInput naming the key, never a traceback)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from planner.errors import BadInput
+
+ATTENTION_LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "attn.c_attn", "attn.c_proj")
+
+
+@dataclass(frozen=True)
+class Traits:
+    """How a family's decoder layer differs from Llama's (transformers modeling_llama.py: the defaults) in what
+    the memory terms count. Set once by the family reader (FAMILY_TRAITS); the terms read these, never a family
+    name (tests/planner/model/test_traits.py greps for one)."""
+
+    fused_qkv: bool = False         # q, k, v from one Linear: one autocast copy of its input, v a slice of its output
+    #                                 (Phi-3's qkv_proj, modeling_phi3.py; GPT-2's c_attn, modeling_gpt2.py)
+    fused_gate_up: bool = False     # gate and up from one Linear: one autocast copy of its input (Phi-3's gate_up_proj)
+    gated_mlp: bool = True          # down(act(gate) * up); False: GPT-2's c_proj(gelu_new(c_fc)), gelu_new written
+    #                                 in Python (transformers activations.py NewGELUActivation: pow runs in fp32)
+    conv1d: bool = False            # linears are transformers' Conv1D (pytorch_utils.py): torch.addmm whatever the
+    #                                 bias; the layer's saved tensors are GPT-2's block's (activations.gpt2_layer_bytes)
+    layernorm: bool = False         # LayerNorm (weight and bias) where Llama has RMSNorm (GPT-2's ln_1, ln_2, ln_f)
+    fp32_norms: bool = False        # RMSNorm computed and kept in fp32, (1 + w) * norm(x.float()): 8 bytes an element
+    #                                 saved whatever the precision (Gemma2RMSNorm, modeling_gemma2.py; Gemma-3's)
+    norms_per_layer: int = 2        # RMSNorms in a decoder layer: 4 with post-attention and post-feedforward norms
+    #                                 (Gemma2DecoderLayer, Gemma3DecoderLayer)
+    sliding_window_masks: bool = False  # eager attention builds a second 4-D mask for the sliding-window layers
+    #                                 (Gemma2Model.forward, Gemma3TextModel.forward: create_sliding_window_causal_mask)
+    learned_positions: bool = False  # a learned table of max_positions positions (GPT-2's wpe): no longer sequence runs
+
+
+# The families whose traits are not Llama's (a model_type not here has the defaults). Gemma-1's norms are counted
+# as Llama's, as before this table (its GemmaRMSNorm also upcasts; not measured).
+FAMILY_TRAITS = {
+    "gpt2": Traits(fused_qkv=True, gated_mlp=False, conv1d=True, layernorm=True, learned_positions=True),
+    "phi3": Traits(fused_qkv=True, fused_gate_up=True),
+    "gemma2": Traits(fp32_norms=True, norms_per_layer=4, sliding_window_masks=True),
+    "gemma3_text": Traits(fp32_norms=True, norms_per_layer=4, sliding_window_masks=True),
+}
+
+# The FSDP units per model_type: transformers' decoder-layer (and vision-block) classes, each model class's
+# `_no_split_modules` (tests/planner/estimate/test_fsdp.py checks them against the installed transformers). A VLM's
+# language model adds its own, by text_config's model_type (ModelSpec.fsdp_units).
+FSDP_UNITS = {"gpt2": ("GPT2Block",), "llama": ("LlamaDecoderLayer",), "gemma2": ("Gemma2DecoderLayer",),
+              "gemma3_text": ("Gemma3DecoderLayer",), "mistral": ("MistralDecoderLayer",),
+              "phi3": ("Phi3DecoderLayer",), "qwen2": ("Qwen2DecoderLayer",), "qwen3": ("Qwen3DecoderLayer",),
+              "qwen2_5_vl": ("Qwen2_5_VLDecoderLayer", "Qwen2_5_VLVisionBlock"),
+              "internvl": ("InternVLVisionLayer",),
+              "mixtral": ("MixtralDecoderLayer",), "qwen2_moe": ("Qwen2MoeDecoderLayer",),
+              "qwen3_moe": ("Qwen3MoeDecoderLayer",), "olmoe": ("OlmoeDecoderLayer",),
+              "gpt_oss": ("GptOssDecoderLayer",), "deepseek_v2": ("DeepseekV2DecoderLayer",),
+              "deepseek_v3": ("DeepseekV3DecoderLayer",)}
+
+
+def fsdp_units(model_type: str, text_model_type: str | None = None) -> tuple[str, ...]:
+    """A model's FSDP units: its own layer classes, then its language model's (a VLM's text_config) not among them."""
+    own = FSDP_UNITS.get(model_type, ())
+    return own + tuple(c for c in FSDP_UNITS.get(text_model_type or "", ()) if c not in own)
+
+
+def module_name_matches(name: str, target: str) -> bool:
+    """A linear's name against a --lora-targets entry, as PEFT matches target_modules: equal, or a dotted suffix."""
+    return name == target or name.endswith("." + target) or target.endswith("." + name)
+
+
+@dataclass(frozen=True)
+class Tensors:
+    """`count` parameter tensors of one shape. role: embed | layer | head | norm | vision | projector."""
+
+    role: str
+    shape: tuple[int, ...]
+    count: int = 1
+    lora: bool = False  # a decoder linear weight that LoRA ("all-linear") adapts
+    name: str = ""      # a linear's module name in transformers (q_proj, ..., GPT-2's attn.c_proj): LoRA targets
+    all_linear: int = 1  # PEFT's rank multiple under target_modules="all-linear" (0: not adapted; MoE: moespec)
+
+    def adapted(self, targets: str) -> bool:
+        """Whether LoRA with --lora-targets `targets` adapts this weight: all-linear, attention (q/k/v/o), or a
+        comma list of module names matched as PEFT matches them (the name or its dotted suffix)."""
+        if not self.lora:
+            return False
+        if targets == "all-linear":
+            return self.all_linear > 0
+        if self.experts:       # named stacked experts are PEFT's target_parameters
+            return any(module_name_matches(self.name, n) for n in targets.split(",") if n.startswith("experts"))
+        if self.name.startswith("router."):     # not an nn.Linear: adapted only by PEFT's all-linear (moespec)
+            return False
+        names = ATTENTION_LINEARS if targets == "attention" else targets.split(",")
+        return any(module_name_matches(self.name, n) for n in names)
+
+    def lora_rank_multiple(self, targets: str) -> int:
+        return self.all_linear if targets == "all-linear" else 1
+
+    @property
+    def experts(self) -> bool:
+        """Stacked expert weights (experts x out x in): one nn.Parameter in transformers, no nn.Linear."""
+        return len(self.shape) == 3 and self.lora
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape) * self.count
+
+
+# Past these a config describes no trainable model (and the arithmetic stops meaning anything).
+MAX_SIZE = {"hidden": 10**6, "layers": 10**4, "heads": 10**4, "vocab": 10**8, "intermediate": 10**7,
+            "positions": 1 << 24, "other": 10**6}
+
+def size_kind(key: str) -> str:
+    for kind, words in (("layers", ("layer", "depth")), ("heads", ("head",)), ("vocab", ("vocab",)),
+                        ("intermediate", ("intermediate", "inner")), ("positions", ("position",)),
+                        ("hidden", ("hidden", "embd", "embed_dim", "head_dim"))):
+        if any(w in key for w in words) and not (kind == "heads" and key == "head_dim"):
+            return kind
+    return "other"
+
+
+def size(cfg: dict, key: str, *alts: str, default=None):
+    """A size from a config: a positive integer (not a bool, float, NaN or string) within MAX_SIZE."""
+    for k in (key, *alts):
+        if k in cfg and cfg[k] is not None:
+            return checked_size(cfg, k, cfg[k])
+    if default is not None:
+        return default
+    raise BadInput(f"config.json lacks '{key}' (needed for a {cfg.get('model_type', '?')} model)", "model")
+
+
+def checked_size(cfg: dict, key: str, v):
+    if isinstance(v, (list, tuple, dict)):
+        return v        # shapes such as image_size [448, 448] are checked where they are read
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise BadInput(f"config.json: {key} = {v!r} must be a positive integer", "model")
+    limit = MAX_SIZE[size_kind(key)]
+    if not 1 <= v <= limit:
+        raise BadInput(f"config.json: {key} = {v} must be an integer from 1 to {limit}", "model")
+    return v
+
+
+def number(cfg: dict, key: str, default: float, low: float = 0.0, high: float = 1e6) -> float:
+    """A real-valued setting (rates, ratios, caps): a finite number in [low, high]."""
+    v = cfg.get(key)
+    if v is None:
+        return default
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not low <= v <= high:
+        raise BadInput(f"config.json: {key} = {v!r} must be a number from {low:g} to {high:g}", "model")
+    return float(v)
+
+
+def sub(cfg: dict, key: str, required: bool = True) -> dict:
+    """A nested config (text_config, vision_config): a JSON object."""
+    v = cfg.get(key)
+    if v is None and not required:
+        return {}
+    if not isinstance(v, dict):
+        raise BadInput(f"config.json: {key} must be a JSON object" + (" (missing)" if v is None else ""), "model")
+    return v
+
+
+def divides(whole: int, whole_key: str, part: int, part_key: str) -> None:
+    if whole % part:
+        raise BadInput(f"config.json: {part_key} = {part} does not divide {whole_key} = {whole}", "model")
+
+
+def linear(role: str, d_out: int, d_in: int, n: int, bias: bool, lora: bool = False, name: str = "") -> list[Tensors]:
+    out = [Tensors(role, (d_out, d_in), n, lora, name)]
+    return out + [Tensors(role, (d_out,), n)] if bias else out
+
+

@@ -1,0 +1,112 @@
+"""Why a candidate does not fit, said from the term that decides its peak, with the knobs that shrink that term.
+
+The search (planner.search.search) asks `rejection_reason` of every candidate. The peak is read off the breakdown:
+the phase it occurs in (planner.estimate.memory / planner.estimate.rl) and, within that phase, the largest of the model states,
+the saved activations, the logits/loss and the other temporaries (the optimizer step's foreach buffers at the
+optimizer step). The advice names only knobs that shrink the deciding term: a fused optimizer for the step's
+temporaries, sharding or LoRA for model states, checkpointing or a shorter sequence for activations, a chunked
+loss for logits. What the planner itself finds to fit is `planner.search.nearest`'s work; this says why.
+"""
+from __future__ import annotations
+
+from planner.config.spec import GIB, Hardware, Plan
+
+# RL phases' terms (planner.estimate.rl.phase_terms) -> (what it is, what shrinks it)
+RL_TERMS = {
+    "kv_cache": ("the generation's KV cache", ("fewer or shorter completions per generation "
+                                               "(--steps-per-generation, --max-completion-length) or vLLM")),
+    "generation_weights": ("the generation's weight copy", "LoRA, or vLLM on its own GPUs (--generation vllm-server)"),
+    "generation_transient": ("the generation's logits", "a smaller generation batch (--steps-per-generation)"),
+    "reference_params": ("the reference model", "--beta 0 (no reference model) or LoRA (the base is the reference)"),
+    "vllm_reserved": ("vLLM's share of the card", "a lower --vllm-gpu-memory-utilization or --generation vllm-server"),
+    "logprobs": ("the log-prob head", "--logprobs fused"),
+    "policy_logps": ("the policy's log-prob head", "--logprobs fused"),
+    "forward_transient": ("the log-prob pass's logits", "--logprobs fused or a smaller micro-batch"),
+}
+
+
+def gib(x: int) -> str:
+    return f"{x / GIB:.1f} GiB"
+
+
+def rejection_reason(plan: Plan, hw: Hardware, usable: int) -> str | None:
+    """None when the candidate fits; else one line: what it needs, what decides it, what shrinks that."""
+    m = plan.memory
+    host = int(hw.host_ram_gib * GIB)
+    if m.host_bytes_per_node > host:
+        fixes = ["more host RAM (--host-ram-gb)", "more nodes (each node holds its own ranks' share)"]
+        fixes += [] if plan.lora_rank else ["LoRA adapters (--lora-rank)"]
+        fixes += ["offload less"] if plan.offload == "optimizer+params" or plan.checkpointing == "offload" else []
+        return (f"offload needs {gib(m.host_bytes_per_node)} host RAM per node > {gib(host)} (--host-ram-gb): "
+                f"{' or '.join(fixes)}")
+    if m.device_total_bytes <= usable:
+        return None
+    states = m.detail["model_states_bytes"]
+    if states > usable:
+        return f"model states alone need {gib(states)} per GPU > {gib(usable)} usable: {' or '.join(state_fixes(plan))}"
+    what = f"micro-batch {plan.micro_batch}"
+    if plan.token_batches is not None:
+        what = f"a micro-batch of {plan.token_batches.max_tokens_per_micro_batch:,} tokens"
+    term, size, fixes = deciding_term(plan)
+    states = m.params_bytes + m.grads_bytes + m.optimizer_bytes     # at the peak (gradients may not be live yet)
+    states_big = states * 2 > usable
+    if states_big:      # the states are most of the card: what shrinks them helps too
+        fixes += [f for f in state_fixes(plan) if f.split(" (")[0] not in " ".join(fixes)
+                  and not (f.startswith("shard") and any(x.startswith("shard") for x in fixes))]
+    return (f"{what} needs {gib(m.device_total_bytes)} per GPU > {gib(usable)} usable; its peak ({m.peak_phase}) is "
+            f"model states {gib(states)} + {term} {gib(size)}: {' or '.join(fixes)}")
+
+
+def state_fixes(plan: Plan) -> list[str]:
+    """What shrinks parameters, gradients and optimizer states per GPU."""
+    fixes = []
+    if plan.zero_stage < 3 and plan.fsdp == "off":
+        fixes.append("shard them (--zero 3 or --fsdp full)")
+    if plan.offload != "optimizer+params" and not plan.optimizer_in_backward:
+        fixes.append("offload")
+    if not plan.lora_rank:
+        fixes.append("LoRA adapters (--lora-rank)")
+    if plan.zero_stage or plan.fsdp != "off":
+        fixes.append("more GPUs (shards shrink with the world size)")
+    return fixes
+
+
+def deciding_term(plan: Plan) -> tuple[str, int, list[str]]:
+    """(the largest part of the peak beside the model states, which every phase holds: what makes this phase the
+    peak; its bytes; the knobs that shrink it)."""
+    m, d = plan.memory, plan.memory.detail
+    if m.peak_term and m.peak_term.removesuffix("_bytes") in RL_TERMS and m.peak_phase in (
+            "generation", "reference-forward", "old-logps"):
+        label, fix = RL_TERMS[m.peak_term]
+        return label, d.get(m.peak_term + "_bytes", 0), [fix]
+    logits = min(d.get("logits_loss_bytes", 0), m.temp_bytes) if m.peak_phase in ("forward", "backward") else 0
+    parts = {"saved activations": m.activations_bytes, "logits/loss": logits, "temporaries": m.temp_bytes - logits}
+    if m.peak_phase == "optimizer-step":
+        parts["the optimizer step's temporaries"] = parts.pop("temporaries")
+    term = max(parts, key=parts.get)
+    return term, parts[term], term_fixes(plan, term)
+
+
+def term_fixes(plan: Plan, term: str) -> list[str]:
+    if term == "model states":
+        return state_fixes(plan)
+    if term == "the optimizer step's temporaries":
+        fixes = ["--optimizer adamw-fused (no foreach copies)"] if plan.optimizer == "adamw" else []
+        if plan.zero_stage == 0 and plan.fsdp == "off":
+            fixes.append("shard the step (--zero 1 or --fsdp full)")
+        return fixes + ([] if plan.lora_rank else ["LoRA adapters (--lora-rank)"])
+    if term == "logits/loss":
+        fixes = ["--loss chunked or fused"] if plan.loss == "standard" else []
+        if plan.workload.rl and plan.workload.logprobs == "full":
+            fixes.append("--logprobs fused")
+        return fixes + shorter(plan)
+    fixes = []
+    if plan.checkpointing not in ("full", "offload"):
+        fixes.append("--checkpointing full" if plan.checkpointing == "off" else "heavier checkpointing (full)")
+    return fixes + shorter(plan)
+
+
+def shorter(plan: Plan) -> list[str]:
+    """Activations and logits scale with the tokens of a micro-batch."""
+    out = ["a smaller micro-batch"] if plan.micro_batch > 1 else []
+    return out + ["a shorter sequence"]

@@ -1,0 +1,52 @@
+"""Where a DPO or GRPO configuration stops fitting as its rows grow: TRL's completions start short and lengthen
+as training goes on (and prompts and images vary), so a configuration can run for steps and then run out of
+memory. `limits` finds, by bisection on the plan's own memory model, the longest completion (GRPO; DPO: row)
+that still fits with everything else at its maximum, and the same for the prompt and its image tokens.
+"""
+from __future__ import annotations
+
+from planner.config.spec import Goal, Hardware, Plan
+from planner.model.modelspec import ModelSpec
+from planner.search.search import make_plan
+
+
+def _fits(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal, **workload) -> bool:
+    w = plan.workload.model_copy(update=workload)
+    g = goal.model_copy(update={"seq_len": w.seq_len(), "image_tokens": min(goal.image_tokens, w.seq_len())})
+    knobs = plan.knobs.model_copy(update={"workload": w})
+    return make_plan(model, hw, g, knobs, plan.micro_batch).fits
+
+
+def longest_fitting(fits, top: int) -> int:
+    """The largest n in 0..top with fits(n) (fits is monotone: longer never fits where shorter does not)."""
+    lo, hi = 0, top
+    if fits(top):
+        return top
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+def limits(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal) -> dict:
+    """The longest completion, prompt and image tokens that fit, each with the others at the plan's maximum."""
+    w = plan.workload
+    out: dict = {"fits_at_max": plan.fits}
+    if w.kind == "grpo":
+        out["max_completion_length"] = w.max_completion_length
+        out["completion_fits_up_to"] = longest_fitting(
+            lambda n: n > 0 and _fits(plan, model, hw, goal, max_completion_length=n), w.max_completion_length)
+        out["max_prompt_length"] = w.prompt_tokens()
+        floor = max(1, goal.image_tokens)
+        out["prompt_fits_up_to"] = longest_fitting(
+            lambda n: n >= floor and _fits(plan, model, hw, goal, max_prompt_length=n), w.prompt_tokens())
+    else:
+        out["max_length"] = w.max_length
+        out["length_fits_up_to"] = longest_fitting(
+            lambda n: n > w.prompt_tokens() and _fits(plan, model, hw, goal, max_length=n), w.max_length)
+    if goal.image_tokens:
+        out["image_tokens"] = goal.image_tokens
+        out["image_tokens_fit_up_to"] = longest_fitting(
+            lambda n: make_plan(model, hw, goal.model_copy(update={"image_tokens": n}), plan.knobs,
+                                plan.micro_batch).fits, goal.image_tokens)
+    return out

@@ -1,0 +1,115 @@
+"""The recipe knobs' rules, shapes and exports (planner/estimate/recipe_terms.py, planner/estimate/lora.py, planner/export/export.py); their memory
+terms are pinned to the sim probe in tests/probes/test_recipe_sim.py."""
+import pytest
+
+from planner import advise
+from planner.config.spec import Knobs
+from planner.errors import BadInput
+from planner.estimate import lora, recipe_terms
+from planner.estimate.memory import breakdown
+from planner.estimate.setup import Setup
+from planner.export import export
+from planner.model import catalog
+
+LLAMA = catalog.load_model("llama-3.2-1b")
+
+
+@pytest.mark.parametrize("fields,needle", [
+    ({"optimizer_in_backward": True, "zero_stage": 2}, "--optimizer-in-backward"),
+    ({"optimizer_in_backward": True, "precision": "fp16"}, "loss scaler"),
+    ({"quant": "nf4"}, "--quant nf4 needs LoRA adapters"),
+    ({"lora_dropout": 0.1}, "--lora-dropout 0.1 needs LoRA adapters"),
+    ({"quant": "nf4", "lora_rank": 8, "zero_stage": 3}, "4-bit bases are planned on DDP or ZeRO-1/2"),
+    ({"checkpointing": "every-9"}, "--checkpointing 'every-9'"),
+    ({"loss": "liger"}, "--loss 'liger'"),
+])
+def test_bad_knob_combinations_are_one_line_errors(fields, needle):
+    with pytest.raises(BadInput) as e:
+        Knobs.make(**fields)
+    assert needle in str(e.value)
+
+
+def check(**kw):
+    base = {"model": "llama-3.2-1b", "gpu": "h100", "micro_batch": 2, "seq_len": 2048}
+    return advise.check(advise.parse(advise.CheckRequest, {**base, **kw}))
+
+
+def test_optimizer_in_backward_needs_one_micro_step_on_one_gpu():
+    with pytest.raises(BadInput, match="--grad-accum 1 on one GPU"):
+        check(optimizer_in_backward=True, grad_accum=2)
+    with pytest.raises(BadInput, match="--grad-accum 1 on one GPU"):
+        check(optimizer_in_backward=True, gpus_per_node=2)
+    out = check(optimizer_in_backward=True)
+    assert out.plan.optimizer_in_backward and all(p.grad_accum == 1 for p in out.suggestions)
+    # no full set of gradients: the gradient term is one matrix's, far below the plain run's
+    assert out.plan.memory.detail["model_states_bytes"] < check().plan.memory.detail["model_states_bytes"]
+
+
+def test_lora_targets_must_name_the_models_linears():
+    with pytest.raises(BadInput, match="--lora-targets wq: not a linear of llama-3.2-1b"):
+        check(lora_rank=8, lora_targets="wq")
+    assert check(lora_rank=8, lora_targets="q_proj,v_proj").plan.lora_targets == "q_proj,v_proj"
+
+
+def test_lora_counts_by_target():
+    r = 16
+    q, kv, o = (LLAMA.text.q_dim, LLAMA.text.hidden), (LLAMA.text.kv_dim, LLAMA.text.hidden), (LLAMA.text.hidden, LLAMA.text.q_dim)
+    per_layer = r * (sum(q) + 2 * sum(kv) + sum(o))
+    assert LLAMA.lora_params(r, "attention") == LLAMA.text.layers * per_layer
+    assert LLAMA.lora_params(r, "q_proj,v_proj") == LLAMA.text.layers * r * (sum(q) + sum(kv))
+    assert LLAMA.lora_params(r, "all-linear") > LLAMA.lora_params(r, "attention")
+
+
+def test_four_bit_storage_is_qloras_figure():
+    """QLoRA (Dettmers et al. 2023, section 3): 4 bits a weight plus 8/64 + 32/(64 x 256) = 0.127 bits of
+    double-quantized constants."""
+    assert lora.quantized_bytes_per_weight() * 8 == pytest.approx(4 + 0.127, abs=5e-4)
+
+
+def test_quantized_base_and_dequantized_transient():
+    dense = Setup(LLAMA, Knobs.make(lora_rank=16), 1, 1, 512)
+    quant = Setup(LLAMA, Knobs.make(lora_rank=16, quant="nf4"), 1, 1, 512)
+    linear = lora.quantized_weights(LLAMA)
+    saved = breakdown(dense, 80 << 30).params_bytes - breakdown(quant, 80 << 30).params_bytes
+    assert saved == pytest.approx(linear * (2 - lora.quantized_bytes_per_weight()), rel=1e-6)
+    biggest = max(t.numel // t.count for t in LLAMA.tensors if t.lora)
+    assert lora.dequantized_weight_bytes(LLAMA, quant.knobs, 2) == 2 * biggest
+
+
+def test_packed_rows_and_attention_shapes():
+    k = Knobs.make(batching="packed")
+    assert recipe_terms.row_shape(k, 4, 1024) == (1, 4096)
+    assert recipe_terms.text_spec(LLAMA.text, Knobs.make(attention="flash")).attention == "flash"
+    gemma = catalog.load_model("gemma-2-2b").text
+    assert recipe_terms.text_spec(gemma, Knobs()).attention == "eager"     # SDPA cannot softcap: the family stays eager
+
+
+def test_every_n_and_selective_checkpointing():
+    assert recipe_terms.checkpointed_layers(Knobs.make(checkpointing="every-4"), 16) == 4
+    assert recipe_terms.checkpointed_layers(Knobs.make(checkpointing="every-3"), 16) == 5
+    assert recipe_terms.checkpointed_layers(Knobs.make(checkpointing="selective-op"), 16) == 16
+    # selective-op keeps every second mm's output: Llama q, v, gate, down; Qwen2's biased q/k/v run addmm
+    names = [w for w, _, _ in recipe_terms.recomputed_linears(LLAMA.text)]
+    assert names == [LLAMA.text.kv_dim, LLAMA.text.hidden, LLAMA.text.intermediate]     # k, o, up recomputed
+
+
+@pytest.mark.parametrize("fields,bundled", [({"checkpointing": "selective-op"}, True), ({"loss": "chunked"}, True),
+                                            ({"checkpointing": "full"}, False), ({"loss": "fused"}, False),
+                                            ({"batching": "packed", "attention": "flash"}, False)])
+def test_plans_hf_cannot_run_launch_the_bundled_trainer(fields, bundled):
+    plan = check(**fields).plan
+    assert bool(export.bundled_only(plan)) == bundled
+    assert plan.launch.command.startswith("planner train") == bundled == (plan.launch.note is not None)
+    args = plan.launch.hf_args
+    assert args.get("use_liger_kernel", False) == (plan.loss != "standard")
+    assert args.get("padding_free", False) == (plan.batching == "packed")
+
+
+def test_qlora_exports():
+    plan = check(lora_rank=16, quant="nf4", lora_targets="attention", lora_train_embeddings=True, lora_dropout=0.05).plan
+    assert plan.launch.quantization_config == {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+                                               "bnb_4bit_use_double_quant": True, "bnb_4bit_compute_dtype": "bfloat16"}
+    peft = plan.launch.peft_config
+    assert peft["modules_to_save"] == ["embed_tokens", "lm_head"] and peft["lora_dropout"] == 0.05
+    assert "q_proj" in peft["target_modules"] and "gate_proj" not in peft["target_modules"]
+    assert "--load_in_4bit" in plan.launch.command and "--use_bnb_nested_quant" in plan.launch.command

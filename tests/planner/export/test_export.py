@@ -1,0 +1,88 @@
+"""Exports checked by the libraries that consume them: DeepSpeed's config models, HF TrainingArguments."""
+import dataclasses
+
+import pytest
+
+from planner.config.spec import Goal, Knobs
+from planner.export.launch import with_launch
+from planner.model import catalog, hardware
+from planner.search.search import make_plan
+
+
+def plan(zero, offload="none", precision="bf16", nodes=1, optimizer="adamw"):
+    hw, model, goal = hardware.resolve("a100-80gb", 8, nodes), catalog.load_model("llama-2-7b"), Goal(
+        global_batch=64 * nodes, seq_len=2048)
+    knobs = Knobs(zero_stage=zero, offload=offload, precision=precision, optimizer=optimizer, checkpointing="full")
+    return with_launch(make_plan(model, hw, goal, knobs, 2), model, hw, goal), hw
+
+
+@pytest.mark.parametrize("zero,offload", [(1, "none"), (2, "optimizer"), (3, "none"), (3, "optimizer+params")])
+def test_deepspeed_config_validates_with_deepspeed(zero, offload):
+    pytest.importorskip("deepspeed")
+    from deepspeed.runtime.zero.config import DeepSpeedZeroConfig
+    p, _ = plan(zero, offload)
+    ds = p.launch.deepspeed_config
+    z = DeepSpeedZeroConfig(**ds["zero_optimization"])
+    assert int(z.stage) == zero
+    assert (z.offload_optimizer is not None) == (offload != "none")
+    assert (z.offload_param is not None) == (offload == "optimizer+params")
+    assert ds["train_batch_size"] == ds["train_micro_batch_size_per_gpu"] * ds["gradient_accumulation_steps"] * 8
+    assert ds["bf16"] == {"enabled": True}
+
+
+def test_ddp_plan_has_no_deepspeed_and_uses_torchrun():
+    p, _ = plan(0)
+    assert p.launch.deepspeed_config is None
+    assert p.launch.command.startswith("torchrun --nproc_per_node 8 train.py")
+    p2, _ = plan(0, nodes=2)
+    assert "--nnodes 2" in p2.launch.command and "--rdzv_endpoint" in p2.launch.command
+    p3, _ = plan(2, nodes=2)
+    assert p3.launch.command.startswith("deepspeed --num_gpus 8 --num_nodes 2")
+
+
+def test_hf_args_are_training_arguments_fields():
+    transformers = pytest.importorskip("transformers")
+    fields = {f.name for f in dataclasses.fields(transformers.TrainingArguments)}
+    for zero, opt in ((0, "adamw"), (2, "adamw-fused"), (0, "adafactor"), (0, "adamw-8bit"), (0, "sgd")):
+        args = plan(zero, optimizer=opt)[0].launch.hf_args
+        assert set(args) <= fields
+        assert args["optim"] in {o.value for o in transformers.training_args.OptimizerNames}
+
+
+def test_fp16_config_has_loss_scaling():
+    ds = plan(2, precision="fp16")[0].launch.deepspeed_config
+    assert ds["fp16"]["enabled"] and ds["fp16"]["loss_scale"] == 0 and "bf16" not in ds
+
+
+def recipe_plan(**fields):
+    hw, model, goal = hardware.resolve("h100", 1, 1), catalog.load_model("llama-3.2-1b"), Goal(global_batch=4,
+                                                                                                 seq_len=2048)
+    return with_launch(make_plan(model, hw, goal, Knobs.make(precision="bf16", **fields), 2), model, hw, goal)
+
+
+@pytest.mark.parametrize("fields", [{"loss": "fused"}, {"attention": "flash"}, {"attention": "eager"},
+                                    {"batching": "packed", "attention": "flash"}, {"checkpointing": "selective-op"},
+                                    {"optimizer": "paged-adamw-8bit", "lora_rank": 8}])
+def test_recipe_hf_args_load_in_trls_sft_config(fields, tmp_path):
+    """The recipe knobs' HF arguments (attention and packing are TRL's SFTConfig fields) are what TRL accepts."""
+    trl = pytest.importorskip("trl")
+    import transformers
+
+    args = recipe_plan(**fields).launch.hf_args
+    cfg = trl.SFTConfig(output_dir=str(tmp_path), use_cpu=True, report_to=[], **{**args, "bf16": False})
+    assert cfg.per_device_train_batch_size == args["per_device_train_batch_size"]
+    assert cfg.optim in {o.value for o in transformers.training_args.OptimizerNames}
+    assert getattr(cfg, "padding_free", False) == args.get("padding_free", False)
+
+
+def test_lora_and_qlora_configs_load_in_peft_and_transformers():
+    pytest.importorskip("peft")
+    from peft import LoraConfig
+    from transformers import BitsAndBytesConfig
+
+    launch = recipe_plan(lora_rank=16, quant="nf4", lora_targets="q_proj,v_proj", lora_train_embeddings=True,
+                         lora_dropout=0.05).launch
+    lc = LoraConfig(**launch.peft_config)
+    assert lc.r == 16 and set(lc.target_modules) == {"q_proj", "v_proj"} and lc.modules_to_save == ["embed_tokens", "lm_head"]
+    bc = BitsAndBytesConfig(**launch.quantization_config)
+    assert bc.load_in_4bit and bc.bnb_4bit_quant_type == "nf4" and bc.bnb_4bit_use_double_quant
