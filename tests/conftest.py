@@ -119,6 +119,10 @@ SLOW = {
     "tests/benchmarks/test_gpu_suite.py::test_the_schema_check_catches_a_broken_file": 0,
     "tests/benchmarks/test_gpu_suite.py::test_apply_writes_a_calibration_the_planner_reads": 0,
     "tests/benchmarks/test_gpu_suite.py::test_a_part_stops_at_its_budget_and_resume_finishes_it": 20,
+    # tests/planner/frameworks: every catalog model at two shapes, with and without the framework (9 s each)
+    "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[swift]": 9,
+    "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[llamafactory]": 9,
+    "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[hf]": 9,
     # tests/planner: CLI subprocesses that probe or launch (the hypothesis tests are cut by MEMPLAN_TEST_EXAMPLES)
     "tests/planner/cli/test_check.py::test_verify_works_with_every_evidence_mode": 37,
     "tests/planner/cli/test_probe.py::test_cli_probe_list_profile_and_sim_evidence": 20,

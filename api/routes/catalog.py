@@ -1,4 +1,4 @@
-"""GET /v1/gpus, /v1/models, /v1/models/{name}, /v1/devices."""
+"""GET /v1/gpus, /v1/models, /v1/models/{name}, /v1/frameworks, /v1/devices."""
 from __future__ import annotations
 
 from fastapi import APIRouter, Path
@@ -11,6 +11,14 @@ def gpus() -> dict:
     from planner.model import catalog
 
     return catalog.gpus_json()
+
+
+@router.get("/frameworks")
+def frameworks() -> dict:
+    """What each --framework runs, its defaults (with the file each was read from) and its keys."""
+    from planner.frameworks import frameworks_json
+
+    return frameworks_json()
 
 
 @router.get("/models")

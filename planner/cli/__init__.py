@@ -9,7 +9,7 @@ import sys
 
 from planner.errors import BadInput
 
-SUBCOMMANDS = ("suggest", "check", "gpus", "models", "scan", "probe", "probes", "profile", "serve", "train", "autotune")
+SUBCOMMANDS = ("suggest", "check", "gpus", "models", "frameworks", "scan", "probe", "probes", "profile", "serve", "train", "autotune")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -115,6 +115,20 @@ def gpus_table(data: dict) -> Table:
     return t
 
 
+def frameworks_table(data: dict) -> Table:
+    from planner.frameworks import TABLE_KNOBS
+
+    t = Table(title="what --framework X runs (every value where blank; defaults and sources: `planner frameworks "
+                    "--json`)", title_justify="left")
+    for col in ("framework", "version", *(k.replace("_", " ") for k in TABLE_KNOBS)):
+        t.add_column(col)
+    for f in data["frameworks"]:
+        runs = [", ".join({True: "on", False: "off"}.get(v, str(v)) if isinstance(v, bool) else str(v)
+                          for v in f["runs"][k]) if k in f["runs"] else "" for k in TABLE_KNOBS]
+        t.add_row(f["name"], f["version"], *runs)
+    return t
+
+
 def models_table(data: dict) -> Table:
     t = Table(title="bundled models (HF config.json values; parameter counts exact)", title_justify="left")
     for col in ("name", "model_type", "params", "layers", "hidden", "vocab", "vision params"):

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
 from planner.config.workload import Workload
+from planner.frameworks import NAMES as FRAMEWORK_NAMES
 
 Precision = Literal["fp32", "fp16", "bf16", "bf16-pure"]
 # every-N: every N-th decoder layer checkpointed (torchtitan's layer-level selective mode, N = 2..8)
@@ -33,6 +34,7 @@ Attention = Literal["sdpa", "flash", "eager"]
 Batching = Literal["padded", "packed"]
 Quant = Literal["none", "nf4", "fp4"]
 Frozen = Literal["none", "vision", "vision+projector"]
+Framework = Literal[FRAMEWORK_NAMES]  # planner.frameworks: one adapter module each
 
 MAX_LORA_RANK = 4096
 MAX_EXPERT_PARALLEL = 1024
@@ -84,6 +86,9 @@ class KnobFields(BaseModel):
         "DistributedConfig ep_size); divides the experts and the world size"))
     expert_imbalance: float = Field(default=2.0, ge=1.0, le=1024.0, description=(
         "MoE models: the busiest expert receives this many times its fair share of tokens"))
+    framework: Framework = Field(default="memplan", description=(
+        "the framework that runs the plan: only what it can run is planned (`planner frameworks`); memplan is the "
+        "bundled trainer (every knob)"))
 
 
 KNOBS: tuple[str, ...] = tuple(KnobFields.model_fields)

@@ -27,6 +27,7 @@ from planner.config.knobfields import (  # noqa: F401 - the knob types and bound
 )
 from planner.config.workload import check_rl_knobs
 from planner.errors import BadInput
+from planner.frameworks import FRAMEWORKS
 
 Evidence = Literal["analytic", "simulated", "measured"]
 
@@ -131,6 +132,9 @@ class Knobs(KnobFields):
 
     @model_validator(mode="after")
     def _combination_rules(self) -> Knobs:
+        refused = FRAMEWORKS[self.framework].cannot(dict(self))
+        if refused:
+            raise BadInput(refused[1], refused[0])
         self._lora_rules()
         if self.expert_parallel > 1 and self.fsdp == "off":
             raise BadInput(EXPERT_PARALLEL_NEEDS_FSDP, "expert_parallel")

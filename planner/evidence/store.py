@@ -66,7 +66,8 @@ def tensor_key(config: dict, knobs: Knobs, shapes: Shapes) -> str:
     """Accumulation counts only as 1 or more than 1: from the second micro-step on, every micro-step
     holds the same tensors."""
     shape = {**shapes.model_dump(), "grad_accum": min(shapes.grad_accum, 2)}
-    dumped = knobs.model_dump(exclude=set() if knobs.workload.rl else {"workload"})     # SFT keys as before workloads
+    # SFT keys as before workloads; the framework is not a key: a probe runs the recipe its knobs name
+    dumped = knobs.model_dump(exclude={"framework"} if knobs.workload.rl else {"workload", "framework"})
     blob = json.dumps({"arch": arch_hash(config), "knobs": dumped, "shapes": shape}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 

@@ -75,7 +75,7 @@ def test_the_calibration_file_is_what_apply_makes_of_the_results(tmp_path):
     import gpu_apply
 
     made = json.loads(gpu_apply.apply(RESULTS, str(tmp_path)).read_text())
-    committed = json.loads((ROOT / "planner" / "catalog" / "calibration" / "h100-80gb.json").read_text())
+    committed = json.loads((ROOT / "planner" / "model" / "catalog" / "calibration" / "h100-80gb.json").read_text())
     assert made == committed
     assert committed["driver_reserved_bytes"] == 506724352 and committed["fragmentation_fraction"] > 0.06
 

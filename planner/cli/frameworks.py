@@ -1,0 +1,15 @@
+"""`planner frameworks`: what each training framework can run, and its defaults (planner.frameworks)."""
+from __future__ import annotations
+
+from planner.cli import common
+from planner.frameworks import frameworks_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("frameworks", help="what each framework (--framework) can run, its defaults and their sources")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    return common.print_listing(args, frameworks_json(), "frameworks_table")

@@ -1,0 +1,18 @@
+"""TRL (1.16.0): HF's Trainer with packing, DPO and GRPO; its configs turn checkpointing and bf16 on by default."""
+from planner.frameworks.base import Default, Framework
+from planner.frameworks.hf import HF_KEYS, HF_RUNS
+
+BASE = "trl 1.16.0 trl/trainer/base_config.py"
+TRL_RUNS = {**HF_RUNS, "batching": ("padded", "packed"), "workload": ("sft", "dpo", "grpo")}
+TRL_DEFAULTS = {
+    "checkpointing": Default("full", f"{BASE}:62: gradient_checkpointing=True"),
+    "precision": Default("bf16", f"{BASE}:68,107-108: bf16=None becomes not fp16"),
+    "optimizer": Default("adamw-fused", "transformers 5.23.0 training_args.py:806-812"),
+    "seq_len": Default(1024, "trl 1.16.0 trl/trainer/sft_config.py:202: max_length=1024"),
+    "batching": Default("padded", "trl 1.16.0 trl/trainer/sft_config.py:222: packing=False"),
+    "micro_batch": Default(8, "transformers 5.23.0 training_args.py: per_device_train_batch_size=8"),
+}
+FRAMEWORK = Framework(name="trl", label="TRL (SFT, DPO, GRPO trainers)", version="trl 1.16.0", runs=TRL_RUNS,
+                      defaults=TRL_DEFAULTS, keys={**HF_KEYS, "batching": "packing", "lora_rank": "lora_r"},
+                      notes=(("checkpointing and bf16 on by default; SFT's loss runs a chunked fused head "
+                             "(trl/trainer/utils.py:1506), not yet a memplan term"),))
