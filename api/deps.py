@@ -1,4 +1,5 @@
 """Dependencies: settings, the job queue, bearer-token auth, and model references resolved safely."""
+
 from __future__ import annotations
 
 import hmac
@@ -24,8 +25,10 @@ def require_token(request: Request, settings: SettingsDep) -> None:
     if settings.api_token is None:
         if settings.loopback_only:
             return
-        raise HTTPException(403, "this server has no MEMPLAN_API_TOKEN and listens beyond loopback: "
-                                 "starting or cancelling work is disabled")
+        raise HTTPException(
+            403,
+            "this server has no MEMPLAN_API_TOKEN and listens beyond loopback: starting or cancelling work is disabled",
+        )
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), settings.api_token.encode()):
         raise HTTPException(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
@@ -53,14 +56,17 @@ def inside(path: str, dirs: list[Path], field: str, what: str) -> Path:
         raise Forbidden(f"--{field.replace('_', '-')} {path!r}: '..' is not allowed in {what} paths", field)
     target = Path(path).resolve()
     if not any(target.is_relative_to(Path(d).resolve()) for d in dirs):
-        raise Forbidden(f"--{field.replace('_', '-')} {path!r}: only paths inside the server's {what} directories "
-                        "may be read", field)
+        raise Forbidden(
+            f"--{field.replace('_', '-')} {path!r}: only paths inside the server's {what} directories may be read",
+            field,
+        )
     return target
 
 
 def scanner(settings: Settings):
     """The core's Scanner for this service: a dataset and its tokenizer only from inside the data directories
     (none configured: none may be read), then the scan package's scan."""
+
     def scan(path: str, tokenizer: str | None, image_rule: str, max_length: int | None):
         data = inside(path, settings.data_dirs, "data", "data")
         tok = inside(tokenizer, settings.data_dirs, "tokenizer", "data") if tokenizer else None
@@ -69,6 +75,7 @@ def scanner(settings: Settings):
         except ImportError:
             raise BadInput("--data: this server cannot scan datasets (install the scan extra)", "data") from None
         return data_fit(str(data), str(tok) if tok else None, image_rule, max_length)
+
     return scan
 
 
@@ -92,6 +99,10 @@ def resolve_model(ref: str | dict, settings: Settings) -> ModelSpec:
         target = inside(str(p / "config.json" if p.is_dir() else p), settings.model_dirs, "model", "model")
         return catalog.load_model(str(target))
     guess = catalog.closest(ref, {n: n for n in catalog.model_names()})
-    raise UnknownName(f"model {ref!r} is not a bundled model" + (f"; did you mean {guess}?" if guess else "")
-                      + f" (GET /v1/models lists all {len(catalog.model_names())}, or post the config.json object "
-                      "as `model`)", "model")
+    raise UnknownName(
+        f"model {ref!r} is not a bundled model"
+        + (f"; did you mean {guess}?" if guess else "")
+        + f" (GET /v1/models lists all {len(catalog.model_names())}, or post the config.json object "
+        "as `model`)",
+        "model",
+    )

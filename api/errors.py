@@ -5,6 +5,7 @@ A flag becomes a field only where it is one of the request bodies' fields (api.s
 fields with their path (`workload.num_generations`); its metavariable (N, FILE) goes, and flags side by side
 join with "and". Text in backquotes is a command line and stays as the CLI's.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,9 +17,9 @@ from pydantic import BaseModel
 from api import schemas
 from planner.errors import BadInput
 
-FLAG = re.compile(r"--([a-z][a-z0-9-]*)(?: [A-Z]+\b)?")    # a flag and its metavariable
+FLAG = re.compile(r"--([a-z][a-z0-9-]*)(?: [A-Z]+\b)?")  # a flag and its metavariable
 RUN = re.compile(rf"(?<![\w-]){FLAG.pattern}(?: {FLAG.pattern})*")
-KIND = "kind"   # the CLI's `--workload grpo` is the API's `workload.kind`: a nested object's flag names its kind
+KIND = "kind"  # the CLI's `--workload grpo` is the API's `workload.kind`: a nested object's flag names its kind
 
 
 @cache
@@ -33,7 +34,7 @@ def fields() -> tuple[dict[str, str], dict[str, str]]:
                 if KIND in sub.model_fields:
                     nested[name.replace("_", "-")] = f"{name}.{KIND}"
             else:
-                shown = info.alias or name      # the JSON name (zero for zero_stage: planner.config.knobfields.ALIASES)
+                shown = info.alias or name  # the JSON name (zero for zero_stage: planner.config.knobfields.ALIASES)
                 top[shown.replace("_", "-")] = shown
     return top, nested
 

@@ -17,6 +17,7 @@ Faults lose nothing:
 - A store error (locked, read-only, unreadable file) never ends a worker: it retries with backoff, the job
   keeps its state, `/healthz` says `degraded` with the error until a write succeeds again.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,7 +39,7 @@ CREATE TABLE IF NOT EXISTS jobs (
   created REAL NOT NULL, started REAL, finished REAL);
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, created);
 """
-_ADDED = {"pgid": "INTEGER", "folder": "TEXT", "deadline": "REAL"}     # columns newer than the first schema
+_ADDED = {"pgid": "INTEGER", "folder": "TEXT", "deadline": "REAL"}  # columns newer than the first schema
 _COLUMNS = "id, status, outcome, model, backend, device, request, record_id, created, started, finished"
 
 
@@ -55,13 +56,13 @@ class JobQueue(SlotWorkers):
         self.slots = slots or device_slots()
         self.outcomes: Counter[str] = Counter()
         self.store_errors = 0
-        self.store_error: str | None = None     # the last store error, until a write succeeds again
-        self.folders = self.db_path.with_name(self.db_path.name + ".jobs")     # one folder per running probe
+        self.store_error: str | None = None  # the last store error, until a write succeeds again
+        self.folders = self.db_path.with_name(self.db_path.name + ".jobs")  # one folder per running probe
         self._wake = threading.Condition()
         self._stop = threading.Event()
-        self._procs: dict[str, object] = {}     # running job id -> Popen
+        self._procs: dict[str, object] = {}  # running job id -> Popen
         self._threads: list[threading.Thread] = []
-        self.dblock = threading.RLock()     # held around every connection to the store (_db)
+        self.dblock = threading.RLock()  # held around every connection to the store (_db)
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         with self._db() as db:
             db.execute("PRAGMA journal_mode=WAL")
@@ -108,8 +109,15 @@ class JobQueue(SlotWorkers):
         body = req.model_dump(mode="json")
         body["model"] = model_name
         dedup = json.dumps({"request": {**body, "timeout_s": None}, "config": config}, sort_keys=True)
-        spec = json.dumps({"model": model_name, "config": config, "request": req.model_dump(mode="json"),
-                           "knobs": knobs.model_dump(), "shapes": shapes.model_dump()})
+        spec = json.dumps(
+            {
+                "model": model_name,
+                "config": config,
+                "request": req.model_dump(mode="json"),
+                "knobs": knobs.model_dump(),
+                "shapes": shapes.model_dump(),
+            }
+        )
         with self._db() as db:
             db.execute("BEGIN IMMEDIATE")
             row = db.execute("SELECT id FROM jobs WHERE status='queued' AND dedup=?", (dedup,)).fetchone()
@@ -117,9 +125,11 @@ class JobQueue(SlotWorkers):
                 db.execute("COMMIT")
                 return self.get(row[0]), False
             jid = uuid.uuid4().hex[:16]
-            db.execute("INSERT INTO jobs (id, status, model, backend, dedup, request, spec, created) "
-                       "VALUES (?, 'queued', ?, ?, ?, ?, ?, ?)",
-                       (jid, model_name, req.backend, dedup, json.dumps(body), spec, time.time()))
+            db.execute(
+                "INSERT INTO jobs (id, status, model, backend, dedup, request, spec, created) "
+                "VALUES (?, 'queued', ?, ?, ?, ?, ?, ?)",
+                (jid, model_name, req.backend, dedup, json.dumps(body), spec, time.time()),
+            )
             db.execute("COMMIT")
         with self._wake:
             self._wake.notify_all()
@@ -138,8 +148,9 @@ class JobQueue(SlotWorkers):
                 args.append(val)
         where = ("WHERE " + " AND ".join(cond)) if cond else ""
         with self._db() as db:
-            rows = db.execute(f"SELECT {_COLUMNS} FROM jobs {where} ORDER BY created DESC LIMIT ?",
-                              (*args, limit)).fetchall()
+            rows = db.execute(
+                f"SELECT {_COLUMNS} FROM jobs {where} ORDER BY created DESC LIMIT ?", (*args, limit)
+            ).fetchall()
         return self._jobs(rows)
 
     def depth(self) -> int:
@@ -156,7 +167,7 @@ class JobQueue(SlotWorkers):
             if row[0] in ("queued", "running"):
                 db.execute("UPDATE jobs SET status='cancelled', finished=? WHERE id=?", (time.time(), jid))
             db.execute("COMMIT")
-        self._kill(jid)         # this process's probe at once; another process's sees the row (_cancelled)
+        self._kill(jid)  # this process's probe at once; another process's sees the row (_cancelled)
         return self.get(jid)
 
     def _kill(self, jid: str) -> None:
@@ -171,7 +182,7 @@ class JobQueue(SlotWorkers):
             with self._db() as db:
                 row = db.execute("SELECT status FROM jobs WHERE id=?", (jid,)).fetchone()
         except sqlite3.Error:
-            return False        # unreadable for now: the probe runs on, and the next poll asks again
+            return False  # unreadable for now: the probe runs on, and the next poll asks again
         return row is None or row[0] == "cancelled"
 
     def healthy(self) -> tuple[bool, str | None]:
@@ -197,5 +208,16 @@ class JobQueue(SlotWorkers):
         if rec is not None:
             record = rec.model_dump(mode="json")
             record["detail"] = {k: v for k, v in record["detail"].items() if k != "segments"}
-        return Job(id=jid, status=status, outcome=outcome, model=model, backend=backend, device=device,
-                   request=json.loads(request), record=record, created=created, started=started, finished=finished)
+        return Job(
+            id=jid,
+            status=status,
+            outcome=outcome,
+            model=model,
+            backend=backend,
+            device=device,
+            request=json.loads(request),
+            record=record,
+            created=created,
+            started=started,
+            finished=finished,
+        )

@@ -1,5 +1,6 @@
 """Request-body limit as a pure ASGI middleware: the bytes are counted as they arrive, so a chunked body
 (no Content-Length) over the limit is refused too (413) instead of being read whole."""
+
 from __future__ import annotations
 
 from fastapi import HTTPException
@@ -19,7 +20,7 @@ class BodyLimit:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.max_bytes:       # FastAPI re-raises an HTTPException met while reading the body
+                if seen > self.max_bytes:  # FastAPI re-raises an HTTPException met while reading the body
                     raise HTTPException(413, f"request body over {self.max_bytes} bytes")
             return message
 

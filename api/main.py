@@ -5,6 +5,7 @@ served from the package (fastapi-offline: no CDN).
 
     uvicorn --factory api.main:create_app     (or `planner serve`)
 """
+
 from __future__ import annotations
 
 import time
@@ -42,13 +43,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         queue.stop()
 
     # FastAPI's own /docs and /redoc load their scripts from a CDN: blank on a closed network
-    app = FastAPIOffline(title="memplan", version="0.1.0", lifespan=lifespan,
-                  description="Memory planner and OOM-avoidance advisor for training (vision-)language models.")
+    app = FastAPIOffline(
+        title="memplan",
+        version="0.1.0",
+        lifespan=lifespan,
+        description="Memory planner and OOM-avoidance advisor for training (vision-)language models.",
+    )
     app.state.queue, app.state.metrics, app.state.settings = queue, metrics, settings
     app.dependency_overrides[get_settings] = lambda: settings
     for r in (plans.router, catalog.router, probes.router):
         app.include_router(r)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)     # chunked bodies: counted as they stream
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)  # chunked bodies: counted as they stream
 
     @app.middleware("http")
     async def limits_and_metrics(request: Request, call_next):
@@ -59,13 +64,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         else:
             try:
                 response = await call_next(request)
-            except Exception:       # the server answers 500: count it before the error handler does
-                metrics.observe(request.method, getattr(request.scope.get("route"), "path", "unmatched"), 500,
-                                time.perf_counter() - t0)
+            except Exception:  # the server answers 500: count it before the error handler does
+                metrics.observe(
+                    request.method,
+                    getattr(request.scope.get("route"), "path", "unmatched"),
+                    500,
+                    time.perf_counter() - t0,
+                )
                 raise
         route = request.scope.get("route")
-        metrics.observe(request.method, getattr(route, "path", "unmatched"), response.status_code,
-                        time.perf_counter() - t0)
+        metrics.observe(
+            request.method, getattr(route, "path", "unmatched"), response.status_code, time.perf_counter() - t0
+        )
         return response
 
     @app.exception_handler(UnknownName)
@@ -105,8 +115,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         else:
             ok, error = queue.healthy()
             reason = None if ok else f"the store cannot be written: {error}"
-        return {"status": "degraded" if reason else "ok", "reason": reason, "queue_depth": depth,
-                "slots": queue.slots}
+        return {"status": "degraded" if reason else "ok", "reason": reason, "queue_depth": depth, "slots": queue.slots}
 
     @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
     def prometheus() -> str:

@@ -1,5 +1,6 @@
 """Request bodies: the CLI's flags in snake_case, lists as JSON arrays, every size bounded, as the core's
 request models (planner.advise) define them. Responses are the CLI's JSON objects (planner.config.spec.Plan inside)."""
+
 from __future__ import annotations
 
 from typing import Literal

@@ -1,5 +1,6 @@
 """Service settings from the environment (MEMPLAN_*) and `planner serve` flags, read once behind a
 cached getter that tests override (app.dependency_overrides or create_app(settings))."""
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -19,7 +20,9 @@ class Settings(BaseSettings):
     store: Path | None = Field(default=None, description="probe store (SQLite); default as the CLI's")
     api_token: str | None = Field(default=None, description="bearer token for endpoints that start or cancel work")
     model_dirs: list[Path] = Field(default_factory=list, description="folders a request may name config.json files in")
-    data_dirs: list[Path] = Field(default_factory=list, description="folders a request may name datasets and tokenizers in")
+    data_dirs: list[Path] = Field(
+        default_factory=list, description="folders a request may name datasets and tokenizers in"
+    )
     workers: int = Field(default=1, ge=1, le=64, description="uvicorn worker processes")
     probe_timeout_s: int = Field(default=600, ge=1, le=24 * 3600, description="longest a probe job may run")
     max_body_bytes: int = Field(default=256 * 1024, ge=1024)

@@ -4,6 +4,7 @@ the jobs a dead holder of the slot left running, and store each result with its 
 transaction, retrying with backoff while the store fails. JobQueue holds the state these methods use
 (_db, dblock, folders, slots, timeout_s, _stop, _wake, _procs, outcomes, store_error(s)).
 """
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,9 @@ class SlotWorkers:
             db.execute("BEGIN IMMEDIATE")
             row = db.execute("SELECT id, spec FROM jobs WHERE status='queued' ORDER BY created LIMIT 1").fetchone()
             if row:
-                db.execute("UPDATE jobs SET status='running', device=?, started=? WHERE id=?", (slot, time.time(), row[0]))
+                db.execute(
+                    "UPDATE jobs SET status='running', device=?, started=? WHERE id=?", (slot, time.time(), row[0])
+                )
             db.execute("COMMIT")
         return (row[0], json.loads(row[1])) if row else None
 
@@ -62,8 +65,9 @@ class SlotWorkers:
 
     def _orphans(self, slot: str) -> list[tuple]:
         with self._db() as db:
-            return db.execute("SELECT id, spec, pgid, folder, deadline FROM jobs WHERE status='running' AND device=?",
-                              (slot,)).fetchall()
+            return db.execute(
+                "SELECT id, spec, pgid, folder, deadline FROM jobs WHERE status='running' AND device=?", (slot,)
+            ).fetchall()
 
     def _serve(self, slot: str) -> None:
         lock = self._lock_slot(slot)
@@ -72,7 +76,7 @@ class SlotWorkers:
         for orphan in self._retry(self._orphans, slot) or []:
             try:
                 self._adopt(*orphan)
-            except Exception:   # an unreadable result: the job is interrupted, the slot goes on
+            except Exception:  # an unreadable result: the job is interrupted, the slot goes on
                 logging.getLogger("memplan.jobs").exception("adopting probe job %s", orphan[0])
                 self._interrupt(orphan[0])
         self._retry(self._sweep)
@@ -103,12 +107,26 @@ class SlotWorkers:
 
         def started(proc, deadline: float) -> None:
             self._procs[jid] = proc
-            self._retry(self._write, "UPDATE jobs SET pgid=?, folder=?, deadline=? WHERE id=?",
-                        (proc.pid, str(folder), deadline, jid))
-        rec = run_isolated(spec["model"], spec["config"], knobs, shapes, r["backend"], timeout, env=env,
-                           on_start=started, folder=folder, cancelled=lambda: self._cancelled(jid))
+            self._retry(
+                self._write,
+                "UPDATE jobs SET pgid=?, folder=?, deadline=? WHERE id=?",
+                (proc.pid, str(folder), deadline, jid),
+            )
+
+        rec = run_isolated(
+            spec["model"],
+            spec["config"],
+            knobs,
+            shapes,
+            r["backend"],
+            timeout,
+            env=env,
+            on_start=started,
+            folder=folder,
+            cancelled=lambda: self._cancelled(jid),
+        )
         self._procs.pop(jid, None)
-        if self._stop.is_set():     # the service stopped and killed its probes: the job did not fail
+        if self._stop.is_set():  # the service stopped and killed its probes: the job did not fail
             self._interrupt(jid)
             shutil.rmtree(folder, ignore_errors=True)
             return
@@ -122,12 +140,12 @@ class SlotWorkers:
         from probes.run import kill_group, outcome
 
         spec = json.loads(spec_json)
-        if pgid is None or folder is None:      # died before its probe started: nothing ran
+        if pgid is None or folder is None:  # died before its probe started: nothing ran
             self._interrupt(jid)
             return
         stopped = None
         while _runs_probe(pgid, folder):
-            if time.time() >= deadline + 5:     # its own watchdog failed: the deadline still holds
+            if time.time() >= deadline + 5:  # its own watchdog failed: the deadline still holds
                 stopped = "timeout"
             elif self._cancelled(jid) or self._stop.is_set():
                 stopped = "cancelled"
@@ -138,11 +156,21 @@ class SlotWorkers:
         if stopped is None and not (Path(folder) / "result.json").is_file() and time.time() >= deadline:
             stopped = "timeout"
         if self._stop.is_set():
-            return              # leave it to the next holder of the slot
+            return  # leave it to the next holder of the slot
         r = spec["request"]
-        rec = outcome(Path(folder), spec["model"], spec["config"], Knobs(**spec["knobs"]), Shapes(**spec["shapes"]),
-                      r["backend"], None, stopped, None, min(r["timeout_s"] or self.timeout_s, self.timeout_s))
-        if rec.status == "crash":       # gone with no result and no exit status: it was interrupted
+        rec = outcome(
+            Path(folder),
+            spec["model"],
+            spec["config"],
+            Knobs(**spec["knobs"]),
+            Shapes(**spec["shapes"]),
+            r["backend"],
+            None,
+            stopped,
+            None,
+            min(r["timeout_s"] or self.timeout_s, self.timeout_s),
+        )
+        if rec.status == "crash":  # gone with no result and no exit status: it was interrupted
             self._interrupt(jid)
             shutil.rmtree(folder, ignore_errors=True)
             return
@@ -154,14 +182,17 @@ class SlotWorkers:
             return
         with self._db() as db:
             running = {r[0] for r in db.execute("SELECT id FROM jobs WHERE status='running'")}
-        for d in self.folders.iterdir():      # not one just made for a job another slot claimed after the query
+        for d in self.folders.iterdir():  # not one just made for a job another slot claimed after the query
             if d.name not in running and time.time() - d.stat().st_mtime > 60:
                 shutil.rmtree(d, ignore_errors=True)
 
     def _interrupt(self, jid: str) -> None:
         """A running job whose probe was lost, or that the service stopped: interrupted (retried as any write)."""
-        self._retry(self._write, "UPDATE jobs SET status='interrupted', finished=? WHERE id=? AND status='running'",
-                    (time.time(), jid))
+        self._retry(
+            self._write,
+            "UPDATE jobs SET status='interrupted', finished=? WHERE id=? AND status='running'",
+            (time.time(), jid),
+        )
 
     def _write(self, sql: str, args: tuple) -> None:
         with self._db() as db:
@@ -172,7 +203,7 @@ class SlotWorkers:
         cancelled job's record is dropped); retried while the store fails; then the folder goes."""
         stored = self._retry(self._store_if_running, jid, rec)
         if stored is None:
-            return              # stopping: the job stays running, its folder and result stay for adoption
+            return  # stopping: the job stays running, its folder and result stay for adoption
         if stored:
             self.outcomes[rec.status] += 1
         shutil.rmtree(folder, ignore_errors=True)
@@ -193,8 +224,10 @@ class SlotWorkers:
                     db.execute("ROLLBACK")
                     return False
                 rid = store.insert(rec)
-                db.execute("UPDATE jobs SET status='done', outcome=?, record_id=?, finished=? WHERE id=?",
-                           (rec.status, rid, time.time(), jid))
+                db.execute(
+                    "UPDATE jobs SET status='done', outcome=?, record_id=?, finished=? WHERE id=?",
+                    (rec.status, rid, time.time(), jid),
+                )
                 db.execute("COMMIT")
             except BaseException:
                 if db.in_transaction:

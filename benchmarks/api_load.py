@@ -3,6 +3,7 @@ p50/p99 latency and requests/s over a bounded number of requests.
 
     python benchmarks/api_load.py --out benchmarks/results/api_load.json [--requests 600 --concurrency 1,8]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,15 @@ import httpx
 from results_io import save
 
 ROOT = Path(__file__).resolve().parents[1]
-BODY = {"model": "llama-3.1-8b", "gpu": "h100", "gpus_per_node": 8, "global_batch": 256, "seq_len": 4096,
-        "evidence": "analytic", "top": 5}
+BODY = {
+    "model": "llama-3.1-8b",
+    "gpu": "h100",
+    "gpus_per_node": 8,
+    "global_batch": 256,
+    "seq_len": 4096,
+    "evidence": "analytic",
+    "top": 5,
+}
 
 
 def percentile(xs: list[float], q: float) -> float:
@@ -41,9 +49,12 @@ def main() -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as tmp:
-        server = subprocess.Popen([sys.executable, "-m", "planner.cli", "serve", "--port", str(port),
-                                   "--store", f"{tmp}/store.sqlite"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "planner.cli", "serve", "--port", str(port), "--store", f"{tmp}/store.sqlite"],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             for _ in range(300):
                 try:
@@ -52,7 +63,7 @@ def main() -> None:
                 except httpx.HTTPError:
                     time.sleep(0.2)
             with httpx.Client(base_url=url, timeout=30) as c:
-                for _ in range(10):      # warm-up (imports, caches)
+                for _ in range(10):  # warm-up (imports, caches)
                     c.post("/v1/plans", json=BODY).raise_for_status()
 
                 def one(_):
@@ -72,18 +83,34 @@ def main() -> None:
     rows = []
     for level, results, wall in runs:
         lat = [t for t, _ in results]
-        rows.append({"requests": len(results), "concurrency": level, "statuses": sorted({s for _, s in results}),
-                     "p50_ms": round(1000 * percentile(lat, 0.5), 2), "p99_ms": round(1000 * percentile(lat, 0.99), 2),
-                     "requests_per_s": round(len(results) / wall, 1)})
+        rows.append(
+            {
+                "requests": len(results),
+                "concurrency": level,
+                "statuses": sorted({s for _, s in results}),
+                "p50_ms": round(1000 * percentile(lat, 0.5), 2),
+                "p99_ms": round(1000 * percentile(lat, 0.99), 2),
+                "requests_per_s": round(len(results) / wall, 1),
+            }
+        )
         print(json.dumps(rows[-1]))
     if args.out:
-        meta = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "workers": 1, "body": BODY,
-                **{p: metadata.version(p) for p in ("fastapi", "uvicorn")}}
+        meta = {
+            "date": time.strftime("%Y-%m-%d"),
+            "cpus": os.cpu_count(),
+            "workers": 1,
+            "body": BODY,
+            **{p: metadata.version(p) for p in ("fastapi", "uvicorn")},
+        }
         md = ["| requests | concurrency | p50 ms | p99 ms | requests/s |", "|---|---|---|---|---|"]
-        md += [f"| {r['requests']} | {r['concurrency']} | {r['p50_ms']} | {r['p99_ms']} | {r['requests_per_s']} |"
-               for r in rows]
-        md.append(f"\n{meta['date']}, {meta['cpus']} CPUs, one uvicorn worker, fastapi {meta['fastapi']}, uvicorn "
-                  f"{meta['uvicorn']}. Body: `{json.dumps(BODY)}`")
+        md += [
+            f"| {r['requests']} | {r['concurrency']} | {r['p50_ms']} | {r['p99_ms']} | {r['requests_per_s']} |"
+            for r in rows
+        ]
+        md.append(
+            f"\n{meta['date']}, {meta['cpus']} CPUs, one uvicorn worker, fastapi {meta['fastapi']}, uvicorn "
+            f"{meta['uvicorn']}. Body: `{json.dumps(BODY)}`"
+        )
         save(args.out, {**meta, "runs": rows}, md)
 
 

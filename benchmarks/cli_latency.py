@@ -6,6 +6,7 @@ CPU seconds (user + sys, median): on a shared machine the CPU figure is the stea
     python benchmarks/cli_latency.py --out benchmarks/results/cli_latency.json
     python benchmarks/cli_latency.py --report benchmarks/results/cli_latency.json    (print the stored table)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,21 @@ from pathlib import Path
 
 from results_io import report_or_out, save
 
-SUGGEST = ["suggest", "--model", "llama-3.1-8b", "--gpu", "a100-80gb", "--gpus-per-node", "8", "--global-batch", "256",
-           "--seq-len", "4096", "--top", "5"]
+SUGGEST = [
+    "suggest",
+    "--model",
+    "llama-3.1-8b",
+    "--gpu",
+    "a100-80gb",
+    "--gpus-per-node",
+    "8",
+    "--global-batch",
+    "256",
+    "--seq-len",
+    "4096",
+    "--top",
+    "5",
+]
 CASES = [("planner --help", ["--help"], 0.3), ("planner suggest (README's first example)", SUGGEST, 0.4)]
 
 
@@ -46,8 +60,9 @@ def time_once(cmd: list[str]) -> tuple[float, float, int]:
 
 def imported(args: list[str], names: tuple[str, ...] = ("rich", "torch")) -> dict[str, bool]:
     """Which of `names` one run imports (python -X importtime lists every module on stderr)."""
-    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "planner.cli", *args], capture_output=True,
-                       text=True, check=False)
+    r = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "planner.cli", *args], capture_output=True, text=True, check=False
+    )
     mods = {line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
     return {n: n in mods for n in names}
 
@@ -63,13 +78,21 @@ def cpu_model() -> str:
 
 
 def markdown(result: dict) -> list[str]:
-    md = [(f"CLI latency (cold: a fresh process per run), {result['date']}, {result['machine']}, "
-           f"Python {result['python']}, pydantic {result['pydantic']}, rich {result['rich']}, "
-           f"load {result['load_average_1min_at_start']} at start, {result['repeat']} runs"), "",
-          "| command | median s | max s | CPU s (median) | target s | imports rich | imports torch |",
-          "|---|---|---|---|---|---|---|"]
-    return md + [f"| {r['case']} | {r['median_s']:.3f} | {r['max_s']:.3f} | {r['cpu_median_s']:.3f} | {r['target_s']} | "
-                 f"{r['imports']['rich']} | {r['imports']['torch']} |" for r in result["rows"]]
+    md = [
+        (
+            f"CLI latency (cold: a fresh process per run), {result['date']}, {result['machine']}, "
+            f"Python {result['python']}, pydantic {result['pydantic']}, rich {result['rich']}, "
+            f"load {result['load_average_1min_at_start']} at start, {result['repeat']} runs"
+        ),
+        "",
+        "| command | median s | max s | CPU s (median) | target s | imports rich | imports torch |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    return md + [
+        f"| {r['case']} | {r['median_s']:.3f} | {r['max_s']:.3f} | {r['cpu_median_s']:.3f} | {r['target_s']} | "
+        f"{r['imports']['rich']} | {r['imports']['torch']} |"
+        for r in result["rows"]
+    ]
 
 
 def main() -> None:
@@ -83,19 +106,35 @@ def main() -> None:
     cmd, load = planner_command(), os.getloadavg()
     rows = []
     for label, case, target in CASES:
-        time_once(cmd + case)       # untimed: bytecode written, files in the page cache
+        time_once(cmd + case)  # untimed: bytecode written, files in the page cache
         runs = [time_once(cmd + case) for _ in range(args.repeat)]
         wall, cpu = [r[0] for r in runs], [r[1] for r in runs]
-        rows.append({"case": label, "args": case, "median_s": round(statistics.median(wall), 3),
-                     "max_s": round(max(wall), 3), "cpu_median_s": round(statistics.median(cpu), 3),
-                     "target_s": target, "exit_codes": sorted({r[2] for r in runs}), "imports": imported(case)})
+        rows.append(
+            {
+                "case": label,
+                "args": case,
+                "median_s": round(statistics.median(wall), 3),
+                "max_s": round(max(wall), 3),
+                "cpu_median_s": round(statistics.median(cpu), 3),
+                "target_s": target,
+                "exit_codes": sorted({r[2] for r in runs}),
+                "imports": imported(case),
+            }
+        )
     command = " ".join(os.path.relpath(c) if c.startswith(os.getcwd()) else c for c in cmd)
-    result = {"benchmark": "cli_latency", "date": datetime.date.today().isoformat(),
-              "machine": f"{cpu_model()}, {os.cpu_count()} cores ({len(os.sched_getaffinity(0))} usable), "
-                         f"{platform.platform()}",
-              "load_average_1min_at_start": round(load[0], 2), "python": platform.python_version(),
-              "pydantic": version("pydantic"), "rich": version("rich"), "command": command,
-              "repeat": args.repeat, "rows": rows}
+    result = {
+        "benchmark": "cli_latency",
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{cpu_model()}, {os.cpu_count()} cores ({len(os.sched_getaffinity(0))} usable), "
+        f"{platform.platform()}",
+        "load_average_1min_at_start": round(load[0], 2),
+        "python": platform.python_version(),
+        "pydantic": version("pydantic"),
+        "rich": version("rich"),
+        "command": command,
+        "repeat": args.repeat,
+        "rows": rows,
+    }
     print(json.dumps(result, indent=1))
     print("\n".join(markdown(result)))
     save(args.out, result, markdown(result))

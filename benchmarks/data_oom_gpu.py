@@ -13,6 +13,7 @@ the planner says fits run the same data without one?
     python benchmarks/data_oom_gpu.py --out benchmarks/results/gpu/data_oom.json
     python benchmarks/data_oom_gpu.py --report benchmarks/results/gpu/data_oom.json     # the table, from the file
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,16 +39,28 @@ def write_data(path: str, rows: int, vocab: int, seed: int = 0) -> list[int]:
     return lengths
 
 
-def check(a, data: str, budget: int | None = None, seq_len: int | None = None, micro_batch: int | None = None,
-          grad_accum: int = 1):
+def check(
+    a,
+    data: str,
+    budget: int | None = None,
+    seq_len: int | None = None,
+    micro_batch: int | None = None,
+    grad_accum: int = 1,
+):
     from planner import advise
     from scan.plan import data_fit
 
-    fields = {"model": a.model, "gpu": a.gpu, "micro_batch": micro_batch or a.micro_batch, "grad_accum": grad_accum,
-              "evidence": "analytic", "precision": a.precision, "max_tokens_per_micro_batch": budget}
+    fields = {
+        "model": a.model,
+        "gpu": a.gpu,
+        "micro_batch": micro_batch or a.micro_batch,
+        "grad_accum": grad_accum,
+        "evidence": "analytic",
+        "precision": a.precision,
+        "max_tokens_per_micro_batch": budget,
+    }
     fields.update({"seq_len": seq_len} if seq_len else {"data": data})
-    return advise.check(advise.parse(advise.CheckRequest, fields),
-                        scanner=lambda p, t, r, m: data_fit(p, t, r, m))
+    return advise.check(advise.parse(advise.CheckRequest, fields), scanner=lambda p, t, r, m: data_fit(p, t, r, m))
 
 
 def train(a, data: str, seq_len: int, steps: int, budget: int | None, store: str) -> list[dict]:
@@ -57,8 +70,19 @@ def train(a, data: str, seq_len: int, steps: int, budget: int | None, store: str
     from trainer.loop import RunConfig, Trainer
 
     knobs = Knobs.make(precision=a.precision, checkpointing="off", optimizer="adamw")
-    cfg = RunConfig(model=a.model, micro_batch=a.micro_batch, grad_accum=1, seq_len=seq_len, knobs=knobs, data=data,
-                    max_steps=steps, lr=1e-5, device=a.device, store=store, max_tokens_per_micro_batch=budget)
+    cfg = RunConfig(
+        model=a.model,
+        micro_batch=a.micro_batch,
+        grad_accum=1,
+        seq_len=seq_len,
+        knobs=knobs,
+        data=data,
+        max_steps=steps,
+        lr=1e-5,
+        device=a.device,
+        store=store,
+        max_tokens_per_micro_batch=budget,
+    )
     t = Trainer(cfg)
     out = []
     for _ in range(steps):
@@ -81,20 +105,34 @@ def fixed_run(a, data: str) -> dict:
     for r in log:
         w = r["longest_sample_tokens"]
         # at the trainer's accumulation: with more than one micro-step, the gradients of the last are held
-        pred = check(a, data, seq_len=w, micro_batch=r["micro_batch"],
-                     grad_accum=r["grad_accum"]).plan.memory.peak_allocated_bytes
-        rows.append({"step": r["step"], "width": w, "micro_batch": r["micro_batch"], "grad_accum": r["grad_accum"],
-                     "oom": bool(r["events"]),
-                     "measured_peak_allocated_bytes": r["peak_allocated_bytes"], "predicted_peak_allocated_bytes": pred})
+        pred = check(
+            a, data, seq_len=w, micro_batch=r["micro_batch"], grad_accum=r["grad_accum"]
+        ).plan.memory.peak_allocated_bytes
+        rows.append(
+            {
+                "step": r["step"],
+                "width": w,
+                "micro_batch": r["micro_batch"],
+                "grad_accum": r["grad_accum"],
+                "oom": bool(r["events"]),
+                "measured_peak_allocated_bytes": r["peak_allocated_bytes"],
+                "predicted_peak_allocated_bytes": pred,
+            }
+        )
     oom_steps = [r["step"] for r in rows if r["oom"]]
     ran = [r["width"] for r in rows if not r["oom"] and r["micro_batch"] == a.micro_batch]
-    return {"fits_up_to_tokens": d.get("fits_up_to_tokens"), "named": first, "first_oom_step": oom_steps[0] if oom_steps else None,
-            "widest_ran_at_full_micro_batch": max(ran, default=None),
-            "oom_width": next((r["width"] for r in rows if r["oom"]), None), "steps": rows}
+    return {
+        "fits_up_to_tokens": d.get("fits_up_to_tokens"),
+        "named": first,
+        "first_oom_step": oom_steps[0] if oom_steps else None,
+        "widest_ran_at_full_micro_batch": max(ran, default=None),
+        "oom_width": next((r["width"] for r in rows if r["oom"]), None),
+        "steps": rows,
+    }
 
 
 def budget_runs(a, data: str, longest: int) -> list[dict]:
-    verdicts = [(t, check(a, data, budget=t)) for t in LADDER if t >= longest]     # a sample is never split
+    verdicts = [(t, check(a, data, budget=t)) for t in LADDER if t >= longest]  # a sample is never split
     fitting = [i for i, (_, r) in enumerate(verdicts) if r.plan.fits]
     pick = fitting[-1:] + [i + 1 for i in fitting[-1:] if i + 1 < len(verdicts)]
     out = []
@@ -103,28 +141,48 @@ def budget_runs(a, data: str, longest: int) -> list[dict]:
         log = train(a, data, r.context[2].seq_len, a.budget_steps, t, a.store)
         ooms = [e for row in log for e in row["events"]]
         peak = max((row["peak_allocated_bytes"] or 0 for row in log if not row["events"]), default=None)
-        out.append({"max_tokens_per_micro_batch": t, "planner_fits": r.plan.fits,
-                    "predicted_peak_allocated_bytes": r.plan.memory.peak_allocated_bytes,
-                    "predicted_device_total_bytes": r.plan.memory.device_total_bytes,
-                    "planned_shapes": r.plan.token_batches.shapes, "measured_peak_allocated_bytes": peak,
-                    "oom_events": ooms, "micro_steps": [row.get("micro_steps") for row in log]})
+        out.append(
+            {
+                "max_tokens_per_micro_batch": t,
+                "planner_fits": r.plan.fits,
+                "predicted_peak_allocated_bytes": r.plan.memory.peak_allocated_bytes,
+                "predicted_device_total_bytes": r.plan.memory.device_total_bytes,
+                "planned_shapes": r.plan.token_batches.shapes,
+                "measured_peak_allocated_bytes": peak,
+                "oom_events": ooms,
+                "micro_steps": [row.get("micro_steps") for row in log],
+            }
+        )
     return out
 
 
 def markdown(res: dict) -> list[str]:
     f = res["fixed"]
-    lines = [f"# Data-aware planning on a real GPU ({res['device']}, torch {res['torch']}, {res['date']})", "",
-             f"{res['model']}, micro-batch {res['micro_batch']}, {res['precision']}, {res['rows']} rows", "",
-             "| what | planner | GPU |", "|---|---|---|",
-             (f"| longest row that fits at micro-batch {res['micro_batch']} | {f['fits_up_to_tokens']} | ran up to "
-             f"{f['widest_ran_at_full_micro_batch']}, out of memory at {f['oom_width']} |"),
-             (f"| first step that runs out of memory | {f['named']['step'] if f['named'] else '-'} | "
-             f"{f['first_oom_step'] or '-'} |"), "",
-             "| token budget | planner | predicted peak GiB | measured peak GiB | OOMs |", "|---|---|---|---|---|"]
+    lines = [
+        f"# Data-aware planning on a real GPU ({res['device']}, torch {res['torch']}, {res['date']})",
+        "",
+        f"{res['model']}, micro-batch {res['micro_batch']}, {res['precision']}, {res['rows']} rows",
+        "",
+        "| what | planner | GPU |",
+        "|---|---|---|",
+        (
+            f"| longest row that fits at micro-batch {res['micro_batch']} | {f['fits_up_to_tokens']} | ran up to "
+            f"{f['widest_ran_at_full_micro_batch']}, out of memory at {f['oom_width']} |"
+        ),
+        (
+            f"| first step that runs out of memory | {f['named']['step'] if f['named'] else '-'} | "
+            f"{f['first_oom_step'] or '-'} |"
+        ),
+        "",
+        "| token budget | planner | predicted peak GiB | measured peak GiB | OOMs |",
+        "|---|---|---|---|---|",
+    ]
     for b in res["budget"]:
-        lines.append(f"| {b['max_tokens_per_micro_batch']} | {'fits' if b['planner_fits'] else 'does not fit'} | "
-                     f"{b['predicted_peak_allocated_bytes'] / 2**30:.2f} | {(b['measured_peak_allocated_bytes'] or 0) / 2**30:.2f}"
-                     f" | {len(b['oom_events'])} |")
+        lines.append(
+            f"| {b['max_tokens_per_micro_batch']} | {'fits' if b['planner_fits'] else 'does not fit'} | "
+            f"{b['predicted_peak_allocated_bytes'] / 2**30:.2f} | {(b['measured_peak_allocated_bytes'] or 0) / 2**30:.2f}"
+            f" | {len(b['oom_events'])} |"
+        )
     return lines
 
 
@@ -151,14 +209,26 @@ def main() -> None:
     a.store = os.path.join(tmp, "store.sqlite")
     data = os.path.join(tmp, "data.jsonl")
     lengths = write_data(data, a.rows, load_model(a.model).text.vocab)
-    res = {"model": a.model, "micro_batch": a.micro_batch, "precision": a.precision, "rows": a.rows,
-           "device": torch.cuda.get_device_name(0) if a.device == "cuda" else "cpu", "torch": torch.__version__, "python": platform.python_version(),
-           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    res = {
+        "model": a.model,
+        "micro_batch": a.micro_batch,
+        "precision": a.precision,
+        "rows": a.rows,
+        "device": torch.cuda.get_device_name(0) if a.device == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
     res["fixed"] = fixed_run(a, data)
     res["budget"] = budget_runs(a, data, max(lengths))
     save(a.out, res, markdown(res))
-    print(json.dumps({k: v for k, v in res.items() if k != "fixed"} | {"fixed": {k: v for k, v in res["fixed"].items()
-                                                                                  if k != "steps"}}, indent=1))
+    print(
+        json.dumps(
+            {k: v for k, v in res.items() if k != "fixed"}
+            | {"fixed": {k: v for k, v in res["fixed"].items() if k != "steps"}},
+            indent=1,
+        )
+    )
     print("\n".join(markdown(res)))
 
 

@@ -1,6 +1,7 @@
 """`gpu_suite.py --apply`: the suite's results as the GPU kind's calibration file (planner/estimate/calibration.py), which
 the planner then reads for its priors: context and workspaces, fragmentation, NCCL buffers, and the
 efficiency curve fitted to the measured MFU. A prior the results do not hold stays null (the constant)."""
+
 from __future__ import annotations
 
 import json
@@ -33,9 +34,14 @@ def fit_efficiency(points: list[tuple[int, float]]) -> tuple[float | None, int |
 def fragmentation_fraction(rows: list[dict]) -> float | None:
     """Median of reserved/allocated - 1 over every measured step without expandable segments (the priors'
     fragmentation rows and the accuracy rows: the default allocator, as a plan runs by default)."""
-    ratios = [r["max_memory_reserved"] / r["max_memory_allocated"] - 1 for r in rows
-              if r.get("status") == "ok" and not r.get("expandable_segments") and r.get("max_memory_reserved")
-              and r.get("max_memory_allocated")]
+    ratios = [
+        r["max_memory_reserved"] / r["max_memory_allocated"] - 1
+        for r in rows
+        if r.get("status") == "ok"
+        and not r.get("expandable_segments")
+        and r.get("max_memory_reserved")
+        and r.get("max_memory_allocated")
+    ]
     return round(statistics.median(ratios), 4) if ratios else None
 
 
@@ -55,13 +61,21 @@ def apply(out: Path, target: str | None = None) -> Path:
     context = measured.get("context")
     workspaces = sum(v for k, v in measured.items() if k in ("cublas", "cudnn", "sdpa") and v)
     peak, half = fit_efficiency([tuple(p) for p in (speed.get("summary") or {}).get("mfu_by_tokens", [])])
-    cal = Calibration(gpu=source["gpu_kind"], measured=f"{source['date']} {source['device']}",
-                      versions=source.get("versions", {}),
-                      cuda_context_bytes=None if context is None or source["rehearse"] else context + workspaces,
-                      fragmentation_fraction=None if source["rehearse"] else fragmentation_fraction(
-                          [r for d in (priors, *accuracy) for r in d.get("rows", []) if r.get("kind", "") != "context"]),
-                      driver_reserved_bytes=None if source["rehearse"] else driver_reserved(priors),
-                      nccl_bytes=measured.get("nccl"), peak_efficiency=peak, half_efficiency_tokens=half)
+    cal = Calibration(
+        gpu=source["gpu_kind"],
+        measured=f"{source['date']} {source['device']}",
+        versions=source.get("versions", {}),
+        cuda_context_bytes=None if context is None or source["rehearse"] else context + workspaces,
+        fragmentation_fraction=None
+        if source["rehearse"]
+        else fragmentation_fraction(
+            [r for d in (priors, *accuracy) for r in d.get("rows", []) if r.get("kind", "") != "context"]
+        ),
+        driver_reserved_bytes=None if source["rehearse"] else driver_reserved(priors),
+        nccl_bytes=measured.get("nccl"),
+        peak_efficiency=peak,
+        half_efficiency_tokens=half,
+    )
     path = (Path(target) if target else directory()) / f"{cal.gpu}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(cal.model_dump_json(indent=1) + "\n")

@@ -5,6 +5,7 @@ prints {"bytes": ..., "detail": ...}, the device memory NVML sees it add.
   tensors (library handles and workspaces);
 - nccl: a one-rank NCCL group and one all-reduce (communicator buffers).
 """
+
 from __future__ import annotations
 
 import json

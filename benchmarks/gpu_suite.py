@@ -13,6 +13,7 @@ micro-batch that runs), speed (every fitting plan of a 1B goal timed; MFU by tok
 Each part writes DIR/<part>.json after every row (a killed call loses at most the row in flight) and stops
 after --budget-s seconds (default 450: under 8 minutes); --resume continues with the rows not yet measured.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,18 +32,35 @@ PARTS = {
     "accuracy-small": (lambda c: gpu_parts.accuracy_rows("small", c["rehearse"]), gpu_parts.accuracy_measure),
     "accuracy-large": (lambda c: gpu_parts.accuracy_rows("large", c["rehearse"]), gpu_parts.accuracy_measure),
     "priors": (lambda c: gpu_parts.priors_rows(c["rehearse"]), gpu_parts.priors_measure),
-    "capacity": (lambda c: gpu_plans.capacity_rows(c["rehearse"], c["gpu_kind"], c["capacity_bytes"]), gpu_plans.capacity_measure),
+    "capacity": (
+        lambda c: gpu_plans.capacity_rows(c["rehearse"], c["gpu_kind"], c["capacity_bytes"]),
+        gpu_plans.capacity_measure,
+    ),
     "speed": (lambda c: gpu_plans.speed_rows(c["rehearse"], c["gpu_kind"]), gpu_plans.speed_measure),
 }
 # what every row of a part's file must hold (the rehearsal checks it, so the kit cannot rot)
-ROW_KEYS = {"accuracy-small": {"model", "precision", "checkpointing", "micro_batch", "seq_len", "status",
-                               "max_memory_allocated", "max_memory_reserved", "nvml_used", "analytic_peak_allocated",
-                               "analytic_device_total", "sim_peak_allocated", "allocated_vs_analytic"},
-            "priors": {"kind", "status"},
-            "capacity": {"model", "capacity_gib", "micro_batch", "declared_fits", "status", "oom"},
-            "speed": {"model", "rank", "micro_batch", "grad_accum", "status", "tokens_per_s", "mfu"}}
+ROW_KEYS = {
+    "accuracy-small": {
+        "model",
+        "precision",
+        "checkpointing",
+        "micro_batch",
+        "seq_len",
+        "status",
+        "max_memory_allocated",
+        "max_memory_reserved",
+        "nvml_used",
+        "analytic_peak_allocated",
+        "analytic_device_total",
+        "sim_peak_allocated",
+        "allocated_vs_analytic",
+    },
+    "priors": {"kind", "status"},
+    "capacity": {"model", "capacity_gib", "micro_batch", "declared_fits", "status", "oom"},
+    "speed": {"model", "rank", "micro_batch", "grad_accum", "status", "tokens_per_s", "mfu"},
+}
 ROW_KEYS["accuracy-large"] = ROW_KEYS["accuracy-small"]
-DEFAULT_BUDGET_S = 450      # a part stops inside 8 minutes, the longest command a GPU window allows with margin
+DEFAULT_BUDGET_S = 450  # a part stops inside 8 minutes, the longest command a GPU window allows with margin
 FILE_KEYS = {"part", "device", "gpu_kind", "rehearse", "versions", "date", "done", "rows", "summary"}
 # Estimates for one H100 (about 8-15 s a probe subprocess, 2-5 s a sim): 20 minutes in all. Every row records its
 # seconds; replace these with the measured ones after the first GPU run.
@@ -53,23 +71,44 @@ def context(rehearse: bool) -> dict:
     import torch
 
     if rehearse:
-        return {"rehearse": True, "backend": "cpu", "device": "cpu (rehearsal)", "gpu_kind": "h100-80gb",
-                "capacity_bytes": 80 * gpu_parts.GIB}
+        return {
+            "rehearse": True,
+            "backend": "cpu",
+            "device": "cpu (rehearsal)",
+            "gpu_kind": "h100-80gb",
+            "capacity_bytes": 80 * gpu_parts.GIB,
+        }
     if not torch.cuda.is_available():
         raise SystemExit("gpu_suite: no CUDA device (torch.cuda.is_available() is False); --rehearse runs on the CPU")
     from planner.model.hardware import match_local
 
     name, total = torch.cuda.get_device_name(0), torch.cuda.get_device_properties(0).total_memory
-    return {"rehearse": False, "backend": "cuda", "device": name, "gpu_kind": match_local(name, total).name,
-            "capacity_bytes": total}
+    return {
+        "rehearse": False,
+        "backend": "cuda",
+        "device": name,
+        "gpu_kind": match_local(name, total).name,
+        "capacity_bytes": total,
+    }
 
 
 def _key(row: dict) -> str:
     return json.dumps({k: v for k, v in row.items() if k in ROW_INPUTS}, sort_keys=True)
 
 
-ROW_INPUTS = {"kind", "model", "precision", "checkpointing", "micro_batch", "grad_accum", "seq_len", "capacity_gib",
-              "expandable_segments", "rank", "global_batch"}
+ROW_INPUTS = {
+    "kind",
+    "model",
+    "precision",
+    "checkpointing",
+    "micro_batch",
+    "grad_accum",
+    "seq_len",
+    "capacity_gib",
+    "expandable_segments",
+    "rank",
+    "global_batch",
+}
 
 
 def run_part(name: str, ctx: dict, out: Path, resume: bool, budget_s: float) -> dict:
@@ -79,9 +118,17 @@ def run_part(name: str, ctx: dict, out: Path, resume: bool, budget_s: float) -> 
         print(f"{name}: done already (--resume)")
         return old
     rows_fn, measure = PARTS[name]
-    data = {"part": name, "device": ctx["device"], "gpu_kind": ctx["gpu_kind"], "rehearse": ctx["rehearse"],
-            "versions": {p: _version(p) for p in ("torch", "transformers")}, "date": time.strftime("%Y-%m-%d"),
-            "done": False, "rows": (old or {}).get("rows", []), "summary": {}}
+    data = {
+        "part": name,
+        "device": ctx["device"],
+        "gpu_kind": ctx["gpu_kind"],
+        "rehearse": ctx["rehearse"],
+        "versions": {p: _version(p) for p in ("torch", "transformers")},
+        "date": time.strftime("%Y-%m-%d"),
+        "done": False,
+        "rows": (old or {}).get("rows", []),
+        "summary": {},
+    }
     have = {_key(r) for r in data["rows"]}
     todo = [r for r in rows_fn(ctx) if _key(r) not in have]
     print(f"{name}: {len(todo)} rows to measure (about {EXPECTED_MINUTES[name]} min on one H100)", flush=True)
@@ -115,7 +162,7 @@ def _version(package: str) -> str:
 def _write(path: Path, data: dict) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=1) + "\n")
-    tmp.replace(path)       # atomic: a kill leaves the previous file whole
+    tmp.replace(path)  # atomic: a kill leaves the previous file whole
 
 
 def _quantile(xs: list[float], q: float) -> float | None:
@@ -128,23 +175,36 @@ def summarize(name: str, rows: list[dict]) -> dict:
     if name.startswith("accuracy"):
         errs = [r["allocated_vs_analytic"] for r in ok if r.get("allocated_vs_analytic") is not None]
         under = [r for r in ok if r.get("nvml_used") and r["analytic_device_total"] < r["nvml_used"]]
-        return {"rows": len(rows), "ok": len(ok), "median_abs_error": _quantile(errs, 0.5),
-                "p95_abs_error": _quantile(errs, 0.95), "device_total_below_nvml_used": len(under)}
+        return {
+            "rows": len(rows),
+            "ok": len(ok),
+            "median_abs_error": _quantile(errs, 0.5),
+            "p95_abs_error": _quantile(errs, 0.95),
+            "device_total_below_nvml_used": len(under),
+        }
     if name == "capacity":
         declared = [r for r in rows if r.get("declared_fits")]
         rungs = [r["rungs_between"] for r in rows if r.get("rungs_between") is not None]
-        return {"plans_declared_fitting": len(declared), "ooms_among_them": sum(bool(r.get("oom")) for r in declared),
-                "max_rungs_below_largest_that_runs": max(rungs) if rungs else None}
+        return {
+            "plans_declared_fitting": len(declared),
+            "ooms_among_them": sum(bool(r.get("oom")) for r in declared),
+            "max_rungs_below_largest_that_runs": max(rungs) if rungs else None,
+        }
     if name == "speed":
         measured = [r for r in ok if r.get("tokens_per_s")]
         chosen = next((r for r in measured if r["rank"] == 1), None)
         best = max((r["tokens_per_s"] for r in measured), default=None)
-        return {"plans": len(rows), "chosen_over_best": round(chosen["tokens_per_s"] / best, 4) if chosen and best
-                else None, "mfu_by_tokens": sorted((r["tokens_per_micro_batch"], r["mfu"]) for r in measured if r["mfu"])}
+        return {
+            "plans": len(rows),
+            "chosen_over_best": round(chosen["tokens_per_s"] / best, 4) if chosen and best else None,
+            "mfu_by_tokens": sorted((r["tokens_per_micro_batch"], r["mfu"]) for r in measured if r["mfu"]),
+        }
     if name == "priors":
         frag = [r["reserved_over_allocated"] for r in ok if r.get("reserved_over_allocated")]
-        return {"measured": {r["kind"]: r.get("bytes") for r in ok if r["kind"] != "fragmentation"},
-                "fragmentation_median": statistics.median(frag) - 1 if frag else None}
+        return {
+            "measured": {r["kind"]: r.get("bytes") for r in ok if r["kind"] != "fragmentation"},
+            "fragmentation_median": statistics.median(frag) - 1 if frag else None,
+        }
     return {}
 
 

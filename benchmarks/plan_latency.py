@@ -3,6 +3,7 @@
 
     python benchmarks/plan_latency.py --out benchmarks/results/plan_latency.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,23 +19,86 @@ import time
 from results_io import save
 
 CASES = [
-    ("llama-3.1-8b on 8 x A100-80GB, 256 x 4096", ["--model", "llama-3.1-8b", "--gpu", "a100-80gb",
-     "--gpus-per-node", "8", "--global-batch", "256", "--seq-len", "4096"]),
-    ("qwen2.5-72b on 32 x 8 H100, 1024 x 4096", ["--model", "qwen2.5-72b", "--gpu", "h100-80gb",
-     "--gpus-per-node", "8", "--nodes", "32", "--global-batch", "1024", "--seq-len", "4096"]),
-    ("qwen2.5-vl-7b on 6 x H20, 96 x 4096 (1024 image tokens)", ["--model", "qwen2.5-vl-7b", "--gpu", "h20",
-     "--gpus-per-node", "6", "--global-batch", "96", "--seq-len", "4096", "--image-tokens", "1024"]),
-    ("internvl2.5-8b LoRA on 2 x RTX 4090, 16 x 2048", ["--model", "internvl2.5-8b", "--gpu", "rtx4090",
-     "--gpus-per-node", "2", "--global-batch", "16", "--seq-len", "2048", "--image-tokens", "1792",
-     "--lora-rank", "16"]),
+    (
+        "llama-3.1-8b on 8 x A100-80GB, 256 x 4096",
+        [
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            "a100-80gb",
+            "--gpus-per-node",
+            "8",
+            "--global-batch",
+            "256",
+            "--seq-len",
+            "4096",
+        ],
+    ),
+    (
+        "qwen2.5-72b on 32 x 8 H100, 1024 x 4096",
+        [
+            "--model",
+            "qwen2.5-72b",
+            "--gpu",
+            "h100-80gb",
+            "--gpus-per-node",
+            "8",
+            "--nodes",
+            "32",
+            "--global-batch",
+            "1024",
+            "--seq-len",
+            "4096",
+        ],
+    ),
+    (
+        "qwen2.5-vl-7b on 6 x H20, 96 x 4096 (1024 image tokens)",
+        [
+            "--model",
+            "qwen2.5-vl-7b",
+            "--gpu",
+            "h20",
+            "--gpus-per-node",
+            "6",
+            "--global-batch",
+            "96",
+            "--seq-len",
+            "4096",
+            "--image-tokens",
+            "1024",
+        ],
+    ),
+    (
+        "internvl2.5-8b LoRA on 2 x RTX 4090, 16 x 2048",
+        [
+            "--model",
+            "internvl2.5-8b",
+            "--gpu",
+            "rtx4090",
+            "--gpus-per-node",
+            "2",
+            "--global-batch",
+            "16",
+            "--seq-len",
+            "2048",
+            "--image-tokens",
+            "1792",
+            "--lora-rank",
+            "16",
+        ],
+    ),
 ]
 
 
 def time_once(args: list[str]) -> tuple[float, dict]:
-    code = ("import sys, json; from planner.cli import main; rc = main(sys.argv[1:]); "
-            "sys.stderr.write(json.dumps({'rc': rc, 'torch': 'torch' in sys.modules}))")
+    code = (
+        "import sys, json; from planner.cli import main; rc = main(sys.argv[1:]); "
+        "sys.stderr.write(json.dumps({'rc': rc, 'torch': 'torch' in sys.modules}))"
+    )
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-c", code, "suggest", *args, "--json"], capture_output=True, text=True, check=False)
+    r = subprocess.run(
+        [sys.executable, "-c", code, "suggest", *args, "--json"], capture_output=True, text=True, check=False
+    )
     elapsed = time.perf_counter() - t0
     meta = json.loads(r.stderr.strip().splitlines()[-1])
     meta["plans"] = len(json.loads(r.stdout)["plans"])
@@ -54,19 +118,41 @@ def main() -> None:
         for _ in range(args.repeat):
             t, meta = time_once(case)
             times.append(t)
-        rows.append({"case": label, "median_s": round(statistics.median(times), 3), "max_s": round(max(times), 3),
-                     "plans": meta["plans"], "exit_code": meta["rc"], "torch_imported": meta["torch"]})
-        print(f"{label:60s} median {rows[-1]['median_s']:.3f} s  max {rows[-1]['max_s']:.3f} s  "
-              f"plans {meta['plans']}  torch imported: {meta['torch']}")
-    result = {"benchmark": "plan_latency", "date": datetime.date.today().isoformat(),
-              "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
-              "python": platform.python_version(), "pydantic": pydantic.VERSION, "repeat": args.repeat,
-              "target_s": 1.0, "rows": rows}
-    md = [f"plan latency, {result['date']}, {result['machine']}, Python {result['python']}", "",
-          "| case | median s | max s | plans | torch imported |", "|---|---|---|---|---|"]
-    md += [f"| {r['case']} | {r['median_s']:.3f} | {r['max_s']:.3f} | {r['plans']} | {r['torch_imported']} |"
-           for r in rows]
+        rows.append(
+            {
+                "case": label,
+                "median_s": round(statistics.median(times), 3),
+                "max_s": round(max(times), 3),
+                "plans": meta["plans"],
+                "exit_code": meta["rc"],
+                "torch_imported": meta["torch"],
+            }
+        )
+        print(
+            f"{label:60s} median {rows[-1]['median_s']:.3f} s  max {rows[-1]['max_s']:.3f} s  "
+            f"plans {meta['plans']}  torch imported: {meta['torch']}"
+        )
+    result = {
+        "benchmark": "plan_latency",
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
+        "python": platform.python_version(),
+        "pydantic": pydantic.VERSION,
+        "repeat": args.repeat,
+        "target_s": 1.0,
+        "rows": rows,
+    }
+    md = [
+        f"plan latency, {result['date']}, {result['machine']}, Python {result['python']}",
+        "",
+        "| case | median s | max s | plans | torch imported |",
+        "|---|---|---|---|---|",
+    ]
+    md += [
+        f"| {r['case']} | {r['median_s']:.3f} | {r['max_s']:.3f} | {r['plans']} | {r['torch_imported']} |" for r in rows
+    ]
     save(args.out, result, md)
+
 
 if __name__ == "__main__":
     main()

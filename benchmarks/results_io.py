@@ -1,4 +1,5 @@
 """Writing a benchmark's results: the JSON file and its markdown table beside it (same name, .md)."""
+
 from __future__ import annotations
 
 import json

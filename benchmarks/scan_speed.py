@@ -4,6 +4,7 @@ minute on 2 cores, in bounded memory (peak RSS reported; the lengths take 8 byte
 
     python benchmarks/scan_speed.py --out benchmarks/results/scan_speed.json [--rows N]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,10 @@ def make_data(path: Path, rows: int) -> None:
     rng = random.Random(0)
     with open(path, "w") as f:
         for _ in range(rows):
-            turns = [{"role": r, "content": " ".join(rng.choices(WORDS, k=rng.randint(8, 60)))}
-                     for r in ("user", "assistant")]
+            turns = [
+                {"role": r, "content": " ".join(rng.choices(WORDS, k=rng.randint(8, 60)))}
+                for r in ("user", "assistant")
+            ]
             f.write(json.dumps({"messages": turns}) + "\n")
 
 
@@ -63,18 +66,33 @@ def main() -> None:
         result = summary(scan(str(data), str(tok)))
         seconds = time.perf_counter() - t0
         size = data.stat().st_size
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss      # KiB on Linux
-    out = {"benchmark": "scan_speed", "date": time.strftime("%Y-%m-%d"), "machine": platform.machine(),
-           "cpus": os.cpu_count(), "python": platform.python_version(),
-           "versions": {p: metadata.version(p) for p in ("transformers", "tokenizers")},
-           "rows": args.rows, "file_mib": round(size / 2**20, 1), "scan_seconds": round(seconds, 1),
-           "rows_per_s": round(args.rows / seconds), "peak_rss_mib": round(peak / 1024, 1),
-           "rss_before_scan_mib": round(rss0 / 1024, 1), "data_seconds": round(made, 1),
-           "tokens": result["tokens"], "target_seconds": 60, "met": seconds < 60}
-    title = (f"# scan speed ({out['date']}, {out['cpus']} CPUs, transformers {out['versions']['transformers']}, "
-             f"tokenizers {out['versions']['tokenizers']})")
-    row = (f"| {args.rows:,} | {out['file_mib']} | {out['scan_seconds']} | {out['rows_per_s']:,} | "
-           f"{out['peak_rss_mib']} | under 60 s: {'met' if out['met'] else 'NOT met'} |")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    out = {
+        "benchmark": "scan_speed",
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "versions": {p: metadata.version(p) for p in ("transformers", "tokenizers")},
+        "rows": args.rows,
+        "file_mib": round(size / 2**20, 1),
+        "scan_seconds": round(seconds, 1),
+        "rows_per_s": round(args.rows / seconds),
+        "peak_rss_mib": round(peak / 1024, 1),
+        "rss_before_scan_mib": round(rss0 / 1024, 1),
+        "data_seconds": round(made, 1),
+        "tokens": result["tokens"],
+        "target_seconds": 60,
+        "met": seconds < 60,
+    }
+    title = (
+        f"# scan speed ({out['date']}, {out['cpus']} CPUs, transformers {out['versions']['transformers']}, "
+        f"tokenizers {out['versions']['tokenizers']})"
+    )
+    row = (
+        f"| {args.rows:,} | {out['file_mib']} | {out['scan_seconds']} | {out['rows_per_s']:,} | "
+        f"{out['peak_rss_mib']} | under 60 s: {'met' if out['met'] else 'NOT met'} |"
+    )
     md = [title, "", "| rows | file MiB | seconds | rows/s | peak RSS MiB | target |", "|---|---|---|---|---|---|", row]
     print(json.dumps(out, indent=1))
     print("\n".join(md))

@@ -17,6 +17,7 @@ with an empty probe store (so evidence is analytic, as on a fresh machine, and n
 output), at rich's width for a pipe (170 columns). Lines are compared and written without trailing blanks. The
 scratch store's path is shown as the default one.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-MARKER = re.compile(r"^<!-- docs: (?:lines=(\d+) )?((?:planner|python benchmarks/\S+\.py) .+?) -->\n```\n(.*?)```$",
-                    re.MULTILINE | re.DOTALL)
+MARKER = re.compile(
+    r"^<!-- docs: (?:lines=(\d+) )?((?:planner|python benchmarks/\S+\.py) .+?) -->\n```\n(.*?)```$",
+    re.MULTILINE | re.DOTALL,
+)
 SHOWN_STORE = "~/.local/share/memplan/probes.sqlite"
 
 
@@ -52,7 +55,7 @@ def run(command: str, scratch: Path) -> str:
     env = {**os.environ, "MEMPLAN_STORE": str(store), "OMP_NUM_THREADS": "1"}
     env.pop("COLUMNS", None)
     words = shlex.split(command)
-    if words[0] == "python":        # a benchmark's report of committed results, run where its paths hold
+    if words[0] == "python":  # a benchmark's report of committed results, run where its paths hold
         argv, cwd = [sys.executable, *words[1:]], ROOT
     else:
         argv, cwd = [sys.executable, "-m", "planner.cli", *words[1:]], scratch
@@ -73,7 +76,7 @@ def rendered(text: str, scratch: Path) -> tuple[str, list[str]]:
         new += "\n"
         if "\n".join(x.rstrip() for x in old.splitlines()) + "\n" != new:
             changed.append(command)
-        out += [text[last:m.start(3)], new]
+        out += [text[last : m.start(3)], new]
         last = m.end(3)
     return "".join(out) + text[last:], changed
 
@@ -85,7 +88,7 @@ def render_page(page: Path) -> tuple[str, str, list[str]]:
     if not MARKER.search(text):
         return text, text, []
     with tempfile.TemporaryDirectory(prefix="memplan-docs-") as tmp:
-        (Path(tmp) / "docs").symlink_to(ROOT / "docs")      # the examples' relative paths hold there
+        (Path(tmp) / "docs").symlink_to(ROOT / "docs")  # the examples' relative paths hold there
         new, changed = rendered(text, Path(tmp))
     return text, new, changed
 

@@ -7,6 +7,7 @@ the faces that have it). Every request is validated before any work: field bound
 combinations in `planner.config.spec.Knobs`, model configs in `planner.model.modelspec`; bad input is a
 `BadInput` naming its field.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -71,8 +72,6 @@ class Probes:
     local_gpus: Callable[[], int] = hardware.local_gpu_count
 
 
-
-
 Status = Callable[[str], AbstractContextManager]
 
 
@@ -97,8 +96,11 @@ def check_positions(model: ModelSpec, seq_len: int) -> None:
     models have no such table and may train past max_position_embeddings (context extension)."""
     t = model.text
     if t.traits.learned_positions and t.max_positions and seq_len > t.max_positions:
-        raise BadInput(f"--seq-len {seq_len}: {model.name} has learned positions for at most {t.max_positions} "
-                       f"tokens (n_positions)", "seq_len")
+        raise BadInput(
+            f"--seq-len {seq_len}: {model.name} has learned positions for at most {t.max_positions} "
+            f"tokens (n_positions)",
+            "seq_len",
+        )
 
 
 def workload_sequence(req: Target) -> Target:
@@ -108,9 +110,12 @@ def workload_sequence(req: Target) -> Target:
         return req
     for field in ("seq_len", "data", "max_tokens_per_micro_batch"):
         if getattr(req, field) is not None:
-            raise BadInput(f"--{field.replace('_', '-')} with --workload {w.kind}: rows are planned at "
-                           f"{'--max-prompt-length + --max-completion-length' if w.kind == 'grpo' else '--max-length'}"
-                           f" ({w.seq_len()} tokens)", field)
+            raise BadInput(
+                f"--{field.replace('_', '-')} with --workload {w.kind}: rows are planned at "
+                f"{'--max-prompt-length + --max-completion-length' if w.kind == 'grpo' else '--max-length'}"
+                f" ({w.seq_len()} tokens)",
+                field,
+            )
     return req.model_copy(update={"seq_len": w.seq_len()})
 
 
@@ -126,17 +131,22 @@ def image_tokens(req: Target, model: ModelSpec) -> int:
     if n and model.vision is None:
         raise BadInput(f"--image-tokens {n}: model {model.name!r} has no vision tower", "image_tokens")
     if req.workload.kind == "grpo" and n > req.workload.prompt_tokens():
-        raise BadInput(f"--image-tokens {n} exceeds --max-prompt-length {req.workload.prompt_tokens()}: image "
-                       "tokens are part of the prompt", "image_tokens")
+        raise BadInput(
+            f"--image-tokens {n} exceeds --max-prompt-length {req.workload.prompt_tokens()}: image "
+            "tokens are part of the prompt",
+            "image_tokens",
+        )
     if n > req.seq_len:
-        raise BadInput(f"--image-tokens {n} exceeds --seq-len {req.seq_len}: image tokens are part of the sequence",
-                       "image_tokens")
+        raise BadInput(
+            f"--image-tokens {n} exceeds --seq-len {req.seq_len}: image tokens are part of the sequence", "image_tokens"
+        )
     return n
 
 
-def resolve(req: Target, global_batch: int, resolver=default_resolver,
-            scanner: Scanner | None = None) -> tuple[ModelSpec, Hardware, Goal, DataFit | None]:
-    model = resolver(req.model)     # the cheap checks first: a bad model or GPU is refused before a long scan
+def resolve(
+    req: Target, global_batch: int, resolver=default_resolver, scanner: Scanner | None = None
+) -> tuple[ModelSpec, Hardware, Goal, DataFit | None]:
+    model = resolver(req.model)  # the cheap checks first: a bad model or GPU is refused before a long scan
     hw = hardware.resolve(req.gpu, req.gpus_per_node, req.nodes, req.inter_node_gbps, req.host_ram_gb)
     req = workload_sequence(req)
     fit = scan_data(req, scanner)
@@ -144,8 +154,11 @@ def resolve(req: Target, global_batch: int, resolver=default_resolver,
         req = req.model_copy(update={"seq_len": fit.seq_len})
         if fit.image_tokens and req.image_tokens is None and req.images is None:
             if model.vision is None:
-                raise BadInput(f"--data {req.data!r} has images (up to {fit.image_tokens:,} tokens a row) and model "
-                               f"{model.name!r} has no vision tower", "data")
+                raise BadInput(
+                    f"--data {req.data!r} has images (up to {fit.image_tokens:,} tokens a row) and model "
+                    f"{model.name!r} has no vision tower",
+                    "data",
+                )
             req = req.model_copy(update={"image_tokens": fit.image_tokens})
     check_positions(model, req.seq_len)
     margin = req.margin if req.margin is not None else (DEFAULT_MARGIN if model.exact else APPROXIMATE_MARGIN)
@@ -154,9 +167,15 @@ def resolve(req: Target, global_batch: int, resolver=default_resolver,
 
 
 def hardware_json(hw: Hardware) -> dict:
-    return {"gpu": hw.gpu.name, "gpus_per_node": hw.gpus_per_node, "nodes": hw.nodes,
-            "world_size": hw.world_size, "capacity_bytes": hw.gpu.capacity_bytes,
-            "inter_node_gbps": hw.inter_node_gbps, "host_ram_bytes": int(hw.host_ram_gib * 2**30)}
+    return {
+        "gpu": hw.gpu.name,
+        "gpus_per_node": hw.gpus_per_node,
+        "nodes": hw.nodes,
+        "world_size": hw.world_size,
+        "capacity_bytes": hw.gpu.capacity_bytes,
+        "inter_node_gbps": hw.inter_node_gbps,
+        "host_ram_bytes": int(hw.host_ram_gib * 2**30),
+    }
 
 
 def calibrator(req: Target, model: ModelSpec, store: str | None, probes: Probes | None):
@@ -166,22 +185,36 @@ def calibrator(req: Target, model: ModelSpec, store: str | None, probes: Probes 
 
     mode = "sim" if req.verify and req.evidence == "auto" else req.evidence
     if req.workload.rl and (mode == "sim" or req.verify):
-        raise BadInput(f"--workload {req.workload.kind} plans are analytic: probe a phase with `planner probe "
-                       f"--workload {req.workload.kind}`", "evidence")
+        raise BadInput(
+            f"--workload {req.workload.kind} plans are analytic: probe a phase with `planner probe "
+            f"--workload {req.workload.kind}`",
+            "evidence",
+        )
     if (mode == "sim" or req.verify) and probes is None:
-        raise BadInput(f"--evidence {mode}{' --verify' if req.verify else ''} runs probes, which this face cannot "
-                       "run: pip install 'memplan[sim]'", "evidence")
-    if mode == "sim" or req.verify:     # a probe's record must be storable: refuse before it runs, not after
+        raise BadInput(
+            f"--evidence {mode}{' --verify' if req.verify else ''} runs probes, which this face cannot "
+            "run: pip install 'memplan[sim]'",
+            "evidence",
+        )
+    if mode == "sim" or req.verify:  # a probe's record must be storable: refuse before it runs, not after
         from planner.evidence.store import Store
 
         Store(store).check_writable()
-    return Calibrator.open(mode, store, model.name, model.config,
-                           simulate=probes.simulate if probes else None)
+    return Calibrator.open(mode, store, model.name, model.config, simulate=probes.simulate if probes else None)
 
 
 def setup_of(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal) -> Setup:
-    return Setup(model, plan.knobs, plan.micro_batch, plan.grad_accum, goal.seq_len, hw.gpus_per_node,
-                 hw.nodes, goal.image_tokens, gpu=hw.gpu.name)
+    return Setup(
+        model,
+        plan.knobs,
+        plan.micro_batch,
+        plan.grad_accum,
+        goal.seq_len,
+        hw.gpus_per_node,
+        hw.nodes,
+        goal.image_tokens,
+        gpu=hw.gpu.name,
+    )
 
 
 def refine(plan: Plan, model, hw, goal, cal, status: Status) -> Plan:
@@ -193,8 +226,9 @@ def refine(plan: Plan, model, hw, goal, cal, status: Status) -> Plan:
     return make_plan(model, hw, goal, plan.knobs, plan.micro_batch, cal)
 
 
-def verify(plan: Plan, model, hw, goal, cal, probes: Probes, status: Status, store: str | None = None,
-           timeout_s: float = 600) -> tuple[Plan, dict]:
+def verify(
+    plan: Plan, model, hw, goal, cal, probes: Probes, status: Status, store: str | None = None, timeout_s: float = 600
+) -> tuple[Plan, dict]:
     """Run one probe of the plan (cuda when this host has a GPU and the plan is zero 0, else sim),
     store it, re-plan with it. With analytic evidence (no calibrator) the re-plan reads the store's
     records (auto), so the answer rests on the probe just run."""
@@ -210,8 +244,13 @@ def verify(plan: Plan, model, hw, goal, cal, probes: Probes, status: Status, sto
     with status(f"verifying with a {backend} probe"):
         rec = probes.isolated(model.name, model.config, plan.knobs.for_probe(backend), shapes, backend, timeout_s)
     cal.store.add(rec)
-    summary = {"backend": backend, "status": rec.status, "probe_id": rec.id,
-               "peak_allocated_bytes": rec.peak_allocated_bytes, "device": rec.device}
+    summary = {
+        "backend": backend,
+        "status": rec.status,
+        "probe_id": rec.id,
+        "peak_allocated_bytes": rec.peak_allocated_bytes,
+        "device": rec.device,
+    }
     return make_plan(model, hw, goal, plan.knobs, plan.micro_batch, cal), summary
 
 
@@ -221,18 +260,22 @@ def probe_plan(req: ProbeRequest, resolver=default_resolver) -> tuple[ModelSpec,
     model = resolver(req.model)
     w = req.workload
     if w.rl and req.seq_len not in (None, w.seq_len()):
-        raise BadInput(f"--seq-len {req.seq_len} with --workload {w.kind}: its rows are {w.seq_len()} tokens "
-                       "(--max-length, or --max-prompt-length + --max-completion-length)", "seq_len")
+        raise BadInput(
+            f"--seq-len {req.seq_len} with --workload {w.kind}: its rows are {w.seq_len()} tokens "
+            "(--max-length, or --max-prompt-length + --max-completion-length)",
+            "seq_len",
+        )
     if w.rl:
         req = req.model_copy(update={"seq_len": w.seq_len()})
     if req.seq_len is None:
         raise BadInput("--seq-len is required (tokens per row)", "seq_len")
     if w.rl and (req.backend == "cuda" or req.zero_stage or req.lora_rank or req.quant != "none"):
-        raise BadInput(f"--workload {w.kind} probes run one process, zero 0, full fine-tuning, on --backend sim or "
-                       "cpu", "backend")
+        raise BadInput(
+            f"--workload {w.kind} probes run one process, zero 0, full fine-tuning, on --backend sim or cpu", "backend"
+        )
     check_positions(model, req.seq_len)
     knobs = knobs_of(req, req.precision)
-    raise_if(Layout().split_error(knobs, req.micro_batch, req.grad_accum))     # one process
+    raise_if(Layout().split_error(knobs, req.micro_batch, req.grad_accum))  # one process
     lora_knobs(req, model)
     shapes = Shapes(micro_batch=req.micro_batch, grad_accum=req.grad_accum, seq_len=req.seq_len)
     return model, knobs.for_probe(req.backend), shapes
@@ -242,9 +285,16 @@ def _quiet(_: str) -> AbstractContextManager:
     return nullcontext()
 
 
-def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | None = None,
-            resolver=default_resolver, status: Status = _quiet, scanner: Scanner | None = None,
-            with_nearest: bool = True) -> SuggestResult:
+def suggest(
+    req: SuggestRequest,
+    *,
+    store: str | None = None,
+    probes: Probes | None = None,
+    resolver=default_resolver,
+    status: Status = _quiet,
+    scanner: Scanner | None = None,
+    with_nearest: bool = True,
+) -> SuggestResult:
     """Ranked plans that fit the global batch exactly, and one rejected candidate per knob family; when none fits
     (and `with_nearest`), the nearest settings that do."""
     model, hw, goal, fit = resolve(req, req.global_batch, resolver, scanner)
@@ -262,13 +312,19 @@ def suggest(req: SuggestRequest, *, store: str | None = None, probes: Probes | N
         if req.verify:
             best, verified = verify(best, model, hw, goal, cal, probes, status, store)
         result.plans[0] = best
-        if not best.fits:   # a probe showed the predicted best does not fit: search again with it
+        if not best.fits:  # a probe showed the predicted best does not fit: search again with it
             result = search(model, hw, goal, space, top=req.top, calibrate=cal, batches=batches)
     plans, rejected = ([with_launch(p, model, hw, goal) for p in ps] for ps in (result.plans, result.rejected))
-    out = SuggestResult(model=model.summary(), hardware=hardware_json(hw), goal=goal.model_dump(),
-                        plans=plans, rejected=rejected, verified=verified,
-                        data=fit.json() if fit else None,
-                        nearest=[] if result.plans or not with_nearest else nearest_fits(req, goal, hw, resolver))
+    out = SuggestResult(
+        model=model.summary(),
+        hardware=hardware_json(hw),
+        goal=goal.model_dump(),
+        plans=plans,
+        rejected=rejected,
+        verified=verified,
+        data=fit.json() if fit else None,
+        nearest=[] if result.plans or not with_nearest else nearest_fits(req, goal, hw, resolver),
+    )
     out._context = (model, hw, goal)
     return out
 
@@ -282,11 +338,13 @@ def lora_knobs(req: Target | ProbeRequest, model: ModelSpec) -> dict:
     """The request's LoRA knobs (spec.LORA_FIELDS); --lora-targets names must be the model's linears."""
     if req.lora_targets not in ("all-linear", "attention"):
         known = model.linear_names()
-        bad = [n for n in req.lora_targets.split(",")
-               if not any(module_name_matches(k, n) for k in known)]
+        bad = [n for n in req.lora_targets.split(",") if not any(module_name_matches(k, n) for k in known)]
         if bad:
-            raise BadInput(f"--lora-targets {','.join(bad)}: not a linear of {model.name}; accepted: all-linear, "
-                           f"attention, or names among {', '.join(sorted(known))}", "lora_targets")
+            raise BadInput(
+                f"--lora-targets {','.join(bad)}: not a linear of {model.name}; accepted: all-linear, "
+                f"attention, or names among {', '.join(sorted(known))}",
+                "lora_targets",
+            )
     return {f: getattr(req, f) for f in LORA_FIELDS}
 
 
@@ -303,21 +361,34 @@ def check_knobs(req: CheckRequest, hw: Hardware) -> Knobs:
     return knobs_of(req, precision)
 
 
-def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None = None,
-          resolver=default_resolver, status: Status = _quiet, scanner: Scanner | None = None) -> CheckResult:
+def check(
+    req: CheckRequest,
+    *,
+    store: str | None = None,
+    probes: Probes | None = None,
+    resolver=default_resolver,
+    status: Status = _quiet,
+    scanner: Scanner | None = None,
+) -> CheckResult:
     """One configuration's breakdown, whether it fits, and fitting alternatives with the same global batch."""
     world = (req.gpus_per_node or 1) * req.nodes
     if req.micro_batch * req.grad_accum * world > MAX_GLOBAL_BATCH:
-        raise BadInput(f"--micro-batch {req.micro_batch} x --grad-accum {req.grad_accum} x world {world} is over "
-                       f"the largest global batch, {MAX_GLOBAL_BATCH}", "grad_accum")
+        raise BadInput(
+            f"--micro-batch {req.micro_batch} x --grad-accum {req.grad_accum} x world {world} is over "
+            f"the largest global batch, {MAX_GLOBAL_BATCH}",
+            "grad_accum",
+        )
     model, hw, goal, fit = resolve(req, req.micro_batch * req.grad_accum * world, resolver, scanner)
     knobs = check_knobs(req, hw)
     lora_knobs(req, model)
     Layout.of(hw, model).check_split(knobs, req.micro_batch, req.grad_accum)
     batches = token_batches(req, goal, hw, fit)
     if req.verify and batches is not None:
-        raise BadInput("--verify probes a fixed micro-batch; with --max-tokens-per-micro-batch, probe its shapes "
-                       "with `planner probe`", "verify")
+        raise BadInput(
+            "--verify probes a fixed micro-batch; with --max-tokens-per-micro-batch, probe its shapes "
+            "with `planner probe`",
+            "verify",
+        )
     cal = calibrator(req, model, store, probes)
     if cal is not None:
         cal.exact = True
@@ -330,19 +401,30 @@ def check(req: CheckRequest, *, store: str | None = None, probes: Probes | None 
     if req.verify:
         plan, verified = verify(plan, model, hw, goal, cal, probes, status, store)
     # alternatives: the request's fixed knobs, every sharding, offload and checkpointing mode of ZeRO/DDP
-    space = Space(**{**{k: getattr(req, k) for k in FIXED}, "expert_parallel": 1}, fsdp=["off"],
-                  checkpointing=list(SUGGEST_CHECKPOINTING), loss=[req.loss], attention=[req.attention],
-                  batching=[req.batching])
-    alt_cal = cal.with_mode("auto") if cal is not None else None   # alternatives: stored evidence only
+    space = Space(
+        **{**{k: getattr(req, k) for k in FIXED}, "expert_parallel": 1},
+        fsdp=["off"],
+        checkpointing=list(SUGGEST_CHECKPOINTING),
+        loss=[req.loss],
+        attention=[req.attention],
+        batching=[req.batching],
+    )
+    alt_cal = cal.with_mode("auto") if cal is not None else None  # alternatives: stored evidence only
     found = search(model, hw, goal, space, top=MAX_SUGGESTIONS + 1, calibrate=alt_cal, batches=batches).plans
     alternatives = [p for p in found if (p.micro_batch, p.knobs) != (plan.micro_batch, plan.knobs)][:MAX_SUGGESTIONS]
     plan = with_launch(plan, model, hw, goal)
     alternatives = [with_launch(p, model, hw, goal) for p in alternatives]
-    out = CheckResult(model=model.summary(), hardware=hardware_json(hw), goal=goal.model_dump(), plan=plan,
-                      suggestions=alternatives, verified=verified,
-                      data=verdict(fit, plan, model, hw, goal, req.seed) if fit else None,
-                      limits=rl_limits(plan, model, hw, goal) if req.workload.rl else None,
-                      nearest=[] if plan.fits else nearest_fits(req, goal, hw, resolver))
+    out = CheckResult(
+        model=model.summary(),
+        hardware=hardware_json(hw),
+        goal=goal.model_dump(),
+        plan=plan,
+        suggestions=alternatives,
+        verified=verified,
+        data=verdict(fit, plan, model, hw, goal, req.seed) if fit else None,
+        limits=rl_limits(plan, model, hw, goal) if req.workload.rl else None,
+        nearest=[] if plan.fits else nearest_fits(req, goal, hw, resolver),
+    )
     out._context = (model, hw, goal)
     return out
 
@@ -360,9 +442,10 @@ def nearest_fits(req: Target, goal: Goal, hw: Hardware, resolver=default_resolve
             if found.plans:
                 best, own = found.plans[0], i == 0 and len(tries) == 2
                 if change and not own and out and same_plan(best, out[0].plan) and not out[0].changes:
-                    break   # with every knob allowed it is the plan this change is not needed for
-                out.append(Nearest(change=label if own or not change else f"{label} (any knobs)", changes=change,
-                                   plan=best))
+                    break  # with every knob allowed it is the plan this change is not needed for
+                out.append(
+                    Nearest(change=label if own or not change else f"{label} (any knobs)", changes=change, plan=best)
+                )
                 break
     return out
 
@@ -371,4 +454,5 @@ def same_plan(a: Plan, b: Plan) -> bool:
     """The same split, knobs and predicted figures (a change that moved nothing)."""
     keys = ("micro_batch", "checkpointing", "precision", "zero_stage", "offload", "fsdp", "tokens_per_s")
     return all(getattr(a, k) == getattr(b, k) for k in keys) and (
-        a.memory.device_total_bytes == b.memory.device_total_bytes)
+        a.memory.device_total_bytes == b.memory.device_total_bytes
+    )

@@ -1,5 +1,6 @@
 """The one error type the CLI turns into exit code 2 with a one-line message (the API into a 422 whose
 `loc` is the field)."""
+
 from __future__ import annotations
 
 

@@ -17,5 +17,7 @@ def probe_functions():
     from planner.advise import Probes
     from probes.run import probe_in_process, run_isolated
 
-    return Probes(simulate=lambda model, config, knobs, shapes: probe_in_process(model, config, knobs, shapes, "sim"),
-                  isolated=run_isolated)
+    return Probes(
+        simulate=lambda model, config, knobs, shapes: probe_in_process(model, config, knobs, shapes, "sim"),
+        isolated=run_isolated,
+    )

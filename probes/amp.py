@@ -12,6 +12,7 @@ nodes and matmuls save the half copies exactly as on CUDA) that applies the CUDA
 - promote: mixed inputs run in the widest type.
 Ops are matched by their torch-function name (F.linear, Tensor.__matmul__, Tensor.pow, ...).
 """
+
 from __future__ import annotations
 
 import torch
@@ -19,15 +20,71 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten, tree_map
 
 # torch 2.13 aten/src/ATen/autocast_mode.cpp, CUDA lower_precision_fp / fp32 / promote lists.
-LOWER = {"linear", "matmul", "__matmul__", "__rmatmul__", "mm", "mv", "bmm", "addmm", "addmv", "addr",
-         "baddbmm", "addbmm", "einsum", "chain_matmul", "multi_dot", "conv1d", "conv2d", "conv3d",
-         "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "conv_tbc", "prelu",
-         "scaled_dot_product_attention", "vecdot"}
-FP32 = {"acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p", "reciprocal",
-        "rsqrt", "sinh", "tan", "pow", "__pow__", "__rpow__", "softplus", "layer_norm", "group_norm",
-        "norm", "cosine_similarity", "nll_loss", "cross_entropy", "kl_div", "l1_loss", "smooth_l1_loss",
-        "huber_loss", "mse_loss", "binary_cross_entropy_with_logits", "dist", "pdist", "cdist",
-        "renorm", "logsumexp", "interpolate"}
+LOWER = {
+    "linear",
+    "matmul",
+    "__matmul__",
+    "__rmatmul__",
+    "mm",
+    "mv",
+    "bmm",
+    "addmm",
+    "addmv",
+    "addr",
+    "baddbmm",
+    "addbmm",
+    "einsum",
+    "chain_matmul",
+    "multi_dot",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+    "conv_tbc",
+    "prelu",
+    "scaled_dot_product_attention",
+    "vecdot",
+}
+FP32 = {
+    "acos",
+    "asin",
+    "cosh",
+    "erfinv",
+    "exp",
+    "expm1",
+    "log",
+    "log10",
+    "log2",
+    "log1p",
+    "reciprocal",
+    "rsqrt",
+    "sinh",
+    "tan",
+    "pow",
+    "__pow__",
+    "__rpow__",
+    "softplus",
+    "layer_norm",
+    "group_norm",
+    "norm",
+    "cosine_similarity",
+    "nll_loss",
+    "cross_entropy",
+    "kl_div",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "mse_loss",
+    "binary_cross_entropy_with_logits",
+    "dist",
+    "pdist",
+    "cdist",
+    "renorm",
+    "logsumexp",
+    "interpolate",
+}
 # fp32_set_opt_dtype: run with dtype=float32 unless the caller gave a dtype
 SET_DTYPE = {"softmax", "log_softmax", "cumsum", "cumprod", "prod", "sum", "vector_norm", "matrix_norm"}
 PROMOTE = {"addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "index_put", "scatter_add", "tensordot"}
@@ -35,8 +92,9 @@ _CASTABLE = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def _half_inputs(args) -> bool:
-    return any(isinstance(x, torch.Tensor) and x.dtype in (torch.float16, torch.bfloat16)
-               for x in tree_flatten(args)[0])
+    return any(
+        isinstance(x, torch.Tensor) and x.dtype in (torch.float16, torch.bfloat16) for x in tree_flatten(args)[0]
+    )
 
 
 class CudaAutocast(TorchFunctionMode):
@@ -73,8 +131,9 @@ class CudaAutocast(TorchFunctionMode):
         elif name in SET_DTYPE and kwargs.get("dtype") is None and _half_inputs(args):
             kwargs = {**kwargs, "dtype": torch.float32}
         elif name in PROMOTE:
-            kinds = {x.dtype for x in tree_flatten((args, kwargs))[0]
-                     if isinstance(x, torch.Tensor) and x.dtype in _CASTABLE}
+            kinds = {
+                x.dtype for x in tree_flatten((args, kwargs))[0] if isinstance(x, torch.Tensor) and x.dtype in _CASTABLE
+            }
             if len(kinds) > 1:
                 args, kwargs = tree_map(self._to(torch.float32), (args, kwargs))
         return func(*args, **kwargs)

@@ -3,6 +3,7 @@
 Runs the same step as the sim probe (probes.step) on real tensors, with the CPU's own code paths
 (torch.autocast("cpu"), the SDPA kernel CPU picks), so sim(paths="cpu") and this probe must agree.
 """
+
 from __future__ import annotations
 
 import time
@@ -28,5 +29,9 @@ def measure(case: Case, steps: int = 2) -> dict:
     seg = max(t.segments, key=lambda s: t.segments[s][0])
     from planner.evidence.store import segment_phase
 
-    return {"peak_allocated_bytes": t.segments[seg][0], "by_category": t.by_category(t.segments[seg][1]),
-            "phase": segment_phase(seg), "step_time_s": round(seconds, 4)}
+    return {
+        "peak_allocated_bytes": t.segments[seg][0],
+        "by_category": t.by_category(t.segments[seg][1]),
+        "phase": segment_phase(seg),
+        "step_time_s": round(seconds, 4),
+    }

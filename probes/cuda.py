@@ -6,6 +6,7 @@ device memory (the process's whole footprint: context, libraries, allocator rese
 step time. An out-of-memory error is a result ("oom", with the memory allocated at failure), not a
 crash. Runs inside probes.run's subprocess, so the GPU is clean when it exits.
 """
+
 from __future__ import annotations
 
 import time
@@ -37,7 +38,7 @@ def measure(case: Case, steps: int = 3, capacity_bytes: int | None = None) -> di
         raise RuntimeError("the cuda probe needs an NVIDIA GPU (torch.cuda.is_available() is False)")
     dev = torch.cuda.current_device()
     name = torch.cuda.get_device_name(dev)
-    if capacity_bytes:   # emulate a smaller card
+    if capacity_bytes:  # emulate a smaller card
         torch.cuda.set_per_process_memory_fraction(capacity_bytes / torch.cuda.get_device_properties(dev).total_memory)
     k = case.knobs
     try:
@@ -55,6 +56,7 @@ def measure(case: Case, steps: int = 3, capacity_bytes: int | None = None) -> di
                 loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
+
         step()
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
@@ -63,10 +65,20 @@ def measure(case: Case, steps: int = 3, capacity_bytes: int | None = None) -> di
             step()
         torch.cuda.synchronize()
         seconds = (time.perf_counter() - t0) / steps
-        return {"status": "ok", "device": name, "peak_allocated_bytes": torch.cuda.max_memory_allocated(),
-                "peak_reserved_bytes": torch.cuda.max_memory_reserved(), "device_used_bytes": _nvml_used(dev),
-                "step_time_s": round(seconds, 5)}
+        return {
+            "status": "ok",
+            "device": name,
+            "peak_allocated_bytes": torch.cuda.max_memory_allocated(),
+            "peak_reserved_bytes": torch.cuda.max_memory_reserved(),
+            "device_used_bytes": _nvml_used(dev),
+            "step_time_s": round(seconds, 5),
+        }
     except torch.OutOfMemoryError as e:
-        return {"status": "oom", "device": name, "peak_allocated_bytes": torch.cuda.max_memory_allocated(),
-                "peak_reserved_bytes": torch.cuda.max_memory_reserved(), "device_used_bytes": _nvml_used(dev),
-                "detail": {"error": str(e).splitlines()[0][:300]}}
+        return {
+            "status": "oom",
+            "device": name,
+            "peak_allocated_bytes": torch.cuda.max_memory_allocated(),
+            "peak_reserved_bytes": torch.cuda.max_memory_reserved(),
+            "device_used_bytes": _nvml_used(dev),
+            "detail": {"error": str(e).splitlines()[0][:300]},
+        }

@@ -17,6 +17,7 @@ CPU-only differences from a GPU run, each one harmless to the model-state sizes:
 
     python -m torch.distributed.run --nproc_per_node 2 -m probes.dist JOB.json OUT_DIR
 """
+
 from __future__ import annotations
 
 import gc
@@ -37,13 +38,39 @@ def measure_ranks(case: Case, world: int = 2, steps: int = 2, timeout_s: float =
     """Run `steps` optimizer steps on `world` local ranks; one result per rank (see `_rank_main`)."""
     with tempfile.TemporaryDirectory(prefix="memplan-dist-") as tmp:
         job = Path(tmp) / "job.json"
-        job.write_text(json.dumps({"case": {**{f.name: getattr(case, f.name) for f in fields(case)},
-                                             "knobs": case.knobs.model_dump()}, "steps": steps}))
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(world),
-               "--master_addr", "127.0.0.1", "--master_port", str(free_port()), "-m", "probes.dist", str(job), tmp]
+        job.write_text(
+            json.dumps(
+                {
+                    "case": {**{f.name: getattr(case, f.name) for f in fields(case)}, "knobs": case.knobs.model_dump()},
+                    "steps": steps,
+                }
+            )
+        )
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            str(world),
+            "--master_addr",
+            "127.0.0.1",
+            "--master_port",
+            str(free_port()),
+            "-m",
+            "probes.dist",
+            str(job),
+            tmp,
+        ]
         env = {**os.environ, "OMP_NUM_THREADS": "1", "DS_ACCELERATOR": "cpu"}
-        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout_s, env=env,
-                              cwd=Path(__file__).resolve().parents[1])
+        proc = subprocess.run(
+            cmd,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=env,
+            cwd=Path(__file__).resolve().parents[1],
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"torchrun exited {proc.returncode}: {proc.stderr[-2000:]}")
         return [json.loads((Path(tmp) / f"rank{r}.json").read_text()) for r in range(world)]
@@ -58,22 +85,41 @@ def compare_states(case: Case, world: int = 2, steps: int = 2) -> list[dict]:
     from planner.estimate.setup import Setup
     from planner.model.modelspec import from_config
 
-    s = Setup(from_config(case.config, "probe"), case.knobs, case.micro_batch, case.grad_accum,
-                     case.seq_len, gpus_per_node=world)
+    s = Setup(
+        from_config(case.config, "probe"),
+        case.knobs,
+        case.micro_batch,
+        case.grad_accum,
+        case.seq_len,
+        gpus_per_node=world,
+    )
     zero = case.knobs.zero_stage
     if case.knobs.fsdp != "off":
         return _compare_fsdp(case, s, world, steps)
-    analytic = {"params": memory.params_bytes(s),
-                "states": memory.optimizer_bytes(s) + (memory.gradients_bytes(s) if zero == 3 else 0),
-                "buckets": memory.comm_bucket_bytes(s) if zero == 0 else 0}
+    analytic = {
+        "params": memory.params_bytes(s),
+        "states": memory.optimizer_bytes(s) + (memory.gradients_bytes(s) if zero == 3 else 0),
+        "buckets": memory.comm_bucket_bytes(s) if zero == 0 else 0,
+    }
     rows = []
     for r in measure_ranks(case, world, steps):
         last = r["after_steps"][-1]
-        measured = {"params": last["params"],
-                    "states": last["optimizer"] + (last["other"] if zero else 0),
-                    "buckets": r["ddp_buckets"]}
-        rows.append({"rank": r["rank"], "world": world, "zero": zero, "precision": case.knobs.precision,
-                     "measured": measured, "analytic": analytic, "losses": r["losses"]})
+        measured = {
+            "params": last["params"],
+            "states": last["optimizer"] + (last["other"] if zero else 0),
+            "buckets": r["ddp_buckets"],
+        }
+        rows.append(
+            {
+                "rank": r["rank"],
+                "world": world,
+                "zero": zero,
+                "precision": case.knobs.precision,
+                "measured": measured,
+                "analytic": analytic,
+                "losses": r["losses"],
+            }
+        )
     return rows
 
 
@@ -82,11 +128,23 @@ def _compare_fsdp(case: Case, s, world: int, steps: int) -> list[dict]:
     last step, against planner.estimate.memory's (sharded) params_bytes, gradients_bytes and optimizer_bytes."""
     from planner.estimate import memory
 
-    analytic = {"params": memory.params_bytes(s), "grads": memory.gradients_bytes(s),
-                "states": memory.optimizer_bytes(s)}
-    return [{"rank": r["rank"], "world": world, "fsdp": case.knobs.fsdp, "precision": case.knobs.precision,
-             "measured": r["after_steps"][-1], "analytic": analytic, "losses": r["losses"]}
-            for r in measure_ranks(case, world, steps)]
+    analytic = {
+        "params": memory.params_bytes(s),
+        "grads": memory.gradients_bytes(s),
+        "states": memory.optimizer_bytes(s),
+    }
+    return [
+        {
+            "rank": r["rank"],
+            "world": world,
+            "fsdp": case.knobs.fsdp,
+            "precision": case.knobs.precision,
+            "measured": r["after_steps"][-1],
+            "analytic": analytic,
+            "losses": r["losses"],
+        }
+        for r in measure_ranks(case, world, steps)
+    ]
 
 
 def fsdp_shards(model, optimizer) -> dict[str, int]:
@@ -98,9 +156,11 @@ def fsdp_shards(model, optimizer) -> dict[str, int]:
         return t.numel() * t.element_size()
 
     states = [v for st in optimizer.state.values() for v in st.values() if isinstance(v, torch.Tensor) and v.dim() > 0]
-    return {"params": sum(local(p) for p in model.parameters()),
-            "grads": sum(local(p.grad) for p in model.parameters() if p.grad is not None),
-            "states": sum(local(v) for v in states)}
+    return {
+        "params": sum(local(p) for p in model.parameters()),
+        "grads": sum(local(p.grad) for p in model.parameters() if p.grad is not None),
+        "states": sum(local(v) for v in states),
+    }
 
 
 def resident_bytes(model, inner_optimizer) -> dict[str, int]:
@@ -133,10 +193,6 @@ def resident_bytes(model, inner_optimizer) -> dict[str, int]:
     return out
 
 
-
-
-
-
 def _rank_main(job_path: str, out_dir: str) -> None:
     import torch
     import torch.distributed as dist
@@ -164,7 +220,7 @@ def _rank_main(job_path: str, out_dir: str) -> None:
         from probes.tracker import LiveBytes
 
         dist.init_process_group("gloo")
-        with LiveBytes() as held:     # the reducer's buckets live in C++, out of the tensor walk
+        with LiveBytes() as held:  # the reducer's buckets live in C++, out of the tensor walk
             engine = DistributedDataParallel(model)
         inner, extra["ddp_buckets"] = opt, held.live
     else:
@@ -196,8 +252,18 @@ def _rank_main(job_path: str, out_dir: str) -> None:
             inner.step()
             inner.zero_grad(set_to_none=True)
         after_steps.append(resident_bytes(model, inner))
-    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(
-        {"rank": rank, "world": world, **extra, "after_init": after_init, "after_steps": after_steps, "losses": losses}))
+    Path(out_dir, f"rank{rank}.json").write_text(
+        json.dumps(
+            {
+                "rank": rank,
+                "world": world,
+                **extra,
+                "after_init": after_init,
+                "after_steps": after_steps,
+                "losses": losses,
+            }
+        )
+    )
     dist.barrier()
     dist.destroy_process_group()
 
@@ -219,10 +285,11 @@ def _fsdp_rank_main(job: dict, case: Case, model, batch: dict, out_dir: str, ran
             losses.append(float(loss))
             del loss
         opt.step()
-        opt.zero_grad(set_to_none=False)        # HF and torchtitan keep the sharded gradients between steps
+        opt.zero_grad(set_to_none=False)  # HF and torchtitan keep the sharded gradients between steps
         after_steps.append(fsdp_shards(model, opt))
-    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(
-        {"rank": rank, "world": world, "after_steps": after_steps, "losses": losses}))
+    Path(out_dir, f"rank{rank}.json").write_text(
+        json.dumps({"rank": rank, "world": world, "after_steps": after_steps, "losses": losses})
+    )
     dist.barrier()
     dist.destroy_process_group()
 

@@ -7,6 +7,7 @@ forward, backward, optimizer). Peaks are those of the last step (after the first
 steady state). TRL's GPU path scores only the completion positions (`compact`, on Triton devices); the probe takes
 that path on CPU too, so its head is the one planned.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,7 +27,7 @@ class _Phases(TrainerCallback):
         self.tracker, self.steps = tracker, steps
 
     def on_step_begin(self, args, state, control, **kw):
-        if state.global_step == self.steps - 1:     # the last step: steady state
+        if state.global_step == self.steps - 1:  # the last step: steady state
             self.tracker.reset_peaks()
 
 
@@ -38,6 +39,7 @@ def _in_phase(tracker: LiveBytes, fn, name):
             return fn(*a, **kw)
         finally:
             tracker.set_segment(before)
+
     return wrapped
 
 
@@ -58,10 +60,12 @@ def _instrument(t, tracker: LiveBytes) -> None:
     ref = getattr(t, "ref_model", None)
     logps = t._get_per_token_logps_and_entropies if hasattr(t, "_get_per_token_logps_and_entropies") else None
     if logps is not None:
+
         def which(model, *_):
             if torch.is_grad_enabled():
                 return "training"
             return "reference-forward" if model is ref else "old-logps"
+
         t._get_per_token_logps_and_entropies = _in_phase(tracker, logps, which)
         t._generate_single_turn = _in_phase(tracker, t._generate_single_turn, "generation")
     elif ref is not None:
@@ -74,23 +78,48 @@ def model_for(config: dict, knobs) -> torch.nn.Module:
     import transformers
 
     from recipe import HALF, hf_config
+
     cfg = hf_config(config)
     cfg.use_cache = True
     dtype = HALF.get(knobs.precision) if knobs.precision in ("bf16-pure", "fp16") else torch.float32
     return transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype)
 
 
-def measure(kind: str, model, trl_fields: dict, micro_batch: int, grad_accum: int, prompt_tokens: int,
-            completion_tokens: int, steps: int = 2, precision: str = "fp32", checkpointing: bool = False) -> dict:
+def measure(
+    kind: str,
+    model,
+    trl_fields: dict,
+    micro_batch: int,
+    grad_accum: int,
+    prompt_tokens: int,
+    completion_tokens: int,
+    steps: int = 2,
+    precision: str = "fp32",
+    checkpointing: bool = False,
+) -> dict:
     """Peak live bytes of each phase of the last of `steps` TRL steps (one process, CPU or one GPU)."""
     rows = micro_batch * grad_accum * steps
     with tempfile.TemporaryDirectory() as out:
-        model.save_pretrained(f"{out}/init")      # TRL builds GRPO's reference model from a path
+        model.save_pretrained(f"{out}/init")  # TRL builds GRPO's reference model from a path
         model = f"{out}/init"
-        args = trl_run.config(kind, out, trl_fields, micro_batch, grad_accum, precision, checkpointing, steps,
-                              worst_case=True, log_level="error", logging_strategy="no")
-        data = (trl_run.prompts(rows, prompt_tokens) if kind == "grpo"
-                else trl_run.pairs(rows, prompt_tokens, completion_tokens))
+        args = trl_run.config(
+            kind,
+            out,
+            trl_fields,
+            micro_batch,
+            grad_accum,
+            precision,
+            checkpointing,
+            steps,
+            worst_case=True,
+            log_level="error",
+            logging_strategy="no",
+        )
+        data = (
+            trl_run.prompts(rows, prompt_tokens)
+            if kind == "grpo"
+            else trl_run.pairs(rows, prompt_tokens, completion_tokens)
+        )
         with compact_head():
             t = trl_run.trainer(kind, model, args, data, dtype=torch.float32 if precision == "fp32" else torch.bfloat16)
             tracker = LiveBytes()

@@ -11,6 +11,7 @@ depth (no extrapolation over layers), counted by the live-bytes tracker.
   step with the cache filled to prompt + completion - 1 tokens, each followed by the sampling ops (the last
   position's logits copied to fp32, softmax, multinomial).
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager, nullcontext
@@ -26,7 +27,7 @@ from recipe import make_optimizer
 def _rows(rows: int, width: int):
     ids = torch.zeros(rows, width, dtype=torch.long)
     mask = torch.ones(rows, width, dtype=torch.long)
-    mask[0, 0] = 0      # padded rows: the mask is materialised, as in any batch of unequal prompts
+    mask[0, 0] = 0  # padded rows: the mask is materialised, as in any batch of unequal prompts
     return ids, mask
 
 
@@ -41,12 +42,13 @@ def _logps(model, ids, mask, prompt: int, k):
     with autocast_for(k, "cuda") or nullcontext():
         hidden = model.get_decoder()(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
         head = model.get_output_embeddings()
-        scored = hidden[:, prompt - 1:-1].reshape(-1, hidden.size(-1))
+        scored = hidden[:, prompt - 1 : -1].reshape(-1, hidden.size(-1))
         targets = ids[:, prompt:].reshape(-1)
-        per_token = ChunkedLogProbFunction.apply(scored, head.weight, head.bias, targets, 1.0,
-                                                 _CHUNKED_LOGPROB_CHUNK_SIZE, None, 1.0, ("log_probs",))[0]
+        per_token = ChunkedLogProbFunction.apply(
+            scored, head.weight, head.bias, targets, 1.0, _CHUNKED_LOGPROB_CHUNK_SIZE, None, 1.0, ("log_probs",)
+        )[0]
         out = per_token.new_zeros(ids.size(0), ids.size(1) - 1)
-        out[:, prompt - 1:] = per_token.view(ids.size(0), -1)
+        out[:, prompt - 1 :] = per_token.view(ids.size(0), -1)
         return out
 
 
@@ -55,8 +57,10 @@ def _full_logps(model, ids, mask, prompt: int, k):
     its fused head, and of VLM-R1's trainer, written here)."""
     with autocast_for(k, "cuda") or nullcontext():
         logits = model(input_ids=ids, attention_mask=mask, use_cache=False).logits[:, :-1]
-    rows = [row.log_softmax(-1).gather(1, target.unsqueeze(1)).squeeze(1)
-            for row, target in zip(logits, ids[:, 1:], strict=True)]
+    rows = [
+        row.log_softmax(-1).gather(1, target.unsqueeze(1)).squeeze(1)
+        for row, target in zip(logits, ids[:, 1:], strict=True)
+    ]
     return torch.stack(rows)
 
 
@@ -98,18 +102,30 @@ def _generation(case: Case, model, tracker: LiveBytes) -> None:
     dtype = next(model.parameters()).dtype
     tracker.set_segment("generation")
     with torch.no_grad():
-        out = model(input_ids=torch.zeros(n, p, dtype=torch.long), attention_mask=torch.ones(n, p, dtype=torch.long),
-                    use_cache=True, logits_to_keep=1)
+        out = model(
+            input_ids=torch.zeros(n, p, dtype=torch.long),
+            attention_mask=torch.ones(n, p, dtype=torch.long),
+            use_cache=True,
+            logits_to_keep=1,
+        )
         torch.softmax(out.logits[:, -1].to(torch.float32), -1).multinomial(1)
         del out
         cache = DynamicCache(config=model.config)
         heads = t.num_key_value_heads
         dim = getattr(t, "head_dim", None) or t.hidden_size // t.num_attention_heads
         for layer in range(t.num_hidden_layers):
-            cache.update(torch.zeros(n, heads, full - 1, dim, dtype=dtype), torch.zeros(n, heads, full - 1, dim,
-                                                                                         dtype=dtype), layer)
-        out = model(input_ids=torch.zeros(n, 1, dtype=torch.long), attention_mask=torch.ones(n, full, dtype=torch.long),
-                    past_key_values=cache, use_cache=True, logits_to_keep=1)
+            cache.update(
+                torch.zeros(n, heads, full - 1, dim, dtype=dtype),
+                torch.zeros(n, heads, full - 1, dim, dtype=dtype),
+                layer,
+            )
+        out = model(
+            input_ids=torch.zeros(n, 1, dtype=torch.long),
+            attention_mask=torch.ones(n, full, dtype=torch.long),
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
         torch.softmax(out.logits[:, -1].to(torch.float32), -1).multinomial(1)
         del out, cache
     tracker.set_segment("between")
@@ -160,8 +176,11 @@ def simulate(case: Case, steps: int = 2, real: bool = False, paths: str = "cuda"
                 if step == steps - 1:
                     tracker.reset_peaks()
                 _one_step(case, policy, ref, opt, tracker, ids, mask)
-    return {str(seg): peak for seg, (peak, _) in tracker.segments.items()
-            if seg in ("generation", "reference-forward", "old-logps", "training")}
+    return {
+        str(seg): peak
+        for seg, (peak, _) in tracker.segments.items()
+        if seg in ("generation", "reference-forward", "old-logps", "training")
+    }
 
 
 def _one_step(case: Case, policy, ref, opt, tracker: LiveBytes, ids, mask) -> None:

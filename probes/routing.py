@@ -8,6 +8,7 @@ expert's token count fixed by the plan: the busiest expert takes `imbalance` tim
 evenly. The saved tensors and transients are those of a real step whose router sent that many tokens to each
 expert. (The default `grouped_mm` dispatch has static shapes and is traced as it is: probes.sim.fake_grouped_mm.)
 """
+
 from __future__ import annotations
 
 import types
@@ -38,7 +39,7 @@ def _eager_forward(self, hidden_states, top_k_index, top_k_weights):
         token_idx = torch.arange(n, device=hidden_states.device)
         top_k_pos = torch.zeros(n, dtype=torch.long, device=hidden_states.device)
         state = hidden_states[token_idx]
-        if self.is_transposed:      # gpt-oss: state @ W + b, its own clamped SwiGLU
+        if self.is_transposed:  # gpt-oss: state @ W + b, its own clamped SwiGLU
             gate_up = state @ self.gate_up_proj[e]
         else:
             gate_up = F.linear(state, self.gate_up_proj[e])

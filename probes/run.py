@@ -15,6 +15,7 @@ after a restart (api/jobs.py), so they run on to their deadline and leave their 
 
 MEMPLAN_PROBE_FAULT=oom|crash|hang|slow makes the worker fail that way, or finish after 4 s (tests only).
 """
+
 from __future__ import annotations
 
 import json
@@ -47,12 +48,27 @@ def probe_in_process(model: str, config: dict, knobs: Knobs, shapes: Shapes, bac
         from probes.sim import simulate
 
         r = simulate(case)
-        return make_record(model, config, knobs, shapes, "sim", "ok", "fake-cpu",
-                       peak_allocated_bytes=r.peak_allocated_bytes, by_category=r.by_category, phase=r.phase,
-                       step_time_s=None,
-                       detail={"seconds": round(r.seconds, 3), "traced_layers": list(r.traced_layers),
-                               "layers": r.layers, "segments": [[list(flat_segment(s)), c] for s, c in r.segments.items()],
-                               "layer_modules": r.layer_modules, "other_modules": r.other_modules})
+        return make_record(
+            model,
+            config,
+            knobs,
+            shapes,
+            "sim",
+            "ok",
+            "fake-cpu",
+            peak_allocated_bytes=r.peak_allocated_bytes,
+            by_category=r.by_category,
+            phase=r.phase,
+            step_time_s=None,
+            detail={
+                "seconds": round(r.seconds, 3),
+                "traced_layers": list(r.traced_layers),
+                "layers": r.layers,
+                "segments": [[list(flat_segment(s)), c] for s, c in r.segments.items()],
+                "layer_modules": r.layer_modules,
+                "other_modules": r.other_modules,
+            },
+        )
     if backend == "cpu":
         from probes.cpu import measure
 
@@ -79,12 +95,30 @@ def _rl_record(model: str, config: dict, knobs: Knobs, shapes: Shapes, backend: 
         from probes.rl import measure, model_for
 
         w = knobs.workload
-        phases = measure(w.kind, model_for(config, knobs), trl_args(w), shapes.micro_batch, shapes.grad_accum,
-                         w.prompt_tokens(), w.seq_len() - w.prompt_tokens(), precision=knobs.precision,
-                         checkpointing=knobs.checkpointing == "full")
+        phases = measure(
+            w.kind,
+            model_for(config, knobs),
+            trl_args(w),
+            shapes.micro_batch,
+            shapes.grad_accum,
+            w.prompt_tokens(),
+            w.seq_len() - w.prompt_tokens(),
+            precision=knobs.precision,
+            checkpointing=knobs.checkpointing == "full",
+        )
     phase = max(phases, key=phases.get)
-    return make_record(model, config, knobs, shapes, backend, "ok", "cpu", peak_allocated_bytes=phases[phase],
-                       phase=phase, detail={"phases": phases})
+    return make_record(
+        model,
+        config,
+        knobs,
+        shapes,
+        backend,
+        "ok",
+        "cpu",
+        peak_allocated_bytes=phases[phase],
+        phase=phase,
+        detail={"phases": phases},
+    )
 
 
 def _watchdog(deadline: float, parent: int, folder: Path | None) -> None:
@@ -120,8 +154,16 @@ def _worker(job_path: str, result_path: str) -> int:
         time.sleep(4)
     knobs, shapes = Knobs(**job["knobs"]), Shapes(**job["shapes"])
     if fault == "oom":
-        rec = make_record(job["model"], job["config"], knobs, shapes, job["backend"], "oom", "injected",
-                      detail={"error": "injected out-of-memory"})
+        rec = make_record(
+            job["model"],
+            job["config"],
+            knobs,
+            shapes,
+            job["backend"],
+            "oom",
+            "injected",
+            detail={"error": "injected out-of-memory"},
+        )
         _write_result(result_path, rec)
         return OOM_EXIT
     rec = probe_in_process(job["model"], job["config"], knobs, shapes, job["backend"])
@@ -129,9 +171,18 @@ def _worker(job_path: str, result_path: str) -> int:
     return OOM_EXIT if rec.status == "oom" else 0
 
 
-def run_isolated(model: str, config: dict, knobs: Knobs, shapes: Shapes, backend: str,
-                 timeout_s: float = DEFAULT_TIMEOUT_S, env: dict | None = None, on_start=None,
-                 folder: Path | None = None, cancelled: Callable[[], bool] | None = None) -> ProbeRecord:
+def run_isolated(
+    model: str,
+    config: dict,
+    knobs: Knobs,
+    shapes: Shapes,
+    backend: str,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    env: dict | None = None,
+    on_start=None,
+    folder: Path | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> ProbeRecord:
     """Run one probe in a subprocess; always returns a record (ok, oom, crash or timeout).
     on_start(popen, deadline) tells a caller (the API's job queue) the probe's process group and deadline.
     folder: the probe's files go there and stay (the caller adopts and removes them; the probe is then
@@ -139,26 +190,42 @@ def run_isolated(model: str, config: dict, knobs: Knobs, shapes: Shapes, backend
     cancelled(): polled while the probe runs; True kills its process group (the record says 'cancelled')."""
     if folder is None:
         with tempfile.TemporaryDirectory(prefix="memplan-probe-") as tmp:
-            return _run_in(Path(tmp), False, model, config, knobs, shapes, backend, timeout_s, env, on_start,
-                           cancelled)
+            return _run_in(Path(tmp), False, model, config, knobs, shapes, backend, timeout_s, env, on_start, cancelled)
     folder.mkdir(parents=True, exist_ok=True)
     return _run_in(folder, True, model, config, knobs, shapes, backend, timeout_s, env, on_start, cancelled)
 
 
-def _run_in(folder: Path, adoptable: bool, model, config, knobs, shapes, backend, timeout_s, env, on_start,
-            cancelled) -> ProbeRecord:
+def _run_in(
+    folder: Path, adoptable: bool, model, config, knobs, shapes, backend, timeout_s, env, on_start, cancelled
+) -> ProbeRecord:
     job, result, err_path = folder / "job.json", folder / "result.json", folder / "stderr.txt"
     deadline = time.time() + timeout_s
-    job.write_text(json.dumps({"model": model, "config": config, "knobs": knobs.model_dump(),
-                               "shapes": shapes.model_dump(), "backend": backend, "deadline": deadline,
-                               "parent": os.getpid(), "adoptable": adoptable}))
+    job.write_text(
+        json.dumps(
+            {
+                "model": model,
+                "config": config,
+                "knobs": knobs.model_dump(),
+                "shapes": shapes.model_dump(),
+                "backend": backend,
+                "deadline": deadline,
+                "parent": os.getpid(),
+                "adoptable": adoptable,
+            }
+        )
+    )
     root = str(Path(__file__).resolve().parent.parent)
     penv = {**os.environ, **(env or {})}
     penv["PYTHONPATH"] = root + os.pathsep + penv.get("PYTHONPATH", "")
     t0 = time.monotonic()
-    with open(err_path, "wb") as err:       # a file, not a pipe: a chatty probe cannot block on a full pipe
-        proc = subprocess.Popen([sys.executable, "-m", "probes.run", str(job), str(result)], env=penv,
-                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    with open(err_path, "wb") as err:  # a file, not a pipe: a chatty probe cannot block on a full pipe
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "probes.run", str(job), str(result)],
+            env=penv,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+        )
     if on_start is not None:
         on_start(proc, deadline)
     stopped = None
@@ -173,8 +240,18 @@ def _run_in(folder: Path, adoptable: bool, model, config, knobs, shapes, backend
     if stopped is not None:
         kill_group(proc.pid)
         proc.wait()
-    return outcome(folder, model, config, knobs, shapes, backend, proc.returncode, stopped,
-                   round(time.monotonic() - t0, 3), timeout_s)
+    return outcome(
+        folder,
+        model,
+        config,
+        knobs,
+        shapes,
+        backend,
+        proc.returncode,
+        stopped,
+        round(time.monotonic() - t0, 3),
+        timeout_s,
+    )
 
 
 def kill_group(pgid: int) -> None:
@@ -184,8 +261,18 @@ def kill_group(pgid: int) -> None:
         pass
 
 
-def outcome(folder: Path, model, config, knobs, shapes, backend, returncode: int | None, stopped: str | None,
-            seconds: float | None, timeout_s: float) -> ProbeRecord:
+def outcome(
+    folder: Path,
+    model,
+    config,
+    knobs,
+    shapes,
+    backend,
+    returncode: int | None,
+    stopped: str | None,
+    seconds: float | None,
+    timeout_s: float,
+) -> ProbeRecord:
     """The record of a probe that ended: its result file, else timeout, cancelled or crash. returncode None:
     the probe was adopted (not our child), so its exit status is unknown and a missing result is a crash
     unless its deadline passed."""
@@ -199,8 +286,16 @@ def outcome(folder: Path, model, config, knobs, shapes, backend, returncode: int
         return make_record(model, config, knobs, shapes, backend, stopped, "unknown", detail={"timeout_s": timeout_s})
     err = folder / "stderr.txt"
     tail = err.read_text(errors="replace").strip().splitlines()[-5:] if err.is_file() else []
-    return make_record(model, config, knobs, shapes, backend, "crash", "unknown",
-                       detail={"exit_status": returncode, "stderr_tail": tail, "wall_s": seconds})
+    return make_record(
+        model,
+        config,
+        knobs,
+        shapes,
+        backend,
+        "crash",
+        "unknown",
+        detail={"exit_status": returncode, "stderr_tail": tail, "wall_s": seconds},
+    )
 
 
 if __name__ == "__main__":

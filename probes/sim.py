@@ -19,6 +19,7 @@ Differences between the traced CPU code paths and CUDA's, and what the trace doe
 - MoE experts under the eager dispatch route by data: their tokens per expert are fixed by the plan's
   --expert-imbalance (probes.routing).
 """
+
 from __future__ import annotations
 
 import time
@@ -37,7 +38,7 @@ TRACE_LAYERS = (3, 4)
 class Trace:
     layers: int
     segments: dict  # (phase, position) -> (peak bytes, {category: bytes})
-    modules: dict   # module name -> activation bytes live at the start of backward
+    modules: dict  # module name -> activation bytes live at the start of backward
 
 
 @dataclass
@@ -48,9 +49,9 @@ class SimResult:
     layers: int
     traced_layers: tuple[int, ...]
     seconds: float
-    segments: dict = field(default_factory=dict)                  # every segment: {category: bytes}
-    layer_modules: dict[str, int] = field(default_factory=dict)   # per decoder layer, by module
-    other_modules: dict[str, int] = field(default_factory=dict)   # outside the decoder layers
+    segments: dict = field(default_factory=dict)  # every segment: {category: bytes}
+    layer_modules: dict[str, int] = field(default_factory=dict)  # per decoder layer, by module
+    other_modules: dict[str, int] = field(default_factory=dict)  # outside the decoder layers
 
     @property
     def phase(self) -> str:
@@ -111,12 +112,14 @@ def fake_model(case: Case, layers: int, mode, paths: str = "cuda"):
         if id(t) not in made:
             made[id(t)] = conv.from_meta_and_device(mode, t, torch.device("cpu"))
         return made[id(t)]
+
     for m in model.modules():
         for name, p in list(m._parameters.items()):
             if p is not None:
                 if id(p) not in made:
-                    made[id(p)] = torch.nn.Parameter(conv.from_meta_and_device(mode, p.data, torch.device("cpu")),
-                                                     requires_grad=p.requires_grad)
+                    made[id(p)] = torch.nn.Parameter(
+                        conv.from_meta_and_device(mode, p.data, torch.device("cpu")), requires_grad=p.requires_grad
+                    )
                 m._parameters[name] = made[id(p)]
         for name, b in list(m._buffers.items()):
             if b is not None:
@@ -160,14 +163,21 @@ def vision_terms(case: Case) -> dict[str, int]:
     if spec.vision is None or not case.image_tokens:
         return out
     k = case.knobs
-    out["activations"] = vision_activations_bytes(spec.vision, case.micro_batch, case.image_tokens,
-                                                  memory.activation_profile(k), k.checkpointing,
-                                                  trainable=not k.lora_rank and k.frozen == "none")
+    out["activations"] = vision_activations_bytes(
+        spec.vision,
+        case.micro_batch,
+        case.image_tokens,
+        memory.activation_profile(k),
+        k.checkpointing,
+        trainable=not k.lora_rank and k.frozen == "none",
+    )
     if memory.activation_profile(k) == "amp" and k.checkpointing == "off":
-        out["autocast"] = 2 * sum(t.numel for t in spec.tensors if t.role in ("vision", "projector") and len(t.shape) == 2)
+        out["autocast"] = 2 * sum(
+            t.numel for t in spec.tensors if t.role in ("vision", "projector") and len(t.shape) == 2
+        )
     if k.lora_rank == 0 and k.zero_stage == 0:
         roles = spec.params_by_role()
-        n = roles.get("vision", 0) + roles.get("projector", 0) - spec.frozen_params(k.frozen)    # --frozen: none
+        n = roles.get("vision", 0) + roles.get("projector", 0) - spec.frozen_params(k.frozen)  # --frozen: none
         w = memory.trainable_weight_bytes_per_param(k)
         out["grads"] = n * memory.grad_bytes_per_param(k)
         out["optimizer"] = int(n * memory.optimizer_state_bytes_per_param(k.optimizer, w))
@@ -184,7 +194,11 @@ def _add_vision(segments: dict, v: dict[str, int], grad_accum: int) -> None:
         cats["activations"] += v["activations"] if fwd_bwd else 0
         cats["temporaries"] += v["autocast"] if fwd_bwd else 0
         cats["optimizer"] += v["optimizer"]
-        if name[0] in ("optimizer", "other") or (name[0] == "backward" and name[1] == ("end", 0)) or (fwd_bwd and grad_accum > 1):
+        if (
+            name[0] in ("optimizer", "other")
+            or (name[0] == "backward" and name[1] == ("end", 0))
+            or (fwd_bwd and grad_accum > 1)
+        ):
             cats["grads"] += v["grads"]
         cats["temporaries"] += v["step_temp"] if name[0] == "optimizer" else 0
 
@@ -219,12 +233,15 @@ def simulate(case: Case, paths: str = "cuda", traced: tuple[int, int] = TRACE_LA
         used, modules = (depth,), tr.modules
     else:
         a, b = (trace(case, n, paths) for n in traced)
-        segments = {seg: {c: _line(a.segments[seg][1][c], b.segments[seg][1][c], *traced, depth) for c in CATEGORIES}
-                    for seg in a.segments.keys() & b.segments.keys()
-                    if not (seg[0] in ("forward", "backward") and seg[1][0] == "middle")}
+        segments = {
+            seg: {c: _line(a.segments[seg][1][c], b.segments[seg][1][c], *traced, depth) for c in CATEGORIES}
+            for seg in a.segments.keys() & b.segments.keys()
+            if not (seg[0] in ("forward", "backward") and seg[1][0] == "middle")
+        }
         used, modules = tuple(traced), b.modules
     _add_vision(segments, vision, case.grad_accum)
     seg = max(segments, key=lambda s: sum(segments[s].values()))
     lm, om = _split_modules(modules, used[-1])
-    return SimResult(sum(segments[seg].values()), segments[seg], seg, depth, used, time.perf_counter() - t0,
-                     segments, lm, om)
+    return SimResult(
+        sum(segments[seg].values()), segments[seg], seg, depth, used, time.perf_counter() - t0, segments, lm, om
+    )

@@ -5,6 +5,7 @@ inputs, and a step loop that tells the tracker where in the step it is.
 Worst case inputs: every sample is `seq_len` tokens (text and image tokens), and sample 0 ends in a
 padding token so that the padding mask is materialised, as in any padded batch.
 """
+
 from __future__ import annotations
 
 from contextlib import ExitStack, nullcontext
@@ -39,10 +40,15 @@ def build_model(case: Case, layers: int | None = None, paths: str = "cpu") -> to
     if case.image_tokens:
         raise ValueError("image inputs are not traced yet: VLM plans with image tokens stay analytic")
     k = case.knobs
-    model = recipe_model.build_model(case.config, k, layers=layers, device_type="cpu",
-                                     recompute=lambda: (nullcontext(), _Recompute(k, paths)),
-                                     quant_standin=not _bitsandbytes())
-    for name, m in model.named_modules():      # traced as CUDA runs it (_NoSdpaDropout)
+    model = recipe_model.build_model(
+        case.config,
+        k,
+        layers=layers,
+        device_type="cpu",
+        recompute=lambda: (nullcontext(), _Recompute(k, paths)),
+        quant_standin=not _bitsandbytes(),
+    )
+    for name, m in model.named_modules():  # traced as CUDA runs it (_NoSdpaDropout)
         if ".lora_dropout." in name and isinstance(m, torch.nn.Dropout):
             m.memplan_lora = True
     return model
@@ -78,7 +84,7 @@ def inputs(case: Case, vocab: int, device: str = "cpu") -> dict:
     b, s = case.micro_batch, case.seq_len
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(0, vocab, (b, s), generator=g)
-    if case.knobs.batching == "packed":     # one padding-free row of the micro-batch's samples
+    if case.knobs.batching == "packed":  # one padding-free row of the micro-batch's samples
         return packed_inputs(case, ids, device)
     mask = torch.ones(b, s, dtype=torch.long)
     mask[0, -1] = 0
@@ -140,7 +146,7 @@ class Progress:
         self.pending: dict[int, int] = {}
         self.done = 0
         self.drop_grads = drop_grads
-        self.backward_start_modules: dict[str, int] = {}   # activations by module as backward starts
+        self.backward_start_modules: dict[str, int] = {}  # activations by module as backward starts
         for i, layer in enumerate(self.layers):
             self.handles.append(layer.register_forward_hook(self._forward_done))
         owner = {id(p): i for i, layer in enumerate(self.layers) for p in layer.parameters() if p.requires_grad}
@@ -165,7 +171,7 @@ class Progress:
     def _grad(self, layer: int | None):
         def hook(p):
             if self.drop_grads:
-                p.grad = None        # DeepSpeed moves gradients into its own buffers
+                p.grad = None  # DeepSpeed moves gradients into its own buffers
             else:
                 self.t.retag(p.grad, "grads")
             if layer is not None:
@@ -173,6 +179,7 @@ class Progress:
                 if self.pending[layer] == 0:
                     self.done += 1
                     self.t.set_segment(("backward", position(self.done, self.n)))
+
         return hook
 
     def remove(self) -> None:
@@ -189,8 +196,9 @@ def autocast_for(k: Knobs, paths: str):
     return torch.autocast("cpu", dtype=HALF[k.precision])
 
 
-def train_steps(case: Case, model, tracker: LiveBytes, batch: dict, steps: int = 2, paths: str = "cuda",
-                n_layers: int | None = None) -> dict[str, int]:
+def train_steps(
+    case: Case, model, tracker: LiveBytes, batch: dict, steps: int = 2, paths: str = "cuda", n_layers: int | None = None
+) -> dict[str, int]:
     """Run `steps` optimizer steps (min(accum, 2) micro-steps each: more accumulate the same way),
     forgetting the peaks of all but the last. Under DeepSpeed's stages the optimizer and gradients
     are DeepSpeed's: gradients are dropped as they arrive and no optimizer runs. Returns the
@@ -254,15 +262,16 @@ def _mem_efficient_sdpa(q, k, v, mask, is_causal: bool, scale):
     save the s x s probabilities, which no CUDA run keeps (the sim's CUDA paths)."""
     from torch.overrides import _get_current_function_mode_stack
 
-    for mode in _get_current_function_mode_stack():       # the aten op is below the autocast replay: cast here
+    for mode in _get_current_function_mode_stack():  # the aten op is below the autocast replay: cast here
         if isinstance(mode, CudaAutocast):
             q, k, v = (x.to(mode.dtype) if x.dtype == torch.float32 else x for x in (q, k, v))
-    if mask is not None and mask.dtype == torch.bool:       # aten attention.cpp, convert_boolean_attn_mask
+    if mask is not None and mask.dtype == torch.bool:  # aten attention.cpp, convert_boolean_attn_mask
         mask = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill(~mask, float("-inf"))
     if mask is not None:
         mask = mask.expand(q.shape[0], q.shape[1], q.shape[2], k.shape[2])
-    out = torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, mask, True, 0.0, is_causal and mask is None,
-                                                                 scale=scale)
+    out = torch.ops.aten._scaled_dot_product_efficient_attention(
+        q, k, v, mask, True, 0.0, is_causal and mask is None, scale=scale
+    )
     return out[0]
 
 
@@ -283,16 +292,23 @@ class _NoSdpaDropout:
             kw["dropout_p"] = 0.0
             q, k, v = a[:3]
             if q.shape[-1] != v.shape[-1] and q.shape[-1] == k.shape[-1]:
-                return _mem_efficient_sdpa(q, k, v, kw.get("attn_mask", a[3] if len(a) > 3 else None),
-                                           kw.get("is_causal", False), kw.get("scale"))
+                return _mem_efficient_sdpa(
+                    q,
+                    k,
+                    v,
+                    kw.get("attn_mask", a[3] if len(a) > 3 else None),
+                    kw.get("is_causal", False),
+                    kw.get("scale"),
+                )
             return self._orig(*a, **kw)
 
         drop = self._drop
 
-        def dropout(module, x):     # PEFT's LoRA dropout only (build_model marks it); the model's own as before
+        def dropout(module, x):  # PEFT's LoRA dropout only (build_model marks it); the model's own as before
             if getattr(module, "memplan_lora", False) and module.training and module.p:
                 return torch.native_dropout(x, module.p, True)[0]
             return drop(module, x)
+
         F.scaled_dot_product_attention = sdpa
         torch.nn.Dropout.forward = dropout
         return self

@@ -16,6 +16,7 @@ once); one created elsewhere is a temporary of the current phase; callers retag 
 current segment of the step (`segment`); the tracker keeps each segment's peak and the live bytes
 per tag at that peak, which is what the sim probe extrapolates over layers.
 """
+
 from __future__ import annotations
 
 import weakref
@@ -34,7 +35,7 @@ def rounded_bytes(nbytes: int) -> int:
     return -(-nbytes // CUDA_ALLOCATOR_ROUND) * CUDA_ALLOCATOR_ROUND if nbytes else 0
 
 
-_ACTIVE: list[LiveBytes] = []   # trackers entered, innermost last
+_ACTIVE: list[LiveBytes] = []  # trackers entered, innermost last
 
 
 def _key(t: torch.Tensor) -> int:
@@ -50,9 +51,9 @@ class LiveBytes(TorchDispatchMode):
         self.peak = 0
         self.segment: object = None
         self.segments: dict[object, tuple[int, dict]] = {}  # segment -> (peak, live bytes per tag)
-        self.modules: list[str] = []                        # names of the module forwards running
-        self._refs: dict[int, int] = {}     # storage key -> live tensors referencing it
-        self._sizes: dict[int, int] = {}    # storage key -> rounded bytes
+        self.modules: list[str] = []  # names of the module forwards running
+        self._refs: dict[int, int] = {}  # storage key -> live tensors referencing it
+        self._sizes: dict[int, int] = {}  # storage key -> rounded bytes
         self._tags: dict[int, tuple[str, str]] = {}
         self._by_tag: dict[tuple[str, str], int] = defaultdict(int)
         self.phase = "forward"
@@ -136,8 +137,9 @@ class LiveBytes(TorchDispatchMode):
 
     # -- dispatch ---------------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        inputs = {_key(x) for x in tree_flatten((args, kwargs or {}))[0]
-                  if isinstance(x, torch.Tensor) and not x.is_meta}
+        inputs = {
+            _key(x) for x in tree_flatten((args, kwargs or {}))[0] if isinstance(x, torch.Tensor) and not x.is_meta
+        }
         out = func(*args, **(kwargs or {}))
         for x in tree_flatten(out)[0]:
             if isinstance(x, torch.Tensor) and not x.is_meta:
@@ -174,4 +176,4 @@ class RecomputeGuard:
 
     def __exit__(self, *exc):
         if self.tracker is not None:
-            del self.tracker.modules[self.depth:]
+            del self.tracker.modules[self.depth :]

@@ -1,6 +1,7 @@
 """The HF training recipe that the probes and the bundled trainer share, so that what a probe measures is
 what the trainer runs: half dtypes by precision, the transformers model from its config, the LoRA
 adapters, and the optimizers as they run on CUDA."""
+
 from __future__ import annotations
 
 import copy
@@ -14,7 +15,7 @@ def hf_config(cfg: dict, layers: int | None = None):
     """A transformers config from a config.json dict (cache off; optionally fewer decoder layers)."""
     import transformers
 
-    cfg = copy.deepcopy(cfg)     # transformers rewrites nested dicts (rope_scaling) in place
+    cfg = copy.deepcopy(cfg)  # transformers rewrites nested dicts (rope_scaling) in place
     model_type = cfg.pop("model_type")
     config = transformers.AutoConfig.for_model(model_type, **cfg)
     config.use_cache = False
@@ -36,10 +37,14 @@ def lora_config(knobs):
     from planner.model.modelspec import peft_target_modules, peft_target_parameters
 
     save = ["embed_tokens", "wte", "lm_head"] if knobs.lora_train_embeddings else None
-    return LoraConfig(r=knobs.lora_rank, lora_alpha=2 * knobs.lora_rank,
-                      target_modules=peft_target_modules(knobs.lora_targets) or [],
-                      target_parameters=peft_target_parameters(knobs.lora_targets),
-                      lora_dropout=knobs.lora_dropout, modules_to_save=save)
+    return LoraConfig(
+        r=knobs.lora_rank,
+        lora_alpha=2 * knobs.lora_rank,
+        target_modules=peft_target_modules(knobs.lora_targets) or [],
+        target_parameters=peft_target_parameters(knobs.lora_targets),
+        lora_dropout=knobs.lora_dropout,
+        modules_to_save=save,
+    )
 
 
 def make_optimizer(params: list, optimizer: str, lr: float = 1e-5) -> torch.optim.Optimizer:
@@ -66,8 +71,11 @@ def _bitsandbytes_optimizer(params: list, optimizer: str, lr: float) -> torch.op
         raise ValueError(f"optimizer {optimizer!r} needs bitsandbytes, which is not installed") from None
     if optimizer.startswith("paged") and not any(p.is_cuda for p in params):
         raise ValueError(f"optimizer {optimizer!r} pages its states through CUDA unified memory: it needs a GPU")
-    cls = {"adamw-8bit": bnb.optim.AdamW8bit, "paged-adamw": bnb.optim.PagedAdamW32bit,
-           "paged-adamw-8bit": bnb.optim.PagedAdamW8bit}[optimizer]
+    cls = {
+        "adamw-8bit": bnb.optim.AdamW8bit,
+        "paged-adamw": bnb.optim.PagedAdamW32bit,
+        "paged-adamw-8bit": bnb.optim.PagedAdamW8bit,
+    }[optimizer]
     return cls(params, lr=lr)
 
 
@@ -89,10 +97,16 @@ def shard_fsdp(model, knobs, device_type: str = "cpu"):
         mesh = init_device_mesh(device_type, (world // local, local), mesh_dim_names=("replicate", "shard"))
     else:
         mesh = init_device_mesh(device_type, (world,))
-    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if knobs.precision == "bf16" \
+    mp = (
+        MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        if knobs.precision == "bf16"
         else MixedPrecisionPolicy()
-    kw = {"mesh": mesh, "mp_policy": mp,
-          "offload_policy": CPUOffloadPolicy() if knobs.offload == "optimizer+params" else OffloadPolicy()}
+    )
+    kw = {
+        "mesh": mesh,
+        "mp_policy": mp,
+        "offload_policy": CPUOffloadPolicy() if knobs.offload == "optimizer+params" else OffloadPolicy(),
+    }
     units = set().union(*(m._no_split_modules or [] for m in model.modules() if isinstance(m, PreTrainedModel)))
     for module in [m for m in model.modules() if type(m).__name__ in units]:
         fully_shard(module, reshard_after_forward=knobs.fsdp != "grad-op", **kw)

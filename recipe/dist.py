@@ -1,5 +1,6 @@
 """Distributed launch helpers the probes and the bundled trainer share: a free local port for torchrun's
 rendezvous, DeepSpeed's init on CPU, and a DeepSpeed config for a client optimizer."""
+
 from __future__ import annotations
 
 import socket

@@ -13,6 +13,7 @@ optimizer stepped inside backward.
   logits are never whole: Liger's kernel on a GPU where liger-kernel imports, else a plain-torch form of it
   with Liger's chunk size (what the CPU tests run).
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -24,7 +25,7 @@ import torch.nn.functional as F
 
 from planner.estimate import recipe_terms
 
-FLASH_STANDIN = "memplan_varlen"   # the sim's and CPU's stand-in for flash-attention (same saved tensors)
+FLASH_STANDIN = "memplan_varlen"  # the sim's and CPU's stand-in for flash-attention (same saved tensors)
 
 
 def attn_implementation(knobs, device_type: str) -> str | None:
@@ -41,8 +42,15 @@ def _register_flash_standin() -> str:
     from transformers.masking_utils import AttentionMaskInterface
 
     def attend(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kw):
-        out = F.scaled_dot_product_attention(query, key, value, is_causal=True, scale=scaling, dropout_p=dropout,
-                                             enable_gqa=key.shape[1] != query.shape[1])
+        out = F.scaled_dot_product_attention(
+            query,
+            key,
+            value,
+            is_causal=True,
+            scale=scaling,
+            dropout_p=dropout,
+            enable_gqa=key.shape[1] != query.shape[1],
+        )
         return out.transpose(1, 2).contiguous(), None
 
     AttentionInterface.register(FLASH_STANDIN, attend)
@@ -51,8 +59,13 @@ def _register_flash_standin() -> str:
 
 
 # -- checkpointing -------------------------------------------------------------------------------------
-_SAVE_OPS = {"mm", "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention",
-             "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu"}
+_SAVE_OPS = {
+    "mm",
+    "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_cudnn_attention",
+    "_scaled_dot_product_flash_attention_for_cpu",
+}
 
 
 def selective_contexts(extra=None):
@@ -115,7 +128,7 @@ def offload_context(knobs, device_type: str):
     def pack(t):
         if isinstance(t, torch.nn.Parameter) or t.untyped_storage().nbytes() < recipe_terms.OFFLOAD_MIN_BYTES:
             return (None, t)
-        if isinstance(t, FakeTensor):   # the sim: the host copy holds no device memory; backward allocates anew
+        if isinstance(t, FakeTensor):  # the sim: the host copy holds no device memory; backward allocates anew
             return (t.device, (t.size(), t.stride(), t.dtype))
         host = torch.empty(t.size(), dtype=t.dtype, layout=t.layout, pin_memory=pin)
         host.copy_(t)
@@ -145,7 +158,9 @@ def _softcap(logits, cap):
 def chunked_loss_sum(hidden, head: torch.nn.Module, targets, softcap=None) -> torch.Tensor:
     """torchtune's chunked cross-entropy: the head and the fp32 loss over sequence chunks."""
     total = hidden.new_zeros((), dtype=torch.float32)
-    for h, y in zip(hidden.chunk(recipe_terms.CHUNKED_LOSS_CHUNKS, dim=1), targets.chunk(recipe_terms.CHUNKED_LOSS_CHUNKS, dim=1)):
+    for h, y in zip(
+        hidden.chunk(recipe_terms.CHUNKED_LOSS_CHUNKS, dim=1), targets.chunk(recipe_terms.CHUNKED_LOSS_CHUNKS, dim=1)
+    ):
         logits = _softcap(head(h).float(), softcap)
         total = total + F.cross_entropy(logits.flatten(0, 1), y.flatten(), ignore_index=-100, reduction="sum")
     return total
@@ -160,12 +175,12 @@ class FusedLinearCrossEntropy(torch.autograd.Function):
         grad_h = torch.empty_like(hidden)
         grad_w = torch.zeros_like(weight) if weight.requires_grad else None
         loss = hidden.new_zeros((), dtype=torch.float32)
-        w = weight.to(dtype)    # the matmul dtype, cast once (autocast's cached copy)
+        w = weight.to(dtype)  # the matmul dtype, cast once (autocast's cached copy)
         for start in range(0, hidden.shape[0], chunk):
-            h, y = hidden[start:start + chunk].to(dtype), targets[start:start + chunk]
+            h, y = hidden[start : start + chunk].to(dtype), targets[start : start + chunk]
             raw = (h @ w.t()).float()
             logits = _softcap(raw, softcap)
-            valid = (y != -100)
+            valid = y != -100
             safe = y.clamp(min=0)
             lse = torch.logsumexp(logits, dim=-1)
             loss = loss + ((lse - logits.gather(1, safe[:, None])[:, 0]) * valid).sum()
@@ -175,15 +190,15 @@ class FusedLinearCrossEntropy(torch.autograd.Function):
             if softcap:
                 grad.mul_(1 - (logits / softcap) ** 2)
             grad = grad.to(h.dtype)
-            grad_h[start:start + chunk] = (grad @ w).to(grad_h.dtype)
+            grad_h[start : start + chunk] = (grad @ w).to(grad_h.dtype)
             if grad_w is not None:
-                grad_w.addmm_(grad.t().to(grad_w.dtype), h.to(grad_w.dtype))    # in place, as Liger's addmm
+                grad_w.addmm_(grad.t().to(grad_w.dtype), h.to(grad_w.dtype))  # in place, as Liger's addmm
         ctx.save_for_backward(grad_h, grad_w)
         return loss
 
     @staticmethod
     def backward(ctx, g):
-        grad_h, grad_w = ctx.saved_tensors     # scaled in place, as Liger does: no second copy of either
+        grad_h, grad_w = ctx.saved_tensors  # scaled in place, as Liger does: no second copy of either
         return grad_h.mul_(g), None if grad_w is None else grad_w.mul_(g), None, None, None, None
 
 
@@ -192,14 +207,22 @@ def fused_loss_sum(hidden, head: torch.nn.Module, targets, softcap=None, dtype=N
     from planner.model.modelspec import TextSpec
 
     h2 = hidden.flatten(0, 1)
-    spec = TextSpec(hidden=h2.shape[1], layers=1, heads=1, kv_heads=1, head_dim=1, intermediate=1,
-                    vocab=head.weight.shape[0], tied=False, max_positions=0)
+    spec = TextSpec(
+        hidden=h2.shape[1],
+        layers=1,
+        heads=1,
+        kv_heads=1,
+        head_dim=1,
+        intermediate=1,
+        vocab=head.weight.shape[0],
+        tied=False,
+        max_positions=0,
+    )
     liger = _liger_loss(softcap) if h2.is_cuda else None
-    if liger is not None:       # Liger's Triton kernel where it imports (a GPU host)
+    if liger is not None:  # Liger's Triton kernel where it imports (a GPU host)
         return liger(head.weight, h2.to(dtype or head.weight.dtype), targets.flatten())
     chunk = recipe_terms.fused_chunk_tokens(h2.shape[0], spec)
-    return FusedLinearCrossEntropy.apply(h2, head.weight, targets.flatten(), chunk, softcap,
-                                         dtype or head.weight.dtype)
+    return FusedLinearCrossEntropy.apply(h2, head.weight, targets.flatten(), chunk, softcap, dtype or head.weight.dtype)
 
 
 def _liger_loss(softcap):
@@ -240,8 +263,11 @@ def pack(ids: list[list[int]]) -> dict:
         if start:
             labels[start] = -100
         start += len(s)
-    return {"input_ids": torch.tensor([flat]), "position_ids": torch.tensor([positions]),
-            "labels": torch.tensor([labels])}
+    return {
+        "input_ids": torch.tensor([flat]),
+        "position_ids": torch.tensor([positions]),
+        "labels": torch.tensor([labels]),
+    }
 
 
 def step_context(knobs, device_type: str):
@@ -271,9 +297,10 @@ class InBackward(torch.optim.Optimizer):
         def step(p):
             opt.step()
             p.grad = None
+
         return step
 
-    def step(self, closure=None):   # every parameter was stepped in backward
+    def step(self, closure=None):  # every parameter was stepped in backward
         return None
 
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -339,11 +366,18 @@ def quantize_base(model, knobs, fake: bool) -> None:
 def _bnb_linear(linear: torch.nn.Linear, quant: str):
     import bitsandbytes as bnb
 
-    q = bnb.nn.Linear4bit(linear.in_features, linear.out_features, bias=linear.bias is not None,
-                          compute_dtype=linear.weight.dtype, compress_statistics=True, quant_type=quant,
-                          device="meta")
-    q.weight = bnb.nn.Params4bit(linear.weight.data, requires_grad=False, compress_statistics=True,
-                                 quant_type=quant, blocksize=64)
+    q = bnb.nn.Linear4bit(
+        linear.in_features,
+        linear.out_features,
+        bias=linear.bias is not None,
+        compute_dtype=linear.weight.dtype,
+        compress_statistics=True,
+        quant_type=quant,
+        device="meta",
+    )
+    q.weight = bnb.nn.Params4bit(
+        linear.weight.data, requires_grad=False, compress_statistics=True, quant_type=quant, blocksize=64
+    )
     if linear.bias is not None:
         q.bias = torch.nn.Parameter(linear.bias.data, requires_grad=False)
     return q.to(linear.weight.device)

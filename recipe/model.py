@@ -2,6 +2,7 @@
 what `planner train` holds): the weights' dtype by the planner's rule, the family's model class, the attention
 implementation, the LoRA adapters, the QLoRA base and the checkpointing. What only one of them needs comes in as
 an argument: the trainer's local weights, the probes' recomputation context and their 4-bit stand-ins."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -33,8 +34,16 @@ def weight_dtype(knobs) -> torch.dtype:
     return half
 
 
-def build_model(config: dict, knobs, *, layers: int | None = None, weights: Path | None = None,
-                device_type: str = "cpu", recompute=None, quant_standin: bool = False) -> torch.nn.Module:
+def build_model(
+    config: dict,
+    knobs,
+    *,
+    layers: int | None = None,
+    weights: Path | None = None,
+    device_type: str = "cpu",
+    recompute=None,
+    quant_standin: bool = False,
+) -> torch.nn.Module:
     """The plan's model in train mode, on the current default device (the meta device: the sim's build).
 
     `config`: the model's config.json dict; `layers`: fewer decoder layers; `weights`: a local HF folder whose
@@ -45,8 +54,11 @@ def build_model(config: dict, knobs, *, layers: int | None = None, weights: Path
     import transformers
 
     cfg = hf_config(config, layers)
-    auto = (transformers.AutoModelForImageTextToText if cfg.get_text_config() is not cfg
-            else transformers.AutoModelForCausalLM)
+    auto = (
+        transformers.AutoModelForImageTextToText
+        if cfg.get_text_config() is not cfg
+        else transformers.AutoModelForCausalLM
+    )
     kw = {"dtype": weight_dtype(knobs)}
     impl = recipe_knobs.attn_implementation(knobs, device_type)
     if impl:

@@ -6,6 +6,7 @@ datasets of exactly the planned lengths, a built-in reward (format: completions 
 period score higher) or the user's `module:function`, and the GRPOConfig / DPOConfig fields the plan exports
 (planner.export.export.trl_args) with its batch split and precision.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -26,8 +27,14 @@ def tokenizer():
     vocab = {t: i for i, t in enumerate(SPECIAL + WORDS)}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", bos_token="<s>",
-                                   eos_token="</s>", padding_side="left")
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        pad_token="[PAD]",
+        unk_token="[UNK]",
+        bos_token="<s>",
+        eos_token="</s>",
+        padding_side="left",
+    )
     return fast
 
 
@@ -44,9 +51,13 @@ def prompts(n: int, tokens: int):
 def pairs(n: int, prompt_tokens: int, completion_tokens: int):
     from datasets import Dataset
 
-    return Dataset.from_dict({"prompt": [words(prompt_tokens, i) for i in range(n)],
-                              "chosen": [words(completion_tokens, i + 1) for i in range(n)],
-                              "rejected": [words(completion_tokens, i + 2) for i in range(n)]})
+    return Dataset.from_dict(
+        {
+            "prompt": [words(prompt_tokens, i) for i in range(n)],
+            "chosen": [words(completion_tokens, i + 1) for i in range(n)],
+            "rejected": [words(completion_tokens, i + 2) for i in range(n)],
+        }
+    )
 
 
 def format_reward(completions, **_):
@@ -62,17 +73,41 @@ def reward_function(spec: str | None):
     return getattr(importlib.import_module(module), name)
 
 
-def config(kind: str, out_dir: str, trl_fields: dict, micro_batch: int, grad_accum: int, precision: str,
-           checkpointing: bool, steps: int, seed: int = 0, worst_case: bool = False, **extra):
+def config(
+    kind: str,
+    out_dir: str,
+    trl_fields: dict,
+    micro_batch: int,
+    grad_accum: int,
+    precision: str,
+    checkpointing: bool,
+    steps: int,
+    seed: int = 0,
+    worst_case: bool = False,
+    **extra,
+):
     """GRPOConfig / DPOConfig for the plan; worst_case: completions are never cut short by an end token (the
     memory the plan is made for)."""
     from trl import DPOConfig, GRPOConfig
 
-    common = dict(output_dir=out_dir, per_device_train_batch_size=micro_batch, gradient_accumulation_steps=grad_accum,
-                  max_steps=steps, learning_rate=extra.pop("learning_rate", 1e-5), logging_steps=1, save_strategy="no", report_to=[], seed=seed,
-                  bf16=precision == "bf16", fp16=precision == "fp16", gradient_checkpointing=checkpointing,
-                  use_cpu=os.environ.get("CUDA_VISIBLE_DEVICES") == "" or not _cuda(), disable_tqdm=True,
-                  dataloader_num_workers=0, **extra)
+    common = dict(
+        output_dir=out_dir,
+        per_device_train_batch_size=micro_batch,
+        gradient_accumulation_steps=grad_accum,
+        max_steps=steps,
+        learning_rate=extra.pop("learning_rate", 1e-5),
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        seed=seed,
+        bf16=precision == "bf16",
+        fp16=precision == "fp16",
+        gradient_checkpointing=checkpointing,
+        use_cpu=os.environ.get("CUDA_VISIBLE_DEVICES") == "" or not _cuda(),
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        **extra,
+    )
     if kind == "grpo":
         fields = dict(trl_fields)
         if worst_case:
@@ -96,18 +131,24 @@ def trainer(kind: str, model, args, train_dataset, reward: str | None = None, pe
         model = AutoModelForCausalLM.from_pretrained(model, dtype=dtype, local_files_only=True)
     tok = tokenizer()
     if kind == "grpo":
-        t = GRPOTrainer(model=model, reward_funcs=reward_function(reward), args=args, train_dataset=train_dataset,
-                        processing_class=tok, peft_config=peft_config)
+        t = GRPOTrainer(
+            model=model,
+            reward_funcs=reward_function(reward),
+            args=args,
+            train_dataset=train_dataset,
+            processing_class=tok,
+            peft_config=peft_config,
+        )
     else:
-        t = DPOTrainer(model=model, args=args, train_dataset=train_dataset, processing_class=tok,
-                       peft_config=peft_config)
+        t = DPOTrainer(
+            model=model, args=args, train_dataset=train_dataset, processing_class=tok, peft_config=peft_config
+        )
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-    t.remove_callback(PrinterCallback)      # one short line per step on stderr instead of every metric on stdout
+    t.remove_callback(PrinterCallback)  # one short line per step on stderr instead of every metric on stdout
     t.remove_callback(ProgressCallback)
     t.add_callback(StepLine())
     return t
-
 
 
 class StepLine(TrainerCallback):
@@ -116,5 +157,8 @@ class StepLine(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kw):
         if state.is_world_process_zero and logs and "loss" in logs:
             extra = f" reward {float(logs['reward']):.4g}" if "reward" in logs else ""
-            print(f"step {state.global_step}/{state.max_steps} loss {float(logs['loss']):.4g}{extra}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"step {state.global_step}/{state.max_steps} loss {float(logs['loss']):.4g}{extra}",
+                file=sys.stderr,
+                flush=True,
+            )

@@ -3,6 +3,7 @@ list under "data"), CSV (a header row), Parquet (read a record batch at a time, 
 extra), and a folder written by `datasets`' `save_to_disk` (memory-mapped, read a batch at a time; of a
 DatasetDict, its "train" split). Each row comes with its line number (the array index for JSON), and
 every problem is a BadInput naming the file, the line and what is wrong."""
+
 from __future__ import annotations
 
 import csv
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from planner.errors import BadInput
 
-MAX_LINE_BYTES = 64 * 2**20     # a longer line is refused, not read into memory whole
+MAX_LINE_BYTES = 64 * 2**20  # a longer line is refused, not read into memory whole
 FORMATS = ("jsonl", "json", "csv", "parquet")
 PARQUET_BATCH_ROWS = 4096
 
@@ -21,8 +22,9 @@ def file_format(path: Path) -> str:
     suffix = path.suffix.lower().lstrip(".")
     fmt = {"jsonl": "jsonl", "ndjson": "jsonl", "json": "json", "csv": "csv", "parquet": "parquet"}.get(suffix)
     if fmt is None:
-        raise BadInput(f"DATA {str(path)!r}: unknown format '.{suffix}'; accepted: .jsonl, .json, .csv, .parquet",
-                       "data")
+        raise BadInput(
+            f"DATA {str(path)!r}: unknown format '.{suffix}'; accepted: .jsonl, .json, .csv, .parquet", "data"
+        )
     return fmt
 
 
@@ -95,8 +97,9 @@ def _parquet(path: Path) -> Iterator[tuple[int, dict]]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise BadInput(f"DATA {str(path)!r}: reading Parquet needs pyarrow (pip install 'memplan[scan]')",
-                       "data") from None
+        raise BadInput(
+            f"DATA {str(path)!r}: reading Parquet needs pyarrow (pip install 'memplan[scan]')", "data"
+        ) from None
     try:
         f = pq.ParquetFile(path)
     except Exception as e:  # noqa: BLE001 (pyarrow raises its own ArrowInvalid / OSError kinds)
@@ -114,13 +117,15 @@ def _saved_dataset(path: Path) -> Iterator[tuple[int, dict]]:
     try:
         import datasets
     except ImportError:
-        raise BadInput(f"DATA {str(path)!r}: reading a saved dataset needs `datasets` (pip install datasets)",
-                       "data") from None
+        raise BadInput(
+            f"DATA {str(path)!r}: reading a saved dataset needs `datasets` (pip install datasets)", "data"
+        ) from None
     ds = datasets.load_from_disk(str(path))
     if isinstance(ds, datasets.DatasetDict):
         if "train" not in ds:
-            raise BadInput(f"DATA {str(path)!r}: a DatasetDict without a 'train' split (it has: "
-                           f"{', '.join(ds)})", "data")
+            raise BadInput(
+                f"DATA {str(path)!r}: a DatasetDict without a 'train' split (it has: {', '.join(ds)})", "data"
+            )
         ds = ds["train"]
     n = 0
     for batch in ds.iter(batch_size=PARQUET_BATCH_ROWS):

@@ -1,5 +1,6 @@
 """One pass over a dataset: every row's text tokens and image tokens, in bounded memory (4 bytes a row per
 array), with the tokenizer called on batches of rows; then the distribution."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -20,12 +21,19 @@ def load_tokenizer(folder: str):
     try:
         return AutoTokenizer.from_pretrained(folder, local_files_only=True)
     except (OSError, ValueError) as e:
-        raise BadInput(f"--tokenizer {folder!r}: not a tokenizer folder ({str(e).splitlines()[0][:160]})",
-                       "tokenizer") from None
+        raise BadInput(
+            f"--tokenizer {folder!r}: not a tokenizer folder ({str(e).splitlines()[0][:160]})", "tokenizer"
+        ) from None
 
 
-def scan(path: str, tokenizer: str | None, image: str = "qwen2-vl", min_pixels: int | None = None,
-         max_pixels: int | None = None, progress: Callable[[int], None] | None = None) -> Lengths:
+def scan(
+    path: str,
+    tokenizer: str | None,
+    image: str = "qwen2-vl",
+    min_pixels: int | None = None,
+    max_pixels: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Lengths:
     """Pre-tokenized rows ({"input_ids": [...]}, as the bundled trainer reads them) need no tokenizer."""
     from scan.tokens import QWEN2_VL_MAX_PIXELS, QWEN2_VL_MIN_PIXELS
 
@@ -39,8 +47,11 @@ def scan(path: str, tokenizer: str | None, image: str = "qwen2-vl", min_pixels: 
             out.kind = kind
             if kind != "input_ids":
                 if tokenizer is None:
-                    raise BadInput(f"--data {path!r} holds {kind} rows: give --tokenizer DIR (a local tokenizer "
-                                   "folder) to count their tokens", "tokenizer")
+                    raise BadInput(
+                        f"--data {path!r} holds {kind} rows: give --tokenizer DIR (a local tokenizer "
+                        "folder) to count their tokens",
+                        "tokenizer",
+                    )
                 tok = load_tokenizer(tokenizer)
         elif kind != out.kind:
             raise BadInput(f"{where}: a '{kind}' row where the rows before are '{out.kind}'", "data")
@@ -84,7 +95,7 @@ def _flush(tok, pending: list, out: Lengths, progress) -> None:
     # a chat template renders the special tokens itself; plain text gets the tokenizer's own
     chat = out.kind == "messages"
     texts = _render(tok, pending) if chat else [t for _, t in pending]
-    backend = getattr(tok, "_tokenizer", None)      # a fast tokenizer's Rust side: batches without Python objects
+    backend = getattr(tok, "_tokenizer", None)  # a fast tokenizer's Rust side: batches without Python objects
     if backend is not None:
         out.text.extend(len(e.ids) for e in backend.encode_batch(texts, add_special_tokens=not chat))
     else:
@@ -98,12 +109,18 @@ def distribution(values) -> dict:
     xs = sorted(values)
     if not xs:
         return {}
-    pick = {f"p{q}": xs[min(len(xs) - 1, -(-q * len(xs) // 100) - 1)] for q in PERCENTILES}    # nearest rank
+    pick = {f"p{q}": xs[min(len(xs) - 1, -(-q * len(xs) // 100) - 1)] for q in PERCENTILES}  # nearest rank
     return {"rows": len(xs), "mean": round(sum(xs) / len(xs), 1), **pick, "max": xs[-1]}
 
 
 def summary(lengths: Lengths) -> dict:
     total = lengths.totals()
-    return {"kind": lengths.kind, "rows": len(lengths.text), "images": lengths.images,
-            "text_tokens": distribution(lengths.text), "image_tokens": distribution(lengths.image),
-            "tokens": distribution(total), "longest_row": max(range(len(total)), key=total.__getitem__) + 1}
+    return {
+        "kind": lengths.kind,
+        "rows": len(lengths.text),
+        "images": lengths.images,
+        "text_tokens": distribution(lengths.text),
+        "image_tokens": distribution(lengths.image),
+        "tokens": distribution(total),
+        "longest_row": max(range(len(total)), key=total.__getitem__) + 1,
+    }

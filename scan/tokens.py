@@ -20,6 +20,7 @@ Image rules:
   models/internvl/processing_internvl.py image_seq_length, transformers 5.23; restated here).
 - fixed:N (LLaVA-style towers): N tokens per image.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,16 +31,23 @@ from pathlib import Path
 
 from planner.errors import BadInput
 
-QWEN2_VL_MIN_PIXELS = 56 * 56           # Qwen2VLImageProcessor's defaults (size shortest/longest edge)
+QWEN2_VL_MIN_PIXELS = 56 * 56  # Qwen2VLImageProcessor's defaults (size shortest/longest edge)
 QWEN2_VL_MAX_PIXELS = 28 * 28 * 1280
-BATCH_ROWS = 1024                       # rows tokenized in one call of the (Rust) tokenizer
+BATCH_ROWS = 1024  # rows tokenized in one call of the (Rust) tokenizer
 
 
-def smart_resize(height: int, width: int, factor: int = 28, min_pixels: int = QWEN2_VL_MIN_PIXELS,
-                 max_pixels: int = QWEN2_VL_MAX_PIXELS) -> tuple[int, int]:
+def smart_resize(
+    height: int,
+    width: int,
+    factor: int = 28,
+    min_pixels: int = QWEN2_VL_MIN_PIXELS,
+    max_pixels: int = QWEN2_VL_MAX_PIXELS,
+) -> tuple[int, int]:
     """transformers' qwen2_vl smart_resize (see the module docstring), the aspect-ratio check included."""
     if max(height, width) / min(height, width) > 200:
-        raise ValueError(f"absolute aspect ratio must be smaller than 200, got {max(height, width) / min(height, width)}")
+        raise ValueError(
+            f"absolute aspect ratio must be smaller than 200, got {max(height, width) / min(height, width)}"
+        )
     h_bar, w_bar = round(height / factor) * factor, round(width / factor) * factor
     if h_bar * w_bar > max_pixels:
         beta = math.sqrt((height * width) / max_pixels)
@@ -52,22 +60,25 @@ def smart_resize(height: int, width: int, factor: int = 28, min_pixels: int = QW
     return h_bar, w_bar
 
 
-def qwen2_vl_image_tokens(width: int, height: int, min_pixels: int = QWEN2_VL_MIN_PIXELS,
-                          max_pixels: int = QWEN2_VL_MAX_PIXELS) -> int:
+def qwen2_vl_image_tokens(
+    width: int, height: int, min_pixels: int = QWEN2_VL_MIN_PIXELS, max_pixels: int = QWEN2_VL_MAX_PIXELS
+) -> int:
     h, w = smart_resize(height, width, 28, min_pixels, max_pixels)
     return (h // 14) * (w // 14) // 4
 
 
 INTERNVL_TILE = 448
-INTERNVL_TOKENS_PER_TILE = 256      # (448 / 14)^2 patches, pixel-shuffled by 0.5 per side
+INTERNVL_TOKENS_PER_TILE = 256  # (448 / 14)^2 patches, pixel-shuffled by 0.5 per side
 
 
 def internvl_tiles(width: int, height: int, max_tiles: int = 12, min_tiles: int = 1) -> int:
     """Tiles InternVL's processor makes of an image (the thumbnail included): get_optimal_tiled_canvas."""
     if max_tiles <= 1:
         return 1
-    grids = sorted(((c, r) for c in range(1, max_tiles + 1) for r in range(1, max_tiles + 1)
-                    if min_tiles <= c * r <= max_tiles), key=lambda g: g[0] * g[1])
+    grids = sorted(
+        ((c, r) for c in range(1, max_tiles + 1) for r in range(1, max_tiles + 1) if min_tiles <= c * r <= max_tiles),
+        key=lambda g: g[0] * g[1],
+    )
     aspect, area = width / height, width * height
     best, best_diff = (1, 1), float("inf")
     for c, r in grids:
@@ -93,8 +104,11 @@ def image_rule(spec: str, min_pixels: int, max_pixels: int) -> Callable[[int, in
     if spec.startswith("fixed:") and spec[6:].isdigit() and int(spec[6:]) > 0:
         n = int(spec[6:])
         return lambda w, h: n
-    raise BadInput(f"--image-rule {spec!r}: accepted: qwen2-vl, internvl, internvl:N (at most N tiles, 1 to 64), "
-                   "fixed:N (N tokens per image)", "image_rule")
+    raise BadInput(
+        f"--image-rule {spec!r}: accepted: qwen2-vl, internvl, internvl:N (at most N tiles, 1 to 64), "
+        "fixed:N (N tokens per image)",
+        "image_rule",
+    )
 
 
 @dataclass
@@ -136,8 +150,12 @@ def kind_of(row: dict, where: str) -> str:
         return "text"
     if "input_ids" in row:
         return "input_ids"
-    raise BadInput(f"{where}: no 'text', 'prompt'+'completion', 'messages' or 'input_ids' field (it has: "
-                   + ", ".join(sorted(row)[:8]) + ")", "data")
+    raise BadInput(
+        f"{where}: no 'text', 'prompt'+'completion', 'messages' or 'input_ids' field (it has: "
+        + ", ".join(sorted(row)[:8])
+        + ")",
+        "data",
+    )
 
 
 def token_ids_length(row: dict, where: str) -> int:
@@ -167,7 +185,7 @@ def _header_size(path: Path, where: str) -> tuple[int, int]:
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(path) as im:        # reads the header only; the pixels are never decoded
+        with Image.open(path) as im:  # reads the header only; the pixels are never decoded
             return im.size
     except (OSError, UnidentifiedImageError) as e:
         raise BadInput(f"{where}: image {str(path)!r} cannot be read ({e.__class__.__name__})", "data") from None

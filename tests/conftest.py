@@ -77,11 +77,11 @@ def nothing_leaks():
     os.environ["TMPDIR"], tempfile.tempdir = own, own
     before = _memplan_temp()
     yield
-    deadline = time.monotonic() + 15        # grace for what is shutting down (a server's last probe)
+    deadline = time.monotonic() + 15  # grace for what is shutting down (a server's last probe)
     while (left := live_descendants(os.getpid())) and time.monotonic() < deadline:
         time.sleep(0.25)
         try:
-            while os.waitpid(-1, os.WNOHANG)[0]:    # reap what reparented to us and ended
+            while os.waitpid(-1, os.WNOHANG)[0]:  # reap what reparented to us and ended
                 pass
         except ChildProcessError:
             pass

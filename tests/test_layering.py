@@ -1,6 +1,7 @@
 """The architecture's import rules (docs/ARCHITECTURE.md): each layer imports only the layers below it (ALLOWED),
 no two layers and no two files import each other, directly or through others (an AST walk over every import, lazy
 ones too)."""
+
 import ast
 from pathlib import Path
 
@@ -32,7 +33,7 @@ def _graph() -> dict[str, set[str]]:
     for mod, path in files.items():
         deps = set()
         for name in _imports(path):
-            while name and name not in files:       # `from a.b import c`: the module a.b (or a.b.c itself)
+            while name and name not in files:  # `from a.b import c`: the module a.b (or a.b.c itself)
                 name = name.rpartition(".")[0]
             if name and name != mod and not mod.startswith(name + ".") and name != mod.rpartition(".")[0]:
                 deps.add(name)
@@ -43,9 +44,15 @@ def _graph() -> dict[str, set[str]]:
 # Each layer and the layers it may import (docs/ARCHITECTURE.md): the core imports nothing above it; recipe/ and
 # scan/ stand on the core; probes/ on the recipe; the trainer on the recipe and scan/ (never on probes/ or a face);
 # the API on probes/ and scan/ (never on the CLI); the CLI face on everything (it launches the trainer and the API).
-ALLOWED = {"core": set(), "recipe": {"core"}, "scan": {"core"}, "probes": {"core", "recipe"},
-           "trainer": {"core", "recipe", "scan"}, "api": {"core", "probes", "scan"},
-           "face": {"core", "recipe", "scan", "probes", "trainer", "api"}}
+ALLOWED = {
+    "core": set(),
+    "recipe": {"core"},
+    "scan": {"core"},
+    "probes": {"core", "recipe"},
+    "trainer": {"core", "recipe", "scan"},
+    "api": {"core", "probes", "scan"},
+    "face": {"core", "recipe", "scan", "probes", "trainer", "api"},
+}
 
 
 def layer(module: str) -> str:
@@ -56,13 +63,14 @@ def layer(module: str) -> str:
 
 def forbidden(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
     """(importer, imported) for every import across layers that ALLOWED does not list."""
-    return sorted((m, d) for m, deps in graph.items() for d in deps
-                  if layer(m) != layer(d) and layer(d) not in ALLOWED[layer(m)])
+    return sorted(
+        (m, d) for m, deps in graph.items() for d in deps if layer(m) != layer(d) and layer(d) not in ALLOWED[layer(m)]
+    )
 
 
 def test_every_import_across_layers_is_allowed():
     """Core -> anything above, API -> CLI, trainer -> CLI or probes, probes -> API: each is a failure."""
-    assert set(ALLOWED) == {layer(m) for m in _graph()}     # every package has its row
+    assert set(ALLOWED) == {layer(m) for m in _graph()}  # every package has its row
     bad = forbidden(_graph())
     assert not bad, bad
 
@@ -70,15 +78,18 @@ def test_every_import_across_layers_is_allowed():
 def test_a_planted_forbidden_import_is_caught():
     """The checker itself: an API -> CLI import (the cycle api/deps.py had) and a core -> probes one fail it."""
     graph = _graph()
-    planted = {**graph, "api.deps": graph["api.deps"] | {"planner.cli.common"},
-               "planner.search.search": graph["planner.search.search"] | {"probes.run"}}
+    planted = {
+        **graph,
+        "api.deps": graph["api.deps"] | {"planner.cli.common"},
+        "planner.search.search": graph["planner.search.search"] | {"probes.run"},
+    }
     assert forbidden(planted) == [("api.deps", "planner.cli.common"), ("planner.search.search", "probes.run")]
 
 
 def test_no_cycle_between_layers():
     edges = {(layer(m), layer(d)) for m, deps in _graph().items() for d in deps if layer(m) != layer(d)}
     reach = {a: {b for x, b in edges if x == a} for a in ALLOWED}
-    for _ in ALLOWED:       # transitive closure
+    for _ in ALLOWED:  # transitive closure
         reach = {a: bs | {c for b in bs for c in reach.get(b, ())} for a, bs in reach.items()}
     assert not [a for a, bs in reach.items() if a in bs], reach
 
@@ -90,7 +101,7 @@ def test_no_import_cycle_between_files():
         state[m] = "open"
         for d in graph.get(m, ()):
             if state.get(d) == "open":
-                cycles.append(stack[stack.index(d):] + [d])
+                cycles.append(stack[stack.index(d) :] + [d])
             elif d not in state:
                 visit(d, [*stack, d])
         state[m] = "done"
@@ -103,7 +114,15 @@ def test_no_import_cycle_between_files():
 
 # Inside the core, the stages of a request, lowest first (docs/ARCHITECTURE.md): a stage imports only the ones
 # before it; search, evidence and export are siblings that never import each other (advise hands each what it needs).
-CORE_STAGES = [{"errors"}, {"frameworks"}, {"config"}, {"model"}, {"estimate"}, {"search", "evidence", "export"}, {"advise"}]
+CORE_STAGES = [
+    {"errors"},
+    {"frameworks"},
+    {"config"},
+    {"model"},
+    {"estimate"},
+    {"search", "evidence", "export"},
+    {"advise"},
+]
 
 
 def stage(module: str) -> int | None:
@@ -114,19 +133,27 @@ def stage(module: str) -> int | None:
 
 
 def core_backward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
-    return sorted((m, d) for m, deps in graph.items() for d in deps
-                  if stage(m) is not None and stage(d) is not None and m.split(".")[1] != d.split(".")[1]
-                  and stage(d) >= stage(m))
+    return sorted(
+        (m, d)
+        for m, deps in graph.items()
+        for d in deps
+        if stage(m) is not None and stage(d) is not None and m.split(".")[1] != d.split(".")[1] and stage(d) >= stage(m)
+    )
 
 
 def test_the_core_imports_its_stages_one_way():
     graph = _graph()
     assert {m.split(".")[1] for m in graph if stage(m) is not None} == set().union(*CORE_STAGES) - {"__init__"}
     assert not core_backward(graph), core_backward(graph)
-    planted = {**graph, "planner.config.spec": graph["planner.config.spec"] | {"planner.search.search"},
-               "planner.search.search": graph["planner.search.search"] | {"planner.export.export"}}
-    assert core_backward(planted) == [("planner.config.spec", "planner.search.search"),
-                                      ("planner.search.search", "planner.export.export")]
+    planted = {
+        **graph,
+        "planner.config.spec": graph["planner.config.spec"] | {"planner.search.search"},
+        "planner.search.search": graph["planner.search.search"] | {"planner.export.export"},
+    }
+    assert core_backward(planted) == [
+        ("planner.config.spec", "planner.search.search"),
+        ("planner.search.search", "planner.export.export"),
+    ]
 
 
 def test_a_suggest_request_flows_one_way():
@@ -142,4 +169,4 @@ def test_a_suggest_request_flows_one_way():
     req = advise.parse(advise.SuggestRequest, flow.BODY)
     counts = flow.flow(lambda: advise.suggest(req))
     assert counts["reentries"] == {}, counts["reentries"]
-    assert counts["entries"]["planner.export.launch"] == 1      # launch material: made in one place, once
+    assert counts["entries"]["planner.export.launch"] == 1  # launch material: made in one place, once

@@ -1,5 +1,6 @@
 """The pages never show an output their command does not print now, and never link to nothing: README.md and every
 docs/*.md page, one test each, so a failure names the page (docs/readme.py; `make docs` rewrites the blocks)."""
+
 import re
 import subprocess
 import sys
@@ -28,12 +29,17 @@ def test_the_check_fails_on_a_stale_block(tmp_path):
     stale = "text\n<!-- docs: planner gpus -->\n```\nGPU catalog: one made-up row\n```\nmore\n"
     new, changed = readme.rendered(stale, tmp_path)
     assert changed == ["planner gpus"] and "h100-80gb" in new and "made-up" not in new
-    assert readme.rendered(new, tmp_path)[1] == []          # written once, it matches
+    assert readme.rendered(new, tmp_path)[1] == []  # written once, it matches
 
 
 def test_the_command_line_reports_each_page_it_is_given():
-    r = subprocess.run([sys.executable, str(ROOT / "docs" / "readme.py"), "--check", str(ROOT / "docs" / "ARCHITECTURE.md")],
-                       capture_output=True, text=True, timeout=60, check=False)
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "readme.py"), "--check", str(ROOT / "docs" / "ARCHITECTURE.md")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert r.returncode == 0 and r.stdout.strip() == "docs/ARCHITECTURE.md: 0 blocks match their commands", r
 
 
@@ -81,7 +87,7 @@ def test_slugs_follow_github():
 def test_every_relative_link_and_anchor_resolves(page):
     broken = []
     for target in links(page.read_text()):
-        if re.match(r"[a-z]+:", target):             # https:, mailto: ...
+        if re.match(r"[a-z]+:", target):  # https:, mailto: ...
             continue
         path, _, anchor = target.partition("#")
         dest = (page.parent / path).resolve() if path else page

@@ -9,6 +9,7 @@ A pipeline that reads one way has no re-entry.
 
 Counts distinct call sites, not calls: `advise -> search -> advise.f` from a loop counts once per site.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-BODY = {"model": "llama-3.1-8b", "gpu": "a100-80gb", "gpus_per_node": 8, "global_batch": 256, "seq_len": 4096,
-        "top": 5}
+BODY = {"model": "llama-3.1-8b", "gpu": "a100-80gb", "gpus_per_node": 8, "global_batch": 256, "seq_len": 4096, "top": 5}
 
 
 def _module(frame) -> str:
@@ -54,6 +54,7 @@ def flow(run) -> dict[str, dict[str, int]]:
         run()
     finally:
         sys.setprofile(None)
+
     def count(d: dict) -> dict[str, int]:
         return {m: len(s) for m, s in sorted(d.items())}
 

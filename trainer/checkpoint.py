@@ -11,6 +11,7 @@ Each checkpoint has a `manifest.json`: every file's size and SHA-256. Resuming t
 checkpoint (the one `latest` names, else the next older `step-N`), saying which it skipped and why, and
 refuses (BadInput, one line) a checkpoint of another model or plan, naming what differs, before loading
 anything (DeepSpeed would otherwise fail an assertion deep inside its load)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -41,19 +42,38 @@ def save(t) -> Path:
     _barrier(t)
     if t.ds:
         t.engine.save_checkpoint(str(tmp), tag="ds")
-    elif t.fsdp:        # every rank writes its shards (torch distributed checkpoint)
+    elif t.fsdp:  # every rank writes its shards (torch distributed checkpoint)
         _dcp_save(t, tmp)
     elif t.rank == 0:
-        torch.save({"model": t.model.state_dict(), "optimizer": t.opt.state_dict(), "scheduler": t.sched.state_dict(),
-                    "scaler": t.scaler.state_dict()}, tmp / "state.pt")
-    rng = {"torch": torch.get_rng_state(), "python": random.getstate(),
-           "cuda": torch.cuda.get_rng_state(t.device) if t.device.type == "cuda" else None}
+        torch.save(
+            {
+                "model": t.model.state_dict(),
+                "optimizer": t.opt.state_dict(),
+                "scheduler": t.sched.state_dict(),
+                "scaler": t.scaler.state_dict(),
+            },
+            tmp / "state.pt",
+        )
+    rng = {
+        "torch": torch.get_rng_state(),
+        "python": random.getstate(),
+        "cuda": torch.cuda.get_rng_state(t.device) if t.device.type == "cuda" else None,
+    }
     torch.save(rng, tmp / f"rng-{t.rank}.pt")
     if t.rank == 0:
-        (tmp / "trainer.json").write_text(json.dumps({
-            "step": t.step, "micro_batch": t.micro, "grad_accum": t.accum, "max_tokens_per_micro_batch": t.budget,
-            "sampler": asdict(t.sampler.pos),
-            "events": t.events, **identity(t.cfg, t.world)}))
+        (tmp / "trainer.json").write_text(
+            json.dumps(
+                {
+                    "step": t.step,
+                    "micro_batch": t.micro,
+                    "grad_accum": t.accum,
+                    "max_tokens_per_micro_batch": t.budget,
+                    "sampler": asdict(t.sampler.pos),
+                    "events": t.events,
+                    **identity(t.cfg, t.world),
+                }
+            )
+        )
     _barrier(t)
     if t.rank == 0:
         (tmp / "manifest.json").write_text(json.dumps(manifest(tmp), indent=1))
@@ -69,9 +89,18 @@ def save(t) -> Path:
 def identity(cfg, world: int) -> dict:
     """What a checkpoint belongs to: resuming with any of it changed is refused."""
     k = cfg.knobs
-    return {"model": cfg.model, "world": world, "global_batch": cfg.micro_batch * cfg.grad_accum * world,
-            "precision": k.precision, "zero": k.zero_stage, "offload": k.offload, "optimizer": k.optimizer,
-            "lora_rank": k.lora_rank, "seq_len": cfg.seq_len, "fsdp": k.fsdp}
+    return {
+        "model": cfg.model,
+        "world": world,
+        "global_batch": cfg.micro_batch * cfg.grad_accum * world,
+        "precision": k.precision,
+        "zero": k.zero_stage,
+        "offload": k.offload,
+        "optimizer": k.optimizer,
+        "lora_rank": k.lora_rank,
+        "seq_len": cfg.seq_len,
+        "fsdp": k.fsdp,
+    }
 
 
 def _sha256(path: Path) -> str:
@@ -83,8 +112,11 @@ def _sha256(path: Path) -> str:
 
 
 def manifest(folder: Path) -> dict:
-    return {str(p.relative_to(folder)): {"bytes": p.stat().st_size, "sha256": _sha256(p)}
-            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != "manifest.json"}
+    return {
+        str(p.relative_to(folder)): {"bytes": p.stat().st_size, "sha256": _sha256(p)}
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != "manifest.json"
+    }
 
 
 def damage(folder: Path) -> str | None:
@@ -108,8 +140,11 @@ def damage(folder: Path) -> str | None:
 def newest_intact(root: Path) -> tuple[Path | None, list[str]]:
     """(the newest intact checkpoint under root, or None; the ones skipped, each with its reason)."""
     named = (root / "latest").read_text().strip() if (root / "latest").is_file() else None
-    steps = sorted((p for p in root.glob("step-*") if p.is_dir() and p.name[5:].isdigit()),
-                   key=lambda p: int(p.name[5:]), reverse=True)
+    steps = sorted(
+        (p for p in root.glob("step-*") if p.is_dir() and p.name[5:].isdigit()),
+        key=lambda p: int(p.name[5:]),
+        reverse=True,
+    )
     order = [root / named] if named else []
     order += [p for p in steps if p.name != named]
     skipped = []
@@ -133,13 +168,16 @@ def check_resume(root: Path, cfg, world: int, max_steps: int) -> tuple[Path | No
         return None, None, []
     meta = json.loads((d / "trainer.json").read_text())
     mine = identity(cfg, world)
-    there = {"fsdp": "off", **meta}      # checkpoints from before FSDP plans: off
+    there = {"fsdp": "off", **meta}  # checkpoints from before FSDP plans: off
     differs = [f"{k} {there.get(k)!r} there, {v!r} here" for k, v in mine.items() if there.get(k) != v]
     if differs:
         raise BadInput(f"--resume: {d} belongs to another run: " + ", ".join(differs), "resume")
     if max_steps <= meta["step"]:
-        raise BadInput(f"--max-steps {max_steps}: the checkpoint {d} is at step {meta['step']}; "
-                       f"give more than {meta['step']} to train on", "max_steps")
+        raise BadInput(
+            f"--max-steps {max_steps}: the checkpoint {d} is at step {meta['step']}; "
+            f"give more than {meta['step']} to train on",
+            "max_steps",
+        )
     return d, meta, skipped
 
 
@@ -206,7 +244,7 @@ def trim_log(path: Path, step: int) -> None:
         try:
             row_step = json.loads(line).get("step", 0)
         except ValueError:
-            continue        # a line cut by the kill
+            continue  # a line cut by the kill
         if row_step <= step:
             keep.append(line)
     tmp = path.with_name(path.name + ".tmp")

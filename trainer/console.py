@@ -1,4 +1,5 @@
 """The trainer's console: progress and messages on stderr (rich), apart from any JSON on stdout."""
+
 from __future__ import annotations
 
 from functools import lru_cache

@@ -10,6 +10,7 @@ dataset size is not a multiple of it) is kept: it is a smaller global batch, spl
 a rank with fewer samples runs empty micro-steps so that all ranks step together, and the loss is
 normalized by the tail's own target tokens.
 """
+
 from __future__ import annotations
 
 import random
@@ -50,8 +51,9 @@ def _rows(data: str):
 
     for n, row in jsonl_rows(Path(data), "--data"):
         if not ({"input_ids", "text"} & row.keys()):
-            raise BadInput(f"--data {data!r} line {n}: expected an object with 'input_ids' (token ids) or 'text'",
-                           "data")
+            raise BadInput(
+                f"--data {data!r} line {n}: expected an object with 'input_ids' (token ids) or 'text'", "data"
+            )
         yield n, row
 
 
@@ -72,8 +74,10 @@ def validate(data: str, seq_len: int, vocab: int, tokenizer: str | None = None) 
             if not isinstance(row["text"], str):
                 raise BadInput(f"--data {data!r} line {n}: 'text' is not a string", "data")
             if tokenizer is None:
-                raise BadInput(f"--data {data!r} holds text (line {n}): give --tokenizer DIR (a local tokenizer "
-                               "folder)", "tokenizer")
+                raise BadInput(
+                    f"--data {data!r} holds text (line {n}): give --tokenizer DIR (a local tokenizer folder)",
+                    "tokenizer",
+                )
             if tok is None:
                 from scan.scanner import load_tokenizer
 
@@ -85,12 +89,15 @@ def validate(data: str, seq_len: int, vocab: int, tokenizer: str | None = None) 
                 raise BadInput(f"--data {data!r} line {n}: 'input_ids' is not a list of integers", "data")
             bad = next((i for i in ids if not 0 <= i < vocab), None)
             if bad is not None:
-                raise BadInput(f"--data {data!r} line {n}: token id {bad} is outside the model's vocabulary "
-                               f"(0 to {vocab - 1})", "data")
+                raise BadInput(
+                    f"--data {data!r} line {n}: token id {bad} is outside the model's vocabulary (0 to {vocab - 1})",
+                    "data",
+                )
             ids = ids[:seq_len]
         if len(ids) < 2:
-            raise BadInput(f"--data {data!r} line {n}: {len(ids)} token(s); a sample needs at least 2 (one to "
-                           "predict)", "data")
+            raise BadInput(
+                f"--data {data!r} line {n}: {len(ids)} token(s); a sample needs at least 2 (one to predict)", "data"
+            )
         out.append(list(ids))
     if not out:
         raise BadInput(f"--data {data!r}: no samples (the file is empty)", "data")
@@ -100,7 +107,7 @@ def validate(data: str, seq_len: int, vocab: int, tokenizer: str | None = None) 
 @dataclass
 class Position:
     epoch: int = 0
-    batch: int = 0          # global batches done in this epoch
+    batch: int = 0  # global batches done in this epoch
 
 
 class GlobalBatchSampler:
@@ -126,7 +133,7 @@ class GlobalBatchSampler:
 
 def micro_batches(indices: list[int], micro_batch: int, accum: int) -> list[list[int]]:
     """Exactly `accum` micro-batches (some empty in a tail batch), in order."""
-    return [indices[i * micro_batch:(i + 1) * micro_batch] for i in range(accum)]
+    return [indices[i * micro_batch : (i + 1) * micro_batch] for i in range(accum)]
 
 
 def token_micro_batches(indices: list[int], lengths: list[int], budget: int) -> list[list[int]]:
@@ -145,8 +152,8 @@ def collate(samples: list[list[int]], seq_len: int, pad_id: int = 0):
     mask = torch.zeros((len(samples), width), dtype=torch.long)
     for i, s in enumerate(samples):
         s = s[:width]
-        ids[i, :len(s)] = torch.tensor(s, dtype=torch.long)
-        mask[i, :len(s)] = 1
+        ids[i, : len(s)] = torch.tensor(s, dtype=torch.long)
+        mask[i, : len(s)] = 1
     labels = ids.masked_fill(mask == 0, -100)
     return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 

@@ -15,6 +15,7 @@ with half the micro-batch and twice the accumulation, from its first micro-batch
 repeating a sample. DeepSpeed (zero >= 1) reduces inside backward: an OOM there ends the run (the
 event is still recorded in the probe store).
 """
+
 from __future__ import annotations
 
 import gc
@@ -34,7 +35,7 @@ from trainer import checkpoint
 from trainer.data import GlobalBatchSampler, collate, load, micro_batches, target_tokens, token_micro_batches
 from trainer.model import build_model, token_loss_sum
 
-GRAD_CLIP = 1.0   # as the exported DeepSpeed config (gradient_clipping) and HF's max_grad_norm
+GRAD_CLIP = 1.0  # as the exported DeepSpeed config (gradient_clipping) and HF's max_grad_norm
 
 
 @dataclass
@@ -61,12 +62,12 @@ class RunConfig:
     deepspeed_config: dict | None = None
     eval_every: int = 0
     eval_batch: int = 8
-    max_tokens_per_micro_batch: int | None = None   # token-budget micro-batches (planner.search.batching)
-    grad_clip: float = GRAD_CLIP    # max gradient norm; 0: none (always none with --optimizer-in-backward)
+    max_tokens_per_micro_batch: int | None = None  # token-budget micro-batches (planner.search.batching)
+    grad_clip: float = GRAD_CLIP  # max gradient norm; 0: none (always none with --optimizer-in-backward)
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if isinstance(self.knobs, dict):    # as read back from the run file
+        if isinstance(self.knobs, dict):  # as read back from the run file
             self.knobs = Knobs.make(**self.knobs)
         if self.max_tokens_per_micro_batch is not None:
             check_budget(self.max_tokens_per_micro_batch, self.seq_len)
@@ -101,12 +102,13 @@ class Trainer:
         self.backend = "nccl" if want == "cuda" else "gloo"
         self.ds = cfg.knobs.zero_stage >= 1
         self.fsdp = cfg.knobs.fsdp != "off"
-        self.collective_backward = self.ds or self.fsdp     # gradients are reduced inside every rank's backward
-        if self.collective_backward and "RANK" not in os.environ:    # no launcher: a world of one on loopback
+        self.collective_backward = self.ds or self.fsdp  # gradients are reduced inside every rank's backward
+        if self.collective_backward and "RANK" not in os.environ:  # no launcher: a world of one on loopback
             from recipe.dist import free_port
 
-            os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
-                              MASTER_PORT=str(free_port()))
+            os.environ.update(
+                RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port())
+            )
         if self.ds:
             from recipe.dist import init_deepspeed
 
@@ -116,8 +118,11 @@ class Trainer:
         if self.fsdp and cfg.knobs.loss != "standard":
             from planner.errors import BadInput
 
-            raise BadInput(f"--loss {cfg.knobs.loss} with --fsdp: the bundled trainer computes it outside the FSDP root's "
-                           "forward; run it under DDP or ZeRO, or HF's Trainer with use_liger_kernel", "loss")
+            raise BadInput(
+                f"--loss {cfg.knobs.loss} with --fsdp: the bundled trainer computes it outside the FSDP root's "
+                "forward; run it under DDP or ZeRO, or HF's Trainer with use_liger_kernel",
+                "loss",
+            )
         self.micro, self.accum = cfg.micro_batch, cfg.grad_accum
         self.budget = cfg.max_tokens_per_micro_batch
         self.global_batch = cfg.micro_batch * cfg.grad_accum * self.world
@@ -131,13 +136,13 @@ class Trainer:
     def _setup(self) -> None:
         cfg = self.cfg
         model = build_model(cfg).to(self.device)
-        if self.fsdp:   # every rank built the same seeded model; each keeps its shards
+        if self.fsdp:  # every rank built the same seeded model; each keeps its shards
             from recipe import shard_fsdp
 
             model = shard_fsdp(model, cfg.knobs, self.device.type)
         self.samples = load(cfg.data, cfg.seq_len, model.get_input_embeddings().num_embeddings, cfg.tokenizer, cfg.seed)
         self.eval_samples: list[list[int]] = []
-        if cfg.eval_every:      # a held-out 5% (at least one sample), never trained on
+        if cfg.eval_every:  # a held-out 5% (at least one sample), never trained on
             cut = max(1, len(self.samples) // 20)
             self.samples, self.eval_samples = self.samples[:-cut], self.samples[-cut:]
         self.eval_batch = cfg.eval_batch
@@ -146,7 +151,7 @@ class Trainer:
         params = [p for p in model.parameters() if p.requires_grad]
         from recipe import make_optimizer
 
-        try:    # the plan's optimizer (one per parameter, stepped inside backward, with --optimizer-in-backward)
+        try:  # the plan's optimizer (one per parameter, stepped inside backward, with --optimizer-in-backward)
             if cfg.knobs.optimizer_in_backward:
                 from recipe.knobs import InBackward
 
@@ -158,7 +163,7 @@ class Trainer:
 
             raise BadInput(f"--optimizer {cfg.knobs.optimizer}: {e}") from None
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
-        self.amp = None     # FSDP: its MixedPrecisionPolicy casts, no autocast
+        self.amp = None  # FSDP: its MixedPrecisionPolicy casts, no autocast
         if not self.ds and not self.fsdp and cfg.knobs.precision in ("bf16", "fp16"):
             self.amp = torch.bfloat16 if cfg.knobs.precision == "bf16" else torch.float16
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.amp == torch.float16)
@@ -168,10 +173,14 @@ class Trainer:
             from recipe.dist import client_optimizer_config
 
             ds_cfg = client_optimizer_config(cfg.deepspeed_config or {})
-            ds_cfg.update(train_micro_batch_size_per_gpu=self.micro, gradient_accumulation_steps=self.accum,
-                          train_batch_size=self.global_batch)
-            self.engine, self.opt, _, self.sched = deepspeed.initialize(model=model, optimizer=opt,
-                                                                       lr_scheduler=sched, config=ds_cfg)
+            ds_cfg.update(
+                train_micro_batch_size_per_gpu=self.micro,
+                gradient_accumulation_steps=self.accum,
+                train_batch_size=self.global_batch,
+            )
+            self.engine, self.opt, _, self.sched = deepspeed.initialize(
+                model=model, optimizer=opt, lr_scheduler=sched, config=ds_cfg
+            )
             self.model = self.engine.module
         else:
             if self.world > 1 and not self.fsdp:
@@ -181,7 +190,7 @@ class Trainer:
         self.model.train()
         from trainer.router import RouterAux
 
-        self.router = RouterAux.maybe(self.model)     # an MoE config with its router aux loss on, else None
+        self.router = RouterAux.maybe(self.model)  # an MoE config with its router aux loss on, else None
         if cfg.resume and cfg.save_dir:
             state = checkpoint.load_latest(self)
             if state:
@@ -215,22 +224,25 @@ class Trainer:
         with torch.autocast(self.device.type, dtype=self.amp, enabled=self.amp is not None):
             loss_sum = token_loss_sum(self.model if not self.ds else self.engine, batch, self.cfg.knobs)
         loss = loss_sum / n_tokens
-        if self.router:     # this micro-batch's share of the global batch's router aux loss (trainer/router.py)
+        if self.router:  # this micro-batch's share of the global batch's router aux loss (trainer/router.py)
             loss = loss + self.router.term(batch)
             self.router.record(False)
-        if self.ds:    # DeepSpeed averages over ranks and divides by accumulation: undo both
+        if self.ds:  # DeepSpeed averages over ranks and divides by accumulation: undo both
             self.engine.backward(loss * self.world * self.accum)
             self.engine.step()
-        else:   # FSDP averages the gradients over ranks (gloo has no pre-scaled sum): undo it
+        else:  # FSDP averages the gradients over ranks (gloo has no pre-scaled sum): undo it
             self.scaler.scale(loss * (self.world if self.fsdp else 1)).backward()
-        return loss_sum.detach()      # read once a step: no device sync between micro-steps
+        return loss_sum.detach()  # read once a step: no device sync between micro-steps
 
     @torch.no_grad()
     def _forward(self, batch: dict) -> None:
         """A forward without gradients (the router aux loss's routing pass, trainer/router.py)."""
         with torch.autocast(self.device.type, dtype=self.amp, enabled=self.amp is not None):
-            token_loss_sum(self.model if not self.ds else self.engine, {k: v.to(self.device) for k, v in batch.items()},
-                           self.cfg.knobs)
+            token_loss_sum(
+                self.model if not self.ds else self.engine,
+                {k: v.to(self.device) for k, v in batch.items()},
+                self.cfg.knobs,
+            )
 
     def _max(self, x: float) -> float:
         return self._sum(x, dist.ReduceOp.MAX)
@@ -246,16 +258,16 @@ class Trainer:
             torch.cuda.reset_peak_memory_stats(self.device)
         batches = [self._collate([self.samples[i] for i in g]) for g in self._groups(indices)]
         n_tokens = self._sum(sum(target_tokens(b) for b in batches))
-        if self.collective_backward:    # an empty micro-step: every rank runs it, here with no target
+        if self.collective_backward:  # an empty micro-step: every rank runs it, here with no target
             batches = [b if b["input_ids"].numel() else self._no_target() for b in batches]
         if self.router:
             self.router.route(batches, self._forward, self.world, self.device)
         loss_sum = 0.0
         for m, batch in enumerate(batches):
             oom = 0.0
-            if self.ds and self.budget:     # a varying count of micro-steps: the last one is the boundary
+            if self.ds and self.budget:  # a varying count of micro-steps: the last one is the boundary
                 self.engine.set_gradient_accumulation_boundary(m == len(batches) - 1)
-            if self.fsdp:                   # reduce-scatter on the last micro-step only
+            if self.fsdp:  # reduce-scatter on the last micro-step only
                 self.model.set_requires_gradient_sync(m == len(batches) - 1)
             if batch["input_ids"].numel():
                 try:
@@ -263,16 +275,16 @@ class Trainer:
                 except torch.OutOfMemoryError as e:
                     self._record_oom(str(e))
                     if self.collective_backward or self.cfg.knobs.optimizer_in_backward:
-                        raise   # collectives are mid-flight on other ranks / parameters already stepped
+                        raise  # collectives are mid-flight on other ranks / parameters already stepped
                     oom = 1.0
-            if not self.collective_backward and self._max(oom):    # (they raise instead)
+            if not self.collective_backward and self._max(oom):  # (they raise instead)
                 return None
         return loss_sum, n_tokens, t0, len(batches)
 
     def _no_target(self) -> dict:
         batch = collate([[0, 0]], self.cfg.seq_len)
         batch["labels"][:] = -100
-        batch["router_mask"] = torch.zeros_like(batch["input_ids"])     # nor routed tokens of the aux loss
+        batch["router_mask"] = torch.zeros_like(batch["input_ids"])  # nor routed tokens of the aux loss
         return batch
 
     def _collate(self, samples: list[list[int]]) -> dict:
@@ -280,7 +292,7 @@ class Trainer:
         if self.cfg.knobs.batching == "packed" and samples:
             from recipe.knobs import pack
 
-            return pack([s[:self.cfg.seq_len] for s in samples])
+            return pack([s[: self.cfg.seq_len] for s in samples])
         return collate(samples, self.cfg.seq_len)
 
     def _groups(self, indices: list[int]) -> list[list[int]]:
@@ -300,10 +312,12 @@ class Trainer:
         gc.collect()
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
-        if self.budget:     # half the token budget, while it still holds a sample of seq_len
+        if self.budget:  # half the token budget, while it still holds a sample of seq_len
             if self.budget // 2 < self.cfg.seq_len:
-                raise RuntimeError(f"out of memory at a token budget of {self.budget}: half of it cannot hold a "
-                                   f"sample of {self.cfg.seq_len} tokens")
+                raise RuntimeError(
+                    f"out of memory at a token budget of {self.budget}: half of it cannot hold a "
+                    f"sample of {self.cfg.seq_len} tokens"
+                )
             self.budget //= 2
             self.events.append({"step": self.step + 1, "event": "oom", "max_tokens_per_micro_batch": self.budget})
             return
@@ -326,9 +340,18 @@ class Trainer:
             knobs = cfg.knobs
             shapes = Shapes(micro_batch=self.micro, grad_accum=self.accum, seq_len=cfg.seq_len, world_size=self.world)
             device = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
-            rec = make_record(spec.name, spec.config, knobs, shapes, self.device.type, "oom", device,
-                              peak_allocated_bytes=self._peak(), detail={"error": message[:500], "source": "trainer"})
-            store = Store(cfg.store)     # written by the rank that ran out of memory
+            rec = make_record(
+                spec.name,
+                spec.config,
+                knobs,
+                shapes,
+                self.device.type,
+                "oom",
+                device,
+                peak_allocated_bytes=self._peak(),
+                detail={"error": message[:500], "source": "trainer"},
+            )
+            store = Store(cfg.store)  # written by the rank that ran out of memory
             store.add(rec)
             store.close()
         except Exception as e:  # noqa: BLE001 (recording must never hide the OOM being handled)
@@ -346,7 +369,7 @@ class Trainer:
             if not self.fsdp:
                 self._reduce_grads()
             self.scaler.unscale_(self.opt)
-            if self.cfg.grad_clip and not self.cfg.knobs.optimizer_in_backward:     # stepped in backward: no norm
+            if self.cfg.grad_clip and not self.cfg.knobs.optimizer_in_backward:  # stepped in backward: no norm
                 torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
             self.scaler.step(self.opt)
             self.scaler.update()
@@ -355,30 +378,38 @@ class Trainer:
         self.step += 1
         loss_sum = self._sum(float(loss_sum))
         seconds = time.perf_counter() - t0
-        return {"step": self.step, "loss": loss_sum / max(n_tokens, 1), "tokens": int(n_tokens),
-                "tokens_per_s": round(n_tokens / seconds, 1), "step_time_s": round(seconds, 4),
-                "peak_allocated_bytes": self._peak(), "micro_batch": self.micro, "grad_accum": self.accum,
-                "lr": self.sched.get_last_lr()[0], "longest_sample_tokens": longest,
-                **({"aux_loss": self.router.value} if self.router else {}),
-                **({"max_tokens_per_micro_batch": self.budget, "micro_steps": attempt_steps} if self.budget else {})}
-
+        return {
+            "step": self.step,
+            "loss": loss_sum / max(n_tokens, 1),
+            "tokens": int(n_tokens),
+            "tokens_per_s": round(n_tokens / seconds, 1),
+            "step_time_s": round(seconds, 4),
+            "peak_allocated_bytes": self._peak(),
+            "micro_batch": self.micro,
+            "grad_accum": self.accum,
+            "lr": self.sched.get_last_lr()[0],
+            "longest_sample_tokens": longest,
+            **({"aux_loss": self.router.value} if self.router else {}),
+            **({"max_tokens_per_micro_batch": self.budget, "micro_steps": attempt_steps} if self.budget else {}),
+        }
 
     @torch.no_grad()
     def evaluate(self) -> dict:
         """Token-mean loss on the held-out samples, this rank's share, in batches of its own size;
         an OOM halves the evaluation batch only (the training micro-batch is never touched)."""
-        mine = self.eval_samples[self.rank::self.world]
+        mine = self.eval_samples[self.rank :: self.world]
         model = self.engine if self.ds else self.model
         model.eval()
         i, loss_sum, tokens = 0, 0.0, 0
         while i < len(mine):
-            batch = collate(mine[i:i + self.eval_batch], self.cfg.seq_len)
+            batch = collate(mine[i : i + self.eval_batch], self.cfg.seq_len)
             try:
                 if os.environ.pop("MEMPLAN_TRAIN_INJECT_EVAL_OOM", "") and self.eval_batch > 1:
                     raise torch.OutOfMemoryError("injected: CUDA out of memory in evaluation")
                 with torch.autocast(self.device.type, dtype=self.amp, enabled=self.amp is not None):
-                    loss_sum += float(token_loss_sum(model, {k: v.to(self.device) for k, v in batch.items()},
-                                                     self.cfg.knobs))
+                    loss_sum += float(
+                        token_loss_sum(model, {k: v.to(self.device) for k, v in batch.items()}, self.cfg.knobs)
+                    )
             except torch.OutOfMemoryError:
                 if self.eval_batch == 1:
                     raise
@@ -389,28 +420,38 @@ class Trainer:
             i += len(batch["input_ids"])
         model.train()
         n = self._sum(tokens)
-        return {"step": self.step, "eval_loss": self._sum(loss_sum) / max(n, 1), "eval_tokens": int(n),
-                "eval_batch": self.eval_batch}
+        return {
+            "step": self.step,
+            "eval_loss": self._sum(loss_sum) / max(n, 1),
+            "eval_tokens": int(n),
+            "eval_batch": self.eval_batch,
+        }
 
 
 def run(cfg: RunConfig) -> list[dict]:
     """Train cfg.max_steps optimizer steps (from the checkpoint with --resume); rank 0 logs one JSON
     line per step to cfg.log and shows a progress bar. SIGTERM saves a checkpoint and stops."""
     t = Trainer(cfg)
-    delay = float(os.environ.get("MEMPLAN_TRAIN_STEP_DELAY_S", "0"))   # tests: time to interrupt a run
+    delay = float(os.environ.get("MEMPLAN_TRAIN_STEP_DELAY_S", "0"))  # tests: time to interrupt a run
     signal.signal(signal.SIGTERM, lambda *_: setattr(t, "stop_requested", True))
     rows: list[dict] = []
     if cfg.log and t.rank == 0:
         Path(cfg.log).parent.mkdir(parents=True, exist_ok=True)
-        checkpoint.trim_log(Path(cfg.log), t.step)     # rows past the checkpoint are trained again: no duplicates
+        checkpoint.trim_log(Path(cfg.log), t.step)  # rows past the checkpoint are trained again: no duplicates
     log = open(cfg.log, "a") if cfg.log and t.rank == 0 else None  # noqa: SIM115
     saved = t.step
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from trainer.console import err_console
 
-    bar = Progress(TextColumn("step {task.completed}/{task.total}"), BarColumn(), TextColumn("{task.description}"),
-                   TimeRemainingColumn(), console=err_console(), disable=t.rank != 0)
+    bar = Progress(
+        TextColumn("step {task.completed}/{task.total}"),
+        BarColumn(),
+        TextColumn("{task.description}"),
+        TimeRemainingColumn(),
+        console=err_console(),
+        disable=t.rank != 0,
+    )
     try:
         with bar:
             task = bar.add_task("", total=cfg.max_steps, completed=t.step)
@@ -426,10 +467,13 @@ def run(cfg: RunConfig) -> list[dict]:
                     if log:
                         log.write(json.dumps(ev) + "\n")
                         log.flush()
-                bar.update(task, completed=t.step, description=f"loss {row['loss']:.4f}, {row['tokens_per_s']:.0f} tok/s")
+                bar.update(
+                    task, completed=t.step, description=f"loss {row['loss']:.4f}, {row['tokens_per_s']:.0f} tok/s"
+                )
                 stop = t._max(1.0 if t.stop_requested else 0.0)
-                if cfg.save_dir and (stop or (cfg.save_every and t.step % cfg.save_every == 0)
-                                     or t.step == cfg.max_steps):
+                if cfg.save_dir and (
+                    stop or (cfg.save_every and t.step % cfg.save_every == 0) or t.step == cfg.max_steps
+                ):
                     checkpoint.save(t)
                     saved = t.step
                 if stop:
@@ -437,9 +481,11 @@ def run(cfg: RunConfig) -> list[dict]:
         if cfg.save_dir and saved != t.step:
             checkpoint.save(t)
         if t.rank == 0 and rows:
-            err_console().print(f"done: {t.step} steps, last loss {rows[-1]['loss']:.4f}, "
-                                f"{sum(r['tokens'] for r in rows)} tokens, micro-batch {t.micro} x accum {t.accum}"
-                                + (f", {len(t.events)} OOM event(s)" if t.events else ""))
+            err_console().print(
+                f"done: {t.step} steps, last loss {rows[-1]['loss']:.4f}, "
+                f"{sum(r['tokens'] for r in rows)} tokens, micro-batch {t.micro} x accum {t.accum}"
+                + (f", {len(t.events)} OOM event(s)" if t.events else "")
+            )
     finally:
         if log:
             log.close()

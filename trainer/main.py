@@ -1,5 +1,6 @@
 """Entry point of one training process (what torchrun / deepspeed / srun start):
-    python -m trainer.main RUN_CONFIG.json"""
+python -m trainer.main RUN_CONFIG.json"""
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,7 @@ def main(argv: list[str]) -> int:
     cfg = RunConfig(**json.loads(Path(argv[0]).read_text()))
     try:
         run(cfg)
-    except BadInput as e:       # one line, from rank 0 only; every rank exits 2
+    except BadInput as e:  # one line, from rank 0 only; every rank exits 2
         if os.environ.get("RANK", "0") == "0":
             print(f"error: {e}", file=sys.stderr)
         return 2

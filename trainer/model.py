@@ -1,6 +1,7 @@
 """The model a run trains and the loss it takes: the plan's model from a local folder or a config, built by the
 builder the probes use (recipe.model: dtypes, LoRA/QLoRA adapters, attention implementation, checkpointing), and
 the summed next-token loss under the plan's --loss (recipe.knobs), for the bundled trainer (trainer/loop.py)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,8 +21,9 @@ def build_model(cfg):
     if cfg.knobs.attention == "flash" and device != "cuda":
         from planner.errors import BadInput
 
-        raise BadInput("--attention flash runs flash-attn's CUDA kernels: train on a GPU host, or use sdpa on CPU",
-                       "attention")
+        raise BadInput(
+            "--attention flash runs flash-attn's CUDA kernels: train on a GPU host, or use sdpa on CPU", "attention"
+        )
     torch.manual_seed(cfg.seed)
     return build(load_model(cfg.model).config, cfg.knobs, weights=weights_folder(cfg.model), device_type=device)
 

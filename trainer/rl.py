@@ -5,6 +5,7 @@ The run file (JSON) holds the model, the knobs (with the workload), the split, t
 rows of the planned lengths, or a JSONL file of {"prompt"} rows (GRPO) or {"prompt", "chosen", "rejected"} rows
 (DPO) in the built-in word tokenizer's words or, with --tokenizer, any text.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,22 +39,36 @@ def run(cfg: dict) -> list[dict]:
 
     knobs = Knobs.model_validate(cfg["knobs"])
     model = build_model(SimpleNamespace(model=cfg["model"], device=cfg["device"], knobs=knobs, seed=cfg["seed"]))
-    model.config.use_cache = True       # generation keeps its KV cache
+    model.config.use_cache = True  # generation keeps its KV cache
     fields = trl_args(knobs.workload)
     extra = {"deepspeed": cfg["deepspeed_config"]} if cfg.get("deepspeed_config") else {}
     with tempfile.TemporaryDirectory() as out:
-        if knobs.lora_rank == 0:        # TRL builds GRPO's reference model from a folder
+        if knobs.lora_rank == 0:  # TRL builds GRPO's reference model from a folder
             model.save_pretrained(f"{out}/init")
             model = f"{out}/init"
-        args = trl_run.config(knobs.workload.kind, out, fields, cfg["micro_batch"], cfg["grad_accum"],
-                              knobs.precision, knobs.checkpointing == "full", cfg["max_steps"], seed=cfg["seed"],
-                              learning_rate=cfg["lr"], **extra)
+        args = trl_run.config(
+            knobs.workload.kind,
+            out,
+            fields,
+            cfg["micro_batch"],
+            cfg["grad_accum"],
+            knobs.precision,
+            knobs.checkpointing == "full",
+            cfg["max_steps"],
+            seed=cfg["seed"],
+            learning_rate=cfg["lr"],
+            **extra,
+        )
         trainer = trl_run.trainer(knobs.workload.kind, model, args, dataset(cfg, knobs), reward=cfg.get("reward"))
         if trainer.accelerator.is_main_process:
             plugin = trainer.accelerator.state.deepspeed_plugin
             how = f"DeepSpeed ZeRO-{plugin.zero_stage}" if trainer.is_deepspeed_enabled else "no DeepSpeed"
-            print(f"TRL {type(trainer).__name__}, {how}, {trainer.accelerator.num_processes} process(es) on "
-                  f"{trainer.accelerator.device.type}", file=sys.stderr, flush=True)
+            print(
+                f"TRL {type(trainer).__name__}, {how}, {trainer.accelerator.num_processes} process(es) on "
+                f"{trainer.accelerator.device.type}",
+                file=sys.stderr,
+                flush=True,
+            )
         trainer.train()
         rows = [r for r in trainer.state.log_history if "loss" in r]
     if cfg.get("log"):

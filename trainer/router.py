@@ -15,6 +15,7 @@ all-reduce) gives the global f, and each micro-batch then adds E * sum_i f_i * S
 mass. The micro-batch terms sum to the global batch's aux loss exactly; the price is one forward without
 gradients per optimizer step.
 """
+
 from __future__ import annotations
 
 import torch
@@ -40,9 +41,9 @@ class RouterAux:
         self.top_k = int(cfg.num_experts_per_tok)
         self.logits: list[torch.Tensor] = []
         self.recording = False
-        self.fraction: torch.Tensor | None = None     # global f_i (picks of expert i / rows), this step
+        self.fraction: torch.Tensor | None = None  # global f_i (picks of expert i / rows), this step
         self.rows = 1.0
-        self.value = 0.0                                # the global batch's aux loss, this step
+        self.value = 0.0  # the global batch's aux loss, this step
         for m in model.modules():
             if isinstance(m, router):
                 m.register_forward_hook(self._keep)
@@ -58,7 +59,7 @@ class RouterAux:
         return cls(model, router) if router is not None else None
 
     def _keep(self, _module, _inputs, output) -> None:
-        if self.recording:      # not while backward recomputes a checkpointed layer
+        if self.recording:  # not while backward recomputes a checkpointed layer
             self.logits.append(output[0] if isinstance(output, tuple) else output)
 
     def record(self, on: bool) -> None:
@@ -70,8 +71,11 @@ class RouterAux:
         (all without one)."""
         for logits in self.logits:
             probs = F.softmax(logits.float(), dim=-1)
-            keep = (torch.ones(probs.shape[0], device=probs.device) if mask is None
-                    else mask.reshape(-1).to(probs.device, torch.float32))
+            keep = (
+                torch.ones(probs.shape[0], device=probs.device)
+                if mask is None
+                else mask.reshape(-1).to(probs.device, torch.float32)
+            )
             yield probs, keep
 
     def mass(self, mask: torch.Tensor | None) -> torch.Tensor:
@@ -86,8 +90,12 @@ class RouterAux:
         mass = 0
         for probs, keep in self._layers(mask):
             chosen = torch.topk(probs, self.top_k, dim=-1).indices
-            picks += torch.zeros(self.experts, device=probs.device).scatter_add_(
-                0, chosen.reshape(-1), keep.repeat_interleave(self.top_k)).double().cpu()
+            picks += (
+                torch.zeros(self.experts, device=probs.device)
+                .scatter_add_(0, chosen.reshape(-1), keep.repeat_interleave(self.top_k))
+                .double()
+                .cpu()
+            )
             rows += keep.sum().double().cpu()
             mass = mass + (probs * keep.unsqueeze(-1)).sum(0)
         return picks, mass, rows
@@ -116,7 +124,7 @@ class RouterAux:
             total = total.to(device)
             dist.all_reduce(total)
             total = total.cpu()
-        self.set_global(total[:self.experts], total[self.experts:-1], float(total[-1]))
+        self.set_global(total[: self.experts], total[self.experts : -1], float(total[-1]))
 
     def set_global(self, picks: torch.Tensor, mass: torch.Tensor, rows: float) -> None:
         """The step's global picks and mass (summed over micro-batches and ranks) and its rows."""

@@ -1,4 +1,5 @@
 """GET /v1/gpus, /v1/models, /v1/models/{name}, /v1/frameworks, /v1/devices."""
+
 from __future__ import annotations
 
 from fastapi import APIRouter, Path
@@ -34,7 +35,7 @@ def model(name: str = Path(max_length=128)) -> dict:
     from planner.model import catalog
     from planner.model.modelspec import from_config
 
-    config = catalog.model_config(name)     # catalog names only: never a path
+    config = catalog.model_config(name)  # catalog names only: never a path
     return {**from_config(config, name.strip().lower()).summary(), "config": config}
 
 

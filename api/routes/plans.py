@@ -1,4 +1,5 @@
 """POST /v1/plans (suggest) and POST /v1/check: planner.advise behind the CLI's JSON contract."""
+
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
@@ -13,10 +14,14 @@ router = APIRouter(prefix="/v1", tags=["plans"])
 
 def _context(body: advise.Target, request: Request, settings: Settings) -> dict:
     """The advise call's keywords: the store, the probes, and model references resolved safely."""
-    if body.evidence == "sim" or body.verify:     # tracing or probing real models is work: as starting a probe
+    if body.evidence == "sim" or body.verify:  # tracing or probing real models is work: as starting a probe
         require_token(request, settings)
-    return {"store": str(settings.store) if settings.store else None, "probes": probe_functions(),
-            "resolver": lambda ref: resolve_model(ref, settings), "scanner": scanner(settings)}
+    return {
+        "store": str(settings.store) if settings.store else None,
+        "probes": probe_functions(),
+        "resolver": lambda ref: resolve_model(ref, settings),
+        "scanner": scanner(settings),
+    }
 
 
 @router.post("/plans", response_model=PlansResponse)

@@ -1,4 +1,5 @@
 """Probe jobs on this host: POST /v1/probes (202), GET /v1/probes/{id}, GET /v1/probes, DELETE."""
+
 from __future__ import annotations
 
 from typing import Annotated
@@ -19,8 +20,16 @@ JobId = Annotated[str, Path(max_length=64, pattern=r"^[0-9a-f]+$")]
 def submit(body: ProbeRequest, queue: Queue, settings: SettingsDep, response: Response) -> Job:
     """Queue a probe; an identical queued request returns that job (200 instead of 202)."""
     if body.inject_fault and not settings.test_faults:
-        raise HTTPException(422, [{"loc": ["body", "inject_fault"], "type": "value_error",
-                                   "msg": "inject_fault is accepted only when MEMPLAN_TEST_FAULTS=1"}])
+        raise HTTPException(
+            422,
+            [
+                {
+                    "loc": ["body", "inject_fault"],
+                    "type": "value_error",
+                    "msg": "inject_fault is accepted only when MEMPLAN_TEST_FAULTS=1",
+                }
+            ],
+        )
     model, knobs, shapes = advise.probe_plan(body, lambda ref: resolve_model(ref, settings))
     job, created = queue.submit(body, model.name, model.config, knobs, shapes)
     if not created:
@@ -37,9 +46,13 @@ def get(job_id: JobId, queue: Queue) -> Job:
 
 
 @router.get("", response_model=list[Job])
-def list_jobs(queue: Queue, model: Annotated[str | None, Query(max_length=128)] = None,
-              device: Annotated[str | None, Query(max_length=64)] = None, status: JobStatus | None = None,
-              limit: Annotated[int, Query(ge=1, le=500)] = 50) -> list[Job]:
+def list_jobs(
+    queue: Queue,
+    model: Annotated[str | None, Query(max_length=128)] = None,
+    device: Annotated[str | None, Query(max_length=64)] = None,
+    status: JobStatus | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> list[Job]:
     return queue.list(model, device, status, limit)
 
 
@@ -50,5 +63,3 @@ def cancel(job_id: JobId, queue: Queue) -> Job:
     if job is None:
         raise HTTPException(404, f"no probe job {job_id!r}")
     return job
-
-

@@ -4,6 +4,7 @@ docs/examples/tokenizer/, a word-level tokenizer trained on the chats with a cha
 
     python docs/examples/make.py
 """
+
 from __future__ import annotations
 
 import json
@@ -11,7 +12,45 @@ import random
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-WORDS = ["the", "a", "cat", "dog", "sat", "ran", "on", "under", "mat", "table", "red", "blue", "big", "small", "image", "shows", "picture", "what", "is", "in", "this", "describe", "count", "how", "many", "colour", "left", "right", "top", "bottom", "near", "far", "there", "are", "two", "three", "one"]
+WORDS = [
+    "the",
+    "a",
+    "cat",
+    "dog",
+    "sat",
+    "ran",
+    "on",
+    "under",
+    "mat",
+    "table",
+    "red",
+    "blue",
+    "big",
+    "small",
+    "image",
+    "shows",
+    "picture",
+    "what",
+    "is",
+    "in",
+    "this",
+    "describe",
+    "count",
+    "how",
+    "many",
+    "colour",
+    "left",
+    "right",
+    "top",
+    "bottom",
+    "near",
+    "far",
+    "there",
+    "are",
+    "two",
+    "three",
+    "one",
+]
 
 
 def main() -> None:
@@ -21,12 +60,15 @@ def main() -> None:
     rng = random.Random(0)
     rows = []
     for _ in range(200):
-        turns = [{"role": r, "content": " ".join(rng.choices(WORDS, k=rng.randint(4, 120 if r == "assistant" else 30)))}
-                 for r in ("user", "assistant")]
+        turns = [
+            {"role": r, "content": " ".join(rng.choices(WORDS, k=rng.randint(4, 120 if r == "assistant" else 30)))}
+            for r in ("user", "assistant")
+        ]
         row = {"messages": turns}
         if rng.random() < 0.8:
-            row["images"] = [{"width": rng.choice([448, 640, 1024, 1280, 1920]),
-                              "height": rng.choice([336, 480, 768, 1080])}]
+            row["images"] = [
+                {"width": rng.choice([448, 640, 1024, 1280, 1920]), "height": rng.choice([336, 480, 768, 1080])}
+            ]
         rows.append(row)
     (HERE / "vlm-chat.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))

@@ -2,6 +2,7 @@
 
 Exit codes (README): 0 ok, 3 nothing fits / the config does not fit, 2 bad input (one line).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -9,7 +10,20 @@ import sys
 
 from planner.errors import BadInput
 
-SUBCOMMANDS = ("suggest", "check", "gpus", "models", "frameworks", "scan", "probe", "probes", "profile", "serve", "train", "autotune")
+SUBCOMMANDS = (
+    "suggest",
+    "check",
+    "gpus",
+    "models",
+    "frameworks",
+    "scan",
+    "probe",
+    "probes",
+    "profile",
+    "serve",
+    "train",
+    "autotune",
+)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -4,6 +4,7 @@ the bundled trainer, or your own HF-Trainer-style command with the plan's argume
     planner autotune --model M --global-batch 256 --seq-len 4096 [--dry-run] \\
         -- torchrun --nproc_per_node 8 train.py --model_name_or_path ...
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,21 +29,30 @@ BOOL_WORDS = {"true", "false", "1", "0", "yes", "no"}
 def register(sub) -> None:
     p = sub.add_parser("autotune", help="plan for the local GPUs, probe, and launch (bundled trainer or your command)")
     p.add_argument("--model", required=True)
-    p.add_argument("--gpu", default="local",
-                   help="the GPU kind to plan for (default: this host's, through NVML); name the closest catalog "
-                        "kind for a GPU outside the catalog. The count is this host's (see --gpus-per-node for a dry run).")
-    p.add_argument("--gpus-per-node", type=common.positive_int("--gpus-per-node"), default=None,
-                   help="GPUs on this host (default: NVML's count); with --dry-run and --gpu KIND no local GPU is "
-                        "needed, so a launch can be prepared on a login node (default then: your command's "
-                        "--nproc_per_node, else this host's count, else 1)")
+    p.add_argument(
+        "--gpu",
+        default="local",
+        help="the GPU kind to plan for (default: this host's, through NVML); name the closest catalog "
+        "kind for a GPU outside the catalog. The count is this host's (see --gpus-per-node for a dry run).",
+    )
+    p.add_argument(
+        "--gpus-per-node",
+        type=common.positive_int("--gpus-per-node"),
+        default=None,
+        help="GPUs on this host (default: NVML's count); with --dry-run and --gpu KIND no local GPU is "
+        "needed, so a launch can be prepared on a login node (default then: your command's "
+        "--nproc_per_node, else this host's count, else 1)",
+    )
     p.add_argument("--global-batch", type=common.positive_int("--global-batch"), required=True)
     p.add_argument("--seq-len", type=common.positive_int("--seq-len"), required=True)
     common.add_knob_args(p, ("optimizer", "lora_rank"))
     p.add_argument("--margin", type=common.margin, default=None)
-    p.add_argument("--max-steps", type=common.positive_int("--max-steps"), default=100,
-                   help="bundled trainer only")
-    p.add_argument("--dry-run", action="store_true",
-                   help="write the files the command needs (DeepSpeed config or plan), print it, launch nothing")
+    p.add_argument("--max-steps", type=common.positive_int("--max-steps"), default=100, help="bundled trainer only")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="write the files the command needs (DeepSpeed config or plan), print it, launch nothing",
+    )
     common.add_store_arg(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- your launch command (HF Trainer arguments)")
     p.set_defaults(run=run)
@@ -84,11 +94,14 @@ def choose(args: Namespace) -> tuple[Plan, dict, ModelSpec]:
     from planner.model.hardware import local_gpu_count, nvml_devices
 
     count = args.gpus_per_node
-    if args.dry_run and args.gpu.strip().lower() != "local":     # a dry run for a named kind needs no GPU
+    if args.dry_run and args.gpu.strip().lower() != "local":  # a dry run for a named kind needs no GPU
         count = count or launcher_count(args.command) or local_gpu_count() or 1
     else:
-        hint = ("; --gpu KIND prepares the command without one" if args.dry_run
-                else "; --dry-run --gpu KIND --gpus-per-node N prepares the command without one")
+        hint = (
+            "; --gpu KIND prepares the command without one"
+            if args.dry_run
+            else "; --dry-run --gpu KIND --gpus-per-node N prepares the command without one"
+        )
         try:
             found = len(nvml_devices())
         except BadInput as e:
@@ -97,50 +110,77 @@ def choose(args: Namespace) -> tuple[Plan, dict, ModelSpec]:
         if not found:
             raise BadInput(f"autotune needs local NVIDIA GPUs: NVML sees none{hint}", "gpu")
         count = count or found
-    req = advise.parse(advise.SuggestRequest, {
-        "model": args.model, "gpu": args.gpu, "gpus_per_node": count, "global_batch": args.global_batch,
-        "seq_len": args.seq_len, **common.knob_values(args, ("optimizer", "lora_rank")), "margin": args.margin,
-        "top": 5, "verify": not args.dry_run,
-        # the user's HF script runs the plan: only what HF's Trainer can run (export.bundled_only)
-        "checkpointing": ["off", "full"], "loss": ["standard"]})
+    req = advise.parse(
+        advise.SuggestRequest,
+        {
+            "model": args.model,
+            "gpu": args.gpu,
+            "gpus_per_node": count,
+            "global_batch": args.global_batch,
+            "seq_len": args.seq_len,
+            **common.knob_values(args, ("optimizer", "lora_rank")),
+            "margin": args.margin,
+            "top": 5,
+            "verify": not args.dry_run,
+            # the user's HF script runs the plan: only what HF's Trainer can run (export.bundled_only)
+            "checkpointing": ["off", "full"],
+            "loss": ["standard"],
+        },
+    )
     result = advise.suggest(req, store=args.store, probes=common.probe_functions(), status=common.status)
     if not result.plans:
         err = common.err_console()
-        common.say_line(f"autotune: nothing fits {result.model['name']} on {req.gpu} at global batch "
-                        f"{args.global_batch} x {args.seq_len} tokens"
-                        + (f" ({result.rejected[0].reason})" if result.rejected else ""), err)
+        common.say_line(
+            f"autotune: nothing fits {result.model['name']} on {req.gpu} at global batch "
+            f"{args.global_batch} x {args.seq_len} tokens"
+            + (f" ({result.rejected[0].reason})" if result.rejected else ""),
+            err,
+        )
         common.print_nearest(result.nearest, err)
         raise SystemExit(3)
     return result.plans[0], result_json(result), result._context[0]
 
 
 def run(args: Namespace) -> int:
-    if not args.dry_run:        # the probe that verifies the plan, then the bundled trainer or your command
+    if not args.dry_run:  # the probe that verifies the plan, then the bundled trainer or your command
         extras.require("planner autotune", extras.steps(lora=bool(args.lora_rank)))
     plan, out, model = choose(args)
     err = common.err_console()
-    common.say_line(f"plan: micro {plan.micro_batch} x accum {plan.grad_accum} x world {plan.world_size} = {plan.global_batch}, "
-              f"{plan.precision}, checkpointing {plan.checkpointing}, {plan.sharding}, offload {plan.offload} "
-              f"({plan.evidence}, {plan.memory.device_total_bytes / 2**30:.1f} GiB of {plan.memory.capacity_bytes / 2**30:.1f})", err)
+    common.say_line(
+        f"plan: micro {plan.micro_batch} x accum {plan.grad_accum} x world {plan.world_size} = {plan.global_batch}, "
+        f"{plan.precision}, checkpointing {plan.checkpointing}, {plan.sharding}, offload {plan.offload} "
+        f"({plan.evidence}, {plan.memory.device_total_bytes / 2**30:.1f} GiB of {plan.memory.capacity_bytes / 2**30:.1f})",
+        err,
+    )
     user = args.command[1:] if args.command[:1] == ["--"] else args.command
     if user:
         from planner.export.launch import command_files
 
         ds_path = DS_JSON if plan.zero_stage >= 1 else None
-        files = command_files(plan, model, DS_JSON)   # every file the injected arguments name (DeepSpeed, FSDP)
+        files = command_files(plan, model, DS_JSON)  # every file the injected arguments name (DeepSpeed, FSDP)
         cmd = inject(list(user), plan, ds_path)
     else:
         files = {"memplan_plan.json": json.dumps(out, indent=1) + "\n"}
-        cmd = [sys.executable, "-m", "planner.cli", "train", "--plan", "memplan_plan.json",
-               "--max-steps", str(args.max_steps)]
-    for path, text in files.items():      # a dry run writes them too: the command it prints needs them
+        cmd = [
+            sys.executable,
+            "-m",
+            "planner.cli",
+            "train",
+            "--plan",
+            "memplan_plan.json",
+            "--max-steps",
+            str(args.max_steps),
+        ]
+    for path, text in files.items():  # a dry run writes them too: the command it prints needs them
         try:
             Path(path).write_text(text)
         except OSError as e:
             raise BadInput(f"autotune: cannot write {path} in the working directory ({e})") from None
     print(shlex.join(cmd))
     if args.dry_run:
-        common.say_line(f"dry run: wrote {', '.join(files) or 'no file'}; nothing launched (run the command above)", err)
+        common.say_line(
+            f"dry run: wrote {', '.join(files) or 'no file'}; nothing launched (run the command above)", err
+        )
         return 0
     return subprocess.run(cmd, check=False).returncode
 

@@ -1,4 +1,5 @@
 """`planner check`: one configuration's breakdown, whether it fits, and fitting alternatives."""
+
 from __future__ import annotations
 
 import argparse
@@ -16,7 +17,9 @@ def register(sub) -> None:
     p.add_argument("--micro-batch", type=common.positive_int("--micro-batch"), required=True)
     p.add_argument("--grad-accum", type=common.positive_int("--grad-accum"), default=1)
     common.add_knob_args(p, SEARCHED)
-    p.add_argument("--plot", metavar="PNG", help="write the memory charts (this plan and alternatives, memory vs micro-batch)")
+    p.add_argument(
+        "--plot", metavar="PNG", help="write the memory charts (this plan and alternatives, memory vs micro-batch)"
+    )
     common.add_evidence_args(p)
     p.set_defaults(run=run)
 
@@ -24,8 +27,9 @@ def register(sub) -> None:
 def gather(args: argparse.Namespace) -> tuple[dict, CheckResult]:
     """advise.check on the flags; (JSON object, result)."""
     req = common.request(CheckRequest, args)
-    result = advise.check(req, store=args.store, probes=common.probe_functions(), status=common.status,
-                          scanner=common.scanner)
+    result = advise.check(
+        req, store=args.store, probes=common.probe_functions(), status=common.status, scanner=common.scanner
+    )
     return result_json(result), result
 
 
@@ -46,10 +50,13 @@ def run(args: argparse.Namespace) -> int:
         from planner.cli import render
 
         verdict = "fits" if plan.fits else f"does NOT fit: {plan.reason}"
-        common.say_line(f"{out['model']['name']}{common.approximate(model, goal)}: micro {plan.micro_batch} x accum "
-                        f"{plan.grad_accum} x world {plan.world_size} = {plan.global_batch}, {plan.precision}, "
-                        f"checkpointing {plan.checkpointing}, {plan.sharding}, offload {plan.offload}"
-                        + (f", {plan.recipe}" if plan.recipe != "-" else "") + f" ({plan.evidence}): {verdict}")
+        common.say_line(
+            f"{out['model']['name']}{common.approximate(model, goal)}: micro {plan.micro_batch} x accum "
+            f"{plan.grad_accum} x world {plan.world_size} = {plan.global_batch}, {plan.precision}, "
+            f"checkpointing {plan.checkpointing}, {plan.sharding}, offload {plan.offload}"
+            + (f", {plan.recipe}" if plan.recipe != "-" else "")
+            + f" ({plan.evidence}): {verdict}"
+        )
         common.say_line(f"speed: {plan.tokens_per_s:,.0f} tokens/s, {plan.step_time_s:.2f} s a step (predicted)")
         for line in data_lines(data) if data else []:
             common.say_line(line)
@@ -67,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
         if not plan.fits:
             common.print_nearest(result.nearest)
         if alternatives:
-            render.console.print(render.plans_table(alternatives, "fitting alternatives with the same global batch",
-                                                    approximate=not model.exact))
+            render.console.print(
+                render.plans_table(
+                    alternatives, "fitting alternatives with the same global batch", approximate=not model.exact
+                )
+            )
     return 0 if plan.fits else 3

@@ -1,4 +1,5 @@
 """Arguments shared by `suggest` and `check`, list parsing, flags into advise requests, and JSON output."""
+
 from __future__ import annotations
 
 import argparse
@@ -13,6 +14,7 @@ from planner.config.spec import DEFAULT_HOST_RAM_GIB, DEFAULT_INTER_NODE_GBPS, D
 
 def int_at_least(flag: str, low: int):
     """An integer flag >= low, with a one-line message naming the flag and the value."""
+
     def parse(text: str) -> int:
         try:
             v = int(text)
@@ -21,6 +23,7 @@ def int_at_least(flag: str, low: int):
         if v < low:
             raise argparse.ArgumentTypeError(f"{flag} {v}: must be an integer >= {low}")
         return v
+
     return parse
 
 
@@ -33,6 +36,7 @@ def int_in(flag: str, low: int, high: int):
         if v > high:
             raise argparse.ArgumentTypeError(f"{flag} {v}: must be an integer from {low} to {high}")
         return v
+
     return parse
 
 
@@ -46,6 +50,7 @@ def nonneg_int(flag: str):
 
 def number(flag: str):
     """A finite number (NaN and infinities are refused here; ranges by the request models)."""
+
     def parse(text: str) -> float:
         try:
             v = float(text)
@@ -54,6 +59,7 @@ def number(flag: str):
         if not math.isfinite(v):
             raise argparse.ArgumentTypeError(f"{flag} {text!r}: expected a finite number")
         return v
+
     return parse
 
 
@@ -69,6 +75,7 @@ def margin(text: str) -> float:
 
 def choice_list(flag: str, accepted: tuple, cast=str):
     """A comma-separated list whose every item must be one of `accepted`."""
+
     def parse(text: str) -> list:
         out = []
         for item in (x.strip().lower() for x in text.split(",")):
@@ -78,10 +85,12 @@ def choice_list(flag: str, accepted: tuple, cast=str):
                 v = None
             if v not in accepted:
                 raise argparse.ArgumentTypeError(
-                    f"{flag} {item!r}: accepted values are {', '.join(map(str, accepted))}")
+                    f"{flag} {item!r}: accepted values are {', '.join(map(str, accepted))}"
+                )
             if v not in out:
                 out.append(v)
         return out
+
     parse.metavar = choices(accepted)
     return parse
 
@@ -99,6 +108,7 @@ def one_of(flag: str, accepted: tuple, cast=str):
         if len(vals) != 1:
             raise argparse.ArgumentTypeError(f"{flag} {text!r}: give exactly one of {', '.join(map(str, accepted))}")
         return vals[0]
+
     parse.metavar = choices(accepted)
     return parse
 
@@ -106,34 +116,78 @@ def one_of(flag: str, accepted: tuple, cast=str):
 def add_target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="catalog name (`planner models`), config.json path, or folder")
     p.add_argument("--gpu", required=True, help="catalog GPU (`planner gpus`) or 'local' (NVML)")
-    p.add_argument("--gpus-per-node", type=positive_int("--gpus-per-node"), default=None,
-                   help="GPUs per node (default 1; with --gpu local, all local GPUs)")
+    p.add_argument(
+        "--gpus-per-node",
+        type=positive_int("--gpus-per-node"),
+        default=None,
+        help="GPUs per node (default 1; with --gpu local, all local GPUs)",
+    )
     p.add_argument("--nodes", type=positive_int("--nodes"), default=1)
-    p.add_argument("--seq-len", type=positive_int("--seq-len"), default=None,
-                   help="maximum sequence length in tokens (text + image tokens); or --data")
-    p.add_argument("--data", default=None, help="plan for this dataset's longest row (.jsonl/.json/.csv/.parquet or a datasets folder; `planner scan`)")
+    p.add_argument(
+        "--seq-len",
+        type=positive_int("--seq-len"),
+        default=None,
+        help="maximum sequence length in tokens (text + image tokens); or --data",
+    )
+    p.add_argument(
+        "--data",
+        default=None,
+        help="plan for this dataset's longest row (.jsonl/.json/.csv/.parquet or a datasets folder; `planner scan`)",
+    )
     p.add_argument("--tokenizer", default=None, help="with --data: a local tokenizer folder")
     p.add_argument("--image-rule", default="qwen2-vl", help="with --data: qwen2-vl, internvl[:N] or fixed:N")
-    p.add_argument("--max-length", type=positive_int("--max-length"), default=None,
-                   help="with --data: cut rows to this many tokens (the plan says how many it cuts)")
-    p.add_argument("--seed", type=nonneg_int("--seed"), default=0,
-                   help="with --data: the bundled trainer's sampler seed (names the step a too-long row is drawn)")
-    p.add_argument("--max-tokens-per-micro-batch", type=positive_int("--max-tokens-per-micro-batch"), default=None,
-                   help="token-budget batching: micro-batches of samples x padded width <= this many tokens")
-    p.add_argument("--image-tokens", type=nonneg_int("--image-tokens"), default=None,
-                   help="VLMs: LLM-side image tokens per sample (part of --seq-len)")
+    p.add_argument(
+        "--max-length",
+        type=positive_int("--max-length"),
+        default=None,
+        help="with --data: cut rows to this many tokens (the plan says how many it cuts)",
+    )
+    p.add_argument(
+        "--seed",
+        type=nonneg_int("--seed"),
+        default=0,
+        help="with --data: the bundled trainer's sampler seed (names the step a too-long row is drawn)",
+    )
+    p.add_argument(
+        "--max-tokens-per-micro-batch",
+        type=positive_int("--max-tokens-per-micro-batch"),
+        default=None,
+        help="token-budget batching: micro-batches of samples x padded width <= this many tokens",
+    )
+    p.add_argument(
+        "--image-tokens",
+        type=nonneg_int("--image-tokens"),
+        default=None,
+        help="VLMs: LLM-side image tokens per sample (part of --seq-len)",
+    )
     p.add_argument("--images", type=nonneg_int("--images"), default=None, help="VLMs: images per sample")
-    p.add_argument("--tokens-per-image", type=nonneg_int("--tokens-per-image"), default=None,
-                   help="VLMs: LLM tokens per image (with --images)")
+    p.add_argument(
+        "--tokens-per-image",
+        type=nonneg_int("--tokens-per-image"),
+        default=None,
+        help="VLMs: LLM tokens per image (with --images)",
+    )
     add_knob_args(p, [k for k in FIXED if k != "workload"])
     add_workload_args(p)
-    p.add_argument("--margin", type=margin, default=None,
-                   help=f"fraction of GPU memory kept free (default {DEFAULT_MARGIN}; wider for a model family "
-                        "counted approximately)")
-    p.add_argument("--inter-node-gbps", type=number("--inter-node-gbps"), default=DEFAULT_INTER_NODE_GBPS,
-                   help="network bandwidth per node in Gb/s (default 200, HDR InfiniBand)")
-    p.add_argument("--host-ram-gb", type=number("--host-ram-gb"), default=DEFAULT_HOST_RAM_GIB,
-                   help="host RAM per node for offload, GiB (default 512)")
+    p.add_argument(
+        "--margin",
+        type=margin,
+        default=None,
+        help=f"fraction of GPU memory kept free (default {DEFAULT_MARGIN}; wider for a model family "
+        "counted approximately)",
+    )
+    p.add_argument(
+        "--inter-node-gbps",
+        type=number("--inter-node-gbps"),
+        default=DEFAULT_INTER_NODE_GBPS,
+        help="network bandwidth per node in Gb/s (default 200, HDR InfiniBand)",
+    )
+    p.add_argument(
+        "--host-ram-gb",
+        type=number("--host-ram-gb"),
+        default=DEFAULT_HOST_RAM_GIB,
+        help="host RAM per node for offload, GiB (default 512)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
@@ -166,9 +220,18 @@ def knob_values(args: argparse.Namespace, fields=knobfields.KNOBS) -> dict:
     return {f: getattr(args, f) for f in fields if f != "workload" and getattr(args, f, None) is not None}
 
 
-WORKLOAD_FLAGS = ("num_generations", "max_prompt_length", "max_completion_length", "beta", "generation",
-                  "vllm_gpu_memory_utilization", "steps_per_generation", "num_iterations", "precompute_ref_log_probs",
-                  "logprobs")
+WORKLOAD_FLAGS = (
+    "num_generations",
+    "max_prompt_length",
+    "max_completion_length",
+    "beta",
+    "generation",
+    "vllm_gpu_memory_utilization",
+    "steps_per_generation",
+    "num_iterations",
+    "precompute_ref_log_probs",
+    "logprobs",
+)
 
 
 def add_workload_args(p: argparse.ArgumentParser) -> None:
@@ -176,28 +239,70 @@ def add_workload_args(p: argparse.ArgumentParser) -> None:
     --max-length."""
     from planner.config.workload import GENERATIONS, WORKLOADS
 
-    p.add_argument("--workload", type=one_of("--workload", WORKLOADS), default="sft",
-                   help="sft, or TRL's dpo (global batch in pairs) / grpo (global batch in completions)")
-    p.add_argument("--num-generations", type=positive_int("--num-generations"), default=None,
-                   help="grpo: completions per prompt (default 8)")
-    p.add_argument("--max-prompt-length", type=positive_int("--max-prompt-length"), default=None,
-                   help="grpo: longest prompt, image tokens included (default 512); dpo: the prompt part of a row")
-    p.add_argument("--max-completion-length", type=positive_int("--max-completion-length"), default=None,
-                   help="grpo: longest completion (default 512)")
-    p.add_argument("--beta", type=number("--beta"), default=None, help="grpo: KL coefficient; > 0 keeps a reference model")
-    p.add_argument("--generation", type=one_of("--generation", GENERATIONS), default=None,
-                   help="grpo: hf generate on the training GPU (default), vllm-colocate or vllm-server")
-    p.add_argument("--vllm-gpu-memory-utilization", type=number("--vllm-gpu-memory-utilization"), default=None,
-                   help="grpo with vllm-colocate: vLLM's share of the card (default 0.3)")
-    p.add_argument("--steps-per-generation", type=positive_int("--steps-per-generation"), default=None,
-                   help="grpo: micro-steps one generation batch feeds (default: --grad-accum)")
-    p.add_argument("--num-iterations", type=positive_int("--num-iterations"), default=None,
-                   help="grpo: optimisation passes per generation batch (default 1)")
-    p.add_argument("--logprobs", type=one_of("--logprobs", ("fused", "full")), default=None,
-                   help="dpo/grpo: fused (TRL 1.16's log-prob head, default) or full (whole logits, as TRL before "
-                        "its fused head and VLM-R1's trainer)")
-    p.add_argument("--precompute-ref-log-probs", action="store_true", default=None,
-                   help="dpo: reference log-probs computed before training (no reference model kept)")
+    p.add_argument(
+        "--workload",
+        type=one_of("--workload", WORKLOADS),
+        default="sft",
+        help="sft, or TRL's dpo (global batch in pairs) / grpo (global batch in completions)",
+    )
+    p.add_argument(
+        "--num-generations",
+        type=positive_int("--num-generations"),
+        default=None,
+        help="grpo: completions per prompt (default 8)",
+    )
+    p.add_argument(
+        "--max-prompt-length",
+        type=positive_int("--max-prompt-length"),
+        default=None,
+        help="grpo: longest prompt, image tokens included (default 512); dpo: the prompt part of a row",
+    )
+    p.add_argument(
+        "--max-completion-length",
+        type=positive_int("--max-completion-length"),
+        default=None,
+        help="grpo: longest completion (default 512)",
+    )
+    p.add_argument(
+        "--beta", type=number("--beta"), default=None, help="grpo: KL coefficient; > 0 keeps a reference model"
+    )
+    p.add_argument(
+        "--generation",
+        type=one_of("--generation", GENERATIONS),
+        default=None,
+        help="grpo: hf generate on the training GPU (default), vllm-colocate or vllm-server",
+    )
+    p.add_argument(
+        "--vllm-gpu-memory-utilization",
+        type=number("--vllm-gpu-memory-utilization"),
+        default=None,
+        help="grpo with vllm-colocate: vLLM's share of the card (default 0.3)",
+    )
+    p.add_argument(
+        "--steps-per-generation",
+        type=positive_int("--steps-per-generation"),
+        default=None,
+        help="grpo: micro-steps one generation batch feeds (default: --grad-accum)",
+    )
+    p.add_argument(
+        "--num-iterations",
+        type=positive_int("--num-iterations"),
+        default=None,
+        help="grpo: optimisation passes per generation batch (default 1)",
+    )
+    p.add_argument(
+        "--logprobs",
+        type=one_of("--logprobs", ("fused", "full")),
+        default=None,
+        help="dpo/grpo: fused (TRL 1.16's log-prob head, default) or full (whole logits, as TRL before "
+        "its fused head and VLM-R1's trainer)",
+    )
+    p.add_argument(
+        "--precompute-ref-log-probs",
+        action="store_true",
+        default=None,
+        help="dpo: reference log-probs computed before training (no reference model kept)",
+    )
 
 
 def workload_fields(args: argparse.Namespace) -> dict:
@@ -218,7 +323,7 @@ def request(cls, args: argparse.Namespace, **fields):
     data.pop("workload", None)
     work = workload_fields(args)
     if getattr(args, "workload", "sft") == "dpo":
-        data.pop("max_length", None)    # DPO's --max-length is the row length, not a data cut
+        data.pop("max_length", None)  # DPO's --max-length is the row length, not a data cut
     return advise.parse(cls, {**data, **work, **fields})
 
 
@@ -244,8 +349,10 @@ def approximate(model, goal) -> str:
     """The headline's mark for a model family counted with the generic formula (model.exact false)."""
     if model.exact:
         return ""
-    return (f", APPROXIMATE: model_type {model.model_type!r} is counted with the generic llama-like formula; "
-            f"margin {goal.margin:g}")
+    return (
+        f", APPROXIMATE: model_type {model.model_type!r} is counted with the generic llama-like formula; "
+        f"margin {goal.margin:g}"
+    )
 
 
 def print_json(obj: dict) -> None:
@@ -267,11 +374,16 @@ EVIDENCE = ("analytic", "sim", "auto")
 
 
 def add_evidence_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--evidence", type=one_of("--evidence", EVIDENCE), default="auto",
-                   help="analytic: formulas only; sim: simulate what no record covers; "
-                        "auto (default): stored measured, then simulated records, else analytic")
-    p.add_argument("--verify", action="store_true",
-                   help="probe the chosen plan before answering (cuda on a local GPU, else sim)")
+    p.add_argument(
+        "--evidence",
+        type=one_of("--evidence", EVIDENCE),
+        default="auto",
+        help="analytic: formulas only; sim: simulate what no record covers; "
+        "auto (default): stored measured, then simulated records, else analytic",
+    )
+    p.add_argument(
+        "--verify", action="store_true", help="probe the chosen plan before answering (cuda on a local GPU, else sim)"
+    )
     add_store_arg(p)
 
 
@@ -279,7 +391,7 @@ def add_store_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", default=None, help="probe store (SQLite); default $MEMPLAN_STORE or the user data dir")
 
 
-QUIET = False       # set by the root command for --json: no progress on stderr
+QUIET = False  # set by the root command for --json: no progress on stderr
 
 
 def status(message: str):
@@ -294,10 +406,12 @@ def status(message: str):
 
     @contextmanager
     def shown():
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
-                      transient=True) as bar:
+        with Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True
+        ) as bar:
             bar.add_task(message, total=None)
             yield
+
     return shown()
 
 
@@ -325,4 +439,4 @@ def err_console():
     from rich.console import Console
 
     err = Console(stderr=True)
-    return err if err.is_terminal else Console(stderr=True, width=170)     # as render.console: whole tables
+    return err if err.is_terminal else Console(stderr=True, width=170)  # as render.console: whole tables

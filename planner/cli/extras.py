@@ -1,6 +1,7 @@
 """The optional dependencies a command needs, checked before it does anything: a missing one is refused in one
 line that names the extra to install (`pip install 'memplan[sim]'`; exit code 2, nothing written). Found with
 importlib.util.find_spec: nothing is imported here, so the check costs no start-up time."""
+
 from __future__ import annotations
 
 import importlib.util

@@ -1,4 +1,5 @@
 """`planner frameworks`: what each training framework can run, and its defaults (planner.frameworks)."""
+
 from __future__ import annotations
 
 from planner.cli import common

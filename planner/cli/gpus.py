@@ -1,4 +1,5 @@
 """`planner gpus`: the GPU catalog."""
+
 from __future__ import annotations
 
 from planner.cli import common

@@ -1,4 +1,5 @@
 """`planner models`: the bundled model catalog, with parameter counts and layers."""
+
 from __future__ import annotations
 
 from planner.cli import common

@@ -1,23 +1,31 @@
 """`--plot FILE` for suggest and check: the web page's two charts drawn with matplotlib (imported
 only here): each plan's memory terms stacked against the card's capacity and capacity minus the
 margin, and the predicted memory against micro-batch for one plan's knobs."""
+
 from __future__ import annotations
 
 from planner.config.spec import Goal, Hardware, Plan
 from planner.search.search import divisors, make_plan
 
 GIB = 2**30
-TERMS = (("params_bytes", "parameters", "#4e79a7"), ("grads_bytes", "gradients", "#f28e2b"),
-         ("optimizer_bytes", "optimizer", "#e15759"), ("activations_bytes", "activations", "#76b7b2"),
-         ("temp_bytes", "temporaries", "#59a14f"), ("overhead_bytes", "overhead", "#bab0ac"))
+TERMS = (
+    ("params_bytes", "parameters", "#4e79a7"),
+    ("grads_bytes", "gradients", "#f28e2b"),
+    ("optimizer_bytes", "optimizer", "#e15759"),
+    ("activations_bytes", "activations", "#76b7b2"),
+    ("temp_bytes", "temporaries", "#59a14f"),
+    ("overhead_bytes", "overhead", "#bab0ac"),
+)
 MAX_CURVE_POINTS = 12
 
 
 def curve_points(model, hw: Hardware, goal: Goal, ref: Plan) -> list[tuple[int, int]]:
     """(micro-batch, predicted device total) over the divisors of the per-rank batch, analytic."""
     per_rank = goal.global_batch // hw.world_size
-    return [(mb, make_plan(model, hw, goal, ref.knobs, mb).memory.device_total_bytes)
-            for mb in divisors(per_rank)[:MAX_CURVE_POINTS]]
+    return [
+        (mb, make_plan(model, hw, goal, ref.knobs, mb).memory.device_total_bytes)
+        for mb in divisors(per_rank)[:MAX_CURVE_POINTS]
+    ]
 
 
 def write(path: str, plans: list[Plan], ref: Plan, model, hw: Hardware, goal: Goal) -> None:
@@ -81,7 +89,7 @@ def histogram(path: str, totals, text, summary: dict, title: str) -> None:
     fig, ax = plt.subplots(figsize=(10, 5), dpi=100)
     n = min(80, max(10, len(totals) // 20))
     top = max(totals) or 1
-    bins = [top * i / n for i in range(n + 1)]       # one set of edges for both, from 0
+    bins = [top * i / n for i in range(n + 1)]  # one set of edges for both, from 0
     ax.hist(list(totals), bins=bins, color="#4e79a7", alpha=0.8, label="tokens per row (text + image)")
     if summary["images"]:
         ax.hist(list(text), bins=bins, color="#f28e2b", alpha=0.6, label="text tokens per row")

@@ -1,4 +1,5 @@
 """`planner probe`: run one probe (sim, cpu or cuda) of a configuration and store its record."""
+
 from __future__ import annotations
 
 import argparse
@@ -16,12 +17,20 @@ def add_config_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--model", required=required, help="catalog name (`planner models`), config.json path, or folder")
     p.add_argument("--micro-batch", type=common.positive_int("--micro-batch"), required=required)
     p.add_argument("--grad-accum", type=common.positive_int("--grad-accum"), default=1)
-    p.add_argument("--seq-len", type=common.positive_int("--seq-len"), default=None,
-                   help="tokens per row (dpo / grpo: from --max-length / --max-prompt-length + --max-completion-length)")
+    p.add_argument(
+        "--seq-len",
+        type=common.positive_int("--seq-len"),
+        default=None,
+        help="tokens per row (dpo / grpo: from --max-length / --max-prompt-length + --max-completion-length)",
+    )
     common.add_knob_args(p, [k for k in KNOBS if k != "workload"])
     common.add_workload_args(p)
-    p.add_argument("--max-length", type=common.positive_int("--max-length"), default=None,
-                   help="dpo: tokens of a chosen or rejected row, prompt included (default 1024)")
+    p.add_argument(
+        "--max-length",
+        type=common.positive_int("--max-length"),
+        default=None,
+        help="dpo: tokens of a chosen or rejected row, prompt included (default 1024)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
@@ -42,13 +51,19 @@ def run(args: argparse.Namespace) -> int:
     model, knobs, shapes = advise.probe_plan(probe_request(args, args.backend))
     extras.require(f"planner probe --backend {args.backend}", extras.for_knobs(knobs))
     store = Store(args.store)
-    store.check_writable()      # before the probe runs: its record must not be lost
+    store.check_writable()  # before the probe runs: its record must not be lost
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from probes.run import run_isolated
 
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=common.err_console(), transient=True, disable=args.json) as bar:
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=common.err_console(),
+        transient=True,
+        disable=args.json,
+    ) as bar:
         bar.add_task(f"{args.backend} probe of {model.name}", total=None)
         rec = run_isolated(model.name, model.config, knobs, shapes, args.backend, args.timeout)
     store.add(rec)

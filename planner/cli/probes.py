@@ -1,4 +1,5 @@
 """`planner probes list|show|rm`: the stored probe records. None of them creates a store."""
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,7 @@ def register(sub) -> None:
 def run_list(args: argparse.Namespace) -> int:
     store = Store.existing(args.store)
     recs = store.list(model=args.model, backend=args.backend, limit=args.limit)
-    data = {"store": str(store.path),
-            "records": [r.model_dump(exclude={"detail"}) for r in recs]}
+    data = {"store": str(store.path), "records": [r.model_dump(exclude={"detail"}) for r in recs]}
     return common.print_listing(args, data, "records_table")
 
 
@@ -54,7 +54,7 @@ def run_show(args: argparse.Namespace) -> int:
 def run_rm(args: argparse.Namespace) -> int:
     store = Store.existing(args.store)
     missing = [i for i in args.ids if store.get(i) is None]
-    if missing:         # all or nothing: a typo removes nothing
+    if missing:  # all or nothing: a typo removes nothing
         raise BadInput(f"probe #{missing[0]}: no such record in {store.path}; nothing removed", "ids")
     n = store.delete(args.ids)
     if args.json:

@@ -1,4 +1,5 @@
 """Human tables (rich). Sizes in GiB (2^30 bytes), as the headers say."""
+
 from __future__ import annotations
 
 from rich.console import Console
@@ -18,15 +19,40 @@ def gib(x: int) -> str:
 def plans_table(plans: list[Plan], title: str, approximate: bool = False) -> Table:
     """approximate: the model's family is counted with the generic formula (evidence marked "approx.")."""
     t = Table(title=title, title_justify="left")
-    for col in ("#", "micro", "accum", "ckpt", "precision", "sharding", "offload", "recipe", "peak GiB", "total GiB",
-                "headroom GiB", "tokens/s", "evidence"):
+    for col in (
+        "#",
+        "micro",
+        "accum",
+        "ckpt",
+        "precision",
+        "sharding",
+        "offload",
+        "recipe",
+        "peak GiB",
+        "total GiB",
+        "headroom GiB",
+        "tokens/s",
+        "evidence",
+    ):
         left = ("ckpt", "precision", "sharding", "offload", "recipe", "evidence")
         t.add_column(col, justify="left" if col in left else "right")
     for i, p in enumerate(plans, 1):
         m = p.memory
-        t.add_row(str(i), str(p.micro_batch), str(p.grad_accum), p.checkpointing, p.precision, p.sharding,
-                  p.offload, p.recipe, gib(m.peak_allocated_bytes), gib(m.device_total_bytes), gib(m.headroom_bytes),
-                  f"{p.tokens_per_s:,.0f}", p.evidence + (" (approx.)" if approximate else ""))
+        t.add_row(
+            str(i),
+            str(p.micro_batch),
+            str(p.grad_accum),
+            p.checkpointing,
+            p.precision,
+            p.sharding,
+            p.offload,
+            p.recipe,
+            gib(m.peak_allocated_bytes),
+            gib(m.device_total_bytes),
+            gib(m.headroom_bytes),
+            f"{p.tokens_per_s:,.0f}",
+            p.evidence + (" (approx.)" if approximate else ""),
+        )
     return t
 
 
@@ -36,12 +62,22 @@ def breakdown_table(p: Plan) -> Table:
     t = Table(title=title, title_justify="left", min_width=len(title))
     t.add_column("term")
     t.add_column("GiB", justify="right")
-    for name in ("params", "grads", "optimizer", "activations", "temp", "peak_allocated", "overhead",
-                 "device_total", "capacity", "headroom"):
+    for name in (
+        "params",
+        "grads",
+        "optimizer",
+        "activations",
+        "temp",
+        "peak_allocated",
+        "overhead",
+        "device_total",
+        "capacity",
+        "headroom",
+    ):
         t.add_row(name, gib(getattr(m, f"{name}_bytes")))
     if m.host_bytes_per_node:
         t.add_row("host RAM per node (offload)", gib(m.host_bytes_per_node))
-    head = ({"fused": "TRL log-prob head", "full": "full logits"}[p.workload.logprobs] if p.workload.rl else p.loss)
+    head = {"fused": "TRL log-prob head", "full": "full logits"}[p.workload.logprobs] if p.workload.rl else p.loss
     if p.loss != "standard" or m.detail.get("logits_loss_bytes"):
         t.add_row(f"of which logits/loss ({head})", gib(m.detail.get("logits_loss_bytes", 0)))
     for name, value in (m.phases or {}).items():
@@ -54,10 +90,12 @@ def breakdown_table(p: Plan) -> Table:
 def limits_line(limits: dict) -> str:
     """check's answer to "OOM after N steps": the longest rows at which the configuration still fits."""
     parts = []
-    for what, top, got in (("completion", "max_completion_length", "completion_fits_up_to"),
-                           ("prompt", "max_prompt_length", "prompt_fits_up_to"),
-                           ("row", "max_length", "length_fits_up_to"),
-                           ("image tokens", "image_tokens", "image_tokens_fit_up_to")):
+    for what, top, got in (
+        ("completion", "max_completion_length", "completion_fits_up_to"),
+        ("prompt", "max_prompt_length", "prompt_fits_up_to"),
+        ("row", "max_length", "length_fits_up_to"),
+        ("image tokens", "image_tokens", "image_tokens_fit_up_to"),
+    ):
         if got not in limits:
             continue
         if limits[got] >= limits[top]:
@@ -80,22 +118,51 @@ def rejected_table(rejected: list[Plan]) -> Table:
         t.add_column(col, justify="right" if col in ("families", "total GiB") else "left")
     for reason, plans in groups.items():
         p = plans[0]
-        t.add_row(str(len(plans)), p.checkpointing, p.precision, p.sharding, p.offload, p.recipe,
-                  gib(p.memory.device_total_bytes), reason)
+        t.add_row(
+            str(len(plans)),
+            p.checkpointing,
+            p.precision,
+            p.sharding,
+            p.offload,
+            p.recipe,
+            gib(p.memory.device_total_bytes),
+            reason,
+        )
     return t
 
 
 def nearest_table(nearest: list) -> Table:
     """The nearest settings that fit (planner.search.nearest): the change, and the best plan it gives."""
-    t = Table(title="nearest settings that fit (one change each; 'any knobs': other knobs changed too)",
-              title_justify="left")
-    for col in ("change", "micro", "accum", "ckpt", "precision", "sharding", "offload", "recipe", "total GiB",
-                "tokens/s"):
+    t = Table(
+        title="nearest settings that fit (one change each; 'any knobs': other knobs changed too)", title_justify="left"
+    )
+    for col in (
+        "change",
+        "micro",
+        "accum",
+        "ckpt",
+        "precision",
+        "sharding",
+        "offload",
+        "recipe",
+        "total GiB",
+        "tokens/s",
+    ):
         t.add_column(col, justify="right" if col in ("micro", "accum", "total GiB", "tokens/s") else "left")
     for n in nearest:
         p = n.plan
-        t.add_row(n.change, str(p.micro_batch), str(p.grad_accum), p.checkpointing, p.precision, p.sharding,
-                  p.offload, p.recipe, gib(p.memory.device_total_bytes), f"{p.tokens_per_s:,.0f}")
+        t.add_row(
+            n.change,
+            str(p.micro_batch),
+            str(p.grad_accum),
+            p.checkpointing,
+            p.precision,
+            p.sharding,
+            p.offload,
+            p.recipe,
+            gib(p.memory.device_total_bytes),
+            f"{p.tokens_per_s:,.0f}",
+        )
     return t
 
 
@@ -110,21 +177,36 @@ def gpus_table(data: dict) -> Table:
     for col in ("name", "memory GiB", "bf16 TFLOP/s", "HBM GB/s", "link", "link GB/s/dir", "aliases"):
         t.add_column(col)
     for g in data["gpus"]:
-        t.add_row(g["name"], f"{g['capacity_bytes'] / 2**30:.1f}", f"{g['bf16_tflops']:g}" if g["bf16_tflops"] else "no bf16",
-                  f"{g['memory_bandwidth_gbs']:g}", g["link"], f"{g['link_gbs']:g}", ", ".join(g["aliases"]))
+        t.add_row(
+            g["name"],
+            f"{g['capacity_bytes'] / 2**30:.1f}",
+            f"{g['bf16_tflops']:g}" if g["bf16_tflops"] else "no bf16",
+            f"{g['memory_bandwidth_gbs']:g}",
+            g["link"],
+            f"{g['link_gbs']:g}",
+            ", ".join(g["aliases"]),
+        )
     return t
 
 
 def frameworks_table(data: dict) -> Table:
     from planner.frameworks import TABLE_KNOBS
 
-    t = Table(title="what --framework X runs (every value where blank; defaults and sources: `planner frameworks "
-                    "--json`)", title_justify="left")
+    t = Table(
+        title="what --framework X runs (every value where blank; defaults and sources: `planner frameworks --json`)",
+        title_justify="left",
+    )
     for col in ("framework", "version", *(k.replace("_", " ") for k in TABLE_KNOBS)):
         t.add_column(col)
     for f in data["frameworks"]:
-        runs = [", ".join({True: "on", False: "off"}.get(v, str(v)) if isinstance(v, bool) else str(v)
-                          for v in f["runs"][k]) if k in f["runs"] else "" for k in TABLE_KNOBS]
+        runs = [
+            ", ".join(
+                {True: "on", False: "off"}.get(v, str(v)) if isinstance(v, bool) else str(v) for v in f["runs"][k]
+            )
+            if k in f["runs"]
+            else ""
+            for k in TABLE_KNOBS
+        ]
         t.add_row(f["name"], f["version"], *runs)
     return t
 
@@ -134,8 +216,15 @@ def models_table(data: dict) -> Table:
     for col in ("name", "model_type", "params", "layers", "hidden", "vocab", "vision params"):
         t.add_column(col, justify="left" if col in ("name", "model_type") else "right")
     for m in data["models"]:
-        t.add_row(m["name"], m["model_type"], f"{m['params']:,}", str(m["layers"]), str(m["hidden_size"]),
-                  f"{m['vocab_size']:,}", f"{m['vision_params']:,}" if m["vision_params"] else "-")
+        t.add_row(
+            m["name"],
+            m["model_type"],
+            f"{m['params']:,}",
+            str(m["layers"]),
+            str(m["hidden_size"]),
+            f"{m['vocab_size']:,}",
+            f"{m['vision_params']:,}" if m["vision_params"] else "-",
+        )
     return t
 
 
@@ -143,9 +232,11 @@ def record_line(r) -> str:
     k, s = r.knobs, r.shapes
     peak = f"peak {gib(r.peak_allocated_bytes)} GiB" if r.peak_allocated_bytes else "no peak"
     work = f" {k.workload.kind.upper()}" if k.workload.rl else ""
-    return (f"#{r.id or '-'} {r.backend} {r.status}:{work} {r.model} micro {s.micro_batch} accum {s.grad_accum} "
-            f"seq {s.seq_len} {k.precision} ckpt {k.checkpointing} zero {k.zero_stage} on {r.device}: {peak}"
-            + (f" ({r.phase})" if r.phase else ""))
+    return (
+        f"#{r.id or '-'} {r.backend} {r.status}:{work} {r.model} micro {s.micro_batch} accum {s.grad_accum} "
+        f"seq {s.seq_len} {k.precision} ckpt {k.checkpointing} zero {k.zero_stage} on {r.device}: {peak}"
+        + (f" ({r.phase})" if r.phase else "")
+    )
 
 
 def record_detail(r) -> Table:
@@ -155,15 +246,23 @@ def record_detail(r) -> Table:
     t.add_column("value", justify="right")
     for cat, v in r.by_category.items():
         t.add_row(f"{cat} GiB", gib(v))
-    for name, v in (("peak allocated GiB", r.peak_allocated_bytes), ("peak reserved GiB", r.peak_reserved_bytes),
-                    ("device used GiB", r.device_used_bytes)):
+    for name, v in (
+        ("peak allocated GiB", r.peak_allocated_bytes),
+        ("peak reserved GiB", r.peak_reserved_bytes),
+        ("device used GiB", r.device_used_bytes),
+    ):
         if v:
             t.add_row(name, gib(v))
     k, s = r.knobs, r.shapes
-    t.add_row("shapes", f"micro {s.micro_batch} accum {s.grad_accum} seq {s.seq_len} images {s.image_tokens} "
-                        f"world {s.world_size}")
-    t.add_row("knobs", f"{k.precision} ckpt {k.checkpointing} zero {k.zero_stage} offload {k.offload} "
-                       f"{k.optimizer} lora {k.lora_rank}")
+    t.add_row(
+        "shapes",
+        f"micro {s.micro_batch} accum {s.grad_accum} seq {s.seq_len} images {s.image_tokens} world {s.world_size}",
+    )
+    t.add_row(
+        "knobs",
+        f"{k.precision} ckpt {k.checkpointing} zero {k.zero_stage} offload {k.offload} "
+        f"{k.optimizer} lora {k.lora_rank}",
+    )
     t.add_row("versions", ", ".join(f"{n} {v}" for n, v in r.versions.items() if v) or "-")
     t.add_row("tensor key", r.tensor_key)
     return t
@@ -171,23 +270,49 @@ def record_detail(r) -> Table:
 
 def records_table(data: dict) -> Table:
     t = Table(title=f"probe records in {data['store']}", title_justify="left")
-    for col in ("id", "when", "backend", "status", "model", "micro", "accum", "seq", "precision", "ckpt", "ZeRO",
-                "device", "peak GiB"):
+    for col in (
+        "id",
+        "when",
+        "backend",
+        "status",
+        "model",
+        "micro",
+        "accum",
+        "seq",
+        "precision",
+        "ckpt",
+        "ZeRO",
+        "device",
+        "peak GiB",
+    ):
         t.add_column(col)
     import time
 
     for r in data["records"]:
         k, s = r["knobs"], r["shapes"]
-        t.add_row(str(r["id"]), time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created"])), r["backend"],
-                  r["status"], r["model"], str(s["micro_batch"]), str(s["grad_accum"]), str(s["seq_len"]),
-                  k["precision"], k["checkpointing"], str(k["zero_stage"]), r["device"],
-                  gib(r["peak_allocated_bytes"]) if r["peak_allocated_bytes"] else "-")
+        t.add_row(
+            str(r["id"]),
+            time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created"])),
+            r["backend"],
+            r["status"],
+            r["model"],
+            str(s["micro_batch"]),
+            str(s["grad_accum"]),
+            str(s["seq_len"]),
+            k["precision"],
+            k["checkpointing"],
+            str(k["zero_stage"]),
+            r["device"],
+            gib(r["peak_allocated_bytes"]) if r["peak_allocated_bytes"] else "-",
+        )
     return t
 
 
 def scan_headline(data: dict) -> str:
-    return (f"{data['data']}: {data['rows']:,} rows ({data['kind']}), {data['images']:,} images; the longest is "
-            f"row {data['longest_row']:,} ({data['tokens']['max']:,} tokens)")
+    return (
+        f"{data['data']}: {data['rows']:,} rows ({data['kind']}), {data['images']:,} images; the longest is "
+        f"row {data['longest_row']:,} ({data['tokens']['max']:,} tokens)"
+    )
 
 
 def scan_table(data: dict) -> Table:

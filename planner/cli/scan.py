@@ -1,20 +1,30 @@
 """`planner scan DATA --tokenizer DIR`: the token-length distribution of a training set (text and image
 tokens apart), streamed, with a progress bar on a terminal and --json for scripts. The scanning itself is
 the `scan` package (tokenizers are not the core's business); this face imports it lazily."""
+
 from __future__ import annotations
 
 from planner.cli import common, extras
 
-IMAGE_RULE_HELP = ("qwen2-vl (default: Qwen2-VL / Qwen2.5-VL resizing, 14-pixel patches merged 2 x 2), internvl[:N] "
-                   "(448-pixel tiles, at most N, 12 by default, plus a thumbnail), or fixed:N")
+IMAGE_RULE_HELP = (
+    "qwen2-vl (default: Qwen2-VL / Qwen2.5-VL resizing, 14-pixel patches merged 2 x 2), internvl[:N] "
+    "(448-pixel tiles, at most N, 12 by default, plus a thumbnail), or fixed:N"
+)
 
 
 def register(sub) -> None:
     p = sub.add_parser("scan", help="token-length distribution of a dataset (JSONL, JSON, CSV, Parquet)")
-    p.add_argument("data", metavar="DATA", help="a .jsonl, .json, .csv or .parquet file, or a save_to_disk folder: "
-                                                "text, prompt/completion, messages or input_ids")
-    p.add_argument("--tokenizer", default=None,
-                   help="a local tokenizer folder (its chat template renders messages); not needed for input_ids rows")
+    p.add_argument(
+        "data",
+        metavar="DATA",
+        help="a .jsonl, .json, .csv or .parquet file, or a save_to_disk folder: "
+        "text, prompt/completion, messages or input_ids",
+    )
+    p.add_argument(
+        "--tokenizer",
+        default=None,
+        help="a local tokenizer folder (its chat template renders messages); not needed for input_ids rows",
+    )
     p.add_argument("--image-rule", default="qwen2-vl", help=IMAGE_RULE_HELP)
     p.add_argument("--min-pixels", type=common.int_in("--min-pixels", 1, 10**9), default=None)
     p.add_argument("--max-pixels", type=common.int_in("--max-pixels", 1, 10**9), default=None)
@@ -59,8 +69,14 @@ def _progress(args):
             return
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-        with Progress(SpinnerColumn(), TextColumn("scanning {task.completed:,} rows"), TimeElapsedColumn(),
-                      console=err, transient=True) as bar:
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("scanning {task.completed:,} rows"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as bar:
             task = bar.add_task("", total=None)
             yield lambda n: bar.advance(task, n)
+
     return shown()

@@ -1,4 +1,5 @@
 """`planner serve`: the REST API (FastAPI on uvicorn); flags override MEMPLAN_* environment settings."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,12 +13,24 @@ def register(sub) -> None:
     p.add_argument("--host", default=None, help="listen address (default 127.0.0.1; env MEMPLAN_HOST)")
     p.add_argument("--port", type=common.int_in("--port", 1, 65535), default=None, help="default 8000 (MEMPLAN_PORT)")
     p.add_argument("--workers", type=common.int_in("--workers", 1, 64), default=None, help="uvicorn worker processes")
-    p.add_argument("--model-dir", action="append", default=None,
-                   help="folder whose config.json files requests may name (repeatable; MEMPLAN_MODEL_DIRS as JSON)")
-    p.add_argument("--data-dir", action="append", default=None,
-                   help="folder whose datasets and tokenizer folders requests may name (repeatable; MEMPLAN_DATA_DIRS)")
-    p.add_argument("--probe-timeout", type=common.positive_int("--probe-timeout"), default=None,
-                   help="longest a probe job may run, seconds (default 600)")
+    p.add_argument(
+        "--model-dir",
+        action="append",
+        default=None,
+        help="folder whose config.json files requests may name (repeatable; MEMPLAN_MODEL_DIRS as JSON)",
+    )
+    p.add_argument(
+        "--data-dir",
+        action="append",
+        default=None,
+        help="folder whose datasets and tokenizer folders requests may name (repeatable; MEMPLAN_DATA_DIRS)",
+    )
+    p.add_argument(
+        "--probe-timeout",
+        type=common.positive_int("--probe-timeout"),
+        default=None,
+        help="longest a probe job may run, seconds (default 600)",
+    )
     common.add_store_arg(p)
     p.set_defaults(run=run)
 
@@ -32,11 +45,17 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from api.settings import Settings
-    flags = {"MEMPLAN_HOST": args.host, "MEMPLAN_PORT": args.port, "MEMPLAN_WORKERS": args.workers,
-             "MEMPLAN_STORE": args.store, "MEMPLAN_PROBE_TIMEOUT_S": args.probe_timeout,
-             "MEMPLAN_MODEL_DIRS": json.dumps(args.model_dir) if args.model_dir else None,
-             "MEMPLAN_DATA_DIRS": json.dumps(args.data_dir) if args.data_dir else None}
-    os.environ.update({k: str(v) for k, v in flags.items() if v is not None})   # read by each worker
+
+    flags = {
+        "MEMPLAN_HOST": args.host,
+        "MEMPLAN_PORT": args.port,
+        "MEMPLAN_WORKERS": args.workers,
+        "MEMPLAN_STORE": args.store,
+        "MEMPLAN_PROBE_TIMEOUT_S": args.probe_timeout,
+        "MEMPLAN_MODEL_DIRS": json.dumps(args.model_dir) if args.model_dir else None,
+        "MEMPLAN_DATA_DIRS": json.dumps(args.data_dir) if args.data_dir else None,
+    }
+    os.environ.update({k: str(v) for k, v in flags.items() if v is not None})  # read by each worker
     from pydantic import ValidationError
 
     from planner.config.spec import bad_input
@@ -46,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
     except ValidationError as e:
         raise BadInput(f"{bad_input(e)} (from the MEMPLAN_* environment)") from None
     if s.api_token is None and not s.loopback_only:
-        common.err_console().print(f"warning: no MEMPLAN_API_TOKEN and listening on {s.host}: "
-                                   "probe submission and cancellation are refused")
+        common.err_console().print(
+            f"warning: no MEMPLAN_API_TOKEN and listening on {s.host}: probe submission and cancellation are refused"
+        )
     uvicorn.run("api.main:create_app", factory=True, host=s.host, port=s.port, workers=s.workers)
     return 0

@@ -1,4 +1,5 @@
 """`planner suggest`: ranked plans that fit, with the same global batch exactly."""
+
 from __future__ import annotations
 
 import argparse
@@ -13,21 +14,28 @@ from planner.export import export, launch
 def register(sub) -> None:
     p = sub.add_parser("suggest", help="rank training configurations that fit")
     common.add_target_args(p)
-    p.add_argument("--global-batch", type=common.positive_int("--global-batch"), required=True,
-                   help="sequences per optimizer step across all GPUs")
+    p.add_argument(
+        "--global-batch",
+        type=common.positive_int("--global-batch"),
+        required=True,
+        help="sequences per optimizer step across all GPUs",
+    )
     common.add_knob_args(p, SEARCHED, many=True)
     p.add_argument("--top", type=common.positive_int("--top"), default=10)
     common.add_evidence_args(p)
     p.add_argument("--plot", metavar="PNG", help="write the memory charts (terms per plan, memory vs micro-batch)")
-    p.add_argument("--emit", metavar="DIR", help="write ds_config.json, train_args.json, launch.sbatch for the best plan")
+    p.add_argument(
+        "--emit", metavar="DIR", help="write ds_config.json, train_args.json, launch.sbatch for the best plan"
+    )
     p.set_defaults(run=run)
 
 
 def gather(args: argparse.Namespace) -> tuple[dict, SuggestResult, tuple]:
     """advise.suggest on the flags; (JSON object, result, (model, hardware, goal)) for printing."""
     req = common.request(SuggestRequest, args)
-    result = advise.suggest(req, store=args.store, probes=common.probe_functions(), status=common.status,
-                            scanner=common.scanner)
+    result = advise.suggest(
+        req, store=args.store, probes=common.probe_functions(), status=common.status, scanner=common.scanner
+    )
     return result_json(result), result, result.context
 
 
@@ -53,8 +61,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         from planner.cli import render
 
-        title = (f"{model.name} ({model.params / 1e9:.2f}B params{common.approximate(model, goal)}) on "
-                 f"{hw.world_size} x {hw.gpu.name}, global batch {goal.global_batch} x {goal.seq_len} tokens")
+        title = (
+            f"{model.name} ({model.params / 1e9:.2f}B params{common.approximate(model, goal)}) on "
+            f"{hw.world_size} x {hw.gpu.name}, global batch {goal.global_batch} x {goal.seq_len} tokens"
+        )
         from planner.cli.data import budget_line, data_lines
 
         for line in data_lines(out["data"]) if out.get("data") else []:

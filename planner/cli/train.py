@@ -5,6 +5,7 @@ flags as `check`. With one process (world 1, or already started by a launcher) i
 otherwise it prints and runs the launch command: torchrun (also multi-node with --nnodes/--node-rank/
 --rdzv-endpoint), the deepspeed launcher, or srun + torchrun inside a Slurm allocation.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,27 +33,41 @@ LAUNCHERS = ("auto", "none", "torchrun", "deepspeed", "slurm")
 def register(sub) -> None:
     p = sub.add_parser("train", help="run a plan with the bundled trainer")
     p.add_argument("--plan", help="plan JSON as printed by `suggest --json` (best plan) or `check --json`")
-    add_config_args(p, required=False)     # --model may also be a local HF folder with weights
+    add_config_args(p, required=False)  # --model may also be a local HF folder with weights
     p.add_argument("--gpu", default="h100", help="GPU kind of the plan (with --gpus-per-node: the world size)")
     p.add_argument("--gpus-per-node", type=common.positive_int("--gpus-per-node"), default=1)
     p.add_argument("--nodes", type=common.positive_int("--nodes"), default=1)
-    p.add_argument("--data", default="synthetic", help="synthetic | a JSONL file ({'text': ...} or {'input_ids': [...]})")
+    p.add_argument(
+        "--data", default="synthetic", help="synthetic | a JSONL file ({'text': ...} or {'input_ids': [...]})"
+    )
     p.add_argument("--tokenizer", help="local tokenizer folder, for a JSONL of text")
     p.add_argument("--max-steps", type=common.positive_int("--max-steps"), default=100)
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-tokens-per-micro-batch", type=common.positive_int("--max-tokens-per-micro-batch"),
-                   default=None, help="cut each rank's samples into micro-batches of samples x padded width <= this "
-                                      "(the global batch stays micro-batch x accumulation x world samples)")
+    p.add_argument(
+        "--max-tokens-per-micro-batch",
+        type=common.positive_int("--max-tokens-per-micro-batch"),
+        default=None,
+        help="cut each rank's samples into micro-batches of samples x padded width <= this "
+        "(the global batch stays micro-batch x accumulation x world samples)",
+    )
     p.add_argument("--log", help="metrics JSONL, one object per optimizer step")
     p.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cuda when available")
     p.add_argument("--save-dir", help="checkpoints (atomic; also saved on SIGTERM)")
     p.add_argument("--save-every", type=common.nonneg_int("--save-every"), default=0)
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --save-dir")
-    p.add_argument("--eval-every", type=common.nonneg_int("--eval-every"), default=0,
-                   help="evaluate on a held-out 5%% every N steps (0: never)")
-    p.add_argument("--eval-batch", type=common.positive_int("--eval-batch"), default=8,
-                   help="evaluation batch per rank (its own: an OOM there never shrinks training)")
+    p.add_argument(
+        "--eval-every",
+        type=common.nonneg_int("--eval-every"),
+        default=0,
+        help="evaluate on a held-out 5%% every N steps (0: never)",
+    )
+    p.add_argument(
+        "--eval-batch",
+        type=common.positive_int("--eval-batch"),
+        default=8,
+        help="evaluation batch per rank (its own: an OOM there never shrinks training)",
+    )
     p.add_argument("--launcher", type=common.one_of("--launcher", LAUNCHERS), default="auto")
     p.add_argument("--nnodes", type=common.positive_int("--nnodes"), default=None)
     p.add_argument("--node-rank", type=common.nonneg_int("--node-rank"), default=0)
@@ -83,12 +98,22 @@ def _plan_file(path: str) -> dict:
         what = bad_input(e) if isinstance(e, ValidationError) else f"missing or malformed {e}"
         raise BadInput(f"--plan {path!r}: not a plan file ({what})", "plan") from None
     if not (isinstance(world, int) and world == plan.world_size):
-        raise BadInput(f"--plan {path!r}: the plan's world size {plan.world_size} is not the hardware's "
-                       f"gpus_per_node x nodes ({world!r})", "plan")
-    return {"model": model, "gpu": str(hw.get("gpu", "h100")), "gpus_per_node": hw["gpus_per_node"],
-            "nodes": hw["nodes"], "seq_len": goal.get("seq_len") if isinstance(goal, dict) else None,
-            "micro_batch": plan.micro_batch, "grad_accum": plan.grad_accum, **{f: getattr(plan, f) for f in KNOBS},
-            "max_tokens_per_micro_batch": plan.token_batches.max_tokens_per_micro_batch if plan.token_batches else None}
+        raise BadInput(
+            f"--plan {path!r}: the plan's world size {plan.world_size} is not the hardware's "
+            f"gpus_per_node x nodes ({world!r})",
+            "plan",
+        )
+    return {
+        "model": model,
+        "gpu": str(hw.get("gpu", "h100")),
+        "gpus_per_node": hw["gpus_per_node"],
+        "nodes": hw["nodes"],
+        "seq_len": goal.get("seq_len") if isinstance(goal, dict) else None,
+        "micro_batch": plan.micro_batch,
+        "grad_accum": plan.grad_accum,
+        **{f: getattr(plan, f) for f in KNOBS},
+        "max_tokens_per_micro_batch": plan.token_batches.max_tokens_per_micro_batch if plan.token_batches else None,
+    }
 
 
 def plan_from(args: argparse.Namespace) -> tuple[str, CheckRequest, Knobs]:
@@ -101,15 +126,27 @@ def plan_from(args: argparse.Namespace) -> tuple[str, CheckRequest, Knobs]:
         fields["max_tokens_per_micro_batch"] = args.max_tokens_per_micro_batch or fields["max_tokens_per_micro_batch"]
     else:
         rl = getattr(args, "workload", "sft") != "sft"
-        missing = [f for f in ("model", "micro_batch", "seq_len") if getattr(args, f) is None and not
-                   (rl and f == "seq_len")]
+        missing = [
+            f for f in ("model", "micro_batch", "seq_len") if getattr(args, f) is None and not (rl and f == "seq_len")
+        ]
         if missing:
-            raise BadInput("give --plan FILE, or --model, --micro-batch and --seq-len (missing: "
-                           + ", ".join("--" + m.replace("_", "-") for m in missing) + ")")
-        fields = {"model": args.model, "gpu": args.gpu, "gpus_per_node": args.gpus_per_node, "nodes": args.nodes,
-                  "seq_len": args.seq_len, "micro_batch": args.micro_batch, "grad_accum": args.grad_accum,
-                  "max_tokens_per_micro_batch": args.max_tokens_per_micro_batch, **common.knob_values(args),
-                  **common.workload_fields(args)}
+            raise BadInput(
+                "give --plan FILE, or --model, --micro-batch and --seq-len (missing: "
+                + ", ".join("--" + m.replace("_", "-") for m in missing)
+                + ")"
+            )
+        fields = {
+            "model": args.model,
+            "gpu": args.gpu,
+            "gpus_per_node": args.gpus_per_node,
+            "nodes": args.nodes,
+            "seq_len": args.seq_len,
+            "micro_batch": args.micro_batch,
+            "grad_accum": args.grad_accum,
+            "max_tokens_per_micro_batch": args.max_tokens_per_micro_batch,
+            **common.knob_values(args),
+            **common.workload_fields(args),
+        }
     req = advise.parse(advise.CheckRequest, fields)
     return str(req.model), req, advise.knobs_of(req, req.precision or "bf16")
 
@@ -125,16 +162,33 @@ def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: K
         check_budget(req.max_tokens_per_micro_batch, req.seq_len)
     world = (req.gpus_per_node or 1) * req.nodes
     ds = deepspeed_config_for(knobs, req.micro_batch, req.grad_accum, world, spec) if knobs.zero_stage else None
-    return {"model": model, "micro_batch": req.micro_batch, "grad_accum": req.grad_accum, "seq_len": req.seq_len,
-            "knobs": knobs.model_dump(), "data": args.data, "tokenizer": args.tokenizer, "max_steps": args.max_steps,
-            "lr": args.lr, "seed": args.seed, "log": args.log, "device": args.device, "save_dir": args.save_dir,
-            "save_every": args.save_every, "resume": args.resume, "store": args.store, "deepspeed_config": ds,
-            "eval_every": args.eval_every, "eval_batch": args.eval_batch,
-            "max_tokens_per_micro_batch": req.max_tokens_per_micro_batch}
+    return {
+        "model": model,
+        "micro_batch": req.micro_batch,
+        "grad_accum": req.grad_accum,
+        "seq_len": req.seq_len,
+        "knobs": knobs.model_dump(),
+        "data": args.data,
+        "tokenizer": args.tokenizer,
+        "max_steps": args.max_steps,
+        "lr": args.lr,
+        "seed": args.seed,
+        "log": args.log,
+        "device": args.device,
+        "save_dir": args.save_dir,
+        "save_every": args.save_every,
+        "resume": args.resume,
+        "store": args.store,
+        "deepspeed_config": ds,
+        "eval_every": args.eval_every,
+        "eval_batch": args.eval_batch,
+        "max_tokens_per_micro_batch": req.max_tokens_per_micro_batch,
+    }
 
 
-def launch_command(args: argparse.Namespace, req: CheckRequest, config_path: str,
-                   module: str = "trainer.main") -> list[str] | None:
+def launch_command(
+    args: argparse.Namespace, req: CheckRequest, config_path: str, module: str = "trainer.main"
+) -> list[str] | None:
     """The command that starts every process (running `module` on the run file), or None to train in this one."""
     gpn, nodes = req.gpus_per_node or 1, args.nnodes or req.nodes
     launcher = args.launcher
@@ -152,15 +206,25 @@ def launch_command(args: argparse.Namespace, req: CheckRequest, config_path: str
             cmd += ["--num_nodes", str(nodes), "--hostfile", "hostfile"]
         return [*cmd, "--module", module, config_path]
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(gpn)]
-    if launcher == "slurm":     # one srun task per node; MASTER_ADDR/PORT from the allocation (see run)
-        inner = (f"{shlex.join(torchrun)} --nnodes \"$SLURM_NNODES\" --rdzv_id \"$SLURM_JOB_ID\" --rdzv_backend c10d "
-                 f"--rdzv_endpoint \"$MASTER_ADDR:$MASTER_PORT\" {shlex.join(entry)}")
+    if launcher == "slurm":  # one srun task per node; MASTER_ADDR/PORT from the allocation (see run)
+        inner = (
+            f'{shlex.join(torchrun)} --nnodes "$SLURM_NNODES" --rdzv_id "$SLURM_JOB_ID" --rdzv_backend c10d '
+            f'--rdzv_endpoint "$MASTER_ADDR:$MASTER_PORT" {shlex.join(entry)}'
+        )
         return ["srun", "--kill-on-bad-exit=1", "--ntasks-per-node=1", "bash", "-c", inner]
     if nodes > 1:
         if not args.rdzv_endpoint:
             raise BadInput(f"--nnodes {nodes}: give --rdzv-endpoint HOST:PORT (and --node-rank on each node)")
-        torchrun += ["--nnodes", str(nodes), "--node_rank", str(args.node_rank), "--rdzv_backend", "c10d",
-                     "--rdzv_endpoint", args.rdzv_endpoint]
+        torchrun += [
+            "--nnodes",
+            str(nodes),
+            "--node_rank",
+            str(args.node_rank),
+            "--rdzv_backend",
+            "c10d",
+            "--rdzv_endpoint",
+            args.rdzv_endpoint,
+        ]
     else:
         from recipe.dist import free_port
 
@@ -186,10 +250,13 @@ def run(args: argparse.Namespace) -> int:
 
     model, req, knobs = plan_from(args)
     if knobs.expert_parallel > 1:
-        raise BadInput(f"--expert-parallel {knobs.expert_parallel}: the bundled trainer runs data parallelism only "
-                       "(DDP, ZeRO, FSDP); expert-parallel plans are launched with transformers' DistributedConfig "
-                       "(ep_size) in your own script", "expert_parallel")
-    if not args.dry_run:        # a dry run writes the run file and prints its command: no step is run here
+        raise BadInput(
+            f"--expert-parallel {knobs.expert_parallel}: the bundled trainer runs data parallelism only "
+            "(DDP, ZeRO, FSDP); expert-parallel plans are launched with transformers' DistributedConfig "
+            "(ep_size) in your own script",
+            "expert_parallel",
+        )
+    if not args.dry_run:  # a dry run writes the run file and prints its command: no step is run here
         what = f"planner train --workload {knobs.workload.kind}" if knobs.workload.rl else "planner train"
         extras.require(what, extras.for_knobs(knobs, trainer=True))
     if knobs.workload.rl:
@@ -233,8 +300,7 @@ def dry_run(args: argparse.Namespace, req: CheckRequest, cfg: dict, path: Path, 
     write_run_file(path, cfg)
     cmd = launch_command(args, req, str(path), module) or [sys.executable, "-m", module, str(path)]
     print(shlex.join(cmd))
-    common.say_line(f"dry run: wrote {path}; nothing launched (run the command above to train)",
-                    common.err_console())
+    common.say_line(f"dry run: wrote {path}; nothing launched (run the command above to train)", common.err_console())
     return 0
 
 
@@ -268,8 +334,12 @@ def _train(args: argparse.Namespace, cfg: dict, cmd: list[str] | None) -> int:
         return 0
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     if cmd[0] == "srun" and "MASTER_ADDR" not in env:
-        hosts = subprocess.run(["scontrol", "show", "hostnames", env.get("SLURM_JOB_NODELIST", "")],
-                               capture_output=True, text=True, check=True).stdout.split()
+        hosts = subprocess.run(
+            ["scontrol", "show", "hostnames", env.get("SLURM_JOB_NODELIST", "")],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
         env.update(MASTER_ADDR=hosts[0], MASTER_PORT=env.get("MASTER_PORT", "29500"))
     if cfg["device"] == "cpu":
         env["DS_ACCELERATOR"] = "cpu"

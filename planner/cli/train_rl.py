@@ -1,4 +1,5 @@
 """`planner train --workload grpo|dpo`: the run file for trainer/rl.py (TRL's trainers) and its launch."""
+
 from __future__ import annotations
 
 import argparse
@@ -24,25 +25,42 @@ def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: K
     w = knobs.workload
     advise.check_positions(spec, w.seq_len())
     if args.data != "synthetic" and not Path(args.data).is_file():
-        raise BadInput(f"--data {args.data!r}: not a file (synthetic, or a JSONL of "
-                       f"{'prompt' if w.kind == 'grpo' else 'prompt/chosen/rejected'} rows)", "data")
+        raise BadInput(
+            f"--data {args.data!r}: not a file (synthetic, or a JSONL of "
+            f"{'prompt' if w.kind == 'grpo' else 'prompt/chosen/rejected'} rows)",
+            "data",
+        )
     if args.resume or args.max_tokens_per_micro_batch or args.save_every or args.eval_every:
-        raise BadInput(f"--workload {w.kind} runs TRL's trainer: --resume, --save-every, --eval-every and "
-                       "--max-tokens-per-micro-batch are the bundled SFT trainer's", "workload")
+        raise BadInput(
+            f"--workload {w.kind} runs TRL's trainer: --resume, --save-every, --eval-every and "
+            "--max-tokens-per-micro-batch are the bundled SFT trainer's",
+            "workload",
+        )
     world = (req.gpus_per_node or 1) * req.nodes
     raise_if(Layout(req.gpus_per_node or 1, req.nodes).split_error(knobs, req.micro_batch, req.grad_accum))
     ds = deepspeed_config_for(knobs, req.micro_batch, req.grad_accum, world, spec) if knobs.zero_stage else None
-    return {"model": model, "micro_batch": req.micro_batch, "grad_accum": req.grad_accum, "world": world,
-            "knobs": knobs.model_dump(), "data": args.data, "max_steps": args.max_steps, "lr": args.lr,
-            "seed": args.seed, "log": args.log, "device": args.device, "deepspeed_config": ds,
-            "reward": args.reward}
+    return {
+        "model": model,
+        "micro_batch": req.micro_batch,
+        "grad_accum": req.grad_accum,
+        "world": world,
+        "knobs": knobs.model_dump(),
+        "data": args.data,
+        "max_steps": args.max_steps,
+        "lr": args.lr,
+        "seed": args.seed,
+        "log": args.log,
+        "device": args.device,
+        "deepspeed_config": ds,
+        "reward": args.reward,
+    }
 
 
 def run(args: argparse.Namespace, model: str, req: CheckRequest, knobs: Knobs, launch) -> int:
     """Write the run file, then train here (one process) or launch one process per rank (`launch`: the SFT
     trainer's launch_command, pointed at trainer.rl)."""
 
-    cfg = run_config(args, model, req, knobs)     # a dry run never gets here (train.dry_run writes the run file)
+    cfg = run_config(args, model, req, knobs)  # a dry run never gets here (train.dry_run writes the run file)
     where = Path(args.save_dir) if args.save_dir else Path(tempfile.mkdtemp(prefix="memplan-rl-"))
     try:
         return _launch(args, req, knobs, cfg, where, launch)
@@ -63,8 +81,11 @@ def _launch(args, req, knobs, cfg, where: Path, launch) -> int:
         path.write_text(json.dumps(cfg, indent=1))
     except OSError as e:
         raise BadInput(f"--save-dir {str(where)!r}: cannot write the run file ({e})", "save_dir") from None
-    common.say_line(f"running TRL's {knobs.workload.kind.upper()} trainer: "
-                    + (shlex.join(cmd) if cmd else f"{sys.executable} -m trainer.rl {path}"), common.err_console())
+    common.say_line(
+        f"running TRL's {knobs.workload.kind.upper()} trainer: "
+        + (shlex.join(cmd) if cmd else f"{sys.executable} -m trainer.rl {path}"),
+        common.err_console(),
+    )
     if cmd is None:
         from trainer.rl import run as train
 

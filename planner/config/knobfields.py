@@ -11,6 +11,7 @@ domain work.
 One name per knob in Python, JSON and the CLI, with one exception kept for the contract: the requests' JSON and the
 CLI call `zero_stage` `zero` (an alias; `zero_stage` is accepted too).
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args, get_origin
@@ -23,8 +24,19 @@ from planner.frameworks import NAMES as FRAMEWORK_NAMES
 
 Precision = Literal["fp32", "fp16", "bf16", "bf16-pure"]
 # every-N: every N-th decoder layer checkpointed (torchtitan's layer-level selective mode, N = 2..8)
-Checkpointing = Literal["off", "full", "selective-op", "offload", "every-2", "every-3", "every-4", "every-5",
-                        "every-6", "every-7", "every-8"]
+Checkpointing = Literal[
+    "off",
+    "full",
+    "selective-op",
+    "offload",
+    "every-2",
+    "every-3",
+    "every-4",
+    "every-5",
+    "every-6",
+    "every-7",
+    "every-8",
+]
 ZeroStage = Literal[0, 1, 2, 3]
 Offload = Literal["none", "optimizer", "optimizer+params"]
 Optimizer = Literal["adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit", "paged-adamw", "paged-adamw-8bit"]
@@ -48,47 +60,98 @@ class KnobFields(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    precision: Precision = Field(default="bf16", description=(
-        "bf16 / fp16: mixed precision (fp32 weights); bf16-pure: bf16 weights without DeepSpeed; fp32"))
-    checkpointing: Checkpointing = Field(default="off", description=(
-        "activation checkpointing: off, full, selective-op, offload (to host RAM) or every-N decoder layers"))
+    precision: Precision = Field(
+        default="bf16",
+        description=("bf16 / fp16: mixed precision (fp32 weights); bf16-pure: bf16 weights without DeepSpeed; fp32"),
+    )
+    checkpointing: Checkpointing = Field(
+        default="off",
+        description=(
+            "activation checkpointing: off, full, selective-op, offload (to host RAM) or every-N decoder layers"
+        ),
+    )
     zero_stage: ZeroStage = Field(default=0, description="DeepSpeed ZeRO stage (0: none; DDP)")
-    offload: Offload = Field(default="none", description=(
-        "DeepSpeed / FSDP offload to host RAM: none, optimizer, optimizer+params"))
-    fsdp: Fsdp = Field(default="off", description=(
-        "FSDP2 instead of ZeRO: full, grad-op (no reshard after forward) or hybrid (HSDP, two or more nodes)"))
-    loss: Loss = Field(default="standard", description=(
-        "standard, chunked (CE over sequence chunks) or fused (head + loss, Liger: no full logits)"))
-    attention: Attention = Field(default="sdpa", description=(
-        "sdpa (the family's default; eager where it must), flash (flash-attn) or eager"))
+    offload: Offload = Field(
+        default="none", description=("DeepSpeed / FSDP offload to host RAM: none, optimizer, optimizer+params")
+    )
+    fsdp: Fsdp = Field(
+        default="off",
+        description=(
+            "FSDP2 instead of ZeRO: full, grad-op (no reshard after forward) or hybrid (HSDP, two or more nodes)"
+        ),
+    )
+    loss: Loss = Field(
+        default="standard",
+        description=("standard, chunked (CE over sequence chunks) or fused (head + loss, Liger: no full logits)"),
+    )
+    attention: Attention = Field(
+        default="sdpa", description=("sdpa (the family's default; eager where it must), flash (flash-attn) or eager")
+    )
     batching: Batching = Field(default="padded", description="padded rows or packed (padding-free) rows")
-    optimizer: Optimizer = Field(default="adamw", description=(
-        "adamw (torch foreach), adamw-fused, sgd, adafactor, adamw-8bit, paged-adamw, paged-adamw-8bit"))
+    optimizer: Optimizer = Field(
+        default="adamw",
+        description=("adamw (torch foreach), adamw-fused, sgd, adafactor, adamw-8bit, paged-adamw, paged-adamw-8bit"),
+    )
     lora_rank: int = Field(default=0, ge=0, le=MAX_LORA_RANK, description="LoRA adapters' rank; 0 = full fine-tuning")
-    optimizer_in_backward: bool = Field(default=False, description=(
-        "step each parameter as its gradient arrives and free the gradient (accumulation 1, one GPU, no ZeRO/FSDP)"))
-    quant: Quant = Field(default="none", description=(
-        "QLoRA: the base's linears in 4 bits (bitsandbytes nf4 or fp4, double quantization), with lora_rank"))
-    lora_targets: str = Field(default="all-linear", max_length=512, pattern=LORA_TARGETS_PATTERN, description=(
-        "linears LoRA adapts: all-linear, attention, or module names (q_proj,v_proj)"))
-    lora_train_embeddings: bool = Field(default=False, description=(
-        "train the embedding and head beside the adapters (PEFT modules_to_save)"))
+    optimizer_in_backward: bool = Field(
+        default=False,
+        description=(
+            "step each parameter as its gradient arrives and free the gradient (accumulation 1, one GPU, no ZeRO/FSDP)"
+        ),
+    )
+    quant: Quant = Field(
+        default="none",
+        description=(
+            "QLoRA: the base's linears in 4 bits (bitsandbytes nf4 or fp4, double quantization), with lora_rank"
+        ),
+    )
+    lora_targets: str = Field(
+        default="all-linear",
+        max_length=512,
+        pattern=LORA_TARGETS_PATTERN,
+        description=("linears LoRA adapts: all-linear, attention, or module names (q_proj,v_proj)"),
+    )
+    lora_train_embeddings: bool = Field(
+        default=False, description=("train the embedding and head beside the adapters (PEFT modules_to_save)")
+    )
     lora_dropout: float = Field(default=0.0, ge=0, lt=1, description="LoRA dropout probability")
-    workload: Workload = Field(default_factory=Workload, description=(
-        "sft (default), or TRL's dpo / grpo with their inputs (GRPOConfig / DPOConfig names); the global batch "
-        "counts completions (grpo) or pairs (dpo)"))
-    frozen: Frozen = Field(default="none", description=(
-        "VLM full fine-tuning: modules kept frozen (no gradients or optimizer states): the vision tower, or the tower "
-        "and its projector (LLaMA-Factory's freeze_vision_tower / freeze_multi_modal_projector, ms-swift's "
-        "freeze_vit / freeze_aligner)"))
-    expert_parallel: int = Field(default=1, ge=1, le=MAX_EXPERT_PARALLEL, description=(
-        "MoE models: experts split over this many ranks with all-to-all dispatch (transformers' FSDP2 + "
-        "DistributedConfig ep_size); divides the experts and the world size"))
-    expert_imbalance: float = Field(default=2.0, ge=1.0, le=1024.0, description=(
-        "MoE models: the busiest expert receives this many times its fair share of tokens"))
-    framework: Framework = Field(default="memplan", description=(
-        "the framework that runs the plan: only what it can run is planned (`planner frameworks`); memplan is the "
-        "bundled trainer (every knob)"))
+    workload: Workload = Field(
+        default_factory=Workload,
+        description=(
+            "sft (default), or TRL's dpo / grpo with their inputs (GRPOConfig / DPOConfig names); the global batch "
+            "counts completions (grpo) or pairs (dpo)"
+        ),
+    )
+    frozen: Frozen = Field(
+        default="none",
+        description=(
+            "VLM full fine-tuning: modules kept frozen (no gradients or optimizer states): the vision tower, or the tower "
+            "and its projector (LLaMA-Factory's freeze_vision_tower / freeze_multi_modal_projector, ms-swift's "
+            "freeze_vit / freeze_aligner)"
+        ),
+    )
+    expert_parallel: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_EXPERT_PARALLEL,
+        description=(
+            "MoE models: experts split over this many ranks with all-to-all dispatch (transformers' FSDP2 + "
+            "DistributedConfig ep_size); divides the experts and the world size"
+        ),
+    )
+    expert_imbalance: float = Field(
+        default=2.0,
+        ge=1.0,
+        le=1024.0,
+        description=("MoE models: the busiest expert receives this many times its fair share of tokens"),
+    )
+    framework: Framework = Field(
+        default="memplan",
+        description=(
+            "the framework that runs the plan: only what it can run is planned (`planner frameworks`); memplan is the "
+            "bundled trainer (every knob)"
+        ),
+    )
 
 
 KNOBS: tuple[str, ...] = tuple(KnobFields.model_fields)
@@ -104,7 +167,7 @@ SEARCHED: dict[str, tuple[list, str]] = {
     "batching": (["padded"], ""),
 }
 FIXED: tuple[str, ...] = tuple(k for k in KNOBS if k not in SEARCHED)
-ALIASES = {"zero_stage": "zero"}     # the requests' JSON and the CLI's name, kept for the contract
+ALIASES = {"zero_stage": "zero"}  # the requests' JSON and the CLI's name, kept for the contract
 
 
 def name_of(field: str) -> str:
@@ -145,13 +208,19 @@ def _many(field: str) -> tuple[Any, FieldInfo]:
     f, (default, note) = info(field), SEARCHED[field]
     n = len(choices(field) or ())
     doc = f"values to search: {f.description}" + (f" ({note})" if note else "")
-    return list[f.annotation], Field(default_factory=lambda: list(default), min_length=0 if not default else 1,
-                                     max_length=n, description=doc, alias=ALIASES.get(field),
-                                     json_schema_extra={"default": list(default)})    # the web form's ticks
+    return list[f.annotation], Field(
+        default_factory=lambda: list(default),
+        min_length=0 if not default else 1,
+        max_length=n,
+        description=doc,
+        alias=ALIASES.get(field),
+        json_schema_extra={"default": list(default)},
+    )  # the web form's ticks
 
 
-def request_fields(fields: tuple[str, ...] | list[str], many: bool = False,
-                   auto_precision: bool = False) -> dict[str, tuple[Any, FieldInfo]]:
+def request_fields(
+    fields: tuple[str, ...] | list[str], many: bool = False, auto_precision: bool = False
+) -> dict[str, tuple[Any, FieldInfo]]:
     """The knobs' fields for a request model (pydantic.create_model): one value each (their bounds and defaults),
     or for `many` a list of values to search; `auto_precision`: a precision of None means bf16, or fp16 on GPUs
     without bf16 (check)."""

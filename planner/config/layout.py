@@ -5,6 +5,7 @@ torchtitan's ParallelDims owns its degrees' rules) lives here, once, and every f
 with it, `check`, probes and the trainer's run files refuse with it. Each rule returns a BadInput naming its field,
 or None; `check_*` raise it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,9 +19,9 @@ from planner.errors import BadInput
 class Layout:
     gpus_per_node: int = 1
     nodes: int = 1
-    experts: int | None = None      # the model's routed experts; None: a dense model
+    experts: int | None = None  # the model's routed experts; None: a dense model
     model_name: str = "the model"
-    vision: bool = True             # the model has a vision tower (unknown model: not refused here)
+    vision: bool = True  # the model has a vision tower (unknown model: not refused here)
 
     @classmethod
     def of(cls, hw, model=None) -> Layout:
@@ -37,8 +38,11 @@ class Layout:
     def knob_error(self, k: Knobs) -> BadInput | None:
         """Knobs this layout cannot run, whatever the batch split."""
         if k.fsdp == "hybrid" and self.nodes == 1:
-            return BadInput("--fsdp hybrid shards within a node and replicates across nodes: it needs --nodes 2 or "
-                            "more (on one node, use --fsdp full)", "fsdp")
+            return BadInput(
+                "--fsdp hybrid shards within a node and replicates across nodes: it needs --nodes 2 or "
+                "more (on one node, use --fsdp full)",
+                "fsdp",
+            )
         if k.optimizer_in_backward and self.world_size > 1:
             return BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
         if k.frozen != "none" and not self.vision:
@@ -50,18 +54,22 @@ class Layout:
         if n == 1:
             return None
         if self.experts is None:
-            return BadInput(f"--expert-parallel {n}: {self.model_name} has no experts (a dense model)",
-                            "expert_parallel")
+            return BadInput(
+                f"--expert-parallel {n}: {self.model_name} has no experts (a dense model)", "expert_parallel"
+            )
         if self.experts % n or self.world_size % n:
-            return BadInput(f"--expert-parallel {n} must divide the {self.experts} experts of {self.model_name} and "
-                            f"the world size {self.world_size}", "expert_parallel")
+            return BadInput(
+                f"--expert-parallel {n} must divide the {self.experts} experts of {self.model_name} and "
+                f"the world size {self.world_size}",
+                "expert_parallel",
+            )
         return None
 
     def split_error(self, k: Knobs, micro_batch: int, grad_accum: int) -> BadInput | None:
         """A micro-batch x accumulation split these knobs cannot run here (the knobs' own layout rules first)."""
         if k.optimizer_in_backward and grad_accum > 1:
             return BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
-        why = k.workload.split_error(micro_batch, grad_accum, self.world_size)     # TRL's GRPO groups
+        why = k.workload.split_error(micro_batch, grad_accum, self.world_size)  # TRL's GRPO groups
         return BadInput(f"--micro-batch {micro_batch}: {why}", "micro_batch") if why else None
 
     def global_batch_error(self, w: Workload, global_batch: int) -> BadInput | None:
@@ -69,11 +77,17 @@ class Layout:
         if global_batch % self.world_size:
             lo = global_batch // self.world_size * self.world_size
             near = [x for x in (lo, lo + self.world_size) if x > 0]
-            return BadInput(f"--global-batch {global_batch} is not divisible by world size {self.world_size}; "
-                            f"nearest valid global batches: {', '.join(map(str, near))}", "global_batch")
+            return BadInput(
+                f"--global-batch {global_batch} is not divisible by world size {self.world_size}; "
+                f"nearest valid global batches: {', '.join(map(str, near))}",
+                "global_batch",
+            )
         if w.kind == "grpo" and w.steps_per_generation is None and global_batch % w.num_generations:
-            return BadInput(f"--global-batch {global_batch} is not divisible by --num-generations "
-                            f"{w.num_generations}: TRL samples whole groups of completions", "global_batch")
+            return BadInput(
+                f"--global-batch {global_batch} is not divisible by --num-generations "
+                f"{w.num_generations}: TRL samples whole groups of completions",
+                "global_batch",
+            )
         return None
 
     def check_knobs(self, k: Knobs) -> Knobs:

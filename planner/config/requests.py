@@ -2,6 +2,7 @@
 JSON bodies, plan files) and what `--json` prints. Field bounds live here; knob combinations in
 `planner.config.spec.Knobs`; the workload's rules in `planner.config.workload`. planner.advise answers them.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -29,15 +30,18 @@ from planner.config.spec import (
     Plan,
 )
 
-APPROXIMATE_MARGIN = 0.15   # default margin for a family counted with the generic formula (not exact)
+APPROXIMATE_MARGIN = 0.15  # default margin for a family counted with the generic formula (not exact)
 MAX_SUGGESTIONS = 5
-EvidenceMode = Literal["analytic", "sim", "auto"]   # planner.evidence.calibrate.MODES
+EvidenceMode = Literal["analytic", "sim", "auto"]  # planner.evidence.calibrate.MODES
 ModelRef = str | dict
-DATA_DOC = ("a dataset file (.jsonl/.json/.csv/.parquet or a datasets folder; inside the server's data directories, "
-            "for the API): plan for its longest row")
-MODEL_DOC = ("a catalog name (GET /v1/models), a config.json path (inside the server's model directories, "
-             "for the API), or the config.json object itself")
-
+DATA_DOC = (
+    "a dataset file (.jsonl/.json/.csv/.parquet or a datasets folder; inside the server's data directories, "
+    "for the API): plan for its longest row"
+)
+MODEL_DOC = (
+    "a catalog name (GET /v1/models), a config.json path (inside the server's model directories, "
+    "for the API), or the config.json object itself"
+)
 
 
 class _Space(BaseModel):
@@ -51,12 +55,13 @@ class _Space(BaseModel):
         return cls(**{k: getattr(req, k) for k in KNOBS})
 
 
-Space = create_model("Space", __base__=_Space, __module__=__name__, **request_fields(tuple(SEARCHED), many=True),
-                     **request_fields(FIXED))
+Space = create_model(
+    "Space", __base__=_Space, __module__=__name__, **request_fields(tuple(SEARCHED), many=True), **request_fields(FIXED)
+)
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)    # zero or zero_stage (knobfields.ALIASES)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)  # zero or zero_stage (knobfields.ALIASES)
 
 
 class _Target(_Request):
@@ -66,33 +71,64 @@ class _Target(_Request):
     gpu: str = Field(min_length=1, max_length=64, description="catalog GPU (GET /v1/gpus) or 'local'")
     gpus_per_node: int | None = Field(default=None, ge=1, le=MAX_GPUS_PER_NODE)
     nodes: int = Field(default=1, ge=1, le=MAX_NODES)
-    seq_len: int | None = Field(default=None, ge=1, le=MAX_SEQ_LEN, description=(
-        "tokens per sample (text + image tokens); or `data`, to plan for its longest row"))
+    seq_len: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_SEQ_LEN,
+        description=("tokens per sample (text + image tokens); or `data`, to plan for its longest row"),
+    )
     data: str | None = Field(default=None, min_length=1, max_length=4096, description=DATA_DOC)
-    tokenizer: str | None = Field(default=None, min_length=1, max_length=4096,
-                                  description="with data: a local tokenizer folder (inside the data directories, for the API)")
-    image_rule: str = Field(default="qwen2-vl", min_length=1, max_length=64,
-                            description="with data: image tokens per image, qwen2-vl, internvl[:N] or fixed:N")
-    max_length: int | None = Field(default=None, ge=1, le=MAX_SEQ_LEN,
-                                   description="with data: cut rows to this many tokens (the answer counts the rows cut)")
-    seed: int = Field(default=0, ge=0, le=2**31 - 1, description=(
-        "the bundled trainer's sampler seed: with data, names the step that would draw a row too long"))
-    max_tokens_per_micro_batch: int | None = Field(default=None, ge=1, le=1 << 30, description=(
-        "token-budget batching: micro-batches of samples x padded width <= this, the global batch still in samples"))
+    tokenizer: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4096,
+        description="with data: a local tokenizer folder (inside the data directories, for the API)",
+    )
+    image_rule: str = Field(
+        default="qwen2-vl",
+        min_length=1,
+        max_length=64,
+        description="with data: image tokens per image, qwen2-vl, internvl[:N] or fixed:N",
+    )
+    max_length: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_SEQ_LEN,
+        description="with data: cut rows to this many tokens (the answer counts the rows cut)",
+    )
+    seed: int = Field(
+        default=0,
+        ge=0,
+        le=2**31 - 1,
+        description=("the bundled trainer's sampler seed: with data, names the step that would draw a row too long"),
+    )
+    max_tokens_per_micro_batch: int | None = Field(
+        default=None,
+        ge=1,
+        le=1 << 30,
+        description=(
+            "token-budget batching: micro-batches of samples x padded width <= this, the global batch still in samples"
+        ),
+    )
     image_tokens: int | None = Field(default=None, ge=0, le=MAX_SEQ_LEN)
     images: int | None = Field(default=None, ge=0, le=MAX_SEQ_LEN, description="with tokens_per_image")
     tokens_per_image: int | None = Field(default=None, ge=0, le=MAX_SEQ_LEN)
-    margin: float | None = Field(default=None, ge=0, lt=1, description=(
-        f"fraction of the card kept free; default {DEFAULT_MARGIN}, {APPROXIMATE_MARGIN} for a model family "
-        "counted approximately"))
+    margin: float | None = Field(
+        default=None,
+        ge=0,
+        lt=1,
+        description=(
+            f"fraction of the card kept free; default {DEFAULT_MARGIN}, {APPROXIMATE_MARGIN} for a model family "
+            "counted approximately"
+        ),
+    )
     inter_node_gbps: float = Field(default=DEFAULT_INTER_NODE_GBPS, ge=MIN_INTER_NODE_GBPS, le=1e5)
     host_ram_gb: float = Field(default=DEFAULT_HOST_RAM_GIB, gt=0, le=1e6)
     evidence: EvidenceMode = "auto"
     verify: bool = Field(default=False, description="probe the chosen plan before answering (a probe job's work)")
 
 
-Target = create_model("Target", __base__=_Target, __module__=__name__, __doc__=_Target.__doc__,
-                      **request_fields(FIXED))
+Target = create_model("Target", __base__=_Target, __module__=__name__, __doc__=_Target.__doc__, **request_fields(FIXED))
 
 
 class _Suggest(Target):
@@ -105,12 +141,20 @@ class _Check(Target):
     grad_accum: int = Field(default=1, ge=1, le=MAX_GRAD_ACCUM)
 
 
-SuggestRequest = create_model("SuggestRequest", __base__=_Suggest, __module__=__name__,
-                              __doc__="Ranked plans: the searched knobs are lists (knobfields.SEARCHED).",
-                              **request_fields(tuple(SEARCHED), many=True))
-CheckRequest = create_model("CheckRequest", __base__=_Check, __module__=__name__,
-                            __doc__="One configuration: every knob one value (precision None: bf16, or fp16).",
-                            **request_fields(tuple(SEARCHED), auto_precision=True))
+SuggestRequest = create_model(
+    "SuggestRequest",
+    __base__=_Suggest,
+    __module__=__name__,
+    __doc__="Ranked plans: the searched knobs are lists (knobfields.SEARCHED).",
+    **request_fields(tuple(SEARCHED), many=True),
+)
+CheckRequest = create_model(
+    "CheckRequest",
+    __base__=_Check,
+    __module__=__name__,
+    __doc__="One configuration: every knob one value (precision None: bf16, or fp16).",
+    **request_fields(tuple(SEARCHED), auto_precision=True),
+)
 
 
 class _Result(BaseModel):
@@ -133,12 +177,15 @@ class _Probe(_Request):
     timeout_s: int | None = Field(default=None, ge=1, le=24 * 3600)
 
 
-ProbeRequest = create_model("ProbeRequest", __base__=_Probe, __module__=__name__, __doc__=_Probe.__doc__,
-                            **request_fields(KNOBS))
+ProbeRequest = create_model(
+    "ProbeRequest", __base__=_Probe, __module__=__name__, __doc__=_Probe.__doc__, **request_fields(KNOBS)
+)
 
 
-NEAREST_DOC = ("when nothing fits: the requests one change away that do (every knob allowed, a fused optimizer, LoRA, "
-               "more host RAM, twice the GPUs per node or the nodes, half the sequence), each with its best plan")
+NEAREST_DOC = (
+    "when nothing fits: the requests one change away that do (every knob allowed, a fused optimizer, LoRA, "
+    "more host RAM, twice the GPUs per node or the nodes, half the sequence), each with its best plan"
+)
 
 
 class Nearest(BaseModel):
@@ -169,6 +216,8 @@ class CheckResult(_Result):
     suggestions: list[Plan]
     verified: dict | None = None
     data: dict | None = None
-    limits: dict | None = Field(default=None, description=(
-        "dpo / grpo: the longest completion (and prompt, images) at which the configuration still fits"))
+    limits: dict | None = Field(
+        default=None,
+        description=("dpo / grpo: the longest completion (and prompt, images) at which the configuration still fits"),
+    )
     nearest: list[Nearest] = Field(default_factory=list, description=NEAREST_DOC)

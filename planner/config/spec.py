@@ -2,6 +2,7 @@
 
 Field names are the CLI/JSON contract (README: JSON fields); byte counts are integers in bytes.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -45,19 +46,30 @@ BATCHINGS: tuple[str, ...] = choices("batching")
 LORA_FIELDS: tuple[str, ...] = ("quant", "lora_targets", "lora_train_embeddings", "lora_dropout")
 # Mixture-of-experts knobs (planner/estimate/moe.py): experts split over N ranks, the busiest expert's share of the tokens
 MOE_FIELDS: tuple[str, ...] = ("expert_parallel", "expert_imbalance")
-RECIPE_FIELDS: tuple[str, ...] = ("loss", "attention", "batching", "optimizer_in_backward", *LORA_FIELDS, "workload",
-                                  *MOE_FIELDS)
-EXPERT_PARALLEL_NEEDS_FSDP = ("--expert-parallel splits the experts with transformers' own FSDP2 + expert parallelism "
-                              "(DistributedConfig ep_size, torchtitan's layout): it needs --fsdp full, grad-op or "
-                              "hybrid (DeepSpeed's expert parallelism needs its own MoE layers, not transformers')")
+RECIPE_FIELDS: tuple[str, ...] = (
+    "loss",
+    "attention",
+    "batching",
+    "optimizer_in_backward",
+    *LORA_FIELDS,
+    "workload",
+    *MOE_FIELDS,
+)
+EXPERT_PARALLEL_NEEDS_FSDP = (
+    "--expert-parallel splits the experts with transformers' own FSDP2 + expert parallelism "
+    "(DistributedConfig ep_size, torchtitan's layout): it needs --fsdp full, grad-op or "
+    "hybrid (DeepSpeed's expert parallelism needs its own MoE layers, not transformers')"
+)
 ZERO_STAGES: tuple[int, ...] = choices("zero_stage")
 OFFLOADS: tuple[str, ...] = choices("offload")
 OPTIMIZERS: tuple[str, ...] = choices("optimizer")
 QUANTS: tuple[str, ...] = choices("quant")
 FSDP_MODES: tuple[str, ...] = choices("fsdp")
 
-OPTIMIZER_IN_BACKWARD_SPLIT = ("--optimizer-in-backward frees each gradient as it steps: it needs --grad-accum 1 on "
-                               "one GPU (no gradient is kept to accumulate or all-reduce)")
+OPTIMIZER_IN_BACKWARD_SPLIT = (
+    "--optimizer-in-backward frees each gradient as it steps: it needs --grad-accum 1 on "
+    "one GPU (no gradient is kept to accumulate or all-reduce)"
+)
 GIB = 2**30
 MIB = 2**20
 
@@ -138,8 +150,9 @@ class Knobs(KnobFields):
         self._lora_rules()
         if self.expert_parallel > 1 and self.fsdp == "off":
             raise BadInput(EXPERT_PARALLEL_NEEDS_FSDP, "expert_parallel")
-        check_rl_knobs(self.workload, self.model_dump(include={"checkpointing", "loss", "batching",
-                                                               "optimizer_in_backward"}))
+        check_rl_knobs(
+            self.workload, self.model_dump(include={"checkpointing", "loss", "batching", "optimizer_in_backward"})
+        )
         if self.optimizer_in_backward:
             self._optimizer_in_backward_rules()
         if self.fsdp != "off":
@@ -147,45 +160,70 @@ class Knobs(KnobFields):
         if self.offload != "none" and self.zero_stage == 0:
             raise BadInput(f"--offload {self.offload} needs DeepSpeed: use --zero 1, 2 or 3", "offload")
         if self.offload == "optimizer+params" and self.zero_stage != 3:
-            raise BadInput("--offload optimizer+params needs --zero 3 (parameter offload is a ZeRO-3 feature)",
-                           "offload")
+            raise BadInput(
+                "--offload optimizer+params needs --zero 3 (parameter offload is a ZeRO-3 feature)", "offload"
+            )
         if self.precision == "bf16-pure" and self.zero_stage != 0:
-            raise BadInput("--precision bf16-pure runs without DeepSpeed (--zero 0); DeepSpeed keeps fp32 master "
-                           "weights", "precision")
+            raise BadInput(
+                "--precision bf16-pure runs without DeepSpeed (--zero 0); DeepSpeed keeps fp32 master weights",
+                "precision",
+            )
         return self
 
     def _lora_rules(self) -> None:
         if self.frozen != "none" and self.lora_rank:
-            raise BadInput(f"--frozen {self.frozen} is for full fine-tuning: LoRA (--lora-rank {self.lora_rank}) "
-                           "already freezes every base weight", "frozen")
+            raise BadInput(
+                f"--frozen {self.frozen} is for full fine-tuning: LoRA (--lora-rank {self.lora_rank}) "
+                "already freezes every base weight",
+                "frozen",
+            )
         if self.lora_rank == 0:
-            for field, default in (("quant", "none"), ("lora_targets", "all-linear"), ("lora_train_embeddings", False),
-                                   ("lora_dropout", 0.0)):
+            for field, default in (
+                ("quant", "none"),
+                ("lora_targets", "all-linear"),
+                ("lora_train_embeddings", False),
+                ("lora_dropout", 0.0),
+            ):
                 if getattr(self, field) != default:
                     flag = "--" + field.replace("_", "-")
                     raise BadInput(f"{flag} {getattr(self, field)} needs LoRA adapters: give --lora-rank > 0", field)
         if self.quant != "none" and (self.zero_stage == 3 or self.fsdp != "off"):
-            raise BadInput(f"--quant {self.quant}: 4-bit bases are planned on DDP or ZeRO-1/2 (sharding a 4-bit base "
-                           "needs bitsandbytes' quant storage dtype, not modelled)", "quant")
+            raise BadInput(
+                f"--quant {self.quant}: 4-bit bases are planned on DDP or ZeRO-1/2 (sharding a 4-bit base "
+                "needs bitsandbytes' quant storage dtype, not modelled)",
+                "quant",
+            )
 
     def _optimizer_in_backward_rules(self) -> None:
         if self.zero_stage or self.fsdp != "off":
-            raise BadInput("--optimizer-in-backward steps each parameter in its own backward hook: it runs without "
-                           "DeepSpeed or FSDP (--zero 0 --fsdp off), on one GPU", "optimizer_in_backward")
+            raise BadInput(
+                "--optimizer-in-backward steps each parameter in its own backward hook: it runs without "
+                "DeepSpeed or FSDP (--zero 0 --fsdp off), on one GPU",
+                "optimizer_in_backward",
+            )
         if self.precision == "fp16":
-            raise BadInput("--optimizer-in-backward with --precision fp16: a loss scaler cannot skip a step whose "
-                           "parameters are already updated; use bf16 or fp32", "optimizer_in_backward")
+            raise BadInput(
+                "--optimizer-in-backward with --precision fp16: a loss scaler cannot skip a step whose "
+                "parameters are already updated; use bf16 or fp32",
+                "optimizer_in_backward",
+            )
 
     def _fsdp_rules(self) -> Knobs:
         if self.zero_stage:
-            raise BadInput(f"--fsdp {self.fsdp} with --zero {self.zero_stage}: a plan uses ZeRO or FSDP, not both",
-                           "fsdp")
+            raise BadInput(
+                f"--fsdp {self.fsdp} with --zero {self.zero_stage}: a plan uses ZeRO or FSDP, not both", "fsdp"
+            )
         if self.offload == "optimizer":
-            raise BadInput("--offload optimizer with --fsdp: FSDP2's CPUOffloadPolicy moves parameters, gradients and "
-                           "optimizer states together; use --offload optimizer+params", "offload")
+            raise BadInput(
+                "--offload optimizer with --fsdp: FSDP2's CPUOffloadPolicy moves parameters, gradients and "
+                "optimizer states together; use --offload optimizer+params",
+                "offload",
+            )
         if self.precision == "fp16":
-            raise BadInput("--precision fp16 with --fsdp: FSDP plans run bf16 (fp32 shards, bf16 compute), bf16-pure "
-                           "or fp32", "precision")
+            raise BadInput(
+                "--precision fp16 with --fsdp: FSDP plans run bf16 (fp32 shards, bf16 compute), bf16-pure or fp32",
+                "precision",
+            )
         return self
 
     @classmethod
@@ -211,23 +249,38 @@ class Knobs(KnobFields):
         if backend not in PROBE_BACKENDS:
             raise BadInput(f"--backend {backend!r}: accepted values are {', '.join(PROBE_BACKENDS)}", "backend")
         if self.expert_parallel > 1:
-            raise BadInput("--expert-parallel: a probe traces one rank's step without the all-to-all; expert-parallel "
-                           "plans are analytic", "expert_parallel")
-        if self.fsdp != "off":      # one rank's trace: FSDP2 runs the module in the compute dtype (bf16-pure's)
+            raise BadInput(
+                "--expert-parallel: a probe traces one rank's step without the all-to-all; expert-parallel "
+                "plans are analytic",
+                "expert_parallel",
+            )
+        if self.fsdp != "off":  # one rank's trace: FSDP2 runs the module in the compute dtype (bf16-pure's)
             if backend != "sim":
                 raise BadInput(f"--backend {backend} runs one process; for FSDP plans use --backend sim", "fsdp")
-            return Knobs(precision="fp32" if self.precision == "fp32" else "bf16-pure",
-                         checkpointing=self.checkpointing, optimizer=self.optimizer, lora_rank=self.lora_rank,
-                         **self.recipe())
+            return Knobs(
+                precision="fp32" if self.precision == "fp32" else "bf16-pure",
+                checkpointing=self.checkpointing,
+                optimizer=self.optimizer,
+                lora_rank=self.lora_rank,
+                **self.recipe(),
+            )
         if backend != "sim":
             if self.zero_stage:
-                raise BadInput(f"--backend {backend} runs zero 0 (one process); for ZeRO stages use --backend sim",
-                               "zero")
+                raise BadInput(
+                    f"--backend {backend} runs zero 0 (one process); for ZeRO stages use --backend sim", "zero"
+                )
             return self
         if self.zero_stage == 0:
             return self
-        return Knobs(precision=self.precision, checkpointing=self.checkpointing, zero_stage=1, offload="none",
-                     optimizer="adamw", lora_rank=self.lora_rank, **self.recipe())
+        return Knobs(
+            precision=self.precision,
+            checkpointing=self.checkpointing,
+            zero_stage=1,
+            offload="none",
+            optimizer="adamw",
+            lora_rank=self.lora_rank,
+            **self.recipe(),
+        )
 
     def recipe(self) -> dict:
         """The recipe knobs (RECIPE_FIELDS) as keyword arguments."""
@@ -264,20 +317,20 @@ class MemoryBreakdown(BaseModel):
     temp_bytes: int
     peak_allocated_bytes: int
     overhead_bytes: int
-    overhead_source: Literal["assumed", "measured"] = "assumed"   # measured: the GPU kind's calibration file
+    overhead_source: Literal["assumed", "measured"] = "assumed"  # measured: the GPU kind's calibration file
     device_total_bytes: int
     capacity_bytes: int
     headroom_bytes: int
-    peak_phase: Literal["forward", "backward", "end-of-backward", "optimizer-step", "generation", "reference-forward",
-                        "old-logps"]
+    peak_phase: Literal[
+        "forward", "backward", "end-of-backward", "optimizer-step", "generation", "reference-forward", "old-logps"
+    ]
     host_bytes_per_node: int = 0
     detail: dict[str, int] = {}
-    phases: dict[str, int] | None = None     # DPO / GRPO: peak allocated bytes of each phase (planner.estimate.rl)
-    peak_term: str | None = None            # DPO / GRPO: the largest term of the peak phase
+    phases: dict[str, int] | None = None  # DPO / GRPO: peak allocated bytes of each phase (planner.estimate.rl)
+    peak_term: str | None = None  # DPO / GRPO: the largest term of the peak phase
 
     def terms_sum(self) -> int:
-        return (self.params_bytes + self.grads_bytes + self.optimizer_bytes
-                + self.activations_bytes + self.temp_bytes)
+        return self.params_bytes + self.grads_bytes + self.optimizer_bytes + self.activations_bytes + self.temp_bytes
 
 
 class TokenBatches(BaseModel):
@@ -301,9 +354,9 @@ class Launch(BaseModel):
     deepspeed_config: dict | None
     command: str
     note: str | None = None
-    accelerate_config: dict | None = None       # FSDP plans: an accelerate config file's contents
-    peft_config: dict | None = None             # LoRA plans: PEFT LoraConfig fields
-    quantization_config: dict | None = None     # QLoRA plans: transformers BitsAndBytesConfig fields
+    accelerate_config: dict | None = None  # FSDP plans: an accelerate config file's contents
+    peft_config: dict | None = None  # LoRA plans: PEFT LoraConfig fields
+    quantization_config: dict | None = None  # QLoRA plans: transformers BitsAndBytesConfig fields
 
 
 class _Split(BaseModel):
@@ -325,14 +378,18 @@ class Plan(KnobFields, _Split):
     tokens_per_s: float
     evidence: Evidence = "analytic"
     launch: Launch | None = None
-    token_batches: TokenBatches | None = Field(default=None, description=(
-        "with a token budget: micro_batch x grad_accum is the global batch's fixed split (what HF runs); the "
-        "bundled trainer cuts the same samples by tokens instead, and memory is planned for these shapes"))
+    token_batches: TokenBatches | None = Field(
+        default=None,
+        description=(
+            "with a token budget: micro_batch x grad_accum is the global batch's fixed split (what HF runs); the "
+            "bundled trainer cuts the same samples by tokens instead, and memory is planned for these shapes"
+        ),
+    )
 
     @field_validator("fsdp", mode="before")
     @classmethod
     def _fsdp_off(cls, v):
-        return "off" if v is None else v      # plan files written before fsdp had one representation ("off")
+        return "off" if v is None else v  # plan files written before fsdp had one representation ("off")
 
     @model_validator(mode="after")
     def _exact_global_batch(self) -> Plan:
@@ -350,19 +407,20 @@ class Plan(KnobFields, _Split):
     @property
     def recipe(self) -> str:
         """The recipe knobs away from their defaults, for tables ("-" when none)."""
-        parts = [f"{self.loss} loss" if self.loss != "standard" else "",
-                 self.attention if self.attention != "sdpa" else "",
-                 "packed" if self.batching == "packed" else "",
-                 "optimizer in backward" if self.optimizer_in_backward else "",
-                 f"{self.quant} base" if self.quant != "none" else "",
-                 f"LoRA on {self.lora_targets}" if self.lora_targets != "all-linear" else "",
-                 "trained embeddings" if self.lora_train_embeddings else "",
-                 f"LoRA dropout {self.lora_dropout:g}" if self.lora_dropout else "",
-                 self.workload.kind.upper() if self.workload.rl else "",
-                 f"steps_per_generation {self.workload.steps_per_generation}"
-                 if self.workload.steps_per_generation else "",
-                 f"expert parallel {self.expert_parallel}" if self.expert_parallel > 1 else "",
-                 f"frozen {self.frozen}" if self.frozen != "none" else ""]
+        parts = [
+            f"{self.loss} loss" if self.loss != "standard" else "",
+            self.attention if self.attention != "sdpa" else "",
+            "packed" if self.batching == "packed" else "",
+            "optimizer in backward" if self.optimizer_in_backward else "",
+            f"{self.quant} base" if self.quant != "none" else "",
+            f"LoRA on {self.lora_targets}" if self.lora_targets != "all-linear" else "",
+            "trained embeddings" if self.lora_train_embeddings else "",
+            f"LoRA dropout {self.lora_dropout:g}" if self.lora_dropout else "",
+            self.workload.kind.upper() if self.workload.rl else "",
+            f"steps_per_generation {self.workload.steps_per_generation}" if self.workload.steps_per_generation else "",
+            f"expert parallel {self.expert_parallel}" if self.expert_parallel > 1 else "",
+            f"frozen {self.frozen}" if self.frozen != "none" else "",
+        ]
         return ", ".join(p for p in parts if p) or "-"
 
     @property

@@ -12,6 +12,7 @@ DPO takes `DPOConfig`'s `max_length` (chosen or rejected row, prompt included) a
 (trl/trainer/dpo_trainer.py: with it, or with a PEFT adapter, no reference model is kept); the global batch
 counts pairs, and each micro-step runs chosen and rejected rows as one batch of 2 x micro rows.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -34,20 +35,34 @@ class Workload(BaseModel):
     kind: Literal["sft", "dpo", "grpo"] = "sft"
     # GRPO (GRPOConfig); TRL's defaults
     num_generations: int = Field(default=8, ge=2, le=1 << 12, description="completions sampled per prompt")
-    max_prompt_length: int | None = Field(default=None, ge=1, le=MAX_TOKENS, description=(
-        f"GRPO: longest prompt in tokens, image tokens included (TRL 1.16 does not cut prompts; default "
-        f"{GRPO_PROMPT_DEFAULT}); DPO: the prompt part of max_length, when known (default: a row may be all "
-        "completion)"))
+    max_prompt_length: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_TOKENS,
+        description=(
+            f"GRPO: longest prompt in tokens, image tokens included (TRL 1.16 does not cut prompts; default "
+            f"{GRPO_PROMPT_DEFAULT}); DPO: the prompt part of max_length, when known (default: a row may be all "
+            "completion)"
+        ),
+    )
     max_completion_length: int = Field(default=512, ge=1, le=MAX_TOKENS)
     beta: float = Field(default=0.0, ge=0, le=1e4, description="KL coefficient; > 0 keeps a reference model")
     generation: Literal["hf", "vllm-colocate", "vllm-server"] = "hf"
     vllm_gpu_memory_utilization: float = Field(default=0.3, gt=0, le=1)
-    steps_per_generation: int | None = Field(default=None, ge=1, le=1 << 12, description=(
-        "micro-steps one generation batch feeds; default: the gradient accumulation"))
+    steps_per_generation: int | None = Field(
+        default=None,
+        ge=1,
+        le=1 << 12,
+        description=("micro-steps one generation batch feeds; default: the gradient accumulation"),
+    )
     num_iterations: int = Field(default=1, ge=1, le=1 << 10)
-    logprobs: Literal["fused", "full"] = Field(default="fused", description=(
-        "fused: TRL 1.16's log-prob head (no logits kept); full: the whole (rows, tokens, vocabulary) logits, then "
-        "each row's log_softmax, as TRL before its fused head and trainers built on it (VLM-R1's) compute them"))
+    logprobs: Literal["fused", "full"] = Field(
+        default="fused",
+        description=(
+            "fused: TRL 1.16's log-prob head (no logits kept); full: the whole (rows, tokens, vocabulary) logits, then "
+            "each row's log_softmax, as TRL before its fused head and trainers built on it (VLM-R1's) compute them"
+        ),
+    )
     # DPO (DPOConfig)
     max_length: int = Field(default=1024, ge=2, le=MAX_TOKENS)
     precompute_ref_log_probs: bool = False
@@ -56,15 +71,26 @@ class Workload(BaseModel):
     def _rules(self) -> Workload:
         given = {f for f, info in type(self).model_fields.items() if getattr(self, f) != info.default}
         if self.kind == "dpo" and self.max_prompt_length is not None and self.max_prompt_length >= self.max_length:
-            raise BadInput(f"--max-prompt-length {self.max_prompt_length} leaves no completion in --max-length "
-                           f"{self.max_length}", "max_prompt_length")
+            raise BadInput(
+                f"--max-prompt-length {self.max_prompt_length} leaves no completion in --max-length {self.max_length}",
+                "max_prompt_length",
+            )
         if "vllm_gpu_memory_utilization" in given and self.generation != "vllm-colocate":
-            raise BadInput("--vllm-gpu-memory-utilization is the colocated vLLM's share of the card: it needs "
-                           "--generation vllm-colocate", "vllm_gpu_memory_utilization")
+            raise BadInput(
+                "--vllm-gpu-memory-utilization is the colocated vLLM's share of the card: it needs "
+                "--generation vllm-colocate",
+                "vllm_gpu_memory_utilization",
+            )
         if self.kind == "sft" and "logprobs" in given:
             raise BadInput("--logprobs is how DPO / GRPO score tokens: it needs --workload dpo or grpo", "logprobs")
-        grpo_only = {"num_generations", "max_completion_length", "beta", "generation", "steps_per_generation",
-                     "num_iterations"} & given
+        grpo_only = {
+            "num_generations",
+            "max_completion_length",
+            "beta",
+            "generation",
+            "steps_per_generation",
+            "num_iterations",
+        } & given
         if self.kind != "grpo" and grpo_only:
             field = min(grpo_only)
             raise BadInput(f"--{field.replace('_', '-')} is a GRPO input: it needs --workload grpo", field)
@@ -109,9 +135,11 @@ class Workload(BaseModel):
             return None
         gen = self.generation_batch(micro_batch, grad_accum, world)
         if gen % self.num_generations:
-            return (f"the generation batch ({micro_batch} per device x {world} GPUs x {self.steps_per_gen(grad_accum)} "
-                    f"steps per generation = {gen} completions) is not divisible by --num-generations "
-                    f"{self.num_generations}: TRL samples whole groups")
+            return (
+                f"the generation batch ({micro_batch} per device x {world} GPUs x {self.steps_per_gen(grad_accum)} "
+                f"steps per generation = {gen} completions) is not divisible by --num-generations "
+                f"{self.num_generations}: TRL samples whole groups"
+            )
         return None
 
     def has_reference(self, lora: bool) -> bool:
@@ -130,8 +158,10 @@ class Workload(BaseModel):
     def summary(self) -> str:
         if self.kind == "grpo":
             ref = f", beta {self.beta:g}" if self.beta else ""
-            return (f"GRPO: {self.num_generations} generations of <= {self.max_completion_length} tokens after prompts "
-                    f"of <= {self.prompt_tokens()}, {self.generation} generation{ref}")
+            return (
+                f"GRPO: {self.num_generations} generations of <= {self.max_completion_length} tokens after prompts "
+                f"of <= {self.prompt_tokens()}, {self.generation} generation{ref}"
+            )
         if self.kind == "dpo":
             return f"DPO: chosen/rejected pairs of <= {self.max_length} tokens"
         return "SFT"
@@ -141,10 +171,17 @@ def check_rl_knobs(w: Workload, knobs: dict) -> None:
     """What TRL's trainers run: HF Trainer's recipe (checkpointing off/full, TRL's own log-prob head, padded rows)."""
     if not w.rl:
         return
-    rules = {"checkpointing": ("off", "full"), "loss": ("standard",), "batching": ("padded",),
-             "optimizer_in_backward": (False,)}
+    rules = {
+        "checkpointing": ("off", "full"),
+        "loss": ("standard",),
+        "batching": ("padded",),
+        "optimizer_in_backward": (False,),
+    }
     for field, allowed in rules.items():
         if knobs.get(field, allowed[0]) not in allowed:
             flag = "--" + field.replace("_", "-")
-            raise BadInput(f"{flag} {knobs[field]} with --workload {w.kind}: TRL's trainers run "
-                           f"{' or '.join(map(str, allowed))} (TRL computes log-probs with its own chunked head)", field)
+            raise BadInput(
+                f"{flag} {knobs[field]} with --workload {w.kind}: TRL's trainers run "
+                f"{' or '.join(map(str, allowed))} (TRL computes log-probs with its own chunked head)",
+                field,
+            )

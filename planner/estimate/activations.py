@@ -14,6 +14,7 @@ Profiles (what dtype the saved tensors have):
 Worst case by design: padded batches (an attention mask is passed, so SDPA cannot use native GQA
 and transformers repeats k/v to all heads, and the mask is materialised), maximum sequence length.
 """
+
 from __future__ import annotations
 
 from planner.estimate import moe
@@ -47,11 +48,13 @@ def llama_attention_saved_bytes(t: TextSpec, batch: int, seq: int, profile: str)
     _, c = saved_dtype_bytes(profile)
     tokens = batch * seq
     casts = (3 if profile == "amp" and not t.traits.fused_qkv else 1) * c * tokens * t.hidden
-    kv_width = t.q_dim if t.kv_heads < t.heads and t.attention != "flash" else t.kv_dim    # flash: native GQA
+    kv_width = t.q_dim if t.kv_heads < t.heads and t.attention != "flash" else t.kv_dim  # flash: native GQA
     qkvo = c * tokens * (2 * t.q_dim + 2 * kv_width)
     lse = 4 * tokens * t.heads
     bias = sdpa_bias_saved_bytes(batch, seq, profile) if t.attention == "sdpa" else 0
-    return casts + qkvo + lse + bias + qk_norm_saved_bytes(t, tokens, profile) + fused_qkv_view_bytes(t, tokens, profile)
+    return (
+        casts + qkvo + lse + bias + qk_norm_saved_bytes(t, tokens, profile) + fused_qkv_view_bytes(t, tokens, profile)
+    )
 
 
 def mla_attention_saved_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
@@ -62,9 +65,11 @@ def mla_attention_saved_bytes(t: TextSpec, batch: int, seq: int, profile: str) -
     from q's, so CUDA runs the memory-efficient kernel (never flash), which saves q, k and v themselves."""
     _, c = saved_dtype_bytes(profile)
     m, tokens, heads = t.mla, batch * seq, t.heads
-    norm_profile = "half" if profile == "amp" else profile      # the norms take the projections' half outputs
+    norm_profile = "half" if profile == "amp" else profile  # the norms take the projections' half outputs
     casts = (2 if profile == "amp" else 1) * c * tokens * t.hidden
-    q_path = rmsnorm_saved_bytes(tokens, m.q_lora_rank, norm_profile) + c * tokens * m.q_lora_rank if m.q_lora_rank else 0
+    q_path = (
+        rmsnorm_saved_bytes(tokens, m.q_lora_rank, norm_profile) + c * tokens * m.q_lora_rank if m.q_lora_rank else 0
+    )
     kv_path = rmsnorm_saved_bytes(tokens, m.kv_lora_rank, norm_profile) + c * tokens * m.kv_lora_rank
     qk = 2 * c * tokens * heads * m.qk_head_dim
     kv_b = c * tokens * heads * (m.qk_nope_head_dim + m.v_head_dim)
@@ -101,7 +106,7 @@ def eager_scores_saved_bytes(t: TextSpec, batch: int, seq: int, profile: str) ->
     the fp32 softmax output and its cast back to the matmul dtype."""
     _, c = saved_dtype_bytes(profile)
     per_score = 4 + (c if c != 4 else 0) + (c if t.final_logit_softcap else 0)
-    if t.sinks and profile != "amp":    # gpt-oss: softmax in the scores' own dtype, kept for the value matmul
+    if t.sinks and profile != "amp":  # gpt-oss: softmax in the scores' own dtype, kept for the value matmul
         per_score = c
     return batch * t.heads * seq * seq * per_score
 
@@ -119,10 +124,10 @@ def llama_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str, routed: b
     """Bytes one Llama/Qwen/Mistral/Gemma-2 decoder layer saves for backward (an MoE model's routed layer, or
     with routed=False its dense one)."""
     tokens = batch * seq
-    norm_bytes = t.traits.norms_per_layer * (tokens * t.hidden * 8 if t.traits.fp32_norms
-                                             else rmsnorm_saved_bytes(tokens, t.hidden, profile))
-    mlp = (moe.moe_mlp_saved_bytes(t, tokens, profile) if t.moe and routed
-           else gated_mlp_saved_bytes(t, tokens, profile))
+    norm_bytes = t.traits.norms_per_layer * (
+        tokens * t.hidden * 8 if t.traits.fp32_norms else rmsnorm_saved_bytes(tokens, t.hidden, profile)
+    )
+    mlp = moe.moe_mlp_saved_bytes(t, tokens, profile) if t.moe and routed else gated_mlp_saved_bytes(t, tokens, profile)
     attention = (mla_attention_saved_bytes if t.mla else llama_attention_saved_bytes)(t, batch, seq, profile)
     out = attention + mlp
     if t.attention == "eager":
@@ -140,8 +145,11 @@ def gpt2_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
     r, c = saved_dtype_bytes(profile)
     ln = 2 * tokens * t.hidden * (r + c)
     attn = c * tokens * 6 * t.hidden + 4 * tokens * t.heads
-    attn += {"sdpa": sdpa_bias_saved_bytes(batch, seq, profile), "flash": 0,
-             "eager": eager_scores_saved_bytes(t, batch, seq, profile)}[t.attention]
+    attn += {
+        "sdpa": sdpa_bias_saved_bytes(batch, seq, profile),
+        "flash": 0,
+        "eager": eager_scores_saved_bytes(t, batch, seq, profile),
+    }[t.attention]
     masks = 2 * tokens * t.hidden if t.dropout > 0 else 0
     gelu = {"amp": 14, "half": 10, "fp32": 20}[profile] * tokens * t.intermediate
     return ln + attn + masks + gelu
@@ -215,7 +223,7 @@ def attention_mask_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int
     """The 4-D causal+padding mask built once per forward (eager attention: additive, in the matmul
     dtype; Gemma-2 builds a second one for its sliding-window layers)."""
     _, c = saved_dtype_bytes(profile)
-    if t.attention == "flash":      # the kernel takes sequence lengths, not a mask
+    if t.attention == "flash":  # the kernel takes sequence lengths, not a mask
         return 0
     if t.attention == "eager":
         return (2 if t.traits.sliding_window_masks else 1) * c * batch * seq * seq
@@ -231,8 +239,9 @@ def vision_block_bytes(v: VisionSpec, patches: int, profile: str) -> int:
     return norms + attn + mlp
 
 
-def vision_activations_bytes(v: VisionSpec, batch: int, image_tokens: int, profile: str,
-                             checkpointing: str, trainable: bool) -> int:
+def vision_activations_bytes(
+    v: VisionSpec, batch: int, image_tokens: int, profile: str, checkpointing: str, trainable: bool
+) -> int:
     """Vision tower activations for `image_tokens` LLM-side tokens per sample (each one is
     `patches_per_token` encoder tokens). A frozen tower (LoRA on the LLM) saves nothing."""
     if not trainable or image_tokens == 0:

@@ -6,6 +6,7 @@ measured. driver_reserved_bytes has no constant: the memory NVML shows used on a
 H100 80GB HBM3, driver 580) is counted only where it was measured. None of the values is required: a field
 left null keeps the constant.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,9 @@ class Calibration(BaseModel):
     measured: str = Field(description="date and device of the run, e.g. '2026-11-22 NVIDIA H100 80GB HBM3'")
     versions: dict[str, str] = {}
     cuda_context_bytes: int | None = Field(default=None, ge=0, description="context + libraries + workspaces")
-    driver_reserved_bytes: int | None = Field(default=None, ge=0,
-                                              description="NVML 'used' before any process: no process can have it")
+    driver_reserved_bytes: int | None = Field(
+        default=None, ge=0, description="NVML 'used' before any process: no process can have it"
+    )
     fragmentation_fraction: float | None = Field(default=None, ge=0, le=2, description="reserved/allocated - 1")
     nccl_bytes: int | None = Field(default=None, ge=0, description="communicator buffers of a one-node group")
     peak_efficiency: float | None = Field(default=None, gt=0, le=1, description="best achieved MFU")
@@ -53,8 +55,10 @@ def _load(path: str) -> Calibration | None:
     try:
         return Calibration.model_validate(json.loads(p.read_text()))
     except (OSError, ValueError, ValidationError) as e:
-        raise BadInput(f"calibration file {path!r} is not valid ({e.__class__.__name__}); delete or regenerate it "
-                       "with benchmarks/gpu_suite.py --apply") from None
+        raise BadInput(
+            f"calibration file {path!r} is not valid ({e.__class__.__name__}); delete or regenerate it "
+            "with benchmarks/gpu_suite.py --apply"
+        ) from None
 
 
 def for_gpu(name: str) -> Calibration | None:

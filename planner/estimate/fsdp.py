@@ -14,6 +14,7 @@ decoder layer and the root are FSDP units; each parameter is sharded on dim 0 ov
 - `hybrid` (HSDP): sharded within a node, replicated across nodes; `optimizer+params` offload
   (CPUOffloadPolicy): the sharded parameters, gradients and optimizer states live in host memory.
 """
+
 from __future__ import annotations
 
 from planner.config.spec import Knobs
@@ -40,7 +41,7 @@ def reduce_bytes_per_param(k: Knobs) -> int:
 
 def layer_params(s) -> int:
     """Parameters of one decoder layer, the unit every layer is wrapped as (an MoE model's largest, routed one)."""
-    n = s.knobs.expert_parallel        # each rank's unit holds only its own experts
+    n = s.knobs.expert_parallel  # each rank's unit holds only its own experts
     return s.model.layer_unit_params() - s.model.expert_params_per_layer() * (n - 1) // n
 
 

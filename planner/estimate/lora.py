@@ -13,12 +13,13 @@ the embedding and head trained in full (--lora-train-embeddings), LoRA dropout's
   the forward matmul (CUDA, more than 1536 tokens: dequantize then F.linear) and again for the input gradient:
   one dequantized weight is live at a time.
 """
+
 from __future__ import annotations
 
 from planner.estimate import activations as act
 
-NF4_BLOCK = 64                  # bitsandbytes' 4-bit blocksize (transformers' BitsAndBytesConfig default)
-NESTED_BLOCK = 256              # double quantization: absmax of the absmax, per 256 blocks
+NF4_BLOCK = 64  # bitsandbytes' 4-bit blocksize (transformers' BitsAndBytesConfig default)
+NESTED_BLOCK = 256  # double quantization: absmax of the absmax, per 256 blocks
 
 
 def quantized_bytes_per_weight() -> float:
@@ -50,9 +51,15 @@ INPUT_GROUPS = (("q_proj", "k_proj", "v_proj", "qkv_proj"), ("gate_proj", "up_pr
 
 def _adapted_width(model, knobs, adapted: bool = True) -> int:
     """Input widths of one layer's linears that LoRA adapts (or, adapted=False, that it leaves out)."""
-    return sum(t.shape[1] * (t.count // model.text.layers) for t in model.tensors
-               if t.role == "layer" and t.lora and len(t.shape) == 2 and not t.name.startswith("router.")
-               and t.adapted(knobs.lora_targets) == adapted)
+    return sum(
+        t.shape[1] * (t.count // model.text.layers)
+        for t in model.tensors
+        if t.role == "layer"
+        and t.lora
+        and len(t.shape) == 2
+        and not t.name.startswith("router.")
+        and t.adapted(knobs.lora_targets) == adapted
+    )
 
 
 def _groups_left_out(model, knobs) -> int:
@@ -101,7 +108,7 @@ def adapter_input_bytes(model, knobs, tokens: int, profile: str) -> int:
       2,618 MiB more than AMP over 16 layers; this term gives 2,560);
     - fp32: no cast, so the adapters save the norms' outputs themselves, and a frozen norm weight saves no
       normalized input: two fewer hidden-sized fp32 tensors a layer (sim: 66.6 MiB a layer; this, 64)."""
-    if not knobs.lora_rank or knobs.zero_stage or model.text.traits.conv1d:    # GPT-2's block: not re-examined
+    if not knobs.lora_rank or knobs.zero_stage or model.text.traits.conv1d:  # GPT-2's block: not re-examined
         return 0
     if profile == "fp32":
         return -2 * 4 * tokens * model.text.hidden

@@ -24,6 +24,7 @@ The peak is the largest of three moments of a steady-state step (after the first
   gradient-sized transient of the largest matrix;
 - "optimizer-step": all gradients plus the optimizer's temporaries.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -35,16 +36,16 @@ from planner.estimate import calibration, fsdp, lora, recipe_terms
 from planner.estimate.setup import Setup
 
 # Priors for what lies outside the caching allocator's tensors; the probes calibrate them.
-CUDA_CONTEXT_BYTES = 768 * MIB      # CUDA context + cuBLAS/cuDNN handles and loaded kernels
-NCCL_INTRA_NODE_BYTES = 512 * MIB   # NCCL communicator buffers, one node
-NCCL_INTER_NODE_BYTES = 256 * MIB   # extra proxy/network buffers when nodes > 1
+CUDA_CONTEXT_BYTES = 768 * MIB  # CUDA context + cuBLAS/cuDNN handles and loaded kernels
+NCCL_INTRA_NODE_BYTES = 512 * MIB  # NCCL communicator buffers, one node
+NCCL_INTER_NODE_BYTES = 256 * MIB  # extra proxy/network buffers when nodes > 1
 # reserved - allocated, as a fraction of peak allocated: the median over 28 steps measured on an H100 with
 # torch 2.11's default caching allocator (benchmarks/results/gpu/, 2026-11-22; 3% to 45%, median 13.1%). The
 # allocator, not the card, makes it, so it is the prior for every GPU. The 6% this replaced let a plan that ran
 # out of memory on the H100 (Llama-3.2-1B, micro 16 x 2048, full checkpointing) be called fitting.
 FRAGMENTATION_FRACTION = 0.13
-ADAMW_8BIT_BLOCK = 256              # bitsandbytes blockwise quantisation: one fp32 absmax per block
-ADAMW_8BIT_MIN_SIZE = 4096          # bitsandbytes keeps 32-bit states for tensors smaller than this
+ADAMW_8BIT_BLOCK = 256  # bitsandbytes blockwise quantisation: one fp32 absmax per block
+ADAMW_8BIT_MIN_SIZE = 4096  # bitsandbytes keeps 32-bit states for tensors smaller than this
 
 
 def trainable_params(s: Setup) -> int:
@@ -60,8 +61,11 @@ def embedding_copy_overcount_bytes(s: Setup, per_param_bytes: int) -> int:
     take back from a term that counted them at the adapters' width (0 elsewhere)."""
     k = s.knobs
     over = trainable_weight_bytes_per_param(k) - frozen_weight_bytes_per_param(k)
-    return lora.embedding_copy_params(s.model, k) * per_param_bytes * over // trainable_weight_bytes_per_param(k) \
-        if over > 0 and k.zero_stage == 0 else 0
+    return (
+        lora.embedding_copy_params(s.model, k) * per_param_bytes * over // trainable_weight_bytes_per_param(k)
+        if over > 0 and k.zero_stage == 0
+        else 0
+    )
 
 
 def frozen_params(s: Setup) -> int:
@@ -72,7 +76,7 @@ def frozen_params(s: Setup) -> int:
 def activation_profile(k: Knobs) -> str:
     if k.precision == "fp32":
         return "fp32"
-    if k.fsdp != "off":     # MixedPrecisionPolicy casts the unsharded parameters: the module runs in bf16
+    if k.fsdp != "off":  # MixedPrecisionPolicy casts the unsharded parameters: the module runs in bf16
         return "half"
     return "amp" if k.zero_stage == 0 and k.precision in ("fp16", "bf16") and k.lora_rank == 0 else "half"
 
@@ -97,8 +101,11 @@ def frozen_weight_bytes_per_param(k: Knobs) -> int:
 def params_bytes(s: Setup) -> int:
     """Model weights resident on the GPU (ZeRO-3: this rank's partition; with param offload: none)."""
     k = s.knobs
-    total = (trainable_params(s) * trainable_weight_bytes_per_param(k) + frozen_bytes(s)
-             - embedding_copy_overcount_bytes(s, trainable_weight_bytes_per_param(k)))
+    total = (
+        trainable_params(s) * trainable_weight_bytes_per_param(k)
+        + frozen_bytes(s)
+        - embedding_copy_overcount_bytes(s, trainable_weight_bytes_per_param(k))
+    )
     if k.fsdp != "off":
         return fsdp.sharded(s, total)
     if k.zero_stage == 3:
@@ -119,9 +126,15 @@ def optimizer_state_bytes_per_param(optimizer: str, state_bytes: int) -> float:
     """Per-parameter state of an unfactored optimizer: AdamW two moments, SGD one momentum buffer,
     Adafactor (on flat ZeRO partitions it cannot factor) one second moment, 8-bit AdamW two 1-byte
     moments plus one fp32 absmax per block (Dettmers et al. 2022)."""
-    return {"adamw": 2 * state_bytes, "adamw-fused": 2 * state_bytes, "sgd": state_bytes,
-            "adafactor": state_bytes, "adamw-8bit": 2 + 2 * 4 / ADAMW_8BIT_BLOCK,
-            "paged-adamw": 2 * state_bytes, "paged-adamw-8bit": 2 + 2 * 4 / ADAMW_8BIT_BLOCK}[optimizer]
+    return {
+        "adamw": 2 * state_bytes,
+        "adamw-fused": 2 * state_bytes,
+        "sgd": state_bytes,
+        "adafactor": state_bytes,
+        "adamw-8bit": 2 + 2 * 4 / ADAMW_8BIT_BLOCK,
+        "paged-adamw": 2 * state_bytes,
+        "paged-adamw-8bit": 2 + 2 * 4 / ADAMW_8BIT_BLOCK,
+    }[optimizer]
 
 
 def adafactor_state_elements(s: Setup) -> int:
@@ -130,10 +143,12 @@ def adafactor_state_elements(s: Setup) -> int:
     factors of every adapted weight."""
     r = s.knobs.lora_rank
     if s.lora:
-        return sum((2 * r + t.shape[0] + t.shape[1]) * t.count for t in s.model.tensors
-                   if t.adapted(s.knobs.lora_targets)) + lora.embedding_copy_params(s.model, s.knobs)
-    return sum((sum(t.shape[:-1]) + t.shape[-1] if len(t.shape) >= 2 else t.shape[0]) * t.count
-               for t in s.model.tensors)
+        return sum(
+            (2 * r + t.shape[0] + t.shape[1]) * t.count for t in s.model.tensors if t.adapted(s.knobs.lora_targets)
+        ) + lora.embedding_copy_params(s.model, s.knobs)
+    return sum(
+        (sum(t.shape[:-1]) + t.shape[-1] if len(t.shape) >= 2 else t.shape[0]) * t.count for t in s.model.tensors
+    )
 
 
 def adamw_8bit_state_bytes(s: Setup) -> int:
@@ -174,13 +189,13 @@ def grad_bytes_per_param(k: Knobs) -> int:
 
 def reduce_bucket_elements(s: Setup) -> int:
     """DeepSpeed reduce bucket as HF's "auto" sets it (hidden_size^2); export.py writes the same."""
-    return s.model.text.hidden ** 2
+    return s.model.text.hidden**2
 
 
 def gradients_bytes(s: Setup) -> int:
     """All gradients this rank holds once backward is done (zero 0/1: full; 2/3: its partition)."""
     k, T, g = s.knobs, trainable_params(s), grad_bytes_per_param(s.knobs)
-    if k.optimizer_in_backward:     # each gradient is stepped and freed as it arrives: one at a time
+    if k.optimizer_in_backward:  # each gradient is stepped and freed as it arrives: one at a time
         return largest_trainable_matrix_params(s) * g
     if k.zero_stage == 0 and k.fsdp == "off":
         return T * g - embedding_copy_overcount_bytes(s, g)
@@ -198,7 +213,7 @@ def comm_bucket_bytes(s: Setup) -> int:
     does not set gradient_as_bucket_view) for world > 1, DeepSpeed's contiguous reduce buckets
     (two with overlap_comm at stage 2, one at stages 1 and 3)."""
     k, g = s.knobs, grad_bytes_per_param(s.knobs)
-    if k.fsdp != "off":     # reduce-scatter buffers are per unit, in backward: fsdp.backward_temp_bytes
+    if k.fsdp != "off":  # reduce-scatter buffers are per unit, in backward: fsdp.backward_temp_bytes
         return 0
     if k.zero_stage == 0:
         return trainable_params(s) * g if s.world_size > 1 else 0
@@ -216,15 +231,16 @@ def zero3_live_params_bytes(s: Setup) -> int:
     if s.knobs.zero_stage != 3:
         return 0
     w = 4 if s.knobs.precision == "fp32" else 2
-    prefetch = int(0.9 * s.model.text.hidden ** 2)
+    prefetch = int(0.9 * s.model.text.hidden**2)
     return 2 * w * s.model.largest_matrix_params() + w * prefetch
 
 
 def largest_trainable_matrix_params(s: Setup) -> int:
     """Elements of the largest weight that receives a gradient (a LoRA factor under LoRA)."""
     if s.lora:
-        adapters = max((s.knobs.lora_rank * max(t.shape) for t in s.model.tensors if t.adapted(s.knobs.lora_targets)),
-                       default=0)
+        adapters = max(
+            (s.knobs.lora_rank * max(t.shape) for t in s.model.tensors if t.adapted(s.knobs.lora_targets)), default=0
+        )
         return max(adapters, s.model.text.vocab * s.model.text.hidden if s.knobs.lora_train_embeddings else 0)
     return max(prod(t.shape) for t in s.model.tensors if len(t.shape) == 2)
 
@@ -237,9 +253,9 @@ def optimizer_step_temp_bytes(s: Setup) -> int:
     if k.zero_stage >= 1:
         return 0 if k.offload != "none" else 4 * T // s.world_size
     sb = trainable_weight_bytes_per_param(k)
-    if k.optimizer_in_backward:     # one parameter's step at a time, inside backward
+    if k.optimizer_in_backward:  # one parameter's step at a time, inside backward
         return largest_trainable_matrix_params(s) * sb if k.optimizer == "adamw" else 0
-    if k.fsdp != "off":     # the step runs on the shards (on the host with offload)
+    if k.fsdp != "off":  # the step runs on the shards (on the host with offload)
         return 0 if k.offload != "none" or k.optimizer != "adamw" else fsdp.sharded(s, T * sb)
     if k.optimizer == "adamw":
         return T * sb
@@ -264,7 +280,9 @@ def autocast_weight_copy_bytes(s: Setup, layers_live: int) -> int:
 def text_shape(s: Setup):
     """(text spec as the knobs run it, rows, tokens per row, profile): the arguments of every activation term."""
     rows, width = recipe_terms.row_shape(s.knobs, s.micro_batch, s.seq_len)
-    adapted = any(x.experts and x.adapted(s.knobs.lora_targets) for x in s.model.tensors) if s.knobs.lora_rank else False
+    adapted = (
+        any(x.experts and x.adapted(s.knobs.lora_targets) for x in s.model.tensors) if s.knobs.lora_rank else False
+    )
     return recipe_terms.text_spec(s.model.text, s.knobs, adapted), rows, width, activation_profile(s.knobs)
 
 
@@ -278,12 +296,13 @@ def activations_bytes(s: Setup) -> int:
     """Saved activations at the start of backward: text layers, vision tower, final norm."""
     t, rows, width, p = text_shape(s)
     total = recipe_terms.text_activations_bytes(t, s.knobs, rows, width, p)
-    if s.knobs.checkpointing != "offload":      # LoRA's own tensors, in the layers not under a checkpoint
+    if s.knobs.checkpointing != "offload":  # LoRA's own tensors, in the layers not under a checkpoint
         total += (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) * lora_layer_bytes(s)
     if s.model.vision is not None:
         ckpt = "off" if s.knobs.checkpointing == "off" else "full"
-        total += act.vision_activations_bytes(s.model.vision, s.micro_batch, s.image_tokens, p, ckpt,
-                                              trainable=not s.lora and s.knobs.frozen == "none")
+        total += act.vision_activations_bytes(
+            s.model.vision, s.micro_batch, s.image_tokens, p, ckpt, trainable=not s.lora and s.knobs.frozen == "none"
+        )
     return total
 
 
@@ -291,9 +310,11 @@ def lora_layer_bytes(s: Setup) -> int:
     """What LoRA changes in one layer's saved tensors: dropout masks, the inputs of linears left out, the adapters'
     own input copies (planner/estimate/lora.py)."""
     _, rows, width, p = text_shape(s)
-    return (lora.dropout_layer_bytes(s.model, s.knobs, rows * width, p)
-            - lora.unadapted_inputs_bytes(s.model, s.knobs, rows * width, p)
-            + lora.adapter_input_bytes(s.model, s.knobs, rows * width, p))
+    return (
+        lora.dropout_layer_bytes(s.model, s.knobs, rows * width, p)
+        - lora.unadapted_inputs_bytes(s.model, s.knobs, rows * width, p)
+        + lora.adapter_input_bytes(s.model, s.knobs, rows * width, p)
+    )
 
 
 def logits_loss_bytes(s: Setup) -> int:
@@ -303,16 +324,20 @@ def logits_loss_bytes(s: Setup) -> int:
     w = s.knobs.workload
     if w.rl and w.logprobs == "full":
         return recipe_terms.full_logprob_bytes(t, rows, width, p)
-    if w.rl:    # TRL scores the completion tokens with its fused log-prob head
+    if w.rl:  # TRL scores the completion tokens with its fused log-prob head
         return recipe_terms.logprob_head_bytes(t, rows * max(1, min(width, w.scored_tokens())), p, head_grad)
     return recipe_terms.loss_bytes(t, s.knobs, rows * width, p, head_grad)
 
 
 def backward_start_temp_bytes(s: Setup) -> int:
     t, rows, width, p = text_shape(s)
-    return (logits_loss_bytes(s) + act.attention_mask_bytes(t, rows, width, p)
-            + autocast_weight_copy_bytes(s, live_weight_copy_layers(s)) + gathered_params_bytes(s)
-            + dequantized_bytes(s))
+    return (
+        logits_loss_bytes(s)
+        + act.attention_mask_bytes(t, rows, width, p)
+        + autocast_weight_copy_bytes(s, live_weight_copy_layers(s))
+        + gathered_params_bytes(s)
+        + dequantized_bytes(s)
+    )
 
 
 def dequantized_bytes(s: Setup) -> int:
@@ -326,7 +351,7 @@ def last_layer_activations_bytes(s: Setup) -> int:
     the vision tower's; the final norm's saved tensors are freed by then."""
     t, rows, width, p = text_shape(s)
     recomputed = recipe_terms.recomputed_layer_bytes(t, s.knobs, rows, width, p)
-    if recomputed and s.knobs.checkpointing != "offload":     # the recomputed layer holds LoRA's tensors too
+    if recomputed and s.knobs.checkpointing != "offload":  # the recomputed layer holds LoRA's tensors too
         recomputed += lora_layer_bytes(s)
     final = 0 if s.knobs.checkpointing == "offload" else act.final_norm_bytes(t, rows, width, p)
     return activations_bytes(s) - final + recomputed
@@ -337,9 +362,12 @@ def head_grad_bytes(s: Setup) -> int:
     gradient, or the tied embedding's), counted when gradients are not already all live."""
     if s.knobs.zero_stage >= 2 or s.knobs.fsdp != "off" or s.knobs.optimizer_in_backward:
         return 0
-    if s.lora:      # the trained copy of the head, in the base's dtype
-        return (s.model.text.vocab * s.model.text.hidden * frozen_weight_bytes_per_param(s.knobs)
-                if s.knobs.lora_train_embeddings else 0)
+    if s.lora:  # the trained copy of the head, in the base's dtype
+        return (
+            s.model.text.vocab * s.model.text.hidden * frozen_weight_bytes_per_param(s.knobs)
+            if s.knobs.lora_train_embeddings
+            else 0
+        )
     m = s.model
     head = sum(t.numel for t in m.tensors if t.role in ("head", "norm"))
     if not any(t.role == "head" for t in m.tensors):  # tied: the embedding's gradient
@@ -352,10 +380,15 @@ def last_layer_temp_bytes(s: Setup) -> int:
     gradient flowing into the layer (residual-stream width), the MLP's gradient transient."""
     t, rows, width, p = text_shape(s)
     r, _ = act.saved_dtype_bytes(p)
-    return (act.attention_mask_bytes(t, rows, width, p) + autocast_weight_copy_bytes(s, live_weight_copy_layers(s))
-            + gathered_params_bytes(s) + fsdp.backward_temp_bytes(s, end=False) + r * rows * width * t.hidden
-            + dequantized_bytes(s)
-            + act.mlp_backward_transient_bytes(t, rows, width, p))
+    return (
+        act.attention_mask_bytes(t, rows, width, p)
+        + autocast_weight_copy_bytes(s, live_weight_copy_layers(s))
+        + gathered_params_bytes(s)
+        + fsdp.backward_temp_bytes(s, end=False)
+        + r * rows * width * t.hidden
+        + dequantized_bytes(s)
+        + act.mlp_backward_transient_bytes(t, rows, width, p)
+    )
 
 
 def tied_embedding_grad_transient_bytes(s: Setup) -> int:
@@ -376,10 +409,14 @@ def end_of_backward_temp_bytes(s: Setup) -> int:
     t, rows, width, p = text_shape(s)
     transient = largest_trainable_matrix_params(s) * grad_bytes_per_param(s.knobs)
     layer = act.layer_bytes(t, rows, width, p) + transient + autocast_weight_copy_bytes(s, 1)
-    if t.moe:       # the gate-up output's gradient, beside the experts' weight gradient it makes
+    if t.moe:  # the gate-up output's gradient, beside the experts' weight gradient it makes
         layer += act.mlp_backward_transient_bytes(t, rows, width, p)
-    return (max(layer, tied_embedding_grad_transient_bytes(s)) + gathered_params_bytes(s)
-            + fsdp.backward_temp_bytes(s, end=True) + dequantized_bytes(s))
+    return (
+        max(layer, tied_embedding_grad_transient_bytes(s))
+        + gathered_params_bytes(s)
+        + fsdp.backward_temp_bytes(s, end=True)
+        + dequantized_bytes(s)
+    )
 
 
 def overhead_bytes(s: Setup, peak_allocated: int) -> int:
@@ -388,7 +425,9 @@ def overhead_bytes(s: Setup, peak_allocated: int) -> int:
     constants above are priors; a GPU kind's calibration file (benchmarks/gpu_suite.py --apply)
     replaces each one it measured."""
     cal = calibration.for_gpu(s.gpu) if s.gpu else None
-    fragmentation = cal.fragmentation_fraction if cal and cal.fragmentation_fraction is not None else FRAGMENTATION_FRACTION
+    fragmentation = (
+        cal.fragmentation_fraction if cal and cal.fragmentation_fraction is not None else FRAGMENTATION_FRACTION
+    )
     context = cal.cuda_context_bytes if cal and cal.cuda_context_bytes is not None else CUDA_CONTEXT_BYTES
     driver = cal.driver_reserved_bytes if cal and cal.driver_reserved_bytes is not None else 0
     nccl = 0
@@ -431,8 +470,10 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
     acts = activations_bytes(s)
     backward_temp = backward_start_temp_bytes(s)
     if activation_side is not None:
-        acts, backward_temp = activation_side[0], (activation_side[1] + gathered_params_bytes(s)
-                                                   + fsdp.backward_temp_bytes(s, end=False))
+        acts, backward_temp = (
+            activation_side[0],
+            (activation_side[1] + gathered_params_bytes(s) + fsdp.backward_temp_bytes(s, end=False)),
+        )
     accumulated = grads_full if s.grad_accum > 1 else 0
     phases = {
         "backward": (accumulated, acts, backward_temp),
@@ -448,18 +489,31 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
     peak = params + grads + buckets + opt + acts_at_peak + temp
     overhead = overhead_bytes(s, peak)
     total = peak + overhead
-    detail = {"gradient_buffers_bytes": buckets, "logits_loss_bytes": logits_loss_bytes(s),
-              "saved_activations_bytes": acts, "zero3_live_params_bytes": zero3_live_params_bytes(s),
-              "fsdp_unsharded_params_bytes": fsdp.unsharded_params_bytes(s),
-              "optimizer_step_temp_bytes": optimizer_step_temp_bytes(s),
-              "model_states_bytes": params + grads_full + buckets + opt}
+    detail = {
+        "gradient_buffers_bytes": buckets,
+        "logits_loss_bytes": logits_loss_bytes(s),
+        "saved_activations_bytes": acts,
+        "zero3_live_params_bytes": zero3_live_params_bytes(s),
+        "fsdp_unsharded_params_bytes": fsdp.unsharded_params_bytes(s),
+        "optimizer_step_temp_bytes": optimizer_step_temp_bytes(s),
+        "model_states_bytes": params + grads_full + buckets + opt,
+    }
     return MemoryBreakdown(
-        params_bytes=params, grads_bytes=grads + buckets, optimizer_bytes=opt,
-        activations_bytes=acts_at_peak, temp_bytes=temp, peak_allocated_bytes=peak,
-        overhead_bytes=overhead, overhead_source=overhead_source(s), device_total_bytes=total,
+        params_bytes=params,
+        grads_bytes=grads + buckets,
+        optimizer_bytes=opt,
+        activations_bytes=acts_at_peak,
+        temp_bytes=temp,
+        peak_allocated_bytes=peak,
+        overhead_bytes=overhead,
+        overhead_source=overhead_source(s),
+        device_total_bytes=total,
         capacity_bytes=capacity_bytes,
-        headroom_bytes=capacity_bytes - total, peak_phase=phase,
-        host_bytes_per_node=host_offload_bytes_per_node(s) + host_activation_bytes_per_node(s), detail=detail)
+        headroom_bytes=capacity_bytes - total,
+        peak_phase=phase,
+        host_bytes_per_node=host_offload_bytes_per_node(s) + host_activation_bytes_per_node(s),
+        detail=detail,
+    )
 
 
 def host_activation_bytes_per_node(s: Setup) -> int:

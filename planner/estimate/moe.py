@@ -15,6 +15,7 @@ moves memory on a rank holding every expert.
 `grouped_mm` is not autocast-enabled: transformers casts the input to the weights' dtype, so under torch AMP
 (fp32 weights) the experts run and save in fp32.
 """
+
 from __future__ import annotations
 
 from math import ceil
@@ -22,7 +23,7 @@ from math import ceil
 from planner.model.modelspec import TextSpec
 from planner.model.moespec import MoESpec
 
-INDEX_BYTES = 8     # int64 indices (topk, sort permutation, gathers)
+INDEX_BYTES = 8  # int64 indices (topk, sort permutation, gathers)
 
 
 def matmul_dtype_bytes(profile: str) -> int:
@@ -72,9 +73,13 @@ def experts_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
     if m.experts_grad == "frozen":  # no weight gradient: grouped_mm keeps neither projection's input
         return e * s * (t.hidden + (gate_saved_widths(m) - 1) * m.expert_inter) + (4 + 3 * INDEX_BYTES) * s
     out = e * s * (2 * t.hidden + gate_saved_widths(m) * m.expert_inter) + lora_merged_weights_bytes(t, profile)
-    if m.dispatch == "eager":   # index_add_ saves its source (cast to the hidden states' dtype); token, top-k indices
-        return (out + hidden_dtype_bytes(profile) * s * t.hidden + (4 + 2 * INDEX_BYTES) * s
-                + eager_weight_casts_bytes(t, profile))
+    if m.dispatch == "eager":  # index_add_ saves its source (cast to the hidden states' dtype); token, top-k indices
+        return (
+            out
+            + hidden_dtype_bytes(profile) * s * t.hidden
+            + (4 + 2 * INDEX_BYTES) * s
+            + eager_weight_casts_bytes(t, profile)
+        )
     return out + (4 + 3 * INDEX_BYTES) * s
 
 
@@ -130,8 +135,11 @@ def shared_expert_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
 
 def moe_mlp_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
     """Everything a routed MLP block saves for backward."""
-    return (router_saved_bytes(t, tokens, profile) + experts_saved_bytes(t, tokens, profile)
-            + shared_expert_saved_bytes(t, tokens, profile))
+    return (
+        router_saved_bytes(t, tokens, profile)
+        + experts_saved_bytes(t, tokens, profile)
+        + shared_expert_saved_bytes(t, tokens, profile)
+    )
 
 
 def backward_transient_bytes(t: TextSpec, tokens: int, profile: str) -> int:
@@ -143,7 +151,7 @@ def backward_transient_bytes(t: TextSpec, tokens: int, profile: str) -> int:
     m = t.moe
     if m.dispatch == "eager":
         return eager_backward_transient_bytes(t, tokens, profile)
-    merged_grad = lora_merged_weights_bytes(t, profile) * 2 // 3     # LoRA: the merged gate-up weight's gradient
+    merged_grad = lora_merged_weights_bytes(t, profile) * 2 // 3  # LoRA: the merged gate-up weight's gradient
     return expert_dtype_bytes(profile, m) * rank_pairs(tokens, m) * (2 * m.expert_inter + t.hidden) + merged_grad
 
 
@@ -156,19 +164,28 @@ def eager_backward_transient_bytes(t: TextSpec, tokens: int, profile: str) -> in
     m = t.moe
     w = hidden_dtype_bytes(profile)
     busiest = busiest_expert_tokens(tokens, m, m.imbalance)
-    return (expert_dtype_bytes(profile, m) * busiest * t.hidden + w * (m.experts // m.ep) * 2 * m.expert_inter * t.hidden
-            + w * tokens * t.hidden)
+    return (
+        expert_dtype_bytes(profile, m) * busiest * t.hidden
+        + w * (m.experts // m.ep) * 2 * m.expert_inter * t.hidden
+        + w * tokens * t.hidden
+    )
 
 
 def routing_line(model, k, micro_tokens: int) -> str:
     """The plan's routing assumptions in one line (check and suggest print it for MoE models)."""
     m = model.text.moe
     busiest = busiest_expert_tokens(micro_tokens, m, k.expert_imbalance)
-    where = (f"expert parallel {k.expert_parallel}: the busiest rank's experts run {min(k.expert_imbalance, k.expert_parallel):g}x "
-             "its share of pairs" if k.expert_parallel > 1 else
-             "every rank holds every expert, so under grouped_mm the imbalance moves no memory" if m.dispatch != "eager"
-             else "every rank holds every expert; the eager loop's backward transient is sized by the busiest expert")
-    return (f"routing: top-{m.top_k} of {m.experts} experts ({m.dispatch} dispatch, transformers 5.23), "
-            f"{model.active_params / 1e9:.1f}B of {model.params / 1e9:.1f}B parameters active per token; imbalance "
-            f"{k.expert_imbalance:g} planned: the busiest expert takes up to {busiest:,} of a micro-batch's "
-            f"{micro_tokens:,} tokens ({where})")
+    where = (
+        f"expert parallel {k.expert_parallel}: the busiest rank's experts run {min(k.expert_imbalance, k.expert_parallel):g}x "
+        "its share of pairs"
+        if k.expert_parallel > 1
+        else "every rank holds every expert, so under grouped_mm the imbalance moves no memory"
+        if m.dispatch != "eager"
+        else "every rank holds every expert; the eager loop's backward transient is sized by the busiest expert"
+    )
+    return (
+        f"routing: top-{m.top_k} of {m.experts} experts ({m.dispatch} dispatch, transformers 5.23), "
+        f"{model.active_params / 1e9:.1f}B of {model.params / 1e9:.1f}B parameters active per token; imbalance "
+        f"{k.expert_imbalance:g} planned: the busiest expert takes up to {busiest:,} of a micro-batch's "
+        f"{micro_tokens:,} tokens ({where})"
+    )

@@ -7,6 +7,7 @@ collator); with SDPA or eager attention transformers masks the packed samples fr
 block-diagonal (1, 1, T, T) mask (masking_utils.find_packed_sequence_indices), so the s^2 terms grow with
 the row, while flash-attention's varlen kernel takes the sequence boundaries and has none.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -15,8 +16,8 @@ from planner.config.spec import Knobs
 from planner.estimate import activations as act
 from planner.model.modelspec import TextSpec
 
-CHUNKED_LOSS_CHUNKS = 8      # torchtune's CEWithChunkedOutputLoss(num_output_chunks=8)
-OFFLOAD_MIN_BYTES = 1024     # torchtune's OffloadActivations(min_offload_size=1024): smaller tensors stay
+CHUNKED_LOSS_CHUNKS = 8  # torchtune's CEWithChunkedOutputLoss(num_output_chunks=8)
+OFFLOAD_MIN_BYTES = 1024  # torchtune's OffloadActivations(min_offload_size=1024): smaller tensors stay
 
 
 def text_spec(t: TextSpec, k: Knobs, experts_adapted: bool = False) -> TextSpec:
@@ -27,8 +28,16 @@ def text_spec(t: TextSpec, k: Knobs, experts_adapted: bool = False) -> TextSpec:
     if t.moe is not None:
         n = k.expert_parallel
         grad = "full" if not k.lora_rank else "lora" if experts_adapted else "frozen"
-        t = replace(t, moe=replace(t.moe, imbalance=k.expert_imbalance, ep=n, experts_grad=grad,
-                                   load=min(k.expert_imbalance, float(n)) if n > 1 else 1.0))
+        t = replace(
+            t,
+            moe=replace(
+                t.moe,
+                imbalance=k.expert_imbalance,
+                ep=n,
+                experts_grad=grad,
+                load=min(k.expert_imbalance, float(n)) if n > 1 else 1.0,
+            ),
+        )
     return t if k.attention == "sdpa" else replace(t, attention=k.attention)
 
 
@@ -70,10 +79,13 @@ def selective_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> in
 def layer_linears(t: TextSpec) -> list[tuple[int, int, bool]]:
     """(output width, input width, has a bias) of a decoder layer's linears in the order forward runs them."""
     f = t.traits
-    qkv, o, mlp = (True, True, True) if f.conv1d else t.biases      # Conv1D: torch.addmm whatever its bias
+    qkv, o, mlp = (True, True, True) if f.conv1d else t.biases  # Conv1D: torch.addmm whatever its bias
     h, i = t.hidden, t.intermediate
-    attention = ([(t.q_dim + 2 * t.kv_dim, h, qkv)] if f.fused_qkv
-                 else [(t.q_dim, h, qkv), (t.kv_dim, h, qkv), (t.kv_dim, h, qkv)])
+    attention = (
+        [(t.q_dim + 2 * t.kv_dim, h, qkv)]
+        if f.fused_qkv
+        else [(t.q_dim, h, qkv), (t.kv_dim, h, qkv), (t.kv_dim, h, qkv)]
+    )
     mlp_in = [(2 * i, h, mlp)] if f.fused_gate_up else [(i, h, mlp)] * (2 if f.gated_mlp else 1)
     return attention + [(h, t.q_dim, o)] + mlp_in + [(h, i, mlp)]
 
@@ -104,12 +116,15 @@ def recomputed_layer_bytes(t: TextSpec, k: Knobs, batch: int, seq: int, profile:
 
 def text_activations_bytes(t: TextSpec, k: Knobs, batch: int, seq: int, profile: str) -> int:
     """Saved activations of all decoder layers and the final norm at the end of forward, on the device."""
-    if k.checkpointing == "offload":    # moved to the host as they are saved (host_activation_bytes)
+    if k.checkpointing == "offload":  # moved to the host as they are saved (host_activation_bytes)
         return 0
     n = checkpointed_layers(k, t.layers)
-    kept = (selective_layer_bytes if k.checkpointing == "selective-op" else act.checkpointed_layer_bytes)
-    return (n * kept(t, batch, seq, profile) + act.layers_bytes(t, t.layers - n, batch, seq, profile)
-            + act.final_norm_bytes(t, batch, seq, profile))
+    kept = selective_layer_bytes if k.checkpointing == "selective-op" else act.checkpointed_layer_bytes
+    return (
+        n * kept(t, batch, seq, profile)
+        + act.layers_bytes(t, t.layers - n, batch, seq, profile)
+        + act.final_norm_bytes(t, batch, seq, profile)
+    )
 
 
 def host_activation_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
@@ -141,13 +156,12 @@ def loss_bytes(t: TextSpec, k: Knobs, tokens: int, profile: str, head_grad_bytes
     softcap = c if t.final_logit_softcap else 0
     if k.loss == "standard":
         return act.logits_loss_bytes(t, 1, tokens, profile)
-    if k.loss == "chunked":     # + the head's weight gradient of each chunk summed into the previous ones
+    if k.loss == "chunked":  # + the head's weight gradient of each chunk summed into the previous ones
         chunk = -(-tokens // CHUNKED_LOSS_CHUNKS)
-        grads = 2 * (c if head_grad_bytes_per_param else 0) * t.vocab * t.hidden     # summed in the matmul dtype
+        grads = 2 * (c if head_grad_bytes_per_param else 0) * t.vocab * t.hidden  # summed in the matmul dtype
         return (4 + softcap) * tokens * t.vocab + 8 * chunk * t.vocab + max(0, grads - 4 * chunk * t.vocab)
     chunk = fused_chunk_tokens(tokens, t)
-    return (c * tokens * t.hidden + head_grad_bytes_per_param * t.vocab * t.hidden
-            + (c + 8 + softcap) * chunk * t.vocab)
+    return c * tokens * t.hidden + head_grad_bytes_per_param * t.vocab * t.hidden + (c + 8 + softcap) * chunk * t.vocab
 
 
 # TRL's fused log-prob head (trl/kernels/chunked_logprob.py, TRL 1.16): `add_fused_lm_head` projects only the scored
@@ -165,13 +179,21 @@ def logprob_head_bytes(t: TextSpec, scored_tokens: int, profile: str, head_grad_
     r, c = act.saved_dtype_bytes(profile)
     # the tile buffer is allocated at the full chunk width whatever the vocabulary (chunked_logprob.py: mm_buf)
     n, tile_tokens, tile_vocab = scored_tokens, min(scored_tokens, TRL_TOKEN_CHUNK), TRL_VOCAB_CHUNK
-    weight_grad = 4 * t.vocab * t.hidden + (head_grad_bytes_per_param * t.vocab * t.hidden
-                                           if head_grad_bytes_per_param not in (0, 4) else 0)
-    casts = (tile_tokens * t.hidden * c if r != c else 0) + (min(t.vocab, tile_vocab) * t.hidden * c
-                                                              if profile == "amp" else 0)
+    weight_grad = 4 * t.vocab * t.hidden + (
+        head_grad_bytes_per_param * t.vocab * t.hidden if head_grad_bytes_per_param not in (0, 4) else 0
+    )
+    casts = (tile_tokens * t.hidden * c if r != c else 0) + (
+        min(t.vocab, tile_vocab) * t.hidden * c if profile == "amp" else 0
+    )
     hidden_grad = 4 * n * t.hidden + (r * n * t.hidden if r != 4 else 0)
-    return (r * n * t.hidden + hidden_grad + (weight_grad if head_grad_bytes_per_param else 0)
-            + c * tile_tokens * tile_vocab + casts + 16 * n)
+    return (
+        r * n * t.hidden
+        + hidden_grad
+        + (weight_grad if head_grad_bytes_per_param else 0)
+        + c * tile_tokens * tile_vocab
+        + casts
+        + 16 * n
+    )
 
 
 def full_logprob_bytes(t: TextSpec, rows: int, width: int, profile: str) -> int:

@@ -14,6 +14,7 @@ The phases, as TRL 1.16 runs them (trl/trainer/grpo_trainer.py, dpo_trainer.py):
 A reference model (its own copy, in the policy's compute dtype, ZeRO-3/FSDP-sharded like the policy) and a
 colocated vLLM's share of the card stay resident through every phase.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -24,7 +25,7 @@ from planner.estimate import memory as mem
 from planner.estimate import recipe_terms, speed
 from planner.estimate.setup import Setup
 
-SAMPLING_FP32_COPIES = 3    # generate's fp32 copy of the last logits, the processed scores, softmax's probabilities
+SAMPLING_FP32_COPIES = 3  # generate's fp32 copy of the last logits, the processed scores, softmax's probabilities
 
 
 def kv_cache_bytes(s: Setup, sequences: int, tokens: int) -> int:
@@ -64,8 +65,7 @@ def nograd_forward_bytes(s: Setup, rows: int, width: int) -> int:
     attention = c * tokens * (2 * t.q_dim + 2 * kv_width)
     if t.attention == "sdpa":
         attention += act.sdpa_bias_saved_bytes(rows, width, p)
-    return max(stream + max(mlp, attention) + act.attention_mask_bytes(t, rows, width, p),
-               nograd_vision_bytes(s, rows))
+    return max(stream + max(mlp, attention) + act.attention_mask_bytes(t, rows, width, p), nograd_vision_bytes(s, rows))
 
 
 def nograd_vision_bytes(s: Setup, rows: int) -> int:
@@ -128,15 +128,18 @@ def generation_terms(s: Setup) -> dict[str, int]:
     grow = 2 * full_kv // t.layers
     kv, transient = (prompt_kv, prefill) if prompt_kv + prefill > full_kv + grow else (full_kv, grow)
     sampling = n * t.vocab * (compute_dtype_bytes(s) + 4 * SAMPLING_FP32_COPIES)
-    return {"kv_cache_bytes": kv, "generation_transient_bytes": transient + sampling,
-            "generation_weights_bytes": generation_weights_bytes(s)}
+    return {
+        "kv_cache_bytes": kv,
+        "generation_transient_bytes": transient + sampling,
+        "generation_weights_bytes": generation_weights_bytes(s),
+    }
 
 
 def logps_pass_terms(s: Setup) -> dict[str, int]:
     """A no-grad log-prob pass over one chunk of per-device-batch rows (reference model or old policy): the larger
     of a decoder layer's moment and the head's (the final hidden states, their scored copy and a tile)."""
     rows, width, t = s.knobs.workload.rows(s.micro_batch), s.seq_len, s.model.text
-    if s.knobs.workload.logprobs == "full":     # the logits of the chunk, and one row's log_softmax at a time
+    if s.knobs.workload.logprobs == "full":  # the logits of the chunk, and one row's log_softmax at a time
         head = compute_dtype_bytes(s) * (rows + 1) * width * t.vocab
     else:
         head = logprob_forward_bytes(s, rows)
@@ -148,15 +151,25 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
     """Every phase's bytes by term. The resident terms (policy weights and optimizer states, the reference model,
     vLLM's share) are in each phase; gradients only where accumulation keeps them across a generation."""
     w = s.knobs.workload
-    resident = {"policy_params_bytes": mem.params_bytes(s), "optimizer_bytes": mem.optimizer_bytes(s),
-                "gradient_buffers_bytes": mem.comm_bucket_bytes(s), "reference_params_bytes": reference_params_bytes(s),
-                "vllm_reserved_bytes": vllm_reserved_bytes(s, capacity_bytes)}
+    resident = {
+        "policy_params_bytes": mem.params_bytes(s),
+        "optimizer_bytes": mem.optimizer_bytes(s),
+        "gradient_buffers_bytes": mem.comm_bucket_bytes(s),
+        "reference_params_bytes": reference_params_bytes(s),
+        "vllm_reserved_bytes": vllm_reserved_bytes(s, capacity_bytes),
+    }
     mid_step = w.kind == "grpo" and s.grad_accum % w.steps_per_gen(s.grad_accum) != 0
     between = {**resident, "grads_bytes": mem.gradients_bytes(s) if mid_step else 0}
     logprobs = mem.logits_loss_bytes(s) if training.temp_bytes == mem.backward_start_temp_bytes(s) else 0
-    out = {"training": {**resident, "grads_bytes": training.grads_bytes - resident["gradient_buffers_bytes"],
-                        "saved_activations_bytes": training.activations_bytes, "logprobs_bytes": logprobs,
-                        "training_temp_bytes": training.temp_bytes - logprobs}}
+    out = {
+        "training": {
+            **resident,
+            "grads_bytes": training.grads_bytes - resident["gradient_buffers_bytes"],
+            "saved_activations_bytes": training.activations_bytes,
+            "logprobs_bytes": logprobs,
+            "training_temp_bytes": training.temp_bytes - logprobs,
+        }
+    }
     if w.kind == "grpo":
         if w.generation == "hf":
             out["generation"] = {**between, **generation_terms(s)}
@@ -164,11 +177,14 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
             out["reference-forward"] = {**between, **logps_pass_terms(s)}
         if w.computes_old_logps(s.grad_accum):
             out["old-logps"] = {**between, **logps_pass_terms(s)}
-    elif w.kind == "dpo" and not w.precompute_ref_log_probs:    # inside the micro-step, after the policy's forward
-        out["reference-forward"] = {**resident, "grads_bytes": mem.gradients_bytes(s) if s.grad_accum > 1 else 0,
-                                    "saved_activations_bytes": mem.activations_bytes(s),
-                                    "policy_logps_bytes": policy_head_saved_bytes(s),
-                                    **logps_pass_terms(s)}
+    elif w.kind == "dpo" and not w.precompute_ref_log_probs:  # inside the micro-step, after the policy's forward
+        out["reference-forward"] = {
+            **resident,
+            "grads_bytes": mem.gradients_bytes(s) if s.grad_accum > 1 else 0,
+            "saved_activations_bytes": mem.activations_bytes(s),
+            "policy_logps_bytes": policy_head_saved_bytes(s),
+            **logps_pass_terms(s),
+        }
     return out
 
 
@@ -203,19 +219,31 @@ def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
     grads = terms.get("grads_bytes", 0) + terms["gradient_buffers_bytes"]
     acts = sum(terms.get(k, 0) for k in ACTIVATION_TERMS)
     temp = peak - params - grads - terms["optimizer_bytes"] - acts
-    every = {k: v for phase_terms_ in phases.values() for k, v in phase_terms_.items()}     # each phase's own terms
-    detail = {**training.detail, **every, **terms,
-              "model_states_bytes": training.detail["model_states_bytes"] + terms["reference_params_bytes"]}
+    every = {k: v for phase_terms_ in phases.values() for k, v in phase_terms_.items()}  # each phase's own terms
+    detail = {
+        **training.detail,
+        **every,
+        **terms,
+        "model_states_bytes": training.detail["model_states_bytes"] + terms["reference_params_bytes"],
+    }
     return MemoryBreakdown(
-        params_bytes=params, grads_bytes=grads, optimizer_bytes=terms["optimizer_bytes"], activations_bytes=acts,
-        temp_bytes=temp, peak_allocated_bytes=peak, overhead_bytes=overhead, overhead_source=training.overhead_source,
-        device_total_bytes=peak + overhead, capacity_bytes=capacity_bytes,
+        params_bytes=params,
+        grads_bytes=grads,
+        optimizer_bytes=terms["optimizer_bytes"],
+        activations_bytes=acts,
+        temp_bytes=temp,
+        peak_allocated_bytes=peak,
+        overhead_bytes=overhead,
+        overhead_source=training.overhead_source,
+        device_total_bytes=peak + overhead,
+        capacity_bytes=capacity_bytes,
         headroom_bytes=capacity_bytes - peak - overhead,
         peak_phase=training.peak_phase if phase == "training" else phase,
-        host_bytes_per_node=training.host_bytes_per_node, detail=detail,
+        host_bytes_per_node=training.host_bytes_per_node,
+        detail=detail,
         phases={("training: " + training.peak_phase if n == "training" else n): v for n, v in totals.items()},
-        peak_term=max(terms, key=terms.get).removesuffix("_bytes"))
-
+        peak_term=max(terms, key=terms.get).removesuffix("_bytes"),
+    )
 
 
 def generation_seconds(s: Setup, hw: Hardware) -> float:
@@ -231,8 +259,9 @@ def generation_seconds(s: Setup, hw: Hardware) -> float:
     kv_mean = (kv_cache_bytes(s, n, w.prompt_tokens()) + kv_cache_bytes(s, n, w.seq_len())) / 2
     decode = w.max_completion_length * (weights + kv_mean) / (hw.gpu.memory_bandwidth_gbs * 1e9)
     tokens = n * w.prompt_tokens()
-    prefill = 2 * s.model.params * tokens / (speed.gpu_tflops(hw, s.knobs.precision) * 1e12
-                                             * speed.efficiency(tokens, s.gpu))
+    prefill = (
+        2 * s.model.params * tokens / (speed.gpu_tflops(hw, s.knobs.precision) * 1e12 * speed.efficiency(tokens, s.gpu))
+    )
     per_step = s.grad_accum / (w.steps_per_gen(s.grad_accum) * w.num_iterations)
     return per_step * (decode + prefill)
 

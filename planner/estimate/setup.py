@@ -1,4 +1,5 @@
 """One configuration to estimate: the model, the knobs and the batch split on the GPUs (every term reads it)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ class Setup:
     gpus_per_node: int = 1
     nodes: int = 1
     image_tokens: int = 0
-    gpu: str = ""       # catalog GPU kind: its measured priors (planner.estimate.calibration), where a run wrote them
+    gpu: str = ""  # catalog GPU kind: its measured priors (planner.estimate.calibration), where a run wrote them
 
     @property
     def world_size(self) -> int:

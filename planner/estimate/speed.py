@@ -13,6 +13,7 @@ all-gather (N-1)/N x B (Patarasuk & Yuan 2009). DDP all-reduces gradients once p
 ZeRO-2 reduce-scatters on every micro-step; ZeRO-3 also all-gathers params in forward and backward
 on every micro-step. Across nodes the bottleneck is the node's network (one NIC per node assumed).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,11 +23,11 @@ from planner.estimate import calibration, fsdp, recipe_terms
 from planner.estimate.memory import frozen_params, host_activation_bytes_per_node, trainable_params
 from planner.estimate.setup import Setup
 
-PEAK_EFFICIENCY = 0.55          # best model-FLOPs utilisation a large micro-batch reaches
-HALF_EFFICIENCY_TOKENS = 1024   # tokens per micro-batch at which efficiency is half of the peak
-COLLECTIVE_LATENCY_S = 50e-6    # per collective call (NCCL launch + ring latency)
-BACKWARD_OVERLAP = 0.6          # fraction of backward time that can hide gradient communication
-CPU_ADAM_PARAMS_PER_S = 1.0e9   # DeepSpeed CPU Adam throughput per node (AVX512, many cores)
+PEAK_EFFICIENCY = 0.55  # best model-FLOPs utilisation a large micro-batch reaches
+HALF_EFFICIENCY_TOKENS = 1024  # tokens per micro-batch at which efficiency is half of the peak
+COLLECTIVE_LATENCY_S = 50e-6  # per collective call (NCCL launch + ring latency)
+BACKWARD_OVERLAP = 0.6  # fraction of backward time that can hide gradient communication
+CPU_ADAM_PARAMS_PER_S = 1.0e9  # DeepSpeed CPU Adam throughput per node (AVX512, many cores)
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class StepTime:
     compute_s: float
     comm_s: float
     offload_s: float
-    generation_s: float = 0.0      # GRPO's sampling and the no-grad log-prob passes (planner.estimate.rl)
+    generation_s: float = 0.0  # GRPO's sampling and the no-grad log-prob passes (planner.estimate.rl)
 
     @property
     def total_s(self) -> float:
@@ -100,7 +101,7 @@ def fsdp_comm_bytes_per_step(s: Setup) -> tuple[float, int]:
     gathers = 1 if k.fsdp == "grad-op" else 2
     volume = A * _ring(n) * (gathers * W + G)
     ep = k.expert_parallel
-    if ep > 1:      # each rank gathers and reduces only its own experts, over the n / ep ranks that shard them
+    if ep > 1:  # each rank gathers and reduces only its own experts, over the n / ep ranks that shard them
         experts = s.model.expert_params_per_layer() * s.model.text.moe.moe_layers
         share = experts / (trainable_params(s) + frozen_params(s))
         volume -= A * (gathers * W + G) * share * (_ring(n) - _ring(max(1, n // ep)) / ep)
@@ -119,7 +120,7 @@ def comm_bytes_per_step(s: Setup) -> tuple[float, int]:
     g = 2 if s.knobs.precision != "fp32" else 4
     G = trainable_params(s) * (4 if z == 0 and s.knobs.precision != "bf16-pure" else g)
     W = (trainable_params(s) + frozen_params(s)) * g
-    bucket = max(1, s.model.text.hidden ** 2 * g)
+    bucket = max(1, s.model.text.hidden**2 * g)
     if n == 1:
         return 0.0, 0
     if z == 0:

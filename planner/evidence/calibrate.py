@@ -14,6 +14,7 @@ analytic, and the calibration of a plan's breakdown from stored probe records.
   per-segment slope in micro-batch (memory is affine in it at a fixed sequence length); other
   micro-batches are read off that line, and `refine` traces a chosen plan exactly.
 """
+
 from __future__ import annotations
 
 from planner.config.spec import Hardware, Knobs, MemoryBreakdown
@@ -41,13 +42,23 @@ def sim_knobs(k: Knobs) -> Knobs:
 
 
 def sim_shapes(s: Setup, micro_batch: int | None = None) -> Shapes:
-    return Shapes(micro_batch=micro_batch or s.micro_batch, grad_accum=min(s.grad_accum, 2), seq_len=s.seq_len,
-                  image_tokens=s.image_tokens, world_size=1)
+    return Shapes(
+        micro_batch=micro_batch or s.micro_batch,
+        grad_accum=min(s.grad_accum, 2),
+        seq_len=s.seq_len,
+        image_tokens=s.image_tokens,
+        world_size=1,
+    )
 
 
 def real_shapes(s: Setup) -> Shapes:
-    return Shapes(micro_batch=s.micro_batch, grad_accum=s.grad_accum, seq_len=s.seq_len,
-                  image_tokens=s.image_tokens, world_size=s.world_size)
+    return Shapes(
+        micro_batch=s.micro_batch,
+        grad_accum=s.grad_accum,
+        seq_len=s.seq_len,
+        image_tokens=s.image_tokens,
+        world_size=s.world_size,
+    )
 
 
 def _same_kind(rec: ProbeRecord, hw: Hardware) -> bool:
@@ -65,10 +76,20 @@ def _with_terms(s: Setup, base: MemoryBreakdown, terms: tuple, phase: str, overh
     params, grads, opt, acts, temp = terms
     peak = params + grads + opt + acts + temp
     overhead = overhead_bytes(s, peak) if overhead is None else overhead
-    return base.model_copy(update={
-        "params_bytes": params, "grads_bytes": grads, "optimizer_bytes": opt, "activations_bytes": acts, "temp_bytes": temp,
-        "peak_allocated_bytes": peak, "overhead_bytes": overhead, "device_total_bytes": peak + overhead,
-        "headroom_bytes": base.capacity_bytes - peak - overhead, "peak_phase": phase})
+    return base.model_copy(
+        update={
+            "params_bytes": params,
+            "grads_bytes": grads,
+            "optimizer_bytes": opt,
+            "activations_bytes": acts,
+            "temp_bytes": temp,
+            "peak_allocated_bytes": peak,
+            "overhead_bytes": overhead,
+            "device_total_bytes": peak + overhead,
+            "headroom_bytes": base.capacity_bytes - peak - overhead,
+            "peak_phase": phase,
+        }
+    )
 
 
 def from_record(s: Setup, hw: Hardware, analytic: MemoryBreakdown, rec: ProbeRecord) -> MemoryBreakdown:
@@ -80,12 +101,12 @@ def from_record(s: Setup, hw: Hardware, analytic: MemoryBreakdown, rec: ProbeRec
     if rec.backend == "cuda" or not c:
         a, peak = analytic, rec.peak_allocated_bytes
         states = [a.params_bytes, a.grads_bytes, a.optimizer_bytes]
-        if sum(states) > peak:      # the states alone exceed the measurement: scale them to it
+        if sum(states) > peak:  # the states alone exceed the measurement: scale them to it
             states = [x * peak // sum(states) for x in states]
             states[2] += peak - sum(states)
         acts = min(a.activations_bytes, peak - sum(states))
         return _with_terms(s, a, (*states, acts, peak - sum(states) - acts), a.peak_phase, overhead)
-    if s.knobs.zero_stage >= 1 or s.knobs.fsdp != "off":   # one unsharded trace: its activation side only
+    if s.knobs.zero_stage >= 1 or s.knobs.fsdp != "off":  # one unsharded trace: its activation side only
         return breakdown(s, analytic.capacity_bytes, activation_side=(c["activations"], c["temporaries"]))
     terms = (c["params"], c["grads"] + comm_bucket_bytes(s), c["optimizer"], c["activations"], c["temporaries"])
     return _with_terms(s, analytic, terms, rec.phase or analytic.peak_phase, overhead)
@@ -100,12 +121,11 @@ class Calibrator:
         self.mode, self.store, self.model, self.config = mode, store, model_name, config
         self._simulate = simulate
         self._lines: dict = {}
-        self.exact = False      # sim mode: trace each candidate exactly instead of reading a line
+        self.exact = False  # sim mode: trace each candidate exactly instead of reading a line
         self._arch_seen: tuple[int, bool] | None = None
 
     @classmethod
-    def open(cls, mode: str, store_path: str | None, model_name: str, config: dict,
-             simulate=None) -> Calibrator | None:
+    def open(cls, mode: str, store_path: str | None, model_name: str, config: dict, simulate=None) -> Calibrator | None:
         """None for analytic, or for auto when no store file exists (auto must cost nothing then)."""
         if mode == "analytic":
             return None
@@ -175,7 +195,7 @@ class Calibrator:
         if fam not in self._lines:
             try:
                 one, two = self.simulate(s, 1), self.simulate(s, 2)
-            except ValueError:      # not traceable (e.g. 8-bit AdamW without bitsandbytes)
+            except ValueError:  # not traceable (e.g. 8-bit AdamW without bitsandbytes)
                 one = two = None
             self._lines[fam] = (one, two)
         return None if self._lines[fam][0] is None else self._lines[fam]
@@ -190,8 +210,13 @@ class Calibrator:
             cats = {c: segs1[seg][c] + (segs2[seg][c] - segs1[seg][c]) * (b - 1) for c in segs1[seg]}
             if best is None or sum(cats.values()) > sum(best.values()):
                 best, phase = cats, seg
-        rec = one.model_copy(update={"by_category": best, "phase": segment_phase(unflat_segment(phase)),
-                                     "peak_allocated_bytes": sum(best.values())})
+        rec = one.model_copy(
+            update={
+                "by_category": best,
+                "phase": segment_phase(unflat_segment(phase)),
+                "peak_allocated_bytes": sum(best.values()),
+            }
+        )
         mem = from_record(s, hw, analytic, rec)
-        mem.detail["sim_line_micro_batches"] = 12   # read off the line through micro-batches 1 and 2
+        mem.detail["sim_line_micro_batches"] = 12  # read off the line through micro-batches 1 and 2
         return mem

@@ -9,6 +9,7 @@ A record is keyed twice:
 
 Path: --store, else $MEMPLAN_STORE, else <user data dir>/memplan/probes.sqlite.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,7 +28,7 @@ from planner.errors import BadInput
 
 SCHEMA_VERSION = 1
 Backend = Literal["sim", "cpu", "cuda"]
-Status = Literal["ok", "oom", "crash", "timeout", "cancelled"]   # cancelled: returned, never stored
+Status = Literal["ok", "oom", "crash", "timeout", "cancelled"]  # cancelled: returned, never stored
 
 
 def default_path() -> Path:
@@ -105,9 +106,9 @@ class ProbeRecord(BaseModel):
     versions: dict[str, str]
     knobs: Knobs
     shapes: Shapes
-    peak_allocated_bytes: int | None = None   # ok: the peak; oom: allocated at failure (if known)
+    peak_allocated_bytes: int | None = None  # ok: the peak; oom: allocated at failure (if known)
     peak_reserved_bytes: int | None = None
-    device_used_bytes: int | None = None      # NVML: the whole process's device memory
+    device_used_bytes: int | None = None  # NVML: the whole process's device memory
     step_time_s: float | None = None
     by_category: dict[str, int] = {}
     phase: str | None = None
@@ -116,17 +117,26 @@ class ProbeRecord(BaseModel):
 
     def model_post_init(self, _ctx) -> None:
         if not self.fingerprint:
-            blob = json.dumps({"t": self.tensor_key, "device": self.device, "versions": self.versions},
-                              sort_keys=True)
+            blob = json.dumps({"t": self.tensor_key, "device": self.device, "versions": self.versions}, sort_keys=True)
             self.fingerprint = hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
-def make_record(model: str, config: dict, knobs: Knobs, shapes: Shapes, backend: str, status: str,
-                device: str, **fields) -> ProbeRecord:
+def make_record(
+    model: str, config: dict, knobs: Knobs, shapes: Shapes, backend: str, status: str, device: str, **fields
+) -> ProbeRecord:
     """A probe record of one run (probes, the trainer's OOM events), keyed from its config, knobs and shapes."""
-    return ProbeRecord(model=model, arch=arch_hash(config), tensor_key=tensor_key(config, knobs, shapes),
-                       backend=backend, status=status, device=device, versions=library_versions(),
-                       knobs=knobs, shapes=shapes, **fields)
+    return ProbeRecord(
+        model=model,
+        arch=arch_hash(config),
+        tensor_key=tensor_key(config, knobs, shapes),
+        backend=backend,
+        status=status,
+        device=device,
+        versions=library_versions(),
+        knobs=knobs,
+        shapes=shapes,
+        **fields,
+    )
 
 
 _SCHEMA = """
@@ -151,8 +161,9 @@ class Store:
         except (OSError, ValueError):
             found = False
         if not found:
-            raise BadInput(f"--store {str(where)!r}: no probe store there (probes and --evidence sim create one)",
-                           "store")
+            raise BadInput(
+                f"--store {str(where)!r}: no probe store there (probes and --evidence sim create one)", "store"
+            )
         return cls(where)
 
     def __init__(self, path: str | Path | None = None) -> None:
@@ -163,26 +174,29 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.executescript(_SCHEMA)
             row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        except (OSError, ValueError, sqlite3.DatabaseError) as e:    # ValueError: a NUL byte in the path
+        except (OSError, ValueError, sqlite3.DatabaseError) as e:  # ValueError: a NUL byte in the path
             raise BadInput(f"--store {str(self.path)!r}: cannot open as a probe store ({e})", "store") from None
         if row is None:
             with self.db:
                 self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         elif int(row[0]) > SCHEMA_VERSION:
-            raise BadInput(f"--store {str(self.path)!r}: schema version {row[0]} is newer than this memplan's "
-                           f"({SCHEMA_VERSION}); upgrade memplan or use another store")
+            raise BadInput(
+                f"--store {str(self.path)!r}: schema version {row[0]} is newer than this memplan's "
+                f"({SCHEMA_VERSION}); upgrade memplan or use another store"
+            )
 
     def check_writable(self) -> None:
         """BadInput now if a record could not be added later (a read-only file or folder)."""
         try:
-            with self.db:       # a real write, rolled back: sqlite opens a file it cannot write read-only
+            with self.db:  # a real write, rolled back: sqlite opens a file it cannot write read-only
                 self.db.execute("SAVEPOINT write_check")
                 self.db.execute("INSERT OR REPLACE INTO meta VALUES ('write_check', '1')")
                 self.db.execute("ROLLBACK TO write_check")
                 self.db.execute("RELEASE write_check")
         except sqlite3.DatabaseError as e:
-            raise BadInput(f"--store {str(self.path)!r}: cannot be written ({e}); a probe's record would be lost",
-                           "store") from None
+            raise BadInput(
+                f"--store {str(self.path)!r}: cannot be written ({e}); a probe's record would be lost", "store"
+            ) from None
 
     def add(self, rec: ProbeRecord) -> int:
         with self.db:
@@ -193,8 +207,18 @@ class Store:
         cur = self.db.execute(
             "INSERT INTO probes (fingerprint, tensor_key, model, arch, backend, status, device, created, record) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (rec.fingerprint, rec.tensor_key, rec.model, rec.arch, rec.backend, rec.status, rec.device,
-             rec.created, rec.model_dump_json(exclude={"id"})))
+            (
+                rec.fingerprint,
+                rec.tensor_key,
+                rec.model,
+                rec.arch,
+                rec.backend,
+                rec.status,
+                rec.device,
+                rec.created,
+                rec.model_dump_json(exclude={"id"}),
+            ),
+        )
         rec.id = cur.lastrowid
         return rec.id
 
@@ -202,8 +226,7 @@ class Store:
         sql = f"SELECT id, record FROM probes {where} ORDER BY created DESC, id DESC"
         if limit:
             sql += f" LIMIT {int(limit)}"
-        return [ProbeRecord.model_validate_json(r).model_copy(update={"id": i})
-                for i, r in self.db.execute(sql, args)]
+        return [ProbeRecord.model_validate_json(r).model_copy(update={"id": i}) for i, r in self.db.execute(sql, args)]
 
     def get(self, record_id: int) -> ProbeRecord | None:
         rows = self._rows("WHERE id = ?", (record_id,))

@@ -3,6 +3,7 @@
 DeepSpeed keys follow the DeepSpeed config documentation (deepspeed.ai/docs/config-json); "auto"
 values are the ones HF Trainer fills from TrainingArguments (transformers.integrations.deepspeed).
 """
+
 from __future__ import annotations
 
 import json
@@ -14,9 +15,15 @@ from planner.config.spec import Hardware, Knobs, Plan
 from planner.config.workload import Workload
 from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
 
-HF_OPTIM = {"adamw": "adamw_torch", "adamw-fused": "adamw_torch_fused", "sgd": "sgd",
-            "adafactor": "adafactor", "adamw-8bit": "adamw_bnb_8bit", "paged-adamw": "paged_adamw_32bit",
-            "paged-adamw-8bit": "paged_adamw_8bit"}
+HF_OPTIM = {
+    "adamw": "adamw_torch",
+    "adamw-fused": "adamw_torch_fused",
+    "sgd": "sgd",
+    "adafactor": "adafactor",
+    "adamw-8bit": "adamw_bnb_8bit",
+    "paged-adamw": "paged_adamw_32bit",
+    "paged-adamw-8bit": "paged_adamw_8bit",
+}
 DS_CONFIG_NAME = "ds_config.json"
 FSDP_CONFIG_NAME = "fsdp_config.json"
 HF_FSDP = {"full": "full_shard auto_wrap", "grad-op": "shard_grad_op auto_wrap", "hybrid": "hybrid_shard auto_wrap"}
@@ -40,13 +47,17 @@ def hf_note(plan: Plan) -> str | None:
     """Launch.note for a plan HF cannot run as planned, or runs only with a step in the user's script."""
     notes, missing = [], bundled_only(plan)
     if missing:
-        notes.append(f"HF's Trainer has no {', '.join(missing)}: the command runs the bundled trainer (planner "
-                     "train). hf_args is the nearest HF run (full checkpointing for a lighter policy, the fused Liger "
-                     "loss for the chunked one), which needs no more memory; it is not this plan's speed")
+        notes.append(
+            f"HF's Trainer has no {', '.join(missing)}: the command runs the bundled trainer (planner "
+            "train). hf_args is the nearest HF run (full checkpointing for a lighter policy, the fused Liger "
+            "loss for the chunked one), which needs no more memory; it is not this plan's speed"
+        )
     if plan.frozen != "none":
-        notes.append(f"HF's Trainer freezes no module itself: set requires_grad False on the {plan.frozen} modules "
-                     "in your script before the Trainer is built (planner train does), or the plan's memory does not "
-                     "hold")
+        notes.append(
+            f"HF's Trainer freezes no module itself: set requires_grad False on the {plan.frozen} modules "
+            "in your script before the Trainer is built (planner train does), or the plan's memory does not "
+            "hold"
+        )
     return ". ".join(notes) or None
 
 
@@ -56,19 +67,22 @@ def hf_args(plan: Plan, model: ModelSpec | None = None) -> dict:
     own activation checkpointing, as transformers asks). Knobs HF cannot run are replaced by their nearest HF
     form that needs no more memory (bundled_only, hf_note)."""
     fsdp = plan.fsdp != "off"
-    args = {"per_device_train_batch_size": plan.micro_batch,
-            "gradient_accumulation_steps": plan.grad_accum,
-            "gradient_checkpointing": plan.checkpointing != "off" and not fsdp,
-            "bf16": plan.precision == "bf16", "fp16": plan.precision == "fp16",
-            "optim": HF_OPTIM[plan.optimizer],
-            "deepspeed": DS_CONFIG_NAME if plan.zero_stage >= 1 else None}
+    args = {
+        "per_device_train_batch_size": plan.micro_batch,
+        "gradient_accumulation_steps": plan.grad_accum,
+        "gradient_checkpointing": plan.checkpointing != "off" and not fsdp,
+        "bf16": plan.precision == "bf16",
+        "fp16": plan.precision == "fp16",
+        "optim": HF_OPTIM[plan.optimizer],
+        "deepspeed": DS_CONFIG_NAME if plan.zero_stage >= 1 else None,
+    }
     if plan.checkpointing != "off" and not fsdp:
         args["gradient_checkpointing_kwargs"] = {"use_reentrant": False}
     if plan.loss != "standard":
-        args["use_liger_kernel"] = True     # Liger's fused linear cross-entropy (liger-kernel on the GPU host)
+        args["use_liger_kernel"] = True  # Liger's fused linear cross-entropy (liger-kernel on the GPU host)
     if plan.attention != "sdpa":
         args["model_init_kwargs"] = {"attn_implementation": HF_ATTENTION[plan.attention]}
-    if plan.batching == "packed":           # TRL: pack rows, and run them padding-free (position_ids)
+    if plan.batching == "packed":  # TRL: pack rows, and run them padding-free (position_ids)
         args.update(packing=True, padding_free=True)
     if fsdp:
         args["fsdp"] = HF_FSDP[plan.fsdp] + (" offload" if plan.offload != "none" else "")
@@ -80,8 +94,12 @@ def trl_args(w: Workload) -> dict:
     """GRPOConfig / DPOConfig fields of a DPO or GRPO plan, under TRL 1.16's names (none for SFT). GRPO has no
     max_prompt_length field in TRL 1.16: the plan's prompt length is what the data must not exceed."""
     if w.kind == "grpo":
-        out = {"num_generations": w.num_generations, "max_completion_length": w.max_completion_length,
-               "beta": w.beta, "use_vllm": w.generation != "hf"}
+        out = {
+            "num_generations": w.num_generations,
+            "max_completion_length": w.max_completion_length,
+            "beta": w.beta,
+            "use_vllm": w.generation != "hf",
+        }
         if w.generation != "hf":
             out["vllm_mode"] = w.generation.removeprefix("vllm-")
         if w.generation == "vllm-colocate":
@@ -100,9 +118,13 @@ def peft_config(plan: Plan) -> dict | None:
     """PEFT LoraConfig fields of a LoRA plan (recipe.lora_config trains the same adapters)."""
     if not plan.lora_rank:
         return None
-    cfg = {"r": plan.lora_rank, "lora_alpha": 2 * plan.lora_rank,
-           "target_modules": peft_target_modules(plan.lora_targets) or [],
-           "lora_dropout": plan.lora_dropout, "task_type": "CAUSAL_LM"}
+    cfg = {
+        "r": plan.lora_rank,
+        "lora_alpha": 2 * plan.lora_rank,
+        "target_modules": peft_target_modules(plan.lora_targets) or [],
+        "lora_dropout": plan.lora_dropout,
+        "task_type": "CAUSAL_LM",
+    }
     if peft_target_parameters(plan.lora_targets):
         cfg["target_parameters"] = peft_target_parameters(plan.lora_targets)
     if plan.lora_train_embeddings:
@@ -115,15 +137,24 @@ def quantization_config(plan: Plan) -> dict | None:
     if plan.quant == "none":
         return None
     compute = {"fp32": "float32", "fp16": "float16"}.get(plan.precision, "bfloat16")
-    return {"load_in_4bit": True, "bnb_4bit_quant_type": plan.quant, "bnb_4bit_use_double_quant": True,
-            "bnb_4bit_compute_dtype": compute}
+    return {
+        "load_in_4bit": True,
+        "bnb_4bit_quant_type": plan.quant,
+        "bnb_4bit_use_double_quant": True,
+        "bnb_4bit_compute_dtype": compute,
+    }
 
 
 def fsdp_config(plan: Plan, model: ModelSpec | None) -> dict:
     """HF's fsdp_config for an FSDP2 plan (transformers TrainingArguments._process_fsdp_args reads it)."""
-    cfg = {"version": 2, "reshard_after_forward": plan.fsdp != "grad-op",
-           "activation_checkpointing": plan.checkpointing != "off", "cpu_ram_efficient_loading": True,
-           "state_dict_type": "SHARDED_STATE_DICT", "cpu_offload": plan.offload != "none"}
+    cfg = {
+        "version": 2,
+        "reshard_after_forward": plan.fsdp != "grad-op",
+        "activation_checkpointing": plan.checkpointing != "off",
+        "cpu_ram_efficient_loading": True,
+        "state_dict_type": "SHARDED_STATE_DICT",
+        "cpu_offload": plan.offload != "none",
+    }
     if model is not None and wrap_classes(model):
         cfg["transformer_layer_cls_to_wrap"] = wrap_classes(model)
     return cfg
@@ -139,18 +170,33 @@ def accelerate_config(plan: Plan, hw: Hardware, model: ModelSpec | None) -> dict
     if plan.fsdp == "off":
         return None
     f = fsdp_config(plan, model)
-    fsdp = {"fsdp_version": 2, "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
-            "fsdp_reshard_after_forward": f["reshard_after_forward"], "fsdp_offload_params": f["cpu_offload"],
-            "fsdp_state_dict_type": f["state_dict_type"], "fsdp_cpu_ram_efficient_loading": True,
-            "fsdp_activation_checkpointing": f["activation_checkpointing"]}
+    fsdp = {
+        "fsdp_version": 2,
+        "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+        "fsdp_reshard_after_forward": f["reshard_after_forward"],
+        "fsdp_offload_params": f["cpu_offload"],
+        "fsdp_state_dict_type": f["state_dict_type"],
+        "fsdp_cpu_ram_efficient_loading": True,
+        "fsdp_activation_checkpointing": f["activation_checkpointing"],
+    }
     if "transformer_layer_cls_to_wrap" in f:
         fsdp["fsdp_transformer_layer_cls_to_wrap"] = ",".join(f["transformer_layer_cls_to_wrap"])
-    cfg = {"compute_environment": "LOCAL_MACHINE", "distributed_type": "FSDP", "fsdp_config": fsdp,
-           "mixed_precision": "bf16" if plan.precision == "bf16" else "no", "num_machines": hw.nodes,
-           "num_processes": hw.world_size, "machine_rank": 0, "main_training_function": "main", "use_cpu": False}
-    if plan.fsdp == "hybrid":       # HSDP: replicate across nodes, shard within one (accelerate's ParallelismConfig)
-        cfg["parallelism_config"] = {"parallelism_config_dp_replicate_size": hw.nodes,
-                                     "parallelism_config_dp_shard_size": hw.gpus_per_node}
+    cfg = {
+        "compute_environment": "LOCAL_MACHINE",
+        "distributed_type": "FSDP",
+        "fsdp_config": fsdp,
+        "mixed_precision": "bf16" if plan.precision == "bf16" else "no",
+        "num_machines": hw.nodes,
+        "num_processes": hw.world_size,
+        "machine_rank": 0,
+        "main_training_function": "main",
+        "use_cpu": False,
+    }
+    if plan.fsdp == "hybrid":  # HSDP: replicate across nodes, shard within one (accelerate's ParallelismConfig)
+        cfg["parallelism_config"] = {
+            "parallelism_config_dp_replicate_size": hw.nodes,
+            "parallelism_config_dp_shard_size": hw.gpus_per_node,
+        }
     return cfg
 
 
@@ -164,40 +210,66 @@ def deepspeed_config_for(k: Knobs, micro_batch: int, grad_accum: int, world: int
     if k.zero_stage == 0:
         return None
     h = model.text.hidden
-    zero: dict = {"stage": k.zero_stage, "overlap_comm": True, "contiguous_gradients": True,
-                  "reduce_bucket_size": h * h}
+    zero: dict = {
+        "stage": k.zero_stage,
+        "overlap_comm": True,
+        "contiguous_gradients": True,
+        "reduce_bucket_size": h * h,
+    }
     if k.zero_stage in (1, 2):
         zero.update(allgather_partitions=True, allgather_bucket_size=int(5e8), reduce_scatter=True)
     else:
-        zero.update(stage3_prefetch_bucket_size=int(0.9 * h * h), stage3_param_persistence_threshold=10 * h,
-                    stage3_max_live_parameters=int(1e9), stage3_max_reuse_distance=int(1e9),
-                    stage3_gather_16bit_weights_on_model_save=True)
+        zero.update(
+            stage3_prefetch_bucket_size=int(0.9 * h * h),
+            stage3_param_persistence_threshold=10 * h,
+            stage3_max_live_parameters=int(1e9),
+            stage3_max_reuse_distance=int(1e9),
+            stage3_gather_16bit_weights_on_model_save=True,
+        )
     if k.offload != "none":
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
     if k.offload == "optimizer+params":
         zero["offload_param"] = {"device": "cpu", "pin_memory": True}
-    cfg: dict = {"train_batch_size": micro_batch * grad_accum * world,
-                 "train_micro_batch_size_per_gpu": micro_batch,
-                 "gradient_accumulation_steps": grad_accum,
-                 "gradient_clipping": 1.0, "zero_optimization": zero, "steps_per_print": 100,
-                 "wall_clock_breakdown": False}
+    cfg: dict = {
+        "train_batch_size": micro_batch * grad_accum * world,
+        "train_micro_batch_size_per_gpu": micro_batch,
+        "gradient_accumulation_steps": grad_accum,
+        "gradient_clipping": 1.0,
+        "zero_optimization": zero,
+        "steps_per_print": 100,
+        "wall_clock_breakdown": False,
+    }
     if k.precision == "bf16":
         cfg["bf16"] = {"enabled": True}
     elif k.precision == "fp16":
-        cfg["fp16"] = {"enabled": True, "loss_scale": 0, "initial_scale_power": 16,
-                       "loss_scale_window": 1000, "hysteresis": 2, "min_loss_scale": 1}
+        cfg["fp16"] = {
+            "enabled": True,
+            "loss_scale": 0,
+            "initial_scale_power": 16,
+            "loss_scale_window": 1000,
+            "hysteresis": 2,
+            "min_loss_scale": 1,
+        }
     if k.optimizer in ("adamw", "adamw-fused"):
-        cfg["optimizer"] = {"type": "AdamW", "params": {"lr": "auto", "betas": "auto", "eps": "auto",
-                                                        "weight_decay": "auto"}}
+        cfg["optimizer"] = {
+            "type": "AdamW",
+            "params": {"lr": "auto", "betas": "auto", "eps": "auto", "weight_decay": "auto"},
+        }
     else:
         cfg["zero_allow_untested_optimizer"] = True
     return cfg
 
 
 def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME) -> list[str]:
-    a = ["--per_device_train_batch_size", str(plan.micro_batch),
-         "--gradient_accumulation_steps", str(plan.grad_accum), "--optim", HF_OPTIM[plan.optimizer]]
-    if plan.checkpointing != "off" and plan.fsdp == "off":     # FSDP: its own activation checkpointing
+    a = [
+        "--per_device_train_batch_size",
+        str(plan.micro_batch),
+        "--gradient_accumulation_steps",
+        str(plan.grad_accum),
+        "--optim",
+        HF_OPTIM[plan.optimizer],
+    ]
+    if plan.checkpointing != "off" and plan.fsdp == "off":  # FSDP: its own activation checkpointing
         a.append("--gradient_checkpointing")
     if plan.loss != "standard":
         a.append("--use_liger_kernel")
@@ -212,34 +284,85 @@ def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME) -> list[str]:
     if plan.lora_rank:
         peft = peft_config(plan)
         targets = peft["target_modules"]
-        a += ["--use_peft", "--lora_r", str(plan.lora_rank), "--lora_alpha", str(peft["lora_alpha"]),
-              "--lora_target_modules", *([targets] if isinstance(targets, str) else targets)]
+        a += [
+            "--use_peft",
+            "--lora_r",
+            str(plan.lora_rank),
+            "--lora_alpha",
+            str(peft["lora_alpha"]),
+            "--lora_target_modules",
+            *([targets] if isinstance(targets, str) else targets),
+        ]
         if plan.lora_dropout:
             a += ["--lora_dropout", f"{plan.lora_dropout:g}"]
         if plan.lora_train_embeddings:
             a += ["--lora_modules_to_save", *peft["modules_to_save"]]
-    if plan.quant != "none":    # TRL's ModelConfig: bitsandbytes 4-bit base with double quantization
+    if plan.quant != "none":  # TRL's ModelConfig: bitsandbytes 4-bit base with double quantization
         a += ["--load_in_4bit", "--bnb_4bit_quant_type", plan.quant, "--use_bnb_nested_quant"]
     for key, value in trl_args(plan.workload).items():
         if value is not False:
-            a += [f"--{key}", str(value).lower() if isinstance(value, bool) else f"{value:g}"
-                  if isinstance(value, float) else str(value)]
+            a += [
+                f"--{key}",
+                str(value).lower()
+                if isinstance(value, bool)
+                else f"{value:g}"
+                if isinstance(value, float)
+                else str(value),
+            ]
     if plan.zero_stage >= 1:
         a += ["--deepspeed", ds_path]
     if plan.fsdp != "off":
-        a += ["--fsdp", HF_FSDP[plan.fsdp] + (" offload" if plan.offload != "none" else ""),
-              "--fsdp_config", FSDP_CONFIG_NAME]
+        a += [
+            "--fsdp",
+            HF_FSDP[plan.fsdp] + (" offload" if plan.offload != "none" else ""),
+            "--fsdp_config",
+            FSDP_CONFIG_NAME,
+        ]
     return a
 
 
 def bundled_command(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int) -> str:
     """`planner train` with the plan's every knob (it starts torchrun or deepspeed itself)."""
-    a = ["planner", "train", "--model", model.name, "--gpu", hw.gpu.name, "--gpus-per-node", str(hw.gpus_per_node),
-         "--nodes", str(hw.nodes), "--seq-len", str(seq_len), "--micro-batch", str(plan.micro_batch),
-         "--grad-accum", str(plan.grad_accum), "--precision", plan.precision, "--checkpointing", plan.checkpointing,
-         "--zero", str(plan.zero_stage), "--offload", plan.offload, "--fsdp", plan.fsdp,
-         "--optimizer", plan.optimizer, "--lora-rank", str(plan.lora_rank), "--loss", plan.loss,
-         "--attention", plan.attention, "--batching", plan.batching, "--data", "DATA.jsonl"]
+    a = [
+        "planner",
+        "train",
+        "--model",
+        model.name,
+        "--gpu",
+        hw.gpu.name,
+        "--gpus-per-node",
+        str(hw.gpus_per_node),
+        "--nodes",
+        str(hw.nodes),
+        "--seq-len",
+        str(seq_len),
+        "--micro-batch",
+        str(plan.micro_batch),
+        "--grad-accum",
+        str(plan.grad_accum),
+        "--precision",
+        plan.precision,
+        "--checkpointing",
+        plan.checkpointing,
+        "--zero",
+        str(plan.zero_stage),
+        "--offload",
+        plan.offload,
+        "--fsdp",
+        plan.fsdp,
+        "--optimizer",
+        plan.optimizer,
+        "--lora-rank",
+        str(plan.lora_rank),
+        "--loss",
+        plan.loss,
+        "--attention",
+        plan.attention,
+        "--batching",
+        plan.batching,
+        "--data",
+        "DATA.jsonl",
+    ]
     if plan.optimizer_in_backward:
         a.append("--optimizer-in-backward")
     if plan.frozen != "none":
@@ -261,8 +384,10 @@ def command(plan: Plan, hw: Hardware, model: ModelSpec | None = None, seq_len: i
         nodes = f" --num_nodes {n} --hostfile hostfile" if n > 1 else ""
         return f"deepspeed --num_gpus {g}{nodes} {args}"
     if n > 1:
-        return (f"torchrun --nnodes {n} --nproc_per_node {g} --node_rank $NODE_RANK "
-                f"--rdzv_backend c10d --rdzv_endpoint $MASTER_ADDR:$MASTER_PORT {args}")
+        return (
+            f"torchrun --nnodes {n} --nproc_per_node {g} --node_rank $NODE_RANK "
+            f"--rdzv_backend c10d --rdzv_endpoint $MASTER_ADDR:$MASTER_PORT {args}"
+        )
     return f"torchrun --nproc_per_node {g} {args}"
 
 
@@ -293,7 +418,7 @@ def check_emit_dir(out_dir: str) -> None:
     try:
         d = Path(out_dir).expanduser()
         d.stat() if d.exists() else None
-    except (OSError, ValueError) as e:    # ValueError: a NUL byte; OSError: a name too long
+    except (OSError, ValueError) as e:  # ValueError: a NUL byte; OSError: a name too long
         raise BadInput(f"--emit {out_dir!r}: not a usable path ({e})", "emit") from None
     if d.exists() and not d.is_dir():
         raise BadInput(f"--emit {out_dir!r}: a file of that name exists; --emit takes a folder", "emit")

@@ -1,6 +1,7 @@
 """The one place a plan becomes launch material, for every face: the `Launch` a plan carries (HF arguments,
 DeepSpeed/accelerate/PEFT configs, the command, the note on what HF cannot run), and the files that command
 names (`files`), which `suggest --emit`, autotune and the API's clients write as they are."""
+
 from __future__ import annotations
 
 import json
@@ -16,17 +17,24 @@ def budget_note(plan: Plan) -> str | None:
     """What HF runs of a token-budget plan (it has no token-budget batching)."""
     if plan.token_batches is None:
         return None
-    return (f"HF has no token-budget batching: these arguments run the fixed split micro {plan.micro_batch} x accum "
-            f"{plan.grad_accum}; the bundled trainer cuts micro-batches by tokens with "
-            f"--max-tokens-per-micro-batch {plan.token_batches.max_tokens_per_micro_batch}")
+    return (
+        f"HF has no token-budget batching: these arguments run the fixed split micro {plan.micro_batch} x accum "
+        f"{plan.grad_accum}; the bundled trainer cuts micro-batches by tokens with "
+        f"--max-tokens-per-micro-batch {plan.token_batches.max_tokens_per_micro_batch}"
+    )
 
 
 def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> Launch:
     notes = [n for n in (export.hf_note(plan), budget_note(plan)) if n]
-    return Launch(hf_args=export.hf_args(plan, model), deepspeed_config=export.deepspeed_config(plan, model),
-                  command=export.command(plan, hw, model, seq_len), note=". ".join(notes) or None,
-                  accelerate_config=export.accelerate_config(plan, hw, model),
-                  peft_config=export.peft_config(plan), quantization_config=export.quantization_config(plan))
+    return Launch(
+        hf_args=export.hf_args(plan, model),
+        deepspeed_config=export.deepspeed_config(plan, model),
+        command=export.command(plan, hw, model, seq_len),
+        note=". ".join(notes) or None,
+        accelerate_config=export.accelerate_config(plan, hw, model),
+        peft_config=export.peft_config(plan),
+        quantization_config=export.quantization_config(plan),
+    )
 
 
 def with_launch(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal) -> Plan:

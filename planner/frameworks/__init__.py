@@ -2,13 +2,15 @@
 version (each citing the file it was read from) and its own key for each setting. One small adapter module per
 framework; `FRAMEWORKS` is the registry. Data only: the rules that use it live in planner.config.spec.Knobs, the
 config readers in planner.intake, the exports in planner.export."""
+
 from __future__ import annotations
 
 from planner.frameworks import accelerate, axolotl, deepspeed, hf, llamafactory, memplan, swift, trl
 from planner.frameworks.base import Default, Framework
 
-FRAMEWORKS: dict[str, Framework] = {m.FRAMEWORK.name: m.FRAMEWORK for m in (
-    memplan, hf, trl, accelerate, deepspeed, llamafactory, swift, axolotl)}
+FRAMEWORKS: dict[str, Framework] = {
+    m.FRAMEWORK.name: m.FRAMEWORK for m in (memplan, hf, trl, accelerate, deepspeed, llamafactory, swift, axolotl)
+}
 NAMES: tuple[str, ...] = tuple(FRAMEWORKS)
 
 TABLE_KNOBS = ("workload", "checkpointing", "loss", "batching", "fsdp", "optimizer_in_backward")
@@ -17,10 +19,20 @@ TABLE_KNOBS = ("workload", "checkpointing", "loss", "batching", "fsdp", "optimiz
 def frameworks_json() -> dict:
     """Every framework: what it runs (a knob it does not list: every value), its defaults with their sources, its
     keys and notes (`planner frameworks --json`, GET /v1/frameworks)."""
-    return {"frameworks": [{"name": f.name, "label": f.label, "version": f.version,
-                            "runs": {k: list(v) for k, v in f.runs.items()},
-                            "defaults": {k: {"value": d.value, "source": d.source} for k, d in f.defaults.items()},
-                            "keys": dict(f.keys), "notes": list(f.notes)} for f in FRAMEWORKS.values()]}
+    return {
+        "frameworks": [
+            {
+                "name": f.name,
+                "label": f.label,
+                "version": f.version,
+                "runs": {k: list(v) for k, v in f.runs.items()},
+                "defaults": {k: {"value": d.value, "source": d.source} for k, d in f.defaults.items()},
+                "keys": dict(f.keys),
+                "notes": list(f.notes),
+            }
+            for f in FRAMEWORKS.values()
+        ]
+    }
 
 
 __all__ = ["FRAMEWORKS", "NAMES", "TABLE_KNOBS", "Default", "Framework", "frameworks_json"]

@@ -1,11 +1,22 @@
 """`accelerate launch` with a config file over an HF/TRL script (accelerate 1.15.0): what the script's trainer runs,
 sharded by the config's DeepSpeed or FSDP section."""
+
 from planner.frameworks.base import Framework
 from planner.frameworks.hf import HF_KEYS
 from planner.frameworks.trl import TRL_DEFAULTS, TRL_RUNS
 
-FRAMEWORK = Framework(name="accelerate", label="accelerate launch + HF/TRL script", version="accelerate 1.15.0",
-                      runs=TRL_RUNS, defaults=TRL_DEFAULTS,
-                      keys={**HF_KEYS, "zero_stage": "deepspeed_config.zero_stage", "fsdp": "fsdp_config",
-                            "offload": "deepspeed_config.offload_optimizer_device", "precision": "mixed_precision"},
-                      notes=("FSDP and ZeRO come from the accelerate config (distributed_type)",))
+FRAMEWORK = Framework(
+    name="accelerate",
+    label="accelerate launch + HF/TRL script",
+    version="accelerate 1.15.0",
+    runs=TRL_RUNS,
+    defaults=TRL_DEFAULTS,
+    keys={
+        **HF_KEYS,
+        "zero_stage": "deepspeed_config.zero_stage",
+        "fsdp": "fsdp_config",
+        "offload": "deepspeed_config.offload_optimizer_device",
+        "precision": "mixed_precision",
+    },
+    notes=("FSDP and ZeRO come from the accelerate config (distributed_type)",),
+)

@@ -1,21 +1,43 @@
 """axolotl 0.19.0 (`axolotl train x.yaml`): checkpointing off by default (true, or offload to host RAM), Liger's or
 cut cross-entropy, the chunked loss, sample packing, ZeRO and FSDP1/2; SFT, DPO, GRPO. Files cited are in the 0.19.0
 wheel (axolotl/utils/schemas/...)."""
+
 from planner.frameworks.base import Default, Framework
 
 FRAMEWORK = Framework(
-    name="axolotl", label="axolotl", version="axolotl 0.19.0",
-    runs={"checkpointing": ("off", "full", "offload"), "loss": ("standard", "fused", "chunked"),
-          "batching": ("padded", "packed"), "fsdp": ("off", "full", "grad-op"), "optimizer_in_backward": (False,),
-          "expert_parallel": ("off",), "workload": ("sft", "dpo", "grpo")},
+    name="axolotl",
+    label="axolotl",
+    version="axolotl 0.19.0",
+    runs={
+        "checkpointing": ("off", "full", "offload"),
+        "loss": ("standard", "fused", "chunked"),
+        "batching": ("padded", "packed"),
+        "fsdp": ("off", "full", "grad-op"),
+        "optimizer_in_backward": (False,),
+        "expert_parallel": ("off",),
+        "workload": ("sft", "dpo", "grpo"),
+    },
     defaults={
         "checkpointing": Default("off", "axolotl/utils/schemas/config.py:606: gradient_checkpointing False"),
         "optimizer": Default("adamw-fused", "axolotl/utils/schemas/training.py:122: adamw_torch_fused"),
         "precision": Default("bf16", "axolotl/utils/schemas/config.py: bf16 auto (bf16 where the GPU has it)"),
     },
-    keys={"micro_batch": "micro_batch_size", "grad_accum": "gradient_accumulation_steps",
-          "checkpointing": "gradient_checkpointing", "zero_stage": "deepspeed", "offload": "deepspeed",
-          "fsdp": "fsdp_config", "optimizer": "optimizer", "loss": "chunked_cross_entropy / liger plugin",
-          "attention": "flash_attention", "precision": "bf16", "lora_rank": "lora_r", "quant": "load_in_4bit",
-          "seq_len": "sequence_len", "batching": "sample_packing", "model": "base_model"},
-    notes=("checkpointing off by default; unknown keys are dropped silently by its validator",))
+    keys={
+        "micro_batch": "micro_batch_size",
+        "grad_accum": "gradient_accumulation_steps",
+        "checkpointing": "gradient_checkpointing",
+        "zero_stage": "deepspeed",
+        "offload": "deepspeed",
+        "fsdp": "fsdp_config",
+        "optimizer": "optimizer",
+        "loss": "chunked_cross_entropy / liger plugin",
+        "attention": "flash_attention",
+        "precision": "bf16",
+        "lora_rank": "lora_r",
+        "quant": "load_in_4bit",
+        "seq_len": "sequence_len",
+        "batching": "sample_packing",
+        "model": "base_model",
+    },
+    notes=("checkpointing off by default; unknown keys are dropped silently by its validator",),
+)

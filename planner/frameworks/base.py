@@ -1,12 +1,27 @@
 """The shape of a framework adapter: what it runs, its defaults, its keys, and the one-line refusal of a knob it
 cannot run."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 # the knobs a framework restricts, in the order a refusal names them
-RESTRICTED = ("workload", "checkpointing", "loss", "attention", "batching", "zero_stage", "offload", "fsdp",
-              "optimizer", "quant", "optimizer_in_backward", "expert_parallel", "frozen", "lora_rank")
+RESTRICTED = (
+    "workload",
+    "checkpointing",
+    "loss",
+    "attention",
+    "batching",
+    "zero_stage",
+    "offload",
+    "fsdp",
+    "optimizer",
+    "quant",
+    "optimizer_in_backward",
+    "expert_parallel",
+    "frozen",
+    "lora_rank",
+)
 
 
 @dataclass(frozen=True)
@@ -21,11 +36,11 @@ class Default:
 class Framework:
     name: str
     label: str
-    version: str            # the pinned version its defaults and keys were read from
+    version: str  # the pinned version its defaults and keys were read from
     runs: dict[str, tuple]  # knob -> the values it runs; a knob not listed: every value
     defaults: dict[str, Default] = field(default_factory=dict)
-    keys: dict[str, str] = field(default_factory=dict)    # memplan field -> the framework's own key or flag
-    notes: tuple[str, ...] = ()                           # how it differs, one line each (the frameworks table)
+    keys: dict[str, str] = field(default_factory=dict)  # memplan field -> the framework's own key or flag
+    notes: tuple[str, ...] = ()  # how it differs, one line each (the frameworks table)
 
     def value_of(self, knob: str, value: object) -> object:
         """The value as `runs` names it: workloads by kind, LoRA as on/off, expert parallel as on/off."""
@@ -44,7 +59,8 @@ class Framework:
             if value not in self.runs[knob]:
                 flag = "--" + ("zero" if knob == "zero_stage" else knob.replace("_", "-"))
                 shown = {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
-                runs = ", ".join(str({True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v)
-                                 for v in self.runs[knob])
+                runs = ", ".join(
+                    str({True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v) for v in self.runs[knob]
+                )
                 return knob, f"--framework {self.name} ({self.label}) cannot run {flag} {shown}: it runs {runs}"
         return None

@@ -1,31 +1,60 @@
 """LLaMA-Factory 0.9.5 (`llamafactory-cli train x.yaml`): LoRA by default, full-layer checkpointing on by default,
 Liger's fused loss, packing, ZeRO through its DeepSpeed JSONs, FSDP through an accelerate config, SFT and DPO.
 Files cited are in the 0.9.5 wheel (src/llamafactory/...)."""
+
 from planner.frameworks.base import Default, Framework
 
 HP = "llamafactory 0.9.5 hparams"
 FRAMEWORK = Framework(
-    name="llamafactory", label="LLaMA-Factory", version="llamafactory 0.9.5",
-    runs={"checkpointing": ("off", "full", "offload"), "loss": ("standard", "fused"), "batching": ("padded", "packed"),
-          "fsdp": ("off", "full"), "optimizer_in_backward": (False,), "expert_parallel": ("off",),
-          "workload": ("sft", "dpo")},
+    name="llamafactory",
+    label="LLaMA-Factory",
+    version="llamafactory 0.9.5",
+    runs={
+        "checkpointing": ("off", "full", "offload"),
+        "loss": ("standard", "fused"),
+        "batching": ("padded", "packed"),
+        "fsdp": ("off", "full"),
+        "optimizer_in_backward": (False,),
+        "expert_parallel": ("off",),
+        "workload": ("sft", "dpo"),
+    },
     defaults={
         "lora_rank": Default(8, f"{HP}/finetuning_args.py:77 (finetuning_type lora, :464)"),
         "lora_targets": Default("all-linear", f"{HP}/finetuning_args.py:81: lora_target all"),
-        "checkpointing": Default("full", f"{HP}/model_args.py:145: disable_gradient_checkpointing False "
-                                         "(model/model_utils/checkpointing.py:173-176 turns it on)"),
+        "checkpointing": Default(
+            "full",
+            f"{HP}/model_args.py:145: disable_gradient_checkpointing False "
+            "(model/model_utils/checkpointing.py:173-176 turns it on)",
+        ),
         "seq_len": Default(2048, f"{HP}/data_args.py:46: cutoff_len 2048"),
-        "frozen": Default("vision+projector", f"{HP}/finetuning_args.py:527,531: freeze_vision_tower, "
-                                              "freeze_multi_modal_projector True"),
+        "frozen": Default(
+            "vision+projector",
+            f"{HP}/finetuning_args.py:527,531: freeze_vision_tower, freeze_multi_modal_projector True",
+        ),
         "optimizer": Default("adamw-fused", "transformers training_args.py: optim adamw_torch_fused on torch >= 2.8"),
         "micro_batch": Default(8, "transformers training_args.py: per_device_train_batch_size 8"),
         "grad_accum": Default(1, "transformers training_args.py: gradient_accumulation_steps 1"),
     },
-    keys={"micro_batch": "per_device_train_batch_size", "grad_accum": "gradient_accumulation_steps",
-          "checkpointing": "disable_gradient_checkpointing", "zero_stage": "deepspeed", "offload": "deepspeed",
-          "fsdp": "accelerate config (fsdp_config.yaml)", "optimizer": "optim", "loss": "enable_liger_kernel",
-          "attention": "flash_attn", "precision": "bf16 / pure_bf16", "lora_rank": "lora_rank",
-          "quant": "quantization_bit", "seq_len": "cutoff_len", "batching": "packing", "model": "model_name_or_path",
-          "frozen": "freeze_vision_tower"},
-    notes=("LoRA and checkpointing on by default; checkpointing offload is use_unsloth_gc",
-           "trainable parameters upcast to fp32 unless pure_bf16 (model/adapter.py)"))
+    keys={
+        "micro_batch": "per_device_train_batch_size",
+        "grad_accum": "gradient_accumulation_steps",
+        "checkpointing": "disable_gradient_checkpointing",
+        "zero_stage": "deepspeed",
+        "offload": "deepspeed",
+        "fsdp": "accelerate config (fsdp_config.yaml)",
+        "optimizer": "optim",
+        "loss": "enable_liger_kernel",
+        "attention": "flash_attn",
+        "precision": "bf16 / pure_bf16",
+        "lora_rank": "lora_rank",
+        "quant": "quantization_bit",
+        "seq_len": "cutoff_len",
+        "batching": "packing",
+        "model": "model_name_or_path",
+        "frozen": "freeze_vision_tower",
+    },
+    notes=(
+        "LoRA and checkpointing on by default; checkpointing offload is use_unsloth_gc",
+        "trainable parameters upcast to fp32 unless pure_bf16 (model/adapter.py)",
+    ),
+)

@@ -1,7 +1,14 @@
 """memplan's bundled trainer (`planner train`): it runs every knob the planner has."""
+
 from planner.frameworks.base import Framework
 
-FRAMEWORK = Framework(name="memplan", label="the bundled trainer, planner train", version="this checkout", runs={},
-                      keys={"micro_batch": "--micro-batch", "grad_accum": "--grad-accum", "seq_len": "--seq-len"},
-                      notes=(("every knob: selective-op and every-N checkpointing, the chunked loss, optimizer in "
-                             "backward, token budgets"),))
+FRAMEWORK = Framework(
+    name="memplan",
+    label="the bundled trainer, planner train",
+    version="this checkout",
+    runs={},
+    keys={"micro_batch": "--micro-batch", "grad_accum": "--grad-accum", "seq_len": "--seq-len"},
+    notes=(
+        ("every knob: selective-op and every-N checkpointing, the chunked loss, optimizer in backward, token budgets"),
+    ),
+)

@@ -1,27 +1,50 @@
 """ms-swift 4.6.0 (`swift sft|rlhf`): LoRA by default, full-layer checkpointing on by default, the ViT and aligner
 frozen, Liger's fused loss, packing, ZeRO presets and FSDP2; SFT, DPO and GRPO. Files cited are in the 4.6.0 wheel."""
+
 from planner.frameworks.base import Default, Framework
 
 FRAMEWORK = Framework(
-    name="swift", label="ms-swift", version="ms-swift 4.6.0",
-    runs={"checkpointing": ("off", "full"), "loss": ("standard", "fused"), "batching": ("padded", "packed"),
-          "fsdp": ("off", "full"), "optimizer_in_backward": (False,), "expert_parallel": ("off",),
-          "workload": ("sft", "dpo", "grpo")},
+    name="swift",
+    label="ms-swift",
+    version="ms-swift 4.6.0",
+    runs={
+        "checkpointing": ("off", "full"),
+        "loss": ("standard", "fused"),
+        "batching": ("padded", "packed"),
+        "fsdp": ("off", "full"),
+        "optimizer_in_backward": (False,),
+        "expert_parallel": ("off",),
+        "workload": ("sft", "dpo", "grpo"),
+    },
     defaults={
         "lora_rank": Default(8, "swift/arguments/tuner_args.py:133 (tuner_type lora, base_args.py:56-58)"),
         "lora_targets": Default("all-linear", "swift/arguments/tuner_args.py:126"),
         "checkpointing": Default("full", "swift/trainers/arguments.py:135: gradient_checkpointing True"),
-        "frozen": Default("vision+projector", "swift/arguments/tuner_args.py:122-124: freeze_vit, freeze_aligner "
-                                              "True"),
+        "frozen": Default("vision+projector", "swift/arguments/tuner_args.py:122-124: freeze_vit, freeze_aligner True"),
         "micro_batch": Default(1, "swift/trainers/arguments.py:130: per_device_train_batch_size 1"),
         "grad_accum": Default("ceil(16 / micro / world)", "swift/trainers/arguments.py:289-292"),
         "optimizer": Default("adamw-fused", "transformers training_args.py: optim adamw_torch_fused on torch >= 2.8"),
-        "precision": Default("bf16", "swift/model/utils.py:247-266: torch_dtype from the config, bf16 on GPUs "
-                                     "that have it"),
+        "precision": Default(
+            "bf16", "swift/model/utils.py:247-266: torch_dtype from the config, bf16 on GPUs that have it"
+        ),
     },
-    keys={"micro_batch": "--per_device_train_batch_size", "grad_accum": "--gradient_accumulation_steps",
-          "checkpointing": "--gradient_checkpointing", "zero_stage": "--deepspeed", "offload": "--deepspeed",
-          "fsdp": "--fsdp", "optimizer": "--optim", "loss": "--use_liger_kernel", "attention": "--attn_impl",
-          "precision": "--torch_dtype", "lora_rank": "--lora_rank", "quant": "--quant_bits", "seq_len": "--max_length",
-          "batching": "--packing", "model": "--model", "frozen": "--freeze_vit"},
-    notes=("LoRA, checkpointing and a frozen ViT by default; accumulation defaults to a total batch of 16",))
+    keys={
+        "micro_batch": "--per_device_train_batch_size",
+        "grad_accum": "--gradient_accumulation_steps",
+        "checkpointing": "--gradient_checkpointing",
+        "zero_stage": "--deepspeed",
+        "offload": "--deepspeed",
+        "fsdp": "--fsdp",
+        "optimizer": "--optim",
+        "loss": "--use_liger_kernel",
+        "attention": "--attn_impl",
+        "precision": "--torch_dtype",
+        "lora_rank": "--lora_rank",
+        "quant": "--quant_bits",
+        "seq_len": "--max_length",
+        "batching": "--packing",
+        "model": "--model",
+        "frozen": "--freeze_vit",
+    },
+    notes=("LoRA, checkpointing and a frozen ViT by default; accumulation defaults to a total batch of 16",),
+)

@@ -1,4 +1,5 @@
 """TRL (1.16.0): HF's Trainer with packing, DPO and GRPO; its configs turn checkpointing and bf16 on by default."""
+
 from planner.frameworks.base import Default, Framework
 from planner.frameworks.hf import HF_KEYS, HF_RUNS
 
@@ -12,7 +13,17 @@ TRL_DEFAULTS = {
     "batching": Default("padded", "trl 1.16.0 trl/trainer/sft_config.py:222: packing=False"),
     "micro_batch": Default(8, "transformers 5.23.0 training_args.py: per_device_train_batch_size=8"),
 }
-FRAMEWORK = Framework(name="trl", label="TRL (SFT, DPO, GRPO trainers)", version="trl 1.16.0", runs=TRL_RUNS,
-                      defaults=TRL_DEFAULTS, keys={**HF_KEYS, "batching": "packing", "lora_rank": "lora_r"},
-                      notes=(("checkpointing and bf16 on by default; SFT's loss runs a chunked fused head "
-                             "(trl/trainer/utils.py:1506), not yet a memplan term"),))
+FRAMEWORK = Framework(
+    name="trl",
+    label="TRL (SFT, DPO, GRPO trainers)",
+    version="trl 1.16.0",
+    runs=TRL_RUNS,
+    defaults=TRL_DEFAULTS,
+    keys={**HF_KEYS, "batching": "packing", "lora_rank": "lora_r"},
+    notes=(
+        (
+            "checkpointing and bf16 on by default; SFT's loss runs a chunked fused head "
+            "(trl/trainer/utils.py:1506), not yet a memplan term"
+        ),
+    ),
+)

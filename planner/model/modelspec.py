@@ -5,6 +5,7 @@ from the config the way transformers builds the modules; their sum equals
 `sum(p.numel() for p in model.parameters())` of the real model (tests/planner/model/test_catalog.py
 instantiates every catalog entry on the meta device and compares).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -21,8 +22,20 @@ from planner.model.shapes import number as _number
 from planner.model.shapes import size as _get
 from planner.model.shapes import sub as _sub
 
-LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3", "qwen2_5_vl",
-              "qwen2_5_vl_text", "qwen2_vl", "qwen2_vl_text"}
+LLAMA_LIKE = {
+    "llama",
+    "mistral",
+    "qwen2",
+    "qwen3",
+    "gemma",
+    "gemma2",
+    "gemma3_text",
+    "phi3",
+    "qwen2_5_vl",
+    "qwen2_5_vl_text",
+    "qwen2_vl",
+    "qwen2_vl_text",
+}
 
 
 def peft_target_modules(targets: str) -> str | list[str] | None:
@@ -39,7 +52,9 @@ def peft_target_parameters(targets: str) -> list[str] | None:
     experts.down_proj), one LoRA pair per expert (PEFT's ParamWrapper)."""
     names = [n for n in targets.split(",") if n.startswith("experts")]
     return names or None
-QK_NORM = {"qwen3", "gemma3_text"}        # an RMSNorm over each head of q and k before RoPE
+
+
+QK_NORM = {"qwen3", "gemma3_text"}  # an RMSNorm over each head of q and k before RoPE
 ALL_FAMILIES = sorted(LLAMA_LIKE | {"gpt2", "internvl"} | set(MOE_FAMILIES))
 
 
@@ -57,12 +72,12 @@ class TextSpec:
     attention: str = "sdpa"  # "sdpa" (flash / memory-efficient kernels) or "eager" (s^2 scores saved)
     final_logit_softcap: float | None = None
     dropout: float = 0.0
-    qk_norm: bool = False    # Qwen3, Gemma-3: RMSNorm over each head of q and k (q_norm, k_norm) before RoPE
-    biases: tuple[bool, bool, bool] = (False, False, False)    # (q/k/v, o, MLP) linears have a bias
-    moe: MoESpec | None = None   # routed MLPs (planner/model/moespec.py); `intermediate` is then the dense layers' width
-    mla: MLASpec | None = None   # DeepSeek's latent attention (head_dim is then q/k's: nope + rope)
-    sinks: bool = False          # gpt-oss: eager attention with a learned sink logit per head
-    traits: Traits = field(default_factory=Traits)    # the family's differences from Llama (shapes.py), set by the reader
+    qk_norm: bool = False  # Qwen3, Gemma-3: RMSNorm over each head of q and k (q_norm, k_norm) before RoPE
+    biases: tuple[bool, bool, bool] = (False, False, False)  # (q/k/v, o, MLP) linears have a bias
+    moe: MoESpec | None = None  # routed MLPs (planner/model/moespec.py); `intermediate` is then the dense layers' width
+    mla: MLASpec | None = None  # DeepSeek's latent attention (head_dim is then q/k's: nope + rope)
+    sinks: bool = False  # gpt-oss: eager attention with a learned sink logit per head
+    traits: Traits = field(default_factory=Traits)  # the family's differences from Llama (shapes.py), set by the reader
 
     @property
     def q_dim(self) -> int:
@@ -102,7 +117,7 @@ class ModelSpec:
     vision: VisionSpec | None = None
     exact: bool = True  # False for an unknown family counted with the generic llama-like formula
     config: dict = field(default_factory=dict, repr=False, compare=False)
-    fsdp_units: tuple[str, ...] = ()    # the layer classes FSDP wraps (shapes.FSDP_UNITS), set by the reader
+    fsdp_units: tuple[str, ...] = ()  # the layer classes FSDP wraps (shapes.FSDP_UNITS), set by the reader
 
     @cached_property
     def params(self) -> int:
@@ -122,8 +137,11 @@ class ModelSpec:
     def lora_params(self, rank: int, targets: str = "all-linear") -> int:
         """Adapter parameters of LoRA on the targeted decoder linears: r x (d_in + d_out) per weight (Hu et al. 2021);
         PEFT's ParamWrapper gives stacked experts one such pair per expert (lora_A: in -> r*experts)."""
-        return sum(rank * t.lora_rank_multiple(targets) * (t.shape[-2] + t.shape[-1]) * prod(t.shape[:-2]) * t.count
-                   for t in self.tensors if t.adapted(targets))
+        return sum(
+            rank * t.lora_rank_multiple(targets) * (t.shape[-2] + t.shape[-1]) * prod(t.shape[:-2]) * t.count
+            for t in self.tensors
+            if t.adapted(targets)
+        )
 
     @cached_property
     def active_params(self) -> int:
@@ -163,23 +181,43 @@ class ModelSpec:
 
     def summary(self) -> dict:
         roles = self.params_by_role()
-        return {"name": self.name, "model_type": self.model_type, "params": self.params,
-                "layers": self.text.layers, "hidden_size": self.text.hidden,
-                "vocab_size": self.text.vocab,
-                "vision_params": roles.get("vision", 0) + roles.get("projector", 0),
-                "params_exact": self.exact, "exact": self.exact, **self._moe_summary()}
+        return {
+            "name": self.name,
+            "model_type": self.model_type,
+            "params": self.params,
+            "layers": self.text.layers,
+            "hidden_size": self.text.hidden,
+            "vocab_size": self.text.vocab,
+            "vision_params": roles.get("vision", 0) + roles.get("projector", 0),
+            "params_exact": self.exact,
+            "exact": self.exact,
+            **self._moe_summary(),
+        }
 
     def _moe_summary(self) -> dict:
         m = self.text.moe
         if m is None:
             return {}
-        return {"active_params": self.active_params, "experts": m.experts, "experts_per_token": m.top_k,
-                "moe_layers": m.moe_layers, "shared_expert_width": m.shared_inter, "experts_dispatch": m.dispatch}
+        return {
+            "active_params": self.active_params,
+            "experts": m.experts,
+            "experts_per_token": m.top_k,
+            "moe_layers": m.moe_layers,
+            "shared_expert_width": m.shared_inter,
+            "experts_dispatch": m.dispatch,
+        }
 
 
 # Keys that mean a mixture-of-experts model: counted as dense they would be off by the expert count.
-MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", "num_experts_per_tok",
-            "moe_intermediate_size", "n_shared_experts")
+MOE_KEYS = (
+    "num_local_experts",
+    "num_experts",
+    "n_routed_experts",
+    "moe_num_experts",
+    "num_experts_per_tok",
+    "moe_intermediate_size",
+    "n_shared_experts",
+)
 
 
 def _llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
@@ -198,13 +236,13 @@ def _llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
     gemma2 = model_type == "gemma2"
     traits = FAMILY_TRAITS.get(model_type, Traits())
     t: list[Tensors] = [Tensors("embed", (vocab, h))]
-    if traits.fused_qkv:    # Phi-3's qkv_proj: one Linear (what LoRA adapts)
+    if traits.fused_qkv:  # Phi-3's qkv_proj: one Linear (what LoRA adapts)
         t += _linear("layer", (heads + 2 * kv) * hd, h, L, qkv_bias, lora=True, name="qkv_proj")
     else:
         for d_out, name in ((heads * hd, "q_proj"), (kv * hd, "k_proj"), (kv * hd, "v_proj")):
             t += _linear("layer", d_out, h, L, qkv_bias, lora=True, name=name)
     t += _linear("layer", h, heads * hd, L, o_bias, lora=True, name="o_proj")
-    if traits.fused_gate_up:    # Phi-3's gate_up_proj
+    if traits.fused_gate_up:  # Phi-3's gate_up_proj
         t += _linear("layer", 2 * inter, h, L, mlp_bias, lora=True, name="gate_up_proj")
     else:
         t += _linear("layer", inter, h, L, mlp_bias, lora=True, name="gate_proj")
@@ -216,12 +254,23 @@ def _llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
     t.append(Tensors("norm", (h,)))
     if not tied:
         t.append(Tensors("head", (vocab, h)))
-    spec = TextSpec(hidden=h, layers=L, heads=heads, kv_heads=kv, head_dim=hd, intermediate=inter,
-                    vocab=vocab, tied=tied, max_positions=_get(cfg, "max_position_embeddings", default=0),
-                    attention="eager" if gemma2 else "sdpa",
-                    final_logit_softcap=_number(cfg, "final_logit_softcapping", 0.0) or None if gemma2 else None,
-                    dropout=_number(cfg, "attention_dropout", 0.0, high=1.0), qk_norm=model_type in QK_NORM,
-                    biases=(qkv_bias, o_bias, mlp_bias), traits=traits)
+    spec = TextSpec(
+        hidden=h,
+        layers=L,
+        heads=heads,
+        kv_heads=kv,
+        head_dim=hd,
+        intermediate=inter,
+        vocab=vocab,
+        tied=tied,
+        max_positions=_get(cfg, "max_position_embeddings", default=0),
+        attention="eager" if gemma2 else "sdpa",
+        final_logit_softcap=_number(cfg, "final_logit_softcapping", 0.0) or None if gemma2 else None,
+        dropout=_number(cfg, "attention_dropout", 0.0, high=1.0),
+        qk_norm=model_type in QK_NORM,
+        biases=(qkv_bias, o_bias, mlp_bias),
+        traits=traits,
+    )
     return spec, t
 
 
@@ -231,7 +280,7 @@ def _moe_text(cfg: dict, mt: str) -> tuple[TextSpec, list[Tensors]]:
     kv = _get(cfg, "num_key_value_heads", default=heads)
     _divides(heads, "num_attention_heads", kv, "num_key_value_heads")
     vocab = _get(cfg, "vocab_size")
-    mla, qk_norm = None, mt in ("qwen3_moe", "olmoe")    # OLMoE: one norm over all of q, one over all of k
+    mla, qk_norm = None, mt in ("qwen3_moe", "olmoe")  # OLMoE: one norm over all of q, one over all of k
     t: list[Tensors] = [Tensors("embed", (vocab, h))]
     if mt.startswith("deepseek"):
         mla, attn = mla_attention(cfg, h, heads, L)
@@ -248,17 +297,30 @@ def _moe_text(cfg: dict, mt: str) -> tuple[TextSpec, list[Tensors]]:
         attn += _linear("layer", h, heads * hd, L, bias[1], lora=True, name="o_proj")
         attn += [Tensors("layer", (hd,), 2 * L)] if mt == "qwen3_moe" else []
         attn += [Tensors("layer", (heads * hd,), L), Tensors("layer", (kv * hd,), L)] if mt == "olmoe" else []
-        attn += [Tensors("layer", (heads,), L)] if mt == "gpt_oss" else []      # attention sinks
+        attn += [Tensors("layer", (heads,), L)] if mt == "gpt_oss" else []  # attention sinks
     moe, mlp = moe_mlp(cfg, mt, h, L)
     t += attn + mlp + [Tensors("layer", (h,), 2 * L), Tensors("norm", (h,))]
     tied = bool(cfg.get("tie_word_embeddings", False))
     if not tied:
         t.append(Tensors("head", (vocab, h)))
-    spec = TextSpec(hidden=h, layers=L, heads=heads, kv_heads=kv, head_dim=hd, intermediate=_get(cfg, "intermediate_size"),
-                    vocab=vocab, tied=tied, max_positions=_get(cfg, "max_position_embeddings", default=0),
-                    attention="eager" if mt == "gpt_oss" else "sdpa",      # gpt-oss: _supports_sdpa = False (sinks)
-                    dropout=_number(cfg, "attention_dropout", 0.0, high=1.0), qk_norm=qk_norm, biases=bias,
-                    moe=moe, mla=mla, sinks=mt == "gpt_oss")
+    spec = TextSpec(
+        hidden=h,
+        layers=L,
+        heads=heads,
+        kv_heads=kv,
+        head_dim=hd,
+        intermediate=_get(cfg, "intermediate_size"),
+        vocab=vocab,
+        tied=tied,
+        max_positions=_get(cfg, "max_position_embeddings", default=0),
+        attention="eager" if mt == "gpt_oss" else "sdpa",  # gpt-oss: _supports_sdpa = False (sinks)
+        dropout=_number(cfg, "attention_dropout", 0.0, high=1.0),
+        qk_norm=qk_norm,
+        biases=bias,
+        moe=moe,
+        mla=mla,
+        sinks=mt == "gpt_oss",
+    )
     return spec, t
 
 
@@ -277,10 +339,20 @@ def _gpt2_text(cfg: dict) -> tuple[TextSpec, list[Tensors]]:
     tied = bool(cfg.get("tie_word_embeddings", True))
     if not tied:
         t.append(Tensors("head", (vocab, h)))
-    spec = TextSpec(hidden=h, layers=L, heads=heads, kv_heads=heads, head_dim=h // heads,
-                    intermediate=inter, vocab=vocab, tied=tied, max_positions=npos,
-                    dropout=_number(cfg, "resid_pdrop", 0.1, high=1.0), biases=(True, True, True),
-                    traits=FAMILY_TRAITS["gpt2"])
+    spec = TextSpec(
+        hidden=h,
+        layers=L,
+        heads=heads,
+        kv_heads=heads,
+        head_dim=h // heads,
+        intermediate=inter,
+        vocab=vocab,
+        tied=tied,
+        max_positions=npos,
+        dropout=_number(cfg, "resid_pdrop", 0.1, high=1.0),
+        biases=(True, True, True),
+        traits=FAMILY_TRAITS["gpt2"],
+    )
     return spec, t
 
 
@@ -289,8 +361,18 @@ def _qwen_vl_vision(v: dict, text_hidden: int) -> tuple[VisionSpec, list[Tensors
     m2 = _get(v, "spatial_merge_size", default=2) ** 2
     patch = _get(v, "patch_size", default=14)
     out = _get(v, "out_hidden_size", default=text_hidden)
-    t = [Tensors("vision", (hv, _get(v, "in_chans", "in_channels", default=3),
-                            _get(v, "temporal_patch_size", default=2), patch, patch))]
+    t = [
+        Tensors(
+            "vision",
+            (
+                hv,
+                _get(v, "in_chans", "in_channels", default=3),
+                _get(v, "temporal_patch_size", default=2),
+                patch,
+                patch,
+            ),
+        )
+    ]
     t += [Tensors("vision", (hv,), 2 * depth)]
     t += _linear("vision", 3 * hv, hv, depth, True) + _linear("vision", hv, hv, depth, True)
     t += _linear("vision", iv, hv, 2 * depth, True) + _linear("vision", hv, iv, depth, True)
@@ -303,13 +385,19 @@ def _internvl_vision(cfg: dict, v: dict, text_hidden: int) -> tuple[VisionSpec, 
     hv, L, iv = _get(v, "hidden_size"), _get(v, "num_hidden_layers"), _get(v, "intermediate_size")
     img, patch = _get(v, "image_size", default=[448, 448]), _get(v, "patch_size", default=[14, 14])
     img = [_checked_size(v, "image_size", x) for x in (img if isinstance(img, (list, tuple)) else [img, img])][:2]
-    patch = [_checked_size(v, "patch_size", x) for x in (patch if isinstance(patch, (list, tuple)) else [patch, patch])][:2]
+    patch = [
+        _checked_size(v, "patch_size", x) for x in (patch if isinstance(patch, (list, tuple)) else [patch, patch])
+    ][:2]
     if len(img) < 2 or len(patch) < 2:
         raise BadInput("config.json: vision_config image_size and patch_size need two sides", "model")
     npatch = (img[0] // patch[0]) * (img[1] // patch[1])
     bias = bool(v.get("attention_bias", True))
-    t = [Tensors("vision", (1, 1, hv)), Tensors("vision", (1, npatch + 1, hv)),
-         Tensors("vision", (hv, _get(v, "num_channels", default=3), patch[0], patch[1])), Tensors("vision", (hv,))]
+    t = [
+        Tensors("vision", (1, 1, hv)),
+        Tensors("vision", (1, npatch + 1, hv)),
+        Tensors("vision", (hv, _get(v, "num_channels", default=3), patch[0], patch[1])),
+        Tensors("vision", (hv,)),
+    ]
     t += [Tensors("vision", (hv,), 2 * L)]  # layer-scale lambdas
     t += _linear("vision", hv, hv, 4 * L, bias) + _linear("vision", iv, hv, L, True)
     t += _linear("vision", hv, iv, L, True) + [Tensors("vision", (hv,), 4 * L)]
@@ -320,8 +408,9 @@ def _internvl_vision(cfg: dict, v: dict, text_hidden: int) -> tuple[VisionSpec, 
     shuffle = round(1 / _number(cfg, "downsample_ratio", 0.5, low=1e-3, high=1.0) ** 2)
     t += [Tensors("projector", (hv * shuffle,), 2)] + _linear("projector", text_hidden, hv * shuffle, 1, True)
     t += _linear("projector", text_hidden, text_hidden, 1, True)
-    return VisionSpec(L, hv, iv, _get(v, "num_attention_heads"), False, shuffle, ("vision_tower.",),
-                      ("multi_modal_projector.",)), t
+    return VisionSpec(
+        L, hv, iv, _get(v, "num_attention_heads"), False, shuffle, ("vision_tower.",), ("multi_modal_projector.",)
+    ), t
 
 
 def _refuse_experts(cfg: dict, mt: str) -> None:
@@ -330,10 +419,13 @@ def _refuse_experts(cfg: dict, mt: str) -> None:
     for part in (cfg, cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else {}):
         found = [k for k in MOE_KEYS if part.get(k) not in (None, 0, 1, False)]
         if found or "moe" in str(part.get("model_type", mt)).lower():
-            raise BadInput(f"config.json: model_type {part.get('model_type', mt)!r} is a mixture-of-experts model "
-                           f"({', '.join(found) or 'moe'}) of a family memplan does not count (MoE families: "
-                           f"{', '.join(MOE_FAMILIES)}); counting it as a dense model would understate its memory "
-                           "several times over", "model")
+            raise BadInput(
+                f"config.json: model_type {part.get('model_type', mt)!r} is a mixture-of-experts model "
+                f"({', '.join(found) or 'moe'}) of a family memplan does not count (MoE families: "
+                f"{', '.join(MOE_FAMILIES)}); counting it as a dense model would understate its memory "
+                "several times over",
+                "model",
+            )
 
 
 def _from_config(cfg: dict, name: str) -> ModelSpec:
@@ -362,9 +454,12 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
         text, t = _llama_text(cfg, mt or "generic")
         return ModelSpec(name, mt or "generic", text, tuple(t), None, exact=False, config=cfg, fsdp_units=units)
     else:
-        raise BadInput(f"config for {name!r}: model_type {mt!r} is not a decoder-only language model "
-                       f"memplan knows (known: {', '.join(ALL_FAMILIES)}; others need hidden_size and "
-                       "num_hidden_layers)", "model")
+        raise BadInput(
+            f"config for {name!r}: model_type {mt!r} is not a decoder-only language model "
+            f"memplan knows (known: {', '.join(ALL_FAMILIES)}; others need hidden_size and "
+            "num_hidden_layers)",
+            "model",
+        )
     return ModelSpec(name, mt, text, tuple(vt + t), vision, exact=True, config=cfg, fsdp_units=units)
 
 

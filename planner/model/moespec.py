@@ -12,6 +12,7 @@ Dispatch: each family's experts class is decorated with `@use_experts_implementa
 them) unless the device cannot dispatch it, then "eager" (a Python loop over the experts hit). A config.json's
 `experts_implementation` (transformers' own key) picks one of the two.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -27,25 +28,25 @@ MOE_FAMILIES = ("deepseek_v2", "deepseek_v3", "gpt_oss", "mixtral", "olmoe", "qw
 # then leaves out the MLP linears that share those names (DeepSeek's shared experts and dense first layers).
 # Qwen1.5-MoE: its shared expert and gate only; gpt-oss: attention only.
 ALL_LINEAR_EXPERTS = {"mixtral", "qwen3_moe", "olmoe", "deepseek_v2", "deepseek_v3"}
-DISPATCHES = ("grouped_mm", "eager")     # transformers 5.23's default (get_correct_experts_implementation), its fallback
+DISPATCHES = ("grouped_mm", "eager")  # transformers 5.23's default (get_correct_experts_implementation), its fallback
 
 
 @dataclass(frozen=True)
 class MoESpec:
-    experts: int            # routed experts in an MoE layer
-    top_k: int              # experts each token is routed to
-    expert_inter: int       # one routed expert's intermediate width
-    moe_layers: int         # decoder layers whose MLP is routed; the others run a dense MLP of `intermediate`
-    shared_inter: int = 0   # width of the shared expert(s) every token also runs (0: none)
-    shared_gate: bool = False   # Qwen1.5-MoE: sigmoid(Linear(hidden, 1)) scales the shared expert
-    bias: bool = False      # gpt-oss: router and expert biases; its own clamped SwiGLU
+    experts: int  # routed experts in an MoE layer
+    top_k: int  # experts each token is routed to
+    expert_inter: int  # one routed expert's intermediate width
+    moe_layers: int  # decoder layers whose MLP is routed; the others run a dense MLP of `intermediate`
+    shared_inter: int = 0  # width of the shared expert(s) every token also runs (0: none)
+    shared_gate: bool = False  # Qwen1.5-MoE: sigmoid(Linear(hidden, 1)) scales the shared expert
+    bias: bool = False  # gpt-oss: router and expert biases; its own clamped SwiGLU
     aux_loss_coef: float = 0.0  # router_aux_loss_coef, added to the loss only when output_router_logits
-    router_fp32: bool = False   # DeepSeek: the router casts its input and weight to fp32
+    router_fp32: bool = False  # DeepSeek: the router casts its input and weight to fp32
     dispatch: str = "grouped_mm"
     imbalance: float = 2.0  # as the knobs run it: the busiest expert takes this many times its fair share
     experts_grad: str = "full"  # as the knobs run it: "full" (trained), "frozen" (LoRA elsewhere), "lora" (adapted)
-    ep: int = 1             # as the knobs run it (recipe_terms.text_spec): ranks the experts are split over
-    load: float = 1.0       # pairs the busiest rank's experts run, over this rank's own (imbalance, at most ep)
+    ep: int = 1  # as the knobs run it (recipe_terms.text_spec): ranks the experts are split over
+    load: float = 1.0  # pairs the busiest rank's experts run, over this rank's own (imbalance, at most ep)
 
     def active_expert_params_per_layer(self, hidden: int) -> int:
         """Expert weights one token runs in an MoE layer: top-k routed experts and the shared one."""
@@ -55,7 +56,8 @@ class MoESpec:
 @dataclass(frozen=True)
 class MLASpec:
     """DeepSeek's multi-head latent attention (DeepSeek-V2 paper, section 2.1; modeling_deepseek_v2.py)."""
-    q_lora_rank: int        # 0: q_proj straight from the hidden size (DeepSeek-V2-Lite)
+
+    q_lora_rank: int  # 0: q_proj straight from the hidden size (DeepSeek-V2-Lite)
     kv_lora_rank: int
     qk_nope_head_dim: int
     qk_rope_head_dim: int
@@ -84,7 +86,7 @@ def moe_mlp(cfg: dict, mt: str, hidden: int, layers: int) -> tuple[MoESpec, list
     """The routed MLP's spec and tensors, and the dense layers' MLP tensors (gate/up/down of intermediate_size)."""
     kinds = _layer_kinds(cfg, mt, layers)
     n_moe, n_dense = sum(kinds), layers - sum(kinds)
-    e = size(cfg, "num_local_experts", "num_experts", "n_routed_experts")    # transformers' attribute_map aliases
+    e = size(cfg, "num_local_experts", "num_experts", "n_routed_experts")  # transformers' attribute_map aliases
     k = size(cfg, "num_experts_per_tok", "experts_per_token")
     if k > e:
         raise BadInput(f"config.json: num_experts_per_tok = {k} exceeds the {e} experts", "model")
@@ -99,14 +101,18 @@ def moe_mlp(cfg: dict, mt: str, hidden: int, layers: int) -> tuple[MoESpec, list
     peft = mt in ALL_LINEAR_EXPERTS
     t = [Tensors("layer", (e, hidden), n_moe, lora=peft, name="router.weight", all_linear=int(peft))]
     if bias:
-        t += [Tensors("layer", (e,), n_moe, name="router.bias"),
-              Tensors("layer", (e, hidden, 2 * ie), n_moe, True, "experts.gate_up_proj", 0),
-              Tensors("layer", (e, 2 * ie), n_moe, name="experts.gate_up_proj_bias"),
-              Tensors("layer", (e, ie, hidden), n_moe, True, "experts.down_proj", 0),
-              Tensors("layer", (e, hidden), n_moe, name="experts.down_proj_bias")]
+        t += [
+            Tensors("layer", (e,), n_moe, name="router.bias"),
+            Tensors("layer", (e, hidden, 2 * ie), n_moe, True, "experts.gate_up_proj", 0),
+            Tensors("layer", (e, 2 * ie), n_moe, name="experts.gate_up_proj_bias"),
+            Tensors("layer", (e, ie, hidden), n_moe, True, "experts.down_proj", 0),
+            Tensors("layer", (e, hidden), n_moe, name="experts.down_proj_bias"),
+        ]
     else:
-        t += [Tensors("layer", (e, 2 * ie, hidden), n_moe, True, "experts.gate_up_proj", 2 * peft),
-              Tensors("layer", (e, hidden, ie), n_moe, True, "experts.down_proj", int(peft))]
+        t += [
+            Tensors("layer", (e, 2 * ie, hidden), n_moe, True, "experts.gate_up_proj", 2 * peft),
+            Tensors("layer", (e, hidden, ie), n_moe, True, "experts.down_proj", int(peft)),
+        ]
     mlp_bias = bool(cfg.get("mlp_bias", False)) and mt == "deepseek_v2"
     prefix = "shared_expert" if mt == "qwen2_moe" else "shared_experts"
     mlp = []
@@ -126,16 +132,24 @@ def dispatch(cfg: dict) -> str:
     """The experts' dispatch transformers runs: the config's `experts_implementation`, grouped_mm by default."""
     impl = cfg.get("experts_implementation") or "grouped_mm"
     if impl not in DISPATCHES:
-        raise BadInput(f"config.json: experts_implementation {impl!r} is not modelled; memplan plans "
-                       f"{' and '.join(DISPATCHES)} (transformers' default and its loop over experts)", "model")
+        raise BadInput(
+            f"config.json: experts_implementation {impl!r} is not modelled; memplan plans "
+            f"{' and '.join(DISPATCHES)} (transformers' default and its loop over experts)",
+            "model",
+        )
     return impl
 
 
 def mla_attention(cfg: dict, hidden: int, heads: int, layers: int) -> tuple[MLASpec, list[Tensors]]:
     """DeepSeek-V2/V3 attention: q through an optional low-rank bottleneck, k and v from a shared latent."""
     q_rank = size(cfg, "q_lora_rank") if cfg.get("q_lora_rank") else 0
-    spec = MLASpec(q_rank, size(cfg, "kv_lora_rank"), size(cfg, "qk_nope_head_dim"), size(cfg, "qk_rope_head_dim"),
-                   size(cfg, "v_head_dim"))
+    spec = MLASpec(
+        q_rank,
+        size(cfg, "kv_lora_rank"),
+        size(cfg, "qk_nope_head_dim"),
+        size(cfg, "qk_rope_head_dim"),
+        size(cfg, "v_head_dim"),
+    )
     bias, L = bool(cfg.get("attention_bias", False)), layers
     if q_rank:
         t = linear("layer", q_rank, hidden, L, bias, True, "q_a_proj") + [Tensors("layer", (q_rank,), L)]
@@ -144,8 +158,9 @@ def mla_attention(cfg: dict, hidden: int, heads: int, layers: int) -> tuple[MLAS
         t = linear("layer", heads * spec.qk_head_dim, hidden, L, False, True, "q_proj")
     t += linear("layer", spec.kv_lora_rank + spec.qk_rope_head_dim, hidden, L, bias, True, "kv_a_proj_with_mqa")
     t += [Tensors("layer", (spec.kv_lora_rank,), L)]
-    t += linear("layer", heads * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank, L, False, True,
-                "kv_b_proj")
+    t += linear(
+        "layer", heads * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank, L, False, True, "kv_b_proj"
+    )
     t += linear("layer", hidden, heads * spec.v_head_dim, L, bias, True, "o_proj")
     return spec, t
 

@@ -1,6 +1,7 @@
 """What every family reader shares: parameter tensor groups (`Tensors`), the family traits (`Traits`, a row per
 model_type that sets them), and the checked readers of sizes and numbers in a config.json (a bad value is a
 one-line BadInput naming the key, never a traceback)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,17 +18,17 @@ class Traits:
     the memory terms count. Set once by the family reader (FAMILY_TRAITS); the terms read these, never a family
     name (tests/planner/model/test_traits.py greps for one)."""
 
-    fused_qkv: bool = False         # q, k, v from one Linear: one autocast copy of its input, v a slice of its output
+    fused_qkv: bool = False  # q, k, v from one Linear: one autocast copy of its input, v a slice of its output
     #                                 (Phi-3's qkv_proj, modeling_phi3.py; GPT-2's c_attn, modeling_gpt2.py)
-    fused_gate_up: bool = False     # gate and up from one Linear: one autocast copy of its input (Phi-3's gate_up_proj)
-    gated_mlp: bool = True          # down(act(gate) * up); False: GPT-2's c_proj(gelu_new(c_fc)), gelu_new written
+    fused_gate_up: bool = False  # gate and up from one Linear: one autocast copy of its input (Phi-3's gate_up_proj)
+    gated_mlp: bool = True  # down(act(gate) * up); False: GPT-2's c_proj(gelu_new(c_fc)), gelu_new written
     #                                 in Python (transformers activations.py NewGELUActivation: pow runs in fp32)
-    conv1d: bool = False            # linears are transformers' Conv1D (pytorch_utils.py): torch.addmm whatever the
+    conv1d: bool = False  # linears are transformers' Conv1D (pytorch_utils.py): torch.addmm whatever the
     #                                 bias; the layer's saved tensors are GPT-2's block's (activations.gpt2_layer_bytes)
-    layernorm: bool = False         # LayerNorm (weight and bias) where Llama has RMSNorm (GPT-2's ln_1, ln_2, ln_f)
-    fp32_norms: bool = False        # RMSNorm computed and kept in fp32, (1 + w) * norm(x.float()): 8 bytes an element
+    layernorm: bool = False  # LayerNorm (weight and bias) where Llama has RMSNorm (GPT-2's ln_1, ln_2, ln_f)
+    fp32_norms: bool = False  # RMSNorm computed and kept in fp32, (1 + w) * norm(x.float()): 8 bytes an element
     #                                 saved whatever the precision (Gemma2RMSNorm, modeling_gemma2.py; Gemma-3's)
-    norms_per_layer: int = 2        # RMSNorms in a decoder layer: 4 with post-attention and post-feedforward norms
+    norms_per_layer: int = 2  # RMSNorms in a decoder layer: 4 with post-attention and post-feedforward norms
     #                                 (Gemma2DecoderLayer, Gemma3DecoderLayer)
     sliding_window_masks: bool = False  # eager attention builds a second 4-D mask for the sliding-window layers
     #                                 (Gemma2Model.forward, Gemma3TextModel.forward: create_sliding_window_causal_mask)
@@ -46,15 +47,25 @@ FAMILY_TRAITS = {
 # The FSDP units per model_type: transformers' decoder-layer (and vision-block) classes, each model class's
 # `_no_split_modules` (tests/planner/estimate/test_fsdp.py checks them against the installed transformers). A VLM's
 # language model adds its own, by text_config's model_type (ModelSpec.fsdp_units).
-FSDP_UNITS = {"gpt2": ("GPT2Block",), "llama": ("LlamaDecoderLayer",), "gemma2": ("Gemma2DecoderLayer",),
-              "gemma3_text": ("Gemma3DecoderLayer",), "mistral": ("MistralDecoderLayer",),
-              "phi3": ("Phi3DecoderLayer",), "qwen2": ("Qwen2DecoderLayer",), "qwen3": ("Qwen3DecoderLayer",),
-              "qwen2_5_vl": ("Qwen2_5_VLDecoderLayer", "Qwen2_5_VLVisionBlock"),
-              "internvl": ("InternVLVisionLayer",),
-              "mixtral": ("MixtralDecoderLayer",), "qwen2_moe": ("Qwen2MoeDecoderLayer",),
-              "qwen3_moe": ("Qwen3MoeDecoderLayer",), "olmoe": ("OlmoeDecoderLayer",),
-              "gpt_oss": ("GptOssDecoderLayer",), "deepseek_v2": ("DeepseekV2DecoderLayer",),
-              "deepseek_v3": ("DeepseekV3DecoderLayer",)}
+FSDP_UNITS = {
+    "gpt2": ("GPT2Block",),
+    "llama": ("LlamaDecoderLayer",),
+    "gemma2": ("Gemma2DecoderLayer",),
+    "gemma3_text": ("Gemma3DecoderLayer",),
+    "mistral": ("MistralDecoderLayer",),
+    "phi3": ("Phi3DecoderLayer",),
+    "qwen2": ("Qwen2DecoderLayer",),
+    "qwen3": ("Qwen3DecoderLayer",),
+    "qwen2_5_vl": ("Qwen2_5_VLDecoderLayer", "Qwen2_5_VLVisionBlock"),
+    "internvl": ("InternVLVisionLayer",),
+    "mixtral": ("MixtralDecoderLayer",),
+    "qwen2_moe": ("Qwen2MoeDecoderLayer",),
+    "qwen3_moe": ("Qwen3MoeDecoderLayer",),
+    "olmoe": ("OlmoeDecoderLayer",),
+    "gpt_oss": ("GptOssDecoderLayer",),
+    "deepseek_v2": ("DeepseekV2DecoderLayer",),
+    "deepseek_v3": ("DeepseekV3DecoderLayer",),
+}
 
 
 def fsdp_units(model_type: str, text_model_type: str | None = None) -> tuple[str, ...]:
@@ -76,7 +87,7 @@ class Tensors:
     shape: tuple[int, ...]
     count: int = 1
     lora: bool = False  # a decoder linear weight that LoRA ("all-linear") adapts
-    name: str = ""      # a linear's module name in transformers (q_proj, ..., GPT-2's attn.c_proj): LoRA targets
+    name: str = ""  # a linear's module name in transformers (q_proj, ..., GPT-2's attn.c_proj): LoRA targets
     all_linear: int = 1  # PEFT's rank multiple under target_modules="all-linear" (0: not adapted; MoE: moespec)
 
     def adapted(self, targets: str) -> bool:
@@ -86,9 +97,9 @@ class Tensors:
             return False
         if targets == "all-linear":
             return self.all_linear > 0
-        if self.experts:       # named stacked experts are PEFT's target_parameters
+        if self.experts:  # named stacked experts are PEFT's target_parameters
             return any(module_name_matches(self.name, n) for n in targets.split(",") if n.startswith("experts"))
-        if self.name.startswith("router."):     # not an nn.Linear: adapted only by PEFT's all-linear (moespec)
+        if self.name.startswith("router."):  # not an nn.Linear: adapted only by PEFT's all-linear (moespec)
             return False
         names = ATTENTION_LINEARS if targets == "attention" else targets.split(",")
         return any(module_name_matches(self.name, n) for n in names)
@@ -107,13 +118,26 @@ class Tensors:
 
 
 # Past these a config describes no trainable model (and the arithmetic stops meaning anything).
-MAX_SIZE = {"hidden": 10**6, "layers": 10**4, "heads": 10**4, "vocab": 10**8, "intermediate": 10**7,
-            "positions": 1 << 24, "other": 10**6}
+MAX_SIZE = {
+    "hidden": 10**6,
+    "layers": 10**4,
+    "heads": 10**4,
+    "vocab": 10**8,
+    "intermediate": 10**7,
+    "positions": 1 << 24,
+    "other": 10**6,
+}
+
 
 def size_kind(key: str) -> str:
-    for kind, words in (("layers", ("layer", "depth")), ("heads", ("head",)), ("vocab", ("vocab",)),
-                        ("intermediate", ("intermediate", "inner")), ("positions", ("position",)),
-                        ("hidden", ("hidden", "embd", "embed_dim", "head_dim"))):
+    for kind, words in (
+        ("layers", ("layer", "depth")),
+        ("heads", ("head",)),
+        ("vocab", ("vocab",)),
+        ("intermediate", ("intermediate", "inner")),
+        ("positions", ("position",)),
+        ("hidden", ("hidden", "embd", "embed_dim", "head_dim")),
+    ):
         if any(w in key for w in words) and not (kind == "heads" and key == "head_dim"):
             return kind
     return "other"
@@ -131,7 +155,7 @@ def size(cfg: dict, key: str, *alts: str, default=None):
 
 def checked_size(cfg: dict, key: str, v):
     if isinstance(v, (list, tuple, dict)):
-        return v        # shapes such as image_size [448, 448] are checked where they are read
+        return v  # shapes such as image_size [448, 448] are checked where they are read
     if isinstance(v, bool) or not isinstance(v, int):
         raise BadInput(f"config.json: {key} = {v!r} must be a positive integer", "model")
     limit = MAX_SIZE[size_kind(key)]
@@ -168,5 +192,3 @@ def divides(whole: int, whole_key: str, part: int, part_key: str) -> None:
 def linear(role: str, d_out: int, d_in: int, n: int, bias: bool, lora: bool = False, name: str = "") -> list[Tensors]:
     out = [Tensors(role, (d_out, d_in), n, lora, name)]
     return out + [Tensors(role, (d_out,), n)] if bias else out
-
-

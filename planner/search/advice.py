@@ -7,14 +7,17 @@ optimizer step). The advice names only knobs that shrink the deciding term: a fu
 temporaries, sharding or LoRA for model states, checkpointing or a shorter sequence for activations, a chunked
 loss for logits. What the planner itself finds to fit is `planner.search.nearest`'s work; this says why.
 """
+
 from __future__ import annotations
 
 from planner.config.spec import GIB, Hardware, Plan
 
 # RL phases' terms (planner.estimate.rl.phase_terms) -> (what it is, what shrinks it)
 RL_TERMS = {
-    "kv_cache": ("the generation's KV cache", ("fewer or shorter completions per generation "
-                                               "(--steps-per-generation, --max-completion-length) or vLLM")),
+    "kv_cache": (
+        "the generation's KV cache",
+        ("fewer or shorter completions per generation (--steps-per-generation, --max-completion-length) or vLLM"),
+    ),
     "generation_weights": ("the generation's weight copy", "LoRA, or vLLM on its own GPUs (--generation vllm-server)"),
     "generation_transient": ("the generation's logits", "a smaller generation batch (--steps-per-generation)"),
     "reference_params": ("the reference model", "--beta 0 (no reference model) or LoRA (the base is the reference)"),
@@ -37,8 +40,10 @@ def rejection_reason(plan: Plan, hw: Hardware, usable: int) -> str | None:
         fixes = ["more host RAM (--host-ram-gb)", "more nodes (each node holds its own ranks' share)"]
         fixes += [] if plan.lora_rank else ["LoRA adapters (--lora-rank)"]
         fixes += ["offload less"] if plan.offload == "optimizer+params" or plan.checkpointing == "offload" else []
-        return (f"offload needs {gib(m.host_bytes_per_node)} host RAM per node > {gib(host)} (--host-ram-gb): "
-                f"{' or '.join(fixes)}")
+        return (
+            f"offload needs {gib(m.host_bytes_per_node)} host RAM per node > {gib(host)} (--host-ram-gb): "
+            f"{' or '.join(fixes)}"
+        )
     if m.device_total_bytes <= usable:
         return None
     states = m.detail["model_states_bytes"]
@@ -48,13 +53,19 @@ def rejection_reason(plan: Plan, hw: Hardware, usable: int) -> str | None:
     if plan.token_batches is not None:
         what = f"a micro-batch of {plan.token_batches.max_tokens_per_micro_batch:,} tokens"
     term, size, fixes = deciding_term(plan)
-    states = m.params_bytes + m.grads_bytes + m.optimizer_bytes     # at the peak (gradients may not be live yet)
+    states = m.params_bytes + m.grads_bytes + m.optimizer_bytes  # at the peak (gradients may not be live yet)
     states_big = states * 2 > usable
-    if states_big:      # the states are most of the card: what shrinks them helps too
-        fixes += [f for f in state_fixes(plan) if f.split(" (")[0] not in " ".join(fixes)
-                  and not (f.startswith("shard") and any(x.startswith("shard") for x in fixes))]
-    return (f"{what} needs {gib(m.device_total_bytes)} per GPU > {gib(usable)} usable; its peak ({m.peak_phase}) is "
-            f"model states {gib(states)} + {term} {gib(size)}: {' or '.join(fixes)}")
+    if states_big:  # the states are most of the card: what shrinks them helps too
+        fixes += [
+            f
+            for f in state_fixes(plan)
+            if f.split(" (")[0] not in " ".join(fixes)
+            and not (f.startswith("shard") and any(x.startswith("shard") for x in fixes))
+        ]
+    return (
+        f"{what} needs {gib(m.device_total_bytes)} per GPU > {gib(usable)} usable; its peak ({m.peak_phase}) is "
+        f"model states {gib(states)} + {term} {gib(size)}: {' or '.join(fixes)}"
+    )
 
 
 def state_fixes(plan: Plan) -> list[str]:
@@ -75,8 +86,11 @@ def deciding_term(plan: Plan) -> tuple[str, int, list[str]]:
     """(the largest part of the peak beside the model states, which every phase holds: what makes this phase the
     peak; its bytes; the knobs that shrink it)."""
     m, d = plan.memory, plan.memory.detail
-    if m.peak_term and m.peak_term.removesuffix("_bytes") in RL_TERMS and m.peak_phase in (
-            "generation", "reference-forward", "old-logps"):
+    if (
+        m.peak_term
+        and m.peak_term.removesuffix("_bytes") in RL_TERMS
+        and m.peak_phase in ("generation", "reference-forward", "old-logps")
+    ):
         label, fix = RL_TERMS[m.peak_term]
         return label, d.get(m.peak_term + "_bytes", 0), [fix]
     logits = min(d.get("logits_loss_bytes", 0), m.temp_bytes) if m.peak_phase in ("forward", "backward") else 0

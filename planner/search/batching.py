@@ -9,6 +9,7 @@ so the step the planner names is the step the trainer runs):
 - what such a budget makes of a step, from the data's lengths (every step of the first epoch, all ranks) or, with
   no data, the worst shapes it admits; and the first step at which a sample longer than a limit is drawn.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from planner.config.spec import TokenBatches
 from planner.errors import BadInput
 
-WORST_SHAPE_CANDIDATES = 8     # micro-batch sizes tried above the fewest samples a budget admits at full length
+WORST_SHAPE_CANDIDATES = 8  # micro-batch sizes tried above the fewest samples a budget admits at full length
 
 
 def epoch_order(n: int, seed: int, epoch: int) -> list[int]:
@@ -31,14 +32,17 @@ def epoch_order(n: int, seed: int, epoch: int) -> list[int]:
 def rank_share(order: Sequence[int], batch: int, global_batch: int, world: int, rank: int) -> list[int]:
     """Rank `rank`'s sample indices of global batch `batch` (0-based) of an epoch's order."""
     start = batch * global_batch
-    return list(order[start:start + global_batch][rank::world])
+    return list(order[start : start + global_batch][rank::world])
 
 
 def check_budget(budget: int, seq_len: int) -> None:
     """A sample is never split across micro-batches: the budget must hold the longest one."""
     if budget < seq_len:
-        raise BadInput(f"--max-tokens-per-micro-batch {budget}: below the sequence length {seq_len}; a sample is "
-                       "never split, so the budget must be at least the longest sample", "max_tokens_per_micro_batch")
+        raise BadInput(
+            f"--max-tokens-per-micro-batch {budget}: below the sequence length {seq_len}; a sample is "
+            "never split, so the budget must be at least the longest sample",
+            "max_tokens_per_micro_batch",
+        )
 
 
 def split_by_tokens(lengths: Sequence[int], budget: int) -> list[list[int]]:
@@ -73,15 +77,21 @@ def assumed(budget: int, seq_len: int, global_batch: int, world: int) -> TokenBa
     per_rank = math.ceil(global_batch / world)
     k = max(1, budget // seq_len)
     steps = math.ceil(per_rank / k)
-    return TokenBatches(max_tokens_per_micro_batch=budget, source="assumed", shapes=worst_shapes(budget, seq_len),
-                        micro_steps_max=steps, micro_steps_mean=steps,
-                        padded_tokens_per_micro_step=per_rank * seq_len / steps,
-                        tokens_per_step=global_batch * seq_len,
-                        fill_ratio=round(global_batch * seq_len / (steps * world * budget), 4))
+    return TokenBatches(
+        max_tokens_per_micro_batch=budget,
+        source="assumed",
+        shapes=worst_shapes(budget, seq_len),
+        micro_steps_max=steps,
+        micro_steps_mean=steps,
+        padded_tokens_per_micro_step=per_rank * seq_len / steps,
+        tokens_per_step=global_batch * seq_len,
+        fill_ratio=round(global_batch * seq_len / (steps * world * budget), 4),
+    )
 
 
-def from_lengths(lengths: Sequence[int], budget: int, seq_len: int, global_batch: int, world: int,
-                 seed: int = 0) -> TokenBatches:
+def from_lengths(
+    lengths: Sequence[int], budget: int, seq_len: int, global_batch: int, world: int, seed: int = 0
+) -> TokenBatches:
     """Every micro-batch of the first epoch, every rank, as the trainer would cut them (lengths cut to seq_len):
     the shapes with the most tokens, the largest s^2 term and the widest; micro-steps per step (the most on any
     rank, which all ranks run); the share of the budget that real tokens fill."""
@@ -105,11 +115,16 @@ def from_lengths(lengths: Sequence[int], budget: int, seq_len: int, global_batch
                         best[key] = (k, w)
             real += sum(mine)
         steps.append(most)
-    return TokenBatches(max_tokens_per_micro_batch=budget, source="data", shapes=sorted(set(best.values())),
-                        micro_steps_max=max(steps), micro_steps_mean=round(sum(steps) / len(steps), 3),
-                        padded_tokens_per_micro_step=round(padded / micro, 1),
-                        tokens_per_step=round(real / len(steps), 1),
-                        fill_ratio=round(real / (sum(steps) * world * budget), 4))
+    return TokenBatches(
+        max_tokens_per_micro_batch=budget,
+        source="data",
+        shapes=sorted(set(best.values())),
+        micro_steps_max=max(steps),
+        micro_steps_mean=round(sum(steps) / len(steps), 3),
+        padded_tokens_per_micro_step=round(padded / micro, 1),
+        tokens_per_step=round(real / len(steps), 1),
+        fill_ratio=round(real / (sum(steps) * world * budget), 4),
+    )
 
 
 def _score(key: str, shape: tuple[int, int]):
@@ -121,9 +136,16 @@ def first_too_long(lengths: Sequence[int], limit: int, global_batch: int, world:
     """The first optimizer step (1-based), rank and sample (0-based index, 1-based row) that the trainer's
     sampler draws longer than `limit`; every sample comes once per epoch, so the first epoch decides."""
     order = epoch_order(len(lengths), seed, 0)
-    for pos, idx in enumerate(order):       # rank r takes positions r, r + world, ... of each global batch
+    for pos, idx in enumerate(order):  # rank r takes positions r, r + world, ... of each global batch
         if lengths[idx] > limit:
             step, within = divmod(pos, global_batch)
-            return {"step": step + 1, "rank": within % world, "sample": idx, "row": idx + 1, "tokens": lengths[idx],
-                    "limit": limit, "seed": seed}
+            return {
+                "step": step + 1,
+                "rank": within % world,
+                "sample": idx,
+                "row": idx + 1,
+                "tokens": lengths[idx],
+                "limit": limit,
+                "seed": seed,
+            }
     return None

@@ -3,6 +3,7 @@ to plan for, the rows --max-length cuts, a histogram), and, for a configuration 
 row it fits and the first optimizer step, rank and sample at which the bundled trainer's seeded sampler would
 draw a longer one. The scan itself belongs to the scan package, handed in by a face (a Scanner);
 this module reads its counts only."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -20,16 +21,23 @@ HISTOGRAM_BINS = 24
 @dataclass
 class DataFit:
     path: str
-    lengths: list[int]          # tokens per row (text + image), in file order = the trainer's sample order
-    seq_len: int                # what to plan for
-    image_tokens: int           # the most image tokens in a row (with seq_len: the conservative pair)
-    truncated: int              # rows longer than --max-length
-    longest_row: int            # 1-based
+    lengths: list[int]  # tokens per row (text + image), in file order = the trainer's sample order
+    seq_len: int  # what to plan for
+    image_tokens: int  # the most image tokens in a row (with seq_len: the conservative pair)
+    truncated: int  # rows longer than --max-length
+    longest_row: int  # 1-based
 
     def json(self) -> dict:
-        return {"data": self.path, "rows": len(self.lengths), "longest_tokens": max(self.lengths),
-                "longest_row": self.longest_row, "planned_seq_len": self.seq_len, "image_tokens": self.image_tokens,
-                "truncated_rows": self.truncated, "histogram": histogram(self.lengths)}
+        return {
+            "data": self.path,
+            "rows": len(self.lengths),
+            "longest_tokens": max(self.lengths),
+            "longest_row": self.longest_row,
+            "planned_seq_len": self.seq_len,
+            "image_tokens": self.image_tokens,
+            "truncated_rows": self.truncated,
+            "histogram": histogram(self.lengths),
+        }
 
 
 # How the core scans a dataset without importing the scan package: scanner(path, tokenizer, image_rule,
@@ -41,8 +49,9 @@ def scan_data(req, scanner: Scanner | None) -> DataFit | None:
     """The dataset's fit, when the request names one: exactly one of seq_len and data."""
     if req.data is None:
         if req.seq_len is None:
-            raise BadInput("give --seq-len N, or --data FILE --tokenizer DIR to plan for the data's longest row",
-                           "seq_len")
+            raise BadInput(
+                "give --seq-len N, or --data FILE --tokenizer DIR to plan for the data's longest row", "seq_len"
+            )
         return None
     if req.seq_len is not None:
         raise BadInput("give --seq-len or --data, not both (--max-length caps what --data asks for)", "seq_len")
@@ -83,11 +92,12 @@ def histogram(lengths: list[int], bins: int = HISTOGRAM_BINS) -> dict:
 
 def largest_fitting_seq_len(model, hw, goal, knobs, micro_batch: int) -> int:
     """The longest sequence at which this configuration fits (analytic), 0 when not even 1 token does."""
+
     def fits(n: int) -> bool:
         g = goal.model_copy(update={"seq_len": n, "image_tokens": min(goal.image_tokens, n)})
         return make_plan(model, hw, g, knobs, micro_batch).fits
 
-    lo, hi = 0, goal.seq_len        # fits(lo) holds (or lo = 0), fits(hi) does not
+    lo, hi = 0, goal.seq_len  # fits(lo) holds (or lo = 0), fits(hi) does not
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
@@ -101,6 +111,9 @@ def verdict(fit: DataFit, plan: Plan, model, hw, goal, seed: int = 0) -> dict:
     if not plan.fits and plan.token_batches is None:
         limit = largest_fitting_seq_len(model, hw, goal, plan.knobs, plan.micro_batch)
         out["fits_up_to_tokens"] = limit
-        out["first_too_long"] = first_too_long([min(n, goal.seq_len) for n in fit.lengths], limit,
-                                               plan.global_batch, plan.world_size, seed) if limit else None
+        out["first_too_long"] = (
+            first_too_long([min(n, goal.seq_len) for n in fit.lengths], limit, plan.global_batch, plan.world_size, seed)
+            if limit
+            else None
+        )
     return out

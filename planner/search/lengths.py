@@ -3,6 +3,7 @@ as training goes on (and prompts and images vary), so a configuration can run fo
 memory. `limits` finds, by bisection on the plan's own memory model, the longest completion (GRPO; DPO: row)
 that still fits with everything else at its maximum, and the same for the prompt and its image tokens.
 """
+
 from __future__ import annotations
 
 from planner.config.spec import Goal, Hardware, Plan
@@ -35,18 +36,24 @@ def limits(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal) -> dict:
     if w.kind == "grpo":
         out["max_completion_length"] = w.max_completion_length
         out["completion_fits_up_to"] = longest_fitting(
-            lambda n: n > 0 and _fits(plan, model, hw, goal, max_completion_length=n), w.max_completion_length)
+            lambda n: n > 0 and _fits(plan, model, hw, goal, max_completion_length=n), w.max_completion_length
+        )
         out["max_prompt_length"] = w.prompt_tokens()
         floor = max(1, goal.image_tokens)
         out["prompt_fits_up_to"] = longest_fitting(
-            lambda n: n >= floor and _fits(plan, model, hw, goal, max_prompt_length=n), w.prompt_tokens())
+            lambda n: n >= floor and _fits(plan, model, hw, goal, max_prompt_length=n), w.prompt_tokens()
+        )
     else:
         out["max_length"] = w.max_length
         out["length_fits_up_to"] = longest_fitting(
-            lambda n: n > w.prompt_tokens() and _fits(plan, model, hw, goal, max_length=n), w.max_length)
+            lambda n: n > w.prompt_tokens() and _fits(plan, model, hw, goal, max_length=n), w.max_length
+        )
     if goal.image_tokens:
         out["image_tokens"] = goal.image_tokens
         out["image_tokens_fit_up_to"] = longest_fitting(
-            lambda n: make_plan(model, hw, goal.model_copy(update={"image_tokens": n}), plan.knobs,
-                                plan.micro_batch).fits, goal.image_tokens)
+            lambda n: (
+                make_plan(model, hw, goal.model_copy(update={"image_tokens": n}), plan.knobs, plan.micro_batch).fits
+            ),
+            goal.image_tokens,
+        )
     return out

@@ -5,29 +5,42 @@ variant is a suggest request with every knob allowed plus one change (a fused op
 host RAM, twice the GPUs per node or the nodes at the same global batch, half the sequence), asked of the planner itself
 (planner.advise.suggest, with analytic evidence): nothing here estimates memory.
 """
+
 from __future__ import annotations
 
 from planner.config.requests import SUGGEST_CHECKPOINTING, SuggestRequest, Target
 from planner.config.spec import FSDP_MODES, Goal, Hardware
 
-EVERY_KNOB = {"precision": [], "checkpointing": list(SUGGEST_CHECKPOINTING), "zero_stage": [0, 1, 2, 3],
-              "offload": ["none", "optimizer", "optimizer+params"], "fsdp": list(FSDP_MODES),
-              "loss": ["standard", "chunked"]}
+EVERY_KNOB = {
+    "precision": [],
+    "checkpointing": list(SUGGEST_CHECKPOINTING),
+    "zero_stage": [0, 1, 2, 3],
+    "offload": ["none", "optimizer", "optimizer+params"],
+    "fsdp": list(FSDP_MODES),
+    "loss": ["standard", "chunked"],
+}
 LORA_RANK = 16
 HOST_RAM_GIB = 2048
-GPUS_PER_NODE = 8       # the most a node of the catalog's cards holds (HGX / DGX boards)
+GPUS_PER_NODE = 8  # the most a node of the catalog's cards holds (HGX / DGX boards)
 
 
 def base(req: Target, goal: Goal, hw: Hardware, every_knob: bool) -> dict:
     """The request as a suggest body, its data already read (the planned length): its own knobs (a check's one
     value each, a suggest's lists), or every knob allowed."""
-    fields = req.model_dump(include=set(Target.model_fields), exclude={"data", "tokenizer", "image_rule", "seed",
-                                                                       "images", "tokens_per_image", "verify"})
-    fields.update(evidence="analytic", global_batch=goal.global_batch, top=1, gpus_per_node=hw.gpus_per_node,
-                  image_tokens=goal.image_tokens or None)
+    fields = req.model_dump(
+        include=set(Target.model_fields),
+        exclude={"data", "tokenizer", "image_rule", "seed", "images", "tokens_per_image", "verify"},
+    )
+    fields.update(
+        evidence="analytic",
+        global_batch=goal.global_batch,
+        top=1,
+        gpus_per_node=hw.gpus_per_node,
+        image_tokens=goal.image_tokens or None,
+    )
     if not req.workload.rl:
         fields.update(seq_len=goal.seq_len, max_length=None)
-    for name in (*EVERY_KNOB, "attention", "batching"):      # a check's one value, a suggest's list
+    for name in (*EVERY_KNOB, "attention", "batching"):  # a check's one value, a suggest's list
         value = getattr(req, name, None)
         if value is not None:
             fields[name] = list_of(value)
@@ -50,7 +63,7 @@ def variants(req: Target, goal: Goal, hw: Hardware) -> list[tuple[str, dict]]:
         out.append((f"LoRA rank {LORA_RANK}", {"lora_rank": LORA_RANK}))
     if req.host_ram_gb < HOST_RAM_GIB:
         out.append((f"{HOST_RAM_GIB} GiB host RAM per node", {"host_ram_gb": HOST_RAM_GIB}))
-    if goal.global_batch % (2 * hw.world_size) == 0:    # more GPUs at the same global batch: on this node, or more
+    if goal.global_batch % (2 * hw.world_size) == 0:  # more GPUs at the same global batch: on this node, or more
         if 2 * hw.gpus_per_node <= GPUS_PER_NODE:
             out.append((f"{2 * hw.gpus_per_node} GPUs per node", {"gpus_per_node": 2 * hw.gpus_per_node}))
         out.append((f"{2 * hw.nodes} nodes", {"nodes": 2 * hw.nodes}))
@@ -66,7 +79,7 @@ def requests(req: Target, goal: Goal, hw: Hardware) -> list[tuple[str, dict, lis
     own, every, out = base(req, goal, hw, False), base(req, goal, hw, True), []
     for label, change in variants(req, goal, hw):
         tries = []
-        for body in ([every] if not change else [own, every]):
+        for body in [every] if not change else [own, every]:
             try:
                 tries.append(SuggestRequest.model_validate({**body, **change}))
             except ValueError:

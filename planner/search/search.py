@@ -4,6 +4,7 @@ Every candidate has micro_batch x grad_accum x world_size == global_batch. A can
 device_total_bytes <= capacity x (1 - margin) and its offload host RAM fits in the node's RAM.
 Fitting plans are ranked by predicted tokens/s, then by headroom.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -56,15 +57,16 @@ def families(space: Space, hw: Hardware, layout: Layout | None = None) -> list[K
         kw = {**fixed, **dict(zip(searched, combo))}
         f, o = kw["fsdp"], kw["offload"]
         if f != "off" and layout.world_size == 1 and o == "none":
-            continue    # one GPU shards nothing: the same plan as DDP (FSDP on one GPU is for its offload)
-        try:    # the layout's rules first (they name what the request cannot have here), then Knobs' own
+            continue  # one GPU shards nothing: the same plan as DDP (FSDP on one GPU is for its offload)
+        try:  # the layout's rules first (they name what the request cannot have here), then Knobs' own
             layout.check_knobs(Knobs.model_construct(**kw))
             out.append(Knobs.make(**kw))
         except BadInput as e:
             first = first or e
     if not out:
-        raise first or BadInput("--fsdp on one GPU shards nothing: give --offload optimizer+params or --fsdp off",
-                                "fsdp")
+        raise first or BadInput(
+            "--fsdp on one GPU shards nothing: give --offload optimizer+params or --fsdp off", "fsdp"
+        )
     return out
 
 
@@ -73,35 +75,62 @@ def make_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_ba
     `calibrate` (planner.evidence.calibrate.Calibrator) swaps in stored or simulated evidence."""
     world = hw.world_size
     accum = goal.global_batch // (world * micro_batch)
-    s = Setup(model, knobs, micro_batch, accum, goal.seq_len, hw.gpus_per_node, hw.nodes, goal.image_tokens,
-              gpu=hw.gpu.name)
+    s = Setup(
+        model, knobs, micro_batch, accum, goal.seq_len, hw.gpus_per_node, hw.nodes, goal.image_tokens, gpu=hw.gpu.name
+    )
     mem = rl.breakdown(s, hw.gpu.capacity_bytes)
     evidence, measured_reason = "analytic", None
-    if calibrate is not None and not knobs.workload.rl:     # probe records are supervised steps
+    if calibrate is not None and not knobs.workload.rl:  # probe records are supervised steps
         mem, evidence, measured_reason = calibrate(s, hw, mem)
     t = rl.step_time(s, hw)
-    plan = Plan(micro_batch=micro_batch, grad_accum=accum, world_size=world, global_batch=goal.global_batch,
-                **dict(knobs), memory=mem, fits=False, step_time_s=round(t.total_s, 6),
-                tokens_per_s=round(rl.tokens_per_second(s, t), 1), evidence=evidence)
+    plan = Plan(
+        micro_batch=micro_batch,
+        grad_accum=accum,
+        world_size=world,
+        global_batch=goal.global_batch,
+        **dict(knobs),
+        memory=mem,
+        fits=False,
+        step_time_s=round(t.total_s, 6),
+        tokens_per_s=round(rl.tokens_per_second(s, t), 1),
+        evidence=evidence,
+    )
     usable = int(hw.gpu.capacity_bytes * (1 - goal.margin))
     plan.reason = measured_reason or rejection_reason(plan, hw, usable)
     plan.fits = plan.reason is None
     return plan
 
 
-def budget_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, batches: TokenBatches,
-                micro_batch: int | None = None, calibrate=None) -> Plan:
+def budget_plan(
+    model: ModelSpec,
+    hw: Hardware,
+    goal: Goal,
+    knobs: Knobs,
+    batches: TokenBatches,
+    micro_batch: int | None = None,
+    calibrate=None,
+) -> Plan:
     """A token-budget plan (planner.search.batching): memory at the costliest of its micro-batch shapes, speed at its
     mean micro-step, and the global batch's fixed split (given, or the largest micro-batch of budget // seq_len
     samples or fewer that divides a rank's share), which HF runs and the bundled trainer reads the batch from."""
     per_rank = goal.global_batch // hw.world_size
     fit_at_full = max(1, batches.max_tokens_per_micro_batch // goal.seq_len)
-    split = make_plan(model, hw, goal, knobs, micro_batch or max(d for d in divisors(per_rank) if d <= fit_at_full),
-                      calibrate)
+    split = make_plan(
+        model, hw, goal, knobs, micro_batch or max(d for d in divisors(per_rank) if d <= fit_at_full), calibrate
+    )
     worst, evidence, measured_reason = None, "analytic", None
     for k, w in batches.shapes:
-        s = Setup(model, knobs, k, batches.micro_steps_max, w, hw.gpus_per_node, hw.nodes,
-                  min(goal.image_tokens, w), gpu=hw.gpu.name)
+        s = Setup(
+            model,
+            knobs,
+            k,
+            batches.micro_steps_max,
+            w,
+            hw.gpus_per_node,
+            hw.nodes,
+            min(goal.image_tokens, w),
+            gpu=hw.gpu.name,
+        )
         got = (breakdown(s, hw.gpu.capacity_bytes), "analytic", None)
         if calibrate is not None:
             got = calibrate(s, hw, got[0])
@@ -110,19 +139,34 @@ def budget_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, batche
     # speed: the mean micro-step as samples x width = its padded tokens, at the planned width (attention FLOPs
     # taken at the longest width, an upper bound), run micro_steps_mean times
     width = min(goal.seq_len, max(1, round(batches.padded_tokens_per_micro_step)))
-    speed = Setup(model, knobs, max(1, round(batches.padded_tokens_per_micro_step / width)),
-                  max(1, round(batches.micro_steps_mean)), width, hw.gpus_per_node, hw.nodes, gpu=hw.gpu.name)
+    speed = Setup(
+        model,
+        knobs,
+        max(1, round(batches.padded_tokens_per_micro_step / width)),
+        max(1, round(batches.micro_steps_mean)),
+        width,
+        hw.gpus_per_node,
+        hw.nodes,
+        gpu=hw.gpu.name,
+    )
     t = step_time(speed, hw)
-    plan = split.model_copy(update={"memory": worst, "evidence": evidence, "token_batches": batches,
-                                    "step_time_s": round(t.total_s, 6),
-                                    "tokens_per_s": round(batches.tokens_per_step / t.total_s, 1)})
+    plan = split.model_copy(
+        update={
+            "memory": worst,
+            "evidence": evidence,
+            "token_batches": batches,
+            "step_time_s": round(t.total_s, 6),
+            "tokens_per_s": round(batches.tokens_per_step / t.total_s, 1),
+        }
+    )
     plan.reason = measured_reason or rejection_reason(plan, hw, int(hw.gpu.capacity_bytes * (1 - goal.margin)))
     plan.fits = plan.reason is None
     return plan
 
 
-def generation_split(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_batch: int,
-                     calibrate=None) -> Plan | None:
+def generation_split(
+    model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_batch: int, calibrate=None
+) -> Plan | None:
     """The plan of one micro-batch; GRPO with TRL's default steps_per_generation (the accumulation: one generation
     samples the rank's whole share) that does not fit tries smaller generation batches (steps_per_generation a
     divisor of the accumulation, largest first: fewer, larger generations decode faster). None: no split TRL takes."""
@@ -133,8 +177,11 @@ def generation_split(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, m
         options += [d for d in reversed(divisors(accum)) if d < accum]
     first = None
     for spg in options:
-        k = knobs if spg is None else knobs.model_copy(update={"workload": w.model_copy(
-            update={"steps_per_generation": spg})})
+        k = (
+            knobs
+            if spg is None
+            else knobs.model_copy(update={"workload": w.model_copy(update={"steps_per_generation": spg})})
+        )
         if layout.split_error(k, micro_batch, accum):
             continue
         plan = make_plan(model, hw, goal, k, micro_batch, calibrate)
@@ -154,8 +201,15 @@ def rank_key(p: Plan) -> tuple:
     return (-p.tokens_per_s, *simpler, -p.memory.headroom_bytes)
 
 
-def search(model: ModelSpec, hw: Hardware, goal: Goal, space: Space, top: int = 10, calibrate=None,
-           batches: TokenBatches | None = None) -> Result:
+def search(
+    model: ModelSpec,
+    hw: Hardware,
+    goal: Goal,
+    space: Space,
+    top: int = 10,
+    calibrate=None,
+    batches: TokenBatches | None = None,
+) -> Result:
     """All fitting plans, best first (at most `top`), and one rejected candidate per knob family
     that has no fitting micro-batch (its smallest micro-batch, with the reason); with a token budget
     (`batches`), one plan per knob family."""
@@ -164,20 +218,22 @@ def search(model: ModelSpec, hw: Hardware, goal: Goal, space: Space, top: int = 
     per_rank = goal.global_batch // hw.world_size
     fitting, rejected = [], []
     for knobs in families(space, hw, layout):
-        if batches is not None:     # a token budget: one plan per knob family
+        if batches is not None:  # a token budget: one plan per knob family
             if knobs.optimizer_in_backward:
-                raise BadInput("--optimizer-in-backward runs one micro-step a step; a token budget cuts a varying "
-                               "number", "optimizer_in_backward")
+                raise BadInput(
+                    "--optimizer-in-backward runs one micro-step a step; a token budget cuts a varying number",
+                    "optimizer_in_backward",
+                )
             p = budget_plan(model, hw, goal, knobs, batches, calibrate=calibrate)
             (fitting if p.fits else rejected).append(p)
             continue
         plans = []
-        for mb in [per_rank] if knobs.optimizer_in_backward else divisors(per_rank):    # accumulation 1
+        for mb in [per_rank] if knobs.optimizer_in_backward else divisors(per_rank):  # accumulation 1
             plan = generation_split(model, hw, goal, knobs, mb, calibrate)
             if plan is None:
-                continue    # TRL refuses every split of this micro-batch (GRPO's whole groups)
+                continue  # TRL refuses every split of this micro-batch (GRPO's whole groups)
             plans.append(plan)
-            if not plan.fits:      # memory grows with the micro-batch: no larger one fits either
+            if not plan.fits:  # memory grows with the micro-batch: no larger one fits either
                 break
         ok = [p for p in plans if p.fits]
         fitting += ok

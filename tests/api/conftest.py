@@ -1,4 +1,5 @@
 """A real `planner serve` (uvicorn) on a loopback port, called over HTTP with httpx."""
+
 import os
 import signal
 import subprocess
@@ -24,10 +25,26 @@ class Server:
         self.proc = None
 
     def start(self) -> "Server":
-        self.proc = subprocess.Popen([sys.executable, "-m", "planner.cli", "serve", "--port", str(self.port),
-                                      "--store", str(self.store), "--probe-timeout", "120", *self.args],
-                                     env=self.env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "planner.cli",
+                "serve",
+                "--port",
+                str(self.port),
+                "--store",
+                str(self.store),
+                "--probe-timeout",
+                "120",
+                *self.args,
+            ],
+            env=self.env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:

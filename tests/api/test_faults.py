@@ -1,6 +1,7 @@
 """Issue 20, faults lose nothing, against a real uvicorn and real SQLite files: a probe that finished while
 its server was dead is adopted and stored once; the job worker outlives a store it cannot write;
 cancellation reaches the probe from any worker process; and a chaos test of kill -9 at random points."""
+
 import os
 import random
 import shutil
@@ -30,7 +31,7 @@ def test_a_probe_that_finished_while_its_server_was_dead_is_adopted_and_stored_o
     time.sleep(0.5)
     s.kill(signal.SIGKILL)
     deadline = time.monotonic() + 60
-    while probe_pids(s.store) and time.monotonic() < deadline:      # it finishes with no server
+    while probe_pids(s.store) and time.monotonic() < deadline:  # it finishes with no server
         time.sleep(0.2)
     assert (s.store.parent / "store.sqlite.jobs" / jid / "result.json").is_file()
     s2 = Server(s.store).start()
@@ -38,7 +39,7 @@ def test_a_probe_that_finished_while_its_server_was_dead_is_adopted_and_stored_o
         job = wait_job(s2.client(), jid)
         assert job["status"] == "done" and job["outcome"] == "ok" and job["record"]["peak_allocated_bytes"] > 0
         assert records(s.store) == 1
-        assert not (s.store.parent / "store.sqlite.jobs" / jid).exists()       # its folder is gone
+        assert not (s.store.parent / "store.sqlite.jobs" / jid).exists()  # its folder is gone
     finally:
         s2.kill()
 
@@ -51,9 +52,12 @@ def test_the_worker_outlives_a_store_it_cannot_write_and_health_says_so(tmp_path
     c = s.client()
     slow = c.post("/v1/probes", json={**PROBE, "inject_fault": "slow"}).json()["id"]
     wait_job(c, slow, done=("running",))
-    jid = c.post("/v1/probes", json={**PROBE, "seq_len": 48}).json()["id"]         # queued behind it
-    files = [p for p in (s.store, s.store.with_name(s.store.name + "-wal"), s.store.with_name(s.store.name + "-shm"))
-             if p.exists()]
+    jid = c.post("/v1/probes", json={**PROBE, "seq_len": 48}).json()["id"]  # queued behind it
+    files = [
+        p
+        for p in (s.store, s.store.with_name(s.store.name + "-wal"), s.store.with_name(s.store.name + "-shm"))
+        if p.exists()
+    ]
     if subprocess.run(["chattr", "+i", *map(str, files)], capture_output=True, check=False).returncode:
         s.kill()
         pytest.skip("chattr +i is refused here")
@@ -64,14 +68,14 @@ def test_the_worker_outlives_a_store_it_cannot_write_and_health_says_so(tmp_path
             time.sleep(0.2)
             health = c.get("/healthz").json()
         assert health["status"] == "degraded" and "cannot be written" in health["reason"], health
-        assert c.get(f"/v1/probes/{slow}").json()["status"] == "running"   # each job keeps its state
+        assert c.get(f"/v1/probes/{slow}").json()["status"] == "running"  # each job keeps its state
         assert c.get(f"/v1/probes/{jid}").json()["status"] == "queued"
         assert "memplan_store_errors_total 0" not in c.get("/metrics").text
     finally:
         subprocess.run(["chattr", "-i", *map(str, files)], check=True)
     try:
-        assert wait_job(c, slow, timeout_s=60)["outcome"] == "ok"          # its result was kept, then stored
-        assert wait_job(c, jid, timeout_s=60)["outcome"] == "ok"           # the same worker goes on
+        assert wait_job(c, slow, timeout_s=60)["outcome"] == "ok"  # its result was kept, then stored
+        assert wait_job(c, jid, timeout_s=60)["outcome"] == "ok"  # the same worker goes on
         assert records(s.store) == 2
         assert c.get("/healthz").json()["status"] == "ok"
     finally:
@@ -84,7 +88,7 @@ def test_a_cancel_answered_by_another_worker_kills_the_probe_and_stores_nothing(
     s = Server(tmp_path / "store.sqlite", args=("--workers", "2")).start()
     try:
         for _ in range(4):
-            c = s.client()          # a new connection each try: either worker may answer
+            c = s.client()  # a new connection each try: either worker may answer
             jid = c.post("/v1/probes", json={**PROBE, "inject_fault": "slow"}).json()["id"]
             wait_job(c, jid, done=("running",))
             time.sleep(0.3)
@@ -94,7 +98,7 @@ def test_a_cancel_answered_by_another_worker_kills_the_probe_and_stores_nothing(
             while probe_pids(s.store) and time.monotonic() < deadline:
                 time.sleep(0.1)
             assert probe_pids(s.store) == []
-        time.sleep(5)                 # past the slow probe's 4 s: nothing it did is stored later
+        time.sleep(5)  # past the slow probe's 4 s: nothing it did is stored later
         assert records(s.store) == 0
         assert {j["status"] for j in s.client().get("/v1/probes").json()} == {"cancelled"}
     finally:
@@ -119,6 +123,7 @@ def test_chaos_kill_9_at_random_points_loses_nothing_and_runs_nothing_twice(tmp_
             if len(probe_pids(store)) > 1:
                 seen_two.append(time.monotonic())
             time.sleep(0.05)
+
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     jobs, t0 = [], time.monotonic()
@@ -145,5 +150,7 @@ def test_chaos_kill_9_at_random_points_loses_nothing_and_runs_nothing_twice(tmp_
     assert all(j["outcome"] == "ok" for j in done)
     ids = [j["record"]["id"] for j in done]
     assert len(set(ids)) == len(ids) == records(store)
-    print(f"chaos: {ROUNDS} rounds in {time.monotonic() - t0:.0f} s; {len(done)} done, "
-          f"{len(final) - len(done)} interrupted, {records(store)} records")
+    print(
+        f"chaos: {ROUNDS} rounds in {time.monotonic() - t0:.0f} s; {len(done)} done, "
+        f"{len(final) - len(done)} interrupted, {records(store)} records"
+    )

@@ -1,4 +1,5 @@
 """The REST API over HTTP against a real uvicorn server: plans, errors, auth, probe jobs, restart."""
+
 import signal
 import time
 
@@ -14,16 +15,36 @@ def test_plans_check_catalog_and_errors(server):
     assert r.status_code == 200
     plans = r.json()["plans"]
     assert 1 <= len(plans) <= 3 and all(p["micro_batch"] * p["grad_accum"] * p["world_size"] == 256 for p in plans)
-    none = c.post("/v1/plans", json={**PLAN, "model": "llama-3.1-70b", "gpu": "rtx4090", "gpus_per_node": 1,
-                                     "global_batch": 8, "zero": [0], "offload": ["none"]}).json()
+    none = c.post(
+        "/v1/plans",
+        json={
+            **PLAN,
+            "model": "llama-3.1-70b",
+            "gpu": "rtx4090",
+            "gpus_per_node": 1,
+            "global_batch": 8,
+            "zero": [0],
+            "offload": ["none"],
+        },
+    ).json()
     assert none["plans"] == [] and none["rejected"]
-    check = c.post("/v1/check", json={"model": "qwen2.5-7b", "gpu": "a100-80gb", "micro_batch": 2, "grad_accum": 4,
-                                      "seq_len": 2048, "precision": "bf16", "checkpointing": "full"}).json()
+    check = c.post(
+        "/v1/check",
+        json={
+            "model": "qwen2.5-7b",
+            "gpu": "a100-80gb",
+            "micro_batch": 2,
+            "grad_accum": 4,
+            "seq_len": 2048,
+            "precision": "bf16",
+            "checkpointing": "full",
+        },
+    ).json()
     assert check["plan"]["global_batch"] == 8 and "suggestions" in check
     assert {g["name"] for g in c.get("/v1/gpus").json()["gpus"]} >= {"h100-80gb", "rtx4090"}
     assert "debug-llama" in {m["name"] for m in c.get("/v1/models").json()["models"]}
     assert c.get("/v1/models/debug-llama").json()["config"]["model_type"] == "llama"
-    assert c.get("/v1/devices").json() == {"devices": []}     # no NVIDIA driver on the test machines
+    assert c.get("/v1/devices").json() == {"devices": []}  # no NVIDIA driver on the test machines
 
     bad = c.post("/v1/plans", json={**PLAN, "global_batch": 250})
     assert bad.status_code == 422
@@ -35,7 +56,7 @@ def test_plans_check_catalog_and_errors(server):
     assert d["loc"] == ["body", "seq_len"] and "at most 1024 tokens" in d["msg"]
     unknown = c.post("/v1/plans", json={**PLAN, "model": "llama-3-8b"})
     msg = unknown.json()["detail"][0]["msg"]
-    assert unknown.status_code == 404 and "did you mean llama-3.1-8b?" in msg and "qwen" not in msg, msg   # not all 43
+    assert unknown.status_code == 404 and "did you mean llama-3.1-8b?" in msg and "qwen" not in msg, msg  # not all 43
     assert c.post("/v1/plans", json={**PLAN, "gpu": "h1000"}).status_code == 404
     assert c.get("/v1/models/nope").status_code == 404
 
@@ -47,13 +68,13 @@ def test_posted_config_and_no_file_reads(server):
     assert r.status_code == 200 and r.json()["model"]["params"] > 4e8
     for ref in ("/etc/passwd", "../../etc/passwd", "/etc/hostname/config.json"):
         r = c.post("/v1/plans", json={**PLAN, "model": ref})
-        assert r.status_code in (403, 404), ref        # no model directories configured: nothing is read
+        assert r.status_code in (403, 404), ref  # no model directories configured: nothing is read
         assert "root:" not in r.text
     assert c.post("/v1/plans", json={**PLAN, "model": {"model_type": "llama", "hidden_size": "x"}}).status_code == 422
     big = {**PLAN, "model": {"pad": "x" * 300_000}}
     assert c.post("/v1/plans", json=big).status_code == 413
-    assert c.post("/v1/plans", json={**PLAN, "zero": [0, 1, 2, 3, 3]}).status_code == 422   # list length bound
-    tiny = c.post("/v1/plans", json={**PLAN, "nodes": 2, "inter_node_gbps": 5e-324})     # found by schemathesis
+    assert c.post("/v1/plans", json={**PLAN, "zero": [0, 1, 2, 3, 3]}).status_code == 422  # list length bound
+    tiny = c.post("/v1/plans", json={**PLAN, "nodes": 2, "inter_node_gbps": 5e-324})  # found by schemathesis
     assert tiny.status_code == 422 and tiny.json()["detail"][0]["loc"] == ["body", "inter_node_gbps"]
 
 
@@ -63,7 +84,7 @@ def test_auth_on_work_endpoints(server):
     assert wrong.post("/v1/probes", json=PROBE).status_code == 401
     assert anon.delete("/v1/probes/abc").status_code == 401
     assert anon.post("/v1/plans", json={**PLAN, "evidence": "sim"}).status_code == 401
-    assert anon.get("/v1/probes").status_code == 200      # reading is open
+    assert anon.get("/v1/probes").status_code == 200  # reading is open
 
 
 def test_probe_job_lifecycle_faults_cancel_and_metrics(server):
@@ -82,7 +103,7 @@ def test_probe_job_lifecycle_faults_cancel_and_metrics(server):
         jid = c.post("/v1/probes", json={**PROBE, "inject_fault": fault, "timeout_s": 8}).json()["id"]
         outcomes[fault] = wait_job(c, jid)["outcome"]
         assert outcomes[fault] == expected
-        assert c.get("/healthz").status_code == 200          # the service keeps serving
+        assert c.get("/healthz").status_code == 200  # the service keeps serving
     hang = c.post("/v1/probes", json={**PROBE, "inject_fault": "hang", "timeout_s": 100}).json()["id"]
     wait_job(c, hang, done=("running",))
     queued = c.post("/v1/probes", json={**PROBE, "seq_len": 48})
@@ -113,14 +134,14 @@ def test_restart_adopts_a_hung_probe_to_its_deadline_then_runs_the_queued(tmp_pa
     time.sleep(0.5)
     orphan = probe_pids(s.store)
     s.kill(signal.SIGKILL)
-    assert len(orphan) == 1 and probe_pids(s.store) == orphan      # the probe outlived its server
+    assert len(orphan) == 1 and probe_pids(s.store) == orphan  # the probe outlived its server
     s2 = Server(s.store).start()
     try:
         c2 = s2.client()
         adopted = wait_job(c2, hang, timeout_s=30)
         assert adopted["status"] == "done" and adopted["outcome"] == "timeout"
         first = min(c2.get(f"/v1/probes/{j}").json()["started"] or 1e18 for j in queued)
-        assert first >= adopted["finished"] - 0.01          # nothing ran on the slot while it was held
+        assert first >= adopted["finished"] - 0.01  # nothing ran on the slot while it was held
         for jid in queued:
             assert wait_job(c2, jid)["outcome"] == "ok"
         assert probe_pids(s.store) == []
@@ -180,9 +201,12 @@ def test_devices_and_probe_slots_on_a_host_with_gpus(monkeypatch):
     from tests.conftest import fake_nvml
 
     fake_nvml(monkeypatch, [("NVIDIA H100 80GB HBM3", 85_520_809_984), ("NVIDIA B300", 191_525_912_576)])
-    assert devices() == {"devices": [
-        {"index": 0, "name": "NVIDIA H100 80GB HBM3", "gpu": "h100-80gb", "capacity_bytes": 85_520_809_984},
-        {"index": 1, "name": "NVIDIA B300", "gpu": None, "capacity_bytes": 191_525_912_576}]}
+    assert devices() == {
+        "devices": [
+            {"index": 0, "name": "NVIDIA H100 80GB HBM3", "gpu": "h100-80gb", "capacity_bytes": 85_520_809_984},
+            {"index": 1, "name": "NVIDIA B300", "gpu": None, "capacity_bytes": 191_525_912_576},
+        ]
+    }
     assert device_slots() == ["cuda:0", "cuda:1"]
     fake_nvml(monkeypatch, [])
     assert device_slots() == ["cpu"] and devices() == {"devices": []}
@@ -200,20 +224,33 @@ def test_every_refusal_names_its_field_and_the_core_validates_once(server):
         return r.json()["detail"][0]["loc"], r.json()["detail"][0]["msg"]
 
     assert loc("/v1/check", {**check, "offload": "optimizer"}) == (
-        ["body", "offload"], "offload optimizer needs DeepSpeed: use zero 1, 2 or 3")      # the API's names
+        ["body", "offload"],
+        "offload optimizer needs DeepSpeed: use zero 1, 2 or 3",
+    )  # the API's names
     assert loc("/v1/check", {**check, "precision": "bf16-pure", "zero": 2})[0] == ["body", "precision"]
     assert loc("/v1/check", {**check, "images": 2})[0] == ["body", "images"]
     assert loc("/v1/check", {**check, "image_tokens": 8})[0] == ["body", "image_tokens"]
-    moe = {"model_type": "jetmoe", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
-           "intermediate_size": 14336, "vocab_size": 32000, "num_local_experts": 8}
+    moe = {
+        "model_type": "jetmoe",
+        "hidden_size": 4096,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "intermediate_size": 14336,
+        "vocab_size": 32000,
+        "num_local_experts": 8,
+    }
     where, msg = loc("/v1/check", {**check, "model": moe})
     assert where == ["body", "model"] and "mixture-of-experts" in msg
-    where, msg = loc("/v1/check", {**check, "model": {**moe, "model_type": "mistral", "num_local_experts": None,
-                                                         "hidden_size": -4096}})
+    where, msg = loc(
+        "/v1/check",
+        {**check, "model": {**moe, "model_type": "mistral", "num_local_experts": None, "hidden_size": -4096}},
+    )
     assert where == ["body", "model"] and "hidden_size = -4096" in msg
     assert loc("/v1/check", {**check, "model": "a\u0000b"})[0] == ["body", "model"]
     assert loc("/v1/probes", {**PROBE, "backend": "cpu", "zero": 2}) == (
-        ["body", "zero"], "backend cpu runs zero 0 (one process); for ZeRO stages use backend sim")
+        ["body", "zero"],
+        "backend cpu runs zero 0 (one process); for ZeRO stages use backend sim",
+    )
     huge = c.post("/v1/check", json={**check, "micro_batch": 65536, "grad_accum": 65536})
     assert huge.status_code == 422 and huge.json()["detail"][0]["loc"] == ["body", "grad_accum"]
     phi3 = c.post("/v1/check", json={**check, "model": {**moe, "model_type": "olmo2", "num_local_experts": None}})
@@ -231,8 +268,21 @@ def test_a_probe_job_and_the_cli_store_one_request_under_one_key(server, tmp_pat
     c = server.client()
     job = wait_job(c, c.post("/v1/probes", json={**PROBE, "zero": 2, "offload": "optimizer"}).json()["id"])
     assert job["outcome"] == "ok", job
-    r = planner("probe", "--model", "debug-llama", "--micro-batch", "1", "--seq-len", "32", "--zero", "2",
-                "--offload", "optimizer", "--json", store=tmp_path / "cli.sqlite")
+    r = planner(
+        "probe",
+        "--model",
+        "debug-llama",
+        "--micro-batch",
+        "1",
+        "--seq-len",
+        "32",
+        "--zero",
+        "2",
+        "--offload",
+        "optimizer",
+        "--json",
+        store=tmp_path / "cli.sqlite",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     cli_key = json.loads(r.stdout)["record"]["tensor_key"]
     api_keys = {rec.tensor_key for rec in Store(server.store).list()}
@@ -248,12 +298,13 @@ def test_a_chunked_body_over_the_limit_is_refused(server):
 
     def chunks():
         for i in range(0, len(big), 64 << 10):
-            yield big[i:i + (64 << 10)]
+            yield big[i : i + (64 << 10)]
+
     r = c.post("/v1/plans", content=chunks(), headers={"content-type": "application/json"})
     assert r.status_code == 413 and "request body over" in r.text
     small = json.dumps(PLAN).encode()
     ok = c.post("/v1/plans", content=iter([small[:40], small[40:]]), headers={"content-type": "application/json"})
-    assert ok.status_code == 200                       # a chunked body under the limit still plans
+    assert ok.status_code == 200  # a chunked body under the limit still plans
     assert 'route="/v1/plans",status="413"' in c.get("/metrics").text
 
 
@@ -267,9 +318,9 @@ def test_server_errors_are_counted_in_metrics(server):
         if path.exists():
             path.write_bytes(b"not a database" * 100)
     assert c.get("/v1/probes").status_code == 500
-    fresh = server.client(token=None)       # uvicorn closes the connection that carried the error
+    fresh = server.client(token=None)  # uvicorn closes the connection that carried the error
     metrics = fresh.get("/metrics")
-    assert metrics.status_code == 200 and "memplan_probe_queue_depth NaN" in metrics.text   # store unreadable
+    assert metrics.status_code == 200 and "memplan_probe_queue_depth NaN" in metrics.text  # store unreadable
     assert 'memplan_requests_total{method="GET",route="/v1/probes",status="500"} 1' in metrics.text
 
 
@@ -293,16 +344,27 @@ def test_datasets_are_read_only_inside_the_data_directories(tmp_path):
     shutil.copytree(examples / "tokenizer", allowed / "tok")
     shutil.copy(examples / "vlm-chat.jsonl", outside / "chat.jsonl")
     os.symlink(outside, allowed / "escape")
-    body = {"model": "qwen2.5-vl-3b", "gpu": "h20", "gpus_per_node": 6, "global_batch": 24, "top": 1,
-            "data": str(allowed / "chat.jsonl"), "tokenizer": str(allowed / "tok")}
+    body = {
+        "model": "qwen2.5-vl-3b",
+        "gpu": "h20",
+        "gpus_per_node": 6,
+        "global_batch": 24,
+        "top": 1,
+        "data": str(allowed / "chat.jsonl"),
+        "tokenizer": str(allowed / "tok"),
+    }
     with TestClient(create_app(Settings(store=tmp_path / "s.sqlite", data_dirs=[allowed]))) as c:
         ok = c.post("/v1/plans", json=body)
         assert ok.status_code == 200, ok.text
         out = ok.json()
         assert out["goal"]["seq_len"] == out["data"]["longest_tokens"] == 1378
         assert sum(out["data"]["histogram"]["counts"]) == out["data"]["rows"] == 200
-        for field, ref in (("data", str(outside / "chat.jsonl")), ("data", str(allowed / "escape" / "chat.jsonl")),
-                           ("data", str(allowed / ".." / "secret" / "chat.jsonl")), ("tokenizer", str(outside))):
+        for field, ref in (
+            ("data", str(outside / "chat.jsonl")),
+            ("data", str(allowed / "escape" / "chat.jsonl")),
+            ("data", str(allowed / ".." / "secret" / "chat.jsonl")),
+            ("tokenizer", str(outside)),
+        ):
             r = c.post("/v1/plans", json={**body, field: ref})
             assert r.status_code == 403, (field, ref, r.text)
             detail = r.json()["detail"][0]
@@ -310,5 +372,5 @@ def test_datasets_are_read_only_inside_the_data_directories(tmp_path):
         check = {k: v for k, v in body.items() if k not in ("global_batch", "top")}
         r = c.post("/v1/check", json={**check, "micro_batch": 4, "seq_len": 512})
         assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "seq_len"]
-    with TestClient(create_app(Settings(store=tmp_path / "s.sqlite"))) as c:     # no data directories: none is read
+    with TestClient(create_app(Settings(store=tmp_path / "s.sqlite"))) as c:  # no data directories: none is read
         assert c.post("/v1/plans", json=body).status_code == 403

@@ -1,6 +1,7 @@
 """The web page end to end in headless Chromium (Debian's, driven by Playwright): fill the form,
 see the plan table and one bar per plan, trigger a validation error next to its field; screenshots
 are saved as test artifacts under test-artifacts/."""
+
 import shutil
 from pathlib import Path
 
@@ -10,8 +11,15 @@ sync_api = pytest.importorskip("playwright.sync_api")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 # As this workplace's notes ask: no sandbox as root, no background networking on a closed network.
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
 
@@ -35,7 +43,7 @@ def test_form_table_charts_and_field_errors(server, page):
     page.fill("#gpus_per_node", "4")
     page.fill("#global_batch", "64")
     page.fill("#seq_len", "2048")
-    page.keyboard.press("Enter")                       # submit by keyboard from the focused field
+    page.keyboard.press("Enter")  # submit by keyboard from the focused field
     page.wait_for_selector("#plans tbody tr")
     rows = page.locator("#plans tbody tr").count()
     assert rows >= 1
@@ -43,19 +51,20 @@ def test_form_table_charts_and_field_errors(server, page):
     assert page.locator("#bars svg .capacity-line").count() == 1 and page.locator("#bars svg .margin-line").count() == 1
     page.wait_for_selector("#curve svg polyline.memory-curve")
     assert page.locator("#curve svg circle").count() >= 2
-    command = page.inner_text("#command")     # HF's launchers, or the bundled trainer with a note saying why
+    command = page.inner_text("#command")  # HF's launchers, or the bundled trainer with a note saying why
     assert any(x in command for x in ("torchrun", "deepspeed")) or (
-        command.startswith("planner train") and "bundled trainer" in page.inner_text("#command-note"))
+        command.startswith("planner train") and "bundled trainer" in page.inner_text("#command-note")
+    )
     page.screenshot(path=str(ARTIFACTS / "web-plans.png"), full_page=True)
 
-    page.fill("#global_batch", "63")                   # not divisible by 4 GPUs: a 422 naming global_batch
+    page.fill("#global_batch", "63")  # not divisible by 4 GPUs: a 422 naming global_batch
     page.click("#submit")
     page.wait_for_selector("#err-global_batch:not(:empty)")
     assert "nearest valid global batches: 60, 64" in page.inner_text("#err-global_batch")
     assert page.get_attribute("#global_batch", "aria-invalid") == "true"
     page.fill("#global_batch", "64")
     page.select_option("#gpu", "a100-80gb")
-    page.fill("#config", '{"model_type": "llama", "hidden_size": "wide"}')   # a bad pasted config: next to the model
+    page.fill("#config", '{"model_type": "llama", "hidden_size": "wide"}')  # a bad pasted config: next to the model
     page.click("#submit")
     page.wait_for_selector("#err-model:not(:empty)")
     page.screenshot(path=str(ARTIFACTS / "web-error.png"))
@@ -66,7 +75,7 @@ def test_narrow_screen_keeps_the_form_usable(server, page):
     page.goto(server.url + "/")
     page.wait_for_selector("#model option[value='gpt2']", state="attached")
     width = page.evaluate("document.documentElement.scrollWidth")
-    assert width <= 380 + 1                             # no horizontal scrolling of the page itself
+    assert width <= 380 + 1  # no horizontal scrolling of the page itself
     page.focus("#model")
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.id") == "config"
@@ -91,13 +100,15 @@ def test_every_field_the_api_takes_has_a_control(server, page):
 
     _ready(page, server)
     props = httpx.get(server.url + "/openapi.json").json()["components"]["schemas"]["SuggestRequest"]["properties"]
-    controls = set(page.eval_on_selector_all("#plan-form [name], #plan-form [data-field]",
-                                             "es => es.map(e => e.name || e.dataset.field)"))
+    controls = set(
+        page.eval_on_selector_all(
+            "#plan-form [name], #plan-form [data-field]", "es => es.map(e => e.name || e.dataset.field)"
+        )
+    )
     assert set(props) <= controls, set(props) - controls
-    for field in props:             # and each has its own error slot
+    for field in props:  # and each has its own error slot
         assert page.locator(f"#err-{field}").count() == 1, field
-    assert page.eval_on_selector_all("#optimizer option", "os => os.map(o => o.value)") == \
-        props["optimizer"]["enum"]
+    assert page.eval_on_selector_all("#optimizer option", "os => os.map(o => o.value)") == props["optimizer"]["enum"]
 
 
 def test_vlm_fields_reach_the_plan(server, page):
@@ -112,10 +123,10 @@ def test_vlm_fields_reach_the_plan(server, page):
     page.click("#submit")
     page.wait_for_selector("#plans tbody tr")
     assert "qwen2.5-vl-3b on 6 x h20" in page.inner_text("#title")
-    page.fill("#image_tokens", "8192")          # more image tokens than the sequence: the error is the field's
+    page.fill("#image_tokens", "8192")  # more image tokens than the sequence: the error is the field's
     page.click("#submit")
     page.wait_for_selector("#err-image_tokens:not(:empty)")
-    assert "exceeds seq_len 4096" in page.inner_text("#err-image_tokens")      # the API's names (api/errors.py)
+    assert "exceeds seq_len 4096" in page.inner_text("#err-image_tokens")  # the API's names (api/errors.py)
     page.screenshot(path=str(ARTIFACTS / "web-vlm-error.png"), full_page=True)
 
 
@@ -148,7 +159,7 @@ def test_nothing_fits_shows_reasons_and_the_nearest_settings_that_fit(server, pa
     assert "nothing fits" in page.inner_text("#title")
     assert "model states alone need" in page.inner_text("#reasons")
     page.wait_for_selector("#nearest tbody tr")
-    nearest = page.inner_text("#nearest tbody")     # offload needs 1,083 GiB of host RAM (512 by default)
+    nearest = page.inner_text("#nearest tbody")  # offload needs 1,083 GiB of host RAM (512 by default)
     assert "2048 GiB host RAM per node" in nearest and "LoRA rank 16" in nearest
     assert "every knob allowed" not in nearest
     assert not page.is_visible("#fits") and not page.is_visible(".copies")
@@ -196,9 +207,9 @@ def test_a_dataset_shows_its_histogram_with_the_planned_length(tmp_path, page):
         assert "200 rows, the longest 1,378 tokens" in summary and "planned for 1,378" in summary
         assert "micro-batches of at most 4,096 tokens" in summary
         assert "x 1378 tokens" in page.inner_text("#title")
-        page.wait_for_selector("#curve svg polyline.memory-curve")      # the curve is asked at the data's length
+        page.wait_for_selector("#curve svg polyline.memory-curve")  # the curve is asked at the data's length
         page.screenshot(path=str(ARTIFACTS / "web-data.png"), full_page=True)
-        page.fill("#data", "/etc/passwd")                                # outside the data directories
+        page.fill("#data", "/etc/passwd")  # outside the data directories
         page.click("#submit")
         page.wait_for_selector("#err-data:not(:empty)")
         assert "data directories" in page.inner_text("#err-data") and page.locator("#answer").is_hidden()
@@ -218,7 +229,7 @@ def test_a_grpo_workload_reaches_the_plan_and_its_errors_name_the_field(server, 
     page.click("#submit")
     page.wait_for_selector("#plans tbody tr")
     assert "GRPO" in page.inner_text("#plans tbody tr")
-    page.fill("[id='workload.num_generations']", "3")      # 16 completions are not whole groups of 3
+    page.fill("[id='workload.num_generations']", "3")  # 16 completions are not whole groups of 3
     page.click("#submit")
     page.wait_for_selector("#err-global_batch:not(:empty)")
     assert "not divisible by workload.num_generations 3" in page.inner_text("#err-global_batch")
@@ -233,13 +244,14 @@ def test_enter_before_the_schema_fields_load_waits_for_them_instead_of_leaving_t
 
     def slow(route):
         held.append(route)
+
     page.route("**/openapi.json", slow)
     page.goto(server.url + "/")
     page.wait_for_selector("#model option[value='qwen2.5-7b']", state="attached")
     page.fill("#global_batch", "64")
     page.keyboard.press("Enter")
     time.sleep(0.5)
-    assert "?" not in page.url                     # no native submission
+    assert "?" not in page.url  # no native submission
     for route in held:
         route.continue_()
     page.wait_for_selector("#plans tbody tr")
@@ -256,11 +268,12 @@ def test_docs_render_without_internet(server, page):
         else:
             outside.append(route.request.url)
             route.abort()
+
     page.route("**/*", only_local)
     page.goto(server.url + "/docs")
     page.wait_for_selector(".opblock-summary-path:has-text('/v1/plans')")
     assert page.locator(".opblock").count() >= 5 and outside == []
-    page.goto(server.url + "/redoc")             # renders too (only its "powered by" logo is remote)
+    page.goto(server.url + "/redoc")  # renders too (only its "powered by" logo is remote)
     page.wait_for_function("document.body.innerText.includes('/v1/plans')")
 
 
@@ -275,7 +288,7 @@ def test_workload_fields_show_only_for_their_workload(server, page):
     page.fill(grpo, "4")
     page.select_option("[id='workload.kind']", "dpo")
     assert page.is_visible(dpo) and page.is_visible(both) and not page.is_visible(grpo)
-    page.select_option("[id='workload.kind']", "sft")     # a hidden field's value is not sent: SFT still plans
+    page.select_option("[id='workload.kind']", "sft")  # a hidden field's value is not sent: SFT still plans
     page.fill("#global_batch", "64")
     page.click("#submit")
     page.wait_for_selector("#plans tbody tr")
@@ -288,10 +301,12 @@ def test_micro_batch_chart_is_scaled_to_what_fits(server, page):
     _ready(page, server)
     page.click("#submit")
     page.wait_for_selector("#curve svg polyline.memory-curve")
-    h, pad = 300, 56                                   # app.js curve(): the plot spans y = 10 .. h - pad
-    heights = [(h - pad - float(y)) / (h - pad - 10)
-               for y in page.eval_on_selector_all("#curve svg circle.under", "cs => cs.map(c => c.getAttribute('cy'))")]
-    assert heights and max(heights) >= 0.4, heights    # the fitting points use a fair share of the height
+    h, pad = 300, 56  # app.js curve(): the plot spans y = 10 .. h - pad
+    heights = [
+        (h - pad - float(y)) / (h - pad - 10)
+        for y in page.eval_on_selector_all("#curve svg circle.under", "cs => cs.map(c => c.getAttribute('cy'))")
+    ]
+    assert heights and max(heights) >= 0.4, heights  # the fitting points use a fair share of the height
     clipped = page.locator("#curve svg .clipped")
     assert clipped.count() >= 1 and "off the chart" in clipped.first.text_content()
 
@@ -308,6 +323,7 @@ def test_the_nearest_settings_are_the_answers_own(server, page):
         out = got.json()
         out["nearest"] = [{"change": change, "plan": out["rejected"][0]} for change in nearest]
         route.fulfill(response=got, json=out)
+
     page.route("**/v1/plans", answer)
     _ready(page, server)
     page.select_option("#model", "qwen2.5-72b")
@@ -331,12 +347,16 @@ def test_every_knob_has_a_control_made_from_the_declaration(server, page):
     from planner.config.knobfields import KNOBS, SEARCHED, choices, name_of
 
     _ready(page, server)
-    controls = set(page.eval_on_selector_all("#plan-form [name], #plan-form [data-field]",
-                                             "es => es.map(e => e.name || e.dataset.field)"))
+    controls = set(
+        page.eval_on_selector_all(
+            "#plan-form [name], #plan-form [data-field]", "es => es.map(e => e.name || e.dataset.field)"
+        )
+    )
     assert {name_of(k) for k in KNOBS} <= controls
     for field, (default, _) in SEARCHED.items():
         name = name_of(field)
         values = page.eval_on_selector_all(f"input[name={name}]", "bs => bs.map(b => b.value)")
         ticked = page.eval_on_selector_all(f"input[name={name}]:checked", "bs => bs.map(b => b.value)")
-        assert values == [str(v) for v in choices(field)] and ticked == [str(v) for v in choices(field)
-                                                                         if v in default], (field, values, ticked)
+        assert values == [str(v) for v in choices(field)] and ticked == [
+            str(v) for v in choices(field) if v in default
+        ], (field, values, ticked)

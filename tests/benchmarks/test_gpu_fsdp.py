@@ -2,6 +2,7 @@
 2026-11-23): today's planner predicts each case's steady-state peak allocated within 1% (measured: +0.05% to
 +0.45%). On one rank the shards are whole, so this pins the rest of the FSDP model: the unsharded root and
 layers in bf16, grad-op's layers kept from forward to backward, and the backward's gradient copies."""
+
 import json
 import sys
 from pathlib import Path

@@ -2,6 +2,7 @@
 NVIDIA H100 80GB HBM3 with torch 2.11.0 and transformers 5.17.0 by benchmarks/gpu_suite.py). No GPU is needed:
 the measurements are data, and every prediction is made again by benchmarks/gpu_report.py, so a change to the
 memory or speed model that moves away from the GPU fails here."""
+
 from __future__ import annotations
 
 import json
@@ -46,9 +47,12 @@ def test_no_measured_peak_is_more_than_3_percent_over_its_prediction(rep):
     assert a["median_abs_error"] <= 0.01
 
 
-@pytest.mark.xfail(strict=True, reason="the planner over-predicts the larger models, up to 35% (Gemma-2-2B in pure "
-                                       "bf16 without checkpointing: 46.4 GiB measured, 71.6 predicted; Qwen2.5-VL-3B "
-                                       "14%); conservative, the table in docs/gpu-results.md")
+@pytest.mark.xfail(
+    strict=True,
+    reason="the planner over-predicts the larger models, up to 35% (Gemma-2-2B in pure "
+    "bf16 without checkpointing: 46.4 GiB measured, 71.6 predicted; Qwen2.5-VL-3B "
+    "14%); conservative, the table in docs/gpu-results.md",
+)
 def test_the_measured_peaks_meet_the_kits_3_percent_p95_target(rep):
     """The kit's target (docs/gpu-results.md): allocated within 3% of the prediction at the 95th percentile, over
     every row the H100 ran, the large models' included."""
@@ -87,7 +91,16 @@ def test_every_large_model_step_that_ran_out_of_memory_is_declared_not_fitting()
     rows = [r for r in json.loads((RESULTS / "accuracy-large.json").read_text())["rows"] if r["status"] == "oom"]
     assert len(rows) == 11
     for r in rows:
-        req = advise.parse(advise.CheckRequest, {"model": r["model"], "gpu": "h100", "micro_batch": r["micro_batch"],
-                                                  "seq_len": r["seq_len"], "precision": r["precision"],
-                                                  "checkpointing": r["checkpointing"], "evidence": "analytic"})
+        req = advise.parse(
+            advise.CheckRequest,
+            {
+                "model": r["model"],
+                "gpu": "h100",
+                "micro_batch": r["micro_batch"],
+                "seq_len": r["seq_len"],
+                "precision": r["precision"],
+                "checkpointing": r["checkpointing"],
+                "evidence": "analytic",
+            },
+        )
         assert not advise.check(req).plan.fits, r

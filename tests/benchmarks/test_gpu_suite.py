@@ -1,6 +1,7 @@
 """The GPU validation kit, rehearsed on the CPU so it cannot rot before a GPU is at hand (issue 14): every part
 runs with tiny models and writes its file with its schema; a part stops at its budget and --resume finishes
 it; --apply writes a calibration file the planner then reads."""
+
 import json
 import subprocess
 import sys
@@ -17,8 +18,9 @@ import gpu_suite
 
 
 def _suite(*args, timeout=900):
-    return subprocess.run([sys.executable, str(SUITE), *args], capture_output=True, text=True, timeout=timeout,
-                          check=False, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, str(SUITE), *args], capture_output=True, text=True, timeout=timeout, check=False, cwd=ROOT
+    )
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +40,7 @@ def test_the_rehearsal_writes_every_part_with_its_schema(rehearsal):
         assert data["done"] and data["rehearse"] and data["rows"], name
     priors = json.loads((out / "priors.json").read_text())["rows"]
     skipped = [row for row in priors if row["status"] == "skipped"]
-    assert {row["kind"] for row in skipped} == set(gpu_suite.gpu_parts.PRIOR_KINDS)    # CUDA-only, with reasons
+    assert {row["kind"] for row in skipped} == set(gpu_suite.gpu_parts.PRIOR_KINDS)  # CUDA-only, with reasons
     assert all("CUDA only" in row["reason"] for row in skipped)
     acc = json.loads((out / "accuracy-small.json").read_text())
     assert acc["summary"]["ok"] == len(acc["rows"]) and acc["rows"][0]["allocated_vs_analytic"] is not None
@@ -65,7 +67,7 @@ def test_a_part_stops_at_its_budget_and_resume_finishes_it(tmp_path):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     done = json.loads((tmp_path / "priors.json").read_text())
     assert done["done"] and len(done["rows"]) == total
-    assert done["rows"][0] == first["rows"][0]        # the row measured before the stop is kept, not redone
+    assert done["rows"][0] == first["rows"][0]  # the row measured before the stop is kept, not redone
     assert "done already" in _suite("--out", str(tmp_path), "--rehearse", "--part", "priors", "--resume").stdout
 
 
@@ -74,22 +76,25 @@ def test_apply_writes_a_calibration_the_planner_reads(rehearsal, tmp_path, monke
     path = gpu_apply.apply(out, str(tmp_path))
     cal = json.loads(path.read_text())
     assert path.name == "h100-80gb.json" and cal["measured"].endswith("cpu (rehearsal)")
-    assert cal["cuda_context_bytes"] is None        # a rehearsal measures no CUDA prior: the constants stay
+    assert cal["cuda_context_bytes"] is None  # a rehearsal measures no CUDA prior: the constants stay
 
     from planner.advise import CheckRequest, check, parse
     from planner.estimate import calibration
 
-    req = parse(CheckRequest, {"model": "llama-3.2-1b", "gpu": "h100", "micro_batch": 1, "seq_len": 1024,
-                               "evidence": "analytic"})
+    req = parse(
+        CheckRequest,
+        {"model": "llama-3.2-1b", "gpu": "h100", "micro_batch": 1, "seq_len": 1024, "evidence": "analytic"},
+    )
     empty = tmp_path / "none"
     empty.mkdir()
-    monkeypatch.setenv("MEMPLAN_CALIBRATION_DIR", str(empty))     # no file: the constants (the package has one)
+    monkeypatch.setenv("MEMPLAN_CALIBRATION_DIR", str(empty))  # no file: the constants (the package has one)
     calibration._load.cache_clear()
     try:
         assumed = check(req).plan.memory
         assert assumed.overhead_source == "assumed"
-        (tmp_path / "h100-80gb.json").write_text(json.dumps({**cal, "cuda_context_bytes": 2 * 2**30,
-                                                             "fragmentation_fraction": 0.0}))
+        (tmp_path / "h100-80gb.json").write_text(
+            json.dumps({**cal, "cuda_context_bytes": 2 * 2**30, "fragmentation_fraction": 0.0})
+        )
         monkeypatch.setenv("MEMPLAN_CALIBRATION_DIR", str(tmp_path))
         calibration._load.cache_clear()
         measured = check(req).plan.memory
@@ -105,15 +110,18 @@ def test_the_efficiency_fit_recovers_its_curve():
     assert gpu_apply.fit_efficiency(points[:1]) == (None, None)
 
 
-GPU_RESULTS = ROOT / "benchmarks" / "results" / "gpu"      # the kit's run on one H100, 2026-11-22
+GPU_RESULTS = ROOT / "benchmarks" / "results" / "gpu"  # the kit's run on one H100, 2026-11-22
 
 
 def _measured_rows(name: str) -> list[dict]:
     return json.loads((GPU_RESULTS / f"{name}.json").read_text())["rows"]
 
 
-@pytest.mark.xfail(strict=True, reason="a capacity ladder row took 80.7 s on the H100: 450 s of budget plus it is "
-                                       "531 s, past 8 minutes (DEFAULT_BUDGET_S at most 399 s would hold)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="a capacity ladder row took 80.7 s on the H100: 450 s of budget plus it is "
+    "531 s, past 8 minutes (DEFAULT_BUDGET_S at most 399 s would hold)",
+)
 def test_one_call_of_a_part_ends_inside_8_minutes_at_the_measured_row_times():
     """Issue 14: a part checks its budget before each row, so one call lasts at most the default --budget-s
     plus its slowest row; with the slowest row the H100 measured, that is inside the 8 minutes a GPU
@@ -122,8 +130,11 @@ def test_one_call_of_a_part_ends_inside_8_minutes_at_the_measured_row_times():
     assert gpu_suite.DEFAULT_BUDGET_S + slowest < 8 * 60, (gpu_suite.DEFAULT_BUDGET_S, slowest)
 
 
-@pytest.mark.xfail(strict=True, reason="EXPECTED_MINUTES are the estimates made before the first GPU run (20 min in "
-                                       "all); measured on the H100 the kit is about 35 min (docs/gpu-results.md)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="EXPECTED_MINUTES are the estimates made before the first GPU run (20 min in "
+    "all); measured on the H100 the kit is about 35 min (docs/gpu-results.md)",
+)
 def test_the_expected_minutes_are_the_measured_ones():
     """Each part's printed estimate within 25% of its measured minutes: the mean seconds of its committed rows
     times the rows it has today."""
@@ -133,6 +144,9 @@ def test_the_expected_minutes_are_the_measured_ones():
     for name, (rows_fn, _) in gpu_suite.PARTS.items():
         seconds = [r["seconds"] for r in _measured_rows(name)]
         measured[name] = round(sum(seconds) / len(seconds) * len(rows_fn(ctx)) / 60, 1)
-    off = {n: (gpu_suite.EXPECTED_MINUTES[n], m) for n, m in measured.items()
-           if abs(gpu_suite.EXPECTED_MINUTES[n] / m - 1) > 0.25}
+    off = {
+        n: (gpu_suite.EXPECTED_MINUTES[n], m)
+        for n, m in measured.items()
+        if abs(gpu_suite.EXPECTED_MINUTES[n] / m - 1) > 0.25
+    }
     assert not off, f"part: (expected, measured) minutes {off}"

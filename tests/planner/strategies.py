@@ -1,15 +1,25 @@
 """Hypothesis strategies for every knob, made from the declaration (planner/config/knobfields.py): each knob's accepted
 values or bounds, mostly valid and now and then hostile, one value or (for suggest's searched knobs) a short list.
 A new knob is drawn by the property tests with no edit here."""
+
 from hypothesis import strategies as st
 
 from planner.config.knobfields import KNOBS, SEARCHED, choices, info, name_of
 
-WORKLOADS = [{"kind": "sft"}, {"kind": "dpo", "max_length": 256},
-             {"kind": "grpo", "num_generations": 4, "max_prompt_length": 64, "max_completion_length": 64}]
+WORKLOADS = [
+    {"kind": "sft"},
+    {"kind": "dpo", "max_length": 256},
+    {"kind": "grpo", "num_generations": 4, "max_prompt_length": 64, "max_completion_length": 64},
+]
 LORA_TARGETS = ["all-linear", "attention", "q_proj,v_proj", "o_proj"]
-HOSTILE = st.one_of(st.none(), st.integers(-10**6, 10**6), st.floats(allow_nan=True, allow_infinity=True),
-                    st.text(max_size=6), st.just([]), st.just({}))
+HOSTILE = st.one_of(
+    st.none(),
+    st.integers(-(10**6), 10**6),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=6),
+    st.just([]),
+    st.just({}),
+)
 
 
 def mostly(valid, hostile=HOSTILE):

@@ -1,6 +1,7 @@
 """planner.advise, the core every face calls: typed requests in, typed results out, and nothing but a result
 or a BadInput naming a request field for any input (hypothesis drives it with hostile requests and
 config.json objects; a sample of the same goes through the CLI as subprocesses)."""
+
 import json
 import math
 import os
@@ -20,12 +21,27 @@ EXAMPLES = int(os.environ.get("MEMPLAN_TEST_EXAMPLES", "2000"))
 LLAMA = catalog.model_config("llama-3.2-1b")
 
 # -- values: mostly sensible, often hostile --------------------------------------------------------
-hostile_number = st.one_of(st.integers(-10**20, 10**20), st.floats(allow_nan=True, allow_infinity=True),
-                           st.booleans(), st.none(), st.text(max_size=6), st.just(1e300), st.just(4096.5))
+hostile_number = st.one_of(
+    st.integers(-(10**20), 10**20),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=6),
+    st.just(1e300),
+    st.just(4096.5),
+)
 size = st.one_of(st.integers(1, 64), st.integers(1, 1 << 17), hostile_number)
 fraction = st.one_of(st.floats(0, 0.99), st.floats(allow_nan=True, allow_infinity=True), st.none())
-SIZE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "intermediate_size",
-             "vocab_size", "head_dim", "max_position_embeddings")
+SIZE_KEYS = (
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "intermediate_size",
+    "vocab_size",
+    "head_dim",
+    "max_position_embeddings",
+)
 MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gpt2", "phi3", "mixtral", "qwen3_moe", "t5", "", 7)
 MOE = st.sampled_from([{}, {}, {"num_local_experts": 8}, {"num_experts": 64}, {"n_routed_experts": 16}])
 
@@ -33,8 +49,19 @@ MOE = st.sampled_from([{}, {}, {"num_local_experts": 8}, {"num_experts": 64}, {"
 @st.composite
 def configs(draw):
     """A config.json object: a real one with some fields made hostile, dropped or added."""
-    cfg = dict(draw(st.sampled_from([LLAMA, catalog.model_config("gpt2"), catalog.model_config("gemma-2-2b"),
-                                     catalog.model_config("qwen2.5-vl-3b"), catalog.model_config("qwen3-0.6b")])))
+    cfg = dict(
+        draw(
+            st.sampled_from(
+                [
+                    LLAMA,
+                    catalog.model_config("gpt2"),
+                    catalog.model_config("gemma-2-2b"),
+                    catalog.model_config("qwen2.5-vl-3b"),
+                    catalog.model_config("qwen3-0.6b"),
+                ]
+            )
+        )
+    )
     for key in draw(st.lists(st.sampled_from(SIZE_KEYS + ("n_embd", "n_layer", "n_head")), max_size=3)):
         cfg[key] = draw(hostile_number)
     for key in draw(st.lists(st.sampled_from(SIZE_KEYS + ("text_config", "vision_config")), max_size=2)):
@@ -42,8 +69,15 @@ def configs(draw):
     if draw(st.booleans()):
         cfg["model_type"] = draw(st.sampled_from(MODEL_TYPES))
     if draw(st.booleans()):
-        cfg["vision_config"] = draw(st.one_of(st.none(), st.integers(), st.dictionaries(
-            st.sampled_from(["hidden_size", "depth", "intermediate_size", "num_heads", "patch_size"]), size)))
+        cfg["vision_config"] = draw(
+            st.one_of(
+                st.none(),
+                st.integers(),
+                st.dictionaries(
+                    st.sampled_from(["hidden_size", "depth", "intermediate_size", "num_heads", "patch_size"]), size
+                ),
+            )
+        )
     return {**cfg, **draw(MOE)}
 
 
@@ -53,18 +87,28 @@ def mostly(valid, hostile=hostile_number):
     return st.integers(0, 15).flatmap(lambda i: hostile if i == 7 else valid)
 
 
-models = mostly(st.sampled_from(["llama-3.2-1b", "debug-llama", "gpt2", "qwen2.5-vl-3b", "gemma-2-2b", "qwen3-0.6b",
-                                 "llama-3.1-70b"]), st.one_of(st.text(max_size=12), configs(), configs()))
-required = {"model": models, "gpu": mostly(st.sampled_from(["h100", "a100-80gb", "rtx4090", "v100", "h20"]),
-                                           st.text(max_size=8)),
-            "seq_len": mostly(st.integers(1, 1024), st.integers(-1, 1 << 22))}
-optional = {"gpus_per_node": mostly(st.sampled_from([None, 1, 2, 4, 8]), st.integers(-2, 99)),
-            "nodes": mostly(st.sampled_from([1, 2, 4]), st.integers(-2, 5000)),
-            "image_tokens": mostly(st.sampled_from([None, 0]), st.integers(-1, 4096)),
-            "images": mostly(st.none(), st.integers(-1, 4)), "tokens_per_image": mostly(st.none(), st.integers(-1, 512)),
-            "margin": mostly(st.floats(0, 0.5), fraction),
-            "inter_node_gbps": mostly(st.floats(1, 400)), "host_ram_gb": mostly(st.floats(1, 1024)),
-            "evidence": mostly(st.sampled_from(["analytic", "auto"]), st.sampled_from(["sim", "measured"]))}
+models = mostly(
+    st.sampled_from(
+        ["llama-3.2-1b", "debug-llama", "gpt2", "qwen2.5-vl-3b", "gemma-2-2b", "qwen3-0.6b", "llama-3.1-70b"]
+    ),
+    st.one_of(st.text(max_size=12), configs(), configs()),
+)
+required = {
+    "model": models,
+    "gpu": mostly(st.sampled_from(["h100", "a100-80gb", "rtx4090", "v100", "h20"]), st.text(max_size=8)),
+    "seq_len": mostly(st.integers(1, 1024), st.integers(-1, 1 << 22)),
+}
+optional = {
+    "gpus_per_node": mostly(st.sampled_from([None, 1, 2, 4, 8]), st.integers(-2, 99)),
+    "nodes": mostly(st.sampled_from([1, 2, 4]), st.integers(-2, 5000)),
+    "image_tokens": mostly(st.sampled_from([None, 0]), st.integers(-1, 4096)),
+    "images": mostly(st.none(), st.integers(-1, 4)),
+    "tokens_per_image": mostly(st.none(), st.integers(-1, 512)),
+    "margin": mostly(st.floats(0, 0.5), fraction),
+    "inter_node_gbps": mostly(st.floats(1, 400)),
+    "host_ram_gb": mostly(st.floats(1, 1024)),
+    "evidence": mostly(st.sampled_from(["analytic", "auto"]), st.sampled_from(["sim", "measured"])),
+}
 
 
 def requests(required_fields: dict, optional_fields: dict):
@@ -76,10 +120,12 @@ def requests(required_fields: dict, optional_fields: dict):
 SUGGEST_KNOBS, CHECK_KNOBS = knob_fields(many=True), knob_fields(many=False)
 suggest_requests = requests(
     {"global_batch": mostly(st.integers(1, 64).map(lambda k: 32 * k), st.integers(-1, 1 << 25))},
-    {"top": mostly(st.integers(1, 12), st.integers(-1, 200)), **SUGGEST_KNOBS})
+    {"top": mostly(st.integers(1, 12), st.integers(-1, 200)), **SUGGEST_KNOBS},
+)
 check_requests = requests(
     {"micro_batch": mostly(st.integers(1, 64), st.integers(-1, 1 << 20))},
-    {"grad_accum": mostly(st.integers(1, 64), st.integers(-1, 1 << 20)), **CHECK_KNOBS})
+    {"grad_accum": mostly(st.integers(1, 64), st.integers(-1, 1 << 20)), **CHECK_KNOBS},
+)
 
 
 def test_the_strategies_cover_every_knob():
@@ -98,7 +144,7 @@ def _answer(cls, call, data: dict) -> str:
     try:
         result = call(advise.parse(cls, data))
     except BadInput as e:
-        names = set(cls.model_fields) | {f.alias for f in cls.model_fields.values() if f.alias}   # zero (zero_stage)
+        names = set(cls.model_fields) | {f.alias for f in cls.model_fields.values() if f.alias}  # zero (zero_stage)
         assert e.field is None or e.field in names, (e.field, str(e))
         assert str(e) and "\n" not in str(e) and "Traceback" not in str(e)
         return "bad"
@@ -134,7 +180,7 @@ def test_the_generated_requests_reach_both_answers():
         pytest.skip("run with the property tests")
     for kind in ("suggest", "check"):
         assert OUTCOMES.get(f"{kind} ok", 0) >= 20 and OUTCOMES.get(f"{kind} bad", 0) >= 20, OUTCOMES
-    print("outcomes:", OUTCOMES)     # 2026-11-22: 1000 suggest and 1000 check requests, see the closing note
+    print("outcomes:", OUTCOMES)  # 2026-11-22: 1000 suggest and 1000 check requests, see the closing note
 
 
 def _flags(data: dict, tmp_path) -> list[str]:
@@ -146,9 +192,10 @@ def _flags(data: dict, tmp_path) -> list[str]:
             value = str(path)
         if value is None or value is False:
             continue
-        if key == "workload" and isinstance(value, dict):       # --workload KIND and its inputs' own flags
-            out += _flags({"workload": value.get("kind", "sft"), **{k: v for k, v in value.items() if k != "kind"}},
-                          tmp_path)
+        if key == "workload" and isinstance(value, dict):  # --workload KIND and its inputs' own flags
+            out += _flags(
+                {"workload": value.get("kind", "sft"), **{k: v for k, v in value.items() if k != "kind"}}, tmp_path
+            )
             continue
         flag = "--" + key.replace("_", "-")
         if value is True:
@@ -163,7 +210,7 @@ def _flags(data: dict, tmp_path) -> list[str]:
 def test_the_cli_exits_0_2_or_3_and_never_with_a_traceback(tmp_path_factory, command_data):
     command, data = command_data
     if isinstance(data.get("model"), str) and (not data["model"].strip() or "\x00" in data["model"]):
-        data["model"] = "gpt2"       # argv cannot carry NUL, and a blank flag value is argparse's business
+        data["model"] = "gpt2"  # argv cannot carry NUL, and a blank flag value is argparse's business
     flags = [f for f in _flags(data, tmp_path_factory.mktemp("cfg")) if "\x00" not in f]
     r = planner(command, *flags, "--json", timeout=60, store=tmp_path_factory.mktemp("s") / "s.sqlite")
     assert r.returncode in (0, 2, 3), (r.returncode, r.stderr[-2000:])
@@ -175,20 +222,40 @@ def test_the_cli_exits_0_2_or_3_and_never_with_a_traceback(tmp_path_factory, com
 
 
 def test_results_carry_what_json_prints_and_their_context():
-    req = advise.parse(advise.CheckRequest, {"model": "llama-3.2-1b", "gpu": "h100", "micro_batch": 2,
-                                              "grad_accum": 4, "seq_len": 2048, "evidence": "analytic"})
+    req = advise.parse(
+        advise.CheckRequest,
+        {
+            "model": "llama-3.2-1b",
+            "gpu": "h100",
+            "micro_batch": 2,
+            "grad_accum": 4,
+            "seq_len": 2048,
+            "evidence": "analytic",
+        },
+    )
     res = advise.check(req)
     model, hw, goal = res.context
     assert (model.name, hw.gpu.name, goal.global_batch) == ("llama-3.2-1b", "h100-80gb", 8)
-    assert set(res.model_dump()) == {"model", "hardware", "goal", "plan", "suggestions", "verified", "data", "limits",
-                                      "nearest"}
-    assert res.limits is None      # SFT: no row-length limits (dpo / grpo only)
+    assert set(res.model_dump()) == {
+        "model",
+        "hardware",
+        "goal",
+        "plan",
+        "suggestions",
+        "verified",
+        "data",
+        "limits",
+        "nearest",
+    }
+    assert res.limits is None  # SFT: no row-length limits (dpo / grpo only)
     assert res.plan.precision == "bf16" and res.verified is None
 
 
 def test_sim_evidence_without_probes_is_bad_input_not_a_crash():
-    req = advise.parse(advise.SuggestRequest, {"model": "debug-llama", "gpu": "h100", "global_batch": 2,
-                                                "seq_len": 64, "evidence": "sim"})
+    req = advise.parse(
+        advise.SuggestRequest,
+        {"model": "debug-llama", "gpu": "h100", "global_batch": 2, "seq_len": 64, "evidence": "sim"},
+    )
     with pytest.raises(BadInput) as e:
         advise.suggest(req, probes=None)
     assert e.value.field == "evidence"

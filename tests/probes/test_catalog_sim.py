@@ -1,5 +1,6 @@
 """`planner check --evidence sim` answers for every catalog model (issue 3 acceptance): the real
 transformers model of each entry is traced on fake tensors; VLMs text-only and with image tokens."""
+
 import json
 
 import pytest
@@ -11,9 +12,31 @@ from planner.model.catalog import model_names
 
 
 def _check(capsys, store, model, *extra):
-    rc = main(["check", "--model", model, "--gpu", "h100", "--seq-len", "256", "--micro-batch", "1",
-               "--grad-accum", "1", "--precision", "bf16", "--checkpointing", "full", "--evidence", "sim",
-               "--store", str(store), "--json", *extra])
+    rc = main(
+        [
+            "check",
+            "--model",
+            model,
+            "--gpu",
+            "h100",
+            "--seq-len",
+            "256",
+            "--micro-batch",
+            "1",
+            "--grad-accum",
+            "1",
+            "--precision",
+            "bf16",
+            "--checkpointing",
+            "full",
+            "--evidence",
+            "sim",
+            "--store",
+            str(store),
+            "--json",
+            *extra,
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     return rc, out["plan"]
 
@@ -21,11 +44,12 @@ def _check(capsys, store, model, *extra):
 @pytest.mark.parametrize("model", model_names())
 def test_check_with_sim_evidence_answers_for_every_catalog_model(model, tmp_path, capsys):
     rc, plan = _check(capsys, tmp_path / "s.sqlite", model)
-    assert rc in (0, 3), rc                     # fits, or does not fit: an answer either way
+    assert rc in (0, 3), rc  # fits, or does not fit: an answer either way
     assert plan["evidence"] == "simulated"
     m = plan["memory"]
-    assert m["peak_allocated_bytes"] == sum(m[k] for k in ("params_bytes", "grads_bytes", "optimizer_bytes",
-                                                          "activations_bytes", "temp_bytes"))
+    assert m["peak_allocated_bytes"] == sum(
+        m[k] for k in ("params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "temp_bytes")
+    )
 
 
 @pytest.mark.parametrize("model", ["qwen2.5-vl-3b", "internvl2.5-8b"])

@@ -1,5 +1,6 @@
 """The multi-rank cpu probe: 2 ranks under torchrun (gloo), torch DDP and DeepSpeed ZeRO, model
 states per rank against the analytic ZeRO terms."""
+
 import pytest
 
 pytest.importorskip("torch")
@@ -14,11 +15,14 @@ from probes.step import Case
 STATES_TOLERANCE = 0.01
 
 
-@pytest.mark.parametrize("zero,precision", [
-    (0, "bf16"),
-    (2, "bf16"),
-    (3, "fp32"),
-])
+@pytest.mark.parametrize(
+    "zero,precision",
+    [
+        (0, "bf16"),
+        (2, "bf16"),
+        (3, "fp32"),
+    ],
+)
 def test_per_rank_model_states_match_analytic_terms(zero, precision):
     pytest.importorskip("deepspeed")
     case = Case(model_config("debug-llama"), Knobs(precision=precision, zero_stage=zero), 2, 2, 64)
@@ -27,10 +31,10 @@ def test_per_rank_model_states_match_analytic_terms(zero, precision):
     for r in rows:
         for term in ("params", "states", "buckets"):
             assert r["measured"][term] == pytest.approx(r["analytic"][term], rel=STATES_TOLERANCE, abs=64 * 1024), term
-    if zero == 3:   # sharded: each rank holds half the parameters (fp32: 4 bytes x 7.1M / 2)
-        n_params = 7_096_576     # debug-llama, counted by planner.model.modelspec
+    if zero == 3:  # sharded: each rank holds half the parameters (fp32: 4 bytes x 7.1M / 2)
+        n_params = 7_096_576  # debug-llama, counted by planner.model.modelspec
         assert abs(rows[0]["measured"]["params"] - 4 * n_params / 2) < 64 * 1024
-    assert rows[0]["losses"] == rows[1]["losses"]   # same inputs on both ranks, same weights after sync
+    assert rows[0]["losses"] == rows[1]["losses"]  # same inputs on both ranks, same weights after sync
 
 
 @pytest.mark.parametrize("fsdp,precision", [("full", "bf16"), ("grad-op", "bf16-pure")])

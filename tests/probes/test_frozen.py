@@ -1,6 +1,7 @@
 """--frozen (a VLM's vision tower, and its projector, frozen in full fine-tuning; issue 29's knob acceptance): the
 planner's trainable and frozen counts against the real transformers model the one builder (recipe/model.py) makes
 for the probes and the trainer, and the frozen modules' bytes in the model's dtype."""
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -24,7 +25,7 @@ def _vlm(name: str) -> dict:
 @pytest.mark.parametrize("name", ["qwen2.5-vl-3b", "internvl2.5-8b"])
 def test_the_planners_frozen_split_is_the_real_models(name, frozen):
     cfg = _vlm(name)
-    knobs = Knobs(precision="bf16", frozen=frozen)        # torch AMP: the whole model in fp32, frozen modules too
+    knobs = Knobs(precision="bf16", frozen=frozen)  # torch AMP: the whole model in fp32, frozen modules too
     s = Setup(from_config(cfg, name), knobs, 1, 1, 64)
     with torch.device("meta"):
         model = build_model(cfg, knobs)
@@ -34,8 +35,9 @@ def test_the_planners_frozen_split_is_the_real_models(name, frozen):
     held = sum(p.numel() * p.element_size() for p in model.parameters())
     assert held == params_bytes(s) and frozen_weight_bytes_per_param(knobs) == 4
     if frozen != "none":
-        assert frozen_n > 0 and all("language_model" not in n for n, p in model.named_parameters()
-                                    if not p.requires_grad)
+        assert frozen_n > 0 and all(
+            "language_model" not in n for n, p in model.named_parameters() if not p.requires_grad
+        )
 
 
 def test_frozen_needs_a_vision_tower_and_full_fine_tuning():

@@ -2,6 +2,7 @@
 tensors through the real modules) and real CPU steps (real routing, counted by the same tracker) agree within 3%
 (the issue's acceptance); the sim also matches the real routed step's every category, and real routing is
 uneven, which the saved total does not depend on under grouped_mm."""
+
 import pytest
 
 pytest.importorskip("torch")
@@ -23,9 +24,14 @@ TOLERANCE = 0.03
 # layer's backward, at the experts (moe.backward_transient_bytes).
 # The eager dispatch (a config's experts_implementation) routes by data: the sim fixes each expert's tokens by the
 # plan's imbalance (probes.routing), the real step routes as its router says.
-@pytest.mark.parametrize("precision,ckpt,micro,seq,vocab,dispatch", [("fp32", "off", 2, 512, None, "grouped_mm"),
-                                                                    ("fp32", "full", 4, 1024, 256, "grouped_mm"),
-                                                                    ("fp32", "full", 4, 1024, 256, "eager")])
+@pytest.mark.parametrize(
+    "precision,ckpt,micro,seq,vocab,dispatch",
+    [
+        ("fp32", "off", 2, 512, None, "grouped_mm"),
+        ("fp32", "full", 4, 1024, 256, "grouped_mm"),
+        ("fp32", "full", 4, 1024, 256, "eager"),
+    ],
+)
 def test_analytic_sim_and_real_cpu_steps_agree_on_the_tiny_moe(precision, ckpt, micro, seq, vocab, dispatch):
     cfg = catalog.model_config("debug-moe")
     cfg.update({"vocab_size": vocab} if vocab else {})
@@ -74,16 +80,29 @@ def test_real_routing_is_uneven_and_the_sim_routes_every_pair():
     model(torch.randint(0, 8192, (2, 256)))
     counts = torch.bincount(rows[0], minlength=8)
     assert counts.sum() == 2 * 256 * 2
-    assert counts.max() > counts.sum() / 8     # uneven: the imbalance the plan states is real
+    assert counts.max() > counts.sum() / 8  # uneven: the imbalance the plan states is real
 
 
-SMALL = {"hidden_size": 64, "intermediate_size": 96, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48,
-         "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 128, "kv_lora_rank": 16, "q_lora_rank": None,
-         "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "v_head_dim": 8, "head_dim": 16}
+SMALL = {
+    "hidden_size": 64,
+    "intermediate_size": 96,
+    "moe_intermediate_size": 32,
+    "shared_expert_intermediate_size": 48,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "vocab_size": 128,
+    "kv_lora_rank": 16,
+    "q_lora_rank": None,
+    "qk_nope_head_dim": 8,
+    "qk_rope_head_dim": 8,
+    "v_head_dim": 8,
+    "head_dim": 16,
+}
 
 
-@pytest.mark.parametrize("name", ["debug-moe", "mixtral-8x7b", "qwen1.5-moe-a2.7b", "deepseek-v2-lite", "olmoe-1b-7b",
-                                  "gpt-oss-20b"])
+@pytest.mark.parametrize(
+    "name", ["debug-moe", "mixtral-8x7b", "qwen1.5-moe-a2.7b", "deepseek-v2-lite", "olmoe-1b-7b", "gpt-oss-20b"]
+)
 @pytest.mark.parametrize("targets", ["all-linear", "attention", "q_proj,experts.down_proj"])
 def test_lora_adapter_counts_are_what_peft_builds_on_moe(name, targets):
     """PEFT 0.21 on transformers 5.23's MoE blocks, through recipe.lora_config (what the exports and the trainer
@@ -117,8 +136,14 @@ def test_deepseek_caches_the_compressed_latent():
     from planner.estimate.setup import Setup
     from recipe import hf_config
 
-    cfg = {**catalog.model_config("deepseek-v2-lite"), **{k: v for k, v in SMALL.items()}, "num_hidden_layers": 2,
-           "n_routed_experts": 4, "num_experts_per_tok": 2, "first_k_dense_replace": 1}
+    cfg = {
+        **catalog.model_config("deepseek-v2-lite"),
+        **{k: v for k, v in SMALL.items()},
+        "num_hidden_layers": 2,
+        "n_routed_experts": 4,
+        "num_experts_per_tok": 2,
+        "first_k_dense_replace": 1,
+    }
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(hf_config(cfg), dtype=torch.float32)
     with torch.no_grad():
@@ -128,8 +153,9 @@ def test_deepseek_caches_the_compressed_latent():
     assert kv_cache_bytes(setup, 2, 40) == real == 2 * 2 * 40 * (16 + 8) * 4
 
 
-@pytest.mark.parametrize("targets,grad", [(None, "full"), ("attention", "frozen"),
-                                          ("experts.gate_up_proj,experts.down_proj", "lora")])
+@pytest.mark.parametrize(
+    "targets,grad", [(None, "full"), ("attention", "frozen"), ("experts.gate_up_proj,experts.down_proj", "lora")]
+)
 def test_expert_terms_under_lora_are_what_autograd_saves(targets, grad):
     """One real bf16 Qwen3-MoE block (debug-moe, 1,024 tokens, grouped_mm) under PEFT 0.21: the large tensors
     autograd saves for backward (every pair's, and LoRA's merged expert weights) against moe.experts_saved_bytes
@@ -144,8 +170,9 @@ def test_expert_terms_under_lora_are_what_autograd_saves(targets, grad):
     from recipe import hf_config, lora_config
 
     torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(hf_config(catalog.model_config("debug-moe"), layers=1),
-                                                          dtype=torch.bfloat16)
+    model = transformers.AutoModelForCausalLM.from_config(
+        hf_config(catalog.model_config("debug-moe"), layers=1), dtype=torch.bfloat16
+    )
     knobs = Knobs.make(precision="bf16-pure", **({"lora_rank": 16, "lora_targets": targets} if targets else {}))
     if targets:
         model = get_peft_model(model, lora_config(knobs))
@@ -163,7 +190,7 @@ def test_expert_terms_under_lora_are_what_autograd_saves(targets, grad):
             if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in params:
                 saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
         todo += [n for n, _ in f.next_functions]
-    large = sum(b for b in saved.values() if b > 1024 * 256 * 2)     # past one token-wide tensor (the router's)
+    large = sum(b for b in saved.values() if b > 1024 * 256 * 2)  # past one token-wide tensor (the router's)
     t = text_spec(catalog.load_model("debug-moe").text, knobs, experts_adapted=grad == "lora")
     assert t.moe.experts_grad == grad
     analytic = moe.experts_saved_bytes(t, 1024, "half") - (4 + 3 * moe.INDEX_BYTES) * 2048

@@ -1,6 +1,7 @@
 """The recipe knobs' terms (planner/estimate/recipe_terms.py) pinned to the allocation tracker: the analytic peak against the sim
 probe (the real transformers model's step on fake tensors, every allocation counted), and the sim against real CPU
 steps counted by the same tracker, one knob at a time, on catalog models at a real depth."""
+
 import pytest
 
 pytest.importorskip("transformers")
@@ -12,27 +13,30 @@ from probes.cpu import measure
 from probes.sim import simulate
 from probes.step import Case
 
-ANALYTIC_VS_SIM = 0.03      # the issue's acceptance: analytic within 3% of the sim
-SIM_VS_REAL = 0.01          # as tests/probes/test_sim.py
+ANALYTIC_VS_SIM = 0.03  # the issue's acceptance: analytic within 3% of the sim
+SIM_VS_REAL = 0.01  # as tests/probes/test_sim.py
 
-CASES = [   # (model, precision, knobs, micro-batch, sequence): each the term the knob adds or removes at the peak
-    ("llama-3.2-1b", "bf16-pure", {"checkpointing": "selective-op"}, 4, 4096),   # kept mm outputs + kernel output
-    ("qwen2.5-0.5b", "bf16", {"checkpointing": "selective-op"}, 2, 2048),        # addmm (q/k/v bias) not kept
-    ("llama-3.2-1b", "bf16-pure", {"checkpointing": "every-4"}, 4, 4096),        # traced over whole periods
-    ("llama-3.2-1b", "bf16-pure", {"checkpointing": "offload"}, 4, 4096),        # one layer brought back
-    ("llama-3.2-1b", "bf16-pure", {"loss": "chunked"}, 2, 1024),                 # summed head gradients
-    ("llama-3.2-1b", "bf16-pure", {"loss": "chunked"}, 4, 4096),                 # 4 bytes/token/entry saved
-    ("qwen2.5-0.5b", "bf16", {"loss": "fused"}, 2, 2048),                        # no logits kept
-    ("gemma-2-2b", "bf16", {"loss": "fused"}, 2, 2048),                          # softcap
-    ("llama-3.2-1b", "bf16-pure", {"attention": "flash"}, 4, 4096),              # no mask, no bias, k/v unrepeated
-    ("llama-3.2-1b", "bf16-pure", {"batching": "packed"}, 4, 4096),              # one (T, T) block mask
+CASES = [  # (model, precision, knobs, micro-batch, sequence): each the term the knob adds or removes at the peak
+    ("llama-3.2-1b", "bf16-pure", {"checkpointing": "selective-op"}, 4, 4096),  # kept mm outputs + kernel output
+    ("qwen2.5-0.5b", "bf16", {"checkpointing": "selective-op"}, 2, 2048),  # addmm (q/k/v bias) not kept
+    ("llama-3.2-1b", "bf16-pure", {"checkpointing": "every-4"}, 4, 4096),  # traced over whole periods
+    ("llama-3.2-1b", "bf16-pure", {"checkpointing": "offload"}, 4, 4096),  # one layer brought back
+    ("llama-3.2-1b", "bf16-pure", {"loss": "chunked"}, 2, 1024),  # summed head gradients
+    ("llama-3.2-1b", "bf16-pure", {"loss": "chunked"}, 4, 4096),  # 4 bytes/token/entry saved
+    ("qwen2.5-0.5b", "bf16", {"loss": "fused"}, 2, 2048),  # no logits kept
+    ("gemma-2-2b", "bf16", {"loss": "fused"}, 2, 2048),  # softcap
+    ("llama-3.2-1b", "bf16-pure", {"attention": "flash"}, 4, 4096),  # no mask, no bias, k/v unrepeated
+    ("llama-3.2-1b", "bf16-pure", {"batching": "packed"}, 4, 4096),  # one (T, T) block mask
     ("llama-3.2-1b", "bf16-pure", {"batching": "packed", "attention": "flash"}, 4, 4096),
-    ("qwen2.5-0.5b", "fp32", {"optimizer_in_backward": True}, 2, 2048),          # one gradient at a time
+    ("qwen2.5-0.5b", "fp32", {"optimizer_in_backward": True}, 2, 2048),  # one gradient at a time
 ]
 
 
-@pytest.mark.parametrize("name,precision,kw,mb,seq", CASES,
-                         ids=[f"{c[0]}-{c[1]}-{'-'.join(f'{k}={v}' for k, v in c[2].items())}-{c[3]}x{c[4]}" for c in CASES])
+@pytest.mark.parametrize(
+    "name,precision,kw,mb,seq",
+    CASES,
+    ids=[f"{c[0]}-{c[1]}-{'-'.join(f'{k}={v}' for k, v in c[2].items())}-{c[3]}x{c[4]}" for c in CASES],
+)
 def test_analytic_peak_within_3_percent_of_the_sim(name, precision, kw, mb, seq):
     model, knobs = load_model(name), Knobs.make(precision=precision, **kw)
     sim = simulate(Case(model.config, knobs, mb, 1, seq))
@@ -40,9 +44,18 @@ def test_analytic_peak_within_3_percent_of_the_sim(name, precision, kw, mb, seq)
     assert analytic == pytest.approx(sim.peak_allocated_bytes, rel=ANALYTIC_VS_SIM)
 
 
-@pytest.mark.parametrize("kw", [{"checkpointing": "selective-op"}, {"checkpointing": "every-2"}, {"loss": "chunked"},
-                                {"loss": "fused"}, {"batching": "packed"}, {"optimizer_in_backward": True}],
-                         ids=lambda k: ",".join(f"{a}={b}" for a, b in k.items()))
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"checkpointing": "selective-op"},
+        {"checkpointing": "every-2"},
+        {"loss": "chunked"},
+        {"loss": "fused"},
+        {"batching": "packed"},
+        {"optimizer_in_backward": True},
+    ],
+    ids=lambda k: ",".join(f"{a}={b}" for a, b in k.items()),
+)
 def test_sim_of_the_knob_matches_real_cpu_steps(kw):
     """The knob as the probes run it (recipe/knobs.py), real tensors on the CPU vs fake ones, traced at 3 and 4
     (every-2: 4 and 6) layers and read at 8."""
@@ -64,8 +77,11 @@ LORA_CASES = [  # LoRA's terms, pinned as the change they make to the peak again
 ]
 
 
-@pytest.mark.parametrize("name,precision,kw", LORA_CASES,
-                         ids=[f"{c[0]}-{c[1]}-{'-'.join(f'{k}={v}' for k, v in c[2].items())}" for c in LORA_CASES])
+@pytest.mark.parametrize(
+    "name,precision,kw",
+    LORA_CASES,
+    ids=[f"{c[0]}-{c[1]}-{'-'.join(f'{k}={v}' for k, v in c[2].items())}" for c in LORA_CASES],
+)
 def test_lora_terms_change_the_peak_as_the_sim_measures(name, precision, kw):
     """Against plain LoRA (all-linear, rank 16) at 2 x 2048 tokens: the analytic change in the peak within 3% of the
     peak of the sim's change (the plain LoRA peak itself is pinned by the accuracy benchmark's rows)."""
@@ -76,9 +92,16 @@ def test_lora_terms_change_the_peak_as_the_sim_measures(name, precision, kw):
     assert abs((ana[1] - ana[0]) - (sims[1] - sims[0])) <= ANALYTIC_VS_SIM * sims[1]
 
 
-@pytest.mark.parametrize("kw", [{"quant": "nf4"}, {"quant": "fp4", "lora_targets": "attention"},
-                                {"lora_train_embeddings": True}, {"lora_targets": "q_proj,v_proj"}],
-                         ids=lambda k: ",".join(f"{a}={b}" for a, b in k.items()))
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"quant": "nf4"},
+        {"quant": "fp4", "lora_targets": "attention"},
+        {"lora_train_embeddings": True},
+        {"lora_targets": "q_proj,v_proj"},
+    ],
+    ids=lambda k: ",".join(f"{a}={b}" for a, b in k.items()),
+)
 def test_lora_sim_matches_real_cpu_steps(kw):
     """QLoRA: the sim's 4-bit stand-in (recipe.knobs.Linear4bitStandIn) against bitsandbytes' real Linear4bit on the
     CPU, where its CPU backend imports."""
@@ -107,8 +130,9 @@ def test_four_bit_storage_is_bitsandbytes():
         assert stored == pytest.approx(w.numel() * lora.quantized_bytes_per_weight(), rel=1e-6)
 
 
-@pytest.mark.parametrize("kw", [{"lora_targets": "attention"}, {"lora_targets": "q_proj,down_proj"},
-                                {"lora_train_embeddings": True}])
+@pytest.mark.parametrize(
+    "kw", [{"lora_targets": "attention"}, {"lora_targets": "q_proj,down_proj"}, {"lora_train_embeddings": True}]
+)
 def test_trainable_count_is_pefts(kw):
     """The adapters (and trained embedding copies) counted as PEFT builds them on the real model."""
     import torch
@@ -123,4 +147,6 @@ def test_trainable_count_is_pefts(kw):
     with torch.device("meta"):
         hf = transformers.AutoModelForCausalLM.from_config(hf_config(model.config))
     peft = get_peft_model(hf, lora_config(knobs))
-    assert sum(p.numel() for p in peft.parameters() if p.requires_grad) == trainable_params(Setup(model, knobs, 1, 1, 8))
+    assert sum(p.numel() for p in peft.parameters() if p.requires_grad) == trainable_params(
+        Setup(model, knobs, 1, 1, 8)
+    )

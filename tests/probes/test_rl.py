@@ -5,6 +5,7 @@ GRPOTrainer and DPOTrainer run on CPU with a tiny Llama, every allocation of eve
 The analytic model plans CUDA's code path, where TRL's log-prob head folds each logits tile with a Triton kernel in
 place; on CPU its torch fallback makes several tile-sized fp32 temporaries. At this vocabulary (256) they are under
 1% of a phase; at a real vocabulary the analytic model is pinned to the sim with CUDA's paths instead (last test)."""
+
 import pytest
 
 pytest.importorskip("trl")
@@ -19,15 +20,35 @@ from probes.step import Case
 from recipe import hf_config
 
 WITHIN = 0.05
-TINY = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 2,
-        "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 256, "max_position_embeddings": 512,
-        "tie_word_embeddings": False, "rms_norm_eps": 1e-5, "hidden_act": "silu"}
+TINY = {
+    "model_type": "llama",
+    "hidden_size": 256,
+    "intermediate_size": 688,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "vocab_size": 256,
+    "max_position_embeddings": 512,
+    "tie_word_embeddings": False,
+    "rms_norm_eps": 1e-5,
+    "hidden_act": "silu",
+}
 PROMPT, COMPLETION = 32, 64
-CASES = {   # id: (workload, micro-batch, accumulation, steps); each phase TRL runs, in one case or another
-    "grpo-reference": (Workload(kind="grpo", num_generations=4, max_prompt_length=PROMPT,
-                                max_completion_length=COMPLETION, beta=0.04), 4, 2, 2),
-    "grpo-old-logps": (Workload(kind="grpo", num_generations=4, max_prompt_length=PROMPT,
-                                max_completion_length=COMPLETION, num_iterations=2), 2, 2, 3),
+CASES = {  # id: (workload, micro-batch, accumulation, steps); each phase TRL runs, in one case or another
+    "grpo-reference": (
+        Workload(kind="grpo", num_generations=4, max_prompt_length=PROMPT, max_completion_length=COMPLETION, beta=0.04),
+        4,
+        2,
+        2,
+    ),
+    "grpo-old-logps": (
+        Workload(
+            kind="grpo", num_generations=4, max_prompt_length=PROMPT, max_completion_length=COMPLETION, num_iterations=2
+        ),
+        2,
+        2,
+        3,
+    ),
     "dpo-reference": (Workload(kind="dpo", max_length=PROMPT + COMPLETION, max_prompt_length=PROMPT), 2, 2, 2),
 }
 
@@ -36,8 +57,9 @@ def _real(w: Workload, mb: int, accum: int, steps: int) -> dict:
     import transformers
 
     from planner.export import export
+
     config = hf_config(TINY)
-    config.use_cache = True     # as a checkpoint's config says: generate keeps a KV cache
+    config.use_cache = True  # as a checkpoint's config says: generate keeps a KV cache
     model = transformers.AutoModelForCausalLM.from_config(config)
     fields = export.trl_args(w)
     return real.measure(w.kind, model, fields, mb, accum, PROMPT, COMPLETION, steps=steps)
@@ -54,7 +76,7 @@ def test_analytic_phases_within_5_percent_of_real_trl_steps(name, measured):
     s = Setup(from_config(TINY, "tiny"), Knobs(precision="fp32", workload=w), mb, accum, w.seq_len())
     phases = breakdown(s, 80 * 2**30).phases
     got = {k.split(":")[0]: v for k, v in phases.items()}
-    assert set(got) == set(measured[name])      # the same phases run
+    assert set(got) == set(measured[name])  # the same phases run
     for phase, bytes_ in measured[name].items():
         assert got[phase] == pytest.approx(bytes_, rel=WITHIN), phase
 
@@ -75,12 +97,25 @@ def test_the_reference_model_is_measured_where_trl_keeps_one(measured):
     assert "old-logps" in measured["grpo-old-logps"]
 
 
-FULL = {**TINY, "vocab_size": 4096}     # a vocabulary large enough for the logits to weigh
+FULL = {**TINY, "vocab_size": 4096}  # a vocabulary large enough for the logits to weigh
 FULL_CASES = {
-    "grpo-full-logits": (Workload(kind="grpo", num_generations=4, max_prompt_length=PROMPT,
-                                  max_completion_length=COMPLETION, beta=0.04, logprobs="full"), 4, 2),
-    "dpo-full-logits": (Workload(kind="dpo", max_length=PROMPT + COMPLETION, max_prompt_length=PROMPT,
-                                 logprobs="full"), 2, 2),
+    "grpo-full-logits": (
+        Workload(
+            kind="grpo",
+            num_generations=4,
+            max_prompt_length=PROMPT,
+            max_completion_length=COMPLETION,
+            beta=0.04,
+            logprobs="full",
+        ),
+        4,
+        2,
+    ),
+    "dpo-full-logits": (
+        Workload(kind="dpo", max_length=PROMPT + COMPLETION, max_prompt_length=PROMPT, logprobs="full"),
+        2,
+        2,
+    ),
 }
 
 
@@ -92,16 +127,24 @@ def test_full_logits_phases_within_5_percent_of_real_steps(name):
     case = Case(FULL, Knobs(precision="fp32", workload=w), mb, accum, w.seq_len())
     measured = rl_sim.simulate(case, real=True)
     sim = rl_sim.simulate(case)
-    analytic = {k.split(":")[0]: v for k, v in breakdown(Setup(from_config(FULL, "tiny"), case.knobs, mb, accum,
-                                                                w.seq_len()), 80 * 2**30).phases.items()}
+    analytic = {
+        k.split(":")[0]: v
+        for k, v in breakdown(
+            Setup(from_config(FULL, "tiny"), case.knobs, mb, accum, w.seq_len()), 80 * 2**30
+        ).phases.items()
+    }
     assert set(sim) == set(measured) == set(analytic)
     for phase, bytes_ in measured.items():
         assert sim[phase] == pytest.approx(bytes_, rel=WITHIN), phase
         assert analytic[phase] == pytest.approx(bytes_, rel=WITHIN), phase
 
 
-CUDA_CASES = {      # debug-llama's 8,192-entry vocabulary: TRL's tile temporaries would be a third of a CPU phase
-    "grpo": (Workload(kind="grpo", num_generations=4, max_prompt_length=64, max_completion_length=128, beta=0.04), 4, 2),
+CUDA_CASES = {  # debug-llama's 8,192-entry vocabulary: TRL's tile temporaries would be a third of a CPU phase
+    "grpo": (
+        Workload(kind="grpo", num_generations=4, max_prompt_length=64, max_completion_length=128, beta=0.04),
+        4,
+        2,
+    ),
     "dpo": (Workload(kind="dpo", max_length=192, max_prompt_length=64), 2, 2),
 }
 
@@ -113,8 +156,9 @@ def test_analytic_phases_within_5_percent_of_the_sim_with_cuda_paths(name):
     w, mb, accum = CUDA_CASES[name]
     model, knobs = load_model("debug-llama"), Knobs(precision="fp32", workload=w)
     sim = rl_sim.simulate(Case(model.config, knobs, mb, accum, w.seq_len()))
-    got = {k.split(":")[0]: v for k, v in breakdown(Setup(model, knobs, mb, accum, w.seq_len()),
-                                                     80 * 2**30).phases.items()}
+    got = {
+        k.split(":")[0]: v for k, v in breakdown(Setup(model, knobs, mb, accum, w.seq_len()), 80 * 2**30).phases.items()
+    }
     assert set(got) == set(sim)
     for phase, bytes_ in sim.items():
         assert got[phase] == pytest.approx(bytes_, rel=WITHIN), phase
@@ -143,8 +187,9 @@ def test_nograd_vision_term_within_5_percent_of_qwen25_vl_tower_on_cpu():
     with torch.no_grad(), tracker:
         model.model.visual(pixels, grid_thw=grid)
     wl = Workload(kind="grpo", num_generations=2, max_prompt_length=300, max_completion_length=8)
-    s = Setup(from_config(cfg, "vl"), Knobs(precision="fp32", workload=wl), rows, 1, wl.seq_len(),
-              image_tokens=h * w // 4)
+    s = Setup(
+        from_config(cfg, "vl"), Knobs(precision="fp32", workload=wl), rows, 1, wl.seq_len(), image_tokens=h * w // 4
+    )
     assert nograd_vision_bytes(s, rows) == pytest.approx(tracker.peak, rel=WITHIN)
 
 
@@ -154,13 +199,20 @@ def test_exported_trl_fields_are_what_trl_configs_accept():
 
     from planner.export import export
 
-    grpo = export.trl_args(Workload(
-        kind="grpo", num_generations=4, max_completion_length=256, beta=0.04, generation="vllm-colocate",
-        vllm_gpu_memory_utilization=0.4, steps_per_generation=2))
-    cfg = GRPOConfig(output_dir="/tmp/memplan-trl", use_cpu=True, bf16=False, per_device_train_batch_size=2,
-                     **grpo)
+    grpo = export.trl_args(
+        Workload(
+            kind="grpo",
+            num_generations=4,
+            max_completion_length=256,
+            beta=0.04,
+            generation="vllm-colocate",
+            vllm_gpu_memory_utilization=0.4,
+            steps_per_generation=2,
+        )
+    )
+    cfg = GRPOConfig(output_dir="/tmp/memplan-trl", use_cpu=True, bf16=False, per_device_train_batch_size=2, **grpo)
     assert (cfg.num_generations, cfg.generation_batch_size, cfg.vllm_mode) == (4, 4, "colocate")
-    with pytest.raises(ValueError, match="divisible"):    # TRL's own rule, as planner.config.workload states it
+    with pytest.raises(ValueError, match="divisible"):  # TRL's own rule, as planner.config.workload states it
         GRPOConfig(output_dir="/tmp/memplan-trl", use_cpu=True, bf16=False, per_device_train_batch_size=3, **grpo)
     assert Workload(kind="grpo", num_generations=4, steps_per_generation=2).split_error(3, 1, 1)
     dpo = export.trl_args(Workload(kind="dpo", max_length=2048, precompute_ref_log_probs=True))

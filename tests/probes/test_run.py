@@ -1,4 +1,5 @@
 """Isolated probes: outcomes told apart by exit status and result file; the caller keeps running."""
+
 import time
 
 import pytest
@@ -15,8 +16,7 @@ SHAPES = Shapes(micro_batch=1, grad_accum=1, seq_len=32)
 @pytest.mark.parametrize("fault,status", [("oom", "oom"), ("crash", "crash"), ("hang", "timeout")])
 def test_injected_faults_come_back_classified(fault, status):
     t0 = time.monotonic()
-    rec = run_isolated("debug-llama", CFG, Knobs(), SHAPES, "sim", timeout_s=3,
-                       env={"MEMPLAN_PROBE_FAULT": fault})
+    rec = run_isolated("debug-llama", CFG, Knobs(), SHAPES, "sim", timeout_s=3, env={"MEMPLAN_PROBE_FAULT": fault})
     assert rec.status == status
     assert time.monotonic() - t0 < 20
     if status == "crash":
@@ -56,8 +56,12 @@ run_isolated("debug-llama", model_config("debug-llama"), Knobs(), Shapes(micro_b
              "sim", timeout_s=4, env={{"MEMPLAN_PROBE_FAULT": "hang"}}, on_start=started,
              folder={folder!r} and Path({folder!r}))
 """
-    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                              env={**__import__("os").environ, "TMPDIR": str(tmp_path)})
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**__import__("os").environ, "TMPDIR": str(tmp_path)},
+    )
     pid = int(parent.stdout.readline())
     parent.kill()
     parent.wait()
@@ -76,7 +80,7 @@ def _alive(pid: int) -> bool:
 def test_an_orphaned_probe_that_nobody_can_adopt_dies_with_its_parent_and_leaves_no_folder(tmp_path):
     """Issue 20: a probe outlived its killed parent far past its timeout, and its temporary folder stayed."""
     pid = _orphan_probe(tmp_path, None)
-    deadline = time.monotonic() + 3         # well inside its 4 s deadline: it went because its parent did
+    deadline = time.monotonic() + 3  # well inside its 4 s deadline: it went because its parent did
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(pid)
@@ -87,8 +91,8 @@ def test_an_adoptable_orphan_keeps_its_folder_and_its_own_deadline(tmp_path):
     pid = _orphan_probe(tmp_path, str(tmp_path / "job"))
     t0 = time.monotonic()
     time.sleep(1)
-    assert _alive(pid)                      # waiting to be adopted
+    assert _alive(pid)  # waiting to be adopted
     while _alive(pid) and time.monotonic() - t0 < 15:
         time.sleep(0.1)
-    assert not _alive(pid) and time.monotonic() - t0 < 8      # its watchdog killed it at its deadline
-    assert (tmp_path / "job" / "job.json").is_file()          # the folder stays for the adopter
+    assert not _alive(pid) and time.monotonic() - t0 < 8  # its watchdog killed it at its deadline
+    assert (tmp_path / "job" / "job.json").is_file()  # the folder stays for the adopter

@@ -1,4 +1,5 @@
 """The sim probe against real CPU steps counted by the same tracker, and the pieces it rests on."""
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -10,7 +11,7 @@ from probes.cpu import measure
 from probes.sim import simulate
 from probes.step import Case
 
-SIM_VS_REAL_TOLERANCE = 0.01   # issue 3 acceptance: sim within 1% of the real step's peak
+SIM_VS_REAL_TOLERANCE = 0.01  # issue 3 acceptance: sim within 1% of the real step's peak
 
 
 def _deep(name: str, layers: int) -> dict:
@@ -19,14 +20,17 @@ def _deep(name: str, layers: int) -> dict:
     return cfg
 
 
-@pytest.mark.parametrize("name,knobs,accum", [
-    ("debug-llama", Knobs(precision="fp32", checkpointing="off"), 1),
-    ("debug-llama", Knobs(precision="bf16", checkpointing="full"), 2),
-    ("debug-llama", Knobs(precision="bf16", checkpointing="off", lora_rank=8), 1),
-    ("debug-gpt2", Knobs(precision="fp16", checkpointing="off", optimizer="adamw-fused"), 1),
-])
+@pytest.mark.parametrize(
+    "name,knobs,accum",
+    [
+        ("debug-llama", Knobs(precision="fp32", checkpointing="off"), 1),
+        ("debug-llama", Knobs(precision="bf16", checkpointing="full"), 2),
+        ("debug-llama", Knobs(precision="bf16", checkpointing="off", lora_rank=8), 1),
+        ("debug-gpt2", Knobs(precision="fp16", checkpointing="off", optimizer="adamw-fused"), 1),
+    ],
+)
 def test_sim_extrapolated_over_layers_matches_real_steps(name, knobs, accum):
-    case = Case(_deep(name, 7), knobs, 2, accum, 128)     # traced at 3 and 4 layers, read at 7
+    case = Case(_deep(name, 7), knobs, 2, accum, 128)  # traced at 3 and 4 layers, read at 7
     sim = simulate(case, paths="cpu")
     real = measure(case)
     assert sim.traced_layers == (3, 4)
@@ -40,7 +44,7 @@ def test_tracker_attributes_model_states():
     case = Case(model_config("debug-llama"), Knobs(precision="fp32", checkpointing="off"), 1, 1, 64)
     sim = simulate(case, paths="cpu")
     opt = sim.segments[("optimizer",)]
-    n_tensors = 2 + 9 * 4 + 1   # embed, head, 9 per layer, final norm
+    n_tensors = 2 + 9 * 4 + 1  # embed, head, 9 per layer, final norm
     assert abs(opt["grads"] - opt["params"]) <= 512 * n_tensors
     assert abs(opt["optimizer"] - 2 * opt["params"]) <= 2 * 512 * n_tensors + 4096
     assert sim.layer_modules and all(k.startswith("model.layers.*") for k in sim.layer_modules)
@@ -52,9 +56,9 @@ def test_cuda_autocast_policy():
     with CudaAutocast(torch.bfloat16) as ac:
         y = torch.nn.functional.linear(x, w)
         z = torch.nn.functional.linear(x, w)
-        p = y.pow(2)                 # CUDA runs pow in fp32; CPU autocast would keep bf16
-        s = torch.softmax(y, -1)     # fp32_set_opt_dtype
-        assert len(ac._cache) == 1   # the weight's half copy is cast once and reused
+        p = y.pow(2)  # CUDA runs pow in fp32; CPU autocast would keep bf16
+        s = torch.softmax(y, -1)  # fp32_set_opt_dtype
+        assert len(ac._cache) == 1  # the weight's half copy is cast once and reused
     assert y.dtype == z.dtype == torch.bfloat16
     assert p.dtype == s.dtype == torch.float32
     with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -71,24 +75,30 @@ def test_vlm_image_tokens_add_the_vision_towers_terms_to_the_text_trace():
     # a trained tower: activations, gradients, states, AdamW temporary; no autocast copies under checkpointing
     assert min(v[k] for k in ("activations", "grads", "optimizer", "step_temp")) > 0 and v["autocast"] == 0
     off = vision_terms(Case(cfg, Knobs(precision="bf16", checkpointing="off"), 1, 1, 256, image_tokens=128))
-    tower = sum(t.numel for t in load_model("qwen2.5-vl-3b").tensors
-                if t.role in ("vision", "projector") and len(t.shape) == 2)
-    assert off["autocast"] == 2 * tower     # torch AMP: a bf16 copy of every tower matrix, saved for backward
+    tower = sum(
+        t.numel for t in load_model("qwen2.5-vl-3b").tensors if t.role in ("vision", "projector") and len(t.shape) == 2
+    )
+    assert off["autocast"] == 2 * tower  # torch AMP: a bf16 copy of every tower matrix, saved for backward
     start, opt = ("backward", ("start", 0)), ("optimizer",)
     assert img.segments[start]["activations"] == text.segments[start]["activations"] + v["activations"]
     assert img.segments[opt]["optimizer"] == text.segments[opt]["optimizer"] + v["optimizer"]
     assert img.segments[opt]["grads"] == text.segments[opt]["grads"] + v["grads"]
-    with pytest.raises(ValueError, match="image inputs"):   # the real probes feed no images
+    with pytest.raises(ValueError, match="image inputs"):  # the real probes feed no images
         measure(images)
 
 
-ANALYTIC_VS_SIM_TOLERANCE = 0.05   # the last-layer backward moment, pinned by the sim (measured +-3%)
+ANALYTIC_VS_SIM_TOLERANCE = 0.05  # the last-layer backward moment, pinned by the sim (measured +-3%)
 
 
-@pytest.mark.parametrize("name,precision,checkpointing", [
-    ("debug-llama", "fp32", "full"), ("debug-llama", "bf16", "full"),
-    ("debug-gpt2", "bf16", "full"), ("debug-gpt2", "bf16-pure", "off"),
-])
+@pytest.mark.parametrize(
+    "name,precision,checkpointing",
+    [
+        ("debug-llama", "fp32", "full"),
+        ("debug-llama", "bf16", "full"),
+        ("debug-gpt2", "bf16", "full"),
+        ("debug-gpt2", "bf16-pure", "off"),
+    ],
+)
 def test_analytic_last_layer_moment_matches_sim(name, precision, checkpointing):
     """With a 256-entry vocabulary the logits are small and the peak is inside the last layer's
     backward (recomputed under full checkpointing): the analytic recompute/transient terms
@@ -101,5 +111,5 @@ def test_analytic_last_layer_moment_matches_sim(name, precision, checkpointing):
     knobs = Knobs(precision=precision, checkpointing=checkpointing)
     sim = simulate(Case(cfg, knobs, 2, 1, 1024))
     analytic = breakdown(Setup(from_config(cfg, name), knobs, 2, 1, 1024), 80 * 2**30)
-    assert {sim.phase, analytic.peak_phase} <= {"backward", "end-of-backward"}   # first or last layer's
+    assert {sim.phase, analytic.peak_phase} <= {"backward", "end-of-backward"}  # first or last layer's
     assert analytic.peak_allocated_bytes == pytest.approx(sim.peak_allocated_bytes, rel=ANALYTIC_VS_SIM_TOLERANCE)

@@ -1,6 +1,7 @@
 """Planning for the data: `check --data` names the step, rank and sample at which the bundled trainer's seeded
 sampler first draws a row longer than the configuration fits, and that is the step at which the real trainer,
 run with the same seed and plan, first draws it (its log's `longest_sample_tokens`)."""
+
 import json
 import random
 from pathlib import Path
@@ -20,8 +21,9 @@ DATA, TOK = str(EXAMPLES / "vlm-chat.jsonl"), str(EXAMPLES / "tokenizer")
 def _token_data(path, n=64, seed=3):
     rng = random.Random(seed)
     lengths = [rng.randint(4, 60) for _ in range(n)]
-    path.write_text("".join(json.dumps({"input_ids": [rng.randrange(1, 200) for _ in range(k)]}) + "\n"
-                            for k in lengths))
+    path.write_text(
+        "".join(json.dumps({"input_ids": [rng.randrange(1, 200) for _ in range(k)]}) + "\n" for k in lengths)
+    )
     return lengths
 
 
@@ -32,18 +34,19 @@ def test_the_named_step_and_rank_are_where_the_sampler_draws_the_sample():
     assert first["sample"] == 41 and first["tokens"] == 99
     sampler = GlobalBatchSampler(len(lengths), 8, 4, first["rank"], seed=5)
     drawn = [sampler.next() for _ in range(first["step"])]
-    assert 41 in drawn[-1] and not any(41 in d for d in drawn[:-1])    # that rank, that step, not before
+    assert 41 in drawn[-1] and not any(41 in d for d in drawn[:-1])  # that rank, that step, not before
     assert first_too_long(lengths, 99, 8, 4, 5) is None
 
 
 def test_the_real_trainer_first_draws_a_too_long_row_at_the_named_step(tmp_path):
     data = tmp_path / "d.jsonl"
     lengths = _token_data(data)
-    limit = sorted(lengths)[-6]             # five rows are longer
+    limit = sorted(lengths)[-6]  # five rows are longer
     first = first_too_long(lengths, limit, global_batch=4, world=2, seed=0)
     assert first is not None and first["step"] > 1
-    _, log = launch(tmp_path, "run", 2, micro_batch=1, grad_accum=2, seq_len=64, data=str(data),
-                    max_steps=first["step"])
+    _, log = launch(
+        tmp_path, "run", 2, micro_batch=1, grad_accum=2, seq_len=64, data=str(data), max_steps=first["step"]
+    )
     longest = [r["longest_sample_tokens"] for r in rows(log)]
     assert longest[-1] == first["tokens"] > limit and all(x <= limit for x in longest[:-1]), (longest, first)
 
@@ -62,13 +65,18 @@ def test_check_and_suggest_plan_for_the_data(tmp_path, capsys):
     assert out["goal"]["seq_len"] == 1024 and out["data"]["truncated_rows"] > 0
 
 
-@pytest.mark.parametrize("flags,needle", [
-    ([], "give --seq-len N, or --data FILE --tokenizer DIR"),
-    (["--seq-len", "512", "--data", DATA], "give --seq-len or --data, not both"),
-    (["--data", DATA], "holds messages rows: give --tokenizer DIR"),
-    (["--data", DATA, "--tokenizer", TOK, "--model", "qwen2.5-0.5b"],
-     "has images (up to 1,242 tokens a row) and model 'qwen2.5-0.5b' has no vision tower"),
-])
+@pytest.mark.parametrize(
+    "flags,needle",
+    [
+        ([], "give --seq-len N, or --data FILE --tokenizer DIR"),
+        (["--seq-len", "512", "--data", DATA], "give --seq-len or --data, not both"),
+        (["--data", DATA], "holds messages rows: give --tokenizer DIR"),
+        (
+            ["--data", DATA, "--tokenizer", TOK, "--model", "qwen2.5-0.5b"],
+            "has images (up to 1,242 tokens a row) and model 'qwen2.5-0.5b' has no vision tower",
+        ),
+    ],
+)
 def test_data_flags_refused_in_one_line(capsys, flags, needle):
     assert main(["check", "--model", "qwen2.5-vl-3b", "--gpu", "h20", "--micro-batch", "1", *flags]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -2,6 +2,7 @@
 Qwen2-VL image processor's on real PNG/JPEG files (built from its defaults, nothing downloaded), the
 distribution is nearest-rank, and hostile data gets one line naming the file, line and problem. The
 tokenizer is trained here with `tokenizers`."""
+
 import json
 
 import pytest
@@ -15,7 +16,26 @@ from scan.scanner import distribution, scan, summary
 from scan.tokens import qwen2_vl_image_tokens
 from tests.planner.cli.helpers import one_line_error, planner
 
-WORDS = ["the", "cat", "sat", "on", "a", "mat", "while", "dogs", "ran", "far", "away", "from", "home", "at", "night", "under", "bright", "stars"]
+WORDS = [
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "a",
+    "mat",
+    "while",
+    "dogs",
+    "ran",
+    "far",
+    "away",
+    "from",
+    "home",
+    "at",
+    "night",
+    "under",
+    "bright",
+    "stars",
+]
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +48,7 @@ def tokenizer(tmp_path_factory):
     tok.train_from_iterator([" ".join(WORDS)] * 10, trainers.WordLevelTrainer(special_tokens=["[UNK]", "<s>", "</s>"]))
     tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", bos_token="<s>", eos_token="</s>")
-    fast.chat_template = ("{% for m in messages %}<s> {{ m['role'] }} {{ m['content'] }} </s> {% endfor %}")
+    fast.chat_template = "{% for m in messages %}<s> {{ m['role'] }} {{ m['content'] }} </s> {% endfor %}"
     folder = tmp_path_factory.mktemp("tok")
     fast.save_pretrained(folder)
     return str(folder), fast
@@ -48,7 +68,7 @@ def test_text_tokens_are_the_tokenizers_and_the_distribution_is_nearest_rank(tmp
     texts = [_text(i) for i in range(300)]
     got = scan(_jsonl(tmp_path / "t.jsonl", [{"text": t} for t in texts]), folder)
     want = [len(fast(t)["input_ids"]) for t in texts]
-    assert list(got.text) == want and want[0] == len(texts[0].split()) + 1      # the bos the tokenizer adds
+    assert list(got.text) == want and want[0] == len(texts[0].split()) + 1  # the bos the tokenizer adds
     d = distribution(want)
     s = sorted(want)
     assert d["max"] == s[-1] and d["p50"] == s[149] and d["p90"] == s[269] and d["p99"] == s[296]
@@ -103,29 +123,39 @@ def test_json_csv_and_parquet_files(tmp_path, tokenizer, monkeypatch):
     msgs = [[{"role": "user", "content": "the cat"}], [{"role": "user", "content": "a dog ran"}]]
     pq.write_table(pa.table({"text": ["the cat", "a dog ran"] * 3000}), tmp_path / "d.parquet")
     pq.write_table(pa.table({"messages": msgs}), tmp_path / "m.parquet")
-    monkeypatch.setattr(read, "PARQUET_BATCH_ROWS", 1000)      # several record batches
-    assert list(scan(str(tmp_path / "d.json"), tokenizer[0]).text) == list(scan(str(tmp_path / "d.csv"),
-                                                                                  tokenizer[0]).text) == [3, 4]
+    monkeypatch.setattr(read, "PARQUET_BATCH_ROWS", 1000)  # several record batches
+    assert (
+        list(scan(str(tmp_path / "d.json"), tokenizer[0]).text)
+        == list(scan(str(tmp_path / "d.csv"), tokenizer[0]).text)
+        == [3, 4]
+    )
     assert list(scan(str(tmp_path / "d.parquet"), tokenizer[0]).text) == [3, 4] * 3000
     chat = scan(str(tmp_path / "m.parquet"), tokenizer[0])
-    assert list(chat.text) == [len(tokenizer[1].apply_chat_template(m, tokenize=True, return_dict=True)["input_ids"])
-                               for m in msgs]
+    assert list(chat.text) == [
+        len(tokenizer[1].apply_chat_template(m, tokenize=True, return_dict=True)["input_ids"]) for m in msgs
+    ]
     (tmp_path / "bad.parquet").write_text("not parquet")
     with pytest.raises(BadInput, match="not a Parquet file"):
         scan(str(tmp_path / "bad.parquet"), tokenizer[0])
 
 
-@pytest.mark.parametrize("content,needle", [
-    ('{"text": "the cat"}\n{"text": "the\n', "line 2: not JSON"),
-    ('{"text": "the cat"}\n{"txt": "x"}\n', "line 2: no 'text', 'prompt'+'completion', 'messages' or 'input_ids' field"),
-    ('{"text": "the cat"}\n{"messages": [{"role": "user", "content": "x"}]}\n', "line 2: a 'messages' row"),
-    ('{"text": "a", "images": ["missing.png"]}\n', "line 1: image"),
-    ('{"text": "a", "images": [{"width": 0, "height": 5}]}\n', "line 1: image width and height"),
-    ('{"text": "a", "images": [{"width": 5000, "height": 10}]}\n', "line 1: absolute aspect ratio"),
-    ('{"text": 5}\n', "line 1: 'text' is not a string"),
-    ('[1]\n', "line 1: expected a JSON object"),
-    ('', "no rows"),
-])
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        ('{"text": "the cat"}\n{"text": "the\n', "line 2: not JSON"),
+        (
+            '{"text": "the cat"}\n{"txt": "x"}\n',
+            "line 2: no 'text', 'prompt'+'completion', 'messages' or 'input_ids' field",
+        ),
+        ('{"text": "the cat"}\n{"messages": [{"role": "user", "content": "x"}]}\n', "line 2: a 'messages' row"),
+        ('{"text": "a", "images": ["missing.png"]}\n', "line 1: image"),
+        ('{"text": "a", "images": [{"width": 0, "height": 5}]}\n', "line 1: image width and height"),
+        ('{"text": "a", "images": [{"width": 5000, "height": 10}]}\n', "line 1: absolute aspect ratio"),
+        ('{"text": 5}\n', "line 1: 'text' is not a string"),
+        ("[1]\n", "line 1: expected a JSON object"),
+        ("", "no rows"),
+    ],
+)
 def test_hostile_rows_get_one_line_naming_file_and_line(tmp_path, tokenizer, content, needle):
     (tmp_path / "h.jsonl").write_text(content)
     with pytest.raises(BadInput) as e:
@@ -151,8 +181,10 @@ def test_the_command_prints_a_table_or_json_and_refuses_in_one_line(tmp_path, to
     assert table.returncode == 0 and "p99" in table.stdout and "50 rows (text), 50 images" in table.stdout
     one_line_error(planner("scan", data, "--tokenizer", str(tmp_path / "none")), "--tokenizer")
     one_line_error(planner("scan", str(tmp_path / "t.parquet"), "--tokenizer", tokenizer[0]), "no such file")
-    one_line_error(planner("scan", data, "--tokenizer", tokenizer[0], "--image-rule", "llava"),
-                   "--image-rule 'llava': accepted: qwen2-vl, internvl")
+    one_line_error(
+        planner("scan", data, "--tokenizer", tokenizer[0], "--image-rule", "llava"),
+        "--image-rule 'llava': accepted: qwen2-vl, internvl",
+    )
 
 
 def test_a_dataset_saved_with_save_to_disk(tmp_path, tokenizer):
@@ -160,10 +192,12 @@ def test_a_dataset_saved_with_save_to_disk(tmp_path, tokenizer):
     msgs = [[{"role": "user", "content": _text(i)}, {"role": "assistant", "content": _text(i + 3)}] for i in range(50)]
     datasets.Dataset.from_dict({"messages": msgs}).save_to_disk(str(tmp_path / "ds"))
     datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["the cat", "a dog ran"]})}).save_to_disk(
-        str(tmp_path / "dd"))
+        str(tmp_path / "dd")
+    )
     got = scan(str(tmp_path / "ds"), tokenizer[0])
-    assert list(got.text) == [len(tokenizer[1].apply_chat_template(m, tokenize=True, return_dict=True)["input_ids"])
-                              for m in msgs]
+    assert list(got.text) == [
+        len(tokenizer[1].apply_chat_template(m, tokenize=True, return_dict=True)["input_ids"]) for m in msgs
+    ]
     assert list(scan(str(tmp_path / "dd"), tokenizer[0]).text) == [3, 4]
     (tmp_path / "plain").mkdir()
     with pytest.raises(BadInput, match="not one written by datasets' save_to_disk"):
@@ -182,7 +216,7 @@ def test_plot_writes_the_histogram(tmp_path, tokenizer):
     colors = img.getcolors(maxcolors=1 << 20)
     red = sum(n for n, c in colors if c[0] > 150 and c[1] < 110 and c[2] < 110)
     blue = sum(n for n, c in colors if c[2] > 150 and c[0] < 120)
-    assert red > 300 and blue > 3000            # the p99 / max lines, the bars
+    assert red > 300 and blue > 3000  # the p99 / max lines, the bars
 
 
 def test_a_one_gib_single_line_is_refused_in_one_line_and_bounded_memory(tmp_path, tokenizer):
@@ -198,14 +232,29 @@ def test_a_one_gib_single_line_is_refused_in_one_line_and_bounded_memory(tmp_pat
         f.write(b'"}\n')
     assert path.stat().st_size > 2**30
     # VmHWM is this process image's peak RSS (ru_maxrss would carry the forking pytest process's over exec)
-    run = ("import sys; from planner.cli import main; rc = main(sys.argv[1:]); "
-           "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM'))); sys.exit(rc)")
-    for args in (["scan", str(path), "--tokenizer", tokenizer[0]],
-                 ["check", "--model", "qwen2.5-0.5b", "--gpu", "h100", "--micro-batch", "1", "--data", str(path),
-                  "--tokenizer", tokenizer[0]]):
+    run = (
+        "import sys; from planner.cli import main; rc = main(sys.argv[1:]); "
+        "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM'))); sys.exit(rc)"
+    )
+    for args in (
+        ["scan", str(path), "--tokenizer", tokenizer[0]],
+        [
+            "check",
+            "--model",
+            "qwen2.5-0.5b",
+            "--gpu",
+            "h100",
+            "--micro-batch",
+            "1",
+            "--data",
+            str(path),
+            "--tokenizer",
+            tokenizer[0],
+        ],
+    ):
         r = subprocess.run([sys.executable, "-c", run, *args], capture_output=True, text=True, timeout=300, check=False)
         one_line_error(r, f"{str(path)!r} line 1: longer than {read.MAX_LINE_BYTES >> 20} MiB")
-        assert int(r.stdout.split()[-1]) * 1024 < 600 * 2**20, r.stdout      # VmHWM is in KiB
+        assert int(r.stdout.split()[-1]) * 1024 < 600 * 2**20, r.stdout  # VmHWM is in KiB
 
 
 def test_pre_tokenized_rows_need_no_tokenizer(tmp_path):

@@ -1,4 +1,5 @@
 """Run the bundled trainer in real processes (torchrun over gloo for several ranks) and read its log."""
+
 import json
 import os
 import subprocess
@@ -18,11 +19,24 @@ def launch(tmp: Path, name: str, ranks: int, wait: bool = True, env: dict | None
     conf = tmp / f"{name}.json"
     knobs = {"precision": "fp32", **{k: cfg.pop(k) for k in KNOBS if k in cfg}}
     conf.write_text(json.dumps({**TINY, "log": str(log), "knobs": knobs, **cfg}))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(ranks), "--master_addr", "127.0.0.1",
-           "--master_port", str(free_port()), "-m", "trainer.main", str(conf)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        str(ranks),
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+        str(free_port()),
+        "-m",
+        "trainer.main",
+        str(conf),
+    ]
     penv = {**os.environ, "OMP_NUM_THREADS": "1", "DS_ACCELERATOR": "cpu", **(env or {})}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=penv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=penv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     if wait:
         _out, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err[-3000:]
@@ -51,7 +65,7 @@ def signal_tree(pid: int, sig) -> None:
         p = todo.pop()
         tree.append(p)
         todo += children.get(p, [])
-    for p in reversed(tree):        # workers first, the launcher last
+    for p in reversed(tree):  # workers first, the launcher last
         try:
             os.kill(p, sig)
         except ProcessLookupError:

@@ -2,6 +2,7 @@
 fused losses, packed rows, eager attention and the optimizer stepped in backward give the same per-step losses as
 the plain run, and a QLoRA plan (4-bit base, adapters on attention, trained embeddings) the same losses under two
 splits of its global batch: 10 fp32 steps of a tiny model on CPU (run in this process: one rank, nothing to launch)."""
+
 import pytest
 
 pytest.importorskip("transformers")
@@ -9,13 +10,22 @@ from planner.config.spec import Knobs
 from trainer.loop import RunConfig, run
 
 STEPS = 10
-REL_TOL = 1e-5      # the issue's tolerance
+REL_TOL = 1e-5  # the issue's tolerance
 
 
 def losses(tmp_path, name: str, grad_clip: float = 1.0, micro: int = 4, accum: int = 1, **knobs) -> list[float]:
-    cfg = RunConfig(model="debug-llama", micro_batch=micro, grad_accum=accum, seq_len=48, lr=1e-3, max_steps=STEPS,
-                    knobs=Knobs.make(precision="fp32", **knobs), device="cpu", grad_clip=grad_clip,
-                    log=str(tmp_path / f"{name}.jsonl"))
+    cfg = RunConfig(
+        model="debug-llama",
+        micro_batch=micro,
+        grad_accum=accum,
+        seq_len=48,
+        lr=1e-3,
+        max_steps=STEPS,
+        knobs=Knobs.make(precision="fp32", **knobs),
+        device="cpu",
+        grad_clip=grad_clip,
+        log=str(tmp_path / f"{name}.jsonl"),
+    )
     return [r["loss"] for r in run(cfg)]
 
 
@@ -25,15 +35,24 @@ def reference(tmp_path_factory) -> list[float]:
     return losses(tmp_path_factory.mktemp("ref"), "ref")
 
 
-@pytest.mark.parametrize("knobs", [{"checkpointing": "selective-op"}, {"checkpointing": "every-2"},
-                                   {"checkpointing": "offload"}, {"loss": "chunked"}, {"loss": "fused"},
-                                   {"batching": "packed"}, {"attention": "eager"},
-                                   {"batching": "packed", "loss": "chunked", "checkpointing": "selective-op"}],
-                         ids=lambda k: ",".join(f"{a}={b}" for a, b in k.items()))
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        {"checkpointing": "selective-op"},
+        {"checkpointing": "every-2"},
+        {"checkpointing": "offload"},
+        {"loss": "chunked"},
+        {"loss": "fused"},
+        {"batching": "packed"},
+        {"attention": "eager"},
+        {"batching": "packed", "loss": "chunked", "checkpointing": "selective-op"},
+    ],
+    ids=lambda k: ",".join(f"{a}={b}" for a, b in k.items()),
+)
 def test_recipe_knobs_keep_the_losses(tmp_path, reference, knobs):
     ref = reference
     got = losses(tmp_path, "knob", **knobs)
-    assert len(ref) == STEPS and ref[-1] < ref[0]       # it trains
+    assert len(ref) == STEPS and ref[-1] < ref[0]  # it trains
     worst = max(abs(a / b - 1) for a, b in zip(got, ref))
     print(f"{knobs}: max relative difference {worst:.2e}")
     assert got == pytest.approx(ref, rel=REL_TOL)
@@ -53,5 +72,5 @@ def test_qlora_splits_give_the_same_losses(tmp_path):
     a = losses(tmp_path, "qlora41", micro=4, accum=1, **knobs)
     b = losses(tmp_path, "qlora22", micro=2, accum=2, **knobs)
     dense = losses(tmp_path, "lora", micro=4, accum=1, lora_rank=8)
-    assert abs(a[0] / dense[0] - 1) > 1e-5      # the base really is 4-bit: its rounding moves the first loss
+    assert abs(a[0] / dense[0] - 1) > 1e-5  # the base really is 4-bit: its rounding moves the first loss
     assert b == pytest.approx(a, rel=REL_TOL)

@@ -1,6 +1,7 @@
 """The router aux loss over a global batch (trainer/router.py) against transformers' own load_balancing_loss_func
 on a real tiny Qwen3-MoE: equal on one micro-batch (value and router gradients), and additive over micro-batches
 where transformers' per-forward loss is not."""
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -10,7 +11,7 @@ from planner.model.catalog import load_model
 from recipe import hf_config
 from trainer.router import RouterAux
 
-TOL = 1e-5      # relative, fp32 (sums in another order)
+TOL = 1e-5  # relative, fp32 (sums in another order)
 
 
 def tiny_moe(coef=0.3):
@@ -34,9 +35,11 @@ def router_grads(model):
 
 def our_loss(model, aux, parts):
     """The global aux loss's micro-batch terms over `parts` (RouterAux.route's pass first), backpropagated; their sum."""
+
     def forward(batch):
         with torch.no_grad():
             model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+
     aux.route([{"input_ids": i, "attention_mask": m} for i, m in parts], forward, 1, "cpu")
     got = 0.0
     for ids, mask in parts:
@@ -75,9 +78,11 @@ def test_micro_batch_terms_add_up_to_the_global_batch_where_per_forward_losses_d
     split = our_loss(model, aux, [(ids[:1], mask[:1]), (ids[1:3, :9], mask[1:3, :9]), (ids[3:], mask[3:])])
     assert split == pytest.approx(whole, rel=TOL)
     assert torch.allclose(router_grads(model), whole_grad, rtol=1e-4, atol=1e-8)
-    per_forward = [float(model(input_ids=i, attention_mask=m, output_router_logits=True).aux_loss)
-                   for i, m in ((ids[:2], mask[:2]), (ids[2:], mask[2:]))]
-    assert abs(sum(per_forward) / 2 / aux.value - 1) > 1e-3    # transformers' per-forward mean: not the batch's
+    per_forward = [
+        float(model(input_ids=i, attention_mask=m, output_router_logits=True).aux_loss)
+        for i, m in ((ids[:2], mask[:2]), (ids[2:], mask[2:]))
+    ]
+    assert abs(sum(per_forward) / 2 / aux.value - 1) > 1e-3  # transformers' per-forward mean: not the batch's
 
 
 def test_off_unless_the_config_turns_it_on():

@@ -1,4 +1,5 @@
 """Bundled data: model configs (HF config.json values) and the GPU table, read without torch."""
+
 from __future__ import annotations
 
 import difflib
@@ -25,9 +26,12 @@ def model_config(name: str) -> dict:
     key = name.strip().lower()
     if key not in model_names():
         guess = closest(name, {n: n for n in model_names()})
-        raise UnknownName(f"--model {name!r} is not a bundled model or a config path"
-                          + (f"; did you mean {guess}?" if guess else "")
-                          + f" (`planner models` lists all {len(model_names())})", "model")
+        raise UnknownName(
+            f"--model {name!r} is not a bundled model or a config path"
+            + (f"; did you mean {guess}?" if guess else "")
+            + f" (`planner models` lists all {len(model_names())})",
+            "model",
+        )
     return json.loads(_DATA.joinpath("models", key + ".json").read_text())
 
 
@@ -38,14 +42,14 @@ def _read_config_file(path: Path) -> dict:
         raise BadInput(f"model {str(path)!r}: no such config.json file or catalog name", "model")
     try:
         cfg = json.loads(path.read_text())
-    except (OSError, ValueError) as e:      # unreadable, not UTF-8, not JSON
+    except (OSError, ValueError) as e:  # unreadable, not UTF-8, not JSON
         raise BadInput(f"model {str(path)!r}: malformed config.json ({e.__class__.__name__}: {e})", "model") from None
     if not isinstance(cfg, dict):
         raise BadInput(f"model {str(path)!r}: config.json must hold a JSON object", "model")
     return cfg
 
 
-MAX_PATH_CHARS, MAX_NAME_CHARS = 4096, 255     # Linux PATH_MAX and NAME_MAX
+MAX_PATH_CHARS, MAX_NAME_CHARS = 4096, 255  # Linux PATH_MAX and NAME_MAX
 
 
 def checked_path(text: str, field: str) -> Path:
@@ -55,12 +59,16 @@ def checked_path(text: str, field: str) -> Path:
         raise BadInput(f"{flag} {text[:80]!r}: a path cannot hold a NUL byte", field)
     try:
         p = Path(text).expanduser()
-    except RuntimeError:    # "~name" of no such user: pathlib cannot find a home directory
-        raise BadInput(f"{flag} {text[:80]!r}: no such user's home directory (~user), catalog name or file",
-                       field) from None
+    except RuntimeError:  # "~name" of no such user: pathlib cannot find a home directory
+        raise BadInput(
+            f"{flag} {text[:80]!r}: no such user's home directory (~user), catalog name or file", field
+        ) from None
     if len(str(p)) > MAX_PATH_CHARS or any(len(part.encode()) > MAX_NAME_CHARS for part in p.parts):
-        raise BadInput(f"{flag} {text[:80]!r}...: path or name too long ({MAX_PATH_CHARS} characters a path, "
-                       f"{MAX_NAME_CHARS} bytes a name)", field)
+        raise BadInput(
+            f"{flag} {text[:80]!r}...: path or name too long ({MAX_PATH_CHARS} characters a path, "
+            f"{MAX_NAME_CHARS} bytes a name)",
+            field,
+        )
     return p
 
 
@@ -84,6 +92,7 @@ def gpus() -> tuple[GPU, ...]:
 def closest(name: str, choices: dict[str, str]) -> str | None:
     """The value of the key in `choices` spelled most like `name`, ignoring case and punctuation (so
     llama-3-8b finds llama-3.1-8b, h100-sxm-80gb finds h100-sxm5-80gb); None where none is close."""
+
     def bare(text: str) -> str:
         return re.sub(r"[^a-z0-9]", "", text.lower())
 
@@ -99,14 +108,17 @@ def gpu(name: str) -> GPU:
     key = name.strip().lower().replace("_", "-").replace(" ", "-")
     hits = [g for g in gpus() if key == g.name or key in g.aliases]
     if len(hits) > 1:
-        raise BadInput(f"--gpu {name!r} is ambiguous: "
-                       + " or ".join(f"{g.name} ({g.memory_mib / 1024:.0f} GiB)" for g in hits), "gpu")
+        raise BadInput(
+            f"--gpu {name!r} is ambiguous: " + " or ".join(f"{g.name} ({g.memory_mib / 1024:.0f} GiB)" for g in hits),
+            "gpu",
+        )
     if hits:
         return hits[0]
     guess = closest(key, {n: g.name for g in gpus() for n in (g.name, *g.aliases)})
     named = f"; did you mean {guess} ({gpu(guess).memory_mib / 1024:.0f} GiB)?" if guess else ""
-    raise UnknownName(f"--gpu {name!r} is not in the GPU catalog{named} (`planner gpus` lists all "
-                      f"{len(gpus())}, or 'local')", "gpu")
+    raise UnknownName(
+        f"--gpu {name!r} is not in the GPU catalog{named} (`planner gpus` lists all {len(gpus())}, or 'local')", "gpu"
+    )
 
 
 def gpus_json() -> dict:

@@ -1,29 +1,79 @@
 """Running the `planner` command as a user does: a subprocess (a narrow terminal, so a printed command must
 stay whole), one-line errors, exit codes 0, 2, 3."""
+
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-PLAN_KEYS = {"micro_batch", "grad_accum", "world_size", "global_batch", "precision", "checkpointing", "zero_stage",
-             "offload", "optimizer", "lora_rank", "memory", "fits", "reason", "step_time_s", "tokens_per_s",
-             "evidence", "launch"}
-MEMORY_KEYS = {"params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "temp_bytes",
-               "peak_allocated_bytes", "overhead_bytes", "device_total_bytes", "capacity_bytes", "headroom_bytes"}
-SUGGEST = ["suggest", "--model", "llama-3.1-8b", "--gpu", "a100-80gb", "--gpus-per-node", "8",
-           "--global-batch", "256", "--seq-len", "4096"]
+PLAN_KEYS = {
+    "micro_batch",
+    "grad_accum",
+    "world_size",
+    "global_batch",
+    "precision",
+    "checkpointing",
+    "zero_stage",
+    "offload",
+    "optimizer",
+    "lora_rank",
+    "memory",
+    "fits",
+    "reason",
+    "step_time_s",
+    "tokens_per_s",
+    "evidence",
+    "launch",
+}
+MEMORY_KEYS = {
+    "params_bytes",
+    "grads_bytes",
+    "optimizer_bytes",
+    "activations_bytes",
+    "temp_bytes",
+    "peak_allocated_bytes",
+    "overhead_bytes",
+    "device_total_bytes",
+    "capacity_bytes",
+    "headroom_bytes",
+}
+SUGGEST = [
+    "suggest",
+    "--model",
+    "llama-3.1-8b",
+    "--gpu",
+    "a100-80gb",
+    "--gpus-per-node",
+    "8",
+    "--global-batch",
+    "256",
+    "--seq-len",
+    "4096",
+]
 
 
 def planner(*args, store=None, cwd=ROOT, timeout=600, env=None):
     """`python -m planner.cli ARGS` at COLUMNS=40 (CI's longer checkout path once made rich wrap a command
     mid-flag); `store` sets MEMPLAN_STORE."""
-    penv = {"OMP_NUM_THREADS": "1", "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "COLUMNS": "40",
-            "HOME": os.environ.get("HOME", "/tmp"), **(env or {})}
+    penv = {
+        "OMP_NUM_THREADS": "1",
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "COLUMNS": "40",
+        "HOME": os.environ.get("HOME", "/tmp"),
+        **(env or {}),
+    }
     if store is not None:
         penv["MEMPLAN_STORE"] = str(store)
-    return subprocess.run([sys.executable, "-m", "planner.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=timeout, check=False, env=penv)
+    return subprocess.run(
+        [sys.executable, "-m", "planner.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
+        check=False,
+        env=penv,
+    )
 
 
 def one_line_error(r, needle: str, code: int = 2) -> None:

@@ -1,5 +1,6 @@
 """A "does not fit" on the command line: advice from the term that decides the peak, the nearest settings that fit,
 exit 2 for requests that cannot exist, and output a pipe can read (issue 30, items 1 to 3)."""
+
 import json
 
 import pytest
@@ -7,12 +8,12 @@ import pytest
 from tests.planner.cli.helpers import one_line_error, planner
 
 SMALL_8B = ["--model", "llama-3.1-8b", "--gpu", "h100", "--precision", "bf16-pure", "--evidence", "analytic"]
-GRPO_16 = ["--workload", "grpo", "--max-prompt-length", "16", "--max-completion-length", "16",
-           "--num-generations", "8"]
+GRPO_16 = ["--workload", "grpo", "--max-prompt-length", "16", "--max-completion-length", "16", "--num-generations", "8"]
 
 
-@pytest.mark.parametrize("shape", [["--seq-len", "256", "--checkpointing", "full"], GRPO_16],
-                         ids=["sft-256", "grpo-16+16"])
+@pytest.mark.parametrize(
+    "shape", [["--seq-len", "256", "--checkpointing", "full"], GRPO_16], ids=["sft-256", "grpo-16+16"]
+)
 def test_advice_comes_from_the_optimizer_steps_temporaries_and_the_fused_optimizer_fits(shape):
     """Saved activations are 0.1 GiB: the peak is the foreach AdamW step's copies, not the sequence."""
     micro = ["--micro-batch", "8" if shape is GRPO_16 else "1"]
@@ -24,24 +25,72 @@ def test_advice_comes_from_the_optimizer_steps_temporaries_and_the_fused_optimiz
     assert "shorter sequence" not in reason and "add GPUs" not in reason, reason
     fused = next(n for n in out["nearest"] if n["change"] == "optimizer adamw-fused")
     assert fused["plan"]["fits"] and fused["plan"]["optimizer"] == "adamw-fused"
-    assert (fused["plan"]["precision"], fused["plan"]["zero_stage"]) == ("bf16-pure", 0)    # the user's own knobs
+    assert (fused["plan"]["precision"], fused["plan"]["zero_stage"]) == ("bf16-pure", 0)  # the user's own knobs
     assert planner("check", *SMALL_8B, *micro, *shape, "--optimizer", "adamw-fused").returncode == 0
 
 
 def test_activation_and_logit_peaks_get_their_own_advice():
-    act = json.loads(planner("check", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus-per-node", "8",
-                             "--micro-batch", "8", "--seq-len", "8192", "--zero", "3", "--json").stdout)
+    act = json.loads(
+        planner(
+            "check",
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            "h100",
+            "--gpus-per-node",
+            "8",
+            "--micro-batch",
+            "8",
+            "--seq-len",
+            "8192",
+            "--zero",
+            "3",
+            "--json",
+        ).stdout
+    )
     assert "saved activations" in act["plan"]["reason"] and "--checkpointing full" in act["plan"]["reason"]
-    logits = json.loads(planner("check", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus-per-node", "8",
-                                "--micro-batch", "4", "--seq-len", "8192", "--zero", "3", "--checkpointing", "full",
-                                "--json").stdout)
+    logits = json.loads(
+        planner(
+            "check",
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            "h100",
+            "--gpus-per-node",
+            "8",
+            "--micro-batch",
+            "4",
+            "--seq-len",
+            "8192",
+            "--zero",
+            "3",
+            "--checkpointing",
+            "full",
+            "--json",
+        ).stdout
+    )
     assert "logits/loss" in logits["plan"]["reason"] and "--loss chunked" in logits["plan"]["reason"]
 
 
 def test_nothing_fits_ends_with_the_nearest_settings_that_fit():
     """LoRA r16 fits the 72B story (62.96 GiB, no offload); the old output never said so."""
-    args = ["suggest", "--model", "qwen2.5-72b", "--gpu", "a100-80gb", "--gpus-per-node", "8", "--global-batch", "64",
-            "--seq-len", "4096", "--offload", "none", "--evidence", "analytic"]
+    args = [
+        "suggest",
+        "--model",
+        "qwen2.5-72b",
+        "--gpu",
+        "a100-80gb",
+        "--gpus-per-node",
+        "8",
+        "--global-batch",
+        "64",
+        "--seq-len",
+        "4096",
+        "--offload",
+        "none",
+        "--evidence",
+        "analytic",
+    ]
     out = json.loads(planner(*args, "--json").stdout)
     lora = next(n for n in out["nearest"] if n["change"] == "LoRA rank 16")
     assert lora["changes"] == {"lora_rank": 16} and lora["plan"]["fits"]
@@ -52,12 +101,18 @@ def test_nothing_fits_ends_with_the_nearest_settings_that_fit():
     assert len(text.stdout.splitlines()) < 80, len(text.stdout.splitlines())
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["suggest", "--global-batch", "8", "--zero", "0", "--fsdp", "off", "--offload", "optimizer"], "needs DeepSpeed"),
-    (["suggest", "--global-batch", "8", "--fsdp", "hybrid"], "--fsdp hybrid"),
-    (["suggest", "--global-batch", "8", "--gpu", "v100-32gb", "--precision", "bf16"], "has no bf16 support"),
-    (["check", "--micro-batch", "1", "--gpu", "v100-32gb", "--precision", "bf16"], "has no bf16 support"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (
+            ["suggest", "--global-batch", "8", "--zero", "0", "--fsdp", "off", "--offload", "optimizer"],
+            "needs DeepSpeed",
+        ),
+        (["suggest", "--global-batch", "8", "--fsdp", "hybrid"], "--fsdp hybrid"),
+        (["suggest", "--global-batch", "8", "--gpu", "v100-32gb", "--precision", "bf16"], "has no bf16 support"),
+        (["check", "--micro-batch", "1", "--gpu", "v100-32gb", "--precision", "bf16"], "has no bf16 support"),
+    ],
+)
 def test_requests_that_cannot_exist_exit_2_with_the_reason(args, needle):
     gpu = [] if "--gpu" in args else ["--gpu", "h100"]
     r = planner(*args, "--model", "llama-3.2-1b", *gpu, "--seq-len", "256", "--evidence", "analytic")
@@ -65,11 +120,33 @@ def test_requests_that_cannot_exist_exit_2_with_the_reason(args, needle):
 
 
 def test_fitting_suggest_prints_no_rejected_table_and_check_prints_its_speed():
-    r = planner("suggest", "--model", "llama-3.2-1b", "--gpu", "h100", "--global-batch", "16", "--seq-len", "2048",
-                "--evidence", "analytic")
+    r = planner(
+        "suggest",
+        "--model",
+        "llama-3.2-1b",
+        "--gpu",
+        "h100",
+        "--global-batch",
+        "16",
+        "--seq-len",
+        "2048",
+        "--evidence",
+        "analytic",
+    )
     assert r.returncode == 0 and "rejected" not in r.stdout
-    c = planner("check", "--model", "llama-3.2-1b", "--gpu", "h100", "--micro-batch", "2", "--seq-len", "2048",
-                "--evidence", "analytic")
+    c = planner(
+        "check",
+        "--model",
+        "llama-3.2-1b",
+        "--gpu",
+        "h100",
+        "--micro-batch",
+        "2",
+        "--seq-len",
+        "2048",
+        "--evidence",
+        "analytic",
+    )
     assert c.returncode == 0 and c.stdout.splitlines()[1].startswith("speed: ") and "tokens/s" in c.stdout
 
 
@@ -77,11 +154,42 @@ def test_headlines_stay_on_one_line_and_each_reason_once():
     r = planner("check", *SMALL_8B, "--micro-batch", "1", "--seq-len", "256", "--checkpointing", "full")
     first = r.stdout.splitlines()[0]
     assert first.startswith("llama-3.1-8b: micro 1") and first.rstrip().endswith("offload"), first
-    s = planner("suggest", "--model", "qwen2.5-72b", "--gpu", "a100-80gb", "--gpus-per-node", "8", "--global-batch",
-                "64", "--seq-len", "4096", "--offload", "none", "--evidence", "analytic", "--json")
+    s = planner(
+        "suggest",
+        "--model",
+        "qwen2.5-72b",
+        "--gpu",
+        "a100-80gb",
+        "--gpus-per-node",
+        "8",
+        "--global-batch",
+        "64",
+        "--seq-len",
+        "4096",
+        "--offload",
+        "none",
+        "--evidence",
+        "analytic",
+        "--json",
+    )
     reasons = [p["reason"] for p in json.loads(s.stdout)["rejected"]]
-    text = planner("suggest", "--model", "qwen2.5-72b", "--gpu", "a100-80gb", "--gpus-per-node", "8",
-                   "--global-batch", "64", "--seq-len", "4096", "--offload", "none", "--evidence", "analytic").stdout
-    table = text[text.index("rejected"):text.index("nearest settings")]
+    text = planner(
+        "suggest",
+        "--model",
+        "qwen2.5-72b",
+        "--gpu",
+        "a100-80gb",
+        "--gpus-per-node",
+        "8",
+        "--global-batch",
+        "64",
+        "--seq-len",
+        "4096",
+        "--offload",
+        "none",
+        "--evidence",
+        "analytic",
+    ).stdout
+    table = text[text.index("rejected") : text.index("nearest settings")]
     rows = [line for line in table.splitlines() if line.startswith("│ ") and line.split("│")[1].strip()]
     assert len(rows) == len(set(reasons)) < len(reasons), (len(rows), len(set(reasons)), len(reasons))

@@ -1,4 +1,5 @@
 """`planner check`: one configuration, alternatives, bad input, --verify."""
+
 import json
 import subprocess
 
@@ -8,58 +9,123 @@ from tests.planner.cli.helpers import one_line_error, planner
 
 
 def test_check_fits_and_suggests_alternatives():
-    args = ["check", "--model", "qwen2.5-vl-3b", "--gpu", "h20", "--gpus-per-node", "6", "--micro-batch", "4",
-            "--grad-accum", "1", "--seq-len", "4096", "--image-tokens", "1024", "--precision", "bf16",
-            "--checkpointing", "off", "--json"]
+    args = [
+        "check",
+        "--model",
+        "qwen2.5-vl-3b",
+        "--gpu",
+        "h20",
+        "--gpus-per-node",
+        "6",
+        "--micro-batch",
+        "4",
+        "--grad-accum",
+        "1",
+        "--seq-len",
+        "4096",
+        "--image-tokens",
+        "1024",
+        "--precision",
+        "bf16",
+        "--checkpointing",
+        "off",
+        "--json",
+    ]
     r = planner(*args)
     out = json.loads(r.stdout)
     assert r.returncode == 3 and not out["plan"]["fits"] and out["plan"]["reason"]
     assert 1 <= len(out["suggestions"]) <= 5
     assert all(s["global_batch"] == 24 and s["fits"] for s in out["suggestions"])
-    ok = planner("check", "--model", "debug-llama", "--gpu", "rtx4090", "--micro-batch", "2", "--grad-accum", "2",
-                 "--seq-len", "512", "--precision", "bf16", "--checkpointing", "off")
+    ok = planner(
+        "check",
+        "--model",
+        "debug-llama",
+        "--gpu",
+        "rtx4090",
+        "--micro-batch",
+        "2",
+        "--grad-accum",
+        "2",
+        "--seq-len",
+        "512",
+        "--precision",
+        "bf16",
+        "--checkpointing",
+        "off",
+    )
     assert ok.returncode == 0 and "fits" in ok.stdout
 
 
 def test_check_rejects_impossible_combinations():
-    r = planner("check", "--model", "gpt2", "--gpu", "a100-40gb", "--micro-batch", "1", "--grad-accum", "1",
-                "--seq-len", "128", "--precision", "bf16", "--checkpointing", "off", "--offload", "optimizer")
+    r = planner(
+        "check",
+        "--model",
+        "gpt2",
+        "--gpu",
+        "a100-40gb",
+        "--micro-batch",
+        "1",
+        "--grad-accum",
+        "1",
+        "--seq-len",
+        "128",
+        "--precision",
+        "bf16",
+        "--checkpointing",
+        "off",
+        "--offload",
+        "optimizer",
+    )
     assert r.returncode == 2 and "needs DeepSpeed" in r.stderr
 
 
 CHECK = ["check", "--gpu", "h100", "--micro-batch", "1", "--seq-len", "1024", "--evidence", "analytic"]
-LLAMA = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 2, "num_attention_heads": 32,
-         "intermediate_size": 11008, "vocab_size": 32000}
+LLAMA = {
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 32,
+    "intermediate_size": 11008,
+    "vocab_size": 32000,
+}
 
 
 def _config(tmp_path, **changes):
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({**LLAMA, **changes}))    # json writes NaN/Infinity as Python's json reads them
+    path.write_text(json.dumps({**LLAMA, **changes}))  # json writes NaN/Infinity as Python's json reads them
     return str(path)
 
 
-@pytest.mark.parametrize("changes,needle", [
-    ({"hidden_size": -4096}, "hidden_size = -4096 must be an integer from 1 to 1000000"),
-    ({"hidden_size": True}, "hidden_size = True must be a positive integer"),
-    ({"num_hidden_layers": 0}, "num_hidden_layers = 0 must be an integer from 1 to 10000"),
-    ({"num_attention_heads": 0}, "num_attention_heads = 0 must be an integer from 1"),
-    ({"hidden_size": float("nan")}, "hidden_size = nan must be a positive integer"),
-    ({"hidden_size": float("inf")}, "hidden_size = inf must be a positive integer"),
-    ({"hidden_size": 1e300}, "hidden_size = 1e+300 must be a positive integer"),
-    ({"hidden_size": 4096.5}, "hidden_size = 4096.5 must be a positive integer"),
-    ({"hidden_size": 2_000_000}, "hidden_size = 2000000 must be an integer from 1 to 1000000"),
-    ({"num_hidden_layers": 20_000}, "num_hidden_layers = 20000 must be an integer from 1 to 10000"),
-    ({"num_attention_heads": 30}, "num_attention_heads = 30 does not divide hidden_size = 4096"),
-    ({"vocab_size": None}, "config.json lacks 'vocab_size'"),
-    ({"vocab_size": "32000"}, "vocab_size = '32000' must be a positive integer"),
-    ({"model_type": "jetmoe", "num_local_experts": 8, "num_experts_per_tok": 2}, "is a mixture-of-experts model"),
-    ({"model_type": "llama", "num_experts": 128}, "of a family memplan does not count (MoE families: deepseek_v2"),
-    ({"model_type": "granitemoe", "num_local_experts": 8}, "is a mixture-of-experts model"),
-    ({"model_type": "mixtral", "num_local_experts": 8, "num_experts_per_tok": 9}, "num_experts_per_tok = 9 exceeds"),
-    ({"model_type": "qwen3_moe", "num_experts": 8, "num_experts_per_tok": 2, "mlp_only_layers": "all"},
-     "mlp_only_layers must be a list"),
-    ({"model_type": "mixtral", "num_local_experts": 0, "num_experts_per_tok": 2}, "num_local_experts = 0 must be"),
-])
+@pytest.mark.parametrize(
+    "changes,needle",
+    [
+        ({"hidden_size": -4096}, "hidden_size = -4096 must be an integer from 1 to 1000000"),
+        ({"hidden_size": True}, "hidden_size = True must be a positive integer"),
+        ({"num_hidden_layers": 0}, "num_hidden_layers = 0 must be an integer from 1 to 10000"),
+        ({"num_attention_heads": 0}, "num_attention_heads = 0 must be an integer from 1"),
+        ({"hidden_size": float("nan")}, "hidden_size = nan must be a positive integer"),
+        ({"hidden_size": float("inf")}, "hidden_size = inf must be a positive integer"),
+        ({"hidden_size": 1e300}, "hidden_size = 1e+300 must be a positive integer"),
+        ({"hidden_size": 4096.5}, "hidden_size = 4096.5 must be a positive integer"),
+        ({"hidden_size": 2_000_000}, "hidden_size = 2000000 must be an integer from 1 to 1000000"),
+        ({"num_hidden_layers": 20_000}, "num_hidden_layers = 20000 must be an integer from 1 to 10000"),
+        ({"num_attention_heads": 30}, "num_attention_heads = 30 does not divide hidden_size = 4096"),
+        ({"vocab_size": None}, "config.json lacks 'vocab_size'"),
+        ({"vocab_size": "32000"}, "vocab_size = '32000' must be a positive integer"),
+        ({"model_type": "jetmoe", "num_local_experts": 8, "num_experts_per_tok": 2}, "is a mixture-of-experts model"),
+        ({"model_type": "llama", "num_experts": 128}, "of a family memplan does not count (MoE families: deepseek_v2"),
+        ({"model_type": "granitemoe", "num_local_experts": 8}, "is a mixture-of-experts model"),
+        (
+            {"model_type": "mixtral", "num_local_experts": 8, "num_experts_per_tok": 9},
+            "num_experts_per_tok = 9 exceeds",
+        ),
+        (
+            {"model_type": "qwen3_moe", "num_experts": 8, "num_experts_per_tok": 2, "mlp_only_layers": "all"},
+            "mlp_only_layers must be a list",
+        ),
+        ({"model_type": "mixtral", "num_local_experts": 0, "num_experts_per_tok": 2}, "num_local_experts = 0 must be"),
+    ],
+)
 def test_config_json_that_cannot_be_counted_is_refused_in_one_line(tmp_path, changes, needle):
     """Issue 12: these gave negative GiB with exit 0 (-4096), were read as 1 (true), raised tracebacks
     (zero sizes, NaN, Infinity, 1e300, 4096.5) or were counted as one dense expert (Mixtral: 7.24B
@@ -71,33 +137,74 @@ def test_config_json_that_cannot_be_counted_is_refused_in_one_line(tmp_path, cha
 def test_a_family_outside_the_exact_ones_is_marked_approximate_with_a_wider_margin(tmp_path):
     """OLMo-2 (post-norms, q/k norms over the whole width) is not counted exactly (Phi-3, the issue's example,
     now is): the headline, the table and the JSON say so (model.exact false), and the default margin is 0.15."""
-    phi3 = _config(tmp_path, model_type="olmo2", hidden_size=3072, num_hidden_layers=32, intermediate_size=8192,
-                   vocab_size=32064)
+    phi3 = _config(
+        tmp_path, model_type="olmo2", hidden_size=3072, num_hidden_layers=32, intermediate_size=8192, vocab_size=32064
+    )
     out = json.loads(planner(*CHECK, "--model", phi3, "--json").stdout)
     assert out["model"]["exact"] is False and out["goal"]["margin"] == 0.15
     r = planner(*CHECK, "--model", phi3)
     assert "APPROXIMATE: model_type 'olmo2'" in r.stdout and "margin 0.15" in r.stdout
-    assert "(approx.)" in r.stdout                              # the alternatives' evidence column
+    assert "(approx.)" in r.stdout  # the alternatives' evidence column
     exact = json.loads(planner(*CHECK, "--model", "llama-3.2-1b", "--json").stdout)
     assert exact["model"]["exact"] is True and exact["goal"]["margin"] == 0.05
     given = json.loads(planner(*CHECK, "--model", phi3, "--margin", "0.1", "--json").stdout)
-    assert given["goal"]["margin"] == 0.1                       # an explicit margin is the user's
+    assert given["goal"]["margin"] == 0.1  # an explicit margin is the user's
 
 
 def test_huge_batches_are_refused_at_once_not_after_a_minute():
     """Issue 12: micro 1e8 x accum 1e8 ran for over 70 s; the CLI now enforces the API's bounds."""
-    r = planner("check", "--model", "llama-3.2-1b", "--gpu", "h100", "--micro-batch", "100000000",
-                "--grad-accum", "100000000", "--seq-len", "1024", timeout=20)
+    r = planner(
+        "check",
+        "--model",
+        "llama-3.2-1b",
+        "--gpu",
+        "h100",
+        "--micro-batch",
+        "100000000",
+        "--grad-accum",
+        "100000000",
+        "--seq-len",
+        "1024",
+        timeout=20,
+    )
     one_line_error(r, "--micro-batch 100000000: Input should be less than or equal to 65536")
-    r = planner("check", "--model", "llama-3.2-1b", "--gpu", "h100", "--gpus-per-node", "64", "--nodes", "4096",
-                "--micro-batch", "65536", "--seq-len", "1024", timeout=20)
+    r = planner(
+        "check",
+        "--model",
+        "llama-3.2-1b",
+        "--gpu",
+        "h100",
+        "--gpus-per-node",
+        "64",
+        "--nodes",
+        "4096",
+        "--micro-batch",
+        "65536",
+        "--seq-len",
+        "1024",
+        timeout=20,
+    )
     one_line_error(r, "is over the largest global batch, 16777216")
 
 
 def test_precision_and_checkpointing_have_defaults():
-    out = json.loads(planner("check", "--model", "llama-3.2-1b", "--gpu", "v100", "--micro-batch", "1",
-                             "--seq-len", "512", "--evidence", "analytic", "--json").stdout)
-    assert out["plan"]["precision"] == "fp16" and out["plan"]["checkpointing"] == "off"   # V100: no bf16
+    out = json.loads(
+        planner(
+            "check",
+            "--model",
+            "llama-3.2-1b",
+            "--gpu",
+            "v100",
+            "--micro-batch",
+            "1",
+            "--seq-len",
+            "512",
+            "--evidence",
+            "analytic",
+            "--json",
+        ).stdout
+    )
+    assert out["plan"]["precision"] == "fp16" and out["plan"]["checkpointing"] == "off"  # V100: no bf16
 
 
 @pytest.mark.parametrize("evidence", ["analytic", "sim", "auto"])
@@ -105,11 +212,25 @@ def test_verify_works_with_every_evidence_mode(tmp_path, evidence):
     """Issue 12: --evidence analytic --verify raised AttributeError after the probe had run."""
     pytest.importorskip("transformers")
     store = tmp_path / "s.sqlite"
-    r = planner("check", "--model", "debug-llama", "--gpu", "h100", "--micro-batch", "2", "--seq-len", "128",
-                "--evidence", evidence, "--verify", "--json", store=store)
+    r = planner(
+        "check",
+        "--model",
+        "debug-llama",
+        "--gpu",
+        "h100",
+        "--micro-batch",
+        "2",
+        "--seq-len",
+        "128",
+        "--evidence",
+        evidence,
+        "--verify",
+        "--json",
+        store=store,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout)
-    assert out["verified"]["backend"] == "sim" and out["verified"]["status"] == "ok"    # no GPU here
+    assert out["verified"]["backend"] == "sim" and out["verified"]["status"] == "ok"  # no GPU here
     assert out["plan"]["evidence"] == "simulated"
     assert out["plan"]["memory"]["peak_allocated_bytes"] == out["verified"]["peak_allocated_bytes"]
     listed = json.loads(planner("probes", "list", "--json", store=store).stdout)["records"]
@@ -128,8 +249,21 @@ def test_a_store_that_cannot_be_written_is_refused_before_the_probe(tmp_path):
     if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(store)], check=False).returncode:
         pytest.skip("chattr +i is not available here")
     try:
-        r = planner("check", "--model", "debug-llama", "--gpu", "h100", "--micro-batch", "2", "--seq-len", "128",
-                    "--verify", "--store", str(store), timeout=60)
+        r = planner(
+            "check",
+            "--model",
+            "debug-llama",
+            "--gpu",
+            "h100",
+            "--micro-batch",
+            "2",
+            "--seq-len",
+            "128",
+            "--verify",
+            "--store",
+            str(store),
+            timeout=60,
+        )
         one_line_error(r, "cannot be written (attempt to write a readonly database)")
         r = planner("probe", "--model", "debug-llama", "--micro-batch", "2", "--seq-len", "128", "--store", str(store))
         one_line_error(r, "a probe's record would be lost")

@@ -1,4 +1,5 @@
 """`planner gpus`: the GPU catalog."""
+
 import json
 
 from planner.cli import main

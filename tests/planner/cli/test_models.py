@@ -1,4 +1,5 @@
 """`planner models`: the model catalog."""
+
 import json
 
 from planner.cli import main

@@ -1,6 +1,7 @@
 """planner/config/knobfields.py: every knob is declared once and reaches every face (issue 29, item 1). The web form's
 half of the guard is tests/api/test_web.py::test_every_knob_has_a_control; the property tests' half is
 tests/planner/test_advise.py::test_the_strategies_cover_every_knob."""
+
 import json
 
 import pytest
@@ -26,15 +27,17 @@ def test_every_knob_is_a_flag_of_each_one_configuration_face(command):
 
 def test_searched_knobs_take_comma_lists_in_suggest_and_one_value_in_check():
     assert "a comma list to search" in help_of("suggest") and "a comma list to search" not in help_of("check")
-    args = build_parser().parse_args(["suggest", "--model", "m", "--gpu", "h100", "--global-batch", "8",
-                                      "--zero", "2,3", "--fsdp", "off"])
-    assert (args.zero_stage, args.fsdp, args.offload) == ([2, 3], ["off"], None)    # None: the request's default
+    args = build_parser().parse_args(
+        ["suggest", "--model", "m", "--gpu", "h100", "--global-batch", "8", "--zero", "2,3", "--fsdp", "off"]
+    )
+    assert (args.zero_stage, args.fsdp, args.offload) == ([2, 3], ["off"], None)  # None: the request's default
     args = build_parser().parse_args(["check", "--model", "m", "--gpu", "h100", "--micro-batch", "1", "--zero", "2"])
     assert args.zero_stage == 2
 
 
-@pytest.mark.parametrize("request_model, many", [(advise.SuggestRequest, True), (advise.CheckRequest, False),
-                                                 (advise.ProbeRequest, False)])
+@pytest.mark.parametrize(
+    "request_model, many", [(advise.SuggestRequest, True), (advise.CheckRequest, False), (advise.ProbeRequest, False)]
+)
 def test_every_knob_is_a_field_of_each_request_schema(request_model, many):
     props = request_model.model_json_schema()["properties"]
     assert {name_of(k) for k in KNOBS} <= set(props)
@@ -52,10 +55,14 @@ def test_the_api_schemas_carry_every_knob():
 
 
 def test_a_plans_json_and_space_carry_every_knob_under_its_one_name():
-    r = advise.suggest(advise.parse(advise.SuggestRequest, {"model": "debug-llama", "gpu": "h100", "global_batch": 4,
-                                                            "seq_len": 64, "evidence": "analytic", "top": 1}))
+    r = advise.suggest(
+        advise.parse(
+            advise.SuggestRequest,
+            {"model": "debug-llama", "gpu": "h100", "global_batch": 4, "seq_len": 64, "evidence": "analytic", "top": 1},
+        )
+    )
     plan = json.loads(r.plans[0].model_dump_json())
-    assert set(KNOBS) <= set(plan) and plan["fsdp"] == "off"          # one representation: "off", never null
+    assert set(KNOBS) <= set(plan) and plan["fsdp"] == "off"  # one representation: "off", never null
     assert set(Space.model_fields) == set(KNOBS)
     assert Plan.model_validate({**plan, "fsdp": None}).fsdp == "off"  # plan files written before: null read as off
 
@@ -66,6 +73,6 @@ def test_defaults_are_the_declarations():
     assert {k: getattr(req, k) for k in FIXED} == {k: getattr(Knobs(), k) for k in FIXED}
     s = advise.parse(advise.SuggestRequest, {"model": "m", "gpu": "h100", "global_batch": 8})
     assert {k: getattr(s, k) for k in SEARCHED} == {k: v[0] for k, v in SEARCHED.items()}
-    assert advise.parse(advise.SuggestRequest, {"model": "m", "gpu": "h100", "global_batch": 8,
-                                                "zero_stage": [3]}).zero_stage == [3]    # the name, beside the alias
-
+    assert advise.parse(
+        advise.SuggestRequest, {"model": "m", "gpu": "h100", "global_batch": 8, "zero_stage": [3]}
+    ).zero_stage == [3]  # the name, beside the alias

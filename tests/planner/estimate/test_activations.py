@@ -5,6 +5,7 @@ Tolerance: 3%. The CPU and CUDA SDPA kernels save the same tensors (q, k, v, out
 bias made from the padding mask); dropout is off because CPU SDPA falls back to the math kernel
 with dropout, where CUDA's memory-efficient kernel does not.
 """
+
 import pytest
 
 from planner.estimate import activations as act

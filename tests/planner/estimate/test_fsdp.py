@@ -2,6 +2,7 @@
 the exports loaded by the libraries that read them (transformers' TrainingArguments, accelerate's config loader).
 The sharded terms are pinned to real fully_shard runs in tests/probes/test_dist.py and
 benchmarks/results/fsdp_sharding.json (2 and 4 ranks, fp32 / bf16 / bf16-pure: exact)."""
+
 import json
 
 import pytest
@@ -24,19 +25,31 @@ def _plan(mode="full", precision="bf16", offload="none", ckpt="full", nodes=1, m
     return with_launch(make_plan(spec, hw, goal, k, 2), spec, hw, goal), hw
 
 
-@pytest.mark.parametrize("fields,needle", [
-    ({"fsdp": "full", "zero_stage": 3}, "a plan uses ZeRO or FSDP, not both"),
-    ({"fsdp": "full", "offload": "optimizer"}, r"use --offload optimizer\+params"),
-    ({"fsdp": "grad-op", "precision": "fp16"}, "FSDP plans run bf16"),
-])
+@pytest.mark.parametrize(
+    "fields,needle",
+    [
+        ({"fsdp": "full", "zero_stage": 3}, "a plan uses ZeRO or FSDP, not both"),
+        ({"fsdp": "full", "offload": "optimizer"}, r"use --offload optimizer\+params"),
+        ({"fsdp": "grad-op", "precision": "fp16"}, "FSDP plans run bf16"),
+    ],
+)
 def test_the_knob_rules_refuse_in_one_line(fields, needle):
     with pytest.raises(BadInput, match=needle):
         Knobs.make(**fields)
 
 
 def test_hybrid_on_one_node_is_refused_by_check():
-    req = advise.parse(advise.CheckRequest, {"model": "llama-3.1-8b", "gpu": "h100", "gpus_per_node": 8,
-                                              "micro_batch": 1, "seq_len": 1024, "fsdp": "hybrid"})
+    req = advise.parse(
+        advise.CheckRequest,
+        {
+            "model": "llama-3.1-8b",
+            "gpu": "h100",
+            "gpus_per_node": 8,
+            "micro_batch": 1,
+            "seq_len": 1024,
+            "fsdp": "hybrid",
+        },
+    )
     with pytest.raises(BadInput, match="--fsdp hybrid .* needs --nodes 2 or more"):
         advise.check(req)
 
@@ -45,30 +58,37 @@ def test_sharded_states_and_the_gathered_units():
     p, _ = _plan("full", "bf16")
     s = Setup(catalog.load_model("llama-3.1-8b"), p.knobs, 2, 1, 4096, 8)
     P, N = s.model.params, 8
-    assert memory.params_bytes(s) == P * 4 // N and memory.gradients_bytes(s) == P * 4 // N   # fp32 shards
+    assert memory.params_bytes(s) == P * 4 // N and memory.gradients_bytes(s) == P * 4 // N  # fp32 shards
     assert memory.optimizer_bytes(s) == P * 8 // N
     # the root (embeddings, norm, head: 2 x 128,256 x 4,096 + 4,096) and two layers, in bf16
     layer = fsdp.layer_params(s)
     assert fsdp.root_params(s) == 2 * 128256 * 4096 + 4096 and layer * 32 + fsdp.root_params(s) == P
     assert fsdp.unsharded_params_bytes(s) == (fsdp.root_params(s) + 2 * layer) * 2
     grad_op = Setup(s.model, Knobs(precision="bf16", fsdp="grad-op"), 2, 1, 4096, 8)
-    assert fsdp.unsharded_params_bytes(grad_op) == P * 2               # every layer kept from forward to backward
+    assert fsdp.unsharded_params_bytes(grad_op) == P * 2  # every layer kept from forward to backward
     pure = Setup(s.model, Knobs(precision="bf16-pure", fsdp="full"), 2, 1, 4096, 8)
     assert memory.params_bytes(pure) == P * 2 // N and memory.optimizer_bytes(pure) == P * 4 // N
     hybrid = Setup(s.model, Knobs(precision="bf16", fsdp="hybrid"), 2, 1, 4096, 8, nodes=4)
-    assert memory.params_bytes(hybrid) == P * 4 // 8                   # sharded within the node only
+    assert memory.params_bytes(hybrid) == P * 4 // 8  # sharded within the node only
     off = Setup(s.model, Knobs(precision="bf16", fsdp="full", offload="optimizer+params"), 2, 1, 4096, 8)
     assert memory.params_bytes(off) == memory.optimizer_bytes(off) == 0
     assert memory.host_offload_bytes_per_node(off) == 8 * (P * 16 // N)
 
 
 def test_suggest_ranks_fsdp_plans_beside_zero_and_fsdp_off_leaves_them_out():
-    base = {"model": "llama-3.1-8b", "gpu": "h100", "gpus_per_node": 8, "global_batch": 64, "seq_len": 4096,
-            "evidence": "analytic", "top": 20}
+    base = {
+        "model": "llama-3.1-8b",
+        "gpu": "h100",
+        "gpus_per_node": 8,
+        "global_batch": 64,
+        "seq_len": 4096,
+        "evidence": "analytic",
+        "top": 20,
+    }
     plans = advise.suggest(advise.parse(advise.SuggestRequest, base)).plans
     assert {p.fsdp for p in plans} >= {"off", "full", "grad-op"}
     assert all(p.zero_stage == 0 for p in plans if p.fsdp != "off")
-    assert "hybrid" not in {p.fsdp for p in plans}                        # one node
+    assert "hybrid" not in {p.fsdp for p in plans}  # one node
     off = advise.suggest(advise.parse(advise.SuggestRequest, {**base, "fsdp": ["off"]})).plans
     assert off and all(p.fsdp == "off" for p in off)
 
@@ -123,8 +143,9 @@ def test_the_wrap_classes_are_the_models_own(name):
     auto = transformers.AutoModelForImageTextToText if model.vision is not None else transformers.AutoModelForCausalLM
     with torch.device("meta"):
         built = auto.from_config(config)
-    own = set().union(*(m._no_split_modules or [] for m in built.modules()
-                        if isinstance(m, transformers.PreTrainedModel)))
+    own = set().union(
+        *(m._no_split_modules or [] for m in built.modules() if isinstance(m, transformers.PreTrainedModel))
+    )
     assert export.wrap_classes(model) and set(export.wrap_classes(model)) <= own, own
 
 
@@ -135,10 +156,20 @@ def test_check_with_simulated_evidence_traces_one_rank_of_an_fsdp_plan(tmp_path,
     pytest.importorskip("torch")
     from probes import probe_functions
 
-    req = advise.parse(advise.CheckRequest, {"model": name, "gpu": "h100", "gpus_per_node": 8, "micro_batch": 1,
-                                              "seq_len": 512, "fsdp": "full", "evidence": "sim"})
+    req = advise.parse(
+        advise.CheckRequest,
+        {
+            "model": name,
+            "gpu": "h100",
+            "gpus_per_node": 8,
+            "micro_batch": 1,
+            "seq_len": 512,
+            "fsdp": "full",
+            "evidence": "sim",
+        },
+    )
     plan = advise.check(req, store=str(tmp_path / "s.sqlite"), probes=probe_functions()).plan
     analytic = advise.check(req.model_copy(update={"evidence": "analytic"})).plan
     assert plan.evidence == "simulated" and plan.fsdp == "full" and plan.fits
-    assert plan.memory.params_bytes == analytic.memory.params_bytes         # the shards: analytic either way
+    assert plan.memory.params_bytes == analytic.memory.params_bytes  # the shards: analytic either way
     assert plan.memory.peak_allocated_bytes == pytest.approx(analytic.memory.peak_allocated_bytes, rel=0.1)

@@ -1,5 +1,6 @@
 """Memory terms pinned to published numbers (ZeRO paper), to DeepSpeed's own estimators on a real
 model, and the breakdown invariant (terms add up to the total)."""
+
 import pytest
 
 from planner.config.spec import GIB, Knobs
@@ -12,8 +13,17 @@ PHI = 7_500_000_000
 
 
 def flat_model(params: int, hidden: int = 4096) -> ModelSpec:
-    text = TextSpec(hidden=hidden, layers=1, heads=32, kv_heads=32, head_dim=hidden // 32, intermediate=4 * hidden,
-                    vocab=32000, tied=False, max_positions=4096)
+    text = TextSpec(
+        hidden=hidden,
+        layers=1,
+        heads=32,
+        kv_heads=32,
+        head_dim=hidden // 32,
+        intermediate=4 * hidden,
+        vocab=32000,
+        tied=False,
+        max_positions=4096,
+    )
     return ModelSpec("flat", "llama", text, (Tensors("layer", (params,)),))
 
 
@@ -21,12 +31,15 @@ def model_states(s: Setup) -> int:
     return mem.params_bytes(s) + mem.gradients_bytes(s) + mem.optimizer_bytes(s)
 
 
-@pytest.mark.parametrize("stage,paper_gb,tolerance", [
-    (0, 120.0, 0.001),   # torch AMP: fp32 weights (the master), fp32 grads, fp32 Adam = 16 bytes/param
-    (1, 31.4, 0.01),     # DeepSpeed also keeps the averaged gradient partition: +2/N bytes/param (+0.7%)
-    (2, 16.6, 0.005),    # the paper rounds 16.64 GB
-    (3, 1.9, 0.02),      # 16/N = 1.875 GB, printed as 1.9
-])
+@pytest.mark.parametrize(
+    "stage,paper_gb,tolerance",
+    [
+        (0, 120.0, 0.001),  # torch AMP: fp32 weights (the master), fp32 grads, fp32 Adam = 16 bytes/param
+        (1, 31.4, 0.01),  # DeepSpeed also keeps the averaged gradient partition: +2/N bytes/param (+0.7%)
+        (2, 16.6, 0.005),  # the paper rounds 16.64 GB
+        (3, 1.9, 0.02),  # 16/N = 1.875 GB, printed as 1.9
+    ],
+)
 def test_zero_paper_model_state_table(stage, paper_gb, tolerance):
     """Rajbhandari et al. 2020, Figure 1: 7.5B parameters, 64 GPUs, mixed-precision Adam."""
     s = Setup(flat_model(PHI), Knobs(precision="bf16", zero_stage=stage), 1, 1, 1024, 8, 8)
@@ -38,6 +51,7 @@ def real_small_model():
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     from planner.model.catalog import model_config
+
     cfg = model_config("debug-llama")
     model_type = cfg.pop("model_type")
     torch.manual_seed(0)
@@ -51,6 +65,7 @@ def test_zero2_matches_deepspeed_estimate(real_small_model, gpus):
     fp32 gradient partition built at step time give exactly that."""
     pytest.importorskip("deepspeed")
     from deepspeed.runtime.zero.stage_1_and_2 import estimate_zero2_model_states_mem_needs, model_to_params
+
     total = model_to_params(real_small_model)
     spec = load_model("debug-llama")
     assert total == spec.params
@@ -58,8 +73,9 @@ def test_zero2_matches_deepspeed_estimate(real_small_model, gpus):
     s = Setup(spec, Knobs(precision="bf16", zero_stage=2), 1, 1, 128, gpus, 1)
     ours = model_states(s) + mem.optimizer_step_temp_bytes(s)
     assert ours == pytest.approx(ds_gpu, abs=3 * gpus)  # integer division per term
-    ds_cpu, ds_gpu_off = estimate_zero2_model_states_mem_needs(total, gpus, 1, cpu_offload=True,
-                                                               additional_buffer_factor=1.0)
+    ds_cpu, ds_gpu_off = estimate_zero2_model_states_mem_needs(
+        total, gpus, 1, cpu_offload=True, additional_buffer_factor=1.0
+    )
     off = Setup(spec, Knobs(precision="bf16", zero_stage=2, offload="optimizer"), 1, 1, 128, gpus, 1)
     assert model_states(off) == ds_gpu_off
     # host: 16 bytes/param over the node; DeepSpeed's estimate takes max(4N, 16) for model loading
@@ -72,6 +88,7 @@ def test_zero3_matches_deepspeed_estimate_with_named_differences(real_small_mode
     fp32 gradient partition at step time (the estimate's 18 already has it) and the prefetch bucket."""
     pytest.importorskip("deepspeed")
     from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs, model_to_params
+
     total, largest = model_to_params(real_small_model)
     spec = load_model("debug-llama")
     assert largest == spec.largest_matrix_params()
@@ -79,7 +96,7 @@ def test_zero3_matches_deepspeed_estimate_with_named_differences(real_small_mode
     _, ds_gpu, _ = estimate_zero3_model_states_mem_needs(total, largest, n, 1, cpu_offload=False)
     s = Setup(spec, Knobs(precision="bf16", zero_stage=3), 1, 1, 128, n, 1)
     ours = model_states(s) + mem.optimizer_step_temp_bytes(s) + mem.zero3_live_params_bytes(s)
-    prefetch = 2 * int(0.9 * spec.text.hidden ** 2)
+    prefetch = 2 * int(0.9 * spec.text.hidden**2)
     assert ours - prefetch - 2 * total // n == pytest.approx(ds_gpu, abs=8)
 
 
@@ -113,10 +130,15 @@ def test_8bit_adamw_about_a_quarter_of_adamw():
     assert mem.optimizer_bytes(s8) / mem.optimizer_bytes(s32) == pytest.approx((2 + 2 * 4 / 256) / 8, rel=0.001)
 
 
-CASES = [("llama-3.1-8b", Knobs(), 1, 4, 8), ("llama-3.1-8b", Knobs(zero_stage=3, checkpointing="full"), 2, 1, 8),
-         ("qwen2.5-vl-7b", Knobs(zero_stage=2), 1, 2, 4), ("gemma-2-2b", Knobs(precision="bf16-pure"), 2, 1, 1),
-         ("gpt2", Knobs(precision="fp32"), 8, 1, 2), ("qwen2.5-72b", Knobs(zero_stage=3, offload="optimizer+params"), 1, 1, 64),
-         ("llama-2-7b", Knobs(lora_rank=16, optimizer="adafactor"), 4, 2, 2)]
+CASES = [
+    ("llama-3.1-8b", Knobs(), 1, 4, 8),
+    ("llama-3.1-8b", Knobs(zero_stage=3, checkpointing="full"), 2, 1, 8),
+    ("qwen2.5-vl-7b", Knobs(zero_stage=2), 1, 2, 4),
+    ("gemma-2-2b", Knobs(precision="bf16-pure"), 2, 1, 1),
+    ("gpt2", Knobs(precision="fp32"), 8, 1, 2),
+    ("qwen2.5-72b", Knobs(zero_stage=3, offload="optimizer+params"), 1, 1, 64),
+    ("llama-2-7b", Knobs(lora_rank=16, optimizer="adafactor"), 4, 2, 2),
+]
 
 
 @pytest.mark.parametrize("name,knobs,micro,accum,world", CASES)
@@ -148,6 +170,7 @@ def test_logits_loss_term_matches_measured_hf_loss():
 
     from planner.estimate import activations as act
     from probes.tracker import LiveBytes
+
     b, s, vocab = 2, 256, 8192
     logits = torch.randn(b, s, vocab, dtype=torch.bfloat16, requires_grad=True)
     labels = torch.randint(0, vocab, (b, s))
@@ -162,6 +185,7 @@ def test_adamw_step_temporary_matches_measurement(impl, temp_params):
     """torch AdamW's step, tracked: foreach allocates one full-size temporary, fused none. Exact."""
     torch = pytest.importorskip("torch")
     from probes.tracker import LiveBytes
+
     params = [torch.nn.Parameter(torch.randn(512, 512)) for _ in range(4)]
     for p in params:
         p.grad = torch.randn_like(p)

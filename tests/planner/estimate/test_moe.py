@@ -1,5 +1,6 @@
 """Mixture-of-experts planning (issue 18): routed-layer terms pinned to the sim probe's per-module bytes, the
 acceptance's ZeRO-3 model states, expert parallelism's knobs and effects, and active parameters for speed."""
+
 import pytest
 
 from planner import advise
@@ -28,8 +29,8 @@ def test_routed_layer_terms_match_the_sim_probe_per_module():
 def test_pairs_and_the_busiest_expert():
     m = catalog.load_model("mixtral-8x7b").text.moe
     assert moe.routed_pairs(4096, m) == 8192
-    assert moe.busiest_expert_tokens(4096, m, 2.0) == 2048      # 2 x the fair 1,024
-    assert moe.busiest_expert_tokens(4096, m, 8.0) == 4096      # a token picks an expert once at most
+    assert moe.busiest_expert_tokens(4096, m, 2.0) == 2048  # 2 x the fair 1,024
+    assert moe.busiest_expert_tokens(4096, m, 8.0) == 4096  # a token picks an expert once at most
 
 
 def test_grouped_mm_runs_the_experts_in_the_weights_dtype():
@@ -39,9 +40,21 @@ def test_grouped_mm_runs_the_experts_in_the_weights_dtype():
 
 def test_mixtral_zero3_model_states_are_16_bytes_per_parameter_over_8_ranks():
     """The issue's acceptance: planner check --model mixtral-8x7b --gpu h100 --gpus-per-node 8 --zero 3."""
-    res = advise.check(advise.parse(advise.CheckRequest, {
-        "model": "mixtral-8x7b", "gpu": "h100", "gpus_per_node": 8, "zero": 3, "micro_batch": 1, "seq_len": 4096,
-        "checkpointing": "full", "precision": "bf16"}))
+    res = advise.check(
+        advise.parse(
+            advise.CheckRequest,
+            {
+                "model": "mixtral-8x7b",
+                "gpu": "h100",
+                "gpus_per_node": 8,
+                "zero": 3,
+                "micro_batch": 1,
+                "seq_len": 4096,
+                "checkpointing": "full",
+                "precision": "bf16",
+            },
+        )
+    )
     states = res.plan.memory.detail["model_states_bytes"]
     assert states == pytest.approx(16 * 46_702_792_704 / 8, rel=0.01)
     assert res.model["params"] == 46_702_792_704 and res.model["experts"] == 8
@@ -53,16 +66,22 @@ def test_speed_charges_active_parameters():
     assert 6 * m.active_params < f < 6 * m.active_params * 1.05
 
 
-@pytest.mark.parametrize("fields,needle", [
-    ({"model": "llama-3.1-8b", "fsdp": "full", "expert_parallel": 2}, "has no experts"),
-    ({"model": "mixtral-8x7b", "fsdp": "full", "expert_parallel": 3}, "must divide the 8 experts"),
-    ({"model": "mixtral-8x7b", "zero": 2, "expert_parallel": 2}, "needs --fsdp"),
-    ({"model": "mixtral-8x7b", "fsdp": "full", "expert_imbalance": 0.5}, "expert-imbalance"),
-])
+@pytest.mark.parametrize(
+    "fields,needle",
+    [
+        ({"model": "llama-3.1-8b", "fsdp": "full", "expert_parallel": 2}, "has no experts"),
+        ({"model": "mixtral-8x7b", "fsdp": "full", "expert_parallel": 3}, "must divide the 8 experts"),
+        ({"model": "mixtral-8x7b", "zero": 2, "expert_parallel": 2}, "needs --fsdp"),
+        ({"model": "mixtral-8x7b", "fsdp": "full", "expert_imbalance": 0.5}, "expert-imbalance"),
+    ],
+)
 def test_bad_expert_knobs_are_one_line_errors(fields, needle):
     with pytest.raises(BadInput) as e:
-        advise.check(advise.parse(advise.CheckRequest, {"gpu": "h100", "gpus_per_node": 8, "micro_batch": 1,
-                                                         "seq_len": 1024, **fields}))
+        advise.check(
+            advise.parse(
+                advise.CheckRequest, {"gpu": "h100", "gpus_per_node": 8, "micro_batch": 1, "seq_len": 1024, **fields}
+            )
+        )
     assert needle in str(e.value) and "\n" not in str(e.value)
 
 
@@ -74,14 +93,15 @@ def _plan(ep: int, imbalance: float, ckpt: str = "off"):
 def test_expert_parallel_gathers_only_this_ranks_experts():
     m = catalog.load_model("qwen3-30b-a3b")
     one, eight = (breakdown(_plan(n, 2.0), 80 * GIB).detail["fsdp_unsharded_params_bytes"] for n in (1, 8))
-    experts = m.expert_params_per_layer() * 2 * 2     # bf16 compute copies of two layers (the current, the prefetched)
+    experts = m.expert_params_per_layer() * 2 * 2  # bf16 compute copies of two layers (the current, the prefetched)
     assert one - eight == pytest.approx(experts * 7 / 8, rel=1e-6)
 
 
 def test_imbalance_moves_memory_only_where_experts_are_split():
     def acts(ep, f):
         return breakdown(_plan(ep, f), 80 * GIB).activations_bytes
-    assert acts(1, 1.0) == acts(1, 4.0)             # one rank runs all its own pairs, however they spread
+
+    assert acts(1, 1.0) == acts(1, 4.0)  # one rank runs all its own pairs, however they spread
     assert acts(8, 4.0) > acts(8, 2.0) > acts(8, 1.0)
     t = text_spec(catalog.load_model("qwen3-30b-a3b").text, _plan(8, 4.0).knobs)
     assert t.moe.load == 4.0 and moe.rank_pairs(100, t.moe) == 100 * 8 * 4
@@ -108,7 +128,7 @@ def _eager(**extra):
 
 
 def test_the_config_picks_the_eager_dispatch_and_only_known_ones():
-    assert catalog.load_model("debug-moe").text.moe.dispatch == "grouped_mm"      # transformers' default
+    assert catalog.load_model("debug-moe").text.moe.dispatch == "grouped_mm"  # transformers' default
     assert _eager().text.moe.dispatch == "eager"
     with pytest.raises(BadInput) as e:
         _eager(experts_implementation="sonicmoe")
@@ -123,13 +143,16 @@ def test_eager_terms_match_the_sim_probe():
     t = _eager().text
     assert moe.experts_saved_bytes(t, 1024, "fp32") == pytest.approx(14_726_144, rel=5e-3)
     assert moe.experts_saved_bytes(t, 1024, "amp") == pytest.approx(11_575_808, rel=5e-3)
-    assert moe.eager_weight_casts_bytes(t, "amp") == 2 * 8 * 3 * 256 * 256 and moe.eager_weight_casts_bytes(t, "fp32") == 0
+    assert (
+        moe.eager_weight_casts_bytes(t, "amp") == 2 * 8 * 3 * 256 * 256 and moe.eager_weight_casts_bytes(t, "fp32") == 0
+    )
 
 
 def test_under_eager_the_imbalance_moves_the_backward_transient():
     def peak(f, spec):
         knobs = Knobs(precision="fp32", checkpointing="full", expert_imbalance=f)
         return breakdown(Setup(spec, knobs, 4, 1, 1024), 80 * GIB).peak_allocated_bytes
+
     eager, grouped = _eager(vocab_size=256), catalog.load_model("debug-moe")
     assert peak(4.0, eager) > peak(2.0, eager) > peak(1.0, eager)
     assert peak(4.0, grouped) == peak(1.0, grouped)

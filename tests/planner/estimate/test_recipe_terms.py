@@ -1,5 +1,6 @@
 """The recipe knobs' rules, shapes and exports (planner/estimate/recipe_terms.py, planner/estimate/lora.py, planner/export/export.py); their memory
 terms are pinned to the sim probe in tests/probes/test_recipe_sim.py."""
+
 import pytest
 
 from planner import advise
@@ -14,15 +15,18 @@ from planner.model import catalog
 LLAMA = catalog.load_model("llama-3.2-1b")
 
 
-@pytest.mark.parametrize("fields,needle", [
-    ({"optimizer_in_backward": True, "zero_stage": 2}, "--optimizer-in-backward"),
-    ({"optimizer_in_backward": True, "precision": "fp16"}, "loss scaler"),
-    ({"quant": "nf4"}, "--quant nf4 needs LoRA adapters"),
-    ({"lora_dropout": 0.1}, "--lora-dropout 0.1 needs LoRA adapters"),
-    ({"quant": "nf4", "lora_rank": 8, "zero_stage": 3}, "4-bit bases are planned on DDP or ZeRO-1/2"),
-    ({"checkpointing": "every-9"}, "--checkpointing 'every-9'"),
-    ({"loss": "liger"}, "--loss 'liger'"),
-])
+@pytest.mark.parametrize(
+    "fields,needle",
+    [
+        ({"optimizer_in_backward": True, "zero_stage": 2}, "--optimizer-in-backward"),
+        ({"optimizer_in_backward": True, "precision": "fp16"}, "loss scaler"),
+        ({"quant": "nf4"}, "--quant nf4 needs LoRA adapters"),
+        ({"lora_dropout": 0.1}, "--lora-dropout 0.1 needs LoRA adapters"),
+        ({"quant": "nf4", "lora_rank": 8, "zero_stage": 3}, "4-bit bases are planned on DDP or ZeRO-1/2"),
+        ({"checkpointing": "every-9"}, "--checkpointing 'every-9'"),
+        ({"loss": "liger"}, "--loss 'liger'"),
+    ],
+)
 def test_bad_knob_combinations_are_one_line_errors(fields, needle):
     with pytest.raises(BadInput) as e:
         Knobs.make(**fields)
@@ -53,7 +57,11 @@ def test_lora_targets_must_name_the_models_linears():
 
 def test_lora_counts_by_target():
     r = 16
-    q, kv, o = (LLAMA.text.q_dim, LLAMA.text.hidden), (LLAMA.text.kv_dim, LLAMA.text.hidden), (LLAMA.text.hidden, LLAMA.text.q_dim)
+    q, kv, o = (
+        (LLAMA.text.q_dim, LLAMA.text.hidden),
+        (LLAMA.text.kv_dim, LLAMA.text.hidden),
+        (LLAMA.text.hidden, LLAMA.text.q_dim),
+    )
     per_layer = r * (sum(q) + 2 * sum(kv) + sum(o))
     assert LLAMA.lora_params(r, "attention") == LLAMA.text.layers * per_layer
     assert LLAMA.lora_params(r, "q_proj,v_proj") == LLAMA.text.layers * r * (sum(q) + sum(kv))
@@ -81,7 +89,7 @@ def test_packed_rows_and_attention_shapes():
     assert recipe_terms.row_shape(k, 4, 1024) == (1, 4096)
     assert recipe_terms.text_spec(LLAMA.text, Knobs.make(attention="flash")).attention == "flash"
     gemma = catalog.load_model("gemma-2-2b").text
-    assert recipe_terms.text_spec(gemma, Knobs()).attention == "eager"     # SDPA cannot softcap: the family stays eager
+    assert recipe_terms.text_spec(gemma, Knobs()).attention == "eager"  # SDPA cannot softcap: the family stays eager
 
 
 def test_every_n_and_selective_checkpointing():
@@ -90,12 +98,19 @@ def test_every_n_and_selective_checkpointing():
     assert recipe_terms.checkpointed_layers(Knobs.make(checkpointing="selective-op"), 16) == 16
     # selective-op keeps every second mm's output: Llama q, v, gate, down; Qwen2's biased q/k/v run addmm
     names = [w for w, _, _ in recipe_terms.recomputed_linears(LLAMA.text)]
-    assert names == [LLAMA.text.kv_dim, LLAMA.text.hidden, LLAMA.text.intermediate]     # k, o, up recomputed
+    assert names == [LLAMA.text.kv_dim, LLAMA.text.hidden, LLAMA.text.intermediate]  # k, o, up recomputed
 
 
-@pytest.mark.parametrize("fields,bundled", [({"checkpointing": "selective-op"}, True), ({"loss": "chunked"}, True),
-                                            ({"checkpointing": "full"}, False), ({"loss": "fused"}, False),
-                                            ({"batching": "packed", "attention": "flash"}, False)])
+@pytest.mark.parametrize(
+    "fields,bundled",
+    [
+        ({"checkpointing": "selective-op"}, True),
+        ({"loss": "chunked"}, True),
+        ({"checkpointing": "full"}, False),
+        ({"loss": "fused"}, False),
+        ({"batching": "packed", "attention": "flash"}, False),
+    ],
+)
 def test_plans_hf_cannot_run_launch_the_bundled_trainer(fields, bundled):
     plan = check(**fields).plan
     assert bool(export.bundled_only(plan)) == bundled
@@ -106,9 +121,15 @@ def test_plans_hf_cannot_run_launch_the_bundled_trainer(fields, bundled):
 
 
 def test_qlora_exports():
-    plan = check(lora_rank=16, quant="nf4", lora_targets="attention", lora_train_embeddings=True, lora_dropout=0.05).plan
-    assert plan.launch.quantization_config == {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
-                                               "bnb_4bit_use_double_quant": True, "bnb_4bit_compute_dtype": "bfloat16"}
+    plan = check(
+        lora_rank=16, quant="nf4", lora_targets="attention", lora_train_embeddings=True, lora_dropout=0.05
+    ).plan
+    assert plan.launch.quantization_config == {
+        "load_in_4bit": True,
+        "bnb_4bit_quant_type": "nf4",
+        "bnb_4bit_use_double_quant": True,
+        "bnb_4bit_compute_dtype": "bfloat16",
+    }
     peft = plan.launch.peft_config
     assert peft["modules_to_save"] == ["embed_tokens", "lm_head"] and peft["lora_dropout"] == 0.05
     assert "q_proj" in peft["target_modules"] and "gate_proj" not in peft["target_modules"]

@@ -1,5 +1,6 @@
 """GRPO / DPO planning (planner/config/workload.py, planner/estimate/rl.py, planner/search/lengths.py) without torch: TRL's rules as bad
 input, the phases each workload runs, the published KV-cache size, and the 6 x H20 report's answer."""
+
 import pytest
 
 from planner import advise
@@ -10,10 +11,25 @@ from planner.estimate.rl import breakdown, kv_cache_bytes
 from planner.estimate.setup import Setup
 from planner.model.catalog import load_model
 
-REPORT = {"model": "qwen2.5-vl-3b", "gpu": "h20", "gpus_per_node": 6, "micro_batch": 4, "grad_accum": 1, "zero": 3,
-          "precision": "bf16", "checkpointing": "full", "attention": "flash", "image_tokens": 16384,
-          "workload": {"kind": "grpo", "num_generations": 4, "max_prompt_length": 16640,
-                       "max_completion_length": 2048, "beta": 0.04}}
+REPORT = {
+    "model": "qwen2.5-vl-3b",
+    "gpu": "h20",
+    "gpus_per_node": 6,
+    "micro_batch": 4,
+    "grad_accum": 1,
+    "zero": 3,
+    "precision": "bf16",
+    "checkpointing": "full",
+    "attention": "flash",
+    "image_tokens": 16384,
+    "workload": {
+        "kind": "grpo",
+        "num_generations": 4,
+        "max_prompt_length": 16640,
+        "max_completion_length": 2048,
+        "beta": 0.04,
+    },
+}
 
 
 def test_kv_cache_is_128_kib_per_token_for_llama_3_8b_in_bf16():
@@ -24,15 +40,18 @@ def test_kv_cache_is_128_kib_per_token_for_llama_3_8b_in_bf16():
     assert kv_cache_bytes(s, sequences=3, tokens=1000) == 3 * 1000 * 131072
 
 
-@pytest.mark.parametrize("fields,match", [
-    ({"kind": "sft", "num_generations": 4}, "--num-generations is a GRPO input"),
-    ({"kind": "grpo", "max_length": 2048}, "--max-length is a DPO input"),
-    ({"kind": "grpo", "vllm_gpu_memory_utilization": 0.5}, "needs --generation vllm-colocate"),
-    ({"kind": "dpo", "max_length": 512, "max_prompt_length": 512}, "leaves no completion"),
-    ({"kind": "sft", "logprobs": "full"}, "needs --workload dpo or grpo"),
-])
+@pytest.mark.parametrize(
+    "fields,match",
+    [
+        ({"kind": "sft", "num_generations": 4}, "--num-generations is a GRPO input"),
+        ({"kind": "grpo", "max_length": 2048}, "--max-length is a DPO input"),
+        ({"kind": "grpo", "vllm_gpu_memory_utilization": 0.5}, "needs --generation vllm-colocate"),
+        ({"kind": "dpo", "max_length": 512, "max_prompt_length": 512}, "leaves no completion"),
+        ({"kind": "sft", "logprobs": "full"}, "needs --workload dpo or grpo"),
+    ],
+)
 def test_workload_inputs_out_of_place_are_one_line_errors(fields, match):
-    with pytest.raises(ValueError, match=match):     # a BadInput inside pydantic's error; faces print the line
+    with pytest.raises(ValueError, match=match):  # a BadInput inside pydantic's error; faces print the line
         Workload(**fields)
 
 
@@ -44,15 +63,20 @@ def test_trl_trainers_recipe_only():
 
 
 def test_groups_of_generations_and_the_derived_sequence():
-    req = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 18,
-           "workload": {"kind": "grpo", "num_generations": 4}}
+    req = {
+        "model": "qwen2.5-0.5b",
+        "gpu": "h100",
+        "gpus_per_node": 2,
+        "global_batch": 18,
+        "workload": {"kind": "grpo", "num_generations": 4},
+    }
     with pytest.raises(BadInput, match="--global-batch 18 is not divisible by --num-generations 4"):
         advise.suggest(advise.parse(advise.SuggestRequest, req))
     with pytest.raises(BadInput, match="--seq-len with --workload grpo"):
         advise.suggest(advise.parse(advise.SuggestRequest, {**req, "global_batch": 16, "seq_len": 4096}))
     res = advise.suggest(advise.parse(advise.SuggestRequest, {**req, "global_batch": 16}))
-    assert res.goal["seq_len"] == 512 + 512          # TRL's default completion, the default prompt
-    for p in res.plans:                              # every split samples whole groups
+    assert res.goal["seq_len"] == 512 + 512  # TRL's default completion, the default prompt
+    for p in res.plans:  # every split samples whole groups
         assert p.micro_batch * p.world_size * p.grad_accum % 4 == 0
         assert p.launch.hf_args["num_generations"] == 4
 
@@ -62,16 +86,21 @@ def test_phases_each_workload_runs():
 
     def phases(mb, accum, lora=0, **w):
         wl = Workload(**w)
-        return {k.split(":")[0] for k in breakdown(Setup(model, Knobs(workload=wl, lora_rank=lora), mb, accum,
-                                                         wl.seq_len()), 80 * 2**30).phases}
-    assert phases(4, 2, kind="grpo") == {"training", "generation"}                      # beta 0: no reference
+        return {
+            k.split(":")[0]
+            for k in breakdown(
+                Setup(model, Knobs(workload=wl, lora_rank=lora), mb, accum, wl.seq_len()), 80 * 2**30
+            ).phases
+        }
+
+    assert phases(4, 2, kind="grpo") == {"training", "generation"}  # beta 0: no reference
     assert phases(4, 2, kind="grpo", beta=0.04) == {"training", "generation", "reference-forward"}
     assert phases(4, 2, kind="grpo", num_iterations=2) == {"training", "generation", "old-logps"}
-    assert phases(4, 2, kind="grpo", generation="vllm-server") == {"training", "old-logps"}   # IS correction
+    assert phases(4, 2, kind="grpo", generation="vllm-server") == {"training", "old-logps"}  # IS correction
     assert phases(2, 1, kind="dpo") == {"training", "reference-forward"}
     assert phases(2, 1, kind="dpo", precompute_ref_log_probs=True) == {"training"}
     s = Setup(model, Knobs(workload=Workload(kind="dpo"), lora_rank=16), 2, 1, 1024)
-    assert breakdown(s, 80 * 2**30).detail["reference_params_bytes"] == 0             # PEFT: adapter disabled
+    assert breakdown(s, 80 * 2**30).detail["reference_params_bytes"] == 0  # PEFT: adapter disabled
 
 
 def test_generation_batch_is_the_whole_rank_share_by_default():
@@ -79,8 +108,10 @@ def test_generation_batch_is_the_whole_rank_share_by_default():
     does not shrink the KV cache of the one generation that samples them all."""
     model = load_model("qwen2.5-0.5b")
     w = Workload(kind="grpo", max_completion_length=4096)
-    kv = [breakdown(Setup(model, Knobs(workload=w), mb, 16 // mb, w.seq_len()), 80 * 2**30).detail["kv_cache_bytes"]
-          for mb in (1, 4, 16)]
+    kv = [
+        breakdown(Setup(model, Knobs(workload=w), mb, 16 // mb, w.seq_len()), 80 * 2**30).detail["kv_cache_bytes"]
+        for mb in (1, 4, 16)
+    ]
     assert kv[0] == kv[1] == kv[2] > 0
 
 
@@ -102,9 +133,13 @@ def test_the_6_x_h20_report():
 def test_a_smaller_generation_batch_is_searched_when_the_default_does_not_fit():
     """TRL's default steps_per_generation (the accumulation) samples a rank's whole share at once; when that
     KV cache does not fit, suggest tries steps_per_generation among the accumulation's divisors, and exports it."""
-    req = {"model": "qwen2.5-7b", "gpu": "a100-40gb", "gpus_per_node": 8, "global_batch": 512,
-           "workload": {"kind": "grpo", "num_generations": 8, "max_prompt_length": 1024,
-                        "max_completion_length": 16384}}
+    req = {
+        "model": "qwen2.5-7b",
+        "gpu": "a100-40gb",
+        "gpus_per_node": 8,
+        "global_batch": 512,
+        "workload": {"kind": "grpo", "num_generations": 8, "max_prompt_length": 1024, "max_completion_length": 16384},
+    }
     plans = advise.suggest(advise.parse(advise.SuggestRequest, req)).plans
     smaller = [p for p in plans if p.workload.steps_per_generation]
     assert smaller and all(p.workload.steps_per_generation < p.grad_accum for p in smaller)

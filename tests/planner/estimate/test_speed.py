@@ -1,4 +1,5 @@
 """Speed model: the behaviours users reported (users' stories)."""
+
 from planner.config.spec import Knobs
 from planner.estimate.setup import Setup
 from planner.estimate.speed import comm_bytes_per_step, efficiency, step_time, tokens_per_second

@@ -16,9 +16,19 @@ KNOBS = Knobs(precision="bf16", checkpointing="full")
 def _cuda_record(status="ok", device="NVIDIA H100 80GB HBM3", peak=130 * 2**30, used=134 * 2**30):
     s = Setup(MODEL, KNOBS, 2, 1, 1024)
     sh = real_shapes(s)
-    return ProbeRecord(model=MODEL.name, arch=arch_hash(MODEL.config), tensor_key=tensor_key(MODEL.config, KNOBS, sh),
-                       backend="cuda", status=status, device=device, versions={}, knobs=KNOBS, shapes=sh,
-                       peak_allocated_bytes=peak, device_used_bytes=used)
+    return ProbeRecord(
+        model=MODEL.name,
+        arch=arch_hash(MODEL.config),
+        tensor_key=tensor_key(MODEL.config, KNOBS, sh),
+        backend="cuda",
+        status=status,
+        device=device,
+        versions={},
+        knobs=KNOBS,
+        shapes=sh,
+        peak_allocated_bytes=peak,
+        device_used_bytes=used,
+    )
 
 
 def _plan(store):
@@ -47,7 +57,7 @@ def test_record_from_another_card_carries_tensor_bytes_only(tmp_path):
     analytic = make_plan(MODEL, HW, GOAL, KNOBS, 2)
     assert p.memory.peak_allocated_bytes == 130 * 2**30
     assert p.memory.overhead_bytes != 4 * 2**30
-    assert p.memory.overhead_bytes < analytic.memory.overhead_bytes   # fragmentation prior on a smaller peak
+    assert p.memory.overhead_bytes < analytic.memory.overhead_bytes  # fragmentation prior on a smaller peak
 
 
 def test_measured_oom_on_the_same_card_does_not_fit(tmp_path):

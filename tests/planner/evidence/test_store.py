@@ -1,4 +1,5 @@
 """The SQLite probe store."""
+
 import sqlite3
 
 import pytest
@@ -12,9 +13,19 @@ CFG = {"model_type": "llama", "hidden_size": 8}
 
 def _rec(device="fake-cpu", accum=1, **kw):
     shapes = Shapes(micro_batch=1, grad_accum=accum, seq_len=16)
-    return ProbeRecord(model="m", arch=arch_hash(CFG), tensor_key=tensor_key(CFG, Knobs(), shapes), backend="sim",
-                       status="ok", device=device, versions={"torch": "x"}, knobs=Knobs(), shapes=shapes,
-                       peak_allocated_bytes=1024, **kw)
+    return ProbeRecord(
+        model="m",
+        arch=arch_hash(CFG),
+        tensor_key=tensor_key(CFG, Knobs(), shapes),
+        backend="sim",
+        status="ok",
+        device=device,
+        versions={"torch": "x"},
+        knobs=Knobs(),
+        shapes=shapes,
+        peak_allocated_bytes=1024,
+        **kw,
+    )
 
 
 def test_wal_schema_version_and_roundtrip(tmp_path):
@@ -24,7 +35,7 @@ def test_wal_schema_version_and_roundtrip(tmp_path):
     rid = st.add(_rec())
     got = st.by_tensor_key(_rec().tensor_key)
     assert [r.id for r in got] == [rid] and got[0].peak_allocated_bytes == 1024
-    assert Store(tmp_path / "p.sqlite").list(model="m")[0].id == rid      # reopened
+    assert Store(tmp_path / "p.sqlite").list(model="m")[0].id == rid  # reopened
 
 
 def test_keys():

@@ -1,4 +1,5 @@
 """Exports checked by the libraries that consume them: DeepSpeed's config models, HF TrainingArguments."""
+
 import dataclasses
 
 import pytest
@@ -10,8 +11,11 @@ from planner.search.search import make_plan
 
 
 def plan(zero, offload="none", precision="bf16", nodes=1, optimizer="adamw"):
-    hw, model, goal = hardware.resolve("a100-80gb", 8, nodes), catalog.load_model("llama-2-7b"), Goal(
-        global_batch=64 * nodes, seq_len=2048)
+    hw, model, goal = (
+        hardware.resolve("a100-80gb", 8, nodes),
+        catalog.load_model("llama-2-7b"),
+        Goal(global_batch=64 * nodes, seq_len=2048),
+    )
     knobs = Knobs(zero_stage=zero, offload=offload, precision=precision, optimizer=optimizer, checkpointing="full")
     return with_launch(make_plan(model, hw, goal, knobs, 2), model, hw, goal), hw
 
@@ -20,6 +24,7 @@ def plan(zero, offload="none", precision="bf16", nodes=1, optimizer="adamw"):
 def test_deepspeed_config_validates_with_deepspeed(zero, offload):
     pytest.importorskip("deepspeed")
     from deepspeed.runtime.zero.config import DeepSpeedZeroConfig
+
     p, _ = plan(zero, offload)
     ds = p.launch.deepspeed_config
     z = DeepSpeedZeroConfig(**ds["zero_optimization"])
@@ -55,14 +60,25 @@ def test_fp16_config_has_loss_scaling():
 
 
 def recipe_plan(**fields):
-    hw, model, goal = hardware.resolve("h100", 1, 1), catalog.load_model("llama-3.2-1b"), Goal(global_batch=4,
-                                                                                                 seq_len=2048)
+    hw, model, goal = (
+        hardware.resolve("h100", 1, 1),
+        catalog.load_model("llama-3.2-1b"),
+        Goal(global_batch=4, seq_len=2048),
+    )
     return with_launch(make_plan(model, hw, goal, Knobs.make(precision="bf16", **fields), 2), model, hw, goal)
 
 
-@pytest.mark.parametrize("fields", [{"loss": "fused"}, {"attention": "flash"}, {"attention": "eager"},
-                                    {"batching": "packed", "attention": "flash"}, {"checkpointing": "selective-op"},
-                                    {"optimizer": "paged-adamw-8bit", "lora_rank": 8}])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"loss": "fused"},
+        {"attention": "flash"},
+        {"attention": "eager"},
+        {"batching": "packed", "attention": "flash"},
+        {"checkpointing": "selective-op"},
+        {"optimizer": "paged-adamw-8bit", "lora_rank": 8},
+    ],
+)
 def test_recipe_hf_args_load_in_trls_sft_config(fields, tmp_path):
     """The recipe knobs' HF arguments (attention and packing are TRL's SFTConfig fields) are what TRL accepts."""
     trl = pytest.importorskip("trl")
@@ -80,9 +96,14 @@ def test_lora_and_qlora_configs_load_in_peft_and_transformers():
     from peft import LoraConfig
     from transformers import BitsAndBytesConfig
 
-    launch = recipe_plan(lora_rank=16, quant="nf4", lora_targets="q_proj,v_proj", lora_train_embeddings=True,
-                         lora_dropout=0.05).launch
+    launch = recipe_plan(
+        lora_rank=16, quant="nf4", lora_targets="q_proj,v_proj", lora_train_embeddings=True, lora_dropout=0.05
+    ).launch
     lc = LoraConfig(**launch.peft_config)
-    assert lc.r == 16 and set(lc.target_modules) == {"q_proj", "v_proj"} and lc.modules_to_save == ["embed_tokens", "lm_head"]
+    assert (
+        lc.r == 16
+        and set(lc.target_modules) == {"q_proj", "v_proj"}
+        and lc.modules_to_save == ["embed_tokens", "lm_head"]
+    )
     bc = BitsAndBytesConfig(**launch.quantization_config)
     assert bc.load_in_4bit and bc.bnb_4bit_quant_type == "nf4" and bc.bnb_4bit_use_double_quant

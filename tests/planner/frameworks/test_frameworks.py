@@ -1,6 +1,7 @@
 """The framework adapters (planner.frameworks): every value they name is a real knob value, every default cites the
 file it was read from, `suggest --framework X` ranks only plans X runs, and `check --framework X` refuses, in one
 line, a knob X cannot run."""
+
 import pytest
 
 from planner import advise
@@ -19,8 +20,12 @@ def test_what_an_adapter_runs_is_named_in_the_knobs_own_values(name):
     f = FRAMEWORKS[name]
     assert set(f.runs) <= set(RESTRICTED)
     for knob, values in f.runs.items():
-        allowed = {"workload": KINDS, "lora_rank": ("on", "off"), "expert_parallel": ("on", "off"),
-                   "optimizer_in_backward": (True, False)}.get(knob) or choices(knob)
+        allowed = {
+            "workload": KINDS,
+            "lora_rank": ("on", "off"),
+            "expert_parallel": ("on", "off"),
+            "optimizer_in_backward": (True, False),
+        }.get(knob) or choices(knob)
         assert values and set(values) <= set(allowed), (knob, values)
     for knob, d in f.defaults.items():
         assert ".py" in d.source or "default" in d.source, (knob, d.source)
@@ -30,7 +35,7 @@ def test_the_frameworks_json_lists_every_framework_with_its_sources():
     data = frameworks_json()["frameworks"]
     assert [f["name"] for f in data] == list(NAMES) and "memplan" in NAMES
     swift = next(f for f in data if f["name"] == "swift")
-    assert swift["defaults"]["checkpointing"]["value"] == "full"        # ms-swift's gradient_checkpointing True
+    assert swift["defaults"]["checkpointing"]["value"] == "full"  # ms-swift's gradient_checkpointing True
     assert "trainers/arguments.py:135" in swift["defaults"]["checkpointing"]["source"]
     assert swift["runs"]["checkpointing"] == ["off", "full"]
 
@@ -38,23 +43,26 @@ def test_the_frameworks_json_lists_every_framework_with_its_sources():
 CHECK = {"model": "qwen2.5-7b", "gpu": "h100", "gpus_per_node": 8, "micro_batch": 1, "seq_len": 2048}
 
 
-@pytest.mark.parametrize("name,knob,value,flag", [
-    ("swift", "checkpointing", "selective-op", "--checkpointing selective-op"),
-    ("llamafactory", "loss", "chunked", "--loss chunked"),
-    ("hf", "batching", "packed", "--batching packed"),
-    ("llamafactory", "workload", {"kind": "grpo"}, "--workload grpo"),
-    ("deepspeed", "fsdp", "full", "--fsdp full"),
-    ("axolotl", "checkpointing", "every-4", "--checkpointing every-4"),
-])
+@pytest.mark.parametrize(
+    "name,knob,value,flag",
+    [
+        ("swift", "checkpointing", "selective-op", "--checkpointing selective-op"),
+        ("llamafactory", "loss", "chunked", "--loss chunked"),
+        ("hf", "batching", "packed", "--batching packed"),
+        ("llamafactory", "workload", {"kind": "grpo"}, "--workload grpo"),
+        ("deepspeed", "fsdp", "full", "--fsdp full"),
+        ("axolotl", "checkpointing", "every-4", "--checkpointing every-4"),
+    ],
+)
 def test_check_refuses_in_one_line_a_knob_the_framework_cannot_run(name, knob, value, flag):
     req = {**CHECK, "framework": name, knob: value}
     if knob == "workload":
-        req.pop("seq_len")      # an RL workload's sequence is its prompt + completion
+        req.pop("seq_len")  # an RL workload's sequence is its prompt + completion
     with pytest.raises(BadInput) as e:
         advise.check(advise.parse(advise.CheckRequest, req))
     assert e.value.field == knob and "\n" not in str(e.value)
     assert str(e.value).startswith(f"--framework {name} (") and f"cannot run {flag}:" in str(e.value)
-    advise.check(advise.parse(advise.CheckRequest, {**req, "framework": "memplan"}))    # the bundled trainer runs it
+    advise.check(advise.parse(advise.CheckRequest, {**req, "framework": "memplan"}))  # the bundled trainer runs it
 
 
 def _runs(name: str, plan) -> bool:
@@ -68,12 +76,19 @@ def test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run(name):
     seen_other = False
     for model in catalog.model_names():
         for batch, seq in ((8, 2048), (64, 8192)):
-            body = {"model": model, "gpu": "h100", "gpus_per_node": 8, "global_batch": batch, "seq_len": seq,
-                    "evidence": "analytic", "top": 20}
+            body = {
+                "model": model,
+                "gpu": "h100",
+                "gpus_per_node": 8,
+                "global_batch": batch,
+                "seq_len": seq,
+                "evidence": "analytic",
+                "top": 20,
+            }
             try:
                 plain = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
             except BadInput:
-                continue        # a shape the model cannot take (learned positions): nothing to compare
+                continue  # a shape the model cannot take (learned positions): nothing to compare
             res = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": name}), with_nearest=False)
             assert all(p.framework == name and _runs(name, p) for p in res.plans + res.rejected), model
             seen_other = seen_other or any(not _runs(name, p) for p in plain.plans)

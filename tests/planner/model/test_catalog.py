@@ -1,5 +1,6 @@
 """Catalog data: required entries, exact parameter counts (against transformers on the meta device
 and against published counts), GPU table with sources, loading from paths."""
+
 import json
 
 import pytest
@@ -8,25 +9,74 @@ from planner.errors import BadInput, UnknownName
 from planner.model import catalog
 from planner.model.modelspec import from_config
 
-REQUIRED = ["gpt2", "gpt2-medium", "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b",
-            "mistral-7b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-3b", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b",
-            "qwen2.5-72b", "gemma-2-2b", "gemma-2-9b", "qwen2.5-vl-3b", "qwen2.5-vl-7b", "qwen2.5-vl-72b",
-            "internvl3-8b", "internvl2.5-8b", "debug-llama", "debug-gpt2"]
-MOE = ["mixtral-8x7b", "qwen1.5-moe-a2.7b", "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v2-lite", "deepseek-v3",
-       "olmoe-1b-7b", "gpt-oss-20b", "debug-moe"]
+REQUIRED = [
+    "gpt2",
+    "gpt2-medium",
+    "llama-2-7b",
+    "llama-2-13b",
+    "llama-2-70b",
+    "llama-3.1-8b",
+    "llama-3.1-70b",
+    "mistral-7b",
+    "qwen2.5-0.5b",
+    "qwen2.5-1.5b",
+    "qwen2.5-3b",
+    "qwen2.5-7b",
+    "qwen2.5-14b",
+    "qwen2.5-32b",
+    "qwen2.5-72b",
+    "gemma-2-2b",
+    "gemma-2-9b",
+    "qwen2.5-vl-3b",
+    "qwen2.5-vl-7b",
+    "qwen2.5-vl-72b",
+    "internvl3-8b",
+    "internvl2.5-8b",
+    "debug-llama",
+    "debug-gpt2",
+]
+MOE = [
+    "mixtral-8x7b",
+    "qwen1.5-moe-a2.7b",
+    "qwen3-30b-a3b",
+    "qwen3-235b-a22b",
+    "deepseek-v2-lite",
+    "deepseek-v3",
+    "olmoe-1b-7b",
+    "gpt-oss-20b",
+    "debug-moe",
+]
 
 # Published totals (model cards / safetensors metadata); they pin the stored config values.
-PUBLISHED = {"gpt2": 124_439_808, "llama-2-7b": 6_738_415_616, "llama-3.1-8b": 8_030_261_248,
-             "mistral-7b": 7_241_732_096, "qwen2.5-0.5b": 494_032_768, "qwen2.5-7b": 7_615_616_512,
-             "gemma-2-9b": 9_241_705_984, "qwen2.5-vl-7b": 8_292_166_656, "llama-3.2-1b": 1_235_814_400,
-             # mixture-of-experts totals (safetensors metadata of each model's Hugging Face repository)
-             "mixtral-8x7b": 46_702_792_704, "qwen1.5-moe-a2.7b": 14_315_784_192, "qwen3-30b-a3b": 30_532_122_624,
-             "qwen3-235b-a22b": 235_093_634_560, "deepseek-v2-lite": 15_706_484_224, "olmoe-1b-7b": 6_919_161_856,
-             "gpt-oss-20b": 20_914_757_184}
+PUBLISHED = {
+    "gpt2": 124_439_808,
+    "llama-2-7b": 6_738_415_616,
+    "llama-3.1-8b": 8_030_261_248,
+    "mistral-7b": 7_241_732_096,
+    "qwen2.5-0.5b": 494_032_768,
+    "qwen2.5-7b": 7_615_616_512,
+    "gemma-2-9b": 9_241_705_984,
+    "qwen2.5-vl-7b": 8_292_166_656,
+    "llama-3.2-1b": 1_235_814_400,
+    # mixture-of-experts totals (safetensors metadata of each model's Hugging Face repository)
+    "mixtral-8x7b": 46_702_792_704,
+    "qwen1.5-moe-a2.7b": 14_315_784_192,
+    "qwen3-30b-a3b": 30_532_122_624,
+    "qwen3-235b-a22b": 235_093_634_560,
+    "deepseek-v2-lite": 15_706_484_224,
+    "olmoe-1b-7b": 6_919_161_856,
+    "gpt-oss-20b": 20_914_757_184,
+}
 # Active parameters per token as the model cards round them (billions); gpt-oss's card counts one of its
 # embedding and unembedding (3.6B + 0.58B), DeepSeek's their 2.4B / 37B without embeddings.
-ACTIVE = {"mixtral-8x7b": 12.9, "qwen1.5-moe-a2.7b": 2.7, "qwen3-30b-a3b": 3.3, "qwen3-235b-a22b": 22.2,
-          "olmoe-1b-7b": 1.3, "gpt-oss-20b": 3.6 + 0.58}
+ACTIVE = {
+    "mixtral-8x7b": 12.9,
+    "qwen1.5-moe-a2.7b": 2.7,
+    "qwen3-30b-a3b": 3.3,
+    "qwen3-235b-a22b": 22.2,
+    "olmoe-1b-7b": 1.3,
+    "gpt-oss-20b": 3.6 + 0.58,
+}
 
 
 def test_catalog_has_required_models():
@@ -42,7 +92,7 @@ def test_published_parameter_counts(name):
 
 @pytest.mark.parametrize("name", sorted(ACTIVE))
 def test_active_parameters_match_the_model_cards(name):
-    assert catalog.load_model(name).active_params / 1e9 == pytest.approx(ACTIVE[name], rel=0.02)   # cards round to 0.1B
+    assert catalog.load_model(name).active_params / 1e9 == pytest.approx(ACTIVE[name], rel=0.02)  # cards round to 0.1B
 
 
 def test_dense_models_are_all_active():
@@ -62,8 +112,7 @@ def test_param_count_equals_transformers_meta_model(name):
     cfg = catalog.model_config(name)
     model_type = cfg.pop("model_type")
     hf_cfg = transformers.AutoConfig.for_model(model_type, **cfg)
-    auto = (transformers.AutoModelForImageTextToText if "vision_config" in cfg
-            else transformers.AutoModelForCausalLM)
+    auto = transformers.AutoModelForImageTextToText if "vision_config" in cfg else transformers.AutoModelForCausalLM
     with torch.device("meta"):
         model = auto.from_config(hf_cfg)
     real = sum(p.numel() for p in model.parameters())
@@ -72,13 +121,23 @@ def test_param_count_equals_transformers_meta_model(name):
     assert spec.exact
     # LoRA adapters ("all-linear" on the decoder): r * (d_in + d_out) for each decoder Linear
     linear = (torch.nn.Linear, transformers.pytorch_utils.Conv1D)
-    lora = sum(8 * sum(m.weight.shape) for n, m in model.named_modules()
-               if isinstance(m, linear) and (".layers." in n or ".h." in n) and "vision" not in n and "visual" not in n)
-    if spec.text.moe is None:   # MoE: PEFT's all-linear differs by family (tests/probes/test_moe.py builds it)
+    lora = sum(
+        8 * sum(m.weight.shape)
+        for n, m in model.named_modules()
+        if isinstance(m, linear) and (".layers." in n or ".h." in n) and "vision" not in n and "visual" not in n
+    )
+    if spec.text.moe is None:  # MoE: PEFT's all-linear differs by family (tests/probes/test_moe.py builds it)
         assert spec.lora_params(8) == lora
     else:
-        assert 8 * sum(sum(t.shape) * t.count for t in spec.tensors if t.lora and len(t.shape) == 2
-                       and not t.name.startswith("router.")) == lora
+        assert (
+            8
+            * sum(
+                sum(t.shape) * t.count
+                for t in spec.tensors
+                if t.lora and len(t.shape) == 2 and not t.name.startswith("router.")
+            )
+            == lora
+        )
 
 
 def test_load_from_config_path_and_folder(tmp_path):
@@ -103,16 +162,20 @@ def test_missing_file_and_unknown_name():
         catalog.load_model("llama-9")
 
 
-@pytest.mark.parametrize("ref,guess", [("llama-3-8b", "llama-3.1-8b"), ("Qwen-2.5-7B", "qwen2.5-7b"),
-                                       ("gpt-2", "gpt2"), ("phi3-mini", "phi-3-mini")])
+@pytest.mark.parametrize(
+    "ref,guess",
+    [("llama-3-8b", "llama-3.1-8b"), ("Qwen-2.5-7B", "qwen2.5-7b"), ("gpt-2", "gpt2"), ("phi3-mini", "phi-3-mini")],
+)
 def test_an_unknown_model_gets_a_did_you_mean_not_the_whole_catalog(ref, guess):
     """Issue 30: `--model llama-3-8b` printed all 43 names on one line, and no hint."""
     with pytest.raises(UnknownName) as e:
         catalog.load_model(ref)
-    assert str(e.value) == (f"--model {ref!r} is not a bundled model or a config path; did you mean {guess}? "
-                            f"(`planner models` lists all {len(catalog.model_names())})")
+    assert str(e.value) == (
+        f"--model {ref!r} is not a bundled model or a config path; did you mean {guess}? "
+        f"(`planner models` lists all {len(catalog.model_names())})"
+    )
     with pytest.raises(UnknownName, match=r"^--model 'zzz' is not a bundled model or a config path \(`planner"):
-        catalog.load_model("zzz")      # nothing close: no guess
+        catalog.load_model("zzz")  # nothing close: no guess
 
 
 def test_unknown_family_uses_generic_count_and_says_so():
@@ -125,10 +188,29 @@ def test_unknown_family_uses_generic_count_and_says_so():
 
 def test_gpu_catalog_entries_and_sources():
     names = {g.name for g in catalog.gpus()}
-    assert {"a100-40gb", "a100-80gb", "a100-40gb-pcie", "a100-80gb-pcie", "h20", "h100-80gb", "h100-80gb-pcie",
-            "h200", "rtx4090", "rtx3090", "l40s", "a10", "v100-32gb",
-            "b200", "gh200", "h100-nvl", "l4", "a10g", "rtx-a6000", "rtx5090"} <= names     # issue 13's additions
-    for g in catalog.gpus():      # every figure names where it comes from
+    assert {
+        "a100-40gb",
+        "a100-80gb",
+        "a100-40gb-pcie",
+        "a100-80gb-pcie",
+        "h20",
+        "h100-80gb",
+        "h100-80gb-pcie",
+        "h200",
+        "rtx4090",
+        "rtx3090",
+        "l40s",
+        "a10",
+        "v100-32gb",
+        "b200",
+        "gh200",
+        "h100-nvl",
+        "l4",
+        "a10g",
+        "rtx-a6000",
+        "rtx5090",
+    } <= names  # issue 13's additions
+    for g in catalog.gpus():  # every figure names where it comes from
         assert {"compute", "memory", "link"} <= set(g.sources), g.name
         assert all(len(text) > 20 for text in g.sources.values()), g.name
     assert catalog.gpu("H100").name == "h100-80gb"
@@ -136,25 +218,34 @@ def test_gpu_catalog_entries_and_sources():
     assert catalog.gpu("h20").capacity_bytes == 97871 * 2**20
 
 
-@pytest.mark.parametrize("name,guess", [("h100-sxm-80gb", "h100-80gb (80 GiB)"), ("b300", "b200 (179 GiB)"),
-                                        ("RTX 4080", "rtx4090 (24 GiB)")])
+@pytest.mark.parametrize(
+    "name,guess",
+    [("h100-sxm-80gb", "h100-80gb (80 GiB)"), ("b300", "b200 (179 GiB)"), ("RTX 4080", "rtx4090 (24 GiB)")],
+)
 def test_an_unknown_gpu_gets_a_did_you_mean(name, guess):
     """Issue 30: `--gpu h100-sxm-80gb` listed the catalog, with no hint that it is the h100-80gb."""
     with pytest.raises(UnknownName) as e:
         catalog.gpu(name)
-    assert str(e.value) == (f"--gpu {name!r} is not in the GPU catalog; did you mean {guess}? "
-                            f"(`planner gpus` lists all {len(catalog.gpus())}, or 'local')")
+    assert str(e.value) == (
+        f"--gpu {name!r} is not in the GPU catalog; did you mean {guess}? "
+        f"(`planner gpus` lists all {len(catalog.gpus())}, or 'local')"
+    )
 
 
-@pytest.mark.parametrize("name,choices", [
-    ("a100", "a100-40gb (40 GiB) or a100-80gb (80 GiB)"), ("A100_SXM", "a100-40gb (40 GiB) or a100-80gb (80 GiB)"),
-    ("a100-pcie", "a100-40gb-pcie (40 GiB) or a100-80gb-pcie (80 GiB)")])
+@pytest.mark.parametrize(
+    "name,choices",
+    [
+        ("a100", "a100-40gb (40 GiB) or a100-80gb (80 GiB)"),
+        ("A100_SXM", "a100-40gb (40 GiB) or a100-80gb (80 GiB)"),
+        ("a100-pcie", "a100-40gb-pcie (40 GiB) or a100-80gb-pcie (80 GiB)"),
+    ],
+)
 def test_a_name_several_kinds_share_is_refused_with_the_choices(name, choices):
     """Issue 30: `--gpu a100` silently meant the 40 GB card."""
     with pytest.raises(BadInput) as e:
         catalog.gpu(name)
     assert str(e.value) == f"--gpu {name!r} is ambiguous: {choices}" and e.value.field == "gpu"
-    assert not isinstance(e.value, UnknownName)      # a 422 in the API, not a 404
+    assert not isinstance(e.value, UnknownName)  # a 422 in the API, not a 404
     assert catalog.gpu("a100-40g").name == "a100-40gb" and catalog.gpu("a100-sxm4-80gb").name == "a100-80gb"
 
 

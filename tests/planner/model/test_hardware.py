@@ -1,19 +1,34 @@
 """--gpu resolution: catalog names, NVML device names, and refusals."""
+
 import pytest
 
 from planner.errors import BadInput
 from planner.model import hardware
 
 
-@pytest.mark.parametrize("nvml_name,gib,expected", [
-    ("NVIDIA A100-SXM4-80GB", 80, "a100-80gb"), ("NVIDIA A100-SXM4-40GB", 40, "a100-40gb"),
-    ("NVIDIA A100-PCIE-40GB", 40, "a100-40gb-pcie"), ("NVIDIA H100 80GB HBM3", 79.6, "h100-80gb"),
-    ("NVIDIA H100 PCIe", 79.6, "h100-80gb-pcie"), ("NVIDIA H200", 140, "h200"), ("NVIDIA H20", 95.6, "h20"),
-    ("NVIDIA GeForce RTX 4090", 24, "rtx4090"), ("NVIDIA L40S", 45, "l40s"), ("Tesla V100-SXM2-32GB", 32, "v100-32gb"),
-    ("NVIDIA B200", 179, "b200"), ("NVIDIA GH200 480GB", 95.6, "gh200"), ("NVIDIA H100 NVL", 93.6, "h100-nvl"),
-    ("NVIDIA L4", 22.5, "l4"), ("NVIDIA A10G", 22.5, "a10g"), ("NVIDIA RTX A6000", 48, "rtx-a6000"),
-    ("NVIDIA GeForce RTX 5090", 31.8, "rtx5090"), ("NVIDIA A10", 22.5, "a10"),
-])
+@pytest.mark.parametrize(
+    "nvml_name,gib,expected",
+    [
+        ("NVIDIA A100-SXM4-80GB", 80, "a100-80gb"),
+        ("NVIDIA A100-SXM4-40GB", 40, "a100-40gb"),
+        ("NVIDIA A100-PCIE-40GB", 40, "a100-40gb-pcie"),
+        ("NVIDIA H100 80GB HBM3", 79.6, "h100-80gb"),
+        ("NVIDIA H100 PCIe", 79.6, "h100-80gb-pcie"),
+        ("NVIDIA H200", 140, "h200"),
+        ("NVIDIA H20", 95.6, "h20"),
+        ("NVIDIA GeForce RTX 4090", 24, "rtx4090"),
+        ("NVIDIA L40S", 45, "l40s"),
+        ("Tesla V100-SXM2-32GB", 32, "v100-32gb"),
+        ("NVIDIA B200", 179, "b200"),
+        ("NVIDIA GH200 480GB", 95.6, "gh200"),
+        ("NVIDIA H100 NVL", 93.6, "h100-nvl"),
+        ("NVIDIA L4", 22.5, "l4"),
+        ("NVIDIA A10G", 22.5, "a10g"),
+        ("NVIDIA RTX A6000", 48, "rtx-a6000"),
+        ("NVIDIA GeForce RTX 5090", 31.8, "rtx5090"),
+        ("NVIDIA A10", 22.5, "a10"),
+    ],
+)
 def test_nvml_names_map_to_catalog_with_measured_memory(nvml_name, gib, expected):
     total = int(gib * 2**30)
     g = hardware.match_local(nvml_name, total)
@@ -70,9 +85,10 @@ def test_an_ambiguous_gpu_name_is_one_line_exit_2_not_a_guess(capsys):
 
     base = ["check", "--model", "gpt2", "--micro-batch", "1", "--seq-len", "128", "--evidence", "analytic"]
     assert main([*base, "--gpu", "a100"]) == 2
-    assert capsys.readouterr().err == ("planner: error: --gpu 'a100' is ambiguous: a100-40gb (40 GiB) or "
-                                       "a100-80gb (80 GiB)\n")
+    assert capsys.readouterr().err == (
+        "planner: error: --gpu 'a100' is ambiguous: a100-40gb (40 GiB) or a100-80gb (80 GiB)\n"
+    )
     assert main([*base, "--gpu", "h100-sxm-80gb"]) == 2
     assert "did you mean h100-80gb (80 GiB)?" in capsys.readouterr().err
     assert hardware.resolve("a100-80gb", 8, 1).gpu.memory_mib == 81920
-    assert hardware.resolve("h100", 8, 1).gpu.name == "h100-80gb"    # h100 is one kind: the SXM card
+    assert hardware.resolve("h100", 8, 1).gpu.name == "h100-80gb"  # h100 is one kind: the SXM card

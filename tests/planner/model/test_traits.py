@@ -1,6 +1,7 @@
 """Family traits as data (planner/model/shapes.py Traits, set by the family readers): each trait's value on a catalog model
 of each family that has it, the structural ones against the modules transformers builds, and a guard that no term
 outside the readers tests a family name."""
+
 import ast
 import io
 import re
@@ -14,26 +15,48 @@ from planner.model.modelspec import ALL_FAMILIES
 from planner.model.shapes import FAMILY_TRAITS, Traits
 
 ROOT = Path(__file__).resolve().parents[3]
-READERS = {"planner/model/modelspec.py", "planner/model/moespec.py", "planner/model/shapes.py"}   # where model_type is read
+READERS = {
+    "planner/model/modelspec.py",
+    "planner/model/moespec.py",
+    "planner/model/shapes.py",
+}  # where model_type is read
 SCANNED = ("planner", "probes")
 
 # (catalog model, TextSpec/ModelSpec field, value): one model of each family that has the trait
 EXPECTED = [
-    ("gpt2", "traits.learned_positions", True), ("gpt2", "traits.conv1d", True), ("gpt2", "traits.layernorm", True),
-    ("gpt2", "traits.fused_qkv", True), ("gpt2", "traits.gated_mlp", False), ("gpt2", "max_positions", 1024),
-    ("phi-3-mini", "traits.fused_qkv", True), ("phi-3-mini", "traits.fused_gate_up", True),
+    ("gpt2", "traits.learned_positions", True),
+    ("gpt2", "traits.conv1d", True),
+    ("gpt2", "traits.layernorm", True),
+    ("gpt2", "traits.fused_qkv", True),
+    ("gpt2", "traits.gated_mlp", False),
+    ("gpt2", "max_positions", 1024),
+    ("phi-3-mini", "traits.fused_qkv", True),
+    ("phi-3-mini", "traits.fused_gate_up", True),
     ("phi-4", "traits.fused_gate_up", True),
-    ("gemma-2-2b", "traits.fp32_norms", True), ("gemma-2-2b", "traits.norms_per_layer", 4),
-    ("gemma-2-2b", "traits.sliding_window_masks", True), ("gemma-2-2b", "attention", "eager"),
+    ("gemma-2-2b", "traits.fp32_norms", True),
+    ("gemma-2-2b", "traits.norms_per_layer", 4),
+    ("gemma-2-2b", "traits.sliding_window_masks", True),
+    ("gemma-2-2b", "attention", "eager"),
     ("gemma-2-2b", "final_logit_softcap", 30.0),
-    ("gemma-3-1b", "traits.fp32_norms", True), ("gemma-3-1b", "traits.norms_per_layer", 4),
-    ("gemma-3-1b", "qk_norm", True), ("gemma-3-1b", "attention", "sdpa"), ("gemma-3-1b", "final_logit_softcap", None),
-    ("qwen3-8b", "qk_norm", True), ("qwen3-30b-a3b", "qk_norm", True), ("olmoe-1b-7b", "qk_norm", True),
-    ("qwen2.5-7b", "biases", (True, False, False)), ("gpt2", "biases", (True, True, True)),
-    ("gpt-oss-20b", "sinks", True), ("gpt-oss-20b", "attention", "eager"), ("gpt-oss-20b", "biases", (True, True, False)),
-    ("llama-3.1-8b", "traits", Traits()), ("llama-3.1-8b", "qk_norm", False), ("mixtral-8x7b", "traits", Traits()),
-    ("internvl3-8b", "traits", Traits()),       # its language model's (Qwen2), read from text_config
-    ("gpt2", "fsdp_units", ("GPT2Block",)), ("phi-3-mini", "fsdp_units", ("Phi3DecoderLayer",)),
+    ("gemma-3-1b", "traits.fp32_norms", True),
+    ("gemma-3-1b", "traits.norms_per_layer", 4),
+    ("gemma-3-1b", "qk_norm", True),
+    ("gemma-3-1b", "attention", "sdpa"),
+    ("gemma-3-1b", "final_logit_softcap", None),
+    ("qwen3-8b", "qk_norm", True),
+    ("qwen3-30b-a3b", "qk_norm", True),
+    ("olmoe-1b-7b", "qk_norm", True),
+    ("qwen2.5-7b", "biases", (True, False, False)),
+    ("gpt2", "biases", (True, True, True)),
+    ("gpt-oss-20b", "sinks", True),
+    ("gpt-oss-20b", "attention", "eager"),
+    ("gpt-oss-20b", "biases", (True, True, False)),
+    ("llama-3.1-8b", "traits", Traits()),
+    ("llama-3.1-8b", "qk_norm", False),
+    ("mixtral-8x7b", "traits", Traits()),
+    ("internvl3-8b", "traits", Traits()),  # its language model's (Qwen2), read from text_config
+    ("gpt2", "fsdp_units", ("GPT2Block",)),
+    ("phi-3-mini", "fsdp_units", ("Phi3DecoderLayer",)),
     ("qwen2.5-vl-3b", "fsdp_units", ("Qwen2_5_VLDecoderLayer", "Qwen2_5_VLVisionBlock")),
     ("internvl3-8b", "fsdp_units", ("InternVLVisionLayer", "Qwen2DecoderLayer")),
 ]
@@ -92,8 +115,10 @@ def test_structural_traits_match_the_modules_transformers_builds(name):
     assert f.learned_positions == (sum(isinstance(m, torch.nn.Embedding) for m in names.values()) > 1)
 
 
-FAMILY_TEST = re.compile(r"""\b(arch|model_type|mt)\b\s*(==|!=|\bin\b|\bnot\s+in\b)|model_type["']\)\s*(==|!=|\bin\b)"""
-                         r"""|\b(arch|model_type|mt)\.startswith\(""")
+FAMILY_TEST = re.compile(
+    r"""\b(arch|model_type|mt)\b\s*(==|!=|\bin\b|\bnot\s+in\b)|model_type["']\)\s*(==|!=|\bin\b)"""
+    r"""|\b(arch|model_type|mt)\.startswith\("""
+)
 
 
 def _family_literals(source: str) -> list[int]:

@@ -1,4 +1,5 @@
 """Search: exact global batch, fit test, ranking, rejection reasons, the users' stories."""
+
 import pytest
 
 from planner.config.requests import Space
@@ -18,12 +19,20 @@ def space_of(**knobs) -> Space:
 
 def run(model, gpu, per_node, batch, seq, nodes=1, space=None, **goal):
     hw = hardware.resolve(gpu, per_node, nodes)
-    return search(catalog.load_model(model), hw, Goal(global_batch=batch, seq_len=seq, **goal), space or space_of(), top=1000)
+    return search(
+        catalog.load_model(model), hw, Goal(global_batch=batch, seq_len=seq, **goal), space or space_of(), top=1000
+    )
 
 
-@pytest.mark.parametrize("model,gpu,per_node,nodes,batch", [
-    ("llama-3.1-8b", "a100-80gb", 8, 1, 256), ("qwen2.5-3b", "h20", 6, 1, 24), ("qwen2.5-0.5b", "rtx4090", 2, 1, 16),
-    ("llama-2-13b", "h100", 8, 4, 512)])
+@pytest.mark.parametrize(
+    "model,gpu,per_node,nodes,batch",
+    [
+        ("llama-3.1-8b", "a100-80gb", 8, 1, 256),
+        ("qwen2.5-3b", "h20", 6, 1, 24),
+        ("qwen2.5-0.5b", "rtx4090", 2, 1, 16),
+        ("llama-2-13b", "h100", 8, 4, 512),
+    ],
+)
 def test_every_plan_has_the_exact_global_batch(model, gpu, per_node, nodes, batch):
     r = run(model, gpu, per_node, batch, 2048, nodes)
     assert r.plans
@@ -84,8 +93,12 @@ def test_bf16_on_a_v100_is_bad_input_not_nothing_fits():
 
 def test_host_ram_limits_offload():
     hw = hardware.resolve("a100-80gb", 8, 1, host_ram_gib=64)
-    r = search(catalog.load_model("llama-2-70b"), hw, Goal(global_batch=8, seq_len=1024),
-               space_of(zero=[3], offload=["optimizer+params"]))
+    r = search(
+        catalog.load_model("llama-2-70b"),
+        hw,
+        Goal(global_batch=8, seq_len=1024),
+        space_of(zero=[3], offload=["optimizer+params"]),
+    )
     assert r.plans == [] and "host RAM per node" in r.rejected[0].reason
 
 
