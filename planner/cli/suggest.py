@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         export.check_emit_dir(args.emit)
     out, result, (model, hw, goal) = gather(args)
     if args.emit and result.plans:
-        out["emitted"] = [str(p) for p in launch.emit(result.plans[0], hw, model, args.emit)]
+        out["emitted"] = [str(p) for p in launch.emit(result.plans[0], hw, model, args.emit, goal.seq_len)]
     ref = (result.plans or result.rejected or [None])[0]
     if getattr(args, "plot", None) and ref is not None:
         from planner.cli import plot

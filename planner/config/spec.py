@@ -357,6 +357,7 @@ class Launch(BaseModel):
     accelerate_config: dict | None = None  # FSDP plans: an accelerate config file's contents
     peft_config: dict | None = None  # LoRA plans: PEFT LoraConfig fields
     quantization_config: dict | None = None  # QLoRA plans: transformers BitsAndBytesConfig fields
+    framework_files: dict[str, str] | None = None  # LLaMA-Factory / ms-swift / axolotl plans: {file name: text}
 
 
 class _Split(BaseModel):

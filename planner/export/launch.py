@@ -1,6 +1,8 @@
 """The one place a plan becomes launch material, for every face: the `Launch` a plan carries (HF arguments,
 DeepSpeed/accelerate/PEFT configs, the command, the note on what HF cannot run), and the files that command
-names (`files`), which `suggest --emit`, autotune and the API's clients write as they are."""
+names (`files`), which `suggest --emit`, autotune and the API's clients write as they are. A plan for LLaMA-Factory,
+ms-swift or axolotl (`--framework`) gets that framework's config files and command (planner/export/llamafactory.py,
+swift.py, axolotl.py); every other plan the HF/DeepSpeed/accelerate material of planner/export/export.py."""
 
 from __future__ import annotations
 
@@ -8,9 +10,11 @@ import json
 from pathlib import Path
 
 from planner.config.spec import Goal, Hardware, Launch, Plan
-from planner.export import export
+from planner.export import axolotl, export, llamafactory, swift
 from planner.export.export import DS_CONFIG_NAME, FSDP_CONFIG_NAME
 from planner.model.modelspec import ModelSpec
+
+FRAMEWORK_EXPORTS = {"llamafactory": llamafactory, "swift": swift, "axolotl": axolotl}  # plan.framework -> exporter
 
 
 def budget_note(plan: Plan) -> str | None:
@@ -25,11 +29,19 @@ def budget_note(plan: Plan) -> str | None:
 
 
 def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> Launch:
-    notes = [n for n in (export.hf_note(plan), budget_note(plan)) if n]
+    fw = FRAMEWORK_EXPORTS.get(plan.framework)
+    notes = [n for n in (export.hf_note(plan) if fw is None else None, budget_note(plan)) if n]
+    command, framework_files = export.command(plan, hw, model, seq_len), None
+    if fw is not None:
+        try:
+            command, framework_files = fw.command(plan, hw), fw.files(plan, model, hw, seq_len)
+        except ValueError as e:  # a plan the framework's config cannot express: the HF material, and why
+            notes.append(f"{plan.framework}: {e}")
     return Launch(
         hf_args=export.hf_args(plan, model),
         deepspeed_config=export.deepspeed_config(plan, model),
-        command=export.command(plan, hw, model, seq_len),
+        command=command,
+        framework_files=framework_files,
         note=". ".join(notes) or None,
         accelerate_config=export.accelerate_config(plan, hw, model),
         peft_config=export.peft_config(plan),
@@ -56,8 +68,12 @@ def command_files(plan: Plan, model: ModelSpec, ds_name: str = DS_CONFIG_NAME) -
     return out
 
 
-def files(plan: Plan, hw: Hardware, model: ModelSpec) -> dict[str, str]:
-    """The command's files, the accelerate config of an FSDP plan, the HF arguments and a Slurm script."""
+def files(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int) -> dict[str, str]:
+    """A framework plan's config files (its exporter's); otherwise the command's files, the accelerate config of an
+    FSDP plan, the HF arguments and a Slurm script."""
+    fw = FRAMEWORK_EXPORTS.get(plan.framework)
+    if fw is not None:
+        return fw.files(plan, model, hw, seq_len)
     out = command_files(plan, model)
     if plan.fsdp != "off":
         out["accelerate_config.yaml"] = export.yaml_text(export.accelerate_config(plan, hw, model))
@@ -66,12 +82,12 @@ def files(plan: Plan, hw: Hardware, model: ModelSpec) -> dict[str, str]:
     return out
 
 
-def emit(plan: Plan, hw: Hardware, model: ModelSpec, out_dir: str) -> list[Path]:
+def emit(plan: Plan, hw: Hardware, model: ModelSpec, out_dir: str, seq_len: int) -> list[Path]:
     """Write `files` into out_dir (made if missing); the paths written."""
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in files(plan, hw, model).items():
+    for name, text in files(plan, hw, model, seq_len).items():
         (d / name).write_text(text)
         written.append(d / name)
     return written

@@ -2,7 +2,7 @@
 cut cross-entropy, the chunked loss, sample packing, ZeRO and FSDP1/2; SFT, DPO, GRPO. Files cited are in the 0.19.0
 wheel (axolotl/utils/schemas/...)."""
 
-from planner.frameworks.base import Default, Framework
+from planner.frameworks.base import Default, Framework, Rule
 
 FRAMEWORK = Framework(
     name="axolotl",
@@ -40,4 +40,17 @@ FRAMEWORK = Framework(
         "model": "base_model",
     },
     notes=("checkpointing off by default; unknown keys are dropped silently by its validator",),
+    rules=(
+        Rule(
+            "frozen",
+            "freezes a VLM's vision modules with their projector (freeze_mm_modules, utils/freeze.py:16-26): "
+            "use --frozen vision+projector",
+            lambda k: k["frozen"] == "vision",
+        ),
+        Rule(
+            "optimizer",
+            "refuses bitsandbytes 8-bit AdamW under FSDP2 (utils/schemas/validation.py:1249-1262)",
+            lambda k: k["fsdp"] != "off" and k["optimizer"] == "adamw-8bit",
+        ),
+    ),
 )

@@ -3,6 +3,7 @@ cannot run."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 # the knobs a framework restricts, in the order a refusal names them
@@ -33,6 +34,27 @@ class Default:
 
 
 @dataclass(frozen=True)
+class Rule:
+    """A combination a framework refuses though it runs each value alone: `refuses(knobs)` true means refused."""
+
+    field: str
+    reason: str
+    refuses: Callable[[dict], bool]
+
+
+def kind(knobs: dict) -> str:
+    w = knobs.get("workload")
+    return (w.get("kind", "sft") if isinstance(w, dict) else getattr(w, "kind", "sft")) if w is not None else "sft"
+
+
+def full_dpo_precomputed(knobs: dict) -> bool:
+    """Full-parameter DPO with the reference's log-probs computed beforehand (TRL's precompute_ref_log_probs)."""
+    w = knobs.get("workload")
+    pre = w.get("precompute_ref_log_probs") if isinstance(w, dict) else getattr(w, "precompute_ref_log_probs", False)
+    return kind(knobs) == "dpo" and not knobs.get("lora_rank") and bool(pre)
+
+
+@dataclass(frozen=True)
 class Framework:
     name: str
     label: str
@@ -41,11 +63,12 @@ class Framework:
     defaults: dict[str, Default] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)  # memplan field -> the framework's own key or flag
     notes: tuple[str, ...] = ()  # how it differs, one line each (the frameworks table)
+    rules: tuple[Rule, ...] = ()  # combinations it refuses
 
     def value_of(self, knob: str, value: object) -> object:
         """The value as `runs` names it: workloads by kind, LoRA as on/off, expert parallel as on/off."""
         if knob == "workload":
-            return value.get("kind", "sft") if isinstance(value, dict) else getattr(value, "kind", value)
+            return kind({"workload": value})
         if knob in ("lora_rank", "expert_parallel"):
             return "off" if value in (0, 1) else "on"
         return value
@@ -63,4 +86,7 @@ class Framework:
                     str({True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v) for v in self.runs[knob]
                 )
                 return knob, f"--framework {self.name} ({self.label}) cannot run {flag} {shown}: it runs {runs}"
+        for rule in self.rules:
+            if rule.refuses(knobs):
+                return rule.field, f"--framework {self.name} ({self.label}): {rule.reason}"
         return None

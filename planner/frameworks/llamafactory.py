@@ -2,7 +2,7 @@
 Liger's fused loss, packing, ZeRO through its DeepSpeed JSONs, FSDP through an accelerate config, SFT and DPO.
 Files cited are in the 0.9.5 wheel (src/llamafactory/...)."""
 
-from planner.frameworks.base import Default, Framework
+from planner.frameworks.base import Default, Framework, Rule, full_dpo_precomputed
 
 HP = "llamafactory 0.9.5 hparams"
 FRAMEWORK = Framework(
@@ -56,5 +56,12 @@ FRAMEWORK = Framework(
     notes=(
         "LoRA and checkpointing on by default; checkpointing offload is use_unsloth_gc",
         "trainable parameters upcast to fp32 unless pure_bf16 (model/adapter.py)",
+    ),
+    rules=(
+        Rule(
+            "workload",
+            "full DPO always loads a reference model (hparams/finetuning_args.py:574): no precompute_ref_log_probs",
+            full_dpo_precomputed,
+        ),
     ),
 )

@@ -1,7 +1,7 @@
 """ms-swift 4.6.0 (`swift sft|rlhf`): LoRA by default, full-layer checkpointing on by default, the ViT and aligner
 frozen, Liger's fused loss, packing, ZeRO presets and FSDP2; SFT, DPO and GRPO. Files cited are in the 4.6.0 wheel."""
 
-from planner.frameworks.base import Default, Framework
+from planner.frameworks.base import Default, Framework, Rule, full_dpo_precomputed
 
 FRAMEWORK = Framework(
     name="swift",
@@ -47,4 +47,17 @@ FRAMEWORK = Framework(
         "frozen": "--freeze_vit",
     },
     notes=("LoRA, checkpointing and a frozen ViT by default; accumulation defaults to a total batch of 16",),
+    rules=(
+        Rule(
+            "batching",
+            "--batching packed needs --attention flash (packing and padding_free need flash attention, "
+            "swift/arguments/sft_args.py:186-197)",
+            lambda k: k["batching"] == "packed" and k["attention"] != "flash",
+        ),
+        Rule(
+            "workload",
+            "full DPO keeps a reference model (swift/arguments/rlhf_args.py:290-299): no precompute_ref_log_probs",
+            full_dpo_precomputed,
+        ),
+    ),
 )

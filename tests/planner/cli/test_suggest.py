@@ -29,8 +29,10 @@ def test_suggest_json_contract():
             "accelerate_config",
             "peft_config",
             "quantization_config",
+            "framework_files",
         }
         assert p["launch"]["peft_config"] is None and p["launch"]["quantization_config"] is None  # LoRA / QLoRA only
+        assert p["framework"] == "memplan" and p["launch"]["framework_files"] is None  # LF / swift / axolotl only
         assert (p["launch"]["accelerate_config"] is None) == (p["fsdp"] == "off")  # FSDP plans only
         assert p["token_batches"] is None  # set by a token budget only
         # a note exactly when HF's Trainer cannot run the plan, whose command is then the bundled trainer's

@@ -110,7 +110,7 @@ def test_accelerate_loads_the_config_file(tmp_path):
     from accelerate.commands.config.config_args import load_config_from_file
 
     p, hw = _plan("full", offload="optimizer+params")
-    written = launch.emit(p, hw, catalog.load_model("llama-3.1-8b"), str(tmp_path))
+    written = launch.emit(p, hw, catalog.load_model("llama-3.1-8b"), str(tmp_path), 4096)
     assert {w.name for w in written} >= {"fsdp_config.json", "accelerate_config.yaml", "train_args.json"}
     cfg = load_config_from_file(str(tmp_path / "accelerate_config.yaml"))
     assert cfg.distributed_type == "FSDP" and cfg.num_processes == 8 and cfg.mixed_precision == "bf16"

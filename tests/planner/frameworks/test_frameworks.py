@@ -93,3 +93,24 @@ def test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run(name):
             assert all(p.framework == name and _runs(name, p) for p in res.plans + res.rejected), model
             seen_other = seen_other or any(not _runs(name, p) for p in plain.plans)
     assert seen_other
+
+
+@pytest.mark.parametrize(
+    "name,fields,field",
+    [
+        ("swift", {"batching": "packed"}, "batching"),
+        ("swift", {"workload": {"kind": "dpo", "precompute_ref_log_probs": True}}, "workload"),
+        ("llamafactory", {"workload": {"kind": "dpo", "precompute_ref_log_probs": True}}, "workload"),
+        ("axolotl", {"fsdp": "full", "optimizer": "adamw-8bit"}, "optimizer"),
+    ],
+)
+def test_a_combination_the_framework_refuses_is_refused_for_it_alone(name, fields, field):
+    """A framework's rules (its exporter would refuse the plan): refused with the framework's file cited, and the
+    same request for the bundled trainer is planned."""
+    req = {**CHECK, **fields, "framework": name}
+    if "workload" in fields:
+        req.pop("seq_len")  # an RL workload's sequence is its own
+    with pytest.raises(BadInput) as e:
+        advise.check(advise.parse(advise.CheckRequest, req))
+    assert e.value.field == field and ".py:" in str(e.value) and str(e.value).startswith(f"--framework {name} (")
+    advise.check(advise.parse(advise.CheckRequest, {**req, "framework": "memplan"}))

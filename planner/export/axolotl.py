@@ -1,0 +1,285 @@
+"""A plan as axolotl 0.19.0 runs it: `axolotl.yaml`, the DeepSpeed JSON of a ZeRO plan, and the launch line.
+
+Key names and defaults were read from the 0.19.0 wheel (paths under axolotl/; /tmp/fw/other/REPORT.md section A):
+utils/schemas/model.py:17 (base_model); utils/schemas/training.py:71,77 (gradient_accumulation_steps,
+micro_batch_size), :116 (learning_rate, required), :122 (optimizer adamw_torch_fused); utils/schemas/config.py:561-598
+(bf16 auto, fp16, bfloat16 / float16: half weights without autocast), :606 (gradient_checkpointing False), :629 (activation_offloading;
+validation.py:1577-1592), :649 (freeze_mm_modules: utils/freeze.py:16-26 freezes the vision modules and their
+projector), :671 (sequence_len), :694 (sample_packing), :845 (attn_implementation, which replaces the deprecated
+flash_attention / sdp_attention flags, config.py:1546-1590), :997 (chunked_cross_entropy), :1051 (deepspeed: a JSON
+path), :1068-1071 (fsdp_config, fsdp_version; without a version FSDP1 is assumed, validation.py:1215-1233);
+utils/schemas/fsdp.py:10-90 (fsdp_config keys, unprefixed); utils/schemas/peft.py:31-80 (adapter lora | qlora,
+load_in_4bit, lora_r, lora_alpha, lora_target_linear, lora_target_modules, lora_target_parameters,
+lora_modules_to_save, lora_dropout), :149 (bnb_config_kwargs, over loaders/model.py:806-824's nf4 double-quant
+default); integrations/liger/args.py:35-69 (liger_fused_linear_cross_entropy, with the LigerPlugin listed);
+utils/schemas/enums.py:31-41 (rl: dpo, grpo); utils/schemas/trl.py (trl: beta, max_completion_length, use_vllm,
+vllm_mode, generation_batch_size, num_generations, num_iterations, reward_funcs); utils/schemas/vllm.py
+(vllm.gpu_memory_utilization, read by core/trainers/grpo/__init__.py:74-75); config.py:317
+(precompute_ref_log_probs). Launch: cli/main.py:80-129 and cli/utils/train.py:157-191 (`axolotl train x.yaml` runs
+`accelerate launch -m axolotl.cli.train x.yaml`). Unknown keys are dropped silently by axolotl's validator, so this
+module writes only keys its schema has. The YAML imitates examples/llama-3/lora-1b.yml and 3b-fp8-fsdp2.yaml.
+"""
+
+from __future__ import annotations
+
+import json
+
+from planner.config.spec import Hardware, Plan
+from planner.export import export
+from planner.frameworks import FRAMEWORKS
+from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
+from planner.model.shapes import module_name_matches
+
+VERSION = "axolotl 0.19.0"
+CONFIG_NAME = "axolotl.yaml"
+ATTN = {"flash": "flash_attention_2", "sdpa": "sdpa", "eager": "eager"}
+LIGER = "axolotl.integrations.liger.LigerPlugin"
+# utils/freeze.py:16-26: the first components of the parameter names freeze_mm_modules freezes
+MM_PREFIXES = (
+    "vision_tower",
+    "vision_model",
+    "vision_encoder",
+    "embed_vision",
+    "multi_modal_projector",
+    "visual",
+    "audio_tower",
+    "audio_model",
+    "embed_audio",
+)
+DATASET_TYPE = {"sft": "chat_template", "dpo": "chat_template.default", "grpo": "YOUR_REWARDS_MODULE.transform"}
+
+
+def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str, str]:
+    """{file name: text}: axolotl's YAML and, for a ZeRO plan, the DeepSpeed JSON it names."""
+    check(plan, model, hw)
+    out = {CONFIG_NAME: render(config(plan, model, seq_len), comments(plan, hw))}
+    if plan.zero_stage:
+        out[export.DS_CONFIG_NAME] = json.dumps(export.deepspeed_config(plan, model), indent=2) + "\n"
+    return out
+
+
+def command(plan: Plan, hw: Hardware) -> str:
+    """`axolotl train` on one GPU; on more, what it runs itself (cli/utils/train.py:179-181), `accelerate launch -m
+    axolotl.cli.train`, with the process count and, over nodes, the rendezvous."""
+    if hw.world_size == 1:
+        return f"axolotl train {CONFIG_NAME}"
+    a = ["accelerate", "launch", "--num_processes", str(hw.world_size)]
+    if hw.nodes > 1:
+        a += [
+            "--num_machines",
+            str(hw.nodes),
+            "--machine_rank",
+            "$NODE_RANK",
+            "--main_process_ip",
+            "$MASTER_ADDR",
+            "--main_process_port",
+            "$MASTER_PORT",
+        ]
+    return " ".join([*a, "-m", "axolotl.cli.train", CONFIG_NAME])
+
+
+def check(plan: Plan, model: ModelSpec, hw: Hardware) -> None:
+    """ValueError for what axolotl 0.19.0 cannot run as planned."""
+    refused = FRAMEWORKS["axolotl"].cannot(dict(plan.knobs))
+    if refused:
+        raise ValueError(refused[1])
+    if plan.frozen == "vision":
+        raise ValueError(
+            "axolotl freezes a VLM's vision modules with their projector (freeze_mm_modules, "
+            "utils/freeze.py:16-26): plan --frozen vision+projector"
+        )
+    if plan.frozen != "none" and not all(
+        module.split(".")[0] in MM_PREFIXES for module in model.vision.tower_modules + model.vision.projector_modules
+    ):
+        raise ValueError(f"axolotl's freeze_mm_modules does not name {model.name}'s vision modules")
+    if plan.fsdp != "off" and plan.optimizer == "adamw-8bit":
+        raise ValueError("axolotl refuses bitsandbytes 8-bit AdamW under FSDP2 (utils/schemas/validation.py:1249-1262)")
+    w = plan.workload
+    if (
+        w.kind == "grpo"
+        and w.generation_batch(plan.micro_batch, plan.grad_accum, hw.world_size) < w.num_generations * hw.world_size
+    ):
+        raise ValueError(
+            "axolotl's GRPO needs a generation batch of at least num_generations x world size "
+            "(utils/schemas/validation.py:829-903): each rank must sample whole groups"
+        )
+
+
+def config(plan: Plan, model: ModelSpec, seq_len: int) -> dict:
+    cfg: dict = {
+        "base_model": model.name,
+        **adapter_keys(plan, model),
+        "datasets": [{"path": "YOUR_DATASET", "type": DATASET_TYPE[plan.workload.kind]}],
+    }
+    if plan.workload.rl:
+        cfg["rl"] = plan.workload.kind
+    cfg.update(
+        output_dir="./outputs/memplan",
+        sequence_len=seq_len,
+        sample_packing=plan.batching == "packed",
+        micro_batch_size=plan.micro_batch,
+        gradient_accumulation_steps=plan.grad_accum,
+        num_epochs=1,
+        optimizer=export.HF_OPTIM[plan.optimizer],
+        lr_scheduler="cosine",
+        learning_rate=2e-4 if plan.lora_rank else 2e-5,
+    )
+    cfg.update(precision_keys(plan))
+    cfg.update(checkpoint_keys(plan), attn_implementation=ATTN[plan.attention])
+    cfg.update(loss_keys(plan))
+    cfg.update(sharding_keys(plan, model))
+    cfg.update(rl_keys(plan))
+    if plan.frozen != "none":
+        cfg["freeze_mm_modules"] = True
+    return cfg
+
+
+def adapter_keys(plan: Plan, model: ModelSpec) -> dict:
+    if not plan.lora_rank:
+        return {}
+    out: dict = {"adapter": "qlora" if plan.quant != "none" else "lora"}
+    if plan.quant != "none":
+        out.update(
+            load_in_4bit=True, bnb_config_kwargs={"bnb_4bit_quant_type": plan.quant, "bnb_4bit_use_double_quant": True}
+        )
+    out.update(lora_r=plan.lora_rank, lora_alpha=2 * plan.lora_rank, lora_dropout=plan.lora_dropout)
+    targets = peft_target_modules(plan.lora_targets)
+    if targets == "all-linear":
+        out["lora_target_linear"] = True
+    elif targets:
+        out["lora_target_modules"] = [
+            t for t in targets if any(module_name_matches(k, t) for k in model.linear_names())
+        ] or targets
+    if peft_target_parameters(plan.lora_targets):
+        out["lora_target_parameters"] = peft_target_parameters(plan.lora_targets)
+    if plan.lora_train_embeddings:
+        out["lora_modules_to_save"] = ["embed_tokens", "lm_head"]
+    return out
+
+
+def precision_keys(plan: Plan) -> dict:
+    """bf16 / fp16: autocast (axolotl loads the weights in that dtype, utils/config/__init__.py:197-202); bf16-pure:
+    bfloat16 without autocast; fp32: neither (bf16 is "auto" unless given)."""
+    if plan.precision == "bf16-pure":
+        return {"bf16": False, "bfloat16": True}
+    return {"bf16": plan.precision == "bf16", "fp16": plan.precision == "fp16"}
+
+
+def checkpoint_keys(plan: Plan) -> dict:
+    """FSDP plans checkpoint through fsdp_config.activation_checkpointing (HF refuses both at once); offload is
+    checkpointing with the saved inputs in host RAM (`activation_offloading: true`, what the deprecated
+    `gradient_checkpointing: offload` becomes, validation.py:1577-1592)."""
+    if plan.fsdp != "off" and plan.checkpointing == "full":
+        return {"gradient_checkpointing": False}
+    if plan.checkpointing == "offload":
+        return {"gradient_checkpointing": True, "activation_offloading": True}
+    return {"gradient_checkpointing": plan.checkpointing == "full"}
+
+
+def loss_keys(plan: Plan) -> dict:
+    if plan.loss == "chunked":
+        return {"chunked_cross_entropy": True}
+    if plan.loss == "fused":
+        return {"plugins": [LIGER], "liger_fused_linear_cross_entropy": True}
+    return {}
+
+
+def sharding_keys(plan: Plan, model: ModelSpec) -> dict:
+    if plan.zero_stage:
+        return {"deepspeed": export.DS_CONFIG_NAME}
+    if plan.fsdp == "off":
+        return {}
+    f = export.fsdp_config(plan, model)
+    cfg = {
+        "fsdp_version": 2,
+        "offload_params": f["cpu_offload"],
+        "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+        "reshard_after_forward": f["reshard_after_forward"],
+        "state_dict_type": "SHARDED_STATE_DICT",
+        "cpu_ram_efficient_loading": True,
+        "activation_checkpointing": plan.checkpointing == "full",
+    }
+    if "transformer_layer_cls_to_wrap" in f:
+        cfg["transformer_layer_cls_to_wrap"] = ",".join(f["transformer_layer_cls_to_wrap"])
+    return {"fsdp_version": 2, "fsdp_config": cfg}
+
+
+def rl_keys(plan: Plan) -> dict:
+    w = plan.workload
+    if w.kind == "dpo":
+        return {"precompute_ref_log_probs": True} if w.precompute_ref_log_probs else {}
+    if w.kind != "grpo":
+        return {}
+    trl = {
+        "beta": w.beta,
+        "max_completion_length": w.max_completion_length,
+        "num_generations": w.num_generations,
+        "num_iterations": w.num_iterations,
+        "use_vllm": w.generation != "hf",
+        "reward_funcs": ["YOUR_REWARDS_MODULE.reward"],
+        # TRL's own (per-device x world x steps per generation): without it axolotl checks micro x accum instead
+        # (utils/schemas/validation.py:829-903)
+        "generation_batch_size": w.generation_batch(plan.micro_batch, plan.grad_accum, plan.world_size),
+    }
+    out: dict = {"trl": trl}
+    if w.generation != "hf":
+        trl["vllm_mode"] = w.generation.removeprefix("vllm-")
+    if w.generation == "vllm-colocate":
+        out["vllm"] = {"gpu_memory_utilization": w.vllm_gpu_memory_utilization}
+    return out
+
+
+def comments(plan: Plan, hw: Hardware) -> dict[str, str]:
+    """The title, and a comment after some top-level keys."""
+    out = {
+        "": (
+            f"memplan plan for {VERSION}: micro {plan.micro_batch} x accum {plan.grad_accum} x "
+            f"{plan.world_size} GPUs ({hw.gpu.name}) = {plan.global_batch}, {plan.sharding}, {plan.precision}, "
+            f"checkpointing {plan.checkpointing}; {plan.memory.device_total_bytes / 2**30:.1f} of "
+            f"{plan.memory.capacity_bytes / 2**30:.1f} GiB per GPU"
+        ),
+        "base_model": "your local path or HF id",
+        "datasets": "your dataset and its axolotl type",
+        "deepspeed": "written beside this file",
+    }
+    if plan.precision in ("bf16", "fp16") and not plan.lora_rank and not plan.zero_stage:
+        out[plan.precision] = "axolotl loads the weights in this dtype: fewer bytes than the plan's fp32 ones"
+    if plan.workload.kind == "grpo":
+        out["trl"] = "reward_funcs and the dataset's type: your own rewards module"
+    return out
+
+
+def render(cfg: dict, notes: dict[str, str]) -> str:
+    """YAML of dicts, lists and JSON scalars (JSON scalars are YAML), with a comment after some top-level keys."""
+    lines = [f"# {notes['']}"] if "" in notes else []
+    for key, value in cfg.items():
+        block = node(key, value, 0)
+        if key in notes:
+            block[0] += f"  # {notes[key]}"
+        lines += block
+    return "\n".join(lines) + "\n"
+
+
+def node(key: str, value: object, indent: int) -> list[str]:
+    pad = " " * indent
+    if isinstance(value, dict):
+        return [f"{pad}{key}:"] + [line for k, v in value.items() for line in node(k, v, indent + 2)]
+    if isinstance(value, list):
+        out = [f"{pad}{key}:"]
+        for item in value:
+            if isinstance(item, dict):
+                rows = [line for k, v in item.items() for line in node(k, v, indent + 4)]
+                out += [f"{pad}  - {rows[0].lstrip()}"] + rows[1:]
+            else:
+                out.append(f"{pad}  - {scalar(item)}")
+        return out
+    return [f"{pad}{key}: {scalar(value)}"]
+
+
+def scalar(value: object) -> str:
+    """JSON's scalar, with a float's mantissa dotted: YAML 1.1 (PyYAML, which axolotl reads with) takes 2e-05 for a
+    string and 2.0e-05 for a float."""
+    text = json.dumps(value)
+    if isinstance(value, float) and "e" in text and "." not in text:
+        text = text.replace("e", ".0e", 1)
+    return text

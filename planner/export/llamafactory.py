@@ -1,0 +1,241 @@
+"""A plan as LLaMA-Factory 0.9.5 runs it: `llamafactory_train.yaml` (its v0 training YAML), the DeepSpeed JSON of a
+ZeRO plan or the accelerate config of an FSDP plan, and the launch line.
+
+Key names and defaults were read from the 0.9.5 wheel (paths under src/llamafactory/; /tmp/fw/llamafactory/REPORT.md):
+hparams/model_args.py:117 (flash_attn: auto/disabled/sdpa/fa2), :133 (use_unsloth_gc: layer inputs kept on the host),
+:137 (enable_liger_kernel), :145 (disable_gradient_checkpointing False: LF checkpoints by default,
+model/model_utils/checkpointing.py:173-176), :279-291 (quantization_method bnb, quantization_bit, quantization_type
+nf4, double_quantization True); hparams/finetuning_args.py:59 (additional_target), :69/:568 (lora_alpha, 2 x rank when
+unset), :77 (lora_rank 8), :81 (lora_target all), :171 (pref_beta), :456 (pure_bf16), :460 (stage), :464
+(finetuning_type lora), :527/:531 (freeze_vision_tower, freeze_multi_modal_projector True), :574 (DPO keeps a reference
+model unless orpo/simpo); hparams/data_args.py:46 (cutoff_len), :108/:112/:185-189 (packing, neat_packing);
+data/collator.py:524-532 (neat_packing: a 4-D mask without FA2, one row per batch with it); hparams/parser.py:353-354
+(DeepSpeed needs FORCE_TORCHRUN=1), :512-515 (bf16 or pure_bf16 sets the compute dtype); launcher.py:60-68
+(FORCE_TORCHRUN, NNODES, NODE_RANK, NPROC_PER_NODE, MASTER_ADDR/PORT); examples/README.md l.93/l.100 (launch lines)
+and examples/extras/fsdp_qlora/train.sh (FSDP: `accelerate launch --config_file ... src/train.py x.yaml`). Unknown keys
+raise (transformers hf_argparser.py:382-383); choices are checked only on the argv path, so this module writes only
+values LF's enums hold. The YAML imitates examples/train_lora/qwen3_lora_sft_ds3.yaml.
+"""
+
+from __future__ import annotations
+
+import json
+
+from planner.config.spec import Hardware, Plan
+from planner.export import export
+from planner.frameworks import FRAMEWORKS
+from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
+from planner.model.shapes import module_name_matches
+
+VERSION = "llamafactory 0.9.5"
+CONFIG_NAME = "llamafactory_train.yaml"
+ACCELERATE_NAME = "accelerate_fsdp_config.yaml"
+FLASH_ATTN = {"sdpa": "sdpa", "flash": "fa2", "eager": "disabled"}  # model_args.py:117; attention.py:31-101
+LEARNING_RATE = {"lora": 1.0e-4, "full": 1.0e-5, "dpo": 5.0e-6}  # the 0.9.5 examples' values
+
+Entry = tuple[str, object, str]  # key, value, trailing comment ("" for none)
+
+
+def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str, str]:
+    """{file name: text}: the training YAML, and the DeepSpeed JSON (ZeRO) or accelerate config (FSDP) it names."""
+    check(plan)
+    out = {CONFIG_NAME: train_yaml(plan, model, hw, seq_len)}
+    if plan.zero_stage:
+        out[ds_name(plan)] = json.dumps(export.deepspeed_config(plan, model), indent=2) + "\n"
+    if plan.fsdp != "off":
+        out[ACCELERATE_NAME] = export.yaml_text(accelerate_config(plan, hw, model))
+    return out
+
+
+def command(plan: Plan, hw: Hardware) -> str:
+    """LLaMA-Factory's launcher under torchrun (examples/README.md l.93, l.100); FSDP plans run LF's src/train.py under
+    `accelerate launch` with the accelerate config (examples/extras/fsdp_qlora/train.sh)."""
+    check(plan)
+    rendezvous = (
+        ["--machine_rank", "$NODE_RANK", "--main_process_ip", "$MASTER_ADDR", "--main_process_port", "$MASTER_PORT"]
+        if hw.nodes > 1
+        else []
+    )
+    if plan.fsdp != "off":
+        return " ".join(
+            ["accelerate", "launch", "--config_file", ACCELERATE_NAME, *rendezvous, "src/train.py", CONFIG_NAME]
+        )
+    env = ["FORCE_TORCHRUN=1", f"NNODES={hw.nodes}"]
+    if hw.nodes > 1:
+        env += ["NODE_RANK=$NODE_RANK", "MASTER_ADDR=$MASTER_ADDR", "MASTER_PORT=$MASTER_PORT"]
+    return " ".join([*env, f"NPROC_PER_NODE={hw.gpus_per_node}", "llamafactory-cli", "train", CONFIG_NAME])
+
+
+def check(plan: Plan) -> None:
+    """ValueError for what LLaMA-Factory 0.9.5 cannot run as planned."""
+    refused = FRAMEWORKS["llamafactory"].cannot(dict(plan.knobs))
+    if refused:
+        raise ValueError(refused[1])
+    if peft_target_parameters(plan.lora_targets):
+        raise ValueError(
+            "LLaMA-Factory's lora_target names modules: it has no PEFT target_parameters for stacked "
+            f"experts ({plan.lora_targets})"
+        )
+    w = plan.workload
+    if w.kind == "dpo" and not plan.lora_rank and w.precompute_ref_log_probs:
+        raise ValueError(
+            "LLaMA-Factory's full DPO always loads a reference model (finetuning_args.py:574); it has no "
+            "precompute_ref_log_probs"
+        )
+
+
+def ds_name(plan: Plan) -> str:
+    """LF's naming of its DeepSpeed JSONs (examples/deepspeed/ds_z{0,2,3}[_offload]_config.json)."""
+    return f"ds_z{plan.zero_stage}{'_offload' if plan.offload != 'none' else ''}_config.json"
+
+
+def accelerate_config(plan: Plan, hw: Hardware, model: ModelSpec) -> dict:
+    """export.accelerate_config without FSDP's own activation checkpointing: LF checkpoints the model itself
+    (disable_gradient_checkpointing, checkpointing.py:157-176), so both would recompute twice."""
+    cfg = export.accelerate_config(plan, hw, model)
+    cfg["fsdp_config"]["fsdp_activation_checkpointing"] = False
+    return cfg
+
+
+def train_yaml(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> str:
+    title = (
+        f"# memplan plan for {VERSION}: micro {plan.micro_batch} x accum {plan.grad_accum} x {plan.world_size} "
+        f"GPUs ({hw.gpu.name}) = {plan.global_batch}, {plan.sharding}, {plan.precision}, checkpointing "
+        f"{plan.checkpointing}; {plan.memory.device_total_bytes / 2**30:.1f} of "
+        f"{plan.memory.capacity_bytes / 2**30:.1f} GiB per GPU"
+    )
+    sections = {
+        "model": model_entries(plan, model),
+        "method": method_entries(plan, model),
+        "dataset": dataset_entries(plan, seq_len),
+        "output": output_entries(plan, model),
+        "train": train_entries(plan),
+    }
+    body = "\n".join(f"### {name}\n" + "".join(line(*e) for e in entries) for name, entries in sections.items())
+    return f"{title}\n{body}"
+
+
+def line(key: str, value: object, comment: str = "") -> str:
+    return f"{key}: {scalar(value)}" + (f"  # {comment}" if comment else "") + "\n"
+
+
+def scalar(value: object) -> str:
+    """A YAML scalar as LF's examples write it: small floats as 1.0e-4 (OmegaConf reads 1e-4 as a float, PyYAML as a
+    string: REPORT.md section 1)."""
+    if isinstance(value, float) and 0 < abs(value) < 1e-3:
+        return f"{value:.1e}".replace("e-0", "e-")
+    return json.dumps(value)
+
+
+def model_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
+    out: list[Entry] = [("model_name_or_path", model.name, "your local path or HF id"), ("trust_remote_code", True, "")]
+    if plan.quant != "none":
+        out += [
+            ("quantization_bit", 4, "QLoRA: bitsandbytes 4-bit base"),
+            ("quantization_method", "bnb", ""),
+            ("quantization_type", plan.quant, ""),
+            ("double_quantization", True, ""),
+        ]
+    out.append(("flash_attn", FLASH_ATTN[plan.attention], "auto/disabled/sdpa/fa2"))
+    out.append(
+        (
+            "disable_gradient_checkpointing",
+            plan.checkpointing == "off",
+            "LF checkpoints every layer unless this is true",
+        )
+    )
+    if plan.checkpointing == "offload":
+        out.append(("use_unsloth_gc", True, "checkpointed layers' inputs kept in host RAM"))
+    if plan.loss == "fused":
+        out.append(("enable_liger_kernel", True, "Liger's fused linear cross-entropy (liger-kernel installed)"))
+    return out
+
+
+def method_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
+    out: list[Entry] = [
+        ("stage", plan.workload.kind, ""),
+        ("do_train", True, ""),
+        ("finetuning_type", "lora" if plan.lora_rank else "full", ""),
+    ]
+    if plan.lora_rank:
+        peft = export.peft_config(plan)
+        out += [
+            ("lora_rank", plan.lora_rank, ""),
+            ("lora_alpha", peft["lora_alpha"], ""),
+            ("lora_dropout", plan.lora_dropout, ""),
+            ("lora_target", lora_target(plan, model), ""),
+        ]
+        if plan.lora_train_embeddings:
+            out.append(("additional_target", "embed_tokens,lm_head", "trained beside the adapters"))
+    elif model.vision is not None:  # LF freezes both by default (finetuning_args.py:527,531)
+        out += [
+            ("freeze_vision_tower", plan.frozen != "none", ""),
+            ("freeze_multi_modal_projector", plan.frozen == "vision+projector", ""),
+            ("freeze_language_model", False, ""),
+        ]
+    if plan.workload.kind == "dpo":
+        out += [
+            ("pref_beta", 0.1, "TRL's DPO beta"),
+            ("pref_loss", "sigmoid", "dpo (a reference model: adapters off under LoRA, a copy otherwise)"),
+        ]
+    if plan.zero_stage:
+        out.append(("deepspeed", ds_name(plan), f"ZeRO-{plan.zero_stage}, written beside this file"))
+    return out
+
+
+def lora_target(plan: Plan, model: ModelSpec) -> str:
+    """`all`, or the plan's module names that are linears of this model (comma-separated)."""
+    targets = peft_target_modules(plan.lora_targets)
+    if targets == "all-linear":
+        return "all"
+    names = [t for t in targets if any(module_name_matches(k, t) for k in model.linear_names())]
+    return ",".join(names or targets)
+
+
+def dataset_entries(plan: Plan, seq_len: int) -> list[Entry]:
+    out: list[Entry] = [
+        ("dataset", "YOUR_DATASET", "a name in data/dataset_info.json"),
+        ("template", "YOUR_TEMPLATE", "your model's chat template (data/template.py)"),
+        ("cutoff_len", seq_len, "the plan's sequence length"),
+    ]
+    if plan.batching == "packed":
+        if plan.attention == "flash" and plan.micro_batch == 1:
+            out.append(("neat_packing", True, "packed rows, no attention across samples (FA2, one row per batch)"))
+        else:
+            out.append(("packing", True, "rows packed to cutoff_len"))
+    return out + [("preprocessing_num_workers", 16, ""), ("dataloader_num_workers", 4, "")]
+
+
+def output_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
+    kind = "lora" if plan.lora_rank else "full"
+    return [
+        ("output_dir", f"saves/{model.name}/{kind}/{plan.workload.kind}", "where checkpoints go"),
+        ("logging_steps", 10, ""),
+        ("save_steps", 500, ""),
+        ("plot_loss", True, ""),
+        ("overwrite_output_dir", True, ""),
+        ("report_to", "none", ""),
+    ]
+
+
+def train_entries(plan: Plan) -> list[Entry]:
+    lr = LEARNING_RATE["dpo" if plan.workload.kind == "dpo" else "lora" if plan.lora_rank else "full"]
+    out: list[Entry] = [
+        ("per_device_train_batch_size", plan.micro_batch, ""),
+        ("gradient_accumulation_steps", plan.grad_accum, ""),
+        ("learning_rate", lr, ""),
+        ("num_train_epochs", 3.0, ""),
+        ("lr_scheduler_type", "cosine", ""),
+        ("warmup_ratio", 0.1, ""),
+        ("optim", export.HF_OPTIM[plan.optimizer], ""),
+    ]
+    out += precision_entries(plan)
+    return out + [("ddp_timeout", 180000000, "")]
+
+
+def precision_entries(plan: Plan) -> list[Entry]:
+    """bf16 / fp16: autocast over fp32 trainable weights (LF upcasts them, model/adapter.py:313-325); bf16-pure: LF's
+    pure_bf16 (weights kept in bf16, no autocast); fp32: neither."""
+    if plan.precision == "bf16-pure":
+        return [("pure_bf16", True, "bf16 weights, no autocast"), ("bf16", False, "")]
+    return [("bf16", plan.precision == "bf16", ""), ("fp16", plan.precision == "fp16", "")]

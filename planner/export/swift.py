@@ -1,0 +1,251 @@
+"""A plan as ms-swift 4.6.0 runs it: `swift_train.sh` (environment lines, then `swift sft` or `swift rlhf` with one
+`--flag value` a line, as swift's examples are written), the DeepSpeed JSON or FSDP config it names when no preset of
+swift's matches the plan, and the launch line.
+
+Flag names, choices and defaults were read from the 4.6.0 wheel (paths under swift/; /tmp/fw/swift/REPORT.md):
+cli/main.py:30-35,74-83 (torchrun only when NPROC_PER_NODE or NNODES is set; NNODES, NODE_RANK, MASTER_ADDR/PORT);
+arguments/base_args/base_args.py:56-58 (--tuner_type lora, v4's name for v3's --train_type), :133-136 (--packing,
+--padding_free); arguments/tuner_args.py:122-124 (--freeze_vit, --freeze_aligner True), :126 (--target_modules
+all-linear), :128 (--target_parameters), :133-135 (--lora_rank 8, --lora_alpha 32, --lora_dropout 0.05);
+arguments/base_args/model_args.py:74,130-142 (--torch_dtype bfloat16/float16/float32; --bf16/--fp16 follow it unless
+given), :75-79 (--attn_impl; flash_attn is flash_attention_2); arguments/base_args/quant_args.py:30-43 (--quant_method
+bnb, --quant_bits 4, --bnb_4bit_quant_type nf4, --bnb_4bit_use_double_quant); trainers/arguments.py:130 (batch 1),
+:135 (--gradient_checkpointing True), :155 (--use_liger_kernel), :289-292 (--gradient_accumulation_steps None: a
+total batch of 16); arguments/sft_args.py:186-197 (packing and padding-free need flash attention), :252-283
+(--deepspeed presets zero0..3, zero2_offload, zero3_offload, or a JSON path), :285-360 (--fsdp fsdp2 preset or a JSON
+path holding "fsdp" and "fsdp_config"; FSDP's activation_checkpointing replaces --gradient_checkpointing);
+arguments/rlhf_args.py:164 (--num_generations 8), :170 (--num_iterations 1), :233 (--rlhf_type dpo/grpo), :242
+(--max_completion_length 512), :351-357 (GRPO: --max_length cuts the prompt from the left; --beta None becomes 0.04);
+rlhf_trainers/args_mixin.py:37,169-170 (--use_vllm, --vllm_mode, --vllm_gpu_memory_utilization 0.9). The script
+imitates examples/train/multi-gpu/deepspeed/train_zero3.sh.
+
+Swift's zero1/zero2/zero2_offload presets fix 2e8-element buckets where the plan counts DeepSpeed's reduce bucket at
+hidden^2 (planner.estimate.memory.reduce_bucket_elements), so those plans get the plan's own JSON; zero3 and
+zero3_offload leave the buckets to HF's "auto" (hidden^2), as the plan does, and are used by name.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from planner.config.spec import Hardware, Plan
+from planner.export import export
+from planner.frameworks import FRAMEWORKS
+from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
+from planner.model.shapes import module_name_matches
+
+VERSION = "ms-swift 4.6.0"
+SCRIPT_NAME = "swift_train.sh"
+FSDP_NAME = "swift_fsdp.json"
+DS_PRESETS = {(3, "none"): "zero3", (3, "optimizer+params"): "zero3_offload"}
+ATTN_IMPL = {"flash": "flash_attn", "sdpa": "sdpa", "eager": "eager"}
+DTYPE = {"bf16": "bfloat16", "bf16-pure": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+Flag = tuple[str, object]  # flag name without "--", a value or a list of values
+
+
+def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str, str]:
+    """{file name: text}: the launch script and, where no swift preset matches the plan, its DeepSpeed / FSDP JSON."""
+    check(plan)
+    out = {SCRIPT_NAME: script(plan, model, hw, seq_len)}
+    if plan.zero_stage and deepspeed_arg(plan) == export.DS_CONFIG_NAME:
+        out[export.DS_CONFIG_NAME] = json.dumps(export.deepspeed_config(plan, model), indent=2) + "\n"
+    if plan.fsdp != "off" and fsdp_arg(plan) == FSDP_NAME:
+        out[FSDP_NAME] = json.dumps(fsdp_json(plan, model), indent=2) + "\n"
+    return out
+
+
+def command(plan: Plan, hw: Hardware) -> str:
+    """The script starts torchrun itself (NPROC_PER_NODE / NNODES, cli/main.py:30-35)."""
+    check(plan)
+    return f"bash {SCRIPT_NAME}"
+
+
+def check(plan: Plan) -> None:
+    """ValueError for what ms-swift 4.6.0 cannot run as planned."""
+    refused = FRAMEWORKS["swift"].cannot(dict(plan.knobs))
+    if refused:
+        raise ValueError(refused[1])
+    if plan.batching == "packed" and plan.attention != "flash":
+        raise ValueError(
+            "ms-swift packs rows only with flash attention (arguments/sft_args.py:186-197): plan "
+            "--batching packed with --attention flash"
+        )
+    w = plan.workload
+    if w.kind == "dpo" and not plan.lora_rank and w.precompute_ref_log_probs:
+        raise ValueError(
+            "ms-swift's full DPO keeps a reference model (arguments/rlhf_args.py:290-299); it has no "
+            "precompute_ref_log_probs"
+        )
+
+
+def script(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> str:
+    sub = ["swift", "sft"] if plan.workload.kind == "sft" else ["swift", "rlhf"]
+    lines = [f"{k}={v} \\" for k, v in env(hw)] + [" ".join(sub) + " \\"]
+    flags = flag_list(plan, model, seq_len)
+    for i, (name, value) in enumerate(flags):
+        values = value if isinstance(value, list) else [value]
+        text = " ".join(shlex.quote(word(v)) for v in values)
+        lines.append(f"    --{name} {text}" + (" \\" if i < len(flags) - 1 else ""))
+    return "\n".join([*header(plan, hw), *lines]) + "\n"
+
+
+def header(plan: Plan, hw: Hardware) -> list[str]:
+    title = (
+        f"# memplan plan for {VERSION}: micro {plan.micro_batch} x accum {plan.grad_accum} x {plan.world_size} GPUs "
+        f"({hw.gpu.name}) = {plan.global_batch}, {plan.sharding}, {plan.precision}, checkpointing "
+        f"{plan.checkpointing}; {plan.memory.device_total_bytes / 2**30:.1f} of "
+        f"{plan.memory.capacity_bytes / 2**30:.1f} GiB per GPU"
+    )
+    out = [
+        "#!/bin/bash",
+        title,
+        "# --model: the catalog name; give your local path or ModelScope / HF id (USE_HF=1 for the HF hub)",
+        "# --dataset: your dataset (a ms-swift dataset id or a local .jsonl)",
+    ]
+    if plan.workload.kind == "grpo":
+        out.append("# --reward_funcs: swift's built-in accuracy and format rewards; replace with yours")
+    if hw.nodes > 1:
+        out.append("# run on every node with NODE_RANK, MASTER_ADDR and MASTER_PORT set")
+    return out
+
+
+def env(hw: Hardware) -> list[tuple[str, str]]:
+    out = [("NPROC_PER_NODE", str(hw.gpus_per_node)), ("NNODES", str(hw.nodes))]
+    if hw.nodes > 1:
+        out += [("NODE_RANK", "$NODE_RANK"), ("MASTER_ADDR", "$MASTER_ADDR"), ("MASTER_PORT", "$MASTER_PORT")]
+    return out + [("CUDA_VISIBLE_DEVICES", ",".join(str(i) for i in range(hw.gpus_per_node)))]
+
+
+def word(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def flag_list(plan: Plan, model: ModelSpec, seq_len: int) -> list[Flag]:
+    out: list[Flag] = [("model", model.name)]
+    if plan.workload.kind != "sft":
+        out.append(("rlhf_type", plan.workload.kind))
+    out += tuner_flags(plan, model) + precision_flags(plan)
+    out += [
+        ("attn_impl", ATTN_IMPL[plan.attention]),
+        ("per_device_train_batch_size", plan.micro_batch),
+        ("gradient_accumulation_steps", plan.grad_accum),  # swift's default differs (a total batch of 16)
+        ("gradient_checkpointing", plan.checkpointing == "full" and plan.fsdp == "off"),
+        ("max_length", plan.workload.prompt_tokens() if plan.workload.kind == "grpo" else seq_len),
+    ]
+    if plan.batching == "packed":
+        out += [("packing", True), ("padding_free", True)]
+    if plan.loss == "fused":
+        out.append(("use_liger_kernel", True))
+    out.append(("optim", export.HF_OPTIM[plan.optimizer]))
+    if plan.zero_stage:
+        out.append(("deepspeed", deepspeed_arg(plan)))
+    if plan.fsdp != "off":
+        out.append(("fsdp", fsdp_arg(plan)))
+    out += rlhf_flags(plan)
+    return out + [
+        ("dataset", "YOUR_DATASET"),
+        ("num_train_epochs", 1),
+        ("learning_rate", 1e-4 if plan.lora_rank else 1e-5),
+        ("output_dir", "output"),
+    ]
+
+
+def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
+    if not plan.lora_rank:
+        out: list[Flag] = [("tuner_type", "full")]
+        if model.vision is not None:  # swift freezes both by default (tuner_args.py:123-124)
+            out += [("freeze_vit", plan.frozen != "none"), ("freeze_aligner", plan.frozen == "vision+projector")]
+        return out
+    out = [
+        ("tuner_type", "lora"),
+        ("lora_rank", plan.lora_rank),
+        ("lora_alpha", 2 * plan.lora_rank),
+        ("lora_dropout", plan.lora_dropout),
+        ("target_modules", target_modules(plan, model)),
+    ]
+    if peft_target_parameters(plan.lora_targets):
+        out.append(("target_parameters", peft_target_parameters(plan.lora_targets)))
+    if plan.lora_train_embeddings:
+        out.append(("modules_to_save", ["embed_tokens", "lm_head"]))
+    if plan.quant != "none":
+        out += [
+            ("quant_method", "bnb"),
+            ("quant_bits", 4),
+            ("bnb_4bit_quant_type", plan.quant),
+            ("bnb_4bit_use_double_quant", True),
+        ]
+    return out
+
+
+def target_modules(plan: Plan, model: ModelSpec) -> list[str]:
+    targets = peft_target_modules(plan.lora_targets)
+    if targets is None:
+        raise ValueError(
+            f"--lora-targets {plan.lora_targets}: ms-swift needs --target_modules beside stacked experts' "
+            "--target_parameters (its default, all-linear, would adapt every linear)"
+        )
+    if targets == "all-linear":
+        return ["all-linear"]
+    return [t for t in targets if any(module_name_matches(k, t) for k in model.linear_names())] or targets
+
+
+def precision_flags(plan: Plan) -> list[Flag]:
+    """The weights' dtype and autocast. Full fine-tuning under torch AMP (no ZeRO) keeps fp32 weights, as the plan
+    counts them: swift loads the model in --torch_dtype, so those plans load float32 and autocast to bf16 / fp16.
+    DeepSpeed keeps its own fp32 master copy; a LoRA base is half precision."""
+    amp = plan.precision in ("bf16", "fp16")
+    dtype = "float32" if amp and not plan.lora_rank and not plan.zero_stage else DTYPE[plan.precision]
+    return [("torch_dtype", dtype), ("bf16", plan.precision == "bf16"), ("fp16", plan.precision == "fp16")]
+
+
+def deepspeed_arg(plan: Plan) -> str:
+    return DS_PRESETS.get((plan.zero_stage, plan.offload), export.DS_CONFIG_NAME)
+
+
+def fsdp_arg(plan: Plan) -> str:
+    """swift's fsdp2 preset (config/fsdp2.json: full shard, activation checkpointing, no offload) where it is the
+    plan; otherwise the plan's own FSDP JSON."""
+    preset = plan.fsdp == "full" and plan.checkpointing == "full" and plan.offload == "none"
+    return "fsdp2" if preset else FSDP_NAME
+
+
+def fsdp_json(plan: Plan, model: ModelSpec) -> dict:
+    """What swift's --fsdp reads (sft_args.py:312-321): HF's fsdp string and its fsdp_config (FSDP2)."""
+    f = export.fsdp_config(plan, model)
+    cfg = {
+        "fsdp_version": 2,
+        "reshard_after_forward": f["reshard_after_forward"],
+        "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+        "cpu_ram_efficient_loading": True,
+        "state_dict_type": "SHARDED_STATE_DICT",
+        "activation_checkpointing": f["activation_checkpointing"],
+    }
+    if "transformer_layer_cls_to_wrap" in f:
+        cfg["transformer_layer_cls_to_wrap"] = f["transformer_layer_cls_to_wrap"]
+    return {"fsdp": export.HF_FSDP[plan.fsdp] + (" offload" if plan.offload != "none" else ""), "fsdp_config": cfg}
+
+
+def rlhf_flags(plan: Plan) -> list[Flag]:
+    """DPO uses swift's defaults (beta 0.1, sigmoid loss); GRPO writes TRL's inputs, beta explicitly (swift's default
+    is 0.04, rlhf_args.py:356-357, the plan's TRL's 0.0)."""
+    w = plan.workload
+    if w.kind != "grpo":
+        return []
+    out: list[Flag] = [
+        ("num_generations", w.num_generations),
+        ("max_completion_length", w.max_completion_length),
+        ("beta", w.beta),
+        ("num_iterations", w.num_iterations),
+        ("use_vllm", w.generation != "hf"),
+    ]
+    if w.generation != "hf":
+        out.append(("vllm_mode", w.generation.removeprefix("vllm-")))
+    if w.generation == "vllm-colocate":
+        out.append(("vllm_gpu_memory_utilization", w.vllm_gpu_memory_utilization))
+    if w.steps_per_generation is not None:
+        out.append(("steps_per_generation", w.steps_per_generation))
+    return out + [("reward_funcs", ["accuracy", "format"])]

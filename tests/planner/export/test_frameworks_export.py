@@ -1,0 +1,422 @@
+"""Plans exported for the framework they were planned for (LLaMA-Factory, ms-swift, axolotl): the files parse, hold the
+plan's values under the framework's own keys, and pass the frameworks' own parsers where a venv with the framework is
+named (MEMPLAN_LLAMAFACTORY_PYTHON, MEMPLAN_SWIFT_PYTHON, MEMPLAN_AXOLOTL_PYTHON: the python of that venv; the
+validators are tests/planner/export/validators/)."""
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from planner import advise
+from planner.errors import BadInput
+from planner.export import axolotl, llamafactory, swift
+
+yaml = pytest.importorskip("yaml")
+
+VALIDATORS = Path(__file__).parent / "validators"
+BASE = {"model": "qwen2.5-7b", "gpu": "h100", "gpus_per_node": 8, "micro_batch": 2, "grad_accum": 4, "seq_len": 4096}
+GRPO = {"kind": "grpo", "num_generations": 8, "max_completion_length": 1024, "generation": "vllm-colocate"}
+DPO = {"kind": "dpo", "max_length": 2048}
+VLM_FULL = {
+    "model": "qwen2.5-vl-7b",
+    "fsdp": "full",
+    "checkpointing": "full",
+    "offload": "optimizer+params",
+    "frozen": "vision+projector",
+    "batching": "packed",
+    "attention": "flash",
+    "loss": "fused",
+}
+
+# each framework's plans: LoRA + ZeRO-3 over two nodes, QLoRA GRPO (LLaMA-Factory: QLoRA SFT), full DPO with ZeRO-2 and
+# optimizer offload, a VLM's full FSDP run with frozen modules, packing and the fused loss, and more
+CASES = {
+    "llamafactory": {
+        "lora_z3": {"zero": 3, "checkpointing": "full", "lora_rank": 16, "nodes": 2},
+        "qlora": {"lora_rank": 8, "quant": "nf4", "checkpointing": "off", "lora_targets": "attention"},
+        "dpo_full_z2_offload": {"zero": 2, "offload": "optimizer", "workload": DPO, "checkpointing": "full"},
+        "vlm_fsdp": {**VLM_FULL, "checkpointing": "offload", "frozen": "vision", "micro_batch": 1, "nodes": 2},
+        "z3_offload_fp16": {"zero": 3, "offload": "optimizer+params", "precision": "fp16", "checkpointing": "full"},
+        "pure_bf16": {
+            "gpus_per_node": 1,
+            "precision": "bf16-pure",
+            "lora_rank": 4,
+            "batching": "packed",
+            "lora_train_embeddings": True,
+        },
+    },
+    "swift": {
+        "lora_z3": {"zero": 3, "checkpointing": "full", "lora_rank": 16, "nodes": 2},
+        "qlora_grpo": {"lora_rank": 16, "quant": "nf4", "workload": GRPO},
+        "dpo_full_z2_offload": {"zero": 2, "offload": "optimizer", "workload": DPO, "checkpointing": "full"},
+        "vlm_fsdp": {**VLM_FULL, "checkpointing": "off"},
+        "fsdp_preset": {"fsdp": "full", "checkpointing": "full", "attention": "eager"},
+        "z3_offload": {
+            "zero": 3,
+            "offload": "optimizer+params",
+            "checkpointing": "full",
+            "lora_rank": 8,
+            "lora_targets": "q_proj,v_proj",
+            "lora_dropout": 0.05,
+        },
+    },
+    "axolotl": {
+        "lora_z3": {"zero": 3, "checkpointing": "full", "lora_rank": 16, "nodes": 2},
+        "qlora_grpo": {"lora_rank": 16, "quant": "nf4", "workload": GRPO},
+        "dpo_full_z2_offload": {
+            "zero": 2,
+            "offload": "optimizer",
+            "workload": {**DPO, "precompute_ref_log_probs": True},
+            "checkpointing": "full",
+        },
+        "vlm_fsdp": VLM_FULL,
+        "one_gpu": {
+            "gpus_per_node": 1,
+            "lora_rank": 8,
+            "lora_targets": "attention",
+            "loss": "chunked",
+            "checkpointing": "offload",
+            "precision": "bf16-pure",
+        },
+        "fp32_grad_op": {"fsdp": "grad-op", "precision": "fp32", "checkpointing": "off", "optimizer": "adamw-fused"},
+    },
+}
+MODULES = {"llamafactory": llamafactory, "swift": swift, "axolotl": axolotl}
+
+
+def planned(framework: str, **fields):
+    """A plan made by the real planner for `framework` (advise.check), with its model, hardware and seq_len."""
+    body = {**BASE, "framework": framework, **fields}
+    if "workload" in body:
+        body.pop("seq_len")  # RL rows are planned from the workload's lengths
+    result = advise.check(advise.parse(advise.CheckRequest, body))
+    model, hw, goal = result.context
+    return result.plan, model, hw, goal.seq_len
+
+
+def written(framework: str, case: str, folder: Path) -> SimpleNamespace:
+    """The case's files written into folder/case: its plan, hardware and that folder (dir)."""
+    plan, model, hw, seq_len = planned(framework, **CASES[framework][case])
+    d = folder / case
+    d.mkdir(parents=True)
+    for name, text in MODULES[framework].files(plan, model, hw, seq_len).items():
+        (d / name).write_text(text)
+    return SimpleNamespace(plan=plan, hw=hw, dir=d)
+
+
+def swift_flags(text: str) -> tuple[dict, list[str], dict]:
+    """(environment, the command's first words, {flag: value, or [values]}) of a swift_train.sh, as bash reads it."""
+    toks = shlex.split(text.replace("\\\n", " "), comments=True)
+    env = {}
+    while "=" in toks[0] and not toks[0].startswith("-"):
+        k, _, v = toks.pop(0).partition("=")
+        env[k] = v
+    cmd, flags = toks[:2], {}
+    for t in toks[2:]:
+        if t.startswith("--"):
+            flags[t[2:]] = []
+        else:
+            flags[list(flags)[-1]].append(t)
+    return env, cmd, {k: v[0] if len(v) == 1 else v for k, v in flags.items()}
+
+
+# --- LLaMA-Factory -------------------------------------------------------------------------------------------------
+
+
+def lf(case: str, tmp_path: Path) -> SimpleNamespace:
+    w = written("llamafactory", case, tmp_path)
+    w.cfg = yaml.safe_load((w.dir / llamafactory.CONFIG_NAME).read_text())
+    return w
+
+
+def test_llamafactory_lora_zero3_over_two_nodes(tmp_path):
+    w = lf("lora_z3", tmp_path)
+    plan, hw, d, cfg = w.plan, w.hw, w.dir, w.cfg
+    assert cfg["model_name_or_path"] == "qwen2.5-7b" and cfg["stage"] == "sft" and cfg["do_train"] is True
+    assert (cfg["finetuning_type"], cfg["lora_rank"], cfg["lora_alpha"], cfg["lora_target"]) == ("lora", 16, 32, "all")
+    assert cfg["per_device_train_batch_size"] == 2 and cfg["gradient_accumulation_steps"] == 4
+    assert cfg["cutoff_len"] == 4096 and cfg["disable_gradient_checkpointing"] is False
+    assert cfg["bf16"] is True and cfg["flash_attn"] == "sdpa" and cfg["optim"] == "adamw_torch"
+    assert cfg["deepspeed"] == "ds_z3_config.json"
+    ds = json.loads((d / "ds_z3_config.json").read_text())
+    assert ds["zero_optimization"]["stage"] == 3 and ds["train_batch_size"] == plan.global_batch == 128
+    assert "# your local path or HF id" in (d / llamafactory.CONFIG_NAME).read_text()
+    assert llamafactory.command(plan, hw) == (
+        "FORCE_TORCHRUN=1 NNODES=2 NODE_RANK=$NODE_RANK MASTER_ADDR=$MASTER_ADDR "
+        "MASTER_PORT=$MASTER_PORT NPROC_PER_NODE=8 llamafactory-cli train "
+        "llamafactory_train.yaml"
+    )
+
+
+def test_llamafactory_qlora_ddp(tmp_path):
+    w = lf("qlora", tmp_path)
+    plan, hw, d, cfg = w.plan, w.hw, w.dir, w.cfg
+    assert (cfg["quantization_bit"], cfg["quantization_method"], cfg["quantization_type"]) == (4, "bnb", "nf4")
+    assert cfg["lora_target"] == "q_proj,k_proj,v_proj,o_proj"  # the model's attention linears
+    assert cfg["disable_gradient_checkpointing"] is True and "deepspeed" not in cfg
+    assert sorted(p.name for p in d.iterdir()) == [llamafactory.CONFIG_NAME]
+    assert (
+        llamafactory.command(plan, hw) == "FORCE_TORCHRUN=1 NNODES=1 NPROC_PER_NODE=8 llamafactory-cli train "
+        "llamafactory_train.yaml"
+    )
+
+
+def test_llamafactory_full_dpo_with_offloaded_zero2(tmp_path):
+    w = lf("dpo_full_z2_offload", tmp_path)
+    d, cfg = w.dir, w.cfg
+    assert cfg["stage"] == "dpo" and cfg["finetuning_type"] == "full" and cfg["cutoff_len"] == 2048
+    assert cfg["deepspeed"] == "ds_z2_offload_config.json" and "lora_rank" not in cfg
+    zero = json.loads((d / cfg["deepspeed"]).read_text())["zero_optimization"]
+    assert zero["stage"] == 2 and zero["offload_optimizer"]["device"] == "cpu" and "offload_param" not in zero
+
+
+def test_llamafactory_vlm_fsdp_runs_under_accelerate(tmp_path):
+    w = lf("vlm_fsdp", tmp_path)
+    plan, hw, d, cfg = w.plan, w.hw, w.dir, w.cfg
+    assert cfg["finetuning_type"] == "full" and "deepspeed" not in cfg
+    assert cfg["freeze_vision_tower"] is True and cfg["freeze_multi_modal_projector"] is False  # written both ways
+    assert cfg["use_unsloth_gc"] is True and cfg["disable_gradient_checkpointing"] is False
+    assert cfg["enable_liger_kernel"] is True and cfg["flash_attn"] == "fa2" and cfg["neat_packing"] is True
+    acc = yaml.safe_load((d / llamafactory.ACCELERATE_NAME).read_text())
+    assert acc["distributed_type"] == "FSDP" and acc["num_processes"] == 16 and acc["num_machines"] == 2
+    assert acc["fsdp_config"]["fsdp_version"] == 2 and acc["fsdp_config"]["fsdp_offload_params"] is True
+    assert acc["fsdp_config"]["fsdp_activation_checkpointing"] is False  # LF checkpoints the model itself
+    assert llamafactory.command(plan, hw) == (
+        "accelerate launch --config_file accelerate_fsdp_config.yaml --machine_rank $NODE_RANK --main_process_ip "
+        "$MASTER_ADDR --main_process_port $MASTER_PORT src/train.py llamafactory_train.yaml"
+    )
+
+
+def test_llamafactory_precisions(tmp_path):
+    cfg = lf("z3_offload_fp16", tmp_path).cfg
+    assert cfg["fp16"] is True and cfg["bf16"] is False and cfg["deepspeed"] == "ds_z3_offload_config.json"
+    cfg = lf("pure_bf16", tmp_path).cfg
+    assert cfg["pure_bf16"] is True and cfg["bf16"] is False and cfg["packing"] is True
+    assert cfg["additional_target"] == "embed_tokens,lm_head"
+
+
+def as_framework(framework: str, **fields):
+    """A plan the bundled trainer runs, relabelled for `framework`: the planner refuses it for that framework
+    (planner.frameworks rules, tests/planner/frameworks), so only a direct call reaches the exporter's own guard."""
+    plan, model, hw, seq_len = planned("memplan", **fields)
+    with pytest.raises(BadInput, match=f"--framework {framework} "):
+        planned(framework, **fields)
+    return plan.model_copy(update={"framework": framework}), model, hw, seq_len
+
+
+def test_llamafactory_refuses_what_it_cannot_run():
+    plan, model, hw, seq_len = as_framework("llamafactory", workload={**DPO, "precompute_ref_log_probs": True}, zero=2)
+    with pytest.raises(ValueError, match="reference model"):
+        llamafactory.files(plan, model, hw, seq_len)
+
+
+# --- ms-swift ------------------------------------------------------------------------------------------------------
+
+
+def sw(case: str, tmp_path: Path) -> SimpleNamespace:
+    """The case's script as bash reads it (checked by `bash -n` where bash is): env, cmd, f (its flags)."""
+    w = written("swift", case, tmp_path)
+    if shutil.which("bash"):
+        subprocess.run(["bash", "-n", str(w.dir / swift.SCRIPT_NAME)], check=True)
+    w.env, w.cmd, w.f = swift_flags((w.dir / swift.SCRIPT_NAME).read_text())
+    return w
+
+
+def test_swift_lora_zero3_over_two_nodes(tmp_path):
+    w = sw("lora_z3", tmp_path)
+    plan, hw, d, env, cmd, f = w.plan, w.hw, w.dir, w.env, w.cmd, w.f
+    assert env == {
+        "NPROC_PER_NODE": "8",
+        "NNODES": "2",
+        "NODE_RANK": "$NODE_RANK",
+        "MASTER_ADDR": "$MASTER_ADDR",
+        "MASTER_PORT": "$MASTER_PORT",
+        "CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7",
+    }
+    assert cmd == ["swift", "sft"]
+    assert f["model"] == "qwen2.5-7b" and f["tuner_type"] == "lora" and f["lora_rank"] == "16"
+    assert f["lora_alpha"] == "32" and f["target_modules"] == "all-linear" and f["lora_dropout"] == "0"
+    assert f["per_device_train_batch_size"] == "2" and f["gradient_accumulation_steps"] == "4"
+    assert f["gradient_checkpointing"] == "true" and f["max_length"] == "4096" and f["torch_dtype"] == "bfloat16"
+    assert f["deepspeed"] == "zero3" and f["attn_impl"] == "sdpa" and f["optim"] == "adamw_torch"
+    assert sorted(p.name for p in d.iterdir()) == [swift.SCRIPT_NAME]
+    assert swift.command(plan, hw) == "bash swift_train.sh"
+
+
+def test_swift_qlora_grpo_with_colocated_vllm(tmp_path):
+    w = sw("qlora_grpo", tmp_path)
+    cmd, f = w.cmd, w.f
+    assert cmd == ["swift", "rlhf"] and f["rlhf_type"] == "grpo"
+    assert (f["quant_method"], f["quant_bits"], f["bnb_4bit_quant_type"]) == ("bnb", "4", "nf4")
+    assert f["num_generations"] == "8" and f["max_completion_length"] == "1024" and f["beta"] == "0"
+    assert f["use_vllm"] == "true" and f["vllm_mode"] == "colocate" and f["vllm_gpu_memory_utilization"] == "0.3"
+    assert f["max_length"] == "512"  # GRPO: swift's max_length cuts the prompt
+    assert f["gradient_checkpointing"] == "false" and f["reward_funcs"] == ["accuracy", "format"]
+
+
+def test_swift_full_dpo_writes_its_offload_zero2_json(tmp_path):
+    w = sw("dpo_full_z2_offload", tmp_path)
+    d, f = w.dir, w.f
+    assert f["rlhf_type"] == "dpo" and f["tuner_type"] == "full" and f["max_length"] == "2048"
+    assert f["deepspeed"] == "ds_config.json" and f["torch_dtype"] == "bfloat16"  # DeepSpeed keeps fp32 masters
+    zero = json.loads((d / "ds_config.json").read_text())["zero_optimization"]
+    assert zero["stage"] == 2 and zero["offload_optimizer"]["device"] == "cpu"
+
+
+def test_swift_vlm_fsdp_with_offload_writes_its_fsdp_json(tmp_path):
+    w = sw("vlm_fsdp", tmp_path)
+    d, f = w.dir, w.f
+    assert f["freeze_vit"] == "true" and f["freeze_aligner"] == "true"
+    assert f["torch_dtype"] == "float32" and f["bf16"] == "true"  # fp32 shards, bf16 compute, as planned
+    assert f["packing"] == "true" and f["padding_free"] == "true" and f["attn_impl"] == "flash_attn"
+    assert f["use_liger_kernel"] == "true" and f["gradient_checkpointing"] == "false"
+    assert f["fsdp"] == swift.FSDP_NAME
+    cfg = json.loads((d / swift.FSDP_NAME).read_text())
+    assert cfg["fsdp"] == "full_shard auto_wrap offload" and cfg["fsdp_config"]["activation_checkpointing"] is False
+
+
+def test_swift_presets_where_they_are_the_plan(tmp_path):
+    f = sw("fsdp_preset", tmp_path).f
+    assert f["fsdp"] == "fsdp2" and f["attn_impl"] == "eager"
+    w = sw("z3_offload", tmp_path)
+    d, f = w.dir, w.f
+    assert f["deepspeed"] == "zero3_offload" and f["target_modules"] == ["q_proj", "v_proj"]
+    assert f["lora_dropout"] == "0.05" and sorted(p.name for p in d.iterdir()) == [swift.SCRIPT_NAME]
+
+
+def test_swift_refuses_packing_without_flash_attention():
+    plan, model, hw, seq_len = as_framework("swift", batching="packed")
+    with pytest.raises(ValueError, match="flash attention"):
+        swift.files(plan, model, hw, seq_len)
+
+
+# --- axolotl -------------------------------------------------------------------------------------------------------
+
+
+def ax(case: str, tmp_path: Path) -> SimpleNamespace:
+    w = written("axolotl", case, tmp_path)
+    w.cfg = yaml.safe_load((w.dir / axolotl.CONFIG_NAME).read_text())
+    return w
+
+
+def test_axolotl_lora_zero3_over_two_nodes(tmp_path):
+    w = ax("lora_z3", tmp_path)
+    plan, hw, d, cfg = w.plan, w.hw, w.dir, w.cfg
+    assert cfg["base_model"] == "qwen2.5-7b" and cfg["adapter"] == "lora" and cfg["lora_target_linear"] is True
+    assert (cfg["lora_r"], cfg["lora_alpha"], cfg["micro_batch_size"]) == (16, 32, 2)
+    assert cfg["gradient_accumulation_steps"] == 4 and cfg["sequence_len"] == 4096 and cfg["sample_packing"] is False
+    assert cfg["gradient_checkpointing"] is True and cfg["bf16"] is True and cfg["optimizer"] == "adamw_torch"
+    assert cfg["attn_implementation"] == "sdpa" and cfg["deepspeed"] == "ds_config.json"
+    assert isinstance(cfg["learning_rate"], float)
+    assert json.loads((d / "ds_config.json").read_text())["zero_optimization"]["stage"] == 3
+    assert axolotl.command(plan, hw) == (
+        "accelerate launch --num_processes 16 --num_machines 2 --machine_rank $NODE_RANK --main_process_ip "
+        "$MASTER_ADDR --main_process_port $MASTER_PORT -m axolotl.cli.train axolotl.yaml"
+    )
+
+
+def test_axolotl_qlora_grpo(tmp_path):
+    w = ax("qlora_grpo", tmp_path)
+    plan, hw, cfg = w.plan, w.hw, w.cfg
+    assert cfg["adapter"] == "qlora" and cfg["load_in_4bit"] is True and cfg["rl"] == "grpo"
+    assert cfg["bnb_config_kwargs"] == {"bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True}
+    trl = cfg["trl"]
+    assert (trl["num_generations"], trl["max_completion_length"], trl["beta"]) == (8, 1024, 0.0)
+    assert trl["use_vllm"] is True and trl["vllm_mode"] == "colocate" and cfg["vllm"]["gpu_memory_utilization"] == 0.3
+    assert trl["generation_batch_size"] == 2 * 8 * 4 and "deepspeed" not in cfg
+    assert axolotl.command(plan, hw) == "accelerate launch --num_processes 8 -m axolotl.cli.train axolotl.yaml"
+
+
+def test_axolotl_full_dpo_with_offloaded_zero2(tmp_path):
+    w = ax("dpo_full_z2_offload", tmp_path)
+    d, cfg = w.dir, w.cfg
+    assert cfg["rl"] == "dpo" and "adapter" not in cfg and cfg["precompute_ref_log_probs"] is True
+    assert cfg["sequence_len"] == 2048
+    zero = json.loads((d / cfg["deepspeed"]).read_text())["zero_optimization"]
+    assert zero["stage"] == 2 and zero["offload_optimizer"]["device"] == "cpu"
+
+
+def test_axolotl_vlm_fsdp2(tmp_path):
+    w = ax("vlm_fsdp", tmp_path)
+    cfg = w.cfg
+    assert cfg["fsdp_version"] == 2 and cfg["freeze_mm_modules"] is True and "deepspeed" not in cfg
+    f = cfg["fsdp_config"]
+    assert f["offload_params"] is True and f["reshard_after_forward"] is True and f["activation_checkpointing"] is True
+    assert f["transformer_layer_cls_to_wrap"] == "Qwen2_5_VLDecoderLayer,Qwen2_5_VLVisionBlock"
+    assert cfg["gradient_checkpointing"] is False  # FSDP's activation checkpointing instead
+    assert cfg["plugins"] == [axolotl.LIGER] and cfg["liger_fused_linear_cross_entropy"] is True
+    assert cfg["sample_packing"] is True and cfg["attn_implementation"] == "flash_attention_2"
+
+
+def test_axolotl_one_gpu_recipe_knobs(tmp_path):
+    w = ax("one_gpu", tmp_path)
+    plan, hw, cfg = w.plan, w.hw, w.cfg
+    assert cfg["lora_target_modules"] == ["q_proj", "k_proj", "v_proj", "o_proj"]
+    assert cfg["chunked_cross_entropy"] is True and cfg["activation_offloading"] is True
+    assert cfg["gradient_checkpointing"] is True and cfg["bfloat16"] is True and cfg["bf16"] is False
+    assert axolotl.command(plan, hw) == "axolotl train axolotl.yaml"
+    cfg = ax("fp32_grad_op", tmp_path).cfg
+    assert cfg["bf16"] is False and cfg["fp16"] is False and cfg["fsdp_config"]["reshard_after_forward"] is False
+    assert cfg["optimizer"] == "adamw_torch_fused"
+
+
+def test_axolotl_refuses_a_tower_frozen_without_its_projector():
+    plan, model, hw, seq_len = as_framework("axolotl", model="qwen2.5-vl-7b", frozen="vision", zero=2)
+    with pytest.raises(ValueError, match="projector"):
+        axolotl.files(plan, model, hw, seq_len)
+
+
+# --- the frameworks' own parsers -----------------------------------------------------------------------------------
+
+PARSERS = {
+    "llamafactory": ("MEMPLAN_LLAMAFACTORY_PYTHON", "llamafactory_validate.py", llamafactory.CONFIG_NAME),
+    "swift": ("MEMPLAN_SWIFT_PYTHON", "swift_validate.py", swift.SCRIPT_NAME),
+    "axolotl": ("MEMPLAN_AXOLOTL_PYTHON", "axolotl_validate.py", axolotl.CONFIG_NAME),
+}
+BROKEN = {
+    "llamafactory": ('flash_attn: "sdpa"', 'flash_attn: "fa4"'),
+    "swift": ("--tuner_type", "--train_type"),
+    "axolotl": ("micro_batch_size: 2", 'micro_batch_size: "two"'),
+}
+
+
+def validate(framework: str, paths: list[Path]) -> subprocess.CompletedProcess:
+    var, script, _ = PARSERS[framework]
+    python = os.environ.get(var)
+    if not python:
+        pytest.skip(f"{var} is not set: the python of a venv with {framework} installed runs this check")
+    return subprocess.run(
+        [python, str(VALIDATORS / script), *map(str, paths)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=paths[0].parent,
+    )
+
+
+@pytest.mark.parametrize("framework", list(PARSERS))
+def test_exports_pass_the_frameworks_own_parsers(framework, tmp_path):
+    name = PARSERS[framework][2]
+    paths = [written(framework, case, tmp_path).dir / name for case in CASES[framework]]
+    run = validate(framework, paths)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-8000:]
+    assert run.stdout.count(": OK ") == len(paths)
+
+
+@pytest.mark.parametrize("framework", list(PARSERS))
+def test_the_validators_catch_a_broken_file(framework, tmp_path):
+    """Each validator exits non-zero on a file its framework refuses (a bad choice, a v3 flag, a bad type)."""
+    name = PARSERS[framework][2]
+    path = written(framework, "lora_z3", tmp_path).dir / name
+    old, new = BROKEN[framework]
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new))
+    run = validate(framework, [path])
+    assert run.returncode != 0 and "INVALID" in run.stdout

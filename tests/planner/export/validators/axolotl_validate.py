@@ -1,0 +1,76 @@
+"""Check axolotl 0.19.0 YAMLs with axolotl's own validator, on a host without a GPU.
+
+Usage: python axolotl_validate.py A.yaml [B.yaml ...]   (the python of a venv with axolotl==0.19.0)
+
+For each file (/tmp/fw/other/REPORT.md section A1):
+1. the YAML as axolotl's CLI reads it (yaml.safe_load into DictDefault, cli/config.py:254);
+2. plugins registered first (prepare_plugins, utils/config/__init__.py:521-536), so plugin keys are validated too;
+3. validate_config with an 8-GPU bf16 sm_90 host's capabilities (utils/config/__init__.py:457-518): pydantic errors
+   (types, literals, axolotl's cross-key rules) fail the file;
+4. axolotl drops unknown keys silently (pydantic extra="ignore"), so every key written, top level and one level
+   down (fsdp_config, trl, vllm), must come back from validation, else the file fails;
+5. a `deepspeed:` path must be a JSON file beside the YAML with a zero_optimization section.
+Telemetry is off (AXOLOTL_DO_NOT_TRACK=1). Exits 1 with the framework's error on the first bad file.
+"""
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+os.environ.setdefault("AXOLOTL_DO_NOT_TRACK", "1")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+
+CAPABILITIES = {"bf16": True, "fp8": False, "tf32": True, "n_gpu": 8, "compute_capability": "sm_90"}
+ENV_CAPABILITIES = {"torch_version": "2.13.0"}
+NESTED = ("fsdp_config", "trl", "vllm")
+RENAMED = {"flash_attention", "sdp_attention", "fsdp_version"}  # moved by axolotl's own normalisation
+
+
+def dropped(cfg: dict, out: dict) -> list[str]:
+    lost = [k for k, v in cfg.items() if v is not None and k not in out and k not in RENAMED]
+    for key in NESTED:
+        if isinstance(cfg.get(key), dict):
+            back = out.get(key) or {}
+            lost += [f"{key}.{k}" for k, v in cfg[key].items() if v is not None and k not in back]
+    return lost
+
+
+def check(path: Path) -> str:
+    import yaml
+    from axolotl.utils.config import prepare_plugins, validate_config
+    from axolotl.utils.dict import DictDefault
+
+    raw = yaml.safe_load(path.read_text())
+    cfg = DictDefault(raw)
+    if cfg.plugins:
+        prepare_plugins(cfg)
+    out = validate_config(cfg, capabilities=CAPABILITIES, env_capabilities=ENV_CAPABILITIES)
+    lost = dropped(raw, out)
+    if lost:
+        raise ValueError(f"keys axolotl dropped (unknown to its schema): {lost}")
+    if raw.get("deepspeed"):
+        ds = json.loads((path.parent / raw["deepspeed"]).read_text())
+        if "zero_optimization" not in ds:
+            raise ValueError(f"deepspeed {raw['deepspeed']}: no zero_optimization")
+    return (
+        f"adapter={out.get('adapter')} rl={out.get('rl')} micro_batch_size={out.get('micro_batch_size')} "
+        f"gradient_checkpointing={out.get('gradient_checkpointing')} deepspeed={out.get('deepspeed')} "
+        f"fsdp_version={out.get('fsdp_version')}"
+    )
+
+
+def main(paths: list[str]) -> int:
+    for p in paths:
+        try:
+            print(f"{p}: OK {check(Path(p).resolve())}")
+        except BaseException as e:  # noqa: BLE001 - any error of the framework's fails the file
+            traceback.print_exc()
+            print(f"{p}: INVALID {type(e).__name__}: {e}")
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,89 @@
+"""Check ms-swift 4.6.0 launch scripts (`NAME=value \\` lines, then `swift sft|rlhf --flag value ...`) with swift's own
+argument parser, offline: no model download, no GPU.
+
+Usage: python swift_validate.py A.sh [B.sh ...]   (the python of a venv with ms-swift==4.6.0)
+
+For each script:
+1. shlex splits it (line continuations joined, comments dropped); the leading environment assignments are set aside and the command must be
+   `swift sft` or `swift rlhf` (swift/cli/main.py:14-27);
+2. HfArgumentParser over swift's SftArguments / RLHFArguments parses the flags (the "minimal offline validation" of
+   /tmp/fw/swift/REPORT.md section 1): a wrong type or choice exits 2, an unknown flag is an error (swift raises on
+   leftovers, pipelines/base.py:31-41);
+3. swift's own packing rule runs on the parsed values (SftArguments._check_padding_free, sft_args.py:186-197);
+4. a --deepspeed / --fsdp value that is not one of swift's presets must be a JSON file beside the script (FSDP: with
+   "fsdp" and "fsdp_config", sft_args.py:312-321).
+Exits 1 with the framework's error on the first bad script.
+"""
+
+import json
+import re
+import shlex
+import sys
+import traceback
+from pathlib import Path
+
+DS_PRESETS = {"zero0", "zero1", "zero2", "zero3", "zero2_offload", "zero3_offload"}
+FSDP_PRESETS = {"fsdp2"}
+
+
+def argv_of(path: Path) -> tuple[dict, str, list[str]]:
+    toks = shlex.split(path.read_text().replace("\\\n", " "), comments=True)  # bash's line continuation
+    env = {}
+    while toks and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", toks[0]):
+        key, _, value = toks.pop(0).partition("=")
+        env[key] = value
+    if toks[:1] != ["swift"] or len(toks) < 2 or toks[1] not in ("sft", "rlhf"):
+        raise ValueError(f"not a `swift sft|rlhf` command: {toks[:2]}")
+    return env, toks[1], toks[2:]
+
+
+def parse(sub: str, argv: list[str]):
+    from swift.arguments import RLHFArguments, SftArguments
+    from swift.utils.utils import _patch_get_type_hints
+    from transformers import HfArgumentParser
+
+    cls = SftArguments if sub == "sft" else RLHFArguments
+    with _patch_get_type_hints():
+        parser = HfArgumentParser([cls])
+    ns, unknown = parser.parse_known_args(argv)
+    if unknown:
+        raise ValueError(f"remaining_argv: {unknown}")
+    SftArguments._check_padding_free(ns)
+    return ns
+
+
+def check_files(ns, folder: Path) -> None:
+    for flag, presets in (("deepspeed", DS_PRESETS), ("fsdp", FSDP_PRESETS)):
+        value = getattr(ns, flag, None)
+        if not value or value in presets:
+            continue
+        cfg = json.loads((folder / value).read_text())
+        if flag == "fsdp" and not {"fsdp", "fsdp_config"} <= set(cfg):
+            raise ValueError(f"--fsdp {value}: needs 'fsdp' and 'fsdp_config'")
+        if flag == "deepspeed" and "zero_optimization" not in cfg:
+            raise ValueError(f"--deepspeed {value}: no zero_optimization")
+
+
+def check(path: Path) -> str:
+    env, sub, argv = argv_of(path)
+    ns = parse(sub, argv)
+    check_files(ns, path.parent)
+    return (
+        f"swift {sub} env={sorted(env)} tuner_type={ns.tuner_type} torch_dtype={ns.torch_dtype} "
+        f"deepspeed={ns.deepspeed} fsdp={ns.fsdp}"
+    )
+
+
+def main(paths: list[str]) -> int:
+    for p in paths:
+        try:
+            print(f"{p}: OK {check(Path(p).resolve())}")
+        except BaseException as e:  # noqa: BLE001 - any error, SystemExit from argparse choices too, fails the file
+            traceback.print_exc()
+            print(f"{p}: INVALID {type(e).__name__}: {e}")
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
