@@ -1,6 +1,6 @@
 """A plan as axolotl 0.19.0 runs it: `axolotl.yaml`, the DeepSpeed JSON of a ZeRO plan, and the launch line.
 
-Key names and defaults were read from the 0.19.0 wheel (paths under axolotl/; /tmp/fw/other/REPORT.md section A):
+Key names and defaults were read from the 0.19.0 wheel (paths under axolotl/):
 utils/schemas/model.py:17 (base_model); utils/schemas/training.py:71,77 (gradient_accumulation_steps,
 micro_batch_size), :116 (learning_rate, required), :122 (optimizer adamw_torch_fused); utils/schemas/config.py:561-598
 (bf16 auto, fp16, bfloat16 / float16: half weights without autocast), :606 (gradient_checkpointing False), :629 (activation_offloading;

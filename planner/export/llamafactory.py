@@ -1,7 +1,7 @@
 """A plan as LLaMA-Factory 0.9.5 runs it: `llamafactory_train.yaml` (its v0 training YAML), the DeepSpeed JSON of a
 ZeRO plan or the accelerate config of an FSDP plan, and the launch line.
 
-Key names and defaults were read from the 0.9.5 wheel (paths under src/llamafactory/; /tmp/fw/llamafactory/REPORT.md):
+Key names and defaults were read from the 0.9.5 wheel (paths under src/llamafactory/):
 hparams/model_args.py:117 (flash_attn: auto/disabled/sdpa/fa2), :133 (use_unsloth_gc: layer inputs kept on the host),
 :137 (enable_liger_kernel), :145 (disable_gradient_checkpointing False: LF checkpoints by default,
 model/model_utils/checkpointing.py:173-176), :279-291 (quantization_method bnb, quantization_bit, quantization_type

@@ -2,7 +2,7 @@
 `--flag value` a line, as swift's examples are written), the DeepSpeed JSON or FSDP config it names when no preset of
 swift's matches the plan, and the launch line.
 
-Flag names, choices and defaults were read from the 4.6.0 wheel (paths under swift/; /tmp/fw/swift/REPORT.md):
+Flag names, choices and defaults were read from the 4.6.0 wheel (paths under swift/):
 cli/main.py:30-35,74-83 (torchrun only when NPROC_PER_NODE or NNODES is set; NNODES, NODE_RANK, MASTER_ADDR/PORT);
 arguments/base_args/base_args.py:56-58 (--tuner_type lora, v4's name for v3's --train_type), :133-136 (--packing,
 --padding_free); arguments/tuner_args.py:122-124 (--freeze_vit, --freeze_aligner True), :126 (--target_modules

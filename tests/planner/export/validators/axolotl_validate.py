@@ -2,7 +2,7 @@
 
 Usage: python axolotl_validate.py A.yaml [B.yaml ...]   (the python of a venv with axolotl==0.19.0)
 
-For each file (/tmp/fw/other/REPORT.md section A1):
+For each file (axolotl 0.19.0 axolotl/utils/config/__init__.py validate_config):
 1. the YAML as axolotl's CLI reads it (yaml.safe_load into DictDefault, cli/config.py:254);
 2. plugins registered first (prepare_plugins, utils/config/__init__.py:521-536), so plugin keys are validated too;
 3. validate_config with an 8-GPU bf16 sm_90 host's capabilities (utils/config/__init__.py:457-518): pydantic errors

@@ -7,7 +7,7 @@ For each script:
 1. shlex splits it (line continuations joined, comments dropped); the leading environment assignments are set aside and the command must be
    `swift sft` or `swift rlhf` (swift/cli/main.py:14-27);
 2. HfArgumentParser over swift's SftArguments / RLHFArguments parses the flags (the "minimal offline validation" of
-   /tmp/fw/swift/REPORT.md section 1): a wrong type or choice exits 2, an unknown flag is an error (swift raises on
+  ms-swift 4.6.0 swift/utils/utils.py:178-187): a wrong type or choice exits 2, an unknown flag is an error (swift raises on
    leftovers, pipelines/base.py:31-41);
 3. swift's own packing rule runs on the parsed values (SftArguments._check_padding_free, sft_args.py:186-197);
 4. a --deepspeed / --fsdp value that is not one of swift's presets must be a JSON file beside the script (FSDP: with
