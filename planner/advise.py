@@ -51,6 +51,7 @@ from planner.config.spec import (
 from planner.errors import BadInput
 from planner.estimate.setup import Setup
 from planner.evidence.store import ProbeRecord, Shapes
+from planner.export import keys
 from planner.export.launch import with_launch
 from planner.model import catalog, hardware
 from planner.model.modelspec import ModelSpec, from_config
@@ -323,7 +324,9 @@ def suggest(
         rejected=rejected,
         verified=verified,
         data=fit.json() if fit else None,
-        nearest=[] if result.plans or not with_nearest else nearest_fits(req, goal, hw, resolver),
+        nearest=[]
+        if result.plans or not with_nearest
+        else in_framework_keys(nearest_fits(req, goal, hw, resolver), (rejected or [None])[0], model, hw, goal),
     )
     out._context = (model, hw, goal)
     return out
@@ -423,7 +426,7 @@ def check(
         verified=verified,
         data=verdict(fit, plan, model, hw, goal, req.seed) if fit else None,
         limits=rl_limits(plan, model, hw, goal) if req.workload.rl else None,
-        nearest=[] if plan.fits else nearest_fits(req, goal, hw, resolver),
+        nearest=[] if plan.fits else in_framework_keys(nearest_fits(req, goal, hw, resolver), plan, model, hw, goal),
     )
     out._context = (model, hw, goal)
     return out
@@ -448,6 +451,17 @@ def nearest_fits(req: Target, goal: Goal, hw: Hardware, resolver=default_resolve
                 )
                 break
     return out
+
+
+def in_framework_keys(nearest: list[Nearest], ref: Plan | None, model: ModelSpec, hw: Hardware, goal: Goal):
+    """Each nearest setting's changes in its framework's own keys (against `ref`, the plan that does not fit), for
+    a plan of another framework than the bundled trainer."""
+    if ref is None or ref.framework == "memplan":
+        return nearest
+    before = keys.settings(ref, model, hw, goal.seq_len)
+    for n in nearest:
+        n.keys = keys.changed(before, keys.settings(n.plan, model, hw, goal.seq_len))
+    return nearest
 
 
 def same_plan(a: Plan, b: Plan) -> bool:

@@ -167,9 +167,11 @@ def nearest_table(nearest: list) -> Table:
 
 
 def nearest_lines(nearest: list) -> list[str]:
-    """What to print when nothing fits: the table, or a line saying no single change fits."""
+    """What to print after the table: each change in its framework's keys, or a line saying no single change fits."""
     tried = "every knob allowed, adamw-fused, LoRA, more host RAM, twice the GPUs or nodes, half the sequence"
-    return [] if nearest else [f"no single change fits (tried: {tried})"]
+    if not nearest:
+        return [f"no single change fits (tried: {tried})"]
+    return [f"{n.change}, in {n.plan.framework}'s keys: {'; '.join(n.keys)}" for n in nearest if n.keys]
 
 
 def gpus_table(data: dict) -> Table:

@@ -195,6 +195,10 @@ class Nearest(BaseModel):
     change: str
     changes: dict
     plan: Plan
+    keys: list[str] = Field(
+        default_factory=list,
+        description=("the change as `key: value` lines of the plan's framework (its --framework, other than memplan)"),
+    )
 
 
 class SuggestResult(_Result):

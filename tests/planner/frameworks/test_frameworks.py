@@ -114,3 +114,32 @@ def test_a_combination_the_framework_refuses_is_refused_for_it_alone(name, field
         advise.check(advise.parse(advise.CheckRequest, req))
     assert e.value.field == field and ".py:" in str(e.value) and str(e.value).startswith(f"--framework {name} (")
     advise.check(advise.parse(advise.CheckRequest, {**req, "framework": "memplan"}))
+
+
+@pytest.mark.parametrize(
+    "name,lora_keys",
+    [
+        ("llamafactory", ["finetuning_type: lora", "lora_rank: 16"]),
+        ("swift", ["--tuner_type: lora", "--lora_rank: 16"]),
+        ("axolotl", ["adapter: lora", "lora_r: 16"]),
+        ("hf", ["LoraConfig.r: 16"]),
+    ],
+)
+def test_the_nearest_settings_are_said_in_the_frameworks_own_keys(name, lora_keys):
+    """A full fine-tune that does not fit: the nearest LoRA setting is said in the framework's keys (read off the
+    files its export writes), with the batch split it needs; the bundled trainer's answer has no keys."""
+    req = {**CHECK, "micro_batch": 4, "grad_accum": 2, "seq_len": 4096, "checkpointing": "off", "framework": name}
+    res = advise.check(advise.parse(advise.CheckRequest, req))
+    assert not res.plan.fits
+    lora = next(n for n in res.nearest if n.changes == {"lora_rank": 16})
+    assert set(lora_keys) <= set(lora.keys), lora.keys
+    micro = {
+        "llamafactory": "per_device_train_batch_size",
+        "swift": "--per_device_train_batch_size",
+        "axolotl": "micro_batch_size",
+        "hf": "per_device_train_batch_size",
+    }[name]
+    if lora.plan.micro_batch != 4:
+        assert f"{micro}: {lora.plan.micro_batch}" in lora.keys
+    plain = advise.check(advise.parse(advise.CheckRequest, {**req, "framework": "memplan"}))
+    assert plain.nearest and all(n.keys == [] for n in plain.nearest)
