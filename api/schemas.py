@@ -18,6 +18,16 @@ PlansResponse = advise.SuggestResult
 CheckResponse = advise.CheckResult
 
 
+class ConfigCheckRequest(BaseModel):
+    """POST /v1/check/config: your own run's configuration files (inside the server's data directories), the GPU, and
+    any check field that overrides what the files say (the CLI's `check --config FILE... --gpu G [flags]`)."""
+
+    model_config = {"extra": "forbid"}
+    config: list[str] = Field(min_length=1, max_length=8, description="paths of the configuration files")
+    gpu: str = Field(min_length=1, max_length=64, description="catalog GPU (GET /v1/gpus)")
+    overrides: dict = Field(default_factory=dict, description="check request fields that replace the files' values")
+
+
 class ProbeRequest(advise.ProbeRequest):
     inject_fault: Literal["oom", "crash", "hang", "slow"] | None = Field(default=None, description="tests only")
 

@@ -449,8 +449,38 @@ def nearest_fits(req: Target, goal: Goal, hw: Hardware, resolver=default_resolve
                 out.append(
                     Nearest(change=label if own or not change else f"{label} (any knobs)", changes=change, plan=best)
                 )
+                out[-1]._context = found.context
                 break
     return out
+
+
+def check_config(paths: list[str], overrides: dict, **kwargs) -> CheckResult:
+    """`check --config FILE...`: the files read into a request (planner.intake; the GPU and any field in
+    `overrides` as given), checked; the result's `config` says what was read, field by field, and where from."""
+    from planner import intake
+    from planner.intake import models
+
+    reading = intake.read(paths)
+    if "model" not in overrides and "model" in reading.request:
+        models.resolve(reading.request["model"])  # an id not found offline: the one-line "pass its config.json"
+    body = {**reading.request, **overrides}
+    result = check(parse(CheckRequest, body), **kwargs)
+    given = {k: v for k, v in overrides.items() if k in reading.request and v != reading.request[k]}
+    result.config = {
+        "framework": reading.framework,
+        "files": reading.files,
+        "settings": [
+            {
+                "field": s.field,
+                "value": given.get(s.field, s.value),
+                "source": f"a flag (the config: {s.value}, {s.source})" if s.field in given else s.source,
+                "key": s.key,
+            }
+            for s in reading.settings
+        ],
+        "unplanned": reading.unplanned,
+    }
+    return result
 
 
 def in_framework_keys(nearest: list[Nearest], ref: Plan | None, model: ModelSpec, hw: Hardware, goal: Goal):
@@ -460,7 +490,8 @@ def in_framework_keys(nearest: list[Nearest], ref: Plan | None, model: ModelSpec
         return nearest
     before = keys.settings(ref, model, hw, goal.seq_len)
     for n in nearest:
-        n.keys = keys.changed(before, keys.settings(n.plan, model, hw, goal.seq_len))
+        _, n_hw, n_goal = n._context or (model, hw, goal)  # the changed request's GPUs and sequence
+        n.keys = keys.changed(before, keys.settings(n.plan, model, n_hw, n_goal.seq_len))
     return nearest
 
 

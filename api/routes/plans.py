@@ -1,11 +1,11 @@
-"""POST /v1/plans (suggest) and POST /v1/check: planner.advise behind the CLI's JSON contract."""
+"""POST /v1/plans (suggest), POST /v1/check and POST /v1/check/config: planner.advise behind the CLI's JSON contract."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from api.deps import SettingsDep, probe_functions, require_token, resolve_model, scanner
-from api.schemas import CheckRequest, CheckResponse, PlansRequest, PlansResponse
+from api.deps import SettingsDep, inside, probe_functions, require_token, resolve_model, scanner
+from api.schemas import CheckRequest, CheckResponse, ConfigCheckRequest, PlansRequest, PlansResponse
 from api.settings import Settings
 from planner import advise
 
@@ -34,3 +34,17 @@ def plans(body: PlansRequest, request: Request, settings: SettingsDep) -> PlansR
 def check(body: CheckRequest, request: Request, settings: SettingsDep) -> CheckResponse:
     """One configuration's breakdown, whether it fits, and fitting alternatives."""
     return advise.check(body, **_context(body, request, settings))
+
+
+@router.post("/check/config", response_model=CheckResponse)
+def check_config(body: ConfigCheckRequest, request: Request, settings: SettingsDep) -> CheckResponse:
+    """Your own run's configuration read (launch script, framework YAML, DeepSpeed JSON, ...) and checked: the
+    answer's `config` says what was read, field by field, and where from. Every file read, the ones the first names
+    included, must lie inside the server's data directories."""
+    paths = [str(inside(p, settings.data_dirs, "config", "data")) for p in body.config]
+    overrides = {**body.overrides, "gpu": body.gpu}
+    flags = advise.parse(CheckRequest, {"model": "debug-llama", "micro_batch": 1, **overrides})  # the bounds hold
+    result = advise.check_config(paths, overrides, **_context(flags, request, settings))
+    for read in result.config["files"]:
+        inside(read, settings.data_dirs, "config", "data")
+    return result

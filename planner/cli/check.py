@@ -9,27 +9,55 @@ from planner.advise import CheckRequest, CheckResult
 from planner.cli import common
 from planner.cli.suggest import result_json
 from planner.config.knobfields import SEARCHED
+from planner.errors import BadInput
 
 
 def register(sub) -> None:
     p = sub.add_parser("check", help="will this configuration fit? and what to run instead")
-    common.add_target_args(p)
-    p.add_argument("--micro-batch", type=common.positive_int("--micro-batch"), required=True)
-    p.add_argument("--grad-accum", type=common.positive_int("--grad-accum"), default=1)
+    p.add_argument(
+        "--config",
+        nargs="+",
+        metavar="FILE",
+        help="your own run: a launch script or command line (torchrun, deepspeed, accelerate, llamafactory-cli, "
+        "swift), a LLaMA-Factory / axolotl / TRL YAML, a DeepSpeed JSON, an accelerate config, or a Python training "
+        "script; every field is read from it, and a flag given here overrides it (docs/frameworks.md)",
+    )
+    common.add_target_args(p, model_required=False)
+    p.add_argument(
+        "--micro-batch", type=common.positive_int("--micro-batch"), default=None, help="required without --config"
+    )
+    p.add_argument("--grad-accum", type=common.positive_int("--grad-accum"), default=None, help="default 1")
     common.add_knob_args(p, SEARCHED)
     p.add_argument(
         "--plot", metavar="PNG", help="write the memory charts (this plan and alternatives, memory vs micro-batch)"
     )
     common.add_evidence_args(p)
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, nodes=None, parser_defaults=lambda: {a.dest: a.default for a in p._actions})
+
+
+def overrides(args: argparse.Namespace) -> dict:
+    """The request fields given as flags (each differs from its flag's default), which override --config's."""
+    defaults = args.parser_defaults()
+    out = {
+        f: getattr(args, f)
+        for f in CheckRequest.model_fields
+        if f != "workload" and getattr(args, f, None) is not None and getattr(args, f) != defaults.get(f)
+    }
+    return {**out, **(common.workload_fields(args) if args.workload != defaults.get("workload") else {})}
 
 
 def gather(args: argparse.Namespace) -> tuple[dict, CheckResult]:
-    """advise.check on the flags; (JSON object, result)."""
-    req = common.request(CheckRequest, args)
-    result = advise.check(
-        req, store=args.store, probes=common.probe_functions(), status=common.status, scanner=common.scanner
-    )
+    """advise.check on the flags, or advise.check_config on --config's files and the flags; (JSON object, result)."""
+    kw = {"store": args.store, "probes": common.probe_functions(), "status": common.status, "scanner": common.scanner}
+    if args.config:
+        result = advise.check_config(args.config, overrides(args), **kw)
+        return result_json(result), result
+    for flag, value in (("--model", args.model), ("--micro-batch", args.micro_batch)):
+        if value is None:
+            raise BadInput(
+                f"{flag} is required (or --config FILE: your own run's configuration)", flag[2:].replace("-", "_")
+            )
+    result = advise.check(common.request(CheckRequest, args), **kw)
     return result_json(result), result
 
 
@@ -49,6 +77,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         from planner.cli import render
 
+        if result.config:
+            render.console.print(render.config_table(result.config))
+            for line in render.config_lines(result.config):
+                common.say_line(line)
         verdict = "fits" if plan.fits else f"does NOT fit: {plan.reason}"
         common.say_line(
             f"{out['model']['name']}{common.approximate(model, goal)}: micro {plan.micro_batch} x accum "

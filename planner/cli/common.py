@@ -113,8 +113,13 @@ def one_of(flag: str, accepted: tuple, cast=str):
     return parse
 
 
-def add_target_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="catalog name (`planner models`), config.json path, or folder")
+def add_target_args(p: argparse.ArgumentParser, model_required: bool = True) -> None:
+    p.add_argument(
+        "--model",
+        required=model_required,
+        help="catalog name (`planner models`), config.json path, or folder"
+        + ("" if model_required else " (with --config: read from the config unless given)"),
+    )
     p.add_argument("--gpu", required=True, help="catalog GPU (`planner gpus`) or 'local' (NVML)")
     p.add_argument(
         "--gpus-per-node",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from rich.console import Console
 from rich.table import Table
 
@@ -164,6 +167,26 @@ def nearest_table(nearest: list) -> Table:
             f"{p.tokens_per_s:,.0f}",
         )
     return t
+
+
+# an absolute path in a setting's source, shown by its last name (--json keeps it whole)
+ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(?:[^\s/()]+/)+([^\s/()]+)")
+
+
+def config_table(config: dict) -> Table:
+    """check --config: what was read, field by field, with its value, the framework's key and where it came from."""
+    files = ", ".join(Path(f).name for f in config["files"])
+    t = Table(title=f"read from {files} ({config['framework']})", title_justify="left")
+    for col in ("field", "value", "key", "from"):
+        t.add_column(col, overflow="fold")
+    for s in config["settings"]:
+        value = s["value"] if not isinstance(s["value"], dict) else ", ".join(f"{k} {v}" for k, v in s["value"].items())
+        t.add_row(s["field"], str(value), s["key"], ABSOLUTE_PATH.sub(r"\1", s["source"]))
+    return t
+
+
+def config_lines(config: dict) -> list[str]:
+    return [f"not planned: {line}" for line in config["unplanned"]]
 
 
 def nearest_lines(nearest: list) -> list[str]:

@@ -199,6 +199,7 @@ class Nearest(BaseModel):
         default_factory=list,
         description=("the change as `key: value` lines of the plan's framework (its --framework, other than memplan)"),
     )
+    _context: tuple = PrivateAttr(default=())  # (model, hardware, goal) the changed request was planned for
 
 
 class SuggestResult(_Result):
@@ -225,3 +226,10 @@ class CheckResult(_Result):
         description=("dpo / grpo: the longest completion (and prompt, images) at which the configuration still fits"),
     )
     nearest: list[Nearest] = Field(default_factory=list, description=NEAREST_DOC)
+    config: dict | None = Field(
+        default=None,
+        description=(
+            "check --config: what the configuration files said (framework, files, settings field by field with "
+            "their source and the framework's key, and the settings memplan cannot plan yet)"
+        ),
+    )

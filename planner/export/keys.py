@@ -89,5 +89,7 @@ def settings(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[s
 
 
 def changed(before: dict[str, object], after: dict[str, object]) -> list[str]:
-    """`key: value` for every key whose value `after` sets differently (or newly), in `after`'s order."""
-    return [f"{k}: {json.dumps(v) if not isinstance(v, str) else v}" for k, v in after.items() if before.get(k) != v]
+    """`key: value` for every key whose value `after` sets differently (or newly), in `after`'s order, then
+    `key: (remove)` for each key `after` no longer sets."""
+    out = [f"{k}: {json.dumps(v) if not isinstance(v, str) else v}" for k, v in after.items() if before.get(k) != v]
+    return out + [f"{k}: (remove)" for k in before if k not in after and not k.startswith("deepspeed ")]

@@ -11,6 +11,7 @@ loss for logits. What the planner itself finds to fit is `planner.search.nearest
 from __future__ import annotations
 
 from planner.config.spec import GIB, Hardware, Plan
+from planner.frameworks import FRAMEWORKS
 
 # RL phases' terms (planner.estimate.rl.phase_terms) -> (what it is, what shrinks it)
 RL_TERMS = {
@@ -110,7 +111,8 @@ def term_fixes(plan: Plan, term: str) -> list[str]:
             fixes.append("shard the step (--zero 1 or --fsdp full)")
         return fixes + ([] if plan.lora_rank else ["LoRA adapters (--lora-rank)"])
     if term == "logits/loss":
-        fixes = ["--loss chunked or fused"] if plan.loss == "standard" else []
+        losses = [x for x in ("chunked", "fused") if runs(plan, "loss", x)]
+        fixes = [f"--loss {' or '.join(losses)}"] if plan.loss == "standard" and losses else []
         if plan.workload.rl and plan.workload.logprobs == "full":
             fixes.append("--logprobs fused")
         return fixes + shorter(plan)
@@ -118,6 +120,12 @@ def term_fixes(plan: Plan, term: str) -> list[str]:
     if plan.checkpointing not in ("full", "offload"):
         fixes.append("--checkpointing full" if plan.checkpointing == "off" else "heavier checkpointing (full)")
     return fixes + shorter(plan)
+
+
+def runs(plan: Plan, knob: str, value: object) -> bool:
+    """Whether the plan's framework runs `value` of `knob` (planner.frameworks): advice names only what it runs."""
+    allowed = FRAMEWORKS[plan.framework].runs.get(knob)
+    return allowed is None or value in allowed
 
 
 def shorter(plan: Plan) -> list[str]:

@@ -246,8 +246,10 @@ def test_results_carry_what_json_prints_and_their_context():
         "data",
         "limits",
         "nearest",
+        "config",
     }
     assert res.limits is None  # SFT: no row-length limits (dpo / grpo only)
+    assert res.config is None  # check --config only
     assert res.plan.precision == "bf16" and res.verified is None
 
 

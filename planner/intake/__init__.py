@@ -1,0 +1,54 @@
+"""`planner check --config FILE...`: a user's own training configuration read into memplan's CheckRequest fields,
+field by field with provenance, without running or importing any framework.
+
+This module owns the public interface (Setting, Reading, read). dispatch picks a file's reader (by extension, then
+content) and merges several files; settle decides the fields that need every file (precision, frozen modules, the
+framework). One module a source: llamafactory, swift (+ swiftrl), axolotl, hfargs (transformers / TRL names, + loraargs,
+grpoargs), accelerate, deepspeed, configs (a config file's format), training and launch (launch scripts: launchers,
+processes, the training command), shell, shellsplit and shellvars (bash read without running it), pyscript (a Python
+script's syntax tree), models (model names resolved offline), vocab (framework words in memplan's), flags, collect.
+
+Settings memplan cannot plan are never dropped: each is one line of `Reading.unplanned`, named with its value.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from planner.frameworks import NAMES
+
+FRAMEWORKS = tuple(n for n in NAMES if n != "memplan")  # what a reading can be: hf, trl, accelerate, deepspeed, ...
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One request field read from a configuration: its value in memplan's vocabulary, where it came from, and the
+    framework's own key or flag. Workload inputs are one Setting each, named `workload.<input>`."""
+
+    field: str
+    value: object
+    source: str
+    key: str
+
+
+@dataclass
+class Reading:
+    """What the configuration files say, as CheckRequest fields (`request`; never the GPU kind, which no
+    configuration names), one Setting per field in the order read, the memory-relevant settings memplan cannot plan
+    yet (`unplanned`, one line each) and every file read."""
+
+    framework: str
+    request: dict
+    settings: list[Setting] = field(default_factory=list)
+    unplanned: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+
+def read(paths: list[str]) -> Reading:
+    """Read one or more configuration files (a launch script, a framework YAML, a DeepSpeed JSON, ...); the first
+    file that names a training run leads, the others fill in what it leaves out. BadInput (field "config") for a
+    file that cannot be read or is not a training configuration."""
+    from planner.intake import dispatch  # the readers import this module's types: import them once it is built
+
+    return dispatch.read_all([paths] if isinstance(paths, (str, os.PathLike)) else list(paths))

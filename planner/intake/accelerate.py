@@ -1,0 +1,197 @@
+"""accelerate: a `accelerate launch` config file (YAML or JSON; TRL's bundled `--accelerate_config zero2` presets)
+and the launch command's own options -> processes and machines, mixed precision, DeepSpeed (deepspeed_config) or FSDP
+(fsdp_config). Also the FSDP options every source writes (HF's `fsdp` / `fsdp_config`, axolotl's) in memplan's terms.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from planner.intake import deepspeed
+from planner.intake.collect import (
+    ACCELERATE,
+    PRESETS,
+    Collector,
+    as_bool,
+    as_int,
+    default,
+    is_file,
+    known,
+    parse_yaml,
+    section,
+    show,
+    where,
+)
+from planner.intake.shellvars import find_file
+
+KEYS = {
+    "command_file",
+    "commands",
+    "compute_environment",
+    "debug",
+    "deepspeed_config",
+    "distributed_type",
+    "downcast_bf16",
+    "dynamo_config",
+    "enable_cpu_affinity",
+    "fp8_config",
+    "fsdp_config",
+    "gpu_ids",
+    "machine_rank",
+    "main_process_ip",
+    "main_process_port",
+    "main_training_function",
+    "megatron_lm_config",
+    "mixed_precision",
+    "mpirun_config",
+    "num_machines",
+    "num_processes",
+    "parallelism_config",
+    "rdzv_backend",
+    "same_network",
+    "tpu_env",
+    "tpu_name",
+    "tpu_use_cluster",
+    "tpu_use_sudo",
+    "tpu_vm",
+    "tpu_zone",
+    "use_cpu",
+}
+STRATEGIES = {
+    "full_shard": "full",
+    "1": "full",
+    "shard_grad_op": "grad-op",
+    "2": "grad-op",
+    "hybrid_shard": "hybrid",
+    "4": "hybrid",
+    "_hybrid_shard_zero2": "hybrid",
+    "hybrid_shard_zero2": "hybrid",
+    "5": "hybrid",
+    "no_shard": "off",
+    "3": "off",
+}
+DS_FLAGS = ("zero_stage", "offload_optimizer_device", "offload_param_device", "deepspeed_config_file")
+
+
+def load(ref: str, near: Path, vars=None) -> tuple[dict | None, Path | None]:
+    """An accelerate config a launch names: a file, or a TRL bundled name (`zero2`, `fsdp2`, ...)."""
+    path = find_file(ref, vars, near)
+    if path is None and is_file(PRESETS / f"trl_{ref}.yaml"):
+        path = PRESETS / f"trl_{ref}.yaml"
+    if path is None:
+        return None, None
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text) if path.suffix == ".json" else parse_yaml(text)
+    except (OSError, ValueError):
+        return None, path
+    return (data if isinstance(data, dict) else None), path
+
+
+def entries(c: Collector, data: dict, path: Path) -> dict[str, tuple[object, str]]:
+    """A config file's keys as (value, source) entries (`section.key` for its deepspeed / fsdp sections)."""
+    name = path.name if path.parent != PRESETS else f"{path.name.split('_', 1)[1]} (bundled {path.name})"
+    out = {k: (v, where(name, k, v)) for k, v in data.items() if k not in ("deepspeed_config", "fsdp_config")}
+    for part in ("deepspeed_config", "fsdp_config"):
+        for k, v in section(data, part).items():
+            out[f"{part}.{k}"] = (v, where(name, f"{part}.{k}", v))
+    for k in sorted(set(data) - KEYS):
+        c.note(f"{name}: {k}: {show(data[k])} (not an {ACCELERATE} config key: accelerate refuses the file)")
+    return out
+
+
+def read_config(c: Collector, data: dict, path: Path, via: str, key: str) -> None:
+    """A config file's processes, precision and sharding into the reading."""
+    apply(c, entries(c, data, path), via, key, path)
+
+
+def launch_options(opts: dict) -> dict[str, tuple[object, str]]:
+    """`accelerate launch` options as config entries."""
+    out = {}
+    for k, flag in opts.items():
+        if k in ("num_processes", "num_machines", "mixed_precision", "gpu_ids"):
+            out[k] = (flag.value, flag.source)
+        elif k in DS_FLAGS:
+            out[f"deepspeed_config.{k}"] = (flag.value, flag.source)
+        elif k.startswith("fsdp_"):
+            out[f"fsdp_config.{k}"] = (flag.value, flag.source)
+        elif k in ("use_deepspeed", "use_fsdp", "multi_gpu") and as_bool(flag.value):
+            kind = {"use_deepspeed": "DEEPSPEED", "use_fsdp": "FSDP", "multi_gpu": "MULTI_GPU"}[k]
+            out["distributed_type"] = (kind, flag.source)
+    return out
+
+
+def apply(c: Collector, e: dict[str, tuple[object, str]], via: str, key: str, near: Path) -> None:
+    procs, machines = as_int(e.get("num_processes", (None,))[0]), as_int(e.get("num_machines", (1,))[0]) or 1
+    if procs is None and "gpu_ids" in e and str(e["gpu_ids"][0]) != "all":
+        procs = len([g for g in str(e["gpu_ids"][0]).split(",") if g.strip()])
+    if procs and procs > 0:
+        src = e.get("num_processes", e.get("gpu_ids"))[1]
+        c.fill("gpus_per_node", max(1, procs // machines), f"{src}{via}", key)
+        if procs % machines:
+            c.note(f"num_processes {procs} over num_machines {machines} (not a whole number a machine)")
+    if machines > 1:
+        c.fill("nodes", machines, f"{e['num_machines'][1]}{via}", key)
+    mp = str(e.get("mixed_precision", ("no",))[0]).lower()
+    if mp in ("bf16", "fp16"):
+        c.fact("amp", mp, f"{e['mixed_precision'][1]}{via}", key, weak=True)
+    elif mp == "fp8":
+        c.note(f"mixed_precision: fp8 ({e['mixed_precision'][1]}; fp8 training is not planned yet)")
+    kind = str(e.get("distributed_type", ("",))[0]).upper()
+    if kind == "DEEPSPEED":
+        _deepspeed(c, e, via, key, near)
+    elif kind == "FSDP":
+        spec = {k.split(".", 1)[1]: v for k, (v, _) in e.items() if k.startswith("fsdp_config.")}
+        src = e.get("distributed_type")[1]
+        fsdp(
+            c,
+            spec,
+            f"{src}{via}",
+            key,
+            version=(1, default(ACCELERATE, "accelerate/commands/launch.py:514-517", "fsdp_version 1")),
+        )
+
+
+def _deepspeed(c: Collector, e: dict, via: str, key: str, near: Path) -> None:
+    ds = {k.split(".", 1)[1]: (v, s) for k, (v, s) in e.items() if k.startswith("deepspeed_config.")}
+    if "deepspeed_config_file" in ds and known(ds["deepspeed_config_file"][0]):
+        value, src = ds["deepspeed_config_file"]
+        return deepspeed.read(c, value, f"{src}{via}", key, near)
+    stage, src = ds.get("zero_stage", (2, default(ACCELERATE, "accelerate/commands/launch.py:417-421", "zero_stage 2")))
+    stage = as_int(stage) if as_int(stage) is not None else 2
+    c.set("zero_stage", stage, f"{src}{via}", key)
+    opt = str(ds.get("offload_optimizer_device", ("none",))[0]).lower()
+    par = str(ds.get("offload_param_device", ("none",))[0]).lower()
+    if opt not in ("none", "") or par not in ("none", ""):
+        value = "optimizer+params" if par not in ("none", "") and stage == 3 else "optimizer"
+        src = ds.get("offload_param_device", ds.get("offload_optimizer_device"))[1]
+        c.set("offload", value, f"{src}{via}", key)
+    return None
+
+
+def fsdp(
+    c: Collector, spec: dict, source: str, key: str, *, tokens: tuple = (), version: tuple[int, str] = (2, "")
+) -> None:
+    """FSDP options (`fsdp_`-prefixed or not; HF's `fsdp` words in `tokens`) -> fsdp, offload, checkpointing;
+    `version`: the FSDP version where the options name none, and the default that says so."""
+    s = {k.removeprefix("fsdp_"): v for k, v in spec.items()}
+    given = as_int(s.get("version"))
+    strategy = s.get("sharding_strategy", s.get("reshard_after_forward"))
+    words = [str(t).lower() for t in tokens]
+    if str(strategy).lower() in ("true", "false"):
+        mode, why = ("full" if as_bool(strategy) else "grad-op"), f"reshard_after_forward {strategy}"
+    else:
+        named = [(STRATEGIES[w], w) for w in [str(strategy).lower(), *words] if w in STRATEGIES]
+        mode, why = named[0] if named else ("full", "")
+    source = f"{source}: {why}" if why and why not in source.lower() else source
+    if mode == "off":
+        c.note(f"{source} (FSDP NO_SHARD: planned as plain data parallelism)")
+        return
+    how = "" if (given or version[0]) >= 2 else " (FSDP1: planned as FSDP2 with the same sharding"
+    how += f"; {version[1]})" if how and not given and version[1] else (")" if how else "")
+    c.set("fsdp", mode, f"{source}{how}", key)
+    if as_bool(s.get("offload_params")) or "offload" in words:
+        c.set("offload", "optimizer+params", f"{source}: offload_params", key)
+    if as_bool(s.get("activation_checkpointing")):  # FSDP's own wrapping wins over the trainer's flag: settled last
+        c.fact("fsdp_checkpointing", "full", f"{source}: activation_checkpointing true", key)

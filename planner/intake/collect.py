@@ -1,0 +1,255 @@
+"""The reading in progress, which every reader writes through: request fields with their provenance (one Setting per
+field; an explicit value replaces a default, never the other way), the unplanned lines, the files read, and the
+facts a later step settles (the precision needs the sharding, read last). Also the value parsers and the source
+strings the readers share, and the versions whose defaults they cite.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from planner.intake import Reading, Setting
+
+LF = "llamafactory 0.9.5"
+SWIFT = "ms-swift 4.6.0"
+AXOLOTL = "axolotl 0.19.0"
+HF = "transformers 5.23"
+TRL = "trl 1.16"
+PEFT = "peft 0.21"
+DEEPSPEED = "deepspeed 0.19.8"
+ACCELERATE = "accelerate 1.15"
+PRESETS = Path(__file__).parent / "presets"
+UNKNOWN = "\x00"  # a part of a value the configuration does not give (a shell variable set elsewhere)
+_DEFAULT = re.compile(r"\d default\b|memplan assumption")  # `llamafactory 0.9.5 default ...`, assumption()
+
+
+def default(who: str, cite: str, what: str = "") -> str:
+    """The source of a framework default: `llamafactory 0.9.5 default (src/.../finetuning_args.py:77)`."""
+    return f"{who} default{' ' + what if what else ''} ({cite})"
+
+
+def assumption(text: str) -> str:
+    return f"memplan assumption ({text})"
+
+
+def is_default(source: str) -> bool:
+    """A source that is a framework's default or memplan's assumption, not the configuration's own value."""
+    return _DEFAULT.search(source) is not None
+
+
+def where(path: Path | str, key: str, value: object = None, line: int | None = None) -> str:
+    """`train.sh:14 --per_device_train_batch_size 4` for a flag, `qwen_lora.yaml: cutoff_len: 4096` for a key."""
+    name = Path(path).name
+    shown = "" if value is None else f" {show(value)}"
+    if line is not None:
+        return f"{name}:{line} {key}{shown}"
+    return f"{name}: {key}:{shown}"
+
+
+def show(value: object) -> str:
+    if isinstance(value, (list, tuple)):
+        return " ".join(show(v) for v in value)
+    if isinstance(value, dict):
+        return "{...}"
+    return str(value).replace(UNKNOWN, "?")
+
+
+class Collector:
+    """The fields, notes and files of one reading."""
+
+    def __init__(self, framework: str) -> None:
+        self.framework = framework
+        self._settings: dict[str, Setting] = {}
+        self.unplanned: list[str] = []
+        self.files: list[str] = []
+        self.facts: dict[str, tuple[object, str, str]] = {}
+        self.model = None  # models.Model once the model is resolved
+
+    def set(self, field: str, value: object, source: str, key: str) -> None:
+        """An explicit value: replaces what the field held (the setting moves to the end: the order read)."""
+        self._settings.pop(field, None)
+        self._settings[field] = Setting(field, value, source, key)
+
+    def fill(self, field: str, value: object, source: str, key: str) -> None:
+        """A value for a field not read yet, or read only from a default."""
+        old = self._settings.get(field)
+        if old is None or (is_default(old.source) and not is_default(source)):
+            self.set(field, value, source, key)
+
+    def has(self, field: str) -> bool:
+        return field in self._settings
+
+    def get(self, field: str, fallback: object = None) -> object:
+        s = self._settings.get(field)
+        return s.value if s is not None else fallback
+
+    def setting(self, field: str) -> Setting | None:
+        return self._settings.get(field)
+
+    def explicit(self, field: str) -> bool:
+        s = self._settings.get(field)
+        return s is not None and not is_default(s.source)
+
+    def drop(self, field: str) -> None:
+        self._settings.pop(field, None)
+
+    def note(self, line: str) -> None:
+        if line not in self.unplanned:
+            self.unplanned.append(line)
+
+    def add_file(self, path: Path | str) -> None:
+        if str(path) not in self.files:
+            self.files.append(str(path))
+
+    def fact(self, name: str, value: object, source: str, key: str, *, weak: bool = False) -> None:
+        """Something a later step turns into fields (`weak`: a default, kept only where nothing was read)."""
+        if weak and name in self.facts:
+            return
+        self.facts[name] = (value, source, key)
+
+    def number(self, field: str, value: object, source: str, key: str, *, minimum: int = 1) -> int | None:
+        """A whole-number field; a value that is not one (or not known) is a note, not a field."""
+        if not known(value):
+            self.note(f"{source} (its value is not known from the configuration: {field} not read)")
+            return None
+        n = as_int(value)
+        if n is None or n < minimum:
+            self.note(f"{source} (not a whole number >= {minimum}: {field} not read)")
+            return None
+        self.set(field, n, source, key)
+        return n
+
+    def flag(self, value: object, source: str) -> bool | None:
+        """A true/false setting; a value that is neither is a note."""
+        b = as_bool(value) if known(value) else None
+        if b is None:
+            self.note(f"{source} (not true or false: not read)")
+        return b
+
+    def settings(self) -> list[Setting]:
+        return list(self._settings.values())
+
+    def reading(self) -> Reading:
+        request: dict = {}
+        for s in self._settings.values():
+            if s.field.startswith("workload."):
+                request.setdefault("workload", {})[s.field.split(".", 1)[1]] = s.value
+            else:
+                request[s.field] = s.value
+        return Reading(
+            framework=self.framework,
+            request=request,
+            settings=self.settings(),
+            unplanned=list(self.unplanned),
+            files=list(self.files),
+        )
+
+
+# -- values as configurations write them -------------------------------------------------------------------------
+_TRUE = {"true", "1", "yes", "y", "on"}
+_FALSE = {"false", "0", "no", "n", "off", "none", "null", ""}
+
+
+def known(value: object) -> bool:
+    """No part of the value is left to a variable the configuration does not set."""
+    if isinstance(value, (list, tuple)):
+        return all(known(v) for v in value)
+    return UNKNOWN not in str(value)
+
+
+def one(value: object) -> object:
+    """A flag's value: a list of one word is that word."""
+    if isinstance(value, (list, tuple)) and len(value) == 1:
+        return value[0]
+    return value
+
+
+def as_bool(value: object) -> bool | None:
+    value = one(value)
+    if isinstance(value, bool) or value is None:
+        return bool(value)
+    if isinstance(value, (int, float)):
+        return bool(value)
+    text = str(value).strip().strip("'\"").lower()
+    return True if text in _TRUE else False if text in _FALSE else None
+
+
+def as_int(value: object) -> int | None:
+    value = one(value)
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    try:
+        f = float(str(value).strip().strip("'\"").replace("_", ""))
+        return int(f) if f == int(f) else None
+    except (ValueError, OverflowError):  # not a number, nan, inf
+        return None
+
+
+def as_float(value: object) -> float | None:
+    value = one(value)
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return float(str(value).strip().strip("'\""))
+    except ValueError:
+        return None
+
+
+def is_file(path: Path) -> bool:
+    """A file is there; False for a name the OS refuses (too long, a NUL byte) rather than an error."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def section(data: object, key: str) -> dict:
+    """A nested mapping of a config (`zero_optimization`, `fsdp_config`), or {} where it is absent or not one."""
+    value = data.get(key) if isinstance(data, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def as_names(value: object) -> list[str]:
+    """Module names given as a list, `a,b`, `a, b,` or `[a, b]`."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    out = []
+    for item in items:
+        out += [n for n in re.split(r"[\s,\[\]'\"]+", str(item)) if n]
+    return out
+
+
+@lru_cache(maxsize=8)
+def accepted(framework: str) -> frozenset[str]:
+    """The keys a framework takes (presets/keys_<framework>.txt, generated from its installed package)."""
+    lines = (PRESETS / f"keys_{framework}.txt").read_text().splitlines()
+    return frozenset(k for k in lines if k and not k.startswith("#"))
+
+
+def parse_yaml(text: str) -> object:
+    """A YAML document (ValueError where it is not one)."""
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover - a dependency of the config readers
+        raise ValueError("reading YAML needs PyYAML (pip install pyyaml)") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ValueError(" ".join(str(e).split())) from None
+
+
+def count_devices(text: str) -> int | None:
+    """GPUs in CUDA_VISIBLE_DEVICES (`0,1,2`), or None where the list is not known."""
+    if not known(text) or not str(text).strip():
+        return None
+    return len([d for d in str(text).split(",") if d.strip()])

@@ -1,0 +1,132 @@
+"""A configuration file's format, told from its content (the keys only one framework writes), and the reader each
+format goes to: LLaMA-Factory, axolotl and ms-swift YAML / JSON, DeepSpeed JSON, accelerate configs, and transformers /
+TRL argument files. A model's own config.json and LLaMA-Factory's experimental v1 schema are refused by name.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from planner.errors import BadInput
+from planner.intake import accelerate, axolotl, deepspeed, hfargs, llamafactory, swift
+from planner.intake.collect import Collector, accepted, parse_yaml, section
+from planner.intake.flags import Flag, from_mapping
+
+MAX_BYTES = 4 << 20
+ACCEPTED = (
+    "accepted: a launch script (.sh), a Python training script (.py), a LLaMA-Factory, axolotl, ms-swift, "
+    "accelerate or TRL / transformers YAML or JSON, or a DeepSpeed JSON"
+)
+LF_KEYS = {"stage", "finetuning_type", "cutoff_len", "lora_target", "template", "dataset_dir", "pure_bf16"}
+SWIFT_KEYS = {"tuner_type", "train_type", "rlhf_type", "target_modules", "torch_dtype", "attn_impl", "freeze_vit"}
+
+
+def text_of(path: Path) -> str:
+    """A configuration file's text; BadInput naming the file where it cannot be read."""
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            raise BadInput(f"--config {path}: over {MAX_BYTES >> 20} MiB, not a training configuration", "config")
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"--config {path}: no such file ({ACCEPTED})", "config") from None
+    except IsADirectoryError:
+        raise BadInput(f"--config {path}: a folder, not a file ({ACCEPTED})", "config") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadInput(f"--config {path}: cannot be read ({e.__class__.__name__}; {ACCEPTED})", "config") from None
+
+
+def load(path: Path, text: str | None = None) -> object:
+    """A JSON or YAML file's content; BadInput naming the file where it is neither."""
+    text = text_of(path) if text is None else text
+    try:
+        return json.loads(text) if path.suffix.lower() == ".json" else parse_yaml(text)
+    except ValueError as e:
+        kind = "JSON" if path.suffix.lower() == ".json" else "YAML"
+        raise BadInput(f"--config {path}: not valid {kind} ({' '.join(str(e).split())[:160]})", "config") from None
+
+
+def kind(data: object) -> str | None:
+    """Which format a mapping is, or None."""
+    if not isinstance(data, dict):
+        return None
+    k = set(map(str, data))
+    if "zero_optimization" in k or k & {
+        "train_micro_batch_size_per_gpu",
+        "train_batch_size",
+        "zero_allow_untested_optimizer",
+    }:
+        return "deepspeed"
+    if k & {"distributed_type", "compute_environment"}:
+        return "accelerate"
+    if "architectures" in k or ("model_type" in k and k & {"hidden_size", "text_config", "vision_config"}):
+        return "model"
+    if "base_model" in k:
+        return "axolotl"
+    if "dist_config" in k or {"model", "micro_batch_size"} <= k:
+        return "lf-v1"
+    if k & LF_KEYS and "model" not in k:
+        return "llamafactory"
+    if "model" in k and (k & SWIFT_KEYS or "ENV" in k):
+        return "swift"
+    if k & accepted("hf") or {"fsdp", "fsdp_config"} <= k:
+        return "hf"
+    return None
+
+
+def framework(fmt: str, trainer: str = "hf") -> str:
+    return ("trl" if trainer != "hf" else "hf") if fmt == "hf" else fmt
+
+
+def refuse(fmt: str | None, path: Path) -> None:
+    """BadInput for a file that is no training configuration memplan reads."""
+    if fmt == "model":
+        raise BadInput(
+            f"--config {path}: a model's config.json, not a training configuration: pass it as --model {path}", "config"
+        )
+    if fmt == "lf-v1":
+        raise BadInput(
+            f"--config {path}: LLaMA-Factory's experimental v1 schema (USE_V1=1) is not read; {ACCEPTED}", "config"
+        )
+    if fmt is None:
+        raise BadInput(f"--config {path}: not a training configuration memplan knows ({ACCEPTED})", "config")
+
+
+def read(
+    c: Collector,
+    fmt: str,
+    data: dict,
+    path: Path,
+    *,
+    overrides: dict[str, Flag] | None = None,
+    trainer: str = "hf",
+    vars=None,
+) -> None:
+    """A mapping of format `fmt` into the reading (`overrides`: a command line's `key=value` or `--flags`)."""
+    c.add_file(path)
+    if fmt == "llamafactory":
+        llamafactory.read(c, data, path, overrides, vars)
+    elif fmt == "axolotl":
+        axolotl.read(c, data, path, vars)
+    elif fmt == "deepspeed":
+        deepspeed.read(c, str(path), path.name, "deepspeed", path, alone=True)
+    elif fmt == "accelerate":
+        accelerate.read_config(c, data, path, "", "config_file")
+    elif fmt == "swift":
+        env = {str(k): str(v) for k, v in section(data, "ENV").items()}
+        flags = from_mapping({k: v for k, v in data.items() if k != "ENV"}, path) | (overrides or {})
+        swift.read(c, flags, env, "rlhf" if "rlhf_type" in data else "sft", path.name, path, vars)
+    else:
+        hfargs.read(
+            c,
+            from_mapping(data, path) | (overrides or {}),
+            path,
+            trainer,
+            strict=True,
+            vars=vars,
+            why=f"{path.name}: {trainer} arguments",
+        )
+
+
+def trainer_of(data: dict, hint: str) -> str:
+    return hfargs.trainer_of(from_mapping(data, Path("x")), hint)

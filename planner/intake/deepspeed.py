@@ -1,0 +1,178 @@
+"""DeepSpeed configs: a JSON file, an inline object, a framework's bundled preset (ms-swift's `--deepspeed zero3`,
+LLaMA-Factory's examples/deepspeed/*.json, axolotl's deepspeed_configs/*.json, copied under presets/) -> the ZeRO stage,
+offload, and the batch, precision and optimizer where the file fixes them. "auto" values are the trainer's: read alone,
+they are transformers' defaults, resolved as transformers resolves them (integrations/deepspeed.py:141-192).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from planner.intake.collect import (
+    HF,
+    PRESETS,
+    Collector,
+    as_bool,
+    as_int,
+    assumption,
+    default,
+    is_file,
+    known,
+    section,
+    show,
+)
+from planner.intake.shellvars import find_file
+
+SWIFT_PRESETS = ("zero0", "zero1", "zero2", "zero3", "zero2_offload", "zero3_offload")
+AUTO = "transformers/integrations/deepspeed.py"
+OPTIMIZERS = {"adamw": "adamw-fused", "adam": "adamw-fused", "fusedadam": "adamw-fused", "sgd": "sgd"}
+
+
+def preset(ref: str, framework: str) -> Path | None:
+    """A bundled config a framework names without shipping a file next to the run."""
+    name = Path(ref).name
+    if framework == "swift" and ref in SWIFT_PRESETS:
+        return PRESETS / f"swift_{ref}.json"
+    for prefix in ("llamafactory", "axolotl"):
+        if is_file(PRESETS / f"{prefix}_{name}") and ("deepspeed" in ref or framework == prefix):
+            return PRESETS / f"{prefix}_{name}"
+    return None
+
+
+def load(ref: object, near: Path, framework: str, vars=None) -> tuple[dict | None, str, Path | None]:
+    """(config, its name for sources, the file read) of what a `deepspeed` setting names; None where not found."""
+    if isinstance(ref, dict):
+        return ref, "deepspeed", None
+    text = show(ref).strip()
+    if text.startswith("{"):
+        try:
+            return json.loads(text), "deepspeed", None
+        except ValueError:
+            return None, text, None
+    path = find_file(text, vars, near) or preset(text, framework)
+    if path is None:
+        return None, text, None
+    try:
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, text, path
+    name = path.name if path.parent != PRESETS else f"{path.name.split('_', 1)[1]} (bundled {path.name})"
+    return (cfg if isinstance(cfg, dict) else None), name, path
+
+
+def read(c: Collector, ref: object, source: str, key: str, near: Path, *, alone: bool = False, vars=None) -> None:
+    """The DeepSpeed config `ref` names, into the reading; `alone`: no trainer's arguments fill its "auto" values."""
+    if not known(ref):
+        c.note(f"{key} {show(ref)} (the DeepSpeed config is not known from the script: ZeRO stage not read)")
+        return
+    cfg, name, path = load(ref, near, c.framework, vars)
+    if path is not None:
+        c.add_file(path)
+    if cfg is None:
+        return _guess(c, show(ref), source, key, path)
+    via = "" if alone else f" (via {source})"
+    zero = section(cfg, "zero_optimization")
+    stage = as_int(zero.get("stage", 0)) or 0
+    c.set("zero_stage", stage, f"{name}: zero_optimization.stage: {stage}{via}", key)
+    _offload(c, zero, stage, name, via, key)
+    _batch(c, cfg, name, alone, key)
+    _precision(c, cfg, name, alone, key)
+    opt = section(cfg, "optimizer").get("type")
+    if opt:
+        mapped = OPTIMIZERS.get(str(opt).lower())
+        if mapped:
+            c.set("optimizer", mapped, f"{name}: optimizer.type: {opt} (DeepSpeed's own optimizer){via}", key)
+        else:
+            c.note(f"{name}: optimizer.type: {opt} (DeepSpeed's {opt} is not planned; planned as AdamW)")
+    _unplanned(c, cfg, zero, name)
+
+
+def _offload(c: Collector, zero: dict, stage: int, name: str, via: str, key: str) -> None:
+    opt = str(section(zero, "offload_optimizer").get("device", "none")).lower()
+    par = str(section(zero, "offload_param").get("device", "none")).lower()
+    if "nvme" in (opt, par):
+        c.note(f"{name}: offload to nvme (NVMe offload is not planned; planned as CPU offload)")
+    if opt == "none" and par == "none":
+        return
+    if stage == 0:
+        c.note(f"{name}: offload with zero_optimization.stage 0 (DeepSpeed offloads only under ZeRO; not planned)")
+        return
+    value = "optimizer+params" if par != "none" and stage == 3 else "optimizer"
+    if par != "none" and opt == "none":
+        c.note(f"{name}: offload_param without offload_optimizer (planned as optimizer+params offload)")
+    c.set(
+        "offload",
+        value,
+        f"{name}: zero_optimization.offload_optimizer.device: {opt}, offload_param.device: {par}{via}",
+        key,
+    )
+
+
+def _batch(c: Collector, cfg: dict, name: str, alone: bool, key: str) -> None:
+    for ds_key, field, hf_key, hf_default, cite in (
+        ("train_micro_batch_size_per_gpu", "micro_batch", "per_device_train_batch_size", 8, "777"),
+        ("gradient_accumulation_steps", "grad_accum", "gradient_accumulation_steps", 1, "849"),
+    ):
+        value = cfg.get(ds_key)
+        if as_int(value):
+            c.fill(field, as_int(value), f"{name}: {ds_key}: {value}", key)
+        elif alone and (value == "auto" or value is None):
+            c.fill(
+                field,
+                hf_default,
+                default(HF, f"transformers/training_args.py:{cite}", f"{hf_key} {hf_default}")
+                + f", {name}'s {ds_key} {json.dumps(value)} ({AUTO}:141-160)",
+                key,
+            )
+
+
+def _precision(c: Collector, cfg: dict, name: str, alone: bool, key: str) -> None:
+    for kind in ("bf16", "fp16"):
+        enabled = section(cfg, kind).get("enabled", False)
+        if enabled != "auto" and as_bool(enabled):
+            c.fact("amp", kind, f"{name}: {kind}.enabled: true", key, weak=True)
+            return
+    if alone:
+        c.fact(
+            "amp",
+            "fp32",
+            default(HF, "transformers/training_args.py:874-880", "bf16 False, fp16 False")
+            + f', {name}\'s bf16/fp16 "auto" ({AUTO}:183-192)',
+            key,
+            weak=True,
+        )
+
+
+def _unplanned(c: Collector, cfg: dict, zero: dict, name: str) -> None:
+    tp = as_int(section(cfg, "tensor_parallel").get("autotp_size"))
+    if tp and tp > 1:
+        c.note(f"{name}: tensor_parallel.autotp_size: {tp} (DeepSpeed AutoTP is not planned yet)")
+    hpz = as_int(zero.get("zero_hpz_partition_size"))
+    if hpz and hpz > 1:
+        c.note(
+            f"{name}: zero_optimization.zero_hpz_partition_size: {hpz} (ZeRO++ hierarchical partitions are not "
+            "planned yet)"
+        )
+    for k in ("zero_quantized_weights", "zero_quantized_gradients"):
+        if as_bool(zero.get(k)):
+            c.note(f"{name}: zero_optimization.{k}: true (ZeRO++ quantized communication is not planned yet)")
+    sp = as_int(cfg.get("sequence_parallel_size"))
+    if sp and sp > 1:
+        c.note(f"{name}: sequence_parallel_size: {sp} (sequence parallelism is not planned yet)")
+
+
+def _guess(c: Collector, ref: str, source: str, key: str, path: Path | None) -> None:
+    """A config that cannot be read: the stage its name gives, if it gives one."""
+    why = "unreadable" if path is not None else "not found"
+    m = re.search(r"(?:zero|ds_z|z)[_-]?([0-3])(?![0-9])", Path(ref).name.lower())
+    if not m:
+        c.note(f"{key} {ref} (file {why}: ZeRO stage not read; pass the JSON too)")
+        return
+    stage = int(m.group(1))
+    c.set("zero_stage", stage, assumption(f"{source}: the file is {why}; its name says ZeRO-{stage}"), key)
+    if "offload" in Path(ref).name.lower() and stage:
+        value = "optimizer+params" if stage == 3 else "optimizer"
+        c.set("offload", value, assumption(f"{source}: the file is {why}; its name says offload"), key)
+    c.note(f"{key} {ref} (file {why}: only the ZeRO stage in its name is read; pass the JSON too)")

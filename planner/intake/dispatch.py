@@ -1,0 +1,87 @@
+"""Which reader a configuration file goes to (its extension, then its content), and how the readings of several
+files merge: the first file that names a training run leads; the others (a DeepSpeed JSON, an accelerate config, the
+YAML a script runs) fill what it leaves out or took from a default. The precision, frozen modules and framework settle
+last (settle.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from planner.errors import BadInput
+from planner.intake import Reading, configs, pyscript, settle, training
+from planner.intake.collect import Collector, is_default
+
+SCRIPTS = (".sh", ".bash", ".zsh", ".ksh")
+SUPPORTING = ("deepspeed", "accelerate")
+
+
+def read_all(paths: list[str]) -> Reading:
+    if not paths:
+        raise BadInput(f"--config: give at least one file ({configs.ACCEPTED})", "config")
+    readings = [read_one(p) for p in paths]
+    lead = next((c for c in readings if c.framework not in SUPPORTING), readings[0])
+    for other in readings:
+        if other is not lead:
+            _merge(lead, other)
+    settle.finish(lead)
+    return lead.reading()
+
+
+def read_one(text_path: str) -> Collector:
+    if "\0" in str(text_path):
+        raise BadInput(f"--config {str(text_path)[:80]!r}: a path cannot hold a NUL byte", "config")
+    try:
+        path = Path(str(text_path)).expanduser()
+    except RuntimeError:  # `~name` of no such user
+        raise BadInput(f"--config {str(text_path)[:80]!r}: no such user's home folder", "config") from None
+    text = configs.text_of(path)
+    suffix = path.suffix.lower()
+    first = text.split("\n", 1)[0]
+    if suffix == ".py" or (first.startswith("#!") and "python" in first):
+        return pyscript.read(path, text)
+    if suffix in SCRIPTS or first.startswith("#!"):
+        return training.read_script_file(path, text)
+    if suffix in (".json", ".yaml", ".yml"):
+        return _config(path, configs.load(path, text))
+    try:
+        data = configs.load(path, text)
+    except BadInput:
+        data = None
+    if isinstance(data, dict) and configs.kind(data) is not None:
+        return _config(path, data)
+    try:
+        return training.read_script_file(path, text)
+    except BadInput:
+        raise BadInput(
+            f"--config {path}: neither a training configuration nor a launch script memplan knows ({configs.ACCEPTED})",
+            "config",
+        ) from None
+
+
+def _config(path: Path, data: object) -> Collector:
+    fmt = configs.kind(data)
+    configs.refuse(fmt, path)
+    trainer = configs.trainer_of(data, path.name) if fmt == "hf" else "hf"
+    c = Collector(configs.framework(fmt, trainer))
+    c.fact("framework", c.framework, f"{path.name}: {c.framework}'s keys", "config")
+    configs.read(c, fmt, data, path.resolve(), trainer=trainer)
+    return c
+
+
+def _merge(lead: Collector, other: Collector) -> None:
+    """`other`'s fields where `lead` has none or only a default; its facts likewise; every note and file."""
+    for s in other.settings():
+        lead.fill(s.field, s.value, s.source, s.key)
+    for name, fact in other.facts.items():
+        mine = lead.facts.get(name)
+        if mine is None or (is_default(mine[1]) and not is_default(fact[1])):
+            lead.facts[name] = fact
+    if lead.model is None:
+        lead.model = other.model
+    if other.framework == "deepspeed":
+        lead.unplanned = [n for n in lead.unplanned if "pass the JSON too" not in n]
+    for line in other.unplanned:
+        lead.note(line)
+    for f in other.files:
+        lead.add_file(f)

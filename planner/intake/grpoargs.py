@@ -1,0 +1,44 @@
+"""TRL's GRPOConfig inputs (num_generations, max_completion_length, beta, steps_per_generation, num_iterations, vLLM
+generation) as memplan's GRPO workload, from a script's flags, a config file, a Python script or axolotl's `trl:`
+section. Defaults are the workload's own (TRL 1.16's, planner/config/workload.py).
+"""
+
+from __future__ import annotations
+
+from planner.intake.collect import TRL, Collector, as_float, default, one
+from planner.intake.flags import Flag
+
+
+def read_grpo(c: Collector, flags: dict[str, Flag]) -> None:
+    """The GRPO inputs `flags` set (the others keep the workload's defaults)."""
+    for key in ("num_generations", "max_completion_length", "steps_per_generation", "num_iterations"):
+        if key in flags:
+            c.number(
+                f"workload.{key}",
+                flags[key].value,
+                flags[key].source,
+                flags[key].raw,
+                minimum=2 if key == "num_generations" else 1,
+            )
+    if "beta" in flags and as_float(flags["beta"].value) is not None:
+        c.set("workload.beta", as_float(flags["beta"].value), flags["beta"].source, flags["beta"].raw)
+    vllm = flags.get("use_vllm")
+    if vllm and c.flag(vllm.value, vllm.source):
+        mode = str(one(flags["vllm_mode"].value)) if "vllm_mode" in flags else "colocate"
+        src = (
+            flags["vllm_mode"].source
+            if "vllm_mode" in flags
+            else vllm.source + " " + default(TRL, "trl/trainer/grpo_config.py:594", "vllm_mode colocate")
+        )
+        c.set(
+            "workload.generation",
+            f"vllm-{mode}" if mode in ("colocate", "server") else "vllm-colocate",
+            src,
+            "vllm_mode",
+        )
+        util = flags.get("vllm_gpu_memory_utilization")
+        if mode == "colocate" and util and as_float(util.value):
+            c.set("workload.vllm_gpu_memory_utilization", as_float(util.value), util.source, util.raw)
+        tp = flags.get("vllm_tensor_parallel_size")
+        if tp and (as_float(tp.value) or 1) > 1:
+            c.note(f"{tp.source} (vLLM tensor parallelism is not planned yet)")

@@ -1,0 +1,241 @@
+"""transformers TrainingArguments and TRL names (SFTConfig, DPOConfig, GRPOConfig, ModelConfig), as a training
+script's `--flags`, a TRL / HF YAML or JSON, or a Python script's literal keyword arguments -> request fields. The
+trainer decides the defaults: a plain HF Trainer (`hf`: transformers 5.23's) or TRL's `sft`, `dpo`, `grpo` (trl 1.16's,
+whose base config turns gradient checkpointing and bf16 on).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from planner.intake import accelerate, deepspeed, grpoargs, loraargs, models, vocab
+from planner.intake.collect import (
+    HF,
+    TRL,
+    Collector,
+    accepted,
+    as_bool,
+    as_names,
+    default,
+    known,
+    one,
+)
+from planner.intake.flags import Flag
+
+SEQ_KEYS = ("max_length", "max_seq_length", "model_max_length", "max_seq_len")
+GRPO_KEYS = {
+    "num_generations",
+    "max_completion_length",
+    "use_vllm",
+    "vllm_mode",
+    "reward_funcs",
+    "beta",
+    "steps_per_generation",
+    "num_iterations",
+    "vllm_gpu_memory_utilization",
+}
+TRL_KEYS = GRPO_KEYS | {
+    "use_peft",
+    "lora_r",
+    "packing",
+    "padding_free",
+    "dataset_name",
+    "max_prompt_length",
+    "precompute_ref_log_probs",
+    "lora_target_modules",
+    "completion_only_loss",
+}
+BASE = "trl/trainer/base_config.py"
+
+
+def trainer_of(flags: dict[str, Flag], hint: str) -> str:
+    """hf, sft, dpo or grpo: from the command (`trl grpo`, a script named *grpo*) or the flags it takes."""
+    text = hint.lower()
+    if "grpo" in text or GRPO_KEYS & set(flags) - {"beta"}:
+        return "grpo"
+    if "dpo" in text or "precompute_ref_log_probs" in flags:
+        return "dpo"
+    if "sft" in text or "trl" in text or TRL_KEYS & set(flags):
+        return "sft"
+    return "hf"
+
+
+def read(
+    c: Collector, flags: dict[str, Flag], near: Path, trainer: str, *, strict: bool = False, vars=None, why: str = ""
+) -> None:
+    """The flags into the reading; `strict`: a name neither transformers nor TRL takes is an unplanned line (a
+    config file read by TRL's parser; a script's own flags are its business); `why`: where the trainer was told."""
+    f = flags.get
+    name = f("model_name_or_path") or f("model")
+    if name is not None and known(name.value):
+        models.read_model(c, str(one(name.value)), name.source, name.raw, near)
+    elif name is not None:
+        c.note(f"{name.source} (the model is not known from the script: pass --model)")
+    else:
+        c.note("no model_name_or_path in the configuration (pass --model)")
+    if trainer in ("dpo", "grpo"):
+        c.set("workload.kind", trainer, f"{why or near.name} (a {trainer.upper()} trainer)", "trainer")
+    for key, field in (("per_device_train_batch_size", "micro_batch"), ("gradient_accumulation_steps", "grad_accum")):
+        if f(key):
+            c.number(field, f(key).value, f(key).source, f(key).raw)
+    _checkpointing(c, flags, trainer)
+    _precision(c, flags)
+    _sequence(c, flags, trainer)
+    if trainer == "grpo":
+        grpoargs.read_grpo(c, flags)
+    loraargs.read_lora(c, flags)
+    _kernels(c, flags, trainer)
+    _sharding(c, flags, near, vars)
+    if strict:
+        for k in sorted(set(flags) - accepted("hf")):
+            c.note(f"{flags[k].source} (not a {HF} / {TRL} argument: the trainer refuses it)")
+    defaults(c, trainer)
+
+
+def _checkpointing(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
+    for key in ("activation_checkpointing", "gradient_checkpointing"):
+        if key in flags:
+            on = c.flag(flags[key].value, flags[key].source)
+            if on is not None:
+                c.set("checkpointing", "full" if on else "off", flags[key].source, flags[key].raw)
+            return
+    if "no_gradient_checkpointing" in flags:
+        c.set("checkpointing", "off", flags["no_gradient_checkpointing"].source, "--no_gradient_checkpointing")
+
+
+def _precision(c: Collector, flags: dict[str, Flag]) -> None:
+    for key in ("bf16", "fp16"):
+        if key in flags and c.flag(flags[key].value, flags[key].source):
+            c.fact("amp", key, flags[key].source, flags[key].raw)
+    if "bf16" in flags and "fp16" not in flags and as_bool(flags["bf16"].value) is False:
+        c.fact("amp", "fp32", flags["bf16"].source, flags["bf16"].raw)
+    for key in ("dtype", "torch_dtype"):
+        if key in flags and known(flags[key].value):
+            weights = dtype(flags[key].value, c)
+            if weights:
+                c.fact("weights", weights, flags[key].source, flags[key].raw)
+            return
+
+
+def dtype(value: object, c: Collector) -> str | None:
+    """bf16 / fp16 / fp32 of a torch dtype name (`bfloat16`, `torch.bfloat16`, `auto`: the checkpoint's own)."""
+    text = str(one(value)).lower().removeprefix("torch.")
+    if text == "auto" and c.model is not None:
+        text = str(c.model.config.get("torch_dtype") or c.model.config.get("dtype") or "")
+    return {
+        "bfloat16": "bf16",
+        "bf16": "bf16",
+        "float16": "fp16",
+        "fp16": "fp16",
+        "half": "fp16",
+        "float32": "fp32",
+        "fp32": "fp32",
+        "float": "fp32",
+    }.get(text)
+
+
+def _sequence(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
+    seq = next((flags[k] for k in SEQ_KEYS if k in flags), None)
+    prompt = flags.get("max_prompt_length")
+    if trainer == "dpo":
+        if seq:
+            c.number("workload.max_length", seq.value, seq.source, seq.raw, minimum=2)
+        if prompt:
+            c.number("workload.max_prompt_length", prompt.value, prompt.source, prompt.raw)
+        if "precompute_ref_log_probs" in flags and c.flag(
+            flags["precompute_ref_log_probs"].value, flags["precompute_ref_log_probs"].source
+        ):
+            c.set(
+                "workload.precompute_ref_log_probs",
+                True,
+                flags["precompute_ref_log_probs"].source,
+                "precompute_ref_log_probs",
+            )
+    elif trainer == "grpo":
+        if prompt:
+            c.number("workload.max_prompt_length", prompt.value, prompt.source, prompt.raw)
+    elif seq:
+        c.number("seq_len", seq.value, seq.source, seq.raw)
+    elif trainer == "hf":
+        c.note(
+            "no sequence length in the configuration (a Trainer's rows are as long as its data makes them: pass "
+            "--seq-len, or --data with --tokenizer)"
+        )
+
+
+def _kernels(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
+    attn = flags.get("attn_implementation")
+    if attn and known(attn.value):
+        mapped = vocab.attention(one(attn.value))
+        if mapped:
+            c.set("attention", mapped, attn.source, attn.raw)
+        else:
+            c.note(f"{attn.source} (this attention implementation is not planned yet; planned as sdpa)")
+    opt = flags.get("optim")
+    if opt and known(opt.value):
+        mapped = vocab.optimizer(one(opt.value))
+        if mapped:
+            c.set("optimizer", mapped, opt.source, opt.raw)
+        else:
+            c.note(f"{opt.source} (this optimizer is not planned yet; planned as AdamW)")
+    liger = flags.get("use_liger_kernel") or flags.get("use_liger")
+    if liger and c.flag(liger.value, liger.source):
+        if trainer in ("dpo", "grpo"):
+            c.note(f"{liger.source} (Liger kernels in TRL's {trainer.upper()} trainer are not planned yet)")
+        else:
+            c.set("loss", "fused", liger.source, liger.raw)
+    for key in ("packing", "padding_free"):
+        if key in flags and c.flag(flags[key].value, flags[key].source):
+            c.set("batching", "packed", flags[key].source, flags[key].raw)
+    if "torch_compile" in flags and as_bool(flags["torch_compile"].value):
+        c.note(f"{flags['torch_compile'].source} (torch.compile's memory effect is not planned yet)")
+    frozen = flags.get("freeze_vision_modules")
+    if frozen and as_bool(frozen.value):
+        c.fact("freeze_vision", True, frozen.source, frozen.raw)
+
+
+def _sharding(c: Collector, flags: dict[str, Flag], near: Path, vars) -> None:
+    fsdp = flags.get("fsdp")
+    if fsdp and known(fsdp.value) and str(one(fsdp.value)).strip() not in ("", "False", "false"):
+        cfg = flags["fsdp_config"].value if "fsdp_config" in flags else {}
+        accelerate.fsdp(
+            c,
+            cfg if isinstance(cfg, dict) else {},
+            fsdp.source,
+            fsdp.raw,
+            tokens=tuple(as_names(fsdp.value)),
+            version=(2, ""),
+        )
+    ds = flags.get("deepspeed")
+    if ds:
+        deepspeed.read(c, one(ds.value), ds.source, ds.raw, near, vars=vars)
+
+
+def defaults(c: Collector, trainer: str) -> None:
+    """The trainer's defaults, where the configuration leaves a field out."""
+    args = "transformers/training_args.py"
+    c.fill("micro_batch", 8, default(HF, f"{args}:777", "per_device_train_batch_size 8"), "per_device_train_batch_size")
+    c.fill("grad_accum", 1, default(HF, f"{args}:849", "gradient_accumulation_steps 1"), "gradient_accumulation_steps")
+    if trainer == "hf":
+        c.fill(
+            "checkpointing", "off", default(HF, f"{args}:926", "gradient_checkpointing False"), "gradient_checkpointing"
+        )
+        c.fact("amp", "fp32", default(HF, f"{args}:874-880", "bf16 False, fp16 False"), "bf16", weak=True)
+    else:
+        c.fill(
+            "checkpointing", "full", default(TRL, f"{BASE}:62", "gradient_checkpointing True"), "gradient_checkpointing"
+        )
+        c.fact("amp", "bf16", default(TRL, f"{BASE}:68,107-108", "bf16 (None: not fp16)"), "bf16", weak=True)
+        c.fact("weights", "fp32", default(TRL, "trl/trainer/model_config.py:89", "dtype float32"), "dtype", weak=True)
+    if trainer == "sft":
+        c.fill("seq_len", 1024, default(TRL, "trl/trainer/sft_config.py:202", "max_length 1024"), "max_length")
+        if not c.has("loss"):
+            c.note(
+                "trl 1.16's SFTTrainer computes log-probs with a fused chunked head, no full logits "
+                "(trl/trainer/sft_trainer.py:1142-1147): not yet a memplan term, planned with the standard loss"
+            )
+    if trainer == "dpo":
+        c.fill(
+            "workload.max_length", 1024, default(TRL, "trl/trainer/dpo_config.py:195", "max_length 1024"), "max_length"
+        )
+    c.fill("optimizer", "adamw-fused", default(HF, f"{args}:806-812", "optim adamw_torch_fused"), "optim")

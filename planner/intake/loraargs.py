@@ -1,0 +1,66 @@
+"""LoRA and 4-bit arguments as TRL's ModelConfig names them (use_peft, lora_r, lora_dropout, lora_target_modules,
+load_in_4bit, bnb_4bit_quant_type), from flags, YAML or a script's LoraConfig / BitsAndBytesConfig; and the LoRA target
+list every reader maps into memplan's (a regex, or no targets at all, are named as such).
+"""
+
+from __future__ import annotations
+
+from planner.intake import vocab
+from planner.intake.collect import TRL, Collector, as_bool, as_float, default, one
+from planner.intake.flags import Flag
+
+
+def read_lora(c: Collector, flags: dict[str, Flag]) -> None:
+    """TRL's ModelConfig: LoRA only with use_peft (trl/trainer/model_config.py:103), its rank, dropout, targets (PEFT's
+    default for the model's family where none are named) and a 4-bit base."""
+    peft = flags.get("use_peft")
+    if not (peft and c.flag(peft.value, peft.source)):
+        if "lora_r" in flags:
+            c.note(f"{flags['lora_r'].source} (without --use_peft TRL trains the full model: lora_r not read)")
+        return
+    r = flags.get("lora_r")
+    if r:
+        c.number("lora_rank", r.value, r.source, r.raw)
+    else:
+        c.set(
+            "lora_rank", 16, peft.source + "; " + default(TRL, "trl/trainer/model_config.py:107", "lora_r 16"), "lora_r"
+        )
+    drop = flags.get("lora_dropout")
+    value = as_float(drop.value) if drop else 0.05
+    c.set(
+        "lora_dropout",
+        value,
+        drop.source if drop else default(TRL, "trl/trainer/model_config.py:115", "lora_dropout 0.05"),
+        drop.raw if drop else "lora_dropout",
+    )
+    targets = flags.get("lora_target_modules")
+    if targets:
+        lora_targets(c, targets.value, targets.source, targets.raw)
+    else:
+        peft_targets(c, peft.source)
+    if "load_in_4bit" in flags and c.flag(flags["load_in_4bit"].value, flags["load_in_4bit"].source):
+        kind = str(one(flags["bnb_4bit_quant_type"].value)).lower() if "bnb_4bit_quant_type" in flags else "nf4"
+        c.set("quant", kind if kind in ("nf4", "fp4") else "nf4", flags["load_in_4bit"].source, "load_in_4bit")
+    if "load_in_8bit" in flags and as_bool(flags["load_in_8bit"].value):
+        c.note(f"{flags['load_in_8bit'].source} (an 8-bit base is not planned yet; planned in 16 bits)")
+
+
+def lora_targets(c: Collector, value: object, source: str, key: str) -> None:
+    mapped = vocab.lora_targets(value)
+    if mapped:
+        c.set("lora_targets", mapped, source, key)
+    else:
+        c.note(f"{source} (LoRA targets memplan cannot name, a pattern or over 512 characters; planned as all-linear)")
+
+
+def peft_targets(c: Collector, source: str) -> None:
+    """PEFT's own targets when a LoraConfig names none (peft/utils/constants.py:67), for the model's family."""
+    model_type = str((c.model.config if c.model is not None else {}).get("model_type", ""))
+    value, cite = vocab.peft_default_targets(model_type)
+    if value:
+        c.set("lora_targets", value, f"{source}; {cite}", "target_modules")
+    else:
+        c.note(
+            f"{source} without target_modules (PEFT's default for model_type {model_type or '?'} is not known to "
+            "memplan: planned as all-linear)"
+        )

@@ -1,0 +1,143 @@
+"""A Python training script read from its syntax tree, never run or imported: the literal keyword arguments of its
+TrainingArguments / SFTConfig / DPOConfig / GRPOConfig, LoraConfig and BitsAndBytesConfig calls, the model its
+`*.from_pretrained("...")` loads (with torch_dtype and attn_implementation), names bound to literals earlier in the
+file, and `torch.bfloat16`-style dtypes. They become transformers / TRL argument names for hfargs.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from planner.errors import BadInput
+from planner.intake import hfargs
+from planner.intake.collect import UNKNOWN, Collector, show
+from planner.intake.flags import Flag
+
+CONFIGS = {
+    "TrainingArguments": "hf",
+    "Seq2SeqTrainingArguments": "hf",
+    "SFTConfig": "sft",
+    "DPOConfig": "dpo",
+    "GRPOConfig": "grpo",
+}
+OTHER_CONFIGS = {"ORPOConfig", "KTOConfig", "CPOConfig", "RewardConfig", "PPOConfig", "RLOOConfig", "OnlineDPOConfig"}
+TRAINERS = {"SFTTrainer", "DPOTrainer", "GRPOTrainer", "Trainer"}
+LORA = {"r": "lora_r", "target_modules": "lora_target_modules", "lora_dropout": "lora_dropout"}
+BNB = {"load_in_4bit", "load_in_8bit", "bnb_4bit_quant_type"}
+MODEL_KWARGS = {"torch_dtype": "torch_dtype", "dtype": "dtype", "attn_implementation": "attn_implementation"}
+NOT_MODELS = ("Tokenizer", "Processor", "FeatureExtractor", "Config", "PeftModel", "GenerationConfig")
+
+
+def read(path: Path, text: str) -> Collector:
+    try:
+        tree = ast.parse(text, filename=str(path))
+    except (SyntaxError, ValueError) as e:
+        raise BadInput(
+            f"--config {path}: not Python that parses ({e.__class__.__name__} at line {getattr(e, 'lineno', '?')})",
+            "config",
+        ) from None
+    names = _literals(tree)
+    flags: dict[str, Flag] = {}
+    trainer, why = "hf", ""
+    notes = []
+    for call in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)):
+        name = _name(call.func)
+        if name in CONFIGS:
+            if CONFIGS[name] != "hf" or trainer == "hf":
+                trainer, why = CONFIGS[name], f"{path.name}:{call.lineno} {name}(...)"
+            flags |= _kwargs(call, names, path, name)
+        elif name in OTHER_CONFIGS:
+            notes.append(f"{path.name}:{call.lineno} {name}(...) (this trainer is not planned yet; planned as SFT)")
+            flags |= _kwargs(call, names, path, name)
+        elif name == "LoraConfig":
+            lora = _kwargs(call, names, path, name, rename=LORA)
+            flags |= {k: v for k, v in lora.items() if k in LORA.values()}
+            flags["use_peft"] = Flag("use_peft", True, f"{path.name}:{call.lineno} LoraConfig(...)", "LoraConfig")
+        elif name == "BitsAndBytesConfig":
+            flags |= {k: v for k, v in _kwargs(call, names, path, name).items() if k in BNB}
+        elif name == "from_pretrained" and _is_model(call.func):
+            flags |= _model(call, names, path)
+        elif name in TRAINERS and "model" not in flags and "model_name_or_path" not in flags:
+            flags |= {
+                k: v for k, v in _kwargs(call, names, path, name).items() if k == "model" and isinstance(v.value, str)
+            }
+        elif name in ("HfArgumentParser", "TrlParser"):
+            notes.append(
+                f"{path.name}:{call.lineno} {name}(...) (its arguments come from the command line: read the "
+                "launch script that runs it)"
+            )
+    c = Collector("trl" if trainer != "hf" else "hf")
+    c.fact("framework", c.framework, why or f"{path.name}: a transformers Trainer script", "script")
+    c.add_file(path.resolve())
+    hfargs.read(c, flags, path, trainer, why=why)
+    for line in notes:
+        c.note(line)
+    return c
+
+
+def _name(func: ast.AST) -> str:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _is_model(func: ast.AST) -> bool:
+    """`X.from_pretrained` where X is a model class (not a tokenizer, processor or config)."""
+    owner = func.value if isinstance(func, ast.Attribute) else None
+    text = _name(owner) if owner is not None else ""
+    return bool(text) and not any(t in text for t in NOT_MODELS)
+
+
+def _literals(tree: ast.AST) -> dict[str, object]:
+    """Names bound to a literal (the last binding in the file wins)."""
+    out = {}
+    for node in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = _value(node.value, out)
+            if value is not UNKNOWN:
+                out[node.targets[0].id] = value
+    return out
+
+
+def _value(node: ast.AST, names: dict[str, object]) -> object:
+    """A literal's value, a bound name's, `torch.bfloat16` as "bfloat16"; UNKNOWN for anything computed."""
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        pass
+    if isinstance(node, ast.Name):
+        return names.get(node.id, UNKNOWN)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
+        return node.attr
+    if isinstance(node, (ast.List, ast.Tuple)):
+        items = [_value(e, names) for e in node.elts]
+        return UNKNOWN if any(i is UNKNOWN for i in items) else items
+    return UNKNOWN
+
+
+def _kwargs(call: ast.Call, names: dict, path: Path, func: str, rename: dict | None = None) -> dict[str, Flag]:
+    out = {}
+    for kw in call.keywords:
+        if kw.arg is None:
+            continue
+        value = _value(kw.value, names)
+        key = (rename or {}).get(kw.arg, kw.arg)
+        shown = show(value) if value is not UNKNOWN else ast.unparse(kw.value)
+        out[key] = Flag(key, value, f"{path.name}:{kw.value.lineno} {func}({kw.arg}={shown})", kw.arg)
+    return out
+
+
+def _model(call: ast.Call, names: dict, path: Path) -> dict[str, Flag]:
+    out = {}
+    if call.args:
+        value = _value(call.args[0], names)
+        shown = show(value) if value is not UNKNOWN else ast.unparse(call.args[0])
+        out["model_name_or_path"] = Flag(
+            "model_name_or_path",
+            value,
+            f"{path.name}:{call.lineno} {ast.unparse(call.func)}({shown!r})",
+            "from_pretrained",
+        )
+    for k, v in _kwargs(call, names, path, ast.unparse(call.func)).items():
+        if k in MODEL_KWARGS:
+            out[MODEL_KWARGS[k]] = v
+    return out

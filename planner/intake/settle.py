@@ -1,0 +1,85 @@
+"""The fields a reading settles last, once every file is read: the precision (the trainer's mixed precision, the dtype
+the weights load in, and whether DeepSpeed or FSDP keeps fp32 master weights) and the modules a VLM's full fine-tune
+keeps frozen (only for a model known to have a vision tower, and never beside LoRA); FSDP's own activation
+checkpointing, which wraps the layers whatever the trainer's flag says; the framework, as memplan's adapter for it
+(planner.frameworks) allows.
+"""
+
+from __future__ import annotations
+
+from planner.config.knobfields import KnobFields
+from planner.frameworks import FRAMEWORKS
+from planner.intake import models
+from planner.intake.collect import Collector, assumption
+
+
+def finish(c: Collector) -> None:
+    """The settled fields, then the framework (last: it checks what the others say it runs)."""
+    _precision(c)
+    _frozen(c)
+    if "fsdp_checkpointing" in c.facts and c.get("fsdp", "off") != "off":
+        c.set("checkpointing", *c.facts["fsdp_checkpointing"])
+    _unplannable(c)
+    _framework(c)
+
+
+def _framework(c: Collector) -> None:
+    """The framework the configuration is for; where memplan's adapter for it (planner.frameworks) does not run a
+    value the configuration sets, the value is kept (the memory is the configuration's) and the plan is the bundled
+    trainer's, which runs every knob."""
+    _, source, key = c.facts.get("framework", (c.framework, f"read as a {c.framework} configuration", "config"))
+    request = c.reading().request
+    knobs = {k: f.get_default(call_default_factory=True) for k, f in KnobFields.model_fields.items()}
+    refused = FRAMEWORKS[c.framework].cannot({**knobs, **{k: v for k, v in request.items() if k in knobs}})
+    if refused is None:
+        c.set("framework", c.framework, source, key)
+        return
+    c.note(f"{refused[1]} (memplan's {c.framework} adapter; planned as the bundled trainer runs it)")
+    c.set("framework", "memplan", assumption(f"{source}; {refused[0]} is a value its adapter does not run"), key)
+
+
+def _unplannable(c: Collector) -> None:
+    """Combinations a configuration runs and memplan cannot plan yet: the part it cannot plan becomes an unplanned line
+    and the plan goes on without it (planner/config/workload.py check_rl_knobs, planner/config/spec.py)."""
+    kind = c.get("workload.kind", "sft")
+    if kind != "sft":
+        for field, allowed in (("checkpointing", ("off", "full")), ("loss", ("standard",)), ("batching", ("padded",))):
+            s = c.setting(field)
+            if s is not None and s.value not in allowed:
+                c.note(f"{s.source} ({field} {s.value} in {kind.upper()} is not planned yet; planned as {allowed[-1]})")
+                c.set(field, allowed[-1], f"{s.source} (planned as {allowed[-1]})", s.key)
+    quant = c.setting("quant")
+    if quant is not None and (c.get("zero_stage", 0) == 3 or c.get("fsdp", "off") != "off"):
+        c.note(f"{quant.source} (a 4-bit base sharded by ZeRO-3 or FSDP is not planned yet; planned in 16 bits)")
+        c.drop("quant")
+
+
+def _precision(c: Collector) -> None:
+    """bf16 AMP over fp32 weights is memplan's bf16; bf16 weights trained without DeepSpeed or FSDP (no fp32 master
+    copy) are bf16-pure; no AMP over fp32 weights is fp32."""
+    if c.explicit("precision") or "amp" not in c.facts:
+        return
+    amp, amp_src, amp_key = c.facts["amp"]
+    weights, w_src, w_key = c.facts.get("weights", (None, "", ""))
+    sharded = c.get("zero_stage", 0) != 0 or c.get("fsdp", "off") != "off"
+    lora = bool(c.get("lora_rank", 0))
+    if amp == "fp16":
+        c.set("precision", "fp16", amp_src, amp_key)
+    elif weights == "bf16" and not sharded and (amp == "fp32" or not lora):
+        both = amp_src if w_src in amp_src else w_src if amp_src in w_src else f"{amp_src}; {w_src}"
+        c.set("precision", "bf16-pure", f"{both} (bf16 weights without DeepSpeed or FSDP: no fp32 master copy)", w_key)
+    elif amp == "bf16":
+        c.set("precision", "bf16", amp_src, amp_key)
+    elif weights == "fp16":
+        c.set("precision", "fp16", w_src, w_key)
+        c.note(f"{w_src} (fp16 weights without mixed precision are not planned; planned as fp16 mixed precision)")
+    else:
+        c.set("precision", "fp32", amp_src, amp_key)
+
+
+def _frozen(c: Collector) -> None:
+    if "frozen" not in c.facts or c.get("lora_rank", 0):
+        return
+    value, source, key = c.facts["frozen"]
+    if c.model is not None and models.has_vision(c.model.config) and value != "none":
+        c.set("frozen", value, source, key)

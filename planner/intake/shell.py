@@ -1,0 +1,215 @@
+"""Shell scripts read as bash would run them, without running anything: the commands (shellsplit splits them)
+walked in order so that `VAR=value` lines, `export`, `source` and `cd` shape the words of the commands after them
+(shellvars expands them).
+Control structures are read flat (both branches of an `if`, a loop's body once); function bodies are skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from planner.intake.collect import UNKNOWN
+from planner.intake.shellsplit import split_commands
+from planner.intake.shellvars import Vars, assignment, expand, expand_one, find_file
+
+MAX_SOURCE_DEPTH = 8
+KEYWORDS = {
+    "if",
+    "then",
+    "else",
+    "elif",
+    "do",
+    "while",
+    "until",
+    "!",
+    "time",
+    "{",
+    "}",
+    "fi",
+    "done",
+    "esac",
+    "(",
+    ")",
+    "exec",
+    "nohup",
+    "command",
+}
+IGNORED = {
+    "echo",
+    "printf",
+    "mkdir",
+    "rm",
+    "cp",
+    "mv",
+    "set",
+    "shift",
+    "exit",
+    "return",
+    "[",
+    "[[",
+    "test",
+    "sleep",
+    "wait",
+    "trap",
+    "ulimit",
+    "conda",
+    "pip",
+    "pip3",
+    "cat",
+    "ls",
+    "touch",
+    "chmod",
+    "true",
+    "false",
+    ":",
+}
+
+
+@dataclass
+class Word:
+    text: str  # expanded; UNKNOWN marks a part the script does not give
+    line: int
+    raw: str  # as written
+
+
+@dataclass
+class Command:
+    words: list[Word]
+    env: dict[str, str]  # its environment: the exported variables and its own VAR=value prefixes
+    prefix: dict[str, str]  # the prefixes alone
+    line: int
+    path: Path
+    vars: Vars  # the shell's state when it runs (to read a string it hands to `ssh` or `bash -c`)
+
+    @property
+    def argv(self) -> list[str]:
+        return [w.text for w in self.words]
+
+
+@dataclass
+class Script:
+    path: Path
+    commands: list[Command] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+# -- walking ------------------------------------------------------------------------------------------------------
+def read_script(path: Path, text: str | None = None, vars: Vars | None = None) -> Script:
+    """Every command of a script, its words expanded with the variables set before it."""
+    path = path.resolve()
+    script = Script(path)
+    state = vars or Vars(script=path)
+    _Walker(script, state).walk(
+        split_commands(path.read_text(encoding="utf-8", errors="replace") if text is None else text), path, 0
+    )
+    return script
+
+
+def read_text(text: str, path: Path, vars: Vars, depth: int = 0) -> Script:
+    """A command string a script hands to ssh, `bash -c` or a container, read as a script run with `vars`."""
+    script = Script(path)
+    _Walker(script, vars).walk(split_commands(text), path, depth)
+    return script
+
+
+class _Walker:
+    def __init__(self, script: Script, vars: Vars) -> None:
+        self.script, self.vars = script, vars
+
+    def walk(self, raws: list[list[tuple[str, int]]], path: Path, depth: int) -> None:
+        skip, awaiting = 0, False
+        for raw in raws:
+            words = [w for w, _ in raw]
+            if skip or awaiting:
+                awaiting = awaiting and "{" not in words
+                skip += words.count("{") - words.count("}")
+                skip = 0 if skip <= 0 and not awaiting else skip
+                continue
+            if _function(words):
+                skip, awaiting = words.count("{") - words.count("}"), "{" not in words
+                continue
+            while raw and raw[0][0] in KEYWORDS:
+                raw = raw[1:]
+            if raw and raw[0][0] in ("for", "select", "case"):
+                if len(raw) > 1:
+                    self.vars.values[raw[1][0]] = UNKNOWN
+                continue
+            if raw:
+                self._command(raw, path, depth)
+
+    def _command(self, raw: list[tuple[str, int]], path: Path, depth: int) -> None:
+        prefix: dict[str, str] = {}
+        while raw and (a := assignment(raw[0][0], self.vars)) is not None:
+            prefix[a[0]] = a[1]
+            raw = raw[1:]
+        if not raw:
+            self.vars.values.update(prefix)
+            return
+        head = expand_one(raw[0][0], self.vars)
+        if head in ("export", "declare", "typeset", "local", "readonly"):
+            return self._declare(head, [w for w, _ in raw[1:]])
+        if head == "unset":
+            for w, _ in raw[1:]:
+                self.vars.values.pop(w, None)
+            return None
+        if head in ("source", "."):
+            return self._source(raw[1:], path, depth)
+        if head == "cd":
+            return self._cd(raw[1:])
+        if head in IGNORED:
+            return None
+        words = [Word(t, line, w) for w, line in raw for t in expand(w, self.vars)]
+        env = {k: v for k, v in self.vars.values.items() if k in self.vars.exported} | prefix
+        self.script.commands.append(Command(words, env, prefix, raw[0][1], path, self.vars.copy()))
+        return None
+
+    def _declare(self, head: str, args: list[str]) -> None:
+        export = head == "export" or "-x" in args
+        for arg in args:
+            if arg.startswith("-"):
+                continue
+            a = assignment(arg, self.vars)
+            name = a[0] if a else arg
+            if a:
+                self.vars.values[name] = a[1]
+            if export:
+                self.vars.exported.add(name)
+
+    def _source(self, raw: list[tuple[str, int]], path: Path, depth: int) -> None:
+        if not raw:
+            return
+        ref = expand_one(raw[0][0], self.vars)
+        found = find_file(ref, self.vars, path)
+        try:
+            text = found.read_text(encoding="utf-8", errors="replace") if found is not None else None
+        except OSError:
+            text = None
+        if text is None or depth >= MAX_SOURCE_DEPTH:
+            self.script.notes.append(
+                f"{path.name}:{raw[0][1]} source {ref.replace(UNKNOWN, '?')}: file not found (what it sets is not read)"
+            )
+            return
+        self.script.files.append(found)
+        saved = self.vars.positional
+        self.vars.positional = [expand_one(w, self.vars) for w, _ in raw[1:]] or saved
+        self.walk(split_commands(text), found, depth + 1)
+        self.vars.positional = saved
+
+    def _cd(self, raw: list[tuple[str, int]]) -> None:
+        target = expand_one(raw[0][0], self.vars) if raw else ""
+        if not target or UNKNOWN in target or target == "-":
+            self.vars.cwd = None
+        elif Path(target).is_absolute():
+            self.vars.cwd = Path(target)
+        else:
+            self.vars.cwd = self.vars.cwd / target if self.vars.cwd else None
+
+
+def _function(words: list[str]) -> bool:
+    """`name() {`, `function name {`, `function name() {`."""
+    if words[:1] == ["function"]:
+        return True
+    return len(words) >= 3 and words[1:3] == ["(", ")"] and re.fullmatch(r"[\w.:-]+", words[0]) is not None

@@ -1,0 +1,177 @@
+"""Shell text split into commands and words as bash splits it, without running anything: quotes, `\\`
+continuations, comments, here-documents (skipped), redirections (dropped), `;` `&&` `|` `&` between commands, and the
+brackets of `$( )`, `${ }` and `"..."` matched across lines. shellvars expands the words; shell walks the commands.
+"""
+
+from __future__ import annotations
+
+import re
+
+
+# -- matching brackets ------------------------------------------------------------------
+def paren_end(s: str, i: int) -> int:
+    """Index after the `)` that closes the `(` at i, skipping quotes and nested substitutions."""
+    depth, j = 0, i
+    while j < len(s):
+        c = s[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "'":
+            end = s.find("'", j + 1)
+            j = len(s) if end < 0 else end + 1
+            continue
+        if c == '"':
+            j = dq_end(s, j)
+            continue
+        depth += (c == "(") - (c == ")")
+        j += 1
+        if depth == 0:
+            return j
+    return len(s)
+
+
+def dq_end(s: str, i: int) -> int:
+    """Index after the `"` that closes the one at i."""
+    j = i + 1
+    while j < len(s):
+        if s[j] == "\\":
+            j += 2
+        elif s[j] == '"':
+            return j + 1
+        elif s.startswith("$(", j):
+            j = paren_end(s, j + 1)
+        elif s.startswith("${", j):
+            j = brace_end(s, j + 1)
+        else:
+            j += 1
+    return len(s)
+
+
+def brace_end(s: str, i: int) -> int:
+    depth, j = 0, i
+    while j < len(s):
+        c = s[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c in "'\"":
+            j = dq_end(s, j) if c == '"' else (s.find("'", j + 1) + 1 or len(s))
+            continue
+        depth += (c == "{") - (c == "}")
+        j += 1
+        if depth == 0:
+            return j
+    return len(s)
+
+
+# -- splitting ----------------------------------------------------------------------------------------------------
+class _Lexer:
+    """Raw commands: lists of (word as written, line)."""
+
+    def __init__(self, text: str) -> None:
+        self.s, self.i, self.line = text, 0, 1
+        self.commands: list[list[tuple[str, int]]] = []
+        self.words: list[tuple[str, int]] = []
+        self.cur: str | None = None
+        self.cur_line = 1
+        self.heredocs: list[tuple[str, bool]] = []
+        self.drop_next = False
+
+    def run(self) -> list[list[tuple[str, int]]]:
+        s = self.s
+        while self.i < len(s):
+            ch = s[self.i]
+            if ch == "\\" and s.startswith("\n", self.i + 1):
+                self.i, self.line = self.i + 2, self.line + 1
+            elif ch in " \t\r":
+                self._end_word()
+                self.i += 1
+            elif ch == "\n":
+                self._end_command()
+                self.i, self.line = self.i + 1, self.line + 1
+                self._skip_heredocs()
+            elif ch == "#" and self.cur is None:
+                end = s.find("\n", self.i)
+                self.i = len(s) if end < 0 else end
+            elif ch in "<>" or s.startswith("&>", self.i):
+                self._redirect()
+            elif ch in ";&|":
+                self._end_command()
+                self.i += 2 if s[self.i : self.i + 2] in ("&&", "||", ";;", "|&") else 1
+            elif ch in "()" and not (ch == "(" and self.cur is not None and self.cur.endswith("=")):
+                self._end_word()
+                self.words.append((ch, self.line))
+                self.i += 1
+            else:
+                self._part()
+        self._end_command()
+        return self.commands
+
+    def _take(self, end: int) -> None:
+        chunk = self.s[self.i : end]
+        if self.cur is None:
+            self.cur, self.cur_line = "", self.line
+        self.cur += chunk
+        self.line += chunk.count("\n")
+        self.i = end
+
+    def _part(self) -> None:
+        s, i = self.s, self.i
+        if s[i] == "'":
+            end = s.find("'", i + 1)
+            self._take(len(s) if end < 0 else end + 1)
+        elif s[i] == '"':
+            self._take(dq_end(s, i))
+        elif s.startswith("$(", i) or (s[i] == "(" and self.cur is not None):
+            self._take(paren_end(s, i + 1 if s[i] == "$" else i))
+        elif s.startswith("${", i):
+            self._take(brace_end(s, i + 1))
+        elif s[i] == "`":
+            end = s.find("`", i + 1)
+            self._take(len(s) if end < 0 else end + 1)
+        else:
+            self._take(min(i + 2, len(s)) if s[i] == "\\" else i + 1)
+
+    def _redirect(self) -> None:
+        if self.cur is not None and self.cur.isdigit():
+            self.cur = None  # `2>&1`: the 2 is the descriptor, not a word
+        self._end_word()
+        m = re.compile(r"&?[<>]+-?&?[0-9-]?").match(self.s, self.i)
+        op = m.group(0)
+        self.i = m.end()
+        if op.startswith("<<") and not op.startswith("<<<"):
+            m = re.compile(r"[ \t]*(['\"]?)([A-Za-z_0-9]+)\1").match(self.s, self.i)
+            if m:
+                self.heredocs.append((m.group(2), op.endswith("-")))
+                self.i = m.end()
+        elif not re.search(r"&[0-9-]$", op):
+            self.drop_next = True  # the redirection's target is no argument
+
+    def _skip_heredocs(self) -> None:
+        for delim, strip in self.heredocs:
+            while self.i < len(self.s):
+                end = self.s.find("\n", self.i)
+                end = len(self.s) if end < 0 else end
+                text = self.s[self.i : end]
+                self.i, self.line = end + 1, self.line + 1
+                if (text.strip() if strip else text.rstrip("\r")) == delim:
+                    break
+        self.heredocs = []
+
+    def _end_word(self) -> None:
+        if self.cur is not None:
+            if not self.drop_next:
+                self.words.append((self.cur, self.cur_line))
+            self.drop_next = False
+        self.cur = None
+
+    def _end_command(self) -> None:
+        self._end_word()
+        if self.words:
+            self.commands.append(self.words)
+        self.words = []
+
+
+def split_commands(text: str) -> list[list[tuple[str, int]]]:
+    return _Lexer(text).run()

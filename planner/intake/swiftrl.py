@@ -1,0 +1,79 @@
+"""ms-swift 4.6.0's `swift rlhf`: which trainer `--rlhf_type` picks (DPO and GRPO planned; ORPO, SimPO and CPO as DPO
+without a reference model), the GRPO inputs with swift's defaults (beta 0.04, vLLM at 0.9 of the GPU when colocated),
+and the generation settings memplan cannot plan yet. Also the default lookup both swift modules share.
+"""
+
+from __future__ import annotations
+
+from planner.intake.collect import SWIFT, Collector, as_bool, as_float, as_int, default, one
+from planner.intake.flags import Flag
+
+S = "swift/arguments/"
+RLHF_AS = {"dpo": "dpo", "grpo": "grpo", "orpo": "dpo", "simpo": "dpo", "cpo": "dpo"}
+
+
+def get(f: dict[str, Flag], key: str, fallback: object, cite: str) -> tuple[object, str]:
+    if key in f:
+        return one(f[key].value), f[key].source
+    return fallback, default(SWIFT, cite, f"{key} {fallback}")
+
+
+def read_kind(c: Collector, f: dict[str, Flag], sub: str) -> str:
+    if sub != "rlhf":
+        return "sft"
+    rlhf, src = get(f, "rlhf_type", "dpo", f"{S}rlhf_args.py:233")
+    kind = RLHF_AS.get(str(rlhf))
+    if kind is None:
+        c.note(f"{src} ({rlhf} is not planned yet; planned as SFT)")
+        return "sft"
+    c.set("workload.kind", kind, src, "--rlhf_type")
+    if rlhf != kind:
+        c.set("workload.precompute_ref_log_probs", True, f"{src} ({rlhf}: no reference model)", "--rlhf_type")
+    return kind
+
+
+def read_grpo(c: Collector, f: dict[str, Flag]) -> None:
+    """GRPO's inputs: generations, completion length, iterations, beta, vLLM."""
+    for key, fallback, cite, lo in (
+        ("num_generations", 8, f"{S}rlhf_args.py:164", 2),
+        ("max_completion_length", 512, f"{S}rlhf_args.py:242", 1),
+    ):
+        v, s = get(f, key, fallback, cite)
+        c.number(f"workload.{key}", v, s, f"--{key}", minimum=lo)
+    if "num_iterations" in f:
+        c.number("workload.num_iterations", f["num_iterations"].value, f["num_iterations"].source, "--num_iterations")
+    beta, bsrc = get(f, "beta", 0.04, f"{S}rlhf_args.py:356-357")
+    if as_float(beta) is not None:
+        c.set("workload.beta", as_float(beta), bsrc, "--beta")
+    _vllm(c, f)
+
+
+def _vllm(c: Collector, f: dict[str, Flag]) -> None:
+    if not ("use_vllm" in f and as_bool(f["use_vllm"].value)):
+        return
+    mode = str(one(f["vllm_mode"].value)) if "vllm_mode" in f else ""
+    if mode not in ("colocate", "server"):
+        c.note(f"{f['use_vllm'].source} (use_vllm without vllm_mode: ms-swift requires one; planned as colocate)")
+        mode = "colocate"
+    c.set(
+        "workload.generation",
+        f"vllm-{mode}",
+        f["vllm_mode"].source if "vllm_mode" in f else f["use_vllm"].source,
+        "--vllm_mode",
+    )
+    if mode == "colocate":
+        util, src = get(f, "vllm_gpu_memory_utilization", 0.9, "swift/rlhf_trainers/args_mixin.py:37")
+        c.set("workload.vllm_gpu_memory_utilization", as_float(util) or 0.9, src, "--vllm_gpu_memory_utilization")
+    for key, why in (
+        ("vllm_tensor_parallel_size", "vLLM tensor parallelism"),
+        ("sleep_level", "vLLM's sleep mode"),
+        ("offload_model", "offloading the model during generation"),
+        ("offload_optimizer", "offloading the optimizer during generation"),
+    ):
+        value = one(f[key].value) if key in f else None
+        if key == "vllm_tensor_parallel_size":
+            on = (as_int(value) or 1) > 1
+        else:
+            on = (as_int(value) or 0) > 0 if key == "sleep_level" else bool(as_bool(value))
+        if on:
+            c.note(f"{f[key].source} ({why} is not planned yet)")

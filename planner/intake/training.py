@@ -1,0 +1,257 @@
+"""One training command into a reading: the processes a node and the nodes its launcher starts (torchrun, deepspeed,
+accelerate launch and its config, a bare python), then its script's flags or config file through the framework's
+reader (swift, LLaMA-Factory, axolotl, TRL, or transformers' TrainingArguments names).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from planner.errors import BadInput
+from planner.intake import accelerate, axolotl, configs, hfargs, launch, llamafactory, swift
+from planner.intake.collect import UNKNOWN, Collector, as_int, count_devices, default, known, parse_yaml, section, show
+from planner.intake.flags import Flag, from_mapping
+from planner.intake.flags import parse as parse_flags
+from planner.intake.shell import read_script
+from planner.intake.shellvars import find_file
+
+TORCH = "torch 2.13"
+VLM_R1 = ("open-r1-multimodal", "grpo_jsonl.py", "VLM-R1")
+TRL_TRAINERS = {"sft": "sft", "dpo": "dpo", "grpo": "grpo"}
+ACCELERATE_OPTS = (
+    "accelerate_config",
+    "config_file",
+    "num_processes",
+    "num_machines",
+    "mixed_precision",
+    "gpu_ids",
+    "multi_gpu",
+    "use_deepspeed",
+    "use_fsdp",
+    "zero_stage",
+    "offload_optimizer_device",
+    "offload_param_device",
+    "deepspeed_config_file",
+)
+LAUNCHERS = (
+    "torchrun, python -m torch.distributed.run, deepspeed, accelerate launch, python X.py, llamafactory-cli "
+    "train, swift sft / rlhf, trl, axolotl train"
+)
+
+
+def read_script_file(path: Path, text: str) -> Collector:
+    """A launch script's first training command (others are unplanned lines), with the files it sources."""
+    script = read_script(path, text)
+    found = launch.runs(script)
+    if not found:
+        raise BadInput(f"--config {path}: no training command found (accepted: {LAUNCHERS})", "config")
+    c = read_run(found[0])
+    c.files.insert(0, str(path.resolve()))
+    for f in script.files:
+        c.add_file(f)
+    for line in script.notes:
+        c.note(line)
+    seen = {tuple(w.text for w in found[0].command.words)}
+    for other in found[1:]:
+        if tuple(w.text for w in other.command.words) not in seen:
+            seen.add(tuple(w.text for w in other.command.words))
+            c.note(
+                f"{other.where} another training command ({other.tool} {show(other.target)}; only the first, "
+                f"{found[0].where}, is read)"
+            )
+    return c
+
+
+def read_run(run: launch.Run) -> Collector:
+    flags, lead = parse_flags(run.args, run.command.path)
+    if run.tool == "trl":  # the TRL CLI hands these to `accelerate launch` (trl/cli/accelerate_config.py:19-47)
+        run.opts |= {k: flags.pop(k) for k in ACCELERATE_OPTS if k in flags}
+    cfg_path = _config_arg(run, lead, flags)
+    data = configs.load(cfg_path) if cfg_path else None
+    fmt = configs.kind(data) if data is not None else None
+    if cfg_path is not None and fmt in (None, "model", "lf-v1"):
+        configs.refuse(fmt, cfg_path)
+    swift_sub = run.target if run.tool == "swift" else _swift_script(run.target)
+    trainer = "hf" if swift_sub else _trainer(run, flags, data)
+    framework = (
+        "swift" if swift_sub else configs.framework(fmt, trainer) if fmt else ("trl" if trainer != "hf" else "hf")
+    )
+    c = Collector(framework)
+    c.fact("framework", framework, f"{run.where} {run.tool} {show(run.target)}", run.tool)
+    if run.tool in ("llamafactory-cli", "lmf"):
+        llamafactory.read_launcher(c, run.command.env, run.where)
+    elif run.tool != "swift":
+        _world(c, run)
+    for w in lead:
+        if not known(w.text):
+            c.note(
+                f"{run.command.path.name}:{w.line} {show(w.raw)} (arguments the script computes when it runs, an "
+                "array or a command's output, are not read)"
+            )
+    _framework(c, run, flags, lead, swift_sub, trainer, fmt, data, cfg_path)
+    return c
+
+
+def _framework(
+    c: Collector,
+    run: launch.Run,
+    flags: dict[str, Flag],
+    lead: list,
+    swift_sub: str | None,
+    trainer: str,
+    fmt: str | None,
+    data: dict | None,
+    cfg_path: Path | None,
+) -> None:
+    env, near, vars = run.command.env, run.command.path, run.command.vars
+    if swift_sub:
+        mapping = from_mapping(data, cfg_path) if data else {}
+        env = env | {str(k): str(v) for k, v in section(data, "ENV").items() if k not in env}
+        swift.read(c, mapping | flags, env, swift_sub, run.where, near, vars, launcher=run.tool == "swift")
+    elif fmt == "llamafactory":
+        llamafactory.read(c, data, cfg_path, flags | _overrides(lead[1:], run.command.path), vars)
+    elif fmt == "axolotl":
+        axolotl.read(c, data, cfg_path, vars)
+    elif fmt is not None:
+        configs.read(c, fmt, data, cfg_path, overrides=flags, trainer=trainer, vars=vars)
+    else:
+        hfargs.read(
+            c, flags, near, trainer, strict=run.tool == "trl", vars=vars, why=f"{run.where} {run.tool} {run.target}"
+        )
+    if trainer == "grpo" and any(m in f"{vars.cwd or ''}/{run.target}" for m in VLM_R1):
+        c.set(
+            "workload.logprobs",
+            "full",
+            f"{run.where} {run.target} (VLM-R1's trainer computes each row's log-probs from the whole logits)",
+            "trainer",
+        )
+
+
+def _config_arg(run: launch.Run, lead: list, flags: dict[str, Flag]) -> Path | None:
+    """The config file a command runs with: its first argument (`train.py x.yaml`), or `--config x.yaml`."""
+    ref = flags.pop("config").value if "config" in flags and run.tool == "trl" else (lead[0].text if lead else None)
+    if not ref or not known(ref) or not re.search(r"\.(ya?ml|json)$", str(ref)):
+        return None
+    found = find_file(str(ref), run.command.vars, run.command.path)
+    if found is None:
+        raise BadInput(
+            f"--config {run.command.path}: line {run.command.line} names {ref}, which is not found next to "
+            "the script or in the folders above it: pass it too, or run from its folder",
+            "config",
+        )
+    return found
+
+
+def _swift_script(target: str) -> str | None:
+    m = re.search(r"swift/cli/(sft|pt|rlhf)\.py$", target)
+    return m.group(1) if m else None
+
+
+def _trainer(run: launch.Run, flags: dict[str, Flag], data: dict | None) -> str:
+    if run.tool == "trl":
+        return TRL_TRAINERS.get(run.target, "sft")
+    hint = f"{run.target} {run.tool}"
+    return configs.trainer_of(data, hint) if data is not None else hfargs.trainer_of(flags, hint)
+
+
+def _overrides(words: list, path: Path) -> dict[str, Flag]:
+    """llamafactory-cli's `key=value` overrides (OmegaConf.from_cli, src/llamafactory/hparams/parser.py:85-99)."""
+    out = {}
+    for w in words:
+        key, eq, value = w.text.partition("=")
+        if eq and re.fullmatch(r"[A-Za-z_][\w.]*", key):
+            try:
+                parsed = parse_yaml(value) if known(value) else value
+            except ValueError:
+                parsed = value
+            out[key] = Flag(key, parsed, f"{path.name}:{w.line} {w.text.replace(UNKNOWN, '?')}", key)
+    return out
+
+
+def _world(c: Collector, run: launch.Run) -> None:
+    env, o, where = run.command.env, run.opts, run.where
+    visible = count_devices(env.get("CUDA_VISIBLE_DEVICES", ""))
+    if run.tool == "torchrun":
+        n = o.get("nproc_per_node")
+        if n is None:
+            c.set(
+                "gpus_per_node",
+                1,
+                default(TORCH, "torch/distributed/run.py:437", "--nproc_per_node 1"),
+                "--nproc_per_node",
+            )
+        elif show(n.value) in ("gpu", "auto", "cuda"):
+            _visible(c, visible, f"{n.source} (one process a visible GPU)", n.raw)
+        else:
+            c.number("gpus_per_node", n.value, n.source, n.raw)
+        if "nnodes" in o:
+            _nodes(c, o["nnodes"])
+    elif run.tool == "deepspeed":
+        _deepspeed(c, o, visible, where)
+    elif run.tool in ("accelerate", "trl", "axolotl"):  # the TRL and axolotl CLIs run `accelerate launch`
+        _accelerate(c, run)
+    elif run.tool == "python":
+        c.set("gpus_per_node", 1, f"{where} {run.tool} {show(run.target)} (one process)", run.tool)
+        if visible and visible > 1:
+            c.note(
+                f"{where} CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} with one process (HF Trainer's "
+                "torch DataParallel over the visible GPUs is not planned; planned on one GPU)"
+            )
+
+
+def _visible(c: Collector, visible: int | None, source: str, key: str) -> None:
+    if visible:
+        c.set("gpus_per_node", visible, source, key)
+    else:
+        c.note(f"{source} (the number of GPUs is the training host's: pass --gpus-per-node)")
+
+
+def _nodes(c: Collector, flag: Flag) -> None:
+    text = str(flag.value)
+    low = text.split(":")[0]
+    if ":" in text and as_int(low):
+        c.note(f"{flag.source} (elastic nodes: planned at the fewest, {low})")
+    c.number("nodes", low, flag.source, flag.raw)
+
+
+def _deepspeed(c: Collector, o: dict[str, Flag], visible: int | None, where: str) -> None:
+    include = str(o["include"].value) if "include" in o else ""
+    if "num_gpus" in o:
+        c.number("gpus_per_node", o["num_gpus"].value, o["num_gpus"].source, "--num_gpus")
+    elif include and known(include):
+        hosts = include.split("@")
+        c.set(
+            "gpus_per_node", max(len(h.split(":", 1)[-1].split(",")) for h in hosts), o["include"].source, "--include"
+        )
+        if len(hosts) > 1:
+            c.set("nodes", len(hosts), o["include"].source, "--include")
+    else:
+        _visible(c, visible, f"{where} deepspeed (every visible GPU)", "deepspeed")
+    if "num_nodes" in o:
+        c.number("nodes", o["num_nodes"].value, o["num_nodes"].source, "--num_nodes")
+
+
+def _accelerate(c: Collector, run: launch.Run) -> None:
+    o = run.opts
+    ref = o.get("config_file") or o.get("accelerate_config")
+    found = {}
+    if ref is not None and known(ref.value):
+        data, path = accelerate.load(show(ref.value), run.command.path, run.command.vars)
+        if data is None:
+            c.note(
+                f"{ref.source} (accelerate config {'unreadable' if path else 'not found'}: its processes and "
+                "sharding are not read)"
+            )
+        else:
+            c.add_file(path)
+            found = accelerate.entries(c, data, path)
+    elif not {"num_processes", "use_deepspeed", "use_fsdp"} & set(o):
+        c.note(
+            f"{run.where} {run.tool} {'launch' if run.tool == 'accelerate' else show(run.target)} without "
+            "--config_file (accelerate's default config on the training host is not read: pass it)"
+        )
+    merged = found | accelerate.launch_options(o)
+    accelerate.apply(
+        c, merged, f" (via {ref.source})" if ref is not None and found else "", "--config_file", run.command.path
+    )

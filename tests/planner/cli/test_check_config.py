@@ -1,0 +1,74 @@
+"""`planner check --config FILE...` as a user runs it (issue 31 item 2): the run a user already has, read field by
+field with where each value came from, checked, and the nearest changes said in the framework's own keys."""
+
+import json
+
+from tests.planner.cli.helpers import ROOT, one_line_error, planner
+
+CONFIGS = ROOT / "docs" / "examples" / "configs"
+VLM_R1 = CONFIGS / "vlm-r1" / "run_scripts" / "run_grpo_rec_lora.sh"
+LF_LORA = CONFIGS / "llamafactory" / "qwen2_5vl_lora_sft.yaml"
+SWIFT = CONFIGS / "swift" / "caption.sh"
+
+
+def check(*args) -> dict:
+    r = planner("check", "--config", *args, "--json")
+    assert r.returncode in (0, 3), r.stderr
+    return json.loads(r.stdout)
+
+
+def settings(out: dict) -> dict:
+    return {s["field"]: s for s in out["config"]["settings"]}
+
+
+def test_a_vlm_r1_grpo_script_is_read_with_its_deepspeed_json():
+    out = check(str(VLM_R1), "--gpu", "h100")
+    cfg, p = out["config"], out["plan"]
+    assert cfg["framework"] == "trl" and [f.rsplit("/", 1)[-1] for f in cfg["files"]] == [VLM_R1.name, "zero2.json"]
+    s = settings(out)
+    assert s["micro_batch"]["source"].startswith("run_grpo_rec_lora.sh:39 --per_device_train_batch_size 8")
+    assert (p["micro_batch"], p["grad_accum"], p["world_size"], p["zero_stage"], p["lora_rank"]) == (8, 2, 8, 2, 64)
+    assert p["workload"]["kind"] == "grpo" and p["workload"]["num_generations"] == 8
+    assert out["model"]["name"] == "qwen2.5-vl-3b" and "memplan assumption" in s["model"]["source"]
+    assert any("--use_peft" in line for line in cfg["unplanned"])  # said, not dropped
+
+
+def test_a_llamafactory_lora_yaml_takes_llamafactorys_defaults_and_says_so():
+    out = check(str(LF_LORA), "--gpu", "a100-80gb", "--gpus-per-node", "8")
+    s, p = settings(out), out["plan"]
+    assert out["config"]["framework"] == "llamafactory" == p["framework"]
+    assert p["checkpointing"] == "full" and "model_args.py:145" in s["checkpointing"]["source"]  # LF's default
+    assert s["image_tokens"]["value"] == 1003520 // 784 and out["goal"]["image_tokens"] == 1280
+    assert (p["micro_batch"], p["grad_accum"], p["zero_stage"], p["lora_rank"]) == (8, 2, 2, 16)
+    assert not p["fits"]
+    said = [line for n in out["nearest"] for line in n["keys"]]
+    assert "disable_gradient_checkpointing: true" in said and any(
+        x.startswith("per_device_train_batch_size:") for x in said
+    )
+
+
+def test_an_ms_swift_command_line_takes_swifts_defaults():
+    out = check(str(SWIFT), "--gpu", "h100")
+    s, p = settings(out), out["plan"]
+    assert out["config"]["framework"] == "swift" and p["checkpointing"] == "full"
+    assert "trainers/arguments.py:135" in s["checkpointing"]["source"]  # ms-swift checkpoints by default
+    assert (p["micro_batch"], p["grad_accum"], p["world_size"], p["lora_rank"]) == (1, 16, 1, 8)
+
+
+def test_a_flag_overrides_the_config_and_the_table_says_so():
+    out = check(str(LF_LORA), "--gpu", "a100-80gb", "--gpus-per-node", "8", "--micro-batch", "2", "--grad-accum", "8")
+    s = settings(out)
+    assert (out["plan"]["micro_batch"], out["plan"]["grad_accum"]) == (2, 8)
+    assert s["micro_batch"]["value"] == 2 and s["micro_batch"]["source"].startswith("a flag (the config: 8,")
+    r = planner("check", "--config", str(LF_LORA), "--gpu", "a100-80gb", "--gpus-per-node", "8")
+    assert (
+        r.returncode == 3 and "read from qwen2_5vl_lora_sft.yaml" in r.stdout and "in llamafactory's keys" in r.stdout
+    )
+
+
+def test_what_cannot_be_read_is_one_line(tmp_path):
+    unknown = tmp_path / "run.yaml"
+    unknown.write_text("model_name_or_path: acme/not-a-model\nstage: sft\nfinetuning_type: lora\n")
+    one_line_error(planner("check", "--config", str(unknown), "--gpu", "h100"), "pass its config.json")
+    one_line_error(planner("check", "--config", str(tmp_path / "missing.yaml"), "--gpu", "h100"), "missing.yaml")
+    one_line_error(planner("check", "--model", "qwen2.5-7b", "--gpu", "h100"), "--micro-batch is required")

@@ -1,0 +1,74 @@
+"""Every committed example configuration (tests/data/frameworks/: LLaMA-Factory, ms-swift, axolotl, VLM-R1, VILA and
+TRL files copied from their repositories, and configurations written for these tests) is read by planner.intake.read,
+each field with a source that names the file it came from or the default it took (with its citation), and the request
+it gives is one planner.advise.check answers, or refuses in one line because the model is not found offline."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from planner import advise, intake
+from planner.errors import BadInput
+from planner.intake.collect import is_default
+from planner.intake.models import lookup
+from tests.planner.intake.conftest import DATA, examples
+
+EXAMPLES = examples()
+CITATION = re.compile(r"\([^()]*[\w/.-]+\.(py|json|yaml)(:[\d,-]+)?[^()]*\)")
+
+
+def _id(p: Path) -> str:
+    return str(p.relative_to(DATA))
+
+
+def test_there_are_examples_of_every_source():
+    """At least five a framework, as the task asks."""
+    counts = {
+        k: sum(1 for p in EXAMPLES if _id(p).startswith(k))
+        for k in ("llamafactory/", "swift/", "axolotl/", "scripts/VLM-R1", "scripts/VILA", "scripts/trl")
+    }
+    assert all(counts[k] >= 5 for k in ("llamafactory/", "swift/", "axolotl/")), counts
+    assert counts["scripts/VLM-R1"] + counts["scripts/VILA"] + counts["scripts/trl"] >= 15, counts
+    for sources in ("llamafactory/examples", "swift/examples", "axolotl", "scripts", "memplan"):
+        assert (DATA / sources / "SOURCES.md").is_file()
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=_id)
+def test_every_example_is_read_with_provenance(path):
+    reading = intake.read([str(path)])
+    assert reading.framework in intake.FRAMEWORKS
+    assert reading.files and Path(reading.files[0]).name == path.name
+    names = {Path(f).name for f in reading.files}
+    fields = [s.field for s in reading.settings]
+    assert len(fields) == len(set(fields)), fields  # one setting a field
+    for s in reading.settings:
+        named = any(n in s.source for n in names)
+        cited = is_default(s.source) and (CITATION.search(s.source) or "memplan assumption" in s.source)
+        assert named or cited, s
+        assert s.key
+        top = s.field.split(".")[0]
+        value = reading.request[top][s.field.split(".")[1]] if top == "workload" else reading.request[top]
+        assert value == s.value
+    assert "gpu" not in reading.request
+    assert all("\n" not in line and line for line in reading.unplanned)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=_id)
+def test_every_example_checks_or_names_its_model(path):
+    """A request whose model resolves is checked on an H100 without an exception; one whose model memplan cannot find
+    offline (or that names none: a DeepSpeed or accelerate config alone) is one line about the model."""
+    reading = intake.read([str(path)])
+    body = {**reading.request, "gpu": "h100"}
+    model = reading.request.get("model")
+    resolved = model is not None and lookup(str(model), path.parent) is not None
+    rows_known = "seq_len" in reading.request or "workload" in reading.request
+    if resolved and rows_known:
+        result = advise.check(advise.parse(advise.CheckRequest, body))
+        assert result.plan.micro_batch == reading.request["micro_batch"]
+        return
+    with pytest.raises(BadInput) as e:
+        advise.check(advise.parse(advise.CheckRequest, body))
+    assert e.value.field == ("model" if not resolved else "seq_len") and "\n" not in str(e.value)
+    if resolved:  # a plain Trainer's configuration names no sequence length: the reading says so
+        assert any("no sequence length" in line for line in reading.unplanned)

@@ -1,0 +1,86 @@
+"""Model names resolved offline: catalog names, Hugging Face ids (planner/model/catalog/hf_ids.json), a local folder
+or file with config.json, the Hugging Face and ModelScope caches, a missing local folder named like a known id; else
+one line asking for the config.json."""
+
+import json
+
+import pytest
+
+from planner import intake
+from planner.errors import BadInput
+from planner.intake import models
+from planner.model import catalog
+
+
+def test_every_id_names_a_catalog_model_and_every_model_has_its_ids():
+    ids, contexts = models._ids()
+    assert set(ids.values()) <= set(catalog.model_names())
+    assert set(catalog.model_names()) - set(ids.values()) == {"debug-gpt2", "debug-llama", "debug-moe"}
+    assert set(contexts) <= set(ids)
+    for base, instruct in (
+        ("qwen/qwen2.5-7b", "qwen/qwen2.5-7b-instruct"),
+        ("meta-llama/meta-llama-3.1-8b", "meta-llama/meta-llama-3.1-8b-instruct"),
+        ("meta-llama/llama-3.2-1b", "meta-llama/llama-3.2-1b-instruct"),
+    ):
+        assert ids[base] == ids[instruct]
+
+
+@pytest.mark.parametrize(
+    "name,ref",
+    [
+        ("Qwen/Qwen2.5-VL-7B-Instruct", "qwen2.5-vl-7b"),
+        ("qwen/qwen2.5-7b-instruct", "qwen2.5-7b"),
+        ("meta-llama/Meta-Llama-3.1-8B-Instruct", "llama-3.1-8b"),
+        ("meta-llama/Llama-3.2-1B", "llama-3.2-1b"),
+        ("llama-3.2-1b", "llama-3.2-1b"),
+        ("OpenGVLab/InternVL3-8B", "internvl3-8b"),
+    ],
+)
+def test_ids_and_catalog_names(name, ref):
+    assert models.resolve(name) == ref
+
+
+def test_an_instruct_variant_keeps_its_own_context():
+    assert models.lookup("Qwen/Qwen2.5-7B-Instruct").config["max_position_embeddings"] == 32768
+    assert models.lookup("Qwen/Qwen2.5-7B").config["max_position_embeddings"] == 131072
+
+
+def test_a_local_folder_next_to_the_config(tmp_path):
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(catalog.model_config("qwen2.5-0.5b")))
+    found = models.lookup("ckpt", tmp_path)
+    assert found.ref == str(tmp_path / "ckpt" / "config.json") and "local config.json" in found.how
+
+
+def test_the_hugging_face_and_modelscope_caches(tmp_path, monkeypatch):
+    repo = tmp_path / "hf" / "models--acme--tiny"
+    (repo / "snapshots" / "abc").mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("abc")
+    (repo / "snapshots" / "abc" / "config.json").write_text(json.dumps(catalog.model_config("qwen2.5-0.5b")))
+    (tmp_path / "ms" / "models" / "acme" / "other").mkdir(parents=True)
+    (tmp_path / "ms" / "models" / "acme" / "other" / "config.json").write_text('{"model_type": "qwen2"}')
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
+    monkeypatch.setenv("MODELSCOPE_CACHE", str(tmp_path / "ms"))
+    assert models.resolve("acme/tiny") == str(repo / "snapshots" / "abc" / "config.json")
+    assert models.resolve("acme/other").endswith("ms/models/acme/other/config.json")
+
+
+def test_a_missing_folder_named_like_a_known_model_is_an_assumption():
+    found = models.lookup("/nowhere/models/Qwen2.5-VL-3B-Instruct")
+    assert found.ref == "qwen2.5-vl-3b" and found.how.startswith("memplan assumption")
+
+
+def test_an_unknown_model_is_one_line_asking_for_its_config():
+    with pytest.raises(BadInput) as e:
+        models.resolve("acme/never-heard-of-it")
+    assert e.value.field == "model" and "--model PATH" in str(e.value) and "\n" not in str(e.value)
+    assert models.lookup("acme/never-heard-of-it") is None
+
+
+def test_a_reading_keeps_a_model_it_cannot_find_as_written(tmp_path):
+    path = tmp_path / "run.sh"
+    path.write_text("swift sft --model acme/never-heard-of-it --max_length 128\n")
+    reading = intake.read([str(path)])
+    assert reading.request["model"] == "acme/never-heard-of-it"
+    assert "pass its config.json with --model PATH" in reading.settings[0].source

@@ -1,0 +1,211 @@
+"""What each reader does beyond the committed examples: bundled presets where a named file is not there, several files
+merged, framework defaults that depend on the world size or the model, DeepSpeed "auto" values, accelerate and axolotl
+rules, the precision a run trains in, and a Python script's syntax tree."""
+
+import json
+import shutil
+from pathlib import Path
+
+from planner import intake
+from planner.intake.collect import PRESETS
+from tests.planner.intake.conftest import DATA
+
+
+def _write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def _source(reading, field: str) -> str:
+    return next(s.source for s in reading.settings if s.field == field)
+
+
+def test_llamafactorys_bundled_deepspeed_config_when_the_file_is_not_there(tmp_path):
+    yaml = _write(
+        tmp_path,
+        "lf.yaml",
+        "model_name_or_path: Qwen/Qwen2.5-7B-Instruct\nfinetuning_type: full\n"
+        "deepspeed: examples/deepspeed/ds_z3_offload_config.json\nbf16: true\n",
+    )
+    r = intake.read([yaml])
+    assert (r.request["zero_stage"], r.request["offload"], r.request["precision"]) == (3, "optimizer+params", "bf16")
+    assert str(PRESETS / "llamafactory_ds_z3_offload_config.json") in r.files
+    assert "(bundled llamafactory_ds_z3_offload_config.json)" in _source(r, "zero_stage")
+
+
+def test_a_missing_deepspeed_file_gives_the_stage_its_name_says_until_the_file_is_passed(tmp_path):
+    yaml = _write(
+        tmp_path, "lf.yaml", "model_name_or_path: Qwen/Qwen2.5-7B\nstage: sft\ndeepspeed: conf/my_zero2.json\n"
+    )
+    r = intake.read([yaml])
+    assert r.request["zero_stage"] == 2 and _source(r, "zero_stage").startswith("memplan assumption")
+    assert any("pass the JSON too" in line for line in r.unplanned)
+    ds = _write(tmp_path, "my_zero2.json", json.dumps({"zero_optimization": {"stage": 1}}))
+    r = intake.read([yaml, ds])
+    assert r.framework == "llamafactory" and r.request["zero_stage"] == 1
+    assert not any("pass the JSON too" in line for line in r.unplanned) and r.files[-1] == ds
+
+
+def test_llamafactory_cli_overrides_and_launcher_environment(tmp_path):
+    shutil.copy(DATA / "llamafactory/examples/train_lora/qwen3_lora_sft.yaml", tmp_path / "sft.yaml")
+    run = _write(
+        tmp_path,
+        "run.sh",
+        "CUDA_VISIBLE_DEVICES=0,1,2,3 llamafactory-cli train sft.yaml lora_rank=32 cutoff_len=1024\n",
+    )
+    r = intake.read([run])
+    assert (r.request["gpus_per_node"], r.request["lora_rank"], r.request["seq_len"]) == (4, 32, 1024)
+    assert _source(r, "lora_rank") == "run.sh:1 lora_rank=32"
+
+
+def test_swift_defaults_follow_the_world_size_and_the_model(tmp_path):
+    run = _write(
+        tmp_path,
+        "run.sh",
+        "NPROC_PER_NODE=2 swift sft --model Qwen/Qwen2.5-7B-Instruct --train_type full "
+        "--per_device_train_batch_size 1 --deepspeed zero2 --bogus_flag 1\n",
+    )
+    r = intake.read([run])
+    assert r.request["grad_accum"] == 8 and "ceil(16 / 1 per device / 2 processes)" in _source(r, "grad_accum")
+    assert r.request["seq_len"] == 32768 and "the model's context" in _source(r, "seq_len")
+    assert r.request["lora_rank"] == 0 and "ms-swift 3's name for --tuner_type" in _source(r, "lora_rank")
+    assert r.request["precision"] == "bf16" and r.request["zero_stage"] == 2
+    assert any("--bogus_flag 1 (not an ms-swift 4.6.0 argument" in line for line in r.unplanned)
+
+
+def test_a_swift_config_file_and_its_env_section(tmp_path):
+    _write(
+        tmp_path,
+        "sft.yaml",
+        "model: Qwen/Qwen2.5-VL-7B-Instruct\ntuner_type: full\nfreeze_vit: true\n"
+        "freeze_aligner: false\nmax_length: 4096\nENV:\n  MAX_PIXELS: 602112\n",
+    )
+    r = intake.read(
+        [_write(tmp_path, "run.sh", "NPROC_PER_NODE=8 swift sft sft.yaml --per_device_train_batch_size 2\n")]
+    )
+    assert (r.request["frozen"], r.request["image_tokens"], r.request["micro_batch"]) == ("vision", 768, 2)
+    assert r.request["precision"] == "bf16-pure"  # bf16 weights, no DeepSpeed: no fp32 master copy
+
+
+def test_a_deepspeed_json_alone_resolves_auto_as_transformers_does(tmp_path):
+    r = intake.read([str(DATA / "llamafactory/examples/deepspeed/ds_z2_offload_config.json")])
+    assert r.framework == "deepspeed"
+    assert (r.request["micro_batch"], r.request["grad_accum"], r.request["precision"]) == (8, 1, "fp32")
+    assert "transformers 5.23 default per_device_train_batch_size 8" in _source(r, "micro_batch")
+    fixed = _write(
+        tmp_path,
+        "ds.json",
+        json.dumps({"train_micro_batch_size_per_gpu": 4, "bf16": {"enabled": True}, "optimizer": {"type": "Lamb"}}),
+    )
+    r = intake.read([fixed])
+    assert (r.request["micro_batch"], r.request["zero_stage"], r.request["precision"]) == (4, 0, "bf16")
+    assert any("optimizer.type: Lamb" in line for line in r.unplanned)
+
+
+def test_accelerate_configs_alone(tmp_path):
+    ds = _write(
+        tmp_path,
+        "ds.yaml",
+        "distributed_type: DEEPSPEED\nnum_processes: 16\nnum_machines: 2\n"
+        "mixed_precision: fp16\ndeepspeed_config:\n  offload_optimizer_device: cpu\n",
+    )
+    r = intake.read([ds])
+    assert (
+        r.request["zero_stage"],
+        r.request["offload"],
+        r.request["gpus_per_node"],
+        r.request["nodes"],
+        r.request["precision"],
+    ) == (2, "optimizer", 8, 2, "fp16")
+    assert "accelerate 1.15 default zero_stage 2" in _source(r, "zero_stage")
+    fsdp = _write(
+        tmp_path,
+        "fsdp.yaml",
+        "distributed_type: FSDP\nnum_processes: 4\nbogus: 1\nfsdp_config:\n"
+        "  fsdp_sharding_strategy: SHARD_GRAD_OP\n  fsdp_offload_params: true\n"
+        "  fsdp_activation_checkpointing: true\n",
+    )
+    r = intake.read([fsdp])
+    assert (r.request["fsdp"], r.request["offload"], r.request["checkpointing"]) == (
+        "grad-op",
+        "optimizer+params",
+        "full",
+    )
+    assert "FSDP1: planned as FSDP2" in _source(r, "fsdp")
+    assert any("bogus: 1 (not an accelerate 1.15 config key" in line for line in r.unplanned)
+
+
+def test_axolotl_batch_size_unknown_keys_and_unplannable_settings(tmp_path):
+    cfg = _write(
+        tmp_path,
+        "ax.yaml",
+        "base_model: Qwen/Qwen2.5-1.5B\nmicro_batch_size: 4\nbatch_size: 32\n"
+        "sequence_len: 1024\ngradient_checkpointing: offload_disk\nmystery_key: 3\n"
+        "torch_compile: true\nrl: kto\n",
+    )
+    r = intake.read([cfg])
+    assert (r.request["grad_accum"], r.request["checkpointing"], r.request["seq_len"]) == (8, "offload", 1024)
+    lines = " | ".join(r.unplanned)
+    for part in (
+        "mystery_key: 3 (not an axolotl 0.19.0 key",
+        "torch_compile: True",
+        "kto is not planned",
+        "offloading to disk",
+    ):
+        assert part in lines
+
+
+def test_precision_from_the_trainers_flags_the_weights_dtype_and_the_sharding(tmp_path):
+    def precision(flags: str) -> str:
+        r = intake.read([_write(tmp_path, "run.sh", f"torchrun --nproc_per_node 2 train.py --max_length 64 {flags}\n")])
+        return r.request["precision"]
+
+    assert precision("") == "fp32"  # transformers' defaults: no AMP
+    assert precision("--bf16 True") == "bf16"
+    assert precision("--fp16") == "fp16"
+    assert precision("--bf16 --torch_dtype bfloat16") == "bf16-pure"  # no fp32 master copy
+    assert precision("--bf16 --torch_dtype bfloat16 --fsdp 'full_shard auto_wrap'") == "bf16"
+
+
+def test_a_python_script_with_trainingarguments_and_a_parser(tmp_path):
+    script = _write(
+        tmp_path,
+        "train.py",
+        (
+            "import torch\nfrom transformers import AutoModelForCausalLM, BitsAndBytesConfig, TrainingArguments, "
+            "HfArgumentParser\nfrom peft import LoraConfig\nBS = 2\n"
+            "q = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='fp4')\n"
+            "m = AutoModelForCausalLM.from_pretrained('meta-llama/Llama-3.2-3B', quantization_config=q)\n"
+            "lora = LoraConfig(r=8, target_modules=['q_proj', 'v_proj'])\n"
+            "args = TrainingArguments(per_device_train_batch_size=BS, gradient_accumulation_steps=get(), bf16=True,\n"
+            "    gradient_checkpointing=True, optim='adamw_bnb_8bit')\nHfArgumentParser((TrainingArguments,))\n"
+        ),
+    )
+    r = intake.read([script])
+    assert r.framework == "hf"
+    want = {
+        "model": "llama-3.2-3b",
+        "micro_batch": 2,
+        "grad_accum": 1,
+        "quant": "fp4",
+        "lora_rank": 8,
+        "lora_targets": "q_proj,v_proj",
+        "precision": "bf16",
+        "checkpointing": "full",
+        "optimizer": "adamw-8bit",
+    }
+    assert {k: r.request.get(k) for k in want} == want
+    lines = " | ".join(r.unplanned)
+    assert "gradient_accumulation_steps=get()" in lines and "HfArgumentParser(...)" in lines
+
+
+def test_peft_picks_the_targets_where_the_configuration_names_none(tmp_path):
+    run = _write(
+        tmp_path, "run.sh", "python sft.py --model_name_or_path Qwen/Qwen2.5-0.5B --use_peft --max_length 64\n"
+    )
+    r = intake.read([run])
+    assert (r.request["lora_rank"], r.request["lora_targets"]) == (16, "q_proj,v_proj")
+    assert "peft 0.21 default target_modules for qwen2 (peft/utils/constants.py:67)" in _source(r, "lora_targets")
+    vl = _write(tmp_path, "vl.sh", "python sft.py --model_name_or_path Qwen/Qwen2.5-VL-3B-Instruct --use_peft\n")
+    assert any("PEFT's default for model_type qwen2_5_vl is not known" in line for line in intake.read([vl]).unplanned)
