@@ -33,8 +33,17 @@ setup-dev: setup
 run: $(INSTALLED)
 	$(BIN)/planner suggest --model llama-3.1-8b --gpu a100-80gb --gpus-per-node 8 --global-batch 256 --seq-len 4096 --top 5
 
-test: setup-dev
-	$(BIN)/python -m pytest tests
+# One venv per framework whose own parser loads memplan's exports (tools/fwenv.sh; about 3 minutes the first time,
+# nothing after): LLaMA-Factory, ms-swift and axolotl pin conflicting versions of transformers and TRL.
+FWENV := .fwenv
+FRAMEWORK_PYTHONS := MEMPLAN_LLAMAFACTORY_PYTHON=$(FWENV)/llamafactory/bin/python \
+	MEMPLAN_SWIFT_PYTHON=$(FWENV)/ms-swift/bin/python MEMPLAN_AXOLOTL_PYTHON=$(FWENV)/axolotl/bin/python
+.PHONY: fwenv
+fwenv:
+	FWENV_ROOT=$(FWENV) FWENV_SHARED_TORCH=1 PY=$(PY) bash tools/fwenv.sh
+
+test: setup-dev fwenv
+	$(FRAMEWORK_PYTHONS) $(BIN)/python -m pytest tests
 
 # The edit loop (under 8 minutes on 2 cores): the tests not marked slow (tests/conftest.py SLOW, each 5 s or more),
 # 100 hypothesis requests a kind instead of 2,000 and 3 chaos rounds instead of 20. `make test` runs everything.
@@ -47,7 +56,7 @@ bench: setup
 	$(BIN)/python benchmarks/cli_latency.py --out benchmarks/results/cli_latency.json
 
 clean:
-	rm -rf $(VENV) *.egg-info
+	rm -rf $(VENV) $(FWENV) *.egg-info
 
 # Rewrite the README's pasted outputs from their commands (docs/readme.py; tests/test_readme.py checks them).
 docs: setup-dev

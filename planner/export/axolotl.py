@@ -27,6 +27,7 @@ import json
 from planner.config.spec import Hardware, Plan
 from planner.export import export
 from planner.frameworks import FRAMEWORKS
+from planner.model import catalog
 from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
 from planner.model.shapes import module_name_matches
 
@@ -107,7 +108,7 @@ def check(plan: Plan, model: ModelSpec, hw: Hardware) -> None:
 
 def config(plan: Plan, model: ModelSpec, seq_len: int) -> dict:
     cfg: dict = {
-        "base_model": model.name,
+        "base_model": catalog.hf_id(model.name) or model.name,
         **adapter_keys(plan, model),
         "datasets": [{"path": "YOUR_DATASET", "type": DATASET_TYPE[plan.workload.kind]}],
     }
@@ -238,7 +239,7 @@ def comments(plan: Plan, hw: Hardware) -> dict[str, str]:
             f"checkpointing {plan.checkpointing}; {plan.memory.device_total_bytes / 2**30:.1f} of "
             f"{plan.memory.capacity_bytes / 2**30:.1f} GiB per GPU"
         ),
-        "base_model": "your local path or HF id",
+        "base_model": "the Hugging Face id, or your local path",
         "datasets": "your dataset and its axolotl type",
         "deepspeed": "written beside this file",
     }

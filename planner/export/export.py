@@ -13,6 +13,7 @@ from pathlib import Path
 
 from planner.config.spec import Hardware, Knobs, Plan
 from planner.config.workload import Workload
+from planner.model import catalog
 from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
 
 HF_OPTIM = {
@@ -378,7 +379,8 @@ def command(plan: Plan, hw: Hardware, model: ModelSpec | None = None, seq_len: i
     cannot run (bundled_only) is launched by the bundled trainer."""
     if model is not None and bundled_only(plan):
         return bundled_command(plan, hw, model, seq_len)
-    args = " ".join(shlex.quote(x) for x in [TRAIN_SCRIPT, *script_args(plan)])
+    named = ["--model_name_or_path", catalog.hf_id(model.name) or model.name] if model is not None else []
+    args = " ".join(shlex.quote(x) for x in [TRAIN_SCRIPT, *named, *script_args(plan)])
     g, n = hw.gpus_per_node, hw.nodes
     if plan.zero_stage >= 1:
         nodes = f" --num_nodes {n} --hostfile hostfile" if n > 1 else ""

@@ -14,6 +14,7 @@ from planner.export import axolotl, export, llamafactory, swift
 from planner.export.export import DS_CONFIG_NAME, FSDP_CONFIG_NAME
 from planner.model.modelspec import ModelSpec
 
+LAUNCH_NAME = "launch.sh"
 FRAMEWORK_EXPORTS = {"llamafactory": llamafactory, "swift": swift, "axolotl": axolotl}  # plan.framework -> exporter
 
 
@@ -73,7 +74,13 @@ def files(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int) -> dict[str,
     FSDP plan, the HF arguments and a Slurm script."""
     fw = FRAMEWORK_EXPORTS.get(plan.framework)
     if fw is not None:
-        return fw.files(plan, model, hw, seq_len)
+        out = fw.files(plan, model, hw, seq_len)
+        command = fw.command(plan, hw)
+        if not command.startswith("bash "):  # ms-swift's script is its own launcher
+            out[LAUNCH_NAME] = (
+                f"#!/bin/bash\n# memplan: {plan.framework}'s launch of the files beside this one\n{command}\n"
+            )
+        return out
     out = command_files(plan, model)
     if plan.fsdp != "off":
         out["accelerate_config.yaml"] = export.yaml_text(export.accelerate_config(plan, hw, model))

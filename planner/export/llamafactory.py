@@ -24,6 +24,7 @@ import json
 from planner.config.spec import Hardware, Plan
 from planner.export import export
 from planner.frameworks import FRAMEWORKS
+from planner.model import catalog
 from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
 from planner.model.shapes import module_name_matches
 
@@ -128,7 +129,10 @@ def scalar(value: object) -> str:
 
 
 def model_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
-    out: list[Entry] = [("model_name_or_path", model.name, "your local path or HF id"), ("trust_remote_code", True, "")]
+    out: list[Entry] = [
+        ("model_name_or_path", catalog.hf_id(model.name) or model.name, "or your local path"),
+        ("trust_remote_code", True, ""),
+    ]
     if plan.quant != "none":
         out += [
             ("quantization_bit", 4, "QLoRA: bitsandbytes 4-bit base"),

@@ -32,6 +32,7 @@ import shlex
 from planner.config.spec import Hardware, Plan
 from planner.export import export
 from planner.frameworks import FRAMEWORKS
+from planner.model import catalog
 from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
 from planner.model.shapes import module_name_matches
 
@@ -125,7 +126,7 @@ def word(value: object) -> str:
 
 
 def flag_list(plan: Plan, model: ModelSpec, seq_len: int) -> list[Flag]:
-    out: list[Flag] = [("model", model.name)]
+    out: list[Flag] = [("model", catalog.hf_id(model.name) or model.name)]
     if plan.workload.kind != "sft":
         out.append(("rlhf_type", plan.workload.kind))
     out += tuner_flags(plan, model) + precision_flags(plan)

@@ -129,3 +129,17 @@ def gpus_json() -> dict:
 def models_json() -> dict:
     """The bundled models' summaries, as `planner models --json` and GET /v1/models print them."""
     return {"models": [load_model(n).summary() for n in model_names()]}
+
+
+def hf_id(name: str) -> str | None:
+    """The Hugging Face id of a catalog model (hf_ids.json; the base model's where both are listed), for the exports'
+    model field; None for a model outside the catalog."""
+    ids = [k for k, v in _hf_ids().items() if v == name and not k.startswith("NousResearch/")]
+    tuned = ("instruct", "chat", "-it")
+    base = [k for k in ids if not any(t in k.lower() for t in tuned)]
+    return (base or ids or [None])[0]
+
+
+@lru_cache(maxsize=1)
+def _hf_ids() -> dict[str, str]:
+    return json.loads(_DATA.joinpath("hf_ids.json").read_text())["models"]

@@ -138,7 +138,7 @@ def lf(case: str, tmp_path: Path) -> SimpleNamespace:
 def test_llamafactory_lora_zero3_over_two_nodes(tmp_path):
     w = lf("lora_z3", tmp_path)
     plan, hw, d, cfg = w.plan, w.hw, w.dir, w.cfg
-    assert cfg["model_name_or_path"] == "qwen2.5-7b" and cfg["stage"] == "sft" and cfg["do_train"] is True
+    assert cfg["model_name_or_path"] == "Qwen/Qwen2.5-7B" and cfg["stage"] == "sft" and cfg["do_train"] is True
     assert (cfg["finetuning_type"], cfg["lora_rank"], cfg["lora_alpha"], cfg["lora_target"]) == ("lora", 16, 32, "all")
     assert cfg["per_device_train_batch_size"] == 2 and cfg["gradient_accumulation_steps"] == 4
     assert cfg["cutoff_len"] == 4096 and cfg["disable_gradient_checkpointing"] is False
@@ -146,7 +146,7 @@ def test_llamafactory_lora_zero3_over_two_nodes(tmp_path):
     assert cfg["deepspeed"] == "ds_z3_config.json"
     ds = json.loads((d / "ds_z3_config.json").read_text())
     assert ds["zero_optimization"]["stage"] == 3 and ds["train_batch_size"] == plan.global_batch == 128
-    assert "# your local path or HF id" in (d / llamafactory.CONFIG_NAME).read_text()
+    assert "# or your local path" in (d / llamafactory.CONFIG_NAME).read_text()
     assert llamafactory.command(plan, hw) == (
         "FORCE_TORCHRUN=1 NNODES=2 NODE_RANK=$NODE_RANK MASTER_ADDR=$MASTER_ADDR "
         "MASTER_PORT=$MASTER_PORT NPROC_PER_NODE=8 llamafactory-cli train "
@@ -240,7 +240,7 @@ def test_swift_lora_zero3_over_two_nodes(tmp_path):
         "CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7",
     }
     assert cmd == ["swift", "sft"]
-    assert f["model"] == "qwen2.5-7b" and f["tuner_type"] == "lora" and f["lora_rank"] == "16"
+    assert f["model"] == "Qwen/Qwen2.5-7B" and f["tuner_type"] == "lora" and f["lora_rank"] == "16"
     assert f["lora_alpha"] == "32" and f["target_modules"] == "all-linear" and f["lora_dropout"] == "0"
     assert f["per_device_train_batch_size"] == "2" and f["gradient_accumulation_steps"] == "4"
     assert f["gradient_checkpointing"] == "true" and f["max_length"] == "4096" and f["torch_dtype"] == "bfloat16"
@@ -308,7 +308,7 @@ def ax(case: str, tmp_path: Path) -> SimpleNamespace:
 def test_axolotl_lora_zero3_over_two_nodes(tmp_path):
     w = ax("lora_z3", tmp_path)
     plan, hw, d, cfg = w.plan, w.hw, w.dir, w.cfg
-    assert cfg["base_model"] == "qwen2.5-7b" and cfg["adapter"] == "lora" and cfg["lora_target_linear"] is True
+    assert cfg["base_model"] == "Qwen/Qwen2.5-7B" and cfg["adapter"] == "lora" and cfg["lora_target_linear"] is True
     assert (cfg["lora_r"], cfg["lora_alpha"], cfg["micro_batch_size"]) == (16, 32, 2)
     assert cfg["gradient_accumulation_steps"] == 4 and cfg["sequence_len"] == 4096 and cfg["sample_packing"] is False
     assert cfg["gradient_checkpointing"] is True and cfg["bf16"] is True and cfg["optimizer"] == "adamw_torch"

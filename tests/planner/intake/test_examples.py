@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from planner import advise, intake
+from planner.config.knobfields import flag_of
 from planner.errors import BadInput
 from planner.intake.collect import is_default
 from planner.intake.models import lookup
@@ -72,3 +73,43 @@ def test_every_example_checks_or_names_its_model(path):
     assert e.value.field == ("model" if not resolved else "seq_len") and "\n" not in str(e.value)
     if resolved:  # a plain Trainer's configuration names no sequence length: the reading says so
         assert any("no sequence length" in line for line in reading.unplanned)
+
+
+def _flags(request: dict) -> list[str]:
+    """The CLI flags a user would type for the same request (a workload as --workload KIND and its inputs)."""
+    out = []
+    for key, value in request.items():
+        if key == "workload":
+            out += ["--workload", value.get("kind", "sft")] + _flags({k: v for k, v in value.items() if k != "kind"})
+        elif value is True:
+            out.append(flag_of(key))
+        elif value is not None and value is not False:
+            out += [flag_of(key), str(value)]
+    return out
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=_id)
+def test_every_example_gives_the_plan_its_flags_give(path):
+    """`check --config FILE --gpu h100` and `check --gpu h100` with the same settings as flags (as a user would type
+    them) give the same plan, both parsed by the real CLI parser (issue 31 item 4)."""
+    from planner.cli import build_parser, check
+
+    reading = intake.read([str(path)])
+    model = reading.request.get("model")
+    if (
+        model is None
+        or lookup(str(model), path.parent) is None
+        or not ("seq_len" in reading.request or "workload" in reading.request)
+    ):
+        pytest.skip("no model memplan finds offline, or no sequence length: the test above checks its one line")
+    parser = build_parser()
+    _, by_config = check.gather(parser.parse_args(["check", "--config", str(path), "--gpu", "h100"]))
+    _, by_flags = check.gather(parser.parse_args(["check", *_flags(reading.request), "--gpu", "h100"]))
+    a, b = by_config.plan, by_flags.plan
+    assert (a.micro_batch, a.grad_accum, a.world_size, dict(a.knobs)) == (
+        b.micro_batch,
+        b.grad_accum,
+        b.world_size,
+        dict(b.knobs),
+    )
+    assert a.memory.device_total_bytes == b.memory.device_total_bytes

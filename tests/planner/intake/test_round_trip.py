@@ -1,0 +1,62 @@
+"""Round trip (issue 31 item 3): what a plan exports for its framework (planner.export.launch.files: the config,
+the DeepSpeed JSON or accelerate config it names, and launch.sh with the framework's launch line), read back by
+`check --config`, gives the same plan: the framework, the batch split over the same GPUs, and every knob."""
+
+import pytest
+
+from planner import advise
+from planner.export import launch
+
+CASES = {
+    "LoRA on ZeRO-3": {"lora_rank": 16, "zero": 3, "checkpointing": "full"},
+    "full, ZeRO-2 with the optimizer offloaded": {"zero": 2, "offload": "optimizer", "checkpointing": "off"},
+    "QLoRA on DDP": {"lora_rank": 16, "quant": "nf4", "checkpointing": "full"},
+    "full on FSDP": {"fsdp": "full", "checkpointing": "full"},
+    "LoRA DPO on ZeRO-2": {"lora_rank": 16, "workload": {"kind": "dpo"}, "zero": 2},
+    "LoRA on two nodes": {"lora_rank": 16, "zero": 3, "nodes": 2},
+}
+
+
+def knobs_read_back(plan, files: dict[str, str]) -> dict:
+    """The plan's knobs as reading its files back must give them. One known difference: where the DeepSpeed JSON
+    written names DeepSpeed's own AdamW (planner.export.export.deepspeed_config; a framework's preset named instead
+    does not), DeepSpeed runs it fused, so the files say adamw-fused where the plan has torch's AdamW."""
+    k = dict(plan.knobs)
+    names_adamw = any(n.endswith(".json") and '"optimizer"' in text for n, text in files.items())
+    if names_adamw and k["optimizer"] == "adamw":
+        k["optimizer"] = "adamw-fused"
+    return k
+
+
+@pytest.mark.parametrize("framework", ["llamafactory", "swift", "axolotl"])
+@pytest.mark.parametrize("case", CASES)
+def test_what_a_plan_writes_reads_back_as_the_same_plan(framework, case, tmp_path):
+    body = {
+        "model": "qwen2.5-7b",
+        "gpu": "h100",
+        "gpus_per_node": 8,
+        "micro_batch": 2,
+        "grad_accum": 4,
+        "seq_len": 4096,
+        "framework": framework,
+        **CASES[case],
+    }
+    if "workload" in body:
+        body.pop("seq_len")  # DPO's lengths are its workload's
+    res = advise.check(advise.parse(advise.CheckRequest, body))
+    model, hw, goal = res.context
+    files = launch.files(res.plan, hw, model, goal.seq_len)
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    main = launch.LAUNCH_NAME if launch.LAUNCH_NAME in files else next(iter(files))
+    back = advise.check_config([str(tmp_path / main)], {"gpu": "h100"})
+    a, b = res.plan, back.plan
+    assert (b.framework, b.micro_batch, b.grad_accum, b.world_size) == (
+        a.framework,
+        a.micro_batch,
+        a.grad_accum,
+        a.world_size,
+    )
+    assert dict(b.knobs) == knobs_read_back(a, files)
+    assert back.goal["seq_len"] == goal.seq_len and back.model["name"] == "qwen2.5-7b"
+    assert back.config["files"][0].endswith(main)

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# One venv per framework (LLaMA-Factory, ms-swift, axolotl: their pins conflict), holding only what its config parser
+# imports, so the tests can load memplan's exports with each framework's own parser (tests/planner/export/validators).
+# Idempotent: a venv whose stamp matches is left alone (0.01 s). `make fwenv` runs it; `make test` uses the venvs.
+# usage: tools/fwenv.sh [llamafactory|ms-swift|axolotl ...]   (default: all three)   FWENV_ROOT=.fwenv
+# FWENV_SHARED_TORCH=1: torch goes once into $ROOT/_torch and each framework venv sees it through a .pth file
+#   (about 25 s and 900 MB less per venv; a framework dep that needs another version of a torch dependency such
+#   as fsspec gets it in its own venv, which comes first on sys.path; pip never touches the shared one).
+set -euo pipefail
+ROOT=${FWENV_ROOT:-.fwenv}
+PY=${PY:-python3}
+TORCH=torch==2.13.0      # the CPU wheel on disk; a framework's deps must never replace it (CUDA torch, 2.5 GB+)
+
+# framework (installed --no-deps) | the parser's own imports, at the versions the framework pins or resolves to
+declare -A PKG=(
+  [llamafactory]="llamafactory==0.9.5"
+  [ms-swift]="ms-swift==4.6.0"
+  [axolotl]="axolotl==0.19.0"
+)
+declare -A DEPS=(
+  [llamafactory]="transformers==5.6.0 datasets==4.0.0 accelerate==1.11.0 peft==0.18.1 trl==0.24.0 omegaconf==2.4.0 deepspeed==0.19.8"
+  [ms-swift]="transformers==5.19.0 datasets==4.8.4 accelerate==1.15.0 peft==0.20.0 trl==0.29.1 modelscope==1.40.2 pillow==13.0.0 json_repair==0.64.6 deepspeed==0.19.8"
+  [axolotl]="transformers==5.16.1 huggingface_hub==1.17.0 tokenizers==0.23.1 accelerate==1.13.0 peft==0.20.0 trl==1.9.0 pydantic==2.12.5 PyYAML==6.0.3 pillow==13.0.0 addict==2.4.0 colorama==0.4.6 mistral-common==1.11.5 datasets==4.8.4 evaluate==0.4.1 wandb==0.31.0"
+)
+
+SHARED=${FWENV_SHARED_TORCH:-0}
+
+shared_torch() {  # $ROOT/_torch: a venv with torch alone
+  local venv=$ROOT/_torch
+  if [ "$(cat "$venv/.fwenv-stamp" 2>/dev/null)" = "$TORCH" ]; then return; fi
+  rm -rf "$venv"
+  $PY -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "$TORCH"
+  echo "$TORCH" > "$venv/.fwenv-stamp"
+}
+
+setup_one() {
+  local name=$1 venv=$ROOT/$1 want
+  want="$TORCH shared=$SHARED ${PKG[$1]} ${DEPS[$1]}"
+  if [ "$(cat "$venv/.fwenv-stamp" 2>/dev/null)" = "$want" ]; then echo "$name: up to date"; return; fi
+  rm -rf "$venv"
+  $PY -m venv "$venv"
+  local pip="$venv/bin/python -m pip install -q --disable-pip-version-check"
+  echo "$TORCH" > "$venv/torch-constraint.txt"
+  if [ "$SHARED" = 1 ]; then
+    shared_torch
+    "$ROOT/_torch/bin/python" -c 'import site; print(site.getsitepackages()[0])' \
+      > "$("$venv/bin/python" -c 'import site; print(site.getsitepackages()[0])')/_fwenv_shared_torch.pth"
+  else
+    $pip "$TORCH"                                 # first, alone: the CPU build
+  fi
+  $pip --no-deps "${PKG[$1]}"                     # the framework without its UI/serving/GPU-kernel deps
+  $pip --no-warn-conflicts -c "$venv/torch-constraint.txt" ${DEPS[$1]}  # one resolver run: every pin holds, CPU torch stays
+  "$venv/bin/python" -c "import torch; assert torch.__version__ == '2.13.0+cpu', torch.__version__"
+  echo "$want" > "$venv/.fwenv-stamp"
+  echo "$name: installed"
+}
+
+for name in "${@:-llamafactory ms-swift axolotl}"; do
+  for n in $name; do setup_one "$n"; done
+done
