@@ -93,14 +93,20 @@ def test_the_files_the_dockerfile_copies_build_a_wheel_with_the_web_page_and_the
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {
         str(p.relative_to(ROOT))
-        for d in ("api/web", "planner/model/catalog/models", "planner/model/catalog/calibration")
+        for d in (
+            "api/web",
+            "planner/model/catalog/models",
+            "planner/model/catalog/calibration",
+            "planner/intake/presets",
+        )
         for p in (ROOT / d).iterdir()
-        if p.suffix in (".html", ".js", ".css", ".json")
+        if p.suffix in (".html", ".js", ".css", ".json", ".yaml", ".txt")
     }
     assert {"api/web/index.html", "api/web/app.js", "planner/model/catalog/calibration/h100-80gb.json"} <= expected
     packages = {f"{d.name}/__init__.py" for d in ROOT.iterdir() if (d / "__init__.py").is_file() and d.name != "tests"}
     assert {"planner/__init__.py", "recipe/__init__.py", "scan/__init__.py"} <= packages
-    assert expected | packages | {"planner/model/catalog/gpus.json"} <= names
+    assert {"planner/intake/presets/llamafactory_ds_z3_config.json"} <= expected  # check --config's bundled presets
+    assert expected | packages | {"planner/model/catalog/gpus.json", "planner/model/catalog/hf_ids.json"} <= names
     assert not {n for n in names if "__pycache__" in n or n.startswith(("tests/", "benchmarks/", "docs/"))}
 
 
