@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 
 from api.settings import Settings, get_settings
-from planner.errors import BadInput, UnknownName
+from planner.errors import BadInput, Forbidden, UnknownName
 from planner.model.modelspec import ModelSpec
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
@@ -42,10 +42,6 @@ def probe_functions():
     from probes import probe_functions as functions
 
     return functions()
-
-
-class Forbidden(BadInput):
-    """A model, dataset or tokenizer path outside the configured directories."""
 
 
 def inside(path: str, dirs: list[Path], field: str, what: str) -> Path:

@@ -454,14 +454,15 @@ def nearest_fits(req: Target, goal: Goal, hw: Hardware, resolver=default_resolve
     return out
 
 
-def check_config(paths: list[str], overrides: dict, **kwargs) -> CheckResult:
+def check_config(paths: list[str], overrides: dict, allowed: list | None = None, **kwargs) -> CheckResult:
     """`check --config FILE...`: the files read into a request (planner.intake; the GPU and any field in
-    `overrides` as given), checked; the result's `config` says what was read, field by field, and where from."""
+    `overrides` as given), checked; the result's `config` says what was read, field by field, and where from.
+    With `allowed` (folders), no file outside them is opened, the files a config names included."""
     from planner import intake
     from planner.intake import models
 
-    reading = intake.read(paths)
-    if "model" not in overrides and "model" in reading.request:
+    reading = intake.read(paths, allowed)
+    if "model" not in overrides and "model" in reading.request and allowed is None:  # a service resolves its own way
         models.resolve(reading.request["model"])  # an id not found offline: the one-line "pass its config.json"
     body = {**reading.request, **overrides}
     result = check(parse(CheckRequest, body), **kwargs)

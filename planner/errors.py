@@ -15,3 +15,7 @@ class BadInput(ValueError):
 
 class UnknownName(BadInput):
     """A model or GPU name that is not in the catalog (the message lists the known ones)."""
+
+
+class Forbidden(BadInput):
+    """A path outside the directories a service may read (the API answers 403)."""

@@ -39,12 +39,9 @@ def check(body: CheckRequest, request: Request, settings: SettingsDep) -> CheckR
 @router.post("/check/config", response_model=CheckResponse)
 def check_config(body: ConfigCheckRequest, request: Request, settings: SettingsDep) -> CheckResponse:
     """Your own run's configuration read (launch script, framework YAML, DeepSpeed JSON, ...) and checked: the
-    answer's `config` says what was read, field by field, and where from. Every file read, the ones the first names
-    included, must lie inside the server's data directories."""
+    answer's `config` says what was read, field by field, and where from. No file outside the server's data
+    directories is opened, the files a config names included (to the readers they are not there)."""
     paths = [str(inside(p, settings.data_dirs, "config", "data")) for p in body.config]
     overrides = {**body.overrides, "gpu": body.gpu}
     flags = advise.parse(CheckRequest, {"model": "debug-llama", "micro_batch": 1, **overrides})  # the bounds hold
-    result = advise.check_config(paths, overrides, **_context(flags, request, settings))
-    for read in result.config["files"]:
-        inside(read, settings.data_dirs, "config", "data")
-    return result
+    return advise.check_config(paths, overrides, allowed=settings.data_dirs, **_context(flags, request, settings))

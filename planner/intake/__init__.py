@@ -14,7 +14,9 @@ Settings memplan cannot plan are never dropped: each is one line of `Reading.unp
 from __future__ import annotations
 
 import os
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from planner.frameworks import NAMES
 
@@ -45,10 +47,33 @@ class Reading:
     files: list[str] = field(default_factory=list)
 
 
-def read(paths: list[str]) -> Reading:
+# The folders a reading may open files in (read(..., allowed=...): the API's data directories); None: any
+ALLOWED: ContextVar[tuple[Path, ...] | None] = ContextVar("memplan_intake_allowed", default=None)
+PRESETS = Path(__file__).resolve().parent / "presets"
+
+
+def may_read(path: Path) -> bool:
+    """Whether this reading may look at `path`: anywhere, or inside the allowed folders (and memplan's presets). A
+    path it may not read is, to every reader, a file that is not there: nothing outside is opened or revealed."""
+    dirs = ALLOWED.get()
+    if dirs is None:
+        return True
+    try:
+        target = Path(path).resolve()
+    except (OSError, ValueError):
+        return False
+    return any(target.is_relative_to(d) for d in (*dirs, PRESETS))
+
+
+def read(paths: list[str], allowed: list[Path] | None = None) -> Reading:
     """Read one or more configuration files (a launch script, a framework YAML, a DeepSpeed JSON, ...); the first
-    file that names a training run leads, the others fill in what it leaves out. BadInput (field "config") for a
-    file that cannot be read or is not a training configuration."""
+    file that names a training run leads, the others fill in what it leaves out. With `allowed`, only files inside
+    those folders are opened (the files a config names included). BadInput (field "config") for a file that cannot
+    be read or is not a training configuration."""
     from planner.intake import dispatch  # the readers import this module's types: import them once it is built
 
-    return dispatch.read_all([paths] if isinstance(paths, (str, os.PathLike)) else list(paths))
+    token = ALLOWED.set(tuple(Path(d).resolve() for d in allowed) if allowed is not None else None)
+    try:
+        return dispatch.read_all([paths] if isinstance(paths, (str, os.PathLike)) else list(paths))
+    finally:
+        ALLOWED.reset(token)

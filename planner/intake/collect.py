@@ -10,7 +10,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from planner.intake import Reading, Setting
+from planner.intake import Reading, Setting, may_read
 
 LF = "llamafactory 0.9.5"
 SWIFT = "ms-swift 4.6.0"
@@ -200,16 +200,17 @@ def as_float(value: object) -> float | None:
 
 
 def is_file(path: Path) -> bool:
-    """A file is there; False for a name the OS refuses (too long, a NUL byte) rather than an error."""
+    """A file is there (and this reading may open it: planner.intake.may_read); False for a name the OS refuses (too
+    long, a NUL byte) rather than an error."""
     try:
-        return path.is_file()
+        return may_read(path) and path.is_file()
     except (OSError, ValueError):
         return False
 
 
 def is_dir(path: Path) -> bool:
     try:
-        return path.is_dir()
+        return may_read(path) and path.is_dir()
     except (OSError, ValueError):
         return False
 

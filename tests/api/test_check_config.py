@@ -27,6 +27,15 @@ def test_a_config_inside_the_data_directories_is_read_and_checked(tmp_path):
         assert r.status_code == 200 and r.json()["plan"]["micro_batch"] == 2
         bad = c.post("/v1/check/config", json={"config": [str(outside / "qwen2_5vl_lora_sft.yaml")], "gpu": "h100"})
         assert bad.status_code == 403, bad.text
+        # the DeepSpeed JSON the script names lies outside (a link out of the data directory): it is not opened
+        shutil.move(allowed / "vlm-r1" / "src", outside / "src")
+        (allowed / "vlm-r1" / "src").symlink_to(outside / "src")
+        linked = c.post("/v1/check/config", json={"config": [str(script)], "gpu": "h100"})
+        assert linked.status_code == 200, linked.text
+        read = linked.json()["config"]
+        assert [Path(f).name for f in read["files"]] == [script.name]
+        zero = next(s for s in read["settings"] if s["field"] == "zero_stage")
+        assert "zero_optimization" not in zero["source"]
         bounds = c.post(
             "/v1/check/config", json={"config": [str(script)], "gpu": "h100", "overrides": {"micro_batch": 0}}
         )
