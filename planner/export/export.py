@@ -270,8 +270,13 @@ def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME) -> list[str]:
         "--optim",
         HF_OPTIM[plan.optimizer],
     ]
-    if plan.checkpointing != "off" and plan.fsdp == "off":  # FSDP: its own activation checkpointing
-        a.append("--gradient_checkpointing")
+    # FSDP: its own activation checkpointing. Off said explicitly: TRL's configs default it to true
+    # (trl/trainer/base_config.py:62, trl 1.16.0), HF's TrainingArguments to false
+    a += (
+        ["--gradient_checkpointing"]
+        if plan.checkpointing != "off" and plan.fsdp == "off"
+        else ["--gradient_checkpointing", "false"]
+    )
     if plan.loss != "standard":
         a.append("--use_liger_kernel")
     if plan.attention != "sdpa":
