@@ -123,6 +123,9 @@ SLOW = {
     "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[swift]": 9,
     "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[llamafactory]": 9,
     "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[hf]": 9,
+    # tests/probes: a real TRL SFT step and an HF Trainer step under the tracker (12 s each)
+    "tests/probes/test_trl_sft_head.py::test_a_trl_sft_step_holds_the_fused_head_and_hfs_the_full_logits[hf]": 12,
+    "tests/probes/test_trl_sft_head.py::test_a_trl_sft_step_holds_the_fused_head_and_hfs_the_full_logits[trl]": 12,
     # tests/planner: CLI subprocesses that probe or launch (the hypothesis tests are cut by MEMPLAN_TEST_EXAMPLES)
     "tests/planner/cli/test_check.py::test_verify_works_with_every_evidence_mode": 37,
     "tests/planner/cli/test_probe.py::test_cli_probe_list_profile_and_sim_evidence": 20,

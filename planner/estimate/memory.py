@@ -34,6 +34,7 @@ from planner.config.spec import MIB, Knobs, MemoryBreakdown
 from planner.estimate import activations as act
 from planner.estimate import calibration, fsdp, lora, recipe_terms
 from planner.estimate.setup import Setup
+from planner.frameworks import FRAMEWORKS
 
 # Priors for what lies outside the caching allocator's tensors; the probes calibrate them.
 CUDA_CONTEXT_BYTES = 768 * MIB  # CUDA context + cuBLAS/cuDNN handles and loaded kernels
@@ -326,6 +327,8 @@ def logits_loss_bytes(s: Setup) -> int:
         return recipe_terms.full_logprob_bytes(t, rows, width, p)
     if w.rl:  # TRL scores the completion tokens with its fused log-prob head
         return recipe_terms.logprob_head_bytes(t, rows * max(1, min(width, w.scored_tokens())), p, head_grad)
+    if FRAMEWORKS[s.knobs.framework].sft_head == "fused-logprob":  # TRL's SFT: the same head, every next token
+        return recipe_terms.logprob_head_bytes(t, rows * max(1, width - 1), p, head_grad)
     return recipe_terms.loss_bytes(t, s.knobs, rows * width, p, head_grad)
 
 

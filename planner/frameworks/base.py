@@ -64,6 +64,9 @@ class Framework:
     keys: dict[str, str] = field(default_factory=dict)  # memplan field -> the framework's own key or flag
     notes: tuple[str, ...] = ()  # how it differs, one line each (the frameworks table)
     rules: tuple[Rule, ...] = ()  # combinations it refuses
+    # how it spends memory apart from the recipe (the terms stay in planner.estimate): "recipe", the plan's --loss as
+    # memplan runs it; "fused-logprob", TRL's fused log-prob head for SFT (no full logits, whatever the model)
+    sft_head: str = "recipe"
 
     def value_of(self, knob: str, value: object) -> object:
         """The value as `runs` names it: workloads by kind, LoRA as on/off, expert parallel as on/off."""

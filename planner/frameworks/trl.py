@@ -1,4 +1,6 @@
-"""TRL (1.16.0): HF's Trainer with packing, DPO and GRPO; its configs turn checkpointing and bf16 on by default."""
+"""TRL (1.16.0): HF's Trainer with packing, DPO and GRPO; its configs turn checkpointing and bf16 on by default, and its
+SFT trainer computes the loss through a fused log-prob head on every model (trl/trainer/sft_trainer.py:1142-1147,
+1610-1618): no full logits, and no Liger loss (refused in SFT, :1127-1140)."""
 
 from planner.frameworks.base import Default, Framework
 from planner.frameworks.hf import HF_KEYS, HF_RUNS
@@ -17,13 +19,9 @@ FRAMEWORK = Framework(
     name="trl",
     label="TRL (SFT, DPO, GRPO trainers)",
     version="trl 1.16.0",
-    runs=TRL_RUNS,
+    runs={**TRL_RUNS, "loss": ("standard",)},
     defaults=TRL_DEFAULTS,
     keys={**HF_KEYS, "batching": "packing", "lora_rank": "lora_r"},
-    notes=(
-        (
-            "checkpointing and bf16 on by default; SFT's loss runs a chunked fused head "
-            "(trl/trainer/utils.py:1506), not yet a memplan term"
-        ),
-    ),
+    notes=("checkpointing and bf16 on by default; SFT's loss is TRL's fused log-prob head (no full logits)",),
+    sft_head="fused-logprob",
 )
