@@ -1,15 +1,17 @@
 """Training frameworks as memplan plans for them: what each one can run (knob values), its defaults at the pinned
-version (each citing the file it was read from) and its own key for each setting. One small adapter module per
+version (each citing the file it was read from), its own key for each setting, and where it spends memory apart
+from the recipe (Framework.sft_head). A framework whose defaults or memory moved between versions has one adapter
+per version (trl: 1.x, trl-0: 0.x). One small adapter module per
 framework; `FRAMEWORKS` is the registry. Data only: the rules that use it live in planner.config.spec.Knobs, the
 config readers in planner.intake, the exports in planner.export."""
 
 from __future__ import annotations
 
-from planner.frameworks import accelerate, axolotl, deepspeed, hf, llamafactory, memplan, swift, trl
+from planner.frameworks import accelerate, axolotl, deepspeed, hf, llamafactory, memplan, swift, trl, trl0
 from planner.frameworks.base import Default, Framework
 
 FRAMEWORKS: dict[str, Framework] = {
-    m.FRAMEWORK.name: m.FRAMEWORK for m in (memplan, hf, trl, accelerate, deepspeed, llamafactory, swift, axolotl)
+    m.FRAMEWORK.name: m.FRAMEWORK for m in (memplan, hf, trl, trl0, accelerate, deepspeed, llamafactory, swift, axolotl)
 }
 NAMES: tuple[str, ...] = tuple(FRAMEWORKS)
 

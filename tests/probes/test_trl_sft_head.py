@@ -1,5 +1,6 @@
 """TRL's SFT loss is its fused log-prob head (planner/frameworks/trl.py: sft_head "fused-logprob"): a plan for
-`--framework trl` counts recipe_terms.logprob_head_bytes where HF's Trainer counts the full logits. Pinned by the
+`--framework trl` counts recipe_terms.logprob_head_bytes where HF's Trainer (and TRL 0.x, `trl-0`) counts the full
+logits. Pinned by the
 live-bytes tracker on a real step of each trainer (tests/probes/trl_sft_step.py): a Llama of hidden 256, 2 layers,
 a 65,536-token vocabulary, micro-batch 2 x 512 tokens, fp32, fused AdamW, measured 2026-11-24 as
 HF 1,273,938,432 bytes and TRL 670,786,048 (memplan: 1,277,312,000 and 675,179,488). Tolerance 2%."""
@@ -53,3 +54,5 @@ def test_a_trl_sft_step_holds_the_fused_head_and_hfs_the_full_logits(kind, tmp_p
     assert abs(want - got) / got < 0.02, (kind, want, got)
     if kind == "trl":  # the full logits' plan would be 90% over: the test can tell them apart
         assert abs(predicted("hf", tmp_path) - got) / got > 0.5
+    else:  # TRL before 1.0 takes HF's loss from the full logits (trl 0.29.1 sft_trainer.py:1234-1236)
+        assert predicted("trl-0", tmp_path) == want
