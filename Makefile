@@ -35,7 +35,7 @@ run: $(INSTALLED)
 
 # One venv per framework whose own parser loads memplan's exports (tools/fwenv.sh; about 3 minutes the first time,
 # nothing after): LLaMA-Factory, ms-swift and axolotl pin conflicting versions of transformers and TRL.
-FWENV := .fwenv
+FWENV := $(CURDIR)/.fwenv
 FRAMEWORK_PYTHONS := MEMPLAN_LLAMAFACTORY_PYTHON=$(FWENV)/llamafactory/bin/python \
 	MEMPLAN_SWIFT_PYTHON=$(FWENV)/ms-swift/bin/python MEMPLAN_AXOLOTL_PYTHON=$(FWENV)/axolotl/bin/python
 .PHONY: fwenv
