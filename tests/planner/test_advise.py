@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from planner import advise
 from planner.errors import BadInput
 from planner.model import catalog
-from tests.planner.cli.helpers import planner
+from tests.planner.cli.helpers import flags_of, planner
 from tests.planner.strategies import knob_fields
 
 # per request kind: 2,000 suggest and 2,000 check requests (issue 29, the full tier); `make test-fast` sets fewer
@@ -183,35 +183,13 @@ def test_the_generated_requests_reach_both_answers():
     print("outcomes:", OUTCOMES)  # 2026-11-22: 1000 suggest and 1000 check requests, see the closing note
 
 
-def _flags(data: dict, tmp_path) -> list[str]:
-    out = []
-    for key, value in data.items():
-        if key == "model" and isinstance(value, dict):
-            path = tmp_path / f"c{len(list(tmp_path.iterdir()))}.json"
-            path.write_text(json.dumps(value))
-            value = str(path)
-        if value is None or value is False:
-            continue
-        if key == "workload" and isinstance(value, dict):  # --workload KIND and its inputs' own flags
-            out += _flags(
-                {"workload": value.get("kind", "sft"), **{k: v for k, v in value.items() if k != "kind"}}, tmp_path
-            )
-            continue
-        flag = "--" + key.replace("_", "-")
-        if value is True:
-            out.append(flag)
-            continue
-        out += [flag, ",".join(map(str, value)) if isinstance(value, list) else str(value)]
-    return out
-
-
 @settings(max_examples=24, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.one_of(check_requests.map(lambda d: ("check", d)), suggest_requests.map(lambda d: ("suggest", d))))
 def test_the_cli_exits_0_2_or_3_and_never_with_a_traceback(tmp_path_factory, command_data):
     command, data = command_data
     if isinstance(data.get("model"), str) and (not data["model"].strip() or "\x00" in data["model"]):
         data["model"] = "gpt2"  # argv cannot carry NUL, and a blank flag value is argparse's business
-    flags = [f for f in _flags(data, tmp_path_factory.mktemp("cfg")) if "\x00" not in f]
+    flags = [f for f in flags_of(data, tmp_path_factory.mktemp("cfg")) if "\x00" not in f]
     r = planner(command, *flags, "--json", timeout=60, store=tmp_path_factory.mktemp("s") / "s.sqlite")
     assert r.returncode in (0, 2, 3), (r.returncode, r.stderr[-2000:])
     assert "Traceback" not in r.stderr, r.stderr[-3000:]

@@ -1,6 +1,7 @@
 """Running the `planner` command as a user does: a subprocess (a narrow terminal, so a printed command must
 stay whole), one-line errors, exit codes 0, 2, 3."""
 
+import json
 import os
 import subprocess
 import sys
@@ -82,3 +83,26 @@ def one_line_error(r, needle: str, code: int = 2) -> None:
     assert "Traceback" not in r.stderr, r.stderr[-2000:]
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], r.stderr[-2000:]
+
+
+def flags_of(data: dict, tmp_path: Path | None = None) -> list[str]:
+    """The CLI flags a user would type for a request's fields (knobs by their flag, zero_stage as --zero; a workload as
+    --workload KIND and its inputs' own flags; a list comma-joined; a config.json object written under tmp_path)."""
+    from planner.config.knobfields import flag_of
+
+    out = []
+    for key, value in data.items():
+        if key == "model" and isinstance(value, dict):
+            path = tmp_path / f"c{len(list(tmp_path.iterdir()))}.json"
+            path.write_text(json.dumps(value))
+            value = str(path)
+        if value is None or value is False:
+            continue
+        if key == "workload" and isinstance(value, dict):
+            inputs = {k: v for k, v in value.items() if k != "kind"}
+            out += flags_of({"workload": value.get("kind", "sft"), **inputs}, tmp_path)
+        elif value is True:
+            out.append(flag_of(key))
+        else:
+            out += [flag_of(key), ",".join(map(str, value)) if isinstance(value, list) else str(value)]
+    return out

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from planner import advise, intake
-from planner.config.knobfields import flag_of
 from planner.errors import BadInput
 from planner.intake.collect import is_default
 from planner.intake.models import lookup
+from tests.planner.cli.helpers import flags_of
 from tests.planner.intake.conftest import DATA, examples
 
 EXAMPLES = examples()
@@ -75,19 +75,6 @@ def test_every_example_checks_or_names_its_model(path):
         assert any("no sequence length" in line for line in reading.unplanned)
 
 
-def _flags(request: dict) -> list[str]:
-    """The CLI flags a user would type for the same request (a workload as --workload KIND and its inputs)."""
-    out = []
-    for key, value in request.items():
-        if key == "workload":
-            out += ["--workload", value.get("kind", "sft")] + _flags({k: v for k, v in value.items() if k != "kind"})
-        elif value is True:
-            out.append(flag_of(key))
-        elif value is not None and value is not False:
-            out += [flag_of(key), str(value)]
-    return out
-
-
 def comparable(path: Path) -> bool:
     """An example whose model memplan finds offline and whose rows have a length (the others are one line about
     that: test_every_example_checks_or_names_its_model)."""
@@ -116,7 +103,7 @@ def test_every_example_gives_the_plan_its_flags_give(path):
     reading = intake.read([str(path)])
     parser = build_parser()
     _, by_config = check.gather(parser.parse_args(["check", "--config", str(path), "--gpu", "h100"]))
-    _, by_flags = check.gather(parser.parse_args(["check", *_flags(reading.request), "--gpu", "h100"]))
+    _, by_flags = check.gather(parser.parse_args(["check", *flags_of(reading.request), "--gpu", "h100"]))
     a, b = by_config.plan, by_flags.plan
     assert (a.micro_batch, a.grad_accum, a.world_size, dict(a.knobs)) == (
         b.micro_batch,
