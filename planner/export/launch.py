@@ -35,7 +35,7 @@ def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> Launch:
     command, framework_files = export.command(plan, hw, model, seq_len), None
     if fw is not None:
         try:
-            command, framework_files = fw.command(plan, hw), fw.files(plan, model, hw, seq_len)
+            command, framework_files = framework_launch(plan, model, hw, seq_len)
         except ValueError as e:  # a plan the framework's config cannot express: the HF material, and why
             notes.append(f"{plan.framework}: {e}")
     return Launch(
@@ -48,6 +48,18 @@ def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> Launch:
         peft_config=export.peft_config(plan),
         quantization_config=export.quantization_config(plan),
     )
+
+
+def framework_launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> tuple[str, dict[str, str]]:
+    """(command, files) of a LLaMA-Factory, ms-swift or axolotl plan: its exporter's files, and launch.sh beside them
+    where the command is not the script itself; ValueError for a plan its framework cannot express."""
+    fw = FRAMEWORK_EXPORTS[plan.framework]
+    out, command = fw.files(plan, model, hw, seq_len), fw.command(plan, hw)
+    if not command.startswith("bash "):  # ms-swift's script is its own launcher
+        out[LAUNCH_NAME] = (
+            f"#!/bin/bash\n# memplan: {plan.framework}'s launch of the files beside this one\n{command}\n"
+        )
+    return command, out
 
 
 def with_launch(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal) -> Plan:
@@ -70,17 +82,12 @@ def command_files(plan: Plan, model: ModelSpec, ds_name: str = DS_CONFIG_NAME) -
 
 
 def files(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int) -> dict[str, str]:
-    """A framework plan's config files (its exporter's); otherwise the command's files, the accelerate config of an
-    FSDP plan, the HF arguments and a Slurm script."""
-    fw = FRAMEWORK_EXPORTS.get(plan.framework)
-    if fw is not None:
-        out = fw.files(plan, model, hw, seq_len)
-        command = fw.command(plan, hw)
-        if not command.startswith("bash "):  # ms-swift's script is its own launcher
-            out[LAUNCH_NAME] = (
-                f"#!/bin/bash\n# memplan: {plan.framework}'s launch of the files beside this one\n{command}\n"
-            )
-        return out
+    """A framework plan's config files (framework_launch, made once: a plan that carries them keeps them); otherwise
+    the command's files, the accelerate config of an FSDP plan, the HF arguments and a Slurm script."""
+    if plan.framework in FRAMEWORK_EXPORTS:
+        made = plan.launch.framework_files if plan.launch else framework_launch(plan, model, hw, seq_len)[1]
+        if made is not None:  # None: its framework cannot express it, and the plan carries the HF material
+            return dict(made)
     out = command_files(plan, model)
     if plan.fsdp != "off":
         out["accelerate_config.yaml"] = export.yaml_text(export.accelerate_config(plan, hw, model))
