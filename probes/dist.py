@@ -295,4 +295,7 @@ def _fsdp_rank_main(job: dict, case: Case, model, batch: dict, out_dir: str, ran
 
 
 if __name__ == "__main__":
+    from recipe.dist import exit_rank
+
     _rank_main(sys.argv[1], sys.argv[2])
+    exit_rank(0)

@@ -1,9 +1,13 @@
 """Distributed launch helpers the probes and the bundled trainer share: a free local port for torchrun's
-rendezvous, DeepSpeed's init on CPU, and a DeepSpeed config for a client optimizer."""
+rendezvous, DeepSpeed's init on CPU, a DeepSpeed config for a client optimizer, and the exit of a rank."""
 
 from __future__ import annotations
 
+import logging
+import os
 import socket
+import sys
+from typing import NoReturn
 
 
 def free_port() -> int:
@@ -29,3 +33,17 @@ def init_deepspeed(backend: str, cpu: bool) -> None:
     if cpu:
         deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
     deepspeed.init_distributed(dist_backend=backend)
+
+
+def exit_rank(code: int) -> NoReturn:
+    """End a torchrun rank once its work is written: streams and logs flushed, then os._exit, skipping
+    the interpreter's finalization and C++ static destructors. CI saw a rank that had finished ("done: 7
+    steps") abort in that teardown ("terminate called without an active exception", SIGABRT), so the run
+    was reported failed. Two known ways lead there, and os._exit avoids both: a gloo worker thread
+    dropping a collective's tensor while CPython 3.11 finalizes (its GIL request ends the thread with
+    pthread_exit, whose unwinding through a noexcept destructor calls std::terminate; CPython gh-87135,
+    pytorch/pytorch#179291), and a static object's std::thread destroyed while still joinable."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(code)

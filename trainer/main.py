@@ -27,4 +27,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from recipe.dist import exit_rank
+
+    exit_rank(main(sys.argv[1:]))

@@ -112,15 +112,16 @@ def limits_line(limits: dict) -> str:
 
 
 def rejected_table(rejected: list[Plan]) -> Table:
-    """One row per distinct reason: how many knob families it rejects, the first of them, and the reason."""
+    """One row per distinct reason (reasons that differ only in their figures are one): how many knob families
+    it rejects, the one of them closest to fitting, and its reason."""
     groups: dict[str, list[Plan]] = {}
     for p in rejected:
-        groups.setdefault(p.reason or "", []).append(p)
+        groups.setdefault(re.sub(r"\d[\d,.]*", "#", p.reason or ""), []).append(p)
     t = Table(title="rejected (smallest micro-batch of each knob family, one row per reason)", title_justify="left")
-    for col in ("families", "first: ckpt", "precision", "sharding", "offload", "recipe", "total GiB", "reason"):
+    for col in ("families", "closest: ckpt", "precision", "sharding", "offload", "recipe", "total GiB", "reason"):
         t.add_column(col, justify="right" if col in ("families", "total GiB") else "left")
-    for reason, plans in groups.items():
-        p = plans[0]
+    for plans in groups.values():
+        p = min(plans, key=lambda q: q.memory.device_total_bytes)
         t.add_row(
             str(len(plans)),
             p.checkpointing,
@@ -129,7 +130,7 @@ def rejected_table(rejected: list[Plan]) -> Table:
             p.offload,
             p.recipe,
             gib(p.memory.device_total_bytes),
-            reason,
+            p.reason or "",
         )
     return t
 

@@ -158,7 +158,12 @@ class Knobs(KnobFields):
         if self.fsdp != "off":
             return self._fsdp_rules()
         if self.offload != "none" and self.zero_stage == 0:
-            raise BadInput(f"--offload {self.offload} needs DeepSpeed: use --zero 1, 2 or 3", "offload")
+            raise BadInput(
+                "--offload optimizer needs DeepSpeed: use --zero 1, 2 or 3 (or --fsdp full with --offload optimizer+params)"
+                if self.offload == "optimizer"
+                else "--offload optimizer+params needs DeepSpeed or FSDP: use --zero 3 or --fsdp full",
+                "offload",
+            )
         if self.offload == "optimizer+params" and self.zero_stage != 3:
             raise BadInput(
                 "--offload optimizer+params needs --zero 3 (parameter offload is a ZeRO-3 feature)", "offload"

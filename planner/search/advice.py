@@ -55,17 +55,21 @@ def rejection_reason(plan: Plan, hw: Hardware, usable: int) -> str | None:
         what = f"a micro-batch of {plan.token_batches.max_tokens_per_micro_batch:,} tokens"
     term, size, fixes = deciding_term(plan)
     states = m.params_bytes + m.grads_bytes + m.optimizer_bytes  # at the peak (gradients may not be live yet)
-    states_big = states * 2 > usable
-    if states_big:  # the states are most of the card: what shrinks them helps too
-        fixes += [
+    without = m.device_total_bytes - size  # the term gone, the rest (overhead included) as it is
+    if states * 2 > usable or without > usable:  # the states are most of the card: what shrinks them helps too
+        more = [
             f
             for f in state_fixes(plan)
             if f.split(" (")[0] not in " ".join(fixes)
             and not (f.startswith("shard") and any(x.startswith("shard") for x in fixes))
         ]
+        fixes = fixes + more
+        if without > usable:  # the term's own fix cannot be enough alone: sharding the states first
+            fixes = sorted(fixes, key=lambda f: not f.startswith("shard"))
+    alone = f" (without it still {gib(without)})" if without > usable else ""
     return (
         f"{what} needs {gib(m.device_total_bytes)} per GPU > {gib(usable)} usable; its peak ({m.peak_phase}) is "
-        f"model states {gib(states)} + {term} {gib(size)}: {' or '.join(fixes)}"
+        f"model states {gib(states)} + {term} {gib(size)}{alone}: {' or '.join(fixes)}"
     )
 
 

@@ -32,8 +32,8 @@ def msg(client, body: dict, path: str = "/v1/plans") -> tuple[list, str]:
             "give seq_len, or data and tokenizer to plan for the data's longest row",
         ),
         (
-            "--offload optimizer needs DeepSpeed: use --zero 1, 2 or 3",
-            "offload optimizer needs DeepSpeed: use zero 1, 2 or 3",
+            "--offload optimizer needs DeepSpeed: use --zero 1, 2 or 3 (or --fsdp full with --offload optimizer+params)",
+            "offload optimizer needs DeepSpeed: use zero 1, 2 or 3 (or fsdp full with offload optimizer+params)",
         ),
         ("--quant nf4 needs LoRA adapters: give --lora-rank > 0", "quant nf4 needs LoRA adapters: give lora_rank > 0"),
         # the workload's fields by their path; --max-length is DPO's where the message is about the workload

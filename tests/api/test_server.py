@@ -225,7 +225,7 @@ def test_every_refusal_names_its_field_and_the_core_validates_once(server):
 
     assert loc("/v1/check", {**check, "offload": "optimizer"}) == (
         ["body", "offload"],
-        "offload optimizer needs DeepSpeed: use zero 1, 2 or 3",
+        "offload optimizer needs DeepSpeed: use zero 1, 2 or 3 (or fsdp full with offload optimizer+params)",
     )  # the API's names
     assert loc("/v1/check", {**check, "precision": "bf16-pure", "zero": 2})[0] == ["body", "precision"]
     assert loc("/v1/check", {**check, "images": 2})[0] == ["body", "images"]
