@@ -9,6 +9,7 @@ import pytest
 from tests.planner.cli.helpers import one_line_error, planner
 
 SMALL_8B = ["--model", "llama-3.1-8b", "--gpu", "h100", "--precision", "bf16-pure", "--evidence", "analytic"]
+QWEN_72B = ["suggest", "--model", "qwen2.5-72b", "--gpu", "a100-80gb", "--gpus-per-node", "8"]
 GRPO_16 = ["--workload", "grpo", "--max-prompt-length", "16", "--max-completion-length", "16", "--num-generations", "8"]
 
 
@@ -202,22 +203,7 @@ def test_rejected_reasons_that_differ_only_in_their_figures_are_one_row():
     its own GiB figure."""
     from planner.cli.render import rejected_table
 
-    r = planner(
-        "suggest",
-        "--model",
-        "qwen2.5-72b",
-        "--gpu",
-        "a100-80gb",
-        "--gpus-per-node",
-        "8",
-        "--global-batch",
-        "256",
-        "--seq-len",
-        "4096",
-        "--evidence",
-        "analytic",
-        "--json",
-    )
+    r = planner(*QWEN_72B, "--global-batch", "256", "--seq-len", "4096", "--evidence", "analytic", "--json")
     assert r.returncode == 3, r.stderr
     from planner.config.spec import Plan
 
