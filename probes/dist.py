@@ -34,15 +34,24 @@ from probes.step import Case
 from recipe.dist import client_optimizer_config, free_port, init_deepspeed
 
 
-def measure_ranks(case: Case, world: int = 2, steps: int = 2, timeout_s: float = 600) -> list[dict]:
-    """Run `steps` optimizer steps on `world` local ranks; one result per rank (see `_rank_main`)."""
+def measure_ranks(
+    case: Case,
+    world: int = 2,
+    steps: int = 2,
+    timeout_s: float = 600,
+    module: str = "probes.dist",
+    job: dict | None = None,
+) -> list[dict]:
+    """Run `steps` optimizer steps on `world` local ranks under `module`'s rank main (this one's `_rank_main`, or
+    probes.zero's), the job's fields beside the case; one result per rank."""
     with tempfile.TemporaryDirectory(prefix="memplan-dist-") as tmp:
-        job = Path(tmp) / "job.json"
-        job.write_text(
+        path = Path(tmp) / "job.json"
+        path.write_text(
             json.dumps(
                 {
                     "case": {**{f.name: getattr(case, f.name) for f in fields(case)}, "knobs": case.knobs.model_dump()},
                     "steps": steps,
+                    **(job or {}),
                 }
             )
         )
@@ -57,8 +66,8 @@ def measure_ranks(case: Case, world: int = 2, steps: int = 2, timeout_s: float =
             "--master_port",
             str(free_port()),
             "-m",
-            "probes.dist",
-            str(job),
+            module,
+            str(path),
             tmp,
         ]
         env = {**os.environ, "OMP_NUM_THREADS": "1", "DS_ACCELERATOR": "cpu"}

@@ -32,7 +32,7 @@ from math import prod
 
 from planner.config.spec import MIB, Knobs, MemoryBreakdown
 from planner.estimate import activations as act
-from planner.estimate import calibration, fsdp, lora, recipe_terms
+from planner.estimate import calibration, fsdp, lora, recipe_terms, zero
 from planner.estimate.setup import Setup
 from planner.frameworks import FRAMEWORKS
 
@@ -188,11 +188,6 @@ def grad_bytes_per_param(k: Knobs) -> int:
     return trainable_weight_bytes_per_param(k)
 
 
-def reduce_bucket_elements(s: Setup) -> int:
-    """DeepSpeed reduce bucket as HF's "auto" sets it (hidden_size^2); export.py writes the same."""
-    return s.model.text.hidden**2
-
-
 def gradients_bytes(s: Setup) -> int:
     """All gradients this rank holds once backward is done (zero 0/1: full; 2/3: its partition)."""
     k, T, g = s.knobs, trainable_params(s), grad_bytes_per_param(s.knobs)
@@ -212,28 +207,31 @@ def gradients_bytes(s: Setup) -> int:
 def comm_bucket_bytes(s: Setup) -> int:
     """Persistent gradient communication buffers: DDP buckets (a copy of every gradient, since HF
     does not set gradient_as_bucket_view) for world > 1, DeepSpeed's contiguous reduce buckets
-    (two with overlap_comm at stage 2, one at stages 1 and 3)."""
+    (zero.reduce_buckets_bytes)."""
     k, g = s.knobs, grad_bytes_per_param(s.knobs)
     if k.fsdp != "off":  # reduce-scatter buffers are per unit, in backward: fsdp.backward_temp_bytes
         return 0
     if k.zero_stage == 0:
         return trainable_params(s) * g if s.world_size > 1 else 0
-    return {1: 1, 2: 2, 3: 1}[k.zero_stage] * reduce_bucket_elements(s) * g
+    return zero.reduce_buckets_bytes(s)
+
+
+def backward_grads_bytes(s: Setup, grads_full: int) -> int:
+    """Gradients held while backward runs (its activations still live): with accumulation, what earlier micro-steps
+    left; ZeRO-3 allocates its gradient partition buffer at init whatever the accumulation (stage3.py:789-801),
+    and ZeRO-2 its partition buffer at the first reduction of every backward, a second one beside the kept sum
+    from the second micro-step on (stage_1_and_2.py:2184-2194, 1038-1045)."""
+    k = s.knobs
+    if k.fsdp == "off" and k.offload == "none" and k.zero_stage == 3:
+        return grads_full
+    if k.fsdp == "off" and k.offload == "none" and k.zero_stage == 2:
+        return grads_full * (2 if s.grad_accum > 1 else 1)
+    return grads_full if s.grad_accum > 1 else 0
 
 
 def gathered_params_bytes(s: Setup) -> int:
     """Parameters gathered while their module runs: ZeRO-3's, or FSDP's unsharded units."""
-    return fsdp.unsharded_params_bytes(s) if s.knobs.fsdp != "off" else zero3_live_params_bytes(s)
-
-
-def zero3_live_params_bytes(s: Setup) -> int:
-    """ZeRO-3 modules gathered while they run: the largest module's weights and their gradient
-    (DeepSpeed's estimate: 4 x largest layer params in half precision) plus the prefetch bucket."""
-    if s.knobs.zero_stage != 3:
-        return 0
-    w = 4 if s.knobs.precision == "fp32" else 2
-    prefetch = int(0.9 * s.model.text.hidden**2)
-    return 2 * w * s.model.largest_matrix_params() + w * prefetch
+    return fsdp.unsharded_params_bytes(s) if s.knobs.fsdp != "off" else zero.zero3_live_params_bytes(s)
 
 
 def largest_trainable_matrix_params(s: Setup) -> int:
@@ -248,11 +246,11 @@ def largest_trainable_matrix_params(s: Setup) -> int:
 
 def optimizer_step_temp_bytes(s: Setup) -> int:
     """Temporaries of the optimizer step: torch foreach AdamW one full-size tensor (sqrt of the
-    second moment); Adafactor per tensor (about three of the largest); ZeRO the fp32 gradient
-    partition it builds for the step; fused, SGD and 8-bit kernels none."""
+    second moment); Adafactor per tensor (about three of the largest); ZeRO the flat and fp32 copies of the
+    gradient group it steps (zero.zero_step_temp_bytes); fused, SGD and 8-bit kernels none."""
     k, T = s.knobs, trainable_params(s)
     if k.zero_stage >= 1:
-        return 0 if k.offload != "none" else 4 * T // s.world_size
+        return zero.zero_step_temp_bytes(s, T)
     sb = trainable_weight_bytes_per_param(k)
     if k.optimizer_in_backward:  # one parameter's step at a time, inside backward
         return largest_trainable_matrix_params(s) * sb if k.optimizer == "adamw" else 0
@@ -477,7 +475,7 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
             activation_side[0],
             (activation_side[1] + gathered_params_bytes(s) + fsdp.backward_temp_bytes(s, end=False)),
         )
-    accumulated = grads_full if s.grad_accum > 1 else 0
+    accumulated = backward_grads_bytes(s, grads_full)
     phases = {
         "backward": (accumulated, acts, backward_temp),
         "end-of-backward": (grads_full, 0, end_of_backward_temp_bytes(s)),
@@ -496,7 +494,7 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
         "gradient_buffers_bytes": buckets,
         "logits_loss_bytes": logits_loss_bytes(s),
         "saved_activations_bytes": acts,
-        "zero3_live_params_bytes": zero3_live_params_bytes(s),
+        "zero3_live_params_bytes": zero.zero3_live_params_bytes(s),
         "fsdp_unsharded_params_bytes": fsdp.unsharded_params_bytes(s),
         "optimizer_step_temp_bytes": optimizer_step_temp_bytes(s),
         "model_states_bytes": params + grads_full + buckets + opt,

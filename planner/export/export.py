@@ -13,6 +13,7 @@ from pathlib import Path
 
 from planner.config.spec import Hardware, Knobs, Plan
 from planner.config.workload import Workload
+from planner.estimate.zero import settings as zero_settings
 from planner.model import catalog
 from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
 
@@ -210,21 +211,22 @@ def deepspeed_config_for(k: Knobs, micro_batch: int, grad_accum: int, world: int
     """deepspeed_config from a plan's knobs and batch split (the probes and the trainer have no Plan)."""
     if k.zero_stage == 0:
         return None
-    h = model.text.hidden
+    z = zero_settings(model.text.hidden)  # every value the plan's memory terms assume (planner.estimate.zero)
     zero: dict = {
         "stage": k.zero_stage,
-        "overlap_comm": True,
+        "overlap_comm": z.overlap_comm,
         "contiguous_gradients": True,
-        "reduce_bucket_size": h * h,
+        "reduce_bucket_size": z.reduce_bucket_size,
     }
     if k.zero_stage in (1, 2):
-        zero.update(allgather_partitions=True, allgather_bucket_size=int(5e8), reduce_scatter=True)
+        zero.update(allgather_partitions=True, allgather_bucket_size=z.allgather_bucket_size, reduce_scatter=True)
     else:
         zero.update(
-            stage3_prefetch_bucket_size=int(0.9 * h * h),
-            stage3_param_persistence_threshold=10 * h,
-            stage3_max_live_parameters=int(1e9),
-            stage3_max_reuse_distance=int(1e9),
+            stage3_prefetch_bucket_size=z.prefetch_bucket_size,
+            stage3_param_persistence_threshold=z.param_persistence_threshold,
+            stage3_max_live_parameters=z.max_live_parameters,
+            stage3_max_reuse_distance=z.max_reuse_distance,
+            sub_group_size=z.sub_group_size,
             stage3_gather_16bit_weights_on_model_save=True,
         )
     if k.offload != "none":

@@ -20,7 +20,7 @@ rlhf_trainers/args_mixin.py:37,169-170 (--use_vllm, --vllm_mode, --vllm_gpu_memo
 imitates examples/train/multi-gpu/deepspeed/train_zero3.sh.
 
 Swift's zero1/zero2/zero2_offload presets fix 2e8-element buckets where the plan counts DeepSpeed's reduce bucket at
-hidden^2 (planner.estimate.memory.reduce_bucket_elements), so those plans get the plan's own JSON; zero3 and
+hidden^2 (planner.estimate.zero.settings), so those plans get the plan's own JSON; zero3 and
 zero3_offload leave the buckets to HF's "auto" (hidden^2), as the plan does, and are used by name.
 """
 
