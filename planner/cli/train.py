@@ -60,13 +60,8 @@ def register(sub) -> None:
         "--eval-every",
         type=common.nonneg_int("--eval-every"),
         default=0,
-        help="evaluate on a held-out 5%% every N steps (0: never)",
-    )
-    p.add_argument(
-        "--eval-batch",
-        type=common.positive_int("--eval-batch"),
-        default=8,
-        help="evaluation batch per rank (its own: an OOM there never shrinks training)",
+        help="evaluate on a held-out 5%% every N steps (0: never), --eval-batch rows a rank (8 when not given; an "
+        "OOM there halves the evaluation batch only)",
     )
     p.add_argument("--launcher", type=common.one_of("--launcher", LAUNCHERS), default="auto")
     p.add_argument("--nnodes", type=common.positive_int("--nnodes"), default=None)
@@ -181,7 +176,7 @@ def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: K
         "store": args.store,
         "deepspeed_config": ds,
         "eval_every": args.eval_every,
-        "eval_batch": args.eval_batch,
+        "eval_batch": knobs.eval_batch or 8,
         "max_tokens_per_micro_batch": req.max_tokens_per_micro_batch,
     }
 

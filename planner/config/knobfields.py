@@ -50,6 +50,7 @@ Framework = Literal[FRAMEWORK_NAMES]  # planner.frameworks: one adapter module e
 
 MAX_LORA_RANK = 4096
 MAX_EXPERT_PARALLEL = 1024
+MAX_EVAL_BATCH = 4096
 LORA_TARGETS_PATTERN = r"^[A-Za-z0-9_.\-]+(,[A-Za-z0-9_.\-]+)*$"
 # suggest's default checkpointing choices: every mode (each needs no extra package); every-N at N = 2 and 4
 SUGGEST_CHECKPOINTING = ("off", "selective-op", "every-4", "every-2", "full", "offload")
@@ -144,6 +145,15 @@ class KnobFields(BaseModel):
         ge=1.0,
         le=1024.0,
         description=("MoE models: the busiest expert receives this many times its fair share of tokens"),
+    )
+    eval_batch: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_EVAL_BATCH,
+        description=(
+            "rows per device in evaluation at the full length (HF's per_device_eval_batch_size, 8 by default where a "
+            "run evaluates); 0 = the run does not evaluate"
+        ),
     )
     framework: Framework = Field(
         default="memplan",

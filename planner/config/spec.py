@@ -327,11 +327,18 @@ class MemoryBreakdown(BaseModel):
     capacity_bytes: int
     headroom_bytes: int
     peak_phase: Literal[
-        "forward", "backward", "end-of-backward", "optimizer-step", "generation", "reference-forward", "old-logps"
+        "forward",
+        "backward",
+        "end-of-backward",
+        "optimizer-step",
+        "evaluation",
+        "generation",
+        "reference-forward",
+        "old-logps",
     ]
     host_bytes_per_node: int = 0
     detail: dict[str, int] = {}
-    phases: dict[str, int] | None = None  # DPO / GRPO: peak allocated bytes of each phase (planner.estimate.rl)
+    phases: dict[str, int] | None = None  # peak allocated bytes of each phase (DPO / GRPO: planner.estimate.rl)
     peak_term: str | None = None  # DPO / GRPO: the largest term of the peak phase
 
     def terms_sum(self) -> int:

@@ -32,7 +32,7 @@ from math import prod
 
 from planner.config.spec import MIB, Knobs, MemoryBreakdown
 from planner.estimate import activations as act
-from planner.estimate import calibration, fsdp, lora, recipe_terms, zero
+from planner.estimate import calibration, fsdp, lora, nograd, recipe_terms, zero
 from planner.estimate.setup import Setup
 from planner.frameworks import FRAMEWORKS
 
@@ -485,6 +485,12 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
         last_layer = (accumulated or head_grad_bytes(s), last_layer_activations_bytes(s), last_layer_temp_bytes(s))
         if sum(last_layer) > sum(phases["backward"]):
             phases["backward"] = last_layer
+    if s.knobs.eval_batch:
+        phases["evaluation"] = (
+            eval_grads_bytes(s, grads_full),
+            0,
+            gathered_params_bytes(s) + nograd.eval_forward_bytes(s),
+        )
     phase = max(phases, key=lambda p: sum(phases[p]))
     grads, acts_at_peak, temp = phases[phase]
     peak = params + grads + buckets + opt + acts_at_peak + temp
@@ -514,7 +520,15 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
         peak_phase=phase,
         host_bytes_per_node=host_offload_bytes_per_node(s) + host_activation_bytes_per_node(s),
         detail=detail,
+        phases={p: params + buckets + opt + sum(terms) for p, terms in phases.items()},
     )
+
+
+def eval_grads_bytes(s: Setup, grads_full: int) -> int:
+    """Gradients while evaluation runs, after an optimizer step: HF's zero_grad sets them to None (torch 2's
+    default), DeepSpeed ZeRO-3 keeps its gradient partition buffer (zero.py: allocated at init)."""
+    k = s.knobs
+    return grads_full if k.zero_stage == 3 and k.fsdp == "off" and k.offload == "none" else 0
 
 
 def host_activation_bytes_per_node(s: Setup) -> int:

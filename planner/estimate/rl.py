@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.config.spec import Hardware, MemoryBreakdown
-from planner.estimate import activations as act
 from planner.estimate import memory as mem
 from planner.estimate import recipe_terms, speed
+from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
 from planner.estimate.setup import Setup
 
 SAMPLING_FP32_COPIES = 3  # generate's fp32 copy of the last logits, the processed scores, softmax's probabilities
@@ -42,44 +42,9 @@ def cache_width(t) -> int:
     return t.mla.kv_lora_rank + t.mla.qk_rope_head_dim if t.mla is not None else 2 * t.kv_dim
 
 
-def compute_dtype_bytes(s: Setup) -> int:
-    return 4 if s.knobs.precision == "fp32" else 2
-
-
 def sequences_per_generation(s: Setup) -> int:
     """Completions one rank generates at once: its share of the generation batch."""
     return s.micro_batch * s.knobs.workload.steps_per_gen(s.grad_accum)
-
-
-def nograd_forward_bytes(s: Setup, rows: int, width: int) -> int:
-    """One no-grad forward's largest moment, inside a decoder layer: the residual stream and the normed input, then
-    the MLP's gate and up outputs with their product (3 x tokens x intermediate), or attention's q, k, v (repeated
-    to all heads with a mask), output and SDPA's float bias; plus the 4-D mask of the forward."""
-    t = s.model.text
-    p = "fp32" if s.knobs.precision == "fp32" else "half"
-    r, c = act.saved_dtype_bytes(p)
-    tokens = rows * width
-    stream = (r + c) * tokens * t.hidden
-    mlp = 3 * c * tokens * t.intermediate
-    kv_width = t.q_dim if t.kv_heads < t.heads and t.attention != "flash" else t.kv_dim
-    attention = c * tokens * (2 * t.q_dim + 2 * kv_width)
-    if t.attention == "sdpa":
-        attention += act.sdpa_bias_saved_bytes(rows, width, p)
-    return max(stream + max(mlp, attention) + act.attention_mask_bytes(t, rows, width, p), nograd_vision_bytes(s, rows))
-
-
-def nograd_vision_bytes(s: Setup, rows: int) -> int:
-    """A VLM's prompt images through the vision tower without grad: inside one block, three copies of the patch
-    stream (residual, normed input, Qwen2.5-VL's window-reordered copy) and the MLP's gate, up and product (two for a
-    plain MLP); beside them the merged image embeddings handed to the language model. Measured against Qwen2.5-VL's
-    tower on CPU (tests/probes/test_rl.py)."""
-    v = s.model.vision
-    if v is None or not s.image_tokens:
-        return 0
-    c = compute_dtype_bytes(s)
-    patches = rows * s.image_tokens * v.patches_per_token
-    block = 3 * c * patches * v.hidden + (3 if v.gated_mlp else 2) * c * patches * v.intermediate
-    return block + c * rows * s.image_tokens * s.model.text.hidden
 
 
 def logprob_forward_bytes(s: Setup, rows: int) -> int:

@@ -125,6 +125,8 @@ def config(plan: Plan, model: ModelSpec, seq_len: int) -> dict:
         lr_scheduler="cosine",
         learning_rate=2e-4 if plan.lora_rank else 2e-5,
     )
+    if plan.eval_batch:  # axolotl/core/builders/base.py:680-682 (per_device_eval_batch_size)
+        cfg["eval_batch_size"] = plan.eval_batch
     cfg.update(precision_keys(plan))
     cfg.update(checkpoint_keys(plan), attn_implementation=ATTN[plan.attention])
     cfg.update(loss_keys(plan))

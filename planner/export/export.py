@@ -78,6 +78,8 @@ def hf_args(plan: Plan, model: ModelSpec | None = None) -> dict:
         "optim": HF_OPTIM[plan.optimizer],
         "deepspeed": DS_CONFIG_NAME if plan.zero_stage >= 1 else None,
     }
+    if plan.eval_batch:
+        args["per_device_eval_batch_size"] = plan.eval_batch
     if plan.checkpointing != "off" and not fsdp:
         args["gradient_checkpointing_kwargs"] = {"use_reentrant": False}
     if plan.loss != "standard":
@@ -272,6 +274,7 @@ def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME) -> list[str]:
         "--optim",
         HF_OPTIM[plan.optimizer],
     ]
+    a += ["--per_device_eval_batch_size", str(plan.eval_batch)] if plan.eval_batch else []
     # FSDP: its own activation checkpointing. Off said explicitly: TRL's configs default it to true
     # (trl/trainer/base_config.py:62, trl 1.16.0), HF's TrainingArguments to false
     a += (

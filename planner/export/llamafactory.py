@@ -227,6 +227,7 @@ def train_entries(plan: Plan) -> list[Entry]:
     out: list[Entry] = [
         ("per_device_train_batch_size", plan.micro_batch, ""),
         ("gradient_accumulation_steps", plan.grad_accum, ""),
+        *([("per_device_eval_batch_size", plan.eval_batch, "")] if plan.eval_batch else []),
         ("learning_rate", lr, ""),
         ("num_train_epochs", 3.0, ""),
         ("lr_scheduler_type", "cosine", ""),

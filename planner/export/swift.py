@@ -134,6 +134,7 @@ def flag_list(plan: Plan, model: ModelSpec, seq_len: int) -> list[Flag]:
         ("attn_impl", ATTN_IMPL[plan.attention]),
         ("per_device_train_batch_size", plan.micro_batch),
         ("gradient_accumulation_steps", plan.grad_accum),  # swift's default differs (a total batch of 16)
+        *([("per_device_eval_batch_size", plan.eval_batch)] if plan.eval_batch else []),
         ("gradient_checkpointing", plan.checkpointing == "full" and plan.fsdp == "off"),
         ("max_length", plan.workload.prompt_tokens() if plan.workload.kind == "grpo" else seq_len),
     ]

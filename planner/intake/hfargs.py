@@ -79,6 +79,7 @@ def read(
         if f(key):
             c.number(field, f(key).value, f(key).source, f(key).raw)
     _checkpointing(c, flags, trainer)
+    _evaluation(c, flags)
     _precision(c, flags)
     _sequence(c, flags, trainer)
     if trainer == "grpo":
@@ -101,6 +102,27 @@ def _checkpointing(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
             return
     if "no_gradient_checkpointing" in flags:
         c.set("checkpointing", "off", flags["no_gradient_checkpointing"].source, "--no_gradient_checkpointing")
+
+
+def _evaluation(c: Collector, flags: dict[str, Flag]) -> None:
+    """A run that evaluates (eval_strategy other than "no", or do_eval) at per_device_eval_batch_size rows, HF's 8 by
+    default (transformers/training_args.py:1128)."""
+    strategy = flags.get("eval_strategy") or flags.get("evaluation_strategy")
+    on = strategy if strategy and str(one(strategy.value)).lower() != "no" else None
+    if on is None and "do_eval" in flags and c.flag(flags["do_eval"].value, flags["do_eval"].source):
+        on = flags["do_eval"]
+    if on is None:
+        return
+    size = flags.get("per_device_eval_batch_size")
+    if size:
+        c.number("eval_batch", size.value, size.source, size.raw)
+    else:
+        c.set(
+            "eval_batch",
+            8,
+            default(HF, "transformers/training_args.py:1128", "per_device_eval_batch_size 8") + f" ({on.source})",
+            "per_device_eval_batch_size",
+        )
 
 
 def _precision(c: Collector, flags: dict[str, Flag]) -> None:

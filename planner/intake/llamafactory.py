@@ -70,6 +70,9 @@ def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None
     ):
         value, src = _get(f, key, fallback, cite)
         c.number(field, value, src, key)
+    if "eval_strategy" in f and str(f["eval_strategy"].value).lower() != "no":  # HF's Trainer evaluates
+        value, src = _get(f, "per_device_eval_batch_size", 8, f"{HF_ARGS}:1111")
+        c.number("eval_batch", value, src, "per_device_eval_batch_size")
     value, src = _get(f, "cutoff_len", 2048, f"{H}data_args.py:46")
     c.number("workload.max_length" if stage == "dpo" else "seq_len", value, src, "cutoff_len")
     _training(c, f, stage)

@@ -47,6 +47,8 @@ def rejection_reason(plan: Plan, hw: Hardware, usable: int) -> str | None:
         )
     if m.device_total_bytes <= usable:
         return None
+    if m.peak_phase == "evaluation":
+        return evaluation_reason(plan, usable)
     states = m.detail["model_states_bytes"]
     if states > usable:
         return f"model states alone need {gib(states)} per GPU > {gib(usable)} usable: {' or '.join(state_fixes(plan))}"
@@ -70,6 +72,17 @@ def rejection_reason(plan: Plan, hw: Hardware, usable: int) -> str | None:
     return (
         f"{what} needs {gib(m.device_total_bytes)} per GPU > {gib(usable)} usable; its peak ({m.peak_phase}) is "
         f"model states {gib(states)} + {term} {gib(size)}{alone}: {' or '.join(fixes)}"
+    )
+
+
+def evaluation_reason(plan: Plan, usable: int) -> str:
+    """Training fits and the first evaluation does not: say so, with the evaluation's own batch as the fix."""
+    m = plan.memory
+    training = max(v for k, v in (m.phases or {}).items() if k != "evaluation")
+    return (
+        f"runs out of memory at the first evaluation, not in training: {plan.eval_batch} evaluation rows need "
+        f"{gib(m.device_total_bytes)} per GPU > {gib(usable)} usable (training peaks at {gib(training)} allocated, "
+        f"evaluation at {gib(m.peak_allocated_bytes)}): a smaller evaluation batch (--eval-batch N)"
     )
 
 

@@ -166,14 +166,14 @@ def test_analytic_phases_within_5_percent_of_the_sim_with_cuda_paths(name):
 
 def test_nograd_vision_term_within_5_percent_of_qwen25_vl_tower_on_cpu():
     """GRPO's prompts carry images through the vision tower without grad (generation's prefill, the reference and
-    old-policy passes): planner.estimate.rl.nograd_vision_bytes against Qwen2.5-VL's real tower (2 blocks, one of them full
+    old-policy passes): planner.estimate.nograd.nograd_vision_bytes against Qwen2.5-VL's real tower (2 blocks, one of them full
     attention), 2 images of 32 x 32 patches, tracked on CPU."""
     import copy
 
     import torch
     import transformers
 
-    from planner.estimate.rl import nograd_vision_bytes
+    from planner.estimate.nograd import nograd_vision_bytes
     from planner.model.catalog import model_config
     from probes.tracker import LiveBytes
 

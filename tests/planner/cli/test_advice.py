@@ -228,3 +228,18 @@ def test_a_term_whose_removal_is_not_enough_says_so_and_leads_with_sharding():
     assert "--optimizer adamw-fused" in fixes  # still named: it lowers the peak
     sharded = planner("check", *[a if a != "bf16-pure" else "bf16" for a in args], "--zero", "1")
     assert json.loads(sharded.stdout)["plan"]["fits"], sharded.stdout[:300]
+
+
+def test_a_run_that_fits_for_training_and_not_at_its_first_evaluation_says_so_in_its_frameworks_keys():
+    """Issue 32 item 3: the evaluation phase decides; check names it, prints every phase's peak, and the nearest
+    setting that fits is the evaluation batch, in LLaMA-Factory's key."""
+    args = ["--model", "llama-3.1-8b", "--gpu", "h100", "--gpus-per-node", "8", "--micro-batch", "1"]
+    args += ["--seq-len", "4096", "--zero", "3", "--checkpointing", "full", "--evidence", "analytic"]
+    r = planner("check", *args, "--eval-batch", "16", "--framework", "llamafactory")
+    assert r.returncode == 3, r.stderr
+    assert "runs out of memory at the first evaluation, not in training: 16 evaluation rows" in r.stdout
+    assert "peak during evaluation" in r.stdout and "phase optimizer-step" in r.stdout
+    assert "evaluation batch 1, in llamafactory's keys: per_device_eval_batch_size: 1" in r.stdout
+    out = json.loads(planner("check", *args, "--eval-batch", "16", "--json").stdout)
+    assert set(out["plan"]["memory"]["phases"]) == {"backward", "end-of-backward", "optimizer-step", "evaluation"}
+    assert planner("check", *args, "--eval-batch", "1").returncode == 0

@@ -5,6 +5,7 @@ import pytest
 
 from planner.config.spec import GIB, Knobs
 from planner.estimate import memory as mem
+from planner.estimate import nograd
 from planner.estimate.setup import Setup
 from planner.model.catalog import load_model
 from planner.model.modelspec import ModelSpec, Tensors, TextSpec
@@ -202,3 +203,23 @@ def test_adamw_step_temporary_matches_measurement(impl, temp_params):
     spec = flat_model(sum(p.numel() for p in params))
     s = Setup(spec, Knobs(precision="fp32", optimizer="adamw" if impl == "foreach" else "adamw-fused"), 1, 1, 8)
     assert mem.optimizer_step_temp_bytes(s) == t.peak
+
+
+def test_evaluation_is_a_phase_of_its_own_only_when_the_run_evaluates():
+    """The plan names every phase's peak; evaluation (no grad, eval_batch rows at the full length) is one of them
+    only with --eval-batch, and holds gradients only where ZeRO-3 keeps its partition buffer."""
+    m = load_model("llama-3.1-8b")
+    cap = 80 * 2**30
+    plain = mem.breakdown(Setup(m, Knobs(precision="bf16", zero_stage=3, checkpointing="full"), 1, 1, 4096, 8), cap)
+    assert set(plain.phases) == {"backward", "end-of-backward", "optimizer-step"}
+    assert plain.phases[plain.peak_phase] == plain.peak_allocated_bytes == max(plain.phases.values())
+    k = Knobs(precision="bf16", zero_stage=3, checkpointing="full", eval_batch=16)
+    s = Setup(m, k, 1, 1, 4096, 8)
+    b = mem.breakdown(s, cap)
+    assert b.peak_phase == "evaluation" and b.activations_bytes == 0
+    assert b.phases["backward"] == plain.phases["backward"]  # training is unchanged
+    assert b.grads_bytes == mem.gradients_bytes(s) + mem.comm_bucket_bytes(s)  # ZeRO-3's buffer stays
+    ddp = mem.breakdown(Setup(m, k.model_copy(update={"zero_stage": 0}), 1, 1, 4096, 8), cap)
+    assert ddp.phases["evaluation"] - ddp.params_bytes - ddp.optimizer_bytes - mem.comm_bucket_bytes(
+        Setup(m, k.model_copy(update={"zero_stage": 0}), 1, 1, 4096, 8)
+    ) == nograd.eval_forward_bytes(s)  # no gradients after HF's zero_grad

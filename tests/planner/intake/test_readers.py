@@ -209,3 +209,18 @@ def test_peft_picks_the_targets_where_the_configuration_names_none(tmp_path):
     assert "peft 0.21 default target_modules for qwen2 (peft/utils/constants.py:67)" in _source(r, "lora_targets")
     vl = _write(tmp_path, "vl.sh", "python sft.py --model_name_or_path Qwen/Qwen2.5-VL-3B-Instruct --use_peft\n")
     assert any("PEFT's default for model_type qwen2_5_vl is not known" in line for line in intake.read([vl]).unplanned)
+
+
+def test_a_run_that_evaluates_brings_its_evaluation_batch(tmp_path):
+    """HF / TRL flags and LLaMA-Factory keys: eval_strategy other than "no" (or do_eval) evaluates at
+    per_device_eval_batch_size rows, HF's 8 where it is not set; a run that does not evaluate has no eval_batch."""
+    script = "torchrun --nproc_per_node 8 train.py --model_name_or_path meta-llama/Llama-3.1-8B --bf16 {}\n"
+    cases = [("--eval_strategy steps", 8), ("--eval_strategy steps --per_device_eval_batch_size 2", 2)]
+    cases += [("--do_eval", 8), ("--eval_strategy no", None), ("", None)]
+    for flags, expected in cases:
+        r = intake.read([_write(tmp_path, "run.sh", script.format(flags))])
+        assert r.request.get("eval_batch") == expected, flags
+    lf = "model_name_or_path: meta-llama/Llama-3.1-8B\nfinetuning_type: full\nval_size: 0.05\n{}"
+    r = intake.read([_write(tmp_path, "lf.yaml", lf.format("eval_strategy: steps\n"))])
+    assert r.request["eval_batch"] == 8 and "training_args.py:1111" in _source(r, "eval_batch")
+    assert "eval_batch" not in intake.read([_write(tmp_path, "lf.yaml", lf.format(""))]).request

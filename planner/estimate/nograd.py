@@ -1,0 +1,64 @@
+"""No-grad forward passes: a decoder layer's largest moment and a VLM tower's without autograd (what GRPO's and DPO's
+reference and old-policy passes hold, planner.estimate.rl), and the evaluation phase of a supervised run: HF
+Trainer's prediction_step runs the model with labels under torch.no_grad at per_device_eval_batch_size rows of the
+full length, between optimizer steps."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from planner.estimate import activations as act
+from planner.estimate.setup import Setup
+
+
+def compute_dtype_bytes(s: Setup) -> int:
+    return 4 if s.knobs.precision == "fp32" else 2
+
+
+def nograd_forward_bytes(s: Setup, rows: int, width: int) -> int:
+    """One no-grad forward's largest moment, inside a decoder layer: the residual stream and the normed input, then
+    the MLP's gate and up outputs with their product (3 x tokens x intermediate), or attention's q, k, v (repeated
+    to all heads with a mask), output and SDPA's float bias; plus the 4-D mask of the forward."""
+    t = s.model.text
+    p = "fp32" if s.knobs.precision == "fp32" else "half"
+    r, c = act.saved_dtype_bytes(p)
+    tokens = rows * width
+    stream = (r + c) * tokens * t.hidden
+    mlp = 3 * c * tokens * t.intermediate
+    kv_width = t.q_dim if t.kv_heads < t.heads and t.attention != "flash" else t.kv_dim
+    attention = c * tokens * (2 * t.q_dim + 2 * kv_width)
+    if t.attention == "sdpa":
+        attention += act.sdpa_bias_saved_bytes(rows, width, p)
+    return max(stream + max(mlp, attention) + act.attention_mask_bytes(t, rows, width, p), nograd_vision_bytes(s, rows))
+
+
+def nograd_vision_bytes(s: Setup, rows: int) -> int:
+    """A VLM's prompt images through the vision tower without grad: inside one block, three copies of the patch
+    stream (residual, normed input, Qwen2.5-VL's window-reordered copy) and the MLP's gate, up and product (two for a
+    plain MLP); beside them the merged image embeddings handed to the language model. Measured against Qwen2.5-VL's
+    tower on CPU (tests/probes/test_rl.py)."""
+    v = s.model.vision
+    if v is None or not s.image_tokens:
+        return 0
+    c = compute_dtype_bytes(s)
+    patches = rows * s.image_tokens * v.patches_per_token
+    block = 3 * c * patches * v.hidden + (3 if v.gated_mlp else 2) * c * patches * v.intermediate
+    return block + c * rows * s.image_tokens * s.model.text.hidden
+
+
+def eval_head_bytes(s: Setup, tokens: int) -> int:
+    """The loss of an evaluation forward with labels: the final hidden states, the head's logits, their fp32 upcast
+    (transformers 5.23 loss/loss_utils.py:61, none when the logits are fp32) and cross_entropy's fp32 log-softmax
+    (:42), all live at once under no_grad."""
+    t, c = s.model.text, compute_dtype_bytes(s)
+    return c * tokens * t.hidden + (c + (4 if c != 4 else 0) + 4) * tokens * t.vocab
+
+
+def eval_forward_bytes(s: Setup) -> int:
+    """The evaluation phase's transient (knobs.eval_batch rows at seq_len, 0 when the run does not evaluate): the
+    larger of a decoder layer's no-grad moment and the loss's."""
+    rows = s.knobs.eval_batch
+    if not rows:
+        return 0
+    e = replace(s, micro_batch=rows)
+    return max(nograd_forward_bytes(e, rows, s.seq_len), eval_head_bytes(e, rows * s.seq_len))
