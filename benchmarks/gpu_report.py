@@ -28,6 +28,7 @@ from planner.estimate.memory import breakdown
 from planner.estimate.setup import Setup
 from planner.estimate.speed import step_time
 from planner.model import catalog
+from planner.model.modelspec import as_run_by
 from planner.search.search import make_plan
 
 GIB = 2**30
@@ -38,12 +39,14 @@ def _load(out: Path, name: str) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {"rows": []}
 
 
-def accuracy(rows: list[dict], gpu_kind: str) -> dict:
+def accuracy(rows: list[dict], gpu_kind: str, transformers: str = "") -> dict:
+    """Each row predicted for the model as the transformers that ran it builds it (modelspec.as_run_by)."""
     errs, below, table = [], 0, []
     for r in (r for r in rows if r.get("status") == "ok"):
         model, knobs, micro, seq = _case(
             r["model"], r["precision"], r["checkpointing"], r["micro_batch"], r["seq_len"], False
         )
+        model = as_run_by(model, transformers)
         s = Setup(model, knobs, micro, 1, seq, gpu=gpu_kind)
         b = breakdown(s, card(gpu_kind).gpu.capacity_bytes)
         err = r["max_memory_allocated"] / b.peak_allocated_bytes - 1
@@ -74,13 +77,13 @@ def accuracy(rows: list[dict], gpu_kind: str) -> dict:
     }
 
 
-def fits(capacity: list[dict], speed: list[dict], gpu_kind: str, real_gib: float) -> dict:
+def fits(capacity: list[dict], speed: list[dict], gpu_kind: str, real_gib: float, transformers: str = "") -> dict:
     """Each plan that was run: declared fitting today (at the card it ran on) against its outcome."""
     table = []
     for r in [*capacity, *speed]:
         if r.get("status") not in ("ok", "oom"):
             continue
-        model = catalog.load_model(r["model"])
+        model = as_run_by(catalog.load_model(r["model"]), transformers)
         hw = card(gpu_kind, r.get("capacity_gib") if r.get("capacity_gib", real_gib) < real_gib - 1 else None)
         goal = Goal(global_batch=r["micro_batch"] * r["grad_accum"], seq_len=r["seq_len"])
         knobs = Knobs(precision=r["precision"], checkpointing=r["checkpointing"])
@@ -105,10 +108,10 @@ def fits(capacity: list[dict], speed: list[dict], gpu_kind: str, real_gib: float
     }
 
 
-def speed(rows: list[dict], gpu_kind: str) -> dict:
+def speed(rows: list[dict], gpu_kind: str, transformers: str = "") -> dict:
     table = []
     for r in (r for r in rows if r.get("tokens_per_s")):
-        model = catalog.load_model(r["model"])
+        model = as_run_by(catalog.load_model(r["model"]), transformers)
         s = Setup(
             model,
             Knobs(precision=r["precision"], checkpointing=r["checkpointing"]),
@@ -140,6 +143,11 @@ def speed(rows: list[dict], gpu_kind: str) -> dict:
     }
 
 
+def _tf(part: dict) -> str:
+    """The transformers version a part's rows were measured with (every part of a window shares it)."""
+    return part.get("versions", {}).get("transformers", "")
+
+
 def report(out: Path) -> dict:
     acc = _load(out, "accuracy-small")
     gpu_kind, device = acc.get("gpu_kind", "h100-80gb"), acc.get("device", "")
@@ -149,9 +157,9 @@ def report(out: Path) -> dict:
         "gpu_kind": gpu_kind,
         "versions": acc.get("versions", {}),
         "date": acc.get("date"),
-        "accuracy": accuracy(acc["rows"] + _load(out, "accuracy-large")["rows"], gpu_kind),
-        "fits": fits(_load(out, "capacity")["rows"], _load(out, "speed")["rows"], gpu_kind, real_gib),
-        "speed": speed(_load(out, "speed")["rows"], gpu_kind),
+        "accuracy": accuracy(acc["rows"] + _load(out, "accuracy-large")["rows"], gpu_kind, _tf(acc)),
+        "fits": fits(_load(out, "capacity")["rows"], _load(out, "speed")["rows"], gpu_kind, real_gib, _tf(acc)),
+        "speed": speed(_load(out, "speed")["rows"], gpu_kind, _tf(acc)),
     }
 
 

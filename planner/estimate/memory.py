@@ -53,7 +53,7 @@ def trainable_params(s: Setup) -> int:
     """Full fine-tuning: every parameter but the modules --frozen keeps frozen (a VLM's tower, its projector); LoRA:
     the adapters on --lora-targets and any trained embedding copies."""
     if not s.lora:
-        return s.model.params - s.model.frozen_params(s.knobs.frozen)
+        return s.model.params - s.model.frozen_params(frozen_modules(s))
     return s.model.lora_params(s.knobs.lora_rank, s.knobs.lora_targets) + lora.embedding_copy_params(s.model, s.knobs)
 
 
@@ -71,7 +71,21 @@ def embedding_copy_overcount_bytes(s: Setup, per_param_bytes: int) -> int:
 
 def frozen_params(s: Setup) -> int:
     """LoRA: the whole base; full fine-tuning: the modules --frozen keeps frozen."""
-    return s.model.params if s.lora else s.model.frozen_params(s.knobs.frozen)
+    return s.model.params if s.lora else s.model.frozen_params(frozen_modules(s))
+
+
+def frozen_modules(s: Setup) -> str:
+    """The modules that take no gradient: --frozen's, or on one GPU a VLM's tower and projector when its rows hold no
+    images. Text-only rows never run them, so their gradients stay None and torch's optimizers skip them: no
+    gradient, no optimizer state, no step temporaries (torch/optim/adamw.py _init_group takes only parameters with
+    a gradient). DeepSpeed and FSDP allocate every parameter's states up front; DDP's handling of unused parameters
+    depends on find_unused_parameters: those keep --frozen's. The H100's Qwen2.5-VL-3B text rows (transformers 5.17)
+    ran at this."""
+    k = s.knobs
+    idle = s.model.vision is not None and not s.image_tokens and s.world_size == 1
+    if idle and not s.lora and k.zero_stage == 0 and k.fsdp == "off":
+        return "vision+projector"
+    return k.frozen
 
 
 def activation_profile(k: Knobs) -> str:

@@ -8,7 +8,7 @@ instantiates every catalog entry on the meta device and compares).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from math import prod
 
@@ -472,3 +472,21 @@ def from_config(cfg: dict, name: str) -> ModelSpec:
         raise
     except (TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError, OverflowError) as e:
         raise BadInput(f"config for {name!r} is not understood ({e.__class__.__name__}: {e})", "model") from None
+
+
+# transformers ran Gemma-2 with SDPA, its attention softcap dropped, up to 5.20 (models/gemma2/modeling_gemma2.py:352
+# `_supports_sdpa = True` in 5.20.0; :360 in 5.17.0) and runs it eager from 5.21 (:352 `_supports_sdpa = False  # sdpa
+# does not support softcapping`). The catalog counts the transformers memplan pins (eager).
+GEMMA2_EAGER_SINCE = (5, 21)
+
+
+def as_run_by(model: ModelSpec, transformers_version: str) -> ModelSpec:
+    """The model as an older transformers runs it (a measurement made with it is compared with this): Gemma-2
+    attends with SDPA before 5.21, saving no s x s scores."""
+    try:
+        version = tuple(int(x) for x in transformers_version.split(".")[:2])
+    except ValueError:
+        return model
+    if model.model_type == "gemma2" and len(version) == 2 and version < GEMMA2_EAGER_SINCE:
+        return replace(model, text=replace(model.text, attention="sdpa"))
+    return model

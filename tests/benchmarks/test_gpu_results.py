@@ -47,18 +47,16 @@ def test_no_measured_peak_is_more_than_3_percent_over_its_prediction(rep):
     assert a["median_abs_error"] <= 0.01
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the planner over-predicts the larger models, up to 35% (Gemma-2-2B in pure "
-    "bf16 without checkpointing: 46.4 GiB measured, 71.6 predicted; Qwen2.5-VL-3B "
-    "14%); conservative, the table in docs/gpu-results.md",
-)
 def test_the_measured_peaks_meet_the_kits_3_percent_p95_target(rep):
     """The kit's target (docs/gpu-results.md): allocated within 3% of the prediction at the 95th percentile, over
-    every row the H100 ran, the large models' included."""
+    every row the H100 ran, the large models' included. Until issue 32 the large models missed it, up to 35% over:
+    Gemma-2-2B ran with SDPA under the transformers of the window (5.17; eager only from 5.21, modelspec.as_run_by),
+    and Qwen2.5-VL-3B's tower took no gradient on text rows (memory.frozen_modules)."""
     a = rep["accuracy"]
     worst = sorted(a["table"], key=lambda t: -abs(t[-1]))[:3]
     assert a["p95_abs_error"] <= 0.03, worst
+    large = [t for t in a["table"] if t[0] in ("gemma-2-2b", "qwen2.5-vl-3b")]
+    assert len(large) == 12 and max(abs(t[-1]) for t in large) <= 0.01, large
 
 
 def test_no_plan_declared_fitting_ran_out_of_memory(rep):

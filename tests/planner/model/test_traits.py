@@ -150,3 +150,16 @@ def test_no_term_outside_the_readers_tests_a_family_name():
             hits |= set(_family_literals(source))
             found += [f"{rel}:{i}: {lines[i - 1].strip()}" for i in sorted(hits)]
     assert not found, "family names tested outside the readers (make them traits):\n" + "\n".join(found)
+
+
+def test_gemma2_attends_with_sdpa_before_transformers_5_21():
+    """transformers 5.20.0 modeling_gemma2.py:352 `_supports_sdpa = True`, 5.21.0 `False`: the catalog counts eager
+    (the pinned transformers); a measurement made with an older one is compared with SDPA."""
+    from planner.model.modelspec import as_run_by
+
+    gemma = catalog.load_model("gemma-2-2b")
+    assert gemma.text.attention == "eager"
+    assert as_run_by(gemma, "5.17.0").text.attention == "sdpa" == as_run_by(gemma, "5.20.1").text.attention
+    assert as_run_by(gemma, "5.21.0") is gemma and as_run_by(gemma, "") is gemma
+    llama = catalog.load_model("llama-3.2-1b")
+    assert as_run_by(llama, "5.17.0") is llama
