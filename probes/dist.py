@@ -156,6 +156,19 @@ def _compare_fsdp(case: Case, s, world: int, steps: int) -> list[dict]:
     ]
 
 
+def unsharded_grad_bytes(model) -> int:
+    """Bytes of the unsharded gradients FSDP2 keeps for its parameters (torch 2.13 _fsdp_param.py:802-821): the
+    reduce-dtype copy (unsharded_accumulated_grad), or the gradient summed in place on the unsharded parameter."""
+    total = 0
+    for module in model.modules():
+        get = getattr(module, "_get_fsdp_state", None)
+        group = get()._fsdp_param_group if get else None
+        for fp in group.fsdp_params if group else ():
+            for g in (fp.unsharded_accumulated_grad, fp._unsharded_param.grad):
+                total += g.numel() * g.element_size() if g is not None else 0
+    return total
+
+
 def fsdp_shards(model, optimizer) -> dict[str, int]:
     """Bytes of this rank's local shards: parameters, gradients, optimizer states (DTensors' local tensors)."""
     import torch
@@ -285,7 +298,7 @@ def _fsdp_rank_main(job: dict, case: Case, model, batch: dict, out_dir: str, ran
     dist.init_process_group("gloo")
     model = shard_fsdp(model, case.knobs)
     opt = make_optimizer([p for p in model.parameters() if p.requires_grad], case.knobs.optimizer)
-    after_steps, losses = [], []
+    after_steps, losses, accumulated = [], [], []
     for _ in range(job["steps"]):
         for micro in range(case.grad_accum):
             model.set_requires_gradient_sync(micro == case.grad_accum - 1)
@@ -293,11 +306,15 @@ def _fsdp_rank_main(job: dict, case: Case, model, batch: dict, out_dir: str, ran
             loss.backward()
             losses.append(float(loss))
             del loss
+            if micro < case.grad_accum - 1:  # between micro-steps: what FSDP2 holds without a reduce-scatter
+                accumulated.append(unsharded_grad_bytes(model))
         opt.step()
         opt.zero_grad(set_to_none=False)  # HF and torchtitan keep the sharded gradients between steps
         after_steps.append(fsdp_shards(model, opt))
     Path(out_dir, f"rank{rank}.json").write_text(
-        json.dumps({"rank": rank, "world": world, "after_steps": after_steps, "losses": losses})
+        json.dumps(
+            {"rank": rank, "world": world, "after_steps": after_steps, "losses": losses, "accumulated": accumulated}
+        )
     )
     dist.barrier()
     dist.destroy_process_group()

@@ -80,11 +80,14 @@ def breakdown_table(p: Plan) -> Table:
         t.add_row(name, gib(getattr(m, f"{name}_bytes")))
     if m.host_bytes_per_node:
         t.add_row("host RAM per node (offload)", gib(m.host_bytes_per_node))
+    if m.paged_bytes:
+        t.add_row("paged optimizer states (unified memory, not in the peak)", gib(m.paged_bytes))
     head = {"fused": "TRL log-prob head", "full": "full logits"}[p.workload.logprobs] if p.workload.rl else p.loss
     if p.loss != "standard" or m.detail.get("logits_loss_bytes"):
         t.add_row(f"of which logits/loss ({head})", gib(m.detail.get("logits_loss_bytes", 0)))
     for name, value in (m.phases or {}).items():
-        t.add_row(f"phase {name}" + (" (peak)" if name.endswith(m.peak_phase) else ""), gib(value))
+        peak = name == m.peak_phase or name.endswith(": " + m.peak_phase)  # an RL plan's "training: backward"
+        t.add_row(f"phase {name}" + (" (peak)" if peak else ""), gib(value))
     if m.peak_term:
         t.add_row(f"largest term of the peak: {m.peak_term}", gib(m.detail.get(m.peak_term + "_bytes", 0)))
     return t

@@ -337,6 +337,9 @@ class MemoryBreakdown(BaseModel):
         "old-logps",
     ]
     host_bytes_per_node: int = 0
+    # bitsandbytes' paged optimizer states in CUDA unified memory: outside the allocator's peak, paged to host RAM
+    # when the card is full (planner.estimate.memory.paged_optimizer_bytes)
+    paged_bytes: int = 0
     detail: dict[str, int] = {}
     phases: dict[str, int] | None = None  # peak allocated bytes of each phase (DPO / GRPO: planner.estimate.rl)
     peak_term: str | None = None  # DPO / GRPO: the largest term of the peak phase

@@ -2,8 +2,9 @@
 decoder layer and the root are FSDP units; each parameter is sharded on dim 0 over the shard group.
 
 - Sharded state: parameters, gradients and optimizer states, 1/N each, in the sharded parameters' dtype (fp32
-  under `bf16` = MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), as accelerate runs it; bf16 under
-  `bf16-pure`, as torchtune and litgpt run it, with the optimizer states in bf16 too).
+  under `bf16`: param_dtype bf16, reduce_dtype fp32 in the bundled trainer, bf16 in accelerate's default policy,
+  which HF's Trainer and the frameworks on it run; bf16 under `bf16-pure`, as torchtune and litgpt run it, with
+  the optimizer states in bf16 too).
 - Unsharded while a unit runs, in the compute dtype: the layer being computed plus the next one, all-gathered
   ahead (forward: implicit prefetch; backward: `_backward_prefetch`, one unit ahead), and the root unit
   (embeddings, final norm, head), which FSDP2 does not reshard after forward (_fsdp_state.py: "for the root, do
@@ -18,6 +19,7 @@ decoder layer and the root are FSDP units; each parameter is sharded on dim 0 ov
 from __future__ import annotations
 
 from planner.config.spec import Knobs
+from planner.frameworks import FRAMEWORKS
 
 
 def on(k: Knobs) -> bool:
@@ -35,8 +37,27 @@ def compute_bytes_per_param(k: Knobs) -> int:
 
 
 def reduce_bytes_per_param(k: Knobs) -> int:
-    """The reduce-scatter's dtype: fp32 under bf16 (reduce_dtype=fp32) and fp32, bf16 under bf16-pure."""
-    return 2 if k.precision == "bf16-pure" else 4
+    """The reduce-scatter's dtype: fp32 in fp32 runs; under bf16 the framework's (fp32 in the bundled trainer, the
+    param dtype bf16 in accelerate's default policy); bf16 under bf16-pure (no policy)."""
+    if k.precision == "fp32":
+        return 4
+    if k.precision == "bf16" and FRAMEWORKS[k.framework].fsdp_reduce == "fp32":
+        return 4
+    return 2
+
+
+def accumulated_grads_bytes(s, trainable: int) -> int:
+    """Gradients held between micro-steps. HF's Trainer wraps every micro-step but the last in accelerator.no_sync
+    (transformers/trainer.py:1897-1909), which for FSDP2 is set_requires_gradient_sync(False)
+    (accelerate/accelerator.py:1166-1171), as the bundled trainer does (trainer/loop.py): no reduce-scatter, so every
+    rank keeps every trainable parameter's unsharded gradient, in the reduce dtype when it differs from the
+    compute dtype (torch 2.13 _fsdp_param.py:802-821 unsharded_accumulated_grad) or summed in place in the compute
+    dtype (:592-593), until the last micro-step's backward reduces it unit by unit (_fsdp_param_group.py:621-630).
+    accelerate's sync_each_batch (off by default, accelerate/utils/dataclasses.py:1024-1029) would keep the
+    sharded form instead."""
+    if not on(s.knobs) or s.grad_accum == 1:
+        return 0
+    return trainable * max(compute_bytes_per_param(s.knobs), reduce_bytes_per_param(s.knobs))
 
 
 def layer_params(s) -> int:

@@ -47,6 +47,7 @@ NCCL_INTER_NODE_BYTES = 256 * MIB  # extra proxy/network buffers when nodes > 1
 FRAGMENTATION_FRACTION = 0.13
 ADAMW_8BIT_BLOCK = 256  # bitsandbytes blockwise quantisation: one fp32 absmax per block
 ADAMW_8BIT_MIN_SIZE = 4096  # bitsandbytes keeps 32-bit states for tensors smaller than this
+PAGED_MIN_ELEMENTS = 100_000  # bitsandbytes 0.50.2 optim/optimizer.py:383: smaller tensors' states stay in torch
 
 
 def trainable_params(s: Setup) -> int:
@@ -180,8 +181,9 @@ def adamw_8bit_state_bytes(s: Setup) -> int:
 
 
 def optimizer_bytes(s: Setup) -> int:
-    """Optimizer states on the GPU. zero 0: torch keeps states in the parameter dtype; ZeRO keeps an
-    fp32 master copy plus fp32 states, partitioned over the world; offloaded states live on the host."""
+    """Optimizer states on the GPU, in torch's allocator. zero 0: torch keeps states in the parameter dtype (paged
+    ones apart: paged_optimizer_bytes); ZeRO keeps an fp32 master copy plus fp32 states, partitioned over the world;
+    offloaded states live on the host."""
     k, T = s.knobs, trainable_params(s)
     if k.zero_stage == 0:
         sb = trainable_weight_bytes_per_param(k)
@@ -189,13 +191,44 @@ def optimizer_bytes(s: Setup) -> int:
             whole = adafactor_state_elements(s) * sb
         elif k.optimizer in ("adamw-8bit", "paged-adamw-8bit"):
             whole = adamw_8bit_state_bytes(s)
+        elif k.optimizer == "paged-adamw":  # bitsandbytes' 32-bit states are fp32 whatever the parameters
+            whole = 8 * T
         else:
             whole = int(T * optimizer_state_bytes_per_param(k.optimizer, sb))
             whole -= embedding_copy_overcount_bytes(s, int(optimizer_state_bytes_per_param(k.optimizer, sb)))
-        return fsdp.sharded(s, whole) if k.fsdp != "off" else whole
+        return fsdp.sharded(s, whole) if k.fsdp != "off" else whole - paged_optimizer_bytes(s)
     if k.offload != "none":
         return 0
     return int(T * (4 + optimizer_state_bytes_per_param(k.optimizer, 4))) // s.world_size
+
+
+def trainable_tensor_sizes(s: Setup) -> list[tuple[int, int]]:
+    """(elements of one tensor, how many) of every trainable tensor: LoRA's A (r x d_in) and B (d_out x r) factors, or
+    the model's tensors outside the frozen modules."""
+    k = s.knobs
+    if s.lora:
+        r, out = k.lora_rank, []
+        for t in s.model.tensors:
+            if t.adapted(k.lora_targets):
+                n = t.count * prod(t.shape[:-2]) * t.lora_rank_multiple(k.lora_targets)
+                out += [(r * t.shape[-1], n), (r * t.shape[-2], n)]
+        return out
+    frozen = {"none": (), "vision": ("vision",), "vision+projector": ("vision", "projector")}[frozen_modules(s)]
+    return [(t.numel // t.count, t.count) for t in s.model.tensors if t.role not in frozen]
+
+
+def paged_optimizer_bytes(s: Setup) -> int:
+    """bitsandbytes' paged optimizers keep the states of tensors of 1e5 elements or more in CUDA unified memory
+    (bitsandbytes 0.50.2 optim/optimizer.py:383-390 get_state_buffer -> functional.py:91-99 get_paged:
+    cudaMallocManaged through cget_managed_ptr), outside torch's caching allocator: max_memory_allocated does not
+    see them, and the driver pages them to host memory when the card is full, so they never cause an OOM. They are
+    counted apart from the device peak. 32-bit states are fp32 whatever the parameters (optimizer.py:495-503);
+    8-bit ones as adamw_8bit_state_bytes. torch DDP or one GPU only (ZeRO and FSDP keep their own states)."""
+    k = s.knobs
+    if not k.optimizer.startswith("paged") or k.zero_stage or k.fsdp != "off":
+        return 0
+    per = 8 if k.optimizer == "paged-adamw" else optimizer_state_bytes_per_param("adamw-8bit", 4)
+    return int(sum(n * c * per for n, c in trainable_tensor_sizes(s) if n >= PAGED_MIN_ELEMENTS))
 
 
 def grad_bytes_per_param(k: Knobs) -> int:
@@ -234,8 +267,11 @@ def backward_grads_bytes(s: Setup, grads_full: int) -> int:
     """Gradients held while backward runs (its activations still live): with accumulation, what earlier micro-steps
     left; ZeRO-3 allocates its gradient partition buffer at init whatever the accumulation (stage3.py:789-801),
     and ZeRO-2 its partition buffer at the first reduction of every backward, a second one beside the kept sum
-    from the second micro-step on (stage_1_and_2.py:2184-2194, 1038-1045)."""
+    from the second micro-step on (stage_1_and_2.py:2184-2194, 1038-1045); FSDP2 without synchronisation every
+    trainable parameter's unsharded gradient (fsdp.accumulated_grads_bytes)."""
     k = s.knobs
+    if k.fsdp != "off" and s.grad_accum > 1:  # no reduce-scatter until the last micro-step: unsharded
+        return fsdp.accumulated_grads_bytes(s, trainable_params(s))
     if k.fsdp == "off" and k.offload == "none" and k.zero_stage == 3:
         return grads_full
     if k.fsdp == "off" and k.offload == "none" and k.zero_stage == 2:
@@ -533,6 +569,7 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
         headroom_bytes=capacity_bytes - total,
         peak_phase=phase,
         host_bytes_per_node=host_offload_bytes_per_node(s) + host_activation_bytes_per_node(s),
+        paged_bytes=paged_optimizer_bytes(s),
         detail=detail,
         phases={p: params + buckets + opt + sum(terms) for p, terms in phases.items()},
     )

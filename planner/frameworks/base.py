@@ -67,6 +67,10 @@ class Framework:
     # how it spends memory apart from the recipe (the terms stay in planner.estimate): "recipe", the plan's --loss as
     # memplan runs it; "fused-logprob", TRL's fused log-prob head for SFT (no full logits, whatever the model)
     sft_head: str = "recipe"
+    # FSDP2's reduce dtype under bf16: "fp32" (MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), the bundled
+    # trainer's recipe.shard_fsdp) or "param" (accelerate's default policy reduces in the param dtype,
+    # accelerate/utils/dataclasses.py:2135-2137, accelerate 1.15.0: what HF's Trainer and the frameworks on it run)
+    fsdp_reduce: str = "param"
 
     def value_of(self, knob: str, value: object) -> object:
         """The value as `runs` names it: workloads by kind, LoRA as on/off, expert parallel as on/off."""

@@ -48,3 +48,23 @@ def test_fsdp2_shards_per_rank_are_the_analytic_terms(fsdp, precision):
     for r in rows:
         for term in ("params", "grads", "states"):
             assert r["measured"][term] == pytest.approx(r["analytic"][term], rel=0.01), (term, r)
+
+
+@pytest.mark.parametrize("precision", ["bf16", "bf16-pure"])
+def test_fsdp2_keeps_unsharded_gradients_between_micro_steps(precision):
+    """Accumulation without synchronisation (set_requires_gradient_sync(False) on every micro-step but the last, as
+    HF's Trainer through accelerate and the bundled trainer run it): between micro-steps each rank holds every
+    parameter's unsharded gradient, read from FSDP2's own state on 2 gloo ranks. bf16: the bundled trainer's
+    reduce_dtype fp32 copy (4 bytes a parameter); bf16-pure: summed in place in bf16 (2). Exact."""
+    from planner.estimate import fsdp
+    from planner.estimate.setup import Setup
+    from planner.model.catalog import load_model
+    from probes.dist import measure_ranks
+
+    knobs = Knobs(precision=precision, fsdp="full")
+    rows = measure_ranks(Case(model_config("debug-llama"), knobs, 2, 2, 64), 2, 1)
+    s = Setup(load_model("debug-llama"), knobs, 2, 2, 64, 2, 1)
+    expected = fsdp.accumulated_grads_bytes(s, s.model.params)
+    assert expected == s.model.params * (4 if precision == "bf16" else 2)
+    for r in rows:
+        assert r["accumulated"] == [expected], r["accumulated"]

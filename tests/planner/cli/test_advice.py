@@ -243,3 +243,10 @@ def test_a_run_that_fits_for_training_and_not_at_its_first_evaluation_says_so_in
     out = json.loads(planner("check", *args, "--eval-batch", "16", "--json").stdout)
     assert set(out["plan"]["memory"]["phases"]) == {"backward", "end-of-backward", "optimizer-step", "evaluation"}
     assert planner("check", *args, "--eval-batch", "1").returncode == 0
+
+
+def test_only_the_peak_phase_is_marked():
+    shape = ["--micro-batch", "1", "--seq-len", "4096", "--gpus-per-node", "8", "--zero", "3", "--precision", "bf16"]
+    r = planner("check", "--model", "llama-3.1-8b", "--gpu", "h100", "--evidence", "analytic", *shape)
+    marked = [line for line in r.stdout.splitlines() if "(peak)" in line]
+    assert len(marked) == 1 and "phase backward (peak)" in marked[0], marked

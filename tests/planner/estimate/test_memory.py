@@ -241,3 +241,24 @@ def test_a_vlms_tower_takes_no_gradient_on_text_rows_on_one_gpu():
     ):
         assert mem.frozen_modules(other) == "none"
     assert mem.frozen_modules(Setup(load_model("llama-3.2-1b"), Knobs(), 1, 1, 1024)) == "none"
+
+
+def test_paged_optimizer_states_are_counted_apart_from_the_device_peak():
+    """bitsandbytes' paged optimizers: the states of tensors of 1e5 elements or more live in CUDA unified memory,
+    outside the allocator's peak (tests/probes/test_paged.py reads the rule in bitsandbytes); smaller ones, and
+    every LoRA factor of a 1B model at rank 16, stay in torch's allocator."""
+    m = load_model("llama-3.2-1b")
+    full = Setup(m, Knobs(precision="bf16-pure", optimizer="paged-adamw"), 1, 1, 1024)
+    big = sum(t.numel for t in m.tensors if t.numel // t.count >= mem.PAGED_MIN_ELEMENTS)
+    assert mem.paged_optimizer_bytes(full) == 8 * big  # fp32 states whatever the parameters
+    assert mem.optimizer_bytes(full) + mem.paged_optimizer_bytes(full) == 8 * m.params
+    b = mem.breakdown(full, 80 * 2**30)
+    assert b.paged_bytes == 8 * big and b.optimizer_bytes == 8 * (m.params - big)
+    plain = mem.breakdown(Setup(m, Knobs(precision="bf16-pure", optimizer="adamw"), 1, 1, 1024), 80 * 2**30)
+    assert plain.paged_bytes == 0 and plain.optimizer_bytes == 4 * m.params
+    lora = Setup(m, Knobs(precision="bf16", optimizer="paged-adamw", lora_rank=16), 1, 1, 1024)
+    factors = [16 * d for t in m.tensors if t.lora for d in t.shape]  # one A (r x d_in) or B (d_out x r)
+    assert min(factors) < mem.PAGED_MIN_ELEMENTS < max(factors)  # attention's under 1e5, the MLP's over
+    paged = sum(16 * d * t.count for t in m.tensors if t.lora for d in t.shape if 16 * d >= mem.PAGED_MIN_ELEMENTS)
+    assert mem.paged_optimizer_bytes(lora) == 8 * paged > 0
+    assert mem.paged_optimizer_bytes(Setup(m, Knobs(optimizer="paged-adamw", zero_stage=2), 1, 1, 1024, 2)) == 0
