@@ -39,6 +39,7 @@ from planner.config.requests import (  # noqa: F401 - the request models, re-exp
 )
 from planner.config.spec import (
     DEFAULT_MARGIN,
+    GIB,
     LORA_FIELDS,
     MAX_GLOBAL_BATCH,
     MOE_FIELDS,
@@ -446,6 +447,8 @@ def nearest_fits(req: Target, goal: Goal, hw: Hardware, resolver=default_resolve
                 best, own = found.plans[0], i == 0 and len(tries) == 2
                 if change and not own and out and same_plan(best, out[0].plan) and not out[0].changes:
                     break  # with every knob allowed it is the plan this change is not needed for
+                if "host_ram_gb" in change and best.memory.host_bytes_per_node <= hw.host_ram_gib * GIB:
+                    break  # it fits within the host RAM there is: the change is not what makes it fit
                 out.append(
                     Nearest(change=label if own or not change else f"{label} (any knobs)", changes=change, plan=best)
                 )

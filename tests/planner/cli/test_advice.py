@@ -250,3 +250,14 @@ def test_only_the_peak_phase_is_marked():
     r = planner("check", "--model", "llama-3.1-8b", "--gpu", "h100", "--evidence", "analytic", *shape)
     marked = [line for line in r.stdout.splitlines() if "(peak)" in line]
     assert len(marked) == 1 and "phase backward (peak)" in marked[0], marked
+
+
+def test_a_host_ram_row_is_shown_only_where_the_host_ram_is_what_makes_it_fit():
+    """The LLaMA-Factory example's "2048 GiB host RAM per node" row fitted by its micro-batch alone (ZeRO-2 without
+    offload needs no host RAM): left out. The 72B suggest's row offloads the optimizer into that RAM: kept."""
+    args = ["--config", "docs/examples/configs/llamafactory/qwen2_5vl_lora_sft.yaml", "--gpu", "a100-80gb"]
+    out = json.loads(planner("check", *args, "--gpus-per-node", "8", "--json").stdout)
+    assert out["nearest"] and not [n for n in out["nearest"] if "host_ram_gb" in n["changes"]]
+    big = json.loads(planner(*QWEN_72B, "--global-batch", "256", "--seq-len", "4096", "--json").stdout)
+    host = [n for n in big["nearest"] if "host_ram_gb" in n["changes"]]
+    assert host and host[0]["plan"]["memory"]["host_bytes_per_node"] > 512 * 2**30
