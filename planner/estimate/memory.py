@@ -35,6 +35,7 @@ from planner.estimate import activations as act
 from planner.estimate import calibration, fsdp, lora, nograd, recipe_terms, zero
 from planner.estimate.setup import Setup
 from planner.frameworks import FRAMEWORKS
+from planner.model.modelspec import FROZEN_ROLES
 
 # Priors for what lies outside the caching allocator's tensors; the probes calibrate them.
 CUDA_CONTEXT_BYTES = 768 * MIB  # CUDA context + cuBLAS/cuDNN handles and loaded kernels
@@ -213,7 +214,7 @@ def trainable_tensor_sizes(s: Setup) -> list[tuple[int, int]]:
                 n = t.count * prod(t.shape[:-2]) * t.lora_rank_multiple(k.lora_targets)
                 out += [(r * t.shape[-1], n), (r * t.shape[-2], n)]
         return out
-    frozen = {"none": (), "vision": ("vision",), "vision+projector": ("vision", "projector")}[frozen_modules(s)]
+    frozen = FROZEN_ROLES[frozen_modules(s)]
     return [(t.numel // t.count, t.count) for t in s.model.tensors if t.role not in frozen]
 
 

@@ -3,13 +3,15 @@ the terms they decide, per rank. Read in DeepSpeed 0.19.8 (deepspeed/runtime/zer
 stage_1_and_2,partitioned_param_coordinator}.py) and transformers 5.23 (integrations/deepspeed.py); every term is
 pinned to DeepSpeed's own state during real ZeRO steps on CPU ranks (probes/zero.py, tests/probes/test_zero.py).
 
-Element counts are a rank's; bytes use the model dtype DeepSpeed casts to (2 for bf16/fp16, 4 for fp32)."""
+Element counts are a rank's; bytes use the model dtype DeepSpeed casts to (2 for bf16/fp16, 4 for fp32); L is the
+largest single parameter (ModelSpec.largest_matrix_params: an embedding, the head, or stacked experts)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from math import ceil
 
+from planner.estimate.nograd import compute_dtype_bytes  # DeepSpeed casts the module to bf16/fp16; fp32 stays
 from planner.estimate.setup import Setup
 
 
@@ -37,16 +39,6 @@ def settings(hidden: int) -> ZeroSettings:
     return ZeroSettings(hidden * hidden, int(0.9 * hidden * hidden), 10 * hidden)
 
 
-def model_dtype_bytes(s: Setup) -> int:
-    """DeepSpeed casts the module to the bf16/fp16 it is configured for; fp32 runs stay fp32."""
-    return 4 if s.knobs.precision == "fp32" else 2
-
-
-def largest_param_elements(s: Setup) -> int:
-    """L: the largest single parameter (an embedding, the head, or stacked experts)."""
-    return max(t.numel // t.count for t in s.model.tensors)
-
-
 def persistent_param_elements(s: Setup) -> int:
     """ZeRO-3 keeps parameters of at most stage3_param_persistence_threshold elements whole on every rank and never
     releases them in forward or backward (parameter_offload.py:317-335, partitioned_param_coordinator.py:640):
@@ -66,7 +58,7 @@ def zero3_gathered_param_elements(s: Setup, z: ZeroSettings | None = None) -> in
     (max_live <= 1e6 with reuse 0 or 2e6), 19% with max_live 3e6, exact for the defaults; reuse 6 x max_live
     1.6 x (the half-distance rule is loose on a 4-layer model)."""
     z = z or settings(s.model.text.hidden)
-    large = largest_param_elements(s)
+    large = s.model.largest_matrix_params()
     persistent = persistent_param_elements(s)
     held = max(z.max_live_parameters + large, z.max_reuse_distance // 2 + large)
     return persistent + min(s.model.params - persistent, held)
@@ -80,8 +72,8 @@ def zero3_live_params_bytes(s: Setup) -> int:
     about the largest parameter)."""
     if s.knobs.zero_stage != 3:
         return 0
-    z, b = settings(s.model.text.hidden), model_dtype_bytes(s)
-    return b * (zero3_gathered_param_elements(s) + z.prefetch_bucket_size + largest_param_elements(s))
+    z, b = settings(s.model.text.hidden), compute_dtype_bytes(s)
+    return b * (zero3_gathered_param_elements(s) + z.prefetch_bucket_size + s.model.largest_matrix_params())
 
 
 def reduce_buckets_bytes(s: Setup) -> int:
@@ -92,7 +84,7 @@ def reduce_buckets_bytes(s: Setup) -> int:
     if k.zero_stage == 0 or k.fsdp != "off":
         return 0
     buffers = 1 if k.zero_stage == 3 or not z.overlap_comm else 2
-    return buffers * z.reduce_bucket_size * model_dtype_bytes(s)
+    return buffers * z.reduce_bucket_size * compute_dtype_bytes(s)
 
 
 def step_group_elements(s: Setup, trainable: int, z: ZeroSettings | None = None) -> int:
@@ -103,7 +95,7 @@ def step_group_elements(s: Setup, trainable: int, z: ZeroSettings | None = None)
     if s.knobs.zero_stage != 3:
         return partition
     z = z or settings(s.model.text.hidden)
-    return min(partition, z.sub_group_size + ceil(largest_param_elements(s) / s.world_size))
+    return min(partition, z.sub_group_size + ceil(s.model.largest_matrix_params() / s.world_size))
 
 
 def zero_step_temp_bytes(s: Setup, trainable: int, z: ZeroSettings | None = None) -> int:
@@ -115,8 +107,8 @@ def zero_step_temp_bytes(s: Setup, trainable: int, z: ZeroSettings | None = None
     sub_group_size 1e6): within 0.02%."""
     if s.knobs.offload != "none":
         return 0
-    b = model_dtype_bytes(s)
+    b = compute_dtype_bytes(s)
     group, partition = step_group_elements(s, trainable, z), ceil(trainable / s.world_size)
-    large = largest_param_elements(s)
+    large = s.model.largest_matrix_params()
     norm = 8 * (ceil(large / s.world_size) if s.knobs.zero_stage == 3 else min(large, partition))
     return max(group * (b + (4 if b != 4 else 0)), norm)

@@ -108,6 +108,10 @@ class VisionSpec:
         return frozen != "none" and (tower or (projector and frozen == "vision+projector"))
 
 
+# the tensor roles each Knobs.frozen setting freezes
+FROZEN_ROLES = {"none": (), "vision": ("vision",), "vision+projector": ("vision", "projector")}
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
@@ -131,8 +135,7 @@ class ModelSpec:
 
     def frozen_params(self, frozen: str) -> int:
         """Parameters Knobs.frozen keeps frozen: the vision tower's (role vision), and its projector's."""
-        roles = {"none": (), "vision": ("vision",), "vision+projector": ("vision", "projector")}[frozen]
-        return sum(n for role, n in self.params_by_role().items() if role in roles)
+        return sum(n for role, n in self.params_by_role().items() if role in FROZEN_ROLES[frozen])
 
     def lora_params(self, rank: int, targets: str = "all-linear") -> int:
         """Adapter parameters of LoRA on the targeted decoder linears: r x (d_in + d_out) per weight (Hu et al. 2021);

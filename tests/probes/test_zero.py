@@ -12,6 +12,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("deepspeed")
 from planner.config.spec import Knobs
 from planner.estimate import zero
+from planner.estimate.nograd import compute_dtype_bytes
 from planner.estimate.setup import Setup
 from planner.model.catalog import load_model, model_config
 from probes.step import Case
@@ -42,7 +43,7 @@ def test_zero3_defaults_gather_a_small_model_whole_and_keep_its_buffers():
         assert r["persistent_numel"] == zero.persistent_param_elements(s)
         # DeepSpeed pads each parameter's partition to ceil(numel / N): a few elements over T / N
         assert 0 <= r["grad_partition_numel"] - m.params // 2 <= len(m.tensors) * max(t.count for t in m.tensors)
-        assert r["grad_partition_element_bytes"] == zero.model_dtype_bytes(s) == 2
+        assert r["grad_partition_element_bytes"] == compute_dtype_bytes(s) == 2
         assert r["reduce_bucket_numels"] == [m.text.hidden**2] and r["reduce_bucket_element_bytes"] == [2]
         assert zero.reduce_buckets_bytes(s) == 2 * m.text.hidden**2
         assert r["sub_group_numels"] == [r["grad_partition_numel"]]
@@ -83,5 +84,5 @@ def test_zero12_step_allocates_the_flat_and_fp32_copies_or_the_fp64_norm(stage, 
     s, _, rows = _measure(stage, world=world)
     predicted = zero.zero_step_temp_bytes(s, s.model.params)
     partition = ceil(s.model.params / world)
-    assert predicted == max(6 * partition, 8 * min(zero.largest_param_elements(s), partition))
+    assert predicted == max(6 * partition, 8 * min(s.model.largest_matrix_params(), partition))
     assert max(r["step_peak_bytes"][-1] for r in rows) == pytest.approx(predicted, rel=STEP_TOLERANCE)
