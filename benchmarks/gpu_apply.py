@@ -31,18 +31,30 @@ def fit_efficiency(points: list[tuple[int, float]]) -> tuple[float | None, int |
     return round(best[1], 4), best[2]
 
 
-def fragmentation_fraction(rows: list[dict]) -> float | None:
-    """Median of reserved/allocated - 1 over every measured step without expandable segments (the priors'
-    fragmentation rows and the accuracy rows: the default allocator, as a plan runs by default)."""
+def fragmentation_fraction(rows: list[dict], expandable: bool = False) -> float | None:
+    """Median of reserved/allocated - 1 over every measured step with the allocator asked for (the priors'
+    fragmentation rows and the accuracy rows: the default allocator, as a plan runs by default; expandable segments
+    where a row says so)."""
     ratios = [
         r["max_memory_reserved"] / r["max_memory_allocated"] - 1
         for r in rows
         if r.get("status") == "ok"
-        and not r.get("expandable_segments")
+        and bool(r.get("expandable_segments")) == expandable
         and r.get("max_memory_reserved")
         and r.get("max_memory_allocated")
     ]
     return round(statistics.median(ratios), 4) if ratios else None
+
+
+def edge_fraction(rows: list[dict], expandable: bool = False) -> float | None:
+    """The largest allowance that refuses none of the edge part's largest steps that ran: the least
+    (usable - allocated) / allocated over them (benchmarks/gpu_edge.py)."""
+    left = [
+        r["edge_allowance"]
+        for r in rows
+        if r.get("edge_allowance") is not None and bool(r.get("expandable_segments")) == expandable
+    ]
+    return round(max(min(left), 0.0), 4) if left else None
 
 
 def driver_reserved(priors: dict) -> int | None:
@@ -52,7 +64,7 @@ def driver_reserved(priors: dict) -> int | None:
 
 
 def apply(out: Path, target: str | None = None) -> Path:
-    priors, speed = _load(out, "priors"), _load(out, "speed")
+    priors, speed, edge = _load(out, "priors"), _load(out, "speed"), _load(out, "edge")
     accuracy = [_load(out, n) for n in ("accuracy-small", "accuracy-large")]
     source = priors or speed or accuracy[0]
     if not source:
@@ -61,16 +73,19 @@ def apply(out: Path, target: str | None = None) -> Path:
     context = measured.get("context")
     workspaces = sum(v for k, v in measured.items() if k in ("cublas", "cudnn", "sdpa") and v)
     peak, half = fit_efficiency([tuple(p) for p in (speed.get("summary") or {}).get("mfu_by_tokens", [])])
+    steps = [r for d in (priors, *accuracy) for r in d.get("rows", []) if r.get("kind", "") != "context"]
+    real = not source["rehearse"]
     cal = Calibration(
         gpu=source["gpu_kind"],
         measured=f"{source['date']} {source['device']}",
         versions=source.get("versions", {}),
         cuda_context_bytes=None if context is None or source["rehearse"] else context + workspaces,
-        fragmentation_fraction=None
-        if source["rehearse"]
-        else fragmentation_fraction(
-            [r for d in (priors, *accuracy) for r in d.get("rows", []) if r.get("kind", "") != "context"]
-        ),
+        fragmentation_fraction=fragmentation_fraction(steps) if real else None,
+        fragmentation_fraction_expandable=fragmentation_fraction(steps, expandable=True) if real else None,
+        edge_fraction=edge_fraction(edge.get("rows", [])) if real and not edge.get("rehearse") else None,
+        edge_fraction_expandable=edge_fraction(edge.get("rows", []), True)
+        if real and not edge.get("rehearse")
+        else None,
         driver_reserved_bytes=None if source["rehearse"] else driver_reserved(priors),
         nccl_bytes=measured.get("nccl"),
         peak_efficiency=peak,

@@ -8,7 +8,9 @@
 Parts: accuracy-small, accuracy-large (measured max_memory_allocated / reserved / NVML used against the analytic
 and sim predictions), priors (context, library workspaces, fragmentation with and without expandable
 segments, NCCL), capacity (emulated 24/40/80/96 GiB cards: OOMs among plans declared fitting, the largest
-micro-batch that runs), speed (every fitting plan of a 1B goal timed; MFU by tokens per micro-batch).
+micro-batch that runs), speed (every fitting plan of a 1B goal timed; MFU by tokens per micro-batch), edge (the
+largest micro-batch and length that run for a dozen configurations, with and without expandable segments: the
+allowance near capacity, benchmarks/gpu_edge.py).
 
 Each part writes DIR/<part>.json after every row (a killed call loses at most the row in flight) and stops
 after --budget-s seconds (default 450: under 8 minutes); --resume continues with the rows not yet measured.
@@ -25,6 +27,7 @@ from importlib import metadata
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gpu_edge
 import gpu_parts
 import gpu_plans
 
@@ -37,6 +40,7 @@ PARTS = {
         gpu_plans.capacity_measure,
     ),
     "speed": (lambda c: gpu_plans.speed_rows(c["rehearse"], c["gpu_kind"]), gpu_plans.speed_measure),
+    "edge": (lambda c: gpu_edge.edge_rows(c["rehearse"]), gpu_edge.edge_measure),
 }
 # what every row of a part's file must hold (the rehearsal checks it, so the kit cannot rot)
 ROW_KEYS = {
@@ -58,13 +62,14 @@ ROW_KEYS = {
     "priors": {"kind", "status"},
     "capacity": {"model", "capacity_gib", "micro_batch", "declared_fits", "status", "oom"},
     "speed": {"model", "rank", "micro_batch", "grad_accum", "status", "tokens_per_s", "mfu"},
+    "edge": {"model", "capacity_bytes", "expandable_segments", "status", "edge_allowance"},
 }
 ROW_KEYS["accuracy-large"] = ROW_KEYS["accuracy-small"]
 DEFAULT_BUDGET_S = 450  # a part stops inside 8 minutes, the longest command a GPU window allows with margin
 FILE_KEYS = {"part", "device", "gpu_kind", "rehearse", "versions", "date", "done", "rows", "summary"}
 # Estimates for one H100 (about 8-15 s a probe subprocess, 2-5 s a sim): 20 minutes in all. Every row records its
 # seconds; replace these with the measured ones after the first GPU run.
-EXPECTED_MINUTES = {"accuracy-small": 4, "accuracy-large": 7, "priors": 2, "capacity": 5, "speed": 2}
+EXPECTED_MINUTES = {"accuracy-small": 4, "accuracy-large": 7, "priors": 2, "capacity": 5, "speed": 2, "edge": 12}
 
 
 def context(rehearse: bool) -> dict:
@@ -199,6 +204,8 @@ def summarize(name: str, rows: list[dict]) -> dict:
             "chosen_over_best": round(chosen["tokens_per_s"] / best, 4) if chosen and best else None,
             "mfu_by_tokens": sorted((r["tokens_per_micro_batch"], r["mfu"]) for r in measured if r["mfu"]),
         }
+    if name == "edge":
+        return gpu_edge.summarize(rows)
     if name == "priors":
         frag = [r["reserved_over_allocated"] for r in ok if r.get("reserved_over_allocated")]
         return {

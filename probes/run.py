@@ -216,6 +216,8 @@ def _run_in(
     )
     root = str(Path(__file__).resolve().parent.parent)
     penv = {**os.environ, **(env or {})}
+    if getattr(knobs, "expandable_segments", False):  # the plan's allocator: read when CUDA starts in the child
+        penv["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
     penv["PYTHONPATH"] = root + os.pathsep + penv.get("PYTHONPATH", "")
     t0 = time.monotonic()
     with open(err_path, "wb") as err:  # a file, not a pipe: a chatty probe cannot block on a full pipe

@@ -317,6 +317,8 @@ def check_data_and_resume(args: argparse.Namespace, cfg: dict, world: int) -> No
 def _train(args: argparse.Namespace, cfg: dict, cmd: list[str] | None) -> int:
     """Train in this process (cmd None) or run the launch command; third-party deprecation noise is
     filtered in every rank unless MEMPLAN_VERBOSE=1 (trainer.console.quiet_third_party)."""
+    if cfg["knobs"].get("expandable_segments"):  # before CUDA starts here or in a rank (the ranks inherit it)
+        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
     if cmd is None:
         from trainer.console import quiet_third_party
         from trainer.loop import RunConfig

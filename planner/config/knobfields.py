@@ -155,6 +155,13 @@ class KnobFields(BaseModel):
             "run evaluates); 0 = the run does not evaluate"
         ),
     )
+    expandable_segments: bool = Field(
+        default=False,
+        description=(
+            "PyTorch's caching allocator with expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, "
+            "set by the exported command): less memory reserved beyond what is allocated"
+        ),
+    )
     framework: Framework = Field(
         default="memplan",
         description=(

@@ -1,7 +1,7 @@
 """Measured priors per GPU kind: what `benchmarks/gpu_suite.py --apply` wrote from a run on that card
 (planner/model/catalog/calibration/<gpu>.json, or $MEMPLAN_CALIBRATION_DIR). Where a file holds a measurement the
 planner uses it instead of its hand-set constant (memory.CUDA_CONTEXT_BYTES, FRAGMENTATION_FRACTION,
-NCCL_INTRA_NODE_BYTES; speed.PEAK_EFFICIENCY, HALF_EFFICIENCY_TOKENS), and plans say their overhead is
+FRAGMENTATION_FRACTION_EXPANDABLE, NCCL_INTRA_NODE_BYTES; speed.PEAK_EFFICIENCY, HALF_EFFICIENCY_TOKENS), and plans say their overhead is
 measured. driver_reserved_bytes has no constant: the memory NVML shows used on an idle card (483 MiB on an
 H100 80GB HBM3, driver 580) is counted only where it was measured. None of the values is required: a field
 left null keeps the constant.
@@ -31,6 +31,18 @@ class Calibration(BaseModel):
         default=None, ge=0, description="NVML 'used' before any process: no process can have it"
     )
     fragmentation_fraction: float | None = Field(default=None, ge=0, le=2, description="reserved/allocated - 1")
+    fragmentation_fraction_expandable: float | None = Field(
+        default=None, ge=0, le=2, description="the same with expandable_segments:True"
+    )
+    edge_fraction: float | None = Field(
+        default=None,
+        ge=0,
+        le=2,
+        description="the least (capacity - context - driver)/allocated - 1 of the largest steps that ran",
+    )
+    edge_fraction_expandable: float | None = Field(
+        default=None, ge=0, le=2, description="the same, expandable segments"
+    )
     nccl_bytes: int | None = Field(default=None, ge=0, description="communicator buffers of a one-node group")
     peak_efficiency: float | None = Field(default=None, gt=0, le=1, description="best achieved MFU")
     half_efficiency_tokens: int | None = Field(default=None, gt=0, description="tokens/micro-batch at half of it")

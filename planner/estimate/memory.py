@@ -46,6 +46,10 @@ NCCL_INTER_NODE_BYTES = 256 * MIB  # extra proxy/network buffers when nodes > 1
 # allocator, not the card, makes it, so it is the prior for every GPU. The 6% this replaced let a plan that ran
 # out of memory on the H100 (Llama-3.2-1B, micro 16 x 2048, full checkpointing) be called fitting.
 FRAGMENTATION_FRACTION = 0.13
+# the same with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the median of the four steps the H100 measured
+# with it (benchmarks/results/gpu/priors.json, 2026-11-22: 0.7%, 2.3%, 6.2%, 15.5%; the default allocator 6.0% to
+# 14.7% on the same steps). Four steps: a prior, not a law; the GPU kit's edge part measures more.
+FRAGMENTATION_FRACTION_EXPANDABLE = 0.0425
 ADAMW_8BIT_BLOCK = 256  # bitsandbytes blockwise quantisation: one fp32 absmax per block
 ADAMW_8BIT_MIN_SIZE = 4096  # bitsandbytes keeps 32-bit states for tensors smaller than this
 PAGED_MIN_ELEMENTS = 100_000  # bitsandbytes 0.50.2 optim/optimizer.py:383: smaller tensors' states stay in torch
@@ -477,9 +481,7 @@ def overhead_bytes(s: Setup, peak_allocated: int) -> int:
     constants above are priors; a GPU kind's calibration file (benchmarks/gpu_suite.py --apply)
     replaces each one it measured."""
     cal = calibration.for_gpu(s.gpu) if s.gpu else None
-    fragmentation = (
-        cal.fragmentation_fraction if cal and cal.fragmentation_fraction is not None else FRAGMENTATION_FRACTION
-    )
+    fragmentation = fragmentation_fraction(s, cal)
     context = cal.cuda_context_bytes if cal and cal.cuda_context_bytes is not None else CUDA_CONTEXT_BYTES
     driver = cal.driver_reserved_bytes if cal and cal.driver_reserved_bytes is not None else 0
     nccl = 0
@@ -489,10 +491,30 @@ def overhead_bytes(s: Setup, peak_allocated: int) -> int:
     return int(fragmentation * peak_allocated) + context + driver + nccl
 
 
+def fragmentation_fraction(s: Setup, cal: calibration.Calibration | None) -> float:
+    """Reserved beyond allocated, as a fraction of the peak, for the allocator the plan runs: the GPU kind's measured
+    median where it has one, else the prior; with expandable segments their own. Where the GPU kit measured the edge
+    (the largest steps that ran at full capacity, benchmarks/gpu_edge.py), no more than what every one of those
+    steps left free: near capacity the allocator frees its cache and retries before it fails
+    (c10/cuda/CUDACachingAllocator.cpp, malloc: release_cached_blocks then alloc_block again)."""
+    expandable = s.knobs.expandable_segments
+    measured = cal and (cal.fragmentation_fraction_expandable if expandable else cal.fragmentation_fraction)
+    fraction = (
+        measured
+        if measured is not None
+        else (FRAGMENTATION_FRACTION_EXPANDABLE if expandable else FRAGMENTATION_FRACTION)
+    )
+    edge = cal and (cal.edge_fraction_expandable if expandable else cal.edge_fraction)
+    return min(fraction, edge) if edge is not None else fraction
+
+
 def overhead_source(s: Setup) -> str:
     """'measured' when the GPU kind's calibration holds the context and fragmentation, else 'assumed'."""
     cal = calibration.for_gpu(s.gpu) if s.gpu else None
-    measured = cal and cal.cuda_context_bytes is not None and cal.fragmentation_fraction is not None
+    fraction = cal and (
+        cal.fragmentation_fraction_expandable if s.knobs.expandable_segments else cal.fragmentation_fraction
+    )
+    measured = cal and cal.cuda_context_bytes is not None and fraction is not None
     return "measured" if measured else "assumed"
 
 

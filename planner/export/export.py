@@ -378,6 +378,8 @@ def bundled_command(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int) ->
         a.append("--optimizer-in-backward")
     if plan.frozen != "none":
         a += ["--frozen", plan.frozen]
+    a += ["--expandable-segments"] if plan.expandable_segments else []
+    a += ["--eval-batch", str(plan.eval_batch)] if plan.eval_batch else []
     if plan.lora_rank:
         a += ["--quant", plan.quant, "--lora-targets", plan.lora_targets, "--lora-dropout", f"{plan.lora_dropout:g}"]
         a += ["--lora-train-embeddings"] if plan.lora_train_embeddings else []
@@ -403,6 +405,15 @@ def command(plan: Plan, hw: Hardware, model: ModelSpec | None = None, seq_len: i
     return f"torchrun --nproc_per_node {g} {args}"
 
 
+ALLOC_CONF = "PYTORCH_CUDA_ALLOC_CONF"
+
+
+def env_prefix(plan: Plan) -> str:
+    """The environment a plan's command needs before it: expandable segments for the caching allocator (read by
+    torch when CUDA initialises, so it must be set before the launcher starts the ranks, which inherit it)."""
+    return f"{ALLOC_CONF}=expandable_segments:True " if plan.expandable_segments else ""
+
+
 def sbatch(plan: Plan, hw: Hardware) -> str:
     """A Slurm script: one srun task per node, each running torchrun over the node's GPUs."""
     args = " ".join(shlex.quote(x) for x in [TRAIN_SCRIPT, *script_args(plan)])
@@ -417,7 +428,7 @@ def sbatch(plan: Plan, hw: Hardware) -> str:
 set -euo pipefail
 export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
 export MASTER_PORT=${{MASTER_PORT:-29500}}
-srun --kill-on-bad-exit=1 bash -c 'torchrun --nnodes "$SLURM_NNODES" --nproc_per_node {hw.gpus_per_node} \\
+{"export " + env_prefix(plan).strip() + chr(10) if plan.expandable_segments else ""}srun --kill-on-bad-exit=1 bash -c 'torchrun --nnodes "$SLURM_NNODES" --nproc_per_node {hw.gpus_per_node} \\
   --rdzv_id "$SLURM_JOB_ID" --rdzv_backend c10d --rdzv_endpoint "$MASTER_ADDR:$MASTER_PORT" \\
   {args}'
 """

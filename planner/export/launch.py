@@ -41,7 +41,7 @@ def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> Launch:
     return Launch(
         hf_args=export.hf_args(plan, model),
         deepspeed_config=export.deepspeed_config(plan, model),
-        command=command,
+        command=export.env_prefix(plan) + command,
         framework_files=framework_files,
         note=". ".join(notes) or None,
         accelerate_config=export.accelerate_config(plan, hw, model),

@@ -79,6 +79,7 @@ def read_run(run: launch.Run) -> Collector:
     )
     c = Collector(framework)
     c.fact("framework", framework, f"{run.where} {run.tool} {show(run.target)}", run.tool)
+    read_allocator(c, run.command.env, run.where)
     if run.tool in ("llamafactory-cli", "lmf"):
         llamafactory.read_launcher(c, run.command.env, run.where)
     elif run.tool != "swift":
@@ -91,6 +92,17 @@ def read_run(run: launch.Run) -> Collector:
             )
     _framework(c, run, flags, lead, swift_sub, trainer, fmt, data, cfg_path)
     return c
+
+
+def read_allocator(c: Collector, env: dict[str, str], where: str) -> None:
+    """expandable_segments from the command's environment: PYTORCH_CUDA_ALLOC_CONF, or PYTORCH_ALLOC_CONF, the name
+    torch 2.9 added (c10/core/AllocatorConfig.cpp reads either), as comma-separated key:value options."""
+    for name in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"):
+        opts = dict(o.split(":", 1) for o in env.get(name, "").replace(" ", "").split(",") if ":" in o)
+        if "expandable_segments" in opts:
+            value = opts["expandable_segments"].lower() == "true"
+            c.set("expandable_segments", value, f"{where} {name}={env[name]}", name)
+            return
 
 
 def _framework(

@@ -262,3 +262,37 @@ def test_paged_optimizer_states_are_counted_apart_from_the_device_peak():
     paged = sum(16 * d * t.count for t in m.tensors if t.lora for d in t.shape if 16 * d >= mem.PAGED_MIN_ELEMENTS)
     assert mem.paged_optimizer_bytes(lora) == 8 * paged > 0
     assert mem.paged_optimizer_bytes(Setup(m, Knobs(optimizer="paged-adamw", zero_stage=2), 1, 1, 1024, 2)) == 0
+
+
+def _overhead_fraction(cal, **knobs) -> float:
+    s = Setup(load_model("llama-3.2-1b"), Knobs(**knobs), 1, 1, 1024, gpu="h100-80gb")
+    return mem.fragmentation_fraction(s, cal)
+
+
+def test_expandable_segments_prior_is_the_median_the_h100_measured():
+    """The prior with expandable segments is the median reserved/allocated - 1 of the priors' four expandable steps
+    (benchmarks/results/gpu/priors.json); the default allocator's median of the same file's steps stays apart."""
+    import json
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    sys.path.insert(0, str(root / "benchmarks"))
+    import gpu_apply
+
+    rows = json.loads((root / "benchmarks/results/gpu/priors.json").read_text())["rows"]
+    assert gpu_apply.fragmentation_fraction(rows, expandable=True) == mem.FRAGMENTATION_FRACTION_EXPANDABLE
+    assert gpu_apply.fragmentation_fraction(rows) > 2 * mem.FRAGMENTATION_FRACTION_EXPANDABLE
+
+
+def test_the_fraction_follows_the_allocator_and_the_measured_edge_bounds_it():
+    from planner.estimate.calibration import Calibration
+
+    assert _overhead_fraction(None) == mem.FRAGMENTATION_FRACTION
+    assert _overhead_fraction(None, expandable_segments=True) == mem.FRAGMENTATION_FRACTION_EXPANDABLE
+    cal = Calibration(
+        gpu="h100-80gb", measured="test", fragmentation_fraction=0.12, fragmentation_fraction_expandable=0.05
+    )
+    assert (_overhead_fraction(cal), _overhead_fraction(cal, expandable_segments=True)) == (0.12, 0.05)
+    edged = cal.model_copy(update={"edge_fraction": 0.03, "edge_fraction_expandable": 0.08})
+    assert (_overhead_fraction(edged), _overhead_fraction(edged, expandable_segments=True)) == (0.03, 0.05)

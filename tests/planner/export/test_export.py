@@ -107,3 +107,21 @@ def test_lora_and_qlora_configs_load_in_peft_and_transformers():
     )
     bc = BitsAndBytesConfig(**launch.quantization_config)
     assert bc.load_in_4bit and bc.bnb_4bit_quant_type == "nf4" and bc.bnb_4bit_use_double_quant
+
+
+def test_expandable_segments_reach_every_launch_form():
+    """The allocator setting is environment, read when CUDA starts: the command sets it before the launcher, the
+    sbatch script exports it, the bundled trainer's command passes the knob."""
+    from planner.export import export
+
+    hw, model, goal = (
+        hardware.resolve("h100", 2, 1),
+        catalog.load_model("llama-3.2-1b"),
+        Goal(global_batch=8, seq_len=1024),
+    )
+    p = with_launch(make_plan(model, hw, goal, Knobs(expandable_segments=True), 2), model, hw, goal)
+    assert p.launch.command.startswith("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True torchrun ")
+    assert "\nexport PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n" in export.sbatch(p, hw)
+    assert "--expandable-segments" in export.bundled_command(p, hw, model, 1024)
+    plain = with_launch(make_plan(model, hw, goal, Knobs(), 2), model, hw, goal)
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in plain.launch.command + export.sbatch(plain, hw)

@@ -224,3 +224,21 @@ def test_a_run_that_evaluates_brings_its_evaluation_batch(tmp_path):
     r = intake.read([_write(tmp_path, "lf.yaml", lf.format("eval_strategy: steps\n"))])
     assert r.request["eval_batch"] == 8 and "training_args.py:1111" in _source(r, "eval_batch")
     assert "eval_batch" not in intake.read([_write(tmp_path, "lf.yaml", lf.format(""))]).request
+
+
+def test_the_allocator_setting_comes_from_the_commands_environment(tmp_path):
+    """expandable_segments from PYTORCH_CUDA_ALLOC_CONF (exported, or a prefix of the command) or torch 2.9's
+    PYTORCH_ALLOC_CONF, among other options; absent or False, the default allocator."""
+    script = "{}torchrun --nproc_per_node 8 train.py --model_name_or_path meta-llama/Llama-3.1-8B --bf16\n"
+    cases = [
+        ("export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n", True),
+        ("PYTORCH_ALLOC_CONF=max_split_size_mb:128,expandable_segments:True ", True),
+        ("export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False\n", False),
+        ("export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:512\n", None),
+        ("", None),
+    ]
+    for head, expected in cases:
+        r = intake.read([_write(tmp_path, "run.sh", script.format(head))])
+        assert r.request.get("expandable_segments") == expected, head
+    r = intake.read([_write(tmp_path, "run.sh", script.format(cases[0][0]))])
+    assert _source(r, "expandable_segments").endswith("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
