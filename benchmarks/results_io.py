@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import time
+from importlib import metadata
 
 
 def save(out: str, data: dict, md_lines: list[str]) -> None:
@@ -24,3 +26,21 @@ def report_or_out(parser, args, markdown) -> bool:
     if not args.out:
         parser.error("--out is required (or --report)")
     return False
+
+
+def cpu_meta(packages: tuple[str, ...]) -> dict:
+    """Date, this machine's CPUs and the versions of `packages`, for a benchmark run on the CPU."""
+    return {
+        "date": time.strftime("%Y-%m-%d"),
+        "cpus": os.cpu_count(),
+        "device": "cpu",
+        **{p: metadata.version(p) for p in packages},
+    }
+
+
+def publish(out: str, rows: list[dict], meta: dict, markdown) -> None:
+    """Print the markdown table of {meta, rows} and write both files."""
+    data = {"meta": meta, "rows": rows}
+    md = markdown(data)
+    print("\n".join(md))
+    save(out, data, md)

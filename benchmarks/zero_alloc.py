@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from dataclasses import replace
-from importlib import metadata
 
-from results_io import save
+from results_io import cpu_meta, publish
 
 M = 10**6
 GRID = [  # (stage, world, zero_optimization overrides)
@@ -95,16 +93,7 @@ def main() -> None:
         t0 = time.perf_counter()
         rows.append(row(stage, world, overrides))
         print(f"{json.dumps(rows[-1])} ({time.perf_counter() - t0:.1f} s)", flush=True)
-    meta = {
-        "date": time.strftime("%Y-%m-%d"),
-        "cpus": os.cpu_count(),
-        "device": "cpu",
-        **{p: metadata.version(p) for p in ("torch", "transformers", "deepspeed")},
-    }
-    data = {"meta": meta, "rows": rows}
-    md = markdown(data)
-    print("\n".join(md))
-    save(args.out, data, md)
+    publish(args.out, rows, cpu_meta(("torch", "transformers", "deepspeed")), markdown)
 
 
 if __name__ == "__main__":

@@ -311,13 +311,48 @@ def _fsdp_rank_main(job: dict, case: Case, model, batch: dict, out_dir: str, ran
         opt.step()
         opt.zero_grad(set_to_none=False)  # HF and torchtitan keep the sharded gradients between steps
         after_steps.append(fsdp_shards(model, opt))
-    Path(out_dir, f"rank{rank}.json").write_text(
-        json.dumps(
-            {"rank": rank, "world": world, "after_steps": after_steps, "losses": losses, "accumulated": accumulated}
-        )
-    )
+    out = {"rank": rank, "world": world, "after_steps": after_steps, "losses": losses, "accumulated": accumulated}
+    if job.get("save"):
+        out.update(full_state_dict_bytes(model, opt))
+    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(out))
     dist.barrier()
     dist.destroy_process_group()
+
+
+def state_dict_bytes(state) -> int:
+    """Bytes of the distinct storages a (nested) state dict holds."""
+    import torch
+
+    seen, total, stack = set(), 0, [state]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            stack.extend(x.values())
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, torch.Tensor):
+            st = x.untyped_storage()
+            if st.data_ptr() not in seen:
+                seen.add(st.data_ptr())
+                total += st.nbytes()
+    return total
+
+
+def full_state_dict_bytes(model, opt) -> dict[str, int]:
+    """What each rank holds of FSDP2's full state dicts as HF's Trainer saves them with FULL_STATE_DICT (accelerate
+    1.15 accelerator.py:4096-4100 and fsdp_utils.py:322-337: full_state_dict and cpu_offload): rank 0 all, the others
+    nothing."""
+    from torch.distributed.checkpoint.state_dict import (
+        StateDictOptions,
+        get_model_state_dict,
+        get_optimizer_state_dict,
+    )
+
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    return {
+        "save_model_bytes": state_dict_bytes(get_model_state_dict(model, options=options)),
+        "save_optimizer_bytes": state_dict_bytes(get_optimizer_state_dict(model, opt, options=options)),
+    }
 
 
 if __name__ == "__main__":

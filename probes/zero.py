@@ -10,7 +10,8 @@ Per rank it reports:
   partition buffer (grad_partitions_flat_buffer) and the reduce (IPG) bucket, with their element sizes;
 - ZeRO-3's optimizer sub-groups (fp16_partitioned_groups_flat_numel) and the bytes the optimizer step
   allocates and holds at its peak (the live-bytes tracker around engine.step(), from step 2 on, when the
-  optimizer states exist).
+  optimizer states exist);
+- with "save" in the job, the bytes of the weights a checkpoint save holds on the rank's host.
 
     python -m torch.distributed.run --nproc_per_node 2 -m probes.zero JOB.json OUT_DIR
 """
@@ -26,10 +27,12 @@ from probes.dist import measure_ranks
 from probes.step import Case
 
 
-def measure_zero(case: Case, zero: dict | None = None, world: int = 2, steps: int = 3) -> list[dict]:
+def measure_zero(
+    case: Case, zero: dict | None = None, world: int = 2, steps: int = 3, save: bool = False
+) -> list[dict]:
     """Run `steps` ZeRO steps of `case` with the exported DeepSpeed config, its zero_optimization updated by
-    `zero`; one result per rank."""
-    return measure_ranks(case, world, steps, module="probes.zero", job={"zero": zero or {}})
+    `zero` (then a save's weights with `save`); one result per rank."""
+    return measure_ranks(case, world, steps, module="probes.zero", job={"zero": zero or {}, "save": save})
 
 
 def _gathered_numel(params: list) -> int:
@@ -65,6 +68,22 @@ def _zero3_state(model, wrapper) -> dict:
         "reduce_bucket_element_bytes": [b.element_size() for b in buckets],
         "sub_group_numels": [int(n) for n in wrapper.fp16_partitioned_groups_flat_numel],
     }
+
+
+def _saved_weights_bytes(engine, stage3: bool) -> int:
+    """The weights HF's save_model holds on each rank's host, through the calls accelerate 1.15 makes
+    (accelerator.py:4070-4095): ZeRO-3 with stage3_gather_16bit_weights_on_model_save gathers every module into rank
+    0's state dict; ZeRO-1/2 clone the whole module's state dict on every rank."""
+    from deepspeed.checkpoint.utils import clone_tensors_for_torch_save
+
+    from probes.dist import state_dict_bytes
+
+    sd = (
+        engine._zero3_consolidated_16bit_state_dict()
+        if stage3
+        else clone_tensors_for_torch_save(engine.module.state_dict())
+    )
+    return state_dict_bytes(sd or {})
 
 
 def _rank_main(job_path: str, out_dir: str) -> None:
@@ -112,6 +131,8 @@ def _rank_main(job_path: str, out_dir: str) -> None:
     out = {"rank": rank, "world": world, "gathered_numel": gathered, "step_peak_bytes": step_peaks}
     if stage3:
         out.update(_zero3_state(model, wrapper))
+    if job.get("save"):
+        out["save_state_dict_bytes"] = _saved_weights_bytes(engine, stage3)
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(out))
     torch.distributed.barrier()
 

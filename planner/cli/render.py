@@ -78,8 +78,10 @@ def breakdown_table(p: Plan) -> Table:
         "headroom",
     ):
         t.add_row(name, gib(getattr(m, f"{name}_bytes")))
-    if m.host_bytes_per_node:
-        t.add_row("host RAM per node (offload)", gib(m.host_bytes_per_node))
+    host = {k: v for k, v in (m.host_phases or {"training": m.host_bytes_per_node}).items() if v}
+    for name, value in host.items():  # host RAM per node, each phase that holds some
+        peak = " (peak)" if len(host) > 1 and value == m.host_bytes_per_node else ""
+        t.add_row(f"host RAM per node, {'offload' if name == 'training' else name}{peak}", gib(value))
     if m.paged_bytes:
         t.add_row("paged optimizer states (unified memory, not in the peak)", gib(m.paged_bytes))
     head = {"fused": "TRL log-prob head", "full": "full logits"}[p.workload.logprobs] if p.workload.rl else p.loss

@@ -46,11 +46,13 @@ Attention = Literal["sdpa", "flash", "eager"]
 Batching = Literal["padded", "packed"]
 Quant = Literal["none", "nf4", "fp4"]
 Frozen = Literal["none", "vision", "vision+projector"]
+SaveWeights = Literal["auto", "full", "sharded"]
 Framework = Literal[FRAMEWORK_NAMES]  # planner.frameworks: one adapter module each
 
 MAX_LORA_RANK = 4096
 MAX_EXPERT_PARALLEL = 1024
 MAX_EVAL_BATCH = 4096
+MAX_EVAL_LOGITS_STEPS = 100_000
 LORA_TARGETS_PATTERN = r"^[A-Za-z0-9_.\-]+(,[A-Za-z0-9_.\-]+)*$"
 # suggest's default checkpointing choices: every mode (each needs no extra package); every-N at N = 2 and 4
 SUGGEST_CHECKPOINTING = ("off", "selective-op", "every-4", "every-2", "full", "offload")
@@ -153,6 +155,24 @@ class KnobFields(BaseModel):
         description=(
             "rows per device in evaluation at the full length (HF's per_device_eval_batch_size, 8 by default where a "
             "run evaluates); 0 = the run does not evaluate"
+        ),
+    )
+    eval_logits_steps: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_EVAL_LOGITS_STEPS,
+        description=(
+            "evaluation steps whose logits stay on the GPU for compute_metrics, gathered from every rank (HF keeps "
+            "them until eval_accumulation_steps moves them to the host; unset, the whole evaluation set's steps); 0 = "
+            "loss only (no compute_metrics, or prediction_loss_only: LLaMA-Factory's, ms-swift's and TRL's default)"
+        ),
+    )
+    save_weights: SaveWeights = Field(
+        default="auto",
+        description=(
+            "what a checkpoint save gathers under ZeRO-3 or FSDP: full (stage3_gather_16bit_weights_on_model_save, "
+            "FULL_STATE_DICT: the whole model on rank 0's host), sharded (each rank its shards), auto (what memplan "
+            "exports: ZeRO-3 full, FSDP sharded)"
         ),
     )
     expandable_segments: bool = Field(

@@ -148,6 +148,13 @@ class Knobs(KnobFields):
         if refused:
             raise BadInput(refused[1], refused[0])
         self._lora_rules()
+        if self.save_weights == "auto" and (self.zero_stage == 3 or self.fsdp != "off"):  # what memplan exports
+            object.__setattr__(self, "save_weights", "full" if self.fsdp == "off" else "sharded")
+        if self.eval_logits_steps and not self.eval_batch:
+            raise BadInput(
+                f"--eval-logits-steps {self.eval_logits_steps} needs a run that evaluates: give --eval-batch N",
+                "eval_logits_steps",
+            )
         if self.expert_parallel > 1 and self.fsdp == "off":
             raise BadInput(EXPERT_PARALLEL_NEEDS_FSDP, "expert_parallel")
         check_rl_knobs(
@@ -332,11 +339,14 @@ class MemoryBreakdown(BaseModel):
         "end-of-backward",
         "optimizer-step",
         "evaluation",
+        "load",
+        "checkpoint-save",
         "generation",
         "reference-forward",
         "old-logps",
     ]
-    host_bytes_per_node: int = 0
+    host_bytes_per_node: int = 0  # the largest of host_phases
+    host_phases: dict[str, int] | None = None  # host RAM per node: load, training (offload), checkpoint-save
     # bitsandbytes' paged optimizer states in CUDA unified memory: outside the allocator's peak, paged to host RAM
     # when the card is full (planner.estimate.memory.paged_optimizer_bytes)
     paged_bytes: int = 0

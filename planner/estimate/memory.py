@@ -32,8 +32,18 @@ from math import prod
 
 from planner.config.spec import MIB, Knobs, MemoryBreakdown
 from planner.estimate import activations as act
-from planner.estimate import calibration, fsdp, lora, nograd, recipe_terms, zero
+from planner.estimate import calibration, fsdp, lifecycle, lora, nograd, recipe_terms, zero
 from planner.estimate.setup import Setup
+from planner.estimate.trained import (  # re-exported: the terms' callers and tests name them memory.X
+    embedding_copy_overcount_bytes,
+    frozen_bytes,
+    frozen_modules,
+    frozen_params,
+    frozen_weight_bytes_per_param,
+    optimizer_state_bytes_per_param,
+    trainable_params,
+    trainable_weight_bytes_per_param,
+)
 from planner.frameworks import FRAMEWORKS
 from planner.model.modelspec import FROZEN_ROLES
 
@@ -50,48 +60,8 @@ FRAGMENTATION_FRACTION = 0.13
 # with it (benchmarks/results/gpu/priors.json, 2026-11-22: 0.7%, 2.3%, 6.2%, 15.5%; the default allocator 6.0% to
 # 14.7% on the same steps). Four steps: a prior, not a law; the GPU kit's edge part measures more.
 FRAGMENTATION_FRACTION_EXPANDABLE = 0.0425
-ADAMW_8BIT_BLOCK = 256  # bitsandbytes blockwise quantisation: one fp32 absmax per block
 ADAMW_8BIT_MIN_SIZE = 4096  # bitsandbytes keeps 32-bit states for tensors smaller than this
 PAGED_MIN_ELEMENTS = 100_000  # bitsandbytes 0.50.2 optim/optimizer.py:383: smaller tensors' states stay in torch
-
-
-def trainable_params(s: Setup) -> int:
-    """Full fine-tuning: every parameter but the modules --frozen keeps frozen (a VLM's tower, its projector); LoRA:
-    the adapters on --lora-targets and any trained embedding copies."""
-    if not s.lora:
-        return s.model.params - s.model.frozen_params(frozen_modules(s))
-    return s.model.lora_params(s.knobs.lora_rank, s.knobs.lora_targets) + lora.embedding_copy_params(s.model, s.knobs)
-
-
-def embedding_copy_overcount_bytes(s: Setup, per_param_bytes: int) -> int:
-    """Trained embedding copies are in the base's dtype where torch AMP keeps the adapters in fp32: the bytes to
-    take back from a term that counted them at the adapters' width (0 elsewhere)."""
-    k = s.knobs
-    over = trainable_weight_bytes_per_param(k) - frozen_weight_bytes_per_param(k)
-    return (
-        lora.embedding_copy_params(s.model, k) * per_param_bytes * over // trainable_weight_bytes_per_param(k)
-        if over > 0 and k.zero_stage == 0
-        else 0
-    )
-
-
-def frozen_params(s: Setup) -> int:
-    """LoRA: the whole base; full fine-tuning: the modules --frozen keeps frozen."""
-    return s.model.params if s.lora else s.model.frozen_params(frozen_modules(s))
-
-
-def frozen_modules(s: Setup) -> str:
-    """The modules that take no gradient: --frozen's, or on one GPU a VLM's tower and projector when its rows hold no
-    images. Text-only rows never run them, so their gradients stay None and torch's optimizers skip them: no
-    gradient, no optimizer state, no step temporaries (torch/optim/adamw.py _init_group takes only parameters with
-    a gradient). DeepSpeed and FSDP allocate every parameter's states up front; DDP's handling of unused parameters
-    depends on find_unused_parameters: those keep --frozen's. The H100's Qwen2.5-VL-3B text rows (transformers 5.17)
-    ran at this."""
-    k = s.knobs
-    idle = s.model.vision is not None and not s.image_tokens and s.world_size == 1
-    if idle and not s.lora and k.zero_stage == 0 and k.fsdp == "off":
-        return "vision+projector"
-    return k.frozen
 
 
 def activation_profile(k: Knobs) -> str:
@@ -100,23 +70,6 @@ def activation_profile(k: Knobs) -> str:
     if k.fsdp != "off":  # MixedPrecisionPolicy casts the unsharded parameters: the module runs in bf16
         return "half"
     return "amp" if k.zero_stage == 0 and k.precision in ("fp16", "bf16") and k.lora_rank == 0 else "half"
-
-
-def trainable_weight_bytes_per_param(k: Knobs) -> int:
-    """fp32 weights for fp32 and for torch AMP (fp32 master = the model); DeepSpeed fp16/bf16 casts
-    the module to half; bf16-pure is half. LoRA adapters stay fp32 on a half base under AMP and bf16-pure (PEFT's
-    autocast_adapter_dtype; the sim probe's debug-moe with adapted experts: params and AdamW states at 4 bytes)."""
-    if k.precision == "fp32" or (k.zero_stage == 0 and (k.precision in ("fp16", "bf16") or k.lora_rank)):
-        return 4
-    return 2
-
-
-def frozen_weight_bytes_per_param(k: Knobs) -> int:
-    """A LoRA base model is loaded in half precision unless the run is fp32; modules frozen in a full fine-tune
-    (--frozen) are in the model's own dtype (recipe/model.py weight_dtype): fp32 under torch AMP."""
-    if not k.lora_rank:
-        return trainable_weight_bytes_per_param(k)
-    return 4 if k.precision == "fp32" else 2
 
 
 def params_bytes(s: Setup) -> int:
@@ -132,30 +85,6 @@ def params_bytes(s: Setup) -> int:
     if k.zero_stage == 3:
         return 0 if k.offload == "optimizer+params" else total // s.world_size
     return total
-
-
-def frozen_bytes(s: Setup) -> int:
-    """The frozen base under LoRA: half precision (fp32 in fp32 runs); with --quant its decoder linears in 4 bits."""
-    k = s.knobs
-    if k.quant == "none":
-        return frozen_params(s) * frozen_weight_bytes_per_param(k)
-    q = lora.quantized_weights(s.model)
-    return int(q * lora.quantized_bytes_per_weight()) + (frozen_params(s) - q) * frozen_weight_bytes_per_param(k)
-
-
-def optimizer_state_bytes_per_param(optimizer: str, state_bytes: int) -> float:
-    """Per-parameter state of an unfactored optimizer: AdamW two moments, SGD one momentum buffer,
-    Adafactor (on flat ZeRO partitions it cannot factor) one second moment, 8-bit AdamW two 1-byte
-    moments plus one fp32 absmax per block (Dettmers et al. 2022)."""
-    return {
-        "adamw": 2 * state_bytes,
-        "adamw-fused": 2 * state_bytes,
-        "sgd": state_bytes,
-        "adafactor": state_bytes,
-        "adamw-8bit": 2 + 2 * 4 / ADAMW_8BIT_BLOCK,
-        "paged-adamw": 2 * state_bytes,
-        "paged-adamw-8bit": 2 + 2 * 4 / ADAMW_8BIT_BLOCK,
-    }[optimizer]
 
 
 def adafactor_state_elements(s: Setup) -> int:
@@ -549,24 +478,23 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
             (activation_side[1] + gathered_params_bytes(s) + fsdp.backward_temp_bytes(s, end=False)),
         )
     accumulated = backward_grads_bytes(s, grads_full)
-    phases = {
-        "backward": (accumulated, acts, backward_temp),
-        "end-of-backward": (grads_full, 0, end_of_backward_temp_bytes(s)),
-        "optimizer-step": (grads_full, 0, optimizer_step_temp_bytes(s)),
+    phases = {  # phase -> (gradients, optimizer states, activations, temporaries) beside the parameters and buckets
+        "backward": (accumulated, opt, acts, backward_temp),
+        "end-of-backward": (grads_full, opt, 0, end_of_backward_temp_bytes(s)),
+        "optimizer-step": (grads_full, opt, 0, optimizer_step_temp_bytes(s)),
     }
     if activation_side is None:
-        last_layer = (accumulated or head_grad_bytes(s), last_layer_activations_bytes(s), last_layer_temp_bytes(s))
+        last_layer = (accumulated or head_grad_bytes(s), opt, last_layer_activations_bytes(s), last_layer_temp_bytes(s))
         if sum(last_layer) > sum(phases["backward"]):
             phases["backward"] = last_layer
+    held = eval_grads_bytes(s, grads_full)  # between steps
     if s.knobs.eval_batch:
-        phases["evaluation"] = (
-            eval_grads_bytes(s, grads_full),
-            0,
-            gathered_params_bytes(s) + nograd.eval_forward_bytes(s),
-        )
+        phases["evaluation"] = (held, opt, 0, gathered_params_bytes(s) + nograd.eval_forward_bytes(s))
+    phases["load"] = (held, 0, 0, lifecycle.load_gpu_transient_bytes(s))
+    phases["checkpoint-save"] = (held, opt, 0, lifecycle.save_gpu_transient_bytes(s))
     phase = max(phases, key=lambda p: sum(phases[p]))
-    grads, acts_at_peak, temp = phases[phase]
-    peak = params + grads + buckets + opt + acts_at_peak + temp
+    grads, opt_at_peak, acts_at_peak, temp = phases[phase]
+    peak = params + grads + buckets + opt_at_peak + acts_at_peak + temp
     overhead = overhead_bytes(s, peak)
     total = peak + overhead
     detail = {
@@ -576,12 +504,14 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
         "zero3_live_params_bytes": zero.zero3_live_params_bytes(s),
         "fsdp_unsharded_params_bytes": fsdp.unsharded_params_bytes(s),
         "optimizer_step_temp_bytes": optimizer_step_temp_bytes(s),
+        "eval_logits_kept_bytes": nograd.eval_logits_kept_bytes(s),
         "model_states_bytes": params + grads_full + buckets + opt,
     }
+    host = lifecycle.host_phases(s, host_offload_bytes_per_node(s) + host_activation_bytes_per_node(s))
     return MemoryBreakdown(
         params_bytes=params,
         grads_bytes=grads + buckets,
-        optimizer_bytes=opt,
+        optimizer_bytes=opt_at_peak,
         activations_bytes=acts_at_peak,
         temp_bytes=temp,
         peak_allocated_bytes=peak,
@@ -591,10 +521,11 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
         capacity_bytes=capacity_bytes,
         headroom_bytes=capacity_bytes - total,
         peak_phase=phase,
-        host_bytes_per_node=host_offload_bytes_per_node(s) + host_activation_bytes_per_node(s),
+        host_bytes_per_node=max(host.values()),
+        host_phases=host,
         paged_bytes=paged_optimizer_bytes(s),
         detail=detail,
-        phases={p: params + buckets + opt + sum(terms) for p, terms in phases.items()},
+        phases={p: params + buckets + sum(terms) for p, terms in phases.items()},
     )
 
 

@@ -56,9 +56,30 @@ def eval_head_bytes(s: Setup, tokens: int) -> int:
 
 def eval_forward_bytes(s: Setup) -> int:
     """The evaluation phase's transient (knobs.eval_batch rows at seq_len, 0 when the run does not evaluate): the
-    larger of a decoder layer's no-grad moment and the loss's."""
+    largest of a decoder layer's no-grad moment, the loss's, and the logits kept for compute_metrics at a step's
+    concatenation (by then the loss's temporaries are freed)."""
     rows = s.knobs.eval_batch
     if not rows:
         return 0
     e = replace(s, micro_batch=rows)
-    return max(nograd_forward_bytes(e, rows, s.seq_len), eval_head_bytes(e, rows * s.seq_len))
+    return max(
+        nograd_forward_bytes(e, rows, s.seq_len), eval_head_bytes(e, rows * s.seq_len), eval_logits_kept_bytes(s)
+    )
+
+
+def eval_logits_kept_bytes(s: Setup) -> int:
+    """Logits live when HF's evaluation_loop adds a step's to those it keeps for compute_metrics (transformers 5.23
+    trainer.py:2966-3045): the step's own, its gathered copy from every rank (accelerate gather_for_metrics: a new
+    world x rows buffer on every rank, accelerate/utils/operations.py:330-349; on one rank the step's own tensor), the
+    steps held since eval_accumulation_steps last moved them to the host (trainer.py:3038-3045), and the new buffer
+    torch.cat makes of them all (trainer_pt_utils.py:80-95; the first step is kept as it is). At the k-th step: 2k
+    steps' worth, plus the rank's own logits beside a gathered copy. In the head's dtype (bf16 under bf16 or AMP;
+    modeling_llama.py:467-468 does not upcast). Measured on one CPU rank (HF's Trainer.evaluate under the tracker,
+    tests/probes/test_eval_logits.py)."""
+    k = s.knobs
+    if not (k.eval_logits_steps and k.eval_batch):
+        return 0
+    local = k.eval_batch * s.seq_len * s.model.text.vocab * compute_dtype_bytes(s)
+    step = s.world_size * local
+    live = 2 * k.eval_logits_steps * step if k.eval_logits_steps > 1 else step
+    return live + (local if s.world_size > 1 else 0)

@@ -205,6 +205,7 @@ def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
         headroom_bytes=capacity_bytes - peak - overhead,
         peak_phase=training.peak_phase if phase == "training" else phase,
         host_bytes_per_node=training.host_bytes_per_node,
+        host_phases=training.host_phases,
         detail=detail,
         phases={("training: " + training.peak_phase if n == "training" else n): v for n, v in totals.items()},
         peak_term=max(terms, key=terms.get).removesuffix("_bytes"),

@@ -67,8 +67,10 @@ def tensor_key(config: dict, knobs: Knobs, shapes: Shapes) -> str:
     """Accumulation counts only as 1 or more than 1: from the second micro-step on, every micro-step
     holds the same tensors."""
     shape = {**shapes.model_dump(), "grad_accum": min(shapes.grad_accum, 2)}
-    # SFT keys as before workloads; the framework is not a key: a probe runs the recipe its knobs name
-    dumped = knobs.model_dump(exclude={"framework"} if knobs.workload.rl else {"workload", "framework"})
+    # SFT keys as before workloads; the framework is not a key: a probe runs the recipe its knobs name; nor are the
+    # knobs of the phases around the step a probe measures (evaluation, checkpoint save)
+    outside = {"framework", "eval_batch", "eval_logits_steps", "save_weights"}
+    dumped = knobs.model_dump(exclude=outside if knobs.workload.rl else outside | {"workload"})
     blob = json.dumps({"arch": arch_hash(config), "knobs": dumped, "shapes": shape}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 

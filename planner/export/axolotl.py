@@ -198,7 +198,7 @@ def sharding_keys(plan: Plan, model: ModelSpec) -> dict:
         "offload_params": f["cpu_offload"],
         "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
         "reshard_after_forward": f["reshard_after_forward"],
-        "state_dict_type": "SHARDED_STATE_DICT",
+        "state_dict_type": f["state_dict_type"],
         "cpu_ram_efficient_loading": True,
         "activation_checkpointing": plan.checkpointing == "full",
     }

@@ -80,6 +80,8 @@ def hf_args(plan: Plan, model: ModelSpec | None = None) -> dict:
     }
     if plan.eval_batch:
         args["per_device_eval_batch_size"] = plan.eval_batch
+    if plan.eval_logits_steps:  # the steps of logits the plan holds for compute_metrics
+        args["eval_accumulation_steps"] = plan.eval_logits_steps
     if plan.checkpointing != "off" and not fsdp:
         args["gradient_checkpointing_kwargs"] = {"use_reentrant": False}
     if plan.loss != "standard":
@@ -156,7 +158,7 @@ def fsdp_config(plan: Plan, model: ModelSpec | None) -> dict:
         "reshard_after_forward": plan.fsdp != "grad-op",
         "activation_checkpointing": plan.checkpointing != "off",
         "cpu_ram_efficient_loading": True,
-        "state_dict_type": "SHARDED_STATE_DICT",
+        "state_dict_type": "FULL_STATE_DICT" if plan.save_weights == "full" else "SHARDED_STATE_DICT",
         "cpu_offload": plan.offload != "none",
     }
     if model is not None and wrap_classes(model):
@@ -229,7 +231,7 @@ def deepspeed_config_for(k: Knobs, micro_batch: int, grad_accum: int, world: int
             stage3_max_live_parameters=z.max_live_parameters,
             stage3_max_reuse_distance=z.max_reuse_distance,
             sub_group_size=z.sub_group_size,
-            stage3_gather_16bit_weights_on_model_save=True,
+            stage3_gather_16bit_weights_on_model_save=k.save_weights != "sharded",
         )
     if k.offload != "none":
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
@@ -275,6 +277,7 @@ def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME) -> list[str]:
         HF_OPTIM[plan.optimizer],
     ]
     a += ["--per_device_eval_batch_size", str(plan.eval_batch)] if plan.eval_batch else []
+    a += ["--eval_accumulation_steps", str(plan.eval_logits_steps)] if plan.eval_logits_steps else []
     # FSDP: its own activation checkpointing. Off said explicitly: TRL's configs default it to true
     # (trl/trainer/base_config.py:62, trl 1.16.0), HF's TrainingArguments to false
     a += (

@@ -223,7 +223,7 @@ def fsdp_json(plan: Plan, model: ModelSpec) -> dict:
         "reshard_after_forward": f["reshard_after_forward"],
         "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
         "cpu_ram_efficient_loading": True,
-        "state_dict_type": "SHARDED_STATE_DICT",
+        "state_dict_type": f["state_dict_type"],
         "activation_checkpointing": f["activation_checkpointing"],
     }
     if "transformer_layer_cls_to_wrap" in f:

@@ -11,6 +11,7 @@ from pathlib import Path
 from planner.intake import deepspeed
 from planner.intake.collect import (
     ACCELERATE,
+    HF,
     PRESETS,
     Collector,
     as_bool,
@@ -150,6 +151,7 @@ def apply(c: Collector, e: dict[str, tuple[object, str]], via: str, key: str, ne
             f"{src}{via}",
             key,
             version=(1, default(ACCELERATE, "accelerate/commands/launch.py:514-517", "fsdp_version 1")),
+            trainer=False,
         )
 
 
@@ -170,11 +172,35 @@ def _deepspeed(c: Collector, e: dict, via: str, key: str, near: Path) -> None:
     return None
 
 
+def _state_dict_type(c: Collector, value: object, source: str, key: str, trainer: bool, version: int) -> None:
+    """FULL_STATE_DICT gathers the whole model on rank 0 at a save; SHARDED_STATE_DICT (or LOCAL) saves each rank's
+    shards. Unset: HF's TrainingArguments says FULL (transformers/training_args.py:2852), accelerate's plugin FULL
+    for FSDP1 and SHARDED for FSDP2 (accelerate/utils/dataclasses.py:2047-2051)."""
+    if known(value) and value:
+        full = "FULL" in str(value).upper()
+        return c.set("save_weights", "full" if full else "sharded", f"{source}: state_dict_type {value}", key)
+    if trainer:
+        return c.fill("save_weights", "full", default(HF, "transformers/training_args.py:2852", "FULL_STATE_DICT"), key)
+    full = version < 2
+    cite = default(
+        ACCELERATE, "accelerate/utils/dataclasses.py:2047-2051", "FULL_STATE_DICT" if full else "SHARDED_STATE_DICT"
+    )
+    c.fill("save_weights", "full" if full else "sharded", cite, key)
+
+
 def fsdp(
-    c: Collector, spec: dict, source: str, key: str, *, tokens: tuple = (), version: tuple[int, str] = (2, "")
+    c: Collector,
+    spec: dict,
+    source: str,
+    key: str,
+    *,
+    tokens: tuple = (),
+    version: tuple[int, str] = (2, ""),
+    trainer: bool = True,
 ) -> None:
-    """FSDP options (`fsdp_`-prefixed or not; HF's `fsdp` words in `tokens`) -> fsdp, offload, checkpointing;
-    `version`: the FSDP version where the options name none, and the default that says so."""
+    """FSDP options (`fsdp_`-prefixed or not; HF's `fsdp` words in `tokens`) -> fsdp, offload, checkpointing,
+    save_weights; `version`: the FSDP version where the options name none, and the default that says so; `trainer`:
+    HF's TrainingArguments builds the plugin (its state_dict_type default), else accelerate's config does."""
     s = {k.removeprefix("fsdp_"): v for k, v in spec.items()}
     given = as_int(s.get("version"))
     strategy = s.get("sharding_strategy", s.get("reshard_after_forward"))
@@ -193,5 +219,6 @@ def fsdp(
     c.set("fsdp", mode, f"{source}{how}", key)
     if as_bool(s.get("offload_params")) or "offload" in words:
         c.set("offload", "optimizer+params", f"{source}: offload_params", key)
+    _state_dict_type(c, s.get("state_dict_type"), source, key, trainer, given or version[0])
     if as_bool(s.get("activation_checkpointing")):  # FSDP's own wrapping wins over the trainer's flag: settled last
         c.fact("fsdp_checkpointing", "full", f"{source}: activation_checkpointing true", key)

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from planner.intake.collect import (
+    DEEPSPEED,
     HF,
     PRESETS,
     Collector,
@@ -77,6 +78,8 @@ def read(c: Collector, ref: object, source: str, key: str, near: Path, *, alone:
     stage = as_int(zero.get("stage", 0)) or 0
     c.set("zero_stage", stage, f"{name}: zero_optimization.stage: {stage}{via}", key)
     _offload(c, zero, stage, name, via, key)
+    if stage == 3:
+        _gather_on_save(c, zero, name, key)
     _batch(c, cfg, name, alone, key)
     _precision(c, cfg, name, alone, key)
     opt = section(cfg, "optimizer").get("type")
@@ -87,6 +90,26 @@ def read(c: Collector, ref: object, source: str, key: str, near: Path, *, alone:
         else:
             c.note(f"{name}: optimizer.type: {opt} (DeepSpeed's {opt} is not planned; planned as AdamW)")
     _unplanned(c, cfg, zero, name)
+
+
+def _gather_on_save(c: Collector, zero: dict, name: str, key: str) -> None:
+    """ZeRO-3's stage3_gather_16bit_weights_on_model_save -> save_weights: true gathers the full weights on rank 0;
+    false, absent (DeepSpeed's default, deepspeed/runtime/zero/config.py:257) and "auto" (accelerate fills it with
+    false, accelerate/accelerator.py:2223-2226) save the shards."""
+    value = zero.get("stage3_gather_16bit_weights_on_model_save")
+    if value is None:
+        cite = default(
+            DEEPSPEED, "deepspeed/runtime/zero/config.py:257", "stage3_gather_16bit_weights_on_model_save false"
+        )
+        return c.fill("save_weights", "sharded", f"{name}: {cite}", key)
+    full = as_bool(value) is True
+    why = ' (accelerate fills "auto" with false: accelerator.py:2223-2226)' if value == "auto" else ""
+    c.set(
+        "save_weights",
+        "full" if full else "sharded",
+        f"{name}: stage3_gather_16bit_weights_on_model_save: {value}{why}",
+        key,
+    )
 
 
 def _offload(c: Collector, zero: dict, stage: int, name: str, via: str, key: str) -> None:

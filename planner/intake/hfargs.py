@@ -6,6 +6,7 @@ whose base config turns gradient checkpointing and bf16 on).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from planner.intake import accelerate, deepspeed, grpoargs, loraargs, models, vocab
@@ -17,6 +18,7 @@ from planner.intake.collect import (
     as_bool,
     as_names,
     default,
+    is_file,
     known,
     one,
 )
@@ -123,6 +125,12 @@ def _evaluation(c: Collector, flags: dict[str, Flag]) -> None:
             default(HF, "transformers/training_args.py:1128", "per_device_eval_batch_size 8") + f" ({on.source})",
             "per_device_eval_batch_size",
         )
+    steps = flags.get("eval_accumulation_steps")
+    if steps and known(steps.value):
+        c.note(
+            f"{steps.source} (logits kept for compute_metrics are planned only with --eval-logits-steps: whether the "
+            f"script passes compute_metrics is not read; give --eval-logits-steps {one(steps.value)} where it does)"
+        )
 
 
 def _precision(c: Collector, flags: dict[str, Flag]) -> None:
@@ -219,10 +227,10 @@ def _kernels(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
 def _sharding(c: Collector, flags: dict[str, Flag], near: Path, vars) -> None:
     fsdp = flags.get("fsdp")
     if fsdp and known(fsdp.value) and str(one(fsdp.value)).strip() not in ("", "False", "false"):
-        cfg = flags["fsdp_config"].value if "fsdp_config" in flags else {}
+        cfg = _fsdp_config(flags["fsdp_config"].value, near) if "fsdp_config" in flags else {}
         accelerate.fsdp(
             c,
-            cfg if isinstance(cfg, dict) else {},
+            cfg,
             fsdp.source,
             fsdp.raw,
             tokens=tuple(as_names(fsdp.value)),
@@ -231,6 +239,20 @@ def _sharding(c: Collector, flags: dict[str, Flag], near: Path, vars) -> None:
     ds = flags.get("deepspeed")
     if ds:
         deepspeed.read(c, one(ds.value), ds.source, ds.raw, near, vars=vars)
+
+
+def _fsdp_config(value: object, near: Path) -> dict:
+    """HF's --fsdp_config: a dict (a Python script's), a JSON string, or a JSON file's path (training_args.py reads
+    either); {} where it is none of them."""
+    if isinstance(value, dict):
+        return value
+    text = str(one(value)) if known(value) else ""
+    path = near.parent / text if text and not Path(text).is_absolute() else Path(text)
+    try:
+        data = json.loads(path.read_text() if text and is_file(path) else text)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def defaults(c: Collector, trainer: str) -> None:

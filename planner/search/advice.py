@@ -33,20 +33,38 @@ def gib(x: int) -> str:
     return f"{x / GIB:.1f} GiB"
 
 
+def host_reason(plan: Plan, host: int) -> str:
+    """The phase whose host RAM per node passes --host-ram-gb, and what lowers it."""
+    m = plan.memory
+    phases = m.host_phases or {"training": m.host_bytes_per_node}
+    phase = max(phases, key=phases.get)
+    fixes = ["more host RAM (--host-ram-gb)"]
+    if phase == "load":
+        what = "loading the model"
+        fixes += ["ZeRO-3 (rank 0 alone reads the weights)"] if plan.fsdp == "off" else []
+        fixes += ["fewer GPUs per node (every rank casts its own copy)"]
+    elif phase == "checkpoint-save":
+        what = "a checkpoint save"
+        fixes += (
+            ["--save-weights sharded (each rank saves its shards)"]
+            if plan.zero_stage == 3 or plan.fsdp != "off"
+            else []
+        )
+        fixes += ["ZeRO-3 (rank 0 alone gathers the weights)"] if plan.zero_stage in (1, 2) else []
+    else:
+        what = "offload"
+        fixes += ["more nodes (each node holds its own ranks' share)"]
+        fixes += [] if plan.lora_rank else ["LoRA adapters (--lora-rank)"]
+        fixes += ["offload less"] if plan.offload == "optimizer+params" or plan.checkpointing == "offload" else []
+    return f"{what} needs {gib(m.host_bytes_per_node)} host RAM per node > {gib(host)} (--host-ram-gb): {' or '.join(fixes)}"
+
+
 def rejection_reason(plan: Plan, hw: Hardware, usable: int) -> str | None:
     """None when the candidate fits; else one line: what it needs, what decides it, what shrinks that."""
     m = plan.memory
     host = int(hw.host_ram_gib * GIB)
-    if m.host_bytes_per_node > host:
-        fixes = ["more host RAM (--host-ram-gb)", "more nodes (each node holds its own ranks' share)"]
-        fixes += [] if plan.lora_rank else ["LoRA adapters (--lora-rank)"]
-        fixes += ["offload less"] if plan.offload == "optimizer+params" or plan.checkpointing == "offload" else []
-        return (
-            f"offload needs {gib(m.host_bytes_per_node)} host RAM per node > {gib(host)} (--host-ram-gb): "
-            f"{' or '.join(fixes)}"
-        )
-    if m.device_total_bytes <= usable:
-        return None
+    if m.device_total_bytes <= usable:  # the GPU's verdict first: host RAM is the easier one to add
+        return host_reason(plan, host) if m.host_bytes_per_node > host else None
     if m.peak_phase == "evaluation":
         return evaluation_reason(plan, usable)
     states = m.detail["model_states_bytes"]
@@ -78,11 +96,19 @@ def rejection_reason(plan: Plan, hw: Hardware, usable: int) -> str | None:
 def evaluation_reason(plan: Plan, usable: int) -> str:
     """Training fits and the first evaluation does not: say so, with the evaluation's own batch as the fix."""
     m = plan.memory
-    training = max(v for k, v in (m.phases or {}).items() if k != "evaluation")
+    training = max(v for k, v in (m.phases or {}).items() if k not in ("evaluation", "load", "checkpoint-save"))
+    kept = m.detail.get("eval_logits_kept_bytes", 0)
+    fixes = ["a smaller evaluation batch (--eval-batch N)"]
+    if kept:  # HF's keys: the logits' steps on the GPU, or none kept
+        fixes = [
+            "eval_accumulation_steps 1 (--eval-logits-steps 1)",
+            "prediction_loss_only or a preprocess_logits_for_metrics that reduces them (--eval-logits-steps 0)",
+        ] + fixes
+    held = f", {gib(kept)} of it logits kept for compute_metrics" if kept else ""
     return (
         f"runs out of memory at the first evaluation, not in training: {plan.eval_batch} evaluation rows need "
         f"{gib(m.device_total_bytes)} per GPU > {gib(usable)} usable (training peaks at {gib(training)} allocated, "
-        f"evaluation at {gib(m.peak_allocated_bytes)}): a smaller evaluation batch (--eval-batch N)"
+        f"evaluation at {gib(m.peak_allocated_bytes)}{held}): {' or '.join(fixes)}"
     )
 
 

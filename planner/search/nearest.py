@@ -67,6 +67,8 @@ def variants(req: Target, goal: Goal, hw: Hardware) -> list[tuple[str, dict]]:
         if 2 * hw.gpus_per_node <= GPUS_PER_NODE:
             out.append((f"{2 * hw.gpus_per_node} GPUs per node", {"gpus_per_node": 2 * hw.gpus_per_node}))
         out.append((f"{2 * hw.nodes} nodes", {"nodes": 2 * hw.nodes}))
+    if req.eval_logits_steps > 1:  # logits kept for compute_metrics: one step's on the GPU at a time
+        out.append(("eval_accumulation_steps 1", {"eval_logits_steps": 1}))
     if req.eval_batch > 1:  # a run whose evaluation is its peak: the evaluation's own batch
         out.append(("evaluation batch 1", {"eval_batch": 1}))
     half = goal.seq_len // 2

@@ -241,7 +241,14 @@ def test_a_run_that_fits_for_training_and_not_at_its_first_evaluation_says_so_in
     assert "peak during evaluation" in r.stdout and "phase optimizer-step" in r.stdout
     assert "evaluation batch 1, in llamafactory's keys: per_device_eval_batch_size: 1" in r.stdout
     out = json.loads(planner("check", *args, "--eval-batch", "16", "--json").stdout)
-    assert set(out["plan"]["memory"]["phases"]) == {"backward", "end-of-backward", "optimizer-step", "evaluation"}
+    assert set(out["plan"]["memory"]["phases"]) == {
+        "backward",
+        "end-of-backward",
+        "optimizer-step",
+        "evaluation",
+        "load",
+        "checkpoint-save",
+    }
     assert planner("check", *args, "--eval-batch", "1").returncode == 0
 
 

@@ -242,3 +242,24 @@ def test_the_allocator_setting_comes_from_the_commands_environment(tmp_path):
         assert r.request.get("expandable_segments") == expected, head
     r = intake.read([_write(tmp_path, "run.sh", script.format(cases[0][0]))])
     assert _source(r, "expandable_segments").endswith("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+
+
+def test_what_a_save_gathers_follows_each_sources_keys_and_defaults(tmp_path):
+    """ZeRO-3: stage3_gather_16bit_weights_on_model_save true gathers (full), false / "auto" / absent save shards
+    (DeepSpeed's default false; accelerate fills "auto" with false). FSDP: state_dict_type, else HF's
+    TrainingArguments default FULL_STATE_DICT; accelerate's FSDP2 config SHARDED_STATE_DICT."""
+    script = "torchrun --nproc_per_node 8 train.py --model_name_or_path meta-llama/Llama-3.1-8B --bf16 {}\n"
+    for gather, expected in ((True, "full"), (False, "sharded"), ("auto", "sharded"), (None, "sharded")):
+        zero = {"stage": 3} | ({} if gather is None else {"stage3_gather_16bit_weights_on_model_save": gather})
+        ds = _write(tmp_path, "ds.json", json.dumps({"zero_optimization": zero}))
+        r = intake.read([_write(tmp_path, "run.sh", script.format(f"--deepspeed {ds}"))])
+        assert r.request["save_weights"] == expected, gather
+    fsdp = "--fsdp 'full_shard auto_wrap' --fsdp_config '{}'"
+    r = intake.read([_write(tmp_path, "run.sh", script.format(fsdp.format('{"version": 2}')))])
+    assert r.request["save_weights"] == "full" and "training_args.py:2852" in _source(r, "save_weights")
+    sharded = '{"version": 2, "state_dict_type": "SHARDED_STATE_DICT"}'
+    r = intake.read([_write(tmp_path, "run.sh", script.format(fsdp.format(sharded)))])
+    assert r.request["save_weights"] == "sharded"
+    acc = "distributed_type: FSDP\nnum_processes: 8\nfsdp_config:\n  fsdp_version: 2\n"
+    r = intake.read([_write(tmp_path, "acc.yaml", acc)])
+    assert r.request["save_weights"] == "sharded" and "dataclasses.py:2047-2051" in _source(r, "save_weights")

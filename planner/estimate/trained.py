@@ -1,0 +1,92 @@
+"""What a run trains and the dtype each part is held in: the trainable and frozen parameters (LoRA adapters, a VLM's
+frozen tower, the idle tower of text-only rows), their bytes per parameter under each precision, and an optimizer's
+state bytes per trained parameter. Every memory term that counts parameters reads them here (planner.estimate.memory,
+lifecycle, fsdp)."""
+
+from __future__ import annotations
+
+from planner.config.spec import Knobs
+from planner.estimate import lora
+from planner.estimate.setup import Setup
+
+ADAMW_8BIT_BLOCK = 256  # bitsandbytes blockwise quantisation: one fp32 absmax per block
+
+
+def trainable_params(s: Setup) -> int:
+    """Full fine-tuning: every parameter but the modules --frozen keeps frozen (a VLM's tower, its projector); LoRA:
+    the adapters on --lora-targets and any trained embedding copies."""
+    if not s.lora:
+        return s.model.params - s.model.frozen_params(frozen_modules(s))
+    return s.model.lora_params(s.knobs.lora_rank, s.knobs.lora_targets) + lora.embedding_copy_params(s.model, s.knobs)
+
+
+def embedding_copy_overcount_bytes(s: Setup, per_param_bytes: int) -> int:
+    """Trained embedding copies are in the base's dtype where torch AMP keeps the adapters in fp32: the bytes to
+    take back from a term that counted them at the adapters' width (0 elsewhere)."""
+    k = s.knobs
+    over = trainable_weight_bytes_per_param(k) - frozen_weight_bytes_per_param(k)
+    return (
+        lora.embedding_copy_params(s.model, k) * per_param_bytes * over // trainable_weight_bytes_per_param(k)
+        if over > 0 and k.zero_stage == 0
+        else 0
+    )
+
+
+def frozen_params(s: Setup) -> int:
+    """LoRA: the whole base; full fine-tuning: the modules --frozen keeps frozen."""
+    return s.model.params if s.lora else s.model.frozen_params(frozen_modules(s))
+
+
+def frozen_modules(s: Setup) -> str:
+    """The modules that take no gradient: --frozen's, or on one GPU a VLM's tower and projector when its rows hold no
+    images. Text-only rows never run them, so their gradients stay None and torch's optimizers skip them: no
+    gradient, no optimizer state, no step temporaries (torch/optim/adamw.py _init_group takes only parameters with
+    a gradient). DeepSpeed and FSDP allocate every parameter's states up front; DDP's handling of unused parameters
+    depends on find_unused_parameters: those keep --frozen's. The H100's Qwen2.5-VL-3B text rows (transformers 5.17)
+    ran at this."""
+    k = s.knobs
+    idle = s.model.vision is not None and not s.image_tokens and s.world_size == 1
+    if idle and not s.lora and k.zero_stage == 0 and k.fsdp == "off":
+        return "vision+projector"
+    return k.frozen
+
+
+def trainable_weight_bytes_per_param(k: Knobs) -> int:
+    """fp32 weights for fp32 and for torch AMP (fp32 master = the model); DeepSpeed fp16/bf16 casts
+    the module to half; bf16-pure is half. LoRA adapters stay fp32 on a half base under AMP and bf16-pure (PEFT's
+    autocast_adapter_dtype; the sim probe's debug-moe with adapted experts: params and AdamW states at 4 bytes)."""
+    if k.precision == "fp32" or (k.zero_stage == 0 and (k.precision in ("fp16", "bf16") or k.lora_rank)):
+        return 4
+    return 2
+
+
+def frozen_weight_bytes_per_param(k: Knobs) -> int:
+    """A LoRA base model is loaded in half precision unless the run is fp32; modules frozen in a full fine-tune
+    (--frozen) are in the model's own dtype (recipe/model.py weight_dtype): fp32 under torch AMP."""
+    if not k.lora_rank:
+        return trainable_weight_bytes_per_param(k)
+    return 4 if k.precision == "fp32" else 2
+
+
+def frozen_bytes(s: Setup) -> int:
+    """The frozen base under LoRA: half precision (fp32 in fp32 runs); with --quant its decoder linears in 4 bits."""
+    k = s.knobs
+    if k.quant == "none":
+        return frozen_params(s) * frozen_weight_bytes_per_param(k)
+    q = lora.quantized_weights(s.model)
+    return int(q * lora.quantized_bytes_per_weight()) + (frozen_params(s) - q) * frozen_weight_bytes_per_param(k)
+
+
+def optimizer_state_bytes_per_param(optimizer: str, state_bytes: int) -> float:
+    """Per-parameter state of an unfactored optimizer: AdamW two moments, SGD one momentum buffer,
+    Adafactor (on flat ZeRO partitions it cannot factor) one second moment, 8-bit AdamW two 1-byte
+    moments plus one fp32 absmax per block (Dettmers et al. 2022)."""
+    return {
+        "adamw": 2 * state_bytes,
+        "adamw-fused": 2 * state_bytes,
+        "sgd": state_bytes,
+        "adafactor": state_bytes,
+        "adamw-8bit": 2 + 2 * 4 / ADAMW_8BIT_BLOCK,
+        "paged-adamw": 2 * state_bytes,
+        "paged-adamw-8bit": 2 + 2 * 4 / ADAMW_8BIT_BLOCK,
+    }[optimizer]
