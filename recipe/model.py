@@ -29,7 +29,7 @@ def weight_dtype(knobs) -> torch.dtype:
     mixed precision, bf16-pure, and for a LoRA/QLoRA base. LoRA adapters are fp32 whatever this is (PEFT's
     autocast_adapter_dtype upcasts them on a half base)."""
     half = HALF.get(knobs.precision)
-    if half is None or (amp(knobs) and not knobs.lora_rank):
+    if half is None or (amp(knobs) and (not knobs.lora_rank or getattr(knobs, "lora_base_fp32", False))):
         return torch.float32
     return half
 

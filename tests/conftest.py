@@ -142,6 +142,7 @@ SLOW = {
     "tests/probes/test_save.py::test_an_fsdp2_full_state_dict_save_holds_fp32_weights_then_the_optimizer_on_rank_0": 9,
     "tests/probes/test_save.py::test_loading_costs_host_ram_only_where_the_weights_are_cast": 14,
     "tests/probes/test_eval_logits.py::test_the_evaluation_peak_is_the_forwards_or_the_kept_logits": 5,
+    "tests/probes/test_lora_base.py::test_an_fp32_lora_base_is_the_sims_peak": 7,
     "tests/probes/test_dist.py::test_per_rank_model_states_match_analytic_terms": 34,
     "tests/probes/test_moe.py::test_analytic_sim_and_real_cpu_steps_agree_on_the_tiny_moe": 58,
     "tests/probes/test_recipe_sim.py::test_lora_sim_matches_real_cpu_steps": 61,

@@ -118,6 +118,13 @@ class KnobFields(BaseModel):
         default=False, description=("train the embedding and head beside the adapters (PEFT modules_to_save)")
     )
     lora_dropout: float = Field(default=0.0, ge=0, lt=1, description="LoRA dropout probability")
+    lora_base_fp32: bool = Field(
+        default=False,
+        description=(
+            "LoRA: the frozen base loaded in fp32 under bf16/fp16 mixed precision (a script's dtype=torch.float32, TRL's "
+            "CLI default), not in half precision; torch AMP or FSDP (DeepSpeed casts the module to half)"
+        ),
+    )
     workload: Workload = Field(
         default_factory=Workload,
         description=(

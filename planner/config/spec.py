@@ -195,10 +195,17 @@ class Knobs(KnobFields):
                 ("lora_targets", "all-linear"),
                 ("lora_train_embeddings", False),
                 ("lora_dropout", 0.0),
+                ("lora_base_fp32", False),
             ):
                 if getattr(self, field) != default:
                     flag = "--" + field.replace("_", "-")
                     raise BadInput(f"{flag} {getattr(self, field)} needs LoRA adapters: give --lora-rank > 0", field)
+        if self.lora_base_fp32 and (self.zero_stage or self.precision not in ("bf16", "fp16")):
+            raise BadInput(
+                "--lora-base-fp32 is for bf16/fp16 mixed precision under torch AMP or FSDP: DeepSpeed casts the base to "
+                f"half (--zero {self.zero_stage}), and --precision {self.precision} sets the base's dtype itself",
+                "lora_base_fp32",
+            )
         if self.quant != "none" and (self.zero_stage == 3 or self.fsdp != "off"):
             raise BadInput(
                 f"--quant {self.quant}: 4-bit bases are planned on DDP or ZeRO-1/2 (sharding a 4-bit base "
@@ -439,6 +446,7 @@ class Plan(KnobFields, _Split):
             "packed" if self.batching == "packed" else "",
             "optimizer in backward" if self.optimizer_in_backward else "",
             f"{self.quant} base" if self.quant != "none" else "",
+            "fp32 base" if self.lora_base_fp32 else "",
             f"LoRA on {self.lora_targets}" if self.lora_targets != "all-linear" else "",
             "trained embeddings" if self.lora_train_embeddings else "",
             f"LoRA dropout {self.lora_dropout:g}" if self.lora_dropout else "",

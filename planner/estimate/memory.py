@@ -251,7 +251,8 @@ def autocast_weight_copy_bytes(s: Setup, layers_live: int) -> int:
     """torch.autocast caches a bf16 copy of every fp32 weight a matmul uses, and the matmul saves it
     for backward: without checkpointing every layer's copy lives until its backward; with it only
     the lm_head's and the recomputed layer's."""
-    if activation_profile(s.knobs) != "amp":
+    fp32_base = s.knobs.lora_base_fp32 and s.knobs.fsdp == "off"  # LoRA on an fp32 base: autocast copies it too
+    if activation_profile(s.knobs) != "amp" and not fp32_base:
         return 0
     m = s.model
     per_layer = sum(t.numel for t in m.tensors if t.role == "layer" and len(t.shape) == 2) // m.text.layers

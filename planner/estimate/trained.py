@@ -65,7 +65,7 @@ def frozen_weight_bytes_per_param(k: Knobs) -> int:
     (--frozen) are in the model's own dtype (recipe/model.py weight_dtype): fp32 under torch AMP."""
     if not k.lora_rank:
         return trainable_weight_bytes_per_param(k)
-    return 4 if k.precision == "fp32" else 2
+    return 4 if k.precision == "fp32" or k.lora_base_fp32 else 2
 
 
 def frozen_bytes(s: Setup) -> int:

@@ -60,6 +60,11 @@ def hf_note(plan: Plan) -> str | None:
             "in your script before the Trainer is built (planner train does), or the plan's memory does not "
             "hold"
         )
+    if plan.lora_base_fp32:
+        notes.append(
+            "the plan keeps the LoRA base in fp32: load it with dtype=torch.float32 (TRL's model_init_kwargs "
+            "dtype float32); in half precision it needs less"
+        )
     return ". ".join(notes) or None
 
 
@@ -386,6 +391,7 @@ def bundled_command(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int) ->
     if plan.lora_rank:
         a += ["--quant", plan.quant, "--lora-targets", plan.lora_targets, "--lora-dropout", f"{plan.lora_dropout:g}"]
         a += ["--lora-train-embeddings"] if plan.lora_train_embeddings else []
+        a += ["--lora-base-fp32"] if plan.lora_base_fp32 else []
     return " ".join(shlex.quote(x) for x in a)
 
 

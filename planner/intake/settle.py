@@ -65,16 +65,25 @@ def _precision(c: Collector) -> None:
     lora = bool(c.get("lora_rank", 0))
     if amp == "fp16":
         c.set("precision", "fp16", amp_src, amp_key)
+        _fp32_base(c, weights, w_src, w_key, lora)
     elif weights == "bf16" and not sharded and (amp == "fp32" or not lora):
         both = amp_src if w_src in amp_src else w_src if amp_src in w_src else f"{amp_src}; {w_src}"
         c.set("precision", "bf16-pure", f"{both} (bf16 weights without DeepSpeed or FSDP: no fp32 master copy)", w_key)
     elif amp == "bf16":
         c.set("precision", "bf16", amp_src, amp_key)
+        _fp32_base(c, weights, w_src, w_key, lora)
     elif weights == "fp16":
         c.set("precision", "fp16", w_src, w_key)
         c.note(f"{w_src} (fp16 weights without mixed precision are not planned; planned as fp16 mixed precision)")
     else:
         c.set("precision", "fp32", amp_src, amp_key)
+
+
+def _fp32_base(c: Collector, weights: str | None, source: str, key: str, lora: bool) -> None:
+    """A LoRA base loaded in fp32 under mixed precision stays fp32 (the adapters train beside it), unless DeepSpeed
+    casts the module to half."""
+    if lora and weights == "fp32" and not c.get("zero_stage", 0):
+        c.set("lora_base_fp32", True, f"{source} (the LoRA base stays in fp32 under mixed precision)", key)
 
 
 def _frozen(c: Collector) -> None:

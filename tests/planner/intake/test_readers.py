@@ -263,3 +263,15 @@ def test_what_a_save_gathers_follows_each_sources_keys_and_defaults(tmp_path):
     acc = "distributed_type: FSDP\nnum_processes: 8\nfsdp_config:\n  fsdp_version: 2\n"
     r = intake.read([_write(tmp_path, "acc.yaml", acc)])
     assert r.request["save_weights"] == "sharded" and "dataclasses.py:2047-2051" in _source(r, "save_weights")
+
+
+def test_a_lora_base_loaded_in_fp32_under_mixed_precision_stays_fp32(tmp_path):
+    """--dtype float32 (and TRL's CLI default, float32) with --bf16 and LoRA: the base stays fp32; bfloat16 or
+    DeepSpeed (which casts the module to half): it does not."""
+    run = "torchrun --nproc_per_node 2 train.py --model_name_or_path meta-llama/Llama-3.2-1B --bf16 --use_peft {}\n"
+    for extra, expected in (("--dtype float32", True), ("", True), ("--dtype bfloat16", None)):
+        r = intake.read([_write(tmp_path, "run.sh", run.format(extra))])
+        assert r.request.get("lora_base_fp32") == expected, extra
+    ds = _write(tmp_path, "ds.json", json.dumps({"zero_optimization": {"stage": 2}}))
+    r = intake.read([_write(tmp_path, "run.sh", run.format(f"--dtype float32 --deepspeed {ds}"))])
+    assert "lora_base_fp32" not in r.request
