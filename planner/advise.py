@@ -433,6 +433,19 @@ def check(
     return out
 
 
+def fits_without(change: dict, plan: Plan, req: Target, goal: Goal, hw: Hardware, resolver) -> bool:
+    """Whether a plan found with a change fits without it, at its own micro-batch (more accumulation on fewer GPUs):
+    the request's GPUs and its values of the changed knobs. A shorter sequence is another goal: never."""
+    if "seq_len" in change or goal.global_batch % (hw.world_size * plan.micro_batch):
+        return False
+    back = {k: getattr(req, k) for k in change if k in KNOBS}
+    try:
+        knobs = Knobs(**{**plan.knobs.model_dump(), **back})
+    except BadInput:
+        return False
+    return make_plan(resolver(req.model), hw, goal, knobs, plan.micro_batch).fits
+
+
 def nearest_fits(req: Target, goal: Goal, hw: Hardware, resolver=default_resolver) -> list[Nearest]:
     """The requests one change away whose best plan fits (planner.search.nearest), each asked of `suggest`: with the
     request's own knobs where that fits, else with every knob allowed ("any knobs")."""
@@ -449,6 +462,8 @@ def nearest_fits(req: Target, goal: Goal, hw: Hardware, resolver=default_resolve
                     break  # with every knob allowed it is the plan this change is not needed for
                 if "host_ram_gb" in change and best.memory.host_bytes_per_node <= hw.host_ram_gib * GIB:
                     break  # it fits within the host RAM there is: the change is not what makes it fit
+                if change and fits_without(change, best, req, goal, hw, resolver):
+                    break  # its micro-batch fits without the change: the change is not what makes it fit
                 out.append(
                     Nearest(change=label if own or not change else f"{label} (any knobs)", changes=change, plan=best)
                 )
