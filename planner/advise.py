@@ -435,8 +435,8 @@ def check(
 
 def fits_without(change: dict, plan: Plan, req: Target, goal: Goal, hw: Hardware, resolver) -> bool:
     """Whether a plan found with a change fits without it, at its own micro-batch (more accumulation on fewer GPUs):
-    the request's GPUs and its values of the changed knobs. A shorter sequence is another goal: never."""
-    if "seq_len" in change or goal.global_batch % (hw.world_size * plan.micro_batch):
+    the request's GPUs, sequence and values of the changed knobs."""
+    if goal.global_batch % (hw.world_size * plan.micro_batch):
         return False
     back = {k: getattr(req, k) for k in change if k in KNOBS}
     try:
