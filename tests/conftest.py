@@ -126,6 +126,8 @@ SLOW = {
     # tests/probes: a real TRL SFT step and an HF Trainer step under the tracker (12 s each)
     "tests/probes/test_trl_sft_head.py::test_a_trl_sft_step_holds_the_fused_head_and_hfs_the_full_logits[hf]": 12,
     "tests/probes/test_trl_sft_head.py::test_a_trl_sft_step_holds_the_fused_head_and_hfs_the_full_logits[trl]": 12,
+    # tests/planner/export: each framework's own parser in its venv (a Python start each)
+    "tests/planner/export/test_frameworks_export.py::test_exports_pass_the_frameworks_own_parsers": 6,
     # tests/planner: CLI subprocesses that probe or launch (the hypothesis tests are cut by MEMPLAN_TEST_EXAMPLES)
     "tests/planner/cli/test_check.py::test_verify_works_with_every_evidence_mode": 37,
     "tests/planner/cli/test_probe.py::test_cli_probe_list_profile_and_sim_evidence": 20,
@@ -138,6 +140,9 @@ SLOW = {
     "tests/planner/test_advise.py::test_the_cli_exits_0_2_or_3_and_never_with_a_traceback": 16,
     # tests/probes: real CPU steps and probe subprocesses (the RL module fixture, 38 s, is shared by three tests)
     "tests/probes/test_dist.py::test_fsdp2_shards_per_rank_are_the_analytic_terms": 19,
+    "tests/probes/test_dist.py::test_fsdp2_keeps_unsharded_gradients_between_micro_steps": 12,
+    "tests/probes/test_zero.py::test_zero3_defaults_gather_a_small_model_whole_and_keep_its_buffers": 7,
+    "tests/probes/test_zero.py::test_zero12_step_allocates_the_flat_and_fp32_copies_or_the_fp64_norm": 11,
     "tests/probes/test_save.py::test_a_deepspeed_save_holds_the_full_16bit_weights_where_the_term_says": 10,
     "tests/probes/test_save.py::test_an_fsdp2_full_state_dict_save_holds_fp32_weights_then_the_optimizer_on_rank_0": 9,
     "tests/probes/test_save.py::test_loading_costs_host_ram_only_where_the_weights_are_cast": 14,
