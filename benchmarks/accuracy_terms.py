@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from results_io import cpu_meta, publish
+from results_io import cpu_meta, meta_line, publish
 
 HF = "hf"  # the save terms as HF's Trainer runs them (accelerate's calls)
 
@@ -150,10 +150,8 @@ def markdown(data: dict) -> list[str]:
         err = f"{r['error']:+.2%}" if r["error"] is not None else "-"
         a, m = (f"{v:,}" if v is not None else "-" for v in (r["analytic"], r["measured"]))
         md.append(f"| `{r['term']}` | {r['case']} | {a} | {m} | {err} | {r['how']} |")
-    meta = data["meta"]
     md.append(
-        f"\n{meta['date']}, {meta['cpus']} CPUs, torch {meta['torch']}, transformers {meta['transformers']}, "
-        f"deepspeed {meta['deepspeed']}, accelerate {meta['accelerate']}. A load in the checkpoint's dtype holds "
+        f"\n{meta_line(data['meta'])}. A load in the checkpoint's dtype holds "
         "views of the mmapped file: its analytic 0 has no error to show (the measured bytes are the process's own)."
     )
     return md

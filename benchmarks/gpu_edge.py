@@ -63,7 +63,7 @@ def _climb(row: dict, ctx: dict, env: dict, axis: str) -> tuple | None:
     best = None
     while micro <= MAX_MICRO and seq <= MAX_SEQ:
         model, knobs, m, s = _case(row["model"], row["precision"], row["checkpointing"], micro, seq, ctx["rehearse"])
-        knobs = knobs.model_copy(update={"expandable_segments": row["expandable_segments"]})
+        knobs = knobs.model_copy(update={"expandable_segments": row["expandable_segments"]})  # run_isolated's env
         rec = probe(model, knobs, m, s, ctx["backend"], env)
         if rec.status != "ok":
             break
@@ -78,8 +78,6 @@ def edge_measure(row: dict, ctx: dict) -> dict:
     capacity = int(row["capacity_gib"] * GIB) if row["capacity_gib"] else ctx["capacity_bytes"]
     emulate = not ctx["rehearse"] and capacity < ctx["capacity_bytes"] - GIB
     env = {"MEMPLAN_PROBE_CAPACITY_BYTES": str(capacity)} if emulate else {}
-    if row["expandable_segments"]:
-        env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
     out: dict = {"status": "ok", "capacity_bytes": capacity}
     for axis in ("micro", "seq"):
         best = _climb(row, ctx, env, axis)

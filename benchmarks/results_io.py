@@ -38,6 +38,12 @@ def cpu_meta(packages: tuple[str, ...]) -> dict:
     }
 
 
+def meta_line(meta: dict) -> str:
+    """'date, N CPUs, package version, ...' of a cpu_meta, for a table's footer."""
+    packages = ", ".join(f"{k} {v}" for k, v in meta.items() if k not in ("date", "cpus", "device"))
+    return f"{meta['date']}, {meta['cpus']} CPUs, {packages}"
+
+
 def publish(out: str, rows: list[dict], meta: dict, markdown) -> None:
     """Print the markdown table of {meta, rows} and write both files."""
     data = {"meta": meta, "rows": rows}

@@ -13,7 +13,7 @@ import json
 import time
 from dataclasses import replace
 
-from results_io import cpu_meta, publish
+from results_io import cpu_meta, meta_line, publish
 
 M = 10**6
 GRID = [  # (stage, world, zero_optimization overrides)
@@ -75,10 +75,8 @@ def markdown(data: dict) -> list[str]:
             f"| {r['stage']} | {r['world']} | {json.dumps(r['settings']) if r['settings'] else 'defaults'} | "
             f"{gathered} | {st['measured']:,} / {st['analytic']:,} ({st['error']:+.2%}) |"
         )
-    meta = data["meta"]
     md.append(
-        f"\n{meta['date']}, {meta['cpus']} CPUs, torch {meta['torch']}, transformers {meta['transformers']}, "
-        f"deepspeed {meta['deepspeed']}. Step bytes at ZeRO-3 with sub_group_size 1e6 are bounded by sub_group_size "
+        f"\n{meta_line(data['meta'])}. Step bytes at ZeRO-3 with sub_group_size 1e6 are bounded by sub_group_size "
         "+ ceil(L/N); the largest sub-group DeepSpeed formed is in the JSON (sub_group_max)."
     )
     return md

@@ -433,7 +433,7 @@ def check(
     return out
 
 
-def fits_without(change: dict, plan: Plan, req: Target, goal: Goal, hw: Hardware, resolver) -> bool:
+def fits_without(change: dict, plan: Plan, req: Target, goal: Goal, hw: Hardware, model: ModelSpec) -> bool:
     """Whether a plan found with a change fits without it, at its own micro-batch (more accumulation on fewer GPUs):
     the request's GPUs, sequence and values of the changed knobs."""
     if goal.global_batch % (hw.world_size * plan.micro_batch):
@@ -443,13 +443,13 @@ def fits_without(change: dict, plan: Plan, req: Target, goal: Goal, hw: Hardware
         knobs = Knobs(**{**plan.knobs.model_dump(), **back})
     except BadInput:
         return False
-    return make_plan(resolver(req.model), hw, goal, knobs, plan.micro_batch).fits
+    return make_plan(model, hw, goal, knobs, plan.micro_batch).fits
 
 
 def nearest_fits(req: Target, goal: Goal, hw: Hardware, resolver=default_resolver) -> list[Nearest]:
     """The requests one change away whose best plan fits (planner.search.nearest), each asked of `suggest`: with the
     request's own knobs where that fits, else with every knob allowed ("any knobs")."""
-    out = []
+    out, model = [], resolver(req.model)
     for label, change, tries in nearest.requests(req, goal, hw):
         for i, variant in enumerate(tries):
             try:
@@ -462,7 +462,7 @@ def nearest_fits(req: Target, goal: Goal, hw: Hardware, resolver=default_resolve
                     break  # with every knob allowed it is the plan this change is not needed for
                 if "host_ram_gb" in change and best.memory.host_bytes_per_node <= hw.host_ram_gib * GIB:
                     break  # it fits within the host RAM there is: the change is not what makes it fit
-                if change and fits_without(change, best, req, goal, hw, resolver):
+                if change and fits_without(change, best, req, goal, hw, model):
                     break  # its micro-batch fits without the change: the change is not what makes it fit
                 out.append(
                     Nearest(change=label if own or not change else f"{label} (any knobs)", changes=change, plan=best)

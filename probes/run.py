@@ -32,6 +32,7 @@ from pathlib import Path
 
 from planner.config.spec import Knobs
 from planner.evidence.store import ProbeRecord, Shapes, flat_segment, make_record
+from planner.export.export import alloc_env
 
 OOM_EXIT = 3
 DEFAULT_TIMEOUT_S = 600
@@ -216,8 +217,7 @@ def _run_in(
     )
     root = str(Path(__file__).resolve().parent.parent)
     penv = {**os.environ, **(env or {})}
-    if getattr(knobs, "expandable_segments", False):  # the plan's allocator: read when CUDA starts in the child
-        penv["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    penv.update(alloc_env(knobs))  # the plan's allocator: read when CUDA starts in the child
     penv["PYTHONPATH"] = root + os.pathsep + penv.get("PYTHONPATH", "")
     t0 = time.monotonic()
     with open(err_path, "wb") as err:  # a file, not a pipe: a chatty probe cannot block on a full pipe

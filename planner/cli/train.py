@@ -317,8 +317,10 @@ def check_data_and_resume(args: argparse.Namespace, cfg: dict, world: int) -> No
 def _train(args: argparse.Namespace, cfg: dict, cmd: list[str] | None) -> int:
     """Train in this process (cmd None) or run the launch command; third-party deprecation noise is
     filtered in every rank unless MEMPLAN_VERBOSE=1 (trainer.console.quiet_third_party)."""
-    if cfg["knobs"].get("expandable_segments"):  # before CUDA starts here or in a rank (the ranks inherit it)
-        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    from planner.config.spec import Knobs
+    from planner.export.export import alloc_env
+
+    os.environ.update(alloc_env(Knobs(**cfg["knobs"])))  # before CUDA starts here or in a rank (they inherit it)
     if cmd is None:
         from trainer.console import quiet_third_party
         from trainer.loop import RunConfig

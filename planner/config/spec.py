@@ -133,6 +133,12 @@ class Goal(_Frozen):
         return self
 
 
+def saves_full_weights(k: KnobFields) -> bool:
+    """Whether a checkpoint save gathers the full weights of a ZeRO-3 or FSDP run; "auto" is what memplan exports,
+    ZeRO-3 gathers and FSDP saves shards (Knobs resolves it, a model_copy may not)."""
+    return k.save_weights == "full" or (k.save_weights == "auto" and k.fsdp == "off")
+
+
 class Knobs(KnobFields):
     """What a plan sets, apart from the batch split: the one configuration object of every face.
 
@@ -149,7 +155,7 @@ class Knobs(KnobFields):
             raise BadInput(refused[1], refused[0])
         self._lora_rules()
         if self.save_weights == "auto" and (self.zero_stage == 3 or self.fsdp != "off"):  # what memplan exports
-            object.__setattr__(self, "save_weights", "full" if self.fsdp == "off" else "sharded")
+            object.__setattr__(self, "save_weights", "full" if saves_full_weights(self) else "sharded")
         if self.eval_logits_steps and not self.eval_batch:
             raise BadInput(
                 f"--eval-logits-steps {self.eval_logits_steps} needs a run that evaluates: give --eval-batch N",

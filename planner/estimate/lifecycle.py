@@ -23,6 +23,7 @@ SHARDED_STATE_DICT, accelerate/utils/dataclasses.py:2047-2051)."""
 
 from __future__ import annotations
 
+from planner.config.spec import saves_full_weights
 from planner.estimate.nograd import compute_dtype_bytes
 from planner.estimate.setup import Setup
 from planner.estimate.trained import (
@@ -50,15 +51,16 @@ def load_host_bytes_per_node(s: Setup) -> int:
     """Host RAM the ranks of one node hold at once while the model is loaded and sharded (page cache aside)."""
     k, g, ckpt = s.knobs, s.gpus_per_node, checkpoint_dtype_bytes(s)
     t, w = trainable_params(s), trainable_weight_bytes_per_param(k)
-    if FRAMEWORKS[k.framework].name == "memplan":  # recipe/model.py: from_pretrained(dtype=weight_dtype) on every rank
-        return g * (t * w if w != ckpt else 0)
+    cast = t * w if w != ckpt else 0  # a rank loading in the plan's weight dtype
+    if FRAMEWORKS[k.framework].loop == "bundled":  # recipe/model.py: from_pretrained(dtype=weight_dtype), every rank
+        return g * cast
     if k.fsdp != "off":  # every rank upcasts its trainable parameters (accelerate/utils/fsdp_utils.py:813-820)
-        return g * t * FP32 if k.precision in ("bf16", "fp16") else g * (t * w if w != ckpt else 0)
+        return g * t * FP32 if k.precision in ("bf16", "fp16") else g * cast
     if k.zero_stage == 3:
         return 0  # rank 0 reads views of the files; the others build empty partitions
     if k.zero_stage in (1, 2):  # DeepSpeed casts the module to bf16/fp16 on the host (runtime/engine.py:2080-2088)
         return g * t * compute_dtype_bytes(s) if ckpt != compute_dtype_bytes(s) else 0
-    return g * t * w if w != ckpt else 0  # DDP: the script loads in the plan's weight dtype; a cast copies per rank
+    return g * cast  # DDP: the script loads in the plan's weight dtype
 
 
 def load_gpu_transient_bytes(s: Setup) -> int:
@@ -72,12 +74,6 @@ def load_gpu_transient_bytes(s: Setup) -> int:
     if k.zero_stage == 3:
         return s.model.largest_matrix_params() * compute_dtype_bytes(s)
     return 0
-
-
-def saves_full_weights(s: Setup) -> bool:
-    """Whether a save gathers the full weights of a sharded run (ZeRO-3 or FSDP)."""
-    k = s.knobs  # "auto" (Knobs resolves it; a model_copy may not): memplan's exports, ZeRO-3 full, FSDP sharded
-    return k.save_weights == "full" or (k.save_weights == "auto" and k.fsdp == "off")
 
 
 def saved_weight_params(s: Setup) -> int:
@@ -99,15 +95,21 @@ def fsdp_model_bytes(s: Setup) -> int:
 
 def save_host_bytes_per_node(s: Setup) -> int:
     """Host RAM a checkpoint save holds at once on the busiest node (node 0, where rank 0 is)."""
-    k, fw, g = s.knobs, FRAMEWORKS[s.knobs.framework].name, s.gpus_per_node
+    k, g = s.knobs, s.gpus_per_node
     w, half = saved_weight_params(s), compute_dtype_bytes(s)
-    if fw == "memplan":  # trainer/checkpoint.py: DeepSpeed's save_checkpoint, FSDP's dcp.save, DDP's torch.save
+    if (
+        FRAMEWORKS[k.framework].loop == "bundled"
+    ):  # trainer/checkpoint.py: DeepSpeed's save_checkpoint, FSDP's dcp.save, DDP's torch.save
         return w * half if k.zero_stage in (1, 2) and k.fsdp == "off" else 0  # the writer's flat bit16 group
     if k.fsdp != "off":  # the whole model's state dict (PEFT filters the adapters after), then the optimizer's
         states = max(fsdp_model_bytes(s), optimizer_state_bytes_full(s))  # accelerate/utils/fsdp_utils.py:114-159
-        return states if saves_full_weights(s) else g * states // s.world_size  # rank 0 all, or each rank its shards
+        return (
+            states if saves_full_weights(s.knobs) else g * states // s.world_size
+        )  # rank 0 all, or each rank its shards
     if k.zero_stage == 3:
-        if saves_full_weights(s):  # DeepSpeed engine.py:5631-5698: rank 0 keeps every module's weights on the host
+        if saves_full_weights(
+            s.knobs
+        ):  # DeepSpeed engine.py:5631-5698: rank 0 keeps every module's weights on the host
             return w * half
         return min(zero_settings(s.model.text.hidden).sub_group_size, w // s.world_size) * FP32  # one sub-group
     if k.zero_stage in (1, 2):  # every rank clones the full model to the host (accelerate accelerator.py:4092-4095)
@@ -122,7 +124,7 @@ def save_gpu_transient_bytes(s: Setup) -> int:
     engine.py:5631-5698, GatheredParameters of parameters(recurse=False)), FSDP's full state dict one unsharded
     parameter at a time (torch/distributed/_state_dict_utils.py:266-285); the largest is the embedding or the head."""
     k = s.knobs
-    if FRAMEWORKS[k.framework].name == "memplan" or not saves_full_weights(s):
+    if FRAMEWORKS[k.framework].loop == "bundled" or not saves_full_weights(k):
         return 0
     if k.fsdp != "off":
         return s.model.largest_matrix_params() * FP32

@@ -428,7 +428,7 @@ def fragmentation_fraction(s: Setup, cal: calibration.Calibration | None) -> flo
     steps left free: near capacity the allocator frees its cache and retries before it fails
     (c10/cuda/CUDACachingAllocator.cpp, malloc: release_cached_blocks then alloc_block again)."""
     expandable = s.knobs.expandable_segments
-    measured = cal and (cal.fragmentation_fraction_expandable if expandable else cal.fragmentation_fraction)
+    measured = measured_fragmentation(s, cal)
     fraction = (
         measured
         if measured is not None
@@ -438,13 +438,17 @@ def fragmentation_fraction(s: Setup, cal: calibration.Calibration | None) -> flo
     return min(fraction, edge) if edge is not None else fraction
 
 
+def measured_fragmentation(s: Setup, cal: calibration.Calibration | None) -> float | None:
+    """The calibration's median for the plan's allocator, None where it holds none."""
+    if cal is None:
+        return None
+    return cal.fragmentation_fraction_expandable if s.knobs.expandable_segments else cal.fragmentation_fraction
+
+
 def overhead_source(s: Setup) -> str:
     """'measured' when the GPU kind's calibration holds the context and fragmentation, else 'assumed'."""
     cal = calibration.for_gpu(s.gpu) if s.gpu else None
-    fraction = cal and (
-        cal.fragmentation_fraction_expandable if s.knobs.expandable_segments else cal.fragmentation_fraction
-    )
-    measured = cal and cal.cuda_context_bytes is not None and fraction is not None
+    measured = cal and cal.cuda_context_bytes is not None and measured_fragmentation(s, cal) is not None
     return "measured" if measured else "assumed"
 
 

@@ -11,7 +11,7 @@ import os
 import shlex
 from pathlib import Path
 
-from planner.config.spec import Hardware, Knobs, Plan
+from planner.config.spec import Hardware, Knobs, Plan, saves_full_weights
 from planner.config.workload import Workload
 from planner.estimate.zero import settings as zero_settings
 from planner.model import catalog
@@ -163,7 +163,7 @@ def fsdp_config(plan: Plan, model: ModelSpec | None) -> dict:
         "reshard_after_forward": plan.fsdp != "grad-op",
         "activation_checkpointing": plan.checkpointing != "off",
         "cpu_ram_efficient_loading": True,
-        "state_dict_type": "FULL_STATE_DICT" if plan.save_weights == "full" else "SHARDED_STATE_DICT",
+        "state_dict_type": "FULL_STATE_DICT" if saves_full_weights(plan) else "SHARDED_STATE_DICT",
         "cpu_offload": plan.offload != "none",
     }
     if model is not None and wrap_classes(model):
@@ -236,7 +236,7 @@ def deepspeed_config_for(k: Knobs, micro_batch: int, grad_accum: int, world: int
             stage3_max_live_parameters=z.max_live_parameters,
             stage3_max_reuse_distance=z.max_reuse_distance,
             sub_group_size=z.sub_group_size,
-            stage3_gather_16bit_weights_on_model_save=k.save_weights != "sharded",
+            stage3_gather_16bit_weights_on_model_save=saves_full_weights(k),
         )
     if k.offload != "none":
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
@@ -417,10 +417,15 @@ def command(plan: Plan, hw: Hardware, model: ModelSpec | None = None, seq_len: i
 ALLOC_CONF = "PYTORCH_CUDA_ALLOC_CONF"
 
 
+def alloc_env(knobs) -> dict[str, str]:
+    """The environment a plan's processes need: expandable segments for the caching allocator (read by torch when
+    CUDA initialises, so it must be set before the launcher starts the ranks, which inherit it)."""
+    return {ALLOC_CONF: "expandable_segments:True"} if knobs.expandable_segments else {}
+
+
 def env_prefix(plan: Plan) -> str:
-    """The environment a plan's command needs before it: expandable segments for the caching allocator (read by
-    torch when CUDA initialises, so it must be set before the launcher starts the ranks, which inherit it)."""
-    return f"{ALLOC_CONF}=expandable_segments:True " if plan.expandable_segments else ""
+    """alloc_env as the words before a command."""
+    return "".join(f"{k}={v} " for k, v in alloc_env(plan).items())
 
 
 def sbatch(plan: Plan, hw: Hardware) -> str:
@@ -437,7 +442,7 @@ def sbatch(plan: Plan, hw: Hardware) -> str:
 set -euo pipefail
 export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
 export MASTER_PORT=${{MASTER_PORT:-29500}}
-{"export " + env_prefix(plan).strip() + chr(10) if plan.expandable_segments else ""}srun --kill-on-bad-exit=1 bash -c 'torchrun --nnodes "$SLURM_NNODES" --nproc_per_node {hw.gpus_per_node} \\
+{"".join(f"export {k}={v}{chr(10)}" for k, v in alloc_env(plan).items())}srun --kill-on-bad-exit=1 bash -c 'torchrun --nnodes "$SLURM_NNODES" --nproc_per_node {hw.gpus_per_node} \\
   --rdzv_id "$SLURM_JOB_ID" --rdzv_backend c10d --rdzv_endpoint "$MASTER_ADDR:$MASTER_PORT" \\
   {args}'
 """

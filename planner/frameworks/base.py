@@ -71,6 +71,9 @@ class Framework:
     # trainer's recipe.shard_fsdp) or "param" (accelerate's default policy reduces in the param dtype,
     # accelerate/utils/dataclasses.py:2135-2137, accelerate 1.15.0: what HF's Trainer and the frameworks on it run)
     fsdp_reduce: str = "param"
+    # whose loop loads the model and saves checkpoints (planner.estimate.lifecycle): "hf", HF's Trainer through
+    # accelerate (the frameworks on it too); "bundled", the bundled trainer (trainer/, recipe/model.py)
+    loop: str = "hf"
 
     def value_of(self, knob: str, value: object) -> object:
         """The value as `runs` names it: workloads by kind, LoRA as on/off, expert parallel as on/off."""

@@ -9,6 +9,7 @@ FRAMEWORK = Framework(
     runs={},
     keys={"micro_batch": "--micro-batch", "grad_accum": "--grad-accum", "seq_len": "--seq-len"},
     fsdp_reduce="fp32",  # recipe/__init__.py shard_fsdp: MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)
+    loop="bundled",
     notes=(
         ("every knob: selective-op and every-N checkpointing, the chunked loss, optimizer in backward, token budgets"),
     ),
