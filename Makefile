@@ -34,10 +34,12 @@ run: $(INSTALLED)
 	$(BIN)/planner suggest --model llama-3.1-8b --gpu a100-80gb --gpus-per-node 8 --global-batch 256 --seq-len 4096 --top 5
 
 # One venv per framework whose own parser loads memplan's exports (tools/fwenv.sh; about 3 minutes the first time,
-# nothing after): LLaMA-Factory, ms-swift and axolotl pin conflicting versions of transformers and TRL.
+# nothing after): LLaMA-Factory, ms-swift and axolotl pin conflicting versions of transformers and TRL; gptqmodel's
+# GPTQ/AWQ layers are measured in a fourth (tests/probes/test_gptqmodel.py).
 FWENV := $(CURDIR)/.fwenv
 FRAMEWORK_PYTHONS := MEMPLAN_LLAMAFACTORY_PYTHON=$(FWENV)/llamafactory/bin/python \
-	MEMPLAN_SWIFT_PYTHON=$(FWENV)/ms-swift/bin/python MEMPLAN_AXOLOTL_PYTHON=$(FWENV)/axolotl/bin/python
+	MEMPLAN_SWIFT_PYTHON=$(FWENV)/ms-swift/bin/python MEMPLAN_AXOLOTL_PYTHON=$(FWENV)/axolotl/bin/python \
+	MEMPLAN_GPTQMODEL_PYTHON=$(FWENV)/gptqmodel/bin/python
 .PHONY: fwenv
 fwenv:
 	FWENV_ROOT=$(FWENV) FWENV_SHARED_TORCH=1 PY=$(PY) bash tools/fwenv.sh

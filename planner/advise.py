@@ -404,9 +404,12 @@ def check(
     verified = None
     if req.verify:
         plan, verified = verify(plan, model, hw, goal, cal, probes, status, store)
-    # alternatives: the request's fixed knobs, every sharding, offload and checkpointing mode of ZeRO/DDP
+    # alternatives: the request's fixed knobs, its precision and the default one (bf16 where the GPU has it), every
+    # sharding, offload and checkpointing mode of ZeRO/DDP; a combination the knobs refuse is left out
+    default = "bf16" if hw.gpu.bf16_tflops > 0 else "fp16"
     space = Space(
         **{**{k: getattr(req, k) for k in FIXED}, "expert_parallel": 1},
+        precision=list(dict.fromkeys([knobs.precision, default])),
         fsdp=["off"],
         checkpointing=list(SUGGEST_CHECKPOINTING),
         loss=[req.loss],

@@ -113,9 +113,10 @@ def compare_states(case: Case, world: int = 2, steps: int = 2) -> list[dict]:
     rows = []
     for r in measure_ranks(case, world, steps):
         last = r["after_steps"][-1]
+        q = r.get("quant_state", 0)  # a 4-bit base's constants, outside the parameters: counted with them
         measured = {
-            "params": last["params"],
-            "states": last["optimizer"] + (last["other"] if zero else 0),
+            "params": last["params"] + q,
+            "states": last["optimizer"] + (last["other"] - q if zero else 0),
             "buckets": r["ddp_buckets"],
         }
         rows.append(
@@ -148,7 +149,7 @@ def _compare_fsdp(case: Case, s, world: int, steps: int) -> list[dict]:
             "world": world,
             "fsdp": case.knobs.fsdp,
             "precision": case.knobs.precision,
-            "measured": r["after_steps"][-1],
+            "measured": {**r["after_steps"][-1], "params": r["after_steps"][-1]["params"] + r.get("quant_state", 0)},
             "analytic": analytic,
             "losses": r["losses"],
         }
@@ -166,6 +167,27 @@ def unsharded_grad_bytes(model) -> int:
         for fp in group.fsdp_params if group else ():
             for g in (fp.unsharded_accumulated_grad, fp._unsharded_param.grad):
                 total += g.numel() * g.element_size() if g is not None else 0
+    return total
+
+
+def quant_state_bytes(model, rounded: bool = False) -> int:
+    """Bytes of the 4-bit quant states (absmax constants, code tables) this rank holds: bitsandbytes keeps them as an
+    attribute of each Linear4bit (and its weight), never a parameter, so no sharding reaches them. `rounded`: as
+    the CUDA allocator rounds each (as resident_bytes counts)."""
+    import torch
+
+    from probes.tracker import rounded_bytes
+
+    seen, total = set(), 0
+    for m in model.modules():
+        for st in (getattr(m, "quant_state", None), getattr(getattr(m, "weight", None), "quant_state", None)):
+            while st is not None:
+                for t in (st.absmax, st.code, st.offset):
+                    if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in seen:
+                        seen.add(t.untyped_storage().data_ptr())
+                        n = t.numel() * t.element_size()
+                        total += rounded_bytes(n) if rounded else n
+                st = st.state2
     return total
 
 
@@ -283,6 +305,7 @@ def _rank_main(job_path: str, out_dir: str) -> None:
                 "after_init": after_init,
                 "after_steps": after_steps,
                 "losses": losses,
+                "quant_state": quant_state_bytes(model, rounded=True),
             }
         )
     )
@@ -312,6 +335,7 @@ def _fsdp_rank_main(job: dict, case: Case, model, batch: dict, out_dir: str, ran
         opt.zero_grad(set_to_none=False)  # HF and torchtitan keep the sharded gradients between steps
         after_steps.append(fsdp_shards(model, opt))
     out = {"rank": rank, "world": world, "after_steps": after_steps, "losses": losses, "accumulated": accumulated}
+    out["quant_state"] = quant_state_bytes(model)
     if job.get("save"):
         out.update(full_state_dict_bytes(model, opt))
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(out))

@@ -104,6 +104,7 @@ def nothing_leaks():
 # parameters for one case or without them for every case; tests that share a slow fixture are listed together
 # (one of them left in would run it). At 20 s, the first cut, test-fast took 9 min 26 s.
 SLOW = {
+    "tests/probes/test_quant.py::test_sharded_four_bit_base_per_rank": 28,
     # tests/api: real uvicorn servers, kill -9 and restarts (the chaos test is cut by MEMPLAN_CHAOS_ROUNDS instead)
     "tests/api/test_faults.py::test_a_cancel_answered_by_another_worker_kills_the_probe_and_stores_nothing": 11,
     "tests/api/test_faults.py::test_a_probe_that_finished_while_its_server_was_dead_is_adopted_and_stored_once": 15,

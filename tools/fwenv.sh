@@ -2,7 +2,9 @@
 # One venv per framework (LLaMA-Factory, ms-swift, axolotl: their pins conflict), holding only what its config parser
 # imports, so the tests can load memplan's exports with each framework's own parser (tests/planner/export/validators).
 # Idempotent: a venv whose stamp matches is left alone (0.01 s). `make fwenv` runs it; `make test` uses the venvs.
-# usage: tools/fwenv.sh [llamafactory|ms-swift|axolotl ...]   (default: all three)   FWENV_ROOT=.fwenv
+# usage: tools/fwenv.sh [llamafactory|ms-swift|axolotl|gptqmodel ...]   (default: all four)   FWENV_ROOT=.fwenv
+# gptqmodel: not a framework, the library that trains GPTQ/AWQ checkpoints (tests/probes/test_gptqmodel.py measures
+#   its layers; its setup.py builds no extension, so the sdist installs on a CPU machine).
 # FWENV_SHARED_TORCH=1: torch goes once into $ROOT/_torch and each framework venv sees it through a .pth file
 #   (about 25 s and 900 MB less per venv; a framework dep that needs another version of a torch dependency such
 #   as fsspec gets it in its own venv, which comes first on sys.path; pip never touches the shared one).
@@ -16,10 +18,12 @@ declare -A PKG=(
   [llamafactory]="llamafactory==0.9.5"
   [ms-swift]="ms-swift==4.6.0"
   [axolotl]="axolotl==0.19.0"
+  [gptqmodel]="gptqmodel==7.7.0"
 )
 declare -A DEPS=(
   [llamafactory]="transformers==5.6.0 datasets==4.0.0 accelerate==1.11.0 peft==0.18.1 trl==0.24.0 omegaconf==2.4.0 deepspeed==0.19.8"
   [ms-swift]="transformers==5.19.0 datasets==4.8.4 accelerate==1.15.0 peft==0.20.0 trl==0.29.1 modelscope==1.40.2 pillow==13.0.0 json_repair==0.64.6 deepspeed==0.19.8"
+  [gptqmodel]="transformers==5.23.0 accelerate==1.15.0 pillow==13.0.0 requests==2.34.2 pypcre==0.6.4 logbar==0.4.15 tokenicer==0.0.14 device-smi==0.5.7 defuser==0.0.28 threadpoolctl==3.8.0"
   [axolotl]="transformers==5.16.1 huggingface_hub==1.17.0 tokenizers==0.23.1 accelerate==1.13.0 peft==0.20.0 trl==1.9.0 pydantic==2.12.5 PyYAML==6.0.3 pillow==13.0.0 addict==2.4.0 colorama==0.4.6 mistral-common==1.11.5 datasets==4.8.4 evaluate==0.4.1 wandb==0.31.0"
 )
 
@@ -56,6 +60,6 @@ setup_one() {
   echo "$name: installed"
 }
 
-for name in "${@:-llamafactory ms-swift axolotl}"; do
+for name in "${@:-llamafactory ms-swift axolotl gptqmodel}"; do
   for n in $name; do setup_one "$n"; done
 done

@@ -44,7 +44,7 @@ Fsdp = Literal["off", "full", "grad-op", "hybrid"]
 Loss = Literal["standard", "chunked", "fused"]
 Attention = Literal["sdpa", "flash", "eager"]
 Batching = Literal["padded", "packed"]
-Quant = Literal["none", "nf4", "fp4"]
+Quant = Literal["none", "nf4", "fp4", "int8", "gptq", "awq"]
 Frozen = Literal["none", "vision", "vision+projector"]
 SaveWeights = Literal["auto", "full", "sharded"]
 Framework = Literal[FRAMEWORK_NAMES]  # planner.frameworks: one adapter module each
@@ -105,7 +105,9 @@ class KnobFields(BaseModel):
     quant: Quant = Field(
         default="none",
         description=(
-            "QLoRA: the base's linears in 4 bits (bitsandbytes nf4 or fp4, double quantization), with lora_rank"
+            "a quantized base under LoRA: its linears in 4 bits (bitsandbytes nf4 or fp4, double quantization: QLoRA) "
+            "or 8 bits (int8: bitsandbytes LLM.int8, load_in_8bit), or a prequantized 4-bit GPTQ or AWQ checkpoint "
+            "(gptq, awq: group size 128, through gptqmodel)"
         ),
     )
     lora_targets: str = Field(

@@ -212,10 +212,30 @@ class Knobs(KnobFields):
                 f"half (--zero {self.zero_stage}), and --precision {self.precision} sets the base's dtype itself",
                 "lora_base_fp32",
             )
-        if self.quant != "none" and (self.zero_stage == 3 or self.fsdp != "off"):
+        sharded = self.zero_stage == 3 or self.fsdp != "off"
+        if self.quant in ("int8", "gptq", "awq") and sharded:
+            why = (
+                "FSDP drops bitsandbytes' int8 state, LLaMA-Factory refuses it"
+                if self.quant == "int8"
+                else "gptqmodel keeps the weights in buffers, which FSDP and ZeRO-3 do not shard"
+            )
             raise BadInput(
-                f"--quant {self.quant}: 4-bit bases are planned on DDP or ZeRO-1/2 (sharding a 4-bit base "
-                "needs bitsandbytes' quant storage dtype, not modelled)",
+                f"--quant {self.quant} cannot be sharded ({why}): use --zero 0, 1 or 2 with --fsdp off, or a "
+                "bitsandbytes 4-bit base (--quant nf4)",
+                "quant",
+            )
+        if self.quant == "awq" and self.precision != "fp16":
+            raise BadInput(
+                f"--quant awq with --precision {self.precision}: transformers runs AWQ models in fp16 on CUDA "
+                "(quantizers/quantizer_awq.py:54-62); use --precision fp16",
+                "quant",
+            )
+        if self.quant == "gptq" and self.precision == "fp32":
+            raise BadInput("--quant gptq computes in fp16 or bf16: use --precision fp16 or bf16", "quant")
+        if self.quant != "none" and sharded and self.offload == "optimizer+params":
+            raise BadInput(
+                f"--quant {self.quant} with --offload optimizer+params: a quantized base offloaded to the host is not "
+                "planned; use --offload none or optimizer",
                 "quant",
             )
 
@@ -394,7 +414,8 @@ class Launch(BaseModel):
     note: str | None = None
     accelerate_config: dict | None = None  # FSDP plans: an accelerate config file's contents
     peft_config: dict | None = None  # LoRA plans: PEFT LoraConfig fields
-    quantization_config: dict | None = None  # QLoRA plans: transformers BitsAndBytesConfig fields
+    quantization_config: dict | None = None  # quantized bases: the fields of transformers' quantization_class
+    quantization_class: str | None = None  # BitsAndBytesConfig, GPTQConfig or AwqConfig
     framework_files: dict[str, str] | None = None  # LLaMA-Factory / ms-swift / axolotl plans: {file name: text}
 
 

@@ -19,6 +19,7 @@ decoder layer and the root are FSDP units; each parameter is sharded on dim 0 ov
 from __future__ import annotations
 
 from planner.config.spec import Knobs
+from planner.estimate import quant
 from planner.frameworks import FRAMEWORKS
 
 
@@ -86,11 +87,15 @@ def sharded(s, total_bytes: int) -> int:
 
 def unsharded_params_bytes(s) -> int:
     """All-gathered parameters alive while a layer computes: the root unit, and two layers (the current one and
-    the next, prefetched), or under grad-op every layer (the peak is at the start of backward)."""
+    the next, prefetched), or under grad-op every layer (the peak is at the start of backward). A 4-bit base's
+    linears are gathered as their packed storage (planner.estimate.quant)."""
     if not on(s.knobs):
         return 0
     layers = s.model.text.layers if s.knobs.fsdp == "grad-op" else min(2, s.model.text.layers)
-    return (root_params(s) + layers * layer_params(s)) * compute_bytes_per_param(s.knobs)
+    b = compute_bytes_per_param(s.knobs)
+    packed = quant.quantized_weights(s.model) // s.model.text.layers  # a layer's 4-bit linears, gathered packed
+    saved = int(packed * (b - quant.packed_bytes_per_weight(s.knobs.quant))) if s.knobs.quant != "none" else 0
+    return (root_params(s) + layers * layer_params(s)) * b - layers * saved
 
 
 def backward_temp_bytes(s, end: bool) -> int:

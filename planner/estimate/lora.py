@@ -1,35 +1,16 @@
 """LoRA's and QLoRA's terms beyond the adapters' count (planner/model/modelspec.py counts the adapters on --lora-targets):
-the embedding and head trained in full (--lora-train-embeddings), LoRA dropout's saved tensors, the 4-bit base
-(--quant nf4|fp4) and the weight it dequantizes for each matmul.
+the embedding and head trained in full (--lora-train-embeddings), LoRA dropout's saved tensors, the inputs the
+adapters save.
 
 - Trained embeddings: PEFT's `modules_to_save` (the "LoRA (emb)" recipe) keeps the frozen original and trains a
   copy of `embed_tokens` and of `lm_head` (a tied head is copied too), each in the base's dtype while the LoRA
   adapters are upcast to fp32 (PEFT's autocast_adapter_dtype): measured on debug-llama, PEFT 0.21.
-- 4-bit base: bitsandbytes' quantize_4bit stores two weights a byte, one absmax per block of 64 weights, and with
-  double quantization (QLoRA's recipe, exported) that absmax in 8 bits with one fp32 absmax per 256 blocks:
-  0.5 + 1/64 + 4/(64 x 256) bytes per weight (Dettmers et al. 2023, "QLoRA", section 3: 0.127 bits of constants per
-  parameter). Every decoder linear is quantized (transformers leaves lm_head and the embeddings in half).
-- bitsandbytes' MatMul4Bit keeps only the packed weight for backward, dequantizes it into the compute dtype for
-  the forward matmul (CUDA, more than 1536 tokens: dequantize then F.linear) and again for the input gradient:
-  one dequantized weight is live at a time.
+The quantized base itself (--quant) is planner.estimate.quant's.
 """
 
 from __future__ import annotations
 
 from planner.estimate import activations as act
-
-NF4_BLOCK = 64  # bitsandbytes' 4-bit blocksize (transformers' BitsAndBytesConfig default)
-NESTED_BLOCK = 256  # double quantization: absmax of the absmax, per 256 blocks
-
-
-def quantized_bytes_per_weight() -> float:
-    """Bytes of one 4-bit weight with its double-quantized constants (nf4 and fp4 store the same)."""
-    return 0.5 + 1 / NF4_BLOCK + 4 / (NF4_BLOCK * NESTED_BLOCK)
-
-
-def quantized_weights(model) -> int:
-    """Weights bitsandbytes stores in 4 bits: every decoder linear's weight."""
-    return sum(t.numel for t in model.tensors if t.lora)
 
 
 def embedding_copy_params(model, knobs) -> int:
@@ -37,13 +18,6 @@ def embedding_copy_params(model, knobs) -> int:
     if not (knobs.lora_rank and knobs.lora_train_embeddings):
         return 0
     return 2 * model.text.vocab * model.text.hidden
-
-
-def dequantized_weight_bytes(model, knobs, compute_bytes: int) -> int:
-    """The largest decoder linear dequantized for its matmul (forward, and the input gradient in backward)."""
-    if knobs.quant == "none":
-        return 0
-    return compute_bytes * max(t.numel // t.count for t in model.tensors if t.lora)
 
 
 INPUT_GROUPS = (("q_proj", "k_proj", "v_proj", "qkv_proj"), ("gate_proj", "up_proj", "gate_up_proj"), ("down_proj",))

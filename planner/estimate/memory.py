@@ -32,7 +32,7 @@ from math import prod
 
 from planner.config.spec import MIB, Knobs, MemoryBreakdown
 from planner.estimate import activations as act
-from planner.estimate import calibration, fsdp, lifecycle, lora, nograd, recipe_terms, zero
+from planner.estimate import calibration, fsdp, lifecycle, lora, nograd, quant, recipe_terms, zero
 from planner.estimate.setup import Setup
 from planner.estimate.trained import (  # re-exported: the terms' callers and tests name them memory.X
     embedding_copy_overcount_bytes,
@@ -80,10 +80,11 @@ def params_bytes(s: Setup) -> int:
         + frozen_bytes(s)
         - embedding_copy_overcount_bytes(s, trainable_weight_bytes_per_param(k))
     )
+    whole = quant.replicated_bytes(s.model, k.quant)  # a quantized base's constants: every rank keeps them
     if k.fsdp != "off":
-        return fsdp.sharded(s, total)
+        return fsdp.sharded(s, total - whole) + whole
     if k.zero_stage == 3:
-        return 0 if k.offload == "optimizer+params" else total // s.world_size
+        return whole if k.offload == "optimizer+params" else (total - whole) // s.world_size + whole
     return total
 
 
@@ -282,12 +283,43 @@ def activations_bytes(s: Setup) -> int:
     total = recipe_terms.text_activations_bytes(t, s.knobs, rows, width, p)
     if s.knobs.checkpointing != "offload":  # LoRA's own tensors, in the layers not under a checkpoint
         total += (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) * lora_layer_bytes(s)
+    total += int8_retained_inputs_bytes(s)
     if s.model.vision is not None:
         ckpt = "off" if s.knobs.checkpointing == "off" else "full"
         total += act.vision_activations_bytes(
             s.model.vision, s.micro_batch, s.image_tokens, p, ckpt, trainable=not s.lora and s.knobs.frozen == "none"
         )
     return total
+
+
+def int8_retained_inputs_bytes(s: Setup) -> int:
+    """An int8 base's linears keep their inputs in ctx.tensors (planner.estimate.quant): in a layer under full or
+    every-N checkpointing, or offloaded, every one of them stays, where the checkpoint (or the offload hooks) would
+    have dropped it. Selective-op is not examined (none counted)."""
+    k, (t, rows, width, p) = s.knobs, text_shape(s)
+    if k.quant != quant.INT8 or k.checkpointing in ("off", "selective-op"):
+        return 0
+    kept = t.layers if k.checkpointing == "offload" else recipe_terms.checkpointed_layers(k, t.layers)
+    return kept * quant.retained_inputs_bytes(s.model, k.quant, rows * width, act.saved_dtype_bytes(p)[1])
+
+
+def quant_layer_bytes(s: Setup) -> int:
+    """What a quantized base adds to the saved tensors of a layer not under a checkpoint:
+    - int8 keeps each linear's input (ctx.tensors), beyond what the layer saves when no adapter saves the same
+      tensor: o_proj's input is the attention output its kernel saves anyway; where PEFT casts
+      the adapters' input to fp32 (zero 0 in half precision) each lora_A saves a copy of its own, so every other
+      input stays too; in fp32 or under DeepSpeed (adapters in the module's dtype) lora_A saves the input itself,
+      so only the inputs of groups left unadapted stay;
+    - gptq saves every linear's dequantized weight."""
+    k, (_, rows, width, p) = s.knobs, text_shape(s)
+    if k.quant != quant.INT8:
+        return quant.saved_weights_layer_bytes(s.model, k.quant)
+    shares = p == "fp32" or k.zero_stage > 0
+
+    def saved(name: str, group: list) -> bool:
+        return name == "o_proj" or (shares and any(x.adapted(k.lora_targets) for x in group))
+
+    return quant.retained_inputs_bytes(s.model, k.quant, rows * width, act.saved_dtype_bytes(p)[1], saved)
 
 
 def lora_layer_bytes(s: Setup) -> int:
@@ -298,6 +330,7 @@ def lora_layer_bytes(s: Setup) -> int:
         lora.dropout_layer_bytes(s.model, s.knobs, rows * width, p)
         - lora.unadapted_inputs_bytes(s.model, s.knobs, rows * width, p)
         + lora.adapter_input_bytes(s.model, s.knobs, rows * width, p)
+        + quant_layer_bytes(s)
     )
 
 
@@ -327,8 +360,9 @@ def backward_start_temp_bytes(s: Setup) -> int:
 
 
 def dequantized_bytes(s: Setup) -> int:
-    """QLoRA: the 4-bit weight dequantized for the matmul running (planner.estimate.lora)."""
-    return lora.dequantized_weight_bytes(s.model, s.knobs, act.saved_dtype_bytes(activation_profile(s.knobs))[1])
+    """A quantized base: the weight dequantized for the matmul running (planner.estimate.quant)."""
+    bf16 = s.knobs.precision in ("bf16", "bf16-pure")
+    return quant.dequantized_weight_bytes(s.model, s.knobs.quant, act.saved_dtype_bytes(text_shape(s)[3])[1], bf16)
 
 
 def last_layer_activations_bytes(s: Setup) -> int:

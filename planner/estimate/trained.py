@@ -6,7 +6,7 @@ lifecycle, fsdp)."""
 from __future__ import annotations
 
 from planner.config.spec import Knobs
-from planner.estimate import lora
+from planner.estimate import lora, quant
 from planner.estimate.setup import Setup
 
 ADAMW_8BIT_BLOCK = 256  # bitsandbytes blockwise quantisation: one fp32 absmax per block
@@ -69,12 +69,13 @@ def frozen_weight_bytes_per_param(k: Knobs) -> int:
 
 
 def frozen_bytes(s: Setup) -> int:
-    """The frozen base under LoRA: half precision (fp32 in fp32 runs); with --quant its decoder linears in 4 bits."""
+    """The frozen base under LoRA: half precision (fp32 in fp32 runs); with --quant its decoder linears as the format
+    stores them (planner.estimate.quant)."""
     k = s.knobs
     if k.quant == "none":
         return frozen_params(s) * frozen_weight_bytes_per_param(k)
-    q = lora.quantized_weights(s.model)
-    return int(q * lora.quantized_bytes_per_weight()) + (frozen_params(s) - q) * frozen_weight_bytes_per_param(k)
+    q = quant.quantized_weights(s.model)
+    return quant.base_bytes(s.model, k.quant) + (frozen_params(s) - q) * frozen_weight_bytes_per_param(k)
 
 
 def optimizer_state_bytes_per_param(optimizer: str, state_bytes: int) -> float:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
+from planner.estimate import quant
 from planner.estimate.nograd import compute_dtype_bytes  # DeepSpeed casts the module to bf16/fp16; fp32 stays
 from planner.estimate.setup import Setup
 
@@ -56,12 +57,14 @@ def zero3_gathered_param_elements(s: Setup, z: ZeroSettings | None = None) -> in
     being fetched (:653-662). With the defaults (1e9 and 1e9) a model under about 1e9 elements stays gathered
     whole. Measured (probes/zero.py, debug-llama on 2 ranks): an upper bound within 3% where prefetch decides
     (max_live <= 1e6 with reuse 0 or 2e6), 19% with max_live 3e6, exact for the defaults; reuse 6 x max_live
-    1.6 x (the half-distance rule is loose on a 4-layer model)."""
+    1.6 x (the half-distance rule is loose on a 4-layer model). A 4-bit base's linears count as the elements of their
+    packed storage (4 weights an element in bf16: planner.estimate.quant), as DeepSpeed's ds_numel counts them."""
     z = z or settings(s.model.text.hidden)
     large = s.model.largest_matrix_params()
     persistent = persistent_param_elements(s)
     held = max(z.max_live_parameters + large, z.max_reuse_distance // 2 + large)
-    return persistent + min(s.model.params - persistent, held)
+    stored = s.model.params - quant.storage_elements_saved(s.model, s.knobs.quant, compute_dtype_bytes(s))
+    return persistent + min(stored - persistent, held)
 
 
 def zero3_live_params_bytes(s: Setup) -> int:

@@ -140,8 +140,12 @@ def config(plan: Plan, model: ModelSpec, seq_len: int) -> dict:
 def adapter_keys(plan: Plan, model: ModelSpec) -> dict:
     if not plan.lora_rank:
         return {}
-    out: dict = {"adapter": "qlora" if plan.quant != "none" else "lora"}
-    if plan.quant != "none":
+    out: dict = {"adapter": "qlora" if plan.quant in ("nf4", "fp4") else "lora"}
+    if plan.quant == "int8":  # loaders/model.py: adapter lora with load_in_8bit
+        out["load_in_8bit"] = True
+    elif plan.quant == "gptq":  # loaders/model.py:768: the checkpoint's GPTQ config
+        out["gptq"] = True
+    elif plan.quant != "none":
         out.update(
             load_in_4bit=True, bnb_config_kwargs={"bnb_4bit_quant_type": plan.quant, "bnb_4bit_use_double_quant": True}
         )

@@ -143,17 +143,41 @@ def peft_config(plan: Plan) -> dict | None:
     return cfg
 
 
+def compute_dtype_name(plan: Plan) -> str:
+    return {"fp32": "float32", "fp16": "float16"}.get(plan.precision, "bfloat16")
+
+
+def quant_storage(plan: Plan) -> str | None:
+    """bnb_4bit_quant_storage of a sharded 4-bit plan: the packed weight stored in the compute dtype, so that FSDP and
+    ZeRO-3 shard it with the rest (planner.estimate.quant); None where nothing shards it (bitsandbytes' uint8)."""
+    if plan.quant not in ("nf4", "fp4") or not (plan.zero_stage == 3 or plan.fsdp != "off"):
+        return None
+    return compute_dtype_name(plan)
+
+
+def quantization_config_class(plan: Plan) -> str:
+    """The transformers class quantization_config's fields are for."""
+    return {"gptq": "GPTQConfig", "awq": "AwqConfig"}.get(plan.quant, "BitsAndBytesConfig")
+
+
 def quantization_config(plan: Plan) -> dict | None:
-    """transformers BitsAndBytesConfig fields of a QLoRA plan: 4-bit base, double quantization, compute dtype."""
+    """transformers BitsAndBytesConfig fields of a QLoRA plan: 4-bit base, double quantization, compute dtype, and
+    the storage dtype when sharded."""
     if plan.quant == "none":
         return None
-    compute = {"fp32": "float32", "fp16": "float16"}.get(plan.precision, "bfloat16")
-    return {
+    if plan.quant == "int8":
+        return {"load_in_8bit": True}
+    if plan.quant in ("gptq", "awq"):  # the checkpoint's own config, with a kernel that trains (planner.estimate.quant)
+        return {"bits": 4, "group_size": 128, "backend": "auto_trainable"}
+    out = {
         "load_in_4bit": True,
         "bnb_4bit_quant_type": plan.quant,
         "bnb_4bit_use_double_quant": True,
-        "bnb_4bit_compute_dtype": compute,
+        "bnb_4bit_compute_dtype": compute_dtype_name(plan),
     }
+    if quant_storage(plan):
+        out["bnb_4bit_quant_storage"] = quant_storage(plan)
+    return out
 
 
 def fsdp_config(plan: Plan, model: ModelSpec | None) -> dict:
@@ -316,8 +340,14 @@ def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME) -> list[str]:
             a += ["--lora_dropout", f"{plan.lora_dropout:g}"]
         if plan.lora_train_embeddings:
             a += ["--lora_modules_to_save", *peft["modules_to_save"]]
-    if plan.quant != "none":  # TRL's ModelConfig: bitsandbytes 4-bit base with double quantization
+    if plan.quant == "int8":  # TRL's ModelConfig (trl/trainer/utils.py:270-273)
+        a += ["--load_in_8bit"]
+    elif plan.quant in ("gptq", "awq"):  # no flag: the checkpoint carries its quantization_config
+        pass
+    elif plan.quant != "none":  # TRL's ModelConfig: bitsandbytes 4-bit base with double quantization
         a += ["--load_in_4bit", "--bnb_4bit_quant_type", plan.quant, "--use_bnb_nested_quant"]
+        if quant_storage(plan):
+            a += ["--bnb_4bit_quant_storage", quant_storage(plan)]
     for key, value in trl_args(plan.workload).items():
         if value is not False:
             a += [

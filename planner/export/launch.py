@@ -29,9 +29,21 @@ def budget_note(plan: Plan) -> str | None:
     )
 
 
+def prequantized_note(plan: Plan) -> str | None:
+    """A GPTQ or AWQ checkpoint trains only with gptqmodel's trainable kernels (planner.estimate.quant)."""
+    if plan.quant not in ("gptq", "awq"):
+        return None
+    cls = export.quantization_config_class(plan)
+    return (
+        f"load the {plan.quant.upper()} checkpoint with quantization_config={cls}(bits=4, group_size=128, "
+        'backend="auto_trainable") and a CUDA device_map: gptqmodel\'s default kernels cannot train, and this plan '
+        "counts its trainable torch kernels"
+    )
+
+
 def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> Launch:
     fw = FRAMEWORK_EXPORTS.get(plan.framework)
-    notes = [n for n in (export.hf_note(plan) if fw is None else None, budget_note(plan)) if n]
+    notes = [n for n in (export.hf_note(plan) if fw is None else None, budget_note(plan), prequantized_note(plan)) if n]
     command, framework_files = export.command(plan, hw, model, seq_len), None
     if fw is not None:
         try:
@@ -47,6 +59,7 @@ def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> Launch:
         accelerate_config=export.accelerate_config(plan, hw, model),
         peft_config=export.peft_config(plan),
         quantization_config=export.quantization_config(plan),
+        quantization_class=export.quantization_config_class(plan) if plan.quant != "none" else None,
     )
 
 

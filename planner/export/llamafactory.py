@@ -133,7 +133,11 @@ def model_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
         ("model_name_or_path", catalog.hf_id(model.name) or model.name, "or your local path"),
         ("trust_remote_code", True, ""),
     ]
-    if plan.quant != "none":
+    if plan.quant == "int8":  # model/model_utils/quantization.py:168-170: BitsAndBytesConfig(load_in_8bit=True)
+        out += [("quantization_bit", 8, "bitsandbytes LLM.int8 base"), ("quantization_method", "bnb", "")]
+    elif plan.quant == "gptq":  # model_utils/quantization.py:117-120: read from the checkpoint's own config
+        pass
+    elif plan.quant != "none":
         out += [
             ("quantization_bit", 4, "QLoRA: bitsandbytes 4-bit base"),
             ("quantization_method", "bnb", ""),

@@ -173,13 +173,19 @@ def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
         out.append(("target_parameters", peft_target_parameters(plan.lora_targets)))
     if plan.lora_train_embeddings:
         out.append(("modules_to_save", ["embed_tokens", "lm_head"]))
-    if plan.quant != "none":
+    if plan.quant in ("gptq", "awq"):  # quant_args.py:46: a quantized checkpoint brings its own config
+        pass
+    elif plan.quant == "int8":  # model/register.py:82-83: quant_bits 8 is load_in_8bit
+        out += [("quant_method", "bnb"), ("quant_bits", 8)]
+    elif plan.quant != "none":
         out += [
             ("quant_method", "bnb"),
             ("quant_bits", 4),
             ("bnb_4bit_quant_type", plan.quant),
             ("bnb_4bit_use_double_quant", True),
         ]
+        if export.quant_storage(plan):  # quant_args.py:43, None by default: sharding needs it
+            out.append(("bnb_4bit_quant_storage", export.quant_storage(plan)))
     return out
 
 

@@ -15,6 +15,7 @@ FRAMEWORK = Framework(
         "fsdp": ("off", "full", "grad-op"),
         "optimizer_in_backward": (False,),
         "expert_parallel": ("off",),
+        "quant": ("none", "nf4", "fp4", "int8", "gptq"),  # loaders/model.py:768 (gptq: true); no AWQ loader
         "workload": ("sft", "dpo", "grpo"),
     },
     defaults={

@@ -16,6 +16,7 @@ FRAMEWORK = Framework(
         "fsdp": ("off", "full"),
         "optimizer_in_backward": (False,),
         "expert_parallel": ("off",),
+        "quant": ("none", "nf4", "fp4", "int8", "gptq"),  # AWQ needs autoawq: model/model_utils/quantization.py:122-123
         "workload": ("sft", "dpo"),
     },
     defaults={

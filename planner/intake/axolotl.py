@@ -122,7 +122,7 @@ def _adapter(c: Collector, f: dict[str, Flag]) -> None:
     if "load_in_4bit" in f and as_bool(f["load_in_4bit"].value):
         c.set("quant", "nf4", f"{f['load_in_4bit'].source} (nf4: axolotl/loaders/model.py:808)", "load_in_4bit")
     if "load_in_8bit" in f and as_bool(f["load_in_8bit"].value):
-        c.note(f"{f['load_in_8bit'].source} (an 8-bit base is not planned yet; planned in 16 bits)")
+        c.set("quant", "int8", f"{f['load_in_8bit'].source} (bitsandbytes LLM.int8)", "load_in_8bit")
 
 
 def _training(c: Collector, f: dict[str, Flag]) -> None:

@@ -128,6 +128,8 @@ def _method(c: Collector, f: dict[str, Flag]) -> bool:
             f"{f['quantization_bit'].source}; {qsrc}",
             "quantization_bit",
         )
+    elif bits == 8 and method == "bnb":  # model/model_utils/quantization.py:168-170
+        c.set("quant", "int8", f["quantization_bit"].source, "quantization_bit")
     elif bits:
         c.note(
             f"{f['quantization_bit'].source} ({bits}-bit {method} quantization is not planned yet; planned in 16 bits)"

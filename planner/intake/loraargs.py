@@ -42,7 +42,7 @@ def read_lora(c: Collector, flags: dict[str, Flag]) -> None:
         kind = str(one(flags["bnb_4bit_quant_type"].value)).lower() if "bnb_4bit_quant_type" in flags else "nf4"
         c.set("quant", kind if kind in ("nf4", "fp4") else "nf4", flags["load_in_4bit"].source, "load_in_4bit")
     if "load_in_8bit" in flags and as_bool(flags["load_in_8bit"].value):
-        c.note(f"{flags['load_in_8bit'].source} (an 8-bit base is not planned yet; planned in 16 bits)")
+        c.set("quant", "int8", flags["load_in_8bit"].source, "load_in_8bit")
 
 
 def lora_targets(c: Collector, value: object, source: str, key: str) -> None:

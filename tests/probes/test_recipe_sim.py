@@ -74,6 +74,15 @@ LORA_CASES = [  # LoRA's terms, pinned as the change they make to the peak again
     ("llama-3.2-1b", "bf16-pure", {"lora_train_embeddings": True}),
     ("llama-3.2-1b", "bf16", {"quant": "nf4"}),
     ("qwen2.5-0.5b", "bf16", {"quant": "fp4", "lora_targets": "attention"}),
+    ("llama-3.2-1b", "bf16", {"quant": "int8"}),  # inputs kept in ctx where lora_A saves its own copy
+    ("llama-3.2-1b", "fp32", {"quant": "int8", "lora_targets": "attention"}),  # only unadapted groups' inputs
+    ("llama-3.2-1b", "bf16", {"quant": "int8", "checkpointing": "every-4"}),  # every input in checkpointed layers
+    ("llama-3.2-1b", "bf16", {"quant": "int8", "checkpointing": "offload"}),  # the offload hooks miss them too
+    # GPTQ/AWQ as gptqmodel trains them (recipe.knobs.GptqStandIn, AwqStandIn); the bundled trainer refuses them
+    ("llama-3.2-1b", "bf16", {"quant": "gptq", "framework": "hf"}),  # every dequantized weight saved
+    ("llama-3.2-1b", "bf16", {"quant": "gptq", "framework": "hf", "checkpointing": "full"}),  # one layer's
+    ("llama-3.2-1b", "fp16", {"quant": "awq", "framework": "hf"}),  # inputs saved, weight repeated per row
+    ("llama-3.2-1b", "fp16", {"quant": "awq", "framework": "hf", "checkpointing": "full"}),
 ]
 
 
@@ -83,10 +92,13 @@ LORA_CASES = [  # LoRA's terms, pinned as the change they make to the peak again
     ids=[f"{c[0]}-{c[1]}-{'-'.join(f'{k}={v}' for k, v in c[2].items())}" for c in LORA_CASES],
 )
 def test_lora_terms_change_the_peak_as_the_sim_measures(name, precision, kw):
-    """Against plain LoRA (all-linear, rank 16) at 2 x 2048 tokens: the analytic change in the peak within 3% of the
-    peak of the sim's change (the plain LoRA peak itself is pinned by the accuracy benchmark's rows)."""
+    """Against plain LoRA (all-linear, rank 16; the case's checkpointing held) at 2 x 2048 tokens: the analytic change
+    in the peak within 3% of the peak of the sim's change (the plain LoRA peak itself is pinned by the accuracy
+    benchmark's rows)."""
     model = load_model(name)
-    base, knobs = Knobs.make(precision=precision, lora_rank=16), Knobs.make(precision=precision, lora_rank=16, **kw)
+    held = {k: v for k, v in kw.items() if k in ("checkpointing", "framework")}
+    base = Knobs.make(precision=precision, lora_rank=16, **held)
+    knobs = Knobs.make(precision=precision, lora_rank=16, **kw)
     sims = [simulate(Case(model.config, k, 2, 1, 2048)).peak_allocated_bytes for k in (base, knobs)]
     ana = [breakdown(Setup(model, k, 2, 1, 2048), 80 * 2**30).peak_allocated_bytes for k in (base, knobs)]
     assert abs((ana[1] - ana[0]) - (sims[1] - sims[0])) <= ANALYTIC_VS_SIM * sims[1]
@@ -99,12 +111,15 @@ def test_lora_terms_change_the_peak_as_the_sim_measures(name, precision, kw):
         {"quant": "fp4", "lora_targets": "attention"},
         {"lora_train_embeddings": True},
         {"lora_targets": "q_proj,v_proj"},
+        {"quant": "int8"},
+        {"quant": "int8", "checkpointing": "full"},
     ],
     ids=lambda k: ",".join(f"{a}={b}" for a, b in k.items()),
 )
 def test_lora_sim_matches_real_cpu_steps(kw):
-    """QLoRA: the sim's 4-bit stand-in (recipe.knobs.Linear4bitStandIn) against bitsandbytes' real Linear4bit on the
-    CPU, where its CPU backend imports."""
+    """Quantized bases: the sim's stand-ins (recipe.knobs.Linear4bitStandIn, Linear8bitStandIn) against
+    bitsandbytes' real Linear4bit and Linear8bitLt on the CPU, where its CPU backend imports. (On the CPU a training
+    Linear8bitLt runs MatMul8bitFp, which dequantizes in forward too but keeps its input as MatMul8bitLt does.)"""
     if "quant" in kw:
         pytest.importorskip("bitsandbytes")
     cfg = dict(model_config("debug-llama"), num_hidden_layers=6)
@@ -115,19 +130,34 @@ def test_lora_sim_matches_real_cpu_steps(kw):
 
 
 def test_four_bit_storage_is_bitsandbytes():
-    """planner.estimate.lora's bytes per 4-bit weight against what bitsandbytes' quantize_4bit stores (packed weights, 8-bit
+    """planner.estimate.quant's bytes per 4-bit weight against what bitsandbytes' quantize_4bit stores (packed weights, 8-bit
     absmax per 64, fp32 absmax per 256 blocks; the per-tensor code tables, 1.1 KiB, left out)."""
     pytest.importorskip("bitsandbytes")
     import torch
     from bitsandbytes import functional as F
 
-    from planner.estimate import lora
+    from planner.estimate import quant
 
     w = torch.randn(2048, 1024, dtype=torch.bfloat16)
-    for quant in ("nf4", "fp4"):
-        q, st = F.quantize_4bit(w, blocksize=64, compress_statistics=True, quant_type=quant)
+    for q_type in ("nf4", "fp4"):
+        q, st = F.quantize_4bit(w, blocksize=64, compress_statistics=True, quant_type=q_type)
         stored = sum(t.numel() * t.element_size() for t in (q, st.absmax, st.state2.absmax))
-        assert stored == pytest.approx(w.numel() * lora.quantized_bytes_per_weight(), rel=1e-6)
+        assert stored == pytest.approx(w.numel() * quant.stored_bytes_per_weight(q_type), rel=1e-6)
+
+
+def test_int8_storage_is_bitsandbytes():
+    """int8: bitsandbytes' Linear8bitLt quantized by its move to the device keeps CB (int8 [N, K]) and SCB (fp32 [N]):
+    planner.estimate.quant's 1 + 4/K bytes a weight, exactly."""
+    pytest.importorskip("bitsandbytes")
+    import torch
+
+    from planner.estimate import quant
+    from recipe.knobs import _bnb_linear8
+
+    q = _bnb_linear8(torch.nn.Linear(1024, 768, bias=False, dtype=torch.bfloat16))
+    stored = q.weight.numel() * q.weight.element_size() + q.weight.SCB.numel() * q.weight.SCB.element_size()
+    assert q.weight.dtype == torch.int8
+    assert stored == 768 * 1024 * quant.stored_bytes_per_weight("int8", 1024)
 
 
 @pytest.mark.parametrize(

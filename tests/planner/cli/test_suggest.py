@@ -29,9 +29,11 @@ def test_suggest_json_contract():
             "accelerate_config",
             "peft_config",
             "quantization_config",
+            "quantization_class",
             "framework_files",
         }
         assert p["launch"]["peft_config"] is None and p["launch"]["quantization_config"] is None  # LoRA / QLoRA only
+        assert p["launch"]["quantization_class"] is None
         assert p["framework"] == "memplan" and p["launch"]["framework_files"] is None  # LF / swift / axolotl only
         assert (p["launch"]["accelerate_config"] is None) == (p["fsdp"] == "off")  # FSDP plans only
         assert p["token_batches"] is None  # set by a token budget only

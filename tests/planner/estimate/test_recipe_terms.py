@@ -6,7 +6,7 @@ import pytest
 from planner import advise
 from planner.config.spec import Knobs
 from planner.errors import BadInput
-from planner.estimate import lora, recipe_terms
+from planner.estimate import quant, recipe_terms
 from planner.estimate.memory import breakdown
 from planner.estimate.setup import Setup
 from planner.export import export
@@ -22,7 +22,7 @@ LLAMA = catalog.load_model("llama-3.2-1b")
         ({"optimizer_in_backward": True, "precision": "fp16"}, "loss scaler"),
         ({"quant": "nf4"}, "--quant nf4 needs LoRA adapters"),
         ({"lora_dropout": 0.1}, "--lora-dropout 0.1 needs LoRA adapters"),
-        ({"quant": "nf4", "lora_rank": 8, "zero_stage": 3}, "4-bit bases are planned on DDP or ZeRO-1/2"),
+        ({"quant": "nf4", "lora_rank": 8, "zero_stage": 3, "offload": "optimizer+params"}, "offloaded to the host"),
         ({"checkpointing": "every-9"}, "--checkpointing 'every-9'"),
         ({"loss": "liger"}, "--loss 'liger'"),
     ],
@@ -71,17 +71,17 @@ def test_lora_counts_by_target():
 def test_four_bit_storage_is_qloras_figure():
     """QLoRA (Dettmers et al. 2023, section 3): 4 bits a weight plus 8/64 + 32/(64 x 256) = 0.127 bits of
     double-quantized constants."""
-    assert lora.quantized_bytes_per_weight() * 8 == pytest.approx(4 + 0.127, abs=5e-4)
+    assert quant.stored_bytes_per_weight("nf4") * 8 == pytest.approx(4 + 0.127, abs=5e-4)
 
 
 def test_quantized_base_and_dequantized_transient():
     dense = Setup(LLAMA, Knobs.make(lora_rank=16), 1, 1, 512)
-    quant = Setup(LLAMA, Knobs.make(lora_rank=16, quant="nf4"), 1, 1, 512)
-    linear = lora.quantized_weights(LLAMA)
-    saved = breakdown(dense, 80 << 30).params_bytes - breakdown(quant, 80 << 30).params_bytes
-    assert saved == pytest.approx(linear * (2 - lora.quantized_bytes_per_weight()), rel=1e-6)
+    four = Setup(LLAMA, Knobs.make(lora_rank=16, quant="nf4"), 1, 1, 512)
+    linear = quant.quantized_weights(LLAMA)
+    saved = breakdown(dense, 80 << 30).params_bytes - breakdown(four, 80 << 30).params_bytes
+    assert saved == pytest.approx(linear * (2 - quant.stored_bytes_per_weight("nf4")), rel=1e-6)
     biggest = max(t.numel // t.count for t in LLAMA.tensors if t.lora)
-    assert lora.dequantized_weight_bytes(LLAMA, quant.knobs, 2) == 2 * biggest
+    assert quant.dequantized_weight_bytes(LLAMA, "nf4", 2) == 2 * biggest
 
 
 def test_packed_rows_and_attention_shapes():

@@ -40,6 +40,8 @@ CASES = {
     "llamafactory": {
         "lora_z3": {"zero": 3, "checkpointing": "full", "lora_rank": 16, "nodes": 2},
         "qlora": {"lora_rank": 8, "quant": "nf4", "checkpointing": "off", "lora_targets": "attention"},
+        "qlora_fsdp": {"lora_rank": 16, "quant": "nf4", "fsdp": "full", "checkpointing": "full"},
+        "int8": {"lora_rank": 8, "quant": "int8", "checkpointing": "full"},
         "dpo_full_z2_offload": {"zero": 2, "offload": "optimizer", "workload": DPO, "checkpointing": "full"},
         "vlm_fsdp": {**VLM_FULL, "checkpointing": "offload", "frozen": "vision", "micro_batch": 1, "nodes": 2},
         "z3_offload_fp16": {"zero": 3, "offload": "optimizer+params", "precision": "fp16", "checkpointing": "full"},
@@ -54,6 +56,8 @@ CASES = {
     "swift": {
         "lora_z3": {"zero": 3, "checkpointing": "full", "lora_rank": 16, "nodes": 2},
         "qlora_grpo": {"lora_rank": 16, "quant": "nf4", "workload": GRPO},
+        "qlora_z3": {"lora_rank": 16, "quant": "nf4", "zero": 3, "checkpointing": "full"},
+        "int8": {"lora_rank": 8, "quant": "int8", "checkpointing": "full"},
         "dpo_full_z2_offload": {"zero": 2, "offload": "optimizer", "workload": DPO, "checkpointing": "full"},
         "vlm_fsdp": {**VLM_FULL, "checkpointing": "off"},
         "fsdp_preset": {"fsdp": "full", "checkpointing": "full", "attention": "eager"},
@@ -76,6 +80,8 @@ CASES = {
             "checkpointing": "full",
         },
         "vlm_fsdp": VLM_FULL,
+        "int8": {"lora_rank": 8, "quant": "int8", "checkpointing": "full"},
+        "gptq": {"lora_rank": 8, "quant": "gptq", "checkpointing": "full"},
         "one_gpu": {
             "gpus_per_node": 1,
             "lora_rank": 8,
@@ -165,6 +171,16 @@ def test_llamafactory_qlora_ddp(tmp_path):
         llamafactory.command(plan, hw) == "FORCE_TORCHRUN=1 NNODES=1 NPROC_PER_NODE=8 llamafactory-cli train "
         "llamafactory_train.yaml"
     )
+
+
+def test_llamafactory_quantized_bases(tmp_path):
+    """QLoRA under FSDP (LLaMA-Factory stores the 4-bit weight in the compute dtype itself, quantization.py:178) and
+    an 8-bit base."""
+    fsdp, int8 = lf("qlora_fsdp", tmp_path).cfg, lf("int8", tmp_path).cfg
+    assert (fsdp["quantization_bit"], fsdp["quantization_type"]) == (4, "nf4") and "fsdp" not in fsdp
+    assert (int8["quantization_bit"], int8["quantization_method"]) == (8, "bnb") and "quantization_type" not in int8
+    with pytest.raises(BadInput, match="--framework llamafactory .*--quant awq"):
+        planned("llamafactory", lora_rank=8, quant="awq", precision="fp16")
 
 
 def test_llamafactory_full_dpo_with_offloaded_zero2(tmp_path):
@@ -260,6 +276,13 @@ def test_swift_qlora_grpo_with_colocated_vllm(tmp_path):
     assert f["gradient_checkpointing"] == "false" and f["reward_funcs"] == ["accuracy", "format"]
 
 
+def test_swift_quantized_bases(tmp_path):
+    """QLoRA under ZeRO-3 states the storage dtype ms-swift leaves unset (quant_args.py:43); 8 bits is quant_bits 8."""
+    z3, int8 = sw("qlora_z3", tmp_path).f, sw("int8", tmp_path).f
+    assert (z3["quant_bits"], z3["bnb_4bit_quant_storage"], z3["deepspeed"]) == ("4", "bfloat16", "zero3")
+    assert (int8["quant_method"], int8["quant_bits"]) == ("bnb", "8") and "bnb_4bit_quant_type" not in int8
+
+
 def test_swift_full_dpo_writes_its_offload_zero2_json(tmp_path):
     w = sw("dpo_full_z2_offload", tmp_path)
     d, f = w.dir, w.f
@@ -331,6 +354,13 @@ def test_axolotl_qlora_grpo(tmp_path):
     assert trl["use_vllm"] is True and trl["vllm_mode"] == "colocate" and cfg["vllm"]["gpu_memory_utilization"] == 0.3
     assert trl["generation_batch_size"] == 2 * 8 * 4 and "deepspeed" not in cfg
     assert axolotl.command(plan, hw) == "accelerate launch --num_processes 8 -m axolotl.cli.train axolotl.yaml"
+
+
+def test_axolotl_quantized_bases(tmp_path):
+    """8 bits is adapter lora with load_in_8bit; a GPTQ checkpoint is gptq: true (loaders/model.py:768)."""
+    int8, gptq = ax("int8", tmp_path).cfg, ax("gptq", tmp_path).cfg
+    assert (int8["adapter"], int8["load_in_8bit"]) == ("lora", True) and "load_in_4bit" not in int8
+    assert (gptq["adapter"], gptq["gptq"]) == ("lora", True) and "load_in_8bit" not in gptq
 
 
 def test_axolotl_full_dpo_with_offloaded_zero2(tmp_path):

@@ -213,8 +213,8 @@ EXPECTED = {  # file: (framework, request fields (workload: the inputs listed), 
     ),
     f"{AX}/llama-3/instruct-dpo-lora-8b.yml": (
         "axolotl",
-        {"workload": {"kind": "dpo", "max_length": 4096}},
-        ["load_in_8bit: True"],
+        {"workload": {"kind": "dpo", "max_length": 4096}, "quant": "int8"},
+        [],
     ),
     f"{AX}/qwen2_5-vl/lora-7b.yaml": (
         "axolotl",

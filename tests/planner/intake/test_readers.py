@@ -275,3 +275,20 @@ def test_a_lora_base_loaded_in_fp32_under_mixed_precision_stays_fp32(tmp_path):
     ds = _write(tmp_path, "ds.json", json.dumps({"zero_optimization": {"stage": 2}}))
     r = intake.read([_write(tmp_path, "run.sh", run.format(f"--dtype float32 --deepspeed {ds}"))])
     assert "lora_base_fp32" not in r.request
+
+
+def test_eight_bit_bases_in_each_frameworks_keys(tmp_path):
+    """LLaMA-Factory's quantization_bit 8, ms-swift's --quant_bits 8 and TRL's --load_in_8bit: bitsandbytes LLM.int8."""
+    shutil.copy(DATA / "llamafactory/examples/train_lora/qwen3_lora_sft.yaml", tmp_path / "sft.yaml")
+    lf = _write(tmp_path, "lf.sh", "llamafactory-cli train sft.yaml quantization_bit=8\n")
+    sw = _write(
+        tmp_path,
+        "sw.sh",
+        "swift sft --model Qwen/Qwen2.5-7B-Instruct --tuner_type lora --quant_method bnb --quant_bits 8\n",
+    )
+    trl = _write(
+        tmp_path, "trl.sh", "trl sft --model_name_or_path Qwen/Qwen2.5-7B --use_peft --lora_r 8 --load_in_8bit\n"
+    )
+    for path, key in ((lf, "quantization_bit=8"), (sw, "--quant_bits 8"), (trl, "--load_in_8bit")):
+        r = intake.read([path])
+        assert r.request["quant"] == "int8" and key in _source(r, "quant"), path

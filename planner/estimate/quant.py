@@ -1,0 +1,143 @@
+"""Quantized frozen bases under LoRA (--quant): what each format stores per weight, which part FSDP and ZeRO-3 shard,
+and what the matmuls dequantize.
+
+- nf4/fp4 (bitsandbytes 4-bit, QLoRA): two weights a byte, one absmax per block of 64 weights, and with double
+  quantization (QLoRA's recipe, exported) that absmax in 8 bits with one fp32 absmax per 256 blocks:
+  0.5 + 1/64 + 4/(64 x 256) bytes per weight (Dettmers et al. 2023, "QLoRA", section 3: 0.127 bits of constants per
+  parameter). Every decoder linear is quantized (transformers leaves lm_head and the embeddings in half).
+  Sharded (FSDP2, ZeRO-3), the packed weight is stored in the base's dtype (`bnb_4bit_quant_storage`, which
+  LLaMA-Factory 0.9.5 model/model_utils/quantization.py:178 and axolotl 0.19.0 loaders/model.py:809 always set and
+  memplan exports) so that FSDP and DeepSpeed shard it as any half-precision parameter (transformers 5.23
+  integrations/bitsandbytes.py:208-221); its quant state (the absmax constants) is an attribute, not a
+  parameter, so every rank keeps all of it (measured on 2 gloo ranks: tests/probes/test_quant.py).
+- bitsandbytes' MatMul4Bit keeps only the packed weight for backward, dequantizes it into the compute dtype for
+  the forward matmul (CUDA, more than 1536 tokens: dequantize then F.linear) and again for the input gradient:
+  one dequantized weight is live at a time.
+- int8 (bitsandbytes LLM.int8, `load_in_8bit`), read in bitsandbytes 0.50.2: the weight is CB, int8 [N, K], with
+  SCB, one fp32 absmax per output row (nn/modules.py:737-748): 1 + 4/K bytes a weight. Backward dequantizes the
+  whole weight for the input gradient (autograd/_functions.py:235-238: CB.to(dtype, copy=True), 2 bytes a weight in
+  bf16). Forward keeps its input in `ctx.tensors` (:186-188), an attribute, not save_for_backward, so non-reentrant
+  checkpointing (transformers' default) cannot drop it: under a checkpoint every quantized linear's input stays
+  (the sim's stand-in,
+  recipe.knobs.Linear8bitStandIn, against real Linear8bitLt layers on CPU: tests/probes/test_recipe_sim.py). The forward's own temporaries (the int8 input, the int32
+  and fp16 outputs: 6 bytes per output element, backends/cuda/ops.py:80-210) are smaller than the logits at the
+  start of backward for the models planned, and are left out. Not sharded: FSDP2 drops Int8Params' CB (the next
+  forward fails) and LLaMA-Factory 0.9.5 refuses it (model/model_utils/quantization.py:187-188).
+- gptq, awq: a prequantized 4-bit base with groups of 128 (transformers 5.23's GPTQConfig and AwqConfig defaults,
+  utils/quantization_config.py:687, :820-821), loaded through gptqmodel (quantizers/quantizer_gptq.py:35-98,
+  quantizer_awq.py:45-94; gptqmodel 7.7.0 read and measured) with backend="auto_trainable", which memplan exports:
+  the default "auto" picks kernels that raise at model.train() (gptqmodel utils/importer.py:892). Every tensor is a
+  buffer (qweight 0.5, qzeros 0.5/g, fp16 scales 2/g bytes a weight; GPTQ's g_idx 4 bytes per input: measured
+  0.5205 bytes a weight on a 4096 x 4096 TorchLinear, tests/probes/test_gptqmodel.py), so FSDP and ZeRO-3 shard
+  none of it: not planned sharded.
+  - gptq trains through TorchLinear's eager forward (TritonV2Linear falls back to it in training; torch.py:344-376):
+    the whole weight dequantized (fp16, then cast to the input's dtype) and multiplied under plain autograd, which
+    saves that dequantized weight for the input gradient, and not the input: 2 bytes a weight of every quantized
+    linear in every layer not under a checkpoint, until backward (measured on the real layer).
+  - awq trains through AwqGEMMLinear or AwqGEMMTritonLinear (CUDA; gemm_awq.py:43-110, gemm_awq_triton.py:44-156):
+    custom Functions that save only the packed tensors and dequantize the weight (fp16) in forward and again in
+    backward, as bitsandbytes' 4-bit does. Without triton and the CUDA extension gptqmodel falls back to
+    AwqTorchLinear, which saves the dequantized weight as GPTQ does (measured on CPU): not what is planned.
+    transformers runs AWQ in fp16 on CUDA whatever dtype is asked (quantizer_awq.py:54-62): planned in fp16 only.
+"""
+
+from __future__ import annotations
+
+NF4_BLOCK = 64  # bitsandbytes' 4-bit blocksize (transformers' BitsAndBytesConfig default)
+NESTED_BLOCK = 256  # double quantization: absmax of the absmax, per 256 blocks
+FOUR_BIT = ("nf4", "fp4")
+INT8 = "int8"
+PREQUANTIZED = ("gptq", "awq")
+GROUP = 128  # GPTQConfig / AwqConfig group_size
+# the decoder linears that read one tensor: q/k/v the first norm's output, gate/up the second's
+SHARED_INPUTS = (("q_proj", "k_proj", "v_proj", "qkv_proj"), ("gate_proj", "up_proj", "gate_up_proj"))
+
+
+def packed_bytes_per_weight(quant: str) -> float:
+    """The part of a quantized weight that is a parameter (FSDP and ZeRO-3 shard it): 4-bit's packed pairs."""
+    return {"nf4": 0.5, "fp4": 0.5}.get(quant, 0.0)
+
+
+def constants_bytes_per_weight(quant: str) -> float:
+    """The part every rank keeps whole: 4-bit's double-quantized absmax (8 bits per 64 weights, fp32 per 256 blocks)."""
+    if quant in FOUR_BIT:
+        return 1 / NF4_BLOCK + 4 / (NF4_BLOCK * NESTED_BLOCK)
+    return 0.0
+
+
+def stored_bytes_per_weight(quant: str, in_features: int = 0) -> float:
+    """Bytes of one quantized weight with its constants (int8's per-row absmax spreads over the K inputs of a row)."""
+    if quant == INT8:
+        return 1 + 4 / in_features
+    if quant in PREQUANTIZED:  # qweight, qzeros, fp16 scales (GPTQ's g_idx: base_bytes)
+        return 0.5 + 0.5 / GROUP + 2 / GROUP
+    return packed_bytes_per_weight(quant) + constants_bytes_per_weight(quant)
+
+
+def quantized_weights(model) -> int:
+    """Weights the format stores quantized: every decoder linear's weight."""
+    return sum(t.numel for t in model.tensors if t.lora)
+
+
+def replicated_bytes(model, quant: str) -> int:
+    """Bytes of the quantized base that sharding leaves whole on every rank."""
+    if quant == "none":
+        return 0
+    return int(quantized_weights(model) * constants_bytes_per_weight(quant))
+
+
+def base_bytes(model, quant: str) -> int:
+    """Bytes of the quantized linears, packed weights and constants, before any sharding."""
+    if quant == "none":
+        return 0
+    index = sum(4 * t.shape[-1] * t.count for t in model.tensors if t.lora) if quant == "gptq" else 0  # g_idx
+    return index + int(sum(t.numel * stored_bytes_per_weight(quant, t.shape[-1]) for t in model.tensors if t.lora))
+
+
+def storage_elements_saved(model, quant: str, storage_bytes: int) -> int:
+    """Elements fewer than the weights' count that the quantized linears occupy as parameters stored in
+    `storage_bytes`-byte elements (4-bit in bf16 storage: 4 weights an element), as ZeRO-3 counts them."""
+    if quant not in FOUR_BIT:
+        return 0
+    q = quantized_weights(model)
+    return q - int(q * packed_bytes_per_weight(quant) / storage_bytes)
+
+
+def dequantized_weight_bytes(model, quant: str, compute_bytes: int, bf16: bool = False) -> int:
+    """The largest decoder linear's dequantization transients: one weight in the compute dtype (4-bit), in half
+    (int8's CB.to(dtype), awq's fp16); gptq's fp16 weight and its cast to bf16."""
+    if quant == "none":
+        return 0
+    largest = max(t.numel // t.count for t in model.tensors if t.lora)
+    if quant == INT8:
+        return 2 * largest
+    if quant == "gptq":
+        return (4 if bf16 else 2) * largest
+    if quant == "awq":
+        return 2 * largest
+    return compute_bytes * largest
+
+
+def saved_weights_layer_bytes(model, quant: str) -> int:
+    """gptq: the dequantized weights one layer's forward saves for its backward (2 bytes a weight)."""
+    if quant != "gptq":
+        return 0
+    return 2 * quantized_weights(model) // model.text.layers
+
+
+def retained_input_elements_per_token(model, quant: str, skip=lambda name, group: False) -> int:
+    """int8: the inputs one decoder layer's quantized linears keep in ctx.tensors, per token: one tensor for each
+    group of linears that read the same one (q/k/v, gate/up), one for every other linear (o_proj, down_proj); the
+    groups `skip` names (by their first linear's name, with the tensors of the group) left out."""
+    if quant != INT8:
+        return 0
+    groups: dict[str, list] = {}
+    for t in model.tensors:
+        if t.role == "layer" and t.lora and len(t.shape) == 2 and not t.name.startswith("router."):
+            groups.setdefault(next((g[0] for g in SHARED_INPUTS if t.name in g), t.name), []).append(t)
+    return sum(ts[0].shape[1] for name, ts in groups.items() if not skip(name, ts))
+
+
+def retained_inputs_bytes(model, quant: str, tokens: int, compute_bytes: int, skip=lambda name, ts: False) -> int:
+    """int8, per layer: the quantized linears' inputs that stay beside what the layer saves (see skip above)."""
+    return tokens * compute_bytes * retained_input_elements_per_token(model, quant, skip)

@@ -1,0 +1,122 @@
+"""Quantized bases (planner/estimate/quant.py): each format's stored bytes, what sharding splits, the dequantization
+transients and saved tensors, the knob's rules and the exports. The terms' pins to real layers and the sim are in
+tests/probes/test_quant.py (4-bit under FSDP2 and ZeRO-3 on gloo ranks) and tests/probes/test_recipe_sim.py
+(bitsandbytes' int8 storage, every format's change to the peak against the sim, the stand-ins against real
+bitsandbytes steps)."""
+
+import pytest
+
+from planner import advise
+from planner.config.spec import Knobs
+from planner.errors import BadInput
+from planner.estimate import quant
+from planner.estimate.memory import breakdown, params_bytes
+from planner.estimate.setup import Setup
+from planner.model import catalog
+
+LLAMA = catalog.load_model("llama-3.1-8b")
+GiB = 2**30
+
+
+def setup(world: int = 1, **kw) -> Setup:
+    return Setup(LLAMA, Knobs.make(**{"lora_rank": 16, "precision": "bf16", **kw}), 1, 1, 2048, gpus_per_node=world)
+
+
+def test_storage_per_format():
+    """int8: CB plus one fp32 absmax a row (bitsandbytes nn/modules.py:737-748); GPTQ/AWQ at 4 bits in groups of 128:
+    qweight, qzeros and fp16 scales (gptqmodel qlinear/__init__.py:827-865), GPTQ's g_idx per input besides."""
+    assert quant.stored_bytes_per_weight("int8", 4096) == 1 + 4 / 4096
+    assert quant.stored_bytes_per_weight("gptq") == quant.stored_bytes_per_weight("awq") == 0.5 + 2.5 / 128
+    q = quant.quantized_weights(LLAMA)
+    index = sum(4 * t.shape[1] * t.count for t in LLAMA.tensors if t.lora)
+    assert quant.base_bytes(LLAMA, "gptq") - quant.base_bytes(LLAMA, "awq") == index
+    assert quant.base_bytes(LLAMA, "int8") == pytest.approx(q, rel=1e-3)  # 1 byte a weight, 0.08% of absmax
+
+
+def test_sharding_splits_the_packed_weight_and_keeps_the_constants():
+    """4-bit under FSDP or ZeRO-3 on 8 ranks: the packed half byte a weight sharded, the absmax whole on each."""
+    replicated = quant.replicated_bytes(LLAMA, "nf4")
+    assert replicated == pytest.approx(quant.quantized_weights(LLAMA) * (1 / 64 + 4 / 16384), rel=1e-6)
+    whole = params_bytes(setup(quant="nf4"))
+    for shard in ({"fsdp": "full"}, {"zero_stage": 3}):
+        two, eight = (params_bytes(setup(n, quant="nf4", **shard)) - replicated for n in (2, 8))
+        assert eight == pytest.approx(two / 4, rel=1e-6)  # all but the constants shrinks with the ranks
+        assert two + replicated < whole / 2 + replicated  # the packed weights are among what is sharded
+
+
+def test_zero3_gathers_packed_storage():
+    """ZeRO-3's gathered elements count a 4-bit linear in bf16 storage elements: four weights an element."""
+    saved = quant.storage_elements_saved(LLAMA, "nf4", 2)
+    assert saved == quant.quantized_weights(LLAMA) * 3 // 4
+    assert quant.storage_elements_saved(LLAMA, "int8", 2) == 0
+
+
+def test_dequantization_transients_per_format():
+    largest = max(t.numel // t.count for t in LLAMA.tensors if t.lora)  # gate/up: 14336 x 4096
+    assert quant.dequantized_weight_bytes(LLAMA, "nf4", 2) == 2 * largest
+    assert quant.dequantized_weight_bytes(LLAMA, "int8", 4) == 2 * largest  # CB.to(half), whatever the compute
+    assert quant.dequantized_weight_bytes(LLAMA, "gptq", 2, bf16=True) == 4 * largest  # fp16, then its bf16 cast
+    assert quant.dequantized_weight_bytes(LLAMA, "awq", 2) == 2 * largest  # fp16, as AWQ runs
+
+
+def test_int8_keeps_the_inputs_a_checkpoint_would_drop():
+    """Per layer, the inputs of q/k/v (one tensor), o_proj, gate/up (one) and down_proj: 2h + q_dim + intermediate."""
+    t = LLAMA.text
+    assert quant.retained_input_elements_per_token(LLAMA, "int8") == 2 * t.hidden + t.q_dim + t.intermediate
+    plain, int8 = (breakdown(setup(quant=q, checkpointing="full"), 80 * GiB) for q in ("nf4", "int8"))
+    kept = t.layers * quant.retained_inputs_bytes(LLAMA, "int8", 2048, 2)
+    assert int8.activations_bytes - plain.activations_bytes == kept
+
+
+def test_gptq_saves_every_dequantized_weight_without_checkpointing():
+    """Against a 4-bit bitsandbytes base (whose matmul saves nothing): every layer's weights, 2 bytes each."""
+    gptq, nf4 = (breakdown(setup(quant=q, framework="hf"), 80 * GiB) for q in ("gptq", "nf4"))
+    assert gptq.activations_bytes - nf4.activations_bytes == 2 * quant.quantized_weights(LLAMA)
+    gptq, nf4 = (breakdown(setup(quant=q, framework="hf", checkpointing="full"), 80 * GiB) for q in ("gptq", "nf4"))
+    assert gptq.activations_bytes == nf4.activations_bytes  # checkpointed: dropped until the layer's recomputation
+
+
+@pytest.mark.parametrize(
+    "fields,needle",
+    [
+        ({"quant": "int8", "fsdp": "full"}, "--quant int8 cannot be sharded"),
+        ({"quant": "gptq", "zero_stage": 3, "framework": "hf"}, "buffers, which FSDP and ZeRO-3 do not shard"),
+        ({"quant": "awq", "framework": "hf"}, "--quant awq with --precision bf16"),
+        ({"quant": "gptq", "precision": "fp32", "framework": "hf"}, "--quant gptq computes in fp16 or bf16"),
+        ({"quant": "gptq"}, "--framework memplan (the bundled trainer, planner train) cannot run --quant gptq"),
+        ({"quant": "nf4", "zero_stage": 3, "offload": "optimizer+params"}, "offloaded to the host"),
+    ],
+)
+def test_bad_quantized_bases_are_one_line_errors(fields, needle):
+    with pytest.raises(BadInput) as e:
+        advise.check(
+            advise.parse(
+                advise.CheckRequest,
+                {"model": "llama-3.1-8b", "gpu": "h100", "gpus_per_node": 8, "micro_batch": 1, "seq_len": 2048}
+                | {"lora_rank": 16, "precision": "bf16"}
+                | fields,
+            )
+        )
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def check(**kw):
+    body = {"model": "llama-3.1-8b", "gpu": "h100", "gpus_per_node": 8, "micro_batch": 1, "seq_len": 2048}
+    return advise.check(advise.parse(advise.CheckRequest, {**body, "lora_rank": 16, "precision": "bf16", **kw})).plan
+
+
+def test_exports_each_base_as_transformers_and_trl_load_it():
+    from transformers import AwqConfig, BitsAndBytesConfig, GPTQConfig
+
+    sharded = check(quant="nf4", fsdp="full", framework="hf").launch
+    assert sharded.quantization_class == "BitsAndBytesConfig"
+    assert str(BitsAndBytesConfig(**sharded.quantization_config).bnb_4bit_quant_storage) == "torch.bfloat16"
+    assert "bnb_4bit_quant_storage" not in check(quant="nf4", framework="hf").launch.quantization_config
+    int8 = check(quant="int8", framework="trl").launch
+    assert BitsAndBytesConfig(**int8.quantization_config).load_in_8bit and "--load_in_8bit" in int8.command
+    z3 = check(quant="nf4", zero=3, framework="trl").launch.command
+    assert "--bnb_4bit_quant_storage bfloat16" in z3
+    gptq = check(quant="gptq", framework="hf").launch
+    assert GPTQConfig(**gptq.quantization_config).backend == "auto_trainable" and "auto_trainable" in gptq.note
+    awq = check(quant="awq", precision="fp16", framework="hf").launch
+    assert awq.quantization_class == "AwqConfig" and AwqConfig(**awq.quantization_config).group_size == 128
