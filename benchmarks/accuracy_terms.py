@@ -2,10 +2,12 @@
 (the live-bytes tracker around a real no-grad forward with labels, and around HF's Trainer.evaluate keeping logits
 for compute_metrics), FSDP2's unsharded gradients between micro-steps
 and its full state dicts at a save (2 gloo ranks), DeepSpeed's save weights at ZeRO-2 and ZeRO-3 (2 gloo ranks), and
-the host RAM of a model's load (RssAnon of a fresh process: probes/load.py). Paged optimizer states need CUDA's
-unified memory: that row says so. What each row's tolerance is lives in the test that pins the term.
+the host RAM of a model's load (RssAnon of a fresh process: probes/load.py), and quantized bases (a 4-bit base's
+per-rank parameters on 2 gloo ranks, the int8 and GPTQ layers' bytes, each format's peak against the sim). Paged
+optimizer states need CUDA's unified memory: that row says so. What each row's tolerance is lives in the test that pins the term.
 
-    python benchmarks/accuracy_terms.py --out benchmarks/results/accuracy-terms.json
+    MEMPLAN_GPTQMODEL_PYTHON=.fwenv/gptqmodel/bin/python python benchmarks/accuracy_terms.py \
+        --out benchmarks/results/accuracy-terms.json
 """
 
 from __future__ import annotations
@@ -144,6 +146,63 @@ def load_rows() -> list[dict]:
     return out
 
 
+def quant_rows() -> list[dict]:
+    """Quantized bases: a 4-bit base's per-rank parameters under FSDP2 and ZeRO-3 (2 gloo ranks), the int8 bytes of
+    a real Linear8bitLt, gptqmodel's GPTQ layer (its buffers and what it saves, in the gptqmodel venv where
+    MEMPLAN_GPTQMODEL_PYTHON names one), and each format's peak against the sim's trace of its stand-in."""
+    import json
+    import os
+    import subprocess
+
+    import torch
+
+    from planner.config.spec import Knobs
+    from planner.estimate import quant
+    from planner.estimate.memory import breakdown
+    from planner.estimate.setup import Setup
+    from planner.model.catalog import load_model, model_config
+    from probes.dist import compare_states
+    from probes.sim import simulate
+    from probes.step import Case
+    from recipe.knobs import _bnb_linear8
+
+    out = []
+    cfg = dict(model_config("debug-llama"), num_hidden_layers=4)
+    for shard in ({"fsdp": "full"}, {"zero_stage": 3}):
+        knobs = Knobs.make(precision="bf16", lora_rank=8, quant="nf4", **shard)
+        r = compare_states(Case(cfg, knobs, 2, 1, 128), world=2)[0]
+        case = f"nf4 base, {'FSDP2' if 'fsdp' in shard else 'ZeRO-3'}, per rank"
+        out.append(_row("memory.params_bytes", case, r["analytic"]["params"], r["measured"]["params"], "2 gloo ranks"))
+    q = _bnb_linear8(torch.nn.Linear(4096, 4096, bias=False, dtype=torch.bfloat16))
+    real = q.weight.numel() + q.weight.SCB.numel() * 4
+    analytic = int(4096 * 4096 * quant.stored_bytes_per_weight("int8", 4096))
+    out.append(_row("quant.stored_bytes_per_weight", "int8, 4096 x 4096", analytic, real, "Linear8bitLt"))
+    python = os.environ.get("MEMPLAN_GPTQMODEL_PYTHON")
+    if python:
+        script = Path(__file__).resolve().parents[1] / "tests/probes/gptqmodel_layers.py"
+        res = subprocess.run([python, str(script), "4096", "4096", "512", "bfloat16"], capture_output=True, check=True)
+        gptq = json.loads(res.stdout.decode().strip().splitlines()[-1])["gptq"]
+        analytic = int(4096 * 4096 * quant.stored_bytes_per_weight("gptq")) + 4 * 4096
+        buffers = sum(gptq["buffers"].values())
+        out.append(_row("quant.base_bytes", "gptq, 4096 x 4096", analytic, buffers, "gptqmodel TorchLinear"))
+        saved = sum(t["bytes"] for t in gptq["saved"])
+        out.append(_row("quant.saved_weights_layer_bytes", "gptq, one linear", 2 * 4096 * 4096, saved, "autograd"))
+    model = load_model("llama-3.2-1b")
+    for precision, kw in (
+        ("bf16", {"quant": "int8"}),
+        ("bf16", {"quant": "int8", "checkpointing": "full"}),
+        ("bf16", {"quant": "gptq", "framework": HF}),
+        ("bf16", {"quant": "gptq", "framework": HF, "checkpointing": "full"}),
+        ("fp16", {"quant": "awq", "framework": HF}),
+    ):
+        knobs = Knobs.make(precision=precision, lora_rank=16, **kw)
+        sim = simulate(Case(model.config, knobs, 2, 1, 2048)).peak_allocated_bytes
+        analytic = breakdown(Setup(model, knobs, 2, 1, 2048), 80 * 2**30).peak_allocated_bytes
+        case = f"llama-3.2-1b LoRA {kw['quant']} {precision}, ckpt {kw.get('checkpointing', 'off')}, 2 x 2048"
+        out.append(_row("memory peak", case, analytic, sim, "sim (stand-in)"))
+    return out
+
+
 def markdown(data: dict) -> list[str]:
     md = ["| term | case | analytic bytes | measured bytes | error | measured by |", "|---|---|---|---|---|---|"]
     for r in data["rows"]:
@@ -162,14 +221,14 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     rows = []
-    for part in (eval_rows, fsdp_rows, zero_rows, load_rows):
+    for part in (eval_rows, fsdp_rows, zero_rows, load_rows, quant_rows):
         t0 = time.perf_counter()
         rows += part()
         print(f"{part.__name__}: {time.perf_counter() - t0:.1f} s", flush=True)
     rows.append(
         _row("memory.paged_optimizer_bytes", "paged AdamW", None, None, "CUDA's unified memory: skipped on a CPU")
     )
-    publish(args.out, rows, cpu_meta(("torch", "transformers", "deepspeed", "accelerate")), markdown)
+    publish(args.out, rows, cpu_meta(("torch", "transformers", "deepspeed", "accelerate", "bitsandbytes")), markdown)
 
 
 if __name__ == "__main__":
