@@ -28,10 +28,10 @@ def text_layers(cfg: dict) -> int:
     return hf_config(cfg).get_text_config().num_hidden_layers
 
 
-def lora_config(knobs):
+def lora_config(knobs, model_spec=None):
     """The adapters of a LoRA plan: --lora-targets (all-linear, attention, or module names), alpha 2r, --lora-dropout,
     and with --lora-train-embeddings trained copies of the embedding and head (PEFT modules_to_save); the probes and
-    the bundled trainer train the same ones."""
+    the bundled trainer train the same ones (a VLM's: its language model's, given its `model_spec`)."""
     from peft import LoraConfig
 
     from planner.model.modelspec import peft_target_modules, peft_target_parameters
@@ -40,7 +40,7 @@ def lora_config(knobs):
     return LoraConfig(
         r=knobs.lora_rank,
         lora_alpha=2 * knobs.lora_rank,
-        target_modules=peft_target_modules(knobs.lora_targets) or [],
+        target_modules=peft_target_modules(knobs.lora_targets, model_spec) or [],
         target_parameters=peft_target_parameters(knobs.lora_targets),
         lora_dropout=knobs.lora_dropout,
         modules_to_save=save,

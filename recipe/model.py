@@ -70,7 +70,9 @@ def build_model(
     model.config.use_cache = False
     _freeze(model, config, knobs)
     if knobs.lora_rank:
-        model = _adapters(model, knobs, quant_standin)
+        from planner.model.modelspec import from_config
+
+        model = _adapters(model, knobs, quant_standin, from_config(config, "model"))
     recipe_knobs.apply_checkpointing(model, knobs, recompute)
     model.train()
     return model
@@ -89,12 +91,12 @@ def _freeze(model, config: dict, knobs) -> None:
             p.requires_grad_(False)
 
 
-def _adapters(model, knobs, quant_standin: bool):
+def _adapters(model, knobs, quant_standin: bool, spec):
     """PEFT's LoRA adapters (fp32), input gradients under checkpointing (as HF's Trainer and TRL turn them on for a
     PEFT model), then --quant's 4-bit base."""
     from peft import get_peft_model
 
-    model = get_peft_model(model, lora_config(knobs))
+    model = get_peft_model(model, lora_config(knobs, spec))
     if knobs.checkpointing not in ("off", "offload"):
         model.enable_input_require_grads()
     meta = next(model.parameters()).device.type == "meta"

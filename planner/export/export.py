@@ -125,14 +125,15 @@ def trl_args(w: Workload) -> dict:
     return {}
 
 
-def peft_config(plan: Plan) -> dict | None:
-    """PEFT LoraConfig fields of a LoRA plan (recipe.lora_config trains the same adapters)."""
+def peft_config(plan: Plan, model: ModelSpec | None = None) -> dict | None:
+    """PEFT LoraConfig fields of a LoRA plan (recipe.lora_config trains the same adapters); a VLM's targets are its
+    language model's linears alone (peft_target_modules)."""
     if not plan.lora_rank:
         return None
     cfg = {
         "r": plan.lora_rank,
         "lora_alpha": 2 * plan.lora_rank,
-        "target_modules": peft_target_modules(plan.lora_targets) or [],
+        "target_modules": peft_target_modules(plan.lora_targets, model) or [],
         "lora_dropout": plan.lora_dropout,
         "task_type": "CAUSAL_LM",
     }
@@ -296,7 +297,7 @@ def deepspeed_config_for(k: Knobs, micro_batch: int, grad_accum: int, world: int
     return cfg
 
 
-def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME) -> list[str]:
+def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME, model: ModelSpec | None = None) -> list[str]:
     a = [
         "--per_device_train_batch_size",
         str(plan.micro_batch),
@@ -325,7 +326,7 @@ def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME) -> list[str]:
     if plan.precision == "bf16-pure":
         a += ["--torch_dtype", "bfloat16"]
     if plan.lora_rank:
-        peft = peft_config(plan)
+        peft = peft_config(plan, model)
         targets = peft["target_modules"]
         a += [
             "--use_peft",
@@ -431,7 +432,7 @@ def command(plan: Plan, hw: Hardware, model: ModelSpec | None = None, seq_len: i
     if model is not None and bundled_only(plan):
         return bundled_command(plan, hw, model, seq_len)
     named = ["--model_name_or_path", catalog.hf_id(model.name) or model.name] if model is not None else []
-    args = " ".join(shlex.quote(x) for x in [TRAIN_SCRIPT, *named, *script_args(plan)])
+    args = " ".join(shlex.quote(x) for x in [TRAIN_SCRIPT, *named, *script_args(plan, model=model)])
     g, n = hw.gpus_per_node, hw.nodes
     if plan.zero_stage >= 1:
         nodes = f" --num_nodes {n} --hostfile hostfile" if n > 1 else ""

@@ -83,7 +83,7 @@ def settings(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[s
     if not files:
         out.update(flat(export.hf_args(plan, model)))
         out.update(deepspeed_keys(export.deepspeed_config(plan, model) or {}))
-        out.update(flat(export.peft_config(plan) or {}, "LoraConfig."))
+        out.update(flat(export.peft_config(plan, model) or {}, "LoraConfig."))
         out.update(flat(export.quantization_config(plan) or {}, export.quantization_config_class(plan) + "."))
     return out
 

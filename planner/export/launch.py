@@ -57,7 +57,7 @@ def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> Launch:
         framework_files=framework_files,
         note=". ".join(notes) or None,
         accelerate_config=export.accelerate_config(plan, hw, model),
-        peft_config=export.peft_config(plan),
+        peft_config=export.peft_config(plan, model),
         quantization_config=export.quantization_config(plan),
         quantization_class=export.quantization_config_class(plan) if plan.quant != "none" else None,
     )

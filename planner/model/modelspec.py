@@ -38,9 +38,16 @@ LLAMA_LIKE = {
 }
 
 
-def peft_target_modules(targets: str) -> str | list[str] | None:
+def peft_target_modules(targets: str, model: ModelSpec | None = None) -> str | list[str] | None:
     """PEFT's target_modules for --lora-targets (the probes, the trainer and the exports adapt the same linears);
-    stacked experts named there go to target_parameters instead."""
+    stacked experts named there go to target_parameters instead. A VLM's are a pattern over its language model's
+    linears alone: PEFT's all-linear, or a bare name such as gate_proj, also adapts the vision tower and the projector
+    (PEFT 0.21 on Qwen2.5-VL and InternVL: tests/planner/model/test_vlm_lora.py), which the plan keeps frozen; PEFT
+    matches a string target_modules as a regular expression over the whole module name (and TRL passes a single
+    --lora_target_modules value as that string: trl/trainer/model_config.py:177-178)."""
+    if model is not None and model.vision is not None:
+        names = sorted({t.name for t in model.tensors if t.role == "layer" and t.lora and t.adapted(targets)})
+        return rf".*\.language_model\..*\.(?:{'|'.join(names)})" if names else None
     if targets == "all-linear":
         return "all-linear"
     names = list(ATTENTION_LINEARS) if targets == "attention" else targets.split(",")

@@ -1,0 +1,68 @@
+"""A VLM's LoRA targets (planner.model.modelspec.peft_target_modules): PEFT 0.21 applied to a small Qwen2.5-VL and
+InternVL built from their catalog configs adapts exactly the language model's linears the plan counts, and the
+planned adapter parameters equal PEFT's, where a bare all-linear would adapt the vision tower and projector too."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+peft = pytest.importorskip("peft")
+from planner.model.catalog import model_config  # noqa: E402
+from planner.model.modelspec import from_config, peft_target_modules  # noqa: E402
+
+
+def small(name: str) -> dict:
+    """The catalog config with two text layers and a two-block tower (sizes kept: the counts are exact anyway)."""
+    cfg = model_config(name)
+    vision = dict(cfg["vision_config"])
+    for key in ("depth", "num_hidden_layers"):
+        if key in vision:
+            vision[key] = 2
+    if "fullatt_block_indexes" in vision:
+        vision["fullatt_block_indexes"] = [1]
+    if "text_config" in cfg:  # InternVL; Qwen2.5-VL's catalog config keeps its text fields at the top level
+        return {**cfg, "text_config": {**cfg["text_config"], "num_hidden_layers": 2}, "vision_config": vision}
+    return {**cfg, "num_hidden_layers": 2, "vision_config": vision}
+
+
+def adapted(cfg: dict, target_modules) -> tuple[set[str], int]:
+    conf = transformers.AutoConfig.for_model(cfg["model_type"], **{k: v for k, v in cfg.items() if k != "model_type"})
+    with torch.device("meta"):
+        model = transformers.AutoModelForImageTextToText.from_config(conf)
+    lora = peft.get_peft_model(model, peft.LoraConfig(r=8, target_modules=target_modules))
+    names = {n.removesuffix(".lora_A") for n, _ in lora.named_modules() if n.endswith(".lora_A")}
+    count = sum(p.numel() for n, p in lora.named_parameters() if ".lora_" in n)
+    return names, count
+
+
+@pytest.mark.parametrize("name", ["qwen2.5-vl-3b", "internvl2.5-8b"])
+@pytest.mark.parametrize("targets", ["all-linear", "attention", "gate_proj,down_proj"])
+def test_peft_adapts_exactly_the_planned_linears(name, targets):
+    cfg = small(name)
+    spec = from_config(cfg, name)
+    names, count = adapted(cfg, peft_target_modules(targets, spec))
+    assert names and all(".language_model." in n for n in names)
+    assert count == spec.lora_params(8, targets)
+
+
+def test_bare_all_linear_would_adapt_the_tower():
+    names, _ = adapted(small("qwen2.5-vl-3b"), "all-linear")
+    assert any(".visual." in n for n in names)
+
+
+def test_trl_passes_the_pattern_to_peft_as_one_string():
+    """The TRL command's --lora_target_modules reaches LoraConfig as the pattern itself, not a list of names."""
+    import shlex
+
+    from trl import ModelConfig, TrlParser
+
+    from planner import advise
+
+    body = {"model": "qwen2.5-vl-7b", "gpu": "h100", "micro_batch": 1, "seq_len": 2048, "lora_rank": 16}
+    plan = advise.check(advise.parse(advise.CheckRequest, {**body, "framework": "trl"})).plan
+    words = shlex.split(plan.launch.command)
+    (args,) = TrlParser((ModelConfig,)).parse_args_into_dataclasses(
+        ["--model_name_or_path", "x", "--lora_target_modules", words[words.index("--lora_target_modules") + 1]]
+    )
+    assert args.lora_target_modules == plan.launch.peft_config["target_modules"]
+    assert r"\.language_model\." in args.lora_target_modules
