@@ -7,8 +7,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 peft = pytest.importorskip("peft")
-from planner.model.catalog import model_config  # noqa: E402
-from planner.model.modelspec import from_config, peft_target_modules  # noqa: E402
+from planner.model.catalog import model_config
+from planner.model.modelspec import from_config, peft_target_modules
 
 
 def small(name: str) -> dict:
