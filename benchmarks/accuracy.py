@@ -8,8 +8,8 @@ micro-batch 1-8, sequence 512-4096, all four precisions, checkpointing off/full.
 - analytic vs sim: the analytic model against the sim with CUDA code paths (target: within 10% p95).
 (sim vs CUDA max_memory_allocated needs a GPU: not run here.)
 The recipe knobs (RECIPE_GRID: selective / every-N / offloaded checkpointing, chunked and fused losses, flash and
-eager attention, packed rows, the optimizer in backward, LoRA targets, dropout and trained embeddings, QLoRA's 4-bit
-base: real bitsandbytes in the CPU run, its stand-in in the sim) have rows of their own (target: analytic within 3% of the
+eager attention, packed rows, the optimizer in backward, LoRA targets, dropout and trained embeddings, quantized bases:
+real bitsandbytes 4- and 8-bit layers in the CPU run, their stand-ins in the sim; GPTQ and AWQ stand-ins in both) have rows of their own (target: analytic within 3% of the
 sim at p95). Offload on CPU copies saved tensors to the same memory the tracker counts, so its real CPU run is not
 comparable and is left out.
 
@@ -111,6 +111,11 @@ RECIPE_GRID = [
     ("debug-llama", "bf16", {"lora_rank": 8, "lora_train_embeddings": True}, 2, 1024),
     ("debug-llama", "bf16", {"lora_rank": 8, "quant": "nf4"}, 4, 1024),
     ("qwen-tiny-tied", "bf16", {"lora_rank": 8, "quant": "fp4", "lora_targets": "attention"}, 2, 1024),
+    ("debug-llama", "bf16", {"lora_rank": 8, "quant": "nf4", "quant_absmax": "fp32"}, 4, 1024),
+    ("debug-llama", "bf16", {"lora_rank": 8, "quant": "int8"}, 4, 1024),
+    ("debug-llama", "bf16", {"lora_rank": 8, "quant": "int8", "checkpointing": "full"}, 4, 1024),
+    ("debug-llama", "bf16", {"lora_rank": 8, "quant": "gptq", "framework": "hf"}, 4, 1024),  # stand-in in both runs
+    ("debug-llama", "fp16", {"lora_rank": 8, "quant": "awq", "framework": "hf"}, 4, 1024),  # stand-in in both runs
     ("debug-llama-v256", "bf16", {"checkpointing": "selective-op", "loss": "chunked"}, 4, 2048),
     (
         "debug-llama",

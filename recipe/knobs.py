@@ -337,14 +337,17 @@ class Linear4bitStandIn(torch.nn.Module):
     """A frozen linear stored as bitsandbytes stores it in 4 bits with double quantization (packed weights,
     8-bit absmax per 64, fp32 absmax per 256 blocks: planner.estimate.quant), for tracing on fake tensors."""
 
-    def __init__(self, linear: torch.nn.Linear) -> None:
+    def __init__(self, linear: torch.nn.Linear, nested: bool = True) -> None:
         super().__init__()
         n = linear.weight.numel()
         self.in_features, self.out_features = linear.in_features, linear.out_features
         dev = linear.weight.device
         self.register_buffer("packed", torch.empty((n + 1) // 2, dtype=torch.uint8, device=dev))
-        self.register_buffer("absmax", torch.empty(-(-n // 64), dtype=torch.uint8, device=dev))
-        self.register_buffer("absmax2", torch.empty(-(-n // (64 * 256)), dtype=torch.float32, device=dev))
+        if nested:  # double quantization: 8-bit absmax, and their fp32 absmax per 256 blocks
+            self.register_buffer("absmax", torch.empty(-(-n // 64), dtype=torch.uint8, device=dev))
+            self.register_buffer("absmax2", torch.empty(-(-n // (64 * 256)), dtype=torch.float32, device=dev))
+        else:
+            self.register_buffer("absmax", torch.empty(-(-n // 64), dtype=torch.float32, device=dev))
         self.bias = linear.bias
 
     def forward(self, x):
@@ -455,7 +458,9 @@ def quantize_base(model, knobs, fake: bool) -> None:
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             if type(child) is torch.nn.Linear and child is not head and not child.weight.requires_grad:
-                if fake or knobs.quant in ("gptq", "awq"):
+                if fake and knobs.quant in ("nf4", "fp4"):
+                    setattr(parent, name, Linear4bitStandIn(child, nested=knobs.quant_absmax == "8bit"))
+                elif fake or knobs.quant in ("gptq", "awq"):
                     setattr(parent, name, STAND_INS[knobs.quant](child))
                 elif knobs.quant == "int8":
                     setattr(parent, name, _bnb_linear8(child))
@@ -491,7 +496,7 @@ def _bnb_linear(linear: torch.nn.Linear, knobs):
         linear.out_features,
         bias=linear.bias is not None,
         compute_dtype=linear.weight.dtype,
-        compress_statistics=True,
+        compress_statistics=knobs.quant_absmax == "8bit",
         quant_type=quant,
         quant_storage=storage,
         device="meta",
@@ -499,7 +504,7 @@ def _bnb_linear(linear: torch.nn.Linear, knobs):
     q.weight = bnb.nn.Params4bit(
         linear.weight.data,
         requires_grad=False,
-        compress_statistics=True,
+        compress_statistics=knobs.quant_absmax == "8bit",
         quant_type=quant,
         blocksize=64,
         quant_storage=storage,

@@ -45,6 +45,7 @@ Loss = Literal["standard", "chunked", "fused"]
 Attention = Literal["sdpa", "flash", "eager"]
 Batching = Literal["padded", "packed"]
 Quant = Literal["none", "nf4", "fp4", "int8", "gptq", "awq"]
+QuantAbsmax = Literal["8bit", "fp32"]
 Frozen = Literal["none", "vision", "vision+projector"]
 SaveWeights = Literal["auto", "full", "sharded"]
 Framework = Literal[FRAMEWORK_NAMES]  # planner.frameworks: one adapter module each
@@ -108,6 +109,13 @@ class KnobFields(BaseModel):
             "a quantized base under LoRA: its linears in 4 bits (bitsandbytes nf4 or fp4, double quantization: QLoRA) "
             "or 8 bits (int8: bitsandbytes LLM.int8, load_in_8bit), or a prequantized 4-bit GPTQ or AWQ checkpoint "
             "(gptq, awq: group size 128, through gptqmodel)"
+        ),
+    )
+    quant_absmax: QuantAbsmax = Field(
+        default="8bit",
+        description=(
+            "a 4-bit base's block constants: 8bit (double quantization, QLoRA's recipe; LLaMA-Factory, ms-swift and "
+            "axolotl by default) or fp32 (BitsAndBytesConfig's default, and TRL's CLI without --use_bnb_nested_quant)"
         ),
     )
     lora_targets: str = Field(

@@ -198,6 +198,7 @@ class Knobs(KnobFields):
         if self.lora_rank == 0:
             for field, default in (
                 ("quant", "none"),
+                ("quant_absmax", "8bit"),
                 ("lora_targets", "all-linear"),
                 ("lora_train_embeddings", False),
                 ("lora_dropout", 0.0),
@@ -213,6 +214,12 @@ class Knobs(KnobFields):
                 "lora_base_fp32",
             )
         sharded = self.zero_stage == 3 or self.fsdp != "off"
+        if self.quant_absmax != "8bit" and self.quant not in ("nf4", "fp4"):
+            raise BadInput(
+                f"--quant-absmax {self.quant_absmax} is how a 4-bit base stores its block constants: give --quant nf4 "
+                "or fp4",
+                "quant_absmax",
+            )
         if self.quant in ("int8", "gptq", "awq") and sharded:
             why = (
                 "FSDP drops bitsandbytes' int8 state, LLaMA-Factory refuses it"

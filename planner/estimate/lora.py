@@ -90,3 +90,55 @@ def adapter_input_bytes(model, knobs, tokens: int, profile: str) -> int:
         _, c = act.saved_dtype_bytes(profile)
         return (4 - c) * tokens * _adapted_width(model, knobs)
     return 0
+
+
+FUSED = ("qkv_proj", "gate_up_proj")
+
+
+def layer_examined(model, knobs) -> bool:
+    """Where the saved tensors of a LoRA layer were traced tensor by tensor (sim and real CPU steps, PEFT 0.21):
+    Llama/Qwen2-style dense layers (two RMSNorms, separate q/k/v and gate/up) at zero 0 without FSDP, the base in
+    the run's dtype. Elsewhere the older per-group terms stand."""
+    t = model.text
+    return bool(
+        knobs.lora_rank
+        and not knobs.zero_stage
+        and knobs.fsdp == "off"
+        and not knobs.lora_base_fp32
+        and not (t.traits.conv1d or t.traits.fp32_norms or t.qk_norm or t.moe or t.mla)
+        and t.traits.norms_per_layer == 2
+        and not any(x.name in FUSED for x in model.tensors if x.role == "layer" and x.lora)
+    )
+
+
+def _adapted(model, knobs) -> list[tuple[int, int]]:
+    """(input width, output width) of one layer's adapted linears."""
+    return [
+        (x.shape[1], x.shape[0])
+        for x in model.tensors
+        if x.role == "layer" and x.lora and len(x.shape) == 2 and x.adapted(knobs.lora_targets)
+    ]
+
+
+def half_layer_delta_bytes(model, knobs, tokens: int) -> int:
+    """A LoRA layer in half precision against the fully trained layer activations.layer_bytes counts (sim trace,
+    Llama-3.2-1B and Qwen2.5-0.5B at 2 x 2048, all-linear, attention and q,v targets: within 0.03 MiB a layer):
+    - each adapted linear's lora_A saves its own copy of its input, 2 bytes under autocast (PEFT's fp32 cast, cast
+      back), 4 under bf16-pure (the fp32 cast), o_proj's included; the frozen base linears save none: the shared
+      q/k/v and gate/up inputs and down_proj's input the full layer counts are not saved;
+    - a frozen RMSNorm weight keeps no normalized output (weight * x saves only the weight): 2 bytes less an element
+      per norm;
+    - each lora_B saves lora_A's output (tokens x r) and, under autocast, the adapters' bf16 weight copies."""
+    t, r = model.text, knobs.lora_rank
+    adapted = _adapted(model, knobs)
+    a = 4 if knobs.precision == "bf16-pure" else 2
+    out = a * tokens * sum(d for d, _ in adapted) + a * tokens * r * len(adapted)
+    out -= 2 * tokens * (2 * t.hidden + t.intermediate) + t.traits.norms_per_layer * 2 * tokens * t.hidden
+    if a == 2:
+        out += 2 * r * sum(d + o for d, o in adapted)
+    return out
+
+
+def adapter_outputs_bytes(model, knobs, tokens: int) -> int:
+    """fp32: each lora_B saves lora_A's output (tokens x r, 4 bytes)."""
+    return 4 * tokens * knobs.lora_rank * len(_adapted(model, knobs))

@@ -80,7 +80,7 @@ def params_bytes(s: Setup) -> int:
         + frozen_bytes(s)
         - embedding_copy_overcount_bytes(s, trainable_weight_bytes_per_param(k))
     )
-    whole = quant.replicated_bytes(s.model, k.quant)  # a quantized base's constants: every rank keeps them
+    whole = quant.replicated_bytes(s.model, k.quant, k.quant_absmax)  # a quantized base's constants: on every rank
     if k.fsdp != "off":
         return fsdp.sharded(s, total - whole) + whole
     if k.zero_stage == 3:
@@ -283,7 +283,7 @@ def activations_bytes(s: Setup) -> int:
     total = recipe_terms.text_activations_bytes(t, s.knobs, rows, width, p)
     if s.knobs.checkpointing != "offload":  # LoRA's own tensors, in the layers not under a checkpoint
         total += (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) * lora_layer_bytes(s)
-    total += int8_retained_inputs_bytes(s)
+    total += int8_retained_inputs_bytes(s) - frozen_ends_bytes(s)
     if s.model.vision is not None:
         ckpt = "off" if s.knobs.checkpointing == "off" else "full"
         total += act.vision_activations_bytes(
@@ -323,15 +323,30 @@ def quant_layer_bytes(s: Setup) -> int:
 
 
 def lora_layer_bytes(s: Setup) -> int:
-    """What LoRA changes in one layer's saved tensors: dropout masks, the inputs of linears left out, the adapters'
-    own input copies (planner/estimate/lora.py)."""
+    """What LoRA changes in one layer's saved tensors: dropout masks, the adapters' own input copies and outputs, the
+    inputs the frozen linears and norms do not save (planner/estimate/lora.py), a quantized base's."""
     _, rows, width, p = text_shape(s)
+    tokens = rows * width
+    out = lora.dropout_layer_bytes(s.model, s.knobs, tokens, p) + quant_layer_bytes(s)
+    if lora.layer_examined(s.model, s.knobs) and p == "half":
+        return out + lora.half_layer_delta_bytes(s.model, s.knobs, tokens)
+    if lora.layer_examined(s.model, s.knobs):
+        out += lora.adapter_outputs_bytes(s.model, s.knobs, tokens)
     return (
-        lora.dropout_layer_bytes(s.model, s.knobs, rows * width, p)
-        - lora.unadapted_inputs_bytes(s.model, s.knobs, rows * width, p)
-        + lora.adapter_input_bytes(s.model, s.knobs, rows * width, p)
-        + quant_layer_bytes(s)
+        out
+        - lora.unadapted_inputs_bytes(s.model, s.knobs, tokens, p)
+        + lora.adapter_input_bytes(s.model, s.knobs, tokens, p)
     )
+
+
+def frozen_ends_bytes(s: Setup) -> int:
+    """A LoRA run with a frozen embedding and head, no checkpointing: the first layer's input needs no gradient, so
+    its first norm keeps nothing (4 bytes an element less), while the final norm keeps only its fp32 input (4
+    bytes): together nothing of what final_norm_bytes counts (sim trace, Llama-3.2-1B and Qwen2.5-0.5B)."""
+    k, (t, rows, width, p) = s.knobs, text_shape(s)
+    if not lora.layer_examined(s.model, k) or k.checkpointing != "off" or k.lora_train_embeddings:
+        return 0
+    return act.final_norm_bytes(t, rows, width, p)
 
 
 def logits_loss_bytes(s: Setup) -> int:
@@ -373,7 +388,7 @@ def last_layer_activations_bytes(s: Setup) -> int:
     recomputed = recipe_terms.recomputed_layer_bytes(t, s.knobs, rows, width, p)
     if recomputed and s.knobs.checkpointing != "offload":  # the recomputed layer holds LoRA's tensors too
         recomputed += lora_layer_bytes(s)
-    final = 0 if s.knobs.checkpointing == "offload" else act.final_norm_bytes(t, rows, width, p)
+    final = 0 if s.knobs.checkpointing == "offload" else act.final_norm_bytes(t, rows, width, p) - frozen_ends_bytes(s)
     return activations_bytes(s) - final + recomputed
 
 

@@ -58,20 +58,24 @@ def packed_bytes_per_weight(quant: str) -> float:
     return {"nf4": 0.5, "fp4": 0.5}.get(quant, 0.0)
 
 
-def constants_bytes_per_weight(quant: str) -> float:
-    """The part every rank keeps whole: 4-bit's double-quantized absmax (8 bits per 64 weights, fp32 per 256 blocks)."""
-    if quant in FOUR_BIT:
-        return 1 / NF4_BLOCK + 4 / (NF4_BLOCK * NESTED_BLOCK)
-    return 0.0
+def constants_bytes_per_weight(quant: str, absmax: str = "8bit") -> float:
+    """The part every rank keeps whole: 4-bit's absmax, double-quantized (8 bits per 64 weights, fp32 per 256 blocks)
+    or, without double quantization (--quant-absmax fp32), fp32 per 64 weights (bitsandbytes 0.50.2
+    functional.py:938-951)."""
+    if quant not in FOUR_BIT:
+        return 0.0
+    if absmax == "fp32":
+        return 4 / NF4_BLOCK
+    return 1 / NF4_BLOCK + 4 / (NF4_BLOCK * NESTED_BLOCK)
 
 
-def stored_bytes_per_weight(quant: str, in_features: int = 0) -> float:
+def stored_bytes_per_weight(quant: str, in_features: int = 0, absmax: str = "8bit") -> float:
     """Bytes of one quantized weight with its constants (int8's per-row absmax spreads over the K inputs of a row)."""
     if quant == INT8:
         return 1 + 4 / in_features
     if quant in PREQUANTIZED:  # qweight, qzeros, fp16 scales (GPTQ's g_idx: base_bytes)
         return 0.5 + 0.5 / GROUP + 2 / GROUP
-    return packed_bytes_per_weight(quant) + constants_bytes_per_weight(quant)
+    return packed_bytes_per_weight(quant) + constants_bytes_per_weight(quant, absmax)
 
 
 def quantized_weights(model) -> int:
@@ -79,19 +83,20 @@ def quantized_weights(model) -> int:
     return sum(t.numel for t in model.tensors if t.lora)
 
 
-def replicated_bytes(model, quant: str) -> int:
+def replicated_bytes(model, quant: str, absmax: str = "8bit") -> int:
     """Bytes of the quantized base that sharding leaves whole on every rank."""
     if quant == "none":
         return 0
-    return int(quantized_weights(model) * constants_bytes_per_weight(quant))
+    return int(quantized_weights(model) * constants_bytes_per_weight(quant, absmax))
 
 
-def base_bytes(model, quant: str) -> int:
+def base_bytes(model, quant: str, absmax: str = "8bit") -> int:
     """Bytes of the quantized linears, packed weights and constants, before any sharding."""
     if quant == "none":
         return 0
     index = sum(4 * t.shape[-1] * t.count for t in model.tensors if t.lora) if quant == "gptq" else 0  # g_idx
-    return index + int(sum(t.numel * stored_bytes_per_weight(quant, t.shape[-1]) for t in model.tensors if t.lora))
+    per = [t.numel * stored_bytes_per_weight(quant, t.shape[-1], absmax) for t in model.tensors if t.lora]
+    return index + int(sum(per))
 
 
 def storage_elements_saved(model, quant: str, storage_bytes: int) -> int:

@@ -75,7 +75,9 @@ def frozen_bytes(s: Setup) -> int:
     if k.quant == "none":
         return frozen_params(s) * frozen_weight_bytes_per_param(k)
     q = quant.quantized_weights(s.model)
-    return quant.base_bytes(s.model, k.quant) + (frozen_params(s) - q) * frozen_weight_bytes_per_param(k)
+    return quant.base_bytes(s.model, k.quant, k.quant_absmax) + (frozen_params(s) - q) * frozen_weight_bytes_per_param(
+        k
+    )
 
 
 def optimizer_state_bytes_per_param(optimizer: str, state_bytes: int) -> float:

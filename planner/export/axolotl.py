@@ -147,7 +147,11 @@ def adapter_keys(plan: Plan, model: ModelSpec) -> dict:
         out["gptq"] = True
     elif plan.quant != "none":
         out.update(
-            load_in_4bit=True, bnb_config_kwargs={"bnb_4bit_quant_type": plan.quant, "bnb_4bit_use_double_quant": True}
+            load_in_4bit=True,
+            bnb_config_kwargs={
+                "bnb_4bit_quant_type": plan.quant,
+                "bnb_4bit_use_double_quant": plan.quant_absmax == "8bit",
+            },
         )
     out.update(lora_r=plan.lora_rank, lora_alpha=2 * plan.lora_rank, lora_dropout=plan.lora_dropout)
     targets = peft_target_modules(plan.lora_targets)

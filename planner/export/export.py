@@ -173,7 +173,7 @@ def quantization_config(plan: Plan) -> dict | None:
     out = {
         "load_in_4bit": True,
         "bnb_4bit_quant_type": plan.quant,
-        "bnb_4bit_use_double_quant": True,
+        "bnb_4bit_use_double_quant": plan.quant_absmax == "8bit",
         "bnb_4bit_compute_dtype": compute_dtype_name(plan),
     }
     if quant_storage(plan):
@@ -346,7 +346,8 @@ def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME, model: ModelSpec | No
     elif plan.quant in ("gptq", "awq"):  # no flag: the checkpoint carries its quantization_config
         pass
     elif plan.quant != "none":  # TRL's ModelConfig: bitsandbytes 4-bit base with double quantization
-        a += ["--load_in_4bit", "--bnb_4bit_quant_type", plan.quant, "--use_bnb_nested_quant"]
+        a += ["--load_in_4bit", "--bnb_4bit_quant_type", plan.quant]
+        a += ["--use_bnb_nested_quant"] if plan.quant_absmax == "8bit" else []
         if quant_storage(plan):
             a += ["--bnb_4bit_quant_storage", quant_storage(plan)]
     for key, value in trl_args(plan.workload).items():

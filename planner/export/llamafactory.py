@@ -142,7 +142,7 @@ def model_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
             ("quantization_bit", 4, "QLoRA: bitsandbytes 4-bit base"),
             ("quantization_method", "bnb", ""),
             ("quantization_type", plan.quant, ""),
-            ("double_quantization", True, ""),
+            ("double_quantization", plan.quant_absmax == "8bit", ""),
         ]
     out.append(("flash_attn", FLASH_ATTN[plan.attention], "auto/disabled/sdpa/fa2"))
     out.append(

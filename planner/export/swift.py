@@ -182,7 +182,7 @@ def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
             ("quant_method", "bnb"),
             ("quant_bits", 4),
             ("bnb_4bit_quant_type", plan.quant),
-            ("bnb_4bit_use_double_quant", True),
+            ("bnb_4bit_use_double_quant", plan.quant_absmax == "8bit"),
         ]
         if export.quant_storage(plan):  # quant_args.py:43, None by default: sharding needs it
             out.append(("bnb_4bit_quant_storage", export.quant_storage(plan)))

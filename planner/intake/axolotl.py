@@ -121,6 +121,9 @@ def _adapter(c: Collector, f: dict[str, Flag]) -> None:
         c.set("lora_dropout", as_float(drop), dsrc, "lora_dropout")
     if "load_in_4bit" in f and as_bool(f["load_in_4bit"].value):
         c.set("quant", "nf4", f"{f['load_in_4bit'].source} (nf4: axolotl/loaders/model.py:808)", "load_in_4bit")
+        kwargs = f["bnb_config_kwargs"].value if "bnb_config_kwargs" in f else None  # :807: double quant on
+        if isinstance(kwargs, dict) and kwargs.get("bnb_4bit_use_double_quant") is False:
+            c.set("quant_absmax", "fp32", f["bnb_config_kwargs"].source, "bnb_config_kwargs")
     if "load_in_8bit" in f and as_bool(f["load_in_8bit"].value):
         c.set("quant", "int8", f"{f['load_in_8bit'].source} (bitsandbytes LLM.int8)", "load_in_8bit")
 

@@ -128,6 +128,8 @@ def _method(c: Collector, f: dict[str, Flag]) -> bool:
             f"{f['quantization_bit'].source}; {qsrc}",
             "quantization_bit",
         )
+        if "double_quantization" in f and not as_bool(f["double_quantization"].value):  # model_args.py:291: True
+            c.set("quant_absmax", "fp32", f["double_quantization"].source, "double_quantization")
     elif bits == 8 and method == "bnb":  # model/model_utils/quantization.py:168-170
         c.set("quant", "int8", f["quantization_bit"].source, "quantization_bit")
     elif bits:

@@ -41,6 +41,16 @@ def read_lora(c: Collector, flags: dict[str, Flag]) -> None:
     if "load_in_4bit" in flags and c.flag(flags["load_in_4bit"].value, flags["load_in_4bit"].source):
         kind = str(one(flags["bnb_4bit_quant_type"].value)).lower() if "bnb_4bit_quant_type" in flags else "nf4"
         c.set("quant", kind if kind in ("nf4", "fp4") else "nf4", flags["load_in_4bit"].source, "load_in_4bit")
+        nested = flags.get("use_bnb_nested_quant")
+        if nested:
+            c.set("quant_absmax", "8bit" if as_bool(nested.value) else "fp32", nested.source, nested.raw)
+        else:  # neither TRL's ModelConfig nor transformers' BitsAndBytesConfig double-quantizes by default
+            cite = (
+                default(TRL, "trl/trainer/model_config.py:164", "use_bnb_nested_quant False")
+                if c.framework == "trl"
+                else "transformers utils/quantization_config.py:450 (BitsAndBytesConfig bnb_4bit_use_double_quant False)"
+            )
+            c.set("quant_absmax", "fp32", cite, "use_bnb_nested_quant")
     if "load_in_8bit" in flags and as_bool(flags["load_in_8bit"].value):
         c.set("quant", "int8", flags["load_in_8bit"].source, "load_in_8bit")
 

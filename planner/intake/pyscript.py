@@ -24,7 +24,7 @@ CONFIGS = {
 OTHER_CONFIGS = {"ORPOConfig", "KTOConfig", "CPOConfig", "RewardConfig", "PPOConfig", "RLOOConfig", "OnlineDPOConfig"}
 TRAINERS = {"SFTTrainer", "DPOTrainer", "GRPOTrainer", "Trainer"}
 LORA = {"r": "lora_r", "target_modules": "lora_target_modules", "lora_dropout": "lora_dropout"}
-BNB = {"load_in_4bit", "load_in_8bit", "bnb_4bit_quant_type"}
+BNB = {"load_in_4bit", "load_in_8bit", "bnb_4bit_quant_type", "use_bnb_nested_quant"}
 MODEL_KWARGS = {"torch_dtype": "torch_dtype", "dtype": "dtype", "attn_implementation": "attn_implementation"}
 NOT_MODELS = ("Tokenizer", "Processor", "FeatureExtractor", "Config", "PeftModel", "GenerationConfig")
 
@@ -55,7 +55,8 @@ def read(path: Path, text: str) -> Collector:
             flags |= {k: v for k, v in lora.items() if k in LORA.values()}
             flags["use_peft"] = Flag("use_peft", True, f"{path.name}:{call.lineno} LoraConfig(...)", "LoraConfig")
         elif name == "BitsAndBytesConfig":
-            flags |= {k: v for k, v in _kwargs(call, names, path, name).items() if k in BNB}
+            bnb = _kwargs(call, names, path, name, rename={"bnb_4bit_use_double_quant": "use_bnb_nested_quant"})
+            flags |= {k: v for k, v in bnb.items() if k in BNB}
         elif name == "from_pretrained" and _is_model(call.func):
             flags |= _model(call, names, path)
         elif name in TRAINERS and "model" not in flags and "model_name_or_path" not in flags:

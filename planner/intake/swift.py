@@ -116,6 +116,9 @@ def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
     if method == "bnb" and bits == "4":
         qtype, qsrc = get(f, "bnb_4bit_quant_type", "nf4", f"{S}base_args/quant_args.py:40")
         c.set("quant", qtype if qtype in ("nf4", "fp4") else "nf4", f"{f['quant_bits'].source}; {qsrc}", "--quant_bits")
+        nested = f.get("bnb_4bit_use_double_quant")  # quant_args.py:42: True
+        if nested and not as_bool(one(nested.value)):
+            c.set("quant_absmax", "fp32", nested.source, "--bnb_4bit_use_double_quant")
     elif method == "bnb" and bits == "8":  # model/register.py:83: load_in_8bit
         c.set("quant", "int8", f["quant_bits"].source, "--quant_bits")
     elif method:

@@ -74,6 +74,7 @@ LORA_CASES = [  # LoRA's terms, pinned as the change they make to the peak again
     ("llama-3.2-1b", "bf16-pure", {"lora_train_embeddings": True}),
     ("llama-3.2-1b", "bf16", {"quant": "nf4"}),
     ("qwen2.5-0.5b", "bf16", {"quant": "fp4", "lora_targets": "attention"}),
+    ("llama-3.2-1b", "bf16", {"quant": "nf4", "quant_absmax": "fp32"}),  # no double quantization
     ("llama-3.2-1b", "bf16", {"quant": "int8"}),  # inputs kept in ctx where lora_A saves its own copy
     ("llama-3.2-1b", "fp32", {"quant": "int8", "lora_targets": "attention"}),  # only unadapted groups' inputs
     ("llama-3.2-1b", "bf16", {"quant": "int8", "checkpointing": "every-4"}),  # every input in checkpointed layers
@@ -111,6 +112,7 @@ def test_lora_terms_change_the_peak_as_the_sim_measures(name, precision, kw):
         {"quant": "fp4", "lora_targets": "attention"},
         {"lora_train_embeddings": True},
         {"lora_targets": "q_proj,v_proj"},
+        {"quant": "nf4", "quant_absmax": "fp32"},
         {"quant": "int8"},
         {"quant": "int8", "checkpointing": "full"},
     ],
@@ -143,6 +145,9 @@ def test_four_bit_storage_is_bitsandbytes():
         q, st = F.quantize_4bit(w, blocksize=64, compress_statistics=True, quant_type=q_type)
         stored = sum(t.numel() * t.element_size() for t in (q, st.absmax, st.state2.absmax))
         assert stored == pytest.approx(w.numel() * quant.stored_bytes_per_weight(q_type), rel=1e-6)
+        q, st = F.quantize_4bit(w, blocksize=64, compress_statistics=False, quant_type=q_type)  # fp32 absmax
+        stored = sum(t.numel() * t.element_size() for t in (q, st.absmax))
+        assert stored == w.numel() * quant.stored_bytes_per_weight(q_type, absmax="fp32")
 
 
 def test_int8_storage_is_bitsandbytes():

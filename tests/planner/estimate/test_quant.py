@@ -33,6 +33,14 @@ def test_storage_per_format():
     assert quant.base_bytes(LLAMA, "int8") == pytest.approx(q, rel=1e-3)  # 1 byte a weight, 0.08% of absmax
 
 
+def test_absmax_without_double_quantization():
+    """fp32 absmax per 64 weights: 0.5 + 4/64 bytes a weight, 9% more than QLoRA's double-quantized 0.516."""
+    assert quant.stored_bytes_per_weight("nf4", absmax="fp32") == 0.5625
+    fp32, nested = (params_bytes(setup(quant="nf4", quant_absmax=a)) for a in ("fp32", "8bit"))
+    q = quant.quantized_weights(LLAMA)
+    assert fp32 - nested == pytest.approx(q * (4 / 64 - 1 / 64 - 4 / 16384), rel=1e-6)
+
+
 def test_sharding_splits_the_packed_weight_and_keeps_the_constants():
     """4-bit under FSDP or ZeRO-3 on 8 ranks: the packed half byte a weight sharded, the absmax whole on each."""
     replicated = quant.replicated_bytes(LLAMA, "nf4")
@@ -85,6 +93,7 @@ def test_gptq_saves_every_dequantized_weight_without_checkpointing():
         ({"quant": "gptq", "precision": "fp32", "framework": "hf"}, "--quant gptq computes in fp16 or bf16"),
         ({"quant": "gptq"}, "--framework memplan (the bundled trainer, planner train) cannot run --quant gptq"),
         ({"quant": "nf4", "zero_stage": 3, "offload": "optimizer+params"}, "offloaded to the host"),
+        ({"quant": "int8", "quant_absmax": "fp32"}, "--quant-absmax fp32 is how a 4-bit base stores"),
     ],
 )
 def test_bad_quantized_bases_are_one_line_errors(fields, needle):
@@ -120,3 +129,17 @@ def test_exports_each_base_as_transformers_and_trl_load_it():
     assert GPTQConfig(**gptq.quantization_config).backend == "auto_trainable" and "auto_trainable" in gptq.note
     awq = check(quant="awq", precision="fp16", framework="hf").launch
     assert awq.quantization_class == "AwqConfig" and AwqConfig(**awq.quantization_config).group_size == 128
+
+
+def test_the_absmax_setting_in_every_frameworks_keys(tmp_path):
+    """Exported as each framework names double quantization, and read back: TRL's CLI and BitsAndBytesConfig leave it
+    off unless asked (trl model_config.py:164; transformers quantization_config.py:450)."""
+    from planner import intake
+
+    plan = check(quant="nf4", quant_absmax="fp32", framework="trl").launch
+    assert "--use_bnb_nested_quant" not in plan.command and not plan.quantization_config["bnb_4bit_use_double_quant"]
+    assert "--use_bnb_nested_quant" in check(quant="nf4", framework="trl").launch.command
+    for flags, want in (("", "fp32"), (" --use_bnb_nested_quant", "8bit")):
+        run = tmp_path / "run.sh"
+        run.write_text(f"trl sft --model_name_or_path Qwen/Qwen2.5-7B --use_peft --load_in_4bit{flags}\n")
+        assert intake.read([str(run)]).request["quant_absmax"] == want
