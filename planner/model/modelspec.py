@@ -13,6 +13,7 @@ from functools import cached_property
 from math import prod
 
 from planner.errors import BadInput
+from planner.model import vlm
 from planner.model.moespec import MOE_FAMILIES, MLASpec, MoESpec, in_moe_block, mla_attention, moe_mlp
 from planner.model.shapes import ATTENTION_LINEARS, FAMILY_TRAITS, Tensors, Traits, fsdp_units
 from planner.model.shapes import checked_size as _checked_size
@@ -47,7 +48,8 @@ def peft_target_modules(targets: str, model: ModelSpec | None = None) -> str | l
     --lora_target_modules value as that string: trl/trainer/model_config.py:177-178)."""
     if model is not None and model.vision is not None:
         names = sorted({t.name for t in model.tensors if t.role == "layer" and t.lora and t.adapted(targets)})
-        return rf".*\.language_model\..*\.(?:{'|'.join(names)})" if names else None
+        text = vlm.TEXT_MODULE.get(model.model_type, "language_model")
+        return rf".*\.{text}\..*\.(?:{'|'.join(names)})" if names else None
     if targets == "all-linear":
         return "all-linear"
     names = list(ATTENTION_LINEARS) if targets == "attention" else targets.split(",")
@@ -62,7 +64,7 @@ def peft_target_parameters(targets: str) -> list[str] | None:
 
 
 QK_NORM = {"qwen3", "gemma3_text"}  # an RMSNorm over each head of q and k before RoPE
-ALL_FAMILIES = sorted(LLAMA_LIKE | {"gpt2", "internvl"} | set(MOE_FAMILIES))
+ALL_FAMILIES = sorted(LLAMA_LIKE | {"gpt2", "internvl"} | set(MOE_FAMILIES) | set(vlm.FAMILIES))
 
 
 @dataclass(frozen=True)
@@ -455,6 +457,9 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
         tc = _sub(cfg, "text_config")
         text, t = _llama_text(tc, str(tc.get("model_type", "qwen2")))
         vision, vt = _internvl_vision(cfg, _sub(cfg, "vision_config"), text.hidden)
+    elif mt in vlm.FAMILIES:
+        tc, vision, vt, units = vlm.read(cfg, VisionSpec)
+        text, t = _llama_text(tc, {"qwen3_vl_text": "qwen3"}.get(tc["model_type"], tc["model_type"]))
     elif mt in LLAMA_LIKE:
         tc = _sub(cfg, "text_config", required=False) or cfg
         text, t = _llama_text(tc, mt)

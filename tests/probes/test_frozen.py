@@ -22,7 +22,11 @@ def _vlm(name: str) -> dict:
 
 
 @pytest.mark.parametrize("frozen", ["none", "vision", "vision+projector"])
-@pytest.mark.parametrize("name", ["qwen2.5-vl-3b", "internvl2.5-8b"])
+@pytest.mark.parametrize(
+    "name",
+    ["qwen2.5-vl-3b", "internvl2.5-8b", "llava-1.5-7b", "llava-v1.6-mistral-7b", "gemma-3-4b", "smolvlm-instruct"]
+    + ["qwen3-vl-8b"],
+)
 def test_the_planners_frozen_split_is_the_real_models(name, frozen):
     cfg = _vlm(name)
     knobs = Knobs(precision="bf16", frozen=frozen)  # torch AMP: the whole model in fp32, frozen modules too

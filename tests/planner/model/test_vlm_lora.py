@@ -20,6 +20,8 @@ def small(name: str) -> dict:
             vision[key] = 2
     if "fullatt_block_indexes" in vision:
         vision["fullatt_block_indexes"] = [1]
+    if "deepstack_visual_indexes" in vision:
+        vision["deepstack_visual_indexes"] = [0, 1]
     if "text_config" in cfg:  # InternVL; Qwen2.5-VL's catalog config keeps its text fields at the top level
         return {**cfg, "text_config": {**cfg["text_config"], "num_hidden_layers": 2}, "vision_config": vision}
     return {**cfg, "num_hidden_layers": 2, "vision_config": vision}
@@ -35,13 +37,15 @@ def adapted(cfg: dict, target_modules) -> tuple[set[str], int]:
     return names, count
 
 
-@pytest.mark.parametrize("name", ["qwen2.5-vl-3b", "internvl2.5-8b"])
+@pytest.mark.parametrize(
+    "name", ["qwen2.5-vl-3b", "internvl2.5-8b", "llava-1.5-7b", "gemma-3-4b", "smolvlm-instruct", "qwen3-vl-8b"]
+)
 @pytest.mark.parametrize("targets", ["all-linear", "attention", "gate_proj,down_proj"])
 def test_peft_adapts_exactly_the_planned_linears(name, targets):
     cfg = small(name)
     spec = from_config(cfg, name)
     names, count = adapted(cfg, peft_target_modules(targets, spec))
-    assert names and all(".language_model." in n for n in names)
+    assert names and all(".language_model." in n or ".text_model." in n for n in names)
     assert count == spec.lora_params(8, targets)
 
 

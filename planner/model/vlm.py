@@ -1,0 +1,283 @@
+"""VLM families beyond Qwen2/2.5-VL and InternVL (planner.model.modelspec reads those), counted exactly from
+config.json as transformers 5.23 builds them: LLaVA (1.5), LLaVA-NeXT and LLaVA-OneVision (a CLIP or SigLIP tower
+and a two-linear projector), Gemma-3 (SigLIP, a projection matrix and a soft-embedding norm), Idefics3 and SmolVLM
+(their SigLIP-like tower and a pixel-shuffle connector), and Qwen3-VL (its own tower with deepstack mergers). Each
+count equals the meta-device model's (tests/planner/model/test_vlm_families.py).
+
+A key config.json leaves out takes the value transformers 5.23's config class gives it: when a sub-config is absent
+the composite class builds its own (LLaVA's CLIP-L/336), when it is present its missing keys fall back to the
+sub-config class's defaults (CLIPVisionConfig's 768 hidden, 12 layers). The language model is counted by
+modelspec's llama-like reader with the tie flag the composite resolves: the top-level one (LLaVA and OneVision also
+take text_config's true, configuration_llava.py:84-87).
+
+LLaVA, NeXT and OneVision take their image features from an inner layer (vision_feature_layer, -2 for LLaVA): the
+tower still runs its last layers and post-layernorm, whose parameters then get no gradient. Their patches per image
+token are approximate: NeXT and OneVision encode whole tiles and then unpad (no constant ratio); the others' ratio
+is exact (Gemma-3 16 from its 4 x 4 pooling, Idefics3/SmolVLM the pixel shuffle's square, Qwen3-VL the merge's).
+"""
+
+from __future__ import annotations
+
+from planner.model.shapes import FSDP_UNITS, Tensors
+from planner.model.shapes import linear as _linear
+
+_CLIP_L336 = dict(
+    hidden_size=1024,
+    intermediate_size=4096,
+    num_hidden_layers=24,
+    num_attention_heads=16,
+    image_size=336,
+    patch_size=14,
+)
+VISION_DEFAULTS = {  # transformers 5.23 config classes' defaults
+    "clip_vision_model": dict(
+        hidden_size=768,
+        intermediate_size=3072,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        image_size=224,
+        patch_size=32,
+        num_channels=3,
+    ),
+    "siglip_vision_model": dict(
+        hidden_size=768,
+        intermediate_size=3072,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        image_size=224,
+        patch_size=16,
+        num_channels=3,
+        vision_use_head=True,
+    ),
+    "idefics3_vision": dict(
+        hidden_size=1152,
+        intermediate_size=3072,
+        num_hidden_layers=12,
+        num_attention_heads=16,
+        image_size=224,
+        patch_size=32,
+        num_channels=3,
+    ),
+    "qwen3_vl_vision": dict(
+        hidden_size=1152,
+        intermediate_size=4304,
+        depth=27,
+        num_heads=16,
+        in_channels=3,
+        patch_size=16,
+        temporal_patch_size=2,
+        spatial_merge_size=2,
+        out_hidden_size=3584,
+        num_position_embeddings=2304,
+        deepstack_visual_indexes=[8, 16, 24],
+    ),
+}
+VISION_DEFAULTS["smolvlm_vision"] = VISION_DEFAULTS["idefics3_vision"]
+TEXT_DEFAULTS = {
+    "llama": dict(
+        vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32
+    ),
+    "mistral": dict(
+        vocab_size=32000,
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+    ),
+    "qwen2": dict(
+        vocab_size=151936, hidden_size=4096, intermediate_size=22016, num_hidden_layers=32, num_attention_heads=32
+    ),
+    "gemma3_text": dict(
+        vocab_size=262208,
+        hidden_size=2304,
+        intermediate_size=9216,
+        num_hidden_layers=26,
+        num_attention_heads=8,
+        num_key_value_heads=4,
+        head_dim=256,
+    ),
+    "qwen3_vl_text": dict(
+        vocab_size=151936,
+        hidden_size=4096,
+        intermediate_size=22016,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        head_dim=128,
+    ),
+}
+# family: (vision model_type, the composite's vision init when vision_config is absent), text model_type, top defaults
+FAMILIES = {
+    "llava": (("clip_vision_model", _CLIP_L336), "llama", dict(vision_feature_layer=-2, tie_word_embeddings=False)),
+    "llava_next": (
+        ("clip_vision_model", _CLIP_L336),
+        "llama",
+        dict(vision_feature_layer=-2, tie_word_embeddings=False),
+    ),
+    "llava_onevision": (
+        (
+            "siglip_vision_model",
+            dict(
+                hidden_size=1152,
+                intermediate_size=4304,
+                patch_size=14,
+                image_size=384,
+                num_hidden_layers=26,
+                num_attention_heads=16,
+                vision_use_head=False,
+            ),
+        ),
+        "qwen2",
+        dict(vision_feature_layer=-1, tie_word_embeddings=False),
+    ),
+    "gemma3": (("siglip_vision_model", {}), "gemma3_text", dict(mm_tokens_per_image=256, tie_word_embeddings=True)),
+    "idefics3": (("idefics3_vision", {}), "llama", dict(scale_factor=2, tie_word_embeddings=False)),
+    "smolvlm": (("smolvlm_vision", {}), "llama", dict(scale_factor=2, tie_word_embeddings=False)),
+    "qwen3_vl": (("qwen3_vl_vision", {}), "qwen3_vl_text", dict(tie_word_embeddings=False)),
+}
+LLAVA = ("llava", "llava_next", "llava_onevision")
+# (tower modules, projector modules) as named_parameters names them below the model
+PREFIXES = {
+    "llava": (("vision_tower.",), ("multi_modal_projector.",)),
+    "llava_next": (("vision_tower.",), ("multi_modal_projector.", "image_newline")),
+    "llava_onevision": (("vision_tower.",), ("multi_modal_projector.", "image_newline")),
+    "gemma3": (("vision_tower.",), ("multi_modal_projector.",)),
+    "idefics3": (("vision_model.",), ("connector.",)),
+    "smolvlm": (("vision_model.",), ("connector.",)),
+    "qwen3_vl": (("visual.",), ("visual.merger.", "visual.deepstack_merger_list.")),
+}
+# the layer classes FSDP wraps: the tower's own (_no_split_modules of its model class, transformers 5.23)
+TOWER_UNITS = {
+    "clip_vision_model": ("CLIPEncoderLayer",),
+    "siglip_vision_model": ("SiglipEncoderLayer",),
+    "idefics3_vision": ("Idefics3VisionAttention",),
+    "smolvlm_vision": ("SmolVLMVisionAttention",),
+    "qwen3_vl_vision": ("Qwen3VLVisionBlock",),
+}
+TEXT_UNITS = {"qwen3_vl_text": ("Qwen3VLTextDecoderLayer",)}
+# the language model's module below the model, where LoRA's targets are (Idefics3 and SmolVLM call it text_model)
+TEXT_MODULE = {"idefics3": "text_model", "smolvlm": "text_model"}
+
+
+def resolve(cfg: dict) -> tuple[dict, str, dict, dict]:
+    """(top-level fields, the tower's model_type, its fields, the text model's fields) as transformers fills them."""
+    mt = cfg["model_type"]
+    (vmt, vinit), tmt, top_defaults = FAMILIES[mt]
+    top = {**top_defaults, **{k: v for k, v in cfg.items() if k not in ("vision_config", "text_config")}}
+    v_in, t_in = cfg.get("vision_config"), cfg.get("text_config")
+    if v_in is None:
+        vision = {**VISION_DEFAULTS[vmt], **vinit}
+    else:  # LLaVA and Gemma-3 look the tower's class up by its model_type; the others fix it
+        vmt = v_in.get("model_type", vmt) if mt in (*LLAVA, "gemma3") else vmt
+        vision = {**VISION_DEFAULTS[vmt], **v_in}
+    if isinstance(t_in, dict):
+        tmt = t_in.get("model_type", tmt) if mt not in ("gemma3", "qwen3_vl") else tmt
+        text = {**TEXT_DEFAULTS.get(tmt, {}), **t_in}
+    else:
+        text = dict(TEXT_DEFAULTS[tmt])
+    tied = bool(top.get("tie_word_embeddings")) or (
+        mt in ("llava", "llava_onevision") and bool(text.get("tie_word_embeddings"))
+    )
+    return top, vmt, vision, {**text, "model_type": tmt, "tie_word_embeddings": tied}
+
+
+def _side(x) -> int:
+    return x[0] if isinstance(x, (list, tuple)) else x
+
+
+def _encoder(v: dict) -> list[Tensors]:
+    """CLIP / SigLIP / Idefics3 encoder layers: q, k, v, out projections and fc1, fc2 with biases, two LayerNorms."""
+    h, i, n = v["hidden_size"], v["intermediate_size"], v["num_hidden_layers"]
+    out = _linear("vision", h, h, 4 * n, True) + _linear("vision", i, h, n, True) + _linear("vision", h, i, n, True)
+    return out + [Tensors("vision", (h,), 4 * n)]
+
+
+def _patches(v: dict) -> int:
+    return (_side(v["image_size"]) // _side(v["patch_size"])) ** 2
+
+
+def _clip(v: dict) -> list[Tensors]:
+    """CLIPVisionModel: class embedding, patch convolution (no bias), positions (patches + 1), pre- and post-layernorm."""
+    h, p, c = v["hidden_size"], _side(v["patch_size"]), v.get("num_channels", 3)
+    out = [Tensors("vision", (h,)), Tensors("vision", (h, c, p, p)), Tensors("vision", (_patches(v) + 1, h))]
+    return out + [Tensors("vision", (h,), 4)] + _encoder(v)
+
+
+def _siglip(v: dict, head: bool) -> list[Tensors]:
+    """SiglipVisionModel / Idefics3's tower: patch convolution with bias, positions, post-layernorm, and with
+    vision_use_head the attention-pooling head (probe, in/out projections, LayerNorm, MLP)."""
+    h, i, p, c = v["hidden_size"], v["intermediate_size"], _side(v["patch_size"]), v.get("num_channels", 3)
+    out = [Tensors("vision", (h, c, p, p)), Tensors("vision", (h,)), Tensors("vision", (_patches(v), h))]
+    out += [Tensors("vision", (h,), 2)] + _encoder(v)
+    if head:
+        out += [Tensors("vision", (h,))] + _linear("vision", 3 * h, h, 1, True) + _linear("vision", h, h, 1, True)
+        out += [Tensors("vision", (h,), 2)] + _linear("vision", i, h, 1, True) + _linear("vision", h, i, 1, True)
+    return out
+
+
+def _qwen3_vl(v: dict) -> list[Tensors]:
+    """Qwen3VLVisionModel: a 3-D patch convolution with bias, learned positions, blocks (two LayerNorms, fused qkv,
+    proj, a two-linear MLP, all biased); the merger (LayerNorm over the tower's width) and the deepstack mergers
+    (LayerNorm over the merged width) are the projector."""
+    h, i, n = v["hidden_size"], v["intermediate_size"], v["depth"]
+    p, tp, c = _side(v["patch_size"]), _side(v["temporal_patch_size"]), v.get("in_channels", 3)
+    hm, out_h, deep = h * v["spatial_merge_size"] ** 2, v["out_hidden_size"], len(v["deepstack_visual_indexes"])
+    t = [
+        Tensors("vision", (h, c, tp, p, p)),
+        Tensors("vision", (h,)),
+        Tensors("vision", (v["num_position_embeddings"], h)),
+    ]
+    t += [Tensors("vision", (h,), 4 * n)] + _linear("vision", 3 * h, h, n, True) + _linear("vision", h, h, n, True)
+    t += _linear("vision", i, h, n, True) + _linear("vision", h, i, n, True)
+    t += (
+        [Tensors("projector", (h,), 2)]
+        + _linear("projector", hm, hm, 1, True)
+        + _linear("projector", out_h, hm, 1, True)
+    )
+    t += [Tensors("projector", (hm,), 2 * deep)] + _linear("projector", hm, hm, deep, True)
+    return t + _linear("projector", out_h, hm, deep, True)
+
+
+def _projector(mt: str, top: dict, v: dict, ht: int) -> list[Tensors]:
+    hv = v["hidden_size"]
+    if mt in LLAVA:
+        f = top["vision_feature_layer"]
+        width = hv * (1 if isinstance(f, int) else len(f))
+        bias = bool(top.get("multimodal_projector_bias", True))
+        out = _linear("projector", ht, width, 1, bias) + _linear("projector", ht, ht, 1, bias)
+        return out + ([Tensors("projector", (ht,))] if mt != "llava" else [])  # NeXT/OneVision's image_newline
+    if mt == "gemma3":  # mm_input_projection_weight (hv, ht), mm_soft_emb_norm
+        return [Tensors("projector", (hv, ht)), Tensors("projector", (hv,))]
+    if mt in ("idefics3", "smolvlm"):  # connector.modality_projection.proj, no bias
+        return [Tensors("projector", (ht, hv * top["scale_factor"] ** 2))]
+    return []
+
+
+def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str, ...]]:
+    """(the language model's config for modelspec's llama-like reader, its VisionSpec, the tower's and projector's
+    tensors, the FSDP units). `vision_spec` is modelspec's VisionSpec class."""
+    mt = cfg["model_type"]
+    top, vmt, v, text = resolve(cfg)
+    ht = text["hidden_size"]
+    if mt == "qwen3_vl":
+        tensors = _qwen3_vl(v)
+        layers, heads, ppt = v["depth"], v["num_heads"], v["spatial_merge_size"] ** 2
+    else:
+        tower = (
+            _clip(v)
+            if vmt == "clip_vision_model"
+            else _siglip(v, bool(v.get("vision_use_head", False)) and mt != "idefics3" and mt != "smolvlm")
+        )
+        tensors = tower + _projector(mt, top, v, ht)
+        layers, heads = v["num_hidden_layers"], v["num_attention_heads"]
+        ppt = 1  # LLaVA: 577 encoder tokens for 576 (CLS); NeXT/OneVision: approximate (the module's docstring)
+        if mt == "gemma3":  # a 4 x 4 average pool down to mm_tokens_per_image
+            side = _side(v["image_size"]) // _side(v["patch_size"])
+            ppt = (side // max(1, int(top["mm_tokens_per_image"] ** 0.5))) ** 2
+        elif mt in ("idefics3", "smolvlm"):  # the pixel shuffle
+            ppt = top["scale_factor"] ** 2
+    towers, projectors = PREFIXES[mt]
+    spec = vision_spec(layers, v["hidden_size"], v["intermediate_size"], heads, False, ppt, towers, projectors)
+    text_mt = text["model_type"]
+    units = TOWER_UNITS.get(vmt, ()) + TEXT_UNITS.get(text_mt, FSDP_UNITS.get(text_mt, ()))
+    return text, spec, tensors, units

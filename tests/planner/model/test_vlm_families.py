@@ -1,0 +1,51 @@
+"""The VLM families planner.model.vlm reads, counted against the model transformers 5.23 builds from the same config on
+the meta device: in total and by role (the tower's and the projector's modules, the rest), for each config class's
+defaults (a config.json that says only its model_type) and for the catalog entries (checkpoints' own configs, whose
+totals equal the Hub's: llava-1.5-7b 7,063,427,072; gemma-3-4b 4,300,079,472)."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+from planner.model import catalog, vlm
+from planner.model.modelspec import from_config
+
+CATALOG = ["llava-1.5-7b", "llava-v1.6-mistral-7b", "gemma-3-4b", "smolvlm-instruct", "qwen3-vl-8b"]
+
+
+def built(cfg: dict):
+    conf = transformers.AutoConfig.for_model(cfg["model_type"], **{k: v for k, v in cfg.items() if k != "model_type"})
+    with torch.device("meta"):
+        return transformers.AutoModelForImageTextToText.from_config(conf)
+
+
+def by_role(model, spec) -> dict[str, int]:
+    out = {"vision": 0, "projector": 0, "text": 0}
+    v = spec.vision
+    for name, p in model.named_parameters():
+        name = name.removeprefix("model.")
+        if any(name.startswith(m) for m in v.projector_modules):
+            out["projector"] += p.numel()
+        elif any(name.startswith(m) for m in v.tower_modules):
+            out["vision"] += p.numel()
+        else:
+            out["text"] += p.numel()
+    return out
+
+
+@pytest.mark.parametrize("cfg", [{"model_type": mt} for mt in vlm.FAMILIES] + CATALOG, ids=str)
+def test_counts_are_the_built_models(cfg):
+    cfg = catalog.model_config(cfg) if isinstance(cfg, str) else cfg
+    spec = from_config(cfg, "model")
+    roles = spec.params_by_role()
+    want = by_role(built(cfg), spec)
+    assert (roles.get("vision", 0), roles.get("projector", 0)) == (want["vision"], want["projector"])
+    assert spec.params == sum(want.values())
+
+
+def test_the_tie_flag_is_the_composites():
+    """LLaVA takes text_config's tie_word_embeddings too; Gemma-3's text ties by default; Qwen3-VL only at the top."""
+    base = catalog.model_config("llava-1.5-7b")
+    tied = {**base, "text_config": {**base["text_config"], "tie_word_embeddings": True}}
+    assert from_config(base, "a").params - from_config(tied, "b").params == 32064 * 4096
+    assert sum(p.numel() for p in built(tied).parameters()) == from_config(tied, "b").params
