@@ -35,10 +35,8 @@ def scan(
     progress: Callable[[int], None] | None = None,
 ) -> Lengths:
     """Pre-tokenized rows ({"input_ids": [...]}, as the bundled trainer reads them) need no tokenizer."""
-    from scan.tokens import QWEN2_VL_MAX_PIXELS, QWEN2_VL_MIN_PIXELS
-
     data = Path(path)
-    rule = image_rule(image, min_pixels or QWEN2_VL_MIN_PIXELS, max_pixels or QWEN2_VL_MAX_PIXELS)
+    rule = image_rule(image, min_pixels, max_pixels)
     out, pending, tok = Lengths(), [], None
     for n, row in rows(data):
         where = f"DATA {path!r} line {n}"

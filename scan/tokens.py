@@ -18,7 +18,10 @@ Image rules:
   closest to the image's, plus a thumbnail when there is more than one tile; 256 tokens per tile plus the
   processor's <img> and </img> (models/got_ocr2/image_processing_pil_got_ocr2.py get_optimal_tiled_canvas,
   models/internvl/processing_internvl.py image_seq_length, transformers 5.23; restated here).
-- fixed:N (LLaVA-style towers): N tokens per image.
+- qwen3-vl (Qwen3-VL): the same resizing with 16-pixel patches merged 2 x 2 (factor 32), between 65,536 and
+  16,777,216 pixels (Qwen3-VL's preprocessor_config.json; --min-pixels / --max-pixels override).
+- llava, llava-next, gemma3, idefics3: scan/vlm_rules.py.
+- fixed:N: N tokens per image.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from planner.errors import BadInput
+from scan import vlm_rules
 
 QWEN2_VL_MIN_PIXELS = 56 * 56  # Qwen2VLImageProcessor's defaults (size shortest/longest edge)
 QWEN2_VL_MAX_PIXELS = 28 * 28 * 1280
@@ -58,6 +62,15 @@ def smart_resize(
         h_bar = math.ceil(height * beta / factor) * factor
         w_bar = math.ceil(width * beta / factor) * factor
     return h_bar, w_bar
+
+
+QWEN3_VL_MIN_PIXELS, QWEN3_VL_MAX_PIXELS = 65_536, 16_777_216  # Qwen3-VL's preprocessor_config.json
+
+
+def qwen3_vl_image_tokens(width: int, height: int, min_pixels: int | None, max_pixels: int | None) -> int:
+    """Qwen3-VL: the same resizing with 16-pixel patches merged 2 x 2 (factor 32; processing_qwen3_vl.py:70-73)."""
+    h, w = smart_resize(height, width, 32, min_pixels or QWEN3_VL_MIN_PIXELS, max_pixels or QWEN3_VL_MAX_PIXELS)
+    return (h // 16) * (w // 16) // 4
 
 
 def qwen2_vl_image_tokens(
@@ -95,9 +108,18 @@ def internvl_image_tokens(width: int, height: int, max_tiles: int = 12) -> int:
     return INTERNVL_TOKENS_PER_TILE * internvl_tiles(width, height, max_tiles) + 2
 
 
-def image_rule(spec: str, min_pixels: int, max_pixels: int) -> Callable[[int, int], int]:
+IMAGE_RULES = "qwen2-vl, qwen3-vl, internvl, internvl:N (at most N tiles, 1 to 64), llava, llava-next, gemma3, idefics3"
+
+
+def image_rule(spec: str, min_pixels: int | None, max_pixels: int | None) -> Callable[[int, int], int]:
+    """The image-token rule --image-rule names; min/max pixels (None: the family's own) for the Qwen rules."""
     if spec == "qwen2-vl":
-        return lambda w, h: qwen2_vl_image_tokens(w, h, min_pixels, max_pixels)
+        low, high = min_pixels or QWEN2_VL_MIN_PIXELS, max_pixels or QWEN2_VL_MAX_PIXELS
+        return lambda w, h: qwen2_vl_image_tokens(w, h, low, high)
+    if spec == "qwen3-vl":
+        return lambda w, h: qwen3_vl_image_tokens(w, h, min_pixels, max_pixels)
+    if spec in vlm_rules.RULES:
+        return vlm_rules.RULES[spec]
     if spec == "internvl" or (spec.startswith("internvl:") and spec[9:].isdigit() and 1 <= int(spec[9:]) <= 64):
         tiles = int(spec[9:]) if ":" in spec else 12
         return lambda w, h: internvl_image_tokens(w, h, tiles)
@@ -105,8 +127,7 @@ def image_rule(spec: str, min_pixels: int, max_pixels: int) -> Callable[[int, in
         n = int(spec[6:])
         return lambda w, h: n
     raise BadInput(
-        f"--image-rule {spec!r}: accepted: qwen2-vl, internvl, internvl:N (at most N tiles, 1 to 64), "
-        "fixed:N (N tokens per image)",
+        f"--image-rule {spec!r}: accepted: {IMAGE_RULES}, fixed:N (N tokens per image)",
         "image_rule",
     )
 

@@ -140,7 +140,11 @@ def add_target_args(p: argparse.ArgumentParser, model_required: bool = True) -> 
         help="plan for this dataset's longest row (.jsonl/.json/.csv/.parquet or a datasets folder; `planner scan`)",
     )
     p.add_argument("--tokenizer", default=None, help="with --data: a local tokenizer folder")
-    p.add_argument("--image-rule", default="qwen2-vl", help="with --data: qwen2-vl, internvl[:N] or fixed:N")
+    p.add_argument(
+        "--image-rule",
+        default="qwen2-vl",
+        help="with --data: qwen2-vl, qwen3-vl, internvl[:N], llava, llava-next, gemma3, idefics3 or fixed:N",
+    )
     p.add_argument(
         "--max-length",
         type=positive_int("--max-length"),

@@ -88,7 +88,10 @@ class _Target(_Request):
         default="qwen2-vl",
         min_length=1,
         max_length=64,
-        description="with data: image tokens per image, qwen2-vl, internvl[:N] or fixed:N",
+        description=(
+            "with data: image tokens per image, qwen2-vl, qwen3-vl, internvl[:N], llava, llava-next, gemma3, idefics3 "
+            "or fixed:N"
+        ),
     )
     max_length: int | None = Field(
         default=None,

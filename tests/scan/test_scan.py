@@ -182,8 +182,8 @@ def test_the_command_prints_a_table_or_json_and_refuses_in_one_line(tmp_path, to
     one_line_error(planner("scan", data, "--tokenizer", str(tmp_path / "none")), "--tokenizer")
     one_line_error(planner("scan", str(tmp_path / "t.parquet"), "--tokenizer", tokenizer[0]), "no such file")
     one_line_error(
-        planner("scan", data, "--tokenizer", tokenizer[0], "--image-rule", "llava"),
-        "--image-rule 'llava': accepted: qwen2-vl, internvl",
+        planner("scan", data, "--tokenizer", tokenizer[0], "--image-rule", "llava-1.5"),
+        "--image-rule 'llava-1.5': accepted: qwen2-vl, qwen3-vl, internvl",
     )
 
 

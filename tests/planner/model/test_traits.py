@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[3]
 READERS = {
     "planner/model/modelspec.py",
     "planner/model/moespec.py",
+    "planner/model/vlm.py",
     "planner/model/shapes.py",
 }  # where model_type is read
 SCANNED = ("planner", "probes")

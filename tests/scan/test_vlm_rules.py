@@ -1,0 +1,59 @@
+"""The image-token rules of scan/vlm_rules.py against transformers 5.23's own image processors on real image files."""
+
+import pytest
+
+pytest.importorskip("transformers")
+from PIL import Image
+
+from scan import vlm_rules
+from scan.tokens import image_rule
+
+SIZES = [(336, 336), (640, 480), (1920, 1080), (100, 2000), (4000, 3000), (500, 1400)]
+
+
+def saved(tmp_path, size):
+    path = tmp_path / "im.png"
+    Image.new("RGB", size, (90, 140, 20)).save(path)
+    return Image.open(path)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_llava_next_is_the_processors(tmp_path, size):
+    """LlavaNextImageProcessor's tiles and the processor's own feature count (_get_number_of_features)."""
+    from transformers.models.llava_next.image_processing_pil_llava_next import LlavaNextImageProcessorPil
+    from transformers.models.llava_next.processing_llava_next import LlavaNextProcessor
+
+    images = LlavaNextImageProcessorPil()
+    out = images(saved(tmp_path, size), return_tensors="np")
+    h, w = (int(x) for x in out["image_sizes"][0])
+    proc = object.__new__(LlavaNextProcessor)  # the count needs no tokenizer
+    proc.image_processor, proc.patch_size, proc.vision_feature_select_strategy = images, 14, "default"
+    proc.num_additional_image_tokens = 1
+    want = proc._get_number_of_features(h, w, 336, 336) - 1  # less the CLS under "default" (:79-80, :161-162)
+    assert vlm_rules.llava_next_image_tokens(*size) == want
+    assert image_rule("llava-next", None, None)(*size) == want
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_idefics3_tiles_are_the_processors(tmp_path, size):
+    from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil
+
+    out = Idefics3ImageProcessorPil()(saved(tmp_path, size), return_tensors="np")
+    tiles = out["pixel_values"].shape[1]  # (batch, tiles and the global image, channels, height, width)
+    assert vlm_rules.idefics3_tiles(*size) == tiles
+    assert image_rule("idefics3", None, None)(*size) == 169 * tiles
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_qwen3_vl_is_qwen2_vls_processor_with_16_pixel_patches(tmp_path, size):
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    proc = Qwen2VLImageProcessorPil(patch_size=16, merge_size=2, min_pixels=65536, max_pixels=16777216)
+    grid = proc(saved(tmp_path, size), return_tensors="np")["image_grid_thw"][0]
+    assert image_rule("qwen3-vl", None, None)(*size) == int(grid.prod()) // 4
+
+
+def test_fixed_families_and_the_refusal():
+    assert image_rule("llava", None, None)(4000, 3000) == 576 and image_rule("gemma3", None, None)(10, 10) == 256
+    with pytest.raises(Exception, match="accepted: qwen2-vl, qwen3-vl"):
+        image_rule("llava-1.5", None, None)
