@@ -47,7 +47,7 @@ fwenv:
 test: setup-dev fwenv
 	$(FRAMEWORK_PYTHONS) $(BIN)/python -m pytest tests
 
-# The edit loop (under 8 minutes on 2 cores): the tests not marked slow (tests/conftest.py SLOW, each 5 s or more),
+# The edit loop (under 8 minutes on 2 cores): the tests not marked slow (tests/conftest.py SLOW, each 4 s or more),
 # 100 hypothesis requests a kind instead of 2,000 and 3 chaos rounds instead of 20. `make test` runs everything.
 .PHONY: test-fast
 test-fast: setup-dev
