@@ -108,7 +108,10 @@ def internvl_image_tokens(width: int, height: int, max_tiles: int = 12) -> int:
     return INTERNVL_TOKENS_PER_TILE * internvl_tiles(width, height, max_tiles) + 2
 
 
-IMAGE_RULES = "qwen2-vl, qwen3-vl, internvl, internvl:N (at most N tiles, 1 to 64), llava, llava-next, gemma3, idefics3"
+IMAGE_RULES = (
+    "qwen2-vl, qwen3-vl, internvl, internvl:N (at most N tiles, 1 to 64), llava, llava-next, gemma3, "
+    "gemma3:pan-and-scan, idefics3"
+)
 
 
 def image_rule(spec: str, min_pixels: int | None, max_pixels: int | None) -> Callable[[int, int], int]:

@@ -7,7 +7,9 @@ tests/scan/test_vlm_rules.py):
 - llava-next (LLaVA-NeXT): the base tile's 576, plus the best-fitting grid of 336-pixel tiles among
   image_grid_pinpoints, its padding rows or columns removed, plus one newline token per remaining row
   (processing_llava_next.py:83-123; image_processing_utils.py select_best_resolution).
-- gemma3 (Gemma-3): 256 per image (mm_tokens_per_image; pan-and-scan, off by default, would add 256 per crop).
+- gemma3 (Gemma-3): 256 per image (mm_tokens_per_image); gemma3:pan-and-scan (do_pan_and_scan, off by default)
+  adds 256 per crop: an image wider or taller than 1.2 : 1 is cut into 2 to 4 crops of at least 256 pixels along its
+  long side (image_processing_pil_gemma3.py pan_and_scan; Gemma-3's preprocessor_config: 256, 4, 1.2).
 - idefics3 (Idefics3, image_seq_len 169 per 364-pixel tile, longest edge 1456): the image resized so its longest
   edge is 1456, split into tiles of 364 pixels, 169 tokens a tile plus 169 for the downscaled global image
   (image_processing_pil_idefics3.py resize_for_vision_encoder, split_image; processing_idefics3.py).
@@ -54,6 +56,21 @@ def gemma3_image_tokens(width: int, height: int) -> int:
     return 256
 
 
+def gemma3_crops(width: int, height: int, min_crop: int = 256, max_crops: int = 4, min_ratio: float = 1.2) -> int:
+    """Pan-and-scan's crops of one image (none when it is not elongated enough, or a crop would be too small)."""
+    long, short = max(width, height), min(width, height)
+    if long / short < min_ratio:
+        return 0
+    n = min(max_crops, max(2, min(long // min_crop, math.floor(long / short + 0.5))))
+    if min(math.ceil(long / n), short) < min_crop:
+        return 0
+    return n
+
+
+def gemma3_pan_and_scan_tokens(width: int, height: int) -> int:
+    return 256 * (1 + gemma3_crops(width, height))
+
+
 def idefics3_tiles(width: int, height: int) -> int:
     """Tiles Idefics3's image processor makes, the global image included."""
     ratio = width / height
@@ -83,5 +100,6 @@ RULES = {
     "llava": llava_image_tokens,
     "llava-next": llava_next_image_tokens,
     "gemma3": gemma3_image_tokens,
+    "gemma3:pan-and-scan": gemma3_pan_and_scan_tokens,
     "idefics3": idefics3_image_tokens,
 }

@@ -143,7 +143,7 @@ def add_target_args(p: argparse.ArgumentParser, model_required: bool = True) -> 
     p.add_argument(
         "--image-rule",
         default="qwen2-vl",
-        help="with --data: qwen2-vl, qwen3-vl, internvl[:N], llava, llava-next, gemma3, idefics3 or fixed:N",
+        help="with --data: qwen2-vl, qwen3-vl, internvl[:N], llava, llava-next, gemma3[:pan-and-scan], idefics3 or fixed:N",
     )
     p.add_argument(
         "--max-length",

@@ -89,8 +89,8 @@ class _Target(_Request):
         min_length=1,
         max_length=64,
         description=(
-            "with data: image tokens per image, qwen2-vl, qwen3-vl, internvl[:N], llava, llava-next, gemma3, idefics3 "
-            "or fixed:N"
+            "with data: image tokens per image, qwen2-vl, qwen3-vl, internvl[:N], llava, llava-next, "
+            "gemma3[:pan-and-scan], idefics3 or fixed:N"
         ),
     )
     max_length: int | None = Field(

@@ -53,6 +53,23 @@ def test_qwen3_vl_is_qwen2_vls_processor_with_16_pixel_patches(tmp_path, size):
     assert image_rule("qwen3-vl", None, None)(*size) == int(grid.prod()) // 4
 
 
+@pytest.mark.parametrize("size", [*SIZES, (1200, 300), (300, 900), (700, 256)])
+def test_gemma3_pan_and_scan_crops_are_the_processors(tmp_path, size):
+    """Gemma-3's image processor with pan-and-scan on (its checkpoints' settings: 256-pixel crops, at most 4, from
+    1.2 : 1): 256 tokens for the image and each crop."""
+    from transformers.models.gemma3.image_processing_pil_gemma3 import Gemma3ImageProcessorPil
+
+    proc = Gemma3ImageProcessorPil(
+        do_pan_and_scan=True,
+        pan_and_scan_min_crop_size=256,
+        pan_and_scan_max_num_crops=4,
+        pan_and_scan_min_ratio_to_activate=1.2,
+    )
+    crops = int(proc(saved(tmp_path, size), return_tensors="np")["num_crops"][0])
+    assert vlm_rules.gemma3_crops(*size) == crops
+    assert image_rule("gemma3:pan-and-scan", None, None)(*size) == 256 * (1 + crops)
+
+
 def test_fixed_families_and_the_refusal():
     assert image_rule("llava", None, None)(4000, 3000) == 576 and image_rule("gemma3", None, None)(10, 10) == 256
     with pytest.raises(Exception, match="accepted: qwen2-vl, qwen3-vl"):
