@@ -178,8 +178,11 @@ def test_the_generated_requests_reach_both_answers():
     """The property tests above are not vacuous: both kinds of answer occurred (run after them)."""
     if not OUTCOMES:
         pytest.skip("run with the property tests")
+    # 20 of each at full size (2,000 requests a kind); 5 in test-fast's 100, where the share answered varies from
+    # one run to the next between 10% and 45% (about 35% over 300 requests, 2026-11-24)
+    need = min(20, EXAMPLES // 20)
     for kind in ("suggest", "check"):
-        assert OUTCOMES.get(f"{kind} ok", 0) >= 20 and OUTCOMES.get(f"{kind} bad", 0) >= 20, OUTCOMES
+        assert OUTCOMES.get(f"{kind} ok", 0) >= need and OUTCOMES.get(f"{kind} bad", 0) >= need, OUTCOMES
     print("outcomes:", OUTCOMES)  # 2026-11-22: 1000 suggest and 1000 check requests, see the closing note
 
 
