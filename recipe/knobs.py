@@ -443,8 +443,7 @@ class AwqStandIn(torch.nn.Module):
         return out + self.bias if self.bias is not None else out
 
 
-STAND_INS = {"nf4": Linear4bitStandIn, "fp4": Linear4bitStandIn, "int8": Linear8bitStandIn}
-STAND_INS.update(gptq=GptqStandIn, awq=AwqStandIn)
+STAND_INS = {"int8": Linear8bitStandIn, "gptq": GptqStandIn, "awq": AwqStandIn}  # 4-bit: Linear4bitStandIn(nested)
 
 
 def quantize_base(model, knobs, fake: bool) -> None:

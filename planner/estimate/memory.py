@@ -328,9 +328,10 @@ def lora_layer_bytes(s: Setup) -> int:
     _, rows, width, p = text_shape(s)
     tokens = rows * width
     out = lora.dropout_layer_bytes(s.model, s.knobs, tokens, p) + quant_layer_bytes(s)
-    if lora.layer_examined(s.model, s.knobs) and p == "half":
+    examined = lora.layer_examined(s.model, s.knobs)
+    if examined and p == "half":
         return out + lora.half_layer_delta_bytes(s.model, s.knobs, tokens)
-    if lora.layer_examined(s.model, s.knobs):
+    if examined:
         out += lora.adapter_outputs_bytes(s.model, s.knobs, tokens)
     return (
         out

@@ -17,10 +17,9 @@ and what the matmuls dequantize.
   SCB, one fp32 absmax per output row (nn/modules.py:737-748): 1 + 4/K bytes a weight. Backward dequantizes the
   whole weight for the input gradient (autograd/_functions.py:235-238: CB.to(dtype, copy=True), 2 bytes a weight in
   bf16). Forward keeps its input in `ctx.tensors` (:186-188), an attribute, not save_for_backward, so non-reentrant
-  checkpointing (transformers' default) cannot drop it: under a checkpoint every quantized linear's input stays
-  (the sim's stand-in,
-  recipe.knobs.Linear8bitStandIn, against real Linear8bitLt layers on CPU: tests/probes/test_recipe_sim.py). The forward's own temporaries (the int8 input, the int32
-  and fp16 outputs: 6 bytes per output element, backends/cuda/ops.py:80-210) are smaller than the logits at the
+  checkpointing (transformers' default) cannot drop it: under a checkpoint every quantized linear's input stays (the
+  sim's stand-in, recipe.knobs.Linear8bitStandIn, against real Linear8bitLt layers on CPU:
+  tests/probes/test_recipe_sim.py). The forward's own temporaries (the int8 input, the int32 and fp16 outputs: 6 bytes per output element, backends/cuda/ops.py:80-210) are smaller than the logits at the
   start of backward for the models planned, and are left out. Not sharded: FSDP2 drops Int8Params' CB (the next
   forward fails) and LLaMA-Factory 0.9.5 refuses it (model/model_utils/quantization.py:187-188).
 - gptq, awq: a prequantized 4-bit base with groups of 128 (transformers 5.23's GPTQConfig and AwqConfig defaults,
@@ -43,14 +42,14 @@ and what the matmuls dequantize.
 
 from __future__ import annotations
 
+from planner.estimate.lora import INPUT_GROUPS  # the decoder linears that read one tensor
+
 NF4_BLOCK = 64  # bitsandbytes' 4-bit blocksize (transformers' BitsAndBytesConfig default)
 NESTED_BLOCK = 256  # double quantization: absmax of the absmax, per 256 blocks
 FOUR_BIT = ("nf4", "fp4")
 INT8 = "int8"
 PREQUANTIZED = ("gptq", "awq")
 GROUP = 128  # GPTQConfig / AwqConfig group_size
-# the decoder linears that read one tensor: q/k/v the first norm's output, gate/up the second's
-SHARED_INPUTS = (("q_proj", "k_proj", "v_proj", "qkv_proj"), ("gate_proj", "up_proj", "gate_up_proj"))
 
 
 def packed_bytes_per_weight(quant: str) -> float:
@@ -139,7 +138,7 @@ def retained_input_elements_per_token(model, quant: str, skip=lambda name, group
     groups: dict[str, list] = {}
     for t in model.tensors:
         if t.role == "layer" and t.lora and len(t.shape) == 2 and not t.name.startswith("router."):
-            groups.setdefault(next((g[0] for g in SHARED_INPUTS if t.name in g), t.name), []).append(t)
+            groups.setdefault(next((g[0] for g in INPUT_GROUPS if t.name in g), t.name), []).append(t)
     return sum(ts[0].shape[1] for name, ts in groups.items() if not skip(name, ts))
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 
 from planner.config.spec import Hardware, Plan
+from planner.estimate.quant import FOUR_BIT
 from planner.export import export
 from planner.frameworks import FRAMEWORKS
 from planner.model import catalog
@@ -140,7 +141,7 @@ def config(plan: Plan, model: ModelSpec, seq_len: int) -> dict:
 def adapter_keys(plan: Plan, model: ModelSpec) -> dict:
     if not plan.lora_rank:
         return {}
-    out: dict = {"adapter": "qlora" if plan.quant in ("nf4", "fp4") else "lora"}
+    out: dict = {"adapter": "qlora" if plan.quant in FOUR_BIT else "lora"}
     if plan.quant == "int8":  # loaders/model.py: adapter lora with load_in_8bit
         out["load_in_8bit"] = True
     elif plan.quant == "gptq":  # loaders/model.py:768: the checkpoint's GPTQ config

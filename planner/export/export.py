@@ -13,6 +13,7 @@ from pathlib import Path
 
 from planner.config.spec import Hardware, Knobs, Plan, saves_full_weights
 from planner.config.workload import Workload
+from planner.estimate.quant import FOUR_BIT
 from planner.estimate.zero import settings as zero_settings
 from planner.model import catalog
 from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
@@ -151,7 +152,7 @@ def compute_dtype_name(plan: Plan) -> str:
 def quant_storage(plan: Plan) -> str | None:
     """bnb_4bit_quant_storage of a sharded 4-bit plan: the packed weight stored in the compute dtype, so that FSDP and
     ZeRO-3 shard it with the rest (planner.estimate.quant); None where nothing shards it (bitsandbytes' uint8)."""
-    if plan.quant not in ("nf4", "fp4") or not (plan.zero_stage == 3 or plan.fsdp != "off"):
+    if plan.quant not in FOUR_BIT or not (plan.zero_stage == 3 or plan.fsdp != "off"):
         return None
     return compute_dtype_name(plan)
 
