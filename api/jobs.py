@@ -4,8 +4,8 @@ enforces itself (probes.run.run_isolated), so a job that OOMs, crashes or hangs 
 and the service keeps serving.
 
 Lifecycle: queued -> running -> done (outcome ok | oom | crash | timeout), or cancelled (DELETE, queued
-or running), or interrupted (its probe was gone at a restart and left no result). An identical request
-while one is queued returns that job (coalesced).
+or running), or interrupted (its probe was gone at a restart and left no result, or it was stopped with
+no cancel in its row). An identical request while one is queued returns that job (coalesced).
 
 Faults lose nothing:
 - A running job's probe process group, folder and deadline are in its row. After a restart, the worker
@@ -183,7 +183,9 @@ class JobQueue(SlotWorkers):
                 row = db.execute("SELECT status FROM jobs WHERE id=?", (jid,)).fetchone()
         except sqlite3.Error:
             return False  # unreadable for now: the probe runs on, and the next poll asks again
-        return row is None or row[0] == "cancelled"
+        # rows are never deleted: a missing row is a read that did not see the WAL (an immutable -shm
+        # can give one), not a cancel; taking it for one killed a running probe and left its job running
+        return row is not None and row[0] == "cancelled"
 
     def healthy(self) -> tuple[bool, str | None]:
         return self.store_error is None, self.store_error

@@ -220,8 +220,12 @@ class SlotWorkers:
             db.execute("BEGIN IMMEDIATE")
             try:
                 row = db.execute("SELECT status FROM jobs WHERE id=?", (jid,)).fetchone()
-                if row is None or row[0] != "running" or rec.status == "cancelled":
+                if row is None or row[0] != "running":
                     db.execute("ROLLBACK")
+                    return False
+                if rec.status == "cancelled":  # stopped while its row says running: no record, not left running
+                    db.execute("UPDATE jobs SET status='interrupted', finished=? WHERE id=?", (time.time(), jid))
+                    db.execute("COMMIT")
                     return False
                 rid = store.insert(rec)
                 db.execute(

@@ -170,6 +170,7 @@ class Store:
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path).expanduser() if path else default_path()
+        self.db = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(self.path, timeout=30)
@@ -177,6 +178,8 @@ class Store:
             self.db.executescript(_SCHEMA)
             row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         except (OSError, ValueError, sqlite3.DatabaseError) as e:  # ValueError: a NUL byte in the path
+            if self.db is not None:  # closed now: an open connection keeps a read-only WAL view (api/jobs.py)
+                self.db.close()
             raise BadInput(f"--store {str(self.path)!r}: cannot open as a probe store ({e})", "store") from None
         if row is None:
             with self.db:
