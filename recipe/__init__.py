@@ -15,8 +15,17 @@ def hf_config(cfg: dict, layers: int | None = None):
     """A transformers config from a config.json dict (cache off; optionally fewer decoder layers)."""
     import transformers
 
+    from planner.errors import BadInput
+    from planner.model import vila
+
     cfg = copy.deepcopy(cfg)  # transformers rewrites nested dicts (rope_scaling) in place
     model_type = cfg.pop("model_type")
+    if model_type in vila.MODEL_TYPES:
+        raise BadInput(
+            f"model_type {model_type!r} (VILA) runs in VILA's own code, which no transformers class builds: "
+            "the probes and the bundled trainer cannot run it, its plans are analytic (--evidence analytic)",
+            "model",
+        )
     config = transformers.AutoConfig.for_model(model_type, **cfg)
     config.use_cache = False
     if layers is not None:

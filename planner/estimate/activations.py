@@ -251,3 +251,20 @@ def vision_activations_bytes(
         r, _ = saved_dtype_bytes(profile)
         return v.layers * r * patches * v.hidden + vision_block_bytes(v, patches, profile)
     return v.layers * vision_block_bytes(v, patches, profile)
+
+
+def cross_attention_bytes(
+    t: TextSpec, v: VisionSpec, batch: int, image_tokens: int, seq: int, profile: str, live_layers: int
+) -> int:
+    """Llama-3.2-Vision's cross-attention over the image (planner/model/mllama.py), beyond what the decoder-layer terms
+    count at the text's length: the projected image states every cross-attention layer reads, and the mask over
+    text x image keys in the model's dtype (both made once a step, modeling_mllama.py:1316-1340); in each of the
+    `live_layers` cross-attention layers not under a checkpoint, its keys and values, the key norm's output and SDPA's
+    keys and values repeated to every query head. Approximate: not yet pinned by a simulated step with images."""
+    if not t.cross_layers or not image_tokens:
+        return 0
+    _, c = saved_dtype_bytes(profile)
+    keys = batch * image_tokens * v.cross_tokens_per_token
+    shared = c * keys * (t.hidden + seq)
+    per_layer = c * keys * (3 * t.kv_dim + (2 * t.q_dim if t.heads != t.kv_heads else 0))
+    return shared + live_layers * per_layer

@@ -268,12 +268,15 @@ def text_shape(s: Setup):
     adapted = (
         any(x.experts and x.adapted(s.knobs.lora_targets) for x in s.model.tensors) if s.knobs.lora_rank else False
     )
-    return recipe_terms.text_spec(s.model.text, s.knobs, adapted), rows, width, activation_profile(s.knobs)
+    t = s.model.text
+    if t.cross_layers and not s.image_tokens:  # Llama-3.2-Vision skips its cross-attention layers without images
+        t = replace(t, layers=t.layers - t.cross_layers, cross_layers=0)
+    return recipe_terms.text_spec(t, s.knobs, adapted), rows, width, activation_profile(s.knobs)
 
 
 def live_weight_copy_layers(s: Setup) -> int:
     """Layers whose autocast weight copies stay saved until their backward (not under a checkpoint or offload)."""
-    k, n = s.knobs, s.model.text.layers
+    k, n = s.knobs, text_shape(s)[0].layers
     return 1 if k.checkpointing == "offload" else max(1, n - recipe_terms.checkpointed_layers(k, n))
 
 
@@ -284,11 +287,14 @@ def activations_bytes(s: Setup) -> int:
     if s.knobs.checkpointing != "offload":  # LoRA's own tensors, in the layers not under a checkpoint
         total += (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) * lora_layer_bytes(s)
     total += int8_retained_inputs_bytes(s) - frozen_ends_bytes(s)
-    if s.model.vision is not None:
-        ckpt = "off" if s.knobs.checkpointing == "off" else "full"
+    v = s.model.vision
+    if v is not None:
+        ckpt = "off" if s.knobs.checkpointing == "off" or not v.checkpointed else "full"
         total += act.vision_activations_bytes(
-            s.model.vision, s.micro_batch, s.image_tokens, p, ckpt, trainable=not s.lora and s.knobs.frozen == "none"
+            v, s.micro_batch, s.image_tokens, p, ckpt, trainable=not s.lora and s.knobs.frozen == "none"
         )
+        live = t.cross_layers * (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) // t.layers
+        total += act.cross_attention_bytes(t, v, s.micro_batch, s.image_tokens, s.seq_len, p, live)
     return total
 
 

@@ -13,7 +13,7 @@ from functools import cached_property
 from math import prod
 
 from planner.errors import BadInput
-from planner.model import vlm
+from planner.model import mllama, vila, vlm
 from planner.model.moespec import MOE_FAMILIES, MLASpec, MoESpec, in_moe_block, mla_attention, moe_mlp
 from planner.model.shapes import ATTENTION_LINEARS, FAMILY_TRAITS, Tensors, Traits, fsdp_units
 from planner.model.shapes import checked_size as _checked_size
@@ -48,8 +48,8 @@ def peft_target_modules(targets: str, model: ModelSpec | None = None) -> str | l
     --lora_target_modules value as that string: trl/trainer/model_config.py:177-178)."""
     if model is not None and model.vision is not None:
         names = sorted({t.name for t in model.tensors if t.role == "layer" and t.lora and t.adapted(targets)})
-        text = vlm.TEXT_MODULE.get(model.model_type, "language_model")
-        return rf".*\.{text}\..*\.(?:{'|'.join(names)})" if names else None
+        text = {**vlm.TEXT_MODULE, **vila.TEXT_MODULE}.get(model.model_type, "language_model")
+        return rf"(?:.*\.)?{text}\..*\.(?:{'|'.join(names)})" if names else None
     if targets == "all-linear":
         return "all-linear"
     names = list(ATTENTION_LINEARS) if targets == "attention" else targets.split(",")
@@ -64,7 +64,9 @@ def peft_target_parameters(targets: str) -> list[str] | None:
 
 
 QK_NORM = {"qwen3", "gemma3_text"}  # an RMSNorm over each head of q and k before RoPE
-ALL_FAMILIES = sorted(LLAMA_LIKE | {"gpt2", "internvl"} | set(MOE_FAMILIES) | set(vlm.FAMILIES))
+ALL_FAMILIES = sorted(
+    LLAMA_LIKE | {"gpt2", "internvl", "mllama"} | set(MOE_FAMILIES) | set(vlm.FAMILIES) | set(vila.MODEL_TYPES)
+)
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ class TextSpec:
     moe: MoESpec | None = None  # routed MLPs (planner/model/moespec.py); `intermediate` is then the dense layers' width
     mla: MLASpec | None = None  # DeepSeek's latent attention (head_dim is then q/k's: nope + rope)
     sinks: bool = False  # gpt-oss: eager attention with a learned sink logit per head
+    cross_layers: int = 0  # Llama-3.2-Vision: decoder layers that attend to the image (planner/model/mllama.py)
     traits: Traits = field(default_factory=Traits)  # the family's differences from Llama (shapes.py), set by the reader
 
     @property
@@ -109,6 +112,8 @@ class VisionSpec:
     # roles "vision" and "projector" are exactly these modules' parameters
     tower_modules: tuple[str, ...] = ()
     projector_modules: tuple[str, ...] = ()
+    checkpointed: bool = True  # the tower's layers checkpoint with the decoder's (Llama-3.2-Vision's never do)
+    cross_tokens_per_token: int = 0  # keys and values per LLM image token in each cross-attention layer (mllama)
 
     def frozen(self, parameter: str, frozen: str) -> bool:
         """Whether `frozen` (Knobs.frozen: none, vision, vision+projector) freezes the parameter of this name."""
@@ -457,6 +462,14 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
         tc = _sub(cfg, "text_config")
         text, t = _llama_text(tc, str(tc.get("model_type", "qwen2")))
         vision, vt = _internvl_vision(cfg, _sub(cfg, "vision_config"), text.hidden)
+    elif mt == "mllama":
+        tc, vision, vt, units = mllama.read(cfg, VisionSpec)
+        text, t = _llama_text(tc, tc["model_type"])
+        t = mllama.text_tensors(tc, t, text.head_dim)
+        text = replace(text, cross_layers=mllama.cross_layers(tc))
+    elif mt in vila.MODEL_TYPES:
+        tc, vision, vt, units = vila.read(cfg, VisionSpec)
+        text, t = _llama_text(tc, tc["model_type"])
     elif mt in vlm.FAMILIES:
         tc, vision, vt, units = vlm.read(cfg, VisionSpec)
         text, t = _llama_text(tc, {"qwen3_vl_text": "qwen3"}.get(tc["model_type"], tc["model_type"]))

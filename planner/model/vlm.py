@@ -189,7 +189,7 @@ def resolve(cfg: dict) -> tuple[dict, str, dict, dict]:
     return top, vmt, vision, {**text, "model_type": tmt, "tie_word_embeddings": tied}
 
 
-def _side(x) -> int:
+def side(x) -> int:
     return x[0] if isinstance(x, (list, tuple)) else x
 
 
@@ -201,20 +201,20 @@ def _encoder(v: dict) -> list[Tensors]:
 
 
 def _patches(v: dict) -> int:
-    return (_side(v["image_size"]) // _side(v["patch_size"])) ** 2
+    return (side(v["image_size"]) // side(v["patch_size"])) ** 2
 
 
-def _clip(v: dict) -> list[Tensors]:
+def clip_tower(v: dict) -> list[Tensors]:
     """CLIPVisionModel: class embedding, patch convolution (no bias), positions (patches + 1), pre- and post-layernorm."""
-    h, p, c = v["hidden_size"], _side(v["patch_size"]), v.get("num_channels", 3)
+    h, p, c = v["hidden_size"], side(v["patch_size"]), v.get("num_channels", 3)
     out = [Tensors("vision", (h,)), Tensors("vision", (h, c, p, p)), Tensors("vision", (_patches(v) + 1, h))]
     return out + [Tensors("vision", (h,), 4)] + _encoder(v)
 
 
-def _siglip(v: dict, head: bool) -> list[Tensors]:
+def siglip_tower(v: dict, head: bool) -> list[Tensors]:
     """SiglipVisionModel / Idefics3's tower: patch convolution with bias, positions, post-layernorm, and with
     vision_use_head the attention-pooling head (probe, in/out projections, LayerNorm, MLP)."""
-    h, i, p, c = v["hidden_size"], v["intermediate_size"], _side(v["patch_size"]), v.get("num_channels", 3)
+    h, i, p, c = v["hidden_size"], v["intermediate_size"], side(v["patch_size"]), v.get("num_channels", 3)
     out = [Tensors("vision", (h, c, p, p)), Tensors("vision", (h,)), Tensors("vision", (_patches(v), h))]
     out += [Tensors("vision", (h,), 2)] + _encoder(v)
     if head:
@@ -228,7 +228,7 @@ def _qwen3_vl(v: dict) -> list[Tensors]:
     proj, a two-linear MLP, all biased); the merger (LayerNorm over the tower's width) and the deepstack mergers
     (LayerNorm over the merged width) are the projector."""
     h, i, n = v["hidden_size"], v["intermediate_size"], v["depth"]
-    p, tp, c = _side(v["patch_size"]), _side(v["temporal_patch_size"]), v.get("in_channels", 3)
+    p, tp, c = side(v["patch_size"]), side(v["temporal_patch_size"]), v.get("in_channels", 3)
     hm, out_h, deep = h * v["spatial_merge_size"] ** 2, v["out_hidden_size"], len(v["deepstack_visual_indexes"])
     t = [
         Tensors("vision", (h, c, tp, p, p)),
@@ -272,16 +272,16 @@ def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str
         layers, heads, ppt = v["depth"], v["num_heads"], v["spatial_merge_size"] ** 2
     else:
         tower = (
-            _clip(v)
+            clip_tower(v)
             if vmt == "clip_vision_model"
-            else _siglip(v, bool(v.get("vision_use_head", False)) and mt != "idefics3" and mt != "smolvlm")
+            else siglip_tower(v, bool(v.get("vision_use_head", False)) and mt != "idefics3" and mt != "smolvlm")
         )
         tensors = tower + _projector(mt, top, v, ht)
         layers, heads = v["num_hidden_layers"], v["num_attention_heads"]
         ppt = 1  # LLaVA: 577 encoder tokens for 576 (CLS); NeXT/OneVision: approximate (the module's docstring)
         if mt == "gemma3":  # a 4 x 4 average pool down to mm_tokens_per_image
-            side = _side(v["image_size"]) // _side(v["patch_size"])
-            ppt = (side // max(1, int(top["mm_tokens_per_image"] ** 0.5))) ** 2
+            grid = side(v["image_size"]) // side(v["patch_size"])
+            ppt = (grid // max(1, int(top["mm_tokens_per_image"] ** 0.5))) ** 2
         elif mt in ("idefics3", "smolvlm"):  # the pixel shuffle
             ppt = top["scale_factor"] ** 2
     towers, projectors = PREFIXES[mt]

@@ -38,6 +38,7 @@ FAMILIES = {
     "gemma3": "gemma-3-4b",
     "idefics3": "smolvlm-instruct",
     "qwen3_vl": "qwen3-vl-8b",
+    "mllama": "llama-3.2-11b-vision",
     "mixtral": "mixtral-8x7b",
     "qwen2_moe": "qwen1.5-moe-a2.7b",
     "qwen3_moe": "qwen3-30b-a3b",
@@ -79,7 +80,9 @@ def test_analytic_peak_matches_the_sim_for_every_family(family, shape):
     spec = from_config(cfg, name)
     if spec.text.max_positions and spec.text.traits.learned_positions:  # learned positions: the same tokens, shorter
         micro, seq = micro * seq // spec.text.max_positions, spec.text.max_positions
-    images = 256 if spec.vision is not None else 0
+    # Llama-3.2-Vision: one token an image, whose cross-attention the sim cannot trace yet: text rows, whose
+    # steps skip the cross-attention layers
+    images = 256 if spec.vision is not None and not spec.text.cross_layers else 0
     knobs = Knobs(precision=precision, checkpointing=ckpt)
     # MoE rows accumulate 2 micro-steps: at 1 the first micro-step's expert weight gradients are stolen, not
     # summed, so the gradient-sized transient the plan keeps for the steady state is not there (Mixtral, full

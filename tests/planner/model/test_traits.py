@@ -19,6 +19,8 @@ READERS = {
     "planner/model/modelspec.py",
     "planner/model/moespec.py",
     "planner/model/vlm.py",
+    "planner/model/mllama.py",
+    "planner/model/vila.py",
     "planner/model/shapes.py",
 }  # where model_type is read
 SCANNED = ("planner", "probes")

@@ -1,7 +1,8 @@
 """The VLM families planner.model.vlm reads, counted against the model transformers 5.23 builds from the same config on
 the meta device: in total and by role (the tower's and the projector's modules, the rest), for each config class's
 defaults (a config.json that says only its model_type) and for the catalog entries (checkpoints' own configs, whose
-totals equal the Hub's: llava-1.5-7b 7,063,427,072; gemma-3-4b 4,300,079,472)."""
+totals equal the Hub's: llava-1.5-7b 7,063,427,072; gemma-3-4b 4,300,079,472), and Llama-3.2-Vision's beside them
+(planner/model/mllama.py; llama-3.2-11b-vision 10,670,220,835)."""
 
 import pytest
 
@@ -10,7 +11,14 @@ transformers = pytest.importorskip("transformers")
 from planner.model import catalog, vlm
 from planner.model.modelspec import from_config
 
-CATALOG = ["llava-1.5-7b", "llava-v1.6-mistral-7b", "gemma-3-4b", "smolvlm-instruct", "qwen3-vl-8b"]
+CATALOG = [
+    "llava-1.5-7b",
+    "llava-v1.6-mistral-7b",
+    "gemma-3-4b",
+    "smolvlm-instruct",
+    "qwen3-vl-8b",
+    "llama-3.2-11b-vision",
+]
 
 
 def built(cfg: dict):
@@ -33,7 +41,7 @@ def by_role(model, spec) -> dict[str, int]:
     return out
 
 
-@pytest.mark.parametrize("cfg", [{"model_type": mt} for mt in vlm.FAMILIES] + CATALOG, ids=str)
+@pytest.mark.parametrize("cfg", [{"model_type": mt} for mt in (*vlm.FAMILIES, "mllama")] + CATALOG, ids=str)
 def test_counts_are_the_built_models(cfg):
     cfg = catalog.model_config(cfg) if isinstance(cfg, str) else cfg
     spec = from_config(cfg, "model")

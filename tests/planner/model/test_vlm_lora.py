@@ -22,6 +22,9 @@ def small(name: str) -> dict:
         vision["fullatt_block_indexes"] = [1]
     if "deepstack_visual_indexes" in vision:
         vision["deepstack_visual_indexes"] = [0, 1]
+    if "num_global_layers" in vision:  # Llama-3.2-Vision: one gated layer, one cross-attention decoder layer
+        vision["num_global_layers"] = 1
+        cfg = {**cfg, "text_config": {**cfg["text_config"], "cross_attention_layers": [1]}}
     if "text_config" in cfg:  # InternVL; Qwen2.5-VL's catalog config keeps its text fields at the top level
         return {**cfg, "text_config": {**cfg["text_config"], "num_hidden_layers": 2}, "vision_config": vision}
     return {**cfg, "num_hidden_layers": 2, "vision_config": vision}
@@ -38,7 +41,16 @@ def adapted(cfg: dict, target_modules) -> tuple[set[str], int]:
 
 
 @pytest.mark.parametrize(
-    "name", ["qwen2.5-vl-3b", "internvl2.5-8b", "llava-1.5-7b", "gemma-3-4b", "smolvlm-instruct", "qwen3-vl-8b"]
+    "name",
+    [
+        "qwen2.5-vl-3b",
+        "internvl2.5-8b",
+        "llava-1.5-7b",
+        "gemma-3-4b",
+        "smolvlm-instruct",
+        "qwen3-vl-8b",
+        "llama-3.2-11b-vision",
+    ],
 )
 @pytest.mark.parametrize("targets", ["all-linear", "attention", "gate_proj,down_proj"])
 def test_peft_adapts_exactly_the_planned_linears(name, targets):
@@ -69,4 +81,4 @@ def test_trl_passes_the_pattern_to_peft_as_one_string():
         ["--model_name_or_path", "x", "--lora_target_modules", words[words.index("--lora_target_modules") + 1]]
     )
     assert args.lora_target_modules == plan.launch.peft_config["target_modules"]
-    assert r"\.language_model\." in args.lora_target_modules
+    assert r"language_model\." in args.lora_target_modules
