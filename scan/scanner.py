@@ -7,8 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from planner.errors import BadInput
+from planner.model.images import image_rule
 from scan.read import rows
-from scan.tokens import BATCH_ROWS, Lengths, _text_of, image_rule, image_sizes, kind_of, token_ids_length
+from scan.tokens import BATCH_ROWS, Lengths, _text_of, image_sizes, kind_of, token_ids_length
 
 PERCENTILES = (50, 90, 99)
 

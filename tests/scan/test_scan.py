@@ -11,9 +11,9 @@ pytest.importorskip("transformers")
 from PIL import Image
 
 from planner.errors import BadInput
+from planner.model.image_rules import qwen2_vl_image_tokens
 from scan import read
 from scan.scanner import distribution, scan, summary
-from scan.tokens import qwen2_vl_image_tokens
 from tests.planner.cli.helpers import one_line_error, planner
 
 WORDS = [

@@ -1,12 +1,12 @@
-"""The image-token rules of scan/vlm_rules.py against transformers 5.23's own image processors on real image files."""
+"""The image-token rules of planner/model/image_rules.py against transformers 5.23's own image processors on real image files."""
 
 import pytest
 
 pytest.importorskip("transformers")
 from PIL import Image
 
-from scan import vlm_rules
-from scan.tokens import image_rule
+from planner.model import image_rules as vlm_rules
+from planner.model.images import image_rule
 
 SIZES = [(336, 336), (640, 480), (1920, 1080), (100, 2000), (4000, 3000), (500, 1400)]
 

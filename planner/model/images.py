@@ -1,0 +1,91 @@
+"""Image tokens from a processor's settings, torch-free: the rule each --image-rule names (planner.model.image_rules
+restates each family's image processor), the rule a model's family uses by default, and the worst case a rule's
+settings admit (the most LLM tokens one image can give, and an image size that gives them), which a plan without data
+takes (planner.search.imagefit). scan/ sizes a dataset's images with the same rules.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from planner.errors import BadInput
+from planner.model import image_rules as r
+
+IMAGE_RULES = (
+    "qwen2-vl, qwen3-vl, internvl, internvl:N (at most N tiles, 1 to 64), llava, llava-next, gemma3, "
+    "gemma3:pan-and-scan, idefics3, mllama"
+)
+# a family's processor as transformers 5.23 configures it by default (smolvlm, llava_onevision: none restated yet)
+FAMILY_RULE = {
+    "qwen2_vl": "qwen2-vl",
+    "qwen2_5_vl": "qwen2-vl",
+    "qwen3_vl": "qwen3-vl",
+    "internvl": "internvl",
+    "llava": "llava",
+    "llava_next": "llava-next",
+    "gemma3": "gemma3",
+    "idefics3": "idefics3",
+    "mllama": "mllama",
+}
+PIXEL_RULES = {"qwen2-vl": (28, r.QWEN2_VL_MIN_PIXELS, r.QWEN2_VL_MAX_PIXELS), "qwen3-vl": (32, *r.QWEN3_VL_PIXELS)}
+# image sides tried for the rules whose worst case is a tiling's (llava-next's pinpoints, pan-and-scan's crops)
+SIDES = (112, 224, 256, 336, 364, 384, 448, 512, 560, 672, 728, 768, 896, 1008, 1024, 1092, 1344, 1456, 2048, 4096)
+
+
+def family_rule(model_type: str) -> str | None:
+    return FAMILY_RULE.get(model_type)
+
+
+def _tiles(spec: str) -> int | None:
+    if spec == "internvl":
+        return 12
+    if spec.startswith("internvl:") and spec[9:].isdigit() and 1 <= int(spec[9:]) <= 64:
+        return int(spec[9:])
+    return None
+
+
+def image_rule(spec: str, min_pixels: int | None = None, max_pixels: int | None = None) -> Callable[[int, int], int]:
+    """The rule --image-rule names, (width, height) -> LLM tokens; min/max pixels (None: the family's own) for the
+    Qwen rules."""
+    if spec in PIXEL_RULES:
+        factor, low, high = PIXEL_RULES[spec]
+        low, high = min_pixels or low, max_pixels or high
+        return lambda w, h: r.qwen_image_tokens(w, h, factor, low, high)
+    if spec in r.RULES:
+        return r.RULES[spec]
+    tiles = _tiles(spec)
+    if tiles is not None:
+        return lambda w, h: r.internvl_image_tokens(w, h, tiles)
+    if spec.startswith("fixed:") and spec[6:].isdigit() and int(spec[6:]) > 0:
+        n = int(spec[6:])
+        return lambda w, h: n
+    raise BadInput(f"--image-rule {spec!r}: accepted: {IMAGE_RULES}, fixed:N (N tokens per image)", "image_rule")
+
+
+def worst_case(spec: str, min_pixels: int | None = None, max_pixels: int | None = None) -> tuple[int, tuple[int, int]]:
+    """(the most tokens one image gives under the rule's settings, the (width, height) of an image that gives them).
+    Qwen: the most factor x factor blocks within max_pixels on a grid of aspect ratio at most 200 (smart_resize keeps
+    such an image as it is); InternVL: every tile of the widest grid and the thumbnail; the others: the most over
+    images of the sides in SIDES."""
+    rule = image_rule(spec, min_pixels, max_pixels)
+    if spec in PIXEL_RULES:
+        factor, _, high = PIXEL_RULES[spec]
+        n = (max_pixels or high) // (factor * factor)
+        a = max(
+            (a for a in range(1, math.isqrt(n) + 1) if n // a <= 200 * a), key=lambda a: (a * (n // a), a), default=1
+        )
+        size = ((n // a) * factor, a * factor)
+    elif _tiles(spec) is not None:
+        t = r.INTERNVL_TILE
+        size = max(((c * t, q * t) for c in range(1, 65) for q in range(1, 65)), key=lambda s: (rule(*s), -s[0] * s[1]))
+    elif spec.startswith("fixed:"):
+        size = (SIDES[0], SIDES[0])
+    else:
+        size = max(((w, h) for w in SIDES for h in SIDES), key=lambda s: (rule(*s), -s[0] * s[1], -s[0]))
+    return rule(*size), size
+
+
+def square_tokens(spec: str, side: int, min_pixels: int | None = None, max_pixels: int | None = None) -> int:
+    """Tokens of a side x side image."""
+    return image_rule(spec, min_pixels, max_pixels)(side, side)
