@@ -63,14 +63,16 @@ def scanner(settings: Settings):
     """The core's Scanner for this service: a dataset and its tokenizer only from inside the data directories
     (none configured: none may be read), then the scan package's scan."""
 
-    def scan(path: str, tokenizer: str | None, image_rule: str, max_length: int | None):
+    def scan(
+        path: str, tokenizer: str | None, image_rule: str, max_length: int | None, min_pixels=None, max_pixels=None
+    ):
         data = inside(path, settings.data_dirs, "data", "data")
         tok = inside(tokenizer, settings.data_dirs, "tokenizer", "data") if tokenizer else None
         try:
             from scan.plan import data_fit
         except ImportError:
             raise BadInput("--data: this server cannot scan datasets (install the scan extra)", "data") from None
-        return data_fit(str(data), str(tok) if tok else None, image_rule, max_length)
+        return data_fit(str(data), str(tok) if tok else None, image_rule, max_length, min_pixels, max_pixels)
 
     return scan
 

@@ -54,10 +54,10 @@ from planner.estimate.setup import Setup
 from planner.evidence.store import ProbeRecord, Shapes
 from planner.export import keys
 from planner.export.launch import with_launch
-from planner.model import catalog, hardware
+from planner.model import catalog, hardware, images
 from planner.model.modelspec import ModelSpec, from_config
 from planner.model.shapes import module_name_matches
-from planner.search import nearest
+from planner.search import imagefit, nearest
 from planner.search.datafit import DataFit, Scanner, scan_data, token_batches, verdict
 from planner.search.lengths import limits as rl_limits
 from planner.search.search import budget_plan, make_plan, search
@@ -122,13 +122,16 @@ def workload_sequence(req: Target) -> Target:
 
 
 def image_tokens(req: Target, model: ModelSpec) -> int:
-    n = req.image_tokens
+    n, b = req.image_tokens, None
     if req.images is not None or req.tokens_per_image is not None:
-        if req.images is None or req.tokens_per_image is None:
-            raise BadInput("--images and --tokens-per-image go together", "images")
+        if req.images is None:
+            raise BadInput("--tokens-per-image goes with --images", "images")
         if n is not None:
-            raise BadInput("give --image-tokens or --images with --tokens-per-image, not both", "image_tokens")
-        n = req.images * req.tokens_per_image
+            raise BadInput(
+                "give --image-tokens or --images (with --tokens-per-image or alone), not both", "image_tokens"
+            )
+        b = imagefit.budget(req, model)
+        n = req.images * (req.tokens_per_image if b is None else b.tokens_per_image)
     n = n or 0
     if n and model.vision is None:
         raise BadInput(f"--image-tokens {n}: model {model.name!r} has no vision tower", "image_tokens")
@@ -137,6 +140,13 @@ def image_tokens(req: Target, model: ModelSpec) -> int:
             f"--image-tokens {n} exceeds --max-prompt-length {req.workload.prompt_tokens()}: image "
             "tokens are part of the prompt",
             "image_tokens",
+        )
+    if n > req.seq_len and b is not None:
+        raise BadInput(
+            f"--images {req.images} at the {b.rule} rule's worst case ({b.tokens_per_image:,} tokens an image, "
+            f"{b.size[0]}x{b.size[1]}) are {n:,} tokens, over --seq-len {req.seq_len}: lower --max-pixels, give "
+            "--tokens-per-image, or raise --seq-len",
+            "images",
         )
     if n > req.seq_len:
         raise BadInput(
@@ -151,6 +161,8 @@ def resolve(
     model = resolver(req.model)  # the cheap checks first: a bad model or GPU is refused before a long scan
     hw = hardware.resolve(req.gpu, req.gpus_per_node, req.nodes, req.inter_node_gbps, req.host_ram_gb)
     req = workload_sequence(req)
+    if req.data is not None and req.image_rule is None:  # the data's images sized as the model's processor does
+        req = req.model_copy(update={"image_rule": images.family_rule(model.model_type) or "qwen2-vl"})
     fit = scan_data(req, scanner)
     if fit is not None:
         req = req.model_copy(update={"seq_len": fit.seq_len})
@@ -325,6 +337,7 @@ def suggest(
         rejected=rejected,
         verified=verified,
         data=fit.json() if fit else None,
+        images=b.json() if (b := imagefit.budget(req, model)) else None,
         nearest=[]
         if result.plans or not with_nearest
         else in_framework_keys(nearest_fits(req, goal, hw, resolver), (rejected or [None])[0], model, hw, goal),
@@ -429,6 +442,7 @@ def check(
         suggestions=alternatives,
         verified=verified,
         data=verdict(fit, plan, model, hw, goal, req.seed) if fit else None,
+        images=imagefit.verdict(b, plan, model, hw, goal) if (b := imagefit.budget(req, model)) else None,
         limits=rl_limits(plan, model, hw, goal) if req.workload.rl else None,
         nearest=[] if plan.fits else in_framework_keys(nearest_fits(req, goal, hw, resolver), plan, model, hw, goal),
     )

@@ -48,10 +48,12 @@ async function init() {
 
 // Every request field the form does not lay out itself gets a control made from the API's schema, so a knob
 // added to the core's request model appears here with no page code (tests/api/test_web.py checks all are there).
-const LABELS = {image_tokens: "Image tokens per sample (VLMs)", images: "or images per sample", tokens_per_image: "and tokens per image",
+const LABELS = {image_tokens: "Image tokens per sample (VLMs)", images: "or images per sample (alone: the worst case of the processor's settings)", tokens_per_image: "and tokens per image",
   lora_rank: "LoRA rank (0 = full fine-tuning)", margin: "Margin kept free (fraction; empty = default)",
   inter_node_gbps: "Network per node (Gb/s)", host_ram_gb: "Host RAM per node (GiB)", top: "Plans to show",
-  image_rule: "Image tokens rule (with a dataset)", max_length: "Cut rows to (tokens, with a dataset)",
+  image_rule: "Image tokens rule (with a dataset or images alone; empty = the model's)",
+  min_pixels: "Processor min_pixels (Qwen-VL)", max_pixels: "Processor max_pixels (Qwen-VL)",
+  max_length: "Cut rows to (tokens, with a dataset)",
   seed: "Trainer's sampler seed", max_tokens_per_micro_batch: "Token budget per micro-batch",
   optimizer_in_backward: "Optimizer in backward (accumulation 1, one GPU)", quant: "4-bit base (QLoRA, with a LoRA rank)",
   lora_targets: "LoRA targets (all-linear, attention, or names)", lora_train_embeddings: "Train embedding and head (LoRA)",

@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     out, result = gather(args)
     plan, alternatives, (model, hw, goal) = result.plan, result.suggestions, result.context
     from planner.cli.data import budget_line, data_lines
+    from planner.search import imagefit
 
     data = out.get("data")
     if args.plot:
@@ -91,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
         )
         common.say_line(f"speed: {plan.tokens_per_s:,.0f} tokens/s, {plan.step_time_s:.2f} s a step (predicted)")
         for line in data_lines(data) if data else []:
+            common.say_line(line)
+        for line in imagefit.lines(out["images"]) if out.get("images") else []:
             common.say_line(line)
         if plan.token_batches is not None:
             common.say_line(budget_line(plan.token_batches))

@@ -142,9 +142,12 @@ def add_target_args(p: argparse.ArgumentParser, model_required: bool = True) -> 
     p.add_argument("--tokenizer", default=None, help="with --data: a local tokenizer folder")
     p.add_argument(
         "--image-rule",
-        default="qwen2-vl",
-        help="with --data: qwen2-vl, qwen3-vl, internvl[:N], llava, llava-next, gemma3[:pan-and-scan], idefics3 or fixed:N",
+        default=None,
+        help="image tokens per image with --data or --images alone: qwen2-vl, qwen3-vl, internvl[:N], llava, "
+        "llava-next, gemma3[:pan-and-scan], idefics3, mllama or fixed:N (default: the model family's)",
     )
+    p.add_argument("--min-pixels", type=positive_int("--min-pixels"), default=None, help="the Qwen rules' min_pixels")
+    p.add_argument("--max-pixels", type=positive_int("--max-pixels"), default=None, help="the Qwen rules' max_pixels")
     p.add_argument(
         "--max-length",
         type=positive_int("--max-length"),
@@ -169,7 +172,12 @@ def add_target_args(p: argparse.ArgumentParser, model_required: bool = True) -> 
         default=None,
         help="VLMs: LLM-side image tokens per sample (part of --seq-len)",
     )
-    p.add_argument("--images", type=nonneg_int("--images"), default=None, help="VLMs: images per sample")
+    p.add_argument(
+        "--images",
+        type=nonneg_int("--images"),
+        default=None,
+        help="VLMs: images per sample; alone, each at the worst case of its image rule's settings",
+    )
     p.add_argument(
         "--tokens-per-image",
         type=nonneg_int("--tokens-per-image"),
@@ -336,7 +344,9 @@ def request(cls, args: argparse.Namespace, **fields):
     return advise.parse(cls, {**data, **work, **fields})
 
 
-def scanner(path: str, tokenizer: str | None, image_rule: str, max_length: int | None):
+def scanner(
+    path: str, tokenizer: str | None, image_rule: str, max_length: int | None, min_pixels=None, max_pixels=None
+):
     """The core's Scanner on the CLI: the scan package, imported when --data asks for it."""
     from planner.cli import extras
 
@@ -344,7 +354,7 @@ def scanner(path: str, tokenizer: str | None, image_rule: str, max_length: int |
         extras.require("--data with --tokenizer", {"transformers": "scan"})
     from scan.plan import data_fit
 
-    return data_fit(path, tokenizer, image_rule, max_length)
+    return data_fit(path, tokenizer, image_rule, max_length, min_pixels, max_pixels)
 
 
 def probe_functions():

@@ -66,8 +66,11 @@ def run(args: argparse.Namespace) -> int:
             f"{hw.world_size} x {hw.gpu.name}, global batch {goal.global_batch} x {goal.seq_len} tokens"
         )
         from planner.cli.data import budget_line, data_lines
+        from planner.search import imagefit
 
         for line in data_lines(out["data"]) if out.get("data") else []:
+            common.say_line(line)
+        for line in imagefit.lines(out["images"]) if out.get("images") else []:
             common.say_line(line)
         if result.plans:
             render.console.print(render.plans_table(result.plans, title, approximate=not model.exact))

@@ -84,14 +84,20 @@ class _Target(_Request):
         max_length=4096,
         description="with data: a local tokenizer folder (inside the data directories, for the API)",
     )
-    image_rule: str = Field(
-        default="qwen2-vl",
+    image_rule: str | None = Field(
+        default=None,
         min_length=1,
         max_length=64,
         description=(
-            "with data: image tokens per image, qwen2-vl, qwen3-vl, internvl[:N], llava, llava-next, "
-            "gemma3[:pan-and-scan], idefics3 or fixed:N"
+            "image tokens per image, with data or with images alone: qwen2-vl, qwen3-vl, internvl[:N], llava, "
+            "llava-next, gemma3[:pan-and-scan], idefics3, mllama or fixed:N; default the model family's"
         ),
+    )
+    min_pixels: int | None = Field(
+        default=None, ge=1, le=1 << 30, description="the qwen2-vl / qwen3-vl rules' min_pixels (the processor's)"
+    )
+    max_pixels: int | None = Field(
+        default=None, ge=1, le=1 << 30, description="the qwen2-vl / qwen3-vl rules' max_pixels (the processor's)"
     )
     max_length: int | None = Field(
         default=None,
@@ -114,7 +120,12 @@ class _Target(_Request):
         ),
     )
     image_tokens: int | None = Field(default=None, ge=0, le=MAX_SEQ_LEN)
-    images: int | None = Field(default=None, ge=0, le=MAX_SEQ_LEN, description="with tokens_per_image")
+    images: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_SEQ_LEN,
+        description="images per sample: with tokens_per_image, or alone (each at its image rule's worst case)",
+    )
     tokens_per_image: int | None = Field(default=None, ge=0, le=MAX_SEQ_LEN)
     margin: float | None = Field(
         default=None,
@@ -185,6 +196,11 @@ ProbeRequest = create_model(
 )
 
 
+IMAGES_DOC = (
+    "images alone (no tokens_per_image, no data): the image rule, the worst case its settings admit per image and an "
+    "image size that gives it; with check, for a configuration that does not fit then, the largest square image it "
+    "fits (fits_up_to, null when none)"
+)
 NEAREST_DOC = (
     "when nothing fits: the requests one change away that do (every knob allowed, a fused optimizer, LoRA, "
     "more host RAM, twice the GPUs per node or the nodes, half the sequence), each with its best plan"
@@ -213,6 +229,7 @@ class SuggestResult(_Result):
     rejected: list[Plan]
     verified: dict | None = None
     data: dict | None = None
+    images: dict | None = Field(default=None, description=IMAGES_DOC)
     nearest: list[Nearest] = Field(default_factory=list, description=NEAREST_DOC)
 
 
@@ -224,6 +241,7 @@ class CheckResult(_Result):
     suggestions: list[Plan]
     verified: dict | None = None
     data: dict | None = None
+    images: dict | None = Field(default=None, description=IMAGES_DOC)
     limits: dict | None = Field(
         default=None,
         description=("dpo / grpo: the longest completion (and prompt, images) at which the configuration still fits"),

@@ -257,14 +257,22 @@ def cross_attention_bytes(
     t: TextSpec, v: VisionSpec, batch: int, image_tokens: int, seq: int, profile: str, live_layers: int
 ) -> int:
     """Llama-3.2-Vision's cross-attention over the image (planner/model/mllama.py), beyond what the decoder-layer terms
-    count at the text's length: the projected image states every cross-attention layer reads, and the mask over
-    text x image keys in the model's dtype (both made once a step, modeling_mllama.py:1316-1340); in each of the
-    `live_layers` cross-attention layers not under a checkpoint, its keys and values, the key norm's output and SDPA's
-    keys and values repeated to every query head. Approximate: not yet pinned by a simulated step with images."""
+    count at the text's length. Once a step: the text x image mask in the compute dtype (under torch AMP, SDPA's
+    bf16 cast of it in each layer), and the projected image states the cross-attention layers' key and value
+    projections read, saved once in the compute dtype (under AMP one bf16 cast serves every projection); both held
+    in the model's dtype as the inputs of the layers under a checkpoint. In each of the `live_layers` cross-attention layers not under a checkpoint: the key norm's fp32
+    input (an upcast copy below fp32), its normalized keys in the compute dtype and fp32 rsqrt, and SDPA's keys and
+    values, at every query head's width (repeat_kv; the norm's output and the values themselves without GQA).
+    Equal to the tensors a tiny Mllama saves on CPU in fp32, bf16 and under bf16 autocast, with and without GQA
+    (tests/probes/test_mllama.py); the checkpointed layers' inputs are not seen by saved-tensor hooks."""
     if not t.cross_layers or not image_tokens:
         return 0
-    _, c = saved_dtype_bytes(profile)
+    r, c = saved_dtype_bytes(profile)
     keys = batch * image_tokens * v.cross_tokens_per_token
-    shared = c * keys * (t.hidden + seq)
-    per_layer = c * keys * (3 * t.kv_dim + (2 * t.q_dim if t.heads != t.kv_heads else 0))
-    return shared + live_layers * per_layer
+    amp = profile == "amp"
+    once = (c * keys * t.hidden + (0 if amp else c * seq * keys)) if live_layers else 0
+    if live_layers < t.cross_layers and (amp or not live_layers):  # a checkpoint's inputs, besides what is saved
+        once += r * keys * (t.hidden + seq)
+    per_layer = 4 * keys * t.kv_heads + keys * t.kv_dim * (4 + c) + 2 * c * keys * t.q_dim
+    per_layer += c * seq * keys if amp else 0  # autocast casts the fp32 mask for each layer's SDPA
+    return once + live_layers * per_layer

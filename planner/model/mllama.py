@@ -15,9 +15,9 @@ tests/planner/model/test_vlm_families.py):
 
 An image is always max_num_tiles tiles (absent tiles are zero and masked) of (image_size / patch)^2 + 1 patches,
 padded to a multiple of 8 inside the tower: 6,432 encoder tokens for one text token (<|image|>), and 6,404 keys and
-values in each cross-attention layer. The tower's layers do not checkpoint under gradient checkpointing (only the
-decoder layers do). Planned approximately: the cross-attention layers' keys and values over the image
-(planner.estimate.activations.cross_attention_bytes) are not yet pinned by a simulated or measured step.
+values in each cross-attention layer (planner.estimate.activations.cross_attention_bytes, pinned by the tensors a
+tiny Mllama saves: tests/probes/test_mllama.py). The tower's layers do not checkpoint under gradient checkpointing
+(only the decoder layers do).
 """
 
 from __future__ import annotations

@@ -41,8 +41,8 @@ class DataFit:
 
 
 # How the core scans a dataset without importing the scan package: scanner(path, tokenizer, image_rule,
-# max_length) -> DataFit (scan.plan.data_fit on the CLI; the API's checks the paths first).
-Scanner = Callable[[str, str | None, str, int | None], DataFit]
+# max_length, min_pixels, max_pixels) -> DataFit (scan.plan.data_fit on the CLI; the API's checks the paths first).
+Scanner = Callable[[str, str | None, str, int | None, int | None, int | None], DataFit]
 
 
 def scan_data(req, scanner: Scanner | None) -> DataFit | None:
@@ -57,7 +57,9 @@ def scan_data(req, scanner: Scanner | None) -> DataFit | None:
         raise BadInput("give --seq-len or --data, not both (--max-length caps what --data asks for)", "seq_len")
     if scanner is None:
         raise BadInput("--data: this face cannot scan datasets (install the scan extra)", "data")
-    return scanner(req.data, req.tokenizer, req.image_rule, req.max_length)
+    return scanner(
+        req.data, req.tokenizer, req.image_rule or "qwen2-vl", req.max_length, req.min_pixels, req.max_pixels
+    )
 
 
 def token_batches(req, goal: Goal, hw: Hardware, fit: DataFit | None) -> TokenBatches | None:

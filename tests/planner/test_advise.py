@@ -225,6 +225,7 @@ def test_results_carry_what_json_prints_and_their_context():
         "suggestions",
         "verified",
         "data",
+        "images",
         "limits",
         "nearest",
         "config",

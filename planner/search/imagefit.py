@@ -1,0 +1,131 @@
+"""Images planned from the processor's settings instead of a token count (`--images N` without --tokens-per-image
+or --data): each image at the worst case its family's rule admits under --image-rule, --min-pixels and --max-pixels
+(planner.model.images), said in the answer, and for a configuration that does not fit then, the largest square
+image at which it still does (every image at that size), as the data path names the longest row that fits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.errors import BadInput
+from planner.model import images
+from planner.model.modelspec import ModelSpec
+from planner.search.search import make_plan
+
+MAX_SIDE = 8192  # square images tried up to this side (pixels)
+
+
+@dataclass(frozen=True)
+class ImageBudget:
+    rule: str
+    images: int  # per sample
+    tokens_per_image: int  # the worst case
+    size: tuple[int, int]  # an image (width, height) that gives it
+    min_pixels: int | None = None
+    max_pixels: int | None = None
+    any_size: bool = False  # the rule gives every image the same count (llava, gemma3, mllama, fixed:N)
+
+    def json(self) -> dict:
+        return {
+            "rule": self.rule,
+            "images": self.images,
+            "tokens_per_image": self.tokens_per_image,
+            "worst_case_size": list(self.size),
+            "min_pixels": self.min_pixels,
+            "max_pixels": self.max_pixels,
+            "any_size": self.any_size,
+        }
+
+
+def budget(req, model: ModelSpec) -> ImageBudget | None:
+    """The worst case of `--images N` alone (None when the request gives its image tokens, or data)."""
+    pixels = req.min_pixels is not None or req.max_pixels is not None
+    if req.images is None or req.tokens_per_image is not None:
+        if pixels and req.data is None:
+            raise BadInput(
+                "--min-pixels / --max-pixels size the images of --data, or of --images N alone (no --tokens-per-image)",
+                "max_pixels",
+            )
+        return None
+    if req.data is not None:
+        raise BadInput(
+            f"--images {req.images} with --data: the data's own images are counted (leave --images out)", "images"
+        )
+    if model.vision is None:
+        raise BadInput(f"--images {req.images}: model {model.name!r} has no vision tower", "images")
+    rule = req.image_rule or images.family_rule(model.model_type)
+    if rule is None:
+        raise BadInput(
+            f"--images {req.images}: give --tokens-per-image, or --image-rule ({model.name!r} has no image rule of its "
+            f"own; accepted: {images.IMAGE_RULES}, fixed:N)",
+            "tokens_per_image",
+        )
+    if pixels and rule not in images.PIXEL_RULES:
+        raise BadInput(
+            f"--min-pixels / --max-pixels: the {rule} rule has no pixel budget (qwen2-vl, qwen3-vl)", "max_pixels"
+        )
+    if req.min_pixels and req.max_pixels and req.min_pixels > req.max_pixels:
+        raise BadInput(f"--min-pixels {req.min_pixels} is over --max-pixels {req.max_pixels}", "min_pixels")
+    tokens, size = images.worst_case(rule, req.min_pixels, req.max_pixels)
+    count = images.image_rule(rule, req.min_pixels, req.max_pixels)
+    same = all(count(w, h) == tokens for w in images.SIDES for h in images.SIDES)
+    return ImageBudget(rule, req.images, tokens, size, req.min_pixels, req.max_pixels, same)
+
+
+def largest_square(plan, model: ModelSpec, hw, goal, b: ImageBudget) -> dict | None:
+    """For a plan that does not fit at the worst case: the largest square image (every image of a sample that size)
+    at which it fits, {"side", "tokens_per_image"}; None when not even the smallest does. Tokens grow with the side,
+    and the peak with the tokens: a bisection over the sides whose token count changes."""
+    rule = images.image_rule(b.rule, b.min_pixels, b.max_pixels)
+    sides, last = [], None
+    for side in range(14, MAX_SIDE + 1, 14):
+        t = rule(side, side)
+        if t != last:
+            sides.append((side, t))
+            last = t
+
+    def fits(i: int) -> bool:
+        n = b.images * sides[i][1]
+        g = goal.model_copy(update={"image_tokens": n})
+        return n <= goal.seq_len and make_plan(model, hw, g, plan.knobs, plan.micro_batch).fits
+
+    if not fits(0):
+        return None
+    lo, hi = 0, len(sides)  # fits(lo) holds; hi is past the end or does not fit
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    side = sides[lo + 1][0] - 1 if lo + 1 < len(sides) else MAX_SIDE
+    while rule(side, side) != sides[lo][1]:  # the count changed between two tried sides: its last side
+        side -= 1
+    return {"side": side, "tokens_per_image": sides[lo][1]}
+
+
+def verdict(b: ImageBudget, plan, model: ModelSpec, hw, goal) -> dict:
+    out = b.json()
+    if not plan.fits and plan.token_batches is None:
+        out["fits_up_to"] = largest_square(plan, model, hw, goal, b)
+    return out
+
+
+def lines(d: dict) -> list[str]:
+    """The answer's lines for the CLI."""
+    w, h = d["worst_case_size"]
+    pixels = f", max_pixels {d['max_pixels']:,}" if d.get("max_pixels") else ""
+    head = (
+        f"images: {d['images']} a sample, {d['tokens_per_image']:,} tokens each whatever its size ({d['rule']} rule)"
+        if d["any_size"]
+        else f"images: {d['images']} a sample at the {d['rule']} rule's worst case{pixels}, {d['tokens_per_image']:,} "
+        f"tokens an image (a {w}x{h} image gives that many)"
+    )
+    out = [head]
+    if "fits_up_to" in d:
+        up = d["fits_up_to"]
+        out.append(
+            "it does not fit with images of any size"
+            if up is None
+            else f"this configuration fits images up to {up['side']}x{up['side']} ({up['tokens_per_image']:,} tokens "
+            "an image); larger ones run out of memory"
+        )
+    return out

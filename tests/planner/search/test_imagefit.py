@@ -1,0 +1,95 @@
+"""Images planned from the processor's settings (planner.search.imagefit): `--images N` alone takes each image at the
+worst case of the model family's rule under --min-pixels / --max-pixels, says so, and a configuration that does
+not fit then is told the largest square image it fits (checked against plans at that image's token count and at the
+next one)."""
+
+import json
+
+import pytest
+
+from planner import advise
+from planner.errors import BadInput
+from planner.model.images import image_rule, worst_case
+from planner.model.modelspec import from_config
+from tests.planner.cli.helpers import planner
+
+# Qwen2.5-VL-3B trained in full on 6 x H20 (the worked case of docs/vlms.md), two images a row at max_pixels 2,007,040
+BASE = {
+    "model": "qwen2.5-vl-3b",
+    "gpu": "h20",
+    "gpus_per_node": 6,
+    "micro_batch": 4,
+    "grad_accum": 4,
+    "seq_len": 8192,
+    "zero_stage": 2,
+    "checkpointing": "full",
+}
+
+
+def check(**fields):
+    return advise.check(advise.parse(advise.CheckRequest, {**BASE, **fields}))
+
+
+def test_images_alone_take_the_worst_case_of_the_familys_rule():
+    r = check(images=2, max_pixels=2007040)
+    tokens, size = worst_case("qwen2-vl", None, 2007040)
+    assert (r.images["rule"], r.images["tokens_per_image"], r.images["worst_case_size"]) == (
+        "qwen2-vl",
+        2560,
+        list(size),
+    )
+    assert tokens == 2560 and r.goal["image_tokens"] == 2 * 2560
+    given = check(images=2, tokens_per_image=2560)  # the same plan as the count given outright
+    assert given.plan.memory == r.plan.memory and given.images is None
+
+
+def test_the_largest_square_image_that_fits_is_the_edge():
+    r = check(images=2, max_pixels=2007040)
+    assert not r.plan.fits
+    up = r.images["fits_up_to"]
+    rule = image_rule("qwen2-vl", None, 2007040)
+    assert rule(up["side"], up["side"]) == up["tokens_per_image"] < rule(up["side"] + 1, up["side"] + 1)
+    assert check(images=2, tokens_per_image=up["tokens_per_image"]).plan.fits
+    bigger = next(t for s in range(up["side"], 4000, 14) if (t := rule(s, s)) > up["tokens_per_image"])
+    assert not check(images=2, tokens_per_image=bigger).plan.fits
+
+
+def test_a_fitting_plan_names_no_edge_and_suggest_says_the_worst_case():
+    r = check(images=1, max_pixels=200704, micro_batch=1)
+    assert r.plan.fits and "fits_up_to" not in r.images
+    body = {"model": "qwen3-vl-8b", "gpu": "h100", "global_batch": 8, "seq_len": 4096, "images": 1}
+    s = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "max_pixels": 1048576}))
+    assert (s.images["rule"], s.images["tokens_per_image"], s.goal["image_tokens"]) == ("qwen3-vl", 1024, 1024)
+
+
+@pytest.mark.parametrize(
+    "fields, said",
+    [
+        ({"max_pixels": 1003520}, "--min-pixels / --max-pixels size the images"),
+        ({"images": 1, "max_pixels": 1003520, "model": "llava-1.5-7b"}, "the llava rule has no pixel budget"),
+        ({"images": 1, "min_pixels": 9000, "max_pixels": 4000}, "--min-pixels 9000 is over --max-pixels 4000"),
+        ({"images": 4, "max_pixels": 12845056}, "over --seq-len 8192: lower --max-pixels"),
+        ({"images": 1, "image_rule": "qwen"}, "--image-rule 'qwen': accepted"),
+    ],
+)
+def test_what_cannot_be_planned_is_one_line(fields, said):
+    with pytest.raises(BadInput, match=said):
+        check(**fields)
+
+
+def test_a_family_without_a_rule_asks_for_one():
+    onevision = from_config({"model_type": "llava_onevision"}, "onevision")
+    req = advise.parse(advise.CheckRequest, {**BASE, "model": "qwen2.5-vl-3b", "images": 1})
+    with pytest.raises(BadInput, match="has no image rule of its own"):
+        advise.check(req, resolver=lambda ref: onevision)
+
+
+def test_the_cli_says_the_worst_case_and_the_edge():
+    args = ["check", "--model", "qwen2.5-vl-3b", "--gpu", "h20", "--gpus-per-node", "6", "--micro-batch", "4"]
+    args += ["--grad-accum", "4", "--seq-len", "8192", "--zero", "2", "--checkpointing", "full", "--images", "2"]
+    out = planner(*args, "--max-pixels", "2007040")
+    assert out.returncode == 3
+    assert "images: 2 a sample at the qwen2-vl rule's worst case, max_pixels 2,007,040, 2,560 tokens" in out.stdout
+    assert "this configuration fits images up to" in out.stdout
+    got = json.loads(planner(*args, "--max-pixels", "2007040", "--json").stdout)
+    assert got["images"]["fits_up_to"]["tokens_per_image"] < 2560
