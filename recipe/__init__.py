@@ -49,7 +49,7 @@ def lora_config(knobs, model_spec=None):
     return LoraConfig(
         r=knobs.lora_rank,
         lora_alpha=2 * knobs.lora_rank,
-        target_modules=peft_target_modules(knobs.lora_targets, model_spec) or [],
+        target_modules=peft_target_modules(knobs.lora_targets, model_spec, getattr(knobs, "lora_vision", False)) or [],
         target_parameters=peft_target_parameters(knobs.lora_targets),
         lora_dropout=knobs.lora_dropout,
         modules_to_save=save,

@@ -128,6 +128,13 @@ class KnobFields(BaseModel):
         default=False, description=("train the embedding and head beside the adapters (PEFT modules_to_save)")
     )
     lora_dropout: float = Field(default=0.0, ge=0, lt=1, description="LoRA dropout probability")
+    lora_vision: bool = Field(
+        default=False,
+        description=(
+            "VLM LoRA: adapters on the vision tower's and projector's linears too (PEFT's all-linear on the whole model, "
+            "what TRL's --lora_target_modules all-linear runs); the tower then saves its activations for backward"
+        ),
+    )
     lora_base_fp32: bool = Field(
         default=False,
         description=(

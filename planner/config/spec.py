@@ -43,7 +43,7 @@ LOSSES: tuple[str, ...] = choices("loss")
 ATTENTIONS: tuple[str, ...] = choices("attention")
 BATCHINGS: tuple[str, ...] = choices("batching")
 # The recipe knobs (planner/estimate/recipe_terms.py owns their terms): Knobs fields a Plan carries under the same names
-LORA_FIELDS: tuple[str, ...] = ("quant", "lora_targets", "lora_train_embeddings", "lora_dropout")
+LORA_FIELDS: tuple[str, ...] = ("quant", "lora_targets", "lora_train_embeddings", "lora_dropout", "lora_vision")
 # Mixture-of-experts knobs (planner/estimate/moe.py): experts split over N ranks, the busiest expert's share of the tokens
 MOE_FIELDS: tuple[str, ...] = ("expert_parallel", "expert_imbalance")
 RECIPE_FIELDS: tuple[str, ...] = (
@@ -203,10 +203,17 @@ class Knobs(KnobFields):
                 ("lora_train_embeddings", False),
                 ("lora_dropout", 0.0),
                 ("lora_base_fp32", False),
+                ("lora_vision", False),
             ):
                 if getattr(self, field) != default:
                     flag = "--" + field.replace("_", "-")
                     raise BadInput(f"{flag} {getattr(self, field)} needs LoRA adapters: give --lora-rank > 0", field)
+        if self.lora_vision and self.lora_targets != "all-linear":
+            raise BadInput(
+                f"--lora-vision adapts every linear of the tower and projector, as PEFT's all-linear does: with "
+                f"--lora-targets all-linear, not {self.lora_targets}",
+                "lora_vision",
+            )
         if self.lora_base_fp32 and (self.zero_stage or self.precision not in ("bf16", "fp16")):
             raise BadInput(
                 "--lora-base-fp32 is for bf16/fp16 mixed precision under torch AMP or FSDP: DeepSpeed casts the base to "
@@ -484,6 +491,7 @@ class Plan(KnobFields, _Split):
             f"LoRA on {self.lora_targets}" if self.lora_targets != "all-linear" else "",
             "trained embeddings" if self.lora_train_embeddings else "",
             f"LoRA dropout {self.lora_dropout:g}" if self.lora_dropout else "",
+            "LoRA on the tower" if self.lora_vision else "",
             self.workload.kind.upper() if self.workload.rl else "",
             f"steps_per_generation {self.workload.steps_per_generation}" if self.workload.steps_per_generation else "",
             f"expert parallel {self.expert_parallel}" if self.expert_parallel > 1 else "",

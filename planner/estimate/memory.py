@@ -290,9 +290,8 @@ def activations_bytes(s: Setup) -> int:
     v = s.model.vision
     if v is not None:
         ckpt = "off" if s.knobs.checkpointing == "off" or not v.checkpointed else "full"
-        total += act.vision_activations_bytes(
-            v, s.micro_batch, s.image_tokens, p, ckpt, trainable=not s.lora and s.knobs.frozen == "none"
-        )
+        trained = s.knobs.lora_vision if s.lora else s.knobs.frozen == "none"  # adapters need the tower's inputs
+        total += act.vision_activations_bytes(v, s.micro_batch, s.image_tokens, p, ckpt, trainable=trained)
         live = t.cross_layers * (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) // t.layers
         total += act.cross_attention_bytes(t, v, s.micro_batch, s.image_tokens, s.seq_len, p, live)
     return total

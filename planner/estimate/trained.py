@@ -14,10 +14,13 @@ ADAMW_8BIT_BLOCK = 256  # bitsandbytes blockwise quantisation: one fp32 absmax p
 
 def trainable_params(s: Setup) -> int:
     """Full fine-tuning: every parameter but the modules --frozen keeps frozen (a VLM's tower, its projector); LoRA:
-    the adapters on --lora-targets and any trained embedding copies."""
+    the adapters on --lora-targets (and with --lora-vision on the tower's and projector's linears) and any trained
+    embedding copies."""
     if not s.lora:
         return s.model.params - s.model.frozen_params(frozen_modules(s))
-    return s.model.lora_params(s.knobs.lora_rank, s.knobs.lora_targets) + lora.embedding_copy_params(s.model, s.knobs)
+    k = s.knobs
+    tower = s.model.tower_lora_params(k.lora_rank) if k.lora_vision else 0
+    return s.model.lora_params(k.lora_rank, k.lora_targets) + tower + lora.embedding_copy_params(s.model, k)
 
 
 def embedding_copy_overcount_bytes(s: Setup, per_param_bytes: int) -> int:

@@ -134,7 +134,7 @@ def peft_config(plan: Plan, model: ModelSpec | None = None) -> dict | None:
     cfg = {
         "r": plan.lora_rank,
         "lora_alpha": 2 * plan.lora_rank,
-        "target_modules": peft_target_modules(plan.lora_targets, model) or [],
+        "target_modules": peft_target_modules(plan.lora_targets, model, plan.lora_vision) or [],
         "lora_dropout": plan.lora_dropout,
         "task_type": "CAUSAL_LM",
     }

@@ -9,6 +9,7 @@ FRAMEWORK = Framework(
     label="axolotl",
     version="axolotl 0.19.0",
     runs={
+        "lora_vision": (False,),  # adapters on the tower: not planned in this framework's keys yet
         "checkpointing": ("off", "full", "offload"),
         "loss": ("standard", "fused", "chunked"),
         "batching": ("padded", "packed"),

@@ -21,6 +21,7 @@ RESTRICTED = (
     "optimizer_in_backward",
     "expert_parallel",
     "frozen",
+    "lora_vision",
     "lora_rank",
 )
 

@@ -10,6 +10,7 @@ FRAMEWORK = Framework(
     label="LLaMA-Factory",
     version="llamafactory 0.9.5",
     runs={
+        "lora_vision": (False,),  # adapters on the tower: not planned in this framework's keys yet
         "checkpointing": ("off", "full", "offload"),
         "loss": ("standard", "fused"),
         "batching": ("padded", "packed"),

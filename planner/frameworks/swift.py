@@ -8,6 +8,7 @@ FRAMEWORK = Framework(
     label="ms-swift",
     version="ms-swift 4.6.0",
     runs={
+        "lora_vision": (False,),  # adapters on the tower: not planned in this framework's keys yet
         "checkpointing": ("off", "full"),
         "loss": ("standard", "fused"),
         "batching": ("padded", "packed"),

@@ -1,6 +1,7 @@
 """The fields a reading settles last, once every file is read: the precision (the trainer's mixed precision, the dtype
 the weights load in, and whether DeepSpeed or FSDP keeps fp32 master weights) and the modules a VLM's full fine-tune
-keeps frozen (only for a model known to have a vision tower, and never beside LoRA); FSDP's own activation
+keeps frozen (only for a model known to have a vision tower, and never beside LoRA), or whether its LoRA adapts the
+tower (PEFT's all-linear); FSDP's own activation
 checkpointing, which wraps the layers whatever the trainer's flag says; the framework, as memplan's adapter for it
 (planner.frameworks) allows.
 """
@@ -17,6 +18,7 @@ def finish(c: Collector) -> None:
     """The settled fields, then the framework (last: it checks what the others say it runs)."""
     _precision(c)
     _frozen(c)
+    _lora_vision(c)
     if "fsdp_checkpointing" in c.facts and c.get("fsdp", "off") != "off":
         c.set("checkpointing", *c.facts["fsdp_checkpointing"])
     _unplannable(c)
@@ -84,6 +86,18 @@ def _fp32_base(c: Collector, weights: str | None, source: str, key: str, lora: b
     casts the module to half."""
     if lora and weights == "fp32" and not c.get("zero_stage", 0):
         c.set("lora_base_fp32", True, f"{source} (the LoRA base stays in fp32 under mixed precision)", key)
+
+
+def _lora_vision(c: Collector) -> None:
+    """PEFT's all-linear (TRL's --lora_target_modules all-linear, a script's LoraConfig) adapts a VLM's tower and
+    projector too (PEFT 0.21: tests/planner/model/test_vlm_lora.py), unless the script keeps them frozen (VLM-R1's
+    --freeze_vision_modules); LLaMA-Factory, ms-swift and axolotl leave the tower out of their own all-linear."""
+    s = c.setting("lora_targets")
+    if not (c.get("lora_rank", 0) and s is not None and s.value == "all-linear") or "freeze_vision" in c.facts:
+        return
+    if c.framework in ("llamafactory", "swift", "axolotl") or c.model is None or not models.has_vision(c.model.config):
+        return
+    c.set("lora_vision", True, f"{s.source} (PEFT's all-linear adapts the vision tower and projector too)", s.key)
 
 
 def _frozen(c: Collector) -> None:

@@ -39,13 +39,16 @@ LLAMA_LIKE = {
 }
 
 
-def peft_target_modules(targets: str, model: ModelSpec | None = None) -> str | list[str] | None:
+def peft_target_modules(targets: str, model: ModelSpec | None = None, vision: bool = False) -> str | list[str] | None:
     """PEFT's target_modules for --lora-targets (the probes, the trainer and the exports adapt the same linears);
     stacked experts named there go to target_parameters instead. A VLM's are a pattern over its language model's
     linears alone: PEFT's all-linear, or a bare name such as gate_proj, also adapts the vision tower and the projector
     (PEFT 0.21 on Qwen2.5-VL and InternVL: tests/planner/model/test_vlm_lora.py), which the plan keeps frozen; PEFT
     matches a string target_modules as a regular expression over the whole module name (and TRL passes a single
-    --lora_target_modules value as that string: trl/trainer/model_config.py:177-178)."""
+    --lora_target_modules value as that string: trl/trainer/model_config.py:177-178). `vision` (--lora-vision, with
+    all-linear): PEFT's all-linear itself, over the tower and projector too."""
+    if vision:
+        return "all-linear"
     if model is not None and model.vision is not None:
         names = sorted({t.name for t in model.tensors if t.role == "layer" and t.lora and t.adapted(targets)})
         text = {**vlm.TEXT_MODULE, **vila.TEXT_MODULE}.get(model.model_type, "language_model")
@@ -159,6 +162,11 @@ class ModelSpec:
             for t in self.tensors
             if t.adapted(targets)
         )
+
+    def tower_lora_params(self, rank: int) -> int:
+        """Adapter parameters of LoRA on every nn.Linear of a VLM's tower and projector (--lora-vision: PEFT's
+        all-linear over the whole model adapts them; tests/planner/model/test_vlm_lora.py builds it)."""
+        return sum(rank * (t.shape[0] + t.shape[1]) * t.count for t in self.tensors if t.tower_linear)
 
     @cached_property
     def active_params(self) -> int:

@@ -89,6 +89,7 @@ class Tensors:
     lora: bool = False  # a decoder linear weight that LoRA ("all-linear") adapts
     name: str = ""  # a linear's module name in transformers (q_proj, ..., GPT-2's attn.c_proj): LoRA targets
     all_linear: int = 1  # PEFT's rank multiple under target_modules="all-linear" (0: not adapted; MoE: moespec)
+    tower_linear: bool = False  # an nn.Linear weight of a VLM's tower or projector (what --lora-vision adapts)
 
     def adapted(self, targets: str) -> bool:
         """Whether LoRA with --lora-targets `targets` adapts this weight: all-linear, attention (q/k/v/o), or a
@@ -190,5 +191,5 @@ def divides(whole: int, whole_key: str, part: int, part_key: str) -> None:
 
 
 def linear(role: str, d_out: int, d_in: int, n: int, bias: bool, lora: bool = False, name: str = "") -> list[Tensors]:
-    out = [Tensors(role, (d_out, d_in), n, lora, name)]
+    out = [Tensors(role, (d_out, d_in), n, lora, name, tower_linear=role in ("vision", "projector"))]
     return out + [Tensors(role, (d_out,), n)] if bias else out

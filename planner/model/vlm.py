@@ -218,7 +218,9 @@ def siglip_tower(v: dict, head: bool) -> list[Tensors]:
     out = [Tensors("vision", (h, c, p, p)), Tensors("vision", (h,)), Tensors("vision", (_patches(v), h))]
     out += [Tensors("vision", (h,), 2)] + _encoder(v)
     if head:
-        out += [Tensors("vision", (h,))] + _linear("vision", 3 * h, h, 1, True) + _linear("vision", h, h, 1, True)
+        # nn.MultiheadAttention: its in-projection is a bare parameter, its out_proj a Linear
+        out += [Tensors("vision", (h,)), Tensors("vision", (3 * h, h)), Tensors("vision", (3 * h,))]
+        out += _linear("vision", h, h, 1, True)
         out += [Tensors("vision", (h,), 2)] + _linear("vision", i, h, 1, True) + _linear("vision", h, i, 1, True)
     return out
 
@@ -257,7 +259,7 @@ def _projector(mt: str, top: dict, v: dict, ht: int) -> list[Tensors]:
     if mt == "gemma3":  # mm_input_projection_weight (hv, ht), mm_soft_emb_norm
         return [Tensors("projector", (hv, ht)), Tensors("projector", (hv,))]
     if mt in ("idefics3", "smolvlm"):  # connector.modality_projection.proj, no bias
-        return [Tensors("projector", (ht, hv * top["scale_factor"] ** 2))]
+        return _linear("projector", ht, hv * top["scale_factor"] ** 2, 1, False)
     return []
 
 

@@ -54,3 +54,37 @@ def test_frozen_needs_a_vision_tower_and_full_fine_tuning():
         advise.check(advise.parse(advise.CheckRequest, base))
     with pytest.raises(BadInput, match="already freezes every base weight"):
         advise.check(advise.parse(advise.CheckRequest, {**base, "model": "qwen2.5-vl-3b", "lora_rank": 16}))
+
+
+@pytest.mark.parametrize("name", ["qwen2.5-vl-3b", "gemma-3-4b", "llama-3.2-11b-vision"])
+def test_lora_vision_trains_the_adapters_the_real_model_gets(name):
+    """--lora-vision: the one builder's PEFT model (recipe/model.py, all-linear over the whole model) trains exactly
+    the adapters the plan counts, the tower's and projector's among them, and the tower then saves activations."""
+    from planner.estimate.memory import activations_bytes
+
+    cfg = _vlm(name)
+    knobs = Knobs(precision="bf16", lora_rank=8, lora_vision=True)
+    spec = from_config(cfg, name)
+    s = Setup(spec, knobs, 1, 1, 64, image_tokens=16)
+    with torch.device("meta"):
+        model = build_model(cfg, knobs)
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert trainable == trainable_params(s) > spec.lora_params(8)
+    without = Setup(spec, Knobs(precision="bf16", lora_rank=8), 1, 1, 64, image_tokens=16)
+    assert activations_bytes(s) > activations_bytes(without)
+
+
+def test_lora_vision_needs_a_vision_tower():
+    from planner import advise
+    from planner.errors import BadInput
+
+    base = {
+        "model": "llama-3.2-1b",
+        "gpu": "h100",
+        "micro_batch": 1,
+        "seq_len": 256,
+        "lora_rank": 8,
+        "lora_vision": True,
+    }
+    with pytest.raises(BadInput, match="--lora-vision: model 'llama-3.2-1b' has no vision tower"):
+        advise.check(advise.parse(advise.CheckRequest, base))

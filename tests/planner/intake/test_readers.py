@@ -211,6 +211,19 @@ def test_peft_picks_the_targets_where_the_configuration_names_none(tmp_path):
     assert any("PEFT's default for model_type qwen2_5_vl is not known" in line for line in intake.read([vl]).unplanned)
 
 
+def test_peft_all_linear_on_a_vlm_adapts_its_tower_unless_the_script_freezes_it(tmp_path):
+    """TRL's --lora_target_modules all-linear reaches PEFT's all-linear, which adapts the tower and projector too
+    (--lora-vision); VLM-R1's --freeze_vision_modules keeps them out; a text model has no tower to adapt."""
+    base = "python sft.py --model_name_or_path Qwen/Qwen2.5-VL-3B-Instruct --use_peft --lora_target_modules all-linear"
+    r = intake.read([_write(tmp_path, "a.sh", base + "\n")])
+    assert r.request["lora_vision"] is True
+    assert "PEFT's all-linear adapts the vision tower and projector too" in _source(r, "lora_vision")
+    frozen = intake.read([_write(tmp_path, "b.sh", base + " --freeze_vision_modules true\n")])
+    assert "lora_vision" not in frozen.request
+    text = base.replace("Qwen2.5-VL-3B-Instruct", "Qwen2.5-0.5B")
+    assert "lora_vision" not in intake.read([_write(tmp_path, "c.sh", text + "\n")]).request
+
+
 def test_a_run_that_evaluates_brings_its_evaluation_batch(tmp_path):
     """HF / TRL flags and LLaMA-Factory keys: eval_strategy other than "no" (or do_eval) evaluates at
     per_device_eval_batch_size rows, HF's 8 where it is not set; a run that does not evaluate has no eval_batch."""

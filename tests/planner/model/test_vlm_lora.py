@@ -61,6 +61,28 @@ def test_peft_adapts_exactly_the_planned_linears(name, targets):
     assert count == spec.lora_params(8, targets)
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "qwen2.5-vl-3b",
+        "internvl2.5-8b",
+        "llava-1.5-7b",
+        "llava-v1.6-mistral-7b",
+        "gemma-3-4b",
+        "smolvlm-instruct",
+        "qwen3-vl-8b",
+        "llama-3.2-11b-vision",
+    ],
+)
+def test_lora_vision_is_peft_all_linear_on_the_whole_model(name):
+    """--lora-vision: PEFT's all-linear adapts every Linear of the tower and the projector beside the decoder's."""
+    cfg = small(name)
+    spec = from_config(cfg, name)
+    names, count = adapted(cfg, peft_target_modules("all-linear", spec, vision=True))
+    assert any(not (".language_model." in n or ".text_model." in n) for n in names)
+    assert count == spec.lora_params(8, "all-linear") + spec.tower_lora_params(8)
+
+
 def test_bare_all_linear_would_adapt_the_tower():
     names, _ = adapted(small("qwen2.5-vl-3b"), "all-linear")
     assert any(".visual." in n for n in names)
