@@ -60,7 +60,7 @@ def check(
         "max_tokens_per_micro_batch": budget,
     }
     fields.update({"seq_len": seq_len} if seq_len else {"data": data})
-    return advise.check(advise.parse(advise.CheckRequest, fields), scanner=lambda p, t, r, m: data_fit(p, t, r, m))
+    return advise.check(advise.parse(advise.CheckRequest, fields), scanner=data_fit)
 
 
 def train(a, data: str, seq_len: int, steps: int, budget: int | None, store: str) -> list[dict]:

@@ -25,6 +25,7 @@ def test_what_an_adapter_runs_is_named_in_the_knobs_own_values(name):
             "lora_rank": ("on", "off"),
             "expert_parallel": ("on", "off"),
             "optimizer_in_backward": (True, False),
+            "lora_vision": (True, False),
         }.get(knob) or choices(knob)
         assert values and set(values) <= set(allowed), (knob, values)
     for knob, d in f.defaults.items():
