@@ -74,8 +74,24 @@ def build_model(
 
         model = _adapters(model, knobs, quant_standin, from_config(config, "model"))
     recipe_knobs.apply_checkpointing(model, knobs, recompute)
+    _tower_checkpointing(model, config, knobs)
     model.train()
     return model
+
+
+def _tower_checkpointing(model, config: dict, knobs) -> None:
+    """--vit-checkpointing off: the tower's layers run without a checkpoint beside a checkpointed decoder (what
+    ms-swift's --vit_gradient_checkpointing false does with gradient_checkpointing_disable on the tower)."""
+    if getattr(knobs, "vit_checkpointing", "on") == "on" or knobs.checkpointing in ("off", "offload"):
+        return
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    from planner.model.modelspec import from_config
+
+    tower = from_config(config, "model").vision.tower_modules
+    for name, module in model.named_modules():
+        if isinstance(module, GradientCheckpointingLayer) and any(p in name + "." for p in tower):
+            module.gradient_checkpointing = False
 
 
 def _freeze(model, config: dict, knobs) -> None:

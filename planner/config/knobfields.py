@@ -45,6 +45,7 @@ Loss = Literal["standard", "chunked", "fused"]
 Attention = Literal["sdpa", "flash", "eager"]
 Batching = Literal["padded", "packed"]
 Quant = Literal["none", "nf4", "fp4", "int8", "gptq", "awq"]
+VitCheckpointing = Literal["on", "off"]
 QuantAbsmax = Literal["8bit", "fp32"]
 Frozen = Literal["none", "vision", "vision+projector"]
 SaveWeights = Literal["auto", "full", "sharded"]
@@ -155,6 +156,13 @@ class KnobFields(BaseModel):
             "VLM full fine-tuning: modules kept frozen (no gradients or optimizer states): the vision tower, or the tower "
             "and its projector (LLaMA-Factory's freeze_vision_tower / freeze_multi_modal_projector, ms-swift's "
             "freeze_vit / freeze_aligner)"
+        ),
+    )
+    vit_checkpointing: VitCheckpointing = Field(
+        default="on",
+        description=(
+            "VLMs: the vision tower's layers checkpoint with the decoder's (HF's gradient_checkpointing_enable reaches "
+            "them), or off: the tower saves every activation (ms-swift's --vit_gradient_checkpointing false)"
         ),
     )
     expert_parallel: int = Field(

@@ -47,6 +47,8 @@ class Layout:
             return BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
         if k.frozen != "none" and not self.vision:
             return BadInput(f"--frozen {k.frozen}: {self.model_name} has no vision tower", "frozen")
+        if k.vit_checkpointing == "off" and not self.vision:
+            return BadInput(f"--vit-checkpointing off: {self.model_name} has no vision tower", "vit_checkpointing")
         return self.expert_error(k.expert_parallel)
 
     def expert_error(self, n: int) -> BadInput | None:

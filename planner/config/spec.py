@@ -208,6 +208,12 @@ class Knobs(KnobFields):
                 if getattr(self, field) != default:
                     flag = "--" + field.replace("_", "-")
                     raise BadInput(f"{flag} {getattr(self, field)} needs LoRA adapters: give --lora-rank > 0", field)
+        if self.vit_checkpointing == "off" and self.checkpointing in ("off", "offload"):
+            raise BadInput(
+                f"--vit-checkpointing off: the tower checkpoints only beside the decoder's checkpointing (--checkpointing "
+                f"{self.checkpointing} has none to leave out)",
+                "vit_checkpointing",
+            )
         if self.lora_vision and self.lora_targets != "all-linear":
             raise BadInput(
                 f"--lora-vision adapts every linear of the tower and projector, as PEFT's all-linear does: with "
@@ -492,6 +498,7 @@ class Plan(KnobFields, _Split):
             "trained embeddings" if self.lora_train_embeddings else "",
             f"LoRA dropout {self.lora_dropout:g}" if self.lora_dropout else "",
             "LoRA on the tower" if self.lora_vision else "",
+            "tower not checkpointed" if self.vit_checkpointing == "off" else "",
             self.workload.kind.upper() if self.workload.rl else "",
             f"steps_per_generation {self.workload.steps_per_generation}" if self.workload.steps_per_generation else "",
             f"expert parallel {self.expert_parallel}" if self.expert_parallel > 1 else "",

@@ -289,7 +289,8 @@ def activations_bytes(s: Setup) -> int:
     total += int8_retained_inputs_bytes(s) - frozen_ends_bytes(s)
     v = s.model.vision
     if v is not None:
-        ckpt = "off" if s.knobs.checkpointing == "off" or not v.checkpointed else "full"
+        off = s.knobs.checkpointing == "off" or s.knobs.vit_checkpointing == "off" or not v.checkpointed
+        ckpt = "off" if off else "full"
         trained = s.knobs.lora_vision if s.lora else s.knobs.frozen == "none"  # adapters need the tower's inputs
         total += act.vision_activations_bytes(v, s.micro_batch, s.image_tokens, p, ckpt, trainable=trained)
         live = t.cross_layers * (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) // t.layers

@@ -136,6 +136,7 @@ def flag_list(plan: Plan, model: ModelSpec, seq_len: int) -> list[Flag]:
         ("gradient_accumulation_steps", plan.grad_accum),  # swift's default differs (a total batch of 16)
         *([("per_device_eval_batch_size", plan.eval_batch)] if plan.eval_batch else []),
         ("gradient_checkpointing", plan.checkpointing == "full" and plan.fsdp == "off"),
+        *([("vit_gradient_checkpointing", False)] if plan.vit_checkpointing == "off" else []),
         ("max_length", plan.workload.prompt_tokens() if plan.workload.kind == "grpo" else seq_len),
     ]
     if plan.batching == "packed":

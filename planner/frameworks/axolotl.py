@@ -10,6 +10,7 @@ FRAMEWORK = Framework(
     version="axolotl 0.19.0",
     runs={
         "lora_vision": (False,),  # adapters on the tower: not planned in this framework's keys yet
+        "vit_checkpointing": ("on",),  # HF's gradient_checkpointing_enable reaches the tower; no key leaves it out
         "checkpointing": ("off", "full", "offload"),
         "loss": ("standard", "fused", "chunked"),
         "batching": ("padded", "packed"),

@@ -22,6 +22,7 @@ RESTRICTED = (
     "expert_parallel",
     "frozen",
     "lora_vision",
+    "vit_checkpointing",
     "lora_rank",
 )
 

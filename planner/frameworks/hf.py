@@ -11,6 +11,7 @@ HF_RUNS = {
     "optimizer_in_backward": (False,),
     "expert_parallel": ("off",),
     "workload": ("sft",),
+    "vit_checkpointing": ("on",),  # gradient_checkpointing_enable reaches the tower's layers; no flag leaves them out
 }
 HF_KEYS = {
     "micro_batch": "per_device_train_batch_size",

@@ -11,6 +11,7 @@ FRAMEWORK = Framework(
     version="llamafactory 0.9.5",
     runs={
         "lora_vision": (False,),  # adapters on the tower: not planned in this framework's keys yet
+        "vit_checkpointing": ("on",),  # HF's gradient_checkpointing_enable reaches the tower; no key leaves it out
         "checkpointing": ("off", "full", "offload"),
         "loss": ("standard", "fused"),
         "batching": ("padded", "packed"),

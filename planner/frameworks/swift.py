@@ -46,6 +46,7 @@ FRAMEWORK = Framework(
         "batching": "--packing",
         "model": "--model",
         "frozen": "--freeze_vit",
+        "vit_checkpointing": "--vit_gradient_checkpointing",
     },
     notes=("LoRA, checkpointing and a frozen ViT by default; accumulation defaults to a total batch of 16",),
     rules=(

@@ -179,11 +179,9 @@ def _sequence(c: Collector, f: dict[str, Flag], kind: str) -> None:
 def _training(c: Collector, f: dict[str, Flag], kind: str) -> None:
     gc, src = get(f, "gradient_checkpointing", True, "swift/trainers/arguments.py:135")
     c.set("checkpointing", "full" if as_bool(gc) else "off", src, "--gradient_checkpointing")
-    if as_bool(gc) and "vit_gradient_checkpointing" in f and as_bool(f["vit_gradient_checkpointing"].value) is False:
-        c.note(
-            f"{f['vit_gradient_checkpointing'].source} (a vision tower without checkpointing beside a checkpointed "
-            "LLM is not planned; planned with both checkpointed)"
-        )
+    vit = f.get("vit_gradient_checkpointing")  # None follows --gradient_checkpointing (arguments.py:297-298)
+    if as_bool(gc) and vit is not None and as_bool(vit.value) is False:
+        c.set("vit_checkpointing", "off", vit.source, "--vit_gradient_checkpointing")
     cfg = c.model.config if c.model is not None else {}
     dtype, dsrc = get(f, "torch_dtype", cfg.get("torch_dtype") or "bfloat16", f"{S}base_args/model_args.py:120-125")
     weights = hfargs.dtype(dtype, c) or "bf16"

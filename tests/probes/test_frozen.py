@@ -88,3 +88,31 @@ def test_lora_vision_needs_a_vision_tower():
     }
     with pytest.raises(BadInput, match="--lora-vision: model 'llama-3.2-1b' has no vision tower"):
         advise.check(advise.parse(advise.CheckRequest, base))
+
+
+def test_vit_checkpointing_off_leaves_the_towers_layers_unwrapped_and_saves_more():
+    """--vit-checkpointing off (ms-swift's --vit_gradient_checkpointing false): the one builder checkpoints the
+    decoder's layers and not the tower's, and the plan's tower saves every activation."""
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    from planner.estimate.memory import activations_bytes
+
+    cfg = _vlm("qwen2.5-vl-3b")
+    spec = from_config(cfg, "qwen2.5-vl-3b")
+    knobs = Knobs(precision="bf16", checkpointing="full", vit_checkpointing="off")
+    with torch.device("meta"):
+        model = build_model(cfg, knobs)
+    wrapped = {
+        n.split(".")[1]
+        for n, m in model.named_modules()
+        if isinstance(m, GradientCheckpointingLayer) and m.gradient_checkpointing
+    }
+    bare = {
+        n.split(".")[1]
+        for n, m in model.named_modules()
+        if isinstance(m, GradientCheckpointingLayer) and not m.gradient_checkpointing
+    }
+    assert (wrapped, bare) == ({"language_model"}, {"visual"})
+    on = Setup(spec, Knobs(precision="bf16", checkpointing="full"), 1, 1, 2048, image_tokens=1024)
+    off = Setup(spec, knobs, 1, 1, 2048, image_tokens=1024)
+    assert activations_bytes(off) > activations_bytes(on)

@@ -23,6 +23,7 @@ LLAMA = catalog.load_model("llama-3.2-1b")
         ({"quant": "nf4"}, "--quant nf4 needs LoRA adapters"),
         ({"lora_dropout": 0.1}, "--lora-dropout 0.1 needs LoRA adapters"),
         ({"lora_vision": True}, "--lora-vision True needs LoRA adapters"),
+        ({"vit_checkpointing": "off"}, "--vit-checkpointing off: the tower checkpoints only beside"),
         ({"lora_vision": True, "lora_rank": 8, "lora_targets": "attention"}, "with --lora-targets all-linear"),
         ({"quant": "nf4", "lora_rank": 8, "zero_stage": 3, "offload": "optimizer+params"}, "offloaded to the host"),
         ({"checkpointing": "every-9"}, "--checkpointing 'every-9'"),

@@ -60,3 +60,19 @@ def test_what_a_plan_writes_reads_back_as_the_same_plan(framework, case, tmp_pat
     assert dict(b.knobs) == knobs_read_back(a, files)
     assert back.goal["seq_len"] == goal.seq_len and back.model["name"] == "qwen2.5-7b"
     assert back.config["files"][0].endswith(main)
+
+
+@pytest.mark.parametrize("knobs", [{"vit_checkpointing": "off"}, {"frozen": "vision"}], ids=str)
+def test_a_vlms_tower_settings_read_back_in_swift(knobs, tmp_path):
+    """--vit_gradient_checkpointing false and --freeze_vit, written and read back as the same knobs."""
+    body = {"model": "qwen2.5-vl-7b", "gpu": "h100", "gpus_per_node": 8, "micro_batch": 1, "grad_accum": 2}
+    body |= {"seq_len": 4096, "framework": "swift", "zero": 3, "checkpointing": "full", **knobs}
+    res = advise.check(advise.parse(advise.CheckRequest, body))
+    model, hw, goal = res.context
+    files = launch.files(res.plan, hw, model, goal.seq_len)
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    main = launch.LAUNCH_NAME if launch.LAUNCH_NAME in files else next(iter(files))
+    back = advise.check_config([str(tmp_path / main)], {"gpu": "h100"})
+    assert dict(back.plan.knobs) == knobs_read_back(res.plan, files)
+    assert all(getattr(back.plan.knobs, k) == v for k, v in knobs.items())
