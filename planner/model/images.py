@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import cache
 
 from planner.errors import BadInput
 from planner.model import image_rules as r
@@ -63,6 +64,7 @@ def image_rule(spec: str, min_pixels: int | None = None, max_pixels: int | None 
     raise BadInput(f"--image-rule {spec!r}: accepted: {IMAGE_RULES}, fixed:N (N tokens per image)", "image_rule")
 
 
+@cache
 def worst_case(spec: str, min_pixels: int | None = None, max_pixels: int | None = None) -> tuple[int, tuple[int, int]]:
     """(the most tokens one image gives under the rule's settings, the (width, height) of an image that gives them).
     Qwen: the most factor x factor blocks within max_pixels on a grid of aspect ratio at most 200 (smart_resize keeps
@@ -76,9 +78,9 @@ def worst_case(spec: str, min_pixels: int | None = None, max_pixels: int | None 
             (a for a in range(1, math.isqrt(n) + 1) if n // a <= 200 * a), key=lambda a: (a * (n // a), a), default=1
         )
         size = ((n // a) * factor, a * factor)
-    elif _tiles(spec) is not None:
-        t = r.INTERNVL_TILE
-        size = max(((c * t, q * t) for c in range(1, 65) for q in range(1, 65)), key=lambda s: (rule(*s), -s[0] * s[1]))
+    elif (tiles := _tiles(spec)) is not None:  # a grid of more tiles than max_tiles is never chosen
+        t, n = r.INTERNVL_TILE, tiles + 1
+        size = max(((c * t, q * t) for c in range(1, n) for q in range(1, n)), key=lambda s: (rule(*s), -s[0] * s[1]))
     elif spec.startswith("fixed:"):
         size = (SIDES[0], SIDES[0])
     else:
