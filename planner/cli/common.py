@@ -144,7 +144,7 @@ def add_target_args(p: argparse.ArgumentParser, model_required: bool = True) -> 
         "--image-rule",
         default=None,
         help="image tokens per image with --data or --images alone: qwen2-vl, qwen3-vl, internvl[:N], llava, "
-        "llava-next, gemma3[:pan-and-scan], idefics3, mllama or fixed:N (default: the model family's)",
+        "llava-next, llava-onevision, gemma3[:pan-and-scan], idefics3, mllama or fixed:N (default: the model family's)",
     )
     p.add_argument("--min-pixels", type=positive_int("--min-pixels"), default=None, help="the Qwen rules' min_pixels")
     p.add_argument("--max-pixels", type=positive_int("--max-pixels"), default=None, help="the Qwen rules' max_pixels")

@@ -90,7 +90,8 @@ class _Target(_Request):
         max_length=64,
         description=(
             "image tokens per image, with data or with images alone: qwen2-vl, qwen3-vl, internvl[:N], llava, "
-            "llava-next, gemma3[:pan-and-scan], idefics3, mllama or fixed:N; default the model family's"
+            "llava-next, llava-onevision, gemma3[:pan-and-scan], idefics3, mllama or fixed:N; default the model "
+            "family's"
         ),
     )
     min_pixels: int | None = Field(

@@ -17,6 +17,8 @@ and tests/scan/test_scan.py); planner.model.images names them (--image-rule):
 - llava-next (LLaVA-NeXT): the base tile's 576, plus the best-fitting grid of 336-pixel tiles among
   image_grid_pinpoints, its padding rows or columns removed, plus one newline token per remaining row
   (processing_llava_next.py:83-123; image_processing_utils.py select_best_resolution).
+- llava-onevision (LLaVA-OneVision, one image a sample): NeXT's grid over 384-pixel tiles and 27 x 27 features a
+  tile, scaled down past 9 tiles' worth (anyres_max_9), plus a newline a row and the base tile's 729.
 - gemma3 (Gemma-3): 256 per image (mm_tokens_per_image); gemma3:pan-and-scan (do_pan_and_scan, off by default)
   adds 256 per crop: an image wider or taller than 1.2 : 1 is cut into 2 to 4 crops of at least 256 pixels along its
   long side (image_processing_pil_gemma3.py pan_and_scan; Gemma-3's preprocessor_config: 256, 4, 1.2).
@@ -34,6 +36,10 @@ import math
 LLAVA_TILE, LLAVA_PATCH = 336, 14
 LLAVA_NEXT_PINPOINTS = ((336, 672), (672, 336), (672, 672), (1008, 336), (336, 1008))  # (height, width)
 IDEFICS3_TILE, IDEFICS3_LONGEST, IDEFICS3_TOKENS = 364, 1456, 169
+# LLaVA-OneVision's image processor and processor (image_processing_pil_llava_onevision.py:57-66, its checkpoints'
+# num_image_tokens 729 and vision_aspect_ratio anyres_max_9: processing_llava_onevision.py:74-154)
+ONEVISION_TILE, ONEVISION_TOKENS, ONEVISION_MAX_TILES = 384, 729, 9
+ONEVISION_PINPOINTS = tuple((a * 384, b * 384) for a in range(1, 7) for b in range(1, 7))
 
 
 def llava_image_tokens(width: int, height: int) -> int:
@@ -52,15 +58,33 @@ def _best_resolution(height: int, width: int, pinpoints) -> tuple[int, int]:
     return best
 
 
-def llava_next_image_tokens(width: int, height: int) -> int:
-    side = LLAVA_TILE // LLAVA_PATCH
-    bh, bw = _best_resolution(height, width, LLAVA_NEXT_PINPOINTS)
-    rows, cols = side * (bh // LLAVA_TILE), side * (bw // LLAVA_TILE)
-    if width / height > cols / rows:  # _get_unpadded_features: the padding rows or columns dropped
+def _unpadded_grid(width: int, height: int, rows: int, cols: int) -> tuple[int, int]:
+    """_get_unpadded_features: the feature grid's padding rows or columns dropped."""
+    if width / height > cols / rows:
         rows -= 2 * ((rows - int(round(height * (cols / width), 7))) // 2)
     else:
         cols -= 2 * ((cols - int(round(width * (rows / height), 7))) // 2)
+    return rows, cols
+
+
+def llava_next_image_tokens(width: int, height: int) -> int:
+    side = LLAVA_TILE // LLAVA_PATCH
+    bh, bw = _best_resolution(height, width, LLAVA_NEXT_PINPOINTS)
+    rows, cols = _unpadded_grid(width, height, side * (bh // LLAVA_TILE), side * (bw // LLAVA_TILE))
     return rows * cols + rows + side * side
+
+
+def llava_onevision_image_tokens(width: int, height: int) -> int:
+    """NeXT's grid over 384-pixel tiles among 6 x 6 pinpoints, 27 x 27 features a tile ("full": SigLIP has no CLS),
+    then anyres_max_9: a grid over 9 tiles' features by more than 1.1 (linearly) is scaled down by that ratio; one
+    image a sample (several images give 729 + 1 each)."""
+    side = int(math.sqrt(ONEVISION_TOKENS))
+    bh, bw = _best_resolution(height, width, ONEVISION_PINPOINTS)
+    rows, cols = _unpadded_grid(width, height, side * (bh // ONEVISION_TILE), side * (bw // ONEVISION_TILE))
+    ratio = math.sqrt(rows * cols / (ONEVISION_MAX_TILES * side**2))
+    if ratio > 1.1:
+        rows, cols = int(rows // ratio), int(cols // ratio)
+    return rows * cols + rows + ONEVISION_TOKENS
 
 
 def gemma3_image_tokens(width: int, height: int) -> int:
@@ -110,6 +134,7 @@ def idefics3_image_tokens(width: int, height: int) -> int:
 RULES = {
     "llava": llava_image_tokens,
     "llava-next": llava_next_image_tokens,
+    "llava-onevision": llava_onevision_image_tokens,
     "gemma3": gemma3_image_tokens,
     "gemma3:pan-and-scan": gemma3_pan_and_scan_tokens,
     "idefics3": idefics3_image_tokens,

@@ -14,10 +14,10 @@ from planner.errors import BadInput
 from planner.model import image_rules as r
 
 IMAGE_RULES = (
-    "qwen2-vl, qwen3-vl, internvl, internvl:N (at most N tiles, 1 to 64), llava, llava-next, gemma3, "
-    "gemma3:pan-and-scan, idefics3, mllama"
+    "qwen2-vl, qwen3-vl, internvl, internvl:N (at most N tiles, 1 to 64), llava, llava-next, llava-onevision, "
+    "gemma3, gemma3:pan-and-scan, idefics3, mllama"
 )
-# a family's processor as transformers 5.23 configures it by default (smolvlm, llava_onevision: none restated yet)
+# a family's processor as transformers 5.23 configures it by default (smolvlm: none restated yet)
 FAMILY_RULE = {
     "qwen2_vl": "qwen2-vl",
     "qwen2_5_vl": "qwen2-vl",
@@ -25,6 +25,7 @@ FAMILY_RULE = {
     "internvl": "internvl",
     "llava": "llava",
     "llava_next": "llava-next",
+    "llava_onevision": "llava-onevision",
     "gemma3": "gemma3",
     "idefics3": "idefics3",
     "mllama": "mllama",

@@ -34,6 +34,25 @@ def test_llava_next_is_the_processors(tmp_path, size):
     assert image_rule("llava-next", None, None)(*size) == want
 
 
+@pytest.mark.parametrize("size", SIZES + [(896, 1344), (2304, 384)])
+def test_llava_onevision_is_the_processors(tmp_path, size):
+    """LlavaOnevisionImageProcessor's grid and the processor's count with its checkpoints' settings (729 tokens a
+    tile, "full" features, anyres_max_9) for one image a sample (replace_image_token, :74-95)."""
+    from transformers.models.llava_onevision.image_processing_pil_llava_onevision import (
+        LlavaOnevisionImageProcessorPil,
+    )
+    from transformers.models.llava_onevision.processing_llava_onevision import LlavaOnevisionProcessor
+
+    images = LlavaOnevisionImageProcessorPil()
+    out = images(saved(tmp_path, size), return_tensors="np")
+    h, w = (int(x) for x in out["image_sizes"][0])
+    proc = object.__new__(LlavaOnevisionProcessor)  # the count needs no tokenizer
+    proc.image_processor, proc.num_image_tokens, proc.vision_aspect_ratio = images, 729, "anyres_max_9"
+    want = proc._get_number_of_features(h, w, *out["pixel_values"][0][0].shape[-2:])
+    assert vlm_rules.llava_onevision_image_tokens(*size) == want
+    assert image_rule("llava-onevision", None, None)(*size) == want
+
+
 @pytest.mark.parametrize("size", SIZES)
 def test_idefics3_tiles_are_the_processors(tmp_path, size):
     from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil

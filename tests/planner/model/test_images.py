@@ -20,6 +20,7 @@ RULES = [
     ("internvl:1", None, None),
     ("llava", None, None),
     ("llava-next", None, None),
+    ("llava-onevision", None, None),
     ("gemma3", None, None),
     ("gemma3:pan-and-scan", None, None),
     ("idefics3", None, None),
@@ -62,6 +63,6 @@ def test_worst_cases_as_the_processors_settings_say():
 def test_each_family_names_a_rule_that_exists():
     for model_type, spec in FAMILY_RULE.items():
         assert family_rule(model_type) == spec and image_rule(spec)(640, 480) > 0
-    assert family_rule("llava_onevision") is None
+    assert family_rule("smolvlm") is None
     with pytest.raises(BadInput, match="--image-rule 'qwen'"):
         image_rule("qwen")

@@ -78,7 +78,7 @@ def test_what_cannot_be_planned_is_one_line(fields, said):
 
 
 def test_a_family_without_a_rule_asks_for_one():
-    onevision = from_config({"model_type": "llava_onevision"}, "onevision")
+    onevision = from_config({"model_type": "smolvlm"}, "smolvlm")
     req = advise.parse(advise.CheckRequest, {**BASE, "model": "qwen2.5-vl-3b", "images": 1})
     with pytest.raises(BadInput, match="has no image rule of its own"):
         advise.check(req, resolver=lambda ref: onevision)
