@@ -121,7 +121,8 @@ def workload_sequence(req: Target) -> Target:
     return req.model_copy(update={"seq_len": w.seq_len()})
 
 
-def image_tokens(req: Target, model: ModelSpec) -> int:
+def image_tokens(req: Target, model: ModelSpec) -> tuple[int, imagefit.ImageBudget | None]:
+    """The sample's image tokens, and the worst case they were planned at for --images alone (imagefit.budget)."""
     n, b = req.image_tokens, None
     if req.images is not None or req.tokens_per_image is not None:
         if req.images is None:
@@ -152,12 +153,14 @@ def image_tokens(req: Target, model: ModelSpec) -> int:
         raise BadInput(
             f"--image-tokens {n} exceeds --seq-len {req.seq_len}: image tokens are part of the sequence", "image_tokens"
         )
-    return n
+    if req.images is None:
+        imagefit.budget(req, model)  # the pixel bounds without images are refused there
+    return n, b
 
 
 def resolve(
     req: Target, global_batch: int, resolver=default_resolver, scanner: Scanner | None = None
-) -> tuple[ModelSpec, Hardware, Goal, DataFit | None]:
+) -> tuple[ModelSpec, Hardware, Goal, DataFit | None, imagefit.ImageBudget | None]:
     model = resolver(req.model)  # the cheap checks first: a bad model or GPU is refused before a long scan
     hw = hardware.resolve(req.gpu, req.gpus_per_node, req.nodes, req.inter_node_gbps, req.host_ram_gb)
     req = workload_sequence(req)
@@ -176,8 +179,9 @@ def resolve(
             req = req.model_copy(update={"image_tokens": fit.image_tokens})
     check_positions(model, req.seq_len)
     margin = req.margin if req.margin is not None else (DEFAULT_MARGIN if model.exact else APPROXIMATE_MARGIN)
-    goal = Goal(global_batch=global_batch, seq_len=req.seq_len, image_tokens=image_tokens(req, model), margin=margin)
-    return model, hw, goal, fit
+    n, budget = image_tokens(req, model)
+    goal = Goal(global_batch=global_batch, seq_len=req.seq_len, image_tokens=n, margin=margin)
+    return model, hw, goal, fit, budget
 
 
 def hardware_json(hw: Hardware) -> dict:
@@ -311,7 +315,7 @@ def suggest(
 ) -> SuggestResult:
     """Ranked plans that fit the global batch exactly, and one rejected candidate per knob family; when none fits
     (and `with_nearest`), the nearest settings that do."""
-    model, hw, goal, fit = resolve(req, req.global_batch, resolver, scanner)
+    model, hw, goal, fit, budget = resolve(req, req.global_batch, resolver, scanner)
     batches = token_batches(req, goal, hw, fit)
     lora_knobs(req, model)
     moe_knobs(req, model, hw)
@@ -337,7 +341,7 @@ def suggest(
         rejected=rejected,
         verified=verified,
         data=fit.json() if fit else None,
-        images=b.json() if (b := imagefit.budget(req, model)) else None,
+        images=budget.json() if budget else None,
         nearest=[]
         if result.plans or not with_nearest
         else in_framework_keys(nearest_fits(req, goal, hw, resolver), (rejected or [None])[0], model, hw, goal),
@@ -397,7 +401,7 @@ def check(
             f"the largest global batch, {MAX_GLOBAL_BATCH}",
             "grad_accum",
         )
-    model, hw, goal, fit = resolve(req, req.micro_batch * req.grad_accum * world, resolver, scanner)
+    model, hw, goal, fit, budget = resolve(req, req.micro_batch * req.grad_accum * world, resolver, scanner)
     knobs = check_knobs(req, hw)
     lora_knobs(req, model)
     Layout.of(hw, model).check_split(knobs, req.micro_batch, req.grad_accum)
@@ -444,7 +448,7 @@ def check(
         suggestions=alternatives,
         verified=verified,
         data=verdict(fit, plan, model, hw, goal, req.seed) if fit else None,
-        images=imagefit.verdict(b, plan, model, hw, goal) if (b := imagefit.budget(req, model)) else None,
+        images=imagefit.verdict(budget, plan, model, hw, goal) if budget else None,
         limits=rl_limits(plan, model, hw, goal) if req.workload.rl else None,
         nearest=[] if plan.fits else in_framework_keys(nearest_fits(req, goal, hw, resolver), plan, model, hw, goal),
     )

@@ -82,7 +82,7 @@ def build_model(
 def _tower_checkpointing(model, config: dict, knobs) -> None:
     """--vit-checkpointing off: the tower's layers run without a checkpoint beside a checkpointed decoder (what
     ms-swift's --vit_gradient_checkpointing false does with gradient_checkpointing_disable on the tower)."""
-    if getattr(knobs, "vit_checkpointing", "on") == "on" or knobs.checkpointing in ("off", "offload"):
+    if getattr(knobs, "vit_checkpointing", "on") == "on":  # Knobs refuses off without decoder checkpointing
         return
     from transformers.modeling_layers import GradientCheckpointingLayer
 

@@ -9,8 +9,8 @@ from planner.cli import common, extras
 IMAGE_RULE_HELP = (
     "qwen2-vl (default: Qwen2-VL / Qwen2.5-VL resizing, 14-pixel patches merged 2 x 2), qwen3-vl (16-pixel patches), "
     "internvl[:N] (448-pixel tiles, at most N, 12 by default, plus a thumbnail), llava (576), llava-next (anyres "
-    "tiles), llava-onevision (anyres_max_9), gemma3 (256; gemma3:pan-and-scan, 256 more a crop), idefics3 (364-pixel tiles, 169 tokens each), mllama "
-    "(1), or fixed:N"
+    "tiles), llava-onevision (anyres_max_9), gemma3 (256; gemma3:pan-and-scan, 256 more a crop), idefics3 "
+    "(364-pixel tiles, 169 tokens each), mllama (1), or fixed:N"
 )
 
 

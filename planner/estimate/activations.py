@@ -260,9 +260,10 @@ def cross_attention_bytes(
     count at the text's length. Once a step: the text x image mask in the compute dtype (under torch AMP, SDPA's
     bf16 cast of it in each layer), and the projected image states the cross-attention layers' key and value
     projections read, saved once in the compute dtype (under AMP one bf16 cast serves every projection); both held
-    in the model's dtype as the inputs of the layers under a checkpoint. In each of the `live_layers` cross-attention layers not under a checkpoint: the key norm's fp32
-    input (an upcast copy below fp32), its normalized keys in the compute dtype and fp32 rsqrt, and SDPA's keys and
-    values, at every query head's width (repeat_kv; the norm's output and the values themselves without GQA).
+    in the model's dtype as the inputs of the layers under a checkpoint. In each of the `live_layers`
+    cross-attention layers not under a checkpoint: the key norm's fp32 input (an upcast copy below fp32), its
+    normalized keys in the compute dtype and fp32 rsqrt, and SDPA's keys and values, at every query head's width
+    (repeat_kv; the norm's output and the values themselves without GQA).
     Equal to the tensors a tiny Mllama saves on CPU in fp32, bf16 and under bf16 autocast, with and without GQA
     (tests/probes/test_mllama.py); the checkpointed layers' inputs are not seen by saved-tensor hooks."""
     if not t.cross_layers or not image_tokens:

@@ -19,8 +19,9 @@ and what the matmuls dequantize.
   bf16). Forward keeps its input in `ctx.tensors` (:186-188), an attribute, not save_for_backward, so non-reentrant
   checkpointing (transformers' default) cannot drop it: under a checkpoint every quantized linear's input stays (the
   sim's stand-in, recipe.knobs.Linear8bitStandIn, against real Linear8bitLt layers on CPU:
-  tests/probes/test_recipe_sim.py). The forward's own temporaries (the int8 input, the int32 and fp16 outputs: 6 bytes per output element, backends/cuda/ops.py:80-210) are smaller than the logits at the
-  start of backward for the models planned, and are left out. Not sharded: FSDP2 drops Int8Params' CB (the next
+  tests/probes/test_recipe_sim.py). The forward's own temporaries (the int8 input, the int32 and fp16 outputs: 6
+  bytes per output element, backends/cuda/ops.py:80-210) are smaller than the logits at the start of backward for
+  the models planned, and are left out. Not sharded: FSDP2 drops Int8Params' CB (the next
   forward fails) and LLaMA-Factory 0.9.5 refuses it (model/model_utils/quantization.py:187-188).
 - gptq, awq: a prequantized 4-bit base with groups of 128 (transformers 5.23's GPTQConfig and AwqConfig defaults,
   utils/quantization_config.py:687, :820-821), loaded through gptqmodel (quantizers/quantizer_gptq.py:35-98,

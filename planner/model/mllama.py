@@ -51,7 +51,6 @@ EXTRA_EMBEDDINGS = 8  # embed_tokens has vocab_size + 8 rows, the image token am
 TOWER, PROJECTOR = ("vision_model.",), ("multi_modal_projector.",)
 TOWER_UNITS = ("MllamaVisionEncoderLayer",)
 TEXT_UNITS = ("MllamaSelfAttentionDecoderLayer", "MllamaCrossAttentionDecoderLayer")
-TEXT_MODULE = "language_model"
 
 
 def resolve(cfg: dict) -> tuple[dict, dict]:

@@ -205,7 +205,8 @@ def _patches(v: dict) -> int:
 
 
 def clip_tower(v: dict) -> list[Tensors]:
-    """CLIPVisionModel: class embedding, patch convolution (no bias), positions (patches + 1), pre- and post-layernorm."""
+    """CLIPVisionModel: class embedding, patch convolution (no bias), positions (patches + 1), pre- and
+    post-layernorm."""
     h, p, c = v["hidden_size"], side(v["patch_size"]), v.get("num_channels", 3)
     out = [Tensors("vision", (h,)), Tensors("vision", (h, c, p, p)), Tensors("vision", (_patches(v) + 1, h))]
     return out + [Tensors("vision", (h,), 4)] + _encoder(v)

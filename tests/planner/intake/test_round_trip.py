@@ -28,6 +28,17 @@ def knobs_read_back(plan, files: dict[str, str]) -> dict:
     return k
 
 
+def written_and_read_back(body: dict, tmp_path):
+    """(the check of `body`, the files its plan writes, the one launched, `check --config` of that one)."""
+    res = advise.check(advise.parse(advise.CheckRequest, body))
+    model, hw, goal = res.context
+    files = launch.files(res.plan, hw, model, goal.seq_len)
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    main = launch.LAUNCH_NAME if launch.LAUNCH_NAME in files else next(iter(files))
+    return res, files, main, advise.check_config([str(tmp_path / main)], {"gpu": "h100"})
+
+
 @pytest.mark.parametrize("framework", ["llamafactory", "swift", "axolotl"])
 @pytest.mark.parametrize("case", CASES)
 def test_what_a_plan_writes_reads_back_as_the_same_plan(framework, case, tmp_path):
@@ -43,13 +54,8 @@ def test_what_a_plan_writes_reads_back_as_the_same_plan(framework, case, tmp_pat
     }
     if "workload" in body:
         body.pop("seq_len")  # DPO's lengths are its workload's
-    res = advise.check(advise.parse(advise.CheckRequest, body))
-    model, hw, goal = res.context
-    files = launch.files(res.plan, hw, model, goal.seq_len)
-    for name, text in files.items():
-        (tmp_path / name).write_text(text)
-    main = launch.LAUNCH_NAME if launch.LAUNCH_NAME in files else next(iter(files))
-    back = advise.check_config([str(tmp_path / main)], {"gpu": "h100"})
+    res, files, main, back = written_and_read_back(body, tmp_path)
+    goal = res.context[2]
     a, b = res.plan, back.plan
     assert (b.framework, b.micro_batch, b.grad_accum, b.world_size) == (
         a.framework,
@@ -67,12 +73,6 @@ def test_a_vlms_tower_settings_read_back_in_swift(knobs, tmp_path):
     """--vit_gradient_checkpointing false and --freeze_vit, written and read back as the same knobs."""
     body = {"model": "qwen2.5-vl-7b", "gpu": "h100", "gpus_per_node": 8, "micro_batch": 1, "grad_accum": 2}
     body |= {"seq_len": 4096, "framework": "swift", "zero": 3, "checkpointing": "full", **knobs}
-    res = advise.check(advise.parse(advise.CheckRequest, body))
-    model, hw, goal = res.context
-    files = launch.files(res.plan, hw, model, goal.seq_len)
-    for name, text in files.items():
-        (tmp_path / name).write_text(text)
-    main = launch.LAUNCH_NAME if launch.LAUNCH_NAME in files else next(iter(files))
-    back = advise.check_config([str(tmp_path / main)], {"gpu": "h100"})
+    res, files, _, back = written_and_read_back(body, tmp_path)
     assert dict(back.plan.knobs) == knobs_read_back(res.plan, files)
     assert all(getattr(back.plan.knobs, k) == v for k, v in knobs.items())

@@ -10,15 +10,9 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 from planner.model import catalog, vlm
 from planner.model.modelspec import from_config
+from tests.planner.model.vlms import VLMS
 
-CATALOG = [
-    "llava-1.5-7b",
-    "llava-v1.6-mistral-7b",
-    "gemma-3-4b",
-    "smolvlm-instruct",
-    "qwen3-vl-8b",
-    "llama-3.2-11b-vision",
-]
+CATALOG = [n for n in VLMS if catalog.model_config(n)["model_type"] in (*vlm.FAMILIES, "mllama")]
 
 
 def built(cfg: dict):

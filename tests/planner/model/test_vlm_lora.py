@@ -9,6 +9,7 @@ transformers = pytest.importorskip("transformers")
 peft = pytest.importorskip("peft")
 from planner.model.catalog import model_config
 from planner.model.modelspec import from_config, peft_target_modules
+from tests.planner.model.vlms import VLMS
 
 
 def small(name: str) -> dict:
@@ -40,18 +41,7 @@ def adapted(cfg: dict, target_modules) -> tuple[set[str], int]:
     return names, count
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "qwen2.5-vl-3b",
-        "internvl2.5-8b",
-        "llava-1.5-7b",
-        "gemma-3-4b",
-        "smolvlm-instruct",
-        "qwen3-vl-8b",
-        "llama-3.2-11b-vision",
-    ],
-)
+@pytest.mark.parametrize("name", VLMS)
 @pytest.mark.parametrize("targets", ["all-linear", "attention", "gate_proj,down_proj"])
 def test_peft_adapts_exactly_the_planned_linears(name, targets):
     cfg = small(name)
@@ -61,19 +51,7 @@ def test_peft_adapts_exactly_the_planned_linears(name, targets):
     assert count == spec.lora_params(8, targets)
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "qwen2.5-vl-3b",
-        "internvl2.5-8b",
-        "llava-1.5-7b",
-        "llava-v1.6-mistral-7b",
-        "gemma-3-4b",
-        "smolvlm-instruct",
-        "qwen3-vl-8b",
-        "llama-3.2-11b-vision",
-    ],
-)
+@pytest.mark.parametrize("name", VLMS)
 def test_lora_vision_is_peft_all_linear_on_the_whole_model(name):
     """--lora-vision: PEFT's all-linear adapts every Linear of the tower and the projector beside the decoder's."""
     cfg = small(name)
