@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from probes.step import Case, build_model, inputs, train_steps
+from probes.step import Case, build_model, inputs, train_steps, vlm_inputs
 from probes.tracker import LiveBytes
 from recipe import text_layers
 
@@ -19,7 +19,10 @@ def measure(case: Case, steps: int = 2) -> dict:
 
     torch.manual_seed(0)
     model = build_model(case)
-    batch = inputs(case, model.get_input_embeddings().num_embeddings)
+    if case.image_tokens:
+        batch, image_tokens = vlm_inputs(case, model)
+    else:
+        batch, image_tokens = inputs(case, model.get_input_embeddings().num_embeddings), 0
     t = LiveBytes()
     t.add_existing(list(model.parameters()) + list(model.buffers()), "params")
     t0 = time.perf_counter()
@@ -34,4 +37,5 @@ def measure(case: Case, steps: int = 2) -> dict:
         "by_category": t.by_category(t.segments[seg][1]),
         "phase": segment_phase(seg),
         "step_time_s": round(seconds, 4),
+        "image_tokens": image_tokens,
     }

@@ -49,6 +49,7 @@ def probe_in_process(model: str, config: dict, knobs: Knobs, shapes: Shapes, bac
         from probes.sim import simulate
 
         r = simulate(case)
+        shapes = _as_ran(shapes, r.image_tokens)
         return make_record(
             model,
             config,
@@ -73,7 +74,8 @@ def probe_in_process(model: str, config: dict, knobs: Knobs, shapes: Shapes, bac
     if backend == "cpu":
         from probes.cpu import measure
 
-        return make_record(model, config, knobs, shapes, "cpu", "ok", "cpu", **measure(case))
+        out = measure(case)
+        return make_record(model, config, knobs, _as_ran(shapes, out.pop("image_tokens")), "cpu", "ok", "cpu", **out)
     if backend == "cuda":
         from probes.cuda import measure
 
@@ -83,6 +85,12 @@ def probe_in_process(model: str, config: dict, knobs: Knobs, shapes: Shapes, bac
         device = out.pop("device")
         return make_record(model, config, knobs, shapes, "cuda", status, device, **out)
     raise ValueError(f"backend {backend!r}")
+
+
+def _as_ran(shapes: Shapes, image_tokens: int) -> Shapes:
+    """The shapes a probe ran: whole images of a fixed-size family can hold fewer tokens than planned
+    (probes.images), and the record says what ran, so that it is evidence for that case only."""
+    return shapes.model_copy(update={"image_tokens": image_tokens}) if shapes.image_tokens else shapes
 
 
 def _rl_record(model: str, config: dict, knobs: Knobs, shapes: Shapes, backend: str, case) -> ProbeRecord:

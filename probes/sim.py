@@ -23,11 +23,12 @@ Differences between the traced CPU code paths and CUDA's, and what the trace doe
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
 
 from probes.routing import routed_eager_experts
-from probes.step import Case, build_model, inputs, train_steps
+from probes.shadow import ShadowFakeMode, masks_as_run
+from probes.step import Case, build_model, inputs, train_steps, vlm_inputs
 from probes.tracker import CATEGORIES, LiveBytes
 from recipe import text_layers
 
@@ -39,6 +40,7 @@ class Trace:
     layers: int
     segments: dict  # (phase, position) -> (peak bytes, {category: bytes})
     modules: dict  # module name -> activation bytes live at the start of backward
+    image_tokens: int = 0  # per sample, as the batch held them (probes.images)
 
 
 @dataclass
@@ -52,6 +54,7 @@ class SimResult:
     segments: dict = field(default_factory=dict)  # every segment: {category: bytes}
     layer_modules: dict[str, int] = field(default_factory=dict)  # per decoder layer, by module
     other_modules: dict[str, int] = field(default_factory=dict)  # outside the decoder layers
+    image_tokens: int = 0  # per sample, as traced (fixed-size images round the planned count down)
 
     @property
     def phase(self) -> str:
@@ -61,20 +64,23 @@ class SimResult:
 
 
 def trace(case: Case, layers: int, paths: str = "cuda") -> Trace:
-    """One traced run at `layers` decoder layers on fake tensors."""
+    """One traced run at `layers` decoder layers on fake tensors; a VLM case's batch holds real images' inputs
+    (probes.images), whose small integer tensors keep their values (probes.shadow)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    mode = ShadowFakeMode() if case.image_tokens else FakeTensorMode(allow_non_fake_inputs=True)
     model = fake_model(case, layers, mode, paths)
-    with mode, fake_grouped_mm(), routed_eager_experts(model, case.knobs.expert_imbalance):
+    real, image_tokens = vlm_inputs(case, model) if case.image_tokens else (None, 0)
+    masks = masks_as_run(mode) if real else nullcontext()
+    with mode, masks, fake_grouped_mm(), routed_eager_experts(model, case.knobs.expert_imbalance):
         vocab = model.get_input_embeddings().num_embeddings
-        batch = inputs(case, vocab)
+        batch = {k: mode.share(v) for k, v in real.items()} if real else inputs(case, vocab)
         tracker = LiveBytes()
         tracker.add_existing(list(model.parameters()) + list(model.buffers()), "params")
         with tracker:
             modules = train_steps(case, model, tracker, batch, paths=paths, n_layers=layers)
     segs = {k: (v[0], tracker.by_category(v[1])) for k, v in tracker.segments.items()}
-    return Trace(layers, segs, modules)
+    return Trace(layers, segs, modules, image_tokens)
 
 
 @contextmanager
@@ -140,67 +146,13 @@ def _split_modules(modules: dict[str, int], n: int) -> tuple[dict, dict]:
     other: dict[str, int] = {}
     for name, v in modules.items():
         m = re.match(r"(.*\.)(\d+)(\..*)?$", name) if n else None
-        if m and int(m.group(2)) < n and re.search(r"(layers|\.h|layer|blocks)\.$", m.group(1)):
+        layer = m and int(m.group(2)) < n and re.search(r"(layers|\.h|layer|blocks)\.$", m.group(1))
+        if layer and not re.search(r"vision|visual", m.group(1)):  # a tower's blocks are not the decoder's
             key = f"{m.group(1)}*{m.group(3) or ''}"
             per_layer[key] = per_layer.get(key, 0) + v
         else:
             other[name] = v
     return {k: v // n for k, v in per_layer.items()}, other
-
-
-def vision_terms(case: Case) -> dict[str, int]:
-    """What a text-only trace of a VLM case with image tokens misses, by category, from the analytic
-    model: the vision tower's saved activations (planner.estimate.activations.vision_activations_bytes) and,
-    when it is trained without DeepSpeed (whose model states the planner keeps analytic), its
-    gradients, optimizer states and the foreach AdamW step's temporary for them, and under torch AMP
-    without checkpointing the bf16 copies autocast makes of its weights (saved for backward)."""
-    from planner.estimate import memory
-    from planner.estimate.activations import vision_activations_bytes
-    from planner.model.modelspec import from_config
-
-    spec = from_config(case.config, "sim")
-    out = {"activations": 0, "grads": 0, "optimizer": 0, "step_temp": 0, "autocast": 0}
-    if spec.vision is None or not case.image_tokens:
-        return out
-    k = case.knobs
-    out["activations"] = vision_activations_bytes(
-        spec.vision,
-        case.micro_batch,
-        case.image_tokens,
-        memory.activation_profile(k),
-        k.checkpointing,
-        trainable=not k.lora_rank and k.frozen == "none",
-    )
-    if memory.activation_profile(k) == "amp" and k.checkpointing == "off":
-        out["autocast"] = 2 * sum(
-            t.numel for t in spec.tensors if t.role in ("vision", "projector") and len(t.shape) == 2
-        )
-    if k.lora_rank == 0 and k.zero_stage == 0:
-        roles = spec.params_by_role()
-        n = roles.get("vision", 0) + roles.get("projector", 0) - spec.frozen_params(k.frozen)  # --frozen: none
-        w = memory.trainable_weight_bytes_per_param(k)
-        out["grads"] = n * memory.grad_bytes_per_param(k)
-        out["optimizer"] = int(n * memory.optimizer_state_bytes_per_param(k.optimizer, w))
-        out["step_temp"] = n * w if k.optimizer == "adamw" else 0
-    return out
-
-
-def _add_vision(segments: dict, v: dict[str, int], grad_accum: int) -> None:
-    """Vision terms into traced segments: activations live through the LLM's forward and backward,
-    states always (steady state), gradients once the tower's backward ran (the end of backward and
-    the step; every segment when accumulating)."""
-    for name, cats in segments.items():
-        fwd_bwd = name[0] in ("forward", "backward")
-        cats["activations"] += v["activations"] if fwd_bwd else 0
-        cats["temporaries"] += v["autocast"] if fwd_bwd else 0
-        cats["optimizer"] += v["optimizer"]
-        if (
-            name[0] in ("optimizer", "other")
-            or (name[0] == "backward" and name[1] == ("end", 0))
-            or (fwd_bwd and grad_accum > 1)
-        ):
-            cats["grads"] += v["grads"]
-        cats["temporaries"] += v["step_temp"] if name[0] == "optimizer" else 0
 
 
 def periodic_depths(case: Case, depth: int, traced: tuple[int, int]) -> tuple[int, int]:
@@ -217,20 +169,18 @@ def periodic_depths(case: Case, depth: int, traced: tuple[int, int]) -> tuple[in
 def simulate(case: Case, paths: str = "cuda", traced: tuple[int, int] = TRACE_LAYERS) -> SimResult:
     """The steady-state step's peak at the model's real depth, and every segment's bytes there.
 
-    VLM cases with image tokens: the LLM's memory depends on its sequence length, not on where its
-    input embeddings came from, so the step is traced with text tokens in the image tokens' place
-    (the vision tower's parameters are in it, but unused), and the tower's terms come from the
-    analytic model (vision_terms): its activations live from its forward (before the LLM's) until
-    its backward (after the LLM's)."""
+    VLM cases with image tokens run the real model on images' inputs (probes.images): the tower at its full depth in
+    every trace, so that it adds the same bytes at both traced depths and the line carries them; Llama-3.2-Vision's
+    cross-attention layers sit at fixed depths, so it is traced at its real depth."""
     t0 = time.perf_counter()
-    vision = vision_terms(case)
-    case = replace(case, image_tokens=0)
     depth = text_layers(case.config)
     traced = periodic_depths(case, depth, traced)
+    if case.image_tokens and case.config.get("model_type") == "mllama":
+        traced = (depth, depth)
     if depth <= max(traced):
         tr = trace(case, depth, paths)
         segments = {seg: cats for seg, (_, cats) in tr.segments.items()}
-        used, modules = (depth,), tr.modules
+        used, modules, image_tokens = (depth,), tr.modules, tr.image_tokens
     else:
         a, b = (trace(case, n, paths) for n in traced)
         segments = {
@@ -238,10 +188,18 @@ def simulate(case: Case, paths: str = "cuda", traced: tuple[int, int] = TRACE_LA
             for seg in a.segments.keys() & b.segments.keys()
             if not (seg[0] in ("forward", "backward") and seg[1][0] == "middle")
         }
-        used, modules = tuple(traced), b.modules
-    _add_vision(segments, vision, case.grad_accum)
+        used, modules, image_tokens = tuple(traced), b.modules, b.image_tokens
     seg = max(segments, key=lambda s: sum(segments[s].values()))
     lm, om = _split_modules(modules, used[-1])
     return SimResult(
-        sum(segments[seg].values()), segments[seg], seg, depth, used, time.perf_counter() - t0, segments, lm, om
+        sum(segments[seg].values()),
+        segments[seg],
+        seg,
+        depth,
+        used,
+        time.perf_counter() - t0,
+        segments,
+        lm,
+        om,
+        image_tokens,
     )

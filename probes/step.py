@@ -8,6 +8,7 @@ padding token so that the padding mask is materialised, as in any padded batch.
 
 from __future__ import annotations
 
+import re
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 
@@ -37,8 +38,6 @@ class Case:
 def build_model(case: Case, layers: int | None = None, paths: str = "cpu") -> torch.nn.Module:
     """The plan's model as the trainer builds it (recipe.model), with the probes' recomputation context, the CPU's
     attention kernels (flash: its stand-in), and 4-bit stand-ins where bitsandbytes is missing."""
-    if case.image_tokens:
-        raise ValueError("image inputs are not traced yet: VLM plans with image tokens stay analytic")
     k = case.knobs
     model = recipe_model.build_model(
         case.config,
@@ -92,6 +91,17 @@ def inputs(case: Case, vocab: int, device: str = "cpu") -> dict:
     return {"input_ids": ids.to(device), "attention_mask": mask.to(device), "labels": labels.to(device)}
 
 
+def vlm_inputs(case: Case, model: torch.nn.Module, device: str = "cpu") -> tuple[dict, int]:
+    """A VLM case's batch with images' inputs at its image tokens per sample (probes.images), and the tokens it
+    holds."""
+    from probes.images import vlm_batch
+
+    if case.knobs.batching == "packed":
+        raise ValueError("packed batches with images are not traced yet: pad them (--batching padded)")
+    batch, tokens = vlm_batch(model, case.config, case.micro_batch, case.seq_len, case.image_tokens)
+    return {k: v.to(device) for k, v in batch.items()}, tokens
+
+
 def packed_inputs(case: Case, ids: torch.Tensor, device: str) -> dict:
     """One packed row. On fake tensors transformers cannot find the samples' boundaries in position_ids (a
     data-dependent check), so the trace hands it the (1, 1, T, T) block mask it would have built instead:
@@ -121,8 +131,13 @@ def _family_eager(config: dict) -> bool:
 
 
 def decoder_layers(model: torch.nn.Module, n: int) -> list[torch.nn.Module]:
-    lists = [m for m in model.modules() if isinstance(m, torch.nn.ModuleList) and len(m) == n]
-    return list(max(lists, key=lambda m: sum(p.numel() for p in m.parameters()))) if lists else []
+    """The decoder's n layers: the largest list of n modules outside a vision tower."""
+    lists = [
+        (not re.search(r"vision|visual", name), sum(p.numel() for p in m.parameters()), m)
+        for name, m in model.named_modules()
+        if isinstance(m, torch.nn.ModuleList) and len(m) == n
+    ]
+    return list(max(lists, key=lambda x: x[:2])[2]) if lists else []
 
 
 def position(k: int, n: int) -> tuple[str, int]:

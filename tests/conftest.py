@@ -122,7 +122,6 @@ SLOW = {
     "tests/probes/test_recipe_sim.py::test_lora_terms_change_the_peak_as_the_sim_measures[llama-3.2-1b-bf16-pure-lora_train_embeddings=True]": 4,
     "tests/probes/test_recipe_sim.py::test_lora_terms_change_the_peak_as_the_sim_measures[llama-3.2-1b-bf16-quant=int8]": 4,
     "tests/probes/test_recipe_sim.py::test_lora_terms_change_the_peak_as_the_sim_measures[llama-3.2-1b-bf16-quant=nf4-quant_absmax=fp32]": 3,
-    "tests/probes/test_sim.py::test_vlm_image_tokens_add_the_vision_towers_terms_to_the_text_trace": 3,
     "tests/api/test_web.py::test_a_dataset_shows_its_histogram_with_the_planned_length": 3,
     "tests/probes/test_recipe_sim.py::test_lora_terms_change_the_peak_as_the_sim_measures[llama-3.2-1b-fp32-lora_dropout=0.1]": 3,
     "tests/test_readme.py::test_every_pasted_output_is_what_its_command_prints[docs/recipes.md]": 3,

@@ -54,8 +54,8 @@ def test_check_with_sim_evidence_answers_for_every_catalog_model(model, tmp_path
 
 @pytest.mark.parametrize("model", ["qwen2.5-vl-3b", "internvl2.5-8b"])
 def test_check_with_sim_evidence_traces_vlms_with_image_tokens(model, tmp_path, capsys):
-    _, text_only = _check(capsys, tmp_path / "s.sqlite", model)
-    _, with_images = _check(capsys, tmp_path / "s.sqlite", model, "--image-tokens", "128")
+    _, text_only = _check(capsys, tmp_path / "s.sqlite", model, "--seq-len", "512")
+    _, with_images = _check(capsys, tmp_path / "s.sqlite", model, "--seq-len", "512", "--image-tokens", "256")
     assert with_images["evidence"] == "simulated"
-    # the tower's activations, gradients and states come on top of the same-length text-only step
+    # the real model's step on images' inputs: the tower's activations, gradients and states on top of the text's
     assert with_images["memory"]["peak_allocated_bytes"] > text_only["memory"]["peak_allocated_bytes"]

@@ -1,0 +1,39 @@
+"""Each VLM family's catalog config cut to a tiny model that runs real steps on a CPU in seconds: a 64-wide text
+model and a 32-wide tower of two layers each, with the family's image geometry (patch, tile and merge sizes, image
+token ids, vocabulary) kept, so that its processor's image shapes and token counts are the real ones."""
+
+from planner.model import catalog
+
+TEXT = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2}
+VISION = {"hidden_size": 32, "intermediate_size": 64, "num_heads": 2, "num_attention_heads": 2, "attention_heads": 2}
+# what each family's tower needs beyond the widths (indices of its special layers, the width it hands the projector)
+VISION_EXTRA = {
+    "qwen2_5_vl": {"depth": 2, "fullatt_block_indexes": [1], "out_hidden_size": 64},
+    "qwen3_vl": {"depth": 2, "deepstack_visual_indexes": [0], "out_hidden_size": 64},
+    "mllama": {
+        "num_hidden_layers": 2,
+        "num_global_layers": 1,
+        "intermediate_layers_indices": [0],
+        "vision_output_dim": 64,
+    },
+}
+
+
+def tiny_vlm(name: str) -> dict:
+    cfg = catalog.model_config(name)
+    family = cfg["model_type"]
+    text = {**TEXT, "num_hidden_layers": 2, "head_dim": 16}
+    if family == "mllama":
+        text["cross_attention_layers"] = [1]
+    if family == "gemma3":
+        text.update(sliding_window=64, layer_types=["sliding_attention", "full_attention"])
+    vision = {k: v for k, v in VISION.items() if k in cfg["vision_config"]}
+    vision.update(VISION_EXTRA.get(family, {"num_hidden_layers": 2}))
+    out = {**cfg, "vision_config": {**cfg["vision_config"], **vision}}
+    if "text_config" in cfg:
+        out["text_config"] = {**cfg["text_config"], **text}
+    else:  # Qwen2.5-VL's text keys sit at the top
+        out.update(text)
+    if "mrope_section" in out.get("rope_scaling", {}):  # M-RoPE's sections cover half the 16-wide heads
+        out["rope_scaling"] = {**out["rope_scaling"], "mrope_section": [2, 3, 3]}
+    return out
