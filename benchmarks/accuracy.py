@@ -15,6 +15,7 @@ comparable and is left out.
 
     python benchmarks/accuracy.py --out benchmarks/results/accuracy.json
     python benchmarks/accuracy.py --moe --out benchmarks/results/accuracy-moe.json   (mixture-of-experts rows)
+    python benchmarks/accuracy.py --vlm --out benchmarks/results/accuracy-vlm.json   (VLMs with images: accuracy_vlm.py)
 """
 
 from __future__ import annotations
@@ -236,9 +237,12 @@ def main() -> None:
     ap.add_argument("--recipes-only", action="store_true", help="only the recipe-knob rows")
     ap.add_argument("--rl", action="store_true", help="the GRPO and DPO rows, phase by phase (accuracy_rl.py)")
     ap.add_argument("--moe", action="store_true", help="only the mixture-of-experts rows (MOE_GRID)")
+    ap.add_argument("--vlm", action="store_true", help="the VLM rows with images (accuracy_vlm.py)")
     args = ap.parse_args()
     if args.rl:
         return rl_main(args.out)
+    if args.vlm:
+        return vlm_main(args.out)
     from planner.config.spec import Knobs
     from planner.estimate.memory import breakdown
     from planner.estimate.setup import Setup
@@ -334,6 +338,36 @@ def main() -> None:
         save(args.out, {**meta, "summary": summary, "rows": rows}, md)
 
 
+def _meta(*packages: str) -> dict:
+    """Date, CPUs and the versions of torch, transformers and `packages`."""
+    names = ("torch", "transformers", *packages)
+    return {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "device": "cpu (no GPU run)"} | {
+        p: metadata.version(p) for p in names
+    }
+
+
+def vlm_main(out: str | None) -> None:
+    from accuracy_vlm import analytic_rows, markdown, real_rows
+
+    analytic, real = analytic_rows(), real_rows()
+    summary = {
+        "analytic_rows": len(analytic),
+        "analytic_vs_sim_max_abs": max(abs(r["analytic_vs_sim"]) for r in analytic),
+        "real_rows": len(real),
+        "sim_vs_real_max_abs": max(abs(r["sim_vs_real"]) for r in real),
+    }
+    print(json.dumps(summary))
+    if out:
+        meta = _meta()
+        md = markdown(analytic, real) + [
+            (
+                f"\n{meta['date']}, {meta['cpus']} CPUs, torch {meta['torch']}, transformers {meta['transformers']}. "
+                f"Summary: {json.dumps(summary)}"
+            )
+        ]
+        save(out, {**meta, "summary": summary, "analytic_rows": analytic, "real_rows": real}, md)
+
+
 def rl_main(out: str | None) -> None:
     from accuracy_rl import markdown, rows
 
@@ -345,14 +379,7 @@ def rl_main(out: str | None) -> None:
     }
     print(json.dumps(summary))
     if out:
-        meta = {
-            "date": time.strftime("%Y-%m-%d"),
-            "cpus": os.cpu_count(),
-            "device": "cpu (no GPU run)",
-            "torch": metadata.version("torch"),
-            "transformers": metadata.version("transformers"),
-            "trl": metadata.version("trl"),
-        }
+        meta = _meta("trl")
         md = markdown(got) + [
             (
                 f"\n{meta['date']}, {meta['cpus']} CPUs, torch {meta['torch']}, transformers "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from probes.step import Case, build_model, inputs
+from probes.step import Case, build_model, inputs, vlm_inputs
 from probes.step import amp as uses_amp
 from recipe import HALF, make_optimizer
 
@@ -41,11 +41,15 @@ def measure(case: Case, steps: int = 3, capacity_bytes: int | None = None) -> di
     if capacity_bytes:  # emulate a smaller card
         torch.cuda.set_per_process_memory_fraction(capacity_bytes / torch.cuda.get_device_properties(dev).total_memory)
     k = case.knobs
+    held = case.image_tokens  # image tokens a sample of the batch holds (planned, until the batch is built)
     try:
         torch.manual_seed(0)
         with torch.device("cuda"):
             model = build_model(case, paths="cuda")
-        batch = inputs(case, model.get_input_embeddings().num_embeddings, device="cuda")
+        if case.image_tokens:  # the images' inputs the processor gives (probes.images)
+            batch, held = vlm_inputs(case, model, device="cuda")
+        else:
+            batch = inputs(case, model.get_input_embeddings().num_embeddings, device="cuda")
         opt = make_optimizer([p for p in model.parameters() if p.requires_grad], k.optimizer)
         half = HALF.get(k.precision)
 
@@ -72,6 +76,7 @@ def measure(case: Case, steps: int = 3, capacity_bytes: int | None = None) -> di
             "peak_reserved_bytes": torch.cuda.max_memory_reserved(),
             "device_used_bytes": _nvml_used(dev),
             "step_time_s": round(seconds, 5),
+            "image_tokens": held,
         }
     except torch.OutOfMemoryError as e:
         return {
@@ -81,4 +86,5 @@ def measure(case: Case, steps: int = 3, capacity_bytes: int | None = None) -> di
             "peak_reserved_bytes": torch.cuda.max_memory_reserved(),
             "device_used_bytes": _nvml_used(dev),
             "detail": {"error": str(e).splitlines()[0][:300]},
+            "image_tokens": held,
         }

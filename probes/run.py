@@ -83,6 +83,7 @@ def probe_in_process(model: str, config: dict, knobs: Knobs, shapes: Shapes, bac
         out = measure(case, capacity_bytes=int(os.environ.get("MEMPLAN_PROBE_CAPACITY_BYTES") or 0) or None)
         status = out.pop("status")
         device = out.pop("device")
+        shapes = _as_ran(shapes, out.pop("image_tokens"))
         return make_record(model, config, knobs, shapes, "cuda", status, device, **out)
     raise ValueError(f"backend {backend!r}")
 

@@ -26,6 +26,7 @@ import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
+from planner.model.modelspec import from_config
 from probes.routing import routed_eager_experts
 from probes.shadow import ShadowFakeMode, masks_as_run
 from probes.step import Case, build_model, inputs, train_steps, vlm_inputs
@@ -175,7 +176,7 @@ def simulate(case: Case, paths: str = "cuda", traced: tuple[int, int] = TRACE_LA
     t0 = time.perf_counter()
     depth = text_layers(case.config)
     traced = periodic_depths(case, depth, traced)
-    if case.image_tokens and case.config.get("model_type") == "mllama":
+    if case.image_tokens and from_config(case.config, "sim").text.cross_layers:  # at fixed depths: not affine
         traced = (depth, depth)
     if depth <= max(traced):
         tr = trace(case, depth, paths)

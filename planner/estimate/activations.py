@@ -230,29 +230,6 @@ def attention_mask_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int
     return MASK_BYTES_PER_ELEMENT * batch * seq * seq
 
 
-def vision_block_bytes(v: VisionSpec, patches: int, profile: str) -> int:
-    """One vision-encoder block over `patches` tokens: two norms, fused-qkv storage, output, MLP."""
-    _, c = saved_dtype_bytes(profile)
-    norms = 2 * rmsnorm_saved_bytes(patches, v.hidden, profile)
-    attn = c * patches * v.hidden * (1 + 3 + 1) + 4 * patches * v.heads
-    mlp = (4 if v.gated_mlp else 2) * c * patches * v.intermediate + c * patches * v.hidden
-    return norms + attn + mlp
-
-
-def vision_activations_bytes(
-    v: VisionSpec, batch: int, image_tokens: int, profile: str, checkpointing: str, trainable: bool
-) -> int:
-    """Vision tower activations for `image_tokens` LLM-side tokens per sample (each one is
-    `patches_per_token` encoder tokens). A frozen tower (LoRA on the LLM) saves nothing."""
-    if not trainable or image_tokens == 0:
-        return 0
-    patches = batch * image_tokens * v.patches_per_token
-    if checkpointing == "full":
-        r, _ = saved_dtype_bytes(profile)
-        return v.layers * r * patches * v.hidden + vision_block_bytes(v, patches, profile)
-    return v.layers * vision_block_bytes(v, patches, profile)
-
-
 def cross_attention_bytes(
     t: TextSpec, v: VisionSpec, batch: int, image_tokens: int, seq: int, profile: str, live_layers: int
 ) -> int:

@@ -32,7 +32,7 @@ from math import prod
 
 from planner.config.spec import MIB, Knobs, MemoryBreakdown
 from planner.estimate import activations as act
-from planner.estimate import calibration, fsdp, lifecycle, lora, nograd, quant, recipe_terms, zero
+from planner.estimate import calibration, fsdp, lifecycle, lora, nograd, quant, recipe_terms, vision, zero
 from planner.estimate.setup import Setup
 from planner.estimate.trained import (  # re-exported: the terms' callers and tests name them memory.X
     embedding_copy_overcount_bytes,
@@ -258,8 +258,22 @@ def autocast_weight_copy_bytes(s: Setup, layers_live: int) -> int:
     m = s.model
     per_layer = sum(t.numel for t in m.tensors if t.role == "layer" and len(t.shape) == 2) // m.text.layers
     head = m.text.vocab * m.text.hidden
-    vision = sum(t.numel for t in m.tensors if t.role in ("vision", "projector") and len(t.shape) == 2)
-    return 2 * (per_layer * layers_live + head + (vision if layers_live == m.text.layers else 0))
+    return 2 * (per_layer * layers_live + head + (tower_matrices_run(s) if layers_live == m.text.layers else 0))
+
+
+def tower_matrices_run(s: Setup) -> int:
+    """The tower's and projector's matrices whose autocast copies a step with images saves: the trained parts' (a
+    frozen tower's forward records no graph), the tower's live layers only (planner.estimate.vision)."""
+    v = s.model.vision
+    if v is None or not s.image_tokens:
+        return 0
+    tower_trained = s.knobs.lora_vision if s.lora else s.knobs.frozen == "none"
+    projector_trained = not s.lora and s.knobs.frozen != "vision+projector"
+    mats = {
+        r: sum(t.numel for t in s.model.tensors if t.role == r and len(t.shape) == 2) for r in ("vision", "projector")
+    }
+    tower = mats["vision"] * (v.layers - v.unused_layers) // v.layers if tower_trained else 0
+    return tower + (mats["projector"] if projector_trained or tower_trained else 0)
 
 
 def text_shape(s: Setup):
@@ -292,7 +306,7 @@ def activations_bytes(s: Setup) -> int:
         off = s.knobs.checkpointing == "off" or s.knobs.vit_checkpointing == "off" or not v.checkpointed
         ckpt = "off" if off else "full"
         trained = s.knobs.lora_vision if s.lora else s.knobs.frozen == "none"  # adapters need the tower's inputs
-        total += act.vision_activations_bytes(v, s.micro_batch, s.image_tokens, p, ckpt, trainable=trained)
+        total += vision.vision_activations_bytes(v, s.micro_batch, s.image_tokens, p, ckpt, trainable=trained)
         live = t.cross_layers * (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) // t.layers
         total += act.cross_attention_bytes(t, v, s.micro_batch, s.image_tokens, s.seq_len, p, live)
     return total

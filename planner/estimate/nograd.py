@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from planner.estimate import activations as act
 from planner.estimate.setup import Setup
+from planner.estimate.vision import encoder_tokens
 
 
 def compute_dtype_bytes(s: Setup) -> int:
@@ -41,7 +42,7 @@ def nograd_vision_bytes(s: Setup, rows: int) -> int:
     if v is None or not s.image_tokens:
         return 0
     c = compute_dtype_bytes(s)
-    patches = rows * s.image_tokens * v.patches_per_token
+    patches = rows * encoder_tokens(v, s.image_tokens)
     block = 3 * c * patches * v.hidden + (3 if v.gated_mlp else 2) * c * patches * v.intermediate
     return block + c * rows * s.image_tokens * s.model.text.hidden
 

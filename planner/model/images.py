@@ -32,6 +32,10 @@ FAMILY_RULE = {
 }
 PIXEL_RULES = {"qwen2-vl": (28, r.QWEN2_VL_MIN_PIXELS, r.QWEN2_VL_MAX_PIXELS), "qwen3-vl": (32, *r.QWEN3_VL_PIXELS)}
 # image sides tried for the rules whose worst case is a tiling's (llava-next's pinpoints, pan-and-scan's crops)
+# OneVision's anyres_max_9 scales a grid down past 9 tiles' features, so its count is not monotone in the size: its
+# worst case is searched on a 16-pixel grid up to 2,048 (past it every grid is over the cap; measured: 8,765 at
+# 960 x 1,168, as many as a 16-pixel scan up to 8,000 finds)
+FINE_SIDES = tuple(range(112, 2049, 16))
 SIDES = (112, 224, 256, 336, 364, 384, 448, 512, 560, 672, 728, 768, 896, 1008, 1024, 1092, 1344, 1456, 2048, 4096)
 
 
@@ -85,10 +89,44 @@ def worst_case(spec: str, min_pixels: int | None = None, max_pixels: int | None 
     elif spec.startswith("fixed:"):
         size = (SIDES[0], SIDES[0])
     else:
-        size = max(((w, h) for w in SIDES for h in SIDES), key=lambda s: (rule(*s), -s[0] * s[1], -s[0]))
+        sides = FINE_SIDES if spec == "llava-onevision" else SIDES
+        size = max(((w, h) for w in sides for h in sides), key=lambda s: (rule(*s), -s[0] * s[1], -s[0]))
     return rule(*size), size
 
 
 def square_tokens(spec: str, side: int, min_pixels: int | None = None, max_pixels: int | None = None) -> int:
     """Tokens of a side x side image."""
     return image_rule(spec, min_pixels, max_pixels)(side, side)
+
+
+ANYRES = {  # rule: (its pinpoints, tile side, encoder tokens a tile: NeXT's CLIP keeps its CLS, OneVision's SigLIP has none)
+    "llava-next": (r.LLAVA_NEXT_PINPOINTS, r.LLAVA_TILE, (r.LLAVA_TILE // r.LLAVA_PATCH) ** 2 + 1),
+    "llava-onevision": (r.ONEVISION_PINPOINTS, r.ONEVISION_TILE, r.ONEVISION_TOKENS),
+}
+
+
+@cache
+def _anyres_images(spec: str) -> tuple[tuple[int, int], ...]:
+    """(LLM tokens, encoder tokens) of one image of each shape the rule tells apart (the squares of SIDES and the
+    pinpoints' own shapes): the base tile and the grid's tiles through the tower."""
+    pinpoints, tile, per_tile = ANYRES[spec]
+    rule = image_rule(spec)
+    shapes = {(s, s) for s in SIDES} | {(w, h) for h, w in pinpoints}
+    out = set()
+    for w, h in shapes:
+        bh, bw = r._best_resolution(h, w, pinpoints)
+        out.add((rule(w, h), (1 + (bh // tile) * (bw // tile)) * per_tile))
+    return tuple(sorted(out))
+
+
+def anyres_encoder_tokens(spec: str, tokens: int) -> int:
+    """The tower's tokens behind `tokens` LLM tokens of any-resolution images (LLaVA-NeXT, OneVision): a small image
+    goes through more tiles than its LLM tokens show (a 336-pixel square: 3 tiles, 1,731 encoder tokens, for 1,176).
+    Read as the images with the most LLM tokens that fit, largest first."""
+    images = _anyres_images(spec)
+    out = 0
+    while tokens >= images[0][0]:
+        llm, encoder = max((i for i in images if i[0] <= tokens), key=lambda i: (i[0], -i[1]))
+        n = tokens // llm
+        out, tokens = out + n * encoder, tokens - n * llm
+    return out + tokens  # what no image's count fits: one encoder token each

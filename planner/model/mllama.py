@@ -125,5 +125,7 @@ def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str
         PROJECTOR,
         checkpointed=False,
         cross_tokens_per_token=cross_tokens_per_image(v),
+        block="plain",
+        gated_layers=v["num_global_layers"],
     )
     return text, spec, vision_tensors(v, text["hidden_size"]), TOWER_UNITS + TEXT_UNITS

@@ -116,6 +116,10 @@ class VisionSpec:
     tower_modules: tuple[str, ...] = ()
     projector_modules: tuple[str, ...] = ()
     checkpointed: bool = True  # the tower's layers checkpoint with the decoder's (Llama-3.2-Vision's never do)
+    block: str = "generic"  # the kind of tower block (planner.estimate.vision): what each layer saves
+    unused_layers: int = 0  # layers past the one the projector reads (LLaVA's vision_feature_layer -2: one)
+    gated_layers: int = 0  # layers with gated outputs among `layers` (Mllama's global ones)
+    anyres: str = ""  # any-resolution tiling (--image-rule name): encoder tokens from images.anyres_encoder_tokens
     cross_tokens_per_token: int = 0  # keys and values per LLM image token in each cross-attention layer (mllama)
 
     def frozen(self, parameter: str, frozen: str) -> bool:
@@ -403,7 +407,8 @@ def _qwen_vl_vision(v: dict, text_hidden: int) -> tuple[VisionSpec, list[Tensors
     t += _linear("vision", iv, hv, 2 * depth, True) + _linear("vision", hv, iv, depth, True)
     t += [Tensors("projector", (hv,))] + _linear("projector", hv * m2, hv * m2, 1, True)
     t += _linear("projector", out, hv * m2, 1, True)
-    return VisionSpec(depth, hv, iv, _get(v, "num_heads"), True, m2, ("visual.",), ("visual.merger.",)), t
+    spec = VisionSpec(depth, hv, iv, _get(v, "num_heads"), True, m2, ("visual.",), ("visual.merger.",))
+    return replace(spec, block="rmsnorm-rotary"), t
 
 
 def _internvl_vision(cfg: dict, v: dict, text_hidden: int) -> tuple[VisionSpec, list[Tensors]]:
@@ -433,9 +438,11 @@ def _internvl_vision(cfg: dict, v: dict, text_hidden: int) -> tuple[VisionSpec, 
     shuffle = round(1 / _number(cfg, "downsample_ratio", 0.5, low=1e-3, high=1.0) ** 2)
     t += [Tensors("projector", (hv * shuffle,), 2)] + _linear("projector", text_hidden, hv * shuffle, 1, True)
     t += _linear("projector", text_hidden, text_hidden, 1, True)
-    return VisionSpec(
-        L, hv, iv, _get(v, "num_attention_heads"), False, shuffle, ("vision_tower.",), ("multi_modal_projector.",)
-    ), t
+    heads = _get(v, "num_attention_heads")
+    spec = VisionSpec(
+        L, hv, iv, heads, False, shuffle, ("vision_tower.",), ("multi_modal_projector.",), block="layer-scale"
+    )
+    return replace(spec, unused_layers=vlm.unused_layers(cfg.get("vision_feature_layer", -1), L)), t
 
 
 def _refuse_experts(cfg: dict, mt: str) -> None:

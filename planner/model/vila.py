@@ -113,6 +113,7 @@ def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str
         patches_per_token(cfg, v, kind),
         TOWER,
         PROJECTOR,
+        block="quick-gelu" if vmt == "clip_vision_model" else "plain",
     )
     units = vlm.TOWER_UNITS[vmt] + FSDP_UNITS.get(lmt, ())
     return text, spec, tower + projector_tensors(kind, m, h), units

@@ -18,6 +18,8 @@ is exact (Gemma-3 16 from its 4 x 4 pooling, Idefics3/SmolVLM the pixel shuffle'
 
 from __future__ import annotations
 
+import dataclasses
+
 from planner.model.shapes import FSDP_UNITS, Tensors
 from planner.model.shapes import linear as _linear
 
@@ -264,6 +266,12 @@ def _projector(mt: str, top: dict, v: dict, ht: int) -> list[Tensors]:
     return []
 
 
+def unused_layers(feature_layer, layers: int) -> int:
+    """Tower layers past the one whose output the projector reads (hidden_states[f], index 0 the embeddings)."""
+    chosen = feature_layer if isinstance(feature_layer, list) else [feature_layer]
+    return max(0, layers - max(f if f >= 0 else layers + 1 + f for f in chosen))
+
+
 def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str, ...]]:
     """(the language model's config for modelspec's llama-like reader, its VisionSpec, the tower's and projector's
     tensors, the FSDP units). `vision_spec` is modelspec's VisionSpec class."""
@@ -289,6 +297,10 @@ def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str
             ppt = top["scale_factor"] ** 2
     towers, projectors = PREFIXES[mt]
     spec = vision_spec(layers, v["hidden_size"], v["intermediate_size"], heads, False, ppt, towers, projectors)
+    block = "rotary" if mt == "qwen3_vl" else ("quick-gelu" if vmt == "clip_vision_model" else "plain")
+    unused = unused_layers(top.get("vision_feature_layer", -1), layers) if mt.startswith("llava") else 0
+    anyres = {"llava_next": "llava-next", "llava_onevision": "llava-onevision"}.get(mt, "")
+    spec = dataclasses.replace(spec, block=block, unused_layers=unused, anyres=anyres)
     text_mt = text["model_type"]
     units = TOWER_UNITS.get(vmt, ()) + TEXT_UNITS.get(text_mt, FSDP_UNITS.get(text_mt, ()))
     return text, spec, tensors, units

@@ -47,6 +47,7 @@ FAMILIES = {
     "deepseek_v2": "deepseek-v2-lite",
     "deepseek_v3": "deepseek-v3",
 }
+IMAGE_TOKENS = {"llava": 576, "llava_next": 1176}
 EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
 # (precision, checkpointing, micro-batch, sequence): torch AMP without checkpointing; pure bf16 with and without
 # it (the third shape is the one at which issue 12 saw Qwen3 and Phi-3 off by 6-11%)
@@ -80,16 +81,16 @@ def test_analytic_peak_matches_the_sim_for_every_family(family, shape):
     spec = from_config(cfg, name)
     if spec.text.max_positions and spec.text.traits.learned_positions:  # learned positions: the same tokens, shorter
         micro, seq = micro * seq // spec.text.max_positions, spec.text.max_positions
-    # Llama-3.2-Vision: one token an image, whose cross-attention the sim cannot trace yet: text rows, whose
-    # steps skip the cross-attention layers
-    images = 256 if spec.vision is not None and not spec.text.cross_layers else 0
+    # VLMs: 256 image tokens, or one whole image where an image is more (LLaVA 576, a NeXT 336-pixel square 1,176);
+    # Llama-3.2-Vision: text rows, whose steps skip the cross-attention layers (its images: benchmarks/accuracy_vlm.py)
+    images = IMAGE_TOKENS.get(family, 256) if spec.vision is not None and not spec.text.cross_layers else 0
     knobs = Knobs(precision=precision, checkpointing=ckpt)
     # MoE rows accumulate 2 micro-steps: at 1 the first micro-step's expert weight gradients are stolen, not
     # summed, so the gradient-sized transient the plan keeps for the steady state is not there (Mixtral, full
     # checkpointing: analytic +3.5% at 1, +1.3% at 2).
     accum = 2 if spec.text.moe else 1
     sim = simulate(Case(cfg, knobs, micro, accum, seq, images), paths="cuda")
-    analytic = breakdown(Setup(spec, knobs, micro, accum, seq, image_tokens=images), 80 * 2**30)
+    analytic = breakdown(Setup(spec, knobs, micro, accum, seq, image_tokens=sim.image_tokens), 80 * 2**30)
     assert sim.phase in ("forward", "backward", "end-of-backward")  # activations, not states, set the peak
     error = analytic.peak_allocated_bytes / sim.peak_allocated_bytes - 1
     print(f"{family} {precision} {ckpt} micro {micro} seq {seq}: analytic/sim {error:+.2%}")

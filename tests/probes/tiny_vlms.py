@@ -19,6 +19,25 @@ VISION_EXTRA = {
 }
 
 
+# two image sizes per family for the tiny models, in LLM tokens a sample (whole tiles for the fixed-size families;
+# Llama-3.2-Vision: images): tests/probes/test_vlm_sim.py and benchmarks/accuracy_vlm.py
+TINY_SIZES = {
+    "qwen2.5-vl-3b": (64, 150),
+    "qwen3-vl-8b": (64, 150),
+    "internvl2.5-8b": (256, 512),
+    "llava-1.5-7b": (576, 1152),
+    "llava-v1.6-mistral-7b": (1176, 2928),
+    "gemma-3-4b": (256, 512),
+    "smolvlm-instruct": (81, 243),
+    "llama-3.2-11b-vision": (1, 2),
+}
+
+
+def tiny_seq(tokens: int) -> int:
+    """Samples of 1,536 tokens, or 512 more than the images."""
+    return max(1536, tokens + 512)
+
+
 def tiny_vlm(name: str) -> dict:
     cfg = catalog.model_config(name)
     family = cfg["model_type"]

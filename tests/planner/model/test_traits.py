@@ -24,6 +24,7 @@ READERS = {
     "planner/model/images.py",
     "planner/model/image_rules.py",
     "planner/model/shapes.py",
+    "probes/images.py",  # each family's processor: the image inputs it hands the model
 }  # where model_type is read
 SCANNED = ("planner", "probes")
 

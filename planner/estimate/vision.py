@@ -1,0 +1,78 @@
+"""A vision tower's saved activations, per kind of block as transformers 5.23 writes it (issue 33 items 4-5): "plain"
+(CLIP-like with gelu: SigLIP, Llama-3.2-Vision's), "quick-gelu" (CLIP), "layer-scale" (InternViT), "rotary"
+(Qwen3-VL), "rmsnorm-rotary" (Qwen2.5-VL), "generic" (an unknown tower, read as "plain").
+
+Each block kind saves, per encoder token (patch, encoder_tokens) of width h and MLP width i, in the compute dtype c unless said:
+- residual stream: the two LayerNorms' inputs (the residual adds' outputs, in the residual dtype r), and the norms'
+  fp32 mean and rstd; RMSNorm (Qwen2.5-VL) instead keeps its own fp32 copy of the input, its normalized tensor and
+  its rsqrt (activations.rmsnorm_saved_bytes), and no residual;
+- the norms' outputs as the linears read them: one copy each, or under torch AMP one cast per reading linear (q, k
+  and v each cast the first norm's output in CLIP, SigLIP, InternViT and Mllama; a fused qkv casts it once);
+- attention: q, k and v (a fused qkv's output), SDPA's output and log-sum-exp; a rotary tower (Qwen) also its
+  rotated q and k and the contiguous copy its out-projection reads; InternViT's layer scale and the tanh gates of
+  Mllama's global layers keep the out-projection's and fc2's outputs (gated_bytes);
+- MLP: fc1's output and the activation's (gelu, gelu-tanh), with quick_gelu's sigmoid beside them (CLIP), or the
+  gated MLP's four tensors (Qwen2.5-VL).
+SDPA runs without a mask in every tower (a per-image or per-window split, or an all-ones patch mask that transformers
+skips), so nothing grows with the square of the patches. Pinned by the sim's per-module bytes of each catalog VLM's
+real tower (tests/planner/estimate/test_vision.py).
+
+Layers past the one whose output the projector reads (LLaVA's vision_feature_layer -2) save nothing: no gradient
+flows back through them.
+"""
+
+from __future__ import annotations
+
+from planner.estimate.activations import rmsnorm_saved_bytes, saved_dtype_bytes
+from planner.model.images import anyres_encoder_tokens
+from planner.model.modelspec import VisionSpec
+
+ROTARY = ("rmsnorm-rotary", "rotary")
+SEPARATE_QKV = ("quick-gelu", "plain", "layer-scale", "generic")
+
+
+def vision_block_bytes(v: VisionSpec, patches: int, profile: str) -> int:
+    """One tower block's saved bytes over `patches` encoder tokens."""
+    r, c = saved_dtype_bytes(profile)
+    amp = profile == "amp"
+    p, h, i = patches, v.hidden, v.intermediate
+    lse = 4 * p * v.heads
+    if v.block == "rmsnorm-rotary":
+        norms = 2 * rmsnorm_saved_bytes(p, h, profile) + c * p * h * (1 + (2 if amp else 1))  # qkv; gate and up
+        return norms + c * p * h * (3 + 2 + 1 + 1) + 4 * c * p * i + lse
+    readers = 3 if v.block in SEPARATE_QKV else 1
+    norm_outputs = c * p * h * ((readers + 1) if amp else 2)
+    residual = 2 * r * p * h + 2 * 2 * 4 * p
+    attention = c * p * h * (3 + (2 + 1 + 1 if v.block in ROTARY else 1))
+    kept = gated_bytes(p, h, profile) if v.block == "layer-scale" else 0
+    mlp = c * p * i * (3 if v.block == "quick-gelu" else 2)
+    return residual + norm_outputs + attention + kept + mlp + lse
+
+
+def encoder_tokens(v: VisionSpec, image_tokens: int) -> int:
+    """The tower's tokens for `image_tokens` LLM tokens of one sample (patches_per_token each; any-resolution towers
+    through images.anyres_encoder_tokens)."""
+    return anyres_encoder_tokens(v.anyres, image_tokens) if v.anyres else image_tokens * v.patches_per_token
+
+
+def gated_bytes(patches: int, hidden: int, profile: str) -> int:
+    """A block whose attention and MLP outputs are scaled before the residual add (InternViT's ls1/ls2, Mllama's
+    gate_attn/gate_ffn): the products keep the out-projection's and fc2's outputs."""
+    _, c = saved_dtype_bytes(profile)
+    return 2 * c * patches * hidden
+
+
+def vision_activations_bytes(
+    v: VisionSpec, batch: int, image_tokens: int, profile: str, checkpointing: str, trainable: bool
+) -> int:
+    """The tower's saved activations for `image_tokens` LLM-side tokens per sample, at the start of the decoder's
+    backward. A frozen tower (LoRA on the LLM) saves nothing; under checkpointing each live block keeps its input
+    (its blocks are recomputed one at a time after the decoder's backward, when its saved tensors are gone)."""
+    if not trainable or image_tokens == 0:
+        return 0
+    patches = batch * encoder_tokens(v, image_tokens)
+    live = v.layers - v.unused_layers
+    if checkpointing == "full":  # its blocks are recomputed after the decoder's backward has freed the decoder's
+        r, _ = saved_dtype_bytes(profile)
+        return live * r * patches * v.hidden
+    return live * vision_block_bytes(v, patches, profile) + v.gated_layers * gated_bytes(patches, v.hidden, profile)
