@@ -47,7 +47,9 @@ FAMILIES = {
     "deepseek_v2": "deepseek-v2-lite",
     "deepseek_v3": "deepseek-v3",
 }
-IMAGE_TOKENS = {"llava": 576, "llava_next": 1176}
+# Qwen: 64 tokens an image (4 of its 8 x 8-patch windows), so that its windowed tower traces in seconds; 256 and 576 in
+# benchmarks/accuracy_vlm.py
+IMAGE_TOKENS = {"llava": 576, "llava_next": 1176, "qwen2_5_vl": 64, "qwen3_vl": 64}
 EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
 # (precision, checkpointing, micro-batch, sequence): torch AMP without checkpointing; pure bf16 with and without
 # it (the third shape is the one at which issue 12 saw Qwen3 and Phi-3 off by 6-11%)
@@ -82,6 +84,7 @@ def test_analytic_peak_matches_the_sim_for_every_family(family, shape):
     if spec.text.max_positions and spec.text.traits.learned_positions:  # learned positions: the same tokens, shorter
         micro, seq = micro * seq // spec.text.max_positions, spec.text.max_positions
     # VLMs: 256 image tokens, or one whole image where an image is more (LLaVA 576, a NeXT 336-pixel square 1,176);
+    # Qwen fewer (IMAGE_TOKENS);
     # Llama-3.2-Vision: text rows, whose steps skip the cross-attention layers (its images: benchmarks/accuracy_vlm.py)
     images = IMAGE_TOKENS.get(family, 256) if spec.vision is not None and not spec.text.cross_layers else 0
     knobs = Knobs(precision=precision, checkpointing=ckpt)
