@@ -52,10 +52,10 @@ def test_check_with_sim_evidence_answers_for_every_catalog_model(model, tmp_path
     )
 
 
-@pytest.mark.parametrize("model", ["qwen2.5-vl-3b", "internvl2.5-8b"])
-def test_check_with_sim_evidence_traces_vlms_with_image_tokens(model, tmp_path, capsys):
+@pytest.mark.parametrize("model,tokens", [("qwen2.5-vl-3b", "64"), ("internvl2.5-8b", "256")])  # 4 windows; a tile
+def test_check_with_sim_evidence_traces_vlms_with_image_tokens(model, tokens, tmp_path, capsys):
     _, text_only = _check(capsys, tmp_path / "s.sqlite", model, "--seq-len", "512")
-    _, with_images = _check(capsys, tmp_path / "s.sqlite", model, "--seq-len", "512", "--image-tokens", "256")
+    _, with_images = _check(capsys, tmp_path / "s.sqlite", model, "--seq-len", "512", "--image-tokens", tokens)
     assert with_images["evidence"] == "simulated"
     # the real model's step on images' inputs: the tower's activations, gradients and states on top of the text's
     assert with_images["memory"]["peak_allocated_bytes"] > text_only["memory"]["peak_allocated_bytes"]
