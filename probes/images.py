@@ -13,7 +13,7 @@ processors; transformers 5.23's processors give these shapes):
 - Llama-3.2-Vision: each token is one image of its four tiles, with aspect-ratio ids, tile masks and the text x
   image cross-attention mask.
 Returns real tensors and the image tokens the batch holds per sample (at most `image_tokens`; fixed-size families
-round down). Qwen's M-RoPE positions come computed by the model's own get_rope_index (a Python loop over the ids
+round down; an any-resolution image holds at least its smallest count). Qwen's M-RoPE positions come computed by the model's own get_rope_index (a Python loop over the ids
 that fake tensors cannot run). Labels are -100 on image tokens and on the padded last token of sample 0, as TRL's collator does.
 """
 

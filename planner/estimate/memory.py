@@ -261,13 +261,18 @@ def autocast_weight_copy_bytes(s: Setup, layers_live: int) -> int:
     return 2 * (per_layer * layers_live + head + (tower_matrices_run(s) if layers_live == m.text.layers else 0))
 
 
+def tower_is_trained(s: Setup) -> bool:
+    """The tower is trained in full, or carries LoRA adapters (which need its inputs saved)."""
+    return s.knobs.lora_vision if s.lora else s.knobs.frozen == "none"
+
+
 def tower_matrices_run(s: Setup) -> int:
     """The tower's and projector's matrices whose autocast copies a step with images saves: the trained parts' (a
     frozen tower's forward records no graph), the tower's live layers only (planner.estimate.vision)."""
     v = s.model.vision
     if v is None or not s.image_tokens:
         return 0
-    tower_trained = s.knobs.lora_vision if s.lora else s.knobs.frozen == "none"
+    tower_trained = tower_is_trained(s)
     projector_trained = not s.lora and s.knobs.frozen != "vision+projector"
     mats = {
         r: sum(t.numel for t in s.model.tensors if t.role == r and len(t.shape) == 2) for r in ("vision", "projector")
@@ -305,7 +310,7 @@ def activations_bytes(s: Setup) -> int:
     if v is not None:
         off = s.knobs.checkpointing == "off" or s.knobs.vit_checkpointing == "off" or not v.checkpointed
         ckpt = "off" if off else "full"
-        trained = s.knobs.lora_vision if s.lora else s.knobs.frozen == "none"  # adapters need the tower's inputs
+        trained = tower_is_trained(s)
         total += vision.vision_activations_bytes(v, s.micro_batch, s.image_tokens, p, ckpt, trainable=trained)
         live = t.cross_layers * (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) // t.layers
         total += act.cross_attention_bytes(t, v, s.micro_batch, s.image_tokens, s.seq_len, p, live)

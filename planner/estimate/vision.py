@@ -15,7 +15,7 @@ Each block kind saves, per encoder token (patch, encoder_tokens) of width h and 
   gated MLP's four tensors (Qwen2.5-VL).
 SDPA runs without a mask in every tower (a per-image or per-window split, or an all-ones patch mask that transformers
 skips), so nothing grows with the square of the patches. Pinned by the sim's per-module bytes of each catalog VLM's
-real tower (tests/planner/estimate/test_vision.py).
+real tower (tests/probes/test_vision_terms.py).
 
 Layers past the one whose output the projector reads (LLaVA's vision_feature_layer -2) save nothing: no gradient
 flows back through them.
