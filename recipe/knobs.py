@@ -241,7 +241,7 @@ def loss_sum(model, inputs: dict, labels: torch.Tensor, knobs) -> torch.Tensor:
     if knobs.loss == "standard":
         logits = model(**inputs).logits
         return F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=-100, reduction="sum")
-    hidden = model.get_decoder()(**inputs).last_hidden_state
+    hidden = _trunk(model, inputs)(**inputs).last_hidden_state
     head = model.get_output_embeddings()
     cap = getattr(model.config.get_text_config(), "final_logit_softcapping", None)
     if knobs.loss == "chunked":
@@ -249,6 +249,13 @@ def loss_sum(model, inputs: dict, labels: torch.Tensor, knobs) -> torch.Tensor:
     from recipe import HALF
 
     return fused_loss_sum(hidden, head, targets, cap, HALF.get(knobs.precision))
+
+
+def _trunk(model, inputs: dict):
+    """The model without its head: its decoder, or with images the VLM's own model (tower, projector, decoder)."""
+    if "pixel_values" not in inputs:
+        return model.get_decoder()
+    return (model.get_base_model() if hasattr(model, "get_base_model") else model).model
 
 
 # -- packing -------------------------------------------------------------------------------------------

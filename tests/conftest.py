@@ -232,6 +232,7 @@ SLOW = {
     "tests/scan/test_scan.py::test_the_command_prints_a_table_or_json_and_refuses_in_one_line": 13,
     # tests/trainer: torchrun, DeepSpeed, FSDP2 and TRL runs
     "tests/trainer/test_equivalence.py::test_splits_of_one_global_batch_give_the_same_losses": 83,
+    "tests/trainer/test_vlm_train.py::test_splits_of_one_global_batch_give_the_same_losses_with_images": 33,
     "tests/trainer/test_fsdp_hybrid.py::test_hybrid_over_two_emulated_nodes_gives_the_ddp_losses": 25,
     "tests/trainer/test_moe_train.py::test_moe_splits_give_the_same_losses_and_aux_loss": 41,
     "tests/trainer/test_resume_and_oom.py::test_an_oom_under_a_token_budget_halves_the_budget_and_keeps_the_losses": 12,

@@ -28,12 +28,17 @@ def synthetic(vocab: int, seq_len: int, n: int = SYNTHETIC_SAMPLES, seed: int = 
     return [[rng.randrange(vocab) for _ in range(rng.randint(max(2, seq_len // 4), seq_len))] for _ in range(n)]
 
 
-def check_source(data: str, tokenizer: str | None = None) -> None:
-    """BadInput, before any process starts, for a --data file or --tokenizer folder that is not there."""
+def check_source(data: str, tokenizer: str | None = None, processor: str | None = None) -> None:
+    """BadInput, before any process starts, for a --data file or --tokenizer / --processor folder that is not
+    there (a processor needs a file of rows with images)."""
     from planner.errors import BadInput
 
     if data != "synthetic" and not Path(data).is_file():
         raise BadInput(f"--data {data!r}: not 'synthetic' and no such file")
+    if processor is not None and data == "synthetic":
+        raise BadInput("--processor needs --data FILE: a JSONL of {'text', 'images'} rows", "processor")
+    if processor is not None and not Path(processor).is_dir():
+        raise BadInput(f"--processor {processor!r}: no such folder (a local processor folder is needed)", "processor")
     if tokenizer is not None and not Path(tokenizer).is_dir():
         raise BadInput(f"--tokenizer {tokenizer!r}: no such folder (a local tokenizer folder is needed)")
 

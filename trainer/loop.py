@@ -50,6 +50,7 @@ class RunConfig:
     knobs: Knobs = field(default_factory=lambda: Knobs(precision="fp32"))
     data: str = "synthetic"
     tokenizer: str | None = None
+    processor: str | None = None  # a VLM's local processor folder: --data rows with images (trainer/vlm.py)
     max_steps: int = 10
     lr: float = 1e-3
     seed: int = 0
@@ -140,7 +141,22 @@ class Trainer:
             from recipe import shard_fsdp
 
             model = shard_fsdp(model, cfg.knobs, self.device.type)
-        self.samples = load(cfg.data, cfg.seq_len, model.get_input_embeddings().num_embeddings, cfg.tokenizer, cfg.seed)
+        vocab = model.get_input_embeddings().num_embeddings
+        self.processor = None
+        if cfg.processor:  # rows with images, made into the model's inputs by the user's processor
+            from trainer import vlm
+
+            if cfg.knobs.batching == "packed":
+                from planner.errors import BadInput
+
+                raise BadInput(
+                    "--batching packed with --processor: the bundled trainer pads rows with images", "batching"
+                )
+
+            self.processor = vlm.load_processor(cfg.processor)
+            self.samples = vlm.load(cfg.data, cfg.seq_len, vocab, self.processor)
+        else:
+            self.samples = load(cfg.data, cfg.seq_len, vocab, cfg.tokenizer, cfg.seed)
         self.eval_samples: list[list[int]] = []
         if cfg.eval_every:  # a held-out 5% (at least one sample), never trained on
             cut = max(1, len(self.samples) // 20)
@@ -287,8 +303,12 @@ class Trainer:
         batch["router_mask"] = torch.zeros_like(batch["input_ids"])  # nor routed tokens of the aux loss
         return batch
 
-    def _collate(self, samples: list[list[int]]) -> dict:
-        """A padded micro-batch, or one packed row of its samples (--batching packed)."""
+    def _collate(self, samples: list) -> dict:
+        """A padded micro-batch, or one packed row of its samples (--batching packed); with images, the processor's."""
+        if self.processor is not None and samples:
+            from trainer import vlm
+
+            return vlm.collate(self.processor, samples)
         if self.cfg.knobs.batching == "packed" and samples:
             from recipe.knobs import pack
 
@@ -402,7 +422,7 @@ class Trainer:
         model.eval()
         i, loss_sum, tokens = 0, 0.0, 0
         while i < len(mine):
-            batch = collate(mine[i : i + self.eval_batch], self.cfg.seq_len)
+            batch = self._collate(mine[i : i + self.eval_batch])
             try:
                 if os.environ.pop("MEMPLAN_TRAIN_INJECT_EVAL_OOM", "") and self.eval_batch > 1:
                     raise torch.OutOfMemoryError("injected: CUDA out of memory in evaluation")

@@ -36,10 +36,10 @@ def weights_folder(ref: str) -> Path | None:
 
 def token_loss_sum(model, batch, knobs: Knobs) -> torch.Tensor:
     """Summed next-token loss under the plan's --loss (recipe.knobs.loss_sum); a packed row passes its
-    position_ids, a padded batch its attention mask. Under --checkpointing offload the forward's saved tensors go
+    position_ids, a padded batch its attention mask, a batch with images whatever the processor made. Under --checkpointing offload the forward's saved tensors go
     to the host."""
     from recipe import knobs as recipe_knobs
 
-    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "position_ids") if k in batch}
+    inputs = {k: v for k, v in batch.items() if k not in ("labels", "router_mask")}  # with images: the processor's
     with recipe_knobs.offload_context(knobs, batch["input_ids"].device.type):
         return recipe_knobs.loss_sum(model, inputs, batch["labels"], knobs)

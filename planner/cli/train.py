@@ -41,6 +41,10 @@ def register(sub) -> None:
         "--data", default="synthetic", help="synthetic | a JSONL file ({'text': ...} or {'input_ids': [...]})"
     )
     p.add_argument("--tokenizer", help="local tokenizer folder, for a JSONL of text")
+    p.add_argument(
+        "--processor",
+        help="a VLM's local processor folder, for a JSONL of {'text', 'images'} rows (image paths relative to the file)",
+    )
     p.add_argument("--max-steps", type=common.positive_int("--max-steps"), default=100)
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--seed", type=int, default=0)
@@ -165,6 +169,7 @@ def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: K
         "knobs": knobs.model_dump(),
         "data": args.data,
         "tokenizer": args.tokenizer,
+        "processor": args.processor,
         "max_steps": args.max_steps,
         "lr": args.lr,
         "seed": args.seed,
@@ -261,7 +266,7 @@ def run(args: argparse.Namespace) -> int:
             cfg = train_rl.run_config(args, model, req, knobs)
             return dry_run(args, req, cfg, Path(args.save_dir or ".") / "memplan-rl-run.json", "trainer.rl")
         return train_rl.run(args, model, req, knobs, launch_command)
-    check_source(args.data, args.tokenizer)
+    check_source(args.data, args.tokenizer, args.processor)
     cfg = run_config(args, model, req, knobs)
     check_data_and_resume(args, cfg, (req.gpus_per_node or 1) * req.nodes)
     if args.dry_run:
@@ -305,8 +310,15 @@ def check_data_and_resume(args: argparse.Namespace, cfg: dict, world: int) -> No
     from planner.model.catalog import load_model
     from trainer.data import validate
 
-    if args.data != "synthetic":
-        validate(args.data, cfg["seq_len"], load_model(cfg["model"]).text.vocab, args.tokenizer)
+    vocab = load_model(cfg["model"]).text.vocab
+    if args.processor:
+        from trainer import vlm
+
+        if cfg["knobs"]["batching"] == "packed":
+            raise BadInput("--batching packed with --processor: the bundled trainer pads rows with images", "batching")
+        vlm.load(args.data, cfg["seq_len"], vocab, vlm.load_processor(args.processor))
+    elif args.data != "synthetic":
+        validate(args.data, cfg["seq_len"], vocab, args.tokenizer)
     if args.resume and args.save_dir:
         from trainer.checkpoint import check_resume
         from trainer.loop import RunConfig
