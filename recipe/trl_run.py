@@ -61,8 +61,17 @@ def pairs(n: int, prompt_tokens: int, completion_tokens: int):
 
 
 def format_reward(completions, **_):
-    """Built-in reward: 1 for a completion ending in a period, less a length penalty (0.001 per word)."""
-    return [float(c.strip().endswith(".")) - 0.001 * len(c.split()) for c in completions]
+    """Built-in reward: 1 for a completion ending in a period, less a length penalty (0.001 per word). A
+    conversational completion (a VLM's: TRL hands the assistant's messages) is scored on its text."""
+    texts = [c if isinstance(c, str) else _message_text(c) for c in completions]
+    return [float(t.strip().endswith(".")) - 0.001 * len(t.split()) for t in texts]
+
+
+def _message_text(messages: list) -> str:
+    content = messages[-1]["content"] if messages else ""
+    if isinstance(content, str):
+        return content
+    return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
 def reward_function(spec: str | None):
@@ -102,7 +111,7 @@ def config(
         seed=seed,
         bf16=precision == "bf16",
         fp16=precision == "fp16",
-        gradient_checkpointing=checkpointing,
+        **{_checkpointing_field(): checkpointing},
         use_cpu=os.environ.get("CUDA_VISIBLE_DEVICES") == "" or not _cuda(),
         disable_tqdm=True,
         dataloader_num_workers=0,
@@ -116,20 +125,37 @@ def config(
     return DPOConfig(**common, **trl_fields)
 
 
+def _checkpointing_field() -> str:
+    """transformers 5.24 renamed TrainingArguments' gradient_checkpointing (kept as a deprecated alias that warns)."""
+    from transformers import TrainingArguments
+
+    names = TrainingArguments.__dataclass_fields__
+    return "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
+
+
 def _cuda() -> bool:
     import torch
 
     return torch.cuda.is_available()
 
 
-def trainer(kind: str, model, args, train_dataset, reward: str | None = None, peft_config=None, dtype=None):
-    """The TRL trainer; `model` a folder (GRPO's reference model is built from it) or a model."""
-    from transformers import AutoModelForCausalLM
+def trainer(
+    kind: str,
+    model,
+    args,
+    train_dataset,
+    reward: str | None = None,
+    peft_config=None,
+    dtype=None,
+    processing_class=None,
+):
+    """The TRL trainer; `model` a folder (GRPO's reference model is built from it) or a model; `processing_class` a
+    VLM's processor (images in the prompts), else the built-in word tokenizer."""
+    if isinstance(model, str):
+        model = _auto(model).from_pretrained(model, dtype=dtype, local_files_only=True)
     from trl import DPOTrainer, GRPOTrainer
 
-    if isinstance(model, str):
-        model = AutoModelForCausalLM.from_pretrained(model, dtype=dtype, local_files_only=True)
-    tok = tokenizer()
+    tok = processing_class or tokenizer()
     if kind == "grpo":
         t = GRPOTrainer(
             model=model,
@@ -149,6 +175,17 @@ def trainer(kind: str, model, args, train_dataset, reward: str | None = None, pe
     t.remove_callback(ProgressCallback)
     t.add_callback(StepLine())
     return t
+
+
+def _auto(folder: str):
+    """transformers' auto class for the folder's model: image-text-to-text for a VLM, else causal LM."""
+    import json
+
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    with open(os.path.join(folder, "config.json")) as f:
+        vlm = "vision_config" in json.load(f)
+    return AutoModelForImageTextToText if vlm else AutoModelForCausalLM
 
 
 class StepLine(TrainerCallback):

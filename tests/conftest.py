@@ -233,6 +233,8 @@ SLOW = {
     # tests/trainer: torchrun, DeepSpeed, FSDP2 and TRL runs
     "tests/trainer/test_equivalence.py::test_splits_of_one_global_batch_give_the_same_losses": 83,
     "tests/trainer/test_vlm_train.py::test_splits_of_one_global_batch_give_the_same_losses_with_images": 33,
+    "tests/trainer/test_vlm_train.py::test_grpo_of_a_vlm_runs_through_trl_with_each_prompts_images": 9,
+    "tests/trainer/test_vlm_train.py::test_grpo_with_a_processor_needs_a_vlm_and_prompt_rows": 5,
     "tests/trainer/test_fsdp_hybrid.py::test_hybrid_over_two_emulated_nodes_gives_the_ddp_losses": 25,
     "tests/trainer/test_moe_train.py::test_moe_splits_give_the_same_losses_and_aux_loss": 41,
     "tests/trainer/test_resume_and_oom.py::test_an_oom_under_a_token_budget_halves_the_budget_and_keeps_the_losses": 12,

@@ -26,3 +26,4 @@ def quiet_third_party() -> None:
         warnings.filterwarnings("ignore", category=category)
     logging.getLogger("DeepSpeed").setLevel(logging.WARNING)
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")  # read when datasets is first imported

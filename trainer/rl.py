@@ -3,7 +3,9 @@ one process or one per rank under torchrun / deepspeed (TRL reads the launcher's
 
 The run file (JSON) holds the model, the knobs (with the workload), the split, the steps and the data: synthetic
 rows of the planned lengths, or a JSONL file of {"prompt"} rows (GRPO) or {"prompt", "chosen", "rejected"} rows
-(DPO) in the built-in word tokenizer's words or, with --tokenizer, any text.
+(DPO) in the built-in word tokenizer's words or, with --tokenizer, any text. A VLM's GRPO (--processor, its local
+processor folder) reads {"prompt", "images"} rows, image paths relative to the file: TRL puts each row's images in its
+prompt as one user message and its processor makes the inputs (trainer/vlm.py has the rows' rules).
 """
 
 from __future__ import annotations
@@ -26,9 +28,36 @@ def dataset(cfg: dict, knobs: Knobs):
         if w.kind == "grpo":
             return trl_run.prompts(rows // w.num_generations + 1, w.prompt_tokens())
         return trl_run.pairs(rows, w.prompt_tokens() or w.seq_len() // 4, w.scored_tokens() - 1)
+    if cfg.get("processor"):
+        return image_prompts(cfg["data"])
     from datasets import load_dataset
 
     return load_dataset("json", data_files=cfg["data"], split="train")
+
+
+def image_prompts(data: str):
+    """{"prompt", "images"} rows as TRL's GRPOTrainer takes a VLM's: a conversational prompt (one user message) and
+    its images, decoded from their files when a batch is drawn."""
+    from pathlib import Path
+
+    from datasets import Dataset, Image, List
+
+    from planner.errors import BadInput
+    from scan.read import jsonl_rows
+    from trainer.vlm import image_paths
+
+    prompts, images = [], []
+    for n, row in jsonl_rows(Path(data), "--data"):
+        where = f"--data {data!r} line {n}"
+        if not isinstance(row.get("prompt"), str):
+            raise BadInput(
+                f"{where}: expected an object with 'prompt' (and 'images') for GRPO with --processor", "data"
+            )
+        prompts.append([{"role": "user", "content": row["prompt"]}])
+        images.append(image_paths(row, Path(data).parent, where))
+    if not prompts:
+        raise BadInput(f"--data {data!r}: no samples (the file is empty)", "data")
+    return Dataset.from_dict({"prompt": prompts, "images": images}).cast_column("images", List(Image()))
 
 
 def run(cfg: dict) -> list[dict]:
@@ -59,7 +88,15 @@ def run(cfg: dict) -> list[dict]:
             learning_rate=cfg["lr"],
             **extra,
         )
-        trainer = trl_run.trainer(knobs.workload.kind, model, args, dataset(cfg, knobs), reward=cfg.get("reward"))
+        processor = None
+        if cfg.get("processor"):
+            from trainer.vlm import load_processor
+
+            processor = load_processor(cfg["processor"])
+            processor.tokenizer.padding_side = "left"  # TRL generates from the prompts' end
+        trainer = trl_run.trainer(
+            knobs.workload.kind, model, args, dataset(cfg, knobs), reward=cfg.get("reward"), processing_class=processor
+        )
         if trainer.accelerator.is_main_process:
             plugin = trainer.accelerator.state.deepspeed_plugin
             how = f"DeepSpeed ZeRO-{plugin.zero_stage}" if trainer.is_deepspeed_enabled else "no DeepSpeed"

@@ -30,6 +30,8 @@ def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: K
             f"{'prompt' if w.kind == 'grpo' else 'prompt/chosen/rejected'} rows)",
             "data",
         )
+    if args.processor:
+        _check_image_prompts(args, w.kind, spec)
     if args.resume or args.max_tokens_per_micro_batch or args.save_every or args.eval_every:
         raise BadInput(
             f"--workload {w.kind} runs TRL's trainer: --resume, --save-every, --eval-every and "
@@ -53,7 +55,28 @@ def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: K
         "device": args.device,
         "deepspeed_config": ds,
         "reward": args.reward,
+        "processor": args.processor,
     }
+
+
+def _check_image_prompts(args: argparse.Namespace, kind: str, spec) -> None:
+    """--processor: GRPO of a VLM from a file of {"prompt", "images"} rows whose images are there (before anything
+    is written or launched)."""
+    if kind != "grpo" or spec.vision is None:
+        raise BadInput(
+            f"--processor: images in the prompts are for --workload grpo of a VLM (not {kind} of {spec.name})",
+            "processor",
+        )
+    from trainer.console import quiet_third_party
+    from trainer.data import check_source
+    from trainer.rl import image_prompts
+
+    quiet_third_party()
+    from trainer.vlm import load_processor
+
+    check_source(args.data, None, args.processor)
+    load_processor(args.processor)
+    image_prompts(args.data)
 
 
 def run(args: argparse.Namespace, model: str, req: CheckRequest, knobs: Knobs, launch) -> int:
@@ -87,8 +110,10 @@ def _launch(args, req, knobs, cfg, where: Path, launch) -> int:
         common.err_console(),
     )
     if cmd is None:
+        from trainer.console import quiet_third_party
         from trainer.rl import run as train
 
+        quiet_third_party()
         rows = train(cfg)
         if args.json:
             common.print_json({"steps": len(rows), "metrics": rows})

@@ -157,3 +157,59 @@ def test_a_processor_needs_a_file_of_rows_and_a_processor_folder(tmp_path, tiny)
     assert out.returncode == 2 and "no such folder" in out.stderr
     out = planner(*base, "--data", data, "--processor", model)  # a model folder: no processor in it
     assert out.returncode == 2 and "--processor" in out.stderr and out.stderr.count("\n") == 1, out.stderr
+
+
+def test_grpo_of_a_vlm_runs_through_trl_with_each_prompts_images(tmp_path, tiny):
+    """TRL's GRPOTrainer with the processor: each step's tokens (TRL's num_tokens: the prompts and completions of its
+    4 generations) hold 16 image tokens an image, so the images reached the model's inputs."""
+    pytest.importorskip("trl")
+    from tests.trainer.tiny_vlm_run import words
+
+    model, proc, data = tiny
+    prompts = [(words(3 + i % 4, i), [f"im{k % 3}.png" for k in range(i % 3)]) for i in range(4)]
+    path = tmp_path / "prompts.jsonl"
+    path.write_text("".join(json.dumps({"prompt": p, "images": ims}) + "\n" for p, ims in prompts))
+    for k in range(3):
+        (tmp_path / f"im{k}.png").write_bytes((ROOT / data).parent.joinpath(f"im{k}.png").read_bytes())
+    out = planner(
+        "train",
+        "--workload",
+        "grpo",
+        "--model",
+        model,
+        "--num-generations",
+        "4",
+        "--max-prompt-length",
+        "64",
+        "--max-completion-length",
+        "8",
+        "--precision",
+        "fp32",
+        "--micro-batch",
+        "4",
+        "--max-steps",
+        "3",
+        "--device",
+        "cpu",
+        "--data",
+        str(path),
+        "--processor",
+        proc,
+        "--json",
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    metrics = json.loads(out.stdout[out.stdout.index("{") :])["metrics"]
+    assert len(metrics) == 3 and all(m["completions/mean_length"] == 8 for m in metrics)  # never cut short
+    # the chat template: "user", 16 tokens an image, the words, "</s>", "assistant"
+    want = [4 * (1 + 16 * len(ims) + len(p.split()) + 2 + 8) for p, ims in prompts[:3]]
+    got = [m["num_tokens"] for m in metrics]
+    assert [b - a for a, b in zip([0, *got], got)] == want
+
+
+def test_grpo_with_a_processor_needs_a_vlm_and_prompt_rows(tmp_path, tiny):
+    model, proc, data = tiny
+    base = ["train", "--workload", "grpo", "--num-generations", "2", "--micro-batch", "2", "--device", "cpu"]
+    out = planner(*base, "--model", "debug-llama", "--data", data, "--processor", proc)
+    assert out.returncode == 2 and "for --workload grpo of a VLM" in out.stderr, out.stderr
+    out = planner(*base, "--model", model, "--data", data, "--processor", proc)  # SFT rows: 'text', no 'prompt'
+    assert out.returncode == 2 and "line 1: expected an object with 'prompt'" in out.stderr, out.stderr
