@@ -404,7 +404,7 @@ def check(
     model, hw, goal, fit, budget = resolve(req, req.micro_batch * req.grad_accum * world, resolver, scanner)
     knobs = check_knobs(req, hw)
     lora_knobs(req, model)
-    Layout.of(hw, model).check_split(knobs, req.micro_batch, req.grad_accum)
+    Layout.of(hw, model, goal).check_split(knobs, req.micro_batch, req.grad_accum)
     batches = token_batches(req, goal, hw, fit)
     if req.verify and batches is not None:
         raise BadInput(

@@ -234,6 +234,7 @@ SLOW = {
     "tests/trainer/test_equivalence.py::test_splits_of_one_global_batch_give_the_same_losses": 83,
     "tests/trainer/test_vlm_train.py::test_splits_of_one_global_batch_give_the_same_losses_with_images": 33,
     "tests/trainer/test_vlm_train.py::test_grpo_of_a_vlm_runs_through_trl_with_each_prompts_images": 9,
+    "tests/probes/test_frozen_lm_terms.py::test_what_a_frozen_language_model_does_not_save_matches_the_sim[bf16-pure-qwen2.5-vl-3b-64]": 6,
     "tests/trainer/test_vlm_train.py::test_grpo_with_a_processor_needs_a_vlm_and_prompt_rows": 5,
     "tests/trainer/test_fsdp_hybrid.py::test_hybrid_over_two_emulated_nodes_gives_the_ddp_losses": 25,
     "tests/trainer/test_moe_train.py::test_moe_splits_give_the_same_losses_and_aux_loss": 41,

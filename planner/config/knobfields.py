@@ -47,7 +47,7 @@ Batching = Literal["padded", "packed"]
 Quant = Literal["none", "nf4", "fp4", "int8", "gptq", "awq"]
 VitCheckpointing = Literal["on", "off"]
 QuantAbsmax = Literal["8bit", "fp32"]
-Frozen = Literal["none", "vision", "vision+projector"]
+Frozen = Literal["none", "vision", "vision+projector", "language", "language+vision"]
 SaveWeights = Literal["auto", "full", "sharded"]
 Framework = Literal[FRAMEWORK_NAMES]  # planner.frameworks: one adapter module each
 
@@ -153,9 +153,10 @@ class KnobFields(BaseModel):
     frozen: Frozen = Field(
         default="none",
         description=(
-            "VLM full fine-tuning: modules kept frozen (no gradients or optimizer states): the vision tower, or the tower "
-            "and its projector (LLaMA-Factory's freeze_vision_tower / freeze_multi_modal_projector, ms-swift's "
-            "freeze_vit / freeze_aligner)"
+            "VLM full fine-tuning: modules kept frozen (no gradients or optimizer states): the vision tower, the tower "
+            "and its projector, the language model (the tower and projector trained), or the language model and the "
+            "tower (the projector alone trained, LLaVA's first stage) (LLaMA-Factory's freeze_vision_tower / "
+            "freeze_multi_modal_projector / freeze_language_model, ms-swift's freeze_vit / freeze_aligner / freeze_llm)"
         ),
     )
     vit_checkpointing: VitCheckpointing = Field(

@@ -22,14 +22,19 @@ class Layout:
     experts: int | None = None  # the model's routed experts; None: a dense model
     model_name: str = "the model"
     vision: bool = True  # the model has a vision tower (unknown model: not refused here)
+    images: bool = True  # the samples hold image tokens (unknown: not refused here)
 
     @classmethod
-    def of(cls, hw, model=None) -> Layout:
-        """The layout of a planner.config.spec.Hardware and (optionally) a planner.model.modelspec.ModelSpec."""
+    def of(cls, hw, model=None, goal=None) -> Layout:
+        """The layout of a planner.config.spec.Hardware and (optionally) a planner.model.modelspec.ModelSpec and the
+        planner.config.spec.Goal's image tokens."""
         if model is None:
             return cls(hw.gpus_per_node, hw.nodes)
         moe = model.text.moe
-        return cls(hw.gpus_per_node, hw.nodes, moe.experts if moe else None, model.name, model.vision is not None)
+        images = goal is None or goal.image_tokens > 0
+        return cls(
+            hw.gpus_per_node, hw.nodes, moe.experts if moe else None, model.name, model.vision is not None, images
+        )
 
     @property
     def world_size(self) -> int:
@@ -47,6 +52,12 @@ class Layout:
             return BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
         if k.frozen != "none" and not self.vision:
             return BadInput(f"--frozen {k.frozen}: {self.model_name} has no vision tower", "frozen")
+        if k.frozen.startswith("language") and self.vision and not self.images:
+            return BadInput(
+                f"--frozen {k.frozen}: only the tower and projector train, and the samples hold no image tokens "
+                "(give --image-tokens, --images or --data with images)",
+                "frozen",
+            )
         if k.vit_checkpointing == "off" and not self.vision:
             return BadInput(f"--vit-checkpointing off: {self.model_name} has no vision tower", "vit_checkpointing")
         return self.expert_error(k.expert_parallel)

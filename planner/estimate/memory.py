@@ -32,7 +32,7 @@ from math import prod
 
 from planner.config.spec import MIB, Knobs, MemoryBreakdown
 from planner.estimate import activations as act
-from planner.estimate import calibration, fsdp, lifecycle, lora, nograd, quant, recipe_terms, vision, zero
+from planner.estimate import calibration, frozen_lm, fsdp, lifecycle, lora, nograd, quant, recipe_terms, vision, zero
 from planner.estimate.setup import Setup
 from planner.estimate.trained import (  # re-exported: the terms' callers and tests name them memory.X
     embedding_copy_overcount_bytes,
@@ -263,7 +263,7 @@ def autocast_weight_copy_bytes(s: Setup, layers_live: int) -> int:
 
 def tower_is_trained(s: Setup) -> bool:
     """The tower is trained in full, or carries LoRA adapters (which need its inputs saved)."""
-    return s.knobs.lora_vision if s.lora else s.knobs.frozen == "none"
+    return s.knobs.lora_vision if s.lora else "vision" not in s.knobs.frozen
 
 
 def tower_matrices_run(s: Setup) -> int:
@@ -273,7 +273,7 @@ def tower_matrices_run(s: Setup) -> int:
     if v is None or not s.image_tokens:
         return 0
     tower_trained = tower_is_trained(s)
-    projector_trained = not s.lora and s.knobs.frozen != "vision+projector"
+    projector_trained = not s.lora and "projector" not in s.knobs.frozen
     mats = {
         r: sum(t.numel for t in s.model.tensors if t.role == r and len(t.shape) == 2) for r in ("vision", "projector")
     }
@@ -349,9 +349,12 @@ def quant_layer_bytes(s: Setup) -> int:
 
 def lora_layer_bytes(s: Setup) -> int:
     """What LoRA changes in one layer's saved tensors: dropout masks, the adapters' own input copies and outputs, the
-    inputs the frozen linears and norms do not save (planner/estimate/lora.py), a quantized base's."""
+    inputs the frozen linears and norms do not save (planner/estimate/lora.py), a quantized base's; or what a frozen
+    language model does not save (planner/estimate/frozen_lm.py)."""
     _, rows, width, p = text_shape(s)
     tokens = rows * width
+    if frozen_lm.language_frozen(s.knobs):
+        return -frozen_lm.layer_dropped_bytes(s.model, p, tokens)
     out = lora.dropout_layer_bytes(s.model, s.knobs, tokens, p) + quant_layer_bytes(s)
     examined = lora.layer_examined(s.model, s.knobs)
     if examined and p == "half":
@@ -370,6 +373,8 @@ def frozen_ends_bytes(s: Setup) -> int:
     its first norm keeps nothing (4 bytes an element less), while the final norm keeps only its fp32 input (4
     bytes): together nothing of what final_norm_bytes counts (sim trace, Llama-3.2-1B and Qwen2.5-0.5B)."""
     k, (t, rows, width, p) = s.knobs, text_shape(s)
+    if frozen_lm.language_frozen(k):  # a frozen language model: its final norm and head (planner/estimate/frozen_lm.py)
+        return frozen_lm.ends_dropped_bytes(s.model, p, rows * width)
     if not lora.layer_examined(s.model, k) or k.checkpointing != "off" or k.lora_train_embeddings:
         return 0
     return act.final_norm_bytes(t, rows, width, p)
@@ -377,7 +382,7 @@ def frozen_ends_bytes(s: Setup) -> int:
 
 def logits_loss_bytes(s: Setup) -> int:
     t, rows, width, p = text_shape(s)
-    head_trainable = not s.lora or s.knobs.lora_train_embeddings
+    head_trainable = (not s.lora or s.knobs.lora_train_embeddings) and not frozen_lm.language_frozen(s.knobs)
     head_grad = grad_bytes_per_param(s.knobs) if head_trainable else 0
     w = s.knobs.workload
     if w.rl and w.logprobs == "full":

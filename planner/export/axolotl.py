@@ -85,9 +85,9 @@ def check(plan: Plan, model: ModelSpec, hw: Hardware) -> None:
     refused = FRAMEWORKS["axolotl"].cannot(dict(plan.knobs))
     if refused:
         raise ValueError(refused[1])
-    if plan.frozen == "vision":
+    if plan.frozen in ("vision", "language", "language+vision"):
         raise ValueError(
-            "axolotl freezes a VLM's vision modules with their projector (freeze_mm_modules, "
+            "axolotl freezes a VLM's vision modules with their projector only (freeze_mm_modules, "
             "utils/freeze.py:16-26): plan --frozen vision+projector"
         )
     if plan.frozen != "none" and not all(

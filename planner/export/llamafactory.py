@@ -177,9 +177,9 @@ def method_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
             out.append(("additional_target", "embed_tokens,lm_head", "trained beside the adapters"))
     elif model.vision is not None:  # LF freezes both by default (finetuning_args.py:527,531)
         out += [
-            ("freeze_vision_tower", plan.frozen != "none", ""),
-            ("freeze_multi_modal_projector", plan.frozen == "vision+projector", ""),
-            ("freeze_language_model", False, ""),
+            ("freeze_vision_tower", "vision" in plan.frozen, ""),
+            ("freeze_multi_modal_projector", "projector" in plan.frozen, ""),
+            ("freeze_language_model", "language" in plan.frozen, ""),
         ]
     if plan.workload.kind == "dpo":
         out += [

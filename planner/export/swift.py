@@ -161,7 +161,8 @@ def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
     if not plan.lora_rank:
         out: list[Flag] = [("tuner_type", "full")]
         if model.vision is not None:  # swift freezes both by default (tuner_args.py:123-124)
-            out += [("freeze_vit", plan.frozen != "none"), ("freeze_aligner", plan.frozen == "vision+projector")]
+            out += [("freeze_vit", "vision" in plan.frozen), ("freeze_aligner", "projector" in plan.frozen)]
+            out += [("freeze_llm", True)] if "language" in plan.frozen else []
         return out
     out = [
         ("tuner_type", "lora"),

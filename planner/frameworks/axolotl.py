@@ -46,9 +46,9 @@ FRAMEWORK = Framework(
     rules=(
         Rule(
             "frozen",
-            "freezes a VLM's vision modules with their projector (freeze_mm_modules, utils/freeze.py:16-26): "
+            "freezes a VLM's vision modules with their projector only (freeze_mm_modules, utils/freeze.py:16-26): "
             "use --frozen vision+projector",
-            lambda k: k["frozen"] == "vision",
+            lambda k: k["frozen"] in ("vision", "language", "language+vision"),
         ),
         Rule(
             "optimizer",

@@ -183,13 +183,12 @@ def _vision(c: Collector, f: dict[str, Flag], lora: bool) -> None:
         return
     tower, tsrc = _get(f, "freeze_vision_tower", True, f"{H}finetuning_args.py:527")
     proj, psrc = _get(f, "freeze_multi_modal_projector", True, f"{H}finetuning_args.py:531")
+    llm, lsrc = _get(f, "freeze_language_model", False, f"{H}finetuning_args.py:535")
     if not lora:
-        frozen = ("vision+projector" if as_bool(proj) else "vision") if as_bool(tower) else "none"
-        c.fact("frozen", frozen, f"{tsrc}; {psrc}", "freeze_vision_tower")
-        if as_bool(proj) and not as_bool(tower):
-            c.note(f"{psrc} (a frozen projector beside a trained tower is not planned; planned with both trained)")
-    if "freeze_language_model" in f and as_bool(f["freeze_language_model"].value):
-        c.note(f"{f['freeze_language_model'].source} (a frozen language model is not planned yet)")
+        frozen, note = models.frozen_value(as_bool(tower), as_bool(proj), as_bool(llm))
+        c.fact("frozen", frozen, f"{tsrc}; {psrc}; {lsrc}", "freeze_vision_tower")
+        if note:
+            c.note(f"{psrc} ({note})")
     pixels, src = _get(f, "image_max_pixels", 589824, f"{H}model_args.py:305")
     per = models.pixels_per_token(c.model.config)
     if per and as_int(pixels):

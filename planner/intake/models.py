@@ -185,3 +185,17 @@ def pixels_per_token(cfg: dict) -> int | None:
     v = cfg.get("vision_config") if isinstance(cfg.get("vision_config"), dict) else {}
     patch, merge = v.get("patch_size") or v.get("spatial_patch_size"), v.get("spatial_merge_size")
     return (patch * merge) ** 2 if isinstance(patch, int) and isinstance(merge, int) else None
+
+
+def frozen_value(tower: bool, projector: bool, language: bool) -> tuple[str, str | None]:
+    """Knobs.frozen for a framework's three freeze switches, and a note where the plan cannot say them exactly."""
+    if language:
+        if projector:
+            return (
+                "language+vision",
+                "a frozen projector beside a frozen language model is not planned; planned trained",
+            )
+        return ("language+vision" if tower else "language"), None
+    if projector and not tower:
+        return "none", "a frozen projector beside a trained tower is not planned; planned with both trained"
+    return ("vision+projector" if projector else "vision") if tower else "none", None

@@ -224,13 +224,12 @@ def _vision(c: Collector, f: dict[str, Flag], env: dict[str, str], where: str, l
         return
     vit, vsrc = get(f, "freeze_vit", True, f"{S}tuner_args.py:123")
     aligner, asrc = get(f, "freeze_aligner", True, f"{S}tuner_args.py:124")
+    llm, lsrc = get(f, "freeze_llm", False, f"{S}tuner_args.py:122")
     if not lora:
-        frozen = ("vision+projector" if as_bool(aligner) else "vision") if as_bool(vit) else "none"
-        c.fact("frozen", frozen, f"{vsrc}; {asrc}", "--freeze_vit")
-        if as_bool(aligner) and not as_bool(vit):
-            c.note(f"{asrc} (a frozen aligner beside a trained ViT is not planned; planned with both trained)")
-    if "freeze_llm" in f and as_bool(f["freeze_llm"].value):
-        c.note(f"{f['freeze_llm'].source} (a frozen LLM is not planned yet)")
+        frozen, note = models.frozen_value(as_bool(vit), as_bool(aligner), as_bool(llm))
+        c.fact("frozen", frozen, f"{vsrc}; {asrc}; {lsrc}", "--freeze_vit")
+        if note:
+            c.note(f"{asrc} ({note.replace('projector', 'aligner').replace('tower', 'ViT')})")
     per = models.pixels_per_token(c.model.config)
     pixels = as_int(env.get("MAX_PIXELS"))
     if per and pixels:

@@ -123,14 +123,23 @@ class VisionSpec:
     cross_tokens_per_token: int = 0  # keys and values per LLM image token in each cross-attention layer (mllama)
 
     def frozen(self, parameter: str, frozen: str) -> bool:
-        """Whether `frozen` (Knobs.frozen: none, vision, vision+projector) freezes the parameter of this name."""
+        """Whether `frozen` (Knobs.frozen) freezes the parameter of this name: the tower's, the projector's, or the
+        language model's (every parameter outside the tower and the projector)."""
         projector = any(p in parameter for p in self.projector_modules)
         tower = not projector and any(p in parameter for p in self.tower_modules)
-        return frozen != "none" and (tower or (projector and frozen == "vision+projector"))
+        part = "projector" if projector else "vision" if tower else "language"
+        return part in FROZEN_ROLES[frozen] or (part == "language" and "language" in frozen)
 
 
+LANGUAGE_ROLES = ("embed", "layer", "norm", "head")
 # the tensor roles each Knobs.frozen setting freezes
-FROZEN_ROLES = {"none": (), "vision": ("vision",), "vision+projector": ("vision", "projector")}
+FROZEN_ROLES = {
+    "none": (),
+    "vision": ("vision",),
+    "vision+projector": ("vision", "projector"),
+    "language": LANGUAGE_ROLES,
+    "language+vision": (*LANGUAGE_ROLES, "vision"),
+}
 
 
 @dataclass(frozen=True)

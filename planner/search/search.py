@@ -213,7 +213,7 @@ def search(
     """All fitting plans, best first (at most `top`), and one rejected candidate per knob family
     that has no fitting micro-batch (its smallest micro-batch, with the reason); with a token budget
     (`batches`), one plan per knob family."""
-    layout = Layout.of(hw, model)
+    layout = Layout.of(hw, model, goal)
     raise_if(layout.global_batch_error(space.workload, goal.global_batch))
     per_rank = goal.global_batch // hw.world_size
     fitting, rejected = [], []

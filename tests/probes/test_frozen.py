@@ -1,4 +1,5 @@
-"""--frozen (a VLM's vision tower, and its projector, frozen in full fine-tuning; issue 29's knob acceptance): the
+"""--frozen (a VLM's vision tower, its projector or its language model frozen in full fine-tuning; issue 29's knob
+acceptance, issue 33 item 3): the
 planner's trainable and frozen counts against the real transformers model the one builder (recipe/model.py) makes
 for the probes and the trainer, and the frozen modules' bytes in the model's dtype."""
 
@@ -21,7 +22,7 @@ def _vlm(name: str) -> dict:
     return {**cfg, "num_hidden_layers": 2}
 
 
-@pytest.mark.parametrize("frozen", ["none", "vision", "vision+projector"])
+@pytest.mark.parametrize("frozen", ["none", "vision", "vision+projector", "language", "language+vision"])
 @pytest.mark.parametrize(
     "name",
     ["qwen2.5-vl-3b", "internvl2.5-8b", "llava-1.5-7b", "llava-v1.6-mistral-7b", "gemma-3-4b", "smolvlm-instruct"]
@@ -39,10 +40,13 @@ def test_the_planners_frozen_split_is_the_real_models(name, frozen):
     assert (trainable, frozen_n) == (trainable_params(s), frozen_params(s))
     held = sum(p.numel() * p.element_size() for p in model.parameters())
     assert held == params_bytes(s) and frozen_weight_bytes_per_param(knobs) == 4
-    if frozen != "none":
+    if frozen.startswith("vision"):
         assert frozen_n > 0 and all(
             "language_model" not in n for n, p in model.named_parameters() if not p.requires_grad
         )
+    if frozen.startswith("language"):  # every decoder and head parameter frozen; the projector trained
+        text = [p for n, p in model.named_parameters() if "language_model" in n or n.startswith("lm_head")]
+        assert text and not any(p.requires_grad for p in text) and trainable > 0
 
 
 def test_frozen_needs_a_vision_tower_and_full_fine_tuning():

@@ -1,6 +1,8 @@
 """Each VLM family's catalog config cut to a tiny model that runs real steps on a CPU in seconds: a 64-wide text
-model and a 32-wide tower of two layers each, with the family's image geometry (patch, tile and merge sizes, image
-token ids, vocabulary) kept, so that its processor's image shapes and token counts are the real ones."""
+model and a 32-wide tower of two layers each, with the family's image geometry (patch, tile and merge sizes) kept, so
+that its processor's image shapes and token counts are the real ones. The vocabulary is cut to 2,048 entries, its
+special token ids (image, vision start and end, BOS/EOS, ...) moved to its top rows: a real CPU step's logits over
+Gemma-3's 262,208 or Qwen's 151,936 entries took most of each step's time."""
 
 from planner.model import catalog
 
@@ -38,6 +40,28 @@ def tiny_seq(tokens: int) -> int:
     return max(1536, tokens + 512)
 
 
+TINY_VOCAB = 2048
+
+
+def _small_vocabulary(cfg: dict) -> None:
+    """Cut the vocabulary to TINY_VOCAB in place, every special token id at or past it moved below it (distinct)."""
+    parts = [cfg, *([cfg["text_config"]] if "text_config" in cfg else [])]
+
+    def ids(v):
+        return [x for x in (v if isinstance(v, list) else [v]) if isinstance(x, int) and not isinstance(x, bool)]
+
+    big = sorted({x for d in parts for k, v in d.items() if "token" in k for x in ids(v) if x >= TINY_VOCAB - 64})
+    new = {old: TINY_VOCAB - 1 - i for i, old in enumerate(big)}
+    for d in parts:
+        for k, v in list(d.items()):
+            if "token" in k and ids(v) and any(x in new for x in ids(v)):
+                d[k] = [new.get(x, x) for x in v] if isinstance(v, list) else new.get(v, v)
+        if "vocab_size" in d:
+            d["vocab_size"] = TINY_VOCAB
+    parts[-1]["vocab_size"] = TINY_VOCAB
+    parts[-1].setdefault("pad_token_id", None)  # not a class default past the cut (MllamaTextConfig's 128004)
+
+
 def tiny_vlm(name: str) -> dict:
     cfg = catalog.model_config(name)
     family = cfg["model_type"]
@@ -55,4 +79,5 @@ def tiny_vlm(name: str) -> dict:
         out.update(text)
     if "mrope_section" in out.get("rope_scaling", {}):  # M-RoPE's sections cover half the 16-wide heads
         out["rope_scaling"] = {**out["rope_scaling"], "mrope_section": [2, 3, 3]}
+    _small_vocabulary(out)
     return out

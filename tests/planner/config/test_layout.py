@@ -76,3 +76,17 @@ def test_no_layout_rule_is_written_outside_the_layout():
         text = path.read_text()
         found += [f"{path.name}: {p}" for p in patterns if re.search(p, text)]
     assert not found, found
+
+
+def test_a_frozen_language_model_needs_image_tokens_in_check_and_suggest():
+    """--frozen language trains the tower and projector only: samples without images train nothing."""
+    base = {"model": "qwen2.5-vl-3b", "gpu": "h100", "gpus_per_node": 1, "seq_len": 2048, "frozen": "language"}
+    for cls, call, extra in (
+        (advise.CheckRequest, advise.check, {"micro_batch": 1}),
+        (advise.SuggestRequest, advise.suggest, {"global_batch": 8}),
+    ):
+        with pytest.raises(BadInput) as e:
+            call(advise.parse(cls, {**base, **extra}))
+        assert e.value.field == "frozen" and "no image tokens" in str(e.value)
+        assert call(advise.parse(cls, {**base, **extra, "image_tokens": 256}))
+    assert Layout(vision=False).knob_error(Knobs(frozen="language")).field == "frozen"  # a text model

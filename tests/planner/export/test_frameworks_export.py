@@ -44,6 +44,13 @@ CASES = {
         "int8": {"lora_rank": 8, "quant": "int8", "checkpointing": "full"},
         "dpo_full_z2_offload": {"zero": 2, "offload": "optimizer", "workload": DPO, "checkpointing": "full"},
         "vlm_fsdp": {**VLM_FULL, "checkpointing": "offload", "frozen": "vision", "micro_batch": 1, "nodes": 2},
+        "vlm_projector_only": {
+            "model": "qwen2.5-vl-7b",
+            "zero": 2,
+            "checkpointing": "full",
+            "frozen": "language+vision",
+            "image_tokens": 1024,
+        },
         "z3_offload_fp16": {"zero": 3, "offload": "optimizer+params", "precision": "fp16", "checkpointing": "full"},
         "pure_bf16": {
             "gpus_per_node": 1,
@@ -60,6 +67,13 @@ CASES = {
         "int8": {"lora_rank": 8, "quant": "int8", "checkpointing": "full"},
         "dpo_full_z2_offload": {"zero": 2, "offload": "optimizer", "workload": DPO, "checkpointing": "full"},
         "vlm_fsdp": {**VLM_FULL, "checkpointing": "off"},
+        "vlm_llm_frozen": {
+            "model": "qwen2.5-vl-7b",
+            "zero": 2,
+            "checkpointing": "full",
+            "frozen": "language",
+            "image_tokens": 1024,
+        },
         "fsdp_preset": {"fsdp": "full", "checkpointing": "full", "attention": "eager"},
         "z3_offload": {
             "zero": 3,

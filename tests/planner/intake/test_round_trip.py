@@ -68,7 +68,15 @@ def test_what_a_plan_writes_reads_back_as_the_same_plan(framework, case, tmp_pat
     assert back.config["files"][0].endswith(main)
 
 
-@pytest.mark.parametrize("knobs", [{"vit_checkpointing": "off"}, {"frozen": "vision"}], ids=str)
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        {"vit_checkpointing": "off"},
+        {"frozen": "vision"},
+        {"frozen": "none"},
+    ],
+    ids=str,
+)
 def test_a_vlms_tower_settings_read_back_in_swift(knobs, tmp_path):
     """--vit_gradient_checkpointing false and --freeze_vit, written and read back as the same knobs."""
     body = {"model": "qwen2.5-vl-7b", "gpu": "h100", "gpus_per_node": 8, "micro_batch": 1, "grad_accum": 2}
@@ -76,3 +84,37 @@ def test_a_vlms_tower_settings_read_back_in_swift(knobs, tmp_path):
     res, files, _, back = written_and_read_back(body, tmp_path)
     assert dict(back.plan.knobs) == knobs_read_back(res.plan, files)
     assert all(getattr(back.plan.knobs, k) == v for k, v in knobs.items())
+
+
+@pytest.mark.parametrize("frozen", ["none", "vision", "vision+projector", "language", "language+vision"])
+def test_what_is_frozen_reads_back_in_llamafactory(frozen, tmp_path):
+    """freeze_vision_tower, freeze_multi_modal_projector and freeze_language_model, written and read back."""
+    body = {"model": "qwen2.5-vl-7b", "gpu": "h100", "gpus_per_node": 8, "micro_batch": 1, "grad_accum": 2}
+    body |= {"seq_len": 4096, "framework": "llamafactory", "zero": 3, "checkpointing": "full", "frozen": frozen}
+    body |= {"image_tokens": 1024}
+    _, _, _, back = written_and_read_back(body, tmp_path)
+    assert back.plan.knobs.frozen == frozen
+
+
+@pytest.mark.parametrize(
+    "flags, frozen",
+    [
+        ("--freeze_llm true --freeze_vit false --freeze_aligner false", "language"),
+        ("--freeze_llm true --freeze_aligner false", "language+vision"),
+        ("--freeze_llm false --freeze_vit false", "none"),
+    ],
+)
+def test_swifts_freeze_llm_is_read_and_written(flags, frozen, tmp_path):
+    """--freeze_llm (tuner_args.py:122) beside --freeze_vit / --freeze_aligner; the export writes the same three."""
+    from planner import intake
+
+    script = (
+        f"MAX_PIXELS=602112 NPROC_PER_NODE=8 swift sft --model Qwen/Qwen2.5-VL-7B-Instruct --tuner_type full {flags}\n"
+    )
+    (tmp_path / "run.sh").write_text(script)
+    r = intake.read([str(tmp_path / "run.sh")])
+    assert r.request.get("frozen", "none") == frozen
+    res = advise.check(advise.parse(advise.CheckRequest, {**r.request, "gpu": "h100"}))
+    text = "\n".join(launch.files(res.plan, *res.context[:2], 4096).values())
+    assert ("--freeze_llm true" in text) == frozen.startswith("language")
+    assert ("--freeze_vit true" in text) == ("vision" in frozen)
