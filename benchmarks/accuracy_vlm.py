@@ -3,7 +3,8 @@ sim, and the sim against a real CPU step.
 
 - analytic vs sim: one catalog model of each family, cut to 4 decoder layers (its tower whole, at its real depth), at
   two image sizes, micro-batch 2 of 4,096 tokens, the tower trained (bf16-pure, bf16 under torch AMP, bf16-pure with
-  full checkpointing) and frozen (bf16-pure, --frozen vision). Target: within 3%.
+  full checkpointing) and frozen (bf16-pure, --frozen vision), and the language model frozen (bf16-pure, --frozen
+  language; bf16 under AMP, --frozen language+vision: the projector alone trained). Target: within 3%.
 - sim vs real: each family's tiny model (tests/probes/tiny_vlms.py) in fp32 at two image sizes (samples of 1,536
   tokens, or 512 more than the images), the sim with CPU code paths against a real CPU step counted by the same
   tracker. Target: within 1%.
@@ -32,6 +33,8 @@ KNOBS = [
     ("bf16", "off", "none"),
     ("bf16-pure", "full", "none"),
     ("bf16-pure", "off", "vision"),
+    ("bf16-pure", "off", "language"),
+    ("bf16", "off", "language+vision"),
 ]
 
 
@@ -69,7 +72,7 @@ def analytic_rows(names=None) -> list[dict]:
                 )
                 r = rows[-1]
                 print(
-                    f"{name:22s} {r['image_tokens']:5d} {precision:9s} {ckpt:4s} frozen={frozen:6s} "
+                    f"{name:22s} {r['image_tokens']:5d} {precision:9s} {ckpt:4s} frozen={frozen:15s} "
                     f"analytic/sim {r['analytic_vs_sim']:+.2%}",
                     flush=True,
                 )

@@ -311,7 +311,8 @@ def activations_bytes(s: Setup) -> int:
         off = s.knobs.checkpointing == "off" or s.knobs.vit_checkpointing == "off" or not v.checkpointed
         ckpt = "off" if off else "full"
         trained = tower_is_trained(s)
-        total += vision.vision_activations_bytes(v, s.micro_batch, s.image_tokens, p, ckpt, trainable=trained)
+        eager = s.knobs.attention == "eager"
+        total += vision.vision_activations_bytes(v, s.micro_batch, s.image_tokens, p, ckpt, trained, eager)
         live = t.cross_layers * (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) // t.layers
         total += act.cross_attention_bytes(t, v, s.micro_batch, s.image_tokens, s.seq_len, p, live)
     return total

@@ -14,7 +14,8 @@ Each block kind saves, per encoder token (patch, encoder_tokens) of width h and 
 - MLP: fc1's output and the activation's (gelu, gelu-tanh), with quick_gelu's sigmoid beside them (CLIP), or the
   gated MLP's four tensors (Qwen2.5-VL).
 SDPA runs without a mask in every tower (a per-image or per-window split, or an all-ones patch mask that transformers
-skips), so nothing grows with the square of the patches. Pinned by the sim's per-module bytes of each catalog VLM's
+skips), so nothing grows with the square of the patches. Eager attention (--attention eager reaches the tower too)
+keeps each attention call's scores: eager_attention_bytes. Pinned by the sim's per-module bytes of each catalog VLM's
 real tower (tests/probes/test_vision_terms.py).
 
 Layers past the one whose output the projector reads (LLaVA's vision_feature_layer -2) save nothing: no gradient
@@ -55,6 +56,43 @@ def encoder_tokens(v: VisionSpec, image_tokens: int) -> int:
     return anyres_encoder_tokens(v.anyres, image_tokens) if v.anyres else image_tokens * v.patches_per_token
 
 
+def eager_scores_per_block(v: VisionSpec, tokens: int, windowed: bool) -> int:
+    """Attention scores (heads x n x n summed over its attention calls) of one block over one sample's `tokens`
+    encoder tokens: whole tiles of attention_tokens, the sample's image whole, or windows of window_tokens."""
+    if windowed:
+        return v.heads * tokens * min(tokens, v.window_tokens)
+    if v.attention_tokens:
+        return max(1, round(tokens / v.attention_tokens)) * v.heads * v.attention_tokens**2
+    return v.heads * tokens**2
+
+
+def eager_bytes_per_score(v: VisionSpec, profile: str) -> int:
+    """What an eager block saves per attention score: the softmax's fp32 output and its cast back for the product
+    with v (6 bytes; transformers' eager_attention_forward: softmax(dtype=float32).to(query.dtype)), 4 in fp32 (one
+    tensor). InternViT's softmax runs in the compute dtype (modeling_internvl.py:93): 2 bytes in half precision,
+    while torch AMP runs softmax in fp32 and casts it for the product (6)."""
+    if profile == "fp32":
+        return 4
+    return 2 if v.block == "layer-scale" and profile == "half" else 6
+
+
+def eager_attention_bytes(v: VisionSpec, batch: int, image_tokens: int, profile: str) -> int:
+    """What an eager tower's trained blocks save beyond SDPA's, over its live layers: each attention call's scores
+    (eager_bytes_per_score) in place of SDPA's log-sum-exp and, in Qwen's rotary blocks, SDPA's output (its
+    out-projection reads a copy). Sim, bf16-pure: LLaVA-1.5, SmolVLM, Gemma-3, LLaVA-NeXT, Llama-3.2-Vision,
+    InternVL2.5, Qwen2.5-VL (windowed and full blocks) and Qwen3-VL equal to the byte (tests/probes/test_vision_terms.py)."""
+    if image_tokens == 0:
+        return 0
+    tokens = encoder_tokens(v, image_tokens)
+    live = v.layers - v.unused_layers
+    windowed = (live - v.full_attention_layers) if v.window_tokens else 0
+    scores = windowed * eager_scores_per_block(v, tokens, True) + (live - windowed) * eager_scores_per_block(
+        v, tokens, False
+    )
+    replaced = 4 * tokens * v.heads + (saved_dtype_bytes(profile)[1] * tokens * v.hidden if v.block in ROTARY else 0)
+    return batch * (eager_bytes_per_score(v, profile) * scores - live * replaced)
+
+
 def gated_bytes(patches: int, hidden: int, profile: str) -> int:
     """A block whose attention and MLP outputs are scaled before the residual add (InternViT's ls1/ls2, Mllama's
     gate_attn/gate_ffn): the products keep the out-projection's and fc2's outputs."""
@@ -63,11 +101,18 @@ def gated_bytes(patches: int, hidden: int, profile: str) -> int:
 
 
 def vision_activations_bytes(
-    v: VisionSpec, batch: int, image_tokens: int, profile: str, checkpointing: str, trainable: bool
+    v: VisionSpec,
+    batch: int,
+    image_tokens: int,
+    profile: str,
+    checkpointing: str,
+    trainable: bool,
+    eager: bool = False,
 ) -> int:
     """The tower's saved activations for `image_tokens` LLM-side tokens per sample, at the start of the decoder's
     backward. A frozen tower (LoRA on the LLM) saves nothing; under checkpointing each live block keeps its input
-    (its blocks are recomputed one at a time after the decoder's backward, when its saved tensors are gone)."""
+    (its blocks are recomputed one at a time after the decoder's backward, when its saved tensors are gone); `eager`:
+    the blocks' attention scores too (eager_attention_bytes)."""
     if not trainable or image_tokens == 0:
         return 0
     patches = batch * encoder_tokens(v, image_tokens)
@@ -75,4 +120,9 @@ def vision_activations_bytes(
     if checkpointing == "full":  # its blocks are recomputed after the decoder's backward has freed the decoder's
         r, _ = saved_dtype_bytes(profile)
         return live * r * patches * v.hidden
-    return live * vision_block_bytes(v, patches, profile) + v.gated_layers * gated_bytes(patches, v.hidden, profile)
+    scores = eager_attention_bytes(v, batch, image_tokens, profile) if eager else 0
+    return (
+        live * vision_block_bytes(v, patches, profile)
+        + v.gated_layers * gated_bytes(patches, v.hidden, profile)
+        + scores
+    )

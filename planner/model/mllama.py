@@ -127,5 +127,6 @@ def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str
         cross_tokens_per_token=cross_tokens_per_image(v),
         block="plain",
         gated_layers=v["num_global_layers"],
+        attention_tokens=encoder_tokens_per_image(v),  # all of an image's tiles in one attention call
     )
     return text, spec, vision_tensors(v, text["hidden_size"]), TOWER_UNITS + TEXT_UNITS

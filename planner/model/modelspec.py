@@ -121,6 +121,12 @@ class VisionSpec:
     gated_layers: int = 0  # layers with gated outputs among `layers` (Mllama's global ones)
     anyres: str = ""  # any-resolution tiling (--image-rule name): encoder tokens from images.anyres_encoder_tokens
     cross_tokens_per_token: int = 0  # keys and values per LLM image token in each cross-attention layer (mllama)
+    # what one attention call of a block spans (planner.estimate.vision.eager_attention_bytes): a tile or fixed-size
+    # image of this many encoder tokens; 0: each sample's image whole (Qwen); windows of window_tokens in all but
+    # full_attention_layers of the blocks (Qwen2.5-VL)
+    attention_tokens: int = 0
+    window_tokens: int = 0
+    full_attention_layers: int = 0
 
     def frozen(self, parameter: str, frozen: str) -> bool:
         """Whether `frozen` (Knobs.frozen) freezes the parameter of this name: the tower's, the projector's, or the
@@ -417,7 +423,9 @@ def _qwen_vl_vision(v: dict, text_hidden: int) -> tuple[VisionSpec, list[Tensors
     t += [Tensors("projector", (hv,))] + _linear("projector", hv * m2, hv * m2, 1, True)
     t += _linear("projector", out, hv * m2, 1, True)
     spec = VisionSpec(depth, hv, iv, _get(v, "num_heads"), True, m2, ("visual.",), ("visual.merger.",))
-    return replace(spec, block="rmsnorm-rotary"), t
+    window = (_get(v, "window_size", default=112) // patch) ** 2
+    full = len(v.get("fullatt_block_indexes") or [])
+    return replace(spec, block="rmsnorm-rotary", window_tokens=window, full_attention_layers=full), t
 
 
 def _internvl_vision(cfg: dict, v: dict, text_hidden: int) -> tuple[VisionSpec, list[Tensors]]:
@@ -451,7 +459,8 @@ def _internvl_vision(cfg: dict, v: dict, text_hidden: int) -> tuple[VisionSpec, 
     spec = VisionSpec(
         L, hv, iv, heads, False, shuffle, ("vision_tower.",), ("multi_modal_projector.",), block="layer-scale"
     )
-    return replace(spec, unused_layers=vlm.unused_layers(cfg.get("vision_feature_layer", -1), L)), t
+    unused = vlm.unused_layers(cfg.get("vision_feature_layer", -1), L)
+    return replace(spec, unused_layers=unused, attention_tokens=npatch + 1), t  # a tile and its CLS
 
 
 def _refuse_experts(cfg: dict, mt: str) -> None:

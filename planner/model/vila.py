@@ -114,6 +114,7 @@ def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str
         TOWER,
         PROJECTOR,
         block="quick-gelu" if vmt == "clip_vision_model" else "plain",
+        attention_tokens=vlm.tile_tokens({**v, "model_type": vmt}),
     )
     units = vlm.TOWER_UNITS[vmt] + FSDP_UNITS.get(lmt, ())
     return text, spec, tower + projector_tensors(kind, m, h), units

@@ -206,6 +206,14 @@ def _patches(v: dict) -> int:
     return (side(v["image_size"]) // side(v["patch_size"])) ** 2
 
 
+def tile_tokens(v: dict) -> int:
+    """Encoder tokens one attention call of a CLIP or SigLIP tower spans: a tile's patches, and CLIP's CLS; 0 for
+    Qwen3-VL (each image whole)."""
+    if "image_size" not in v:
+        return 0
+    return (side(v["image_size"]) // side(v["patch_size"])) ** 2 + (v.get("model_type") == "clip_vision_model")
+
+
 def clip_tower(v: dict) -> list[Tensors]:
     """CLIPVisionModel: class embedding, patch convolution (no bias), positions (patches + 1), pre- and
     post-layernorm."""
@@ -300,7 +308,7 @@ def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str
     block = "rotary" if mt == "qwen3_vl" else ("quick-gelu" if vmt == "clip_vision_model" else "plain")
     unused = unused_layers(top.get("vision_feature_layer", -1), layers) if mt.startswith("llava") else 0
     anyres = {"llava_next": "llava-next", "llava_onevision": "llava-onevision"}.get(mt, "")
-    spec = dataclasses.replace(spec, block=block, unused_layers=unused, anyres=anyres)
+    spec = dataclasses.replace(spec, block=block, unused_layers=unused, anyres=anyres, attention_tokens=tile_tokens(v))
     text_mt = text["model_type"]
     units = TOWER_UNITS.get(vmt, ()) + TEXT_UNITS.get(text_mt, FSDP_UNITS.get(text_mt, ()))
     return text, spec, tensors, units

@@ -1,6 +1,7 @@
 """Images through the probes (issue 33 item 5): the sim traces each VLM family's real model on its processor's image
 inputs (probes.images) on fake tensors, and agrees with a real CPU step of the same tiny model (tests/probes/
-tiny_vlms.py) within 1% at two image sizes per family, the tower trained (the item's acceptance).
+tiny_vlms.py) within 1% at two image sizes per family, the tower trained (the item's acceptance), with SDPA and with
+eager attention (item 4).
 
 Measured when pinned (python benchmarks/accuracy.py --vlm, its tiny rows): 16 rows within 0.004%. Before
 probes.shadow.masks_as_run, SmolVLM's sim kept the all-ones patch mask that a real step drops (+0.43%)."""
@@ -21,9 +22,12 @@ SIM_VS_CPU = 0.01
 ROWS = [pytest.param(name, tokens, id=f"{name}-{tokens}") for name, sizes in TINY_SIZES.items() for tokens in sizes]
 
 
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
 @pytest.mark.parametrize("name,tokens", ROWS)
-def test_the_sim_with_images_matches_a_real_cpu_step(name, tokens):
-    case = Case(tiny_vlm(name), Knobs(precision="fp32"), 1, 1, tiny_seq(tokens), image_tokens=tokens)
+def test_the_sim_with_images_matches_a_real_cpu_step(name, tokens, attention):
+    """SDPA, and eager attention in the tower and the decoder (its scores: planner.estimate.vision)."""
+    knobs = Knobs(precision="fp32", attention=attention)
+    case = Case(tiny_vlm(name), knobs, 1, 1, tiny_seq(tokens), image_tokens=tokens)
     sim, real = simulate(case, paths="cpu"), measure(case)
     assert sim.image_tokens == real["image_tokens"] > 0
     assert sim.peak_allocated_bytes == pytest.approx(real["peak_allocated_bytes"], rel=SIM_VS_CPU)
