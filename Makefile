@@ -35,11 +35,12 @@ run: $(INSTALLED)
 
 # One venv per framework whose own parser loads memplan's exports (tools/fwenv.sh; about 3 minutes the first time,
 # nothing after): LLaMA-Factory, ms-swift and axolotl pin conflicting versions of transformers and TRL; gptqmodel's
-# GPTQ/AWQ layers are measured in a fourth (tests/probes/test_gptqmodel.py).
+# GPTQ/AWQ layers are measured in a fourth (tests/probes/test_gptqmodel.py); a fifth holds torchvision for transformers'
+# video processor (tests/planner/model/test_video_rules.py).
 FWENV := $(CURDIR)/.fwenv
 FRAMEWORK_PYTHONS := MEMPLAN_LLAMAFACTORY_PYTHON=$(FWENV)/llamafactory/bin/python \
 	MEMPLAN_SWIFT_PYTHON=$(FWENV)/ms-swift/bin/python MEMPLAN_AXOLOTL_PYTHON=$(FWENV)/axolotl/bin/python \
-	MEMPLAN_GPTQMODEL_PYTHON=$(FWENV)/gptqmodel/bin/python
+	MEMPLAN_GPTQMODEL_PYTHON=$(FWENV)/gptqmodel/bin/python MEMPLAN_VIDEO_PYTHON=$(FWENV)/video/bin/python
 .PHONY: fwenv
 fwenv:
 	FWENV_ROOT=$(FWENV) FWENV_SHARED_TORCH=1 PY=$(PY) bash tools/fwenv.sh

@@ -57,7 +57,7 @@ from planner.export.launch import with_launch
 from planner.model import catalog, hardware, images
 from planner.model.modelspec import ModelSpec, from_config
 from planner.model.shapes import module_name_matches
-from planner.search import imagefit, nearest
+from planner.search import imagefit, nearest, videofit
 from planner.search.datafit import DataFit, Scanner, scan_data, token_batches, verdict
 from planner.search.lengths import limits as rl_limits
 from planner.search.search import budget_plan, make_plan, search
@@ -121,6 +121,11 @@ def workload_sequence(req: Target) -> Target:
     return req.model_copy(update={"seq_len": w.seq_len()})
 
 
+def _videos_json(req: Target, model: ModelSpec) -> dict | None:
+    videos = videofit.budget(req, model)
+    return videos.json() if videos else None
+
+
 def image_tokens(req: Target, model: ModelSpec) -> tuple[int, imagefit.ImageBudget | None]:
     """The sample's image tokens, and the worst case they were planned at for --images alone (imagefit.budget)."""
     n, b = req.image_tokens, None
@@ -134,6 +139,11 @@ def image_tokens(req: Target, model: ModelSpec) -> tuple[int, imagefit.ImageBudg
         b = imagefit.budget(req, model)
         n = req.images * (req.tokens_per_image if b is None else b.tokens_per_image)
     n = n or 0
+    videos = videofit.budget(req, model)  # video tokens are image tokens to the tower and the decoder
+    if videos is not None:
+        if req.data is not None:
+            raise BadInput(f"--videos {req.videos} with --data: videos in the data are not read yet", "videos")
+        n += videos.tokens
     if n and model.vision is None:
         raise BadInput(f"--image-tokens {n}: model {model.name!r} has no vision tower", "image_tokens")
     if req.workload.kind == "grpo" and n > req.workload.prompt_tokens():
@@ -148,6 +158,13 @@ def image_tokens(req: Target, model: ModelSpec) -> tuple[int, imagefit.ImageBudg
             f"{b.size[0]}x{b.size[1]}) are {n:,} tokens, over --seq-len {req.seq_len}: lower --max-pixels, give "
             "--tokens-per-image, or raise --seq-len",
             "images",
+        )
+    if n > req.seq_len and videos is not None:
+        raise BadInput(
+            f"--videos {req.videos} at their worst case ({videos.tokens_per_video:,} tokens a video: "
+            f"{videos.frames} frames) and the images are {n:,} tokens, over --seq-len {req.seq_len}: give "
+            "--video-seconds, lower --max-frames or --video-max-pixels, or raise --seq-len",
+            "videos",
         )
     if n > req.seq_len:
         raise BadInput(
@@ -342,6 +359,7 @@ def suggest(
         verified=verified,
         data=fit.json() if fit else None,
         images=budget.json() if budget else None,
+        videos=_videos_json(req, model),
         nearest=[]
         if result.plans or not with_nearest
         else in_framework_keys(nearest_fits(req, goal, hw, resolver), (rejected or [None])[0], model, hw, goal),
@@ -449,6 +467,7 @@ def check(
         verified=verified,
         data=verdict(fit, plan, model, hw, goal, req.seed) if fit else None,
         images=imagefit.verdict(budget, plan, model, hw, goal) if budget else None,
+        videos=_videos_json(req, model),
         limits=rl_limits(plan, model, hw, goal) if req.workload.rl else None,
         nearest=[] if plan.fits else in_framework_keys(nearest_fits(req, goal, hw, resolver), plan, model, hw, goal),
     )

@@ -2,9 +2,12 @@
 # One venv per framework (LLaMA-Factory, ms-swift, axolotl: their pins conflict), holding only what its config parser
 # imports, so the tests can load memplan's exports with each framework's own parser (tests/planner/export/validators).
 # Idempotent: a venv whose stamp matches is left alone (0.01 s). `make fwenv` runs it; `make test` uses the venvs.
-# usage: tools/fwenv.sh [llamafactory|ms-swift|axolotl|gptqmodel ...]   (default: all four)   FWENV_ROOT=.fwenv
+# usage: tools/fwenv.sh [llamafactory|ms-swift|axolotl|gptqmodel|video ...]   (default: all five)   FWENV_ROOT=.fwenv
 # gptqmodel: not a framework, the library that trains GPTQ/AWQ checkpoints (tests/probes/test_gptqmodel.py measures
 #   its layers; its setup.py builds no extension, so the sdist installs on a CPU machine).
+# video: transformers' Qwen2-VL video processor, which imports torchvision (tests/planner/model/test_video_rules.py
+#   counts its tokens). torchvision cannot sit beside the CPU torch 2.13 wheel; torch 2.14.1 and torchvision 0.29.1
+#   (the releases this machine's pip is capped at) install together (a CUDA build: about 5.5 GB, 1.5 minutes).
 # FWENV_SHARED_TORCH=1: torch goes once into $ROOT/_torch and each framework venv sees it through a .pth file
 #   (about 25 s and 900 MB less per venv; a framework dep that needs another version of a torch dependency such
 #   as fsspec gets it in its own venv, which comes first on sys.path; pip never touches the shared one).
@@ -60,6 +63,19 @@ setup_one() {
   echo "$name: installed"
 }
 
-for name in "${@:-llamafactory ms-swift axolotl gptqmodel}"; do
-  for n in $name; do setup_one "$n"; done
+VIDEO="torch==2.14.1 torchvision==0.29.1 transformers==5.24.0 numpy==2.4.6 pillow==13.0.0"
+
+setup_video() {
+  local venv=$ROOT/video
+  if [ "$(cat "$venv/.fwenv-stamp" 2>/dev/null)" = "$VIDEO" ]; then echo "video: up to date"; return; fi
+  rm -rf "$venv"
+  $PY -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check $VIDEO
+  "$venv/bin/python" -c "import torchvision, transformers.models.qwen2_vl.video_processing_qwen2_vl"
+  echo "$VIDEO" > "$venv/.fwenv-stamp"
+  echo "video: installed"
+}
+
+for name in "${@:-llamafactory ms-swift axolotl gptqmodel video}"; do
+  for n in $name; do if [ "$n" = video ]; then setup_video; else setup_one "$n"; fi; done
 done

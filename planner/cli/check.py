@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     out, result = gather(args)
     plan, alternatives, (model, hw, goal) = result.plan, result.suggestions, result.context
     from planner.cli.data import budget_line, data_lines
-    from planner.search import imagefit
+    from planner.search import imagefit, videofit
 
     data = out.get("data")
     if args.plot:
@@ -94,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         for line in data_lines(data) if data else []:
             common.say_line(line)
         for line in imagefit.lines(out["images"]) if out.get("images") else []:
+            common.say_line(line)
+        for line in videofit.lines(out["videos"]) if out.get("videos") else []:
             common.say_line(line)
         if plan.token_batches is not None:
             common.say_line(budget_line(plan.token_batches))

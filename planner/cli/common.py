@@ -184,6 +184,7 @@ def add_target_args(p: argparse.ArgumentParser, model_required: bool = True) -> 
         default=None,
         help="VLMs: LLM tokens per image (with --images)",
     )
+    add_video_args(p)
     add_knob_args(p, [k for k in FIXED if k != "workload"])
     add_workload_args(p)
     p.add_argument(
@@ -206,6 +207,22 @@ def add_target_args(p: argparse.ArgumentParser, model_required: bool = True) -> 
         help="host RAM per node for offload, GiB (default 512)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+def add_video_args(p: argparse.ArgumentParser) -> None:
+    """Qwen2-VL / Qwen2.5-VL videos from the video processor's settings (planner.search.videofit)."""
+    p.add_argument("--videos", type=nonneg_int("--videos"), default=None, help="Qwen-VL: videos per sample")
+    p.add_argument("--video-seconds", type=number("--video-seconds"), default=None, help="the longest video (seconds)")
+    p.add_argument("--fps", type=number("--fps"), default=None, help="video frames sampled a second (default 2)")
+    p.add_argument("--max-frames", type=positive_int("--max-frames"), default=None, help="default 768")
+    p.add_argument("--video-min-pixels", type=positive_int("--video-min-pixels"), default=None, help="per frame")
+    p.add_argument("--video-max-pixels", type=positive_int("--video-max-pixels"), default=None, help="per frame")
+    p.add_argument(
+        "--video-pixel-cap",
+        action="store_true",
+        default=None,
+        help="frames share a 115,200-token pixel budget (qwen-vl-utils; cap_pixels_per_frame)",
+    )
 
 
 def add_knob_args(p: argparse.ArgumentParser, fields, many: bool = False) -> None:

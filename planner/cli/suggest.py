@@ -66,11 +66,13 @@ def run(args: argparse.Namespace) -> int:
             f"{hw.world_size} x {hw.gpu.name}, global batch {goal.global_batch} x {goal.seq_len} tokens"
         )
         from planner.cli.data import budget_line, data_lines
-        from planner.search import imagefit
+        from planner.search import imagefit, videofit
 
         for line in data_lines(out["data"]) if out.get("data") else []:
             common.say_line(line)
         for line in imagefit.lines(out["images"]) if out.get("images") else []:
+            common.say_line(line)
+        for line in videofit.lines(out["videos"]) if out.get("videos") else []:
             common.say_line(line)
         if result.plans:
             render.console.print(render.plans_table(result.plans, title, approximate=not model.exact))

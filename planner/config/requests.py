@@ -128,6 +128,24 @@ class _Target(_Request):
         description="images per sample: with tokens_per_image, or alone (each at its image rule's worst case)",
     )
     tokens_per_image: int | None = Field(default=None, ge=0, le=MAX_SEQ_LEN)
+    videos: int | None = Field(
+        default=None,
+        ge=0,
+        le=64,
+        description=(
+            "Qwen2-VL / Qwen2.5-VL: videos per sample, each at the worst case of the video settings (frames from "
+            "video_seconds and fps up to max_frames, each frame at most video_max_pixels)"
+        ),
+    )
+    video_seconds: float | None = Field(default=None, gt=0, le=86_400, description="the longest video, in seconds")
+    fps: float = Field(default=2.0, gt=0, le=240, description="frames sampled a second (the video processor's fps)")
+    max_frames: int = Field(default=768, ge=2, le=100_000, description="the video processor's max_frames")
+    video_min_pixels: int | None = Field(default=None, ge=1, le=1 << 30, description="per frame (size shortest_edge)")
+    video_max_pixels: int | None = Field(default=None, ge=1, le=1 << 30, description="per frame (size longest_edge)")
+    video_pixel_cap: bool = Field(
+        default=False,
+        description="frames share a budget of 90% of 128,000 tokens (cap_pixels_per_frame, qwen-vl-utils' behaviour)",
+    )
     margin: float | None = Field(
         default=None,
         ge=0,
@@ -197,6 +215,7 @@ ProbeRequest = create_model(
 )
 
 
+VIDEOS_DOC = "videos: the worst case of the video settings per video, the frames sampled at it (part of image_tokens)"
 IMAGES_DOC = (
     "images alone (no tokens_per_image, no data): the image rule, the worst case its settings admit per image and an "
     "image size that gives it; with check, for a configuration that does not fit then, the largest square image it "
@@ -231,6 +250,7 @@ class SuggestResult(_Result):
     verified: dict | None = None
     data: dict | None = None
     images: dict | None = Field(default=None, description=IMAGES_DOC)
+    videos: dict | None = Field(default=None, description=VIDEOS_DOC)
     nearest: list[Nearest] = Field(default_factory=list, description=NEAREST_DOC)
 
 
@@ -243,6 +263,7 @@ class CheckResult(_Result):
     verified: dict | None = None
     data: dict | None = None
     images: dict | None = Field(default=None, description=IMAGES_DOC)
+    videos: dict | None = Field(default=None, description=VIDEOS_DOC)
     limits: dict | None = Field(
         default=None,
         description=("dpo / grpo: the longest completion (and prompt, images) at which the configuration still fits"),
