@@ -12,7 +12,9 @@ tests/planner/estimate/test_frozen_lm.py pins each term to the sim):
   stay: the input's gradient multiplies by them;
 - down_proj's input (the gated product), in the matmul dtype.
 The final norm drops what a layer's norm drops, and under AMP the head's copy of its input goes too. Nothing else
-changes: attention and the MLP's activation still save their inputs for the input's gradient.
+changes: attention and the MLP's activation still save their inputs for the input's gradient. Llama-3.2-Vision's
+layers below its first cross-attention layer save nothing: their hidden state does not depend on the image
+(memory.text_shape leaves them out).
 """
 
 from __future__ import annotations

@@ -290,6 +290,8 @@ def text_shape(s: Setup):
     t = s.model.text
     if t.cross_layers and not s.image_tokens:  # Llama-3.2-Vision skips its cross-attention layers without images
         t = replace(t, layers=t.layers - t.cross_layers, cross_layers=0)
+    elif t.first_cross_layer and frozen_lm.language_frozen(s.knobs):  # no gradient reaches the layers below the image
+        t = replace(t, layers=t.layers - t.first_cross_layer)
     return recipe_terms.text_spec(t, s.knobs, adapted), rows, width, activation_profile(s.knobs)
 
 

@@ -84,6 +84,11 @@ def cross_layers(text: dict) -> int:
     return len({i for i in text["cross_attention_layers"] if 0 <= i < text["num_hidden_layers"]})
 
 
+def first_cross_layer(text: dict) -> int:
+    """The lowest decoder layer that attends to the image (0 when none does)."""
+    return min((i for i in text["cross_attention_layers"] if 0 <= i < text["num_hidden_layers"]), default=0)
+
+
 def _vision_layers(h: int, i: int, n: int) -> list[Tensors]:
     out = _linear("vision", h, h, 4 * n, False) + _linear("vision", i, h, n, True) + _linear("vision", h, i, n, True)
     return out + [Tensors("vision", (h,), 4 * n)]

@@ -92,6 +92,7 @@ class TextSpec:
     mla: MLASpec | None = None  # DeepSeek's latent attention (head_dim is then q/k's: nope + rope)
     sinks: bool = False  # gpt-oss: eager attention with a learned sink logit per head
     cross_layers: int = 0  # Llama-3.2-Vision: decoder layers that attend to the image (planner/model/mllama.py)
+    first_cross_layer: int = 0  # the lowest of them (below it the hidden state does not depend on the image)
     traits: Traits = field(default_factory=Traits)  # the family's differences from Llama (shapes.py), set by the reader
 
     @property
@@ -499,7 +500,7 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
         tc, vision, vt, units = mllama.read(cfg, VisionSpec)
         text, t = _llama_text(tc, tc["model_type"])
         t = mllama.text_tensors(tc, t, text.head_dim)
-        text = replace(text, cross_layers=mllama.cross_layers(tc))
+        text = replace(text, cross_layers=mllama.cross_layers(tc), first_cross_layer=mllama.first_cross_layer(tc))
     elif mt in vila.MODEL_TYPES:
         tc, vision, vt, units = vila.read(cfg, VisionSpec)
         text, t = _llama_text(tc, tc["model_type"])

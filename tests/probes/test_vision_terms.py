@@ -62,8 +62,8 @@ EAGER_ROWS = [(name, TINY_SIZES[name][0], "bf16-pure") for name in TINY_SIZES] +
 @pytest.mark.parametrize("name,tokens,precision", EAGER_ROWS, ids=lambda x: str(x))
 def test_an_eager_towers_scores_match_the_sim(name, tokens, precision):
     """eager_attention_bytes: what the tower's blocks save under eager attention beyond SDPA, on each family's tiny
-    model (its tile and window geometry kept; tests/probes/tiny_vlms.py). Measured when pinned: every row exact but
-Qwen2.5-VL's partial windows (+1.55%)."""
+        model (its tile and window geometry kept; tests/probes/tiny_vlms.py). Measured when pinned: every row exact but
+    Qwen2.5-VL's partial windows (+1.55%)."""
     cfg, k = tiny_vlm(name), Knobs(precision=precision)
     saved = {}
     for attention in ("sdpa", "eager"):
