@@ -24,6 +24,11 @@ FPS = 2.0
 MIN_FRAMES, MAX_FRAMES = 4, 768
 MIN_PIXELS, MAX_PIXELS = 128 * 28 * 28, 768 * 28 * 28  # the processor's size shortest_edge / longest_edge
 MAX_VIDEO_TOKENS = 128_000
+FAMILIES = ("qwen2_vl", "qwen2_5_vl")  # the model types whose video processor this restates
+
+
+def has_rule(model_type: str) -> bool:
+    return model_type in FAMILIES
 
 
 def sampled_frames(seconds: float, native_fps: float, fps: float = FPS, max_frames: int = MAX_FRAMES) -> int:

@@ -11,8 +11,6 @@ from planner.errors import BadInput
 from planner.model import video_rules as vr
 from planner.model.modelspec import ModelSpec
 
-VIDEO_FAMILIES = ("qwen2_vl", "qwen2_5_vl")
-
 
 @dataclass(frozen=True)
 class VideoBudget:
@@ -50,7 +48,7 @@ def budget(req, model: ModelSpec) -> VideoBudget | None:
         if given:
             raise BadInput(f"--{given[0].replace('_', '-')} sizes the videos of --videos N: give --videos", given[0])
         return None
-    if model.model_type not in VIDEO_FAMILIES:
+    if not vr.has_rule(model.model_type):
         raise BadInput(
             f"--videos {req.videos}: video tokens are planned for Qwen2-VL and Qwen2.5-VL ({model.name!r} is "
             f"{model.model_type}); give its video tokens as --image-tokens",

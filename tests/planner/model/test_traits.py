@@ -23,6 +23,7 @@ READERS = {
     "planner/model/vila.py",
     "planner/model/images.py",
     "planner/model/image_rules.py",
+    "planner/model/video_rules.py",
     "planner/model/shapes.py",
     "probes/images.py",  # each family's processor: the image inputs it hands the model
 }  # where model_type is read
