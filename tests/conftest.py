@@ -129,6 +129,7 @@ SLOW = {
     "tests/probes/test_family_accuracy.py::test_analytic_peak_matches_the_sim_for_every_family[bf16-pure-off-llava_next]": 5,
     "tests/probes/test_vision_terms.py::test_each_tower_blocks_saved_bytes_match_the_sim": 6,
     "tests/probes/test_vision_terms.py::test_an_eager_towers_scores_match_the_sim": 3,
+    "tests/planner/model/test_video_rules.py::test_video_tokens_are_the_processors": 27,
     "tests/probes/test_vlm_sim.py::test_the_sim_with_images_matches_a_real_cpu_step": 7,
     "tests/probes/test_recipe_sim.py::test_lora_terms_change_the_peak_as_the_sim_measures[llama-3.2-1b-bf16-quant=gptq-framework=hf]": 7,
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[qwen1.5-moe-a2.7b]": 5,

@@ -72,12 +72,18 @@ def worst_case_tokens(
     max_pixels: int = MAX_PIXELS,
     cap: bool = False,
 ) -> tuple[int, int]:
-    """(the most tokens one video gives under these settings, its frames): `seconds` long (any length: as many frames
-    as max_frames keeps), its frames at the most 28 x 28 blocks the per-frame cap admits (a frame smart_resize keeps
-    as it is, aspect ratio at most 200)."""
-    frames = math.floor(max_frames / TEMPORAL_PATCH) * TEMPORAL_PATCH
+    """(the most tokens one video gives under these settings, its frames): a video up to `seconds` long (any length:
+    as many frames as max_frames keeps), each frame at the most 28 x 28 blocks the per-frame cap admits (a frame
+    smart_resize keeps as it is, aspect ratio at most 200). With the cap a video of fewer frames can give more (each
+    frame's share of the budget grows), so every even frame count up to the longest is tried."""
+    top = math.floor(max_frames / TEMPORAL_PATCH) * TEMPORAL_PATCH
     if seconds is not None:  # at the highest frame rate: every frame sample_frames may keep is there
-        frames = sampled_frames(seconds, max(fps, 1000.0), fps, max_frames)
+        top = sampled_frames(seconds, max(fps, 1000.0), fps, max_frames)
+    counts = range(TEMPORAL_PATCH, top + 1, TEMPORAL_PATCH) if cap else [top]
+    return max((n // TEMPORAL_PATCH * _frame_blocks(n, min_pixels, max_pixels, cap), n) for n in counts)
+
+
+def _frame_blocks(frames: int, min_pixels: int, max_pixels: int, cap: bool) -> int:
+    """The most 28 x 28 blocks a frame keeps under the per-frame cap."""
     n = frame_cap_pixels(frames, max_pixels, min_pixels, cap) // (FACTOR * FACTOR)
-    blocks = max(a * (n // a) for a in range(1, math.isqrt(n) + 1) if n // a <= 200 * a)
-    return frames // TEMPORAL_PATCH * blocks, frames
+    return max(a * (n // a) for a in range(1, math.isqrt(n) + 1) if n // a <= 200 * a)

@@ -226,6 +226,7 @@ def test_results_carry_what_json_prints_and_their_context():
         "verified",
         "data",
         "images",
+        "videos",
         "limits",
         "nearest",
         "config",
