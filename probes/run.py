@@ -248,6 +248,8 @@ def _run_in(
                 stopped = "timeout"
             elif cancelled is not None and cancelled():
                 stopped = "cancelled"
+    if stopped is None and proc.returncode == -signal.SIGKILL and time.time() >= deadline:
+        stopped = "timeout"  # its own watchdog killed it at the deadline, between two of this loop's looks
     if stopped is not None:
         kill_group(proc.pid)
         proc.wait()
