@@ -146,13 +146,7 @@ class Trainer:
         if cfg.processor:  # rows with images, made into the model's inputs by the user's processor
             from trainer import vlm
 
-            if cfg.knobs.batching == "packed":
-                from planner.errors import BadInput
-
-                raise BadInput(
-                    "--batching packed with --processor: the bundled trainer pads rows with images", "batching"
-                )
-
+            vlm.check_batching(cfg.knobs.batching)
             self.processor = vlm.load_processor(cfg.processor)
             self.samples = vlm.load(cfg.data, cfg.seq_len, vocab, self.processor)
         else:

@@ -47,6 +47,12 @@ def load_processor(folder: str):
     return proc
 
 
+def check_batching(batching: str) -> None:
+    """Rows with images are padded: --batching packed is refused (by the CLI before launch, and by the trainer)."""
+    if batching == "packed":
+        raise BadInput("--batching packed with --processor: the bundled trainer pads rows with images", "batching")
+
+
 def image_paths(row: dict, base: Path, where: str) -> list[str]:
     items = row.get("images", row.get("image"))
     items = [] if items is None else items if isinstance(items, list) else [items]

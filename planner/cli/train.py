@@ -314,8 +314,7 @@ def check_data_and_resume(args: argparse.Namespace, cfg: dict, world: int) -> No
     if args.processor:
         from trainer import vlm
 
-        if cfg["knobs"]["batching"] == "packed":
-            raise BadInput("--batching packed with --processor: the bundled trainer pads rows with images", "batching")
+        vlm.check_batching(cfg["knobs"]["batching"])
         vlm.load(args.data, cfg["seq_len"], vocab, vlm.load_processor(args.processor))
     elif args.data != "synthetic":
         validate(args.data, cfg["seq_len"], vocab, args.tokenizer)

@@ -70,10 +70,9 @@ def _check_image_prompts(args: argparse.Namespace, kind: str, spec) -> None:
     from trainer.console import quiet_third_party
     from trainer.data import check_source
     from trainer.rl import image_prompts
-
-    quiet_third_party()
     from trainer.vlm import load_processor
 
+    quiet_third_party()
     check_source(args.data, None, args.processor)
     load_processor(args.processor)
     image_prompts(args.data)

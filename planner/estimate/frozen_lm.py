@@ -3,7 +3,7 @@ ms-swift's freeze_llm): its weights take no gradient, but the loss's gradient st
 layer to the image features, so each layer saves what its input's gradient needs and none of what its weights' would.
 
 What that drops, per layer (sim traces of Qwen2.5-VL-3B and LLaVA-1.5-7B at 2,048 tokens, none against language;
-tests/planner/estimate/test_frozen_lm.py pins each term to the sim):
+tests/probes/test_frozen_lm_terms.py pins each term to the sim):
 - each RMSNorm's normalized tensor and output (`weight * x` saves x only for the weight's gradient, and the frozen
   linears reading the output save nothing): 4 bytes an element in half precision (2 + 2) and under torch AMP (the
   fp32 normalized tensor), 8 in fp32;

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 from planner.model.image_rules import smart_resize
+from planner.model.images import worst_case
 
 FACTOR = 28
 TEMPORAL_PATCH = 2
@@ -84,6 +85,5 @@ def worst_case_tokens(
 
 
 def _frame_blocks(frames: int, min_pixels: int, max_pixels: int, cap: bool) -> int:
-    """The most 28 x 28 blocks a frame keeps under the per-frame cap."""
-    n = frame_cap_pixels(frames, max_pixels, min_pixels, cap) // (FACTOR * FACTOR)
-    return max(a * (n // a) for a in range(1, math.isqrt(n) + 1) if n // a <= 200 * a)
+    """The most 28 x 28 blocks a frame keeps under the per-frame cap: the qwen2-vl image rule's worst case there."""
+    return worst_case("qwen2-vl", min_pixels, frame_cap_pixels(frames, max_pixels, min_pixels, cap))[0]
