@@ -478,12 +478,13 @@ def check(
 def fits_without(change: dict, plan: Plan, req: Target, goal: Goal, hw: Hardware, model: ModelSpec) -> bool:
     """Whether a plan found with a change fits without it, at its own micro-batch (more accumulation on fewer GPUs):
     the request's GPUs, sequence and values of the changed knobs."""
-    if goal.global_batch % (hw.world_size * plan.micro_batch):
-        return False
     back = {k: getattr(req, k) for k in change if k in KNOBS}
     try:
         knobs = Knobs(**{**plan.knobs.model_dump(), **back})
     except BadInput:
+        return False
+    dp = hw.world_size // knobs.parallel
+    if Layout.of(hw, model, goal).knob_error(knobs) or goal.global_batch % (dp * plan.micro_batch):
         return False
     return make_plan(model, hw, goal, knobs, plan.micro_batch).fits
 

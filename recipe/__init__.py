@@ -88,11 +88,12 @@ def _bitsandbytes_optimizer(params: list, optimizer: str, lr: float) -> torch.op
     return cls(params, lr=lr)
 
 
-def shard_fsdp(model, knobs, device_type: str = "cpu"):
+def shard_fsdp(model, knobs, device_type: str = "cpu", mesh=None):
     """FSDP2 as the plans run it (planner/estimate/fsdp.py): every block transformers lists in the model's (and its
     sub-models') `_no_split_modules` is a unit, then the root; `bf16` = fp32 shards computed in bf16 with fp32
     reduction (MixedPrecisionPolicy), bf16-pure and fp32 without a policy; grad-op keeps units unsharded from
-    forward to backward; hybrid shards within a node and replicates across nodes (HSDP)."""
+    forward to backward; hybrid shards within a node and replicates across nodes (HSDP); `mesh`: the ranks to shard
+    over beside tensor parallel (recipe.parallel.Mesh.shard_mesh)."""
     import os
 
     import torch.distributed as dist
@@ -101,10 +102,10 @@ def shard_fsdp(model, knobs, device_type: str = "cpu"):
     from transformers import PreTrainedModel
 
     world = dist.get_world_size()
-    if knobs.fsdp == "hybrid":
+    if mesh is None and knobs.fsdp == "hybrid":
         local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
         mesh = init_device_mesh(device_type, (world // local, local), mesh_dim_names=("replicate", "shard"))
-    else:
+    elif mesh is None:
         mesh = init_device_mesh(device_type, (world,))
     mp = (
         MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)

@@ -234,10 +234,11 @@ def _liger_loss(softcap):
     return LigerFusedLinearCrossEntropyLoss(ignore_index=-100, reduction="sum", softcap=softcap)
 
 
-def loss_sum(model, inputs: dict, labels: torch.Tensor, knobs) -> torch.Tensor:
+def loss_sum(model, inputs: dict, labels: torch.Tensor | None, knobs, targets: torch.Tensor | None = None):
     """Summed next-token loss under the plan's --loss. standard: the model's logits, upcast (transformers'
-    loss, labels shifted rather than logits, which would copy the largest activation of the step)."""
-    targets = shifted_labels(labels)
+    loss, labels shifted rather than logits, which would copy the largest activation of the step); `targets`:
+    labels already shifted (a sequence-parallel rank's slice, recipe.parallel.local_slice)."""
+    targets = shifted_labels(labels) if targets is None else targets
     if knobs.loss == "standard":
         logits = model(**inputs).logits
         return F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=-100, reduction="sum")

@@ -116,6 +116,11 @@ class Trainer:
             init_deepspeed(self.backend, cpu=want == "cpu")
         elif self.world > 1 or self.fsdp:
             dist.init_process_group(self.backend)
+        from recipe.parallel import Mesh
+
+        k = cfg.knobs
+        self.par = Mesh.make(self.world, self.rank, k.sequence_parallel, k.tensor_parallel, self.device.type)
+        self._refuse_parallel(cfg)
         if self.fsdp and cfg.knobs.loss != "standard":
             from planner.errors import BadInput
 
@@ -126,21 +131,47 @@ class Trainer:
             )
         self.micro, self.accum = cfg.micro_batch, cfg.grad_accum
         self.budget = cfg.max_tokens_per_micro_batch
-        self.global_batch = cfg.micro_batch * cfg.grad_accum * self.world
+        self.global_batch = cfg.micro_batch * cfg.grad_accum * self.par.dp
         self.step = 0
         self.stop_requested = False
         self.oom = OOMInjector()
         self.events: list[dict] = []
         self._setup()
 
+    def _refuse_parallel(self, cfg: RunConfig) -> None:
+        """What the bundled trainer does not split over sequence or tensor parallel ranks, in one line."""
+        if self.par.sp * self.par.tp == 1:
+            return
+        from planner.errors import BadInput
+
+        for given, what in (
+            (cfg.max_tokens_per_micro_batch, "--max-tokens-per-micro-batch"),
+            (cfg.processor, "--processor (images)"),
+            (cfg.save_dir, "--save-dir (checkpoints)"),
+            (cfg.eval_every, "--eval-every"),
+        ):
+            if given:
+                raise BadInput(
+                    f"{what} with --sequence-parallel or --tensor-parallel: not run by the bundled trainer yet"
+                )
+
     # -- setup ------------------------------------------------------------------------------
     def _setup(self) -> None:
         cfg = self.cfg
         model = build_model(cfg).to(self.device)
+        if self.par.tp > 1:  # every rank built the same seeded model; each keeps its columns or rows
+            from recipe.parallel import shard_tensor_parallel
+
+            shard_tensor_parallel(model, self.par.mesh["tp"])
+        if self.par.sp > 1:
+            from recipe.parallel import use_ulysses
+
+            use_ulysses(model, self.par.group("sp"))
         if self.fsdp:  # every rank built the same seeded model; each keeps its shards
             from recipe import shard_fsdp
 
-            model = shard_fsdp(model, cfg.knobs, self.device.type)
+            mesh = self.par.shard_mesh() if self.par.tp > 1 else None
+            model = shard_fsdp(model, cfg.knobs, self.device.type, mesh)
         vocab = model.get_input_embeddings().num_embeddings
         self.processor = None
         if cfg.processor:  # rows with images, made into the model's inputs by the user's processor
@@ -157,7 +188,7 @@ class Trainer:
             self.samples, self.eval_samples = self.samples[:-cut], self.samples[-cut:]
         self.eval_batch = cfg.eval_batch
         self.lengths = [min(len(s), cfg.seq_len) for s in self.samples]
-        self.sampler = GlobalBatchSampler(len(self.samples), self.global_batch, self.world, self.rank, cfg.seed)
+        self.sampler = GlobalBatchSampler(len(self.samples), self.global_batch, self.par.dp, self.par.dp_rank, cfg.seed)
         params = [p for p in model.parameters() if p.requires_grad]
         from recipe import make_optimizer
 
@@ -201,6 +232,10 @@ class Trainer:
         from trainer.router import RouterAux
 
         self.router = RouterAux.maybe(self.model)  # an MoE config with its router aux loss on, else None
+        if self.router and self.par.sp > 1:
+            from planner.errors import BadInput
+
+            raise BadInput("--sequence-parallel with a router aux loss: not run by the bundled trainer yet")
         if cfg.resume and cfg.save_dir:
             state = checkpoint.load_latest(self)
             if state:
@@ -229,6 +264,10 @@ class Trainer:
     def _micro_step(self, batch, n_tokens: float, micro: int) -> torch.Tensor:
         self.oom.check(self.step, micro, self.rank)
         batch = {k: v.to(self.device) for k, v in batch.items()}
+        if self.par.sp > 1:  # this rank's slice of every row (recipe.parallel)
+            from recipe.parallel import local_slice
+
+            batch = local_slice(batch, self.par.sp, self.par.mesh["sp"].get_local_rank())
         if self.router:
             self.router.record(True)
         with torch.autocast(self.device.type, dtype=self.amp, enabled=self.amp is not None):
@@ -240,8 +279,8 @@ class Trainer:
         if self.ds:  # DeepSpeed averages over ranks and divides by accumulation: undo both
             self.engine.backward(loss * self.world * self.accum)
             self.engine.step()
-        else:  # FSDP averages the gradients over ranks (gloo has no pre-scaled sum): undo it
-            self.scaler.scale(loss * (self.world if self.fsdp else 1)).backward()
+        else:  # FSDP averages the gradients over its ranks (gloo has no pre-scaled sum): undo it
+            self.scaler.scale(loss * (self.world // self.par.tp if self.fsdp else 1)).backward()
         return loss_sum.detach()  # read once a step: no device sync between micro-steps
 
     @torch.no_grad()
@@ -267,7 +306,7 @@ class Trainer:
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
         batches = [self._collate([self.samples[i] for i in g]) for g in self._groups(indices)]
-        n_tokens = self._sum(sum(target_tokens(b) for b in batches))
+        n_tokens = self._sum(sum(target_tokens(b) for b in batches)) / (self.par.sp * self.par.tp)  # each sample once
         if self.collective_backward:  # an empty micro-step: every rank runs it, here with no target
             batches = [b if b["input_ids"].numel() else self._no_target() for b in batches]
         if self.router:
@@ -384,13 +423,18 @@ class Trainer:
                 self._reduce_grads()
             self.scaler.unscale_(self.opt)
             if self.cfg.grad_clip and not self.cfg.knobs.optimizer_in_backward:  # stepped in backward: no norm
-                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
+                if self.par.tp > 1:  # weights on two meshes
+                    from recipe.parallel import clip_grad_norm_
+
+                    clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
+                else:
+                    torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
             self.scaler.step(self.opt)
             self.scaler.update()
             self.sched.step()
             self.opt.zero_grad(set_to_none=True)
         self.step += 1
-        loss_sum = self._sum(float(loss_sum))
+        loss_sum = self._sum(float(loss_sum)) / self.par.tp  # tensor-parallel ranks compute the same loss
         seconds = time.perf_counter() - t0
         return {
             "step": self.step,

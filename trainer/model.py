@@ -36,10 +36,13 @@ def weights_folder(ref: str) -> Path | None:
 
 def token_loss_sum(model, batch, knobs: Knobs) -> torch.Tensor:
     """Summed next-token loss under the plan's --loss (recipe.knobs.loss_sum); a packed row passes its
-    position_ids, a padded batch its attention mask, a batch with images whatever the processor made. Under --checkpointing offload the forward's saved tensors go
+    position_ids, a padded batch its attention mask, a batch with images whatever the processor made, a
+    sequence-parallel rank its slice with the shifted `targets` (recipe.parallel.local_slice). Under --checkpointing offload the forward's saved tensors go
     to the host."""
     from recipe import knobs as recipe_knobs
 
-    inputs = {k: v for k, v in batch.items() if k not in ("labels", "router_mask")}  # with images: the processor's
+    inputs = {
+        k: v for k, v in batch.items() if k not in ("labels", "router_mask", "targets")
+    }  # with images: the processor's
     with recipe_knobs.offload_context(knobs, batch["input_ids"].device.type):
-        return recipe_knobs.loss_sum(model, inputs, batch["labels"], knobs)
+        return recipe_knobs.loss_sum(model, inputs, batch.get("labels"), knobs, batch.get("targets"))

@@ -49,6 +49,9 @@ VitCheckpointing = Literal["on", "off"]
 QuantAbsmax = Literal["8bit", "fp32"]
 Frozen = Literal["none", "vision", "vision+projector", "language", "language+vision"]
 SaveWeights = Literal["auto", "full", "sharded"]
+# sequence, context and tensor parallel sizes (planner.config.layout owns their rules with the world and the model)
+ParallelSize = Literal[1, 2, 4, 8, 16, 32, 64]
+CpAttention = Literal["ring", "all-gather", "all-to-all"]
 Framework = Literal[FRAMEWORK_NAMES]  # planner.frameworks: one adapter module each
 
 MAX_LORA_RANK = 4096
@@ -181,6 +184,38 @@ class KnobFields(BaseModel):
         le=1024.0,
         description=("MoE models: the busiest expert receives this many times its fair share of tokens"),
     )
+    tensor_parallel: ParallelSize = Field(
+        default=1,
+        description=(
+            "tensor parallelism within a node: each decoder layer's linears, the embedding and the head split over this "
+            "many GPUs (transformers' tp_plan: torch DTensor colwise/rowwise; DeepSpeed AutoTP); divides the attention "
+            "and KV heads and the GPUs per node"
+        ),
+    )
+    sequence_parallel: ParallelSize = Field(
+        default=1,
+        description=(
+            "Ulysses sequence parallelism: each GPU keeps 1/N of the sequence outside attention and all-to-all swaps "
+            "it for 1/N of the heads inside (DeepSpeed's ALST, ms-swift --sequence_parallel_size, verl, accelerate "
+            "sp_size); divides the attention heads and the sequence length"
+        ),
+    )
+    context_parallel: ParallelSize = Field(
+        default=1,
+        description=(
+            "context parallelism: each GPU keeps 1/N of the sequence everywhere, attention exchanging keys and "
+            "values (torch context_parallel, accelerate cp_size, axolotl context_parallel_size)"
+        ),
+    )
+    cp_attention: CpAttention = Field(
+        default="ring",
+        description=(
+            "context parallelism's attention: ring (each rank's keys and values passed around the ring, one block in "
+            "flight: ring-flash-attn, torch's alltoall rotation), all-gather (every rank gathers the whole sequence's "
+            "keys and values: torch's allgather, accelerate's default cp_comm_strategy) or all-to-all (heads "
+            "exchanged as Ulysses does: Megatron's cp_comm_type a2a)"
+        ),
+    )
     eval_batch: int = Field(
         default=0,
         ge=0,
@@ -235,6 +270,9 @@ SEARCHED: dict[str, tuple[list, str]] = {
     "loss": (["standard", "chunked"], "fused (Liger's kernel on the GPU host) only when asked"),
     "attention": (["sdpa"], "flash (flash-attn on the GPU host) only when asked"),
     "batching": (["padded"], ""),
+    "tensor_parallel": ([], "empty: 1, then 2, 4, 8 within a node when nothing fits without it"),
+    "sequence_parallel": ([], "empty: 1, then 2, 4, 8 when nothing fits without it"),
+    "context_parallel": ([], "empty: 1; other sizes only when asked"),
 }
 FIXED: tuple[str, ...] = tuple(k for k in KNOBS if k not in SEARCHED)
 ALIASES = {"zero_stage": "zero"}  # the requests' JSON and the CLI's name, kept for the contract

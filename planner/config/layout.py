@@ -23,6 +23,10 @@ class Layout:
     model_name: str = "the model"
     vision: bool = True  # the model has a vision tower (unknown model: not refused here)
     images: bool = True  # the samples hold image tokens (unknown: not refused here)
+    heads: int | None = None  # attention and KV heads (None: unknown, not refused here)
+    kv_heads: int | None = None
+    seq_len: int | None = None  # the planned sequence length
+    mla: bool = False  # DeepSeek's latent attention
 
     @classmethod
     def of(cls, hw, model=None, goal=None) -> Layout:
@@ -30,10 +34,13 @@ class Layout:
         planner.config.spec.Goal's image tokens."""
         if model is None:
             return cls(hw.gpus_per_node, hw.nodes)
-        moe = model.text.moe
+        t = model.text
         images = goal is None or goal.image_tokens > 0
+        seq = goal.seq_len if goal is not None else None
+        experts = t.moe.experts if t.moe else None
+        vision = model.vision is not None
         return cls(
-            hw.gpus_per_node, hw.nodes, moe.experts if moe else None, model.name, model.vision is not None, images
+            hw.gpus_per_node, hw.nodes, experts, model.name, vision, images, t.heads, t.kv_heads, seq, t.mla is not None
         )
 
     @property
@@ -60,7 +67,69 @@ class Layout:
             )
         if k.vit_checkpointing == "off" and not self.vision:
             return BadInput(f"--vit-checkpointing off: {self.model_name} has no vision tower", "vit_checkpointing")
-        return self.expert_error(k.expert_parallel)
+        return self.expert_error(k.expert_parallel) or self.parallel_error(k)
+
+    def parallel_error(self, k: Knobs) -> BadInput | None:
+        """Tensor, sequence and context parallelism on these GPUs, this model and this sequence length."""
+        tp, sp, cp = k.tensor_parallel, k.sequence_parallel, k.context_parallel
+        if k.parallel == 1:
+            return None
+        field = "tensor_parallel" if tp > 1 else "sequence_parallel" if sp > 1 else "context_parallel"
+        shown = " x ".join(f"--{f.replace('_', '-')} {n}" for f, n in zip(PARALLEL, (tp, sp, cp)) if n > 1)
+        if self.world_size % k.parallel:
+            return BadInput(
+                f"{shown} = {k.parallel} GPUs per sample must divide the world size {self.world_size}", field
+            )
+        if self.gpus_per_node % tp:
+            return BadInput(
+                f"--tensor-parallel {tp} stays within a node (its collectives run every layer): it must divide "
+                f"--gpus-per-node {self.gpus_per_node}",
+                "tensor_parallel",
+            )
+        if tp > 1 and self.experts is not None:
+            return BadInput(f"--tensor-parallel {tp}: {self.model_name}'s experts are not split by the plan", field)
+        if self.vision and self.images and self.heads is not None:  # a known VLM (heads given) with image tokens
+            return BadInput(f"{shown} with images: the vision tower's split is not planned; plan text only", field)
+        return self.heads_error(k, shown, field) or self.sequence_error(k, field)
+
+    def heads_error(self, k: Knobs, shown: str, field: str) -> BadInput | None:
+        tp, sp = k.tensor_parallel, k.sequence_parallel
+        if self.heads is None or self.kv_heads is None:
+            return None
+        if self.mla and tp > 1:
+            return BadInput(f"--tensor-parallel {tp}: latent attention (MLA) is not split by the plan", field)
+        if self.heads % (tp * sp):
+            return BadInput(
+                f"{shown}: the {self.heads} attention heads of {self.model_name} must divide by tensor x sequence "
+                f"parallel ({tp * sp})",
+                field,
+            )
+        if self.kv_heads % tp:
+            return BadInput(
+                f"--tensor-parallel {tp}: the {self.kv_heads} KV heads of {self.model_name} must divide by it",
+                "tensor_parallel",
+            )
+        local = self.kv_heads // tp  # Ulysses splits KV heads too, or repeats them when fewer (verl#1226, ALST)
+        if sp > 1 and local % sp and sp % local:
+            return BadInput(
+                f"--sequence-parallel {sp}: each rank's {local} KV heads must divide by it or divide it",
+                "sequence_parallel",
+            )
+        return None
+
+    def sequence_error(self, k: Knobs, field: str) -> BadInput | None:
+        """Each rank gets an equal slice; ring attention's load balancing cuts 2 x CP chunks (accelerate pads to
+        cp_size x 2)."""
+        sp, cp = k.sequence_parallel, k.context_parallel
+        chunks = sp * cp * (2 if cp > 1 else 1)
+        if self.seq_len is None or self.seq_len % chunks == 0:
+            return None
+        up = -(-self.seq_len // chunks) * chunks
+        return BadInput(
+            f"--seq-len {self.seq_len} must divide into {chunks} equal chunks under sequence x context parallel "
+            f"(pad to {up})",
+            "seq_len",
+        )
 
     def expert_error(self, n: int) -> BadInput | None:
         """Expert parallelism needs a routed model whose experts and world size it divides."""
@@ -82,16 +151,19 @@ class Layout:
         """A micro-batch x accumulation split these knobs cannot run here (the knobs' own layout rules first)."""
         if k.optimizer_in_backward and grad_accum > 1:
             return BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
-        why = k.workload.split_error(micro_batch, grad_accum, self.world_size)  # TRL's GRPO groups
+        why = k.workload.split_error(micro_batch, grad_accum, self.world_size // k.parallel)  # TRL's GRPO groups
         return BadInput(f"--micro-batch {micro_batch}: {why}", "micro_batch") if why else None
 
-    def global_batch_error(self, w: Workload, global_batch: int) -> BadInput | None:
-        """A global batch no split can give: the world size must divide it; GRPO samples whole groups."""
-        if global_batch % self.world_size:
-            lo = global_batch // self.world_size * self.world_size
-            near = [x for x in (lo, lo + self.world_size) if x > 0]
+    def global_batch_error(self, w: Workload, global_batch: int, share: int = 1) -> BadInput | None:
+        """A global batch no split can give: the data-parallel size (the world size over the `share` of GPUs per
+        sample) must divide it; GRPO samples whole groups."""
+        dp = self.world_size // share
+        if global_batch % dp:
+            lo = global_batch // dp * dp
+            near = [x for x in (lo, lo + dp) if x > 0]
+            size = f"world size {self.world_size}" if share == 1 else f"data-parallel size {dp}"
             return BadInput(
-                f"--global-batch {global_batch} is not divisible by world size {self.world_size}; "
+                f"--global-batch {global_batch} is not divisible by {size}; "
                 f"nearest valid global batches: {', '.join(map(str, near))}",
                 "global_batch",
             )
@@ -109,6 +181,9 @@ class Layout:
 
     def check_split(self, k: Knobs, micro_batch: int, grad_accum: int) -> None:
         raise_if(self.knob_error(k) or self.split_error(k, micro_batch, grad_accum))
+
+
+PARALLEL = ("tensor_parallel", "sequence_parallel", "context_parallel")
 
 
 def raise_if(error: BadInput | None) -> None:

@@ -168,6 +168,7 @@ class Knobs(KnobFields):
         )
         if self.optimizer_in_backward:
             self._optimizer_in_backward_rules()
+        self._parallel_rules()
         if self.fsdp != "off":
             return self._fsdp_rules()
         if self.offload != "none" and self.zero_stage == 0:
@@ -259,6 +260,41 @@ class Knobs(KnobFields):
                 "quant",
             )
 
+    def _parallel_rules(self) -> None:
+        """Sequence, context and tensor parallelism between knobs alone (planner.config.layout: with the model and GPUs)."""
+        if self.cp_attention != "ring" and self.context_parallel == 1:
+            raise BadInput(f"--cp-attention {self.cp_attention} needs --context-parallel 2 or more", "cp_attention")
+        splits = self.sequence_parallel * self.context_parallel
+        if splits > 1 and self.attention == "eager":
+            raise BadInput(
+                "--attention eager with --sequence-parallel or --context-parallel: the split attention runs sdpa or "
+                "flash kernels (DeepSpeed's Ulysses refuses eager); use --attention sdpa or flash",
+                "attention",
+            )
+        if self.tensor_parallel > 1 and self.quant != "none":
+            raise BadInput(
+                f"--tensor-parallel {self.tensor_parallel} with --quant {self.quant}: a quantized base's packed weights "
+                "are not split by torch's tensor-parallel plan; use --tensor-parallel 1",
+                "tensor_parallel",
+            )
+        if self.parallel > 1 and self.workload.rl:
+            raise BadInput(
+                f"--workload {self.workload.kind} with tensor, sequence or context parallelism: RL roles split this way "
+                "are not planned yet; plan it without them",
+                "workload",
+            )
+        if self.parallel > 1 and self.expert_parallel > 1:
+            raise BadInput(
+                "--expert-parallel with tensor, sequence or context parallelism is not planned: give one of them",
+                "expert_parallel",
+            )
+
+    @property
+    def parallel(self) -> int:
+        """GPUs that share one sample: tensor x sequence x context parallel (the data-parallel size is the world
+        size over this)."""
+        return self.tensor_parallel * self.sequence_parallel * self.context_parallel
+
     def _optimizer_in_backward_rules(self) -> None:
         if self.zero_stage or self.fsdp != "off":
             raise BadInput(
@@ -318,6 +354,12 @@ class Knobs(KnobFields):
                 "--expert-parallel: a probe traces one rank's step without the all-to-all; expert-parallel "
                 "plans are analytic",
                 "expert_parallel",
+            )
+        if self.parallel > 1:
+            raise BadInput(
+                "--tensor-parallel, --sequence-parallel, --context-parallel: a probe traces one process without their "
+                "collectives; such plans are analytic",
+                "tensor_parallel" if self.tensor_parallel > 1 else "sequence_parallel",
             )
         if self.fsdp != "off":  # one rank's trace: FSDP2 runs the module in the compute dtype (bf16-pure's)
             if backend != "sim":
@@ -471,10 +513,18 @@ class Plan(KnobFields, _Split):
     def _fsdp_off(cls, v):
         return "off" if v is None else v  # plan files written before fsdp had one representation ("off")
 
+    @property
+    def data_parallel(self) -> int:
+        """Ranks that see different samples: the world size over tensor x sequence x context parallel."""
+        return self.world_size // (self.tensor_parallel * self.sequence_parallel * self.context_parallel)
+
     @model_validator(mode="after")
     def _exact_global_batch(self) -> Plan:
-        if self.micro_batch * self.grad_accum * self.world_size != self.global_batch:
-            raise ValueError("micro_batch x grad_accum x world_size must equal global_batch")
+        share = self.tensor_parallel * self.sequence_parallel * self.context_parallel
+        if self.world_size % share:
+            raise ValueError(f"tensor x sequence x context parallel ({share}) must divide world_size")
+        if self.micro_batch * self.grad_accum * self.data_parallel != self.global_batch:
+            raise ValueError("micro_batch x grad_accum x data-parallel size must equal global_batch")
         if self.optimizer_in_backward and (self.grad_accum > 1 or self.world_size > 1):
             raise ValueError(OPTIMIZER_IN_BACKWARD_SPLIT)
         return self
@@ -503,6 +553,9 @@ class Plan(KnobFields, _Split):
             f"steps_per_generation {self.workload.steps_per_generation}" if self.workload.steps_per_generation else "",
             f"expert parallel {self.expert_parallel}" if self.expert_parallel > 1 else "",
             f"frozen {self.frozen}" if self.frozen != "none" else "",
+            f"TP {self.tensor_parallel}" if self.tensor_parallel > 1 else "",
+            f"Ulysses SP {self.sequence_parallel}" if self.sequence_parallel > 1 else "",
+            f"CP {self.context_parallel} {self.cp_attention}" if self.context_parallel > 1 else "",
         ]
         return ", ".join(p for p in parts if p) or "-"
 

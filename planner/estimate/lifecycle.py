@@ -49,7 +49,7 @@ def checkpoint_dtype_bytes(s: Setup) -> int:
 
 def load_host_bytes_per_node(s: Setup) -> int:
     """Host RAM the ranks of one node hold at once while the model is loaded and sharded (page cache aside)."""
-    k, g, ckpt = s.knobs, s.gpus_per_node, checkpoint_dtype_bytes(s)
+    k, g, ckpt = s.knobs, s.node_ranks, checkpoint_dtype_bytes(s)
     t, w = trainable_params(s), trainable_weight_bytes_per_param(k)
     cast = t * w if w != ckpt else 0  # a rank loading in the plan's weight dtype
     if FRAMEWORKS[k.framework].loop == "bundled":  # recipe/model.py: from_pretrained(dtype=weight_dtype), every rank
@@ -95,7 +95,7 @@ def fsdp_model_bytes(s: Setup) -> int:
 
 def save_host_bytes_per_node(s: Setup) -> int:
     """Host RAM a checkpoint save holds at once on the busiest node (node 0, where rank 0 is)."""
-    k, g = s.knobs, s.gpus_per_node
+    k, g = s.knobs, s.node_ranks
     w, half = saved_weight_params(s), compute_dtype_bytes(s)
     if (
         FRAMEWORKS[k.framework].loop == "bundled"

@@ -32,7 +32,19 @@ from math import prod
 
 from planner.config.spec import MIB, Knobs, MemoryBreakdown
 from planner.estimate import activations as act
-from planner.estimate import calibration, frozen_lm, fsdp, lifecycle, lora, nograd, quant, recipe_terms, vision, zero
+from planner.estimate import (
+    calibration,
+    frozen_lm,
+    fsdp,
+    lifecycle,
+    lora,
+    nograd,
+    parallel,
+    quant,
+    recipe_terms,
+    vision,
+    zero,
+)
 from planner.estimate.setup import Setup
 from planner.estimate.trained import (  # re-exported: the terms' callers and tests name them memory.X
     embedding_copy_overcount_bytes,
@@ -457,7 +469,15 @@ def last_layer_temp_bytes(s: Setup) -> int:
         + r * rows * width * t.hidden
         + dequantized_bytes(s)
         + act.mlp_backward_transient_bytes(t, rows, width, p)
+        + parallel_attention_temp_bytes(s)
     )
+
+
+def parallel_attention_temp_bytes(s: Setup) -> int:
+    """In the last layer's attention backward: Ulysses' all-to-all copy of the q, k and v gradients, ring attention's
+    key/value blocks and their gradients in flight (planner.estimate.parallel; 0 without them)."""
+    _, c = act.saved_dtype_bytes(text_shape(s)[3])
+    return parallel.ulysses_all_to_all_bytes(s, c) + parallel.ring_kv_blocks_bytes(s, c, backward=True)
 
 
 def tied_embedding_grad_transient_bytes(s: Setup) -> int:
@@ -498,7 +518,7 @@ def overhead_bytes(s: Setup, peak_allocated: int) -> int:
     context = cal.cuda_context_bytes if cal and cal.cuda_context_bytes is not None else CUDA_CONTEXT_BYTES
     driver = cal.driver_reserved_bytes if cal and cal.driver_reserved_bytes is not None else 0
     nccl = 0
-    if s.world_size > 1:
+    if s.world_size * s.tensor_parallel > 1:
         intra = cal.nccl_bytes if cal and cal.nccl_bytes is not None else NCCL_INTRA_NODE_BYTES
         nccl = intra + (NCCL_INTER_NODE_BYTES if s.nodes > 1 else 0)
     return int(fragmentation * peak_allocated) + context + driver + nccl
@@ -545,17 +565,19 @@ def host_offload_bytes_per_node(s: Setup) -> int:
     if k.fsdp != "off":
         unsharded = replace(s, knobs=k.model_copy(update={"fsdp": "off", "offload": "none"}))
         states = params_bytes(unsharded) + gradients_bytes(unsharded) + optimizer_bytes(unsharded)
-        return fsdp.host_offload_bytes_per_rank(s, states) * s.gpus_per_node
+        return fsdp.host_offload_bytes_per_rank(s, states) * s.node_ranks
     per_rank = int(T * (4 + optimizer_state_bytes_per_param(k.optimizer, 4) + 4)) // s.world_size
     if k.offload == "optimizer+params":
         per_rank += (T * 2 + frozen_params(s) * frozen_weight_bytes_per_param(k)) // s.world_size
-    return per_rank * s.gpus_per_node
+    return per_rank * s.node_ranks
 
 
 def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | None = None) -> MemoryBreakdown:
     """The per-rank breakdown at the peak moment; its terms add up to peak_allocated_bytes.
     activation_side: (activations, temporaries) at the backward peak as a probe measured them
-    (the sim traces DeepSpeed plans without DeepSpeed), replacing the analytic ones."""
+    (the sim traces DeepSpeed plans without DeepSpeed), replacing the analytic ones. Under tensor, sequence or
+    context parallelism every term runs on one rank's view (planner.estimate.parallel.view)."""
+    s = parallel.view(s)
     params, opt, buckets = params_bytes(s), optimizer_bytes(s), comm_bucket_bytes(s)
     grads_full = gradients_bytes(s)
     acts = activations_bytes(s)
@@ -629,4 +651,4 @@ def host_activation_bytes_per_node(s: Setup) -> int:
     if s.knobs.checkpointing != "offload":
         return 0
     t, rows, width, p = text_shape(s)
-    return recipe_terms.host_activation_bytes(t, rows, width, p) * s.gpus_per_node
+    return recipe_terms.host_activation_bytes(t, rows, width, p) * s.node_ranks

@@ -251,4 +251,5 @@ def step_time(s: Setup, hw: Hardware) -> speed.StepTime:
 
 def tokens_per_second(s: Setup, t: speed.StepTime) -> float:
     """Cluster-wide tokens trained per second (DPO: both rows of a pair)."""
-    return s.knobs.workload.rows(s.micro_batch) * s.grad_accum * s.world_size * s.seq_len / t.total_s
+    dp = s.world_size // s.knobs.parallel
+    return s.knobs.workload.rows(s.micro_batch) * s.grad_accum * dp * s.seq_len / t.total_s

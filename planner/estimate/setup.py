@@ -18,11 +18,26 @@ class Setup:
     gpus_per_node: int = 1
     nodes: int = 1
     image_tokens: int = 0
+    # a rank's view under sequence or context parallelism (planner.estimate.parallel.view): the whole sequence, which
+    # attention spans, where seq_len is the rank's slice; 0: seq_len
+    context_len: int = 0
+    tensor_parallel: int = 1  # a rank's view: the tensor-parallel ranks behind each of gpus_per_node
     gpu: str = ""  # catalog GPU kind: its measured priors (planner.estimate.calibration), where a run wrote them
 
     @property
     def world_size(self) -> int:
         return self.gpus_per_node * self.nodes
+
+    @property
+    def node_ranks(self) -> int:
+        """Processes on a node (host RAM per node is theirs together): gpus_per_node, or in a rank's view under
+        tensor parallel T its gpus_per_node x T."""
+        return self.gpus_per_node * self.tensor_parallel
+
+    @property
+    def context(self) -> int:
+        """Tokens a row's attention spans."""
+        return self.context_len or self.seq_len
 
     @property
     def lora(self) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.config.spec import Hardware
-from planner.estimate import calibration, fsdp, recipe_terms
+from planner.estimate import calibration, fsdp, parallel, recipe_terms
 from planner.estimate.memory import frozen_params, host_activation_bytes_per_node, trainable_params
 from planner.estimate.setup import Setup
 
@@ -45,7 +45,7 @@ class StepTime:
 def flops_per_token(s: Setup) -> float:
     """Training FLOPs per token of one optimizer step's work."""
     m = s.model
-    attn_fwd = 4 * m.text.layers * m.text.q_dim * s.seq_len  # QK^T and AV; backward is twice this
+    attn_fwd = 4 * m.text.layers * m.text.q_dim * s.context  # QK^T and AV over the whole row; backward twice this
     base = (4 * m.active_params + 6 * trainable_params(s)) if s.lora else 6 * m.active_params
     return base + 3 * attn_fwd + recompute_flops_per_token(s, attn_fwd)
 
@@ -156,7 +156,7 @@ def offload_seconds(s: Setup, hw: Hardware) -> float:
         return 0.0
     part = trainable_params(s) / s.world_size
     pcie = hw.gpu.pcie_gbs * 1e9
-    t = (part * 4 + part * 2) / pcie + part * s.gpus_per_node / CPU_ADAM_PARAMS_PER_S
+    t = (part * 4 + part * 2) / pcie + part * s.node_ranks / CPU_ADAM_PARAMS_PER_S
     if s.knobs.offload == "optimizer+params":
         t += s.grad_accum * 2 * (s.model.params * 2 / s.world_size) / pcie
     return t
@@ -165,11 +165,53 @@ def offload_seconds(s: Setup, hw: Hardware) -> float:
 def activation_offload_seconds(s: Setup, hw: Hardware) -> float:
     """--checkpointing offload: every saved activation crosses PCIe to the host and back, per micro-step
     (save_on_cpu copies synchronously: not hidden behind compute)."""
-    per_rank = host_activation_bytes_per_node(s) / s.gpus_per_node
+    per_rank = host_activation_bytes_per_node(s) / s.node_ranks
     return s.grad_accum * 2 * per_rank / (hw.gpu.pcie_gbs * 1e9)
 
 
+def passes(s: Setup) -> int:
+    """Forward passes through a layer per micro-step, counting backward as two and a checkpointed rerun as one more
+    (the collectives inside a layer run once per pass)."""
+    return 3 + (1 if recipe_terms.checkpointed_layers(s.knobs, s.model.text.layers) else 0)
+
+
+def parallel_seconds(v: Setup, hw: Hardware, compute_s: float) -> float:
+    """Exposed communication of tensor, sequence and context parallelism per optimizer step, on a rank's view `v`:
+    - tensor parallel: per layer and pass, two all-gathers and two reduce-scatters of the local tokens' hidden
+      states (sequence-parallel norms; Korthikanti et al. 2022), on the node's link, not overlapped;
+    - Ulysses: per layer and pass, four all-to-alls (q, k, v in, the output back; Jacobs et al. 2023), not
+      overlapped; over the network where the group spans nodes;
+    - ring attention (and all-gather, the same volume at once): C - 1 key/value blocks per layer and pass (their
+      gradients too in backward), overlapped with the attention computing on the block before (Liu et al. 2023,
+      "Ring Attention"): only what exceeds it; under --cp-attention all-to-all, Ulysses' exchange over S x C."""
+    k, t = v.knobs, v.model.text
+    if k.parallel == 1:
+        return 0.0
+    c, layers = (4 if k.precision == "fp32" else 2), t.layers
+    tokens = v.knobs.workload.rows(v.micro_batch) * v.seq_len
+    n = v.grad_accum * passes(v) * layers
+    link = hw.gpu.link_gbs * 1e9
+    out = 0.0
+    if k.tensor_parallel > 1:
+        tp = k.tensor_parallel
+        out += n * (4 * _ring(tp) * tokens * t.hidden * c / link + 4 * COLLECTIVE_LATENCY_S)
+    a2a = parallel.all_to_all_group(k)
+    if a2a > 1:
+        bw = link if a2a <= v.gpus_per_node else bus_bandwidth_bytes_per_s(hw)  # the view's GPUs per node: g / T
+        width = t.head_dim * (2 * t.heads + 2 * max(t.kv_heads, a2a))
+        out += n * (_ring(a2a) * tokens * width * c / bw + 4 * COLLECTIVE_LATENCY_S)
+    if k.context_parallel > 1 and k.cp_attention != "all-to-all":
+        cp = k.context_parallel
+        bw = link if k.sequence_parallel * cp <= v.gpus_per_node else bus_bandwidth_bytes_per_s(hw)
+        ring = v.grad_accum * layers * (cp - 1) * (passes(v) + 1) * tokens * 2 * t.kv_dim * c / bw
+        attention = compute_s * 3 * 4 * layers * t.q_dim * v.context / flops_per_token(v)
+        out += max(ring - attention, 0.1 * ring)
+    return out
+
+
 def step_time(s: Setup, hw: Hardware) -> StepTime:
+    """One optimizer step; under tensor, sequence or context parallelism on a rank's view (planner.estimate.parallel)."""
+    s = parallel.view(s)
     tokens_micro = s.micro_batch * s.seq_len
     peak = gpu_tflops(hw, s.knobs.precision) * 1e12
     compute = s.grad_accum * tokens_micro * flops_per_token(s) / (peak * efficiency(tokens_micro, s.gpu))
@@ -179,10 +221,10 @@ def step_time(s: Setup, hw: Hardware) -> StepTime:
     # FSDP overlaps each unit's all-gather with the unit before it, forward and backward (all but the first)
     over = compute if s.knobs.fsdp != "off" else backward_last if s.knobs.zero_stage <= 1 else compute * 2 / 3
     hidden = BACKWARD_OVERLAP * over
-    exposed = max(comm - hidden, 0.1 * comm) + all_to_all_seconds(s, hw)
+    exposed = max(comm - hidden, 0.1 * comm) + all_to_all_seconds(s, hw) + parallel_seconds(s, hw, compute)
     return StepTime(compute, exposed, offload_seconds(s, hw) + activation_offload_seconds(s, hw))
 
 
 def tokens_per_second(s: Setup, hw: Hardware, t: StepTime) -> float:
-    """Cluster-wide training tokens per second."""
-    return s.micro_batch * s.grad_accum * s.world_size * s.seq_len / t.total_s
+    """Cluster-wide training tokens per second: micro x accumulation x data-parallel size x sequence."""
+    return s.micro_batch * s.grad_accum * s.world_size // s.knobs.parallel * s.seq_len / t.total_s

@@ -2,7 +2,7 @@
 sharded by the config's DeepSpeed or FSDP section."""
 
 from planner.frameworks.base import Framework
-from planner.frameworks.hf import HF_KEYS
+from planner.frameworks.hf import HF_KEYS, HF_SPLIT_RULES
 from planner.frameworks.trl import TRL_DEFAULTS, TRL_RUNS
 
 FRAMEWORK = Framework(
@@ -19,4 +19,5 @@ FRAMEWORK = Framework(
         "precision": "mixed_precision",
     },
     notes=("FSDP and ZeRO come from the accelerate config (distributed_type)",),
+    rules=HF_SPLIT_RULES,
 )

@@ -2,7 +2,7 @@
 cut cross-entropy, the chunked loss, sample packing, ZeRO and FSDP1/2; SFT, DPO, GRPO. Files cited are in the 0.19.0
 wheel (axolotl/utils/schemas/...)."""
 
-from planner.frameworks.base import Default, Framework, Rule
+from planner.frameworks.base import Default, Framework, Rule, autotp_rule
 
 FRAMEWORK = Framework(
     name="axolotl",
@@ -19,6 +19,8 @@ FRAMEWORK = Framework(
         "expert_parallel": ("off",),
         "quant": ("none", "nf4", "fp4", "int8", "gptq"),  # loaders/model.py:768 (gptq: true); no AWQ loader
         "workload": ("sft", "dpo", "grpo"),
+        "sequence_parallel": ("off",),  # its sequence_parallel_degree is ring attention: context_parallel_size
+        "cp_attention": ("ring",),
     },
     defaults={
         "checkpointing": Default("off", "axolotl/utils/schemas/config.py:606: gradient_checkpointing False"),
@@ -38,12 +40,21 @@ FRAMEWORK = Framework(
         "precision": "bf16",
         "lora_rank": "lora_r",
         "quant": "load_in_4bit",
+        "context_parallel": "context_parallel_size",
+        "tensor_parallel": "tensor_parallel_size",
         "seq_len": "sequence_len",
         "batching": "sample_packing",
         "model": "base_model",
     },
     notes=("checkpointing off by default; unknown keys are dropped silently by its validator",),
     rules=(
+        Rule(
+            "context_parallel",
+            "context_parallel_size is ring-flash-attn's ring attention: it needs --attention flash "
+            "(utils/schemas/validation.py:1804-1809)",
+            lambda k: k["context_parallel"] > 1 and k["attention"] != "flash",
+        ),
+        autotp_rule("tensor_parallel_size, utils/schemas/validation.py:1282-1311"),
         Rule(
             "frozen",
             "freezes a VLM's vision modules with their projector only (freeze_mm_modules, utils/freeze.py:16-26): "

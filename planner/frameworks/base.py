@@ -24,7 +24,12 @@ RESTRICTED = (
     "lora_vision",
     "vit_checkpointing",
     "lora_rank",
+    "tensor_parallel",
+    "sequence_parallel",
+    "context_parallel",
+    "cp_attention",
 )
+PARALLEL = ("expert_parallel", "tensor_parallel", "sequence_parallel", "context_parallel")
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,19 @@ def full_dpo_precomputed(knobs: dict) -> bool:
     return kind(knobs) == "dpo" and not knobs.get("lora_rank") and bool(pre)
 
 
+# the parallel sizes a framework without them runs (the one value each: off)
+NO_SPLITS = {"tensor_parallel": ("off",), "sequence_parallel": ("off",), "context_parallel": ("off",)}
+
+
+def autotp_rule(where: str) -> Rule:
+    """DeepSpeed's AutoTP (config `tensor_parallel.autotp_size`) runs beside ZeRO 1 and 2 only (`where`: the cite)."""
+    return Rule(
+        "tensor_parallel",
+        f"--tensor-parallel runs through DeepSpeed's AutoTP, beside ZeRO 1 or 2 ({where}): give --zero 1 or 2",
+        lambda k: k["tensor_parallel"] > 1 and (k["zero_stage"] not in (1, 2) or k["fsdp"] != "off"),
+    )
+
+
 @dataclass(frozen=True)
 class Framework:
     name: str
@@ -78,10 +96,10 @@ class Framework:
     loop: str = "hf"
 
     def value_of(self, knob: str, value: object) -> object:
-        """The value as `runs` names it: workloads by kind, LoRA as on/off, expert parallel as on/off."""
+        """The value as `runs` names it: workloads by kind, LoRA and the parallel sizes as on/off."""
         if knob == "workload":
             return kind({"workload": value})
-        if knob in ("lora_rank", "expert_parallel"):
+        if knob == "lora_rank" or knob in PARALLEL:
             return "off" if value in (0, 1) else "on"
         return value
 

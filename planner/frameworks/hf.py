@@ -1,7 +1,7 @@
 """Hugging Face Trainer (transformers 5.23.0) with PEFT and bitsandbytes in the user's script: full-layer
 checkpointing, Liger's fused loss, no packing, supervised fine-tuning only (DPO and GRPO are TRL's)."""
 
-from planner.frameworks.base import Default, Framework
+from planner.frameworks.base import Default, Framework, Rule, autotp_rule
 
 TF = "transformers 5.23.0 training_args.py"
 HF_RUNS = {
@@ -12,7 +12,33 @@ HF_RUNS = {
     "expert_parallel": ("off",),
     "workload": ("sft",),
     "vit_checkpointing": ("on",),  # gradient_checkpointing_enable reaches the tower's layers; no flag leaves them out
+    "cp_attention": ("ring", "all-gather"),  # accelerate's cp_comm_strategy alltoall and allgather
 }
+ACCELERATE = "accelerate 1.15.0"
+# accelerate's ParallelismConfig, which HF's Trainer (and TRL's) takes: sp_size on DeepSpeed (ALST), cp_size on FSDP2,
+# not both; tensor parallel through DeepSpeed's AutoTP (accelerate 1.15's FSDP2 + TP path imports transformers'
+# ReplicateParallel, which transformers 5.24 no longer has: accelerator.py:1618)
+HF_SPLIT_RULES = (
+    Rule(
+        "sequence_parallel",
+        f"--sequence-parallel is accelerate's sp_size, which runs on DeepSpeed only ({ACCELERATE} accelerator.py:"
+        "2394-2405): give --zero 1, 2 or 3",
+        lambda k: k["sequence_parallel"] > 1 and (k["zero_stage"] == 0 or k["fsdp"] != "off"),
+    ),
+    Rule(
+        "context_parallel",
+        f"--context-parallel is accelerate's cp_size, which needs FSDP2 ({ACCELERATE} state.py:998-1008): give --fsdp "
+        "full or grad-op",
+        lambda k: k["context_parallel"] > 1 and k["fsdp"] == "off",
+    ),
+    Rule(
+        "context_parallel",
+        f"--context-parallel with --sequence-parallel: accelerate runs one or the other ({ACCELERATE} "
+        "parallelism_config.py:329-334)",
+        lambda k: k["context_parallel"] > 1 and k["sequence_parallel"] > 1,
+    ),
+    autotp_rule("transformers' deepspeed integration; accelerate's FSDP2 + TP path is broken at 1.15"),
+)
 HF_KEYS = {
     "micro_batch": "per_device_train_batch_size",
     "grad_accum": "gradient_accumulation_steps",
@@ -28,6 +54,9 @@ HF_KEYS = {
     "quant": "BitsAndBytesConfig(load_in_4bit=True)",
     "seq_len": "max_length",
     "model": "model_name_or_path",
+    "sequence_parallel": "parallelism_config_sp_size",
+    "context_parallel": "parallelism_config_cp_size",
+    "tensor_parallel": "tensor_parallel.autotp_size",
 }
 HF_DEFAULTS = {
     "checkpointing": Default("off", f"{TF}: gradient_checkpointing=False"),
@@ -44,4 +73,5 @@ FRAMEWORK = Framework(
     defaults=HF_DEFAULTS,
     keys=HF_KEYS,
     notes=("checkpointing off by default; no packing; freezing modules is the script's job",),
+    rules=HF_SPLIT_RULES,
 )

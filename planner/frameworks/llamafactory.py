@@ -2,7 +2,7 @@
 Liger's fused loss, packing, ZeRO through its DeepSpeed JSONs, FSDP through an accelerate config, SFT and DPO.
 Files cited are in the 0.9.5 wheel (src/llamafactory/...)."""
 
-from planner.frameworks.base import Default, Framework, Rule, full_dpo_precomputed
+from planner.frameworks.base import NO_SPLITS, Default, Framework, Rule, full_dpo_precomputed
 
 HP = "llamafactory 0.9.5 hparams"
 FRAMEWORK = Framework(
@@ -20,6 +20,7 @@ FRAMEWORK = Framework(
         "expert_parallel": ("off",),
         "quant": ("none", "nf4", "fp4", "int8", "gptq"),  # AWQ needs autoawq: model/model_utils/quantization.py:122-123
         "workload": ("sft", "dpo"),
+        **NO_SPLITS,  # 0.9.5's hparams hold no sequence, context or tensor parallel size (v1 and Megatron aside)
     },
     defaults={
         "lora_rank": Default(8, f"{HP}/finetuning_args.py:77 (finetuning_type lora, :464)"),

@@ -1,7 +1,7 @@
 """ms-swift 4.6.0 (`swift sft|rlhf`): LoRA by default, full-layer checkpointing on by default, the ViT and aligner
 frozen, Liger's fused loss, packing, ZeRO presets and FSDP2; SFT, DPO and GRPO. Files cited are in the 4.6.0 wheel."""
 
-from planner.frameworks.base import Default, Framework, Rule, full_dpo_precomputed
+from planner.frameworks.base import Default, Framework, Rule, autotp_rule, full_dpo_precomputed
 
 FRAMEWORK = Framework(
     name="swift",
@@ -16,6 +16,7 @@ FRAMEWORK = Framework(
         "optimizer_in_backward": (False,),
         "expert_parallel": ("off",),
         "workload": ("sft", "dpo", "grpo"),
+        "context_parallel": ("off",),  # ring attention comes inside --sequence_parallel_size, with flash-attn
     },
     defaults={
         "lora_rank": Default(8, "swift/arguments/tuner_args.py:133 (tuner_type lora, base_args.py:56-58)"),
@@ -47,6 +48,8 @@ FRAMEWORK = Framework(
         "model": "--model",
         "frozen": "--freeze_vit",
         "vit_checkpointing": "--vit_gradient_checkpointing",
+        "sequence_parallel": "--sequence_parallel_size",
+        "tensor_parallel": "--deepspeed_autotp_size",
     },
     notes=("LoRA, checkpointing and a frozen ViT by default; accumulation defaults to a total batch of 16",),
     rules=(
@@ -55,6 +58,12 @@ FRAMEWORK = Framework(
             "--batching packed needs --attention flash (packing and padding_free need flash attention, "
             "swift/arguments/sft_args.py:186-197)",
             lambda k: k["batching"] == "packed" and k["attention"] != "flash",
+        ),
+        autotp_rule("swift/arguments/sft_args.py:158-160"),
+        Rule(
+            "tensor_parallel",
+            "--deepspeed_autotp_size is for full fine-tuning only (swift/arguments/sft_args.py:158-160): --lora-rank 0",
+            lambda k: k["tensor_parallel"] > 1 and k["lora_rank"] > 0,
         ),
         Rule(
             "workload",

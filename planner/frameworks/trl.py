@@ -3,7 +3,7 @@ SFT trainer computes the loss through a fused log-prob head on every model (trl/
 1610-1618): no full logits, and no Liger loss (refused in SFT, :1127-1140)."""
 
 from planner.frameworks.base import Default, Framework
-from planner.frameworks.hf import HF_KEYS, HF_RUNS
+from planner.frameworks.hf import HF_KEYS, HF_RUNS, HF_SPLIT_RULES
 
 BASE = "trl 1.16.0 trl/trainer/base_config.py"
 TRL_RUNS = {**HF_RUNS, "batching": ("padded", "packed"), "workload": ("sft", "dpo", "grpo")}
@@ -23,5 +23,6 @@ FRAMEWORK = Framework(
     defaults=TRL_DEFAULTS,
     keys={**HF_KEYS, "batching": "packing", "lora_rank": "lora_r"},
     notes=("checkpointing and bf16 on by default; SFT's loss is TRL's fused log-prob head (no full logits)",),
+    rules=HF_SPLIT_RULES,
     sft_head="fused-logprob",
 )

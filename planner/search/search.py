@@ -12,7 +12,7 @@ from itertools import product
 from math import isqrt
 
 from planner.config.knobfields import FIXED, SEARCHED
-from planner.config.layout import Layout, raise_if
+from planner.config.layout import PARALLEL, Layout, raise_if
 from planner.config.requests import Space
 from planner.config.spec import Goal, Hardware, Knobs, Plan, TokenBatches
 from planner.config.workload import Workload
@@ -51,6 +51,8 @@ def families(space: Space, hw: Hardware, layout: Layout | None = None) -> list[K
         raise BadInput(f"--precision {no_bf16[0]}: {hw.gpu.name} has no bf16 support; use fp16 or fp32", "precision")
     searched = {k: list(getattr(space, k)) for k in SEARCHED}
     searched["precision"] = precisions
+    for f in PARALLEL:  # empty: 1 (suggest widens it where nothing fits: parallel_spaces)
+        searched[f] = searched[f] or [1]
     fixed = {k: getattr(space, k) for k in FIXED}
     out, first = [], None
     for combo in product(*searched.values()):
@@ -74,7 +76,7 @@ def make_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_ba
     """One candidate (no launch material: planner.export.launch makes it for the plans a face shows);
     `calibrate` (planner.evidence.calibrate.Calibrator) swaps in stored or simulated evidence."""
     world = hw.world_size
-    accum = goal.global_batch // (world * micro_batch)
+    accum = goal.global_batch // (world // knobs.parallel * micro_batch)
     s = Setup(
         model, knobs, micro_batch, accum, goal.seq_len, hw.gpus_per_node, hw.nodes, goal.image_tokens, gpu=hw.gpu.name
     )
@@ -113,7 +115,7 @@ def budget_plan(
     """A token-budget plan (planner.search.batching): memory at the costliest of its micro-batch shapes, speed at its
     mean micro-step, and the global batch's fixed split (given, or the largest micro-batch of budget // seq_len
     samples or fewer that divides a rank's share), which HF runs and the bundled trainer reads the batch from."""
-    per_rank = goal.global_batch // hw.world_size
+    per_rank = goal.global_batch // (hw.world_size // knobs.parallel)
     fit_at_full = max(1, batches.max_tokens_per_micro_batch // goal.seq_len)
     split = make_plan(
         model, hw, goal, knobs, micro_batch or max(d for d in divisors(per_rank) if d <= fit_at_full), calibrate
@@ -170,7 +172,7 @@ def generation_split(
     """The plan of one micro-batch; GRPO with TRL's default steps_per_generation (the accumulation: one generation
     samples the rank's whole share) that does not fit tries smaller generation batches (steps_per_generation a
     divisor of the accumulation, largest first: fewer, larger generations decode faster). None: no split TRL takes."""
-    w, accum = knobs.workload, goal.global_batch // (hw.world_size * micro_batch)
+    w, accum = knobs.workload, goal.global_batch // (hw.world_size // knobs.parallel * micro_batch)
     layout = Layout.of(hw)
     options = [None]
     if w.kind == "grpo" and w.steps_per_generation is None and w.generation == "hf":
@@ -215,9 +217,9 @@ def search(
     (`batches`), one plan per knob family."""
     layout = Layout.of(hw, model, goal)
     raise_if(layout.global_batch_error(space.workload, goal.global_batch))
-    per_rank = goal.global_batch // hw.world_size
     fitting, rejected = [], []
     for knobs in families(space, hw, layout):
+        per_rank = goal.global_batch // (hw.world_size // knobs.parallel)
         if batches is not None:  # a token budget: one plan per knob family
             if knobs.optimizer_in_backward:
                 raise BadInput(
@@ -239,5 +241,24 @@ def search(
         fitting += ok
         if not ok and plans:
             rejected.append(plans[0])
+    if not fitting and batches is None:
+        for wider in parallel_spaces(space, hw):  # the sequence fits nothing as asked: split it, or the layers
+            try:
+                more = search(model, hw, goal, wider, top, calibrate)
+            except BadInput:  # the framework, the model or the GPUs run no such split
+                continue
+            fitting += more.plans
     fitting.sort(key=rank_key)
     return Result(plans=fitting[:top], rejected=rejected)
+
+
+def parallel_spaces(space: Space, hw: Hardware) -> list[Space]:
+    """Where a request left every parallel size to the search (empty lists) and nothing fits: the same space with
+    Ulysses sequence parallel, then with tensor parallel within a node, at 2, 4 and 8 (each alone; a list given,
+    even [1], asks for exactly it)."""
+    if any(getattr(space, f) for f in PARALLEL):
+        return []
+    sizes = [n for n in (2, 4, 8) if n <= hw.world_size and hw.world_size % n == 0]
+    within = [n for n in sizes if hw.gpus_per_node % n == 0]
+    out = [space.model_copy(update={"sequence_parallel": sizes})] if sizes else []
+    return out + ([space.model_copy(update={"tensor_parallel": within})] if within else [])

@@ -150,7 +150,7 @@ def _answer(cls, call, data: dict) -> str:
         return "bad"
     for plan in getattr(result, "plans", None) or [result.plan] if hasattr(result, "plan") else result.plans:
         m = plan.memory
-        assert plan.micro_batch * plan.grad_accum * plan.world_size == plan.global_batch
+        assert plan.micro_batch * plan.grad_accum * plan.data_parallel == plan.global_batch
         assert m.peak_allocated_bytes == m.terms_sum() and min(m.params_bytes, m.activations_bytes) >= 0
         assert math.isfinite(plan.tokens_per_s) and plan.tokens_per_s >= 0
     json.dumps(result.model_dump())

@@ -10,7 +10,18 @@ from recipe.dist import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = {"model": "debug-llama", "seq_len": 48, "lr": 1e-3}
-KNOBS = ("precision", "checkpointing", "zero_stage", "offload", "optimizer", "lora_rank", "fsdp")
+KNOBS = (
+    "precision",
+    "checkpointing",
+    "zero_stage",
+    "offload",
+    "optimizer",
+    "lora_rank",
+    "fsdp",
+    "sequence_parallel",
+    "tensor_parallel",
+    "batching",
+)
 
 
 def launch(tmp: Path, name: str, ranks: int, wait: bool = True, env: dict | None = None, **cfg):

@@ -338,7 +338,7 @@ def _good_plan(tmp_path) -> dict:
         ),
         (
             lambda d: {**d, "plans": [{**d["plans"][0], "grad_accum": 3}]},
-            "micro_batch x grad_accum x world_size must equal global_batch",
+            "micro_batch x grad_accum x data-parallel size must equal global_batch",
         ),
         (lambda d: {**d, "plans": [{**d["plans"][0], "precision": "fp8"}]}, "precision"),
         (lambda d: {**d, "plans": [{**d["plans"][0], "offload": "optimizer"}]}, "--offload optimizer needs DeepSpeed"),

@@ -24,6 +24,9 @@ def test_what_an_adapter_runs_is_named_in_the_knobs_own_values(name):
             "workload": KINDS,
             "lora_rank": ("on", "off"),
             "expert_parallel": ("on", "off"),
+            "tensor_parallel": ("on", "off"),
+            "sequence_parallel": ("on", "off"),
+            "context_parallel": ("on", "off"),
             "optimizer_in_backward": (True, False),
             "lora_vision": (True, False),
         }.get(knob) or choices(knob)

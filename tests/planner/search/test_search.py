@@ -37,7 +37,7 @@ def test_every_plan_has_the_exact_global_batch(model, gpu, per_node, nodes, batc
     r = run(model, gpu, per_node, batch, 2048, nodes)
     assert r.plans
     for p in r.plans + r.rejected:
-        assert p.micro_batch * p.grad_accum * p.world_size == batch
+        assert p.micro_batch * p.grad_accum * p.data_parallel == batch
         assert p.world_size == per_node * nodes
 
 
