@@ -413,13 +413,16 @@ def check(
 ) -> CheckResult:
     """One configuration's breakdown, whether it fits, and fitting alternatives with the same global batch."""
     world = (req.gpus_per_node or 1) * req.nodes
-    if req.micro_batch * req.grad_accum * world > MAX_GLOBAL_BATCH:
+    # the ranks that see different samples: tensor, sequence and context parallel ranks share theirs (the layout
+    # refuses a world they do not divide)
+    data = max(1, world // (req.tensor_parallel * req.sequence_parallel * req.context_parallel))
+    if req.micro_batch * req.grad_accum * data > MAX_GLOBAL_BATCH:
         raise BadInput(
-            f"--micro-batch {req.micro_batch} x --grad-accum {req.grad_accum} x world {world} is over "
+            f"--micro-batch {req.micro_batch} x --grad-accum {req.grad_accum} x data-parallel {data} is over "
             f"the largest global batch, {MAX_GLOBAL_BATCH}",
             "grad_accum",
         )
-    model, hw, goal, fit, budget = resolve(req, req.micro_batch * req.grad_accum * world, resolver, scanner)
+    model, hw, goal, fit, budget = resolve(req, req.micro_batch * req.grad_accum * data, resolver, scanner)
     knobs = check_knobs(req, hw)
     lora_knobs(req, model)
     Layout.of(hw, model, goal).check_split(knobs, req.micro_batch, req.grad_accum)
@@ -447,14 +450,20 @@ def check(
     space = Space(
         **{**{k: getattr(req, k) for k in FIXED}, "expert_parallel": 1},
         precision=list(dict.fromkeys([knobs.precision, default])),
-        fsdp=["off"],
+        fsdp=list(dict.fromkeys(["off", knobs.fsdp])),  # the plan's own too: context parallel runs on FSDP only
+        tensor_parallel=[knobs.tensor_parallel],
+        sequence_parallel=[knobs.sequence_parallel],
+        context_parallel=[knobs.context_parallel],
         checkpointing=list(SUGGEST_CHECKPOINTING),
         loss=[req.loss],
         attention=[req.attention],
         batching=[req.batching],
     )
     alt_cal = cal.with_mode("auto") if cal is not None else None  # alternatives: stored evidence only
-    found = search(model, hw, goal, space, top=MAX_SUGGESTIONS + 1, calibrate=alt_cal, batches=batches).plans
+    try:
+        found = search(model, hw, goal, space, top=MAX_SUGGESTIONS + 1, calibrate=alt_cal, batches=batches).plans
+    except BadInput:  # no alternative the framework runs (the plan itself was valid): none to offer
+        found = []
     alternatives = [p for p in found if (p.micro_batch, p.knobs) != (plan.micro_batch, plan.knobs)][:MAX_SUGGESTIONS]
     plan = with_launch(plan, model, hw, goal)
     alternatives = [with_launch(p, model, hw, goal) for p in alternatives]

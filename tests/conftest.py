@@ -195,6 +195,11 @@ SLOW = {
     "tests/probes/test_trl_sft_head.py::test_a_trl_sft_step_holds_the_fused_head_and_hfs_the_full_logits[trl]": 12,
     # tests/planner/export: each framework's own parser in its venv (a Python start each)
     "tests/planner/export/test_frameworks_export.py::test_exports_pass_the_frameworks_own_parsers": 6,
+    "tests/planner/export/test_parallel_exports.py::test_exports_pass_the_frameworks_own_config_code": 24,
+    "tests/planner/export/test_parallel_exports.py::test_the_validators_catch_a_broken_file": 22,
+    "tests/planner/export/test_parallel_exports.py::test_the_verl_validator_runs_verls_heads_rule": 26,
+    "tests/planner/export/test_parallel_hf_export.py::test_the_exports_pass_accelerate_transformers_and_deepspeed": 23,
+    "tests/planner/export/test_parallel_hf_export.py::test_the_validator_catches_a_broken_file": 8,
     # tests/planner: CLI subprocesses that probe or launch (the hypothesis tests are cut by MEMPLAN_TEST_EXAMPLES)
     "tests/planner/cli/test_check.py::test_verify_works_with_every_evidence_mode": 37,
     "tests/planner/cli/test_probe.py::test_cli_probe_list_profile_and_sim_evidence": 20,
@@ -208,6 +213,7 @@ SLOW = {
     # tests/probes: real CPU steps and probe subprocesses (the RL module fixture, 38 s, is shared by three tests)
     "tests/probes/test_dist.py::test_fsdp2_shards_per_rank_are_the_analytic_terms": 19,
     "tests/probes/test_dist.py::test_fsdp2_keeps_unsharded_gradients_between_micro_steps": 12,
+    "tests/probes/test_parallel_probe.py::test_tensor_and_ulysses_ranks_hold_what_their_view_counts": 10,
     "tests/probes/test_zero.py::test_zero3_defaults_gather_a_small_model_whole_and_keep_its_buffers": 7,
     "tests/probes/test_zero.py::test_zero12_step_allocates_the_flat_and_fp32_copies_or_the_fp64_norm": 11,
     "tests/probes/test_save.py::test_a_deepspeed_save_holds_the_full_16bit_weights_where_the_term_says": 10,

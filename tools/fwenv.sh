@@ -2,7 +2,11 @@
 # One venv per framework (LLaMA-Factory, ms-swift, axolotl: their pins conflict), holding only what its config parser
 # imports, so the tests can load memplan's exports with each framework's own parser (tests/planner/export/validators).
 # Idempotent: a venv whose stamp matches is left alone (0.01 s). `make fwenv` runs it; `make test` uses the venvs.
-# usage: tools/fwenv.sh [llamafactory|ms-swift|axolotl|gptqmodel|video ...]   (default: all five)   FWENV_ROOT=.fwenv
+# usage: tools/fwenv.sh [llamafactory|ms-swift|axolotl|verl|torchtitan|gptqmodel|video ...]   (default: all seven)
+#   FWENV_ROOT=.fwenv
+# verl: what its SFT config code imports (verl/__init__ imports ray and tensordict; hydra composes the YAML; transformers
+#   within verl's own pin, >=5.5.3,<5.11). torchtitan: what torchtitan.train's ConfigManager and Trainer.Config import,
+#   triton among them (distributed/minimal_async_ep/kernels.py imports it at module level; 0.7 GB, CPU-importable).
 # gptqmodel: not a framework, the library that trains GPTQ/AWQ checkpoints (tests/probes/test_gptqmodel.py measures
 #   its layers; its setup.py builds no extension, so the sdist installs on a CPU machine).
 # video: transformers' Qwen2-VL video processor, which imports torchvision (tests/planner/model/test_video_rules.py
@@ -22,11 +26,15 @@ declare -A PKG=(
   [ms-swift]="ms-swift==4.6.0"
   [axolotl]="axolotl==0.19.0"
   [gptqmodel]="gptqmodel==7.7.0"
+  [verl]="verl==0.9.1"
+  [torchtitan]="torchtitan==0.3.0"
 )
 declare -A DEPS=(
   [llamafactory]="transformers==5.6.0 datasets==4.0.0 accelerate==1.11.0 peft==0.18.1 trl==0.24.0 omegaconf==2.4.0 deepspeed==0.19.8"
   [ms-swift]="transformers==5.19.0 datasets==4.8.4 accelerate==1.15.0 peft==0.20.0 trl==0.29.1 modelscope==1.40.2 pillow==13.0.0 json_repair==0.64.6 deepspeed==0.19.8"
   [gptqmodel]="transformers==5.23.0 accelerate==1.15.0 pillow==13.0.0 requests==2.34.2 pypcre==0.6.4 logbar==0.4.15 tokenicer==0.0.14 device-smi==0.5.7 defuser==0.0.28 threadpoolctl==3.8.0"
+  [verl]="transformers==5.10.4 hydra-core==1.3.2 omegaconf==2.3.0 tensordict==0.10.0 ray==2.60.0 codetiming==1.4.0 peft==0.21.2 accelerate==1.15.0 datasets==5.2.0 pillow==13.0.0 numpy==2.4.6 packaging==25.0"
+  [torchtitan]="tyro==1.0.17 spmd_types==0.2.3 tokenizers==0.23.3 safetensors==0.8.0 einops==0.8.2 torchdata==0.11.0 tensorboard==2.21.0 triton==3.7.1 datasets==4.7.0 numpy==2.4.6"
   [axolotl]="transformers==5.16.1 huggingface_hub==1.17.0 tokenizers==0.23.1 accelerate==1.13.0 peft==0.20.0 trl==1.9.0 pydantic==2.12.5 PyYAML==6.0.3 pillow==13.0.0 addict==2.4.0 colorama==0.4.6 mistral-common==1.11.5 datasets==4.8.4 evaluate==0.4.1 wandb==0.31.0"
 )
 
@@ -76,6 +84,6 @@ setup_video() {
   echo "video: installed"
 }
 
-for name in "${@:-llamafactory ms-swift axolotl gptqmodel video}"; do
+for name in "${@:-llamafactory ms-swift axolotl verl torchtitan gptqmodel video}"; do
   for n in $name; do if [ "$n" = video ]; then setup_video; else setup_one "$n"; fi; done
 done

@@ -147,7 +147,7 @@ def run(args: Namespace) -> int:
     plan, out, model = choose(args)
     err = common.err_console()
     common.say_line(
-        f"plan: micro {plan.micro_batch} x accum {plan.grad_accum} x world {plan.world_size} = {plan.global_batch}, "
+        f"plan: {plan.split_text} = {plan.global_batch}, "
         f"{plan.precision}, checkpointing {plan.checkpointing}, {plan.sharding}, offload {plan.offload} "
         f"({plan.evidence}, {plan.memory.device_total_bytes / 2**30:.1f} GiB of {plan.memory.capacity_bytes / 2**30:.1f})",
         err,

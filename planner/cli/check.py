@@ -84,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
                 common.say_line(line)
         verdict = "fits" if plan.fits else f"does NOT fit: {plan.reason}"
         common.say_line(
-            f"{out['model']['name']}{common.approximate(model, goal)}: micro {plan.micro_batch} x accum "
-            f"{plan.grad_accum} x world {plan.world_size} = {plan.global_batch}, {plan.precision}, "
+            f"{out['model']['name']}{common.approximate(model, goal)}: {plan.split_text} = "
+            f"{plan.global_batch}, {plan.precision}, "
             f"checkpointing {plan.checkpointing}, {plan.sharding}, offload {plan.offload}"
             + (f", {plan.recipe}" if plan.recipe != "-" else "")
             + f" ({plan.evidence}): {verdict}"

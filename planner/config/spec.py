@@ -518,6 +518,15 @@ class Plan(KnobFields, _Split):
         """Ranks that see different samples: the world size over tensor x sequence x context parallel."""
         return self.world_size // (self.tensor_parallel * self.sequence_parallel * self.context_parallel)
 
+    @property
+    def split_text(self) -> str:
+        """`micro 2 x accum 4 x world 8`, or where ranks share samples `... x data-parallel 2 of 8 GPUs`: the factors
+        of the global batch."""
+        ranks = f"world {self.world_size}"
+        if self.data_parallel != self.world_size:
+            ranks = f"data-parallel {self.data_parallel} of {self.world_size} GPUs"
+        return f"micro {self.micro_batch} x accum {self.grad_accum} x {ranks}"
+
     @model_validator(mode="after")
     def _exact_global_batch(self) -> Plan:
         share = self.tensor_parallel * self.sequence_parallel * self.context_parallel

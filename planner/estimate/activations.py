@@ -191,12 +191,16 @@ def checkpointed_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) ->
 
 
 def final_norm_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
-    """Final norm plus the lm_head input (a separate cast under amp)."""
+    """Final norm plus the lm_head input: RMSNorm's output `self.weight * hidden_states.to(input_dtype)` is a new
+    tensor the head saves beside the normalized one the weight product saves (transformers 5.24
+    models/llama/modeling_llama.py:63-67), in the compute dtype under every profile (under amp, autocast's cast of
+    it). Saved-tensor hooks on debug-llama count 12 bytes per token per hidden unit in fp32 and 8 in bf16
+    (benchmarks/parallel_sharding.py; the fp32 and half profiles counted 8 and 6 before)."""
     tokens = batch * seq
     r, c = saved_dtype_bytes(profile)
     if t.traits.layernorm:
         return tokens * t.hidden * (r + c)
-    return rmsnorm_saved_bytes(tokens, t.hidden, profile) + (c * tokens * t.hidden if profile == "amp" else 0)
+    return rmsnorm_saved_bytes(tokens, t.hidden, profile) + c * tokens * t.hidden
 
 
 def text_activations_bytes(t: TextSpec, batch: int, seq: int, profile: str, checkpointing: str) -> int:

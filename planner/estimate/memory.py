@@ -317,8 +317,10 @@ def activations_bytes(s: Setup) -> int:
     """Saved activations at the start of backward: text layers, vision tower, final norm."""
     t, rows, width, p = text_shape(s)
     total = recipe_terms.text_activations_bytes(t, s.knobs, rows, width, p)
-    if s.knobs.checkpointing != "offload":  # LoRA's own tensors, in the layers not under a checkpoint
-        total += (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) * lora_layer_bytes(s)
+    if s.knobs.checkpointing != "offload":  # LoRA's own tensors and Ulysses', in the layers not under a checkpoint
+        total += (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) * (
+            lora_layer_bytes(s) + ulysses_layer_bytes(s)
+        )
     total += int8_retained_inputs_bytes(s) - frozen_ends_bytes(s)
     v = s.model.vision
     if v is not None:
@@ -330,6 +332,13 @@ def activations_bytes(s: Setup) -> int:
         live = t.cross_layers * (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) // t.layers
         total += act.cross_attention_bytes(t, v, s.micro_batch, s.image_tokens, s.seq_len, p, live)
     return total
+
+
+def ulysses_layer_bytes(s: Setup) -> int:
+    """What Ulysses adds to a layer's saved tensors: its attention output saved twice, KV heads repeated to the group
+    (parallel.ulysses_layer_saved_bytes; 0 without the split). `s`: the rank's view."""
+    t, rows, width, p = text_shape(s)
+    return parallel.ulysses_layer_saved_bytes(s.knobs, t, rows * width, act.saved_dtype_bytes(p)[1])
 
 
 def int8_retained_inputs_bytes(s: Setup) -> int:
@@ -391,7 +400,10 @@ def frozen_ends_bytes(s: Setup) -> int:
     if frozen_lm.language_frozen(k):  # a frozen language model: its final norm and head (planner/estimate/frozen_lm.py)
         return frozen_lm.ends_dropped_bytes(s.model, p, rows * width)
     if not lora.layer_examined(s.model, k) or k.checkpointing != "off" or k.lora_train_embeddings:
-        return 0
+        # a frozen head keeps no input: the RMSNorm output final_norm_bytes counts for a trained head (under AMP it
+        # counts the bf16 copy, as the sim found for LoRA too)
+        frozen_head = s.lora and not k.lora_train_embeddings and not t.traits.layernorm and p != "amp"
+        return act.saved_dtype_bytes(p)[1] * rows * width * t.hidden if frozen_head else 0
     return act.final_norm_bytes(t, rows, width, p)
 
 
@@ -432,8 +444,8 @@ def last_layer_activations_bytes(s: Setup) -> int:
     the vision tower's; the final norm's saved tensors are freed by then."""
     t, rows, width, p = text_shape(s)
     recomputed = recipe_terms.recomputed_layer_bytes(t, s.knobs, rows, width, p)
-    if recomputed and s.knobs.checkpointing != "offload":  # the recomputed layer holds LoRA's tensors too
-        recomputed += lora_layer_bytes(s)
+    if recomputed and s.knobs.checkpointing != "offload":  # the recomputed layer holds LoRA's and Ulysses' tensors too
+        recomputed += lora_layer_bytes(s) + ulysses_layer_bytes(s)
     final = 0 if s.knobs.checkpointing == "offload" else act.final_norm_bytes(t, rows, width, p) - frozen_ends_bytes(s)
     return activations_bytes(s) - final + recomputed
 

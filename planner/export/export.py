@@ -15,6 +15,7 @@ from planner.config.spec import Hardware, Knobs, Plan, saves_full_weights
 from planner.config.workload import Workload
 from planner.estimate.quant import FOUR_BIT
 from planner.estimate.zero import settings as zero_settings
+from planner.export import parallel
 from planner.model import catalog
 from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
 
@@ -69,7 +70,7 @@ def hf_note(plan: Plan) -> str | None:
     return ". ".join(notes) or None
 
 
-def hf_args(plan: Plan, model: ModelSpec | None = None) -> dict:
+def hf_args(plan: Plan, model: ModelSpec | None = None, hw: Hardware | None = None) -> dict:
     """TrainingArguments fields (TRL's SFTConfig for the attention and packing ones); bf16-pure means loading the
     model in bf16 without autocast. FSDP plans: `fsdp` and its `fsdp_config` (FSDP2; checkpointing through FSDP's
     own activation checkpointing, as transformers asks). Knobs HF cannot run are replaced by their nearest HF
@@ -99,6 +100,9 @@ def hf_args(plan: Plan, model: ModelSpec | None = None) -> dict:
     if fsdp:
         args["fsdp"] = HF_FSDP[plan.fsdp] + (" offload" if plan.offload != "none" else "")
         args["fsdp_config"] = fsdp_config(plan, model)
+    fields = parallel.parallelism_fields(plan, hw.nodes if hw else 1)
+    if fields:  # TrainingArguments.parallelism_config: the script builds ParallelismConfig(**fields) (export.parallel)
+        args["parallelism_config"] = fields
     return {**args, **trl_args(plan.workload)}
 
 
@@ -203,8 +207,11 @@ def wrap_classes(model: ModelSpec) -> list[str]:
 
 
 def accelerate_config(plan: Plan, hw: Hardware, model: ModelSpec | None) -> dict | None:
-    """An accelerate config (`accelerate launch --config_file`) for an FSDP2 plan; None otherwise."""
+    """An accelerate config (`accelerate launch --config_file`) for an FSDP2 plan, or a ZeRO plan with Ulysses
+    sequence parallel (export.parallel); None otherwise."""
     if plan.fsdp == "off":
+        if plan.sequence_parallel > 1 and plan.zero_stage >= 1:
+            return parallel.deepspeed_accelerate_config(plan, hw, DS_CONFIG_NAME)
         return None
     f = fsdp_config(plan, model)
     fsdp = {
@@ -234,6 +241,9 @@ def accelerate_config(plan: Plan, hw: Hardware, model: ModelSpec | None) -> dict
             "parallelism_config_dp_replicate_size": hw.nodes,
             "parallelism_config_dp_shard_size": hw.gpus_per_node,
         }
+    fields = parallel.parallelism_fields(plan, hw.nodes)
+    if fields:  # context parallel: FSDP shards over dp_shard x cp
+        cfg["parallelism_config"] = parallel.accelerate_section(fields)
     return cfg
 
 
@@ -269,6 +279,8 @@ def deepspeed_config_for(k: Knobs, micro_batch: int, grad_accum: int, world: int
     if k.offload == "optimizer+params":
         zero["offload_param"] = {"device": "cpu", "pin_memory": True}
     cfg: dict = {
+        # every rank, as HF fills it (transformers integrations/deepspeed.py:143); under Ulysses accelerate then sets
+        # it to the data-parallel ranks' (accelerator.py:2358-2365)
         "train_batch_size": micro_batch * grad_accum * world,
         "train_micro_batch_size_per_gpu": micro_batch,
         "gradient_accumulation_steps": grad_accum,
@@ -276,6 +288,7 @@ def deepspeed_config_for(k: Knobs, micro_batch: int, grad_accum: int, world: int
         "zero_optimization": zero,
         "steps_per_print": 100,
         "wall_clock_breakdown": False,
+        **parallel.deepspeed_keys(k),
     }
     if k.precision == "bf16":
         cfg["bf16"] = {"enabled": True}
@@ -436,6 +449,8 @@ def command(plan: Plan, hw: Hardware, model: ModelSpec | None = None, seq_len: i
     named = ["--model_name_or_path", catalog.hf_id(model.name) or model.name] if model is not None else []
     args = " ".join(shlex.quote(x) for x in [TRAIN_SCRIPT, *named, *script_args(plan, model=model)])
     g, n = hw.gpus_per_node, hw.nodes
+    if parallel.needs_accelerate_launch(plan):
+        return parallel.accelerate_command(hw, args)
     if plan.zero_stage >= 1:
         nodes = f" --num_nodes {n} --hostfile hostfile" if n > 1 else ""
         return f"deepspeed --num_gpus {g}{nodes} {args}"
@@ -470,12 +485,12 @@ def sbatch(plan: Plan, hw: Hardware) -> str:
 #SBATCH --ntasks-per-node=1
 #SBATCH --gpus-per-node={hw.gpus_per_node}
 #SBATCH --exclusive
-# plan: micro {plan.micro_batch} x accum {plan.grad_accum} x world {plan.world_size} = {plan.global_batch}, \
+# plan: {plan.split_text} = {plan.global_batch}, \
 {plan.precision}, checkpointing {plan.checkpointing}, zero {plan.zero_stage}, offload {plan.offload}
 set -euo pipefail
 export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
 export MASTER_PORT=${{MASTER_PORT:-29500}}
-{"".join(f"export {k}={v}{chr(10)}" for k, v in alloc_env(plan).items())}srun --kill-on-bad-exit=1 bash -c 'torchrun --nnodes "$SLURM_NNODES" --nproc_per_node {hw.gpus_per_node} \\
+{"".join(f"export {k}={v}{chr(10)}" for k, v in {**alloc_env(plan), **parallel.parallelism_env(plan, hw)}.items())}srun --kill-on-bad-exit=1 bash -c 'torchrun --nnodes "$SLURM_NNODES" --nproc_per_node {hw.gpus_per_node} \\
   --rdzv_id "$SLURM_JOB_ID" --rdzv_backend c10d --rdzv_endpoint "$MASTER_ADDR:$MASTER_PORT" \\
   {args}'
 """

@@ -10,12 +10,18 @@ import json
 from pathlib import Path
 
 from planner.config.spec import Goal, Hardware, Launch, Plan
-from planner.export import axolotl, export, llamafactory, swift
+from planner.export import axolotl, export, llamafactory, swift, torchtitan, verl
 from planner.export.export import DS_CONFIG_NAME, FSDP_CONFIG_NAME
 from planner.model.modelspec import ModelSpec
 
 LAUNCH_NAME = "launch.sh"
-FRAMEWORK_EXPORTS = {"llamafactory": llamafactory, "swift": swift, "axolotl": axolotl}  # plan.framework -> exporter
+FRAMEWORK_EXPORTS = {
+    "llamafactory": llamafactory,
+    "swift": swift,
+    "axolotl": axolotl,
+    "verl": verl,
+    "torchtitan": torchtitan,
+}  # plan.framework -> exporter
 
 
 def budget_note(plan: Plan) -> str | None:
@@ -51,7 +57,7 @@ def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> Launch:
         except ValueError as e:  # a plan the framework's config cannot express: the HF material, and why
             notes.append(f"{plan.framework}: {e}")
     return Launch(
-        hf_args=export.hf_args(plan, model),
+        hf_args=export.hf_args(plan, model, hw),
         deepspeed_config=export.deepspeed_config(plan, model),
         command=export.env_prefix(plan) + command,
         framework_files=framework_files,
@@ -102,9 +108,10 @@ def files(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int) -> dict[str,
         if made is not None:  # None: its framework cannot express it, and the plan carries the HF material
             return dict(made)
     out = command_files(plan, model)
-    if plan.fsdp != "off":
-        out["accelerate_config.yaml"] = export.yaml_text(export.accelerate_config(plan, hw, model))
-    out["train_args.json"] = json.dumps(export.hf_args(plan, model), indent=2) + "\n"
+    acc = export.accelerate_config(plan, hw, model)
+    if acc is not None:
+        out["accelerate_config.yaml"] = export.yaml_text(acc)
+    out["train_args.json"] = json.dumps(export.hf_args(plan, model, hw), indent=2) + "\n"
     out["launch.sbatch"] = export.sbatch(plan, hw)
     return out
 

@@ -7,11 +7,24 @@ config readers in planner.intake, the exports in planner.export."""
 
 from __future__ import annotations
 
-from planner.frameworks import accelerate, axolotl, deepspeed, hf, llamafactory, memplan, swift, trl, trl0
+from planner.frameworks import (
+    accelerate,
+    axolotl,
+    deepspeed,
+    hf,
+    llamafactory,
+    memplan,
+    swift,
+    torchtitan,
+    trl,
+    trl0,
+    verl,
+)
 from planner.frameworks.base import Default, Framework
 
 FRAMEWORKS: dict[str, Framework] = {
-    m.FRAMEWORK.name: m.FRAMEWORK for m in (memplan, hf, trl, trl0, accelerate, deepspeed, llamafactory, swift, axolotl)
+    m.FRAMEWORK.name: m.FRAMEWORK
+    for m in (memplan, hf, trl, trl0, accelerate, deepspeed, llamafactory, swift, axolotl, verl, torchtitan)
 }
 NAMES: tuple[str, ...] = tuple(FRAMEWORKS)
 

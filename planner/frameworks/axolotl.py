@@ -2,7 +2,7 @@
 cut cross-entropy, the chunked loss, sample packing, ZeRO and FSDP1/2; SFT, DPO, GRPO. Files cited are in the 0.19.0
 wheel (axolotl/utils/schemas/...)."""
 
-from planner.frameworks.base import Default, Framework, Rule, autotp_rule
+from planner.frameworks.base import Default, Framework, Rule
 
 FRAMEWORK = Framework(
     name="axolotl",
@@ -54,7 +54,17 @@ FRAMEWORK = Framework(
             "(utils/schemas/validation.py:1804-1809)",
             lambda k: k["context_parallel"] > 1 and k["attention"] != "flash",
         ),
-        autotp_rule("tensor_parallel_size, utils/schemas/validation.py:1282-1311"),
+        Rule(  # AutoTP beside DeepSpeed (utils/schemas/validation.py:1282-1311), or accelerate's ParallelismConfig tp_size
+            # with transformers' tp_plan beside FSDP2 (utils/distributed.py:322-344, loaders/model.py:972-973)
+            "tensor_parallel",
+            "tensor_parallel_size runs through DeepSpeed's AutoTP beside ZeRO 1 or 2, or transformers' tensor-parallel "
+            "plan beside FSDP2 (utils/distributed.py:322-344): give --zero 1 or 2, or --fsdp full or grad-op",
+            lambda k: (
+                k["tensor_parallel"] > 1
+                and not (k["zero_stage"] in (1, 2) and k["fsdp"] == "off")
+                and k["fsdp"] not in ("full", "grad-op")
+            ),
+        ),
         Rule(
             "frozen",
             "freezes a VLM's vision modules with their projector only (freeze_mm_modules, utils/freeze.py:16-26): "

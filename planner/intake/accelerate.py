@@ -19,6 +19,7 @@ from planner.intake.collect import (
     default,
     is_file,
     known,
+    parallel_sizes,
     parse_yaml,
     section,
     show,
@@ -94,7 +95,7 @@ def entries(c: Collector, data: dict, path: Path) -> dict[str, tuple[object, str
     """A config file's keys as (value, source) entries (`section.key` for its deepspeed / fsdp sections)."""
     name = path.name if path.parent != PRESETS else f"{path.name.split('_', 1)[1]} (bundled {path.name})"
     out = {k: (v, where(name, k, v)) for k, v in data.items() if k not in ("deepspeed_config", "fsdp_config")}
-    for part in ("deepspeed_config", "fsdp_config"):
+    for part in ("deepspeed_config", "fsdp_config", "parallelism_config"):
         for k, v in section(data, part).items():
             out[f"{part}.{k}"] = (v, where(name, f"{part}.{k}", v))
     for k in sorted(set(data) - KEYS):
@@ -117,6 +118,8 @@ def launch_options(opts: dict) -> dict[str, tuple[object, str]]:
             out[f"deepspeed_config.{k}"] = (flag.value, flag.source)
         elif k.startswith("fsdp_"):
             out[f"fsdp_config.{k}"] = (flag.value, flag.source)
+        elif k.startswith("parallelism_config_"):
+            out[f"parallelism_config.{k}"] = (flag.value, flag.source)
         elif k in ("use_deepspeed", "use_fsdp", "multi_gpu") and as_bool(flag.value):
             kind = {"use_deepspeed": "DEEPSPEED", "use_fsdp": "FSDP", "multi_gpu": "MULTI_GPU"}[k]
             out["distributed_type"] = (kind, flag.source)
@@ -139,6 +142,7 @@ def apply(c: Collector, e: dict[str, tuple[object, str]], via: str, key: str, ne
         c.fact("amp", mp, f"{e['mixed_precision'][1]}{via}", key, weak=True)
     elif mp == "fp8":
         c.note(f"mixed_precision: fp8 ({e['mixed_precision'][1]}; fp8 training is not planned yet)")
+    _parallelism(c, e)
     kind = str(e.get("distributed_type", ("",))[0]).upper()
     if kind == "DEEPSPEED":
         _deepspeed(c, e, via, key, near)
@@ -153,6 +157,25 @@ def apply(c: Collector, e: dict[str, tuple[object, str]], via: str, key: str, ne
             version=(1, default(ACCELERATE, "accelerate/commands/launch.py:514-517", "fsdp_version 1")),
             trainer=False,
         )
+
+
+# accelerate 1.15's ParallelismConfig sizes (commands/launch.py:900-980) -> memplan's; its cp_comm_strategy
+# "alltoall" passes the ring's blocks (export.parallel.CP_COMM)
+PARALLELISM = {"sp_size": "sequence_parallel", "cp_size": "context_parallel", "tp_size": "tensor_parallel"}
+CP_COMM = {"alltoall": "ring", "allgather": "all-gather"}
+
+
+def _parallelism(c: Collector, e: dict) -> None:
+    """The parallelism section's sequence, context and tensor parallel sizes and context parallel's exchange."""
+    p = {k.removeprefix("parallelism_config.parallelism_config_"): v for k, v in e.items() if k.startswith("par")}
+    parallel_sizes(c, {field: (*p[k], k) for k, field in PARALLELISM.items() if k in p})
+    comm = p.get("cp_comm_strategy")
+    cp = as_int(p.get("cp_size", (1,))[0])
+    if comm and cp and cp > 1:
+        if str(comm[0]) in CP_COMM:
+            c.set("cp_attention", CP_COMM[str(comm[0])], comm[1], "cp_comm_strategy")
+        else:
+            c.note(f"{comm[1]} (not a cp_comm_strategy accelerate runs: alltoall or allgather)")
 
 
 def _deepspeed(c: Collector, e: dict, via: str, key: str, near: Path) -> None:

@@ -9,14 +9,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from planner.intake import accelerate, deepspeed, grpoargs, loraargs, models, vocab
-from planner.intake.collect import AXOLOTL, Collector, accepted, as_bool, as_float, as_int, default, show
+from planner.intake.collect import (
+    AXOLOTL,
+    Collector,
+    accepted,
+    as_bool,
+    as_float,
+    as_int,
+    default,
+    parallel_sizes,
+    pipeline_notes,
+    show,
+)
 from planner.intake.flags import Flag, from_mapping
 
 A = "axolotl/utils/schemas/"
 RL = {"dpo": "dpo", "ipo": "dpo", "orpo": "dpo", "simpo": "dpo", "grpo": "grpo"}
 UNPLANNED = {
-    "context_parallel_size": "context parallelism",
-    "tensor_parallel_size": "tensor parallelism",
     "tiled_mlp": "ALST's tiled MLP",
     "fp8": "fp8 training",
     "torch_compile": "torch.compile's memory effect",
@@ -39,7 +48,7 @@ def _get(f: dict[str, Flag], key: str, fallback: object, cite: str) -> tuple[obj
 def read(c: Collector, data: dict, path: Path, vars=None) -> None:
     f = from_mapping(data, path)
     c.add_file(path)
-    for k in sorted(set(f) - accepted("axolotl")):
+    for k in sorted(set(f) - accepted("axolotl") - pipeline_notes(c, f)):
         c.note(f"{f[k].source} (not an {AXOLOTL} key: axolotl drops it silently)")
     if "base_model" in f and f["base_model"].value not in (None, ""):
         models.read_model(c, show(f["base_model"].value), f["base_model"].source, "base_model", path.parent)
@@ -64,9 +73,24 @@ def read(c: Collector, data: dict, path: Path, vars=None) -> None:
     _adapter(c, f)
     _training(c, f)
     _sharding(c, f, path, vars)
+    _parallel(c, f)
     for key, why in UNPLANNED.items():
         if key in f and _on(f[key].value):
             c.note(f"{f[key].source} ({why} is not planned yet)")
+
+
+def _parallel(c: Collector, f: dict[str, Flag]) -> None:
+    """context_parallel_size (ring-flash-attn's ring attention; sequence_parallel_degree is its deprecated name,
+    utils/schemas/config.py) and tensor_parallel_size (DeepSpeed AutoTP)."""
+    cp = next((k for k in ("context_parallel_size", "sequence_parallel_degree") if k in f), None)
+    sizes = {"context_parallel": (f[cp].value, f[cp].source, cp)} if cp else {}
+    if "tensor_parallel_size" in f:
+        sizes["tensor_parallel"] = (
+            f["tensor_parallel_size"].value,
+            f["tensor_parallel_size"].source,
+            "tensor_parallel_size",
+        )
+    parallel_sizes(c, sizes)
 
 
 def _on(value: object) -> bool:

@@ -254,3 +254,29 @@ def count_devices(text: str) -> int | None:
     if not known(text) or not str(text).strip():
         return None
     return len([d for d in str(text).split(",") if d.strip()])
+
+
+# pipeline parallel sizes as the frameworks spell them: Megatron's (LLaMA-Factory's Megatron-Bridge and mcore_adapter,
+# ms-swift's megatron), torchtitan's, and vLLM's within ms-swift's RL
+PIPELINE_KEYS = ("pipeline_model_parallel_size", "pipeline_parallel_degree", "pipeline_parallel_size")
+PIPELINE_OUT = "pipeline parallelism is not planned: memplan splits a model by tensor, sequence, context and expert"
+
+
+def pipeline_notes(c: Collector, flags: dict) -> set[str]:
+    """One line for each pipeline-parallel size above 1 the configuration asks for; the keys read (so that they are not
+    also called unknown)."""
+    seen = {k for k in PIPELINE_KEYS if k in flags}
+    for k in sorted(seen):
+        n = as_int(flags[k].value)
+        if n is not None and n > 1:
+            c.note(f"{flags[k].source} ({PIPELINE_OUT} parallelism)")
+    return seen
+
+
+def parallel_sizes(c: Collector, sizes: dict[str, tuple[object, str, str]]) -> None:
+    """Tensor, sequence and context parallel sizes read from a configuration: {field: (value, source, key)}; 1 and
+    unset leave the field alone."""
+    for field, (value, source, key) in sizes.items():
+        n = as_int(value)
+        if n is not None and n > 1:
+            c.number(field, n, source, key)

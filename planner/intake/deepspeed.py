@@ -21,6 +21,7 @@ from planner.intake.collect import (
     default,
     is_file,
     known,
+    parallel_sizes,
     section,
     show,
 )
@@ -169,9 +170,15 @@ def _precision(c: Collector, cfg: dict, name: str, alone: bool, key: str) -> Non
 
 
 def _unplanned(c: Collector, cfg: dict, zero: dict, name: str) -> None:
-    tp = as_int(section(cfg, "tensor_parallel").get("autotp_size"))
-    if tp and tp > 1:
-        c.note(f"{name}: tensor_parallel.autotp_size: {tp} (DeepSpeed AutoTP is not planned yet)")
+    tp = section(cfg, "tensor_parallel").get("autotp_size")
+    sp = cfg.get("sequence_parallel_size")
+    parallel_sizes(
+        c,
+        {
+            "tensor_parallel": (tp, f"{name}: tensor_parallel.autotp_size: {tp} (DeepSpeed AutoTP)", "autotp_size"),
+            "sequence_parallel": (sp, f"{name}: sequence_parallel_size: {sp} (Ulysses)", "sequence_parallel_size"),
+        },
+    )
     hpz = as_int(zero.get("zero_hpz_partition_size"))
     if hpz and hpz > 1:
         c.note(
@@ -181,9 +188,6 @@ def _unplanned(c: Collector, cfg: dict, zero: dict, name: str) -> None:
     for k in ("zero_quantized_weights", "zero_quantized_gradients"):
         if as_bool(zero.get(k)):
             c.note(f"{name}: zero_optimization.{k}: true (ZeRO++ quantized communication is not planned yet)")
-    sp = as_int(cfg.get("sequence_parallel_size"))
-    if sp and sp > 1:
-        c.note(f"{name}: sequence_parallel_size: {sp} (sequence parallelism is not planned yet)")
 
 
 def _guess(c: Collector, ref: str, source: str, key: str, path: Path | None) -> None:

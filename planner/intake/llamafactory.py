@@ -19,6 +19,7 @@ from planner.intake.collect import (
     as_int,
     count_devices,
     default,
+    pipeline_notes,
     show,
 )
 from planner.intake.flags import Flag, from_mapping
@@ -54,7 +55,7 @@ def _get(f: dict[str, Flag], key: str, fallback: object, cite: str) -> tuple[obj
 def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None = None, vars=None) -> None:
     f = from_mapping(data, path) | (overrides or {})
     c.add_file(path)
-    for k in sorted(set(f) - accepted("llamafactory")):
+    for k in sorted(set(f) - accepted("llamafactory") - pipeline_notes(c, f)):
         c.note(f"{f[k].source} (not a {LF} key: LLaMA-Factory refuses it)")
     if "model_name_or_path" in f and f["model_name_or_path"].value not in (None, ""):
         models.read_model(

@@ -22,7 +22,21 @@ def finish(c: Collector) -> None:
     if "fsdp_checkpointing" in c.facts and c.get("fsdp", "off") != "off":
         c.set("checkpointing", *c.facts["fsdp_checkpointing"])
     _unplannable(c)
+    _split_world(c)
     _framework(c)
+
+
+def _split_world(c: Collector) -> None:
+    """A configuration that splits each sample over more GPUs than it names (often none: the launcher's count is
+    elsewhere) is planned on the fewest GPUs that run the split, one node's worth, as an assumption it says."""
+    parts = [c.setting(f) for f in ("tensor_parallel", "sequence_parallel", "context_parallel")]
+    ranks = 1
+    for p in parts:
+        ranks *= int(p.value) if p is not None else 1
+    world = int(c.get("gpus_per_node", 1)) * int(c.get("nodes", 1))
+    if ranks > 1 and world % ranks and c.setting("gpus_per_node") is None:
+        why = ", ".join(p.source for p in parts if p is not None)
+        c.set("gpus_per_node", ranks, assumption(f"the GPUs the split needs: {why}; give --gpus-per-node"), "gpus")
 
 
 def _framework(c: Collector) -> None:

@@ -22,6 +22,8 @@ from planner.intake.collect import (
     count_devices,
     default,
     one,
+    parallel_sizes,
+    pipeline_notes,
     section,
     show,
 )
@@ -42,7 +44,7 @@ def read(
 ) -> None:
     """`swift <sub>` with flags `f`, run with environment `env`; `where`: the command's place (`train.sh:5`);
     `launcher`: swift's own (NPROC_PER_NODE), not accelerate's or torchrun's (which the caller has read)."""
-    for k in sorted(set(f) - accepted("swift") - {"train_type"}):
+    for k in sorted(set(f) - accepted("swift") - {"train_type"} - pipeline_notes(c, f)):
         c.note(f"{f[k].source} (not an {SWIFT} argument: swift refuses it)")
     if "model" in f:
         models.read_model(c, show(one(f["model"].value)), f["model"].source, "--model", near)
@@ -60,9 +62,17 @@ def read(
                 _fsdp(c, ref, f[key].source, near, vars)
             else:
                 deepspeed.read(c, ref, f[key].source, "--deepspeed", near, vars=vars)
-    sp = as_int(f["sequence_parallel_size"].value) if "sequence_parallel_size" in f else None
-    if sp and sp > 1:
-        c.note(f"{f['sequence_parallel_size'].source} (sequence parallelism is not planned yet)")
+    parallel_sizes(  # Ulysses (with ring attention past the heads: ms-swift's sequence_parallel); AutoTP
+        c,
+        {
+            field: (f[k].value, f[k].source, "--" + k)
+            for field, k in (
+                ("sequence_parallel", "sequence_parallel_size"),
+                ("tensor_parallel", "deepspeed_autotp_size"),
+            )
+            if k in f
+        },
+    )
 
 
 def _world(c: Collector, env: dict[str, str], where: str) -> int:

@@ -6,22 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from planner.config import knobfields
 from recipe.dist import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = {"model": "debug-llama", "seq_len": 48, "lr": 1e-3}
-KNOBS = (
-    "precision",
-    "checkpointing",
-    "zero_stage",
-    "offload",
-    "optimizer",
-    "lora_rank",
-    "fsdp",
-    "sequence_parallel",
-    "tensor_parallel",
-    "batching",
-)
+# a cfg key that names a knob goes to the run file's knobs; eval_batch is the run's own (RunConfig.eval_batch)
+KNOBS = tuple(k for k in knobfields.KNOBS if k != "eval_batch")
 
 
 def launch(tmp: Path, name: str, ranks: int, wait: bool = True, env: dict | None = None, **cfg):

@@ -32,7 +32,7 @@ def test_what_an_adapter_runs_is_named_in_the_knobs_own_values(name):
         }.get(knob) or choices(knob)
         assert values and set(values) <= set(allowed), (knob, values)
     for knob, d in f.defaults.items():
-        assert ".py" in d.source or "default" in d.source, (knob, d.source)
+        assert any(s in d.source for s in (".py", ".yaml", "default")), (knob, d.source)
 
 
 def test_the_frameworks_json_lists_every_framework_with_its_sources():

@@ -169,8 +169,8 @@ EXPECTED = {  # file: (framework, request fields (workload: the inputs listed), 
     ),
     f"{SW}/train/sequence_parallel/sequence_parallel.sh": (
         "swift",
-        {"seq_len": 65536, "gpus_per_node": 8},
-        ["sequence parallelism is not planned"],
+        {"seq_len": 65536, "gpus_per_node": 8, "sequence_parallel": 8},
+        [],
     ),
     f"{AX}/llama-3/lora-1b.yml": (
         "axolotl",
@@ -208,8 +208,15 @@ EXPECTED = {  # file: (framework, request fields (workload: the inputs listed), 
     ),
     f"{AX}/alst/llama3-8b-deepspeed-alst.yaml": (
         "axolotl",
-        {"seq_len": 500000, "zero_stage": 3, "offload": "optimizer+params", "checkpointing": "offload"},
-        ["context_parallel_size: 8", "tiled_mlp"],
+        {
+            "seq_len": 500000,
+            "zero_stage": 3,
+            "offload": "optimizer+params",
+            "checkpointing": "offload",
+            "context_parallel": 8,
+            "gpus_per_node": 8,  # the fewest GPUs that run the split (the file names none)
+        },
+        ["tiled_mlp"],
     ),
     f"{AX}/llama-3/instruct-dpo-lora-8b.yml": (
         "axolotl",

@@ -1,0 +1,88 @@
+"""torchtitan 0.3.0 (`torchrun -m torchtitan.train --module M --config F`, a config registry of Python functions that
+return `Trainer.Config`): FSDP2 over the data-parallel ranks (HSDP across nodes, DDP as replicate-only), tensor parallel
+with sequence-parallel norms, context parallel over FlexAttention, full or per-op selective activation checkpointing,
+the chunked loss; no LoRA, no DeepSpeed, no Ulysses. Its Llama-3 and Qwen3 definitions only (planner/export/torchtitan.py
+maps the catalog's models). Files cited are in the 0.3.0 wheel (paths under torchtitan/)."""
+
+from planner.frameworks.base import Default, Framework, Rule
+
+FRAMEWORK = Framework(
+    name="torchtitan",
+    label="torchtitan",
+    version="torchtitan 0.3.0",
+    runs={
+        "workload": ("sft",),  # next-token training over its dataloaders (hf_datasets/text_datasets.py)
+        # trainer.py:108-110 (SelectiveAC by default); distributed/activation_checkpoint.py:166-215,330-335 (FullAC,
+        # SelectiveAC, None); 0.3.0 has no layer-every-N mode
+        "checkpointing": ("off", "full", "selective-op"),
+        "loss": ("standard", "chunked"),  # components/loss.py: CrossEntropyLoss, ChunkedLossWrapper (:567)
+        # models/common/config_utils.py:71-101: language models attend through flex (default), flex_flash or varlen,
+        # flash-style kernels that keep no score matrix; sdpa is refused
+        "attention": ("flash",),
+        # its dataloaders fill every row with seq_len tokens of whole documents, with per-document positions
+        # (config_utils.py:76-78: block-causal masks): packing
+        "batching": ("packed",),
+        "zero_stage": (0,),
+        "offload": ("none", "optimizer+params"),  # training.enable_cpu_offload (config/configs.py:61-64)
+        "fsdp": ("off", "full", "grad-op", "hybrid"),  # parallelism degrees and fsdp_reshard_after_forward
+        "optimizer": ("adamw", "adamw-fused"),  # components/optimizer/optimizer.py:109-111 implementation
+        "quant": ("none",),
+        "optimizer_in_backward": (False,),
+        "expert_parallel": ("off",),  # expert_parallel_degree exists (configs.py:279); not exported yet
+        "frozen": ("none",),
+        "lora_vision": (False,),
+        "lora_rank": ("off",),  # components/lora.py is a model converter, not exported yet
+        "sequence_parallel": ("off",),  # no Ulysses; its sequence parallel is TP's norms (configs.py:160)
+    },
+    defaults={
+        "micro_batch": Default(8, "torchtitan/config/configs.py:37: training.local_batch_size 8"),
+        "grad_accum": Default(1, "torchtitan/config/configs.py:43-47: global_batch_size -1 (local x data parallel)"),
+        "seq_len": Default(2048, "torchtitan/config/configs.py:52: training.seq_len 2048"),
+        "precision": Default(
+            "bf16", "torchtitan/config/configs.py:78,85,93: dtype float32, mixed_precision_param bfloat16, reduce fp32"
+        ),
+        "checkpointing": Default("selective-op", "torchtitan/trainer.py:108-110: SelectiveAC.Config"),
+        "fsdp": Default("full", "torchtitan/config/configs.py:124,136: data_parallel_shard_degree -1, reshard default"),
+        "optimizer": Default(
+            "adamw-fused", "torchtitan/components/optimizer/optimizer.py:109-111: implementation fused"
+        ),
+        "attention": Default("flash", "torchtitan/models/llama3/__init__.py:371: attn_backend flex"),
+        "tensor_parallel": Default(1, "torchtitan/config/configs.py:157: tensor_parallel_degree 1"),
+        "context_parallel": Default(1, "torchtitan/config/configs.py:232: context_parallel_degree 1"),
+    },
+    keys={
+        "micro_batch": "training.local_batch_size",
+        "global_batch": "training.global_batch_size",
+        "seq_len": "training.seq_len",
+        "checkpointing": "activation_checkpoint",
+        "fsdp": "parallelism.data_parallel_shard_degree / fsdp_reshard_after_forward",
+        "offload": "training.enable_cpu_offload",
+        "optimizer": "optimizer.implementation",
+        "loss": "loss",
+        "precision": "training.mixed_precision_param / training.dtype",
+        "tensor_parallel": "parallelism.tensor_parallel_degree",
+        "context_parallel": "parallelism.context_parallel_degree",
+        "model": "model_spec",
+    },
+    notes=("FSDP2 with TP and CP in one mesh; selective checkpointing by default; Llama-3 and Qwen3 only",),
+    rules=(
+        Rule(
+            "precision",
+            "trains in float32 or bfloat16 weights, mixed precision in bfloat16 (config/configs.py:78-93): "
+            "give --precision bf16, bf16-pure or fp32",
+            lambda k: k["precision"] == "fp16",
+        ),
+        Rule(
+            "cp_attention",
+            "context parallel over FlexAttention all-gathers the keys and values on every rank "
+            "(distributed/context_parallel/api.py:56-77): give --cp-attention all-gather",
+            lambda k: k["context_parallel"] > 1 and k["cp_attention"] != "all-gather",
+        ),
+        Rule(
+            "offload",
+            "training.enable_cpu_offload is FSDP2's CPUOffloadPolicy (config/configs.py:61-64): give --fsdp full",
+            lambda k: k["offload"] != "none" and k["fsdp"] == "off",
+        ),
+    ),
+    fsdp_reduce="fp32",  # config/configs.py:93: mixed_precision_reduce float32
+)

@@ -1,0 +1,95 @@
+"""verl 0.9.1's SFT trainer (`torchrun -m verl.trainer.sft_trainer key=value ...`, Hydra config
+sft_trainer_engine.yaml; 0.9.1 has no fsdp_sft_trainer any more): its FSDP engine only (FSDP1 or FSDP2, no DeepSpeed,
+no DDP), Ulysses sequence parallel, LoRA, full checkpointing on by default; SFT only (RL through main_ppo: issue 35).
+Files cited are in the 0.9.1 wheel (paths under verl/)."""
+
+from planner.frameworks.base import Default, Framework, Rule
+
+# verl/models/transformers/monkey_patch.py:544-552: remove-padding and Ulysses replace flash attention's forward
+ULYSSES_FLASH = "monkey_patch.py:544-552 patches flash attention's forward"
+
+FRAMEWORK = Framework(
+    name="verl",
+    label="verl SFT trainer",
+    version="verl 0.9.1",
+    runs={
+        "workload": ("sft",),  # trainer/sft_trainer.py; RL runs through trainer/main_ppo.py (not exported yet)
+        "checkpointing": ("off", "full"),  # model.enable_gradient_checkpointing (config/model/hf_model.yaml:34)
+        "loss": ("standard",),  # workers/utils/losses.py sft_loss over the model's logits
+        "attention": ("flash", "sdpa"),  # model.override_config.attn_implementation (workers/config/model.py:185)
+        "batching": ("padded",),  # rows of data.max_length; use_remove_padding drops the pads, never packs rows
+        "zero_stage": (0,),  # the SFT engine is FSDP only (workers/config/engine.py:304-306: fsdp, fsdp2, fsdp_turbo)
+        "offload": ("none", "optimizer+params"),  # engine.offload_policy, FSDP2's CPUOffloadPolicy (fsdp.yaml:18-19)
+        "fsdp": (
+            "full",
+            "grad-op",
+            "hybrid",
+        ),  # reshard_after_forward (fsdp.yaml:21-23), fsdp_size (fsdp/utils.py:35-53)
+        "optimizer": ("adamw", "adamw-fused", "adamw-8bit"),  # optim.optimizer / optimizer_impl (optimizer.py:298-345)
+        "quant": ("none",),  # from_pretrained without a quantization config (engine/fsdp/transformer_impl.py:276-281)
+        "optimizer_in_backward": (False,),
+        "expert_parallel": ("off",),
+        "frozen": ("none",),
+        "lora_vision": (False,),
+        "vit_checkpointing": ("on",),  # HF's gradient_checkpointing_enable reaches the tower
+        "tensor_parallel": ("off",),  # TP runs on verl's Megatron engine only, not its FSDP path
+        "context_parallel": ("off",),  # likewise (megatron context_parallel_size)
+    },
+    defaults={
+        "checkpointing": Default(
+            "full", "verl/trainer/config/model/hf_model.yaml:34: enable_gradient_checkpointing True"
+        ),
+        "micro_batch": Default(4, "verl/trainer/config/sft_trainer_engine.yaml:18: data.micro_batch_size_per_gpu 4"),
+        "global_batch": Default(256, "verl/trainer/config/sft_trainer_engine.yaml:17: data.train_batch_size 256"),
+        "seq_len": Default(1024, "verl/trainer/config/sft_trainer_engine.yaml:32: data.max_length 1024"),
+        "batching": Default(
+            "token budget", "verl/trainer/config/sft_trainer_engine.yaml:19-20: use_dynamic_bsz True, 8192 tokens"
+        ),
+        "attention": Default("flash", "verl/workers/config/model.py:185: attn_implementation flash_attention_2"),
+        "fsdp": Default("full", "verl/trainer/config/engine/fsdp.yaml:23,79: strategy fsdp, reshard_after_forward"),
+        "precision": Default(
+            "bf16", "verl/trainer/config/engine/fsdp.yaml:33: model_dtype fp32; transformer_impl.py:397-398: bf16/fp32"
+        ),
+        "optimizer": Default("adamw", "verl/trainer/config/optim/fsdp.yaml:5,9: torch.optim AdamW (foreach)"),
+        "lora_rank": Default(0, "verl/trainer/config/model/hf_model.yaml:43: lora_rank 0"),
+        "lora_targets": Default("all-linear", "verl/trainer/config/model/hf_model.yaml:49"),
+        "sequence_parallel": Default(1, "verl/trainer/config/engine/fsdp.yaml:45: ulysses_sequence_parallel_size 1"),
+    },
+    keys={
+        "micro_batch": "data.micro_batch_size_per_gpu",
+        "global_batch": "data.train_batch_size",
+        "seq_len": "data.max_length",
+        "checkpointing": "model.enable_gradient_checkpointing",
+        "fsdp": "engine.strategy / engine.reshard_after_forward / engine.fsdp_size",
+        "offload": "engine.offload_policy",
+        "optimizer": "optim.optimizer",
+        "attention": "model.override_config.attn_implementation",
+        "precision": "engine.model_dtype / engine.mixed_precision",
+        "lora_rank": "model.lora_rank",
+        "lora_targets": "model.target_modules",
+        "sequence_parallel": "engine.ulysses_sequence_parallel_size",
+        "model": "model.path",
+    },
+    notes=(
+        (
+            "SFT through its FSDP engine: Ulysses sequence parallel, no DeepSpeed, no TP/CP; checkpointing on and a token "
+            "budget by default (the export sets a fixed micro-batch)"
+        ),
+    ),
+    rules=(
+        Rule(
+            "sequence_parallel",
+            f"Ulysses needs use_remove_padding, which needs flash attention (engine/fsdp/transformer_impl.py:148-152; "
+            f"{ULYSSES_FLASH}): give --attention flash",
+            lambda k: k["sequence_parallel"] > 1 and k["attention"] != "flash",
+        ),
+        Rule(
+            "precision",
+            "runs FSDP's bf16 mixed precision over fp32 weights (engine/fsdp/transformer_impl.py:390-401; the fp16 "
+            "policy needs engine.mixed_precision, not exported): give --precision bf16",
+            lambda k: k["precision"] != "bf16",
+        ),
+    ),
+    # engine/fsdp/transformer_impl.py:397-398: MixedPrecision(param_dtype=bf16, reduce_dtype=fp32) by default
+    fsdp_reduce="fp32",
+)
