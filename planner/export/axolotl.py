@@ -132,6 +132,10 @@ def config(plan: Plan, model: ModelSpec, seq_len: int) -> dict:
     cfg.update(checkpoint_keys(plan), attn_implementation=ATTN[plan.attention])
     cfg.update(loss_keys(plan))
     cfg.update(sharding_keys(plan, model))
+    if plan.context_parallel > 1:  # ring-flash-attn's ring attention (utils/schemas/config.py context_parallel_size)
+        cfg["context_parallel_size"] = plan.context_parallel
+    if plan.tensor_parallel > 1:  # AutoTP beside DeepSpeed, transformers' tp_plan beside FSDP2 (frameworks/axolotl.py)
+        cfg["tensor_parallel_size"] = plan.tensor_parallel
     cfg.update(rl_keys(plan))
     if plan.frozen != "none":
         cfg["freeze_mm_modules"] = True

@@ -148,6 +148,10 @@ def flag_list(plan: Plan, model: ModelSpec, seq_len: int) -> list[Flag]:
         out.append(("deepspeed", deepspeed_arg(plan)))
     if plan.fsdp != "off":
         out.append(("fsdp", fsdp_arg(plan)))
+    if plan.sequence_parallel > 1:  # Ulysses (swift/arguments/base_args/template_args.py:141)
+        out.append(("sequence_parallel_size", plan.sequence_parallel))
+    if plan.tensor_parallel > 1:  # DeepSpeed AutoTP, full fine-tuning only (swift/arguments/sft_args.py:158-160)
+        out.append(("deepspeed_autotp_size", plan.tensor_parallel))
     out += rlhf_flags(plan)
     return out + [
         ("dataset", "YOUR_DATASET"),

@@ -75,6 +75,8 @@ CASES = {
             "image_tokens": 1024,
         },
         "fsdp_preset": {"fsdp": "full", "checkpointing": "full", "attention": "eager"},
+        "ulysses_lora": {"zero": 2, "checkpointing": "full", "lora_rank": 16, "sequence_parallel": 4, "seq_len": 32768},
+        "autotp_full": {"zero": 2, "checkpointing": "full", "tensor_parallel": 2, "attention": "flash"},
         "z3_offload": {
             "zero": 3,
             "offload": "optimizer+params",
@@ -105,6 +107,9 @@ CASES = {
             "precision": "bf16-pure",
         },
         "fp32_grad_op": {"fsdp": "grad-op", "precision": "fp32", "checkpointing": "off", "optimizer": "adamw-fused"},
+        # context_parallel_size is keys-only (test_swift_and_axolotl_write_their_parallel_keys): axolotl's validator
+        # imports ring_flash_attn for it (utils/schemas/validation.py:1848), which needs CUDA's flash-attn
+        "tp_fsdp": {"fsdp": "full", "checkpointing": "full", "attention": "flash", "tensor_parallel": 2},
     },
 }
 MODULES = {"llamafactory": llamafactory, "swift": swift, "axolotl": axolotl}
@@ -120,9 +125,10 @@ def planned(framework: str, **fields):
     return result.plan, model, hw, goal.seq_len
 
 
-def written(framework: str, case: str, folder: Path) -> SimpleNamespace:
-    """The case's files written into folder/case: its plan, hardware and that folder (dir)."""
-    plan, model, hw, seq_len = planned(framework, **CASES[framework][case])
+def written(framework: str, case: str, folder: Path, fields: dict | None = None) -> SimpleNamespace:
+    """The case's files written into folder/case (`fields`: a case not in CASES): its plan, hardware and that
+    folder (dir)."""
+    plan, model, hw, seq_len = planned(framework, **(fields or CASES[framework][case]))
     d = folder / case
     d.mkdir(parents=True)
     for name, text in MODULES[framework].files(plan, model, hw, seq_len).items():
@@ -464,3 +470,18 @@ def test_the_validators_catch_a_broken_file(framework, tmp_path):
     path.write_text(path.read_text().replace(old, new))
     run = validate(framework, [path])
     assert run.returncode != 0 and "INVALID" in run.stdout
+
+
+def test_swift_and_axolotl_write_their_parallel_keys(tmp_path):
+    _env, _cmd, flags = swift_flags((written("swift", "ulysses_lora", tmp_path).dir / swift.SCRIPT_NAME).read_text())
+    assert flags["sequence_parallel_size"] == "4" and "deepspeed_autotp_size" not in flags
+    _env, _cmd, flags = swift_flags((written("swift", "autotp_full", tmp_path).dir / swift.SCRIPT_NAME).read_text())
+    assert flags["deepspeed_autotp_size"] == "2" and flags["tuner_type"] == "full"
+    ax = written("axolotl", "tp_fsdp", tmp_path)
+    cfg = yaml.safe_load((ax.dir / axolotl.CONFIG_NAME).read_text())
+    assert (cfg["tensor_parallel_size"], cfg["fsdp_version"]) == (2, 2) and "context_parallel_size" not in cfg
+    body = {"fsdp": "full", "checkpointing": "full", "attention": "flash", "context_parallel": 2, "tensor_parallel": 2}
+    ax = written("axolotl", "ring_cp_fsdp_tp", tmp_path, {**body, "seq_len": 32768})
+    cfg = yaml.safe_load((ax.dir / axolotl.CONFIG_NAME).read_text())
+    assert (cfg["context_parallel_size"], cfg["tensor_parallel_size"], cfg["fsdp_version"]) == (2, 2, 2)
+    assert ax.plan.data_parallel == 2 and ax.plan.global_batch == 2 * 4 * 2
