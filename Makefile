@@ -36,7 +36,8 @@ run: $(INSTALLED)
 # One venv per framework whose own parser loads memplan's exports (tools/fwenv.sh; about 3 minutes the first time,
 # nothing after): LLaMA-Factory, ms-swift and axolotl pin conflicting versions of transformers and TRL; gptqmodel's
 # GPTQ/AWQ layers are measured in a fourth (tests/probes/test_gptqmodel.py); a fifth holds torchvision for transformers'
-# video processor (tests/planner/model/test_video_rules.py).
+# video processor (tests/planner/model/test_video_rules.py); verl 0.9.1 and torchtitan 0.3.0 (with triton, which its
+# import needs) load the verl and torchtitan exports (tests/planner/export/test_parallel_exports.py).
 FWENV := $(CURDIR)/.fwenv
 FRAMEWORK_PYTHONS := MEMPLAN_LLAMAFACTORY_PYTHON=$(FWENV)/llamafactory/bin/python \
 	MEMPLAN_SWIFT_PYTHON=$(FWENV)/ms-swift/bin/python MEMPLAN_AXOLOTL_PYTHON=$(FWENV)/axolotl/bin/python \
