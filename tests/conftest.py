@@ -200,6 +200,7 @@ SLOW = {
     "tests/planner/export/test_parallel_exports.py::test_the_verl_validator_runs_verls_heads_rule": 26,
     "tests/planner/export/test_parallel_hf_export.py::test_the_exports_pass_accelerate_transformers_and_deepspeed": 23,
     "tests/planner/export/test_parallel_hf_export.py::test_the_validator_catches_a_broken_file": 8,
+    "tests/planner/estimate/test_swift_sp_loss.py::test_swift_sequence_parallel_loss_matches_its_own_functions": 8,
     # tests/planner: CLI subprocesses that probe or launch (the hypothesis tests are cut by MEMPLAN_TEST_EXAMPLES)
     "tests/planner/cli/test_check.py::test_verify_works_with_every_evidence_mode": 37,
     "tests/planner/cli/test_probe.py::test_cli_probe_list_profile_and_sim_evidence": 20,

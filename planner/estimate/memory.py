@@ -416,7 +416,10 @@ def logits_loss_bytes(s: Setup) -> int:
         return recipe_terms.full_logprob_bytes(t, rows, width, p)
     if w.rl:  # TRL scores the completion tokens with its fused log-prob head
         return recipe_terms.logprob_head_bytes(t, rows * max(1, min(width, w.scored_tokens())), p, head_grad)
-    if FRAMEWORKS[s.knobs.framework].sft_head == "fused-logprob":  # TRL's SFT: the same head, every next token
+    head = FRAMEWORKS[s.knobs.framework].sft_head
+    if head == "swift-sp" and s.knobs.sequence_parallel > 1 and s.knobs.loss != "fused":  # ms-swift's own SP loss
+        return recipe_terms.swift_sp_loss_bytes(t, s.knobs, rows * width, p)
+    if head == "fused-logprob":  # TRL's SFT: the same head, every next token
         return recipe_terms.logprob_head_bytes(t, rows * max(1, width - 1), p, head_grad)
     return recipe_terms.loss_bytes(t, s.knobs, rows * width, p, head_grad)
 

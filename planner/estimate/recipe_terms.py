@@ -202,3 +202,23 @@ def full_logprob_bytes(t: TextSpec, rows: int, width: int, profile: str) -> int:
     logits beside them (sim probe: the peak holds these two, a row's own gradients come and go under them)."""
     _, c = act.saved_dtype_bytes(profile)
     return 2 * c * rows * width * t.vocab
+
+
+# ms-swift's own examples chunk the loss by 2,048 tokens (examples/train/sequence_parallel/sequence_parallel.sh:5,
+# CELOSS_PARALLEL_SIZE=2048): the chunk a --loss chunked ms-swift plan sets and is planned with
+SWIFT_CE_CHUNK = 2048
+
+
+def swift_sp_loss_bytes(t: TextSpec, k: Knobs, tokens: int, profile: str) -> int:
+    """ms-swift 4.6.0's loss under sequence parallel (trainers/seq2seq_trainer.py:162-167, trainers/utils.py:167-184),
+    on the logits in their own dtype (no fp32 upcast):
+    standard: cross_entropy's log-softmax, its gradient and the logits' gradient, 3 logits-sized tensors (the logits
+    themselves are freed after forward);
+    chunked (CELOSS_PARALLEL_SIZE, sequence_parallel/utils.py:65-105): the logits, which it saves for backward, their
+    gradient, and one chunk's fp32 log-softmax and gradient. Measured above the logits with probes.tracker on
+    ms-swift's own functions (bf16 logits, 4,096 tokens x 8,192 entries, chunk 512): 6.000 and 3.000 bytes per token
+    per entry, to 0.03% (tests/planner/estimate/test_swift_sp_loss.py)."""
+    _, c = act.saved_dtype_bytes(profile)
+    if k.loss == "chunked":
+        return 2 * c * tokens * t.vocab + 8 * min(tokens, SWIFT_CE_CHUNK) * t.vocab
+    return 3 * c * tokens * t.vocab

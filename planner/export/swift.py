@@ -30,6 +30,7 @@ import json
 import shlex
 
 from planner.config.spec import Hardware, Plan
+from planner.estimate import recipe_terms
 from planner.export import export
 from planner.frameworks import FRAMEWORKS
 from planner.model import catalog
@@ -83,7 +84,7 @@ def check(plan: Plan) -> None:
 
 def script(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> str:
     sub = ["swift", "sft"] if plan.workload.kind == "sft" else ["swift", "rlhf"]
-    lines = [f"{k}={v} \\" for k, v in env(hw)] + [" ".join(sub) + " \\"]
+    lines = [f"{k}={v} \\" for k, v in env(hw, plan)] + [" ".join(sub) + " \\"]
     flags = flag_list(plan, model, seq_len)
     for i, (name, value) in enumerate(flags):
         values = value if isinstance(value, list) else [value]
@@ -112,8 +113,10 @@ def header(plan: Plan, hw: Hardware) -> list[str]:
     return out
 
 
-def env(hw: Hardware) -> list[tuple[str, str]]:
+def env(hw: Hardware, plan: Plan | None = None) -> list[tuple[str, str]]:
     out = [("NPROC_PER_NODE", str(hw.gpus_per_node)), ("NNODES", str(hw.nodes))]
+    if plan is not None and plan.loss == "chunked":  # swift/trainers/utils.py:178 (sequence parallel's loss)
+        out.append(("CELOSS_PARALLEL_SIZE", str(recipe_terms.SWIFT_CE_CHUNK)))
     if hw.nodes > 1:
         out += [("NODE_RANK", "$NODE_RANK"), ("MASTER_ADDR", "$MASTER_ADDR"), ("MASTER_PORT", "$MASTER_PORT")]
     return out + [("CUDA_VISIBLE_DEVICES", ",".join(str(i) for i in range(hw.gpus_per_node)))]

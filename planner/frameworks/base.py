@@ -85,7 +85,8 @@ class Framework:
     notes: tuple[str, ...] = ()  # how it differs, one line each (the frameworks table)
     rules: tuple[Rule, ...] = ()  # combinations it refuses
     # how it spends memory apart from the recipe (the terms stay in planner.estimate): "recipe", the plan's --loss as
-    # memplan runs it; "fused-logprob", TRL's fused log-prob head for SFT (no full logits, whatever the model)
+    # memplan runs it; "fused-logprob", TRL's fused log-prob head for SFT (no full logits, whatever the model);
+    # "swift-sp", ms-swift's own per-token loss under sequence parallel (recipe_terms.swift_sp_loss_bytes)
     sft_head: str = "recipe"
     # FSDP2's reduce dtype under bf16: "fp32" (MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), the bundled
     # trainer's recipe.shard_fsdp) or "param" (accelerate's default policy reduces in the param dtype,

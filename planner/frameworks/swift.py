@@ -10,7 +10,7 @@ FRAMEWORK = Framework(
     runs={
         "lora_vision": (False,),  # adapters on the tower: not planned in this framework's keys yet
         "checkpointing": ("off", "full"),
-        "loss": ("standard", "fused"),
+        "loss": ("standard", "chunked", "fused"),  # chunked: CELOSS_PARALLEL_SIZE, under sequence parallel only
         "batching": ("padded", "packed"),
         "fsdp": ("off", "full"),
         "optimizer_in_backward": (False,),
@@ -30,6 +30,7 @@ FRAMEWORK = Framework(
             "bf16", "swift/model/utils.py:247-266: torch_dtype from the config, bf16 on GPUs that have it"
         ),
     },
+    sft_head="swift-sp",
     keys={
         "micro_batch": "--per_device_train_batch_size",
         "grad_accum": "--gradient_accumulation_steps",
@@ -38,7 +39,7 @@ FRAMEWORK = Framework(
         "offload": "--deepspeed",
         "fsdp": "--fsdp",
         "optimizer": "--optim",
-        "loss": "--use_liger_kernel",
+        "loss": "--use_liger_kernel (fused), CELOSS_PARALLEL_SIZE (chunked)",
         "attention": "--attn_impl",
         "precision": "--torch_dtype",
         "lora_rank": "--lora_rank",
@@ -53,6 +54,12 @@ FRAMEWORK = Framework(
     },
     notes=("LoRA, checkpointing and a frozen ViT by default; accumulation defaults to a total batch of 16",),
     rules=(
+        Rule(
+            "loss",
+            "--loss chunked is CELOSS_PARALLEL_SIZE, which chunks its loss under --sequence_parallel_size only "
+            "(swift/trainers/seq2seq_trainer.py:162-167): give --sequence-parallel 2 or more",
+            lambda k: k["loss"] == "chunked" and k["sequence_parallel"] < 2,
+        ),
         Rule(
             "batching",
             "--batching packed needs --attention flash (packing and padding_free need flash attention, "

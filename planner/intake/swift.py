@@ -62,6 +62,7 @@ def read(
                 _fsdp(c, ref, f[key].source, near, vars)
             else:
                 deepspeed.read(c, ref, f[key].source, "--deepspeed", near, vars=vars)
+    _chunked_loss(c, env, where)
     parallel_sizes(  # Ulysses (with ring attention past the heads: ms-swift's sequence_parallel); AutoTP
         c,
         {
@@ -73,6 +74,18 @@ def read(
             if k in f
         },
     )
+
+
+def _chunked_loss(c: Collector, env: dict[str, str], where: str) -> None:
+    """CELOSS_PARALLEL_SIZE: ms-swift chunks its sequence-parallel loss by that many tokens (swift/trainers/utils.py:
+    178-182) -> --loss chunked, planned at ms-swift's examples' 2,048 (planner.estimate.recipe_terms.SWIFT_CE_CHUNK)."""
+    n = as_int(env.get("CELOSS_PARALLEL_SIZE", "0"))
+    if not n or n <= 0:
+        return
+    source = f"{where} CELOSS_PARALLEL_SIZE={env['CELOSS_PARALLEL_SIZE']}"
+    c.set("loss", "chunked", f"{source} (ms-swift's chunked loss under sequence parallel)", "CELOSS_PARALLEL_SIZE")
+    if n != 2048:
+        c.note(f"{source} (planned with chunks of 2048 tokens, a chunk's fp32 log-softmax and gradient)")
 
 
 def _world(c: Collector, env: dict[str, str], where: str) -> int:

@@ -75,7 +75,14 @@ CASES = {
             "image_tokens": 1024,
         },
         "fsdp_preset": {"fsdp": "full", "checkpointing": "full", "attention": "eager"},
-        "ulysses_lora": {"zero": 2, "checkpointing": "full", "lora_rank": 16, "sequence_parallel": 4, "seq_len": 32768},
+        "ulysses_lora": {
+            "zero": 2,
+            "checkpointing": "full",
+            "lora_rank": 16,
+            "sequence_parallel": 4,
+            "seq_len": 32768,
+            "loss": "chunked",
+        },
         "autotp_full": {"zero": 2, "checkpointing": "full", "tensor_parallel": 2, "attention": "flash"},
         "z3_offload": {
             "zero": 3,
@@ -473,8 +480,11 @@ def test_the_validators_catch_a_broken_file(framework, tmp_path):
 
 
 def test_swift_and_axolotl_write_their_parallel_keys(tmp_path):
-    _env, _cmd, flags = swift_flags((written("swift", "ulysses_lora", tmp_path).dir / swift.SCRIPT_NAME).read_text())
+    env, _cmd, flags = swift_flags((written("swift", "ulysses_lora", tmp_path).dir / swift.SCRIPT_NAME).read_text())
     assert flags["sequence_parallel_size"] == "4" and "deepspeed_autotp_size" not in flags
+    assert env["CELOSS_PARALLEL_SIZE"] == "2048"  # --loss chunked: ms-swift's chunked sequence-parallel loss
+    with pytest.raises(BadInput, match="CELOSS_PARALLEL_SIZE"):
+        planned("swift", zero=2, loss="chunked")
     _env, _cmd, flags = swift_flags((written("swift", "autotp_full", tmp_path).dir / swift.SCRIPT_NAME).read_text())
     assert flags["deepspeed_autotp_size"] == "2" and flags["tuner_type"] == "full"
     ax = written("axolotl", "tp_fsdp", tmp_path)

@@ -169,7 +169,7 @@ EXPECTED = {  # file: (framework, request fields (workload: the inputs listed), 
     ),
     f"{SW}/train/sequence_parallel/sequence_parallel.sh": (
         "swift",
-        {"seq_len": 65536, "gpus_per_node": 8, "sequence_parallel": 8},
+        {"seq_len": 65536, "gpus_per_node": 8, "sequence_parallel": 8, "loss": "chunked"},
         [],
     ),
     f"{AX}/llama-3/lora-1b.yml": (
