@@ -182,3 +182,31 @@ def test_host_ram_per_node_counts_every_process_of_the_node():
     assert (tp.node_ranks, tp.gpus_per_node) == (8, 2)
     assert memory.host_offload_bytes_per_node(tp) == pytest.approx(memory.host_offload_bytes_per_node(plain), rel=0.01)
     assert memory.overhead_bytes(parallel.view(_setup(tensor_parallel=8, fsdp="full")), 0) > memory.CUDA_CONTEXT_BYTES
+
+
+def _best(seq: int, sp: list[int]):
+    from planner import advise
+
+    body = {
+        "model": "llama-3.2-3b",
+        "gpu": "h100",
+        "gpus_per_node": 8,
+        "global_batch": 64,
+        "seq_len": seq,
+        "lora_rank": 16,
+        "sequence_parallel": sp,
+        "checkpointing": ["off", "full", "selective-op"],
+        "top": 1,
+    }
+    return advise.suggest(advise.parse(advise.SuggestRequest, body)).plans[0]
+
+
+def test_ulysses_beats_more_checkpointing_only_where_the_sequence_needs_it():
+    """Llama-3.2-3B LoRA on 8 x H100: at 64k tokens one GPU a sample fits only with full checkpointing, and Ulysses 2
+    with selective checkpointing is faster (its all-to-all costs less than full recomputation); at 4k tokens nothing
+    needs the split, and the best plan has none (the all-to-all is only a cost)."""
+    alone, split = _best(65536, [1]), _best(65536, [1, 2, 4, 8])
+    assert alone.checkpointing == "full" and split.sequence_parallel > 1 and split.checkpointing != "full"
+    assert split.tokens_per_s > 1.2 * alone.tokens_per_s
+    short = _best(4096, [1, 2, 4, 8])
+    assert short.sequence_parallel == 1 and short.tokens_per_s > _best(4096, [2]).tokens_per_s
