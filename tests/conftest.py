@@ -208,6 +208,9 @@ SLOW = {
     "tests/planner/export/test_parallel_hf_export.py::test_the_exports_pass_accelerate_transformers_and_deepspeed": 23,
     "tests/planner/export/test_parallel_hf_export.py::test_the_validator_catches_a_broken_file": 8,
     "tests/planner/estimate/test_swift_sp_loss.py::test_swift_sequence_parallel_loss_matches_its_own_functions": 8,
+    "tests/probes/test_callback.py::test_a_trl_sft_run_leaves_a_row_a_step_and_planner_runs_predicts_it": 16,
+    "tests/probes/test_callback.py::test_hf_trainers_steps_are_within_the_plans_prediction": 14,
+    "tests/trainer/test_runlog.py::test_planner_train_with_a_store_records_every_step_of_every_rank": 12,
     # tests/planner: CLI subprocesses that probe or launch (the hypothesis tests are cut by MEMPLAN_TEST_EXAMPLES)
     "tests/planner/cli/test_check.py::test_verify_works_with_every_evidence_mode": 37,
     "tests/planner/cli/test_probe.py::test_cli_probe_list_profile_and_sim_evidence": 20,

@@ -497,6 +497,11 @@ def run(cfg: RunConfig) -> list[dict]:
         Path(cfg.log).parent.mkdir(parents=True, exist_ok=True)
         checkpoint.trim_log(Path(cfg.log), t.step)  # rows past the checkpoint are trained again: no duplicates
     log = open(cfg.log, "a") if cfg.log and t.rank == 0 else None  # noqa: SIM115
+    recorder = None
+    if cfg.store:  # each step into the store for `planner runs` (trainer/runlog.py)
+        from trainer.runlog import StepRecorder
+
+        recorder = StepRecorder(cfg, t.rank)
     saved = t.step
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -517,6 +522,8 @@ def run(cfg: RunConfig) -> list[dict]:
                 row = t.train_step()
                 time.sleep(delay)
                 rows.append(row)
+                if recorder:
+                    recorder.add(row, t.device)
                 if log:
                     log.write(json.dumps(row) + "\n")
                     log.flush()
@@ -547,6 +554,8 @@ def run(cfg: RunConfig) -> list[dict]:
     finally:
         if log:
             log.close()
+        if recorder:
+            recorder.close()
         if dist.is_initialized():
             dist.barrier()
             dist.destroy_process_group()

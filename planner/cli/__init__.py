@@ -19,6 +19,7 @@ SUBCOMMANDS = (
     "scan",
     "probe",
     "probes",
+    "runs",
     "profile",
     "serve",
     "train",

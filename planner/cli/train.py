@@ -183,6 +183,8 @@ def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: K
         "eval_every": args.eval_every,
         "eval_batch": knobs.eval_batch or 8,
         "max_tokens_per_micro_batch": req.max_tokens_per_micro_batch,
+        # the plan as `planner runs` checks it again (trainer/runlog.py)
+        "extra": {"plan": {"gpu": req.gpu, "gpus_per_node": req.gpus_per_node or 1, "nodes": req.nodes}},
     }
 
 

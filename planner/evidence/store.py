@@ -1,4 +1,5 @@
-"""The probe store: one SQLite file (WAL mode, schema-versioned) of probe records.
+"""The probe store: one SQLite file (WAL mode, schema-versioned) of probe records, and of real runs' steps
+(planner.evidence.runs: the `runs` table, added to a version-1 file when it is opened).
 
 A record is keyed twice:
 - `tensor_key`: the architecture (a hash of its config), the plan's knobs and the shapes (micro-batch,
@@ -152,6 +153,11 @@ CREATE TABLE IF NOT EXISTS probes (
   record TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS probes_tensor_key ON probes (tensor_key);
 CREATE INDEX IF NOT EXISTS probes_model ON probes (model);
+CREATE TABLE IF NOT EXISTS runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  run TEXT NOT NULL, step INTEGER NOT NULL, rank INTEGER NOT NULL, model TEXT NOT NULL, created REAL NOT NULL,
+  record TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS runs_run ON runs (run);
 """
 
 
