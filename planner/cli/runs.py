@@ -21,20 +21,48 @@ def register(sub) -> None:
         "run_id", nargs="?", default=None, metavar="RUN", help="one run's id: its steps (default: a line a run)"
     )
     p.add_argument("--limit", type=common.positive_int("--limit"), default=50)
+    p.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="store RUN's CUDA measurement as a probe record of its plan: later plans use it as measured evidence",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     common.add_store_arg(p)
     p.set_defaults(run=run)
 
 
-def predicted(plan: dict) -> tuple[int | None, str | None]:
-    """(peak_allocated bytes the planner predicts for the plan, None) or (None, why not)."""
+def checked(plan: dict):
+    """`planner check` of a stored plan, analytic: its CheckResult (BadInput where it cannot be checked)."""
     from planner import advise
 
+    return advise.check(advise.parse(advise.CheckRequest, {**plan, "evidence": "analytic"}))
+
+
+def predicted(plan: dict) -> tuple[int | None, str | None]:
+    """(peak_allocated bytes the planner predicts for the plan, None) or (None, why not)."""
     try:
-        result = advise.check(advise.parse(advise.CheckRequest, {"evidence": "analytic", **plan}))
+        return checked(plan).plan.memory.peak_allocated_bytes, None
     except BadInput as e:
         return None, str(e)
-    return result.plan.memory.peak_allocated_bytes, None
+
+
+def calibrate(store: Store, got: list) -> int:
+    """The run's CUDA measurement stored as a cuda probe record of its plan (runs.as_probe_record); its id."""
+    from planner.evidence.store import Shapes
+
+    result = checked(got[-1].plan)
+    (spec, _hw, goal), p = result.context, result.plan
+    shapes = Shapes(
+        micro_batch=p.micro_batch,
+        grad_accum=p.grad_accum,
+        seq_len=goal.seq_len,
+        image_tokens=goal.image_tokens,
+        world_size=p.world_size,
+    )
+    rec = runs.as_probe_record(got, spec, p.knobs, shapes)
+    if rec is None:
+        raise BadInput("--calibrate: the run has no CUDA step after its first (a CPU run measures no device)", "run")
+    return store.add(rec)
 
 
 def _error(measured: int | None, pred: int | None) -> float | None:
@@ -43,6 +71,8 @@ def _error(measured: int | None, pred: int | None) -> float | None:
 
 def run(args: argparse.Namespace) -> int:
     store = Store.existing(args.store)
+    if args.calibrate and args.run_id is None:
+        raise BadInput("--calibrate needs a RUN: the run whose measurement becomes a probe record", "run")
     if args.run_id is None:
         lines = runs.summaries(store, args.limit)
         for line in lines:
@@ -53,10 +83,11 @@ def run(args: argparse.Namespace) -> int:
         got = runs.steps(store, args.run_id, limit=100_000)
         if not got:
             raise BadInput(f"run {args.run_id!r}: no such run in {store.path} (`planner runs` lists them)", "run")
+        probe = calibrate(store, got) if args.calibrate else None
         pred, why = predicted(got[-1].plan)
         rows = [{**s.model_dump(exclude={"plan"}), "error": _error(s.allocated_bytes, pred)} for s in got]
         data = {"store": str(store.path), "run": args.run_id, "plan": got[-1].plan, "predicted_bytes": pred}
-        data.update(not_predicted=why, steps=rows)
+        data.update(not_predicted=why, steps=rows, calibrated_probe=probe)
     if args.json:
         common.print_json(data)
         return 0
@@ -98,6 +129,8 @@ def _print(data: dict) -> None:
             _gib(r["host_rss_bytes"]),
         )
     render.console.print(t)
+    if data.get("calibrated_probe"):
+        common.say_line(f"stored probe #{data['calibrated_probe']}: plans of this run's shape now use its measurement")
     why = [r["not_predicted"] for r in data["runs"] if r["not_predicted"]] if multi else [data["not_predicted"]]
     for line in filter(None, why):
         common.say_line(f"no prediction: {line}")

@@ -75,3 +75,30 @@ def summaries(store, limit: int = 50) -> list[dict]:
             | {"plan": last_step.plan, **peak}
         )
     return out
+
+
+def as_probe_record(got: list[RunStep], spec, knobs, shapes):
+    """A CUDA run's measurement as a cuda probe record of its plan (`spec`, `knobs`, `shapes`: the plan as `planner
+    check` makes it, so that its key is the one calibration looks up), which calibration then uses as it uses a
+    probe's (its measured peak, NVML's overhead on the same GPU kind): rank 0's steps from the second on (the
+    optimizer's states exist from then), their largest allocated, reserved and NVML figures. None for a run with no
+    such step (a CPU run)."""
+    from planner.evidence.store import make_record
+
+    steady = [s for s in got if s.rank == 0 and s.step >= 2 and s.allocated_bytes and s.device not in ("", "cpu")]
+    if not steady:
+        return None
+    best = max(steady, key=lambda s: s.allocated_bytes)
+    return make_record(
+        spec.name,
+        spec.config,
+        knobs,
+        shapes,
+        "cuda",
+        "ok",
+        best.device,
+        peak_allocated_bytes=best.allocated_bytes,
+        peak_reserved_bytes=max((s.reserved_bytes or 0 for s in steady), default=0) or None,
+        device_used_bytes=max((s.nvml_bytes or 0 for s in steady), default=0) or None,
+        detail={"run": best.run, "source": best.source},
+    )
