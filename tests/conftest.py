@@ -108,7 +108,6 @@ SLOW = {
     # test-fast's run of 2026-11-27 (10 min 8 s): the tests of 5 s or more it still held
     "tests/trainer/test_parallel_train.py::test_sequence_and_tensor_parallel_give_the_data_parallel_losses": 70,
     "tests/trainer/test_parallel_train.py::test_ulysses_repeats_kv_heads_fewer_than_its_ranks": 20,
-    "tests/planner/test_advise.py::test_suggest_answers_every_request_or_names_the_bad_field": 9,
     "tests/probes/test_sim.py::test_sim_extrapolated_over_layers_matches_real_steps[debug-gpt2-knobs3-1]": 7,
     "tests/planner/cli/test_advice.py::test_headlines_stay_on_one_line_and_each_reason_once": 7,
     "tests/planner/cli/test_advice.py::test_nothing_fits_ends_with_the_nearest_settings_that_fit": 6,
