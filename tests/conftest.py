@@ -110,6 +110,9 @@ SLOW = {
     "tests/trainer/test_parallel_train.py::test_ulysses_repeats_kv_heads_fewer_than_its_ranks": 20,
     "tests/probes/test_sim.py::test_sim_extrapolated_over_layers_matches_real_steps[debug-gpt2-knobs3-1]": 7,
     "tests/planner/cli/test_advice.py::test_headlines_stay_on_one_line_and_each_reason_once": 7,
+    "tests/trainer/test_recipe_equivalence.py::test_qlora_splits_give_the_same_losses": 7,
+    "tests/trainer/test_vlm_train.py::test_a_processor_needs_a_file_of_rows_and_a_processor_folder": 5,
+    "tests/trainer/test_vlm_train.py::test_the_command_refuses_a_bad_row_before_anything_is_written": 5,
     "tests/planner/cli/test_advice.py::test_nothing_fits_ends_with_the_nearest_settings_that_fit": 6,
     # 3 s or more in test-fast's run of 2026-11-24 (8 min 36 s): out of the edit loop, still in make test
     # VLM steps with images (issue 33 item 5: the real tower runs in the sim): 4-70 s each
