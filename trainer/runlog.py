@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import resource
+import time
 
 import torch
 
@@ -25,9 +26,24 @@ def run_id(cfg) -> str:
     return f"train-{digest[:10]}"
 
 
+def open_store(path: str, tries: int = 20) -> Store:
+    """The store, opened by every rank at once: SQLite can answer `database is locked` to a connection that sets up
+    a new file while another does (a BadInput from Store), so try again for a few seconds."""
+    from planner.errors import BadInput
+
+    for i in range(tries):
+        try:
+            return Store(path)
+        except BadInput as e:
+            if "locked" not in str(e) or i == tries - 1:
+                raise
+            time.sleep(0.25)
+    raise AssertionError("unreachable")
+
+
 class StepRecorder:
     def __init__(self, cfg, rank: int) -> None:
-        self.store = Store(cfg.store)
+        self.store = open_store(cfg.store)
         self.run, self.rank = run_id(cfg), rank
         plan = {"model": cfg.model, "micro_batch": cfg.micro_batch, "grad_accum": cfg.grad_accum}
         plan |= {"seq_len": cfg.seq_len, **cfg.extra.get("plan", {}), **cfg.knobs.model_dump(exclude_defaults=True)}

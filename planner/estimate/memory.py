@@ -399,6 +399,8 @@ def frozen_ends_bytes(s: Setup) -> int:
     k, (t, rows, width, p) = s.knobs, text_shape(s)
     if frozen_lm.language_frozen(k):  # a frozen language model: its final norm and head (planner/estimate/frozen_lm.py)
         return frozen_lm.ends_dropped_bytes(s.model, p, rows * width)
+    if k.checkpointing == "offload":  # the final norm's tensors are on the host (activations_bytes counts none)
+        return 0
     if not lora.layer_examined(s.model, k) or k.checkpointing != "off" or k.lora_train_embeddings:
         # a frozen head keeps no input: the RMSNorm output final_norm_bytes counts for a trained head (under AMP it
         # counts the bf16 copy, as the sim found for LoRA too)

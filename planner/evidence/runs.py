@@ -48,8 +48,15 @@ def add(store, rows: list[RunStep]) -> list[int]:
     return ids
 
 
+def _has_table(store) -> bool:
+    """A store of an earlier version opened read-only has no `runs` table (planner.evidence.store)."""
+    return store.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'").fetchone() is not None
+
+
 def steps(store, run: str | None = None, limit: int = 1000) -> list[RunStep]:
     """A run's steps in order (every run's, newest run first, where none is named)."""
+    if not _has_table(store):
+        return []
     if run is not None:
         sql, args = "SELECT id, record FROM runs WHERE run = ? ORDER BY step, rank LIMIT ?", (run, limit)
     else:
@@ -59,6 +66,8 @@ def steps(store, run: str | None = None, limit: int = 1000) -> list[RunStep]:
 
 def summaries(store, limit: int = 50) -> list[dict]:
     """One line a run: its steps, its largest measurements, the plan it ran (newest first)."""
+    if not _has_table(store):
+        return []
     rows = store.db.execute(
         "SELECT run, COUNT(*), MAX(created) FROM runs GROUP BY run ORDER BY MAX(created) DESC LIMIT ?", (limit,)
     ).fetchall()

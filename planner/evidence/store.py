@@ -153,6 +153,10 @@ CREATE TABLE IF NOT EXISTS probes (
   record TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS probes_tensor_key ON probes (tensor_key);
 CREATE INDEX IF NOT EXISTS probes_model ON probes (model);
+"""
+# real runs' steps (planner.evidence.runs): made where the file can be written, so that a read-only store of an earlier
+# version still opens for reading (a run's reader finds no table: no runs)
+_RUNS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   run TEXT NOT NULL, step INTEGER NOT NULL, rank INTEGER NOT NULL, model TEXT NOT NULL, created REAL NOT NULL,
@@ -184,6 +188,10 @@ class Store:
             self.db = sqlite3.connect(self.path, timeout=30)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.executescript(_SCHEMA)
+            try:
+                self.db.executescript(_RUNS_SCHEMA)
+            except sqlite3.OperationalError:  # a read-only file: readable, without runs
+                pass
             row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         except (OSError, ValueError, sqlite3.DatabaseError) as e:  # ValueError: a NUL byte in the path
             if self.db is not None:  # closed now: an open connection keeps a read-only WAL view (api/jobs.py)

@@ -296,3 +296,16 @@ def test_the_fraction_follows_the_allocator_and_the_measured_edge_bounds_it():
     assert (_overhead_fraction(cal), _overhead_fraction(cal, expandable_segments=True)) == (0.12, 0.05)
     edged = cal.model_copy(update={"edge_fraction": 0.03, "edge_fraction_expandable": 0.08})
     assert (_overhead_fraction(edged), _overhead_fraction(edged, expandable_segments=True)) == (0.03, 0.05)
+
+
+@pytest.mark.parametrize("precision", ["bf16", "bf16-pure", "fp32"])
+def test_a_frozen_heads_input_is_taken_only_from_what_the_device_holds(precision):
+    """LoRA with offloaded checkpointing: the final norm's tensors are on the host, so nothing of them is taken off the
+    device's activations (a property test found -32 MiB once); with full checkpointing the frozen head's input is."""
+    m = load_model("llama-3.1-8b")
+    off = Setup(m, Knobs(lora_rank=16, checkpointing="offload", precision=precision), 1, 1, 4096)
+    assert mem.activations_bytes(off) == 0 and mem.frozen_ends_bytes(off) == 0
+    full = Setup(m, Knobs(lora_rank=16, checkpointing="full", precision=precision), 1, 1, 4096)
+    profile = mem.activation_profile(full.knobs)  # a LoRA base in bf16 trains in half precision, not AMP
+    c = {"amp": 0, "half": 2, "fp32": 4}[profile]
+    assert mem.frozen_ends_bytes(full) == c * 4096 * m.text.hidden
