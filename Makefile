@@ -47,14 +47,18 @@ FRAMEWORK_PYTHONS := MEMPLAN_LLAMAFACTORY_PYTHON=$(FWENV)/llamafactory/bin/pytho
 fwenv:
 	FWENV_ROOT=$(FWENV) FWENV_SHARED_TORCH=1 PY=$(PY) bash tools/fwenv.sh
 
+# Two pytest workers (pytest-xdist), a test file to one worker and in order: most tests keep one core busy and the
+# machine has two. PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 2
+PYTEST_PARALLEL := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 test: setup-dev fwenv
-	$(FRAMEWORK_PYTHONS) $(BIN)/python -m pytest tests
+	$(FRAMEWORK_PYTHONS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) tests
 
 # The edit loop (under 8 minutes on 2 cores): the tests not marked slow (tests/conftest.py SLOW, each 4 s or more),
 # 100 hypothesis requests a kind instead of 2,000 and 3 chaos rounds instead of 20. `make test` runs everything.
 .PHONY: test-fast
 test-fast: setup-dev
-	MEMPLAN_TEST_EXAMPLES=100 MEMPLAN_CHAOS_ROUNDS=3 $(BIN)/python -m pytest -m "not slow" tests
+	MEMPLAN_TEST_EXAMPLES=100 MEMPLAN_CHAOS_ROUNDS=3 $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not slow" tests
 
 bench: setup
 	$(BIN)/python benchmarks/plan_latency.py --out benchmarks/results/plan_latency.json

@@ -147,7 +147,8 @@ def test_chaos_kill_9_at_random_points_loses_nothing_and_runs_nothing_twice(tmp_
     finally:
         stop.set()
         sampler.join()
-    assert time.monotonic() - t0 < 180
+    # a bound against a hang, not a speed target: 166 s alone on 2 cores, 221 s beside another pytest worker
+    assert time.monotonic() - t0 < 360
     assert probe_pids(store) == []
     assert not seen_two
     done = [j for j in final if j["status"] == "done"]
