@@ -18,13 +18,12 @@ name either.
 from __future__ import annotations
 
 import os
-import resource
 import uuid
 
 import torch
 from transformers import TrainerCallback
 
-from planner.evidence.runs import RunStep, add
+from planner.evidence.runs import RunStep, add, peak_rss_bytes
 from planner.evidence.store import Store
 
 
@@ -69,7 +68,7 @@ class MemplanCallback(TrainerCallback):
             rank=args.process_index,
             model=str(self.plan.get("model", "")),
             plan=self.plan,
-            host_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,  # Linux: KiB
+            host_rss_bytes=peak_rss_bytes(),
             source="hf-callback",
             **self._device(),
         )

@@ -1,6 +1,6 @@
 """Each optimizer step of a bundled-trainer run recorded in the probe store (planner.evidence.runs), with the plan it
 ran, where the run names a store (`planner train --store FILE`): `planner runs` then sets it against the prediction.
-Every rank writes its own row. The run's id is $MEMPLAN_RUN, else one made from the run file and the launch (the same
+Every rank writes its own row (planner.evidence.store.Store sets up a new file opened by several at once). The run's id is $MEMPLAN_RUN, else one made from the run file and the launch (the same
 on every rank of one launch)."""
 
 from __future__ import annotations
@@ -8,12 +8,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import resource
-import time
 
 import torch
 
-from planner.evidence.runs import RunStep, add
+from planner.evidence.runs import RunStep, add, peak_rss_bytes
 from planner.evidence.store import Store
 
 
@@ -26,24 +24,9 @@ def run_id(cfg) -> str:
     return f"train-{digest[:10]}"
 
 
-def open_store(path: str, tries: int = 20) -> Store:
-    """The store, opened by every rank at once: SQLite can answer `database is locked` to a connection that sets up
-    a new file while another does (a BadInput from Store), so try again for a few seconds."""
-    from planner.errors import BadInput
-
-    for i in range(tries):
-        try:
-            return Store(path)
-        except BadInput as e:
-            if "locked" not in str(e) or i == tries - 1:
-                raise
-            time.sleep(0.25)
-    raise AssertionError("unreachable")
-
-
 class StepRecorder:
     def __init__(self, cfg, rank: int) -> None:
-        self.store = open_store(cfg.store)
+        self.store = Store(cfg.store)
         self.run, self.rank = run_id(cfg), rank
         plan = {"model": cfg.model, "micro_batch": cfg.micro_batch, "grad_accum": cfg.grad_accum}
         plan |= {"seq_len": cfg.seq_len, **cfg.extra.get("plan", {}), **cfg.knobs.model_dump(exclude_defaults=True)}
@@ -62,7 +45,7 @@ class StepRecorder:
                     plan=self.plan,
                     allocated_bytes=row.get("peak_allocated_bytes"),
                     reserved_bytes=torch.cuda.max_memory_reserved(device) if cuda else None,
-                    host_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                    host_rss_bytes=peak_rss_bytes(),
                     device=torch.cuda.get_device_name(device) if cuda else device.type,
                     source="bundled",
                 )

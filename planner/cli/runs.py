@@ -38,19 +38,25 @@ def checked(plan: dict):
     return advise.check(advise.parse(advise.CheckRequest, {**plan, "evidence": "analytic"}))
 
 
-def predicted(plan: dict) -> tuple[int | None, str | None]:
-    """(peak_allocated bytes the planner predicts for the plan, None) or (None, why not)."""
+def checked_or_why(plan: dict):
+    """(the CheckResult, None), or (None, why the plan cannot be checked)."""
     try:
-        return checked(plan).plan.memory.peak_allocated_bytes, None
+        return checked(plan), None
     except BadInput as e:
         return None, str(e)
 
 
-def calibrate(store: Store, got: list) -> int:
-    """The run's CUDA measurement stored as a cuda probe record of its plan (runs.as_probe_record); its id."""
+def predicted(plan: dict) -> tuple[int | None, str | None]:
+    """(peak_allocated bytes the planner predicts for the plan, None) or (None, why not)."""
+    result, why = checked_or_why(plan)
+    return (result.plan.memory.peak_allocated_bytes if result else None), why
+
+
+def calibrate(store: Store, got: list, result) -> int:
+    """The run's CUDA measurement stored as a cuda probe record of its plan (`result`: its check;
+    runs.as_probe_record); its id."""
     from planner.evidence.store import Shapes
 
-    result = checked(got[-1].plan)
     (spec, _hw, goal), p = result.context, result.plan
     shapes = Shapes(
         micro_batch=p.micro_batch,
@@ -83,8 +89,11 @@ def run(args: argparse.Namespace) -> int:
         got = runs.steps(store, args.run_id, limit=100_000)
         if not got:
             raise BadInput(f"run {args.run_id!r}: no such run in {store.path} (`planner runs` lists them)", "run")
-        probe = calibrate(store, got) if args.calibrate else None
-        pred, why = predicted(got[-1].plan)
+        result, why = checked_or_why(got[-1].plan)  # once: the prediction, and the probe record's key
+        if args.calibrate and result is None:
+            raise BadInput(f"--calibrate: the run's plan cannot be checked ({why})", "run")
+        probe = calibrate(store, got, result) if args.calibrate else None
+        pred = result.plan.memory.peak_allocated_bytes if result else None
         rows = [{**s.model_dump(exclude={"plan"}), "error": _error(s.allocated_bytes, pred)} for s in got]
         data = {"store": str(store.path), "run": args.run_id, "plan": got[-1].plan, "predicted_bytes": pred}
         data.update(not_predicted=why, steps=rows, calibrated_probe=probe)

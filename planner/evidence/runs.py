@@ -12,6 +12,7 @@ the bundled trainer.
 from __future__ import annotations
 
 import json
+import resource
 import time
 
 from pydantic import BaseModel, Field
@@ -33,6 +34,11 @@ class RunStep(BaseModel):
     source: Source = "hf-callback"
     created: float = Field(default_factory=time.time)
     id: int | None = None
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident set (Linux reports KiB), the host figure every recorder takes."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def add(store, rows: list[RunStep]) -> list[int]:

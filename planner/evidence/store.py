@@ -28,6 +28,7 @@ from planner.config.spec import Knobs
 from planner.errors import BadInput
 
 SCHEMA_VERSION = 1
+OPEN_TRIES = 20  # Store._connect: 0.25 s apart
 Backend = Literal["sim", "cpu", "cuda"]
 Status = Literal["ok", "oom", "crash", "timeout", "cancelled"]  # cancelled: returned, never stored
 
@@ -185,26 +186,44 @@ class Store:
         self.db = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(self.path, timeout=30)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.executescript(_SCHEMA)
-            try:
-                self.db.executescript(_RUNS_SCHEMA)
-            except sqlite3.OperationalError:  # a read-only file: readable, without runs
-                pass
-            row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            row = self._connect()
         except (OSError, ValueError, sqlite3.DatabaseError) as e:  # ValueError: a NUL byte in the path
             if self.db is not None:  # closed now: an open connection keeps a read-only WAL view (api/jobs.py)
                 self.db.close()
             raise BadInput(f"--store {str(self.path)!r}: cannot open as a probe store ({e})", "store") from None
-        if row is None:
+        if row is None:  # several processes may set up one new file at once: the first one's version stands
             with self.db:
-                self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         elif int(row[0]) > SCHEMA_VERSION:
             raise BadInput(
                 f"--store {str(self.path)!r}: schema version {row[0]} is newer than this memplan's "
                 f"({SCHEMA_VERSION}); upgrade memplan or use another store"
             )
+
+    def _connect(self):
+        """Open the file and set up its schema; the stored schema version's row (None for a new file). Processes that
+        open one new file at once (every rank of a run recording its steps) can be answered `database is locked`
+        at once, whatever the busy timeout (4 processes opening a new file, 60 times: once; and 12 times two of them
+        inserted the schema version, which __init__ now inserts once): set up again, for up to
+        about 5 s."""
+        for attempt in range(OPEN_TRIES):
+            self.db = sqlite3.connect(self.path, timeout=30)
+            try:
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.executescript(_SCHEMA)
+                try:
+                    self.db.executescript(_RUNS_SCHEMA)
+                except sqlite3.OperationalError as e:  # a read-only file: readable, without runs
+                    if "readonly" not in str(e):
+                        raise
+                return self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or attempt == OPEN_TRIES - 1:
+                    raise
+                self.db.close()
+                self.db = None
+                time.sleep(0.25)
+        raise AssertionError("unreachable")
 
     def check_writable(self) -> None:
         """BadInput now if a record could not be added later (a read-only file or folder)."""

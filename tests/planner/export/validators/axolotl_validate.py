@@ -16,8 +16,9 @@ Telemetry is off (AXOLOTL_DO_NOT_TRACK=1). Exits 1 with the framework's error on
 import json
 import os
 import sys
-import traceback
 from pathlib import Path
+
+from verdict import verdicts
 
 os.environ.setdefault("AXOLOTL_DO_NOT_TRACK", "1")
 os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -62,14 +63,7 @@ def check(path: Path) -> str:
 
 
 def main(paths: list[str]) -> int:
-    for p in paths:
-        try:
-            print(f"{p}: OK {check(Path(p).resolve())}")
-        except BaseException as e:  # noqa: BLE001 - any error of the framework's fails the file
-            traceback.print_exc()
-            print(f"{p}: INVALID {type(e).__name__}: {e}")
-            return 1
-    return 0
+    return verdicts(paths, check)
 
 
 if __name__ == "__main__":

@@ -22,9 +22,10 @@ Prints "DIR: OK ..." per folder; "DIR: INVALID ..." and exit 1 on the first bad 
 import json
 import os
 import sys
-import traceback
 from pathlib import Path
 from unittest import mock
+
+from verdict import verdicts
 
 
 def launcher_env(cfg_path: Path) -> tuple[dict, dict]:
@@ -134,14 +135,7 @@ def check(folder: Path) -> str:
 
 
 def main(folders: list[str]) -> int:
-    for f in map(Path, folders):
-        try:
-            print(f"{f}: OK {check(f)}")
-        except (Exception, SystemExit) as e:  # noqa: BLE001 - any refusal is the verdict (argparse exits)
-            print(f"{f}: INVALID {type(e).__name__}: {e}")
-            traceback.print_exc()
-            return 1
-    return 0
+    return verdicts(folders, check)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,9 @@ import contextlib
 import importlib
 import os
 import sys
-import traceback
 from pathlib import Path
+
+from verdict import verdicts
 
 
 def patch_host() -> None:
@@ -60,15 +61,7 @@ def check(path: Path) -> str:
 
 def main(paths: list[str]) -> int:
     patch_host()
-    for p in paths:
-        path = Path(p).resolve()
-        try:
-            print(f"{p}: OK {check(path)}")
-        except BaseException as e:  # noqa: BLE001 - any error, SystemExit from argparse choices too, fails the file
-            traceback.print_exc()
-            print(f"{p}: INVALID {type(e).__name__}: {e}")
-            return 1
-    return 0
+    return verdicts(paths, check)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,9 @@ import json
 import re
 import shlex
 import sys
-import traceback
 from pathlib import Path
+
+from verdict import verdicts
 
 DS_PRESETS = {"zero0", "zero1", "zero2", "zero3", "zero2_offload", "zero3_offload"}
 FSDP_PRESETS = {"fsdp2"}
@@ -75,14 +76,7 @@ def check(path: Path) -> str:
 
 
 def main(paths: list[str]) -> int:
-    for p in paths:
-        try:
-            print(f"{p}: OK {check(Path(p).resolve())}")
-        except BaseException as e:  # noqa: BLE001 - any error, SystemExit from argparse choices too, fails the file
-            traceback.print_exc()
-            print(f"{p}: INVALID {type(e).__name__}: {e}")
-            return 1
-    return 0
+    return verdicts(paths, check)
 
 
 if __name__ == "__main__":

@@ -24,8 +24,9 @@ Exits 1 with the framework's error on the first bad module.
 import os
 import re
 import sys
-import traceback
 from pathlib import Path
+
+from verdict import verdicts
 
 os.environ.setdefault("WANDB_MODE", "disabled")
 
@@ -110,14 +111,7 @@ def check(path: Path) -> str:
 
 
 def main(paths: list[str]) -> int:
-    for p in paths:
-        try:
-            print(f"{p}: OK {check(Path(p).resolve())}")
-        except BaseException as e:  # noqa: BLE001 - any error of the framework's fails the module
-            traceback.print_exc()
-            print(f"{p}: INVALID {type(e).__name__}: {e}")
-            return 1
-    return 0
+    return verdicts(paths, check)
 
 
 if __name__ == "__main__":

@@ -25,8 +25,9 @@ import os
 import shlex
 import sys
 import tempfile
-import traceback
 from pathlib import Path
+
+from verdict import verdicts
 
 os.environ.setdefault("WANDB_MODE", "disabled")
 ENTRY = "verl.trainer.sft_trainer"
@@ -145,14 +146,7 @@ def main(argv: list[str]) -> int:
     kv_heads = int(argv[argv.index("--kv-heads") + 1])
     paths = [a for i, a in enumerate(argv) if not a.startswith("--") and argv[i - 1] not in ("--heads", "--kv-heads")]
     with tempfile.TemporaryDirectory() as scratch:
-        for p in paths:
-            try:
-                print(f"{p}: OK {check(Path(p).resolve(), heads, kv_heads, Path(scratch))}")
-            except BaseException as e:  # noqa: BLE001 - any error of the framework's fails the file
-                traceback.print_exc()
-                print(f"{p}: INVALID {type(e).__name__}: {e}")
-                return 1
-    return 0
+        return verdicts(paths, lambda path: check(path, heads, kv_heads, Path(scratch)))
 
 
 if __name__ == "__main__":
