@@ -105,14 +105,14 @@ def fake_grouped_mm():
         moe._can_use_grouped_mm = real
 
 
-def fake_model(case: Case, layers: int, mode, paths: str = "cuda"):
+def fake_model(case: Case, layers: int, mode, paths: str = "cuda", value_head: bool = False):
     """The model built on the meta device (where dtype and device moves work), its parameters and
     buffers then turned into fake CPU tensors; tied weights stay tied."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorConverter
 
     with torch.device("meta"):
-        model = build_model(case, layers, paths)
+        model = build_model(case, layers, paths, value_head)
     conv, made = FakeTensorConverter(), {}
 
     def fake(t):

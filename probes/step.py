@@ -35,7 +35,7 @@ class Case:
     image_tokens: int = 0
 
 
-def build_model(case: Case, layers: int | None = None, paths: str = "cpu") -> torch.nn.Module:
+def build_model(case: Case, layers: int | None = None, paths: str = "cpu", value_head: bool = False) -> torch.nn.Module:
     """The plan's model as the trainer builds it (recipe.model), with the probes' recomputation context, the CPU's
     attention kernels (flash: its stand-in), and 4-bit stand-ins where bitsandbytes is missing."""
     k = case.knobs
@@ -46,6 +46,7 @@ def build_model(case: Case, layers: int | None = None, paths: str = "cpu") -> to
         device_type="cpu",
         recompute=lambda: (nullcontext(), _Recompute(k, paths)),
         quant_standin=not _bitsandbytes(),
+        value_head=value_head,
     )
     for name, m in model.named_modules():  # traced as CUDA runs it (_NoSdpaDropout)
         if ".lora_dropout." in name and isinstance(m, torch.nn.Dropout):

@@ -43,6 +43,7 @@ def build_model(
     device_type: str = "cpu",
     recompute=None,
     quant_standin: bool = False,
+    value_head: bool = False,
 ) -> torch.nn.Module:
     """The plan's model in train mode, on the current default device (the meta device: the sim's build).
 
@@ -50,7 +51,8 @@ def build_model(
     weights are loaded (else a random init under torch's current seed); `device_type`: where it will run, which
     picks the attention kernel; `recompute`: the probes' recomputation context (checkpoint's context_fn);
     `quant_standin`: QLoRA's 4-bit base as recipe.knobs.Linear4bitStandIn instead of bitsandbytes (always on the
-    meta device, where bitsandbytes cannot quantize)."""
+    meta device, where bitsandbytes cannot quantize); `value_head`: a one-output token-classification head in place
+    of the language-model head (an RL critic or reward model: verl's AutoModelForTokenClassification, num_labels 1)."""
     import transformers
 
     cfg = hf_config(config, layers)
@@ -63,6 +65,9 @@ def build_model(
     impl = recipe_knobs.attn_implementation(knobs, device_type)
     if impl:
         kw["attn_implementation"] = impl
+    if value_head:
+        auto = transformers.AutoModelForTokenClassification
+        cfg.num_labels = 1
     if weights is None:
         model = auto.from_config(cfg, **kw)
     else:

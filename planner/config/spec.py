@@ -27,6 +27,8 @@ from planner.config.knobfields import (  # noqa: F401 - the knob types and bound
     choices,
 )
 from planner.config.workload import check_rl_knobs
+
+ROLE_FRAMEWORKS = ("verl", "openrlhf")  # the frameworks whose RL runs are planned by roles
 from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS
 
@@ -163,6 +165,12 @@ class Knobs(KnobFields):
             )
         if self.expert_parallel > 1 and self.fsdp == "off":
             raise BadInput(EXPERT_PARALLEL_NEEDS_FSDP, "expert_parallel")
+        if self.workload.role_run and self.framework not in ROLE_FRAMEWORKS:
+            raise BadInput(
+                f"--workload {self.workload.kind} is planned as verl or OpenRLHF run it (actor, critic, reference, reward "
+                f"model and rollout roles): give --framework verl or openrlhf",
+                "workload",
+            )
         check_rl_knobs(
             self.workload, self.model_dump(include={"checkpointing", "loss", "batching", "optimizer_in_backward"})
         )
@@ -288,6 +296,12 @@ class Knobs(KnobFields):
                 "--expert-parallel with tensor, sequence or context parallelism is not planned: give one of them",
                 "expert_parallel",
             )
+
+    @property
+    def role_run(self) -> bool:
+        """An RL run planned by its roles (planner.estimate.roles): ppo, rloo, reinforce++, and grpo as verl and
+        OpenRLHF run it."""
+        return self.workload.role_run or (self.workload.kind == "grpo" and self.framework in ROLE_FRAMEWORKS)
 
     @property
     def parallel(self) -> int:
@@ -439,6 +453,12 @@ class MemoryBreakdown(BaseModel):
         "generation",
         "reference-forward",
         "old-logps",
+        "rollout",
+        "weight-sync",
+        "reward-scoring",
+        "critic-values",
+        "critic-update",
+        "actor-update",
     ]
     host_bytes_per_node: int = 0  # the largest of host_phases
     host_phases: dict[str, int] | None = None  # host RAM per node: load, training (offload), checkpoint-save

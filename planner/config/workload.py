@@ -19,9 +19,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from planner.config.roles import Roles
 from planner.errors import BadInput
 
-WORKLOADS: tuple[str, ...] = ("sft", "dpo", "grpo")
+WORKLOADS: tuple[str, ...] = ("sft", "dpo", "grpo", "ppo", "rloo", "reinforce++")
 GENERATIONS: tuple[str, ...] = ("hf", "vllm-colocate", "vllm-server")
 MAX_TOKENS = 1 << 20
 GRPO_PROMPT_DEFAULT = 512
@@ -32,7 +33,7 @@ class Workload(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: Literal["sft", "dpo", "grpo"] = "sft"
+    kind: Literal["sft", "dpo", "grpo", "ppo", "rloo", "reinforce++"] = "sft"
     # GRPO (GRPOConfig); TRL's defaults
     num_generations: int = Field(default=8, ge=2, le=1 << 12, description="completions sampled per prompt")
     max_prompt_length: int | None = Field(
@@ -66,6 +67,10 @@ class Workload(BaseModel):
     # DPO (DPOConfig)
     max_length: int = Field(default=1024, ge=2, le=MAX_TOKENS)
     precompute_ref_log_probs: bool = False
+    # verl's / OpenRLHF's roles (planner.config.roles): ppo, rloo, reinforce++, and grpo under --framework verl/openrlhf
+    roles: Roles = Field(
+        default_factory=Roles, description="verl / OpenRLHF: the roles, their GPUs, the rollout engine"
+    )
 
     @model_validator(mode="after")
     def _rules(self) -> Workload:
@@ -91,9 +96,20 @@ class Workload(BaseModel):
             "steps_per_generation",
             "num_iterations",
         } & given
-        if self.kind != "grpo" and grpo_only:
+        if self.kind not in ("grpo", "ppo", "rloo", "reinforce++") and grpo_only:
             field = min(grpo_only)
             raise BadInput(f"--{field.replace('_', '-')} is a GRPO input: it needs --workload grpo", field)
+        if self.kind in ("ppo", "rloo", "reinforce++"):
+            trl_only = {"generation", "vllm_gpu_memory_utilization", "logprobs"} & given
+            if trl_only:
+                field = min(trl_only)
+                raise BadInput(
+                    f"--{field.replace('_', '-')} is TRL's: a {self.kind} run's rollout and log-probs are set by its roles "
+                    "(--rollout-engine, --rollout-memory, --placement)",
+                    field,
+                )
+        elif self.roles != Roles() and self.kind != "grpo":
+            raise BadInput("--placement and the role flags are for RL runs (ppo, grpo, rloo, reinforce++)", "roles")
         dpo_only = {"max_length", "precompute_ref_log_probs"} & given
         if self.kind != "dpo" and dpo_only:
             field = min(dpo_only)
@@ -104,13 +120,24 @@ class Workload(BaseModel):
     def rl(self) -> bool:
         return self.kind != "sft"
 
+    @property
+    def generates(self) -> bool:
+        """A run that samples completions (GRPO, and the role runs)."""
+        return self.kind not in ("sft", "dpo")
+
+    @property
+    def role_run(self) -> bool:
+        """Planned by roles (planner.estimate.roles): ppo, rloo, reinforce++ (grpo too under verl / OpenRLHF: the
+        framework decides, planner.config.spec.Knobs.role_run)."""
+        return self.kind in ("ppo", "rloo", "reinforce++")
+
     def seq_len(self) -> int:
         """Tokens of the longest row a micro-step trains on."""
-        return self.prompt_tokens() + self.max_completion_length if self.kind == "grpo" else self.max_length
+        return self.prompt_tokens() + self.max_completion_length if self.generates else self.max_length
 
     def prompt_tokens(self) -> int:
         """GRPO: the prompt; DPO: the prompt part of a row when given (0 otherwise: all of it may be scored)."""
-        if self.kind == "grpo":
+        if self.generates:
             return self.max_prompt_length or GRPO_PROMPT_DEFAULT
         return self.max_prompt_length or 0
 
@@ -131,7 +158,7 @@ class Workload(BaseModel):
 
     def split_error(self, micro_batch: int, grad_accum: int, world: int) -> str | None:
         """TRL's rule between the split and num_generations (GRPOConfig.__post_init__), or None."""
-        if self.kind != "grpo":
+        if not self.generates:
             return None
         gen = self.generation_batch(micro_batch, grad_accum, world)
         if gen % self.num_generations:
@@ -146,16 +173,23 @@ class Workload(BaseModel):
         """A reference model is kept on the device (no PEFT adapter to disable, needed, not precomputed)."""
         if lora or self.kind == "sft":
             return False
-        return self.beta > 0 if self.kind == "grpo" else not self.precompute_ref_log_probs
+        return self.beta > 0 if self.generates else not self.precompute_ref_log_probs
 
     def computes_old_logps(self, grad_accum: int) -> bool:
         """GRPOTrainer._generate_and_score_completions: old log-probs are computed when generation is not aligned with
         the optimizer step (grad_accum not a multiple of steps_per_generation x num_iterations) or under vLLM
         (importance-sampling correction, on by default)."""
         every = self.steps_per_gen(grad_accum) * self.num_iterations
+        if self.role_run:
+            return True  # verl's compute_log_prob and OpenRLHF's make_experience always recompute them
         return self.kind == "grpo" and (grad_accum % every != 0 or self.generation != "hf")
 
     def summary(self) -> str:
+        if self.role_run:
+            return (
+                f"{self.kind.upper()}: {self.num_generations} samples of <= {self.max_completion_length} tokens after "
+                f"prompts of <= {self.prompt_tokens()}, {self.roles.rollout_engine} rollout, {self.roles.placement}"
+            )
         if self.kind == "grpo":
             ref = f", beta {self.beta:g}" if self.beta else ""
             return (

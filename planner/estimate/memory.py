@@ -42,6 +42,7 @@ from planner.estimate import (
     parallel,
     quant,
     recipe_terms,
+    role_heads,
     vision,
     zero,
 )
@@ -414,6 +415,10 @@ def logits_loss_bytes(s: Setup) -> int:
     head_trainable = (not s.lora or s.knobs.lora_train_embeddings) and not frozen_lm.language_frozen(s.knobs)
     head_grad = grad_bytes_per_param(s.knobs) if head_trainable else 0
     w = s.knobs.workload
+    if s.knobs.role_run:  # the head's weight gradient is made beside the logits (accumulated after)  # verl's / OpenRLHF's actor (a critic: its one-output head, vocab 1)
+        entropy = w.roles.entropy if t.vocab > 1 else "off"
+        c = act.saved_dtype_bytes(p)[1]
+        return role_heads.update_head_bytes(rows * width, t.vocab, t.hidden, c, entropy, head_grad)
     if w.rl and w.logprobs == "full":
         return recipe_terms.full_logprob_bytes(t, rows, width, p)
     if w.rl:  # TRL scores the completion tokens with its fused log-prob head

@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from planner.config.spec import Hardware, MemoryBreakdown
 from planner.estimate import memory as mem
-from planner.estimate import recipe_terms, speed
+from planner.estimate import recipe_terms, roles, speed
 from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
 from planner.estimate.setup import Setup
 
@@ -171,6 +171,8 @@ PARAM_TERMS = ("policy_params_bytes", "reference_params_bytes")
 def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
     """The supervised breakdown (planner.estimate.memory) for sft; for DPO and GRPO the largest phase's, with every phase's
     peak in `phases` and the largest term of the peak phase in `peak_term`."""
+    if s.knobs.role_run:
+        return roles.breakdown(s, capacity_bytes)
     training = mem.breakdown(s, capacity_bytes)
     if not s.knobs.workload.rl:
         return training

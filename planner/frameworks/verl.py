@@ -13,7 +13,7 @@ FRAMEWORK = Framework(
     label="verl SFT trainer",
     version="verl 0.9.1",
     runs={
-        "workload": ("sft",),  # trainer/sft_trainer.py; RL runs through trainer/main_ppo.py (not exported yet)
+        "workload": ("sft", "ppo", "grpo", "rloo", "reinforce++"),  # sft_trainer.py; RL: trainer/main_ppo.py
         "checkpointing": ("off", "full"),  # model.enable_gradient_checkpointing (config/model/hf_model.yaml:34)
         "loss": ("standard",),  # workers/utils/losses.py sft_loss over the model's logits
         "attention": ("flash", "sdpa"),  # model.override_config.attn_implementation (workers/config/model.py:185)

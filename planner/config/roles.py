@@ -1,0 +1,202 @@
+"""The roles of an RL run as verl and OpenRLHF run it (`--workload ppo | grpo | rloo | reinforce++` with `--framework
+verl | openrlhf`): which models exist, where each lives, the rollout engine, the token budgets and what each role
+offloads.
+
+Roles by advantage estimator (verl trainer/ppo/utils.py need_critic: only "gae" needs a critic; OpenRLHF
+cli/train_ppo_ray.py: a critic only for "gae"):
+- ppo: actor, critic, reference (KL), reward model (when given), rollout;
+- grpo, rloo, reinforce++: actor, reference (KL), reward model (when given), rollout; no critic.
+A reward model exists only when one is named (`reward_model`): without it the reward is a function (verl's
+reward_manager, OpenRLHF's --remote_rm_url or a reward function), which holds no GPU memory.
+
+Placement: "colocate" puts every role on every GPU (verl's hybrid engine, OpenRLHF's --colocate_all_models); or
+groups, each `role+role:GPUs`, comma-separated: "actor+ref:4,critic+reward:2,rollout:2" (OpenRLHF's per-role GPU
+counts and --colocate_actor_ref / --colocate_critic_reward; vLLM engines on their own GPUs). Every role of the run
+is in exactly one group; the groups' GPUs add up to the run's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from planner.errors import BadInput
+
+ROLE_KINDS: tuple[str, ...] = ("ppo", "grpo", "rloo", "reinforce++")
+ROLE_NAMES: tuple[str, ...] = ("actor", "critic", "ref", "reward", "rollout")
+OFFLOADS: tuple[str, ...] = ("actor-params", "actor-optimizer", "ref", "critic-params", "critic-optimizer", "reward")
+ENGINES: tuple[str, ...] = ("vllm", "sglang")
+MAX_TOKENS_PER_GPU = 1 << 22
+# verl 0.9.1 trainer/config/rollout/rollout.yaml:46 gpu_memory_utilization 0.5, vllm_async_server.py:1289-1305 sleep
+# level 2 in the hybrid engine; OpenRLHF 0.11.2 cli/train_ppo_ray.py:251-255 --vllm.gpu_memory_utilization 0.95,
+# :244-249 --vllm.enable_sleep off (the engines then never sleep)
+FRAMEWORK_DEFAULTS = {
+    "verl": {"rollout_memory": 0.5, "sleep_level": 2},
+    "openrlhf": {"rollout_memory": 0.95, "sleep_level": 0},
+}
+
+
+@dataclass(frozen=True)
+class Group:
+    roles: tuple[str, ...]
+    gpus: int  # 0: every GPU of the run (colocate)
+
+    @property
+    def name(self) -> str:
+        return "+".join(self.roles)
+
+
+def parse_placement(text: str) -> tuple[Group, ...]:
+    """The placement's groups (a BadInput naming the bad part); "colocate" is one group of every role, gpus 0."""
+    if text == "colocate":
+        return (Group(ROLE_NAMES, 0),)
+    groups, seen = [], set()
+    for part in text.split(","):
+        roles, sep, gpus = part.partition(":")
+        names = tuple(r.strip() for r in roles.split("+"))
+        if not sep or not gpus.strip().isdigit() or int(gpus) < 1:
+            raise BadInput(
+                f"--placement {text!r}: {part!r} is not role+role:GPUs (e.g. actor+ref:4,critic:2,rollout:2) or "
+                "'colocate'",
+                "placement",
+            )
+        bad = [r for r in names if r not in ROLE_NAMES]
+        if bad:
+            raise BadInput(f"--placement: unknown role {bad[0]!r}; roles are {', '.join(ROLE_NAMES)}", "placement")
+        again = seen & set(names)
+        if again:
+            raise BadInput(f"--placement: role {sorted(again)[0]!r} is in two groups", "placement")
+        seen |= set(names)
+        groups.append(Group(names, int(gpus)))
+    if "actor" not in seen:
+        raise BadInput("--placement: no group holds the actor", "placement")
+    return tuple(groups)
+
+
+class Roles(BaseModel):
+    """verl's / OpenRLHF's role settings (every face: the flags below, the API's `workload.roles`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    critic_model: str | None = Field(
+        default=None, description="ppo: the critic's model (catalog name or config.json; default: the actor's)"
+    )
+    reward_model: str | None = Field(
+        default=None, description="a reward model scored on the GPUs (catalog name or config.json); none: a function"
+    )
+    placement: str = Field(
+        default="colocate",
+        max_length=200,
+        description="colocate (every role on every GPU) or groups role+role:GPUs, e.g. actor+ref:4,critic:2,rollout:2",
+    )
+    rollout_engine: Literal["vllm", "sglang"] = "vllm"
+    rollout_tp: int = Field(default=1, ge=1, le=64, description="the rollout engine's tensor-parallel size")
+    rollout_memory: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description=(
+            "the rollout engine's share of each card (vLLM gpu_memory_utilization of the total, SGLang "
+            "mem_fraction_static of the free memory; default: the framework's, verl 0.5, OpenRLHF 0.95)"
+        ),
+    )
+    sleep_level: Literal[0, 1, 2] | None = Field(
+        default=None,
+        description=(
+            "colocated rollout between its phases: 0 keeps weights and KV cache, 1 frees the KV cache and moves the "
+            "weights to host RAM, 2 frees both (default: the framework's, verl 2, OpenRLHF 0 without --vllm.enable_sleep)"
+        ),
+    )
+    rollout_eager: bool = Field(default=False, description="the engine runs without CUDA graphs (enforce_eager)")
+    max_tokens_per_gpu: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_TOKENS_PER_GPU,
+        description="token budget of the actor's update micro-batches (verl use_dynamic_bsz); none: the micro-batch",
+    )
+    logprob_max_tokens_per_gpu: int | None = Field(
+        default=None, ge=1, le=MAX_TOKENS_PER_GPU, description="token budget of the no-grad log-prob passes"
+    )
+    critic_max_tokens_per_gpu: int | None = Field(
+        default=None, ge=1, le=MAX_TOKENS_PER_GPU, description="token budget of the critic's update and values"
+    )
+    offload: tuple[str, ...] = Field(
+        default=(), description=f"what stays on the host outside its role's phases: {', '.join(OFFLOADS)}"
+    )
+    entropy: Literal["off", "on", "checkpointed"] = Field(
+        default="off",
+        description=(
+            "the entropy term in the actor's update (verl entropy_coeff != 0 or calculate_entropy; checkpointed: "
+            "entropy_checkpointing); the old log-probs always compute it"
+        ),
+    )
+    remove_padding: bool = Field(default=True, description="rows packed without padding (verl use_remove_padding)")
+
+    @field_validator("offload")
+    @classmethod
+    def _offloads(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [o for o in v if o not in OFFLOADS]
+        if bad:
+            raise BadInput(f"--role-offload {bad[0]!r}: accepted are {', '.join(OFFLOADS)}", "offload")
+        return tuple(sorted(set(v)))
+
+    @field_validator("placement")
+    @classmethod
+    def _placement(cls, v: str) -> str:
+        parse_placement(v)
+        return v
+
+    def resolved(self, framework: str) -> Roles:
+        """The framework's defaults filled in (FRAMEWORK_DEFAULTS)."""
+        fill = {
+            k: v
+            for k, v in FRAMEWORK_DEFAULTS.get(framework, FRAMEWORK_DEFAULTS["verl"]).items()
+            if getattr(self, k) is None
+        }
+        return self.model_copy(update=fill) if fill else self
+
+    def groups(self) -> tuple[Group, ...]:
+        return parse_placement(self.placement)
+
+    @property
+    def colocated(self) -> bool:
+        """The rollout shares the actor's GPUs (verl's hybrid engine)."""
+        return next(g for g in self.groups() if "actor" in g.roles).roles.count("rollout") == 1
+
+
+def existing_roles(kind: str, roles: Roles) -> tuple[str, ...]:
+    """The roles a run of `kind` has: a critic for ppo (GAE) alone; the reference when KL is used (the caller drops it
+    when beta is 0); a reward model when one is named."""
+    out = ["actor", "rollout", "ref"]
+    if kind == "ppo":
+        out.append("critic")
+    if roles.reward_model:
+        out.append("reward")
+    return tuple(out)
+
+
+def check_groups(kind: str, roles: Roles, beta: float, world: int) -> None:
+    """The placement against the run's roles and GPUs (BadInput naming what is wrong)."""
+    have = set(existing_roles(kind, roles)) - (set() if beta > 0 else {"ref"})
+    groups = roles.groups()
+    if roles.placement == "colocate":
+        return
+    placed = {r for g in groups for r in g.roles}
+    extra, missing = placed - have, have - placed
+    if missing:
+        raise BadInput(f"--placement: role {sorted(missing)[0]!r} of this {kind} run is in no group", "placement")
+    if extra:
+        raise BadInput(f"--placement: role {sorted(extra)[0]!r} does not exist in this {kind} run", "placement")
+    total = sum(g.gpus for g in groups)
+    if total != world:
+        raise BadInput(
+            f"--placement gives {total} GPUs ({roles.placement}) but the run has {world}: the groups must add up",
+            "placement",
+        )
+    for g in groups:
+        if "rollout" in g.roles and g.gpus % roles.rollout_tp:
+            raise BadInput(
+                f"--rollout-tp {roles.rollout_tp} does not divide the rollout group's {g.gpus} GPUs", "rollout_tp"
+            )

@@ -1,0 +1,47 @@
+"""The heads of an RL run's roles (planner.estimate.roles): what the log-prob and value computations hold beside the
+model, per framework.
+
+verl 0.9.1 (workers/actor/dp_actor.py _forward_micro_batch, remove-padding path): the packed row's logits
+(tokens x vocabulary, the compute dtype: FSDP's bf16 param_dtype; HF does not upcast without labels), divided by the
+temperature in place; log-probs by flash-attn's Triton cross-entropy (utils/torch_functional.py logprobs_from_logits,
+inplace_backward unless the entropy needs the logits: its outputs are fp32 per token, its backward writes the
+gradient into the logits); the entropy (entropy_from_logits: softmax, then logsumexp - sum(p x logits)) when
+computed: always in compute_log_prob (the old log-probs), in the update when entropy_coeff != 0.
+The critic and the reward model score one value per token (AutoModelForTokenClassification, num_labels 1).
+Pinned to the sim (probes/roles_sim.py; benchmarks/accuracy.py --rl, the role rows).
+"""
+
+from __future__ import annotations
+
+PER_TOKEN_FP32 = 4
+
+
+def logprob_pass_head_bytes(tokens: int, vocab: int, compute_bytes: int, entropy: bool) -> int:
+    """A no-grad log-prob pass at its head: the logits; with the entropy, softmax's output and the product p x logits
+    beside them; the cross-entropy's fp32 per-token outputs (loss, log-sum-exp, the negated log-probs)."""
+    logits = compute_bytes * tokens * vocab
+    return logits * (3 if entropy else 1) + 3 * PER_TOKEN_FP32 * tokens
+
+
+# logits-sized tensors beside the logits at the head's backward with an entropy term: the cross-entropy's own
+# gradient (no longer in place), softmax's saved output, the gradients of p x logits to each factor, softmax's and
+# logsumexp's backward temporaries and their sum (the sim probe at Qwen2.5-0.5B, 4,096 tokens: 6 with the entropy
+# saved, and 6 when it is recomputed at backward under entropy_checkpointing: the recomputation rebuilds what was
+# not saved at the same moment); they are freed before the head's matmul makes its weight gradient
+ENTROPY_COPIES = 6
+
+
+def update_head_bytes(tokens: int, vocab: int, hidden: int, compute_bytes: int, entropy: str, head_grad: int) -> int:
+    """The actor's update at its head's backward: the logits (saved by the cross-entropy, their gradient written in
+    place), then the head weight's new gradient (`head_grad` bytes per parameter; 0 for a frozen head) and the hidden
+    states' gradient; with an entropy term (on or checkpointed), first ENTROPY_COPIES more logits-sized tensors; the
+    loss's per-token fp32 tensors."""
+    logits = compute_bytes * tokens * vocab
+    grads = head_grad * vocab * hidden + compute_bytes * tokens * hidden
+    extra = max(grads, ENTROPY_COPIES * logits if entropy != "off" else 0)
+    return logits + extra + 12 * PER_TOKEN_FP32 * tokens
+
+
+def value_pass_head_bytes(tokens: int, compute_bytes: int) -> int:
+    """A value or reward pass at its head: one score per token."""
+    return compute_bytes * tokens

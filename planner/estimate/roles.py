@@ -1,0 +1,263 @@
+"""Per-GPU memory of an RL run as verl and OpenRLHF run it, by GPU group and phase (planner.config.roles).
+
+Each role is a model on its group's GPUs:
+- actor: trained (the plan's knobs: FSDP or ZeRO, precision, checkpointing), its update a supervised step over
+  packed rows (remove-padding) or token-budget micro-batches, with the framework's log-prob head
+  (planner.estimate.role_heads);
+- critic (ppo): trained like the actor, its model with a one-output value head in place of the vocabulary head;
+- reference and reward model: no-grad forwards, weights in the compute dtype, sharded as the actor is;
+- rollout: the engine's share of each card (vLLM's gpu_memory_utilization, SGLang's mem_fraction_static: weights, KV
+  cache and activations inside it; planner.estimate.rollout), asleep between rollouts at the sleep level.
+One step's phases in verl's order (trainer/ppo/ray_trainer.py fit): weight sync, rollout, reward scoring, old
+log-probs, reference log-probs, critic values, critic update, actor update. In each phase a group holds what its
+roles keep resident (less what they offload) and the running role's transient. The plan's peak is the largest
+(group, phase); `phases` lists every one as "group: phase".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from planner.config.roles import Group, existing_roles
+from planner.config.spec import MemoryBreakdown
+from planner.estimate import fsdp, rollout
+from planner.estimate import memory as mem
+from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
+from planner.estimate.role_heads import logprob_pass_head_bytes, value_pass_head_bytes
+from planner.estimate.setup import Setup
+from planner.model.modelspec import ModelSpec, Tensors
+
+
+@lru_cache(maxsize=32)
+def load_role_model(ref: str) -> ModelSpec:
+    from planner.model import catalog
+
+    return catalog.load_model(ref)
+
+
+def value_model(m: ModelSpec) -> ModelSpec:
+    """The model with a one-output score head in place of its vocabulary head (verl's critic and reward model are
+    AutoModelForTokenClassification with num_labels 1; OpenRLHF's a value_head Linear(hidden, 1)): the input
+    embedding stays, the head is hidden x 1, and the logits are one entry per token."""
+    body = tuple(t for t in m.tensors if t.role != "head")
+    score = Tensors("head", (1, m.text.hidden), name="score")
+    return replace(m, name=f"{m.name} (value head)", text=replace(m.text, vocab=1, tied=False), tensors=(*body, score))
+
+
+@dataclass(frozen=True)
+class Roles:
+    """Each existing role's model and group."""
+
+    models: dict[str, ModelSpec]
+    groups: dict[str, Group]  # role -> its group
+    world: int
+
+
+def roles_of(s: Setup) -> Roles:
+    w = s.knobs.workload
+    r = w.roles.resolved(s.knobs.framework)
+    names = [n for n in existing_roles(w.kind, r) if n != "ref" or w.has_reference(s.lora)]
+    critic = load_role_model(r.critic_model) if r.critic_model else s.model
+    models = {"actor": s.model, "rollout": s.model, "ref": s.model, "critic": value_model(critic)}
+    if r.reward_model:
+        models["reward"] = value_model(load_role_model(r.reward_model))
+    groups = {}
+    for g in r.groups():
+        for role in g.roles:
+            if role in names:
+                groups[role] = g if g.gpus else Group(g.roles, s.world_size)
+    return Roles({n: models[n] for n in names}, groups, s.world_size)
+
+
+def on_group(s: Setup, model: ModelSpec, g: Group) -> Setup:
+    """A role's setup on its group's GPUs (whole nodes when the group spans more than one)."""
+    per_node = min(g.gpus, s.gpus_per_node)
+    return replace(s, model=model, gpus_per_node=per_node, nodes=max(1, g.gpus // per_node))
+
+
+def frozen_params_bytes(s: Setup) -> int:
+    """A no-grad role's weights on one GPU: the compute dtype, sharded like the actor (FSDP or ZeRO-3)."""
+    whole = s.model.params * compute_dtype_bytes(s)
+    return whole // s.world_size if s.knobs.zero_stage == 3 or s.knobs.fsdp != "off" else whole
+
+
+def resident_bytes(s: Setup, role: str, offload: tuple[str, ...]) -> int:
+    """What a role keeps on each GPU of its group outside its own phases."""
+    if role in ("actor", "critic"):
+        params = 0 if f"{role}-params" in offload else mem.params_bytes(s)
+        return params + (0 if f"{role}-optimizer" in offload else mem.optimizer_bytes(s))
+    if role in ("ref", "reward"):
+        return 0 if role in offload else frozen_params_bytes(s)
+    return 0
+
+
+def active_bytes(s: Setup, role: str) -> int:
+    """A role's own states while it runs (offloaded states are loaded back first)."""
+    if role in ("actor", "critic"):
+        return mem.params_bytes(s) + mem.optimizer_bytes(s)
+    return frozen_params_bytes(s)
+
+
+def pass_tokens(s: Setup, budget: int | None, rows: int) -> tuple[int, int]:
+    """(rows, width) of one micro-batch: a token budget packs rows into one of `budget` tokens; remove-padding packs
+    the micro-batch's rows into one; otherwise padded rows of the full length."""
+    if budget:
+        return 1, budget
+    if s.knobs.workload.roles.remove_padding:
+        return 1, rows * s.seq_len
+    return rows, s.seq_len
+
+
+def nograd_pass_bytes(s: Setup, rows: int, width: int, head: int) -> int:
+    """A no-grad forward's largest moment: inside a decoder layer, or at the head (the final hidden states and the
+    head's tensors); plus the parameters FSDP gathers for the running units."""
+    c = compute_dtype_bytes(s)
+    at_head = c * rows * width * s.model.text.hidden + head
+    return max(nograd_forward_bytes(s, rows, width), at_head) + fsdp.unsharded_params_bytes(s)
+
+
+def update_bytes(s: Setup, budget: int | None, capacity: int) -> MemoryBreakdown:
+    """A trained role's update step (planner.estimate.memory over its packed micro-batch)."""
+    rows, width = pass_tokens(s, budget, s.micro_batch)
+    return mem.breakdown(replace(s, micro_batch=rows, seq_len=width), capacity)
+
+
+def role_phase_bytes(s: Setup, role: str, capacity: int) -> dict[str, int]:
+    """The running role's own bytes in each of its phases (its states loaded and its transient): what the sim traces
+    for that role alone (probes/roles_sim.py)."""
+    r, c, t = s.knobs.workload.roles, compute_dtype_bytes(s), s.model.text
+    if role in ("actor", "ref"):
+        rows, width = pass_tokens(s, r.logprob_max_tokens_per_gpu, s.micro_batch)
+        head = logprob_pass_head_bytes(rows * width, t.vocab, c, entropy=role == "actor")
+        nograd = active_bytes(s, role) + nograd_pass_bytes(s, rows, width, head)
+        if role == "ref":
+            return {"reference-forward": nograd}
+        return {
+            "old-logps": nograd,
+            "actor-update": update_bytes(s, r.max_tokens_per_gpu, capacity).peak_allocated_bytes,
+        }
+    rows, width = pass_tokens(s, r.critic_max_tokens_per_gpu, s.micro_batch)
+    values = active_bytes(s, role) + nograd_pass_bytes(s, rows, width, value_pass_head_bytes(rows * width, c))
+    if role == "reward":
+        return {"reward-scoring": values}
+    update = update_bytes(s, r.critic_max_tokens_per_gpu, capacity).peak_allocated_bytes
+    return {"critic-values": values, "critic-update": update}
+
+
+# one step's phases in verl's order (trainer/ppo/ray_trainer.py fit) and the role running each
+PHASE_ROLE = {
+    "weight-sync": "actor",
+    "rollout": "rollout",
+    "reward-scoring": "reward",
+    "old-logps": "actor",
+    "reference-forward": "ref",
+    "critic-values": "critic",
+    "critic-update": "critic",
+    "actor-update": "actor",
+}
+
+
+def group_phases(s: Setup, capacity: int) -> dict[str, dict[str, dict[str, int]]]:
+    """group name -> phase -> terms (bytes per GPU): each phase a role of the group runs, beside what the group's
+    other roles keep resident."""
+    R, r = roles_of(s), s.knobs.workload.roles.resolved(s.knobs.framework)
+    setups = {role: on_group(s, R.models[role], R.groups[role]) for role in R.models}
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for g in {g.name: g for g in R.groups.values()}.values():
+        members = [role for role in R.models if R.groups[role].name == g.name]
+        resident = {f"{m}_resident_bytes": resident_bytes(setups[m], m, r.offload) for m in members if m != "rollout"}
+        others = sum(resident.values())
+        colocated = "actor" in members and "rollout" in members
+        if "rollout" in members:
+            resident["rollout_asleep_bytes"] = rollout.asleep_bytes(r, capacity, others, colocated)
+        own = {m: role_phase_bytes(setups[m], m, capacity) for m in members if m != "rollout"}
+        phases = {}
+        for phase, role in PHASE_ROLE.items():
+            if role not in members or phase == "weight-sync":
+                continue
+            if role == "rollout":
+                phases[phase] = {
+                    **resident,
+                    "rollout_asleep_bytes": 0,
+                    "rollout_bytes": rollout.awake_bytes(r, capacity, others),
+                }
+            else:
+                phases[phase] = {
+                    **resident,
+                    f"{role}_resident_bytes": 0,
+                    f"{role}_{phase_key(phase)}_bytes": own[role][phase],
+                }
+        if "actor" in members or "rollout" in members:
+            phases["weight-sync"] = sync_terms(s, setups, members, resident, capacity, others)
+        out[g.name] = phases
+    return out
+
+
+def phase_key(phase: str) -> str:
+    return phase.removeprefix("critic-").replace("-", "_")
+
+
+def sync_terms(s, setups, members, resident, capacity, others) -> dict[str, int]:
+    """The weight sync on a group: the actor's parameters on the GPU (offloaded ones brought back), the tensors it
+    gathers in flight, and the engine's weights awake."""
+    r = s.knobs.workload.roles.resolved(s.knobs.framework)
+    terms = dict(resident)
+    if "actor" in members:
+        a = setups["actor"]
+        terms["actor_resident_bytes"] = mem.params_bytes(a) + (
+            0 if "actor-optimizer" in r.offload else mem.optimizer_bytes(a)
+        )
+        terms["sync_gather_bytes"] = sync_gather_bytes(a)
+    if "rollout" in members:
+        colocated = "actor" in members
+        terms["rollout_asleep_bytes"] = 0
+        terms["rollout_sync_bytes"] = rollout.sync_bytes(s.model, r, capacity, others, colocated)
+    return terms
+
+
+def sync_gather_bytes(s: Setup) -> int:
+    """The full tensors gathered from the actor's shards for the engine at once."""
+    return s.model.largest_matrix_params() * compute_dtype_bytes(s)
+
+
+def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
+    """The peak (group, phase): its terms, every group's phases in `phases` ("group: phase"), the largest term of the
+    peak phase in `peak_term`. The update phases' own split (parameters, gradients, optimizer states, activations)
+    is the role's supervised breakdown."""
+    groups = group_phases(s, capacity_bytes)
+    totals = {f"{g}: {p}": sum(terms.values()) for g, phases in groups.items() for p, terms in phases.items()}
+    key = max(totals, key=totals.get)
+    gname, phase = key.split(": ")
+    terms = groups[gname][phase]
+    peak = totals[key]
+    rollout_share = sum(terms.get(k, 0) for k in ("rollout_bytes", "rollout_asleep_bytes", "rollout_sync_bytes"))
+    overhead = mem.overhead_bytes(s, peak - rollout_share)
+    training = mem.breakdown(s, capacity_bytes)
+    states = sum(v for k, v in terms.items() if k.endswith("_resident_bytes"))
+    return MemoryBreakdown(
+        params_bytes=states,
+        grads_bytes=0,
+        optimizer_bytes=0,
+        activations_bytes=0,
+        temp_bytes=peak - states,
+        peak_allocated_bytes=peak,
+        overhead_bytes=overhead,
+        overhead_source=training.overhead_source,
+        device_total_bytes=peak + overhead,
+        capacity_bytes=capacity_bytes,
+        headroom_bytes=capacity_bytes - peak - overhead,
+        peak_phase=phase,
+        host_bytes_per_node=training.host_bytes_per_node,
+        host_phases=training.host_phases,
+        detail={**{f"{gname}: {k}": v for k, v in terms.items()}, "peak_group_gpus": group_gpus(s, gname)},
+        phases=totals,
+        peak_term=max(terms, key=terms.get).removesuffix("_bytes"),
+    )
+
+
+def group_gpus(s: Setup, name: str) -> int:
+    for g in s.knobs.workload.roles.groups():
+        if g.name == name:
+            return g.gpus or s.world_size
+    return s.world_size
