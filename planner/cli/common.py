@@ -277,7 +277,10 @@ def add_workload_args(p: argparse.ArgumentParser) -> None:
         "--workload",
         type=one_of("--workload", WORKLOADS),
         default="sft",
-        help="sft, or TRL's dpo (global batch in pairs) / grpo (global batch in completions)",
+        help=(
+            "sft, TRL's dpo (global batch in pairs) / grpo (global batch in completions), or with --framework verl or "
+            "openrlhf: ppo, grpo, rloo, reinforce++ by their roles (global batch: the actor's mini-batch in samples)"
+        ),
     )
     p.add_argument(
         "--num-generations",
@@ -337,12 +340,17 @@ def add_workload_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="dpo: reference log-probs computed before training (no reference model kept)",
     )
+    from planner.cli.roleargs import add_role_args
+
+    add_role_args(p)
 
 
 def workload_fields(args: argparse.Namespace) -> dict:
     """The request's `workload` from the flags given (DPO's max_length is --max-length)."""
+    from planner.cli.roleargs import role_fields
+
     kind = getattr(args, "workload", "sft")
-    w = {f: getattr(args, f) for f in WORKLOAD_FLAGS if getattr(args, f, None) is not None}
+    w = {f: getattr(args, f) for f in WORKLOAD_FLAGS if getattr(args, f, None) is not None} | role_fields(args)
     if kind == "dpo" and getattr(args, "max_length", None) is not None:
         w["max_length"] = args.max_length
     return {"workload": {"kind": kind, **w}} if kind != "sft" or w else {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.config.roles import check_groups
 from planner.config.spec import OPTIMIZER_IN_BACKWARD_SPLIT, Knobs
 from planner.config.workload import Workload
 from planner.errors import BadInput
@@ -49,6 +50,11 @@ class Layout:
 
     def knob_error(self, k: Knobs) -> BadInput | None:
         """Knobs this layout cannot run, whatever the batch split."""
+        if k.role_run:
+            try:
+                check_groups(k.workload.kind, k.workload.roles, k.workload.beta, self.world_size)
+            except BadInput as e:
+                return e
         if k.fsdp == "hybrid" and self.nodes == 1:
             return BadInput(
                 "--fsdp hybrid shards within a node and replicates across nodes: it needs --nodes 2 or "
@@ -151,13 +157,16 @@ class Layout:
         """A micro-batch x accumulation split these knobs cannot run here (the knobs' own layout rules first)."""
         if k.optimizer_in_backward and grad_accum > 1:
             return BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
-        why = k.workload.split_error(micro_batch, grad_accum, self.world_size // k.parallel)  # TRL's GRPO groups
+        why = k.workload.split_error(micro_batch, grad_accum, k.data_parallel(self.world_size))  # TRL's GRPO groups
         return BadInput(f"--micro-batch {micro_batch}: {why}", "micro_batch") if why else None
 
     def global_batch_error(self, w: Workload, global_batch: int, share: int = 1) -> BadInput | None:
         """A global batch no split can give: the data-parallel size (the world size over the `share` of GPUs per
         sample) must divide it; GRPO samples whole groups."""
-        dp = self.world_size // share
+        world = self.world_size
+        if w.generates and w.roles.placement != "colocate":  # the actor's own group (planner.config.roles)
+            world = next(g.gpus for g in w.roles.groups() if "actor" in g.roles)
+        dp = world // share
         if global_batch % dp:
             lo = global_batch // dp * dp
             near = [x for x in (lo, lo + dp) if x > 0]
@@ -165,6 +174,12 @@ class Layout:
             return BadInput(
                 f"--global-batch {global_batch} is not divisible by {size}; "
                 f"nearest valid global batches: {', '.join(map(str, near))}",
+                "global_batch",
+            )
+        if w.role_run and global_batch % w.num_generations:
+            return BadInput(
+                f"--global-batch {global_batch} is not divisible by --num-generations {w.num_generations}: the actor's "
+                "mini-batch is whole prompts with their samples (verl ppo_mini_batch_size x rollout.n)",
                 "global_batch",
             )
         if w.kind == "grpo" and w.steps_per_generation is None and global_batch % w.num_generations:

@@ -32,10 +32,15 @@ MAX_TOKENS_PER_GPU = 1 << 22
 # verl 0.9.1 trainer/config/rollout/rollout.yaml:46 gpu_memory_utilization 0.5, vllm_async_server.py:1289-1305 sleep
 # level 2 in the hybrid engine; OpenRLHF 0.11.2 cli/train_ppo_ray.py:251-255 --vllm.gpu_memory_utilization 0.95,
 # :244-249 --vllm.enable_sleep off (the engines then never sleep)
+# verl's v1 trainer sizes the critic's micro-batches by ppo_infer_max_token_len_per_gpu, 32,768 tokens, whatever the
+# critic's micro-batch keys say (trainer/ppo/v1/trainer_base.py:267-268, workers/config/critic.py:89)
 FRAMEWORK_DEFAULTS = {
-    "verl": {"rollout_memory": 0.5, "sleep_level": 2},
+    "verl": {"rollout_memory": 0.5, "sleep_level": 2, "critic_max_tokens_per_gpu": 32768},
     "openrlhf": {"rollout_memory": 0.95, "sleep_level": 0},
 }
+# verl keeps the reference model's parameters on the host, streamed unit by unit (FSDP1 CPUOffload, FSDP2
+# CPUOffloadPolicy: workers/engine/fsdp/transformer_impl.py:429-435, 459-463)
+FRAMEWORK_OFFLOADS = {"verl": ("ref",)}
 
 
 @dataclass(frozen=True)
@@ -67,7 +72,7 @@ def parse_placement(text: str) -> tuple[Group, ...]:
             raise BadInput(f"--placement: unknown role {bad[0]!r}; roles are {', '.join(ROLE_NAMES)}", "placement")
         again = seen & set(names)
         if again:
-            raise BadInput(f"--placement: role {sorted(again)[0]!r} is in two groups", "placement")
+            raise BadInput(f"--placement: role {min(again)!r} is in two groups", "placement")
         seen |= set(names)
         groups.append(Group(names, int(gpus)))
     if "actor" not in seen:
@@ -149,12 +154,12 @@ class Roles(BaseModel):
         return v
 
     def resolved(self, framework: str) -> Roles:
-        """The framework's defaults filled in (FRAMEWORK_DEFAULTS)."""
-        fill = {
-            k: v
-            for k, v in FRAMEWORK_DEFAULTS.get(framework, FRAMEWORK_DEFAULTS["verl"]).items()
-            if getattr(self, k) is None
-        }
+        """The framework's defaults filled in (FRAMEWORK_DEFAULTS) and what it always offloads (FRAMEWORK_OFFLOADS)."""
+        defaults = FRAMEWORK_DEFAULTS.get(framework, FRAMEWORK_DEFAULTS["verl"])
+        fill: dict = {k: v for k, v in defaults.items() if getattr(self, k) is None}
+        forced = set(FRAMEWORK_OFFLOADS.get(framework, ())) - set(self.offload)
+        if forced:
+            fill["offload"] = tuple(sorted({*self.offload, *forced}))
         return self.model_copy(update=fill) if fill else self
 
     def groups(self) -> tuple[Group, ...]:
@@ -182,13 +187,15 @@ def check_groups(kind: str, roles: Roles, beta: float, world: int) -> None:
     have = set(existing_roles(kind, roles)) - (set() if beta > 0 else {"ref"})
     groups = roles.groups()
     if roles.placement == "colocate":
+        if world % roles.rollout_tp:
+            raise BadInput(f"--rollout-tp {roles.rollout_tp} does not divide the {world} GPUs", "rollout_tp")
         return
     placed = {r for g in groups for r in g.roles}
     extra, missing = placed - have, have - placed
     if missing:
-        raise BadInput(f"--placement: role {sorted(missing)[0]!r} of this {kind} run is in no group", "placement")
+        raise BadInput(f"--placement: role {min(missing)!r} of this {kind} run is in no group", "placement")
     if extra:
-        raise BadInput(f"--placement: role {sorted(extra)[0]!r} does not exist in this {kind} run", "placement")
+        raise BadInput(f"--placement: role {min(extra)!r} does not exist in this {kind} run", "placement")
     total = sum(g.gpus for g in groups)
     if total != world:
         raise BadInput(

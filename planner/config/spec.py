@@ -303,6 +303,13 @@ class Knobs(KnobFields):
         OpenRLHF run it."""
         return self.workload.role_run or (self.workload.kind == "grpo" and self.framework in ROLE_FRAMEWORKS)
 
+    def data_parallel(self, world: int) -> int:
+        """Data-parallel ranks of the trained model over `world` GPUs: the world over the GPUs that share a sample, or
+        for an RL run whose actor has a group of its own, that group's GPUs (planner.config.roles)."""
+        if self.role_run and self.workload.roles.placement != "colocate":
+            world = next(g.gpus for g in self.workload.roles.groups() if "actor" in g.roles)
+        return world // self.parallel
+
     @property
     def parallel(self) -> int:
         """GPUs that share one sample: tensor x sequence x context parallel (the data-parallel size is the world

@@ -218,7 +218,7 @@ def backward_grads_bytes(s: Setup, grads_full: int) -> int:
     from the second micro-step on (stage_1_and_2.py:2184-2194, 1038-1045); FSDP2 without synchronisation every
     trainable parameter's unsharded gradient (fsdp.accumulated_grads_bytes)."""
     k = s.knobs
-    if k.fsdp != "off" and s.grad_accum > 1:  # no reduce-scatter until the last micro-step: unsharded
+    if k.fsdp != "off" and s.grad_accum > 1 and FRAMEWORKS[k.framework].fsdp_no_sync:  # unsharded until the last
         return fsdp.accumulated_grads_bytes(s, trainable_params(s))
     if k.fsdp == "off" and k.offload == "none" and k.zero_stage == 3:
         return grads_full

@@ -220,8 +220,8 @@ def generation_seconds(s: Setup, hw: Hardware) -> float:
     at the training efficiency. A rank generates once every steps_per_generation x num_iterations micro-steps.
     vLLM (colocated) decodes the same bytes; a vLLM server's GPUs generate off the training ranks."""
     w = s.knobs.workload
-    if w.kind != "grpo" or w.generation == "vllm-server":
-        return 0.0
+    if not w.generates or (w.generation == "vllm-server" and not s.knobs.role_run):
+        return 0.0  # a role run's trainer waits for its rollout, wherever it runs (synchronous PPO)
     n = sequences_per_generation(s)
     weights = s.model.params * compute_dtype_bytes(s)
     kv_mean = (kv_cache_bytes(s, n, w.prompt_tokens()) + kv_cache_bytes(s, n, w.seq_len())) / 2
@@ -248,10 +248,11 @@ def step_time(s: Setup, hw: Hardware) -> speed.StepTime:
     if not s.knobs.workload.rl:
         return speed.step_time(s, hw)
     t = speed.step_time(replace(s, micro_batch=s.knobs.workload.rows(s.micro_batch)), hw)
-    return replace(t, generation_s=generation_seconds(s, hw) + logps_seconds(s, hw))
+    extra = roles.other_roles_seconds(s, hw) if s.knobs.role_run else 0.0
+    return replace(t, generation_s=generation_seconds(s, hw) + logps_seconds(s, hw) + extra)
 
 
 def tokens_per_second(s: Setup, t: speed.StepTime) -> float:
     """Cluster-wide tokens trained per second (DPO: both rows of a pair)."""
-    dp = s.world_size // s.knobs.parallel
+    dp = s.knobs.data_parallel(s.world_size)
     return s.knobs.workload.rows(s.micro_batch) * s.grad_accum * dp * s.seq_len / t.total_s

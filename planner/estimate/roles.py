@@ -66,7 +66,7 @@ def roles_of(s: Setup) -> Roles:
     for g in r.groups():
         for role in g.roles:
             if role in names:
-                groups[role] = g if g.gpus else Group(g.roles, s.world_size)
+                groups[role] = g if g.gpus else Group(("colocated",), s.world_size)
     return Roles({n: models[n] for n in names}, groups, s.world_size)
 
 
@@ -82,29 +82,42 @@ def frozen_params_bytes(s: Setup) -> int:
     return whole // s.world_size if s.knobs.zero_stage == 3 or s.knobs.fsdp != "off" else whole
 
 
+def reward_is_engine(s: Setup) -> bool:
+    """verl 0.9.1 scores with its reward model in a vLLM/SGLang server (experimental/reward_loop/reward_model.py:51-93),
+    not a training worker; OpenRLHF runs it as a DeepSpeed model."""
+    return s.knobs.framework == "verl"
+
+
 def resident_bytes(s: Setup, role: str, offload: tuple[str, ...]) -> int:
     """What a role keeps on each GPU of its group outside its own phases."""
     if role in ("actor", "critic"):
         params = 0 if f"{role}-params" in offload else mem.params_bytes(s)
         return params + (0 if f"{role}-optimizer" in offload else mem.optimizer_bytes(s))
+    if role == "reward" and reward_is_engine(s):
+        return 0  # asleep at level 1 between scorings (vllm_async_server.py:859-860), eager: no graphs (reward.yaml)
     if role in ("ref", "reward"):
         return 0 if role in offload else frozen_params_bytes(s)
     return 0
 
 
-def active_bytes(s: Setup, role: str) -> int:
-    """A role's own states while it runs (offloaded states are loaded back first)."""
+def active_bytes(s: Setup, role: str, offload: tuple[str, ...] = ()) -> int:
+    """A role's own states while it runs: a trained role's are loaded back first; an offloaded no-grad role streams
+    its sharded weights unit by unit (the gathered units are in its pass)."""
     if role in ("actor", "critic"):
         return mem.params_bytes(s) + mem.optimizer_bytes(s)
-    return frozen_params_bytes(s)
+    return 0 if role in offload and (s.knobs.fsdp != "off" or s.knobs.zero_stage == 3) else frozen_params_bytes(s)
 
 
 def pass_tokens(s: Setup, budget: int | None, rows: int) -> tuple[int, int]:
-    """(rows, width) of one micro-batch: a token budget packs rows into one of `budget` tokens; remove-padding packs
-    the micro-batch's rows into one; otherwise padded rows of the full length."""
+    """(rows, width) of one micro-batch of `rows` padded rows: a token budget packs whole rows into one of at most
+    `budget` tokens (verl rearrange_micro_batches, utils/seqlen_balancing.py:348-500; no more than the rank holds:
+    micro x accumulation x generations rows); remove-padding packs the micro-batch's rows into one; otherwise padded
+    rows of the full length."""
+    w = s.knobs.workload
     if budget:
-        return 1, budget
-    if s.knobs.workload.roles.remove_padding:
+        held = s.micro_batch * s.grad_accum * w.steps_per_gen(s.grad_accum) * s.seq_len
+        return 1, max(s.seq_len, min(budget, held))
+    if w.roles.remove_padding:
         return 1, rows * s.seq_len
     return rows, s.seq_len
 
@@ -123,14 +136,16 @@ def update_bytes(s: Setup, budget: int | None, capacity: int) -> MemoryBreakdown
     return mem.breakdown(replace(s, micro_batch=rows, seq_len=width), capacity)
 
 
-def role_phase_bytes(s: Setup, role: str, capacity: int) -> dict[str, int]:
+def role_phase_bytes(s: Setup, role: str, capacity: int, offload: tuple[str, ...] = ()) -> dict[str, int]:
     """The running role's own bytes in each of its phases (its states loaded and its transient): what the sim traces
     for that role alone (probes/roles_sim.py)."""
-    r, c, t = s.knobs.workload.roles, compute_dtype_bytes(s), s.model.text
+    r, c, t = s.knobs.workload.roles.resolved(s.knobs.framework), compute_dtype_bytes(s), s.model.text
+    if role == "reward" and reward_is_engine(s):
+        return {"reward-scoring": rollout.reward_engine_bytes(r, capacity)}
     if role in ("actor", "ref"):
         rows, width = pass_tokens(s, r.logprob_max_tokens_per_gpu, s.micro_batch)
         head = logprob_pass_head_bytes(rows * width, t.vocab, c, entropy=role == "actor")
-        nograd = active_bytes(s, role) + nograd_pass_bytes(s, rows, width, head)
+        nograd = active_bytes(s, role, offload) + nograd_pass_bytes(s, rows, width, head)
         if role == "ref":
             return {"reference-forward": nograd}
         return {
@@ -138,7 +153,7 @@ def role_phase_bytes(s: Setup, role: str, capacity: int) -> dict[str, int]:
             "actor-update": update_bytes(s, r.max_tokens_per_gpu, capacity).peak_allocated_bytes,
         }
     rows, width = pass_tokens(s, r.critic_max_tokens_per_gpu, s.micro_batch)
-    values = active_bytes(s, role) + nograd_pass_bytes(s, rows, width, value_pass_head_bytes(rows * width, c))
+    values = active_bytes(s, role, offload) + nograd_pass_bytes(s, rows, width, value_pass_head_bytes(rows * width, c))
     if role == "reward":
         return {"reward-scoring": values}
     update = update_bytes(s, r.critic_max_tokens_per_gpu, capacity).peak_allocated_bytes
@@ -166,12 +181,13 @@ def group_phases(s: Setup, capacity: int) -> dict[str, dict[str, dict[str, int]]
     out: dict[str, dict[str, dict[str, int]]] = {}
     for g in {g.name: g for g in R.groups.values()}.values():
         members = [role for role in R.models if R.groups[role].name == g.name]
+        label = f"{g.name} ({g.gpus} GPU{'s' if g.gpus > 1 else ''})"
         resident = {f"{m}_resident_bytes": resident_bytes(setups[m], m, r.offload) for m in members if m != "rollout"}
         others = sum(resident.values())
         colocated = "actor" in members and "rollout" in members
         if "rollout" in members:
             resident["rollout_asleep_bytes"] = rollout.asleep_bytes(r, capacity, others, colocated)
-        own = {m: role_phase_bytes(setups[m], m, capacity) for m in members if m != "rollout"}
+        own = {m: role_phase_bytes(setups[m], m, capacity, r.offload) for m in members if m != "rollout"}
         phases = {}
         for phase, role in PHASE_ROLE.items():
             if role not in members or phase == "weight-sync":
@@ -190,7 +206,7 @@ def group_phases(s: Setup, capacity: int) -> dict[str, dict[str, dict[str, int]]
                 }
         if "actor" in members or "rollout" in members:
             phases["weight-sync"] = sync_terms(s, setups, members, resident, capacity, others)
-        out[g.name] = phases
+        out[label] = phases
     return out
 
 
@@ -217,8 +233,10 @@ def sync_terms(s, setups, members, resident, capacity, others) -> dict[str, int]
 
 
 def sync_gather_bytes(s: Setup) -> int:
-    """The full tensors gathered from the actor's shards for the engine at once."""
-    return s.model.largest_matrix_params() * compute_dtype_bytes(s)
+    """What the actor's ranks hold for the sync beside their shards: one parameter gathered whole at a time in the
+    weights' dtype, and the framework's transfer bucket (planner.estimate.rollout.sync_bucket_bytes)."""
+    master = 4 if s.knobs.precision != "bf16-pure" else 2  # fp32 master weights (verl engine/fsdp.yaml:33 model_dtype)
+    return s.model.largest_matrix_params() * master + rollout.sync_bucket_bytes(s.knobs.framework)
 
 
 def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
@@ -250,14 +268,24 @@ def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
         peak_phase=phase,
         host_bytes_per_node=training.host_bytes_per_node,
         host_phases=training.host_phases,
-        detail={**{f"{gname}: {k}": v for k, v in terms.items()}, "peak_group_gpus": group_gpus(s, gname)},
+        detail={f"{gname}: {k}": v for k, v in terms.items()},
         phases=totals,
-        peak_term=max(terms, key=terms.get).removesuffix("_bytes"),
+        peak_term=f"{gname}: " + max(terms, key=terms.get).removesuffix("_bytes"),
     )
 
 
-def group_gpus(s: Setup, name: str) -> int:
-    for g in s.knobs.workload.roles.groups():
-        if g.name == name:
-            return g.gpus or s.world_size
-    return s.world_size
+def other_roles_seconds(s: Setup, hw) -> float:
+    """Per optimizer step, what the actor's step time leaves out: the critic's update and values pass, the reward
+    model's pass (2 x params FLOPs per token forward, 6 for a trained step), each on its group at the training
+    efficiency."""
+    from planner.estimate import speed
+
+    R = roles_of(s)
+    tokens = s.micro_batch * s.grad_accum * s.seq_len  # one rank's rows of the step
+    rate = speed.gpu_tflops(hw, s.knobs.precision) * 1e12 * speed.efficiency(tokens, s.gpu)
+    flops = 0.0
+    if "critic" in R.models:
+        flops += (6 + 2) * R.models["critic"].params * tokens
+    if "reward" in R.models:
+        flops += 2 * R.models["reward"].params * tokens
+    return flops / rate

@@ -73,3 +73,20 @@ def sync_bytes(model: ModelSpec, r: Roles, capacity_bytes: int, others_bytes: in
 def host_bytes_per_gpu(model: ModelSpec, r: Roles, colocated: bool) -> int:
     """Host RAM per rollout GPU: sleep level 1 keeps the weights there (pinned)."""
     return weights_bytes(model, r) if colocated and r.sleep_level == 1 else 0
+
+
+# verl 0.9.1: rollout.checkpoint_engine.update_weights_bucket_megabytes 2048 (trainer/config/rollout/rollout.yaml:282,296),
+# a GPU buffer on each trainer rank shared with the engine over CUDA IPC (vllm_rollout/bucketed_weight_transfer.py:179-185)
+VERL_SYNC_BUCKET_BYTES = 2048 << 20
+# verl 0.9.1 reward.reward_model.rollout.gpu_memory_utilization 0.5 (trainer/config/reward/reward.yaml:41-48, eager)
+VERL_REWARD_MEMORY = 0.5
+
+
+def sync_bucket_bytes(framework: str) -> int:
+    """The transfer buffer the trainer's ranks fill for the engine."""
+    return VERL_SYNC_BUCKET_BYTES if framework == "verl" else 0
+
+
+def reward_engine_bytes(r: Roles, capacity_bytes: int) -> int:
+    """verl's reward model while it scores: its own vLLM engine's share of the card (eager: no graph pool)."""
+    return int(VERL_REWARD_MEMORY * capacity_bytes)

@@ -92,6 +92,9 @@ class Framework:
     # trainer's recipe.shard_fsdp) or "param" (accelerate's default policy reduces in the param dtype,
     # accelerate/utils/dataclasses.py:2135-2137, accelerate 1.15.0: what HF's Trainer and the frameworks on it run)
     fsdp_reduce: str = "param"
+    # FSDP gradient accumulation: True skips the reduce-scatter on all but the last micro-step (HF Trainer's
+    # accelerator.no_sync: unsharded gradients between micro-steps); False reduce-scatters every micro-step
+    fsdp_no_sync: bool = True
     # whose loop loads the model and saves checkpoints (planner.estimate.lifecycle): "hf", HF's Trainer through
     # accelerate (the frameworks on it too); "bundled", the bundled trainer (trainer/, recipe/model.py)
     loop: str = "hf"

@@ -92,4 +92,7 @@ FRAMEWORK = Framework(
     ),
     # engine/fsdp/transformer_impl.py:397-398: MixedPrecision(param_dtype=bf16, reduce_dtype=fp32) by default
     fsdp_reduce="fp32",
+    # engine/fsdp.yaml:61 use_no_sync_for_gradient_accumulation false: a reduce-scatter every micro-batch
+    # (workers/engine/fsdp/transformer_impl.py:702-708), sharded gradients between them
+    fsdp_no_sync=False,
 )

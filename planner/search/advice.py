@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from planner.config.spec import GIB, Hardware, Plan
 from planner.frameworks import FRAMEWORKS
+from planner.search import role_advice
 
 # RL phases' terms (planner.estimate.rl.phase_terms) -> (what it is, what shrinks it)
 RL_TERMS = {
@@ -65,6 +66,8 @@ def rejection_reason(plan: Plan, hw: Hardware, usable: int) -> str | None:
     host = int(hw.host_ram_gib * GIB)
     if m.device_total_bytes <= usable:  # the GPU's verdict first: host RAM is the easier one to add
         return host_reason(plan, host) if m.host_bytes_per_node > host else None
+    if plan.knobs.role_run:
+        return role_advice.reason(plan, usable)
     if m.peak_phase == "evaluation":
         return evaluation_reason(plan, usable)
     states = m.detail["model_states_bytes"]

@@ -1,0 +1,47 @@
+"""Why an RL run's plan (planner.estimate.roles) does not fit: the GPU group and phase of the peak, its largest
+term, and the role settings that shrink that term (flags here; planner.search.role_fixes finds the smallest one that
+fits and names it in the framework's keys)."""
+
+from __future__ import annotations
+
+from planner.config.spec import GIB, Plan
+
+# a term of planner.estimate.roles' phases (its name less _bytes; role prefixes stripped) -> (what it is, its fixes)
+TERMS = {
+    "rollout": ("the rollout engine's share", "a lower --rollout-memory, or the rollout on its own GPUs (--placement)"),
+    "rollout_asleep": ("the sleeping rollout engine", "--sleep-level 1 or 2, or --rollout-eager (no CUDA graphs)"),
+    "rollout_sync": ("the rollout engine's weights at the sync", "--rollout-tp 2 or more"),
+    "sync_gather": ("the weights gathered for the sync", "the actor on more GPUs"),
+    "actor_resident": ("the actor's states", "--role-offload actor-params,actor-optimizer, or LoRA (--lora-rank)"),
+    "critic_resident": ("the critic's states", "--role-offload critic-params,critic-optimizer, or a smaller critic"),
+    "ref_resident": ("the reference model", "--role-offload ref, or LoRA (the base is the reference)"),
+    "reward_resident": ("the reward model", "--role-offload reward"),
+    "actor_update": ("the actor's update", "a smaller --max-tokens-per-gpu or micro-batch, or full checkpointing"),
+    "critic_update": ("the critic's update", "a smaller --critic-max-tokens-per-gpu"),
+    "actor_old_logps": ("the old log-prob pass", "a smaller --logprob-max-tokens-per-gpu"),
+    "ref_reference_forward": ("the reference pass", "a smaller --logprob-max-tokens-per-gpu"),
+    "critic_values": ("the critic's values pass", "a smaller --critic-max-tokens-per-gpu"),
+    "reward_reward_scoring": ("reward scoring", "the reward model on its own GPUs (--placement)"),
+}
+
+
+def gib(x: int) -> str:
+    return f"{x / GIB:.1f} GiB"
+
+
+def deciding_term(plan: Plan) -> tuple[str, str, int]:
+    """(group, term, bytes): the largest term of the peak (group, phase)."""
+    m = plan.memory
+    group, term = m.peak_term.split(": ", 1)
+    return group, term, m.detail[m.peak_term + "_bytes"]
+
+
+def reason(plan: Plan, usable: int) -> str:
+    """One line: the group and phase that run out of memory, the deciding term, what shrinks it."""
+    m = plan.memory
+    group, term, size = deciding_term(plan)
+    what, fix = TERMS.get(term, (term.replace("_", " "), "more GPUs"))
+    return (
+        f"{group} runs out of memory in {m.peak_phase}: {gib(m.device_total_bytes)} per GPU > {gib(usable)} usable; "
+        f"its largest term is {what} ({gib(size)}): {fix}"
+    )
