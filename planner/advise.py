@@ -492,7 +492,7 @@ def fits_without(change: dict, plan: Plan, req: Target, goal: Goal, hw: Hardware
         knobs = Knobs(**{**plan.knobs.model_dump(), **back})
     except BadInput:
         return False
-    dp = knobs.data_parallel(hw.world_size)
+    dp = knobs.data_parallel_of(hw.world_size)
     if Layout.of(hw, model, goal).knob_error(knobs) or goal.global_batch % (dp * plan.micro_batch):
         return False
     return make_plan(model, hw, goal, knobs, plan.micro_batch).fits

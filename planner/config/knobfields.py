@@ -61,6 +61,7 @@ MAX_EVAL_LOGITS_STEPS = 100_000
 LORA_TARGETS_PATTERN = r"^[A-Za-z0-9_.\-]+(,[A-Za-z0-9_.\-]+)*$"
 # suggest's default checkpointing choices: every mode (each needs no extra package); every-N at N = 2 and 4
 SUGGEST_CHECKPOINTING = ("off", "selective-op", "every-4", "every-2", "full", "offload")
+ROLE_FRAMEWORKS = ("verl", "openrlhf")  # the frameworks whose RL runs are planned by roles (planner.estimate.roles)
 
 
 class KnobFields(BaseModel):
@@ -257,6 +258,19 @@ class KnobFields(BaseModel):
             "bundled trainer (every knob)"
         ),
     )
+
+    @property
+    def role_run(self) -> bool:
+        """An RL run planned by its roles (planner.estimate.roles): ppo, rloo, reinforce++, and grpo as verl and
+        OpenRLHF run it."""
+        return self.workload.role_run or (self.workload.kind == "grpo" and self.framework in ROLE_FRAMEWORKS)
+
+    def data_parallel_of(self, world: int) -> int:
+        """Data-parallel ranks of the trained model over `world` GPUs: the world over the GPUs that share a sample, or
+        for an RL run whose actor has a group of its own, that group's GPUs (planner.config.roles)."""
+        if self.role_run and self.workload.roles.placement != "colocate":
+            world = next(g.gpus for g in self.workload.roles.groups() if "actor" in g.roles)
+        return world // (self.tensor_parallel * self.sequence_parallel * self.context_parallel)
 
 
 KNOBS: tuple[str, ...] = tuple(KnobFields.model_fields)

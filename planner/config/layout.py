@@ -157,7 +157,7 @@ class Layout:
         """A micro-batch x accumulation split these knobs cannot run here (the knobs' own layout rules first)."""
         if k.optimizer_in_backward and grad_accum > 1:
             return BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
-        why = k.workload.split_error(micro_batch, grad_accum, k.data_parallel(self.world_size))  # TRL's GRPO groups
+        why = k.workload.split_error(micro_batch, grad_accum, k.data_parallel_of(self.world_size))  # TRL's GRPO groups
         return BadInput(f"--micro-batch {micro_batch}: {why}", "micro_batch") if why else None
 
     def global_batch_error(self, w: Workload, global_batch: int, share: int = 1) -> BadInput | None:

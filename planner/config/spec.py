@@ -14,6 +14,7 @@ from planner.config.knobfields import (  # noqa: F401 - the knob types and bound
     LORA_TARGETS_PATTERN,
     MAX_EXPERT_PARALLEL,
     MAX_LORA_RANK,
+    ROLE_FRAMEWORKS,
     Attention,
     Batching,
     Checkpointing,
@@ -27,8 +28,6 @@ from planner.config.knobfields import (  # noqa: F401 - the knob types and bound
     choices,
 )
 from planner.config.workload import check_rl_knobs
-
-ROLE_FRAMEWORKS = ("verl", "openrlhf")  # the frameworks whose RL runs are planned by roles
 from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS
 
@@ -298,19 +297,6 @@ class Knobs(KnobFields):
             )
 
     @property
-    def role_run(self) -> bool:
-        """An RL run planned by its roles (planner.estimate.roles): ppo, rloo, reinforce++, and grpo as verl and
-        OpenRLHF run it."""
-        return self.workload.role_run or (self.workload.kind == "grpo" and self.framework in ROLE_FRAMEWORKS)
-
-    def data_parallel(self, world: int) -> int:
-        """Data-parallel ranks of the trained model over `world` GPUs: the world over the GPUs that share a sample, or
-        for an RL run whose actor has a group of its own, that group's GPUs (planner.config.roles)."""
-        if self.role_run and self.workload.roles.placement != "colocate":
-            world = next(g.gpus for g in self.workload.roles.groups() if "actor" in g.roles)
-        return world // self.parallel
-
-    @property
     def parallel(self) -> int:
         """GPUs that share one sample: tensor x sequence x context parallel (the data-parallel size is the world
         size over this)."""
@@ -542,8 +528,9 @@ class Plan(KnobFields, _Split):
 
     @property
     def data_parallel(self) -> int:
-        """Ranks that see different samples: the world size over tensor x sequence x context parallel."""
-        return self.world_size // (self.tensor_parallel * self.sequence_parallel * self.context_parallel)
+        """Ranks that see different samples: the world size over tensor x sequence x context parallel (an RL run's
+        actor on a group of its own: that group's, Knobs.data_parallel)."""
+        return self.data_parallel_of(self.world_size)
 
     @property
     def split_text(self) -> str:

@@ -254,5 +254,5 @@ def step_time(s: Setup, hw: Hardware) -> speed.StepTime:
 
 def tokens_per_second(s: Setup, t: speed.StepTime) -> float:
     """Cluster-wide tokens trained per second (DPO: both rows of a pair)."""
-    dp = s.knobs.data_parallel(s.world_size)
+    dp = s.knobs.data_parallel_of(s.world_size)
     return s.knobs.workload.rows(s.micro_batch) * s.grad_accum * dp * s.seq_len / t.total_s

@@ -40,12 +40,20 @@ Override = tuple[str, object]  # Hydra key (a leading + adds a key the config la
 
 
 def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str, str]:
-    """{file name: text}: the launch script, which is its own launcher."""
+    """{file name: text}: the launch script, which is its own launcher (an RL plan: main_ppo's, export.verl_rl)."""
+    if plan.knobs.role_run:
+        from planner.export import verl_rl
+
+        return verl_rl.files(plan, model, hw)
     check(plan, model)
     return {SCRIPT_NAME: script(plan, model, hw, seq_len)}
 
 
 def command(plan: Plan, hw: Hardware) -> str:
+    if plan.knobs.role_run:
+        from planner.export import verl_rl
+
+        return verl_rl.command(plan, hw)
     check(plan, None)
     return f"bash {SCRIPT_NAME}"
 

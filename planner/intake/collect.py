@@ -134,7 +134,9 @@ class Collector:
     def reading(self) -> Reading:
         request: dict = {}
         for s in self._settings.values():
-            if s.field.startswith("workload."):
+            if s.field.startswith("workload.roles."):
+                request.setdefault("workload", {}).setdefault("roles", {})[s.field.split(".", 2)[2]] = s.value
+            elif s.field.startswith("workload."):
                 request.setdefault("workload", {})[s.field.split(".", 1)[1]] = s.value
             else:
                 request[s.field] = s.value

@@ -57,6 +57,7 @@ TRAINING_SUBS = {
     "axolotl": {"train"},
 }
 TORCHRUN_MODULES = {"torch.distributed.run", "torch.distributed.launch"}
+RL_MODULES = ("verl.trainer.main_ppo", "openrlhf.cli.train_ppo_ray")  # Ray-launched RL runs (their own GPU counts)
 MAX_DEPTH = 4
 TRAINING_NAME = re.compile(r"train|sft|dpo|grpo|ppo|orpo|kto|finetun|fine_tun|lora|pretrain|^rl|_rl")
 
@@ -137,7 +138,7 @@ def _runs_of(cmd: Command, depth: int) -> list[Run]:
                 ),
                 depth,
             )
-        known = name.startswith(("axolotl.cli.train", "llamafactory", "trl", "swift"))
+        known = name.startswith(("axolotl.cli.train", "llamafactory", "trl", "swift", *RL_MODULES))
         return [Run(tool, opts, name, rest, cmd)] if known or _trains(name, rest) else []
     if not rest or "c" in opts or (tool == "python" and not _trains(rest[0].text, rest[1:])):
         return []

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.intake import accelerate, axolotl, configs, hfargs, launch, llamafactory, swift
+from planner.intake import accelerate, axolotl, configs, hfargs, launch, llamafactory, swift, verlrl
 from planner.intake.collect import UNKNOWN, Collector, as_int, count_devices, default, known, parse_yaml, section, show
 from planner.intake.flags import Flag, from_mapping
 from planner.intake.flags import parse as parse_flags
@@ -64,6 +64,8 @@ def read_script_file(path: Path, text: str) -> Collector:
 
 
 def read_run(run: launch.Run) -> Collector:
+    if run.target in launch.RL_MODULES:
+        return rl_run(run)
     flags, lead = parse_flags(run.args, run.command.path)
     if run.tool == "trl":  # the TRL CLI hands these to `accelerate launch` (trl/cli/accelerate_config.py:19-47)
         run.opts |= {k: flags.pop(k) for k in ACCELERATE_OPTS if k in flags}
@@ -91,6 +93,24 @@ def read_run(run: launch.Run) -> Collector:
                 "array or a command's output, are not read)"
             )
     _framework(c, run, flags, lead, swift_sub, trainer, fmt, data, cfg_path)
+    return c
+
+
+def rl_run(run: launch.Run) -> Collector:
+    """verl's main_ppo (Hydra overrides) or OpenRLHF's train_ppo_ray (flags): the GPUs are the trainer's own settings
+    (Ray places the roles), not a launcher's."""
+    framework = "verl" if run.target.startswith("verl") else "openrlhf"
+    c = Collector(framework)
+    c.fact("framework", framework, f"{run.where} {run.tool} -m {run.target}", run.tool)
+    read_allocator(c, run.command.env, run.where)
+    if framework == "verl":
+        overrides = {k.lstrip("+"): v for k, v in _overrides(run.args, run.command.path, plus=True).items()}
+        verlrl.read(c, overrides, run.command.path)
+    else:
+        from planner.intake import openrlhf
+
+        flags, _ = parse_flags(run.args, run.command.path)
+        openrlhf.read(c, flags, run.command.path)
     return c
 
 
@@ -167,12 +187,13 @@ def _trainer(run: launch.Run, flags: dict[str, Flag], data: dict | None) -> str:
     return configs.trainer_of(data, hint) if data is not None else hfargs.trainer_of(flags, hint)
 
 
-def _overrides(words: list, path: Path) -> dict[str, Flag]:
-    """llamafactory-cli's `key=value` overrides (OmegaConf.from_cli, src/llamafactory/hparams/parser.py:85-99)."""
+def _overrides(words: list, path: Path, plus: bool = False) -> dict[str, Flag]:
+    """llamafactory-cli's `key=value` overrides (OmegaConf.from_cli, src/llamafactory/hparams/parser.py:85-99); with
+    `plus`, Hydra's too (`+key=value` adds a key the config lacks)."""
     out = {}
     for w in words:
         key, eq, value = w.text.partition("=")
-        if eq and re.fullmatch(r"[A-Za-z_][\w.]*", key):
+        if eq and re.fullmatch(r"\+?[A-Za-z_][\w.]*" if plus else r"[A-Za-z_][\w.]*", key):
             try:
                 parsed = parse_yaml(value) if known(value) else value
             except ValueError:

@@ -76,7 +76,7 @@ def make_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_ba
     """One candidate (no launch material: planner.export.launch makes it for the plans a face shows);
     `calibrate` (planner.evidence.calibrate.Calibrator) swaps in stored or simulated evidence."""
     world = hw.world_size
-    accum = goal.global_batch // (knobs.data_parallel(world) * micro_batch)
+    accum = goal.global_batch // (knobs.data_parallel_of(world) * micro_batch)
     s = Setup(
         model, knobs, micro_batch, accum, goal.seq_len, hw.gpus_per_node, hw.nodes, goal.image_tokens, gpu=hw.gpu.name
     )
@@ -115,7 +115,7 @@ def budget_plan(
     """A token-budget plan (planner.search.batching): memory at the costliest of its micro-batch shapes, speed at its
     mean micro-step, and the global batch's fixed split (given, or the largest micro-batch of budget // seq_len
     samples or fewer that divides a rank's share), which HF runs and the bundled trainer reads the batch from."""
-    per_rank = goal.global_batch // knobs.data_parallel(hw.world_size)
+    per_rank = goal.global_batch // knobs.data_parallel_of(hw.world_size)
     fit_at_full = max(1, batches.max_tokens_per_micro_batch // goal.seq_len)
     split = make_plan(
         model, hw, goal, knobs, micro_batch or max(d for d in divisors(per_rank) if d <= fit_at_full), calibrate
@@ -172,7 +172,7 @@ def generation_split(
     """The plan of one micro-batch; GRPO with TRL's default steps_per_generation (the accumulation: one generation
     samples the rank's whole share) that does not fit tries smaller generation batches (steps_per_generation a
     divisor of the accumulation, largest first: fewer, larger generations decode faster). None: no split TRL takes."""
-    w, accum = knobs.workload, goal.global_batch // (knobs.data_parallel(hw.world_size) * micro_batch)
+    w, accum = knobs.workload, goal.global_batch // (knobs.data_parallel_of(hw.world_size) * micro_batch)
     layout = Layout.of(hw)
     options = [None]
     if w.kind == "grpo" and w.steps_per_generation is None and w.generation == "hf":
@@ -219,7 +219,7 @@ def search(
     raise_if(layout.global_batch_error(space.workload, goal.global_batch))
     fitting, rejected = [], []
     for knobs in families(space, hw, layout):
-        per_rank = goal.global_batch // knobs.data_parallel(hw.world_size)
+        per_rank = goal.global_batch // knobs.data_parallel_of(hw.world_size)
         if batches is not None:  # a token budget: one plan per knob family
             if knobs.optimizer_in_backward:
                 raise BadInput(
