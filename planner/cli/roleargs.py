@@ -51,7 +51,7 @@ def add_role_args(p: argparse.ArgumentParser) -> None:
 def role_fields(args: argparse.Namespace) -> dict:
     """The request's workload.roles from the role flags given (typed as the model declares them)."""
     out = {}
-    for field, info in Roles.model_fields.items():
+    for field in Roles.model_fields:
         v = getattr(args, f"role_{field}", None)
         if v is None:
             continue

@@ -58,8 +58,8 @@ def script(plan: Plan, model: ModelSpec, hw: Hardware) -> str:
     pairs = overrides(plan, model, hw)
     lines = [
         "#!/bin/bash",
-        f"# memplan plan for {VERSION} ({plan.workload.kind.upper()}): {plan.memory.device_total_bytes / 2**30:.1f} of "
-        f"{plan.memory.capacity_bytes / 2**30:.1f} GiB per GPU at its peak ({plan.memory.peak_phase}), {hw.gpu.name}",
+        (f"# memplan plan for {VERSION} ({plan.workload.kind.upper()}): {plan.memory.device_total_bytes / 2**30:.1f} of "
+        f"{plan.memory.capacity_bytes / 2**30:.1f} GiB per GPU at its peak ({plan.memory.peak_phase}), {hw.gpu.name}"),
         "# model paths: the Hugging Face ids; give your local paths. data.train_files: your parquet of prompts",
         "python3 -m " + ENTRY + " \\",
     ]

@@ -184,7 +184,7 @@ def _budgets(c: Collector, f: dict[str, Flag]) -> None:
         v, s = get(f, A + "actor.ppo_max_token_len_per_gpu")
         c.number(r + "max_tokens_per_gpu", v, f"{ds}; {s}", "actor.ppo_max_token_len_per_gpu")
         key = A + "rollout.log_prob_max_token_len_per_gpu"
-        lp = f[key] if key in f else None
+        lp = f.get(key, None)
         c.number(
             r + "logprob_max_tokens_per_gpu",
             lp.value if lp else v,
