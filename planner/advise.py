@@ -501,8 +501,11 @@ def fits_without(change: dict, plan: Plan, req: Target, goal: Goal, hw: Hardware
 def nearest_fits(req: Target, goal: Goal, hw: Hardware, resolver=default_resolver) -> list[Nearest]:
     """The requests one change away whose best plan fits (planner.search.nearest), each asked of `suggest`: with the
     request's own knobs where that fits, else with every knob allowed ("any knobs")."""
-    out, model = [], resolver(req.model)
+    out, model, found_kinds = [], resolver(req.model), set()
     for label, change, tries in nearest.requests(req, goal, hw):
+        kind = label.rstrip("0123456789., ")  # "rollout memory 0.40": the first (largest) value that fits is kept
+        if kind in found_kinds:
+            continue
         for i, variant in enumerate(tries):
             try:
                 found = suggest(variant, resolver=resolver, with_nearest=False)
@@ -519,6 +522,7 @@ def nearest_fits(req: Target, goal: Goal, hw: Hardware, resolver=default_resolve
                 out.append(
                     Nearest(change=label if own or not change else f"{label} (any knobs)", changes=change, plan=best)
                 )
+                found_kinds.add(kind)
                 out[-1]._context = found.context
                 break
     return out

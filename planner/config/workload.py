@@ -35,7 +35,9 @@ class Workload(BaseModel):
 
     kind: Literal["sft", "dpo", "grpo", "ppo", "rloo", "reinforce++"] = "sft"
     # GRPO (GRPOConfig); TRL's defaults
-    num_generations: int = Field(default=8, ge=2, le=1 << 12, description="completions sampled per prompt")
+    num_generations: int = Field(
+        default=8, ge=1, le=1 << 12, description="completions sampled per prompt (TRL's GRPO: 2 or more)"
+    )
     max_prompt_length: int | None = Field(
         default=None,
         ge=1,
@@ -75,6 +77,11 @@ class Workload(BaseModel):
     @model_validator(mode="after")
     def _rules(self) -> Workload:
         given = {f for f, info in type(self).model_fields.items() if getattr(self, f) != info.default}
+        if self.kind in ("grpo", "dpo", "sft") and self.num_generations < 2:
+            raise BadInput(
+                f"--num-generations {self.num_generations}: GRPO compares 2 or more completions of a prompt",
+                "num_generations",
+            )
         if self.kind == "dpo" and self.max_prompt_length is not None and self.max_prompt_length >= self.max_length:
             raise BadInput(
                 f"--max-prompt-length {self.max_prompt_length} leaves no completion in --max-length {self.max_length}",

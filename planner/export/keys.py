@@ -65,6 +65,8 @@ def script_flags(text: str) -> dict[str, object]:
             out[w] = value
         elif "=" in w and w.split("=", 1)[0].isupper():
             out[w.split("=", 1)[0]] = w.split("=", 1)[1]
+        elif "=" in w and "." in w.split("=", 1)[0]:  # a Hydra override (verl): key=value, +key=value
+            out[w.split("=", 1)[0].lstrip("+")] = w.split("=", 1)[1]
     return out
 
 

@@ -33,7 +33,7 @@ def limits(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal) -> dict:
     """The longest completion, prompt and image tokens that fit, each with the others at the plan's maximum."""
     w = plan.workload
     out: dict = {"fits_at_max": plan.fits}
-    if w.kind == "grpo":
+    if w.generates:
         out["max_completion_length"] = w.max_completion_length
         out["completion_fits_up_to"] = longest_fitting(
             lambda n: n > 0 and _fits(plan, model, hw, goal, max_completion_length=n), w.max_completion_length

@@ -1,0 +1,49 @@
+"""The one-change variants of an RL run that does not fit (planner.search.nearest asks the planner of each): the
+rollout engine's share lowered, a token budget halved, a role's states offloaded between its phases, the engine put
+to sleep or run eager, the entropy recomputed. Least disruptive first: a share or a budget changes no result, an
+offload costs transfers."""
+
+from __future__ import annotations
+
+from planner.config.requests import Target
+from planner.config.spec import Goal
+
+SHARES = (0.85, 0.7, 0.55, 0.4, 0.25)  # the rollout share is tried at these fractions of its value, largest first
+
+
+def variants(req: Target, goal: Goal) -> list[tuple[str, dict]]:
+    w = req.workload
+    framework = req.framework if isinstance(req.framework, str) else "verl"
+    r = w.roles.resolved(framework)
+    tokens = w.seq_len() * (req.micro_batch if isinstance(req.micro_batch, int) else 1)
+    out = []
+    for f in SHARES:
+        share = round(r.rollout_memory * f / 0.05) * 0.05
+        if 0.05 <= share < r.rollout_memory:
+            out.append((f"rollout memory {share:.2f}", {"rollout_memory": round(share, 2)}))
+    for field, label in (
+        ("logprob_max_tokens_per_gpu", "log-prob token budget"),
+        ("max_tokens_per_gpu", "actor token budget"),
+        ("critic_max_tokens_per_gpu", "critic token budget"),
+    ):
+        now = getattr(r, field) or tokens
+        half = max(w.seq_len(), now // 2)
+        if half < now and (field != "critic_max_tokens_per_gpu" or w.kind == "ppo"):
+            out.append((f"{label} {half:,}", {field: half}))
+    sleep = 2 if framework == "verl" else 1
+    if r.sleep_level == 0 and r.placement == "colocate":
+        out.append((f"rollout sleep level {sleep}", {"sleep_level": sleep}))
+    if not r.rollout_eager:
+        out.append(("rollout without CUDA graphs", {"rollout_eager": True}))
+    if r.entropy == "on":
+        out.append(("entropy checkpointed", {"entropy": "checkpointed"}))
+    for role, parts in (
+        ("actor", ("actor-params", "actor-optimizer")),
+        ("critic", ("critic-params", "critic-optimizer")),
+    ):
+        if (role == "actor" or w.kind == "ppo") and not set(parts) <= set(r.offload):
+            out.append((f"{role} states offloaded between phases", {"offload": tuple(sorted({*r.offload, *parts}))}))
+    return [
+        (label, {"workload": w.model_copy(update={"roles": w.roles.model_copy(update=change)}).model_dump()})
+        for label, change in out
+    ]
