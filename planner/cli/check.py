@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         if plan.token_batches is not None:
             common.say_line(budget_line(plan.token_batches))
         if plan.workload.rl:
-            common.say_line(plan.workload.summary())
+            common.say_line(plan.workload.summary(plan.knobs.role_run))
         if model.text.moe is not None:
             from planner.estimate.moe import routing_line
 

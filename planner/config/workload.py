@@ -191,10 +191,12 @@ class Workload(BaseModel):
             return True  # verl's compute_log_prob and OpenRLHF's make_experience always recompute them
         return self.kind == "grpo" and (grad_accum % every != 0 or self.generation != "hf")
 
-    def summary(self) -> str:
-        if self.role_run:
+    def summary(self, roles: bool = False) -> str:
+        """One line of what the run trains; `roles`: planned by its roles (a grpo run of verl or OpenRLHF)."""
+        if self.role_run or roles:
             return (
-                f"{self.kind.upper()}: {self.num_generations} samples of <= {self.max_completion_length} tokens after "
+                f"{self.kind.upper()}: {self.num_generations} sample{'s' if self.num_generations > 1 else ''} of <= "
+                f"{self.max_completion_length} tokens after "
                 f"prompts of <= {self.prompt_tokens()}, {self.roles.rollout_engine} rollout, {self.roles.placement}"
             )
         if self.kind == "grpo":

@@ -93,10 +93,15 @@ def _split(c: Collector, f: dict[str, Flag]) -> None:
     world = (as_int(per_node) or 1) * (as_int(nodes) or 1)
     key = A + "actor.ppo_micro_batch_size_per_gpu"
     micro = as_int(one(f[key].value)) if key in f else None
+    dynamic = as_bool(one(f[A + "actor.use_dynamic_bsz"].value)) if A + "actor.use_dynamic_bsz" in f else False
+    source = f[key].source if key in f else default(VERL, "actor/actor.yaml:24", key)
     if micro is None:
         micro = 1
-        c.note(f"{key} not given (verl requires it or a token budget): planned at 1 sample")
-    c.number("micro_batch", micro, f[key].source if key in f else default(VERL, "actor/actor.yaml:24", key), key)
+        if dynamic:  # the token budget cuts the micro-batches; one sample is the split's unit
+            source = f"{f[A + 'actor.use_dynamic_bsz'].source} (micro-batches cut by tokens)"
+        else:
+            c.note(f"{key} not given (verl requires it or a token budget): planned at 1 sample")
+    c.number("micro_batch", micro, source, key)
     if mini_i and world and mini_i * n_i % (world * micro) == 0:
         accum = mini_i * n_i // (world * micro)
         c.number(
@@ -193,6 +198,12 @@ def _budgets(c: Collector, f: dict[str, Flag]) -> None:
         )
     v, s = get(f, "critic.ppo_infer_max_token_len_per_gpu")
     c.number(r + "critic_max_tokens_per_gpu", v, s, "critic.ppo_infer_max_token_len_per_gpu")
+    for key in ("critic.ppo_max_token_len_per_gpu", "critic.ppo_micro_batch_size_per_gpu", "critic.use_dynamic_bsz"):
+        if key in f:
+            c.note(
+                f"{f[key].source} (not applied by verl 0.9.1's default trainer: it cuts the critic's micro-batches by "
+                "critic.ppo_infer_max_token_len_per_gpu, trainer/ppo/v1/trainer_base.py:267-268)"
+            )
 
 
 def _entropy(c: Collector, f: dict[str, Flag]) -> None:

@@ -8,8 +8,8 @@ host RAM, twice the GPUs per node or the nodes at the same global batch, half th
 
 from __future__ import annotations
 
-from planner.config.requests import SUGGEST_CHECKPOINTING, SuggestRequest, Target
 from planner.config.knobfields import ROLE_FRAMEWORKS
+from planner.config.requests import SUGGEST_CHECKPOINTING, SuggestRequest, Target
 from planner.config.spec import FSDP_MODES, Goal, Hardware
 from planner.search import role_nearest
 
