@@ -56,11 +56,16 @@ def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
 
 
 def _policy_logps(model, ids, k, entropy: str, grad: bool):
-    """verl's dp_actor._forward_micro_batch, remove-padding path (the packed row)."""
+    """verl's FSDPEngineWithLMHead forward, remove-padding path (the packed row); under --framework openrlhf its
+    Actor.forward: the logits cast to fp32 and the cross-entropy never in place (models/actor.py:267,
+    models/utils.py:172-196)."""
+    upcast = k.framework == "openrlhf"
     with autocast_for(k, "cuda") or nullcontext():
         logits = model(input_ids=ids, use_cache=False).logits.squeeze(0)  # temperature 1.0: no copy (verl :92-103)
+    if upcast:
+        logits = logits.to(torch.float32)
     want = entropy != "off"
-    logp = -_FlashCrossEntropy.apply(logits, ids.squeeze(0), not (want and grad))
+    logp = -_FlashCrossEntropy.apply(logits, ids.squeeze(0), not (want and grad) and not upcast)
     ent = None
     if want:
         if entropy == "checkpointed" and grad:
@@ -133,7 +138,8 @@ def _nograd_pass(role, model, case, tracker, tokens: int) -> dict[str, int]:
         if role in ("critic", "reward"):
             _values(model, ids, case.knobs)
         else:
-            _policy_logps(model, ids, case.knobs, "on" if role == "actor" else "off", grad=False)  # compute_log_prob
+            entropy = "on" if role == "actor" and case.knobs.framework == "verl" else "off"  # verl's compute_log_prob
+            _policy_logps(model, ids, case.knobs, entropy, grad=False)
     tracker.set_segment("between")
     return {NOGRAD_PHASE[role]: tracker.segments[NOGRAD_PHASE[role]][0]}
 

@@ -2,7 +2,7 @@
 # One venv per framework (LLaMA-Factory, ms-swift, axolotl: their pins conflict), holding only what its config parser
 # imports, so the tests can load memplan's exports with each framework's own parser (tests/planner/export/validators).
 # Idempotent: a venv whose stamp matches is left alone (0.01 s). `make fwenv` runs it; `make test` uses the venvs.
-# usage: tools/fwenv.sh [llamafactory|ms-swift|axolotl|verl|torchtitan|gptqmodel|video ...]   (default: all seven)
+# usage: tools/fwenv.sh [llamafactory|ms-swift|axolotl|verl|torchtitan|gptqmodel|video|openrlhf ...]   (default: all)
 #   FWENV_ROOT=.fwenv
 # verl: what its SFT config code imports (verl/__init__ imports ray and tensordict; hydra composes the YAML; transformers
 #   within verl's own pin, >=5.5.3,<5.11). torchtitan: what torchtitan.train's ConfigManager and Trainer.Config import,
@@ -71,6 +71,36 @@ setup_one() {
   echo "$name: installed"
 }
 
+# openrlhf: openrlhf.cli.train_ppo_ray imports ray, vllm, deepspeed, transformers and flash_attn at module level, and its
+#   parser is built under __main__, so its validator runs the module itself. vllm goes in --no-deps (its deps pull CUDA
+#   torch; importing it on CPU works); flash-attn has only an sdist, built without its CUDA extension
+#   (FLASH_ATTENTION_SKIP_CUDA_BUILD), and flash_attn/__init__ imports that extension: a one-line empty module stands in
+#   (nothing the parser reaches calls it). The rest at openrlhf 0.11.2's own pins. About 1 minute, 1.4 GB.
+ORL_PKGS="openrlhf==0.11.2 vllm==0.29.0"
+ORL_FA="flash-attn==2.8.3"
+ORL_DEPS="ray==2.55.0 transformers==5.15.0 deepspeed==0.19.6 pylatexenc==2.11 aiohttp==3.14.5 peft==0.21.2 torchdata==0.11.0 pillow==13.0.0 einops==0.8.2"
+
+setup_openrlhf() {
+  local venv=$ROOT/openrlhf want="$TORCH $ORL_PKGS $ORL_FA $ORL_DEPS"
+  if [ "$(cat "$venv/.fwenv-stamp" 2>/dev/null)" = "$want" ]; then echo "openrlhf: up to date"; return; fi
+  rm -rf "$venv"
+  $PY -m venv "$venv"
+  shared_torch
+  local sp pip="$venv/bin/python -m pip install -q --disable-pip-version-check --no-warn-conflicts"
+  sp=$("$venv/bin/python" -c 'import site; print(site.getsitepackages()[0])')
+  "$ROOT/_torch/bin/python" -c 'import site; print(site.getsitepackages()[0])' > "$sp/_fwenv_shared_torch.pth"
+  echo "$TORCH" > "$venv/torch-constraint.txt"
+  $pip --no-deps $ORL_PKGS
+  $pip -c "$venv/torch-constraint.txt" setuptools wheel packaging psutil ninja
+  FLASH_ATTENTION_SKIP_CUDA_BUILD=TRUE FLASH_ATTENTION_FORCE_BUILD=TRUE $pip --no-deps --no-build-isolation $ORL_FA
+  echo "# memplan: empty stand-in for flash-attn's CUDA extension (imported by flash_attn/__init__, never called here)" \
+    > "$sp/flash_attn_2_cuda.py"
+  $pip -c "$venv/torch-constraint.txt" $ORL_DEPS
+  "$venv/bin/python" -c "import torch; assert torch.__version__ == '2.13.0+cpu', torch.__version__"
+  echo "$want" > "$venv/.fwenv-stamp"
+  echo "openrlhf: installed"
+}
+
 VIDEO="torch==2.14.1 torchvision==0.29.1 transformers==5.24.0 numpy==2.4.6 pillow==13.0.0"
 
 setup_video() {
@@ -84,6 +114,12 @@ setup_video() {
   echo "video: installed"
 }
 
-for name in "${@:-llamafactory ms-swift axolotl verl torchtitan gptqmodel video}"; do
-  for n in $name; do if [ "$n" = video ]; then setup_video; else setup_one "$n"; fi; done
+for name in "${@:-llamafactory ms-swift axolotl verl torchtitan gptqmodel video openrlhf}"; do
+  for n in $name; do
+    case $n in
+      video) setup_video ;;
+      openrlhf) setup_openrlhf ;;
+      *) setup_one "$n" ;;
+    esac
+  done
 done

@@ -31,12 +31,13 @@ ENGINES: tuple[str, ...] = ("vllm", "sglang")
 MAX_TOKENS_PER_GPU = 1 << 22
 # verl 0.9.1 trainer/config/rollout/rollout.yaml:46 gpu_memory_utilization 0.5, vllm_async_server.py:1289-1305 sleep
 # level 2 in the hybrid engine; OpenRLHF 0.11.2 cli/train_ppo_ray.py:251-255 --vllm.gpu_memory_utilization 0.95,
-# :244-249 --vllm.enable_sleep off (the engines then never sleep)
+# :244-249 --vllm.enable_sleep off (the engines then never sleep); verl's model.use_remove_padding true
+# (model/hf_model.yaml:40), OpenRLHF's --ds.packing_samples off (cli/train_ppo_ray.py:375: padded rows)
 # verl's v1 trainer sizes the critic's micro-batches by ppo_infer_max_token_len_per_gpu, 32,768 tokens, whatever the
 # critic's micro-batch keys say (trainer/ppo/v1/trainer_base.py:267-268, workers/config/critic.py:89)
 FRAMEWORK_DEFAULTS = {
-    "verl": {"rollout_memory": 0.5, "sleep_level": 2, "critic_max_tokens_per_gpu": 32768},
-    "openrlhf": {"rollout_memory": 0.95, "sleep_level": 0},
+    "verl": {"rollout_memory": 0.5, "sleep_level": 2, "critic_max_tokens_per_gpu": 32768, "remove_padding": True},
+    "openrlhf": {"rollout_memory": 0.95, "sleep_level": 0, "remove_padding": False},
 }
 # verl keeps the reference model's parameters on the host, streamed unit by unit (FSDP1 CPUOffload, FSDP2
 # CPUOffloadPolicy: workers/engine/fsdp/transformer_impl.py:429-435, 459-463)
@@ -137,7 +138,12 @@ class Roles(BaseModel):
             "entropy_checkpointing); the old log-probs always compute it"
         ),
     )
-    remove_padding: bool = Field(default=True, description="rows packed without padding (verl use_remove_padding)")
+    remove_padding: bool | None = Field(
+        default=None,
+        description=(
+            "rows packed without padding (verl use_remove_padding, default on; OpenRLHF --ds.packing_samples, default off)"
+        ),
+    )
 
     @field_validator("offload")
     @classmethod

@@ -418,7 +418,8 @@ def logits_loss_bytes(s: Setup) -> int:
     if s.knobs.role_run:  # the head's weight gradient is made beside the logits (accumulated after)  # verl's / OpenRLHF's actor (a critic: its one-output head, vocab 1)
         entropy = w.roles.entropy if t.vocab > 1 else "off"
         c = act.saved_dtype_bytes(p)[1]
-        return role_heads.update_head_bytes(rows * width, t.vocab, t.hidden, c, entropy, head_grad)
+        up = role_heads.upcasts(s.knobs.framework) and t.vocab > 1
+        return role_heads.update_head_bytes(rows * width, t.vocab, t.hidden, c, entropy, head_grad, up)
     if w.rl and w.logprobs == "full":
         return recipe_terms.full_logprob_bytes(t, rows, width, p)
     if w.rl:  # TRL scores the completion tokens with its fused log-prob head

@@ -7,7 +7,11 @@ temperature in place; log-probs by flash-attn's Triton cross-entropy (utils/torc
 inplace_backward unless the entropy needs the logits: its outputs are fp32 per token, its backward writes the
 gradient into the logits); the entropy (entropy_from_logits: softmax, then logsumexp - sum(p x logits)) when
 computed: always in compute_log_prob (the old log-probs), in the update when entropy_coeff != 0.
-The critic and the reward model score one value per token (AutoModelForTokenClassification, num_labels 1).
+OpenRLHF 0.11.2 (models/actor.py:267, models/utils.py:172-196): the logits are cast to fp32 (a copy beside the
+half-precision ones while it is made) and flash-attn's cross-entropy runs on them without inplace_backward, so the
+update holds the fp32 logits and their new fp32 gradient at once; the entropy only with --actor.entropy_coef.
+The critic and the reward model score one value per token (AutoModelForTokenClassification, num_labels 1; OpenRLHF's
+value_head Linear(hidden, 1)).
 Pinned to the sim (probes/roles_sim.py; benchmarks/accuracy.py --rl, the role rows).
 """
 
@@ -16,11 +20,18 @@ from __future__ import annotations
 PER_TOKEN_FP32 = 4
 
 
-def logprob_pass_head_bytes(tokens: int, vocab: int, compute_bytes: int, entropy: bool) -> int:
-    """A no-grad log-prob pass at its head: the logits; with the entropy, softmax's output and the product p x logits
-    beside them; the cross-entropy's fp32 per-token outputs (loss, log-sum-exp, the negated log-probs)."""
-    logits = compute_bytes * tokens * vocab
-    return logits * (3 if entropy else 1) + 3 * PER_TOKEN_FP32 * tokens
+def upcasts(framework: str) -> bool:
+    """The framework scores fp32 logits (OpenRLHF), or the compute dtype's (verl)."""
+    return framework == "openrlhf"
+
+
+def logprob_pass_head_bytes(tokens: int, vocab: int, compute_bytes: int, entropy: bool, upcast: bool = False) -> int:
+    """A no-grad log-prob pass at its head: the logits (upcast: the half-precision ones and their fp32 copy while it
+    is made); with the entropy, softmax's output and the product p x logits beside the scored logits; the
+    cross-entropy's fp32 per-token outputs (loss, log-sum-exp, the negated log-probs)."""
+    scored = (4 if upcast else compute_bytes) * tokens * vocab
+    cast = compute_bytes * tokens * vocab if upcast and compute_bytes != 4 else 0
+    return max(scored + cast, scored * (3 if entropy else 1)) + 3 * PER_TOKEN_FP32 * tokens
 
 
 # logits-sized tensors beside the logits at the head's backward with an entropy term: the cross-entropy's own
@@ -31,15 +42,21 @@ def logprob_pass_head_bytes(tokens: int, vocab: int, compute_bytes: int, entropy
 ENTROPY_COPIES = 6
 
 
-def update_head_bytes(tokens: int, vocab: int, hidden: int, compute_bytes: int, entropy: str, head_grad: int) -> int:
-    """The actor's update at its head's backward: the logits (saved by the cross-entropy, their gradient written in
-    place), then the head weight's new gradient (`head_grad` bytes per parameter; 0 for a frozen head) and the hidden
-    states' gradient; with an entropy term (on or checkpointed), first ENTROPY_COPIES more logits-sized tensors; the
-    loss's per-token fp32 tensors."""
-    logits = compute_bytes * tokens * vocab
+def update_head_bytes(
+    tokens: int, vocab: int, hidden: int, compute_bytes: int, entropy: str, head_grad: int, upcast: bool = False
+) -> int:
+    """The actor's update at its head's backward: the scored logits (saved by the cross-entropy; verl: their gradient
+    written in place; upcast: the fp32 logits and a new fp32 gradient), then the head weight's new gradient
+    (`head_grad` bytes per parameter; 0 for a frozen head) and the hidden states' gradient; with an entropy term (on
+    or checkpointed), first ENTROPY_COPIES more logits-sized tensors; the loss's per-token fp32 tensors."""
+    logits = (4 if upcast else compute_bytes) * tokens * vocab
     grads = head_grad * vocab * hidden + compute_bytes * tokens * hidden
-    extra = max(grads, ENTROPY_COPIES * logits if entropy != "off" else 0)
-    return logits + extra + 12 * PER_TOKEN_FP32 * tokens
+    entropy_bytes = (1 + ENTROPY_COPIES) * logits if entropy != "off" else 0
+    if upcast:  # the fp32 logits and their gradient; then the gradient cast back beside the head's own gradients
+        body = max(2 * logits, compute_bytes * tokens * vocab + grads, entropy_bytes)
+    else:
+        body = max(logits + grads, entropy_bytes)
+    return body + 12 * PER_TOKEN_FP32 * tokens
 
 
 def value_pass_head_bytes(tokens: int, compute_bytes: int) -> int:

@@ -24,7 +24,7 @@ from planner.config.spec import MemoryBreakdown
 from planner.estimate import fsdp, rollout
 from planner.estimate import memory as mem
 from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
-from planner.estimate.role_heads import logprob_pass_head_bytes, value_pass_head_bytes
+from planner.estimate.role_heads import logprob_pass_head_bytes, upcasts, value_pass_head_bytes
 from planner.estimate.setup import Setup
 from planner.model.modelspec import ModelSpec, Tensors
 
@@ -117,7 +117,7 @@ def pass_tokens(s: Setup, budget: int | None, rows: int) -> tuple[int, int]:
     if budget:
         held = s.micro_batch * s.grad_accum * w.steps_per_gen(s.grad_accum) * s.seq_len
         return 1, max(s.seq_len, min(budget, held))
-    if w.roles.remove_padding:
+    if w.roles.resolved(s.knobs.framework).remove_padding:
         return 1, rows * s.seq_len
     return rows, s.seq_len
 
@@ -144,7 +144,8 @@ def role_phase_bytes(s: Setup, role: str, capacity: int, offload: tuple[str, ...
         return {"reward-scoring": rollout.reward_engine_bytes(r, capacity)}
     if role in ("actor", "ref"):
         rows, width = pass_tokens(s, r.logprob_max_tokens_per_gpu, s.micro_batch)
-        head = logprob_pass_head_bytes(rows * width, t.vocab, c, entropy=role == "actor")
+        entropy = role == "actor" and s.knobs.framework == "verl"  # verl's compute_log_prob computes it always
+        head = logprob_pass_head_bytes(rows * width, t.vocab, c, entropy, upcasts(s.knobs.framework))
         nograd = active_bytes(s, role, offload) + nograd_pass_bytes(s, rows, width, head)
         if role == "ref":
             return {"reference-forward": nograd}
@@ -235,8 +236,10 @@ def sync_terms(s, setups, members, resident, capacity, others) -> dict[str, int]
 def sync_gather_bytes(s: Setup) -> int:
     """What the actor's ranks hold for the sync beside their shards: one parameter gathered whole at a time in the
     weights' dtype, and the framework's transfer bucket (planner.estimate.rollout.sync_bucket_bytes)."""
-    master = 4 if s.knobs.precision != "bf16-pure" else 2  # fp32 master weights (verl engine/fsdp.yaml:33 model_dtype)
-    return s.model.largest_matrix_params() * master + rollout.sync_bucket_bytes(s.knobs.framework)
+    if s.knobs.framework == "verl":  # fp32 weights (engine/fsdp.yaml:33 model_dtype), not cast before sending
+        return s.model.largest_matrix_params() * 4 + rollout.sync_bucket_bytes("verl")
+    # OpenRLHF: each parameter gathered from ZeRO-3 in the weights' dtype and broadcast (or sent by CUDA IPC) alone
+    return s.model.largest_matrix_params() * compute_dtype_bytes(s)
 
 
 def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:

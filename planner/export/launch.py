@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from planner.config.spec import Goal, Hardware, Launch, Plan
-from planner.export import axolotl, export, llamafactory, swift, torchtitan, verl
+from planner.export import axolotl, export, llamafactory, openrlhf, swift, torchtitan, verl
 from planner.export.export import DS_CONFIG_NAME, FSDP_CONFIG_NAME
 from planner.model.modelspec import ModelSpec
 
@@ -21,6 +21,7 @@ FRAMEWORK_EXPORTS = {
     "axolotl": axolotl,
     "verl": verl,
     "torchtitan": torchtitan,
+    "openrlhf": openrlhf,
 }  # plan.framework -> exporter
 
 

@@ -53,13 +53,24 @@ def check(plan: Plan) -> None:
         )
 
 
+def headline(plan: Plan, hw: Hardware) -> str:
+    m = plan.memory
+    return (
+        f"# memplan plan for {VERSION} ({plan.workload.kind.upper()}): {m.device_total_bytes / 2**30:.1f} of "
+        f"{m.capacity_bytes / 2**30:.1f} GiB per GPU at its peak ({m.peak_term.split(': ')[0]}, {m.peak_phase}), "
+        f"{hw.gpu.name}"
+    )
+
+
 def script(plan: Plan, model: ModelSpec, hw: Hardware) -> str:
     check(plan)
     pairs = overrides(plan, model, hw)
     lines = [
         "#!/bin/bash",
-        (f"# memplan plan for {VERSION} ({plan.workload.kind.upper()}): {plan.memory.device_total_bytes / 2**30:.1f} of "
-        f"{plan.memory.capacity_bytes / 2**30:.1f} GiB per GPU at its peak ({plan.memory.peak_phase}), {hw.gpu.name}"),
+        (
+            f"# memplan plan for {VERSION} ({plan.workload.kind.upper()}): {plan.memory.device_total_bytes / 2**30:.1f} of "
+            f"{plan.memory.capacity_bytes / 2**30:.1f} GiB per GPU at its peak ({plan.memory.peak_phase}), {hw.gpu.name}"
+        ),
         "# model paths: the Hugging Face ids; give your local paths. data.train_files: your parquet of prompts",
         "python3 -m " + ENTRY + " \\",
     ]
@@ -79,7 +90,7 @@ def overrides(plan: Plan, model: ModelSpec, hw: Hardware) -> list[Override]:
         ("data.max_response_length", w.max_completion_length),
         (a + "model.path", catalog.hf_id(model.name) or model.name),
         (a + "model.enable_gradient_checkpointing", plan.checkpointing == "full"),
-        (a + "model.use_remove_padding", r.remove_padding),
+        (a + "model.use_remove_padding", r.resolved("verl").remove_padding),
         (a + "actor.strategy", "fsdp2"),
         (a + "actor.ppo_mini_batch_size", plan.global_batch // n),
         (a + "actor.ppo_micro_batch_size_per_gpu", plan.micro_batch),

@@ -14,6 +14,7 @@ from planner.frameworks import (
     hf,
     llamafactory,
     memplan,
+    openrlhf,
     swift,
     torchtitan,
     trl,
@@ -24,7 +25,7 @@ from planner.frameworks.base import Default, Framework
 
 FRAMEWORKS: dict[str, Framework] = {
     m.FRAMEWORK.name: m.FRAMEWORK
-    for m in (memplan, hf, trl, trl0, accelerate, deepspeed, llamafactory, swift, axolotl, verl, torchtitan)
+    for m in (memplan, hf, trl, trl0, accelerate, deepspeed, llamafactory, swift, axolotl, verl, torchtitan, openrlhf)
 }
 NAMES: tuple[str, ...] = tuple(FRAMEWORKS)
 

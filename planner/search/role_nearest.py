@@ -15,7 +15,8 @@ def variants(req: Target, goal: Goal) -> list[tuple[str, dict]]:
     w = req.workload
     framework = req.framework if isinstance(req.framework, str) else "verl"
     r = w.roles.resolved(framework)
-    tokens = w.seq_len() * (req.micro_batch if isinstance(req.micro_batch, int) else 1)
+    micro = getattr(req, "micro_batch", 1)  # a check's; a suggest searches it (one row a GPU then)
+    tokens = w.seq_len() * (micro if isinstance(micro, int) else 1)
     out = []
     for f in SHARES:
         share = round(r.rollout_memory * f / 0.05) * 0.05

@@ -1,0 +1,186 @@
+"""An RL plan as OpenRLHF 0.11.2 runs it: `openrlhf_ppo.sh`, `python3 -m openrlhf.cli.train_ppo_ray` with its dotted
+flags (cli/train_ppo_ray.py, the parser of 0.11.2; the flat names of 0.10.1 are refused there). Roles on their own
+GPUs (--{actor,ref,critic,reward}.num_gpus_per_node, vLLM engines x tensor-parallel size), or all on the actor's
+(--train.colocate_all: then the engines must fill the actor's GPUs, :56-64).
+
+Memory flags: --ds.zero_stage, --ds.adam_offload, --ds.enable_sleep (optimizer states, gradients and fp32 master
+weights to the host between phases, utils/deepspeed/deepspeed_utils.py:151-188), --ref.offload / --reward.offload
+(DeepSpeed's param offload: under ZeRO-3 only), --vllm.gpu_memory_utilization, --vllm.enable_sleep (level 1, only with
+--train.colocate_all, :707-709), --train.dynamic_batch_enable with --train.max_tokens_per_gpu and
+--rollout.max_tokens_per_gpu, --ds.packing_samples.
+"""
+
+from __future__ import annotations
+
+from planner.config.roles import Group, existing_roles
+from planner.config.spec import Hardware, Plan
+from planner.model import catalog
+from planner.model.modelspec import ModelSpec
+
+VERSION = "openrlhf 0.11.2"
+SCRIPT_NAME = "openrlhf_ppo.sh"
+ENTRY = "openrlhf.cli.train_ppo_ray"
+ESTIMATOR = {"ppo": "gae", "grpo": "group_norm", "rloo": "rloo", "reinforce++": "reinforce"}
+REWARD_URL = "YOUR_REWARD_FUNCTION.py"
+# roles a group may hold: alone, or the pairs OpenRLHF colocates (--train.colocate_actor_ref / _critic_reward)
+GROUPS = ({"actor"}, {"actor", "ref"}, {"ref"}, {"critic"}, {"critic", "reward"}, {"reward"}, {"rollout"})
+
+
+def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str, str]:
+    return {SCRIPT_NAME: script(plan, model, hw)}
+
+
+def command(plan: Plan, hw: Hardware) -> str:
+    check(plan)
+    return f"bash {SCRIPT_NAME}"
+
+
+def check(plan: Plan) -> None:
+    """ValueError for what OpenRLHF cannot run as planned."""
+    r = plan.workload.roles.resolved("openrlhf")
+    if not plan.knobs.role_run:
+        raise ValueError(f"--workload {plan.workload.kind}: OpenRLHF's train_ppo_ray runs ppo, grpo, rloo, reinforce++")
+    if r.sleep_level == 2:
+        raise ValueError("--sleep-level 2: OpenRLHF's vLLM engines sleep at level 1 (vllm_engine.py:136-137)")
+    if r.sleep_level == 1 and r.placement != "colocate":
+        raise ValueError(
+            "--sleep-level 1: OpenRLHF sleeps its engines only under --train.colocate_all (--placement colocate)"
+        )
+    for g in r.groups():
+        if r.placement != "colocate" and set(g.roles) not in GROUPS:
+            raise ValueError(
+                f"--placement group {g.name}: OpenRLHF places each role alone, or actor+ref and critic+reward together"
+            )
+    if r.rollout_engine != "vllm":
+        raise ValueError("--rollout-engine sglang: OpenRLHF 0.11.2 generates with vLLM")
+
+
+def headline(plan: Plan, hw: Hardware) -> str:
+    m = plan.memory
+    return (
+        f"# memplan plan for {VERSION} ({plan.workload.kind.upper()}): {m.device_total_bytes / 2**30:.1f} of "
+        f"{m.capacity_bytes / 2**30:.1f} GiB per GPU at its peak ({m.peak_term.split(': ')[0]}, {m.peak_phase}), "
+        f"{hw.gpu.name}"
+    )
+
+
+def script(plan: Plan, model: ModelSpec, hw: Hardware) -> str:
+    check(plan)
+    flags = role_flags(plan, model, hw) + batch_flags(plan) + memory_flags(plan)
+    lines = [
+        "#!/bin/bash",
+        headline(plan, hw),
+        "# model paths: the Hugging Face ids; give your local paths. Submit with `ray job submit -- bash openrlhf_ppo.sh`",
+        f"python3 -m {ENTRY} \\",
+    ]
+    lines += [f"    {f}" + (" \\" if i < len(flags) - 1 else "") for i, f in enumerate(flags)]
+    return "\n".join(lines) + "\n"
+
+
+def hf(name: str) -> str:
+    return catalog.hf_id(name) or name
+
+
+def role_flags(plan: Plan, model: ModelSpec, hw: Hardware) -> list[str]:
+    w, r = plan.workload, plan.workload.roles.resolved("openrlhf")
+    out = [
+        f"--algo.advantage.estimator {ESTIMATOR[w.kind]}",
+        f"--algo.kl.init_coef {w.beta:g}",
+        f"--actor.model_name_or_path {hf(model.name)}",
+        "--data.prompt_dataset YOUR_PROMPTS",
+        "--ckpt.output_dir ./ckpt",
+    ]
+    if w.kind == "grpo" and w.beta > 0:  # GRPO's KL as a loss, with the estimator OpenRLHF recommends for it (:720-727)
+        out += ["--algo.kl.use_loss", "--algo.kl.estimator k3"]
+    if w.kind == "ppo":
+        out.append(f"--critic.model_name_or_path {hf(r.critic_model or model.name)}")
+    out.append(
+        f"--reward.model_name_or_path {hf(r.reward_model)}" if r.reward_model else f"--reward.remote_url {REWARD_URL}"
+    )
+    return out + placement_flags(plan, hw)
+
+
+def placement_flags(plan: Plan, hw: Hardware) -> list[str]:
+    r = plan.workload.roles.resolved("openrlhf")
+    world = hw.world_size
+    if r.placement == "colocate":
+        per_node = hw.gpus_per_node
+        out = [f"--actor.num_nodes {hw.nodes}", f"--actor.num_gpus_per_node {per_node}"]
+        out += [
+            f"--{role}.num_nodes {hw.nodes} --{role}.num_gpus_per_node {per_node}"
+            for role in ("ref", "critic", "reward")
+        ]
+        return out + [
+            f"--vllm.num_engines {world // r.rollout_tp}",
+            f"--vllm.tensor_parallel_size {r.rollout_tp}",
+            "--train.colocate_all",
+        ]
+    out = []
+    for g in r.groups():
+        out += group_flags(g, hw, r.rollout_tp)
+    return out
+
+
+def existing(plan: Plan) -> set[str]:
+    w = plan.workload
+    have = set(existing_roles(w.kind, w.roles))
+    return have - ({"ref"} if w.beta == 0 else set())
+
+
+def group_flags(g: Group, hw: Hardware, tp: int) -> list[str]:
+    nodes, per_node = (g.gpus // hw.gpus_per_node, hw.gpus_per_node) if g.gpus > hw.gpus_per_node else (1, g.gpus)
+    if g.roles == ("rollout",):
+        return [f"--vllm.num_engines {g.gpus // tp}", f"--vllm.tensor_parallel_size {tp}"]
+    out = [f"--{role}.num_nodes {nodes} --{role}.num_gpus_per_node {per_node}" for role in g.roles]
+    if set(g.roles) == {"actor", "ref"}:
+        out.append("--train.colocate_actor_ref")
+    if set(g.roles) == {"critic", "reward"}:
+        out.append("--train.colocate_critic_reward")
+    return out
+
+
+def batch_flags(plan: Plan) -> list[str]:
+    w, r = plan.workload, plan.workload.roles.resolved("openrlhf")
+    spg = w.steps_per_gen(plan.grad_accum)
+    out = [
+        f"--train.micro_batch_size {plan.micro_batch}",
+        f"--train.batch_size {plan.global_batch}",
+        f"--rollout.batch_size {plan.micro_batch * plan.data_parallel * spg // w.num_generations}",
+        f"--rollout.n_samples_per_prompt {w.num_generations}",
+        f"--rollout.micro_batch_size {plan.micro_batch}",
+        f"--train.max_epochs {w.num_iterations}",
+        f"--data.max_len {w.seq_len()}",
+        f"--rollout.max_new_tokens {w.max_completion_length}",
+    ]
+    if r.max_tokens_per_gpu or r.logprob_max_tokens_per_gpu:
+        train = r.max_tokens_per_gpu or w.seq_len() * plan.micro_batch
+        out += ["--train.dynamic_batch_enable", f"--train.max_tokens_per_gpu {train}"]
+        out.append(f"--rollout.max_tokens_per_gpu {r.logprob_max_tokens_per_gpu or train}")
+    if r.remove_padding:
+        out.append("--ds.packing_samples")
+    if r.entropy != "off":
+        out.append("--actor.entropy_coef 0.001")
+    return out
+
+
+def memory_flags(plan: Plan) -> list[str]:
+    r = plan.workload.roles.resolved("openrlhf")
+    out = [f"--ds.zero_stage {plan.zero_stage}", f"--ds.param_dtype {plan.precision}"]
+    out.append(
+        "--ds.attn_implementation " + {"flash": "flash_attention_2", "sdpa": "sdpa", "eager": "eager"}[plan.attention]
+    )
+    if plan.checkpointing == "full":
+        out.append("--actor.gradient_checkpointing_enable")
+    if plan.offload == "optimizer":
+        out.append("--ds.adam_offload")
+    if {"actor-optimizer", "critic-optimizer"} & set(r.offload):
+        out.append("--ds.enable_sleep")
+    out += [f"--{role}.offload" for role in ("ref", "reward") if role in r.offload]
+    out.append(f"--vllm.gpu_memory_utilization {r.rollout_memory:g}")
+    if r.sleep_level == 1:
+        out.append("--vllm.enable_sleep")
+    if r.rollout_eager:
+        out.append("--vllm.enforce_eager")
+    if plan.lora_rank:
+        out += [f"--ds.lora.rank {plan.lora_rank}", f"--ds.lora.alpha {2 * plan.lora_rank}"]
+    return out

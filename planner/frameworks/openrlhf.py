@@ -1,0 +1,58 @@
+"""OpenRLHF 0.11.2's RL runs (`python3 -m openrlhf.cli.train_ppo_ray` with its dotted flags, Ray placing the roles):
+actor and critic trained by DeepSpeed ZeRO, reference and reward model by DeepSpeed's inference engine, vLLM engines
+for the rollout. Files cited are in the 0.11.2 wheel (paths under openrlhf/)."""
+
+from planner.frameworks.base import NO_SPLITS, Default, Framework, Rule
+
+CLI = "cli/train_ppo_ray.py"
+
+FRAMEWORK = Framework(
+    name="openrlhf",
+    label="OpenRLHF (Ray PPO/GRPO)",
+    version="openrlhf 0.11.2",
+    runs={
+        "workload": ("ppo", "grpo", "rloo", "reinforce++"),  # --algo.advantage.estimator (cli/train_ppo_ray.py:515)
+        "checkpointing": ("off", "full"),  # --actor.gradient_checkpointing_enable (:328)
+        "loss": ("standard",),
+        "attention": ("flash", "sdpa", "eager"),  # --ds.attn_implementation
+        "batching": ("padded",),
+        "fsdp": ("off",),  # DeepSpeed only
+        "offload": ("none", "optimizer"),  # --ds.adam_offload (:341)
+        "optimizer": ("adamw", "adamw-fused"),  # DeepSpeed's FusedAdam / CPUAdam
+        "quant": ("none", "nf4"),  # --ds.load_in_4bit
+        "optimizer_in_backward": (False,),
+        "expert_parallel": ("off",),
+        "frozen": ("none",),
+        "lora_vision": (False,),
+        **NO_SPLITS,
+    },
+    defaults={
+        "zero_stage": Default(2, f"{CLI}:327 --ds.zero_stage 2"),
+        "micro_batch": Default(1, f"{CLI}:412 --train.micro_batch_size 1"),
+        "global_batch": Default(128, f"{CLI}:413 --train.batch_size 128"),
+        "checkpointing": Default("off", f"{CLI}:328 --actor.gradient_checkpointing_enable off"),
+        "precision": Default("bf16", f"{CLI} --ds.param_dtype bf16"),
+    },
+    keys={
+        "micro_batch": "--train.micro_batch_size",
+        "global_batch": "--train.batch_size",
+        "zero_stage": "--ds.zero_stage",
+        "offload": "--ds.adam_offload",
+        "checkpointing": "--actor.gradient_checkpointing_enable",
+        "precision": "--ds.param_dtype",
+        "attention": "--ds.attn_implementation",
+        "lora_rank": "--ds.lora.rank",
+        "model": "--actor.model_name_or_path",
+    },
+    notes=(
+        "RL only (PPO, GRPO as group_norm, RLOO, REINFORCE++): DeepSpeed ZeRO roles on Ray, vLLM engines, per-role "
+        "GPU counts or --train.colocate_all",
+    ),
+    rules=(
+        Rule(
+            "precision",
+            "runs DeepSpeed's bf16 or fp16 (--ds.param_dtype): give --precision bf16 or fp16",
+            lambda k: k["precision"] not in ("bf16", "fp16"),
+        ),
+    ),
+)

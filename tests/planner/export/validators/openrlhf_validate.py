@@ -1,0 +1,107 @@
+"""Check OpenRLHF 0.11.2 launch scripts (`python3 -m openrlhf.cli.train_ppo_ray --flags ...`) with OpenRLHF's own
+code, offline: no Ray cluster, no GPU, no model.
+
+Usage: python openrlhf_validate.py A.sh [B.sh ...]   (the python of a venv with openrlhf==0.11.2, tools/fwenv.sh)
+
+OpenRLHF builds its parser inside `if __name__ == "__main__"` (cli/train_ppo_ray.py:197-627), so there is no parser
+to import: each script's flags are run through the module itself (runpy, as `python -m` runs it), which parses them
+(an unknown flag, a flat name of 0.10.1, a bad choice or type: argparse's exit 2), runs its post-parse checks
+(:630-763: estimators that need groups, sleep without colocation, the samples a step needs, ...) and then train()'s
+placement (:19-142: actor/ref and critic/reward colocation counts, vLLM engines x tensor-parallel size against the
+actor's GPUs under --train.colocate_all). Ray, the DeepSpeed strategy, the vLLM engines and the role groups are
+replaced by recorders, and the trainer's construction ends the run: nothing starts. Prints the roles, each role's
+GPUs and the engines per file; exits 1 at the first script refused.
+"""
+
+import runpy
+import shlex
+import sys
+import types
+from pathlib import Path
+
+import openrlhf.trainer.ray as otr
+import openrlhf.utils
+import ray
+import ray.util.placement_group
+from openrlhf.trainer.ray import launcher
+from verdict import verdicts
+
+ENTRY = "openrlhf.cli.train_ppo_ray"
+STATE: dict = {}
+
+
+class _Done(BaseException):
+    """train() reached the trainer: every check before it passed."""
+
+
+def _get_strategy(args):
+    STATE["args"] = args
+    return types.SimpleNamespace(print=lambda *a, **k: None)
+
+
+class _PG:
+    def __init__(self, bundles, strategy):
+        self.id = len(STATE["pgs"])
+        STATE["pgs"].append(len(bundles))
+
+    def ready(self):
+        return None
+
+
+def _engines(num_engines, tensor_parallel_size, *a, **k):
+    STATE["vllm"] = (num_engines, tensor_parallel_size)
+    return ["engine"] * num_engines
+
+
+class _Group:
+    def __init__(self, num_nodes, num_gpus_per_node, actor_type, pg=None, num_gpus_per_actor=1, **k):
+        role = getattr(getattr(actor_type, "__ray_metadata__", None), "class_name", repr(actor_type))
+        STATE["groups"].append(
+            (role.replace("ModelActor", "").replace("Model", ""), num_nodes * num_gpus_per_node, pg is not None)
+        )
+
+
+class _Trainer:
+    @staticmethod
+    def remote(*a, **k):
+        raise _Done
+
+
+ray.is_initialized = lambda: True  # train() skips ray.init()
+ray.get = lambda *a, **k: None
+sys.modules["ray.util.placement_group"].placement_group = _PG
+openrlhf.utils.get_strategy = _get_strategy
+otr.create_vllm_engines = _engines
+launcher.RayActorGroup = _Group
+sys.modules["openrlhf.trainer.ppo_trainer"] = types.SimpleNamespace(PPOTrainer=_Trainer)
+sys.modules["openrlhf.trainer.ppo_trainer_async"] = types.SimpleNamespace(PPOTrainerAsync=_Trainer)
+
+
+def flags_of(path: Path) -> list[str]:
+    toks = shlex.split(path.read_text().replace("\\\n", " "), comments=True)
+    if toks[:3] != ["python3", "-m", ENTRY]:
+        raise ValueError(f"not `python3 -m {ENTRY}`: {toks[:3]}")
+    return toks[3:]
+
+
+def check(path: Path) -> str:
+    STATE.clear()
+    STATE.update(pgs=[], groups=[], vllm=None)
+    sys.argv = ["train_ppo_ray.py", *flags_of(path)]
+    try:
+        runpy.run_module(ENTRY, run_name="__main__", alter_sys=True)
+    except _Done:
+        pass
+    else:
+        raise AssertionError("train() returned before it built the trainer")
+    a = STATE["args"]
+    roles = ", ".join(f"{r} {g} GPUs{' shared' if shared else ''}" for r, g, shared in STATE["groups"])
+    engines = STATE["vllm"]
+    return (
+        f"{a.algo.advantage.estimator}: {roles}; vLLM {engines[0]} x tp {engines[1]} at "
+        f"{a.vllm.gpu_memory_utilization}; micro {a.train.micro_batch_size}, batch {a.train.batch_size}"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(verdicts(sys.argv[1:], check))
