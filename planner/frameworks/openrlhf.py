@@ -45,8 +45,10 @@ FRAMEWORK = Framework(
         "model": "--actor.model_name_or_path",
     },
     notes=(
-        "RL only (PPO, GRPO as group_norm, RLOO, REINFORCE++): DeepSpeed ZeRO roles on Ray, vLLM engines, per-role "
-        "GPU counts or --train.colocate_all",
+        (
+            "RL only (PPO, GRPO as group_norm, RLOO, REINFORCE++): DeepSpeed ZeRO roles on Ray, vLLM engines, per-role "
+            "GPU counts or --train.colocate_all"
+        ),
     ),
     rules=(
         Rule(
