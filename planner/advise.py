@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from planner.config.knobfields import FIXED, KNOBS
+from planner.config.knobfields import FIXED, KNOBS, ROLE_FRAMEWORKS
 from planner.config.layout import Layout, raise_if
 from planner.config.requests import (  # noqa: F401 - the request models, re-exported: every face names them advise.X
     APPROXIMATE_MARGIN,
@@ -416,6 +416,11 @@ def check(
     # the ranks that see different samples: tensor, sequence and context parallel ranks share theirs (the layout
     # refuses a world they do not divide)
     data = max(1, world // (req.tensor_parallel * req.sequence_parallel * req.context_parallel))
+    roles = req.workload.roles
+    if (
+        roles.placement != "colocate" and req.framework in ROLE_FRAMEWORKS
+    ):  # the actor's own group (planner.config.roles)
+        data = next((g.gpus for g in roles.groups() if "actor" in g.roles), data)
     if req.micro_batch * req.grad_accum * data > MAX_GLOBAL_BATCH:
         raise BadInput(
             f"--micro-batch {req.micro_batch} x --grad-accum {req.grad_accum} x data-parallel {data} is over "

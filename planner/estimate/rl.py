@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from planner.config.spec import Hardware, MemoryBreakdown
 from planner.estimate import memory as mem
-from planner.estimate import recipe_terms, roles, speed
+from planner.estimate import recipe_terms, roles, rollout, speed
 from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
 from planner.estimate.setup import Setup
 
@@ -68,6 +68,29 @@ def vllm_reserved_bytes(s: Setup, capacity_bytes: int) -> int:
     the whole run (TRL's sleep mode is off by default)."""
     w = s.knobs.workload
     return int(w.vllm_gpu_memory_utilization * capacity_bytes) if w.generation == "vllm-colocate" else 0
+
+
+def vllm_between_bytes(s: Setup, capacity_bytes: int) -> int:
+    """The colocated vLLM outside generation: all of its share, or asleep (ms-swift's --sleep_level 1 or 2,
+    swift/rlhf_trainers/rollout_mixin.py:1242-1243: the engine sleeps after each generation) its CUDA graphs alone
+    (planner.estimate.rollout)."""
+    reserved = vllm_reserved_bytes(s, capacity_bytes)
+    if reserved and (s.knobs.workload.roles.sleep_level or 0) > 0:
+        return rollout.graph_pool_bytes(s.knobs.workload.roles)
+    return reserved
+
+
+def vllm_generation_terms(s: Setup, capacity_bytes: int, resident: dict) -> dict[str, int]:
+    """Generation by the colocated vLLM: its whole share, beside the policy and optimizer left on the GPU (ms-swift's
+    --offload_model and --offload_optimizer move them to the host while vLLM generates: workload.roles.offload)."""
+    off = s.knobs.workload.roles.offload
+    return {
+        **resident,
+        "policy_params_bytes": 0 if "actor-params" in off else resident["policy_params_bytes"],
+        "reference_params_bytes": 0 if "ref" in off else resident["reference_params_bytes"],
+        "optimizer_bytes": 0 if "actor-optimizer" in off else resident["optimizer_bytes"],
+        "vllm_reserved_bytes": vllm_reserved_bytes(s, capacity_bytes),
+    }
 
 
 def generation_weights_bytes(s: Setup) -> int:
@@ -121,7 +144,7 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
         "optimizer_bytes": mem.optimizer_bytes(s),
         "gradient_buffers_bytes": mem.comm_bucket_bytes(s),
         "reference_params_bytes": reference_params_bytes(s),
-        "vllm_reserved_bytes": vllm_reserved_bytes(s, capacity_bytes),
+        "vllm_reserved_bytes": vllm_between_bytes(s, capacity_bytes),
     }
     mid_step = w.kind == "grpo" and s.grad_accum % w.steps_per_gen(s.grad_accum) != 0
     between = {**resident, "grads_bytes": mem.gradients_bytes(s) if mid_step else 0}
@@ -138,6 +161,8 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
     if w.kind == "grpo":
         if w.generation == "hf":
             out["generation"] = {**between, **generation_terms(s)}
+        elif w.generation == "vllm-colocate":
+            out["generation"] = vllm_generation_terms(s, capacity_bytes, between)
         if w.has_reference(s.lora) or (w.beta > 0 and s.lora):
             out["reference-forward"] = {**between, **logps_pass_terms(s)}
         if w.computes_old_logps(s.grad_accum):

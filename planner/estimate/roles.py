@@ -242,13 +242,20 @@ def sync_gather_bytes(s: Setup) -> int:
     return s.model.largest_matrix_params() * compute_dtype_bytes(s)
 
 
+def engine_only(key: str) -> bool:
+    """A phase of a group that holds the rollout engine alone."""
+    return key.startswith("rollout (")
+
+
 def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
     """The peak (group, phase): its terms, every group's phases in `phases` ("group: phase"), the largest term of the
     peak phase in `peak_term`. The update phases' own split (parameters, gradients, optimizer states, activations)
     is the role's supervised breakdown."""
     groups = group_phases(s, capacity_bytes)
     totals = {f"{g}: {p}": sum(terms.values()) for g, phases in groups.items() for p, terms in phases.items()}
-    key = max(totals, key=totals.get)
+    # an engine alone on its GPUs sizes itself to its share; it fails only where the share is more than is free
+    candidates = {k: v for k, v in totals.items() if not engine_only(k) or v > rollout.free_at_start(capacity_bytes)}
+    key = max(candidates or totals, key=(candidates or totals).get)
     gname, phase = key.split(": ")
     terms = groups[gname][phase]
     peak = totals[key]

@@ -28,6 +28,16 @@ WEIGHT_BYTES = 2  # bf16 weights in the engine (verl and OpenRLHF start it in bf
 GRAPH_POOL_BYTES = 1 << 30  # assumed (see above): vLLM's log puts 1-8B dense models at a few hundred MiB to ~2 GiB
 
 
+# the CUDA context and libraries a process holds before vLLM's start snapshot (its free memory excludes them): an
+# assumed figure, as planner.estimate.memory's overhead assumes one for the trainer's processes
+ENGINE_CONTEXT_BYTES = 512 << 20
+
+
+def free_at_start(capacity_bytes: int) -> int:
+    """What an engine alone on its GPU finds free at start: vLLM raises unless its share fits in it."""
+    return capacity_bytes - ENGINE_CONTEXT_BYTES
+
+
 def graph_pool_bytes(r: Roles) -> int:
     """The engine's CUDA graphs: resident from start to end, asleep or awake."""
     return 0 if r.rollout_eager else GRAPH_POOL_BYTES

@@ -81,16 +81,20 @@ for _role in ("actor", "critic", "ref", "reward"):
 
 
 def dotted(c: Collector, flags: dict[str, Flag]) -> dict[str, Flag]:
-    """The flags by their 0.11.2 names; an old flat name is read and said (0.11.2 refuses it)."""
-    out = {}
+    """The flags by their 0.11.2 names; old flat names are read and said once (0.11.2 refuses them)."""
+    out, old = {}, []
     for key, f in flags.items():
         if key in OLD:
-            c.note(
-                f"{f.source} (a flat name of OpenRLHF 0.10.1 and before: 0.11.2 calls it --{OLD[key]} and refuses this one)"
-            )
+            old.append(f"--{key} (--{OLD[key]})")
             out.setdefault(OLD[key], f)
         else:
             out[key] = f
+    if old:
+        where = next(f.source for k, f in flags.items() if k in OLD).split(" ")[0]
+        c.note(
+            f"{where} {len(old)} flat flag names of OpenRLHF 0.10.1 and before, read as their dotted names (0.11.2's "
+            f"parser refuses the flat ones): {', '.join(old)}"
+        )
     return out
 
 

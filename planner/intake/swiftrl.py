@@ -64,16 +64,24 @@ def _vllm(c: Collector, f: dict[str, Flag]) -> None:
     if mode == "colocate":
         util, src = get(f, "vllm_gpu_memory_utilization", 0.9, "swift/rlhf_trainers/args_mixin.py:37")
         c.set("workload.vllm_gpu_memory_utilization", as_float(util) or 0.9, src, "--vllm_gpu_memory_utilization")
-    for key, why in (
-        ("vllm_tensor_parallel_size", "vLLM tensor parallelism"),
-        ("sleep_level", "vLLM's sleep mode"),
-        ("offload_model", "offloading the model during generation"),
-        ("offload_optimizer", "offloading the optimizer during generation"),
-    ):
-        value = one(f[key].value) if key in f else None
-        if key == "vllm_tensor_parallel_size":
-            on = (as_int(value) or 1) > 1
-        else:
-            on = (as_int(value) or 0) > 0 if key == "sleep_level" else bool(as_bool(value))
-        if on:
-            c.note(f"{f[key].source} ({why} is not planned yet)")
+    if "vllm_tensor_parallel_size" in f and (as_int(one(f["vllm_tensor_parallel_size"].value)) or 1) > 1:
+        c.note(f"{f['vllm_tensor_parallel_size'].source} (vLLM tensor parallelism is not planned yet)")
+    if mode != "colocate":
+        return
+    if "sleep_level" in f and as_int(one(f["sleep_level"].value)) in (0, 1, 2):
+        level = as_int(one(f["sleep_level"].value))
+        c.set(
+            "workload.roles.sleep_level",
+            level,
+            f"{f['sleep_level'].source} (vLLM asleep outside generation)",
+            "--sleep_level",
+        )
+    offload = [
+        part
+        for key, parts in (("offload_model", ("actor-params", "ref")), ("offload_optimizer", ("actor-optimizer",)))
+        if key in f and as_bool(one(f[key].value))
+        for part in parts
+    ]
+    if offload:  # to the host while vLLM generates (swift/rlhf_trainers/grpo_trainer.py:1843-1861 offload_context)
+        srcs = "; ".join(f[k].source for k in ("offload_model", "offload_optimizer") if k in f)
+        c.set("workload.roles.offload", tuple(offload), srcs, "--offload_model")
