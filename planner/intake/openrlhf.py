@@ -223,12 +223,16 @@ def _placement(c: Collector, f: dict[str, Flag], kind: str, near) -> None:
         c.note(
             "--vllm.num_engines not given: OpenRLHF generates without vLLM, which memplan does not plan (planned with one engine a GPU)"
         )
+    per_src, nodes_src = get(f, "actor.num_gpus_per_node")[1], get(f, "actor.num_nodes")[1]
     if on(f, "train.colocate_all"):
         c.set(r + "placement", "colocate", f["train.colocate_all"].source, "--train.colocate_all")
         c.number(
-            "gpus_per_node", min(per_node, gpus["actor"]), f"{T}:56-64 (the actor's GPUs)", "--actor.num_gpus_per_node"
+            "gpus_per_node",
+            min(per_node, gpus["actor"]),
+            f"{per_src} (every role on them)",
+            "--actor.num_gpus_per_node",
         )
-        c.number("nodes", max(1, gpus["actor"] // per_node), f"{T}:56-64", "--actor.num_nodes")
+        c.number("nodes", max(1, gpus["actor"] // per_node), nodes_src, "--actor.num_nodes")
         return
     groups = {"actor": ["actor"]}
     if beta and on(f, "train.colocate_actor_ref"):
@@ -245,11 +249,11 @@ def _placement(c: Collector, f: dict[str, Flag], kind: str, near) -> None:
     rollout = (engines or gpus["actor"] // tp) * tp
     parts.append(f"rollout:{rollout}")
     total = sum(int(p.split(":")[1]) for p in parts)
-    c.set(r + "placement", ",".join(parts), f"{T}:39-142 (each role on its own GPUs)", "--actor.num_gpus_per_node")
-    c.number("gpus_per_node", min(per_node, total), f"{T}:39-142", "--actor.num_gpus_per_node")
-    c.number("nodes", max(1, total // per_node) if total % per_node == 0 else 1, f"{T}:39-142", "--actor.num_nodes")
-    if total % per_node:
-        c.set("gpus_per_node", total, f"{T}:39-142 ({total} GPUs in all)", "--actor.num_gpus_per_node")
+    why = f"{per_src} (each role on its own GPUs, {T}:39-142: {total} in all)"
+    c.set(r + "placement", ",".join(parts), why, "--actor.num_gpus_per_node")
+    even = total % per_node == 0
+    c.number("gpus_per_node", per_node if even else total, why, "--actor.num_gpus_per_node")
+    c.number("nodes", total // per_node if even else 1, why, "--actor.num_nodes")
 
 
 def _rollout(c: Collector, f: dict[str, Flag]) -> None:

@@ -99,10 +99,30 @@ def flags_of(data: dict, tmp_path: Path | None = None) -> list[str]:
         if value is None or value is False:
             continue
         if key == "workload" and isinstance(value, dict):
-            inputs = {k: v for k, v in value.items() if k != "kind"}
+            inputs = {k: v for k, v in value.items() if k not in ("kind", "roles")}
             out += flags_of({"workload": value.get("kind", "sft"), **inputs}, tmp_path)
+            out += role_flags(value.get("roles") or {})
         elif value is True:
             out.append(flag_of(key))
         else:
             out += [flag_of(key), ",".join(map(str, value)) if isinstance(value, list) else str(value)]
+    return out
+
+
+def role_flags(roles: dict) -> list[str]:
+    """The RL roles' flags (planner/cli/roleargs.py: one a Roles field; booleans as true/false, lists comma-joined)."""
+    from planner.cli.roleargs import flag
+
+    out = []
+    for key, value in roles.items():
+        if value is None:
+            continue
+        shown = (
+            str(value).lower()
+            if isinstance(value, bool)
+            else ",".join(value)
+            if isinstance(value, (list, tuple))
+            else str(value)
+        )
+        out += [flag(key), shown]
     return out

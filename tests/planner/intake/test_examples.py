@@ -48,8 +48,9 @@ def test_every_example_is_read_with_provenance(path):
         cited = is_default(s.source) and (CITATION.search(s.source) or "memplan assumption" in s.source)
         assert named or cited, s
         assert s.key
-        top = s.field.split(".")[0]
-        value = reading.request[top][s.field.split(".")[1]] if top == "workload" else reading.request[top]
+        value = reading.request
+        for part in s.field.split(".", 2) if s.field.startswith("workload.roles.") else s.field.split(".", 1):
+            value = value[part]  # workload.<input>, workload.roles.<setting>: nested as the request nests them
         assert value == s.value
     assert "gpu" not in reading.request
     assert all("\n" not in line and line for line in reading.unplanned)

@@ -159,7 +159,7 @@ EXPECTED = {  # file: (framework, request fields (workload: the inputs listed), 
                 "beta": 0.04,
             },
         },
-        ["vLLM tensor parallelism", "offloading the model during generation"],
+        ["vLLM tensor parallelism"],
     ),
     f"{SW}/train/grpo/internal/qlora.sh": ("swift", {"quant": "nf4", "zero_stage": 2, "micro_batch": 4}, []),
     f"{SW}/train/rlhf/dpo/full.sh": (
