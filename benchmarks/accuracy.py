@@ -235,12 +235,15 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--recipes-only", action="store_true", help="only the recipe-knob rows")
-    ap.add_argument("--rl", action="store_true", help="the GRPO and DPO rows, phase by phase (accuracy_rl.py)")
+    ap.add_argument(
+        "--rl", action="store_true", help="TRL's GRPO and DPO rows (accuracy_rl.py), then verl's and OpenRLHF's roles"
+    )
+    ap.add_argument("--roles-only", action="store_true", help="with --rl: only the verl / OpenRLHF role rows")
     ap.add_argument("--moe", action="store_true", help="only the mixture-of-experts rows (MOE_GRID)")
     ap.add_argument("--vlm", action="store_true", help="the VLM rows with images (accuracy_vlm.py)")
     args = ap.parse_args()
     if args.rl:
-        return rl_main(args.out)
+        return rl_main(args.out, args.roles_only)
     if args.vlm:
         return vlm_main(args.out)
     from planner.config.spec import Knobs
@@ -368,25 +371,29 @@ def vlm_main(out: str | None) -> None:
         save(out, {**meta, "summary": summary, "analytic_rows": analytic, "real_rows": real}, md)
 
 
-def rl_main(out: str | None) -> None:
+def rl_main(out: str | None, roles_only: bool = False) -> None:
+    import accuracy_roles
     from accuracy_rl import markdown, rows
 
-    got = rows(config)
+    got = [] if roles_only else rows(config)
+    role_rows = accuracy_roles.rows(config)
     summary = {
         "rows": len(got),
-        "sim_vs_real_max_abs": max(abs(r["sim_vs_real"]) for r in got),
-        "analytic_vs_sim_max_abs": max(abs(r["analytic_vs_sim"]) for r in got),
+        "role_rows": len(role_rows),
+        "role_analytic_vs_sim_max_abs": max(abs(r["analytic_vs_sim"]) for r in role_rows),
     }
+    if got:
+        summary["sim_vs_real_max_abs"] = max(abs(r["sim_vs_real"]) for r in got)
+        summary["analytic_vs_sim_max_abs"] = max(abs(r["analytic_vs_sim"]) for r in got)
     print(json.dumps(summary))
     if out:
         meta = _meta("trl")
-        md = markdown(got) + [
-            (
-                f"\n{meta['date']}, {meta['cpus']} CPUs, torch {meta['torch']}, transformers "
-                f"{meta['transformers']}, TRL {meta['trl']}. Summary: {json.dumps(summary)}"
-            )
-        ]
-        save(out, {**meta, "summary": summary, "rows": got}, md)
+        md = (markdown(got) + [""] if got else []) + accuracy_roles.markdown(role_rows)
+        md.append(
+            f"\n{meta['date']}, {meta['cpus']} CPUs, torch {meta['torch']}, transformers "
+            f"{meta['transformers']}, TRL {meta['trl']}. Summary: {json.dumps(summary)}"
+        )
+        save(out, {**meta, "summary": summary, "rows": got, "role_rows": role_rows}, md)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ from __future__ import annotations
 from planner.config.requests import Target
 from planner.config.spec import Goal
 
-SHARES = (0.85, 0.7, 0.55, 0.4, 0.25)  # the rollout share is tried at these fractions of its value, largest first
+SHARES = (0.85, 0.7, 0.55, 0.4, 0.25)
+BUDGET_PARTS = (2, 4, 8, 16)  # a token budget is tried at these fractions (at least one whole row)  # the rollout share is tried at these fractions of its value, largest first
 
 
 def variants(req: Target, goal: Goal) -> list[tuple[str, dict]]:
@@ -28,9 +29,12 @@ def variants(req: Target, goal: Goal) -> list[tuple[str, dict]]:
         ("critic_max_tokens_per_gpu", "critic token budget"),
     ):
         now = getattr(r, field) or tokens
-        half = max(w.seq_len(), now // 2)
-        if half < now and (field != "critic_max_tokens_per_gpu" or w.kind == "ppo"):
-            out.append((f"{label} {half:,}", {field: half}))
+        if field == "critic_max_tokens_per_gpu" and w.kind != "ppo":
+            continue
+        for part in BUDGET_PARTS:  # the largest that fits is kept (planner.advise.nearest_fits)
+            cut = max(w.seq_len(), now // part)
+            if cut < now:
+                out.append((f"{label} {cut:,}", {field: cut}))
     sleep = 2 if framework == "verl" else 1
     if r.sleep_level == 0 and r.placement == "colocate":
         out.append((f"rollout sleep level {sleep}", {"sleep_level": sleep}))

@@ -1,0 +1,112 @@
+"""An RL run's memory by GPU group and phase (planner.estimate.roles, rollout): what each group holds in each phase,
+from the roles' terms; each term's own pin is where it is measured (the sim: tests/probes/test_roles_sim.py)."""
+
+from dataclasses import replace
+
+import pytest
+
+from planner.config.spec import GIB, Knobs
+from planner.config.workload import Workload
+from planner.estimate import memory as mem
+from planner.estimate import rl, roles, rollout
+from planner.estimate.setup import Setup
+from planner.model import catalog
+
+CAP = 80 * GIB
+MODEL = catalog.load_model("qwen2.5-1.5b")
+
+
+def setup(framework="verl", gpus=8, micro=4, accum=2, **roles_):
+    w = Workload(kind="ppo", beta=0.001, max_prompt_length=512, max_completion_length=1024, roles=roles_)
+    extra = {"fsdp": "full"} if framework == "verl" else {"zero_stage": 3}
+    k = Knobs(framework=framework, checkpointing="full", attention="flash", workload=w, **extra)
+    return Setup(MODEL, k, micro, accum, w.seq_len(), gpus_per_node=gpus)
+
+
+def test_the_colocated_group_holds_every_phase_and_the_peak_is_the_largest():
+    s = setup()
+    groups = roles.group_phases(s, CAP)
+    (name,) = groups
+    assert name == "colocated (8 GPUs)"
+    assert set(groups[name]) == set(roles.PHASE_ROLE) - {"reward-scoring"}  # no reward model named
+    b = rl.breakdown(s, CAP)
+    assert b.peak_allocated_bytes == max(b.phases.values())
+    assert b.peak_term.startswith("colocated (8 GPUs): ")
+
+
+def test_the_rollout_phase_is_the_other_roles_resident_states_and_vllms_share_of_the_total():
+    s = setup(rollout_memory=0.4)
+    phase = roles.group_phases(s, CAP)["colocated (8 GPUs)"]["rollout"]
+    R = roles.roles_of(s)
+    actor = roles.on_group(s, R.models["actor"], R.groups["actor"])
+    critic = roles.on_group(s, R.models["critic"], R.groups["critic"])
+    assert phase["rollout_bytes"] == int(0.4 * CAP)  # vLLM: gpu_memory_utilization of the total
+    assert phase["actor_resident_bytes"] == mem.params_bytes(actor) + mem.optimizer_bytes(actor)
+    assert phase["critic_resident_bytes"] == mem.params_bytes(critic) + mem.optimizer_bytes(critic)
+    assert phase["ref_resident_bytes"] == 0  # verl keeps the reference on the host (FSDP CPU offload)
+
+
+def test_sglang_takes_its_share_of_what_the_other_roles_leave_free():
+    s = setup(rollout_engine="sglang", rollout_memory=0.5)
+    phase = roles.group_phases(s, CAP)["colocated (8 GPUs)"]["rollout"]
+    others = phase["actor_resident_bytes"] + phase["critic_resident_bytes"] + phase["ref_resident_bytes"]
+    assert phase["rollout_bytes"] == int(0.5 * (CAP - others)) + rollout.GRAPH_POOL_BYTES
+
+
+def test_sleep_frees_the_engine_between_rollouts_and_offload_frees_the_actor_between_its_phases():
+    awake, asleep = setup(sleep_level=0), setup(sleep_level=2, rollout_eager=True)
+    g = "colocated (8 GPUs)"
+    assert roles.group_phases(awake, CAP)[g]["critic-update"]["rollout_asleep_bytes"] == int(0.5 * CAP)
+    assert roles.group_phases(asleep, CAP)[g]["critic-update"]["rollout_asleep_bytes"] == 0  # eager: no graph pool
+    off = roles.group_phases(setup(offload=("actor-params", "actor-optimizer")), CAP)[g]
+    assert off["critic-update"]["actor_resident_bytes"] == 0
+    assert off["weight-sync"]["actor_resident_bytes"] > 0  # the parameters come back for the sync
+
+
+def test_separate_groups_hold_only_their_roles_and_the_actor_group_is_the_data_parallel_size():
+    s = setup(framework="openrlhf", gpus=8, placement="actor+ref:4,critic:2,rollout:2")
+    groups = roles.group_phases(s, CAP)
+    assert set(groups) == {"actor+ref (4 GPUs)", "critic (2 GPUs)", "rollout (2 GPUs)"}
+    assert set(groups["critic (2 GPUs)"]) == {"critic-values", "critic-update"}
+    assert set(groups["rollout (2 GPUs)"]) == {"rollout", "weight-sync"}
+    assert s.knobs.data_parallel_of(8) == 4
+    R = roles.roles_of(s)
+    assert roles.on_group(s, R.models["critic"], R.groups["critic"]).world_size == 2
+
+
+def test_a_token_budget_is_what_the_rank_holds_at_most():
+    s = setup(max_tokens_per_gpu=1 << 20)  # more than a rank's rows of the step
+    held = s.micro_batch * s.grad_accum * s.knobs.workload.steps_per_gen(s.grad_accum) * s.seq_len
+    assert roles.pass_tokens(s, 1 << 20, s.micro_batch) == (1, held)
+    assert roles.pass_tokens(s, 4096, s.micro_batch) == (1, 4096)
+    assert roles.pass_tokens(setup(framework="openrlhf"), None, 4) == (4, s.seq_len)  # padded rows: packing off
+
+
+def test_the_value_model_drops_the_vocabulary_head_and_keeps_the_embedding():
+    v = roles.value_model(MODEL)  # Qwen2.5-1.5B ties its head to the embedding: the embedding stays
+    assert v.params == MODEL.params + MODEL.text.hidden
+    assert v.text.vocab == 1 and not v.text.tied
+    untied = catalog.load_model("llama-3.1-8b")
+    assert roles.value_model(untied).params == untied.params - untied.text.vocab * untied.text.hidden + untied.text.hidden
+
+
+def test_verl_reduce_scatters_every_micro_step_so_sharded_gradients_accumulate():
+    s = setup(accum=4)
+    hf = replace(s, knobs=s.knobs.model_copy(update={"framework": "hf", "workload": Workload()}))
+    assert mem.backward_grads_bytes(s, mem.gradients_bytes(s)) == mem.gradients_bytes(s)
+    assert mem.backward_grads_bytes(hf, mem.gradients_bytes(hf)) > mem.gradients_bytes(hf)  # no_sync: unsharded
+
+
+@pytest.mark.parametrize("framework,bucket", [("verl", rollout.VERL_SYNC_BUCKET_BYTES), ("openrlhf", 0)])
+def test_the_weight_sync_gathers_one_parameter_and_the_frameworks_bucket(framework, bucket):
+    s = setup(framework=framework)
+    per = 4 if framework == "verl" else 2  # verl sends its fp32 weights, OpenRLHF its bf16 ones
+    assert roles.sync_gather_bytes(s) == MODEL.largest_matrix_params() * per + bucket
+
+
+def test_an_engine_alone_on_its_gpus_fits_while_its_share_is_free_at_start():
+    s = setup(framework="openrlhf", placement="actor+ref:4,critic:2,rollout:2", rollout_memory=0.95)
+    b = rl.breakdown(s, CAP)
+    assert not b.peak_term.startswith("rollout")  # 0.95 of the card fits where the engine is alone
+    full = rl.breakdown(setup(framework="openrlhf", placement="actor+ref:4,critic:2,rollout:2", rollout_memory=1.0), CAP)
+    assert full.peak_term.startswith("rollout (2 GPUs)")

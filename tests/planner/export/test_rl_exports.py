@@ -1,0 +1,155 @@
+"""RL plans exported for verl 0.9.1 (verl_ppo.sh, main_ppo's Hydra overrides) and OpenRLHF 0.11.2 (openrlhf_ppo.sh,
+train_ppo_ray's dotted flags), each loaded by the framework's own code in its venv (validators/verl_rl_validate.py,
+openrlhf_validate.py): the keys they write, the split and roles they carry, and the refusals."""
+
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from planner import advise
+from planner.export import launch, openrlhf, verl_rl
+from planner.export.keys import script_flags
+
+VALIDATORS = Path(__file__).parent / "validators"
+BASE = {"model": "qwen2.5-1.5b", "gpu": "h100", "gpus_per_node": 8, "checkpointing": "full", "attention": "flash"}
+RL = {"num_generations": 4, "max_prompt_length": 512, "max_completion_length": 1024, "beta": 0.001}
+CASES = {
+    "verl": {
+        "ppo": {"micro_batch": 4, "grad_accum": 2, "fsdp": "full", "workload": {"kind": "ppo", **RL}},
+        "grpo_budget": {
+            "micro_batch": 2,
+            "grad_accum": 4,
+            "fsdp": "full",
+            "workload": {
+                "kind": "grpo",
+                **RL,
+                "roles": {"max_tokens_per_gpu": 8192, "rollout_tp": 2, "offload": ["actor-params", "actor-optimizer"]},
+            },
+        },
+    },
+    "openrlhf": {
+        "grpo_colocate": {
+            "micro_batch": 4,
+            "grad_accum": 2,
+            "zero_stage": 3,
+            "workload": {"kind": "grpo", **RL, "roles": {"sleep_level": 1, "rollout_memory": 0.5}},
+        },
+        "ppo_groups": {
+            "micro_batch": 4,
+            "grad_accum": 2,
+            "zero_stage": 2,
+            "gpus_per_node": 8,
+            "workload": {"kind": "ppo", **RL, "roles": {"placement": "actor+ref:4,critic:2,rollout:2"}},
+        },
+    },
+}
+MODULES = {"verl": verl_rl, "openrlhf": openrlhf}
+
+
+def written(framework: str, case: str, folder: Path):
+    body = {**BASE, "framework": framework, **CASES[framework][case]}
+    result = advise.check(advise.parse(advise.CheckRequest, body))
+    model, hw, goal = result.context
+    files = launch.files(result.plan, hw, model, goal.seq_len)
+    d = folder / case
+    d.mkdir(parents=True)
+    for name, text in files.items():
+        (d / name).write_text(text)
+    return result.plan, d / MODULES[framework].SCRIPT_NAME
+
+
+def test_verl_keys_carry_the_roles_and_the_split(tmp_path):
+    plan, path = written("verl", "grpo_budget", tmp_path)
+    keys = script_flags(path.read_text())
+    a = "actor_rollout_ref."
+    assert keys["algorithm.adv_estimator"] == "grpo" and keys[a + "rollout.n"] == "4"
+    assert keys[a + "actor.ppo_mini_batch_size"] == str(plan.global_batch // 4)  # prompts: samples / n
+    assert keys[a + "actor.use_dynamic_bsz"] == "true" and keys[a + "actor.ppo_max_token_len_per_gpu"] == "8192"
+    assert (
+        keys[a + "actor.fsdp_config.param_offload"] == "true" and keys[a + "rollout.tensor_model_parallel_size"] == "2"
+    )
+    assert "critic.model.path" not in keys  # GRPO has no critic
+
+
+def test_openrlhf_flags_place_each_role(tmp_path):
+    _, path = written("openrlhf", "ppo_groups", tmp_path)
+    words = shlex.split(path.read_text().replace("\\\n", " "), comments=True)
+    text = " ".join(words)
+    assert words[:3] == ["python3", "-m", "openrlhf.cli.train_ppo_ray"]
+    assert "--actor.num_gpus_per_node 4 --ref.num_nodes 1 --ref.num_gpus_per_node 4 --train.colocate_actor_ref" in text
+    assert "--critic.num_gpus_per_node 2" in text and "--vllm.num_engines 2" in text
+    assert "--algo.advantage.estimator gae" in text and "--train.colocate_all" not in text
+
+
+@pytest.mark.parametrize(
+    "framework,roles,says",
+    [
+        ("verl", {"placement": "actor+ref+critic:6,rollout:2"}, "verl runs its roles on one GPU pool"),
+        ("verl", {"sleep_level": 1}, "verl's hybrid engine sleeps at level 2"),
+        ("openrlhf", {"sleep_level": 2}, "sleep at level 1"),
+        ("openrlhf", {"placement": "actor+critic:4,ref:2,rollout:2"}, "actor\\+ref and critic\\+reward together"),
+    ],
+)
+def test_what_the_framework_cannot_run_is_one_line(framework, roles, says):
+    body = {
+        **BASE,
+        "framework": framework,
+        "micro_batch": 2,
+        "grad_accum": 2,
+        **({"fsdp": "full"} if framework == "verl" else {"zero_stage": 2}),
+        "workload": {"kind": "ppo", **RL, "roles": roles},
+    }
+    result = advise.check(advise.parse(advise.CheckRequest, body))
+    model, hw, goal = result.context
+    with pytest.raises(ValueError, match=says):
+        launch.FRAMEWORK_EXPORTS[framework].files(result.plan, model, hw, goal.seq_len)
+    assert says.split(" ")[0].replace("\\", "") in (result.plan.launch.note or "")  # the faces say it beside the HF material
+
+
+# --- the frameworks' own config code -------------------------------------------------------------------------------
+
+VARS = {"verl": "MEMPLAN_VERL_PYTHON", "openrlhf": "MEMPLAN_OPENRLHF_PYTHON"}
+SCRIPT = {"verl": "verl_rl_validate.py", "openrlhf": "openrlhf_validate.py"}
+BROKEN = {  # one misspelt key each: the framework's code must refuse it
+    "verl": ("actor_rollout_ref.rollout.gpu_memory_utilization=", "actor_rollout_ref.rollout.gpu_memory_util="),
+    "openrlhf": ("--vllm.gpu_memory_utilization", "--vllm.gpu_mem_utilisation"),
+}
+
+
+def validate(framework: str, paths: list[Path]) -> subprocess.CompletedProcess:
+    python = os.environ.get(VARS[framework])
+    if not python:
+        pytest.skip(f"{VARS[framework]} is not set: the python of a venv with {framework} installed runs this check")
+    return subprocess.run(
+        [python, str(VALIDATORS / SCRIPT[framework]), *map(str, paths)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=paths[0].parent,
+    )
+
+
+@pytest.mark.parametrize("framework", list(CASES))
+def test_exports_pass_the_frameworks_own_config_code(framework, tmp_path):
+    written_ = [written(framework, case, tmp_path) for case in CASES[framework]]
+    run = validate(framework, [p for _, p in written_])
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-8000:]
+    assert run.stdout.count(": OK ") == len(written_)
+    if framework == "verl":
+        assert "gae: roles actor+rollout+ref+critic" in run.stdout and "grpo: roles actor+rollout+ref," in run.stdout
+    else:
+        assert "Policy 4 GPUs shared, Reference 4 GPUs shared, Critic 2 GPUs" in run.stdout
+
+
+@pytest.mark.parametrize("framework", list(CASES))
+def test_the_validator_refuses_a_misspelt_key(framework, tmp_path):
+    _, path = written(framework, next(iter(CASES[framework])), tmp_path)
+    good, bad = BROKEN[framework]
+    assert good in path.read_text()
+    path.write_text(path.read_text().replace(good, bad))
+    run = validate(framework, [path])
+    assert run.returncode == 1 and ": INVALID " in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]

@@ -1,0 +1,60 @@
+"""verl's main_ppo scripts and OpenRLHF's train_ppo_ray commands read into a request (planner/intake/verlrl.py,
+openrlhf.py): the estimator and its roles, the split, the rollout engine, the budgets and offloads, each from the
+file or from the framework's cited default; what the framework would not apply is said."""
+
+from pathlib import Path
+
+from planner import intake
+
+DATA = Path(__file__).parents[2] / "data" / "frameworks"
+
+
+def settings(path: Path) -> dict:
+    return {s.field: s for s in intake.read([str(path)]).settings}
+
+
+def test_a_verl_grpo_script_with_a_token_budget_and_sglang():
+    s = settings(DATA / "verl/examples/run_qwen2-7b_seq_balance.sh")
+    value = {k: v.value for k, v in s.items()}
+    assert value["workload.kind"] == "grpo" and value["workload.num_generations"] == 5
+    assert value["workload.beta"] == 0.001  # use_kl_loss with kl_loss_coef
+    assert value["workload.roles.rollout_engine"] == "sglang"  # rollout_name="sglang" set in the script
+    assert value["workload.roles.rollout_tp"] == 2 and value["workload.roles.rollout_memory"] == 0.6
+    assert value["workload.roles.max_tokens_per_gpu"] == 24000
+    assert value["workload.roles.logprob_max_tokens_per_gpu"] == 24000  # follows the actor's (rollout.yaml:117)
+    assert value["micro_batch"] == 1 and "cut by tokens" in s["micro_batch"].source
+    # 256 prompts x 5 samples a mini-batch over 8 GPUs; 1,024 prompts a generation: 4 mini-batches
+    assert value["grad_accum"] == 160 and value["workload.steps_per_generation"] == 640
+    assert "verl 0.9.1 default" in s["workload.roles.sleep_level"].source
+
+
+def test_a_verl_ppo_script_has_a_critic_whose_micro_batch_keys_verl_does_not_apply():
+    reading = intake.read([str(DATA / "verl/examples/run_qwen2.5-3b_seq_balance.sh")])
+    value = {s.field: s.value for s in reading.settings}
+    assert value["workload.kind"] == "ppo" and value["workload.roles.critic_model"] == "qwen2.5-3b"
+    assert value["workload.roles.critic_max_tokens_per_gpu"] == 32768  # the v1 trainer's budget
+    assert any("critic.ppo_max_token_len_per_gpu=12288 (not applied" in n for n in reading.unplanned)
+
+
+def test_an_openrlhf_colocated_grpo_command():
+    s = settings(DATA / "openrlhf/grpo_colocate.sh")
+    value = {k: v.value for k, v in s.items()}
+    assert value["workload.kind"] == "grpo"  # group_norm
+    assert value["workload.roles.placement"] == "colocate" and value["gpus_per_node"] == 8
+    assert value["workload.roles.sleep_level"] == 1  # --vllm.enable_sleep under --train.colocate_all
+    assert value["workload.roles.offload"] == ("actor-optimizer", "critic-optimizer")  # --ds.enable_sleep
+    assert value["zero_stage"] == 3 and value["checkpointing"] == "full"
+    assert value["workload.max_prompt_length"] == 2048 and value["workload.max_completion_length"] == 6144
+    assert value["grad_accum"] == 32  # 1,024 samples / (micro 4 x 8 GPUs)
+    assert value["workload.roles.logprob_max_tokens_per_gpu"] == 16 * 8192  # the experience passes' rows
+
+
+def test_openrlhf_flat_names_are_read_and_said_once():
+    reading = intake.read([str(DATA / "openrlhf/ppo_flat_names.sh")])
+    value = {s.field: s.value for s in reading.settings}
+    assert value["workload.kind"] == "ppo"
+    assert value["workload.roles.placement"] == "actor:2,ref:2,critic:2,reward:2,rollout:2"
+    assert (value["gpus_per_node"], value["nodes"]) == (2, 5)
+    assert value["workload.roles.reward_model"] == value["workload.roles.critic_model"] == "llama-3.2-1b"
+    (note,) = [n for n in reading.unplanned if "flat flag names" in n]
+    assert "--pretrain (--actor.model_name_or_path)" in note and "23 flat flag names" in note
