@@ -97,6 +97,15 @@ class Roles(BaseModel):
         max_length=200,
         description="colocate (every role on every GPU) or groups role+role:GPUs, e.g. actor+ref:4,critic:2,rollout:2",
     )
+    mini_batches: int = Field(
+        default=1,
+        ge=1,
+        le=1 << 12,
+        description=(
+            "optimizer steps one generation batch feeds (verl data.train_batch_size / actor.ppo_mini_batch_size; "
+            "OpenRLHF rollout.batch_size x n_samples_per_prompt / train.batch_size)"
+        ),
+    )
     rollout_engine: Literal["vllm", "sglang"] = "vllm"
     rollout_tp: int = Field(default=1, ge=1, le=64, description="the rollout engine's tensor-parallel size")
     rollout_memory: float | None = Field(

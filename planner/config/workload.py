@@ -157,7 +157,9 @@ class Workload(BaseModel):
         return 2 * micro_batch if self.kind == "dpo" else micro_batch
 
     def steps_per_gen(self, grad_accum: int) -> int:
-        return self.steps_per_generation or grad_accum
+        """Micro-steps one generation batch feeds: steps_per_generation, or the optimizer steps a generation feeds
+        (an RL run's roles.mini_batches; TRL: one) of grad_accum micro-steps each."""
+        return self.steps_per_generation or grad_accum * self.roles.mini_batches
 
     def generation_batch(self, micro_batch: int, grad_accum: int, world: int) -> int:
         """GRPOConfig.generation_batch_size: completions sampled at once, all ranks."""

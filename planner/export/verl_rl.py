@@ -93,7 +93,6 @@ def overrides(plan: Plan, model: ModelSpec, hw: Hardware) -> list[Override]:
         (a + "model.use_remove_padding", r.resolved("verl").remove_padding),
         (a + "actor.strategy", "fsdp2"),
         (a + "actor.ppo_mini_batch_size", plan.global_batch // n),
-        (a + "actor.ppo_micro_batch_size_per_gpu", plan.micro_batch),
         (a + "actor.ppo_epochs", w.num_iterations),
         (a + "actor.use_kl_loss", w.beta > 0),
         (a + "actor.kl_loss_coef", w.beta if w.beta > 0 else 0.001),
@@ -116,15 +115,16 @@ def budget_overrides(plan: Plan) -> list[Override]:
     r, a = plan.workload.roles, "actor_rollout_ref."
     dynamic = bool(r.max_tokens_per_gpu or r.logprob_max_tokens_per_gpu)
     out: list[Override] = [(a + "actor.use_dynamic_bsz", dynamic)]
-    if dynamic:
+    if dynamic:  # micro-batches cut by tokens: verl reads no micro-batch size (workers/engine/utils.py:108-121)
         longest = plan.workload.seq_len()
         out.append((a + "actor.ppo_max_token_len_per_gpu", r.max_tokens_per_gpu or longest * plan.micro_batch))
         logprob = r.logprob_max_tokens_per_gpu or longest * plan.micro_batch
-        out += [
+        return out + [
             (a + "rollout.log_prob_max_token_len_per_gpu", logprob),
             (a + "ref.log_prob_max_token_len_per_gpu", logprob),
         ]
     return out + [
+        (a + "actor.ppo_micro_batch_size_per_gpu", plan.micro_batch),
         (a + "rollout.log_prob_micro_batch_size_per_gpu", plan.micro_batch),
         (a + "ref.log_prob_micro_batch_size_per_gpu", plan.micro_batch),
     ]
@@ -149,7 +149,11 @@ def critic_overrides(plan: Plan, model: ModelSpec) -> list[Override]:
     path = r.critic_model or catalog.hf_id(model.name) or model.name
     return [
         ("critic.model.path", catalog.hf_id(path) or path),
-        ("critic.ppo_micro_batch_size_per_gpu", plan.micro_batch),
+        *(
+            []
+            if r.max_tokens_per_gpu or r.logprob_max_tokens_per_gpu
+            else [("critic.ppo_micro_batch_size_per_gpu", plan.micro_batch)]
+        ),
         ("+critic.ppo_infer_max_token_len_per_gpu", r.critic_max_tokens_per_gpu),
         ("critic.model.enable_gradient_checkpointing", plan.checkpointing == "full"),
         ("critic.fsdp.param_offload", "critic-params" in r.offload),

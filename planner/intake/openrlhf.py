@@ -178,12 +178,9 @@ def _split(c: Collector, f: dict[str, Flag]) -> None:
         accum = g // (m * actor)
         c.number("grad_accum", accum, f"{gs} / (micro {m} x {actor} actor GPUs)", "--train.batch_size")
         samples = p * (as_int(n) or 1)
-        if samples % (m * actor) == 0:
+        if samples % g == 0:
             c.number(
-                "workload.steps_per_generation",
-                samples // (m * actor),
-                f"{ps} x samples per prompt",
-                "--rollout.batch_size",
+                "workload.roles.mini_batches", samples // g, f"{ps} x samples per prompt / {gs}", "--rollout.batch_size"
             )
 
 

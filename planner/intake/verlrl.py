@@ -108,7 +108,7 @@ def _split(c: Collector, f: dict[str, Flag]) -> None:
             "grad_accum", accum, f"{ms} x rollout.n {n_i} / ({world} GPUs x micro {micro})", "actor.ppo_mini_batch_size"
         )
         if prompts_i and prompts_i % mini_i == 0:
-            c.number("workload.steps_per_generation", accum * prompts_i // mini_i, ps, "data.train_batch_size")
+            c.number("workload.roles.mini_batches", prompts_i // mini_i, f"{ps} / {ms}", "data.train_batch_size")
 
 
 def _roles(c: Collector, f: dict[str, Flag], near) -> None:

@@ -9,7 +9,12 @@ from planner.config.requests import Target
 from planner.config.spec import Goal
 
 SHARES = (0.85, 0.7, 0.55, 0.4, 0.25)
-BUDGET_PARTS = (2, 4, 8, 16)  # a token budget is tried at these fractions (at least one whole row)  # the rollout share is tried at these fractions of its value, largest first
+BUDGET_PARTS = (
+    2,
+    4,
+    8,
+    16,
+)  # a token budget is tried at these fractions (at least one whole row)  # the rollout share is tried at these fractions of its value, largest first
 
 
 def variants(req: Target, goal: Goal) -> list[tuple[str, dict]]:

@@ -24,7 +24,7 @@ def test_a_verl_grpo_script_with_a_token_budget_and_sglang():
     assert value["workload.roles.logprob_max_tokens_per_gpu"] == 24000  # follows the actor's (rollout.yaml:117)
     assert value["micro_batch"] == 1 and "cut by tokens" in s["micro_batch"].source
     # 256 prompts x 5 samples a mini-batch over 8 GPUs; 1,024 prompts a generation: 4 mini-batches
-    assert value["grad_accum"] == 160 and value["workload.steps_per_generation"] == 640
+    assert value["grad_accum"] == 160 and value["workload.roles.mini_batches"] == 4
     assert "verl 0.9.1 default" in s["workload.roles.sleep_level"].source
 
 
@@ -46,6 +46,7 @@ def test_an_openrlhf_colocated_grpo_command():
     assert value["zero_stage"] == 3 and value["checkpointing"] == "full"
     assert value["workload.max_prompt_length"] == 2048 and value["workload.max_completion_length"] == 6144
     assert value["grad_accum"] == 32  # 1,024 samples / (micro 4 x 8 GPUs)
+    assert value["workload.roles.mini_batches"] == 1  # 128 prompts x 8 samples: one optimizer step a generation
     assert value["workload.roles.logprob_max_tokens_per_gpu"] == 16 * 8192  # the experience passes' rows
 
 
