@@ -60,10 +60,7 @@ def rows(config) -> list[dict]:
         for role in roles_of(fw):
             model = roles.value_model(s.model) if role == "reward" else r.models[role]
             analytic.update(roles.role_phase_bytes(replace_model(s, model), role, 80 << 30))
-        tokens = {
-            role: (update if role in ("actor", "critic") else 0, passes if role != "critic" else update)
-            for role in roles_of(fw)
-        }
+        tokens = role_tokens(fw, update, passes)
         sim = simulate_roles(Case(cfg, k, 4, 2, 1024), tokens, entropy=entropy, beta=0.001)
         for phase, got in sim.items():
             row = {
@@ -80,6 +77,15 @@ def rows(config) -> list[dict]:
             }
             out.append(row)
             print(f"{arch:14s} {prec:9s} {fw:8s} {phase:18s} analytic/sim {row['analytic_vs_sim']:+.2%}", flush=True)
+    return out
+
+
+def role_tokens(framework: str, update: int, passes: int) -> dict[str, tuple[int, int]]:
+    """Each role's (update, no-grad pass) tokens as planner.estimate.roles cuts them (critic_budgets): the critic's
+    values by its own budget under verl, with the experience passes under OpenRLHF; the reward model's with them."""
+    out = {"actor": (update, passes), "ref": (0, passes), "critic": (update, update if framework == "verl" else passes)}
+    if framework != "verl":
+        out["reward"] = (0, passes)
     return out
 
 

@@ -517,7 +517,8 @@ def nearest_fits(req: Target, goal: Goal, hw: Hardware, resolver=default_resolve
             except BadInput:
                 continue
             if found.plans:
-                best, own = found.plans[0], i == 0 and len(tries) == 2
+                same = [p for p in found.plans if p.micro_batch == getattr(req, "micro_batch", None)]
+                best, own = (same or found.plans)[0], i == 0 and len(tries) == 2
                 if change and not own and out and same_plan(best, out[0].plan) and not out[0].changes:
                     break  # with every knob allowed it is the plan this change is not needed for
                 if "host_ram_gb" in change and best.memory.host_bytes_per_node <= hw.host_ram_gib * GIB:

@@ -31,6 +31,11 @@ def register(sub) -> None:
     p.add_argument(
         "--plot", metavar="PNG", help="write the memory charts (this plan and alternatives, memory vs micro-batch)"
     )
+    p.add_argument(
+        "--brief",
+        action="store_true",
+        help="the verdict, each phase's peak and the nearest settings in the framework's keys (no tables)",
+    )
     common.add_evidence_args(p)
     p.set_defaults(run=run, nodes=None, parser_defaults=lambda: {a.dest: a.default for a in p._actions})
 
@@ -75,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
         out["plot"] = args.plot
     if args.json:
         common.print_json(out)
+    elif args.brief:
+        brief(result, out)
     else:
         from planner.cli import render
 
@@ -117,3 +124,25 @@ def run(args: argparse.Namespace) -> int:
                 )
             )
     return 0 if plan.fits else 3
+
+
+def brief(result: CheckResult, out: dict) -> None:
+    """`--brief`: what was not planned, the verdict, each phase's peak in one line, and where it does not fit the
+    nearest settings as the framework's keys."""
+    plan, (model, _, goal) = result.plan, result.context
+    for line in (result.config or {}).get("unplanned", []):
+        common.say_line(f"not planned: {line}")
+    verdict = "fits" if plan.fits else f"does NOT fit: {plan.reason}"
+    common.say_line(
+        f"{out['model']['name']}{common.approximate(model, goal)}: {plan.split_text} = {plan.global_batch}: {verdict}"
+    )
+    if plan.workload.rl:
+        common.say_line(plan.workload.summary(plan.knobs.role_run))
+    peaks = plan.memory.phases or {}
+    for group in dict.fromkeys(k.split(": ")[0] for k in peaks if ": " in k):
+        parts = [f"{k.split(': ', 1)[1]} {v / 2**30:.1f}" for k, v in peaks.items() if k.startswith(group + ": ")]
+        common.say_line(f"{group}, GiB allocated a GPU: {', '.join(parts)}")
+    from planner.cli import render
+
+    for line in [] if plan.fits else render.nearest_lines(result.nearest):
+        common.say_line(line)

@@ -153,12 +153,23 @@ def role_phase_bytes(s: Setup, role: str, capacity: int, offload: tuple[str, ...
             "old-logps": nograd,
             "actor-update": update_bytes(s, r.max_tokens_per_gpu, capacity).peak_allocated_bytes,
         }
-    rows, width = pass_tokens(s, r.critic_max_tokens_per_gpu, s.micro_batch)
+    values_budget, update_budget = critic_budgets(s, r)
+    rows, width = pass_tokens(s, r.logprob_max_tokens_per_gpu if role == "reward" else values_budget, s.micro_batch)
     values = active_bytes(s, role, offload) + nograd_pass_bytes(s, rows, width, value_pass_head_bytes(rows * width, c))
-    if role == "reward":
+    if role == "reward":  # scored with the experience passes' micro-batches
         return {"reward-scoring": values}
-    update = update_bytes(s, r.critic_max_tokens_per_gpu, capacity).peak_allocated_bytes
+    update = update_bytes(s, update_budget, capacity).peak_allocated_bytes
     return {"critic-values": values, "critic-update": update}
+
+
+def critic_budgets(s: Setup, r) -> tuple[int | None, int | None]:
+    """(values pass, update) token budgets of the critic: verl's v1 trainer cuts both by the critic's own budget
+    (trainer/ppo/v1/trainer_base.py:267-268); OpenRLHF runs its values in the experience passes
+    (--rollout.micro_batch_size / max_tokens_per_gpu, trainer/ppo_utils/experience_maker.py) and trains it as the
+    actor (--train.micro_batch_size / max_tokens_per_gpu)."""
+    if s.knobs.framework == "verl":
+        return r.critic_max_tokens_per_gpu, r.critic_max_tokens_per_gpu
+    return r.logprob_max_tokens_per_gpu, r.max_tokens_per_gpu
 
 
 # one step's phases in verl's order (trainer/ppo/ray_trainer.py fit) and the role running each

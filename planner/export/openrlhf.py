@@ -106,10 +106,8 @@ def placement_flags(plan: Plan, hw: Hardware) -> list[str]:
     if r.placement == "colocate":
         per_node = hw.gpus_per_node
         out = [f"--actor.num_nodes {hw.nodes}", f"--actor.num_gpus_per_node {per_node}"]
-        out += [
-            f"--{role}.num_nodes {hw.nodes} --{role}.num_gpus_per_node {per_node}"
-            for role in ("ref", "critic", "reward")
-        ]
+        present = [role for role in ("ref", "critic", "reward") if role in existing(plan)]
+        out += [f"--{role}.num_nodes {hw.nodes} --{role}.num_gpus_per_node {per_node}" for role in present]
         return out + [
             f"--vllm.num_engines {world // r.rollout_tp}",
             f"--vllm.tensor_parallel_size {r.rollout_tp}",
@@ -147,20 +145,28 @@ def batch_flags(plan: Plan) -> list[str]:
         f"--train.batch_size {plan.global_batch}",
         f"--rollout.batch_size {plan.micro_batch * plan.data_parallel * spg // w.num_generations}",
         f"--rollout.n_samples_per_prompt {w.num_generations}",
-        f"--rollout.micro_batch_size {plan.micro_batch}",
+        f"--rollout.micro_batch_size {rollout_micro(plan)}",
         f"--train.max_epochs {w.num_iterations}",
         f"--data.max_len {w.seq_len()}",
         f"--rollout.max_new_tokens {w.max_completion_length}",
     ]
-    if r.max_tokens_per_gpu or r.logprob_max_tokens_per_gpu:
-        train = r.max_tokens_per_gpu or w.seq_len() * plan.micro_batch
-        out += ["--train.dynamic_batch_enable", f"--train.max_tokens_per_gpu {train}"]
-        out.append(f"--rollout.max_tokens_per_gpu {r.logprob_max_tokens_per_gpu or train}")
+    if r.max_tokens_per_gpu:  # token budgets (--train.dynamic_batch_enable packs the rows, :691-697)
+        out += ["--train.dynamic_batch_enable", f"--train.max_tokens_per_gpu {r.max_tokens_per_gpu}"]
+        out.append(f"--rollout.max_tokens_per_gpu {r.logprob_max_tokens_per_gpu or r.max_tokens_per_gpu}")
     if r.remove_padding:
         out.append("--ds.packing_samples")
     if r.entropy != "off":
         out.append("--actor.entropy_coef 0.001")
     return out
+
+
+def rollout_micro(plan: Plan) -> int:
+    """The experience passes' rows (--rollout.micro_batch_size): the log-prob budget in whole rows where it is not a
+    token budget, else the training micro-batch."""
+    r, w = plan.workload.roles, plan.workload
+    if r.logprob_max_tokens_per_gpu and not r.max_tokens_per_gpu:
+        return max(1, r.logprob_max_tokens_per_gpu // w.seq_len())
+    return plan.micro_batch
 
 
 def memory_flags(plan: Plan) -> list[str]:

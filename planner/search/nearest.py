@@ -36,7 +36,7 @@ def base(req: Target, goal: Goal, hw: Hardware, every_knob: bool) -> dict:
     fields.update(
         evidence="analytic",
         global_batch=goal.global_batch,
-        top=1,
+        top=1 if getattr(req, "micro_batch", None) is None else 50,  # a check's: its own micro-batch preferred
         gpus_per_node=hw.gpus_per_node,
         image_tokens=goal.image_tokens or None,
     )

@@ -45,9 +45,9 @@ def test_an_openrlhf_colocated_grpo_command():
     assert value["workload.roles.offload"] == ("actor-optimizer", "critic-optimizer")  # --ds.enable_sleep
     assert value["zero_stage"] == 3 and value["checkpointing"] == "full"
     assert value["workload.max_prompt_length"] == 2048 and value["workload.max_completion_length"] == 6144
-    assert value["grad_accum"] == 32  # 1,024 samples / (micro 4 x 8 GPUs)
+    assert value["grad_accum"] == 64  # 1,024 samples / (micro 2 x 8 GPUs)
     assert value["workload.roles.mini_batches"] == 1  # 128 prompts x 8 samples: one optimizer step a generation
-    assert value["workload.roles.logprob_max_tokens_per_gpu"] == 16 * 8192  # the experience passes' rows
+    assert value["workload.roles.logprob_max_tokens_per_gpu"] == 8 * 8192  # the experience passes' rows
 
 
 def test_openrlhf_flat_names_are_read_and_said_once():

@@ -18,8 +18,8 @@ ray job submit --address="http://127.0.0.1:8265" \
    --data.prompt_dataset zhuzilin/dapo-math-17k \
    --data.input_key prompt --data.label_key label --data.apply_chat_template \
    --rollout.batch_size 128 --rollout.n_samples_per_prompt 8 \
-   --rollout.micro_batch_size 16 \
-   --train.batch_size 1024 --train.micro_batch_size 4 \
+   --rollout.micro_batch_size 8 \
+   --train.batch_size 1024 --train.micro_batch_size 2 \
    --data.max_len 8192 --rollout.max_new_tokens 6144 \
    --ds.zero_stage 3 --ds.param_dtype bf16 \
    --actor.gradient_checkpointing_enable \

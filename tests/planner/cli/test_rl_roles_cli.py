@@ -1,0 +1,99 @@
+"""The RL roles on the CLI (issue 35 acceptance): `check --config` on a verl PPO script and an OpenRLHF GRPO command
+names the GPU group and phase that run out of memory and the smallest change in the framework's own keys that fits;
+the role flags (one a Roles field) reach the request and a bad one is a one-line error."""
+
+import json
+
+from tests.planner.cli.helpers import ROOT, one_line_error, planner
+
+VERL = ROOT / "docs/examples/rl/verl_ppo_qwen2.5-3b.sh"
+OPENRLHF = ROOT / "docs/examples/rl/openrlhf_grpo_qwen2.5-7b.sh"
+
+
+def test_check_names_the_group_phase_and_a_fix_in_verls_keys():
+    r = planner("check", "--config", str(VERL), "--gpu", "rtx4090", "--brief")
+    assert r.returncode == 3, r.stderr[-2000:]
+    out = " ".join(r.stdout.split())
+    assert "colocated (8 GPUs) runs out of memory in critic-update" in out
+    assert "critic.ppo_max_token_len_per_gpu=12288 (not applied by verl 0.9.1's default trainer" in out
+    assert (
+        "actor states offloaded between phases, in verl's keys: actor_rollout_ref.actor.fsdp_config.param_offload: "
+        "true; actor_rollout_ref.actor.fsdp_config.optimizer_offload: true"
+    ) in out
+
+
+def test_check_names_the_group_phase_and_a_fix_in_openrlhfs_flags():
+    r = planner("check", "--config", str(OPENRLHF), "--gpu", "h100", "--brief")
+    assert r.returncode == 3, r.stderr[-2000:]
+    out = " ".join(r.stdout.split())
+    assert "colocated (8 GPUs) runs out of memory in old-logps" in out
+    assert "log-prob token budget 32,768, in openrlhf's keys: --rollout.micro_batch_size: 4" in out
+
+
+def test_role_flags_reach_the_plan_and_its_phases():
+    r = planner(
+        "suggest",
+        "--model",
+        "qwen2.5-1.5b",
+        "--gpu",
+        "h100",
+        "--gpus-per-node",
+        "8",
+        "--global-batch",
+        "256",
+        "--framework",
+        "openrlhf",
+        "--workload",
+        "ppo",
+        "--num-generations",
+        "4",
+        "--max-prompt-length",
+        "512",
+        "--max-completion-length",
+        "1024",
+        "--beta",
+        "0.01",
+        "--placement",
+        "actor+ref:4,critic:2,rollout:2",
+        "--rollout-memory",
+        "0.8",
+        "--role-offload",
+        "ref",
+        "--top",
+        "1",
+        "--json",
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    plan = json.loads(r.stdout)["plans"][0]
+    assert plan["workload"]["roles"]["placement"] == "actor+ref:4,critic:2,rollout:2"
+    assert plan["micro_batch"] * plan["grad_accum"] * 4 == 256  # the actor's 4 GPUs are the data-parallel ranks
+    assert {k.split(": ")[0] for k in plan["memory"]["phases"]} == {
+        "actor+ref (4 GPUs)",
+        "critic (2 GPUs)",
+        "rollout (2 GPUs)",
+    }
+
+
+def test_a_bad_role_flag_is_one_line():
+    one_line_error(
+        planner(
+            "suggest",
+            "--model",
+            "qwen2.5-1.5b",
+            "--gpu",
+            "h100",
+            "--global-batch",
+            "8",
+            "--framework",
+            "verl",
+            "--workload",
+            "grpo",
+            "--placement",
+            "actor:4,vllm:4",
+        ),
+        "unknown role 'vllm'",
+    )
+    one_line_error(
+        planner("suggest", "--model", "qwen2.5-1.5b", "--gpu", "h100", "--global-batch", "8", "--workload", "ppo"),
+        "give --framework verl or openrlhf",
+    )
