@@ -87,7 +87,9 @@ def test_the_value_model_drops_the_vocabulary_head_and_keeps_the_embedding():
     assert v.params == MODEL.params + MODEL.text.hidden
     assert v.text.vocab == 1 and not v.text.tied
     untied = catalog.load_model("llama-3.1-8b")
-    assert roles.value_model(untied).params == untied.params - untied.text.vocab * untied.text.hidden + untied.text.hidden
+    assert (
+        roles.value_model(untied).params == untied.params - untied.text.vocab * untied.text.hidden + untied.text.hidden
+    )
 
 
 def test_verl_reduce_scatters_every_micro_step_so_sharded_gradients_accumulate():
@@ -108,5 +110,7 @@ def test_an_engine_alone_on_its_gpus_fits_while_its_share_is_free_at_start():
     s = setup(framework="openrlhf", placement="actor+ref:4,critic:2,rollout:2", rollout_memory=0.95)
     b = rl.breakdown(s, CAP)
     assert not b.peak_term.startswith("rollout")  # 0.95 of the card fits where the engine is alone
-    full = rl.breakdown(setup(framework="openrlhf", placement="actor+ref:4,critic:2,rollout:2", rollout_memory=1.0), CAP)
+    full = rl.breakdown(
+        setup(framework="openrlhf", placement="actor+ref:4,critic:2,rollout:2", rollout_memory=1.0), CAP
+    )
     assert full.peak_term.startswith("rollout (2 GPUs)")

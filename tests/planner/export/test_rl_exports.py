@@ -106,7 +106,9 @@ def test_what_the_framework_cannot_run_is_one_line(framework, roles, says):
     model, hw, goal = result.context
     with pytest.raises(ValueError, match=says):
         launch.FRAMEWORK_EXPORTS[framework].files(result.plan, model, hw, goal.seq_len)
-    assert says.split(" ")[0].replace("\\", "") in (result.plan.launch.note or "")  # the faces say it beside the HF material
+    assert says.split(" ")[0].replace("\\", "") in (
+        result.plan.launch.note or ""
+    )  # the faces say it beside the HF material
 
 
 # --- the frameworks' own config code -------------------------------------------------------------------------------
