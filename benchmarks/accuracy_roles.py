@@ -107,3 +107,26 @@ def markdown(rows_: list[dict]) -> list[str]:
         for r in rows_
     ]
     return md
+
+
+def main() -> None:
+    """`--report JSON`: the role rows' table of a stored accuracy-rl.json (what docs/rl.md shows); run them with
+    `benchmarks/accuracy.py --rl`."""
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--report", required=True, help="a benchmarks/accuracy.py --rl JSON")
+    args = ap.parse_args()
+    with open(args.report) as f:
+        data = json.load(f)
+    print("\n".join(markdown(data["role_rows"])))
+    s = data["summary"]
+    print(
+        f"\n{data['date']}, {data['cpus']} CPUs, torch {data['torch']}: {s['role_rows']} rows, largest |analytic/sim - 1| "
+        f"{s['role_analytic_vs_sim_max_abs']:.2%}"
+    )
+
+
+if __name__ == "__main__":
+    main()

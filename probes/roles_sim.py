@@ -21,7 +21,7 @@ from contextlib import nullcontext
 import torch
 
 from probes.sim import fake_model
-from probes.step import Case, autocast_for
+from probes.step import Case, autocast_for, build_model
 from probes.tracker import LiveBytes
 from recipe import make_optimizer
 
@@ -96,25 +96,38 @@ def _critic_loss(values, clip: float = 0.5):
 
 
 def _values(model, ids, k):
-    with autocast_for(k, "cuda") or nullcontext():
+    with autocast_for(k, "cuda") or nullcontext():  # no autocast under fp32 / bf16-pure: the same on CPU
         return model(input_ids=ids, use_cache=False).logits.squeeze(-1)
 
 
 def simulate_roles(
-    case: Case, tokens: dict[str, tuple[int, int]], entropy: str = "off", beta: float = 0.0, steps: int = 2
+    case: Case,
+    tokens: dict[str, tuple[int, int]],
+    entropy: str = "off",
+    beta: float = 0.0,
+    steps: int = 2,
+    real: bool = False,
+    paths: str = "cuda",
 ) -> dict[str, int]:
     """Each phase's peak for the roles in `tokens` (role -> (update tokens, no-grad pass tokens) of its packed
     micro-batches), traced on fake tensors. Each role is traced alone (its own parameters and optimizer states, no
     other role's): the role's own bytes in that phase. `entropy`: the update's entropy term (off, on,
-    checkpointed)."""
+    checkpointed); `paths`: CUDA's kernels (the plan's) or "cpu" (what real CPU steps run). `real`: the same steps on real CPU tensors with CPU code paths (the critic and reward model, whose
+    steps have no CUDA-only kernel: the measurement the sim is held to)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     layers = case.config.get("num_hidden_layers") or case.config["text_config"]["num_hidden_layers"]
-    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    mode = nullcontext() if real else FakeTensorMode(allow_non_fake_inputs=True)
     out: dict[str, int] = {}
     for role, (update_tokens, pass_tokens) in tokens.items():
         value = role in ("critic", "reward")
-        model = fake_model(case, layers, mode, value_head=value)
+        if real and not value:
+            raise ValueError(f"{role}: its log-prob head runs flash-attn's CUDA kernel; only the sim traces it")
+        model = (
+            build_model(case, layers, "cpu", value_head=value)
+            if real
+            else fake_model(case, layers, mode, paths, value_head=value)
+        )
         if role in ("ref", "reward"):
             model.eval().requires_grad_(False)
         tracker = LiveBytes()

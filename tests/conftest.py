@@ -107,6 +107,7 @@ def nothing_leaks():
 SLOW = {
     # issue 35: each role's phases traced at Qwen2.5-0.5B's real depth (25-30 s each)
     "tests/probes/test_roles_sim.py::test_every_role_phase_matches_the_sim": 28,
+    "tests/probes/test_roles_sim.py::test_the_critics_sim_matches_its_real_cpu_steps": 6,
     "tests/planner/export/test_rl_exports.py::test_exports_pass_the_frameworks_own_config_code": 10,
     "tests/planner/export/test_rl_exports.py::test_the_validator_refuses_a_misspelt_key": 8,
     # test-fast's run of 2026-11-27 (10 min 8 s): the tests of 5 s or more it still held

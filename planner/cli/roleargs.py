@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import typing
 
-from planner.cli.common import choice_list, number, one_of, positive_int
+from planner.cli.argtypes import choice_list, number, one_of, positive_int
 from planner.config.roles import OFFLOADS, Roles
 
 FLAG_NAMES = {"offload": "--role-offload"}

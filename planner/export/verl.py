@@ -22,6 +22,7 @@ forward (models/transformers/monkey_patch.py:544-552), and the heads must divide
 from __future__ import annotations
 
 from planner.config.spec import Hardware, Plan
+from planner.export import verl_rl
 from planner.frameworks import FRAMEWORKS
 from planner.model import catalog
 from planner.model.modelspec import ModelSpec, peft_target_modules
@@ -42,8 +43,6 @@ Override = tuple[str, object]  # Hydra key (a leading + adds a key the config la
 def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str, str]:
     """{file name: text}: the launch script, which is its own launcher (an RL plan: main_ppo's, export.verl_rl)."""
     if plan.knobs.role_run:
-        from planner.export import verl_rl
-
         return verl_rl.files(plan, model, hw)
     check(plan, model)
     return {SCRIPT_NAME: script(plan, model, hw, seq_len)}
@@ -51,8 +50,6 @@ def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str,
 
 def command(plan: Plan, hw: Hardware) -> str:
     if plan.knobs.role_run:
-        from planner.export import verl_rl
-
         return verl_rl.command(plan, hw)
     check(plan, None)
     return f"bash {SCRIPT_NAME}"

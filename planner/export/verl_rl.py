@@ -17,10 +17,10 @@ mini-batch is ppo_mini_batch_size x rollout.n samples, split over world / Ulysse
 from __future__ import annotations
 
 from planner.config.spec import Hardware, Plan
-from planner.export.verl import VERSION, word
 from planner.model import catalog
 from planner.model.modelspec import ModelSpec
 
+VERSION = "verl 0.9.1"
 SCRIPT_NAME = "verl_ppo.sh"
 ENTRY = "verl.trainer.main_ppo"
 ESTIMATOR = {"ppo": "gae", "grpo": "grpo", "rloo": "rloo", "reinforce++": "reinforce_plus_plus"}
@@ -51,6 +51,13 @@ def check(plan: Plan) -> None:
             "--sleep-level 1: verl's hybrid engine sleeps at level 2 (vllm_async_server.py:1289-1305; level 1 only for "
             "LoRA adapters), or never (free_cache_engine false: --sleep-level 0)"
         )
+
+
+def word(value: object) -> str:
+    """A Hydra override's value as verl's examples write it (true/false, numbers without trailing zeros)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def headline(plan: Plan, hw: Hardware) -> str:

@@ -50,3 +50,25 @@ def test_every_role_phase_matches_the_sim(framework, precision, entropy):
     assert set(sim) == {"actor-update", "old-logps", "reference-forward", "critic-update", "critic-values"}
     for phase, got in sim.items():
         assert analytic[phase] == pytest.approx(got, rel=0.01), phase
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16-pure"])
+def test_the_critics_sim_matches_its_real_cpu_steps(precision):
+    """The value head's step (no CUDA-only kernel) run for real on CPU tensors against its trace on fake ones:
+    within 1%."""
+    cfg = catalog.model_config("debug-llama")
+    k = Knobs.model_construct(
+        **{
+            **dict(Knobs()),
+            "precision": precision,
+            "checkpointing": "full",
+            "attention": "flash",  # the kernel the frameworks run (their packing needs it)
+            "workload": Workload(kind="ppo"),
+        }
+    )
+    case = Case(cfg, k, 1, 2, 512)
+    tokens = {"critic": (1024, 2048), "reward": (0, 2048)}
+    sim, real = simulate_roles(case, tokens, paths="cpu"), simulate_roles(case, tokens, real=True)
+    assert set(real) == {"critic-update", "critic-values", "reward-scoring"}
+    for phase, got in real.items():
+        assert sim[phase] == pytest.approx(got, rel=0.01), phase
