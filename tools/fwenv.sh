@@ -78,7 +78,7 @@ setup_one() {
 #   (nothing the parser reaches calls it). The rest at openrlhf 0.11.2's own pins. About 1 minute, 1.4 GB.
 ORL_PKGS="openrlhf==0.11.2 vllm==0.29.0"
 ORL_FA="flash-attn==2.8.3"
-ORL_DEPS="ray==2.55.0 transformers==5.15.0 deepspeed==0.19.6 pylatexenc==2.11 aiohttp==3.14.5 peft==0.21.2 torchdata==0.11.0 pillow==13.0.0 einops==0.8.2"
+ORL_DEPS="ray==2.55.0 transformers==5.15.0 deepspeed==0.19.6 pylatexenc==2.11 aiohttp==3.14.5 peft==0.21.2 torchdata==0.11.0 pillow==13.0.0 einops==0.8.2 datasets==4.8.4"
 
 setup_openrlhf() {
   local venv=$ROOT/openrlhf want="$TORCH $ORL_PKGS $ORL_FA $ORL_DEPS"

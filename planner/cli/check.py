@@ -139,9 +139,12 @@ def brief(result: CheckResult, out: dict) -> None:
     if plan.workload.rl:
         common.say_line(plan.workload.summary(plan.knobs.role_run))
     peaks = plan.memory.phases or {}
-    for group in dict.fromkeys(k.split(": ")[0] for k in peaks if ": " in k):
-        parts = [f"{k.split(': ', 1)[1]} {v / 2**30:.1f}" for k, v in peaks.items() if k.startswith(group + ": ")]
-        common.say_line(f"{group}, GiB allocated a GPU: {', '.join(parts)}")
+    if plan.knobs.role_run:  # "group: phase" keys, one line a GPU group
+        for group in dict.fromkeys(k.split(": ")[0] for k in peaks):
+            parts = [f"{k.split(': ', 1)[1]} {v / 2**30:.1f}" for k, v in peaks.items() if k.startswith(group + ": ")]
+            common.say_line(f"{group}, GiB allocated a GPU: {', '.join(parts)}")
+    elif peaks:
+        common.say_line("phases, GiB allocated a GPU: " + ", ".join(f"{k} {v / 2**30:.1f}" for k, v in peaks.items()))
     from planner.cli import render
 
     for line in [] if plan.fits else render.nearest_lines(result.nearest):

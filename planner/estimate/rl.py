@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from planner.config.spec import Hardware, MemoryBreakdown
 from planner.estimate import memory as mem
-from planner.estimate import recipe_terms, roles, rollout, speed
+from planner.estimate import recipe_terms, role_heads, roles, rollout, speed
 from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
 from planner.estimate.setup import Setup
 
@@ -127,7 +127,9 @@ def logps_pass_terms(s: Setup) -> dict[str, int]:
     """A no-grad log-prob pass over one chunk of per-device-batch rows (reference model or old policy): the larger
     of a decoder layer's moment and the head's (the final hidden states, their scored copy and a tile)."""
     rows, width, t = s.knobs.workload.rows(s.micro_batch), s.seq_len, s.model.text
-    if s.knobs.workload.logprobs == "full":  # the logits of the chunk, and one row's log_softmax at a time
+    if role_heads.upcasts(s.knobs.framework):  # OpenRLHF's Actor: fp32 logits of every token (models/actor.py:267)
+        head = role_heads.logprob_pass_head_bytes(rows * width, t.vocab, compute_dtype_bytes(s), False, upcast=True)
+    elif s.knobs.workload.logprobs == "full":  # the logits of the chunk, and one row's log_softmax at a time
         head = compute_dtype_bytes(s) * (rows + 1) * width * t.vocab
     else:
         head = logprob_forward_bytes(s, rows)
@@ -184,6 +186,8 @@ def policy_head_saved_bytes(s: Setup) -> int:
     log-probs."""
     w, t, c = s.knobs.workload, s.model.text, compute_dtype_bytes(s)
     rows = w.rows(s.micro_batch)
+    if role_heads.upcasts(s.knobs.framework):  # OpenRLHF: the fp32 logits its cross-entropy saved, and its outputs
+        return 4 * rows * s.seq_len * t.vocab + 16 * rows * s.seq_len
     if w.logprobs == "full":
         return c * rows * s.seq_len * t.vocab
     return (c * w.scored_tokens() * t.hidden + 8 * w.scored_tokens()) * rows + 16 * rows * s.seq_len

@@ -27,12 +27,42 @@ GROUPS = ({"actor"}, {"actor", "ref"}, {"ref"}, {"critic"}, {"critic", "reward"}
 
 
 def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str, str]:
+    if plan.workload.kind == "dpo":
+        return {DPO_SCRIPT: dpo_script(plan, model, hw)}
     return {SCRIPT_NAME: script(plan, model, hw)}
 
 
 def command(plan: Plan, hw: Hardware) -> str:
+    if plan.workload.kind == "dpo":
+        return f"bash {DPO_SCRIPT}"
     check(plan)
     return f"bash {SCRIPT_NAME}"
+
+
+DPO_SCRIPT = "openrlhf_dpo.sh"
+
+
+def dpo_script(plan: Plan, model: ModelSpec, hw: Hardware) -> str:
+    """DPO through `deepspeed --module openrlhf.cli.train_dpo` (cli/train_dpo.py: the policy and its reference)."""
+    if plan.workload.precompute_ref_log_probs:
+        raise ValueError("--precompute-ref-log-probs: OpenRLHF's train_dpo keeps its reference model")
+    launcher = ["deepspeed", "--num_nodes", str(hw.nodes), "--num_gpus", str(hw.gpus_per_node)]
+    flags = [
+        f"--model.model_name_or_path {hf(model.name)}",
+        "--data.dataset YOUR_PAIRS",
+        "--ckpt.output_dir ./ckpt",
+        f"--train.batch_size {plan.global_batch}",
+        f"--train.micro_batch_size {plan.micro_batch}",
+        f"--data.max_len {plan.workload.max_length}",
+        f"--ds.zero_stage {plan.zero_stage}",
+        f"--ds.param_dtype {plan.precision}",
+    ]
+    flags += ["--model.gradient_checkpointing_enable"] if plan.checkpointing == "full" else []
+    flags += ["--ds.adam_offload"] if plan.offload == "optimizer" else []
+    flags += [f"--ds.lora.rank {plan.lora_rank}", f"--ds.lora.alpha {2 * plan.lora_rank}"] if plan.lora_rank else []
+    lines = ["#!/bin/bash", headline(plan, hw), " ".join(launcher) + " --module openrlhf.cli.train_dpo \\"]
+    lines += [f"    {f}" + (" \\" if i < len(flags) - 1 else "") for i, f in enumerate(flags)]
+    return "\n".join(lines) + "\n"
 
 
 def check(plan: Plan) -> None:
@@ -57,10 +87,10 @@ def check(plan: Plan) -> None:
 
 def headline(plan: Plan, hw: Hardware) -> str:
     m = plan.memory
+    where = f"{m.peak_term.split(': ')[0]}, " if m.peak_term and ": " in m.peak_term else ""
     return (
         f"# memplan plan for {VERSION} ({plan.workload.kind.upper()}): {m.device_total_bytes / 2**30:.1f} of "
-        f"{m.capacity_bytes / 2**30:.1f} GiB per GPU at its peak ({m.peak_term.split(': ')[0]}, {m.peak_phase}), "
-        f"{hw.gpu.name}"
+        f"{m.capacity_bytes / 2**30:.1f} GiB per GPU at its peak ({where}{m.peak_phase}), {hw.gpu.name}"
     )
 
 

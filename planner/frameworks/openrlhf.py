@@ -11,7 +11,8 @@ FRAMEWORK = Framework(
     label="OpenRLHF (Ray PPO/GRPO)",
     version="openrlhf 0.11.2",
     runs={
-        "workload": ("ppo", "grpo", "rloo", "reinforce++"),  # --algo.advantage.estimator (cli/train_ppo_ray.py:515)
+        # --algo.advantage.estimator (cli/train_ppo_ray.py:515); DPO: cli/train_dpo.py (policy and reference)
+        "workload": ("ppo", "grpo", "rloo", "reinforce++", "dpo"),
         "checkpointing": ("off", "full"),  # --actor.gradient_checkpointing_enable (:328)
         "loss": ("standard",),
         "attention": ("flash", "sdpa", "eager"),  # --ds.attn_implementation

@@ -57,7 +57,8 @@ TRAINING_SUBS = {
     "axolotl": {"train"},
 }
 TORCHRUN_MODULES = {"torch.distributed.run", "torch.distributed.launch"}
-RL_MODULES = ("verl.trainer.main_ppo", "openrlhf.cli.train_ppo_ray")  # Ray-launched RL runs (their own GPU counts)
+# RL runs whose readers are their own: verl's and OpenRLHF's Ray-launched PPO (their own GPU counts), OpenRLHF's DPO
+RL_MODULES = ("verl.trainer.main_ppo", "openrlhf.cli.train_ppo_ray", "openrlhf.cli.train_dpo")
 MAX_DEPTH = 4
 TRAINING_NAME = re.compile(r"train|sft|dpo|grpo|ppo|orpo|kto|finetun|fine_tun|lora|pretrain|^rl|_rl")
 

@@ -322,3 +322,47 @@ def _rollout(c: Collector, f: dict[str, Flag]) -> None:
             f"{ent.source} (the entropy over fp32 logits, ppo_actor.py:299)",
             "--actor.entropy_coef",
         )
+
+
+DPO = "cli/train_dpo.py"
+DPO_DEFAULTS = {"train.micro_batch_size": (8, 189), "train.batch_size": (128, 190), "data.max_len": (512, 319)}
+
+
+def read_dpo(c: Collector, flags: dict[str, Flag], near) -> None:
+    """OpenRLHF 0.11.2's DPO (`deepspeed --module openrlhf.cli.train_dpo`): the policy trained by DeepSpeed ZeRO, the
+    reference a DeepSpeed inference copy, chosen and rejected rows in one forward (trainer/dpo_trainer.py:306-323);
+    the GPUs are the deepspeed launcher's (read before this)."""
+    f = dotted(c, flags)
+
+    def val(key: str) -> tuple[object, str]:
+        if key in f:
+            return one(f[key].value), f[key].source
+        value, line = DPO_DEFAULTS[key]
+        return value, default(ORL, f"{DPO}:{line}", f"--{key} {value}")
+
+    c.set("workload.kind", "dpo", default(ORL, DPO, "DPO"), "openrlhf.cli.train_dpo")
+    if "model.model_name_or_path" in f:
+        k = f["model.model_name_or_path"]
+        read_model(c, str(one(k.value)), k.source, "--model.model_name_or_path", near)
+    length, ls = val("data.max_len")
+    c.number("workload.max_length", length, ls, "--data.max_len", minimum=2)
+    micro, ms = val("train.micro_batch_size")
+    c.number("micro_batch", micro, ms, "--train.micro_batch_size")
+    batch, bs = val("train.batch_size")
+    world = (as_int(c.get("gpus_per_node", 1)) or 1) * (as_int(c.get("nodes", 1)) or 1)
+    m, g = as_int(micro) or 8, as_int(batch) or 128
+    if g % (m * world) == 0:
+        c.number("grad_accum", g // (m * world), f"{bs} / (micro {m} x {world} GPUs)", "--train.batch_size")
+    else:
+        c.note(f"{bs} is not micro {m} x {world} GPUs x an accumulation: DeepSpeed refuses it at start")
+    stage, ss = get(f, "ds.zero_stage")
+    c.number("zero_stage", stage, ss, "--ds.zero_stage", minimum=0)
+    if on(f, "ds.adam_offload"):
+        c.set("offload", "optimizer", f["ds.adam_offload"].source, "--ds.adam_offload")
+    ckpt = on(f, "model.gradient_checkpointing_enable")
+    src = f["model.gradient_checkpointing_enable"].source if ckpt else default(ORL, f"{DPO}:192", "no checkpointing")
+    c.set("checkpointing", "full" if ckpt else "off", src, "--model.gradient_checkpointing_enable")
+    c.set("precision", "bf16", default(ORL, f"{DPO}", "--ds.param_dtype bf16"), "--ds.param_dtype")
+    c.set("attention", "flash", default(ORL, f"{T}:342-347", "flash_attention_2"), "--ds.attn_implementation")
+    if on(f, "ds.packing_samples"):
+        c.note(f"{f['ds.packing_samples'].source} (packed DPO rows are not planned; planned padded)")

@@ -110,7 +110,11 @@ def rl_run(run: launch.Run) -> Collector:
         from planner.intake import openrlhf
 
         flags, _ = parse_flags(run.args, run.command.path)
-        openrlhf.read(c, flags, run.command.path)
+        if run.target.endswith("train_dpo"):
+            _world(c, run)
+            openrlhf.read_dpo(c, flags, run.command.path)
+        else:
+            openrlhf.read(c, flags, run.command.path)
     return c
 
 

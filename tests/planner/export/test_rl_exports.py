@@ -37,6 +37,7 @@ CASES = {
             "zero_stage": 3,
             "workload": {"kind": "grpo", **RL, "roles": {"sleep_level": 1, "rollout_memory": 0.5}},
         },
+        "dpo": {"micro_batch": 2, "grad_accum": 2, "zero_stage": 3, "workload": {"kind": "dpo", "max_length": 2048}},
         "ppo_groups": {
             "micro_batch": 4,
             "grad_accum": 2,
@@ -58,7 +59,8 @@ def written(framework: str, case: str, folder: Path):
     d.mkdir(parents=True)
     for name, text in files.items():
         (d / name).write_text(text)
-    return result.plan, d / MODULES[framework].SCRIPT_NAME
+    (script,) = [name for name in files if name.endswith(".sh") and name != launch.LAUNCH_NAME]
+    return result.plan, d / script
 
 
 def test_verl_keys_carry_the_roles_and_the_split(tmp_path):
@@ -145,6 +147,7 @@ def test_exports_pass_the_frameworks_own_config_code(framework, tmp_path):
         assert "gae: roles actor+rollout+ref+critic" in run.stdout and "grpo: roles actor+rollout+ref," in run.stdout
     else:
         assert "Policy 4 GPUs shared, Reference 4 GPUs shared, Critic 2 GPUs" in run.stdout
+        assert "dpo: micro 2, batch 32, zero 3" in run.stdout  # train_dpo's own parser and checks
 
 
 @pytest.mark.parametrize("framework", list(CASES))

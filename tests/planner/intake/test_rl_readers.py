@@ -50,6 +50,14 @@ def test_an_openrlhf_colocated_grpo_command():
     assert value["workload.roles.logprob_max_tokens_per_gpu"] == 8 * 8192  # the experience passes' rows
 
 
+def test_an_openrlhf_dpo_command_through_the_deepspeed_launcher():
+    s = settings(DATA / "openrlhf/dpo_deepspeed.sh")
+    value = {k: v.value for k, v in s.items()}
+    assert value["framework"] == "openrlhf" and value["workload.kind"] == "dpo"
+    assert (value["gpus_per_node"], value["micro_batch"], value["grad_accum"]) == (8, 1, 32)  # 256 pairs
+    assert value["workload.max_length"] == 8192 and value["zero_stage"] == 3 and value["checkpointing"] == "full"
+
+
 def test_openrlhf_flat_names_are_read_and_said_once():
     reading = intake.read([str(DATA / "openrlhf/ppo_flat_names.sh")])
     value = {s.field: s.value for s in reading.settings}

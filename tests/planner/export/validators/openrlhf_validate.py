@@ -27,6 +27,7 @@ from openrlhf.trainer.ray import launcher
 from verdict import verdicts
 
 ENTRY = "openrlhf.cli.train_ppo_ray"
+DPO_ENTRY = "openrlhf.cli.train_dpo"
 STATE: dict = {}
 
 
@@ -36,6 +37,8 @@ class _Done(BaseException):
 
 def _get_strategy(args):
     STATE["args"] = args
+    if STATE.get("dpo"):  # train_dpo: its parser and __main__ checks passed; training would start here
+        raise _Done
     return types.SimpleNamespace(print=lambda *a, **k: None)
 
 
@@ -77,24 +80,30 @@ sys.modules["openrlhf.trainer.ppo_trainer"] = types.SimpleNamespace(PPOTrainer=_
 sys.modules["openrlhf.trainer.ppo_trainer_async"] = types.SimpleNamespace(PPOTrainerAsync=_Trainer)
 
 
-def flags_of(path: Path) -> list[str]:
+def flags_of(path: Path) -> tuple[str, list[str]]:
+    """(module, flags): `python3 -m openrlhf.cli.train_ppo_ray ...` or `deepspeed ... --module openrlhf.cli.train_dpo`."""
     toks = shlex.split(path.read_text().replace("\\\n", " "), comments=True)
-    if toks[:3] != ["python3", "-m", ENTRY]:
-        raise ValueError(f"not `python3 -m {ENTRY}`: {toks[:3]}")
-    return toks[3:]
+    if toks[:3] == ["python3", "-m", ENTRY]:
+        return ENTRY, toks[3:]
+    if toks[:1] == ["deepspeed"] and "--module" in toks and toks[toks.index("--module") + 1] == DPO_ENTRY:
+        return DPO_ENTRY, toks[toks.index("--module") + 2 :]
+    raise ValueError(f"not `python3 -m {ENTRY}` nor `deepspeed --module {DPO_ENTRY}`: {toks[:3]}")
 
 
 def check(path: Path) -> str:
     STATE.clear()
-    STATE.update(pgs=[], groups=[], vllm=None)
-    sys.argv = ["train_ppo_ray.py", *flags_of(path)]
+    module, flags = flags_of(path)
+    STATE.update(pgs=[], groups=[], vllm=None, dpo=module == DPO_ENTRY)
+    sys.argv = [module.rsplit(".", 1)[1] + ".py", *flags]
     try:
-        runpy.run_module(ENTRY, run_name="__main__", alter_sys=True)
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
     except _Done:
         pass
     else:
         raise AssertionError("train() returned before it built the trainer")
     a = STATE["args"]
+    if STATE["dpo"]:
+        return f"dpo: micro {a.train.micro_batch_size}, batch {a.train.batch_size}, zero {a.ds.zero_stage}"
     roles = ", ".join(f"{r} {g} GPUs{' shared' if shared else ''}" for r, g, shared in STATE["groups"])
     engines = STATE["vllm"]
     return (
