@@ -415,7 +415,9 @@ def logits_loss_bytes(s: Setup) -> int:
     head_trainable = (not s.lora or s.knobs.lora_train_embeddings) and not frozen_lm.language_frozen(s.knobs)
     head_grad = grad_bytes_per_param(s.knobs) if head_trainable else 0
     w = s.knobs.workload
-    if s.knobs.role_run or (w.rl and role_heads.upcasts(s.knobs.framework)):  # verl / OpenRLHF (DPO too) heads  # verl's / OpenRLHF's actor (a critic: its one-output head, vocab 1)
+    if s.knobs.role_run or (
+        w.rl and role_heads.upcasts(s.knobs.framework)
+    ):  # verl / OpenRLHF (DPO too) heads  # verl's / OpenRLHF's actor (a critic: its one-output head, vocab 1)
         entropy = w.roles.entropy if t.vocab > 1 else "off"
         c = act.saved_dtype_bytes(p)[1]
         up = role_heads.upcasts(s.knobs.framework) and t.vocab > 1
