@@ -6,8 +6,8 @@ import json
 
 from tests.planner.cli.helpers import ROOT, one_line_error, planner
 
-VERL = ROOT / "docs/examples/rl/verl_ppo_qwen2.5-3b.sh"
-OPENRLHF = ROOT / "docs/examples/rl/openrlhf_grpo_qwen2.5-7b.sh"
+VERL = ROOT / "docs/examples/rl/run_qwen2.5-3b_seq_balance.sh"
+OPENRLHF = ROOT / "docs/examples/rl/grpo_colocate.sh"
 
 
 def test_check_names_the_group_phase_and_a_fix_in_verls_keys():

@@ -1,0 +1,1 @@
+../../../tests/data/frameworks/openrlhf/grpo_colocate.sh

@@ -1,0 +1,1 @@
+../../../tests/data/frameworks/verl/examples/run_qwen2.5-3b_seq_balance.sh
