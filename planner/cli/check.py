@@ -143,6 +143,8 @@ def brief(result: CheckResult, out: dict) -> None:
         for group in dict.fromkeys(k.split(": ")[0] for k in peaks):
             parts = [f"{k.split(': ', 1)[1]} {v / 2**30:.1f}" for k, v in peaks.items() if k.startswith(group + ": ")]
             common.say_line(f"{group}, GiB allocated a GPU: {', '.join(parts)}")
+        kv, longest = plan.memory.detail.get("rollout_kv_cache_tokens", 0), plan.workload.seq_len()
+        common.say_line(f"rollout KV cache: {kv:,} tokens a GPU, {kv // longest:,} of the longest sequences at once")
     elif peaks:
         common.say_line("phases, GiB allocated a GPU: " + ", ".join(f"{k} {v / 2**30:.1f}" for k, v in peaks.items()))
     from planner.cli import render

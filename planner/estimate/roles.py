@@ -214,7 +214,7 @@ def group_phases(s: Setup, capacity: int) -> dict[str, dict[str, dict[str, int]]
                 phases[phase] = {
                     **resident,
                     f"{role}_resident_bytes": 0,
-                    f"{role}_{phase_key(phase)}_bytes": own[role][phase],
+                    f"{phase_key(phase, role)}_bytes": own[role][phase],
                 }
         if "actor" in members or "rollout" in members:
             phases["weight-sync"] = sync_terms(s, setups, members, resident, capacity, others)
@@ -222,8 +222,9 @@ def group_phases(s: Setup, capacity: int) -> dict[str, dict[str, dict[str, int]]
     return out
 
 
-def phase_key(phase: str) -> str:
-    return phase.removeprefix("critic-").replace("-", "_")
+def phase_key(phase: str, role: str) -> str:
+    """A running role's term in a phase: `actor_update`, `critic_values`, `ref_reference_forward`, ..."""
+    return f"{role}_" + phase.removeprefix(f"{role}-").replace("-", "_")
 
 
 def sync_terms(s, setups, members, resident, capacity, others) -> dict[str, int]:
@@ -289,7 +290,10 @@ def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
         peak_phase=phase,
         host_bytes_per_node=training.host_bytes_per_node,
         host_phases=training.host_phases,
-        detail={f"{gname}: {k}": v for k, v in terms.items()},
+        detail={
+            **{f"{gname}: {k}": v for k, v in terms.items()},
+            "rollout_kv_cache_tokens": kv_tokens(s, capacity_bytes),
+        },
         phases=totals,
         peak_term=f"{gname}: " + max(terms, key=terms.get).removesuffix("_bytes"),
     )
@@ -310,3 +314,13 @@ def other_roles_seconds(s: Setup, hw) -> float:
     if "reward" in R.models:
         flops += 2 * R.models["reward"].params * tokens
     return flops / rate
+
+
+def kv_tokens(s: Setup, capacity: int) -> int:
+    """Tokens the rollout engine's KV cache holds on each of its GPUs, beside what its group keeps resident when it
+    starts (planner.estimate.rollout.kv_cache_tokens)."""
+    R, r = roles_of(s), s.knobs.workload.roles.resolved(s.knobs.framework)
+    g = R.groups["rollout"]
+    members = [m for m in R.models if R.groups[m].name == g.name and m != "rollout"]
+    others = sum(resident_bytes(on_group(s, R.models[m], R.groups[m]), m, r.offload) for m in members)
+    return rollout.kv_cache_tokens(s.model, r, capacity, others, s.knobs.framework)

@@ -65,6 +65,31 @@ def kv_bytes_per_token(model: ModelSpec, r: Roles) -> int:
     return 2 * t.layers * max(1, t.kv_heads // r.rollout_tp) * t.head_dim * WEIGHT_BYTES
 
 
+# the engine's profile run (vllm 0.24 gpu_model_runner.py:6239-6311): a forward over max_num_batched_tokens and the
+# sampler over max_num_seqs rows of the vocabulary; verl passes 8192 and 256 (rollout/rollout.yaml:78,84), OpenRLHF
+# passes neither: vLLM 0.29's engine defaults, 2048 and 128 (engine/arg_utils.py:2887-2902)
+PROFILE = {"verl": (8192, 256), "openrlhf": (2048, 128)}
+
+
+def profile_bytes(model: ModelSpec, r: Roles, framework: str) -> int:
+    """The engine's activation peak at its profile run, on one tensor-parallel rank: the hidden states (a few bf16
+    copies) and the MLP's gate, up and product over the batched tokens, or the sampler's fp32 logits and
+    probabilities over its rows."""
+    tokens, seqs = PROFILE.get(framework, PROFILE["verl"])
+    t = model.text
+    forward = tokens * (4 * t.hidden + 3 * t.intermediate // r.rollout_tp) * WEIGHT_BYTES
+    return max(forward, 2 * 4 * seqs * t.vocab)
+
+
+def kv_cache_tokens(model: ModelSpec, r: Roles, capacity_bytes: int, others_bytes: int, framework: str) -> int:
+    """Tokens the engine's KV cache holds: its share less its weights, profile peak and graphs (vllm 0.24
+    gpu_worker.py:489-493; SGLang: its share less the weights, no profile), over a token's keys and values."""
+    share = awake_bytes(r, capacity_bytes, others_bytes) - (graph_pool_bytes(r) if r.rollout_engine == "sglang" else 0)
+    spent = weights_bytes(model, r) + (profile_bytes(model, r, framework) if r.rollout_engine == "vllm" else 0)
+    spent += graph_pool_bytes(r) if r.rollout_engine == "vllm" else 0
+    return max(0, share - spent) // kv_bytes_per_token(model, r)
+
+
 def asleep_bytes(r: Roles, capacity_bytes: int, others_bytes: int, colocated: bool) -> int:
     """Between rollouts: all of it at sleep level 0 or on the engine's own GPUs; the graph pool otherwise."""
     if r.sleep_level == 0 or not colocated:

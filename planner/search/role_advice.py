@@ -45,3 +45,16 @@ def reason(plan: Plan, usable: int) -> str:
         f"{group} runs out of memory in {m.peak_phase}: {gib(m.device_total_bytes)} per GPU > {gib(usable)} usable; "
         f"its largest term is {what} ({gib(size)}): {fix}"
     )
+
+
+def engine_reason(plan: Plan) -> str | None:
+    """The rollout engine's KV cache cannot hold one longest sequence (vLLM refuses to start: "... larger than the
+    maximum number of tokens that can be stored in KV cache"); None where it can."""
+    held = plan.memory.detail.get("rollout_kv_cache_tokens")
+    need = plan.workload.seq_len()
+    if held is None or held >= need:
+        return None
+    return (
+        f"the rollout engine's KV cache holds {held:,} tokens, less than one {need:,}-token sequence: vLLM refuses to "
+        "start; a higher --rollout-memory, --rollout-tp 2 or more, or the rollout on its own GPUs (--placement)"
+    )

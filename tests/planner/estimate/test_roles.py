@@ -114,3 +114,46 @@ def test_an_engine_alone_on_its_gpus_fits_while_its_share_is_free_at_start():
         setup(framework="openrlhf", placement="actor+ref:4,critic:2,rollout:2", rollout_memory=1.0), CAP
     )
     assert full.peak_term.startswith("rollout (2 GPUs)")
+
+
+def test_the_engines_kv_cache_is_its_share_less_weights_profile_and_graphs():
+    from planner.config.roles import Roles
+
+    r = Roles(rollout_memory=0.5).resolved("verl")
+    share = int(0.5 * CAP)
+    spent = rollout.weights_bytes(MODEL, r) + rollout.profile_bytes(MODEL, r, "verl") + rollout.GRAPH_POOL_BYTES
+    per_token = 2 * MODEL.text.layers * MODEL.text.kv_heads * MODEL.text.head_dim * 2  # keys and values, bf16
+    assert rollout.kv_cache_tokens(MODEL, r, CAP, 0, "verl") == (share - spent) // per_token
+    sglang = r.model_copy(update={"rollout_engine": "sglang"})  # its share of what is free: weights and KV pool
+    free = CAP - 10 * GIB
+    assert (
+        rollout.kv_cache_tokens(MODEL, sglang, CAP, 10 * GIB, "verl")
+        == (int(0.5 * free) - rollout.weights_bytes(MODEL, sglang)) // per_token
+    )
+
+
+def test_an_engine_that_cannot_hold_one_sequence_is_refused_with_the_reason():
+    from planner import advise
+
+    body = {
+        "model": "qwen2.5-7b",
+        "gpu": "h100",
+        "gpus_per_node": 8,
+        "micro_batch": 1,
+        "grad_accum": 1,
+        "framework": "verl",
+        "fsdp": "full",
+        "checkpointing": "full",
+        "attention": "flash",
+        "workload": {
+            "kind": "grpo",
+            "num_generations": 8,
+            "max_prompt_length": 1024,
+            "max_completion_length": 4096,
+            "beta": 0.001,
+            "roles": {"rollout_memory": 0.205},
+        },
+    }
+    plan = advise.check(advise.parse(advise.CheckRequest, body)).plan
+    assert plan.memory.detail["rollout_kv_cache_tokens"] < 5120
+    assert not plan.fits and "less than one 5,120-token sequence: vLLM refuses to start" in plan.reason
