@@ -39,11 +39,13 @@ def add_role_args(p: argparse.ArgumentParser) -> None:
     """One flag per Roles field (verl / OpenRLHF runs: --workload ppo, grpo, rloo, reinforce++)."""
     g = p.add_argument_group("RL roles (verl / OpenRLHF)")
     for field, info in Roles.model_fields.items():
+        parse = _parser(field, info.annotation)
         g.add_argument(
             flag(field),
             dest=f"role_{field}",
-            type=_parser(field, info.annotation),
+            type=parse,
             default=None,
+            metavar=getattr(parse, "metavar", field.upper()),
             help=info.description or field.replace("_", " "),
         )
 

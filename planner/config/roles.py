@@ -106,7 +106,9 @@ class Roles(BaseModel):
             "OpenRLHF rollout.batch_size x n_samples_per_prompt / train.batch_size)"
         ),
     )
-    rollout_engine: Literal["vllm", "sglang"] = "vllm"
+    rollout_engine: Literal["vllm", "sglang"] = Field(
+        default="vllm", description="the rollout engine: vllm (verl, OpenRLHF) or sglang (verl)"
+    )
     rollout_tp: int = Field(default=1, ge=1, le=64, description="the rollout engine's tensor-parallel size")
     rollout_memory: float | None = Field(
         default=None,
