@@ -105,7 +105,8 @@ def rl_run(run: launch.Run) -> Collector:
     read_allocator(c, run.command.env, run.where)
     if framework == "verl":
         overrides = {k.lstrip("+"): v for k, v in _overrides(run.args, run.command.path, plus=True).items()}
-        verlrl.read(c, overrides, run.command.path)
+        base = _hydra_config(c, run)
+        verlrl.read(c, base | overrides, run.command.path)
     else:
         from planner.intake import openrlhf
 
@@ -116,6 +117,40 @@ def rl_run(run: launch.Run) -> Collector:
         else:
             openrlhf.read(c, flags, run.command.path)
     return c
+
+
+def _hydra_config(c: Collector, run: launch.Run) -> dict[str, Flag]:
+    """A user's own Hydra config (`--config-path DIR --config-name NAME`): its keys, flattened to dotted names, under
+    the command line's overrides; found next to the script or in the folders above it."""
+    words = [w.text for w in run.args]
+    opts = {}
+    for i, w in enumerate(words):
+        for name in ("--config-path", "--config-name", "--config_path", "--config_name"):
+            if w == name and i + 1 < len(words):
+                opts[name.replace("_", "-")] = words[i + 1]
+            elif w.startswith(name + "="):
+                opts[name.replace("_", "-")] = w.split("=", 1)[1]
+    if "--config-name" not in opts:
+        return {}
+    name = opts["--config-name"].removesuffix(".yaml") + ".yaml"
+    found = find_file(str(Path(opts.get("--config-path", ".")) / name), run.command.vars, run.command.path)
+    if found is None:
+        c.note(f"{run.where} --config-name {name}: not found next to the script; verl's ppo_trainer.yaml defaults read")
+        return {}
+    c.add_file(found)
+    data = parse_yaml(found.read_text())
+    out: dict[str, Flag] = {}
+    _flatten(data if isinstance(data, dict) else {}, "", found, out)
+    return out
+
+
+def _flatten(data: dict, prefix: str, path: Path, out: dict[str, Flag]) -> None:
+    for k, v in data.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            _flatten(v, key + ".", path, out)
+        elif key != "defaults":
+            out[key] = Flag(key, v, f"{path.name}: {key}: {v}", key)
 
 
 def read_allocator(c: Collector, env: dict[str, str], where: str) -> None:

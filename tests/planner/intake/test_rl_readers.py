@@ -67,3 +67,23 @@ def test_openrlhf_flat_names_are_read_and_said_once():
     assert value["workload.roles.reward_model"] == value["workload.roles.critic_model"] == "llama-3.2-1b"
     (note,) = [n for n in reading.unplanned if "flat flag names" in n]
     assert "--pretrain (--actor.model_name_or_path)" in note and "23 flat flag names" in note
+
+
+def test_a_verl_run_with_its_own_hydra_yaml_under_the_command_lines_overrides(tmp_path):
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "my_grpo.yaml").write_text(
+        "defaults:\n  - ppo_trainer\n  - _self_\nalgorithm:\n  adv_estimator: grpo\n"
+        "actor_rollout_ref:\n  actor:\n    ppo_mini_batch_size: 64\n    ppo_micro_batch_size_per_gpu: 4\n"
+        "  rollout:\n    n: 8\n    gpu_memory_utilization: 0.6\n"
+    )
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "python3 -m verl.trainer.main_ppo --config-path=conf --config-name=my_grpo \\\n"
+        "    actor_rollout_ref.rollout.gpu_memory_utilization=0.5\n"
+    )
+    reading = intake.read([str(script)])
+    s = {x.field: x for x in reading.settings}
+    assert s["workload.kind"].value == "grpo" and "my_grpo.yaml: algorithm.adv_estimator" in s["workload.kind"].source
+    assert s["micro_batch"].value == 4 and s["workload.num_generations"].value == 8
+    assert s["workload.roles.rollout_memory"].value == 0.5  # the command line's override wins over the YAML
+    assert any(f.endswith("my_grpo.yaml") for f in reading.files)
