@@ -225,8 +225,9 @@ def check_rl_knobs(w: Workload, knobs: dict) -> None:
     for field, allowed in rules.items():
         if knobs.get(field, allowed[0]) not in allowed:
             flag = "--" + field.replace("_", "-")
+            who = "verl's and OpenRLHF's trainers run " if w.role_run else "TRL's trainers run "
+            why = "their own log-prob heads" if w.role_run else "TRL computes log-probs with its own chunked head"
             raise BadInput(
-                f"{flag} {knobs[field]} with --workload {w.kind}: TRL's trainers run "
-                f"{' or '.join(map(str, allowed))} (TRL computes log-probs with its own chunked head)",
+                f"{flag} {knobs[field]} with --workload {w.kind}: {who}{' or '.join(map(str, allowed))} ({why})",
                 field,
             )
