@@ -26,34 +26,16 @@ def roles_of(framework: str) -> tuple[str, ...]:
 
 
 def rows(config) -> list[dict]:
-    from planner.config.spec import Knobs
-    from planner.config.workload import Workload
     from planner.estimate import roles
     from planner.estimate.setup import Setup
     from planner.model.modelspec import from_config
-    from probes.roles_sim import simulate_roles
+    from probes.roles_sim import role_knobs, simulate_roles
     from probes.step import Case
 
     out = []
     for arch, prec, fw, entropy, update, passes in ROLE_GRID:
         cfg = config(arch)
-        budgets = {
-            "max_tokens_per_gpu": update,
-            "logprob_max_tokens_per_gpu": passes,
-            "critic_max_tokens_per_gpu": update,
-        }
-        w = Workload(kind="ppo", beta=0.001, roles={**budgets, "entropy": entropy})
-        # one rank, no sharding: the knobs as the sim runs them (Knobs' framework rules need FSDP or ZeRO for verl)
-        k = Knobs.model_construct(
-            **{
-                **dict(Knobs()),
-                "precision": prec,
-                "checkpointing": "full",
-                "attention": "flash",
-                "framework": fw,
-                "workload": w,
-            }
-        )
+        k = role_knobs(prec, fw, update, passes, entropy)  # one rank, no sharding: as the sim runs them
         s = Setup(from_config(cfg, arch), k, 4, 2, 1024)
         r = roles.roles_of(s)
         analytic = {}

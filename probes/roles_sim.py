@@ -28,6 +28,22 @@ from recipe import make_optimizer
 PHASES = ("actor-update", "old-logps", "reference-forward", "critic-values", "critic-update", "reward-scoring")
 
 
+def role_knobs(precision: str, framework: str, update: int, passes: int, entropy: str = "off", critic: int = 0):
+    """The knobs a role runs with on one rank without sharding (what the sim traces): a PPO run with token budgets
+    (update, no-grad passes, the critic's), full checkpointing, flash attention. Built unchecked: Knobs' framework
+    rules ask verl for FSDP and OpenRLHF for ZeRO, whose sharding is pinned elsewhere (benchmarks/fsdp_sharding.py,
+    zero_sharding.py)."""
+    from planner.config.spec import Knobs
+    from planner.config.workload import Workload
+
+    budgets = {"max_tokens_per_gpu": update, "logprob_max_tokens_per_gpu": passes}
+    w = Workload(
+        kind="ppo", beta=0.001, roles={**budgets, "critic_max_tokens_per_gpu": critic or update, "entropy": entropy}
+    )
+    fields = {"precision": precision, "checkpointing": "full", "attention": "flash", "framework": framework}
+    return Knobs.model_construct(**{**dict(Knobs()), **fields, "workload": w})
+
+
 class _FlashCrossEntropy(torch.autograd.Function):
     """flash_attn.ops.triton.cross_entropy.CrossEntropyLoss as verl calls it (inplace_backward): forward returns
     the per-token loss and saves the logits and the fp32 log-sum-exp; backward writes the gradient into the logits'

@@ -12,7 +12,7 @@ from planner.estimate import roles
 from planner.estimate.setup import Setup
 from planner.model import catalog
 from planner.model.modelspec import from_config
-from probes.roles_sim import simulate_roles
+from probes.roles_sim import role_knobs, simulate_roles
 from probes.step import Case
 
 CASES = [  # (framework, precision, the update's entropy)
@@ -24,18 +24,7 @@ CASES = [  # (framework, precision, the update's entropy)
 @pytest.mark.parametrize("framework,precision,entropy", CASES)
 def test_every_role_phase_matches_the_sim(framework, precision, entropy):
     cfg = catalog.model_config("qwen2.5-0.5b")
-    budgets = {"max_tokens_per_gpu": 1024, "logprob_max_tokens_per_gpu": 2048, "critic_max_tokens_per_gpu": 1024}
-    w = Workload(kind="ppo", beta=0.001, roles={**budgets, "entropy": entropy})
-    k = Knobs.model_construct(
-        **{
-            **dict(Knobs()),
-            "precision": precision,
-            "checkpointing": "full",
-            "attention": "flash",
-            "framework": framework,
-            "workload": w,
-        }
-    )
+    k = role_knobs(precision, framework, 1024, 2048, entropy)
     s = Setup(from_config(cfg, "qwen2.5-0.5b"), k, 4, 2, 1024)
     r = roles.roles_of(s)
     analytic = {}
