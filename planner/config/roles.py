@@ -119,6 +119,15 @@ class Roles(BaseModel):
             "mem_fraction_static of the free memory; default: the framework's, verl 0.5, OpenRLHF 0.95)"
         ),
     )
+    reward_memory: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description=(
+            "verl: the reward model's own vLLM engine's share of each card (reward.reward_model.rollout."
+            "gpu_memory_utilization, default 0.5)"
+        ),
+    )
     sleep_level: Literal[0, 1, 2] | None = Field(
         default=None,
         description=(

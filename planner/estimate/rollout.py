@@ -124,4 +124,4 @@ def sync_bucket_bytes(framework: str) -> int:
 
 def reward_engine_bytes(r: Roles, capacity_bytes: int) -> int:
     """verl's reward model while it scores: its own vLLM engine's share of the card (eager: no graph pool)."""
-    return int(VERL_REWARD_MEMORY * capacity_bytes)
+    return int((r.reward_memory or VERL_REWARD_MEMORY) * capacity_bytes)

@@ -174,7 +174,8 @@ def reward_overrides(plan: Plan) -> list[Override]:
     r = plan.workload.roles
     if not r.reward_model:
         return []
-    return [
+    share = [("reward.reward_model.rollout.gpu_memory_utilization", r.reward_memory)] if r.reward_memory else []
+    return share + [
         ("reward.reward_model.enable", True),
         ("reward.reward_model.model_path", catalog.hf_id(r.reward_model) or r.reward_model),
     ]

@@ -140,6 +140,14 @@ def _roles(c: Collector, f: dict[str, Flag], near) -> None:
     if enabled is not None and as_bool(enabled.value) and "reward.reward_model.model_path" in f:
         k = "reward.reward_model.model_path"
         role_model(c, "reward_model", str(one(f[k].value)), f[k].source, k, near)
+        share = f.get("reward.reward_model.rollout.gpu_memory_utilization")
+        if share is not None and as_float(share.value):
+            c.set(
+                r + "reward_memory",
+                as_float(share.value),
+                share.source,
+                "reward.reward_model.rollout.gpu_memory_utilization",
+            )
     offloads = [
         o
         for key, o in (

@@ -21,7 +21,7 @@ TERMS = {
     "actor_old_logps": ("the old log-prob pass", "a smaller --logprob-max-tokens-per-gpu"),
     "ref_reference_forward": ("the reference pass", "a smaller --logprob-max-tokens-per-gpu"),
     "critic_values": ("the critic's values pass", "a smaller --critic-max-tokens-per-gpu"),
-    "reward_reward_scoring": ("reward scoring", "the reward model on its own GPUs (--placement)"),
+    "reward_scoring": ("reward scoring", "the reward model on its own GPUs (--placement)"),
 }
 
 

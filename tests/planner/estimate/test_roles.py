@@ -157,3 +157,10 @@ def test_an_engine_that_cannot_hold_one_sequence_is_refused_with_the_reason():
     plan = advise.check(advise.parse(advise.CheckRequest, body)).plan
     assert plan.memory.detail["rollout_kv_cache_tokens"] < 5120
     assert not plan.fits and "less than one 5,120-token sequence: vLLM refuses to start" in plan.reason
+
+
+def test_verls_reward_model_scores_in_its_own_engines_share():
+    s = setup(reward_model="qwen2.5-0.5b", reward_memory=0.3)
+    phase = roles.group_phases(s, CAP)["colocated (8 GPUs)"]["reward-scoring"]
+    assert phase["reward_scoring_bytes"] == int(0.3 * CAP)  # reward.reward_model.rollout.gpu_memory_utilization
+    assert phase["reward_resident_bytes"] == 0  # asleep between scorings, eager

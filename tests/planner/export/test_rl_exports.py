@@ -18,7 +18,12 @@ BASE = {"model": "qwen2.5-1.5b", "gpu": "h100", "gpus_per_node": 8, "checkpointi
 RL = {"num_generations": 4, "max_prompt_length": 512, "max_completion_length": 1024, "beta": 0.001}
 CASES = {
     "verl": {
-        "ppo": {"micro_batch": 4, "grad_accum": 2, "fsdp": "full", "workload": {"kind": "ppo", **RL}},
+        "ppo": {
+            "micro_batch": 4,
+            "grad_accum": 2,
+            "fsdp": "full",
+            "workload": {"kind": "ppo", **RL, "roles": {"reward_model": "qwen2.5-0.5b", "reward_memory": 0.3}},
+        },
         "grpo_budget": {
             "micro_batch": 2,
             "grad_accum": 4,
@@ -144,7 +149,10 @@ def test_exports_pass_the_frameworks_own_config_code(framework, tmp_path):
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-8000:]
     assert run.stdout.count(": OK ") == len(written_)
     if framework == "verl":
-        assert "gae: roles actor+rollout+ref+critic" in run.stdout and "grpo: roles actor+rollout+ref," in run.stdout
+        assert (
+            "gae: roles actor+rollout+ref+critic+reward" in run.stdout
+            and "grpo: roles actor+rollout+ref," in run.stdout
+        )
     else:
         assert "Policy 4 GPUs shared, Reference 4 GPUs shared, Critic 2 GPUs" in run.stdout
         assert "dpo: micro 2, batch 32, zero 3" in run.stdout  # train_dpo's own parser and checks

@@ -87,3 +87,13 @@ def test_a_verl_run_with_its_own_hydra_yaml_under_the_command_lines_overrides(tm
     assert s["micro_batch"].value == 4 and s["workload.num_generations"].value == 8
     assert s["workload.roles.rollout_memory"].value == 0.5  # the command line's override wins over the YAML
     assert any(f.endswith("my_grpo.yaml") for f in reading.files)
+
+
+def test_verls_reward_model_and_its_engines_share_are_read(tmp_path):
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo reward.reward_model.enable=True \\\n"
+        "    reward.reward_model.model_path=Qwen/Qwen2.5-0.5B reward.reward_model.rollout.gpu_memory_utilization=0.3\n"
+    )
+    value = {s.field: s.value for s in intake.read([str(script)]).settings}
+    assert value["workload.roles.reward_model"] == "qwen2.5-0.5b" and value["workload.roles.reward_memory"] == 0.3
