@@ -415,12 +415,9 @@ def check(
     world = (req.gpus_per_node or 1) * req.nodes
     # the ranks that see different samples: tensor, sequence and context parallel ranks share theirs (the layout
     # refuses a world they do not divide)
-    data = max(1, world // (req.tensor_parallel * req.sequence_parallel * req.context_parallel))
-    roles = req.workload.roles
-    if (
-        roles.placement != "colocate" and req.framework in ROLE_FRAMEWORKS
-    ):  # the actor's own group (planner.config.roles)
-        data = next((g.gpus for g in roles.groups() if "actor" in g.roles), data)
+    # (an RL run's actor on a group of its own: that group's, planner.config.roles)
+    trained = req.workload.roles.actor_gpus(world) if req.framework in ROLE_FRAMEWORKS else world
+    data = max(1, trained // (req.tensor_parallel * req.sequence_parallel * req.context_parallel))
     if req.micro_batch * req.grad_accum * data > MAX_GLOBAL_BATCH:
         raise BadInput(
             f"--micro-batch {req.micro_batch} x --grad-accum {req.grad_accum} x data-parallel {data} is over "

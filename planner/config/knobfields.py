@@ -268,8 +268,8 @@ class KnobFields(BaseModel):
     def data_parallel_of(self, world: int) -> int:
         """Data-parallel ranks of the trained model over `world` GPUs: the world over the GPUs that share a sample, or
         for an RL run whose actor has a group of its own, that group's GPUs (planner.config.roles)."""
-        if self.role_run and self.workload.roles.placement != "colocate":
-            world = next(g.gpus for g in self.workload.roles.groups() if "actor" in g.roles)
+        if self.role_run:
+            world = self.workload.roles.actor_gpus(world)
         return world // (self.tensor_parallel * self.sequence_parallel * self.context_parallel)
 
 

@@ -164,8 +164,8 @@ class Layout:
         """A global batch no split can give: the data-parallel size (the world size over the `share` of GPUs per
         sample) must divide it; GRPO samples whole groups."""
         world = self.world_size
-        if w.generates and w.roles.placement != "colocate":  # the actor's own group (planner.config.roles)
-            world = next(g.gpus for g in w.roles.groups() if "actor" in g.roles)
+        if w.generates:  # an RL run's actor may have a group of its own (planner.config.roles)
+            world = w.roles.actor_gpus(world)
         dp = world // share
         if global_batch % dp:
             lo = global_batch // dp * dp

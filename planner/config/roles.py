@@ -191,6 +191,13 @@ class Roles(BaseModel):
     def groups(self) -> tuple[Group, ...]:
         return parse_placement(self.placement)
 
+    def actor_gpus(self, world: int) -> int:
+        """The GPUs the actor trains on, of the run's `world`: its own group's, or all of them when colocated (the
+        data-parallel ranks of the global batch)."""
+        if self.placement == "colocate":
+            return world
+        return next(g.gpus for g in self.groups() if "actor" in g.roles)
+
     @property
     def colocated(self) -> bool:
         """The rollout shares the actor's GPUs (verl's hybrid engine)."""

@@ -51,7 +51,6 @@ class Roles:
 
     models: dict[str, ModelSpec]
     groups: dict[str, Group]  # role -> its group
-    world: int
 
 
 def roles_of(s: Setup) -> Roles:
@@ -67,7 +66,7 @@ def roles_of(s: Setup) -> Roles:
         for role in g.roles:
             if role in names:
                 groups[role] = g if g.gpus else Group(("colocated",), s.world_size)
-    return Roles({n: models[n] for n in names}, groups, s.world_size)
+    return Roles({n: models[n] for n in names}, groups)
 
 
 def on_group(s: Setup, model: ModelSpec, g: Group) -> Setup:
@@ -292,11 +291,20 @@ def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
         host_phases=training.host_phases,
         detail={
             **{f"{gname}: {k}": v for k, v in terms.items()},
-            "rollout_kv_cache_tokens": kv_tokens(s, capacity_bytes),
+            "rollout_kv_cache_tokens": kv_tokens(s, groups, capacity_bytes),
         },
         phases=totals,
         peak_term=f"{gname}: " + max(terms, key=terms.get).removesuffix("_bytes"),
     )
+
+
+def kv_tokens(s: Setup, groups: dict, capacity: int) -> int:
+    """Tokens the rollout engine's KV cache holds on each of its GPUs, beside what its group keeps resident when it
+    starts (its rollout phase's resident terms; planner.estimate.rollout.kv_cache_tokens)."""
+    terms = next(phases["rollout"] for phases in groups.values() if "rollout" in phases)
+    others = sum(v for k, v in terms.items() if k.endswith("_resident_bytes"))
+    r = s.knobs.workload.roles.resolved(s.knobs.framework)
+    return rollout.kv_cache_tokens(s.model, r, capacity, others, s.knobs.framework)
 
 
 def other_roles_seconds(s: Setup, hw) -> float:
@@ -314,13 +322,3 @@ def other_roles_seconds(s: Setup, hw) -> float:
     if "reward" in R.models:
         flops += 2 * R.models["reward"].params * tokens
     return flops / rate
-
-
-def kv_tokens(s: Setup, capacity: int) -> int:
-    """Tokens the rollout engine's KV cache holds on each of its GPUs, beside what its group keeps resident when it
-    starts (planner.estimate.rollout.kv_cache_tokens)."""
-    R, r = roles_of(s), s.knobs.workload.roles.resolved(s.knobs.framework)
-    g = R.groups["rollout"]
-    members = [m for m in R.models if R.groups[m].name == g.name and m != "rollout"]
-    others = sum(resident_bytes(on_group(s, R.models[m], R.groups[m]), m, r.offload) for m in members)
-    return rollout.kv_cache_tokens(s.model, r, capacity, others, s.knobs.framework)

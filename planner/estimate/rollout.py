@@ -105,11 +105,6 @@ def sync_bytes(model: ModelSpec, r: Roles, capacity_bytes: int, others_bytes: in
     return weights_bytes(model, r) + graph_pool_bytes(r)
 
 
-def host_bytes_per_gpu(model: ModelSpec, r: Roles, colocated: bool) -> int:
-    """Host RAM per rollout GPU: sleep level 1 keeps the weights there (pinned)."""
-    return weights_bytes(model, r) if colocated and r.sleep_level == 1 else 0
-
-
 # verl 0.9.1: rollout.checkpoint_engine.update_weights_bucket_megabytes 2048 (trainer/config/rollout/rollout.yaml:282,296),
 # a GPU buffer on each trainer rank shared with the engine over CUDA IPC (vllm_rollout/bucketed_weight_transfer.py:179-185)
 VERL_SYNC_BUCKET_BYTES = 2048 << 20
