@@ -1,11 +1,13 @@
-"""Probe jobs: persisted in the probe store's SQLite file (table `jobs`), run one at a time per device
-slot (each local GPU, or one CPU slot on a host without), each in its own subprocess with a deadline it
-enforces itself (probes.run.run_isolated), so a job that OOMs, crashes or hangs is recorded with its class
-and the service keeps serving.
+"""Probe jobs: persisted in the probe store (table `jobs`: the SQLite file, or the PostgreSQL database several
+replicas share), run by the settings' executor. `local` runs them one at a time per device slot of this host (each
+local GPU, or one CPU slot on a host without), each in its own subprocess with a deadline it enforces itself
+(probes.run.run_isolated), so a job that OOMs, crashes or hangs is recorded with its class and the service keeps
+serving; `slurm` and `ray` hand them to the cluster's scheduler (api/remote.py, api/executors).
 
 Lifecycle: queued -> running -> done (outcome ok | oom | crash | timeout), or cancelled (DELETE, queued
 or running), or interrupted (its probe was gone at a restart and left no result, or it was stopped with
-no cancel in its row). An identical request while one is queued returns that job (coalesced).
+no cancel in its row), or failed (a cluster's scheduler refused or lost it: its state and reason are kept). An
+identical request while one is queued returns that job (coalesced); a sweep's jobs are never coalesced.
 
 Faults lose nothing:
 - A running job's probe process group, folder and deadline are in its row. After a restart, the worker
@@ -20,6 +22,7 @@ Faults lose nothing:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import threading
@@ -29,8 +32,10 @@ from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
+from api.remote import RemoteWorkers
 from api.schemas import Job, ProbeRequest
 from api.workers import SlotWorkers
+from planner.evidence import db as sql
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -39,8 +44,16 @@ CREATE TABLE IF NOT EXISTS jobs (
   created REAL NOT NULL, started REAL, finished REAL);
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, created);
 """
-_ADDED = {"pgid": "INTEGER", "folder": "TEXT", "deadline": "REAL"}  # columns newer than the first schema
-_COLUMNS = "id, status, outcome, model, backend, device, request, record_id, created, started, finished"
+_ADDED = {  # columns newer than the first schema (PostgreSQL: planner.evidence.migrations 3 and 4)
+    "pgid": "INTEGER",
+    "folder": "TEXT",
+    "deadline": "REAL",
+    **dict.fromkeys(("host", "executor", "sweep", "scheduler_id", "sched_state", "sched_reason"), "TEXT"),
+}
+_COLUMNS = (
+    "id, status, outcome, model, backend, device, request, record_id, created, started, finished, executor, sweep, "
+    "scheduler_id, sched_state, sched_reason"
+)
 
 
 def device_slots() -> list[str]:
@@ -50,20 +63,33 @@ def device_slots() -> list[str]:
     return [f"cuda:{i}" for i in range(local_gpu_count())] or ["cpu"]
 
 
-class JobQueue(SlotWorkers):
-    def __init__(self, db_path: Path, store_path: Path | None, timeout_s: int, slots: list[str] | None = None) -> None:
-        self.db_path, self.store_path, self.timeout_s = Path(db_path), store_path, timeout_s
+class JobQueue(SlotWorkers, RemoteWorkers):
+    def __init__(self, store, timeout_s: int, slots: list[str] | None = None, settings=None) -> None:
+        from api.executors import make
+
+        self.where = store if sql.is_url(store) else Path(store)
+        self.store_path, self.timeout_s = self.where, timeout_s
         self.slots = slots or device_slots()
+        self.scheduler = make(settings) if settings is not None else None
         self.outcomes: Counter[str] = Counter()
         self.store_errors = 0
         self.store_error: str | None = None  # the last store error, until a write succeeds again
-        self.folders = self.db_path.with_name(self.db_path.name + ".jobs")  # one folder per running probe
+        state = self._state_dir(settings)
+        self.folders = state / f"{self._name}.jobs"  # one folder per running probe
+        self.locks = state / self._name  # + .<slot>.lock
+        self.shared = (settings.shared_dir if settings and settings.shared_dir else self.folders) / ""
         self._wake = threading.Condition()
         self._stop = threading.Event()
         self._procs: dict[str, object] = {}  # running job id -> Popen
         self._threads: list[threading.Thread] = []
         self.dblock = threading.RLock()  # held around every connection to the store (_db)
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        state.mkdir(parents=True, exist_ok=True)
+        self.shared.mkdir(parents=True, exist_ok=True)
+        if sql.is_url(self.where):
+            from planner.evidence.store import Store
+
+            Store(self.where).close()  # the server's schema: its migrations (planner.evidence.migrations)
+            return
         with self._db() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
@@ -72,6 +98,19 @@ class JobQueue(SlotWorkers):
                 if col not in have:
                     db.execute(f"ALTER TABLE jobs ADD COLUMN {col} {kind}")
 
+    def _state_dir(self, settings) -> Path:
+        """This host's job folders and slot locks: beside a SQLite store (as before servers), else the settings'
+        state_dir or the user data dir, one name per PostgreSQL URL."""
+        if not sql.is_url(self.where):
+            self._name = self.where.name
+            return self.where.parent
+        self._name = "pg-" + hashlib.sha256(str(self.where).encode()).hexdigest()[:12]
+        if settings is not None and settings.state_dir:
+            return Path(settings.state_dir)
+        from platformdirs import user_data_dir
+
+        return Path(user_data_dir("memplan")) / "service"
+
     @contextmanager
     def _db(self):
         """A connection of its own, closed after use, one at a time in this process. SQLite shares one
@@ -79,7 +118,9 @@ class JobQueue(SlotWorkers):
         files could not be written, that view stays read-only while any connection is open, so a busy
         service that always held one would never recover from a moment of read-only store."""
         with self.dblock:
-            db = sqlite3.connect(self.db_path, timeout=30, isolation_level=None)
+            db = sql.connect(self.where)
+            if isinstance(db, sqlite3.Connection):
+                db.isolation_level = None  # transactions as the code begins them (BEGIN IMMEDIATE)
             try:
                 yield db
             finally:
@@ -87,7 +128,13 @@ class JobQueue(SlotWorkers):
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
-        """One thread per slot serves the queue (see _serve)."""
+        """One thread per slot serves the queue (see _serve); with a cluster's scheduler, one thread submits and
+        polls (api/remote.py)."""
+        if self.scheduler is not None:
+            t = threading.Thread(target=self._serve_remote, name=f"probe-{self.scheduler.kind}", daemon=True)
+            t.start()
+            self._threads.append(t)
+            return
         for slot in self.slots:
             t = threading.Thread(target=self._serve, args=(slot,), name=f"probe-{slot}", daemon=True)
             t.start()
@@ -103,9 +150,11 @@ class JobQueue(SlotWorkers):
             t.join(timeout=5)
 
     # -- requests -----------------------------------------------------------------------------
-    def submit(self, req: ProbeRequest, model_name: str, config: dict, knobs, shapes) -> tuple[Job, bool]:
-        """(job, created): an identical queued request is returned instead of a new job. knobs and shapes
-        are what planner.advise.probe_plan made of the request (the CLI's probe makes the same)."""
+    def submit(
+        self, req: ProbeRequest, model_name: str, config: dict, knobs, shapes, sweep: str | None = None
+    ) -> tuple[Job, bool]:
+        """(job, created): an identical queued request is returned instead of a new job (not in a sweep). knobs and
+        shapes are what planner.advise.probe_plan made of the request (the CLI's probe makes the same)."""
         body = req.model_dump(mode="json")
         body["model"] = model_name
         dedup = json.dumps({"request": {**body, "timeout_s": None}, "config": config}, sort_keys=True)
@@ -120,15 +169,16 @@ class JobQueue(SlotWorkers):
         )
         with self._db() as db:
             db.execute("BEGIN IMMEDIATE")
+            sql.lock_queue(db)  # PostgreSQL: two replicas never both add one request
             row = db.execute("SELECT id FROM jobs WHERE status='queued' AND dedup=?", (dedup,)).fetchone()
-            if row:
+            if row and sweep is None:
                 db.execute("COMMIT")
                 return self.get(row[0]), False
             jid = uuid.uuid4().hex[:16]
             db.execute(
-                "INSERT INTO jobs (id, status, model, backend, dedup, request, spec, created) "
-                "VALUES (?, 'queued', ?, ?, ?, ?, ?, ?)",
-                (jid, model_name, req.backend, dedup, json.dumps(body), spec, time.time()),
+                "INSERT INTO jobs (id, status, model, backend, dedup, request, spec, created, sweep) "
+                "VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?)",
+                (jid, model_name, req.backend, dedup, json.dumps(body), spec, time.time(), sweep),
             )
             db.execute("COMMIT")
         with self._wake:
@@ -160,7 +210,7 @@ class JobQueue(SlotWorkers):
     def cancel(self, jid: str) -> Job | None:
         with self._db() as db:
             db.execute("BEGIN IMMEDIATE")
-            row = db.execute("SELECT status FROM jobs WHERE id=?", (jid,)).fetchone()
+            row = db.execute(f"SELECT status, scheduler_id FROM jobs WHERE id=?{sql.for_update(db)}", (jid,)).fetchone()
             if row is None:
                 db.execute("COMMIT")
                 return None
@@ -168,6 +218,8 @@ class JobQueue(SlotWorkers):
                 db.execute("UPDATE jobs SET status='cancelled', finished=? WHERE id=?", (time.time(), jid))
             db.execute("COMMIT")
         self._kill(jid)  # this process's probe at once; another process's sees the row (_cancelled)
+        if self.scheduler is not None and row[0] == "running" and row[1] and not row[1].startswith("?"):
+            self.scheduler.cancel([row[1]])  # and every poller again while the scheduler says it is live
         return self.get(jid)
 
     def _kill(self, jid: str) -> None:
@@ -181,7 +233,7 @@ class JobQueue(SlotWorkers):
         try:
             with self._db() as db:
                 row = db.execute("SELECT status FROM jobs WHERE id=?", (jid,)).fetchone()
-        except sqlite3.Error:
+        except sql.errors():
             return False  # unreadable for now: the probe runs on, and the next poll asks again
         # rows are never deleted: a missing row is a read that did not see the WAL (an immutable -shm
         # can give one), not a cancel; taking it for one killed a running probe and left its job running
@@ -204,7 +256,8 @@ class JobQueue(SlotWorkers):
 
     @staticmethod
     def _job(row: tuple, store) -> Job:
-        jid, status, outcome, model, backend, device, request, record_id, created, started, finished = row
+        jid, status, outcome, model, backend, device, request, record_id, created, started, finished = row[:11]
+        executor, sweep, sid, sched_state, sched_reason = row[11:]
         record = None
         rec = store.get(record_id) if record_id is not None else None
         if rec is not None:
@@ -222,4 +275,9 @@ class JobQueue(SlotWorkers):
             created=created,
             started=started,
             finished=finished,
+            executor=executor or "local",
+            sweep=sweep,
+            scheduler_id=None if sid is None or sid.startswith("?") else sid,
+            scheduler_state=sched_state,
+            scheduler_reason=sched_reason or None,
         )

@@ -33,7 +33,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     from planner.evidence.store import default_path
 
     store = settings.store or default_path()
-    queue = JobQueue(store, store, settings.probe_timeout_s)
+    queue = JobQueue(store, settings.probe_timeout_s, settings=settings)
     metrics = Metrics()
 
     @asynccontextmanager
@@ -106,26 +106,32 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def healthz() -> dict:
         """ok, or degraded with the reason while the store cannot be read or written (the job workers
         retry with backoff meanwhile, and this says ok again by itself once a write succeeds)."""
-        import sqlite3
+        from planner.evidence.db import errors
 
         try:
             depth = queue.depth()
-        except sqlite3.Error as e:
+        except errors() as e:
             depth, reason = None, f"the store cannot be read: {e.__class__.__name__}: {e}"
         else:
             ok, error = queue.healthy()
             reason = None if ok else f"the store cannot be written: {error}"
-        return {"status": "degraded" if reason else "ok", "reason": reason, "queue_depth": depth, "slots": queue.slots}
+        executor = queue.scheduler.kind if queue.scheduler else "local"
+        return {
+            "status": "degraded" if reason else "ok",
+            "reason": reason,
+            "queue_depth": depth,
+            "slots": queue.slots,
+        } | {"executor": executor}
 
     @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
     def prometheus() -> str:
         """Counters from memory; the queue depth from the store, NaN while the store cannot be read (the
         metrics must still answer then: that is when they are needed)."""
-        import sqlite3
+        from planner.evidence.db import errors
 
         try:
             depth = queue.depth()
-        except sqlite3.Error:
+        except errors():
             depth = None
         return metrics.render(depth, dict(queue.outcomes), queue.store_errors)
 

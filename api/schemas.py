@@ -32,7 +32,7 @@ class ProbeRequest(advise.ProbeRequest):
     inject_fault: Literal["oom", "crash", "hang", "slow"] | None = Field(default=None, description="tests only")
 
 
-JobStatus = Literal["queued", "running", "done", "cancelled", "interrupted"]
+JobStatus = Literal["queued", "running", "done", "cancelled", "interrupted", "failed"]
 
 
 class Job(BaseModel):
@@ -47,3 +47,15 @@ class Job(BaseModel):
     created: float
     started: float | None = None
     finished: float | None = None
+    executor: Literal["local", "slurm", "ray"] = "local"
+    sweep: str | None = None
+    scheduler_id: str | None = Field(default=None, description="the job's id in Slurm (`123`, `123_4`) or Ray")
+    scheduler_state: str | None = Field(default=None, description="the scheduler's last word on it: PENDING, NODE_FAIL")
+    scheduler_reason: str | None = None
+
+
+class SweepRequest(BaseModel):
+    """POST /v1/probes/sweep: several probes as one submission (one Slurm job array)."""
+
+    model_config = {"extra": "forbid"}
+    probes: list[ProbeRequest] = Field(min_length=1, max_length=64)

@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import sqlite3
+import socket
 import time
 from pathlib import Path
+
+from planner.evidence import db as sql
 
 BACKOFF_S = (0.25, 0.5, 1, 2, 4, 8)
 
@@ -21,10 +23,14 @@ class SlotWorkers:
     def _claim(self, slot: str) -> tuple[str, dict] | None:
         with self._db() as db:
             db.execute("BEGIN IMMEDIATE")
-            row = db.execute("SELECT id, spec FROM jobs WHERE status='queued' ORDER BY created LIMIT 1").fetchone()
+            lock = sql.for_update(db, skip_locked=True)  # PostgreSQL: replicas claim different jobs at once
+            row = db.execute(
+                f"SELECT id, spec FROM jobs WHERE status='queued' ORDER BY created LIMIT 1{lock}"
+            ).fetchone()
             if row:
                 db.execute(
-                    "UPDATE jobs SET status='running', device=?, started=? WHERE id=?", (slot, time.time(), row[0])
+                    "UPDATE jobs SET status='running', device=?, host=?, executor='local', started=? WHERE id=?",
+                    (slot, socket.gethostname(), time.time(), row[0]),
                 )
             db.execute("COMMIT")
         return (row[0], json.loads(row[1])) if row else None
@@ -36,7 +42,7 @@ class SlotWorkers:
         for attempt in range(10**9):
             try:
                 out = what(*args)
-            except (sqlite3.Error, OSError, BadInput) as e:
+            except (*sql.errors(), OSError, BadInput) as e:
                 self.store_errors += 1
                 self.store_error = f"{e.__class__.__name__}: {e}"
                 if self._stop.wait(BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)]):
@@ -52,7 +58,7 @@ class SlotWorkers:
         the slot were the dead holder's: they are adopted (_adopt) before any other job is claimed."""
         import fcntl
 
-        f = open(self.db_path.with_name(self.db_path.name + f".{slot.replace(':', '')}.lock"), "w")  # noqa: SIM115
+        f = open(self.locks.with_name(self.locks.name + f".{slot.replace(':', '')}.lock"), "w")  # noqa: SIM115
         while not self._stop.is_set():
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -65,8 +71,10 @@ class SlotWorkers:
 
     def _orphans(self, slot: str) -> list[tuple]:
         with self._db() as db:
-            return db.execute(
-                "SELECT id, spec, pgid, folder, deadline FROM jobs WHERE status='running' AND device=?", (slot,)
+            return db.execute(  # this host's: another replica's slot of the same name is its own
+                "SELECT id, spec, pgid, folder, deadline FROM jobs WHERE status='running' AND device=? "
+                "AND (host IS NULL OR host=?) AND (executor IS NULL OR executor='local')",
+                (slot, socket.gethostname()),
             ).fetchall()
 
     def _serve(self, slot: str) -> None:
@@ -219,7 +227,7 @@ class SlotWorkers:
             db = store.db
             db.execute("BEGIN IMMEDIATE")
             try:
-                row = db.execute("SELECT status FROM jobs WHERE id=?", (jid,)).fetchone()
+                row = db.execute(f"SELECT status FROM jobs WHERE id=?{sql.for_update(db)}", (jid,)).fetchone()
                 if row is None or row[0] != "running":
                     db.execute("ROLLBACK")
                     return False

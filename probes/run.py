@@ -181,6 +181,17 @@ def _worker(job_path: str, result_path: str) -> int:
     return OOM_EXIT if rec.status == "oom" else 0
 
 
+def write_job(folder: Path, spec: dict, deadline: float | None, adoptable: bool) -> Path:
+    """The probe's job file (what `python -m probes.run job.json result.json` runs), from a job spec (model, config,
+    knobs, shapes, request.backend). deadline None: no watchdog (a cluster's scheduler holds the time limit)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    job = folder / "job.json"
+    body = {k: spec[k] for k in ("model", "config", "knobs", "shapes")}
+    body |= {"backend": spec["request"]["backend"], "deadline": deadline, "parent": os.getpid(), "adoptable": adoptable}
+    job.write_text(json.dumps(body))
+    return job
+
+
 def run_isolated(
     model: str,
     config: dict,
@@ -210,20 +221,8 @@ def _run_in(
 ) -> ProbeRecord:
     job, result, err_path = folder / "job.json", folder / "result.json", folder / "stderr.txt"
     deadline = time.time() + timeout_s
-    job.write_text(
-        json.dumps(
-            {
-                "model": model,
-                "config": config,
-                "knobs": knobs.model_dump(),
-                "shapes": shapes.model_dump(),
-                "backend": backend,
-                "deadline": deadline,
-                "parent": os.getpid(),
-                "adoptable": adoptable,
-            }
-        )
-    )
+    spec = {"model": model, "config": config, "knobs": knobs.model_dump(), "shapes": shapes.model_dump()}
+    write_job(folder, {**spec, "request": {"backend": backend}}, deadline, adoptable)
     root = str(Path(__file__).resolve().parent.parent)
     penv = {**os.environ, **(env or {})}
     penv.update(alloc_env(knobs))  # the plan's allocator: read when CUDA starts in the child

@@ -294,3 +294,55 @@ def pytest_collection_modifyitems(config, items):
     stale = [k for k in SLOW if k not in used and k.split("::")[0] in files]
     if whole and stale:
         raise pytest.UsageError("tests/conftest.py SLOW names tests that were not collected:\n" + "\n".join(stale))
+
+
+# -- issue 36: the real engines a test may need (tests/engines): one PostgreSQL server and one Slurm cluster per pytest
+# process, started on first use; a test skips, saying why, only where the engine is not installed here ------------
+@pytest.fixture(scope="session")
+def pg_server():
+    pytest.importorskip("psycopg", reason="psycopg not installed (the test extra installs it)")
+    from tests.engines.postgres import PgServer, missing
+
+    why = missing()
+    if why:
+        pytest.skip(why)
+    server = PgServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A new, empty database on the session's server (dropped after the test)."""
+    import uuid
+
+    import psycopg
+
+    name = "t" + uuid.uuid4().hex[:12]
+    admin = pg_server.url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as c:
+        c.execute(f"CREATE DATABASE {name}")
+    yield pg_server.url.rsplit("/", 1)[0] + "/" + name
+    with psycopg.connect(admin, autocommit=True) as c:
+        c.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_at(request, tmp_path):
+    """Where a store test's store lives: a SQLite file, then a PostgreSQL database (the same tests for both)."""
+    return tmp_path / "p.sqlite" if request.param == "sqlite" else request.getfixturevalue("pg_url")
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    from tests.engines.slurm import SlurmCluster, missing
+
+    why = missing()
+    if why:
+        pytest.skip(why)
+    cluster = SlurmCluster(Path(tempfile.mkdtemp(prefix="memplan-slurm-"))).start()
+    yield cluster
+    cluster.stop()
+    import shutil
+
+    shutil.rmtree(cluster.root, ignore_errors=True)

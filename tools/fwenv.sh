@@ -2,7 +2,7 @@
 # One venv per framework (LLaMA-Factory, ms-swift, axolotl: their pins conflict), holding only what its config parser
 # imports, so the tests can load memplan's exports with each framework's own parser (tests/planner/export/validators).
 # Idempotent: a venv whose stamp matches is left alone (0.01 s). `make fwenv` runs it; `make test` uses the venvs.
-# usage: tools/fwenv.sh [llamafactory|ms-swift|axolotl|verl|torchtitan|gptqmodel|video|openrlhf ...]   (default: all)
+# usage: tools/fwenv.sh [llamafactory|ms-swift|axolotl|verl|torchtitan|gptqmodel|video|openrlhf|ray ...]   (default: all)
 #   FWENV_ROOT=.fwenv
 # verl: what its SFT config code imports (verl/__init__ imports ray and tensordict; hydra composes the YAML; transformers
 #   within verl's own pin, >=5.5.3,<5.11). torchtitan: what torchtitan.train's ConfigManager and Trainer.Config import,
@@ -101,6 +101,22 @@ setup_openrlhf() {
   echo "openrlhf: installed"
 }
 
+# ray: the cluster engine the API's Ray executor submits probe jobs to (api/executors/ray.py), through the Ray Jobs REST
+#   API of `ray start --head` (ray[default]: the dashboard serves the Jobs API). No torch: a job's entrypoint is memplan's
+#   own python, not this venv's. tests/api/test_ray_executor.py starts the head on loopback from here.
+RAY="ray[default]==2.55.0"
+
+setup_ray() {
+  local venv=$ROOT/ray
+  if [ "$(cat "$venv/.fwenv-stamp" 2>/dev/null)" = "$RAY" ]; then echo "ray: up to date"; return; fi
+  rm -rf "$venv"
+  $PY -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "$RAY"
+  "$venv/bin/python" -c "import ray.dashboard, aiohttp"
+  echo "$RAY" > "$venv/.fwenv-stamp"
+  echo "ray: installed"
+}
+
 VIDEO="torch==2.14.1 torchvision==0.29.1 transformers==5.24.0 numpy==2.4.6 pillow==13.0.0"
 
 setup_video() {
@@ -114,11 +130,12 @@ setup_video() {
   echo "video: installed"
 }
 
-for name in "${@:-llamafactory ms-swift axolotl verl torchtitan gptqmodel video openrlhf}"; do
+for name in "${@:-llamafactory ms-swift axolotl verl torchtitan gptqmodel video openrlhf ray}"; do
   for n in $name; do
     case $n in
       video) setup_video ;;
       openrlhf) setup_openrlhf ;;
+      ray) setup_ray ;;
       *) setup_one "$n" ;;
     esac
   done

@@ -1,14 +1,16 @@
-"""Probe jobs on this host: POST /v1/probes (202), GET /v1/probes/{id}, GET /v1/probes, DELETE."""
+"""Probe jobs, run by the service's executor: POST /v1/probes (202), POST /v1/probes/sweep, GET /v1/probes/{id},
+GET /v1/probes, DELETE."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Response
 
 from api.deps import Authorized, SettingsDep, get_queue, resolve_model
 from api.jobs import JobQueue
-from api.schemas import Job, JobStatus, ProbeRequest
+from api.schemas import Job, JobStatus, ProbeRequest, SweepRequest
 from planner import advise
 
 router = APIRouter(prefix="/v1/probes", tags=["probes"])
@@ -19,22 +21,41 @@ JobId = Annotated[str, Path(max_length=64, pattern=r"^[0-9a-f]+$")]
 @router.post("", status_code=202, response_model=Job, dependencies=[Authorized])
 def submit(body: ProbeRequest, queue: Queue, settings: SettingsDep, response: Response) -> Job:
     """Queue a probe; an identical queued request returns that job (200 instead of 202)."""
-    if body.inject_fault and not settings.test_faults:
-        raise HTTPException(
-            422,
-            [
-                {
-                    "loc": ["body", "inject_fault"],
-                    "type": "value_error",
-                    "msg": "inject_fault is accepted only when MEMPLAN_TEST_FAULTS=1",
-                }
-            ],
-        )
+    _faults_allowed(body, settings)
     model, knobs, shapes = advise.probe_plan(body, lambda ref: resolve_model(ref, settings))
     job, created = queue.submit(body, model.name, model.config, knobs, shapes)
     if not created:
         response.status_code = 200
     return job
+
+
+@router.post("/sweep", status_code=202, response_model=list[Job], dependencies=[Authorized])
+def sweep(body: SweepRequest, queue: Queue, settings: SettingsDep) -> list[Job]:
+    """Queue several probes as one sweep: every one is checked before any is queued; with the Slurm executor they
+    run as one job array. Never coalesced with queued jobs."""
+    plans = []
+    for i, probe in enumerate(body.probes):
+        _faults_allowed(probe, settings, ("body", "probes", i))
+        plans.append(advise.probe_plan(probe, lambda ref: resolve_model(ref, settings)))
+    name = uuid.uuid4().hex[:16]
+    return [
+        queue.submit(probe, model.name, model.config, knobs, shapes, sweep=name)[0]
+        for probe, (model, knobs, shapes) in zip(body.probes, plans)
+    ]
+
+
+def _faults_allowed(body: ProbeRequest, settings, loc: tuple = ("body",)) -> None:
+    if body.inject_fault and not settings.test_faults:
+        raise HTTPException(
+            422,
+            [
+                {
+                    "loc": [*loc, "inject_fault"],
+                    "type": "value_error",
+                    "msg": "inject_fault is accepted only when MEMPLAN_TEST_FAULTS=1",
+                }
+            ],
+        )
 
 
 @router.get("/{job_id}", response_model=Job)

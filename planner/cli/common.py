@@ -338,7 +338,11 @@ def add_evidence_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_store_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", default=None, help="probe store (SQLite); default $MEMPLAN_STORE or the user data dir")
+    p.add_argument(
+        "--store",
+        default=None,
+        help="probe store: a SQLite file or a postgresql:// URL; default $MEMPLAN_STORE or the user data dir",
+    )
 
 
 QUIET = False  # set by the root command for --json: no progress on stderr

@@ -31,6 +31,12 @@ def register(sub) -> None:
         default=None,
         help="longest a probe job may run, seconds (default 600)",
     )
+    p.add_argument(
+        "--executor",
+        choices=["local", "slurm", "ray"],
+        default=None,
+        help="where probe jobs run: this host's devices (default), Slurm (sbatch) or Ray Jobs (MEMPLAN_EXECUTOR)",
+    )
     common.add_store_arg(p)
     p.set_defaults(run=run)
 
@@ -52,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         "MEMPLAN_WORKERS": args.workers,
         "MEMPLAN_STORE": args.store,
         "MEMPLAN_PROBE_TIMEOUT_S": args.probe_timeout,
+        "MEMPLAN_EXECUTOR": args.executor,
         "MEMPLAN_MODEL_DIRS": json.dumps(args.model_dir) if args.model_dir else None,
         "MEMPLAN_DATA_DIRS": json.dumps(args.data_dir) if args.data_dir else None,
     }
@@ -68,5 +75,10 @@ def run(args: argparse.Namespace) -> int:
         common.err_console().print(
             f"warning: no MEMPLAN_API_TOKEN and listening on {s.host}: probe submission and cancellation are refused"
         )
+    from api.executors import unavailable
+
+    why = unavailable(s)
+    if why:
+        raise BadInput(f"--executor {s.executor}: {why}", "executor")
     uvicorn.run("api.main:create_app", factory=True, host=s.host, port=s.port, workers=s.workers)
     return 0

@@ -47,16 +47,18 @@ def add(store, rows: list[RunStep]) -> list[int]:
     with store.db:
         for r in rows:
             cur = store.db.execute(
-                "INSERT INTO runs (run, step, rank, model, created, record) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO runs (run, step, rank, model, created, record) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
                 (r.run, r.step, r.rank, r.model, r.created, r.model_dump_json(exclude={"id"})),
             )
-            ids.append(int(cur.lastrowid))
+            ids.append(int(cur.fetchall()[0][0]))
     return ids
 
 
 def _has_table(store) -> bool:
     """A store of an earlier version opened read-only has no `runs` table (planner.evidence.store)."""
-    return store.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'").fetchone() is not None
+    from planner.evidence.db import has_table
+
+    return has_table(store.db, "runs")
 
 
 def steps(store, run: str | None = None, limit: int = 1000) -> list[RunStep]:

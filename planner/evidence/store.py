@@ -8,7 +8,8 @@ A record is keyed twice:
 - `fingerprint`: tensor_key plus the device name and the torch/transformers/deepspeed versions:
   the identity of one measurement (context, workspace and capacity depend on the card).
 
-Path: --store, else $MEMPLAN_STORE, else <user data dir>/memplan/probes.sqlite.
+Where: --store, else $MEMPLAN_STORE, else <user data dir>/memplan/probes.sqlite; a `postgresql://` URL there is a
+PostgreSQL store (planner.evidence.db, its schema by planner.evidence.migrations), which several hosts share.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from planner.config.spec import Knobs
 from planner.errors import BadInput
+from planner.evidence import db as sql
 
 SCHEMA_VERSION = 1
 OPEN_TRIES = 20  # Store._connect: 0.25 s apart
@@ -33,10 +35,11 @@ Backend = Literal["sim", "cpu", "cuda"]
 Status = Literal["ok", "oom", "crash", "timeout", "cancelled"]  # cancelled: returned, never stored
 
 
-def default_path() -> Path:
+def default_path() -> Path | str:
+    """The store named by $MEMPLAN_STORE (a file, or a PostgreSQL URL), else the user data dir's file."""
     env = os.environ.get("MEMPLAN_STORE")
     if env:
-        return Path(env).expanduser()
+        return env if sql.is_url(env) else Path(env).expanduser()
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("memplan")) / "probes.sqlite"
@@ -170,7 +173,9 @@ class Store:
     @classmethod
     def existing(cls, path: str | Path | None = None) -> Store:
         """A store that must exist already: read commands never create one (a typo in --store is said)."""
-        where = Path(path).expanduser() if path else default_path()
+        where = (path if sql.is_url(path) else Path(path).expanduser()) if path else default_path()
+        if sql.is_url(where):
+            return cls(where)  # a server's store is made by its migrations when first opened
         try:
             found = where.is_file()
         except (OSError, ValueError):
@@ -182,7 +187,11 @@ class Store:
         return cls(where)
 
     def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path).expanduser() if path else default_path()
+        where = path or default_path()
+        if sql.is_url(where):
+            self._open_server(str(where))
+            return
+        self.path = Path(where).expanduser()
         self.db = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -193,12 +202,28 @@ class Store:
             raise BadInput(f"--store {str(self.path)!r}: cannot open as a probe store ({e})", "store") from None
         if row is None:  # several processes may set up one new file at once: the first one's version stands
             with self.db:
-                self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                self.db.execute(
+                    "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING", (str(SCHEMA_VERSION),)
+                )
         elif int(row[0]) > SCHEMA_VERSION:
             raise BadInput(
                 f"--store {str(self.path)!r}: schema version {row[0]} is newer than this memplan's "
                 f"({SCHEMA_VERSION}); upgrade memplan or use another store"
             )
+
+    def _open_server(self, url: str) -> None:
+        """A PostgreSQL store: connect, then apply the migrations it lacks (planner.evidence.migrations)."""
+        from planner.evidence.migrations import migrate
+
+        self.path, self.db = sql.redacted(url), None  # path: what messages say, never the password
+        try:
+            self.db = sql.connect(url)
+            migrate(self.db, self.path)
+        except sql.errors() as e:
+            if self.db is not None:
+                self.db.close()
+            first = str(e).strip().splitlines()[0] if str(e).strip() else e.__class__.__name__
+            raise BadInput(f"--store {self.path!r}: cannot open as a probe store ({first})", "store") from None
 
     def _connect(self):
         """Open the file and set up its schema; the stored schema version's row (None for a new file). Processes that
@@ -230,10 +255,12 @@ class Store:
         try:
             with self.db:  # a real write, rolled back: sqlite opens a file it cannot write read-only
                 self.db.execute("SAVEPOINT write_check")
-                self.db.execute("INSERT OR REPLACE INTO meta VALUES ('write_check', '1')")
+                self.db.execute(
+                    "INSERT INTO meta VALUES ('write_check', '1') ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+                )
                 self.db.execute("ROLLBACK TO write_check")
                 self.db.execute("RELEASE write_check")
-        except sqlite3.DatabaseError as e:
+        except sql.errors() as e:
             raise BadInput(
                 f"--store {str(self.path)!r}: cannot be written ({e}); a probe's record would be lost", "store"
             ) from None
@@ -246,7 +273,7 @@ class Store:
         """Add a record inside the caller's transaction (the API's job queue commits it with its job)."""
         cur = self.db.execute(
             "INSERT INTO probes (fingerprint, tensor_key, model, arch, backend, status, device, created, record) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (
                 rec.fingerprint,
                 rec.tensor_key,
@@ -259,7 +286,7 @@ class Store:
                 rec.model_dump_json(exclude={"id"}),
             ),
         )
-        rec.id = cur.lastrowid
+        rec.id = int(cur.fetchall()[0][0])  # all of it: a stepped-out statement, before any COMMIT
         return rec.id
 
     def _rows(self, where: str, args: tuple, limit: int | None = None) -> list[ProbeRecord]:

@@ -9,7 +9,7 @@ from planner.evidence.store import Shapes, Store, make_record
 
 
 def queue_with(tmp_path, **statuses) -> JobQueue:
-    q = JobQueue(tmp_path / "s.sqlite", tmp_path / "s.sqlite", 60, slots=["cpu"])
+    q = JobQueue(tmp_path / "s.sqlite", 60, slots=["cpu"])
     with q._db() as db:
         for jid, status in statuses.items():
             db.execute(
