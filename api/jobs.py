@@ -50,6 +50,10 @@ _ADDED = {  # columns newer than the first schema (PostgreSQL: planner.evidence.
     "deadline": "REAL",
     **dict.fromkeys(("host", "executor", "sweep", "scheduler_id", "sched_state", "sched_reason"), "TEXT"),
 }
+_INSERT = (
+    "INSERT INTO jobs (id, status, model, backend, dedup, request, spec, created, sweep, executor) "
+    "VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 _COLUMNS = (
     "id, status, outcome, model, backend, device, request, record_id, created, started, finished, executor, sweep, "
     "scheduler_id, sched_state, sched_reason"
@@ -97,6 +101,10 @@ class JobQueue(SlotWorkers, RemoteWorkers):
             for col, kind in _ADDED.items():
                 if col not in have:
                     db.execute(f"ALTER TABLE jobs ADD COLUMN {col} {kind}")
+
+    @property
+    def kind(self) -> str:
+        return self.scheduler.kind if self.scheduler is not None else "local"
 
     def _state_dir(self, settings) -> Path:
         """This host's job folders and slot locks: beside a SQLite store (as before servers), else the settings'
@@ -150,40 +158,48 @@ class JobQueue(SlotWorkers, RemoteWorkers):
             t.join(timeout=5)
 
     # -- requests -----------------------------------------------------------------------------
-    def submit(
-        self, req: ProbeRequest, model_name: str, config: dict, knobs, shapes, sweep: str | None = None
-    ) -> tuple[Job, bool]:
-        """(job, created): an identical queued request is returned instead of a new job (not in a sweep). knobs and
-        shapes are what planner.advise.probe_plan made of the request (the CLI's probe makes the same)."""
-        body = req.model_dump(mode="json")
-        body["model"] = model_name
-        dedup = json.dumps({"request": {**body, "timeout_s": None}, "config": config}, sort_keys=True)
-        spec = json.dumps(
-            {
-                "model": model_name,
-                "config": config,
-                "request": req.model_dump(mode="json"),
-                "knobs": knobs.model_dump(),
-                "shapes": shapes.model_dump(),
-            }
-        )
+    def submit(self, req: ProbeRequest, model_name: str, config: dict, knobs, shapes) -> tuple[Job, bool]:
+        """(job, created): an identical queued request is returned instead of a new job. knobs and shapes are what
+        planner.advise.probe_plan made of the request (the CLI's probe makes the same)."""
+        row = self._row(req, model_name, config, knobs, shapes)
         with self._db() as db:
             db.execute("BEGIN IMMEDIATE")
             sql.lock_queue(db)  # PostgreSQL: two replicas never both add one request
-            row = db.execute("SELECT id FROM jobs WHERE status='queued' AND dedup=?", (dedup,)).fetchone()
-            if row and sweep is None:
+            old = db.execute("SELECT id FROM jobs WHERE status='queued' AND dedup=?", (row[3],)).fetchone()
+            if old:
                 db.execute("COMMIT")
-                return self.get(row[0]), False
-            jid = uuid.uuid4().hex[:16]
-            db.execute(
-                "INSERT INTO jobs (id, status, model, backend, dedup, request, spec, created, sweep) "
-                "VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?)",
-                (jid, model_name, req.backend, dedup, json.dumps(body), spec, time.time(), sweep),
-            )
+                return self.get(old[0]), False
+            db.execute(_INSERT, (*row, None, self.kind))
             db.execute("COMMIT")
+        self._notify()
+        return self.get(row[0]), True
+
+    def submit_sweep(self, items: list[tuple]) -> list[Job]:
+        """Several probes (request, model name, config, knobs, shapes) queued in one transaction under one sweep id,
+        so that a cluster executor claims them together (one Slurm job array). Never coalesced."""
+        sweep = uuid.uuid4().hex[:16]
+        rows = [self._row(*item) for item in items]
+        with self._db() as db:
+            db.execute("BEGIN IMMEDIATE")
+            for row in rows:
+                db.execute(_INSERT, (*row, sweep, self.kind))
+            db.execute("COMMIT")
+        self._notify()
+        return [self.get(row[0]) for row in rows]
+
+    @staticmethod
+    def _row(req: ProbeRequest, model_name: str, config: dict, knobs, shapes) -> tuple:
+        body = req.model_dump(mode="json")
+        body["model"] = model_name
+        dedup = json.dumps({"request": {**body, "timeout_s": None}, "config": config}, sort_keys=True)
+        spec = {"model": model_name, "config": config, "request": req.model_dump(mode="json")}
+        spec |= {"knobs": knobs.model_dump(), "shapes": shapes.model_dump()}
+        jid = uuid.uuid4().hex[:16]
+        return jid, model_name, req.backend, dedup, json.dumps(body), json.dumps(spec), time.time()
+
+    def _notify(self) -> None:
         with self._wake:
             self._wake.notify_all()
-        return self.get(jid), True
 
     def get(self, jid: str) -> Job | None:
         with self._db() as db:

@@ -3,7 +3,6 @@ GET /v1/probes, DELETE."""
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Response
@@ -37,11 +36,9 @@ def sweep(body: SweepRequest, queue: Queue, settings: SettingsDep) -> list[Job]:
     for i, probe in enumerate(body.probes):
         _faults_allowed(probe, settings, ("body", "probes", i))
         plans.append(advise.probe_plan(probe, lambda ref: resolve_model(ref, settings)))
-    name = uuid.uuid4().hex[:16]
-    return [
-        queue.submit(probe, model.name, model.config, knobs, shapes, sweep=name)[0]
-        for probe, (model, knobs, shapes) in zip(body.probes, plans)
-    ]
+    return queue.submit_sweep(
+        [(probe, model.name, model.config, knobs, shapes) for probe, (model, knobs, shapes) in zip(body.probes, plans)]
+    )
 
 
 def _faults_allowed(body: ProbeRequest, settings, loc: tuple = ("body",)) -> None:

@@ -85,7 +85,12 @@ def wait_job(client, jid: str, done=("done", "cancelled", "interrupted"), timeou
 
 def probe_pids(store: Path) -> list[int]:
     """The live probe processes of a server's job queue (their folders are under STORE.jobs/)."""
-    folder = str(store) + ".jobs"
+    return probe_pids_in(str(store) + ".jobs")
+
+
+def probe_pids_in(folder) -> list[int]:
+    """The live probe processes whose job folders are under `folder` (a cluster executor's shared folder)."""
+    folder = str(folder)
     pids = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
