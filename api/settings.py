@@ -18,7 +18,7 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
-    store: str | None = Field(
+    store: str | Path | None = Field(
         default=None,
         description="probe store: a SQLite file, or a postgresql:// URL shared by replicas; default as the CLI's",
     )

@@ -70,7 +70,7 @@ class Slurm:
     def script(self, subs: list[Submission], name: str) -> str:
         s = self.settings
         minutes = max(1, math.ceil(max(x.timeout_s for x in subs) / 60))
-        folder = subs[0].folder.parent
+        folder = subs[0].folder  # removed with the job's folder when its record is stored
         lines = ["#!/bin/bash", f"#SBATCH --job-name={name}", f"#SBATCH --time={minutes}", "#SBATCH --no-requeue"]
         lines += ["#SBATCH --ntasks=1", f"#SBATCH --output={folder}/slurm-%A_%a.out"]
         if s.probe_gpus:

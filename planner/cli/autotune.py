@@ -15,7 +15,7 @@ import sys
 from argparse import Namespace
 from pathlib import Path
 
-from planner.cli import common, extras
+from planner.cli import autotune_slurm, common, extras
 from planner.config.spec import Plan
 from planner.errors import BadInput
 from planner.model.modelspec import ModelSpec
@@ -54,6 +54,7 @@ def register(sub) -> None:
         help="write the files the command needs (DeepSpeed config or plan), print it, launch nothing",
     )
     common.add_store_arg(p)
+    autotune_slurm.add_args(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- your launch command (HF Trainer arguments)")
     p.set_defaults(run=run)
 
@@ -94,7 +95,10 @@ def choose(args: Namespace) -> tuple[Plan, dict, ModelSpec]:
     from planner.model.hardware import local_gpu_count, nvml_devices
 
     count = args.gpus_per_node
-    if args.dry_run and args.gpu.strip().lower() != "local":  # a dry run for a named kind needs no GPU
+    probes = common.probe_functions()
+    if args.executor == "slurm":  # the partition's GPUs, probed on one of its nodes
+        probes = autotune_slurm.cluster_probes(args, common.status)
+    elif args.dry_run and args.gpu.strip().lower() != "local":  # a dry run for a named kind needs no GPU
         count = count or launcher_count(args.command) or local_gpu_count() or 1
     else:
         hint = (
@@ -116,6 +120,7 @@ def choose(args: Namespace) -> tuple[Plan, dict, ModelSpec]:
             "model": args.model,
             "gpu": args.gpu,
             "gpus_per_node": count,
+            "nodes": args.nodes,
             "global_batch": args.global_batch,
             "seq_len": args.seq_len,
             **common.knob_values(args, ("optimizer", "lora_rank")),
@@ -127,7 +132,7 @@ def choose(args: Namespace) -> tuple[Plan, dict, ModelSpec]:
             "loss": ["standard"],
         },
     )
-    result = advise.suggest(req, store=args.store, probes=common.probe_functions(), status=common.status)
+    result = advise.suggest(req, store=args.store, probes=probes, status=common.status)
     if not result.plans:
         err = common.err_console()
         common.say_line(
@@ -142,6 +147,10 @@ def choose(args: Namespace) -> tuple[Plan, dict, ModelSpec]:
 
 
 def run(args: Namespace) -> int:
+    if args.executor == "slurm":
+        autotune_slurm.check(args)
+    elif args.nodes != 1 or args.partition or args.account or args.time:
+        raise BadInput("--nodes, --partition, --account and --time are for --executor slurm", "executor")
     if not args.dry_run:  # the probe that verifies the plan, then the bundled trainer or your command
         extras.require("planner autotune", extras.steps(lora=bool(args.lora_rank)))
     plan, out, model = choose(args)
@@ -153,6 +162,8 @@ def run(args: Namespace) -> int:
         err,
     )
     user = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if args.executor == "slurm":
+        return _on_slurm(args, plan, out, model, user)
     if user:
         from planner.export.launch import command_files
 
@@ -183,6 +194,28 @@ def run(args: Namespace) -> int:
         )
         return 0
     return subprocess.run(cmd, check=False).returncode
+
+
+def _on_slurm(args: Namespace, plan: Plan, out: dict, model: ModelSpec, user: list[str]) -> int:
+    """The plan's multi-node job: its sbatch script and files written, then submitted (not on a dry run)."""
+    text, files = autotune_slurm.script(args, plan, out, model, user)
+    files[autotune_slurm.SCRIPT] = text
+    for path, body in files.items():
+        try:
+            Path(path).write_text(body)
+        except OSError as e:
+            raise BadInput(f"autotune: cannot write {path} in the working directory ({e})") from None
+    err = common.err_console()
+    if out.get("verified"):
+        v = out["verified"]
+        common.say_line(f"probed on the partition: {v['backend']} {v['status']} on {v['device']}", err)
+    print(f"sbatch {autotune_slurm.SCRIPT}")
+    if args.dry_run:
+        common.say_line(f"dry run: wrote {', '.join(files)}; nothing submitted (run the command above)", err)
+        return 0
+    job = autotune_slurm.submit(autotune_slurm.SCRIPT)
+    common.say_line(f"submitted the training job {job} ({args.nodes} x {args.gpus_per_node} GPUs)", err)
+    return 0
 
 
 def launcher_count(cmd: list[str]) -> int | None:

@@ -476,23 +476,33 @@ def env_prefix(plan: Plan) -> str:
     return "".join(f"{k}={v} " for k, v in alloc_env(plan).items())
 
 
-def sbatch(plan: Plan, hw: Hardware) -> str:
-    """A Slurm script: one srun task per node, each running torchrun over the node's GPUs."""
-    args = " ".join(shlex.quote(x) for x in [TRAIN_SCRIPT, *script_args(plan)])
+def sbatch(
+    plan: Plan, hw: Hardware, program: list[str] | None = None, header: list[str] = (), driver: str | None = None
+) -> str:
+    """A Slurm script: one srun task per node, each running torchrun over the node's GPUs on `program` (default: your
+    HF-Trainer-style train.py with the plan's arguments). driver: a command run once on the batch host instead, that
+    starts the nodes' tasks itself (the bundled trainer's `planner train --launcher slurm`). header: more #SBATCH
+    lines (partition, account, time)."""
+    args = " ".join(shlex.quote(x) for x in (program or [TRAIN_SCRIPT, *script_args(plan)]))
+    env = "".join(f"export {k}={v}\n" for k, v in {**alloc_env(plan), **parallel.parallelism_env(plan, hw)}.items())
+    run = driver or (
+        f"""srun --kill-on-bad-exit=1 bash -c 'torchrun --nnodes "$SLURM_NNODES" --nproc_per_node {hw.gpus_per_node} \\
+  --rdzv_id "$SLURM_JOB_ID" --rdzv_backend c10d --rdzv_endpoint "$MASTER_ADDR:$MASTER_PORT" \\
+  {args}'"""
+    )
+    extra = "".join(line + "\n" for line in header)
     return f"""#!/bin/bash
 #SBATCH --job-name=memplan
 #SBATCH --nodes={hw.nodes}
 #SBATCH --ntasks-per-node=1
 #SBATCH --gpus-per-node={hw.gpus_per_node}
 #SBATCH --exclusive
-# plan: {plan.split_text} = {plan.global_batch}, \
+{extra}# plan: {plan.split_text} = {plan.global_batch}, \
 {plan.precision}, checkpointing {plan.checkpointing}, zero {plan.zero_stage}, offload {plan.offload}
 set -euo pipefail
 export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
 export MASTER_PORT=${{MASTER_PORT:-29500}}
-{"".join(f"export {k}={v}{chr(10)}" for k, v in {**alloc_env(plan), **parallel.parallelism_env(plan, hw)}.items())}srun --kill-on-bad-exit=1 bash -c 'torchrun --nnodes "$SLURM_NNODES" --nproc_per_node {hw.gpus_per_node} \\
-  --rdzv_id "$SLURM_JOB_ID" --rdzv_backend c10d --rdzv_endpoint "$MASTER_ADDR:$MASTER_PORT" \\
-  {args}'
+{env}{run}
 """
 
 

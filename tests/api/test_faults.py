@@ -137,7 +137,6 @@ def test_chaos_with_the_slurm_executor_and_the_postgresql_store(tmp_path, slurm_
     assert slurm_cluster.jobs() == []
 
 
-
 def chaos(store, make_server, pids, one_slot: bool = False) -> None:
     rng = random.Random(20)
     seen_two, stop = [], threading.Event()

@@ -40,9 +40,18 @@ class RayHead:
 
     def start(self) -> RayHead:
         cmd = [
-            ray_bin(), "start", "--head", f"--port={self.port}", f"--dashboard-port={self.dash}",
-            "--dashboard-host=127.0.0.1", "--node-ip-address=127.0.0.1", "--num-cpus=2", "--num-gpus=2",
-            "--include-dashboard=true", "--disable-usage-stats", f"--temp-dir={self.temp}",
+            ray_bin(),
+            "start",
+            "--head",
+            f"--port={self.port}",
+            f"--dashboard-port={self.dash}",
+            "--dashboard-host=127.0.0.1",
+            "--node-ip-address=127.0.0.1",
+            "--num-cpus=2",
+            "--num-gpus=2",
+            "--include-dashboard=true",
+            "--disable-usage-stats",
+            f"--temp-dir={self.temp}",
         ]
         out = subprocess.run(cmd, env=self.env, capture_output=True, text=True, check=False, timeout=120)
         if out.returncode != 0:
