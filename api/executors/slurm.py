@@ -32,6 +32,7 @@ LIVE = {
 }
 TIMEOUT_STATES = {"TIMEOUT"}
 OWN_END = {"COMPLETED", "FAILED"}
+LOST_REASONS = {"JobLaunchFailure", "NodeDown", "SystemFailure", "launch_failed_requeue_held"}  # FAILED, not by the probe
 
 
 class SlurmError(RuntimeError):
@@ -56,7 +57,7 @@ def to_state(state: str, reason: str, exit_code: str) -> State:
         return State(word, reason)
     if word in TIMEOUT_STATES:
         return State(word, reason, terminal=True, timeout=True)
-    if word in OWN_END:
+    if word in OWN_END and reason not in LOST_REASONS:
         return State(word, reason, terminal=True, returncode=_exit(exit_code))
     return State(word, reason or word, terminal=True, lost=True)
 
@@ -70,9 +71,10 @@ class Slurm:
     def script(self, subs: list[Submission], name: str) -> str:
         s = self.settings
         minutes = max(1, math.ceil(max(x.timeout_s for x in subs) / 60))
-        folder = subs[0].folder  # removed with the job's folder when its record is stored
+        # each task writes its own folder (its stderr is the crash record's tail); Slurm's own file would outlive a
+        # finished task's folder and fail the launch of the array's later tasks (JobLaunchFailure)
         lines = ["#!/bin/bash", f"#SBATCH --job-name={name}", f"#SBATCH --time={minutes}", "#SBATCH --no-requeue"]
-        lines += ["#SBATCH --ntasks=1", f"#SBATCH --output={folder}/slurm-%A_%a.out"]
+        lines += ["#SBATCH --ntasks=1", "#SBATCH --output=/dev/null"]
         if s.probe_gpus:
             lines.append(f"#SBATCH --gres=gpu:{s.probe_gpus}")
         if s.slurm_partition:
@@ -83,7 +85,10 @@ class Slurm:
         if len(subs) > 1:
             lines.append(f"#SBATCH --array=0-{len(subs) - 1}")
         lines.append(f"export PYTHONPATH={shlex.quote(code_root())}${{PYTHONPATH:+:$PYTHONPATH}}")
-        cmds = [" ".join(shlex.quote(p) for p in probe_command(s, x)) for x in subs]
+        cmds = [
+            " ".join(shlex.quote(p) for p in probe_command(s, x)) + f" 2>{shlex.quote(str(x.folder / 'stderr.txt'))}"
+            for x in subs
+        ]
         envs = [" ".join(f"{k}={shlex.quote(v)}" for k, v in x.env.items()) for x in subs]
         if len(subs) == 1:
             lines.append(f"exec env {envs[0]} {cmds[0]}".replace("env  ", "env "))

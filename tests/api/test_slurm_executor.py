@@ -56,7 +56,7 @@ def test_a_job_array_of_8_probes_completes_with_8_records(tmp_path, slurm_cluste
         assert len({j["sweep"] for j in jobs}) == 1 and all(j["executor"] == "slurm" for j in jobs)
         final = [wait_job(c, j["id"], timeout_s=180) for j in jobs]
         assert [j["status"] for j in final] == ["done"] * 8, final
-        assert [j["outcome"] for j in final] == ["ok"] * 8
+        assert [j["outcome"] for j in final] == ["ok"] * 8, [j["record"]["detail"] for j in final if j["outcome"] != "ok"]
         array = {j["scheduler_id"].split("_")[0] for j in final}
         assert len(array) == 1  # one sbatch: one array job, its tasks 0..7
         assert sorted(int(j["scheduler_id"].split("_")[1]) for j in final) == list(range(8))
