@@ -46,6 +46,29 @@ def test_compose_reserves_a_gpu_and_mounts_the_store():
     assert (ROOT / "docker" / svc["build"]["context"] / svc["build"]["dockerfile"]).resolve().is_file()
 
 
+def test_compose_shares_one_postgresql_store_and_sets_each_executor():
+    """Issue 36 item 6: every API service reads the PostgreSQL service's store; each executor's settings are the
+    API's own (api/settings.py), so a misspelt one would be ignored silently: each name is checked against them."""
+    yaml = pytest.importorskip("yaml")
+    from api.settings import Settings
+
+    services = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())["services"]
+    assert services["postgres"]["image"].startswith("postgres:") and "healthcheck" in services["postgres"]
+    fields = {f"MEMPLAN_{k.upper()}" for k in Settings.model_fields}
+    executors = {}
+    for name in ("memplan", "memplan-slurm", "memplan-ray"):
+        env = services[name]["environment"]
+        assert env["MEMPLAN_STORE"].startswith("postgresql://memplan:") and env["MEMPLAN_STORE"].endswith(
+            "@postgres:5432/memplan"
+        )
+        assert set(env) <= fields, set(env) - fields
+        assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy"
+        executors[name] = env["MEMPLAN_EXECUTOR"]
+    assert executors == {"memplan": "local", "memplan-slurm": "slurm", "memplan-ray": "ray"}
+    assert "/run/munge:/run/munge" in services["memplan-slurm"]["volumes"]
+    assert services["memplan-slurm"]["build"]["args"] == {"SLURM_CLIENT": "1"}
+
+
 def copied_paths() -> list[str]:
     """The repository paths the Dockerfile's COPY lines copy (every word but the destination and flags)."""
     out = []
