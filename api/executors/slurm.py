@@ -89,12 +89,13 @@ class Slurm:
             " ".join(shlex.quote(p) for p in probe_command(s, x)) + f" 2>{shlex.quote(str(x.folder / 'stderr.txt'))}"
             for x in subs
         ]
-        envs = [" ".join(f"{k}={shlex.quote(v)}" for k, v in x.env.items()) for x in subs]
+        envs = [" ".join(f"{k}={shlex.quote(v)}" for k, v in x.env.items() if v) for x in subs]
+        runs = [f"exec env {e} {c}" if e else f"exec {c}" for e, c in zip(envs, cmds)]
         if len(subs) == 1:
-            lines.append(f"exec env {envs[0]} {cmds[0]}".replace("env  ", "env "))
+            lines.append(runs[0])
         else:
             lines.append("case $SLURM_ARRAY_TASK_ID in")
-            lines += [f"  {i}) exec env {e} {c} ;;" for i, (e, c) in enumerate(zip(envs, cmds))]
+            lines += [f"  {i}) {r} ;;" for i, r in enumerate(runs)]
             lines.append("esac")
         return "\n".join(lines) + "\n"
 

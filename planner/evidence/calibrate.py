@@ -126,13 +126,16 @@ class Calibrator:
 
     @classmethod
     def open(cls, mode: str, store_path: str | None, model_name: str, config: dict, simulate=None) -> Calibrator | None:
-        """None for analytic, or for auto when no store file exists (auto must cost nothing then)."""
+        """None for analytic, or for auto when no store file exists (auto must cost nothing then); a server's store
+        (a PostgreSQL URL) is always read."""
         if mode == "analytic":
             return None
         path = store_path or default_path()
         from pathlib import Path
 
-        if mode == "auto" and not Path(path).exists():
+        from planner.evidence.db import is_url
+
+        if mode == "auto" and not is_url(path) and not Path(path).exists():
             return None
         return cls(mode, Store(path), model_name, config, simulate)
 

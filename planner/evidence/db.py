@@ -53,12 +53,15 @@ class Pg:
                 f"--store {redacted(url)!r}: a PostgreSQL store needs psycopg (pip install 'psycopg[binary]')", "store"
             ) from None
         self.conn = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout)
+        self.total_changes = 0  # as sqlite3's: statements that may have written, through this connection
 
     @staticmethod
     def _sql(sql: str) -> str:
         return "BEGIN" if sql.strip().upper() == "BEGIN IMMEDIATE" else sql.replace("?", "%s")
 
     def execute(self, sql: str, args: tuple | list = ()):
+        if not sql.lstrip().upper().startswith("SELECT"):
+            self.total_changes += 1
         cur = self.conn.cursor()
         cur.execute(self._sql(sql), tuple(args) or None)
         return cur

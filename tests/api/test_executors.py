@@ -56,13 +56,14 @@ def test_ray_states(job, want):
 
 def test_the_sbatch_script_of_a_probe_and_of_a_sweep(tmp_path):
     s = Settings(executor="slurm", slurm_partition="gpu", slurm_account="ml", probe_gpus=2, slurm_args=["--qos=short"])
-    one = Slurm(s).script([Submission("a", tmp_path / "a", 90, {"MEMPLAN_PROBE_FAULT": ""})], "memplan-a")
+    one = Slurm(s).script([Submission("a", tmp_path / "a", 90, {"MEMPLAN_PROBE_FAULT": "slow"})], "memplan-a")
     for line in ("#SBATCH --job-name=memplan-a", "#SBATCH --time=2", "#SBATCH --gres=gpu:2", "#SBATCH --partition=gpu"):
         assert line in one
     assert "#SBATCH --account=ml" in one and "#SBATCH --qos=short" in one and "--array" not in one
+    assert "exec env MEMPLAN_PROBE_FAULT=slow " in one
     assert f"-m probes.run {tmp_path}/a/job.json {tmp_path}/a/result.json 2>{tmp_path}/a/stderr.txt" in one
     subs = [Submission(j, tmp_path / j, 60) for j in "xyz"]
     array = Slurm(s).script(subs, "memplan-sweep")
     assert "#SBATCH --array=0-2" in array and "case $SLURM_ARRAY_TASK_ID in" in array
-    assert [line.split(")")[0].strip() for line in array.splitlines() if ") exec env" in line] == ["0", "1", "2"]
+    assert [line.split(")")[0].strip() for line in array.splitlines() if ") exec " in line] == ["0", "1", "2"]
     assert all(f"{tmp_path}/{j}/job.json" in array for j in "xyz")

@@ -49,8 +49,9 @@ def _train(kind: str, tmp_path, store: str) -> str:
     return callback.run
 
 
-def test_a_trl_sft_run_leaves_a_row_a_step_and_planner_runs_predicts_it(tmp_path, capsys):
-    store = str(tmp_path / "store.sqlite")
+def test_a_trl_sft_run_leaves_a_row_a_step_and_planner_runs_predicts_it(tmp_path, store_at, capsys):
+    """On a SQLite file, and on a PostgreSQL store (issue 36: a team's runs all feed one store)."""
+    store = str(store_at)
     run = _train("trl", tmp_path, store)
     got = runs.steps(Store(store), run)
     assert [s.step for s in got] == list(range(1, STEPS + 1))

@@ -1,4 +1,4 @@
-"""`planner runs` on a store holding a run's steps (planner.evidence.runs): one line a run against its prediction,
+"""`planner runs` on a store (SQLite, and PostgreSQL: tests/engines) holding a run's steps (planner.evidence.runs): one line a run against its prediction,
 a run's steps, the bad RUN in one line, and --calibrate: a CUDA run's measurement stored as a probe record of its plan,
 which `planner check` of that plan then uses as measured evidence (its peak, NVML's overhead on the same GPU kind)."""
 
@@ -15,8 +15,9 @@ PLAN = {"model": "llama-3.1-8b", "gpu": "h100", "gpus_per_node": 8, "micro_batch
 PLAN |= {"seq_len": 4096, "zero": 3, "checkpointing": "full", "precision": "bf16"}
 
 
-def _store(tmp_path, device="NVIDIA H100 80GB HBM3") -> str:
-    path = str(tmp_path / "store.sqlite")
+def _store(where, device="NVIDIA H100 80GB HBM3") -> str:
+    """A store (a SQLite file in the folder `where`, or the PostgreSQL URL `where`) holding run r1's steps."""
+    path = where if isinstance(where, str) else str(where / "store.sqlite")
     rows = [
         runs.RunStep(
             run="r1",
@@ -38,8 +39,8 @@ def _store(tmp_path, device="NVIDIA H100 80GB HBM3") -> str:
     return path
 
 
-def test_runs_lists_a_run_and_its_steps_against_the_prediction(tmp_path, capsys):
-    store = _store(tmp_path)
+def test_runs_lists_a_run_and_its_steps_against_the_prediction(store_at, capsys):
+    store = _store(store_at if isinstance(store_at, str) else store_at.parent)
     assert main(["runs", "--store", store, "--json"]) == 0
     line = json.loads(capsys.readouterr().out)["runs"][0]
     assert (line["run"], line["steps"], line["allocated_bytes"]) == ("r1", 6, 33 * GIB)
@@ -53,8 +54,9 @@ def test_runs_lists_a_run_and_its_steps_against_the_prediction(tmp_path, capsys)
     assert "run 'nope': no such run" in capsys.readouterr().err
 
 
-def test_calibrate_turns_a_cuda_run_into_measured_evidence(tmp_path, capsys):
-    store = _store(tmp_path)
+def test_calibrate_turns_a_cuda_run_into_measured_evidence(store_at, capsys):
+    """On a SQLite file and on the team's PostgreSQL store (issue 36: runs anywhere feed every planner)."""
+    store = _store(store_at if isinstance(store_at, str) else store_at.parent)
     assert main(["runs", "r1", "--store", store, "--calibrate", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["calibrated_probe"] == 1
     flags = ["--model", "llama-3.1-8b", "--gpu", "h100", "--gpus-per-node", "8", "--micro-batch", "2"]
