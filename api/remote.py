@@ -155,8 +155,8 @@ class RemoteWorkers:
             if not cancelled and time.time() - (started or 0) < FIND_AFTER_S:
                 continue
             name, _, index = marker[1:].rpartition("_")
-            found = sorted(self.scheduler.find(name), key=_task_index)
-            sid = found[int(index)] if len(found) > int(index) else (found[0] if len(found) == 1 else None)
+            found = self.scheduler.find(name)  # an array's tasks are `<id>_<index>`; a single job's id has no index
+            sid = next((f for f in found if _task_index(f) == int(index)), None)
             if sid is not None:
                 self._record_id(jid, sid) if not cancelled else self.scheduler.cancel([sid])
             elif cancelled:
@@ -198,5 +198,6 @@ class RemoteWorkers:
 
 
 def _task_index(sid: str) -> int:
-    tail = sid.rpartition("_")[2]
-    return int(tail) if tail.isdigit() else 0
+    """An array task's index (`123_4`: 4); 0 for a single job (`123`, or Ray's `memplan-<job id>`)."""
+    head, sep, tail = sid.rpartition("_")
+    return int(tail) if sep and tail.isdigit() and head.isdigit() else 0

@@ -103,3 +103,14 @@ def probe_pids_in(folder) -> list[int]:
         if "probes.run" in cmd and folder in cmd and state != "Z":
             pids.append(int(proc.name))
     return pids
+
+
+def records(store) -> int:
+    """The probe records in a store (a SQLite file or a PostgreSQL URL)."""
+    from planner.evidence.store import Store
+
+    st = Store(store)  # a store no probe has written yet has its tables made here
+    try:
+        return st.db.execute("SELECT COUNT(*) FROM probes").fetchone()[0]
+    finally:
+        st.close()

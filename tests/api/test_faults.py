@@ -13,19 +13,9 @@ import time
 
 import pytest
 
-from tests.api.conftest import Server, probe_pids, probe_pids_in, wait_job
+from tests.api.conftest import Server, probe_pids, probe_pids_in, records, wait_job
 
 PROBE = {"model": "debug-llama", "micro_batch": 1, "seq_len": 32, "backend": "sim"}
-
-
-def records(store) -> int:
-    from planner.evidence.store import Store
-
-    st = Store(store)  # a store no probe has written yet has its tables made here
-    try:
-        return st.db.execute("SELECT COUNT(*) FROM probes").fetchone()[0]
-    finally:
-        st.close()
 
 
 def test_a_probe_that_finished_while_its_server_was_dead_is_adopted_and_stored_once(tmp_path):

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from tests.api.conftest import Server, probe_pids_in, wait_job
-from tests.api.test_slurm_executor import records, wait_for
+from tests.api.conftest import Server, probe_pids_in, records, wait_job
+from tests.api.test_slurm_executor import wait_for
 
 PROBE = {"model": "debug-llama", "micro_batch": 1, "seq_len": 32, "backend": "sim"}
 pytestmark = pytest.mark.usefixtures("ray_head")

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.api.conftest import Server, probe_pids_in, wait_job
+from tests.api.conftest import Server, probe_pids_in, records, wait_job
 
 PROBE = {"model": "debug-llama", "micro_batch": 1, "seq_len": 32, "backend": "sim"}
 pytestmark = pytest.mark.usefixtures("slurm_cluster")
@@ -23,16 +23,6 @@ def slurm_server(tmp_path, cluster, store, **env) -> Server:
         **env,
     }
     return Server(store, env=settings).start()
-
-
-def records(store) -> int:
-    from planner.evidence.store import Store
-
-    st = Store(store)  # a store no probe has written yet has its tables made here
-    try:
-        return st.db.execute("SELECT COUNT(*) FROM probes").fetchone()[0]
-    finally:
-        st.close()
 
 
 def wait_for(ok, what: str, timeout_s: float = 60):
@@ -56,7 +46,9 @@ def test_a_job_array_of_8_probes_completes_with_8_records(tmp_path, slurm_cluste
         assert len({j["sweep"] for j in jobs}) == 1 and all(j["executor"] == "slurm" for j in jobs)
         final = [wait_job(c, j["id"], timeout_s=180) for j in jobs]
         assert [j["status"] for j in final] == ["done"] * 8, final
-        assert [j["outcome"] for j in final] == ["ok"] * 8, [j["record"]["detail"] for j in final if j["outcome"] != "ok"]
+        assert [j["outcome"] for j in final] == ["ok"] * 8, [
+            j["record"]["detail"] for j in final if j["outcome"] != "ok"
+        ]
         array = {j["scheduler_id"].split("_")[0] for j in final}
         assert len(array) == 1  # one sbatch: one array job, its tasks 0..7
         assert sorted(int(j["scheduler_id"].split("_")[1]) for j in final) == list(range(8))
