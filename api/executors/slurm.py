@@ -32,7 +32,12 @@ LIVE = {
 }
 TIMEOUT_STATES = {"TIMEOUT"}
 OWN_END = {"COMPLETED", "FAILED"}
-LOST_REASONS = {"JobLaunchFailure", "NodeDown", "SystemFailure", "launch_failed_requeue_held"}  # FAILED, not by the probe
+LOST_REASONS = {
+    "JobLaunchFailure",
+    "NodeDown",
+    "SystemFailure",
+    "launch_failed_requeue_held",
+}  # FAILED, not by the probe
 
 
 class SlurmError(RuntimeError):

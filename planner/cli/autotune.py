@@ -198,7 +198,14 @@ def run(args: Namespace) -> int:
 
 def _on_slurm(args: Namespace, plan: Plan, out: dict, model: ModelSpec, user: list[str]) -> int:
     """The plan's multi-node job: its sbatch script and files written, then submitted (not on a dry run)."""
-    text, files = autotune_slurm.script(args, plan, out, model, user)
+    files, program = {}, None
+    if user:
+        from planner.export.launch import command_files
+
+        files = command_files(plan, model, DS_JSON)
+        program = inject(list(user), plan, DS_JSON if plan.zero_stage >= 1 else None)
+    text, more = autotune_slurm.script(args, plan, out, program)
+    files |= more
     files[autotune_slurm.SCRIPT] = text
     for path, body in files.items():
         try:

@@ -124,9 +124,10 @@ def probe_on_node(args: Namespace, model, config, knobs, shapes, backend: str, t
     return rec
 
 
-def script(args: Namespace, plan, out: dict, model, user: list[str]) -> tuple[str, dict[str, str]]:
-    """The training job's sbatch script and the files it needs: the bundled trainer on the plan file (`planner train
-    --launcher slurm`: one srun task per node, torchrun in each), or your script with the plan's arguments."""
+def script(args: Namespace, plan, out: dict, program: list[str] | None) -> tuple[str, dict[str, str]]:
+    """The training job's sbatch script and the plan file it needs: your script with the plan's arguments (`program`,
+    made by planner.cli.autotune.inject), or the bundled trainer on the plan file (`planner train --launcher slurm`:
+    one srun task per node, torchrun in each)."""
     import json
 
     from planner.export import export
@@ -136,19 +137,12 @@ def script(args: Namespace, plan, out: dict, model, user: list[str]) -> tuple[st
     head = [f"#SBATCH --partition={args.partition}"] if args.partition else []
     head += [f"#SBATCH --account={args.account}"] if args.account else []
     head += [f"#SBATCH --time={args.time}"] if args.time else []
-    if user:
-        from planner.cli.autotune import DS_JSON, inject
-        from planner.export.launch import command_files
-
-        files = command_files(plan, model, DS_JSON)
-        program = inject(list(user), plan, DS_JSON if plan.zero_stage >= 1 else None)
-        text = export.sbatch(plan, hw, program=program, header=head)
-    else:
-        files = {"memplan_plan.json": json.dumps(out, indent=1) + "\n"}
-        train = [sys.executable, "-m", "planner.cli", "train", "--plan", "memplan_plan.json"]
-        train += ["--max-steps", str(args.max_steps), "--launcher", "slurm"]
-        text = export.sbatch(plan, hw, header=head, driver=shlex.join(train))
-    return text, files
+    if program:
+        return export.sbatch(plan, hw, program=program, header=head), {}
+    train = [sys.executable, "-m", "planner.cli", "train", "--plan", "memplan_plan.json"]
+    train += ["--max-steps", str(args.max_steps), "--launcher", "slurm"]
+    files = {"memplan_plan.json": json.dumps(out, indent=1) + "\n"}
+    return export.sbatch(plan, hw, header=head, driver=shlex.join(train)), files
 
 
 def submit(path: str) -> str:

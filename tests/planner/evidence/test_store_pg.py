@@ -76,9 +76,7 @@ def test_queues_on_one_database_claim_each_job_once(pg_url, tmp_path):
     from api.jobs import JobQueue
     from api.settings import Settings
 
-    queues = [
-        JobQueue(pg_url, 60, slots=["cpu"], settings=Settings(state_dir=tmp_path / f"host{i}")) for i in range(2)
-    ]
+    queues = [JobQueue(pg_url, 60, slots=["cpu"], settings=Settings(state_dir=tmp_path / f"host{i}")) for i in range(2)]
     with queues[0]._db() as db:
         for i in range(40):
             db.execute(
