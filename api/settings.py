@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     slurm_account: str | None = Field(default=None, max_length=128)
     slurm_args: list[str] = Field(default_factory=list, description="more #SBATCH options, one per item")
     ray_address: str = Field(default="http://127.0.0.1:8265", description="the Ray dashboard (Jobs API)")
+    ray_resources: dict[str, float] = Field(
+        default_factory=dict, description="custom Ray resources a probe job asks for (a node pool), as JSON"
+    )
 
     @property
     def loopback_only(self) -> bool:

@@ -111,6 +111,7 @@ SLOW = {
     "tests/api/test_slurm_executor.py::test_a_node_lost_mid_job_fails_it_with_slurms_reason": 8,
     "tests/api/test_slurm_executor.py::test_a_submission_slurm_refuses_fails_with_sbatchs_words": 5,
     "tests/api/test_ray_executor.py::test_sim_and_cpu_probes_run_as_ray_jobs": 25,
+    "tests/api/test_ray_executor.py::test_a_job_whose_node_dies_fails_with_rays_words": 40,
     "tests/planner/cli/test_autotune_slurm.py::test_probe_on_a_node_then_the_plans_job_trains": 48,
     "tests/api/test_ray_executor.py::test_a_cancel_stops_the_ray_job_and_a_lost_job_fails_with_rays_words": 30,
     "tests/api/test_faults.py::test_chaos_with_the_slurm_executor_and_the_postgresql_store": 112,

@@ -60,6 +60,8 @@ class Ray:
                 "entrypoint_num_gpus": self.settings.probe_gpus,
                 "metadata": {"memplan_job": sub.jid, "sweep": name},
             }
+            if self.settings.ray_resources:  # a node pool: the job's supervisor and its probe run on such a node
+                body["entrypoint_resources"] = self.settings.ray_resources
             code, got = self._call("POST", "/api/jobs/", body)
             if code != 200 and "already exists" not in str(got):
                 raise RayError(str(got).strip().splitlines()[-1] if str(got).strip() else f"HTTP {code}")

@@ -3,6 +3,7 @@ declared), through a real API server: sim and cpu probes end to end, a cancel th
 probe, a job Ray lost (stopped behind the API's back) failed with Ray's words, and a resubmission that Ray refuses to
 run twice."""
 
+import os
 import time
 
 import pytest
@@ -14,8 +15,9 @@ PROBE = {"model": "debug-llama", "micro_batch": 1, "seq_len": 32, "backend": "si
 pytestmark = pytest.mark.usefixtures("ray_head")
 
 
-def ray_server(tmp_path, head, store) -> Server:
+def ray_server(tmp_path, head, store, **more) -> Server:
     env = {
+        **more,
         "MEMPLAN_EXECUTOR": "ray",
         "MEMPLAN_RAY_ADDRESS": head.address,
         "MEMPLAN_SHARED_DIR": str(tmp_path / "shared"),
@@ -64,3 +66,25 @@ def test_a_cancel_stops_the_ray_job_and_a_lost_job_fails_with_rays_words(tmp_pat
         assert records(store) == 0
     finally:
         s.kill()
+
+
+def test_a_job_whose_node_dies_fails_with_rays_words(tmp_path, ray_head):
+    """A node of its own (a second raylet holding a custom resource the probe asks for, MEMPLAN_RAY_RESOURCES), killed
+    with kill -9 while the probe runs: Ray says the job's supervisor died with its node; the job is failed with those
+    words and no record. The probe itself is left an orphan by the dead raylet (on a real cluster it dies with the
+    machine): the test ends it."""
+    ray_head.add_worker("memplan_pool")
+    store = tmp_path / "store.sqlite"
+    s = ray_server(tmp_path, ray_head, store, MEMPLAN_RAY_RESOURCES='{"memplan_pool": 1}')
+    try:
+        c = s.client()
+        jid = c.post("/v1/probes", json={**PROBE, "inject_fault": "hang"}).json()["id"]
+        wait_for(lambda: c.get(f"/v1/probes/{jid}").json()["scheduler_state"] == "RUNNING", "the job to run", 90)
+        assert ray_head.crash_worker("memplan_pool")
+        job = wait_job(c, jid, done=("failed",), timeout_s=120)
+        assert job["scheduler_state"] == "FAILED" and "node has died" in job["scheduler_reason"], job
+        assert job["record"] is None and records(store) == 0
+    finally:
+        s.kill()
+        for pid in probe_pids_in(tmp_path / "shared"):
+            os.kill(pid, 9)

@@ -66,6 +66,35 @@ class RayHead:
                 time.sleep(0.5)
         raise RuntimeError("the Ray dashboard did not answer in 60 s")
 
+    def add_worker(self, resource: str) -> None:
+        """A second node (a raylet of its own on this machine) holding 1 GPU and the custom resource `resource`."""
+        cmd = [
+            ray_bin(),
+            "start",
+            f"--address=127.0.0.1:{self.port}",
+            "--num-cpus=1",
+            "--num-gpus=1",
+            f'--resources={{"{resource}": 1}}',
+            "--node-ip-address=127.0.0.1",
+            "--disable-usage-stats",
+        ]
+        out = subprocess.run(cmd, env=self.env, capture_output=True, text=True, check=False, timeout=120)
+        if out.returncode != 0:
+            raise RuntimeError(f"ray start (worker) failed: {out.stderr[-2000:]}")
+
+    def crash_worker(self, resource: str) -> list[int]:
+        """kill -9 the raylet of the worker node that holds `resource` (its node dies); the pids killed."""
+        pids = []
+        for proc in Path("/proc").iterdir():
+            try:
+                cmd = (proc / "cmdline").read_bytes() if proc.name.isdigit() else b""
+            except OSError:
+                continue
+            if b"raylet" in cmd and resource.encode() in cmd:
+                os.kill(int(proc.name), 9)
+                pids.append(int(proc.name))
+        return pids
+
     def stop(self) -> None:
         subprocess.run([ray_bin(), "stop", "--force"], env=self.env, capture_output=True, check=False, timeout=120)
         shutil.rmtree(self.temp, ignore_errors=True)
