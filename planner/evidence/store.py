@@ -213,12 +213,13 @@ class Store:
 
     def _open_server(self, url: str) -> None:
         """A PostgreSQL store: connect, then apply the migrations it lacks (planner.evidence.migrations)."""
-        from planner.evidence.migrations import migrate
+        from planner.evidence.migrations import LATEST, applied, migrate
 
         self.path, self.db = sql.redacted(url), None  # path: what messages say, never the password
         try:
             self.db = sql.connect(url)
-            migrate(self.db, self.path)
+            if applied(self.db)[-1:] != [LATEST]:  # one query where the schema is current (every job's finish opens one)
+                migrate(self.db, self.path)
         except sql.errors() as e:
             if self.db is not None:
                 self.db.close()
