@@ -114,7 +114,7 @@ SLOW = {
     "tests/api/test_ray_executor.py::test_a_job_whose_node_dies_fails_with_rays_words": 40,
     "tests/planner/cli/test_autotune_slurm.py::test_probe_on_a_node_then_the_plans_job_trains": 48,
     "tests/api/test_ray_executor.py::test_a_cancel_stops_the_ray_job_and_a_lost_job_fails_with_rays_words": 30,
-    "tests/api/test_faults.py::test_chaos_with_the_slurm_executor_and_the_postgresql_store": 112,
+    "tests/api/test_cluster_chaos.py::test_chaos_with_the_slurm_executor_and_the_postgresql_store": 112,
     # issue 35: each role's phases traced at Qwen2.5-0.5B's real depth (25-30 s each)
     "tests/probes/test_roles_sim.py::test_every_role_phase_matches_the_sim": 28,
     "tests/probes/test_roles_sim.py::test_the_critics_sim_matches_its_real_cpu_steps": 6,

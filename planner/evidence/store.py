@@ -218,7 +218,9 @@ class Store:
         self.path, self.db = sql.redacted(url), None  # path: what messages say, never the password
         try:
             self.db = sql.connect(url)
-            if applied(self.db)[-1:] != [LATEST]:  # one query where the schema is current (every job's finish opens one)
+            if applied(self.db)[-1:] != [
+                LATEST
+            ]:  # one query where the schema is current (every job's finish opens one)
                 migrate(self.db, self.path)
         except sql.errors() as e:
             if self.db is not None:

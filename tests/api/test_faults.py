@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.api.conftest import Server, probe_pids, probe_pids_in, records, wait_job
+from tests.api.conftest import Server, probe_pids, records, wait_job
 
 PROBE = {"model": "debug-llama", "micro_batch": 1, "seq_len": 32, "backend": "sim"}
 
@@ -115,16 +115,6 @@ def test_chaos_kill_9_at_random_points_loses_nothing_and_runs_nothing_twice(tmp_
     the one slot."""
     store = tmp_path / "store.sqlite"
     chaos(store, lambda: Server(store), lambda: probe_pids(store), one_slot=True)
-
-
-@pytest.mark.usefixtures("slurm_cluster")
-def test_chaos_with_the_slurm_executor_and_the_postgresql_store(tmp_path, slurm_cluster, pg_url):
-    """Issue 36's acceptance: the same rounds with probes on Slurm and the store in PostgreSQL. Slurm runs jobs while
-    the API is dead; at the end Slurm holds no job and no probe runs (no orphan), and records match done jobs."""
-    shared = tmp_path / "shared"
-    env = {"MEMPLAN_EXECUTOR": "slurm", "MEMPLAN_SHARED_DIR": str(shared), "MEMPLAN_STATE_DIR": str(tmp_path / "st")}
-    chaos(pg_url, lambda: Server(pg_url, env={**env, **slurm_cluster.env()}), lambda: probe_pids_in(shared))
-    assert slurm_cluster.jobs() == []
 
 
 def chaos(store, make_server, pids, one_slot: bool = False) -> None:
