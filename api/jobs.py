@@ -81,7 +81,7 @@ class JobQueue(SlotWorkers, RemoteWorkers):
         state = self._state_dir(settings)
         self.folders = state / f"{self._name}.jobs"  # one folder per running probe
         self.locks = state / self._name  # + .<slot>.lock
-        self.shared = (settings.shared_dir if settings and settings.shared_dir else self.folders) / ""
+        self.shared = Path(settings.shared_dir) if settings and settings.shared_dir else self.folders
         self._wake = threading.Condition()
         self._stop = threading.Event()
         self._procs: dict[str, object] = {}  # running job id -> Popen
