@@ -72,7 +72,7 @@ class JobQueue(SlotWorkers, RemoteWorkers):
         from api.executors import make
 
         self.where = store if sql.is_url(store) else Path(store)
-        self.store_path, self.timeout_s = self.where, timeout_s
+        self.timeout_s = timeout_s
         self.slots = slots or device_slots()
         self.scheduler = make(settings) if settings is not None else None
         self.outcomes: Counter[str] = Counter()
@@ -263,7 +263,7 @@ class JobQueue(SlotWorkers, RemoteWorkers):
         from planner.evidence.store import Store
 
         with self.dblock:
-            store = Store(self.store_path) if any(r[7] is not None for r in rows) else None
+            store = Store(self.where) if any(r[7] is not None for r in rows) else None
             try:
                 return [self._job(row, store) for row in rows]
             finally:

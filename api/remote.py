@@ -78,11 +78,10 @@ class RemoteWorkers:
 
         subs = []
         for jid, spec in jobs:
-            r = spec["request"]
-            timeout = min(r["timeout_s"] or self.timeout_s, self.timeout_s)
             folder = self.shared / jid
             write_job(folder, spec, deadline=None, adoptable=True)
-            subs.append(Submission(jid, folder, timeout, {"MEMPLAN_PROBE_FAULT": r["inject_fault"] or ""}))
+            fault = spec["request"]["inject_fault"] or ""
+            subs.append(Submission(jid, folder, self._timeout(spec), {"MEMPLAN_PROBE_FAULT": fault}))
         try:
             ids = self.scheduler.submit(subs, name)
         except (
@@ -100,14 +99,12 @@ class RemoteWorkers:
     def _record_id(self, jid: str, sid: str) -> None:
         """The scheduler's id into the row; a row no longer running (cancelled meanwhile) cancels the submission."""
 
-        def write() -> int:
-            with self._db() as db:
-                cur = db.execute(
-                    "UPDATE jobs SET scheduler_id=?, sched_state='PENDING' WHERE id=? AND status='running'", (sid, jid)
-                )
-                return cur.rowcount
-
-        if self._retry(write) == 0:
+        written = self._retry(
+            self._write,
+            "UPDATE jobs SET scheduler_id=?, sched_state='PENDING' WHERE id=? AND status='running'",
+            (sid, jid),
+        )
+        if written == 0:
             self.scheduler.cancel([sid])
             self._retry(self._write, "UPDATE jobs SET scheduler_id=? WHERE id=?", (sid, jid))
 
@@ -121,7 +118,7 @@ class RemoteWorkers:
             ).fetchall()
             stale = db.execute(
                 "SELECT id, scheduler_id FROM jobs WHERE status='cancelled' AND executor=? AND scheduler_id IS NOT NULL "
-                "AND (sched_state IS NULL OR sched_state NOT IN ('ENDED'))",
+                "AND (sched_state IS NULL OR sched_state != 'ENDED')",
                 (kind,),
             ).fetchall()
         self._find_unnamed([r for r in running if r[3] and r[3].startswith("?")])
@@ -166,20 +163,10 @@ class RemoteWorkers:
 
     def _end(self, jid: str, spec: dict, folder: Path, st: State) -> None:
         """A job the scheduler says ended: its probe's record (ok, oom, crash, timeout), or failed if it was lost."""
-        from planner.config.spec import Knobs
-        from planner.evidence.store import Shapes
-        from probes.run import outcome
-
         if st.lost and not (folder / "result.json").is_file():
             self._fail(jid, st.state, st.reason)
             return
-        r = spec["request"]
-        timeout = min(r["timeout_s"] or self.timeout_s, self.timeout_s)
-        knobs, shapes = Knobs(**spec["knobs"]), Shapes(**spec["shapes"])
-        stopped = "timeout" if st.timeout else None
-        rec = outcome(
-            folder, spec["model"], spec["config"], knobs, shapes, r["backend"], st.returncode, stopped, None, timeout
-        )
+        rec = self._outcome(spec, folder, st.returncode, "timeout" if st.timeout else None)
         rec.detail["scheduler"] = {"executor": self.scheduler.kind, "state": st.state, "reason": st.reason}
         self._retry(self._write, "UPDATE jobs SET sched_state=?, sched_reason=? WHERE id=?", (st.state, st.reason, jid))
         self._finish(jid, rec, folder)

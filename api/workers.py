@@ -110,7 +110,7 @@ class SlotWorkers:
         env = {"MEMPLAN_PROBE_FAULT": r["inject_fault"] or ""}
         if slot.startswith("cuda:"):
             env["CUDA_VISIBLE_DEVICES"] = slot.split(":")[1]
-        timeout = min(r["timeout_s"] or self.timeout_s, self.timeout_s)
+        timeout = self._timeout(spec)
         folder = self.folders / jid
 
         def started(proc, deadline: float) -> None:
@@ -143,9 +143,7 @@ class SlotWorkers:
     def _adopt(self, jid: str, spec_json: str, pgid: int | None, folder: str | None, deadline: float | None) -> None:
         """A job the dead holder of this slot left running: wait for its probe (still ours if its process
         group runs probes.run on this job's folder), to its deadline, then finish the job with what it left."""
-        from planner.config.spec import Knobs
-        from planner.evidence.store import Shapes
-        from probes.run import kill_group, outcome
+        from probes.run import kill_group
 
         spec = json.loads(spec_json)
         if pgid is None or folder is None:  # died before its probe started: nothing ran
@@ -165,19 +163,7 @@ class SlotWorkers:
             stopped = "timeout"
         if self._stop.is_set():
             return  # leave it to the next holder of the slot
-        r = spec["request"]
-        rec = outcome(
-            Path(folder),
-            spec["model"],
-            spec["config"],
-            Knobs(**spec["knobs"]),
-            Shapes(**spec["shapes"]),
-            r["backend"],
-            None,
-            stopped,
-            None,
-            min(r["timeout_s"] or self.timeout_s, self.timeout_s),
-        )
+        rec = self._outcome(spec, Path(folder), None, stopped)
         if rec.status == "crash":  # gone with no result and no exit status: it was interrupted
             self._interrupt(jid)
             shutil.rmtree(folder, ignore_errors=True)
@@ -202,9 +188,25 @@ class SlotWorkers:
             (time.time(), jid),
         )
 
-    def _write(self, sql: str, args: tuple) -> None:
+    def _write(self, sql: str, args: tuple) -> int:
+        """One statement; the rows it changed."""
         with self._db() as db:
-            db.execute(sql, args)
+            return db.execute(sql, args).rowcount
+
+    def _timeout(self, spec: dict) -> int:
+        """A job's time limit: its request's, at most the service's."""
+        return min(spec["request"]["timeout_s"] or self.timeout_s, self.timeout_s)
+
+    def _outcome(self, spec: dict, folder: Path, returncode: int | None, stopped: str | None):
+        """The record of a job's probe that ended outside this process (adopted here, or run by a cluster's
+        scheduler) from what it left in its folder (probes.run.outcome)."""
+        from planner.config.spec import Knobs
+        from planner.evidence.store import Shapes
+        from probes.run import outcome
+
+        knobs, shapes = Knobs(**spec["knobs"]), Shapes(**spec["shapes"])
+        args = (spec["model"], spec["config"], knobs, shapes, spec["request"]["backend"])
+        return outcome(folder, *args, returncode, stopped, None, self._timeout(spec))
 
     def _finish(self, jid: str, rec, folder: Path) -> None:
         """Store the record and mark the job done in one transaction, only while the job is running (a
@@ -220,7 +222,7 @@ class SlotWorkers:
         from planner.evidence.store import Store
 
         with self.dblock:
-            return self._store_locked(jid, rec, Store(self.store_path))
+            return self._store_locked(jid, rec, Store(self.where))
 
     def _store_locked(self, jid: str, rec, store) -> bool:
         try:

@@ -97,7 +97,7 @@ def choose(args: Namespace) -> tuple[Plan, dict, ModelSpec]:
     count = args.gpus_per_node
     probes = common.probe_functions()
     if args.executor == "slurm":  # the partition's GPUs, probed on one of its nodes
-        probes = autotune_slurm.cluster_probes(args, common.status)
+        probes = autotune_slurm.cluster_probes(args)
     elif args.dry_run and args.gpu.strip().lower() != "local":  # a dry run for a named kind needs no GPU
         count = count or launcher_count(args.command) or local_gpu_count() or 1
     else:

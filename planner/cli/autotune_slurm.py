@@ -68,14 +68,13 @@ class _Settings:
     """What api.executors.slurm.Slurm reads, for one probe job on one node of the partition."""
 
     def __init__(self, args: Namespace) -> None:
-        self.partition, self.account = args.partition, args.account
         self.slurm_partition, self.slurm_account = args.partition, args.account
         self.probe_gpus = 1 if args.probe_backend == "auto" else 0  # a sim or cpu probe needs no GPU of the node
         self.slurm_args = ["--nodes=1"]
         self.probe_python = sys.executable
 
 
-def cluster_probes(args: Namespace, status):
+def cluster_probes(args: Namespace):
     """planner.advise.Probes whose isolated probe runs as a Slurm job on one node of the partition."""
     from dataclasses import replace
 

@@ -114,3 +114,22 @@ def records(store) -> int:
         return st.db.execute("SELECT COUNT(*) FROM probes").fetchone()[0]
     finally:
         st.close()
+
+
+def wait_for(ok, what: str, timeout_s: float = 60):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got = ok()
+        if got:
+            return got
+        time.sleep(0.25)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def running_hang(client, probe: dict, timeout_s: float = 60) -> str:
+    """A probe job that hangs, once its cluster scheduler says it runs; its id."""
+    jid = client.post("/v1/probes", json={**probe, "inject_fault": "hang"}).json()["id"]
+    wait_for(
+        lambda: client.get(f"/v1/probes/{jid}").json()["scheduler_state"] == "RUNNING", "the job to run", timeout_s
+    )
+    return jid

@@ -8,8 +8,7 @@ import time
 
 import pytest
 
-from tests.api.conftest import Server, probe_pids_in, records, wait_job
-from tests.api.test_slurm_executor import wait_for
+from tests.api.conftest import Server, probe_pids_in, records, running_hang, wait_for, wait_job
 
 PROBE = {"model": "debug-llama", "micro_batch": 1, "seq_len": 32, "backend": "sim"}
 pytestmark = pytest.mark.usefixtures("ray_head")
@@ -50,15 +49,13 @@ def test_a_cancel_stops_the_ray_job_and_a_lost_job_fails_with_rays_words(tmp_pat
     ray = Ray(Settings(ray_address=ray_head.address))
     try:
         c = s.client()
-        jid = c.post("/v1/probes", json={**PROBE, "inject_fault": "hang"}).json()["id"]
-        wait_for(lambda: c.get(f"/v1/probes/{jid}").json()["scheduler_state"] == "RUNNING", "the job to run", 90)
+        jid = running_hang(c, PROBE, timeout_s=90)
         wait_for(lambda: probe_pids_in(tmp_path / "shared"), "its probe process")
         assert c.delete(f"/v1/probes/{jid}").json()["status"] == "cancelled"
         wait_for(lambda: ray.states([f"memplan-{jid}"])[f"memplan-{jid}"].state == "STOPPED", "Ray to stop it")
         wait_for(lambda: not probe_pids_in(tmp_path / "shared"), "no probe left")
 
-        lost = c.post("/v1/probes", json={**PROBE, "inject_fault": "hang", "seq_len": 40}).json()["id"]
-        wait_for(lambda: c.get(f"/v1/probes/{lost}").json()["scheduler_state"] == "RUNNING", "the job to run", 90)
+        lost = running_hang(c, {**PROBE, "seq_len": 40}, timeout_s=90)
         ray.cancel([f"memplan-{lost}"])  # someone else stops it: the API did not ask
         job = wait_job(c, lost, done=("failed",), timeout_s=60)
         assert job["scheduler_state"] == "STOPPED" and job["scheduler_reason"], job
@@ -78,8 +75,7 @@ def test_a_job_whose_node_dies_fails_with_rays_words(tmp_path, ray_head):
     s = ray_server(tmp_path, ray_head, store, MEMPLAN_RAY_RESOURCES='{"memplan_pool": 1}')
     try:
         c = s.client()
-        jid = c.post("/v1/probes", json={**PROBE, "inject_fault": "hang"}).json()["id"]
-        wait_for(lambda: c.get(f"/v1/probes/{jid}").json()["scheduler_state"] == "RUNNING", "the job to run", 90)
+        jid = running_hang(c, PROBE, timeout_s=90)
         assert ray_head.crash_worker("memplan_pool")
         job = wait_job(c, jid, done=("failed",), timeout_s=120)
         assert job["scheduler_state"] == "FAILED" and "node has died" in job["scheduler_reason"], job

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.api.conftest import Server, probe_pids_in, records, wait_job
+from tests.api.conftest import Server, probe_pids_in, records, running_hang, wait_for, wait_job
 
 PROBE = {"model": "debug-llama", "micro_batch": 1, "seq_len": 32, "backend": "sim"}
 pytestmark = pytest.mark.usefixtures("slurm_cluster")
@@ -23,16 +23,6 @@ def slurm_server(tmp_path, cluster, store, **env) -> Server:
         **env,
     }
     return Server(store, env=settings).start()
-
-
-def wait_for(ok, what: str, timeout_s: float = 60):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        got = ok()
-        if got:
-            return got
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_a_job_array_of_8_probes_completes_with_8_records(tmp_path, slurm_cluster, pg_url):
@@ -65,8 +55,7 @@ def test_a_cancelled_job_is_scancelled_and_leaves_nothing(tmp_path, slurm_cluste
     s = slurm_server(tmp_path, slurm_cluster, pg_url)
     try:
         c = s.client()
-        jid = c.post("/v1/probes", json={**PROBE, "inject_fault": "hang"}).json()["id"]
-        wait_for(lambda: c.get(f"/v1/probes/{jid}").json()["scheduler_state"] == "RUNNING", "the job to run")
+        jid = running_hang(c, PROBE)
         wait_for(lambda: probe_pids_in(tmp_path / "shared"), "its probe process")
         job = c.delete(f"/v1/probes/{jid}").json()
         assert job["status"] == "cancelled"
@@ -81,8 +70,7 @@ def test_a_node_lost_mid_job_fails_it_with_slurms_reason(tmp_path, slurm_cluster
     s = slurm_server(tmp_path, slurm_cluster, pg_url)
     try:
         c = s.client()
-        jid = c.post("/v1/probes", json={**PROBE, "inject_fault": "hang"}).json()["id"]
-        wait_for(lambda: c.get(f"/v1/probes/{jid}").json()["scheduler_state"] == "RUNNING", "the job to run")
+        jid = running_hang(c, PROBE)
         node = slurm_cluster.node
         out = slurm_cluster.client(["scontrol", "update", f"nodename={node}", "state=down", "reason=test:_lost_node"])
         assert out.returncode == 0, out.stderr
