@@ -48,10 +48,11 @@ FRAMEWORK_PYTHONS := MEMPLAN_LLAMAFACTORY_PYTHON=$(FWENV)/llamafactory/bin/pytho
 fwenv:
 	FWENV_ROOT=$(FWENV) FWENV_SHARED_TORCH=1 PY=$(PY) bash tools/fwenv.sh
 
-# Two pytest workers (pytest-xdist), a test file to one worker and in order: most tests keep one core busy and the
-# machine has two. PYTEST_WORKERS=0 runs in one process.
+# Two pytest workers (pytest-xdist), a test file to one worker and in order, the longest files first (tests/conftest.py
+# longest_first, not xdist's order by test count): most tests keep one core busy and the machine has two.
+# PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
-PYTEST_PARALLEL := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
+PYTEST_PARALLEL := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 test: setup-dev fwenv
 	$(FRAMEWORK_PYTHONS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) tests
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 
@@ -23,7 +23,7 @@ from api.errors import detail, validation_detail
 from api.jobs import JobQueue
 from api.limits import BodyLimit
 from api.metrics import Metrics
-from api.routes import catalog, plans, probes
+from api.routes import catalog, plans, probes, web
 from api.settings import Settings, get_settings
 from planner.errors import BadInput, UnknownName
 
@@ -51,7 +51,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.queue, app.state.metrics, app.state.settings = queue, metrics, settings
     app.dependency_overrides[get_settings] = lambda: settings
-    for r in (plans.router, catalog.router, probes.router):
+    for r in (web.router, plans.router, catalog.router, probes.router):  # web: the page and what it asks besides
         app.include_router(r)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)  # chunked bodies: counted as they stream
 
@@ -94,13 +94,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def invalid(_: Request, e: RequestValidationError):
         return JSONResponse(validation_detail(e.errors()), 422)
 
-    web = Path(__file__).with_name("web")
-    app.mount("/static", StaticFiles(directory=web), name="static")
-
-    @app.get("/", include_in_schema=False)
-    def page() -> FileResponse:
-        """The advisor's web page (api/web): a form over this API, with SVG memory charts."""
-        return FileResponse(web / "index.html")
+    app.mount("/static", StaticFiles(directory=Path(__file__).with_name("web")), name="static")
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict:

@@ -3,9 +3,9 @@ request models (planner.advise) define them. Responses are the CLI's JSON object
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StringConstraints
 
 from planner import advise
 
@@ -18,12 +18,28 @@ PlansResponse = advise.SuggestResult
 CheckResponse = advise.CheckResult
 
 
+UPLOAD_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"  # a bare file name: no folder, nothing hidden
+MAX_UPLOAD_CHARS = 1 << 16  # each uploaded file (the body's own limit holds them all: api/limits.py)
+
+
 class ConfigCheckRequest(BaseModel):
-    """POST /v1/check/config: your own run's configuration files (inside the server's data directories), the GPU, and
-    any check field that overrides what the files say (the CLI's `check --config FILE... --gpu G [flags]`)."""
+    """POST /v1/check/config: your own run's configuration files (paths inside the server's data directories, or the
+    files themselves), the GPU, and any check field that overrides what the files say (the CLI's `check --config
+    FILE... --gpu G [flags]`)."""
 
     model_config = {"extra": "forbid"}
-    config: list[str] = Field(min_length=1, max_length=8, description="paths of the configuration files")
+    config: list[str] = Field(default_factory=list, max_length=8, description="paths of the configuration files")
+    files: dict[
+        Annotated[str, StringConstraints(pattern=UPLOAD_NAME)],
+        Annotated[str, StringConstraints(max_length=MAX_UPLOAD_CHARS)],
+    ] = Field(
+        default_factory=dict,
+        max_length=8,
+        description=(
+            "or the files themselves, {file name: text}, read as if side by side in a folder of their own (a file "
+            "they name that is not among them is not there); the first leads, as the first path does"
+        ),
+    )
     gpu: str = Field(min_length=1, max_length=64, description="catalog GPU (GET /v1/gpus)")
     overrides: dict = Field(default_factory=dict, description="check request fields that replace the files' values")
 

@@ -155,8 +155,8 @@ def image_tokens(req: Target, model: ModelSpec) -> tuple[int, imagefit.ImageBudg
     if n > req.seq_len and b is not None:
         raise BadInput(
             f"--images {req.images} at the {b.rule} rule's worst case ({b.tokens_per_image:,} tokens an image, "
-            f"{b.size[0]}x{b.size[1]}) are {n:,} tokens, over --seq-len {req.seq_len}: lower --max-pixels, give "
-            "--tokens-per-image, or raise --seq-len",
+            f"{b.size[0]}x{b.size[1]}) are {n:,} tokens, over --seq-len {req.seq_len}: "
+            f"{images.fewer_tokens(b.rule, req.images, req.seq_len)}",
             "images",
         )
     if n > req.seq_len and videos is not None:

@@ -105,6 +105,10 @@ def nothing_leaks():
 # parameters for one case or without them for every case; tests that share a slow fixture are listed together
 # (one of them left in would run it). At 20 s, the issue's first cut, test-fast took 9 min 26 s.
 SLOW = {
+    # issue 50: a fresh venv per extra (uv, from its cache), each running its docs example (3-100 s each on 2 cores)
+    "tests/test_extras_venvs.py::test_an_extra_alone_runs_its_docs_example": 100,
+    "tests/test_extras_venvs.py::test_the_api_extra_alone_serves": 14,
+    "tests/test_extras_venvs.py::test_the_postgres_extra_alone_reads_a_shared_store": 10,
     # issue 36: real Slurm, Ray and PostgreSQL engines behind a real API server (4-60 s each)
     "tests/api/test_slurm_executor.py::test_a_job_array_of_8_probes_completes_with_8_records": 20,
     "tests/api/test_slurm_executor.py::test_a_cancelled_job_is_scancelled_and_leaves_nothing": 8,
@@ -289,10 +293,53 @@ SLOW = {
 }
 
 
+# -- issue 50: the longest files first. `make test` runs a file on one pytest-xdist worker (--dist loadfile, without
+# xdist's reordering by test count); a long file begun last keeps one worker busy alone at the end, so files start
+# longest first (tests/durations.json: seconds per file of the last recorded full run; a file it does not name starts
+# after them, in collection order). `MEMPLAN_DURATIONS=tests/durations.json make test` records it again.
+DURATIONS = Path(__file__).with_name("durations.json")
+
+
+def _file_seconds() -> dict[str, float]:
+    import json
+
+    try:
+        return json.loads(DURATIONS.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def longest_first(items: list) -> None:
+    seconds = _file_seconds()
+    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::")[0], 0.0))  # stable: a file's tests keep order
+
+
+_RECORDED: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    """With MEMPLAN_DURATIONS set, add each test's setup, call and teardown seconds to its file's total."""
+    if os.environ.get("MEMPLAN_DURATIONS"):
+        path = report.nodeid.split("::")[0]
+        _RECORDED[path] = _RECORDED.get(path, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    """Write the recorded seconds per file (MEMPLAN_DURATIONS), longest first, once: from the controlling process."""
+    out = os.environ.get("MEMPLAN_DURATIONS")
+    if out and _RECORDED and not hasattr(session.config, "workerinput"):
+        import json
+
+        table = {k: round(v, 1) for k, v in sorted(_RECORDED.items(), key=lambda kv: -kv[1])}
+        Path(out).write_text(json.dumps(table, indent=1) + "\n")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Mark the SLOW tests `slow` (before -m selects), and refuse a SLOW key that names no collected test of a
-    file collected whole (a renamed test would otherwise drop out of the list unnoticed)."""
+    file collected whole (a renamed test would otherwise drop out of the list unnoticed). Then the longest files
+    first (longest_first)."""
+    longest_first(items)
     used = set()
     for item in items:
         key = next((k for k in (item.nodeid, item.nodeid.split("[")[0]) if k in SLOW), None)

@@ -8,9 +8,12 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Response
 
 from api.deps import Authorized, SettingsDep, get_queue, resolve_model
+from api.errors import api_message
 from api.jobs import JobQueue
 from api.schemas import Job, JobStatus, ProbeRequest, SweepRequest
 from planner import advise
+from planner.errors import BadInput
+from probes import ready
 
 router = APIRouter(prefix="/v1/probes", tags=["probes"])
 Queue = Annotated[JobQueue, Depends(get_queue)]
@@ -22,6 +25,7 @@ def submit(body: ProbeRequest, queue: Queue, settings: SettingsDep, response: Re
     """Queue a probe; an identical queued request returns that job (200 instead of 202)."""
     _faults_allowed(body, settings)
     model, knobs, shapes = advise.probe_plan(body, lambda ref: resolve_model(ref, settings))
+    _runnable(body, knobs, queue)
     job, created = queue.submit(body, model.name, model.config, knobs, shapes)
     if not created:
         response.status_code = 200
@@ -36,6 +40,7 @@ def sweep(body: SweepRequest, queue: Queue, settings: SettingsDep) -> list[Job]:
     for i, probe in enumerate(body.probes):
         _faults_allowed(probe, settings, ("body", "probes", i))
         plans.append(advise.probe_plan(probe, lambda ref: resolve_model(ref, settings)))
+        _runnable(probe, plans[-1][1], queue, ("body", "probes", i))
     return queue.submit_sweep(
         [(probe, model.name, model.config, knobs, shapes) for probe, (model, knobs, shapes) in zip(body.probes, plans)]
     )
@@ -53,6 +58,19 @@ def _faults_allowed(body: ProbeRequest, settings, loc: tuple = ("body",)) -> Non
                 }
             ],
         )
+
+
+def _runnable(body: ProbeRequest, knobs, queue: JobQueue, loc: tuple = ("body",)) -> None:
+    """Refuse, before it is queued, a probe job this host's slots cannot run: a module its steps import is missing
+    (422 naming the extra to install) or, for a cuda probe, torch sees no GPU. The local executor only: a cluster's
+    jobs run on its nodes' own python (MEMPLAN_PROBE_PYTHON)."""
+    if queue.kind != "local":
+        return
+    try:
+        ready.check(f"a {body.backend} probe", body.backend, knobs)
+    except BadInput as e:
+        msg = f"{api_message(str(e))} (on this server)"
+        raise HTTPException(422, [{"loc": [*loc, "backend"], "type": "value_error", "msg": msg}]) from None
 
 
 @router.get("/{job_id}", response_model=Job)

@@ -6,25 +6,26 @@ Exit codes (README): 0 ok, 3 nothing fits / the config does not fit, 2 bad input
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from planner.errors import BadInput
 
-SUBCOMMANDS = (
-    "suggest",
-    "check",
-    "gpus",
-    "models",
-    "frameworks",
-    "scan",
-    "probe",
-    "probes",
-    "runs",
-    "profile",
-    "serve",
-    "train",
-    "autotune",
-)
+SUBCOMMANDS = {
+    "suggest": "rank training configurations that fit",
+    "check": "will this configuration fit? and what to run instead",
+    "gpus": "list catalog GPUs",
+    "models": "list catalog models",
+    "frameworks": "what each framework (--framework) can run, its defaults and their sources",
+    "scan": "token-length distribution of a dataset (JSONL, JSON, CSV, Parquet)",
+    "probe": "measure one configuration (sim on fake tensors, or real cpu/cuda steps)",
+    "probes": "stored probe records: list, show, rm",
+    "runs": "real runs' measured memory against the prediction for their plan",
+    "profile": "per-module activation memory and the peak's phase (sim probe)",
+    "serve": "serve the REST API (docs at /docs)",
+    "train": "run a plan with the bundled trainer",
+    "autotune": "plan for the local GPUs, probe, and launch (bundled trainer or your command)",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,18 +42,26 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+ALL = "*"
+
+
+def build_parser(command: str | None = ALL) -> argparse.ArgumentParser:
+    """The root parser with every subcommand listed; only `command`'s module is imported and its flags added (ALL:
+    every one's), so `planner --help` and one subcommand's run import nothing they do not use."""
     from importlib import import_module
 
     parser = _Parser(prog="planner", description="Memory planner and OOM-avoidance advisor for LLM/VLM training.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for name in SUBCOMMANDS:
-        import_module(f"planner.cli.{name}").register(sub)
+    for name, summary in SUBCOMMANDS.items():
+        p = sub.add_parser(name, help=summary)
+        if command in (ALL, name):
+            import_module(f"planner.cli.{name}").register(p)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(next((a for a in argv if not a.startswith("-")), None))
     args = parser.parse_args(argv)
     from planner.cli import common
 
@@ -65,4 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
+    # pydantic looks up plugins in every installed distribution's entry points when it builds its first model (about
+    # 25 ms, more in a large environment); the planner uses none. A user's own setting of the variable stands.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     raise SystemExit(main())

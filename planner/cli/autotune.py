@@ -1,8 +1,12 @@
 """`planner autotune`: plan for this host's GPUs (NVML), probe the chosen plan on them, then run it:
-the bundled trainer, or your own HF-Trainer-style command with the plan's arguments injected.
+the bundled trainer, or your own HF-Trainer-style command with the plan's arguments written into it.
 
-    planner autotune --model M --global-batch 256 --seq-len 4096 [--dry-run] \\
-        -- torchrun --nproc_per_node 8 train.py --model_name_or_path ...
+    planner autotune [--model M] [--global-batch 256] [--seq-len 4096] [--workload grpo --images 1 ...] \\
+        [--dry-run] [--emit DIR] -- torchrun --nproc_per_node 8 train.py --model_name_or_path ...
+
+Everything after `--` is your command, nothing before it is. The command is read as `check --config` reads a launch
+script (planner.cli.autotune_command); autotune tunes its batch split, checkpointing and sharding, and writes only
+the arguments whose value the plan changes. A dry run writes nothing unless `--emit DIR` names where.
 """
 
 from __future__ import annotations
@@ -15,20 +19,19 @@ import sys
 from argparse import Namespace
 from pathlib import Path
 
-from planner.cli import autotune_slurm, common, extras
+from planner.cli import autotune_command, autotune_slurm, common, extras
 from planner.config.spec import Plan
 from planner.errors import BadInput
 from planner.model.modelspec import ModelSpec
 
 DS_JSON = "memplan_ds_config.json"
-VALUE_FLAGS = ("--per_device_train_batch_size", "--gradient_accumulation_steps", "--deepspeed", "--torch_dtype")
-BOOL_FLAGS = ("--gradient_checkpointing", "--bf16", "--fp16")
-BOOL_WORDS = {"true", "false", "1", "0", "yes", "no"}
+PLAN_JSON = "memplan_plan.json"
+COMMAND_SH = "memplan_command.sh"
 
 
-def register(sub) -> None:
-    p = sub.add_parser("autotune", help="plan for the local GPUs, probe, and launch (bundled trainer or your command)")
-    p.add_argument("--model", required=True)
+def register(p) -> None:
+    """The subcommand's flags on its parser (planner.cli.build_parser makes it)."""
+    p.add_argument("--model", default=None, help="catalog name, config.json or folder (default: your command's)")
     p.add_argument(
         "--gpu",
         default="local",
@@ -43,15 +46,26 @@ def register(sub) -> None:
         "needed, so a launch can be prepared on a login node (default then: your command's "
         "--nproc_per_node, else this host's count, else 1)",
     )
-    p.add_argument("--global-batch", type=common.positive_int("--global-batch"), required=True)
-    p.add_argument("--seq-len", type=common.positive_int("--seq-len"), required=True)
+    p.add_argument(
+        "--global-batch",
+        type=common.positive_int("--global-batch"),
+        default=None,
+        help="sequences per optimizer step (default: your command's, micro-batch x accumulation x processes)",
+    )
+    p.add_argument("--seq-len", type=common.positive_int("--seq-len"), default=None, help="as check's")
+    common.add_image_args(p)
+    common.add_video_args(p)
+    common.add_workload_args(p)
+    p.set_defaults(workload=None)  # not given: your command's workload (else sft)
     common.add_knob_args(p, ("optimizer", "lora_rank"))
     p.add_argument("--margin", type=common.margin, default=None)
     p.add_argument("--max-steps", type=common.positive_int("--max-steps"), default=100, help="bundled trainer only")
+    p.add_argument("--dry-run", action="store_true", help="plan and print the command; launch nothing")
     p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="write the files the command needs (DeepSpeed config or plan), print it, launch nothing",
+        "--emit",
+        metavar="DIR",
+        default=None,
+        help=f"write the command ({COMMAND_SH}) and the files it names there; a dry run writes nothing without it",
     )
     common.add_store_arg(p)
     autotune_slurm.add_args(p)
@@ -59,101 +73,82 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
-def _strip(cmd: list[str], flag: str, takes_value: bool) -> list[str]:
-    """cmd without `flag` (and its value: always for value flags, a true/false word for booleans)."""
-    out, i = [], 0
-    while i < len(cmd):
-        a = cmd[i]
-        if a == flag:
-            nxt = cmd[i + 1] if i + 1 < len(cmd) else ""
-            i += 2 if takes_value or nxt.lower() in BOOL_WORDS else 1
-        elif a.startswith(flag + "="):
-            i += 1
-        else:
-            out.append(a)
-            i += 1
-    return out
-
-
-def inject(cmd: list[str], plan: Plan, ds_path: str | None) -> list[str]:
-    """The user's command with the plan's HF Trainer arguments (export.script_args) added, or
-    replacing theirs."""
-    from planner.export.export import script_args
-
-    ours = script_args(plan, ds_path or DS_JSON)
-    for f in {a for a in ours if a.startswith("--")} | set(VALUE_FLAGS):
-        cmd = _strip(cmd, f, f in VALUE_FLAGS or f in ("--optim", "--lora_r", "--lora_target_modules"))
-    for f in BOOL_FLAGS:
-        cmd = _strip(cmd, f, False)
-    return cmd + ours
-
-
-def choose(args: Namespace) -> tuple[Plan, dict, ModelSpec]:
-    """advise.suggest for this host's GPU count (suggest's own defaults for the knobs), verified on them."""
-    from planner import advise
-    from planner.cli.suggest import result_json
+def gpu_count(args: Namespace, user: list[str]) -> int | None:
+    """The GPUs a node to plan for: --gpus-per-node, else NVML's (a dry run for a named kind needs no GPU: your
+    command's --nproc_per_node, else this host's count, else 1); Slurm's are --gpus-per-node."""
     from planner.model.hardware import local_gpu_count, nvml_devices
 
     count = args.gpus_per_node
-    probes = common.probe_functions()
-    if args.executor == "slurm":  # the partition's GPUs, probed on one of its nodes
-        probes = autotune_slurm.cluster_probes(args)
-    elif args.dry_run and args.gpu.strip().lower() != "local":  # a dry run for a named kind needs no GPU
-        count = count or launcher_count(args.command) or local_gpu_count() or 1
-    else:
-        hint = (
-            "; --gpu KIND prepares the command without one"
-            if args.dry_run
-            else "; --dry-run --gpu KIND --gpus-per-node N prepares the command without one"
-        )
-        try:
-            found = len(nvml_devices())
-        except BadInput as e:
-            why = str(e).removeprefix("--gpu local: ").split(";")[0]
-            raise BadInput(f"autotune needs local NVIDIA GPUs: {why}{hint}", "gpu") from None
-        if not found:
-            raise BadInput(f"autotune needs local NVIDIA GPUs: NVML sees none{hint}", "gpu")
-        count = count or found
-    req = advise.parse(
-        advise.SuggestRequest,
-        {
-            "model": args.model,
-            "gpu": args.gpu,
-            "gpus_per_node": count,
-            "nodes": args.nodes,
-            "global_batch": args.global_batch,
-            "seq_len": args.seq_len,
-            **common.knob_values(args, ("optimizer", "lora_rank")),
-            "margin": args.margin,
-            "top": 5,
-            "verify": not args.dry_run,
-            # the user's HF script runs the plan: only what HF's Trainer can run (export.bundled_only)
-            "checkpointing": ["off", "full"],
-            "loss": ["standard"],
-        },
+    if args.executor == "slurm":
+        return count
+    if args.dry_run and args.gpu.strip().lower() != "local":
+        return count or launcher_count(user) or local_gpu_count() or 1
+    hint = (
+        "; --gpu KIND prepares the command without one"
+        if args.dry_run
+        else "; --dry-run --gpu KIND --gpus-per-node N prepares the command without one"
     )
+    try:
+        found = len(nvml_devices())
+    except BadInput as e:
+        why = str(e).removeprefix("--gpu local: ").split(";")[0]
+        raise BadInput(f"autotune needs local NVIDIA GPUs: {why}{hint}", "gpu") from None
+    if not found:
+        raise BadInput(f"autotune needs local NVIDIA GPUs: NVML sees none{hint}", "gpu")
+    return count or found
+
+
+def choose(args: Namespace, user: list[str]) -> tuple[Plan, dict, ModelSpec, Plan | None]:
+    """advise.suggest for this host's GPU count on your command's settings (read as check --config reads it) and
+    autotune's flags, verified on the GPUs; (plan, result JSON, model, your command's own plan)."""
+    from planner import advise
+    from planner.cli.suggest import result_json
+
+    probes = autotune_slurm.cluster_probes(args) if args.executor == "slurm" else common.probe_functions()
+    count = gpu_count(args, user)
+    reading = autotune_command.read(user) if user else None
+    before = autotune_command.as_written(args, reading, count)[0] if reading else None
+    batch = args.global_batch or (before.global_batch if before else None)
+    if batch is None or (reading is None and args.model is None):
+        need = "--global-batch" if batch is None else "--model"
+        raise BadInput(f"{need} is required (or a command after -- that sets it)", need[2:].replace("-", "_"))
+    fields = autotune_command.suggest_fields(args, reading)
+    body = {**fields, "gpus_per_node": count, "global_batch": batch, "top": 5, "verify": not args.dry_run}
+    req = advise.parse(advise.SuggestRequest, body)
     result = advise.suggest(req, store=args.store, probes=probes, status=common.status)
     if not result.plans:
         err = common.err_console()
         common.say_line(
             f"autotune: nothing fits {result.model['name']} on {req.gpu} at global batch "
-            f"{args.global_batch} x {args.seq_len} tokens"
+            f"{batch}"
+            + (f" x {req.seq_len} tokens" if req.seq_len else "")
             + (f" ({result.rejected[0].reason})" if result.rejected else ""),
             err,
         )
         common.print_nearest(result.nearest, err)
         raise SystemExit(3)
-    return result.plans[0], result_json(result), result._context[0]
+    return result.plans[0], result_json(result), result._context[0], before
 
 
 def run(args: Namespace) -> int:
+    if args.command and args.command[0] != "--":
+        raise BadInput(
+            f"{args.command[0]!r} is not autotune's: your command goes after -- (everything after -- is your "
+            "command, nothing before it is)",
+            "command",
+        )
+    user = args.command[1:]
     if args.executor == "slurm":
         autotune_slurm.check(args)
     elif args.nodes != 1 or args.partition or args.account or args.time:
         raise BadInput("--nodes, --partition, --account and --time are for --executor slurm", "executor")
+    if args.emit:
+        from planner.export.export import check_emit_dir
+
+        check_emit_dir(args.emit)
     if not args.dry_run:  # the probe that verifies the plan, then the bundled trainer or your command
         extras.require("planner autotune", extras.steps(lora=bool(args.lora_rank)))
-    plan, out, model = choose(args)
+    plan, out, model, before = choose(args, user)
     err = common.err_console()
     common.say_line(
         f"plan: {plan.split_text} = {plan.global_batch}, "
@@ -161,66 +156,86 @@ def run(args: Namespace) -> int:
         f"({plan.evidence}, {plan.memory.device_total_bytes / 2**30:.1f} GiB of {plan.memory.capacity_bytes / 2**30:.1f})",
         err,
     )
-    user = args.command[1:] if args.command[:1] == ["--"] else args.command
+    dest = Path(args.emit).expanduser() if args.emit else None if args.dry_run else Path(".")
     if args.executor == "slurm":
-        return _on_slurm(args, plan, out, model, user)
-    if user:
-        from planner.export.launch import command_files
-
-        ds_path = DS_JSON if plan.zero_stage >= 1 else None
-        files = command_files(plan, model, DS_JSON)  # every file the injected arguments name (DeepSpeed, FSDP)
-        cmd = inject(list(user), plan, ds_path)
-    else:
-        files = {"memplan_plan.json": json.dumps(out, indent=1) + "\n"}
-        cmd = [
-            sys.executable,
-            "-m",
-            "planner.cli",
-            "train",
-            "--plan",
-            "memplan_plan.json",
-            "--max-steps",
-            str(args.max_steps),
-        ]
-    for path, text in files.items():  # a dry run writes them too: the command it prints needs them
-        try:
-            Path(path).write_text(text)
-        except OSError as e:
-            raise BadInput(f"autotune: cannot write {path} in the working directory ({e})") from None
+        return _on_slurm(args, plan, out, model, user, before, dest)
+    cmd, files = material(args, plan, out, model, user, before, dest)
+    if args.emit:
+        files[COMMAND_SH] = f"#!/usr/bin/env bash\ncd {shlex.quote(str(Path.cwd()))}\n{shlex.join(cmd)}\n"
+    wrote = write(files, dest)
     print(shlex.join(cmd))
     if args.dry_run:
-        common.say_line(
-            f"dry run: wrote {', '.join(files) or 'no file'}; nothing launched (run the command above)", err
+        said = (
+            f"wrote {', '.join(wrote)}"
+            if wrote
+            else f"wrote nothing (--emit DIR writes the command{' and ' if files else ''}{', '.join(files)})"
         )
+        common.say_line(f"dry run: {said}; nothing launched", err)
         return 0
     return subprocess.run(cmd, check=False).returncode
 
 
-def _on_slurm(args: Namespace, plan: Plan, out: dict, model: ModelSpec, user: list[str]) -> int:
-    """The plan's multi-node job: its sbatch script and files written, then submitted (not on a dry run)."""
+def material(
+    args: Namespace, plan: Plan, out: dict, model: ModelSpec, user: list[str], before: Plan | None, dest: Path | None
+) -> tuple[list[str], dict[str, str]]:
+    """The command to run and {file name: text} of the files it names: your command with the plan's arguments, or
+    the bundled trainer on the plan file. The files' paths in the command are under `dest` (--emit DIR)."""
+    where = (lambda name: str(dest.resolve() / name)) if args.emit else (lambda name: name)
+    if not user:
+        cmd = [sys.executable, "-m", "planner.cli", "train", "--plan", where(PLAN_JSON)]
+        return cmd + ["--max-steps", str(args.max_steps)], {PLAN_JSON: json.dumps(out, indent=1) + "\n"}
+    from planner.export.launch import command_files
+
+    extra = autotune_command.image_args(user, out.get("images"))
+    cmd, written = autotune_command.inject(list(user), plan, before, model, DS_JSON, extra)
+    named = {v for values in written.values() for v in values}
+    files = {n: t for n, t in command_files(plan, model, DS_JSON).items() if n in named}
+    return [where(w) if w in files else w for w in cmd], files
+
+
+def write(files: dict[str, str], dest: Path | None) -> list[str]:
+    """Write the files into `dest` (made if missing; None: nowhere); the paths written."""
+    if dest is None:
+        return []
+    wrote = []
+    for name, text in files.items():
+        path = dest / name
+        try:
+            dest.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        except OSError as e:
+            raise BadInput(f"autotune: cannot write {path} ({e})") from None
+        wrote.append(str(path))
+    return wrote
+
+
+def _on_slurm(
+    args: Namespace, plan: Plan, out: dict, model: ModelSpec, user: list[str], before: Plan | None, dest: Path | None
+) -> int:
+    """The plan's multi-node job: its sbatch script and files written, then submitted (not on a dry run, which
+    prints the script unless --emit DIR names where to write it)."""
     files, program = {}, None
     if user:
-        from planner.export.launch import command_files
-
-        files = command_files(plan, model, DS_JSON)
-        program = inject(list(user), plan, DS_JSON if plan.zero_stage >= 1 else None)
-    text, more = autotune_slurm.script(args, plan, out, program)
+        program, files = material(args, plan, out, model, user, before, dest)
+    where = str(dest.resolve() / PLAN_JSON) if args.emit else PLAN_JSON
+    text, more = autotune_slurm.script(args, plan, out, program, where)
     files |= more
     files[autotune_slurm.SCRIPT] = text
-    for path, body in files.items():
-        try:
-            Path(path).write_text(body)
-        except OSError as e:
-            raise BadInput(f"autotune: cannot write {path} in the working directory ({e})") from None
+    wrote = write(files, dest)
     err = common.err_console()
     if out.get("verified"):
         v = out["verified"]
         common.say_line(f"probed on the partition: {v['backend']} {v['status']} on {v['device']}", err)
-    print(f"sbatch {autotune_slurm.SCRIPT}")
-    if args.dry_run:
-        common.say_line(f"dry run: wrote {', '.join(files)}; nothing submitted (run the command above)", err)
+    if dest is None:
+        sys.stdout.write(text)
+        common.say_line("dry run: wrote nothing (--emit DIR writes the script and its files); nothing submitted", err)
         return 0
-    job = autotune_slurm.submit(autotune_slurm.SCRIPT)
+    script = str(dest / autotune_slurm.SCRIPT) if args.emit else autotune_slurm.SCRIPT
+    print(f"sbatch {script}")
+    if args.dry_run:
+        common.say_line(f"dry run: wrote {', '.join(wrote)}; nothing submitted (run the command above)", err)
+        return 0
+    job = autotune_slurm.submit(script)
     common.say_line(f"submitted the training job {job} ({args.nodes} x {args.gpus_per_node} GPUs)", err)
     return 0
 

@@ -123,10 +123,12 @@ def probe_on_node(args: Namespace, model, config, knobs, shapes, backend: str, t
     return rec
 
 
-def script(args: Namespace, plan, out: dict, program: list[str] | None) -> tuple[str, dict[str, str]]:
+def script(
+    args: Namespace, plan, out: dict, program: list[str] | None, plan_path: str = "memplan_plan.json"
+) -> tuple[str, dict[str, str]]:
     """The training job's sbatch script and the plan file it needs: your script with the plan's arguments (`program`,
-    made by planner.cli.autotune.inject), or the bundled trainer on the plan file (`planner train --launcher slurm`:
-    one srun task per node, torchrun in each)."""
+    made by planner.cli.autotune.material), or the bundled trainer on the plan file at `plan_path` (`planner train
+    --launcher slurm`: one srun task per node, torchrun in each)."""
     import json
 
     from planner.export import export
@@ -138,7 +140,7 @@ def script(args: Namespace, plan, out: dict, program: list[str] | None) -> tuple
     head += [f"#SBATCH --time={args.time}"] if args.time else []
     if program:
         return export.sbatch(plan, hw, program=program, header=head), {}
-    train = [sys.executable, "-m", "planner.cli", "train", "--plan", "memplan_plan.json"]
+    train = [sys.executable, "-m", "planner.cli", "train", "--plan", plan_path]
     train += ["--max-steps", str(args.max_steps), "--launcher", "slurm"]
     files = {"memplan_plan.json": json.dumps(out, indent=1) + "\n"}
     return export.sbatch(plan, hw, header=head, driver=shlex.join(train)), files

@@ -12,8 +12,8 @@ from planner.config.knobfields import SEARCHED
 from planner.errors import BadInput
 
 
-def register(sub) -> None:
-    p = sub.add_parser("check", help="will this configuration fit? and what to run instead")
+def register(p) -> None:
+    """The subcommand's flags on its parser (planner.cli.build_parser makes it)."""
     p.add_argument(
         "--config",
         nargs="+",

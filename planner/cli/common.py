@@ -51,14 +51,6 @@ def add_target_args(p: argparse.ArgumentParser, model_required: bool = True) -> 
     )
     p.add_argument("--tokenizer", default=None, help="with --data: a local tokenizer folder")
     p.add_argument(
-        "--image-rule",
-        default=None,
-        help="image tokens per image with --data or --images alone: qwen2-vl, qwen3-vl, internvl[:N], llava, "
-        "llava-next, llava-onevision, gemma3[:pan-and-scan], idefics3, mllama or fixed:N (default: the model family's)",
-    )
-    p.add_argument("--min-pixels", type=positive_int("--min-pixels"), default=None, help="the Qwen rules' min_pixels")
-    p.add_argument("--max-pixels", type=positive_int("--max-pixels"), default=None, help="the Qwen rules' max_pixels")
-    p.add_argument(
         "--max-length",
         type=positive_int("--max-length"),
         default=None,
@@ -76,24 +68,7 @@ def add_target_args(p: argparse.ArgumentParser, model_required: bool = True) -> 
         default=None,
         help="token-budget batching: micro-batches of samples x padded width <= this many tokens",
     )
-    p.add_argument(
-        "--image-tokens",
-        type=nonneg_int("--image-tokens"),
-        default=None,
-        help="VLMs: LLM-side image tokens per sample (part of --seq-len)",
-    )
-    p.add_argument(
-        "--images",
-        type=nonneg_int("--images"),
-        default=None,
-        help="VLMs: images per sample; alone, each at the worst case of its image rule's settings",
-    )
-    p.add_argument(
-        "--tokens-per-image",
-        type=nonneg_int("--tokens-per-image"),
-        default=None,
-        help="VLMs: LLM tokens per image (with --images)",
-    )
+    add_image_args(p)
     add_video_args(p)
     add_knob_args(p, [k for k in FIXED if k != "workload"])
     add_workload_args(p)
@@ -117,6 +92,37 @@ def add_target_args(p: argparse.ArgumentParser, model_required: bool = True) -> 
         help="host RAM per node for offload, GiB (default 512)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+def add_image_args(p: argparse.ArgumentParser) -> None:
+    """VLMs' images: a count per sample and its tokens, or the image rule and the processor's pixel settings
+    (planner.search.imagefit)."""
+    p.add_argument(
+        "--image-rule",
+        default=None,
+        help="image tokens per image with --data or --images alone: qwen2-vl, qwen3-vl, internvl[:N], llava, "
+        "llava-next, llava-onevision, gemma3[:pan-and-scan], idefics3, mllama or fixed:N (default: the model family's)",
+    )
+    p.add_argument("--min-pixels", type=positive_int("--min-pixels"), default=None, help="the Qwen rules' min_pixels")
+    p.add_argument("--max-pixels", type=positive_int("--max-pixels"), default=None, help="the Qwen rules' max_pixels")
+    p.add_argument(
+        "--image-tokens",
+        type=nonneg_int("--image-tokens"),
+        default=None,
+        help="VLMs: LLM-side image tokens per sample (part of --seq-len)",
+    )
+    p.add_argument(
+        "--images",
+        type=nonneg_int("--images"),
+        default=None,
+        help="VLMs: images per sample; alone, each at the worst case of its image rule's settings",
+    )
+    p.add_argument(
+        "--tokens-per-image",
+        type=nonneg_int("--tokens-per-image"),
+        default=None,
+        help="VLMs: LLM tokens per image (with --images)",
+    )
 
 
 def add_video_args(p: argparse.ArgumentParser) -> None:
@@ -282,7 +288,7 @@ def scanner(
     from planner.cli import extras
 
     if tokenizer:
-        extras.require("--data with --tokenizer", {"transformers": "scan"})
+        extras.require("--data with --tokenizer", {"transformers": "scan", "jinja2": "scan"})
     from scan.plan import data_fit
 
     return data_fit(path, tokenizer, image_rule, max_length, min_pixels, max_pixels)

@@ -6,8 +6,8 @@ from planner.cli import common
 from planner.frameworks import frameworks_json
 
 
-def register(sub) -> None:
-    p = sub.add_parser("frameworks", help="what each framework (--framework) can run, its defaults and their sources")
+def register(p) -> None:
+    """The subcommand's flags on its parser (planner.cli.build_parser makes it)."""
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=run)
 

@@ -6,10 +6,11 @@ import argparse
 
 from planner import advise
 from planner.advise import ProbeRequest
-from planner.cli import common, extras
+from planner.cli import common
 from planner.config.knobfields import KNOBS
 from planner.config.spec import PROBE_BACKENDS
 from planner.evidence.store import Store
+from probes import ready
 
 
 def add_config_args(p: argparse.ArgumentParser, required: bool = True) -> None:
@@ -34,8 +35,8 @@ def add_config_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
-def register(sub) -> None:
-    p = sub.add_parser("probe", help="measure one configuration (sim on fake tensors, or real cpu/cuda steps)")
+def register(p) -> None:
+    """The subcommand's flags on its parser (planner.cli.build_parser makes it)."""
     add_config_args(p)
     p.add_argument("--backend", type=common.one_of("--backend", PROBE_BACKENDS), default="sim")
     p.add_argument("--timeout", type=common.positive_int("--timeout"), default=600, help="seconds (default 600)")
@@ -49,7 +50,7 @@ def probe_request(args: argparse.Namespace, backend: str = "sim") -> ProbeReques
 
 def run(args: argparse.Namespace) -> int:
     model, knobs, shapes = advise.probe_plan(probe_request(args, args.backend))
-    extras.require(f"planner probe --backend {args.backend}", extras.for_knobs(knobs))
+    ready.check(f"planner probe --backend {args.backend}", args.backend, knobs)
     store = Store(args.store)
     store.check_writable()  # before the probe runs: its record must not be lost
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn

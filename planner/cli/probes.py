@@ -10,8 +10,8 @@ from planner.errors import BadInput
 from planner.evidence.store import Store
 
 
-def register(sub) -> None:
-    p = sub.add_parser("probes", help="stored probe records: list, show, rm")
+def register(p) -> None:
+    """The subcommand's flags on its parser (planner.cli.build_parser makes it)."""
     verbs = p.add_subparsers(dest="verb", required=True, parser_class=type(p))
     ls = verbs.add_parser("list", help="list stored records, newest first")
     ls.add_argument("--model", default=None)

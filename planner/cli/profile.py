@@ -12,8 +12,8 @@ from planner.errors import BadInput
 from planner.evidence.store import Store
 
 
-def register(sub) -> None:
-    p = sub.add_parser("profile", help="per-module activation memory and the peak's phase (sim probe)")
+def register(p) -> None:
+    """The subcommand's flags on its parser (planner.cli.build_parser makes it)."""
     add_config_args(p)
     p.add_argument("--top", type=common.positive_int("--top"), default=10)
     common.add_store_arg(p)

@@ -15,8 +15,8 @@ from planner.evidence.store import Store
 GIB = 2**30
 
 
-def register(sub) -> None:
-    p = sub.add_parser("runs", help="real runs' measured memory against the prediction for their plan")
+def register(p) -> None:
+    """The subcommand's flags on its parser (planner.cli.build_parser makes it)."""
     p.add_argument(
         "run_id", nargs="?", default=None, metavar="RUN", help="one run's id: its steps (default: a line a run)"
     )

@@ -14,8 +14,8 @@ IMAGE_RULE_HELP = (
 )
 
 
-def register(sub) -> None:
-    p = sub.add_parser("scan", help="token-length distribution of a dataset (JSONL, JSON, CSV, Parquet)")
+def register(p) -> None:
+    """The subcommand's flags on its parser (planner.cli.build_parser makes it)."""
     p.add_argument(
         "data",
         metavar="DATA",
@@ -37,7 +37,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     if args.tokenizer:
-        extras.require("planner scan --tokenizer", {"transformers": "scan"})
+        extras.require("planner scan --tokenizer", {"transformers": "scan", "jinja2": "scan"})
     from scan.scanner import scan, summary
 
     with _progress(args) as advance:

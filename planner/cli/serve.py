@@ -8,8 +8,8 @@ import os
 from planner.cli import common
 
 
-def register(sub) -> None:
-    p = sub.add_parser("serve", help="serve the REST API (docs at /docs)")
+def register(p) -> None:
+    """The subcommand's flags on its parser (planner.cli.build_parser makes it)."""
     p.add_argument("--host", default=None, help="listen address (default 127.0.0.1; env MEMPLAN_HOST)")
     p.add_argument("--port", type=common.int_in("--port", 1, 65535), default=None, help="default 8000 (MEMPLAN_PORT)")
     p.add_argument("--workers", type=common.int_in("--workers", 1, 64), default=None, help="uvicorn worker processes")

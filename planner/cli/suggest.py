@@ -11,8 +11,8 @@ from planner.config.knobfields import SEARCHED
 from planner.export import export, launch
 
 
-def register(sub) -> None:
-    p = sub.add_parser("suggest", help="rank training configurations that fit")
+def register(p) -> None:
+    """The subcommand's flags on its parser (planner.cli.build_parser makes it)."""
     common.add_target_args(p)
     p.add_argument(
         "--global-batch",

@@ -30,8 +30,8 @@ from planner.search.batching import check_budget
 LAUNCHERS = ("auto", "none", "torchrun", "deepspeed", "slurm")
 
 
-def register(sub) -> None:
-    p = sub.add_parser("train", help="run a plan with the bundled trainer")
+def register(p) -> None:
+    """The subcommand's flags on its parser (planner.cli.build_parser makes it)."""
     p.add_argument("--plan", help="plan JSON as printed by `suggest --json` (best plan) or `check --json`")
     add_config_args(p, required=False)  # --model may also be a local HF folder with weights
     p.add_argument("--gpu", default="h100", help="GPU kind of the plan (with --gpus-per-node: the world size)")

@@ -67,7 +67,7 @@ ROLE_FRAMEWORKS = ("verl", "openrlhf")  # the frameworks whose RL runs are plann
 class KnobFields(BaseModel):
     """What a plan sets apart from its batch split. Field order is the order faces list them."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     precision: Precision = Field(
         default="bf16",

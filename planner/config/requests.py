@@ -48,7 +48,7 @@ class _Space(BaseModel):
     """The knob values a search tries: the searched knobs (knobfields.SEARCHED) as lists, their product searched;
     every other knob one value. The suggest request's knob part, with its defaults (`Space.of(request)`)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", populate_by_name=True)
 
     @classmethod
     def of(cls, req) -> Space:
@@ -61,7 +61,8 @@ Space = create_model(
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)  # zero or zero_stage (knobfields.ALIASES)
+    # zero or zero_stage (knobfields.ALIASES)
+    model_config = ConfigDict(defer_build=True, extra="forbid", populate_by_name=True)
 
 
 class _Target(_Request):
@@ -69,8 +70,10 @@ class _Target(_Request):
 
     model: ModelRef = Field(description=MODEL_DOC)
     gpu: str = Field(min_length=1, max_length=64, description="catalog GPU (GET /v1/gpus) or 'local'")
-    gpus_per_node: int | None = Field(default=None, ge=1, le=MAX_GPUS_PER_NODE)
-    nodes: int = Field(default=1, ge=1, le=MAX_NODES)
+    gpus_per_node: int | None = Field(
+        default=None, ge=1, le=MAX_GPUS_PER_NODE, description="GPUs per node (default 1; with 'local', every local GPU)"
+    )
+    nodes: int = Field(default=1, ge=1, le=MAX_NODES, description="nodes, each with gpus_per_node GPUs")
     seq_len: int | None = Field(
         default=None,
         ge=1,
@@ -120,14 +123,18 @@ class _Target(_Request):
             "token-budget batching: micro-batches of samples x padded width <= this, the global batch still in samples"
         ),
     )
-    image_tokens: int | None = Field(default=None, ge=0, le=MAX_SEQ_LEN)
+    image_tokens: int | None = Field(
+        default=None, ge=0, le=MAX_SEQ_LEN, description="VLMs: image tokens per sample (part of seq_len)"
+    )
     images: int | None = Field(
         default=None,
         ge=0,
         le=MAX_SEQ_LEN,
         description="images per sample: with tokens_per_image, or alone (each at its image rule's worst case)",
     )
-    tokens_per_image: int | None = Field(default=None, ge=0, le=MAX_SEQ_LEN)
+    tokens_per_image: int | None = Field(
+        default=None, ge=0, le=MAX_SEQ_LEN, description="VLMs: tokens per image (with images)"
+    )
     videos: int | None = Field(
         default=None,
         ge=0,
@@ -155,9 +162,20 @@ class _Target(_Request):
             "counted approximately"
         ),
     )
-    inter_node_gbps: float = Field(default=DEFAULT_INTER_NODE_GBPS, ge=MIN_INTER_NODE_GBPS, le=1e5)
-    host_ram_gb: float = Field(default=DEFAULT_HOST_RAM_GIB, gt=0, le=1e6)
-    evidence: EvidenceMode = "auto"
+    inter_node_gbps: float = Field(
+        default=DEFAULT_INTER_NODE_GBPS,
+        ge=MIN_INTER_NODE_GBPS,
+        le=1e5,
+        description="network bandwidth per node in Gb/s (200: HDR InfiniBand)",
+    )
+    host_ram_gb: float = Field(default=DEFAULT_HOST_RAM_GIB, gt=0, le=1e6, description="host RAM per node in GiB")
+    evidence: EvidenceMode = Field(
+        default="auto",
+        description=(
+            "analytic: formulas only; sim: simulate what no record covers; auto: stored measured, then simulated "
+            "records, else analytic"
+        ),
+    )
     verify: bool = Field(default=False, description="probe the chosen plan before answering (a probe job's work)")
 
 
@@ -165,8 +183,8 @@ Target = create_model("Target", __base__=_Target, __module__=__name__, __doc__=_
 
 
 class _Suggest(Target):
-    global_batch: int = Field(ge=1, le=MAX_GLOBAL_BATCH)
-    top: int = Field(default=10, ge=1, le=100)
+    global_batch: int = Field(ge=1, le=MAX_GLOBAL_BATCH, description="sequences per optimizer step across all GPUs")
+    top: int = Field(default=10, ge=1, le=100, description="plans to show, the best first")
 
 
 class _Check(Target):
@@ -191,6 +209,8 @@ CheckRequest = create_model(
 
 
 class _Result(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # built at first use: a command builds only its own models
+
     # (ModelSpec, Hardware, Goal) the answer was made for: the faces' titles, charts and exports (not JSON)
     _context: tuple = PrivateAttr(default=())
 
@@ -230,6 +250,8 @@ NEAREST_DOC = (
 class Nearest(BaseModel):
     """One change to a request that does not fit (in words, and as the request's changed fields) and the best plan
     the changed request gives (planner.search.nearest)."""
+
+    model_config = ConfigDict(defer_build=True)  # built at first use: a command builds only its own models
 
     change: str
     changes: dict

@@ -84,7 +84,7 @@ def parse_placement(text: str) -> tuple[Group, ...]:
 class Roles(BaseModel):
     """verl's / OpenRLHF's role settings (every face: the flags below, the API's `workload.roles`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     critic_model: str | None = Field(
         default=None, description="ppo: the critic's model (catalog name or config.json; default: the actor's)"

@@ -86,7 +86,7 @@ PROBE_BACKENDS: tuple[str, ...] = ("sim", "cpu", "cuda")
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
 
 class GPU(_Frozen):
@@ -147,7 +147,7 @@ class Knobs(KnobFields):
     (`_combination_rules`; what the hardware or the model must allow is planner.config.layout's). Build it with
     `Knobs.make(...)` to get a BadInput naming the field instead of a ValidationError."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     @model_validator(mode="after")
     def _combination_rules(self) -> Knobs:
@@ -424,6 +424,8 @@ class MemoryBreakdown(BaseModel):
     device_total = peak_allocated + overhead (allocator reserve, CUDA context, NCCL buffers).
     """
 
+    model_config = ConfigDict(defer_build=True)  # built at first use: a command builds only its own models
+
     params_bytes: int
     grads_bytes: int
     optimizer_bytes: int
@@ -472,6 +474,8 @@ class TokenBatches(BaseModel):
     of the first epoch as the trainer cuts it; assumed: no data, every sample at seq_len for speed and the
     worst shapes the budget admits for memory."""
 
+    model_config = ConfigDict(defer_build=True)  # built at first use: a command builds only its own models
+
     max_tokens_per_micro_batch: int
     source: Literal["data", "assumed"]
     shapes: list[tuple[int, int]] = Field(description="(samples, padded width) micro-batches memory is planned for")
@@ -483,6 +487,8 @@ class TokenBatches(BaseModel):
 
 
 class Launch(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # built at first use: a command builds only its own models
+
     hf_args: dict
     deepspeed_config: dict | None
     command: str
@@ -504,7 +510,7 @@ class _Split(BaseModel):
 class Plan(KnobFields, _Split):
     """A batch split, its knobs (planner.config.knobfields, as Knobs has them), its memory, speed and launch material."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     memory: MemoryBreakdown
     fits: bool

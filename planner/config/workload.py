@@ -31,9 +31,15 @@ GRPO_PROMPT_DEFAULT = 512
 class Workload(BaseModel):
     """What one optimizer step trains on (every face: `--workload` and the flags below, the API's `workload`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
-    kind: Literal["sft", "dpo", "grpo", "ppo", "rloo", "reinforce++"] = "sft"
+    kind: Literal["sft", "dpo", "grpo", "ppo", "rloo", "reinforce++"] = Field(
+        default="sft",
+        description=(
+            "sft, TRL's dpo (global batch in pairs) or grpo (in completions), or under verl or OpenRLHF ppo, grpo, rloo, "
+            "reinforce++ by their roles"
+        ),
+    )
     # GRPO (GRPOConfig); TRL's defaults
     num_generations: int = Field(
         default=8, ge=1, le=1 << 12, description="completions sampled per prompt (TRL's GRPO: 2 or more)"
@@ -48,17 +54,26 @@ class Workload(BaseModel):
             "completion)"
         ),
     )
-    max_completion_length: int = Field(default=512, ge=1, le=MAX_TOKENS)
+    max_completion_length: int = Field(
+        default=512, ge=1, le=MAX_TOKENS, description="GRPO: longest completion in tokens"
+    )
     beta: float = Field(default=0.0, ge=0, le=1e4, description="KL coefficient; > 0 keeps a reference model")
-    generation: Literal["hf", "vllm-colocate", "vllm-server"] = "hf"
-    vllm_gpu_memory_utilization: float = Field(default=0.3, gt=0, le=1)
+    generation: Literal["hf", "vllm-colocate", "vllm-server"] = Field(
+        default="hf",
+        description="GRPO: hf (generate on the training GPU), vllm-colocate or vllm-server",
+    )
+    vllm_gpu_memory_utilization: float = Field(
+        default=0.3, gt=0, le=1, description="GRPO with vllm-colocate: vLLM's share of the card"
+    )
     steps_per_generation: int | None = Field(
         default=None,
         ge=1,
         le=1 << 12,
         description=("micro-steps one generation batch feeds; default: the gradient accumulation"),
     )
-    num_iterations: int = Field(default=1, ge=1, le=1 << 10)
+    num_iterations: int = Field(
+        default=1, ge=1, le=1 << 10, description="GRPO: optimisation passes per generation batch"
+    )
     logprobs: Literal["fused", "full"] = Field(
         default="fused",
         description=(
@@ -67,8 +82,15 @@ class Workload(BaseModel):
         ),
     )
     # DPO (DPOConfig)
-    max_length: int = Field(default=1024, ge=2, le=MAX_TOKENS)
-    precompute_ref_log_probs: bool = False
+    max_length: int = Field(
+        default=1024,
+        ge=2,
+        le=MAX_TOKENS,
+        description="DPO: longest row in tokens (chosen or rejected, prompt included)",
+    )
+    precompute_ref_log_probs: bool = Field(
+        default=False, description="DPO: reference log-probs computed before training (no reference model kept)"
+    )
     # verl's / OpenRLHF's roles (planner.config.roles): ppo, rloo, reinforce++, and grpo under --framework verl/openrlhf
     roles: Roles = Field(
         default_factory=Roles, description="verl / OpenRLHF: the roles, their GPUs, the rollout engine"

@@ -21,7 +21,7 @@ from planner.errors import BadInput
 
 
 class Calibration(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     gpu: str
     measured: str = Field(description="date and device of the run, e.g. '2026-11-22 NVIDIA H100 80GB HBM3'")
@@ -75,4 +75,10 @@ def _load(path: str) -> Calibration | None:
 
 def for_gpu(name: str) -> Calibration | None:
     """The calibration of a catalog GPU kind, or None where none was measured."""
-    return _load(str(directory() / f"{name}.json"))
+    return _load(_path(os.environ.get("MEMPLAN_CALIBRATION_DIR"), name))
+
+
+@lru_cache(maxsize=256)
+def _path(env: str | None, name: str) -> str:
+    """for_gpu's file, its path joined once per folder and GPU kind: the search asks three times per candidate."""
+    return str((Path(env) if env else _packaged()) / f"{name}.json")

@@ -296,6 +296,12 @@ def tower_matrices_run(s: Setup) -> int:
 
 def text_shape(s: Setup):
     """(text spec as the knobs run it, rows, tokens per row, profile): the arguments of every activation term."""
+    if "text_shape" not in s.memo:  # asked for many times a candidate: computed once (Setup.memo)
+        s.memo["text_shape"] = _text_shape(s)
+    return s.memo["text_shape"]
+
+
+def _text_shape(s: Setup):
     rows, width = recipe_terms.row_shape(s.knobs, s.micro_batch, s.seq_len)
     adapted = (
         any(x.experts and x.adapted(s.knobs.lora_targets) for x in s.model.tensors) if s.knobs.lora_rank else False

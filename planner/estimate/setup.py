@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from planner.config.spec import Knobs
 from planner.model.modelspec import ModelSpec
@@ -23,6 +23,9 @@ class Setup:
     context_len: int = 0
     tensor_parallel: int = 1  # a rank's view: the tensor-parallel ranks behind each of gpus_per_node
     gpu: str = ""  # catalog GPU kind: its measured priors (planner.estimate.calibration), where a run wrote them
+    # terms the other terms ask for many times a candidate, each computed once (planner.estimate.memory text_shape,
+    # trained.*): not a field of equality or hash, and dataclasses.replace starts a new Setup with none kept
+    memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def world_size(self) -> int:

@@ -16,6 +16,12 @@ def trainable_params(s: Setup) -> int:
     """Full fine-tuning: every parameter but the modules --frozen keeps frozen (a VLM's tower, its projector); LoRA:
     the adapters on --lora-targets (and with --lora-vision on the tower's and projector's linears) and any trained
     embedding copies."""
+    if "trainable_params" not in s.memo:  # asked for many times a candidate: computed once (Setup.memo)
+        s.memo["trainable_params"] = _trainable_params(s)
+    return s.memo["trainable_params"]
+
+
+def _trainable_params(s: Setup) -> int:
     if not s.lora:
         return s.model.params - s.model.frozen_params(frozen_modules(s))
     k = s.knobs
@@ -37,6 +43,12 @@ def embedding_copy_overcount_bytes(s: Setup, per_param_bytes: int) -> int:
 
 def frozen_params(s: Setup) -> int:
     """LoRA: the whole base; full fine-tuning: the modules --frozen keeps frozen."""
+    if "frozen_params" not in s.memo:  # asked for many times a candidate: computed once (Setup.memo)
+        s.memo["frozen_params"] = _frozen_params(s)
+    return s.memo["frozen_params"]
+
+
+def _frozen_params(s: Setup) -> int:
     return s.model.params if s.lora else s.model.frozen_params(frozen_modules(s))
 
 
@@ -47,6 +59,12 @@ def frozen_modules(s: Setup) -> str:
     a gradient). DeepSpeed and FSDP allocate every parameter's states up front; DDP's handling of unused parameters
     depends on find_unused_parameters: those keep --frozen's. The H100's Qwen2.5-VL-3B text rows (transformers 5.17)
     ran at this."""
+    if "frozen_modules" not in s.memo:  # asked for many times a candidate: computed once (Setup.memo)
+        s.memo["frozen_modules"] = _frozen_modules(s)
+    return s.memo["frozen_modules"]
+
+
+def _frozen_modules(s: Setup) -> str:
     k = s.knobs
     idle = s.model.vision is not None and not s.image_tokens and s.world_size == 1
     if idle and not s.lora and k.zero_stage == 0 and k.fsdp == "off":

@@ -15,12 +15,14 @@ import json
 import resource
 import time
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 Source = str  # "hf-callback" | "bundled"
 
 
 class RunStep(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # built at first use: a command builds only its own models
+
     run: str = Field(min_length=1, max_length=200)
     step: int = Field(ge=0)
     rank: int = Field(default=0, ge=0)

@@ -109,7 +109,7 @@ def check(plan: Plan, model: ModelSpec, hw: Hardware) -> None:
 
 def config(plan: Plan, model: ModelSpec, seq_len: int) -> dict:
     cfg: dict = {
-        "base_model": catalog.hf_id(model.name) or model.name,
+        "base_model": catalog.model_path(model),
         **adapter_keys(plan, model),
         "datasets": [{"path": "YOUR_DATASET", "type": DATASET_TYPE[plan.workload.kind]}],
     }

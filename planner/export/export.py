@@ -16,7 +16,7 @@ from planner.config.workload import Workload
 from planner.estimate.quant import FOUR_BIT
 from planner.estimate.zero import settings as zero_settings
 from planner.export import parallel
-from planner.model import catalog
+from planner.model import catalog, vila
 from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
 
 HF_OPTIM = {
@@ -33,6 +33,12 @@ FSDP_CONFIG_NAME = "fsdp_config.json"
 HF_FSDP = {"full": "full_shard auto_wrap", "grad-op": "shard_grad_op auto_wrap", "hybrid": "hybrid_shard auto_wrap"}
 HF_ATTENTION = {"flash": "flash_attention_2", "eager": "eager"}
 TRAIN_SCRIPT = "train.py"  # the user's HF-Trainer-style script
+
+
+def train_script(model: ModelSpec | None) -> str:
+    """The script the HF command runs: VILA's own entry point for a VILA / NVILA model (planner.model.vila), else the
+    user's HF-Trainer-style train.py."""
+    return vila.TRAIN_SCRIPT if model is not None and model.model_type in vila.MODEL_TYPES else TRAIN_SCRIPT
 
 
 def bundled_only(plan: Plan) -> list[str]:
@@ -446,8 +452,8 @@ def command(plan: Plan, hw: Hardware, model: ModelSpec | None = None, seq_len: i
     cannot run (bundled_only) is launched by the bundled trainer."""
     if model is not None and bundled_only(plan):
         return bundled_command(plan, hw, model, seq_len)
-    named = ["--model_name_or_path", catalog.hf_id(model.name) or model.name] if model is not None else []
-    args = " ".join(shlex.quote(x) for x in [TRAIN_SCRIPT, *named, *script_args(plan, model=model)])
+    named = ["--model_name_or_path", catalog.model_path(model)] if model is not None else []
+    args = " ".join(shlex.quote(x) for x in [train_script(model), *named, *script_args(plan, model=model)])
     g, n = hw.gpus_per_node, hw.nodes
     if parallel.needs_accelerate_launch(plan):
         return parallel.accelerate_command(hw, args)

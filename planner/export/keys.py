@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import shlex
 
-import yaml
-
 from planner.config.spec import Hardware, Plan
 from planner.export import export, launch
 from planner.model.modelspec import ModelSpec
@@ -77,16 +75,41 @@ def settings(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[s
     out: dict[str, object] = {}
     for name, text in files.items():
         if name.endswith((".yaml", ".yml")):
+            import yaml  # here: a plan without YAML files imports no YAML parser
+
             out.update(flat(yaml.safe_load(text) or {}, "" if "accelerate" not in name else "accelerate."))
         elif name.endswith(".sh"):
             out.update(script_flags(text))
         elif name.endswith(".json"):
-            out.update(deepspeed_keys(json.loads(text)))
+            cfg = json.loads(text)
+            out.update(deepspeed_keys(cfg) if "fsdp_config" not in cfg else fsdp_keys(out, name, cfg))
     if not files:
         out.update(flat(export.hf_args(plan, model)))
         out.update(deepspeed_keys(export.deepspeed_config(plan, model) or {}))
         out.update(flat(export.peft_config(plan, model) or {}, "LoraConfig."))
         out.update(flat(export.quantization_config(plan) or {}, export.quantization_config_class(plan) + "."))
+    return fsdp_checkpointing(out, plan)
+
+
+FSDP_JSON = "fsdp json "  # the keys of a framework's FSDP file (ms-swift's --fsdp), as `deepspeed ` is DeepSpeed's
+
+
+def fsdp_keys(out: dict[str, object], name: str, cfg: dict) -> dict[str, object]:
+    """An FSDP JSON the launch material writes (ms-swift's --fsdp FILE) as its keys: `check` writes no file, so the key
+    that names it says what the file holds instead of a name the user cannot find."""
+    for k, v in out.items():
+        if v == name:
+            out[k] = f"(a JSON file of the '{FSDP_JSON.strip()}' keys)"
+    return flat(cfg, FSDP_JSON)
+
+
+def fsdp_checkpointing(out: dict[str, object], plan: Plan) -> dict[str, object]:
+    """A framework's gradient_checkpointing is off where FSDP checkpoints itself (its activation_checkpointing, or a
+    preset's): said so, since the plan checkpoints."""
+    if plan.fsdp != "off" and plan.checkpointing == "full":
+        for k in ("--gradient_checkpointing", "gradient_checkpointing"):
+            if out.get(k) in (False, "false"):
+                out[k] = "false (FSDP's own activation_checkpointing checkpoints)"
     return out
 
 

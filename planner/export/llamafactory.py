@@ -130,7 +130,7 @@ def scalar(value: object) -> str:
 
 def model_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
     out: list[Entry] = [
-        ("model_name_or_path", catalog.hf_id(model.name) or model.name, "or your local path"),
+        ("model_name_or_path", catalog.model_path(model), "or your local path"),
         ("trust_remote_code", True, ""),
     ]
     if plan.quant == "int8":  # model/model_utils/quantization.py:168-170: BitsAndBytesConfig(load_in_8bit=True)

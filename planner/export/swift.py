@@ -129,7 +129,7 @@ def word(value: object) -> str:
 
 
 def flag_list(plan: Plan, model: ModelSpec, seq_len: int) -> list[Flag]:
-    out: list[Flag] = [("model", catalog.hf_id(model.name) or model.name)]
+    out: list[Flag] = [("model", catalog.model_path(model))]
     if plan.workload.kind != "sft":
         out.append(("rlhf_type", plan.workload.kind))
     out += tuner_flags(plan, model) + precision_flags(plan)

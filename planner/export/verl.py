@@ -117,7 +117,7 @@ def overrides(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> list[
         ("data.micro_batch_size_per_gpu", plan.micro_batch),
         ("data.use_dynamic_bsz", False),  # the plan's fixed split, not verl's token budget (yaml:19-20)
         ("data.max_length", seq_len),
-        ("model.path", catalog.hf_id(model.name) or model.name),
+        ("model.path", catalog.model_path(model)),
         ("model.enable_gradient_checkpointing", plan.checkpointing == "full"),
         ("model.use_remove_padding", plan.attention == "flash"),
     ]

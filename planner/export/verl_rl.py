@@ -95,7 +95,7 @@ def overrides(plan: Plan, model: ModelSpec, hw: Hardware) -> list[Override]:
         ("data.train_batch_size", plan.micro_batch * plan.data_parallel * spg // n),
         ("data.max_prompt_length", w.prompt_tokens()),
         ("data.max_response_length", w.max_completion_length),
-        (a + "model.path", catalog.hf_id(model.name) or model.name),
+        (a + "model.path", catalog.model_path(model)),
         (a + "model.enable_gradient_checkpointing", plan.checkpointing == "full"),
         (a + "model.use_remove_padding", r.resolved("verl").remove_padding),
         (a + "actor.strategy", "fsdp2"),

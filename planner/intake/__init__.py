@@ -77,3 +77,17 @@ def read(paths: list[str], allowed: list[Path] | None = None) -> Reading:
         return dispatch.read_all([paths] if isinstance(paths, (str, os.PathLike)) else list(paths))
     finally:
         ALLOWED.reset(token)
+
+
+def read_command(argv: list[str], cwd: Path) -> Reading:
+    """A command line (its words, as a shell hands them over) read as a one-line launch script run in `cwd`: the
+    reader `read` gives a launch script (`planner autotune` reads the command it wraps so)."""
+    import shlex
+
+    from planner.intake import settle, training
+
+    where = Path(cwd).resolve() / "command"
+    c = training.read_script_file(where, shlex.join(argv))
+    c.files.remove(str(where))
+    settle.finish(c)
+    return c.reading()

@@ -10,6 +10,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+from planner.errors import BadInput
 from planner.intake import Reading, Setting, may_read
 
 LF = "llamafactory 0.9.5"
@@ -256,6 +257,21 @@ def count_devices(text: str) -> int | None:
     if not known(text) or not str(text).strip():
         return None
     return len([d for d in str(text).split(",") if d.strip()])
+
+
+def processes_fit_devices(procs: int | None, env: dict[str, str], source: str) -> None:
+    """Refuse more processes a node than CUDA_VISIBLE_DEVICES lists: torchrun starts every one and each takes the GPU
+    of its local rank (torch.cuda.set_device(LOCAL_RANK)), so the ranks past the list have none and the run fails."""
+    visible = count_devices(env.get("CUDA_VISIBLE_DEVICES", ""))
+    if procs and visible and procs > visible:
+        one = procs == visible + 1
+        ranks = f"local rank {visible} has no GPU of its own" if one else f"local ranks {visible} to {procs - 1} have"
+        raise BadInput(
+            f"{source} with CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']}: torchrun starts {procs} processes a "
+            f"node and {visible} GPUs are visible, so {ranks}{'' if one else ' no GPU of their own'} "
+            f"(run {visible} processes, or make {procs} GPUs visible)",
+            "config",
+        )
 
 
 # pipeline parallel sizes as the frameworks spell them: Megatron's (LLaMA-Factory's Megatron-Bridge and mcore_adapter,

@@ -20,6 +20,7 @@ from planner.intake.collect import (
     count_devices,
     default,
     pipeline_notes,
+    processes_fit_devices,
     show,
 )
 from planner.intake.flags import Flag, from_mapping
@@ -224,7 +225,8 @@ def read_launcher(c: Collector, env: dict[str, str], where: str) -> None:
     """llamafactory-cli's torchrun: NPROC_PER_NODE, else the visible devices (src/llamafactory/launcher.py:60-66)."""
     procs, devices = env.get("NPROC_PER_NODE"), count_devices(env.get("CUDA_VISIBLE_DEVICES", ""))
     if procs is not None:
-        c.number("gpus_per_node", procs, f"{where} NPROC_PER_NODE={show(procs)}", "NPROC_PER_NODE")
+        source = f"{where} NPROC_PER_NODE={show(procs)}"
+        processes_fit_devices(c.number("gpus_per_node", procs, source, "NPROC_PER_NODE"), env, source)
     elif devices:
         c.set(
             "gpus_per_node",

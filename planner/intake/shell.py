@@ -102,9 +102,8 @@ def read_script(path: Path, text: str | None = None, vars: Vars | None = None) -
     path = path.resolve()
     script = Script(path)
     state = vars or Vars(script=path)
-    _Walker(script, state).walk(
-        split_commands(path.read_text(encoding="utf-8", errors="replace") if text is None else text), path, 0
-    )
+    text = path.read_text(encoding="utf-8", errors="replace") if text is None else text
+    _Walker(script, state).walk(split_commands(text, f"--config {path.name} "), path, 0)
     return script
 
 
@@ -195,7 +194,7 @@ class _Walker:
         self.script.files.append(found)
         saved = self.vars.positional
         self.vars.positional = [expand_one(w, self.vars) for w, _ in raw[1:]] or saved
-        self.walk(split_commands(text), found, depth + 1)
+        self.walk(split_commands(text, f"{path.name}:{raw[0][1]} source {found.name}: "), found, depth + 1)
         self.vars.positional = saved
 
     def _cd(self, raw: list[tuple[str, int]]) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from planner.errors import BadInput
+
 
 # -- matching brackets ------------------------------------------------------------------
 def paren_end(s: str, i: int) -> int:
@@ -32,7 +34,13 @@ def paren_end(s: str, i: int) -> int:
 
 
 def dq_end(s: str, i: int) -> int:
-    """Index after the `"` that closes the one at i."""
+    """Index after the `"` that closes the one at i (the end of s where none does)."""
+    end = dq_close(s, i)
+    return len(s) if end is None else end
+
+
+def dq_close(s: str, i: int) -> int | None:
+    """Index after the `"` that closes the one at i; None where none does."""
     j = i + 1
     while j < len(s):
         if s[j] == "\\":
@@ -45,7 +53,7 @@ def dq_end(s: str, i: int) -> int:
             j = brace_end(s, j + 1)
         else:
             j += 1
-    return len(s)
+    return None
 
 
 def brace_end(s: str, i: int) -> int:
@@ -69,8 +77,8 @@ def brace_end(s: str, i: int) -> int:
 class _Lexer:
     """Raw commands: lists of (word as written, line)."""
 
-    def __init__(self, text: str) -> None:
-        self.s, self.i, self.line = text, 0, 1
+    def __init__(self, text: str, where: str = "") -> None:
+        self.s, self.i, self.line, self.where = text, 0, 1, where
         self.commands: list[list[tuple[str, int]]] = []
         self.words: list[tuple[str, int]] = []
         self.cur: str | None = None
@@ -120,18 +128,28 @@ class _Lexer:
         s, i = self.s, self.i
         if s[i] == "'":
             end = s.find("'", i + 1)
-            self._take(len(s) if end < 0 else end + 1)
+            self._take(self._closed("'", None if end < 0 else end + 1))
         elif s[i] == '"':
-            self._take(dq_end(s, i))
+            self._take(self._closed('"', dq_close(s, i)))
         elif s.startswith("$(", i) or (s[i] == "(" and self.cur is not None):
             self._take(paren_end(s, i + 1 if s[i] == "$" else i))
         elif s.startswith("${", i):
             self._take(brace_end(s, i + 1))
         elif s[i] == "`":
             end = s.find("`", i + 1)
-            self._take(len(s) if end < 0 else end + 1)
+            self._take(self._closed("`", None if end < 0 else end + 1))
         else:
             self._take(min(i + 2, len(s)) if s[i] == "\\" else i + 1)
+
+    def _closed(self, quote: str, end: int | None) -> int:
+        """`end`, or a one-line refusal where the quote is never closed (bash: "unexpected EOF while looking for
+        matching"): read on, the rest of the script would be one word and its flags silently lost."""
+        if end is None:
+            raise BadInput(
+                f"{self.where}line {self.line}: No closing quotation (the {quote} opened there is never closed)",
+                "config",
+            )
+        return end
 
     def _redirect(self) -> None:
         if self.cur is not None and self.cur.isdigit():
@@ -173,5 +191,6 @@ class _Lexer:
         self.words = []
 
 
-def split_commands(text: str) -> list[list[tuple[str, int]]]:
-    return _Lexer(text).run()
+def split_commands(text: str, where: str = "") -> list[list[tuple[str, int]]]:
+    """The commands of `text`; `where` ("--config run.sh ") begins the line that refuses an unclosed quote."""
+    return _Lexer(text, where).run()

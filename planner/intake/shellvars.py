@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from planner.errors import BadInput
 from planner.intake.collect import UNKNOWN, is_dir, is_file
 from planner.intake.shellsplit import brace_end, dq_end, paren_end, split_commands
 
@@ -207,7 +208,10 @@ def _eval(node: ast.AST) -> int:
 
 def _command(text: str, v: Vars) -> str:
     """A command substitution scripts use to compute a value; UNKNOWN for any other command's output."""
-    cmds = [[expand_one(w, v) for w, _ in c] for c in split_commands(text)]
+    try:
+        cmds = [[expand_one(w, v) for w, _ in c] for c in split_commands(text)]
+    except BadInput:  # a quote left open inside $( ): its output is not known
+        return UNKNOWN
     if len(cmds) == 2 and cmds[0][:1] == ["cd"] and cmds[1] == ["pwd"] and len(cmds[0]) == 2:
         return _folder(cmds[0][1], v)
     if len(cmds) != 1 or not cmds[0]:

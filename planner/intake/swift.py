@@ -24,6 +24,7 @@ from planner.intake.collect import (
     one,
     parallel_sizes,
     pipeline_notes,
+    processes_fit_devices,
     section,
     show,
 )
@@ -91,15 +92,9 @@ def _chunked_loss(c: Collector, env: dict[str, str], where: str) -> None:
 def _world(c: Collector, env: dict[str, str], where: str) -> int:
     """Processes: NPROC_PER_NODE x NNODES under torchrun (swift/cli/main.py:30-35), else one."""
     if "NPROC_PER_NODE" in env:
-        n = (
-            c.number(
-                "gpus_per_node",
-                env["NPROC_PER_NODE"],
-                f"{where} NPROC_PER_NODE={show(env['NPROC_PER_NODE'])}",
-                "NPROC_PER_NODE",
-            )
-            or 1
-        )
+        source = f"{where} NPROC_PER_NODE={show(env['NPROC_PER_NODE'])}"
+        n = c.number("gpus_per_node", env["NPROC_PER_NODE"], source, "NPROC_PER_NODE") or 1
+        processes_fit_devices(n, env, source)
     else:
         c.set("gpus_per_node", 1, f"{where} no NPROC_PER_NODE (one process: swift/cli/main.py:30-35)", "NPROC_PER_NODE")
         n = 1

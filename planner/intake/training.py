@@ -10,7 +10,18 @@ from pathlib import Path
 
 from planner.errors import BadInput
 from planner.intake import accelerate, axolotl, configs, hfargs, launch, llamafactory, swift, verlrl
-from planner.intake.collect import UNKNOWN, Collector, as_int, count_devices, default, known, parse_yaml, section, show
+from planner.intake.collect import (
+    UNKNOWN,
+    Collector,
+    as_int,
+    count_devices,
+    default,
+    known,
+    parse_yaml,
+    processes_fit_devices,
+    section,
+    show,
+)
 from planner.intake.flags import Flag, from_mapping
 from planner.intake.flags import parse as parse_flags
 from planner.intake.shell import read_script
@@ -256,7 +267,7 @@ def _world(c: Collector, run: launch.Run) -> None:
         elif show(n.value) in ("gpu", "auto", "cuda"):
             _visible(c, visible, f"{n.source} (one process a visible GPU)", n.raw)
         else:
-            c.number("gpus_per_node", n.value, n.source, n.raw)
+            processes_fit_devices(c.number("gpus_per_node", n.value, n.source, n.raw), env, n.source)
         if "nnodes" in o:
             _nodes(c, o["nnodes"])
     elif run.tool == "deepspeed":

@@ -94,6 +94,21 @@ def worst_case(spec: str, min_pixels: int | None = None, max_pixels: int | None 
     return rule(*size), size
 
 
+def fewer_tokens(spec: str, images: int, seq_len: int) -> str:
+    """How to bring `images` images at the rule's worst case under `seq_len`, in the rule's own knob: Qwen-VL's pixel
+    budget (--max-pixels); InternVL's tile cap (its MAX_NUM / max_dynamic_patch: --image-rule internvl:N, the most
+    tiles that fit); the other rules give every image a count of their own."""
+    tail = "give --tokens-per-image, or raise --seq-len"
+    if spec in PIXEL_RULES:
+        return f"lower --max-pixels, {tail}"
+    tiles = _tiles(spec)
+    if tiles is not None:
+        fit = next((n for n in range(tiles - 1, 0, -1) if images * worst_case(f"internvl:{n}")[0] <= seq_len), None)
+        cap = f"--image-rule internvl:{fit}" if fit else "fewer --images (one tile an image is still over)"
+        return f"cap InternVL's tiles (MAX_NUM / max_dynamic_patch) with {cap}, {tail}"
+    return f"give fewer --images, {tail}"
+
+
 def square_tokens(spec: str, side: int, min_pixels: int | None = None, max_pixels: int | None = None) -> int:
     """Tokens of a side x side image."""
     return image_rule(spec, min_pixels, max_pixels)(side, side)

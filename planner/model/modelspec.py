@@ -159,20 +159,26 @@ class ModelSpec:
     exact: bool = True  # False for an unknown family counted with the generic llama-like formula
     config: dict = field(default_factory=dict, repr=False, compare=False)
     fsdp_units: tuple[str, ...] = ()  # the layer classes FSDP wraps (shapes.FSDP_UNITS), set by the reader
+    # the folder the user named the model by (catalog.load_model), which the exports' model path is; "" for a name
+    source: str = field(default="", compare=False)
 
     @cached_property
     def params(self) -> int:
         return sum(t.numel for t in self.tensors)
 
-    def params_by_role(self) -> dict[str, int]:
+    @cached_property
+    def _params_by_role(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for t in self.tensors:
             out[t.role] = out.get(t.role, 0) + t.numel
         return out
 
+    def params_by_role(self) -> dict[str, int]:
+        return dict(self._params_by_role)  # counted once: the search asks per candidate and per term
+
     def frozen_params(self, frozen: str) -> int:
         """Parameters Knobs.frozen keeps frozen: the vision tower's (role vision), and its projector's."""
-        return sum(n for role, n in self.params_by_role().items() if role in FROZEN_ROLES[frozen])
+        return sum(n for role, n in self._params_by_role.items() if role in FROZEN_ROLES[frozen])
 
     def lora_params(self, rank: int, targets: str = "all-linear") -> int:
         """Adapter parameters of LoRA on the targeted decoder linears: r x (d_in + d_out) per weight (Hu et al. 2021);

@@ -31,6 +31,10 @@ from planner.model.shapes import FSDP_UNITS, Tensors
 from planner.model.shapes import linear as _linear
 
 MODEL_TYPES = ("llava_llama", "vila")
+# VILA's training entry point, run under torchrun from a clone of NVlabs/VILA (scripts/NVILA-Lite/sft.sh, commit
+# 36f6adc: `torchrun ... llava/train/train_mem.py --deepspeed scripts/zero3.json --model_name_or_path $STAGE_PATH`); its
+# TrainingArguments are HF's with VILA's own beside them (llava/train/args.py)
+TRAIN_SCRIPT = "llava/train/train_mem.py"
 TEXT_MODULE = dict.fromkeys(MODEL_TYPES, "llm")
 TOWER, PROJECTOR = ("vision_tower.",), ("mm_projector.",)
 LLMS = ("llama", "qwen2", "mistral")

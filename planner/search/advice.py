@@ -64,10 +64,10 @@ def rejection_reason(plan: Plan, hw: Hardware, usable: int) -> str | None:
     """None when the candidate fits; else one line: what it needs, what decides it, what shrinks that."""
     m = plan.memory
     host = int(hw.host_ram_gib * GIB)
-    engine = role_advice.engine_reason(plan) if plan.knobs.role_run else None
+    engine = role_advice.engine_reason(plan) if plan.role_run else None
     if m.device_total_bytes <= usable:  # the GPU's verdict first: host RAM is the easier one to add
         return host_reason(plan, host) if m.host_bytes_per_node > host else engine
-    if plan.knobs.role_run:
+    if plan.role_run:
         return role_advice.reason(plan, usable)
     if m.peak_phase == "evaluation":
         return evaluation_reason(plan, usable)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import product
-from math import isqrt
 
 from planner.config.knobfields import FIXED, SEARCHED
 from planner.config.layout import PARALLEL, Layout, raise_if
@@ -22,19 +21,15 @@ from planner.estimate.memory import breakdown
 from planner.estimate.setup import Setup
 from planner.estimate.speed import step_time
 from planner.model.modelspec import ModelSpec
+from planner.search import ranked
 from planner.search.advice import rejection_reason
+from planner.search.ranked import divisors, rank_key, setup_of, speed_of, split_options
 
 
 @dataclass
 class Result:
     plans: list[Plan]
     rejected: list[Plan]
-
-
-def divisors(n: int) -> list[int]:
-    """Ascending divisors of n, in O(sqrt n)."""
-    small = [d for d in range(1, isqrt(n) + 1) if n % d == 0]
-    return small + [n // d for d in reversed(small) if d * d != n]
 
 
 def check_global_batch(global_batch: int, world: int) -> None:
@@ -61,10 +56,14 @@ def families(space: Space, hw: Hardware, layout: Layout | None = None) -> list[K
         if f != "off" and layout.world_size == 1 and o == "none":
             continue  # one GPU shards nothing: the same plan as DDP (FSDP on one GPU is for its offload)
         try:  # the layout's rules first (they name what the request cannot have here), then Knobs' own
-            layout.check_knobs(Knobs.model_construct(**kw))
-            out.append(Knobs.make(**kw))
+            k = Knobs.make(**kw)
         except BadInput as e:
-            first = first or e
+            first = first or layout.knob_error(Knobs.model_construct(**kw)) or e
+            continue
+        error = layout.knob_error(k)
+        first = first or error
+        if error is None:
+            out.append(k)
     if not out:
         raise first or BadInput(
             "--fsdp on one GPU shards nothing: give --offload optimizer+params or --fsdp off", "fsdp"
@@ -75,26 +74,22 @@ def families(space: Space, hw: Hardware, layout: Layout | None = None) -> list[K
 def make_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_batch: int, calibrate=None) -> Plan:
     """One candidate (no launch material: planner.export.launch makes it for the plans a face shows);
     `calibrate` (planner.evidence.calibrate.Calibrator) swaps in stored or simulated evidence."""
-    world = hw.world_size
-    accum = goal.global_batch // (knobs.data_parallel_of(world) * micro_batch)
-    s = Setup(
-        model, knobs, micro_batch, accum, goal.seq_len, hw.gpus_per_node, hw.nodes, goal.image_tokens, gpu=hw.gpu.name
-    )
+    s = setup_of(model, hw, goal, knobs, micro_batch)
     mem = rl.breakdown(s, hw.gpu.capacity_bytes)
     evidence, measured_reason = "analytic", None
     if calibrate is not None and not knobs.workload.rl:  # probe records are supervised steps
         mem, evidence, measured_reason = calibrate(s, hw, mem)
-    t = rl.step_time(s, hw)
+    step_s, tokens_per_s = speed_of(s, hw)
     plan = Plan(
         micro_batch=micro_batch,
-        grad_accum=accum,
-        world_size=world,
+        grad_accum=s.grad_accum,
+        world_size=hw.world_size,
         global_batch=goal.global_batch,
         **dict(knobs),
         memory=mem,
         fits=False,
-        step_time_s=round(t.total_s, 6),
-        tokens_per_s=round(rl.tokens_per_second(s, t), 1),
+        step_time_s=step_s,
+        tokens_per_s=tokens_per_s,
         evidence=evidence,
     )
     usable = int(hw.gpu.capacity_bytes * (1 - goal.margin))
@@ -174,11 +169,8 @@ def generation_split(
     divisor of the accumulation, largest first: fewer, larger generations decode faster). None: no split TRL takes."""
     w, accum = knobs.workload, goal.global_batch // (knobs.data_parallel_of(hw.world_size) * micro_batch)
     layout = Layout.of(hw)
-    options = [None]
-    if w.kind == "grpo" and w.steps_per_generation is None and w.generation == "hf":
-        options += [d for d in reversed(divisors(accum)) if d < accum]
     first = None
-    for spg in options:
+    for spg in split_options(knobs, accum):
         k = (
             knobs
             if spg is None
@@ -191,16 +183,6 @@ def generation_split(
             return plan
         first = first or plan
     return first
-
-
-OFFLOAD_RANK = {"none": 0, "optimizer": 1, "optimizer+params": 2}
-
-
-def rank_key(p: Plan) -> tuple:
-    """Fastest first; at the same predicted speed on one GPU the simpler stack first (DeepSpeed shards
-    nothing there: plain DDP, no offload), elsewhere the one with more headroom."""
-    simpler = (p.zero_stage, OFFLOAD_RANK[p.offload]) if p.world_size == 1 else (0, 0)
-    return (-p.tokens_per_s, *simpler, -p.memory.headroom_bytes)
 
 
 def search(
@@ -217,8 +199,8 @@ def search(
     (`batches`), one plan per knob family."""
     layout = Layout.of(hw, model, goal)
     raise_if(layout.global_batch_error(space.workload, goal.global_batch))
-    fitting, rejected = [], []
-    for knobs in families(space, hw, layout):
+    fitting, rejected, pending = [], [], []
+    for i, knobs in enumerate(families(space, hw, layout)):
         per_rank = goal.global_batch // knobs.data_parallel_of(hw.world_size)
         if batches is not None:  # a token budget: one plan per knob family
             if knobs.optimizer_in_backward:
@@ -227,20 +209,23 @@ def search(
                     "optimizer_in_backward",
                 )
             p = budget_plan(model, hw, goal, knobs, batches, calibrate=calibrate)
-            (fitting if p.fits else rejected).append(p)
+            fitting.append(((i, 0), p)) if p.fits else rejected.append(p)
             continue
-        plans = []
-        for mb in [per_rank] if knobs.optimizer_in_backward else divisors(per_rank):  # accumulation 1
+        plans, sizes = [], [per_rank] if knobs.optimizer_in_backward else divisors(per_rank)  # accumulation 1
+        for j, mb in enumerate(sizes):
+            if plans and ranked.deferrable(knobs, hw, per_rank // mb):
+                pending += ranked.candidates(model, hw, goal, knobs, i, sizes[j:])
+                break
             plan = generation_split(model, hw, goal, knobs, mb, calibrate)
             if plan is None:
                 continue  # TRL refuses every split of this micro-batch (GRPO's whole groups)
             plans.append(plan)
             if not plan.fits:  # memory grows with the micro-batch: no larger one fits either
                 break
-        ok = [p for p in plans if p.fits]
-        fitting += ok
-        if not ok and plans:
+        fitting += [((i, p.micro_batch), p) for p in plans if p.fits]
+        if plans and not plans[0].fits:
             rejected.append(plans[0])
+    fitting = best_of(model, hw, goal, fitting, pending, top, calibrate)
     if not fitting and batches is None:
         for wider in parallel_spaces(space, hw):  # the sequence fits nothing as asked: split it, or the layers
             try:
@@ -250,6 +235,27 @@ def search(
             fitting += more.plans
     fitting.sort(key=rank_key)
     return Result(plans=fitting[:top], rejected=rejected)
+
+
+def best_of(
+    model: ModelSpec,
+    hw: Hardware,
+    goal: Goal,
+    fitting: list[tuple[tuple[int, int], Plan]],
+    pending: list[ranked.Candidate],
+    top: int,
+    calibrate=None,
+) -> list[Plan]:
+    """The exhaustive walk's first `top` fitting plans (more where they tie), best first: `fitting` holds the plans
+    estimated with their walk order, `pending` the candidates not yet, estimated fastest first (planner.search.ranked)
+    until no waiting one can pass the top ones."""
+    best, ceiling = ranked.order(fitting), {}
+    for c in sorted(pending):
+        if ranked.settled(best, top, c):
+            break
+        if not ranked.ruled_out(ceiling, c):
+            ranked.add(best, ceiling, c, make_plan(model, hw, goal, c.knobs, c.micro_batch, calibrate))
+    return [p for _, p in best]
 
 
 def parallel_spaces(space: Space, hw: Hardware) -> list[Space]:

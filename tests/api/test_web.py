@@ -166,8 +166,9 @@ def test_nothing_fits_shows_reasons_and_the_nearest_settings_that_fit(server, pa
     page.screenshot(path=str(ARTIFACTS / "web-nothing-fits.png"), full_page=True)
 
 
-def test_copy_buttons_only_for_what_the_plan_has(server, page):
-    """Issue 13: 'Copy DeepSpeed JSON' was offered for plans that have none."""
+def test_the_files_shown_are_the_plans_own(server, page):
+    """Issue 13: 'Copy DeepSpeed JSON' was offered for plans that have none. Issue 50: every file of the plan is
+    listed (view and copy each): a DeepSpeed JSON for a ZeRO-3 plan only."""
     _ready(page, server)
     page.select_option("#model", "llama-3.2-1b")
     page.fill("#gpus_per_node", "1")
@@ -175,13 +176,16 @@ def test_copy_buttons_only_for_what_the_plan_has(server, page):
     page.fill("#seq_len", "1024")
     _allow(page, "zero", "0")
     page.click("#submit")
-    page.wait_for_selector("#plans tbody tr")
-    assert page.is_visible("[data-copy=hf_args]") and page.is_visible("[data-copy=command]")
-    assert not page.is_visible("[data-copy=deepspeed_config]")
+    page.wait_for_selector("#files-list details[data-file='train_args.json']")
+    names = page.eval_on_selector_all("#files-list details", "ds => ds.map(d => d.dataset.file)")
+    assert "ds_config.json" not in names and "launch.sbatch" in names
+    page.click("#files-list details[data-file='train_args.json'] summary")
+    assert '"per_device_train_batch_size"' in page.inner_text("#files-list details[data-file='train_args.json'] pre")
     _allow(page, "zero", "3")
     page.click("#submit")
     page.wait_for_function("document.querySelector('#plans tbody td:nth-child(6)').textContent === 'ZeRO-3'")
-    assert page.is_visible("[data-copy=deepspeed_config]")
+    page.wait_for_selector("#files-list details[data-file='ds_config.json']")
+    assert '"stage": 3' in page.text_content("#files-list details[data-file='ds_config.json'] pre")
 
 
 def test_a_dataset_shows_its_histogram_with_the_planned_length(tmp_path, page):
@@ -235,26 +239,23 @@ def test_a_grpo_workload_reaches_the_plan_and_its_errors_name_the_field(server, 
     assert "not divisible by workload.num_generations 3" in page.inner_text("#err-global_batch")
 
 
-def test_enter_before_the_schema_fields_load_waits_for_them_instead_of_leaving_the_page(server, page):
+def test_the_form_is_whole_at_load_without_openapi_and_the_console_is_clean(server, page):
     """Found by the fresh-clone CI: Enter pressed while /openapi.json was still loading fell through to the browser's
-    own GET submission (the page navigated away and no plan came). The schema is held back here to make it certain."""
-    import time
-
-    held = []
-
-    def slow(route):
-        held.append(route)
-
-    page.route("**/openapi.json", slow)
-    page.goto(server.url + "/")
-    page.wait_for_selector("#model option[value='qwen2.5-7b']", state="attached")
+    own GET submission. Issue 50: the dropdowns filled only after /openapi.json loaded, and the console logged a
+    404 (the favicon). The form is inlined in the page now: every control is there when the scripts have run, the
+    page asks /openapi.json nothing, and nothing it asks fails."""
+    asked, errors = [], []
+    page.on("request", lambda r: asked.append(r.url))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(server.url + "/", wait_until="domcontentloaded")
+    assert page.locator("#more #optimizer option").count() == 7 and page.locator("#model option").count() > 10
     page.fill("#global_batch", "64")
     page.keyboard.press("Enter")
-    time.sleep(0.5)
-    assert "?" not in page.url  # no native submission
-    for route in held:
-        route.continue_()
     page.wait_for_selector("#plans tbody tr")
+    assert "?" not in page.url  # no native submission
+    page.wait_for_selector("#files-list details")
+    assert not [u for u in asked if u.endswith("/openapi.json")] and errors == [], (asked, errors)
 
 
 def test_docs_render_without_internet(server, page):

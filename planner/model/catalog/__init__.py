@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
+from dataclasses import replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -79,7 +79,9 @@ def load_model(ref: str) -> ModelSpec:
         return from_config(model_config(key), key)
     p = checked_path(ref, "model")
     if "/" in ref or ref.endswith(".json") or p.exists():
-        return from_config(_read_config_file(p), p.parent.name if p.name == "config.json" else p.name)
+        spec = from_config(_read_config_file(p), p.parent.name if p.name == "config.json" else p.name)
+        folder = str(Path(ref).parent) if ref.endswith(".json") else ref.rstrip("/") or "/"
+        return replace(spec, source=folder)
     return from_config(model_config(ref), ref)  # model_config raises, with a did-you-mean
 
 
@@ -97,6 +99,8 @@ def closest(name: str, choices: dict[str, str]) -> str | None:
         return re.sub(r"[^a-z0-9]", "", text.lower())
 
     keys = {bare(k): v for k, v in choices.items()}
+    import difflib  # only for a name that is not in the catalog
+
     hit = difflib.get_close_matches(bare(name), keys, n=1)
     return keys[hit[0]] if hit else None
 
@@ -138,6 +142,12 @@ def hf_id(name: str) -> str | None:
     tuned = ("instruct", "chat", "-it")
     base = [k for k in ids if not any(t in k.lower() for t in tuned)]
     return (base or ids or [None])[0]
+
+
+def model_path(model: ModelSpec) -> str:
+    """What an export names the model by (--model_name_or_path, model.path, base_model): the folder the user named it
+    by, else the Hugging Face id of a catalog model, else its name."""
+    return model.source or hf_id(model.name) or model.name
 
 
 @lru_cache(maxsize=1)

@@ -80,7 +80,7 @@ def test_a_dry_run_needs_no_gpu_count_and_writes_what_its_command_reads(tmp_path
     command's --nproc_per_node (else 1 here); the files are written, nothing is launched."""
     fake_nvml(monkeypatch, [])  # NVML sees no GPU
     monkeypatch.chdir(tmp_path)
-    base = [
+    base = [  # issue 50: a dry run writes nowhere but --emit DIR
         "autotune",
         "--model",
         "llama-3.1-8b",
@@ -91,16 +91,18 @@ def test_a_dry_run_needs_no_gpu_count_and_writes_what_its_command_reads(tmp_path
         "--seq-len",
         "4096",
         "--dry-run",
+        "--emit",
+        ".",
     ]
     assert main([*base, "--", "torchrun", "--nproc_per_node", "8", "train.py"]) == 0
     out, err = capsys.readouterr()
-    assert "x world 8 = 256" in err and "dry run: wrote memplan_ds_config.json; nothing launched" in err
+    assert "x world 8 = 256" in err and "dry run: wrote memplan_ds_config.json, memplan_command.sh" in err
     cmd = shlex.split(out)
     ds = json.loads((tmp_path / cmd[cmd.index("--deepspeed") + 1]).read_text())
     assert ds["train_batch_size"] == 256
     assert main(base) == 0  # the bundled trainer: its plan file
     out, err = capsys.readouterr()
-    assert "x world 1 = 256" in err and "dry run: wrote memplan_plan.json; nothing launched" in err
+    assert "x world 1 = 256" in err and "dry run: wrote memplan_plan.json, memplan_command.sh" in err
     cmd = shlex.split(out)
     assert json.loads((tmp_path / cmd[cmd.index("--plan") + 1]).read_text())["plans"][0]["global_batch"] == 256
 
@@ -156,6 +158,10 @@ def test_autotune_injects_the_plan_into_the_users_command(tmp_path, monkeypatch,
                 "256",
                 "--seq-len",
                 "4096",
+                "--precision",
+                "fp16",
+                "--optimizer",
+                "adamw-fused",
                 "--evidence",
                 "analytic",
                 "--checkpointing",
@@ -176,7 +182,7 @@ def test_autotune_injects_the_plan_into_the_users_command(tmp_path, monkeypatch,
     on = gc + 1 == len(cmd) or cmd[gc + 1].startswith("--")
     assert cmd.count("--gradient_checkpointing") == 1 and on == (best["checkpointing"] == "full")
     assert on or cmd[gc + 1] == "false"
-    assert "--fp16" not in cmd and ("--bf16" in cmd) == (best["precision"] == "bf16")
+    assert "--fp16" in cmd and "--bf16" not in cmd and best["precision"] == "fp16"  # the command's precision
     assert "old.json" not in " ".join(cmd)
     assert ("--deepspeed" in cmd) == (best["zero_stage"] >= 1)
 
@@ -212,11 +218,14 @@ def test_an_fsdp_plan_writes_the_fsdp_config_its_command_names(tmp_path, monkeyp
                 "--seq-len",
                 "2048",
                 "--dry-run",
+                "--emit",
+                ".",
                 "--",
                 "torchrun",
                 "--nproc_per_node",
                 "8",
                 "train.py",
+                "--bf16",
             ]
         )
         == 0

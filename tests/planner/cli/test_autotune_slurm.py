@@ -77,6 +77,8 @@ def test_a_dry_run_writes_the_script_and_submits_nothing(tmp_path):
         "--time",
         "2:00:00",
         "--dry-run",
+        "--emit",
+        "job",
         "--",
         "train.py",
         "--model_name_or_path",
@@ -84,7 +86,7 @@ def test_a_dry_run_writes_the_script_and_submits_nothing(tmp_path):
         cwd=tmp_path,
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    script = (tmp_path / "memplan_train.sbatch").read_text()
+    script = (tmp_path / "job" / "memplan_train.sbatch").read_text()
     assert "#SBATCH --nodes=2" in script and "#SBATCH --account=ml" in script and "#SBATCH --time=2:00:00" in script
     assert "train.py --model_name_or_path x --per_device_train_batch_size" in script and "srun" in script
     assert "nothing submitted" in out.stderr

@@ -1,6 +1,7 @@
 """Exports checked by the libraries that consume them: DeepSpeed's config models, HF TrainingArguments."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -8,6 +9,8 @@ from planner.config.spec import Goal, Knobs
 from planner.export.launch import with_launch
 from planner.model import catalog, hardware
 from planner.search.search import make_plan
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def plan(zero, offload="none", precision="bf16", nodes=1, optimizer="adamw"):
@@ -125,3 +128,24 @@ def test_expandable_segments_reach_every_launch_form():
     assert "--expandable-segments" in export.bundled_command(p, hw, model, 1024)
     plain = with_launch(make_plan(model, hw, goal, Knobs(), 2), model, hw, goal)
     assert "PYTORCH_CUDA_ALLOC_CONF" not in plain.launch.command + export.sbatch(plain, hw)
+
+
+def test_a_vila_model_named_by_its_folder_runs_vilas_entry_point_on_that_folder(tmp_path):
+    """Issue 50: the VILA export wrote `--model_name_or_path model` (the folder's base name) and a generic train.py."""
+    folder = tmp_path / "runs" / "nvila-8b-pretrain" / "model"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text((ROOT / "docs/examples/models/NVILA-8B/config.json").read_text())
+    model = catalog.load_model(str(folder))
+    hw = hardware.resolve("h100", 8, 1)
+    goal = Goal(global_batch=16, seq_len=4096)
+    p = with_launch(make_plan(model, hw, goal, Knobs(zero_stage=3), 2), model, hw, goal)
+    words = p.launch.command.split()
+    assert words[words.index("--model_name_or_path") + 1] == str(folder)
+    assert "llava/train/train_mem.py" in words and "train.py" not in words
+    assert catalog.load_model(str(folder / "config.json")).source == str(folder)  # the file names its folder
+
+
+def test_a_catalog_model_is_named_by_its_hub_id_and_runs_your_train_py():
+    words = plan(0)[0].launch.command.split()
+    assert words[words.index("--model_name_or_path") + 1] == catalog.hf_id("llama-2-7b") == "meta-llama/Llama-2-7b-hf"
+    assert "train.py" in words

@@ -93,3 +93,21 @@ def test_the_cli_says_the_worst_case_and_the_edge():
     assert "this configuration fits images up to" in out.stdout
     got = json.loads(planner(*args, "--max-pixels", "2007040", "--json").stdout)
     assert got["images"]["fits_up_to"]["tokens_per_image"] < 2560
+
+
+@pytest.mark.parametrize(
+    "model, images, hint",
+    [  # issue 50: InternVL's worst case is its tile cap, not a pixel budget (before: "lower --max-pixels" for all)
+        ("internvl3-8b", 2, "cap InternVL's tiles (MAX_NUM / max_dynamic_patch) with --image-rule internvl:2, give"),
+        ("internvl3-8b", 9, "cap InternVL's tiles (MAX_NUM / max_dynamic_patch) with fewer --images (one tile"),
+        ("llava-1.5-7b", 4, "give fewer --images, give --tokens-per-image, or raise --seq-len"),
+        ("qwen2.5-vl-3b", 4, "lower --max-pixels, give --tokens-per-image, or raise --seq-len"),
+    ],
+)
+def test_too_many_image_tokens_name_the_rules_own_knob(model, images, hint):
+    seq = 2048 if "internvl" in model else 1024
+    with pytest.raises(BadInput) as e:
+        check(model=model, images=images, seq_len=seq, micro_batch=1)
+    assert str(e.value).endswith(hint) or hint in str(e.value)
+    if "internvl:2" in hint:  # the cap it names fits: 3 tiles of 256 tokens and 2 markers an image, 2 images
+        assert check(model=model, images=images, seq_len=seq, micro_batch=1, image_rule="internvl:2").goal
