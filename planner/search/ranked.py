@@ -4,7 +4,8 @@ A knob family's plans are ranked by predicted speed, which is known before the m
 tenth of a candidate's cost). Once a family's smallest micro-batch fits, its larger micro-batches wait in one
 queue with every other family's, fastest first; their memory is estimated in that order until `top` fitting plans
 are found that no waiting candidate can pass. A micro-batch that does not fit rules out the family's larger ones
-(memory grows with the micro-batch), as the exhaustive walk does. The result is the exhaustive search's first `top`
+(memory grows with the micro-batch at a fixed accumulation > 1; accumulation 1, which holds no gradient accumulation
+buffers, is judged on its own), as the exhaustive walk does. The result is the exhaustive search's first `top`
 plans, in its order (tests/planner/search/test_ranked.py draws requests and compares both).
 """
 
@@ -71,6 +72,7 @@ class Candidate:
     order: tuple[int, int]  # (family, micro-batch): the exhaustive walk's order, which breaks ties
     knobs: Knobs = field(compare=False)
     micro_batch: int = field(compare=False)
+    whole: bool = field(compare=False, default=False)  # accumulation 1: no gradient accumulation buffers
 
 
 def deferrable(knobs: Knobs, hw: Hardware, accum: int) -> bool:
@@ -79,15 +81,18 @@ def deferrable(knobs: Knobs, hw: Hardware, accum: int) -> bool:
 
 
 def candidates(
-    model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, family: int, sizes: list[int]
+    model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, family: int, sizes: list[int], per_rank: int
 ) -> list[Candidate]:
-    """The family's larger micro-batches with their speed key (those the layout refuses left out)."""
+    """The family's larger micro-batches with their speed key (those the layout refuses left out); `per_rank`, the
+    micro-batch of accumulation 1, is capped by no other's verdict (planner.search.search.family)."""
     layout, out = Layout.of(hw), []
     for mb in sizes:
         s = setup_of(model, hw, goal, knobs, mb)
         if layout.split_error(knobs, mb, s.grad_accum):
             continue
-        out.append(Candidate(speed_key(speed_of(s, hw)[1], knobs, hw.world_size), (family, mb), knobs, mb))
+        out.append(
+            Candidate(speed_key(speed_of(s, hw)[1], knobs, hw.world_size), (family, mb), knobs, mb, mb == per_rank)
+        )
     return out
 
 
@@ -102,14 +107,16 @@ def settled(best: list[tuple[tuple[int, int], Plan]], top: int, c: Candidate) ->
 
 
 def ruled_out(ceiling: dict[int, int], c: Candidate) -> bool:
-    """A micro-batch at or over its family's smallest one known not to fit (memory grows with the micro-batch)."""
-    return c.micro_batch >= ceiling.get(c.order[0], c.micro_batch + 1)
+    """A micro-batch at or over its family's smallest one known not to fit (memory grows with the micro-batch at an
+    accumulation > 1; accumulation 1 is judged on its own)."""
+    return not c.whole and c.micro_batch >= ceiling.get(c.order[0], c.micro_batch + 1)
 
 
 def add(best: list, ceiling: dict[int, int], c: Candidate, plan: Plan) -> None:
     """Take an estimated candidate: a fitting plan joins `best` in order; one that does not fit caps its family."""
     if not plan.fits:
-        ceiling[c.order[0]] = c.micro_batch
+        if not c.whole:
+            ceiling[c.order[0]] = c.micro_batch
         return
     best.append((c.order, plan))
     best.sort(key=lambda f: (rank_key(f[1]), f[0]))

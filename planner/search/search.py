@@ -201,7 +201,6 @@ def search(
     raise_if(layout.global_batch_error(space.workload, goal.global_batch))
     fitting, rejected, pending = [], [], []
     for i, knobs in enumerate(families(space, hw, layout)):
-        per_rank = goal.global_batch // knobs.data_parallel_of(hw.world_size)
         if batches is not None:  # a token budget: one plan per knob family
             if knobs.optimizer_in_backward:
                 raise BadInput(
@@ -211,19 +210,10 @@ def search(
             p = budget_plan(model, hw, goal, knobs, batches, calibrate=calibrate)
             fitting.append(((i, 0), p)) if p.fits else rejected.append(p)
             continue
-        plans, sizes = [], [per_rank] if knobs.optimizer_in_backward else divisors(per_rank)  # accumulation 1
-        for j, mb in enumerate(sizes):
-            if plans and ranked.deferrable(knobs, hw, per_rank // mb):
-                pending += ranked.candidates(model, hw, goal, knobs, i, sizes[j:])
-                break
-            plan = generation_split(model, hw, goal, knobs, mb, calibrate)
-            if plan is None:
-                continue  # TRL refuses every split of this micro-batch (GRPO's whole groups)
-            plans.append(plan)
-            if not plan.fits:  # memory grows with the micro-batch: no larger one fits either
-                break
+        plans, waiting = family(model, hw, goal, knobs, i, calibrate)
+        pending += waiting
         fitting += [((i, p.micro_batch), p) for p in plans if p.fits]
-        if plans and not plans[0].fits:
+        if plans and not any(p.fits for p in plans):
             rejected.append(plans[0])
     fitting = best_of(model, hw, goal, fitting, pending, top, calibrate)
     if not fitting and batches is None:
@@ -235,6 +225,30 @@ def search(
             fitting += more.plans
     fitting.sort(key=rank_key)
     return Result(plans=fitting[:top], rejected=rejected)
+
+
+def family(
+    model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, index: int, calibrate=None
+) -> tuple[list[Plan], list[ranked.Candidate]]:
+    """A knob family's micro-batches, smallest first: (the plans estimated, the candidates left for best_of). Memory
+    grows with the micro-batch at a fixed accumulation > 1, so the walk stops at the first that does not fit; the
+    rank's whole share at once (accumulation 1) holds no gradient accumulation buffers (ZeRO-2's, FSDP's unsharded
+    gradients) and is tried apart. Once the smallest fits, the rest wait for best_of, fastest first."""
+    per_rank = goal.global_batch // knobs.data_parallel_of(hw.world_size)
+    sizes = [per_rank] if knobs.optimizer_in_backward else divisors(per_rank)
+    plans: list[Plan] = []
+    for j, mb in enumerate(sizes):
+        if plans and ranked.deferrable(knobs, hw, per_rank // mb):
+            return plans, ranked.candidates(model, hw, goal, knobs, index, sizes[j:], per_rank)
+        plan = generation_split(model, hw, goal, knobs, mb, calibrate)
+        if plan is None:
+            continue  # TRL refuses every split of this micro-batch (GRPO's whole groups)
+        plans.append(plan)
+        if not plan.fits:
+            if mb < per_rank and (whole := generation_split(model, hw, goal, knobs, per_rank, calibrate)):
+                plans.append(whole)
+            break
+    return plans, []
 
 
 def best_of(

@@ -42,3 +42,38 @@ def test_the_readme_example_estimates_fewer_candidates(monkeypatch):
     monkeypatch.setattr(ranked, "deferrable", lambda *a: False)
     assert _answer(req) == fast
     assert n_fast <= 0.8 * (len(calls) - n_fast), (n_fast, len(calls) - n_fast)
+
+
+def test_accumulation_1_is_tried_past_a_micro_batch_that_does_not_fit():
+    """FSDP grad-op keeps unsharded gradients across micro-steps (planner.estimate.fsdp): Llama-3.1-8B on 8 x H100,
+    64 x 4096, does not fit at micro-batch 4 x accumulation 2 and fits at 8 x 1. The walk that stopped at the first
+    micro-batch that does not fit left that plan out (docs/planning.md's example ranked it 2nd once it was tried)."""
+    req = dict(
+        model="llama-3.1-8b",
+        gpu="h100",
+        gpus_per_node=8,
+        global_batch=64,
+        seq_len=4096,
+        checkpointing=["full"],
+        offload=["none"],
+        fsdp=["grad-op"],
+        zero=[0],
+        loss=["chunked"],
+        top=10,
+    )
+    plans = advise.suggest(advise.parse(advise.SuggestRequest, req)).plans
+    split = {(p.micro_batch, p.grad_accum): p.fits for p in plans}
+    assert split.get((8, 1)) is True, split
+    assert (4, 2) not in split  # it does not fit, so it is not a plan
+    check = dict(
+        model="llama-3.1-8b",
+        gpu="h100",
+        gpus_per_node=8,
+        seq_len=4096,
+        checkpointing="full",
+        fsdp="grad-op",
+        loss="chunked",
+        micro_batch=4,
+        grad_accum=2,
+    )
+    assert not advise.check(advise.parse(advise.CheckRequest, check)).plan.fits
