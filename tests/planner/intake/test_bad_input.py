@@ -77,8 +77,16 @@ def test_a_script_naming_a_config_that_is_not_there(tmp_path):
 @pytest.mark.parametrize(
     "text, line, quote",
     [  # issue 50: the open quote swallowed the rest of the script, and its flags with it ("--micro-batch: Field required")
-        ('swift sft --model Qwen/Qwen2.5-7B-Instruct --system "You are \\\n  --per_device_train_batch_size 2\n', 1, '"'),
-        ("#!/bin/bash\n\ntorchrun --nproc_per_node 2 train.py --run_name 'abc\n --per_device_train_batch_size 2\n", 3, "'"),
+        (
+            'swift sft --model Qwen/Qwen2.5-7B-Instruct --system "You are \\\n  --per_device_train_batch_size 2\n',
+            1,
+            '"',
+        ),
+        (
+            "#!/bin/bash\n\ntorchrun --nproc_per_node 2 train.py --run_name 'abc\n --per_device_train_batch_size 2\n",
+            3,
+            "'",
+        ),
         ("export N=`nproc\ntorchrun --nproc_per_node $N train.py --per_device_train_batch_size 2\n", 1, "`"),
     ],
 )
@@ -98,8 +106,10 @@ def test_a_closed_quote_across_lines_reads_on(tmp_path):
     [  # issue 50: planned as 4 processes without a word; torchrun starts 4 and ranks 2 and 3 find no GPU
         (
             "CUDA_VISIBLE_DEVICES=0,1 NPROC_PER_NODE=4 swift sft --model Qwen/Qwen2.5-7B-Instruct\n",
-            "run.sh:1 NPROC_PER_NODE=4 with CUDA_VISIBLE_DEVICES=0,1: torchrun starts 4 processes a node and 2 GPUs are "
-            "visible, so local ranks 2 to 3 have no GPU of their own (run 2 processes, or make 4 GPUs visible)",
+            (
+                "run.sh:1 NPROC_PER_NODE=4 with CUDA_VISIBLE_DEVICES=0,1: torchrun starts 4 processes a node and 2 GPUs "
+                "are visible, so local ranks 2 to 3 have no GPU of their own (run 2 processes, or make 4 GPUs visible)"
+            ),
         ),
         (
             "export CUDA_VISIBLE_DEVICES=0,1\nNPROC_PER_NODE=3 llamafactory-cli train cfg.yaml\n",

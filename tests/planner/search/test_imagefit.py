@@ -108,6 +108,6 @@ def test_too_many_image_tokens_name_the_rules_own_knob(model, images, hint):
     seq = 2048 if "internvl" in model else 1024
     with pytest.raises(BadInput) as e:
         check(model=model, images=images, seq_len=seq, micro_batch=1)
-    assert str(e.value).endswith(hint) or hint in str(e.value)
+    assert hint in str(e.value)
     if "internvl:2" in hint:  # the cap it names fits: 3 tiles of 256 tokens and 2 markers an image, 2 images
         assert check(model=model, images=images, seq_len=seq, micro_batch=1, image_rule="internvl:2").goal
