@@ -105,6 +105,27 @@ def time_once(args: list[str]) -> tuple[float, dict]:
     return elapsed, meta
 
 
+IN_PROCESS = """
+import json, statistics, sys, time
+from planner import advise
+from planner.cli import build_parser, common
+args = build_parser("suggest").parse_args(["suggest", *sys.argv[1:]])
+req = common.request(advise.SuggestRequest, args)
+t0 = time.perf_counter(); advise.suggest(req); first = time.perf_counter() - t0
+warm = []
+for _ in range(5):
+    t0 = time.perf_counter(); advise.suggest(req); warm.append(time.perf_counter() - t0)
+print(json.dumps({"first": first, "warm": statistics.median(warm)}))
+"""
+
+
+def in_process(args: list[str]) -> dict:
+    """advise.suggest on the case's request in one process, its imports done: the first call (catalog and
+    calibration files read) and the median of five more (target: the first under 0.1 s)."""
+    r = subprocess.run([sys.executable, "-c", IN_PROCESS, *args], capture_output=True, text=True, check=True)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
@@ -118,11 +139,14 @@ def main() -> None:
         for _ in range(args.repeat):
             t, meta = time_once(case)
             times.append(t)
+        inside = in_process(case)
         rows.append(
             {
                 "case": label,
                 "median_s": round(statistics.median(times), 3),
                 "max_s": round(max(times), 3),
+                "in_process_first_s": round(inside["first"], 3),
+                "in_process_warm_s": round(inside["warm"], 3),
                 "plans": meta["plans"],
                 "exit_code": meta["rc"],
                 "torch_imported": meta["torch"],
@@ -130,7 +154,8 @@ def main() -> None:
         )
         print(
             f"{label:60s} median {rows[-1]['median_s']:.3f} s  max {rows[-1]['max_s']:.3f} s  "
-            f"plans {meta['plans']}  torch imported: {meta['torch']}"
+            f"in-process {inside['first']:.3f} s (warm {inside['warm']:.3f} s)  plans {meta['plans']}  "
+            f"torch imported: {meta['torch']}"
         )
     result = {
         "benchmark": "plan_latency",
@@ -140,16 +165,23 @@ def main() -> None:
         "pydantic": pydantic.VERSION,
         "repeat": args.repeat,
         "target_s": 1.0,
+        "in_process_target_s": 0.1,
+        "load_at_start": round(os.getloadavg()[0], 2),
         "rows": rows,
     }
     md = [
-        f"plan latency, {result['date']}, {result['machine']}, Python {result['python']}",
+        (
+            f"plan latency, {result['date']}, {result['machine']}, Python {result['python']}, pydantic "
+            f"{result['pydantic']}, load {result['load_at_start']} at start"
+        ),
         "",
-        "| case | median s | max s | plans | torch imported |",
-        "|---|---|---|---|---|",
+        "| case | cold median s | cold max s | in-process first s | in-process warm s | plans | torch imported |",
+        "|---|---|---|---|---|---|---|",
     ]
     md += [
-        f"| {r['case']} | {r['median_s']:.3f} | {r['max_s']:.3f} | {r['plans']} | {r['torch_imported']} |" for r in rows
+        f"| {r['case']} | {r['median_s']:.3f} | {r['max_s']:.3f} | {r['in_process_first_s']:.3f} | "
+        f"{r['in_process_warm_s']:.3f} | {r['plans']} | {r['torch_imported']} |"
+        for r in rows
     ]
     save(args.out, result, md)
 
