@@ -541,9 +541,11 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
     reading = intake.read(paths, allowed)
     if "model" not in overrides and "model" in reading.request and allowed is None:  # a service resolves its own way
         models.resolve(reading.request["model"])  # an id not found offline: the one-line "pass its config.json"
-    body = {**reading.request, **overrides}
+    dropped = intake.replaced(reading, overrides)
+    body = {**{k: v for k, v in reading.request.items() if k not in dropped}, **overrides}
     result = check(parse(CheckRequest, body), **kwargs)
     given = {k: v for k, v in overrides.items() if k in reading.request and v != reading.request[k]}
+    given |= {k: None for k in dropped}
     result.config = {
         "framework": reading.framework,
         "files": reading.files,

@@ -56,14 +56,17 @@ def workload(args: Namespace, reading: Reading | None) -> dict:
 def suggest_fields(args: Namespace, reading: Reading | None) -> dict:
     """The suggest request's fields: the command's (the tuned knobs left to search, the others a one-value list where
     suggest searches them) and autotune's flags over them."""
+    from planner import intake
     from planner.advise import SuggestRequest
 
     out = {}
+    flags = given(args, SuggestRequest.model_fields)
+    dropped = intake.replaced(reading, flags) if reading else set()
     for field, value in (reading.request if reading else {}).items():
-        if field in TUNED or field == "workload":
+        if field in TUNED or field == "workload" or field in dropped:
             continue
         out[field] = [value] if field in SEARCHED else value
-    for field, value in given(args, SuggestRequest.model_fields).items():
+    for field, value in flags.items():
         out[field] = [value] if field in SEARCHED else value
     runs = {k: v for k, v in out.items() if k not in HF_RUNS or v[0] in HF_RUNS[k]}
     return {**HF_RUNS, **runs, **workload(args, reading)}
@@ -72,17 +75,20 @@ def suggest_fields(args: Namespace, reading: Reading | None) -> dict:
 def as_written(args: Namespace, reading: Reading, count: int):
     """check's answer on the command as written (its plan, model), with autotune's flags over it: the global batch a
     command sets, and what the plan's arguments are compared with."""
-    from planner import advise
+    from planner import advise, intake
 
     if "model" not in reading.request and args.model is None:
         raise BadInput("--model is required (the command after -- names no model_name_or_path)", "model")
-    body = {**reading.request, **given(args, advise.CheckRequest.model_fields), **workload(args, reading)}
+    flags = given(args, advise.CheckRequest.model_fields)
+    dropped = intake.replaced(reading, flags)
+    read = {k: v for k, v in reading.request.items() if k not in dropped}
+    body = {**read, **flags, **workload(args, reading)}
     result = advise.check(advise.parse(advise.CheckRequest, {**body, "gpus_per_node": count}), status=common.status)
     return result.plan, result.context[0]
 
 
 def is_vlm_r1(user: list[str]) -> bool:
-    from planner.intake.training import VLM_R1
+    from planner.intake.vlmr1 import VLM_R1
 
     return any(mark in word for word in user for mark in VLM_R1)
 

@@ -151,9 +151,13 @@ class Calibrator:
         if not self._has_records():
             return []
         keys = [tensor_key(self.config, s.knobs, real_shapes(s))]
-        sim_key = tensor_key(self.config, sim_knobs(s.knobs), sim_shapes(s))
         recs = [r for k in keys for r in self.store.by_tensor_key(k)]
-        recs += [r for r in self.store.by_tensor_key(sim_key) if r.backend == "sim"]
+        try:
+            sim_key = tensor_key(self.config, sim_knobs(s.knobs), sim_shapes(s))
+        except BadInput:  # a plan the sim does not trace (one process: no tensor, sequence or context parallel)
+            sim_key = None
+        if sim_key is not None:
+            recs += [r for r in self.store.by_tensor_key(sim_key) if r.backend == "sim"]
         return sorted(recs, key=lambda r: (RANK[r.backend], -r.created))
 
     def __call__(self, s: Setup, hw: Hardware, analytic: MemoryBreakdown) -> tuple[MemoryBreakdown, str, str | None]:

@@ -1,11 +1,12 @@
 """`planner check --config FILE...`: a user's own training configuration read into memplan's CheckRequest fields,
 field by field with provenance, without running or importing any framework.
 
-This module owns the public interface (Setting, Reading, read). dispatch picks a file's reader (by extension, then
+This module owns the public interface (Setting, Reading, read, and `replaced`: the fields a flag's image count
+replaces). dispatch picks a file's reader (by extension, then
 content) and merges several files; settle decides the fields that need every file (precision, frozen modules, the
 framework). One module a source: llamafactory, swift (+ swiftrl), axolotl, hfargs (transformers / TRL names, + loraargs,
 grpoargs), accelerate, deepspeed, configs (a config file's format), training and launch (launch scripts: launchers,
-processes, the training command), shell, shellsplit and shellvars (bash read without running it), pyscript (a Python
+processes, the training command), vlmr1 (VLM-R1's GRPO scripts: its images, its uncut prompts), shell, shellsplit and shellvars (bash read without running it), pyscript (a Python
 script's syntax tree), models (model names resolved offline), vocab (framework words in memplan's), flags, collect.
 
 Settings memplan cannot plan are never dropped: each is one line of `Reading.unplanned`, named with its value.
@@ -77,6 +78,21 @@ def read(paths: list[str], allowed: list[Path] | None = None) -> Reading:
         return dispatch.read_all([paths] if isinstance(paths, (str, os.PathLike)) else list(paths))
     finally:
         ALLOWED.reset(token)
+
+
+# A flag's way of counting a sample's image tokens replaces the configuration's (advise.image_tokens takes one way:
+# --image-tokens, or --images with --tokens-per-image or alone, sized by the pixels): flag -> reading fields it drops
+IMAGE_COUNTS = {
+    "images": ("image_tokens",),
+    "tokens_per_image": ("image_tokens", "min_pixels", "max_pixels"),
+    "image_tokens": ("images", "tokens_per_image", "min_pixels", "max_pixels", "image_rule"),
+}
+
+
+def replaced(reading: Reading, overrides: dict) -> set[str]:
+    """The reading's fields that flags replace without naming them: its image count where a flag counts them."""
+    drop = {f for flag, fields in IMAGE_COUNTS.items() if flag in overrides for f in fields}
+    return (drop & set(reading.request)) - set(overrides)
 
 
 def read_command(argv: list[str], cwd: Path) -> Reading:

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.intake import accelerate, axolotl, configs, hfargs, launch, llamafactory, swift, verlrl
+from planner.intake import accelerate, axolotl, configs, hfargs, launch, llamafactory, swift, verlrl, vlmr1
 from planner.intake.collect import (
     UNKNOWN,
     Collector,
@@ -28,7 +28,6 @@ from planner.intake.shell import read_script
 from planner.intake.shellvars import find_file
 
 TORCH = "torch 2.13"
-VLM_R1 = ("open-r1-multimodal", "grpo_jsonl.py", "VLM-R1")
 TRL_TRAINERS = {"sft": "sft", "dpo": "dpo", "grpo": "grpo"}
 ACCELERATE_OPTS = (
     "accelerate_config",
@@ -201,13 +200,8 @@ def _framework(
         hfargs.read(
             c, flags, near, trainer, strict=run.tool == "trl", vars=vars, why=f"{run.where} {run.tool} {run.target}"
         )
-    if trainer == "grpo" and any(m in f"{vars.cwd or ''}/{run.target}" for m in VLM_R1):
-        c.set(
-            "workload.logprobs",
-            "full",
-            f"{run.where} {run.target} (VLM-R1's trainer computes each row's log-probs from the whole logits)",
-            "trainer",
-        )
+    if vlmr1.is_vlm_r1(trainer, f"{vars.cwd or ''}/{run.target}"):
+        vlmr1.read(c, flags, run.where, run.target)
 
 
 def _config_arg(run: launch.Run, lead: list, flags: dict[str, Flag]) -> Path | None:

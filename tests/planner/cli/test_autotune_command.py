@@ -1,5 +1,5 @@
 """`planner autotune` on the command it wraps (issue 50): read as `check --config` reads it (a VLM-R1 command is GRPO,
-with images when asked as check asks), only the flags the plan changes written, `--` the one split between autotune's
+with its images), only the flags the plan changes written, `--` the one split between autotune's
 flags and the command, and a dry run that writes nowhere but `--emit DIR`."""
 
 import json
@@ -39,7 +39,8 @@ COMMAND = [
     "--deepspeed",
     str(VLM_R1 / "src" / "open-r1-multimodal" / "local_scripts" / "zero3.json"),
 ]
-# check's --workload replaces the config's workload: the same workload in full to both, and one image a row
+# check's --workload replaces the config's workload: the same workload in full to both, and one image a row (its
+# prompt holds the image's 16,384 tokens at VLM-R1's default max_pixels, read from the command, and 2,048 of text)
 SAME = [
     "--gpu",
     "h100",
@@ -54,7 +55,7 @@ SAME = [
     "--logprobs",
     "full",
     "--max-prompt-length",
-    "2048",
+    "18432",
     "--images",
     "1",
 ]
@@ -90,10 +91,31 @@ def test_a_vlm_r1_command_is_planned_as_check_config_plans_it(tmp_path):
     for flag, value in (("--per_device_train_batch_size", micro), ("--gradient_accumulation_steps", accum)):
         assert cmd.count(flag) == 1 and cmd[cmd.index(flag) + 1] == value
     gc = cmd.index("--gradient_checkpointing")
-    assert cmd.count("--gradient_checkpointing") == 1 and cmd[gc + 1] == ("true" if ckpt == "full" else "false")
-    # the image settings the plan assumed (the processor's, not VLM-R1's larger defaults)
+    fsdp = "FSDP" in sharding  # FSDP checkpoints the layers itself (fsdp_config's activation_checkpointing)
+    assert cmd.count("--gradient_checkpointing") == 1
+    assert cmd[gc + 1] == ("true" if ckpt == "full" and not fsdp else "false")
+    if fsdp:
+        cfg = json.loads((tmp_path / "emitted" / "fsdp_config.json").read_text())
+        assert cfg["activation_checkpointing"] == (ckpt == "full")
+    # the image settings the plan assumed: the command's own, VLM-R1's defaults
     per = out["images"]["tokens_per_image"]
-    assert cmd[cmd.index("--max_pixels") + 1] == str(per * 28 * 28) and "--min_pixels" in cmd
+    assert cmd[cmd.index("--max_pixels") + 1] == str(per * 28 * 28) == "12845056" and "--min_pixels" in cmd
+
+
+def test_a_vlm_r1_command_brings_its_images_and_prompt_to_the_plan(tmp_path):
+    """Without --images or workload flags, the plan's images are the command's (one a row at VLM-R1's default
+    max_pixels, its prompt holding them), and `check --config` on the command autotune writes gives the same plan."""
+    r = autotune("--gpu", "h100", "--dry-run", "--emit", "emitted", "--", *COMMAND, cwd=tmp_path)
+    micro, accum, world, precision, ckpt, sharding, offload, _, gib = HEADLINE.search(r.stderr).groups()
+    script = tmp_path / "emitted" / "memplan_command.sh"
+    out = json.loads(planner("check", "--config", str(script), "--gpu", "h100", "--json", cwd=tmp_path).stdout)
+    p, images = out["plan"], out["images"]
+    assert (images["images"], images["tokens_per_image"], images["max_pixels"]) == (1, 16384, 12845056)
+    assert out["goal"]["image_tokens"] == 16384 and p["workload"]["max_prompt_length"] == 16384 + 512
+    assert (p["micro_batch"], p["grad_accum"], p["world_size"]) == (int(micro), int(accum), int(world))
+    assert (p["precision"], p["checkpointing"], p["offload"]) == (precision, ckpt, offload)
+    assert ("ZeRO-3" in sharding) == (p["zero_stage"] == 3)
+    assert f"{p['memory']['device_total_bytes'] / 2**30:.1f}" == gib
 
 
 def test_only_the_flags_the_plan_changes_are_written(tmp_path):
@@ -104,7 +126,7 @@ def test_only_the_flags_the_plan_changes_are_written(tmp_path):
     assert cmd[:4] == COMMAND[:4]
     added = cmd[len(_kept(cmd)) :]
     assert "--optim" not in cmd and "--bf16" not in added and "--num_generations" not in added
-    if "checkpointing full" in r.stderr:
+    if "checkpointing full" in r.stderr and "FSDP" not in r.stderr:
         assert cmd[cmd.index("--gradient_checkpointing") + 1] == "true"  # the command's own
     if "ZeRO-3, offload none" in r.stderr:
         assert cmd[cmd.index("--deepspeed") + 1] == COMMAND[-1] and "memplan_ds_config.json" not in r.stdout

@@ -65,3 +65,15 @@ def test_measured_oom_on_the_same_card_does_not_fit(tmp_path):
     store.add(_cuda_record(status="oom", peak=None, used=None))
     p = _plan(store)
     assert not p.fits and "ran out of memory" in p.reason and p.evidence == "measured"
+
+
+def test_a_plan_the_sim_cannot_trace_is_analytic_beside_records_of_its_model(tmp_path):
+    """A store with a record of the architecture and a tensor-parallel plan (which no sim record can key: the sim traces
+    one process): the plan is analytic, not a --tensor-parallel error from the probe's rules (seen when a user who had
+    probed Llama-3.1-8B checked a TP 2 plan of it)."""
+    store = Store(tmp_path / "s.sqlite")
+    store.add(_cuda_record())
+    hw = hardware.resolve("h100", 2, 1)
+    tp = Knobs(precision="bf16", checkpointing="full", tensor_parallel=2, fsdp="full")
+    p = make_plan(MODEL, hw, GOAL, tp, 2, Calibrator("auto", store, MODEL.name, MODEL.config))
+    assert p.evidence == "analytic" and p.tensor_parallel == 2

@@ -1,0 +1,142 @@
+"""VLM-R1's GRPO scripts (github.com/om-ai-lab/VLM-R1 at 90052f4, src/open-r1-multimodal/src/open_r1/: grpo_jsonl.py,
+grpo_rec.py) on TRL's names: what their own trainer (trainer/grpo_trainer.py, VLMGRPOTrainer) runs beyond TRL's GRPO.
+
+- Log-probs from the whole logits, then a log_softmax per row (`workload.logprobs full`).
+- One image a row: grpo_jsonl.py:967-977 takes a row's `image` as one path (a list is several images, for multi-image
+  data); grpo_rec.py:177-185 opens the one `image` of each row. The REC data its run scripts train (RefCOCO/+/g) has
+  one image a sample, so a row is planned with one image.
+- Each image within the script's `--max_pixels` / `--min_pixels`, or VLM-R1's defaults, 12,845,056 and 3,136
+  (GRPOScriptArguments, grpo_jsonl.py:89-96, grpo_rec.py:63-70), which the trainer sets on a Qwen-VL processor's
+  image_processor (trainer/grpo_trainer.py:314-318 with vlm_modules/qwen_module.py:40-41); an InternVL model takes
+  `--max_anyres_num` tiles instead (default 12: grpo_jsonl.py:97-100; vlm_modules/internvl_module.py:66-67,95).
+- Prompts are not cut: the trainer sets max_prompt_length to None whatever the script says (trainer/grpo_trainer.py:
+  366-369; the cut is commented out at 573-577). memplan's GRPO `max_prompt_length` is the longest prompt, image
+  tokens included (planner/config/workload.py), so it is planned as the image tokens at the rule's worst case plus the
+  text: the script's `--max_prompt_length` read as the text's length, or VLM-R1's GRPOConfig default 512
+  (trainer/grpo_config.py:164-169).
+"""
+
+from __future__ import annotations
+
+from planner.intake import models
+from planner.intake.collect import Collector, as_int, assumption, default, known, one
+from planner.intake.flags import Flag
+from planner.model import images
+
+VLM_R1 = ("open-r1-multimodal", "grpo_jsonl.py", "grpo_rec.py", "VLM-R1")
+WHO = "VLM-R1 90052f4"
+PROMPT_TEXT = 512  # VLM-R1's GRPOConfig max_prompt_length default (trainer/grpo_config.py:164-169)
+# GRPOScriptArguments' defaults: flag -> (value, its lines in grpo_jsonl.py, in grpo_rec.py)
+DEFAULTS = {
+    "max_pixels": (12845056, "89-92", "63-66"),
+    "min_pixels": (3136, "93-96", "67-70"),
+    "max_anyres_num": (12, "97-100", "71-74"),
+}
+NOT_CUT = "VLM-R1's trainer does not cut prompts, src/open_r1/trainer/grpo_trainer.py:366-369"
+
+
+def is_vlm_r1(trainer: str, path: str) -> bool:
+    """A GRPO run of one of VLM-R1's scripts (its path, or the folder it runs from, says so)."""
+    return trainer == "grpo" and any(m in path for m in VLM_R1)
+
+
+def read(c: Collector, flags: dict[str, Flag], where: str, target: str) -> None:
+    """VLM-R1's trainer over TRL's GRPO reading: its log-probs, its images and its uncut prompts."""
+    c.set(
+        "workload.logprobs",
+        "full",
+        f"{where} {target} (VLM-R1's trainer computes each row's log-probs from the whole logits)",
+        "trainer",
+    )
+    _images(c, flags, f"{where} {target}", "grpo_rec.py" in target)
+
+
+def _setting(c: Collector, flags: dict[str, Flag], key: str, rec: bool) -> tuple[int, str]:
+    """(value, source) of one GRPOScriptArguments image setting: the script's, or VLM-R1's default."""
+    value, jsonl_lines, rec_lines = DEFAULTS[key]
+    script = f"grpo_rec.py:{rec_lines}" if rec else f"grpo_jsonl.py:{jsonl_lines}"
+    fallback = default(WHO, f"src/open_r1/{script}", f"{key} {value}")
+    f = flags.get(key)
+    if f is None:
+        return value, fallback
+    n = as_int(f.value) if known(f.value) else None
+    if n is None or n < 1:
+        c.note(f"{f.source} (not a whole number known from the script: planned at VLM-R1's default {value})")
+        return value, fallback
+    return n, f.source
+
+
+def _rule(c: Collector, flags: dict[str, Flag], rule: str, rec: bool) -> tuple[str, int | None, int | None]:
+    """(the rule, min_pixels, max_pixels) of VLM-R1's images, their settings read: the pixels on a Qwen-VL processor,
+    the tiles on InternVL's; a setting its model's processor does not take is a line of its own."""
+    low = high = None
+    used: tuple[str, ...] = ()
+    if rule in images.PIXEL_RULES:
+        (low, low_src), (high, high_src) = _setting(c, flags, "min_pixels", rec), _setting(c, flags, "max_pixels", rec)
+        c.set("min_pixels", low, low_src, "min_pixels")
+        c.set("max_pixels", high, high_src, "max_pixels")
+        used = ("min_pixels", "max_pixels")
+    elif rule.startswith("internvl"):
+        tiles, tiles_src = _setting(c, flags, "max_anyres_num", rec)
+        if tiles > 64:
+            c.note(f"{tiles_src} (memplan's InternVL rule counts up to 64 tiles: planned at 64)")
+        rule = f"internvl:{min(tiles, 64)}"
+        c.set("image_rule", rule, tiles_src, "max_anyres_num")
+        used = ("max_anyres_num",)
+    for key in sorted(set(DEFAULTS) & set(flags) - set(used)):
+        c.note(f"{flags[key].source} (VLM-R1 does not apply it to this model's processor: not planned)")
+    return rule, low, high
+
+
+def _images(c: Collector, flags: dict[str, Flag], where: str, rec: bool) -> None:
+    if c.model is None or not models.has_vision(c.model.config):
+        for key in sorted(set(DEFAULTS) & set(flags)):
+            what = "the model is not known from the script: pass --model" if c.model is None else "a text model"
+            c.note(f"{flags[key].source} (VLM-R1's images are not planned: {what})")
+        if c.model is None:
+            c.note(f"{where} (VLM-R1's images, one a row, are not planned without the model: pass --model, --images)")
+        return
+    model_type = str(c.model.config.get("model_type", ""))
+    rule = images.family_rule(model_type)
+    if rule is None:
+        c.note(
+            f"{where} (VLM-R1's images, one a row, are not planned: memplan has no image rule for model_type "
+            f"{model_type!r}; give --images 1 with --tokens-per-image or --image-rule)"
+        )
+        return
+    rule, low, high = _rule(c, flags, rule, rec)
+    c.set(
+        "images",
+        1,
+        assumption(
+            "one image a row, as VLM-R1's REC data has: src/open_r1/"
+            f"{'grpo_rec.py:177-185' if rec else 'grpo_jsonl.py:967-977'}; give --images N for rows with more"
+        ),
+        "image",
+    )
+    _prompt(c, flags, rule, low, high)
+
+
+def _prompt(c: Collector, flags: dict[str, Flag], rule: str, low: int | None, high: int | None) -> None:
+    """The longest prompt: one image at the rule's worst case and the text (VLM-R1 cuts neither)."""
+    tokens, _ = images.worst_case(rule, low, high)
+    f = flags.get("max_prompt_length")
+    text = as_int(one(f.value)) if f is not None and known(f.value) else None
+    image = f"1 image of {tokens:,} tokens at the {rule} rule's worst case"
+    if text is not None and text >= 1:
+        c.set(
+            "workload.max_prompt_length",
+            text + tokens,
+            f"{f.source} ({NOT_CUT}: planned as {text} text tokens and {image})",
+            f.raw,
+        )
+        return
+    c.set(
+        "workload.max_prompt_length",
+        PROMPT_TEXT + tokens,
+        assumption(
+            f"{NOT_CUT}: {PROMPT_TEXT} text tokens, VLM-R1's max_prompt_length default "
+            f"(src/open_r1/trainer/grpo_config.py:164-169), and {image}"
+        ),
+        "max_prompt_length",
+    )

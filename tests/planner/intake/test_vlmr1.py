@@ -1,0 +1,103 @@
+"""VLM-R1's GRPO scripts (planner/intake/vlmr1.py): one image a row, sized by the script's --max_pixels / --min_pixels
+or VLM-R1's defaults (12,845,056 and 3,136: src/open_r1/grpo_jsonl.py:89-96 at 90052f4), and a prompt that holds the
+image tokens (VLM-R1's trainer does not cut prompts), planned through check --config to the image tokens."""
+
+from pathlib import Path
+
+from planner import advise, intake
+from planner.model import images
+from tests.planner.intake.conftest import DATA
+
+REC = DATA / "scripts" / "VLM-R1" / "run_scripts" / "run_grpo_rec.sh"
+COMMAND = (
+    "cd src/open-r1-multimodal\n"
+    "torchrun --nproc_per_node 8 src/open_r1/{script} --model_name_or_path {model} --per_device_train_batch_size 1 "
+    "--gradient_accumulation_steps 2 --num_generations 8 --max_completion_length 1024 --bf16 {flags}\n"
+)
+
+
+def _script(tmp_path: Path, flags: str = "", script: str = "grpo_jsonl.py", model: str = "Qwen/Qwen2.5-VL-3B-Instruct"):
+    path = tmp_path / "run.sh"
+    path.write_text(COMMAND.format(script=script, model=model, flags=flags))
+    return str(path)
+
+
+def _settings(reading) -> dict:
+    return {s.field: s for s in reading.settings}
+
+
+def test_the_run_scripts_images_are_vlm_r1s_defaults_one_a_row():
+    """run_grpo_rec.sh sets no pixels: VLM-R1's defaults, 16,384 tokens an image at Qwen2.5-VL's 28 x 28 pixels a
+    token, and the prompt the image and VLM-R1's 512 text tokens."""
+    r = intake.read([str(REC)])
+    assert {k: r.request[k] for k in ("images", "min_pixels", "max_pixels")} == {
+        "images": 1,
+        "min_pixels": 3136,
+        "max_pixels": 12845056,
+    }
+    assert r.request["workload"]["max_prompt_length"] == 16384 + 512
+    s = _settings(r)
+    assert s["max_pixels"].source == "VLM-R1 90052f4 default max_pixels 12845056 (src/open_r1/grpo_jsonl.py:89-92)"
+    assert s["min_pixels"].source == "VLM-R1 90052f4 default min_pixels 3136 (src/open_r1/grpo_jsonl.py:93-96)"
+    assert "one image a row" in s["images"].source and "grpo_jsonl.py:967-977" in s["images"].source
+    prompt = s["workload.max_prompt_length"].source
+    assert "does not cut prompts, src/open_r1/trainer/grpo_trainer.py:366-369" in prompt
+    assert "grpo_config.py:164-169" in prompt and "16,384 tokens at the qwen2-vl rule's worst case" in prompt
+    out = advise.check_config([str(REC)], {"gpu": "h100"})
+    assert out.images["tokens_per_image"] == 16384 and out.images["max_pixels"] == 12845056
+    assert out.context[2].image_tokens == 16384 and out.plan.workload.max_prompt_length == 16896
+
+
+def test_the_scripts_own_pixels_and_prompt_length_size_the_images(tmp_path):
+    """VLM-R1's own run scripts under src/open-r1-multimodal/run_scripts/ give --max_prompt_length 1024, which its
+    trainer does not apply: it is the prompt's text, and the image comes on top."""
+    r = intake.read([_script(tmp_path, "--max_pixels 401408 --min_pixels 6272 --max_prompt_length 1024")])
+    assert (r.request["images"], r.request["min_pixels"], r.request["max_pixels"]) == (1, 6272, 401408)
+    assert r.request["workload"]["max_prompt_length"] == 1024 + 401408 // 784
+    s = _settings(r)
+    assert s["max_pixels"].source == "run.sh:2 --max_pixels 401408"
+    assert s["workload.max_prompt_length"].source.startswith("run.sh:2 --max_prompt_length 1024 (VLM-R1's trainer")
+    out = advise.check_config([r.files[0]], {"gpu": "h100"})
+    assert out.context[2].image_tokens == 512 == out.images["tokens_per_image"]
+    assert not r.unplanned
+
+
+def test_grpo_rec_cites_its_own_defaults_and_an_unknown_value_is_said(tmp_path):
+    r = intake.read([_script(tmp_path, '--max_pixels "$MAXP"', script="grpo_rec.py")])
+    s = _settings(r)
+    assert r.request["max_pixels"] == 12845056 and "src/open_r1/grpo_rec.py:63-66" in s["max_pixels"].source
+    assert "grpo_rec.py:67-70" in s["min_pixels"].source
+    said = "run.sh:2 --max_pixels (not a whole number known from the script: planned at VLM-R1's default 12845056)"
+    assert said in r.unplanned, r.unplanned
+
+
+def test_an_internvl_model_takes_its_tiles_and_not_the_pixels(tmp_path):
+    """VLM-R1's InternVL module caps the tiles (--max_anyres_num, vlm_modules/internvl_module.py:67); the pixel
+    settings go to Qwen-VL processors only, so a --max_pixels here is a line of its own."""
+    r = intake.read([_script(tmp_path, "--max_anyres_num 6 --max_pixels 401408", model="OpenGVLab/InternVL2_5-8B")])
+    assert (r.request["images"], r.request["image_rule"]) == (1, "internvl:6") and "max_pixels" not in r.request
+    assert any("--max_pixels 401408 (VLM-R1 does not apply it" in line for line in r.unplanned), r.unplanned
+    tokens = images.worst_case("internvl:6")[0]  # 6 tiles and the thumbnail, 256 tokens each, and <img> </img>
+    out = advise.check_config([r.files[0]], {"gpu": "h100"})
+    assert out.context[2].image_tokens == out.images["tokens_per_image"] == tokens == 7 * 256 + 2
+    assert r.request["workload"]["max_prompt_length"] == 512 + tokens
+
+
+def test_without_the_model_the_images_are_a_line_not_a_guess(tmp_path):
+    r = intake.read([_script(tmp_path, "--max_pixels 401408", model="$MODEL")])
+    assert "images" not in r.request and "max_pixels" not in r.request
+    assert any("VLM-R1's images, one a row, are not planned without the model" in line for line in r.unplanned)
+    assert any("--max_pixels 401408 (VLM-R1's images are not planned" in line for line in r.unplanned)
+
+
+def test_a_flags_image_count_replaces_the_configurations():
+    """check --config's --image-tokens replaces VLM-R1's images and their pixels (advise takes one way to count them),
+    and --images replaces LLaMA-Factory's image tokens; the settings say which the flag replaced."""
+    out = advise.check_config([str(REC)], {"gpu": "h100", "image_tokens": 1000})
+    assert out.context[2].image_tokens == 1000 and out.images is None
+    s = {x["field"]: x for x in out.config["settings"]}
+    assert s["images"]["value"] is None and s["images"]["source"].startswith("a flag (the config: 1, memplan")
+    assert s["max_pixels"]["value"] is None
+    lf = DATA / "llamafactory" / "user" / "qwen2_5vl_lora_sft.yaml"
+    out = advise.check_config([str(lf)], {"gpu": "h100", "images": 2})
+    assert out.images["images"] == 2 and out.context[2].image_tokens == 2 * out.images["tokens_per_image"]
