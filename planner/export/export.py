@@ -38,7 +38,7 @@ TRAIN_SCRIPT = "train.py"  # the user's HF-Trainer-style script
 def train_script(model: ModelSpec | None) -> str:
     """The script the HF command runs: VILA's own entry point for a VILA / NVILA model (planner.model.vila), else the
     user's HF-Trainer-style train.py."""
-    return vila.TRAIN_SCRIPT if model is not None and model.model_type in vila.MODEL_TYPES else TRAIN_SCRIPT
+    return vila.TRAIN_SCRIPT if model is not None and vila.is_vila(model.model_type) else TRAIN_SCRIPT
 
 
 def bundled_only(plan: Plan) -> list[str]:

@@ -76,11 +76,11 @@ def _rule(c: Collector, flags: dict[str, Flag], rule: str, rec: bool) -> tuple[s
         c.set("min_pixels", low, low_src, "min_pixels")
         c.set("max_pixels", high, high_src, "max_pixels")
         used = ("min_pixels", "max_pixels")
-    elif rule.startswith("internvl"):
+    elif images.tiled(rule):
         tiles, tiles_src = _setting(c, flags, "max_anyres_num", rec)
         if tiles > 64:
             c.note(f"{tiles_src} (memplan's InternVL rule counts up to 64 tiles: planned at 64)")
-        rule = f"internvl:{min(tiles, 64)}"
+        rule = images.tile_rule(min(tiles, 64))
         c.set("image_rule", rule, tiles_src, "max_anyres_num")
         used = ("max_anyres_num",)
     for key in sorted(set(DEFAULTS) & set(flags) - set(used)):

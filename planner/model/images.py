@@ -51,6 +51,16 @@ def _tiles(spec: str) -> int | None:
     return None
 
 
+def tiled(spec: str) -> bool:
+    """A rule that cuts an image into tiles up to a cap (InternVL's MAX_NUM / max_dynamic_patch)."""
+    return _tiles(spec) is not None
+
+
+def tile_rule(tiles: int) -> str:
+    """The tiling rule at a cap of `tiles` (1-64), as --image-rule names it."""
+    return f"internvl:{tiles}"
+
+
 def image_rule(spec: str, min_pixels: int | None = None, max_pixels: int | None = None) -> Callable[[int, int], int]:
     """The rule --image-rule names, (width, height) -> LLM tokens; min/max pixels (None: the family's own) for the
     Qwen rules."""

@@ -36,6 +36,13 @@ MODEL_TYPES = ("llava_llama", "vila")
 # TrainingArguments are HF's with VILA's own beside them (llava/train/args.py)
 TRAIN_SCRIPT = "llava/train/train_mem.py"
 TEXT_MODULE = dict.fromkeys(MODEL_TYPES, "llm")
+
+
+def is_vila(model_type: str) -> bool:
+    """A VILA / NVILA checkpoint (trained with VILA's own entry point, TRAIN_SCRIPT)."""
+    return model_type in MODEL_TYPES
+
+
 TOWER, PROJECTOR = ("vision_tower.",), ("mm_projector.",)
 LLMS = ("llama", "qwen2", "mistral")
 FOLD = {"linear": 1, "mlp_downsample": 2, "mlp_downsample_2x2_fix": 2, "mlp_downsample_3x3_fix": 3}
