@@ -18,7 +18,7 @@ def _answer(data: dict):
     return ([p.model_dump() for p in result.plans], [p.model_dump() for p in result.rejected])
 
 
-@settings(max_examples=max(20, EXAMPLES // 10), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=max(20, EXAMPLES // 40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(suggest_requests)
 def test_fastest_first_equals_the_exhaustive_walk(data):
     fast = _answer(data)
