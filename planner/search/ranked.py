@@ -75,7 +75,7 @@ class Candidate:
     whole: bool = field(compare=False, default=False)  # accumulation 1: no gradient accumulation buffers
 
 
-def deferrable(knobs: Knobs, hw: Hardware, accum: int) -> bool:
+def deferrable(knobs: Knobs, accum: int) -> bool:
     """One plan per micro-batch (not GRPO's tries of smaller generation batches, whose speed depends on which fits)."""
     return split_options(knobs, accum) == [None]
 

@@ -238,7 +238,7 @@ def family(
     sizes = [per_rank] if knobs.optimizer_in_backward else divisors(per_rank)
     plans: list[Plan] = []
     for j, mb in enumerate(sizes):
-        if plans and ranked.deferrable(knobs, hw, per_rank // mb):
+        if plans and ranked.deferrable(knobs, per_rank // mb):
             return plans, ranked.candidates(model, hw, goal, knobs, index, sizes[j:], per_rank)
         plan = generation_split(model, hw, goal, knobs, mb, calibrate)
         if plan is None:
