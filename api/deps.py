@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import hmac
 from pathlib import Path
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
+from api.auth import bearer_ok
 from api.settings import Settings, get_settings
 from planner.errors import BadInput, Forbidden, UnknownName
 from planner.model.modelspec import ModelSpec
@@ -20,8 +20,9 @@ def get_queue(request: Request):
 
 
 def require_token(request: Request, settings: SettingsDep) -> None:
-    """Endpoints that start or cancel work: `Authorization: Bearer <MEMPLAN_API_TOKEN>` (compared in
-    constant time); with no token configured, only a server listening on loopback accepts them."""
+    """Endpoints that start or cancel work: `Authorization: Bearer <MEMPLAN_API_TOKEN>` (compared in constant time;
+    api/auth.py's middleware already asks it of every /v1 path); with no token configured, only a server listening
+    on loopback accepts them (one beyond loopback without a token runs only under --insecure)."""
     if settings.api_token is None:
         if settings.loopback_only:
             return
@@ -29,8 +30,7 @@ def require_token(request: Request, settings: SettingsDep) -> None:
             403,
             "this server has no MEMPLAN_API_TOKEN and listens beyond loopback: starting or cancelling work is disabled",
         )
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), settings.api_token.encode()):
+    if not bearer_ok(request.headers.get("authorization", ""), settings.api_token):
         raise HTTPException(401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"})
 
 

@@ -8,6 +8,7 @@ join with "and". Text in backquotes is a command line and stays as the CLI's.
 
 from __future__ import annotations
 
+import json
 import re
 from functools import cache
 
@@ -19,6 +20,7 @@ from planner.errors import BadInput
 
 FLAG = re.compile(r"--([a-z][a-z0-9-]*)(?: [A-Z]+\b)?")  # a flag and its metavariable
 RUN = re.compile(rf"(?<![\w-]){FLAG.pattern}(?: {FLAG.pattern})*")
+ECHO_BYTES = 2048  # a 422 echoes the refused input back up to this size
 KIND = "kind"  # the CLI's `--workload grpo` is the API's `workload.kind`: a nested object's flag names its kind
 
 
@@ -68,5 +70,20 @@ def validation_detail(errors: list[dict]) -> dict:
     out = []
     for d in errors:
         e = d.get("ctx", {}).get("error")
-        out.append({**d, "msg": api_message(str(e) if isinstance(e, BadInput) else d["msg"])})
-    return {"detail": jsonable_encoder(out)}
+        out.append(_writable({**d, "msg": api_message(str(e) if isinstance(e, BadInput) else d["msg"])}))
+    return {"detail": out}
+
+
+def _writable(error: dict) -> dict:
+    """The error as JSON can hold it: its `input` and `ctx` echo the request back only where they are finite, UTF-8
+    and short (a 422 must never fail to be written: a NaN or a lone surrogate echoed back would)."""
+    out = jsonable_encoder({k: v for k, v in error.items() if k not in ("input", "ctx")})
+    for key in ("input", "ctx"):
+        if key in error:
+            try:
+                value = jsonable_encoder(error[key])
+                if len(json.dumps(value, allow_nan=False).encode("utf-8")) <= ECHO_BYTES:
+                    out[key] = value
+            except (ValueError, TypeError):  # NaN, a surrogate, an object JSON has no form for
+                pass
+    return out

@@ -4,10 +4,10 @@ local GPU, or one CPU slot on a host without), each in its own subprocess with a
 (probes.run.run_isolated), so a job that OOMs, crashes or hangs is recorded with its class and the service keeps
 serving; `slurm` and `ray` hand them to the cluster's scheduler (api/remote.py, api/executors).
 
-Lifecycle: queued -> running -> done (outcome ok | oom | crash | timeout), or cancelled (DELETE, queued
-or running), or interrupted (its probe was gone at a restart and left no result, or it was stopped with
-no cancel in its row), or failed (a cluster's scheduler refused or lost it: its state and reason are kept). An
-identical request while one is queued returns that job (coalesced); a sweep's jobs are never coalesced.
+Lifecycle: queued -> running -> done (outcome ok | oom | crash | timeout), or cancelled (DELETE, queued or running),
+or interrupted (its probe was gone at a restart and left no result), or failed (a cluster's scheduler refused or lost
+it: its state and reason are kept), or queued again (a graceful stop killed its probe within DRAIN_S). An identical
+request while one is queued returns that job (coalesced); a sweep's jobs are never coalesced.
 
 Faults lose nothing:
 - A running job's probe process group, folder and deadline are in its row. After a restart, the worker
@@ -17,7 +17,8 @@ Faults lose nothing:
   the probe. A record is stored in the same transaction that marks its job done, and only if the job is
   still running then, so a cancelled probe's record is never stored, and no record is stored twice.
 - A store error (locked, read-only, unreadable file) never ends a worker: it retries with backoff, the job
-  keeps its state, `/healthz` says `degraded` with the error until a write succeeds again.
+  keeps its state, `/healthz` says `degraded` with the error until a write succeeds again. A request waits for the
+  store REQUEST_WAIT_S at most, this process's other calls included (then the API answers 503).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
+from api.health import StoreMonitor
 from api.remote import RemoteWorkers
 from api.schemas import Job, ProbeRequest
 from api.workers import SlotWorkers
@@ -54,10 +56,14 @@ _INSERT = (
     "INSERT INTO jobs (id, status, model, backend, dedup, request, spec, created, sweep, executor) "
     "VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+REQUEST_WAIT_S = 1.0  # a request's wait for the store, all its calls together
+WORKER_WAIT_S = 0.5  # a job worker's wait for one call (then it retries with backoff): dblock is held that long
+DRAIN_S = 10.0  # stop(): the running probes killed and their jobs queued again within this
 _COLUMNS = (
     "id, status, outcome, model, backend, device, request, record_id, created, started, finished, executor, sweep, "
-    "scheduler_id, sched_state, sched_reason"
+    "scheduler_id, sched_state AS scheduler_state, sched_reason AS scheduler_reason"
 )
+_FIELDS = [c.split()[-1] for c in _COLUMNS.split(", ")]  # Job's fields (record_id: its record)
 
 
 def device_slots() -> list[str]:
@@ -87,14 +93,15 @@ class JobQueue(SlotWorkers, RemoteWorkers):
         self._procs: dict[str, object] = {}  # running job id -> Popen
         self._threads: list[threading.Thread] = []
         self.dblock = threading.RLock()  # held around every connection to the store (_db)
+        self.monitor = StoreMonitor(self)  # the store's state for /healthz and /metrics, read in the background
         state.mkdir(parents=True, exist_ok=True)
         self.shared.mkdir(parents=True, exist_ok=True)
         if sql.is_url(self.where):
             from planner.evidence.store import Store
 
-            Store(self.where).close()  # the server's schema: its migrations (planner.evidence.migrations)
+            Store(self.where, sql.WAIT_S).close()  # the server's schema: its migrations (planner.evidence.migrations)
             return
-        with self._db() as db:
+        with sql.waits(sql.WAIT_S), self._db() as db:  # uvicorn's workers may set up one new file at once
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
             have = {r[1] for r in db.execute("PRAGMA table_info(jobs)")}
@@ -121,12 +128,12 @@ class JobQueue(SlotWorkers, RemoteWorkers):
 
     @contextmanager
     def _db(self):
-        """A connection of its own, closed after use, one at a time in this process. SQLite shares one
-        view of a WAL store's shared memory among all of a process's open connections; opened while the
-        files could not be written, that view stays read-only while any connection is open, so a busy
-        service that always held one would never recover from a moment of read-only store."""
-        with self.dblock:
-            db = sql.connect(self.where)
+        """A connection of its own, closed after use, one at a time in this process (_locked). SQLite shares one view
+        of a WAL store's shared memory among all of a process's open connections; opened while the files could not be
+        written, that view stays read-only while any connection is open, so a busy service that always held one would
+        never recover from a moment of read-only store."""
+        with self._locked() as wait:
+            db = sql.connect(self.where, wait)
             if isinstance(db, sqlite3.Connection):
                 db.isolation_level = None  # transactions as the code begins them (BEGIN IMMEDIATE)
             try:
@@ -134,10 +141,22 @@ class JobQueue(SlotWorkers, RemoteWorkers):
             finally:
                 db.close()
 
+    @contextmanager
+    def _locked(self):
+        """dblock, waited for as long as a store call may (a request's deadline, else WORKER_WAIT_S); yields the rest."""
+        wait = sql.wait_s(WORKER_WAIT_S)
+        if not self.dblock.acquire(timeout=wait):
+            raise sql.StoreUnavailable(f"the store is busy: this server's other calls held it for {wait:.1f} s")
+        try:
+            yield sql.wait_s(WORKER_WAIT_S)
+        finally:
+            self.dblock.release()
+
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
         """One thread per slot serves the queue (see _serve); with a cluster's scheduler, one thread submits and
         polls (api/remote.py)."""
+        self.monitor.start()
         if self.scheduler is not None:
             t = threading.Thread(target=self._serve_remote, name=f"probe-{self.scheduler.kind}", daemon=True)
             t.start()
@@ -148,16 +167,20 @@ class JobQueue(SlotWorkers, RemoteWorkers):
             t.start()
             self._threads.append(t)
 
-    def stop(self) -> None:
+    def stop(self, drain_s: float = DRAIN_S) -> None:
+        """Stop serving within drain_s: this process's running probes are killed and their jobs queued again."""
+        end = time.monotonic() + drain_s
         self._stop.set()
+        self.monitor.stop()
         with self._wake:
             self._wake.notify_all()
         for jid in list(self._procs):
             self._kill(jid)
         for t in self._threads:
-            t.join(timeout=5)
+            t.join(timeout=max(end - time.monotonic(), 0))
 
     # -- requests -----------------------------------------------------------------------------
+    @sql.waits(REQUEST_WAIT_S)
     def submit(self, req: ProbeRequest, model_name: str, config: dict, knobs, shapes) -> tuple[Job, bool]:
         """(job, created): an identical queued request is returned instead of a new job. knobs and shapes are what
         planner.advise.probe_plan made of the request (the CLI's probe makes the same)."""
@@ -174,6 +197,7 @@ class JobQueue(SlotWorkers, RemoteWorkers):
         self._notify()
         return self.get(row[0]), True
 
+    @sql.waits(REQUEST_WAIT_S)
     def submit_sweep(self, items: list[tuple]) -> list[Job]:
         """Several probes (request, model name, config, knobs, shapes) queued in one transaction under one sweep id,
         so that a cluster executor claims them together (one Slurm job array). Never coalesced."""
@@ -200,18 +224,18 @@ class JobQueue(SlotWorkers, RemoteWorkers):
     def _notify(self) -> None:
         with self._wake:
             self._wake.notify_all()
+        self.monitor.poke()
 
+    @sql.waits(REQUEST_WAIT_S)
     def get(self, jid: str) -> Job | None:
         with self._db() as db:
             row = db.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id=?", (jid,)).fetchone()
         return self._jobs([row])[0] if row else None
 
+    @sql.waits(REQUEST_WAIT_S)
     def list(self, model: str | None, device: str | None, status: str | None, limit: int) -> list[Job]:
-        cond, args = [], []
-        for col, val in (("model", model), ("device", device), ("status", status)):
-            if val is not None:
-                cond.append(f"{col}=?")
-                args.append(val)
+        given = {col: val for col, val in (("model", model), ("device", device), ("status", status)) if val is not None}
+        cond, args = [f"{col}=?" for col in given], list(given.values())
         where = ("WHERE " + " AND ".join(cond)) if cond else ""
         with self._db() as db:
             rows = db.execute(
@@ -219,10 +243,12 @@ class JobQueue(SlotWorkers, RemoteWorkers):
             ).fetchall()
         return self._jobs(rows)
 
+    @sql.waits(REQUEST_WAIT_S)
     def depth(self) -> int:
         with self._db() as db:
             return db.execute("SELECT COUNT(*) FROM jobs WHERE status='queued'").fetchone()[0]
 
+    @sql.waits(REQUEST_WAIT_S)
     def cancel(self, jid: str) -> Job | None:
         with self._db() as db:
             db.execute("BEGIN IMMEDIATE")
@@ -234,6 +260,7 @@ class JobQueue(SlotWorkers, RemoteWorkers):
                 db.execute("UPDATE jobs SET status='cancelled', finished=? WHERE id=?", (time.time(), jid))
             db.execute("COMMIT")
         self._kill(jid)  # this process's probe at once; another process's sees the row (_cancelled)
+        self.monitor.poke()
         if self.scheduler is not None and row[0] == "running" and row[1] and not row[1].startswith("?"):
             self.scheduler.cancel([row[1]])  # and every poller again while the scheduler says it is live
         return self.get(jid)
@@ -245,6 +272,7 @@ class JobQueue(SlotWorkers, RemoteWorkers):
         if proc is not None and proc.poll() is None:
             kill_group(proc.pid)
 
+    @sql.waits(REQUEST_WAIT_S)
     def _cancelled(self, jid: str) -> bool:
         try:
             with self._db() as db:
@@ -255,15 +283,12 @@ class JobQueue(SlotWorkers, RemoteWorkers):
         # can give one), not a cancel; taking it for one killed a running probe and left its job running
         return row is not None and row[0] == "cancelled"
 
-    def healthy(self) -> tuple[bool, str | None]:
-        return self.store_error is None, self.store_error
-
     def _jobs(self, rows: list[tuple]) -> list[Job]:
         """Jobs from table rows, each with its probe record when done (one store opened per call)."""
         from planner.evidence.store import Store
 
-        with self.dblock:
-            store = Store(self.where) if any(r[7] is not None for r in rows) else None
+        with self._locked() as wait:
+            store = Store(self.where, wait) if any(r[7] is not None for r in rows) else None
             try:
                 return [self._job(row, store) for row in rows]
             finally:
@@ -272,28 +297,10 @@ class JobQueue(SlotWorkers, RemoteWorkers):
 
     @staticmethod
     def _job(row: tuple, store) -> Job:
-        jid, status, outcome, model, backend, device, request, record_id, created, started, finished = row[:11]
-        executor, sweep, sid, sched_state, sched_reason = row[11:]
-        record = None
-        rec = store.get(record_id) if record_id is not None else None
-        if rec is not None:
-            record = rec.model_dump(mode="json")
-            record["detail"] = {k: v for k, v in record["detail"].items() if k != "segments"}
-        return Job(
-            id=jid,
-            status=status,
-            outcome=outcome,
-            model=model,
-            backend=backend,
-            device=device,
-            request=json.loads(request),
-            record=record,
-            created=created,
-            started=started,
-            finished=finished,
-            executor=executor or "local",
-            sweep=sweep,
-            scheduler_id=None if sid is None or sid.startswith("?") else sid,
-            scheduler_state=sched_state,
-            scheduler_reason=sched_reason or None,
-        )
+        f = dict(zip(_FIELDS, row))
+        rid, sid = f.pop("record_id"), f["scheduler_id"]
+        rec = store.get(rid) if rid is not None else None
+        f["record"] = rec.model_dump(mode="json", exclude={"detail": {"segments"}}) if rec is not None else None
+        f |= {"request": json.loads(f["request"]), "executor": f["executor"] or "local"}
+        f |= {"scheduler_id": None if sid is None or sid.startswith("?") else sid}
+        return Job(**f | {"scheduler_reason": f["scheduler_reason"] or None})

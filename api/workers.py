@@ -1,8 +1,9 @@
 """The job queue's slot workers (api/jobs.py's JobQueue runs one thread per device slot on them): claim a
 queued job, run its probe (probes.run.run_isolated, with the job's folder and deadline in its row), adopt
 the jobs a dead holder of the slot left running, and store each result with its job's end in one
-transaction, retrying with backoff while the store fails. JobQueue holds the state these methods use
-(_db, dblock, folders, slots, timeout_s, _stop, _wake, _procs, outcomes, store_error(s)).
+transaction, retrying with backoff while the store fails; on a graceful stop, queue again the jobs whose probes
+the stop killed (_requeue). JobQueue holds the state these methods use
+(_db, _locked, folders, slots, timeout_s, _stop, _wake, _procs, outcomes, store_error(s)).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pathlib import Path
 from planner.evidence import db as sql
 
 BACKOFF_S = (0.25, 0.5, 1, 2, 4, 8)
+REQUEUE_S = 3.0  # a stopping worker's tries to queue its job again (the stop's drain bounds the whole)
+_QUEUED = "status='queued', device=NULL, host=NULL, started=NULL, pgid=NULL, folder=NULL, deadline=NULL"
 
 
 class SlotWorkers:
@@ -44,7 +47,7 @@ class SlotWorkers:
                 out = what(*args)
             except (*sql.errors(), OSError, BadInput) as e:
                 self.store_errors += 1
-                self.store_error = f"{e.__class__.__name__}: {e}"
+                self.store_error = sql.reason(e)  # one line: /healthz says it
                 if self._stop.wait(BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)]):
                     return None
                 continue
@@ -94,6 +97,7 @@ class SlotWorkers:
                 with self._wake:
                     self._wake.wait(timeout=0.5)
                 continue
+            self.monitor.poke()  # one fewer queued
             try:
                 self._run(slot, *claimed)
             except Exception:
@@ -103,7 +107,7 @@ class SlotWorkers:
     def _run(self, slot: str, jid: str, spec: dict) -> None:
         from planner.config.spec import Knobs
         from planner.evidence.store import Shapes
-        from probes.run import run_isolated
+        from probes.run import kill_group, run_isolated
 
         r = spec["request"]
         knobs, shapes = Knobs(**spec["knobs"]), Shapes(**spec["shapes"])
@@ -115,6 +119,8 @@ class SlotWorkers:
 
         def started(proc, deadline: float) -> None:
             self._procs[jid] = proc
+            if self._stop.is_set():  # the stop ran before this probe was known to it: stopped here
+                kill_group(proc.pid)
             self._retry(
                 self._write,
                 "UPDATE jobs SET pgid=?, folder=?, deadline=? WHERE id=?",
@@ -131,12 +137,11 @@ class SlotWorkers:
             env=env,
             on_start=started,
             folder=folder,
-            cancelled=lambda: self._cancelled(jid),
+            cancelled=lambda: self._stop.is_set() or self._cancelled(jid),
         )
         self._procs.pop(jid, None)
-        if self._stop.is_set():  # the service stopped and killed its probes: the job did not fail
-            self._interrupt(jid)
-            shutil.rmtree(folder, ignore_errors=True)
+        if self._stop.is_set() and rec.status in ("cancelled", "crash"):  # the stop killed it: the job did not fail
+            self._requeue(jid, folder)
             return
         self._finish(jid, rec, folder)
 
@@ -153,16 +158,21 @@ class SlotWorkers:
         while _runs_probe(pgid, folder):
             if time.time() >= deadline + 5:  # its own watchdog failed: the deadline still holds
                 stopped = "timeout"
-            elif self._cancelled(jid) or self._stop.is_set():
+            elif self._stop.is_set():
+                stopped = "stopping"
+            elif self._cancelled(jid):
                 stopped = "cancelled"
             if stopped:
                 kill_group(pgid)
                 break
             time.sleep(0.25)
+        if stopped == "stopping":
+            self._requeue(jid, Path(folder))
+            return
         if stopped is None and not (Path(folder) / "result.json").is_file() and time.time() >= deadline:
             stopped = "timeout"
         if self._stop.is_set():
-            return  # leave it to the next holder of the slot
+            return  # it ended by itself meanwhile: its result is left to the next holder of the slot
         rec = self._outcome(spec, Path(folder), None, stopped)
         if rec.status == "crash":  # gone with no result and no exit status: it was interrupted
             self._interrupt(jid)
@@ -187,6 +197,22 @@ class SlotWorkers:
             "UPDATE jobs SET status='interrupted', finished=? WHERE id=? AND status='running'",
             (time.time(), jid),
         )
+
+    def _requeue(self, jid: str, folder: Path) -> None:
+        """A running job whose probe the service's stop killed: queued again, as it was before it was claimed, so the
+        next start runs it. Tried for REQUEUE_S though the queue stops; if the store refuses that long, the job stays
+        running and the next holder of the slot finds its probe gone (interrupted)."""
+        end = time.monotonic() + REQUEUE_S
+        while True:
+            try:
+                self._write(f"UPDATE jobs SET {_QUEUED} WHERE id=? AND status='running'", (jid,))
+                break
+            except (*sql.errors(), sql.StoreUnavailable) as e:
+                if time.monotonic() >= end:
+                    logging.getLogger("memplan.jobs").warning("probe job %s not queued again: %s", jid, e)
+                    return
+                time.sleep(0.25)
+        shutil.rmtree(folder, ignore_errors=True)
 
     def _write(self, sql: str, args: tuple) -> int:
         """One statement; the rows it changed."""
@@ -221,8 +247,8 @@ class SlotWorkers:
     def _store_if_running(self, jid: str, rec) -> bool:
         from planner.evidence.store import Store
 
-        with self.dblock:
-            return self._store_locked(jid, rec, Store(self.where))
+        with self._locked() as wait:
+            return self._store_locked(jid, rec, Store(self.where, wait))
 
     def _store_locked(self, jid: str, rec, store) -> bool:
         try:

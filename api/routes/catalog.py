@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Path
 
-router = APIRouter(prefix="/v1", tags=["catalog"])
+from api.strict import StrictRoute
+
+router = APIRouter(prefix="/v1", tags=["catalog"], route_class=StrictRoute)
 
 
 @router.get("/gpus")

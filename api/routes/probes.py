@@ -5,27 +5,31 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Path, Query, Response
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response
 
+from api.backpressure import Rate, admit
 from api.deps import Authorized, SettingsDep, get_queue, resolve_model
 from api.errors import api_message
 from api.jobs import JobQueue
 from api.schemas import Job, JobStatus, ProbeRequest, SweepRequest
+from api.strict import StrictRoute
 from planner import advise
 from planner.errors import BadInput
 from probes import ready
 
-router = APIRouter(prefix="/v1/probes", tags=["probes"])
+router = APIRouter(prefix="/v1/probes", tags=["probes"], route_class=StrictRoute)
 Queue = Annotated[JobQueue, Depends(get_queue)]
 JobId = Annotated[str, Path(max_length=64, pattern=r"^[0-9a-f]+$")]
 
 
 @router.post("", status_code=202, response_model=Job, dependencies=[Authorized])
-def submit(body: ProbeRequest, queue: Queue, settings: SettingsDep, response: Response) -> Job:
-    """Queue a probe; an identical queued request returns that job (200 instead of 202)."""
+def submit(body: ProbeRequest, queue: Queue, settings: SettingsDep, request: Request, response: Response) -> Job:
+    """Queue a probe; an identical queued request returns that job (200 instead of 202). 429 with Retry-After past
+    the queue's cap (MEMPLAN_MAX_QUEUED_JOBS) or the client's rate (MEMPLAN_JOBS_PER_MINUTE)."""
     _faults_allowed(body, settings)
     model, knobs, shapes = advise.probe_plan(body, lambda ref: resolve_model(ref, settings))
     _runnable(body, knobs, queue)
+    admit(queue, _rate(request, settings), _client(request), 1, settings.max_queued_jobs)
     job, created = queue.submit(body, model.name, model.config, knobs, shapes)
     if not created:
         response.status_code = 200
@@ -33,7 +37,7 @@ def submit(body: ProbeRequest, queue: Queue, settings: SettingsDep, response: Re
 
 
 @router.post("/sweep", status_code=202, response_model=list[Job], dependencies=[Authorized])
-def sweep(body: SweepRequest, queue: Queue, settings: SettingsDep) -> list[Job]:
+def sweep(body: SweepRequest, queue: Queue, settings: SettingsDep, request: Request) -> list[Job]:
     """Queue several probes as one sweep: every one is checked before any is queued; with the Slurm executor they
     run as one job array. Never coalesced with queued jobs."""
     plans = []
@@ -41,9 +45,22 @@ def sweep(body: SweepRequest, queue: Queue, settings: SettingsDep) -> list[Job]:
         _faults_allowed(probe, settings, ("body", "probes", i))
         plans.append(advise.probe_plan(probe, lambda ref: resolve_model(ref, settings)))
         _runnable(probe, plans[-1][1], queue, ("body", "probes", i))
+    admit(queue, _rate(request, settings), _client(request), len(body.probes), settings.max_queued_jobs)
     return queue.submit_sweep(
         [(probe, model.name, model.config, knobs, shapes) for probe, (model, knobs, shapes) in zip(body.probes, plans)]
     )
+
+
+def _rate(request: Request, settings) -> Rate:
+    """The app's per-client rate (one per app: its settings' rate)."""
+    state = request.app.state
+    if getattr(state, "job_rate", None) is None:
+        state.job_rate = Rate(settings.jobs_per_minute)
+    return state.job_rate
+
+
+def _client(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
 
 
 def _faults_allowed(body: ProbeRequest, settings, loc: tuple = ("body",)) -> None:

@@ -14,20 +14,19 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, Field
 
+from api import work
 from api.deps import SettingsDep
-from api.routes.plans import _context
+from api.routes.plans import planned
 from api.schemas import PlansRequest
 from api.settings import Settings
-from planner import advise
-from planner.config.knobfields import KnobFields
+from api.strict import StrictRoute
 from planner.errors import BadInput
 from planner.export import launch
-from planner.search import imagefit, videofit
 
 WEB = Path(__file__).resolve().parents[1] / "web"
 FORM_SLOT = '<script type="application/json" id="form-catalog">{}</script>'
 COMMAND_NAME = "command.sh"  # the command, where no file of the plan holds it already
-router = APIRouter(tags=["web"])
+router = APIRouter(tags=["web"], route_class=StrictRoute)
 
 
 class PlanFilesRequest(BaseModel):
@@ -57,37 +56,27 @@ def page() -> HTMLResponse:
 
 
 @router.post("/v1/plans/lines")
-def lines(body: PlansRequest, request: Request, settings: SettingsDep) -> dict:
+async def lines(body: PlansRequest, request: Request, settings: SettingsDep) -> dict:
     """The lines `planner suggest` prints beside its table for this request: the workload it trains, the images
     (planned from the processor's settings) and the videos. Resolves the request; plans nothing."""
-    ctx = _context(body, request, settings)
-    model, _, _, _, budget = advise.resolve(body, body.global_batch, ctx["resolver"], ctx["scanner"])
-    role_run = KnobFields(workload=body.workload, framework=body.framework).role_run  # verl's GRPO: by roles
-    videos = videofit.budget(body, model)
-    return {
-        "workload": body.workload.summary(role_run),
-        "images": imagefit.lines(budget.json()) if budget else [],
-        "videos": videofit.lines(videos.json()) if videos else [],
-    }
+    return await planned(request, settings, work.lines, body)
 
 
-def ranked(body: PlanFilesRequest, request: Request, settings: Settings):
+async def ranked(body: PlanFilesRequest, request: Request, settings: Settings):
     """(plan, files) of the request's plan of that rank: the request planned again (no probe: `verify` is the
     answer's own), the plan's files as `suggest --emit` writes them."""
     req = body.request.model_copy(update={"verify": False})
-    result = advise.suggest(req, with_nearest=False, **_context(req, request, settings))
-    if body.rank > len(result.plans):
-        raise BadInput(f"rank {body.rank}: the request gives {len(result.plans)} plans that fit", "rank")
-    plan = result.plans[body.rank - 1]
-    model, hw, goal = result.context
-    return plan, launch.files(plan, hw, model, goal.seq_len)
+    plan, made = await planned(request, settings, work.ranked, req, body.rank, expensive=req.evidence == "sim")
+    if made is None:
+        raise BadInput(f"rank {body.rank}: the request gives {plan} plans that fit", "rank")
+    return plan, made
 
 
 @router.post("/v1/plans/files", response_model=PlanFiles)
-def files(body: PlanFilesRequest, request: Request, settings: SettingsDep) -> PlanFiles:
+async def files(body: PlanFilesRequest, request: Request, settings: SettingsDep) -> PlanFiles:
     """A ranked plan's launch command and every file it names or needs (its framework's configs, the DeepSpeed
     JSON, the FSDP or accelerate config, the HF arguments, a Slurm script), as `suggest --emit` writes them."""
-    plan, made = ranked(body, request, settings)
+    plan, made = await ranked(body, request, settings)
     return PlanFiles(
         rank=body.rank, framework=plan.framework, command=plan.launch.command, note=plan.launch.note, files=made
     )
@@ -100,9 +89,9 @@ def bundle(command: str, made: dict[str, str]) -> dict[str, str]:
 
 
 @router.post("/v1/plans/zip", response_class=Response)
-def zipped(body: PlanFilesRequest, request: Request, settings: SettingsDep) -> Response:
+async def zipped(body: PlanFilesRequest, request: Request, settings: SettingsDep) -> Response:
     """The ranked plan's files and its command (command.sh where no file holds it) as one zip."""
-    plan, made = ranked(body, request, settings)
+    plan, made = await ranked(body, request, settings)
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
         for name, text in bundle(plan.launch.command, made).items():

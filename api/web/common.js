@@ -17,8 +17,47 @@ const recipe = (p) => [p.loss !== "standard" ? `${p.loss} loss` : "", p.attentio
   p.batching === "packed" ? "packed" : "", p.optimizer_in_backward ? "optimizer in backward" : "",
   p.workload && p.workload.kind !== "sft" ? p.workload.kind.toUpperCase() : ""].filter((x) => x).join(", ") || "-";
 
+// The server's API token (MEMPLAN_API_TOKEN), asked on a 401 and kept for this tab only (sessionStorage).
+const TOKEN_KEY = "memplan-token";
+let asking = null;      // the one question on screen: requests that met a 401 together wait for the same answer
+
+function askToken() {
+  asking = asking || new Promise((resolve) => {
+    const input = el("input", {id: "token-input", type: "password", autocomplete: "off", required: ""});
+    const form = el("form", {method: "dialog"});
+    form.append(el("label", {for: "token-input"}, "This server asks for its API token (MEMPLAN_API_TOKEN)"), input,
+      el("button", {id: "token-ok", value: "ok"}, "Use it"));
+    const dialog = el("dialog", {id: "token-dialog"});
+    dialog.append(form);
+    document.body.append(dialog);
+    dialog.addEventListener("close", () => {
+      const token = dialog.returnValue === "ok" ? input.value.trim() : "";   // Escape: no token, the 401 stands
+      if (token) sessionStorage.setItem(TOKEN_KEY, token);
+      dialog.remove();
+      asking = null;
+      resolve(token);
+    });
+    dialog.showModal();
+  });
+  return asking;
+}
+
+// fetch with the token; on a 401 the token is asked for once (unless another request got it meanwhile), then sent again.
+async function authFetch(path, init = {}) {
+  const send = (token) => fetch(path, token ? {...init, headers: {...init.headers, Authorization: `Bearer ${token}`}} : init);
+  const sent = sessionStorage.getItem(TOKEN_KEY);
+  const r = await send(sent);
+  if (r.status !== 401) return r;
+  let token = sessionStorage.getItem(TOKEN_KEY);
+  if (token === sent) {                 // the token this request carried (or none) is refused: ask
+    sessionStorage.removeItem(TOKEN_KEY);
+    token = await askToken();
+  }
+  return token ? send(token) : r;
+}
+
 async function api(path, body) {
-  const r = await fetch(path, body === undefined ? {} : {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+  const r = await authFetch(path, body === undefined ? {} : {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
   let data = null;
   try { data = await r.json(); } catch (e) { data = {detail: r.statusText}; }
   return {ok: r.ok, status: r.status, data};

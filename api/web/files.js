@@ -55,7 +55,7 @@ function fileItem(name, text) {
 // The plan's files and its command as one zip, made by the server (POST /v1/plans/zip), saved by the browser.
 async function downloadZip() {
   if (!shown) return;
-  const r = await fetch("/v1/plans/zip", {method: "POST", headers: {"Content-Type": "application/json"},
+  const r = await authFetch("/v1/plans/zip", {method: "POST", headers: {"Content-Type": "application/json"},
     body: JSON.stringify({request: shown.request, rank: shown.rank})});
   if (!r.ok) { $("#err-files").textContent = `${r.status}: the zip could not be made`; return; }
   const name = (r.headers.get("Content-Disposition") || "").match(/filename="([^"]+)"/);

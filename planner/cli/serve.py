@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from planner.cli import common
+
+SERVICE_WAIT_S = 1.0  # $MEMPLAN_STORE_WAIT_S for the server: how long one store call may wait for a lock
+STARTUP_WAIT_S = 5.0  # the store's check before the server starts
+GRACE_S = 10  # SIGTERM: requests still running this long are cut short
 
 
 def register(p) -> None:
@@ -37,6 +42,19 @@ def register(p) -> None:
         default=None,
         help="where probe jobs run: this host's devices (default), Slurm (sbatch) or Ray Jobs (MEMPLAN_EXECUTOR)",
     )
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="a Host name clients use, besides loopback's and --host's (repeatable; MEMPLAN_ALLOWED_HOSTS as JSON)",
+    )
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        default=None,
+        help="start beyond loopback without MEMPLAN_API_TOKEN, or on 0.0.0.0 answering any Host (MEMPLAN_INSECURE=1)",
+    )
     common.add_store_arg(p)
     p.set_defaults(run=run)
 
@@ -48,8 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from planner.errors import BadInput
 
     extras.require("planner serve", {m: "api" for m in ("fastapi", "fastapi_offline", "uvicorn", "pydantic_settings")})
-    import uvicorn
-
+    from api.auth import refusal, waived
     from api.settings import Settings
 
     flags = {
@@ -61,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
         "MEMPLAN_EXECUTOR": args.executor,
         "MEMPLAN_MODEL_DIRS": json.dumps(args.model_dir) if args.model_dir else None,
         "MEMPLAN_DATA_DIRS": json.dumps(args.data_dir) if args.data_dir else None,
+        "MEMPLAN_ALLOWED_HOSTS": json.dumps(args.allowed_host) if args.allowed_host else None,
+        "MEMPLAN_INSECURE": "1" if args.insecure else None,
     }
     os.environ.update({k: str(v) for k, v in flags.items() if v is not None})  # read by each worker
     from pydantic import ValidationError
@@ -71,14 +90,28 @@ def run(args: argparse.Namespace) -> int:
         s = Settings()
     except ValidationError as e:
         raise BadInput(f"{bad_input(e)} (from the MEMPLAN_* environment)") from None
-    if s.api_token is None and not s.loopback_only:
-        common.err_console().print(
-            f"warning: no MEMPLAN_API_TOKEN and listening on {s.host}: probe submission and cancellation are refused"
-        )
+    if why := refusal(s):  # before the server is loaded: one line, exit 2
+        raise BadInput(why, "host")
+    if warning := waived(s):
+        sys.stderr.write(f"planner: warning: {warning}\n")
+    import uvicorn
+
     from api.executors import unavailable
 
     why = unavailable(s)
     if why:
         raise BadInput(f"--executor {s.executor}: {why}", "executor")
-    uvicorn.run("api.main:create_app", factory=True, host=s.host, port=s.port, workers=s.workers)
+    from planner.evidence import db
+    from planner.evidence.store import Store, default_path
+
+    os.environ.setdefault(db.WAIT_ENV, str(SERVICE_WAIT_S))  # each worker's store calls: a 503, never a hang
+    Store(s.store or default_path(), wait=STARTUP_WAIT_S).close()  # a bad store: one line, not each worker's trace
+    uvicorn.run(
+        "api.main:create_app",
+        factory=True,
+        host=s.host,
+        port=s.port,
+        workers=s.workers,
+        timeout_graceful_shutdown=GRACE_S,  # then the job queue's own drain (api/jobs.py DRAIN_S)
+    )
     return 0

@@ -6,13 +6,73 @@ The store and the job queue write one SQL for both, with `?` placeholders, `INSE
 that they call (execute, executemany, executescript, `with db:` as one transaction, in_transaction, close), turning
 `?` into psycopg's `%s` and SQLite's `BEGIN IMMEDIATE` into `BEGIN`. The PostgreSQL schema is made by numbered
 migrations (planner.evidence.migrations) under an advisory lock, so that replicas starting at once apply each once.
+
+Every connection waits a bounded time for a lock another holds (SQLite's busy timeout; PostgreSQL's connect and lock
+timeouts): `wait_s()`. A command waits as long as a store's writers may need (WAIT_S, or $MEMPLAN_STORE_WAIT_S; `planner
+serve` sets 1 s), a service's request only until its deadline (`waits`), so that a locked, corrupt or unreachable
+store is a StoreUnavailable or one of `errors()` within it, which the API answers with a 503.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import sqlite3
+import time
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from planner.errors import BadInput
 
 PG_SCHEMES = ("postgresql://", "postgres://")
+WAIT_S = 30.0  # a command's wait for a lock (ranks of one run record their steps into one file at once)
+WAIT_ENV = "MEMPLAN_STORE_WAIT_S"
+MIN_WAIT_S = 0.05  # a call past its deadline still gets this long: a store that is not locked answers in it
+_DEADLINE: ContextVar[float | None] = ContextVar("store_deadline", default=None)
+
+
+class StoreUnavailable(BadInput):
+    """The store cannot be opened, read or written now (a corrupt file, a lock held too long, a server that does not
+    answer): one line for the CLI, a 503 from the API. `reason`: the cause alone, without the store's name."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message, "store")
+        self.reason = reason or message
+
+    def __reduce__(self):  # raised in a planning worker, re-raised in the service (pickled across)
+        return (type(self), (str(self), self.reason))
+
+
+def wait_s(default: float | None = None) -> float:
+    """How long the next store call may wait: what is left of the deadline `waits` set (at least MIN_WAIT_S), else
+    `default`, else $MEMPLAN_STORE_WAIT_S, else WAIT_S."""
+    end = _DEADLINE.get()
+    if end is not None:
+        return max(end - time.monotonic(), MIN_WAIT_S)
+    if default is not None:
+        return default
+    return float(os.environ.get(WAIT_ENV) or WAIT_S)
+
+
+@contextmanager
+def waits(seconds: float):
+    """Store calls inside (this thread, or a context copied from it) wait `seconds` at most, all of them together;
+    an earlier deadline already set stands. Also a decorator: `@waits(1.0)`."""
+    end = time.monotonic() + seconds
+    outer = _DEADLINE.get()
+    token = _DEADLINE.set(end if outer is None else min(outer, end))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def reason(e: BaseException) -> str:
+    """A store error's cause in one line (psycopg's messages run to several: the first says it)."""
+    if isinstance(e, StoreUnavailable):
+        return e.reason.splitlines()[0]
+    line = str(e).strip().splitlines()[0].strip() if str(e).strip() else ""
+    return f"{e.__class__.__name__}: {line}" if line else e.__class__.__name__
 
 
 def is_url(where) -> bool:
@@ -43,16 +103,16 @@ class Pg:
 
     dialect = "postgresql"
 
-    def __init__(self, url: str, connect_timeout: int = 10) -> None:
+    def __init__(self, url: str, wait_s: float = WAIT_S) -> None:
         try:
             import psycopg
         except ImportError:
-            from planner.errors import BadInput
-
             raise BadInput(
                 f"--store {redacted(url)!r}: a PostgreSQL store needs psycopg (pip install 'psycopg[binary]')", "store"
             ) from None
-        self.conn = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout)
+        # whole seconds, 2 at least (libpq's rule), 10 at most (a host that does not answer is said then)
+        self.conn = psycopg.connect(url, autocommit=True, connect_timeout=min(10, max(2, math.ceil(wait_s))))
+        self.conn.execute(f"SET lock_timeout = {max(1, int(wait_s * 1000))}")  # ms; a SET takes no parameter
         self.total_changes = 0  # as sqlite3's: statements that may have written, through this connection
 
     @staticmethod
@@ -91,11 +151,13 @@ class Pg:
         self.conn.close()
 
 
-def connect(where):
-    """A connection to a store: Pg for a URL, else sqlite3 on the file (WAL mode set by the caller)."""
+def connect(where, wait: float | None = None):
+    """A connection to a store: Pg for a URL, else sqlite3 on the file (WAL mode set by the caller), waiting for
+    locks `wait` seconds at most (None: wait_s())."""
+    wait = wait_s() if wait is None else wait
     if is_url(where):
-        return Pg(where)
-    return sqlite3.connect(where, timeout=30)
+        return Pg(where, wait)
+    return sqlite3.connect(where, timeout=wait)
 
 
 def dialect(db) -> str:

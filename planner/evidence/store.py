@@ -191,20 +191,23 @@ class Store:
             )
         return cls(where)
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, wait: float | None = None) -> None:
+        """wait: how long opening may wait for locks, all tries together (None: planner.evidence.db.wait_s())."""
         where = path or default_path()
+        wait = sql.wait_s() if wait is None else wait
         if sql.is_url(where):
-            self._open_server(str(where))
+            self._open_server(str(where), wait)
             return
         self.path = Path(where).expanduser()
         self.db = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            row = self._connect()
+            row = self._connect(time.monotonic() + wait)
         except (OSError, ValueError, sqlite3.DatabaseError) as e:  # ValueError: a NUL byte in the path
             if self.db is not None:  # closed now: an open connection keeps a read-only WAL view (api/jobs.py)
                 self.db.close()
-            raise BadInput(f"--store {str(self.path)!r}: cannot open as a probe store ({e})", "store") from None
+            msg = f"--store {str(self.path)!r}: cannot open as a probe store ({e})"
+            raise sql.StoreUnavailable(msg, sql.reason(e)) from None
         if row is None:  # several processes may set up one new file at once: the first one's version stands
             with self.db:
                 self.db.execute(
@@ -216,13 +219,13 @@ class Store:
                 f"({SCHEMA_VERSION}); upgrade memplan or use another store"
             )
 
-    def _open_server(self, url: str) -> None:
+    def _open_server(self, url: str, wait: float) -> None:
         """A PostgreSQL store: connect, then apply the migrations it lacks (planner.evidence.migrations)."""
         from planner.evidence.migrations import LATEST, applied, migrate
 
         self.path, self.db = sql.redacted(url), None  # path: what messages say, never the password
         try:
-            self.db = sql.connect(url)
+            self.db = sql.connect(url, wait)
             if applied(self.db)[-1:] != [
                 LATEST
             ]:  # one query where the schema is current (every job's finish opens one)
@@ -231,16 +234,17 @@ class Store:
             if self.db is not None:
                 self.db.close()
             first = str(e).strip().splitlines()[0] if str(e).strip() else e.__class__.__name__
-            raise BadInput(f"--store {self.path!r}: cannot open as a probe store ({first})", "store") from None
+            msg = f"--store {self.path!r}: cannot open as a probe store ({first})"
+            raise sql.StoreUnavailable(msg, sql.reason(e)) from None
 
-    def _connect(self):
+    def _connect(self, end: float):
         """Open the file and set up its schema; the stored schema version's row (None for a new file). Processes that
         open one new file at once (every rank of a run recording its steps) can be answered `database is locked`
         at once, whatever the busy timeout (4 processes opening a new file, 60 times: once; and 12 times two of them
         inserted the schema version, which __init__ now inserts once): set up again, for up to
-        about 5 s."""
+        about 5 s, and never past `end` (time.monotonic())."""
         for attempt in range(OPEN_TRIES):
-            self.db = sqlite3.connect(self.path, timeout=30)
+            self.db = sql.connect(self.path, max(end - time.monotonic(), sql.MIN_WAIT_S))
             try:
                 self.db.execute("PRAGMA journal_mode=WAL")
                 self.db.executescript(_SCHEMA)
@@ -251,7 +255,7 @@ class Store:
                         raise
                 return self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             except sqlite3.OperationalError as e:
-                if "locked" not in str(e) or attempt == OPEN_TRIES - 1:
+                if "locked" not in str(e) or attempt == OPEN_TRIES - 1 or time.monotonic() + 0.25 > end:
                     raise
                 self.db.close()
                 self.db = None
@@ -259,7 +263,7 @@ class Store:
         raise AssertionError("unreachable")
 
     def check_writable(self) -> None:
-        """BadInput now if a record could not be added later (a read-only file or folder)."""
+        """StoreUnavailable now if a record could not be added later (a read-only file or folder, a lock held)."""
         try:
             with self.db:  # a real write, rolled back: sqlite opens a file it cannot write read-only
                 self.db.execute("SAVEPOINT write_check")
@@ -269,9 +273,8 @@ class Store:
                 self.db.execute("ROLLBACK TO write_check")
                 self.db.execute("RELEASE write_check")
         except sql.errors() as e:
-            raise BadInput(
-                f"--store {str(self.path)!r}: cannot be written ({e}); a probe's record would be lost", "store"
-            ) from None
+            msg = f"--store {str(self.path)!r}: cannot be written ({e}); a probe's record would be lost"
+            raise sql.StoreUnavailable(msg, f"cannot be written: {sql.reason(e)}") from None
 
     def add(self, rec: ProbeRecord) -> int:
         with self.db:

@@ -7,7 +7,8 @@ content) and merges several files; settle decides the fields that need every fil
 framework). One module a source: llamafactory, swift (+ swiftrl), axolotl, hfargs (transformers / TRL names, + loraargs,
 grpoargs), accelerate, deepspeed, configs (a config file's format), training and launch (launch scripts: launchers,
 processes, the training command), vlmr1 (VLM-R1's GRPO scripts: its images, its uncut prompts), shell, shellsplit and shellvars (bash read without running it), pyscript (a Python
-script's syntax tree), models (model names resolved offline), vocab (framework words in memplan's), flags, collect.
+script's syntax tree), models (model names resolved offline), vocab (framework words in memplan's), flags, collect;
+limits (the bounds every reader reads a user's file under: its size, nesting, YAML aliases, shell expansions).
 
 Settings memplan cannot plan are never dropped: each is one line of `Reading.unplanned`, named with its value.
 """

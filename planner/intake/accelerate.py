@@ -5,7 +5,6 @@ and the launch command's own options -> processes and machines, mixed precision,
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from planner.intake import deepspeed
@@ -25,6 +24,7 @@ from planner.intake.collect import (
     show,
     where,
 )
+from planner.intake.limits import OverLimit, load_json, read_config_text
 from planner.intake.shellvars import find_file
 
 KEYS = {
@@ -84,8 +84,10 @@ def load(ref: str, near: Path, vars=None) -> tuple[dict | None, Path | None]:
     if path is None:
         return None, None
     try:
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix == ".json" else parse_yaml(text)
+        text = read_config_text(path)
+        data = load_json(text, path) if path.suffix == ".json" else parse_yaml(text, path)
+    except OverLimit:
+        raise
     except (OSError, ValueError):
         return None, path
     return (data if isinstance(data, dict) else None), path

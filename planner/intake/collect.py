@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.intake import Reading, Setting, may_read
+from planner.intake import Reading, Setting, limits, may_read
 
 LF = "llamafactory 0.9.5"
 SWIFT = "ms-swift 4.6.0"
@@ -240,14 +240,15 @@ def accepted(framework: str) -> frozenset[str]:
     return frozenset(k for k in lines if k and not k.startswith("#"))
 
 
-def parse_yaml(text: str) -> object:
-    """A YAML document (ValueError where it is not one)."""
+def parse_yaml(text: str, name: Path | str | None = None) -> object:
+    """A YAML document (ValueError where it is not one; limits.OverLimit past its nesting or node limit; `name`: the
+    file, for that line)."""
     try:
         import yaml
     except ImportError:  # pragma: no cover - a dependency of the config readers
         raise ValueError("reading YAML needs PyYAML (pip install pyyaml)") from None
     try:
-        return yaml.safe_load(text)
+        return limits.load_yaml(text, name)
     except yaml.YAMLError as e:
         raise ValueError(" ".join(str(e).split())) from None
 

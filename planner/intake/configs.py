@@ -5,15 +5,14 @@ TRL argument files. A model's own config.json and LLaMA-Factory's experimental v
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from planner.errors import BadInput
 from planner.intake import accelerate, axolotl, deepspeed, hfargs, llamafactory, swift
 from planner.intake.collect import Collector, accepted, parse_yaml, section
 from planner.intake.flags import Flag, from_mapping
+from planner.intake.limits import OverLimit, load_json, read_config_text
 
-MAX_BYTES = 4 << 20
 ACCEPTED = (
     "accepted: a launch script (.sh), a Python training script (.py), a LLaMA-Factory, axolotl, ms-swift, "
     "accelerate or TRL / transformers YAML or JSON, or a DeepSpeed JSON"
@@ -23,11 +22,9 @@ SWIFT_KEYS = {"tuner_type", "train_type", "rlhf_type", "target_modules", "torch_
 
 
 def text_of(path: Path) -> str:
-    """A configuration file's text; BadInput naming the file where it cannot be read."""
+    """A configuration file's text (limits.read_config_text); BadInput naming the file where it cannot be read."""
     try:
-        if path.stat().st_size > MAX_BYTES:
-            raise BadInput(f"--config {path}: over {MAX_BYTES >> 20} MiB, not a training configuration", "config")
-        return path.read_text(encoding="utf-8")
+        return read_config_text(path)
     except FileNotFoundError:
         raise BadInput(f"--config {path}: no such file ({ACCEPTED})", "config") from None
     except IsADirectoryError:
@@ -40,7 +37,9 @@ def load(path: Path, text: str | None = None) -> object:
     """A JSON or YAML file's content; BadInput naming the file where it is neither."""
     text = text_of(path) if text is None else text
     try:
-        return json.loads(text) if path.suffix.lower() == ".json" else parse_yaml(text)
+        return load_json(text, path) if path.suffix.lower() == ".json" else parse_yaml(text, path)
+    except OverLimit:
+        raise
     except ValueError as e:
         kind = "JSON" if path.suffix.lower() == ".json" else "YAML"
         raise BadInput(f"--config {path}: not valid {kind} ({' '.join(str(e).split())[:160]})", "config") from None

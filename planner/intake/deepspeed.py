@@ -25,6 +25,7 @@ from planner.intake.collect import (
     section,
     show,
 )
+from planner.intake.limits import OverLimit, load_json, read_config_text
 from planner.intake.shellvars import find_file
 
 SWIFT_PRESETS = ("zero0", "zero1", "zero2", "zero3", "zero2_offload", "zero3_offload")
@@ -50,14 +51,18 @@ def load(ref: object, near: Path, framework: str, vars=None) -> tuple[dict | Non
     text = show(ref).strip()
     if text.startswith("{"):
         try:
-            return json.loads(text), "deepspeed", None
+            return load_json(text), "deepspeed", None
+        except OverLimit:
+            raise
         except ValueError:
             return None, text, None
     path = find_file(text, vars, near) or preset(text, framework)
     if path is None:
         return None, text, None
     try:
-        cfg = json.loads(path.read_text(encoding="utf-8"))
+        cfg = load_json(read_config_text(path), path)
+    except OverLimit:
+        raise
     except (OSError, ValueError):
         return None, text, path
     name = path.name if path.parent != PRESETS else f"{path.name.split('_', 1)[1]} (bundled {path.name})"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.intake import Reading, configs, pyscript, settle, training
+from planner.intake import Reading, configs, limits, pyscript, settle, training
 from planner.intake.collect import Collector, is_default
 
 SCRIPTS = (".sh", ".bash", ".zsh", ".ksh")
@@ -35,6 +35,11 @@ def read_one(text_path: str) -> Collector:
         path = Path(str(text_path)).expanduser()
     except RuntimeError:  # `~name` of no such user
         raise BadInput(f"--config {str(text_path)[:80]!r}: no such user's home folder", "config") from None
+    with limits.reading(path):  # the file refusals name; one budget for it and every file it names
+        return _read_file(path)
+
+
+def _read_file(path: Path) -> Collector:
     text = configs.text_of(path)
     suffix = path.suffix.lower()
     first = text.split("\n", 1)[0]
@@ -46,12 +51,16 @@ def read_one(text_path: str) -> Collector:
         return _config(path, configs.load(path, text))
     try:
         data = configs.load(path, text)
+    except limits.OverLimit:
+        raise
     except BadInput:
         data = None
     if isinstance(data, dict) and configs.kind(data) is not None:
         return _config(path, data)
     try:
         return training.read_script_file(path, text)
+    except limits.OverLimit:
+        raise
     except BadInput:
         raise BadInput(
             f"--config {path}: neither a training configuration nor a launch script memplan knows ({configs.ACCEPTED})",

@@ -6,7 +6,6 @@ whose base config turns gradient checkpointing and bf16 on).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from planner.intake import accelerate, deepspeed, grpoargs, loraargs, models, vocab
@@ -23,6 +22,7 @@ from planner.intake.collect import (
     one,
 )
 from planner.intake.flags import Flag
+from planner.intake.limits import OverLimit, load_json, read_config_text
 
 SEQ_KEYS = ("max_length", "max_seq_length", "model_max_length", "max_seq_len")
 GRPO_KEYS = {
@@ -249,7 +249,9 @@ def _fsdp_config(value: object, near: Path) -> dict:
     text = str(one(value)) if known(value) else ""
     path = near.parent / text if text and not Path(text).is_absolute() else Path(text)
     try:
-        data = json.loads(path.read_text() if text and is_file(path) else text)
+        data = load_json(read_config_text(path), path) if text and is_file(path) else load_json(text)
+    except OverLimit:
+        raise
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

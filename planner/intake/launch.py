@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from planner.intake import limits
 from planner.intake.collect import accepted, show
 from planner.intake.flags import Flag, is_flag, norm
 from planner.intake.shell import Command, Script, Word, read_script, read_text
@@ -59,7 +60,8 @@ TRAINING_SUBS = {
 TORCHRUN_MODULES = {"torch.distributed.run", "torch.distributed.launch"}
 # RL runs whose readers are their own: verl's and OpenRLHF's Ray-launched PPO (their own GPU counts), OpenRLHF's DPO
 RL_MODULES = ("verl.trainer.main_ppo", "openrlhf.cli.train_ppo_ray", "openrlhf.cli.train_dpo")
-MAX_DEPTH = 4
+# a word of a string that is a launcher (what _tool finds in any of its words, found in one pass over the string)
+_TOOL_IN = re.compile(rf"(?:^|\s)(?:\S*/)?(?:{'|'.join(map(re.escape, sorted(TOOLS)))}|python[0-9.]*)/*(?=\s|$)")
 TRAINING_NAME = re.compile(r"train|sft|dpo|grpo|ppo|orpo|kto|finetun|fine_tun|lora|pretrain|^rl|_rl")
 
 
@@ -81,6 +83,11 @@ def _tool(text: str) -> str | None:
     if name in TOOLS:
         return name
     return "python" if re.fullmatch(r"python[0-9.]*", name) else None
+
+
+def _names_a_tool(text: str) -> bool:
+    """A word of `text` is a launcher (_tool): substrings first, the pattern only where one is there."""
+    return any(name in text for name in (*TOOLS, "python")) and _TOOL_IN.search(text) is not None
 
 
 def _options(words: list[Word], path: Path) -> tuple[dict[str, Flag], list[Word]]:
@@ -115,8 +122,8 @@ def _runs_of(cmd: Command, depth: int) -> list[Run]:
     words = cmd.words
     start = next((k for k, w in enumerate(words) if _tool(w.text)), None)
     if start is None:
-        nested = [w for w in words if " " in w.text and any(_tool(t) for t in w.text.split())]
-        return [r for w in nested for r in _nested(w.text, cmd, depth)] if depth < MAX_DEPTH else []
+        nested = [w for w in words if " " in w.text and _names_a_tool(w.text)]
+        return [r for w in nested for r in _nested(w.text, cmd, depth)] if depth < limits.MAX_RUN_DEPTH else []
     tool, rest = _tool(words[start].text), words[start + 1 :]
     if tool in ("bash", "sh"):
         return _shell(rest, cmd, depth)
@@ -164,7 +171,7 @@ def _nested(text: str, cmd: Command, depth: int) -> list[Run]:
 
 
 def _shell(rest: list[Word], cmd: Command, depth: int) -> list[Run]:
-    if not rest or depth >= MAX_DEPTH:
+    if not rest or depth >= limits.MAX_RUN_DEPTH:
         return []
     if rest[0].text == "-c" and len(rest) > 1:
         return _nested(rest[1].text, cmd, depth)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from planner.errors import BadInput
 from planner.intake.collect import Collector, assumption, is_dir, is_file
+from planner.intake.limits import OverLimit, load_json, read_config_text
 from planner.model import catalog
 
 
@@ -62,7 +63,9 @@ def _config_file(path: Path) -> Path | None:
 
 def _load(path: Path) -> dict | None:
     try:
-        cfg = json.loads(path.read_text(encoding="utf-8"))
+        cfg = load_json(read_config_text(path), path)
+    except OverLimit:
+        raise
     except (OSError, ValueError):
         return None
     return cfg if isinstance(cfg, dict) else None
@@ -91,7 +94,7 @@ def _cached(name: str) -> Path | None:
     repo = hf / ("models--" + name.replace("/", "--"))
     ref = repo / "refs" / "main"
     try:
-        snaps = [repo / "snapshots" / ref.read_text().strip()] if is_file(ref) else []
+        snaps = [repo / "snapshots" / read_config_text(ref).strip()] if is_file(ref) else []
         if is_dir(repo / "snapshots"):
             snaps += sorted((repo / "snapshots").iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
     except OSError:  # an unreadable cache is no cache

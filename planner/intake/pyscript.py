@@ -10,7 +10,7 @@ import ast
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.intake import hfargs
+from planner.intake import hfargs, limits
 from planner.intake.collect import UNKNOWN, Collector, show
 from planner.intake.flags import Flag
 
@@ -31,7 +31,9 @@ NOT_MODELS = ("Tokenizer", "Processor", "FeatureExtractor", "Config", "PeftModel
 
 def read(path: Path, text: str) -> Collector:
     try:
-        tree = ast.parse(text, filename=str(path))
+        tree = limits.parse_python(text, path)
+    except limits.OverLimit:
+        raise
     except (SyntaxError, ValueError) as e:
         raise BadInput(
             f"--config {path}: not Python that parses ({e.__class__.__name__} at line {getattr(e, 'lineno', '?')})",

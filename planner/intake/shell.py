@@ -10,11 +10,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from planner.intake import limits
 from planner.intake.collect import UNKNOWN
+from planner.intake.limits import read_config_text
 from planner.intake.shellsplit import split_commands
 from planner.intake.shellvars import Vars, assignment, expand, expand_one, find_file
 
-MAX_SOURCE_DEPTH = 8
 KEYWORDS = {
     "if",
     "then",
@@ -101,17 +102,29 @@ def read_script(path: Path, text: str | None = None, vars: Vars | None = None) -
     """Every command of a script, its words expanded with the variables set before it."""
     path = path.resolve()
     script = Script(path)
-    state = vars or Vars(script=path)
-    text = path.read_text(encoding="utf-8", errors="replace") if text is None else text
-    _Walker(script, state).walk(split_commands(text, f"--config {path.name} "), path, 0)
+    with limits.reading(path):
+        state = vars or Vars(script=path)
+        text = read_config_text(path, errors="replace") if text is None else text
+        _Walker(script, state).walk(_split(text, path, f"--config {path.name} "), path, 0)
     return script
 
 
 def read_text(text: str, path: Path, vars: Vars, depth: int = 0) -> Script:
     """A command string a script hands to ssh, `bash -c` or a container, read as a script run with `vars`."""
     script = Script(path)
-    _Walker(script, vars).walk(split_commands(text), path, depth)
+    _Walker(script, vars).walk(_split(text, None), path, depth)
     return script
+
+
+def _split(text: str, path: Path | None, where: str = "") -> list[list[tuple[str, int]]]:
+    """The commands of a script's text, up to limits.MAX_SCRIPT_BYTES of it (`path`: the file, for that line)."""
+    if len(text) > limits.MAX_SCRIPT_BYTES:
+        limits.refuse(
+            f"{limits.about(path)}a shell script of over {limits.MAX_SCRIPT_BYTES >> 20} MiB (memplan reads launch "
+            "scripts up to that size)"
+        )
+    limits.spend("shell_bytes", len(text))
+    return split_commands(text, where)
 
 
 class _Walker:
@@ -121,6 +134,7 @@ class _Walker:
     def walk(self, raws: list[list[tuple[str, int]]], path: Path, depth: int) -> None:
         skip, awaiting = 0, False
         for raw in raws:
+            limits.spend("commands", 1)
             words = [w for w, _ in raw]
             if skip or awaiting:
                 awaiting = awaiting and "{" not in words
@@ -134,7 +148,7 @@ class _Walker:
                 raw = raw[1:]
             if raw and raw[0][0] in ("for", "select", "case"):
                 if len(raw) > 1:
-                    self.vars.values[raw[1][0]] = UNKNOWN
+                    self.vars.set(raw[1][0], UNKNOWN)
                 continue
             if raw:
                 self._command(raw, path, depth)
@@ -145,14 +159,15 @@ class _Walker:
             prefix[a[0]] = a[1]
             raw = raw[1:]
         if not raw:
-            self.vars.values.update(prefix)
+            for name, value in prefix.items():
+                self.vars.set(name, value)
             return
         head = expand_one(raw[0][0], self.vars)
         if head in ("export", "declare", "typeset", "local", "readonly"):
             return self._declare(head, [w for w, _ in raw[1:]])
         if head == "unset":
             for w, _ in raw[1:]:
-                self.vars.values.pop(w, None)
+                self.vars.unset(w)
             return None
         if head in ("source", "."):
             return self._source(raw[1:], path, depth)
@@ -161,7 +176,8 @@ class _Walker:
         if head in IGNORED:
             return None
         words = [Word(t, line, w) for w, line in raw for t in expand(w, self.vars)]
-        env = {k: v for k, v in self.vars.values.items() if k in self.vars.exported} | prefix
+        limits.spend("words", len(words))
+        env = self.vars.exported_values() | prefix
         self.script.commands.append(Command(words, env, prefix, raw[0][1], path, self.vars.copy()))
         return None
 
@@ -173,7 +189,7 @@ class _Walker:
             a = assignment(arg, self.vars)
             name = a[0] if a else arg
             if a:
-                self.vars.values[name] = a[1]
+                self.vars.set(name, a[1])
             if export:
                 self.vars.exported.add(name)
 
@@ -181,20 +197,25 @@ class _Walker:
         if not raw:
             return
         ref = expand_one(raw[0][0], self.vars)
-        found = find_file(ref, self.vars, path)
+        found = find_file(ref, self.vars, path) if depth < limits.MAX_SOURCE_DEPTH else None
         try:
-            text = found.read_text(encoding="utf-8", errors="replace") if found is not None else None
+            text = read_config_text(found, errors="replace") if found is not None else None
         except OSError:
             text = None
-        if text is None or depth >= MAX_SOURCE_DEPTH:
+        if text is None:
+            why = (
+                "file not found"
+                if depth < limits.MAX_SOURCE_DEPTH
+                else f"sourced over {limits.MAX_SOURCE_DEPTH} levels deep"
+            )
             self.script.notes.append(
-                f"{path.name}:{raw[0][1]} source {ref.replace(UNKNOWN, '?')}: file not found (what it sets is not read)"
+                f"{path.name}:{raw[0][1]} source {ref.replace(UNKNOWN, '?')}: {why} (what it sets is not read)"
             )
             return
         self.script.files.append(found)
         saved = self.vars.positional
         self.vars.positional = [expand_one(w, self.vars) for w, _ in raw[1:]] or saved
-        self.walk(split_commands(text, f"{path.name}:{raw[0][1]} source {found.name}: "), found, depth + 1)
+        self.walk(_split(text, found, f"{path.name}:{raw[0][1]} source {found.name}: "), found, depth + 1)
         self.vars.positional = saved
 
     def _cd(self, raw: list[tuple[str, int]]) -> None:

@@ -8,12 +8,23 @@ from __future__ import annotations
 import re
 
 from planner.errors import BadInput
+from planner.intake import limits
 
 
 # -- matching brackets ------------------------------------------------------------------
-def paren_end(s: str, i: int) -> int:
+def nest(level: int) -> int:
+    """The next level of quotes and brackets within one another; refused past limits.MAX_SHELL_NESTING."""
+    if level >= limits.MAX_SHELL_NESTING:
+        limits.refuse(
+            f'quotes and substitutions ($( ), ${{ }}, "...") nested deeper than {limits.MAX_SHELL_NESTING} levels '
+            f"(memplan reads up to {limits.MAX_SHELL_NESTING})"
+        )
+    return level + 1
+
+
+def paren_end(s: str, i: int, level: int = 0) -> int:
     """Index after the `)` that closes the `(` at i, skipping quotes and nested substitutions."""
-    depth, j = 0, i
+    level, depth, j = nest(level), 0, i
     while j < len(s):
         c = s[j]
         if c == "\\":
@@ -24,7 +35,7 @@ def paren_end(s: str, i: int) -> int:
             j = len(s) if end < 0 else end + 1
             continue
         if c == '"':
-            j = dq_end(s, j)
+            j = dq_end(s, j, level)
             continue
         depth += (c == "(") - (c == ")")
         j += 1
@@ -33,44 +44,47 @@ def paren_end(s: str, i: int) -> int:
     return len(s)
 
 
-def dq_end(s: str, i: int) -> int:
+def dq_end(s: str, i: int, level: int = 0) -> int:
     """Index after the `"` that closes the one at i (the end of s where none does)."""
-    end = dq_close(s, i)
+    end = dq_close(s, i, level)
     return len(s) if end is None else end
 
 
-def dq_close(s: str, i: int) -> int | None:
+def dq_close(s: str, i: int, level: int = 0) -> int | None:
     """Index after the `"` that closes the one at i; None where none does."""
-    j = i + 1
+    level, j = nest(level), i + 1
     while j < len(s):
         if s[j] == "\\":
             j += 2
         elif s[j] == '"':
             return j + 1
         elif s.startswith("$(", j):
-            j = paren_end(s, j + 1)
+            j = paren_end(s, j + 1, level)
         elif s.startswith("${", j):
-            j = brace_end(s, j + 1)
+            j = brace_end(s, j + 1, level)
         else:
             j += 1
     return None
 
 
-def brace_end(s: str, i: int) -> int:
-    depth, j = 0, i
+def brace_end(s: str, i: int, level: int = 0) -> int:
+    level, depth, j = nest(level), 0, i
     while j < len(s):
         c = s[j]
         if c == "\\":
             j += 2
             continue
         if c in "'\"":
-            j = dq_end(s, j) if c == '"' else (s.find("'", j + 1) + 1 or len(s))
+            j = dq_end(s, j, level) if c == '"' else (s.find("'", j + 1) + 1 or len(s))
             continue
         depth += (c == "{") - (c == "}")
         j += 1
         if depth == 0:
             return j
     return len(s)
+
+
+_PLAIN = re.compile(r"[^ \t\r\n;&|<>()'\"$`\\]*")  # characters that only extend the word being read
 
 
 # -- splitting ----------------------------------------------------------------------------------------------------
@@ -81,7 +95,7 @@ class _Lexer:
         self.s, self.i, self.line, self.where = text, 0, 1, where
         self.commands: list[list[tuple[str, int]]] = []
         self.words: list[tuple[str, int]] = []
-        self.cur: str | None = None
+        self.cur: list[str] | None = None  # the word being read, in pieces (joined once: no quadratic copying)
         self.cur_line = 1
         self.heredocs: list[tuple[str, bool]] = []
         self.drop_next = False
@@ -107,7 +121,7 @@ class _Lexer:
             elif ch in ";&|":
                 self._end_command()
                 self.i += 2 if s[self.i : self.i + 2] in ("&&", "||", ";;", "|&") else 1
-            elif ch in "()" and not (ch == "(" and self.cur is not None and self.cur.endswith("=")):
+            elif ch in "()" and not (ch == "(" and self.cur is not None and self.cur[-1].endswith("=")):
                 self._end_word()
                 self.words.append((ch, self.line))
                 self.i += 1
@@ -119,8 +133,8 @@ class _Lexer:
     def _take(self, end: int) -> None:
         chunk = self.s[self.i : end]
         if self.cur is None:
-            self.cur, self.cur_line = "", self.line
-        self.cur += chunk
+            self.cur, self.cur_line = [], self.line
+        self.cur.append(chunk)
         self.line += chunk.count("\n")
         self.i = end
 
@@ -138,8 +152,10 @@ class _Lexer:
         elif s[i] == "`":
             end = s.find("`", i + 1)
             self._take(self._closed("`", None if end < 0 else end + 1))
+        elif s[i] == "\\":
+            self._take(min(i + 2, len(s)))
         else:
-            self._take(min(i + 2, len(s)) if s[i] == "\\" else i + 1)
+            self._take(_PLAIN.match(s, i + 1).end())
 
     def _closed(self, quote: str, end: int | None) -> int:
         """`end`, or a one-line refusal where the quote is never closed (bash: "unexpected EOF while looking for
@@ -152,7 +168,7 @@ class _Lexer:
         return end
 
     def _redirect(self) -> None:
-        if self.cur is not None and self.cur.isdigit():
+        if self.cur is not None and "".join(self.cur).isdigit():
             self.cur = None  # `2>&1`: the 2 is the descriptor, not a word
         self._end_word()
         m = re.compile(r"&?[<>]+-?&?[0-9-]?").match(self.s, self.i)
@@ -180,7 +196,7 @@ class _Lexer:
     def _end_word(self) -> None:
         if self.cur is not None:
             if not self.drop_next:
-                self.words.append((self.cur, self.cur_line))
+                self.words.append(("".join(self.cur), self.cur_line))
             self.drop_next = False
         self.cur = None
 

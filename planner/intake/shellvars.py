@@ -15,10 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from planner.errors import BadInput
+from planner.intake import limits
 from planner.intake.collect import UNKNOWN, is_dir, is_file
-from planner.intake.shellsplit import brace_end, dq_end, paren_end, split_commands
+from planner.intake.shellsplit import brace_end, dq_end, nest, paren_end, split_commands
 
 NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_PLAIN = re.compile(r"[^'\"\\$`]+")  # a run of a word's characters that expand to themselves
+_PLAIN_DQ = re.compile(r"[^\\$`]*")  # likewise inside double quotes
 _ASSIGN = re.compile(rf"({NAME})(\+?)=(.*)", re.DOTALL)
 
 
@@ -29,9 +32,29 @@ class Vars:
     exported: set[str] = field(default_factory=set)
     positional: list[str] = field(default_factory=list)
     cwd: Path | None = None  # where the script runs: unknown until it changes to a known folder
+    nesting: int = 0  # expansions open within one another now (limits.MAX_SHELL_NESTING)
+    version: int = 0  # bumped by every set and unset: exported_values is cached on it
+    _env: tuple = field(default=(None, {}), repr=False, compare=False)
 
     def copy(self) -> Vars:
         return Vars(self.script, dict(self.values), set(self.exported), list(self.positional), self.cwd)
+
+    def set(self, name: str, value: str) -> None:
+        """Bind `name` (limits.shell_variable: its value's size, the number of variables)."""
+        limits.shell_variable(name, value, len(self.values) + (name not in self.values))
+        self.values[name] = value
+        self.version += 1
+
+    def unset(self, name: str) -> None:
+        self.values.pop(name, None)
+        self.version += 1
+
+    def exported_values(self) -> dict[str, str]:
+        """The exported variables' values (a command's environment), computed again only after a change."""
+        key = (self.version, len(self.exported))
+        if self._env[0] != key:
+            self._env = (key, {k: v for k, v in self.values.items() if k in self.exported})
+        return self._env[1]
 
     def get(self, name: str) -> str | None:
         if name.isdigit():
@@ -45,18 +68,20 @@ class Vars:
 # -- expansion ------------------------------------------------------------------------------------------------
 def expand(raw: str, v: Vars) -> list[str]:
     """The fields a word expands to (an unquoted empty expansion vanishes, an unquoted list splits)."""
-    fields, cur, has = [], "", False
+    fields, cur, has = [], [], False  # cur: the parts of the field being built
     for text, split, quoted in _segments(raw, v):
         if not split:
-            cur, has = cur + text, has or quoted or bool(text)
+            cur.append(text)
+            has = has or quoted or bool(text)
             continue
         for k, part in enumerate(re.split(r"[ \t\n]+", text)):
-            if k > 0 and (has or cur):
-                fields.append(cur)
-                cur, has = "", False
-            cur, has = cur + part, has or bool(part)
-    if has or cur:
-        fields.append(cur)
+            if k > 0 and has:
+                fields.append("".join(cur))
+                cur, has = [], False
+            cur.append(part)
+            has = has or bool(part)
+    if has:
+        fields.append("".join(cur))
     return fields
 
 
@@ -95,8 +120,9 @@ def _segments(raw: str, v: Vars) -> list[tuple[str, bool, bool]]:
             value, i = _dollar(raw, i, v)
             out.append((value, True, False))
         else:
-            out.append((c, False, False))
-            i += 1
+            end = _PLAIN.match(raw, i).end()
+            out.append((raw[i:end], False, False))
+            i = end
     return out
 
 
@@ -112,13 +138,25 @@ def _text(s: str, v: Vars) -> str:
             value, i = _dollar(s, i, v)
             out.append(value)
         else:
-            out.append(c)
-            i += 1
+            end = _PLAIN_DQ.match(s, i + 1).end()
+            out.append(s[i:end])
+            i = end
     return "".join(out)
 
 
 def _dollar(s: str, i: int, v: Vars) -> tuple[str, int]:
-    """The value of the expansion starting at i, and the index after it."""
+    """The value of the expansion starting at i, and the index after it; expansions within expansions past
+    limits.MAX_SHELL_NESTING are refused, and every value counts against the reading's limits.MAX_EXPANDED_BYTES."""
+    v.nesting = nest(v.nesting)
+    try:
+        value, end = _expansion(s, i, v)
+    finally:
+        v.nesting -= 1
+    limits.spend("expanded_bytes", len(value))
+    return value, end
+
+
+def _expansion(s: str, i: int, v: Vars) -> tuple[str, int]:
     if s[i] == "`":
         end = s.find("`", i + 1)
         end = len(s) if end < 0 else end
@@ -162,7 +200,7 @@ def _param(inner: str, v: Vars) -> str:
     if op.group(0).endswith("+"):
         return "" if empty else word
     if op.group(0).endswith("=") and empty:
-        v.values[name] = word
+        v.set(name, word)
     return word if empty else value
 
 
@@ -182,27 +220,33 @@ def _arith(expr: str, v: Vars) -> str:
     def value(m: re.Match) -> str:
         name = m.group(1) or m.group(2) or m.group(3)
         got = v.get(name)
-        return got if got is not None else UNKNOWN
+        return limits.arith_text(got) if got is not None else UNKNOWN
 
-    text = re.sub(rf"\$\{{({NAME})\}}|\$({NAME}|[0-9])|\b({NAME})\b", value, expr)
+    text = re.sub(rf"\$\{{({NAME})\}}|\$({NAME}|[0-9])|\b({NAME})\b", value, limits.arith_text(expr))
     if UNKNOWN in text:
         return UNKNOWN
     try:
-        return str(_eval(ast.parse(text.strip().replace("/", "//").replace("////", "//"), mode="eval").body))
-    except (SyntaxError, ValueError, ZeroDivisionError, KeyError, TypeError, OverflowError):
+        tree = ast.parse(limits.arith_text(text).strip().replace("/", "//").replace("////", "//"), mode="eval")
+        return str(_eval(tree.body))
+    except limits.OverLimit:
+        raise
+    except (SyntaxError, ValueError, ZeroDivisionError, KeyError, TypeError, OverflowError, RecursionError):
         return UNKNOWN
 
 
-def _eval(node: ast.AST) -> int:
+def _eval(node: ast.AST, depth: int = 0) -> int:
+    """An integer expression under bash's 64-bit bounds (limits.int64), MAX_ARITH_DEPTH operations deep at most."""
+    limits.arith_depth(depth)
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
-        return node.value
+        return limits.int64(node.value)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        return -_eval(node.operand) if isinstance(node.op, ast.USub) else _eval(node.operand)
+        inner = _eval(node.operand, depth + 1)
+        return limits.int64(-inner if isinstance(node.op, ast.USub) else inner)
     if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-        left, right = _eval(node.left), _eval(node.right)
-        if isinstance(node.op, ast.Pow) and right > 64:
-            raise ValueError("exponent")
-        return _OPS[type(node.op)](left, right)
+        left, right = _eval(node.left, depth + 1), _eval(node.right, depth + 1)
+        if isinstance(node.op, ast.Pow):
+            return limits.int64_power(left, right)
+        return limits.int64(_OPS[type(node.op)](left, right))
     raise ValueError("not arithmetic")
 
 
@@ -210,6 +254,8 @@ def _command(text: str, v: Vars) -> str:
     """A command substitution scripts use to compute a value; UNKNOWN for any other command's output."""
     try:
         cmds = [[expand_one(w, v) for w, _ in c] for c in split_commands(text)]
+    except limits.OverLimit:
+        raise
     except BadInput:  # a quote left open inside $( ): its output is not known
         return UNKNOWN
     if len(cmds) == 2 and cmds[0][:1] == ["cd"] and cmds[1] == ["pwd"] and len(cmds[0]) == 2:

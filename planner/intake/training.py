@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.intake import accelerate, axolotl, configs, hfargs, launch, llamafactory, swift, verlrl, vlmr1
+from planner.intake import accelerate, axolotl, configs, hfargs, launch, limits, llamafactory, swift, verlrl, vlmr1
 from planner.intake.collect import (
     UNKNOWN,
     Collector,
@@ -148,7 +148,7 @@ def _hydra_config(c: Collector, run: launch.Run) -> dict[str, Flag]:
         c.note(f"{run.where} --config-name {name}: not found next to the script; verl's ppo_trainer.yaml defaults read")
         return {}
     c.add_file(found)
-    data = parse_yaml(found.read_text())
+    data = configs.load(found)
     out: dict[str, Flag] = {}
     _flatten(data if isinstance(data, dict) else {}, "", found, out)
     return out
@@ -240,6 +240,8 @@ def _overrides(words: list, path: Path, plus: bool = False) -> dict[str, Flag]:
         if eq and re.fullmatch(r"\+?[A-Za-z_][\w.]*" if plus else r"[A-Za-z_][\w.]*", key):
             try:
                 parsed = parse_yaml(value) if known(value) else value
+            except limits.OverLimit:
+                raise
             except ValueError:
                 parsed = value
             out[key] = Flag(key, parsed, f"{path.name}:{w.line} {w.text.replace(UNKNOWN, '?')}", key)

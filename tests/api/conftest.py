@@ -13,7 +13,7 @@ pytest.importorskip("fastapi")
 httpx = pytest.importorskip("httpx")
 from recipe.dist import free_port
 
-TOKEN = "test-token-0123"
+TOKEN = "test-token-0123456789"  # 16 characters at least (api/settings.py: MIN_TOKEN_CHARS)
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -64,6 +64,15 @@ class Server:
     def client(self, token: str | None = TOKEN) -> "httpx.Client":
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         return httpx.Client(base_url=self.url, headers=headers, timeout=60)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def testclient_host():
+    """TestClient's requests carry `Host: testserver`, which the Host allow-list (api/auth.py) answers only when it
+    is listed: listed here, for every app these tests make (module-scoped ones too) and every server they start."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MEMPLAN_ALLOWED_HOSTS", '["testserver"]')
+        yield
 
 
 @pytest.fixture

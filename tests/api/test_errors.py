@@ -14,7 +14,9 @@ PLAN = {"model": "llama-3.1-8b", "gpu": "h100", "gpus_per_node": 8, "global_batc
 
 @pytest.fixture
 def client(tmp_path):
-    return TestClient(create_app(Settings(store=tmp_path / "store.sqlite")))
+    client = TestClient(create_app(Settings(store=tmp_path / "store.sqlite")))
+    yield client
+    client.app.state.pool.stop()  # the planning workers a plan started (no lifespan stops them)
 
 
 def msg(client, body: dict, path: str = "/v1/plans") -> tuple[list, str]:

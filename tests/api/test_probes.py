@@ -19,7 +19,9 @@ PROBE = {"model": "debug-llama", "micro_batch": 1, "seq_len": 16}
 
 @pytest.fixture
 def client(tmp_path):
-    return TestClient(create_app(Settings(store=tmp_path / "store.sqlite")))  # no lifespan: nothing runs a job
+    client = TestClient(create_app(Settings(store=tmp_path / "store.sqlite")))  # no lifespan: nothing runs a job
+    yield client
+    client.app.state.pool.stop()  # the planning workers a plan started (no lifespan stops them)
 
 
 def jobs(client) -> list:

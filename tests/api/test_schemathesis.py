@@ -8,6 +8,8 @@ import pytest
 schemathesis = pytest.importorskip("schemathesis")
 from hypothesis import HealthCheck, Phase, given, settings
 
+from tests.api.conftest import TOKEN
+
 EXAMPLES_PER_OPERATION = 160  # 12 operations; enumerated ones run out earlier
 REAL = {"model": "gpt2", "gpu": "h100"}  # every other planning body names real ones, to plan for real
 MIN_REQUESTS = 1000
@@ -33,7 +35,7 @@ def test_generated_requests_get_no_server_error(server):
         def call(case):
             if case.path in ("/v1/plans", "/v1/check") and isinstance(case.body, dict) and len(calls) % 2:
                 case.body.update(REAL)
-            resp = case.call(base_url=server.url, timeout=60)
+            resp = case.call(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
             calls.append(f"{case.method} {case.path}")
             if resp.status_code >= 500:
                 errors.append((case.method, case.formatted_path, case.body, resp.status_code, resp.text[:300]))

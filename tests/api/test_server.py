@@ -3,14 +3,14 @@
 import signal
 import time
 
-from tests.api.conftest import TOKEN, Server, probe_pids, wait_job
+from tests.api.conftest import TOKEN, Server, probe_pids, wait_for, wait_job
 
 PLAN = {"model": "llama-3.1-8b", "gpu": "h100", "gpus_per_node": 8, "global_batch": 256, "seq_len": 4096, "top": 3}
 PROBE = {"model": "debug-llama", "micro_batch": 1, "seq_len": 32, "backend": "sim"}
 
 
 def test_plans_check_catalog_and_errors(server):
-    c = server.client(token=None)
+    c = server.client()
     r = c.post("/v1/plans", json=PLAN)
     assert r.status_code == 200
     plans = r.json()["plans"]
@@ -62,7 +62,7 @@ def test_plans_check_catalog_and_errors(server):
 
 
 def test_posted_config_and_no_file_reads(server):
-    c = server.client(token=None)
+    c = server.client()
     cfg = c.get("/v1/models/qwen2.5-0.5b").json()["config"]
     r = c.post("/v1/plans", json={**PLAN, "model": cfg, "global_batch": 64})
     assert r.status_code == 200 and r.json()["model"]["params"] > 4e8
@@ -84,7 +84,7 @@ def test_auth_on_work_endpoints(server):
     assert wrong.post("/v1/probes", json=PROBE).status_code == 401
     assert anon.delete("/v1/probes/abc").status_code == 401
     assert anon.post("/v1/plans", json={**PLAN, "evidence": "sim"}).status_code == 401
-    assert anon.get("/v1/probes").status_code == 200  # reading is open
+    assert anon.get("/v1/probes").status_code == 401  # reading needs the token too (api/auth.py)
 
 
 def test_probe_job_lifecycle_faults_cancel_and_metrics(server):
@@ -157,7 +157,7 @@ def test_no_token_beyond_loopback_refuses_work(tmp_path):
     from api.main import create_app
     from api.settings import Settings
 
-    app = create_app(Settings(host="0.0.0.0", store=tmp_path / "s.sqlite"))
+    app = create_app(Settings(host="0.0.0.0", store=tmp_path / "s.sqlite", insecure=True))  # --insecure
     with TestClient(app) as c:
         assert c.post("/v1/probes", json=PROBE).status_code == 403
         assert c.post("/v1/plans", json=PLAN).status_code == 200
@@ -293,7 +293,7 @@ def test_a_chunked_body_over_the_limit_is_refused(server):
     """Issue 20: the 256 KiB limit read Content-Length only, so a 5 MiB POST /v1/plans sent chunked got a 200."""
     import json
 
-    c = server.client(token=None)
+    c = server.client()
     big = json.dumps({**PLAN, "model": {"pad": "x" * (5 << 20)}}).encode()
 
     def chunks():
@@ -310,18 +310,18 @@ def test_a_chunked_body_over_the_limit_is_refused(server):
 
 def test_server_errors_are_counted_in_metrics(server):
     """Issue 20: 500s did not appear in /metrics. A store file that is no longer a database makes the job
-    listing fail with a 500, and the counter shows it."""
-    c = server.client(token=None)
+    listing fail (a 503 since issue 51: tests/api/test_store_faults.py), and the counter shows it."""
+    c = server.client()
     assert c.get("/v1/probes").status_code == 200
     for suffix in ("", "-wal", "-shm"):
         path = server.store.with_name(server.store.name + suffix)
         if path.exists():
             path.write_bytes(b"not a database" * 100)
-    assert c.get("/v1/probes").status_code == 500
-    fresh = server.client(token=None)  # uvicorn closes the connection that carried the error
-    metrics = fresh.get("/metrics")
-    assert metrics.status_code == 200 and "memplan_probe_queue_depth NaN" in metrics.text  # store unreadable
-    assert 'memplan_requests_total{method="GET",route="/v1/probes",status="500"} 1' in metrics.text
+    assert c.get("/v1/probes").status_code == 503
+    # the queue depth comes from the store's monitor, which reads it every second (api/health.py)
+    metrics = wait_for(lambda: (m := c.get("/metrics")).status_code == 200 and "depth NaN" in m.text and m, "NaN", 5)
+    assert "memplan_probe_queue_depth NaN" in metrics.text  # store unreadable
+    assert 'memplan_requests_total{method="GET",route="/v1/probes",status="503"} 1' in metrics.text
 
 
 def test_datasets_are_read_only_inside_the_data_directories(tmp_path):

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.api.conftest import TOKEN
+
 sync_api = pytest.importorskip("playwright.sync_api")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -29,6 +31,7 @@ def page():
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         pg = browser.new_page(viewport={"width": 1280, "height": 800})
+        pg.add_init_script(f"sessionStorage.setItem('memplan-token', {TOKEN!r})")  # as if asked once already
         pg.set_default_timeout(60_000)
         yield pg
         browser.close()

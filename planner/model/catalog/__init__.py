@@ -35,13 +35,22 @@ def model_config(name: str) -> dict:
     return json.loads(_DATA.joinpath("models", key + ".json").read_text())
 
 
+MAX_CONFIG_BYTES = 4 << 20  # a model's config.json is kilobytes (planner.intake.limits.MAX_FILE_BYTES alike)
+
+
 def _read_config_file(path: Path) -> dict:
     if path.is_dir():
         path = path / "config.json"
-    if not path.is_file():
+    if not path.is_file():  # a regular file: no device, no pipe
         raise BadInput(f"model {str(path)!r}: no such config.json file or catalog name", "model")
+    if path.stat().st_size > MAX_CONFIG_BYTES:
+        raise BadInput(
+            f"model {str(path)!r}: config.json over {MAX_CONFIG_BYTES >> 20} MiB (a model's is kilobytes)", "model"
+        )
     try:
         cfg = json.loads(path.read_text())
+    except RecursionError:
+        raise BadInput(f"model {str(path)!r}: config.json nests too deep to be a model's", "model") from None
     except (OSError, ValueError) as e:  # unreadable, not UTF-8, not JSON
         raise BadInput(f"model {str(path)!r}: malformed config.json ({e.__class__.__name__}: {e})", "model") from None
     if not isinstance(cfg, dict):
