@@ -64,8 +64,9 @@ def _error(loc: tuple, msg: str) -> dict:
     return {"type": "json_invalid", "loc": ("body", *loc), "msg": msg, "input": None}
 
 
-def check(body: bytes) -> None:
-    """RequestValidationError (422) for a body FastAPI would read as JSON but no request may be."""
+def check(body: bytes):
+    """The body's JSON value; RequestValidationError (422) for a body FastAPI would read as JSON but no request may
+    be; None for a body that is not JSON at all (FastAPI's own json_invalid answers it)."""
     try:
         value = json.loads(body, parse_constant=_constant, parse_float=_float, parse_int=_int)
     except Refused as e:
@@ -73,8 +74,9 @@ def check(body: bytes) -> None:
     except RecursionError:
         raise RequestValidationError([_error((), f"nested deeper than {MAX_DEPTH} levels")]) from None
     except ValueError:  # not JSON at all: FastAPI's own json_invalid answers it
-        return
+        return None
     _walk(value, ())
+    return value
 
 
 class StrictRoute(APIRoute):
@@ -87,8 +89,9 @@ class StrictRoute(APIRoute):
             kind = request.headers.get("content-type", "")
             if request.method in ("POST", "PUT", "PATCH") and (not kind or "json" in kind):
                 body = await request.body()
-                if body:
-                    check(body)
+                # Starlette's Request.json() cache: FastAPI reads the value, not the body again
+                if body and (value := check(body)) is not None:
+                    request._json = value
             return await handler(request)
 
         return strict

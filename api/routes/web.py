@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from api import work
 from api.deps import SettingsDep
-from api.routes.plans import planned
+from api.routes.plans import heavy, planned
 from api.schemas import PlansRequest
 from api.settings import Settings
 from api.strict import StrictRoute
@@ -66,7 +66,7 @@ async def ranked(body: PlanFilesRequest, request: Request, settings: Settings):
     """(plan, files) of the request's plan of that rank: the request planned again (no probe: `verify` is the
     answer's own), the plan's files as `suggest --emit` writes them."""
     req = body.request.model_copy(update={"verify": False})
-    plan, made = await planned(request, settings, work.ranked, req, body.rank, expensive=req.evidence == "sim")
+    plan, made = await planned(request, settings, work.ranked, req, body.rank, expensive=heavy(req))
     if made is None:
         raise BadInput(f"rank {body.rank}: the request gives {plan} plans that fit", "rank")
     return plan, made

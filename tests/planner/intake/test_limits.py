@@ -114,20 +114,25 @@ def _env(home: Path) -> dict[str, str]:
     return {"OMP_NUM_THREADS": "1", "PATH": path, "HOME": str(home), "HF_HUB_CACHE": str(home / "hf")}
 
 
-@pytest.fixture(scope="module")
-def core(cases) -> dict[str, list]:
-    """Every case through advise.check_config, in one bounded child: {case: [what it raised, seconds]}."""
-    paths = json.dumps({name: str(path) for name, (path, _) in cases.items()})
-    r = subprocess.run(
-        [sys.executable, "-c", CORE, paths],
+def _run_bounded(args: list[str], cases, timeout_s: int) -> subprocess.CompletedProcess:
+    """This python with `args`, under the memory bound, in the cases' folder's environment."""
+    return subprocess.run(
+        [sys.executable, *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
-        timeout=120,
+        timeout=timeout_s,
         preexec_fn=_bounded,
         check=False,
         env=_env(cases["power.sh"][0].parent),
     )
+
+
+@pytest.fixture(scope="module")
+def core(cases) -> dict[str, list]:
+    """Every case through advise.check_config, in one bounded child: {case: [what it raised, seconds]}."""
+    paths = json.dumps({name: str(path) for name, (path, _) in cases.items()})
+    r = _run_bounded(["-c", CORE, paths], cases, timeout_s=120)
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout)
 
@@ -145,16 +150,7 @@ def test_a_hostile_file_is_refused_quickly_in_one_line_through_the_core(cases, c
 def test_a_hostile_file_is_refused_quickly_in_one_line_through_the_cli(cases, name):
     path, says = cases[name]
     start = time.perf_counter()
-    r = subprocess.run(
-        [sys.executable, "-m", "planner.cli", "check", "--config", str(path), "--gpu", "h100"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-        preexec_fn=_bounded,
-        check=False,
-        env=_env(cases["power.sh"][0].parent),
-    )
+    r = _run_bounded(["-m", "planner.cli", "check", "--config", str(path), "--gpu", "h100"], cases, timeout_s=60)
     seconds = time.perf_counter() - start
     one_line_error(r, says)
     assert str(path) in r.stderr and seconds < SECONDS, (seconds, r.stderr)
