@@ -359,8 +359,10 @@ def status(message: str):
     or with --json)."""
     from contextlib import contextmanager, nullcontext
 
+    if QUIET:  # --json: not even rich imported
+        return nullcontext()
     err = err_console()
-    if QUIET or not err.is_terminal:
+    if not err.is_terminal:
         return nullcontext()
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 

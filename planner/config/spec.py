@@ -151,7 +151,7 @@ class Knobs(KnobFields):
 
     @model_validator(mode="after")
     def _combination_rules(self) -> Knobs:
-        refused = FRAMEWORKS[self.framework].cannot(dict(self))
+        refused = FRAMEWORKS[self.framework].cannot(self.__dict__)  # the field values, read only (dict(self) copies)
         if refused:
             raise BadInput(refused[1], refused[0])
         self._lora_rules()
@@ -171,7 +171,7 @@ class Knobs(KnobFields):
                 "workload",
             )
         check_rl_knobs(
-            self.workload, self.model_dump(include={"checkpointing", "loss", "batching", "optimizer_in_backward"})
+            self.workload, {f: self.__dict__[f] for f in ("checkpointing", "loss", "batching", "optimizer_in_backward")}
         )
         if self.optimizer_in_backward:
             self._optimizer_in_backward_rules()
@@ -342,6 +342,14 @@ class Knobs(KnobFields):
         except ValidationError as e:
             raise bad_input(e) from None
 
+    def with_valid_values(self, **fields) -> Knobs:
+        """These knobs with `fields` changed to values that each passed their field's validation already (a Space's:
+        planner.search.search families): a copy with the combination rules run, the per-field validation not run again
+        (it was half of a search's cost). A broken rule is a BadInput naming its field, as with make."""
+        k = self.model_copy(update=fields)
+        k._combination_rules()
+        return k
+
     @classmethod
     def allowed(cls, **fields) -> bool:
         try:
@@ -501,6 +509,8 @@ class Launch(BaseModel):
 
 
 class _Split(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     micro_batch: int
     grad_accum: int
     world_size: int

@@ -45,7 +45,7 @@ def persistent_param_elements(s: Setup) -> int:
     releases them in forward or backward (parameter_offload.py:317-335, partitioned_param_coordinator.py:640):
     norm weights and biases under HF's 10*h."""
     limit = settings(s.model.text.hidden).param_persistence_threshold
-    return sum(t.numel for t in s.model.tensors if t.numel // t.count <= limit)
+    return s.model.elements_of_tensors_at_most(limit)
 
 
 def zero3_gathered_param_elements(s: Setup, z: ZeroSettings | None = None) -> int:

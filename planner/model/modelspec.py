@@ -228,7 +228,23 @@ class ModelSpec:
         return sum(t.numel for t in self.tensors if t.name.startswith("experts.")) // m.moe_layers
 
     def largest_matrix_params(self) -> int:
+        return self._largest_matrix
+
+    @cached_property
+    def _largest_matrix(self) -> int:  # once per model: ZeRO-3's terms ask per candidate, several times each
         return max(prod(t.shape) for t in self.tensors)
+
+    def elements_of_tensors_at_most(self, limit: int) -> int:
+        """Elements of the parameters of at most `limit` elements each (ZeRO-3's persistent ones: planner.estimate.zero),
+        counted once per limit."""
+        memo = self._memo
+        if limit not in memo:
+            memo[limit] = sum(t.numel for t in self.tensors if t.numel // t.count <= limit)
+        return memo[limit]
+
+    @cached_property
+    def _memo(self) -> dict[int, int]:
+        return {}
 
     def summary(self) -> dict:
         roles = self.params_by_role()

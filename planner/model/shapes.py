@@ -5,6 +5,7 @@ one-line BadInput naming the key, never a traceback)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from math import prod
 
 from planner.errors import BadInput
@@ -113,8 +114,8 @@ class Tensors:
         """Stacked expert weights (experts x out x in): one nn.Parameter in transformers, no nn.Linear."""
         return len(self.shape) == 3 and self.lora
 
-    @property
-    def numel(self) -> int:
+    @cached_property
+    def numel(self) -> int:  # once per tensor: a search asks about 650,000 times when nothing fits
         return prod(self.shape) * self.count
 
 

@@ -73,6 +73,7 @@ class Candidate:
     knobs: Knobs = field(compare=False)
     micro_batch: int = field(compare=False)
     whole: bool = field(compare=False, default=False)  # accumulation 1: no gradient accumulation buffers
+    speed: tuple[float, float] | None = field(compare=False, default=None)  # speed_of, kept for its plan
 
 
 def deferrable(knobs: Knobs, accum: int) -> bool:
@@ -90,9 +91,8 @@ def candidates(
         s = setup_of(model, hw, goal, knobs, mb)
         if layout.split_error(knobs, mb, s.grad_accum):
             continue
-        out.append(
-            Candidate(speed_key(speed_of(s, hw)[1], knobs, hw.world_size), (family, mb), knobs, mb, mb == per_rank)
-        )
+        speed = speed_of(s, hw)
+        out.append(Candidate(speed_key(speed[1], knobs, hw.world_size), (family, mb), knobs, mb, mb == per_rank, speed))
     return out
 
 
@@ -120,3 +120,17 @@ def add(best: list, ceiling: dict[int, int], c: Candidate, plan: Plan) -> None:
         return
     best.append((c.order, plan))
     best.sort(key=lambda f: (rank_key(f[1]), f[0]))
+
+
+def by_family(pending: list[Candidate]) -> dict[int, list[Candidate]]:
+    """Each family's waiting micro-batches with an accumulation > 1, smallest first (the ones bisect_below walks)."""
+    out: dict[int, list[Candidate]] = {}
+    for c in pending:
+        if not c.whole:
+            out.setdefault(c.order[0], []).append(c)
+    return {f: sorted(cs, key=lambda c: c.micro_batch) for f, cs in out.items()}
+
+
+def below(family: list[Candidate], over: Candidate) -> list[Candidate]:
+    """The family's waiting micro-batches smaller than `over`'s, smallest first."""
+    return [c for c in family if c.micro_batch < over.micro_batch]

@@ -50,13 +50,15 @@ def families(space: Space, hw: Hardware, layout: Layout | None = None) -> list[K
         searched[f] = searched[f] or [1]
     fixed = {k: getattr(space, k) for k in FIXED}
     out, first = [], None
+    template = Knobs.model_construct(**fixed)  # a copy per combination, its rules run: the Space validated each value
     for combo in product(*searched.values()):
-        kw = {**fixed, **dict(zip(searched, combo))}
+        changes = dict(zip(searched, combo))
+        kw = {**fixed, **changes}
         f, o = kw["fsdp"], kw["offload"]
         if f != "off" and layout.world_size == 1 and o == "none":
             continue  # one GPU shards nothing: the same plan as DDP (FSDP on one GPU is for its offload)
         try:  # the layout's rules first (they name what the request cannot have here), then Knobs' own
-            k = Knobs.make(**kw)
+            k = template.with_valid_values(**changes)
         except BadInput as e:
             first = first or layout.knob_error(Knobs.model_construct(**kw)) or e
             continue
@@ -71,27 +73,31 @@ def families(space: Space, hw: Hardware, layout: Layout | None = None) -> list[K
     return out
 
 
-def make_plan(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_batch: int, calibrate=None) -> Plan:
+def make_plan(
+    model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_batch: int, calibrate=None, speed=None
+) -> Plan:
     """One candidate (no launch material: planner.export.launch makes it for the plans a face shows);
-    `calibrate` (planner.evidence.calibrate.Calibrator) swaps in stored or simulated evidence."""
+    `calibrate` (planner.evidence.calibrate.Calibrator) swaps in stored or simulated evidence; `speed`, its speed_of
+    where the search has it already."""
     s = setup_of(model, hw, goal, knobs, micro_batch)
     mem = rl.breakdown(s, hw.gpu.capacity_bytes)
     evidence, measured_reason = "analytic", None
     if calibrate is not None and not knobs.workload.rl:  # probe records are supervised steps
         mem, evidence, measured_reason = calibrate(s, hw, mem)
-    step_s, tokens_per_s = speed_of(s, hw)
-    plan = Plan(
+    step_s, tokens_per_s = speed or speed_of(s, hw)
+    plan = Plan.model_construct(  # its parts are validated already; its own rule runs below
         micro_batch=micro_batch,
         grad_accum=s.grad_accum,
         world_size=hw.world_size,
         global_batch=goal.global_batch,
-        **dict(knobs),
+        **knobs.__dict__,  # its field values (dict(knobs) iterates them one by one)
         memory=mem,
         fits=False,
         step_time_s=step_s,
         tokens_per_s=tokens_per_s,
         evidence=evidence,
     )
+    plan._exact_global_batch()
     usable = int(hw.gpu.capacity_bytes * (1 - goal.margin))
     plan.reason = measured_reason or rejection_reason(plan, hw, usable)
     plan.fits = plan.reason is None
@@ -262,13 +268,31 @@ def best_of(
 ) -> list[Plan]:
     """The exhaustive walk's first `top` fitting plans (more where they tie), best first: `fitting` holds the plans
     estimated with their walk order, `pending` the candidates not yet, estimated fastest first (planner.search.ranked)
-    until no waiting one can pass the top ones."""
-    best, ceiling = ranked.order(fitting), {}
+    until no waiting one can pass the top ones. A candidate that does not fit is followed by a bisection of its
+    family's smaller micro-batches, so that the first that does not fit caps the family after about log2 of them
+    (fastest first alone estimates them one by one from the top, most not fitting): the family's smallest fits
+    (family defers only then) and memory grows with the micro-batch at an accumulation > 1 (ranked.ruled_out)."""
+    best, ceiling, done = ranked.order(fitting), {}, {}  # done: (family, micro-batch) -> whether it fit
+
+    def estimate(c: ranked.Candidate) -> bool:
+        if c.order not in done:
+            plan = make_plan(model, hw, goal, c.knobs, c.micro_batch, calibrate, c.speed)
+            ranked.add(best, ceiling, c, plan)
+            done[c.order] = plan.fits
+        return done[c.order]
+
+    families_of = ranked.by_family(pending)
     for c in sorted(pending):
         if ranked.settled(best, top, c):
             break
-        if not ranked.ruled_out(ceiling, c):
-            ranked.add(best, ceiling, c, make_plan(model, hw, goal, c.knobs, c.micro_batch, calibrate))
+        if c.order in done or ranked.ruled_out(ceiling, c):
+            continue
+        if not estimate(c) and not c.whole:  # the family's fitting micro-batches end below it: bisect
+            smaller = ranked.below(families_of[c.order[0]], c)
+            lo, hi = -1, len(smaller)  # smaller[:lo + 1] fit, smaller[hi:] do not
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if estimate(smaller[mid]) else (lo, mid)
     return [p for _, p in best]
 
 
