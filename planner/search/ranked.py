@@ -11,6 +11,7 @@ plans, in its order (tests/planner/search/test_ranked.py draws requests and comp
 
 from __future__ import annotations
 
+from bisect import insort
 from dataclasses import dataclass, field
 from math import isqrt
 
@@ -116,10 +117,9 @@ def add(best: list, ceiling: dict[int, int], c: Candidate, plan: Plan) -> None:
     """Take an estimated candidate: a fitting plan joins `best` in order; one that does not fit caps its family."""
     if not plan.fits:
         if not c.whole:
-            ceiling[c.order[0]] = c.micro_batch
+            ceiling[c.order[0]] = min(c.micro_batch, ceiling.get(c.order[0], c.micro_batch))
         return
-    best.append((c.order, plan))
-    best.sort(key=lambda f: (rank_key(f[1]), f[0]))
+    insort(best, (c.order, plan), key=lambda f: (rank_key(f[1]), f[0]))  # one key a plan, not a sort of all
 
 
 def by_family(pending: list[Candidate]) -> dict[int, list[Candidate]]:

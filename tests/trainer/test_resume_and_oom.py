@@ -26,6 +26,18 @@ def _wait_lines(log, n, proc, timeout_s=300):
     raise AssertionError("run too slow")
 
 
+_UNINTERRUPTED: dict[str, list[float]] = {}
+
+
+def _uninterrupted(tmp_path, plan: dict) -> list[float]:
+    """The losses of the run never killed, once per plan (SIGKILL and SIGTERM of one plan compare with the same run)."""
+    key = json.dumps(plan, sort_keys=True)
+    if key not in _UNINTERRUPTED:
+        _, log = launch(tmp_path, "full", 2, max_steps=STEPS, **plan)
+        _UNINTERRUPTED[key] = losses(log)
+    return _UNINTERRUPTED[key]
+
+
 @pytest.mark.parametrize(
     "sig,plan",
     [
@@ -36,7 +48,7 @@ def _wait_lines(log, n, proc, timeout_s=300):
     ids=["sigkill", "sigterm", "fsdp-sigkill"],
 )
 def test_killed_run_resumes_on_the_same_trajectory(tmp_path, sig, plan):
-    _, full = launch(tmp_path, "full", 2, max_steps=STEPS, **plan)
+    full = _uninterrupted(tmp_path, plan)
     save = tmp_path / "ckpt"
     proc, log = launch(
         tmp_path,
@@ -62,7 +74,7 @@ def test_killed_run_resumes_on_the_same_trajectory(tmp_path, sig, plan):
     _, resumed = launch(tmp_path, "resumed", 2, max_steps=STEPS, save_dir=str(save), resume=True, **plan)
     after = rows(resumed)
     assert [r["step"] for r in after] == list(range(saved + 1, STEPS + 1))
-    assert [r["loss"] for r in after] == pytest.approx(losses(full)[saved:], rel=1e-12)
+    assert [r["loss"] for r in after] == pytest.approx(full[saved:], rel=1e-12)
 
 
 def test_injected_oom_on_one_rank_keeps_the_global_batch(tmp_path):
