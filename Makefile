@@ -53,14 +53,23 @@ fwenv:
 # PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
 PYTEST_PARALLEL := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+# What CI runs on every commit: every check, with the property tests at 2,000 requests a kind; the sweep tier (the
+# same checks at more shapes, model sizes, chaos rounds and fuzz examples: pytest -m sweep, docs/tests.md) is
+# `make test-all`'s.
 test: setup-dev fwenv
+	MEMPLAN_CHAOS_ROUNDS=6 MEMPLAN_FUZZ_EXAMPLES=500 $(FRAMEWORK_PYTHONS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) \
+		-m "not sweep" tests
+
+# Everything at full size: `make test` and the sweep tier, 20 chaos rounds, 2,000 fuzz examples an operation.
+.PHONY: test-all
+test-all: setup-dev fwenv
 	$(FRAMEWORK_PYTHONS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) tests
 
-# The edit loop (under 8 minutes on 2 cores): the tests not marked slow (tests/conftest.py SLOW, each 4 s or more),
-# 100 hypothesis requests a kind instead of 2,000 and 3 chaos rounds instead of 20. `make test` runs everything.
+# The edit loop (under 8 minutes on 2 cores): the tests not marked slow (tests/conftest.py SLOW, each 4 s or more)
+# nor sweep, 100 hypothesis requests a kind instead of 2,000 and 3 chaos rounds.
 .PHONY: test-fast
 test-fast: setup-dev
-	MEMPLAN_TEST_EXAMPLES=100 MEMPLAN_CHAOS_ROUNDS=3 $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not slow" tests
+	MEMPLAN_TEST_EXAMPLES=100 MEMPLAN_CHAOS_ROUNDS=3 $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not slow and not sweep" tests
 
 bench: setup
 	$(BIN)/python benchmarks/plan_latency.py --out benchmarks/results/plan_latency.json

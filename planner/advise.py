@@ -329,9 +329,12 @@ def suggest(
     status: Status = _quiet,
     scanner: Scanner | None = None,
     with_nearest: bool = True,
+    rejected: str = "always",
 ) -> SuggestResult:
     """Ranked plans that fit the global batch exactly, and one rejected candidate per knob family; when none fits
-    (and `with_nearest`), the nearest settings that do."""
+    (and `with_nearest`), the nearest settings that do. `rejected`: "always" (every face's JSON), "if-none-fit" (a
+    table that shows them only then) or "never" (the nearest settings' own searches): without them the search
+    estimates fewer candidates (planner.search.search)."""
     model, hw, goal, fit, budget = resolve(req, req.global_batch, resolver, scanner)
     batches = token_batches(req, goal, hw, fit)
     lora_knobs(req, model)
@@ -340,7 +343,9 @@ def suggest(
     raise_if(Layout.of(hw, model).global_batch_error(req.workload, req.global_batch))
     cal = calibrator(req, model, store, probes)
     with status(f"planning with {req.evidence} evidence"):
-        result = search(model, hw, goal, space, top=req.top, calibrate=cal, batches=batches)
+        result = search(model, hw, goal, space, req.top, cal, batches, rejected_too=rejected == "always")
+        if rejected == "if-none-fit" and not result.plans:  # the table of rejected families: searched with them
+            result = search(model, hw, goal, space, top=req.top, calibrate=cal, batches=batches)
     verified = None
     if result.plans:
         best = refine(result.plans[0], model, hw, goal, cal, status)
@@ -463,7 +468,9 @@ def check(
     )
     alt_cal = cal.with_mode("auto") if cal is not None else None  # alternatives: stored evidence only
     try:
-        found = search(model, hw, goal, space, top=MAX_SUGGESTIONS + 1, calibrate=alt_cal, batches=batches).plans
+        found = search(
+            model, hw, goal, space, top=MAX_SUGGESTIONS + 1, calibrate=alt_cal, batches=batches, rejected_too=False
+        ).plans
     except BadInput:  # no alternative the framework runs (the plan itself was valid): none to offer
         found = []
     alternatives = [p for p in found if (p.micro_batch, p.knobs) != (plan.micro_batch, plan.knobs)][:MAX_SUGGESTIONS]
@@ -510,7 +517,7 @@ def nearest_fits(req: Target, goal: Goal, hw: Hardware, resolver=default_resolve
             continue
         for i, variant in enumerate(tries):
             try:
-                found = suggest(variant, resolver=resolver, with_nearest=False)
+                found = suggest(variant, resolver=resolver, with_nearest=False, rejected="never")
             except BadInput:
                 continue
             if found.plans:

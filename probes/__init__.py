@@ -15,9 +15,17 @@ def probe_functions():
     if any(importlib.util.find_spec(m) is None for m in ("torch", "transformers")):
         return None
     from planner.advise import Probes
-    from probes.run import probe_in_process, run_isolated
 
-    return Probes(
-        simulate=lambda model, config, knobs, shapes: probe_in_process(model, config, knobs, shapes, "sim"),
-        isolated=run_isolated,
-    )
+    return Probes(simulate=_simulate, isolated=_isolated)
+
+
+def _simulate(model, config, knobs, shapes):
+    from probes.run import probe_in_process  # on first use: a plan that runs no probe imports none of it
+
+    return probe_in_process(model, config, knobs, shapes, "sim")
+
+
+def _isolated(*args, **kwargs):
+    from probes.run import run_isolated
+
+    return run_isolated(*args, **kwargs)

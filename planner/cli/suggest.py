@@ -33,8 +33,14 @@ def register(p) -> None:
 def gather(args: argparse.Namespace) -> tuple[dict, SuggestResult, tuple]:
     """advise.suggest on the flags; (JSON object, result, (model, hardware, goal)) for printing."""
     req = common.request(SuggestRequest, args)
+    shown = "always" if args.json or getattr(args, "plot", None) else "if-none-fit"  # the table shows them then only
     result = advise.suggest(
-        req, store=args.store, probes=common.probe_functions(), status=common.status, scanner=common.scanner
+        req,
+        store=args.store,
+        probes=common.probe_functions(),
+        status=common.status,
+        scanner=common.scanner,
+        rejected=shown,
     )
     return result_json(result), result, result.context
 

@@ -28,6 +28,7 @@ The peak is the largest of three moments of a steady-state step (after the first
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import wraps
 from math import prod
 
 from planner.config.spec import MIB, Knobs, MemoryBreakdown
@@ -227,11 +228,27 @@ def backward_grads_bytes(s: Setup, grads_full: int) -> int:
     return grads_full if s.grad_accum > 1 else 0
 
 
+def once_per_setup(term):
+    """A term of the setup alone, computed once per Setup (its memo): the breakdown and its phases ask for several
+    terms two or three times a candidate."""
+
+    @wraps(term)
+    def cached(s: Setup) -> int:
+        memo = s.memo
+        if term not in memo:
+            memo[term] = term(s)
+        return memo[term]
+
+    return cached
+
+
+@once_per_setup
 def gathered_params_bytes(s: Setup) -> int:
     """Parameters gathered while their module runs: ZeRO-3's, or FSDP's unsharded units."""
     return fsdp.unsharded_params_bytes(s) if s.knobs.fsdp != "off" else zero.zero3_live_params_bytes(s)
 
 
+@once_per_setup
 def largest_trainable_matrix_params(s: Setup) -> int:
     """Elements of the largest weight that receives a gradient (a LoRA factor under LoRA)."""
     if s.lora:
@@ -320,6 +337,7 @@ def live_weight_copy_layers(s: Setup) -> int:
     return 1 if k.checkpointing == "offload" else max(1, n - recipe_terms.checkpointed_layers(k, n))
 
 
+@once_per_setup
 def activations_bytes(s: Setup) -> int:
     """Saved activations at the start of backward: text layers, vision tower, final norm."""
     t, rows, width, p = text_shape(s)
@@ -378,6 +396,7 @@ def quant_layer_bytes(s: Setup) -> int:
     return quant.retained_inputs_bytes(s.model, k.quant, rows * width, act.saved_dtype_bytes(p)[1], saved)
 
 
+@once_per_setup
 def lora_layer_bytes(s: Setup) -> int:
     """What LoRA changes in one layer's saved tensors: dropout masks, the adapters' own input copies and outputs, the
     inputs the frozen linears and norms do not save (planner/estimate/lora.py), a quantized base's; or what a frozen
@@ -416,6 +435,7 @@ def frozen_ends_bytes(s: Setup) -> int:
     return act.final_norm_bytes(t, rows, width, p)
 
 
+@once_per_setup
 def logits_loss_bytes(s: Setup) -> int:
     t, rows, width, p = text_shape(s)
     head_trainable = (not s.lora or s.knobs.lora_train_embeddings) and not frozen_lm.language_frozen(s.knobs)

@@ -49,6 +49,13 @@ def tp_model(m: ModelSpec, tp: int) -> ModelSpec:
     """The model as one tensor-parallel rank holds it: its decoder linears split, the heads and MLP width of a rank."""
     if tp == 1:
         return m
+    memo = m.memo  # once per model and size: every candidate of a tensor-parallel search asks
+    if ("tp", tp) not in memo:
+        memo["tp", tp] = _split_model(m, tp)
+    return memo["tp", tp]
+
+
+def _split_model(m: ModelSpec, tp: int) -> ModelSpec:
     t = m.text
     text = replace(t, heads=t.heads // tp, kv_heads=t.kv_heads // tp, intermediate=t.intermediate // tp)
     return replace(m, text=text, tensors=tuple(split_tensor(x, tp, t.traits.conv1d) for x in m.tensors))

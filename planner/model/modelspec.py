@@ -237,13 +237,15 @@ class ModelSpec:
     def elements_of_tensors_at_most(self, limit: int) -> int:
         """Elements of the parameters of at most `limit` elements each (ZeRO-3's persistent ones: planner.estimate.zero),
         counted once per limit."""
-        memo = self._memo
-        if limit not in memo:
-            memo[limit] = sum(t.numel for t in self.tensors if t.numel // t.count <= limit)
-        return memo[limit]
+        memo = self.memo
+        if ("at most", limit) not in memo:
+            memo["at most", limit] = sum(t.numel for t in self.tensors if t.numel // t.count <= limit)
+        return memo["at most", limit]
 
     @cached_property
-    def _memo(self) -> dict[int, int]:
+    def memo(self) -> dict:
+        """What the estimates derive from this model alone, kept with it (planner.estimate.parallel tp_model, and the
+        sums above): not a field, so neither equality nor dataclasses.replace sees it."""
         return {}
 
     def summary(self) -> dict:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from bisect import insort
 from dataclasses import dataclass, field
+from functools import lru_cache
 from math import isqrt
 
 from planner.config.layout import Layout
@@ -23,9 +24,14 @@ from planner.model.modelspec import ModelSpec
 
 
 def divisors(n: int) -> list[int]:
-    """Ascending divisors of n, in O(sqrt n)."""
+    """Ascending divisors of n, in O(sqrt n), once per n (a search asks per family; a new list each call)."""
+    return list(_divisors(n))
+
+
+@lru_cache(maxsize=256)
+def _divisors(n: int) -> tuple[int, ...]:
     small = [d for d in range(1, isqrt(n) + 1) if n % d == 0]
-    return small + [n // d for d in reversed(small) if d * d != n]
+    return (*small, *(n // d for d in reversed(small) if d * d != n))
 
 
 def setup_of(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_batch: int) -> Setup:
@@ -80,6 +86,19 @@ class Candidate:
 def deferrable(knobs: Knobs, accum: int) -> bool:
     """One plan per micro-batch (not GRPO's tries of smaller generation batches, whose speed depends on which fits)."""
     return split_options(knobs, accum) == [None]
+
+
+def one_plan_per_micro_batch(knobs: Knobs) -> bool:
+    """Whether every micro-batch of the family is one plan (deferrable at any accumulation: not GRPO's tries of
+    smaller generation batches)."""
+    return deferrable(knobs, 2)
+
+
+def queued(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, family: int) -> list[Candidate]:
+    """Every micro-batch of the family as a candidate, its smallest included (search.search without rejected)."""
+    per_rank = goal.global_batch // knobs.data_parallel_of(hw.world_size)
+    sizes = [per_rank] if knobs.optimizer_in_backward else divisors(per_rank)
+    return candidates(model, hw, goal, knobs, family, sizes, per_rank)
 
 
 def candidates(

@@ -199,10 +199,13 @@ def search(
     top: int = 10,
     calibrate=None,
     batches: TokenBatches | None = None,
+    rejected_too: bool = True,
 ) -> Result:
     """All fitting plans, best first (at most `top`), and one rejected candidate per knob family
     that has no fitting micro-batch (its smallest micro-batch, with the reason); with a token budget
-    (`batches`), one plan per knob family."""
+    (`batches`), one plan per knob family. Without `rejected_too` the rejected list is left empty and a family's
+    smallest micro-batch waits with its others (ranked.queued): the same plans from fewer estimates, for the callers
+    that read only the plans (a table of plans, the nearest settings, check's alternatives)."""
     layout = Layout.of(hw, model, goal)
     raise_if(layout.global_batch_error(space.workload, goal.global_batch))
     fitting, rejected, pending = [], [], []
@@ -216,6 +219,9 @@ def search(
             p = budget_plan(model, hw, goal, knobs, batches, calibrate=calibrate)
             fitting.append(((i, 0), p)) if p.fits else rejected.append(p)
             continue
+        if not rejected_too and ranked.one_plan_per_micro_batch(knobs):
+            pending += ranked.queued(model, hw, goal, knobs, i)
+            continue
         plans, waiting = family(model, hw, goal, knobs, i, calibrate)
         pending += waiting
         fitting += [((i, p.micro_batch), p) for p in plans if p.fits]
@@ -225,7 +231,7 @@ def search(
     if not fitting and batches is None:
         for wider in parallel_spaces(space, hw):  # the sequence fits nothing as asked: split it, or the layers
             try:
-                more = search(model, hw, goal, wider, top, calibrate)
+                more = search(model, hw, goal, wider, top, calibrate, rejected_too=rejected_too)
             except BadInput:  # the framework, the model or the GPUs run no such split
                 continue
             fitting += more.plans

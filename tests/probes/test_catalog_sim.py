@@ -41,7 +41,22 @@ def _check(capsys, store, model, *extra):
     return rc, out["plan"]
 
 
-@pytest.mark.parametrize("model", model_names())
+def _models() -> list:
+    """Every catalog model; one of each family (tests/probes/test_family_accuracy.py's) on every commit, the other
+    sizes of a family in the sweep tier (`make test-all`: the same family's code at more sizes)."""
+    from planner.model.catalog import load_model
+    from tests.probes.test_family_accuracy import FAMILIES
+
+    own = set(FAMILIES.values())
+    return [
+        pytest.param(
+            name, marks=() if name in own or load_model(name).model_type not in FAMILIES else pytest.mark.sweep
+        )
+        for name in model_names()
+    ]
+
+
+@pytest.mark.parametrize("model", _models())
 def test_check_with_sim_evidence_answers_for_every_catalog_model(model, tmp_path, capsys):
     rc, plan = _check(capsys, tmp_path / "s.sqlite", model)
     assert rc in (0, 3), rc  # fits, or does not fit: an answer either way

@@ -20,11 +20,18 @@ from probes.step import Case
 from tests.probes.tiny_vlms import TINY_SIZES, tiny_seq, tiny_vlm
 
 SIM_VS_CPU = 0.01
-ROWS = [pytest.param(name, tokens, id=f"{name}-{tokens}") for name, sizes in TINY_SIZES.items() for tokens in sizes]
+ATTENTIONS = ("sdpa", "eager")
+# every family at its two image sizes, one with each attention, on every commit; the other attention of each size in
+# the sweep tier (`make test-all`)
+ROWS = [
+    pytest.param(name, tokens, attention, id=f"{name}-{tokens}-{attention}", marks=() if i == j else pytest.mark.sweep)
+    for name, sizes in TINY_SIZES.items()
+    for i, tokens in enumerate(sizes)
+    for j, attention in enumerate(ATTENTIONS)
+]
 
 
-@pytest.mark.parametrize("attention", ["sdpa", "eager"])
-@pytest.mark.parametrize("name,tokens", ROWS)
+@pytest.mark.parametrize("name,tokens,attention", ROWS)
 def test_the_sim_with_images_matches_a_real_cpu_step(name, tokens, attention):
     """SDPA, and eager attention in the tower and the decoder (its scores: planner.estimate.vision)."""
     knobs = Knobs(precision="fp32", attention=attention)

@@ -10,9 +10,9 @@ from planner.search import ranked
 from tests.planner.test_advise import EXAMPLES, suggest_requests
 
 
-def _answer(data: dict):
+def _answer(data: dict, rejected: str = "always"):
     try:
-        result = advise.suggest(advise.parse(advise.SuggestRequest, data))
+        result = advise.suggest(advise.parse(advise.SuggestRequest, data), rejected=rejected)
     except BadInput as e:
         return ("bad", str(e))
     return ([p.model_dump() for p in result.plans], [p.model_dump() for p in result.rejected])
@@ -21,11 +21,15 @@ def _answer(data: dict):
 @settings(max_examples=max(20, EXAMPLES // 40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(suggest_requests)
 def test_fastest_first_equals_the_exhaustive_walk(data):
+    """With the rejected families (every face's JSON), and without them (a family's smallest micro-batch queued with
+    the others: the same plans, no rejected list)."""
     fast = _answer(data)
+    plans_only = _answer(data, rejected="never")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ranked, "deferrable", lambda *a: False)  # every micro-batch estimated, in order
         exhaustive = _answer(data)
     assert fast == exhaustive
+    assert plans_only == exhaustive if exhaustive[0] == "bad" else plans_only == (exhaustive[0], [])
 
 
 def test_the_readme_example_estimates_fewer_candidates(monkeypatch):
