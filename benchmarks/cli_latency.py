@@ -103,6 +103,9 @@ def main() -> None:
     args = ap.parse_args()
     if report_or_out(ap, args, markdown):
         return
+    # bytecode written as an install writes it (pip compiles at install time): with PYTHONDONTWRITEBYTECODE set (this
+    # project's shell sets it) every run would time the compiler on each module edited since its .pyc was written
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     cmd, load = planner_command(), os.getloadavg()
     rows = []
     for label, case, target in CASES:
