@@ -1,6 +1,10 @@
 # memplan: `make run` installs the planner alone (no torch) and prints a plan; `make test` sets up everything
 # (CPU torch first) and runs the suite.
 PY ?= python3
+# Bytecode written as Python writes it by default: with PYTHONDONTWRITEBYTECODE set in the caller's environment every
+# process the tests start (the CLI, servers, torchrun ranks, the framework venvs, which uv installs uncompiled) would
+# compile each module it imports from source again (0.1 s a process for the planner alone).
+unexport PYTHONDONTWRITEBYTECODE
 VENV := .venv
 BIN := $(VENV)/bin
 TORCH_VERSION := 2.13.0
