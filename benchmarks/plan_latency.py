@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-from results_io import save
+from results_io import report_or_out, save
 
 CASES = [
     (
@@ -128,9 +128,12 @@ def in_process(args: list[str]) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", help="write the JSON here (and its markdown table beside it, .md)")
+    ap.add_argument("--report", metavar="JSON", help="print a stored result's table (run nothing)")
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
+    if report_or_out(ap, args, markdown):
+        return
     import pydantic
 
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode written, as an install writes it (cli_latency.py)
@@ -171,6 +174,10 @@ def main() -> None:
         "load_at_start": round(os.getloadavg()[0], 2),
         "rows": rows,
     }
+    save(args.out, result, markdown(result))
+
+
+def markdown(result: dict) -> list[str]:
     md = [
         (
             f"plan latency, {result['date']}, {result['machine']}, Python {result['python']}, pydantic "
@@ -180,12 +187,11 @@ def main() -> None:
         "| case | cold median s | cold max s | in-process first s | in-process warm s | plans | torch imported |",
         "|---|---|---|---|---|---|---|",
     ]
-    md += [
+    return md + [
         f"| {r['case']} | {r['median_s']:.3f} | {r['max_s']:.3f} | {r['in_process_first_s']:.3f} | "
         f"{r['in_process_warm_s']:.3f} | {r['plans']} | {r['torch_imported']} |"
-        for r in rows
+        for r in result["rows"]
     ]
-    save(args.out, result, md)
 
 
 if __name__ == "__main__":
