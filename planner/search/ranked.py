@@ -142,7 +142,7 @@ def add(best: list, ceiling: dict[int, int], c: Candidate, plan: Plan) -> None:
 
 
 def by_family(pending: list[Candidate]) -> dict[int, list[Candidate]]:
-    """Each family's waiting micro-batches with an accumulation > 1, smallest first (the ones bisect_below walks)."""
+    """Each family's waiting micro-batches with an accumulation > 1, smallest first (the ones search.best_of bisects)."""
     out: dict[int, list[Candidate]] = {}
     for c in pending:
         if not c.whole:

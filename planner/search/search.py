@@ -276,8 +276,9 @@ def best_of(
     estimated with their walk order, `pending` the candidates not yet, estimated fastest first (planner.search.ranked)
     until no waiting one can pass the top ones. A candidate that does not fit is followed by a bisection of its
     family's smaller micro-batches, so that the first that does not fit caps the family after about log2 of them
-    (fastest first alone estimates them one by one from the top, most not fitting): the family's smallest fits
-    (family defers only then) and memory grows with the micro-batch at an accumulation > 1 (ranked.ruled_out)."""
+    (fastest first alone estimates them one by one from the top, most not fitting): memory grows with the micro-batch
+    at an accumulation > 1 (ranked.ruled_out), and the bisection assumes nothing of the smallest (known to fit after
+    family, queued unestimated without rejected_too)."""
     best, ceiling, done = ranked.order(fitting), {}, {}  # done: (family, micro-batch) -> whether it fit
 
     def estimate(c: ranked.Candidate) -> bool:
