@@ -116,7 +116,7 @@ ROW_INPUTS = {
 }
 
 
-def run_part(name: str, ctx: dict, out: Path, resume: bool, budget_s: float) -> dict:
+def run_part(name: str, ctx: dict, out: Path, resume: bool, budget_s: float, models: list[str] | None = None) -> dict:
     path = out / f"{name}.json"
     old = json.loads(path.read_text()) if resume and path.is_file() else None
     if old and old.get("done"):
@@ -135,7 +135,7 @@ def run_part(name: str, ctx: dict, out: Path, resume: bool, budget_s: float) -> 
         "summary": {},
     }
     have = {_key(r) for r in data["rows"]}
-    todo = [r for r in rows_fn(ctx) if _key(r) not in have]
+    todo = [r for r in rows_fn(ctx) if _key(r) not in have and (not models or r.get("model") in models)]
     print(f"{name}: {len(todo)} rows to measure (about {EXPECTED_MINUTES[name]} min on one H100)", flush=True)
     t0 = time.monotonic()
     for i, row in enumerate(todo):
@@ -151,7 +151,7 @@ def run_part(name: str, ctx: dict, out: Path, resume: bool, budget_s: float) -> 
         print(f"{name} {len(data['rows'])}: {json.dumps({**row, **result})[:200]}", flush=True)
         _write(path, data)
     else:
-        data["done"] = True
+        data["done"] = not models  # a run of some models leaves the others for --resume
     data["summary"] = summarize(name, data["rows"])
     _write(path, data)
     return data
@@ -244,6 +244,7 @@ def main() -> int:
     ap.add_argument("--rehearse", action="store_true")
     ap.add_argument("--apply", action="store_true", help="write the calibration file from DIR's results")
     ap.add_argument("--calibration-dir", default=None, help="where --apply writes (default: the package's)")
+    ap.add_argument("--model", action="append", help="measure only these models' rows (default: every row)")
     ap.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S, help="stop a part after this (seconds)")
     args = ap.parse_args()
     out = Path(args.out)
@@ -256,7 +257,7 @@ def main() -> int:
         return 0
     ctx = context(args.rehearse)
     for name in parts:
-        run_part(name, ctx, out, args.resume, args.budget_s)
+        run_part(name, ctx, out, args.resume, args.budget_s, args.model)
     problems = check_schema(out, parts)
     for p in problems:
         print(f"schema: {p}")

@@ -122,9 +122,12 @@ def save_host_bytes_per_node(s: Setup) -> int:
 def save_gpu_transient_bytes(s: Setup) -> int:
     """GPU memory a save adds on every rank: ZeRO-3 gathers one module's own parameters at a time (DeepSpeed
     engine.py:5631-5698, GatheredParameters of parameters(recurse=False)), FSDP's full state dict one unsharded
-    parameter at a time (torch/distributed/_state_dict_utils.py:266-285); the largest is the embedding or the head."""
+    parameter at a time (torch/distributed/_state_dict_utils.py:266-285); the largest is the embedding or the head.
+    One rank gathers nothing: ZeRO-3 uses a partition of one as the parameter (deepspeed/runtime/zero/
+    partition_parameters.py:1559-1560, _no_gather_coalesced) and FSDP2's full tensor of one shard is that shard
+    (an H200 measured 0 bytes above the step for both: benchmarks/results/gpu/h200/terms.json)."""
     k = s.knobs
-    if FRAMEWORKS[k.framework].loop == "bundled" or not saves_full_weights(k):
+    if FRAMEWORKS[k.framework].loop == "bundled" or not saves_full_weights(k) or s.world_size == 1:
         return 0
     if k.fsdp != "off":
         return s.model.largest_matrix_params() * FP32

@@ -52,3 +52,11 @@ def test_a_host_phase_past_the_host_ram_refuses_the_plan_naming_it():
     plan = check(parse(CheckRequest, req | {"host_ram_gb": 200})).plan
     assert not plan.fits and plan.reason.startswith("loading the model needs 239.3 GiB host RAM per node > 200.0 GiB")
     assert check(parse(CheckRequest, req | {"host_ram_gb": 256})).plan.fits
+
+
+def test_a_save_on_one_rank_gathers_nothing():
+    # DeepSpeed uses a partition of one as the parameter (partition_parameters.py:1559-1560); FSDP2's full tensor of
+    # one shard is the shard: 0 bytes above the step on an H200 (benchmarks/results/gpu/h200/terms.json)
+    for knobs in ({"zero_stage": 3}, {"fsdp": "full", "save_weights": "full"}):
+        assert lifecycle.save_gpu_transient_bytes(_setup(g=1, precision="bf16", framework="hf", **knobs)) == 0
+        assert lifecycle.save_gpu_transient_bytes(_setup(g=2, precision="bf16", framework="hf", **knobs)) > 0
