@@ -152,21 +152,17 @@ def image_tokens(req: Target, model: ModelSpec) -> tuple[int, imagefit.ImageBudg
             "tokens are part of the prompt",
             "image_tokens",
         )
-    if n > req.seq_len and b is not None:
-        raise BadInput(
-            f"--images {req.images} at the {b.rule} rule's worst case ({b.tokens_per_image:,} tokens an image, "
-            f"{b.size[0]}x{b.size[1]}) are {n:,} tokens, over --seq-len {req.seq_len}: "
-            f"{images.fewer_tokens(b.rule, req.images, req.seq_len)}",
-            "images",
-        )
-    if n > req.seq_len and videos is not None:
+    if n > req.seq_len and videos is not None:  # a video's length is asked for: its worst case is hours of frames
         raise BadInput(
             f"--videos {req.videos} at their worst case ({videos.tokens_per_video:,} tokens a video: "
             f"{videos.frames} frames) and the images are {n:,} tokens, over --seq-len {req.seq_len}: give "
             "--video-seconds, lower --max-frames or --video-max-pixels, or raise --seq-len",
             "videos",
         )
-    if n > req.seq_len:
+    # an image's worst case (a pixel or tile cap) is a bound, not a count: where it is over the length, the tower and
+    # projector run on every patch the processor made and the text is cut after them (issue 48 item 3); the plan's
+    # images line says so (imagefit.lines)
+    if n > req.seq_len and b is None:
         raise BadInput(
             f"--image-tokens {n} exceeds --seq-len {req.seq_len}: image tokens are part of the sequence", "image_tokens"
         )
@@ -197,7 +193,14 @@ def resolve(
     check_positions(model, req.seq_len)
     margin = req.margin if req.margin is not None else (DEFAULT_MARGIN if model.exact else APPROXIMATE_MARGIN)
     n, budget = image_tokens(req, model)
-    goal = Goal(global_batch=global_batch, seq_len=req.seq_len, image_tokens=n, margin=margin)
+    cut = n if n > req.seq_len else 0  # the tower's tokens where the text is cut at seq_len after it
+    goal = Goal(
+        global_batch=global_batch,
+        seq_len=req.seq_len,
+        image_tokens=min(n, req.seq_len),
+        tower_tokens=cut,
+        margin=margin,
+    )
     return model, hw, goal, fit, budget
 
 
@@ -248,6 +251,7 @@ def setup_of(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal) -> Setup:
         hw.gpus_per_node,
         hw.nodes,
         goal.image_tokens,
+        goal.tower_tokens,
         gpu=hw.gpu.name,
     )
 
@@ -363,7 +367,7 @@ def suggest(
         rejected=rejected,
         verified=verified,
         data=fit.json() if fit else None,
-        images=budget.json() if budget else None,
+        images=imagefit.with_cut(budget.json(), goal) if budget else None,
         videos=_videos_json(req, model),
         nearest=[]
         if result.plans or not with_nearest

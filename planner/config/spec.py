@@ -125,13 +125,29 @@ class Goal(_Frozen):
     global_batch: int = Field(ge=1)
     seq_len: int = Field(ge=1)
     image_tokens: int = Field(ge=0, default=0, description="LLM-side image tokens per sample, part of seq_len")
+    tower_tokens: int = Field(
+        ge=0,
+        default=0,
+        description="image tokens a sample's images make before its text is cut at seq_len: the vision tower and "
+        "projector run on all of them (0: image_tokens)",
+    )
     margin: float = Field(ge=0, lt=1, default=0.05)
 
     @model_validator(mode="after")
     def _images_within_sequence(self) -> Goal:
         if self.image_tokens > self.seq_len:
             raise ValueError(f"image_tokens {self.image_tokens} exceeds seq_len {self.seq_len}")
+        if self.tower_tokens and self.tower_tokens < self.image_tokens:
+            raise ValueError(f"tower_tokens {self.tower_tokens} is under image_tokens {self.image_tokens}")
         return self
+
+    def cut_at(self, seq_len: int) -> Goal:
+        """The goal with its sequences cut at `seq_len`: the images' tokens past it are cut from the text, after the
+        tower has run on them."""
+        tower = max(self.tower_tokens, self.image_tokens) if self.image_tokens > seq_len else self.tower_tokens
+        return self.model_copy(
+            update={"seq_len": seq_len, "image_tokens": min(self.image_tokens, seq_len), "tower_tokens": tower}
+        )
 
 
 def saves_full_weights(k: KnobFields) -> bool:

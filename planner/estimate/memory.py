@@ -300,7 +300,7 @@ def tower_matrices_run(s: Setup) -> int:
     """The tower's and projector's matrices whose autocast copies a step with images saves: the trained parts' (a
     frozen tower's forward records no graph), the tower's live layers only (planner.estimate.vision)."""
     v = s.model.vision
-    if v is None or not s.image_tokens:
+    if v is None or not s.tower_image_tokens:
         return 0
     tower_trained = tower_is_trained(s)
     projector_trained = not s.lora and "projector" not in s.knobs.frozen
@@ -353,7 +353,7 @@ def activations_bytes(s: Setup) -> int:
         ckpt = "off" if off else "full"
         trained = tower_is_trained(s)
         eager = s.knobs.attention == "eager"
-        total += vision.vision_activations_bytes(v, s.micro_batch, s.image_tokens, p, ckpt, trained, eager)
+        total += vision.vision_activations_bytes(v, s.micro_batch, s.tower_image_tokens, p, ckpt, trained, eager)
         live = t.cross_layers * (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) // t.layers
         total += act.cross_attention_bytes(t, v, s.micro_batch, s.image_tokens, s.seq_len, p, live)
     return total

@@ -39,12 +39,12 @@ def nograd_vision_bytes(s: Setup, rows: int) -> int:
     plain MLP); beside them the merged image embeddings handed to the language model. Measured against Qwen2.5-VL's
     tower on CPU (tests/probes/test_rl.py)."""
     v = s.model.vision
-    if v is None or not s.image_tokens:
+    if v is None or not s.tower_image_tokens:
         return 0
     c = compute_dtype_bytes(s)
-    patches = rows * encoder_tokens(v, s.image_tokens)
+    patches = rows * encoder_tokens(v, s.tower_image_tokens)
     block = 3 * c * patches * v.hidden + (3 if v.gated_mlp else 2) * c * patches * v.intermediate
-    return block + c * rows * s.image_tokens * s.model.text.hidden
+    return block + c * rows * s.tower_image_tokens * s.model.text.hidden
 
 
 def eval_head_bytes(s: Setup, tokens: int) -> int:

@@ -18,6 +18,8 @@ class Setup:
     gpus_per_node: int = 1
     nodes: int = 1
     image_tokens: int = 0
+    # image tokens the tower and projector run on, before the text is cut at seq_len (Goal.tower_tokens); 0: image_tokens
+    tower_tokens: int = 0
     # a rank's view under sequence or context parallelism (planner.estimate.parallel.view): the whole sequence, which
     # attention spans, where seq_len is the rank's slice; 0: seq_len
     context_len: int = 0
@@ -26,6 +28,11 @@ class Setup:
     # terms the other terms ask for many times a candidate, each computed once (planner.estimate.memory text_shape,
     # trained.*): not a field of equality or hash, and dataclasses.replace starts a new Setup with none kept
     memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @property
+    def tower_image_tokens(self) -> int:
+        """The image tokens the vision tower runs on: all the processor made, however far the text is cut."""
+        return max(self.tower_tokens, self.image_tokens)
 
     @property
     def world_size(self) -> int:

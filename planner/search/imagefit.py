@@ -102,8 +102,17 @@ def largest_square(plan, model: ModelSpec, hw, goal, b: ImageBudget) -> dict | N
     return {"side": side, "tokens_per_image": sides[lo][1]}
 
 
+def with_cut(out: dict, goal) -> dict:
+    """The answer's images with the cut, where the worst case is over the length: the tower runs on every patch and
+    the text is cut after it (planner.config.spec.Goal.cut_at); how to keep the images whole, in the rule's knob."""
+    if goal.tower_tokens <= goal.image_tokens:
+        return out
+    hint = images.fewer_tokens(out["rule"], out["images"], goal.seq_len)
+    return {**out, "tower_tokens": goal.tower_tokens, "cut_at": goal.seq_len, "to_keep_whole": hint}
+
+
 def verdict(b: ImageBudget, plan, model: ModelSpec, hw, goal) -> dict:
-    out = b.json()
+    out = with_cut(b.json(), goal)
     if not plan.fits and plan.token_batches is None:
         out["fits_up_to"] = largest_square(plan, model, hw, goal, b)
     return out
@@ -120,6 +129,12 @@ def lines(d: dict) -> list[str]:
         f"tokens an image (a {w}x{h} image gives that many)"
     )
     out = [head]
+    if "cut_at" in d:
+        out.append(
+            f"at the worst case the images are {d['tower_tokens']:,} tokens, over --seq-len {d['cut_at']:,}: the "
+            f"tower runs on all their patches, then the text is cut at {d['cut_at']:,}; to keep them whole, "
+            f"{d['to_keep_whole']}"
+        )
     if "fits_up_to" in d:
         up = d["fits_up_to"]
         out.append(

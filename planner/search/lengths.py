@@ -13,7 +13,7 @@ from planner.search.search import make_plan
 
 def _fits(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal, **workload) -> bool:
     w = plan.workload.model_copy(update=workload)
-    g = goal.model_copy(update={"seq_len": w.seq_len(), "image_tokens": min(goal.image_tokens, w.seq_len())})
+    g = goal.cut_at(w.seq_len())
     knobs = plan.knobs.model_copy(update={"workload": w})
     return make_plan(model, hw, g, knobs, plan.micro_batch).fits
 
@@ -52,7 +52,13 @@ def limits(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal) -> dict:
         out["image_tokens"] = goal.image_tokens
         out["image_tokens_fit_up_to"] = longest_fitting(
             lambda n: (
-                make_plan(model, hw, goal.model_copy(update={"image_tokens": n}), plan.knobs, plan.micro_batch).fits
+                make_plan(
+                    model,
+                    hw,
+                    goal.model_copy(update={"image_tokens": n, "tower_tokens": 0}),
+                    plan.knobs,
+                    plan.micro_batch,
+                ).fits
             ),
             goal.image_tokens,
         )
