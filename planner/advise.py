@@ -242,18 +242,7 @@ def calibrator(req: Target, model: ModelSpec, store: str | None, probes: Probes 
 
 
 def setup_of(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal) -> Setup:
-    return Setup(
-        model,
-        plan.knobs,
-        plan.micro_batch,
-        plan.grad_accum,
-        goal.seq_len,
-        hw.gpus_per_node,
-        hw.nodes,
-        goal.image_tokens,
-        goal.tower_tokens,
-        gpu=hw.gpu.name,
-    )
+    return Setup.of(model, plan.knobs, plan.micro_batch, plan.grad_accum, hw, goal)
 
 
 def refine(plan: Plan, model, hw, goal, cal, status: Status) -> Plan:

@@ -29,6 +29,14 @@ class Setup:
     # trained.*): not a field of equality or hash, and dataclasses.replace starts a new Setup with none kept
     memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
+    @classmethod
+    def of(cls, model: ModelSpec, knobs: Knobs, micro_batch: int, grad_accum: int, hw, goal) -> Setup:
+        """A batch split of `goal` (planner.config.spec.Goal) on `hw` (Hardware)."""
+        images = (goal.image_tokens, goal.tower_tokens)
+        return cls(
+            model, knobs, micro_batch, grad_accum, goal.seq_len, hw.gpus_per_node, hw.nodes, *images, gpu=hw.gpu.name
+        )
+
     @property
     def tower_image_tokens(self) -> int:
         """The image tokens the vision tower runs on: all the processor made, however far the text is cut."""

@@ -37,18 +37,7 @@ def _divisors(n: int) -> tuple[int, ...]:
 def setup_of(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_batch: int) -> Setup:
     """One candidate's setup: the accumulation is what the global batch leaves over micro-batch x data-parallel."""
     accum = goal.global_batch // (knobs.data_parallel_of(hw.world_size) * micro_batch)
-    return Setup(
-        model,
-        knobs,
-        micro_batch,
-        accum,
-        goal.seq_len,
-        hw.gpus_per_node,
-        hw.nodes,
-        goal.image_tokens,
-        goal.tower_tokens,
-        gpu=hw.gpu.name,
-    )
+    return Setup.of(model, knobs, micro_batch, accum, hw, goal)
 
 
 def speed_of(s: Setup, hw: Hardware) -> tuple[float, float]:
