@@ -542,9 +542,10 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
     if "model" not in overrides and "model" in reading.request and allowed is None:  # a service resolves its own way
         models.resolve(reading.request["model"])  # an id not found offline: the one-line "pass its config.json"
     dropped = intake.replaced(reading, overrides)
-    body = {**{k: v for k, v in reading.request.items() if k not in dropped}, **overrides}
+    body = merged({k: v for k, v in reading.request.items() if k not in dropped}, overrides)
     result = check(parse(CheckRequest, body), **kwargs)
-    given = {k: v for k, v in overrides.items() if k in reading.request and v != reading.request[k]}
+    read, flags = flat(reading.request), flat(overrides)
+    given = {k: v for k, v in flags.items() if k in read and v != read[k]}
     given |= {k: None for k in dropped}
     result.config = {
         "framework": reading.framework,
@@ -561,6 +562,23 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
         "unplanned": reading.unplanned,
     }
     return result
+
+
+def merged(read: dict, flags: dict) -> dict:
+    """The request read from the files with the flags over it, a nested object (the workload, its roles) field by
+    field: `--beta 0` alone replaces the beta read and keeps the rest of the workload."""
+    out = dict(read)
+    for k, v in flags.items():
+        out[k] = merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def flat(d: dict, prefix: str = "") -> dict:
+    """A nested request as the reading's settings name its fields: {"workload.beta": 0.04, ...}."""
+    out = {}
+    for k, v in d.items():
+        out |= flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v}
+    return out
 
 
 def in_framework_keys(nearest: list[Nearest], ref: Plan | None, model: ModelSpec, hw: Hardware, goal: Goal):

@@ -48,7 +48,10 @@ def overrides(args: argparse.Namespace) -> dict:
         for f in CheckRequest.model_fields
         if f != "workload" and getattr(args, f, None) is not None and getattr(args, f) != defaults.get(f)
     }
-    return {**out, **(common.workload_fields(args) if args.workload != defaults.get("workload") else {})}
+    work = common.workload_fields(args).get("workload", {})  # field by field: --beta alone overrides the beta read
+    if args.workload == defaults.get("workload"):
+        work.pop("kind", None)
+    return {**out, **({"workload": work} if work else {})}
 
 
 def gather(args: argparse.Namespace) -> tuple[dict, CheckResult]:

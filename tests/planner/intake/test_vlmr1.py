@@ -2,6 +2,7 @@
 or VLM-R1's defaults (12,845,056 and 3,136: src/open_r1/grpo_jsonl.py:89-96 at 90052f4), and a prompt that holds the
 image tokens (VLM-R1's trainer does not cut prompts), planned through check --config to the image tokens."""
 
+import json
 from pathlib import Path
 
 from planner import advise, intake
@@ -101,3 +102,25 @@ def test_a_flags_image_count_replaces_the_configurations():
     lf = DATA / "llamafactory" / "user" / "qwen2_5vl_lora_sft.yaml"
     out = advise.check_config([str(lf)], {"gpu": "h100", "images": 2})
     assert out.images["images"] == 2 and out.context[2].image_tokens == 2 * out.images["tokens_per_image"]
+
+
+def test_a_workload_flag_alone_overrides_that_field_of_the_reading():
+    """Issue 47 item 7: --beta, --num-generations, --max-prompt-length beside --config each replace the one field
+    read (the CLI no longer needs --workload grpo to pass them), the rest of the workload stays as read, and the
+    settings name the flag as the source."""
+    flags = {"gpu": "h20", "workload": {"beta": 0.0, "num_generations": 4, "max_prompt_length": 17000}}
+    out = advise.check_config([str(REC)], flags)
+    w = out.plan.workload
+    assert (w.beta, w.num_generations, w.max_prompt_length, w.max_completion_length) == (0.0, 4, 17000, 2048)
+    s = {x["field"]: x for x in out.config["settings"]}
+    assert s["workload.beta"]["value"] == 0.0
+    assert s["workload.beta"]["source"].startswith("a flag (the config: 0.04, run_grpo_rec.sh:52")
+    assert s["workload.max_completion_length"]["source"].startswith("run_grpo_rec.sh:50")
+
+
+def test_the_cli_passes_workload_flags_beside_config_without_workload():
+    from tests.planner.cli.helpers import planner
+
+    out = planner("check", "--config", str(REC), "--gpu", "h20", "--beta", "0", "--num-generations", "4", "--json")
+    got = json.loads(out.stdout)
+    assert (got["plan"]["workload"]["beta"], got["plan"]["workload"]["num_generations"]) == (0.0, 4)
