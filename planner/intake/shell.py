@@ -105,7 +105,9 @@ def read_script(path: Path, text: str | None = None, vars: Vars | None = None) -
     with limits.reading(path):
         state = vars or Vars(script=path)
         text = read_config_text(path, errors="replace") if text is None else text
-        _Walker(script, state).walk(_split(text, path, f"--config {path.name} "), path, 0)
+        walker = _Walker(script, state)
+        walker.walk(_split(text, path, f"--config {path.name} "), path, 0)
+        walker.uncalled(path)
     return script
 
 
@@ -130,9 +132,12 @@ def _split(text: str, path: Path | None, where: str = "") -> list[list[tuple[str
 class _Walker:
     def __init__(self, script: Script, vars: Vars) -> None:
         self.script, self.vars = script, vars
+        # shell functions: name -> (the commands of its body, the line it is defined on); the names called
+        self.functions: dict[str, tuple[list[list[tuple[str, int]]], int]] = {}
+        self.called: set[str] = set()
 
     def walk(self, raws: list[list[tuple[str, int]]], path: Path, depth: int) -> None:
-        skip, awaiting = 0, False
+        skip, awaiting, body = 0, False, None
         for raw in raws:
             limits.spend("commands", 1)
             words = [w for w, _ in raw]
@@ -140,9 +145,18 @@ class _Walker:
                 awaiting = awaiting and "{" not in words
                 skip += words.count("{") - words.count("}")
                 skip = 0 if skip <= 0 and not awaiting else skip
+                inner = [(w, n) for w, n in raw if w not in ("{", "}")]
+                if inner and body is not None:
+                    body.append(inner)
                 continue
             if _function(words):
+                name = words[1] if words[0] == "function" else words[0]
+                body = self.functions.setdefault(name, ([], raw[0][1]))[0]
                 skip, awaiting = words.count("{") - words.count("}"), "{" not in words
+                after = words.index("{") + 1 if "{" in words else len(words)
+                inner = [(w, n) for w, n in raw[after:] if w != "}"]
+                if inner:
+                    body.append(inner)
                 continue
             while raw and raw[0][0] in KEYWORDS:
                 raw = raw[1:]
@@ -175,11 +189,32 @@ class _Walker:
             return self._cd(raw[1:])
         if head in IGNORED:
             return None
+        if head in self.functions and depth < limits.MAX_SOURCE_DEPTH:  # a function's commands, where it is called
+            self.called.add(head)
+            saved = self.vars.positional
+            self.vars.positional = [expand_one(w, self.vars) for w, _ in raw[1:]]
+            self.walk(self.functions[head][0], path, depth + 1)
+            self.vars.positional = saved
+            return None
         words = [Word(t, line, w) for w, line in raw for t in expand(w, self.vars)]
         limits.spend("words", len(words))
         env = self.vars.exported_values() | prefix
         self.script.commands.append(Command(words, env, prefix, raw[0][1], path, self.vars.copy()))
         return None
+
+    def uncalled(self, path: Path) -> None:
+        """The functions the script defines and never calls, read as if they ran last, and said so: a posted script
+        often defines its training command in a function that another file calls."""
+        for name, (body, line) in self.functions.items():
+            if name in self.called or not body:
+                continue
+            before = len(self.script.commands)
+            self.walk(body, path, 1)
+            if len(self.script.commands) > before:
+                self.script.notes.append(
+                    f"{path.name}:{line} function {name} is not called in {path.name}: its commands are read as if "
+                    "it ran"
+                )
 
     def _declare(self, head: str, args: list[str]) -> None:
         export = head == "export" or "-x" in args

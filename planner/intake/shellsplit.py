@@ -84,6 +84,9 @@ def brace_end(s: str, i: int, level: int = 0) -> int:
     return len(s)
 
 
+# a placeholder in a posted script (`--image_root <your_image_root>`, `<path to model>`): a value to fill in, not a
+# redirection (bash would fail on it; read as one, it would swallow the next flag)
+_PLACEHOLDER = re.compile(r"<[A-Za-z][^<>\n]*>(?=[ \t\r\n\\\"']|$)")
 _PLAIN = re.compile(r"[^ \t\r\n;&|<>()'\"$`\\]*")  # characters that only extend the word being read
 
 
@@ -116,6 +119,8 @@ class _Lexer:
             elif ch == "#" and self.cur is None:
                 end = s.find("\n", self.i)
                 self.i = len(s) if end < 0 else end
+            elif ch == "<" and self.cur is None and (m := _PLACEHOLDER.match(s, self.i)):
+                self._take(m.end())
             elif ch in "<>" or s.startswith("&>", self.i):
                 self._redirect()
             elif ch in ";&|":

@@ -71,8 +71,33 @@ def test_sourced_files_heredocs_functions_and_branches(tmp_path):
         "torchrun --nproc_per_node=$GPUS train.py --per_device_train_batch_size $BS\n"
     )
     script = read_script(_script(tmp_path, text))
-    assert [c.argv[:2] for c in script.commands if c.argv[0] == "torchrun"] == [["torchrun", "--nproc_per_node=8"]]
-    assert script.commands[-1].argv[-1] == "2" and script.files == [tmp_path / "setup" / "env.sh"]
+    # the function f is never called: its command is read last, as if it ran, and said so (issue 47 item 3)
+    torchruns = [c.argv[:2] for c in script.commands if c.argv[0] == "torchrun"]
+    assert torchruns == [["torchrun", "--nproc_per_node=8"], ["torchrun", "--nproc_per_node"]]
+    assert script.commands[-2].argv[-1] == "2" and script.files == [tmp_path / "setup" / "env.sh"]
+    assert script.notes == ["run.sh:5 function f is not called in run.sh: its commands are read as if it ran"]
+
+
+def test_a_function_called_in_the_script_runs_there_with_its_arguments(tmp_path):
+    text = (
+        "train() {\n  torchrun --nproc_per_node $1 t.py \\\n    --per_device_train_batch_size $2\n}\nN=4\ntrain $N 3\n"
+    )
+    script = read_script(_script(tmp_path, text))
+    argv = ["torchrun", "--nproc_per_node", "4", "t.py", "--per_device_train_batch_size", "3"]
+    assert [c.argv for c in script.commands] == [argv] and script.notes == []
+    one_line = read_script(_script(tmp_path, "go() { torchrun t.py --a 1; }\ngo\n", "one.sh"))
+    assert [c.argv for c in one_line.commands] == [["torchrun", "t.py", "--a", "1"]]
+
+
+def test_a_placeholder_is_a_value_not_a_redirection(tmp_path):
+    """`--image_root <your_image_root> \\` in a posted script: read as a redirection it swallowed the next flag, and
+    the micro-batch fell back to HF's default 8."""
+    text = (
+        "torchrun t.py \\\n  --image_root <your_image_root> \\\n  --per_device_train_batch_size 2 --out <path to dir>\n"
+    )
+    argv = ["torchrun", "t.py", "--image_root", "<your_image_root>", "--per_device_train_batch_size", "2"]
+    assert _argv(tmp_path, text) == [argv + ["--out", "<path to dir>"]]
+    assert _argv(tmp_path, "python t.py < in.txt > out.log\n") == [["python", "t.py"]]  # still redirections
 
 
 def test_a_script_folder_from_bash_source_and_cd(tmp_path):
