@@ -105,10 +105,45 @@ def read_script(path: Path, text: str | None = None, vars: Vars | None = None) -
     with limits.reading(path):
         state = vars or Vars(script=path)
         text = read_config_text(path, errors="replace") if text is None else text
+        if vars is None:
+            sbatch_environment(text, state)
         walker = _Walker(script, state)
         walker.walk(_split(text, path, f"--config {path.name} "), path, 0)
         walker.uncalled(path)
     return script
+
+
+# `#SBATCH` options and the variables Slurm sets from them in the job's environment (sbatch(1), "OUTPUT ENVIRONMENT
+# VARIABLES": SLURM_JOB_NUM_NODES and SLURM_NNODES from --nodes, SLURM_NTASKS_PER_NODE, SLURM_GPUS_PER_NODE and
+# SLURM_GPUS_ON_NODE from --gpus-per-node or --gres=gpu[:type]:N, SLURM_JOB_NAME); VILA's scripts also read
+# SLURM_JOB_GPUS_PER_NODE
+SBATCH = {
+    "nodes": ("SLURM_JOB_NUM_NODES", "SLURM_NNODES"),
+    "ntasks-per-node": ("SLURM_NTASKS_PER_NODE",),
+    "gpus-per-node": ("SLURM_GPUS_PER_NODE", "SLURM_GPUS_ON_NODE", "SLURM_JOB_GPUS_PER_NODE"),
+    "job-name": ("SLURM_JOB_NAME",),
+}
+SBATCH_SHORT = {"-N": "nodes", "-J": "job-name"}
+
+
+def sbatch_environment(text: str, vars: Vars) -> None:
+    """The `#SBATCH` header's options as the job's Slurm variables (a node range `4-8` takes its least)."""
+    for line in text.splitlines()[:200]:
+        if not line.startswith("#SBATCH"):
+            continue
+        words = line[len("#SBATCH") :].split("#")[0].split()
+        for i, w in enumerate(words):
+            key, _, value = w.lstrip("-").partition("=") if w.startswith("--") else (SBATCH_SHORT.get(w, ""), "", "")
+            if w in SBATCH_SHORT and i + 1 < len(words):
+                value = words[i + 1]
+            if key == "gres" and (m := re.fullmatch(r"gpu(?::[\w.-]+)?:(\d+)", value)):
+                key, value = "gpus-per-node", m.group(1)
+            if key not in SBATCH or not value:
+                continue
+            value = value.split("-")[0] if key == "nodes" else value
+            for name in SBATCH[key]:
+                vars.set(name, value)
+                vars.exported.add(name)
 
 
 def read_text(text: str, path: Path, vars: Vars, depth: int = 0) -> Script:

@@ -152,3 +152,18 @@ def test_the_first_training_command_leads_and_others_are_named(tmp_path):
     reading = intake.read([str(_script(tmp_path, text))])
     assert reading.request["gpus_per_node"] == 2
     assert any("run.sh:3 another training command" in line for line in reading.unplanned)
+
+
+def test_an_sbatch_header_sets_the_slurm_variables_the_script_reads(tmp_path):
+    """Issue 47 item 3: VILA-style arithmetic over SLURM_JOB_NUM_NODES (read as its fallback 1 before) from the header."""
+    text = (
+        "#!/bin/bash\n#SBATCH --job-name=vila\n#SBATCH -N 4\n#SBATCH --gres=gpu:h100:8  # eight a node\n"
+        "NNODES=${SLURM_JOB_NUM_NODES:-1}\nGPUS=${SLURM_GPUS_ON_NODE:-1}\nACC=$((2048 / 8 / GPUS / NNODES))\n"
+        "srun torchrun --nnodes $NNODES --nproc_per_node $GPUS t.py --gradient_accumulation_steps $ACC\n"
+    )
+    assert _argv(tmp_path, text) == [
+        ["srun", "torchrun", "--nnodes", "4", "--nproc_per_node", "8", "t.py", "--gradient_accumulation_steps", "8"]
+    ]
+    assert _argv(tmp_path, "#SBATCH --nodes=2-4\nN=${SLURM_NNODES:-1}\ntorchrun --nnodes $N t.py\n") == [
+        ["torchrun", "--nnodes", "2", "t.py"]
+    ]
