@@ -113,9 +113,9 @@ def run(args: argparse.Namespace) -> int:
 
             common.say_line(routing_line(model, plan.knobs, plan.micro_batch * goal.seq_len))
         render.console.print(render.breakdown_table(plan))
-        common.say_line(render.overheads_line(plan, goal.margin))
         if out.get("limits"):
             common.say_line(render.limits_line(out["limits"]))
+        common.say_line(render.overheads_line(plan, goal.margin))
         if not plan.fits:
             common.print_nearest(result.nearest)
         if alternatives:

@@ -122,7 +122,7 @@ def margin_text(total: int, capacity: int, margin: float) -> str:
             f"{text} decides: fits the card by {(capacity - total) / GIB:.2f} GiB, not the margin "
             f"(over it by {(total - usable) / GIB:.2f})"
         )
-    return f"{text}: over the card by {(total - capacity) / GIB:.2f} GiB before it"
+    return f"{text}: over the card itself by {(total - capacity) / GIB:.2f} GiB"
 
 
 def limits_line(limits: dict) -> str:
