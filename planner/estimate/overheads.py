@@ -24,6 +24,7 @@ from planner.config.spec import MIB, OverheadTerm
 from planner.errors import BadInput
 from planner.estimate import calibration
 from planner.estimate.setup import Setup
+from planner.model import catalog
 
 # CUDA context + cuBLAS/cuDNN handles and SDPA workspaces as the H100 80GB HBM3 measured them (benchmarks/results/gpu/
 # priors.json, 2026-11-22, torch 2.11.0+cu130: context 645,464,064 + cuBLAS 69,206,016 + cuDNN 10,485,760 + SDPA
@@ -182,8 +183,6 @@ def overhead_source(s: Setup) -> str:
 def nvlink(gpu: str) -> bool:
     """Whether the catalog GPU kind joins its GPUs by NVLink; a Setup without one (gpu ""), or one outside the
     catalog, takes the NVLink figures, the larger."""
-    from planner.model import catalog
-
     try:
         return catalog.gpu(gpu).nvlink if gpu else True
     except BadInput:  # not a catalog name
