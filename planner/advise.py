@@ -395,8 +395,7 @@ def moe_knobs(req: Target, model: ModelSpec, hw: Hardware) -> dict:
 
 def check_knobs(req: CheckRequest, hw: Hardware) -> Knobs:
     precision = req.precision or ("bf16" if hw.gpu.bf16_tflops > 0 else "fp16")
-    if precision.startswith("bf16") and hw.gpu.bf16_tflops == 0:
-        raise BadInput(f"--precision {precision}: {hw.gpu.name} has no bf16 support; use fp16 or fp32", "precision")
+    raise_if(hw.gpu.knob_error(precision, req.attention))
     return knobs_of(req, precision)
 
 

@@ -118,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         render.console.print(render.breakdown_table(plan))
         if out.get("limits"):
             common.say_line(render.limits_line(out["limits"]))
+        common.say_line(render.overheads_line(plan, goal.margin))
         if not plan.fits:
             common.print_nearest(result.nearest)
         if alternatives:

@@ -95,6 +95,36 @@ def breakdown_table(p: Plan) -> Table:
     return t
 
 
+def overheads_line(p: Plan, margin: float) -> str:
+    """The overhead term by term, each measured or a prior (planner.estimate.overheads; sources in --json's
+    memory.overheads), and what the margin did to the verdict."""
+    m = p.memory
+    names = {"nccl": "NCCL", "probe": "measured overhead"}
+    parts = [
+        f"{names.get(t.name, t.name)}"
+        + (f" {t.per_allocated * 100:.3g}%" if t.per_allocated else "")
+        + f" {t.bytes / GIB:.2f} ({t.basis})"
+        for t in m.overheads
+        if t.bytes
+    ]
+    head = f"overheads {m.overhead_bytes / GIB:.2f} GiB" + (": " + ", ".join(parts) if parts else "")
+    return f"{head}; {margin_text(m.device_total_bytes, m.capacity_bytes, margin)}"
+
+
+def margin_text(total: int, capacity: int, margin: float) -> str:
+    """The margin in GiB and whether it decided the verdict (the search's usable: capacity x (1 - margin))."""
+    usable = int(capacity * (1 - margin))
+    text = f"margin {margin * 100:g}% {(capacity - usable) / GIB:.2f} GiB"
+    if total <= usable:
+        return f"{text}: fits with {(usable - total) / GIB:.2f} GiB to spare"
+    if total <= capacity:
+        return (
+            f"{text} decides: fits the card by {(capacity - total) / GIB:.2f} GiB, not the margin "
+            f"(over it by {(total - usable) / GIB:.2f})"
+        )
+    return f"{text}: over the card itself by {(total - capacity) / GIB:.2f} GiB"
+
+
 def limits_line(limits: dict) -> str:
     """check's answer to "OOM after N steps": the longest rows at which the configuration still fits."""
     parts = []
@@ -205,13 +235,15 @@ def nearest_lines(nearest: list) -> list[str]:
 
 def gpus_table(data: dict) -> Table:
     t = Table(title="GPU catalog (memory in GiB = 2^30 bytes; sources: `planner gpus --json`)", title_justify="left")
-    for col in ("name", "memory GiB", "bf16 TFLOP/s", "HBM GB/s", "link", "link GB/s/dir", "aliases"):
+    for col in ("name", "memory GiB", "bf16 TFLOP/s", "cc", "FA2", "HBM GB/s", "link", "link GB/s/dir", "aliases"):
         t.add_column(col)
     for g in data["gpus"]:
         t.add_row(
             g["name"],
             f"{g['capacity_bytes'] / 2**30:.1f}",
             f"{g['bf16_tflops']:g}" if g["bf16_tflops"] else "no bf16",
+            g["compute_capability"],
+            "yes" if g["flash_attention_2"] else "no",
             f"{g['memory_bandwidth_gbs']:g}",
             g["link"],
             f"{g['link_gbs']:g}",

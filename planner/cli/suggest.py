@@ -84,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
             render.console.print(render.plans_table(result.plans, title, approximate=not model.exact))
             best = result.plans[0]
             render.console.print(render.breakdown_table(best))
+            common.say_line(render.overheads_line(best, goal.margin))
             if best.token_batches is not None:
                 common.say_line(budget_line(best.token_batches))
             common.say_line(f"best: {best.launch.command}")

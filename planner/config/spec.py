@@ -102,11 +102,38 @@ class GPU(_Frozen):
     link: str = Field(description="intra-node interconnect")
     link_gbs: float = Field(gt=0, description="intra-node bandwidth per direction per GPU, GB/s")
     pcie_gbs: float = Field(gt=0, description="host link per direction, GB/s")
+    compute_capability: str = Field(pattern=r"^\d{1,2}\.\d$", description="CUDA compute capability, e.g. 8.9")
     sources: dict[str, str]
 
     @property
     def capacity_bytes(self) -> int:
         return self.memory_mib * MIB
+
+    @property
+    def nvlink(self) -> bool:
+        """GPUs joined by NVLink (SXM boards, bridged pairs), not by PCIe alone: NCCL runs more channels over it."""
+        return self.link.startswith("NVLink")
+
+    @property
+    def flash_attention_2(self) -> bool:
+        """flash-attn 2 runs on compute capability 8.0 and newer: its README lists Ampere, Ada and Hopper and sends
+        Turing (T4, 7.5) to FlashAttention 1.x; Volta (7.0) has neither. Blackwell builds (sm_100, sm_120) are in
+        its FLASH_ATTN_CUDA_ARCHS."""
+        major, minor = (int(x) for x in self.compute_capability.split("."))
+        return (major, minor) >= (8, 0)
+
+    def knob_error(self, precision: str, attention: str) -> BadInput | None:
+        """What this card cannot run, in one line naming the flag: bf16 without bf16 units (V100, T4), flash-attn 2
+        below compute capability 8.0."""
+        if precision.startswith("bf16") and self.bf16_tflops == 0:
+            return BadInput(f"--precision {precision}: {self.name} has no bf16 support; use fp16 or fp32", "precision")
+        if attention == "flash" and not self.flash_attention_2:
+            return BadInput(
+                f"--attention flash: {self.name} (compute capability {self.compute_capability}) cannot run "
+                "FlashAttention 2, which needs 8.0 or newer; use --attention sdpa",
+                "attention",
+            )
+        return None
 
 
 class Hardware(_Frozen):
@@ -441,6 +468,20 @@ def bad_input(e: ValidationError) -> BadInput:
     return BadInput(f"--{field.replace('_', '-')}{value}: {msg}", field)
 
 
+class OverheadTerm(_Frozen):
+    """One part of a plan's overhead (planner.estimate.overheads): its bytes, whether this GPU kind measured it or a
+    prior stands in, and where the figure comes from."""
+
+    name: Literal["context", "driver", "nccl", "fragmentation", "probe"]
+    bytes: int = Field(ge=0)
+    measured: bool = Field(description="measured on this GPU kind (its calibration file, or this plan's probe)")
+    basis: str = Field(description="a few words for the human output: 'measured', 'prior: H100 measurement'")
+    source: str = Field(description="where the figure comes from: a file of this repository or a published page")
+    per_allocated: float = Field(
+        default=0.0, ge=0, description="bytes per byte of the peak allocated (fragmentation); 0: a fixed size"
+    )
+
+
 class MemoryBreakdown(BaseModel):
     """Per-rank memory at the step's peak moment.
 
@@ -458,6 +499,7 @@ class MemoryBreakdown(BaseModel):
     peak_allocated_bytes: int
     overhead_bytes: int
     overhead_source: Literal["assumed", "measured"] = "assumed"  # measured: the GPU kind's calibration file
+    overheads: tuple[OverheadTerm, ...] = ()  # overhead_bytes term by term, each measured or a prior, with its source
     device_total_bytes: int
     capacity_bytes: int
     headroom_bytes: int

@@ -1,10 +1,11 @@
 """Measured priors per GPU kind: what `benchmarks/gpu_suite.py --apply` wrote from a run on that card
 (planner/model/catalog/calibration/<gpu>.json, or $MEMPLAN_CALIBRATION_DIR). Where a file holds a measurement the
-planner uses it instead of its hand-set constant (memory.CUDA_CONTEXT_BYTES, FRAGMENTATION_FRACTION,
-FRAGMENTATION_FRACTION_EXPANDABLE, NCCL_INTRA_NODE_BYTES; speed.PEAK_EFFICIENCY, HALF_EFFICIENCY_TOKENS), and plans say their overhead is
-measured. driver_reserved_bytes has no constant: the memory NVML shows used on an idle card (483 MiB on an
-H100 80GB HBM3, driver 580) is counted only where it was measured. None of the values is required: a field
-left null keeps the constant.
+planner uses it instead of its prior (overheads.CUDA_CONTEXT_BYTES, FRAGMENTATION_FRACTION,
+FRAGMENTATION_FRACTION_EXPANDABLE; speed.PEAK_EFFICIENCY, HALF_EFFICIENCY_TOKENS), and plans say their overhead is
+measured, term by term (planner.estimate.overheads). nccl_bytes is a group of one rank: a floor under the NCCL prior of
+the card's class and process count. driver_reserved_bytes has no prior: the memory NVML shows used on an idle card
+(483 MiB on an H100 80GB HBM3, driver 580) is counted only where it was measured. None of the values is required: a
+field left null keeps the prior.
 """
 
 from __future__ import annotations

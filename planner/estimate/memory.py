@@ -31,10 +31,9 @@ from dataclasses import replace
 from functools import wraps
 from math import prod
 
-from planner.config.spec import MIB, Knobs, MemoryBreakdown
+from planner.config.spec import Knobs, MemoryBreakdown
 from planner.estimate import activations as act
 from planner.estimate import (
-    calibration,
     frozen_lm,
     fsdp,
     lifecycle,
@@ -47,6 +46,16 @@ from planner.estimate import (
     vision,
     zero,
 )
+from planner.estimate.overheads import (  # noqa: F401 - re-exported: callers and tests name them memory.X
+    CUDA_CONTEXT_BYTES,
+    FRAGMENTATION_FRACTION,
+    FRAGMENTATION_FRACTION_EXPANDABLE,
+    fragmentation_fraction,
+    measured_fragmentation,
+    overhead_bytes,
+    overhead_source,
+)
+from planner.estimate.overheads import terms as overhead_terms
 from planner.estimate.setup import Setup
 from planner.estimate.trained import (  # re-exported: the terms' callers and tests name them memory.X
     embedding_copy_overcount_bytes,
@@ -61,19 +70,6 @@ from planner.estimate.trained import (  # re-exported: the terms' callers and te
 from planner.frameworks import FRAMEWORKS
 from planner.model.modelspec import FROZEN_ROLES
 
-# Priors for what lies outside the caching allocator's tensors; the probes calibrate them.
-CUDA_CONTEXT_BYTES = 768 * MIB  # CUDA context + cuBLAS/cuDNN handles and loaded kernels
-NCCL_INTRA_NODE_BYTES = 512 * MIB  # NCCL communicator buffers, one node
-NCCL_INTER_NODE_BYTES = 256 * MIB  # extra proxy/network buffers when nodes > 1
-# reserved - allocated, as a fraction of peak allocated: the median over 28 steps measured on an H100 with
-# torch 2.11's default caching allocator (benchmarks/results/gpu/, 2026-11-22; 3% to 45%, median 13.1%). The
-# allocator, not the card, makes it, so it is the prior for every GPU. The 6% this replaced let a plan that ran
-# out of memory on the H100 (Llama-3.2-1B, micro 16 x 2048, full checkpointing) be called fitting.
-FRAGMENTATION_FRACTION = 0.13
-# the same with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the median of the four steps the H100 measured
-# with it (benchmarks/results/gpu/priors.json, 2026-11-22: 0.7%, 2.3%, 6.2%, 15.5%; the default allocator 6.0% to
-# 14.7% on the same steps). Four steps: a prior, not a law; the GPU kit's edge part measures more.
-FRAGMENTATION_FRACTION_EXPANDABLE = 0.0425
 ADAMW_8BIT_MIN_SIZE = 4096  # bitsandbytes keeps 32-bit states for tensors smaller than this
 PAGED_MIN_ELEMENTS = 100_000  # bitsandbytes 0.50.2 optim/optimizer.py:383: smaller tensors' states stay in torch
 
@@ -559,53 +555,6 @@ def end_of_backward_temp_bytes(s: Setup) -> int:
     )
 
 
-def overhead_bytes(s: Setup, peak_allocated: int) -> int:
-    """Outside the allocator's live tensors: allocator reserve (fragmentation), CUDA context and
-    libraries, the memory the driver holds on an idle card (measured only), NCCL buffers. The
-    constants above are priors; a GPU kind's calibration file (benchmarks/gpu_suite.py --apply)
-    replaces each one it measured."""
-    cal = calibration.for_gpu(s.gpu) if s.gpu else None
-    fragmentation = fragmentation_fraction(s, cal)
-    context = cal.cuda_context_bytes if cal and cal.cuda_context_bytes is not None else CUDA_CONTEXT_BYTES
-    driver = cal.driver_reserved_bytes if cal and cal.driver_reserved_bytes is not None else 0
-    nccl = 0
-    if s.world_size * s.tensor_parallel > 1:
-        intra = cal.nccl_bytes if cal and cal.nccl_bytes is not None else NCCL_INTRA_NODE_BYTES
-        nccl = intra + (NCCL_INTER_NODE_BYTES if s.nodes > 1 else 0)
-    return int(fragmentation * peak_allocated) + context + driver + nccl
-
-
-def fragmentation_fraction(s: Setup, cal: calibration.Calibration | None) -> float:
-    """Reserved beyond allocated, as a fraction of the peak, for the allocator the plan runs: the GPU kind's measured
-    median where it has one, else the prior; with expandable segments their own. Where the GPU kit measured the edge
-    (the largest steps that ran at full capacity, benchmarks/gpu_edge.py), no more than what every one of those
-    steps left free: near capacity the allocator frees its cache and retries before it fails
-    (c10/cuda/CUDACachingAllocator.cpp, malloc: release_cached_blocks then alloc_block again)."""
-    expandable = s.knobs.expandable_segments
-    measured = measured_fragmentation(s, cal)
-    fraction = (
-        measured
-        if measured is not None
-        else (FRAGMENTATION_FRACTION_EXPANDABLE if expandable else FRAGMENTATION_FRACTION)
-    )
-    edge = cal and (cal.edge_fraction_expandable if expandable else cal.edge_fraction)
-    return min(fraction, edge) if edge is not None else fraction
-
-
-def measured_fragmentation(s: Setup, cal: calibration.Calibration | None) -> float | None:
-    """The calibration's median for the plan's allocator, None where it holds none."""
-    if cal is None:
-        return None
-    return cal.fragmentation_fraction_expandable if s.knobs.expandable_segments else cal.fragmentation_fraction
-
-
-def overhead_source(s: Setup) -> str:
-    """'measured' when the GPU kind's calibration holds the context and fragmentation, else 'assumed'."""
-    cal = calibration.for_gpu(s.gpu) if s.gpu else None
-    measured = cal and cal.cuda_context_bytes is not None and measured_fragmentation(s, cal) is not None
-    return "measured" if measured else "assumed"
-
-
 def host_offload_bytes_per_node(s: Setup) -> int:
     """Host RAM for offload, per node: per rank the fp32 master, states and fp32 gradient partition
     (16 bytes per parameter for AdamW, as DeepSpeed's estimate), plus half-precision parameter
@@ -656,7 +605,8 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
     phase = max(phases, key=lambda p: sum(phases[p]))
     grads, opt_at_peak, acts_at_peak, temp = phases[phase]
     peak = params + grads + buckets + opt_at_peak + acts_at_peak + temp
-    overhead = overhead_bytes(s, peak)
+    overheads = overhead_terms(s, peak)
+    overhead = sum(t.bytes for t in overheads)
     total = peak + overhead
     detail = {
         "gradient_buffers_bytes": buckets,
@@ -678,6 +628,7 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
         peak_allocated_bytes=peak,
         overhead_bytes=overhead,
         overhead_source=overhead_source(s),
+        overheads=overheads,
         device_total_bytes=total,
         capacity_bytes=capacity_bytes,
         headroom_bytes=capacity_bytes - total,

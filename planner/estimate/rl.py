@@ -210,7 +210,8 @@ def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
     phase = max(totals, key=totals.get)
     terms = phases[phase]
     peak = totals[phase]
-    overhead = mem.overhead_bytes(s, peak - terms["vllm_reserved_bytes"])
+    overheads = mem.overhead_terms(s, peak - terms["vllm_reserved_bytes"])
+    overhead = sum(t.bytes for t in overheads)
     params = sum(terms.get(k, 0) for k in PARAM_TERMS)
     grads = terms.get("grads_bytes", 0) + terms["gradient_buffers_bytes"]
     acts = sum(terms.get(k, 0) for k in ACTIVATION_TERMS)
@@ -231,6 +232,7 @@ def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
         peak_allocated_bytes=peak,
         overhead_bytes=overhead,
         overhead_source=training.overhead_source,
+        overheads=overheads,
         device_total_bytes=peak + overhead,
         capacity_bytes=capacity_bytes,
         headroom_bytes=capacity_bytes - peak - overhead,

@@ -271,7 +271,8 @@ def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
     terms = groups[gname][phase]
     peak = totals[key]
     rollout_share = sum(terms.get(k, 0) for k in ("rollout_bytes", "rollout_asleep_bytes", "rollout_sync_bytes"))
-    overhead = mem.overhead_bytes(s, peak - rollout_share)
+    overheads = mem.overhead_terms(s, peak - rollout_share)
+    overhead = sum(t.bytes for t in overheads)
     training = mem.breakdown(s, capacity_bytes)
     states = sum(v for k, v in terms.items() if k.endswith("_resident_bytes"))
     return MemoryBreakdown(
@@ -283,6 +284,7 @@ def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
         peak_allocated_bytes=peak,
         overhead_bytes=overhead,
         overhead_source=training.overhead_source,
+        overheads=overheads,
         device_total_bytes=peak + overhead,
         capacity_bytes=capacity_bytes,
         headroom_bytes=capacity_bytes - peak - overhead,

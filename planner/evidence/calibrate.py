@@ -17,9 +17,9 @@ analytic, and the calibration of a plan's breakdown from stored probe records.
 
 from __future__ import annotations
 
-from planner.config.spec import Hardware, Knobs, MemoryBreakdown
+from planner.config.spec import Hardware, Knobs, MemoryBreakdown, OverheadTerm
 from planner.errors import BadInput
-from planner.estimate.memory import breakdown, comm_bucket_bytes, overhead_bytes
+from planner.estimate.memory import breakdown, comm_bucket_bytes, overhead_terms
 from planner.estimate.setup import Setup
 from planner.evidence.store import (
     ProbeRecord,
@@ -72,12 +72,25 @@ def _same_kind(rec: ProbeRecord, hw: Hardware) -> bool:
         return False
 
 
+def probe_overhead(overhead: int) -> OverheadTerm:
+    """The overhead a cuda probe of this plan measured on this GPU kind, whole: NVML used less peak allocated."""
+    return OverheadTerm(
+        name="probe",
+        bytes=overhead,
+        measured=True,
+        basis="measured by this plan's probe",
+        source="the probe record: NVML used - max_memory_allocated, same GPU kind",
+    )
+
+
 def _with_terms(s: Setup, base: MemoryBreakdown, terms: tuple, phase: str, overhead: int | None) -> MemoryBreakdown:
     params, grads, opt, acts, temp = terms
     peak = params + grads + opt + acts + temp
-    overhead = overhead_bytes(s, peak) if overhead is None else overhead
+    overheads = overhead_terms(s, peak) if overhead is None else (probe_overhead(overhead),)
+    overhead = sum(t.bytes for t in overheads)
     return base.model_copy(
         update={
+            "overheads": overheads,
             "params_bytes": params,
             "grads_bytes": grads,
             "optimizer_bytes": opt,

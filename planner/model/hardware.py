@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from planner.config.spec import DEFAULT_HOST_RAM_GIB, DEFAULT_INTER_NODE_GBPS, GPU, MIB, MIN_INTER_NODE_GBPS, Hardware
 from planner.errors import BadInput
 from planner.model import catalog
@@ -49,32 +51,50 @@ def detect_local() -> tuple[GPU, int]:
     return match_local(name, total), len(devices)
 
 
+# NVML device names (lower case) -> catalog kind, most specific first: "gb200" before "b200", "h20-3e" before "h20",
+# "l40s" before "l40" and "l4"; \b keeps "a40" out of "rtx a4000" and "t4" out of "rtx 4000"
+NVML_NAMES = (
+    (r"\bgb200", "gb200"),
+    (r"\bb300", "b300"),
+    (r"\bb200", "b200"),
+    (r"\bgh200", "gh200"),
+    (r"\bh200", "h200"),
+    (r"\bh20-3e", "h20-141gb"),
+    (r"\bh20\b", "h20"),
+    (r"\bh800 pcie", "h800-pcie"),
+    (r"\bh800", "h800"),
+    (r"\bh100 nvl", "h100-nvl"),
+    (r"\bh100 pcie", "h100-80gb-pcie"),
+    (r"\bh100", "h100-80gb"),
+    (r"\ba800.*pcie", "a800-80gb-pcie"),
+    (r"\ba800", "a800-80gb"),
+    (r"\ba10g\b", "a10g"),
+    (r"\brtx pro 6000", "rtx-pro-6000"),
+    (r"\brtx 6000 ada", "rtx-6000-ada"),
+    (r"\brtx a6000", "rtx-a6000"),
+    (r"\b5090\b", "rtx5090"),
+    (r"\bl40s\b", "l40s"),
+    (r"\bl40\b", "l40"),
+    (r"\bl20\b", "l20"),
+    (r"\bl4\b", "l4"),
+    (r"\ba40\b", "a40"),
+    (r"\bt4\b", "t4"),
+    (r"\b4090\b", "rtx4090"),
+    (r"\b3090\b", "rtx3090"),
+    (r"\ba10\b", "a10"),
+    (r"\bv100", "v100-32gb"),
+)
+
+
 def match_local(nvml_name: str, total_bytes: int) -> GPU:
     """The catalog entry for an NVML device name, with the device's own memory size."""
     n = nvml_name.lower()
     gib = total_bytes / 2**30
-    keys = [
-        ("b200", "b200"),
-        ("gh200", "gh200"),
-        ("h200", "h200"),
-        ("h20", "h20"),
-        ("h100 nvl", "h100-nvl"),
-        ("h100 pcie", "h100-80gb-pcie"),
-        ("h100", "h100-80gb"),
-        ("a10g", "a10g"),
-        ("rtx a6000", "rtx-a6000"),
-        ("5090", "rtx5090"),
-        ("l40s", "l40s"),
-        ("l4", "l4"),
-        ("a100-pcie", "a100-80gb-pcie" if gib > 50 else "a100-40gb-pcie"),
-        ("a100", "a100-80gb" if gib > 50 else "a100-40gb"),
-        ("4090", "rtx4090"),
-        ("3090", "rtx3090"),
-        ("a10", "a10"),
-        ("v100", "v100-32gb"),
-    ]
-    for key, entry in keys:
-        if key in n:
+    if "a100" in n:  # one name, two memory sizes
+        entry = ("a100-80gb" if gib > 50 else "a100-40gb") + ("-pcie" if "pcie" in n else "")
+        return catalog.gpu(entry).model_copy(update={"memory_mib": total_bytes // MIB})
+    for pattern, entry in NVML_NAMES:
+        if re.search(pattern, n):
             return catalog.gpu(entry).model_copy(update={"memory_mib": total_bytes // MIB})
     raise BadInput(
         f"--gpu local: {nvml_name!r} is not in the GPU catalog; pass the closest of: "

@@ -41,9 +41,8 @@ def families(space: Space, hw: Hardware, layout: Layout | None = None) -> list[K
     combination's reason (a request that cannot exist is bad input, not "nothing fits")."""
     layout = layout or Layout.of(hw)
     precisions = space.precision or (["bf16"] if hw.gpu.bf16_tflops > 0 else ["fp16"])
-    no_bf16 = [p for p in precisions if p.startswith("bf16") and hw.gpu.bf16_tflops == 0]
-    if no_bf16:
-        raise BadInput(f"--precision {no_bf16[0]}: {hw.gpu.name} has no bf16 support; use fp16 or fp32", "precision")
+    for p, a in product(precisions, space.attention):
+        raise_if(hw.gpu.knob_error(p, a))
     searched = {k: list(getattr(space, k)) for k in SEARCHED}
     searched["precision"] = precisions
     for f in PARALLEL:  # empty: 1 (suggest widens it where nothing fits: parallel_spaces)

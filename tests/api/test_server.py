@@ -200,11 +200,11 @@ def test_devices_and_probe_slots_on_a_host_with_gpus(monkeypatch):
     from api.routes.catalog import devices
     from tests.conftest import fake_nvml
 
-    fake_nvml(monkeypatch, [("NVIDIA H100 80GB HBM3", 85_520_809_984), ("NVIDIA B300", 191_525_912_576)])
+    fake_nvml(monkeypatch, [("NVIDIA H100 80GB HBM3", 85_520_809_984), ("Tesla P100-PCIE-16GB", 17_071_734_784)])
     assert devices() == {
         "devices": [
             {"index": 0, "name": "NVIDIA H100 80GB HBM3", "gpu": "h100-80gb", "capacity_bytes": 85_520_809_984},
-            {"index": 1, "name": "NVIDIA B300", "gpu": None, "capacity_bytes": 191_525_912_576},
+            {"index": 1, "name": "Tesla P100-PCIE-16GB", "gpu": None, "capacity_bytes": 17_071_734_784},
         ]
     }
     assert device_slots() == ["cuda:0", "cuda:1"]

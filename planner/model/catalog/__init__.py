@@ -116,8 +116,8 @@ def closest(name: str, choices: dict[str, str]) -> str | None:
 
 def gpu(name: str) -> GPU:
     """The catalog GPU named `name` (its name or an alias, any case, `_` or space for `-`); BadInput where an
-    alias is shared by several kinds (`a100`: 40 or 80 GiB), never a silent pick; UnknownName (with a
-    did-you-mean) where nothing has that name."""
+    alias is shared by several kinds (`a100`: 40 or 80 GiB), never a silent pick; UnknownName where nothing has that
+    name, with a did-you-mean only for a misspelling of a catalog name (gpu_typo), never a different card."""
     key = name.strip().lower().replace("_", "-").replace(" ", "-")
     hits = [g for g in gpus() if key == g.name or key in g.aliases]
     if len(hits) > 1:
@@ -127,16 +127,34 @@ def gpu(name: str) -> GPU:
         )
     if hits:
         return hits[0]
-    guess = closest(key, {n: g.name for g in gpus() for n in (g.name, *g.aliases)})
+    guess = gpu_typo(key)
     named = f"; did you mean {guess} ({gpu(guess).memory_mib / 1024:.0f} GiB)?" if guess else ""
     raise UnknownName(
         f"--gpu {name!r} is not in the GPU catalog{named} (`planner gpus` lists all {len(gpus())}, or 'local')", "gpu"
     )
 
 
+def gpu_typo(key: str) -> str | None:
+    """The catalog GPU `key` misspells: a name or alias with the same model numbers (4090; 80 of 80gb) and letters
+    close to its (h100-sxm-80gb: h100-80gb); None for another card (rtx4080, mi300x), whose numbers differ however
+    alike the spelling."""
+    numbers = re.findall(r"\d+", key)
+    same = {n: g.name for g in gpus() for n in (g.name, *g.aliases) if re.findall(r"\d+", n) == numbers}
+    letters = {re.sub(r"[^a-z]", "", n): g for n, g in same.items()}
+    import difflib  # only for a name that is not in the catalog
+
+    hit = difflib.get_close_matches(re.sub(r"[^a-z]", "", key), letters, n=1, cutoff=0.6)
+    return letters[hit[0]] if hit and numbers else None
+
+
 def gpus_json() -> dict:
     """The GPU catalog as `planner gpus --json` and GET /v1/gpus print it."""
-    return {"gpus": [{**g.model_dump(), "capacity_bytes": g.capacity_bytes} for g in gpus()]}
+    return {
+        "gpus": [
+            {**g.model_dump(), "capacity_bytes": g.capacity_bytes, "flash_attention_2": g.flash_attention_2}
+            for g in gpus()
+        ]
+    }
 
 
 def models_json() -> dict:

@@ -191,10 +191,10 @@ def test_autotune_on_gpus_outside_the_catalog(tmp_path, monkeypatch, capsys):
     """A host of 4 GPUs the catalog does not know: refused with the catalog's kinds, then planned as the
     closest kind named with --gpu, for this host's count."""
     monkeypatch.chdir(tmp_path)  # a dry run writes the plan file its command names
-    fake_nvml(monkeypatch, [("NVIDIA B300", 191_525_912_576)] * 4)
+    fake_nvml(monkeypatch, [("Tesla P100-PCIE-16GB", 17_071_734_784)] * 4)
     base = ["autotune", "--model", "llama-3.1-8b", "--global-batch", "64", "--seq-len", "4096", "--dry-run"]
     assert main(base) == 2
-    assert "'NVIDIA B300' is not in the GPU catalog; pass the closest of:" in capsys.readouterr().err
+    assert "'Tesla P100-PCIE-16GB' is not in the GPU catalog; pass the closest of:" in capsys.readouterr().err
     assert main([*base, "--gpu", "h200"]) == 0
     captured = capsys.readouterr()
     assert "x world 4 = 64" in captured.err and "of 140.4)" in captured.err  # an H200's 140.4 GiB

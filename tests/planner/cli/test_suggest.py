@@ -77,7 +77,7 @@ def test_suggest_table_and_nothing_fits_exit_3():
         (["--global-batch", "0"], "--global-batch 0"),
         (["--global-batch", "-4"], "--global-batch -4"),
         (["--model", "llama-9"], "--model 'llama-9' is not a bundled model"),
-        (["--gpu", "b300"], "--gpu 'b300' is not in the GPU catalog"),
+        (["--gpu", "mi300x"], "--gpu 'mi300x' is not in the GPU catalog (`planner gpus` lists all"),
         (["--precision", "bf17"], "--precision 'bf17'"),
         (["--zero", "5"], "--zero '5'"),
         (["--global-batch", "255"], "nearest valid global batches: 248, 256"),

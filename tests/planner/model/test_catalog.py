@@ -210,17 +210,83 @@ def test_gpu_catalog_entries_and_sources():
         "rtx-a6000",
         "rtx5090",
     } <= names  # issue 13's additions
+    assert {
+        "a800-80gb",
+        "a800-80gb-pcie",
+        "h800",
+        "h800-pcie",
+        "h20-141gb",
+        "l20",
+        "l40",
+        "a40",
+        "t4",
+        "rtx-6000-ada",
+        "rtx-pro-6000",
+        "b300",
+        "gb200",
+    } <= names  # issue 48's
     for g in catalog.gpus():  # every figure names where it comes from
         assert {"compute", "memory", "link"} <= set(g.sources), g.name
         assert all(len(text) > 20 for text in g.sources.values()), g.name
     assert catalog.gpu("H100").name == "h100-80gb"
     assert catalog.gpu("RTX_4090").name == "rtx4090"
     assert catalog.gpu("h20").capacity_bytes == 97871 * 2**20
+    assert {"compute", "memory", "link", "compute_capability"} <= set(catalog.gpu("t4").sources)
+
+
+@pytest.mark.parametrize(
+    "name,mib",
+    [
+        ("rtx5090", 32607),
+        ("rtx-a6000", 49140),
+        ("l4", 23034),
+        ("a800", 81920),
+        ("h800", 81559),
+        ("t4", 15360),
+        ("l40", 46068),
+        ("b300", 275040),
+        ("gb200", 189471),
+        ("rtx-pro-6000", 97887),
+    ],
+)
+def test_capacities_are_what_nvidia_smi_reports(name, mib):
+    """Issue 48 item 7: the RTX 5090, RTX A6000 and L4 were catalogued from decimal gigabytes, 7% low. Each capacity
+    is the MiB nvidia-smi prints (its source names where it was published); exact, no tolerance."""
+    g = catalog.gpu(name)
+    assert g.memory_mib == mib and "nvidia-smi" in g.sources["memory"]
+
+
+@pytest.mark.parametrize(
+    "name,bf16,flash,nvlink",
+    [
+        ("t4", False, False, False),
+        ("v100", False, False, True),
+        ("a800", True, True, True),
+        ("h800", True, True, True),
+        ("l20", True, True, False),
+        ("rtx4090", True, True, False),
+        ("rtx-pro-6000", True, True, False),
+        ("gb200", True, True, True),
+    ],
+)
+def test_each_card_says_what_it_runs_and_how_it_is_joined(name, bf16, flash, nvlink):
+    g = catalog.gpu(name)
+    assert (g.bf16_tflops > 0, g.flash_attention_2, g.nvlink) == (bf16, flash, nvlink)
+
+
+def test_the_china_cards_keep_their_capped_nvlink():
+    """A800 and H800: NVLink capped at 400 GB/s both directions (200 each way), the A100's and H100's compute."""
+    a800, h800 = catalog.gpu("a800"), catalog.gpu("h800")
+    assert (a800.link_gbs, h800.link_gbs) == (200, 200)
+    assert (a800.bf16_tflops, h800.bf16_tflops) == (
+        catalog.gpu("a100-80gb").bf16_tflops,
+        catalog.gpu("h100").bf16_tflops,
+    )
 
 
 @pytest.mark.parametrize(
     "name,guess",
-    [("h100-sxm-80gb", "h100-80gb (80 GiB)"), ("b300", "b200 (179 GiB)"), ("RTX 4080", "rtx4090 (24 GiB)")],
+    [("h100-sxm-80gb", "h100-80gb (80 GiB)"), ("rtz4090", "rtx4090 (24 GiB)"), ("a100-sxm4-80g", "a100-80gb (80 GiB)")],
 )
 def test_an_unknown_gpu_gets_a_did_you_mean(name, guess):
     """Issue 30: `--gpu h100-sxm-80gb` listed the catalog, with no hint that it is the h100-80gb."""
@@ -229,6 +295,17 @@ def test_an_unknown_gpu_gets_a_did_you_mean(name, guess):
     assert str(e.value) == (
         f"--gpu {name!r} is not in the GPU catalog; did you mean {guess}? "
         f"(`planner gpus` lists all {len(catalog.gpus())}, or 'local')"
+    )
+
+
+@pytest.mark.parametrize("name", ["mi300x", "RTX 4080", "rtx3080", "gaudi2", "h10"])
+def test_another_card_is_not_in_the_catalog_and_gets_no_guess(name):
+    """Issue 48 item 7: `--gpu mi300x` suggested an RTX 3090. Another card, whose model numbers differ from every
+    catalog name's, is refused plainly in one line that points at the list; a guess is only for a misspelling."""
+    with pytest.raises(UnknownName) as e:
+        catalog.gpu(name)
+    assert str(e.value) == (
+        f"--gpu {name!r} is not in the GPU catalog (`planner gpus` lists all {len(catalog.gpus())}, or 'local')"
     )
 
 

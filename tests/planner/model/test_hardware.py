@@ -27,6 +27,20 @@ from planner.model import hardware
         ("NVIDIA RTX A6000", 48, "rtx-a6000"),
         ("NVIDIA GeForce RTX 5090", 31.8, "rtx5090"),
         ("NVIDIA A10", 22.5, "a10"),
+        ("NVIDIA A100 80GB PCIe", 80, "a100-80gb-pcie"),
+        ("NVIDIA A800-SXM4-80GB", 80, "a800-80gb"),
+        ("NVIDIA A800 80GB PCIe", 80, "a800-80gb-pcie"),
+        ("NVIDIA H800", 79.6, "h800"),
+        ("NVIDIA H800 PCIe", 79.6, "h800-pcie"),
+        ("NVIDIA H20-3e", 140.4, "h20-141gb"),
+        ("NVIDIA L20", 45, "l20"),
+        ("NVIDIA L40", 45, "l40"),
+        ("NVIDIA A40", 45, "a40"),
+        ("Tesla T4", 15, "t4"),
+        ("NVIDIA RTX 6000 Ada Generation", 48, "rtx-6000-ada"),
+        ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", 95.6, "rtx-pro-6000"),
+        ("NVIDIA B300 SXM6 AC", 268.6, "b300"),
+        ("NVIDIA GB200", 185, "gb200"),
     ],
 )
 def test_nvml_names_map_to_catalog_with_measured_memory(nvml_name, gib, expected):
@@ -37,7 +51,7 @@ def test_nvml_names_map_to_catalog_with_measured_memory(nvml_name, gib, expected
 
 def test_unknown_local_gpu_is_refused_with_the_catalog():
     with pytest.raises(BadInput, match="not in the GPU catalog; pass the closest of: a100-40gb"):
-        hardware.match_local("NVIDIA B300", 180 * 2**30)
+        hardware.match_local("Tesla P100-PCIE-16GB", 16 * 2**30)
 
 
 def test_local_gpus_through_nvml(monkeypatch):
@@ -49,9 +63,9 @@ def test_local_gpus_through_nvml(monkeypatch):
     gpu, count = hardware.detect_local()
     assert (gpu.name, count, gpu.capacity_bytes) == ("h100-80gb", 4, 85_520_809_984 // 2**20 * 2**20)
     assert hardware.resolve("local", None, 1).gpus_per_node == 4
-    fake_nvml(monkeypatch, [("NVIDIA B300", 191_525_912_576)] * 8)
+    fake_nvml(monkeypatch, [("Tesla P100-PCIE-16GB", 17_071_734_784)] * 8)
     assert hardware.local_gpu_count() == 8
-    with pytest.raises(BadInput, match="'NVIDIA B300' is not in the GPU catalog"):
+    with pytest.raises(BadInput, match="'Tesla P100-PCIE-16GB' is not in the GPU catalog"):
         hardware.detect_local()
     fake_nvml(monkeypatch, [])
     assert hardware.local_gpu_count() == 0
@@ -92,3 +106,10 @@ def test_an_ambiguous_gpu_name_is_one_line_exit_2_not_a_guess(capsys):
     assert "did you mean h100-80gb (80 GiB)?" in capsys.readouterr().err
     assert hardware.resolve("a100-80gb", 8, 1).gpu.memory_mib == 81920
     assert hardware.resolve("h100", 8, 1).gpu.name == "h100-80gb"  # h100 is one kind: the SXM card
+
+
+@pytest.mark.parametrize("nvml_name", ["NVIDIA RTX A4000", "NVIDIA RTX 4000 Ada Generation"])
+def test_a_name_inside_another_is_not_matched(nvml_name):
+    """a40 is in 'rtx a4000', t4 and l4 in nothing else: each catalog key matches whole words only."""
+    with pytest.raises(BadInput, match="not in the GPU catalog"):
+        hardware.match_local(nvml_name, 16 * 2**30)
