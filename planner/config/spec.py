@@ -168,13 +168,10 @@ class Goal(_Frozen):
             raise ValueError(f"tower_tokens {self.tower_tokens} is under image_tokens {self.image_tokens}")
         return self
 
-    def cut_at(self, seq_len: int) -> Goal:
-        """The goal with its sequences cut at `seq_len`: the images' tokens past it are cut from the text, after the
-        tower has run on them."""
-        tower = max(self.tower_tokens, self.image_tokens) if self.image_tokens > seq_len else self.tower_tokens
-        return self.model_copy(
-            update={"seq_len": seq_len, "image_tokens": min(self.image_tokens, seq_len), "tower_tokens": tower}
-        )
+    def shorter(self, seq_len: int) -> Goal:
+        """The goal for rows of `seq_len` tokens (a search for the longest that fits): rows that short hold at most
+        that many image tokens; a cut the goal already has (tower_tokens) stays."""
+        return self.model_copy(update={"seq_len": seq_len, "image_tokens": min(self.image_tokens, seq_len)})
 
 
 def saves_full_weights(k: KnobFields) -> bool:

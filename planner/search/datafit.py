@@ -96,7 +96,7 @@ def largest_fitting_seq_len(model, hw, goal, knobs, micro_batch: int) -> int:
     """The longest sequence at which this configuration fits (analytic), 0 when not even 1 token does."""
 
     def fits(n: int) -> bool:
-        g = goal.cut_at(n)
+        g = goal.shorter(n)
         return make_plan(model, hw, g, knobs, micro_batch).fits
 
     lo, hi = 0, goal.seq_len  # fits(lo) holds (or lo = 0), fits(hi) does not

@@ -104,7 +104,7 @@ def largest_square(plan, model: ModelSpec, hw, goal, b: ImageBudget) -> dict | N
 
 def with_cut(out: dict, goal) -> dict:
     """The answer's images with the cut, where the worst case is over the length: the tower runs on every patch and
-    the text is cut after it (planner.config.spec.Goal.cut_at); how to keep the images whole, in the rule's knob."""
+    the text is cut after it (planner.config.spec.Goal.tower_tokens); how to keep the images whole, in the rule's knob."""
     if goal.tower_tokens <= goal.image_tokens:
         return out
     hint = images.fewer_tokens(out["rule"], out["images"], goal.seq_len)

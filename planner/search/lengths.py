@@ -13,7 +13,7 @@ from planner.search.search import make_plan
 
 def _fits(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal, **workload) -> bool:
     w = plan.workload.model_copy(update=workload)
-    g = goal.cut_at(w.seq_len())
+    g = goal.shorter(w.seq_len())
     knobs = plan.knobs.model_copy(update={"workload": w})
     return make_plan(model, hw, g, knobs, plan.micro_batch).fits
 

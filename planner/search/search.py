@@ -131,7 +131,7 @@ def budget_plan(
             hw.gpus_per_node,
             hw.nodes,
             min(goal.image_tokens, w),
-            max(goal.tower_tokens, goal.image_tokens) if goal.image_tokens > w else goal.tower_tokens,
+            goal.tower_tokens,
             gpu=hw.gpu.name,
         )
         got = (breakdown(s, hw.gpu.capacity_bytes), "analytic", None)
