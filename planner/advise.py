@@ -542,8 +542,13 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
         models.resolve(reading.request["model"])  # an id not found offline: the one-line "pass its config.json"
     dropped = intake.replaced(reading, overrides)
     body = merged({k: v for k, v in reading.request.items() if k not in dropped}, overrides)
-    result = check(parse(CheckRequest, body), **kwargs)
     read, flags = flat(reading.request), flat(overrides)
+    again = {}  # a derived field whose inputs a flag changed, the field itself not given: derived again
+    for f, (inputs, fn) in reading.derived.items():
+        if f not in flags and any(i in flags for i in inputs):
+            again[f] = fn(body)
+            body = merged(body, nested(f, again[f]))
+    result = check(parse(CheckRequest, body), **kwargs)
     given = {k: v for k, v in flags.items() if k in read and v != read[k]}
     given |= {k: None for k in dropped}
     result.config = {
@@ -552,8 +557,12 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
         "settings": [
             {
                 "field": s.field,
-                "value": given.get(s.field, s.value),
-                "source": f"a flag (the config: {s.value}, {s.source})" if s.field in given else s.source,
+                "value": again.get(s.field, given.get(s.field, s.value)),
+                "source": f"a flag (the config: {s.value}, {s.source})"
+                if s.field in given
+                else f"derived again from the flags (the config: {s.value}, {s.source})"
+                if s.field in again
+                else s.source,
                 "key": s.key,
             }
             for s in reading.settings
@@ -570,6 +579,12 @@ def merged(read: dict, flags: dict) -> dict:
     for k, v in flags.items():
         out[k] = merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
+
+
+def nested(dotted: str, value) -> dict:
+    """{"workload": {"beta": v}} for "workload.beta"."""
+    head, _, rest = dotted.partition(".")
+    return {head: nested(rest, value) if rest else value}
 
 
 def flat(d: dict, prefix: str = "") -> dict:

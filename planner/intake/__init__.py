@@ -47,6 +47,9 @@ class Reading:
     settings: list[Setting] = field(default_factory=list)
     unplanned: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    # fields the reading derived from others (VLM-R1's uncut prompt from its pixel cap): field -> (the fields it is
+    # derived from, a function of the final request giving its value), derived again where a flag changes them
+    derived: dict = field(default_factory=dict)
 
 
 # The folders a reading may open files in (read(..., allowed=...): the API's data directories); None: any

@@ -67,6 +67,7 @@ class Collector:
         self.files: list[str] = []
         self.facts: dict[str, tuple[object, str, str]] = {}
         self.model = None  # models.Model once the model is resolved
+        self.derived: dict = {}  # Reading.derived
 
     def set(self, field: str, value: object, source: str, key: str) -> None:
         """An explicit value: replaces what the field held (the setting moves to the end: the order read)."""
@@ -147,6 +148,7 @@ class Collector:
             settings=self.settings(),
             unplanned=list(self.unplanned),
             files=list(self.files),
+            derived=dict(self.derived),
         )
 
 

@@ -122,6 +122,13 @@ def _prompt(c: Collector, flags: dict[str, Flag], rule: str, low: int | None, hi
     tokens, _ = images.worst_case(rule, low, high)
     f = flags.get("max_prompt_length")
     text = as_int(one(f.value)) if f is not None and known(f.value) else None
+
+    def again(request: dict) -> int:  # the same prompt under the images a flag gives (check --config --max-pixels)
+        r = request.get("image_rule") or rule
+        n = images.worst_case(r, request.get("min_pixels", low), request.get("max_pixels", high))[0]
+        return (text if text is not None and text >= 1 else PROMPT_TEXT) + request.get("images", 1) * n
+
+    c.derived["workload.max_prompt_length"] = (("images", "image_rule", "min_pixels", "max_pixels"), again)
     image = f"1 image of {tokens:,} tokens at the {rule} rule's worst case"
     if text is not None and text >= 1:
         c.set(

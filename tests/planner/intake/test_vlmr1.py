@@ -124,3 +124,16 @@ def test_the_cli_passes_workload_flags_beside_config_without_workload():
     out = planner("check", "--config", str(REC), "--gpu", "h20", "--beta", "0", "--num-generations", "4", "--json")
     got = json.loads(out.stdout)
     assert (got["plan"]["workload"]["beta"], got["plan"]["workload"]["num_generations"]) == (0.0, 4)
+
+
+def test_a_pixel_flag_derives_the_uncut_prompt_again():
+    """The reading derived the prompt from VLM-R1's default cap (512 text tokens and 16,384 image tokens); --max-pixels
+    401408 beside --config gives 512 + 512, said as derived again (before: 16,896 stayed, and the plan with it)."""
+    out = advise.check_config([str(REC)], {"gpu": "h20", "max_pixels": 401408})
+    assert out.plan.workload.max_prompt_length == 512 + images.worst_case("qwen2-vl", 3136, 401408)[0] == 1024
+    s = {x["field"]: x for x in out.config["settings"]}["workload.max_prompt_length"]
+    assert s["value"] == 1024 and s["source"].startswith("derived again from the flags (the config: 16896")
+    given = advise.check_config(
+        [str(REC)], {"gpu": "h20", "max_pixels": 401408, "workload": {"max_prompt_length": 900}}
+    )
+    assert given.plan.workload.max_prompt_length == 900  # the flag's own value is never derived over
