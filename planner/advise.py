@@ -90,7 +90,15 @@ def default_resolver(ref: ModelRef) -> ModelSpec:
     if isinstance(ref, dict):
         name = str(ref.get("_name_or_path") or ref.get("model_type") or "custom")[-64:]
         return from_config(ref, name)
-    return catalog.load_model(ref)
+    try:
+        return catalog.load_model(ref)
+    except BadInput:  # a Hugging Face id, a cache folder, a folder named as a known id: what --config resolves
+        from planner.intake import models
+
+        found = models.lookup(ref)
+        if found is None:
+            raise
+        return catalog.load_model(found.ref) if found.ref in catalog.model_names() else from_config(found.config, ref)
 
 
 def check_positions(model: ModelSpec, seq_len: int) -> None:

@@ -103,8 +103,27 @@ def _cached(name: str) -> Path | None:
     return next((f for f in map(_config_file, snaps) if f is not None), None)
 
 
+def _by_cache_layout(name: str) -> Model | None:
+    """A path into a Hugging Face cache that is not here (`.../models--Qwen--Qwen2.5-VL-7B-Instruct/snapshots/<sha>`,
+    the layout huggingface_hub writes: file_download.py repo_folder_name): the id its folder names."""
+    part = next((p for p in Path(name).parts if p.startswith("models--") and p.count("--") >= 2), None)
+    if part is None:
+        return None
+    repo_id = part[len("models--") :].replace("--", "/", 1)
+    if hit := hf_id_of(repo_id):
+        return _from_catalog(
+            hit[0], hit[1], assumption(f"{name} is not on this machine; it is {hit[1]}'s cache folder")
+        )
+    cached = _cached(repo_id)
+    if cached is not None and (cfg := _load(cached)) is not None:
+        return Model(str(cached), cfg, f"cached config.json {cached} ({name} is {repo_id}'s cache folder)")
+    return None
+
+
 def _by_folder_name(name: str) -> Model | None:
     """A local path that is not here, whose last part names a known id (`/data/models/Qwen2.5-VL-3B-Instruct`)."""
+    if found := _by_cache_layout(name):
+        return found
     leaf = Path(name.rstrip("/")).name.lower()
     hits = sorted((cat, hf) for hf, cat in _spelled().items() if hf.split("/")[-1].lower() == leaf)
     if not leaf or not hits:

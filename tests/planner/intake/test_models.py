@@ -84,3 +84,27 @@ def test_a_reading_keeps_a_model_it_cannot_find_as_written(tmp_path):
     reading = intake.read([str(path)])
     assert reading.request["model"] == "acme/never-heard-of-it"
     assert "pass its config.json with --model PATH" in reading.settings[0].source
+
+
+def test_a_cache_snapshot_path_from_another_machine_is_its_repos_id(tmp_path, monkeypatch):
+    """Issue 47 item 4: `.../models--Qwen--Qwen2.5-VL-7B-Instruct/snapshots/<sha>` (huggingface_hub's layout) names
+    the repo: a known id is its catalog model, a cached one its cached config; before: not found (the leaf is a sha)."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
+    found = models.lookup("/home/u/.cache/huggingface/hub/models--Qwen--Qwen2.5-VL-7B-Instruct/snapshots/0a1b2c")
+    assert found.ref == "qwen2.5-vl-7b" and "Qwen/Qwen2.5-VL-7B-Instruct's cache folder" in found.how
+    snap = tmp_path / "hf" / "models--acme--tiny" / "snapshots" / "abc"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text(json.dumps(catalog.model_config("qwen2.5-0.5b")))
+    other = models.lookup("/elsewhere/hub/models--acme--tiny/snapshots/zzz")
+    assert other.ref == str(snap / "config.json")
+    assert models.lookup("/elsewhere/hub/models--acme--unknown/snapshots/zzz") is None
+
+
+def test_the_command_lines_model_resolves_what_config_resolves():
+    """--model Qwen/Qwen2.5-VL-3B-Instruct was refused on the command line although --config resolved the same id."""
+    from planner import advise
+
+    assert advise.default_resolver("Qwen/Qwen2.5-VL-3B-Instruct").name == "qwen2.5-vl-3b"
+    assert advise.default_resolver("/nowhere/models/Qwen2.5-VL-3B-Instruct").name == "qwen2.5-vl-3b"
+    with pytest.raises(BadInput, match="acme/never-heard-of-it"):
+        advise.default_resolver("acme/never-heard-of-it")
