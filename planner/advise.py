@@ -550,6 +550,9 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
         models.resolve(reading.request["model"])  # an id not found offline: the one-line "pass its config.json"
     dropped = intake.replaced(reading, overrides)
     body = merged({k: v for k, v in reading.request.items() if k not in dropped}, overrides)
+    capped = "data" in overrides and "seq_len" in body and not {"seq_len", "max_length"} & set(overrides)
+    if capped:  # the files' length cuts the data's rows (max_length, cutoff_len): --data decides the length under it
+        body["max_length"] = body.pop("seq_len")
     read, flags = flat(reading.request), flat(overrides)
     again = {}  # a derived field whose inputs a flag changed, the field itself not given: derived again
     for f, (inputs, fn) in reading.derived.items():
@@ -566,7 +569,9 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
             {
                 "field": s.field,
                 "value": again.get(s.field, given.get(s.field, s.value)),
-                "source": f"a flag (the config: {s.value}, {s.source})"
+                "source": f"a cap on --data's rows (the config: {s.value}, {s.source})"
+                if capped and s.field == "seq_len"
+                else f"a flag (the config: {s.value}, {s.source})"
                 if s.field in given
                 else f"derived again from the flags (the config: {s.value}, {s.source})"
                 if s.field in again

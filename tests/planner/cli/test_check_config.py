@@ -72,3 +72,17 @@ def test_what_cannot_be_read_is_one_line(tmp_path):
     one_line_error(planner("check", "--config", str(unknown), "--gpu", "h100"), "pass its config.json")
     one_line_error(planner("check", "--config", str(tmp_path / "missing.yaml"), "--gpu", "h100"), "missing.yaml")
     one_line_error(planner("check", "--model", "qwen2.5-7b", "--gpu", "h100"), "--micro-batch is required")
+
+
+def test_the_files_length_caps_the_data_given_beside_them(tmp_path):
+    """Issue 47 item 6: --config with --data was refused ("not both"); the files' max_length is a cap on the data's rows
+    and the data decides the length under it (the 200-row example's longest is 1,378 tokens: cut at 1,024)."""
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "torchrun --nproc_per_node 4 train.py --model_name_or_path Qwen/Qwen2.5-VL-7B-Instruct "
+        "--per_device_train_batch_size 1 --max_length 1024 --bf16 --gradient_checkpointing true\n"
+    )
+    data = ["--data", str(ROOT / "docs/examples/vlm-chat.jsonl"), "--tokenizer", str(ROOT / "docs/examples/tokenizer")]
+    out = check(str(script), "--gpu", "h100", *data)
+    assert out["goal"]["seq_len"] == 1024 and out["data"]["truncated_rows"] == 67
+    assert settings(out)["seq_len"]["source"].startswith("a cap on --data's rows (the config: 1024, run.sh:1")
