@@ -559,7 +559,7 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
         if f not in flags and any(i in flags for i in inputs):
             again[f] = fn(body)
             body = merged(body, nested(f, again[f]))
-    result = check(parse(CheckRequest, body), **kwargs)
+    result = open_length_check(body, kwargs) if open_length(body) else check(parse(CheckRequest, body), **kwargs)
     given = {k: v for k, v in flags.items() if k in read and v != read[k]}
     given |= {k: None for k in dropped}
     result.config = {
@@ -582,6 +582,31 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
         ],
         "unplanned": reading.unplanned,
     }
+    return result
+
+
+SHOWN_WHEN_NOTHING_FITS = 4096  # tokens: a common row length, only to show a plan and its nearest settings
+
+
+def open_length(body: dict) -> bool:
+    """Files that set no length for an SFT run, with no --seq-len or --data beside them."""
+    kind = (body.get("workload") or {}).get("kind", "sft")
+    return kind == "sft" and body.get("seq_len") is None and body.get("data") is None
+
+
+def open_length_check(body: dict, kwargs: dict) -> CheckResult:
+    """The run whose length the files leave open: not planned at the model's context (rows are rarely that long) but
+    at the longest rows it fits, found under the context, with that condition in the answer."""
+    from planner.search.datafit import largest_fitting_seq_len
+
+    context = default_resolver(body["model"]).text.max_positions or 131072 if body.get("model") else 131072
+    first = check(parse(CheckRequest, {**body, "seq_len": context}), **kwargs)
+    model, hw, goal = first.context
+    fits = first.plan.fits
+    n = context if fits else largest_fitting_seq_len(model, hw, goal, first.plan.knobs, first.plan.micro_batch)
+    shown = n or min(context, SHOWN_WHEN_NOTHING_FITS)  # nothing fits: the plan and its nearest settings at a row
+    result = first if shown == context else check(parse(CheckRequest, {**body, "seq_len": shown}), **kwargs)
+    result.open_length = {"fits_up_to_tokens": n, "context": context, "planned_at": shown}
     return result
 
 

@@ -40,6 +40,16 @@ def register(p) -> None:
     p.set_defaults(run=run, nodes=None, parser_defaults=lambda: {a.dest: a.default for a in p._actions})
 
 
+def open_length_line(o: dict) -> str:
+    """The condition of a verdict whose length the files leave open."""
+    n, context = o["fits_up_to_tokens"], o["context"]
+    head = "the files set no length (max_length, cutoff_len): "
+    if n == 0:
+        return head + f"this configuration does not fit at any length (shown at {o['planned_at']:,} tokens)"
+    whole = " (the model's whole context)" if n == context else f" of the model's {context:,}"
+    return head + f"this configuration fits rows up to {n:,} tokens{whole}; your data decides (--data, or --seq-len)"
+
+
 def overrides(args: argparse.Namespace) -> dict:
     """The request fields given as flags (each differs from its flag's default), which override --config's."""
     defaults = args.parser_defaults()
@@ -103,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
         common.say_line(f"speed: {plan.tokens_per_s:,.0f} tokens/s, {plan.step_time_s:.2f} s a step (predicted)")
         for line in data_lines(data) if data else []:
             common.say_line(line)
+        if out.get("open_length"):
+            common.say_line(open_length_line(out["open_length"]))
         for line in imagefit.lines(out["images"]) if out.get("images") else []:
             common.say_line(line)
         for line in videofit.lines(out["videos"]) if out.get("videos") else []:

@@ -291,6 +291,13 @@ class CheckResult(_Result):
         description=("dpo / grpo: the longest completion (and prompt, images) at which the configuration still fits"),
     )
     nearest: list[Nearest] = Field(default_factory=list, description=NEAREST_DOC)
+    open_length: dict | None = Field(
+        default=None,
+        description=(
+            "check --config whose files set no length (and no --data, --seq-len): the longest rows this configuration "
+            "fits (fits_up_to_tokens, the plan is made there) under the model's context (context); the data decides"
+        ),
+    )
     config: dict | None = Field(
         default=None,
         description=(

@@ -86,3 +86,21 @@ def test_the_files_length_caps_the_data_given_beside_them(tmp_path):
     out = check(str(script), "--gpu", "h100", *data)
     assert out["goal"]["seq_len"] == 1024 and out["data"]["truncated_rows"] == 67
     assert settings(out)["seq_len"]["source"].startswith("a cap on --data's rows (the config: 1024, run.sh:1")
+
+
+def test_files_that_leave_the_length_open_get_the_longest_rows_that_fit(tmp_path):
+    """Issue 47 item 6: no max_length in the files was a refusal (or, before, the model's whole context); now the plan is
+    made at the longest rows the configuration fits under the context, and says the data decides."""
+    (tmp_path / "ds.json").write_text('{"zero_optimization": {"stage": 3}, "bf16": {"enabled": true}}')
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "torchrun --nproc_per_node 4 train.py --model_name_or_path Qwen/Qwen2.5-7B-Instruct "
+        "--per_device_train_batch_size 2 --bf16 --gradient_checkpointing true --deepspeed ds.json\n"
+    )
+    out = check(str(script), "--gpu", "h100")
+    o = out["open_length"]
+    assert out["plan"]["fits"] and out["goal"]["seq_len"] == o["fits_up_to_tokens"] == o["planned_at"] < o["context"]
+    longer = check(str(script), "--gpu", "h100", "--seq-len", str(o["fits_up_to_tokens"] + 64))
+    assert not longer["plan"]["fits"] and longer["open_length"] is None  # the edge is the edge
+    r = planner("check", "--config", str(script), "--gpu", "h100")
+    assert f"fits rows up to {o['fits_up_to_tokens']:,} tokens of the model's {o['context']:,}; your data" in r.stdout
