@@ -25,13 +25,21 @@ def client_optimizer_config(ds_config: dict) -> dict:
     return cfg
 
 
+def no_shm_collectives() -> None:
+    """DeepSpeed on CPU without its shared-memory collectives, another run-time build (1-3 minutes of both
+    cores of a 2-core machine, again for every venv: its build folder is shared): gloo carries everything.
+    Before DeepSpeed's backend starts (deepspeed.init_distributed, or accelerate's for TRL)."""
+    import deepspeed
+
+    deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
+
+
 def init_deepspeed(backend: str, cpu: bool) -> None:
-    """deepspeed.init_distributed; on CPU without the shared-memory collectives (another run-time
-    build): gloo carries everything."""
+    """deepspeed.init_distributed; on CPU without the shared-memory collectives (no_shm_collectives)."""
     import deepspeed
 
     if cpu:
-        deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
+        no_shm_collectives()
     deepspeed.init_distributed(dist_backend=backend)
 
 

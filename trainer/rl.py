@@ -60,6 +60,18 @@ def image_prompts(data: str):
     return Dataset.from_dict({"prompt": prompts, "images": images}).cast_column("images", List(Image()))
 
 
+def deepspeed_for(ds_config: dict, device: str) -> dict:
+    """The plan's DeepSpeed config for TRL: on a GPU as exported; on CPU as the bundled trainer runs it
+    (trainer/loop.py), the Trainer's own torch AdamW instead of DeepSpeed's FusedAdam and gloo without the
+    shared-memory collectives, both of which DeepSpeed would compile at run time (2-4 minutes on 2 cores)."""
+    if device != "cpu":
+        return ds_config
+    from recipe.dist import client_optimizer_config, no_shm_collectives
+
+    no_shm_collectives()
+    return client_optimizer_config(ds_config)
+
+
 def run(cfg: dict) -> list[dict]:
     """Train; the metrics TRL logged, one dict per optimizer step."""
     from planner.export.export import trl_args
@@ -70,7 +82,8 @@ def run(cfg: dict) -> list[dict]:
     model = build_model(SimpleNamespace(model=cfg["model"], device=cfg["device"], knobs=knobs, seed=cfg["seed"]))
     model.config.use_cache = True  # generation keeps its KV cache
     fields = trl_args(knobs.workload)
-    extra = {"deepspeed": cfg["deepspeed_config"]} if cfg.get("deepspeed_config") else {}
+    ds = cfg.get("deepspeed_config")
+    extra = {"deepspeed": deepspeed_for(ds, next(model.parameters()).device.type)} if ds else {}
     with tempfile.TemporaryDirectory() as out:
         if knobs.lora_rank == 0:  # TRL builds GRPO's reference model from a folder
             model.save_pretrained(f"{out}/init")

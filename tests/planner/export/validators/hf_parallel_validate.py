@@ -102,10 +102,14 @@ def check_deepspeed(path: Path, dp: int, accelerate_dp: int | None) -> str:
     """`dp`: the ranks DeepSpeed counts in its batch check (Ulysses' mpu: world / sp; otherwise HF passes no mpu
     and DeepSpeed counts every rank, AutoTP's included: deepspeed runtime/tensor_parallel/init_utils.py:89-90);
     `accelerate_dp`: under Ulysses, the data-parallel size accelerate multiplies the batch by."""
+    import deepspeed
     import deepspeed.comm as dist
     from deepspeed.runtime.config import DeepSpeedConfig
 
     if not dist.is_initialized():
+        # gloo alone, without the shared-memory collectives DeepSpeed would compile first (a minute of both cores;
+        # recipe.dist.no_shm_collectives): the config is what is checked
+        deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=os.environ.get("MASTER_PORT", "29533"))
         os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1")
         dist.init_distributed(dist_backend="gloo", auto_mpi_discovery=False)
