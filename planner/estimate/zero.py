@@ -82,16 +82,19 @@ def zero3_gathered_param_elements(s: Setup, z: ZeroSettings | None = None) -> in
 
 def zero3_staging_elements(s: Setup, z: ZeroSettings | None = None) -> int:
     """A prefetch batch's flat all-gather buffer, beside the copies its wait made of each parameter, from its first
-    parameter's use to its last (partition_parameters.py:1343-1371, 795; the inflight registry holds the
-    handle for each parameter: partitioned_param_coordinator.py:404-405). A batch takes parameters until it reaches
-    stage3_prefetch_bucket_size (:452-476), so one of several parameters is under the bucket plus the decoder
-    matrix that crosses it: k, v and o_proj without LoRA (the 7B's q_proj, h x h, is over 0.9 h^2 and goes alone),
-    LoRA factors and the next base matrix with it. A batch ending in the head or the embedding is used up before
-    the head runs, or after the last layer's backward. Measured (probes/zero.py, the 1/16-width Qwen2.5-7B): the
-    largest gathered set and the buffers alive at the same moment are 1.5% (LoRA rank 16) and 5% (rank 1) under
-    zero3_gathered_param_elements plus this; the head's batch (rank 16: 2.13M elements) never coincides with it."""
+    parameter's use to its last (partition_parameters.py:1343-1371, 795; the inflight registry holds the handle for
+    each parameter: partitioned_param_coordinator.py:404-405). A batch takes parameters until it reaches
+    stage3_prefetch_bucket_size (:452-476), so one of several parameters is under the bucket plus the one that
+    crosses it. Without LoRA that is a layer's small projections (k, v) and o_proj: about the bucket. LoRA's factors
+    above the persistence threshold sit before every base matrix in the trace, so a batch of them ends in one: up
+    to the largest decoder matrix (one ending in the head or the embedding is used up before the head runs, or
+    after the last layer's backward). Measured (probes/zero.py, the 1/16-width Qwen2.5-7B), the largest gathered
+    set and the buffers alive at the same moment under zero3_gathered_param_elements plus this: 1.2% (LoRA rank
+    16), 0.7% (rank 1, every factor persistent), 3.3% (full fine-tuning); the head's batch (rank 16: 2.13M
+    elements) never coincides with the largest set."""
     z = z or settings(s.model.text.hidden)
-    return z.prefetch_bucket_size + largest_layer_matrix_params(s)
+    gathered_factors = s.lora and any(n > z.param_persistence_threshold for n, _ in trainable_tensor_sizes(s))
+    return z.prefetch_bucket_size + (largest_layer_matrix_params(s) if gathered_factors else 0)
 
 
 def largest_layer_matrix_params(s: Setup) -> int:
