@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import wraps
-from math import prod
 
 from planner.config.spec import Knobs, MemoryBreakdown
 from planner.estimate import activations as act
@@ -60,15 +59,16 @@ from planner.estimate.setup import Setup
 from planner.estimate.trained import (  # re-exported: the terms' callers and tests name them memory.X
     embedding_copy_overcount_bytes,
     frozen_bytes,
-    frozen_modules,
+    frozen_modules,  # noqa: F401 (re-exported: its tests name memory.frozen_modules)
     frozen_params,
     frozen_weight_bytes_per_param,
+    largest_trainable_matrix_params,
     optimizer_state_bytes_per_param,
     trainable_params,
+    trainable_tensor_sizes,
     trainable_weight_bytes_per_param,
 )
 from planner.frameworks import FRAMEWORKS
-from planner.model.modelspec import FROZEN_ROLES
 
 ADAMW_8BIT_MIN_SIZE = 4096  # bitsandbytes keeps 32-bit states for tensors smaller than this
 PAGED_MIN_ELEMENTS = 100_000  # bitsandbytes 0.50.2 optim/optimizer.py:383: smaller tensors' states stay in torch
@@ -145,21 +145,6 @@ def optimizer_bytes(s: Setup) -> int:
     if k.offload != "none":
         return 0
     return int(T * (4 + optimizer_state_bytes_per_param(k.optimizer, 4))) // s.world_size
-
-
-def trainable_tensor_sizes(s: Setup) -> list[tuple[int, int]]:
-    """(elements of one tensor, how many) of every trainable tensor: LoRA's A (r x d_in) and B (d_out x r) factors, or
-    the model's tensors outside the frozen modules."""
-    k = s.knobs
-    if s.lora:
-        r, out = k.lora_rank, []
-        for t in s.model.tensors:
-            if t.adapted(k.lora_targets):
-                n = t.count * prod(t.shape[:-2]) * t.lora_rank_multiple(k.lora_targets)
-                out += [(r * t.shape[-1], n), (r * t.shape[-2], n)]
-        return out
-    frozen = FROZEN_ROLES[frozen_modules(s)]
-    return [(t.numel // t.count, t.count) for t in s.model.tensors if t.role not in frozen]
 
 
 def paged_optimizer_bytes(s: Setup) -> int:
@@ -242,17 +227,6 @@ def once_per_setup(term):
 def gathered_params_bytes(s: Setup) -> int:
     """Parameters gathered while their module runs: ZeRO-3's, or FSDP's unsharded units."""
     return fsdp.unsharded_params_bytes(s) if s.knobs.fsdp != "off" else zero.zero3_live_params_bytes(s)
-
-
-@once_per_setup
-def largest_trainable_matrix_params(s: Setup) -> int:
-    """Elements of the largest weight that receives a gradient (a LoRA factor under LoRA)."""
-    if s.lora:
-        adapters = max(
-            (s.knobs.lora_rank * max(t.shape) for t in s.model.tensors if t.adapted(s.knobs.lora_targets)), default=0
-        )
-        return max(adapters, s.model.text.vocab * s.model.text.hidden if s.knobs.lora_train_embeddings else 0)
-    return max(prod(t.shape) for t in s.model.tensors if len(t.shape) == 2)
 
 
 def optimizer_step_temp_bytes(s: Setup) -> int:

@@ -5,9 +5,12 @@ lifecycle, fsdp)."""
 
 from __future__ import annotations
 
+from math import prod
+
 from planner.config.spec import Knobs
 from planner.estimate import lora, quant
 from planner.estimate.setup import Setup
+from planner.model.modelspec import FROZEN_ROLES
 
 ADAMW_8BIT_BLOCK = 256  # bitsandbytes blockwise quantisation: one fp32 absmax per block
 
@@ -27,6 +30,37 @@ def _trainable_params(s: Setup) -> int:
     k = s.knobs
     tower = s.model.tower_lora_params(k.lora_rank) if k.lora_vision else 0
     return s.model.lora_params(k.lora_rank, k.lora_targets) + tower + lora.embedding_copy_params(s.model, k)
+
+
+def trainable_tensor_sizes(s: Setup) -> list[tuple[int, int]]:
+    """(elements of one tensor, how many) of every trainable tensor: LoRA's A (r x d_in) and B (d_out x r) factors, or
+    the model's tensors outside the frozen modules."""
+    k = s.knobs
+    if s.lora:
+        r, out = k.lora_rank, []
+        for t in s.model.tensors:
+            if t.adapted(k.lora_targets):
+                n = t.count * prod(t.shape[:-2]) * t.lora_rank_multiple(k.lora_targets)
+                out += [(r * t.shape[-1], n), (r * t.shape[-2], n)]
+        return out
+    frozen = FROZEN_ROLES[frozen_modules(s)]
+    return [(t.numel // t.count, t.count) for t in s.model.tensors if t.role not in frozen]
+
+
+def largest_trainable_matrix_params(s: Setup) -> int:
+    """Elements of the largest weight that receives a gradient (a LoRA factor under LoRA)."""
+    if "largest_trainable_matrix_params" not in s.memo:  # asked for several times a candidate: computed once
+        s.memo["largest_trainable_matrix_params"] = _largest_trainable_matrix_params(s)
+    return s.memo["largest_trainable_matrix_params"]
+
+
+def _largest_trainable_matrix_params(s: Setup) -> int:
+    if s.lora:
+        adapters = max(
+            (s.knobs.lora_rank * max(t.shape) for t in s.model.tensors if t.adapted(s.knobs.lora_targets)), default=0
+        )
+        return max(adapters, s.model.text.vocab * s.model.text.hidden if s.knobs.lora_train_embeddings else 0)
+    return max(prod(t.shape) for t in s.model.tensors if len(t.shape) == 2)
 
 
 def embedding_copy_overcount_bytes(s: Setup, per_param_bytes: int) -> int:

@@ -1,6 +1,6 @@
 """DeepSpeed ZeRO as it allocates: the settings a plan assumes (the values its exported DeepSpeed JSON states) and
 the terms they decide, per rank. Read in DeepSpeed 0.19.8 (deepspeed/runtime/zero/{config,stage3,
-stage_1_and_2,partitioned_param_coordinator}.py) and transformers 5.23 (integrations/deepspeed.py); every term is
+stage_1_and_2,partitioned_param_coordinator}.py) and transformers 5.25 (integrations/deepspeed.py); every term is
 pinned to DeepSpeed's own state during real ZeRO steps on CPU ranks (probes/zero.py, tests/probes/test_zero.py).
 
 Element counts are a rank's; bytes use the model dtype DeepSpeed casts to (2 for bf16/fp16, 4 for fp32); L is the
@@ -9,17 +9,18 @@ largest single parameter (ModelSpec.largest_matrix_params: an embedding, the hea
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import ceil
+from math import ceil, prod
 
 from planner.estimate import quant
 from planner.estimate.nograd import compute_dtype_bytes  # DeepSpeed casts the module to bf16/fp16; fp32 stays
 from planner.estimate.setup import Setup
+from planner.estimate.trained import largest_trainable_matrix_params, trainable_params, trainable_tensor_sizes
 
 
 @dataclass(frozen=True)
 class ZeroSettings:
     """zero_optimization values that decide memory. The three HF fills from "auto" follow the hidden size h
-    (transformers/integrations/deepspeed.py:232-242: reduce_bucket_size h*h, stage3_prefetch_bucket_size
+    (transformers/integrations/deepspeed.py:234-244: reduce_bucket_size h*h, stage3_prefetch_bucket_size
     int(0.9*h*h), stage3_param_persistence_threshold 10*h); the rest are DeepSpeed's defaults, which HF never
     fills (deepspeed/runtime/zero/config.py:132 allgather 5e8, :182 sub_group_size 1e9, :245 max_live 1e9,
     :251 max_reuse_distance 1e9). overlap_comm is what the export writes (DeepSpeed's default is True only at
@@ -42,10 +43,20 @@ def settings(hidden: int) -> ZeroSettings:
 
 def persistent_param_elements(s: Setup) -> int:
     """ZeRO-3 keeps parameters of at most stage3_param_persistence_threshold elements whole on every rank and never
-    releases them in forward or backward (parameter_offload.py:317-335, partitioned_param_coordinator.py:640):
-    norm weights and biases under HF's 10*h."""
+    releases them in forward or backward (parameter_offload.py:317-335, partitioned_param_coordinator.py:638-640):
+    norm weights and biases under HF's 10*h, and LoRA factors as small (a 7B's rank-16 B factors of k_proj and
+    v_proj, 512 x 16). Measured (probes/zero.py, ds_persist): exact."""
     limit = settings(s.model.text.hidden).param_persistence_threshold
-    return s.model.elements_of_tensors_at_most(limit)
+    adapters = sum(n * c for n, c in trainable_tensor_sizes(s) if n <= limit) if s.lora else 0
+    return s.model.elements_of_tensors_at_most(limit) + adapters
+
+
+def zero3_param_elements(s: Setup) -> int:
+    """Every parameter element ZeRO-3 partitions: the base as stored (a 4-bit base's linears as the elements of
+    their packed storage, 4 weights an element in bf16: planner.estimate.quant, as DeepSpeed's ds_numel counts them)
+    and LoRA's adapters."""
+    base = s.model.params - quant.storage_elements_saved(s.model, s.knobs.quant, compute_dtype_bytes(s))
+    return base + (trainable_params(s) if s.lora else 0)
 
 
 def zero3_gathered_param_elements(s: Setup, z: ZeroSettings | None = None) -> int:
@@ -57,26 +68,63 @@ def zero3_gathered_param_elements(s: Setup, z: ZeroSettings | None = None) -> in
     being fetched (:653-662). With the defaults (1e9 and 1e9) a model under about 1e9 elements stays gathered
     whole. Measured (probes/zero.py, debug-llama on 2 ranks): an upper bound within 3% where prefetch decides
     (max_live <= 1e6 with reuse 0 or 2e6), 19% with max_live 3e6, exact for the defaults; reuse 6 x max_live
-    1.6 x (the half-distance rule is loose on a 4-layer model). A 4-bit base's linears count as the elements of their
-    packed storage (4 weights an element in bf16: planner.estimate.quant), as DeepSpeed's ds_numel counts them."""
+    1.6 x (the half-distance rule is loose on a 4-layer model). Qwen2.5-7B at 1/16 width (28 layers, every matrix
+    1/256 of its elements, max live and reuse distance 1e9/256) under full checkpointing: LoRA rank 1 (the 7B's
+    rank 16 scaled) within 0.01%, rank 16 0.6% over, full fine-tuning 2.5% over: a 7B LoRA holds 1e9 + L
+    elements, not one layer's: its frozen base is gathered for the recomputation and the backward like a
+    trained one (the recomputed frozen parameters are released with the backward module that asked for them,
+    :388-393, 500-505)."""
     z = z or settings(s.model.text.hidden)
-    large = s.model.largest_matrix_params()
     persistent = persistent_param_elements(s)
-    held = max(z.max_live_parameters + large, z.max_reuse_distance // 2 + large)
-    stored = s.model.params - quant.storage_elements_saved(s.model, s.knobs.quant, compute_dtype_bytes(s))
-    return persistent + min(stored - persistent, held)
+    held = max(z.max_live_parameters, z.max_reuse_distance // 2) + s.model.largest_matrix_params()
+    return persistent + min(zero3_param_elements(s) - persistent, held)
+
+
+def zero3_staging_elements(s: Setup, z: ZeroSettings | None = None) -> int:
+    """A prefetch batch's flat all-gather buffer, beside the copies its wait made of each parameter, from its first
+    parameter's use to its last (partition_parameters.py:1343-1371, 795; the inflight registry holds the handle for
+    each parameter: partitioned_param_coordinator.py:404-405). A batch takes parameters until it reaches
+    stage3_prefetch_bucket_size (:452-476), so one of several parameters is under the bucket plus the one that
+    crosses it. Without LoRA that is a layer's small projections (k, v) and o_proj: about the bucket. LoRA's factors
+    above the persistence threshold sit before every base matrix in the trace, so a batch of them ends in one: up
+    to the largest decoder matrix (one ending in the head or the embedding is used up before the head runs, or
+    after the last layer's backward). Measured (probes/zero.py, the 1/16-width Qwen2.5-7B), the largest gathered
+    set and the buffers alive at the same moment under zero3_gathered_param_elements plus this: 1.2% (LoRA rank
+    16), 0.7% (rank 1, every factor persistent), 3.3% (full fine-tuning); the head's batch (rank 16: 2.13M
+    elements) never coincides with the largest set."""
+    z = z or settings(s.model.text.hidden)
+    gathered_factors = s.lora and any(n > z.param_persistence_threshold for n, _ in trainable_tensor_sizes(s))
+    return z.prefetch_bucket_size + (largest_layer_matrix_params(s) if gathered_factors else 0)
+
+
+def largest_layer_matrix_params(s: Setup) -> int:
+    """Elements of the largest parameter outside the embedding and the head (a decoder's MLP matrix, stacked
+    experts, a tower's matrix)."""
+    memo = s.model.memo
+    if "largest layer matrix" not in memo:
+        memo["largest layer matrix"] = max(
+            (prod(t.shape) for t in s.model.tensors if t.role not in ("embed", "head")), default=0
+        )
+    return memo["largest layer matrix"]
+
+
+def largest_trained_param_elements(s: Setup) -> int:
+    """The largest parameter that takes a gradient: a LoRA factor under LoRA (a frozen base takes none), the
+    largest parameter otherwise. In ZeRO-3's backward its full gradient waits for its hook to copy it into the
+    reduce bucket (stage3.py:1508-1525, 1621-1642: one hook a trainable parameter, right after its gradient is
+    accumulated); the step takes the fp64 norm of its gradient piece. Measured (probes/zero.py, the largest
+    gradient DeepSpeed's reduce hook took): exact, LoRA rank 1 and 16 and full fine-tuning."""
+    return largest_trainable_matrix_params(s) if s.lora else s.model.largest_matrix_params()
 
 
 def zero3_live_params_bytes(s: Setup) -> int:
-    """ZeRO-3's gathered parameters while modules run (zero3_gathered_param_elements), the prefetch batch's
-    all-gather staging buffer held beside its gathered copies until its last parameter is used
-    (partition_parameters.py:1336-1346, 780-801: about stage3_prefetch_bucket_size), and in backward the full
-    gradients of the module being reduced before its hook copies them into the reduce bucket (stage3.py:1626-1640:
-    about the largest parameter)."""
+    """ZeRO-3's gathered parameters while modules run (zero3_gathered_param_elements), a prefetch batch's all-gather
+    buffer (zero3_staging_elements) and in backward the full gradient before the reduce bucket takes it
+    (largest_trained_param_elements), in the model dtype."""
     if s.knobs.zero_stage != 3:
         return 0
-    z, b = settings(s.model.text.hidden), compute_dtype_bytes(s)
-    return b * (zero3_gathered_param_elements(s) + z.prefetch_bucket_size + s.model.largest_matrix_params())
+    elements = zero3_gathered_param_elements(s) + zero3_staging_elements(s) + largest_trained_param_elements(s)
+    return compute_dtype_bytes(s) * elements
 
 
 def reduce_buckets_bytes(s: Setup) -> int:
@@ -98,7 +146,7 @@ def step_group_elements(s: Setup, trainable: int, z: ZeroSettings | None = None)
     if s.knobs.zero_stage != 3:
         return partition
     z = z or settings(s.model.text.hidden)
-    return min(partition, z.sub_group_size + ceil(s.model.largest_matrix_params() / s.world_size))
+    return min(partition, z.sub_group_size + ceil(largest_trained_param_elements(s) / s.world_size))
 
 
 def zero_step_temp_bytes(s: Setup, trainable: int, z: ZeroSettings | None = None) -> int:
@@ -112,6 +160,6 @@ def zero_step_temp_bytes(s: Setup, trainable: int, z: ZeroSettings | None = None
         return 0
     b = compute_dtype_bytes(s)
     group, partition = step_group_elements(s, trainable, z), ceil(trainable / s.world_size)
-    large = s.model.largest_matrix_params()
+    large = largest_trained_param_elements(s)
     norm = 8 * (ceil(large / s.world_size) if s.knobs.zero_stage == 3 else min(large, partition))
     return max(group * (b + (4 if b != 4 else 0)), norm)

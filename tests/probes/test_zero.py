@@ -1,8 +1,8 @@
 """DeepSpeed as it allocates: planner.estimate.zero's terms against DeepSpeed's own state during real ZeRO steps on
 CPU ranks (probes/zero.py): debug-llama, bf16, SGD as the client optimizer (in-place steps, so what the step
-allocates is DeepSpeed's own), micro-batch 2 x 64 tokens."""
+allocates is DeepSpeed's own), micro-batch 2 x 64 tokens; and Qwen2.5-7B at 1/16 of its width, where HF's "auto"
+buckets are the size of its matrices as on the 7B."""
 
-from dataclasses import replace
 from math import ceil
 
 import pytest
@@ -14,20 +14,19 @@ from planner.config.spec import Knobs
 from planner.estimate import zero
 from planner.estimate.nograd import compute_dtype_bytes
 from planner.estimate.setup import Setup
-from planner.model.catalog import load_model, model_config
+from planner.estimate.trained import trainable_params
+from planner.model.catalog import model_config
 from probes.step import Case
-from probes.zero import measure_zero
+from probes.zero import measure_zero, narrowed_case, planned
 
 # The step's bytes: every allocation is rounded to the CUDA allocator's 512 B (probes.tracker), a few per step.
 STEP_TOLERANCE = 0.001
 
 
 def _measure(stage: int, world: int = 2, **settings) -> tuple[Setup, zero.ZeroSettings, list[dict]]:
-    knobs = Knobs(precision="bf16", zero_stage=stage, optimizer="sgd")
-    rows = measure_zero(Case(model_config("debug-llama"), knobs, 2, 1, 64), settings, world=world)
-    s = Setup(load_model("debug-llama"), knobs, 2, 1, 64, world, 1)
-    names = {"stage3_max_live_parameters": "max_live_parameters", "stage3_max_reuse_distance": "max_reuse_distance"}
-    z = replace(zero.settings(s.model.text.hidden), **{names.get(k, k): v for k, v in settings.items()})
+    case = Case(model_config("debug-llama"), Knobs(precision="bf16", zero_stage=stage, optimizer="sgd"), 2, 1, 64)
+    rows = measure_zero(case, settings, world=world)
+    s, z = planned(case, settings, world)
     return s, z, rows
 
 
@@ -86,3 +85,35 @@ def test_zero12_step_allocates_the_flat_and_fp32_copies_or_the_fp64_norm(stage, 
     partition = ceil(s.model.params / world)
     assert predicted == max(6 * partition, 8 * min(s.model.largest_matrix_params(), partition))
     assert max(r["step_peak_bytes"][-1] for r in rows) == pytest.approx(predicted, rel=STEP_TOLERANCE)
+
+
+# Qwen2.5-7B at 1/16 of its width (probes.zero.narrowed): its 28 layers, every matrix 1/256 of its elements, DeepSpeed's
+# max live and reuse distance 1e9 / 256, HF's "auto" buckets from the hidden size 224 (reduce h^2, prefetch 0.9 h^2),
+# full checkpointing, micro-batch 1 x 64 tokens. LoRA rank 1 is the 7B's rank 16 scaled (every factor under the
+# persistence threshold 10h here); rank 16 leaves the A factors and most B factors above it, as on the 7B.
+NARROW = 16
+# (LoRA rank, how far above the measured largest gathered set zero3_gathered_param_elements may be, and how far above
+# the largest gathered set with the all-gather buffers alive at the same moment it may be with zero3_staging_elements):
+# rank 1 is 310 elements (0.005%) under its measurement, every other an upper bound
+NARROWED = [(16, 0.01, 0.02), (1, 0.0001, 0.01), (0, 0.03, 0.04)]
+
+
+@pytest.mark.parametrize("rank,gathered_over,held_over", NARROWED, ids=["lora-16", "lora-1", "full"])
+def test_zero3_on_a_narrowed_7b_holds_what_the_terms_say(rank, gathered_over, held_over):
+    """A 7B LoRA gathers its frozen base for the recomputation and the backward like a trained one: 1e9 elements plus
+    the largest parameter, not a layer. Exact: the persistent parameters (LoRA factors under 10h among them), every
+    partitioned element, the largest full gradient the reduce hook takes (a LoRA factor under LoRA), the reduce
+    bucket (h^2), the gradient partition buffer; the step's bytes within 0.5% (allocator rounding of a small step)."""
+    case, limits = narrowed_case("qwen2.5-7b", rank, NARROW)
+    (r, *_) = measure_zero(case, limits)
+    s, z = planned(case, limits)
+    assert r["persistent_numel"] == zero.persistent_param_elements(s)
+    assert r["model_numel"] == zero.zero3_param_elements(s)
+    assert r["full_grad_numel"][-1] == zero.largest_trained_param_elements(s)
+    assert r["reduce_bucket_numels"] == [s.model.text.hidden**2]
+    assert r["grad_partition_numel"] == trainable_params(s) // 2
+    gathered, held = zero.zero3_gathered_param_elements(s, z), r["held_numel"][-1]
+    assert r["gathered_numel"][-1] * (1 - 1e-4) <= gathered <= r["gathered_numel"][-1] * (1 + gathered_over)
+    assert held <= gathered + zero.zero3_staging_elements(s, z) <= held * (1 + held_over)
+    step = zero.zero_step_temp_bytes(s, trainable_params(s), z)
+    assert step == pytest.approx(r["step_peak_bytes"][-1], rel=0.005)
