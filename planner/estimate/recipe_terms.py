@@ -209,16 +209,28 @@ def full_logprob_bytes(t: TextSpec, rows: int, width: int, profile: str) -> int:
 SWIFT_CE_CHUNK = 2048
 
 
+def swift_logits_upcast(k: Knobs) -> bool:
+    """Whether ms-swift's loss under sequence parallel gets the logits in fp32. ms-swift turns mixed precision on from
+    --torch_dtype (bf16, or fp16 for fp16 and fp32 weights: swift/arguments/base_args/model_args.py:129-142), and
+    accelerate's native AMP wraps the model's forward in convert_outputs_to_fp32, which casts every half output, the
+    logits too, to fp32 (accelerate 1.15 accelerator.py:1824-1835, utils/operations.py:912-942). DeepSpeed turns
+    native AMP off (accelerator.py:585-588): the logits stay in the model's dtype. Traced on gloo ranks with
+    `swift sft` itself (benchmarks/swift_sp.py): under --sequence_parallel_size 2 the loss gets fp32 logits."""
+    return k.zero_stage == 0
+
+
 def swift_sp_loss_bytes(t: TextSpec, k: Knobs, tokens: int, profile: str) -> int:
-    """ms-swift 4.6.0's loss under sequence parallel (trainers/seq2seq_trainer.py:162-167, trainers/utils.py:167-184),
-    on the logits in their own dtype (no fp32 upcast):
-    standard: cross_entropy's log-softmax, its gradient and the logits' gradient, 3 logits-sized tensors (the logits
-    themselves are freed after forward);
+    """ms-swift 4.6.0's loss under sequence parallel on the rank's tokens (trainers/seq2seq_trainer.py:162-167,
+    trainers/utils.py:167-184; the per-token losses are gathered, not the logits): cross_entropy on the logits in the
+    dtype they arrive in (fp32 unless under DeepSpeed: swift_logits_upcast; the model's own copy is freed once cast):
+    standard: the log-softmax it saves, its gradient and the logits' gradient, 3 logits-sized tensors;
     chunked (CELOSS_PARALLEL_SIZE, sequence_parallel/utils.py:65-105): the logits, which it saves for backward, their
-    gradient, and one chunk's fp32 log-softmax and gradient. Measured above the logits with probes.tracker on
-    ms-swift's own functions (bf16 logits, 4,096 tokens x 8,192 entries, chunk 512): 6.000 and 3.000 bytes per token
-    per entry, to 0.03% (tests/planner/estimate/test_swift_sp_loss.py)."""
+    gradient, and 4 of one chunk's tensors at its backward (its log-softmax, their gradients).
+    Measured with probes.tracker on ms-swift's own functions behind accelerate's cast (bf16 logits, 4,096 tokens x
+    8,192 entries, chunks of 256 to 1,024): standard 12.000 bytes per token per entry; chunked 8.000 plus 16.00 per
+    chunk token and entry; on bf16 logits (DeepSpeed) 6.000, and 4.000 plus 8.00 (test_swift_sp_loss.py)."""
     _, c = act.saved_dtype_bytes(profile)
+    e = 4 if swift_logits_upcast(k) else c
     if k.loss == "chunked":
-        return 2 * c * tokens * t.vocab + 8 * min(tokens, SWIFT_CE_CHUNK) * t.vocab
-    return 3 * c * tokens * t.vocab
+        return 2 * e * tokens * t.vocab + 4 * e * min(tokens, SWIFT_CE_CHUNK) * t.vocab
+    return 3 * e * tokens * t.vocab
