@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from planner.config.spec import Knobs
-from planner.estimate import lifecycle
+from planner.config.workload import Workload
+from planner.estimate import lifecycle, rl, weight_sync
 from planner.estimate.role_heads import logprob_pass_head_bytes, update_head_bytes
 from planner.estimate.setup import Setup
 from planner.estimate.vision import vision_activations_bytes
@@ -30,8 +31,6 @@ NOT_PLANNED = {
     ): "OpenRLHF without flash-attn (gather and a chunked logsumexp): memplan plans flash-attn's path",
     ("save", "fsdp1-full"): "FSDP1 on one rank runs NO_SHARD (torch fsdp/_init_utils.py:427-430), which never offloads "
     "(_unshard_param_utils.py:218): the fp32 state dict stays on the GPU; memplan plans FSDP2",
-    ("zero3", "gather"): "a weight sync's gather: no term yet (issue 48 item 2)",
-    ("zero3", "generate"): "HF generate under ZeRO-3: no term yet (issue 48 item 2)",
 }
 
 
@@ -43,6 +42,18 @@ def _save_setup(op: str) -> Setup:
         "save16": {"zero_stage": 3},
     }
     return Setup(load_model("qwen2.5-0.5b"), Knobs(precision="bf16", framework="hf", **knobs[op]), 1, 1, 1024, 1, 1)
+
+
+def _zero3_predict(op: str) -> tuple[int, str]:
+    """The zero3 rows' run: Qwen2.5-0.5B under ZeRO-3 on one rank. `gather`: GatheredParameters over the whole model
+    held (a ms-swift sync's group, TRL's PEFT sync); `generate`: HF generate of 32 tokens after a 128-token prompt,
+    one sequence (the generation phase's terms: KV cache, logits and sampling, the weights' gather)."""
+    w = Workload(kind="grpo", max_prompt_length=128, max_completion_length=32, steps_per_generation=1)
+    s = Setup(load_model("qwen2.5-0.5b"), Knobs(precision="bf16", zero_stage=3, workload=w), 1, 1, w.seq_len(), 1, 1)
+    if op == "gather":
+        whole = weight_sync.whole_model_bytes(s)
+        return weight_sync.gathered_copy_bytes(s, whole, single=False), "weight_sync.gathered_copy_bytes (whole model)"
+    return sum(rl.generation_terms(s).values()), "rl.generation_terms (cache, logits, weights' gather)"
 
 
 def predict(row: dict) -> tuple[int | None, str]:
@@ -58,6 +69,8 @@ def predict(row: dict) -> tuple[int | None, str]:
         return logprob_pass_head_bytes(t, v, HALF, False, upcast=True), "role_heads.logprob_pass_head_bytes"
     if part == "save":
         return lifecycle.save_gpu_transient_bytes(_save_setup(row["op"])), "lifecycle.save_gpu_transient_bytes"
+    if part == "zero3" and row.get("op") in ("gather", "generate"):
+        return _zero3_predict(row["op"])
     if part == "tower":
         v = load_model(row["model"]).vision
         tokens = row["patches"] // v.patches_per_token

@@ -55,6 +55,12 @@ class Layout:
                 check_groups(k.workload.kind, k.workload.roles, k.workload.beta, self.world_size)
             except BadInput as e:
                 return e
+        elif k.workload.generation == "vllm-colocate" and self.world_size % k.workload.roles.rollout_tp:
+            return BadInput(  # TRL 1.16 trl/generation/vllm_generation.py:313-318 raises at start
+                f"--rollout-tp {k.workload.roles.rollout_tp} (vllm_tensor_parallel_size) does not divide the "
+                f"{self.world_size} GPUs the colocated vLLM shares",
+                "rollout_tp",
+            )
         if k.fsdp == "hybrid" and self.nodes == 1:
             return BadInput(
                 "--fsdp hybrid shards within a node and replicates across nodes: it needs --nodes 2 or "

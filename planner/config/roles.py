@@ -136,6 +136,15 @@ class Roles(BaseModel):
         ),
     )
     rollout_eager: bool = Field(default=False, description="the engine runs without CUDA graphs (enforce_eager)")
+    move_model_batches: int | None = Field(
+        default=None,
+        ge=1,
+        le=1 << 12,
+        description=(
+            "ms-swift's --move_model_batches: the weight sync gathers the decoder layers in this many groups (default: "
+            "the whole model at once)"
+        ),
+    )
     max_tokens_per_gpu: int | None = Field(
         default=None,
         ge=1,

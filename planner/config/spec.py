@@ -210,6 +210,11 @@ class Knobs(KnobFields):
                 f"model and rollout roles): give --framework verl or openrlhf",
                 "workload",
             )
+        if self.workload.roles.move_model_batches is not None and self.framework != "swift":
+            raise BadInput(
+                "--move-model-batches is ms-swift's --move_model_batches (its weight sync's groups): give --framework swift",
+                "move_model_batches",
+            )
         check_rl_knobs(
             self.workload, {f: self.__dict__[f] for f in ("checkpointing", "loss", "batching", "optimizer_in_backward")}
         )

@@ -115,6 +115,11 @@ class Workload(BaseModel):
                 "--generation vllm-colocate",
                 "vllm_gpu_memory_utilization",
             )
+        if self.roles.move_model_batches is not None and self.generation == "hf":
+            raise BadInput(
+                "--move-model-batches splits the weight sync to vLLM: it needs --generation vllm-colocate or vllm-server",
+                "move_model_batches",
+            )
         if self.kind == "sft" and "logprobs" in given:
             raise BadInput("--logprobs is how DPO / GRPO score tokens: it needs --workload dpo or grpo", "logprobs")
         grpo_only = {

@@ -5,6 +5,8 @@ The phases, as TRL 1.16 runs them (trl/trainer/grpo_trainer.py, dpo_trainer.py):
   (per-device batch x steps_per_generation completions, sampled at once), with ZeRO-3's parameters gathered
   whole (`ds3_gather_for_generation`, on by default); a KV cache of prompt + completion tokens per sequence; the
   last position's logits (`logits_to_keep=1`), their fp32 copy and the sampling probabilities;
+- weight-sync (GRPO with vLLM, colocated or a server): the trainer's weights gathered and handed to the engine before
+  each generation, as the release does it (planner.estimate.weight_sync), the engine's share as the sync finds it;
 - reference-forward: the reference model's no-grad forward in chunks of the per-device batch
   (`_get_per_token_logps_and_entropies(batch_size=per_device_train_batch_size)`); DPO runs it inside the
   micro-step, after the policy's forward, so the policy's saved activations are live beside it;
@@ -21,7 +23,7 @@ from dataclasses import replace
 
 from planner.config.spec import Hardware, MemoryBreakdown
 from planner.estimate import memory as mem
-from planner.estimate import recipe_terms, role_heads, roles, rollout, speed
+from planner.estimate import recipe_terms, role_heads, roles, rollout, speed, weight_sync
 from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
 from planner.estimate.setup import Setup
 
@@ -93,15 +95,6 @@ def vllm_generation_terms(s: Setup, capacity_bytes: int, resident: dict) -> dict
     }
 
 
-def generation_weights_bytes(s: Setup) -> int:
-    """Weights gathered for HF generation beyond what the rank holds: ZeRO-3 gathers the whole model
-    (ds3_gather_for_generation); FSDP gathers a unit at a time as in training."""
-    if s.knobs.zero_stage != 3:
-        return mem.gathered_params_bytes(s)
-    whole = s.model.params * compute_dtype_bytes(s)
-    return whole - mem.params_bytes(s) if s.knobs.offload != "optimizer+params" else whole
-
-
 def generation_terms(s: Setup) -> dict[str, int]:
     """HF generation's largest moment: the prefill over the prompts with their cache, or the last decode step with
     the whole cache and one layer's cache being grown (DynamicCache concatenates: old and new live at once); plus
@@ -119,7 +112,7 @@ def generation_terms(s: Setup) -> dict[str, int]:
     return {
         "kv_cache_bytes": kv,
         "generation_transient_bytes": transient + sampling,
-        "generation_weights_bytes": generation_weights_bytes(s),
+        "generation_weights_bytes": weight_sync.generation_weights_bytes(s),
     }
 
 
@@ -165,6 +158,8 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
             out["generation"] = {**between, **generation_terms(s)}
         elif w.generation == "vllm-colocate":
             out["generation"] = vllm_generation_terms(s, capacity_bytes, between)
+        if w.generation != "hf":
+            out["weight-sync"] = weight_sync.sync_terms(s, between, vllm_reserved_bytes(s, capacity_bytes))
         if w.has_reference(s.lora) or (w.beta > 0 and s.lora):
             out["reference-forward"] = {**between, **logps_pass_terms(s)}
         if w.computes_old_logps(s.grad_accum):

@@ -242,6 +242,8 @@ def rl_keys(plan: Plan) -> dict:
         trl["vllm_mode"] = w.generation.removeprefix("vllm-")
     if w.generation == "vllm-colocate":
         out["vllm"] = {"gpu_memory_utilization": w.vllm_gpu_memory_utilization}
+    if w.generation == "vllm-colocate" and w.roles.rollout_tp > 1:  # core/trainers/grpo/__init__.py:77-79
+        out["vllm"]["tensor_parallel_size"] = w.roles.rollout_tp
     return out
 
 

@@ -126,6 +126,8 @@ def trl_args(w: Workload) -> dict:
             out["vllm_mode"] = w.generation.removeprefix("vllm-")
         if w.generation == "vllm-colocate":
             out["vllm_gpu_memory_utilization"] = w.vllm_gpu_memory_utilization
+        if w.generation == "vllm-colocate" and w.roles.rollout_tp > 1:
+            out["vllm_tensor_parallel_size"] = w.roles.rollout_tp
         if w.steps_per_generation is not None:
             out["steps_per_generation"] = w.steps_per_generation
         if w.num_iterations != 1:

@@ -263,6 +263,12 @@ def rlhf_flags(plan: Plan) -> list[Flag]:
         out.append(("vllm_mode", w.generation.removeprefix("vllm-")))
     if w.generation == "vllm-colocate":
         out.append(("vllm_gpu_memory_utilization", w.vllm_gpu_memory_utilization))
+    if w.generation == "vllm-colocate" and w.roles.rollout_tp > 1:
+        out.append(("vllm_tensor_parallel_size", w.roles.rollout_tp))
+    if w.generation == "vllm-colocate" and w.roles.sleep_level:
+        out.append(("sleep_level", w.roles.sleep_level))
     if w.steps_per_generation is not None:
         out.append(("steps_per_generation", w.steps_per_generation))
+    if w.roles.move_model_batches is not None:
+        out.append(("move_model_batches", w.roles.move_model_batches))
     return out + [("reward_funcs", ["accuracy", "format"])]

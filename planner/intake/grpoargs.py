@@ -40,5 +40,5 @@ def read_grpo(c: Collector, flags: dict[str, Flag]) -> None:
         if mode == "colocate" and util and as_float(util.value):
             c.set("workload.vllm_gpu_memory_utilization", as_float(util.value), util.source, util.raw)
         tp = flags.get("vllm_tensor_parallel_size")
-        if tp and (as_float(tp.value) or 1) > 1:
-            c.note(f"{tp.source} (vLLM tensor parallelism is not planned yet)")
+        if tp and (as_float(tp.value) or 1) > 1:  # the engine's weights split over its group (the sync wakes them)
+            c.set("workload.roles.rollout_tp", int(as_float(tp.value)), tp.source, tp.raw)

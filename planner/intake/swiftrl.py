@@ -65,7 +65,16 @@ def _vllm(c: Collector, f: dict[str, Flag]) -> None:
         util, src = get(f, "vllm_gpu_memory_utilization", 0.9, "swift/rlhf_trainers/args_mixin.py:37")
         c.set("workload.vllm_gpu_memory_utilization", as_float(util) or 0.9, src, "--vllm_gpu_memory_utilization")
     if "vllm_tensor_parallel_size" in f and (as_int(one(f["vllm_tensor_parallel_size"].value)) or 1) > 1:
-        c.note(f"{f['vllm_tensor_parallel_size'].source} (vLLM tensor parallelism is not planned yet)")
+        tp = f["vllm_tensor_parallel_size"]  # the engine's weights split over its group (the sync wakes them)
+        c.set("workload.roles.rollout_tp", as_int(one(tp.value)), tp.source, "--vllm_tensor_parallel_size")
+    if "move_model_batches" in f and (as_int(one(f["move_model_batches"].value)) or 0) >= 1:
+        batches = as_int(one(f["move_model_batches"].value))
+        c.set(
+            "workload.roles.move_model_batches",
+            batches,
+            f"{f['move_model_batches'].source} (the weight sync gathers the layers in {batches} groups)",
+            "--move_model_batches",
+        )
     if mode != "colocate":
         return
     if "sleep_level" in f and as_int(one(f["sleep_level"].value)) in (0, 1, 2):

@@ -24,6 +24,12 @@ RL_TERMS = {
     "generation_transient": ("the generation's logits", "a smaller generation batch (--steps-per-generation)"),
     "reference_params": ("the reference model", "--beta 0 (no reference model) or LoRA (the base is the reference)"),
     "vllm_reserved": ("vLLM's share of the card", "a lower --vllm-gpu-memory-utilization or --generation vllm-server"),
+    "sync_gather": (
+        "the weights gathered for the sync to vLLM",
+        "ZeRO-2 or FSDP (a LoRA sync under ZeRO-3 gathers the whole model to merge) or ms-swift's --move-model-batches",
+    ),
+    "sync_merge": ("PEFT's merge of the largest adapted weight at the sync", "--lora-targets without the MLP"),
+    "sync_send": ("rank 0's broadcast buffers to the vLLM server", "--generation vllm-colocate"),
     "logprobs": ("the log-prob head", "--logprobs fused"),
     "policy_logps": ("the policy's log-prob head", "--logprobs fused"),
     "forward_transient": ("the log-prob pass's logits", "--logprobs fused or a smaller micro-batch"),
@@ -141,6 +147,13 @@ def deciding_term(plan: Plan) -> tuple[str, int, list[str]]:
     ):
         label, fix = RL_TERMS[m.peak_term]
         return label, d.get(m.peak_term + "_bytes", 0), [fix]
+    if m.peak_phase == "weight-sync":  # what the sync adds to a generation's residents (an asleep engine's weights)
+        keys = ["sync_gather", "sync_merge", "sync_send"] + (
+            ["vllm_reserved"] if plan.workload.roles.sleep_level else []
+        )
+        key = max(keys, key=lambda k: d.get(k + "_bytes", 0))
+        label, fix = RL_TERMS[key]
+        return label, d.get(key + "_bytes", 0), [fix]
     logits = min(d.get("logits_loss_bytes", 0), m.temp_bytes) if m.peak_phase in ("forward", "backward") else 0
     parts = {"saved activations": m.activations_bytes, "logits/loss": logits, "temporaries": m.temp_bytes - logits}
     if m.peak_phase == "optimizer-step":

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from planner import advise
+from planner import advise, intake
 from planner.errors import BadInput
 from planner.export import axolotl, llamafactory, swift
 
@@ -63,6 +63,11 @@ CASES = {
     "swift": {
         "lora_z3": {"zero": 3, "checkpointing": "full", "lora_rank": 16, "nodes": 2},
         "qlora_grpo": {"lora_rank": 16, "quant": "nf4", "workload": GRPO},
+        "grpo_sync_batches": {
+            "zero": 3,
+            "checkpointing": "full",
+            "workload": {**GRPO, "roles": {"move_model_batches": 4, "rollout_tp": 2, "sleep_level": 1}},
+        },
         "qlora_z3": {"lora_rank": 16, "quant": "nf4", "zero": 3, "checkpointing": "full"},
         "int8": {"lora_rank": 8, "quant": "int8", "checkpointing": "full"},
         "dpo_full_z2_offload": {"zero": 2, "offload": "optimizer", "workload": DPO, "checkpointing": "full"},
@@ -301,6 +306,15 @@ def test_swift_qlora_grpo_with_colocated_vllm(tmp_path):
     assert f["use_vllm"] == "true" and f["vllm_mode"] == "colocate" and f["vllm_gpu_memory_utilization"] == "0.3"
     assert f["max_length"] == "512"  # GRPO: swift's max_length cuts the prompt
     assert f["gradient_checkpointing"] == "false" and f["reward_funcs"] == ["accuracy", "format"]
+
+
+def test_swift_grpo_writes_its_weight_sync_and_engine_split(tmp_path):
+    """--move_model_batches (the sync's groups), --vllm_tensor_parallel_size and --sleep_level (the engine's weights the
+    sync wakes) are written, and read back as the plan's."""
+    w = sw("grpo_sync_batches", tmp_path)
+    assert w.f["move_model_batches"] == "4" and w.f["vllm_tensor_parallel_size"] == "2" and w.f["sleep_level"] == "1"
+    roles = intake.read([str(w.dir / swift.SCRIPT_NAME)]).request["workload"]["roles"]
+    assert (roles["move_model_batches"], roles["rollout_tp"], roles["sleep_level"]) == (4, 2, 1)
 
 
 def test_swift_quantized_bases(tmp_path):
