@@ -83,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     out, result = gather(args)
     plan, alternatives, (model, hw, goal) = result.plan, result.suggestions, result.context
     from planner.cli.data import budget_line, data_lines
+    from planner.cli.speedline import step_line
     from planner.search import imagefit, videofit
 
     data = out.get("data")
@@ -111,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
             + f" ({plan.evidence}): {verdict}"
         )
         common.say_line(f"speed: {plan.tokens_per_s:,.0f} tokens/s, {plan.step_time_s:.2f} s a step (predicted)")
+        if step := step_line(plan):
+            common.say_line(step)
         for line in data_lines(data) if data else []:
             common.say_line(line)
         if out.get("open_length"):

@@ -27,6 +27,7 @@ from planner.config.knobfields import (  # noqa: F401 - the knob types and bound
     Quant,
     choices,
 )
+from planner.config.stepspec import StepBreakdown
 from planner.config.workload import check_rl_knobs
 from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS
@@ -587,6 +588,7 @@ class Plan(KnobFields, _Split):
     reason: str | None = None
     step_time_s: float
     tokens_per_s: float
+    speed: StepBreakdown | None = None  # step_time_s by kind, and what each micro-step pays again
     evidence: Evidence = "analytic"
     launch: Launch | None = None
     token_batches: TokenBatches | None = Field(

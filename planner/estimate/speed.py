@@ -7,11 +7,11 @@ FLOPs per token: 6 x params for a training step (Kaplan et al. 2020) plus attent
 checkpointing adds one more forward (2 x params + a third of attention). LoRA skips the weight
 gradients of the frozen base: 4 x params (+2 with recompute).
 
-Communication (ring collectives, bytes per rank): all-reduce 2(N-1)/N x B; reduce-scatter and
-all-gather (N-1)/N x B (Patarasuk & Yuan 2009). DDP all-reduces gradients once per optimizer step
-(HF uses no_sync on the other micro-steps); ZeRO-1 all-reduces once and all-gathers updated params;
-ZeRO-2 reduce-scatters on every micro-step; ZeRO-3 also all-gathers params in forward and backward
-on every micro-step. Across nodes the bottleneck is the node's network (one NIC per node assumed).
+Communication: the data-parallel collectives as the frameworks run accumulation (planner.estimate.microstep: DDP
+all-reduces once a step under no_sync; ZeRO-1 reduces once; ZeRO-2 reduces on every micro-step; ZeRO-3 also gathers
+parameters in forward and backward on every micro-step; FSDP gathers on every micro-step and reduce-scatters on the
+last under no_sync), at the bus bandwidth plus COLLECTIVE_LATENCY_S a call. Across nodes the bottleneck is the node's
+network (one NIC per node assumed). StepTime says what each micro-step pays again beyond its tokens' FLOPs.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.config.spec import Hardware
-from planner.estimate import calibration, fsdp, parallel, recipe_terms
-from planner.estimate.memory import frozen_params, host_activation_bytes_per_node, trainable_params
+from planner.estimate import calibration, microstep, parallel, recipe_terms
+from planner.estimate.memory import host_activation_bytes_per_node, trainable_params
 from planner.estimate.setup import Setup
 
 PEAK_EFFICIENCY = 0.55  # best model-FLOPs utilisation a large micro-batch reaches
@@ -32,14 +32,27 @@ CPU_ADAM_PARAMS_PER_S = 1.0e9  # DeepSpeed CPU Adam throughput per node (AVX512,
 
 @dataclass(frozen=True)
 class StepTime:
+    """One optimizer step's seconds by kind; the micro_* parts say what of them each of its micro_steps pays again
+    (what more accumulation at one global batch costs): the efficiency curve's fixed share of compute, the exposed
+    share of the collectives run on every micro-step, ZeRO-3 parameter offload's PCIe copies."""
+
     compute_s: float
     comm_s: float
     offload_s: float
     generation_s: float = 0.0  # GRPO's sampling and the no-grad log-prob passes (planner.estimate.rl)
+    micro_steps: int = 1
+    micro_fixed_s: float = 0.0  # of compute_s, per micro-step (fixed_seconds_per_micro_step)
+    micro_comm_s: float = 0.0  # of comm_s, per micro-step
+    micro_offload_s: float = 0.0  # of offload_s, per micro-step
 
     @property
     def total_s(self) -> float:
         return self.compute_s + self.comm_s + self.offload_s + self.generation_s
+
+    @property
+    def per_micro_step_s(self) -> float:
+        """What one more micro-step of the same shape adds, beyond its tokens' FLOPs."""
+        return self.micro_fixed_s + self.micro_comm_s + self.micro_offload_s
 
 
 def flops_per_token(s: Setup) -> float:
@@ -71,12 +84,29 @@ def gpu_tflops(hw: Hardware, precision: str) -> float:
     return g.bf16_tflops
 
 
-def efficiency(tokens_per_micro_batch: int, gpu: str = "") -> float:
-    """Model-FLOPs utilisation grows with the work per kernel launch and saturates."""
+def efficiency_curve(gpu: str = "") -> tuple[float, int]:
+    """(peak model-FLOPs utilisation, tokens per micro-batch at half of it): the GPU kind's measured curve where a
+    calibration file has it, else the priors."""
     cal = calibration.for_gpu(gpu) if gpu else None
     peak = cal.peak_efficiency if cal and cal.peak_efficiency else PEAK_EFFICIENCY
     half = cal.half_efficiency_tokens if cal and cal.half_efficiency_tokens else HALF_EFFICIENCY_TOKENS
+    return peak, half
+
+
+def efficiency(tokens_per_micro_batch: int, gpu: str = "") -> float:
+    """Model-FLOPs utilisation grows with the work per kernel launch and saturates."""
+    peak, half = efficiency_curve(gpu)
     return peak * tokens_per_micro_batch / (tokens_per_micro_batch + half)
+
+
+def fixed_seconds_per_micro_step(s: Setup, hw: Hardware) -> float:
+    """The efficiency curve's fixed share: a micro-step of T tokens takes (T + half) tokens' FLOPs at the peak
+    efficiency, so each micro-step pays `half` tokens' worth whatever its size. It stands for what every micro-step
+    pays once: kernel launches and small-kernel tails, the loop's per-micro-step synchronisation (HF's loss NaN check,
+    transformers trainer.py:1956-1960) and the next batch's fetch (get_batch_samples, trainer.py:2326-2341); a
+    GPU kind's calibration measured it within whole steps."""
+    peak, half = efficiency_curve(s.gpu)
+    return half * flops_per_token(s) / (gpu_tflops(hw, s.knobs.precision) * 1e12 * peak)
 
 
 def bus_bandwidth_bytes_per_s(hw: Hardware) -> float:
@@ -90,47 +120,10 @@ def _ring(n: int) -> float:
     return (n - 1) / n if n > 1 else 0.0
 
 
-def fsdp_comm_bytes_per_step(s: Setup) -> tuple[float, int]:
-    """FSDP2 per micro-step: each unit's parameters all-gathered in forward and again in backward (not under
-    grad-op, which keeps them), its gradients reduce-scattered in backward (compute and reduce dtypes); HSDP
-    also all-reduces the shard's gradients across the replicas (nodes) once a step."""
-    k, A = s.knobs, s.grad_accum
-    n = s.gpus_per_node if k.fsdp == "hybrid" else s.world_size
-    W = (trainable_params(s) + frozen_params(s)) * fsdp.compute_bytes_per_param(k)
-    G = trainable_params(s) * fsdp.reduce_bytes_per_param(k)
-    gathers = 1 if k.fsdp == "grad-op" else 2
-    volume = A * _ring(n) * (gathers * W + G)
-    ep = k.expert_parallel
-    if ep > 1:  # each rank gathers and reduces only its own experts, over the n / ep ranks that shard them
-        experts = s.model.expert_params_per_layer() * s.model.text.moe.moe_layers
-        share = experts / (trainable_params(s) + frozen_params(s))
-        volume -= A * (gathers * W + G) * share * (_ring(n) - _ring(max(1, n // ep)) / ep)
-    calls = A * (gathers + 1) * (s.model.text.layers + 1)
-    if k.fsdp == "hybrid":
-        volume += 2 * _ring(s.nodes) * G / n
-        calls += 1
-    return volume, calls
-
-
 def comm_bytes_per_step(s: Setup) -> tuple[float, int]:
-    """(bytes each rank sends per optimizer step, collective calls per step)."""
-    if s.knobs.fsdp != "off":
-        return fsdp_comm_bytes_per_step(s)
-    n, A, z = s.world_size, s.grad_accum, s.knobs.zero_stage
-    g = 2 if s.knobs.precision != "fp32" else 4
-    G = trainable_params(s) * (4 if z == 0 and s.knobs.precision != "bf16-pure" else g)
-    W = (trainable_params(s) + frozen_params(s)) * g
-    bucket = max(1, s.model.text.hidden**2 * g)
-    if n == 1:
-        return 0.0, 0
-    if z == 0:
-        return 2 * _ring(n) * G, max(1, int(G // (25 * 2**20)))
-    if z == 1:
-        return 2 * _ring(n) * G + _ring(n) * W, 2 * max(1, int(G // bucket))
-    if z == 2:
-        return A * _ring(n) * G + _ring(n) * W, A * max(1, int(G // bucket)) + 1
-    layers = s.model.text.layers
-    return A * (_ring(n) * G + 2 * _ring(n) * W), A * (3 * layers + 2)
+    """(bytes each rank sends per optimizer step, collective calls per step): the data-parallel collectives
+    (planner.estimate.microstep), those of every micro-step counted grad_accum times."""
+    return microstep.volume_and_calls(microstep.collectives(s), s.grad_accum)
 
 
 def all_to_all_seconds(s: Setup, hw: Hardware) -> float:
@@ -157,9 +150,15 @@ def offload_seconds(s: Setup, hw: Hardware) -> float:
     part = trainable_params(s) / s.world_size
     pcie = hw.gpu.pcie_gbs * 1e9
     t = (part * 4 + part * 2) / pcie + part * s.node_ranks / CPU_ADAM_PARAMS_PER_S
-    if s.knobs.offload == "optimizer+params":
-        t += s.grad_accum * 2 * (s.model.params * 2 / s.world_size) / pcie
-    return t
+    return t + s.grad_accum * param_offload_seconds_per_micro_step(s, hw)
+
+
+def param_offload_seconds_per_micro_step(s: Setup, hw: Hardware) -> float:
+    """ZeRO-3 parameter offload: each micro-step copies the rank's parameter partition to the device for forward and
+    again for backward."""
+    if s.knobs.offload != "optimizer+params":
+        return 0.0
+    return 2 * (s.model.params * 2 / s.world_size) / (hw.gpu.pcie_gbs * 1e9)
 
 
 def activation_offload_seconds(s: Setup, hw: Hardware) -> float:
@@ -215,14 +214,40 @@ def step_time(s: Setup, hw: Hardware) -> StepTime:
     tokens_micro = s.micro_batch * s.seq_len
     peak = gpu_tflops(hw, s.knobs.precision) * 1e12
     compute = s.grad_accum * tokens_micro * flops_per_token(s) / (peak * efficiency(tokens_micro, s.gpu))
-    volume, calls = comm_bytes_per_step(s)
-    comm = volume / bus_bandwidth_bytes_per_s(hw) + calls * COLLECTIVE_LATENCY_S
-    backward_last = compute / s.grad_accum * 2 / 3
-    # FSDP overlaps each unit's all-gather with the unit before it, forward and backward (all but the first)
-    over = compute if s.knobs.fsdp != "off" else backward_last if s.knobs.zero_stage <= 1 else compute * 2 / 3
-    hidden = BACKWARD_OVERLAP * over
-    exposed = max(comm - hidden, 0.1 * comm) + all_to_all_seconds(s, hw) + parallel_seconds(s, hw, compute)
-    return StepTime(compute, exposed, offload_seconds(s, hw) + activation_offload_seconds(s, hw))
+    exposed, micro_comm = data_parallel_comm_seconds(s, hw, compute)
+    exposed += all_to_all_seconds(s, hw) + parallel_seconds(s, hw, compute)
+    return StepTime(
+        compute,
+        exposed,
+        offload_seconds(s, hw) + activation_offload_seconds(s, hw),
+        micro_steps=s.grad_accum,
+        micro_fixed_s=fixed_seconds_per_micro_step(s, hw),
+        micro_comm_s=micro_comm,
+        micro_offload_s=param_offload_seconds_per_micro_step(s, hw),
+    )
+
+
+def data_parallel_comm_seconds(s: Setup, hw: Hardware, compute: float) -> tuple[float, float]:
+    """(exposed seconds of the step's data-parallel collectives, the share of them one micro-step pays): each
+    collective's bytes over the bus and COLLECTIVE_LATENCY_S a call, less what hides behind backward (DDP and ZeRO-1
+    the last micro-step's, ZeRO-2/3 every backward; FSDP overlaps each unit's gather with the unit before it, forward
+    and backward), never below a tenth."""
+    cs, bw = microstep.collectives(s), bus_bandwidth_bytes_per_s(hw)
+    step_v, step_c = microstep.volume_and_calls(cs, 1, per_micro_step=False)
+    micro_v, micro_c = microstep.volume_and_calls(cs, 1, per_micro_step=True)
+    once, each = step_v / bw + step_c * COLLECTIVE_LATENCY_S, micro_v / bw + micro_c * COLLECTIVE_LATENCY_S
+    comm = once + s.grad_accum * each
+    if comm == 0:
+        return 0.0, 0.0
+    over = (
+        compute
+        if s.knobs.fsdp != "off"
+        else compute / s.grad_accum * 2 / 3
+        if s.knobs.zero_stage <= 1
+        else compute * 2 / 3
+    )
+    exposed = max(comm - BACKWARD_OVERLAP * over, 0.1 * comm)
+    return exposed, exposed * each / comm
 
 
 def tokens_per_second(s: Setup, hw: Hardware, t: StepTime) -> float:

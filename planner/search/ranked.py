@@ -20,6 +20,7 @@ from planner.config.layout import Layout
 from planner.config.spec import Goal, Hardware, Knobs, Plan
 from planner.estimate import rl
 from planner.estimate.setup import Setup
+from planner.estimate.speed import StepTime
 from planner.model.modelspec import ModelSpec
 
 
@@ -40,10 +41,11 @@ def setup_of(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_bat
     return Setup.of(model, knobs, micro_batch, accum, hw, goal)
 
 
-def speed_of(s: Setup, hw: Hardware) -> tuple[float, float]:
-    """(step seconds, tokens/s) as a plan states them (rounded): the ranking's key, known before the memory."""
+def speed_of(s: Setup, hw: Hardware) -> tuple[float, float, StepTime]:
+    """(step seconds, tokens/s) as a plan states them (rounded), the ranking's key known before the memory, and the
+    step time by kind."""
     t = rl.step_time(s, hw)
-    return round(t.total_s, 6), round(rl.tokens_per_second(s, t), 1)
+    return round(t.total_s, 6), round(rl.tokens_per_second(s, t), 1), t
 
 
 def split_options(knobs: Knobs, accum: int) -> list[int | None]:
@@ -78,7 +80,7 @@ class Candidate:
     knobs: Knobs = field(compare=False)
     micro_batch: int = field(compare=False)
     whole: bool = field(compare=False, default=False)  # accumulation 1: no gradient accumulation buffers
-    speed: tuple[float, float] | None = field(compare=False, default=None)  # speed_of, kept for its plan
+    speed: tuple[float, float, StepTime] | None = field(compare=False, default=None)  # speed_of, kept for its plan
 
 
 def deferrable(knobs: Knobs, accum: int) -> bool:

@@ -14,6 +14,7 @@ from planner.config.knobfields import FIXED, SEARCHED
 from planner.config.layout import PARALLEL, Layout, raise_if
 from planner.config.requests import Space
 from planner.config.spec import Goal, Hardware, Knobs, Plan, TokenBatches
+from planner.config.stepspec import StepBreakdown
 from planner.config.workload import Workload
 from planner.errors import BadInput
 from planner.estimate import rl
@@ -83,7 +84,7 @@ def make_plan(
     evidence, measured_reason = "analytic", None
     if calibrate is not None and not knobs.workload.rl:  # probe records are supervised steps
         mem, evidence, measured_reason = calibrate(s, hw, mem)
-    step_s, tokens_per_s = speed or speed_of(s, hw)
+    step_s, tokens_per_s, t = speed or speed_of(s, hw)
     plan = Plan.model_construct(  # its parts are validated already; its own rule runs below
         micro_batch=micro_batch,
         grad_accum=s.grad_accum,
@@ -94,6 +95,7 @@ def make_plan(
         fits=False,
         step_time_s=step_s,
         tokens_per_s=tokens_per_s,
+        speed=StepBreakdown.of(t),
         evidence=evidence,
     )
     plan._exact_global_batch()
@@ -160,6 +162,7 @@ def budget_plan(
             "token_batches": batches,
             "step_time_s": round(t.total_s, 6),
             "tokens_per_s": round(batches.tokens_per_step / t.total_s, 1),
+            "speed": StepBreakdown.of(t),
         }
     )
     plan.reason = measured_reason or rejection_reason(plan, hw, int(hw.gpu.capacity_bytes * (1 - goal.margin)))
