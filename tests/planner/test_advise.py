@@ -227,6 +227,7 @@ def test_results_carry_what_json_prints_and_their_context():
         "limits",
         "nearest",
         "config",
+        "open_length",
     }
     assert res.limits is None  # SFT: no row-length limits (dpo / grpo only)
     assert res.config is None  # check --config only
