@@ -85,6 +85,16 @@ def measure_ranks(
         return [json.loads((Path(tmp) / f"rank{r}.json").read_text()) for r in range(world)]
 
 
+def read_job(job_path: str) -> tuple[dict, Case]:
+    """A rank's job as measure_ranks wrote it: the job's fields and its Case."""
+    from planner.config.spec import Knobs
+
+    job = json.loads(Path(job_path).read_text())
+    c = job["case"]
+    case = Case(c["config"], Knobs(**c["knobs"]), c["micro_batch"], c["grad_accum"], c["seq_len"], c["image_tokens"])
+    return job, case
+
+
 def compare_states(case: Case, world: int = 2, steps: int = 2) -> list[dict]:
     """Per rank, the model states resident after the last optimizer step against planner.estimate.memory's
     terms: parameters (params_bytes); optimizer states with DeepSpeed's fp32 master partition, plus
@@ -241,13 +251,10 @@ def _rank_main(job_path: str, out_dir: str) -> None:
     import torch
     import torch.distributed as dist
 
-    from planner.config.spec import Knobs
     from probes.step import build_model, inputs
     from recipe import make_optimizer
 
-    job = json.loads(Path(job_path).read_text())
-    c = job["case"]
-    case = Case(c["config"], Knobs(**c["knobs"]), c["micro_batch"], c["grad_accum"], c["seq_len"], c["image_tokens"])
+    job, case = read_job(job_path)
     k = case.knobs
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.manual_seed(0)

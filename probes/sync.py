@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from probes.dist import measure_ranks
+from probes.dist import measure_ranks, read_job
 from probes.step import Case
 
 
@@ -115,16 +115,13 @@ def _rank_main(job_path: str, out_dir: str) -> None:
 
     import torch
 
-    from planner.config.spec import Knobs
     from planner.export.export import deepspeed_config_for
     from planner.model.modelspec import from_config
     from probes.step import build_model
     from recipe import make_optimizer, shard_fsdp
     from recipe.dist import client_optimizer_config, init_deepspeed
 
-    job = json.loads(Path(job_path).read_text())
-    c = job["case"]
-    case = Case(c["config"], Knobs(**c["knobs"]), c["micro_batch"], c["grad_accum"], c["seq_len"], c["image_tokens"])
+    job, case = read_job(job_path)
     k = case.knobs
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.manual_seed(0)

@@ -30,7 +30,7 @@ import sys
 import weakref
 from pathlib import Path
 
-from probes.dist import measure_ranks
+from probes.dist import measure_ranks, read_job
 from probes.step import Case
 
 
@@ -205,16 +205,13 @@ def _rank_main(job_path: str, out_dir: str) -> None:
     import deepspeed
     import torch
 
-    from planner.config.spec import Knobs
     from planner.export.export import deepspeed_config_for
     from planner.model.modelspec import from_config
     from probes.step import build_model, inputs
     from recipe import make_optimizer
     from recipe.dist import client_optimizer_config, init_deepspeed
 
-    job = json.loads(Path(job_path).read_text())
-    c = job["case"]
-    case = Case(c["config"], Knobs(**c["knobs"]), c["micro_batch"], c["grad_accum"], c["seq_len"], c["image_tokens"])
+    job, case = read_job(job_path)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.manual_seed(0)
     model = build_model(case, paths="cpu")
