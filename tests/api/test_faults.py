@@ -90,7 +90,10 @@ def test_a_cancel_answered_by_another_worker_kills_the_probe_and_stores_nothing(
             c = s.client()  # a new connection each try: either worker may answer
             jid = c.post("/v1/probes", json={**PROBE, "inject_fault": "slow"}).json()["id"]
             wait_job(c, jid, done=("running",))
-            time.sleep(0.3)
+            # the row says running once claimed, before the probe's process starts (slow on a loaded machine)
+            deadline = time.monotonic() + 15
+            while not probe_pids(s.store) and time.monotonic() < deadline:
+                time.sleep(0.1)
             assert len(probe_pids(s.store)) == 1
             assert s.client().delete(f"/v1/probes/{jid}").json()["status"] == "cancelled"
             deadline = time.monotonic() + 5
