@@ -213,8 +213,10 @@ SLOW = {
     "tests/api/test_server.py::test_probe_job_lifecycle_faults_cancel_and_metrics": 15,
     "tests/api/test_server.py::test_restart_adopts_a_hung_probe_to_its_deadline_then_runs_the_queued": 28,
     "tests/api/test_web.py::test_the_nearest_settings_are_the_answers_own": 6,
-    # tests/benchmarks: the GPU kit's CPU rehearsal (its module fixture, 109 s, is shared by three tests)
+    # tests/benchmarks: the GPU kit's CPU rehearsal (every part: the sweep tier's; three parts in a module fixture
+    # shared by three tests)
     "tests/benchmarks/test_gpu_suite.py::test_the_rehearsal_writes_every_part_with_its_schema": 109,
+    "tests/benchmarks/test_gpu_suite.py::test_the_rehearsed_parts_write_their_files_with_their_schema": 30,
     "tests/benchmarks/test_gpu_suite.py::test_the_schema_check_catches_a_broken_file": 0,
     "tests/benchmarks/test_gpu_suite.py::test_apply_writes_a_calibration_the_planner_reads": 0,
     "tests/benchmarks/test_gpu_suite.py::test_a_part_stops_at_its_budget_and_resume_finishes_it": 20,

@@ -8,12 +8,14 @@ or None; `check_*` raise it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from planner.config.roles import check_groups
 from planner.config.spec import OPTIMIZER_IN_BACKWARD_SPLIT, Knobs
 from planner.config.workload import Workload
 from planner.errors import BadInput
+from planner.frameworks import FRAMEWORKS
+from planner.frameworks.base import Where
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class Layout:
     kv_heads: int | None = None
     seq_len: int | None = None  # the planned sequence length
     mla: bool = False  # DeepSeek's latent attention
+    spec: object = field(default=None, compare=False)  # the ModelSpec, for the frameworks' model rules (None: unknown)
 
     @classmethod
     def of(cls, hw, model=None, goal=None) -> Layout:
@@ -41,7 +44,17 @@ class Layout:
         experts = t.moe.experts if t.moe else None
         vision = model.vision is not None
         return cls(
-            hw.gpus_per_node, hw.nodes, experts, model.name, vision, images, t.heads, t.kv_heads, seq, t.mla is not None
+            hw.gpus_per_node,
+            hw.nodes,
+            experts,
+            model.name,
+            vision,
+            images,
+            t.heads,
+            t.kv_heads,
+            seq,
+            t.mla is not None,
+            model,
         )
 
     @property
@@ -79,7 +92,17 @@ class Layout:
             )
         if k.vit_checkpointing == "off" and not self.vision:
             return BadInput(f"--vit-checkpointing off: {self.model_name} has no vision tower", "vit_checkpointing")
-        return self.expert_error(k.expert_parallel) or self.parallel_error(k)
+        return self.expert_error(k.expert_parallel) or self.parallel_error(k) or self.framework_error(k)
+
+    def where(self, micro_batch: int | None = None, grad_accum: int | None = None) -> Where:
+        images = self.vision and self.images and self.spec is not None
+        return Where(self.gpus_per_node, self.nodes, self.spec, images, micro_batch, grad_accum)
+
+    def framework_error(self, k: Knobs, micro_batch: int | None = None, grad_accum: int | None = None):
+        """The plan's framework's own rules on these GPUs and this model (planner.frameworks: its validation, the
+        exporter's and the bundled trainer's refusals), so that the search never ranks what the framework refuses."""
+        refused = FRAMEWORKS[k.framework].cannot_here(k.__dict__, self.where(micro_batch, grad_accum))
+        return BadInput(refused[1], refused[0]) if refused else None
 
     def parallel_error(self, k: Knobs) -> BadInput | None:
         """Tensor, sequence and context parallelism on these GPUs, this model and this sequence length."""
@@ -164,7 +187,9 @@ class Layout:
         if k.optimizer_in_backward and grad_accum > 1:
             return BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
         why = k.workload.split_error(micro_batch, grad_accum, k.data_parallel_of(self.world_size))  # TRL's GRPO groups
-        return BadInput(f"--micro-batch {micro_batch}: {why}", "micro_batch") if why else None
+        if why:
+            return BadInput(f"--micro-batch {micro_batch}: {why}", "micro_batch")
+        return self.framework_error(k, micro_batch, grad_accum)
 
     def global_batch_error(self, w: Workload, global_batch: int, share: int = 1) -> BadInput | None:
         """A global batch no split can give: the data-parallel size (the world size over the `share` of GPUs per

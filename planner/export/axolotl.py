@@ -27,7 +27,7 @@ import json
 from planner.config.spec import Hardware, Plan
 from planner.estimate.quant import FOUR_BIT
 from planner.export import export
-from planner.frameworks import FRAMEWORKS
+from planner.frameworks import check_plan
 from planner.model import catalog
 from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
 from planner.model.shapes import module_name_matches
@@ -36,18 +36,6 @@ VERSION = "axolotl 0.19.0"
 CONFIG_NAME = "axolotl.yaml"
 ATTN = {"flash": "flash_attention_2", "sdpa": "sdpa", "eager": "eager"}
 LIGER = "axolotl.integrations.liger.LigerPlugin"
-# utils/freeze.py:16-26: the first components of the parameter names freeze_mm_modules freezes
-MM_PREFIXES = (
-    "vision_tower",
-    "vision_model",
-    "vision_encoder",
-    "embed_vision",
-    "multi_modal_projector",
-    "visual",
-    "audio_tower",
-    "audio_model",
-    "embed_audio",
-)
 DATASET_TYPE = {"sft": "chat_template", "dpo": "chat_template.default", "grpo": "YOUR_REWARDS_MODULE.transform"}
 
 
@@ -81,30 +69,8 @@ def command(plan: Plan, hw: Hardware) -> str:
 
 
 def check(plan: Plan, model: ModelSpec, hw: Hardware) -> None:
-    """ValueError for what axolotl 0.19.0 cannot run as planned."""
-    refused = FRAMEWORKS["axolotl"].cannot(dict(plan.knobs))
-    if refused:
-        raise ValueError(refused[1])
-    if plan.frozen in ("vision", "language", "language+vision"):
-        raise ValueError(
-            "axolotl freezes a VLM's vision modules with their projector only (freeze_mm_modules, "
-            "utils/freeze.py:16-26): plan --frozen vision+projector"
-        )
-    if plan.frozen != "none" and not all(
-        module.split(".")[0] in MM_PREFIXES for module in model.vision.tower_modules + model.vision.projector_modules
-    ):
-        raise ValueError(f"axolotl's freeze_mm_modules does not name {model.name}'s vision modules")
-    if plan.fsdp != "off" and plan.optimizer == "adamw-8bit":
-        raise ValueError("axolotl refuses bitsandbytes 8-bit AdamW under FSDP2 (utils/schemas/validation.py:1249-1262)")
-    w = plan.workload
-    if (
-        w.kind == "grpo"
-        and w.generation_batch(plan.micro_batch, plan.grad_accum, hw.world_size) < w.num_generations * hw.world_size
-    ):
-        raise ValueError(
-            "axolotl's GRPO needs a generation batch of at least num_generations x world size "
-            "(utils/schemas/validation.py:829-903): each rank must sample whole groups"
-        )
+    """ValueError for what axolotl 0.19.0 cannot run as planned (its rules: planner/frameworks/axolotl.py)."""
+    check_plan("axolotl", plan, model, hw)
 
 
 def config(plan: Plan, model: ModelSpec, seq_len: int) -> dict:

@@ -68,6 +68,12 @@ def hf_note(plan: Plan) -> str | None:
             "in your script before the Trainer is built (planner train does), or the plan's memory does not "
             "hold"
         )
+    if plan.expert_parallel > 1:
+        notes.append(
+            f"expert parallel {plan.expert_parallel}: load the model with transformers' DistributedConfig("
+            f"fsdp_size=WORLD, ep_size={plan.expert_parallel}) under torchrun in your script; the Trainer's own "
+            "arguments have no expert-parallel size"
+        )
     if plan.lora_base_fp32:
         notes.append(
             "the plan keeps the LoRA base in fp32: load it with dtype=torch.float32 (TRL's model_init_kwargs "

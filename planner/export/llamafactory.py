@@ -23,9 +23,9 @@ import json
 
 from planner.config.spec import Hardware, Plan
 from planner.export import export
-from planner.frameworks import FRAMEWORKS
+from planner.frameworks import check_plan
 from planner.model import catalog
-from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
+from planner.model.modelspec import ModelSpec, peft_target_modules
 from planner.model.shapes import module_name_matches
 
 VERSION = "llamafactory 0.9.5"
@@ -68,21 +68,8 @@ def command(plan: Plan, hw: Hardware) -> str:
 
 
 def check(plan: Plan) -> None:
-    """ValueError for what LLaMA-Factory 0.9.5 cannot run as planned."""
-    refused = FRAMEWORKS["llamafactory"].cannot(dict(plan.knobs))
-    if refused:
-        raise ValueError(refused[1])
-    if peft_target_parameters(plan.lora_targets):
-        raise ValueError(
-            "LLaMA-Factory's lora_target names modules: it has no PEFT target_parameters for stacked "
-            f"experts ({plan.lora_targets})"
-        )
-    w = plan.workload
-    if w.kind == "dpo" and not plan.lora_rank and w.precompute_ref_log_probs:
-        raise ValueError(
-            "LLaMA-Factory's full DPO always loads a reference model (finetuning_args.py:574); it has no "
-            "precompute_ref_log_probs"
-        )
+    """ValueError for what LLaMA-Factory 0.9.5 cannot run as planned (its rules: planner/frameworks/llamafactory.py)."""
+    check_plan("llamafactory", plan)
 
 
 def ds_name(plan: Plan) -> str:

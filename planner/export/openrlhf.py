@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from planner.config.roles import Group, existing_roles
 from planner.config.spec import Hardware, Plan
+from planner.frameworks import check_plan
 from planner.model import catalog
 from planner.model.modelspec import ModelSpec
 
@@ -22,8 +23,6 @@ SCRIPT_NAME = "openrlhf_ppo.sh"
 ENTRY = "openrlhf.cli.train_ppo_ray"
 ESTIMATOR = {"ppo": "gae", "grpo": "group_norm", "rloo": "rloo", "reinforce++": "reinforce"}
 REWARD_URL = "YOUR_REWARD_FUNCTION.py"
-# roles a group may hold: alone, or the pairs OpenRLHF colocates (--train.colocate_actor_ref / _critic_reward)
-GROUPS = ({"actor"}, {"actor", "ref"}, {"ref"}, {"critic"}, {"critic", "reward"}, {"reward"}, {"rollout"})
 
 
 def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str, str]:
@@ -44,8 +43,7 @@ DPO_SCRIPT = "openrlhf_dpo.sh"
 
 def dpo_script(plan: Plan, model: ModelSpec, hw: Hardware) -> str:
     """DPO through `deepspeed --module openrlhf.cli.train_dpo` (cli/train_dpo.py: the policy and its reference)."""
-    if plan.workload.precompute_ref_log_probs:
-        raise ValueError("--precompute-ref-log-probs: OpenRLHF's train_dpo keeps its reference model")
+    check(plan)
     launcher = ["deepspeed", "--num_nodes", str(hw.nodes), "--num_gpus", str(hw.gpus_per_node)]
     flags = [
         f"--model.model_name_or_path {hf(model.name)}",
@@ -66,23 +64,8 @@ def dpo_script(plan: Plan, model: ModelSpec, hw: Hardware) -> str:
 
 
 def check(plan: Plan) -> None:
-    """ValueError for what OpenRLHF cannot run as planned."""
-    r = plan.workload.roles.resolved("openrlhf")
-    if not plan.knobs.role_run:
-        raise ValueError(f"--workload {plan.workload.kind}: OpenRLHF's train_ppo_ray runs ppo, grpo, rloo, reinforce++")
-    if r.sleep_level == 2:
-        raise ValueError("--sleep-level 2: OpenRLHF's vLLM engines sleep at level 1 (vllm_engine.py:136-137)")
-    if r.sleep_level == 1 and r.placement != "colocate":
-        raise ValueError(
-            "--sleep-level 1: OpenRLHF sleeps its engines only under --train.colocate_all (--placement colocate)"
-        )
-    for g in r.groups():
-        if r.placement != "colocate" and set(g.roles) not in GROUPS:
-            raise ValueError(
-                f"--placement group {g.name}: OpenRLHF places each role alone, or actor+ref and critic+reward together"
-            )
-    if r.rollout_engine != "vllm":
-        raise ValueError("--rollout-engine sglang: OpenRLHF 0.11.2 generates with vLLM")
+    """ValueError for what OpenRLHF cannot run as planned (its rules: planner/frameworks/openrlhf.py)."""
+    check_plan("openrlhf", plan)
 
 
 def headline(plan: Plan, hw: Hardware) -> str:

@@ -32,7 +32,7 @@ import shlex
 from planner.config.spec import Hardware, Plan
 from planner.estimate import recipe_terms
 from planner.export import export
-from planner.frameworks import FRAMEWORKS
+from planner.frameworks import check_plan
 from planner.model import catalog
 from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
 from planner.model.shapes import module_name_matches
@@ -65,21 +65,8 @@ def command(plan: Plan, hw: Hardware) -> str:
 
 
 def check(plan: Plan) -> None:
-    """ValueError for what ms-swift 4.6.0 cannot run as planned."""
-    refused = FRAMEWORKS["swift"].cannot(dict(plan.knobs))
-    if refused:
-        raise ValueError(refused[1])
-    if plan.batching == "packed" and plan.attention != "flash":
-        raise ValueError(
-            "ms-swift packs rows only with flash attention (arguments/sft_args.py:186-197): plan "
-            "--batching packed with --attention flash"
-        )
-    w = plan.workload
-    if w.kind == "dpo" and not plan.lora_rank and w.precompute_ref_log_probs:
-        raise ValueError(
-            "ms-swift's full DPO keeps a reference model (arguments/rlhf_args.py:290-299); it has no "
-            "precompute_ref_log_probs"
-        )
+    """ValueError for what ms-swift 4.6.0 cannot run as planned (its rules: planner/frameworks/swift.py)."""
+    check_plan("swift", plan)
 
 
 def script(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> str:

@@ -19,7 +19,8 @@ dataset_path); models/llama3/__init__.py:359-366 and models/qwen3/__init__.py:59
 from __future__ import annotations
 
 from planner.config.spec import Hardware, Plan
-from planner.frameworks import FRAMEWORKS
+from planner.frameworks import check_plan
+from planner.frameworks.torchtitan import MODELS
 from planner.model import catalog
 from planner.model.modelspec import ModelSpec
 
@@ -27,16 +28,6 @@ VERSION = "torchtitan 0.3.0"
 MODULE_NAME = "memplan_torchtitan"
 CONFIG_FN = "memplan_plan"
 CONFIG_NAME = f"{MODULE_NAME}.py"
-# catalog name -> (torchtitan model package, flavor): the definitions whose shapes are the catalog's (torchtitan's
-# Llama-3.2 1B/3B and Qwen3-0.6B do not tie their embeddings as the checkpoints do)
-MODELS = {
-    "llama-3.1-8b": ("llama3", "8B"),
-    "llama-3.1-70b": ("llama3", "70B"),
-    "llama-3.3-70b": ("llama3", "70B"),
-    "qwen3-8b": ("qwen3", "8B"),
-    "qwen3-30b-a3b": ("qwen3", "30B-A3B"),
-    "qwen3-235b-a22b": ("qwen3", "235B-A22B"),
-}
 AC = {"off": "None", "full": "FullAC.Config()", "selective-op": "SelectiveAC.Config()"}
 RESHARD = {"full": "default", "hybrid": "default", "grad-op": "never", "off": "default"}
 IMPLEMENTATION = {"adamw": "foreach", "adamw-fused": "fused"}
@@ -57,17 +48,8 @@ def command(plan: Plan, hw: Hardware) -> str:
 
 
 def check(plan: Plan, model: ModelSpec, hw: Hardware) -> None:
-    """ValueError for what torchtitan 0.3.0 cannot run as planned."""
-    refused = FRAMEWORKS["torchtitan"].cannot(dict(plan.knobs))
-    if refused:
-        raise ValueError(refused[1])
-    if model.name not in MODELS:
-        raise ValueError(
-            f"torchtitan 0.3.0 has no definition of {model.name}: it trains {', '.join(MODELS)} here "
-            "(models/llama3, models/qwen3)"
-        )
-    if plan.fsdp == "hybrid" and hw.gpus_per_node % (plan.tensor_parallel * plan.context_parallel):
-        raise ValueError("--fsdp hybrid: tensor x context parallel must divide the GPUs of a node (one replica a node)")
+    """ValueError for what torchtitan 0.3.0 cannot run as planned (its rules: planner/frameworks/torchtitan.py)."""
+    check_plan("torchtitan", plan, model, hw)
 
 
 def degrees(plan: Plan, hw: Hardware) -> dict[str, int]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from planner.config.spec import Hardware, Plan
 from planner.export import verl_rl
-from planner.frameworks import FRAMEWORKS
+from planner.frameworks import check_plan
 from planner.model import catalog
 from planner.model.modelspec import ModelSpec, peft_target_modules
 
@@ -56,20 +56,8 @@ def command(plan: Plan, hw: Hardware) -> str:
 
 
 def check(plan: Plan, model: ModelSpec | None) -> None:
-    """ValueError for what verl 0.9.1's SFT trainer cannot run as planned."""
-    refused = FRAMEWORKS["verl"].cannot(dict(plan.knobs))
-    if refused:
-        raise ValueError(refused[1])
-    if plan.lora_rank and peft_target_modules(plan.lora_targets) is None:
-        raise ValueError(f"--lora-targets {plan.lora_targets}: verl's model.target_modules names modules, not experts")
-    sp = plan.sequence_parallel
-    if model is not None and sp > 1:  # monkey_patch.py:343-349, verl's own assertion at model build
-        heads, kv = model.text.heads, model.text.kv_heads
-        if heads % sp or (kv % sp and sp % kv):
-            raise ValueError(
-                f"--sequence-parallel {sp}: verl needs the {heads} attention heads to divide by it and the {kv} KV "
-                "heads to divide by it or divide it (models/transformers/monkey_patch.py:343-349)"
-            )
+    """ValueError for what verl 0.9.1's SFT trainer cannot run as planned (its rules: planner/frameworks/verl.py)."""
+    check_plan("verl", plan, model, None)
 
 
 def script(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> str:

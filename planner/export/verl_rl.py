@@ -17,6 +17,7 @@ mini-batch is ppo_mini_batch_size x rollout.n samples, split over world / Ulysse
 from __future__ import annotations
 
 from planner.config.spec import Hardware, Plan
+from planner.frameworks import check_plan
 from planner.model import catalog
 from planner.model.modelspec import ModelSpec
 
@@ -39,18 +40,8 @@ def command(plan: Plan, hw: Hardware) -> str:
 
 
 def check(plan: Plan) -> None:
-    """ValueError for what verl's hybrid engine cannot run as planned."""
-    r = plan.workload.roles
-    if r.placement != "colocate":
-        raise ValueError(
-            f"--placement {r.placement}: verl runs its roles on one GPU pool (the hybrid engine; only the reward model "
-            "may have its own, reward.reward_model.enable_resource_pool); use --placement colocate"
-        )
-    if r.sleep_level == 1:
-        raise ValueError(
-            "--sleep-level 1: verl's hybrid engine sleeps at level 2 (vllm_async_server.py:1289-1305; level 1 only for "
-            "LoRA adapters), or never (free_cache_engine false: --sleep-level 0)"
-        )
+    """ValueError for what verl's hybrid engine cannot run as planned (its rules: planner/frameworks/verl.py)."""
+    check_plan("verl", plan)
 
 
 def word(value: object) -> str:

@@ -21,7 +21,7 @@ from planner.frameworks import (
     trl0,
     verl,
 )
-from planner.frameworks.base import Default, Framework
+from planner.frameworks.base import Default, Framework, Where
 
 FRAMEWORKS: dict[str, Framework] = {
     m.FRAMEWORK.name: m.FRAMEWORK
@@ -30,6 +30,18 @@ FRAMEWORKS: dict[str, Framework] = {
 NAMES: tuple[str, ...] = tuple(FRAMEWORKS)
 
 TABLE_KNOBS = ("workload", "checkpointing", "loss", "batching", "fsdp", "optimizer_in_backward")
+
+
+def check_plan(name: str, plan, model=None, hw=None) -> None:
+    """ValueError naming the first rule of framework `name` a plan (planner.config.spec.Plan) breaks on `hw`'s GPUs
+    and `model`: what its exporter asks before it writes a file (the search pruned with the same rules)."""
+    if hw is None:  # the layout unknown: the knobs' rules and the model's
+        where = Where(model=model)
+    else:
+        where = Where(hw.gpus_per_node, hw.nodes, model, False, plan.micro_batch, plan.grad_accum)
+    refused = FRAMEWORKS[name].refusal(dict(plan.knobs), where)
+    if refused:
+        raise ValueError(refused[1])
 
 
 def frameworks_json() -> dict:
@@ -51,4 +63,4 @@ def frameworks_json() -> dict:
     }
 
 
-__all__ = ["FRAMEWORKS", "NAMES", "TABLE_KNOBS", "Default", "Framework", "frameworks_json"]
+__all__ = ["FRAMEWORKS", "NAMES", "TABLE_KNOBS", "Default", "Framework", "Where", "check_plan", "frameworks_json"]

@@ -2,7 +2,37 @@
 cut cross-entropy, the chunked loss, sample packing, ZeRO and FSDP1/2; SFT, DPO, GRPO. Files cited are in the 0.19.0
 wheel (axolotl/utils/schemas/...)."""
 
-from planner.frameworks.base import Default, Framework, Rule
+from planner.frameworks.base import Default, Framework, Rule, kind, workload_of
+
+# utils/freeze.py:16-26: the first components of the parameter names freeze_mm_modules freezes
+MM_PREFIXES = (
+    "vision_tower",
+    "vision_model",
+    "vision_encoder",
+    "embed_vision",
+    "multi_modal_projector",
+    "visual",
+    "audio_tower",
+    "audio_model",
+    "embed_audio",
+)
+
+
+def _unnamed_vision(k: dict, w) -> bool:
+    """A frozen tower freeze_mm_modules cannot name: a module of the model's tower or projector outside MM_PREFIXES."""
+    v = getattr(w.model, "vision", None)
+    if k["frozen"] == "none" or v is None:
+        return False
+    return not all(m.split(".")[0] in MM_PREFIXES for m in v.tower_modules + v.projector_modules)
+
+
+def _partial_groups(k: dict, w) -> bool:
+    """GRPO whose generation batch does not hold num_generations completions for every rank."""
+    g = workload_of(k)
+    if g is None or kind(k) != "grpo":
+        return False
+    return g.generation_batch(w.micro_batch, w.grad_accum, w.world_size) < g.num_generations * w.world_size
+
 
 FRAMEWORK = Framework(
     name="axolotl",
@@ -75,6 +105,23 @@ FRAMEWORK = Framework(
             "optimizer",
             "refuses bitsandbytes 8-bit AdamW under FSDP2 (utils/schemas/validation.py:1249-1262)",
             lambda k: k["fsdp"] != "off" and k["optimizer"] == "adamw-8bit",
+        ),
+        Rule(
+            "frozen",
+            lambda k, w: f"freeze_mm_modules does not name {w.model.name}'s vision modules (utils/freeze.py:16-26)",
+            _unnamed_vision,
+            scope="layout",
+        ),
+        Rule(
+            "global_batch",
+            lambda k, w: (
+                f"GRPO needs a generation batch of at least --num-generations x world size = "
+                f"{k['workload'].num_generations * w.world_size} completions, each rank sampling whole groups (utils/"
+                f"schemas/validation.py:829-903); this split samples "
+                f"{k['workload'].generation_batch(w.micro_batch, w.grad_accum, w.world_size)}"
+            ),
+            _partial_groups,
+            scope="split",
         ),
     ),
 )

@@ -41,12 +41,36 @@ class Default:
 
 
 @dataclass(frozen=True)
+class Where:
+    """What a framework's placement rule sees beyond the knobs: the GPUs, the model (a
+    planner.model.modelspec.ModelSpec; None where unknown), whether the samples hold images, and for a split rule the
+    micro-batch and accumulation."""
+
+    gpus_per_node: int = 1
+    nodes: int = 1
+    model: object = None
+    images: bool = False
+    micro_batch: int | None = None
+    grad_accum: int | None = None
+
+    @property
+    def world_size(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+
+@dataclass(frozen=True)
 class Rule:
-    """A combination a framework refuses though it runs each value alone: `refuses(knobs)` true means refused."""
+    """A combination a framework refuses though it runs each value alone. `refuses(knobs)` true means refused; a rule
+    with `scope` "layout" is `refuses(knobs, where)` (the GPUs and the model, whatever the split: the search prunes a
+    knob family with it), "split" the same once the micro-batch and accumulation are known (a candidate)."""
 
     field: str
-    reason: str
-    refuses: Callable[[dict], bool]
+    reason: str | Callable[[dict, Where], str]
+    refuses: Callable[..., bool]
+    scope: str = "knobs"
+
+    def says(self, knobs: dict, where: Where | None = None) -> str:
+        return self.reason if isinstance(self.reason, str) else self.reason(knobs, where)
 
 
 def kind(knobs: dict) -> str:
@@ -54,11 +78,31 @@ def kind(knobs: dict) -> str:
     return (w.get("kind", "sft") if isinstance(w, dict) else getattr(w, "kind", "sft")) if w is not None else "sft"
 
 
+def workload_of(knobs: dict):
+    """The knobs' planner.config.workload.Workload; None where a reader's knobs still hold it as a dict (its rules
+    run again on the Knobs it becomes)."""
+    w = knobs.get("workload")
+    return None if w is None or isinstance(w, dict) else w
+
+
 def full_dpo_precomputed(knobs: dict) -> bool:
     """Full-parameter DPO with the reference's log-probs computed beforehand (TRL's precompute_ref_log_probs)."""
     w = knobs.get("workload")
     pre = w.get("precompute_ref_log_probs") if isinstance(w, dict) else getattr(w, "precompute_ref_log_probs", False)
     return kind(knobs) == "dpo" and not knobs.get("lora_rank") and bool(pre)
+
+
+def expert_targets(knobs: dict) -> list[str]:
+    """The stacked expert weights --lora-targets names (PEFT's target_parameters: planner.model.modelspec)."""
+    if not knobs.get("lora_rank"):
+        return []
+    return [n for n in knobs["lora_targets"].split(",") if n.startswith("experts")]
+
+
+def only_expert_targets(knobs: dict) -> bool:
+    """LoRA on stacked experts alone: no module name left for a framework's target_modules."""
+    names = knobs["lora_targets"].split(",") if knobs.get("lora_rank") else []
+    return bool(names) and len(expert_targets(knobs)) == len(names)
 
 
 # the parallel sizes a framework without them runs (the one value each: off)
@@ -121,6 +165,19 @@ class Framework:
                 )
                 return knob, f"--framework {self.name} ({self.label}) cannot run {flag} {shown}: it runs {runs}"
         for rule in self.rules:
-            if rule.refuses(knobs):
+            if rule.scope == "knobs" and rule.refuses(knobs):
                 return rule.field, f"--framework {self.name} ({self.label}): {rule.reason}"
         return None
+
+    def cannot_here(self, knobs: dict, where: Where) -> tuple[str, str] | None:
+        """(field, one-line reason) for the first layout rule (and, with the split in `where`, split rule) this
+        framework refuses on these GPUs, this model and these samples, else None."""
+        scopes = ("layout", "split") if where.micro_batch is not None else ("layout",)
+        for rule in self.rules:
+            if rule.scope in scopes and rule.refuses(knobs, where):
+                return rule.field, f"--framework {self.name} ({self.label}): {rule.says(knobs, where)}"
+        return None
+
+    def refusal(self, knobs: dict, where: Where) -> tuple[str, str] | None:
+        """Every rule of this framework, the knobs' first: what its exporter checks before writing a file."""
+        return self.cannot(knobs) or self.cannot_here(knobs, where)

@@ -9,7 +9,9 @@ HF_RUNS = {
     "loss": ("standard", "fused"),
     "batching": ("padded",),
     "optimizer_in_backward": (False,),
-    "expert_parallel": ("off",),
+    # transformers' own FSDP2 with DistributedConfig(fsdp_size, ep_size) in the user's script (transformers 5.25
+    # distributed/configuration_utils.py:64-79: ep_size divides fsdp_size x tp_size, all-to-all dispatch)
+    "expert_parallel": ("off", "on"),
     "workload": ("sft",),
     "vit_checkpointing": ("on",),  # gradient_checkpointing_enable reaches the tower's layers; no flag leaves them out
     "cp_attention": ("ring", "all-gather"),  # accelerate's cp_comm_strategy alltoall and allgather

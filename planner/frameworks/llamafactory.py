@@ -2,7 +2,7 @@
 Liger's fused loss, packing, ZeRO through its DeepSpeed JSONs, FSDP through an accelerate config, SFT and DPO.
 Files cited are in the 0.9.5 wheel (src/llamafactory/...)."""
 
-from planner.frameworks.base import NO_SPLITS, Default, Framework, Rule, full_dpo_precomputed
+from planner.frameworks.base import NO_SPLITS, Default, Framework, Rule, expert_targets, full_dpo_precomputed
 
 HP = "llamafactory 0.9.5 hparams"
 FRAMEWORK = Framework(
@@ -66,6 +66,11 @@ FRAMEWORK = Framework(
             "workload",
             "full DPO always loads a reference model (hparams/finetuning_args.py:574): no precompute_ref_log_probs",
             full_dpo_precomputed,
+        ),
+        Rule(
+            "lora_targets",
+            "lora_target names modules: it has no PEFT target_parameters for stacked experts (give module names)",
+            lambda k: bool(expert_targets(k)),
         ),
     ),
 )

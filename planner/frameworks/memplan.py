@@ -1,7 +1,14 @@
 """memplan's bundled trainer (`planner train`): it runs every knob the planner has but prequantized GPTQ/AWQ bases
-(it builds the model from its config with random weights, and gptqmodel is not among its dependencies)."""
+(it builds the model from its config with random weights, and gptqmodel is not among its dependencies), expert
+parallelism, and the splits its loop refuses (trainer/loop.py, recipe/parallel.py): its rules here prune the search
+so that `suggest` never ranks a plan `planner train` then refuses."""
 
 from planner.frameworks.base import Framework, Rule
+
+
+def _split(k: dict) -> bool:
+    return k["sequence_parallel"] > 1 or k["tensor_parallel"] > 1
+
 
 FRAMEWORK = Framework(
     name="memplan",
@@ -9,8 +16,18 @@ FRAMEWORK = Framework(
     version="this checkout",
     # context parallel: torch's context_parallel shards only CUDA's SDPA kernels (torch 2.13
     # distributed/tensor/experimental/_context_parallel/_attention.py:918-945), so the trainer cannot run it on gloo
-    runs={"quant": ("none", "nf4", "fp4", "int8"), "context_parallel": ("off",), "cp_attention": ("ring",)},
+    runs={
+        "quant": ("none", "nf4", "fp4", "int8"),
+        "context_parallel": ("off",),
+        "cp_attention": ("ring",),
+    },
     rules=(
+        Rule(  # planner/cli/train.py: the bundled trainer runs data parallelism only
+            "expert_parallel",
+            "--expert-parallel: the bundled trainer runs data parallelism only; the plan is transformers' own FSDP2 "
+            "with DistributedConfig(ep_size=N) in your script: give --framework hf",
+            lambda k: k["expert_parallel"] > 1,
+        ),
         Rule(
             "tensor_parallel",
             "--tensor-parallel shards each layer with torch's DTensor plan, beside FSDP2 over the other ranks "
@@ -28,13 +45,46 @@ FRAMEWORK = Framework(
             "padded row, without the packed rows' document masks",
             lambda k: k["batching"] == "packed" and k["sequence_parallel"] > 1,
         ),
+        Rule(  # trainer/loop.py:124-130, raised in every rank after init_process_group
+            "loss",
+            "the chunked and fused losses run outside the FSDP root's forward in the bundled trainer: with --fsdp, "
+            "give --loss standard (or DDP or ZeRO for that loss)",
+            lambda k: k["fsdp"] != "off" and k["loss"] != "standard",
+        ),
+        Rule(  # trainer/loop.py _refuse_parallel: --eval-every with sequence or tensor parallel
+            "eval_batch",
+            "--eval-batch with --sequence-parallel or --tensor-parallel: the bundled trainer does not evaluate split "
+            "ranks yet",
+            lambda k: k["eval_batch"] > 0 and _split(k),
+        ),
+        Rule(  # recipe/parallel.py shard_tensor_parallel: one weight cannot be both vocabulary- and column-parallel
+            "tensor_parallel",
+            lambda k, w: (
+                f"--tensor-parallel with {w.model.name}'s tied input and output embeddings: the bundled "
+                "trainer splits them as two weights"
+            ),
+            lambda k, w: k["tensor_parallel"] > 1 and w.model is not None and w.model.text.tied,
+            scope="layout",
+        ),
+        Rule(  # trainer/loop.py:220-224 (trainer.router.RouterAux: an MoE config with output_router_logits)
+            "sequence_parallel",
+            lambda k, w: f"--sequence-parallel with {w.model.name}'s router aux loss: not run by the bundled trainer",
+            lambda k, w: (
+                k["sequence_parallel"] > 1
+                and w.model is not None
+                and w.model.text.moe is not None
+                and w.model.text.moe.aux_loss_coef > 0
+            ),
+            scope="layout",
+        ),
     ),
     keys={"micro_batch": "--micro-batch", "grad_accum": "--grad-accum", "seq_len": "--seq-len"},
     fsdp_reduce="fp32",  # recipe/__init__.py shard_fsdp: MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)
     loop="bundled",
     notes=(
         (
-            "every knob but GPTQ/AWQ bases: selective-op and every-N checkpointing, the chunked loss, optimizer in backward, token budgets"
+            "every knob but GPTQ/AWQ bases and expert parallel: selective-op and every-N checkpointing, the chunked "
+            "loss (not under FSDP), optimizer in backward, token budgets"
         ),
     ),
 )

@@ -2,7 +2,27 @@
 actor and critic trained by DeepSpeed ZeRO, reference and reward model by DeepSpeed's inference engine, vLLM engines
 for the rollout. Files cited are in the 0.11.2 wheel (paths under openrlhf/)."""
 
-from planner.frameworks.base import NO_SPLITS, Default, Framework, Rule
+from planner.frameworks.base import NO_SPLITS, Default, Framework, Rule, kind, workload_of
+
+# the groups --placement may give (cli/train_ppo_ray.py: each role alone, or actor+ref and critic+reward together)
+GROUPS = ({"actor"}, {"actor", "ref"}, {"ref"}, {"critic"}, {"critic", "reward"}, {"reward"}, {"rollout"})
+
+
+def _roles(k: dict):
+    """The roles of a train_ppo_ray run with OpenRLHF's defaults filled in; None for DPO (cli/train_dpo.py)."""
+    w = workload_of(k)
+    return None if w is None or w.kind == "dpo" else w.roles.resolved("openrlhf")
+
+
+def _pre(k: dict) -> bool:
+    w = k.get("workload")
+    return bool(w.get("precompute_ref_log_probs") if isinstance(w, dict) else getattr(w, "precompute_ref_log_probs", 0))
+
+
+def _odd_group(k: dict) -> bool:
+    r = _roles(k)
+    return r is not None and r.placement != "colocate" and any(set(g.roles) not in GROUPS for g in r.groups())
+
 
 CLI = "cli/train_ppo_ray.py"
 
@@ -56,6 +76,31 @@ FRAMEWORK = Framework(
             "precision",
             "runs DeepSpeed's bf16 or fp16 (--ds.param_dtype): give --precision bf16 or fp16",
             lambda k: k["precision"] not in ("bf16", "fp16"),
+        ),
+        Rule(
+            "precompute_ref_log_probs",
+            "train_dpo keeps its reference model (cli/train_dpo.py): no precompute_ref_log_probs",
+            lambda k: kind(k) == "dpo" and _pre(k),
+        ),
+        Rule(
+            "sleep_level",
+            "its vLLM engines sleep at level 1 (vllm_engine.py:136-137): give --sleep-level 1 or 0",
+            lambda k: (r := _roles(k)) is not None and r.sleep_level == 2,
+        ),
+        Rule(
+            "sleep_level",
+            "sleeps its engines only under --train.colocate_all: --sleep-level 1 needs --placement colocate",
+            lambda k: (r := _roles(k)) is not None and r.sleep_level == 1 and r.placement != "colocate",
+        ),
+        Rule(
+            "placement",
+            "places each role alone, or actor+ref and critic+reward together (cli/train_ppo_ray.py)",
+            _odd_group,
+        ),
+        Rule(
+            "rollout_engine",
+            "0.11.2 generates with vLLM: give --rollout-engine vllm",
+            lambda k: (r := _roles(k)) is not None and r.rollout_engine != "vllm",
         ),
     ),
 )

@@ -1,7 +1,7 @@
 """ms-swift 4.6.0 (`swift sft|rlhf`): LoRA by default, full-layer checkpointing on by default, the ViT and aligner
 frozen, Liger's fused loss, packing, ZeRO presets and FSDP2; SFT, DPO and GRPO. Files cited are in the 4.6.0 wheel."""
 
-from planner.frameworks.base import Default, Framework, Rule, autotp_rule, full_dpo_precomputed
+from planner.frameworks.base import Default, Framework, Rule, autotp_rule, full_dpo_precomputed, only_expert_targets
 
 FRAMEWORK = Framework(
     name="swift",
@@ -76,6 +76,12 @@ FRAMEWORK = Framework(
             "workload",
             "full DPO keeps a reference model (swift/arguments/rlhf_args.py:290-299): no precompute_ref_log_probs",
             full_dpo_precomputed,
+        ),
+        Rule(
+            "lora_targets",
+            "needs --target_modules beside stacked experts' --target_parameters (its default, all-linear, would "
+            "adapt every linear): name a module too",
+            only_expert_targets,
         ),
     ),
 )

@@ -6,6 +6,23 @@ maps the catalog's models). Files cited are in the 0.3.0 wheel (paths under torc
 
 from planner.frameworks.base import Default, Framework, Rule
 
+# catalog name -> (torchtitan model package, flavor): the definitions whose shapes are the catalog's (torchtitan's
+# Llama-3.2 1B/3B and Qwen3-0.6B do not tie their embeddings as the checkpoints do)
+MODELS = {
+    "llama-3.1-8b": ("llama3", "8B"),
+    "llama-3.1-70b": ("llama3", "70B"),
+    "llama-3.3-70b": ("llama3", "70B"),
+    "qwen3-8b": ("qwen3", "8B"),
+    "qwen3-30b-a3b": ("qwen3", "30B-A3B"),
+    "qwen3-235b-a22b": ("qwen3", "235B-A22B"),
+}
+
+
+def _hybrid_split(k: dict, w) -> bool:
+    """HSDP replicates across nodes: tensor x context parallel must divide a node's GPUs."""
+    return k["fsdp"] == "hybrid" and bool(w.gpus_per_node % (k["tensor_parallel"] * k["context_parallel"]))
+
+
 FRAMEWORK = Framework(
     name="torchtitan",
     label="torchtitan",
@@ -82,6 +99,21 @@ FRAMEWORK = Framework(
             "offload",
             "training.enable_cpu_offload is FSDP2's CPUOffloadPolicy (config/configs.py:61-64): give --fsdp full",
             lambda k: k["offload"] != "none" and k["fsdp"] == "off",
+        ),
+        Rule(
+            "model",
+            lambda k, w: (
+                f"torchtitan 0.3.0 has no definition of {w.model.name}: it trains {', '.join(MODELS)} here "
+                "(models/llama3, models/qwen3)"
+            ),
+            lambda k, w: w.model is not None and w.model.name not in MODELS,
+            scope="layout",
+        ),
+        Rule(
+            "fsdp",
+            "--fsdp hybrid: tensor x context parallel must divide the GPUs of a node (one replica a node)",
+            _hybrid_split,
+            scope="layout",
         ),
     ),
     fsdp_reduce="fp32",  # config/configs.py:93: mixed_precision_reduce float32

@@ -3,10 +3,24 @@ sft_trainer_engine.yaml; 0.9.1 has no fsdp_sft_trainer any more): its FSDP engin
 no DDP), Ulysses sequence parallel, LoRA, full checkpointing on by default; SFT only (RL through main_ppo: issue 35).
 Files cited are in the 0.9.1 wheel (paths under verl/)."""
 
-from planner.frameworks.base import Default, Framework, Rule
+from planner.frameworks.base import Default, Framework, Rule, only_expert_targets, workload_of
 
 # verl/models/transformers/monkey_patch.py:544-552: remove-padding and Ulysses replace flash attention's forward
 ULYSSES_FLASH = "monkey_patch.py:544-552 patches flash attention's forward"
+
+
+def _heads_refuse(k: dict, w) -> bool:
+    """monkey_patch.py:343-349, verl's own assertion at model build: the heads divide by the Ulysses size, the KV
+    heads divide by it or divide it."""
+    sp, t = k["sequence_parallel"], getattr(w.model, "text", None)
+    return sp > 1 and t is not None and bool(t.heads % sp or (t.kv_heads % sp and sp % t.kv_heads))
+
+
+def _roles(k: dict):
+    """The roles of an RL run (verl plans GRPO by roles too: planner.config.knobfields.ROLE_FRAMEWORKS), else None."""
+    w = workload_of(k)
+    return w.roles if w is not None and (w.role_run or w.kind == "grpo") else None
+
 
 FRAMEWORK = Framework(
     name="verl",
@@ -88,6 +102,33 @@ FRAMEWORK = Framework(
             "runs FSDP's bf16 mixed precision over fp32 weights (engine/fsdp/transformer_impl.py:390-401; the fp16 "
             "policy needs engine.mixed_precision, not exported): give --precision bf16",
             lambda k: k["precision"] != "bf16",
+        ),
+        Rule(
+            "lora_targets",
+            "model.target_modules names modules, not stacked experts: name a module too",
+            only_expert_targets,
+        ),
+        Rule(
+            "placement",
+            "runs its roles on one GPU pool (the hybrid engine; only the reward model may have its own, "
+            "reward.reward_model.enable_resource_pool): use --placement colocate",
+            lambda k: (r := _roles(k)) is not None and r.placement != "colocate",
+        ),
+        Rule(
+            "sleep_level",
+            "the hybrid engine sleeps at level 2 (vllm_async_server.py:1289-1305; level 1 only for LoRA adapters), "
+            "or never (free_cache_engine false: --sleep-level 0)",
+            lambda k: (r := _roles(k)) is not None and r.sleep_level == 1,
+        ),
+        Rule(
+            "sequence_parallel",
+            lambda k, w: (
+                f"--sequence-parallel {k['sequence_parallel']} needs the {w.model.text.heads} attention heads "
+                f"to divide by it and the {w.model.text.kv_heads} KV heads to divide by it or divide it "
+                "(models/transformers/monkey_patch.py:343-349)"
+            ),
+            _heads_refuse,
+            scope="layout",
         ),
     ),
     # engine/fsdp/transformer_impl.py:397-398: MixedPrecision(param_dtype=bf16, reduce_dtype=fp32) by default

@@ -50,6 +50,7 @@ def families(space: Space, hw: Hardware, layout: Layout | None = None) -> list[K
         searched[f] = searched[f] or [1]
     fixed = {k: getattr(space, k) for k in FIXED}
     out, first = [], None
+    varied = {k for k, v in searched.items() if len(v) > 1}
     template = Knobs.model_construct(**fixed)  # a copy per combination, its rules run: the Space validated each value
     for combo in product(*searched.values()):
         changes = dict(zip(searched, combo))
@@ -60,10 +61,10 @@ def families(space: Space, hw: Hardware, layout: Layout | None = None) -> list[K
         try:  # the layout's rules first (they name what the request cannot have here), then Knobs' own
             k = template.with_valid_values(**changes)
         except BadInput as e:
-            first = first or layout.knob_error(Knobs.model_construct(**kw)) or e
+            first = pick(first, layout.knob_error(Knobs.model_construct(**kw)) or e, varied)
             continue
         error = layout.knob_error(k)
-        first = first or error
+        first = pick(first, error, varied)
         if error is None:
             out.append(k)
     if not out:
@@ -71,6 +72,14 @@ def families(space: Space, hw: Hardware, layout: Layout | None = None) -> list[K
             "--fsdp on one GPU shards nothing: give --offload optimizer+params or --fsdp off", "fsdp"
         )
     return out
+
+
+def pick(first: BadInput | None, error: BadInput | None, varied: set[str]) -> BadInput | None:
+    """The refusal to show where no combination runs: the first, unless a later one names a field the request fixed
+    (not one the search varies), which every combination then breaks (verl refuses --sleep-level 1 whatever --fsdp)."""
+    if first is None or (first.field in varied and error is not None and error.field not in varied):
+        return error or first
+    return first
 
 
 def make_plan(
@@ -212,7 +221,8 @@ def search(
     layout = Layout.of(hw, model, goal)
     raise_if(layout.global_batch_error(space.workload, goal.global_batch))
     fitting, rejected, pending = [], [], []
-    for i, knobs in enumerate(families(space, hw, layout)):
+    fams = families(space, hw, layout)
+    for i, knobs in enumerate(fams):
         if batches is not None:  # a token budget: one plan per knob family
             if knobs.optimizer_in_backward:
                 raise BadInput(
@@ -230,6 +240,8 @@ def search(
         fitting += [((i, p.micro_batch), p) for p in plans if p.fits]
         if plans and not any(p.fits for p in plans):
             rejected.append(plans[0])
+    if not (fitting or rejected or pending) and batches is None:  # every split refused (GRPO's groups): say why
+        raise_if(first_split_error(layout, goal, fams))
     fitting = best_of(model, hw, goal, fitting, pending, top, calibrate)
     if not fitting and batches is None:
         for wider in parallel_spaces(space, hw):  # the sequence fits nothing as asked: split it, or the layers
@@ -240,6 +252,16 @@ def search(
             fitting += more.plans
     fitting.sort(key=rank_key)
     return Result(plans=fitting[:top], rejected=rejected)
+
+
+def first_split_error(layout: Layout, goal: Goal, knobs: list[Knobs]) -> BadInput | None:
+    """The first refusal of a split, where a search found no split any family runs."""
+    for k in knobs:
+        per_rank = goal.global_batch // k.data_parallel_of(layout.world_size)
+        for mb in divisors(per_rank):
+            if error := layout.split_error(k, mb, per_rank // mb):
+                return error
+    return None
 
 
 def family(

@@ -8,7 +8,9 @@ acceptance count, which `make test-all` runs; `make test` runs 500 and `make tes
 import json
 import os
 import re
+import tempfile
 import urllib.parse
+from pathlib import Path
 
 import pytest
 
@@ -41,7 +43,10 @@ def operations() -> list[tuple[str, str, list[str], list[str], list[str]]]:
     from api.main import create_app
     from api.settings import Settings
 
-    schema = create_app(Settings(store="/nonexistent/never-opened.sqlite")).openapi()
+    # a store of this process's own: the app opens its file, and two pytest workers collecting at once locked a
+    # shared one ("database is locked" at collection)
+    store = Path(tempfile.mkdtemp(prefix="memplan-fuzz-")) / "schema.sqlite"
+    schema = create_app(Settings(store=str(store))).openapi()
     parts = schema.get("components", {}).get("schemas", {})
     out = []
     for path, methods in schema["paths"].items():

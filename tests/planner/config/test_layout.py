@@ -21,8 +21,12 @@ GRPO = Workload(kind="grpo", num_generations=8)
     [
         (Layout(8, 1), Knobs(fsdp="hybrid"), "fsdp"),
         (Layout(2, 1), Knobs(optimizer_in_backward=True), "optimizer_in_backward"),
-        (Layout(8, 1), Knobs(fsdp="full", expert_parallel=2), "expert_parallel"),  # a dense model
-        (Layout(6, 1, experts=8), Knobs(fsdp="full", expert_parallel=4), "expert_parallel"),  # 4 does not divide 6
+        (Layout(8, 1), Knobs(framework="hf", fsdp="full", expert_parallel=2), "expert_parallel"),  # a dense model
+        (
+            Layout(6, 1, experts=8),
+            Knobs(framework="hf", fsdp="full", expert_parallel=4),
+            "expert_parallel",
+        ),  # 4 does not divide 6
     ],
 )
 def test_knob_rules_name_their_field(layout, knobs, field):
@@ -34,7 +38,7 @@ def test_knob_rules_name_their_field(layout, knobs, field):
 def test_the_same_knobs_pass_where_the_layout_allows_them():
     assert Layout(8, 2).knob_error(Knobs(fsdp="hybrid")) is None
     assert Layout(1, 1).knob_error(Knobs(optimizer_in_backward=True)) is None
-    assert Layout(8, 1, experts=64).knob_error(Knobs(fsdp="full", expert_parallel=8)) is None
+    assert Layout(8, 1, experts=64).knob_error(Knobs(framework="hf", fsdp="full", expert_parallel=8)) is None
 
 
 def test_split_and_global_batch_rules():

@@ -69,9 +69,12 @@ def test_speed_charges_active_parameters():
 @pytest.mark.parametrize(
     "fields,needle",
     [
-        ({"model": "llama-3.1-8b", "fsdp": "full", "expert_parallel": 2}, "has no experts"),
-        ({"model": "mixtral-8x7b", "fsdp": "full", "expert_parallel": 3}, "must divide the 8 experts"),
-        ({"model": "mixtral-8x7b", "zero": 2, "expert_parallel": 2}, "needs --fsdp"),
+        ({"model": "llama-3.1-8b", "framework": "hf", "fsdp": "full", "expert_parallel": 2}, "has no experts"),
+        (
+            {"model": "mixtral-8x7b", "framework": "hf", "fsdp": "full", "expert_parallel": 3},
+            "must divide the 8 experts",
+        ),
+        ({"model": "mixtral-8x7b", "framework": "hf", "zero": 2, "expert_parallel": 2}, "needs --fsdp"),
         ({"model": "mixtral-8x7b", "fsdp": "full", "expert_imbalance": 0.5}, "expert-imbalance"),
     ],
 )
@@ -86,7 +89,14 @@ def test_bad_expert_knobs_are_one_line_errors(fields, needle):
 
 
 def _plan(ep: int, imbalance: float, ckpt: str = "off"):
-    knobs = Knobs(fsdp="full", precision="bf16", checkpointing=ckpt, expert_parallel=ep, expert_imbalance=imbalance)
+    knobs = Knobs(
+        framework="hf",
+        fsdp="full",
+        precision="bf16",
+        checkpointing=ckpt,
+        expert_parallel=ep,
+        expert_imbalance=imbalance,
+    )
     return Setup(catalog.load_model("qwen3-30b-a3b"), knobs, 2, 1, 4096, gpus_per_node=8)
 
 

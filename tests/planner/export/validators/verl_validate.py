@@ -142,11 +142,18 @@ def check(path: Path, heads: int, kv_heads: int, scratch: Path) -> str:
 
 
 def main(argv: list[str]) -> int:
-    heads = int(argv[argv.index("--heads") + 1])
-    kv_heads = int(argv[argv.index("--kv-heads") + 1])
+    """--heads H --kv-heads K for every file, or a file named PATH@H,K with its own (one run for several models)."""
+    heads = int(argv[argv.index("--heads") + 1]) if "--heads" in argv else None
+    kv_heads = int(argv[argv.index("--kv-heads") + 1]) if "--kv-heads" in argv else None
     paths = [a for i, a in enumerate(argv) if not a.startswith("--") and argv[i - 1] not in ("--heads", "--kv-heads")]
+
+    def one(arg: str, scratch: Path) -> str:
+        path, _, own = arg.partition("@")
+        h, k = (int(x) for x in own.split(",")) if own else (heads, kv_heads)
+        return check(Path(path).resolve(), h, k, scratch)
+
     with tempfile.TemporaryDirectory() as scratch:
-        return verdicts(paths, lambda path: check(path, heads, kv_heads, Path(scratch)))
+        return verdicts(paths, lambda arg: one(str(arg), Path(scratch)))
 
 
 if __name__ == "__main__":
