@@ -77,4 +77,7 @@ FRAMEWORK = Framework(
             lambda k: k["fsdp"] != "off" and k["optimizer"] == "adamw-8bit",
         ),
     ),
+    # utils/schemas/model.py:79-82: trust_remote_code None, loaders/model.py:689,951 pass it as False: only
+    # transformers' classes load
+    remote_code=False,
 )
