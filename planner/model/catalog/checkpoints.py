@@ -49,6 +49,21 @@ def remote_ids() -> dict[str, dict]:
     return _table()["remote"]
 
 
+def transformers_names(model_id: str, names: list[str]) -> list[str]:
+    """LoRA target names as a remote-code checkpoint `model_id` names its linears, as transformers (the catalog)
+    names them: each of its fused or renamed linears is every linear it stands for (InternLM2's wqkv: q_proj, k_proj,
+    v_proj); other names, and any id without its own code, unchanged. What a reader of an export gives back."""
+    entry = remote_ids().get(model_id.strip().strip("/"))
+    if entry is None:
+        return names
+    out: list[str] = []
+    for n in names:
+        for m in [k for k, v in entry["linears"].items() if v == n] or [n]:
+            if m not in out:
+                out.append(m)
+    return out
+
+
 def for_framework(model: ModelSpec, remote_code: bool | None) -> Checkpoint:
     """The checkpoint a framework that does (True) or does not (False) load a repository's own modeling code loads
     for `model`, named as the export writes it (module docstring)."""
