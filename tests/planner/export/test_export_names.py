@@ -19,12 +19,17 @@ FSDP_LORA = {"fsdp": "full", "checkpointing": "full", "lora_rank": 8, "micro_bat
 INTERNVL = {**FSDP_LORA, "model": "internvl2.5-8b", "lora_targets": "q_proj,v_proj,down_proj"}
 
 
+def every_linear(model: str) -> str:
+    """--lora-targets naming each of the model's linears (stacked experts aside: PEFT's target_parameters)."""
+    return ",".join(sorted(n for n in load_model(model).linear_names() if not n.startswith("experts")))
+
+
 def sweep(framework: str, folder: Path) -> list[Path]:
-    """Each catalog model's FSDP plan with LoRA on its attention linears, written for `framework`."""
+    """Each catalog model's FSDP plan with LoRA on every linear by name, written for `framework`."""
     name = PARSERS[framework][2]
+    fields = {**FSDP_LORA, "seq_len": 1024}
     return [
-        written(framework, m, folder, {**FSDP_LORA, "model": m, "lora_targets": "attention", "seq_len": 1024}).dir
-        / name
+        written(framework, m, folder, {**fields, "model": m, "lora_targets": every_linear(m)}).dir / name
         for m in HUB_MODELS
     ]
 

@@ -9,12 +9,12 @@ For each file, run from the file's folder (LF resolves `deepspeed:` against the 
 3. `_parse_train_args(argv)`: the argv path, which also enforces choices (flash_attn, stage, quantization_method...);
 4. LF's `_verify_model_args` (parser.py:180-202);
 5. with a DeepSpeed JSON: HF's DeepSpeed config against the arguments (every mismatch but train_batch_size, which
-   depends on the world size this check does not have; transformers integrations/deepspeed.py:105-133).
-bf16 is reported available (HF refuses bf16 on a host without a bf16 GPU, training_args.py:1734). Exits 1 with the
-framework's error on the first bad file.
+   depends on the world size this check does not have; transformers integrations/deepspeed.py:105-133);
 6. the model built on the meta device as LF loads it (model/loader.py:64,170: trust_remote_code as written), with the
    accelerate config's fsdp_transformer_layer_cls_to_wrap (accelerate_fsdp_config.yaml beside the file) and
    lora_target applied (meta_model.py).
+bf16 is reported available (HF refuses bf16 on a host without a bf16 GPU, training_args.py:1734). Exits 1 with the
+framework's error on the first bad file.
 """
 
 import contextlib

@@ -11,7 +11,9 @@ Imported by the validator scripts (each framework's venv). `check_names(model_id
    1.x wraps without a list, accelerate/utils/fsdp_utils.py:942-953), each looked up with accelerate's own
    get_module_class_from_name; a miss raises accelerate's "Could not find the transformer layer class";
 3. the LoRA targets (a list of names; all-linear / all are the framework's own search and are skipped): each must
-   match at least one module under PEFT's own matcher (peft.tuners.tuners_utils.check_target_module_exists)."""
+   match at least one module under PEFT's own matcher (peft.tuners.tuners_utils.check_target_module_exists);
+4. `modules`: module paths the framework itself looks up (ms-swift's model_arch: the language model, tower and
+   aligner it freezes and keeps LoRA off) must be modules of the model."""
 
 import importlib.util
 import json
@@ -40,6 +42,8 @@ def small(cfg: dict) -> dict:
             part["num_global_layers"] = 1
         if "cross_attention_layers" in part:
             part["cross_attention_layers"] = [1]
+        if part.get("first_k_dense_replace", 0) > 1:  # DeepSeek: keep one routed layer among the two
+            part["first_k_dense_replace"] = 1
         if "layer_types" in part:
             part["layer_types"] = part["layer_types"][:2]
     return cfg
@@ -100,11 +104,30 @@ def check_targets(model, targets: list[str] | None) -> list[str]:
     return list(targets)
 
 
+def check_modules(model, modules: list[str]) -> list[str]:
+    names = {n for n, _ in model.named_modules()}
+    missing = [m for m in modules if m not in names]
+    if missing:
+        raise ValueError(
+            f"modules {missing} are not in the model (its top modules: {sorted(dict(model.named_children()))})"
+        )
+    return modules
+
+
 def check_names(
-    model_id: str, trust_remote_code: bool, fsdp: bool, wrap: list[str] | None, targets: list[str] | None
+    model_id: str,
+    trust_remote_code: bool,
+    fsdp: bool,
+    wrap: list[str] | None,
+    targets: list[str] | None,
+    modules: list[str] = (),
 ) -> str:
-    """Build the model and check the written names on it (the wrap classes under FSDP only); a one-line summary."""
+    """Build the model and check the written names on it (the wrap classes under FSDP only; `modules`: module paths
+    that must exist, such as the tower a framework freezes); a one-line summary."""
     model = build(model_id, trust_remote_code)
     wrapped = check_wrap(model, wrap) if fsdp else []
     adapted = check_targets(model, targets)
-    return f"{type(model).__name__} wraps {','.join(wrapped) or '-'} lora {','.join(adapted) or '-'}"
+    found = check_modules(model, list(modules))
+    return f"{type(model).__name__} wraps {','.join(wrapped) or '-'} lora {','.join(adapted) or '-'}" + (
+        f" modules {','.join(found)}" if found else ""
+    )
