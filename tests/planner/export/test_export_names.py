@@ -121,3 +121,26 @@ def test_swifts_internvl_lora_reads_back_as_the_catalogs_names(tmp_path):
     back = advise.check_config([str(tmp_path / swift.SCRIPT_NAME)], {"gpu": "h100"}).plan
     assert back.lora_targets == "q_proj,k_proj,v_proj,down_proj" and back.fsdp == "full"
     assert checkpoints.transformers_names("Qwen/Qwen2.5-7B", ["wqkv"]) == ["wqkv"]  # no remote code: as written
+
+
+@pytest.mark.parametrize("model_id", sorted(checkpoints.remote_ids()))
+def test_the_remote_checkpoints_names_are_in_their_module_tree(model_id):
+    """checkpoints.json against the module tree of the repository's code (tests/data/checkpoints): its layer classes
+    are classes of the model, its language model, tower and projector are its modules, and each renamed linear is a
+    linear of its language model."""
+    torch = pytest.importorskip("torch")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("meta_model", Path(__file__).parent / "validators" / "meta_model.py")
+    meta_model = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(meta_model)
+
+    entry = checkpoints.remote_ids()[model_id]
+    model = meta_model.build(model_id, True)
+    classes = {type(m).__name__ for m in model.modules()}
+    names = dict(model.named_modules())
+    assert set(entry["layer_classes"]) <= classes
+    assert {entry["language_module"], *entry["vision_modules"], *entry["projector_modules"]} <= set(names)
+    linears = {n.rsplit(".", 1)[-1] for n, m in names.items() if isinstance(m, torch.nn.Linear)}
+    catalog_names = load_model(entry["model"]).linear_names()
+    assert {entry["linears"].get(n, n) for n in catalog_names} <= linears
