@@ -192,6 +192,10 @@ SLOW = {
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[deepseek-v3]": 3,
     "tests/probes/test_quant.py::test_sharded_four_bit_base_per_rank": 28,
     "tests/planner/export/test_frameworks_export.py::test_the_validators_catch_a_broken_file": 5,
+    # issue 46 item 5: each framework's validator building every export's model on the meta device (2 cores,
+    # 2026-12-04, pytest --durations=0 on the file)
+    "tests/planner/export/test_export_names.py::test_a_wrong_class_or_target_fails_the_validator": 22,
+    "tests/planner/export/test_export_names.py::test_every_catalog_model_starts_under_each_framework": 18,
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[qwen3-30b-a3b]": 5,
     "tests/probes/test_run.py::test_an_adoptable_orphan_keeps_its_folder_and_its_own_deadline": 4,
     "tests/probes/test_gptqmodel.py::test_stored_bytes": 5,  # the module's gptqmodel run (fixture) falls here

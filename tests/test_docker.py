@@ -129,7 +129,8 @@ def test_the_files_the_dockerfile_copies_build_a_wheel_with_the_web_page_and_the
     packages = {f"{d.name}/__init__.py" for d in ROOT.iterdir() if (d / "__init__.py").is_file() and d.name != "tests"}
     assert {"planner/__init__.py", "recipe/__init__.py", "scan/__init__.py"} <= packages
     assert {"planner/intake/presets/llamafactory_ds_z3_config.json"} <= expected  # check --config's bundled presets
-    assert expected | packages | {"planner/model/catalog/gpus.json", "planner/model/catalog/hf_ids.json"} <= names
+    catalog = {f"planner/model/catalog/{n}" for n in ("gpus.json", "hf_ids.json", "checkpoints.json")}
+    assert expected | packages | catalog <= names
     assert not {n for n in names if "__pycache__" in n or n.startswith(("tests/", "benchmarks/", "docs/"))}
 
 

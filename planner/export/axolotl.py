@@ -27,10 +27,9 @@ import json
 from planner.config.spec import Hardware, Plan
 from planner.estimate.quant import FOUR_BIT
 from planner.export import export
-from planner.frameworks import check_plan
-from planner.model import catalog
+from planner.frameworks import FRAMEWORKS, check_plan
+from planner.model.catalog import checkpoints
 from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
-from planner.model.shapes import module_name_matches
 
 VERSION = "axolotl 0.19.0"
 CONFIG_NAME = "axolotl.yaml"
@@ -75,7 +74,7 @@ def check(plan: Plan, model: ModelSpec, hw: Hardware) -> None:
 
 def config(plan: Plan, model: ModelSpec, seq_len: int) -> dict:
     cfg: dict = {
-        "base_model": catalog.model_path(model),
+        "base_model": loaded(model).path,
         **adapter_keys(plan, model),
         "datasets": [{"path": "YOUR_DATASET", "type": DATASET_TYPE[plan.workload.kind]}],
     }
@@ -129,14 +128,18 @@ def adapter_keys(plan: Plan, model: ModelSpec) -> dict:
     if targets == "all-linear":
         out["lora_target_linear"] = True
     elif targets:
-        out["lora_target_modules"] = [
-            t for t in targets if any(module_name_matches(k, t) for k in model.linear_names())
-        ] or targets
+        out["lora_target_modules"] = loaded(model).lora_names(targets)
     if peft_target_parameters(plan.lora_targets):
         out["lora_target_parameters"] = peft_target_parameters(plan.lora_targets)
     if plan.lora_train_embeddings:
         out["lora_modules_to_save"] = ["embed_tokens", "lm_head"]
     return out
+
+
+def loaded(model: ModelSpec) -> checkpoints.Checkpoint:
+    """The checkpoint axolotl builds: transformers' classes (Framework.remote_code), so a model whose default id is a
+    remote-code checkpoint is named by its native conversion."""
+    return checkpoints.for_framework(model, FRAMEWORKS["axolotl"].remote_code)
 
 
 def precision_keys(plan: Plan) -> dict:
@@ -171,7 +174,7 @@ def sharding_keys(plan: Plan, model: ModelSpec) -> dict:
         return {"deepspeed": export.DS_CONFIG_NAME}
     if plan.fsdp == "off":
         return {}
-    f = export.fsdp_config(plan, model)
+    f = export.fsdp_config(plan, model, loaded(model).layer_classes)
     cfg = {
         "fsdp_version": 2,
         "offload_params": f["cpu_offload"],

@@ -200,8 +200,9 @@ def quantization_config(plan: Plan) -> dict | None:
     return out
 
 
-def fsdp_config(plan: Plan, model: ModelSpec | None) -> dict:
-    """HF's fsdp_config for an FSDP2 plan (transformers TrainingArguments._process_fsdp_args reads it)."""
+def fsdp_config(plan: Plan, model: ModelSpec | None, classes: tuple[str, ...] | None = None) -> dict:
+    """HF's fsdp_config for an FSDP2 plan (transformers TrainingArguments._process_fsdp_args reads it). `classes`: the
+    layer classes of the checkpoint the framework loads (planner.model.catalog.checkpoints), else the model's."""
     cfg = {
         "version": 2,
         "reshard_after_forward": plan.fsdp != "grad-op",
@@ -210,8 +211,9 @@ def fsdp_config(plan: Plan, model: ModelSpec | None) -> dict:
         "state_dict_type": "FULL_STATE_DICT" if saves_full_weights(plan) else "SHARDED_STATE_DICT",
         "cpu_offload": plan.offload != "none",
     }
-    if model is not None and wrap_classes(model):
-        cfg["transformer_layer_cls_to_wrap"] = wrap_classes(model)
+    units = list(classes) if classes is not None else wrap_classes(model) if model is not None else []
+    if units:
+        cfg["transformer_layer_cls_to_wrap"] = units
     return cfg
 
 
@@ -220,14 +222,16 @@ def wrap_classes(model: ModelSpec) -> list[str]:
     return list(model.fsdp_units)
 
 
-def accelerate_config(plan: Plan, hw: Hardware, model: ModelSpec | None) -> dict | None:
+def accelerate_config(
+    plan: Plan, hw: Hardware, model: ModelSpec | None, classes: tuple[str, ...] | None = None
+) -> dict | None:
     """An accelerate config (`accelerate launch --config_file`) for an FSDP2 plan, or a ZeRO plan with Ulysses
     sequence parallel (export.parallel); None otherwise."""
     if plan.fsdp == "off":
         if plan.sequence_parallel > 1 and plan.zero_stage >= 1:
             return parallel.deepspeed_accelerate_config(plan, hw, DS_CONFIG_NAME)
         return None
-    f = fsdp_config(plan, model)
+    f = fsdp_config(plan, model, classes)
     fsdp = {
         "fsdp_version": 2,
         "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",

@@ -23,10 +23,9 @@ import json
 
 from planner.config.spec import Hardware, Plan
 from planner.export import export
-from planner.frameworks import check_plan
-from planner.model import catalog
+from planner.frameworks import FRAMEWORKS, check_plan
+from planner.model.catalog import checkpoints
 from planner.model.modelspec import ModelSpec, peft_target_modules
-from planner.model.shapes import module_name_matches
 
 VERSION = "llamafactory 0.9.5"
 CONFIG_NAME = "llamafactory_train.yaml"
@@ -80,7 +79,7 @@ def ds_name(plan: Plan) -> str:
 def accelerate_config(plan: Plan, hw: Hardware, model: ModelSpec) -> dict:
     """export.accelerate_config without FSDP's own activation checkpointing: LF checkpoints the model itself
     (disable_gradient_checkpointing, checkpointing.py:157-176), so both would recompute twice."""
-    cfg = export.accelerate_config(plan, hw, model)
+    cfg = export.accelerate_config(plan, hw, model, loaded(model).layer_classes)
     cfg["fsdp_config"]["fsdp_activation_checkpointing"] = False
     return cfg
 
@@ -117,7 +116,7 @@ def scalar(value: object) -> str:
 
 def model_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
     out: list[Entry] = [
-        ("model_name_or_path", catalog.model_path(model), "or your local path"),
+        ("model_name_or_path", loaded(model).path, "or your local path"),
         ("trust_remote_code", True, ""),
     ]
     if plan.quant == "int8":  # model/model_utils/quantization.py:168-170: BitsAndBytesConfig(load_in_8bit=True)
@@ -183,8 +182,13 @@ def lora_target(plan: Plan, model: ModelSpec) -> str:
     targets = peft_target_modules(plan.lora_targets)
     if targets == "all-linear":
         return "all"
-    names = [t for t in targets if any(module_name_matches(k, t) for k in model.linear_names())]
-    return ",".join(names or targets)
+    return ",".join(loaded(model).lora_names(targets))
+
+
+def loaded(model: ModelSpec) -> checkpoints.Checkpoint:
+    """The checkpoint LLaMA-Factory builds: transformers' classes (Framework.remote_code), so a model whose default id
+    is a remote-code checkpoint is named by its native conversion (InternVL: the -hf ids its constants list)."""
+    return checkpoints.for_framework(model, FRAMEWORKS["llamafactory"].remote_code)
 
 
 def dataset_entries(plan: Plan, seq_len: int) -> list[Entry]:

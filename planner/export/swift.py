@@ -32,10 +32,9 @@ import shlex
 from planner.config.spec import Hardware, Plan
 from planner.estimate import recipe_terms
 from planner.export import export
-from planner.frameworks import check_plan
-from planner.model import catalog
+from planner.frameworks import FRAMEWORKS, check_plan
+from planner.model.catalog import checkpoints
 from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
-from planner.model.shapes import module_name_matches
 
 VERSION = "ms-swift 4.6.0"
 SCRIPT_NAME = "swift_train.sh"
@@ -53,7 +52,7 @@ def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str,
     out = {SCRIPT_NAME: script(plan, model, hw, seq_len)}
     if plan.zero_stage and deepspeed_arg(plan) == export.DS_CONFIG_NAME:
         out[export.DS_CONFIG_NAME] = json.dumps(export.deepspeed_config(plan, model), indent=2) + "\n"
-    if plan.fsdp != "off" and fsdp_arg(plan) == FSDP_NAME:
+    if plan.fsdp != "off" and fsdp_arg(plan, model) == FSDP_NAME:
         out[FSDP_NAME] = json.dumps(fsdp_json(plan, model), indent=2) + "\n"
     return out
 
@@ -116,7 +115,7 @@ def word(value: object) -> str:
 
 
 def flag_list(plan: Plan, model: ModelSpec, seq_len: int) -> list[Flag]:
-    out: list[Flag] = [("model", catalog.model_path(model))]
+    out: list[Flag] = [("model", loaded(model).path)]
     if plan.workload.kind != "sft":
         out.append(("rlhf_type", plan.workload.kind))
     out += tuner_flags(plan, model) + precision_flags(plan)
@@ -137,7 +136,7 @@ def flag_list(plan: Plan, model: ModelSpec, seq_len: int) -> list[Flag]:
     if plan.zero_stage:
         out.append(("deepspeed", deepspeed_arg(plan)))
     if plan.fsdp != "off":
-        out.append(("fsdp", fsdp_arg(plan)))
+        out.append(("fsdp", fsdp_arg(plan, model)))
     if plan.sequence_parallel > 1:  # Ulysses (swift/arguments/base_args/template_args.py:141)
         out.append(("sequence_parallel_size", plan.sequence_parallel))
     if plan.tensor_parallel > 1:  # DeepSpeed AutoTP, full fine-tuning only (swift/arguments/sft_args.py:158-160)
@@ -194,7 +193,13 @@ def target_modules(plan: Plan, model: ModelSpec) -> list[str]:
         )
     if targets == "all-linear":
         return ["all-linear"]
-    return [t for t in targets if any(module_name_matches(k, t) for k in model.linear_names())] or targets
+    return loaded(model).lora_names(targets)
+
+
+def loaded(model: ModelSpec) -> checkpoints.Checkpoint:
+    """The checkpoint swift builds for the id it is given: the repository's own code where it ships one
+    (Framework.remote_code; OpenGVLab/InternVL2_5-8B is InternVLChatModel with InternLM2, not the native classes)."""
+    return checkpoints.for_framework(model, FRAMEWORKS["swift"].remote_code)
 
 
 def precision_flags(plan: Plan) -> list[Flag]:
@@ -210,16 +215,20 @@ def deepspeed_arg(plan: Plan) -> str:
     return DS_PRESETS.get((plan.zero_stage, plan.offload), export.DS_CONFIG_NAME)
 
 
-def fsdp_arg(plan: Plan) -> str:
+def fsdp_arg(plan: Plan, model: ModelSpec) -> str:
     """swift's fsdp2 preset (config/fsdp2.json: full shard, activation checkpointing, no offload) where it is the
-    plan; otherwise the plan's own FSDP JSON."""
+    plan; otherwise the plan's own FSDP JSON. A VLM or a remote-code checkpoint always gets its own: the preset wraps
+    the model's _no_split_modules (accelerate/utils/fsdp_utils.py:942-953, a name it cannot find stops it), which
+    InternVLChatModel lists with classes it does not build (modeling_internvl_chat.py:43-44: LlamaDecoderLayer,
+    Phi3DecoderLayer, ...) and Gemma-3's with SigLIP's pooling head its tower leaves out (the validators build both)."""
     preset = plan.fsdp == "full" and plan.checkpointing == "full" and plan.offload == "none"
+    preset = preset and model.vision is None and not loaded(model).remote
     return "fsdp2" if preset else FSDP_NAME
 
 
 def fsdp_json(plan: Plan, model: ModelSpec) -> dict:
     """What swift's --fsdp reads (sft_args.py:312-321): HF's fsdp string and its fsdp_config (FSDP2)."""
-    f = export.fsdp_config(plan, model)
+    f = export.fsdp_config(plan, model, loaded(model).layer_classes)
     cfg = {
         "fsdp_version": 2,
         "reshard_after_forward": f["reshard_after_forward"],

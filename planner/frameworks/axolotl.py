@@ -124,4 +124,7 @@ FRAMEWORK = Framework(
             scope="split",
         ),
     ),
+    # utils/schemas/model.py:79-82: trust_remote_code None, loaders/model.py:689,951 pass it as False: only
+    # transformers' classes load
+    remote_code=False,
 )

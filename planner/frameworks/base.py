@@ -142,6 +142,10 @@ class Framework:
     # whose loop loads the model and saves checkpoints (planner.estimate.lifecycle): "hf", HF's Trainer through
     # accelerate (the frameworks on it too); "bundled", the bundled trainer (trainer/, recipe/model.py)
     loop: str = "hf"
+    # which code it builds a model id with (planner.model.catalog.checkpoints): True, the repository's own modeling
+    # code where the checkpoint ships one (trust_remote_code); False, transformers' classes only (a remote-code
+    # model is then named by its native conversion); None, not read for this framework yet (the catalog id)
+    remote_code: bool | None = None
 
     def value_of(self, knob: str, value: object) -> object:
         """The value as `runs` names it: workloads by kind, LoRA and the parallel sizes as on/off."""

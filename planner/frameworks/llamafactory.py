@@ -73,4 +73,7 @@ FRAMEWORK = Framework(
             lambda k: bool(expert_targets(k)),
         ),
     ),
+    # extras/constants.py:1360-1398: its InternVL ids are the -hf conversions only; model/model_utils/visual.py:274
+    # registers model_type internvl (the native classes) for freeze_vision_tower and the projector
+    remote_code=False,
 )

@@ -84,4 +84,8 @@ FRAMEWORK = Framework(
             only_expert_targets,
         ),
     ),
+    # swift/model/register.py:161,253,295: ModelLoader.default_trust_remote_code True, config and model loaded with
+    # it; model/models/internlm.py:105-264: OpenGVLab/InternVL2_5-*, InternVL3-* register InternVLLoader with
+    # architectures InternVLChatModel (the repository's code), :320-363 only the -hf ids the native classes
+    remote_code=True,
 )

@@ -169,6 +169,7 @@ def read_model(c: Collector, name: str, source: str, key: str, near: Path | None
     given (a check of it then says to pass the config.json)."""
     found = lookup(name, near)
     c.model = found
+    c.fact("model_id", name, source, key)  # the id as written: a remote-code checkpoint names its own modules
     if found is None:
         c.set("model", name, f"{source} (not found offline: pass its config.json with --model PATH)", key)
     else:

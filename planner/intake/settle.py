@@ -12,6 +12,7 @@ from planner.config.knobfields import KnobFields
 from planner.frameworks import FRAMEWORKS
 from planner.intake import models
 from planner.intake.collect import Collector, assumption
+from planner.model.catalog import checkpoints
 
 
 def finish(c: Collector) -> None:
@@ -19,6 +20,7 @@ def finish(c: Collector) -> None:
     _precision(c)
     _frozen(c)
     _lora_vision(c)
+    _checkpoint_names(c)
     if "fsdp_checkpointing" in c.facts and c.get("fsdp", "off") != "off":
         c.set("checkpointing", *c.facts["fsdp_checkpointing"])
     _unplannable(c)
@@ -112,6 +114,18 @@ def _lora_vision(c: Collector) -> None:
     if c.framework in ("llamafactory", "swift", "axolotl") or c.model is None or not models.has_vision(c.model.config):
         return
     c.set("lora_vision", True, f"{s.source} (PEFT's all-linear adapts the vision tower and projector too)", s.key)
+
+
+def _checkpoint_names(c: Collector) -> None:
+    """LoRA targets named as a remote-code checkpoint names its linears (ms-swift loads OpenGVLab/InternVL2_5-8B's own
+    InternLM2: wqkv, wo, w1-w3), as the catalog names them: the written wqkv adapts q, k and v alike."""
+    s, framework = c.setting("lora_targets"), FRAMEWORKS.get(c.framework)
+    if s is None or s.value == "all-linear" or "model_id" not in c.facts or not (framework and framework.remote_code):
+        return
+    model_id = c.facts["model_id"][0]
+    names = checkpoints.transformers_names(model_id, s.value.split(","))
+    if names != s.value.split(","):
+        c.set("lora_targets", ",".join(names), f"{s.source} ({model_id}'s own module names)", s.key)
 
 
 def _frozen(c: Collector) -> None:

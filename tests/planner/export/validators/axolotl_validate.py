@@ -9,7 +9,9 @@ For each file (axolotl 0.19.0 axolotl/utils/config/__init__.py validate_config):
    (types, literals, axolotl's cross-key rules) fail the file;
 4. axolotl drops unknown keys silently (pydantic extra="ignore"), so every key written, top level and one level
    down (fsdp_config, trl, vllm), must come back from validation, else the file fails;
-5. a `deepspeed:` path must be a JSON file beside the YAML with a zero_optimization section.
+5. a `deepspeed:` path must be a JSON file beside the YAML with a zero_optimization section;
+6. base_model built on the meta device as axolotl loads it (loaders/model.py:689,951: trust_remote_code or False),
+   with fsdp_config.transformer_layer_cls_to_wrap and lora_target_modules applied (meta_model.py).
 Telemetry is off (AXOLOTL_DO_NOT_TRACK=1). Exits 1 with the framework's error on the first bad file.
 """
 
@@ -18,6 +20,7 @@ import os
 import sys
 from pathlib import Path
 
+from meta_model import check_names
 from verdict import verdicts
 
 os.environ.setdefault("AXOLOTL_DO_NOT_TRACK", "1")
@@ -55,10 +58,19 @@ def check(path: Path) -> str:
         ds = json.loads((path.parent / raw["deepspeed"]).read_text())
         if "zero_optimization" not in ds:
             raise ValueError(f"deepspeed {raw['deepspeed']}: no zero_optimization")
+    fsdp = raw.get("fsdp_config")
+    wrap = (fsdp or {}).get("transformer_layer_cls_to_wrap")
+    names = check_names(
+        raw["base_model"],
+        bool(raw.get("trust_remote_code")),
+        fsdp is not None,
+        wrap.split(",") if wrap else None,
+        raw.get("lora_target_modules") if raw.get("adapter") else None,
+    )
     return (
         f"adapter={out.get('adapter')} rl={out.get('rl')} micro_batch_size={out.get('micro_batch_size')} "
         f"gradient_checkpointing={out.get('gradient_checkpointing')} deepspeed={out.get('deepspeed')} "
-        f"fsdp_version={out.get('fsdp_version')}"
+        f"fsdp_version={out.get('fsdp_version')}; {names}"
     )
 
 

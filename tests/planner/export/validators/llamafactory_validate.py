@@ -9,7 +9,10 @@ For each file, run from the file's folder (LF resolves `deepspeed:` against the 
 3. `_parse_train_args(argv)`: the argv path, which also enforces choices (flash_attn, stage, quantization_method...);
 4. LF's `_verify_model_args` (parser.py:180-202);
 5. with a DeepSpeed JSON: HF's DeepSpeed config against the arguments (every mismatch but train_batch_size, which
-   depends on the world size this check does not have; transformers integrations/deepspeed.py:105-133).
+   depends on the world size this check does not have; transformers integrations/deepspeed.py:105-133);
+6. the model built on the meta device as LF loads it (model/loader.py:64,170: trust_remote_code as written), with the
+   accelerate config's fsdp_transformer_layer_cls_to_wrap (accelerate_fsdp_config.yaml beside the file) and
+   lora_target applied (meta_model.py).
 bf16 is reported available (HF refuses bf16 on a host without a bf16 GPU, training_args.py:1734). Exits 1 with the
 framework's error on the first bad file.
 """
@@ -20,7 +23,10 @@ import os
 import sys
 from pathlib import Path
 
+from meta_model import check_names
 from verdict import verdicts
+
+ACCELERATE = "accelerate_fsdp_config.yaml"
 
 
 def patch_host() -> None:
@@ -55,7 +61,23 @@ def check(path: Path) -> str:
     return (
         f"stage={finetuning_args.stage} finetuning_type={finetuning_args.finetuning_type} "
         f"cutoff_len={data_args.cutoff_len} gc_disabled={model_args.disable_gradient_checkpointing} "
-        f"deepspeed={bool(training_args.deepspeed)}"
+        f"deepspeed={bool(training_args.deepspeed)}; {names_of(path, model_args, finetuning_args)}"
+    )
+
+
+def names_of(path: Path, model_args, finetuning_args) -> str:
+    import yaml
+
+    acc = path.parent / ACCELERATE
+    fsdp = yaml.safe_load(acc.read_text()).get("fsdp_config", {}) if acc.is_file() else None
+    wrap = fsdp.get("fsdp_transformer_layer_cls_to_wrap") if fsdp else None
+    targets = finetuning_args.lora_target if finetuning_args.finetuning_type == "lora" else None
+    return check_names(
+        model_args.model_name_or_path,
+        model_args.trust_remote_code,
+        fsdp is not None,
+        wrap.split(",") if wrap else None,
+        list(targets) if targets else None,
     )
 
 
