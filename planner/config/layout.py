@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.config.release import prompts_error
 from planner.config.roles import check_groups
 from planner.config.spec import OPTIMIZER_IN_BACKWARD_SPLIT, Knobs
 from planner.config.workload import Workload
@@ -164,6 +165,8 @@ class Layout:
         if k.optimizer_in_backward and grad_accum > 1:
             return BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
         why = k.workload.split_error(micro_batch, grad_accum, k.data_parallel_of(self.world_size))  # TRL's GRPO groups
+        if not why and k.release and k.workload.kind == "grpo":  # a release whose batch counts prompts (trl 0.14)
+            why = prompts_error(k.framework, k.release, micro_batch, k.workload.num_generations)
         return BadInput(f"--micro-batch {micro_batch}: {why}", "micro_batch") if why else None
 
     def global_batch_error(self, w: Workload, global_batch: int, share: int = 1) -> BadInput | None:
