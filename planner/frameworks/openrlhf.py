@@ -26,7 +26,9 @@ RELEASES = (
         "openrlhf v0.9.0 openrlhf/cli/train_ppo_ray.py",
         defaults={"micro_batch": Default(4, f"v0.9.0 {CLI}:338 --micro_train_batch_size 4")},
         keys={**FLAT, "precision": "--bf16"},
-        notes=("flat flags (--micro_train_batch_size, --zero_stage, --bf16, --pretrain)",),
+        notes=(
+            "flat flags (--micro_train_batch_size, --zero_stage, --pretrain); --bf16 at 0.9.0, --param_dtype by 0.9.10",
+        ),
     ),
     Release(
         "0.10",
