@@ -18,6 +18,7 @@ from planner.intake import (
     limits,
     llamafactory,
     releases,
+    scriptargs,
     swift,
     verlrl,
     vlmr1,
@@ -216,6 +217,10 @@ def _framework(
     elif fmt is not None:
         configs.read(c, fmt, data, cfg_path, overrides=flags, trainer=trainer, vars=vars)
     else:
+        script = _script(run)
+        if script is not None:  # the script's own defaults for the flags the command leaves out
+            flags = {**{k: f for k, f in scriptargs.defaults(script).items() if k not in flags}, **flags}
+            c.add_file(script)
         _release(c, run, flags, trainer)
         hfargs.read(
             c, flags, near, trainer, strict=run.tool == "trl", vars=vars, why=f"{run.where} {run.tool} {run.target}"
