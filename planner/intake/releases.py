@@ -24,8 +24,8 @@ PIN_GLOBS = ("requirements*.txt", "*freeze*.txt", "constraints*.txt")
 # the package whose version decides each framework's release (transformers for HF's Trainer)
 PACKAGES = {"trl": "trl", "swift": "ms-swift", "openrlhf": "openrlhf", "hf": "transformers"}
 _PIN = re.compile(
-    r"""(?mix)^[\s"'\-]*(?P<name>trl|ms[-_]swift|openrlhf|transformers)\s*(\[[^\]]*\])?\s*
-    (?:==|===|~=|>=|=|\s@\s[^\n"']*?@v?)\s*v?(?P<version>\d+(?:\.\d+)*)"""
+    r"""(?mi)(?:^|["'\s,\[])(?:-\s*)?(?P<name>trl|ms[-_]swift|openrlhf|transformers)\s*(?:\[[^\]]*\])?\s*"""
+    r"""(?:===|==|~=|>=|=|\s@\s[^\n"']*?@v?)\s*v?(?P<version>\d+(?:\.\d+)*)"""
 )
 # GRPO forks by their trainer classes (trl's releases "r1-v" and "vlm-r1"), and by their files where the script is
 # not among the user's: VLM-R1's grpo_jsonl.py came with VLMGRPOTrainer (4081ec3); R1-V's src/r1-v
