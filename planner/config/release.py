@@ -79,3 +79,15 @@ def prompts_error(framework: str, release: str, micro_batch: int, num_generation
         f"{framework}@{r.name} counts GRPO's per_device_train_batch_size in prompts of {num_generations} completions: "
         f"a micro-batch of {micro_batch} completions is not whole prompts"
     )
+
+
+def release_line(framework: str, release: str, workload, micro_batch: int) -> str | None:
+    """The line a plan under a release whose GRPO batch counts prompts prints after its workload's: the micro-batch in
+    the release's terms and in memplan's."""
+    if workload.kind != "grpo" or not release or not counts_prompts(framework, release):
+        return None
+    n = workload.num_generations
+    return (
+        f"{framework}@{release}: per_device_train_batch_size counts prompts: {micro_batch // n} prompt"
+        f"{'s' if micro_batch // n != 1 else ''} x {n} generations = {micro_batch} completions a micro-batch"
+    )

@@ -32,6 +32,8 @@ TRL_DEFAULTS = {
 }
 # before 1.0: SFT's loss from the full logits (Liger's allowed), no ParallelismConfig in HF's Trainer
 ZERO = {"runs": {**TRL_RUNS, **NO_SPLITS}, "sft_head": "recipe", "rules": ()}
+# the forks' own trainers compute their loss themselves: no Liger (no `liger` in either repository's src/)
+FORK = {**ZERO, "runs": {**ZERO["runs"], "loss": ("standard",)}}
 G = "trl/trainer/grpo_config.py"
 
 
@@ -110,7 +112,7 @@ FORKS = (
         "grpo_trainer.py:62,285,449) the same",
         notes=(PROMPTS + " (Qwen2VLGRPOTrainer)",),
         aliases=("qwen2vl-grpo",),
-        **FORKED_014,
+        **{**FORKED_014, "adapter": FORK},
     ),
     Release(
         "vlm-r1",
@@ -129,7 +131,7 @@ FORKS = (
             "beta": Default(0.04, f"{VLM_R1}/src/open_r1/trainer/grpo_config.py:291-292: beta=0.04"),
             "max_completion_length": Default(256, f"{VLM_R1}/src/open_r1/trainer/grpo_config.py:177-178: 256"),
         },
-        adapter=ZERO,
+        adapter=FORK,
         aliases=("vlmgrpo",),
     ),
 )

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.frameworks import FRAMEWORKS
-from planner.frameworks.hf import HF_KEYS
-from planner.intake import accelerate, deepspeed, grpoargs, loraargs, models, vocab
+from planner.intake import accelerate, deepspeed, grpoargs, loraargs, models, releases, vocab
 from planner.intake.collect import (
     HF,
     TRL,
@@ -259,36 +257,10 @@ def _fsdp_config(value: object, near: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def release_defaults(c: Collector, trainer: str) -> None:
-    """The defaults of the release the files show (planner.intake.releases), where it differs from the newest:
-    checkpointing, optimizer, micro-batch, accumulation; a GRPO release's beta and max_completion_length; and the
-    line that says a GRPO batch counts prompts (trl 0.14 and the Qwen2VLGRPOTrainer forks)."""
-    release, why, _ = c.facts.get("release", ("", "", ""))
-    name = "hf" if trainer == "hf" else "trl"
-    if not release or c.framework != name:
-        return
-    r = FRAMEWORKS[name].release(release)
-    who = f"{name}@{r.name}"
-    for field, d in r.defaults.items():
-        if field in ("checkpointing", "optimizer", "micro_batch", "grad_accum"):
-            c.fill(field, d.value, default(who, d.source), HF_KEYS.get(field, field))
-    if trainer != "grpo":
-        return
-    for field, d in r.workload.items():
-        c.fill(f"workload.{field}", d.value, default(who, d.source), field)
-    if r.means("grpo_batch_counts") == "prompts":
-        mb = c.setting("micro_batch")
-        n = c.get("workload.num_generations", 8)
-        c.note(
-            f"{mb.source if mb else 'per_device_train_batch_size'} ({who} counts it in prompts, {n} completions each: "
-            f"planned as {int(c.get('micro_batch', 1)) * int(n)} completions a micro-batch; {why})"
-        )
-
-
 def defaults(c: Collector, trainer: str) -> None:
     """The trainer's defaults, where the configuration leaves a field out (the release's first, where the files
     show one)."""
-    release_defaults(c, trainer)
+    releases.release_defaults(c, trainer)
     args = "transformers/training_args.py"
     c.fill("micro_batch", 8, default(HF, f"{args}:777", "per_device_train_batch_size 8"), "per_device_train_batch_size")
     c.fill("grad_accum", 1, default(HF, f"{args}:849", "gradient_accumulation_steps 1"), "gradient_accumulation_steps")

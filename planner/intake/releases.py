@@ -15,8 +15,9 @@ import re
 from pathlib import Path
 
 from planner.frameworks import FRAMEWORKS
+from planner.frameworks.hf import HF_KEYS
 from planner.intake import limits
-from planner.intake.collect import Collector, assumption, is_dir, is_file
+from planner.intake.collect import Collector, assumption, default, is_dir, is_file
 
 PARENTS = 3
 PIN_FILES = ("requirements.txt", "setup.py", "pyproject.toml", "environment.yml", "environment.yaml")
@@ -83,6 +84,44 @@ def fork(paths: list[str], script: Path | None) -> tuple[str, str] | None:
     return None
 
 
+def for_run(c: Collector, run, trainer: str) -> None:
+    """The TRL or transformers release a launched run targets: a GRPO fork's trainer, else a pin beside the launch
+    script, the folder it runs from or the script it runs (`run`: planner.intake.launch.Run)."""
+    script = script_of(run)
+    where = [f"{run.command.vars.cwd or ''}/{run.target}", str(run.command.path)]
+    told = fork(where, script) if trainer == "grpo" else None
+    decide(c, c.framework, folders(run), told)
+
+
+def by_flags(c: Collector, framework: str, run, flags: dict) -> None:
+    """ms-swift's or OpenRLHF's release: a pin, else the flag names only older releases take (ms-swift 3's
+    --train_type; OpenRLHF's flat names, 0.9's --bf16 where 0.10 took --param_dtype), else the newest."""
+    hint = None
+    if framework == "swift" and "train_type" in flags and "tuner_type" not in flags:
+        hint = ("3", f"{flags['train_type'].source} (ms-swift 3's name; 4.x's is --tuner_type)")
+    if framework == "openrlhf":
+        from planner.intake.openrlhf import OLD
+
+        flat = next((f for k, f in flags.items() if k in OLD), None)
+        old = "0.9" if "bf16" in flags else "0.10"
+        hint = (old, f"{flat.source} (a flat flag of OpenRLHF 0.10.1 and before)") if flat else None
+    decide(c, framework, folders(run), hint=hint)
+
+
+def script_of(run) -> Path | None:
+    """The Python script a launcher runs, where it is among the user's files (beside the launch script or above)."""
+    from planner.intake.shellvars import find_file
+
+    return find_file(run.target, run.command.vars, run.command.path) if run.target.endswith(".py") else None
+
+
+def folders(run) -> list[Path]:
+    """Where a run's version pins may be: the folder it runs from, its script's, the launch script's."""
+    script, cwd = script_of(run), run.command.vars.cwd
+    found = [Path(cwd) if cwd else None, script.parent if script else None, run.command.path.parent]
+    return [p.resolve() for p in found if p is not None]
+
+
 def decide(
     c: Collector,
     framework: str,
@@ -90,8 +129,8 @@ def decide(
     told: tuple[str, str] | None = None,
     hint: tuple[str, str] | None = None,
 ) -> None:
-    """Record the release the files show as the fact "release" (name, why), or the newest with a line saying it was
-    assumed. `told`: (release, why) the run itself shows (a fork's own trainer), which a pin does not override;
+    """Record the release the files show as the fact "release" (name, why), or the newest, its source saying it was
+    assumed (the framework field's line in the reading). `told`: (release, why) the run itself shows (a fork's own trainer), which a pin does not override;
     `hint`: a flag name only older releases take (ms-swift 3's --train_type, OpenRLHF's flat flags), which a pin does
     (newer releases keep some old names as aliases)."""
     fw = FRAMEWORKS.get(framework)
@@ -110,10 +149,12 @@ def decide(
     c.fact(
         "release",
         "",
-        assumption(f"{fw.label} {newest.name}, the newest release memplan lists: {why}"),
+        assumption(
+            f"release assumed: {fw.label} {newest.name}, the newest memplan lists ({why}; another: --framework "
+            f"{framework}@RELEASE)"
+        ),
         "release",
     )
-    c.note(f"release assumed: {fw.label} {newest.name} ({why}; another: --framework {framework}@RELEASE)")
 
 
 def _known(fw, text: str) -> bool:
@@ -122,3 +163,29 @@ def _known(fw, text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def release_defaults(c: Collector, trainer: str) -> None:
+    """The defaults of the release the files show (planner.intake.releases), where it differs from the newest:
+    checkpointing, optimizer, micro-batch, accumulation; a GRPO release's beta and max_completion_length; and the
+    line that says a GRPO batch counts prompts (trl 0.14 and the Qwen2VLGRPOTrainer forks)."""
+    release, why, _ = c.facts.get("release", ("", "", ""))
+    name = "hf" if trainer == "hf" else "trl"
+    if not release or c.framework != name:
+        return
+    r = FRAMEWORKS[name].release(release)
+    who = f"{name}@{r.name}"
+    for field, d in r.defaults.items():
+        if field in ("checkpointing", "optimizer", "micro_batch", "grad_accum"):
+            c.fill(field, d.value, default(who, d.source), HF_KEYS.get(field, field))
+    if trainer != "grpo":
+        return
+    for field, d in r.workload.items():
+        c.fill(f"workload.{field}", d.value, default(who, d.source), field)
+    if r.means("grpo_batch_counts") == "prompts":
+        mb = c.setting("micro_batch")
+        n = c.get("workload.num_generations", 8)
+        c.note(
+            f"{mb.source if mb else 'per_device_train_batch_size'} ({who} counts it in prompts, {n} completions each: "
+            f"planned as {int(c.get('micro_batch', 1)) * int(n)} completions a micro-batch; {why})"
+        )

@@ -91,3 +91,11 @@ def defaults(path: Path) -> dict[str, Flag]:
     except (OSError, ValueError, SyntaxError, limits.OverLimit):
         return {}
     return {**_argparse_defaults(tree, path), **_dataclass_defaults(tree, path)}
+
+
+def with_defaults(c, script: Path | None, flags: dict[str, Flag]) -> dict[str, Flag]:
+    """`flags` with the script's own defaults for those it leaves out (the script a file of the reading)."""
+    if script is None:
+        return flags
+    c.add_file(script)
+    return {**{k: f for k, f in defaults(script).items() if k not in flags}, **flags}

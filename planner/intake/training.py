@@ -134,10 +134,7 @@ def rl_run(run: launch.Run) -> Collector:
         from planner.intake import openrlhf
 
         flags, _ = parse_flags(run.args, run.command.path)
-        flat = next((f for k, f in flags.items() if k in openrlhf.OLD), None)
-        old = "0.9" if "bf16" in flags else "0.10"  # 0.10 took --param_dtype for 0.9's --bf16
-        hint = (old, f"{flat.source} (a flat flag of OpenRLHF 0.10.1 and before)") if flat else None
-        releases.decide(c, "openrlhf", _folders(run), hint=hint)
+        releases.by_flags(c, "openrlhf", run, flags)
         if run.target.endswith("train_dpo"):
             _world(c, run)
             openrlhf.read_dpo(c, flags, run.command.path)
@@ -204,9 +201,7 @@ def _framework(
 ) -> None:
     env, near, vars = run.command.env, run.command.path, run.command.vars
     if swift_sub:
-        old = flags.get("train_type") if "tuner_type" not in flags else None
-        hint = ("3", f"{old.source} (ms-swift 3's name; 4.x's is --tuner_type)") if old is not None else None
-        releases.decide(c, "swift", _folders(run), hint=hint)
+        releases.by_flags(c, "swift", run, flags)
         mapping = from_mapping(data, cfg_path) if data else {}
         env = env | {str(k): str(v) for k, v in section(data, "ENV").items() if k not in env}
         swift.read(c, mapping | flags, env, swift_sub, run.where, near, vars, launcher=run.tool == "swift")
@@ -217,37 +212,13 @@ def _framework(
     elif fmt is not None:
         configs.read(c, fmt, data, cfg_path, overrides=flags, trainer=trainer, vars=vars)
     else:
-        script = _script(run)
-        if script is not None:  # the script's own defaults for the flags the command leaves out
-            flags = {**{k: f for k, f in scriptargs.defaults(script).items() if k not in flags}, **flags}
-            c.add_file(script)
-        _release(c, run, flags, trainer)
+        flags = scriptargs.with_defaults(c, releases.script_of(run), flags)
+        releases.for_run(c, run, trainer)
         hfargs.read(
             c, flags, near, trainer, strict=run.tool == "trl", vars=vars, why=f"{run.where} {run.tool} {run.target}"
         )
     if vlmr1.is_vlm_r1(trainer, f"{vars.cwd or ''}/{run.target}"):
         vlmr1.read(c, flags, run.where, run.target)
-
-
-def _release(c: Collector, run: launch.Run, flags: dict[str, Flag], trainer: str) -> None:
-    """The TRL or transformers release the run targets (planner.intake.releases): a GRPO fork's trainer, else a pin
-    beside the launch script, the folder it runs from or the script it runs."""
-    vars, near = run.command.vars, run.command.path
-    script = _script(run)
-    told = releases.fork([f"{vars.cwd or ''}/{run.target}", str(near)], script) if trainer == "grpo" else None
-    releases.decide(c, c.framework, _folders(run), told)
-
-
-def _script(run: launch.Run) -> Path | None:
-    """The Python script a launcher runs, where it is among the user's files (beside the launch script or above)."""
-    return find_file(run.target, run.command.vars, run.command.path) if run.target.endswith(".py") else None
-
-
-def _folders(run: launch.Run) -> list[Path]:
-    """Where a run's version pins may be: the folder it runs from, its script's, the launch script's."""
-    script, cwd = _script(run), run.command.vars.cwd
-    found = [Path(cwd) if cwd else None, script.parent if script else None, run.command.path.parent]
-    return [p.resolve() for p in found if p is not None]
 
 
 def _config_arg(run: launch.Run, lead: list, flags: dict[str, Flag]) -> Path | None:

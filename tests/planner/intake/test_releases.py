@@ -98,15 +98,14 @@ def test_a_version_pin_beside_the_script_decides_the_trl_release(tmp_path, pins,
 
 
 def test_no_pin_plans_the_newest_release_and_says_so(tmp_path):
-    r = intake.read([str(_run(tmp_path, {}))])
-    assert _settings(r)["framework"].value == "trl"
-    said = [u for u in r.unplanned if u.startswith("release assumed: TRL")]
-    assert len(said) == 1 and "1.10" in said[0] and "--framework trl@RELEASE" in said[0]
+    s = _settings(intake.read([str(_run(tmp_path, {}))]))["framework"]
+    assert s.value == "trl" and "release assumed: TRL (SFT, DPO, GRPO trainers) 1.10" in s.source
+    assert "the files pin none; another: --framework trl@RELEASE" in s.source
 
 
 def test_a_pin_older_than_the_releases_listed_is_said(tmp_path):
-    r = intake.read([str(_run(tmp_path, {"requirements.txt": "trl==0.12.2\n"}))])
-    assert any("requirements.txt:1 trl==0.12.2: older than the releases" in u for u in r.unplanned)
+    s = _settings(intake.read([str(_run(tmp_path, {"requirements.txt": "trl==0.12.2\n"}))]))["framework"]
+    assert s.value == "trl" and "requirements.txt:1 trl==0.12.2: older than the releases memplan lists" in s.source
 
 
 def test_a_flag_beside_config_overrides_the_release_read(tmp_path):
