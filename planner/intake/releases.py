@@ -20,6 +20,7 @@ from planner.intake import limits
 from planner.intake.collect import Collector, assumption, default, is_dir, is_file
 
 PARENTS = 3
+QUOTES = " ,[\"'"  # what a pin's match may start with in a list
 PIN_FILES = ("requirements.txt", "setup.py", "pyproject.toml", "environment.yml", "environment.yaml")
 PIN_GLOBS = ("requirements*.txt", "*freeze*.txt", "constraints*.txt")
 # the package whose version decides each framework's release (transformers for HF's Trainer)
@@ -44,8 +45,12 @@ def _pin_files(folder: Path) -> list[Path]:
     return found
 
 
+_GIT = re.compile(r"""(?mi)(?:^|["'\s,\[])(?P<name>trl|ms[-_]swift|openrlhf|transformers)\s*@\s*git\+[^\s"',]+""")
+
+
 def pins(folders: list[Path]) -> dict[str, tuple[str, str]]:
-    """package -> (version, `setup.py:66 trl==0.17.0`): the first pin of each, nearest folder first."""
+    """package -> (version, `setup.py:66 trl==0.17.0`): the first pin of each, nearest folder first; a git checkout
+    with no release in its ref (`trl @ git+...@main`, as open-r1 and R1-V's first setup.py pinned) is version ""."""
     out: dict[str, tuple[str, str]] = {}
     seen: set[Path] = set()
     here = Path.cwd().resolve()
@@ -59,10 +64,12 @@ def pins(folders: list[Path]) -> dict[str, tuple[str, str]]:
                     text = limits.read_config_text(path, errors="replace")
                 except (OSError, ValueError, limits.OverLimit):
                     continue
-                for m in _PIN.finditer(text):
+                for m in [*_PIN.finditer(text), *_GIT.finditer(text)]:
                     name = m.group("name").lower().replace("_", "-")
                     line = text.count("\n", 0, m.start("name")) + 1
-                    out.setdefault(name, (m.group("version"), f"{path.name}:{line} {m.group(0).strip()}"))
+                    version = m.groupdict().get("version") or ""
+                    shown = m.group(0).strip(QUOTES)
+                    out.setdefault(name, (version, f"{path.name}:{line} {shown}"))
     return out
 
 
@@ -130,8 +137,8 @@ def decide(
     hint: tuple[str, str] | None = None,
 ) -> None:
     """Record the release the files show as the fact "release" (name, why), or the newest, its source saying it was
-    assumed (the framework field's line in the reading). `told`: (release, why) the run itself shows (a fork's own trainer), which a pin does not override;
-    `hint`: a flag name only older releases take (ms-swift 3's --train_type, OpenRLHF's flat flags), which a pin does
+    assumed (the framework field's line in the reading). `told`: (release, why) the run itself shows (a fork's own
+    trainer), which a pin does not override; `hint`: a flag name only older releases take (ms-swift 3's --train_type, OpenRLHF's flat flags), which a pin does
     (newer releases keep some old names as aliases)."""
     fw = FRAMEWORKS.get(framework)
     if fw is None or not fw.releases:
@@ -145,7 +152,10 @@ def decide(
         c.fact("release", fw.line(told[0]), f"{told[1]} ({fw.label} release {r.name})", "release")
         return
     newest = fw.newest
-    why = f"{told[1]}: older than the releases memplan lists ({fw.accepted()})" if told else "the files pin none"
+    why = "the files pin none"
+    if told is not None:
+        what = "a git checkout, not a release" if not told[0] else "older than the releases memplan lists"
+        why = f"{told[1]}: {what} ({fw.accepted()})"
     c.fact(
         "release",
         "",
@@ -158,6 +168,8 @@ def decide(
 
 
 def _known(fw, text: str) -> bool:
+    if not text:
+        return False
     try:
         fw.release(text)
     except ValueError:

@@ -108,6 +108,17 @@ def test_a_pin_older_than_the_releases_listed_is_said(tmp_path):
     assert s.value == "trl" and "requirements.txt:1 trl==0.12.2: older than the releases memplan lists" in s.source
 
 
+def test_a_git_checkout_pin_is_no_release_and_is_said(tmp_path):
+    """open-r1's first setup.py pinned `trl @ git+https://github.com/huggingface/trl.git@main` (open-r1 02b9c0e
+    setup.py:64): which release that was is not in the files."""
+    pin = {"setup.py": '_deps = [\n    "trl @ git+https://github.com/huggingface/trl.git@main",\n]\n'}
+    s = _settings(intake.read([str(_run(tmp_path, pin))]))["framework"]
+    assert (
+        s.value == "trl"
+        and "setup.py:2 trl @ git+https://github.com/huggingface/trl.git@main: a git checkout" in s.source
+    )
+
+
 def test_a_flag_beside_config_overrides_the_release_read(tmp_path):
     path = _run(tmp_path, {"requirements.txt": "trl==0.14.0\n"})
     out = advise.check_config([str(path)], {"gpu": "h100", "framework": "trl@0.19"})
