@@ -70,7 +70,10 @@ def validation_detail(errors: list[dict]) -> dict:
     out = []
     for d in errors:
         e = d.get("ctx", {}).get("error")
-        out.append(_writable({**d, "msg": api_message(str(e) if isinstance(e, BadInput) else d["msg"])}))
+        loc = d.get("loc")
+        if isinstance(e, BadInput) and e.field and tuple(loc or ()) == ("body",):  # a model-level validator's field
+            loc = ["body", e.field]
+        out.append(_writable({**d, "loc": loc, "msg": api_message(str(e) if isinstance(e, BadInput) else d["msg"])}))
     return {"detail": out}
 
 

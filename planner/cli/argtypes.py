@@ -106,3 +106,25 @@ def one_of(flag: str, accepted: tuple, cast=str):
 
     parse.metavar = choices(accepted)
     return parse
+
+
+def framework_release(flag: str, accepted: tuple):
+    """NAME or NAME@RELEASE (planner.frameworks: a release line, an alias or a version inside a line)."""
+    name_of = one_of(flag, accepted)
+
+    def parse(text: str) -> str:
+        from planner.errors import BadInput
+        from planner.frameworks import FRAMEWORKS, split_name
+
+        name, release = split_name(text)
+        name = name_of(name)
+        if "@" in text:
+            try:
+                FRAMEWORKS[name].release(release)
+            except BadInput as e:
+                raise argparse.ArgumentTypeError(str(e).removeprefix(f"{flag} ")) from None
+            return f"{name}@{release}"
+        return name
+
+    parse.metavar = "NAME[@RELEASE]"
+    return parse

@@ -126,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
             common.say_line(budget_line(plan.token_batches))
         if plan.workload.rl:
             common.say_line(plan.workload.summary(plan.knobs.role_run))
+            _release_line(plan)
         if model.text.moe is not None:
             from planner.estimate.moe import routing_line
 
@@ -145,6 +146,14 @@ def run(args: argparse.Namespace) -> int:
     return 0 if plan.fits else 3
 
 
+def _release_line(plan) -> None:
+    from planner.config.release import release_line
+
+    line = release_line(plan.knobs.framework, plan.knobs.release, plan.workload, plan.micro_batch)
+    if line:
+        common.say_line(line)
+
+
 def brief(result: CheckResult, out: dict) -> None:
     """`--brief`: what was not planned, the verdict, each phase's peak in one line, and where it does not fit the
     nearest settings as the framework's keys."""
@@ -157,6 +166,7 @@ def brief(result: CheckResult, out: dict) -> None:
     )
     if plan.workload.rl:
         common.say_line(plan.workload.summary(plan.knobs.role_run))
+        _release_line(plan)
     peaks = plan.memory.phases or {}
     if plan.knobs.role_run:  # "group: phase" keys, one line a GPU group
         for group in dict.fromkeys(k.split(": ")[0] for k in peaks):

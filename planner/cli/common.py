@@ -9,6 +9,7 @@ import sys
 from planner.cli.argtypes import (  # noqa: F401 - the faces' flag parsers, re-exported as common.X
     choice_list,
     choices,
+    framework_release,
     int_at_least,
     int_in,
     margin,
@@ -146,6 +147,8 @@ def add_knob_args(p: argparse.ArgumentParser, fields, many: bool = False) -> Non
     and default in --help; `many`: a comma list of values to search (suggest). Each flag's default is None, so the
     request's default (the declaration's) applies."""
     for field in fields:
+        if field == "release":  # given as --framework NAME@RELEASE
+            continue
         f, flag, accepted = knobfields.info(field), knobfields.flag_of(field), knobfields.choices(field)
         default = knobfields.SEARCHED[field][0] if many else f.get_default(call_default_factory=True)
         shown = (",".join(map(str, default)) or "auto") if many else default
@@ -153,7 +156,9 @@ def add_knob_args(p: argparse.ArgumentParser, fields, many: bool = False) -> Non
         if f.annotation is bool:
             p.add_argument(flag, dest=field, action="store_true", default=None, help=f.description)
             continue
-        if accepted:
+        if field == "framework":
+            kind = framework_release(flag, accepted)
+        elif accepted:
             cast = int if isinstance(accepted[0], int) else str
             kind = choice_list(flag, accepted, cast) if many else one_of(flag, accepted, cast)
         elif f.annotation is int:

@@ -256,10 +256,13 @@ def frameworks_table(data: dict) -> Table:
     from planner.frameworks import TABLE_KNOBS
 
     t = Table(
-        title="what --framework X runs (every value where blank; defaults and sources: `planner frameworks --json`)",
+        title=(
+            "what --framework X runs (every value where blank; releases: --framework X@RELEASE; defaults, sources and "
+            "what each release changed: `planner frameworks --json`)"
+        ),
         title_justify="left",
     )
-    for col in ("framework", "version", *(k.replace("_", " ") for k in TABLE_KNOBS)):
+    for col in ("framework", "version", "releases", *(k.replace("_", " ") for k in TABLE_KNOBS)):
         t.add_column(col)
     for f in data["frameworks"]:
         runs = [
@@ -270,7 +273,7 @@ def frameworks_table(data: dict) -> Table:
             else ""
             for k in TABLE_KNOBS
         ]
-        t.add_row(f["name"], f["version"], *runs)
+        t.add_row(f["name"], f["version"], ", ".join(r["name"] for r in f.get("releases", [])), *runs)
     return t
 
 

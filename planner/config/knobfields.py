@@ -258,6 +258,15 @@ class KnobFields(BaseModel):
             "bundled trainer (every knob)"
         ),
     )
+    release: str = Field(
+        default="",
+        max_length=32,
+        pattern=r"^[A-Za-z0-9._+-]*$",
+        description=(
+            "the framework's release line whose defaults, keys and meanings the plan follows (`planner frameworks` "
+            "lists them; empty: the newest); --framework NAME@RELEASE sets it, with the request in that release's terms"
+        ),
+    )
 
     @property
     def role_run(self) -> bool:
@@ -297,8 +306,11 @@ def name_of(field: str) -> str:
     return ALIASES.get(field, field)
 
 
+GIVEN_BY = {"release": "framework"}  # a knob the faces take inside another's flag: --framework NAME@RELEASE
+
+
 def flag_of(field: str) -> str:
-    return "--" + name_of(field).replace("_", "-")
+    return "--" + name_of(GIVEN_BY.get(field, field)).replace("_", "-")
 
 
 def choices(field: str) -> tuple | None:

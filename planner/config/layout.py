@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from planner.config.release import prompts_error
 from planner.config.roles import check_groups
 from planner.config.spec import OPTIMIZER_IN_BACKWARD_SPLIT, Knobs
 from planner.config.workload import Workload
 from planner.errors import BadInput
-from planner.frameworks import FRAMEWORKS
+from planner.frameworks import adapter
 from planner.frameworks.base import Where
 
 
@@ -101,7 +102,7 @@ class Layout:
     def framework_error(self, k: Knobs, micro_batch: int | None = None, grad_accum: int | None = None):
         """The plan's framework's own rules on these GPUs and this model (planner.frameworks: its validation, the
         exporter's and the bundled trainer's refusals), so that the search never ranks what the framework refuses."""
-        refused = FRAMEWORKS[k.framework].cannot_here(k.__dict__, self.where(micro_batch, grad_accum))
+        refused = adapter(k.framework, k.release).cannot_here(k.__dict__, self.where(micro_batch, grad_accum))
         return BadInput(refused[1], refused[0]) if refused else None
 
     def parallel_error(self, k: Knobs) -> BadInput | None:
@@ -187,6 +188,8 @@ class Layout:
         if k.optimizer_in_backward and grad_accum > 1:
             return BadInput(OPTIMIZER_IN_BACKWARD_SPLIT, "optimizer_in_backward")
         why = k.workload.split_error(micro_batch, grad_accum, k.data_parallel_of(self.world_size))  # TRL's GRPO groups
+        if not why and k.release and k.workload.kind == "grpo":  # a release whose batch counts prompts (trl 0.14)
+            why = prompts_error(k.framework, k.release, micro_batch, k.workload.num_generations)
         if why:
             return BadInput(f"--micro-batch {micro_batch}: {why}", "micro_batch")
         return self.framework_error(k, micro_batch, grad_accum)

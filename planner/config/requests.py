@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, model_validator
 
 from planner.config.knobfields import (  # noqa: F401 - SUGGEST_CHECKPOINTING re-exported for the faces
     FIXED,
@@ -16,6 +16,7 @@ from planner.config.knobfields import (  # noqa: F401 - SUGGEST_CHECKPOINTING re
     SUGGEST_CHECKPOINTING,
     request_fields,
 )
+from planner.config.release import in_memplan_terms
 from planner.config.spec import (
     DEFAULT_HOST_RAM_GIB,
     DEFAULT_INTER_NODE_GBPS,
@@ -63,6 +64,12 @@ Space = create_model(
 class _Request(BaseModel):
     # zero or zero_stage (knobfields.ALIASES)
     model_config = ConfigDict(defer_build=True, extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _framework_release(cls, data: object) -> object:
+        """`framework` NAME@RELEASE: the request in that release's terms, made memplan's (planner.config.release)."""
+        return in_memplan_terms(data) if isinstance(data, dict) else data
 
 
 class _Target(_Request):

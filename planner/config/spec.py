@@ -30,7 +30,7 @@ from planner.config.knobfields import (  # noqa: F401 - the knob types and bound
 from planner.config.stepspec import StepBreakdown
 from planner.config.workload import check_rl_knobs
 from planner.errors import BadInput
-from planner.frameworks import FRAMEWORKS
+from planner.frameworks import FRAMEWORKS, adapter
 
 Evidence = Literal["analytic", "simulated", "measured"]
 
@@ -192,7 +192,11 @@ class Knobs(KnobFields):
 
     @model_validator(mode="after")
     def _combination_rules(self) -> Knobs:
-        refused = FRAMEWORKS[self.framework].cannot(self.__dict__)  # the field values, read only (dict(self) copies)
+        if self.release:  # the release line's name ("" for the newest); BadInput naming what is accepted
+            object.__setattr__(self, "release", FRAMEWORKS[self.framework].line(self.release))
+        refused = adapter(self.framework, self.release).cannot(
+            self.__dict__
+        )  # the field values, read only (dict(self) copies)
         if refused:
             raise BadInput(refused[1], refused[0])
         self._lora_rules()

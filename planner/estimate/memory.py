@@ -68,7 +68,7 @@ from planner.estimate.trained import (  # re-exported: the terms' callers and te
     trainable_tensor_sizes,
     trainable_weight_bytes_per_param,
 )
-from planner.frameworks import FRAMEWORKS
+from planner.frameworks import FRAMEWORKS, adapter
 
 ADAMW_8BIT_MIN_SIZE = 4096  # bitsandbytes keeps 32-bit states for tensors smaller than this
 PAGED_MIN_ELEMENTS = 100_000  # bitsandbytes 0.50.2 optim/optimizer.py:383: smaller tensors' states stay in torch
@@ -422,7 +422,7 @@ def logits_loss_bytes(s: Setup) -> int:
         return recipe_terms.full_logprob_bytes(t, rows, width, p)
     if w.rl:  # TRL scores the completion tokens with its fused log-prob head
         return recipe_terms.logprob_head_bytes(t, rows * max(1, min(width, w.scored_tokens())), p, head_grad)
-    head = FRAMEWORKS[s.knobs.framework].sft_head
+    head = adapter(s.knobs.framework, s.knobs.release).sft_head
     if head == "swift-sp" and s.knobs.sequence_parallel > 1 and s.knobs.loss != "fused":  # ms-swift's own SP loss
         return recipe_terms.swift_sp_loss_bytes(t, s.knobs, rows * width, p)
     if head == "fused-logprob":  # TRL's SFT: the same head, every next token

@@ -32,7 +32,7 @@ import shlex
 from planner.config.spec import Hardware, Plan
 from planner.estimate import recipe_terms
 from planner.export import export
-from planner.frameworks import FRAMEWORKS, check_plan
+from planner.frameworks import FRAMEWORKS, adapter, check_plan
 from planner.model.catalog import checkpoints
 from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
 
@@ -151,14 +151,15 @@ def flag_list(plan: Plan, model: ModelSpec, seq_len: int) -> list[Flag]:
 
 
 def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
+    tuner = adapter("swift", plan.knobs.release).keys["lora"].removeprefix("--")  # 3.x: train_type (the release)
     if not plan.lora_rank:
-        out: list[Flag] = [("tuner_type", "full")]
+        out: list[Flag] = [(tuner, "full")]
         if model.vision is not None:  # swift freezes both by default (tuner_args.py:123-124)
             out += [("freeze_vit", "vision" in plan.frozen), ("freeze_aligner", "projector" in plan.frozen)]
             out += [("freeze_llm", True)] if "language" in plan.frozen else []
         return out
     out = [
-        ("tuner_type", "lora"),
+        (tuner, "lora"),
         ("lora_rank", plan.lora_rank),
         ("lora_alpha", 2 * plan.lora_rank),
         ("lora_dropout", plan.lora_dropout),

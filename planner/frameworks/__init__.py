@@ -1,11 +1,13 @@
 """Training frameworks as memplan plans for them: what each one can run (knob values), its defaults at the pinned
 version (each citing the file it was read from), its own key for each setting, and where it spends memory apart
-from the recipe (Framework.sft_head). A framework whose defaults or memory moved between versions has one adapter
-per version (trl: 1.x, trl-0: 0.x). One small adapter module per
-framework; `FRAMEWORKS` is the registry. Data only: the rules that use it live in planner.config.spec.Knobs, the
+from the recipe (Framework.sft_head). A framework whose defaults, keys or meanings moved between releases lists them
+(Framework.releases, one Release each, in its own module); `--framework NAME@RELEASE` plans with that release
+(`adapter`). One small adapter module per framework; `FRAMEWORKS` is the registry (`trl-0`: trl@0.22 by its old name). Data only: the rules that use it live in planner.config.spec.Knobs, the
 config readers in planner.intake, the exports in planner.export."""
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 from planner.frameworks import (
     accelerate,
@@ -18,16 +20,46 @@ from planner.frameworks import (
     swift,
     torchtitan,
     trl,
-    trl0,
     verl,
 )
-from planner.frameworks.base import Default, Framework, Where
+from planner.frameworks.base import Default, Framework, Release, Where
 
 FRAMEWORKS: dict[str, Framework] = {
-    m.FRAMEWORK.name: m.FRAMEWORK
-    for m in (memplan, hf, trl, trl0, accelerate, deepspeed, llamafactory, swift, axolotl, verl, torchtitan, openrlhf)
+    f.name: f
+    for f in (
+        *(m.FRAMEWORK for m in (memplan, hf, trl)),
+        trl.TRL0,
+        *(m.FRAMEWORK for m in (accelerate, deepspeed, llamafactory, swift, axolotl, verl, torchtitan, openrlhf)),
+    )
 }
 NAMES: tuple[str, ...] = tuple(FRAMEWORKS)
+
+
+@lru_cache(maxsize=64)
+def adapter(name: str, release: str = "") -> Framework:
+    """The framework `name` as its release `release` runs it ("": the newest; BadInput for one it does not list)."""
+    return FRAMEWORKS[name].at(release)
+
+
+def split_name(text: str) -> tuple[str, str]:
+    """("trl", "0.14") from "trl@0.14"; ("trl", "") from "trl"."""
+    name, _, release = str(text).partition("@")
+    return name.strip(), release.strip()
+
+
+def release_json(r: Release) -> dict:
+    return {
+        "name": r.name,
+        "aliases": list(r.aliases),
+        "first": ".".join(map(str, r.first)) if r.first else None,
+        "source": r.source,
+        "defaults": {k: {"value": d.value, "source": d.source} for k, d in r.defaults.items()},
+        "workload": {k: {"value": d.value, "source": d.source} for k, d in r.workload.items()},
+        "keys": dict(r.keys),
+        "meaning": dict(r.meaning),
+        "notes": list(r.notes),
+    }
+
 
 TABLE_KNOBS = ("workload", "checkpointing", "loss", "batching", "fsdp", "optimizer_in_backward")
 
@@ -39,7 +71,7 @@ def check_plan(name: str, plan, model=None, hw=None) -> None:
         where = Where(model=model)
     else:
         where = Where(hw.gpus_per_node, hw.nodes, model, False, plan.micro_batch, plan.grad_accum)
-    refused = FRAMEWORKS[name].refusal(dict(plan.knobs), where)
+    refused = adapter(name, getattr(plan, "release", "")).refusal(dict(plan.knobs), where)
     if refused:
         raise ValueError(refused[1])
 
@@ -57,10 +89,23 @@ def frameworks_json() -> dict:
                 "defaults": {k: {"value": d.value, "source": d.source} for k, d in f.defaults.items()},
                 "keys": dict(f.keys),
                 "notes": list(f.notes),
+                "releases": [release_json(r) for r in f.releases],
             }
             for f in FRAMEWORKS.values()
         ]
     }
 
 
-__all__ = ["FRAMEWORKS", "NAMES", "TABLE_KNOBS", "Default", "Framework", "Where", "check_plan", "frameworks_json"]
+__all__ = [
+    "FRAMEWORKS",
+    "NAMES",
+    "TABLE_KNOBS",
+    "Default",
+    "Framework",
+    "Release",
+    "Where",
+    "adapter",
+    "check_plan",
+    "frameworks_json",
+    "split_name",
+]

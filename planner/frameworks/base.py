@@ -4,7 +4,9 @@ cannot run."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from planner.errors import BadInput
 
 # the knobs a framework restricts, in the order a refusal names them
 RESTRICTED = (
@@ -118,6 +120,59 @@ def autotp_rule(where: str) -> Rule:
     )
 
 
+# what a release may change in the meaning of a framework's keys (Release.meaning), and the values each takes
+MEANINGS = {
+    # TRL's GRPO per_device_train_batch_size: completions (PR #2776, trl 0.15.0) or prompts, each sampling
+    # num_generations completions (trl 0.14 and the Qwen2VLGRPOTrainer forks)
+    "grpo_batch_counts": ("completions", "prompts"),
+}
+
+
+@dataclass(frozen=True)
+class Release:
+    """One line of a framework's releases: the versions from `first` up to the next line's `first` (a fork that froze
+    an early release: `first` None, named only), and what it changed against the framework's newest line: defaults
+    and keys (memplan field -> Default / key; merged over the framework's), the GRPO/DPO workload's defaults, the
+    meaning of keys (MEANINGS) and what the adapter runs (`adapter`: Framework fields replaced, e.g. sft_head).
+    `source` names the tag or commit the line was read at; every Default cites its file:line there."""
+
+    name: str  # what --framework NAME@RELEASE takes
+    first: tuple[int, ...] | None
+    source: str
+    defaults: dict[str, Default] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)
+    workload: dict[str, Default] = field(default_factory=dict)
+    meaning: dict[str, str] = field(default_factory=dict)
+    adapter: dict[str, object] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for what, value in self.meaning.items():
+            assert value in MEANINGS[what], (self.name, what, value)
+
+    def means(self, what: str) -> str:
+        """The release's meaning of `what` (MEANINGS), the newest line's where it says nothing."""
+        return self.meaning.get(what, MEANINGS[what][0])
+
+
+def version_of(text: str) -> tuple[int, ...] | None:
+    """(0, 14, 2) from "0.14.2", "v0.14", "0.14.0.post1" or "1.0.0rc1" (the leading numbers); None when it has none."""
+    parts = []
+    for piece in text.strip().lstrip("vV").split("."):
+        digits = ""
+        for ch in piece:
+            if not ch.isdigit():
+                break
+            digits += ch
+        if not digits:
+            break
+        parts.append(int(digits))
+        if len(digits) < len(piece):
+            break
+    return tuple(parts) or None
+
+
 @dataclass(frozen=True)
 class Framework:
     name: str
@@ -146,6 +201,64 @@ class Framework:
     # code where the checkpoint ships one (trust_remote_code); False, transformers' classes only (a remote-code
     # model is then named by its native conversion); None, not read for this framework yet (the catalog id)
     remote_code: bool | None = None
+    # the lines of releases people run, oldest first, then the forks; the line with the highest `first` is the newest
+    # (the one `version` names), whose defaults and keys are this adapter's own. Adding a release is one Release in
+    # the framework's module.
+    releases: tuple[Release, ...] = ()
+
+    @property
+    def newest(self) -> Release | None:
+        return max((r for r in self.releases if r.first is not None), key=lambda r: r.first, default=None)
+
+    def line(self, text: str = "") -> str:
+        """The release line's name `text` names, "" for the newest (the name a plan carries)."""
+        r = self.release(text)
+        return "" if r is None or r is self.newest else r.name
+
+    def release(self, text: str = "") -> Release | None:
+        """The release line `text` names: its name or an alias, or a version inside a line ("0.14.2"); "" the newest.
+        BadInput naming what is accepted for anything else."""
+        if not self.releases:
+            if text:
+                raise BadInput(
+                    f"--framework {self.name}@{text}: {self.label} lists no releases (give --framework {self.name})",
+                    "framework",
+                )
+            return None
+        if not text:
+            return self.newest
+        for r in self.releases:
+            if text == r.name or text in r.aliases:
+                return r
+        version = version_of(text) if text[:1].isdigit() or text[:1] in "vV" else None
+        lines = [r for r in self.releases if r.first is not None and version is not None and r.first <= version]
+        if lines:
+            return max(lines, key=lambda r: r.first)
+        raise BadInput(
+            f"--framework {self.name}@{text}: {self.label} has no release {text!r}; it takes {self.accepted()}",
+            "framework",
+        )
+
+    def accepted(self) -> str:
+        """The releases as --framework NAME@RELEASE takes them (a version inside a line too)."""
+        names = [r.name + (f" ({', '.join(r.aliases)})" if r.aliases else "") for r in self.releases]
+        lowest = min((r.first for r in self.releases if r.first is not None), default=None)
+        versions = f", or a version from {'.'.join(map(str, lowest))}" if lowest else ""
+        return f"{', '.join(names)}{versions}"
+
+    def at(self, text: str = "") -> Framework:
+        """This adapter as the release `text` runs it: its defaults and keys merged over the newest's, `adapter`
+        fields replaced (planner.frameworks.adapter caches it)."""
+        r = self.release(text)
+        if r is None or r is self.newest:
+            return self
+        return replace(
+            self,
+            defaults={**self.defaults, **r.defaults},
+            keys={**self.keys, **r.keys},
+            notes=self.notes + r.notes,
+            **r.adapter,
+        )
 
     def value_of(self, knob: str, value: object) -> object:
         """The value as `runs` names it: workloads by kind, LoRA and the parallel sizes as on/off."""

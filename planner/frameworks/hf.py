@@ -1,7 +1,12 @@
 """Hugging Face Trainer (transformers 5.23.0) with PEFT and bitsandbytes in the user's script: full-layer
-checkpointing, Liger's fused loss, no packing, supervised fine-tuning only (DPO and GRPO are TRL's)."""
+checkpointing, Liger's fused loss, no packing, supervised fine-tuning only (DPO and GRPO are TRL's).
 
-from planner.frameworks.base import Default, Framework, Rule, autotp_rule
+Releases (`HF_RELEASES`, read in the wheels): the Trainer's optimizer default was adamw_torch through 4.53
+(training_args.py:1281 at 4.53.0; 1284-1293 at 4.49.0, the release VLM-R1 pins) and adamw_torch_fused on torch >= 2.8
+from 4.54 (training_args.py:1286-1291 at 4.54.0); 5.24 renamed gradient_checkpointing to activation_checkpointing
+(training_args.py:302-315, the old name a deprecated alias), after the 5.23 this adapter writes."""
+
+from planner.frameworks.base import Default, Framework, Release, Rule, autotp_rule
 
 TF = "transformers 5.23.0 training_args.py"
 HF_RUNS = {
@@ -67,6 +72,21 @@ HF_DEFAULTS = {
     "grad_accum": Default(1, f"{TF}: gradient_accumulation_steps=1"),
     "precision": Default("fp32", f"{TF}: bf16=False, fp16=False"),
 }
+ADAMW_4 = Default("adamw", "transformers 4.49.0 training_args.py:1284-1293: optim adamw_torch (4.53.0: :1281)")
+HF_RELEASES = (
+    Release("4", (4, 0), "transformers 4.49.0, 4.53.0", defaults={"optimizer": ADAMW_4}),
+    Release(
+        "4.54",
+        (4, 54),
+        "transformers 4.54.0",
+        defaults={
+            "optimizer": Default(
+                "adamw-fused", "transformers 4.54.0 training_args.py:1286-1291: adamw_torch_fused on torch >= 2.8"
+            )
+        },
+    ),
+    Release("5", (5, 0), "transformers 5.23.0"),
+)
 FRAMEWORK = Framework(
     name="hf",
     label="Hugging Face Trainer",
@@ -76,4 +96,5 @@ FRAMEWORK = Framework(
     keys=HF_KEYS,
     notes=("checkpointing off by default; no packing; freezing modules is the script's job",),
     rules=HF_SPLIT_RULES,
+    releases=HF_RELEASES,
 )

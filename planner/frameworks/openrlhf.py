@@ -1,8 +1,12 @@
 """OpenRLHF 0.11.2's RL runs (`python3 -m openrlhf.cli.train_ppo_ray` with its dotted flags, Ray placing the roles):
 actor and critic trained by DeepSpeed ZeRO, reference and reward model by DeepSpeed's inference engine, vLLM engines
-for the rollout. Files cited are in the 0.11.2 wheel (paths under openrlhf/)."""
+for the rollout. Files cited are in the 0.11.2 wheel (paths under openrlhf/).
 
-from planner.frameworks.base import NO_SPLITS, Default, Framework, Rule, kind, workload_of
+Releases (github.com/OpenRLHF/OpenRLHF tags, openrlhf/cli/train_ppo_ray.py): flat flags through 0.10.1, dotted from
+0.10.2 (the intake reads both: planner/intake/openrlhf.py); 0.9.x's micro-batch default was 4 and its precision
+`--bf16` (v0.9.0 :338, :275), 0.10.x's 1 and `--param_dtype` (v0.10.1 :388, :310)."""
+
+from planner.frameworks.base import NO_SPLITS, Default, Framework, Release, Rule, kind, workload_of
 
 # the groups --placement may give (cli/train_ppo_ray.py: each role alone, or actor+ref and critic+reward together)
 GROUPS = ({"actor"}, {"actor", "ref"}, {"ref"}, {"critic"}, {"critic", "reward"}, {"reward"}, {"rollout"})
@@ -25,6 +29,37 @@ def _odd_group(k: dict) -> bool:
 
 
 CLI = "cli/train_ppo_ray.py"
+FLAT = {
+    "micro_batch": "--micro_train_batch_size",
+    "global_batch": "--train_batch_size",
+    "zero_stage": "--zero_stage",
+    "offload": "--adam_offload",
+    "checkpointing": "--gradient_checkpointing",
+    "attention": "--attn_implementation",
+    "lora_rank": "--lora_rank",
+    "model": "--pretrain",
+}
+RELEASES = (
+    Release(
+        "0.9",
+        (0, 9),
+        "openrlhf v0.9.0 openrlhf/cli/train_ppo_ray.py",
+        defaults={"micro_batch": Default(4, f"v0.9.0 {CLI}:338 --micro_train_batch_size 4")},
+        keys={**FLAT, "precision": "--bf16"},
+        notes=(
+            "flat flags (--micro_train_batch_size, --zero_stage, --pretrain); --bf16 at 0.9.0, --param_dtype by 0.9.10",
+        ),
+    ),
+    Release(
+        "0.10",
+        (0, 10),
+        "openrlhf v0.10.1 openrlhf/cli/train_ppo_ray.py",
+        defaults={"micro_batch": Default(1, f"v0.10.1 {CLI}:388 --micro_train_batch_size 1")},
+        keys={**FLAT, "precision": "--param_dtype"},
+        notes=("flat flags (--micro_train_batch_size, --zero_stage, --param_dtype, --pretrain)",),
+    ),
+    Release("0.10.2", (0, 10, 2), f"openrlhf v0.10.2 .. 0.11.2 {CLI} (dotted flags)"),
+)
 
 FRAMEWORK = Framework(
     name="openrlhf",
@@ -71,6 +106,7 @@ FRAMEWORK = Framework(
             "GPU counts or --train.colocate_all"
         ),
     ),
+    releases=RELEASES,
     rules=(
         Rule(
             "precision",

@@ -1,7 +1,31 @@
 """ms-swift 4.6.0 (`swift sft|rlhf`): LoRA by default, full-layer checkpointing on by default, the ViT and aligner
-frozen, Liger's fused loss, packing, ZeRO presets and FSDP2; SFT, DPO and GRPO. Files cited are in the 4.6.0 wheel."""
+frozen, Liger's fused loss, packing, ZeRO presets and FSDP2; SFT, DPO and GRPO. Files cited are in the 4.6.0 wheel.
 
-from planner.frameworks.base import Default, Framework, Rule, autotp_rule, full_dpo_precomputed, only_expert_targets
+Releases (github.com/modelscope/ms-swift tags): 3.x names the tuner `--train_type` (v3.12.0
+swift/llm/argument/base_args/base_args.py:98), 4.x `--tuner_type` (v4.0.0 swift/arguments/base_args/base_args.py:72),
+keeping `--train_type` as a deprecated alias (:73, 151-153); checkpointing (swift/trainers/arguments.py:101 at
+v3.12.0, :130 at v4.0.0) and the micro-batch of 1 (:96, :125) are the same in both."""
+
+from planner.frameworks.base import (
+    Default,
+    Framework,
+    Release,
+    Rule,
+    autotp_rule,
+    full_dpo_precomputed,
+    only_expert_targets,
+)
+
+RELEASES = (
+    Release(
+        "3",
+        (3, 0),
+        "ms-swift v3.12.0 (swift/llm/argument/base_args/base_args.py:98 train_type)",
+        keys={"lora": "--train_type"},
+        notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
+    ),
+    Release("4", (4, 0), "ms-swift v4.0.0 .. 4.6.0 (swift/arguments/base_args/base_args.py:72 tuner_type)"),
+)
 
 FRAMEWORK = Framework(
     name="swift",
@@ -42,6 +66,7 @@ FRAMEWORK = Framework(
         "loss": "--use_liger_kernel (fused), CELOSS_PARALLEL_SIZE (chunked)",
         "attention": "--attn_impl",
         "precision": "--torch_dtype",
+        "lora": "--tuner_type",
         "lora_rank": "--lora_rank",
         "quant": "--quant_bits",
         "seq_len": "--max_length",
@@ -53,6 +78,7 @@ FRAMEWORK = Framework(
         "tensor_parallel": "--deepspeed_autotp_size",
     },
     notes=("LoRA, checkpointing and a frozen ViT by default; accumulation defaults to a total batch of 16",),
+    releases=RELEASES,
     rules=(
         Rule(
             "loss",

@@ -1,8 +1,23 @@
 """TRL (1.16.0): HF's Trainer with packing, DPO and GRPO; its configs turn checkpointing and bf16 on by default, and its
 SFT trainer computes the loss through a fused log-prob head on every model (trl/trainer/sft_trainer.py:1142-1147,
-1610-1618): no full logits, and no Liger loss (refused in SFT, :1127-1140)."""
+1610-1618): no full logits, and no Liger loss (refused in SFT, :1127-1140).
 
-from planner.frameworks.base import Default, Framework
+`RELEASES`: the lines people run, each read at its tag in github.com/huggingface/trl (`git show TAG:PATH`), and the
+GRPO forks that froze an early one (R1-V and VLM-R1's first trainer, Qwen2VLGRPOTrainer; VLM-R1's VLMGRPOTrainer).
+What moved between them:
+- GRPO's per_device_train_batch_size counted prompts, each sampling num_generations completions (v0.14.0
+  grpo_config.py:159-165, grpo_trainer.py:335,417); since PR #2776 (cf97133d5, first in v0.15.0) it counts completions.
+- beta 0.04 (a reference model) through 0.18; 0.0 from v0.19.0 (grpo_config.py:412-413).
+- gradient checkpointing off (GRPOConfig subclassed TrainingArguments, whose default is False) until v0.22.0
+  (grpo_config.py:247-248 True; later base_config.py:62).
+- max_completion_length 256 until PR #6264 (286d19fc7, 1.10.0.dev0) made it 512.
+- SFT's loss: HF's from the full logits before 1.0 (the trl-0 adapter: v0.29.1 sft_trainer.py:1234-1236), TRL's fused
+  log-prob head from 1.0; accelerate's ParallelismConfig reached HF's Trainer after 0.x (transformers PR#40205).
+Adding a release is one Release in RELEASES."""
+
+from dataclasses import replace
+
+from planner.frameworks.base import NO_SPLITS, Default, Framework, Release
 from planner.frameworks.hf import HF_KEYS, HF_RUNS, HF_SPLIT_RULES
 
 BASE = "trl 1.16.0 trl/trainer/base_config.py"
@@ -15,6 +30,111 @@ TRL_DEFAULTS = {
     "batching": Default("padded", "trl 1.16.0 trl/trainer/sft_config.py:222: packing=False"),
     "micro_batch": Default(8, "transformers 5.23.0 training_args.py: per_device_train_batch_size=8"),
 }
+# before 1.0: SFT's loss from the full logits (Liger's allowed), no ParallelismConfig in HF's Trainer
+ZERO = {"runs": {**TRL_RUNS, **NO_SPLITS}, "sft_head": "recipe", "rules": ()}
+# the forks' own trainers compute their loss themselves: no Liger (no `liger` in either repository's src/)
+FORK = {**ZERO, "runs": {**ZERO["runs"], "loss": ("standard",)}}
+G = "trl/trainer/grpo_config.py"
+
+
+def _off(tag: str, where: str) -> Default:
+    return Default("off", f"trl {tag} {where}: GRPOConfig(TrainingArguments), gradient_checkpointing=False")
+
+
+def _grpo(tag: str, beta: tuple, mcl: str, counts: str = "completions") -> dict:
+    """The keyword arguments of a 0.x GRPO line read at `tag`: beta (value, lines), max_completion_length's lines."""
+    return {
+        "workload": {
+            "beta": Default(beta[0], f"trl {tag} {G}:{beta[1]}: beta={beta[0]}"),
+            "max_completion_length": Default(256, f"trl {tag} {G}:{mcl}: max_completion_length=256"),
+        },
+        "meaning": {"grpo_batch_counts": counts},
+        "adapter": ZERO,
+    }
+
+
+PROMPTS = "GRPO's per_device_train_batch_size counts prompts, each sampling num_generations completions"
+FORKED_014 = {
+    "defaults": {
+        "checkpointing": _off("v0.14.0", f"{G}:22"),
+        "micro_batch": Default(1, f"trl v0.14.0 {G}:159-165: per_device_train_batch_size=1 (prompts)"),
+        "grad_accum": Default(8, f"trl v0.14.0 {G}:166-167: gradient_accumulation_steps=8"),
+        "optimizer": Default("adamw", "transformers 4.49.0 training_args.py:1284-1293: optim adamw_torch"),
+    },
+    **_grpo("v0.14.0", (0.04, "173-174"), "116-117", "prompts"),
+}
+VLM_R1 = "VLM-R1 90052f4 src/open-r1-multimodal"
+RELEASES = (
+    Release(
+        "0.14",
+        (0, 14),
+        "trl v0.14.0 (grpo_trainer.py:335,417: each prompt sampled num_generations times)",
+        notes=(PROMPTS,),
+        **FORKED_014,
+    ),
+    Release(
+        "0.15",
+        (0, 15),
+        "trl v0.15.0 (PR #2776, cf97133d5: the batch counts completions)",
+        defaults={"checkpointing": _off("v0.15.0", f"{G}:22"), "optimizer": FORKED_014["defaults"]["optimizer"]},
+        **_grpo("v0.15.0", (0.04, "213-214"), "149-150"),
+    ),
+    Release(
+        "0.19",
+        (0, 19),
+        "trl v0.19.0",
+        defaults={"checkpointing": _off("v0.19.0", f"{G}:24")},
+        **_grpo("v0.19.0", (0.0, "412-413"), "267-268"),
+    ),
+    Release(
+        "0.22",
+        (0, 22),
+        "trl v0.22.0 .. v0.29.1 (the trl-0 adapter)",
+        defaults={"checkpointing": Default("full", f"trl v0.22.0 {G}:247-248: gradient_checkpointing=True")},
+        notes=("as trl, but SFT's loss from the full logits (and Liger's loss allowed)",),
+        **_grpo("v0.22.0", (0.0, "460-461"), "301-302"),
+        aliases=("0",),
+    ),
+    Release(
+        "1.0",
+        (1, 0),
+        "trl v1.0.0 .. v1.9.0",
+        workload={"max_completion_length": Default(256, f"trl v1.9.0 {G}:488-489: max_completion_length=256")},
+    ),
+    Release("1.10", (1, 10), "trl 1.10 (PR #6264, 286d19fc7: max_completion_length 512) .. 1.16.0"),
+)
+FORKS = (
+    Release(
+        "r1-v",
+        None,
+        "R1-V bbbbe3d src/r1-v (setup.py:65 trl==0.14.0; src/open_r1/trainer/grpo_trainer.py:63 Qwen2VLGRPOTrainer, "
+        ":285 num_return_sequences=num_generations, :424 each prompt repeated); VLM-R1 before 4081ec3 (78ebe40 "
+        "grpo_trainer.py:62,285,449) the same",
+        notes=(PROMPTS + " (Qwen2VLGRPOTrainer)",),
+        aliases=("qwen2vl-grpo",),
+        **{**FORKED_014, "adapter": FORK},
+    ),
+    Release(
+        "vlm-r1",
+        None,
+        f"{VLM_R1} (setup.py:65-66 transformers==4.49.0, trl==0.17.0; its own GRPOConfig and VLMGRPOTrainer, "
+        "src/open_r1/trainer/grpo_trainer.py:119, counting completions: :414-423, 849-856)",
+        defaults={
+            "checkpointing": Default(
+                "off",
+                f"{VLM_R1}/src/open_r1/trainer/grpo_config.py:22: GRPOConfig(TrainingArguments), "
+                "transformers 4.49.0 training_args.py:1374-1375 gradient_checkpointing=False",
+            ),
+            "optimizer": FORKED_014["defaults"]["optimizer"],
+        },
+        workload={
+            "beta": Default(0.04, f"{VLM_R1}/src/open_r1/trainer/grpo_config.py:291-292: beta=0.04"),
+            "max_completion_length": Default(256, f"{VLM_R1}/src/open_r1/trainer/grpo_config.py:177-178: 256"),
+        },
+        adapter=FORK,
+        aliases=("vlmgrpo",),
+    ),
+)
 FRAMEWORK = Framework(
     name="trl",
     label="TRL (SFT, DPO, GRPO trainers)",
@@ -25,4 +145,15 @@ FRAMEWORK = Framework(
     notes=("checkpointing and bf16 on by default; SFT's loss is TRL's fused log-prob head (no full logits)",),
     rules=HF_SPLIT_RULES,
     sft_head="fused-logprob",
+    releases=RELEASES + FORKS,
+)
+# `--framework trl-0`: TRL 0.22 .. 0.29 (read at 0.29.1, the last 0.x; VLM-R1 and many recipes pin a 0.x), kept as a
+# name of its own for the plans and docs that use it: trl@0.22 under that name
+TRL0 = replace(
+    FRAMEWORK.at("0.22"),
+    name="trl-0",
+    label="TRL 0.x (before the fused head)",
+    version="trl 0.29.1",
+    notes=("as trl, but SFT's loss from the full logits (and Liger's loss allowed)",),
+    releases=(),
 )

@@ -23,7 +23,8 @@ DEEPSPEED = "deepspeed 0.19.8"
 ACCELERATE = "accelerate 1.15"
 PRESETS = Path(__file__).parent / "presets"
 UNKNOWN = "\x00"  # a part of a value the configuration does not give (a shell variable set elsewhere)
-_DEFAULT = re.compile(r"\d default\b|memplan assumption")  # `llamafactory 0.9.5 default ...`, assumption()
+# `llamafactory 0.9.5 default ...`, `trl@r1-v default ...` (a release's, planner.frameworks), assumption()
+_DEFAULT = re.compile(r"(\d|@[\w.-]+) default\b|memplan assumption")
 
 
 def default(who: str, cite: str, what: str = "") -> str:

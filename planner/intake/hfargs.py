@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.intake import accelerate, deepspeed, grpoargs, loraargs, models, vocab
+from planner.intake import accelerate, deepspeed, grpoargs, loraargs, models, releases, vocab
 from planner.intake.collect import (
     HF,
     TRL,
@@ -258,7 +258,9 @@ def _fsdp_config(value: object, near: Path) -> dict:
 
 
 def defaults(c: Collector, trainer: str) -> None:
-    """The trainer's defaults, where the configuration leaves a field out."""
+    """The trainer's defaults, where the configuration leaves a field out (the release's first, where the files
+    show one)."""
+    releases.release_defaults(c, trainer)
     args = "transformers/training_args.py"
     c.fill("micro_batch", 8, default(HF, f"{args}:777", "per_device_train_batch_size 8"), "per_device_train_batch_size")
     c.fill("grad_accum", 1, default(HF, f"{args}:849", "gradient_accumulation_steps 1"), "gradient_accumulation_steps")

@@ -9,7 +9,7 @@ checkpointing, which wraps the layers whatever the trainer's flag says; the fram
 from __future__ import annotations
 
 from planner.config.knobfields import KnobFields
-from planner.frameworks import FRAMEWORKS
+from planner.frameworks import FRAMEWORKS, adapter
 from planner.intake import models
 from planner.intake.collect import Collector, assumption
 from planner.model.catalog import checkpoints
@@ -46,11 +46,13 @@ def _framework(c: Collector) -> None:
     value the configuration sets, the value is kept (the memory is the configuration's) and the plan is the bundled
     trainer's, which runs every knob."""
     _, source, key = c.facts.get("framework", (c.framework, f"read as a {c.framework} configuration", "config"))
+    release, why, _ = c.facts.get("release", ("", "", ""))
     request = c.reading().request
     knobs = {k: f.get_default(call_default_factory=True) for k, f in KnobFields.model_fields.items()}
-    refused = FRAMEWORKS[c.framework].cannot({**knobs, **{k: v for k, v in request.items() if k in knobs}})
-    if refused is None:
-        c.set("framework", c.framework, source, key)
+    refused = adapter(c.framework, release).cannot({**knobs, **{k: v for k, v in request.items() if k in knobs}})
+    if refused is None:  # NAME@RELEASE: the request in that release's terms (planner.config.release)
+        named = f"{c.framework}@{release}" if release else c.framework
+        c.set("framework", named, f"{source}; {why}" if why else source, key)
         return
     c.note(f"{refused[1]} (memplan's {c.framework} adapter; planned as the bundled trainer runs it)")
     c.set("framework", "memplan", assumption(f"{source}; {refused[0]} is a value its adapter does not run"), key)

@@ -9,7 +9,20 @@ import re
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.intake import accelerate, axolotl, configs, hfargs, launch, limits, llamafactory, swift, verlrl, vlmr1
+from planner.intake import (
+    accelerate,
+    axolotl,
+    configs,
+    hfargs,
+    launch,
+    limits,
+    llamafactory,
+    releases,
+    scriptargs,
+    swift,
+    verlrl,
+    vlmr1,
+)
 from planner.intake.collect import (
     UNKNOWN,
     Collector,
@@ -121,6 +134,7 @@ def rl_run(run: launch.Run) -> Collector:
         from planner.intake import openrlhf
 
         flags, _ = parse_flags(run.args, run.command.path)
+        releases.by_flags(c, "openrlhf", run, flags)
         if run.target.endswith("train_dpo"):
             _world(c, run)
             openrlhf.read_dpo(c, flags, run.command.path)
@@ -187,6 +201,7 @@ def _framework(
 ) -> None:
     env, near, vars = run.command.env, run.command.path, run.command.vars
     if swift_sub:
+        releases.by_flags(c, "swift", run, flags)
         mapping = from_mapping(data, cfg_path) if data else {}
         env = env | {str(k): str(v) for k, v in section(data, "ENV").items() if k not in env}
         swift.read(c, mapping | flags, env, swift_sub, run.where, near, vars, launcher=run.tool == "swift")
@@ -197,6 +212,8 @@ def _framework(
     elif fmt is not None:
         configs.read(c, fmt, data, cfg_path, overrides=flags, trainer=trainer, vars=vars)
     else:
+        flags = scriptargs.with_defaults(c, releases.script_of(run), flags)
+        releases.for_run(c, run, trainer)
         hfargs.read(
             c, flags, near, trainer, strict=run.tool == "trl", vars=vars, why=f"{run.where} {run.tool} {run.target}"
         )

@@ -19,7 +19,7 @@ grpo_rec.py) on TRL's names: what their own trainer (trainer/grpo_trainer.py, VL
 from __future__ import annotations
 
 from planner.intake import models
-from planner.intake.collect import Collector, as_int, assumption, default, known, one
+from planner.intake.collect import Collector, as_int, assumption, default, is_default, known, one
 from planner.intake.flags import Flag
 from planner.model import images
 
@@ -83,14 +83,14 @@ def _rule(c: Collector, flags: dict[str, Flag], rule: str, rec: bool) -> tuple[s
         rule = images.tile_rule(min(tiles, 64))
         c.set("image_rule", rule, tiles_src, "max_anyres_num")
         used = ("max_anyres_num",)
-    for key in sorted(set(DEFAULTS) & set(flags) - set(used)):
+    for key in sorted(k for k in set(DEFAULTS) & set(flags) - set(used) if not is_default(flags[k].source)):
         c.note(f"{flags[key].source} (VLM-R1 does not apply it to this model's processor: not planned)")
     return rule, low, high
 
 
 def _images(c: Collector, flags: dict[str, Flag], where: str, rec: bool) -> None:
     if c.model is None or not models.has_vision(c.model.config):
-        for key in sorted(set(DEFAULTS) & set(flags)):
+        for key in sorted(k for k in set(DEFAULTS) & set(flags) if not is_default(flags[k].source)):
             what = "the model is not known from the script: pass --model" if c.model is None else "a text model"
             c.note(f"{flags[key].source} (VLM-R1's images are not planned: {what})")
         if c.model is None:

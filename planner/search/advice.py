@@ -11,7 +11,7 @@ loss for logits. What the planner itself finds to fit is `planner.search.nearest
 from __future__ import annotations
 
 from planner.config.spec import GIB, Hardware, Plan
-from planner.frameworks import FRAMEWORKS
+from planner.frameworks import adapter
 from planner.search import role_advice
 
 # RL phases' terms (planner.estimate.rl.phase_terms) -> (what it is, what shrinks it)
@@ -184,7 +184,7 @@ def term_fixes(plan: Plan, term: str) -> list[str]:
 
 def runs(plan: Plan, knob: str, value: object) -> bool:
     """Whether the plan's framework runs `value` of `knob` (planner.frameworks): advice names only what it runs."""
-    allowed = FRAMEWORKS[plan.framework].runs.get(knob)
+    allowed = adapter(plan.framework, plan.knobs.release).runs.get(knob)
     return allowed is None or value in allowed
 
 

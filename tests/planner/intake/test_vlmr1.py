@@ -38,8 +38,10 @@ def test_the_run_scripts_images_are_vlm_r1s_defaults_one_a_row():
     }
     assert r.request["workload"]["max_prompt_length"] == 16384 + 512
     s = _settings(r)
-    assert s["max_pixels"].source == "VLM-R1 90052f4 default max_pixels 12845056 (src/open_r1/grpo_jsonl.py:89-92)"
-    assert s["min_pixels"].source == "VLM-R1 90052f4 default min_pixels 3136 (src/open_r1/grpo_jsonl.py:93-96)"
+    # the script it runs is beside it (a verbatim copy): its own dataclass's defaults, read from its syntax tree
+    own = "(GRPOScriptArguments, the script's own)"
+    assert s["max_pixels"].source == f"grpo_jsonl.py:89-92 default max_pixels 12845056 {own}"
+    assert s["min_pixels"].source == f"grpo_jsonl.py:93-96 default min_pixels 3136 {own}"
     assert "one image a row" in s["images"].source and "grpo_jsonl.py:967-977" in s["images"].source
     prompt = s["workload.max_prompt_length"].source
     assert "does not cut prompts, src/open_r1/trainer/grpo_trainer.py:366-369" in prompt

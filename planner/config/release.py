@@ -1,0 +1,93 @@
+"""`--framework NAME@RELEASE`: a request in the terms of the framework release the user runs, turned into memplan's.
+
+A request's `framework` may name a release (`trl@0.14`, `trl@0.14.2`, `trl@r1-v`; planner.frameworks lists them). The
+request is then in that release's terms, and becomes memplan's here, once, before its fields are validated:
+- `framework` "trl", `release` the line's name ("" for the newest), which the plan carries (its defaults, keys,
+  export and what the adapter runs follow it: planner.frameworks.adapter);
+- the GRPO workload inputs the request leaves out take the release's defaults (trl 0.14-0.18: beta 0.04, a reference
+  model; max_completion_length 256), so a run planned at today's defaults is not called "fits" for a release that
+  kept a reference model;
+- where the release's GRPO per_device_train_batch_size counts prompts (Release.meaning grpo_batch_counts), the
+  request's micro-batch and global batch are in prompts: each is planned as that many x num_generations completions,
+  memplan's unit (planner.config.workload).
+A request that gives `release` itself (a plan's JSON, the API's `release`) is already in memplan's terms: only the
+workload defaults it leaves out are filled. The rest of memplan never sees the release's units.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import BaseModel
+
+from planner.errors import BadInput
+from planner.frameworks import FRAMEWORKS, split_name
+
+GRPO_DEFAULT_GENERATIONS = 8  # planner.config.workload.Workload.num_generations' default
+
+
+def _workload(w: object) -> dict:
+    if isinstance(w, BaseModel):
+        return w.model_dump(exclude_unset=True)
+    return dict(w) if isinstance(w, dict) else {}
+
+
+def in_memplan_terms(data: dict) -> dict:
+    """`data` (a request's fields) with its framework release split out and its figures in memplan's terms."""
+    given = data.get("framework")
+    if not isinstance(given, str):
+        return data
+    name, release = split_name(given)
+    user_terms = "@" in given
+    if not user_terms:
+        release = str(data.get("release") or "")
+        if not release:
+            return data
+    elif data.get("release") not in (None, "", release):
+        raise BadInput(f"--framework {given} and --release {data['release']}: give the release once", "framework")
+    if name not in FRAMEWORKS:
+        return {**data, "framework": name}  # the framework field's own error names the frameworks
+    r = FRAMEWORKS[name].release(release)
+    out = {**data, "framework": name, "release": FRAMEWORKS[name].line(release)}
+    w = _workload(data.get("workload"))
+    if r is None or w.get("kind", "sft") != "grpo":
+        return out
+    w = {**{k: d.value for k, d in r.workload.items()}, **w}
+    out["workload"] = w
+    if user_terms and r.means("grpo_batch_counts") == "prompts":
+        n = int(w.get("num_generations") or GRPO_DEFAULT_GENERATIONS)
+        for key in ("micro_batch", "global_batch"):
+            if isinstance(data.get(key), int) and not isinstance(data.get(key), bool):
+                out[key] = data[key] * n
+    return out
+
+
+@lru_cache(maxsize=64)
+def counts_prompts(framework: str, release: str) -> str:
+    """The release's name where its GRPO batch counts prompts, else "" (cached: the search asks per candidate)."""
+    r = FRAMEWORKS[framework].release(release) if FRAMEWORKS[framework].releases else None
+    return r.name if r is not None and r.means("grpo_batch_counts") == "prompts" else ""
+
+
+def prompts_error(framework: str, release: str, micro_batch: int, num_generations: int) -> str | None:
+    """A micro-batch of completions that is not whole prompts, for a release whose batch counts prompts."""
+    name = counts_prompts(framework, release)
+    if not name or micro_batch % num_generations == 0:
+        return None
+    r = FRAMEWORKS[framework].release(release)
+    return (
+        f"{framework}@{r.name} counts GRPO's per_device_train_batch_size in prompts of {num_generations} completions: "
+        f"a micro-batch of {micro_batch} completions is not whole prompts"
+    )
+
+
+def release_line(framework: str, release: str, workload, micro_batch: int) -> str | None:
+    """The line a plan under a release whose GRPO batch counts prompts prints after its workload's: the micro-batch in
+    the release's terms and in memplan's."""
+    if workload.kind != "grpo" or not release or not counts_prompts(framework, release):
+        return None
+    n = workload.num_generations
+    return (
+        f"{framework}@{release}: per_device_train_batch_size counts prompts: {micro_batch // n} prompt"
+        f"{'s' if micro_batch // n != 1 else ''} x {n} generations = {micro_batch} completions a micro-batch"
+    )

@@ -1,0 +1,167 @@
+"""The release a user's files target (planner/intake/releases.py) and a script's own defaults (scriptargs.py): a GRPO
+fork's trainer class (VLM-R1's VLMGRPOTrainer, R1-V's Qwen2VLGRPOTrainer, in verbatim copies of their files), a
+version pin beside the scripts, a flag only an older release takes, else the newest with a line saying so."""
+
+from pathlib import Path
+
+import pytest
+
+from planner import advise, intake
+from planner.intake import scriptargs
+from tests.planner.intake.conftest import DATA
+
+VLM_R1 = DATA / "scripts" / "VLM-R1"
+R1V = DATA / "scripts" / "R1-V" / "src" / "r1-v"
+GRPO = (
+    "accelerate launch train_grpo.py --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct --per_device_train_batch_size 4 "
+    "--num_generations 4 --max_prompt_length 256 {flags}\n"
+)
+
+
+def _settings(reading) -> dict:
+    return {s.field: s for s in reading.settings}
+
+
+def _run(tmp_path: Path, pins: dict[str, str], flags: str = "", command: str = GRPO) -> Path:
+    for name, text in pins.items():
+        (tmp_path / name).write_text(text)
+    path = tmp_path / "run.sh"
+    path.write_text(command.format(flags=flags))
+    return path
+
+
+def test_vlm_r1s_run_script_is_read_as_its_own_trainer_and_config():
+    """run_grpo_rec.sh cds into src/open-r1-multimodal and runs src/open_r1/grpo_jsonl.py, whose VLMGRPOTrainer (line
+    27) and GRPOConfig are VLM-R1's own: the batch counts completions, transformers 4.49's AdamW (setup.py:65)."""
+    r = intake.read([str(VLM_R1 / "run_scripts" / "run_grpo_rec.sh")])
+    s = _settings(r)
+    assert s["framework"].value == "trl@vlm-r1" and "grpo_jsonl.py:27 uses VLMGRPOTrainer" in s["framework"].source
+    assert s["optimizer"].value == "adamw" and "transformers 4.49.0 training_args.py:1284-1293" in s["optimizer"].source
+    assert r.request["micro_batch"] == 8 and not any("counts it in prompts" in u for u in r.unplanned)
+    assert str(VLM_R1 / "src" / "open-r1-multimodal" / "src" / "open_r1" / "grpo_jsonl.py") in r.files
+
+
+def test_vlm_r1_without_beta_keeps_a_reference_model(tmp_path):
+    """VLM-R1's GRPOConfig defaults beta to 0.04 (trainer/grpo_config.py:291-292): a reference model, where today's
+    TRL (beta 0.0) keeps none."""
+    folder = tmp_path / "open-r1-multimodal"
+    folder.mkdir()
+    command = (
+        "torchrun --nproc_per_node 2 src/open_r1/grpo_jsonl.py --model_name_or_path Qwen/Qwen2.5-VL-3B-Instruct "
+        "--per_device_train_batch_size 2 --num_generations 4 {flags}\n"
+    )
+    r = intake.read([str(_run(folder, {}, command=command))])
+    s = _settings(r)
+    assert s["workload.beta"].value == 0.04 and "grpo_config.py:291-292" in s["workload.beta"].source
+    assert s["workload.max_completion_length"].value == 256
+    out = advise.check_config([str(folder / "run.sh")], {"gpu": "h100"})
+    assert out.plan.workload.beta == 0.04 and out.plan.knobs.release == "vlm-r1"
+    assert (
+        out.plan.memory.params_bytes
+        > advise.check_config(
+            [str(folder / "run.sh")], {"gpu": "h100", "workload": {"beta": 0.0}}
+        ).plan.memory.params_bytes
+    )
+
+
+def test_r1_vs_run_script_counts_prompts(tmp_path):
+    """R1-V pins trl 0.14.0 (setup.py:65) and its Qwen2VLGRPOTrainer samples num_generations completions of each
+    prompt (grpo.py:25): --per_device_train_batch_size 1 is 8 completions, with a reference model (beta 0.04)."""
+    r = intake.read([str(R1V / "run_grpo.sh")])
+    s = _settings(r)
+    assert s["framework"].value == "trl@r1-v" and "grpo.py:25 uses Qwen2VLGRPOTrainer" in s["framework"].source
+    assert s["workload.beta"].value == 0.04 and "trl v0.14.0" in s["workload.beta"].source
+    assert any("counts it in prompts, 8 completions each: planned as 8 completions" in u for u in r.unplanned)
+    out = advise.check_config([str(R1V / "run_grpo.sh")], {"gpu": "h100", "model": "qwen2.5-vl-3b"})
+    assert out.plan.micro_batch == 8 and out.plan.workload.max_completion_length == 256
+    assert out.config["framework"] == "trl"
+
+
+@pytest.mark.parametrize(
+    ("pins", "release", "beta", "counts_prompts"),
+    [
+        ({"requirements.txt": "torch==2.5.1\ntrl==0.14.0\n"}, "0.14", 0.04, True),
+        ({"setup.py": 'install_requires=["trl>=0.16.0", "peft"]\n'}, "0.15", 0.04, False),
+        ({"pyproject.toml": 'dependencies = ["trl~=0.19.1"]\n'}, "0.19", 0.0, False),
+        ({"environment.yml": "dependencies:\n  - pip:\n    - trl==0.29.1\n"}, "0.22", 0.0, False),
+        ({"pip_freeze.txt": "trl @ git+https://github.com/huggingface/trl@v0.14.0\n"}, "0.14", 0.04, True),
+    ],
+)
+def test_a_version_pin_beside_the_script_decides_the_trl_release(tmp_path, pins, release, beta, counts_prompts):
+    r = intake.read([str(_run(tmp_path, pins))])
+    s = _settings(r)
+    assert s["framework"].value == f"trl@{release}", s["framework"]
+    assert s["workload.beta"].value == beta
+    assert any("counts it in prompts" in u for u in r.unplanned) == counts_prompts
+    out = advise.check_config([str(tmp_path / "run.sh")], {"gpu": "h100"})
+    assert out.plan.micro_batch == (16 if counts_prompts else 4)
+
+
+def test_no_pin_plans_the_newest_release_and_says_so(tmp_path):
+    s = _settings(intake.read([str(_run(tmp_path, {}))]))["framework"]
+    assert s.value == "trl" and "release assumed: TRL (SFT, DPO, GRPO trainers) 1.10" in s.source
+    assert "the files pin none; another: --framework trl@RELEASE" in s.source
+
+
+def test_a_pin_older_than_the_releases_listed_is_said(tmp_path):
+    s = _settings(intake.read([str(_run(tmp_path, {"requirements.txt": "trl==0.12.2\n"}))]))["framework"]
+    assert s.value == "trl" and "requirements.txt:1 trl==0.12.2: older than the releases memplan lists" in s.source
+
+
+def test_a_git_checkout_pin_is_no_release_and_is_said(tmp_path):
+    """open-r1's first setup.py pinned `trl @ git+https://github.com/huggingface/trl.git@main` (open-r1 02b9c0e
+    setup.py:64): which release that was is not in the files."""
+    pin = {"setup.py": '_deps = [\n    "trl @ git+https://github.com/huggingface/trl.git@main",\n]\n'}
+    s = _settings(intake.read([str(_run(tmp_path, pin))]))["framework"]
+    assert (
+        s.value == "trl"
+        and "setup.py:2 trl @ git+https://github.com/huggingface/trl.git@main: a git checkout" in s.source
+    )
+
+
+def test_a_flag_beside_config_overrides_the_release_read(tmp_path):
+    path = _run(tmp_path, {"requirements.txt": "trl==0.14.0\n"})
+    out = advise.check_config([str(path)], {"gpu": "h100", "framework": "trl@0.19"})
+    assert out.plan.micro_batch == 4 and out.plan.knobs.release == "0.19"
+
+
+def test_transformers_pin_decides_the_hf_trainers_optimizer(tmp_path):
+    command = "torchrun --nproc_per_node 2 train.py --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct {flags}\n"
+    for pin, optimizer in (("transformers==4.46.0", "adamw"), ("transformers==4.57.1", "adamw-fused")):
+        (tmp_path / "requirements.txt").write_text(pin + "\n")
+        s = _settings(intake.read([str(_run(tmp_path, {}, command=command))]))
+        assert s["optimizer"].value == optimizer and s["framework"].value.startswith("hf@4"), (pin, s["optimizer"])
+
+
+def test_ms_swift_3s_flag_names_the_release_unless_a_pin_says_4(tmp_path):
+    command = "swift sft --model Qwen/Qwen2.5-0.5B-Instruct --train_type lora --dataset x {flags}\n"
+    assert _settings(intake.read([str(_run(tmp_path, {}, command=command))]))["framework"].value == "swift@3"
+    (tmp_path / "requirements.txt").write_text("ms-swift==4.2.0\n")
+    assert _settings(intake.read([str(_run(tmp_path, {}, command=command))]))["framework"].value == "swift"
+
+
+def test_openrlhfs_flat_flags_name_its_release():
+    r = intake.read([str(DATA / "openrlhf" / "ppo_flat_names.sh")])
+    assert _settings(r)["framework"].value == "openrlhf@0.10"
+
+
+def test_a_scripts_own_defaults_are_read_from_its_syntax_tree(tmp_path):
+    own = scriptargs.defaults(VLM_R1 / "src" / "open-r1-multimodal" / "src" / "open_r1" / "grpo_jsonl.py")
+    assert (own["max_pixels"].value, own["min_pixels"].value, own["max_anyres_num"].value) == (12845056, 3136, 12)
+    assert own["max_pixels"].source.startswith("grpo_jsonl.py:89-92 default max_pixels 12845056 (GRPOScriptArguments")
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import argparse\nfrom dataclasses import dataclass, field\n@dataclass\nclass Args:\n"
+        "    max_prompt_length: int = field(default=2048)\n    beta: float = 0.1\n    name: str = 'x'\n"
+        "p = argparse.ArgumentParser()\np.add_argument('--num-generations', type=int, default=6)\n"
+        "p.add_argument('--max_completion_length', default=compute())\n"
+    )
+    own = scriptargs.defaults(script)
+    assert {k: f.value for k, f in own.items()} == {"max_prompt_length": 2048, "beta": 0.1, "num_generations": 6}
+    command = "torchrun --nproc_per_node 2 train.py --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct --use_vllm false\n"
+    (tmp_path / "run.sh").write_text(command)
+    s = _settings(intake.read([str(tmp_path / "run.sh")]))
+    assert s["workload.num_generations"].value == 6 and s["workload.beta"].value == 0.1
+    assert (
+        s["workload.num_generations"].source == "train.py:9 default num_generations 6 (its argparse, the script's own)"
+    )
