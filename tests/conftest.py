@@ -225,6 +225,12 @@ SLOW = {
     "tests/benchmarks/test_gpu_suite.py::test_apply_writes_a_calibration_the_planner_reads": 0,
     "tests/benchmarks/test_gpu_suite.py::test_a_part_stops_at_its_budget_and_resume_finishes_it": 20,
     # tests/planner/frameworks: every catalog model at two shapes, with and without the framework (9 s each)
+    "tests/planner/frameworks/test_rules_prune.py::test_every_ranked_plan_is_written_and_parsed_by_its_framework[llamafactory-families]": 14,
+    "tests/planner/frameworks/test_rules_prune.py::test_every_ranked_plan_is_written_and_parsed_by_its_framework[swift-families]": 15,
+    "tests/planner/frameworks/test_rules_prune.py::test_every_ranked_plan_is_written_and_parsed_by_its_framework[axolotl-families]": 11,
+    "tests/planner/frameworks/test_rules_prune.py::test_every_ranked_plan_is_written_and_parsed_by_its_framework[verl-families]": 79,
+    "tests/planner/frameworks/test_rules_prune.py::test_every_ranked_plan_is_written_and_parsed_by_its_framework[torchtitan-families]": 10,
+    "tests/planner/frameworks/test_rules_prune.py::test_every_ranked_plan_is_written_and_parsed_by_its_framework[openrlhf-families]": 22,
     "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[swift]": 9,
     "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[llamafactory]": 9,
     "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[hf]": 9,
