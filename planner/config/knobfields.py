@@ -52,9 +52,14 @@ SaveWeights = Literal["auto", "full", "sharded"]
 # sequence, context and tensor parallel sizes (planner.config.layout owns their rules with the world and the model)
 ParallelSize = Literal[1, 2, 4, 8, 16, 32, 64]
 CpAttention = Literal["ring", "all-gather", "all-to-all"]
+# what the model is trained to output (planner.estimate.heads): the vocabulary's next token, or a score head's
+# num_labels outputs (sequence classification, reward models, rerankers), or pooled hidden states (embeddings)
+Task = Literal["causal-lm", "seq-cls", "embedding", "reranker", "generative-reranker"]
 Framework = Literal[FRAMEWORK_NAMES]  # planner.frameworks: one adapter module each
 
 MAX_LORA_RANK = 4096
+MAX_NUM_LABELS = 1 << 20
+MAX_NEGATIVES = 1024
 MAX_EXPERT_PARALLEL = 1024
 MAX_EVAL_BATCH = 4096
 MAX_EVAL_LOGITS_STEPS = 100_000
@@ -152,6 +157,32 @@ class KnobFields(BaseModel):
         description=(
             "sft (default), or TRL's dpo / grpo with their inputs (GRPOConfig / DPOConfig names); the global batch "
             "counts completions (grpo) or pairs (dpo)"
+        ),
+    )
+    task: Task = Field(
+        default="causal-lm",
+        description=(
+            "what the model outputs: causal-lm (the vocabulary head, every token), seq-cls (a score head of num_labels "
+            "outputs read at the last token instead of the vocabulary head: classification and reward models), "
+            "embedding (the last token's hidden state, InfoNCE over the batch and its negatives), reranker (a one-"
+            "output score head over query-document rows) or generative-reranker (the vocabulary head scoring one "
+            "token) (ms-swift's --task_type)"
+        ),
+    )
+    num_labels: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_NUM_LABELS,
+        description=("seq-cls: the score head's outputs (1: a reward model's or a regression's one score)"),
+    )
+    negatives: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_NEGATIVES,
+        description=(
+            "rows each example brings beside its own, run through the model in the same micro-batch: embedding, the "
+            "hard negatives beside the query and its positive; reranker and generative-reranker, the negative "
+            "documents beside the positive; seq-cls, the rejected reply beside the chosen (1: a reward model's pairs)"
         ),
     )
     frozen: Frozen = Field(

@@ -28,6 +28,7 @@ from planner.config.knobfields import (  # noqa: F401 - the knob types and bound
     choices,
 )
 from planner.config.stepspec import StepBreakdown
+from planner.config.tasks import check_task_knobs
 from planner.config.workload import check_rl_knobs
 from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS, adapter
@@ -220,6 +221,7 @@ class Knobs(KnobFields):
                 "--move-model-batches is ms-swift's --move_model_batches (its weight sync's groups): give --framework swift",
                 "move_model_batches",
             )
+        check_task_knobs(self)
         check_rl_knobs(
             self.workload, {f: self.__dict__[f] for f in ("checkpointing", "loss", "batching", "optimizer_in_backward")}
         )

@@ -31,10 +31,12 @@ from dataclasses import replace
 from functools import wraps
 
 from planner.config.spec import Knobs, MemoryBreakdown
+from planner.config.tasks import NO_VOCABULARY
 from planner.estimate import activations as act
 from planner.estimate import (
     frozen_lm,
     fsdp,
+    heads,
     lifecycle,
     lora,
     nograd,
@@ -422,6 +424,10 @@ def logits_loss_bytes(s: Setup) -> int:
         return recipe_terms.full_logprob_bytes(t, rows, width, p)
     if w.rl:  # TRL scores the completion tokens with its fused log-prob head
         return recipe_terms.logprob_head_bytes(t, rows * max(1, min(width, w.scored_tokens())), p, head_grad)
+    if s.knobs.task in NO_VOCABULARY:  # a score head or none (planner.estimate.heads)
+        k, dp = s.knobs, s.knobs.data_parallel_of(s.world_size)
+        c = act.saved_dtype_bytes(p)[1]
+        return heads.task_head_bytes(k.task, rows, rows * width, t.hidden, k.num_labels, k.negatives, c, dp)
     head = adapter(s.knobs.framework, s.knobs.release).sft_head
     if head == "swift-sp" and s.knobs.sequence_parallel > 1 and s.knobs.loss != "fused":  # ms-swift's own SP loss
         return recipe_terms.swift_sp_loss_bytes(t, s.knobs, rows * width, p)

@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from planner.config.spec import Knobs
 from planner.estimate import activations as act
+from planner.estimate.heads import rows_per_example
 from planner.model.modelspec import TextSpec
 
 CHUNKED_LOSS_CHUNKS = 8  # torchtune's CEWithChunkedOutputLoss(num_output_chunks=8)
@@ -43,8 +44,9 @@ def text_spec(t: TextSpec, k: Knobs, experts_adapted: bool = False) -> TextSpec:
 
 def row_shape(k: Knobs, micro_batch: int, seq_len: int) -> tuple[int, int]:
     """(rows, tokens per row) of a micro-batch: padded rows, or one packed row of all its tokens; DPO's micro-batch
-    of pairs runs 2 x micro rows (chosen and rejected)."""
-    return (1, micro_batch * seq_len) if k.batching == "packed" else (k.workload.rows(micro_batch), seq_len)
+    of pairs runs 2 x micro rows (chosen and rejected); a task's example its rows (heads.rows_per_example)."""
+    per = rows_per_example(k.task, k.negatives)
+    return (1, per * micro_batch * seq_len) if k.batching == "packed" else (per * k.workload.rows(micro_batch), seq_len)
 
 
 def checkpointed_layers(k: Knobs, layers: int) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from planner.config.spec import Knobs
+from planner.estimate.heads import task_model
 from planner.model.modelspec import ModelSpec
 
 
@@ -28,6 +29,9 @@ class Setup:
     # terms the other terms ask for many times a candidate, each computed once (planner.estimate.memory text_shape,
     # trained.*): not a field of equality or hash, and dataclasses.replace starts a new Setup with none kept
     memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self):  # the model the task trains: a score head or none in place of the vocabulary head
+        object.__setattr__(self, "model", task_model(self.model, self.knobs.task, self.knobs.num_labels))
 
     @classmethod
     def of(cls, model: ModelSpec, knobs: Knobs, micro_batch: int, grad_accum: int, hw, goal) -> Setup:

@@ -78,6 +78,8 @@ def tensor_key(config: dict, knobs: Knobs, shapes: Shapes) -> str:
     # SFT keys as before workloads; the framework is not a key: a probe runs the recipe its knobs name; nor are the
     # knobs of the phases around the step a probe measures (evaluation, checkpoint save)
     outside = {"framework", "eval_batch", "eval_logits_steps", "save_weights"}
+    if knobs.task == "causal-lm":  # keys from before the task knobs
+        outside |= {"task", "num_labels", "negatives"}
     if knobs.parallel == 1:  # keys from before the parallel sizes (a probe refuses them anyway: Knobs.for_probe)
         outside |= {"tensor_parallel", "sequence_parallel", "context_parallel", "cp_attention"}
     dumped = knobs.model_dump(exclude=outside if knobs.workload.rl else outside | {"workload"})

@@ -39,6 +39,7 @@ FRAMEWORK = Framework(
     label="axolotl",
     version="axolotl 0.19.0",
     runs={
+        "task": ("causal-lm",),  # reward_model / process_reward_model: not planned yet
         "lora_vision": (False,),  # adapters on the tower: not planned in this framework's keys yet
         "vit_checkpointing": ("on",),  # HF's gradient_checkpointing_enable reaches the tower; no key leaves it out
         "checkpointing": ("off", "full", "offload"),

@@ -11,6 +11,7 @@ from planner.errors import BadInput
 # the knobs a framework restricts, in the order a refusal names them
 RESTRICTED = (
     "workload",
+    "task",
     "checkpointing",
     "loss",
     "attention",

@@ -10,6 +10,10 @@ from planner.frameworks.base import Default, Framework, Release, Rule, autotp_ru
 
 TF = "transformers 5.23.0 training_args.py"
 HF_RUNS = {
+    # a script loads AutoModelForSequenceClassification (transformers 5.25 modeling_layers.py
+    # GenericForSequenceClassification: score = Linear(hidden, num_labels, bias=False)); TRL 1.16 RewardTrainer the same
+    # with num_labels 1 (trl/trainer/reward_trainer.py)
+    "task": ("causal-lm", "seq-cls"),
     "checkpointing": ("off", "full"),
     "loss": ("standard", "fused"),
     "batching": ("padded",),

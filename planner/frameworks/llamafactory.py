@@ -10,6 +10,7 @@ FRAMEWORK = Framework(
     label="LLaMA-Factory",
     version="llamafactory 0.9.5",
     runs={
+        "task": ("causal-lm",),  # stage rm keeps the vocabulary head (a value head beside it): not planned yet
         "lora_vision": (False,),  # adapters on the tower: not planned in this framework's keys yet
         "vit_checkpointing": ("on",),  # HF's gradient_checkpointing_enable reaches the tower; no key leaves it out
         "checkpointing": ("off", "full", "offload"),

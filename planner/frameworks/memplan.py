@@ -17,6 +17,7 @@ FRAMEWORK = Framework(
     # context parallel: torch's context_parallel shards only CUDA's SDPA kernels (torch 2.13
     # distributed/tensor/experimental/_context_parallel/_attention.py:918-945), so the trainer cannot run it on gloo
     runs={
+        "task": ("causal-lm",),  # planner train builds AutoModelForCausalLM
         "quant": ("none", "nf4", "fp4", "int8"),
         "context_parallel": ("off",),
         "cp_attention": ("ring",),

@@ -66,6 +66,7 @@ FRAMEWORK = Framework(
     label="OpenRLHF (Ray PPO/GRPO)",
     version="openrlhf 0.11.2",
     runs={
+        "task": ("causal-lm",),  # train_rm: not planned yet
         # --algo.advantage.estimator (cli/train_ppo_ray.py:515); DPO: cli/train_dpo.py (policy and reference)
         "workload": ("ppo", "grpo", "rloo", "reinforce++", "dpo"),
         "checkpointing": ("off", "full"),  # --actor.gradient_checkpointing_enable (:328)

@@ -40,6 +40,8 @@ FRAMEWORK = Framework(
         "optimizer_in_backward": (False,),
         "expert_parallel": ("off",),
         "workload": ("sft", "dpo", "grpo"),
+        # --task_type (ms-swift 4.6 swift/arguments/base_args/model_args.py:72; decision is not planned)
+        "task": ("causal-lm", "seq-cls", "embedding", "reranker", "generative-reranker"),
         "context_parallel": ("off",),  # ring attention comes inside --sequence_parallel_size, with flash-attn
     },
     defaults={

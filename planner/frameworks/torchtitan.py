@@ -28,6 +28,7 @@ FRAMEWORK = Framework(
     label="torchtitan",
     version="torchtitan 0.3.0",
     runs={
+        "task": ("causal-lm",),  # its trainer is causal-LM pretraining and SFT
         "workload": ("sft",),  # next-token training over its dataloaders (hf_datasets/text_datasets.py)
         # trainer.py:108-110 (SelectiveAC by default); distributed/activation_checkpoint.py:166-215,330-335 (FullAC,
         # SelectiveAC, None); 0.3.0 has no layer-every-N mode

@@ -27,6 +27,7 @@ FRAMEWORK = Framework(
     label="verl SFT trainer",
     version="verl 0.9.1",
     runs={
+        "task": ("causal-lm",),  # its critic is planned by roles (planner.estimate.roles), not as a task
         "workload": ("sft", "ppo", "grpo", "rloo", "reinforce++"),  # sft_trainer.py; RL: trainer/main_ppo.py
         "checkpointing": ("off", "full"),  # model.enable_gradient_checkpointing (config/model/hf_model.yaml:34)
         "loss": ("standard",),  # workers/utils/losses.py sft_loss over the model's logits
