@@ -61,7 +61,7 @@ from planner.estimate.setup import Setup
 from planner.estimate.trained import (  # re-exported: the terms' callers and tests name them memory.X
     embedding_copy_overcount_bytes,
     frozen_bytes,
-    frozen_modules,  # noqa: F401 (re-exported: its tests name memory.frozen_modules)
+    frozen_modules,
     frozen_params,
     frozen_weight_bytes_per_param,
     largest_trainable_matrix_params,
@@ -71,6 +71,7 @@ from planner.estimate.trained import (  # re-exported: the terms' callers and te
     trainable_weight_bytes_per_param,
 )
 from planner.frameworks import FRAMEWORKS, adapter
+from planner.model.modelspec import IDLE_HEAD
 
 ADAMW_8BIT_MIN_SIZE = 4096  # bitsandbytes keeps 32-bit states for tensors smaller than this
 PAGED_MIN_ELEMENTS = 100_000  # bitsandbytes 0.50.2 optim/optimizer.py:383: smaller tensors' states stay in torch
@@ -399,6 +400,8 @@ def frozen_ends_bytes(s: Setup) -> int:
         return frozen_lm.ends_dropped_bytes(s.model, p, rows * width)
     if k.checkpointing == "offload":  # the final norm's tensors are on the host (activations_bytes counts none)
         return 0
+    if k.task == "embedding":  # the identity lm_head (planner.estimate.heads) keeps no input: the RMSNorm output
+        return act.saved_dtype_bytes(p)[1] * rows * width * t.hidden
     if not lora.layer_examined(s.model, k) or k.checkpointing != "off" or k.lora_train_embeddings:
         # a frozen head keeps no input: the RMSNorm output final_norm_bytes counts for a trained head (under AMP it
         # counts the bf16 copy, as the sim found for LoRA too)
@@ -477,8 +480,9 @@ def head_grad_bytes(s: Setup) -> int:
             else 0
         )
     m = s.model
-    head = sum(t.numel for t in m.tensors if t.role in ("head", "norm"))
-    if not any(t.role == "head" for t in m.tensors):  # tied: the embedding's gradient
+    idle = frozen_modules(s).endswith(IDLE_HEAD)  # an embedding run's head takes none (trained.frozen_modules)
+    head = sum(t.numel for t in m.tensors if t.role == "norm" or (t.role == "head" and not idle))
+    if not any(t.role == "head" for t in m.tensors):  # tied: the embedding's gradient (none without a head: vocab 0)
         head += sum(t.numel for t in m.tensors if t.role == "embed" and t.shape[0] == m.text.vocab)
     return head * grad_bytes_per_param(s.knobs)
 

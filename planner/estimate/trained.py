@@ -10,7 +10,7 @@ from math import prod
 from planner.config.spec import Knobs
 from planner.estimate import lora, quant
 from planner.estimate.setup import Setup
-from planner.model.modelspec import FROZEN_ROLES
+from planner.model.modelspec import IDLE_HEAD, frozen_roles
 
 ADAMW_8BIT_BLOCK = 256  # bitsandbytes blockwise quantisation: one fp32 absmax per block
 
@@ -43,7 +43,7 @@ def trainable_tensor_sizes(s: Setup) -> list[tuple[int, int]]:
                 n = t.count * prod(t.shape[:-2]) * t.lora_rank_multiple(k.lora_targets)
                 out += [(r * t.shape[-1], n), (r * t.shape[-2], n)]
         return out
-    frozen = FROZEN_ROLES[frozen_modules(s)]
+    frozen = frozen_roles(frozen_modules(s))
     return [(t.numel // t.count, t.count) for t in s.model.tensors if t.role not in frozen]
 
 
@@ -101,9 +101,12 @@ def frozen_modules(s: Setup) -> str:
 def _frozen_modules(s: Setup) -> str:
     k = s.knobs
     idle = s.model.vision is not None and not s.image_tokens and s.world_size == 1
-    if idle and not s.lora and k.zero_stage == 0 and k.fsdp == "off":
-        return "vision+projector"
-    return k.frozen
+    plain = not s.lora and k.zero_stage == 0 and k.fsdp == "off"
+    frozen = "vision+projector" if idle and plain else k.frozen
+    # an embedding run's lm_head: its forward is the identity (ms-swift 4.6 swift/model/patcher.py:109-119), so an
+    # untied head's weight takes no gradient and AdamW no state (on one GPU, as the idle tower above)
+    head = k.task == "embedding" and plain and s.world_size == 1 and any(t.role == "head" for t in s.model.tensors)
+    return frozen + IDLE_HEAD if head else frozen
 
 
 def trainable_weight_bytes_per_param(k: Knobs) -> int:

@@ -135,7 +135,7 @@ class VisionSpec:
         projector = any(p in parameter for p in self.projector_modules)
         tower = not projector and any(p in parameter for p in self.tower_modules)
         part = "projector" if projector else "vision" if tower else "language"
-        return part in FROZEN_ROLES[frozen] or (part == "language" and "language" in frozen)
+        return part in frozen_roles(frozen) or (part == "language" and "language" in frozen)
 
 
 LANGUAGE_ROLES = ("embed", "layer", "norm", "head")
@@ -147,6 +147,14 @@ FROZEN_ROLES = {
     "language": LANGUAGE_ROLES,
     "language+vision": (*LANGUAGE_ROLES, "vision"),
 }
+IDLE_HEAD = "+head"  # appended by planner.estimate.trained.frozen_modules: a head that takes no gradient (embedding)
+
+
+def frozen_roles(frozen: str) -> tuple[str, ...]:
+    """The tensor roles a frozen_modules value freezes: a Knobs.frozen setting, with "+head" the head's too."""
+    if frozen.endswith(IDLE_HEAD):
+        return (*FROZEN_ROLES[frozen.removesuffix(IDLE_HEAD)], "head")
+    return FROZEN_ROLES[frozen]
 
 
 @dataclass(frozen=True)
@@ -178,7 +186,7 @@ class ModelSpec:
 
     def frozen_params(self, frozen: str) -> int:
         """Parameters Knobs.frozen keeps frozen: the vision tower's (role vision), and its projector's."""
-        return sum(n for role, n in self._params_by_role.items() if role in FROZEN_ROLES[frozen])
+        return sum(n for role, n in self._params_by_role.items() if role in frozen_roles(frozen))
 
     def lora_params(self, rank: int, targets: str = "all-linear") -> int:
         """Adapter parameters of LoRA on the targeted decoder linears: r x (d_in + d_out) per weight (Hu et al. 2021);
