@@ -103,6 +103,10 @@ def env(hw: Hardware, plan: Plan | None = None) -> list[tuple[str, str]]:
     out = [("NPROC_PER_NODE", str(hw.gpus_per_node)), ("NNODES", str(hw.nodes))]
     if plan is not None and plan.loss == "chunked":  # swift/trainers/utils.py:178 (sequence parallel's loss)
         out.append(("CELOSS_PARALLEL_SIZE", str(recipe_terms.SWIFT_CE_CHUNK)))
+    if plan is not None and plan.negatives and plan.task != "seq-cls":  # the rows the plan counts an example
+        # swift/loss/embedding.py:119 (hard negatives kept an example); swift/template/base.py:1949 (a reranker's)
+        name = "INFONCE_HARD_NEGATIVES" if plan.task == "embedding" else "MAX_NEGATIVE_SAMPLES"
+        out.append((name, str(plan.negatives)))
     if hw.nodes > 1:
         out += [("NODE_RANK", "$NODE_RANK"), ("MASTER_ADDR", "$MASTER_ADDR"), ("MASTER_PORT", "$MASTER_PORT")]
     return out + [("CUDA_VISIBLE_DEVICES", ",".join(str(i) for i in range(hw.gpus_per_node)))]
@@ -118,7 +122,7 @@ def flag_list(plan: Plan, model: ModelSpec, seq_len: int) -> list[Flag]:
     out: list[Flag] = [("model", loaded(model).path)]
     if plan.workload.kind != "sft":
         out.append(("rlhf_type", plan.workload.kind))
-    out += tuner_flags(plan, model) + precision_flags(plan)
+    out += task_flags(plan) + tuner_flags(plan, model) + precision_flags(plan)
     out += [
         ("attn_impl", ATTN_IMPL[plan.attention]),
         ("per_device_train_batch_size", plan.micro_batch),
@@ -148,6 +152,15 @@ def flag_list(plan: Plan, model: ModelSpec, seq_len: int) -> list[Flag]:
         ("learning_rate", 1e-4 if plan.lora_rank else 1e-5),
         ("output_dir", "output"),
     ]
+
+
+def task_flags(plan: Plan) -> list[Flag]:
+    """--task_type (memplan's task with "_" for "-": swift/arguments/base_args/model_args.py:72) and a seq-cls head's
+    --num_labels (:83); none for a causal LM."""
+    if plan.task == "causal-lm":
+        return []
+    labels = [("num_labels", plan.num_labels)] if plan.task == "seq-cls" else []
+    return [("task_type", plan.task.replace("-", "_")), *labels]
 
 
 def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:

@@ -97,6 +97,12 @@ def _stage(c: Collector, f: dict[str, Flag]) -> str:
             )
         if "ref_model" in f:
             c.note(f"{f['ref_model'].source} (a separate reference model is not planned yet)")
+    elif stage == "rm":  # not seq-cls: trl's AutoModelForCausalLMWithValueHead keeps lm_head and its fp32 logits
+        # (llamafactory/model/loader.py:185-186; trl 0.24.0 trl/models/modeling_value_head.py:169-179)
+        c.note(
+            f"{src} (stage rm, a value head beside the vocabulary head over chosen and rejected rows, is not planned "
+            "yet; planned as SFT)"
+        )
     elif stage not in ("sft", "pt"):
         c.note(f"{src} (stage {stage} is not planned yet; planned as SFT)")
     return stage

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from planner.intake import accelerate, deepspeed, hfargs, loraargs, models, swiftrl, vocab
+from planner.intake import accelerate, deepspeed, hfargs, loraargs, models, swiftrl, tasks, vocab
 from planner.intake.collect import (
     PRESETS,
     SWIFT,
@@ -55,6 +55,7 @@ def read(
     _batch(c, f, kind, world)
     _sequence(c, f, kind)
     _training(c, f, kind)
+    tasks.read_swift(c, f, env, where)
     _vision(c, f, env, where, lora)
     for key in ("deepspeed", "fsdp"):
         if key in f:

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from planner import advise, intake
+from planner.config.knobfields import KnobFields
 from planner.errors import BadInput
 from planner.export import axolotl, llamafactory, swift
 
@@ -89,6 +90,9 @@ CASES = {
             "loss": "chunked",
         },
         "autotp_full": {"zero": 2, "checkpointing": "full", "tensor_parallel": 2, "attention": "flash"},
+        "seq_cls": {"task": "seq-cls", "num_labels": 3, "lora_rank": 8, "checkpointing": "full"},
+        "embedding": {"task": "embedding", "negatives": 3, "lora_rank": 8, "checkpointing": "full", "zero": 2},
+        "reranker": {"task": "reranker", "negatives": 5, "checkpointing": "full", "zero": 3},
         "z3_offload": {
             "zero": 3,
             "offload": "optimizer+params",
@@ -315,6 +319,26 @@ def test_swift_grpo_writes_its_weight_sync_and_engine_split(tmp_path):
     assert w.f["move_model_batches"] == "4" and w.f["vllm_tensor_parallel_size"] == "2" and w.f["sleep_level"] == "1"
     roles = intake.read([str(w.dir / swift.SCRIPT_NAME)]).request["workload"]["roles"]
     assert (roles["move_model_batches"], roles["rollout_tp"], roles["sleep_level"]) == (4, 2, 1)
+
+
+@pytest.mark.parametrize(
+    "case, flags, env",
+    [
+        ("seq_cls", {"task_type": "seq_cls", "num_labels": "3"}, {}),
+        ("embedding", {"task_type": "embedding"}, {"INFONCE_HARD_NEGATIVES": "3"}),
+        ("reranker", {"task_type": "reranker"}, {"MAX_NEGATIVE_SAMPLES": "5"}),
+    ],
+)
+def test_swift_writes_its_task_and_reads_it_back(case, flags, env, tmp_path):
+    """--task_type, --num_labels and the rows an example brings (INFONCE_HARD_NEGATIVES, MAX_NEGATIVE_SAMPLES) are
+    written, and read back as the plan's task."""
+    w = sw(case, tmp_path)
+    assert {k: w.f.get(k) for k in flags} == flags and {k: w.env.get(k) for k in env} == env
+    request = intake.read([str(w.dir / swift.SCRIPT_NAME)]).request
+    fields = ("task", "num_labels", "negatives")
+    assert {k: request.get(k, KnobFields.model_fields[k].default) for k in fields} == {
+        k: getattr(w.plan, k) for k in fields
+    }
 
 
 def test_swift_quantized_bases(tmp_path):
