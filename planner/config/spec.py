@@ -28,7 +28,7 @@ from planner.config.knobfields import (  # noqa: F401 - the knob types and bound
     choices,
 )
 from planner.config.stepspec import StepBreakdown
-from planner.config.tasks import check_task_knobs
+from planner.config.tasks import check_task_knobs, task_text
 from planner.config.workload import check_rl_knobs
 from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS, adapter
@@ -645,6 +645,7 @@ class Plan(KnobFields, _Split):
     def recipe(self) -> str:
         """The recipe knobs away from their defaults, for tables ("-" when none)."""
         parts = [
+            task_text(self) if self.task != "causal-lm" else "",
             f"{self.loss} loss" if self.loss != "standard" else "",
             self.attention if self.attention != "sdpa" else "",
             "packed" if self.batching == "packed" else "",

@@ -37,3 +37,11 @@ def check_task_knobs(k) -> None:
             "standard",
             "loss",
         )
+
+
+def task_text(k) -> str:
+    """The task for a plan's recipe line: `seq-cls (2 labels)`, `embedding (3 negatives)`."""
+    labels = f"{k.num_labels} label{'s' if k.num_labels > 1 else ''}" if k.task == "seq-cls" else ""
+    negatives = f"{k.negatives} negative{'s' if k.negatives > 1 else ''}" if k.negatives else ""
+    more = ", ".join(p for p in (labels, negatives) if p)
+    return f"{k.task} ({more})" if more else k.task
