@@ -282,6 +282,8 @@ def defaults(c: Collector, trainer: str) -> None:
                 "trl 1.16's SFTTrainer computes log-probs with a fused chunked head, no full logits "
                 "(trl/trainer/sft_trainer.py:1142-1147): not yet a memplan term, planned with the standard loss"
             )
+    if trainer == "reward":
+        c.fill("seq_len", 1024, default(TRL, "trl/trainer/reward_config.py:144", "max_length 1024"), "max_length")
     if trainer == "dpo":
         c.fill(
             "workload.max_length", 1024, default(TRL, "trl/trainer/dpo_config.py:195", "max_length 1024"), "max_length"

@@ -10,7 +10,7 @@ import ast
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.intake import hfargs, limits
+from planner.intake import hfargs, limits, tasks
 from planner.intake.collect import UNKNOWN, Collector, show
 from planner.intake.flags import Flag
 
@@ -21,7 +21,7 @@ CONFIGS = {
     "DPOConfig": "dpo",
     "GRPOConfig": "grpo",
 }
-OTHER_CONFIGS = {"ORPOConfig", "KTOConfig", "CPOConfig", "RewardConfig", "PPOConfig", "RLOOConfig", "OnlineDPOConfig"}
+OTHER_CONFIGS = {"ORPOConfig", "KTOConfig", "CPOConfig", "PPOConfig", "RLOOConfig", "OnlineDPOConfig"}
 TRAINERS = {"SFTTrainer", "DPOTrainer", "GRPOTrainer", "Trainer"}
 LORA = {"r": "lora_r", "target_modules": "lora_target_modules", "lora_dropout": "lora_dropout"}
 BNB = {"load_in_4bit", "load_in_8bit", "bnb_4bit_quant_type", "use_bnb_nested_quant"}
@@ -49,6 +49,9 @@ def read(path: Path, text: str) -> Collector:
             if CONFIGS[name] != "hf" or trainer == "hf":
                 trainer, why = CONFIGS[name], f"{path.name}:{call.lineno} {name}(...)"
             flags |= _kwargs(call, names, path, name)
+        elif name == "RewardConfig":  # TRL's RewardTrainer: a seq-cls score head (planner.intake.tasks)
+            trainer, why = "reward", f"{path.name}:{call.lineno} {name}(...)"
+            flags |= _kwargs(call, names, path, name)
         elif name in OTHER_CONFIGS:
             notes.append(f"{path.name}:{call.lineno} {name}(...) (this trainer is not planned yet; planned as SFT)")
             flags |= _kwargs(call, names, path, name)
@@ -74,6 +77,8 @@ def read(path: Path, text: str) -> Collector:
     c.fact("framework", c.framework, why or f"{path.name}: a transformers Trainer script", "script")
     c.add_file(path.resolve())
     hfargs.read(c, flags, path, trainer, why=why)
+    if trainer == "reward":
+        tasks.read_reward(c, why)
     for line in notes:
         c.note(line)
     return c

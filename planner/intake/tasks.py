@@ -52,3 +52,10 @@ def _negatives(c: Collector, env: dict[str, str], name: str, fallback: int | Non
             f"{where} (an embedding example's hard negatives are its dataset's rejected_response, unless {name} "
             "fixes them: planned with none, give --negatives N)"
         )
+
+
+def read_reward(c: Collector, where: str) -> None:
+    """TRL 1.16's RewardTrainer (`where`: its RewardConfig call): AutoModelForSequenceClassification with num_labels
+    1 (trl/trainer/reward_trainer.py:396), each pair's chosen and rejected rows in one batch (:209)."""
+    c.set("task", "seq-cls", f"{where} (trl 1.16 trl/trainer/reward_trainer.py:396: num_labels 1)", "RewardConfig")
+    c.set("negatives", 1, f"{where} (chosen and rejected rows: trl/trainer/reward_trainer.py:209)", "RewardConfig")
