@@ -87,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
     from planner.search import imagefit, videofit
 
     data = out.get("data")
+    if common.text_only(model, goal):
+        out["text_only"] = True
     if args.plot:
         from planner.cli import plot
 
@@ -105,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
                 common.say_line(line)
         verdict = "fits" if plan.fits else f"does NOT fit: {plan.reason}"
         common.say_line(
-            f"{out['model']['name']}{common.approximate(model, goal)}: {plan.split_text} = "
+            f"{out['model']['name']}{common.approximate(model, goal)}{common.text_only_mark(model, goal)}: "
+            f"{plan.split_text} = "
             f"{plan.global_batch}, {plan.precision}, "
             f"checkpointing {plan.checkpointing}, {plan.sharding}, offload {plan.offload}"
             + (f", {plan.recipe}" if plan.recipe != "-" else "")
@@ -162,7 +165,8 @@ def brief(result: CheckResult, out: dict) -> None:
         common.say_line(f"not planned: {line}")
     verdict = "fits" if plan.fits else f"does NOT fit: {plan.reason}"
     common.say_line(
-        f"{out['model']['name']}{common.approximate(model, goal)}: {plan.split_text} = {plan.global_batch}: {verdict}"
+        f"{out['model']['name']}{common.approximate(model, goal)}{common.text_only_mark(model, goal)}: "
+        f"{plan.split_text} = {plan.global_batch}: {verdict}"
     )
     if plan.workload.rl:
         common.say_line(plan.workload.summary(plan.knobs.role_run))

@@ -271,7 +271,7 @@ def frameworks_table(data: dict) -> Table:
                 {True: "on", False: "off"}.get(v, str(v)) if isinstance(v, bool) else str(v) for v in f["runs"][k]
             )
             if k in f["runs"]
-            else ""
+            else ("" if k in f.get("every", ()) else "default only")
             for k in TABLE_KNOBS
         ]
         t.add_row(f["name"], f["version"], ", ".join(r["name"] for r in f.get("releases", [])), *runs)

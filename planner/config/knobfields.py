@@ -21,6 +21,7 @@ from pydantic.fields import FieldInfo
 
 from planner.config.workload import Workload
 from planner.frameworks import NAMES as FRAMEWORK_NAMES
+from planner.frameworks.base import KNOB_DEFAULTS
 
 Precision = Literal["fp32", "fp16", "bf16", "bf16-pure"]
 # every-N: every N-th decoder layer checkpointed (torchtitan's layer-level selective mode, N = 2..8)
@@ -314,6 +315,8 @@ class KnobFields(BaseModel):
 
 
 KNOBS: tuple[str, ...] = tuple(KnobFields.model_fields)
+# the frameworks' closed default (planner.frameworks.base.Framework.cannot): a knob an adapter does not name runs only this
+KNOB_DEFAULTS.update({k: f.get_default(call_default_factory=True) for k, f in KnobFields.model_fields.items()})
 # suggest searches these knobs: each a list in its request, searched as a product; (default list, what it adds)
 SEARCHED: dict[str, tuple[list, str]] = {
     "precision": ([], "empty: bf16, or fp16 on GPUs without bf16"),

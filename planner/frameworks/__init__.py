@@ -86,6 +86,7 @@ def frameworks_json() -> dict:
                 "label": f.label,
                 "version": f.version,
                 "runs": {k: list(v) for k, v in f.runs.items()},
+                "every": list(f.every),
                 "defaults": {k: {"value": d.value, "source": d.source} for k, d in f.defaults.items()},
                 "keys": dict(f.keys),
                 "notes": list(f.notes),

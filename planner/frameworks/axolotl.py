@@ -38,7 +38,28 @@ FRAMEWORK = Framework(
     name="axolotl",
     label="axolotl",
     version="axolotl 0.19.0",
+    every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
+        "precision",
+        "zero_stage",
+        "offload",
+        "attention",
+        "optimizer",
+        "lora_rank",
+        "quant_absmax",
+        "lora_targets",
+        "lora_train_embeddings",
+        "lora_dropout",
+        "lora_base_fp32",
+        "frozen",
+        "tensor_parallel",
+        "context_parallel",
+        "eval_batch",
+        "eval_logits_steps",
+        "save_weights",
+    ),
     runs={
+        "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
+        "negatives": (0,),
         "task": ("causal-lm",),  # reward_model / process_reward_model: not planned yet
         "lora_vision": (False,),  # adapters on the tower: not planned in this framework's keys yet
         "vit_checkpointing": ("on",),  # HF's gradient_checkpointing_enable reaches the tower; no key leaves it out

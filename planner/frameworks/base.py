@@ -8,31 +8,17 @@ from dataclasses import dataclass, field, replace
 
 from planner.errors import BadInput
 
-# the knobs a framework restricts, in the order a refusal names them
-RESTRICTED = (
-    "workload",
-    "task",
-    "checkpointing",
-    "loss",
-    "attention",
-    "batching",
-    "zero_stage",
-    "offload",
-    "fsdp",
-    "optimizer",
-    "quant",
-    "optimizer_in_backward",
-    "expert_parallel",
-    "frozen",
-    "lora_vision",
-    "vit_checkpointing",
-    "lora_rank",
-    "tensor_parallel",
-    "sequence_parallel",
-    "context_parallel",
-    "cp_attention",
-)
+# knobs no framework decides: the routing imbalance the plan assumes and the allocator's environment variable, and the
+# framework's own name and release
+NEUTRAL = ("expert_imbalance", "expandable_segments", "framework", "release")
+# every knob and its declared default, in the declaration's order: planner.config.knobfields fills it when it is
+# imported (the declaration stands above the frameworks, which name no knob list of their own)
+KNOB_DEFAULTS: dict[str, object] = {}
 PARALLEL = ("expert_parallel", "tensor_parallel", "sequence_parallel", "context_parallel")
+
+
+def _shown(value: object) -> str:
+    return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else str(value)
 
 
 @dataclass(frozen=True)
@@ -179,8 +165,11 @@ class Framework:
     name: str
     label: str
     version: str  # the pinned version its defaults and keys were read from
-    runs: dict[str, tuple]  # knob -> the values it runs; a knob not listed: every value
+    # closed by default: knob -> the values it runs; a knob in `every` runs every value; any other knob (a new one
+    # too) only its declared default (planner.config.knobfields), until the framework's module says otherwise
+    runs: dict[str, tuple]
     defaults: dict[str, Default] = field(default_factory=dict)
+    every: tuple[str, ...] = ()  # the knobs it runs at every value the declaration allows
     keys: dict[str, str] = field(default_factory=dict)  # memplan field -> the framework's own key or flag
     notes: tuple[str, ...] = ()  # how it differs, one line each (the frameworks table)
     rules: tuple[Rule, ...] = ()  # combinations it refuses
@@ -270,18 +259,18 @@ class Framework:
         return value
 
     def cannot(self, knobs: dict) -> tuple[str, str] | None:
-        """(field, one-line reason) for the first knob this framework cannot run, else None."""
-        for knob in RESTRICTED:
-            if knob not in self.runs or knob not in knobs:
+        """(field, one-line reason) for the first knob this framework cannot run (the workload first, then in the
+        declaration's order), else None."""
+        for knob in ("workload", *(k for k in KNOB_DEFAULTS if k != "workload")):
+            if knob in NEUTRAL or knob in self.every or knob not in knobs:
                 continue
             value = self.value_of(knob, knobs[knob])
-            if value not in self.runs[knob]:
+            runs = self.runs.get(knob) or (self.value_of(knob, KNOB_DEFAULTS[knob]),)
+            if value not in runs:
                 flag = "--" + ("zero" if knob == "zero_stage" else knob.replace("_", "-"))
-                shown = {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
-                runs = ", ".join(
-                    str({True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v) for v in self.runs[knob]
+                return knob, f"--framework {self.name} ({self.label}) cannot run {flag} {_shown(value)}: it runs " + (
+                    ", ".join(_shown(v) for v in runs) if knob in self.runs else f"only the default, {_shown(runs[0])}"
                 )
-                return knob, f"--framework {self.name} ({self.label}) cannot run {flag} {shown}: it runs {runs}"
         for rule in self.rules:
             if rule.scope == "knobs" and rule.refuses(knobs):
                 return rule.field, f"--framework {self.name} ({self.label}): {rule.reason}"

@@ -9,7 +9,27 @@ FRAMEWORK = Framework(
     name="llamafactory",
     label="LLaMA-Factory",
     version="llamafactory 0.9.5",
+    every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
+        "precision",
+        "zero_stage",
+        "offload",
+        "attention",
+        "optimizer",
+        "lora_rank",
+        "quant_absmax",
+        "lora_targets",
+        "lora_train_embeddings",
+        "lora_dropout",
+        "lora_base_fp32",
+        "frozen",
+        "cp_attention",
+        "eval_batch",
+        "eval_logits_steps",
+        "save_weights",
+    ),
     runs={
+        "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
+        "negatives": (0,),
         "task": ("causal-lm",),  # stage rm keeps the vocabulary head (a value head beside it): not planned yet
         "lora_vision": (False,),  # adapters on the tower: not planned in this framework's keys yet
         "vit_checkpointing": ("on",),  # HF's gradient_checkpointing_enable reaches the tower; no key leaves it out

@@ -65,7 +65,24 @@ FRAMEWORK = Framework(
     name="openrlhf",
     label="OpenRLHF (Ray PPO/GRPO)",
     version="openrlhf 0.11.2",
+    every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
+        "precision",
+        "zero_stage",
+        "lora_rank",
+        "quant_absmax",
+        "lora_targets",
+        "lora_train_embeddings",
+        "lora_dropout",
+        "lora_base_fp32",
+        "vit_checkpointing",
+        "cp_attention",
+        "eval_batch",
+        "eval_logits_steps",
+        "save_weights",
+    ),
     runs={
+        "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
+        "negatives": (0,),
         "task": ("causal-lm",),  # train_rm: not planned yet
         # --algo.advantage.estimator (cli/train_ppo_ray.py:515); DPO: cli/train_dpo.py (policy and reference)
         "workload": ("ppo", "grpo", "rloo", "reinforce++", "dpo"),

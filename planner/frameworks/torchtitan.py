@@ -27,7 +27,24 @@ FRAMEWORK = Framework(
     name="torchtitan",
     label="torchtitan",
     version="torchtitan 0.3.0",
+    every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
+        "precision",
+        "quant_absmax",
+        "lora_targets",
+        "lora_train_embeddings",
+        "lora_dropout",
+        "lora_base_fp32",
+        "vit_checkpointing",
+        "tensor_parallel",
+        "context_parallel",
+        "cp_attention",
+        "eval_batch",
+        "eval_logits_steps",
+        "save_weights",
+    ),
     runs={
+        "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
+        "negatives": (0,),
         "task": ("causal-lm",),  # its trainer is causal-LM pretraining and SFT
         "workload": ("sft",),  # next-token training over its dataloaders (hf_datasets/text_datasets.py)
         # trainer.py:108-110 (SelectiveAC by default); distributed/activation_checkpoint.py:166-215,330-335 (FullAC,

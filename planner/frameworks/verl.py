@@ -26,7 +26,23 @@ FRAMEWORK = Framework(
     name="verl",
     label="verl SFT trainer",
     version="verl 0.9.1",
+    every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
+        "precision",
+        "lora_rank",
+        "quant_absmax",
+        "lora_targets",
+        "lora_train_embeddings",
+        "lora_dropout",
+        "lora_base_fp32",
+        "sequence_parallel",
+        "cp_attention",
+        "eval_batch",
+        "eval_logits_steps",
+        "save_weights",
+    ),
     runs={
+        "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
+        "negatives": (0,),
         "task": ("causal-lm",),  # its critic is planned by roles (planner.estimate.roles), not as a task
         "workload": ("sft", "ppo", "grpo", "rloo", "reinforce++"),  # sft_trainer.py; RL: trainer/main_ppo.py
         "checkpointing": ("off", "full"),  # model.enable_gradient_checkpointing (config/model/hf_model.yaml:34)

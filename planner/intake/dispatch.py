@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.intake import Reading, configs, limits, pyscript, settle, training
+from planner.intake import Reading, configs, limits, pyscript, settle, shellvars, training
 from planner.intake.collect import Collector, is_default
 
 SCRIPTS = (".sh", ".bash", ".zsh", ".ksh")
@@ -19,13 +19,25 @@ SUPPORTING = ("deepspeed", "accelerate")
 def read_all(paths: list[str]) -> Reading:
     if not paths:
         raise BadInput(f"--config: give at least one file ({configs.ACCEPTED})", "config")
-    readings = [read_one(p) for p in paths]
+    token = shellvars.GIVEN.set(tuple(filter(None, map(_given_path, paths))))
+    try:
+        readings = [read_one(p) for p in paths]
+    finally:
+        shellvars.GIVEN.reset(token)
     lead = next((c for c in readings if c.framework not in SUPPORTING), readings[0])
     for other in readings:
         if other is not lead:
             _merge(lead, other)
     settle.finish(lead)
     return lead.reading()
+
+
+def _given_path(text_path: str) -> Path | None:
+    """A given file's path for shellvars.GIVEN; None for one read_one refuses (it says why, in its turn)."""
+    try:
+        return None if "\0" in str(text_path) else Path(str(text_path)).expanduser()
+    except RuntimeError:  # `~name` of no such user
+        return None
 
 
 def read_one(text_path: str) -> Collector:

@@ -120,12 +120,24 @@ def _by_cache_layout(name: str) -> Model | None:
     return None
 
 
+# How a folder joins an id's organisation and name when it keeps both (`Qwen-Qwen2.5-VL-7B-Instruct`,
+# `Qwen.Qwen2.5-VL-7B-Instruct`, `Qwen_Qwen2.5-VL-7B-Instruct`): what users' download scripts write
+ORG_JOINS = ("-", ".", "_")
+
+
+def _folder_names(hf: str) -> set[str]:
+    """The folder names a download of `hf` goes by: its name, or its organisation joined to it."""
+    org, _, leaf = hf.lower().rpartition("/")
+    return {leaf} | ({f"{org}{j}{leaf}" for j in ORG_JOINS} if org else set())
+
+
 def _by_folder_name(name: str) -> Model | None:
-    """A local path that is not here, whose last part names a known id (`/data/models/Qwen2.5-VL-3B-Instruct`)."""
+    """A local path that is not here, whose last part names a known id (`/data/models/Qwen2.5-VL-3B-Instruct`, or
+    with its organisation: `/data/Qwen-Qwen2.5-VL-3B-Instruct`)."""
     if found := _by_cache_layout(name):
         return found
     leaf = Path(name.rstrip("/")).name.lower()
-    hits = sorted((cat, hf) for hf, cat in _spelled().items() if hf.split("/")[-1].lower() == leaf)
+    hits = sorted((cat, hf) for hf, cat in _spelled().items() if leaf in _folder_names(hf))
     if not leaf or not hits:
         return None
     cat, hf = hits[0]

@@ -80,17 +80,18 @@ for _role in ("actor", "critic", "ref", "reward"):
     DEFAULTS[f"{_role}.num_nodes"] = (1, 213)
 
 
-def dotted(c: Collector, flags: dict[str, Flag]) -> dict[str, Flag]:
-    """The flags by their 0.11.2 names; old flat names are read and said once (0.11.2 refuses them)."""
+def dotted(c: Collector, flags: dict[str, Flag], names: dict[str, str] = OLD) -> dict[str, Flag]:
+    """The flags by their 0.11.2 names (`names`: a flat name -> its dotted name in this entry point); old flat names
+    are read and said once (0.11.2 refuses them)."""
     out, old = {}, []
     for key, f in flags.items():
-        if key in OLD:
-            old.append(f"--{key} (--{OLD[key]})")
-            out.setdefault(OLD[key], f)
+        if key in names:
+            old.append(f"--{key} (--{names[key]})")
+            out.setdefault(names[key], f)
         else:
             out[key] = f
     if old:
-        where = next(f.source for k, f in flags.items() if k in OLD).split(" ")[0]
+        where = next(f.source for k, f in flags.items() if k in names).split(" ")[0]
         c.note(
             f"{where} {len(old)} flat flag names of OpenRLHF 0.10.1 and before, read as their dotted names (0.11.2's "
             f"parser refuses the flat ones): {', '.join(old)}"
@@ -325,6 +326,12 @@ def _rollout(c: Collector, f: dict[str, Flag]) -> None:
 
 
 DPO = "cli/train_dpo.py"
+# train_dpo's flat names whose dotted name is its policy's (`--model.*`, cli/train_dpo.py:192,300 in 0.11.2), not the
+# PPO actor's: `--pretrain` and `--gradient_checkpointing` were its model's flags (OpenRLHF#384, a 2024-07 command)
+DPO_OLD = OLD | {
+    "pretrain": "model.model_name_or_path",
+    "gradient_checkpointing": "model.gradient_checkpointing_enable",
+}
 DPO_DEFAULTS = {"train.micro_batch_size": (8, 189), "train.batch_size": (128, 190), "data.max_len": (512, 319)}
 
 
@@ -332,7 +339,7 @@ def read_dpo(c: Collector, flags: dict[str, Flag], near) -> None:
     """OpenRLHF 0.11.2's DPO (`deepspeed --module openrlhf.cli.train_dpo`): the policy trained by DeepSpeed ZeRO, the
     reference a DeepSpeed inference copy, chosen and rejected rows in one forward (trainer/dpo_trainer.py:306-323);
     the GPUs are the deepspeed launcher's (read before this)."""
-    f = dotted(c, flags)
+    f = dotted(c, flags, DPO_OLD)
 
     def val(key: str) -> tuple[object, str]:
         if key in f:

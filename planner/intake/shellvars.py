@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import operator
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +24,9 @@ NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _PLAIN = re.compile(r"[^'\"\\$`]+")  # a run of a word's characters that expand to themselves
 _PLAIN_DQ = re.compile(r"[^\\$`]*")  # likewise inside double quotes
 _ASSIGN = re.compile(rf"({NAME})(\+?)=(.*)", re.DOTALL)
+# The files given together (`--config train.sh x.yaml`): a file one of them names is also found among these, as the
+# reading's error asks ("pass it too"); set by dispatch.read_all for one reading
+GIVEN: ContextVar[tuple[Path, ...]] = ContextVar("memplan_intake_given", default=())
 
 
 @dataclass
@@ -297,7 +301,19 @@ def find_file(ref: str, v: Vars | None, near: Path) -> Path | None:
         return None
     p = Path(ref).expanduser()
     if p.is_absolute():
-        return p.resolve() if is_file(p) else None
+        return p.resolve() if is_file(p) else _given(p)
     base = near if is_dir(near) else near.parent
     places = ([v.cwd] if v is not None and v.cwd else []) + [base, *base.parents] + [Path.cwd()]
-    return next(((d / p).resolve() for d in places if is_file(d / p)), None)
+    return next(((d / p).resolve() for d in places if is_file(d / p)), None) or _given(p)
+
+
+def _given(p: Path) -> Path | None:
+    """The file given beside the one naming `p` (GIVEN) whose path ends the most like `p` (`examples/x.yaml` is a
+    given `.../x.yaml`): the user's copy of a file their script names from another machine's folders."""
+    tail = p.parts[::-1]
+
+    def shared(g: Path) -> int:
+        return next((i for i, (a, b) in enumerate(zip(g.parts[::-1], tail)) if a != b), min(len(g.parts), len(tail)))
+
+    hits = [g for g in GIVEN.get() if g.name == p.name and is_file(g)]
+    return max(hits, key=shared).resolve() if hits else None

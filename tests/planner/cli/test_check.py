@@ -269,3 +269,20 @@ def test_a_store_that_cannot_be_written_is_refused_before_the_probe(tmp_path):
         one_line_error(r, "a probe's record would be lost")
     finally:
         subprocess.run(["chattr", "-i", str(store)], check=False)
+
+
+def test_a_vlm_planned_without_images_says_text_only_in_the_headline_and_the_json():
+    """Issue 47 item 5: a VLM run whose request or files carry no image token is planned text only, and says so."""
+    args = ["check", "--model", "qwen2.5-vl-3b", "--gpu", "h100", "--micro-batch", "1", "--seq-len", "1024"]
+    text = planner(*args, "--lora-rank", "16").stdout
+    assert "qwen2.5-vl-3b, text only (no image planned: give --image-tokens" in text
+    assert json.loads(planner(*args, "--lora-rank", "16", "--json").stdout)["text_only"] is True
+    with_images = planner(*args, "--lora-rank", "16", "--image-tokens", "256")
+    assert "text only" not in with_images.stdout
+    assert "text_only" not in json.loads(planner(*args, "--lora-rank", "16", "--image-tokens", "256", "--json").stdout)
+    assert (
+        "text only"
+        not in planner(
+            "check", "--model", "qwen2.5-0.5b", "--gpu", "h100", "--micro-batch", "1", "--seq-len", "1024"
+        ).stdout
+    )  # a text model is not a VLM without images

@@ -5,11 +5,11 @@ line, a knob X cannot run."""
 import pytest
 
 from planner import advise
-from planner.config.knobfields import choices
+from planner.config.knobfields import KNOBS, KnobFields, choices
 from planner.config.workload import Workload
 from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS, NAMES, frameworks_json
-from planner.frameworks.base import RESTRICTED
+from planner.frameworks.base import NEUTRAL
 from planner.model import catalog
 
 KINDS = tuple(Workload.model_fields["kind"].annotation.__args__)
@@ -18,7 +18,7 @@ KINDS = tuple(Workload.model_fields["kind"].annotation.__args__)
 @pytest.mark.parametrize("name", NAMES)
 def test_what_an_adapter_runs_is_named_in_the_knobs_own_values(name):
     f = FRAMEWORKS[name]
-    assert set(f.runs) <= set(RESTRICTED)
+    assert set(f.runs) <= set(KNOBS) and not set(f.runs) & set(f.every)
     for knob, values in f.runs.items():
         allowed = {
             "workload": KINDS,
@@ -30,9 +30,27 @@ def test_what_an_adapter_runs_is_named_in_the_knobs_own_values(name):
             "optimizer_in_backward": (True, False),
             "lora_vision": (True, False),
         }.get(knob) or choices(knob)
+        if allowed is None:  # a number knob (num_labels, negatives): values of its type
+            allowed = [v for v in values if isinstance(v, KnobFields.model_fields[knob].annotation)]
         assert values and set(values) <= set(allowed), (knob, values)
     for knob, d in f.defaults.items():
         assert any(s in d.source for s in (".py", ".yaml", "default")), (knob, d.source)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_framework_decides_every_knob_and_a_new_knob_runs_only_its_default(name):
+    """Issue 46 item 3, closed by default: every knob of the declaration is in the adapter's runs or its every; a knob
+    it does not name (a new one) runs only its declared default, refused in one line otherwise."""
+    from dataclasses import replace
+
+    f = FRAMEWORKS[name]
+    assert set(KNOBS) - set(NEUTRAL) == set(f.runs) | set(f.every), name
+    knob = "eval_logits_steps"  # as if the adapter did not name it
+    every, runs = tuple(k for k in f.every if k != knob), {k: v for k, v in f.runs.items() if k != knob}
+    closed = replace(f, every=every, runs=runs, rules=())  # its values alone, not its rules between knobs
+    assert closed.cannot({knob: 0}) is None  # its default runs
+    field, reason = closed.cannot({knob: 3})
+    assert field == knob and reason.endswith("cannot run --eval-logits-steps 3: it runs only the default, 0")
 
 
 def test_the_frameworks_json_lists_every_framework_with_its_sources():

@@ -71,6 +71,24 @@ def test_a_missing_folder_named_like_a_known_model_is_an_assumption():
     assert found.ref == "qwen2.5-vl-3b" and found.how.startswith("memplan assumption")
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/nfs/LLMs/Qwen/Qwen-Qwen2.5-VL-7B-Instruct/",  # R1-V#71
+        "/root/data3/Qwen.Qwen2.5-VL-7B-Instruct",  # ms-swift#5199
+        "/models/qwen_qwen2.5-vl-7b-instruct",
+    ],
+)
+def test_a_missing_folder_named_with_its_organisation_is_that_id(path):
+    found = models.lookup(path)
+    assert found.ref == "qwen2.5-vl-7b" and "Qwen/Qwen2.5-VL-7B-Instruct" in found.how
+
+
+def test_an_organisation_alone_or_another_orgs_prefix_is_no_model():
+    assert models.lookup("/models/Qwen") is None
+    assert models.lookup("/models/acme-Qwen2.5-VL-7B-Instruct") is None
+
+
 def test_an_unknown_model_is_one_line_asking_for_its_config():
     with pytest.raises(BadInput) as e:
         models.resolve("acme/never-heard-of-it")

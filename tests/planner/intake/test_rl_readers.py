@@ -69,6 +69,21 @@ def test_openrlhf_flat_names_are_read_and_said_once():
     assert "--pretrain (--actor.model_name_or_path)" in note and "23 flat flag names" in note
 
 
+def test_an_openrlhf_dpo_command_with_flat_names_reads_its_model_and_checkpointing(tmp_path):
+    """OpenRLHF#384's form (2024-07): `--pretrain` and `--gradient_checkpointing` are train_dpo's model flags."""
+    script = tmp_path / "train_dpo.sh"
+    script.write_text(
+        "deepspeed --module openrlhf.cli.train_dpo --pretrain Qwen/Qwen2.5-7B-Instruct --max_len 2048 "
+        "--zero_stage 3 --micro_train_batch_size 1 --train_batch_size 128 --gradient_checkpointing --bf16\n"
+    )
+    reading = intake.read([str(script)])
+    value = {s.field: s.value for s in reading.settings}
+    assert value["model"] == "qwen2.5-7b" and value["checkpointing"] == "full"
+    assert value["workload.max_length"] == 2048 and value["zero_stage"] == 3
+    (note,) = [n for n in reading.unplanned if "flat flag names" in n]
+    assert "--pretrain (--model.model_name_or_path)" in note
+
+
 def test_a_verl_run_with_its_own_hydra_yaml_under_the_command_lines_overrides(tmp_path):
     (tmp_path / "conf").mkdir()
     (tmp_path / "conf" / "my_grpo.yaml").write_text(

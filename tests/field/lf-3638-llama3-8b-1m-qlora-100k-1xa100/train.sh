@@ -1,0 +1,25 @@
+python src/train.py \
+    --stage sft \
+    --do_train \
+    --model_name_or_path gradientai/Llama-3-8B-Instruct-Gradient-1048k \
+    --dataset summary_train \
+    --template llama3 \
+    --cutoff_len 102400 \
+    --finetuning_type lora \
+    --lora_target q_proj,v_proj \
+    --output_dir output_models/sft \
+    --overwrite_cache \
+    --per_device_train_batch_size 1 \
+    --gradient_accumulation_steps 4 \
+    --lr_scheduler_type cosine \
+    --logging_steps 10 \
+    --save_steps 200 \
+    --learning_rate 1e-5 \
+    --num_train_epochs 5.0 \
+    --plot_loss \
+    --fp16 \
+    --flash_attn fa2\
+    --shift_attn \
+    --use_unsloth \
+    --quantization_bit 4 \
+    --overwrite_output_dir 

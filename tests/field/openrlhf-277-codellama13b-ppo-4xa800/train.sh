@@ -1,0 +1,30 @@
+sudo torchrun \
+        --nproc_per_node=4 \
+        train_ppo.py \
+        --pretrain xxxxx/codellama_13b_sft_v3 \
+	    --reward_xxxxx/codellama_13b_v3_rm \
+	    --save_path ./result/13b_codellama_ppo \
+	    --save_steps 1000 \
+	    --logging_steps 500 \
+	    --eval_steps 500 \
+	    --micro_train_batch_size 1 \
+	    --train_batch_size 4 \
+	    --micro_rollout_batch_size 4 \
+	    --rollout_batch_size 1024 \
+	    --max_epochs 1 \
+	    --prompt_max_len 1024 \
+	    --generate_max_len 1024 \
+	    --zero_stage 2 \
+	    --bf16 \
+	    --actor_learning_rate 5e-7 \
+	    --critic_learning_rate 9e-6 \
+	    --init_kl_coef 0.01 \
+	    --prompt_data xxxx/ppo_train_data \
+	    --max_samples 100000 \
+	    --normalize_reward \
+	    --actor_init_on_gpu \
+	    --flash_attn \
+		--gradient_checkpointing \
+	    --input_template [INST]{}[/INST] \
+	    --input_key prompt \
+	    --grad_accum_dtype bf16
