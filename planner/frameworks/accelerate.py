@@ -2,38 +2,14 @@
 sharded by the config's DeepSpeed or FSDP section."""
 
 from planner.frameworks.base import Framework
-from planner.frameworks.hf import HF_KEYS, HF_SPLIT_RULES
+from planner.frameworks.hf import HF_EVERY, HF_KEYS, HF_SPLIT_RULES
 from planner.frameworks.trl import TRL_DEFAULTS, TRL_RUNS
 
 FRAMEWORK = Framework(
     name="accelerate",
     label="accelerate launch + HF/TRL script",
     version="accelerate 1.15.0",
-    every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
-        "num_labels",
-        "negatives",
-        "precision",
-        "zero_stage",
-        "offload",
-        "fsdp",
-        "attention",
-        "optimizer",
-        "lora_rank",
-        "quant",
-        "quant_absmax",
-        "lora_targets",
-        "lora_train_embeddings",
-        "lora_dropout",
-        "lora_vision",
-        "lora_base_fp32",
-        "frozen",
-        "tensor_parallel",
-        "sequence_parallel",
-        "context_parallel",
-        "eval_batch",
-        "eval_logits_steps",
-        "save_weights",
-    ),
+    every=HF_EVERY,
     runs=TRL_RUNS,
     defaults=TRL_DEFAULTS,
     keys={

@@ -18,7 +18,7 @@ Adding a release is one Release in RELEASES."""
 from dataclasses import replace
 
 from planner.frameworks.base import NO_SPLITS, Default, Framework, Release
-from planner.frameworks.hf import HF_KEYS, HF_RUNS, HF_SPLIT_RULES
+from planner.frameworks.hf import HF_EVERY, HF_KEYS, HF_RUNS, HF_SPLIT_RULES
 
 BASE = "trl 1.16.0 trl/trainer/base_config.py"
 TRL_RUNS = {**HF_RUNS, "batching": ("padded", "packed"), "workload": ("sft", "dpo", "grpo")}
@@ -139,31 +139,7 @@ FRAMEWORK = Framework(
     name="trl",
     label="TRL (SFT, DPO, GRPO trainers)",
     version="trl 1.16.0",
-    every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
-        "num_labels",
-        "negatives",
-        "precision",
-        "zero_stage",
-        "offload",
-        "fsdp",
-        "attention",
-        "optimizer",
-        "lora_rank",
-        "quant",
-        "quant_absmax",
-        "lora_targets",
-        "lora_train_embeddings",
-        "lora_dropout",
-        "lora_vision",
-        "lora_base_fp32",
-        "frozen",
-        "tensor_parallel",
-        "sequence_parallel",
-        "context_parallel",
-        "eval_batch",
-        "eval_logits_steps",
-        "save_weights",
-    ),
+    every=HF_EVERY,
     runs={**TRL_RUNS, "loss": ("standard",)},
     defaults=TRL_DEFAULTS,
     keys={**HF_KEYS, "batching": "packing", "lora_rank": "lora_r"},
@@ -179,28 +155,7 @@ TRL0 = replace(
     name="trl-0",
     label="TRL 0.x (before the fused head)",
     version="trl 0.29.1",
-    every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
-        "num_labels",
-        "negatives",
-        "precision",
-        "zero_stage",
-        "offload",
-        "fsdp",
-        "attention",
-        "optimizer",
-        "lora_rank",
-        "quant",
-        "quant_absmax",
-        "lora_targets",
-        "lora_train_embeddings",
-        "lora_dropout",
-        "lora_vision",
-        "lora_base_fp32",
-        "frozen",
-        "eval_batch",
-        "eval_logits_steps",
-        "save_weights",
-    ),
+    every=tuple(k for k in HF_EVERY if k not in NO_SPLITS),  # the splits it runs off only
     notes=("as trl, but SFT's loss from the full logits (and Liger's loss allowed)",),
     releases=(),
 )
