@@ -63,7 +63,10 @@ class Server:
 
     def client(self, token: str | None = TOKEN) -> "httpx.Client":
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=60)
+        # a pooled connection is dropped after 1 s idle, well before uvicorn closes it (timeout_keep_alive, 5 s): with
+        # both at 5 s, a request sent as the server closed got "connection reset by peer" (stop 55's CI)
+        limits = httpx.Limits(keepalive_expiry=1.0)
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60, limits=limits)
 
 
 @pytest.fixture(scope="session", autouse=True)
