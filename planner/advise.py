@@ -54,7 +54,7 @@ from planner.estimate.setup import Setup
 from planner.evidence.store import ProbeRecord, Shapes
 from planner.export import keys
 from planner.export.launch import with_launch
-from planner.model import catalog, hardware, images
+from planner.model import catalog, hardware, images, prequant
 from planner.model.modelspec import ModelSpec, from_config
 from planner.model.shapes import module_name_matches
 from planner.search import imagefit, nearest, videofit
@@ -337,6 +337,7 @@ def suggest(
     table that shows them only then) or "never" (the nearest settings' own searches): without them the search
     estimates fewer candidates (planner.search.search)."""
     model, hw, goal, fit, budget = resolve(req, req.global_batch, resolver, scanner)
+    req = prequant.apply(req, model.config, model.name)  # a GPTQ/AWQ/bitsandbytes checkpoint is its quantized base
     batches = token_batches(req, goal, hw, fit)
     lora_knobs(req, model)
     moe_knobs(req, model, hw)
@@ -430,6 +431,7 @@ def check(
             "grad_accum",
         )
     model, hw, goal, fit, budget = resolve(req, req.micro_batch * req.grad_accum * data, resolver, scanner)
+    req = prequant.apply(req, model.config, model.name)
     knobs = check_knobs(req, hw)
     lora_knobs(req, model)
     Layout.of(hw, model, goal).check_split(knobs, req.micro_batch, req.grad_accum)

@@ -16,7 +16,7 @@ from pathlib import Path
 from planner.errors import BadInput
 from planner.intake.collect import Collector, assumption, is_dir, is_file
 from planner.intake.limits import OverLimit, load_json, read_config_text
-from planner.model import catalog
+from planner.model import catalog, prequant
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,19 @@ def lookup(name: str, near: Path | None = None) -> Model | None:
     cached = _cached(name)
     if cached is not None and (cfg := _load(cached)) is not None:
         return Model(str(cached), cfg, f"cached config.json {cached}")
-    return _by_folder_name(name)
+    return _by_folder_name(name) or _quantized(name, near)
+
+
+def _quantized(name: str, near: Path | None) -> Model | None:
+    """A quantized checkpoint's id not on this machine (`Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4`): its base's config with
+    the quantization_config its name implies (planner.model.prequant.split_name)."""
+    split = prequant.split_name(name)
+    base = lookup(split[0], near) if split else None
+    if base is None:
+        return None
+    cfg = {**base.config, "quantization_config": split[1]}
+    how = assumption(f"{name} is {split[0]} quantized ({split[1]['quant_method']}), as its name says")
+    return Model(name, cfg, how)
 
 
 def resolve(name: str, near: Path | None = None) -> str:

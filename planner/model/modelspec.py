@@ -13,7 +13,7 @@ from functools import cached_property
 from math import prod
 
 from planner.errors import BadInput
-from planner.model import mllama, vila, vlm
+from planner.model import mllama, prequant, vila, vlm
 from planner.model.moespec import MOE_FAMILIES, MLASpec, MoESpec, in_moe_block, mla_attention, moe_mlp
 from planner.model.shapes import ATTENTION_LINEARS, FAMILY_TRAITS, Tensors, Traits, fsdp_units
 from planner.model.shapes import checked_size as _checked_size
@@ -269,7 +269,16 @@ class ModelSpec:
             "params_exact": self.exact,
             "exact": self.exact,
             **self._moe_summary(),
+            **self._quant_summary(),
         }
+
+    def _quant_summary(self) -> dict:
+        """A prequantized checkpoint's method, and the line of one planned dequantized (planner.model.prequant)."""
+        qc = self.config.get("quantization_config")
+        if not isinstance(qc, dict):
+            return {}
+        note = prequant.dequantized_note(self.config)
+        return {"quantization": str(qc.get("quant_method", "")), **({"quantization_note": note} if note else {})}
 
     def _moe_summary(self) -> dict:
         m = self.text.moe

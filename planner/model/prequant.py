@@ -1,0 +1,121 @@
+"""Prequantized checkpoints (issue 49 item 6): the quantized base a checkpoint is, read from its config.json's
+`quantization_config` or, for an id not on this machine, from the name its publisher gave it (`-GPTQ-Int4`, `-AWQ`,
+`-bnb-4bit`), as the `quant` knob (planner.estimate.quant holds what each format stores and dequantizes).
+
+transformers picks the quantizer from `quantization_config.quant_method` (transformers 5.23
+quantizers/auto.py:AUTO_QUANTIZER_MAPPING; the method names: utils/quantization_config.py QuantizationMethod) and
+loads the checkpoint's packed weights as they are stored:
+- "bitsandbytes": `load_in_4bit` with `bnb_4bit_quant_type` nf4 or fp4 (double quantization by
+  `bnb_4bit_use_double_quant`), or `load_in_8bit` (BitsAndBytesConfig, quantization_config.py:396-470);
+- "gptq" and "awq" at 4 bits (the only width memplan's terms count; GPTQConfig/AwqConfig `bits`);
+- "mxfp4" (gpt-oss) and "fp8" (DeepSeek-V3's fine-grained FP8) checkpoints are fine-tuned dequantized to 16 bits at
+  load (Mxfp4Config(dequantize=True), as TRL's gpt-oss recipe loads it; FineGrainedFP8Config(dequantize=True)):
+  planned as the 16-bit model, saying so;
+- any other method (hqq, compressed-tensors, eetq, aqlm, quanto, torchao, bitnet, ...) is refused in one line.
+A quantized base trains only through adapters: transformers' Trainer refuses "purely quantized models" without a
+PEFT adapter (trainer.py `_is_quantized_and_base_model`), so full fine-tuning of one is refused too.
+"""
+
+from __future__ import annotations
+
+import re
+
+from planner.errors import BadInput
+
+DEQUANTIZED_AT_LOAD = ("mxfp4", "fp8")
+PLANNED = ("bitsandbytes", "gptq", "awq")
+
+# what publishers append to a quantized checkpoint's id (Qwen's -GPTQ-Int4 / -AWQ, TheBloke's -GPTQ / -AWQ,
+# unsloth's -bnb-4bit and -unsloth-bnb-4bit), and the quantization_config such a checkpoint carries
+NAME_SUFFIXES: tuple[tuple[str, dict], ...] = (
+    (r"[-_.]gptq(?:[-_.]int4)?$", {"quant_method": "gptq", "bits": 4, "group_size": 128}),
+    (r"[-_.]gptq[-_.]int8$", {"quant_method": "gptq", "bits": 8, "group_size": 128}),
+    (r"[-_.]awq$", {"quant_method": "awq", "bits": 4, "group_size": 128}),
+    (
+        r"(?:[-_.]unsloth)?[-_.]bnb[-_.]4bit$",
+        {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+         "bnb_4bit_use_double_quant": True},
+    ),
+    (r"[-_.]bnb[-_.]8bit$", {"quant_method": "bitsandbytes", "load_in_8bit": True}),
+)  # fmt: skip
+
+
+def split_name(name: str) -> tuple[str, dict] | None:
+    """(the base's name, the quantization_config its suffix implies) for a quantized checkpoint's id, else None."""
+    for pattern, qc in NAME_SUFFIXES:
+        m = re.search(pattern, name, flags=re.IGNORECASE)
+        if m and m.start() > 0:
+            return name[: m.start()], dict(qc)
+    return None
+
+
+def quant_of(cfg: dict, name: str) -> str:
+    """The `quant` knob value a config.json's quantization_config means ("none" without one, or where the
+    checkpoint is dequantized at load); BadInput naming the method where memplan does not plan it."""
+    qc = cfg.get("quantization_config") if isinstance(cfg, dict) else None
+    if not isinstance(qc, dict):
+        return "none"
+    method = str(qc.get("quant_method", "")).lower()
+    bits = qc.get("bits", qc.get("w_bit", 4))
+    if method == "bitsandbytes":
+        if qc.get("load_in_8bit") or qc.get("_load_in_8bit"):
+            return "int8"
+        if qc.get("load_in_4bit") or qc.get("_load_in_4bit"):
+            return "fp4" if str(qc.get("bnb_4bit_quant_type", "nf4")).lower() == "fp4" else "nf4"
+    elif method in ("gptq", "awq") and bits == 4:
+        return method
+    elif method in DEQUANTIZED_AT_LOAD:
+        return "none"
+    what = f"{method or 'an unnamed'} {bits}-bit" if method in ("gptq", "awq") else (method or "an unnamed method")
+    raise BadInput(
+        f"model {name!r} is a {what} checkpoint (its config.json's quantization_config): memplan plans bitsandbytes "
+        "4- and 8-bit, GPTQ and AWQ 4-bit bases; pass the unquantized model's config.json (--model PATH)",
+        "model",
+    )
+
+
+def absmax_of(cfg: dict) -> str | None:
+    """A bitsandbytes 4-bit checkpoint's block constants (the quant_absmax knob): double quantization or not."""
+    qc = cfg.get("quantization_config") if isinstance(cfg, dict) else None
+    if not isinstance(qc, dict) or str(qc.get("quant_method", "")).lower() != "bitsandbytes":
+        return None
+    if not (qc.get("load_in_4bit") or qc.get("_load_in_4bit")):
+        return None
+    return "8bit" if qc.get("bnb_4bit_use_double_quant") else "fp32"
+
+
+def dequantized_note(cfg: dict) -> str | None:
+    """The line a checkpoint fine-tuned dequantized (mxfp4, fp8) gets: planned as its 16-bit model."""
+    qc = cfg.get("quantization_config") if isinstance(cfg, dict) else None
+    method = str(qc.get("quant_method", "")).lower() if isinstance(qc, dict) else ""
+    if method not in DEQUANTIZED_AT_LOAD:
+        return None
+    return f"{method} checkpoint: planned dequantized to 16 bits at load, as it is fine-tuned"
+
+
+def apply(req, cfg: dict, name: str):
+    """The request with the checkpoint's quantization as its base: --quant (and a 4-bit base's --quant-absmax) taken
+    from the checkpoint where not given; a different --quant, or full fine-tuning, refused in one line."""
+    quant = quant_of(cfg, name)
+    if quant == "none":
+        return req
+    given = req.model_fields_set
+    if "quant" in given and req.quant not in ("none", quant):
+        raise BadInput(
+            f"--quant {req.quant}: model {name!r} is a {quant} checkpoint (its quantization_config); give --quant "
+            f"{quant} or the unquantized model",
+            "quant",
+        )
+    if not req.lora_rank:
+        raise BadInput(
+            f"model {name!r} is a {quant} checkpoint: its quantized weights train only through adapters (transformers' "
+            "Trainer refuses a purely quantized model): give --lora-rank N, or the unquantized model",
+            "lora_rank",
+        )
+    update = {"quant": quant}
+    if quant == "awq" and "precision" not in given:  # transformers runs AWQ in fp16 (quantizers/quantizer_awq.py:54-62)
+        update["precision"] = ["fp16"] if isinstance(req.precision, list) else "fp16"
+    absmax = absmax_of(cfg)
+    if absmax is not None and "quant_absmax" not in given:
+        update["quant_absmax"] = absmax
+    return req.model_copy(update=update)

@@ -1,0 +1,136 @@
+"""Prequantized checkpoints (planner/model/prequant.py, issue 49 item 6): a GPTQ, AWQ or bitsandbytes checkpoint is
+planned as the quantized base it is, from its config.json's quantization_config or, offline, from its id's suffix.
+The quantization_config dicts below are shaped as the publishers' config.json files carry them (Qwen's
+Qwen2.5-7B-Instruct-GPTQ-Int4 and -AWQ, unsloth's -bnb-4bit; fields as transformers' GPTQConfig, AwqConfig and
+BitsAndBytesConfig serialize them). The bytes each base stores and dequantizes are pinned in test_quant.py and
+tests/probes/test_gptqmodel.py; here the plan of the checkpoint must be exactly the plan of --quant on its base."""
+
+import json
+
+import pytest
+
+from planner import advise
+from planner.errors import BadInput
+from planner.model import catalog, prequant
+
+GPTQ = {
+    "batch_size": 1,
+    "bits": 4,
+    "damp_percent": 0.01,
+    "desc_act": False,
+    "group_size": 128,
+    "quant_method": "gptq",
+    "sym": True,
+    "true_sequential": True,
+    "use_exllama": True,
+}
+AWQ = {"bits": 4, "group_size": 128, "modules_to_not_convert": None, "quant_method": "awq", "version": "gemm"}
+BNB4 = {
+    "_load_in_4bit": True,
+    "_load_in_8bit": False,
+    "bnb_4bit_compute_dtype": "bfloat16",
+    "bnb_4bit_quant_storage": "uint8",
+    "bnb_4bit_quant_type": "nf4",
+    "bnb_4bit_use_double_quant": True,
+    "load_in_4bit": True,
+    "load_in_8bit": False,
+    "quant_method": "bitsandbytes",
+}
+BODY = {"gpu": "rtx4090", "micro_batch": 1, "seq_len": 2048, "checkpointing": "full", "framework": "hf"}
+
+
+def folder(tmp_path, qc: dict | None, name: str = "Qwen2.5-7B-Instruct-quantized"):
+    cfg = catalog.model_config("qwen2.5-7b")
+    if qc is not None:
+        cfg["quantization_config"] = qc
+    d = tmp_path / name
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(cfg))
+    return str(d)
+
+
+def check(**kw):
+    return advise.check(advise.parse(advise.CheckRequest, {**BODY, **kw}))
+
+
+@pytest.mark.parametrize(
+    ("qc", "quant", "absmax"),
+    [
+        (GPTQ, "gptq", None),
+        (AWQ, "awq", None),
+        (BNB4, "nf4", "8bit"),
+        ({**BNB4, "bnb_4bit_quant_type": "fp4", "bnb_4bit_use_double_quant": False}, "fp4", "fp32"),
+        ({"quant_method": "bitsandbytes", "load_in_8bit": True}, "int8", None),
+        ({"quant_method": "mxfp4"}, "none", None),  # gpt-oss: fine-tuned dequantized at load
+        (None, "none", None),
+    ],
+)
+def test_the_quant_a_config_means(qc, quant, absmax):
+    cfg = {} if qc is None else {"quantization_config": qc}
+    assert prequant.quant_of(cfg, "m") == quant
+    assert prequant.absmax_of(cfg) == absmax
+
+
+@pytest.mark.parametrize("qc", [{"quant_method": "hqq", "nbits": 4}, {**GPTQ, "bits": 8}, {"quant_method": "eetq"}])
+def test_a_method_memplan_does_not_plan_is_refused_naming_it(qc):
+    with pytest.raises(BadInput, match=rf"'m' is an? {qc['quant_method']}.*GPTQ and AWQ 4-bit"):
+        prequant.quant_of({"quantization_config": qc}, "m")
+
+
+@pytest.mark.parametrize(
+    ("name", "base", "method"),
+    [
+        ("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4", "Qwen/Qwen2.5-7B-Instruct", "gptq"),
+        ("Qwen/Qwen2.5-7B-Instruct-AWQ", "Qwen/Qwen2.5-7B-Instruct", "awq"),
+        ("unsloth/Qwen2.5-7B-Instruct-bnb-4bit", "unsloth/Qwen2.5-7B-Instruct", "bitsandbytes"),
+        ("unsloth/Llama-3.2-1B-Instruct-unsloth-bnb-4bit", "unsloth/Llama-3.2-1B-Instruct", "bitsandbytes"),
+        ("Qwen/Qwen2.5-7B-Instruct", None, None),
+    ],
+)
+def test_the_base_and_quantization_an_id_names(name, base, method):
+    split = prequant.split_name(name)
+    assert (split[0], split[1]["quant_method"]) == (base, method) if base else split is None
+
+
+def test_a_gptq_checkpoint_is_planned_as_the_gptq_base_it_is(tmp_path):
+    as_checkpoint = check(model=folder(tmp_path, GPTQ), lora_rank=8).plan
+    as_flag = check(model="qwen2.5-7b", lora_rank=8, quant="gptq").plan
+    as_16_bit = check(model=folder(tmp_path, None, "plain"), lora_rank=8).plan
+    assert as_checkpoint.knobs.quant == "gptq"
+    assert as_checkpoint.memory == as_flag.memory  # every term and phase, to the byte
+    # the decoder linears at 0.52 bytes a weight; the embeddings and head stay 16-bit (15.3 GB against 5.66 GB)
+    assert as_16_bit.memory.params_bytes > 2.5 * as_checkpoint.memory.params_bytes
+
+
+def test_an_id_not_on_this_machine_is_its_base_quantized_as_its_name_says():
+    by_id = check(model="unsloth/Qwen2.5-7B-Instruct-bnb-4bit", lora_rank=8).plan
+    by_flag = check(model="qwen2.5-7b", lora_rank=8, quant="nf4", quant_absmax="8bit").plan
+    assert (by_id.knobs.quant, by_id.knobs.quant_absmax) == ("nf4", "8bit")
+    assert by_id.memory == by_flag.memory
+
+
+def test_an_awq_checkpoint_computes_in_fp16_as_transformers_runs_it(tmp_path):
+    result = advise.suggest(
+        advise.parse(
+            advise.SuggestRequest,
+            {"model": folder(tmp_path, AWQ), "gpu": "rtx4090", "seq_len": 2048, "global_batch": 8, "lora_rank": 8,
+             "framework": "hf"},
+        )
+    )  # fmt: skip
+    assert result.plans and {p.knobs.precision for p in result.plans} == {"fp16"}
+    assert {p.knobs.quant for p in result.plans} == {"awq"}
+
+
+def test_full_fine_tuning_or_another_quant_of_a_quantized_checkpoint_is_refused(tmp_path):
+    path = folder(tmp_path, GPTQ)
+    with pytest.raises(BadInput, match="gptq checkpoint: its quantized weights train only through adapters"):
+        check(model=path)
+    with pytest.raises(BadInput, match="--quant nf4: model .* is a gptq checkpoint"):
+        check(model=path, lora_rank=8, quant="nf4")
+
+
+def test_the_model_summary_names_the_checkpoints_quantization(tmp_path):
+    assert check(model=folder(tmp_path, GPTQ), lora_rank=8).model["quantization"] == "gptq"
+    gpt_oss = check(model=folder(tmp_path, {"quant_method": "mxfp4"}, "oss"), lora_rank=8)
+    assert gpt_oss.plan.knobs.quant == "none" and "dequantized to 16 bits" in gpt_oss.model["quantization_note"]
+    assert "quantization" not in check(model="qwen2.5-7b", lora_rank=8).model
