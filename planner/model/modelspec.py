@@ -534,7 +534,9 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
     if mt == "gpt2":
         text, t = _gpt2_text(cfg)
     elif mt == "internvl":
-        tc = _sub(cfg, "text_config")
+        # transformers 5 ties the composite's head by its own top-level flag, whatever text_config says
+        # (5.25 modeling_utils.py:2494 reads self.config; configuration_internvl.py:122 defaults it to True)
+        tc = {**_sub(cfg, "text_config"), "tie_word_embeddings": bool(cfg.get("tie_word_embeddings", True))}
         text, t = _llama_text(tc, str(tc.get("model_type", "qwen2")))
         vision, vt = _internvl_vision(cfg, _sub(cfg, "vision_config"), text.hidden)
     elif mt == "mllama":

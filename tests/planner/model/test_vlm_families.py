@@ -51,3 +51,12 @@ def test_the_tie_flag_is_the_composites():
     tied = {**base, "text_config": {**base["text_config"], "tie_word_embeddings": True}}
     assert from_config(base, "a").params - from_config(tied, "b").params == 32064 * 4096
     assert sum(p.numel() for p in built(tied).parameters()) == from_config(tied, "b").params
+
+
+@pytest.mark.parametrize("name", ["internvl2.5-8b", "internvl3-8b"])
+def test_internvl_ties_its_head_by_the_top_level_flag_as_transformers_5_does(name):
+    """Issue 49 item 4: a config.json without the top-level tie_word_embeddings ties the head (InternVLConfig's default
+    True), though text_config says false; memplan had counted the head twice (+4.9% and +7.3% here)."""
+    cfg = {k: v for k, v in catalog.model_config(name).items() if k != "tie_word_embeddings"}
+    assert cfg["text_config"]["tie_word_embeddings"] is False
+    assert from_config(cfg, "a").params == sum(p.numel() for p in built(cfg).parameters())
