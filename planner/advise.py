@@ -423,7 +423,7 @@ def check(
     # refuses a world they do not divide)
     # (an RL run's actor on a group of its own: that group's, planner.config.roles)
     trained = req.workload.roles.actor_gpus(world) if req.framework in ROLE_FRAMEWORKS else world
-    data = max(1, trained // (req.tensor_parallel * req.sequence_parallel * req.context_parallel))
+    data = max(1, trained // (req.tensor_parallel * req.sequence_parallel * req.context_parallel * req.device_map))
     if req.micro_batch * req.grad_accum * data > MAX_GLOBAL_BATCH:
         raise BadInput(
             f"--micro-batch {req.micro_batch} x --grad-accum {req.grad_accum} x data-parallel {data} is over "

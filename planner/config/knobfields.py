@@ -240,6 +240,16 @@ class KnobFields(BaseModel):
             "values (torch context_parallel, accelerate cp_size, axolotl context_parallel_size)"
         ),
     )
+    device_map: int = Field(
+        default=1,
+        ge=1,
+        le=8,
+        description=(
+            "one process spreads the model's layers over this many GPUs, which work in turn (from_pretrained "
+            "device_map='auto', accelerate's balanced placement; ms-swift with more visible GPUs than processes): "
+            "dense text models under DDP"
+        ),
+    )
     cp_attention: CpAttention = Field(
         default="ring",
         description=(
@@ -311,7 +321,7 @@ class KnobFields(BaseModel):
         for an RL run whose actor has a group of its own, that group's GPUs (planner.config.roles)."""
         if self.role_run:
             world = self.workload.roles.actor_gpus(world)
-        return world // (self.tensor_parallel * self.sequence_parallel * self.context_parallel)
+        return world // (self.tensor_parallel * self.sequence_parallel * self.context_parallel * self.device_map)
 
 
 KNOBS: tuple[str, ...] = tuple(KnobFields.model_fields)

@@ -110,6 +110,8 @@ class Layout:
         tp, sp, cp = k.tensor_parallel, k.sequence_parallel, k.context_parallel
         if k.parallel == 1:
             return None
+        if k.device_map > 1:
+            return self.device_map_error(k)
         field = "tensor_parallel" if tp > 1 else "sequence_parallel" if sp > 1 else "context_parallel"
         shown = " x ".join(f"--{f.replace('_', '-')} {n}" for f, n in zip(PARALLEL, (tp, sp, cp)) if n > 1)
         if self.world_size % k.parallel:
@@ -127,6 +129,24 @@ class Layout:
         if self.vision and self.images and self.heads is not None:  # a known VLM (heads given) with image tokens
             return BadInput(f"{shown} with images: the vision tower's split is not planned; plan text only", field)
         return self.heads_error(k, shown, field) or self.sequence_error(k, field)
+
+    def device_map_error(self, k: Knobs) -> BadInput | None:
+        """One process's GPUs are on one node; the placement is planned for dense text models
+        (planner.estimate.devicemap)."""
+        if self.gpus_per_node % k.device_map:
+            return BadInput(
+                f"--device-map {k.device_map}: one process's GPUs are on one node; it must divide --gpus-per-node "
+                f"{self.gpus_per_node}",
+                "device_map",
+            )
+        if self.vision or self.experts is not None:
+            what = "a vision tower" if self.vision else "experts"
+            return BadInput(
+                f"--device-map {k.device_map}: {self.model_name} has {what}; device_map placement is planned for "
+                "dense text models only",
+                "device_map",
+            )
+        return None
 
     def heads_error(self, k: Knobs, shown: str, field: str) -> BadInput | None:
         tp, sp = k.tensor_parallel, k.sequence_parallel

@@ -342,6 +342,8 @@ class Knobs(KnobFields):
                 "are not planned yet; plan it without them",
                 "workload",
             )
+        if self.device_map > 1:
+            self._device_map_rules()
         if self.parallel > 1 and self.expert_parallel > 1:
             raise BadInput(
                 "--expert-parallel with tensor, sequence or context parallelism is not planned: give one of them",
@@ -350,9 +352,35 @@ class Knobs(KnobFields):
 
     @property
     def parallel(self) -> int:
-        """GPUs that share one sample: tensor x sequence x context parallel (the data-parallel size is the world
-        size over this)."""
-        return self.tensor_parallel * self.sequence_parallel * self.context_parallel
+        """GPUs that share one sample: tensor x sequence x context parallel, or one process's device_map GPUs (the
+        data-parallel size is the world size over this)."""
+        return self.tensor_parallel * self.sequence_parallel * self.context_parallel * self.device_map
+
+    def _device_map_rules(self) -> None:
+        """One process over several GPUs: DeepSpeed and FSDP place the model themselves (transformers refuses a
+        device_map under ZeRO-3, and DeepSpeed moves the whole module to its rank's device), and the other splits
+        are not combined with it."""
+        others = [
+            f"--{f.replace('_', '-')} {v}"
+            for f, v, off in (
+                ("zero", self.zero_stage, 0),
+                ("fsdp", self.fsdp, "off"),
+                ("offload", self.offload, "none"),
+                ("quant", self.quant, "none"),
+                ("tensor_parallel", self.tensor_parallel, 1),
+                ("sequence_parallel", self.sequence_parallel, 1),
+                ("context_parallel", self.context_parallel, 1),
+                ("expert_parallel", self.expert_parallel, 1),
+            )
+            if v != off
+        ]
+        if others or self.workload.rl:
+            what = ", ".join(others) or f"--workload {self.workload.kind}"
+            raise BadInput(
+                f"--device-map {self.device_map} with {what}: one process over several GPUs is planned under DDP, "
+                "without ZeRO, FSDP, offload, a quantized base, other splits or an RL workload",
+                "device_map",
+            )
 
     def _optimizer_in_backward_rules(self) -> None:
         if self.zero_stage or self.fsdp != "off":
@@ -424,9 +452,13 @@ class Knobs(KnobFields):
             )
         if self.parallel > 1:
             raise BadInput(
-                "--tensor-parallel, --sequence-parallel, --context-parallel: a probe traces one process without their "
-                "collectives; such plans are analytic",
-                "tensor_parallel" if self.tensor_parallel > 1 else "sequence_parallel",
+                "--tensor-parallel, --sequence-parallel, --context-parallel, --device-map: a probe traces one process "
+                "on one device without their collectives; such plans are analytic",
+                "device_map"
+                if self.device_map > 1
+                else "tensor_parallel"
+                if self.tensor_parallel > 1
+                else "sequence_parallel",
             )
         if self.fsdp != "off":  # one rank's trace: FSDP2 runs the module in the compute dtype (bf16-pure's)
             if backend != "sim":
@@ -627,9 +659,9 @@ class Plan(KnobFields, _Split):
 
     @model_validator(mode="after")
     def _exact_global_batch(self) -> Plan:
-        share = self.tensor_parallel * self.sequence_parallel * self.context_parallel
+        share = self.tensor_parallel * self.sequence_parallel * self.context_parallel * self.device_map
         if self.world_size % share:
-            raise ValueError(f"tensor x sequence x context parallel ({share}) must divide world_size")
+            raise ValueError(f"tensor x sequence x context parallel x device_map ({share}) must divide world_size")
         if self.micro_batch * self.grad_accum * self.data_parallel != self.global_batch:
             raise ValueError("micro_batch x grad_accum x data-parallel size must equal global_batch")
         if self.optimizer_in_backward and (self.grad_accum > 1 or self.world_size > 1):
@@ -662,6 +694,7 @@ class Plan(KnobFields, _Split):
             f"expert parallel {self.expert_parallel}" if self.expert_parallel > 1 else "",
             f"frozen {self.frozen}" if self.frozen != "none" else "",
             f"TP {self.tensor_parallel}" if self.tensor_parallel > 1 else "",
+            f"device_map {self.device_map}" if self.device_map > 1 else "",
             f"Ulysses SP {self.sequence_parallel}" if self.sequence_parallel > 1 else "",
             f"CP {self.context_parallel} {self.cp_attention}" if self.context_parallel > 1 else "",
         ]

@@ -196,6 +196,8 @@ def final_norm_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
     models/llama/modeling_llama.py:63-67), in the compute dtype under every profile (under amp, autocast's cast of
     it). Saved-tensor hooks on debug-llama count 12 bytes per token per hidden unit in fp32 and 8 in bf16
     (benchmarks/parallel_sharding.py; the fp32 and half profiles counted 8 and 6 before)."""
+    if not t.final_norm:
+        return 0
     tokens = batch * seq
     r, c = saved_dtype_bytes(profile)
     if t.traits.layernorm:

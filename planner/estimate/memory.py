@@ -34,6 +34,7 @@ from planner.config.spec import Knobs, MemoryBreakdown
 from planner.config.tasks import NO_VOCABULARY
 from planner.estimate import activations as act
 from planner.estimate import (
+    devicemap,
     frozen_lm,
     fsdp,
     heads,
@@ -396,6 +397,8 @@ def frozen_ends_bytes(s: Setup) -> int:
     its first norm keeps nothing (4 bytes an element less), while the final norm keeps only its fp32 input (4
     bytes): together nothing of what final_norm_bytes counts (sim trace, Llama-3.2-1B and Qwen2.5-0.5B)."""
     k, (t, rows, width, p) = s.knobs, text_shape(s)
+    if not t.final_norm:  # a device_map GPU before the head's (planner.estimate.devicemap): neither end's tensors
+        return 0
     if frozen_lm.language_frozen(k):  # a frozen language model: its final norm and head (planner/estimate/frozen_lm.py)
         return frozen_lm.ends_dropped_bytes(s.model, p, rows * width)
     if k.checkpointing == "offload":  # the final norm's tensors are on the host (activations_bytes counts none)
@@ -560,8 +563,18 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
     """The per-rank breakdown at the peak moment; its terms add up to peak_allocated_bytes.
     activation_side: (activations, temporaries) at the backward peak as a probe measured them
     (the sim traces DeepSpeed plans without DeepSpeed), replacing the analytic ones. Under tensor, sequence or
-    context parallelism every term runs on one rank's view (planner.estimate.parallel.view)."""
+    context parallelism every term runs on one rank's view (planner.estimate.parallel.view); under a device_map on
+    the GPU whose share of the model needs most (planner.estimate.devicemap)."""
     s = parallel.view(s)
+    if s.knobs.device_map > 1:
+        return max(
+            (_breakdown(d, capacity_bytes, None) for d in devicemap.setups(s, capacity_bytes)),
+            key=lambda b: b.device_total_bytes,
+        )
+    return _breakdown(s, capacity_bytes, activation_side)
+
+
+def _breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | None) -> MemoryBreakdown:
     params, opt, buckets = params_bytes(s), optimizer_bytes(s), comm_bucket_bytes(s)
     grads_full = gradients_bytes(s)
     acts = activations_bytes(s)

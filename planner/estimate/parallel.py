@@ -82,7 +82,7 @@ def view(s: Setup) -> Setup:
         model=tp_model(s.model, k.tensor_parallel),
         knobs=knobs,
         seq_len=local_seq(s),
-        gpus_per_node=s.gpus_per_node // k.tensor_parallel,
+        gpus_per_node=s.gpus_per_node // (k.tensor_parallel * k.device_map),  # the processes of a device_map
         context_len=s.seq_len,
         tensor_parallel=k.tensor_parallel,
     )

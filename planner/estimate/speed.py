@@ -205,6 +205,8 @@ def parallel_seconds(v: Setup, hw: Hardware, compute_s: float) -> float:
         ring = v.grad_accum * layers * (cp - 1) * (passes(v) + 1) * tokens * 2 * t.kv_dim * c / bw
         attention = compute_s * 3 * 4 * layers * t.q_dim * v.context / flops_per_token(v)
         out += max(ring - attention, 0.1 * ring)
+    if k.device_map > 1:  # the hidden state to the next GPU in forward, its gradient back in backward, not overlapped
+        out += v.grad_accum * 2 * (k.device_map - 1) * tokens * t.hidden * c / link
     return out
 
 

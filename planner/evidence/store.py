@@ -81,7 +81,7 @@ def tensor_key(config: dict, knobs: Knobs, shapes: Shapes) -> str:
     if knobs.task == "causal-lm":  # keys from before the task knobs
         outside |= {"task", "num_labels", "negatives"}
     if knobs.parallel == 1:  # keys from before the parallel sizes (a probe refuses them anyway: Knobs.for_probe)
-        outside |= {"tensor_parallel", "sequence_parallel", "context_parallel", "cp_attention"}
+        outside |= {"tensor_parallel", "sequence_parallel", "context_parallel", "cp_attention", "device_map"}
     dumped = knobs.model_dump(exclude=outside if knobs.workload.rl else outside | {"workload"})
     blob = json.dumps({"arch": arch_hash(config), "knobs": dumped, "shapes": shape}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]

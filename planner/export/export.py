@@ -469,6 +469,8 @@ def command(plan: Plan, hw: Hardware, model: ModelSpec | None = None, seq_len: i
     g, n = hw.gpus_per_node, hw.nodes
     if parallel.needs_accelerate_launch(plan):
         return parallel.accelerate_command(hw, args)
+    if plan.device_map > 1:  # one process over the visible GPUs (the framework's rule: the whole world)
+        return f"CUDA_VISIBLE_DEVICES={','.join(map(str, range(plan.device_map)))} python {args}"
     if plan.zero_stage >= 1:
         nodes = f" --num_nodes {n} --hostfile hostfile" if n > 1 else ""
         return f"deepspeed --num_gpus {g}{nodes} {args}"

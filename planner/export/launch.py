@@ -48,9 +48,20 @@ def prequantized_note(plan: Plan) -> str | None:
     )
 
 
+def device_map_note(plan: Plan) -> str | None:
+    """A device_map plan's model is placed by from_pretrained (planner.estimate.devicemap), in the script."""
+    if plan.device_map == 1 or plan.framework != "hf" and plan.framework != "trl":
+        return None
+    return (
+        f'load the model with from_pretrained(..., device_map="auto"): one process spreads its layers over the '
+        f"{plan.device_map} visible GPUs, which work in turn"
+    )
+
+
 def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> Launch:
     fw = FRAMEWORK_EXPORTS.get(plan.framework)
-    notes = [n for n in (export.hf_note(plan) if fw is None else None, budget_note(plan), prequantized_note(plan)) if n]
+    notes = [export.hf_note(plan) if fw is None else None, budget_note(plan), prequantized_note(plan)]
+    notes = [n for n in (*notes, device_map_note(plan)) if n]
     command, framework_files = export.command(plan, hw, model, seq_len), None
     if fw is not None:
         try:

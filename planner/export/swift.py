@@ -100,7 +100,10 @@ def header(plan: Plan, hw: Hardware) -> list[str]:
 
 
 def env(hw: Hardware, plan: Plan | None = None) -> list[tuple[str, str]]:
-    out = [("NPROC_PER_NODE", str(hw.gpus_per_node)), ("NNODES", str(hw.nodes))]
+    # a device_map's processes each see device_map GPUs: ms-swift places the model over them (is_mp, swift/utils/
+    # env.py:64-75: visible GPUs // local processes >= 2; device_map "auto", swift/model/utils.py:229-246)
+    processes = hw.gpus_per_node // (plan.device_map if plan is not None else 1)
+    out = [("NPROC_PER_NODE", str(processes)), ("NNODES", str(hw.nodes))]
     if plan is not None and plan.loss == "chunked":  # swift/trainers/utils.py:178 (sequence parallel's loss)
         out.append(("CELOSS_PARALLEL_SIZE", str(recipe_terms.SWIFT_CE_CHUNK)))
     if plan is not None and plan.negatives and plan.task != "seq-cls":  # the rows the plan counts an example

@@ -10,7 +10,7 @@ FRAMEWORK = Framework(
     label="accelerate launch + HF/TRL script",
     version="accelerate 1.15.0",
     every=HF_EVERY,
-    runs=TRL_RUNS,
+    runs={**TRL_RUNS, "device_map": ("off",)},  # accelerate launch: a process a GPU
     defaults=TRL_DEFAULTS,
     keys={
         **HF_KEYS,

@@ -58,6 +58,7 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
+        "device_map": ("off",),  # one process a GPU
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
         "negatives": (0,),
         "task": ("causal-lm",),  # reward_model / process_reward_model: not planned yet

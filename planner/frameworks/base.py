@@ -14,7 +14,7 @@ NEUTRAL = ("expert_imbalance", "expandable_segments", "framework", "release")
 # every knob and its declared default, in the declaration's order: planner.config.knobfields fills it when it is
 # imported (the declaration stands above the frameworks, which name no knob list of their own)
 KNOB_DEFAULTS: dict[str, object] = {}
-PARALLEL = ("expert_parallel", "tensor_parallel", "sequence_parallel", "context_parallel")
+PARALLEL = ("expert_parallel", "tensor_parallel", "sequence_parallel", "context_parallel", "device_map")
 
 
 def _shown(value: object) -> str:

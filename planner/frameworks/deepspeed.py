@@ -9,6 +9,7 @@ FRAMEWORK = Framework(
     version="deepspeed 0.19.8",
     every=tuple(k for k in HF_EVERY if k not in ("fsdp", "context_parallel")),  # its runs name these
     runs={
+        "device_map": ("off",),  # one process a GPU
         **HF_RUNS,
         "fsdp": ("off",),
         "batching": ("padded", "packed"),

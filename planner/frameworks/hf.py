@@ -49,6 +49,16 @@ HF_SPLIT_RULES = (
         lambda k: k["context_parallel"] > 1 and k["sequence_parallel"] > 1,
     ),
     autotp_rule("transformers' deepspeed integration; accelerate's FSDP2 + TP path is broken at 1.15"),
+    Rule(  # the Trainer sees a model placed over several GPUs (hf_device_map) and runs it without DDP
+        "device_map",
+        lambda k, w: (
+            f"--device-map {k['device_map']} under HF's Trainer is one process over the visible GPUs (python train.py, "
+            f"the model loaded with device_map='auto'): it needs --gpus-per-node {k['device_map']} on one node, not "
+            f"{w.world_size} GPUs"
+        ),
+        lambda k, w: k["device_map"] > 1 and w.world_size != k["device_map"],
+        scope="layout",
+    ),
 )
 HF_KEYS = {
     "micro_batch": "per_device_train_batch_size",
@@ -123,7 +133,7 @@ FRAMEWORK = Framework(
     name="hf",
     label="Hugging Face Trainer",
     version="transformers 5.23.0",
-    every=HF_EVERY,
+    every=(*HF_EVERY, "device_map"),
     runs=HF_RUNS,
     defaults=HF_DEFAULTS,
     keys=HF_KEYS,

@@ -28,6 +28,7 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
+        "device_map": ("off",),  # one process a GPU
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
         "negatives": (0,),
         "task": ("causal-lm",),  # stage rm keeps the vocabulary head (a value head beside it): not planned yet

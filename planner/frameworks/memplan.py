@@ -45,6 +45,7 @@ FRAMEWORK = Framework(
     # context parallel: torch's context_parallel shards only CUDA's SDPA kernels (torch 2.13
     # distributed/tensor/experimental/_context_parallel/_attention.py:918-945), so the trainer cannot run it on gloo
     runs={
+        "device_map": ("off",),  # one process a GPU
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
         "negatives": (0,),
         "task": ("causal-lm",),  # planner train builds AutoModelForCausalLM

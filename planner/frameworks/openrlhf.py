@@ -81,6 +81,7 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
+        "device_map": ("off",),  # one process a GPU
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
         "negatives": (0,),
         "task": ("causal-lm",),  # train_rm: not planned yet

@@ -51,6 +51,7 @@ FRAMEWORK = Framework(
         "tensor_parallel",
         "sequence_parallel",
         "cp_attention",
+        "device_map",
         "eval_batch",
         "eval_logits_steps",
         "save_weights",

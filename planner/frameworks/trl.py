@@ -139,7 +139,7 @@ FRAMEWORK = Framework(
     name="trl",
     label="TRL (SFT, DPO, GRPO trainers)",
     version="trl 1.16.0",
-    every=HF_EVERY,
+    every=(*HF_EVERY, "device_map"),
     runs={**TRL_RUNS, "loss": ("standard",)},
     defaults=TRL_DEFAULTS,
     keys={**HF_KEYS, "batching": "packing", "lora_rank": "lora_r"},
@@ -155,7 +155,7 @@ TRL0 = replace(
     name="trl-0",
     label="TRL 0.x (before the fused head)",
     version="trl 0.29.1",
-    every=tuple(k for k in HF_EVERY if k not in NO_SPLITS),  # the splits it runs off only
+    every=(*(k for k in HF_EVERY if k not in NO_SPLITS), "device_map"),  # the splits it runs off only
     notes=("as trl, but SFT's loss from the full logits (and Liger's loss allowed)",),
     releases=(),
 )

@@ -41,6 +41,7 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
+        "device_map": ("off",),  # one process a GPU
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
         "negatives": (0,),
         "task": ("causal-lm",),  # its critic is planned by roles (planner.estimate.roles), not as a task

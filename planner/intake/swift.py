@@ -91,7 +91,8 @@ def _chunked_loss(c: Collector, env: dict[str, str], where: str) -> None:
 
 
 def _world(c: Collector, env: dict[str, str], where: str) -> int:
-    """Processes: NPROC_PER_NODE x NNODES under torchrun (swift/cli/main.py:30-35), else one."""
+    """Processes: NPROC_PER_NODE x NNODES under torchrun (swift/cli/main.py:30-35), else one; with more visible GPUs
+    than processes each process spreads the model over its share (_device_map)."""
     if "NPROC_PER_NODE" in env:
         source = f"{where} NPROC_PER_NODE={show(env['NPROC_PER_NODE'])}"
         n = c.number("gpus_per_node", env["NPROC_PER_NODE"], source, "NPROC_PER_NODE") or 1
@@ -99,17 +100,28 @@ def _world(c: Collector, env: dict[str, str], where: str) -> int:
     else:
         c.set("gpus_per_node", 1, f"{where} no NPROC_PER_NODE (one process: swift/cli/main.py:30-35)", "NPROC_PER_NODE")
         n = 1
-        visible = count_devices(env.get("CUDA_VISIBLE_DEVICES", ""))
-        if visible and visible > 1:
-            c.note(
-                f"{where} CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} without NPROC_PER_NODE (one process "
-                f"splits the model's layers over {visible} GPUs, device_map model parallelism: not planned yet; "
-                "planned on one GPU)"
-            )
+    n *= _device_map(c, env, where, n)
     nodes = (
         c.number("nodes", env["NNODES"], f"{where} NNODES={show(env['NNODES'])}", "NNODES") if "NNODES" in env else 1
     )
     return n * (nodes or 1)
+
+
+def _device_map(c: Collector, env: dict[str, str], where: str, processes: int) -> int:
+    """ms-swift's MP: where a node's visible GPUs are at least twice its processes, each process loads the model
+    with device_map "auto" over visible // processes GPUs (is_mp, swift/utils/env.py:64-75; get_default_device_map,
+    swift/model/utils.py:229-246), and with several processes runs DDP over those groups (is_mp_ddp, env.py:78-84)."""
+    visible = count_devices(env.get("CUDA_VISIBLE_DEVICES", ""))
+    if not visible or visible // processes < 2 or visible % processes:
+        return 1
+    per = visible // processes
+    source = (
+        f"{where} CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} with {processes} process(es) a node (ms-swift's "
+        f"device_map over {per} GPUs a process: swift/utils/env.py:64-75)"
+    )
+    c.set("device_map", per, source, "CUDA_VISIBLE_DEVICES")
+    c.set("gpus_per_node", visible, source, "CUDA_VISIBLE_DEVICES")
+    return per
 
 
 def _tuner(c: Collector, f: dict[str, Flag]) -> bool:

@@ -93,6 +93,7 @@ class TextSpec:
     sinks: bool = False  # gpt-oss: eager attention with a learned sink logit per head
     cross_layers: int = 0  # Llama-3.2-Vision: decoder layers that attend to the image (planner/model/mllama.py)
     first_cross_layer: int = 0  # the lowest of them (below it the hidden state does not depend on the image)
+    final_norm: bool = True  # the last norm and the head's input are here (a device_map GPU before the head's: no)
     traits: Traits = field(default_factory=Traits)  # the family's differences from Llama (shapes.py), set by the reader
 
     @property

@@ -27,6 +27,7 @@ def test_what_an_adapter_runs_is_named_in_the_knobs_own_values(name):
             "tensor_parallel": ("on", "off"),
             "sequence_parallel": ("on", "off"),
             "context_parallel": ("on", "off"),
+            "device_map": ("on", "off"),
             "optimizer_in_backward": (True, False),
             "lora_vision": (True, False),
         }.get(knob) or choices(knob)
