@@ -131,19 +131,17 @@ class Layout:
         return self.heads_error(k, shown, field) or self.sequence_error(k, field)
 
     def device_map_error(self, k: Knobs) -> BadInput | None:
-        """One process's GPUs are on one node; the placement is planned for dense text models
-        (planner.estimate.devicemap)."""
+        """One process's GPUs are on one node; the placement is planned for dense models (planner.estimate.devicemap)."""
         if self.gpus_per_node % k.device_map:
             return BadInput(
                 f"--device-map {k.device_map}: one process's GPUs are on one node; it must divide --gpus-per-node "
                 f"{self.gpus_per_node}",
                 "device_map",
             )
-        if self.vision or self.experts is not None:
-            what = "a vision tower" if self.vision else "experts"
+        if self.experts is not None:
             return BadInput(
-                f"--device-map {k.device_map}: {self.model_name} has {what}; device_map placement is planned for "
-                "dense text models only",
+                f"--device-map {k.device_map}: {self.model_name} has experts; device_map placement is planned for "
+                "dense models only",
                 "device_map",
             )
         return None

@@ -366,7 +366,6 @@ class Knobs(KnobFields):
                 ("zero", self.zero_stage, 0),
                 ("fsdp", self.fsdp, "off"),
                 ("offload", self.offload, "none"),
-                ("quant", self.quant, "none"),
                 ("tensor_parallel", self.tensor_parallel, 1),
                 ("sequence_parallel", self.sequence_parallel, 1),
                 ("context_parallel", self.context_parallel, 1),
@@ -378,7 +377,7 @@ class Knobs(KnobFields):
             what = ", ".join(others) or f"--workload {self.workload.kind}"
             raise BadInput(
                 f"--device-map {self.device_map} with {what}: one process over several GPUs is planned under DDP, "
-                "without ZeRO, FSDP, offload, a quantized base, other splits or an RL workload",
+                "without ZeRO, FSDP, offload, other splits or an RL workload",
                 "device_map",
             )
 

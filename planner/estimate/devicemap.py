@@ -12,8 +12,11 @@ calls get_balanced_memory, then infer_auto_device_map):
   current GPU while it fits under its cap, else the next GPU; the first GPU (a "main device", :1102) also reserves
   the largest layer still to place (get_max_layer_size :729-765: the embeddings or head while they are to come, else
   a decoder layer); a tied head goes with the embeddings (tied parameters, :1380-1410).
-Pinned against accelerate's own functions on the meta-device models (tests/planner/estimate/test_devicemap.py).
-Dense text models only: a VLM's tower, MoE layers of two sizes and cross-attention layers are refused in one line.
+Pinned against accelerate's own functions on the meta-device models (tests/planner/estimate/test_devicemap.py). A
+VLM's tower and projector come first (Qwen2.5-VL's `model.visual`, then the language model) and are placed whole: a
+tower that does not fit the first GPU's cap is refused. A quantized base's linears weigh their stored bytes
+(planner.estimate.quant), which is how transformers' quantizers size them for the placement, approximately (the
+caps' margins of each quantizer are not modelled). MoE layers of two sizes and cross-attention layers are refused.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from planner.errors import BadInput
+from planner.estimate import quant as q
 from planner.model.modelspec import ModelSpec
 
 
@@ -31,40 +35,46 @@ class Device:
     embed: bool
     head: bool
     weight_bytes: int
+    tower: bool = False
 
 
 def refusal(m: ModelSpec) -> str | None:
     """Why `m` is not planned under device_map, or None."""
-    if m.vision is not None:
-        return f"{m.name} has a vision tower: device_map placement is planned for text models only"
     if m.text.moe is not None or m.text.cross_layers:
         return f"{m.name}'s layers differ in size (MoE or cross-attention): device_map placement is not planned for it"
     return None
 
 
-def _sizes(m: ModelSpec, dtype_bytes: int) -> tuple[int, int, int, int, int]:
-    """(embeddings, one decoder layer, final norm, rotary buffer, head) in bytes as accelerate counts them in the
-    load dtype; a tied head counts nothing of its own."""
-    by_role: dict[str, int] = {}
+def _sizes(m: ModelSpec, dtype_bytes: int, quant: str = "none", absmax: str = "8bit") -> dict[str, int]:
+    """Bytes by part as accelerate counts them in the load dtype (a quantized base's linears: their stored bytes):
+    the tower with its projector, the embeddings, one decoder layer, the final norm, the rotary buffer, the head (a
+    tied head counts nothing of its own)."""
+    by_role: dict[str, float] = {}
     for t in m.tensors:
-        by_role[t.role] = by_role.get(t.role, 0) + t.numel
-    layer = by_role.get("layer", 0) // m.text.layers
-    rotary = m.text.head_dim // 2  # inv_freq, a buffer counted in the load dtype (compute_module_sizes)
-    return tuple(x * dtype_bytes for x in (by_role.get("embed", 0), layer, by_role.get("norm", 0), rotary,
-                                          by_role.get("head", 0)))  # fmt: skip
+        size = t.numel * dtype_bytes
+        if quant != "none" and t.lora:
+            size = t.numel * q.stored_bytes_per_weight(quant, t.shape[-1], absmax)
+            size += 4 * t.shape[-1] * t.count if quant == "gptq" else 0  # g_idx
+        role = "tower" if t.role in ("vision", "projector") else t.role
+        by_role[role] = by_role.get(role, 0) + size
+    sizes = {k: int(v) for k, v in by_role.items()}
+    sizes["layer"] = sizes.get("layer", 0) // m.text.layers
+    sizes["rotary"] = m.text.head_dim // 2 * dtype_bytes  # inv_freq, a buffer counted in the load dtype
+    return sizes
 
 
-def split(m: ModelSpec, n: int, dtype_bytes: int, capacity_bytes: int) -> list[Device]:
-    """Each GPU's share of the model under accelerate's balanced placement (module docstring)."""
+def split(m: ModelSpec, n: int, dtype_bytes: int, capacity_bytes: int, quant: str = "none", absmax: str = "8bit"):
+    """Each GPU's share of the model under accelerate's balanced placement (module docstring): a list of Device."""
     if (why := refusal(m)) is not None:
         raise BadInput(why, "device_map")
-    embed, layer, norm, rotary, head = _sizes(m, dtype_bytes)
-    layers = m.text.layers
-    total = embed + layers * layer + norm + rotary + head
+    z, layers = _sizes(m, dtype_bytes, quant, absmax), m.text.layers
+    layer = z["layer"]
+    total = sum(z.get(k, 0) for k in ("tower", "embed", "norm", "rotary", "head")) + layers * layer
     per_gpu = total // n + int(1.25 * layer)
     caps = [min(per_gpu, capacity_bytes)] * (n - 1) + [capacity_bytes]
-    atoms = [("embed", embed)] + [("layer", layer)] * layers + [("norm", norm), ("rotary", rotary)]
-    atoms += [] if m.text.tied else [("head", head)]
+    atoms = [("tower", z["tower"])] if "tower" in z else []
+    atoms += [("embed", z.get("embed", 0))] + [("layer", layer)] * layers + [("norm", z.get("norm", 0))]
+    atoms += [("rotary", z["rotary"])] + ([] if m.text.tied else [("head", z.get("head", 0))])
     used, placed, d = [0] * n, [[] for _ in range(n)], 0
     for i, (kind, size) in enumerate(atoms):
         while True:
@@ -75,12 +85,16 @@ def split(m: ModelSpec, n: int, dtype_bytes: int, capacity_bytes: int) -> list[D
                 used[d] += size
                 placed[d].append(kind)
                 break
+            if kind == "tower":  # placed whole here (module docstring)
+                raise BadInput(
+                    f"device_map over {n} GPUs: {m.name}'s vision tower spans GPUs (not planned)", "device_map"
+                )
             d += 1
     out, start = [], 0
     for d in range(n):
         k = placed[d].count("layer")
         holds_head = "head" in placed[d] or (m.text.tied and "embed" in placed[d])
-        out.append(Device(start, k, "embed" in placed[d], holds_head, used[d]))
+        out.append(Device(start, k, "embed" in placed[d], holds_head, used[d], "tower" in placed[d]))
         start += k
     return out
 
@@ -107,12 +121,12 @@ def device_model(m: ModelSpec, dev: Device) -> ModelSpec:
         if t.role == "layer":
             if dev.layers:
                 tensors.append(replace(t, count=t.count * dev.layers // layers))
-        elif (t.role == "embed" and dev.embed) or (t.role in ("head", "norm") and dev.head):
+        elif _holds(dev, t.role):
             tensors.append(t)
     vocab = m.text.vocab if dev.head else 0
     text = replace(m.text, layers=dev.layers, vocab=vocab, final_norm=dev.head)
     return replace(m, name=f"{m.name} (device_map: layers {dev.first_layer}-{dev.first_layer + dev.layers - 1})",
-                   text=text, tensors=tuple(tensors))  # fmt: skip
+                   text=text, tensors=tuple(tensors), vision=m.vision if dev.tower else None)  # fmt: skip
 
 
 def setups(s, capacity_bytes: int) -> list:
@@ -120,5 +134,13 @@ def setups(s, capacity_bytes: int) -> list:
     process's view): its share of the model, the whole micro-batch through its layers. The weights are placed in
     the load dtype: fp32 under --precision fp32, else half."""
     dtype_bytes = 4 if s.knobs.precision == "fp32" else 2
-    devs = split(s.model, s.knobs.device_map, dtype_bytes, capacity_bytes)
-    return [replace(s, model=device_model(s.model, d)) for d in devs if d.layers or d.embed or d.head]
+    k = s.knobs
+    devs = split(s.model, k.device_map, dtype_bytes, capacity_bytes, k.quant, k.quant_absmax)
+    return [replace(s, model=device_model(s.model, d)) for d in devs if d.layers or d.embed or d.head or d.tower]
+
+
+def _holds(dev: Device, role: str) -> bool:
+    """Whether a GPU holds the whole tensors of a role: the embeddings, the head and final norm, the tower."""
+    return {"embed": dev.embed, "head": dev.head, "norm": dev.head, "vision": dev.tower, "projector": dev.tower}.get(
+        role, False
+    )

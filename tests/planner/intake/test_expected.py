@@ -139,8 +139,8 @@ EXPECTED = {  # file: (framework, request fields (workload: the inputs listed), 
     ),
     f"{SW}/train/multi-gpu/device_map/train.sh": (
         "swift",
-        {"gpus_per_node": 1, "image_tokens": 1280},
-        ["device_map model parallelism"],
+        {"gpus_per_node": 2, "device_map": 2, "image_tokens": 1280},
+        [],
     ),
     f"{SW}/train/multi-gpu/fsdp2_lora/train.sh": (
         "swift",
