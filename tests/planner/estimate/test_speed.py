@@ -65,3 +65,20 @@ def test_vila_story_splits_of_one_global_batch_rank_by_their_micro_steps():
         assert steps[1].micro_comm_s > 0  # the collectives of every micro-step are what more of them pay again
         grown = steps[1].total_s - steps[0].total_s  # 8 micro-steps against 2: what the 6 more pay, and no more
         assert grown == pytest.approx(8 * steps[1].per_micro_step_s - 2 * steps[0].per_micro_step_s, rel=0.05)
+
+
+def test_suggest_ranks_the_vila_storys_splits_by_their_micro_steps():
+    """suggest on the same story, ZeRO-2 and full checkpointing as VILA's alignment script runs them: of each knob
+    family (offload, loss), the split with fewer micro-steps is ranked first, the per-micro-step costs on every plan."""
+    from planner import advise
+
+    body = {"model": "llama-3.1-8b", "gpu": "a100-80gb", "gpus_per_node": 8, "nodes": 4, "global_batch": 1024}
+    body |= {"seq_len": 4096, "zero_stage": [2], "checkpointing": ["full"], "evidence": "analytic", "top": 12}
+    plans = advise.suggest(advise.parse(advise.SuggestRequest, body)).plans
+    families = {}
+    for p in plans:
+        assert p.speed.micro_steps == p.grad_accum and p.speed.per_micro_step.collectives_s > 0
+        families.setdefault((p.offload, p.loss), []).append(p.grad_accum)
+    assert max(len(a) for a in families.values()) >= 3  # at least three splits of one family ranked
+    for accums in families.values():
+        assert accums == sorted(accums), families
