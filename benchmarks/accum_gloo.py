@@ -1,6 +1,6 @@
 """What accumulation costs on 2 CPU ranks (gloo): one global batch (debug-llama, 8 rows of 64 tokens a rank) split into
-1, 2, 4 and 8 micro-steps under DDP (HF's no_sync, and without it) and DeepSpeed ZeRO-2/3 (probes/accum.py). Per row:
-the median seconds of an optimizer step and of its collectives (steps after the first), their ratio to accumulation 1,
+1, 2, 4 and 8 micro-steps under DDP and FSDP2 (HF's no_sync, and without it) and DeepSpeed ZeRO-2/3
+(probes/accum.py). Per row: the median seconds of an optimizer step and of its collectives (steps after the first), their ratio to accumulation 1,
 and the ratio planner.estimate.microstep predicts for the collectives (their bytes per rank, ring algorithms).
 
 Timings on a loaded 2-core machine are noisy: the exact counts are pinned in tests/probes/test_accum.py; here a
@@ -19,16 +19,17 @@ import statistics
 from results_io import cpu_meta, meta_line, publish, report_or_out
 
 ACCUMS = [1, 2, 4, 8]
-MODES = [("ddp", 0), ("ddp-sync", 0), ("zero2", 2), ("zero3", 3)]
+MODES = [("ddp", 0), ("ddp-sync", 0), ("fsdp", 0), ("fsdp-sync", 0), ("zero2", 2), ("zero3", 3)]
 TOLERANCE = 0.35  # of the collectives' time ratio to accumulation 1, against the bytes' ratio
 
 
-def _case(stage: int):
+def _case(stage: int, mode: str):
     from planner.config.spec import Knobs
     from planner.model.catalog import model_config
     from probes.step import Case
 
-    return Case(model_config("debug-llama"), Knobs(precision="bf16", zero_stage=stage, optimizer="sgd"), 1, 8, 64)
+    knobs = Knobs(precision="bf16", zero_stage=stage, optimizer="sgd", fsdp="full" if "fsdp" in mode else "off")
+    return Case(model_config("debug-llama"), knobs, 1, 8, 64)
 
 
 def predicted_volume(case, mode: str, accum: int) -> float:
@@ -39,13 +40,13 @@ def predicted_volume(case, mode: str, accum: int) -> float:
 
     rows = case.micro_batch * case.grad_accum
     s = Setup(from_config(case.config, "probe"), case.knobs, rows // accum, accum, case.seq_len, 2, 1)
-    return microstep.volume_and_calls(microstep.collectives(s, no_sync=mode != "ddp-sync"), accum)[0]
+    return microstep.volume_and_calls(microstep.collectives(s, no_sync=not mode.endswith("-sync")), accum)[0]
 
 
 def rows_of(mode: str, stage: int, steps: int) -> list[dict]:
     from probes.accum import measure_accum
 
-    case, out = _case(stage), []
+    case, out = _case(stage, mode), []
     runs = measure_accum(case, mode, ACCUMS, steps=steps)[0]["runs"]
     for run in runs:
         later = run["steps"][1:]

@@ -24,6 +24,8 @@ from probes.dist import measure_ranks, read_job
 from probes.step import Case
 
 COUNTED = (
+    "all_gather_single",  # FSDP2's (torch 2.13 _fsdp_collectives.py:119, 184)
+    "reduce_scatter_single",
     "all_reduce",
     "reduce",
     "all_gather_into_tensor",
@@ -35,12 +37,15 @@ COUNTED = (
 # where the tensor a collective moves as a whole is (the gathered output, the scattered input): keyword, position
 WHOLE = {
     "all_gather_into_tensor": ("output_tensor", 0),
+    "all_gather_single": ("output_tensor", 0),
+    "reduce_scatter_single": ("input", 1),
     "reduce_scatter_tensor": ("input", 1),
     "all_gather": ("tensor_list", 0),
     "reduce_scatter": ("input_list", 1),
 }
 SMALL_CALL_BYTES = 64  # a call under this is a flag or a norm (DeepSpeed's overflow check, the gradient norm): "small"
-MODES = ("ddp", "ddp-sync", "zero2", "zero3")  # ddp: HF's loop (no_sync but on the last micro-step); -sync: without
+# ddp, fsdp: HF's loop (no_sync but on the last micro-step); -sync: without (accelerate's sync_each_batch, verl's FSDP)
+MODES = ("ddp", "ddp-sync", "fsdp", "fsdp-sync", "zero2", "zero3")
 
 
 def measure_accum(case: Case, mode: str, accums: list[int], world: int = 2, steps: int = 3) -> list[dict]:
@@ -56,6 +61,7 @@ TORCH_OP = {
     "all-gather": "all_gather_into_tensor",
     "reduce-scatter": "reduce_scatter_tensor",
 }
+SAME_OP = {"all_gather_single": "all_gather_into_tensor", "reduce_scatter_single": "reduce_scatter_tensor"}
 
 
 def planned(case: Case, mode: str, accum: int, world: int = 2) -> dict[str, dict]:
@@ -68,7 +74,7 @@ def planned(case: Case, mode: str, accum: int, world: int = 2) -> dict[str, dict
     rows = case.micro_batch * case.grad_accum
     s = Setup(from_config(case.config, "probe"), case.knobs, rows // accum, accum, case.seq_len, world, 1)
     out: dict[str, dict] = {}
-    for c in microstep.collectives(s, no_sync=mode != "ddp-sync"):
+    for c in microstep.collectives(s, no_sync=not mode.endswith("-sync")):
         if not c.tensor_bytes:
             continue
         row = out.setdefault(TORCH_OP[c.op], {"bytes": 0, "calls": 0, "per_micro_step": c.per_micro_step})
@@ -115,7 +121,8 @@ def summary(log: list) -> dict:
     """{op: {"calls", "bytes", "seconds"}} over a step's log, calls under SMALL_CALL_BYTES as op "small"."""
     out: dict[str, dict] = {}
     for name, n, sec in log:
-        row = out.setdefault(name if n >= SMALL_CALL_BYTES else "small", {"calls": 0, "bytes": 0, "seconds": 0.0})
+        op = SAME_OP.get(name, name) if n >= SMALL_CALL_BYTES else "small"
+        row = out.setdefault(op, {"calls": 0, "bytes": 0, "seconds": 0.0})
         row["calls"], row["bytes"], row["seconds"] = row["calls"] + 1, row["bytes"] + n, row["seconds"] + sec
     return out
 
@@ -127,7 +134,13 @@ def _engine(case: Case, mode: str, model, world: int):
     from recipe import make_optimizer
     from recipe.dist import client_optimizer_config
 
+    if mode.startswith("fsdp"):
+        from recipe import shard_fsdp
+
+        model = shard_fsdp(model, case.knobs)
     opt = make_optimizer([p for p in model.parameters() if p.requires_grad], case.knobs.optimizer)
+    if mode.startswith("fsdp"):
+        return model, opt
     if mode.startswith("ddp"):
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         from torch.nn.parallel import DistributedDataParallel
@@ -144,14 +157,17 @@ def _engine(case: Case, mode: str, model, world: int):
 
 def _step(engine, opt, batch: dict, accum: int, sync_each: bool) -> None:
     """One optimizer step as HF's loop runs it (transformers trainer.py:1944-1955): DDP under no_sync but on the last
-    micro-step (every one with sync_each), DeepSpeed's backward and step on every micro-step."""
+    micro-step (every one with sync_each), FSDP2 likewise through set_requires_gradient_sync (accelerate's no_sync
+    for FSDP2, accelerator.py:1133-1135), DeepSpeed's backward and step on every micro-step."""
     for micro in range(accum):
         if opt is None:
             engine.backward(engine(**batch).loss)
             engine.step()
             continue
         last = micro == accum - 1
-        with nullcontext() if last or sync_each else engine.no_sync():
+        if hasattr(engine, "set_requires_gradient_sync"):  # FSDP2
+            engine.set_requires_gradient_sync(last or sync_each)
+        with nullcontext() if last or sync_each or not hasattr(engine, "no_sync") else engine.no_sync():
             (engine(**batch).loss / accum).backward()
     if opt is not None:
         opt.step()
@@ -174,7 +190,7 @@ def _run(job: dict, case: Case, accum: int, log: list, world: int) -> dict:
         torch.distributed.barrier()
         log.clear()
         t0 = time.perf_counter()
-        _step(engine, opt, batch, accum, job["mode"] == "ddp-sync")
+        _step(engine, opt, batch, accum, job["mode"].endswith("-sync"))
         steps.append({"seconds": time.perf_counter() - t0, "collectives": summary(log)})
     if opt is None:
         engine.destroy()
@@ -190,7 +206,7 @@ def _rank_main(job_path: str, out_dir: str) -> None:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     log: list = []
     count_collectives(log)  # before DeepSpeed's backend binds its functions
-    if job["mode"].startswith("ddp"):
+    if job["mode"].startswith(("ddp", "fsdp")):
         torch.distributed.init_process_group("gloo")
     else:
         init_deepspeed("gloo", cpu=True)

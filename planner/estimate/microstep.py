@@ -115,8 +115,11 @@ def zero3_collectives(s: Setup, G: float, W: float, g: int, buckets: int) -> lis
 
 
 def fsdp_collectives(s: Setup, sync_last_only: bool) -> list[Collective]:
-    """FSDP2: each unit's parameters all-gathered in forward and again in backward (not under grad-op, which keeps
-    them), its gradients reduce-scattered in backward (compute and reduce dtypes); under expert parallelism each rank
+    """FSDP2: each layer unit's parameters all-gathered in forward and again in backward (not under grad-op, which
+    keeps them), the root unit's once (FSDP2 does not reshard the root after forward: torch 2.13
+    _fsdp_state.py:203-207), its gradients reduce-scattered in backward (compute and reduce dtypes); on 2 gloo ranks
+    9 gathers and 5 reduce-scatters a micro-step on debug-llama, bytes exact (tests/probes/test_accum.py); under
+    expert parallelism each rank
     gathers and reduces only its own experts, over the n / ep ranks that shard them; HSDP all-reduces the shard's
     gradients across the replicas (nodes) once a step."""
     k = s.knobs
@@ -124,15 +127,18 @@ def fsdp_collectives(s: Setup, sync_last_only: bool) -> list[Collective]:
     W = (trainable_params(s) + frozen_params(s)) * fsdp.compute_bytes_per_param(k)
     G = trainable_params(s) * fsdp.reduce_bytes_per_param(k)
     gathers = 1 if k.fsdp == "grad-op" else 2
-    units = s.model.text.layers + 1
+    layers = s.model.text.layers
+    root = fsdp.root_params(s) / (trainable_params(s) + frozen_params(s))
     share, ep = 0.0, k.expert_parallel
     if ep > 1:
         share = (
             s.model.expert_params_per_layer() * s.model.text.moe.moe_layers / (trainable_params(s) + frozen_params(s))
         )
     out = [
-        Collective("all-gather", gathers * W * (1 - share), gathers * units, n, True, "parameters"),
-        Collective("reduce-scatter", G * (1 - share), units, n, not sync_last_only, "gradients"),
+        Collective(
+            "all-gather", W * (root + gathers * (1 - root - share)), 1 + gathers * layers, n, True, "parameters"
+        ),
+        Collective("reduce-scatter", G * (1 - share), layers + 1, n, not sync_last_only, "gradients"),
     ]
     if share:
         out += [

@@ -1,5 +1,5 @@
 """What accumulation costs, pinned on 2 gloo ranks (probes/accum.py): one global batch (8 rows of 64 tokens a rank)
-split into 1, 2, 4 and 8 micro-steps under torch DDP with and without no_sync and DeepSpeed ZeRO-2/3, every
+split into 1, 2, 4 and 8 micro-steps under torch DDP and FSDP2 with and without no_sync and DeepSpeed ZeRO-2/3, every
 torch.distributed call counted, against planner.estimate.microstep's collectives: the same calls, the same bytes of
 the same tensors, once a step or on every micro-step as planned."""
 
@@ -17,11 +17,20 @@ from probes.step import Case
 
 ACCUMS = [1, 2, 4, 8]
 NOT_PLANNED = {"small", "broadcast"}  # flags, norms and DeepSpeed's first-step broadcasts: latency, under 4 KiB
-MODES = [("ddp", 0), ("ddp-sync", 0), ("zero2", 2), pytest.param("zero3", 3, marks=pytest.mark.slow)]
+SLOW = pytest.mark.slow  # each mode 20-40 s on 2 cores
+MODES = [
+    ("ddp", 0),
+    ("ddp-sync", 0),
+    pytest.param("fsdp", 0, marks=SLOW),
+    pytest.param("fsdp-sync", 0, marks=SLOW),
+    ("zero2", 2),
+    pytest.param("zero3", 3, marks=SLOW),
+]
 
 
-def _case(stage: int) -> Case:
-    return Case(model_config("debug-llama"), Knobs(precision="bf16", zero_stage=stage, optimizer="sgd"), 1, 8, 64)
+def _case(stage: int, mode: str = "") -> Case:
+    knobs = Knobs(precision="bf16", zero_stage=stage, optimizer="sgd", fsdp="full" if "fsdp" in mode else "off")
+    return Case(model_config("debug-llama"), knobs, 1, 8, 64)
 
 
 def _persistent_bytes(case: Case) -> int:
@@ -33,7 +42,7 @@ def _persistent_bytes(case: Case) -> int:
 
 @pytest.mark.parametrize("mode,stage", MODES)
 def test_each_collective_runs_once_a_step_or_every_micro_step_as_planned(mode, stage):
-    case = _case(stage)
+    case = _case(stage, mode)
     rows = measure_accum(case, mode, ACCUMS, steps=2)
 
     def counts(r):  # the ranks' timings differ, never their calls and bytes
@@ -52,7 +61,7 @@ def test_each_collective_runs_once_a_step_or_every_micro_step_as_planned(mode, s
             extra = (a - 1) * _persistent_bytes(case) if stage == 3 and op == "all_gather_into_tensor" else 0
             assert got[op]["bytes"] == p["bytes"] - extra, (op, a)
             calls.setdefault(op, []).append(got[op]["calls"])
-            if stage == 0:  # DDP's buckets, exactly; DeepSpeed's flushes per gradient (planner.estimate.microstep)
+            if stage == 0:  # DDP's buckets and FSDP2's units, exactly; DeepSpeed flushes per gradient (microstep)
                 assert got[op]["calls"] == p["calls"], (op, a)
     for op, c in calls.items():  # calls = once + accumulation x each micro-step's, each > 0 where planned so
         each = c[1] - c[0]
