@@ -1,12 +1,13 @@
 """What accumulation costs, counted and timed on CPU ranks (gloo): one global batch per rank split into 1, 2, 4 or 8
-micro-steps, run by torch DDP (with and without no_sync) or DeepSpeed ZeRO-2/3 as HF's loop runs them; per optimizer
-step, every collective torch.distributed ran (its op, the bytes of its whole tensor, its calls) and the wall time.
+micro-steps, run by torch DDP or FSDP2 (with and without no_sync) or DeepSpeed ZeRO-2/3 as HF's loop runs them; per
+optimizer step, every collective torch.distributed ran (its op, the bytes of its whole tensor, its calls) and the wall time.
 What planner.estimate.microstep's collectives (once a step or on every micro-step) are pinned to.
 
 Counting: torch.distributed's collectives are wrapped before DeepSpeed's backend binds them (deepspeed/comm/torch.py
 binds all_gather_into_tensor and reduce_scatter_tensor at its init), a nested call counted once; DDP's reducer runs
 its buckets' all-reduces in C++, so DDP gets torch's own Python all-reduce hook (default_hooks.allreduce_hook, the
-same all-reduce of the bucket divided by the world size), which calls torch.distributed.all_reduce.
+same all-reduce of the bucket divided by the world size), which calls torch.distributed.all_reduce; FSDP2 calls
+all_gather_single and reduce_scatter_single (counted as all_gather_into_tensor and reduce_scatter_tensor).
 
     python -m torch.distributed.run --nproc_per_node 2 -m probes.accum JOB.json OUT_DIR
 """
