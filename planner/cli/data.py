@@ -12,6 +12,15 @@ def data_lines(d: dict) -> list[str]:
         f"{d['longest_row']:,}); planned for {d['planned_seq_len']:,}"
         + (f" (--max-length cuts {d['truncated_rows']:,} rows)" if d["truncated_rows"] else "")
     ]
+    if e := d.get("epoch"):
+        last, h = e["last_step_micro_steps"], e["hours"]
+        short = (
+            f", the last step only {last} of {e['micro_steps_per_step']}" if last < e["micro_steps_per_step"] else ""
+        )
+        lines.append(
+            f"an epoch: {e['steps']:,} optimizer steps as HF's Trainer cuts the rows ({e['micro_batches_per_rank']:,} "
+            f"micro-batches a rank{short}), {f'{h:,.2f} h' if h >= 1 else f'{h * 60:.1f} min'} at the predicted step"
+        )
     if d.get("fits_up_to_tokens") == 0:
         lines.append(
             "this configuration does not fit at any length (its fixed terms alone are over the limit): "

@@ -6,8 +6,11 @@ per optimizer step or on every micro-step, as the frameworks run gradient accumu
   accelerate accelerator.py:1136): one all-reduce of the gradients per step, in 25 MiB buckets. Without no_sync
   (accelerate's sync_each_batch, accelerator.py:1245-1257) it all-reduces on every micro-step.
 - ZeRO-1 reduces at the accumulation boundary only (stage_1_and_2.py:2293-2295): each gradient bucket
-  (reduce_bucket_size, h x h under HF's "auto") reduced to the ranks owning its slices (average_tensor,
-  stage_1_and_2.py:1706-1722), then the updated parameters all-gathered once.
+  (reduce_bucket_size, h x h under HF's "auto") all-reduced, since DeepSpeed's default use_multi_rank_bucket_allreduce
+  (zero/config.py:119) sends every slice to the all-reduce path (average_tensor, stage_1_and_2.py:1695-1712; the
+  reduce to the slices' owners only with it off), then the updated parameters all-gathered once. A bucket is flushed
+  when the next gradient would overflow it, so each gradient of at least h x h elements goes alone: 35 all-reduces a
+  backward on debug-llama against the 108 full buckets counted here (probes/accum.py; calls cost latency only).
 - ZeRO-2 reduces in every backward, boundary or not (engine.py:3084-3086; stage_1_and_2.py:2293-2295); DeepSpeed
   refuses no_sync for it (engine.py:3227-3228) and HF's loop runs no no_sync context under DeepSpeed
   (trainer.py:1944-1948). The updated parameters are all-gathered once a step.
@@ -21,12 +24,14 @@ per optimizer step or on every micro-step, as the frameworks run gradient accumu
   all-reduces the shard across nodes once a step.
 
 Ring collectives, bytes per rank (Patarasuk & Yuan 2009): all-reduce 2(N-1)/N x B; reduce-scatter, reduce to the
-slices' owners and all-gather (N-1)/N x B.
+slices' owners and all-gather (N-1)/N x B. Pinned on 2 gloo ranks (tests/probes/test_accum.py): each kind's op, bytes
+and whether it runs once a step or on every micro-step, as torch.distributed saw them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import ceil
 from typing import Literal
 
 from planner.estimate import fsdp, recipe_terms
@@ -84,11 +89,11 @@ def collectives(s: Setup, no_sync: bool | None = None) -> list[Collective]:
     buckets = max(1, int(G // max(1, s.model.text.hidden**2 * g)))  # reduce_bucket_size h x h ("auto")
     gathers = max(1, int(W // g // ZERO_ALLGATHER_BUCKET))
     if z == 0:
-        calls = max(1, int(G // DDP_BUCKET_BYTES))
+        calls = ceil(G / DDP_BUCKET_BYTES)  # DDP's buckets close past the cap (reducer.cpp): 2 on debug-llama
         return [Collective("all-reduce", G, calls, n, not sync_last_only, "gradients")]
     if z in (1, 2):
         return [
-            Collective("reduce", G, buckets, n, z == 2, "gradients"),
+            Collective("all-reduce", G, buckets, n, z == 2, "gradients"),
             Collective("all-gather", W, gathers, n, False, "updated parameters"),
         ]
     return zero3_collectives(s, G, W, g, buckets)
@@ -110,8 +115,11 @@ def zero3_collectives(s: Setup, G: float, W: float, g: int, buckets: int) -> lis
 
 
 def fsdp_collectives(s: Setup, sync_last_only: bool) -> list[Collective]:
-    """FSDP2: each unit's parameters all-gathered in forward and again in backward (not under grad-op, which keeps
-    them), its gradients reduce-scattered in backward (compute and reduce dtypes); under expert parallelism each rank
+    """FSDP2: each layer unit's parameters all-gathered in forward and again in backward (not under grad-op, which
+    keeps them), the root unit's once (FSDP2 does not reshard the root after forward: torch 2.13
+    _fsdp_state.py:203-207), its gradients reduce-scattered in backward (compute and reduce dtypes); on 2 gloo ranks
+    9 gathers and 5 reduce-scatters a micro-step on debug-llama, bytes exact (tests/probes/test_accum.py); under
+    expert parallelism each rank
     gathers and reduces only its own experts, over the n / ep ranks that shard them; HSDP all-reduces the shard's
     gradients across the replicas (nodes) once a step."""
     k = s.knobs
@@ -119,15 +127,18 @@ def fsdp_collectives(s: Setup, sync_last_only: bool) -> list[Collective]:
     W = (trainable_params(s) + frozen_params(s)) * fsdp.compute_bytes_per_param(k)
     G = trainable_params(s) * fsdp.reduce_bytes_per_param(k)
     gathers = 1 if k.fsdp == "grad-op" else 2
-    units = s.model.text.layers + 1
+    layers = s.model.text.layers
+    root = fsdp.root_params(s) / (trainable_params(s) + frozen_params(s))
     share, ep = 0.0, k.expert_parallel
     if ep > 1:
         share = (
             s.model.expert_params_per_layer() * s.model.text.moe.moe_layers / (trainable_params(s) + frozen_params(s))
         )
     out = [
-        Collective("all-gather", gathers * W * (1 - share), gathers * units, n, True, "parameters"),
-        Collective("reduce-scatter", G * (1 - share), units, n, not sync_last_only, "gradients"),
+        Collective(
+            "all-gather", W * (root + gathers * (1 - root - share)), 1 + gathers * layers, n, True, "parameters"
+        ),
+        Collective("reduce-scatter", G * (1 - share), layers + 1, n, not sync_last_only, "gradients"),
     ]
     if share:
         out += [

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from planner.config.spec import Goal, Hardware, Plan, TokenBatches
 from planner.errors import BadInput
+from planner.estimate.epoch import Epoch
 from planner.search import batching
 from planner.search.batching import first_too_long
 from planner.search.search import check_global_batch, make_plan
@@ -106,10 +107,25 @@ def largest_fitting_seq_len(model, hw, goal, knobs, micro_batch: int) -> int:
     return lo
 
 
+def epoch_of(rows: int, plan: Plan) -> dict:
+    """One epoch of the data as HF's Trainer cuts it at the plan's split (planner.estimate.epoch), and its predicted
+    hours; a token-budget plan's steps are the bundled trainer's, not these: none."""
+    if plan.token_batches is not None:
+        return {}
+    e = Epoch(rows, plan.data_parallel, plan.micro_batch, plan.grad_accum)
+    return {
+        "steps": e.steps,
+        "micro_batches_per_rank": e.micro_batches_per_rank,
+        "last_step_micro_steps": e.last_step_micro_steps,
+        "micro_steps_per_step": e.grad_accum,
+        "hours": round(e.seconds(plan.step_time_s) / 3600, 3),
+    }
+
+
 def verdict(fit: DataFit, plan: Plan, model, hw, goal, seed: int = 0) -> dict:
     """The scan's figures; for a fixed-split configuration that does not fit, the longest row it fits and the
     first step, rank and sample at which the trainer's sampler (this seed) draws a longer one."""
-    out = fit.json()
+    out = fit.json() | {"epoch": epoch_of(len(fit.lengths), plan)}
     if not plan.fits and plan.token_batches is None:
         limit = largest_fitting_seq_len(model, hw, goal, plan.knobs, plan.micro_batch)
         out["fits_up_to_tokens"] = limit

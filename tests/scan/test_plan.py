@@ -60,6 +60,10 @@ def test_check_and_suggest_plan_for_the_data(tmp_path, capsys):
     assert 0 < d["fits_up_to_tokens"] < 1378
     first = d["first_too_long"]
     assert first["tokens"] > d["fits_up_to_tokens"] and first["step"] >= 1
+    # 200 rows in micro-batches of 4 over 6 ranks: 50 batches, ceil(50 / 6) = 9 a rank (accelerate tops them up)
+    epoch = {"steps": 9, "micro_batches_per_rank": 9, "last_step_micro_steps": 1, "micro_steps_per_step": 1}
+    assert {k: d["epoch"][k] for k in epoch} == epoch
+    assert d["epoch"]["hours"] == pytest.approx(9 * out["plan"]["step_time_s"] / 3600, abs=1e-3)
     assert main(["suggest", *base, "--global-batch", "24", "--max-length", "1024", "--json", "--top", "1"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["goal"]["seq_len"] == 1024 and out["data"]["truncated_rows"] > 0
