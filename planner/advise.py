@@ -604,7 +604,9 @@ def open_length_check(body: dict, kwargs: dict) -> CheckResult:
     model, hw, goal = first.context
     fits = first.plan.fits
     n = context if fits else largest_fitting_seq_len(model, hw, goal, first.plan.knobs, first.plan.micro_batch)
-    shown = n or min(context, SHOWN_WHEN_NOTHING_FITS)  # nothing fits: the plan and its nearest settings at a row
+    floor = int(body.get("image_tokens") or 0)  # every row holds its image: no row that fits only shorter ones
+    n = n if n > floor else 0
+    shown = n or min(context, floor + SHOWN_WHEN_NOTHING_FITS)  # nothing fits: the plan and its nearest at a row
     result = first if shown == context else check(parse(CheckRequest, {**body, "seq_len": shown}), **kwargs)
     result.open_length = {"fits_up_to_tokens": n, "context": context, "planned_at": shown}
     return result

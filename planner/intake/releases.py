@@ -32,6 +32,8 @@ _PIN = re.compile(
 # GRPO forks by their trainer classes (trl's releases "r1-v" and "vlm-r1"), and by their files where the script is
 # not among the user's: VLM-R1's grpo_jsonl.py came with VLMGRPOTrainer (4081ec3); R1-V's src/r1-v
 TRAINER_CLASSES = (("VLMGRPOTrainer", "vlm-r1"), ("Qwen2VLGRPOTrainer", "r1-v"))
+# flags only ms-swift 2.x takes (3.0 renamed them: --train_type, --model, --per_device_train_batch_size)
+SWIFT2_FLAGS = ("sft_type", "model_id_or_path", "lora_target_modules", "lora_dropout_p", "custom_train_dataset_path")
 FORK_PATHS = (("grpo_jsonl.py", "vlm-r1"), ("open-r1-multimodal", "vlm-r1"), ("VLM-R1", "vlm-r1"), ("r1-v", "r1-v"))
 
 
@@ -101,11 +103,14 @@ def for_run(c: Collector, run, trainer: str) -> None:
 
 
 def by_flags(c: Collector, framework: str, run, flags: dict) -> None:
-    """ms-swift's or OpenRLHF's release: a pin, else the flag names only older releases take (ms-swift 3's
-    --train_type; OpenRLHF's flat names, 0.9's --bf16 where 0.10 took --param_dtype), else the newest."""
+    """ms-swift's or OpenRLHF's release: a pin, else the flag names only older releases take (ms-swift 2's
+    --sft_type, 3's --train_type; OpenRLHF's flat names, 0.9's --bf16 where 0.10 took --param_dtype), else the newest."""
     hint = None
     if framework == "swift" and "train_type" in flags and "tuner_type" not in flags:
         hint = ("3", f"{flags['train_type'].source} (ms-swift 3's name; 4.x's is --tuner_type)")
+    old2 = next((flags[k] for k in SWIFT2_FLAGS if k in flags), None)
+    if framework == "swift" and old2 is not None and "train_type" not in flags and "tuner_type" not in flags:
+        hint = ("2", f"{old2.source} (an ms-swift 2.x name, v2.5.2 swift/llm/utils/argument.py:610-617)")
     if framework == "openrlhf":
         from planner.intake.openrlhf import OLD
 
