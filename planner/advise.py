@@ -546,6 +546,8 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
     from planner.intake import models
 
     reading = intake.read(paths, allowed)
+    if reading.refused and "workload" not in overrides:
+        raise BadInput(reading.refused, "workload")
     if "model" not in overrides and "model" in reading.request and allowed is None:  # a service resolves its own way
         models.resolve(reading.request["model"])  # an id not found offline: the one-line "pass its config.json"
     dropped = intake.replaced(reading, overrides)

@@ -34,6 +34,11 @@ _PIN = re.compile(
 TRAINER_CLASSES = (("VLMGRPOTrainer", "vlm-r1"), ("Qwen2VLGRPOTrainer", "r1-v"))
 # flags only ms-swift 2.x takes (3.0 renamed them: --train_type, --model, --per_device_train_batch_size)
 SWIFT2_FLAGS = ("sft_type", "model_id_or_path", "lora_target_modules", "lora_dropout_p", "custom_train_dataset_path")
+# GRPO forks by a flag only their script takes: Video-R1 (59d65c3) src/r1-v/src/open_r1/grpo.py:55-60 --temporal,
+# --len_control; its trainer (:286 Qwen2VLGRPOVLLMTrainerModified with vLLM, else Qwen2VLGRPOTrainer) is R1-V's,
+# repeating each prompt num_generations times (trainer/vllm_grpo_trainer_modified.py:615): its batch counts prompts
+VIDEO_R1 = "Video-R1's flag, src/r1-v/src/open_r1/grpo.py:55-60; its trainer is R1-V's Qwen2VLGRPOTrainer's copy"
+FORK_FLAGS = (("temporal", "r1-v", VIDEO_R1), ("len_control", "r1-v", VIDEO_R1))
 FORK_PATHS = (("grpo_jsonl.py", "vlm-r1"), ("open-r1-multimodal", "vlm-r1"), ("VLM-R1", "vlm-r1"), ("r1-v", "r1-v"))
 
 
@@ -93,13 +98,23 @@ def fork(paths: list[str], script: Path | None) -> tuple[str, str] | None:
     return None
 
 
-def for_run(c: Collector, run, trainer: str) -> None:
-    """The TRL or transformers release a launched run targets: a GRPO fork's trainer, else a pin beside the launch
-    script, the folder it runs from or the script it runs (`run`: planner.intake.launch.Run)."""
+def for_run(c: Collector, run, trainer: str, flags: dict | None = None) -> None:
+    """The TRL or transformers release a launched run targets: a GRPO fork's trainer (its script's class, its files,
+    or a flag only the fork's script takes), else a pin beside the launch script, the folder it runs from or the
+    script it runs (`run`: planner.intake.launch.Run)."""
     script = script_of(run)
-    where = [f"{run.command.vars.cwd or ''}/{run.target}", str(run.command.path)]
-    told = fork(where, script) if trainer == "grpo" else None
+    v = run.command.vars
+    where = [f"{v.cwd or v.cd_words}/{run.target}", str(run.command.path)]
+    told = (fork(where, script) or fork_by_flags(flags or {})) if trainer == "grpo" else None
     decide(c, c.framework, folders(run), told)
+
+
+def fork_by_flags(flags: dict) -> tuple[str, str] | None:
+    """(trl release, why) for a GRPO fork's script known by a flag of its own argument dataclass."""
+    for key, release, why in FORK_FLAGS:
+        if key in flags:
+            return release, f"{flags[key].source} ({why})"
+    return None
 
 
 def by_flags(c: Collector, framework: str, run, flags: dict) -> None:
