@@ -280,7 +280,7 @@ def _image(c: Collector, env: dict[str, str], where: str, release) -> None:
         return
     pixels = given or QWEN_VL_UTILS_MAX_PIXELS
     how = (
-        f"{where} MAX_PIXELS={given} (swift/model/models/qwen.py:758-770)"
+        f"{where} MAX_PIXELS={given}"
         if given
         else default(
             f"ms-swift {release.name}.x",
@@ -301,7 +301,8 @@ def _image(c: Collector, env: dict[str, str], where: str, release) -> None:
     n = tokens(None)
     if not n:
         return
-    c.set("image_tokens", n, f"{how} (one image a row: {pixels} // {pixels // n} pixels a token)", "MAX_PIXELS")
+    per = f"{pixels // n} pixels a token{', swift/model/models/qwen.py:758-770' if given else ''}"
+    c.set("image_tokens", n, f"{how} (one image a row: {pixels} // {per})", "MAX_PIXELS")
     if text and seq is not None:
         c.set(
             "seq_len",
