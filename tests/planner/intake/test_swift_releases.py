@@ -84,3 +84,20 @@ def test_a_2x_plan_is_not_written_as_a_script():
     plan = type("P", (), {"knobs": type("K", (), {"release": "2"})()})()
     with pytest.raises(ValueError, match="ms-swift 2.x scripts are read, not written"):
         swift_export.check(plan)
+
+
+def test_a_files_target_that_matches_no_module_is_skipped_as_peft_does(tmp_path):
+    """PEFT raises only when no target matches (peft 0.20 tuners_utils.py:990-1006): a file's typo beside real names
+    is skipped with a line; typed as a flag it stays an error."""
+    from planner.errors import BadInput
+
+    path = tmp_path / "train.sh"
+    path.write_text("swift sft --model Qwen/Qwen2.5-7B-Instruct --tuner_type lora --target_modules qproj v_proj\n")
+    out = advise.check_config([str(path)], {"gpu": "a100-80gb", "seq_len": 1024})
+    s = {x["field"]: x for x in out.config["settings"]}
+    assert s["lora_targets"]["value"] == "v_proj" and "PEFT skips qproj" in s["lora_targets"]["source"]
+    with pytest.raises(BadInput, match="--lora-targets qproj: not a linear"):
+        advise.check_config([str(path)], {"gpu": "a100-80gb", "seq_len": 1024, "lora_targets": "qproj,v_proj"})
+    path.write_text("swift sft --model Qwen/Qwen2.5-7B-Instruct --tuner_type lora --target_modules qproj\n")
+    with pytest.raises(BadInput, match="--lora-targets qproj: not a linear"):
+        advise.check_config([str(path)], {"gpu": "a100-80gb", "seq_len": 1024})
