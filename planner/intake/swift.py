@@ -295,9 +295,11 @@ def _image(c: Collector, env: dict[str, str], where: str, release) -> None:
         return pixels // per if per and (given or per == 28 * 28) else 0  # the default cap: the Qwen2-VL family
 
     c.derived["image_tokens"] = (("model",), tokens)
-    seq = c.setting("seq_len")
+    # the length --max_length set: SFT's rows, DPO's chosen and rejected rows, GRPO's prompt (_sequence)
+    field = next((f for f in ("seq_len", "workload.max_length", "workload.max_prompt_length") if c.has(f)), "seq_len")
+    seq = c.setting(field)
     if text and seq is not None:
-        c.derived["seq_len"] = (("model",), lambda request: int(seq.value) + tokens(request))
+        c.derived[field] = (("model",), lambda request: int(seq.value) + tokens(request))
     n = tokens(None)
     if not n:
         return
@@ -305,7 +307,7 @@ def _image(c: Collector, env: dict[str, str], where: str, release) -> None:
     c.set("image_tokens", n, f"{how} (one image a row: {pixels} // {per})", "MAX_PIXELS")
     if text and seq is not None:
         c.set(
-            "seq_len",
+            field,
             int(seq.value) + n,
             f"{seq.source} + {n} image tokens (ms-swift {release.name}.x checks --max_length on the text, then "
             "inserts the image's tokens: planner.frameworks.swift.RELEASES)",

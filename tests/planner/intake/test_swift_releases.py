@@ -101,3 +101,13 @@ def test_a_files_target_that_matches_no_module_is_skipped_as_peft_does(tmp_path)
     path.write_text("swift sft --model Qwen/Qwen2.5-7B-Instruct --tuner_type lora --target_modules qproj\n")
     with pytest.raises(BadInput, match="--lora-targets qproj: not a linear"):
         advise.check_config([str(path)], {"gpu": "a100-80gb", "seq_len": 1024})
+
+
+def test_grpos_prompt_takes_the_image_on_top_where_the_length_counts_the_text(tmp_path):
+    """GRPO's --max_length is the prompt's: up to 3.3 the image's tokens come after the check, from 3.4 inside."""
+    command = (
+        f"MAX_PIXELS=602112 swift rlhf --rlhf_type grpo --model {VLM} --train_type full --max_length 2048 "
+        "--num_generations 4 --dataset x\n"
+    )
+    assert _read(tmp_path, command).request["workload"]["max_prompt_length"] == 2048 + 768
+    assert _read(tmp_path, command, "ms-swift==3.5.0\n").request["workload"]["max_prompt_length"] == 2048
