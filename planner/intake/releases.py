@@ -122,7 +122,12 @@ def by_flags(c: Collector, framework: str, run, flags: dict) -> None:
     --sft_type, 3's --train_type; OpenRLHF's flat names, 0.9's --bf16 where 0.10 took --param_dtype), else the newest."""
     hint = None
     if framework == "swift" and "train_type" in flags and "tuner_type" not in flags:
-        hint = ("3", f"{flags['train_type'].source} (ms-swift 3's name; 4.x's is --tuner_type)")
+        why = (
+            f"{flags['train_type'].source} (ms-swift 3's name; 4.x's is --tuner_type; read as 3.0-3.3, the hungrier "
+            "for images: their --max_length leaves the image's tokens out; a pin ms-swift==3.4 or later beside the "
+            "script reads it as 3.4)"
+        )
+        hint = ("3", why)
     old2 = next((flags[k] for k in SWIFT2_FLAGS if k in flags), None)
     if framework == "swift" and old2 is not None and "train_type" not in flags and "tuner_type" not in flags:
         hint = ("2", f"{old2.source} (an ms-swift 2.x name, v2.5.2 swift/llm/utils/argument.py:610-617)")
