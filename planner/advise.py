@@ -548,6 +548,8 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
     from planner.intake import models
 
     reading = intake.read(paths, allowed)
+    if reading.refused and "workload" not in overrides:
+        raise BadInput(reading.refused, "workload")
     if "model" not in overrides and "model" in reading.request and allowed is None:  # a service resolves its own way
         models.resolve(reading.request["model"])  # an id not found offline: the one-line "pass its config.json"
     dropped = intake.replaced(reading, overrides)
@@ -561,6 +563,7 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
         if f not in flags and any(i in flags for i in inputs):
             again[f] = fn(body)
             body = merged(body, nested(f, again[f]))
+    body, peft = file_lora_targets(body, overrides)
     result = open_length_check(body, kwargs) if open_length(body) else check(parse(CheckRequest, body), **kwargs)
     given = {k: v for k, v in flags.items() if k in read and v != read[k]}
     given |= {k: None for k in dropped}
@@ -570,13 +573,17 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
         "settings": [
             {
                 "field": s.field,
-                "value": again.get(s.field, given.get(s.field, s.value)),
+                "value": body["lora_targets"]
+                if peft and s.field == "lora_targets"
+                else again.get(s.field, given.get(s.field, s.value)),
                 "source": f"a cap on --data's rows (the config: {s.value}, {s.source})"
                 if capped and s.field == "seq_len"
                 else f"a flag (the config: {s.value}, {s.source})"
                 if s.field in given
                 else f"derived again from the flags (the config: {s.value}, {s.source})"
                 if s.field in again
+                else f"{s.source} ({peft})"
+                if peft and s.field == "lora_targets"
                 else s.source,
                 "key": s.key,
             }
@@ -585,6 +592,33 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
         "unplanned": reading.unplanned,
     }
     return result
+
+
+def file_lora_targets(body: dict, overrides: dict) -> tuple[dict, str]:
+    """A file's LoRA targets as PEFT takes them: a name that matches no module is dropped while another matches (peft
+    0.20 tuners/tuners_utils.py:990-1006 raises only when none does); (the body, the line saying so, or ""). Names
+    given as a flag stay strict (lora_knobs)."""
+    t = body.get("lora_targets")
+    if (
+        "lora_targets" in overrides
+        or not isinstance(t, str)
+        or t in ("all-linear", "attention")
+        or not body.get("model")
+    ):
+        return body, ""
+    try:
+        known = default_resolver(body["model"]).linear_names()
+    except BadInput:
+        return body, ""
+    names = t.split(",")
+    kept = [n for n in names if any(module_name_matches(k, n) for k in known)]
+    if not kept or len(kept) == len(names):
+        return body, ""
+    dropped = ",".join(n for n in names if n not in kept)
+    why = (
+        f"PEFT skips {dropped}, which matches no module, while {','.join(kept)} do: peft 0.20 tuners_utils.py:990-1006"
+    )
+    return {**body, "lora_targets": ",".join(kept)}, why
 
 
 SHOWN_WHEN_NOTHING_FITS = 4096  # tokens: a common row length, only to show a plan and its nearest settings
@@ -606,7 +640,9 @@ def open_length_check(body: dict, kwargs: dict) -> CheckResult:
     model, hw, goal = first.context
     fits = first.plan.fits
     n = context if fits else largest_fitting_seq_len(model, hw, goal, first.plan.knobs, first.plan.micro_batch)
-    shown = n or min(context, SHOWN_WHEN_NOTHING_FITS)  # nothing fits: the plan and its nearest settings at a row
+    floor = int(body.get("image_tokens") or 0)  # every row holds its image: no row that fits only shorter ones
+    n = n if n > floor else 0
+    shown = n or min(context, floor + SHOWN_WHEN_NOTHING_FITS)  # nothing fits: the plan and its nearest at a row
     result = first if shown == context else check(parse(CheckRequest, {**body, "seq_len": shown}), **kwargs)
     result.open_length = {"fits_up_to_tokens": n, "context": context, "planned_at": shown}
     return result

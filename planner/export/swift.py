@@ -64,7 +64,10 @@ def command(plan: Plan, hw: Hardware) -> str:
 
 
 def check(plan: Plan) -> None:
-    """ValueError for what ms-swift 4.6.0 cannot run as planned (its rules: planner/frameworks/swift.py)."""
+    """ValueError for what ms-swift 4.6.0 cannot run as planned (its rules: planner/frameworks/swift.py); a 2.x plan
+    is read from users' scripts, never written (2.x's flags differ: --sft_type, --batch_size, --model_id_or_path)."""
+    if plan.knobs.release == "2":
+        raise ValueError("ms-swift 2.x scripts are read, not written: give --framework swift@3 or swift to --emit")
     check_plan("swift", plan)
 
 

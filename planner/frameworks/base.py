@@ -112,6 +112,9 @@ MEANINGS = {
     # TRL's GRPO per_device_train_batch_size: completions (PR #2776, trl 0.15.0) or prompts, each sampling
     # num_generations completions (trl 0.14 and the Qwen2VLGRPOTrainer forks)
     "grpo_batch_counts": ("completions", "prompts"),
+    # ms-swift's --max_length: the encoded row with its images' tokens (3.4 and later), or its text, the images'
+    # tokens inserted after the check (2.x to 3.3): planner.frameworks.swift.RELEASES
+    "swift_max_length_counts": ("images", "text"),
 }
 
 

@@ -32,7 +32,9 @@ FRAMEWORK = Framework(
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
         "negatives": (0,),
         "task": ("causal-lm",),  # stage rm keeps the vocabulary head (a value head beside it): not planned yet
-        "lora_vision": (False,),  # adapters on the tower: not planned in this framework's keys yet
+        # freeze_vision_tower false beside LoRA keeps the tower's linears in lora_target all (0.9.5
+        # model/model_utils/misc.py:40-41, visual.py:200-209): adapters on the tower
+        "lora_vision": (False, True),
         "vit_checkpointing": ("on",),  # HF's gradient_checkpointing_enable reaches the tower; no key leaves it out
         "checkpointing": ("off", "full", "offload"),
         "loss": ("standard", "fused"),

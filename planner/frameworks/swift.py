@@ -16,11 +16,36 @@ from planner.frameworks.base import (
     only_expert_targets,
 )
 
+# Where a row's image tokens go against --max_length (MEANINGS "swift_max_length_counts"): up to 3.3 the row is
+# checked (and cut or deleted) on its text, each image still one placeholder token, and the image's tokens are
+# inserted after (v2.5.2 swift/llm/utils/template.py:957-966 then 1597-1620; v3.0.0 swift/llm/template/base.py:
+# 626-634 then template/qwen.py:211-239; v3.3.0 base.py:962, qwen.py:227-255), so a row runs max_length plus its
+# images; from 3.4 the check is on the encoded row, images included (v3.4.0 base.py:421-425; v4.0.0
+# swift/template/base.py:1298-1299), and a longer row is deleted (truncation_strategy 'delete').
+TEXT_ONLY_CUT = {"swift_max_length_counts": "text"}
 RELEASES = (
+    Release(
+        "2",
+        (2, 0),
+        "ms-swift v2.5.2 (swift/llm/utils/argument.py:610-899 SftArguments: --sft_type, --model_id_or_path)",
+        keys={"lora": "--sft_type", "micro_batch": "--batch_size", "model": "--model_id_or_path"},
+        meaning=TEXT_ONLY_CUT,
+        notes=("2.x: --sft_type, --model_id_or_path, --batch_size; max_length 2048 by default",),
+    ),
     Release(
         "3",
         (3, 0),
-        "ms-swift v3.12.0 (swift/llm/argument/base_args/base_args.py:98 train_type)",
+        "ms-swift v3.0.0 .. v3.3.x (swift/llm/argument/base_args/base_args.py train_type; the length check before "
+        "the images' tokens, template/base.py:626-634 at v3.0.0)",
+        keys={"lora": "--train_type"},
+        meaning=TEXT_ONLY_CUT,
+        notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
+    ),
+    Release(
+        "3.4",
+        (3, 4),
+        "ms-swift v3.4.0 .. v3.12.x (swift/llm/argument/base_args/base_args.py:98 train_type at v3.12.0; the length "
+        "check on the encoded row, template/base.py:421-425 at v3.4.0)",
         keys={"lora": "--train_type"},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
     ),

@@ -50,6 +50,9 @@ class Reading:
     # fields the reading derived from others (VLM-R1's uncut prompt from its pixel cap): field -> (the fields it is
     # derived from, a function of the final request giving its value), derived again where a flag changes them
     derived: dict = field(default_factory=dict)
+    # a workload the reading cannot plan, whose planned stand-in would understate memory (LLaMA-Factory's PPO): the
+    # one-line question check --config answers with, unless --workload says what to plan
+    refused: str = ""
 
 
 # The folders a reading may open files in (read(..., allowed=...): the API's data directories); None: any

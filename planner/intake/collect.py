@@ -150,6 +150,7 @@ class Collector:
             unplanned=list(self.unplanned),
             files=list(self.files),
             derived=dict(self.derived),
+            refused=str(self.facts.get("refused", ("",))[0]),
         )
 
 

@@ -103,6 +103,16 @@ def _stage(c: Collector, f: dict[str, Flag]) -> str:
             f"{src} (stage rm, a value head beside the vocabulary head over chosen and rejected rows, is not planned "
             "yet; planned as SFT)"
         )
+    elif stage == "ppo":
+        c.note(f"{src} (stage ppo is not planned yet)")
+        c.fact(
+            "refused",
+            f"{src}: LLaMA-Factory's PPO is not planned yet, and its sampling under ZeRO-3 gathers the whole policy on "
+            "every GPU (src/llamafactory/train/ppo/trainer.py:358 unwrap_model_for_generation, :348 at v0.8.3; trl "
+            "0.24 models/utils.py:338-346): does the training step alone answer you? then give --workload sft",
+            src,
+            "stage",
+        )
     elif stage not in ("sft", "pt"):
         c.note(f"{src} (stage {stage} is not planned yet; planned as SFT)")
     return stage
@@ -197,18 +207,36 @@ def _vision(c: Collector, f: dict[str, Flag], lora: bool) -> None:
         c.fact("frozen", frozen, f"{tsrc}; {psrc}; {lsrc}", "freeze_vision_tower")
         if note:
             c.note(f"{psrc} ({note})")
+    elif as_bool(tower) is False and c.get("lora_targets") == "all-linear":
+        c.set(
+            "lora_vision",
+            True,
+            f"{tsrc} (lora_target all keeps the tower's linears: model/model_utils/misc.py:40-41, visual.py:200-209)",
+            "freeze_vision_tower",
+        )
     pixels, src = _get(f, "image_max_pixels", 589824, f"{H}model_args.py:305")
     per = models.pixels_per_token(c.model.config)
     if per and as_int(pixels):
-        c.set(
-            "image_tokens",
-            as_int(pixels) // per,
-            f"{src} (one image a row: {as_int(pixels)} // {per} pixels a "
-            "token, src/llamafactory/data/mm_plugin.py:218-235)",
-            "image_max_pixels",
-        )
+        _image(c, f, as_int(pixels), per, src)
     if "video_max_pixels" in f:
         c.note(f"{f['video_max_pixels'].source} (video frames are not planned; rows planned with one image)")
+
+
+def _image(c: Collector, f: dict[str, Flag], pixels: int, per: int, src: str) -> None:
+    """One image a row at image_max_pixels: its tokens where they fit the cutoff; over it, the cap is a bound, not a
+    count (issue 47 item 5): the images' tokens are inserted before the row is cut at cutoff_len
+    (src/llamafactory/data/processor/supervised.py:62 process_messages, then :73-78 infer_seqlen), so the tower runs
+    on the image's patches and the text is cut after them (planned as --images 1 under the pixel bounds)."""
+    tokens, seq = pixels // per, c.get("seq_len")
+    why = f"{src} (one image a row: {pixels} // {per} pixels a token, src/llamafactory/data/mm_plugin.py:218-235)"
+    if not isinstance(seq, int) or tokens <= seq:
+        c.set("image_tokens", tokens, why, "image_max_pixels")
+        return
+    low, lsrc = _get(f, "image_min_pixels", 1024, f"{H}model_args.py:309")
+    c.set("images", 1, f"{why}; over cutoff_len {seq}: a bound, the tower on its patches, the text cut", "image")
+    c.set("max_pixels", pixels, src, "image_max_pixels")
+    if as_int(low):
+        c.set("min_pixels", as_int(low), lsrc, "image_min_pixels")
 
 
 def _sharding(c: Collector, f: dict[str, Flag], path: Path, vars) -> None:

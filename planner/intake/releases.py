@@ -32,6 +32,13 @@ _PIN = re.compile(
 # GRPO forks by their trainer classes (trl's releases "r1-v" and "vlm-r1"), and by their files where the script is
 # not among the user's: VLM-R1's grpo_jsonl.py came with VLMGRPOTrainer (4081ec3); R1-V's src/r1-v
 TRAINER_CLASSES = (("VLMGRPOTrainer", "vlm-r1"), ("Qwen2VLGRPOTrainer", "r1-v"))
+# flags only ms-swift 2.x takes (3.0 renamed them: --train_type, --model, --per_device_train_batch_size)
+SWIFT2_FLAGS = ("sft_type", "model_id_or_path", "lora_target_modules", "lora_dropout_p", "custom_train_dataset_path")
+# GRPO forks by a flag only their script takes: Video-R1 (59d65c3) src/r1-v/src/open_r1/grpo.py:55-60 --temporal,
+# --len_control; its trainer (:286 Qwen2VLGRPOVLLMTrainerModified with vLLM, else Qwen2VLGRPOTrainer) is R1-V's,
+# repeating each prompt num_generations times (trainer/vllm_grpo_trainer_modified.py:615): its batch counts prompts
+VIDEO_R1 = "Video-R1's flag, src/r1-v/src/open_r1/grpo.py:55-60; its trainer is R1-V's Qwen2VLGRPOTrainer's copy"
+FORK_FLAGS = (("temporal", "r1-v", VIDEO_R1), ("len_control", "r1-v", VIDEO_R1))
 FORK_PATHS = (("grpo_jsonl.py", "vlm-r1"), ("open-r1-multimodal", "vlm-r1"), ("VLM-R1", "vlm-r1"), ("r1-v", "r1-v"))
 
 
@@ -91,21 +98,39 @@ def fork(paths: list[str], script: Path | None) -> tuple[str, str] | None:
     return None
 
 
-def for_run(c: Collector, run, trainer: str) -> None:
-    """The TRL or transformers release a launched run targets: a GRPO fork's trainer, else a pin beside the launch
-    script, the folder it runs from or the script it runs (`run`: planner.intake.launch.Run)."""
+def for_run(c: Collector, run, trainer: str, flags: dict | None = None) -> None:
+    """The TRL or transformers release a launched run targets: a GRPO fork's trainer (its script's class, its files,
+    or a flag only the fork's script takes), else a pin beside the launch script, the folder it runs from or the
+    script it runs (`run`: planner.intake.launch.Run)."""
     script = script_of(run)
-    where = [f"{run.command.vars.cwd or ''}/{run.target}", str(run.command.path)]
-    told = fork(where, script) if trainer == "grpo" else None
+    v = run.command.vars
+    where = [f"{v.cwd or v.cd_words}/{run.target}", str(run.command.path)]
+    told = (fork(where, script) or fork_by_flags(flags or {})) if trainer == "grpo" else None
     decide(c, c.framework, folders(run), told)
 
 
+def fork_by_flags(flags: dict) -> tuple[str, str] | None:
+    """(trl release, why) for a GRPO fork's script known by a flag of its own argument dataclass."""
+    for key, release, why in FORK_FLAGS:
+        if key in flags:
+            return release, f"{flags[key].source} ({why})"
+    return None
+
+
 def by_flags(c: Collector, framework: str, run, flags: dict) -> None:
-    """ms-swift's or OpenRLHF's release: a pin, else the flag names only older releases take (ms-swift 3's
-    --train_type; OpenRLHF's flat names, 0.9's --bf16 where 0.10 took --param_dtype), else the newest."""
+    """ms-swift's or OpenRLHF's release: a pin, else the flag names only older releases take (ms-swift 2's
+    --sft_type, 3's --train_type; OpenRLHF's flat names, 0.9's --bf16 where 0.10 took --param_dtype), else the newest."""
     hint = None
     if framework == "swift" and "train_type" in flags and "tuner_type" not in flags:
-        hint = ("3", f"{flags['train_type'].source} (ms-swift 3's name; 4.x's is --tuner_type)")
+        why = (
+            f"{flags['train_type'].source} (ms-swift 3's name; 4.x's is --tuner_type; read as 3.0-3.3, the hungrier "
+            "for images: their --max_length leaves the image's tokens out; a pin ms-swift==3.4 or later beside the "
+            "script reads it as 3.4)"
+        )
+        hint = ("3", why)
+    old2 = next((flags[k] for k in SWIFT2_FLAGS if k in flags), None)
+    if framework == "swift" and old2 is not None and "train_type" not in flags and "tuner_type" not in flags:
+        hint = ("2", f"{old2.source} (an ms-swift 2.x name, v2.5.2 swift/llm/utils/argument.py:610-617)")
     if framework == "openrlhf":
         from planner.intake.openrlhf import OLD
 

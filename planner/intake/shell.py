@@ -290,12 +290,15 @@ class _Walker:
 
     def _cd(self, raw: list[tuple[str, int]]) -> None:
         target = expand_one(raw[0][0], self.vars) if raw else ""
+        if not target or UNKNOWN in target or target == "-" or Path(target).is_absolute():
+            self.vars.cd_words = ""
         if not target or UNKNOWN in target or target == "-":
             self.vars.cwd = None
         elif Path(target).is_absolute():
             self.vars.cwd = Path(target)
         else:
             self.vars.cwd = self.vars.cwd / target if self.vars.cwd else None
+            self.vars.cd_words = f"{self.vars.cd_words}/{target}" if self.vars.cwd is None else ""
 
 
 def _function(words: list[str]) -> bool:

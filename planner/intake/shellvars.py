@@ -36,12 +36,17 @@ class Vars:
     exported: set[str] = field(default_factory=set)
     positional: list[str] = field(default_factory=list)
     cwd: Path | None = None  # where the script runs: unknown until it changes to a known folder
+    # the folders a relative `cd` names from an unknown folder (`cd src/r1-v`): not a place, only what it says of the
+    # run (a fork's folder name: planner.intake.releases.FORK_PATHS)
+    cd_words: str = ""
     nesting: int = 0  # expansions open within one another now (limits.MAX_SHELL_NESTING)
     version: int = 0  # bumped by every set and unset: exported_values is cached on it
     _env: tuple = field(default=(None, {}), repr=False, compare=False)
 
     def copy(self) -> Vars:
-        return Vars(self.script, dict(self.values), set(self.exported), list(self.positional), self.cwd)
+        out = Vars(self.script, dict(self.values), set(self.exported), list(self.positional), self.cwd)
+        out.cd_words = self.cd_words
+        return out
 
     def set(self, name: str, value: str) -> None:
         """Bind `name` (limits.shell_variable: its value's size, the number of variables)."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from planner.intake import accelerate, deepspeed, hfargs, loraargs, models, swiftrl, tasks, vocab
+from planner.frameworks import FRAMEWORKS
+from planner.intake import accelerate, deepspeed, hfargs, loraargs, models, swift2, swiftrl, tasks, vocab
 from planner.intake.collect import (
     PRESETS,
     SWIFT,
@@ -31,6 +32,8 @@ from planner.intake.collect import (
 from planner.intake.flags import Flag
 from planner.intake.swiftrl import S, get
 
+QWEN_VL_UTILS_MAX_PIXELS = 16384 * 28 * 28
+
 
 def read(
     c: Collector,
@@ -45,6 +48,9 @@ def read(
 ) -> None:
     """`swift <sub>` with flags `f`, run with environment `env`; `where`: the command's place (`train.sh:5`);
     `launcher`: swift's own (NPROC_PER_NODE), not accelerate's or torchrun's (which the caller has read)."""
+    release = _release(c)
+    if release.name == "2":
+        f = swift2.translate(c, f)
     for k in sorted(set(f) - accepted("swift") - {"train_type"} - pipeline_notes(c, f)):
         c.note(f"{f[k].source} (not an {SWIFT} argument: swift refuses it)")
     if "model" in f:
@@ -57,6 +63,7 @@ def read(
     _training(c, f, kind)
     tasks.read_swift(c, f, env, where)
     _vision(c, f, env, where, lora)
+    _image(c, env, where, release)
     for key in ("deepspeed", "fsdp"):
         if key in f:
             ref = one(f[key].value)
@@ -261,19 +268,63 @@ def _vision(c: Collector, f: dict[str, Flag], env: dict[str, str], where: str, l
         c.fact("frozen", frozen, f"{vsrc}; {asrc}; {lsrc}", "--freeze_vit")
         if note:
             c.note(f"{asrc} ({note.replace('projector', 'aligner').replace('tower', 'ViT')})")
-    per = models.pixels_per_token(c.model.config)
-    pixels = as_int(env.get("MAX_PIXELS"))
-    if per and pixels:
-        c.set(
-            "image_tokens",
-            pixels // per,
-            f"{where} MAX_PIXELS={pixels} (one image a row: {pixels} // {per} "
-            "pixels a token, swift/model/models/qwen.py:758-770)",
-            "MAX_PIXELS",
-        )
     for key in ("VIDEO_MAX_PIXELS", "FPS_MAX_FRAMES"):
         if key in env:
             c.note(f"{where} {key}={env[key]} (video frames are not planned; rows planned with one image)")
+
+
+def _release(c: Collector):
+    """The ms-swift release line the reading found (planner.intake.releases), the newest where it found none."""
+    return FRAMEWORKS["swift"].release(str(c.facts.get("release", ("",))[0] or ""))
+
+
+def _image(c: Collector, env: dict[str, str], where: str, release) -> None:
+    """One image a row at MAX_PIXELS, else at the cap every ms-swift release leaves to qwen_vl_utils: its
+    MAX_PIXELS 16384 x 28 x 28 = 12,845,056 (qwen_vl_utils/vision_process.py; ms-swift reads the MAX_PIXELS
+    environment variable over it: v2.5.2 swift/llm/utils/template.py:1531-1546, v3.4.0
+    swift/llm/model/model/qwen.py:537-545, v4.0.0 swift/model/models/qwen.py:654-670). Up to 3.3 --max_length
+    counts the text only, the images' tokens inserted after it (planner.frameworks.swift.RELEASES): the row runs
+    max_length plus the image; from 3.4 a longer row is deleted, so the image is within max_length and no cap is
+    assumed (planned text only, the headline says so). Derived again from a --model given beside the files."""
+    given = as_int(env.get("MAX_PIXELS"))
+    text = release.means("swift_max_length_counts") == "text"
+    if not given and not text:
+        return
+    pixels = given or QWEN_VL_UTILS_MAX_PIXELS
+    how = (
+        f"{where} MAX_PIXELS={given}"
+        if given
+        else default(
+            f"ms-swift {release.name}.x",
+            "qwen_vl_utils/vision_process.py MAX_PIXELS = 16384 * 28 * 28; no MAX_PIXELS in the environment",
+            f"image cap {pixels:,} pixels",
+        )
+    )
+
+    def tokens(request: dict) -> int:  # the image under the final model (a --model beside the files)
+        m = c.model if request is None else models.lookup(str(request.get("model", "")), None)
+        per = models.pixels_per_token(m.config) if m is not None and models.has_vision(m.config) else None
+        return pixels // per if per and (given or per == 28 * 28) else 0  # the default cap: the Qwen2-VL family
+
+    c.derived["image_tokens"] = (("model",), tokens)
+    # the length --max_length set: SFT's rows, DPO's chosen and rejected rows, GRPO's prompt (_sequence)
+    field = next((f for f in ("seq_len", "workload.max_length", "workload.max_prompt_length") if c.has(f)), "seq_len")
+    seq = c.setting(field)
+    if text and seq is not None:
+        c.derived[field] = (("model",), lambda request: int(seq.value) + tokens(request))
+    n = tokens(None)
+    if not n:
+        return
+    per = f"{pixels // n} pixels a token{', swift/model/models/qwen.py:758-770' if given else ''}"
+    c.set("image_tokens", n, f"{how} (one image a row: {pixels} // {per})", "MAX_PIXELS")
+    if text and seq is not None:
+        c.set(
+            field,
+            int(seq.value) + n,
+            f"{seq.source} + {n} image tokens (ms-swift {release.name}.x checks --max_length on the text, then "
+            "inserts the image's tokens: planner.frameworks.swift.RELEASES)",
+            "--max_length",
+        )
 
 
 def _fsdp(c: Collector, ref: object, source: str, near: Path, vars) -> None:

@@ -213,12 +213,19 @@ def _framework(
         configs.read(c, fmt, data, cfg_path, overrides=flags, trainer=trainer, vars=vars)
     else:
         flags = scriptargs.with_defaults(c, releases.script_of(run), flags)
-        releases.for_run(c, run, trainer)
+        releases.for_run(c, run, trainer, flags)
         hfargs.read(
             c, flags, near, trainer, strict=run.tool == "trl", vars=vars, why=f"{run.where} {run.tool} {run.target}"
         )
     if vlmr1.is_vlm_r1(trainer, f"{vars.cwd or ''}/{run.target}"):
         vlmr1.read(c, flags, run.where, run.target)
+    elif trainer == "grpo" and c.facts.get("release", ("",))[0] == "r1-v":
+        for key in sorted({"max_pixels", "min_pixels"} & set(flags)):
+            c.note(
+                f"{flags[key].source} (R1-V's trainer sizes each image within it and cuts the prompt, image tokens "
+                "included, at max_prompt_length: Deep-Agent/R1-V bbbbe3d src/r1-v/src/open_r1/trainer/"
+                "grpo_trainer.py:236-237, 377-379; the tower's patches are not planned yet)"
+            )
 
 
 def _config_arg(run: launch.Run, lead: list, flags: dict[str, Flag]) -> Path | None:

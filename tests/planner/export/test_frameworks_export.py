@@ -245,6 +245,15 @@ def test_llamafactory_vlm_fsdp_runs_under_accelerate(tmp_path):
     )
 
 
+def test_llamafactory_lora_on_the_tower_writes_it_unfrozen_and_reads_it_back(tmp_path):
+    """lora_target all with freeze_vision_tower false adapts the tower's linears (LF 0.9.5 misc.py:40-41)."""
+    fields = {"model": "qwen2.5-vl-7b", "lora_rank": 8, "lora_vision": True, "image_tokens": 1024, "zero": 2}
+    w = written("llamafactory", "lora_vision", tmp_path, fields)
+    cfg = yaml.safe_load((w.dir / llamafactory.CONFIG_NAME).read_text())
+    assert cfg["freeze_vision_tower"] is False and cfg["lora_target"] == "all"
+    assert intake.read([str(w.dir / llamafactory.CONFIG_NAME)]).request["lora_vision"] is True
+
+
 def test_llamafactory_precisions(tmp_path):
     cfg = lf("z3_offload_fp16", tmp_path).cfg
     assert cfg["fp16"] is True and cfg["bf16"] is False and cfg["deepspeed"] == "ds_z3_offload_config.json"

@@ -165,3 +165,22 @@ def test_a_scripts_own_defaults_are_read_from_its_syntax_tree(tmp_path):
     assert (
         s["workload.num_generations"].source == "train.py:9 default num_generations 6 (its argparse, the script's own)"
     )
+
+
+def test_video_r1s_own_flags_name_r1_vs_trainer(tmp_path):
+    """Video-R1's grpo.py (not among the files) takes --temporal and --len_control (src/r1-v/src/open_r1/grpo.py:
+    55-60); its trainer is R1-V's, repeating each prompt num_generations times: the batch counts prompts."""
+    command = GRPO.replace("train_grpo.py", "src/open_r1/grpo.py")
+    r = intake.read([str(_run(tmp_path, {}, "--temporal true --len_control true", command))])
+    assert _settings(r)["framework"].value == "trl@r1-v" and "--temporal true (Video-R1's flag" in str(r.unplanned)
+    assert _settings(intake.read([str(_run(tmp_path, {}, "", command))]))["framework"].value != "trl@r1-v"
+
+
+def test_a_relative_cd_into_r1_vs_folder_names_the_fork(tmp_path):
+    """`cd src/r1-v` from a folder the reading does not know still says whose script runs (R1-V's run_grpo.sh)."""
+    command = "cd src/r1-v\n" + GRPO.replace("train_grpo.py", "src/open_r1/grpo.py")
+    r = intake.read([str(_run(tmp_path, {}, "--max_pixels 401408", command))])
+    assert _settings(r)["framework"].value == "trl@r1-v"
+    assert any("--max_pixels 401408 (R1-V's trainer sizes each image" in u for u in r.unplanned)
+    plain = GRPO.replace("train_grpo.py", "src/open_r1/grpo.py")
+    assert _settings(intake.read([str(_run(tmp_path, {}, "", "cd /elsewhere\n" + plain))]))["framework"].value == "trl"

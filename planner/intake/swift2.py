@@ -1,0 +1,85 @@
+"""ms-swift 2.x's `swift sft|rlhf` flags read as the 4.x names planner.intake.swift reads, with 2.x's own defaults
+where they differ from 4.x's. Cited at v2.5.2 (github.com/modelscope/ms-swift, swift/llm/utils/argument.py:
+SftArguments :606-899 and its __post_init__; swift/llm/utils/model.py). Flags 2.x takes that do not change memory are
+one line each, never "swift refuses it" (that is 4.x's word).
+"""
+
+from __future__ import annotations
+
+from planner.intake.collect import Collector, accepted, default, one
+from planner.intake.flags import Flag
+
+WHO = "ms-swift 2.x"
+A = "v2.5.2 swift/llm/utils/argument.py"
+# 2.x name -> 4.x name (the value means the same, or VALUES translates it)
+RENAMED = {
+    "sft_type": "tuner_type",  # :617 (lora by default, as 4.x)
+    "model_id_or_path": "model",  # :612
+    "batch_size": "per_device_train_batch_size",  # :787
+    "dtype": "torch_dtype",  # :637 (AUTO: the config's, as 4.x's default)
+    "lora_target_modules": "target_modules",  # :896, 2.x's older name of target_modules (:689)
+    "lora_dropout_p": "lora_dropout",  # :895, 2.x's older name of lora_dropout (:697)
+    "use_flash_attn": "attn_impl",  # :838; model.py:1461-1465: True flash_attention_2, False eager, unset the default
+}
+VALUES = {
+    # argument.py:964-968: 2.x's DeepSpeed preset names
+    "deepspeed": {"default-zero2": "zero2", "default-zero3": "zero3", "zero2-offload": "zero2_offload"}
+    | {"zero3-offload": "zero3_offload"},
+    # argument.py:930 ALL: every linear; :921-927 DEFAULT/AUTO: the model type's, for a VLM the language model's
+    # linears (model.py:7232-7235 get_regex_for_mm_default_lora)
+    "target_modules": {"ALL": "all-linear", "DEFAULT": "all-linear", "AUTO": "all-linear"},
+    "attn_impl": {"true": "flash_attn", "false": "eager", "True": "flash_attn", "False": "eager"},
+    "torch_dtype": {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"},
+}
+# 2.x defaults that differ from 4.x's: (4.x name, value, where)
+DEFAULTS = (
+    ("max_length", 2048, f"{A}:661"),
+    ("optim", "adamw_torch", f"{A}:793"),
+    ("freeze_vit", False, f"{A}:620"),
+)
+# 2.x flags that change no memory: data, evaluation, hub and template choices
+NO_MEMORY = {
+    "model_type",
+    "template_type",
+    "tuner_backend",
+    "check_dataset_strategy",
+    "train_dataset_sample",
+    "val_dataset_sample",
+    "dataset_test_ratio",
+    "custom_train_dataset_path",
+    "custom_val_dataset_path",
+    "check_model_is_latest",
+    "evaluation_strategy",
+    "truncation_strategy",
+    "self_cognition_sample",
+    "model_name",
+    "model_author",
+}
+
+
+def translate(c: Collector, f: dict[str, Flag]) -> dict[str, Flag]:
+    """`f` with 2.x's names and values as 4.x's, 2.x's differing defaults filled in, and 2.x-only flags noted."""
+    out = dict(f)
+    for old, new in RENAMED.items():
+        if old in out and new not in out:
+            flag = out.pop(old)
+            out[new] = Flag(new, flag.value, f"{flag.source} ({WHO}'s name of --{new})", flag.raw)
+    for key, table in VALUES.items():
+        if key in out and str(one(out[key].value)) in table:
+            flag = out[key]
+            out[key] = Flag(key, table[str(one(flag.value))], flag.source, flag.raw)
+    if "attn_impl" in out and out["attn_impl"].value == "AUTO":
+        out.pop("attn_impl")
+    if "torch_dtype" in out and out["torch_dtype"].value == "AUTO":
+        out.pop("torch_dtype")
+    if "max_length" in out and str(one(out["max_length"].value)) == "-1":  # :60-61: no limit
+        c.note(f"{out.pop('max_length').source} (-1: no limit in {WHO}; planned at the model's context)")
+    for key, value, cite in DEFAULTS:
+        if key not in out:
+            out[key] = Flag(key, value, default(WHO, cite, f"{key} {value}"), f"--{key}")
+    for key in sorted(set(out) - accepted("swift") - {"train_type"}):
+        if key in NO_MEMORY:
+            c.note(f"{out.pop(key).source} ({WHO}: does not change memory)")
+        elif key not in RENAMED:
+            c.note(f"{out.pop(key).source} (an {WHO} argument memplan does not plan)")
+    return out

@@ -1,0 +1,113 @@
+"""ms-swift's releases as the reading plans them (planner/intake/swift.py, swift2.py; the releases in
+planner/frameworks/swift.py): 2.x scripts' own flag names and defaults, and where a row's image goes against
+--max_length (up to 3.3 after the text's check; from 3.4 inside it, a longer row deleted)."""
+
+from pathlib import Path
+
+import pytest
+
+from planner import advise, intake
+from planner.export import swift as swift_export
+
+VLM = "Qwen/Qwen2.5-VL-7B-Instruct"
+CAP_TOKENS = 16384 * 28 * 28 // (28 * 28)  # qwen_vl_utils' MAX_PIXELS over 28 x 28 pixels a token
+
+
+def _read(tmp_path: Path, text: str, pins: str = ""):
+    if pins:
+        (tmp_path / "requirements.txt").write_text(pins)
+    path = tmp_path / "train.sh"
+    path.write_text(text)
+    return intake.read([str(path)])
+
+
+def _s(reading) -> dict:
+    return {s.field: s for s in reading.settings}
+
+
+SWIFT2 = (
+    "NPROC_PER_NODE=2 swift sft --model_type qwen2-vl-7b-instruct --model_id_or_path {model} --sft_type lora "
+    "--batch_size 2 --lora_target_modules ALL --lora_dropout_p 0.1 --use_flash_attn false --dtype AUTO "
+    "--deepspeed default-zero2 --check_dataset_strategy warning --dataset x.json {extra}\n"
+)
+
+
+def test_a_2x_script_is_read_in_2xs_names_and_defaults(tmp_path):
+    """--sft_type, --batch_size, --lora_target_modules ALL, --use_flash_attn false (eager), default-zero2; 2.x's
+    max_length 2048 by default (v2.5.2 argument.py:661), the image's 16,384 tokens added after it."""
+    r = _read(tmp_path, SWIFT2.format(model=VLM, extra=""))
+    s = _s(r)
+    assert s["framework"].value == "swift@2" and "--sft_type lora" in s["framework"].source
+    assert r.request["micro_batch"] == 2 and r.request["lora_rank"] == 8 and r.request["lora_targets"] == "all-linear"
+    assert r.request["lora_dropout"] == 0.1 and r.request["attention"] == "eager" and r.request["zero_stage"] == 2
+    assert r.request["image_tokens"] == CAP_TOKENS and r.request["seq_len"] == 2048 + CAP_TOKENS
+    assert "argument.py:661" in s["seq_len"].source and "16384 * 28 * 28" in s["image_tokens"].source
+    assert any("--check_dataset_strategy warning (ms-swift 2.x: does not change memory)" in u for u in r.unplanned)
+    assert not any("swift refuses it" in u for u in r.unplanned)
+
+
+def test_a_2x_max_length_is_the_text_and_the_image_comes_on_top(tmp_path):
+    r = _read(tmp_path, SWIFT2.format(model=VLM, extra="--max_length 1024"))
+    assert r.request["seq_len"] == 1024 + CAP_TOKENS
+
+
+def test_max_pixels_sets_the_image_in_every_release(tmp_path):
+    r = _read(tmp_path, "MAX_PIXELS=602112 " + SWIFT2.format(model=VLM, extra="--max_length 1024"))
+    assert r.request["image_tokens"] == 768 and r.request["seq_len"] == 1024 + 768
+    command = f"MAX_PIXELS=602112 swift sft --model {VLM} --tuner_type lora --max_length 1024 --dataset x\n"
+    r = _read(tmp_path, command)
+    assert r.request["image_tokens"] == 768 and r.request["seq_len"] == 1024  # 4.x: inside max_length
+
+
+@pytest.mark.parametrize(("pin", "image"), [("", True), ("ms-swift==3.2.0\n", True), ("ms-swift==3.5.0\n", False)])
+def test_3x_before_34_adds_the_default_image_after_the_cut(tmp_path, pin, image):
+    """--train_type names 3.x; unpinned, the reading takes 3.0-3.3 (the image's tokens after the text's check);
+    ms-swift 3.4 deletes a row over max_length with its image, so no cap is assumed (the headline says text only)."""
+    command = f"swift sft --model {VLM} --train_type lora --max_length 2048 --dataset x\n"
+    r = _read(tmp_path, command, pin)
+    assert ("image_tokens" in r.request) == image
+    assert r.request["seq_len"] == 2048 + (CAP_TOKENS if image else 0)
+
+
+def test_a_model_given_beside_the_files_sets_the_default_image(tmp_path):
+    """The script's model is a folder not found here; --model beside --config is the model the image is planned on."""
+    path = tmp_path / "train.sh"
+    path.write_text(SWIFT2.format(model="/data/models/unknown-folder", extra="--max_length 1024"))
+    overrides = {"model": "qwen2.5-vl-7b", "gpu": "a100-80gb"}
+    out = advise.check_config([str(path)], overrides)
+    assert out.context[2].image_tokens == CAP_TOKENS and out.context[2].seq_len == 1024 + CAP_TOKENS
+    text = advise.check_config([str(path)], {"model": "qwen2.5-7b", "gpu": "a100-80gb"})
+    assert text.context[2].image_tokens == 0 and text.context[2].seq_len == 1024
+
+
+def test_a_2x_plan_is_not_written_as_a_script():
+    plan = type("P", (), {"knobs": type("K", (), {"release": "2"})()})()
+    with pytest.raises(ValueError, match="ms-swift 2.x scripts are read, not written"):
+        swift_export.check(plan)
+
+
+def test_a_files_target_that_matches_no_module_is_skipped_as_peft_does(tmp_path):
+    """PEFT raises only when no target matches (peft 0.20 tuners_utils.py:990-1006): a file's typo beside real names
+    is skipped with a line; typed as a flag it stays an error."""
+    from planner.errors import BadInput
+
+    path = tmp_path / "train.sh"
+    path.write_text("swift sft --model Qwen/Qwen2.5-7B-Instruct --tuner_type lora --target_modules qproj v_proj\n")
+    out = advise.check_config([str(path)], {"gpu": "a100-80gb", "seq_len": 1024})
+    s = {x["field"]: x for x in out.config["settings"]}
+    assert s["lora_targets"]["value"] == "v_proj" and "PEFT skips qproj" in s["lora_targets"]["source"]
+    with pytest.raises(BadInput, match="--lora-targets qproj: not a linear"):
+        advise.check_config([str(path)], {"gpu": "a100-80gb", "seq_len": 1024, "lora_targets": "qproj,v_proj"})
+    path.write_text("swift sft --model Qwen/Qwen2.5-7B-Instruct --tuner_type lora --target_modules qproj\n")
+    with pytest.raises(BadInput, match="--lora-targets qproj: not a linear"):
+        advise.check_config([str(path)], {"gpu": "a100-80gb", "seq_len": 1024})
+
+
+def test_grpos_prompt_takes_the_image_on_top_where_the_length_counts_the_text(tmp_path):
+    """GRPO's --max_length is the prompt's: up to 3.3 the image's tokens come after the check, from 3.4 inside."""
+    command = (
+        f"MAX_PIXELS=602112 swift rlhf --rlhf_type grpo --model {VLM} --train_type full --max_length 2048 "
+        "--num_generations 4 --dataset x\n"
+    )
+    assert _read(tmp_path, command).request["workload"]["max_prompt_length"] == 2048 + 768
+    assert _read(tmp_path, command, "ms-swift==3.5.0\n").request["workload"]["max_prompt_length"] == 2048
