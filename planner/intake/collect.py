@@ -7,6 +7,7 @@ strings the readers share, and the versions whose defaults they cite.
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
 
@@ -263,19 +264,27 @@ def count_devices(text: str) -> int | None:
     return len([d for d in str(text).split(",") if d.strip()])
 
 
-def processes_fit_devices(procs: int | None, env: dict[str, str], source: str) -> None:
+# The request fields the caller gives itself beside the files (check --config's flags): a launch the files start and
+# cannot run is then one line, and the flag's value is planned (planner.intake.read sets it for one reading)
+GIVEN_FIELDS: ContextVar[frozenset[str]] = ContextVar("memplan_intake_given_fields", default=frozenset())
+
+
+def processes_fit_devices(procs: int | None, env: dict[str, str], source: str, c: Collector | None = None) -> None:
     """Refuse more processes a node than CUDA_VISIBLE_DEVICES lists: torchrun starts every one and each takes the GPU
-    of its local rank (torch.cuda.set_device(LOCAL_RANK)), so the ranks past the list have none and the run fails."""
+    of its local rank (torch.cuda.set_device(LOCAL_RANK)), so the ranks past the list have none and the run fails.
+    Where the caller gives --gpus-per-node itself (GIVEN_FIELDS), one line says so and the flag's count is planned."""
     visible = count_devices(env.get("CUDA_VISIBLE_DEVICES", ""))
     if procs and visible and procs > visible:
         one = procs == visible + 1
         ranks = f"local rank {visible} has no GPU of its own" if one else f"local ranks {visible} to {procs - 1} have"
-        raise BadInput(
+        why = (
             f"{source} with CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']}: torchrun starts {procs} processes a "
-            f"node and {visible} GPUs are visible, so {ranks}{'' if one else ' no GPU of their own'} "
-            f"(run {visible} processes, or make {procs} GPUs visible)",
-            "config",
+            f"node and {visible} GPUs are visible, so {ranks}{'' if one else ' no GPU of their own'}"
         )
+        if c is not None and "gpus_per_node" in GIVEN_FIELDS.get():
+            c.note(f"{why} (as written, the run fails there; planned with the flag --gpus-per-node)")
+            return
+        raise BadInput(f"{why} (run {visible} processes, or make {procs} GPUs visible)", "config")
 
 
 # pipeline parallel sizes as the frameworks spell them: Megatron's (LLaMA-Factory's Megatron-Bridge and mcore_adapter,

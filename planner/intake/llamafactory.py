@@ -232,7 +232,7 @@ def read_launcher(c: Collector, env: dict[str, str], where: str) -> None:
     procs, devices = env.get("NPROC_PER_NODE"), count_devices(env.get("CUDA_VISIBLE_DEVICES", ""))
     if procs is not None:
         source = f"{where} NPROC_PER_NODE={show(procs)}"
-        processes_fit_devices(c.number("gpus_per_node", procs, source, "NPROC_PER_NODE"), env, source)
+        processes_fit_devices(c.number("gpus_per_node", procs, source, "NPROC_PER_NODE"), env, source, c)
     elif devices:
         c.set(
             "gpus_per_node",

@@ -108,7 +108,7 @@ def read_script(path: Path, text: str | None = None, vars: Vars | None = None) -
         if vars is None:
             sbatch_environment(text, state)
         walker = _Walker(script, state)
-        walker.walk(_split(text, path, f"--config {path.name} "), path, 0)
+        walker.walk(_split(text, path, f"--config {path.name} ", script.notes), path, 0)
         walker.uncalled(path)
     return script
 
@@ -153,15 +153,50 @@ def read_text(text: str, path: Path, vars: Vars, depth: int = 0) -> Script:
     return script
 
 
-def _split(text: str, path: Path | None, where: str = "") -> list[list[tuple[str, int]]]:
-    """The commands of a script's text, up to limits.MAX_SCRIPT_BYTES of it (`path`: the file, for that line)."""
+def _split(
+    text: str, path: Path | None, where: str = "", notes: list[str] | None = None
+) -> list[list[tuple[str, int]]]:
+    """The commands of a script's text, up to limits.MAX_SCRIPT_BYTES of it (`path`: the file, for that line); a
+    line in `notes` for each comment line that ends a command its writer meant to continue (cut_lines)."""
     if len(text) > limits.MAX_SCRIPT_BYTES:
         limits.refuse(
             f"{limits.about(path)}a shell script of over {limits.MAX_SCRIPT_BYTES >> 20} MiB (memplan reads launch "
             "scripts up to that size)"
         )
     limits.spend("shell_bytes", len(text))
-    return split_commands(text, where)
+    cuts: list[tuple[int, int, str]] = []
+    commands = split_commands(text, where, cuts)
+    if notes is not None and path is not None:
+        notes += cut_lines(commands, cuts, path.name)
+    return commands
+
+
+_ASSIGNS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+
+
+def cut_lines(commands: list[list[tuple[str, int]]], cuts: list[tuple[int, int, str]], name: str) -> list[str]:
+    """Bash ends a command at a comment line even after a `\\` (the comment runs to the line's end, and its newline
+    ends the command): one line for each such cut that changes what runs, where the comment itself ends in `\\`,
+    the cut command only sets variables (an environment prefix: they become shell variables, not the next command's
+    environment), or the next command begins with an option (the rest of the cut command's arguments)."""
+    out = []
+    for index, line, comment in cuts:
+        cut = commands[index] if index < len(commands) else []
+        after = commands[index + 1] if index + 1 < len(commands) else []
+        prefix = bool(cut) and all(_ASSIGNS.match(w) for w, _ in cut)
+        if not cut or not (comment.rstrip().endswith("\\") or prefix or (after and after[0][0].startswith("-"))):
+            continue
+        head = " ".join(w for w, _ in cut[:2]) + (" ..." if len(cut) > 2 else "")
+        if prefix and after:
+            what = f"{head} sets shell variables, not the environment of line {after[0][1]}'s {after[0][0]}"
+        else:
+            rest = " ".join(w for w, _ in after[:3]) + (" ..." if len(after) > 3 else "")
+            what = f"{head} ends there" + (f"; line {after[0][1]}'s {rest} is a command of its own" if after else "")
+        out.append(
+            f"{name}:{line} the comment line ends the command begun on line {cut[0][1]}, as bash ends it (a `\\` "
+            f"does not continue past a comment): {what}"
+        )
+    return out
 
 
 class _Walker:
@@ -285,7 +320,8 @@ class _Walker:
         self.script.files.append(found)
         saved = self.vars.positional
         self.vars.positional = [expand_one(w, self.vars) for w, _ in raw[1:]] or saved
-        self.walk(_split(text, found, f"{path.name}:{raw[0][1]} source {found.name}: "), found, depth + 1)
+        where = f"{path.name}:{raw[0][1]} source {found.name}: "
+        self.walk(_split(text, found, where, self.script.notes), found, depth + 1)
         self.vars.positional = saved
 
     def _cd(self, raw: list[tuple[str, int]]) -> None:

@@ -102,6 +102,8 @@ class _Lexer:
         self.cur_line = 1
         self.heredocs: list[tuple[str, bool]] = []
         self.drop_next = False
+        # comment lines that end a command a `\` continued: (the command's index, the comment's line, its text)
+        self.cuts: list[tuple[int, int, str]] = []
 
     def run(self) -> list[list[tuple[str, int]]]:
         s = self.s
@@ -118,7 +120,10 @@ class _Lexer:
                 self._skip_heredocs()
             elif ch == "#" and self.cur is None:
                 end = s.find("\n", self.i)
-                self.i = len(s) if end < 0 else end
+                end = len(s) if end < 0 else end
+                if self.words and self._after_continuation():
+                    self.cuts.append((len(self.commands), self.line, s[self.i : end]))
+                self.i = end
             elif ch == "<" and self.cur is None and (m := _PLACEHOLDER.match(s, self.i)):
                 self._take(m.end())
             elif ch in "<>" or s.startswith("&>", self.i):
@@ -134,6 +139,11 @@ class _Lexer:
                 self._part()
         self._end_command()
         return self.commands
+
+    def _after_continuation(self) -> bool:
+        """Whether the line being read began after a `\\` that continued the command (blanks before self.i)."""
+        start = self.s.rfind("\n", 0, self.i)
+        return start > 0 and self.s[start - 1] == "\\" and not self.s[start + 1 : self.i].strip(" \t")
 
     def _take(self, end: int) -> None:
         chunk = self.s[self.i : end]
@@ -212,6 +222,14 @@ class _Lexer:
         self.words = []
 
 
-def split_commands(text: str, where: str = "") -> list[list[tuple[str, int]]]:
-    """The commands of `text`; `where` ("--config run.sh ") begins the line that refuses an unclosed quote."""
-    return _Lexer(text, where).run()
+def split_commands(
+    text: str, where: str = "", cuts: list[tuple[int, int, str]] | None = None
+) -> list[list[tuple[str, int]]]:
+    """The commands of `text`; `where` ("--config run.sh ") begins the line that refuses an unclosed quote; `cuts`
+    collects the comment lines that end a command a `\\` continued (bash ends it there), as (the index of the command,
+    the comment's line, its text)."""
+    lexer = _Lexer(text, where)
+    commands = lexer.run()
+    if cuts is not None:
+        cuts += lexer.cuts
+    return commands

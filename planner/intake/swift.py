@@ -95,7 +95,8 @@ def _world(c: Collector, env: dict[str, str], where: str) -> int:
     if "NPROC_PER_NODE" in env:
         source = f"{where} NPROC_PER_NODE={show(env['NPROC_PER_NODE'])}"
         n = c.number("gpus_per_node", env["NPROC_PER_NODE"], source, "NPROC_PER_NODE") or 1
-        processes_fit_devices(n, env, source)
+        processes_fit_devices(n, env, source, c)
+        _split_devices(c, n, env, source)
     else:
         c.set("gpus_per_node", 1, f"{where} no NPROC_PER_NODE (one process: swift/cli/main.py:30-35)", "NPROC_PER_NODE")
         n = 1
@@ -110,6 +111,18 @@ def _world(c: Collector, env: dict[str, str], where: str) -> int:
         c.number("nodes", env["NNODES"], f"{where} NNODES={show(env['NNODES'])}", "NNODES") if "NNODES" in env else 1
     )
     return n * (nodes or 1)
+
+
+def _split_devices(c: Collector, procs: int, env: dict[str, str], source: str) -> None:
+    """More visible GPUs than processes: ms-swift gives each process n_gpu // NPROC_PER_NODE of them and loads its
+    model over them with device_map (MP + DDP, swift/utils/env.py:64-83 is_mp, swift/model/utils.py:242)."""
+    visible = count_devices(env.get("CUDA_VISIBLE_DEVICES", ""))
+    if visible and visible >= 2 * procs and visible % procs == 0:
+        c.note(
+            f"{source} with CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']}: ms-swift splits each process's model "
+            f"over {visible // procs} GPUs (device_map model parallelism with DDP: not planned yet; planned as "
+            f"{procs} processes on a GPU each)"
+        )
 
 
 def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
