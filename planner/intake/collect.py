@@ -111,6 +111,12 @@ class Collector:
         """Something a later step turns into fields (`weak`: a default, kept only where nothing was read)."""
         if weak and name in self.facts:
             return
+        before = self.facts.get(name)
+        if name == "amp" and before is not None and before[1] not in source:  # the launcher's mixed precision
+            if before[0] == value:
+                source = f"{source}; {before[1]}"
+            else:
+                self.note(f"{before[1]} (the trainer's {source} decides: {value})")
         self.facts[name] = (value, source, key)
 
     def number(self, field: str, value: object, source: str, key: str, *, minimum: int = 1) -> int | None:

@@ -186,10 +186,16 @@ def _training(c: Collector, f: dict[str, Flag], stage: str) -> None:
         c.note(f"{osrc} (this optimizer is not planned yet; planned as AdamW)")
 
 
+VISION_KEYS = ("freeze_vision_tower", "freeze_multi_modal_projector", "image_max_pixels", "video_max_pixels")
+
+
 def _vision(c: Collector, f: dict[str, Flag], lora: bool) -> None:
-    if c.model is None or not models.has_vision(c.model.config):
+    if not models.tower_known(c, f, VISION_KEYS):
         return
     tower, tsrc = _get(f, "freeze_vision_tower", True, f"{H}finetuning_args.py:527")
+    if lora and "freeze_vision_tower" in f:
+        why = "LoRA's targets then take the tower's modules too: src/llamafactory/model/model_utils/visual.py:196-211"
+        models.lora_tower(c, tower, tsrc, "freeze_vision_tower", why)
     proj, psrc = _get(f, "freeze_multi_modal_projector", True, f"{H}finetuning_args.py:531")
     llm, lsrc = _get(f, "freeze_language_model", False, f"{H}finetuning_args.py:535")
     if not lora:

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.intake.collect import Collector, assumption, is_dir, is_file
+from planner.intake.collect import Collector, as_bool, assumption, is_dir, is_file
 from planner.intake.limits import OverLimit, load_json, read_config_text
 from planner.model import catalog
 
@@ -211,6 +211,30 @@ def context(cfg: dict) -> int | None:
 
 def has_vision(cfg: dict) -> bool:
     return isinstance(cfg.get("vision_config"), dict)
+
+
+def tower_known(c: Collector, f: dict, keys: tuple[str, ...]) -> bool:
+    """Whether the reading's model is known to have a vision tower; where the model is not known, one line naming the
+    vision settings the files give (each needs the model: its tower, its pixels a token), which are then not planned."""
+    if c.model is not None:
+        return has_vision(c.model.config)
+    given = [f[k].source for k in keys if k in f]
+    if given:
+        c.note(
+            f"{'; '.join(given)} (a VLM's settings, for a model not known here: not planned; pass --model with the "
+            "model's id or its config.json)"
+        )
+    return False
+
+
+def lora_tower(c: Collector, tower: object, source: str, key: str, why: str) -> None:
+    """A framework's own all-linear LoRA keeps a VLM's tower out while its freeze switch is on (its default); switched
+    off, the adapters reach the tower's linears too (memplan's lora_vision: the tower's and the projector's)."""
+    s = c.setting("lora_targets")
+    frozen = as_bool(tower)
+    if frozen is None or s is None or s.value != "all-linear":
+        return
+    c.set("lora_vision", not frozen, f"{source} ({why})" if not frozen else source, key)
 
 
 def pixels_per_token(cfg: dict) -> int | None:

@@ -275,7 +275,7 @@ class _Walker:
     def uncalled(self, path: Path) -> None:
         """The functions the script defines and never calls, read as if they ran last, and said so: a posted script
         often defines its training command in a function that another file calls."""
-        for name, (body, line) in self.functions.items():
+        for name, (body, line) in list(self.functions.items()):  # a body may define more functions
             if name in self.called or not body:
                 continue
             before = len(self.script.commands)

@@ -214,6 +214,15 @@ def _framework(
         )
     if vlmr1.is_vlm_r1(trainer, f"{vars.cwd or ''}/{run.target}"):
         vlmr1.read(c, flags, run.where, run.target)
+    elif (
+        fmt is None
+        and not swift_sub
+        and (caps := [flags[k].source for k in ("max_pixels", "min_pixels") if k in flags])
+    ):
+        c.note(
+            f"{'; '.join(caps)} (the script's own pixel caps on its processor: memplan reads them for VLM-R1's scripts "
+            "only, so no image is planned from them: give --max-pixels with --images)"
+        )
 
 
 def _config_arg(run: launch.Run, lead: list, flags: dict[str, Flag]) -> Path | None:
