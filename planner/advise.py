@@ -545,7 +545,7 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
     from planner import intake
     from planner.intake import models
 
-    reading = intake.read(paths, allowed, given=frozenset(overrides))
+    reading = intake.read(paths, allowed, given=overrides)
     if "model" not in overrides and "model" in reading.request and allowed is None:  # a service resolves its own way
         models.resolve(reading.request["model"])  # an id not found offline: the one-line "pass its config.json"
     dropped = intake.replaced(reading, overrides)

@@ -7,9 +7,11 @@ strings the readers share, and the versions whose defaults they cite.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
 
 from planner.errors import BadInput
 from planner.intake import Reading, Setting, limits, may_read
@@ -272,7 +274,7 @@ def count_devices(text: str) -> int | None:
 
 # The request fields the caller gives itself beside the files (check --config's flags): a launch the files start and
 # cannot run is then one line, and the flag's value is planned (planner.intake.read sets it for one reading)
-GIVEN_FIELDS: ContextVar[frozenset[str]] = ContextVar("memplan_intake_given_fields", default=frozenset())
+GIVEN_FIELDS: ContextVar[Mapping[str, object]] = ContextVar("memplan_intake_given_fields", default=MappingProxyType({}))
 
 
 def processes_fit_devices(procs: int | None, env: dict[str, str], source: str, c: Collector | None = None) -> None:

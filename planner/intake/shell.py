@@ -10,10 +10,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from planner.intake import limits
+from planner.intake import limits, slurm
 from planner.intake.collect import UNKNOWN
 from planner.intake.limits import read_config_text
-from planner.intake.shellsplit import split_commands
+from planner.intake.shellsplit import cut_lines, split_commands
 from planner.intake.shellvars import Vars, assignment, expand, expand_one, find_file
 
 KEYWORDS = {
@@ -106,44 +106,14 @@ def read_script(path: Path, text: str | None = None, vars: Vars | None = None) -
         state = vars or Vars(script=path)
         text = read_config_text(path, errors="replace") if text is None else text
         if vars is None:
-            sbatch_environment(text, state)
+            slurm.sbatch_environment(text, state)
+            slurm.given_allocation(state)
         walker = _Walker(script, state)
         walker.walk(_split(text, path, f"--config {path.name} ", script.notes), path, 0)
         walker.uncalled(path)
+        if vars is None:
+            script.notes += slurm.given_lines(state)
     return script
-
-
-# `#SBATCH` options and the variables Slurm sets from them in the job's environment (sbatch(1), "OUTPUT ENVIRONMENT
-# VARIABLES": SLURM_JOB_NUM_NODES and SLURM_NNODES from --nodes, SLURM_NTASKS_PER_NODE, SLURM_GPUS_PER_NODE and
-# SLURM_GPUS_ON_NODE from --gpus-per-node or --gres=gpu[:type]:N, SLURM_JOB_NAME); VILA's scripts also read
-# SLURM_JOB_GPUS_PER_NODE
-SBATCH = {
-    "nodes": ("SLURM_JOB_NUM_NODES", "SLURM_NNODES"),
-    "ntasks-per-node": ("SLURM_NTASKS_PER_NODE",),
-    "gpus-per-node": ("SLURM_GPUS_PER_NODE", "SLURM_GPUS_ON_NODE", "SLURM_JOB_GPUS_PER_NODE"),
-    "job-name": ("SLURM_JOB_NAME",),
-}
-SBATCH_SHORT = {"-N": "nodes", "-J": "job-name"}
-
-
-def sbatch_environment(text: str, vars: Vars) -> None:
-    """The `#SBATCH` header's options as the job's Slurm variables (a node range `4-8` takes its least)."""
-    for line in text.splitlines()[:200]:
-        if not line.startswith("#SBATCH"):
-            continue
-        words = line[len("#SBATCH") :].split("#")[0].split()
-        for i, w in enumerate(words):
-            key, _, value = w.lstrip("-").partition("=") if w.startswith("--") else (SBATCH_SHORT.get(w, ""), "", "")
-            if w in SBATCH_SHORT and i + 1 < len(words):
-                value = words[i + 1]
-            if key == "gres" and (m := re.fullmatch(r"gpu(?::[\w.-]+)?:(\d+)", value)):
-                key, value = "gpus-per-node", m.group(1)
-            if key not in SBATCH or not value:
-                continue
-            value = value.split("-")[0] if key == "nodes" else value
-            for name in SBATCH[key]:
-                vars.set(name, value)
-                vars.exported.add(name)
 
 
 def read_text(text: str, path: Path, vars: Vars, depth: int = 0) -> Script:
@@ -169,34 +139,6 @@ def _split(
     if notes is not None and path is not None:
         notes += cut_lines(commands, cuts, path.name)
     return commands
-
-
-_ASSIGNS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
-
-
-def cut_lines(commands: list[list[tuple[str, int]]], cuts: list[tuple[int, int, str]], name: str) -> list[str]:
-    """Bash ends a command at a comment line even after a `\\` (the comment runs to the line's end, and its newline
-    ends the command): one line for each such cut that changes what runs, where the comment itself ends in `\\`,
-    the cut command only sets variables (an environment prefix: they become shell variables, not the next command's
-    environment), or the next command begins with an option (the rest of the cut command's arguments)."""
-    out = []
-    for index, line, comment in cuts:
-        cut = commands[index] if index < len(commands) else []
-        after = commands[index + 1] if index + 1 < len(commands) else []
-        prefix = bool(cut) and all(_ASSIGNS.match(w) for w, _ in cut)
-        if not cut or not (comment.rstrip().endswith("\\") or prefix or (after and after[0][0].startswith("-"))):
-            continue
-        head = " ".join(w for w, _ in cut[:2]) + (" ..." if len(cut) > 2 else "")
-        if prefix and after:
-            what = f"{head} sets shell variables, not the environment of line {after[0][1]}'s {after[0][0]}"
-        else:
-            rest = " ".join(w for w, _ in after[:3]) + (" ..." if len(after) > 3 else "")
-            what = f"{head} ends there" + (f"; line {after[0][1]}'s {rest} is a command of its own" if after else "")
-        out.append(
-            f"{name}:{line} the comment line ends the command begun on line {cut[0][1]}, as bash ends it (a `\\` "
-            f"does not continue past a comment): {what}"
-        )
-    return out
 
 
 class _Walker:

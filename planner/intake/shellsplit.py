@@ -233,3 +233,31 @@ def split_commands(
     if cuts is not None:
         cuts += lexer.cuts
     return commands
+
+
+_ASSIGNS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+
+
+def cut_lines(commands: list[list[tuple[str, int]]], cuts: list[tuple[int, int, str]], name: str) -> list[str]:
+    """Bash ends a command at a comment line even after a `\\` (the comment runs to the line's end, and its newline
+    ends the command): one line for each such cut that changes what runs, where the comment itself ends in `\\`,
+    the cut command only sets variables (an environment prefix: they become shell variables, not the next command's
+    environment), or the next command begins with an option (the rest of the cut command's arguments)."""
+    out = []
+    for index, line, comment in cuts:
+        cut = commands[index] if index < len(commands) else []
+        after = commands[index + 1] if index + 1 < len(commands) else []
+        prefix = bool(cut) and all(_ASSIGNS.match(w) for w, _ in cut)
+        if not cut or not (comment.rstrip().endswith("\\") or prefix or (after and after[0][0].startswith("-"))):
+            continue
+        head = " ".join(w for w, _ in cut[:2]) + (" ..." if len(cut) > 2 else "")
+        if prefix and after:
+            what = f"{head} sets shell variables, not the environment of line {after[0][1]}'s {after[0][0]}"
+        else:
+            rest = " ".join(w for w, _ in after[:3]) + (" ..." if len(after) > 3 else "")
+            what = f"{head} ends there" + (f"; line {after[0][1]}'s {rest} is a command of its own" if after else "")
+        out.append(
+            f"{name}:{line} the comment line ends the command begun on line {cut[0][1]}, as bash ends it (a `\\` "
+            f"does not continue past a comment): {what}"
+        )
+    return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from planner.intake import accelerate, launch
+from planner.intake import accelerate, launch, slurm
 from planner.intake.collect import (
     Collector,
     as_int,
@@ -170,35 +170,16 @@ def _accelerate(c: Collector, run: launch.Run) -> None:
     )
 
 
-# srun's options that place its tasks (srun(1)): a short option's value may follow it or be joined to it (-N4)
-SRUN = {"-N": "nodes", "--nodes": "nodes", "-n": "ntasks", "--ntasks": "ntasks", "--ntasks-per-node": "ntasks_per_node"}
 # the launcher's own node count, per launcher, and how to give it
 NODE_FLAG = {"torchrun": "--nnodes", "deepspeed": "--num_nodes (and -H)", "accelerate": "--num_machines"}
 
 
-def srun_options(words: list[str]) -> dict[str, str] | None:
-    """srun's placing options from the words before a launcher; None where no srun starts it."""
-    names = [w.rsplit("/", 1)[-1] for w in words]
-    if "srun" not in names:
-        return None
-    out, rest = {}, words[names.index("srun") + 1 :]
-    for i, w in enumerate(rest):
-        name, eq, value = w.partition("=")
-        if not eq and re.fullmatch(r"-[Nn]\d+", w):
-            name, value = w[:2], w[2:]
-        elif not eq and i + 1 < len(rest):
-            value = rest[i + 1]
-        if name in SRUN and value:
-            out[SRUN[name]] = value.split("-")[0]
-    return out
-
-
 def srun(c: Collector, run: launch.Run) -> None:
     """srun starts its tasks (one a node unless --ntasks-per-node or --ntasks says more) on the allocation's nodes
-    (its -N, else the #SBATCH header's, shell.sbatch_environment); a per-node launcher under it joins the nodes only
+    (its -N, else the #SBATCH header's, slurm.sbatch_environment); a per-node launcher under it joins the nodes only
     where its own node count says so, and a bare python is one process a task (transformers and accelerate read no
     Slurm variable: each task that sets no RANK is a run of its own)."""
-    opts = srun_options([w.text for w in run.before])
+    opts = slurm.srun_options([w.text for w in run.before])
     if opts is None:
         return
     v = run.command.vars

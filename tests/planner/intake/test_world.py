@@ -139,3 +139,17 @@ def test_more_processes_than_visible_gpus_yields_to_the_flag_in_one_line(tmp_pat
     assert len(said) == 1 and said[0].endswith(
         "(as written, the run fails there; planned with the flag --gpus-per-node)"
     )
+
+
+def test_nodes_given_beside_a_slurm_script_are_the_jobs_and_its_arithmetic_follows(tmp_path):
+    """Issue 47: VILA's NVILA-Lite sft.sh computes its micro-batch from NNODES=${SLURM_JOB_NUM_NODES:-1} (its setups/
+    train.sh): without a header, 2048 / 1 node / 8 GPUs / 2 = 128; `--nodes 4` is the job's node count, so 32."""
+    script = Path(__file__).resolve().parents[2] / "data/frameworks/scripts/VILA/scripts/NVILA-Lite/sft.sh"
+    assert intake.read([str(script)]).request["micro_batch"] == 128
+    config = advise.check_config([str(script)], {"gpu": "H100", "model": "qwen2.5-7b", "nodes": 4}).config
+    fields = {s["field"]: s["value"] for s in config["settings"]}
+    assert (fields["micro_batch"], fields["nodes"]) == (32, 4)
+    said = [line for line in config["unplanned"] if "(given) read as the Slurm job's" in line]
+    assert said == [
+        "--nodes 4 (given) read as the Slurm job's SLURM_JOB_NUM_NODES: the script's own arithmetic follows the flag"
+    ]
