@@ -1,20 +1,21 @@
 """A configuration's model name resolved offline, to what a request's `model` takes: a catalog name (directly, or a
 Hugging Face / ModelScope id through planner/model/catalog/hf_ids.json), a local folder or file holding config.json,
-or a snapshot in the local Hugging Face or ModelScope cache; else a one-line BadInput asking for the config.json.
+or a snapshot in the local Hugging Face or ModelScope cache (caches.py); else a one-line BadInput asking for the config.json.
 Also what the readers need from the config: its context length, its vision tower and the image-token size.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.intake.collect import Collector, as_bool, assumption, is_dir, is_file
+from planner.intake import caches
+from planner.intake.collect import Collector, as_bool, assumption
 from planner.intake.limits import OverLimit, load_json, read_config_text
 from planner.model import catalog
 
@@ -56,11 +57,6 @@ def _from_catalog(name: str, hf_id: str | None, how: str) -> Model:
     return Model(name, cfg, how)
 
 
-def _config_file(path: Path) -> Path | None:
-    p = path / "config.json" if is_dir(path) else path
-    return p if is_file(p) and p.name.endswith(".json") else None
-
-
 def _load(path: Path) -> dict | None:
     try:
         cfg = load_json(read_config_text(path), path)
@@ -74,82 +70,20 @@ def _load(path: Path) -> dict | None:
 def _local(name: str, near: Path | None) -> Path | None:
     p = Path(name).expanduser()
     places = [p] if p.is_absolute() else [d / p for d in ([near] if near else []) + [Path.cwd()]]
-    return next((f for f in map(_config_file, places) if f is not None), None)
-
-
-def cache_dirs() -> list[Path]:
-    """Where Hugging Face and ModelScope keep downloaded models: HF_HUB_CACHE, HF_HOME; then ModelScope's SDK cache
-    (MODELSCOPE_CACHE, else ~/.cache/modelscope/hub: modelscope 1.40.2 utils/file_utils.py:41-58) and its hub's root
-    (MODELSCOPE_CACHE, else ~/.cache/modelscope: hub/utils/utils.py:197-202), which differ only by default."""
-    env = os.environ
-    hf = env.get("HF_HUB_CACHE") or (str(Path(env["HF_HOME"]) / "hub") if env.get("HF_HOME") else None)
-    xdg = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    ms = (
-        [Path(env["MODELSCOPE_CACHE"])]
-        if env.get("MODELSCOPE_CACHE")
-        else [xdg / "modelscope" / "hub", xdg / "modelscope"]
-    )
-    return [Path(hf) if hf else xdg / "huggingface" / "hub", *ms]
-
-
-def _snapshots(repo: Path, ref: str) -> list[Path]:
-    """A repo folder's snapshots: the one `refs/<ref>` names, then the newest first."""
-    refs = repo / "refs" / ref
-    try:
-        snaps = [repo / "snapshots" / read_config_text(refs).strip()] if is_file(refs) else []
-        if is_dir(repo / "snapshots"):
-            snaps += sorted((repo / "snapshots").iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
-    except OSError:  # an unreadable cache is no cache
-        return []
-    return snaps
-
-
-def modelscope_folders(base: Path, org: str, name: str) -> list[Path]:
-    """The folders ModelScope keeps `org/name` in under a cache root (modelscope 1.40.2 hub/utils/utils.py:205-258):
-    `models/<org>/<name>` with every `.` of the name written `___` (its SDK's layout, utils.py:146-155), the hub's
-    `models/<org>--<name>/snapshots/<rev>`, and the older SDKs' `<org>/<name>` and `hub/<org>/<name>`."""
-    safe = name.replace(".", "___")
-    out = [base / "models" / org / safe, base / "models" / org / name]
-    out += _snapshots(base / "models" / f"{org}--{name}", "master")
-    return out + [base / org / name, base / org / safe, base / "hub" / org / name, base / "hub" / org / safe]
-
-
-def _cached(name: str) -> Path | None:
-    """config.json of `Org/Name` in the Hugging Face cache (refs/main's snapshot, else the newest) or ModelScope's."""
-    if name.count("/") != 1 or name.startswith((".", "/", "~")):
-        return None
-    hf, *ms = cache_dirs()
-    snaps = _snapshots(hf / ("models--" + name.replace("/", "--")), "main")
-    org, leaf = name.split("/")
-    snaps += [p for base in ms for p in modelscope_folders(base, org, leaf)]
-    return next((f for f in map(_config_file, snaps) if f is not None), None)
-
-
-def _repo_of(path: str) -> str | None:
-    """The repo id a cache path names: Hugging Face's `models--<org>--<name>` (huggingface_hub file_download.py
-    repo_folder_name) or ModelScope's hub `models/<org>--<name>` and SDK `models/<org>/<name with ___>`."""
-    parts = Path(path).parts
-    for i, p in enumerate(parts):
-        if p.startswith("models--") and p.count("--") >= 2:
-            return p[len("models--") :].replace("--", "/", 1)
-        if p == "models" and i + 1 < len(parts) and "--" in parts[i + 1]:
-            return parts[i + 1].replace("--", "/", 1)
-        if p == "models" and i + 2 < len(parts) and "___" in parts[i + 2]:
-            return f"{parts[i + 1]}/{parts[i + 2].replace('___', '.')}"
-    return None
+    return next((f for f in map(caches.config_file, places) if f is not None), None)
 
 
 def _by_cache_layout(name: str) -> Model | None:
     """A path into a Hugging Face or ModelScope cache that is not here (`.../models--Qwen--Qwen2.5-VL-7B-Instruct/
     snapshots/<sha>`, `.../modelscope/hub/models/Qwen/Qwen2___5-VL-7B-Instruct`): the id its folder names."""
-    repo_id = _repo_of(name)
+    repo_id = caches.repo_of(name)
     if repo_id is None:
         return None
     if hit := hf_id_of(repo_id):
         return _from_catalog(
             hit[0], hit[1], assumption(f"{name} is not on this machine; it is {hit[1]}'s cache folder")
         )
-    cached = _cached(repo_id)
+    cached = caches.cached(repo_id)
     if cached is not None and (cfg := _load(cached)) is not None:
         return Model(str(cached), cfg, f"cached config.json {cached} ({name} is {repo_id}'s cache folder)")
     return None
@@ -166,19 +100,28 @@ def _folder_names(hf: str) -> set[str]:
     return {leaf} | ({f"{org}{j}{leaf}" for j in ORG_JOINS} if org else set())
 
 
+# the folders a fine-tuning run writes under its output folder: the HF Trainer's checkpoint-<step>
+# (transformers trainer_utils.py PREFIX_CHECKPOINT_DIR) and ms-swift's v<n>-<date>-<time> (swift/utils/utils.py:132-143)
+RUN_FOLDERS = re.compile(r"checkpoint-\d+|v\d+-\d{8}-\d{6}")
+
+
 def _by_folder_name(name: str) -> Model | None:
     """A local path that is not here, whose last part names a known id (`/data/models/Qwen2.5-VL-3B-Instruct`, or
-    with its organisation: `/data/Qwen-Qwen2.5-VL-3B-Instruct`)."""
+    with its organisation: `/data/Qwen-Qwen2.5-VL-3B-Instruct`), or a checkpoint a run wrote under a folder that
+    does (`.../Qwen2.5-7B-Instruct/v0-20250101-120000/checkpoint-500`: a fine-tune keeps its base's architecture)."""
     if found := _by_cache_layout(name):
         return found
-    leaf = Path(name.rstrip("/")).name.lower().replace("___", ".")  # ModelScope writes a name's dots as ___
+    parts = Path(name.rstrip("/")).parts
+    run = []
+    while len(parts) > 1 and RUN_FOLDERS.fullmatch(parts[-1]):
+        run, parts = [parts[-1], *run], parts[:-1]
+    leaf = parts[-1].lower().replace("___", ".") if parts else ""  # ModelScope writes a name's dots as ___
     hits = sorted((cat, hf) for hf, cat in _spelled().items() if leaf in _folder_names(hf))
     if not leaf or not hits:
         return None
     cat, hf = hits[0]
-    return _from_catalog(
-        cat, hf, assumption(f"{name} is not on this machine; its folder name is {hf}'s, catalog model {cat}")
-    )
+    what = f"a checkpoint ({'/'.join(run)}) of a run over {hf}" if run else f"its folder name is {hf}'s"
+    return _from_catalog(cat, hf, assumption(f"{name} is not on this machine; {what}, catalog model {cat}"))
 
 
 def lookup(name: str, near: Path | None = None) -> Model | None:
@@ -193,7 +136,7 @@ def lookup(name: str, near: Path | None = None) -> Model | None:
         return Model(str(local), cfg, f"local config.json {local}")
     if hit := hf_id_of(name):
         return _from_catalog(hit[0], hit[1], f"{hit[1]} is catalog model {hit[0]}")
-    cached = _cached(name)
+    cached = caches.cached(name)
     if cached is not None and (cfg := _load(cached)) is not None:
         return Model(str(cached), cfg, f"cached config.json {cached}")
     return _by_folder_name(name)

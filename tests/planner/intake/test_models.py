@@ -157,3 +157,24 @@ def test_modelscopes_cache_layouts(tmp_path, monkeypatch, layout):
 def test_a_modelscope_cache_path_from_another_machine_is_its_repos_id(path):
     found = models.lookup(path)
     assert found.ref == "qwen2.5-vl-7b" and "Qwen/Qwen2.5-VL-7B-Instruct" in found.how
+
+
+@pytest.mark.parametrize(
+    "path,run",
+    [
+        (
+            "/ckpt/output/Qwen2.5-VL-7B-Instruct/v0-20241213-173805/checkpoint-1281",
+            "v0-20241213-173805/checkpoint-1281",
+        ),
+        ("/saves/Qwen2.5-VL-7B-Instruct/checkpoint-500/", "checkpoint-500"),
+    ],
+)
+def test_a_checkpoint_under_a_folder_named_like_a_known_model_is_that_model(path, run):
+    """Item 4: a fine-tune's checkpoint (the HF Trainer's checkpoint-<step>, ms-swift's v<n>-<date>-<time>) keeps its
+    base's architecture; the folder above the run's folders names the base."""
+    found = models.lookup(path)
+    assert (
+        found.ref == "qwen2.5-vl-7b" and f"a checkpoint ({run}) of a run over Qwen/Qwen2.5-VL-7B-Instruct" in found.how
+    )
+    assert models.lookup("/ckpt/output/my-run/checkpoint-500") is None
+    assert models.lookup("/ckpt/Qwen2.5-VL-7B-Instruct/extra/checkpoint-500") is None
