@@ -114,10 +114,13 @@ class Collector:
         if weak and name in self.facts:
             return
         before = self.facts.get(name)
-        if name == "amp" and before is not None and before[1] not in source:  # the launcher's mixed precision
-            if before[0] == value:
+        if name == "amp" and before is not None and before[1] not in source:
+            if before[0] == value:  # the launcher's or DeepSpeed's mixed precision, agreeing: both cited
                 source = f"{source}; {before[1]}"
-            else:
+            elif before[2] in ("--config_file", "config_file"):  # the accelerate config's, read from the environment
+                # unless the trainer's bf16 / fp16 is on (transformers 5.25 training_args.py:1612-1618)
+                if value == "fp32":
+                    return
                 self.note(f"{before[1]} (the trainer's {source} decides: {value})")
         self.facts[name] = (value, source, key)
 

@@ -153,3 +153,22 @@ def test_nodes_given_beside_a_slurm_script_are_the_jobs_and_its_arithmetic_follo
     assert said == [
         "--nodes 4 (given) read as the Slurm job's SLURM_JOB_NUM_NODES: the script's own arithmetic follows the flag"
     ]
+
+
+@pytest.mark.parametrize(
+    "flags,precision,says",
+    [  # transformers 5.25 training_args.py:1612-1618: the trainer's bf16/fp16 over ACCELERATE_MIXED_PRECISION
+        ("--bf16 true", "bf16", None),
+        ("--fp16 true", "fp16", "(the trainer's run.sh:1 --fp16 true decides: fp16)"),
+        ("--bf16 false", "bf16", None),
+    ],
+)
+def test_the_accelerate_configs_mixed_precision_beside_the_trainers(tmp_path, flags, precision, says):
+    (tmp_path / "acc.yaml").write_text("distributed_type: MULTI_GPU\nmixed_precision: bf16\nnum_processes: 2\n")
+    text = f"accelerate launch --config_file acc.yaml train.py --model_name_or_path Qwen/Qwen2.5-7B {flags}"
+    reading = _read(tmp_path, text + " --max_length 64\n")
+    setting = next(s for s in reading.settings if s.field == "precision")
+    assert setting.value == precision and "acc.yaml: mixed_precision: bf16" in (setting.source + str(reading.unplanned))
+    assert [line for line in reading.unplanned if "decides" in line] == (
+        [f"acc.yaml: mixed_precision: bf16 (via run.sh:1 --config_file acc.yaml) {says}"] if says else []
+    )
