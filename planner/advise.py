@@ -547,7 +547,7 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
     from planner import intake
     from planner.intake import models
 
-    reading = intake.read(paths, allowed)
+    reading = intake.read(paths, allowed, given=overrides)
     if reading.refused and "workload" not in overrides:
         raise BadInput(reading.refused, "workload")
     if "model" not in overrides and "model" in reading.request and allowed is None:  # a service resolves its own way
@@ -589,7 +589,7 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
             }
             for s in reading.settings
         ],
-        "unplanned": reading.unplanned,
+        "unplanned": reading.unplanned + launch_disagreements(reading, overrides),
     }
     return result
 
@@ -619,6 +619,25 @@ def file_lora_targets(body: dict, overrides: dict) -> tuple[dict, str]:
         f"PEFT skips {dropped}, which matches no module, while {','.join(kept)} do: peft 0.20 tuners_utils.py:990-1006"
     )
     return {**body, "lora_targets": ",".join(kept)}, why
+
+
+def launch_disagreements(reading, overrides: dict) -> list[str]:
+    """One line for each of --gpus-per-node and --nodes given beside files that start another count: the flag is
+    planned (the user has the last word), and the line says what the files start."""
+    out = []
+    for s in reading.settings:
+        flag = "--" + s.field.replace("_", "-")
+        said = any(line.startswith(s.source) and flag in line for line in reading.unplanned)
+        if (
+            s.field in ("gpus_per_node", "nodes")
+            and s.field in overrides
+            and overrides[s.field] != s.value
+            and not said
+        ):
+            out.append(
+                f"{flag} {overrides[s.field]} (given) and {s.source} ({s.value}) disagree: planned with the flag"
+            )
+    return out
 
 
 SHOWN_WHEN_NOTHING_FITS = 4096  # tokens: a common row length, only to show a plan and its nearest settings

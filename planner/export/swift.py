@@ -188,6 +188,10 @@ def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
         out.append(("target_parameters", peft_target_parameters(plan.lora_targets)))
     if plan.lora_train_embeddings:
         out.append(("modules_to_save", ["embed_tokens", "lm_head"]))
+    if (
+        plan.lora_vision
+    ):  # all-linear reaches the ViT's and aligner's linears once they are not frozen (tuner.py:92-104)
+        out += [("freeze_vit", False), ("freeze_aligner", False)]
     if plan.quant in ("gptq", "awq"):  # quant_args.py:46: a quantized checkpoint brings its own config
         pass
     elif plan.quant == "int8":  # model/register.py:82-83: quant_bits 8 is load_in_8bit

@@ -71,6 +71,7 @@ FRAMEWORK = Framework(
         "lora_train_embeddings",
         "lora_dropout",
         "lora_base_fp32",
+        "lora_vision",
         "frozen",
         "vit_checkpointing",
         "tensor_parallel",
@@ -82,7 +83,6 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
-        "lora_vision": (False,),  # adapters on the tower: not planned in this framework's keys yet
         "checkpointing": ("off", "full"),
         "loss": ("standard", "chunked", "fused"),  # chunked: CELOSS_PARALLEL_SIZE, under sequence parallel only
         "batching": ("padded", "packed"),

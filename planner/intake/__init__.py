@@ -73,17 +73,21 @@ def may_read(path: Path) -> bool:
     return any(target.is_relative_to(d) for d in (*dirs, PRESETS))
 
 
-def read(paths: list[str], allowed: list[Path] | None = None) -> Reading:
+def read(paths: list[str], allowed: list[Path] | None = None, given: dict | None = None) -> Reading:
     """Read one or more configuration files (a launch script, a framework YAML, a DeepSpeed JSON, ...); the first
     file that names a training run leads, the others fill in what it leaves out. With `allowed`, only files inside
     those folders are opened (the files a config names included). BadInput (field "config") for a file that cannot
-    be read or is not a training configuration."""
-    from planner.intake import dispatch  # the readers import this module's types: import them once it is built
+    be read or is not a training configuration. `given`: the request fields the caller gives itself (check's flags),
+    field -> value: a launch the files start and cannot run on those is then a line of the reading, not a refusal, and
+    the nodes and GPUs given are the Slurm job's that a script's arithmetic reads."""
+    from planner.intake import collect, dispatch  # the readers import this module's types: import them once it is built
 
     token = ALLOWED.set(tuple(Path(d).resolve() for d in allowed) if allowed is not None else None)
+    fields = collect.GIVEN_FIELDS.set(dict(given or {}))
     try:
         return dispatch.read_all([paths] if isinstance(paths, (str, os.PathLike)) else list(paths))
     finally:
+        collect.GIVEN_FIELDS.reset(fields)
         ALLOWED.reset(token)
 
 

@@ -7,8 +7,11 @@ strings the readers share, and the versions whose defaults they cite.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
 
 from planner.errors import BadInput
 from planner.intake import Reading, Setting, limits, may_read
@@ -110,6 +113,15 @@ class Collector:
         """Something a later step turns into fields (`weak`: a default, kept only where nothing was read)."""
         if weak and name in self.facts:
             return
+        before = self.facts.get(name)
+        if name == "amp" and before is not None and before[1] not in source:
+            if before[0] == value:  # the launcher's or DeepSpeed's mixed precision, agreeing: both cited
+                source = f"{source}; {before[1]}"
+            elif before[2] in ("--config_file", "config_file"):  # the accelerate config's, read from the environment
+                # unless the trainer's bf16 / fp16 is on (transformers 5.25 training_args.py:1612-1618)
+                if value == "fp32":
+                    return
+                self.note(f"{before[1]} (the trainer's {source} decides: {value})")
         self.facts[name] = (value, source, key)
 
     def number(self, field: str, value: object, source: str, key: str, *, minimum: int = 1) -> int | None:
@@ -264,19 +276,27 @@ def count_devices(text: str) -> int | None:
     return len([d for d in str(text).split(",") if d.strip()])
 
 
-def processes_fit_devices(procs: int | None, env: dict[str, str], source: str) -> None:
+# The request fields the caller gives itself beside the files (check --config's flags): a launch the files start and
+# cannot run is then one line, and the flag's value is planned (planner.intake.read sets it for one reading)
+GIVEN_FIELDS: ContextVar[Mapping[str, object]] = ContextVar("memplan_intake_given_fields", default=MappingProxyType({}))
+
+
+def processes_fit_devices(procs: int | None, env: dict[str, str], source: str, c: Collector | None = None) -> None:
     """Refuse more processes a node than CUDA_VISIBLE_DEVICES lists: torchrun starts every one and each takes the GPU
-    of its local rank (torch.cuda.set_device(LOCAL_RANK)), so the ranks past the list have none and the run fails."""
+    of its local rank (torch.cuda.set_device(LOCAL_RANK)), so the ranks past the list have none and the run fails.
+    Where the caller gives --gpus-per-node itself (GIVEN_FIELDS), one line says so and the flag's count is planned."""
     visible = count_devices(env.get("CUDA_VISIBLE_DEVICES", ""))
     if procs and visible and procs > visible:
         one = procs == visible + 1
         ranks = f"local rank {visible} has no GPU of its own" if one else f"local ranks {visible} to {procs - 1} have"
-        raise BadInput(
+        why = (
             f"{source} with CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']}: torchrun starts {procs} processes a "
-            f"node and {visible} GPUs are visible, so {ranks}{'' if one else ' no GPU of their own'} "
-            f"(run {visible} processes, or make {procs} GPUs visible)",
-            "config",
+            f"node and {visible} GPUs are visible, so {ranks}{'' if one else ' no GPU of their own'}"
         )
+        if c is not None and "gpus_per_node" in GIVEN_FIELDS.get():
+            c.note(f"{why} (as written, the run fails there; planned with the flag --gpus-per-node)")
+            return
+        raise BadInput(f"{why} (run {visible} processes, or make {procs} GPUs visible)", "config")
 
 
 # pipeline parallel sizes as the frameworks spell them: Megatron's (LLaMA-Factory's Megatron-Bridge and mcore_adapter,

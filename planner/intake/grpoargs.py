@@ -22,13 +22,14 @@ def read_grpo(c: Collector, flags: dict[str, Flag]) -> None:
             )
     if "beta" in flags and as_float(flags["beta"].value) is not None:
         c.set("workload.beta", as_float(flags["beta"].value), flags["beta"].source, flags["beta"].raw)
+    _reward_funcs(c, flags.get("reward_funcs"))
     vllm = flags.get("use_vllm")
     if vllm and c.flag(vllm.value, vllm.source):
         mode = str(one(flags["vllm_mode"].value)) if "vllm_mode" in flags else "colocate"
         src = (
             flags["vllm_mode"].source
             if "vllm_mode" in flags
-            else vllm.source + " " + default(TRL, "trl/trainer/grpo_config.py:594", "vllm_mode colocate")
+            else vllm.source + "; " + default(TRL, "trl/trainer/grpo_config.py:594", "vllm_mode colocate")
         )
         c.set(
             "workload.generation",
@@ -42,3 +43,17 @@ def read_grpo(c: Collector, flags: dict[str, Flag]) -> None:
         tp = flags.get("vllm_tensor_parallel_size")
         if tp and (as_float(tp.value) or 1) > 1:  # the engine's weights split over its group (the sync wakes them)
             c.set("workload.roles.rollout_tp", int(as_float(tp.value)), tp.source, tp.raw)
+
+
+def _reward_funcs(c: Collector, flag: Flag | None) -> None:
+    """--reward_funcs: a name with a `/` is a reward model TRL loads beside the policy
+    (AutoModelForSequenceClassification, trl/trainer/grpo_trainer.py), not planned yet; other names are the script's
+    functions, with no memory of their own, which the workload's source says."""
+    if flag is None:
+        return
+    names = [n for n in (flag.value if isinstance(flag.value, list) else str(flag.value).split()) if n]
+    models = [n for n in map(str, names) if "/" in n]
+    if models:
+        c.note(f"{flag.source} (a reward model, {', '.join(models)}, scoring completions is not planned yet)")
+    elif (s := c.setting("workload.kind")) is not None:
+        c.set("workload.kind", s.value, f"{s.source}; {flag.source} (reward functions: no model of their own)", s.key)

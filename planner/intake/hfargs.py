@@ -220,8 +220,10 @@ def _kernels(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
     if "torch_compile" in flags and as_bool(flags["torch_compile"].value):
         c.note(f"{flags['torch_compile'].source} (torch.compile's memory effect is not planned yet)")
     frozen = flags.get("freeze_vision_modules")
-    if frozen and as_bool(frozen.value):
+    if frozen and as_bool(frozen.value):  # VLM-R1: requires_grad off on the tower and merger (Qwen-VL's `visual.`,
+        # src/open_r1/trainer/grpo_trainer.py "Freeze vision modules"); settle applies it where the model has a tower
         c.fact("freeze_vision", True, frozen.source, frozen.raw)
+        c.fact("frozen", "vision+projector", f"{frozen.source} (the tower and its merger)", frozen.raw)
 
 
 def _sharding(c: Collector, flags: dict[str, Flag], near: Path, vars) -> None:

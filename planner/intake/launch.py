@@ -7,7 +7,7 @@ starts, and the framework reader its script and flags go to.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from planner.intake import limits
@@ -50,6 +50,15 @@ BOOL_OPTS = {
     "s",
     "I",
 }
+# each launcher's short forms and second names, as its own argparse spells them, -> the name read: DeepSpeed 0.19.8
+# deepspeed/launcher/runner.py:51-95 (-H, -i, -e, --num_accelerators), torch 2.13 torch/distributed/run.py:530-575 (-m,
+# -r, -t; the dashed and underscored spellings are one name after flags.norm), accelerate 1.16
+# accelerate/commands/launch.py:166-170, 307-309, 354-356 (-q, -t, -m)
+ALIASES = {
+    "deepspeed": {"H": "hostfile", "i": "include", "e": "exclude", "num_accelerators": "num_gpus"},
+    "torchrun": {"m": "module", "r": "redirects", "t": "tee"},
+    "accelerate": {"m": "module", "q": "quiet", "t": "tee"},
+}
 TRAINING_SUBS = {
     "swift": {"sft", "pt", "rlhf"},
     "llamafactory-cli": {"train"},
@@ -72,6 +81,7 @@ class Run:
     target: str  # the script, module or subcommand it runs
     args: list[Word]  # the words after it
     command: Command
+    before: list[Word] = field(default_factory=list)  # the words before the launcher (srun and its options, sudo)
 
     @property
     def where(self) -> str:
@@ -90,12 +100,12 @@ def _names_a_tool(text: str) -> bool:
     return any(name in text for name in (*TOOLS, "python")) and _TOOL_IN.search(text) is not None
 
 
-def _options(words: list[Word], path: Path) -> tuple[dict[str, Flag], list[Word]]:
-    """A launcher's options up to its first argument that is no option."""
+def _options(words: list[Word], path: Path, tool: str) -> tuple[dict[str, Flag], list[Word]]:
+    """A launcher's options up to its first argument that is no option, under the names ALIASES gives them."""
     opts, i = {}, 0
     while i < len(words) and is_flag(words[i].text):
         name, eq, value = words[i].text.partition("=")
-        key = norm(name)
+        key = ALIASES.get(tool, {}).get(norm(name), norm(name))
         if (
             not eq
             and key not in BOOL_OPTS
@@ -119,11 +129,20 @@ def runs(script: Script, depth: int = 0) -> list[Run]:
 
 
 def _runs_of(cmd: Command, depth: int) -> list[Run]:
-    words = cmd.words
-    start = next((k for k, w in enumerate(words) if _tool(w.text)), None)
+    """The training commands of one command, each with the words before its launcher (an `srun -N 4` that starts
+    it, also where it starts a `bash -c` string)."""
+    start = next((k for k, w in enumerate(cmd.words) if _tool(w.text)), None)
     if start is None:
-        nested = [w for w in words if " " in w.text and _names_a_tool(w.text)]
+        nested = [w for w in cmd.words if " " in w.text and _names_a_tool(w.text)]
         return [r for w in nested for r in _nested(w.text, cmd, depth)] if depth < limits.MAX_RUN_DEPTH else []
+    found = _launched(cmd, start, depth)
+    for r in found:
+        r.before = r.before or cmd.words[:start]
+    return found
+
+
+def _launched(cmd: Command, start: int, depth: int) -> list[Run]:
+    words = cmd.words
     tool, rest = _tool(words[start].text), words[start + 1 :]
     if tool in ("bash", "sh"):
         return _shell(rest, cmd, depth)
@@ -135,7 +154,7 @@ def _runs_of(cmd: Command, depth: int) -> list[Run]:
         if not rest or rest[0].text != "launch":
             return []
         rest = rest[1:]
-    opts, rest = _options(rest, cmd.path)
+    opts, rest = _options(rest, cmd.path, tool)
     module = opts.get("m") or opts.get("module")
     if tool == "python" and module is not None:
         name = show(module.value) if module.value is not True else (rest.pop(0).text if rest else "")

@@ -196,10 +196,19 @@ def _training(c: Collector, f: dict[str, Flag], stage: str) -> None:
         c.note(f"{osrc} (this optimizer is not planned yet; planned as AdamW)")
 
 
+VISION_KEYS = ("freeze_vision_tower", "freeze_multi_modal_projector", "image_max_pixels", "video_max_pixels")
+
+
 def _vision(c: Collector, f: dict[str, Flag], lora: bool) -> None:
-    if c.model is None or not models.has_vision(c.model.config):
+    if not models.tower_known(c, f, VISION_KEYS):
         return
     tower, tsrc = _get(f, "freeze_vision_tower", True, f"{H}finetuning_args.py:527")
+    if lora and "freeze_vision_tower" in f:
+        why = (
+            "LoRA's targets then take the tower's modules too: src/llamafactory/model/model_utils/visual.py:196-211, "
+            "misc.py:40-41"
+        )
+        models.lora_tower(c, tower, tsrc, "freeze_vision_tower", why)
     proj, psrc = _get(f, "freeze_multi_modal_projector", True, f"{H}finetuning_args.py:531")
     llm, lsrc = _get(f, "freeze_language_model", False, f"{H}finetuning_args.py:535")
     if not lora:
@@ -207,13 +216,6 @@ def _vision(c: Collector, f: dict[str, Flag], lora: bool) -> None:
         c.fact("frozen", frozen, f"{tsrc}; {psrc}; {lsrc}", "freeze_vision_tower")
         if note:
             c.note(f"{psrc} ({note})")
-    elif as_bool(tower) is False and c.get("lora_targets") == "all-linear":
-        c.set(
-            "lora_vision",
-            True,
-            f"{tsrc} (lora_target all keeps the tower's linears: model/model_utils/misc.py:40-41, visual.py:200-209)",
-            "freeze_vision_tower",
-        )
     pixels, src = _get(f, "image_max_pixels", 589824, f"{H}model_args.py:305")
     per = models.pixels_per_token(c.model.config)
     if per and as_int(pixels):
@@ -260,7 +262,7 @@ def read_launcher(c: Collector, env: dict[str, str], where: str) -> None:
     procs, devices = env.get("NPROC_PER_NODE"), count_devices(env.get("CUDA_VISIBLE_DEVICES", ""))
     if procs is not None:
         source = f"{where} NPROC_PER_NODE={show(procs)}"
-        processes_fit_devices(c.number("gpus_per_node", procs, source, "NPROC_PER_NODE"), env, source)
+        processes_fit_devices(c.number("gpus_per_node", procs, source, "NPROC_PER_NODE"), env, source, c)
     elif devices:
         c.set(
             "gpus_per_node",

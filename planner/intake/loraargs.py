@@ -20,7 +20,7 @@ def read_lora(c: Collector, flags: dict[str, Flag]) -> None:
         return
     r = flags.get("lora_r")
     if r:
-        c.number("lora_rank", r.value, r.source, r.raw)
+        c.number("lora_rank", r.value, f"{peft.source}; {r.source}", r.raw)
     else:
         c.set(
             "lora_rank", 16, peft.source + "; " + default(TRL, "trl/trainer/model_config.py:107", "lora_r 16"), "lora_r"

@@ -1,20 +1,21 @@
 """A configuration's model name resolved offline, to what a request's `model` takes: a catalog name (directly, or a
 Hugging Face / ModelScope id through planner/model/catalog/hf_ids.json), a local folder or file holding config.json,
-or a snapshot in the local Hugging Face or ModelScope cache; else a one-line BadInput asking for the config.json.
+or a snapshot in the local Hugging Face or ModelScope cache (caches.py); else a one-line BadInput asking for the config.json.
 Also what the readers need from the config: its context length, its vision tower and the image-token size.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.intake.collect import Collector, assumption, is_dir, is_file
+from planner.intake import caches
+from planner.intake.collect import Collector, as_bool, assumption
 from planner.intake.limits import OverLimit, load_json, read_config_text
 from planner.model import catalog, prequant
 
@@ -56,11 +57,6 @@ def _from_catalog(name: str, hf_id: str | None, how: str) -> Model:
     return Model(name, cfg, how)
 
 
-def _config_file(path: Path) -> Path | None:
-    p = path / "config.json" if is_dir(path) else path
-    return p if is_file(p) and p.name.endswith(".json") else None
-
-
 def _load(path: Path) -> dict | None:
     try:
         cfg = load_json(read_config_text(path), path)
@@ -74,47 +70,20 @@ def _load(path: Path) -> dict | None:
 def _local(name: str, near: Path | None) -> Path | None:
     p = Path(name).expanduser()
     places = [p] if p.is_absolute() else [d / p for d in ([near] if near else []) + [Path.cwd()]]
-    return next((f for f in map(_config_file, places) if f is not None), None)
-
-
-def cache_dirs() -> list[Path]:
-    """Where Hugging Face and ModelScope keep downloaded models (HF_HUB_CACHE, HF_HOME, MODELSCOPE_CACHE)."""
-    env = os.environ
-    hf = env.get("HF_HUB_CACHE") or (str(Path(env["HF_HOME"]) / "hub") if env.get("HF_HOME") else None)
-    xdg = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    ms = env.get("MODELSCOPE_CACHE") or str(xdg / "modelscope" / "hub")
-    return [Path(hf) if hf else xdg / "huggingface" / "hub", Path(ms)]
-
-
-def _cached(name: str) -> Path | None:
-    """config.json of `Org/Name` in the Hugging Face cache (refs/main's snapshot, else the newest) or ModelScope's."""
-    if name.count("/") != 1 or name.startswith((".", "/", "~")):
-        return None
-    hf, ms = cache_dirs()
-    repo = hf / ("models--" + name.replace("/", "--"))
-    ref = repo / "refs" / "main"
-    try:
-        snaps = [repo / "snapshots" / read_config_text(ref).strip()] if is_file(ref) else []
-        if is_dir(repo / "snapshots"):
-            snaps += sorted((repo / "snapshots").iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
-    except OSError:  # an unreadable cache is no cache
-        snaps = []
-    snaps += [ms / "models" / name, ms / name]
-    return next((f for f in map(_config_file, snaps) if f is not None), None)
+    return next((f for f in map(caches.config_file, places) if f is not None), None)
 
 
 def _by_cache_layout(name: str) -> Model | None:
-    """A path into a Hugging Face cache that is not here (`.../models--Qwen--Qwen2.5-VL-7B-Instruct/snapshots/<sha>`,
-    the layout huggingface_hub writes: file_download.py repo_folder_name): the id its folder names."""
-    part = next((p for p in Path(name).parts if p.startswith("models--") and p.count("--") >= 2), None)
-    if part is None:
+    """A path into a Hugging Face or ModelScope cache that is not here (`.../models--Qwen--Qwen2.5-VL-7B-Instruct/
+    snapshots/<sha>`, `.../modelscope/hub/models/Qwen/Qwen2___5-VL-7B-Instruct`): the id its folder names."""
+    repo_id = caches.repo_of(name)
+    if repo_id is None:
         return None
-    repo_id = part[len("models--") :].replace("--", "/", 1)
     if hit := hf_id_of(repo_id):
         return _from_catalog(
             hit[0], hit[1], assumption(f"{name} is not on this machine; it is {hit[1]}'s cache folder")
         )
-    cached = _cached(repo_id)
+    cached = caches.cached(repo_id)
     if cached is not None and (cfg := _load(cached)) is not None:
         return Model(str(cached), cfg, f"cached config.json {cached} ({name} is {repo_id}'s cache folder)")
     return None
@@ -131,19 +100,28 @@ def _folder_names(hf: str) -> set[str]:
     return {leaf} | ({f"{org}{j}{leaf}" for j in ORG_JOINS} if org else set())
 
 
+# the folders a fine-tuning run writes under its output folder: the HF Trainer's checkpoint-<step>
+# (transformers trainer_utils.py PREFIX_CHECKPOINT_DIR) and ms-swift's v<n>-<date>-<time> (swift/utils/utils.py:132-143)
+RUN_FOLDERS = re.compile(r"checkpoint-\d+|v\d+-\d{8}-\d{6}")
+
+
 def _by_folder_name(name: str) -> Model | None:
     """A local path that is not here, whose last part names a known id (`/data/models/Qwen2.5-VL-3B-Instruct`, or
-    with its organisation: `/data/Qwen-Qwen2.5-VL-3B-Instruct`)."""
+    with its organisation: `/data/Qwen-Qwen2.5-VL-3B-Instruct`), or a checkpoint a run wrote under a folder that
+    does (`.../Qwen2.5-7B-Instruct/v0-20250101-120000/checkpoint-500`: a fine-tune keeps its base's architecture)."""
     if found := _by_cache_layout(name):
         return found
-    leaf = Path(name.rstrip("/")).name.lower()
+    parts = Path(name.rstrip("/")).parts
+    run = []
+    while len(parts) > 1 and RUN_FOLDERS.fullmatch(parts[-1]):
+        run, parts = [parts[-1], *run], parts[:-1]
+    leaf = parts[-1].lower().replace("___", ".") if parts else ""  # ModelScope writes a name's dots as ___
     hits = sorted((cat, hf) for hf, cat in _spelled().items() if leaf in _folder_names(hf))
     if not leaf or not hits:
         return None
     cat, hf = hits[0]
-    return _from_catalog(
-        cat, hf, assumption(f"{name} is not on this machine; its folder name is {hf}'s, catalog model {cat}")
-    )
+    what = f"a checkpoint ({'/'.join(run)}) of a run over {hf}" if run else f"its folder name is {hf}'s"
+    return _from_catalog(cat, hf, assumption(f"{name} is not on this machine; {what}, catalog model {cat}"))
 
 
 def lookup(name: str, near: Path | None = None) -> Model | None:
@@ -158,7 +136,7 @@ def lookup(name: str, near: Path | None = None) -> Model | None:
         return Model(str(local), cfg, f"local config.json {local}")
     if hit := hf_id_of(name):
         return _from_catalog(hit[0], hit[1], f"{hit[1]} is catalog model {hit[0]}")
-    cached = _cached(name)
+    cached = caches.cached(name)
     if cached is not None and (cfg := _load(cached)) is not None:
         return Model(str(cached), cfg, f"cached config.json {cached}")
     return _by_folder_name(name) or _quantized(name, near)
@@ -223,6 +201,30 @@ def context(cfg: dict) -> int | None:
 
 def has_vision(cfg: dict) -> bool:
     return isinstance(cfg.get("vision_config"), dict)
+
+
+def tower_known(c: Collector, f: dict, keys: tuple[str, ...]) -> bool:
+    """Whether the reading's model is known to have a vision tower; where the model is not known, one line naming the
+    vision settings the files give (each needs the model: its tower, its pixels a token), which are then not planned."""
+    if c.model is not None:
+        return has_vision(c.model.config)
+    given = [f[k].source for k in keys if k in f]
+    if given:
+        c.note(
+            f"{'; '.join(given)} (a VLM's settings, for a model not known here: not planned; pass --model with the "
+            "model's id or its config.json)"
+        )
+    return False
+
+
+def lora_tower(c: Collector, tower: object, source: str, key: str, why: str) -> None:
+    """A framework's own all-linear LoRA keeps a VLM's tower out while its freeze switch is on (its default); switched
+    off, the adapters reach the tower's linears too (memplan's lora_vision: the tower's and the projector's)."""
+    s = c.setting("lora_targets")
+    frozen = as_bool(tower)
+    if frozen is None or s is None or s.value != "all-linear":
+        return
+    c.set("lora_vision", not frozen, f"{source} ({why})" if not frozen else source, key)
 
 
 def pixels_per_token(cfg: dict) -> int | None:

@@ -35,6 +35,7 @@ OLD = {
     "zero_stage": "ds.zero_stage",
     "adam_offload": "ds.adam_offload",
     "param_dtype": "ds.param_dtype",
+    "bf16": "ds.param_dtype",  # <= 0.10's --bf16 (its DeepSpeed config's bf16.enabled): 0.11.2's bf16
     "packing_samples": "ds.packing_samples",
     "use_dynamic_batch": "train.dynamic_batch_enable",
     "gradient_checkpointing": "actor.gradient_checkpointing_enable",
@@ -110,25 +111,38 @@ def on(f: dict[str, Flag], key: str) -> bool:
     return key in f and bool(as_bool(one(f[key].value)) if f[key].value is not True else True)
 
 
+def precision(c: Collector, f: dict[str, Flag], cite: str) -> None:
+    """--ds.param_dtype bf16|fp16 (0.11.2's default bf16), or the flat --bf16 of 0.10 and before."""
+    dtype = str(one(f["ds.param_dtype"].value)) if "ds.param_dtype" in f else "bf16"
+    c.set(
+        "precision",
+        dtype if dtype in ("bf16", "fp16") else "bf16",
+        f["ds.param_dtype"].source if "ds.param_dtype" in f else default(ORL, cite, "--ds.param_dtype bf16"),
+        "--ds.param_dtype",
+    )
+
+
 def read(c: Collector, flags: dict[str, Flag], near) -> None:
     f = dotted(c, flags)
     est, src = get(f, "algo.advantage.estimator")
     kind = ESTIMATORS.get(str(est), "grpo")
     c.set("workload.kind", kind, src, "--algo.advantage.estimator")
     coef, cs = get(f, "algo.kl.init_coef")
+    loss = (
+        f"; {f['algo.kl.use_loss'].source} (the KL in the loss or the reward: the same reference)"
+        if ("algo.kl.use_loss" in f)
+        else ""
+    )
     c.set(
-        "workload.beta", as_float(coef) or 0.0, f"{cs} (> 0 keeps a reference model, {T}:93-103)", "--algo.kl.init_coef"
+        "workload.beta",
+        as_float(coef) or 0.0,
+        f"{cs} (> 0 keeps a reference model, {T}:93-103){loss}",
+        "--algo.kl.init_coef",
     )
     if "actor.model_name_or_path" in f:
         k = f["actor.model_name_or_path"]
         read_model(c, str(one(k.value)), k.source, "--actor.model_name_or_path", near)
-    dtype = str(one(f["ds.param_dtype"].value)) if "ds.param_dtype" in f else "bf16"
-    c.set(
-        "precision",
-        dtype if dtype in ("bf16", "fp16") else "bf16",
-        f["ds.param_dtype"].source if "ds.param_dtype" in f else default(ORL, f"{T}:330", "--ds.param_dtype bf16"),
-        "--ds.param_dtype",
-    )
+    precision(c, f, f"{T}:330")
     stage, ss = get(f, "ds.zero_stage")
     c.number("zero_stage", stage, ss, "--ds.zero_stage", minimum=0)
     c.set("fsdp", "off", default(ORL, T, "DeepSpeed only"), "--ds.zero_stage")
@@ -185,6 +199,10 @@ def _split(c: Collector, f: dict[str, Flag]) -> None:
             )
 
 
+# the roles' and engines' counts --train.colocate_all places on the actor's GPUs (asserted equal, {T}:41-63)
+COLOCATED = ("ref.num_gpus_per_node", "ref.num_nodes", "vllm.num_engines")
+
+
 def _placement(c: Collector, f: dict[str, Flag], kind: str, near) -> None:
     """--train.colocate_all: every role on the actor's GPUs; else each role on its own GPUs, actor+ref and
     critic+reward sharing where their colocate flags say ({T}:39-142)."""
@@ -198,6 +216,8 @@ def _placement(c: Collector, f: dict[str, Flag], kind: str, near) -> None:
     tp = as_int(get(f, "vllm.tensor_parallel_size")[0]) or 1
     beta = (as_float(get(f, "algo.kl.init_coef")[0]) or 0) > 0
     reward = "reward.model_name_or_path" in f and "reward.remote_url" not in f
+    if "reward.remote_url" in f:
+        c.note(f"{f['reward.remote_url'].source} (a remote reward: its server's memory is not on these GPUs)")
     if reward:
         k = f["reward.model_name_or_path"]
         found = lookup(str(one(k.value)).split(",")[0], near)
@@ -223,7 +243,9 @@ def _placement(c: Collector, f: dict[str, Flag], kind: str, near) -> None:
         )
     per_src, nodes_src = get(f, "actor.num_gpus_per_node")[1], get(f, "actor.num_nodes")[1]
     if on(f, "train.colocate_all"):
-        c.set(r + "placement", "colocate", f["train.colocate_all"].source, "--train.colocate_all")
+        same = [f[k].source for k in COLOCATED if k in f]
+        why = f"; {'; '.join(same)} (the actor's GPUs, all roles and engines on them: {T}:41-63)" if same else ""
+        c.set(r + "placement", "colocate", f["train.colocate_all"].source + why, "--train.colocate_all")
         c.number(
             "gpus_per_node",
             min(per_node, gpus["actor"]),
@@ -369,7 +391,7 @@ def read_dpo(c: Collector, flags: dict[str, Flag], near) -> None:
     ckpt = on(f, "model.gradient_checkpointing_enable")
     src = f["model.gradient_checkpointing_enable"].source if ckpt else default(ORL, f"{DPO}:192", "no checkpointing")
     c.set("checkpointing", "full" if ckpt else "off", src, "--model.gradient_checkpointing_enable")
-    c.set("precision", "bf16", default(ORL, f"{DPO}", "--ds.param_dtype bf16"), "--ds.param_dtype")
+    precision(c, f, DPO)
     c.set("attention", "flash", default(ORL, f"{T}:342-347", "flash_attention_2"), "--ds.attn_implementation")
     if on(f, "ds.packing_samples"):
         c.note(f"{f['ds.packing_samples'].source} (packed DPO rows are not planned; planned padded)")

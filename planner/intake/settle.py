@@ -110,8 +110,14 @@ def _lora_vision(c: Collector) -> None:
     """PEFT's all-linear (TRL's --lora_target_modules all-linear, a script's LoraConfig) adapts a VLM's tower and
     projector too (PEFT 0.21: tests/planner/model/test_vlm_lora.py), unless the script keeps them frozen (VLM-R1's
     --freeze_vision_modules); LLaMA-Factory, ms-swift and axolotl leave the tower out of their own all-linear."""
-    s = c.setting("lora_targets")
-    if not (c.get("lora_rank", 0) and s is not None and s.value == "all-linear") or "freeze_vision" in c.facts:
+    s = c.setting("lora_targets")  # none: the reader's default, all-linear
+    if not c.get("lora_rank", 0) or (s is not None and s.value != "all-linear"):
+        return
+    if "freeze_vision" in c.facts:
+        _, source, key = c.facts["freeze_vision"]
+        c.set("lora_vision", False, f"{source} (no adapters on the tower)", key)
+        return
+    if s is None:
         return
     if c.framework in ("llamafactory", "swift", "axolotl") or c.model is None or not models.has_vision(c.model.config):
         return

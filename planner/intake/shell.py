@@ -10,10 +10,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from planner.intake import limits
+from planner.intake import limits, slurm
 from planner.intake.collect import UNKNOWN
 from planner.intake.limits import read_config_text
-from planner.intake.shellsplit import split_commands
+from planner.intake.shellsplit import cut_lines, split_commands
 from planner.intake.shellvars import Vars, assignment, expand, expand_one, find_file
 
 KEYWORDS = {
@@ -106,44 +106,14 @@ def read_script(path: Path, text: str | None = None, vars: Vars | None = None) -
         state = vars or Vars(script=path)
         text = read_config_text(path, errors="replace") if text is None else text
         if vars is None:
-            sbatch_environment(text, state)
+            slurm.sbatch_environment(text, state)
+            slurm.given_allocation(state)
         walker = _Walker(script, state)
-        walker.walk(_split(text, path, f"--config {path.name} "), path, 0)
+        walker.walk(_split(text, path, f"--config {path.name} ", script.notes), path, 0)
         walker.uncalled(path)
+        if vars is None:
+            script.notes += slurm.given_lines(state)
     return script
-
-
-# `#SBATCH` options and the variables Slurm sets from them in the job's environment (sbatch(1), "OUTPUT ENVIRONMENT
-# VARIABLES": SLURM_JOB_NUM_NODES and SLURM_NNODES from --nodes, SLURM_NTASKS_PER_NODE, SLURM_GPUS_PER_NODE and
-# SLURM_GPUS_ON_NODE from --gpus-per-node or --gres=gpu[:type]:N, SLURM_JOB_NAME); VILA's scripts also read
-# SLURM_JOB_GPUS_PER_NODE
-SBATCH = {
-    "nodes": ("SLURM_JOB_NUM_NODES", "SLURM_NNODES"),
-    "ntasks-per-node": ("SLURM_NTASKS_PER_NODE",),
-    "gpus-per-node": ("SLURM_GPUS_PER_NODE", "SLURM_GPUS_ON_NODE", "SLURM_JOB_GPUS_PER_NODE"),
-    "job-name": ("SLURM_JOB_NAME",),
-}
-SBATCH_SHORT = {"-N": "nodes", "-J": "job-name"}
-
-
-def sbatch_environment(text: str, vars: Vars) -> None:
-    """The `#SBATCH` header's options as the job's Slurm variables (a node range `4-8` takes its least)."""
-    for line in text.splitlines()[:200]:
-        if not line.startswith("#SBATCH"):
-            continue
-        words = line[len("#SBATCH") :].split("#")[0].split()
-        for i, w in enumerate(words):
-            key, _, value = w.lstrip("-").partition("=") if w.startswith("--") else (SBATCH_SHORT.get(w, ""), "", "")
-            if w in SBATCH_SHORT and i + 1 < len(words):
-                value = words[i + 1]
-            if key == "gres" and (m := re.fullmatch(r"gpu(?::[\w.-]+)?:(\d+)", value)):
-                key, value = "gpus-per-node", m.group(1)
-            if key not in SBATCH or not value:
-                continue
-            value = value.split("-")[0] if key == "nodes" else value
-            for name in SBATCH[key]:
-                vars.set(name, value)
-                vars.exported.add(name)
 
 
 def read_text(text: str, path: Path, vars: Vars, depth: int = 0) -> Script:
@@ -153,15 +123,22 @@ def read_text(text: str, path: Path, vars: Vars, depth: int = 0) -> Script:
     return script
 
 
-def _split(text: str, path: Path | None, where: str = "") -> list[list[tuple[str, int]]]:
-    """The commands of a script's text, up to limits.MAX_SCRIPT_BYTES of it (`path`: the file, for that line)."""
+def _split(
+    text: str, path: Path | None, where: str = "", notes: list[str] | None = None
+) -> list[list[tuple[str, int]]]:
+    """The commands of a script's text, up to limits.MAX_SCRIPT_BYTES of it (`path`: the file, for that line); a
+    line in `notes` for each comment line that ends a command its writer meant to continue (cut_lines)."""
     if len(text) > limits.MAX_SCRIPT_BYTES:
         limits.refuse(
             f"{limits.about(path)}a shell script of over {limits.MAX_SCRIPT_BYTES >> 20} MiB (memplan reads launch "
             "scripts up to that size)"
         )
     limits.spend("shell_bytes", len(text))
-    return split_commands(text, where)
+    cuts: list[tuple[int, int, str]] = []
+    commands = split_commands(text, where, cuts)
+    if notes is not None and path is not None:
+        notes += cut_lines(commands, cuts, path.name)
+    return commands
 
 
 class _Walker:
@@ -240,7 +217,7 @@ class _Walker:
     def uncalled(self, path: Path) -> None:
         """The functions the script defines and never calls, read as if they ran last, and said so: a posted script
         often defines its training command in a function that another file calls."""
-        for name, (body, line) in self.functions.items():
+        for name, (body, line) in list(self.functions.items()):  # a body may define more functions
             if name in self.called or not body:
                 continue
             before = len(self.script.commands)
@@ -285,7 +262,8 @@ class _Walker:
         self.script.files.append(found)
         saved = self.vars.positional
         self.vars.positional = [expand_one(w, self.vars) for w, _ in raw[1:]] or saved
-        self.walk(_split(text, found, f"{path.name}:{raw[0][1]} source {found.name}: "), found, depth + 1)
+        where = f"{path.name}:{raw[0][1]} source {found.name}: "
+        self.walk(_split(text, found, where, self.script.notes), found, depth + 1)
         self.vars.positional = saved
 
     def _cd(self, raw: list[tuple[str, int]]) -> None:

@@ -102,6 +102,8 @@ class _Lexer:
         self.cur_line = 1
         self.heredocs: list[tuple[str, bool]] = []
         self.drop_next = False
+        # comment lines that end a command a `\` continued: (the command's index, the comment's line, its text)
+        self.cuts: list[tuple[int, int, str]] = []
 
     def run(self) -> list[list[tuple[str, int]]]:
         s = self.s
@@ -118,7 +120,10 @@ class _Lexer:
                 self._skip_heredocs()
             elif ch == "#" and self.cur is None:
                 end = s.find("\n", self.i)
-                self.i = len(s) if end < 0 else end
+                end = len(s) if end < 0 else end
+                if self.words and self._after_continuation():
+                    self.cuts.append((len(self.commands), self.line, s[self.i : end]))
+                self.i = end
             elif ch == "<" and self.cur is None and (m := _PLACEHOLDER.match(s, self.i)):
                 self._take(m.end())
             elif ch in "<>" or s.startswith("&>", self.i):
@@ -134,6 +139,11 @@ class _Lexer:
                 self._part()
         self._end_command()
         return self.commands
+
+    def _after_continuation(self) -> bool:
+        """Whether the line being read began after a `\\` that continued the command (blanks before self.i)."""
+        start = self.s.rfind("\n", 0, self.i)
+        return start > 0 and self.s[start - 1] == "\\" and not self.s[start + 1 : self.i].strip(" \t")
 
     def _take(self, end: int) -> None:
         chunk = self.s[self.i : end]
@@ -212,6 +222,42 @@ class _Lexer:
         self.words = []
 
 
-def split_commands(text: str, where: str = "") -> list[list[tuple[str, int]]]:
-    """The commands of `text`; `where` ("--config run.sh ") begins the line that refuses an unclosed quote."""
-    return _Lexer(text, where).run()
+def split_commands(
+    text: str, where: str = "", cuts: list[tuple[int, int, str]] | None = None
+) -> list[list[tuple[str, int]]]:
+    """The commands of `text`; `where` ("--config run.sh ") begins the line that refuses an unclosed quote; `cuts`
+    collects the comment lines that end a command a `\\` continued (bash ends it there), as (the index of the command,
+    the comment's line, its text)."""
+    lexer = _Lexer(text, where)
+    commands = lexer.run()
+    if cuts is not None:
+        cuts += lexer.cuts
+    return commands
+
+
+_ASSIGNS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+
+
+def cut_lines(commands: list[list[tuple[str, int]]], cuts: list[tuple[int, int, str]], name: str) -> list[str]:
+    """Bash ends a command at a comment line even after a `\\` (the comment runs to the line's end, and its newline
+    ends the command): one line for each such cut that changes what runs, where the comment itself ends in `\\`,
+    the cut command only sets variables (an environment prefix: they become shell variables, not the next command's
+    environment), or the next command begins with an option (the rest of the cut command's arguments)."""
+    out = []
+    for index, line, comment in cuts:
+        cut = commands[index] if index < len(commands) else []
+        after = commands[index + 1] if index + 1 < len(commands) else []
+        prefix = bool(cut) and all(_ASSIGNS.match(w) for w, _ in cut)
+        if not cut or not (comment.rstrip().endswith("\\") or prefix or (after and after[0][0].startswith("-"))):
+            continue
+        head = " ".join(w for w, _ in cut[:2]) + (" ..." if len(cut) > 2 else "")
+        if prefix and after:
+            what = f"{head} sets shell variables, not the environment of line {after[0][1]}'s {after[0][0]}"
+        else:
+            rest = " ".join(w for w, _ in after[:3]) + (" ..." if len(after) > 3 else "")
+            what = f"{head} ends there" + (f"; line {after[0][1]}'s {rest} is a command of its own" if after else "")
+        out.append(
+            f"{name}:{line} the comment line ends the command begun on line {cut[0][1]}, as bash ends it (a `\\` "
+            f"does not continue past a comment): {what}"
+        )
+    return out

@@ -42,10 +42,14 @@ class Vars:
     nesting: int = 0  # expansions open within one another now (limits.MAX_SHELL_NESTING)
     version: int = 0  # bumped by every set and unset: exported_values is cached on it
     _env: tuple = field(default=(None, {}), repr=False, compare=False)
+    # variables whose reads are noted (shared by every copy): the Slurm ones a flag of the caller set, and those read
+    watched: set[str] = field(default_factory=set)
+    seen: set[str] = field(default_factory=set)
 
     def copy(self) -> Vars:
         out = Vars(self.script, dict(self.values), set(self.exported), list(self.positional), self.cwd)
         out.cd_words = self.cd_words
+        out.watched, out.seen = self.watched, self.seen
         return out
 
     def set(self, name: str, value: str) -> None:
@@ -66,6 +70,8 @@ class Vars:
         return self._env[1]
 
     def get(self, name: str) -> str | None:
+        if name in self.watched:
+            self.seen.add(name)
         if name.isdigit():
             n = int(name)
             return str(self.script) if n == 0 else (self.positional[n - 1] if n <= len(self.positional) else None)

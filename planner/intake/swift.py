@@ -103,7 +103,7 @@ def _world(c: Collector, env: dict[str, str], where: str) -> int:
     if "NPROC_PER_NODE" in env:
         source = f"{where} NPROC_PER_NODE={show(env['NPROC_PER_NODE'])}"
         n = c.number("gpus_per_node", env["NPROC_PER_NODE"], source, "NPROC_PER_NODE") or 1
-        processes_fit_devices(n, env, source)
+        processes_fit_devices(n, env, source, c)
     else:
         c.set("gpus_per_node", 1, f"{where} no NPROC_PER_NODE (one process: swift/cli/main.py:30-35)", "NPROC_PER_NODE")
         n = 1
@@ -131,6 +131,9 @@ def _device_map(c: Collector, env: dict[str, str], where: str, processes: int) -
     return per
 
 
+VISION_KEYS = ("freeze_vit", "freeze_aligner", "MAX_PIXELS", "VIDEO_MAX_PIXELS", "FPS_MAX_FRAMES")
+
+
 def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
     key = "tuner_type" if "tuner_type" in f or "train_type" not in f else "train_type"
     tuner, src = get(f, key, "lora", f"{S}base_args/base_args.py:121")
@@ -144,7 +147,7 @@ def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
     if tuner == "lora_llm":
         c.note(f"{src} (a fully trained ViT and aligner beside LoRA are not planned yet; planned as LoRA)")
     rank, rsrc = get(f, "lora_rank", 8, f"{S}tuner_args.py:133")
-    c.number("lora_rank", rank, rsrc, "--lora_rank")
+    c.number("lora_rank", rank, rsrc if key not in f else f"{rsrc}; {src}", "--lora_rank")
     targets, tsrc = get(f, "target_modules", "all-linear", f"{S}tuner_args.py:126")
     loraargs.lora_targets(c, f["target_modules"].value if "target_modules" in f else targets, tsrc, "--target_modules")
     dropout, dsrc = get(f, "lora_dropout", 0.05, f"{S}tuner_args.py:135")
@@ -161,7 +164,8 @@ def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
         c.set("quant", "int8", f["quant_bits"].source, "--quant_bits")
     elif method:
         c.note(
-            f"{f['quant_method'].source} ({method} {bits or ''}-bit quantization is not planned yet; planned in 16 "
+            f"{'; '.join(f[k].source for k in ('quant_method', 'quant_bits') if k in f)} ({method} {bits or ''}-bit "
+            "quantization is not planned yet; planned in 16 "
             "bits)"
         )
     return True
@@ -258,9 +262,12 @@ def _training(c: Collector, f: dict[str, Flag], kind: str) -> None:
 
 
 def _vision(c: Collector, f: dict[str, Flag], env: dict[str, str], where: str, lora: bool) -> None:
-    if c.model is None or not models.has_vision(c.model.config):
+    if not models.tower_known(c, f | {k: Flag(k, v, f"{where} {k}={v}", k) for k, v in env.items()}, VISION_KEYS):
         return
     vit, vsrc = get(f, "freeze_vit", True, f"{S}tuner_args.py:123")
+    if lora and "freeze_vit" in f:
+        why = "all-linear then takes the ViT's linears too: swift/pipelines/train/tuner.py:92-104"
+        models.lora_tower(c, vit, vsrc, "--freeze_vit", why)
     aligner, asrc = get(f, "freeze_aligner", True, f"{S}tuner_args.py:124")
     llm, lsrc = get(f, "freeze_llm", False, f"{S}tuner_args.py:122")
     if not lora:

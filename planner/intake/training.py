@@ -10,7 +10,6 @@ from pathlib import Path
 
 from planner.errors import BadInput
 from planner.intake import (
-    accelerate,
     axolotl,
     configs,
     hfargs,
@@ -22,16 +21,13 @@ from planner.intake import (
     swift,
     verlrl,
     vlmr1,
+    world,
 )
 from planner.intake.collect import (
     UNKNOWN,
     Collector,
-    as_int,
-    count_devices,
-    default,
     known,
     parse_yaml,
-    processes_fit_devices,
     section,
     show,
 )
@@ -40,7 +36,6 @@ from planner.intake.flags import parse as parse_flags
 from planner.intake.shell import read_script
 from planner.intake.shellvars import find_file
 
-TORCH = "torch 2.13"
 TRL_TRAINERS = {"sft": "sft", "dpo": "dpo", "grpo": "grpo"}
 ACCELERATE_OPTS = (
     "accelerate_config",
@@ -108,7 +103,7 @@ def read_run(run: launch.Run) -> Collector:
     if run.tool in ("llamafactory-cli", "lmf"):
         llamafactory.read_launcher(c, run.command.env, run.where)
     elif run.tool != "swift":
-        _world(c, run)
+        world.read(c, run)
     for w in lead:
         if not known(w.text):
             c.note(
@@ -136,7 +131,7 @@ def rl_run(run: launch.Run) -> Collector:
         flags, _ = parse_flags(run.args, run.command.path)
         releases.by_flags(c, "openrlhf", run, flags)
         if run.target.endswith("train_dpo"):
-            _world(c, run)
+            world.read(c, run)
             openrlhf.read_dpo(c, flags, run.command.path)
         else:
             openrlhf.read(c, flags, run.command.path)
@@ -226,6 +221,15 @@ def _framework(
                 "included, at max_prompt_length: Deep-Agent/R1-V bbbbe3d src/r1-v/src/open_r1/trainer/"
                 "grpo_trainer.py:236-237, 377-379; the tower's patches are not planned yet)"
             )
+    elif (
+        fmt is None
+        and not swift_sub
+        and (caps := [flags[k].source for k in ("max_pixels", "min_pixels") if k in flags])
+    ):
+        c.note(
+            f"{'; '.join(caps)} (the script's own pixel caps on its processor: memplan reads them for VLM-R1's scripts "
+            "only, so no image is planned from them: give --max-pixels with --images)"
+        )
 
 
 def _config_arg(run: launch.Run, lead: list, flags: dict[str, Flag]) -> Path | None:
@@ -270,91 +274,3 @@ def _overrides(words: list, path: Path, plus: bool = False) -> dict[str, Flag]:
                 parsed = value
             out[key] = Flag(key, parsed, f"{path.name}:{w.line} {w.text.replace(UNKNOWN, '?')}", key)
     return out
-
-
-def _world(c: Collector, run: launch.Run) -> None:
-    env, o, where = run.command.env, run.opts, run.where
-    visible = count_devices(env.get("CUDA_VISIBLE_DEVICES", ""))
-    if run.tool == "torchrun":
-        n = o.get("nproc_per_node")
-        if n is None:
-            c.set(
-                "gpus_per_node",
-                1,
-                default(TORCH, "torch/distributed/run.py:437", "--nproc_per_node 1"),
-                "--nproc_per_node",
-            )
-        elif show(n.value) in ("gpu", "auto", "cuda"):
-            _visible(c, visible, f"{n.source} (one process a visible GPU)", n.raw)
-        else:
-            processes_fit_devices(c.number("gpus_per_node", n.value, n.source, n.raw), env, n.source)
-        if "nnodes" in o:
-            _nodes(c, o["nnodes"])
-    elif run.tool == "deepspeed":
-        _deepspeed(c, o, visible, where)
-    elif run.tool in ("accelerate", "trl", "axolotl"):  # the TRL and axolotl CLIs run `accelerate launch`
-        _accelerate(c, run)
-    elif run.tool == "python":
-        c.set("gpus_per_node", 1, f"{where} {run.tool} {show(run.target)} (one process)", run.tool)
-        if visible and visible > 1:
-            c.note(
-                f"{where} CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} with one process (HF Trainer's "
-                "torch DataParallel over the visible GPUs is not planned; planned on one GPU)"
-            )
-
-
-def _visible(c: Collector, visible: int | None, source: str, key: str) -> None:
-    if visible:
-        c.set("gpus_per_node", visible, source, key)
-    else:
-        c.note(f"{source} (the number of GPUs is the training host's: pass --gpus-per-node)")
-
-
-def _nodes(c: Collector, flag: Flag) -> None:
-    text = str(flag.value)
-    low = text.split(":")[0]
-    if ":" in text and as_int(low):
-        c.note(f"{flag.source} (elastic nodes: planned at the fewest, {low})")
-    c.number("nodes", low, flag.source, flag.raw)
-
-
-def _deepspeed(c: Collector, o: dict[str, Flag], visible: int | None, where: str) -> None:
-    include = str(o["include"].value) if "include" in o else ""
-    if "num_gpus" in o:
-        c.number("gpus_per_node", o["num_gpus"].value, o["num_gpus"].source, "--num_gpus")
-    elif include and known(include):
-        hosts = include.split("@")
-        c.set(
-            "gpus_per_node", max(len(h.split(":", 1)[-1].split(",")) for h in hosts), o["include"].source, "--include"
-        )
-        if len(hosts) > 1:
-            c.set("nodes", len(hosts), o["include"].source, "--include")
-    else:
-        _visible(c, visible, f"{where} deepspeed (every visible GPU)", "deepspeed")
-    if "num_nodes" in o:
-        c.number("nodes", o["num_nodes"].value, o["num_nodes"].source, "--num_nodes")
-
-
-def _accelerate(c: Collector, run: launch.Run) -> None:
-    o = run.opts
-    ref = o.get("config_file") or o.get("accelerate_config")
-    found = {}
-    if ref is not None and known(ref.value):
-        data, path = accelerate.load(show(ref.value), run.command.path, run.command.vars)
-        if data is None:
-            c.note(
-                f"{ref.source} (accelerate config {'unreadable' if path else 'not found'}: its processes and "
-                "sharding are not read)"
-            )
-        else:
-            c.add_file(path)
-            found = accelerate.entries(c, data, path)
-    elif not {"num_processes", "use_deepspeed", "use_fsdp"} & set(o):
-        c.note(
-            f"{run.where} {run.tool} {'launch' if run.tool == 'accelerate' else show(run.target)} without "
-            "--config_file (accelerate's default config on the training host is not read: pass it)"
-        )
-    merged = found | accelerate.launch_options(o)
-    accelerate.apply(
-        c, merged, f" (via {ref.source})" if ref is not None and found else "", "--config_file", run.command.path
-    )

@@ -187,7 +187,9 @@ def _beta(c: Collector, f: dict[str, Flag]) -> None:
         coef, s = get(f, "algorithm.kl_ctrl.kl_coef")
         c.set("workload.beta", as_float(coef) or 0.001, f"{rs}; {s}", "algorithm.kl_ctrl.kl_coef")
     else:
-        c.set("workload.beta", 0.0, f"{ls}; {rs} (no reference model)", "actor.use_kl_loss")
+        moot = [f[k].source for k in (A + "actor.kl_loss_coef", "algorithm.kl_ctrl.kl_coef") if k in f]
+        why = f"; {'; '.join(moot)} (unused: no KL term)" if moot else ""
+        c.set("workload.beta", 0.0, f"{ls}; {rs} (no reference model){why}", "actor.use_kl_loss")
 
 
 def _budgets(c: Collector, f: dict[str, Flag]) -> None:

@@ -49,6 +49,8 @@ def read(c: Collector, flags: dict[str, Flag], where: str, target: str) -> None:
         "trainer",
     )
     _images(c, flags, f"{where} {target}", "grpo_rec.py" in target)
+    lora = "the trainer's own LoRA targets leave the vision modules out, trainer/grpo_trainer.py find_all_linear_names"
+    c.fact("freeze_vision", True, f"{where} {target} ({lora})", "trainer", weak=True)
 
 
 def _setting(c: Collector, flags: dict[str, Flag], key: str, rec: bool) -> tuple[int, str]:

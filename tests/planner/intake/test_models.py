@@ -126,3 +126,55 @@ def test_the_command_lines_model_resolves_what_config_resolves():
     assert advise.default_resolver("/nowhere/models/Qwen2.5-VL-3B-Instruct").name == "qwen2.5-vl-3b"
     with pytest.raises(BadInput, match="acme/never-heard-of-it"):
         advise.default_resolver("acme/never-heard-of-it")
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [  # modelscope 1.40.2 hub/utils/utils.py:205-258: the SDK's ___ names, the hub's snapshots, the older SDKs'
+        "models/acme/tiny-1___5B",
+        "models/acme--tiny-1.5B/snapshots/master",
+        "acme/tiny-1.5B",
+        "hub/acme/tiny-1___5B",
+    ],
+)
+def test_modelscopes_cache_layouts(tmp_path, monkeypatch, layout):
+    folder = tmp_path / "ms" / layout
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(catalog.model_config("qwen2.5-0.5b")))
+    monkeypatch.setenv("MODELSCOPE_CACHE", str(tmp_path / "ms"))
+    assert models.resolve("acme/tiny-1.5B") == str(folder / "config.json")
+    assert models.lookup("acme/tiny-2B") is None
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/root/.cache/modelscope/hub/models/Qwen/Qwen2___5-VL-7B-Instruct",  # ms-swift's own download
+        "/mnt/ms/models/Qwen--Qwen2.5-VL-7B-Instruct/snapshots/master",
+        "/data/Qwen2___5-VL-7B-Instruct",
+    ],
+)
+def test_a_modelscope_cache_path_from_another_machine_is_its_repos_id(path):
+    found = models.lookup(path)
+    assert found.ref == "qwen2.5-vl-7b" and "Qwen/Qwen2.5-VL-7B-Instruct" in found.how
+
+
+@pytest.mark.parametrize(
+    "path,run",
+    [
+        (
+            "/ckpt/output/Qwen2.5-VL-7B-Instruct/v0-20241213-173805/checkpoint-1281",
+            "v0-20241213-173805/checkpoint-1281",
+        ),
+        ("/saves/Qwen2.5-VL-7B-Instruct/checkpoint-500/", "checkpoint-500"),
+    ],
+)
+def test_a_checkpoint_under_a_folder_named_like_a_known_model_is_that_model(path, run):
+    """Item 4: a fine-tune's checkpoint (the HF Trainer's checkpoint-<step>, ms-swift's v<n>-<date>-<time>) keeps its
+    base's architecture; the folder above the run's folders names the base."""
+    found = models.lookup(path)
+    assert (
+        found.ref == "qwen2.5-vl-7b" and f"a checkpoint ({run}) of a run over Qwen/Qwen2.5-VL-7B-Instruct" in found.how
+    )
+    assert models.lookup("/ckpt/output/my-run/checkpoint-500") is None
+    assert models.lookup("/ckpt/Qwen2.5-VL-7B-Instruct/extra/checkpoint-500") is None

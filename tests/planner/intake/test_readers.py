@@ -219,7 +219,9 @@ def test_peft_all_linear_on_a_vlm_adapts_its_tower_unless_the_script_freezes_it(
     assert r.request["lora_vision"] is True
     assert "PEFT's all-linear adapts the vision tower and projector too" in _source(r, "lora_vision")
     frozen = intake.read([_write(tmp_path, "b.sh", base + " --freeze_vision_modules true\n")])
-    assert "lora_vision" not in frozen.request
+    assert frozen.request["lora_vision"] is False and "b.sh:1 --freeze_vision_modules true" in _source(
+        frozen, "lora_vision"
+    )
     text = base.replace("Qwen2.5-VL-3B-Instruct", "Qwen2.5-0.5B")
     assert "lora_vision" not in intake.read([_write(tmp_path, "c.sh", text + "\n")]).request
 

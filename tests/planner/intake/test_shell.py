@@ -167,3 +167,10 @@ def test_an_sbatch_header_sets_the_slurm_variables_the_script_reads(tmp_path):
     assert _argv(tmp_path, "#SBATCH --nodes=2-4\nN=${SLURM_NNODES:-1}\ntorchrun --nnodes $N t.py\n") == [
         ["torchrun", "--nnodes", "2", "t.py"]
     ]
+
+
+def test_a_function_defined_inside_an_uncalled_function_does_not_break_the_reading(tmp_path):
+    """The uncalled function's body defines another function while the walker goes over the functions it knows
+    (RuntimeError: dictionary changed size during iteration, before)."""
+    text = "outer() {\n  inner() {\n    echo hi\n  }\n  inner\n}\ntorchrun --nproc_per_node 2 t.py --max_length 8\n"
+    assert _argv(tmp_path, text) == [["torchrun", "--nproc_per_node", "2", "t.py", "--max_length", "8"]]
