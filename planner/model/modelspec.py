@@ -13,7 +13,7 @@ from functools import cached_property
 from math import prod
 
 from planner.errors import BadInput
-from planner.model import mllama, prequant, vila, vlm
+from planner.model import mllama, prequant, qwenvl, vila, vlm
 from planner.model.moespec import MOE_FAMILIES, MLASpec, MoESpec, in_moe_block, mla_attention, moe_mlp
 from planner.model.shapes import ATTENTION_LINEARS, FAMILY_TRAITS, Tensors, Traits, fsdp_units
 from planner.model.shapes import checked_size as _checked_size
@@ -442,34 +442,6 @@ def _gpt2_text(cfg: dict) -> tuple[TextSpec, list[Tensors]]:
     return spec, t
 
 
-def _qwen_vl_vision(v: dict, text_hidden: int) -> tuple[VisionSpec, list[Tensors]]:
-    hv, depth, iv = _get(v, "hidden_size", "embed_dim"), _get(v, "depth"), _get(v, "intermediate_size")
-    m2 = _get(v, "spatial_merge_size", default=2) ** 2
-    patch = _get(v, "patch_size", default=14)
-    out = _get(v, "out_hidden_size", default=text_hidden)
-    t = [
-        Tensors(
-            "vision",
-            (
-                hv,
-                _get(v, "in_chans", "in_channels", default=3),
-                _get(v, "temporal_patch_size", default=2),
-                patch,
-                patch,
-            ),
-        )
-    ]
-    t += [Tensors("vision", (hv,), 2 * depth)]
-    t += _linear("vision", 3 * hv, hv, depth, True) + _linear("vision", hv, hv, depth, True)
-    t += _linear("vision", iv, hv, 2 * depth, True) + _linear("vision", hv, iv, depth, True)
-    t += [Tensors("projector", (hv,))] + _linear("projector", hv * m2, hv * m2, 1, True)
-    t += _linear("projector", out, hv * m2, 1, True)
-    spec = VisionSpec(depth, hv, iv, _get(v, "num_heads"), True, m2, ("visual.",), ("visual.merger.",))
-    window = (_get(v, "window_size", default=112) // patch) ** 2
-    full = len(v.get("fullatt_block_indexes") or [])
-    return replace(spec, block="rmsnorm-rotary", window_tokens=window, full_attention_layers=full), t
-
-
 def _internvl_vision(cfg: dict, v: dict, text_hidden: int) -> tuple[VisionSpec, list[Tensors]]:
     hv, L, iv = _get(v, "hidden_size"), _get(v, "num_hidden_layers"), _get(v, "intermediate_size")
     img, patch = _get(v, "image_size", default=[448, 448]), _get(v, "patch_size", default=[14, 14])
@@ -554,7 +526,7 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
         tc = _sub(cfg, "text_config", required=False) or cfg
         text, t = _llama_text(tc, mt)
         if mt in {"qwen2_5_vl", "qwen2_vl"}:
-            vision, vt = _qwen_vl_vision(_sub(cfg, "vision_config"), text.hidden)
+            vision, vt = qwenvl.read(mt, _sub(cfg, "vision_config"), text.hidden, VisionSpec)
     elif "hidden_size" in cfg and "num_hidden_layers" in cfg:
         text, t = _llama_text(cfg, mt or "generic")
         return ModelSpec(name, mt or "generic", text, tuple(t), None, exact=False, config=cfg, fsdp_units=units)

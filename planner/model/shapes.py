@@ -58,6 +58,7 @@ FSDP_UNITS = {
     "qwen2": ("Qwen2DecoderLayer",),
     "qwen3": ("Qwen3DecoderLayer",),
     "qwen2_5_vl": ("Qwen2_5_VLDecoderLayer", "Qwen2_5_VLVisionBlock"),
+    "qwen2_vl": ("Qwen2VLDecoderLayer", "Qwen2VLVisionBlock"),
     "internvl": ("InternVLVisionLayer",),
     "mixtral": ("MixtralDecoderLayer",),
     "qwen2_moe": ("Qwen2MoeDecoderLayer",),

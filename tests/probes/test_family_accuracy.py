@@ -32,6 +32,7 @@ FAMILIES = {
     "phi3": "phi-3-mini",
     "gpt2": "gpt2",
     "qwen2_5_vl": "qwen2.5-vl-3b",
+    "qwen2_vl": "qwen2-vl-7b",
     "internvl": "internvl2.5-8b",
     "llava": "llava-1.5-7b",
     "llava_next": "llava-v1.6-mistral-7b",
@@ -49,7 +50,7 @@ FAMILIES = {
 }
 # Qwen: 64 tokens an image (4 of its 8 x 8-patch windows), so that its windowed tower traces in seconds; 256 and 576 in
 # benchmarks/accuracy_vlm.py
-IMAGE_TOKENS = {"llava": 576, "llava_next": 1176, "qwen2_5_vl": 64, "qwen3_vl": 64}
+IMAGE_TOKENS = {"llava": 576, "llava_next": 1176, "qwen2_5_vl": 64, "qwen2_vl": 64, "qwen3_vl": 64}
 EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
 # (precision, checkpointing, micro-batch, sequence): torch AMP without checkpointing; pure bf16 with and without
 # it (the third shape is the one at which issue 12 saw Qwen3 and Phi-3 off by 6-11%)

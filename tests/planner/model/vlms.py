@@ -2,6 +2,7 @@
 
 VLMS = [
     "qwen2.5-vl-3b",
+    "qwen2-vl-7b",
     "internvl2.5-8b",
     "llava-1.5-7b",
     "llava-v1.6-mistral-7b",
