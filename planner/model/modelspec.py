@@ -14,6 +14,7 @@ from math import prod
 
 from planner.errors import BadInput
 from planner.model import mllama, prequant, qwenvl, vila, vlm
+from planner.model.moespec import LAYOUT as MOE_LAYOUT
 from planner.model.moespec import MOE_FAMILIES, MLASpec, MoESpec, in_moe_block, mla_attention, moe_mlp
 from planner.model.shapes import ATTENTION_LINEARS, FAMILY_TRAITS, Tensors, Traits, fsdp_units
 from planner.model.shapes import checked_size as _checked_size
@@ -360,8 +361,10 @@ def _llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
     return spec, t
 
 
-def _moe_text(cfg: dict, mt: str) -> tuple[TextSpec, list[Tensors]]:
-    """Mixtral, Qwen1.5/Qwen3-MoE, OLMoE, gpt-oss (grouped-query attention) and DeepSeek-V2/V3 (latent attention)."""
+def _moe_text(cfg: dict, family: str) -> tuple[TextSpec, list[Tensors]]:
+    """Mixtral, Qwen1.5/Qwen3-MoE, OLMoE, gpt-oss (grouped-query attention) and DeepSeek-V2/V3 (latent attention),
+    and the language models laid out as one of them (moespec.LAYOUT)."""
+    mt = MOE_LAYOUT.get(family, family)
     h, L, heads = _get(cfg, "hidden_size"), _get(cfg, "num_hidden_layers"), _get(cfg, "num_attention_heads")
     kv = _get(cfg, "num_key_value_heads", default=heads)
     _divides(heads, "num_attention_heads", kv, "num_key_value_heads")
@@ -384,7 +387,7 @@ def _moe_text(cfg: dict, mt: str) -> tuple[TextSpec, list[Tensors]]:
         attn += [Tensors("layer", (hd,), 2 * L)] if mt == "qwen3_moe" else []
         attn += [Tensors("layer", (heads * hd,), L), Tensors("layer", (kv * hd,), L)] if mt == "olmoe" else []
         attn += [Tensors("layer", (heads,), L)] if mt == "gpt_oss" else []  # attention sinks
-    moe, mlp = moe_mlp(cfg, mt, h, L)
+    moe, mlp = moe_mlp(cfg, family, h, L)
     t += attn + mlp + [Tensors("layer", (h,), 2 * L), Tensors("norm", (h,))]
     tied = bool(cfg.get("tie_word_embeddings", False))
     if not tied:
@@ -502,7 +505,8 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
     if mt in MOE_FAMILIES:
         text, t = _moe_text(cfg, mt)
         return ModelSpec(name, mt, text, tuple(t), None, exact=True, config=cfg, fsdp_units=units)
-    _refuse_experts(cfg, mt)
+    if mt not in vlm.MOE_VLMS:
+        _refuse_experts(cfg, mt)
     if mt == "gpt2":
         text, t = _gpt2_text(cfg)
     elif mt == "internvl":
@@ -521,7 +525,10 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
         text, t = _llama_text(tc, tc["model_type"])
     elif mt in vlm.FAMILIES:
         tc, vision, vt, units = vlm.read(cfg, VisionSpec)
-        text, t = _llama_text(tc, {"qwen3_vl_text": "qwen3"}.get(tc["model_type"], tc["model_type"]))
+        if tc["model_type"] in MOE_LAYOUT:
+            text, t = _moe_text(tc, tc["model_type"])
+        else:
+            text, t = _llama_text(tc, {"qwen3_vl_text": "qwen3"}.get(tc["model_type"], tc["model_type"]))
     elif mt in LLAMA_LIKE:
         tc = _sub(cfg, "text_config", required=False) or cfg
         text, t = _llama_text(tc, mt)

@@ -28,6 +28,11 @@ MOE_FAMILIES = ("deepseek_v2", "deepseek_v3", "gpt_oss", "mixtral", "olmoe", "qw
 # then leaves out the MLP linears that share those names (DeepSeek's shared experts and dense first layers).
 # Qwen1.5-MoE: its shared expert and gate only; gpt-oss: attention only.
 ALL_LINEAR_EXPERTS = {"mixtral", "qwen3_moe", "olmoe", "deepseek_v2", "deepseek_v3"}
+# Language models of composite (VLM) families laid out as a family above: Qwen3-VL-MoE's text model is Qwen3-MoE's
+# (models/qwen3_vl_moe/modeling_qwen3_vl_moe.py:114-123 stacked experts, :153-159 router, :283-288 q/k norms,
+# :352-353 mlp_only_layers and decoder_sparse_step, transformers 5.25). PEFT's all-linear adapts no expert there
+# (the VLM's LoRA targets are a pattern over the language model's nn.Linear modules: modelspec.peft_target_modules).
+LAYOUT = {"qwen3_vl_moe_text": "qwen3_moe"}
 DISPATCHES = ("grouped_mm", "eager")  # transformers 5.23's default (get_correct_experts_implementation), its fallback
 
 
@@ -84,6 +89,7 @@ def _layer_kinds(cfg: dict, mt: str, layers: int) -> list[bool]:
 
 def moe_mlp(cfg: dict, mt: str, hidden: int, layers: int) -> tuple[MoESpec, list[Tensors]]:
     """The routed MLP's spec and tensors, and the dense layers' MLP tensors (gate/up/down of intermediate_size)."""
+    peft, mt = mt in ALL_LINEAR_EXPERTS, LAYOUT.get(mt, mt)
     kinds = _layer_kinds(cfg, mt, layers)
     n_moe, n_dense = sum(kinds), layers - sum(kinds)
     e = size(cfg, "num_local_experts", "num_experts", "n_routed_experts")  # transformers' attribute_map aliases
@@ -98,7 +104,6 @@ def moe_mlp(cfg: dict, mt: str, hidden: int, layers: int) -> tuple[MoESpec, list
     elif mt.startswith("deepseek") and cfg.get("n_shared_experts"):
         shared = ie * size(cfg, "n_shared_experts")
     bias = mt == "gpt_oss"
-    peft = mt in ALL_LINEAR_EXPERTS
     t = [Tensors("layer", (e, hidden), n_moe, lora=peft, name="router.weight", all_linear=int(peft))]
     if bias:
         t += [

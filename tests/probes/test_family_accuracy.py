@@ -39,6 +39,7 @@ FAMILIES = {
     "gemma3": "gemma-3-4b",
     "idefics3": "smolvlm-instruct",
     "qwen3_vl": "qwen3-vl-8b",
+    "qwen3_vl_moe": "qwen3-vl-30b-a3b",
     "mllama": "llama-3.2-11b-vision",
     "mixtral": "mixtral-8x7b",
     "qwen2_moe": "qwen1.5-moe-a2.7b",
@@ -50,7 +51,7 @@ FAMILIES = {
 }
 # Qwen: 64 tokens an image (4 of its 8 x 8-patch windows), so that its windowed tower traces in seconds; 256 and 576 in
 # benchmarks/accuracy_vlm.py
-IMAGE_TOKENS = {"llava": 576, "llava_next": 1176, "qwen2_5_vl": 64, "qwen2_vl": 64, "qwen3_vl": 64}
+IMAGE_TOKENS = {"llava": 576, "llava_next": 1176, "qwen2_5_vl": 64, "qwen2_vl": 64, "qwen3_vl": 64, "qwen3_vl_moe": 64}
 EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
 # (precision, checkpointing, micro-batch, sequence): torch AMP without checkpointing; pure bf16 with and without
 # it (the third shape is the one at which issue 12 saw Qwen3 and Phi-3 off by 6-11%)
@@ -60,8 +61,8 @@ SHAPES = [("bf16", "off", 4, 4096), ("bf16-pure", "full", 8, 4096), ("bf16-pure"
 def _four_layers(cfg: dict) -> dict:
     """Four decoder layers (one of them dense where the family has dense first layers); MoE models keep at most
     twice their top-k experts, so that the activations and not the model states set the peak (Mixtral, V3)."""
-    if "text_config" in cfg:
-        return {**cfg, "text_config": {**cfg["text_config"], "num_hidden_layers": 4}}
+    if "text_config" in cfg:  # a VLM's language model, routed too in Qwen3-VL-MoE
+        return {**cfg, "text_config": _four_layers({**cfg["text_config"], "num_hidden_layers": 4})}
     out = {**cfg, ("n_layer" if "n_layer" in cfg else "num_hidden_layers"): 4}
     top_k = cfg.get("num_experts_per_tok", 1)
     out.update({k: min(v, max(4, 2 * top_k)) for k, v in cfg.items() if k in EXPERT_KEYS})

@@ -9,5 +9,6 @@ VLMS = [
     "gemma-3-4b",
     "smolvlm-instruct",
     "qwen3-vl-8b",
+    "qwen3-vl-30b-a3b",
     "llama-3.2-11b-vision",
 ]
