@@ -37,7 +37,24 @@ LLAMA_LIKE = {
     "qwen2_5_vl_text",
     "qwen2_vl",
     "qwen2_vl_text",
+    "glm4",
 }
+# Families whose q/k/v carry a bias unless config.json says attention_bias false (the config class's default) and
+# whose o_proj never does: GLM-4 (configuration_glm4.py:73; modeling_glm4.py:211-220, transformers 5.25)
+QKV_BIAS_ONLY = {"glm4", "glm4_moe"}
+# Families whose rotary rotates the first partial_rotary_factor of each head and concatenates the rest back, with the
+# factor's default: GLM-4 and GLM-4.5 (configuration_glm4.py:76, configuration_glm4_moe.py:119)
+ROTARY_CAT = {"glm4": 0.5, "glm4_moe": 0.5}
+
+
+def rotary_cat_dim(cfg: dict, model_type: str, head_dim: int) -> int:
+    """The rotated dims of a ROTARY_CAT family's heads: int(head_dim x partial_rotary_factor), the factor at the top
+    level or in rope_parameters (modeling_glm4.py:293-295); 0 for the others."""
+    if model_type not in ROTARY_CAT:
+        return 0
+    rope = cfg.get("rope_parameters") if isinstance(cfg.get("rope_parameters"), dict) else {}
+    factor = rope.get("partial_rotary_factor", cfg.get("partial_rotary_factor", ROTARY_CAT[model_type]))
+    return int(head_dim * _number({"partial_rotary_factor": factor}, "partial_rotary_factor", 1.0, high=1.0))
 
 
 def peft_target_modules(targets: str, model: ModelSpec | None = None, vision: bool = False) -> str | list[str] | None:
@@ -92,6 +109,7 @@ class TextSpec:
     moe: MoESpec | None = None  # routed MLPs (planner/model/moespec.py); `intermediate` is then the dense layers' width
     mla: MLASpec | None = None  # DeepSeek's latent attention (head_dim is then q/k's: nope + rope)
     sinks: bool = False  # gpt-oss: eager attention with a learned sink logit per head
+    rotary_cat_dim: int = 0  # GLM-4: rotary on each head's first dims, concatenated back (activations.rotary_cat_...)
     cross_layers: int = 0  # Llama-3.2-Vision: decoder layers that attend to the image (planner/model/mllama.py)
     first_cross_layer: int = 0  # the lowest of them (below it the hidden state does not depend on the image)
     traits: Traits = field(default_factory=Traits)  # the family's differences from Llama (shapes.py), set by the reader
@@ -317,8 +335,9 @@ def _llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
     hd = _get(cfg, "head_dim", default=h // heads)
     inter, vocab = _get(cfg, "intermediate_size"), _get(cfg, "vocab_size")
     tied = bool(cfg.get("tie_word_embeddings", model_type in {"gemma", "gemma2", "gemma3_text"}))
-    qkv_bias = model_type.startswith("qwen2") or bool(cfg.get("attention_bias", False))
-    o_bias = bool(cfg.get("attention_bias", False)) and not model_type.startswith("qwen2")
+    attention_bias = bool(cfg.get("attention_bias", model_type in QKV_BIAS_ONLY))
+    qkv_bias = model_type.startswith("qwen2") or attention_bias
+    o_bias = attention_bias and not model_type.startswith("qwen2") and model_type not in QKV_BIAS_ONLY
     mlp_bias = bool(cfg.get("mlp_bias", False))
     gemma2 = model_type == "gemma2"
     traits = FAMILY_TRAITS.get(model_type, Traits())
@@ -357,6 +376,7 @@ def _llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
         qk_norm=model_type in QK_NORM,
         biases=(qkv_bias, o_bias, mlp_bias),
         traits=traits,
+        rotary_cat_dim=rotary_cat_dim(cfg, model_type, hd),
     )
     return spec, t
 

@@ -30,6 +30,7 @@ FAMILIES = {
     "gemma2": "gemma-2-2b",
     "gemma3_text": "gemma-3-1b",
     "phi3": "phi-3-mini",
+    "glm4": "glm-4-9b",
     "gpt2": "gpt2",
     "qwen2_5_vl": "qwen2.5-vl-3b",
     "qwen2_vl": "qwen2-vl-7b",
