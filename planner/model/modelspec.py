@@ -381,6 +381,26 @@ def _llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
     return spec, t
 
 
+def _gqa_attention(
+    cfg: dict, mt: str, h: int, heads: int, kv: int, L: int, qk_norm: bool
+) -> tuple[int, tuple[bool, bool, bool], list[Tensors]]:
+    """An MoE family's grouped-query attention: (head_dim, the (q/k/v, o, MLP) biases, its tensors). GLM-4.5's o_proj
+    has no bias whatever attention_bias says (modeling_glm4_moe.py:188-201)."""
+    if cfg.get("head_dim") is None:
+        _divides(h, "hidden_size", heads, "num_attention_heads")
+    hd = _get(cfg, "head_dim", default=h // heads)
+    ab = bool(cfg.get("qkv_bias", True)) if mt == "qwen2_moe" else bool(cfg.get("attention_bias", mt == "gpt_oss"))
+    bias = (ab, ab and mt not in ("qwen2_moe", "glm4_moe"), False)
+    attn = []
+    for d_out, name in ((heads * hd, "q_proj"), (kv * hd, "k_proj"), (kv * hd, "v_proj")):
+        attn += _linear("layer", d_out, h, L, bias[0], lora=True, name=name)
+    attn += _linear("layer", h, heads * hd, L, bias[1], lora=True, name="o_proj")
+    attn += [Tensors("layer", (hd,), 2 * L)] if qk_norm and mt != "olmoe" else []
+    attn += [Tensors("layer", (heads * hd,), L), Tensors("layer", (kv * hd,), L)] if mt == "olmoe" else []
+    attn += [Tensors("layer", (heads,), L)] if mt == "gpt_oss" else []  # attention sinks
+    return hd, bias, attn
+
+
 def _moe_text(cfg: dict, family: str) -> tuple[TextSpec, list[Tensors]]:
     """Mixtral, Qwen1.5/Qwen3-MoE, OLMoE, gpt-oss (grouped-query attention) and DeepSeek-V2/V3 (latent attention),
     and the language models laid out as one of them (moespec.LAYOUT)."""
@@ -389,24 +409,14 @@ def _moe_text(cfg: dict, family: str) -> tuple[TextSpec, list[Tensors]]:
     kv = _get(cfg, "num_key_value_heads", default=heads)
     _divides(heads, "num_attention_heads", kv, "num_key_value_heads")
     vocab = _get(cfg, "vocab_size")
-    mla, qk_norm = None, mt in ("qwen3_moe", "olmoe")  # OLMoE: one norm over all of q, one over all of k
+    # OLMoE: one norm over all of q, one over all of k; GLM-4.5: per-head ones with use_qk_norm
+    mla, qk_norm = None, mt in ("qwen3_moe", "olmoe") or (mt == "glm4_moe" and bool(cfg.get("use_qk_norm")))
     t: list[Tensors] = [Tensors("embed", (vocab, h))]
     if mt.startswith("deepseek"):
         mla, attn = mla_attention(cfg, h, heads, L)
         hd, kv, bias = mla.qk_head_dim, heads, (False, False, False)
     else:
-        if cfg.get("head_dim") is None:
-            _divides(h, "hidden_size", heads, "num_attention_heads")
-        hd = _get(cfg, "head_dim", default=h // heads)
-        ab = bool(cfg.get("qkv_bias", True)) if mt == "qwen2_moe" else bool(cfg.get("attention_bias", mt == "gpt_oss"))
-        bias = (ab, ab and mt != "qwen2_moe", False)
-        attn = []
-        for d_out, name in ((heads * hd, "q_proj"), (kv * hd, "k_proj"), (kv * hd, "v_proj")):
-            attn += _linear("layer", d_out, h, L, bias[0], lora=True, name=name)
-        attn += _linear("layer", h, heads * hd, L, bias[1], lora=True, name="o_proj")
-        attn += [Tensors("layer", (hd,), 2 * L)] if mt == "qwen3_moe" else []
-        attn += [Tensors("layer", (heads * hd,), L), Tensors("layer", (kv * hd,), L)] if mt == "olmoe" else []
-        attn += [Tensors("layer", (heads,), L)] if mt == "gpt_oss" else []  # attention sinks
+        hd, bias, attn = _gqa_attention(cfg, mt, h, heads, kv, L, qk_norm)
     moe, mlp = moe_mlp(cfg, family, h, L)
     t += attn + mlp + [Tensors("layer", (h,), 2 * L), Tensors("norm", (h,))]
     tied = bool(cfg.get("tie_word_embeddings", False))
@@ -429,6 +439,7 @@ def _moe_text(cfg: dict, family: str) -> tuple[TextSpec, list[Tensors]]:
         moe=moe,
         mla=mla,
         sinks=mt == "gpt_oss",
+        rotary_cat_dim=rotary_cat_dim(cfg, mt, hd),
     )
     return spec, t
 

@@ -71,6 +71,7 @@ FSDP_UNITS = {
     "gpt_oss": ("GptOssDecoderLayer",),
     "deepseek_v2": ("DeepseekV2DecoderLayer",),
     "deepseek_v3": ("DeepseekV3DecoderLayer",),
+    "glm4_moe": ("Glm4MoeDecoderLayer",),
 }
 
 

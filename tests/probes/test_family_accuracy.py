@@ -49,6 +49,7 @@ FAMILIES = {
     "gpt_oss": "gpt-oss-20b",
     "deepseek_v2": "deepseek-v2-lite",
     "deepseek_v3": "deepseek-v3",
+    "glm4_moe": "glm-4.5-air",
 }
 # Qwen: 64 tokens an image (4 of its 8 x 8-patch windows), so that its windowed tower traces in seconds; 256 and 576 in
 # benchmarks/accuracy_vlm.py

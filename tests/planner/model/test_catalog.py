@@ -44,6 +44,7 @@ MOE = [
     "deepseek-v3",
     "olmoe-1b-7b",
     "gpt-oss-20b",
+    "glm-4.5-air",
     "debug-moe",
 ]
 
