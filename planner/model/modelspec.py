@@ -13,7 +13,7 @@ from functools import cached_property
 from math import prod
 
 from planner.errors import BadInput
-from planner.model import mllama, prequant, qwenvl, vila, vlm
+from planner.model import mllama, pending, prequant, qwenvl, vila, vlm
 from planner.model.moespec import LAYOUT as MOE_LAYOUT
 from planner.model.moespec import MOE_FAMILIES, MLASpec, MoESpec, in_moe_block, mla_attention, moe_mlp
 from planner.model.shapes import ATTENTION_LINEARS, FAMILY_TRAITS, Tensors, Traits, fsdp_units
@@ -529,6 +529,7 @@ def _refuse_experts(cfg: dict, mt: str) -> None:
 def _from_config(cfg: dict, name: str) -> ModelSpec:
     if not isinstance(cfg, dict):
         raise BadInput(f"config for {name!r} is not a JSON object", "model")
+    pending.refuse_pending(cfg)
     mt = str(cfg.get("model_type", ""))
     vision, vt = None, []
     tc = cfg.get("text_config")
