@@ -401,7 +401,7 @@ def _gqa_attention(
     return hd, bias, attn
 
 
-def _moe_text(cfg: dict, family: str) -> tuple[TextSpec, list[Tensors]]:
+def _moe_text(cfg: dict, family: str, vlm: bool = False) -> tuple[TextSpec, list[Tensors]]:
     """Mixtral, Qwen1.5/Qwen3-MoE, OLMoE, gpt-oss (grouped-query attention) and DeepSeek-V2/V3 (latent attention),
     and the language models laid out as one of them (moespec.LAYOUT)."""
     mt = MOE_LAYOUT.get(family, family)
@@ -417,7 +417,7 @@ def _moe_text(cfg: dict, family: str) -> tuple[TextSpec, list[Tensors]]:
         hd, kv, bias = mla.qk_head_dim, heads, (False, False, False)
     else:
         hd, bias, attn = _gqa_attention(cfg, mt, h, heads, kv, L, qk_norm)
-    moe, mlp = moe_mlp(cfg, family, h, L)
+    moe, mlp = moe_mlp(cfg, family, h, L, vlm)
     t += attn + mlp + [Tensors("layer", (h,), 2 * L), Tensors("norm", (h,))]
     tied = bool(cfg.get("tie_word_embeddings", False))
     if not tied:
@@ -537,7 +537,8 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
     if mt in MOE_FAMILIES:
         text, t = _moe_text(cfg, mt)
         return ModelSpec(name, mt, text, tuple(t), None, exact=True, config=cfg, fsdp_units=units)
-    if mt not in vlm.MOE_VLMS:
+    routed_text = mt == "internvl" and isinstance(tc, dict) and tc.get("model_type") in MOE_FAMILIES
+    if mt not in vlm.MOE_VLMS and not routed_text:
         _refuse_experts(cfg, mt)
     if mt == "gpt2":
         text, t = _gpt2_text(cfg)
@@ -545,7 +546,8 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
         # transformers 5 ties the composite's head by its own top-level flag, whatever text_config says
         # (5.25 modeling_utils.py:2494 reads self.config; configuration_internvl.py:122 defaults it to True)
         tc = {**_sub(cfg, "text_config"), "tie_word_embeddings": bool(cfg.get("tie_word_embeddings", True))}
-        text, t = _llama_text(tc, str(tc.get("model_type", "qwen2")))
+        tmt = str(tc.get("model_type", "qwen2"))  # InternVL3.5's MoE models: a Qwen3-MoE or gpt-oss language model
+        text, t = _moe_text(tc, tmt, vlm=True) if tmt in MOE_FAMILIES else _llama_text(tc, tmt)
         vision, vt = _internvl_vision(cfg, _sub(cfg, "vision_config"), text.hidden)
     elif mt == "mllama":
         tc, vision, vt, units = mllama.read(cfg, VisionSpec)

@@ -91,9 +91,10 @@ def _layer_kinds(cfg: dict, mt: str, layers: int) -> list[bool]:
     return [True] * layers
 
 
-def moe_mlp(cfg: dict, mt: str, hidden: int, layers: int) -> tuple[MoESpec, list[Tensors]]:
-    """The routed MLP's spec and tensors, and the dense layers' MLP tensors (gate/up/down of intermediate_size)."""
-    peft, mt = mt in ALL_LINEAR_EXPERTS, LAYOUT.get(mt, mt)
+def moe_mlp(cfg: dict, mt: str, hidden: int, layers: int, vlm: bool = False) -> tuple[MoESpec, list[Tensors]]:
+    """The routed MLP's spec and tensors, and the dense layers' MLP tensors (gate/up/down of intermediate_size).
+    A VLM's language model (`vlm`) is adapted by a pattern over its nn.Linear modules, which names no expert."""
+    peft, mt = mt in ALL_LINEAR_EXPERTS and not vlm, LAYOUT.get(mt, mt)
     kinds = _layer_kinds(cfg, mt, layers)
     n_moe, n_dense = sum(kinds), layers - sum(kinds)
     e = size(cfg, "num_local_experts", "num_experts", "n_routed_experts")  # transformers' attribute_map aliases
