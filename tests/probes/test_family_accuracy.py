@@ -7,7 +7,9 @@ Measured when pinned (python -m pytest tests/probes/test_family_accuracy.py -s):
 issues 12-13: Qwen3 -6% to -8% (q/k norms not counted), Gemma-2 -4% / +8% (a tied embedding's last gradient
 moment; the softcapped loss), Phi-3 -5% / -6% at the third shape (its fused qkv slice kept alive).
 Issue 18 added the seven MoE families (Mixtral, Qwen1.5/Qwen3-MoE, OLMoE, gpt-oss, DeepSeek-V2/V3): 21 rows within
-1.3%, the largest Mixtral bf16-pure with full checkpointing at +1.3%."""
+1.3%, the largest Mixtral bf16-pure with full checkpointing at +1.3%.
+Issue 49 added Qwen2-VL (+0.03%, -0.06%, -0.00%), Qwen3-VL-MoE (-0.01%, -0.12%, -0.07%), GLM-4 (+0.12%, -0.00%,
++0.06%; +0.76% and -0.70% before its rotary and post-norm terms) and GLM-4.5 (+0.43%, -0.00%, +0.05%)."""
 
 import pytest
 
