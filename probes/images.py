@@ -46,7 +46,7 @@ def vlm_batch(model, config: dict, batch: int, seq: int, image_tokens: int) -> t
     mask[0, -1] = 0
     labels = ids.masked_fill((mask == 0) | (ids == _image_token(cfg)), -100)
     out = {"input_ids": ids, "attention_mask": mask, "labels": labels, **extra}
-    if family in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl"):  # M-RoPE positions as the model computes them
+    if family in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe"):  # M-RoPE positions as the model computes them
         out["mm_token_type_ids"] = (ids == _image_token(cfg)).int()
         out["position_ids"], _ = model.model.get_rope_index(
             ids, image_grid_thw=extra["image_grid_thw"], attention_mask=mask, mm_token_type_ids=out["mm_token_type_ids"]
@@ -135,6 +135,7 @@ _BUILDERS = {
     "qwen2_vl": _qwen,
     "qwen2_5_vl": _qwen,
     "qwen3_vl": _qwen,
+    "qwen3_vl_moe": _qwen,
     "llava": _tiles,
     "internvl": _tiles,
     "gemma3": _tiles,

@@ -34,6 +34,16 @@ def rmsnorm_saved_bytes(tokens: int, hidden: int, profile: str) -> int:
     return tokens * hidden * (4 + (2 if profile == "half" else 4))
 
 
+def norms_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
+    """A decoder layer's RMSNorms: the two before attention and the MLP read the residual stream
+    (rmsnorm_saved_bytes); the norms after them (GLM-4's post_self_attn_layernorm and post_mlp_layernorm,
+    modeling_glm4.py:103,109) read a linear's output in the compute dtype, so that under torch AMP too the
+    normalized tensor is saved in it: the fp32 copy and a compute-dtype product."""
+    post = t.traits.norms_per_layer - 2
+    _, c = saved_dtype_bytes(profile)
+    return 2 * rmsnorm_saved_bytes(tokens, t.hidden, profile) + post * tokens * t.hidden * (4 + c)
+
+
 def sdpa_bias_saved_bytes(batch: int, seq: int, profile: str) -> int:
     """SDPA turns a boolean mask into a float bias in the query dtype on every call
     (aten attention.cpp, convert_boolean_attn_mask) and the kernel saves it for backward."""
@@ -53,8 +63,24 @@ def llama_attention_saved_bytes(t: TextSpec, batch: int, seq: int, profile: str)
     lse = 4 * tokens * t.heads
     bias = sdpa_bias_saved_bytes(batch, seq, profile) if t.attention == "sdpa" else 0
     return (
-        casts + qkvo + lse + bias + qk_norm_saved_bytes(t, tokens, profile) + fused_qkv_view_bytes(t, tokens, profile)
+        casts
+        + qkvo
+        + lse
+        + bias
+        + qk_norm_saved_bytes(t, tokens, profile)
+        + fused_qkv_view_bytes(t, tokens, profile)
+        + rotary_cat_saved_bytes(t, tokens, profile)
     )
+
+
+def rotary_cat_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
+    """GLM-4's rotary (modeling_glm4.py:176-195, transformers 5.25): each layer cuts cos and sin to the rotary dims
+    and repeats them (both saved by the products with q and k, in the residual dtype), and concatenates q back
+    head-major, so that SDPA's output is head-major and o_proj reads a contiguous copy of it (:259)."""
+    if not t.rotary_cat_dim:
+        return 0
+    r, c = saved_dtype_bytes(profile)
+    return tokens * (2 * r * t.rotary_cat_dim + c * t.q_dim)
 
 
 def mla_attention_saved_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
@@ -124,8 +150,10 @@ def llama_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str, routed: b
     """Bytes one Llama/Qwen/Mistral/Gemma-2 decoder layer saves for backward (an MoE model's routed layer, or
     with routed=False its dense one)."""
     tokens = batch * seq
-    norm_bytes = t.traits.norms_per_layer * (
-        tokens * t.hidden * 8 if t.traits.fp32_norms else rmsnorm_saved_bytes(tokens, t.hidden, profile)
+    norm_bytes = (
+        t.traits.norms_per_layer * tokens * t.hidden * 8
+        if t.traits.fp32_norms
+        else norms_saved_bytes(t, tokens, profile)
     )
     mlp = moe.moe_mlp_saved_bytes(t, tokens, profile) if t.moe and routed else gated_mlp_saved_bytes(t, tokens, profile)
     attention = (mla_attention_saved_bytes if t.mla else llama_attention_saved_bytes)(t, batch, seq, profile)

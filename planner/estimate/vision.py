@@ -1,6 +1,7 @@
 """A vision tower's saved activations, per kind of block as transformers 5.23 writes it (issue 33 items 4-5): "plain"
 (CLIP-like with gelu: SigLIP, Llama-3.2-Vision's), "quick-gelu" (CLIP), "layer-scale" (InternViT), "rotary"
-(Qwen3-VL), "rmsnorm-rotary" (Qwen2.5-VL), "generic" (an unknown tower, read as "plain").
+(Qwen3-VL), "quick-gelu-rotary" (Qwen2-VL: Qwen3-VL's block with CLIP's MLP), "rmsnorm-rotary" (Qwen2.5-VL),
+"generic" (an unknown tower, read as "plain").
 
 Each block kind saves, per encoder token (patch, encoder_tokens) of width h and MLP width i, in the compute dtype c unless said:
 - residual stream: the two LayerNorms' inputs (the residual adds' outputs, in the residual dtype r), and the norms'
@@ -11,7 +12,7 @@ Each block kind saves, per encoder token (patch, encoder_tokens) of width h and 
 - attention: q, k and v (a fused qkv's output), SDPA's output and log-sum-exp; a rotary tower (Qwen) also its
   rotated q and k and the contiguous copy its out-projection reads; InternViT's layer scale and the tanh gates of
   Mllama's global layers keep the out-projection's and fc2's outputs (gated_bytes);
-- MLP: fc1's output and the activation's (gelu, gelu-tanh), with quick_gelu's sigmoid beside them (CLIP), or the
+- MLP: fc1's output and the activation's (gelu, gelu-tanh), with quick_gelu's sigmoid beside them (CLIP, Qwen2-VL), or the
   gated MLP's four tensors (Qwen2.5-VL).
 SDPA runs without a mask in every tower (a per-image or per-window split, or an all-ones patch mask that transformers
 skips), so nothing grows with the square of the patches. Eager attention (--attention eager reaches the tower too)
@@ -28,7 +29,8 @@ from planner.estimate.activations import rmsnorm_saved_bytes, saved_dtype_bytes
 from planner.model.images import anyres_encoder_tokens
 from planner.model.modelspec import VisionSpec
 
-ROTARY = ("rmsnorm-rotary", "rotary")
+ROTARY = ("rmsnorm-rotary", "rotary", "quick-gelu-rotary")
+QUICK_GELU = ("quick-gelu", "quick-gelu-rotary")  # x * sigmoid(1.702 x): fc1's output, the sigmoid's, the product
 SEPARATE_QKV = ("quick-gelu", "plain", "layer-scale", "generic")
 
 
@@ -46,7 +48,7 @@ def vision_block_bytes(v: VisionSpec, patches: int, profile: str) -> int:
     residual = 2 * r * p * h + 2 * 2 * 4 * p
     attention = c * p * h * (3 + (2 + 1 + 1 if v.block in ROTARY else 1))
     kept = gated_bytes(p, h, profile) if v.block == "layer-scale" else 0
-    mlp = c * p * i * (3 if v.block == "quick-gelu" else 2)
+    mlp = c * p * i * (3 if v.block in QUICK_GELU else 2)
     return residual + norm_outputs + attention + kept + mlp + lse
 
 

@@ -13,7 +13,8 @@ from functools import cached_property
 from math import prod
 
 from planner.errors import BadInput
-from planner.model import mllama, prequant, vila, vlm
+from planner.model import mllama, pending, prequant, qwenvl, vila, vlm
+from planner.model.moespec import LAYOUT as MOE_LAYOUT
 from planner.model.moespec import MOE_FAMILIES, MLASpec, MoESpec, in_moe_block, mla_attention, moe_mlp
 from planner.model.shapes import ATTENTION_LINEARS, FAMILY_TRAITS, Tensors, Traits, fsdp_units
 from planner.model.shapes import checked_size as _checked_size
@@ -36,7 +37,24 @@ LLAMA_LIKE = {
     "qwen2_5_vl_text",
     "qwen2_vl",
     "qwen2_vl_text",
+    "glm4",
 }
+# Families whose q/k/v carry a bias unless config.json says attention_bias false (the config class's default) and
+# whose o_proj never does: GLM-4 (configuration_glm4.py:73; modeling_glm4.py:211-220, transformers 5.25)
+QKV_BIAS_ONLY = {"glm4", "glm4_moe"}
+# Families whose rotary rotates the first partial_rotary_factor of each head and concatenates the rest back, with the
+# factor's default: GLM-4 and GLM-4.5 (configuration_glm4.py:76, configuration_glm4_moe.py:119)
+ROTARY_CAT = {"glm4": 0.5, "glm4_moe": 0.5}
+
+
+def rotary_cat_dim(cfg: dict, model_type: str, head_dim: int) -> int:
+    """The rotated dims of a ROTARY_CAT family's heads: int(head_dim x partial_rotary_factor), the factor at the top
+    level or in rope_parameters (modeling_glm4.py:293-295); 0 for the others."""
+    if model_type not in ROTARY_CAT:
+        return 0
+    rope = cfg.get("rope_parameters") if isinstance(cfg.get("rope_parameters"), dict) else {}
+    factor = rope.get("partial_rotary_factor", cfg.get("partial_rotary_factor", ROTARY_CAT[model_type]))
+    return int(head_dim * _number({"partial_rotary_factor": factor}, "partial_rotary_factor", 1.0, high=1.0))
 
 
 def peft_target_modules(targets: str, model: ModelSpec | None = None, vision: bool = False) -> str | list[str] | None:
@@ -91,6 +109,7 @@ class TextSpec:
     moe: MoESpec | None = None  # routed MLPs (planner/model/moespec.py); `intermediate` is then the dense layers' width
     mla: MLASpec | None = None  # DeepSeek's latent attention (head_dim is then q/k's: nope + rope)
     sinks: bool = False  # gpt-oss: eager attention with a learned sink logit per head
+    rotary_cat_dim: int = 0  # GLM-4: rotary on each head's first dims, concatenated back (activations.rotary_cat_...)
     cross_layers: int = 0  # Llama-3.2-Vision: decoder layers that attend to the image (planner/model/mllama.py)
     first_cross_layer: int = 0  # the lowest of them (below it the hidden state does not depend on the image)
     final_norm: bool = True  # the last norm and the head's input are here (a device_map GPU before the head's: no)
@@ -317,8 +336,9 @@ def _llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
     hd = _get(cfg, "head_dim", default=h // heads)
     inter, vocab = _get(cfg, "intermediate_size"), _get(cfg, "vocab_size")
     tied = bool(cfg.get("tie_word_embeddings", model_type in {"gemma", "gemma2", "gemma3_text"}))
-    qkv_bias = model_type.startswith("qwen2") or bool(cfg.get("attention_bias", False))
-    o_bias = bool(cfg.get("attention_bias", False)) and not model_type.startswith("qwen2")
+    attention_bias = bool(cfg.get("attention_bias", model_type in QKV_BIAS_ONLY))
+    qkv_bias = model_type.startswith("qwen2") or attention_bias
+    o_bias = attention_bias and not model_type.startswith("qwen2") and model_type not in QKV_BIAS_ONLY
     mlp_bias = bool(cfg.get("mlp_bias", False))
     gemma2 = model_type == "gemma2"
     traits = FAMILY_TRAITS.get(model_type, Traits())
@@ -357,35 +377,48 @@ def _llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
         qk_norm=model_type in QK_NORM,
         biases=(qkv_bias, o_bias, mlp_bias),
         traits=traits,
+        rotary_cat_dim=rotary_cat_dim(cfg, model_type, hd),
     )
     return spec, t
 
 
-def _moe_text(cfg: dict, mt: str) -> tuple[TextSpec, list[Tensors]]:
-    """Mixtral, Qwen1.5/Qwen3-MoE, OLMoE, gpt-oss (grouped-query attention) and DeepSeek-V2/V3 (latent attention)."""
+def _gqa_attention(
+    cfg: dict, mt: str, h: int, heads: int, kv: int, L: int, qk_norm: bool
+) -> tuple[int, tuple[bool, bool, bool], list[Tensors]]:
+    """An MoE family's grouped-query attention: (head_dim, the (q/k/v, o, MLP) biases, its tensors). GLM-4.5's o_proj
+    has no bias whatever attention_bias says (modeling_glm4_moe.py:188-201)."""
+    if cfg.get("head_dim") is None:
+        _divides(h, "hidden_size", heads, "num_attention_heads")
+    hd = _get(cfg, "head_dim", default=h // heads)
+    ab = bool(cfg.get("qkv_bias", True)) if mt == "qwen2_moe" else bool(cfg.get("attention_bias", mt == "gpt_oss"))
+    bias = (ab, ab and mt not in ("qwen2_moe", "glm4_moe"), False)
+    attn = []
+    for d_out, name in ((heads * hd, "q_proj"), (kv * hd, "k_proj"), (kv * hd, "v_proj")):
+        attn += _linear("layer", d_out, h, L, bias[0], lora=True, name=name)
+    attn += _linear("layer", h, heads * hd, L, bias[1], lora=True, name="o_proj")
+    attn += [Tensors("layer", (hd,), 2 * L)] if qk_norm and mt != "olmoe" else []
+    attn += [Tensors("layer", (heads * hd,), L), Tensors("layer", (kv * hd,), L)] if mt == "olmoe" else []
+    attn += [Tensors("layer", (heads,), L)] if mt == "gpt_oss" else []  # attention sinks
+    return hd, bias, attn
+
+
+def _moe_text(cfg: dict, family: str, vlm: bool = False) -> tuple[TextSpec, list[Tensors]]:
+    """Mixtral, Qwen1.5/Qwen3-MoE, OLMoE, gpt-oss (grouped-query attention) and DeepSeek-V2/V3 (latent attention),
+    and the language models laid out as one of them (moespec.LAYOUT)."""
+    mt = MOE_LAYOUT.get(family, family)
     h, L, heads = _get(cfg, "hidden_size"), _get(cfg, "num_hidden_layers"), _get(cfg, "num_attention_heads")
     kv = _get(cfg, "num_key_value_heads", default=heads)
     _divides(heads, "num_attention_heads", kv, "num_key_value_heads")
     vocab = _get(cfg, "vocab_size")
-    mla, qk_norm = None, mt in ("qwen3_moe", "olmoe")  # OLMoE: one norm over all of q, one over all of k
+    # OLMoE: one norm over all of q, one over all of k; GLM-4.5: per-head ones with use_qk_norm
+    mla, qk_norm = None, mt in ("qwen3_moe", "olmoe") or (mt == "glm4_moe" and bool(cfg.get("use_qk_norm")))
     t: list[Tensors] = [Tensors("embed", (vocab, h))]
     if mt.startswith("deepseek"):
         mla, attn = mla_attention(cfg, h, heads, L)
         hd, kv, bias = mla.qk_head_dim, heads, (False, False, False)
     else:
-        if cfg.get("head_dim") is None:
-            _divides(h, "hidden_size", heads, "num_attention_heads")
-        hd = _get(cfg, "head_dim", default=h // heads)
-        ab = bool(cfg.get("qkv_bias", True)) if mt == "qwen2_moe" else bool(cfg.get("attention_bias", mt == "gpt_oss"))
-        bias = (ab, ab and mt != "qwen2_moe", False)
-        attn = []
-        for d_out, name in ((heads * hd, "q_proj"), (kv * hd, "k_proj"), (kv * hd, "v_proj")):
-            attn += _linear("layer", d_out, h, L, bias[0], lora=True, name=name)
-        attn += _linear("layer", h, heads * hd, L, bias[1], lora=True, name="o_proj")
-        attn += [Tensors("layer", (hd,), 2 * L)] if mt == "qwen3_moe" else []
-        attn += [Tensors("layer", (heads * hd,), L), Tensors("layer", (kv * hd,), L)] if mt == "olmoe" else []
-        attn += [Tensors("layer", (heads,), L)] if mt == "gpt_oss" else []  # attention sinks
-    moe, mlp = moe_mlp(cfg, mt, h, L)
+        hd, bias, attn = _gqa_attention(cfg, mt, h, heads, kv, L, qk_norm)
+    moe, mlp = moe_mlp(cfg, family, h, L, vlm)
     t += attn + mlp + [Tensors("layer", (h,), 2 * L), Tensors("norm", (h,))]
     tied = bool(cfg.get("tie_word_embeddings", False))
     if not tied:
@@ -407,6 +440,7 @@ def _moe_text(cfg: dict, mt: str) -> tuple[TextSpec, list[Tensors]]:
         moe=moe,
         mla=mla,
         sinks=mt == "gpt_oss",
+        rotary_cat_dim=rotary_cat_dim(cfg, mt, hd),
     )
     return spec, t
 
@@ -441,34 +475,6 @@ def _gpt2_text(cfg: dict) -> tuple[TextSpec, list[Tensors]]:
         traits=FAMILY_TRAITS["gpt2"],
     )
     return spec, t
-
-
-def _qwen_vl_vision(v: dict, text_hidden: int) -> tuple[VisionSpec, list[Tensors]]:
-    hv, depth, iv = _get(v, "hidden_size", "embed_dim"), _get(v, "depth"), _get(v, "intermediate_size")
-    m2 = _get(v, "spatial_merge_size", default=2) ** 2
-    patch = _get(v, "patch_size", default=14)
-    out = _get(v, "out_hidden_size", default=text_hidden)
-    t = [
-        Tensors(
-            "vision",
-            (
-                hv,
-                _get(v, "in_chans", "in_channels", default=3),
-                _get(v, "temporal_patch_size", default=2),
-                patch,
-                patch,
-            ),
-        )
-    ]
-    t += [Tensors("vision", (hv,), 2 * depth)]
-    t += _linear("vision", 3 * hv, hv, depth, True) + _linear("vision", hv, hv, depth, True)
-    t += _linear("vision", iv, hv, 2 * depth, True) + _linear("vision", hv, iv, depth, True)
-    t += [Tensors("projector", (hv,))] + _linear("projector", hv * m2, hv * m2, 1, True)
-    t += _linear("projector", out, hv * m2, 1, True)
-    spec = VisionSpec(depth, hv, iv, _get(v, "num_heads"), True, m2, ("visual.",), ("visual.merger.",))
-    window = (_get(v, "window_size", default=112) // patch) ** 2
-    full = len(v.get("fullatt_block_indexes") or [])
-    return replace(spec, block="rmsnorm-rotary", window_tokens=window, full_attention_layers=full), t
 
 
 def _internvl_vision(cfg: dict, v: dict, text_hidden: int) -> tuple[VisionSpec, list[Tensors]]:
@@ -524,6 +530,7 @@ def _refuse_experts(cfg: dict, mt: str) -> None:
 def _from_config(cfg: dict, name: str) -> ModelSpec:
     if not isinstance(cfg, dict):
         raise BadInput(f"config for {name!r} is not a JSON object", "model")
+    pending.refuse_pending(cfg)
     mt = str(cfg.get("model_type", ""))
     vision, vt = None, []
     tc = cfg.get("text_config")
@@ -531,14 +538,17 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
     if mt in MOE_FAMILIES:
         text, t = _moe_text(cfg, mt)
         return ModelSpec(name, mt, text, tuple(t), None, exact=True, config=cfg, fsdp_units=units)
-    _refuse_experts(cfg, mt)
+    routed_text = mt == "internvl" and isinstance(tc, dict) and tc.get("model_type") in MOE_FAMILIES
+    if mt not in vlm.MOE_VLMS and not routed_text:
+        _refuse_experts(cfg, mt)
     if mt == "gpt2":
         text, t = _gpt2_text(cfg)
     elif mt == "internvl":
         # transformers 5 ties the composite's head by its own top-level flag, whatever text_config says
         # (5.25 modeling_utils.py:2494 reads self.config; configuration_internvl.py:122 defaults it to True)
         tc = {**_sub(cfg, "text_config"), "tie_word_embeddings": bool(cfg.get("tie_word_embeddings", True))}
-        text, t = _llama_text(tc, str(tc.get("model_type", "qwen2")))
+        tmt = str(tc.get("model_type", "qwen2"))  # InternVL3.5's MoE models: a Qwen3-MoE or gpt-oss language model
+        text, t = _moe_text(tc, tmt, vlm=True) if tmt in MOE_FAMILIES else _llama_text(tc, tmt)
         vision, vt = _internvl_vision(cfg, _sub(cfg, "vision_config"), text.hidden)
     elif mt == "mllama":
         tc, vision, vt, units = mllama.read(cfg, VisionSpec)
@@ -550,12 +560,15 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
         text, t = _llama_text(tc, tc["model_type"])
     elif mt in vlm.FAMILIES:
         tc, vision, vt, units = vlm.read(cfg, VisionSpec)
-        text, t = _llama_text(tc, {"qwen3_vl_text": "qwen3"}.get(tc["model_type"], tc["model_type"]))
+        if tc["model_type"] in MOE_LAYOUT:
+            text, t = _moe_text(tc, tc["model_type"])
+        else:
+            text, t = _llama_text(tc, {"qwen3_vl_text": "qwen3"}.get(tc["model_type"], tc["model_type"]))
     elif mt in LLAMA_LIKE:
         tc = _sub(cfg, "text_config", required=False) or cfg
         text, t = _llama_text(tc, mt)
         if mt in {"qwen2_5_vl", "qwen2_vl"}:
-            vision, vt = _qwen_vl_vision(_sub(cfg, "vision_config"), text.hidden)
+            vision, vt = qwenvl.read(mt, _sub(cfg, "vision_config"), text.hidden, VisionSpec)
     elif "hidden_size" in cfg and "num_hidden_layers" in cfg:
         text, t = _llama_text(cfg, mt or "generic")
         return ModelSpec(name, mt or "generic", text, tuple(t), None, exact=False, config=cfg, fsdp_units=units)

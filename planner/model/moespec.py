@@ -20,14 +20,23 @@ from dataclasses import dataclass, replace
 from planner.errors import BadInput
 from planner.model.shapes import Tensors, linear, number, size
 
-MOE_FAMILIES = ("deepseek_v2", "deepseek_v3", "gpt_oss", "mixtral", "olmoe", "qwen2_moe", "qwen3_moe")
+MOE_FAMILIES = ("deepseek_v2", "deepseek_v3", "glm4_moe", "gpt_oss", "mixtral", "olmoe", "qwen2_moe", "qwen3_moe")
+# DeepSeek-V3's MoE block: dense first_k_dense_replace layers, n_shared_experts shared experts, an fp32 sigmoid router
+# over groups. GLM-4.5 (glm4_moe) routes as it does (modeling_glm4_moe.py:269-310,371-393,402, transformers 5.25)
+# beside grouped-query attention
+DEEPSEEK_ROUTING = ("deepseek_v2", "deepseek_v3", "glm4_moe")
 # What PEFT 0.21's LoraConfig(target_modules="all-linear") adapts in transformers 5.23's MoE blocks, beside the
 # attention linears (read off get_peft_model on each family; tests/probes/test_moe.py checks the counts): the
 # stacked experts (gate-up at twice the rank, as the v4 checkpoints' separate gate and up projections had, by
 # peft/utils/transformers_weight_conversion.py) and the router, where PEFT maps the family's v4 expert names; it
 # then leaves out the MLP linears that share those names (DeepSeek's shared experts and dense first layers).
 # Qwen1.5-MoE: its shared expert and gate only; gpt-oss: attention only.
-ALL_LINEAR_EXPERTS = {"mixtral", "qwen3_moe", "olmoe", "deepseek_v2", "deepseek_v3"}
+ALL_LINEAR_EXPERTS = {"mixtral", "qwen3_moe", "olmoe", "deepseek_v2", "deepseek_v3", "glm4_moe"}
+# Language models of composite (VLM) families laid out as a family above: Qwen3-VL-MoE's text model is Qwen3-MoE's
+# (models/qwen3_vl_moe/modeling_qwen3_vl_moe.py:114-123 stacked experts, :153-159 router, :283-288 q/k norms,
+# :352-353 mlp_only_layers and decoder_sparse_step, transformers 5.25). PEFT's all-linear adapts no expert there
+# (the VLM's LoRA targets are a pattern over the language model's nn.Linear modules: modelspec.peft_target_modules).
+LAYOUT = {"qwen3_vl_moe_text": "qwen3_moe"}
 DISPATCHES = ("grouped_mm", "eager")  # transformers 5.23's default (get_correct_experts_implementation), its fallback
 
 
@@ -70,7 +79,7 @@ class MLASpec:
 
 def _layer_kinds(cfg: dict, mt: str, layers: int) -> list[bool]:
     """Which decoder layers are routed (True) in transformers' construction order."""
-    if mt in ("deepseek_v2", "deepseek_v3"):
+    if mt in DEEPSEEK_ROUTING:
         first = size(cfg, "first_k_dense_replace", default=0) if cfg.get("first_k_dense_replace") else 0
         return [i >= first for i in range(layers)]
     if mt in ("qwen2_moe", "qwen3_moe"):
@@ -82,8 +91,10 @@ def _layer_kinds(cfg: dict, mt: str, layers: int) -> list[bool]:
     return [True] * layers
 
 
-def moe_mlp(cfg: dict, mt: str, hidden: int, layers: int) -> tuple[MoESpec, list[Tensors]]:
-    """The routed MLP's spec and tensors, and the dense layers' MLP tensors (gate/up/down of intermediate_size)."""
+def moe_mlp(cfg: dict, mt: str, hidden: int, layers: int, vlm: bool = False) -> tuple[MoESpec, list[Tensors]]:
+    """The routed MLP's spec and tensors, and the dense layers' MLP tensors (gate/up/down of intermediate_size).
+    A VLM's language model (`vlm`) is adapted by a pattern over its nn.Linear modules, which names no expert."""
+    peft, mt = mt in ALL_LINEAR_EXPERTS and not vlm, LAYOUT.get(mt, mt)
     kinds = _layer_kinds(cfg, mt, layers)
     n_moe, n_dense = sum(kinds), layers - sum(kinds)
     e = size(cfg, "num_local_experts", "num_experts", "n_routed_experts")  # transformers' attribute_map aliases
@@ -95,10 +106,9 @@ def moe_mlp(cfg: dict, mt: str, hidden: int, layers: int) -> tuple[MoESpec, list
     shared, gate = 0, False
     if mt == "qwen2_moe":
         shared, gate = size(cfg, "shared_expert_intermediate_size"), True
-    elif mt.startswith("deepseek") and cfg.get("n_shared_experts"):
+    elif mt in DEEPSEEK_ROUTING and cfg.get("n_shared_experts"):
         shared = ie * size(cfg, "n_shared_experts")
     bias = mt == "gpt_oss"
-    peft = mt in ALL_LINEAR_EXPERTS
     t = [Tensors("layer", (e, hidden), n_moe, lora=peft, name="router.weight", all_linear=int(peft))]
     if bias:
         t += [
@@ -125,7 +135,7 @@ def moe_mlp(cfg: dict, mt: str, hidden: int, layers: int) -> tuple[MoESpec, list
     if gate and n_moe:
         t += [Tensors("layer", (1, hidden), n_moe, True, "shared_expert_gate")]
     aux = number(cfg, "router_aux_loss_coef", 0.0) if cfg.get("output_router_logits") else 0.0
-    return MoESpec(e, k, ie, n_moe, shared, gate, bias, aux, mt.startswith("deepseek"), dispatch(cfg)), t
+    return MoESpec(e, k, ie, n_moe, shared, gate, bias, aux, mt in DEEPSEEK_ROUTING, dispatch(cfg)), t
 
 
 def dispatch(cfg: dict) -> str:

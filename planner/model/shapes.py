@@ -43,6 +43,9 @@ FAMILY_TRAITS = {
     "phi3": Traits(fused_qkv=True, fused_gate_up=True),
     "gemma2": Traits(fp32_norms=True, norms_per_layer=4, sliding_window_masks=True),
     "gemma3_text": Traits(fp32_norms=True, norms_per_layer=4, sliding_window_masks=True),
+    # GLM-4: gate_up_proj, and post_self_attn_layernorm / post_mlp_layernorm beside Llama's two (modeling_glm4.py:54,
+    # 74-77, transformers 5.25)
+    "glm4": Traits(fused_gate_up=True, norms_per_layer=4),
 }
 
 # The FSDP units per model_type: transformers' decoder-layer (and vision-block) classes, each model class's
@@ -53,11 +56,13 @@ FSDP_UNITS = {
     "llama": ("LlamaDecoderLayer",),
     "gemma2": ("Gemma2DecoderLayer",),
     "gemma3_text": ("Gemma3DecoderLayer",),
+    "glm4": ("Glm4DecoderLayer",),
     "mistral": ("MistralDecoderLayer",),
     "phi3": ("Phi3DecoderLayer",),
     "qwen2": ("Qwen2DecoderLayer",),
     "qwen3": ("Qwen3DecoderLayer",),
     "qwen2_5_vl": ("Qwen2_5_VLDecoderLayer", "Qwen2_5_VLVisionBlock"),
+    "qwen2_vl": ("Qwen2VLDecoderLayer", "Qwen2VLVisionBlock"),
     "internvl": ("InternVLVisionLayer",),
     "mixtral": ("MixtralDecoderLayer",),
     "qwen2_moe": ("Qwen2MoeDecoderLayer",),
@@ -66,6 +71,7 @@ FSDP_UNITS = {
     "gpt_oss": ("GptOssDecoderLayer",),
     "deepseek_v2": ("DeepseekV2DecoderLayer",),
     "deepseek_v3": ("DeepseekV3DecoderLayer",),
+    "glm4_moe": ("Glm4MoeDecoderLayer",),
 }
 
 

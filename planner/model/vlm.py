@@ -75,6 +75,7 @@ VISION_DEFAULTS = {  # transformers 5.23 config classes' defaults
     },
 }
 VISION_DEFAULTS["smolvlm_vision"] = VISION_DEFAULTS["idefics3_vision"]
+VISION_DEFAULTS["qwen3_vl_moe_vision"] = VISION_DEFAULTS["qwen3_vl_vision"]  # configuration_qwen3_vl_moe.py:135-146
 TEXT_DEFAULTS = {
     "llama": {
         "vocab_size": 32000,
@@ -115,6 +116,17 @@ TEXT_DEFAULTS = {
         "num_attention_heads": 32,
         "head_dim": 128,
     },
+    "qwen3_vl_moe_text": {  # configuration_qwen3_vl_moe.py:77-106 (transformers 5.25)
+        "vocab_size": 151936,
+        "hidden_size": 2048,
+        "intermediate_size": 5632,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 16,
+        "moe_intermediate_size": 1408,
+        "num_experts_per_tok": 4,
+        "num_experts": 60,
+    },
 }
 # family: (vision model_type, the composite's vision init when vision_config is absent), text model_type, top defaults
 FAMILIES = {
@@ -144,7 +156,10 @@ FAMILIES = {
     "idefics3": (("idefics3_vision", {}), "llama", {"scale_factor": 2, "tie_word_embeddings": False}),
     "smolvlm": (("smolvlm_vision", {}), "llama", {"scale_factor": 2, "tie_word_embeddings": False}),
     "qwen3_vl": (("qwen3_vl_vision", {}), "qwen3_vl_text", {"tie_word_embeddings": False}),
+    "qwen3_vl_moe": (("qwen3_vl_moe_vision", {}), "qwen3_vl_moe_text", {"tie_word_embeddings": False}),
 }
+QWEN3_VL = ("qwen3_vl", "qwen3_vl_moe")  # one tower; a dense or a routed (moespec.LAYOUT) language model
+MOE_VLMS = ("qwen3_vl_moe",)
 LLAVA = ("llava", "llava_next", "llava_onevision")
 # (tower modules, projector modules) as named_parameters names them below the model
 PREFIXES = {
@@ -156,6 +171,7 @@ PREFIXES = {
     "smolvlm": (("vision_model.",), ("connector.",)),
     "qwen3_vl": (("visual.",), ("visual.merger.", "visual.deepstack_merger_list.")),
 }
+PREFIXES["qwen3_vl_moe"] = PREFIXES["qwen3_vl"]
 # the layer classes FSDP wraps: the tower's own (_no_split_modules of its model class, transformers 5.23)
 TOWER_UNITS = {
     "clip_vision_model": ("CLIPEncoderLayer",),
@@ -163,8 +179,9 @@ TOWER_UNITS = {
     "idefics3_vision": ("Idefics3VisionAttention",),
     "smolvlm_vision": ("SmolVLMVisionAttention",),
     "qwen3_vl_vision": ("Qwen3VLVisionBlock",),
+    "qwen3_vl_moe_vision": ("Qwen3VLMoeVisionBlock",),
 }
-TEXT_UNITS = {"qwen3_vl_text": ("Qwen3VLTextDecoderLayer",)}
+TEXT_UNITS = {"qwen3_vl_text": ("Qwen3VLTextDecoderLayer",), "qwen3_vl_moe_text": ("Qwen3VLMoeTextDecoderLayer",)}
 # the language model's module below the model, where LoRA's targets are (Idefics3 and SmolVLM call it text_model)
 TEXT_MODULE = {"idefics3": "text_model", "smolvlm": "text_model"}
 
@@ -181,7 +198,7 @@ def resolve(cfg: dict) -> tuple[dict, str, dict, dict]:
         vmt = v_in.get("model_type", vmt) if mt in (*LLAVA, "gemma3") else vmt
         vision = {**VISION_DEFAULTS[vmt], **v_in}
     if isinstance(t_in, dict):
-        tmt = t_in.get("model_type", tmt) if mt not in ("gemma3", "qwen3_vl") else tmt
+        tmt = t_in.get("model_type", tmt) if mt not in ("gemma3", *QWEN3_VL) else tmt
         text = {**TEXT_DEFAULTS.get(tmt, {}), **t_in}
     else:
         text = dict(TEXT_DEFAULTS[tmt])
@@ -286,7 +303,7 @@ def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str
     mt = cfg["model_type"]
     top, vmt, v, text = resolve(cfg)
     ht = text["hidden_size"]
-    if mt == "qwen3_vl":
+    if mt in QWEN3_VL:
         tensors = _qwen3_vl(v)
         layers, heads, ppt = v["depth"], v["num_heads"], v["spatial_merge_size"] ** 2
     else:
@@ -305,7 +322,7 @@ def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str
             ppt = top["scale_factor"] ** 2
     towers, projectors = PREFIXES[mt]
     spec = vision_spec(layers, v["hidden_size"], v["intermediate_size"], heads, False, ppt, towers, projectors)
-    block = "rotary" if mt == "qwen3_vl" else ("quick-gelu" if vmt == "clip_vision_model" else "plain")
+    block = "rotary" if mt in QWEN3_VL else ("quick-gelu" if vmt == "clip_vision_model" else "plain")
     unused = unused_layers(top.get("vision_feature_layer", -1), layers) if mt.startswith("llava") else 0
     anyres = {"llava_next": "llava-next", "llava_onevision": "llava-onevision"}.get(mt, "")
     spec = dataclasses.replace(spec, block=block, unused_layers=unused, anyres=anyres, attention_tokens=tile_tokens(v))

@@ -101,7 +101,8 @@ SMALL = {
 
 
 @pytest.mark.parametrize(
-    "name", ["debug-moe", "mixtral-8x7b", "qwen1.5-moe-a2.7b", "deepseek-v2-lite", "olmoe-1b-7b", "gpt-oss-20b"]
+    "name",
+    ["debug-moe", "mixtral-8x7b", "qwen1.5-moe-a2.7b", "deepseek-v2-lite", "olmoe-1b-7b", "gpt-oss-20b", "glm-4.5-air"],
 )
 @pytest.mark.parametrize("targets", ["all-linear", "attention", "q_proj,experts.down_proj"])
 def test_lora_adapter_counts_are_what_peft_builds_on_moe(name, targets):
@@ -118,6 +119,7 @@ def test_lora_adapter_counts_are_what_peft_builds_on_moe(name, targets):
     cfg = {**base, **{k: v for k, v in SMALL.items() if k in base}, "num_hidden_layers": 2, "num_experts_per_tok": 2}
     cfg.update({k: 4 for k in ("num_local_experts", "num_experts", "n_routed_experts") if k in base})
     cfg.update({"layer_types": base["layer_types"][:2]} if "layer_types" in base else {})
+    cfg.update({"pad_token_id": 0} if "pad_token_id" in base else {})  # within the small vocabulary
     spec = from_config(cfg, name)
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(hf_config(cfg))

@@ -44,6 +44,7 @@ MOE = [
     "deepseek-v3",
     "olmoe-1b-7b",
     "gpt-oss-20b",
+    "glm-4.5-air",
     "debug-moe",
 ]
 
@@ -57,6 +58,7 @@ PUBLISHED = {
     "qwen2.5-7b": 7_615_616_512,
     "gemma-2-9b": 9_241_705_984,
     "qwen2.5-vl-7b": 8_292_166_656,
+    "qwen2-vl-7b": 8_291_375_616,
     "llama-3.2-1b": 1_235_814_400,
     # mixture-of-experts totals (safetensors metadata of each model's Hugging Face repository)
     "mixtral-8x7b": 46_702_792_704,

@@ -21,6 +21,8 @@ READERS = {
     "planner/model/vlm.py",
     "planner/model/mllama.py",
     "planner/model/vila.py",
+    "planner/model/qwenvl.py",
+    "planner/model/pending.py",
     "planner/model/images.py",
     "planner/model/image_rules.py",
     "planner/model/video_rules.py",

@@ -60,3 +60,19 @@ def test_internvl_ties_its_head_by_the_top_level_flag_as_transformers_5_does(nam
     cfg = {k: v for k, v in catalog.model_config(name).items() if k != "tie_word_embeddings"}
     assert cfg["text_config"]["tie_word_embeddings"] is False
     assert from_config(cfg, "a").params == sum(p.numel() for p in built(cfg).parameters())
+
+
+QWEN2_VL_TOWERS = [{}, {"embed_dim": 640, "mlp_ratio": 2, "depth": 3, "hidden_size": 1024}, {"in_channels": 4}]
+
+
+@pytest.mark.parametrize("vision", QWEN2_VL_TOWERS, ids=str)
+def test_qwen2_vl_tower_is_embed_dim_wide_with_an_mlp_ratio_mlp(vision):
+    """Issue 49 item 4: Qwen2-VL's tower is embed_dim wide, its MLP int(embed_dim * mlp_ratio), its merger writes
+    vision_config's hidden_size (the checkpoint's in_chans is not read); the reader had taken hidden_size (3584) for
+    the tower's width and needed an intermediate_size Qwen2-VL's config does not have."""
+    cfg = catalog.model_config("qwen2-vl-7b")
+    cfg = {**cfg, "vision_config": {**cfg["vision_config"], **vision}}
+    spec = from_config(cfg, "model")
+    roles, want = spec.params_by_role(), by_role(built(cfg), spec)
+    assert (roles["vision"], roles["projector"]) == (want["vision"], want["projector"])
+    assert spec.params == sum(want.values())

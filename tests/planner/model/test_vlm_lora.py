@@ -8,7 +8,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 peft = pytest.importorskip("peft")
 from planner.model.catalog import model_config
-from planner.model.modelspec import from_config, peft_target_modules
+from planner.model.modelspec import from_config, peft_target_modules, peft_target_parameters
 from tests.planner.model.vlms import VLMS
 
 
@@ -31,11 +31,12 @@ def small(name: str) -> dict:
     return {**cfg, "num_hidden_layers": 2, "vision_config": vision}
 
 
-def adapted(cfg: dict, target_modules) -> tuple[set[str], int]:
+def adapted(cfg: dict, target_modules, target_parameters=None) -> tuple[set[str], int]:
     conf = transformers.AutoConfig.for_model(cfg["model_type"], **{k: v for k, v in cfg.items() if k != "model_type"})
     with torch.device("meta"):
         model = transformers.AutoModelForImageTextToText.from_config(conf)
-    lora = peft.get_peft_model(model, peft.LoraConfig(r=8, target_modules=target_modules))
+    config = peft.LoraConfig(r=8, target_modules=target_modules, target_parameters=target_parameters)
+    lora = peft.get_peft_model(model, config)
     names = {n.removesuffix(".lora_A") for n, _ in lora.named_modules() if n.endswith(".lora_A")}
     count = sum(p.numel() for n, p in lora.named_parameters() if ".lora_" in n)
     return names, count
@@ -46,7 +47,10 @@ def adapted(cfg: dict, target_modules) -> tuple[set[str], int]:
 def test_peft_adapts_exactly_the_planned_linears(name, targets):
     cfg = small(name)
     spec = from_config(cfg, name)
-    names, count = adapted(cfg, peft_target_modules(targets, spec))
+    if "gate_proj" not in spec.linear_names():  # every layer routed (Qwen3-VL-MoE): --lora-targets refuses the name
+        assert targets != "gate_proj,down_proj" or peft_target_modules(targets, spec) is None
+        targets = "q_proj,experts.gate_up_proj" if targets == "gate_proj,down_proj" else targets
+    names, count = adapted(cfg, peft_target_modules(targets, spec), peft_target_parameters(targets))
     assert names and all(".language_model." in n or ".text_model." in n for n in names)
     assert count == spec.lora_params(8, targets)
 
@@ -82,3 +86,27 @@ def test_trl_passes_the_pattern_to_peft_as_one_string():
     )
     assert args.lora_target_modules == plan.launch.peft_config["target_modules"]
     assert r"language_model\." in args.lora_target_modules
+
+
+def internvl_routed(text_type: str) -> dict:
+    """InternVL3.5's MoE layout (a Qwen3-MoE or gpt-oss language model under InternViT), small."""
+    text = {"model_type": text_type, "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4}
+    text |= {"num_key_value_heads": 2, "head_dim": 64, "intermediate_size": 512, "vocab_size": 1000}
+    text |= {"num_experts": 4, "num_local_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 128}
+    return {**small("internvl3-8b"), "text_config": text}
+
+
+@pytest.mark.parametrize("text_type", ["qwen3_moe", "gpt_oss"])
+@pytest.mark.parametrize("targets", ["all-linear", "q_proj,experts.gate_up_proj"])
+def test_internvl_with_routed_experts_counts_and_adapts_as_built(text_type, targets):
+    """Issue 49 item 4 (InternVL3.5's MoE models, refused before): the meta-device build's count, and PEFT's
+    adapters where all-linear is the language model's pattern (no expert) and experts are target_parameters."""
+    cfg = internvl_routed(text_type)
+    spec = from_config(cfg, "internvl-moe")
+    conf = transformers.AutoConfig.for_model("internvl", **{k: v for k, v in cfg.items() if k != "model_type"})
+    with torch.device("meta"):
+        assert spec.params == sum(
+            p.numel() for p in transformers.AutoModelForImageTextToText.from_config(conf).parameters()
+        )
+    _, count = adapted(cfg, peft_target_modules(targets, spec), peft_target_parameters(targets))
+    assert count == spec.lora_params(8, targets)

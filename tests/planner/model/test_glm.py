@@ -1,0 +1,45 @@
+"""GLM-4 and GLM-4.5 (model_type glm4, glm4_moe) against transformers 5.25's meta-device build of the same config:
+the config class's defaults a config.json leaves out (GLM-4's attention_bias True, GLM-4.5's use_qk_norm), and the
+rotated dims of each head (partial_rotary_factor, 0.5 by default, at the top level or in rope_parameters)."""
+
+import pytest
+
+from planner.model import catalog
+from planner.model.modelspec import from_config
+
+
+def _built(cfg: dict) -> int:
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    conf = transformers.AutoConfig.for_model(cfg["model_type"], **{k: v for k, v in cfg.items() if k != "model_type"})
+    with torch.device("meta"):
+        return sum(p.numel() for p in transformers.AutoModelForCausalLM.from_config(conf).parameters())
+
+
+def _small(name: str, **extra) -> dict:
+    cfg = {**catalog.model_config(name), "num_hidden_layers": 2, **extra}
+    return {k: v for k, v in cfg.items() if v is not None}
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        _small("glm-4-9b", attention_bias=None),  # GLM-4's default: biased q/k/v, o_proj without
+        _small("glm-4-9b", attention_bias=False),
+        _small("glm-4.5-air", use_qk_norm=True),
+        _small("glm-4.5-air", attention_bias=False, first_k_dense_replace=0, n_shared_experts=2),
+    ],
+    ids=["glm4-default-bias", "glm4-no-bias", "glm4_moe-qk-norm", "glm4_moe-all-routed"],
+)
+def test_counts_are_the_built_models(cfg):
+    assert from_config(cfg, "glm").params == _built(cfg)
+
+
+def test_the_rotated_dims_follow_partial_rotary_factor():
+    base = catalog.model_config("glm-4-9b")
+    assert from_config(base, "a").text.rotary_cat_dim == 64
+    top = {k: v for k, v in base.items() if k != "partial_rotary_factor"}
+    assert from_config(top, "b").text.rotary_cat_dim == 64  # Glm4Config's default 0.5
+    nested = {**top, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.25}}
+    assert from_config(nested, "c").text.rotary_cat_dim == 32
+    assert from_config(catalog.model_config("qwen3-8b"), "d").text.rotary_cat_dim == 0
