@@ -182,6 +182,8 @@ def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
         out.append(("target_parameters", peft_target_parameters(plan.lora_targets)))
     if plan.lora_train_embeddings:
         out.append(("modules_to_save", ["embed_tokens", "lm_head"]))
+    if plan.lora_variant == "dora":  # tuner_args.py:140
+        out.append(("use_dora", True))
     if plan.quant in ("gptq", "awq"):  # quant_args.py:46: a quantized checkpoint brings its own config
         pass
     elif plan.quant == "int8":  # model/register.py:82-83: quant_bits 8 is load_in_8bit

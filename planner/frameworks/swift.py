@@ -45,6 +45,7 @@ FRAMEWORK = Framework(
         "lora_targets",
         "lora_train_embeddings",
         "lora_dropout",
+        "lora_variant",
         "lora_base_fp32",
         "frozen",
         "vit_checkpointing",
