@@ -257,7 +257,8 @@ class Knobs(KnobFields):
 
     def _dora_rules(self) -> None:
         """DoRA's terms (planner.estimate.lora) are pinned on a 16-bit or fp32 base's decoder linears, not under ZeRO-3
-        or FSDP (which shard the weight its norm reads); PEFT runs no DoRA on stacked experts (peft 0.21.2
+        or FSDP (which shard the weight its norm reads), nor under selective-op checkpointing (the sim's trace of
+        torch's selective checkpointing fails on DoRA's weight norm: its recompute finds no saved copy); PEFT runs no DoRA on stacked experts (peft 0.21.2
         tuners/lora/layer.py:2371-2372)."""
         if self.lora_variant != "dora":
             return
@@ -267,6 +268,7 @@ class Knobs(KnobFields):
             (self.quant != "none", f"--quant {self.quant}"),
             (self.lora_vision, "--lora-vision"),
             (self.lora_base_fp32, "--lora-base-fp32"),
+            (self.checkpointing == "selective-op", "--checkpointing selective-op"),
             (".experts" in self.lora_targets or "experts." in self.lora_targets, f"--lora-targets {self.lora_targets}"),
         ):
             if bad:

@@ -205,7 +205,8 @@ def dora_norm_linear_bytes(d_in: int, d_out: int, mode: str) -> int:
 def dora_norm_temp_bytes(model, knobs) -> int:
     """DoRA's weight-norm temporaries at its largest adapted linear (dora_norm_linear_bytes), on top of what the
     forward holds: the last layer's forward, or a layer recomputed in backward under checkpointing. Sim trace,
-    Llama-3.2-1B 1 x 256 tokens, rank 16: -0.25% (bf16 AMP), -0.11% (bf16-pure), -1.6% (full checkpointing)."""
+    Llama-3.2-1B 1 x 256 tokens, rank 16: -0.25% (bf16 AMP), -0.11% (bf16-pure), -1.6% (full checkpointing),
+    -0.7% (every-2), -3.4% (offload)."""
     if not dora(knobs):
         return 0
     mode = _dora_mode(knobs)
