@@ -8,12 +8,13 @@ micro-batch 1-8, sequence 512-4096, all four precisions, checkpointing off/full.
 - analytic vs sim: the analytic model against the sim with CUDA code paths (target: within 10% p95).
 (sim vs CUDA max_memory_allocated needs a GPU: not run here.)
 The recipe knobs (RECIPE_GRID: selective / every-N / offloaded checkpointing, chunked and fused losses, flash and
-eager attention, packed rows, the optimizer in backward, LoRA targets, dropout and trained embeddings, quantized bases:
+eager attention, packed rows, the optimizer in backward, LoRA targets, dropout and trained embeddings, DoRA, quantized bases:
 real bitsandbytes 4- and 8-bit layers in the CPU run, their stand-ins in the sim; GPTQ and AWQ stand-ins in both) have rows of their own (target: analytic within 3% of the
 sim at p95). Offload on CPU copies saved tensors to the same memory the tracker counts, so its real CPU run is not
 comparable and is left out.
 
     python benchmarks/accuracy.py --out benchmarks/results/accuracy.json
+    python benchmarks/accuracy.py --append --out benchmarks/results/accuracy.json   (only the rows it lacks)
     python benchmarks/accuracy.py --moe --out benchmarks/results/accuracy-moe.json   (mixture-of-experts rows)
     python benchmarks/accuracy.py --vlm --out benchmarks/results/accuracy-vlm.json   (VLMs with images: accuracy_vlm.py)
 """
@@ -110,6 +111,9 @@ RECIPE_GRID = [
     ("qwen-tiny-tied", "fp32", {"lora_rank": 8, "lora_targets": "q_proj,v_proj"}, 2, 1024),
     ("debug-llama", "bf16-pure", {"lora_rank": 8, "lora_dropout": 0.1}, 4, 1024),
     ("debug-llama", "bf16", {"lora_rank": 8, "lora_train_embeddings": True}, 2, 1024),
+    ("debug-llama", "bf16", {"lora_rank": 8, "lora_variant": "dora"}, 4, 1024),
+    ("qwen-tiny-tied", "bf16-pure", {"lora_rank": 8, "lora_variant": "dora"}, 2, 1024),
+    ("debug-llama", "fp32", {"lora_rank": 8, "lora_variant": "dora", "checkpointing": "full"}, 2, 1024),
     ("debug-llama", "bf16", {"lora_rank": 8, "quant": "nf4"}, 4, 1024),
     ("qwen-tiny-tied", "bf16", {"lora_rank": 8, "quant": "fp4", "lora_targets": "attention"}, 2, 1024),
     ("debug-llama", "bf16", {"lora_rank": 8, "quant": "nf4", "quant_absmax": "fp32"}, 4, 1024),
@@ -234,6 +238,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--append", action="store_true", help="run only the rows --out does not hold yet, and add them")
     ap.add_argument("--recipes-only", action="store_true", help="only the recipe-knob rows")
     ap.add_argument(
         "--rl", action="store_true", help="TRL's GRPO and DPO rows (accuracy_rl.py), then verl's and OpenRLHF's roles"
@@ -258,8 +263,11 @@ def main() -> None:
     todo = grid + RECIPE_GRID
     if args.moe:
         todo = [(a, p, {"checkpointing": c}, mb, s) for a, p, c, mb, s in MOE_GRID] + MOE_LORA_GRID
-    rows = []
+    rows, held = _held_rows(args.out) if args.append else ([], set())
+    kept = len(rows)
     for arch, prec, kw, mb, seq in todo[: args.limit]:
+        if (arch, prec, json.dumps(kw, sort_keys=True), mb, seq) in held:
+            continue
         cfg = config(arch)
         knobs = Knobs.make(precision=prec, **kw)
         case = Case(cfg, knobs, mb, 1, seq)
@@ -319,6 +327,11 @@ def main() -> None:
             "torch": metadata.version("torch"),
             "transformers": metadata.version("transformers"),
         }
+        if kept:  # --append: the file's own date and versions stand for its rows; the new rows say theirs
+            with open(args.out) as f:
+                old = json.load(f)
+            added = f"{len(rows) - kept} rows added {meta['date']} (transformers {meta['transformers']})"
+            meta = {k: old[k] for k in meta} | {"appended": "; ".join(filter(None, [old.get("appended"), added]))}
         md = [
             (
                 "| arch | precision | ckpt | recipe | micro | seq | analytic MiB | sim (cuda paths) MiB | "
@@ -335,10 +348,29 @@ def main() -> None:
             for r in rows
         ]
         md.append(
-            f"\n{meta['date']}, {meta['cpus']} CPUs, torch {meta['torch']}, transformers {meta['transformers']}. "
-            f"Summary: {json.dumps(summary)}"
+            f"\n{meta['date']}, {meta['cpus']} CPUs, torch {meta['torch']}, transformers {meta['transformers']}"
+            + (f"; {meta['appended']}" if meta.get("appended") else "")
+            + f". Summary: {json.dumps(summary)}"
         )
         save(args.out, {**meta, "summary": summary, "rows": rows}, md)
+
+
+def _held_rows(out: str | None) -> tuple[list[dict], set]:
+    """--append: the rows already in `out` and their keys (arch, precision, knobs, micro-batch, sequence)."""
+    if not out or not os.path.exists(out):
+        return [], set()
+    with open(out) as f:
+        rows = json.load(f)["rows"]
+
+    def knobs(r: dict) -> dict:
+        kw = dict(r["recipe"])
+        return kw | (
+            {"checkpointing": r["checkpointing"]} if r["checkpointing"] != "off" or not r["recipe_row"] else {}
+        )
+
+    return rows, {
+        (r["arch"], r["precision"], json.dumps(knobs(r), sort_keys=True), r["micro_batch"], r["seq_len"]) for r in rows
+    }
 
 
 def _meta(*packages: str) -> dict:

@@ -53,6 +53,7 @@ def lora_config(knobs, model_spec=None):
         target_parameters=peft_target_parameters(knobs.lora_targets),
         lora_dropout=knobs.lora_dropout,
         modules_to_save=save,
+        use_dora=getattr(knobs, "lora_variant", "lora") == "dora",
     )
 
 

@@ -45,6 +45,9 @@ Fsdp = Literal["off", "full", "grad-op", "hybrid"]
 Loss = Literal["standard", "chunked", "fused"]
 Attention = Literal["sdpa", "flash", "eager"]
 Batching = Literal["padded", "packed"]
+# PEFT's LoRA variants planned (peft/tuners/lora/variants.py): plain LoRA, or DoRA (use_dora: a trained magnitude
+# vector per adapted linear, and the weight norm its forward computes)
+LoraVariant = Literal["lora", "dora"]
 Quant = Literal["none", "nf4", "fp4", "int8", "gptq", "awq"]
 VitCheckpointing = Literal["on", "off"]
 QuantAbsmax = Literal["8bit", "fp32"]
@@ -137,6 +140,13 @@ class KnobFields(BaseModel):
     )
     lora_train_embeddings: bool = Field(
         default=False, description=("train the embedding and head beside the adapters (PEFT modules_to_save)")
+    )
+    lora_variant: LoraVariant = Field(
+        default="lora",
+        description=(
+            "LoRA (also LoRA+, which changes only learning rates) or dora (PEFT's use_dora: a trained magnitude vector "
+            "per adapted linear, the merged weight's norm computed each forward, two more saved outputs a linear)"
+        ),
     )
     lora_dropout: float = Field(default=0.0, ge=0, lt=1, description="LoRA dropout probability")
     lora_vision: bool = Field(

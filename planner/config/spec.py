@@ -46,7 +46,14 @@ LOSSES: tuple[str, ...] = choices("loss")
 ATTENTIONS: tuple[str, ...] = choices("attention")
 BATCHINGS: tuple[str, ...] = choices("batching")
 # The recipe knobs (planner/estimate/recipe_terms.py owns their terms): Knobs fields a Plan carries under the same names
-LORA_FIELDS: tuple[str, ...] = ("quant", "lora_targets", "lora_train_embeddings", "lora_dropout", "lora_vision")
+LORA_FIELDS: tuple[str, ...] = (
+    "quant",
+    "lora_targets",
+    "lora_train_embeddings",
+    "lora_variant",
+    "lora_dropout",
+    "lora_vision",
+)
 # Mixture-of-experts knobs (planner/estimate/moe.py): experts split over N ranks, the busiest expert's share of the tokens
 MOE_FIELDS: tuple[str, ...] = ("expert_parallel", "expert_imbalance")
 RECIPE_FIELDS: tuple[str, ...] = (
@@ -248,6 +255,29 @@ class Knobs(KnobFields):
             )
         return self
 
+    def _dora_rules(self) -> None:
+        """DoRA's terms (planner.estimate.lora) are pinned on a 16-bit or fp32 base's decoder linears, not under ZeRO-3
+        or FSDP (which shard the weight its norm reads), nor under selective-op checkpointing (the sim's trace of
+        torch's selective checkpointing fails on DoRA's weight norm: its recompute finds no saved copy); PEFT runs no DoRA on stacked experts (peft 0.21.2
+        tuners/lora/layer.py:2371-2372)."""
+        if self.lora_variant != "dora":
+            return
+        for bad, what in (
+            (self.zero_stage == 3, "--zero 3"),
+            (self.fsdp != "off", f"--fsdp {self.fsdp}"),
+            (self.quant != "none", f"--quant {self.quant}"),
+            (self.lora_vision, "--lora-vision"),
+            (self.lora_base_fp32, "--lora-base-fp32"),
+            (self.checkpointing == "selective-op", "--checkpointing selective-op"),
+            (".experts" in self.lora_targets or "experts." in self.lora_targets, f"--lora-targets {self.lora_targets}"),
+        ):
+            if bad:
+                raise BadInput(
+                    f"--lora-variant dora with {what} is not planned (DoRA is planned on a 16-bit or fp32 base's "
+                    "decoder linears, DDP or ZeRO-1/2, no quantized base or tower adapters)",
+                    "lora_variant",
+                )
+
     def _lora_rules(self) -> None:
         if self.frozen != "none" and self.lora_rank:
             raise BadInput(
@@ -261,6 +291,7 @@ class Knobs(KnobFields):
                 ("quant_absmax", "8bit"),
                 ("lora_targets", "all-linear"),
                 ("lora_train_embeddings", False),
+                ("lora_variant", "lora"),
                 ("lora_dropout", 0.0),
                 ("lora_base_fp32", False),
                 ("lora_vision", False),
@@ -280,6 +311,7 @@ class Knobs(KnobFields):
                 f"--lora-targets all-linear, not {self.lora_targets}",
                 "lora_vision",
             )
+        self._dora_rules()
         if self.lora_base_fp32 and (self.zero_stage or self.precision not in ("bf16", "fp16")):
             raise BadInput(
                 "--lora-base-fp32 is for bf16/fp16 mixed precision under torch AMP or FSDP: DeepSpeed casts the base to "
@@ -685,6 +717,7 @@ class Plan(KnobFields, _Split):
             "fp32 base" if self.lora_base_fp32 else "",
             f"LoRA on {self.lora_targets}" if self.lora_targets != "all-linear" else "",
             "trained embeddings" if self.lora_train_embeddings else "",
+            "DoRA" if self.lora_variant == "dora" else "",
             f"LoRA dropout {self.lora_dropout:g}" if self.lora_dropout else "",
             "LoRA on the tower" if self.lora_vision else "",
             "tower not checkpointed" if self.vit_checkpointing == "off" else "",

@@ -380,6 +380,7 @@ def lora_layer_bytes(s: Setup) -> int:
     if frozen_lm.language_frozen(s.knobs):
         return -frozen_lm.layer_dropped_bytes(s.model, p, tokens)
     out = lora.dropout_layer_bytes(s.model, s.knobs, tokens, p) + quant_layer_bytes(s)
+    out += lora.dora_saved_layer_bytes(s.model, s.knobs, tokens)
     examined = lora.layer_examined(s.model, s.knobs)
     if examined and p == "half":
         return out + lora.half_layer_delta_bytes(s.model, s.knobs, tokens)
@@ -594,6 +595,12 @@ def _breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] |
         last_layer = (accumulated or head_grad_bytes(s), opt, last_layer_activations_bytes(s), last_layer_temp_bytes(s))
         if sum(last_layer) > sum(phases["backward"]):
             phases["backward"] = last_layer
+    if lora.dora(s.knobs):  # DoRA's weight norm: in the last layer's forward, or in a layer recomputed in backward
+        norm = lora.dora_norm_temp_bytes(s.model, s.knobs)
+        if s.knobs.checkpointing == "off":
+            phases["forward"] = (accumulated, opt, acts, norm)
+        elif norm + grads_full + acts > sum(phases["backward"]) - opt:
+            phases["backward"] = (grads_full, opt, acts, norm)
     held = eval_grads_bytes(s, grads_full)  # between steps
     if s.knobs.eval_batch:
         phases["evaluation"] = (held, opt, 0, gathered_params_bytes(s) + nograd.eval_forward_bytes(s))

@@ -29,7 +29,10 @@ def _trainable_params(s: Setup) -> int:
         return s.model.params - s.model.frozen_params(frozen_modules(s))
     k = s.knobs
     tower = s.model.tower_lora_params(k.lora_rank) if k.lora_vision else 0
-    return s.model.lora_params(k.lora_rank, k.lora_targets) + tower + lora.embedding_copy_params(s.model, k)
+    magnitudes = lora.dora_magnitude_params(s.model, k)
+    return (
+        s.model.lora_params(k.lora_rank, k.lora_targets) + tower + lora.embedding_copy_params(s.model, k) + magnitudes
+    )
 
 
 def trainable_tensor_sizes(s: Setup) -> list[tuple[int, int]]:
@@ -42,6 +45,7 @@ def trainable_tensor_sizes(s: Setup) -> list[tuple[int, int]]:
             if t.adapted(k.lora_targets):
                 n = t.count * prod(t.shape[:-2]) * t.lora_rank_multiple(k.lora_targets)
                 out += [(r * t.shape[-1], n), (r * t.shape[-2], n)]
+                out += [(t.shape[-2], n)] if lora.dora(k) else []  # DoRA's magnitude vector
         return out
     frozen = frozen_roles(frozen_modules(s))
     return [(t.numel // t.count, t.count) for t in s.model.tensors if t.role not in frozen]

@@ -133,6 +133,8 @@ def adapter_keys(plan: Plan, model: ModelSpec) -> dict:
         out["lora_target_parameters"] = peft_target_parameters(plan.lora_targets)
     if plan.lora_train_embeddings:
         out["lora_modules_to_save"] = ["embed_tokens", "lm_head"]
+    if plan.lora_variant == "dora":  # utils/schemas/peft.py:89
+        out["peft_use_dora"] = True
     return out
 
 

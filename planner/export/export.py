@@ -160,6 +160,8 @@ def peft_config(plan: Plan, model: ModelSpec | None = None) -> dict | None:
         cfg["target_parameters"] = peft_target_parameters(plan.lora_targets)
     if plan.lora_train_embeddings:
         cfg["modules_to_save"] = ["embed_tokens", "lm_head"]
+    if plan.lora_variant == "dora":
+        cfg["use_dora"] = True
     return cfg
 
 
@@ -373,6 +375,8 @@ def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME, model: ModelSpec | No
             a += ["--lora_dropout", f"{plan.lora_dropout:g}"]
         if plan.lora_train_embeddings:
             a += ["--lora_modules_to_save", *peft["modules_to_save"]]
+        if plan.lora_variant == "dora":  # trl/trainer/model_config.py:142
+            a += ["--use_dora"]
     if plan.quant == "int8":  # TRL's ModelConfig (trl/trainer/utils.py:270-273)
         a += ["--load_in_8bit"]
     elif plan.quant in ("gptq", "awq"):  # no flag: the checkpoint carries its quantization_config

@@ -163,6 +163,8 @@ def method_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
             out.append(("additional_target", "embed_tokens,lm_head", "trained beside the adapters"))
         if plan.lora_vision and model.vision is not None:  # lora_target all reaches the tower (misc.py:40-41)
             out.append(("freeze_vision_tower", False, "adapters on the vision tower too"))
+        if plan.lora_variant == "dora":  # hparams/finetuning_args.py:103
+            out.append(("use_dora", True, ""))
     elif model.vision is not None:  # LF freezes both by default (finetuning_args.py:527,531)
         out += [
             ("freeze_vision_tower", "vision" in plan.frozen, ""),

@@ -192,6 +192,8 @@ def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
         plan.lora_vision
     ):  # all-linear reaches the ViT's and aligner's linears once they are not frozen (tuner.py:92-104)
         out += [("freeze_vit", False), ("freeze_aligner", False)]
+    if plan.lora_variant == "dora":  # tuner_args.py:140
+        out.append(("use_dora", True))
     if plan.quant in ("gptq", "awq"):  # quant_args.py:46: a quantized checkpoint brings its own config
         pass
     elif plan.quant == "int8":  # model/register.py:82-83: quant_bits 8 is load_in_8bit

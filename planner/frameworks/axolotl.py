@@ -49,6 +49,7 @@ FRAMEWORK = Framework(
         "lora_targets",
         "lora_train_embeddings",
         "lora_dropout",
+        "lora_variant",
         "lora_base_fp32",
         "frozen",
         "tensor_parallel",

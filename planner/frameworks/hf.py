@@ -118,6 +118,7 @@ HF_EVERY = (
     "lora_targets",
     "lora_train_embeddings",
     "lora_dropout",
+    "lora_variant",
     "lora_vision",
     "lora_base_fp32",
     "frozen",

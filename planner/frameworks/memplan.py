@@ -30,6 +30,7 @@ FRAMEWORK = Framework(
         "lora_targets",
         "lora_train_embeddings",
         "lora_dropout",
+        "lora_variant",
         "lora_vision",
         "lora_base_fp32",
         "workload",

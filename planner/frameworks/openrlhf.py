@@ -99,6 +99,7 @@ FRAMEWORK = Framework(
         "expert_parallel": ("off",),
         "frozen": ("none",),
         "lora_vision": (False,),
+        "lora_variant": ("lora",),  # its LoRA config has no use_dora: DoRA is not run
         **NO_SPLITS,
     },
     defaults={

@@ -70,6 +70,7 @@ FRAMEWORK = Framework(
         "lora_targets",
         "lora_train_embeddings",
         "lora_dropout",
+        "lora_variant",
         "lora_base_fp32",
         "lora_vision",
         "frozen",

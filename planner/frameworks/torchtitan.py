@@ -67,6 +67,7 @@ FRAMEWORK = Framework(
         "expert_parallel": ("off",),  # expert_parallel_degree exists (configs.py:279); not exported yet
         "frozen": ("none",),
         "lora_vision": (False,),
+        "lora_variant": ("lora",),  # its LoRA config has no use_dora: DoRA is not run
         "lora_rank": ("off",),  # components/lora.py is a model converter, not exported yet
         "sequence_parallel": ("off",),  # no Ulysses; its sequence parallel is TP's norms (configs.py:160)
     },

@@ -63,6 +63,7 @@ FRAMEWORK = Framework(
         "expert_parallel": ("off",),
         "frozen": ("none",),
         "lora_vision": (False,),
+        "lora_variant": ("lora",),  # its LoRA config has no use_dora: DoRA is not run
         "vit_checkpointing": ("on",),  # HF's gradient_checkpointing_enable reaches the tower
         "tensor_parallel": ("off",),  # TP runs on verl's Megatron engine only, not its FSDP path
         "context_parallel": ("off",),  # likewise (megatron context_parallel_size)

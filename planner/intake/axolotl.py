@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.intake import accelerate, deepspeed, grpoargs, loraargs, models, vocab
+from planner.intake import accelerate, deepspeed, grpoargs, loraargs, models, tuners, vocab
 from planner.intake.collect import (
     AXOLOTL,
     Collector,
@@ -130,7 +130,7 @@ def _adapter(c: Collector, f: dict[str, Flag]) -> None:
             "adapter",
         )
         if adapter:
-            c.note(f"{f['adapter'].source} (adapter {adapter} is not planned yet; planned as full fine-tuning)")
+            tuners.tuner(f["adapter"].source, adapter)
         return
     if "lora_r" in f and f["lora_r"].value is not None:
         c.number("lora_rank", f["lora_r"].value, f["lora_r"].source, "lora_r")
@@ -140,6 +140,11 @@ def _adapter(c: Collector, f: dict[str, Flag]) -> None:
         loraargs.lora_targets(c, f["lora_target_modules"].value, f["lora_target_modules"].source, "lora_target_modules")
     if "lora_target_linear" in f and as_bool(f["lora_target_linear"].value):
         c.set("lora_targets", "all-linear", f["lora_target_linear"].source, "lora_target_linear")
+    if "peft_use_dora" in f and as_bool(f["peft_use_dora"].value):  # peft.py:89
+        c.set("lora_variant", "dora", f["peft_use_dora"].source, "peft_use_dora")
+    if "lora_modules_to_save" in f and f["lora_modules_to_save"].value:  # peft.py:62
+        save = f["lora_modules_to_save"]
+        tuners.modules_to_save(c, save.value, save.source, "lora_modules_to_save")
     drop, dsrc = _get(f, "lora_dropout", 0.0, f"{A}peft.py:80")
     if as_float(drop) is not None:
         c.set("lora_dropout", as_float(drop), dsrc, "lora_dropout")
@@ -172,7 +177,7 @@ def _training(c: Collector, f: dict[str, Flag]) -> None:
     if "sample_packing" in f and as_bool(f["sample_packing"].value):
         c.set("batching", "packed", f["sample_packing"].source, "sample_packing")
     opt, osrc = _get(f, "optimizer", "adamw_torch_fused", f"{A}training.py:122")
-    if vocab.optimizer(opt):
+    if tuners.optimizer(osrc, opt) and vocab.optimizer(opt):
         c.set("optimizer", vocab.optimizer(opt), osrc, "optimizer")
     else:
         c.note(f"{osrc} (this optimizer is not planned yet; planned as AdamW)")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.intake import accelerate, deepspeed, grpoargs, loraargs, models, releases, vocab
+from planner.intake import accelerate, deepspeed, grpoargs, loraargs, models, releases, tuners, vocab
 from planner.intake.collect import (
     HF,
     TRL,
@@ -202,7 +202,7 @@ def _kernels(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
         else:
             c.note(f"{attn.source} (this attention implementation is not planned yet; planned as sdpa)")
     opt = flags.get("optim")
-    if opt and known(opt.value):
+    if opt and known(opt.value) and tuners.optimizer(opt.source, one(opt.value)):
         mapped = vocab.optimizer(one(opt.value))
         if mapped:
             c.set("optimizer", mapped, opt.source, opt.raw)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.intake import accelerate, deepspeed, loraargs, models, vocab
+from planner.intake import accelerate, deepspeed, loraargs, models, tuners, vocab
 from planner.intake.collect import (
     LF,
     Collector,
@@ -26,21 +26,22 @@ from planner.intake.collect import (
 from planner.intake.flags import Flag, from_mapping
 
 H = "src/llamafactory/hparams/"
-HF_ARGS = "transformers 5.6 training_args.py"
-UNPLANNED = {  # key: why (memory-relevant, no memplan equivalent yet)
+REFUSED = {  # key: what it runs, refused in one line (planner.intake.tuners)
     "use_galore": "GaLore's projected optimizer states",
     "use_apollo": "APOLLO's optimizer states",
     "use_badam": "BAdam's block-wise updates",
     "use_adam_mini": "Adam-mini's reduced states",
     "use_muon": "Muon's optimizer states",
+    "use_llama_pro": "LLaMA-Pro's expanded blocks",
+}
+HF_ARGS = "transformers 5.6 training_args.py"
+UNPLANNED = {  # key: why (memory-relevant, no memplan equivalent yet)
     "use_unsloth": "Unsloth's kernels",
-    "use_dora": "DoRA's magnitude vectors",
     "fp8": "fp8 training",
     "use_dft_loss": "DFT's full fp32 logits",
     "use_eaft_loss": "EAFT's full fp32 logits",
     "use_asft_loss": "ASFT's reference model",
     "upcast_lmhead_output": "fp32 head output",
-    "use_llama_pro": "LLaMA Pro's expanded blocks",
     "use_kt": "KTransformers",
     "moe_aux_loss_coef": "router logits",
 }
@@ -64,6 +65,9 @@ def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None
         )
     else:
         c.note(f"{path.name}: no model_name_or_path (LLaMA-Factory requires one: pass --model)")
+    for key, why in REFUSED.items():
+        if key in f and as_bool(f[key].value):
+            tuners.refuse(f[key].source, why)
     stage = _stage(c, f)
     lora = _method(c, f)
     for key, field, fallback, cite in (
@@ -120,11 +124,9 @@ def _stage(c: Collector, f: dict[str, Flag]) -> str:
 
 def _method(c: Collector, f: dict[str, Flag]) -> bool:
     kind, src = _get(f, "finetuning_type", "lora", f"{H}finetuning_args.py:464")
-    if kind in ("freeze", "oft"):
-        c.note(
-            f"{src} ({kind} tuning is not planned yet; planned as {'full fine-tuning' if kind == 'freeze' else 'LoRA'})"
-        )
-    if kind not in ("lora", "oft"):
+    if kind not in ("lora", "full"):
+        tuners.tuner(src, kind)
+    if kind != "lora":
         c.set("lora_rank", 0, src, "finetuning_type")
         if "quantization_bit" in f:
             c.note(f"{f['quantization_bit'].source} (LLaMA-Factory quantizes only with LoRA: not planned)")
@@ -133,6 +135,10 @@ def _method(c: Collector, f: dict[str, Flag]) -> bool:
     c.number("lora_rank", rank, rsrc if "lora_rank" in f else f"{src}; {rsrc}", "lora_rank")
     target, tsrc = _get(f, "lora_target", "all", f"{H}finetuning_args.py:81")
     loraargs.lora_targets(c, target, tsrc, "lora_target")
+    if "use_dora" in f and as_bool(f["use_dora"].value):  # finetuning_args.py:103
+        c.set("lora_variant", "dora", f["use_dora"].source, "use_dora")
+    if "additional_target" in f and f["additional_target"].value:  # model/adapter.py:241: modules_to_save
+        tuners.modules_to_save(c, f["additional_target"].value, f["additional_target"].source, "additional_target")
     dropout, dsrc = _get(f, "lora_dropout", 0.0, f"{H}finetuning_args.py:73")
     if as_float(dropout) is not None:
         c.set("lora_dropout", as_float(dropout), dsrc, "lora_dropout")
@@ -190,7 +196,7 @@ def _training(c: Collector, f: dict[str, Flag], stage: str) -> None:
         src = f["packing"].source if "packing" in f else default(LF, f"{H}data_args.py:108", "packing for stage pt")
         c.set("batching", "packed", f["neat_packing"].source if neat else src, "packing")
     opt, osrc = _get(f, "optim", "adamw_torch_fused", f"{HF_ARGS}:811-816")
-    if vocab.optimizer(opt):
+    if tuners.optimizer(osrc, opt) and vocab.optimizer(opt):
         c.set("optimizer", vocab.optimizer(opt), osrc, "optim")
     else:
         c.note(f"{osrc} (this optimizer is not planned yet; planned as AdamW)")

@@ -5,7 +5,7 @@ list every reader maps into memplan's (a regex, or no targets at all, are named 
 
 from __future__ import annotations
 
-from planner.intake import vocab
+from planner.intake import tuners, vocab
 from planner.intake.collect import TRL, Collector, as_bool, as_float, default, one
 from planner.intake.flags import Flag
 
@@ -33,6 +33,12 @@ def read_lora(c: Collector, flags: dict[str, Flag]) -> None:
         drop.source if drop else default(TRL, "trl/trainer/model_config.py:115", "lora_dropout 0.05"),
         drop.raw if drop else "lora_dropout",
     )
+    dora = flags.get("use_dora")  # trl/trainer/model_config.py:142
+    if dora and c.flag(dora.value, dora.source):
+        c.set("lora_variant", "dora", dora.source, dora.raw)
+    if "lora_modules_to_save" in flags:  # model_config.py:127
+        save = flags["lora_modules_to_save"]
+        tuners.modules_to_save(c, save.value, save.source, save.raw)
     targets = flags.get("lora_target_modules")
     if targets:
         lora_targets(c, targets.value, targets.source, targets.raw)

@@ -23,7 +23,13 @@ CONFIGS = {
 }
 OTHER_CONFIGS = {"ORPOConfig", "KTOConfig", "CPOConfig", "PPOConfig", "RLOOConfig", "OnlineDPOConfig"}
 TRAINERS = {"SFTTrainer", "DPOTrainer", "GRPOTrainer", "Trainer"}
-LORA = {"r": "lora_r", "target_modules": "lora_target_modules", "lora_dropout": "lora_dropout"}
+LORA = {
+    "r": "lora_r",
+    "target_modules": "lora_target_modules",
+    "lora_dropout": "lora_dropout",
+    "use_dora": "use_dora",
+    "modules_to_save": "lora_modules_to_save",
+}
 BNB = {"load_in_4bit", "load_in_8bit", "bnb_4bit_quant_type", "use_bnb_nested_quant"}
 MODEL_KWARGS = {"torch_dtype": "torch_dtype", "dtype": "dtype", "attn_implementation": "attn_implementation"}
 NOT_MODELS = ("Tokenizer", "Processor", "FeatureExtractor", "Config", "PeftModel", "GenerationConfig")

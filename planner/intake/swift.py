@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 
 from planner.frameworks import FRAMEWORKS
-from planner.intake import accelerate, deepspeed, hfargs, loraargs, models, swift2, swiftrl, tasks, vocab
+from planner.intake import accelerate, deepspeed, hfargs, loraargs, models, swift2, swiftrl, tasks, tuners, vocab
 from planner.intake.collect import (
     PRESETS,
     SWIFT,
@@ -142,10 +142,14 @@ def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
     if tuner == "full":
         c.set("lora_rank", 0, src, f"--{key}")
         return False
-    if tuner not in ("lora", "lora_llm"):
-        c.note(f"{src} (tuner {tuner} is not planned yet; planned as LoRA)")
-    if tuner == "lora_llm":
-        c.note(f"{src} (a fully trained ViT and aligner beside LoRA are not planned yet; planned as LoRA)")
+    if tuner != "lora":
+        tuners.tuner(src, tuner)
+    if "use_dora" in f and as_bool(
+        one(f["use_dora"].value)
+    ):  # tuner_args.py:140, PEFT's use_dora (pipelines/train/tuner.py:188)
+        c.set("lora_variant", "dora", f["use_dora"].source, "--use_dora")
+    if "modules_to_save" in f:  # tuner_args.py:130
+        tuners.modules_to_save(c, f["modules_to_save"].value, f["modules_to_save"].source, "--modules_to_save")
     rank, rsrc = get(f, "lora_rank", 8, f"{S}tuner_args.py:133")
     c.number("lora_rank", rank, rsrc if key not in f else f"{rsrc}; {src}", "--lora_rank")
     targets, tsrc = get(f, "target_modules", "all-linear", f"{S}tuner_args.py:126")
@@ -253,11 +257,12 @@ def _training(c: Collector, f: dict[str, Flag], kind: str) -> None:
         else:
             c.note(f"{f['use_liger_kernel'].source} (Liger kernels in RLHF are not planned yet)")
     opt, osrc = get(f, "optim", "adamw_torch_fused", "transformers 5.19 training_args.py:804-811")
-    if vocab.optimizer(opt):
+    if tuners.optimizer(osrc, opt) and vocab.optimizer(opt):
         c.set("optimizer", vocab.optimizer(opt), osrc, "--optim")
     else:
         c.note(f"{osrc} (this optimizer is not planned yet; planned as AdamW)")
-    if "optimizer" in f:
+    plugin = str(one(f["optimizer"].value)).lower() if "optimizer" in f else ""
+    if plugin and plugin != "lorap" and tuners.optimizer(f["optimizer"].source, plugin):  # lorap: LoRA+, LoRA's memory
         c.note(f"{f['optimizer'].source} (ms-swift's optimizer plugin is not planned yet; planned as AdamW)")
 
 

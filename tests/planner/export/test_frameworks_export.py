@@ -39,6 +39,13 @@ VLM_FULL = {
 # optimizer offload, a VLM's full FSDP run with frozen modules, packing and the fused loss, and more
 CASES = {
     "llamafactory": {
+        "dora": {
+            "lora_rank": 16,
+            "lora_variant": "dora",
+            "zero": 2,
+            "checkpointing": "full",
+            "lora_train_embeddings": True,
+        },
         "lora_z3": {"zero": 3, "checkpointing": "full", "lora_rank": 16, "nodes": 2},
         "qlora": {"lora_rank": 8, "quant": "nf4", "checkpointing": "off", "lora_targets": "attention"},
         "qlora_fsdp": {"lora_rank": 16, "quant": "nf4", "fsdp": "full", "checkpointing": "full"},
@@ -62,6 +69,13 @@ CASES = {
         },
     },
     "swift": {
+        "dora": {
+            "lora_rank": 16,
+            "lora_variant": "dora",
+            "zero": 2,
+            "checkpointing": "full",
+            "lora_train_embeddings": True,
+        },
         "lora_z3": {"zero": 3, "checkpointing": "full", "lora_rank": 16, "nodes": 2},
         "qlora_grpo": {"lora_rank": 16, "quant": "nf4", "workload": GRPO},
         "grpo_sync_batches": {
@@ -103,6 +117,13 @@ CASES = {
         },
     },
     "axolotl": {
+        "dora": {
+            "lora_rank": 16,
+            "lora_variant": "dora",
+            "zero": 2,
+            "checkpointing": "full",
+            "lora_train_embeddings": True,
+        },
         "lora_z3": {"zero": 3, "checkpointing": "full", "lora_rank": 16, "nodes": 2},
         "qlora_grpo": {"lora_rank": 16, "quant": "nf4", "workload": GRPO},
         "dpo_full_z2_offload": {
@@ -542,3 +563,23 @@ def test_swift_and_axolotl_write_their_parallel_keys(tmp_path):
     cfg = yaml.safe_load((ax.dir / axolotl.CONFIG_NAME).read_text())
     assert (cfg["context_parallel_size"], cfg["tensor_parallel_size"], cfg["fsdp_version"]) == (2, 2, 2)
     assert ax.plan.data_parallel == 2 and ax.plan.global_batch == 2 * 4 * 2
+
+
+FILES = {"llamafactory": llamafactory.CONFIG_NAME, "swift": swift.SCRIPT_NAME, "axolotl": axolotl.CONFIG_NAME}
+DORA_KEYS = {  # the framework's own DoRA and modules_to_save keys
+    "llamafactory": ("use_dora: true", 'additional_target: "embed_tokens,lm_head"'),
+    "swift": ("--use_dora true", "--modules_to_save embed_tokens lm_head"),
+    "axolotl": ("peft_use_dora: true", "lora_modules_to_save:"),
+}
+
+
+@pytest.mark.parametrize("framework", list(FILES))
+def test_dora_with_trained_embeddings_is_written_and_read_back(framework, tmp_path):
+    """DoRA and the embedding and head trained beside it are written under the framework's own keys (its parser
+    passes them: test_exports_pass_the_frameworks_own_parsers) and read back as the plan's."""
+    w = written(framework, "dora", tmp_path)
+    text = (w.dir / FILES[framework]).read_text()
+    assert all(key in text for key in DORA_KEYS[framework]), text
+    request = intake.read([str(w.dir / FILES[framework])]).request
+    assert (request.get("lora_variant"), request.get("lora_train_embeddings")) == ("dora", True)
+    assert (w.plan.lora_variant, w.plan.lora_train_embeddings) == ("dora", True)

@@ -13,7 +13,7 @@ from planner.errors import BadInput
 from planner.intake.collect import is_default
 from planner.intake.models import lookup
 from tests.planner.cli.helpers import flags_of
-from tests.planner.intake.conftest import DATA, examples
+from tests.planner.intake.conftest import DATA, REFUSED, examples
 
 EXAMPLES = examples()
 CITATION = re.compile(r"\([^()]*[\w/.-]+\.(py|json|yaml)(:[\d,-]+)?[^()]*\)")
@@ -33,6 +33,15 @@ def test_there_are_examples_of_every_source():
     assert counts["scripts/VLM-R1"] + counts["scripts/VILA"] + counts["scripts/trl"] >= 15, counts
     for sources in ("llamafactory/examples", "swift/examples", "axolotl", "scripts", "memplan"):
         assert (DATA / sources / "SOURCES.md").is_file()
+
+
+@pytest.mark.parametrize("path", sorted(REFUSED), ids=_id)
+def test_an_example_of_a_tuner_not_planned_is_refused_in_one_line(path):
+    """GaLore, APOLLO, BAdam, Adam-mini, Muon, LLaMA-Pro and ms-swift's lora_llm: refused naming the key and the
+    tuner, never planned as LoRA, full fine-tuning or AdamW (planner.intake.tuners)."""
+    with pytest.raises(BadInput) as e:
+        intake.read([str(path)])
+    assert REFUSED[path] in str(e.value) and "not planned" in str(e.value) and "\n" not in str(e.value)
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=_id)

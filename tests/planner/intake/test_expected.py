@@ -39,11 +39,6 @@ EXPECTED = {  # file: (framework, request fields (workload: the inputs listed), 
     f"{LF}/train_lora/qwen3_lora_pretrain.yaml": ("llamafactory", {"batching": "packed", "seq_len": 2048}, []),
     f"{LF}/train_lora/qwen3_lora_kto.yaml": ("llamafactory", {"lora_rank": 8}, ["stage kto is not planned"]),
     f"{LF}/train_qlora/qwen3_lora_sft_otfq.yaml": ("llamafactory", {"quant": "nf4", "lora_rank": 8}, []),
-    f"{LF}/extras/galore/llama3_full_sft.yaml": (
-        "llamafactory",
-        {"precision": "bf16-pure", "grad_accum": 1},
-        ["use_galore: True (GaLore"],
-    ),
     f"{LF}/extras/fp8/llama3_fp8_deepspeed_sft.yaml": (
         "llamafactory",
         {"zero_stage": 3, "offload": "optimizer", "seq_len": 1024},

@@ -1,0 +1,83 @@
+"""The tuners the frameworks' configurations name (planner/intake/tuners.py): DoRA and modules_to_save read from each
+framework's own keys, LoRA+ read as LoRA, and every tuner or optimizer memplan does not plan refused in one line naming
+its key, never planned as LoRA."""
+
+import pytest
+
+from planner import intake
+from planner.errors import BadInput
+
+LF = "model_name_or_path: Qwen/Qwen2.5-7B\nstage: sft\ncutoff_len: 1024\n"
+SWIFT = "swift sft --model Qwen/Qwen2.5-7B --max_length 1024 "
+AXOLOTL = "base_model: Qwen/Qwen2.5-7B\nsequence_len: 1024\nmicro_batch_size: 1\n"
+
+
+def _read(tmp_path, name: str, text: str):
+    path = tmp_path / name
+    path.write_text(text)
+    return intake.read([str(path)])
+
+
+@pytest.mark.parametrize(
+    "name,text",
+    [
+        ("lf.yaml", LF + "finetuning_type: lora\nuse_dora: true\nadditional_target: embed_tokens,lm_head\n"),
+        ("train.sh", SWIFT + "--tuner_type lora --use_dora true --modules_to_save embed_tokens lm_head\n"),
+        (
+            "ax.yaml",
+            AXOLOTL + "adapter: lora\nlora_r: 8\npeft_use_dora: true\nlora_modules_to_save: [embed_tokens, lm_head]\n",
+        ),
+        (
+            "train.py",
+            (
+                "from peft import LoraConfig\nfrom trl import SFTConfig\nSFTConfig(max_length=1024)\n"
+                "LoraConfig(r=8, use_dora=True, modules_to_save=['embed_tokens', 'lm_head'])\n"
+            ),
+        ),
+    ],
+)
+def test_dora_and_modules_to_save_are_read_from_each_frameworks_keys(tmp_path, name, text):
+    reading = _read(tmp_path, name, text)
+    assert (reading.request.get("lora_variant"), reading.request.get("lora_train_embeddings")) == ("dora", True)
+    assert reading.request["lora_rank"] > 0
+    assert not [line for line in reading.unplanned if "dora" in line.lower() or "save" in line.lower()]
+
+
+def test_a_head_alone_in_modules_to_save_is_planned_with_both_and_says_so(tmp_path):
+    reading = _read(tmp_path, "train.sh", SWIFT + "--modules_to_save lm_head score\n")
+    assert reading.request["lora_train_embeddings"] is True
+    assert any("only the head" in line for line in reading.unplanned)
+    assert any("score trained in full" in line for line in reading.unplanned)
+
+
+def test_lora_plus_is_loras_memory(tmp_path):
+    """ms-swift's --optimizer lorap (LoRA+: the B factors' learning rate scaled) keeps LoRA's states: no line."""
+    reading = _read(tmp_path, "train.sh", SWIFT + "--optimizer lorap --lorap_lr_ratio 16\n")
+    assert reading.request["lora_rank"] == 8 and reading.request.get("lora_variant", "lora") == "lora"
+    assert not [line for line in reading.unplanned if "optimizer" in line]
+
+
+@pytest.mark.parametrize(
+    "name,text,says",
+    [
+        ("train.sh", SWIFT + "--tuner_type vera\n", "--tuner_type vera: VeRA"),
+        ("train.sh", SWIFT + "--tuner_type adalora\n", "--tuner_type adalora: AdaLoRA"),
+        ("train.sh", SWIFT + "--tuner_type boft\n", "--tuner_type boft: BOFT"),
+        ("train.sh", SWIFT + "--tuner_type adapter\n", "--tuner_type adapter: bottleneck adapters"),
+        ("train.sh", SWIFT + "--tuner_type llamapro\n", "--tuner_type llamapro: LLaMA-Pro"),
+        ("train.sh", SWIFT + "--train_type longlora\n", "--train_type longlora"),
+        ("train.sh", SWIFT + "--optimizer galore\n", "--optimizer galore: GaLore"),
+        ("lf.yaml", LF + "finetuning_type: oft\n", "finetuning_type: oft: OFT"),
+        ("lf.yaml", LF + "finetuning_type: freeze\n", "finetuning_type: freeze: freeze tuning"),
+        ("lf.yaml", LF + "finetuning_type: full\nuse_galore: true\n", "use_galore: True: GaLore"),
+        ("lf.yaml", LF + "finetuning_type: full\noptim: apollo_adamw\n", "optim: apollo_adamw: APOLLO"),
+        ("ax.yaml", AXOLOTL + "adapter: vera\n", "adapter: vera: VeRA"),
+        ("ax.yaml", AXOLOTL + "optimizer: muon\n", "optimizer: muon: Muon"),
+        ("ax.yaml", AXOLOTL + "optimizer: galore_adamw\n", "GaLore"),
+    ],
+)
+def test_a_tuner_not_planned_is_refused_in_one_line(tmp_path, name, text, says):
+    with pytest.raises(BadInput) as e:
+        _read(tmp_path, name, text)
+    message = str(e.value)
+    assert says in message and "not planned" in message and "\n" not in message
