@@ -86,7 +86,7 @@ def read(
     _sequence(c, flags, trainer)
     if trainer == "grpo":
         grpoargs.read_grpo(c, flags)
-    loraargs.read_lora(c, flags)
+    loraargs.read_lora(c, flags, trl=trainer != "hf")
     _kernels(c, flags, trainer)
     _sharding(c, flags, near, vars)
     if strict:

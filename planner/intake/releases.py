@@ -100,18 +100,10 @@ def for_run(c: Collector, run, trainer: str) -> None:
     decide(c, c.framework, folders(run), told)
 
 
-def by_flags(c: Collector, framework: str, run, flags: dict) -> None:
-    """ms-swift's or OpenRLHF's release: a pin, else the flag names only older releases take (ms-swift 3's
-    --train_type; OpenRLHF's flat names, 0.9's --bf16 where 0.10 took --param_dtype), else the newest."""
-    hint = None
-    if framework == "swift" and "train_type" in flags and "tuner_type" not in flags:
-        hint = ("3", f"{flags['train_type'].source} (ms-swift 3's name; 4.x's is --tuner_type)")
-    if framework == "openrlhf":
-        from planner.intake.openrlhf import OLD
-
-        flat = next((f for k, f in flags.items() if k in OLD), None)
-        old = "0.9" if "bf16" in flags else "0.10"
-        hint = (old, f"{flat.source} (a flat flag of OpenRLHF 0.10.1 and before)") if flat else None
+def by_flags(c: Collector, framework: str, run, hint: tuple[str, str] | None) -> None:
+    """ms-swift's or OpenRLHF's release: a pin, else the release the flags' names say (`hint`: (release, why), from
+    the framework's reader: planner.intake.swift.release_hint, planner.intake.openrlhf.release_hint), else the
+    newest."""
     decide(c, framework, folders(run), hint=hint)
 
 

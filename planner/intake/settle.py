@@ -113,7 +113,10 @@ def _lora_vision(c: Collector) -> None:
     s = c.setting("lora_targets")
     if not (c.get("lora_rank", 0) and s is not None and s.value == "all-linear") or "freeze_vision" in c.facts:
         return
-    if c.framework in ("llamafactory", "swift", "axolotl") or c.model is None or not models.has_vision(c.model.config):
+    framework = FRAMEWORKS.get(c.framework)
+    if framework is not None and not framework.all_linear_vision:
+        return
+    if c.model is None or not models.has_vision(c.model.config):
         return
     c.set("lora_vision", True, f"{s.source} (PEFT's all-linear adapts the vision tower and projector too)", s.key)
 

@@ -275,3 +275,10 @@ def _fsdp(c: Collector, ref: object, source: str, near: Path, vars) -> None:
         return
     tokens = tuple(str(cfg.get("fsdp", "full_shard")).split())
     accelerate.fsdp(c, section(cfg, "fsdp_config"), source, "--fsdp", tokens=tokens, version=(2, ""))
+
+
+def release_hint(flags: dict[str, Flag]) -> tuple[str, str] | None:
+    """("3", why) where the flags name ms-swift 3's --train_type and not 4.x's --tuner_type (planner.intake.releases)."""
+    if "train_type" in flags and "tuner_type" not in flags:
+        return "3", f"{flags['train_type'].source} (ms-swift 3's name; 4.x's is --tuner_type)"
+    return None

@@ -99,7 +99,8 @@ def test_verl_reduce_scatters_every_micro_step_so_sharded_gradients_accumulate()
     assert mem.backward_grads_bytes(hf, mem.gradients_bytes(hf)) > mem.gradients_bytes(hf)  # no_sync: unsharded
 
 
-@pytest.mark.parametrize("framework,bucket", [("verl", rollout.VERL_SYNC_BUCKET_BYTES), ("openrlhf", 0)])
+# verl 0.9.1 rollout.checkpoint_engine.update_weights_bucket_megabytes 2048 (trainer/config/rollout/rollout.yaml:282)
+@pytest.mark.parametrize("framework,bucket", [("verl", 2048 << 20), ("openrlhf", 0)])
 def test_the_weight_sync_gathers_one_parameter_and_the_frameworks_bucket(framework, bucket):
     s = setup(framework=framework)
     per = 4 if framework == "verl" else 2  # verl sends its fp32 weights, OpenRLHF its bf16 ones
