@@ -204,7 +204,7 @@ class Framework:
     # what a config of this framework read alone supplies to the run another file leads (planner.intake.dispatch):
     # "ds-json" a DeepSpeed JSON, "launcher-yaml" a launcher's YAML; "" the run's own trainer, which leads
     supporting: str = ""
-    # the words its deepspeed setting takes for a config it bundles (planner.intake.deepspeed.preset: the file
+    # the words its deepspeed setting takes for a config it bundles (planner.frameworks.deepspeed.reader.preset: the file
     # presets/<name>_<word>.json)
     deepspeed_words: tuple[str, ...] = ()
     # the lines of releases people run, oldest first, then the forks; the line with the highest `first` is the newest

@@ -102,7 +102,7 @@ def for_run(c: Collector, run, trainer: str) -> None:
 
 def by_flags(c: Collector, framework: str, run, hint: tuple[str, str] | None) -> None:
     """ms-swift's or OpenRLHF's release: a pin, else the release the flags' names say (`hint`: (release, why), from
-    the framework's reader: planner.intake.swift.release_hint, planner.intake.openrlhf.release_hint), else the
+    the framework's reader: planner.frameworks.swift.reader.release_hint, planner.frameworks.openrlhf.reader.release_hint), else the
     newest."""
     decide(c, framework, folders(run), hint=hint)
 

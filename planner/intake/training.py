@@ -9,20 +9,14 @@ import re
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.intake import (
-    accelerate,
-    axolotl,
-    configs,
-    hfargs,
-    launch,
-    limits,
-    llamafactory,
-    releases,
-    scriptargs,
-    swift,
-    verlrl,
-    vlmr1,
-)
+from planner.frameworks.accelerate import reader as accelerate
+from planner.frameworks.axolotl import reader as axolotl
+from planner.frameworks.hf import reader as hfargs
+from planner.frameworks.llamafactory import reader as llamafactory
+from planner.frameworks.swift import reader as swift
+from planner.frameworks.trl import reader_vlmr1 as vlmr1
+from planner.frameworks.verl import reader as verlrl
+from planner.intake import configs, launch, limits, releases, scriptargs
 from planner.intake.collect import (
     UNKNOWN,
     Collector,
@@ -137,7 +131,7 @@ def _verl_run(c: Collector, run: launch.Run) -> None:
 
 
 def _openrlhf_run(c: Collector, run: launch.Run) -> None:
-    from planner.intake import openrlhf
+    from planner.frameworks.openrlhf import reader as openrlhf
 
     flags, _ = parse_flags(run.args, run.command.path)
     releases.by_flags(c, "openrlhf", run, openrlhf.release_hint(flags))

@@ -15,7 +15,9 @@ import pytest
 
 from planner import advise
 from planner.errors import BadInput
-from planner.export import launch, torchtitan, verl
+from planner.export import launch
+from planner.frameworks.torchtitan import writer as torchtitan
+from planner.frameworks.verl import writer as verl
 
 VALIDATORS = Path(__file__).parent / "validators"
 BASE = {"gpu": "h100", "gpus_per_node": 8, "micro_batch": 2, "grad_accum": 4, "seq_len": 4096}

@@ -10,7 +10,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from planner.intake import accelerate, deepspeed, hfargs, loraargs, models, swiftrl, tasks, vocab
+from planner.frameworks.accelerate import reader as accelerate
+from planner.frameworks.deepspeed import reader as deepspeed
+from planner.frameworks.hf import reader as hfargs
+from planner.frameworks.swift import reader_rl as swiftrl
+from planner.frameworks.swift.reader_rl import S, get
+from planner.intake import loraargs, models, tasks, vocab
 from planner.intake.collect import (
     PRESETS,
     SWIFT,
@@ -29,7 +34,6 @@ from planner.intake.collect import (
     show,
 )
 from planner.intake.flags import Flag
-from planner.intake.swiftrl import S, get
 
 
 def read(

@@ -22,8 +22,8 @@ forward (models/transformers/monkey_patch.py:544-552), and the heads must divide
 from __future__ import annotations
 
 from planner.config.spec import Hardware, Plan
-from planner.export import verl_rl
 from planner.frameworks import check_plan
+from planner.frameworks.verl import writer_rl as verl_rl
 from planner.model import catalog
 from planner.model.modelspec import ModelSpec, peft_target_modules
 

@@ -3,7 +3,7 @@ actor and critic trained by DeepSpeed ZeRO, reference and reward model by DeepSp
 for the rollout. Files cited are in the 0.11.2 wheel (paths under openrlhf/).
 
 Releases (github.com/OpenRLHF/OpenRLHF tags, openrlhf/cli/train_ppo_ray.py): flat flags through 0.10.1, dotted from
-0.10.2 (the intake reads both: planner/intake/openrlhf.py); 0.9.x's micro-batch default was 4 and its precision
+0.10.2 (the intake reads both: planner/frameworks/openrlhf/reader.py); 0.9.x's micro-batch default was 4 and its precision
 `--bf16` (v0.9.0 :338, :275), 0.10.x's 1 and `--param_dtype` (v0.10.1 :388, :310)."""
 
 from planner.frameworks.base import NO_SPLITS, Default, Framework, Release, Rule, kind, workload_of
