@@ -147,7 +147,7 @@ def role_phase_bytes(s: Setup, role: str, capacity: int, offload: tuple[str, ...
     for that role alone (probes/roles_sim.py)."""
     r, c, t = s.knobs.workload.roles.resolved(s.knobs.framework), compute_dtype_bytes(s), s.model.text
     if role == "reward" and reward_is_engine(s):
-        return {"reward-scoring": rollout.reward_engine_bytes(r, capacity)}
+        return {"reward-scoring": rollout.reward_engine_bytes(r, capacity, s.knobs.framework)}
     if role in ("actor", "ref"):
         rows, width = pass_tokens(s, r.logprob_max_tokens_per_gpu, s.micro_batch)
         entropy = role == "actor" and engine_of(s).logprob_entropy  # verl's compute_log_prob computes it always

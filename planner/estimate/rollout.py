@@ -102,15 +102,12 @@ def sync_bytes(model: ModelSpec, r: Roles, capacity_bytes: int, others_bytes: in
     return weights_bytes(model, r) + graph_pool_bytes(r)
 
 
-# verl 0.9.1 reward.reward_model.rollout.gpu_memory_utilization 0.5 (trainer/config/reward/reward.yaml:41-48, eager)
-VERL_REWARD_MEMORY = 0.5
-
-
 def sync_bucket_bytes(framework: str) -> int:
     """The transfer buffer the trainer's ranks fill for the engine (its adapter's RoleEngine.sync_bucket_bytes)."""
     return FRAMEWORKS[framework].role_engine.sync_bucket_bytes
 
 
-def reward_engine_bytes(r: Roles, capacity_bytes: int) -> int:
-    """verl's reward model while it scores: its own vLLM engine's share of the card (eager: no graph pool)."""
-    return int((r.reward_memory or VERL_REWARD_MEMORY) * capacity_bytes)
+def reward_engine_bytes(r: Roles, capacity_bytes: int, framework: str) -> int:
+    """verl's reward model while it scores: its own vLLM engine's share of the card (eager: no graph pool), the run's
+    --reward-memory or the framework's (RoleEngine.reward_memory)."""
+    return int((r.reward_memory or FRAMEWORKS[framework].role_engine.reward_memory) * capacity_bytes)

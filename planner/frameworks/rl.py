@@ -19,6 +19,7 @@ class RoleEngine:
     upcasts_logprobs: bool = False  # scores fp32 logits (a copy of the half-precision ones), else the compute dtype's
     logprob_entropy: bool = False  # its old-log-prob pass computes the entropy too, whatever the coefficient
     reward_engine: bool = False  # scores with its reward model in an inference server, not a training worker
+    reward_memory: float = 0.0  # that server's share of the card (reward_engine)
     critic_own_budget: bool = False  # the critic's values pass and update both cut by the critic's token budget
     sync_bytes_per_param: int | None = None  # the weights' dtype a sync gathers in (None: the compute dtype)
     sync_bucket_bytes: int = 0  # the transfer buffer each trainer rank fills for the engine

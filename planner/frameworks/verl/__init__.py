@@ -38,6 +38,8 @@ ROLES = RoleEngine(
     # dp_actor.py _forward_micro_batch: the compute dtype's logits; compute_log_prob computes the entropy always
     logprob_entropy=True,
     reward_engine=True,  # a vLLM/SGLang server (experimental/reward_loop/reward_model.py:51-93)
+    # reward.reward_model.rollout.gpu_memory_utilization 0.5 (trainer/config/reward/reward.yaml:41-48, eager)
+    reward_memory=0.5,
     critic_own_budget=True,  # trainer/ppo/v1/trainer_base.py:267-268
     sync_bytes_per_param=4,  # fp32 weights (engine/fsdp.yaml:33 model_dtype), not cast before sending
     # rollout.checkpoint_engine.update_weights_bucket_megabytes 2048 (trainer/config/rollout/rollout.yaml:282,296),

@@ -165,3 +165,10 @@ def test_verls_reward_model_scores_in_its_own_engines_share():
     phase = roles.group_phases(s, CAP)["colocated (8 GPUs)"]["reward-scoring"]
     assert phase["reward_scoring_bytes"] == int(0.3 * CAP)  # reward.reward_model.rollout.gpu_memory_utilization
     assert phase["reward_resident_bytes"] == 0  # asleep between scorings, eager
+
+
+def test_verls_reward_engine_takes_half_the_card_unless_told():
+    """verl 0.9.1 reward.reward_model.rollout.gpu_memory_utilization 0.5 (trainer/config/reward/reward.yaml:41-48)."""
+    s = setup(reward_model="qwen2.5-0.5b")
+    phase = roles.group_phases(s, CAP)["colocated (8 GPUs)"]["reward-scoring"]
+    assert phase["reward_scoring_bytes"] == CAP // 2
