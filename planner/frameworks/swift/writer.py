@@ -64,7 +64,7 @@ def command(plan: Plan, hw: Hardware) -> str:
 
 
 def check(plan: Plan) -> None:
-    """ValueError for what ms-swift 4.6.0 cannot run as planned (its rules: planner/frameworks/swift.py)."""
+    """ValueError for what ms-swift 4.6.0 cannot run as planned (its rules: planner/frameworks/swift/__init__.py)."""
     check_plan("swift", plan)
 
 

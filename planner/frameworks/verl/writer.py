@@ -56,7 +56,7 @@ def command(plan: Plan, hw: Hardware) -> str:
 
 
 def check(plan: Plan, model: ModelSpec | None) -> None:
-    """ValueError for what verl 0.9.1's SFT trainer cannot run as planned (its rules: planner/frameworks/verl.py)."""
+    """ValueError for what verl 0.9.1's SFT trainer cannot run as planned (its rules: planner/frameworks/verl/__init__.py)."""
     check_plan("verl", plan, model, None)
 
 

@@ -172,7 +172,7 @@ def test_a_plan_the_framework_cannot_run_is_refused_in_one_line(framework, field
 
 
 def test_torchtitan_refuses_a_model_it_has_no_definition_of():
-    """A rule of the framework's (planner/frameworks/torchtitan.py): the check refuses, no HF material instead."""
+    """A rule of the framework's (planner/frameworks/torchtitan/__init__.py): the check refuses, no HF material instead."""
     with pytest.raises(BadInput, match="torchtitan 0.3.0 has no definition of qwen2.5-7b") as refused:
         planned("torchtitan", **{**TITAN, "model": "qwen2.5-7b", "tensor_parallel": 2})
     assert refused.value.field == "model"
