@@ -126,3 +126,14 @@ def test_the_command_lines_model_resolves_what_config_resolves():
     assert advise.default_resolver("/nowhere/models/Qwen2.5-VL-3B-Instruct").name == "qwen2.5-vl-3b"
     with pytest.raises(BadInput, match="acme/never-heard-of-it"):
         advise.default_resolver("acme/never-heard-of-it")
+
+
+def test_a_home_of_no_such_user_is_one_line_naming_the_model():
+    """`--model ~0` (hypothesis found it: test_advise_suggest): pathlib's expanduser raises RuntimeError for a user
+    without a home; the lookup finds no folder and suggest refuses in one line, naming the field."""
+    from planner import advise
+
+    assert models.lookup("~0") is None
+    with pytest.raises(BadInput) as e:
+        advise.suggest(advise.parse(advise.SuggestRequest, {"model": "~0", "gpu": "h100", "global_batch": 8}))
+    assert e.value.field == "model" and "~0" in str(e.value)
