@@ -54,6 +54,7 @@ from planner.estimate.setup import Setup
 from planner.evidence.store import ProbeRecord, Shapes
 from planner.export import keys
 from planner.export.launch import with_launch
+from planner.frameworks import FRAMEWORKS
 from planner.model import catalog, hardware, images, prequant
 from planner.model.modelspec import ModelSpec, from_config
 from planner.model.shapes import module_name_matches
@@ -692,8 +693,8 @@ def flat(d: dict, prefix: str = "") -> dict:
 
 def in_framework_keys(nearest: list[Nearest], ref: Plan | None, model: ModelSpec, hw: Hardware, goal: Goal):
     """Each nearest setting's changes in its framework's own keys (against `ref`, the plan that does not fit), for
-    a plan of another framework than the bundled trainer."""
-    if ref is None or ref.framework == "memplan":
+    a plan of another framework than the bundled trainer (whose own flags the nearest settings already are)."""
+    if ref is None or FRAMEWORKS[ref.framework].loop == "bundled":
         return nearest
     before = keys.settings(ref, model, hw, goal.seq_len)
     for n in nearest:

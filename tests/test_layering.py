@@ -14,15 +14,20 @@ def _module(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path) -> set[str]:
-    """Every project module a file imports, at any depth of the code (function-level imports included)."""
+def _imports(path: Path, modules=frozenset()) -> set[str]:
+    """Every project module a file imports, at any depth of the code (function-level imports included). `from a.b
+    import c` imports the module a.b.c where that is one of `modules` (a framework's reader importing
+    planner.intake's shared readers: not planner/intake/__init__.py), else what a.b defines."""
     out = set()
     for node in ast.walk(ast.parse(path.read_text())):
         names = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            full = [f"{node.module}.{a.name}" for a in node.names]
+            names = [n for n in full if n in modules] or [node.module, *full]
+            if len(names) < len(full):  # some names are modules, some the package's own definitions
+                names.append(node.module)
         out |= {n for n in names if n.split(".")[0] in PACKAGES}
     return out
 
@@ -32,7 +37,7 @@ def _graph() -> dict[str, set[str]]:
     graph = {}
     for mod, path in files.items():
         deps = set()
-        for name in _imports(path):
+        for name in _imports(path, frozenset(files)):
             while name and name not in files:  # `from a.b import c`: the module a.b (or a.b.c itself)
                 name = name.rpartition(".")[0]
             if name and name != mod and not mod.startswith(name + ".") and name != mod.rpartition(".")[0]:
@@ -126,11 +131,24 @@ CORE_STAGES = [
 ]
 
 
+# a framework's folder (planner/frameworks/<name>/) holds its adapter in the frameworks stage, its reader among the
+# intake's modules and its writer among the export's: each file is staged as the part it belongs to
+FOLDER_PARTS = {"reader": "intake", "writer": "export"}
+
+
+def part(module: str) -> str:
+    """The core part a module belongs to: planner.<part>, or for a framework's reader*/writer* module, intake/export."""
+    parts = module.split(".")
+    if parts[1] == "frameworks" and len(parts) == 4:
+        return next((p for prefix, p in FOLDER_PARTS.items() if parts[3].startswith(prefix)), "frameworks")
+    return parts[1]
+
+
 def stage(module: str) -> int | None:
     parts = module.split(".")
     if parts[0] != "planner" or len(parts) < 2 or parts[1] == "cli":
         return None
-    return next(i for i, names in enumerate(CORE_STAGES) if parts[1] in names)
+    return next(i for i, names in enumerate(CORE_STAGES) if part(module) in names)
 
 
 def core_backward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
@@ -138,21 +156,27 @@ def core_backward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
         (m, d)
         for m, deps in graph.items()
         for d in deps
-        if stage(m) is not None and stage(d) is not None and m.split(".")[1] != d.split(".")[1] and stage(d) >= stage(m)
+        if stage(m) is not None and stage(d) is not None and part(m) != part(d) and stage(d) >= stage(m)
     )
 
 
 def test_the_core_imports_its_stages_one_way():
     graph = _graph()
-    assert {m.split(".")[1] for m in graph if stage(m) is not None} == set().union(*CORE_STAGES) - {"__init__"}
+    assert {part(m) for m in graph if stage(m) is not None} == set().union(*CORE_STAGES) - {"__init__"}
     assert not core_backward(graph), core_backward(graph)
     planted = {
         **graph,
         "planner.config.spec": graph["planner.config.spec"] | {"planner.search.search"},
         "planner.search.search": graph["planner.search.search"] | {"planner.export.export"},
     }
+    planted["planner.frameworks.swift"] = graph["planner.frameworks.swift"] | {"planner.frameworks.swift.reader"}
+    planted["planner.frameworks.swift.reader"] = graph["planner.frameworks.swift.reader"] | {
+        "planner.frameworks.swift.writer"
+    }
     assert core_backward(planted) == [
         ("planner.config.spec", "planner.search.search"),
+        ("planner.frameworks.swift", "planner.frameworks.swift.reader"),  # an adapter importing its reader
+        ("planner.frameworks.swift.reader", "planner.frameworks.swift.writer"),  # a reader importing a writer
         ("planner.search.search", "planner.export.export"),
     ]
 

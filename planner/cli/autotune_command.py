@@ -88,7 +88,7 @@ def as_written(args: Namespace, reading: Reading, count: int):
 
 
 def is_vlm_r1(user: list[str]) -> bool:
-    from planner.intake.vlmr1 import VLM_R1
+    from planner.frameworks.trl.reader_vlmr1 import VLM_R1
 
     return any(mark in word for word in user for mark in VLM_R1)
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
 from planner.config.workload import Workload
+from planner.frameworks import FRAMEWORKS
 from planner.frameworks import NAMES as FRAMEWORK_NAMES
 from planner.frameworks.base import KNOB_DEFAULTS
 
@@ -70,7 +71,8 @@ MAX_EVAL_LOGITS_STEPS = 100_000
 LORA_TARGETS_PATTERN = r"^[A-Za-z0-9_.\-]+(,[A-Za-z0-9_.\-]+)*$"
 # suggest's default checkpointing choices: every mode (each needs no extra package); every-N at N = 2 and 4
 SUGGEST_CHECKPOINTING = ("off", "selective-op", "every-4", "every-2", "full", "offload")
-ROLE_FRAMEWORKS = ("verl", "openrlhf")  # the frameworks whose RL runs are planned by roles (planner.estimate.roles)
+# the frameworks whose RL runs are planned by roles (planner.estimate.roles): those whose adapter declares a RoleEngine
+ROLE_FRAMEWORKS = tuple(n for n, f in FRAMEWORKS.items() if f.role_engine is not None)
 
 
 class KnobFields(BaseModel):

@@ -23,25 +23,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from planner.errors import BadInput
+from planner.frameworks import FRAMEWORKS
 
 ROLE_KINDS: tuple[str, ...] = ("ppo", "grpo", "rloo", "reinforce++")
 ROLE_NAMES: tuple[str, ...] = ("actor", "critic", "ref", "reward", "rollout")
 OFFLOADS: tuple[str, ...] = ("actor-params", "actor-optimizer", "ref", "critic-params", "critic-optimizer", "reward")
 ENGINES: tuple[str, ...] = ("vllm", "sglang")
 MAX_TOKENS_PER_GPU = 1 << 22
-# verl 0.9.1 trainer/config/rollout/rollout.yaml:46 gpu_memory_utilization 0.5, vllm_async_server.py:1289-1305 sleep
-# level 2 in the hybrid engine; OpenRLHF 0.11.2 cli/train_ppo_ray.py:251-255 --vllm.gpu_memory_utilization 0.95,
-# :244-249 --vllm.enable_sleep off (the engines then never sleep); verl's model.use_remove_padding true
-# (model/hf_model.yaml:40), OpenRLHF's --ds.packing_samples off (cli/train_ppo_ray.py:375: padded rows)
-# verl's v1 trainer sizes the critic's micro-batches by ppo_infer_max_token_len_per_gpu, 32,768 tokens, whatever the
-# critic's micro-batch keys say (trainer/ppo/v1/trainer_base.py:267-268, workers/config/critic.py:89)
-FRAMEWORK_DEFAULTS = {
-    "verl": {"rollout_memory": 0.5, "sleep_level": 2, "critic_max_tokens_per_gpu": 32768, "remove_padding": True},
-    "openrlhf": {"rollout_memory": 0.95, "sleep_level": 0, "remove_padding": False},
-}
-# verl keeps the reference model's parameters on the host, streamed unit by unit (FSDP1 CPUOffload, FSDP2
-# CPUOffloadPolicy: workers/engine/fsdp/transformer_impl.py:429-435, 459-463)
-FRAMEWORK_OFFLOADS = {"verl": ("ref",)}
 
 
 @dataclass(frozen=True)
@@ -189,10 +177,13 @@ class Roles(BaseModel):
         return v
 
     def resolved(self, framework: str) -> Roles:
-        """The framework's defaults filled in (FRAMEWORK_DEFAULTS) and what it always offloads (FRAMEWORK_OFFLOADS)."""
-        defaults = FRAMEWORK_DEFAULTS.get(framework, FRAMEWORK_DEFAULTS["verl"])
-        fill: dict = {k: v for k, v in defaults.items() if getattr(self, k) is None}
-        forced = set(FRAMEWORK_OFFLOADS.get(framework, ())) - set(self.offload)
+        """The framework's defaults filled in and what it always offloads (its adapter's RoleEngine: defaults,
+        offloads). ValueError for a framework that plans no roles."""
+        engine = FRAMEWORKS[framework].role_engine
+        if engine is None:
+            raise ValueError(f"framework {framework!r} plans no roles (planner.frameworks.rl.RoleEngine)")
+        fill: dict = {k: v for k, v in engine.defaults.items() if getattr(self, k) is None}
+        forced = set(engine.offloads) - set(self.offload)
         if forced:
             fill["offload"] = tuple(sorted({*self.offload, *forced}))
         return self.model_copy(update=fill) if fill else self

@@ -220,12 +220,13 @@ class Knobs(KnobFields):
         if self.workload.role_run and self.framework not in ROLE_FRAMEWORKS:
             raise BadInput(
                 f"--workload {self.workload.kind} is planned as verl or OpenRLHF run it (actor, critic, reference, reward "
-                f"model and rollout roles): give --framework verl or openrlhf",
+                f"model and rollout roles): give --framework {' or '.join(ROLE_FRAMEWORKS)}",
                 "workload",
             )
-        if self.workload.roles.move_model_batches is not None and self.framework != "swift":
+        if self.workload.roles.move_model_batches is not None and not FRAMEWORKS[self.framework].sync_groups:
             raise BadInput(
-                "--move-model-batches is ms-swift's --move_model_batches (its weight sync's groups): give --framework swift",
+                "--move-model-batches is ms-swift's --move_model_batches (its weight sync's groups): give --framework "
+                + " or ".join(n for n, f in FRAMEWORKS.items() if f.sync_groups),
                 "move_model_batches",
             )
         check_task_knobs(self)

@@ -52,8 +52,3 @@ class StepBreakdown(BaseModel):
             micro_steps=t.micro_steps,
             per_micro_step=micro,
         )
-
-    @property
-    def micro_steps_s(self) -> float:
-        """What the step's micro-steps pay together beyond their tokens."""
-        return self.micro_steps * self.per_micro_step.total_s

@@ -39,11 +39,6 @@ def task_model(m: ModelSpec, task: str, num_labels: int) -> ModelSpec:
     return replace(m, name=f"{m.name} ({task})", text=text, tensors=(*body, score))
 
 
-def score_head_params(hidden: int, num_labels: int) -> int:
-    """The score head's weight (no bias): num_labels x hidden."""
-    return num_labels * hidden
-
-
 def rows_per_example(task: str, negatives: int) -> int:
     """Rows the model runs for one example of the micro-batch: embedding its anchor, positive and negatives; a
     reranker its positive and negative documents; a reward model (seq-cls with negatives 1) chosen and rejected."""

@@ -17,12 +17,15 @@ Pinned to the sim (probes/roles_sim.py; benchmarks/accuracy.py --rl, the role ro
 
 from __future__ import annotations
 
+from planner.frameworks import FRAMEWORKS
+
 PER_TOKEN_FP32 = 4
 
 
 def upcasts(framework: str) -> bool:
-    """The framework scores fp32 logits (OpenRLHF), or the compute dtype's (verl)."""
-    return framework == "openrlhf"
+    """The framework scores fp32 logits (OpenRLHF), or the compute dtype's (verl): its RoleEngine.upcasts_logprobs."""
+    engine = FRAMEWORKS[framework].role_engine
+    return engine is not None and engine.upcasts_logprobs
 
 
 def logprob_pass_head_bytes(tokens: int, vocab: int, compute_bytes: int, entropy: bool, upcast: bool = False) -> int:

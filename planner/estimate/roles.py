@@ -26,6 +26,8 @@ from planner.estimate import memory as mem
 from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
 from planner.estimate.role_heads import logprob_pass_head_bytes, upcasts, value_pass_head_bytes
 from planner.estimate.setup import Setup
+from planner.frameworks import FRAMEWORKS
+from planner.frameworks.rl import RoleEngine
 from planner.model.modelspec import ModelSpec, Tensors
 
 
@@ -83,8 +85,13 @@ def frozen_params_bytes(s: Setup) -> int:
 
 def reward_is_engine(s: Setup) -> bool:
     """verl 0.9.1 scores with its reward model in a vLLM/SGLang server (experimental/reward_loop/reward_model.py:51-93),
-    not a training worker; OpenRLHF runs it as a DeepSpeed model."""
-    return s.knobs.framework == "verl"
+    not a training worker; OpenRLHF runs it as a DeepSpeed model (RoleEngine.reward_engine)."""
+    return engine_of(s).reward_engine
+
+
+def engine_of(s: Setup) -> RoleEngine:
+    """The role machinery the plan's framework declares (planner.frameworks.rl)."""
+    return FRAMEWORKS[s.knobs.framework].role_engine
 
 
 def resident_bytes(s: Setup, role: str, offload: tuple[str, ...]) -> int:
@@ -140,10 +147,10 @@ def role_phase_bytes(s: Setup, role: str, capacity: int, offload: tuple[str, ...
     for that role alone (probes/roles_sim.py)."""
     r, c, t = s.knobs.workload.roles.resolved(s.knobs.framework), compute_dtype_bytes(s), s.model.text
     if role == "reward" and reward_is_engine(s):
-        return {"reward-scoring": rollout.reward_engine_bytes(r, capacity)}
+        return {"reward-scoring": rollout.reward_engine_bytes(r, capacity, s.knobs.framework)}
     if role in ("actor", "ref"):
         rows, width = pass_tokens(s, r.logprob_max_tokens_per_gpu, s.micro_batch)
-        entropy = role == "actor" and s.knobs.framework == "verl"  # verl's compute_log_prob computes it always
+        entropy = role == "actor" and engine_of(s).logprob_entropy  # verl's compute_log_prob computes it always
         head = logprob_pass_head_bytes(rows * width, t.vocab, c, entropy, upcasts(s.knobs.framework))
         nograd = active_bytes(s, role, offload) + nograd_pass_bytes(s, rows, width, head)
         if role == "ref":
@@ -166,7 +173,7 @@ def critic_budgets(s: Setup, r) -> tuple[int | None, int | None]:
     (trainer/ppo/v1/trainer_base.py:267-268); OpenRLHF runs its values in the experience passes
     (--rollout.micro_batch_size / max_tokens_per_gpu, trainer/ppo_utils/experience_maker.py) and trains it as the
     actor (--train.micro_batch_size / max_tokens_per_gpu)."""
-    if s.knobs.framework == "verl":
+    if engine_of(s).critic_own_budget:
         return r.critic_max_tokens_per_gpu, r.critic_max_tokens_per_gpu
     return r.logprob_max_tokens_per_gpu, r.max_tokens_per_gpu
 
@@ -247,10 +254,11 @@ def sync_terms(s, setups, members, resident, capacity, others) -> dict[str, int]
 def sync_gather_bytes(s: Setup) -> int:
     """What the actor's ranks hold for the sync beside their shards: one parameter gathered whole at a time in the
     weights' dtype, and the framework's transfer bucket (planner.estimate.rollout.sync_bucket_bytes)."""
-    if s.knobs.framework == "verl":  # fp32 weights (engine/fsdp.yaml:33 model_dtype), not cast before sending
-        return s.model.largest_matrix_params() * 4 + rollout.sync_bucket_bytes("verl")
-    # OpenRLHF: each parameter gathered from ZeRO-3 in the weights' dtype and broadcast (or sent by CUDA IPC) alone
-    return s.model.largest_matrix_params() * compute_dtype_bytes(s)
+    # verl: fp32 weights (engine/fsdp.yaml:33 model_dtype), not cast before sending; OpenRLHF: each parameter gathered
+    # from ZeRO-3 in the weights' dtype and broadcast (or sent by CUDA IPC) alone
+    e = engine_of(s)
+    per_param = e.sync_bytes_per_param or compute_dtype_bytes(s)
+    return s.model.largest_matrix_params() * per_param + rollout.sync_bucket_bytes(s.knobs.framework)
 
 
 def engine_only(key: str) -> bool:

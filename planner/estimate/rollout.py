@@ -22,6 +22,7 @@ says so in the plan's assumptions.
 from __future__ import annotations
 
 from planner.config.roles import Roles
+from planner.frameworks import FRAMEWORKS
 from planner.model.modelspec import ModelSpec
 
 WEIGHT_BYTES = 2  # bf16 weights in the engine (verl and OpenRLHF start it in bf16)
@@ -65,17 +66,13 @@ def kv_bytes_per_token(model: ModelSpec, r: Roles) -> int:
     return 2 * t.layers * max(1, t.kv_heads // r.rollout_tp) * t.head_dim * WEIGHT_BYTES
 
 
-# the engine's profile run (vllm 0.24 gpu_model_runner.py:6239-6311): a forward over max_num_batched_tokens and the
-# sampler over max_num_seqs rows of the vocabulary; verl passes 8192 and 256 (rollout/rollout.yaml:78,84), OpenRLHF
-# passes neither: vLLM 0.29's engine defaults, 2048 and 128 (engine/arg_utils.py:2887-2902)
-PROFILE = {"verl": (8192, 256), "openrlhf": (2048, 128)}
-
-
 def profile_bytes(model: ModelSpec, r: Roles, framework: str) -> int:
     """The engine's activation peak at its profile run, on one tensor-parallel rank: the hidden states (a few bf16
     copies) and the MLP's gate, up and product over the batched tokens, or the sampler's fp32 logits and
-    probabilities over its rows."""
-    tokens, seqs = PROFILE.get(framework, PROFILE["verl"])
+    probabilities over its rows. The engine's profile run (vllm 0.24 gpu_model_runner.py:6239-6311): a forward over
+    max_num_batched_tokens and the sampler over max_num_seqs rows of the vocabulary, as the framework passes them
+    (its adapter's RoleEngine.profile)."""
+    tokens, seqs = FRAMEWORKS[framework].role_engine.profile
     t = model.text
     forward = tokens * (4 * t.hidden + 3 * t.intermediate // r.rollout_tp) * WEIGHT_BYTES
     return max(forward, 2 * 4 * seqs * t.vocab)
@@ -105,18 +102,12 @@ def sync_bytes(model: ModelSpec, r: Roles, capacity_bytes: int, others_bytes: in
     return weights_bytes(model, r) + graph_pool_bytes(r)
 
 
-# verl 0.9.1: rollout.checkpoint_engine.update_weights_bucket_megabytes 2048 (trainer/config/rollout/rollout.yaml:282,296),
-# a GPU buffer on each trainer rank shared with the engine over CUDA IPC (vllm_rollout/bucketed_weight_transfer.py:179-185)
-VERL_SYNC_BUCKET_BYTES = 2048 << 20
-# verl 0.9.1 reward.reward_model.rollout.gpu_memory_utilization 0.5 (trainer/config/reward/reward.yaml:41-48, eager)
-VERL_REWARD_MEMORY = 0.5
-
-
 def sync_bucket_bytes(framework: str) -> int:
-    """The transfer buffer the trainer's ranks fill for the engine."""
-    return VERL_SYNC_BUCKET_BYTES if framework == "verl" else 0
+    """The transfer buffer the trainer's ranks fill for the engine (its adapter's RoleEngine.sync_bucket_bytes)."""
+    return FRAMEWORKS[framework].role_engine.sync_bucket_bytes
 
 
-def reward_engine_bytes(r: Roles, capacity_bytes: int) -> int:
-    """verl's reward model while it scores: its own vLLM engine's share of the card (eager: no graph pool)."""
-    return int((r.reward_memory or VERL_REWARD_MEMORY) * capacity_bytes)
+def reward_engine_bytes(r: Roles, capacity_bytes: int, framework: str) -> int:
+    """verl's reward model while it scores: its own vLLM engine's share of the card (eager: no graph pool), the run's
+    --reward-memory or the framework's (RoleEngine.reward_memory)."""
+    return int((r.reward_memory or FRAMEWORKS[framework].role_engine.reward_memory) * capacity_bytes)

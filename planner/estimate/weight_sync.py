@@ -36,6 +36,7 @@ from planner.estimate import memory, rollout
 from planner.estimate.fsdp import shard_group_size
 from planner.estimate.setup import Setup
 from planner.estimate.trained import frozen_weight_bytes_per_param, trainable_params, trainable_weight_bytes_per_param
+from planner.frameworks import FRAMEWORKS
 
 SWIFT_BUCKET_BYTES = 512 << 20  # ms-swift 4.6.0 rollout_mixin.py:763, SWIFT_UPDATE_WEIGHTS_BUCKET_SIZE's default
 VLLM_PACKED_CHUNK_BYTES = 1 << 30  # vLLM 0.29.0 packed_tensor.py:15 DEFAULT_PACKED_BUFFER_SIZE_BYTES
@@ -88,8 +89,8 @@ def swift_group_bytes(s: Setup) -> int:
 
 def sync_gather_bytes(s: Setup) -> int:
     """The weights a sync holds gathered at once beyond the rank's shards: ms-swift's largest group; TRL's whole
-    model for PEFT under ZeRO-3, otherwise its largest parameter."""
-    if s.knobs.framework == "swift":
+    model for PEFT under ZeRO-3, otherwise its largest parameter (Framework.sync_groups: ms-swift's)."""
+    if FRAMEWORKS[s.knobs.framework].sync_groups:
         return gathered_copy_bytes(s, swift_group_bytes(s), single=False)
     if s.lora and s.knobs.zero_stage == 3:
         return gathered_copy_bytes(s, whole_model_bytes(s), single=False)
@@ -113,7 +114,7 @@ def sync_send_bytes(s: Setup) -> int:
     if s.knobs.workload.generation != "vllm-server":
         return 0
     largest = largest_param_bytes(s)
-    if s.knobs.framework == "swift":
+    if FRAMEWORKS[s.knobs.framework].sync_groups:
         return min(max(SWIFT_BUCKET_BYTES, largest), swift_group_bytes(s))
     copies = not (s.lora and s.knobs.zero_stage == 3) and gathered_copy_bytes(s, 1, single=True) > 0
     return packed_send_bytes(whole_model_bytes(s), largest, VLLM_PACKED_CHUNK_BYTES, copies)

@@ -1,8 +1,8 @@
 """The one place a plan becomes launch material, for every face: the `Launch` a plan carries (HF arguments,
 DeepSpeed/accelerate/PEFT configs, the command, the note on what HF cannot run), and the files that command
 names (`files`), which `suggest --emit`, autotune and the API's clients write as they are. A plan for LLaMA-Factory,
-ms-swift or axolotl (`--framework`) gets that framework's config files and command (planner/export/llamafactory.py,
-swift.py, axolotl.py); every other plan the HF/DeepSpeed/accelerate material of planner/export/export.py."""
+ms-swift or axolotl (`--framework`) gets that framework's config files and command (its writer,
+planner/frameworks/<name>/writer.py); every other plan the HF/DeepSpeed/accelerate material of planner/export/export.py."""
 
 from __future__ import annotations
 
@@ -10,8 +10,14 @@ import json
 from pathlib import Path
 
 from planner.config.spec import Goal, Hardware, Launch, Plan
-from planner.export import axolotl, export, llamafactory, openrlhf, swift, torchtitan, verl
+from planner.export import export
 from planner.export.export import DS_CONFIG_NAME, FSDP_CONFIG_NAME
+from planner.frameworks.axolotl import writer as axolotl
+from planner.frameworks.llamafactory import writer as llamafactory
+from planner.frameworks.openrlhf import writer as openrlhf
+from planner.frameworks.swift import writer as swift
+from planner.frameworks.torchtitan import writer as torchtitan
+from planner.frameworks.verl import writer as verl
 from planner.model.modelspec import ModelSpec
 
 LAUNCH_NAME = "launch.sh"
@@ -49,8 +55,8 @@ def prequantized_note(plan: Plan) -> str | None:
 
 
 def device_map_note(plan: Plan) -> str | None:
-    """A device_map plan's model is placed by from_pretrained (planner.estimate.devicemap), in the script."""
-    if plan.device_map == 1 or plan.framework != "hf" and plan.framework != "trl":
+    """A device_map plan's model is placed by from_pretrained in the user's script (planner.estimate.devicemap)."""
+    if plan.device_map == 1:
         return None
     return (
         f'load the model with from_pretrained(..., device_map="auto"): one process spreads its layers over the '
@@ -61,7 +67,7 @@ def device_map_note(plan: Plan) -> str | None:
 def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> Launch:
     fw = FRAMEWORK_EXPORTS.get(plan.framework)
     notes = [export.hf_note(plan) if fw is None else None, budget_note(plan), prequantized_note(plan)]
-    notes = [n for n in (*notes, device_map_note(plan)) if n]
+    notes = [n for n in (*notes, device_map_note(plan) if fw is None else None) if n]  # HF's command
     command, framework_files = export.command(plan, hw, model, seq_len), None
     if fw is not None:
         try:

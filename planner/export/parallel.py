@@ -12,7 +12,7 @@ DeepSpeed JSON), as accelerate 1.15.0, transformers 5.24.0 and DeepSpeed 0.19.8 
 - context parallel (`--context-parallel`) is accelerate's `cp_size` on FSDP2, FSDP sharding over dp_shard x cp;
 - tensor parallel (`--tensor-parallel`) is DeepSpeed's AutoTP, `tensor_parallel.autotp_size` in the JSON
   (transformers integrations/deepspeed.py:659-667 calls deepspeed.tp_model_init with it).
-Which framework runs which combination is the adapters' (planner/frameworks/hf.py HF_SPLIT_RULES)."""
+Which framework runs which combination is the adapters' (planner/frameworks/hf/__init__.py HF_SPLIT_RULES)."""
 
 from __future__ import annotations
 

@@ -2,8 +2,9 @@
 version (each citing the file it was read from), its own key for each setting, and where it spends memory apart
 from the recipe (Framework.sft_head). A framework whose defaults, keys or meanings moved between releases lists them
 (Framework.releases, one Release each, in its own module); `--framework NAME@RELEASE` plans with that release
-(`adapter`). One small adapter module per framework; `FRAMEWORKS` is the registry (`trl-0`: trl@0.22 by its old name). Data only: the rules that use it live in planner.config.spec.Knobs, the
-config readers in planner.intake, the exports in planner.export."""
+(`adapter`). One folder per framework (`<name>/__init__.py` the adapter; `reader*.py` its config reader, staged with
+planner.intake; `writer*.py` its files, staged with planner.export); `FRAMEWORKS` is the registry (`trl-0`: trl@0.22
+by its old name). The adapters are data: the rules that use them live in planner.config.spec.Knobs."""
 
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from planner.errors import BadInput
+from planner.frameworks.rl import RoleEngine
 
 # knobs no framework decides: the routing imbalance the plan assumes and the allocator's environment variable, and the
 # framework's own name and release
@@ -194,6 +195,21 @@ class Framework:
     # code where the checkpoint ships one (trust_remote_code); False, transformers' classes only (a remote-code
     # model is then named by its native conversion); None, not read for this framework yet (the catalog id)
     remote_code: bool | None = None
+    # an RL run planned by its roles (planner.estimate.roles) and how they spend memory; None: GRPO and DPO as one
+    # trainer (planner.estimate.rl)
+    role_engine: RoleEngine | None = None
+    # the weight sync to a vLLM server gathers the model in groups of layers (ms-swift's --move_model_batches,
+    # planner.estimate.weight_sync), else parameter by parameter
+    sync_groups: bool = False
+    # PEFT's all-linear adapts a VLM's tower and projector too (planner.intake.settle); False where the framework's
+    # own all-linear leaves them out
+    all_linear_vision: bool = True
+    # what a config of this framework read alone supplies to the run another file leads (planner.intake.dispatch):
+    # "ds-json" a DeepSpeed JSON, "launcher-yaml" a launcher's YAML; "" the run's own trainer, which leads
+    supporting: str = ""
+    # the words its deepspeed setting takes for a config it bundles (planner.frameworks.deepspeed.reader.preset: the file
+    # presets/<name>_<word>.json)
+    deepspeed_words: tuple[str, ...] = ()
     # the lines of releases people run, oldest first, then the forks; the line with the highest `first` is the newest
     # (the one `version` names), whose defaults and keys are this adapter's own. Adding a release is one Release in
     # the framework's module.

@@ -4,9 +4,11 @@ field by field with provenance, without running or importing any framework.
 This module owns the public interface (Setting, Reading, read, and `replaced`: the fields a flag's image count
 replaces). dispatch picks a file's reader (by extension, then
 content) and merges several files; settle decides the fields that need every file (precision, frozen modules, the
-framework). One module a source: llamafactory, swift (+ swiftrl), axolotl, hfargs (transformers / TRL names, + loraargs,
-grpoargs), accelerate, deepspeed, configs (a config file's format), training and launch (launch scripts: launchers,
-processes, the training command), vlmr1 (VLM-R1's GRPO scripts: its images, its uncut prompts), shell, shellsplit and shellvars (bash read without running it), pyscript (a Python
+framework). Each framework's own reader lives in its folder (planner/frameworks/<name>/reader*.py: llamafactory, swift
+(+ reader_rl), axolotl, hf (transformers / TRL names; + loraargs here, trl/reader_grpo), accelerate, deepspeed, verl,
+openrlhf, trl/reader_vlmr1 (VLM-R1's GRPO scripts: its images, its uncut prompts)); here: configs (a config file's
+format), training and launch (launch scripts: launchers, processes, the training command, and the dispatch to the
+framework's reader), shell, shellsplit and shellvars (bash read without running it), pyscript (a Python
 script's syntax tree), models (model names resolved offline), vocab (framework words in memplan's), flags, collect;
 limits (the bounds every reader reads a user's file under: its size, nesting, YAML aliases, shell expansions).
 

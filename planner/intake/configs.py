@@ -8,7 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.intake import accelerate, axolotl, deepspeed, hfargs, llamafactory, swift
+from planner.frameworks.accelerate import reader as accelerate
+from planner.frameworks.axolotl import reader as axolotl
+from planner.frameworks.deepspeed import reader as deepspeed
+from planner.frameworks.hf import reader as hfargs
+from planner.frameworks.llamafactory import reader as llamafactory
+from planner.frameworks.swift import reader as swift
 from planner.intake.collect import Collector, accepted, parse_yaml, section
 from planner.intake.flags import Flag, from_mapping
 from planner.intake.limits import OverLimit, load_json, read_config_text

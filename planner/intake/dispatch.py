@@ -9,11 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from planner.errors import BadInput
+from planner.frameworks import FRAMEWORKS
 from planner.intake import Reading, configs, limits, pyscript, settle, shellvars, training
 from planner.intake.collect import Collector, is_default
 
 SCRIPTS = (".sh", ".bash", ".zsh", ".ksh")
-SUPPORTING = ("deepspeed", "accelerate")
 
 
 def read_all(paths: list[str]) -> Reading:
@@ -24,12 +24,18 @@ def read_all(paths: list[str]) -> Reading:
         readings = [read_one(p) for p in paths]
     finally:
         shellvars.GIVEN.reset(token)
-    lead = next((c for c in readings if c.framework not in SUPPORTING), readings[0])
+    lead = next((c for c in readings if not _supporting(c)), readings[0])
     for other in readings:
         if other is not lead:
             _merge(lead, other)
     settle.finish(lead)
     return lead.reading()
+
+
+def _supporting(c: Collector) -> str:
+    """What a reading supplies to the run another file leads (Framework.supporting); "" where it leads."""
+    f = FRAMEWORKS.get(c.framework)
+    return f.supporting if f is not None else ""
 
 
 def _given_path(text_path: str) -> Path | None:
@@ -100,7 +106,7 @@ def _merge(lead: Collector, other: Collector) -> None:
             lead.facts[name] = fact
     if lead.model is None:
         lead.model = other.model
-    if other.framework == "deepspeed":
+    if _supporting(other) == "ds-json":
         lead.unplanned = [n for n in lead.unplanned if "pass the JSON too" not in n]
     for line in other.unplanned:
         lead.note(line)

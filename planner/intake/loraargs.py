@@ -10,9 +10,10 @@ from planner.intake.collect import TRL, Collector, as_bool, as_float, default, o
 from planner.intake.flags import Flag
 
 
-def read_lora(c: Collector, flags: dict[str, Flag]) -> None:
+def read_lora(c: Collector, flags: dict[str, Flag], trl: bool) -> None:
     """TRL's ModelConfig: LoRA only with use_peft (trl/trainer/model_config.py:103), its rank, dropout, targets (PEFT's
-    default for the model's family where none are named) and a 4-bit base."""
+    default for the model's family where none are named) and a 4-bit base (`trl`: a TRL trainer parses the flags, so
+    TRL's defaults apply; else transformers' BitsAndBytesConfig's)."""
     peft = flags.get("use_peft")
     if not (peft and c.flag(peft.value, peft.source)):
         if "lora_r" in flags:
@@ -53,7 +54,7 @@ def read_lora(c: Collector, flags: dict[str, Flag]) -> None:
         else:  # neither TRL's ModelConfig nor transformers' BitsAndBytesConfig double-quantizes by default
             cite = (
                 default(TRL, "trl/trainer/model_config.py:164", "use_bnb_nested_quant False")
-                if c.framework == "trl"
+                if trl
                 else "transformers utils/quantization_config.py:450 (BitsAndBytesConfig bnb_4bit_use_double_quant False)"
             )
             c.set("quant_absmax", "fp32", cite, "use_bnb_nested_quant")

@@ -68,7 +68,10 @@ def _load(path: Path) -> dict | None:
 
 
 def _local(name: str, near: Path | None) -> Path | None:
-    p = Path(name).expanduser()
+    try:
+        p = Path(name).expanduser()
+    except RuntimeError:  # "~user" of no such user: no folder of that name (catalog.checked_path names the error)
+        return None
     places = [p] if p.is_absolute() else [d / p for d in ([near] if near else []) + [Path.cwd()]]
     return next((f for f in map(caches.config_file, places) if f is not None), None)
 

@@ -10,7 +10,8 @@ import ast
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.intake import hfargs, limits, tasks
+from planner.frameworks.hf import reader as hfargs
+from planner.intake import limits, tasks
 from planner.intake.collect import UNKNOWN, Collector, show
 from planner.intake.flags import Flag
 

@@ -32,8 +32,6 @@ _PIN = re.compile(
 # GRPO forks by their trainer classes (trl's releases "r1-v" and "vlm-r1"), and by their files where the script is
 # not among the user's: VLM-R1's grpo_jsonl.py came with VLMGRPOTrainer (4081ec3); R1-V's src/r1-v
 TRAINER_CLASSES = (("VLMGRPOTrainer", "vlm-r1"), ("Qwen2VLGRPOTrainer", "r1-v"))
-# flags only ms-swift 2.x takes (3.0 renamed them: --train_type, --model, --per_device_train_batch_size)
-SWIFT2_FLAGS = ("sft_type", "model_id_or_path", "lora_target_modules", "lora_dropout_p", "custom_train_dataset_path")
 # GRPO forks by a flag only their script takes: Video-R1 (59d65c3) src/r1-v/src/open_r1/grpo.py:55-60 --temporal,
 # --len_control; its trainer (:286 Qwen2VLGRPOVLLMTrainerModified with vLLM, else Qwen2VLGRPOTrainer) is R1-V's,
 # repeating each prompt num_generations times (trainer/vllm_grpo_trainer_modified.py:615): its batch counts prompts
@@ -117,26 +115,10 @@ def fork_by_flags(flags: dict) -> tuple[str, str] | None:
     return None
 
 
-def by_flags(c: Collector, framework: str, run, flags: dict) -> None:
-    """ms-swift's or OpenRLHF's release: a pin, else the flag names only older releases take (ms-swift 2's
-    --sft_type, 3's --train_type; OpenRLHF's flat names, 0.9's --bf16 where 0.10 took --param_dtype), else the newest."""
-    hint = None
-    if framework == "swift" and "train_type" in flags and "tuner_type" not in flags:
-        why = (
-            f"{flags['train_type'].source} (ms-swift 3's name; 4.x's is --tuner_type; read as 3.0-3.3, the hungrier "
-            "for images: their --max_length leaves the image's tokens out; a pin ms-swift==3.4 or later beside the "
-            "script reads it as 3.4)"
-        )
-        hint = ("3", why)
-    old2 = next((flags[k] for k in SWIFT2_FLAGS if k in flags), None)
-    if framework == "swift" and old2 is not None and "train_type" not in flags and "tuner_type" not in flags:
-        hint = ("2", f"{old2.source} (an ms-swift 2.x name, v2.5.2 swift/llm/utils/argument.py:610-617)")
-    if framework == "openrlhf":
-        from planner.intake.openrlhf import OLD
-
-        flat = next((f for k, f in flags.items() if k in OLD), None)
-        old = "0.9" if "bf16" in flags else "0.10"
-        hint = (old, f"{flat.source} (a flat flag of OpenRLHF 0.10.1 and before)") if flat else None
+def by_flags(c: Collector, framework: str, run, hint: tuple[str, str] | None) -> None:
+    """ms-swift's or OpenRLHF's release: a pin, else the release the flags' names say (`hint`: (release, why), from
+    the framework's reader: planner.frameworks.swift.reader.release_hint, planner.frameworks.openrlhf.reader.release_hint), else the
+    newest."""
     decide(c, framework, folders(run), hint=hint)
 
 

@@ -119,7 +119,10 @@ def _lora_vision(c: Collector) -> None:
         return
     if s is None:
         return
-    if c.framework in ("llamafactory", "swift", "axolotl") or c.model is None or not models.has_vision(c.model.config):
+    framework = FRAMEWORKS.get(c.framework)
+    if framework is not None and not framework.all_linear_vision:
+        return
+    if c.model is None or not models.has_vision(c.model.config):
         return
     c.set("lora_vision", True, f"{s.source} (PEFT's all-linear adapts the vision tower and projector too)", s.key)
 

@@ -9,20 +9,13 @@ import re
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.intake import (
-    axolotl,
-    configs,
-    hfargs,
-    launch,
-    limits,
-    llamafactory,
-    releases,
-    scriptargs,
-    swift,
-    verlrl,
-    vlmr1,
-    world,
-)
+from planner.frameworks.axolotl import reader as axolotl
+from planner.frameworks.hf import reader as hfargs
+from planner.frameworks.llamafactory import reader as llamafactory
+from planner.frameworks.swift import reader as swift
+from planner.frameworks.trl import reader_vlmr1 as vlmr1
+from planner.frameworks.verl import reader as verlrl
+from planner.intake import configs, launch, limits, releases, scriptargs, world
 from planner.intake.collect import (
     UNKNOWN,
     Collector,
@@ -121,21 +114,30 @@ def rl_run(run: launch.Run) -> Collector:
     c = Collector(framework)
     c.fact("framework", framework, f"{run.where} {run.tool} -m {run.target}", run.tool)
     read_allocator(c, run.command.env, run.where)
-    if framework == "verl":
-        overrides = {k.lstrip("+"): v for k, v in _overrides(run.args, run.command.path, plus=True).items()}
-        base = _hydra_config(c, run)
-        verlrl.read(c, base | overrides, run.command.path)
-    else:
-        from planner.intake import openrlhf
-
-        flags, _ = parse_flags(run.args, run.command.path)
-        releases.by_flags(c, "openrlhf", run, flags)
-        if run.target.endswith("train_dpo"):
-            world.read(c, run)
-            openrlhf.read_dpo(c, flags, run.command.path)
-        else:
-            openrlhf.read(c, flags, run.command.path)
+    RL_READERS[framework](c, run)
     return c
+
+
+def _verl_run(c: Collector, run: launch.Run) -> None:
+    overrides = {k.lstrip("+"): v for k, v in _overrides(run.args, run.command.path, plus=True).items()}
+    base = _hydra_config(c, run)
+    verlrl.read(c, base | overrides, run.command.path)
+
+
+def _openrlhf_run(c: Collector, run: launch.Run) -> None:
+    from planner.frameworks.openrlhf import reader as openrlhf
+
+    flags, _ = parse_flags(run.args, run.command.path)
+    releases.by_flags(c, "openrlhf", run, openrlhf.release_hint(flags))
+    if run.target.endswith("train_dpo"):
+        world.read(c, run)
+        openrlhf.read_dpo(c, flags, run.command.path)
+    else:
+        openrlhf.read(c, flags, run.command.path)
+
+
+# each RL framework's reader of a launched run
+RL_READERS = {"verl": _verl_run, "openrlhf": _openrlhf_run}
 
 
 def _hydra_config(c: Collector, run: launch.Run) -> dict[str, Flag]:
@@ -196,7 +198,7 @@ def _framework(
 ) -> None:
     env, near, vars = run.command.env, run.command.path, run.command.vars
     if swift_sub:
-        releases.by_flags(c, "swift", run, flags)
+        releases.by_flags(c, "swift", run, swift.release_hint(flags))
         mapping = from_mapping(data, cfg_path) if data else {}
         env = env | {str(k): str(v) for k, v in section(data, "ENV").items() if k not in env}
         swift.read(c, mapping | flags, env, swift_sub, run.where, near, vars, launcher=run.tool == "swift")

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 
-from planner.intake import accelerate, launch, slurm
+from planner.frameworks.accelerate import reader as accelerate
+from planner.intake import launch, slurm
 from planner.intake.collect import (
     Collector,
     as_int,

@@ -180,12 +180,6 @@ def qwen_image_tokens(width: int, height: int, factor: int, min_pixels: int, max
     return (h // factor) * (w // factor)
 
 
-def qwen3_vl_image_tokens(width: int, height: int, min_pixels: int | None, max_pixels: int | None) -> int:
-    """Qwen3-VL: the same resizing with 16-pixel patches merged 2 x 2 (factor 32; processing_qwen3_vl.py:70-73)."""
-    h, w = smart_resize(height, width, 32, min_pixels or QWEN3_VL_MIN_PIXELS, max_pixels or QWEN3_VL_MAX_PIXELS)
-    return (h // 16) * (w // 16) // 4
-
-
 def qwen2_vl_image_tokens(
     width: int, height: int, min_pixels: int = QWEN2_VL_MIN_PIXELS, max_pixels: int = QWEN2_VL_MAX_PIXELS
 ) -> int:

@@ -119,11 +119,6 @@ def fewer_tokens(spec: str, images: int, seq_len: int) -> str:
     return f"give fewer --images, {tail}"
 
 
-def square_tokens(spec: str, side: int, min_pixels: int | None = None, max_pixels: int | None = None) -> int:
-    """Tokens of a side x side image."""
-    return image_rule(spec, min_pixels, max_pixels)(side, side)
-
-
 ANYRES = {  # rule: (its pinpoints, tile side, encoder tokens a tile: NeXT's CLIP keeps its CLS, OneVision's SigLIP has none)
     "llava-next": (r.LLAVA_NEXT_PINPOINTS, r.LLAVA_TILE, (r.LLAVA_TILE // r.LLAVA_PATCH) ** 2 + 1),
     "llava-onevision": (r.ONEVISION_PINPOINTS, r.ONEVISION_TILE, r.ONEVISION_TOKENS),

@@ -57,10 +57,6 @@ class MoESpec:
     ep: int = 1  # as the knobs run it (recipe_terms.text_spec): ranks the experts are split over
     load: float = 1.0  # pairs the busiest rank's experts run, over this rank's own (imbalance, at most ep)
 
-    def active_expert_params_per_layer(self, hidden: int) -> int:
-        """Expert weights one token runs in an MoE layer: top-k routed experts and the shared one."""
-        return 3 * hidden * (self.top_k * self.expert_inter + self.shared_inter)
-
 
 @dataclass(frozen=True)
 class MLASpec:

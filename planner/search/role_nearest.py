@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from planner.config.requests import Target
 from planner.config.spec import Goal
+from planner.frameworks import FRAMEWORKS
 
 SHARES = (0.85, 0.7, 0.55, 0.4, 0.25)
 BUDGET_PARTS = (
@@ -40,7 +41,7 @@ def variants(req: Target, goal: Goal) -> list[tuple[str, dict]]:
             cut = max(w.seq_len(), now // part)
             if cut < now:
                 out.append((f"{label} {cut:,}", {field: cut}))
-    sleep = 2 if framework == "verl" else 1
+    sleep = FRAMEWORKS[framework].role_engine.sleep_on
     if r.sleep_level == 0 and r.placement == "colocate":
         out.append((f"rollout sleep level {sleep}", {"sleep_level": sleep}))
     if not r.rollout_eager:

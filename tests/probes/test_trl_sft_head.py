@@ -1,4 +1,4 @@
-"""TRL's SFT loss is its fused log-prob head (planner/frameworks/trl.py: sft_head "fused-logprob"): a plan for
+"""TRL's SFT loss is its fused log-prob head (planner/frameworks/trl/__init__.py: sft_head "fused-logprob"): a plan for
 `--framework trl` counts recipe_terms.logprob_head_bytes where HF's Trainer (and TRL 0.x, `trl-0`) counts the full
 logits. Pinned by the
 live-bytes tracker on a real step of each trainer (tests/probes/trl_sft_step.py): a Llama of hidden 256, 2 layers,

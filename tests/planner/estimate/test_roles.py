@@ -99,7 +99,8 @@ def test_verl_reduce_scatters_every_micro_step_so_sharded_gradients_accumulate()
     assert mem.backward_grads_bytes(hf, mem.gradients_bytes(hf)) > mem.gradients_bytes(hf)  # no_sync: unsharded
 
 
-@pytest.mark.parametrize("framework,bucket", [("verl", rollout.VERL_SYNC_BUCKET_BYTES), ("openrlhf", 0)])
+# verl 0.9.1 rollout.checkpoint_engine.update_weights_bucket_megabytes 2048 (trainer/config/rollout/rollout.yaml:282)
+@pytest.mark.parametrize("framework,bucket", [("verl", 2048 << 20), ("openrlhf", 0)])
 def test_the_weight_sync_gathers_one_parameter_and_the_frameworks_bucket(framework, bucket):
     s = setup(framework=framework)
     per = 4 if framework == "verl" else 2  # verl sends its fp32 weights, OpenRLHF its bf16 ones
@@ -164,3 +165,10 @@ def test_verls_reward_model_scores_in_its_own_engines_share():
     phase = roles.group_phases(s, CAP)["colocated (8 GPUs)"]["reward-scoring"]
     assert phase["reward_scoring_bytes"] == int(0.3 * CAP)  # reward.reward_model.rollout.gpu_memory_utilization
     assert phase["reward_resident_bytes"] == 0  # asleep between scorings, eager
+
+
+def test_verls_reward_engine_takes_half_the_card_unless_told():
+    """verl 0.9.1 reward.reward_model.rollout.gpu_memory_utilization 0.5 (trainer/config/reward/reward.yaml:41-48)."""
+    s = setup(reward_model="qwen2.5-0.5b")
+    phase = roles.group_phases(s, CAP)["colocated (8 GPUs)"]["reward-scoring"]
+    assert phase["reward_scoring_bytes"] == CAP // 2

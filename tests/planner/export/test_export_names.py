@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from planner.export import axolotl, llamafactory, swift
+from planner.frameworks.axolotl import writer as axolotl
+from planner.frameworks.llamafactory import writer as llamafactory
+from planner.frameworks.swift import writer as swift
 from planner.model.catalog import checkpoints, hf_id, load_model, model_names
 from tests.planner.export.test_frameworks_export import PARSERS, planned, swift_flags, validate, written
 

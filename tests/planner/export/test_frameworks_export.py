@@ -16,7 +16,9 @@ import pytest
 from planner import advise, intake
 from planner.config.knobfields import KnobFields
 from planner.errors import BadInput
-from planner.export import axolotl, llamafactory, swift
+from planner.frameworks.axolotl import writer as axolotl
+from planner.frameworks.llamafactory import writer as llamafactory
+from planner.frameworks.swift import writer as swift
 
 yaml = pytest.importorskip("yaml")
 

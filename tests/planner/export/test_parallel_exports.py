@@ -15,7 +15,9 @@ import pytest
 
 from planner import advise
 from planner.errors import BadInput
-from planner.export import launch, torchtitan, verl
+from planner.export import launch
+from planner.frameworks.torchtitan import writer as torchtitan
+from planner.frameworks.verl import writer as verl
 
 VALIDATORS = Path(__file__).parent / "validators"
 BASE = {"gpu": "h100", "gpus_per_node": 8, "micro_batch": 2, "grad_accum": 4, "seq_len": 4096}
@@ -170,7 +172,7 @@ def test_a_plan_the_framework_cannot_run_is_refused_in_one_line(framework, field
 
 
 def test_torchtitan_refuses_a_model_it_has_no_definition_of():
-    """A rule of the framework's (planner/frameworks/torchtitan.py): the check refuses, no HF material instead."""
+    """A rule of the framework's (planner/frameworks/torchtitan/__init__.py): the check refuses, no HF material instead."""
     with pytest.raises(BadInput, match="torchtitan 0.3.0 has no definition of qwen2.5-7b") as refused:
         planned("torchtitan", **{**TITAN, "model": "qwen2.5-7b", "tensor_parallel": 2})
     assert refused.value.field == "model"

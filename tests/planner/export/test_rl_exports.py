@@ -11,8 +11,10 @@ import pytest
 
 from planner import advise
 from planner.errors import BadInput
-from planner.export import launch, openrlhf, verl_rl
+from planner.export import launch
 from planner.export.keys import script_flags
+from planner.frameworks.openrlhf import writer as openrlhf
+from planner.frameworks.verl import writer_rl as verl_rl
 
 VALIDATORS = Path(__file__).parent / "validators"
 BASE = {"model": "qwen2.5-1.5b", "gpu": "h100", "gpus_per_node": 8, "checkpointing": "full", "attention": "flash"}

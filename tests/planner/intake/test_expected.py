@@ -405,7 +405,7 @@ def test_sources_name_the_line_or_the_default_with_its_citation():
 
 
 def test_a_value_the_frameworks_adapter_does_not_run_is_kept_and_named(tmp_path):
-    """axolotl refuses bitsandbytes' 8-bit AdamW under FSDP2 (planner/frameworks/axolotl.py): the reading keeps the
+    """axolotl refuses bitsandbytes' 8-bit AdamW under FSDP2 (planner/frameworks/axolotl/__init__.py): the reading keeps the
     configuration's values, names the refusal, and plans as the bundled trainer runs them."""
     cfg = tmp_path / "ax.yaml"
     cfg.write_text(

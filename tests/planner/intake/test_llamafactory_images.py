@@ -1,4 +1,4 @@
-"""LLaMA-Factory's images as its 0.9.5 reader plans them (planner/intake/llamafactory.py): image_max_pixels is a
+"""LLaMA-Factory's images as its 0.9.5 reader plans them (planner/frameworks/llamafactory/reader.py): image_max_pixels is a
 bound, not a count, where it is over cutoff_len (the tower runs on the image's patches, the text is cut after:
 data/processor/supervised.py:62, 73-78), and freeze_vision_tower false beside LoRA puts adapters on the tower
 (model/model_utils/misc.py:40-41)."""

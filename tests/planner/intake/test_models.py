@@ -178,3 +178,14 @@ def test_a_checkpoint_under_a_folder_named_like_a_known_model_is_that_model(path
     )
     assert models.lookup("/ckpt/output/my-run/checkpoint-500") is None
     assert models.lookup("/ckpt/Qwen2.5-VL-7B-Instruct/extra/checkpoint-500") is None
+
+
+def test_a_home_of_no_such_user_is_one_line_naming_the_model():
+    """`--model ~0` (hypothesis found it: test_advise_suggest): pathlib's expanduser raises RuntimeError for a user
+    without a home; the lookup finds no folder and suggest refuses in one line, naming the field."""
+    from planner import advise
+
+    assert models.lookup("~0") is None
+    with pytest.raises(BadInput) as e:
+        advise.suggest(advise.parse(advise.SuggestRequest, {"model": "~0", "gpu": "h100", "global_batch": 8}))
+    assert e.value.field == "model" and "~0" in str(e.value)

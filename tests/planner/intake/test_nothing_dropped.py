@@ -16,7 +16,13 @@ import pytest
 from planner import intake
 from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS
-from planner.intake import axolotl, configs, hfargs, launch, llamafactory, openrlhf, scriptargs, verlrl, vlmr1
+from planner.frameworks.axolotl import reader as axolotl
+from planner.frameworks.hf import reader as hfargs
+from planner.frameworks.llamafactory import reader as llamafactory
+from planner.frameworks.openrlhf import reader as openrlhf
+from planner.frameworks.trl import reader_vlmr1 as vlmr1
+from planner.frameworks.verl import reader as verlrl
+from planner.intake import configs, launch, scriptargs
 from planner.intake.collect import is_default
 from planner.intake.flags import norm
 from planner.intake.flags import parse as parse_flags

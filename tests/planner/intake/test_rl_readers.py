@@ -1,4 +1,4 @@
-"""verl's main_ppo scripts and OpenRLHF's train_ppo_ray commands read into a request (planner/intake/verlrl.py,
+"""verl's main_ppo scripts and OpenRLHF's train_ppo_ray commands read into a request (planner/frameworks/verl/reader.py,
 openrlhf.py): the estimator and its roles, the split, the rollout engine, the budgets and offloads, each from the
 file or from the framework's cited default; what the framework would not apply is said."""
 

@@ -1,4 +1,4 @@
-"""ms-swift's releases as the reading plans them (planner/intake/swift.py, swift2.py; the releases in
+"""ms-swift's releases as the reading plans them (planner/frameworks/swift/reader.py, reader_2.py; the releases in
 planner/frameworks/swift.py): 2.x scripts' own flag names and defaults, and where a row's image goes against
 --max_length (up to 3.3 after the text's check; from 3.4 inside it, a longer row deleted)."""
 

@@ -1,4 +1,4 @@
-"""VLM-R1's GRPO scripts (planner/intake/vlmr1.py): one image a row, sized by the script's --max_pixels / --min_pixels
+"""VLM-R1's GRPO scripts (planner/frameworks/trl/reader_vlmr1.py): one image a row, sized by the script's --max_pixels / --min_pixels
 or VLM-R1's defaults (12,845,056 and 3,136: src/open_r1/grpo_jsonl.py:89-96 at 90052f4), and a prompt that holds the
 image tokens (VLM-R1's trainer does not cut prompts), planned through check --config to the image tokens."""
 

@@ -28,7 +28,7 @@ READERS = {
     "planner/model/video_rules.py",
     "planner/model/shapes.py",
     "probes/images.py",  # each family's processor: the image inputs it hands the model
-    "planner/frameworks/torchtitan.py",  # catalog names to torchtitan's own model packages (a name map, not a term)
+    "planner/frameworks/torchtitan/__init__.py",  # catalog names to torchtitan's own model packages (a name map, not a term)
 }  # where model_type is read
 SCANNED = ("planner", "probes")
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.intake import accelerate, deepspeed, loraargs, models, tuners, vocab
+from planner.frameworks.accelerate import reader as accelerate
+from planner.frameworks.deepspeed import reader as deepspeed
+from planner.intake import loraargs, models, tuners, vocab
 from planner.intake.collect import (
     LF,
     Collector,

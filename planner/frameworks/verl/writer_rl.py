@@ -40,7 +40,7 @@ def command(plan: Plan, hw: Hardware) -> str:
 
 
 def check(plan: Plan) -> None:
-    """ValueError for what verl's hybrid engine cannot run as planned (its rules: planner/frameworks/verl.py)."""
+    """ValueError for what verl's hybrid engine cannot run as planned (its rules: planner/frameworks/verl/__init__.py)."""
     check_plan("verl", plan)
 
 

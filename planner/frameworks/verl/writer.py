@@ -22,8 +22,8 @@ forward (models/transformers/monkey_patch.py:544-552), and the heads must divide
 from __future__ import annotations
 
 from planner.config.spec import Hardware, Plan
-from planner.export import verl_rl
 from planner.frameworks import check_plan
+from planner.frameworks.verl import writer_rl as verl_rl
 from planner.model import catalog
 from planner.model.modelspec import ModelSpec, peft_target_modules
 
@@ -56,7 +56,7 @@ def command(plan: Plan, hw: Hardware) -> str:
 
 
 def check(plan: Plan, model: ModelSpec | None) -> None:
-    """ValueError for what verl 0.9.1's SFT trainer cannot run as planned (its rules: planner/frameworks/verl.py)."""
+    """ValueError for what verl 0.9.1's SFT trainer cannot run as planned (its rules: planner/frameworks/verl/__init__.py)."""
     check_plan("verl", plan, model, None)
 
 

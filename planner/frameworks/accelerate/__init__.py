@@ -8,6 +8,7 @@ from planner.frameworks.trl import TRL_DEFAULTS, TRL_RUNS
 FRAMEWORK = Framework(
     name="accelerate",
     label="accelerate launch + HF/TRL script",
+    supporting="launcher-yaml",
     version="accelerate 1.15.0",
     every=HF_EVERY,
     runs={**TRL_RUNS, "device_map": ("off",)},  # accelerate launch: a process a GPU

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.intake import accelerate, deepspeed, grpoargs, loraargs, models, tuners, vocab
+from planner.frameworks.accelerate import reader as accelerate
+from planner.frameworks.deepspeed import reader as deepspeed
+from planner.frameworks.trl import reader_grpo as grpoargs
+from planner.intake import loraargs, models, tuners, vocab
 from planner.intake.collect import (
     AXOLOTL,
     Collector,

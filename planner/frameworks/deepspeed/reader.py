@@ -10,6 +10,7 @@ import json
 import re
 from pathlib import Path
 
+from planner.frameworks import FRAMEWORKS
 from planner.intake.collect import (
     DEEPSPEED,
     HF,
@@ -28,7 +29,6 @@ from planner.intake.collect import (
 from planner.intake.limits import OverLimit, load_json, read_config_text
 from planner.intake.shellvars import find_file
 
-SWIFT_PRESETS = ("zero0", "zero1", "zero2", "zero3", "zero2_offload", "zero3_offload")
 AUTO = "transformers/integrations/deepspeed.py"
 OPTIMIZERS = {"adamw": "adamw-fused", "adam": "adamw-fused", "fusedadam": "adamw-fused", "sgd": "sgd"}
 
@@ -36,8 +36,9 @@ OPTIMIZERS = {"adamw": "adamw-fused", "adam": "adamw-fused", "fusedadam": "adamw
 def preset(ref: str, framework: str) -> Path | None:
     """A bundled config a framework names without shipping a file next to the run."""
     name = Path(ref).name
-    if framework == "swift" and ref in SWIFT_PRESETS:
-        return PRESETS / f"swift_{ref}.json"
+    f = FRAMEWORKS.get(framework)
+    if f is not None and ref in f.deepspeed_words:  # Framework.deepspeed_words: ms-swift's zero0..zero3_offload
+        return PRESETS / f"{framework}_{ref}.json"
     for prefix in ("llamafactory", "axolotl"):
         if is_file(PRESETS / f"{prefix}_{name}") and ("deepspeed" in ref or framework == prefix):
             return PRESETS / f"{prefix}_{name}"

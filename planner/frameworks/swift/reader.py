@@ -11,7 +11,13 @@ import math
 from pathlib import Path
 
 from planner.frameworks import FRAMEWORKS
-from planner.intake import accelerate, deepspeed, hfargs, loraargs, models, swift2, swiftrl, tasks, tuners, vocab
+from planner.frameworks.accelerate import reader as accelerate
+from planner.frameworks.deepspeed import reader as deepspeed
+from planner.frameworks.hf import reader as hfargs
+from planner.frameworks.swift import reader_2 as swift2
+from planner.frameworks.swift import reader_rl as swiftrl
+from planner.frameworks.swift.reader_rl import S, get
+from planner.intake import loraargs, models, tasks, tuners, vocab
 from planner.intake.collect import (
     PRESETS,
     SWIFT,
@@ -30,7 +36,6 @@ from planner.intake.collect import (
     show,
 )
 from planner.intake.flags import Flag
-from planner.intake.swiftrl import S, get
 
 QWEN_VL_UTILS_MAX_PIXELS = 16384 * 28 * 28
 
@@ -350,3 +355,23 @@ def _fsdp(c: Collector, ref: object, source: str, near: Path, vars) -> None:
         return
     tokens = tuple(str(cfg.get("fsdp", "full_shard")).split())
     accelerate.fsdp(c, section(cfg, "fsdp_config"), source, "--fsdp", tokens=tokens, version=(2, ""))
+
+
+# flags only ms-swift 2.x takes (v2.5.2 swift/llm/utils/argument.py:610-617 SftArguments; 3.0 renamed them)
+SWIFT2_FLAGS = ("sft_type", "model_id_or_path", "lora_target_modules", "lora_dropout_p", "custom_train_dataset_path")
+
+
+def release_hint(flags: dict[str, Flag]) -> tuple[str, str] | None:
+    """The release the flags' names say (planner.intake.releases): ("3", why) for ms-swift 3's --train_type without
+    4.x's --tuner_type, read as 3.0-3.3 (the hungrier for images); ("2", why) for a 2.x-only name."""
+    if "train_type" in flags and "tuner_type" not in flags:
+        why = (
+            f"{flags['train_type'].source} (ms-swift 3's name; 4.x's is --tuner_type; read as 3.0-3.3, the hungrier "
+            "for images: their --max_length leaves the image's tokens out; a pin ms-swift==3.4 or later beside the "
+            "script reads it as 3.4)"
+        )
+        return "3", why
+    old2 = next((flags[k] for k in SWIFT2_FLAGS if k in flags), None)
+    if old2 is not None and "tuner_type" not in flags:
+        return "2", f"{old2.source} (an ms-swift 2.x name, v2.5.2 swift/llm/utils/argument.py:610-617)"
+    return None

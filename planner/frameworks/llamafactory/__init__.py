@@ -101,4 +101,7 @@ FRAMEWORK = Framework(
     # extras/constants.py:1360-1398: its InternVL ids are the -hf conversions only; model/model_utils/visual.py:274
     # registers model_type internvl (the native classes) for freeze_vision_tower and the projector
     remote_code=False,
+    # its lora_target all leaves out the tower and projector under freeze_vision_tower (its default):
+    # model/model_utils/misc.py:37-41 (llamafactory 0.9.5)
+    all_linear_vision=False,
 )

@@ -67,7 +67,7 @@ def command(plan: Plan, hw: Hardware) -> str:
 
 
 def check(plan: Plan) -> None:
-    """ValueError for what LLaMA-Factory 0.9.5 cannot run as planned (its rules: planner/frameworks/llamafactory.py)."""
+    """ValueError for what LLaMA-Factory 0.9.5 cannot run as planned (its rules: planner/frameworks/llamafactory/__init__.py)."""
     check_plan("llamafactory", plan)
 
 

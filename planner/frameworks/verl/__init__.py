@@ -4,6 +4,7 @@ no DDP), Ulysses sequence parallel, LoRA, full checkpointing on by default; SFT 
 Files cited are in the 0.9.1 wheel (paths under verl/)."""
 
 from planner.frameworks.base import Default, Framework, Rule, only_expert_targets, workload_of
+from planner.frameworks.rl import RoleEngine
 
 # verl/models/transformers/monkey_patch.py:544-552: remove-padding and Ulysses replace flash attention's forward
 ULYSSES_FLASH = "monkey_patch.py:544-552 patches flash attention's forward"
@@ -17,14 +18,40 @@ def _heads_refuse(k: dict, w) -> bool:
 
 
 def _roles(k: dict):
-    """The roles of an RL run (verl plans GRPO by roles too: planner.config.knobfields.ROLE_FRAMEWORKS), else None."""
+    """The roles of an RL run (verl plans GRPO by roles too: ROLES), else None."""
     w = workload_of(k)
     return w.roles if w is not None and (w.role_run or w.kind == "grpo") else None
 
 
+# main_ppo's roles (verl 0.9.1, paths under verl/)
+ROLES = RoleEngine(
+    # trainer/config/rollout/rollout.yaml:46 gpu_memory_utilization 0.5, vllm_async_server.py:1289-1305 sleep level 2
+    # in the hybrid engine; model.use_remove_padding true (model/hf_model.yaml:40); the v1 trainer sizes the critic's
+    # micro-batches by ppo_infer_max_token_len_per_gpu, 32,768 tokens, whatever the critic's micro-batch keys say
+    # (trainer/ppo/v1/trainer_base.py:267-268, workers/config/critic.py:89)
+    defaults={"rollout_memory": 0.5, "sleep_level": 2, "critic_max_tokens_per_gpu": 32768, "remove_padding": True},
+    # the reference model's parameters on the host, streamed unit by unit (FSDP1 CPUOffload, FSDP2 CPUOffloadPolicy:
+    # workers/engine/fsdp/transformer_impl.py:429-435, 459-463)
+    offloads=("ref",),
+    sleep_on=2,  # the hybrid engine's level (vllm_async_server.py:1289-1317)
+    profile=(8192, 256),  # max_num_batched_tokens, max_num_seqs (rollout/rollout.yaml:78,84)
+    # dp_actor.py _forward_micro_batch: the compute dtype's logits; compute_log_prob computes the entropy always
+    logprob_entropy=True,
+    reward_engine=True,  # a vLLM/SGLang server (experimental/reward_loop/reward_model.py:51-93)
+    # reward.reward_model.rollout.gpu_memory_utilization 0.5 (trainer/config/reward/reward.yaml:41-48, eager)
+    reward_memory=0.5,
+    critic_own_budget=True,  # trainer/ppo/v1/trainer_base.py:267-268
+    sync_bytes_per_param=4,  # fp32 weights (engine/fsdp.yaml:33 model_dtype), not cast before sending
+    # rollout.checkpoint_engine.update_weights_bucket_megabytes 2048 (trainer/config/rollout/rollout.yaml:282,296),
+    # a GPU buffer on each trainer rank shared with the engine over CUDA IPC
+    # (vllm_rollout/bucketed_weight_transfer.py:179-185)
+    sync_bucket_bytes=2048 << 20,
+)
+
 FRAMEWORK = Framework(
     name="verl",
     label="verl SFT trainer",
+    role_engine=ROLES,
     version="verl 0.9.1",
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
         "precision",

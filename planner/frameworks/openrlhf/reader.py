@@ -395,3 +395,11 @@ def read_dpo(c: Collector, flags: dict[str, Flag], near) -> None:
     c.set("attention", "flash", default(ORL, f"{T}:342-347", "flash_attention_2"), "--ds.attn_implementation")
     if on(f, "ds.packing_samples"):
         c.note(f"{f['ds.packing_samples'].source} (packed DPO rows are not planned; planned padded)")
+
+
+def release_hint(flags: dict[str, Flag]) -> tuple[str, str] | None:
+    """The release a flat flag names (OLD: 0.10.1 and before; 0.9's --bf16 where 0.10 took --param_dtype), else None
+    (planner.intake.releases)."""
+    flat = next((f for k, f in flags.items() if k in OLD), None)
+    old = "0.9" if "bf16" in flags else "0.10"
+    return (old, f"{flat.source} (a flat flag of OpenRLHF 0.10.1 and before)") if flat else None

@@ -64,7 +64,7 @@ def command(plan: Plan, hw: Hardware) -> str:
 
 
 def check(plan: Plan) -> None:
-    """ValueError for what ms-swift 4.6.0 cannot run as planned (its rules: planner/frameworks/swift.py); a 2.x plan
+    """ValueError for what ms-swift 4.6.0 cannot run as planned (its rules: planner/frameworks/swift/__init__.py); a 2.x plan
     is read from users' scripts, never written (2.x's flags differ: --sft_type, --batch_size, --model_id_or_path)."""
     if plan.knobs.release == "2":
         raise ValueError("ms-swift 2.x scripts are read, not written: give --framework swift@3 or swift to --emit")
@@ -211,12 +211,8 @@ def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
 
 
 def target_modules(plan: Plan, model: ModelSpec) -> list[str]:
+    # never None here: targets on stacked experts alone are refused by the adapter's lora_targets rule (check)
     targets = peft_target_modules(plan.lora_targets)
-    if targets is None:
-        raise ValueError(
-            f"--lora-targets {plan.lora_targets}: ms-swift needs --target_modules beside stacked experts' "
-            "--target_parameters (its default, all-linear, would adapt every linear)"
-        )
     if targets == "all-linear":
         return ["all-linear"]
     return loaded(model).lora_names(targets)

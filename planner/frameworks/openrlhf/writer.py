@@ -64,7 +64,7 @@ def dpo_script(plan: Plan, model: ModelSpec, hw: Hardware) -> str:
 
 
 def check(plan: Plan) -> None:
-    """ValueError for what OpenRLHF cannot run as planned (its rules: planner/frameworks/openrlhf.py)."""
+    """ValueError for what OpenRLHF cannot run as planned (its rules: planner/frameworks/openrlhf/__init__.py)."""
     check_plan("openrlhf", plan)
 
 

@@ -167,4 +167,11 @@ FRAMEWORK = Framework(
     # it; model/models/internlm.py:105-264: OpenGVLab/InternVL2_5-*, InternVL3-* register InternVLLoader with
     # architectures InternVLChatModel (the repository's code), :320-363 only the -hf ids the native classes
     remote_code=True,
+    # its weight sync to a vLLM server gathers --move_model_batches groups of layers (planner.estimate.weight_sync)
+    sync_groups=True,
+    # --deepspeed zero0..zero3_offload name swift/config/<word>.json (swift/arguments/sft_args.py:261-264)
+    deepspeed_words=("zero0", "zero1", "zero2", "zero3", "zero2_offload", "zero3_offload"),
+    # --target_modules all-linear on a VLM: the LLM's linears only, freeze_vit and freeze_aligner True by default
+    # (swift/utils/transformers_utils.py:208-215)
+    all_linear_vision=False,
 )

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.intake import accelerate, deepspeed, grpoargs, loraargs, models, releases, tuners, vocab
+from planner.frameworks.accelerate import reader as accelerate
+from planner.frameworks.deepspeed import reader as deepspeed
+from planner.frameworks.trl import reader_grpo as grpoargs
+from planner.intake import loraargs, models, releases, tuners, vocab
 from planner.intake.collect import (
     HF,
     TRL,
@@ -86,7 +89,7 @@ def read(
     _sequence(c, flags, trainer)
     if trainer == "grpo":
         grpoargs.read_grpo(c, flags)
-    loraargs.read_lora(c, flags)
+    loraargs.read_lora(c, flags, trl=trainer != "hf")
     _kernels(c, flags, trainer)
     _sharding(c, flags, near, vars)
     if strict:

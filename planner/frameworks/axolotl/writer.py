@@ -68,7 +68,7 @@ def command(plan: Plan, hw: Hardware) -> str:
 
 
 def check(plan: Plan, model: ModelSpec, hw: Hardware) -> None:
-    """ValueError for what axolotl 0.19.0 cannot run as planned (its rules: planner/frameworks/axolotl.py)."""
+    """ValueError for what axolotl 0.19.0 cannot run as planned (its rules: planner/frameworks/axolotl/__init__.py)."""
     check_plan("axolotl", plan, model, hw)
 
 
@@ -99,7 +99,7 @@ def config(plan: Plan, model: ModelSpec, seq_len: int) -> dict:
     cfg.update(sharding_keys(plan, model))
     if plan.context_parallel > 1:  # ring-flash-attn's ring attention (utils/schemas/config.py context_parallel_size)
         cfg["context_parallel_size"] = plan.context_parallel
-    if plan.tensor_parallel > 1:  # AutoTP beside DeepSpeed, transformers' tp_plan beside FSDP2 (frameworks/axolotl.py)
+    if plan.tensor_parallel > 1:  # AutoTP beside DeepSpeed, transformers' tp_plan beside FSDP2 (its adapter)
         cfg["tensor_parallel_size"] = plan.tensor_parallel
     cfg.update(rl_keys(plan))
     if plan.frozen != "none":

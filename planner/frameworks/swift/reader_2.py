@@ -1,4 +1,4 @@
-"""ms-swift 2.x's `swift sft|rlhf` flags read as the 4.x names planner.intake.swift reads, with 2.x's own defaults
+"""ms-swift 2.x's `swift sft|rlhf` flags read as the 4.x names planner.frameworks.swift.reader reads, with 2.x's own defaults
 where they differ from 4.x's. Cited at v2.5.2 (github.com/modelscope/ms-swift, swift/llm/utils/argument.py:
 SftArguments :606-899 and its __post_init__; swift/llm/utils/model.py). Flags 2.x takes that do not change memory are
 one line each, never "swift refuses it" (that is 4.x's word).

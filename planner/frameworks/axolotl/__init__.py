@@ -151,4 +151,6 @@ FRAMEWORK = Framework(
     # utils/schemas/model.py:79-82: trust_remote_code None, loaders/model.py:689,951 pass it as False: only
     # transformers' classes load
     remote_code=False,
+    # kept as planner.intake.settle had it (not re-read: loaders/adapter.py:174-182 names every Linear's leaf name)
+    all_linear_vision=False,
 )

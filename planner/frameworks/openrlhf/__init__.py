@@ -3,10 +3,11 @@ actor and critic trained by DeepSpeed ZeRO, reference and reward model by DeepSp
 for the rollout. Files cited are in the 0.11.2 wheel (paths under openrlhf/).
 
 Releases (github.com/OpenRLHF/OpenRLHF tags, openrlhf/cli/train_ppo_ray.py): flat flags through 0.10.1, dotted from
-0.10.2 (the intake reads both: planner/intake/openrlhf.py); 0.9.x's micro-batch default was 4 and its precision
+0.10.2 (the intake reads both: planner/frameworks/openrlhf/reader.py); 0.9.x's micro-batch default was 4 and its precision
 `--bf16` (v0.9.0 :338, :275), 0.10.x's 1 and `--param_dtype` (v0.10.1 :388, :310)."""
 
 from planner.frameworks.base import NO_SPLITS, Default, Framework, Release, Rule, kind, workload_of
+from planner.frameworks.rl import RoleEngine
 
 # the groups --placement may give (cli/train_ppo_ray.py: each role alone, or actor+ref and critic+reward together)
 GROUPS = ({"actor"}, {"actor", "ref"}, {"ref"}, {"critic"}, {"critic", "reward"}, {"reward"}, {"rollout"})
@@ -60,10 +61,22 @@ RELEASES = (
     ),
     Release("0.10.2", (0, 10, 2), f"openrlhf v0.10.2 .. 0.11.2 {CLI} (dotted flags)"),
 )
+# train_ppo_ray's roles
+ROLES = RoleEngine(
+    # cli/train_ppo_ray.py:251-255 --vllm.gpu_memory_utilization 0.95, :244-249 --vllm.enable_sleep off (the engines
+    # then never sleep), :375 --ds.packing_samples off (padded rows)
+    defaults={"rollout_memory": 0.95, "sleep_level": 0, "remove_padding": False},
+    sleep_on=1,  # --vllm.enable_sleep sleeps at level 1 (vllm_engine.py:136-137)
+    # passes neither max_num_batched_tokens nor max_num_seqs: vLLM 0.29's engine defaults (engine/arg_utils.py:2887-2902)
+    profile=(2048, 128),
+    # the Actor casts the whole logits to fp32 for its log-probs (models/actor.py:267, models/utils.py:172-196)
+    upcasts_logprobs=True,
+)
 
 FRAMEWORK = Framework(
     name="openrlhf",
     label="OpenRLHF (Ray PPO/GRPO)",
+    role_engine=ROLES,
     version="openrlhf 0.11.2",
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
         "precision",

@@ -1,7 +1,7 @@
 """torchtitan 0.3.0 (`torchrun -m torchtitan.train --module M --config F`, a config registry of Python functions that
 return `Trainer.Config`): FSDP2 over the data-parallel ranks (HSDP across nodes, DDP as replicate-only), tensor parallel
 with sequence-parallel norms, context parallel over FlexAttention, full or per-op selective activation checkpointing,
-the chunked loss; no LoRA, no DeepSpeed, no Ulysses. Its Llama-3 and Qwen3 definitions only (planner/export/torchtitan.py
+the chunked loss; no LoRA, no DeepSpeed, no Ulysses. Its Llama-3 and Qwen3 definitions only (planner/frameworks/torchtitan/writer.py
 maps the catalog's models). Files cited are in the 0.3.0 wheel (paths under torchtitan/)."""
 
 from planner.frameworks.base import Default, Framework, Rule

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.intake import deepspeed
+from planner.frameworks.deepspeed import reader as deepspeed
 from planner.intake.collect import (
     ACCELERATE,
     HF,

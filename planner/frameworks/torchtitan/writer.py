@@ -48,7 +48,7 @@ def command(plan: Plan, hw: Hardware) -> str:
 
 
 def check(plan: Plan, model: ModelSpec, hw: Hardware) -> None:
-    """ValueError for what torchtitan 0.3.0 cannot run as planned (its rules: planner/frameworks/torchtitan.py)."""
+    """ValueError for what torchtitan 0.3.0 cannot run as planned (its rules: planner/frameworks/torchtitan/__init__.py)."""
     check_plan("torchtitan", plan, model, hw)
 
 

@@ -6,6 +6,7 @@ from planner.frameworks.hf import HF_DEFAULTS, HF_EVERY, HF_KEYS, HF_RUNS, HF_SP
 FRAMEWORK = Framework(
     name="deepspeed",
     label="HF Trainer + DeepSpeed JSON",
+    supporting="ds-json",
     version="deepspeed 0.19.8",
     every=tuple(k for k in HF_EVERY if k not in ("fsdp", "context_parallel")),  # its runs name these
     runs={

@@ -1,0 +1,25 @@
+"""How an RL framework that plans its runs by roles (actor, critic, reference, reward model, rollout engine:
+planner.estimate.roles) spends memory apart from the recipe: data its adapter declares (Framework.role_engine), read
+by planner.config.roles, planner.estimate and planner.search, which test no framework's name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class RoleEngine:
+    """An RL framework's role machinery, each field citing the framework's file in its adapter."""
+
+    # planner.config.roles.Roles fields it fills where the run leaves them unset (Roles.resolved)
+    defaults: dict[str, object] = field(default_factory=dict)
+    offloads: tuple[str, ...] = ()  # the roles it always keeps on the host (--role-offload names)
+    sleep_on: int = 1  # the level its colocated engine sleeps at once sleeping is on (the nearest setting offers it)
+    profile: tuple[int, int] = (2048, 128)  # the engine's profile run: max_num_batched_tokens, max_num_seqs
+    upcasts_logprobs: bool = False  # scores fp32 logits (a copy of the half-precision ones), else the compute dtype's
+    logprob_entropy: bool = False  # its old-log-prob pass computes the entropy too, whatever the coefficient
+    reward_engine: bool = False  # scores with its reward model in an inference server, not a training worker
+    reward_memory: float = 0.0  # that server's share of the card (reward_engine)
+    critic_own_budget: bool = False  # the critic's values pass and update both cut by the critic's token budget
+    sync_bytes_per_param: int | None = None  # the weights' dtype a sync gathers in (None: the compute dtype)
+    sync_bucket_bytes: int = 0  # the transfer buffer each trainer rank fills for the engine
