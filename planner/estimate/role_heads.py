@@ -10,6 +10,9 @@ computed: always in compute_log_prob (the old log-probs), in the update when ent
 OpenRLHF 0.11.2 (models/actor.py:267, models/utils.py:172-196): the logits are cast to fp32 (a copy beside the
 half-precision ones while it is made) and flash-attn's cross-entropy runs on them without inplace_backward, so the
 update holds the fp32 logits and their new fp32 gradient at once; the entropy only with --actor.entropy_coef.
+The releases before it hold the same: v0.9.0 casts at models/actor.py:171 and scores at models/utils.py:85-109,
+v0.10.1 at actor.py:213 and utils.py:123-147 (fp32 logits into flash-attn's cross_entropy_loss, or the chunked
+logsumexp without flash-attn), so the term is one for every OpenRLHF release memplan reads (git tags v0.9.0, v0.10.1).
 The critic and the reward model score one value per token (AutoModelForTokenClassification, num_labels 1; OpenRLHF's
 value_head Linear(hidden, 1)).
 Pinned to the sim (probes/roles_sim.py; benchmarks/accuracy.py --rl, the role rows).
