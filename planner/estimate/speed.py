@@ -49,6 +49,11 @@ class StepTime:
     def total_s(self) -> float:
         return self.compute_s + self.comm_s + self.offload_s + self.generation_s
 
+    @property
+    def per_micro_step_s(self) -> float:
+        """What one more micro-step of the same shape adds, beyond its tokens' FLOPs (the VILA story's test reads it)."""
+        return self.micro_fixed_s + self.micro_comm_s + self.micro_offload_s
+
 
 def flops_per_token(s: Setup) -> float:
     """Training FLOPs per token of one optimizer step's work."""

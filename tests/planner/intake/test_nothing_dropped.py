@@ -62,7 +62,7 @@ READER_TABLES = {  # a reader's own key tables: the keys it plans, defaults or n
 }
 # the model (models.read_model resolves it or says why not) and the data set by name (item 6: the rows decide)
 NOT_MEMORY = {"model", "model_name_or_path", "base_model", "model.path", "actor.model_name_or_path", "pretrain"}
-NOT_MEMORY |= {"dataset_name"}
+NOT_MEMORY |= {"dataset_name", "model_id_or_path"}  # ms-swift 2.x's name of --model
 
 
 # OpenRLHF's DPO entry point: its own defaults, and the flat names of those

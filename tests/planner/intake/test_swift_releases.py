@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from planner import advise, intake
-from planner.export import swift as swift_export
+from planner.frameworks.swift import writer as swift_export
 
 VLM = "Qwen/Qwen2.5-VL-7B-Instruct"
 CAP_TOKENS = 16384 * 28 * 28 // (28 * 28)  # qwen_vl_utils' MAX_PIXELS over 28 x 28 pixels a token
