@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 
 from planner.errors import BadInput
 from planner.estimate import quant as q
+from planner.estimate.nograd import compute_dtype_bytes
 from planner.model.modelspec import ModelSpec
 
 
@@ -51,10 +52,7 @@ def _sizes(m: ModelSpec, dtype_bytes: int, quant: str = "none", absmax: str = "8
     tied head counts nothing of its own)."""
     by_role: dict[str, float] = {}
     for t in m.tensors:
-        size = t.numel * dtype_bytes
-        if quant != "none" and t.lora:
-            size = t.numel * q.stored_bytes_per_weight(quant, t.shape[-1], absmax)
-            size += 4 * t.shape[-1] * t.count if quant == "gptq" else 0  # g_idx
+        size = q.tensor_stored_bytes(t, quant, absmax) if quant != "none" and t.lora else t.numel * dtype_bytes
         role = "tower" if t.role in ("vision", "projector") else t.role
         by_role[role] = by_role.get(role, 0) + size
     sizes = {k: int(v) for k, v in by_role.items()}
@@ -80,7 +78,7 @@ def split(m: ModelSpec, n: int, dtype_bytes: int, capacity_bytes: int, quant: st
         while True:
             if d == n:
                 raise BadInput(f"device_map over {n} GPUs: {m.name}'s weights do not fit", "device_map")
-            reserve = _largest_to_come(atoms, i, kind) if d == 0 else 0
+            reserve = _largest_to_come(atoms, i) if d == 0 else 0
             if used[d] + size <= caps[d] - reserve:
                 used[d] += size
                 placed[d].append(kind)
@@ -99,7 +97,7 @@ def split(m: ModelSpec, n: int, dtype_bytes: int, capacity_bytes: int, quant: st
     return out
 
 
-def _largest_to_come(atoms: list[tuple[str, int]], i: int, kind: str) -> int:
+def _largest_to_come(atoms: list[tuple[str, int]], i: int) -> int:
     """accelerate's reservation on the first GPU: the largest module not yet popped; the module being placed leaves
     the list of largest names once popped, and where it was the last of them the largest is taken again among the
     rest (infer_auto_device_map :1352-1360)."""
@@ -133,9 +131,8 @@ def setups(s, capacity_bytes: int) -> list:
     """A device_map plan's setup on each GPU that holds part of the model (a planner.estimate.setup.Setup, the
     process's view): its share of the model, the whole micro-batch through its layers. The weights are placed in
     the load dtype: fp32 under --precision fp32, else half."""
-    dtype_bytes = 4 if s.knobs.precision == "fp32" else 2
     k = s.knobs
-    devs = split(s.model, k.device_map, dtype_bytes, capacity_bytes, k.quant, k.quant_absmax)
+    devs = split(s.model, k.device_map, compute_dtype_bytes(s), capacity_bytes, k.quant, k.quant_absmax)
     return [replace(s, model=device_model(s.model, d)) for d in devs if d.layers or d.embed or d.head or d.tower]
 
 

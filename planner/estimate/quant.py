@@ -90,13 +90,17 @@ def replicated_bytes(model, quant: str, absmax: str = "8bit") -> int:
     return int(quantized_weights(model) * constants_bytes_per_weight(quant, absmax))
 
 
+def tensor_stored_bytes(t, quant: str, absmax: str = "8bit") -> float:
+    """One quantized linear's stored bytes: its packed weights and constants, GPTQ's g_idx (4 bytes an input) too."""
+    index = 4 * t.shape[-1] * t.count if quant == "gptq" else 0
+    return index + t.numel * stored_bytes_per_weight(quant, t.shape[-1], absmax)
+
+
 def base_bytes(model, quant: str, absmax: str = "8bit") -> int:
     """Bytes of the quantized linears, packed weights and constants, before any sharding."""
     if quant == "none":
         return 0
-    index = sum(4 * t.shape[-1] * t.count for t in model.tensors if t.lora) if quant == "gptq" else 0  # g_idx
-    per = [t.numel * stored_bytes_per_weight(quant, t.shape[-1], absmax) for t in model.tensors if t.lora]
-    return index + int(sum(per))
+    return int(sum(tensor_stored_bytes(t, quant, absmax) for t in model.tensors if t.lora))
 
 
 def storage_elements_saved(model, quant: str, storage_bytes: int) -> int:

@@ -40,6 +40,12 @@ NAME_SUFFIXES: tuple[tuple[str, dict], ...] = (
 )  # fmt: skip
 
 
+def _config(cfg: dict) -> dict | None:
+    """The config.json's quantization_config, where it has one."""
+    qc = cfg.get("quantization_config") if isinstance(cfg, dict) else None
+    return qc if isinstance(qc, dict) else None
+
+
 def split_name(name: str) -> tuple[str, dict] | None:
     """(the base's name, the quantization_config its suffix implies) for a quantized checkpoint's id, else None."""
     for pattern, qc in NAME_SUFFIXES:
@@ -52,7 +58,7 @@ def split_name(name: str) -> tuple[str, dict] | None:
 def quant_of(cfg: dict, name: str) -> str:
     """The `quant` knob value a config.json's quantization_config means ("none" without one, or where the
     checkpoint is dequantized at load); BadInput naming the method where memplan does not plan it."""
-    qc = cfg.get("quantization_config") if isinstance(cfg, dict) else None
+    qc = _config(cfg)
     if not isinstance(qc, dict):
         return "none"
     method = str(qc.get("quant_method", "")).lower()
@@ -76,7 +82,7 @@ def quant_of(cfg: dict, name: str) -> str:
 
 def absmax_of(cfg: dict) -> str | None:
     """A bitsandbytes 4-bit checkpoint's block constants (the quant_absmax knob): double quantization or not."""
-    qc = cfg.get("quantization_config") if isinstance(cfg, dict) else None
+    qc = _config(cfg)
     if not isinstance(qc, dict) or str(qc.get("quant_method", "")).lower() != "bitsandbytes":
         return None
     if not (qc.get("load_in_4bit") or qc.get("_load_in_4bit")):
@@ -86,7 +92,7 @@ def absmax_of(cfg: dict) -> str | None:
 
 def dequantized_note(cfg: dict) -> str | None:
     """The line a checkpoint fine-tuned dequantized (mxfp4, fp8) gets: planned as its 16-bit model."""
-    qc = cfg.get("quantization_config") if isinstance(cfg, dict) else None
+    qc = _config(cfg)
     method = str(qc.get("quant_method", "")).lower() if isinstance(qc, dict) else ""
     if method not in DEQUANTIZED_AT_LOAD:
         return None
