@@ -20,6 +20,8 @@ from contextlib import nullcontext
 
 import torch
 
+from planner.estimate.role_heads import upcasts
+from planner.frameworks import FRAMEWORKS
 from probes.sim import fake_model
 from probes.step import Case, autocast_for, build_model
 from probes.tracker import LiveBytes
@@ -75,7 +77,7 @@ def _policy_logps(model, ids, k, entropy: str, grad: bool):
     """verl's FSDPEngineWithLMHead forward, remove-padding path (the packed row); under --framework openrlhf its
     Actor.forward: the logits cast to fp32 and the cross-entropy never in place (models/actor.py:267,
     models/utils.py:172-196)."""
-    upcast = k.framework == "openrlhf"
+    upcast = upcasts(k.framework)  # the adapter's RoleEngine.upcasts_logprobs (OpenRLHF)
     with autocast_for(k, "cuda") or nullcontext():
         logits = model(input_ids=ids, use_cache=False).logits.squeeze(0)  # temperature 1.0: no copy (verl :92-103)
     if upcast:
@@ -167,7 +169,8 @@ def _nograd_pass(role, model, case, tracker, tokens: int) -> dict[str, int]:
         if role in ("critic", "reward"):
             _values(model, ids, case.knobs)
         else:
-            entropy = "on" if role == "actor" and case.knobs.framework == "verl" else "off"  # verl's compute_log_prob
+            always = FRAMEWORKS[case.knobs.framework].role_engine.logprob_entropy  # verl's compute_log_prob
+            entropy = "on" if role == "actor" and always else "off"
             _policy_logps(model, ids, case.knobs, entropy, grad=False)
     tracker.set_segment("between")
     return {NOGRAD_PHASE[role]: tracker.segments[NOGRAD_PHASE[role]][0]}
