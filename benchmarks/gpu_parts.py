@@ -50,6 +50,17 @@ LARGE = [
         ("bf16-pure", "full", 16, 1024),
     )
 ]
+# LoRA rank 16 and DoRA (PEFT's use_dora, planner.estimate.lora.dora_norm_linear_bytes) on the same steps: the
+# weight norm's temporaries on CUDA's own kernels, where tests/probes/test_dora.py replays autocast on the CPU
+TUNERS = [
+    (m, p, c, b, s, v)
+    for m, p, c, b, s in (
+        ("llama-3.2-1b", "bf16", "off", 4, 1024),
+        ("llama-3.2-1b", "bf16", "full", 8, 2048),
+        ("qwen2.5-0.5b", "bf16-pure", "off", 4, 1024),
+    )
+    for v in ("lora", "dora")
+]
 TINY = [
     ("debug-llama", "fp32", "off", 2, 128),
     ("debug-llama", "bf16", "full", 4, 256),
@@ -59,10 +70,10 @@ CAPACITIES_GIB = (24, 40, 80, 96)
 GOALS = [("llama-3.2-1b", 32, 2048), ("qwen2.5-0.5b", 64, 4096)]  # (model, global batch, sequence)
 
 
-def _case(model: str, precision: str, ckpt: str, micro: int, seq: int, rehearse: bool):
+def _case(model: str, precision: str, ckpt: str, micro: int, seq: int, rehearse: bool, **knobs):
     if model.startswith("gpt2") or model == "debug-gpt2":
         seq = min(seq, catalog.load_model(model).text.max_positions)
-    return catalog.load_model(model), Knobs(precision=precision, checkpointing=ckpt), micro, seq
+    return catalog.load_model(model), Knobs(precision=precision, checkpointing=ckpt, **knobs), micro, seq
 
 
 def probe(model, knobs, micro, seq, backend: str, env: dict | None = None):
@@ -82,11 +93,21 @@ def probe(model, knobs, micro, seq, backend: str, env: dict | None = None):
 
 # -- accuracy ----------------------------------------------------------------------------------------------
 def accuracy_rows(which: str, rehearse: bool) -> list[dict]:
+    if which == "tuners":
+        grid = [(*TINY[0], "dora")] if rehearse else TUNERS
+        return [
+            {"model": m, "precision": p, "checkpointing": c, "micro_batch": b, "seq_len": s, "lora_rank": 16}
+            | {"lora_variant": v}
+            for m, p, c, b, s, v in grid
+        ]
     if rehearse:  # one tiny row a part: every code path, few subprocesses
         grid = TINY[:1] if which == "small" else TINY[2:]
     else:
         grid = SMALL if which == "small" else LARGE
     return [{"model": m, "precision": p, "checkpointing": c, "micro_batch": b, "seq_len": s} for m, p, c, b, s in grid]
+
+
+TUNER_KNOBS = ("lora_rank", "lora_variant")
 
 
 def _transformers() -> str:
@@ -100,7 +121,13 @@ def accuracy_measure(row: dict, ctx: dict) -> dict:
     from probes.run import probe_in_process
 
     model, knobs, micro, seq = _case(
-        row["model"], row["precision"], row["checkpointing"], row["micro_batch"], row["seq_len"], ctx["rehearse"]
+        row["model"],
+        row["precision"],
+        row["checkpointing"],
+        row["micro_batch"],
+        row["seq_len"],
+        ctx["rehearse"],
+        **{k: row[k] for k in TUNER_KNOBS if k in row},
     )
     # the model as the installed transformers builds it (Gemma-2 attends with SDPA before 5.21): the H100 window
     # compared 5.17's steps with 5.23's eager build and read a 35% over-prediction that was not the planner's

@@ -34,6 +34,7 @@ import gpu_plans
 PARTS = {
     "accuracy-small": (lambda c: gpu_parts.accuracy_rows("small", c["rehearse"]), gpu_parts.accuracy_measure),
     "accuracy-large": (lambda c: gpu_parts.accuracy_rows("large", c["rehearse"]), gpu_parts.accuracy_measure),
+    "accuracy-tuners": (lambda c: gpu_parts.accuracy_rows("tuners", c["rehearse"]), gpu_parts.accuracy_measure),
     "priors": (lambda c: gpu_parts.priors_rows(c["rehearse"]), gpu_parts.priors_measure),
     "capacity": (
         lambda c: gpu_plans.capacity_rows(c["rehearse"], c["gpu_kind"], c["capacity_bytes"]),
@@ -64,12 +65,20 @@ ROW_KEYS = {
     "speed": {"model", "rank", "micro_batch", "grad_accum", "status", "tokens_per_s", "mfu"},
     "edge": {"model", "capacity_bytes", "expandable_segments", "status", "edge_allowance"},
 }
-ROW_KEYS["accuracy-large"] = ROW_KEYS["accuracy-small"]
+ROW_KEYS["accuracy-large"] = ROW_KEYS["accuracy-tuners"] = ROW_KEYS["accuracy-small"]
 DEFAULT_BUDGET_S = 450  # a part stops inside 8 minutes, the longest command a GPU window allows with margin
 FILE_KEYS = {"part", "device", "gpu_kind", "rehearse", "versions", "date", "done", "rows", "summary"}
 # Estimates for one H100 (about 8-15 s a probe subprocess, 2-5 s a sim): 20 minutes in all. Every row records its
 # seconds; replace these with the measured ones after the first GPU run.
-EXPECTED_MINUTES = {"accuracy-small": 4, "accuracy-large": 7, "priors": 2, "capacity": 5, "speed": 2, "edge": 12}
+EXPECTED_MINUTES = {
+    "accuracy-small": 4,
+    "accuracy-large": 7,
+    "accuracy-tuners": 3,
+    "priors": 2,
+    "capacity": 5,
+    "speed": 2,
+    "edge": 8,
+}
 
 
 def context(rehearse: bool) -> dict:
@@ -113,6 +122,8 @@ ROW_INPUTS = {
     "expandable_segments",
     "rank",
     "global_batch",
+    "lora_rank",
+    "lora_variant",
 }
 
 
