@@ -48,12 +48,13 @@ def fragmentation_fraction(rows: list[dict], expandable: bool = False) -> float 
 
 def edge_fraction(rows: list[dict], expandable: bool = False) -> float | None:
     """The largest allowance that refuses none of the edge part's largest steps that ran: the least
-    (usable - allocated) / allocated over them (benchmarks/gpu_edge.py)."""
-    left = [
-        r["edge_allowance"]
-        for r in rows
-        if r.get("edge_allowance") is not None and bool(r.get("expandable_segments")) == expandable
-    ]
+    (usable - allocated) / allocated over them (benchmarks/gpu_edge.py). None where a step the planner declared
+    fitting did not run: the H200 window of 2026-12-04 ran Llama-3.2-1B with 1.9% of its peak to spare while
+    Gemma-2-2B failed with 24.5% (the default allocator), so the least allowance that ran bounds nothing."""
+    mine = [r for r in rows if bool(r.get("expandable_segments")) == expandable]
+    if any(r.get("planner_micro_ran") is False for r in mine):
+        return None
+    left = [r["edge_allowance"] for r in mine if r.get("edge_allowance") is not None]
     return round(max(min(left), 0.0), 4) if left else None
 
 

@@ -100,6 +100,9 @@ def edge_measure(row: dict, ctx: dict) -> dict:
         chosen = min(chosen, 2)  # the CPU never runs out: the planner's rung and the next show the code works
     rec, setup = _run(row, ctx, env, chosen)
     out["planner_micro_ran"] = rec.status == "ok"
+    if rec.status != "ok":  # what stopped it: an OOM (and the allocator's own account of it), a crash, a timeout
+        out["planner_micro_status"] = rec.status
+        out["planner_micro_detail"] = {k: rec.detail[k] for k in ("error", "stderr_tail") if k in rec.detail}
     largest, best = (chosen, rec) if rec.status == "ok" else (None, None)
     probe_micro = chosen + max(1, chosen // 8) if rec.status == "ok" else chosen // 2
     while probe_micro >= 1:
@@ -133,7 +136,7 @@ def summarize(rows: list[dict]) -> dict:
             "least_edge_allowance": min(
                 (r["edge_allowance"] for r in measured if r["expandable_segments"] == e), default=None
             ),
-            "planner_micro_oom": sum(
+            "planner_micro_failed": sum(
                 r.get("planner_micro_ran") is False for r in rows if r["expandable_segments"] == e
             ),
             "next_rung_ran": sum(
@@ -144,3 +147,38 @@ def summarize(rows: list[dict]) -> dict:
         }
         for e in (False, True)
     }
+
+
+def markdown(data: dict) -> list[str]:
+    """The stored edge part as a table: the planner's largest fitting micro-batch, whether it ran, the largest that ran
+    and what that step held."""
+    v = data["versions"]
+    title = (
+        f"# The edge: the planner's largest fitting micro-batch on the card ({data['device']}, torch "
+        f"{v.get('torch')}, transformers {v.get('transformers')}, {data['date']})"
+    )
+    cols = "| model | precision | ckpt | seq | card GiB | allocator | planner's micro | ran | largest that ran |"
+    out = [
+        title,
+        "",
+        cols + " its allocated / reserved GiB | left to spare |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in data["rows"]:
+        card = f"{r['capacity_gib']} (emulated)" if r["capacity_gib"] else f"{r['capacity_bytes'] / GIB:.1f}"
+        ran = "yes" if r.get("planner_micro_ran") else r.get("planner_micro_status", "no")
+        held = f"{r['max_memory_allocated'] / GIB:.2f} / {r['max_memory_reserved'] / GIB:.2f}"
+        out.append(
+            f"| {r['model']} | {r['precision']} | {r['checkpointing']} | {r['seq_len']} | {card} | "
+            f"{'expandable' if r['expandable_segments'] else 'default'} | {r['planner_micro']} | {ran} | "
+            f"{r['largest_micro']} | {held} | {r['edge_allowance']:.1%} |"
+        )
+    return out
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+    from pathlib import Path
+
+    print("\n".join(markdown(json.loads(Path(sys.argv[sys.argv.index("--report") + 1]).read_text()))))

@@ -20,7 +20,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from gpu_parts import _case
+from gpu_parts import TUNER_KNOBS, _case
 from gpu_plans import card
 
 from planner.config.spec import Goal, Knobs
@@ -43,8 +43,9 @@ def accuracy(rows: list[dict], gpu_kind: str, transformers: str = "") -> dict:
     """Each row predicted for the model as the transformers that ran it builds it (modelspec.as_run_by)."""
     errs, below, table = [], 0, []
     for r in (r for r in rows if r.get("status") == "ok"):
+        tuner = {k: r[k] for k in TUNER_KNOBS if k in r}
         model, knobs, micro, seq = _case(
-            r["model"], r["precision"], r["checkpointing"], r["micro_batch"], r["seq_len"], False
+            r["model"], r["precision"], r["checkpointing"], r["micro_batch"], r["seq_len"], False, **tuner
         )
         model = as_run_by(model, transformers)
         s = Setup(model, knobs, micro, 1, seq, gpu=gpu_kind)
@@ -54,7 +55,7 @@ def accuracy(rows: list[dict], gpu_kind: str, transformers: str = "") -> dict:
         below += b.device_total_bytes < r["nvml_used"]
         table.append(
             (
-                r["model"],
+                r["model"] + (f" {r['lora_variant']} r{r['lora_rank']}" if tuner else ""),
                 r["precision"],
                 r["checkpointing"],
                 r["micro_batch"],
@@ -159,7 +160,11 @@ def report(out: Path) -> dict:
         "gpu_kind": gpu_kind,
         "versions": acc.get("versions", {}),
         "date": acc.get("date"),
-        "accuracy": accuracy(acc["rows"] + _load(out, "accuracy-large")["rows"], gpu_kind, _tf(acc)),
+        "accuracy": accuracy(
+            acc["rows"] + _load(out, "accuracy-large")["rows"] + _load(out, "accuracy-tuners")["rows"],
+            gpu_kind,
+            _tf(acc),
+        ),
         "fits": fits(_load(out, "capacity")["rows"], _load(out, "speed")["rows"], gpu_kind, real_gib, _tf(acc)),
         "speed": speed(_load(out, "speed")["rows"], gpu_kind, _tf(acc)),
     }

@@ -50,6 +50,7 @@ from planner.config.spec import (
     bad_input,
 )
 from planner.errors import BadInput
+from planner.estimate.overheads import allocator_limit_bytes, replayable
 from planner.estimate.setup import Setup
 from planner.evidence.store import ProbeRecord, Shapes
 from planner.export import keys
@@ -68,11 +69,13 @@ from planner.search.search import budget_plan, make_plan, search
 class Probes:
     """How the core runs probes without importing them: `simulate(model, config, knobs, shapes)` runs the
     sim here; `isolated(model, config, knobs, shapes, backend, timeout_s)` runs one in a subprocess;
-    `local_gpus()` counts this host's NVIDIA GPUs."""
+    `local_gpus()` counts this host's NVIDIA GPUs; `reserved(model, config, knobs, shapes, limit_bytes)` replays a
+    sim step's allocations through the CUDA caching allocator (probes.reserved.replay_detail)."""
 
     simulate: Callable[..., ProbeRecord]
     isolated: Callable[..., ProbeRecord]
     local_gpus: Callable[[], int] = hardware.local_gpu_count
+    reserved: Callable[..., dict] | None = None
 
 
 Status = Callable[[str], AbstractContextManager]
@@ -278,8 +281,17 @@ def verify(
     s = setup_of(plan, model, hw, goal)
     backend = "cuda" if plan.zero_stage == 0 and probes.local_gpus() > 0 else "sim"
     shapes = real_shapes(s) if backend == "cuda" else sim_shapes(s)
+    knobs = plan.knobs.for_probe(backend)
     with status(f"verifying with a {backend} probe"):
-        rec = probes.isolated(model.name, model.config, plan.knobs.for_probe(backend), shapes, backend, timeout_s)
+        rec = probes.isolated(model.name, model.config, knobs, shapes, backend, timeout_s)
+    if backend == "sim" and rec.status == "ok" and probes.reserved is not None and replayable(plan.knobs):
+        with status("replaying the step's allocations through the CUDA caching allocator"):
+            replay = probes.reserved(
+                model.name, model.config, knobs, shapes, allocator_limit_bytes(s, hw.gpu.capacity_bytes)
+            )
+        rec = rec.model_copy(
+            update={"peak_reserved_bytes": replay["reserved"], "detail": rec.detail | {"replay": replay}}
+        )
     cal.store.add(rec)
     summary = {
         "backend": backend,
@@ -288,6 +300,8 @@ def verify(
         "peak_allocated_bytes": rec.peak_allocated_bytes,
         "device": rec.device,
     }
+    if "replay" in rec.detail:
+        summary["replay"] = rec.detail["replay"]
     return make_plan(model, hw, goal, plan.knobs, plan.micro_batch, cal), summary
 
 

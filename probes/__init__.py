@@ -16,7 +16,7 @@ def probe_functions():
         return None
     from planner.advise import Probes
 
-    return Probes(simulate=_simulate, isolated=_isolated)
+    return Probes(simulate=_simulate, isolated=_isolated, reserved=_reserved)
 
 
 def _simulate(model, config, knobs, shapes):
@@ -29,3 +29,9 @@ def _isolated(*args, **kwargs):
     from probes.run import run_isolated
 
     return run_isolated(*args, **kwargs)
+
+
+def _reserved(model, config, knobs, shapes, limit_bytes):
+    from probes.reserved import replay_detail
+
+    return replay_detail(config, knobs, shapes, limit_bytes)

@@ -85,6 +85,6 @@ def measure(case: Case, steps: int = 3, capacity_bytes: int | None = None) -> di
             "peak_allocated_bytes": torch.cuda.max_memory_allocated(),
             "peak_reserved_bytes": torch.cuda.max_memory_reserved(),
             "device_used_bytes": _nvml_used(dev),
-            "detail": {"error": str(e).splitlines()[0][:300]},
+            "detail": {"error": str(e).splitlines()[0][:800]},
             "image_tokens": held,
         }

@@ -53,11 +53,36 @@ FRAGMENTATION_FRACTION_EXPANDABLE = 0.0425
 H100_PRIORS = "benchmarks/results/gpu/priors.json (an H100 80GB HBM3, 2026-11-22)"
 
 
-def terms(s: Setup, peak_allocated: int) -> tuple[OverheadTerm, ...]:
+def terms(s: Setup, peak_allocated: int, replayed: float | None = None) -> tuple[OverheadTerm, ...]:
     """The overhead of a rank whose allocator peaks at peak_allocated, term by term (their bytes add up to
-    overhead_bytes)."""
+    overhead_bytes); `replayed`: the reserve beyond the peak that the caching allocator replayed over the step's own
+    trace took, as a fraction of the peak (probes.reserved), in place of the prior."""
     cal = calibration.for_gpu(s.gpu) if s.gpu else None
-    return (context_term(cal), driver_term(cal), nccl_term(s, cal), fragmentation_term(s, cal, peak_allocated))
+    frag = fragmentation_term(s, cal, peak_allocated) if replayed is None else replayed_term(replayed, peak_allocated)
+    return (context_term(cal), driver_term(cal), nccl_term(s, cal), frag)
+
+
+def allocator_limit_bytes(s: Setup, capacity_bytes: int) -> int:
+    """What the caching allocator may reserve on this rank's card: its capacity less the context, the driver's reserve
+    and NCCL's buffers, which lie outside it."""
+    return capacity_bytes - sum(t.bytes for t in terms(s, 0)[:3])
+
+
+def replayable(knobs) -> bool:
+    """Whether the sim's trace is the whole step of one device: one process on one GPU's share of nothing (no ZeRO,
+    FSDP, model split or RL roles), so its allocations can be replayed through the allocator as they happen."""
+    return knobs.zero_stage == 0 and knobs.fsdp == "off" and knobs.parallel == 1 and not knobs.workload.rl
+
+
+def replayed_term(fraction: float, peak_allocated: int) -> OverheadTerm:
+    return OverheadTerm(
+        name="fragmentation",
+        bytes=int(fraction * peak_allocated),
+        measured=True,
+        basis="replayed: the step's allocations through the CUDA caching allocator",
+        source="probes.allocator over the sim's trace (benchmarks/gpu_fragmentation.py: against the GPU windows)",
+        per_allocated=fraction,
+    )
 
 
 def overhead_bytes(s: Setup, peak_allocated: int) -> int:

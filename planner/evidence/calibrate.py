@@ -17,9 +17,10 @@ analytic, and the calibration of a plan's breakdown from stored probe records.
 
 from __future__ import annotations
 
-from planner.config.spec import Hardware, Knobs, MemoryBreakdown, OverheadTerm
+from planner.config.spec import GIB, Hardware, Knobs, MemoryBreakdown, OverheadTerm
 from planner.errors import BadInput
 from planner.estimate.memory import breakdown, comm_bucket_bytes, overhead_terms
+from planner.estimate.overheads import allocator_limit_bytes
 from planner.estimate.setup import Setup
 from planner.evidence.store import (
     ProbeRecord,
@@ -83,10 +84,12 @@ def probe_overhead(overhead: int) -> OverheadTerm:
     )
 
 
-def _with_terms(s: Setup, base: MemoryBreakdown, terms: tuple, phase: str, overhead: int | None) -> MemoryBreakdown:
+def _with_terms(
+    s: Setup, base: MemoryBreakdown, terms: tuple, phase: str, overhead: int | None, replayed: float | None = None
+) -> MemoryBreakdown:
     params, grads, opt, acts, temp = terms
     peak = params + grads + opt + acts + temp
-    overheads = overhead_terms(s, peak) if overhead is None else (probe_overhead(overhead),)
+    overheads = overhead_terms(s, peak, replayed) if overhead is None else (probe_overhead(overhead),)
     overhead = sum(t.bytes for t in overheads)
     return base.model_copy(
         update={
@@ -122,7 +125,30 @@ def from_record(s: Setup, hw: Hardware, analytic: MemoryBreakdown, rec: ProbeRec
     if s.knobs.zero_stage >= 1 or s.knobs.fsdp != "off":  # one unsharded trace: its activation side only
         return breakdown(s, analytic.capacity_bytes, activation_side=(c["activations"], c["temporaries"]))
     terms = (c["params"], c["grads"] + comm_bucket_bytes(s), c["optimizer"], c["activations"], c["temporaries"])
-    return _with_terms(s, analytic, terms, rec.phase or analytic.peak_phase, overhead)
+    return _with_terms(s, analytic, terms, rec.phase or analytic.peak_phase, overhead, replayed_fraction(s, hw, rec))
+
+
+def replay_of(s: Setup, hw: Hardware, rec: ProbeRecord) -> dict | None:
+    """The record's caching-allocator replay (planner.advise.verify), where it was capped at this card's limit."""
+    replay = rec.detail.get("replay") if rec.backend == "sim" else None
+    if replay and replay["limit_bytes"] == allocator_limit_bytes(s, hw.gpu.capacity_bytes):
+        return replay
+    return None
+
+
+def replayed_fraction(s: Setup, hw: Hardware, rec: ProbeRecord) -> float | None:
+    replay = replay_of(s, hw, rec)
+    if replay is None or replay["oom_at"] is not None or not replay["allocated"]:
+        return None
+    return max(0.0, replay["reserved"] / replay["allocated"] - 1)
+
+
+def replay_oom_reason(replay: dict, rec: ProbeRecord) -> str:
+    return (
+        f"the step's allocations replayed through the CUDA caching allocator run out of memory: a request of "
+        f"{replay['oom_at'] / GIB:.2f} GiB finds no room in the {replay['limit_bytes'] / GIB:.2f} GiB the card leaves "
+        f"it (probe #{rec.id})"
+    )
 
 
 class Calibrator:
@@ -176,6 +202,9 @@ class Calibrator:
     def __call__(self, s: Setup, hw: Hardware, analytic: MemoryBreakdown) -> tuple[MemoryBreakdown, str, str | None]:
         """(breakdown, evidence, reason when a measurement says it does not fit)."""
         for rec in self.records(s):
+            replay = replay_of(s, hw, rec)
+            if replay and replay["oom_at"] is not None:
+                return analytic, "simulated", replay_oom_reason(replay, rec)
             if rec.status == "ok" and rec.peak_allocated_bytes:
                 ev = "simulated" if rec.backend == "sim" else "measured"
                 return from_record(s, hw, analytic, rec), ev, None

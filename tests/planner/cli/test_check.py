@@ -233,6 +233,17 @@ def test_verify_works_with_every_evidence_mode(tmp_path, evidence):
     assert out["verified"]["backend"] == "sim" and out["verified"]["status"] == "ok"  # no GPU here
     assert out["plan"]["evidence"] == "simulated"
     assert out["plan"]["memory"]["peak_allocated_bytes"] == out["verified"]["peak_allocated_bytes"]
+    # the sim step's allocations replayed through the CUDA caching allocator (probes.reserved): its reserve beyond the
+    # peak is the plan's fragmentation, in place of the prior
+    replay = out["verified"]["replay"]
+    assert (
+        replay["oom_at"] is None
+        and replay["reserved"] >= replay["allocated"] == out["verified"]["peak_allocated_bytes"]
+    )
+    frag = next(t for t in out["plan"]["memory"]["overheads"] if t["name"] == "fragmentation")
+    assert frag["basis"].startswith("replayed") and frag["per_allocated"] == pytest.approx(
+        replay["reserved"] / replay["allocated"] - 1
+    )
     listed = json.loads(planner("probes", "list", "--json", store=store).stdout)["records"]
     assert out["verified"]["probe_id"] in [x["id"] for x in listed]
 

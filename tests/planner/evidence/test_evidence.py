@@ -77,3 +77,54 @@ def test_a_plan_the_sim_cannot_trace_is_analytic_beside_records_of_its_model(tmp
     tp = Knobs(precision="bf16", checkpointing="full", tensor_parallel=2, fsdp="full")
     p = make_plan(MODEL, hw, GOAL, tp, 2, Calibrator("auto", store, MODEL.name, MODEL.config))
     assert p.evidence == "analytic" and p.tensor_parallel == 2
+
+
+def _sim_record(replay: dict | None):
+    from planner.evidence.calibrate import sim_knobs, sim_shapes
+
+    s = Setup(MODEL, KNOBS, 2, 1, 1024)
+    cats = {"params": 16 * 2**30, "grads": 16 * 2**30, "optimizer": 32 * 2**30, "activations": 4 * 2**30}
+    return ProbeRecord(
+        model=MODEL.name,
+        arch=arch_hash(MODEL.config),
+        tensor_key=tensor_key(MODEL.config, sim_knobs(KNOBS), sim_shapes(s)),
+        backend="sim",
+        status="ok",
+        device="fake-cpu",
+        versions={},
+        knobs=sim_knobs(KNOBS),
+        shapes=sim_shapes(s),
+        peak_allocated_bytes=sum(cats.values()) + 2**30,
+        by_category=cats | {"temporaries": 2**30},
+        detail={"replay": replay} if replay else {},
+    )
+
+
+def _limit():
+    from planner.estimate.overheads import allocator_limit_bytes
+
+    return allocator_limit_bytes(Setup(MODEL, KNOBS, 2, 1, 1024, gpu=HW.gpu.name), HW.gpu.capacity_bytes)
+
+
+def test_a_replayed_sim_step_sets_the_fragmentation_in_place_of_the_prior(tmp_path):
+    """planner.advise.verify stores the caching allocator's replay of the sim step (probes.reserved) in the record:
+    at this card's limit, its reserved over allocated is the plan's fragmentation; at another card's, the prior."""
+    store = Store(tmp_path / "s.sqlite")
+    store.add(_sim_record({"limit_bytes": _limit(), "allocated": 10 * 2**30, "reserved": 13 * 2**30, "oom_at": None}))
+    p = _plan(store)
+    frag = next(t for t in p.memory.overheads if t.name == "fragmentation")
+    assert p.evidence == "simulated" and frag.basis.startswith("replayed")
+    assert frag.bytes == int(0.3 * p.memory.peak_allocated_bytes)
+    other = Store(tmp_path / "o.sqlite")
+    other.add(
+        _sim_record({"limit_bytes": _limit() - 1, "allocated": 10 * 2**30, "reserved": 13 * 2**30, "oom_at": None})
+    )
+    frag = next(t for t in _plan(other).memory.overheads if t.name == "fragmentation")
+    assert not frag.basis.startswith("replayed")
+
+
+def test_a_replay_that_runs_out_of_memory_does_not_fit(tmp_path):
+    store = Store(tmp_path / "s.sqlite")
+    store.add(_sim_record({"limit_bytes": _limit(), "allocated": 70 * 2**30, "reserved": 78 * 2**30, "oom_at": 2**33}))
+    p = _plan(store)
+    assert not p.fits and "caching allocator run out of memory: a request of 8.00 GiB" in p.reason
