@@ -37,37 +37,43 @@ TUNER_KEYS = ("lora_rank", "lora_variant")
 
 
 def measured_rows() -> list[dict]:
-    """Every default-allocator step with a measured max_memory_reserved, and each edge row's failed planner step."""
+    """Every default-allocator step of the windows: the ones that ran with their max_memory_reserved, the ones that
+    ran out of memory (the H100's accuracy-large) and each edge row's step that did not run, each with the limit the
+    allocator had: the emulated card, or the real card less the driver's reserve and the CUDA context."""
     out = []
     for gpu, path in SOURCES:
         data = json.loads((ROOT / path).read_text())
         for r in data["rows"]:
-            if r.get("expandable_segments") or not r.get("max_memory_reserved"):
+            if r.get("expandable_segments") or r.get("status") not in ("ok", "oom"):
                 continue
             row = {"gpu": gpu, "source": path.rsplit("/", 1)[-1], **{k: r[k] for k in TUNER_KEYS if k in r}}
             row |= {k: r[k] for k in ("model", "precision", "checkpointing", "seq_len")}
-            edge = r.get("kind") == "edge"
-            micro = r["largest_micro"] if edge else r["micro_batch"]
-            limit = _edge_limit(r) if edge else None
-            out.append(
-                row
-                | {"micro_batch": micro, "limit_bytes": limit, "ran": True}
-                | {k: r[k] for k in ("max_memory_allocated", "max_memory_reserved")}
-            )
-            if edge and r.get("planner_micro_ran") is False:
+            if r.get("kind") != "edge":
+                ran = r["status"] == "ok"
+                measured = {k: r[k] for k in ("max_memory_allocated", "max_memory_reserved")} if ran else {}
+                out.append(row | {"micro_batch": r["micro_batch"], "limit_bytes": _limit(gpu), "ran": ran} | measured)
+                continue
+            limit = r["capacity_bytes"] if r["capacity_gib"] is not None else _limit(gpu)
+            measured = {k: r[k] for k in ("max_memory_allocated", "max_memory_reserved")}
+            out.append(row | {"micro_batch": r["largest_micro"], "limit_bytes": limit, "ran": True} | measured)
+            if r.get("planner_micro_ran") is False:
                 out.append(row | {"micro_batch": r["planner_micro"], "limit_bytes": limit, "ran": False})
-            elif edge and r["largest_micro"] < r["next_rung"]:  # the rung above the planner's did not run
+            elif r["largest_micro"] < r["next_rung"]:  # the rung above the planner's did not run
                 out.append(row | {"micro_batch": r["next_rung"], "limit_bytes": limit, "ran": False})
     return out
 
 
-def _edge_limit(r: dict) -> int:
-    """What the allocator could reserve: the emulated fraction of the card, or the real card less the driver's
-    reserve and the CUDA context (planner/model/catalog/calibration/h200.json)."""
-    if r["capacity_gib"] is not None:
-        return r["capacity_bytes"]
-    cal = json.loads((ROOT / "planner/model/catalog/calibration/h200.json").read_text())
-    return r["capacity_bytes"] - cal["driver_reserved_bytes"] - cal["cuda_context_bytes"]
+# torch.cuda.get_device_properties(0).total_memory of the windows' cards: the H200's as edge.json stores it; the H100's
+# as capacity.json's real card (79.18 GiB, rounded to 0.01 GiB: 5 MB either way)
+TOTAL_BYTES = {"h200": 150_109_880_320, "h100": round(79.18 * GIB)}
+CALIBRATION = {"h200": "h200.json", "h100": "h100-80gb.json"}
+
+
+def _limit(gpu: str) -> int:
+    """What the allocator could reserve on the real card: its total less the driver's reserve and the CUDA context
+    (planner/model/catalog/calibration/)."""
+    cal = json.loads((ROOT / "planner/model/catalog/calibration" / CALIBRATION[gpu]).read_text())
+    return TOTAL_BYTES[gpu] - cal["driver_reserved_bytes"] - cal["cuda_context_bytes"]
 
 
 def _key(row: dict) -> str:
@@ -94,10 +100,16 @@ def replay_row(row: dict) -> dict:
     }
 
 
-def summarize(rows: list[dict], prior: float) -> dict:
+def prior(gpu: str) -> float:
+    """The fragmentation fraction the planner uses on the card: its calibration file's median."""
+    cal = json.loads((ROOT / "planner/model/catalog/calibration" / CALIBRATION[gpu]).read_text())
+    return cal["fragmentation_fraction"]
+
+
+def summarize(rows: list[dict]) -> dict:
     ran = [r for r in rows if r["ran"]]
     rep = [r["replay_reserved"] / r["max_memory_reserved"] - 1 for r in ran]
-    pri = [r["max_memory_allocated"] * (1 + prior) / r["max_memory_reserved"] - 1 for r in ran]
+    pri = [r["max_memory_allocated"] * (1 + prior(r["gpu"])) / r["max_memory_reserved"] - 1 for r in ran]
 
     def stats(xs):
         a = sorted(abs(x) for x in xs)
@@ -111,11 +123,9 @@ def summarize(rows: list[dict], prior: float) -> dict:
         "prior_vs_measured_reserved": stats(pri),
         "prior_under_measured": sum(x < 0 for x in pri),
         "replay_under_measured_by_2pct": sum(x < -0.02 for x in rep),
-        "failed_steps": [
-            {k: r[k] for k in ("model", "micro_batch", "replay_reserved", "replay_oom_at", "limit_bytes")}
-            for r in rows
-            if not r["ran"]
-        ],
+        "replay_runs_what_ran": sum(r["replay_oom_at"] is None for r in ran),
+        "did_not_run": sum(not r["ran"] for r in rows),
+        "replay_oom_where_it_did_not_run": sum(r["replay_oom_at"] is not None for r in rows if not r["ran"]),
     }
 
 
@@ -124,12 +134,15 @@ def markdown(data: dict) -> list[str]:
     rep, pri = s["replay_vs_measured_reserved"], s["prior_vs_measured_reserved"]
     title = (
         f"# Reserved memory: the caching allocator replayed over the sim's trace ({m['date']}, transformers "
-        f"{m['transformers']}, torch {m['torch']}; prior {m['prior']:.1%})"
+        f"{m['transformers']}, torch {m['torch']}; the calibrated priors: H100 {prior('h100'):.1%}, H200 "
+        f"{prior('h200'):.1%})"
     )
     line = (
         f"{s['rows']} steps that ran. |replay / measured reserved - 1|: median {rep['median']:.2%}, p95 "
         f"{rep['p95']:.2%}, max {rep['max']:.2%}; the prior's: median {pri['median']:.2%}, max {pri['max']:.2%}, "
-        f"below the measured reserved in {s['prior_under_measured']} of {s['rows']}."
+        f"below the measured reserved in {s['prior_under_measured']} of {s['rows']}. The replay runs "
+        f"{s['replay_runs_what_ran']} of the {s['rows']} and runs out of memory in "
+        f"{s['replay_oom_where_it_did_not_run']} of the {s['did_not_run']} steps that did not run."
     )
     out = [
         title,
@@ -144,7 +157,7 @@ def markdown(data: dict) -> list[str]:
         shape = f"{r['micro_batch']} x {r['seq_len']}"
         rep = f"{r['replay_reserved'] / GIB:.2f} GiB ({r['replay_reserved'] / r['replay_allocated'] - 1:+.1%})"
         if not r["ran"]:
-            verdict = "out of memory" if r["replay_oom_at"] else "runs"
+            verdict = "out of memory" if r["replay_oom_at"] is not None else "runs"
             out.append(
                 f"| {r['gpu']} | {r['model']}{tuner} | {r['precision']} | {r['checkpointing']} | {shape} | "
                 f"did not run | {rep} | replay: {verdict} |"
@@ -168,8 +181,6 @@ def main() -> None:
     args = ap.parse_args()
     if results_io.report_or_out(ap, args, markdown):
         return
-    from planner.estimate.overheads import FRAGMENTATION_FRACTION
-
     rows = measured_rows()[: args.limit]
     done = {_key(r): r for r in json.loads(Path(args.out).read_text())["rows"]} if args.resume else {}
     for i, row in enumerate(rows, 1):
@@ -177,9 +188,10 @@ def main() -> None:
             row.update(done[_key(row)])
             continue
         row.update(replay_row(row))
+        results_io.save(args.out, {"meta": {}, "rows": rows[:i], "summary": {}}, [])  # a crash loses one row at most
         print(f"{i}/{len(rows)} {row['model']} {row['micro_batch']}x{row['seq_len']}: {row['seconds']} s", flush=True)
-    meta = results_io.cpu_meta(("torch", "transformers")) | {"prior": FRAGMENTATION_FRACTION}
-    data = {"meta": meta, "rows": rows, "summary": summarize(rows, FRAGMENTATION_FRACTION)}
+    meta = results_io.cpu_meta(("torch", "transformers"))
+    data = {"meta": meta, "rows": rows, "summary": summarize(rows)}
     results_io.save(args.out, data, markdown(data))
     print("\n".join(markdown(data)))
 

@@ -12,7 +12,10 @@ expandable segments, no power-of-two rounding):
   512 bytes (small pool) or more than 1 MiB (large pool) (should_split);
 - a freed block merges with free neighbours of its segment (free_block, try_merge_blocks) and stays cached;
 - with no cached block, a new segment is reserved (alloc_block); where that would pass the limit the allocator frees
-  every cached segment that is wholly free and tries once more (release_cached_blocks), then fails: the OOM.
+  every cached segment that is wholly free and tries once more (release_cached_blocks), then fails: the OOM. The step
+  between, release_available_cached_blocks, returns false at its first statement while max_split_size is unlimited,
+  its default (malloc's retry chain; the constants kMinBlockSize ... kRoundLarge at the top of the file; read at
+  pytorch/pytorch 001074d).
 
 `replay` returns the peak reserved and, under a limit, whether the step ran out. It is the test of the analytic
 fragmentation prior, which is one number for every shape (overheads.FRAGMENTATION_FRACTION): benchmarks/
