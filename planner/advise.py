@@ -600,7 +600,8 @@ def hungrier_release(paths, allowed, overrides: dict, reading, kwargs: dict):
         given = {**overrides, "framework": f"{name}@{r}"}
         readings[r] = reading if r == planned else intake.read(paths, allowed, given=given, release_why=_CHOSEN)
         try:
-            plan = check(parse(CheckRequest, config_body(readings[r], overrides).body), alternatives=False, **kwargs)
+            body = {**config_body(readings[r], overrides).body, "verify": False}  # a probe runs for the answer only
+            plan = check(parse(CheckRequest, body), alternatives=False, **kwargs)
         except BadInput as e:
             failed[r] = str(e)
             continue
@@ -636,7 +637,7 @@ class ConfigBody:
         out = [self._row(s) for s in reading.settings]
         read = {s.field for s in reading.settings}
         for f, v in self.flags.items():
-            if f not in read and v is not None:
+            if f not in read and f != "gpu" and v is not None:  # the GPU, which no file names, is the headline's
                 out.append(
                     {"field": f, "value": v, "source": "a flag", "key": "--" + f.split(".")[-1].replace("_", "-")}
                 )

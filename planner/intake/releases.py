@@ -46,12 +46,18 @@ TRAINER_CLASSES = (("VLMGRPOTrainer", "vlm-r1"), ("Qwen2VLGRPOTrainer", "r1-v"))
 # repeating each prompt num_generations times (trainer/vllm_grpo_trainer_modified.py:615): its batch counts prompts
 VIDEO_R1 = "Video-R1's flag, src/r1-v/src/open_r1/grpo.py:55-60; its trainer is R1-V's Qwen2VLGRPOTrainer's copy"
 FORK_FLAGS = (("temporal", "r1-v", VIDEO_R1), ("len_control", "r1-v", VIDEO_R1))
-FORK_PATHS = (("grpo_jsonl.py", "vlm-r1"), ("open-r1-multimodal", "vlm-r1"), ("VLM-R1", "vlm-r1"), ("r1-v", "r1-v"))
-# the fork marks that name more than one trainer: VLM-R1's grpo_rec.py ran Qwen2VLGRPOTrainer, each prompt sampled
-# num_generations times, until 0586aee (2025-03-03; 1af6d4a grpo_trainer.py:336-341 num_return_sequences,
-# 717-723 one row a prompt), then VLMGRPOTrainer (fd242e0 grpo_rec.py:35, counting completions: grpo_trainer.py:
-# 828-841); R1-V's first layout was src/open-r1-multimodal too (the R1-V issue #61 script `cd`s there)
-FORK_ALSO = {"grpo_rec.py": ("vlm-r1", "r1-v"), "open-r1-multimodal": ("vlm-r1", "r1-v"), "VLM-R1": ("vlm-r1", "r1-v")}
+# GRPO forks by their files' names, first match wins: VLM-R1's grpo_jsonl.py came with VLMGRPOTrainer (4081ec3); its
+# grpo_rec.py ran Qwen2VLGRPOTrainer, each prompt sampled num_generations times, until 0586aee (2025-03-03; 1af6d4a
+# grpo_trainer.py:336-341 num_return_sequences, 717-723 one row a prompt), then VLMGRPOTrainer (fd242e0
+# grpo_rec.py:35, counting completions: grpo_trainer.py:828-841); R1-V's first layout was src/open-r1-multimodal too
+# (the R1-V issue #61 script `cd`s there). A name more than one trainer ran allows each (the first planned).
+FORK_PATHS = (
+    ("grpo_jsonl.py", ("vlm-r1",)),
+    ("grpo_rec.py", ("vlm-r1", "r1-v")),
+    ("open-r1-multimodal", ("vlm-r1", "r1-v")),
+    ("VLM-R1", ("vlm-r1", "r1-v")),
+    ("r1-v", ("r1-v",)),
+)
 
 
 def _pin_files(folder: Path) -> list[Path]:
@@ -94,7 +100,7 @@ def pins(folders: list[Path]) -> dict[str, tuple[str, str]]:
 
 def fork(paths: list[str], script: Path | None) -> tuple[str, str] | tuple[str, str, tuple[str, ...]] | None:
     """(trl release, why) for a GRPO fork's run: its script's trainer class, else a fork's file names in the paths,
-    with the releases a name allows where it names more than one trainer (FORK_ALSO: the first is planned)."""
+    with the releases a name allows where it names more than one trainer (FORK_PATHS: the first is planned)."""
     if script is not None:
         try:
             text = limits.read_config_text(script, errors="replace")
@@ -104,14 +110,12 @@ def fork(paths: list[str], script: Path | None) -> tuple[str, str] | tuple[str, 
             m = re.search(rf"\b{cls}\b", text)
             if m:
                 return release, f"{script.name}:{text.count(chr(10), 0, m.start()) + 1} uses {cls}"
-    for mark, also in FORK_ALSO.items():
+    for mark, also in FORK_PATHS:
         hit = next((p for p in paths if mark in p), None)
+        if hit is not None and len(also) == 1:
+            return also[0], f"{hit} (a {also[0]} file)"
         if hit is not None:
             return also[0], f"{hit} (a file of {' or '.join(also)}, whose trainers differ)", also
-    for mark, release in FORK_PATHS:
-        hit = next((p for p in paths if mark in p), None)
-        if hit is not None:
-            return release, f"{hit} (a {release} file)"
     return None
 
 
