@@ -5,6 +5,11 @@ pyproject.toml, environment.yml, a `pip freeze`), then flag names only some rele
 passes them), else the newest, said in one line. The reading's framework becomes NAME@RELEASE, so the plan takes that
 release's defaults and meanings (planner.config.release).
 
+A release the user gives beside the files (check --config --framework NAME@RELEASE: collect.GIVEN_FIELDS) decides
+before all of these, and each default it fills names it. Where the files leave a choice (no pin; the flags only some
+TRL lines take, Framework.key_spans, narrowing the lines; a fork's file name that more than one of its trainers ran),
+the lines they allow are the fact "releases" (Reading.releases): check --config plans each (planner.advise).
+
 Pins are looked for in the folders the run names (the script's, the folder it `cd`s to, the training script's) and
 up to PARENTS folders above each, never in memplan's own working folder, and only where the reading may read.
 """
@@ -175,9 +180,10 @@ def folders(run) -> list[Path]:
     return [p.resolve() for p in found if p is not None]
 
 
-def given(framework: str) -> tuple[str, str, str] | None:
-    """(release, why, the flag's text) of the release the caller gives beside the files for this framework (check
-    --config --framework NAME@RELEASE, or a name that is another's release: trl-0), else None."""
+def given(framework: str) -> tuple[str, str] | None:
+    """(release, why) of the release the caller gives beside the files for this framework (check --config
+    --framework NAME@RELEASE, or a name that is another's release: trl-0; `why` GIVEN_RELEASE_WHY where memplan chose
+    it), else None."""
     text = GIVEN_FIELDS.get().get("framework")
     if not isinstance(text, str):
         return None
@@ -187,7 +193,7 @@ def given(framework: str) -> tuple[str, str, str] | None:
         name, release = split_name(other.same_as)
     if name != framework or not release:
         return None
-    return release, GIVEN_RELEASE_WHY.get() or f"--framework {text}, given", text
+    return release, GIVEN_RELEASE_WHY.get() or f"--framework {text}, given"
 
 
 def decide(
