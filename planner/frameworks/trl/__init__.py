@@ -42,7 +42,10 @@ G = "trl/trainer/grpo_config.py"
 
 
 def _off(tag: str, where: str) -> Default:
-    return Default("off", f"trl {tag} {where}: GRPOConfig(TrainingArguments), gradient_checkpointing=False")
+    return Default(
+        "off",
+        f"trl {tag} {where}: GRPOConfig(TrainingArguments) (SFTConfig and DPOConfig alike), gradient_checkpointing=False",
+    )
 
 
 def _grpo(tag: str, beta: tuple, mcl: str, counts: str = "completions") -> dict:
@@ -107,7 +110,12 @@ RELEASES = (
         "0.22",
         (0, 22),
         "trl v0.22.0 .. v0.29.1 (the trl-0 adapter)",
-        defaults={"checkpointing": Default("full", f"trl v0.22.0 {G}:247-248: gradient_checkpointing=True")},
+        defaults={
+            "checkpointing": Default(
+                "full",
+                f"trl v0.22.0 {G}:247-248, sft_config.py:111-116, dpo_config.py:205: gradient_checkpointing=True",
+            )
+        },
         notes=("as trl, but SFT's loss from the full logits (and Liger's loss allowed)",),
         **_grpo("v0.22.0", (0.0, "460-461"), "301-302"),
         aliases=("0",),

@@ -43,6 +43,19 @@ def test_a_release_given_beside_the_files_refills_their_defaults_at_that_release
     assert "releases" not in old.config  # the user decided the release: no sweep
 
 
+def test_trl_0_is_read_at_its_line():
+    """`--framework trl-0` (trl@0.22 by its old name) beside TRL's example reads it at 0.22: checkpointing on from
+    0.22's SFTConfig (sft_config.py:111-116), the 0.x adapter (SFT's loss from the full logits) planned."""
+    r = intake.read([str(TRL_SFT)], given={"framework": "trl-0", "model": "qwen2.5-0.5b"})
+    s = _settings(r)
+    assert s["framework"].value == "trl@0.22" and "--framework trl-0, given" in s["framework"].source
+    assert s["checkpointing"].source.startswith("trl@0.22 default (trl v0.22.0") and "sft_config.py:111-116" in (
+        s["checkpointing"].source
+    )
+    out = advise.check_config([str(TRL_SFT)], {"gpu": "a10", "model": "qwen2.5-0.5b", "framework": "trl-0"})
+    assert out.plan.knobs.framework == "trl-0" and "releases" not in out.config
+
+
 def test_trl_0_14_counts_the_posted_batch_in_prompts_and_keeps_a_reference_model():
     """The VLM-R1 REC script (4 generations, --per_device_train_batch_size 1) given --framework trl@0.14: the batch is
     prompts (trl v0.14.0 grpo_trainer.py:335,417), 4 completions a micro-batch; beta 0.04 (grpo_config.py:173-174)."""
