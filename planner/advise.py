@@ -55,7 +55,7 @@ from planner.estimate.setup import Setup
 from planner.evidence.store import ProbeRecord, Shapes
 from planner.export import keys
 from planner.export.launch import with_launch
-from planner.frameworks import FRAMEWORKS
+from planner.frameworks import FRAMEWORKS, split_name
 from planner.model import catalog, hardware, images, prequant
 from planner.model.modelspec import ModelSpec, from_config
 from planner.model.shapes import module_name_matches
@@ -431,8 +431,10 @@ def check(
     resolver=default_resolver,
     status: Status = _quiet,
     scanner: Scanner | None = None,
+    alternatives: bool = True,
 ) -> CheckResult:
-    """One configuration's breakdown, whether it fits, and fitting alternatives with the same global batch."""
+    """One configuration's breakdown, whether it fits, and fitting alternatives with the same global batch (and where
+    it does not fit the nearest settings that do; `alternatives` False: neither, the verdict alone)."""
     world = (req.gpus_per_node or 1) * req.nodes
     # the ranks that see different samples: tensor, sequence and context parallel ranks share theirs (the layout
     # refuses a world they do not divide)
@@ -470,6 +472,12 @@ def check(
         plan, verified = verify(plan, model, hw, goal, cal, probes, status, store)
     # alternatives: the request's fixed knobs, its precision and the default one (bf16 where the GPU has it), every
     # sharding, offload and checkpointing mode of ZeRO/DDP; a combination the knobs refuse is left out
+    if not alternatives:
+        out = CheckResult(
+            model=model.summary(), hardware=hardware_json(hw), goal=goal.model_dump(), plan=plan, suggestions=[]
+        )
+        out._context = (model, hw, goal)
+        return out
     default = "bf16" if hw.gpu.bf16_tflops > 0 else "fp16"
     space = Space(
         **{**{k: getattr(req, k) for k in FIXED}, "expert_parallel": 1},
@@ -557,8 +565,10 @@ def nearest_fits(req: Target, goal: Goal, hw: Hardware, resolver=default_resolve
 
 def check_config(paths: list[str], overrides: dict, allowed: list | None = None, **kwargs) -> CheckResult:
     """`check --config FILE...`: the files read into a request (planner.intake; the GPU and any field in
-    `overrides` as given), checked; the result's `config` says what was read, field by field, and where from.
-    With `allowed` (folders), no file outside them is opened, the files a config names included."""
+    `overrides` as given, each flag one field), checked; the result's `config` says what was read, field by field, and
+    where from. Where the files leave the framework's release open, each release they allow is planned and the
+    hungrier verdict is answered (`config["releases"]`: which fit and which do not). With `allowed` (folders), no
+    file outside them is opened, the files a config names included."""
     from planner import intake
     from planner.intake import models
 
@@ -567,6 +577,116 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
         raise BadInput(reading.refused, "workload")
     if "model" not in overrides and "model" in reading.request and allowed is None:  # a service resolves its own way
         models.resolve(reading.request["model"])  # an id not found offline: the one-line "pass its config.json"
+    choice = None
+    if reading.releases and not release_given(overrides) and not open_length(config_body(reading, overrides).body):
+        reading, choice = hungrier_release(paths, allowed, overrides, reading, kwargs)
+    b = config_body(reading, overrides)
+    result = open_length_check(b.body, kwargs) if open_length(b.body) else check(parse(CheckRequest, b.body), **kwargs)
+    result.config = {
+        "framework": reading.framework,
+        "files": reading.files,
+        "settings": b.rows(reading),
+        "unplanned": reading.unplanned + launch_disagreements(reading, overrides),
+        **({"releases": choice} if choice else {}),
+    }
+    return result
+
+
+def release_given(overrides: dict) -> bool:
+    """--framework NAME@RELEASE (or a name that is another's release, trl-0) given beside the files."""
+    text = overrides.get("framework")
+    if not isinstance(text, str):
+        return False
+    name, release = split_name(text)
+    return bool(release) or bool(name in FRAMEWORKS and FRAMEWORKS[name].same_as)
+
+
+def hungrier_release(paths, allowed, overrides: dict, reading, kwargs: dict):
+    """(the reading to plan, what each release gave) over the release lines the files allow (Reading.releases): each
+    read as --framework NAME@RELEASE would read it and checked (its verdict only). Where the verdicts differ the
+    hungrier is answered: the release the files were read at where it does not fit, else the one needing the most."""
+    from planner import intake
+
+    name = reading.framework
+    planned = split_name(str(reading.request.get("framework", name)))[1] or FRAMEWORKS[name].newest.name
+    readings, needs, failed = {}, {}, {}
+    for r in reading.releases:
+        given = {**overrides, "framework": f"{name}@{r}"}
+        readings[r] = reading if r == planned else intake.read(paths, allowed, given=given, release_why=_CHOSEN)
+        try:
+            body = {**config_body(readings[r], overrides).body, "verify": False}  # a probe runs for the answer only
+            plan = check(parse(CheckRequest, body), alternatives=False, **kwargs)
+        except BadInput as e:
+            failed[r] = str(e)
+            continue
+        needs[r] = (plan.plan.fits, plan.plan.memory.device_total_bytes)
+    fits = [r for r in needs if needs[r][0]]
+    short = [r for r in needs if not needs[r][0]]
+    out = {"allowed": list(reading.releases), "fits": fits, "does_not_fit": short, "failed": failed}
+    if not fits or not short:
+        return reading, {**out, "planned": planned}
+    chosen = planned if planned in short else max(short, key=lambda r: needs[r][1])
+    return readings[chosen], {**out, "planned": chosen}
+
+
+_CHOSEN = "memplan assumption (the hungriest of the releases the files allow, whose verdicts differ)"
+
+
+@dataclass
+class ConfigBody:
+    """The request check --config plans: the reading's fields with the flags over them (`body`), and what the fields
+    table says of each (`given`: a flag replaced it; `again`: derived again from a flag; `capped`: --data's rows cut
+    at the files' length; `peft`: PEFT's line on the files' LoRA targets)."""
+
+    body: dict
+    flags: dict
+    given: dict
+    again: dict
+    capped: bool
+    peft: str
+
+    def rows(self, reading) -> list[dict]:
+        """The fields table: each field read, with its source (a flag's where one replaced it), then each flag given
+        for a field the files do not set."""
+        out = [self._row(s) for s in reading.settings]
+        read = {s.field for s in reading.settings}
+        for f, v in self.flags.items():
+            if f not in read and f != "gpu" and v is not None:  # the GPU, which no file names, is the headline's
+                out.append(
+                    {"field": f, "value": v, "source": "a flag", "key": "--" + f.split(".")[-1].replace("_", "-")}
+                )
+        return out
+
+    def _row(self, s) -> dict:
+        if self.peft and s.field == "lora_targets":
+            return {
+                "field": s.field,
+                "value": self.body["lora_targets"],
+                "source": f"{s.source} ({self.peft})",
+                "key": s.key,
+            }
+        value, source = self.again.get(s.field, self.given.get(s.field, s.value)), s.source
+        if self.capped and s.field == "seq_len":
+            source = f"a cap on --data's rows (the config: {s.value}, {s.source})"
+        elif s.field in self.given:
+            source = f"a flag (the config: {s.value}, {s.source})"
+        elif s.field in self.again:
+            source = f"derived again from the flags (the config: {s.value}, {s.source})"
+        return {"field": s.field, "value": value, "source": source, "key": s.key}
+
+
+def config_body(reading, overrides: dict) -> ConfigBody:
+    """The reading's request with the flags over it, each flag one field: `--framework NAME` alone keeps the release
+    the files show; DPO's --max-length beside a DPO run's files is its row length, as `--workload dpo` makes it."""
+    from planner import intake
+
+    overrides = dict(overrides)
+    fw, read_fw = overrides.get("framework"), reading.request.get("framework")
+    if isinstance(fw, str) and "@" not in fw and isinstance(read_fw, str) and split_name(read_fw)[0] == fw:
+        overrides.pop("framework")  # the name alone: the release the files show
+    kind = (overrides.get("workload") or {}).get("kind") or (reading.request.get("workload") or {}).get("kind")
+    if kind == "dpo" and "max_length" in overrides and "max_length" not in overrides.get("workload", {}):
+        overrides["workload"] = {**overrides.get("workload", {}), "max_length": overrides.pop("max_length")}
     dropped = intake.replaced(reading, overrides)
     body = merged({k: v for k, v in reading.request.items() if k not in dropped}, overrides)
     capped = "data" in overrides and "seq_len" in body and not {"seq_len", "max_length"} & set(overrides)
@@ -579,34 +699,8 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
             again[f] = fn(body)
             body = merged(body, nested(f, again[f]))
     body, peft = file_lora_targets(body, overrides)
-    result = open_length_check(body, kwargs) if open_length(body) else check(parse(CheckRequest, body), **kwargs)
-    given = {k: v for k, v in flags.items() if k in read and v != read[k]}
-    given |= {k: None for k in dropped}
-    result.config = {
-        "framework": reading.framework,
-        "files": reading.files,
-        "settings": [
-            {
-                "field": s.field,
-                "value": body["lora_targets"]
-                if peft and s.field == "lora_targets"
-                else again.get(s.field, given.get(s.field, s.value)),
-                "source": f"a cap on --data's rows (the config: {s.value}, {s.source})"
-                if capped and s.field == "seq_len"
-                else f"a flag (the config: {s.value}, {s.source})"
-                if s.field in given
-                else f"derived again from the flags (the config: {s.value}, {s.source})"
-                if s.field in again
-                else f"{s.source} ({peft})"
-                if peft and s.field == "lora_targets"
-                else s.source,
-                "key": s.key,
-            }
-            for s in reading.settings
-        ],
-        "unplanned": reading.unplanned + launch_disagreements(reading, overrides),
-    }
-    return result
+    given = {k: v for k, v in flags.items() if k in read and v != read[k]} | {k: None for k in dropped}
+    return ConfigBody(body, flags, given, again, capped, peft)
 
 
 def file_lora_targets(body: dict, overrides: dict) -> tuple[dict, str]:

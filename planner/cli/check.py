@@ -37,7 +37,8 @@ def register(p) -> None:
         help="the verdict, each phase's peak and the nearest settings in the framework's keys (no tables)",
     )
     common.add_evidence_args(p)
-    p.set_defaults(run=run, nodes=None, parser_defaults=lambda: {a.dest: a.default for a in p._actions})
+    # --nodes and --workload None where not given: beside --config every flag given overrides its field
+    p.set_defaults(run=run, nodes=None, workload=None, parser_defaults=lambda: {a.dest: a.default for a in p._actions})
 
 
 def open_length_line(o: dict) -> str:
@@ -59,8 +60,9 @@ def overrides(args: argparse.Namespace) -> dict:
         if f != "workload" and getattr(args, f, None) is not None and getattr(args, f) != defaults.get(f)
     }
     work = common.workload_fields(args).get("workload", {})  # field by field: --beta alone overrides the beta read
-    if args.workload == defaults.get("workload"):
-        work.pop("kind", None)
+    work.pop("kind", None)
+    if args.workload is not None:  # given, whatever its value: --workload sft beside a GRPO run's files plans SFT
+        work["kind"] = args.workload
     return {**out, **({"workload": work} if work else {})}
 
 
@@ -105,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
             render.console.print(render.config_table(result.config))
             for line in render.config_lines(result.config):
                 common.say_line(line)
-        verdict = "fits" if plan.fits else f"does NOT fit: {plan.reason}"
+        verdict = _verdict(result)
         common.say_line(
             f"{out['model']['name']}{common.approximate(model, goal)}{common.text_only_mark(model, goal)}: "
             f"{plan.split_text} = "
@@ -149,6 +151,15 @@ def run(args: argparse.Namespace) -> int:
     return 0 if plan.fits else 3
 
 
+def _verdict(result: CheckResult) -> str:
+    """fits / does NOT fit, naming the release that decides it where the files leave it open."""
+    from planner.config.release import choice_text
+
+    config = result.config or {}
+    mark = choice_text(config.get("framework", ""), config.get("releases"))
+    return f"fits{mark}" if result.plan.fits else f"does NOT fit{mark}: {result.plan.reason}"
+
+
 def _release_line(plan) -> None:
     from planner.config.release import release_line
 
@@ -163,7 +174,7 @@ def brief(result: CheckResult, out: dict) -> None:
     plan, (model, _, goal) = result.plan, result.context
     for line in (result.config or {}).get("unplanned", []):
         common.say_line(f"not planned: {line}")
-    verdict = "fits" if plan.fits else f"does NOT fit: {plan.reason}"
+    verdict = _verdict(result)
     common.say_line(
         f"{out['model']['name']}{common.approximate(model, goal)}{common.text_only_mark(model, goal)}: "
         f"{plan.split_text} = {plan.global_batch}: {verdict}"

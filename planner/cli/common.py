@@ -136,7 +136,7 @@ def add_video_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--video-max-pixels", type=positive_int("--video-max-pixels"), default=None, help="per frame")
     p.add_argument(
         "--video-pixel-cap",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
         help="frames share a 115,200-token pixel budget (qwen-vl-utils; cap_pixels_per_frame)",
     )
@@ -154,7 +154,8 @@ def add_knob_args(p: argparse.ArgumentParser, fields, many: bool = False) -> Non
         shown = (",".join(map(str, default)) or "auto") if many else default
         doc = f"{f.description} (default {shown}{'; a comma list to search' if many else ''})"
         if f.annotation is bool:
-            p.add_argument(flag, dest=field, action="store_true", default=None, help=f.description)
+            # --X / --no-X: beside --config either overrides what the files say
+            p.add_argument(flag, dest=field, action=argparse.BooleanOptionalAction, default=None, help=f.description)
             continue
         if field == "framework":
             kind = framework_release(flag, accepted)
@@ -257,7 +258,7 @@ def add_workload_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--precompute-ref-log-probs",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
         help="dpo: reference log-probs computed before training (no reference model kept)",
     )
@@ -266,7 +267,7 @@ def add_workload_args(p: argparse.ArgumentParser) -> None:
 
 def workload_fields(args: argparse.Namespace) -> dict:
     """The request's `workload` from the flags given (DPO's max_length is --max-length)."""
-    kind = getattr(args, "workload", "sft")
+    kind = getattr(args, "workload", None) or "sft"
     w = {f: getattr(args, f) for f in WORKLOAD_FLAGS if getattr(args, f, None) is not None} | role_fields(args)
     if kind == "dpo" and getattr(args, "max_length", None) is not None:
         w["max_length"] = args.max_length
@@ -281,7 +282,7 @@ def request(cls, args: argparse.Namespace, **fields):
     data = {f: getattr(args, f) for f in cls.model_fields if getattr(args, f, None) is not None}
     data.pop("workload", None)
     work = workload_fields(args)
-    if getattr(args, "workload", "sft") == "dpo":
+    if getattr(args, "workload", None) == "dpo":
         data.pop("max_length", None)  # DPO's --max-length is the row length, not a data cut
     return advise.parse(cls, {**data, **work, **fields})
 

@@ -91,3 +91,16 @@ def release_line(framework: str, release: str, workload, micro_batch: int) -> st
         f"{framework}@{release}: per_device_train_batch_size counts prompts: {micro_batch // n} prompt"
         f"{'s' if micro_batch // n != 1 else ''} x {n} generations = {micro_batch} completions a micro-batch"
     )
+
+
+def choice_text(framework: str, releases: dict | None) -> str:
+    """What a check --config verdict says where the release the files leave open decides it (planner.advise
+    hungrier_release: `releases` the result config's): " with trl@r1-v (...)", naming the releases it fits with;
+    "" where every release the files allow gives the same verdict."""
+    if not releases or not releases["fits"] or not releases["does_not_fit"]:
+        return ""
+    fits = ", ".join(f"{framework}@{r}" for r in releases["fits"])
+    return (
+        f" with {framework}@{releases['planned']} (the files allow {', '.join(releases['allowed'])} and pin none; "
+        f"it fits with {fits}: --framework {framework}@RELEASE plans the one you run)"
+    )

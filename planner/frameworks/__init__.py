@@ -56,6 +56,7 @@ def release_json(r: Release) -> dict:
         "source": r.source,
         "defaults": {k: {"value": d.value, "source": d.source} for k, d in r.defaults.items()},
         "workload": {k: {"value": d.value, "source": d.source} for k, d in r.workload.items()},
+        "grpo": {k: {"value": d.value, "source": d.source} for k, d in r.grpo.items()},
         "keys": dict(r.keys),
         "meaning": dict(r.meaning),
         "notes": list(r.notes),

@@ -133,6 +133,8 @@ class Release:
     defaults: dict[str, Default] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)
     workload: dict[str, Default] = field(default_factory=dict)
+    # a GRPO config's own defaults of the trainer's fields (trl 0.14's GRPOConfig set the batch): GRPO runs only
+    grpo: dict[str, Default] = field(default_factory=dict)
     meaning: dict[str, str] = field(default_factory=dict)
     adapter: dict[str, object] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
@@ -145,6 +147,11 @@ class Release:
     def means(self, what: str) -> str:
         """The release's meaning of `what` (MEANINGS), the newest line's where it says nothing."""
         return self.meaning.get(what, MEANINGS[what][0])
+
+
+def _meets(start: tuple, end: tuple | None, first: tuple | None, gone: tuple | None) -> bool:
+    """[start, end) and [first, gone) share a version (None: open)."""
+    return (first is None or end is None or first < end) and (gone is None or gone > start)
 
 
 def version_of(text: str) -> tuple[int, ...] | None:
@@ -214,6 +221,11 @@ class Framework:
     # (the one `version` names), whose defaults and keys are this adapter's own. Adding a release is one Release in
     # the framework's module.
     releases: tuple[Release, ...] = ()
+    # the flags only some releases take, by trainer ("sft", "grpo"): flag -> (the first version taking it, the first
+    # no longer taking it; None: open). A run's flags narrow the releases its files allow (planner.intake.releases)
+    key_spans: dict[str, dict[str, tuple]] = field(default_factory=dict)
+    # another framework's release under a name of its own (trl-0: "trl@0.22"), "" for none
+    same_as: str = ""
 
     @property
     def newest(self) -> Release | None:
@@ -247,6 +259,18 @@ class Framework:
             f"--framework {self.name}@{text}: {self.label} has no release {text!r}; it takes {self.accepted()}",
             "framework",
         )
+
+    def lines_taking(self, trainer: str, flags) -> tuple[Release, ...]:
+        """The release lines (oldest first) whose versions take every flag in `flags` that key_spans[trainer] lists: a
+        line [first, the next line's first) meets each flag's span [first taking it, first not)."""
+        lines = sorted((r for r in self.releases if r.first is not None), key=lambda r: r.first)
+        spans = [self.key_spans.get(trainer, {}).get(f) for f in flags]
+        out = []
+        for i, r in enumerate(lines):
+            end = lines[i + 1].first if i + 1 < len(lines) else None
+            if all(s is None or _meets(r.first, end, *s) for s in spans):
+                out.append(r)
+        return tuple(out)
 
     def accepted(self) -> str:
         """The releases as --framework NAME@RELEASE takes them (a version inside a line too)."""

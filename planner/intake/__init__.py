@@ -55,6 +55,9 @@ class Reading:
     # a workload the reading cannot plan, whose planned stand-in would understate memory (LLaMA-Factory's PPO): the
     # one-line question check --config answers with, unless --workload says what to plan
     refused: str = ""
+    # the release lines the files allow where they do not decide one (planner.intake.releases; the planned one
+    # among them): check --config plans each and gives the hungrier verdict; () where the files or a flag decide
+    releases: tuple[str, ...] = ()
 
 
 # The folders a reading may open files in (read(..., allowed=...): the API's data directories); None: any
@@ -75,20 +78,26 @@ def may_read(path: Path) -> bool:
     return any(target.is_relative_to(d) for d in (*dirs, PRESETS))
 
 
-def read(paths: list[str], allowed: list[Path] | None = None, given: dict | None = None) -> Reading:
+def read(
+    paths: list[str], allowed: list[Path] | None = None, given: dict | None = None, release_why: str = ""
+) -> Reading:
     """Read one or more configuration files (a launch script, a framework YAML, a DeepSpeed JSON, ...); the first
     file that names a training run leads, the others fill in what it leaves out. With `allowed`, only files inside
     those folders are opened (the files a config names included). BadInput (field "config") for a file that cannot
     be read or is not a training configuration. `given`: the request fields the caller gives itself (check's flags),
     field -> value: a launch the files start and cannot run on those is then a line of the reading, not a refusal, and
-    the nodes and GPUs given are the Slurm job's that a script's arithmetic reads."""
+    the nodes and GPUs given are the Slurm job's that a script's arithmetic reads; a `framework` NAME@RELEASE is the
+    release the reading fills defaults and meanings from (`release_why`: why, where the caller chose it, not the
+    user)."""
     from planner.intake import collect, dispatch  # the readers import this module's types: import them once it is built
 
     token = ALLOWED.set(tuple(Path(d).resolve() for d in allowed) if allowed is not None else None)
     fields = collect.GIVEN_FIELDS.set(dict(given or {}))
+    why = collect.GIVEN_RELEASE_WHY.set(release_why)
     try:
         return dispatch.read_all([paths] if isinstance(paths, (str, os.PathLike)) else list(paths))
     finally:
+        collect.GIVEN_RELEASE_WHY.reset(why)
         collect.GIVEN_FIELDS.reset(fields)
         ALLOWED.reset(token)
 

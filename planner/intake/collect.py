@@ -163,6 +163,7 @@ class Collector:
             files=list(self.files),
             derived=dict(self.derived),
             refused=str(self.facts.get("refused", ("",))[0]),
+            releases=tuple(self.facts.get("releases", ((),))[0]),
         )
 
 
@@ -279,6 +280,9 @@ def count_devices(text: str) -> int | None:
 # The request fields the caller gives itself beside the files (check --config's flags): a launch the files start and
 # cannot run is then one line, and the flag's value is planned (planner.intake.read sets it for one reading)
 GIVEN_FIELDS: ContextVar[Mapping[str, object]] = ContextVar("memplan_intake_given_fields", default=MappingProxyType({}))
+# why the release GIVEN_FIELDS' framework names is planned where memplan chose it, not the user (check --config's
+# sweep over the releases the files allow: planner.advise); "" for the user's own --framework NAME@RELEASE
+GIVEN_RELEASE_WHY: ContextVar[str] = ContextVar("memplan_intake_given_release_why", default="")
 
 
 def processes_fit_devices(procs: int | None, env: dict[str, str], source: str, c: Collector | None = None) -> None:

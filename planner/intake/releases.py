@@ -5,6 +5,11 @@ pyproject.toml, environment.yml, a `pip freeze`), then flag names only some rele
 passes them), else the newest, said in one line. The reading's framework becomes NAME@RELEASE, so the plan takes that
 release's defaults and meanings (planner.config.release).
 
+A release the user gives beside the files (check --config --framework NAME@RELEASE: collect.GIVEN_FIELDS) decides
+before all of these, and each default it fills names it. Where the files leave a choice (no pin; the flags only some
+TRL lines take, Framework.key_spans, narrowing the lines; a fork's file name that more than one of its trainers ran),
+the lines they allow are the fact "releases" (Reading.releases): check --config plans each (planner.advise).
+
 Pins are looked for in the folders the run names (the script's, the folder it `cd`s to, the training script's) and
 up to PARENTS folders above each, never in memplan's own working folder, and only where the reading may read.
 """
@@ -14,10 +19,19 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from planner.frameworks import FRAMEWORKS
+from planner.frameworks import FRAMEWORKS, split_name
 from planner.frameworks.hf import HF_KEYS
 from planner.intake import limits
-from planner.intake.collect import Collector, assumption, default, is_dir, is_file
+from planner.intake.collect import (
+    GIVEN_FIELDS,
+    GIVEN_RELEASE_WHY,
+    Collector,
+    assumption,
+    default,
+    is_default,
+    is_dir,
+    is_file,
+)
 
 PARENTS = 3
 QUOTES = " ,[\"'"  # what a pin's match may start with in a list
@@ -37,7 +51,18 @@ TRAINER_CLASSES = (("VLMGRPOTrainer", "vlm-r1"), ("Qwen2VLGRPOTrainer", "r1-v"))
 # repeating each prompt num_generations times (trainer/vllm_grpo_trainer_modified.py:615): its batch counts prompts
 VIDEO_R1 = "Video-R1's flag, src/r1-v/src/open_r1/grpo.py:55-60; its trainer is R1-V's Qwen2VLGRPOTrainer's copy"
 FORK_FLAGS = (("temporal", "r1-v", VIDEO_R1), ("len_control", "r1-v", VIDEO_R1))
-FORK_PATHS = (("grpo_jsonl.py", "vlm-r1"), ("open-r1-multimodal", "vlm-r1"), ("VLM-R1", "vlm-r1"), ("r1-v", "r1-v"))
+# GRPO forks by their files' names, first match wins: VLM-R1's grpo_jsonl.py came with VLMGRPOTrainer (4081ec3); its
+# grpo_rec.py ran Qwen2VLGRPOTrainer, each prompt sampled num_generations times, until 0586aee (2025-03-03; 1af6d4a
+# grpo_trainer.py:336-341 num_return_sequences, 717-723 one row a prompt), then VLMGRPOTrainer (fd242e0
+# grpo_rec.py:35, counting completions: grpo_trainer.py:828-841); R1-V's first layout was src/open-r1-multimodal too
+# (the R1-V issue #61 script `cd`s there). A name more than one trainer ran allows each (the first planned).
+FORK_PATHS = (
+    ("grpo_jsonl.py", ("vlm-r1",)),
+    ("grpo_rec.py", ("vlm-r1", "r1-v")),
+    ("open-r1-multimodal", ("vlm-r1", "r1-v")),
+    ("VLM-R1", ("vlm-r1", "r1-v")),
+    ("r1-v", ("r1-v",)),
+)
 
 
 def _pin_files(folder: Path) -> list[Path]:
@@ -78,8 +103,9 @@ def pins(folders: list[Path]) -> dict[str, tuple[str, str]]:
     return out
 
 
-def fork(paths: list[str], script: Path | None) -> tuple[str, str] | None:
-    """(trl release, why) for a GRPO fork's run: its script's trainer class, else a fork's file names in the paths."""
+def fork(paths: list[str], script: Path | None) -> tuple[str, str] | tuple[str, str, tuple[str, ...]] | None:
+    """(trl release, why) for a GRPO fork's run: its script's trainer class, else a fork's file names in the paths,
+    with the releases a name allows where it names more than one trainer (FORK_PATHS: the first is planned)."""
     if script is not None:
         try:
             text = limits.read_config_text(script, errors="replace")
@@ -89,10 +115,12 @@ def fork(paths: list[str], script: Path | None) -> tuple[str, str] | None:
             m = re.search(rf"\b{cls}\b", text)
             if m:
                 return release, f"{script.name}:{text.count(chr(10), 0, m.start()) + 1} uses {cls}"
-    for mark, release in FORK_PATHS:
+    for mark, also in FORK_PATHS:
         hit = next((p for p in paths if mark in p), None)
+        if hit is not None and len(also) == 1:
+            return also[0], f"{hit} (a {also[0]} file)"
         if hit is not None:
-            return release, f"{hit} (a {release} file)"
+            return also[0], f"{hit} (a file of {' or '.join(also)}, whose trainers differ)", also
     return None
 
 
@@ -104,7 +132,23 @@ def for_run(c: Collector, run, trainer: str, flags: dict | None = None) -> None:
     v = run.command.vars
     where = [f"{v.cwd or v.cd_words}/{run.target}", str(run.command.path)]
     told = (fork(where, script) or fork_by_flags(flags or {})) if trainer == "grpo" else None
-    decide(c, c.framework, folders(run), told)
+    if told is not None and len(told) == 3:
+        decide(c, c.framework, folders(run), told[:2], allowed=(tuple(told[2]), ""))
+        return
+    decide(c, c.framework, folders(run), told, allowed=None if told else _taking(c.framework, trainer, flags or {}))
+
+
+def _taking(framework: str, trainer: str, flags: dict) -> tuple[tuple[str, ...], str] | None:
+    """(the release lines that take the run's own flags, why) where a flag only some releases take narrows them
+    (Framework.key_spans; a script's own defaults are no flags of the command); None where none does."""
+    fw = FRAMEWORKS.get(framework)
+    spans = fw.key_spans.get(trainer, {}) if fw is not None else {}
+    named = [f for f in flags if f in spans and not is_default(flags[f].source)]
+    lines = fw.lines_taking(trainer, named) if named else ()
+    if not lines or len(lines) == len(fw.lines_taking(trainer, ())):
+        return None
+    said = ", ".join(flags[f].source for f in named)
+    return tuple(r.name for r in lines), f"{said}: taken by {fw.label} {lines[0].name} .. {lines[-1].name} only"
 
 
 def fork_by_flags(flags: dict) -> tuple[str, str] | None:
@@ -136,19 +180,45 @@ def folders(run) -> list[Path]:
     return [p.resolve() for p in found if p is not None]
 
 
+def given(framework: str) -> tuple[str, str] | None:
+    """(release, why) of the release the caller gives beside the files for this framework (check --config
+    --framework NAME@RELEASE, or a name that is another's release: trl-0; `why` GIVEN_RELEASE_WHY where memplan chose
+    it), else None."""
+    text = GIVEN_FIELDS.get().get("framework")
+    if not isinstance(text, str):
+        return None
+    name, release = split_name(text)
+    other = FRAMEWORKS.get(name)
+    if other is not None and other.same_as and not release:
+        name, release = split_name(other.same_as)
+    if name != framework or not release:
+        return None
+    return release, GIVEN_RELEASE_WHY.get() or f"--framework {text}, given"
+
+
 def decide(
     c: Collector,
     framework: str,
     folders: list[Path],
     told: tuple[str, str] | None = None,
     hint: tuple[str, str] | None = None,
+    allowed: tuple[tuple[str, ...], str] | None = None,
 ) -> None:
-    """Record the release the files show as the fact "release" (name, why), or the newest, its source saying it was
-    assumed (the framework field's line in the reading). `told`: (release, why) the run itself shows (a fork's own
-    trainer), which a pin does not override; `hint`: a flag name only older releases take (ms-swift 3's --train_type, OpenRLHF's flat flags), which a pin does
-    (newer releases keep some old names as aliases)."""
+    """Record the release the files show as the fact "release" (name, why), or the newest they allow, its source
+    saying it was assumed (the framework field's line in the reading), with the fact "releases": the lines they
+    allow. The release given beside the files (`given`) decides first. `told`: (release, why) the run itself shows
+    (a fork's own trainer), which a pin does not override; `hint`: a flag name only older releases take (ms-swift 3's
+    --train_type, OpenRLHF's flat flags), which a pin does (newer releases keep some old names as aliases);
+    `allowed`: (the lines the run's flags or files allow, why), where `told` is a choice among them."""
     fw = FRAMEWORKS.get(framework)
     if fw is None or not fw.releases:
+        return
+    if (mine := given(framework)) is not None:
+        r = fw.release(mine[0])  # BadInput naming the accepted for a release it does not list
+        c.fact("release", fw.line(mine[0]), f"{mine[1]} ({fw.label} release {r.name})", "--framework")
+        return
+    if told is not None and allowed is not None:  # a choice among the trainers a fork's files name
+        _assume(c, fw, fw.release(told[0]), allowed[0], told[1])
         return
     if told is None:
         package = PACKAGES.get(framework)
@@ -158,20 +228,36 @@ def decide(
         r = fw.release(told[0])
         c.fact("release", fw.line(told[0]), f"{told[1]} ({fw.label} release {r.name})", "release")
         return
-    newest = fw.newest
     why = "the files pin none"
     if told is not None:
         what = "a git checkout, not a release" if not told[0] else "older than the releases memplan lists"
         why = f"{told[1]}: {what} ({fw.accepted()})"
+    names = allowed[0] if allowed else tuple(r.name for r in fw.lines_taking("", ()))
+    newest = max((fw.release(n) for n in names), key=lambda r: r.first)
+    # each line planned only where the flags that tell the lines apart are listed (Framework.key_spans): a line's
+    # reader may read another line's flags wrongly (ms-swift 2's names, OpenRLHF's flat flags)
+    _assume(c, fw, newest, names, f"{why}; {allowed[1]}" if allowed else why, sweep=bool(fw.key_spans))
+
+
+def _assume(c: Collector, fw, r, names: tuple[str, ...], why: str, sweep: bool = True) -> None:
+    """The release `r` assumed among `names`, the lines the files allow (the fact "releases" where they are two or
+    more and `sweep`: check --config plans each)."""
+    every = len(names) == len(fw.lines_taking("", ()))
+    which = (
+        "the newest memplan lists"
+        if r is fw.newest and every
+        else f"the newest of {', '.join(names)}"
+        if r.first
+        else f"one of {', '.join(names)}"
+    )
     c.fact(
         "release",
-        "",
-        assumption(
-            f"release assumed: {fw.label} {newest.name}, the newest memplan lists ({why}; another: --framework "
-            f"{framework}@RELEASE)"
-        ),
+        fw.line(r.name),
+        assumption(f"release assumed: {fw.label} {r.name}, {which} ({why}; another: --framework {fw.name}@RELEASE)"),
         "release",
     )
+    if len(names) > 1 and sweep:
+        c.fact("releases", names, why, "release")
 
 
 def _known(fw, text: str) -> bool:
@@ -194,13 +280,22 @@ def release_defaults(c: Collector, trainer: str) -> None:
         return
     r = FRAMEWORKS[name].release(release)
     who = f"{name}@{r.name}"
-    for field, d in r.defaults.items():
+    mine = given(name)
+    tail = f" ({mine[1]})" if mine is not None else ""  # the release given beside the files, named
+
+    def source(d) -> str:
+        return default(who, d.source) + tail
+
+    grpo = r.grpo if trainer == "grpo" else {}
+    for field, d in {**r.defaults, **grpo}.items():
         if field in ("checkpointing", "optimizer", "micro_batch", "grad_accum"):
-            c.fill(field, d.value, default(who, d.source), HF_KEYS.get(field, field))
+            c.fill(field, d.value, source(d), HF_KEYS.get(field, field))
+    if "precision" in r.defaults:  # the trainer's mixed precision where the files set none
+        c.fact("amp", r.defaults["precision"].value, source(r.defaults["precision"]), "bf16", weak=True)
     if trainer != "grpo":
         return
     for field, d in r.workload.items():
-        c.fill(f"workload.{field}", d.value, default(who, d.source), field)
+        c.fill(f"workload.{field}", d.value, source(d), field)
     if r.means("grpo_batch_counts") == "prompts":
         mb = c.setting("micro_batch")
         n = c.get("workload.num_generations", 8)

@@ -88,7 +88,7 @@ def worst_case(spec: str, min_pixels: int | None = None, max_pixels: int | None 
     rule = image_rule(spec, min_pixels, max_pixels)
     if spec in PIXEL_RULES:
         factor, _, high = PIXEL_RULES[spec]
-        n = (max_pixels or high) // (factor * factor)
+        n = max(1, (max_pixels or high) // (factor * factor))  # smart_resize keeps one block: max(factor, ...)
         a = max(
             (a for a in range(1, math.isqrt(n) + 1) if n // a <= 200 * a), key=lambda a: (a * (n // a), a), default=1
         )

@@ -10,6 +10,10 @@ What moved between them:
 - beta 0.04 (a reference model) through 0.18; 0.0 from v0.19.0 (grpo_config.py:412-413).
 - gradient checkpointing off (GRPOConfig subclassed TrainingArguments, whose default is False) until v0.22.0
   (grpo_config.py:247-248 True; later base_config.py:62).
+- no mixed precision by default (TrainingArguments' bf16=False, fp16=False) until v0.19.0, whose GRPOConfig and
+  SFTConfig turn bf16 on where fp16 is off (grpo_config.py:219-225, 530; sft_config.py:111-117, 252).
+- GRPO's own flags came and went (KEY_SPANS, read in each tag's grpo_config.py and sft_config.py): a run's flags
+  narrow the releases its files allow.
 - max_completion_length 256 until PR #6264 (286d19fc7, 1.10.0.dev0) made it 512.
 - SFT's loss: HF's from the full logits before 1.0 (the trl-0 adapter: v0.29.1 sft_trainer.py:1234-1236), TRL's fused
   log-prob head from 1.0; accelerate's ParallelismConfig reached HF's Trainer after 0.x (transformers PR#40205).
@@ -38,7 +42,10 @@ G = "trl/trainer/grpo_config.py"
 
 
 def _off(tag: str, where: str) -> Default:
-    return Default("off", f"trl {tag} {where}: GRPOConfig(TrainingArguments), gradient_checkpointing=False")
+    return Default(
+        "off",
+        f"trl {tag} {where}: GRPOConfig(TrainingArguments) (SFTConfig and DPOConfig alike), gradient_checkpointing=False",
+    )
 
 
 def _grpo(tag: str, beta: tuple, mcl: str, counts: str = "completions") -> dict:
@@ -54,12 +61,21 @@ def _grpo(tag: str, beta: tuple, mcl: str, counts: str = "completions") -> dict:
 
 
 PROMPTS = "GRPO's per_device_train_batch_size counts prompts, each sampling num_generations completions"
+# before v0.19.0 neither GRPOConfig nor SFTConfig set bf16: TrainingArguments' False, and no fp16 either
+FP32 = Default(
+    "fp32",
+    "transformers 4.49.0 training_args.py:1068-1080: bf16=False, fp16=False (trl's configs set bf16 from v0.19.0, "
+    "grpo_config.py:219-225, 530)",
+)
 FORKED_014 = {
     "defaults": {
         "checkpointing": _off("v0.14.0", f"{G}:22"),
+        "optimizer": Default("adamw", "transformers 4.49.0 training_args.py:1284-1293: optim adamw_torch"),
+        "precision": FP32,
+    },
+    "grpo": {
         "micro_batch": Default(1, f"trl v0.14.0 {G}:159-165: per_device_train_batch_size=1 (prompts)"),
         "grad_accum": Default(8, f"trl v0.14.0 {G}:166-167: gradient_accumulation_steps=8"),
-        "optimizer": Default("adamw", "transformers 4.49.0 training_args.py:1284-1293: optim adamw_torch"),
     },
     **_grpo("v0.14.0", (0.04, "173-174"), "116-117", "prompts"),
 }
@@ -76,7 +92,11 @@ RELEASES = (
         "0.15",
         (0, 15),
         "trl v0.15.0 (PR #2776, cf97133d5: the batch counts completions)",
-        defaults={"checkpointing": _off("v0.15.0", f"{G}:22"), "optimizer": FORKED_014["defaults"]["optimizer"]},
+        defaults={
+            "checkpointing": _off("v0.15.0", f"{G}:22"),
+            "optimizer": FORKED_014["defaults"]["optimizer"],
+            "precision": FP32,
+        },
         **_grpo("v0.15.0", (0.04, "213-214"), "149-150"),
     ),
     Release(
@@ -90,7 +110,12 @@ RELEASES = (
         "0.22",
         (0, 22),
         "trl v0.22.0 .. v0.29.1 (the trl-0 adapter)",
-        defaults={"checkpointing": Default("full", f"trl v0.22.0 {G}:247-248: gradient_checkpointing=True")},
+        defaults={
+            "checkpointing": Default(
+                "full",
+                f"trl v0.22.0 {G}:247-248, sft_config.py:111-116, dpo_config.py:205: gradient_checkpointing=True",
+            )
+        },
         notes=("as trl, but SFT's loss from the full logits (and Liger's loss allowed)",),
         **_grpo("v0.22.0", (0.0, "460-461"), "301-302"),
         aliases=("0",),
@@ -126,6 +151,7 @@ FORKS = (
                 "transformers 4.49.0 training_args.py:1374-1375 gradient_checkpointing=False",
             ),
             "optimizer": FORKED_014["defaults"]["optimizer"],
+            "precision": Default("fp32", f"{VLM_R1}/src/open_r1/trainer/grpo_config.py:22: {FP32.source}"),
         },
         workload={
             "beta": Default(0.04, f"{VLM_R1}/src/open_r1/trainer/grpo_config.py:291-292: beta=0.04"),
@@ -135,6 +161,32 @@ FORKS = (
         aliases=("vlmgrpo",),
     ),
 )
+# flag -> (the first version taking it, the first no longer taking it; None: open), by trainer: the fields each
+# tag's trl/trainer/grpo_config.py and sft_config.py declare (`git show vX:PATH`, v0.14.0 .. v1.9.0)
+GRPO_SPANS = {
+    **dict.fromkeys(("log_completions", "sync_ref_model", "reward_weights"), ((0, 15), None)),
+    **dict.fromkeys(
+        ("num_iterations", "epsilon", "scale_rewards", "vllm_server_host", "top_p", "top_k", "min_p"), ((0, 16), None)
+    ),
+    **dict.fromkeys(("loss_type", "mask_truncated_completions", "disable_dropout"), ((0, 17), None)),
+    **dict.fromkeys(
+        ("steps_per_generation", "generation_batch_size", "vllm_mode", "vllm_tensor_parallel_size"), ((0, 18), None)
+    ),
+    "importance_sampling_level": ((0, 20), None),
+    **dict.fromkeys(("vllm_dtype", "vllm_max_model_len"), ((0, 15), (0, 18))),
+    "vllm_enable_prefix_caching": ((0, 16), (0, 18)),
+    "vllm_device": (None, (0, 18)),
+    "use_liger_loss": ((0, 17), (0, 28)),
+    "max_prompt_length": (None, (0, 28)),
+}
+SFT_SPANS = {
+    "max_seq_length": (None, (0, 20)),
+    **dict.fromkeys(("max_length", "padding_free"), ((0, 16), None)),
+    **dict.fromkeys(("completion_only_loss", "eos_token", "pad_token"), ((0, 17), None)),
+    "activation_offloading": ((0, 18), None),
+    "use_liger": (None, (0, 18)),
+    **dict.fromkeys(("assistant_only_loss", "packing_strategy"), ((0, 19), None)),
+}
 FRAMEWORK = Framework(
     name="trl",
     label="TRL (SFT, DPO, GRPO trainers)",
@@ -147,6 +199,7 @@ FRAMEWORK = Framework(
     rules=HF_SPLIT_RULES,
     sft_head="fused-logprob",
     releases=RELEASES + FORKS,
+    key_spans={"grpo": GRPO_SPANS, "sft": SFT_SPANS},
 )
 # `--framework trl-0`: TRL 0.22 .. 0.29 (read at 0.29.1, the last 0.x; VLM-R1 and many recipes pin a 0.x), kept as a
 # name of its own for the plans and docs that use it: trl@0.22 under that name
@@ -158,4 +211,6 @@ TRL0 = replace(
     every=(*(k for k in HF_EVERY if k not in NO_SPLITS), "device_map"),  # the splits it runs off only
     notes=("as trl, but SFT's loss from the full logits (and Liger's loss allowed)",),
     releases=(),
+    key_spans={},
+    same_as="trl@0.22",
 )

@@ -14,7 +14,7 @@ VLM_R1 = DATA / "scripts" / "VLM-R1"
 R1V = DATA / "scripts" / "R1-V" / "src" / "r1-v"
 GRPO = (
     "accelerate launch train_grpo.py --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct --per_device_train_batch_size 4 "
-    "--num_generations 4 --max_prompt_length 256 {flags}\n"
+    "--num_generations 4 {flags}\n"
 )
 
 
@@ -101,6 +101,15 @@ def test_no_pin_plans_the_newest_release_and_says_so(tmp_path):
     s = _settings(intake.read([str(_run(tmp_path, {}))]))["framework"]
     assert s.value == "trl" and "release assumed: TRL (SFT, DPO, GRPO trainers) 1.10" in s.source
     assert "the files pin none; another: --framework trl@RELEASE" in s.source
+
+
+def test_a_flag_trl_dropped_narrows_the_releases_to_those_taking_it(tmp_path):
+    """GRPOConfig dropped max_prompt_length at v0.28.0 (#4847, 89070d241): a run passing it is on 0.27 or before,
+    the 0.22 line the newest it allows; every line it allows is planned by check --config (Reading.releases)."""
+    r = intake.read([str(_run(tmp_path, {}, "--max_prompt_length 256"))])
+    s = _settings(r)["framework"]
+    assert s.value == "trl@0.22" and r.releases == ("0.14", "0.15", "0.19", "0.22")
+    assert "run.sh:1 --max_prompt_length 256: taken by TRL (SFT, DPO, GRPO trainers) 0.14 .. 0.22 only" in s.source
 
 
 def test_a_pin_older_than_the_releases_listed_is_said(tmp_path):
