@@ -282,6 +282,8 @@ def generation_seconds(s: Setup, hw: Hardware) -> float:
     at the training efficiency. A rank generates once every steps_per_generation x num_iterations micro-steps.
     vLLM (colocated) decodes the same bytes; a vLLM server's GPUs generate off the training ranks."""
     w = s.knobs.workload
+    if w.kind == "gkd":
+        return gkd_generation_seconds(s, hw)
     if not w.generates or (w.generation == "vllm-server" and not s.knobs.role_run):
         return 0.0  # a role run's trainer waits for its rollout, wherever it runs (synchronous PPO)
     n = sequences_per_generation(s)
@@ -296,13 +298,33 @@ def generation_seconds(s: Setup, hw: Hardware) -> float:
     return per_step * (decode + prefill)
 
 
+def gkd_generation_seconds(s: Setup, hw: Hardware) -> float:
+    """The student's on-policy generation per optimizer step: lmbda of the generations (TRL: one a micro-step;
+    ms-swift: one a generation batch). Decoding with a cache is bandwidth bound (the weights and half the final cache
+    read per token); without one (TRL under checkpointing) every token is a
+    forward over the row so far, compute at the training rate."""
+    w = s.knobs.workload
+    if w.lmbda == 0 or w.generation != "hf":
+        return 0.0
+    n, new, prompt = gkd.generation_sequences(s), w.max_completion_length, w.prompt_tokens()
+    rate = speed.gpu_tflops(hw, s.knobs.precision) * 1e12 * speed.efficiency(n * s.seq_len, s.gpu)
+    if gkd.generation_caches(s):
+        weights = s.model.params * compute_dtype_bytes(s)
+        kv_mean = (kv_cache_bytes(s, n, prompt) + kv_cache_bytes(s, n, s.seq_len)) / 2
+        one = new * (weights + kv_mean) / (hw.gpu.memory_bandwidth_gbs * 1e9) + 2 * s.model.params * n * prompt / rate
+    else:
+        one = 2 * s.model.params * n * (new * prompt + new * new / 2) / rate
+    return w.lmbda * one * s.grad_accum * s.micro_batch / n
+
+
 def logps_seconds(s: Setup, hw: Hardware) -> float:
     """The reference model's (and GRPO's old policy's) forward: 2 x params FLOPs per token."""
     w = s.knobs.workload
     passes = int(w.has_reference(s.lora) or (w.beta > 0 and s.lora)) + int(w.computes_old_logps(s.grad_accum))
     tokens = w.rows(s.micro_batch) * s.seq_len
     rate = speed.gpu_tflops(hw, s.knobs.precision) * 1e12 * speed.efficiency(tokens, s.gpu)
-    return passes * s.grad_accum * 2 * s.model.params * tokens / rate
+    teacher = gkd.teacher_forward_seconds(s, tokens, rate) if w.kind == "gkd" else 0.0  # GKD: the teacher's pass
+    return s.grad_accum * (passes * 2 * s.model.params * tokens / rate + teacher)
 
 
 def step_time(s: Setup, hw: Hardware) -> speed.StepTime:
