@@ -11,6 +11,13 @@ the longest prompt the data holds (text and image tokens), what the plan is made
 DPO takes `DPOConfig`'s `max_length` (chosen or rejected row, prompt included) and `precompute_ref_log_probs`
 (trl/trainer/dpo_trainer.py: with it, or with a PEFT adapter, no reference model is kept); the global batch
 counts pairs, and each micro-step runs chosen and rejected rows as one batch of 2 x micro rows.
+
+GKD (TRL 1.16's trl/experimental/gkd GKDTrainer, ms-swift 4.6.0's `swift rlhf --rlhf_type gkd`): rows of `max_length`
+tokens scored against a frozen teacher (`teacher_model`; none: the student itself without grad, ms-swift's
+self-distillation); with probability `lmbda` a step trains on the student's own completions of at most
+`max_completion_length` tokens after the prompt (generated on the training GPU); `jsd_beta` is their `beta`, the
+generalized JSD's interpolation (0: forward KL, 1: reverse KL), which decides the loss's temporaries
+(planner.estimate.gkd).
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from planner.config.roles import Roles
 from planner.errors import BadInput
 
-WORKLOADS: tuple[str, ...] = ("sft", "dpo", "grpo", "ppo", "rloo", "reinforce++")
+WORKLOADS: tuple[str, ...] = ("sft", "dpo", "grpo", "ppo", "rloo", "reinforce++", "gkd")
 GENERATIONS: tuple[str, ...] = ("hf", "vllm-colocate", "vllm-server")
 MAX_TOKENS = 1 << 20
 GRPO_PROMPT_DEFAULT = 512
@@ -33,11 +40,11 @@ class Workload(BaseModel):
 
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
-    kind: Literal["sft", "dpo", "grpo", "ppo", "rloo", "reinforce++"] = Field(
+    kind: Literal["sft", "dpo", "grpo", "ppo", "rloo", "reinforce++", "gkd"] = Field(
         default="sft",
         description=(
             "sft, TRL's dpo (global batch in pairs) or grpo (in completions), or under verl or OpenRLHF ppo, grpo, rloo, "
-            "reinforce++ by their roles"
+            "reinforce++ by their roles; gkd: distillation from a teacher (TRL's GKDTrainer, ms-swift's rlhf gkd)"
         ),
     )
     # GRPO (GRPOConfig); TRL's defaults
@@ -91,6 +98,18 @@ class Workload(BaseModel):
     precompute_ref_log_probs: bool = Field(
         default=False, description="DPO: reference log-probs computed before training (no reference model kept)"
     )
+    # GKD (GKDConfig; ms-swift's rlhf_args.py)
+    teacher_model: str | None = Field(
+        default=None,
+        max_length=300,
+        description="gkd: the teacher (catalog name or config.json); none: the student itself, without grad",
+    )
+    lmbda: float = Field(
+        default=0.5, ge=0, le=1, description="gkd: share of steps on the student's own completions (0: none generated)"
+    )
+    jsd_beta: float = Field(
+        default=0.5, ge=0, le=1, description="gkd: the generalized JSD's beta (0: forward KL, 1: reverse KL)"
+    )
     # verl's / OpenRLHF's roles (planner.config.roles): ppo, rloo, reinforce++, and grpo under --framework verl/openrlhf
     roles: Roles = Field(
         default_factory=Roles, description="verl / OpenRLHF: the roles, their GPUs, the rollout engine"
@@ -130,6 +149,8 @@ class Workload(BaseModel):
             "steps_per_generation",
             "num_iterations",
         } & given
+        if self.kind == "gkd":
+            grpo_only -= {"max_completion_length"}  # the on-policy completions' length
         if self.kind not in ("grpo", "ppo", "rloo", "reinforce++") and grpo_only:
             field = min(grpo_only)
             raise BadInput(f"--{field.replace('_', '-')} is a GRPO input: it needs --workload grpo", field)
@@ -145,10 +166,29 @@ class Workload(BaseModel):
         elif self.roles != Roles() and self.kind != "grpo":
             raise BadInput("--placement and the role flags are for RL runs (ppo, grpo, rloo, reinforce++)", "roles")
         dpo_only = {"max_length", "precompute_ref_log_probs"} & given
+        if self.kind == "gkd":
+            dpo_only -= {"max_length"}
+        self._gkd_rules(given)
         if self.kind != "dpo" and dpo_only:
             field = min(dpo_only)
             raise BadInput(f"--{field.replace('_', '-')} is a DPO input: it needs --workload dpo", field)
         return self
+
+    def _gkd_rules(self, given: set[str]) -> None:
+        gkd_only = {"teacher_model", "lmbda", "jsd_beta"} & given
+        if self.kind != "gkd" and gkd_only:
+            field = min(gkd_only)
+            raise BadInput(f"--{field.replace('_', '-')} is a GKD input: it needs --workload gkd", field)
+        if (
+            self.kind == "gkd"
+            and self.lmbda > 0
+            and self.prompt_tokens() + self.max_completion_length > self.max_length
+        ):
+            raise BadInput(
+                f"--max-completion-length {self.max_completion_length} after a prompt of {self.prompt_tokens()} tokens "
+                f"exceeds --max-length {self.max_length}: GKD's rows hold the prompt and the student's completion",
+                "max_completion_length",
+            )
 
     @property
     def rl(self) -> bool:
@@ -156,8 +196,8 @@ class Workload(BaseModel):
 
     @property
     def generates(self) -> bool:
-        """A run that samples completions (GRPO, and the role runs)."""
-        return self.kind not in ("sft", "dpo")
+        """A run that samples completions for every step (GRPO, and the role runs; GKD samples a share: lmbda)."""
+        return self.kind not in ("sft", "dpo", "gkd")
 
     @property
     def role_run(self) -> bool:
@@ -173,6 +213,8 @@ class Workload(BaseModel):
         """GRPO: the prompt; DPO: the prompt part of a row when given (0 otherwise: all of it may be scored)."""
         if self.generates:
             return self.max_prompt_length or GRPO_PROMPT_DEFAULT
+        if self.kind == "gkd":  # the prompt the student completes; default: the row less a whole completion
+            return self.max_prompt_length or max(1, self.max_length - self.max_completion_length)
         return self.max_prompt_length or 0
 
     def scored_tokens(self) -> int:
@@ -207,7 +249,7 @@ class Workload(BaseModel):
 
     def has_reference(self, lora: bool) -> bool:
         """A reference model is kept on the device (no PEFT adapter to disable, needed, not precomputed)."""
-        if lora or self.kind == "sft":
+        if lora or self.kind in ("sft", "gkd"):  # GKD's frozen model is its teacher (planner.estimate.gkd)
             return False
         return self.beta > 0 if self.generates else not self.precompute_ref_log_probs
 
@@ -236,6 +278,11 @@ class Workload(BaseModel):
             )
         if self.kind == "dpo":
             return f"DPO: chosen/rejected pairs of <= {self.max_length} tokens"
+        if self.kind == "gkd":
+            return (
+                f"GKD: rows of <= {self.max_length} tokens against {self.teacher_model or 'the student itself'}, "
+                f"lmbda {self.lmbda:g} (completions of <= {self.max_completion_length}), JSD beta {self.jsd_beta:g}"
+            )
         return "SFT"
 
 

@@ -37,6 +37,7 @@ from planner.estimate import (
     devicemap,
     frozen_lm,
     fsdp,
+    gkd,
     heads,
     lifecycle,
     lora,
@@ -427,6 +428,8 @@ def logits_loss_bytes(s: Setup) -> int:
         c = act.saved_dtype_bytes(p)[1]
         up = role_heads.upcasts(s.knobs.framework) and t.vocab > 1
         return role_heads.update_head_bytes(rows * width, t.vocab, t.hidden, c, entropy, head_grad, up)
+    if w.kind == "gkd":  # both models' logits and the generalized JSD's temporaries
+        return gkd.loss_bytes(s, rows)
     if w.rl and w.logprobs == "full":
         return recipe_terms.full_logprob_bytes(t, rows, width, p)
     if w.rl:  # TRL scores the completion tokens with its fused log-prob head

@@ -12,7 +12,9 @@ The phases, as TRL 1.16 runs them (trl/trainer/grpo_trainer.py, dpo_trainer.py):
   micro-step, after the policy's forward, so the policy's saved activations are live beside it;
 - old-logps (GRPO): the policy's own no-grad forward, when generation is not aligned with the optimizer step;
 - training: the supervised step's moments (planner.estimate.memory) over prompt + completion rows, with TRL's log-prob
-  head (planner.estimate.recipe_terms.logprob_head_bytes) in place of the loss.
+  head (planner.estimate.recipe_terms.logprob_head_bytes) in place of the loss;
+- GKD (planner.estimate.gkd): the teacher's weights resident, its no-grad forward after the student's (teacher-forward),
+  the JSD over both logits at the loss, and with lmbda > 0 the student's own generation.
 A reference model (its own copy, in the policy's compute dtype, ZeRO-3/FSDP-sharded like the policy) and a
 colocated vLLM's share of the card stay resident through every phase.
 """
@@ -22,8 +24,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.config.spec import Hardware, MemoryBreakdown
+from planner.estimate import gkd, recipe_terms, role_heads, roles, rollout, speed, weight_sync
 from planner.estimate import memory as mem
-from planner.estimate import recipe_terms, role_heads, roles, rollout, speed, weight_sync
 from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
 from planner.estimate.setup import Setup
 
@@ -95,14 +97,15 @@ def vllm_generation_terms(s: Setup, capacity_bytes: int, resident: dict) -> dict
     }
 
 
-def generation_terms(s: Setup) -> dict[str, int]:
+def generation_terms(s: Setup, n: int | None = None) -> dict[str, int]:
     """HF generation's largest moment: the prefill over the prompts with their cache, or the last decode step with
     the whole cache and one layer's cache being grown (DynamicCache concatenates: old and new live at once); plus
-    the sampling tensors and the weights gathered for generation. None off the rank (vLLM generates)."""
+    the sampling tensors and the weights gathered for generation. None off the rank (vLLM generates). `n`: the
+    sequences sampled at once (default: the rank's generation batch)."""
     w, t = s.knobs.workload, s.model.text
     if w.generation != "hf":
         return {}
-    n = sequences_per_generation(s)
+    n = n or sequences_per_generation(s)
     prompt_kv = kv_cache_bytes(s, n, w.prompt_tokens())
     full_kv = kv_cache_bytes(s, n, w.seq_len())
     prefill = nograd_forward_bytes(s, n, w.prompt_tokens())
@@ -140,6 +143,7 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
         "gradient_buffers_bytes": mem.comm_bucket_bytes(s),
         "reference_params_bytes": reference_params_bytes(s),
         "vllm_reserved_bytes": vllm_between_bytes(s, capacity_bytes),
+        **({"teacher_params_bytes": gkd.teacher_params_bytes(s)} if w.kind == "gkd" else {}),
     }
     mid_step = w.kind == "grpo" and s.grad_accum % w.steps_per_gen(s.grad_accum) != 0
     between = {**resident, "grads_bytes": mem.gradients_bytes(s) if mid_step else 0}
@@ -164,6 +168,8 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
             out["reference-forward"] = {**between, **logps_pass_terms(s)}
         if w.computes_old_logps(s.grad_accum):
             out["old-logps"] = {**between, **logps_pass_terms(s)}
+    elif w.kind == "gkd":
+        out.update(gkd_phases(s, resident, between))
     elif w.kind == "dpo" and not w.precompute_ref_log_probs:  # inside the micro-step, after the policy's forward
         out["reference-forward"] = {
             **resident,
@@ -172,6 +178,34 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
             "policy_logps_bytes": policy_head_saved_bytes(s),
             **logps_pass_terms(s),
         }
+    return out
+
+
+def gkd_phases(s: Setup, resident: dict, between: dict) -> dict[str, dict[str, int]]:
+    """GKD's teacher forward, inside the micro-step after the student's (its saved activations and logits live), and
+    with lmbda > 0 the student's generation between micro-steps (TRL: without a KV cache under gradient
+    checkpointing, each new token a no-grad forward over the whole row)."""
+    rows = s.micro_batch
+    out = {
+        "teacher-forward": {
+            **resident,
+            "grads_bytes": mem.gradients_bytes(s) if s.grad_accum > 1 else 0,
+            "saved_activations_bytes": mem.activations_bytes(s),
+            "student_logits_bytes": gkd.model_logits_bytes(s, rows),
+            "forward_transient_bytes": gkd.teacher_forward_bytes(s, rows),
+        }
+    }
+    if s.knobs.workload.lmbda > 0:
+        n = gkd.generation_sequences(s)
+        gen = generation_terms(s, n)
+        if gen and not gkd.generation_caches(s):  # the last token's forward over the whole row, and the sampling
+            sampling = n * s.model.text.vocab * (compute_dtype_bytes(s) + 4 * SAMPLING_FP32_COPIES)
+            gen = {
+                **gen,
+                "kv_cache_bytes": 0,
+                "generation_transient_bytes": nograd_forward_bytes(s, n, s.seq_len) + sampling,
+            }
+        out["generation"] = {**between, **gen}
     return out
 
 
@@ -189,7 +223,7 @@ def policy_head_saved_bytes(s: Setup) -> int:
 
 
 ACTIVATION_TERMS = ("saved_activations_bytes", "kv_cache_bytes")
-PARAM_TERMS = ("policy_params_bytes", "reference_params_bytes")
+PARAM_TERMS = ("policy_params_bytes", "reference_params_bytes", "teacher_params_bytes")
 
 
 def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
@@ -216,7 +250,9 @@ def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
         **training.detail,
         **every,
         **terms,
-        "model_states_bytes": training.detail["model_states_bytes"] + terms["reference_params_bytes"],
+        "model_states_bytes": training.detail["model_states_bytes"]
+        + terms["reference_params_bytes"]
+        + terms.get("teacher_params_bytes", 0),
     }
     return MemoryBreakdown(
         params_bytes=params,
@@ -246,6 +282,8 @@ def generation_seconds(s: Setup, hw: Hardware) -> float:
     at the training efficiency. A rank generates once every steps_per_generation x num_iterations micro-steps.
     vLLM (colocated) decodes the same bytes; a vLLM server's GPUs generate off the training ranks."""
     w = s.knobs.workload
+    if w.kind == "gkd":
+        return gkd_generation_seconds(s, hw)
     if not w.generates or (w.generation == "vllm-server" and not s.knobs.role_run):
         return 0.0  # a role run's trainer waits for its rollout, wherever it runs (synchronous PPO)
     n = sequences_per_generation(s)
@@ -260,13 +298,33 @@ def generation_seconds(s: Setup, hw: Hardware) -> float:
     return per_step * (decode + prefill)
 
 
+def gkd_generation_seconds(s: Setup, hw: Hardware) -> float:
+    """The student's on-policy generation per optimizer step: lmbda of the generations (TRL: one a micro-step;
+    ms-swift: one a generation batch). Decoding with a cache is bandwidth bound (the weights and half the final cache
+    read per token); without one (TRL under checkpointing) every token is a
+    forward over the row so far, compute at the training rate."""
+    w = s.knobs.workload
+    if w.lmbda == 0 or w.generation != "hf":
+        return 0.0
+    n, new, prompt = gkd.generation_sequences(s), w.max_completion_length, w.prompt_tokens()
+    rate = speed.gpu_tflops(hw, s.knobs.precision) * 1e12 * speed.efficiency(n * s.seq_len, s.gpu)
+    if gkd.generation_caches(s):
+        weights = s.model.params * compute_dtype_bytes(s)
+        kv_mean = (kv_cache_bytes(s, n, prompt) + kv_cache_bytes(s, n, s.seq_len)) / 2
+        one = new * (weights + kv_mean) / (hw.gpu.memory_bandwidth_gbs * 1e9) + 2 * s.model.params * n * prompt / rate
+    else:
+        one = 2 * s.model.params * n * (new * prompt + new * new / 2) / rate
+    return w.lmbda * one * s.grad_accum * s.micro_batch / n
+
+
 def logps_seconds(s: Setup, hw: Hardware) -> float:
     """The reference model's (and GRPO's old policy's) forward: 2 x params FLOPs per token."""
     w = s.knobs.workload
     passes = int(w.has_reference(s.lora) or (w.beta > 0 and s.lora)) + int(w.computes_old_logps(s.grad_accum))
     tokens = w.rows(s.micro_batch) * s.seq_len
     rate = speed.gpu_tflops(hw, s.knobs.precision) * 1e12 * speed.efficiency(tokens, s.gpu)
-    return passes * s.grad_accum * 2 * s.model.params * tokens / rate
+    teacher = gkd.teacher_forward_seconds(s, tokens, rate) if w.kind == "gkd" else 0.0  # GKD: the teacher's pass
+    return s.grad_accum * (passes * 2 * s.model.params * tokens / rate + teacher)
 
 
 def step_time(s: Setup, hw: Hardware) -> speed.StepTime:

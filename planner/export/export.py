@@ -141,7 +141,23 @@ def trl_args(w: Workload) -> dict:
         return out
     if w.kind == "dpo":
         return {"max_length": w.max_length, "precompute_ref_log_probs": w.precompute_ref_log_probs}
+    if w.kind == "gkd":  # GKDConfig (trl/experimental/gkd/gkd_config.py); no teacher: the student's own checkpoint
+        teacher = {"teacher_model_name_or_path": hf_or_name(w.teacher_model)} if w.teacher_model else {}
+        return {
+            **teacher,
+            "lmbda": w.lmbda,
+            "beta": w.jsd_beta,
+            "max_new_tokens": w.max_completion_length,
+            "max_length": w.max_length,
+        }
     return {}
+
+
+def hf_or_name(ref: str) -> str:
+    """A catalog model's Hugging Face id, else the reference as given (a path)."""
+    from planner.model import catalog
+
+    return catalog.hf_id(ref) or ref
 
 
 def peft_config(plan: Plan, model: ModelSpec | None = None) -> dict | None:

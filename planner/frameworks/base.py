@@ -188,6 +188,9 @@ class Framework:
     # memplan runs it; "fused-logprob", TRL's fused log-prob head for SFT (no full logits, whatever the model);
     # "swift-sp", ms-swift's own per-token loss under sequence parallel (recipe_terms.swift_sp_loss_bytes)
     sft_head: str = "recipe"
+    # GKD's JSD (planner.estimate.gkd): "whole", TRL's generalized_jsd_loss over every token's logits; "chunked",
+    # ms-swift's over the completion's, 512 tokens a chunk; "" where it does not run --workload gkd
+    gkd_loss: str = ""
     # FSDP2's reduce dtype under bf16: "fp32" (MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), the bundled
     # trainer's recipe.shard_fsdp) or "param" (accelerate's default policy reduces in the param dtype,
     # accelerate/utils/dataclasses.py:2135-2137, accelerate 1.15.0: what HF's Trainer and the frameworks on it run)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from planner.frameworks.accelerate import reader as accelerate
 from planner.frameworks.deepspeed import reader as deepspeed
+from planner.frameworks.trl import reader_gkd as gkdargs
 from planner.frameworks.trl import reader_grpo as grpoargs
 from planner.intake import loraargs, models, releases, tuners, vocab
 from planner.intake.collect import (
@@ -56,6 +57,8 @@ BASE = "trl/trainer/base_config.py"
 def trainer_of(flags: dict[str, Flag], hint: str) -> str:
     """hf, sft, dpo or grpo: from the command (`trl grpo`, a script named *grpo*) or the flags it takes."""
     text = hint.lower()
+    if "gkd" in text or gkdargs.GKD_KEYS & set(flags):
+        return "gkd"
     if "grpo" in text or GRPO_KEYS & set(flags) - {"beta"}:
         return "grpo"
     if "dpo" in text or "precompute_ref_log_probs" in flags:
@@ -78,7 +81,7 @@ def read(
         c.note(f"{name.source} (the model is not known from the script: pass --model)")
     else:
         c.note("no model_name_or_path in the configuration (pass --model)")
-    if trainer in ("dpo", "grpo"):
+    if trainer in ("dpo", "grpo", "gkd"):
         c.set("workload.kind", trainer, f"{why or near.name} (a {trainer.upper()} trainer)", "trainer")
     for key, field in (("per_device_train_batch_size", "micro_batch"), ("gradient_accumulation_steps", "grad_accum")):
         if f(key):
@@ -89,11 +92,13 @@ def read(
     _sequence(c, flags, trainer)
     if trainer == "grpo":
         grpoargs.read_grpo(c, flags)
+    if trainer == "gkd":
+        gkdargs.read_gkd(c, flags, near)
     loraargs.read_lora(c, flags, trl=trainer != "hf")
     _kernels(c, flags, trainer)
     _sharding(c, flags, near, vars)
     if strict:
-        for k in sorted(set(flags) - accepted("hf")):
+        for k in sorted(set(flags) - accepted("hf") - (gkdargs.CONFIG_FIELDS if trainer == "gkd" else set())):
             c.note(f"{flags[k].source} (not a {HF} / {TRL} argument: the trainer refuses it)")
     defaults(c, trainer)
 
@@ -170,7 +175,7 @@ def dtype(value: object, c: Collector) -> str | None:
 def _sequence(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
     seq = next((flags[k] for k in SEQ_KEYS if k in flags), None)
     prompt = flags.get("max_prompt_length")
-    if trainer == "dpo":
+    if trainer in ("dpo", "gkd"):
         if seq:
             c.number("workload.max_length", seq.value, seq.source, seq.raw, minimum=2)
         if prompt:

@@ -33,7 +33,6 @@ FRAMEWORK = Framework(
         "lora_variant",
         "lora_vision",
         "lora_base_fp32",
-        "workload",
         "frozen",
         "vit_checkpointing",
         "expert_parallel",
@@ -46,6 +45,7 @@ FRAMEWORK = Framework(
     # context parallel: torch's context_parallel shards only CUDA's SDPA kernels (torch 2.13
     # distributed/tensor/experimental/_context_parallel/_attention.py:918-945), so the trainer cannot run it on gloo
     runs={
+        "workload": ("sft", "dpo", "grpo", "ppo", "rloo", "reinforce++"),  # no gkd: trainer/rl.py builds no GKDTrainer
         "device_map": ("off",),  # one process a GPU
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
         "negatives": (0,),

@@ -56,6 +56,7 @@ FRAMEWORK = Framework(
     name="swift",
     label="ms-swift",
     version="ms-swift 4.6.0",
+    gkd_loss="chunked",  # rlhf_trainers/gkd_loss.py:94-148, 224-271 (planner.estimate.gkd)
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
         "num_labels",
         "negatives",
@@ -90,7 +91,7 @@ FRAMEWORK = Framework(
         "fsdp": ("off", "full"),
         "optimizer_in_backward": (False,),
         "expert_parallel": ("off",),
-        "workload": ("sft", "dpo", "grpo"),
+        "workload": ("sft", "dpo", "grpo", "gkd"),  # gkd: swift rlhf --rlhf_type gkd (rlhf_trainers/gkd_trainer.py)
         # --task_type (ms-swift 4.6 swift/arguments/base_args/model_args.py:72; decision is not planned)
         "task": ("causal-lm", "seq-cls", "embedding", "reranker", "generative-reranker"),
         "context_parallel": ("off",),  # ring attention comes inside --sequence_parallel_size, with flash-attn

@@ -65,6 +65,8 @@ def read(
     lora = _tuner(c, f)
     _batch(c, f, kind, world)
     _sequence(c, f, kind)
+    if kind == "gkd":
+        swiftrl.read_gkd(c, f, near)
     _training(c, f, kind)
     tasks.read_swift(c, f, env, where)
     _vision(c, f, env, where, lora)
@@ -219,7 +221,9 @@ def _sequence(c: Collector, f: dict[str, Flag], kind: str) -> None:
             "pass --seq-len)"
         )
         return
-    field = {"dpo": "workload.max_length", "grpo": "workload.max_prompt_length"}.get(kind, "seq_len")
+    field = {"dpo": "workload.max_length", "gkd": "workload.max_length", "grpo": "workload.max_prompt_length"}.get(
+        kind, "seq_len"
+    )
     c.number(
         field, value, src if kind != "grpo" else f"{src} (GRPO: the prompt's limit, truncated left)", "--max_length"
     )

@@ -1,15 +1,17 @@
-"""ms-swift 4.6.0's `swift rlhf`: which trainer `--rlhf_type` picks (DPO and GRPO planned; ORPO, SimPO and CPO as DPO
-without a reference model), the GRPO inputs with swift's defaults (beta 0.04, vLLM at 0.9 of the GPU when colocated),
-and the generation settings memplan cannot plan yet. Also the default lookup both swift modules share.
+"""ms-swift 4.6.0's `swift rlhf`: which trainer `--rlhf_type` picks (DPO, GRPO and GKD planned; ORPO, SimPO and CPO as
+DPO without a reference model), the GRPO inputs with swift's defaults (beta 0.04, vLLM at 0.9 of the GPU when
+colocated), GKD's teacher and inputs, and the generation settings memplan cannot plan yet. Also the default lookup both
+swift modules share.
 """
 
 from __future__ import annotations
 
 from planner.intake.collect import SWIFT, Collector, as_bool, as_float, as_int, default, one
 from planner.intake.flags import Flag
+from planner.intake.models import lookup
 
 S = "swift/arguments/"
-RLHF_AS = {"dpo": "dpo", "grpo": "grpo", "orpo": "dpo", "simpo": "dpo", "cpo": "dpo"}
+RLHF_AS = {"dpo": "dpo", "grpo": "grpo", "gkd": "gkd", "orpo": "dpo", "simpo": "dpo", "cpo": "dpo"}
 
 
 def get(f: dict[str, Flag], key: str, fallback: object, cite: str) -> tuple[object, str]:
@@ -46,6 +48,39 @@ def read_grpo(c: Collector, f: dict[str, Flag]) -> None:
     if as_float(beta) is not None:
         c.set("workload.beta", as_float(beta), bsrc, "--beta")
     _vllm(c, f)
+
+
+def read_gkd(c: Collector, f: dict[str, Flag], near) -> None:
+    """GKD's teacher (--teacher_model, found offline as the model is; none: the student distils from itself,
+    rlhf_args.py:403-407), lmbda (:263), beta (0.5 for gkd, :516-518) and the on-policy completions' length (:242);
+    what the plan does not model is a note."""
+    if "teacher_model" in f:
+        name, src = str(one(f["teacher_model"].value)), f["teacher_model"].source
+        same = "model" in f and name == str(one(f["model"].value))
+        tuner = str(one(f["tuner_type"].value)) if "tuner_type" in f else "lora"  # tuner_args.py:133
+        found = lookup(name, near)
+        if same and tuner != "full" and "teacher_adapters" not in f:
+            c.note(
+                f"{src} (the student with its adapter disabled is the teacher, rlhf_args.py:409-412: no second model)"
+            )
+        elif found is None:
+            c.note(f"{src} ({name} not found offline: pass its config.json; planned as the student distilling itself)")
+        else:
+            c.set("workload.teacher_model", found.ref, f"{src} ({found.how})", "--teacher_model")
+    for key, field, fallback, cite in (
+        ("lmbda", "lmbda", 0.5, "rlhf_args.py:263"),
+        ("beta", "jsd_beta", 0.5, "rlhf_args.py:516-518"),
+    ):
+        v, s = get(f, key, fallback, f"{S}{cite}")
+        if as_float(v) is not None:
+            c.set(f"workload.{field}", as_float(v), s, f"--{key}")
+    v, s = get(f, "max_completion_length", 512, f"{S}rlhf_args.py:242")
+    c.number("workload.max_completion_length", v, s, "--max_completion_length", minimum=1)
+    for key in ("teacher_model_server", "offload_teacher_model", "gkd_logits_topk", "use_vllm", "sft_alpha"):
+        if key in f:
+            c.note(
+                f"{f[key].source} (--{key} is not planned yet: planned with a local teacher, full logits, HF generate)"
+            )
 
 
 def _vllm(c: Collector, f: dict[str, Flag]) -> None:

@@ -268,6 +268,8 @@ def rlhf_flags(plan: Plan) -> list[Flag]:
     """DPO uses swift's defaults (beta 0.1, sigmoid loss); GRPO writes TRL's inputs, beta explicitly (swift's default
     is 0.04, rlhf_args.py:356-357, the plan's TRL's 0.0)."""
     w = plan.workload
+    if w.kind == "gkd":
+        return gkd_flags(w)
     if w.kind != "grpo":
         return []
     out: list[Flag] = [
@@ -290,3 +292,11 @@ def rlhf_flags(plan: Plan) -> list[Flag]:
     if w.roles.move_model_batches is not None:
         out.append(("move_model_batches", w.roles.move_model_batches))
     return out + [("reward_funcs", ["accuracy", "format"])]
+
+
+def gkd_flags(w) -> list[Flag]:
+    """`swift rlhf --rlhf_type gkd`'s inputs (swift/arguments/rlhf_args.py:71 --teacher_model, :258 --temperature,
+    :263 --lmbda, :516-518 --beta 0.5 for gkd, :242 --max_completion_length); no --teacher_model: the student is its
+    own teacher (self-distillation, :403-407)."""
+    teacher = [("teacher_model", export.hf_or_name(w.teacher_model))] if w.teacher_model else []
+    return [*teacher, ("lmbda", w.lmbda), ("beta", w.jsd_beta), ("max_completion_length", w.max_completion_length)]

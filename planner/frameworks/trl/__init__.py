@@ -192,7 +192,9 @@ FRAMEWORK = Framework(
     label="TRL (SFT, DPO, GRPO trainers)",
     version="trl 1.16.0",
     every=(*HF_EVERY, "device_map"),
-    runs={**TRL_RUNS, "loss": ("standard",)},
+    # GKD: trl/experimental/gkd/gkd_trainer.py (planner.estimate.gkd); the 0.x lines' ZERO runs keep it out
+    runs={**TRL_RUNS, "loss": ("standard",), "workload": (*TRL_RUNS["workload"], "gkd")},
+    gkd_loss="whole",
     defaults=TRL_DEFAULTS,
     keys={**HF_KEYS, "batching": "packing", "lora_rank": "lora_r"},
     notes=("checkpointing and bf16 on by default; SFT's loss is TRL's fused log-prob head (no full logits)",),

@@ -26,6 +26,7 @@ VALIDATORS = Path(__file__).parent / "validators"
 BASE = {"model": "qwen2.5-7b", "gpu": "h100", "gpus_per_node": 8, "micro_batch": 2, "grad_accum": 4, "seq_len": 4096}
 GRPO = {"kind": "grpo", "num_generations": 8, "max_completion_length": 1024, "generation": "vllm-colocate"}
 DPO = {"kind": "dpo", "max_length": 2048}
+GKD = {"kind": "gkd", "teacher_model": "qwen2.5-14b", "max_length": 2048, "max_completion_length": 512, "lmbda": 0.3}
 VLM_FULL = {
     "model": "qwen2.5-vl-7b",
     "fsdp": "full",
@@ -88,6 +89,7 @@ CASES = {
         "qlora_z3": {"lora_rank": 16, "quant": "nf4", "zero": 3, "checkpointing": "full"},
         "int8": {"lora_rank": 8, "quant": "int8", "checkpointing": "full"},
         "dpo_full_z2_offload": {"zero": 2, "offload": "optimizer", "workload": DPO, "checkpointing": "full"},
+        "gkd_full_z3": {"zero": 3, "checkpointing": "full", "workload": GKD},
         "vlm_fsdp": {**VLM_FULL, "checkpointing": "off"},
         "vlm_llm_frozen": {
             "model": "qwen2.5-vl-7b",
@@ -387,6 +389,17 @@ def test_swift_full_dpo_writes_its_offload_zero2_json(tmp_path):
     assert f["deepspeed"] == "ds_config.json" and f["torch_dtype"] == "bfloat16"  # DeepSpeed keeps fp32 masters
     zero = json.loads((d / "ds_config.json").read_text())["zero_optimization"]
     assert zero["stage"] == 2 and zero["offload_optimizer"]["device"] == "cpu"
+
+
+def test_swift_gkd_writes_its_teacher_and_reads_it_back(tmp_path):
+    """`swift rlhf --rlhf_type gkd` with --teacher_model (the catalog model's id), --lmbda, --beta (the JSD's) and the
+    rows' and completions' lengths; read back, the same workload."""
+    w = sw("gkd_full_z3", tmp_path)
+    assert w.cmd == ["swift", "rlhf"] and w.f["rlhf_type"] == "gkd" and w.f["teacher_model"] == "Qwen/Qwen2.5-14B"
+    assert (w.f["lmbda"], w.f["beta"], w.f["max_length"], w.f["max_completion_length"]) == ("0.3", "0.5", "2048", "512")
+    back = intake.read([str(w.dir / swift.SCRIPT_NAME)]).request["workload"]
+    fields = ("kind", "teacher_model", "lmbda", "jsd_beta", "max_length", "max_completion_length")
+    assert {k: back[k] for k in fields} == {k: getattr(w.plan.workload, k) for k in fields}
 
 
 def test_swift_vlm_fsdp_with_offload_writes_its_fsdp_json(tmp_path):

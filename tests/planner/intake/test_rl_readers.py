@@ -112,3 +112,25 @@ def test_verls_reward_model_and_its_engines_share_are_read(tmp_path):
     )
     value = {s.field: s.value for s in intake.read([str(script)]).settings}
     assert value["workload.roles.reward_model"] == "qwen2.5-0.5b" and value["workload.roles.reward_memory"] == 0.3
+
+
+def test_a_trl_gkd_script_reads_its_teacher_and_gkdconfigs_fields(tmp_path):
+    """A script named for GKD with GKDConfig's flags: the teacher (catalog model), lmbda, max_new_tokens as the
+    completions, TRL's beta default as the JSD's; GKDConfig's own fields are no unknown argument in a TRL JSON."""
+    (tmp_path / "train.sh").write_text(
+        "accelerate launch --num_processes 2 gkd.py --model_name_or_path Qwen/Qwen2.5-1.5B "
+        "--teacher_model_name_or_path Qwen/Qwen2.5-7B --lmbda 0.3 --max_new_tokens 256 --max_length 2048\n"
+    )
+    w = intake.read([str(tmp_path / "train.sh")]).request["workload"]
+    assert w == {
+        "kind": "gkd",
+        "teacher_model": "qwen2.5-7b",
+        "lmbda": 0.3,
+        "jsd_beta": 0.5,
+        "max_completion_length": 256,
+        "max_length": 2048,
+    }
+    (tmp_path / "args.json").write_text('{"model_name_or_path": "Qwen/Qwen2.5-1.5B", "lmbda": 0.9, "temperature": 1.0}')
+    r = intake.read([str(tmp_path / "args.json")])
+    assert r.request["workload"]["teacher_model"] == "qwen2.5-1.5b"  # none given: the student's checkpoint again
+    assert not any("refuses" in line for line in r.unplanned), r.unplanned

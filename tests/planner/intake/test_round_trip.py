@@ -118,3 +118,25 @@ def test_swifts_freeze_llm_is_read_and_written(flags, frozen, tmp_path):
     text = "\n".join(launch.files(res.plan, *res.context[:2], 4096).values())
     assert ("--freeze_llm true" in text) == frozen.startswith("language")
     assert ("--freeze_vit true" in text) == ("vision" in frozen)
+
+
+@pytest.mark.parametrize("framework", ["swift", "trl"])
+def test_a_gkd_plan_reads_back_with_its_teacher(framework, tmp_path):
+    """GKD (ms-swift's rlhf gkd script; TRL's GKDConfig fields in the HF route's train_args.json, which names no
+    model): the teacher, lmbda, the JSD's beta and the rows' and completions' lengths written and read back as the
+    same workload, with the same knobs and the same peak."""
+    body = {"model": "qwen2.5-1.5b", "gpu": "h100", "gpus_per_node": 2, "micro_batch": 2, "grad_accum": 4}
+    body |= {"framework": framework, "zero": 3, "checkpointing": "full"}
+    body["workload"] = {"kind": "gkd", "teacher_model": "qwen2.5-7b", "lmbda": 0.25, "jsd_beta": 0.1}
+    body["workload"] |= {"max_length": 2048, "max_completion_length": 384}
+    res = advise.check(advise.parse(advise.CheckRequest, body))
+    model, hw, goal = res.context
+    files = launch.files(res.plan, hw, model, goal.seq_len)
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    main = next(iter(files)) if framework == "swift" else "train_args.json"
+    given = {"gpu": "h100"} | ({} if framework == "swift" else {"model": "qwen2.5-1.5b", "gpus_per_node": 2})
+    back = advise.check_config([str(tmp_path / main)], given)
+    assert back.plan.workload == res.plan.workload and res.plan.workload.teacher_model == "qwen2.5-7b"
+    assert dict(back.plan.knobs) == knobs_read_back(res.plan, files)
+    assert back.plan.memory.peak_allocated_bytes == res.plan.memory.peak_allocated_bytes
