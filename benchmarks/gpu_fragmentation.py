@@ -4,6 +4,11 @@
     python benchmarks/gpu_fragmentation.py --out benchmarks/results/fragmentation.json    replay every measured row
     python benchmarks/gpu_fragmentation.py --report benchmarks/results/fragmentation.json print the stored table
 
+Gemma-2 attends with SDPA before transformers 5.21 and eagerly after (planner.model.modelspec.as_run_by), and the
+windows ran 5.17: its rows are replayed with an older transformers (ms-swift's environment, 5.19):
+    .fwenv/ms-swift/bin/python benchmarks/gpu_fragmentation.py --out FILE --resume --redo gemma-2-2b
+Each row records the transformers that replayed it.
+
 The rows are the default allocator's steps that ran in benchmarks/results/gpu/ (H100, accuracy-small and
 accuracy-large) and benchmarks/results/gpu/h200/ (accuracy-large, accuracy-tuners, and edge's largest steps: those
 ran near capacity, on a card emulated by set_per_process_memory_fraction or on the real one, so the replay gets the
@@ -82,6 +87,7 @@ def _key(row: dict) -> str:
 
 def replay_row(row: dict) -> dict:
     import gpu_parts
+    import transformers
 
     from probes.reserved import reserved
     from probes.step import Case
@@ -96,6 +102,7 @@ def replay_row(row: dict) -> dict:
         "replay_allocated": a.peak_allocated,
         "replay_reserved": a.peak_reserved,
         "replay_oom_at": a.oom_at,
+        "replay_transformers": transformers.__version__,
         "seconds": round(time.monotonic() - t0, 1),
     }
 
@@ -129,12 +136,22 @@ def summarize(rows: list[dict]) -> dict:
     }
 
 
+def _versions(rows: list[dict]) -> str:
+    """The transformers that replayed the rows: one, or each with its models."""
+    by: dict[str, set] = {}
+    for r in rows:
+        by.setdefault(r["replay_transformers"], set()).add(r["model"])
+    if len(by) == 1:
+        return next(iter(by))
+    return ", ".join(f"{v} ({', '.join(sorted(ms))})" for v, ms in sorted(by.items()))
+
+
 def markdown(data: dict) -> list[str]:
     s, m = data["summary"], data["meta"]
     rep, pri = s["replay_vs_measured_reserved"], s["prior_vs_measured_reserved"]
     title = (
-        f"# Reserved memory: the caching allocator replayed over the sim's trace ({m['date']}, transformers "
-        f"{m['transformers']}, torch {m['torch']}; the calibrated priors: H100 {prior('h100'):.1%}, H200 "
+        f"# Reserved memory: the caching allocator replayed over the sim's trace ({m['date']}, torch {m['torch']}, "
+        f"transformers {_versions(data['rows'])}; the calibrated priors: H100 {prior('h100'):.1%}, H200 "
         f"{prior('h200'):.1%})"
     )
     line = (
@@ -178,13 +195,14 @@ def main() -> None:
     ap.add_argument("--report", help="print the table of stored results; replay nothing")
     ap.add_argument("--limit", type=int, help="replay only the first N rows (a quick look)")
     ap.add_argument("--resume", action="store_true", help="keep the rows --out holds already; replay the others")
+    ap.add_argument("--redo", action="append", default=[], help="with --resume: replay this model's rows again")
     args = ap.parse_args()
     if results_io.report_or_out(ap, args, markdown):
         return
     rows = measured_rows()[: args.limit]
     done = {_key(r): r for r in json.loads(Path(args.out).read_text())["rows"]} if args.resume else {}
     for i, row in enumerate(rows, 1):
-        if _key(row) in done:
+        if _key(row) in done and row["model"] not in args.redo:
             row.update(done[_key(row)])
             continue
         row.update(replay_row(row))

@@ -102,3 +102,19 @@ def test_every_large_model_step_that_ran_out_of_memory_is_declared_not_fitting()
             },
         )
         assert not advise.check(req).plan.fits, r
+
+
+def test_the_allocator_replay_reserves_what_the_gpu_windows_reserved():
+    """benchmarks/gpu_fragmentation.py: probes/allocator.py over the sim's trace of every default-allocator step the
+    windows ran (H100 and H200), at the limit its allocator had. The summary is recomputed from the stored rows."""
+    import gpu_fragmentation
+
+    rows = json.loads((ROOT / "benchmarks/results/fragmentation.json").read_text())["rows"]
+    s = gpu_fragmentation.summarize(rows)
+    rep, prior = s["replay_vs_measured_reserved"], s["prior_vs_measured_reserved"]
+    assert s["rows"] == 51 and rep["median"] <= 0.01 and rep["max"] <= 0.07, rep
+    assert prior["median"] > 5 * rep["median"] and s["prior_under_measured"] >= 20  # one fraction for every shape
+    assert s["replay_runs_what_ran"] == 50  # Llama-3.2-1B 3 x 2048 ran with 0.1 GiB of a 40 GiB card to spare
+    # the H100's eleven out-of-memory steps and the edge's rung above the planner's: out of memory in the replay too;
+    # not Gemma-2-2B 11 x 2048 on the H200, which did not run for a reason the kit did not keep
+    assert (s["did_not_run"], s["replay_oom_where_it_did_not_run"]) == (13, 12)
