@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from functools import wraps
 
 from pydantic import ValidationError
 
@@ -58,7 +59,7 @@ from planner.frameworks import FRAMEWORKS
 from planner.model import catalog, hardware, images, prequant
 from planner.model.modelspec import ModelSpec, from_config
 from planner.model.shapes import module_name_matches
-from planner.search import imagefit, nearest, videofit
+from planner.search import imagefit, memo, nearest, videofit
 from planner.search.datafit import DataFit, Scanner, scan_data, token_batches, verdict
 from planner.search.lengths import limits as rl_limits
 from planner.search.search import budget_plan, make_plan, search
@@ -318,10 +319,23 @@ def probe_plan(req: ProbeRequest, resolver=default_resolver) -> tuple[ModelSpec,
     return model, knobs.for_probe(req.backend), shapes
 
 
+def _per_request(answer: Callable) -> Callable:
+    """`answer` (suggest, check) with one estimate per configuration within it (planner.search.memo; a nested call
+    shares its caller's)."""
+
+    @wraps(answer)
+    def call(*args, **kwargs):
+        with memo.per_request():
+            return answer(*args, **kwargs)
+
+    return call
+
+
 def _quiet(_: str) -> AbstractContextManager:
     return nullcontext()
 
 
+@_per_request
 def suggest(
     req: SuggestRequest,
     *,
@@ -409,6 +423,7 @@ def check_knobs(req: CheckRequest, hw: Hardware) -> Knobs:
     return knobs_of(req, precision)
 
 
+@_per_request
 def check(
     req: CheckRequest,
     *,
