@@ -14,9 +14,11 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from functools import wraps
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+from planner.config import requests
 from planner.config.knobfields import FIXED, KNOBS, ROLE_FRAMEWORKS
 from planner.config.layout import Layout, raise_if
 from planner.config.requests import (  # noqa: F401 - the request models, re-exported: every face names them advise.X
@@ -25,12 +27,9 @@ from planner.config.requests import (  # noqa: F401 - the request models, re-exp
     MAX_SUGGESTIONS,
     MODEL_DOC,
     SUGGEST_CHECKPOINTING,
-    CheckRequest,
-    CheckResult,
     EvidenceMode,
     ModelRef,
     Nearest,
-    ProbeRequest,
     Space,
     SuggestRequest,
     SuggestResult,
@@ -53,16 +52,24 @@ from planner.config.spec import (
 from planner.errors import BadInput
 from planner.estimate.setup import Setup
 from planner.evidence.store import ProbeRecord, Shapes
-from planner.export import keys
 from planner.export.launch import with_launch
 from planner.frameworks import FRAMEWORKS
 from planner.model import catalog, hardware, images, prequant
 from planner.model.modelspec import ModelSpec, from_config
 from planner.model.shapes import module_name_matches
-from planner.search import imagefit, memo, nearest, videofit
+from planner.search import imagefit, memo, videofit
 from planner.search.datafit import DataFit, Scanner, scan_data, token_batches, verdict
-from planner.search.lengths import limits as rl_limits
 from planner.search.search import budget_plan, make_plan, search
+
+if TYPE_CHECKING:  # built on first use: advise.__getattr__
+    from planner.config.requests import CheckRequest, CheckResult, ProbeRequest
+
+
+def __getattr__(name: str):
+    """advise.CheckRequest, CheckResult and ProbeRequest: built on first use (planner.config.requests.LAZY)."""
+    if name in requests.LAZY:
+        return getattr(requests, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -372,7 +379,7 @@ def suggest(
         if not best.fits:  # a probe showed the predicted best does not fit: search again with it
             result = search(model, hw, goal, space, top=req.top, calibrate=cal, batches=batches)
     plans, rejected = ([with_launch(p, model, hw, goal) for p in ps] for ps in (result.plans, result.rejected))
-    out = SuggestResult(
+    out = SuggestResult.model_construct(  # its parts are typed and validated already
         model=model.summary(),
         hardware=hardware_json(hw),
         goal=goal.model_dump(),
@@ -434,6 +441,8 @@ def check(
     scanner: Scanner | None = None,
 ) -> CheckResult:
     """One configuration's breakdown, whether it fits, and fitting alternatives with the same global batch."""
+    from planner.search.lengths import limits as rl_limits  # DPO and GRPO's limits
+
     world = (req.gpus_per_node or 1) * req.nodes
     # the ranks that see different samples: tensor, sequence and context parallel ranks share theirs (the layout
     # refuses a world they do not divide)
@@ -494,7 +503,7 @@ def check(
     alternatives = [p for p in found if (p.micro_batch, p.knobs) != (plan.micro_batch, plan.knobs)][:MAX_SUGGESTIONS]
     plan = with_launch(plan, model, hw, goal)
     alternatives = [with_launch(p, model, hw, goal) for p in alternatives]
-    out = CheckResult(
+    out = requests.CheckResult(
         model=model.summary(),
         hardware=hardware_json(hw),
         goal=goal.model_dump(),
@@ -528,6 +537,8 @@ def fits_without(change: dict, plan: Plan, req: Target, goal: Goal, hw: Hardware
 def nearest_fits(req: Target, goal: Goal, hw: Hardware, resolver=default_resolver) -> list[Nearest]:
     """The requests one change away whose best plan fits (planner.search.nearest), each asked of `suggest`: with the
     request's own knobs where that fits, else with every knob allowed ("any knobs")."""
+    from planner.search import nearest  # only where nothing fits
+
     out, model, found_kinds = [], resolver(req.model), set()
     for label, change, tries in nearest.requests(req, goal, hw):
         kind = label.rstrip("0123456789., ")  # "rollout memory 0.40": the first (largest) value that fits is kept
@@ -580,7 +591,9 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
             again[f] = fn(body)
             body = merged(body, nested(f, again[f]))
     body, peft = file_lora_targets(body, overrides)
-    result = open_length_check(body, kwargs) if open_length(body) else check(parse(CheckRequest, body), **kwargs)
+    result = (
+        open_length_check(body, kwargs) if open_length(body) else check(parse(requests.CheckRequest, body), **kwargs)
+    )
     given = {k: v for k, v in flags.items() if k in read and v != read[k]}
     given |= {k: None for k in dropped}
     result.config = {
@@ -671,14 +684,14 @@ def open_length_check(body: dict, kwargs: dict) -> CheckResult:
     from planner.search.datafit import largest_fitting_seq_len
 
     context = default_resolver(body["model"]).text.max_positions or 131072 if body.get("model") else 131072
-    first = check(parse(CheckRequest, {**body, "seq_len": context}), **kwargs)
+    first = check(parse(requests.CheckRequest, {**body, "seq_len": context}), **kwargs)
     model, hw, goal = first.context
     fits = first.plan.fits
     n = context if fits else largest_fitting_seq_len(model, hw, goal, first.plan.knobs, first.plan.micro_batch)
     floor = int(body.get("image_tokens") or 0)  # every row holds its image: no row that fits only shorter ones
     n = n if n > floor else 0
     shown = n or min(context, floor + SHOWN_WHEN_NOTHING_FITS)  # nothing fits: the plan and its nearest at a row
-    result = first if shown == context else check(parse(CheckRequest, {**body, "seq_len": shown}), **kwargs)
+    result = first if shown == context else check(parse(requests.CheckRequest, {**body, "seq_len": shown}), **kwargs)
     result.open_length = {"fits_up_to_tokens": n, "context": context, "planned_at": shown}
     return result
 
@@ -711,6 +724,8 @@ def in_framework_keys(nearest: list[Nearest], ref: Plan | None, model: ModelSpec
     a plan of another framework than the bundled trainer (whose own flags the nearest settings already are)."""
     if ref is None or FRAMEWORKS[ref.framework].loop == "bundled":
         return nearest
+    from planner.export import keys  # only where nothing fits
+
     before = keys.settings(ref, model, hw, goal.seq_len)
     for n in nearest:
         _, n_hw, n_goal = n._context or (model, hw, goal)  # the changed request's GPUs and sequence
