@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from functools import wraps
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+from planner.config import requests
 from planner.config.knobfields import FIXED, KNOBS, ROLE_FRAMEWORKS
 from planner.config.layout import Layout, raise_if
 from planner.config.requests import (  # noqa: F401 - the request models, re-exported: every face names them advise.X
@@ -24,12 +27,9 @@ from planner.config.requests import (  # noqa: F401 - the request models, re-exp
     MAX_SUGGESTIONS,
     MODEL_DOC,
     SUGGEST_CHECKPOINTING,
-    CheckRequest,
-    CheckResult,
     EvidenceMode,
     ModelRef,
     Nearest,
-    ProbeRequest,
     Space,
     SuggestRequest,
     SuggestResult,
@@ -53,16 +53,24 @@ from planner.errors import BadInput
 from planner.estimate.overheads import allocator_limit_bytes, replayable
 from planner.estimate.setup import Setup
 from planner.evidence.store import ProbeRecord, Shapes
-from planner.export import keys
 from planner.export.launch import with_launch
 from planner.frameworks import FRAMEWORKS, split_name
 from planner.model import catalog, hardware, images, prequant
 from planner.model.modelspec import ModelSpec, from_config
 from planner.model.shapes import module_name_matches
-from planner.search import imagefit, nearest, videofit
+from planner.search import imagefit, memo, videofit
 from planner.search.datafit import DataFit, Scanner, scan_data, token_batches, verdict
-from planner.search.lengths import limits as rl_limits
 from planner.search.search import budget_plan, make_plan, search
+
+if TYPE_CHECKING:  # built on first use: advise.__getattr__
+    from planner.config.requests import CheckRequest, CheckResult, ProbeRequest
+
+
+def __getattr__(name: str):
+    """advise.CheckRequest, CheckResult and ProbeRequest: built on first use (planner.config.requests.LAZY)."""
+    if name in requests.LAZY:
+        return getattr(requests, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -332,10 +340,23 @@ def probe_plan(req: ProbeRequest, resolver=default_resolver) -> tuple[ModelSpec,
     return model, knobs.for_probe(req.backend), shapes
 
 
+def _per_request(answer: Callable) -> Callable:
+    """`answer` (suggest, check) with one estimate per configuration within it (planner.search.memo; a nested call
+    shares its caller's)."""
+
+    @wraps(answer)
+    def call(*args, **kwargs):
+        with memo.per_request():
+            return answer(*args, **kwargs)
+
+    return call
+
+
 def _quiet(_: str) -> AbstractContextManager:
     return nullcontext()
 
 
+@_per_request
 def suggest(
     req: SuggestRequest,
     *,
@@ -372,7 +393,7 @@ def suggest(
         if not best.fits:  # a probe showed the predicted best does not fit: search again with it
             result = search(model, hw, goal, space, top=req.top, calibrate=cal, batches=batches)
     plans, rejected = ([with_launch(p, model, hw, goal) for p in ps] for ps in (result.plans, result.rejected))
-    out = SuggestResult(
+    out = SuggestResult.model_construct(  # its parts are typed and validated already
         model=model.summary(),
         hardware=hardware_json(hw),
         goal=goal.model_dump(),
@@ -423,6 +444,7 @@ def check_knobs(req: CheckRequest, hw: Hardware) -> Knobs:
     return knobs_of(req, precision)
 
 
+@_per_request
 def check(
     req: CheckRequest,
     *,
@@ -435,6 +457,8 @@ def check(
 ) -> CheckResult:
     """One configuration's breakdown, whether it fits, and fitting alternatives with the same global batch (and where
     it does not fit the nearest settings that do; `alternatives` False: neither, the verdict alone)."""
+    from planner.search.lengths import limits as rl_limits  # DPO and GRPO's limits
+
     world = (req.gpus_per_node or 1) * req.nodes
     # the ranks that see different samples: tensor, sequence and context parallel ranks share theirs (the layout
     # refuses a world they do not divide)
@@ -473,7 +497,7 @@ def check(
     # alternatives: the request's fixed knobs, its precision and the default one (bf16 where the GPU has it), every
     # sharding, offload and checkpointing mode of ZeRO/DDP; a combination the knobs refuse is left out
     if not alternatives:
-        out = CheckResult(
+        out = requests.CheckResult(
             model=model.summary(), hardware=hardware_json(hw), goal=goal.model_dump(), plan=plan, suggestions=[]
         )
         out._context = (model, hw, goal)
@@ -501,7 +525,7 @@ def check(
     alternatives = [p for p in found if (p.micro_batch, p.knobs) != (plan.micro_batch, plan.knobs)][:MAX_SUGGESTIONS]
     plan = with_launch(plan, model, hw, goal)
     alternatives = [with_launch(p, model, hw, goal) for p in alternatives]
-    out = CheckResult(
+    out = requests.CheckResult(
         model=model.summary(),
         hardware=hardware_json(hw),
         goal=goal.model_dump(),
@@ -535,6 +559,8 @@ def fits_without(change: dict, plan: Plan, req: Target, goal: Goal, hw: Hardware
 def nearest_fits(req: Target, goal: Goal, hw: Hardware, resolver=default_resolver) -> list[Nearest]:
     """The requests one change away whose best plan fits (planner.search.nearest), each asked of `suggest`: with the
     request's own knobs where that fits, else with every knob allowed ("any knobs")."""
+    from planner.search import nearest  # only where nothing fits
+
     out, model, found_kinds = [], resolver(req.model), set()
     for label, change, tries in nearest.requests(req, goal, hw):
         kind = label.rstrip("0123456789., ")  # "rollout memory 0.40": the first (largest) value that fits is kept
@@ -581,7 +607,11 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
     if reading.releases and not release_given(overrides) and not open_length(config_body(reading, overrides).body):
         reading, choice = hungrier_release(paths, allowed, overrides, reading, kwargs)
     b = config_body(reading, overrides)
-    result = open_length_check(b.body, kwargs) if open_length(b.body) else check(parse(CheckRequest, b.body), **kwargs)
+    result = (
+        open_length_check(b.body, kwargs)
+        if open_length(b.body)
+        else check(parse(requests.CheckRequest, b.body), **kwargs)
+    )
     result.config = {
         "framework": reading.framework,
         "files": reading.files,
@@ -615,7 +645,7 @@ def hungrier_release(paths, allowed, overrides: dict, reading, kwargs: dict):
         readings[r] = reading if r == planned else intake.read(paths, allowed, given=given, release_why=_CHOSEN)
         try:
             body = {**config_body(readings[r], overrides).body, "verify": False}  # a probe runs for the answer only
-            plan = check(parse(CheckRequest, body), alternatives=False, **kwargs)
+            plan = check(parse(requests.CheckRequest, body), alternatives=False, **kwargs)
         except BadInput as e:
             failed[r] = str(e)
             continue
@@ -764,14 +794,14 @@ def open_length_check(body: dict, kwargs: dict) -> CheckResult:
     from planner.search.datafit import largest_fitting_seq_len
 
     context = default_resolver(body["model"]).text.max_positions or 131072 if body.get("model") else 131072
-    first = check(parse(CheckRequest, {**body, "seq_len": context}), **kwargs)
+    first = check(parse(requests.CheckRequest, {**body, "seq_len": context}), **kwargs)
     model, hw, goal = first.context
     fits = first.plan.fits
     n = context if fits else largest_fitting_seq_len(model, hw, goal, first.plan.knobs, first.plan.micro_batch)
     floor = int(body.get("image_tokens") or 0)  # every row holds its image: no row that fits only shorter ones
     n = n if n > floor else 0
     shown = n or min(context, floor + SHOWN_WHEN_NOTHING_FITS)  # nothing fits: the plan and its nearest at a row
-    result = first if shown == context else check(parse(CheckRequest, {**body, "seq_len": shown}), **kwargs)
+    result = first if shown == context else check(parse(requests.CheckRequest, {**body, "seq_len": shown}), **kwargs)
     result.open_length = {"fits_up_to_tokens": n, "context": context, "planned_at": shown}
     return result
 
@@ -804,6 +834,8 @@ def in_framework_keys(nearest: list[Nearest], ref: Plan | None, model: ModelSpec
     a plan of another framework than the bundled trainer (whose own flags the nearest settings already are)."""
     if ref is None or FRAMEWORKS[ref.framework].loop == "bundled":
         return nearest
+    from planner.export import keys  # only where nothing fits
+
     before = keys.settings(ref, model, hw, goal.seq_len)
     for n in nearest:
         _, n_hw, n_goal = n._context or (model, hw, goal)  # the changed request's GPUs and sequence

@@ -68,7 +68,7 @@ def overrides(args: argparse.Namespace) -> dict:
 
 def gather(args: argparse.Namespace) -> tuple[dict, CheckResult]:
     """advise.check on the flags, or advise.check_config on --config's files and the flags; (JSON object, result)."""
-    kw = {"store": args.store, "probes": common.probe_functions(), "status": common.status, "scanner": common.scanner}
+    kw = {"store": args.store, "probes": common.asked_probes(args), "status": common.status, "scanner": common.scanner}
     if args.config:
         result = advise.check_config(args.config, overrides(args), **kw)
         return result_json(result), result

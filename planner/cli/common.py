@@ -309,6 +309,14 @@ def scanner(
     return data_fit(path, tokenizer, image_rule, max_length, min_pixels, max_pixels)
 
 
+def asked_probes(args: argparse.Namespace):
+    """probe_functions() where the flags run a probe (--verify, --evidence sim), else None: the core runs none
+    otherwise (planner.advise.calibrator), and looking for torch costs a cold start."""
+    if getattr(args, "verify", False) or getattr(args, "evidence", None) == "sim":
+        return probe_functions()
+    return None
+
+
 def probe_functions():
     """The probes the core may run here (probes.probe_functions: shared with the API), or None."""
     from probes import probe_functions as functions

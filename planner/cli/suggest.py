@@ -32,17 +32,22 @@ def register(p) -> None:
 
 def gather(args: argparse.Namespace) -> tuple[dict, SuggestResult, tuple]:
     """advise.suggest on the flags; (JSON object, result, (model, hardware, goal)) for printing."""
+    result = answer(args)
+    return result_json(result), result, result.context
+
+
+def answer(args: argparse.Namespace) -> SuggestResult:
+    """advise.suggest on the flags."""
     req = common.request(SuggestRequest, args)
     shown = "always" if args.json or getattr(args, "plot", None) else "if-none-fit"  # the table shows them then only
-    result = advise.suggest(
+    return advise.suggest(
         req,
         store=args.store,
-        probes=common.probe_functions(),
+        probes=common.asked_probes(args),
         status=common.status,
         scanner=common.scanner,
         rejected=shown,
     )
-    return result_json(result), result, result.context
 
 
 def result_json(result) -> dict:
@@ -53,7 +58,10 @@ def result_json(result) -> dict:
 def run(args: argparse.Namespace) -> int:
     if args.emit:
         export.check_emit_dir(args.emit)
-    out, result, (model, hw, goal) = gather(args)
+    result = answer(args)
+    model, hw, goal = result.context
+    # the JSON object where it is printed; the table reads the lines' parts alone (no serializer built for a table)
+    out = result_json(result) if args.json else {k: getattr(result, k) for k in ("data", "images", "videos")}
     if args.emit and result.plans:
         out["emitted"] = [str(p) for p in launch.emit(result.plans[0], hw, model, args.emit, goal.seq_len)]
     ref = (result.plans or result.rejected or [None])[0]

@@ -5,6 +5,7 @@ JSON bodies, plan files) and what `--json` prints. Field bounds live here; knob 
 
 from __future__ import annotations
 
+from threading import Lock
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, model_validator
@@ -194,11 +195,6 @@ class _Suggest(Target):
     top: int = Field(default=10, ge=1, le=100, description="plans to show, the best first")
 
 
-class _Check(Target):
-    micro_batch: int = Field(ge=1, le=MAX_MICRO_BATCH)
-    grad_accum: int = Field(default=1, ge=1, le=MAX_GRAD_ACCUM)
-
-
 SuggestRequest = create_model(
     "SuggestRequest",
     __base__=_Suggest,
@@ -206,13 +202,20 @@ SuggestRequest = create_model(
     __doc__="Ranked plans: the searched knobs are lists (knobfields.SEARCHED).",
     **request_fields(tuple(SEARCHED), many=True),
 )
-CheckRequest = create_model(
-    "CheckRequest",
-    __base__=_Check,
-    __module__=__name__,
-    __doc__="One configuration: every knob one value (precision None: bf16, or fp16).",
-    **request_fields(tuple(SEARCHED), auto_precision=True),
-)
+
+
+def _check_request() -> type[BaseModel]:
+    class _Check(Target):
+        micro_batch: int = Field(ge=1, le=MAX_MICRO_BATCH)
+        grad_accum: int = Field(default=1, ge=1, le=MAX_GRAD_ACCUM)
+
+    return create_model(
+        "CheckRequest",
+        __base__=_Check,
+        __module__=__name__,
+        __doc__="One configuration: every knob one value (precision None: bf16, or fp16).",
+        **request_fields(tuple(SEARCHED), auto_precision=True),
+    )
 
 
 class _Result(BaseModel):
@@ -226,20 +229,20 @@ class _Result(BaseModel):
         return self._context
 
 
-class _Probe(_Request):
-    """One probe of one configuration (planner probe, planner profile, POST /v1/probes)."""
+def _probe_request() -> type[BaseModel]:
+    class _Probe(_Request):
+        """One probe of one configuration (planner probe, planner profile, POST /v1/probes)."""
 
-    model: ModelRef = Field(description=MODEL_DOC)
-    micro_batch: int = Field(ge=1, le=1 << 12)
-    grad_accum: int = Field(default=1, ge=1, le=1 << 12)
-    seq_len: int | None = Field(default=None, ge=1, le=1 << 20, description="sft: required; dpo / grpo: derived")
-    backend: Literal["sim", "cpu", "cuda"] = "sim"
-    timeout_s: int | None = Field(default=None, ge=1, le=24 * 3600)
+        model: ModelRef = Field(description=MODEL_DOC)
+        micro_batch: int = Field(ge=1, le=1 << 12)
+        grad_accum: int = Field(default=1, ge=1, le=1 << 12)
+        seq_len: int | None = Field(default=None, ge=1, le=1 << 20, description="sft: required; dpo / grpo: derived")
+        backend: Literal["sim", "cpu", "cuda"] = "sim"
+        timeout_s: int | None = Field(default=None, ge=1, le=24 * 3600)
 
-
-ProbeRequest = create_model(
-    "ProbeRequest", __base__=_Probe, __module__=__name__, __doc__=_Probe.__doc__, **request_fields(KNOBS)
-)
+    return create_model(
+        "ProbeRequest", __base__=_Probe, __module__=__name__, __doc__=_Probe.__doc__, **request_fields(KNOBS)
+    )
 
 
 VIDEOS_DOC = "videos: the worst case of the video settings per video, the frames sampled at it (part of image_tokens)"
@@ -283,32 +286,52 @@ class SuggestResult(_Result):
     nearest: list[Nearest] = Field(default_factory=list, description=NEAREST_DOC)
 
 
-class CheckResult(_Result):
-    model: dict
-    hardware: dict
-    goal: dict
-    plan: Plan
-    suggestions: list[Plan]
-    verified: dict | None = None
-    data: dict | None = None
-    images: dict | None = Field(default=None, description=IMAGES_DOC)
-    videos: dict | None = Field(default=None, description=VIDEOS_DOC)
-    limits: dict | None = Field(
-        default=None,
-        description=("dpo / grpo: the longest completion (and prompt, images) at which the configuration still fits"),
-    )
-    nearest: list[Nearest] = Field(default_factory=list, description=NEAREST_DOC)
-    open_length: dict | None = Field(
-        default=None,
-        description=(
-            "check --config whose files set no length (and no --data, --seq-len): the longest rows this configuration "
-            "fits (fits_up_to_tokens, the plan is made there) under the model's context (context); the data decides"
-        ),
-    )
-    config: dict | None = Field(
-        default=None,
-        description=(
-            "check --config: what the configuration files said (framework, files, settings field by field with "
-            "their source and the framework's key, and the settings memplan cannot plan yet)"
-        ),
-    )
+def _check_result() -> type[BaseModel]:
+    class CheckResult(_Result):
+        model: dict
+        hardware: dict
+        goal: dict
+        plan: Plan
+        suggestions: list[Plan]
+        verified: dict | None = None
+        data: dict | None = None
+        images: dict | None = Field(default=None, description=IMAGES_DOC)
+        videos: dict | None = Field(default=None, description=VIDEOS_DOC)
+        limits: dict | None = Field(
+            default=None,
+            description=(
+                "dpo / grpo: the longest completion (and prompt, images) at which the configuration still fits"
+            ),
+        )
+        nearest: list[Nearest] = Field(default_factory=list, description=NEAREST_DOC)
+        open_length: dict | None = Field(
+            default=None,
+            description=(
+                "check --config whose files set no length (and no --data, --seq-len): the longest rows this configuration "
+                "fits (fits_up_to_tokens, the plan is made there) under the model's context (context); the data decides"
+            ),
+        )
+        config: dict | None = Field(
+            default=None,
+            description=(
+                "check --config: what the configuration files said (framework, files, settings field by field with "
+                "their source and the framework's key, and the settings memplan cannot plan yet)"
+            ),
+        )
+
+    CheckResult.__qualname__ = "CheckResult"  # as where it was a module-level class (repr, pickling, schema names)
+    return CheckResult
+
+
+# the models `suggest` does not use, built on first use (module __getattr__): a command builds only its own
+LAZY = {"CheckRequest": _check_request, "ProbeRequest": _probe_request, "CheckResult": _check_result}
+_BUILDING = Lock()
+
+
+def __getattr__(name: str):
+    if name not in LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    with _BUILDING:  # one class per name, whichever thread asks first
+        if name not in globals():
+            globals()[name] = LAZY[name]()
+    return globals()[name]

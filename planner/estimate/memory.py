@@ -198,6 +198,13 @@ def comm_bucket_bytes(s: Setup) -> int:
     return zero.reduce_buckets_bytes(s)
 
 
+def model_states_bytes(s: Setup) -> int:
+    """Parameters, every gradient, the communication buckets and the optimizer states a rank holds (on its view:
+    parallel.view), whatever the micro-batch: the end of backward holds them all (_breakdown's detail of the same
+    name), so no plan of these knobs needs less (planner.search.ranked.cannot_fit)."""
+    return params_bytes(s) + gradients_bytes(s) + comm_bucket_bytes(s) + optimizer_bytes(s)
+
+
 def backward_grads_bytes(s: Setup, grads_full: int) -> int:
     """Gradients held while backward runs (its activations still live): with accumulation, what earlier micro-steps
     left; ZeRO-3 allocates its gradient partition buffer at init whatever the accumulation (stage3.py:789-801),
@@ -623,7 +630,7 @@ def _breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] |
         "fsdp_unsharded_params_bytes": fsdp.unsharded_params_bytes(s),
         "optimizer_step_temp_bytes": optimizer_step_temp_bytes(s),
         "eval_logits_kept_bytes": nograd.eval_logits_kept_bytes(s),
-        "model_states_bytes": params + grads_full + buckets + opt,
+        "model_states_bytes": params + grads_full + buckets + opt,  # model_states_bytes(s), its terms at hand
     }
     host = lifecycle.host_phases(s, host_offload_bytes_per_node(s) + host_activation_bytes_per_node(s))
     return MemoryBreakdown(

@@ -213,9 +213,7 @@ def parallel_seconds(v: Setup, hw: Hardware, compute_s: float) -> float:
 def step_time(s: Setup, hw: Hardware) -> StepTime:
     """One optimizer step; under tensor, sequence or context parallelism on a rank's view (planner.estimate.parallel)."""
     s = parallel.view(s)
-    tokens_micro = s.micro_batch * s.seq_len
-    peak = gpu_tflops(hw, s.knobs.precision) * 1e12
-    compute = s.grad_accum * tokens_micro * flops_per_token(s) / (peak * efficiency(tokens_micro, s.gpu))
+    compute = compute_seconds(s, hw)
     exposed, micro_comm = data_parallel_comm_seconds(s, hw, compute)
     exposed += all_to_all_seconds(s, hw) + parallel_seconds(s, hw, compute)
     return StepTime(
@@ -227,6 +225,15 @@ def step_time(s: Setup, hw: Hardware) -> StepTime:
         micro_comm_s=micro_comm,
         micro_offload_s=param_offload_seconds_per_micro_step(s, hw),
     )
+
+
+def compute_seconds(s: Setup, hw: Hardware) -> float:
+    """The step's FLOPs at the micro-batch's efficiency, on a rank's view (parallel.view). At one global batch it is
+    least at the fewest micro-steps: grad_accum x (T + half) tokens' FLOPs at the peak efficiency, T x grad_accum
+    fixed (efficiency), so each micro-step adds `half` tokens' worth (planner.search.ranked's speed bound)."""
+    tokens_micro = s.micro_batch * s.seq_len
+    peak = gpu_tflops(hw, s.knobs.precision) * 1e12
+    return s.grad_accum * tokens_micro * flops_per_token(s) / (peak * efficiency(tokens_micro, s.gpu))
 
 
 def data_parallel_comm_seconds(s: Setup, hw: Hardware, compute: float) -> tuple[float, float]:

@@ -9,6 +9,7 @@ largest single parameter (ModelSpec.largest_matrix_params: an embedding, the hea
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from math import ceil, prod
 
 from planner.estimate import quant
@@ -36,8 +37,10 @@ class ZeroSettings:
     overlap_comm: bool = True
 
 
+@lru_cache(maxsize=64)
 def settings(hidden: int) -> ZeroSettings:
-    """What HF's Trainer resolves "auto" to for a model of this hidden size (and what memplan exports)."""
+    """What HF's Trainer resolves "auto" to for a model of this hidden size (and what memplan exports); one frozen
+    object per size (the search asks three times a candidate)."""
     return ZeroSettings(hidden * hidden, int(0.9 * hidden * hidden), 10 * hidden)
 
 

@@ -186,6 +186,11 @@ class Calibrator:
             self._arch_seen = (changes, self.store.has_arch(arch_hash(self.config)))
         return self._arch_seen[1]
 
+    def analytic(self) -> bool:
+        """Whether every candidate keeps its analytic breakdown here: nothing simulated, no record of this architecture
+        (the search may then rule a knob family out by its analytic terms: planner.search.ranked.cannot_fit)."""
+        return self.mode != "sim" and not self._has_records()
+
     def records(self, s: Setup) -> list[ProbeRecord]:
         if not self._has_records():
             return []

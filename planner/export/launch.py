@@ -7,28 +7,36 @@ planner/frameworks/<name>/writer.py); every other plan the HF/DeepSpeed/accelera
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 
 from planner.config.spec import Goal, Hardware, Launch, Plan
 from planner.export import export
 from planner.export.export import DS_CONFIG_NAME, FSDP_CONFIG_NAME
-from planner.frameworks.axolotl import writer as axolotl
-from planner.frameworks.llamafactory import writer as llamafactory
-from planner.frameworks.openrlhf import writer as openrlhf
-from planner.frameworks.swift import writer as swift
-from planner.frameworks.torchtitan import writer as torchtitan
-from planner.frameworks.verl import writer as verl
 from planner.model.modelspec import ModelSpec
 
 LAUNCH_NAME = "launch.sh"
-FRAMEWORK_EXPORTS = {
-    "llamafactory": llamafactory,
-    "swift": swift,
-    "axolotl": axolotl,
-    "verl": verl,
-    "torchtitan": torchtitan,
-    "openrlhf": openrlhf,
-}  # plan.framework -> exporter
+# the frameworks whose plans have files of their own (plan.framework): their writers (`exporter`)
+FRAMEWORK_EXPORTS = ("llamafactory", "swift", "axolotl", "verl", "torchtitan", "openrlhf")
+
+
+@lru_cache(maxsize=1)
+def _exporters() -> dict:
+    """plan.framework -> its writer, imported on first use: a plan HF's command runs imports none of them."""
+    from planner.frameworks.axolotl import writer as axolotl
+    from planner.frameworks.llamafactory import writer as llamafactory
+    from planner.frameworks.openrlhf import writer as openrlhf
+    from planner.frameworks.swift import writer as swift
+    from planner.frameworks.torchtitan import writer as torchtitan
+    from planner.frameworks.verl import writer as verl
+
+    out = {"llamafactory": llamafactory, "swift": swift, "axolotl": axolotl, "verl": verl}
+    return {**out, "torchtitan": torchtitan, "openrlhf": openrlhf}
+
+
+def exporter(framework: str):
+    """The writer of a framework in FRAMEWORK_EXPORTS, else None (HF's command and files)."""
+    return _exporters()[framework] if framework in FRAMEWORK_EXPORTS else None
 
 
 def budget_note(plan: Plan) -> str | None:
@@ -65,7 +73,7 @@ def device_map_note(plan: Plan) -> str | None:
 
 
 def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> Launch:
-    fw = FRAMEWORK_EXPORTS.get(plan.framework)
+    fw = exporter(plan.framework)
     notes = [export.hf_note(plan) if fw is None else None, budget_note(plan), prequantized_note(plan)]
     notes = [n for n in (*notes, device_map_note(plan) if fw is None else None) if n]  # HF's command
     command, framework_files = export.command(plan, hw, model, seq_len), None
@@ -90,7 +98,7 @@ def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> Launch:
 def framework_launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> tuple[str, dict[str, str]]:
     """(command, files) of a LLaMA-Factory, ms-swift or axolotl plan: its exporter's files, and launch.sh beside them
     where the command is not the script itself; ValueError for a plan its framework cannot express."""
-    fw = FRAMEWORK_EXPORTS[plan.framework]
+    fw = exporter(plan.framework)
     out, command = fw.files(plan, model, hw, seq_len), fw.command(plan, hw)
     if not command.startswith("bash "):  # ms-swift's script is its own launcher
         out[LAUNCH_NAME] = (

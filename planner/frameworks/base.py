@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from planner.errors import BadInput
 from planner.frameworks.rl import RoleEngine
@@ -304,14 +305,24 @@ class Framework:
             return "off" if value in (0, 1) else "on"
         return value
 
+    @cached_property
+    def _checked(self) -> tuple[tuple[str, tuple], ...]:
+        """(knob, the values it runs) for each knob `cannot` checks, the workload first, then in the declaration's
+        order: computed once per adapter (a search asks for every knob family)."""
+        order = ("workload", *(k for k in KNOB_DEFAULTS if k != "workload"))
+        return tuple(
+            (k, self.runs.get(k) or (self.value_of(k, KNOB_DEFAULTS[k]),))
+            for k in order
+            if k not in NEUTRAL and k not in self.every
+        )
+
     def cannot(self, knobs: dict) -> tuple[str, str] | None:
         """(field, one-line reason) for the first knob this framework cannot run (the workload first, then in the
         declaration's order), else None."""
-        for knob in ("workload", *(k for k in KNOB_DEFAULTS if k != "workload")):
-            if knob in NEUTRAL or knob in self.every or knob not in knobs:
+        for knob, runs in self._checked:
+            if knob not in knobs:
                 continue
             value = self.value_of(knob, knobs[knob])
-            runs = self.runs.get(knob) or (self.value_of(knob, KNOB_DEFAULTS[knob]),)
             if value not in runs:
                 flag = "--" + ("zero" if knob == "zero_stage" else knob.replace("_", "-"))
                 return knob, f"--framework {self.name} ({self.label}) cannot run {flag} {_shown(value)}: it runs " + (

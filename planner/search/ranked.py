@@ -7,6 +7,11 @@ are found that no waiting candidate can pass. A micro-batch that does not fit ru
 (memory grows with the micro-batch at a fixed accumulation > 1; accumulation 1, which holds no gradient accumulation
 buffers, is judged on its own), as the exhaustive walk does. The result is the exhaustive search's first `top`
 plans, in its order (tests/planner/search/test_ranked.py draws requests and compares both).
+
+Two bounds spare work before any estimate (tests/planner/search/test_bounds.py checks both on every micro-batch):
+a family waits as one entry under a speed no micro-batch of it passes (speed_bound), its candidates built only when
+the walk reaches it; a family whose model states alone exceed the usable memory (cannot_fit) builds none. The README's
+first example: 60 of 120 families expanded, 12 ruled out by their states, 169 memory estimates where there were 201.
 """
 
 from __future__ import annotations
@@ -14,13 +19,13 @@ from __future__ import annotations
 from bisect import insort
 from dataclasses import dataclass, field
 from functools import lru_cache
-from math import isqrt
+from math import inf, isqrt
 
 from planner.config.layout import Layout
 from planner.config.spec import Goal, Hardware, Knobs, Plan
-from planner.estimate import rl
+from planner.estimate import memory, parallel, rl
 from planner.estimate.setup import Setup
-from planner.estimate.speed import StepTime
+from planner.estimate.speed import StepTime, compute_seconds, offload_seconds
 from planner.model.modelspec import ModelSpec
 
 
@@ -94,11 +99,84 @@ def one_plan_per_micro_batch(knobs: Knobs) -> bool:
     return deferrable(knobs, 2)
 
 
-def queued(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, family: int) -> list[Candidate]:
-    """Every micro-batch of the family as a candidate, its smallest included (search.search without rejected)."""
+def queued(
+    model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, family: int, calibrate=None
+) -> list[Candidate | Family]:
+    """Every micro-batch of the family, its smallest included (search.search without rejected), waiting (`waiting`);
+    a family whose model states alone cannot fit (cannot_fit) waits with none to estimate."""
     per_rank = goal.global_batch // knobs.data_parallel_of(hw.world_size)
     sizes = [per_rank] if knobs.optimizer_in_backward else divisors(per_rank)
-    return candidates(model, hw, goal, knobs, family, sizes, per_rank)
+    hopeless = cannot_fit(model, hw, goal, knobs, sizes[0], calibrate)
+    return waiting(model, hw, goal, knobs, family, sizes, per_rank, hopeless)
+
+
+@dataclass(order=True)
+class Family:
+    """A knob family's waiting micro-batches before their speed is known: `key` is a speed key no micro-batch of the
+    family passes (speed_bound), so the family's candidates are built (`expand`) only when the fastest-first walk
+    reaches it, and never for a family the top plans settle first; a `hopeless` one (cannot_fit) builds none."""
+
+    key: tuple
+    order: tuple[int, int]  # (family, 0): before its own candidates at an equal key
+    knobs: Knobs = field(compare=False)
+    sizes: list[int] = field(compare=False)
+    per_rank: int = field(compare=False)
+    hopeless: bool = field(compare=False, default=False)
+
+    def expand(self, model: ModelSpec, hw: Hardware, goal: Goal) -> list[Candidate]:
+        return (
+            [] if self.hopeless else candidates(model, hw, goal, self.knobs, self.order[0], self.sizes, self.per_rank)
+        )
+
+    def has_split(self, hw: Hardware) -> bool:
+        """Whether the layout runs any of its micro-batches (what `expand` would hold, fitting or not)."""
+        layout = Layout.of(hw)
+        return any(not layout.split_error(self.knobs, mb, self.per_rank // mb) for mb in self.sizes)
+
+
+def speed_bound(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, sizes: list[int]) -> float | None:
+    """Tokens/s no micro-batch in `sizes` passes (as speed_of rounds it), or None where none is known (RL workloads:
+    generation and the other roles' time). At one global batch every micro-batch split trains the same tokens; a
+    step's time is its compute plus communication, offload and generation, none negative, and both its compute and its
+    optimizer and parameter offload are least at the fewest micro-steps (speed.compute_seconds: each micro-step adds
+    the efficiency curve's fixed share; speed.offload_seconds: a step's CPU Adam and copies, each micro-step's
+    parameter copies): the largest micro-batch's compute and offload alone bound the family's speed."""
+    if knobs.workload.rl:
+        return None
+    s = setup_of(model, hw, goal, knobs, max(sizes))
+    v = parallel.view(s)
+    return round(rl.tokens_per_second(s, StepTime(compute_seconds(v, hw), 0.0, offload_seconds(v, hw))), 1)
+
+
+def cannot_fit(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_batch: int, calibrate=None) -> bool:
+    """Whether no micro-batch of the family fits: its model states alone (memory.model_states_bytes, the same at every
+    micro-batch) exceed the usable memory. Only where the analytic breakdown decides: not an RL workload's phases or
+    roles, not a device map's GPUs, not a calibrator that holds records or simulates (Calibrator.analytic)."""
+    analytic = calibrate is None or (hasattr(calibrate, "analytic") and calibrate.analytic())
+    if knobs.workload.rl or knobs.device_map > 1 or not analytic:
+        return False
+    v = parallel.view(setup_of(model, hw, goal, knobs, micro_batch))
+    return memory.model_states_bytes(v) > int(hw.gpu.capacity_bytes * (1 - goal.margin))
+
+
+def waiting(
+    model: ModelSpec,
+    hw: Hardware,
+    goal: Goal,
+    knobs: Knobs,
+    family: int,
+    sizes: list[int],
+    per_rank: int,
+    hopeless: bool = False,
+) -> list[Candidate | Family]:
+    """The family's micro-batches `sizes` for the fastest-first walk: one Family under its speed bound (last, and
+    empty, where `hopeless`), or (no bound known) its candidates."""
+    if hopeless:
+        return [Family((inf,), (family, 0), knobs, sizes, per_rank, hopeless=True)]
+    bound = speed_bound(model, hw, goal, knobs, sizes)
+    if bound is None:
+        return candidates(model, hw, goal, knobs, family, sizes, per_rank)
+    return [Family(speed_key(bound, knobs, hw.world_size), (family, 0), knobs, sizes, per_rank)]
 
 
 def candidates(

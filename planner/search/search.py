@@ -8,6 +8,7 @@ Fitting plans are ranked by predicted tokens/s, then by headroom.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from heapq import heapify, heappop, heappush
 from itertools import product
 
 from planner.config.knobfields import FIXED, SEARCHED
@@ -22,7 +23,7 @@ from planner.estimate.memory import breakdown
 from planner.estimate.setup import Setup
 from planner.estimate.speed import step_time
 from planner.model.modelspec import ModelSpec
-from planner.search import ranked
+from planner.search import memo, ranked
 from planner.search.advice import rejection_reason
 from planner.search.ranked import divisors, rank_key, setup_of, speed_of, split_options
 
@@ -61,7 +62,7 @@ def families(space: Space, hw: Hardware, layout: Layout | None = None) -> list[K
         try:  # the layout's rules first (they name what the request cannot have here), then Knobs' own
             k = template.with_valid_values(**changes)
         except BadInput as e:
-            first = pick(first, layout.knob_error(Knobs.model_construct(**kw)) or e, varied)
+            first = pick(first, layout.knob_error(template.model_copy(update=changes)) or e, varied)
             continue
         error = layout.knob_error(k)
         first = pick(first, error, varied)
@@ -87,14 +88,29 @@ def make_plan(
 ) -> Plan:
     """One candidate (no launch material: planner.export.launch makes it for the plans a face shows);
     `calibrate` (planner.evidence.calibrate.Calibrator) swaps in stored or simulated evidence; `speed`, its speed_of
-    where the search has it already."""
+    where the search has it already. Within a request (planner.search.memo) an analytic estimate is made once: a
+    copy of the first is returned again."""
+    m = memo.active()
+    if m is None or not (calibrate is None or (hasattr(calibrate, "analytic") and calibrate.analytic())):
+        return new_plan(model, hw, goal, knobs, micro_batch, calibrate, speed)
+    key = (m.token(model), m.token(hw), m.token(goal), knobs, micro_batch)
+    plan = m.plans.get(key)
+    if plan is None:
+        plan = m.plans[key] = new_plan(model, hw, goal, knobs, micro_batch, calibrate, speed)
+    return plan.model_copy()
+
+
+def new_plan(
+    model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_batch: int, calibrate=None, speed=None
+) -> Plan:
+    """make_plan's estimate, made every time."""
     s = setup_of(model, hw, goal, knobs, micro_batch)
     mem = rl.breakdown(s, hw.gpu.capacity_bytes)
     evidence, measured_reason = "analytic", None
     if calibrate is not None and not knobs.workload.rl:  # probe records are supervised steps
         mem, evidence, measured_reason = calibrate(s, hw, mem)
     step_s, tokens_per_s, t = speed or speed_of(s, hw)
-    plan = Plan.model_construct(  # its parts are validated already; its own rule runs below
+    plan = _plan_of(  # its parts are validated already; its own rule runs below
         micro_batch=micro_batch,
         grad_accum=s.grad_accum,
         world_size=hw.world_size,
@@ -112,6 +128,18 @@ def make_plan(
     plan.reason = measured_reason or rejection_reason(plan, hw, usable)
     plan.fits = plan.reason is None
     return plan
+
+
+_PLAN: list[Plan] = []  # the first plan new_plan made, which the others are copied from
+
+
+def _plan_of(**fields) -> Plan:
+    """Plan.model_construct(**fields) for the fields new_plan gives, at a sixth of its cost (a search makes hundreds):
+    a copy of the first plan so made with every one of them replaced; the rest (reason, launch, token_batches) keep
+    their defaults, None, and the fields set are the same."""
+    if not _PLAN:
+        _PLAN.append(Plan.model_construct(**fields))
+    return _PLAN[0].model_copy(update=fields)
 
 
 def budget_plan(
@@ -233,14 +261,15 @@ def search(
             fitting.append(((i, 0), p)) if p.fits else rejected.append(p)
             continue
         if not rejected_too and ranked.one_plan_per_micro_batch(knobs):
-            pending += ranked.queued(model, hw, goal, knobs, i)
+            pending += ranked.queued(model, hw, goal, knobs, i, calibrate)
             continue
         plans, waiting = family(model, hw, goal, knobs, i, calibrate)
         pending += waiting
         fitting += [((i, p.micro_batch), p) for p in plans if p.fits]
         if plans and not any(p.fits for p in plans):
             rejected.append(plans[0])
-    if not (fitting or rejected or pending) and batches is None:  # every split refused (GRPO's groups): say why
+    waits = any(isinstance(c, ranked.Candidate) or c.has_split(hw) for c in pending)
+    if not (fitting or rejected or waits) and batches is None:  # every split refused (GRPO's groups): say why
         raise_if(first_split_error(layout, goal, fams))
     fitting = best_of(model, hw, goal, fitting, pending, top, calibrate)
     if not fitting and batches is None:
@@ -266,7 +295,7 @@ def first_split_error(layout: Layout, goal: Goal, knobs: list[Knobs]) -> BadInpu
 
 def family(
     model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, index: int, calibrate=None
-) -> tuple[list[Plan], list[ranked.Candidate]]:
+) -> tuple[list[Plan], list[ranked.Candidate | ranked.Family]]:
     """A knob family's micro-batches, smallest first: (the plans estimated, the candidates left for best_of). Memory
     grows with the micro-batch at a fixed accumulation > 1, so the walk stops at the first that does not fit; the
     rank's whole share at once (accumulation 1) holds no gradient accumulation buffers (ZeRO-2's, FSDP's unsharded
@@ -276,13 +305,17 @@ def family(
     plans: list[Plan] = []
     for j, mb in enumerate(sizes):
         if plans and ranked.deferrable(knobs, per_rank // mb):
-            return plans, ranked.candidates(model, hw, goal, knobs, index, sizes[j:], per_rank)
+            return plans, ranked.waiting(model, hw, goal, knobs, index, sizes[j:], per_rank)
         plan = generation_split(model, hw, goal, knobs, mb, calibrate)
         if plan is None:
             continue  # TRL refuses every split of this micro-batch (GRPO's whole groups)
         plans.append(plan)
         if not plan.fits:
-            if mb < per_rank and (whole := generation_split(model, hw, goal, knobs, per_rank, calibrate)):
+            if (
+                mb < per_rank
+                and not ranked.cannot_fit(model, hw, goal, knobs, per_rank, calibrate)
+                and (whole := generation_split(model, hw, goal, knobs, per_rank, calibrate))
+            ):
                 plans.append(whole)
             break
     return plans, []
@@ -293,7 +326,7 @@ def best_of(
     hw: Hardware,
     goal: Goal,
     fitting: list[tuple[tuple[int, int], Plan]],
-    pending: list[ranked.Candidate],
+    pending: list[ranked.Candidate | ranked.Family],
     top: int,
     calibrate=None,
 ) -> list[Plan]:
@@ -313,10 +346,19 @@ def best_of(
             done[c.order] = plan.fits
         return done[c.order]
 
-    families_of = ranked.by_family(pending)
-    for c in sorted(pending):
+    queue = [(c.key, c.order, c) for c in pending]  # (key, order) is unique: a family waits at (family, 0)
+    heapify(queue)
+    families_of = ranked.by_family([c for c in pending if isinstance(c, ranked.Candidate)])
+    while queue:
+        c = heappop(queue)[2]
         if ranked.settled(best, top, c):
             break
+        if isinstance(c, ranked.Family):  # its candidates, none faster than its key, join the walk
+            expanded = c.expand(model, hw, goal)
+            families_of.update(ranked.by_family(expanded))
+            for e in expanded:
+                heappush(queue, (e.key, e.order, e))
+            continue
         if c.order in done or ranked.ruled_out(ceiling, c):
             continue
         if not estimate(c) and not c.whole:  # the family's fitting micro-batches end below it: bisect
