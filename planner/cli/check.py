@@ -86,11 +86,14 @@ def run(args: argparse.Namespace) -> int:
     plan, alternatives, (model, hw, goal) = result.plan, result.suggestions, result.context
     from planner.cli.data import budget_line, data_lines
     from planner.cli.speedline import step_line
+    from planner.estimate.overheads import rests_on_the_prior
     from planner.search import imagefit, videofit
 
     data = out.get("data")
     if common.text_only(model, goal):
         out["text_only"] = True
+    if plan.fits and rests_on_the_prior(plan.memory, int(plan.memory.capacity_bytes * (1 - goal.margin))):
+        out["reserve_decides"] = True
     if args.plot:
         from planner.cli import plot
 
@@ -140,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
         if out.get("limits"):
             common.say_line(render.limits_line(out["limits"]))
         common.say_line(render.overheads_line(plan, goal.margin))
+        if out.get("reserve_decides"):
+            common.say_line(render.reserve_line())
         if not plan.fits:
             common.print_nearest(result.nearest)
         if alternatives:

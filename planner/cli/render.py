@@ -113,6 +113,15 @@ def overheads_line(p: Plan, margin: float) -> str:
     return f"{head}; {margin_text(m.device_total_bytes, m.capacity_bytes, margin)}"
 
 
+def reserve_line() -> str:
+    """check's word where the verdict turns on the allocator's reserve (overheads.rests_on_the_prior)."""
+    return (
+        "the caching allocator's reserve decides: the steps the GPU windows ran reserved 0% to 45% over their peak "
+        "(benchmarks/results/fragmentation.json), and at 45% this does not fit; --verify replays this step's "
+        "allocations through the allocator (docs/probes.md)"
+    )
+
+
 def margin_text(total: int, capacity: int, margin: float) -> str:
     """The margin in GiB and whether it decided the verdict (the search's usable: capacity x (1 - margin))."""
     usable = int(capacity * (1 - margin))

@@ -297,3 +297,16 @@ def test_a_vlm_planned_without_images_says_text_only_in_the_headline_and_the_jso
             "check", "--model", "qwen2.5-0.5b", "--gpu", "h100", "--micro-batch", "1", "--seq-len", "1024"
         ).stdout
     )  # a text model is not a VLM without images
+
+
+def test_a_verdict_that_turns_on_the_allocators_reserve_says_so():
+    """Gemma-2-2B 11 x 2048 on an H200 fits at the card's median reserve (14.5%) but not at the 45% the GPU windows
+    measured on another step; on the H200 this step did not run (docs/gpu-results.md). check says the reserve decides
+    and names --verify; a plan with room to spare says nothing."""
+    args = ["check", "--model", "gemma-2-2b", "--gpu", "h200", "--micro-batch", "11", "--seq-len", "2048"]
+    out = json.loads(planner(*args, "--checkpointing", "full", "--json").stdout)
+    assert out["plan"]["fits"] and out["reserve_decides"] is True
+    text = planner(*args, "--checkpointing", "full").stdout
+    assert "the caching allocator's reserve decides" in " ".join(text.split()) and "--verify" in text
+    roomy = ["check", "--model", "gemma-2-2b", "--gpu", "h200", "--micro-batch", "2", "--seq-len", "2048"]
+    assert "reserve_decides" not in json.loads(planner(*roomy, "--checkpointing", "full", "--json").stdout)

@@ -67,3 +67,17 @@ def test_the_terms_add_up_to_the_breakdowns_overhead(gpu, gpus):
     b = mem.breakdown(s, 80 * 2**30)
     assert sum(t.bytes for t in b.overheads) == b.overhead_bytes == mem.overhead_bytes(s, b.peak_allocated_bytes)
     assert b.device_total_bytes == b.peak_allocated_bytes + b.overhead_bytes
+
+
+def test_the_reserve_decides_where_the_largest_measured_reserve_would_pass_the_usable_memory():
+    """overheads.rests_on_the_prior: with the card's median reserve the plan fits; the same step at the largest
+    reserve the GPU windows measured (FRAGMENTATION_MEASURED_MAX) decides whether the verdict turns on it. A replayed
+    reserve (probes/allocator.py) is the step's own: it never does."""
+    m = mem.breakdown(Setup(load_model("llama-3.2-1b"), Knobs(), 4, 1, 1024, gpu="h100-80gb"), 80 * 2**30)
+    frag = next(t for t in m.overheads if t.name == "fragmentation")
+    worst = m.device_total_bytes - frag.bytes + int(overheads.FRAGMENTATION_MEASURED_MAX * m.peak_allocated_bytes)
+    assert overheads.rests_on_the_prior(m, worst - 1) and not overheads.rests_on_the_prior(m, worst)
+    assert not overheads.rests_on_the_prior(m, m.device_total_bytes - 1)  # it does not fit at all: no turn
+    replayed = overheads.replayed_term(0.1, m.peak_allocated_bytes)
+    swapped = m.model_copy(update={"overheads": tuple(replayed if t is frag else t for t in m.overheads)})
+    assert not overheads.rests_on_the_prior(swapped, worst - 1)
