@@ -11,6 +11,7 @@ from pathlib import Path
 
 from planner.errors import BadInput
 from planner.frameworks.hf import reader as hfargs
+from planner.frameworks.trl import reader_unsloth as unsloth
 from planner.intake import limits, tasks
 from planner.intake.collect import UNKNOWN, Collector, show
 from planner.intake.flags import Flag
@@ -24,6 +25,9 @@ CONFIGS = {
 }
 OTHER_CONFIGS = {"ORPOConfig", "KTOConfig", "CPOConfig", "PPOConfig", "RLOOConfig", "OnlineDPOConfig"}
 TRAINERS = {"SFTTrainer", "DPOTrainer", "GRPOTrainer", "Trainer"}
+# SFTTrainer's own arguments before TRL moved them into SFTConfig (trl v0.11.4 sft_trainer.py:140-166), which unsloth's
+# patched trainer still takes (unsloth/models/rl.py:2509-2524): the config's, where it sets them, win
+SFT_TRAINER_KEYS = {"max_seq_length", "packing"}
 LORA = {
     "r": "lora_r",
     "target_modules": "lora_target_modules",
@@ -50,9 +54,19 @@ def read(path: Path, text: str) -> Collector:
     flags: dict[str, Flag] = {}
     trainer, why = "hf", ""
     notes = []
+    seen = unsloth.Seen()
+    dead = _dead(tree)
     for call in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)):
         name = _name(call.func)
-        if name in CONFIGS:
+        if id(call) in dead:
+            continue
+        if unsloth.is_unsloth(_name(getattr(call.func, "value", call.func)), name):
+            owner = _name(call.func.value)
+            kw = _kwargs(call, names, path, f"{owner}.{name}")
+            if name == "from_pretrained" and call.args and "model_name" not in kw:
+                kw["model_name"] = _model(call, names, path)["model_name_or_path"]
+            unsloth.take(seen, owner, name, kw, f"{path.name}:{call.lineno}")
+        elif name in CONFIGS:
             if CONFIGS[name] != "hf" or trainer == "hf":
                 trainer, why = CONFIGS[name], f"{path.name}:{call.lineno} {name}(...)"
             flags |= _kwargs(call, names, path, name)
@@ -71,24 +85,44 @@ def read(path: Path, text: str) -> Collector:
             flags |= {k: v for k, v in bnb.items() if k in BNB}
         elif name == "from_pretrained" and _is_model(call.func):
             flags |= _model(call, names, path)
-        elif name in TRAINERS and "model" not in flags and "model_name_or_path" not in flags:
-            flags |= {
-                k: v for k, v in _kwargs(call, names, path, name).items() if k == "model" and isinstance(v.value, str)
-            }
+        elif name in TRAINERS:
+            own = _kwargs(call, names, path, name)
+            if "model" not in flags and "model_name_or_path" not in flags and isinstance(own.get("model"), Flag):
+                flags |= {"model": own["model"]} if isinstance(own["model"].value, str) else {}
+            if name == "SFTTrainer":
+                flags |= {k: v for k, v in own.items() if k in SFT_TRAINER_KEYS and k not in flags}
         elif name in ("HfArgumentParser", "TrlParser"):
             notes.append(
                 f"{path.name}:{call.lineno} {name}(...) (its arguments come from the command line: read the "
                 "launch script that runs it)"
             )
+    if seen.where:  # unsloth runs TRL's trainers (its scripts use SFTTrainer; a bare Trainer is read as SFT's)
+        trainer, why = (trainer if trainer != "hf" else "sft"), why or seen.where
+        flags = unsloth.flags(seen) | {
+            k: v for k, v in flags.items() if k != "model" or "model_name_or_path" not in seen.flags
+        }
     c = Collector("trl" if trainer != "hf" else "hf")
     c.fact("framework", c.framework, why or f"{path.name}: a transformers Trainer script", "script")
     c.add_file(path.resolve())
+    if seen.where:
+        unsloth.release(c, seen)
     hfargs.read(c, flags, path, trainer, why=why)
+    if seen.where:
+        unsloth.read(c, seen)
     if trainer == "reward":
         tasks.read_reward(c, why)
     for line in notes:
         c.note(line)
     return c
+
+
+def _dead(tree: ast.AST) -> set[int]:
+    """The calls under an `if False:` / `if 0:` (notebooks keep their saving and reloading cells so): never run."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Constant) and not node.test.value:
+            out |= {id(n) for part in node.body for n in ast.walk(part) if isinstance(n, ast.Call)}
+    return out
 
 
 def _name(func: ast.AST) -> str:
