@@ -118,24 +118,33 @@ def flags(seen: Seen) -> dict[str, Flag]:
     length, its LoRA dropout and targets."""
     out = dict(seen.flags)
     if "load_in_4bit" not in out and "load_in_8bit" not in out:
-        out["load_in_4bit"] = Flag("load_in_4bit", True, _default("models/loader.py:414", "load_in_4bit True"), "")
+        out["load_in_4bit"] = Flag(
+            "load_in_4bit", True, _default("models/loader.py:414", "load_in_4bit True"), "load_in_4bit"
+        )
     if out.get("load_in_4bit") and as_bool(out["load_in_4bit"].value) and "use_bnb_nested_quant" not in out:
         cite = _default("models/llama.py:2620-2626", "nf4, bnb_4bit_use_double_quant True")
         out["use_bnb_nested_quant"] = Flag("use_bnb_nested_quant", True, cite, "bnb_4bit_use_double_quant")
     if "max_seq_length" not in out:
         out["max_seq_length"] = Flag(
-            "max_seq_length", 2048, _default("models/loader.py:412, models/rl.py:2509-2524", "max_seq_length 2048"), ""
+            "max_seq_length",
+            2048,
+            _default("models/loader.py:412, models/rl.py:2509-2524", "max_seq_length 2048"),
+            "max_seq_length",
         )
     if "use_peft" in out:
         if "lora_r" not in out:
             out["lora_r"] = Flag("lora_r", 16, _default("models/llama.py:3063", "r 16"), "r")
         if "lora_dropout" not in out:
-            out["lora_dropout"] = Flag("lora_dropout", 0.0, _default("models/llama.py:3074", "lora_dropout 0"), "")
+            out["lora_dropout"] = Flag(
+                "lora_dropout", 0.0, _default("models/llama.py:3074", "lora_dropout 0"), "lora_dropout"
+            )
         if "lora_target_modules" not in out:
             targets = "all-linear" if seen.vision else ["q_proj", "k_proj", "v_proj", "o_proj"]
             targets = targets if seen.vision else [*targets, "gate_proj", "up_proj", "down_proj"]
             cite = "models/vision.py:1934-1937 get_peft_regex" if seen.vision else "models/llama.py:3064-3072"
-            out["lora_target_modules"] = Flag("lora_target_modules", targets, _default(cite, "target_modules"), "")
+            out["lora_target_modules"] = Flag(
+                "lora_target_modules", targets, _default(cite, "target_modules"), "target_modules"
+            )
     return out
 
 
