@@ -21,9 +21,11 @@ the calls in the syntax tree and hands their keyword arguments here; what unslot
 
 from __future__ import annotations
 
+from planner.errors import BadInput
 from planner.intake import releases
-from planner.intake.collect import Collector, as_bool, as_int, default, known, one
+from planner.intake.collect import GIVEN_FIELDS, Collector, as_bool, as_int, default, is_default, known, one
 from planner.intake.flags import Flag
+from planner.model import catalog
 
 CLASSES = {"FastLanguageModel", "FastVisionModel", "FastModel"}
 WHO = "unsloth 2026.8.19"
@@ -162,13 +164,7 @@ def read(c: Collector, seen: Seen) -> None:
     """What unsloth changes in TRL's reading (after hfargs.read): its checkpointing, its weights' dtype, the vision
     tower's adapters; and the lines for what is not planned."""
     _checkpointing(c, seen)
-    if not seen.dtype_given:
-        c.fact(
-            "weights",
-            "bf16",
-            _default("models/llama.py:2434-2435", "dtype None: bfloat16, float16 where the GPU has no bfloat16"),
-            "dtype",
-        )
+    _precision(c, seen)
     fv = seen.finetune_vision
     if seen.vision and fv is not None and as_bool(fv.value) is False:
         c.fact("freeze_vision", True, fv.source, fv.raw)
@@ -176,6 +172,26 @@ def read(c: Collector, seen: Seen) -> None:
     for line in seen.notes:
         c.note(line)
     c.note(f"{seen.where} ({KERNELS})")
+
+
+def _precision(c: Collector, seen: Seen) -> None:
+    """unsloth's half type: bfloat16 where the GPU has it, else float16, for the weights (dtype None: models/llama.py:
+    2434-2435) and for mixed precision where the script sets neither bf16 nor fp16 (its patched trainer, models/
+    rl.py:2414-2418); the GPU is check's --gpu (bf16 where none is given)."""
+    half = "bf16" if _has_bf16(GIVEN_FIELDS.get().get("gpu")) else "fp16"
+    why = f"{half}: the GPU's" if half == "fp16" else "bfloat16, float16 on a GPU without it"
+    if not seen.dtype_given:
+        c.fact("weights", half, _default("models/llama.py:2434-2435", f"dtype None: {why}"), "dtype")
+    amp = c.facts.get("amp")
+    if half == "fp16" and (amp is None or is_default(amp[1])):
+        c.fact("amp", "fp16", _default("models/rl.py:2414-2418", "bf16 and fp16 unset: fp16 without bfloat16"), "fp16")
+
+
+def _has_bf16(name: object) -> bool:
+    try:
+        return not isinstance(name, str) or catalog.gpu(name).bf16_tflops > 0
+    except BadInput:  # an unknown or ambiguous name: check refuses it in its own words
+        return True
 
 
 def _checkpointing(c: Collector, seen: Seen) -> None:

@@ -115,3 +115,10 @@ def test_a_plain_trl_script_is_not_unsloth(tmp_path):
     r = intake.read([str(path)])
     assert r.request["framework"] in ("trl", "trl@1.10") and r.request["checkpointing"] == "full"
     assert "quant" not in r.request
+
+
+def test_on_a_gpu_without_bf16_unsloth_trains_in_fp16():
+    """The notebook's own target, a Colab T4: unsloth's dtype None and its patched trainer pick float16 there."""
+    t4 = intake.read([str(ALPACA)], given={"gpu": "t4"})
+    assert t4.request["precision"] == "fp16" and "rl.py:2414-2418" in _settings(t4)["precision"].source
+    assert intake.read([str(ALPACA)], given={"gpu": "l4"}).request["precision"] == "bf16"
