@@ -104,7 +104,8 @@ def take(seen: Seen, owner: str, method: str, kwargs: dict[str, Flag], where: st
             seen.finetune_vision = f
         elif key in UNPLANNED and known(f.value) and not _unset(key, f.value):
             seen.notes.append(f"{f.source} ({UNPLANNED[key]} is not planned yet)")
-    if method == "get_peft_model":
+    if method == "get_peft_model":  # its own default "unsloth" (llama.py:3079, vision.py:1869) replaces the load's
+        seen.checkpointing = kwargs.get("use_gradient_checkpointing")
         seen.flags["use_peft"] = Flag("use_peft", True, f"{where} {owner}.get_peft_model(...)", "get_peft_model")
 
 
@@ -197,9 +198,16 @@ def _has_bf16(name: object) -> bool:
 def _checkpointing(c: Collector, seen: Seen) -> None:
     f = seen.checkpointing
     value = one(f.value) if f is not None and known(f.value) else "unsloth"
-    source = f.source if f is not None else _default("models/llama.py:3079", 'use_gradient_checkpointing "unsloth"')
+    source = (
+        f.source
+        if f is not None
+        else _default(
+            "models/vision.py:1869" if seen.vision else "models/llama.py:3079", 'use_gradient_checkpointing "unsloth"'
+        )
+    )
     if str(value).lower() == "unsloth":
-        seq = as_int(one(c.get("seq_len", 2048)))
+        given = seen.flags.get("max_seq_length")  # the model's (from_pretrained), not the trainer's max_length
+        seq = as_int(one(given.value)) if given is not None and known(given.value) else 2048
         if seq is not None and seq < 512:
             c.set(
                 "checkpointing",

@@ -71,6 +71,7 @@ def test_the_vision_notebook_adapts_every_linear_the_tower_included():
         ("max_seq_length=4096", "use_gradient_checkpointing=False", "off", "use_gradient_checkpointing=False"),
         ("max_seq_length=256", "use_gradient_checkpointing='unsloth'", "full", "_utils.py:374-378"),
         ("max_seq_length=4096", "r=8", "offload", "llama.py:3079"),
+        ("max_seq_length=4096, use_gradient_checkpointing=False", "r=8", "offload", "llama.py:3079"),
     ],
 )
 def test_unsloths_checkpointing_as_the_script_sets_it(tmp_path, load, peft, checkpointing, why):
