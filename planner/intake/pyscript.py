@@ -7,6 +7,7 @@ file, and `torch.bfloat16`-style dtypes. They become transformers / TRL argument
 from __future__ import annotations
 
 import ast
+import operator
 from pathlib import Path
 
 from planner.errors import BadInput
@@ -37,6 +38,10 @@ LORA = {
 }
 BNB = {"load_in_4bit", "load_in_8bit", "bnb_4bit_quant_type", "use_bnb_nested_quant"}
 MODEL_KWARGS = {"torch_dtype": "torch_dtype", "dtype": "dtype", "attn_implementation": "attn_implementation"}
+# whole-number arithmetic on names bound to literals (unsloth's GRPO notebooks: max_completion_length = max_seq_length
+# - max_prompt_length), each operand at most LIMIT so a product stays small
+ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
+LIMIT = 1 << 40
 NOT_MODELS = ("Tokenizer", "Processor", "FeatureExtractor", "Config", "PeftModel", "GenerationConfig")
 
 
@@ -157,6 +162,13 @@ def _value(node: ast.AST, names: dict[str, object]) -> object:
         return names.get(node.id, UNKNOWN)
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
         return node.attr
+    if isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC:  # `max_seq_length - max_prompt_length`
+        left, right = _value(node.left, names), _value(node.right, names)
+        if all(type(v) is int and abs(v) <= LIMIT for v in (left, right)) and (
+            right or type(node.op) is not ast.FloorDiv
+        ):
+            return ARITHMETIC[type(node.op)](left, right)
+        return UNKNOWN
     if isinstance(node, (ast.List, ast.Tuple)):
         items = [_value(e, names) for e in node.elts]
         return UNKNOWN if any(i is UNKNOWN for i in items) else items

@@ -166,6 +166,7 @@ def read(c: Collector, seen: Seen) -> None:
     tower's adapters; and the lines for what is not planned."""
     _checkpointing(c, seen)
     _precision(c, seen)
+    _grpo_batch(c)
     fv = seen.finetune_vision
     if seen.vision and fv is not None and as_bool(fv.value) is False:
         c.fact("freeze_vision", True, fv.source, fv.raw)
@@ -186,6 +187,20 @@ def _precision(c: Collector, seen: Seen) -> None:
     amp = c.facts.get("amp")
     if half == "fp16" and (amp is None or is_default(amp[1])):
         c.fact("amp", "fp16", _default("models/rl.py:2414-2418", "bf16 and fp16 unset: fp16 without bfloat16"), "fp16")
+
+
+def _grpo_batch(c: Collector) -> None:
+    """unsloth's patched GRPOConfig: where per_device_train_batch_size x gradient_accumulation_steps x WORLD_SIZE (1
+    in a script run by python) is no multiple of num_generations, the micro-batch becomes num_generations (models/
+    rl.py:3466-3482), where TRL itself would refuse the run."""
+    mb, n = as_int(c.get("micro_batch")), as_int(c.get("workload.num_generations"))
+    ga = as_int(c.get("grad_accum", 1)) or 1
+    if c.get("workload.kind") != "grpo" or not mb or not n or (mb * ga) % n == 0:
+        return
+    s = c.setting("micro_batch")
+    why = f"unsloth/models/rl.py:3466-3482: {mb} x {ga} is no multiple of num_generations {n}"
+    key = s.key if s else "per_device_train_batch_size"
+    c.set("micro_batch", n, f"{s.source if s else key} ({WHO} makes it {n}: {why})", key)
 
 
 def _has_bf16(name: object) -> bool:

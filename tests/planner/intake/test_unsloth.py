@@ -123,3 +123,17 @@ def test_on_a_gpu_without_bf16_unsloth_trains_in_fp16():
     t4 = intake.read([str(ALPACA)], given={"gpu": "t4"})
     assert t4.request["precision"] == "fp16" and "rl.py:2414-2418" in _settings(t4)["precision"].source
     assert intake.read([str(ALPACA)], given={"gpu": "l4"}).request["precision"] == "bf16"
+
+
+def test_the_grpo_notebook_reads_its_arithmetic_and_names_its_vllm_engine():
+    r = intake.read([str(UNSLOTH / "Llama3.1_(8B)-GRPO.py")])
+    w = r.request["workload"]
+    assert r.request["framework"] == "trl@unsloth" and w["kind"] == "grpo"
+    assert (w["num_generations"], w["max_prompt_length"], w["max_completion_length"]) == (6, 256, 1024 - 256)
+    assert r.request["lora_rank"] == 32 and r.request["quant"] == "nf4"
+    # per_device_train_batch_size 1 is no multiple of 6: unsloth's patched GRPOConfig makes it 6 (TRL would refuse it)
+    assert r.request["micro_batch"] == 6 and "rl.py:3466-3482" in _settings(r)["micro_batch"].source
+    for key in ("fast_inference=True", "gpu_memory_utilization=0.9", "max_lora_rank=32"):
+        assert sum(key in line for line in r.unplanned) == 1, key
+    # offloaded checkpointing under GRPO: one line, planned as full (more memory on the GPU, never less)
+    assert r.request["checkpointing"] == "full" and any("offload in GRPO" in line for line in r.unplanned)
