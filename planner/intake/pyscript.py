@@ -26,9 +26,10 @@ CONFIGS = {
 }
 OTHER_CONFIGS = {"ORPOConfig", "KTOConfig", "CPOConfig", "PPOConfig", "RLOOConfig", "OnlineDPOConfig"}
 TRAINERS = {"SFTTrainer", "DPOTrainer", "GRPOTrainer", "Trainer"}
-# SFTTrainer's own arguments before TRL moved them into SFTConfig (trl v0.11.4 sft_trainer.py:140-166), which unsloth's
-# patched trainer still takes (unsloth/models/rl.py:2509-2524): the config's, where it sets them, win
-SFT_TRAINER_KEYS = {"max_seq_length", "packing"}
+# SFTConfig's fields given to SFTTrainer itself (TRL's older signature, as unsloth's notebooks still write it): unsloth's
+# patched trainer sets them on the config, over the config's own (unsloth/trainer.py:714-780 _backwards_compatible_
+# trainer); plain TRL's SFTTrainer refuses them, so they are read under unsloth only
+SFT_TRAINER_KEYS = {"max_seq_length", "max_length", "packing"}
 LORA = {
     "r": "lora_r",
     "target_modules": "lora_target_modules",
@@ -59,7 +60,7 @@ def read(path: Path, text: str) -> Collector:
     flags: dict[str, Flag] = {}
     trainer, why = "hf", ""
     notes = []
-    seen = unsloth.Seen()
+    seen, moved = unsloth.Seen(), {}
     dead = _dead(tree)
     for call in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)):
         name = _name(call.func)
@@ -94,8 +95,8 @@ def read(path: Path, text: str) -> Collector:
             own = _kwargs(call, names, path, name)
             if "model" not in flags and "model_name_or_path" not in flags and isinstance(own.get("model"), Flag):
                 flags |= {"model": own["model"]} if isinstance(own["model"].value, str) else {}
-            if name == "SFTTrainer":
-                flags |= {k: v for k, v in own.items() if k in SFT_TRAINER_KEYS and k not in flags}
+            if name == "SFTTrainer" and seen.where:
+                moved |= {k: v for k, v in own.items() if k in SFT_TRAINER_KEYS}
         elif name in ("HfArgumentParser", "TrlParser"):
             notes.append(
                 f"{path.name}:{call.lineno} {name}(...) (its arguments come from the command line: read the "
@@ -106,6 +107,7 @@ def read(path: Path, text: str) -> Collector:
         flags = unsloth.flags(seen) | {
             k: v for k, v in flags.items() if k != "model" or "model_name_or_path" not in seen.flags
         }
+        flags |= moved
     c = Collector("trl" if trainer != "hf" else "hf")
     c.fact("framework", c.framework, why or f"{path.name}: a transformers Trainer script", "script")
     c.add_file(path.resolve())

@@ -137,3 +137,16 @@ def test_the_grpo_notebook_reads_its_arithmetic_and_names_its_vllm_engine():
         assert sum(key in line for line in r.unplanned) == 1, key
     # offloaded checkpointing under GRPO: one line, planned as full (more memory on the GPU, never less)
     assert r.request["checkpointing"] == "full" and any("offload in GRPO" in line for line in r.unplanned)
+
+
+def test_sftconfig_fields_given_to_the_trainer_win_under_unsloth_only(tmp_path):
+    """unsloth's patched SFTTrainer sets them on the config over its own (unsloth/trainer.py:714-780); plain TRL's
+    SFTTrainer takes no packing, so a plain script's is not read."""
+    trainer = "trainer = SFTTrainer(model=model, packing=True, args=SFTConfig(packing=False))\n"
+    path = tmp_path / "train.py"
+    path.write_text(f"{HEAD}model, tok = FastLanguageModel.from_pretrained('meta-llama/Llama-3.1-8B')\n{trainer}")
+    r = intake.read([str(path)])
+    assert r.request["batching"] == "packed" and "SFTTrainer(packing=True)" in _settings(r)["batching"].source
+    path.write_text(f"{HEAD}from transformers import AutoModelForCausalLM\n"
+                    f"model = AutoModelForCausalLM.from_pretrained('meta-llama/Llama-3.1-8B')\n{trainer}")  # fmt: skip
+    assert intake.read([str(path)]).request.get("batching", "padded") == "padded"
