@@ -3,7 +3,8 @@
 patches TRL's trainers; the run is TRL's underneath, so it is read on TRL's names and planned as TRL). pyscript finds
 the calls in the syntax tree and hands their keyword arguments here; what unsloth adds to TRL's reading:
 
-- The model: `model_name=` (or the first argument); a 4-bit QLoRA base unless the script says otherwise:
+- The model: `model_name=` (or the first argument); a 4-bit QLoRA base unless the script says otherwise (load_in_8bit,
+  load_in_16bit or full_finetuning turn it off: models/vision.py:1162-1172):
   `load_in_4bit=True` by default (unsloth/models/loader.py:414, 1171), nf4 with double quantization
   (models/llama.py:2620-2626, models/vision.py:1232).
 - The weights in `dtype`: None is bfloat16 where the GPU has it, else float16 (models/llama.py:2434-2435,
@@ -45,8 +46,6 @@ PEFT = {
 }
 # memory-relevant keywords memplan does not plan: each set one (to other than its default) is a `not planned:` line
 UNPLANNED = {
-    "full_finetuning": "full fine-tuning through unsloth",
-    "load_in_16bit": "a 16-bit LoRA base",
     "load_in_fp8": "an fp8 base",
     "fast_inference": "unsloth's vLLM engine beside the model",
     "gpu_memory_utilization": "the vLLM engine's share of the GPU",
@@ -81,6 +80,7 @@ class Seen:
         self.checkpointing: Flag | None = None
         self.finetune_vision: Flag | None = None
         self.dtype_given = False
+        self.half_base: Flag | None = None  # load_in_8bit, load_in_16bit or full_finetuning on: no 4-bit base
         self.notes: list[str] = []
 
 
@@ -102,6 +102,8 @@ def take(seen: Seen, owner: str, method: str, kwargs: dict[str, Flag], where: st
             seen.checkpointing = f
         elif key == "finetune_vision_layers":
             seen.finetune_vision = f
+        elif key in ("load_in_16bit", "full_finetuning") and as_bool(f.value):
+            seen.half_base = f
         elif key in UNPLANNED and known(f.value) and not _unset(key, f.value):
             seen.notes.append(f"{f.source} ({UNPLANNED[key]} is not planned yet)")
     if method == "get_peft_model":  # its own default "unsloth" (llama.py:3079, vision.py:1869) replaces the load's
@@ -120,7 +122,11 @@ def flags(seen: Seen) -> dict[str, Flag]:
     """The flags for TRL's reader, with unsloth's own defaults where the script leaves them: its 4-bit base, its
     length, its LoRA dropout and targets."""
     out = dict(seen.flags)
-    if "load_in_4bit" not in out and "load_in_8bit" not in out:
+    eight = out.get("load_in_8bit")
+    if seen.half_base is not None or (eight is not None and as_bool(eight.value)):
+        why = f"{(seen.half_base or eight).source} (no 4-bit base with it: unsloth/models/vision.py:1162-1172)"
+        out["load_in_4bit"] = Flag("load_in_4bit", False, why, "load_in_4bit")
+    elif "load_in_4bit" not in out:
         out["load_in_4bit"] = Flag(
             "load_in_4bit", True, _default("models/loader.py:414", "load_in_4bit True"), "load_in_4bit"
         )
@@ -167,6 +173,9 @@ def read(c: Collector, seen: Seen) -> None:
     _checkpointing(c, seen)
     _precision(c, seen)
     _grpo_batch(c)
+    if seen.half_base is not None and not c.has("quant"):
+        h = seen.half_base
+        c.set("quant", "none", f"{h.source} (a half-precision base: unsloth/models/vision.py:1162-1172)", h.raw)
     fv = seen.finetune_vision
     if seen.vision and fv is not None and as_bool(fv.value) is False:
         c.fact("freeze_vision", True, fv.source, fv.raw)

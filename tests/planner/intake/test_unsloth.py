@@ -85,11 +85,15 @@ def test_a_base_is_4_bit_unless_the_script_says_otherwise(tmp_path):
     assert r.request["quant"] == "nf4" and "loader.py:414" in s["quant"].source
     assert r.request["seq_len"] == 1024 and r.request["lora_rank"] == 8
     assert "quant" not in intake.read([_script(tmp_path, "load_in_4bit=False")]).request
+    for load in ("load_in_16bit=True", "full_finetuning=True"):  # either turns the 4-bit default off
+        r = intake.read([_script(tmp_path, load)])
+        assert r.request["quant"] == "none" and load in _settings(r)["quant"].source, load
+    assert intake.read([_script(tmp_path, "load_in_8bit=True")]).request["quant"] == "int8"
 
 
 def test_unsloth_settings_memplan_does_not_plan_are_one_line_each(tmp_path):
-    r = intake.read([_script(tmp_path, "full_finetuning=True, fast_inference=True", "r=8, loftq_config={'bits': 4}")])
-    for key in ("full_finetuning=True", "fast_inference=True", "loftq_config="):
+    r = intake.read([_script(tmp_path, "offload_embedding=True, fast_inference=True", "r=8, loftq_config={'bits': 4}")])
+    for key in ("offload_embedding=True", "fast_inference=True", "loftq_config="):
         assert sum(key in line for line in r.unplanned) == 1, key
     assert intake.read([_script(tmp_path, "max_seq_length=1024")]).request["seq_len"] == 1024
 
