@@ -1,6 +1,7 @@
 """A configuration file's format, told from its content (the keys only one framework writes), and the reader each
 format goes to: LLaMA-Factory, axolotl and ms-swift YAML / JSON, DeepSpeed JSON, accelerate configs, and transformers /
-TRL argument files. A model's own config.json and LLaMA-Factory's experimental v1 schema are refused by name.
+TRL argument files. A model's own config.json, LLaMA-Factory's experimental v1 schema and torchtune's recipe configs
+are refused by name.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def kind(data: object) -> str | None:
     if not isinstance(data, dict):
         return None
     k = set(map(str, data))
+    if any(isinstance(v, dict) and "_component_" in v for v in data.values()):  # torchtune's config.instantiate
+        return "torchtune"
     if "zero_optimization" in k or k & {
         "train_micro_batch_size_per_gpu",
         "train_batch_size",
@@ -88,12 +91,22 @@ def refuse(fmt: str | None, path: Path) -> None:
         raise BadInput(
             f"--config {path}: a model's config.json, not a training configuration: pass it as --model {path}", "config"
         )
+    if fmt == "torchtune":
+        raise BadInput(f"--config {path}: {torchtune('a torchtune recipe config (its _component_ keys)')}", "config")
     if fmt == "lf-v1":
         raise BadInput(
             f"--config {path}: LLaMA-Factory's experimental v1 schema (USE_V1=1) is not read; {ACCEPTED}", "config"
         )
     if fmt is None:
         raise BadInput(f"--config {path}: not a training configuration memplan knows ({ACCEPTED})", "config")
+
+
+def torchtune(what: str) -> str:
+    """The one line a torchtune run is refused with: named, never read as another trainer's."""
+    return (
+        f"{what}: torchtune, a framework memplan does not read yet; give the run as flags instead (--model, "
+        "--micro-batch, --grad-accum, --seq-len, --lora-rank, --quant, --checkpointing)"
+    )
 
 
 def read(

@@ -1,5 +1,6 @@
 """Launch scripts and command lines: which command of a script trains (torchrun, `python -m torch.distributed.run`,
-deepspeed, accelerate launch, python X.py, llamafactory-cli train, swift sft|rlhf, trl, axolotl; behind sudo, srun,
+deepspeed, accelerate launch, python X.py, llamafactory-cli train, swift sft|rlhf, trl, axolotl, torchtune's `tune run`
+(refused by name: no reader); behind sudo, srun,
 docker or ssh wrappers, and in scripts it runs with bash), how many processes a node and how many nodes its launcher
 starts, and the framework reader its script and flags go to.
 """
@@ -16,7 +17,19 @@ from planner.intake.flags import Flag, is_flag, norm
 from planner.intake.shell import Command, Script, Word, read_script, read_text
 from planner.intake.shellvars import find_file
 
-TOOLS = {"torchrun", "deepspeed", "accelerate", "swift", "llamafactory-cli", "lmf", "trl", "axolotl", "bash", "sh"}
+TOOLS = {
+    "torchrun",
+    "deepspeed",
+    "accelerate",
+    "swift",
+    "llamafactory-cli",
+    "lmf",
+    "trl",
+    "axolotl",
+    "tune",
+    "bash",
+    "sh",
+}
 BOOL_OPTS = {
     "standalone",
     "no_python",
@@ -150,6 +163,11 @@ def _launched(cmd: Command, start: int, depth: int) -> list[Run]:
         if not rest or rest[0].text not in TRAINING_SUBS[tool]:
             return []
         return [Run(tool, {}, rest[0].text, rest[1:], cmd)]
+    if tool == "tune":  # torchtune: `tune run [torchrun options] RECIPE --config CFG key=value ...` (its reader: none)
+        if not rest or rest[0].text != "run":
+            return []
+        opts, rest = _options(rest[1:], cmd.path, "torchrun")
+        return [Run(tool, opts, rest[0].text, rest[1:], cmd)] if rest else []
     if tool == "accelerate":
         if not rest or rest[0].text != "launch":
             return []

@@ -7,10 +7,12 @@ file, and `torch.bfloat16`-style dtypes. They become transformers / TRL argument
 from __future__ import annotations
 
 import ast
+import operator
 from pathlib import Path
 
 from planner.errors import BadInput
 from planner.frameworks.hf import reader as hfargs
+from planner.frameworks.trl import reader_unsloth as unsloth
 from planner.intake import limits, tasks
 from planner.intake.collect import UNKNOWN, Collector, show
 from planner.intake.flags import Flag
@@ -24,6 +26,10 @@ CONFIGS = {
 }
 OTHER_CONFIGS = {"ORPOConfig", "KTOConfig", "CPOConfig", "PPOConfig", "RLOOConfig", "OnlineDPOConfig"}
 TRAINERS = {"SFTTrainer", "DPOTrainer", "GRPOTrainer", "Trainer"}
+# SFTConfig's fields given to SFTTrainer itself (TRL's older signature, as unsloth's notebooks still write it): unsloth's
+# patched trainer sets them on the config, over the config's own (unsloth/trainer.py:714-780 _backwards_compatible_
+# trainer); plain TRL's SFTTrainer refuses them, so they are read under unsloth only
+SFT_TRAINER_KEYS = {"max_seq_length", "max_length", "packing"}
 LORA = {
     "r": "lora_r",
     "target_modules": "lora_target_modules",
@@ -33,6 +39,10 @@ LORA = {
 }
 BNB = {"load_in_4bit", "load_in_8bit", "bnb_4bit_quant_type", "use_bnb_nested_quant"}
 MODEL_KWARGS = {"torch_dtype": "torch_dtype", "dtype": "dtype", "attn_implementation": "attn_implementation"}
+# whole-number arithmetic on names bound to literals (unsloth's GRPO notebooks: max_completion_length = max_seq_length
+# - max_prompt_length), each operand at most LIMIT so a product stays small
+ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
+LIMIT = 1 << 40
 NOT_MODELS = ("Tokenizer", "Processor", "FeatureExtractor", "Config", "PeftModel", "GenerationConfig")
 
 
@@ -50,9 +60,19 @@ def read(path: Path, text: str) -> Collector:
     flags: dict[str, Flag] = {}
     trainer, why = "hf", ""
     notes = []
+    seen, moved = unsloth.Seen(), {}
+    dead = _dead(tree)
     for call in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)):
         name = _name(call.func)
-        if name in CONFIGS:
+        if id(call) in dead:
+            continue
+        if unsloth.is_unsloth(_name(getattr(call.func, "value", call.func)), name):
+            owner = _name(call.func.value)
+            kw = _kwargs(call, names, path, f"{owner}.{name}")
+            if name == "from_pretrained" and call.args and "model_name" not in kw:
+                kw["model_name"] = _model(call, names, path)["model_name_or_path"]
+            unsloth.take(seen, owner, name, kw, f"{path.name}:{call.lineno}")
+        elif name in CONFIGS:
             if CONFIGS[name] != "hf" or trainer == "hf":
                 trainer, why = CONFIGS[name], f"{path.name}:{call.lineno} {name}(...)"
             flags |= _kwargs(call, names, path, name)
@@ -71,24 +91,45 @@ def read(path: Path, text: str) -> Collector:
             flags |= {k: v for k, v in bnb.items() if k in BNB}
         elif name == "from_pretrained" and _is_model(call.func):
             flags |= _model(call, names, path)
-        elif name in TRAINERS and "model" not in flags and "model_name_or_path" not in flags:
-            flags |= {
-                k: v for k, v in _kwargs(call, names, path, name).items() if k == "model" and isinstance(v.value, str)
-            }
+        elif name in TRAINERS:
+            own = _kwargs(call, names, path, name)
+            if "model" not in flags and "model_name_or_path" not in flags and isinstance(own.get("model"), Flag):
+                flags |= {"model": own["model"]} if isinstance(own["model"].value, str) else {}
+            if name == "SFTTrainer" and seen.where:
+                moved |= {k: v for k, v in own.items() if k in SFT_TRAINER_KEYS}
         elif name in ("HfArgumentParser", "TrlParser"):
             notes.append(
                 f"{path.name}:{call.lineno} {name}(...) (its arguments come from the command line: read the "
                 "launch script that runs it)"
             )
+    if seen.where:  # unsloth runs TRL's trainers (its scripts use SFTTrainer; a bare Trainer is read as SFT's)
+        trainer, why = (trainer if trainer != "hf" else "sft"), why or seen.where
+        flags = unsloth.flags(seen) | {
+            k: v for k, v in flags.items() if k != "model" or "model_name_or_path" not in seen.flags
+        }
+        flags |= moved
     c = Collector("trl" if trainer != "hf" else "hf")
     c.fact("framework", c.framework, why or f"{path.name}: a transformers Trainer script", "script")
     c.add_file(path.resolve())
+    if seen.where:
+        unsloth.release(c, seen)
     hfargs.read(c, flags, path, trainer, why=why)
+    if seen.where:
+        unsloth.read(c, seen)
     if trainer == "reward":
         tasks.read_reward(c, why)
     for line in notes:
         c.note(line)
     return c
+
+
+def _dead(tree: ast.AST) -> set[int]:
+    """The calls under an `if False:` / `if 0:` (notebooks keep their saving and reloading cells so): never run."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Constant) and not node.test.value:
+            out |= {id(n) for part in node.body for n in ast.walk(part) if isinstance(n, ast.Call)}
+    return out
 
 
 def _name(func: ast.AST) -> str:
@@ -123,6 +164,13 @@ def _value(node: ast.AST, names: dict[str, object]) -> object:
         return names.get(node.id, UNKNOWN)
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
         return node.attr
+    if isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC:  # `max_seq_length - max_prompt_length`
+        left, right = _value(node.left, names), _value(node.right, names)
+        if all(type(v) is int and abs(v) <= LIMIT for v in (left, right)) and (
+            right or type(node.op) is not ast.FloorDiv
+        ):
+            return ARITHMETIC[type(node.op)](left, right)
+        return UNKNOWN
     if isinstance(node, (ast.List, ast.Tuple)):
         items = [_value(e, names) for e in node.elts]
         return UNKNOWN if any(i is UNKNOWN for i in items) else items

@@ -161,6 +161,27 @@ FORKS = (
         aliases=("vlmgrpo",),
     ),
 )
+# unsloth (planner.frameworks.trl.reader_unsloth) runs TRL's trainers on its own model: its checkpointing offloads
+# each layer's input to the host; its own loss kernels are not modelled, so the loss is planned from the full logits
+UNSLOTH = "unsloth 2026.8.19 (unslothai/unsloth 015bdef0d9)"
+FORKS += (
+    Release(
+        "unsloth",
+        None,
+        f"{UNSLOTH}: FastLanguageModel / FastVisionModel over TRL's patched trainers (unsloth/models/rl.py)",
+        defaults={
+            "checkpointing": Default(
+                "offload", f"{UNSLOTH} unsloth/models/llama.py:3079: use_gradient_checkpointing='unsloth'"
+            ),
+            "seq_len": Default(2048, f"{UNSLOTH} unsloth/models/loader.py:412: max_seq_length=2048"),
+        },
+        notes=("unsloth over TRL: layer inputs offloaded to the host; its own kernels and loss are not planned",),
+        adapter={
+            **ZERO,
+            "runs": {**ZERO["runs"], "checkpointing": ("off", "full", "offload"), "loss": ("standard",)},
+        },
+    ),
+)
 # flag -> (the first version taking it, the first no longer taking it; None: open), by trainer: the fields each
 # tag's trl/trainer/grpo_config.py and sft_config.py declare (`git show vX:PATH`, v0.14.0 .. v1.9.0)
 GRPO_SPANS = {

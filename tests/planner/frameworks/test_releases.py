@@ -109,7 +109,17 @@ def test_the_cli_takes_name_at_release_and_lists_releases():
     assert "0.14, 0.15, 0.19, 0.22 (0), 1.0, 1.10" in r.stderr
     data = json.loads(planner("frameworks", "--json").stdout)
     trl = next(f for f in data["frameworks"] if f["name"] == "trl")
-    assert [x["name"] for x in trl["releases"]] == ["0.14", "0.15", "0.19", "0.22", "1.0", "1.10", "r1-v", "vlm-r1"]
+    assert [x["name"] for x in trl["releases"]] == [
+        "0.14",
+        "0.15",
+        "0.19",
+        "0.22",
+        "1.0",
+        "1.10",
+        "r1-v",
+        "vlm-r1",
+        "unsloth",
+    ]
     first = trl["releases"][0]
     assert first["meaning"] == {"grpo_batch_counts": "prompts"} and first["workload"]["beta"]["value"] == 0.04
     assert frameworks_json() == data

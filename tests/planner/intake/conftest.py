@@ -21,8 +21,19 @@ REFUSED = {
 }
 
 
+# frameworks memplan does not read yet, their files refused in one line naming them (tests/planner/intake/test_torchtune.py)
+NOT_READ = {DATA / "scripts" / "torchtune": "torchtune"}
+
+
 def examples() -> list[Path]:
-    return sorted(p for p in DATA.rglob("*") if p.suffix in CONFIG_SUFFIXES and p not in HELPERS and p not in REFUSED)
+    return sorted(
+        p
+        for p in DATA.rglob("*")
+        if p.suffix in CONFIG_SUFFIXES
+        and p not in HELPERS
+        and p not in REFUSED
+        and not any(p.is_relative_to(d) for d in NOT_READ)
+    )
 
 
 @pytest.fixture(autouse=True)
