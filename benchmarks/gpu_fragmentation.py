@@ -71,14 +71,15 @@ def measured_rows() -> list[dict]:
 # torch.cuda.get_device_properties(0).total_memory of the windows' cards: the H200's as edge.json stores it; the H100's
 # as capacity.json's real card (79.18 GiB, rounded to 0.01 GiB: 5 MB either way)
 TOTAL_BYTES = {"h200": 150_109_880_320, "h100": round(79.18 * GIB)}
-CALIBRATION = {"h200": "h200.json", "h100": "h100-80gb.json"}
+KIND = {"h200": "h200", "h100": "h100-80gb"}  # the catalog's GPU kind, whose calibration file holds the priors
 
 
 def _limit(gpu: str) -> int:
-    """What the allocator could reserve on the real card: its total less the driver's reserve and the CUDA context
-    (planner/model/catalog/calibration/)."""
-    cal = json.loads((ROOT / "planner/model/catalog/calibration" / CALIBRATION[gpu]).read_text())
-    return TOTAL_BYTES[gpu] - cal["driver_reserved_bytes"] - cal["cuda_context_bytes"]
+    """What the allocator could reserve on the real card: its total less the driver's reserve and the CUDA context,
+    as the edge part counts them (gpu_edge.usable_bytes, from the kind's calibration)."""
+    import gpu_edge
+
+    return gpu_edge.usable_bytes(TOTAL_BYTES[gpu], KIND[gpu])
 
 
 def _key(row: dict) -> str:
@@ -108,9 +109,10 @@ def replay_row(row: dict) -> dict:
 
 
 def prior(gpu: str) -> float:
-    """The fragmentation fraction the planner uses on the card: its calibration file's median."""
-    cal = json.loads((ROOT / "planner/model/catalog/calibration" / CALIBRATION[gpu]).read_text())
-    return cal["fragmentation_fraction"]
+    """The fragmentation fraction the planner uses on the card: its calibration's median."""
+    from planner.estimate import calibration
+
+    return calibration.for_gpu(KIND[gpu]).fragmentation_fraction
 
 
 def summarize(rows: list[dict]) -> dict:
