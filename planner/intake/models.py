@@ -173,12 +173,23 @@ def read_model(c: Collector, name: str, source: str, key: str, near: Path | None
     """The configuration's model into the reading: its catalog name or config path where found, else the name as
     given (a check of it then says to pass the config.json)."""
     found = lookup(name, near)
-    c.model = found
+    c.model = _given_model() or found  # the fields that need the model take the final one, whoever gave it
     c.fact("model_id", name, source, key)  # the id as written: a remote-code checkpoint names its own modules
     if found is None:
         c.set("model", name, f"{source} (not found offline: pass its config.json with --model PATH)", key)
     else:
         c.set("model", found.ref, f"{source} ({found.how})", key)
+
+
+def _given_model() -> Model | None:
+    """The model the caller gives beside the files (check --config --model: collect.GIVEN_FIELDS), resolved as the
+    files' name is; None where none is given or it is not found (check then refuses it in one line). Issue 47 item 4:
+    the fields that need the model (pixel caps, freeze switches, LoRA on the tower) are settled with the model that is
+    planned, whoever gave it."""
+    from planner.intake.collect import GIVEN_FIELDS
+
+    given = GIVEN_FIELDS.get().get("model")
+    return lookup(given) if isinstance(given, str) and given else None
 
 
 # -- what the readers need from the config --------------------------------------------------------------------------
