@@ -275,7 +275,8 @@ class Knobs(KnobFields):
             if bad:
                 raise BadInput(
                     f"--lora-variant dora with {what} is not planned (DoRA is planned on a 16-bit or fp32 base's "
-                    "decoder linears, DDP or ZeRO-1/2, no quantized base or tower adapters)",
+                    "decoder linears, DDP or ZeRO-1/2, no quantized base or tower adapters): does plain LoRA's plan "
+                    "answer you (DoRA only adds to its memory)? then give --lora-variant lora",
                     "lora_variant",
                 )
 

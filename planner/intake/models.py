@@ -162,8 +162,9 @@ def resolve(name: str, near: Path | None = None) -> str:
     found = lookup(name, near)
     if found is None:
         raise BadInput(
-            f"model {name!r} is not a catalog model, a known Hugging Face id, a local folder with a "
-            f"config.json or in the local Hugging Face cache: pass its config.json (--model PATH)",
+            f"which model is {name!r}? it is not a catalog model, a known Hugging Face id, a local folder with a "
+            f"config.json or in the local Hugging Face cache: give --model PATH (its config.json) or --model NAME "
+            f"(a catalog model with its shapes: planner models)",
             "model",
         )
     return found.ref

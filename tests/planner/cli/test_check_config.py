@@ -67,7 +67,7 @@ def test_a_flag_overrides_the_config_and_the_table_says_so():
 def test_what_cannot_be_read_is_one_line(tmp_path):
     unknown = tmp_path / "run.yaml"
     unknown.write_text("model_name_or_path: acme/not-a-model\nstage: sft\nfinetuning_type: lora\n")
-    one_line_error(planner("check", "--config", str(unknown), "--gpu", "h100"), "pass its config.json")
+    one_line_error(planner("check", "--config", str(unknown), "--gpu", "h100"), "give --model PATH (its config.json)")
     one_line_error(planner("check", "--config", str(tmp_path / "missing.yaml"), "--gpu", "h100"), "missing.yaml")
     one_line_error(planner("check", "--model", "qwen2.5-7b", "--gpu", "h100"), "--micro-batch is required")
 

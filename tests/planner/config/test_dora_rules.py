@@ -20,6 +20,7 @@ def test_dora_where_it_is_not_pinned_is_refused_in_one_line(knobs, says):
     with pytest.raises(BadInput) as e:
         Knobs.make(lora_rank=8, lora_variant="dora", **knobs)
     assert e.value.field == "lora_variant" and says in str(e.value) and "\n" not in str(e.value)
+    assert str(e.value).endswith("? then give --lora-variant lora")  # a question the user can answer
 
 
 @pytest.mark.parametrize("knobs", [{}, {"zero_stage": 2}, {"checkpointing": "full"}, {"precision": "fp32"}])
