@@ -44,7 +44,7 @@ def in_memplan_terms(data: dict) -> dict:
         if not release:
             return data
     elif data.get("release") not in (None, "", release):
-        raise BadInput(f"--framework {given} and --release {data['release']}: give the release once", "framework")
+        raise BadInput(f"--framework {given!r} and --release {data['release']!r}: give the release once", "framework")
     if name not in FRAMEWORKS:
         return {**data, "framework": name}  # the framework field's own error names the frameworks
     r = FRAMEWORKS[name].release(release)

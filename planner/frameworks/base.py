@@ -243,10 +243,11 @@ class Framework:
     def release(self, text: str = "") -> Release | None:
         """The release line `text` names: its name or an alias, or a version inside a line ("0.14.2"); "" the newest.
         BadInput naming what is accepted for anything else."""
+        shown = text if text.isprintable() else repr(text)[1:-1]  # a one-line error, whatever the text holds
         if not self.releases:
             if text:
                 raise BadInput(
-                    f"--framework {self.name}@{text}: {self.label} lists no releases (give --framework {self.name})",
+                    f"--framework {self.name}@{shown}: {self.label} lists no releases (give --framework {self.name})",
                     "framework",
                 )
             return None
@@ -260,7 +261,7 @@ class Framework:
         if lines:
             return max(lines, key=lambda r: r.first)
         raise BadInput(
-            f"--framework {self.name}@{text}: {self.label} has no release {text!r}; it takes {self.accepted()}",
+            f"--framework {self.name}@{shown}: {self.label} has no release {text!r}; it takes {self.accepted()}",
             "framework",
         )
 

@@ -35,6 +35,15 @@ def test_a_release_memplan_does_not_list_is_one_line_naming_the_accepted(text):
     assert "or a version from 0.14" in msg and e.value.field == "framework"
 
 
+@pytest.mark.parametrize("name,text", [("hf", "\n"), ("memplan", "\n"), ("trl", "0.1\r4")])
+def test_a_release_holding_a_line_break_is_still_a_one_line_error(name, text):
+    """Hypothesis found `--framework hf@\\n` echoed raw, a two-line error (test_advise_suggest, 2026-12-04)."""
+    with pytest.raises(BadInput) as e:
+        FRAMEWORKS[name].release(text)
+    msg = str(e.value)
+    assert "\n" not in msg and "\r" not in msg and msg.startswith(f"--framework {name}@{repr(text)[1:-1]}: ")
+
+
 def test_every_release_cites_where_it_was_read_and_means_only_known_things():
     for f in FRAMEWORKS.values():
         for r in f.releases:
