@@ -12,7 +12,7 @@ from pathlib import Path
 
 from api.deps import inside, probe_functions, resolve_model, scanner
 from api.settings import Settings
-from planner import advise
+from planner import advise, checkconfig
 from planner.config.knobfields import KnobFields
 from planner.evidence import db as sql
 from planner.export import launch
@@ -59,11 +59,13 @@ def check_config(paths: list[str], files: dict[str, str], overrides: dict, setti
     ctx = context(settings)
     if paths:
         paths = [str(inside(p, settings.data_dirs, "config", "data")) for p in paths]
-        return advise.check_config(paths, overrides, allowed=settings.data_dirs, **ctx)
+        return checkconfig.check_config(paths, overrides, allowed=settings.data_dirs, **ctx)
     with tempfile.TemporaryDirectory(prefix="memplan-config-") as folder:  # the upload alone: nothing beside it
         for name, text in files.items():
             (Path(folder) / name).write_text(text)
-        result = advise.check_config([str(Path(folder) / n) for n in files], overrides, allowed=[Path(folder)], **ctx)
+        result = checkconfig.check_config(
+            [str(Path(folder) / n) for n in files], overrides, allowed=[Path(folder)], **ctx
+        )
     config = json.loads(json.dumps(result.config).replace(folder + "/", ""))  # the files by their names
     return result.model_copy(update={"config": config})
 

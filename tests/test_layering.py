@@ -128,6 +128,7 @@ CORE_STAGES = [
     {"estimate"},
     {"search", "evidence", "export", "intake"},
     {"advise"},
+    {"checkconfig"},
 ]
 
 

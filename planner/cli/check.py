@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from planner import advise
+from planner import advise, checkconfig
 from planner.advise import CheckRequest, CheckResult
 from planner.cli import common
 from planner.cli.suggest import result_json
@@ -67,10 +67,10 @@ def overrides(args: argparse.Namespace) -> dict:
 
 
 def gather(args: argparse.Namespace) -> tuple[dict, CheckResult]:
-    """advise.check on the flags, or advise.check_config on --config's files and the flags; (JSON object, result)."""
+    """advise.check on the flags, or checkconfig.check_config on --config's files and the flags; (JSON object, result)."""
     kw = {"store": args.store, "probes": common.asked_probes(args), "status": common.status, "scanner": common.scanner}
     if args.config:
-        result = advise.check_config(args.config, overrides(args), **kw)
+        result = checkconfig.check_config(args.config, overrides(args), **kw)
         return result_json(result), result
     for flag, value in (("--model", args.model), ("--micro-batch", args.micro_batch)):
         if value is None:

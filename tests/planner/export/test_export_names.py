@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from planner import checkconfig
 from planner.frameworks.axolotl import writer as axolotl
 from planner.frameworks.llamafactory import writer as llamafactory
 from planner.frameworks.swift import writer as swift
@@ -114,13 +115,12 @@ def test_a_wrong_class_or_target_fails_the_validator(framework, tmp_path):
 
 def test_swifts_internvl_lora_reads_back_as_the_catalogs_names(tmp_path):
     """Reading the export back (check --config) gives transformers' names: wqkv stands for q, k and v alike."""
-    from planner import advise
     from planner.export import launch
 
     plan, model, hw, seq_len = planned("swift", **INTERNVL)
     for name, text in launch.files(plan, hw, model, seq_len).items():
         (tmp_path / name).write_text(text)
-    back = advise.check_config([str(tmp_path / swift.SCRIPT_NAME)], {"gpu": "h100"}).plan
+    back = checkconfig.check_config([str(tmp_path / swift.SCRIPT_NAME)], {"gpu": "h100"}).plan
     assert back.lora_targets == "q_proj,k_proj,v_proj,down_proj" and back.fsdp == "full"
     assert checkpoints.transformers_names("Qwen/Qwen2.5-7B", ["wqkv"]) == ["wqkv"]  # no remote code: as written
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from planner import advise, intake
+from planner import advise, checkconfig, intake
 
 
 def read(tmp_path: Path, text: str):
@@ -34,7 +34,7 @@ def test_visible_gpus_over_processes_is_the_device_map(tmp_path, env, gpus, devi
 
 
 def test_the_reading_plans_it_and_the_export_starts_it_again(tmp_path):
-    result = advise.check_config([_script(tmp_path)], {"gpu": "rtx4090"})
+    result = checkconfig.check_config([_script(tmp_path)], {"gpu": "rtx4090"})
     plan = result.plan
     assert (plan.device_map, plan.world_size, plan.data_parallel) == (2, 2, 1)
     script = plan.launch.framework_files["swift_train.sh"]

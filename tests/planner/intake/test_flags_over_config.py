@@ -8,7 +8,8 @@ import argparse
 import pytest
 
 from planner import intake
-from planner.advise import CheckRequest, config_body, flat
+from planner.advise import CheckRequest
+from planner.checkconfig import config_body, flat
 from planner.cli import build_parser, check, common
 from planner.config import knobfields
 from tests.planner.intake.conftest import DATA

@@ -1,5 +1,5 @@
 """Issue 51 item 1: every reader of a user's configuration reads in bounded time and memory (planner/intake/limits.py).
-Each hostile file is refused in one line naming the limit and the file, through the core (advise.check_config) and the
+Each hostile file is refused in one line naming the limit and the file, through the core (checkconfig.check_config) and the
 CLI, each run in a child process under a 1.5 GiB address-space limit so that a blow-up fails the test instead of
 swapping the machine, and a hang fails it at the timeout."""
 
@@ -89,12 +89,12 @@ def _bounded() -> None:
 
 CORE = """
 import json, sys, time
-from planner import advise
+from planner import checkconfig
 out = {}
 for name, path in json.loads(sys.argv[1]).items():
     start = time.perf_counter()
     try:
-        advise.check_config([path], {"gpu": "h100"})
+        checkconfig.check_config([path], {"gpu": "h100"})
         said = "read without a refusal"
     except Exception as e:
         said = f"{type(e).__name__}: {e}"
@@ -130,7 +130,7 @@ def _run_bounded(args: list[str], cases, timeout_s: int) -> subprocess.Completed
 
 @pytest.fixture(scope="module")
 def core(cases) -> dict[str, list]:
-    """Every case through advise.check_config, in one bounded child: {case: [what it raised, seconds]}."""
+    """Every case through checkconfig.check_config, in one bounded child: {case: [what it raised, seconds]}."""
     paths = json.dumps({name: str(path) for name, (path, _) in cases.items()})
     r = _run_bounded(["-c", CORE, paths], cases, timeout_s=120)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -3,7 +3,7 @@ bound, not a count, where it is over cutoff_len (the tower runs on the image's p
 data/processor/supervised.py:62, 73-78), and freeze_vision_tower false beside LoRA puts adapters on the tower
 (model/model_utils/misc.py:40-41)."""
 
-from planner import advise, intake
+from planner import checkconfig, intake
 
 YAML = """model_name_or_path: Qwen/Qwen2.5-VL-3B-Instruct
 stage: sft
@@ -32,7 +32,7 @@ def test_a_pixel_cap_over_the_cutoff_is_a_bound_and_the_tower_runs_on_its_patche
     r = intake.read([str(path)])
     assert r.request["images"] == 1 and r.request["max_pixels"] == 67108864 and r.request["min_pixels"] == 1024
     assert "image_tokens" not in r.request
-    out = advise.check_config([str(path)], {"gpu": "h100-80gb"})
+    out = checkconfig.check_config([str(path)], {"gpu": "h100-80gb"})
     goal = out.context[2]
     assert goal.seq_len == 24576 and goal.image_tokens == 24576 and goal.tower_tokens > 80000
 
@@ -58,5 +58,5 @@ def test_ppo_is_a_question_unless_the_workload_is_given(tmp_path):
         "model_name_or_path: Qwen/Qwen2.5-7B-Instruct\nstage: ppo\nfinetuning_type: lora\ncutoff_len: 1024\n"
     )
     with pytest.raises(BadInput, match="stage: ppo: LLaMA-Factory's PPO is not planned yet.*give --workload sft"):
-        advise.check_config([str(path)], {"gpu": "a100-80gb"})
-    assert advise.check_config([str(path)], {"gpu": "a100-80gb", "workload": {"kind": "sft"}}).plan is not None
+        checkconfig.check_config([str(path)], {"gpu": "a100-80gb"})
+    assert checkconfig.check_config([str(path)], {"gpu": "a100-80gb", "workload": {"kind": "sft"}}).plan is not None

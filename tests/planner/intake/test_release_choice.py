@@ -4,7 +4,7 @@ release given), and where the files leave it open (item 1: the releases they all
 releases take; each planned, the hungrier verdict answered and the release choice that decides it named). On users'
 files as posted (tests/field, tests/data/frameworks/scripts)."""
 
-from planner import advise, intake
+from planner import checkconfig, intake
 from planner.cli import build_parser, check
 from planner.config.release import choice_text
 from tests.planner.intake.conftest import DATA
@@ -28,8 +28,8 @@ def test_a_release_given_beside_the_files_refills_their_defaults_at_that_release
     trl 0.15-0.18's SFTConfig subclassed TrainingArguments, both off (transformers 4.49 training_args.py:1068-1080,
     1374-1375). `--framework trl@0.15` reads the file again at 0.15, each re-filled default naming the release given."""
     flags = {"gpu": "a10", "model": "qwen2.5-0.5b"}
-    newest = advise.check_config([str(TRL_SFT)], flags)
-    old = advise.check_config([str(TRL_SFT)], {**flags, "framework": "trl@0.15"})
+    newest = checkconfig.check_config([str(TRL_SFT)], flags)
+    old = checkconfig.check_config([str(TRL_SFT)], {**flags, "framework": "trl@0.15"})
     rows = _rows(old)
     assert (newest.plan.checkpointing, newest.plan.precision) == ("full", "bf16")
     assert (old.plan.checkpointing, old.plan.precision, old.plan.knobs.release) == ("off", "fp32", "0.15")
@@ -52,7 +52,7 @@ def test_trl_0_is_read_at_its_line():
     assert s["checkpointing"].source.startswith("trl@0.22 default (trl v0.22.0") and "sft_config.py:111-116" in (
         s["checkpointing"].source
     )
-    out = advise.check_config([str(TRL_SFT)], {"gpu": "a10", "model": "qwen2.5-0.5b", "framework": "trl-0"})
+    out = checkconfig.check_config([str(TRL_SFT)], {"gpu": "a10", "model": "qwen2.5-0.5b", "framework": "trl-0"})
     assert out.plan.knobs.framework == "trl-0" and "releases" not in out.config
 
 
@@ -63,13 +63,13 @@ def test_trl_0_14_counts_the_posted_batch_in_prompts_and_keeps_a_reference_model
     s = _settings(r)
     assert s["workload.beta"].value == 0.04 and "(--framework trl@0.14, given)" in s["workload.beta"].source
     assert s["workload.max_completion_length"].value == 256 and r.releases == ()
-    out = advise.check_config([str(VLM_R1_REC)], {"gpu": "rtx4090", "framework": "trl@0.14"})
+    out = checkconfig.check_config([str(VLM_R1_REC)], {"gpu": "rtx4090", "framework": "trl@0.14"})
     assert out.plan.micro_batch == 4 and out.plan.knobs.release == "0.14" and out.plan.workload.beta == 0.04
 
 
 def test_the_framework_name_alone_keeps_the_release_the_files_show():
     r = intake.read([str(VLM_R1_REC)])
-    planned = advise.check_config([str(VLM_R1_REC)], {"gpu": "rtx4090", "framework": "trl"})
+    planned = checkconfig.check_config([str(VLM_R1_REC)], {"gpu": "rtx4090", "framework": "trl"})
     assert _settings(r)["framework"].value == "trl@vlm-r1" and planned.plan.knobs.release == "vlm-r1"
 
 
@@ -87,7 +87,7 @@ def test_where_the_releases_the_files_allow_disagree_the_hungrier_verdict_is_ans
     """VLM-R1's grpo_rec.py ran Qwen2VLGRPOTrainer (a batch of prompts, each sampled num_generations times) until
     0586aee, then VLMGRPOTrainer (completions); the posted script's trainer is not among the files. On 4 x A100 80G the
     VLMGRPOTrainer run fits and the early one does not: the verdict is "does NOT fit", with trl@r1-v named."""
-    out = advise.check_config([str(VLM_R1_REC)], {"gpu": "a100-80gb"})
+    out = checkconfig.check_config([str(VLM_R1_REC)], {"gpu": "a100-80gb"})
     releases = out.config["releases"]
     assert (releases["allowed"], releases["fits"], releases["does_not_fit"]) == (
         ["vlm-r1", "r1-v"],
@@ -95,7 +95,7 @@ def test_where_the_releases_the_files_allow_disagree_the_hungrier_verdict_is_ans
         ["r1-v"],
     )
     assert releases["planned"] == "r1-v" and not out.plan.fits and out.plan.micro_batch == 4
-    assert advise.check_config([str(VLM_R1_REC)], {"gpu": "a100-80gb", "framework": "trl@vlm-r1"}).plan.fits
+    assert checkconfig.check_config([str(VLM_R1_REC)], {"gpu": "a100-80gb", "framework": "trl@vlm-r1"}).plan.fits
     line = choice_text("trl", releases)
     assert line.startswith(" with trl@r1-v (the files allow vlm-r1, r1-v") and "it fits with trl@vlm-r1" in line
     _, by_cli = check.gather(build_parser().parse_args(["check", "--config", str(VLM_R1_REC), "--gpu", "a100-80gb"]))
@@ -104,7 +104,7 @@ def test_where_the_releases_the_files_allow_disagree_the_hungrier_verdict_is_ans
 
 def test_where_every_release_the_files_allow_agrees_the_verdict_names_none():
     """On the 4 x RTX 4090 the user ran (out of memory), neither trainer fits: the verdict is the release read."""
-    out = advise.check_config([str(VLM_R1_REC)], {"gpu": "rtx4090"})
+    out = checkconfig.check_config([str(VLM_R1_REC)], {"gpu": "rtx4090"})
     releases = out.config["releases"]
     assert releases["fits"] == [] and releases["planned"] == "vlm-r1" and not out.plan.fits
     assert choice_text("trl", releases) == "" and out.plan.knobs.release == "vlm-r1"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from planner import advise, intake
+from planner import checkconfig, intake
 from planner.intake import scriptargs
 from tests.planner.intake.conftest import DATA
 
@@ -54,11 +54,11 @@ def test_vlm_r1_without_beta_keeps_a_reference_model(tmp_path):
     s = _settings(r)
     assert s["workload.beta"].value == 0.04 and "grpo_config.py:291-292" in s["workload.beta"].source
     assert s["workload.max_completion_length"].value == 256
-    out = advise.check_config([str(folder / "run.sh")], {"gpu": "h100"})
+    out = checkconfig.check_config([str(folder / "run.sh")], {"gpu": "h100"})
     assert out.plan.workload.beta == 0.04 and out.plan.knobs.release == "vlm-r1"
     assert (
         out.plan.memory.params_bytes
-        > advise.check_config(
+        > checkconfig.check_config(
             [str(folder / "run.sh")], {"gpu": "h100", "workload": {"beta": 0.0}}
         ).plan.memory.params_bytes
     )
@@ -72,7 +72,7 @@ def test_r1_vs_run_script_counts_prompts(tmp_path):
     assert s["framework"].value == "trl@r1-v" and "grpo.py:25 uses Qwen2VLGRPOTrainer" in s["framework"].source
     assert s["workload.beta"].value == 0.04 and "trl v0.14.0" in s["workload.beta"].source
     assert any("counts it in prompts, 8 completions each: planned as 8 completions" in u for u in r.unplanned)
-    out = advise.check_config([str(R1V / "run_grpo.sh")], {"gpu": "h100", "model": "qwen2.5-vl-3b"})
+    out = checkconfig.check_config([str(R1V / "run_grpo.sh")], {"gpu": "h100", "model": "qwen2.5-vl-3b"})
     assert out.plan.micro_batch == 8 and out.plan.workload.max_completion_length == 256
     assert out.config["framework"] == "trl"
 
@@ -93,7 +93,7 @@ def test_a_version_pin_beside_the_script_decides_the_trl_release(tmp_path, pins,
     assert s["framework"].value == f"trl@{release}", s["framework"]
     assert s["workload.beta"].value == beta
     assert any("counts it in prompts" in u for u in r.unplanned) == counts_prompts
-    out = advise.check_config([str(tmp_path / "run.sh")], {"gpu": "h100"})
+    out = checkconfig.check_config([str(tmp_path / "run.sh")], {"gpu": "h100"})
     assert out.plan.micro_batch == (16 if counts_prompts else 4)
 
 
@@ -130,7 +130,7 @@ def test_a_git_checkout_pin_is_no_release_and_is_said(tmp_path):
 
 def test_a_flag_beside_config_overrides_the_release_read(tmp_path):
     path = _run(tmp_path, {"requirements.txt": "trl==0.14.0\n"})
-    out = advise.check_config([str(path)], {"gpu": "h100", "framework": "trl@0.19"})
+    out = checkconfig.check_config([str(path)], {"gpu": "h100", "framework": "trl@0.19"})
     assert out.plan.micro_batch == 4 and out.plan.knobs.release == "0.19"
 
 

@@ -4,7 +4,7 @@ the DeepSpeed JSON or accelerate config it names, and launch.sh with the framewo
 
 import pytest
 
-from planner import advise
+from planner import advise, checkconfig
 from planner.export import launch
 
 CASES = {
@@ -36,7 +36,7 @@ def written_and_read_back(body: dict, tmp_path):
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     main = launch.LAUNCH_NAME if launch.LAUNCH_NAME in files else next(iter(files))
-    return res, files, main, advise.check_config([str(tmp_path / main)], {"gpu": "h100"})
+    return res, files, main, checkconfig.check_config([str(tmp_path / main)], {"gpu": "h100"})
 
 
 @pytest.mark.parametrize("framework", ["llamafactory", "swift", "axolotl"])
@@ -136,7 +136,7 @@ def test_a_gkd_plan_reads_back_with_its_teacher(framework, tmp_path):
         (tmp_path / name).write_text(text)
     main = next(iter(files)) if framework == "swift" else "train_args.json"
     given = {"gpu": "h100"} | ({} if framework == "swift" else {"model": "qwen2.5-1.5b", "gpus_per_node": 2})
-    back = advise.check_config([str(tmp_path / main)], given)
+    back = checkconfig.check_config([str(tmp_path / main)], given)
     assert back.plan.workload == res.plan.workload and res.plan.workload.teacher_model == "qwen2.5-7b"
     assert dict(back.plan.knobs) == knobs_read_back(res.plan, files)
     assert back.plan.memory.peak_allocated_bytes == res.plan.memory.peak_allocated_bytes

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from planner import advise, intake
+from planner import checkconfig, intake
 from planner.frameworks.swift import writer as swift_export
 
 VLM = "Qwen/Qwen2.5-VL-7B-Instruct"
@@ -74,9 +74,9 @@ def test_a_model_given_beside_the_files_sets_the_default_image(tmp_path):
     path = tmp_path / "train.sh"
     path.write_text(SWIFT2.format(model="/data/models/unknown-folder", extra="--max_length 1024"))
     overrides = {"model": "qwen2.5-vl-7b", "gpu": "a100-80gb"}
-    out = advise.check_config([str(path)], overrides)
+    out = checkconfig.check_config([str(path)], overrides)
     assert out.context[2].image_tokens == CAP_TOKENS and out.context[2].seq_len == 1024 + CAP_TOKENS
-    text = advise.check_config([str(path)], {"model": "qwen2.5-7b", "gpu": "a100-80gb"})
+    text = checkconfig.check_config([str(path)], {"model": "qwen2.5-7b", "gpu": "a100-80gb"})
     assert text.context[2].image_tokens == 0 and text.context[2].seq_len == 1024
 
 
@@ -93,14 +93,14 @@ def test_a_files_target_that_matches_no_module_is_skipped_as_peft_does(tmp_path)
 
     path = tmp_path / "train.sh"
     path.write_text("swift sft --model Qwen/Qwen2.5-7B-Instruct --tuner_type lora --target_modules qproj v_proj\n")
-    out = advise.check_config([str(path)], {"gpu": "a100-80gb", "seq_len": 1024})
+    out = checkconfig.check_config([str(path)], {"gpu": "a100-80gb", "seq_len": 1024})
     s = {x["field"]: x for x in out.config["settings"]}
     assert s["lora_targets"]["value"] == "v_proj" and "PEFT skips qproj" in s["lora_targets"]["source"]
     with pytest.raises(BadInput, match="--lora-targets qproj: not a linear"):
-        advise.check_config([str(path)], {"gpu": "a100-80gb", "seq_len": 1024, "lora_targets": "qproj,v_proj"})
+        checkconfig.check_config([str(path)], {"gpu": "a100-80gb", "seq_len": 1024, "lora_targets": "qproj,v_proj"})
     path.write_text("swift sft --model Qwen/Qwen2.5-7B-Instruct --tuner_type lora --target_modules qproj\n")
     with pytest.raises(BadInput, match="--lora-targets qproj: not a linear"):
-        advise.check_config([str(path)], {"gpu": "a100-80gb", "seq_len": 1024})
+        checkconfig.check_config([str(path)], {"gpu": "a100-80gb", "seq_len": 1024})
 
 
 def test_grpos_prompt_takes_the_image_on_top_where_the_length_counts_the_text(tmp_path):

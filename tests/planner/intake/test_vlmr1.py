@@ -5,7 +5,7 @@ image tokens (VLM-R1's trainer does not cut prompts), planned through check --co
 import json
 from pathlib import Path
 
-from planner import advise, intake
+from planner import checkconfig, intake
 from planner.model import images
 from tests.planner.intake.conftest import DATA
 
@@ -46,7 +46,7 @@ def test_the_run_scripts_images_are_vlm_r1s_defaults_one_a_row():
     prompt = s["workload.max_prompt_length"].source
     assert "does not cut prompts, src/open_r1/trainer/grpo_trainer.py:366-369" in prompt
     assert "grpo_config.py:164-169" in prompt and "16,384 tokens at the qwen2-vl rule's worst case" in prompt
-    out = advise.check_config([str(REC)], {"gpu": "h100"})
+    out = checkconfig.check_config([str(REC)], {"gpu": "h100"})
     assert out.images["tokens_per_image"] == 16384 and out.images["max_pixels"] == 12845056
     assert out.context[2].image_tokens == 16384 and out.plan.workload.max_prompt_length == 16896
 
@@ -60,7 +60,7 @@ def test_the_scripts_own_pixels_and_prompt_length_size_the_images(tmp_path):
     s = _settings(r)
     assert s["max_pixels"].source == "run.sh:2 --max_pixels 401408"
     assert s["workload.max_prompt_length"].source.startswith("run.sh:2 --max_prompt_length 1024 (VLM-R1's trainer")
-    out = advise.check_config([r.files[0]], {"gpu": "h100"})
+    out = checkconfig.check_config([r.files[0]], {"gpu": "h100"})
     assert out.context[2].image_tokens == 512 == out.images["tokens_per_image"]
     assert not r.unplanned
 
@@ -81,7 +81,7 @@ def test_an_internvl_model_takes_its_tiles_and_not_the_pixels(tmp_path):
     assert (r.request["images"], r.request["image_rule"]) == (1, "internvl:6") and "max_pixels" not in r.request
     assert any("--max_pixels 401408 (VLM-R1 does not apply it" in line for line in r.unplanned), r.unplanned
     tokens = images.worst_case("internvl:6")[0]  # 6 tiles and the thumbnail, 256 tokens each, and <img> </img>
-    out = advise.check_config([r.files[0]], {"gpu": "h100"})
+    out = checkconfig.check_config([r.files[0]], {"gpu": "h100"})
     assert out.context[2].image_tokens == out.images["tokens_per_image"] == tokens == 7 * 256 + 2
     assert r.request["workload"]["max_prompt_length"] == 512 + tokens
 
@@ -96,13 +96,13 @@ def test_without_the_model_the_images_are_a_line_not_a_guess(tmp_path):
 def test_a_flags_image_count_replaces_the_configurations():
     """check --config's --image-tokens replaces VLM-R1's images and their pixels (advise takes one way to count them),
     and --images replaces LLaMA-Factory's image tokens; the settings say which the flag replaced."""
-    out = advise.check_config([str(REC)], {"gpu": "h100", "image_tokens": 1000})
+    out = checkconfig.check_config([str(REC)], {"gpu": "h100", "image_tokens": 1000})
     assert out.context[2].image_tokens == 1000 and out.images is None
     s = {x["field"]: x for x in out.config["settings"]}
     assert s["images"]["value"] is None and s["images"]["source"].startswith("a flag (the config: 1, memplan")
     assert s["max_pixels"]["value"] is None
     lf = DATA / "llamafactory" / "user" / "qwen2_5vl_lora_sft.yaml"
-    out = advise.check_config([str(lf)], {"gpu": "h100", "images": 2})
+    out = checkconfig.check_config([str(lf)], {"gpu": "h100", "images": 2})
     assert out.images["images"] == 2 and out.context[2].image_tokens == 2 * out.images["tokens_per_image"]
 
 
@@ -111,7 +111,7 @@ def test_a_workload_flag_alone_overrides_that_field_of_the_reading():
     read (the CLI no longer needs --workload grpo to pass them), the rest of the workload stays as read, and the
     settings name the flag as the source."""
     flags = {"gpu": "h20", "workload": {"beta": 0.0, "num_generations": 4, "max_prompt_length": 17000}}
-    out = advise.check_config([str(REC)], flags)
+    out = checkconfig.check_config([str(REC)], flags)
     w = out.plan.workload
     assert (w.beta, w.num_generations, w.max_prompt_length, w.max_completion_length) == (0.0, 4, 17000, 2048)
     s = {x["field"]: x for x in out.config["settings"]}
@@ -131,11 +131,11 @@ def test_the_cli_passes_workload_flags_beside_config_without_workload():
 def test_a_pixel_flag_derives_the_uncut_prompt_again():
     """The reading derived the prompt from VLM-R1's default cap (512 text tokens and 16,384 image tokens); --max-pixels
     401408 beside --config gives 512 + 512, said as derived again (before: 16,896 stayed, and the plan with it)."""
-    out = advise.check_config([str(REC)], {"gpu": "h20", "max_pixels": 401408})
+    out = checkconfig.check_config([str(REC)], {"gpu": "h20", "max_pixels": 401408})
     assert out.plan.workload.max_prompt_length == 512 + images.worst_case("qwen2-vl", 3136, 401408)[0] == 1024
     s = {x["field"]: x for x in out.config["settings"]}["workload.max_prompt_length"]
     assert s["value"] == 1024 and s["source"].startswith("derived again from the flags (the config: 16896")
-    given = advise.check_config(
+    given = checkconfig.check_config(
         [str(REC)], {"gpu": "h20", "max_pixels": 401408, "workload": {"max_prompt_length": 900}}
     )
     assert given.plan.workload.max_prompt_length == 900  # the flag's own value is never derived over

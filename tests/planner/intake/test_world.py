@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from planner import advise, intake
+from planner import checkconfig, intake
 
 SWIFT = "swift sft --model Qwen/Qwen2.5-7B-Instruct --train_type lora --max_length 1024"
 
@@ -121,7 +121,7 @@ def test_swift_with_more_visible_gpus_than_processes_plans_the_device_map(tmp_pa
 def _config(tmp_path: Path, text: str, **flags):
     path = tmp_path / "run.sh"
     path.write_text(text)
-    return advise.check_config([str(path)], {"gpu": "A100-80GB", **flags}).config
+    return checkconfig.check_config([str(path)], {"gpu": "A100-80GB", **flags}).config
 
 
 def test_a_flag_that_disagrees_with_the_launch_is_one_line_and_planned(tmp_path):
@@ -145,7 +145,7 @@ def test_nodes_given_beside_a_slurm_script_are_the_jobs_and_its_arithmetic_follo
     train.sh): without a header, 2048 / 1 node / 8 GPUs / 2 = 128; `--nodes 4` is the job's node count, so 32."""
     script = Path(__file__).resolve().parents[2] / "data/frameworks/scripts/VILA/scripts/NVILA-Lite/sft.sh"
     assert intake.read([str(script)]).request["micro_batch"] == 128
-    config = advise.check_config([str(script)], {"gpu": "H100", "model": "qwen2.5-7b", "nodes": 4}).config
+    config = checkconfig.check_config([str(script)], {"gpu": "H100", "model": "qwen2.5-7b", "nodes": 4}).config
     fields = {s["field"]: s["value"] for s in config["settings"]}
     assert (fields["micro_batch"], fields["nodes"]) == (32, 4)
     said = [line for line in config["unplanned"] if "(given) read as the Slurm job's" in line]

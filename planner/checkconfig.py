@@ -1,0 +1,263 @@
+"""`check --config`: the user's files read into a request (planner.intake), with the flags given beside them over it
+field by field, checked by `planner.advise.check`. It owns what the reading adds to a check: the fields table (each
+field's value and where it came from), the release choice where the files leave it open (the hungrier verdict), the
+run whose length the files leave open (planned at the longest rows that fit), the LoRA targets as PEFT takes a file's,
+and the launcher counts a flag overrides. Above planner.advise (the faces call `checkconfig.check_config`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from planner import advise
+from planner.config import requests
+from planner.errors import BadInput
+from planner.frameworks import FRAMEWORKS, split_name
+from planner.model.shapes import module_name_matches
+
+if TYPE_CHECKING:
+    from planner.config.requests import CheckResult
+
+
+def check_config(paths: list[str], overrides: dict, allowed: list | None = None, **kwargs) -> CheckResult:
+    """`check --config FILE...`: the files read into a request (planner.intake; the GPU and any field in
+    `overrides` as given, each flag one field), checked; the result's `config` says what was read, field by field, and
+    where from. Where the files leave the framework's release open, each release they allow is planned and the
+    hungrier verdict is answered (`config["releases"]`: which fit and which do not). With `allowed` (folders), no
+    file outside them is opened, the files a config names included."""
+    from planner import intake
+    from planner.intake import models
+
+    reading = intake.read(paths, allowed, given=overrides)
+    if reading.refused and "workload" not in overrides:
+        raise BadInput(reading.refused, "workload")
+    if "model" not in overrides and "model" in reading.request and allowed is None:  # a service resolves its own way
+        models.resolve(reading.request["model"])  # an id not found offline: the one-line "pass its config.json"
+    choice = None
+    if reading.releases and not release_given(overrides) and not open_length(config_body(reading, overrides).body):
+        reading, choice = hungrier_release(paths, allowed, overrides, reading, kwargs)
+    b = config_body(reading, overrides)
+    result = (
+        open_length_check(b.body, kwargs)
+        if open_length(b.body)
+        else advise.check(advise.parse(requests.CheckRequest, b.body), **kwargs)
+    )
+    result.config = {
+        "framework": reading.framework,
+        "files": reading.files,
+        "settings": b.rows(reading),
+        "unplanned": reading.unplanned + launch_disagreements(reading, overrides),
+        **({"releases": choice} if choice else {}),
+    }
+    return result
+
+
+def release_given(overrides: dict) -> bool:
+    """--framework NAME@RELEASE (or a name that is another's release, trl-0) given beside the files."""
+    text = overrides.get("framework")
+    if not isinstance(text, str):
+        return False
+    name, release = split_name(text)
+    return bool(release) or bool(name in FRAMEWORKS and FRAMEWORKS[name].same_as)
+
+
+def hungrier_release(paths, allowed, overrides: dict, reading, kwargs: dict):
+    """(the reading to plan, what each release gave) over the release lines the files allow (Reading.releases): each
+    read as --framework NAME@RELEASE would read it and checked (its verdict only). Where the verdicts differ the
+    hungrier is answered: the release the files were read at where it does not fit, else the one needing the most."""
+    from planner import intake
+
+    name = reading.framework
+    planned = split_name(str(reading.request.get("framework", name)))[1] or FRAMEWORKS[name].newest.name
+    readings, needs, failed = {}, {}, {}
+    for r in reading.releases:
+        given = {**overrides, "framework": f"{name}@{r}"}
+        readings[r] = reading if r == planned else intake.read(paths, allowed, given=given, release_why=_CHOSEN)
+        try:
+            body = {**config_body(readings[r], overrides).body, "verify": False}  # a probe runs for the answer only
+            plan = advise.check(advise.parse(requests.CheckRequest, body), alternatives=False, **kwargs)
+        except BadInput as e:
+            failed[r] = str(e)
+            continue
+        needs[r] = (plan.plan.fits, plan.plan.memory.device_total_bytes)
+    fits = [r for r in needs if needs[r][0]]
+    short = [r for r in needs if not needs[r][0]]
+    out = {"allowed": list(reading.releases), "fits": fits, "does_not_fit": short, "failed": failed}
+    if not fits or not short:
+        return reading, {**out, "planned": planned}
+    chosen = planned if planned in short else max(short, key=lambda r: needs[r][1])
+    return readings[chosen], {**out, "planned": chosen}
+
+
+_CHOSEN = "memplan assumption (the hungriest of the releases the files allow, whose verdicts differ)"
+
+
+@dataclass
+class ConfigBody:
+    """The request check --config plans: the reading's fields with the flags over them (`body`), and what the fields
+    table says of each (`given`: a flag replaced it; `again`: derived again from a flag; `capped`: --data's rows cut
+    at the files' length; `peft`: PEFT's line on the files' LoRA targets)."""
+
+    body: dict
+    flags: dict
+    given: dict
+    again: dict
+    capped: bool
+    peft: str
+
+    def rows(self, reading) -> list[dict]:
+        """The fields table: each field read, with its source (a flag's where one replaced it), then each flag given
+        for a field the files do not set."""
+        out = [self._row(s) for s in reading.settings]
+        read = {s.field for s in reading.settings}
+        for f, v in self.flags.items():
+            if f not in read and f != "gpu" and v is not None:  # the GPU, which no file names, is the headline's
+                out.append(
+                    {"field": f, "value": v, "source": "a flag", "key": "--" + f.split(".")[-1].replace("_", "-")}
+                )
+        return out
+
+    def _row(self, s) -> dict:
+        if self.peft and s.field == "lora_targets":
+            return {
+                "field": s.field,
+                "value": self.body["lora_targets"],
+                "source": f"{s.source} ({self.peft})",
+                "key": s.key,
+            }
+        value, source = self.again.get(s.field, self.given.get(s.field, s.value)), s.source
+        if self.capped and s.field == "seq_len":
+            source = f"a cap on --data's rows (the config: {s.value}, {s.source})"
+        elif s.field in self.given:
+            source = f"a flag (the config: {s.value}, {s.source})"
+        elif s.field in self.again:
+            source = f"derived again from the flags (the config: {s.value}, {s.source})"
+        return {"field": s.field, "value": value, "source": source, "key": s.key}
+
+
+def config_body(reading, overrides: dict) -> ConfigBody:
+    """The reading's request with the flags over it, each flag one field: `--framework NAME` alone keeps the release
+    the files show; DPO's --max-length beside a DPO run's files is its row length, as `--workload dpo` makes it."""
+    from planner import intake
+
+    overrides = dict(overrides)
+    fw, read_fw = overrides.get("framework"), reading.request.get("framework")
+    if isinstance(fw, str) and "@" not in fw and isinstance(read_fw, str) and split_name(read_fw)[0] == fw:
+        overrides.pop("framework")  # the name alone: the release the files show
+    kind = (overrides.get("workload") or {}).get("kind") or (reading.request.get("workload") or {}).get("kind")
+    if kind == "dpo" and "max_length" in overrides and "max_length" not in overrides.get("workload", {}):
+        overrides["workload"] = {**overrides.get("workload", {}), "max_length": overrides.pop("max_length")}
+    dropped = intake.replaced(reading, overrides)
+    body = merged({k: v for k, v in reading.request.items() if k not in dropped}, overrides)
+    capped = "data" in overrides and "seq_len" in body and not {"seq_len", "max_length"} & set(overrides)
+    if capped:  # the files' length cuts the data's rows (max_length, cutoff_len): --data decides the length under it
+        body["max_length"] = body.pop("seq_len")
+    read, flags = flat(reading.request), flat(overrides)
+    again = {}  # a derived field whose inputs a flag changed, the field itself not given: derived again
+    for f, (inputs, fn) in reading.derived.items():
+        if f not in flags and any(i in flags for i in inputs):
+            again[f] = fn(body)
+            body = merged(body, nested(f, again[f]))
+    body, peft = file_lora_targets(body, overrides)
+    given = {k: v for k, v in flags.items() if k in read and v != read[k]} | {k: None for k in dropped}
+    return ConfigBody(body, flags, given, again, capped, peft)
+
+
+def file_lora_targets(body: dict, overrides: dict) -> tuple[dict, str]:
+    """A file's LoRA targets as PEFT takes them: a name that matches no module is dropped while another matches (peft
+    0.20 tuners/tuners_utils.py:990-1006 raises only when none does); (the body, the line saying so, or ""). Names
+    given as a flag stay strict (lora_knobs)."""
+    t = body.get("lora_targets")
+    if (
+        "lora_targets" in overrides
+        or not isinstance(t, str)
+        or t in ("all-linear", "attention")
+        or not body.get("model")
+    ):
+        return body, ""
+    try:
+        known = advise.default_resolver(body["model"]).linear_names()
+    except BadInput:
+        return body, ""
+    names = t.split(",")
+    kept = [n for n in names if any(module_name_matches(k, n) for k in known)]
+    if not kept or len(kept) == len(names):
+        return body, ""
+    dropped = ",".join(n for n in names if n not in kept)
+    why = (
+        f"PEFT skips {dropped}, which matches no module, while {','.join(kept)} do: peft 0.20 tuners_utils.py:990-1006"
+    )
+    return {**body, "lora_targets": ",".join(kept)}, why
+
+
+def launch_disagreements(reading, overrides: dict) -> list[str]:
+    """One line for each of --gpus-per-node and --nodes given beside files that start another count: the flag is
+    planned (the user has the last word), and the line says what the files start."""
+    out = []
+    for s in reading.settings:
+        flag = "--" + s.field.replace("_", "-")
+        said = any(line.startswith(s.source) and flag in line for line in reading.unplanned)
+        if (
+            s.field in ("gpus_per_node", "nodes")
+            and s.field in overrides
+            and overrides[s.field] != s.value
+            and not said
+        ):
+            out.append(
+                f"{flag} {overrides[s.field]} (given) and {s.source} ({s.value}) disagree: planned with the flag"
+            )
+    return out
+
+
+SHOWN_WHEN_NOTHING_FITS = 4096  # tokens: a common row length, only to show a plan and its nearest settings
+
+
+def open_length(body: dict) -> bool:
+    """Files that set no length for an SFT run, with no --seq-len or --data beside them."""
+    kind = (body.get("workload") or {}).get("kind", "sft")
+    return kind == "sft" and body.get("seq_len") is None and body.get("data") is None
+
+
+def open_length_check(body: dict, kwargs: dict) -> CheckResult:
+    """The run whose length the files leave open: not planned at the model's context (rows are rarely that long) but
+    at the longest rows it fits, found under the context, with that condition in the answer."""
+    from planner.search.datafit import largest_fitting_seq_len
+
+    context = advise.default_resolver(body["model"]).text.max_positions or 131072 if body.get("model") else 131072
+    first = advise.check(advise.parse(requests.CheckRequest, {**body, "seq_len": context}), **kwargs)
+    model, hw, goal = first.context
+    fits = first.plan.fits
+    n = context if fits else largest_fitting_seq_len(model, hw, goal, first.plan.knobs, first.plan.micro_batch)
+    floor = int(body.get("image_tokens") or 0)  # every row holds its image: no row that fits only shorter ones
+    n = n if n > floor else 0
+    shown = n or min(context, floor + SHOWN_WHEN_NOTHING_FITS)  # nothing fits: the plan and its nearest at a row
+    result = (
+        first
+        if shown == context
+        else advise.check(advise.parse(requests.CheckRequest, {**body, "seq_len": shown}), **kwargs)
+    )
+    result.open_length = {"fits_up_to_tokens": n, "context": context, "planned_at": shown}
+    return result
+
+
+def merged(read: dict, flags: dict) -> dict:
+    """The request read from the files with the flags over it, a nested object (the workload, its roles) field by
+    field: `--beta 0` alone replaces the beta read and keeps the rest of the workload."""
+    out = dict(read)
+    for k, v in flags.items():
+        out[k] = merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def nested(dotted: str, value) -> dict:
+    """{"workload": {"beta": v}} for "workload.beta"."""
+    head, _, rest = dotted.partition(".")
+    return {head: nested(rest, value) if rest else value}
+
+
+def flat(d: dict, prefix: str = "") -> dict:
+    """A nested request as the reading's settings name its fields: {"workload.beta": 0.04, ...}."""
+    out = {}
+    for k, v in d.items():
+        out |= flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v}
+    return out
