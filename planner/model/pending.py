@@ -7,17 +7,9 @@ from __future__ import annotations
 
 from planner.errors import BadInput
 
-_QWEN3_5 = (
-    "Qwen3.5: hybrid Gated DeltaNet linear attention (a recurrent state per layer, not a KV cache) and a vision tower"
-)
 _OMNI = "the thinker's vision and audio towers and the talker (speech) model beside the language model"
 _GLM4V = "GLM-4V / GLM-4.1V: its own vision tower (a 3-D patch convolution, 2-D rotary, a downsampling merger)"
 PENDING = {
-    "qwen3_next": "Qwen3-Next: hybrid Gated DeltaNet linear attention (a recurrent state per layer, not a KV cache)",
-    "qwen3_5": _QWEN3_5,
-    "qwen3_5_text": _QWEN3_5,
-    "qwen3_5_moe": _QWEN3_5 + ", with routed experts",
-    "qwen3_5_moe_text": _QWEN3_5 + ", with routed experts",
     "qwen2_5_omni": "Qwen2.5-Omni: " + _OMNI,
     "qwen2_5_omni_thinker": "Qwen2.5-Omni: " + _OMNI,
     "qwen3_omni_moe": "Qwen3-Omni: " + _OMNI + ", with routed experts",

@@ -22,6 +22,7 @@ READERS = {
     "planner/model/mllama.py",
     "planner/model/vila.py",
     "planner/model/qwenvl.py",
+    "planner/model/hybrid.py",
     "planner/model/pending.py",
     "planner/model/images.py",
     "planner/model/image_rules.py",
