@@ -288,6 +288,8 @@ def _qwen3_vl(v: dict) -> list[Tensors]:
         + _linear("projector", hm, hm, 1, True)
         + _linear("projector", out_h, hm, 1, True)
     )
+    if not deep:  # Qwen3.5's tower: no deepstack mergers
+        return t
     t += [Tensors("projector", (hm,), 2 * deep)] + _linear("projector", hm, hm, deep, True)
     return t + _linear("projector", out_h, hm, deep, True)
 

@@ -42,6 +42,7 @@ def test_counts_are_the_built_models(case):
     cfg, real = _built(model_type, **kw)
     spec = from_config(cfg, "m")
     assert spec.params == real and spec.exact
+    assert all(t.count > 0 for t in spec.tensors)  # no empty group (a zero count divides the ZeRO-3 terms)
     linear = spec.text.linear
     kinds = cfg.get("text_config", cfg)["layer_types"]
     assert linear.layers == kinds.count("linear_attention") and 0 < linear.layers < spec.text.layers
