@@ -13,7 +13,7 @@ from functools import cached_property
 from math import prod
 
 from planner.errors import BadInput
-from planner.model import hybrid, mllama, pending, prequant, qwenvl, vila, vlm
+from planner.model import glm4v, hybrid, mllama, pending, prequant, qwenvl, vila, vlm
 from planner.model.moespec import LAYOUT as MOE_LAYOUT
 from planner.model.moespec import MOE_FAMILIES, MLASpec, MoESpec, in_moe_block, mla_attention, moe_mlp
 from planner.model.shapes import ATTENTION_LINEARS, FAMILY_TRAITS, Tensors, Traits, fsdp_units
@@ -92,6 +92,7 @@ ALL_FAMILIES = sorted(
     | set(vlm.FAMILIES)
     | set(vila.MODEL_TYPES)
     | set(hybrid.TEXT_TYPES)
+    | {"glm4v"}
 )
 
 
@@ -574,6 +575,10 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
         text, t = _llama_text(tc, tc["model_type"])
         t = mllama.text_tensors(tc, t, text.head_dim)
         text = replace(text, cross_layers=mllama.cross_layers(tc), first_cross_layer=mllama.first_cross_layer(tc))
+    elif mt == "glm4v":
+        tc, vision, vt, units = glm4v.read(cfg, VisionSpec)
+        text, t = _llama_text(tc, "glm4")
+        text = replace(text, rotary_cat_dim=0)  # M-RoPE over whole head pairs, not GLM-4's cut-and-repeat (glm4v.py)
     elif mt in vila.MODEL_TYPES:
         tc, vision, vt, units = vila.read(cfg, VisionSpec)
         text, t = _llama_text(tc, tc["model_type"])

@@ -23,6 +23,7 @@ READERS = {
     "planner/model/vila.py",
     "planner/model/qwenvl.py",
     "planner/model/hybrid.py",
+    "planner/model/glm4v.py",
     "planner/model/pending.py",
     "planner/model/images.py",
     "planner/model/image_rules.py",
