@@ -309,7 +309,7 @@ class ModelSpec:
             "linear_attention_layers": la.layers,
             "linear_attention": f"{la.layers} of {self.text.layers} layers Gated DeltaNet (a recurrent state, no KV "
             "cache), planned as transformers runs them without flash-linear-attention (its torch chunked rule, fp32 "
-            "saved tensors; with fla installed they save less); approximate under torch AMP",
+            "saved tensors); a run with fla installed saves less and is over-planned",
         }
 
     def _quant_summary(self) -> dict:
