@@ -3,8 +3,8 @@ Qwen3.5-MoE), as transformers 5.25 runs them without flash-linear-attention and 
 modeling_qwen3_5.py; Qwen3-Next's modeling_qwen3_next.py is the same code with fused input projections).
 
 Without the `fla` package transformers falls back to torch_chunk_gated_delta_rule (:319-462), written in PyTorch and
-differentiated by autograd, and every step of it keeps fp32 tensors: that fallback is what this module prices (the
-fla Triton kernels recompute inside their backward and save far less; a run with fla installed is over-planned).
+differentiated by autograd, and every step of it keeps fp32 tensors: that fallback is what this module prices (fla's
+Triton kernels keep fewer tensors, not measured here: a run with fla installed is over-planned).
 Per Gated DeltaNet layer (tokens T = batch x seq, P = batch x the sequence padded to the 64-token chunk, Hv value
 heads, dk and dv their head widths; q and k repeated to Hv heads when Hk < Hv, :366-368):
 - the padding-masked input the four input projections share (:656, apply_mask_to_padding_states), in_proj_qkv's
