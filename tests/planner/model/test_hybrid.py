@@ -62,6 +62,9 @@ def test_the_catalog_entries_are_hybrid():
     assert q35.vision is not None and q35.text.moe is None and q35.text.linear.rotary_dims == 64
     nxt = catalog.load_model("qwen3-next-80b-a3b")
     assert (nxt.text.moe.experts, nxt.text.moe.top_k, nxt.text.linear.layers) == (512, 10, 36)
+    moe = catalog.load_model("qwen3.5-35b-a3b")  # every layer routed, a gated shared expert
+    assert (moe.text.moe.experts, moe.text.moe.moe_layers, moe.text.moe.shared_inter) == (256, 40, 512)
+    assert moe.vision is not None and moe.text.linear.layers == 30
 
 
 @pytest.mark.parametrize(
