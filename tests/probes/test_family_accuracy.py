@@ -12,9 +12,8 @@ Issue 49 added Qwen2-VL (+0.03%, -0.06%, -0.00%), Qwen3-VL-MoE (-0.01%, -0.12%, 
 +0.06%; +0.76% and -0.70% before its rotary and post-norm terms) and GLM-4.5 (+0.43%, -0.00%, +0.05%); the hybrid
 linear-attention families Qwen3.5 (bf16 autocast 4 x 4096 -0.42%, -2.46% before the autocast casts of the chunked
 rule's matmuls; -0.29%, -0.24% at the other two shapes), Qwen3.5-MoE (-0.37%, -0.15%, -0.18%) and Qwen3-Next
-(-0.02%, -0.20%, -0.22%), with
-transformers' torch fallback of the chunked gated delta rule (no flash-linear-attention); GLM-4.1V (-0.65%, -0.17%,
--0.73%)."""
+(-0.02%, -0.20%, -0.22%), with transformers' torch fallback of the chunked gated delta rule (no
+flash-linear-attention); GLM-4.1V (-0.65%, -0.17%, -0.73%)."""
 
 import pytest
 
