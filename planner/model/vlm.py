@@ -80,6 +80,7 @@ VISION_DEFAULTS["smolvlm_vision"] = VISION_DEFAULTS["idefics3_vision"]
 VISION_DEFAULTS["qwen3_vl_moe_vision"] = VISION_DEFAULTS["qwen3_vl_vision"]  # configuration_qwen3_vl_moe.py:135-146
 # Qwen3.5's tower is Qwen3-VL's without the deepstack mergers (modular_qwen3_5.py:148-158,468-476, transformers 5.25)
 VISION_DEFAULTS["qwen3_5_vision"] = {**VISION_DEFAULTS["qwen3_vl_vision"], "deepstack_visual_indexes": []}
+VISION_DEFAULTS["qwen3_5_moe_vision"] = VISION_DEFAULTS["qwen3_5_vision"]
 TEXT_DEFAULTS = {
     "llama": {
         "vocab_size": 32000,
@@ -164,7 +165,7 @@ FAMILIES = {
     "qwen3_vl_moe": (("qwen3_vl_moe_vision", {}), "qwen3_vl_moe_text", {"tie_word_embeddings": False}),
     # Qwen3.5 and Qwen3.5-MoE: a hybrid linear-attention language model (planner/model/hybrid.py)
     "qwen3_5": (("qwen3_5_vision", {}), "qwen3_5_text", {"tie_word_embeddings": False}),
-    "qwen3_5_moe": (("qwen3_5_vision", {}), "qwen3_5_moe_text", {"tie_word_embeddings": False}),
+    "qwen3_5_moe": (("qwen3_5_moe_vision", {}), "qwen3_5_moe_text", {"tie_word_embeddings": False}),
 }
 # one tower; a dense, a routed (moespec.LAYOUT) or a hybrid (hybrid.TEXT_TYPES) language model
 QWEN3_VL = ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
@@ -191,6 +192,7 @@ TOWER_UNITS = {
     "qwen3_vl_vision": ("Qwen3VLVisionBlock",),
     "qwen3_vl_moe_vision": ("Qwen3VLMoeVisionBlock",),
     "qwen3_5_vision": ("Qwen3_5VisionBlock",),
+    "qwen3_5_moe_vision": ("Qwen3_5MoeVisionBlock",),
 }
 TEXT_UNITS = {
     "qwen3_vl_text": ("Qwen3VLTextDecoderLayer",),
