@@ -82,10 +82,12 @@ def output_gate_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
     return 2 * _bytes(profile)[1] * tokens * t.q_dim
 
 
-def recurrent_state_bytes(t: TextSpec, batch: int, dtype_bytes: int = 4) -> int:
-    """What a generation cache keeps for the linear-attention layers: a recurrent state and a conv state per layer
-    and sequence, whatever the length (0 without them)."""
+def recurrent_state_bytes(t: TextSpec, sequences: int, compute_bytes: int) -> int:
+    """What HF's generation cache keeps for the linear-attention layers, whatever the length (0 without them): per
+    layer and sequence the recurrent state in fp32 (zeros_like the chunked rule's fp32 final state) and the conv state,
+    conv_dim x conv_kernel in the compute dtype (transformers cache_utils.py LinearAttentionLayer, :1228-1263)."""
     if t.linear is None:
         return 0
     la = t.linear
-    return la.layers * batch * dtype_bytes * (la.v_heads * la.k_dim * la.v_dim + la.conv_dim * la.conv_kernel)
+    per = 4 * la.v_heads * la.k_dim * la.v_dim + compute_bytes * la.conv_dim * la.conv_kernel
+    return la.layers * sequences * per
