@@ -27,6 +27,9 @@ from planner.model import image_rules
 from planner.model.images import SIDES
 
 TILED = {"llava": 576, "internvl": 256, "gemma3": 256}  # tokens per image or tile (defaults of the configs)
+# Qwen families: M-RoPE positions from the model's get_rope_index (Qwen3.5: Qwen3-VL's tower and processor)
+# GLM-4.1V: Qwen2-VL's patches and grid (Glm4vModel.get_rope_index, modeling_glm4v.py:955)
+QWEN = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "glm4v")
 
 
 def vlm_batch(model, config: dict, batch: int, seq: int, image_tokens: int) -> tuple[dict, int]:
@@ -46,7 +49,7 @@ def vlm_batch(model, config: dict, batch: int, seq: int, image_tokens: int) -> t
     mask[0, -1] = 0
     labels = ids.masked_fill((mask == 0) | (ids == _image_token(cfg)), -100)
     out = {"input_ids": ids, "attention_mask": mask, "labels": labels, **extra}
-    if family in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe"):  # M-RoPE positions as the model computes them
+    if family in QWEN:  # M-RoPE positions as the model computes them
         out["mm_token_type_ids"] = (ids == _image_token(cfg)).int()
         out["position_ids"], _ = model.model.get_rope_index(
             ids, image_grid_thw=extra["image_grid_thw"], attention_mask=mask, mm_token_type_ids=out["mm_token_type_ids"]
@@ -136,6 +139,9 @@ _BUILDERS = {
     "qwen2_5_vl": _qwen,
     "qwen3_vl": _qwen,
     "qwen3_vl_moe": _qwen,
+    "qwen3_5": _qwen,
+    "qwen3_5_moe": _qwen,
+    "glm4v": _qwen,
     "llava": _tiles,
     "internvl": _tiles,
     "gemma3": _tiles,

@@ -139,6 +139,8 @@ def run(args: argparse.Namespace) -> int:
             from planner.estimate.moe import routing_line
 
             common.say_line(routing_line(model, plan.knobs, plan.micro_batch * goal.seq_len))
+        if model.text.linear is not None:  # Qwen3-Next / Qwen3.5: what the hybrid layers are planned as
+            common.say_line("linear attention: " + model.summary()["linear_attention"])
         render.console.print(render.breakdown_table(plan))
         if out.get("limits"):
             common.say_line(render.limits_line(out["limits"]))

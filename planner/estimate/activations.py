@@ -17,7 +17,7 @@ and transformers repeats k/v to all heads, and the mask is materialised), maximu
 
 from __future__ import annotations
 
-from planner.estimate import moe
+from planner.estimate import linear_attention, moe
 from planner.model.modelspec import TextSpec, VisionSpec
 
 MASK_BYTES_PER_ELEMENT = 1  # transformers builds boolean 4-D masks for SDPA
@@ -70,6 +70,7 @@ def llama_attention_saved_bytes(t: TextSpec, batch: int, seq: int, profile: str)
         + qk_norm_saved_bytes(t, tokens, profile)
         + fused_qkv_view_bytes(t, tokens, profile)
         + rotary_cat_saved_bytes(t, tokens, profile)
+        + linear_attention.output_gate_saved_bytes(t, tokens, profile)
     )
 
 
@@ -146,9 +147,11 @@ def gated_mlp_saved_bytes(t: TextSpec, tokens: int, profile: str, hidden: int = 
     return casts * c * tokens * h + 4 * c * tokens * i
 
 
-def llama_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str, routed: bool = True) -> int:
+def llama_layer_bytes(
+    t: TextSpec, batch: int, seq: int, profile: str, routed: bool = True, linear: bool = False
+) -> int:
     """Bytes one Llama/Qwen/Mistral/Gemma-2 decoder layer saves for backward (an MoE model's routed layer, or
-    with routed=False its dense one)."""
+    with routed=False its dense one; a hybrid model's linear-attention layer with linear=True)."""
     tokens = batch * seq
     norm_bytes = (
         t.traits.norms_per_layer * tokens * t.hidden * 8
@@ -157,8 +160,10 @@ def llama_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str, routed: b
     )
     mlp = moe.moe_mlp_saved_bytes(t, tokens, profile) if t.moe and routed else gated_mlp_saved_bytes(t, tokens, profile)
     attention = (mla_attention_saved_bytes if t.mla else llama_attention_saved_bytes)(t, batch, seq, profile)
+    if linear:
+        attention = linear_attention.linear_attention_saved_bytes(t, batch, seq, profile)
     out = attention + mlp
-    if t.attention == "eager":
+    if t.attention == "eager" and not linear:
         out += eager_scores_saved_bytes(t, batch, seq, profile)
     return norm_bytes + out
 
@@ -184,13 +189,27 @@ def gpt2_layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
 
 
 def layer_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
-    """One decoder layer's saved tensors: the largest kind of layer (an MoE model's routed one)."""
+    """One decoder layer's saved tensors: the largest kind of layer (an MoE model's routed one, a hybrid model's
+    larger of its linear- and full-attention layers)."""
+    if t.linear is not None:
+        return max(llama_layer_bytes(t, batch, seq, profile, linear=k) for k in (False, True))
     return (gpt2_layer_bytes if t.traits.conv1d else llama_layer_bytes)(t, batch, seq, profile)
 
 
 def layers_bytes(t: TextSpec, count: int, batch: int, seq: int, profile: str) -> int:
     """`count` decoder layers' saved tensors: all of them exactly when count is the depth; fewer are taken to be
-    the routed ones first (MoE models with dense layers: DeepSeek's first ones), which never understates."""
+    the routed ones first (MoE models with dense layers: DeepSeek's first ones), a hybrid model's larger kind
+    first, which never understates."""
+    if t.linear is not None:
+        by_kind = sorted(
+            (
+                (llama_layer_bytes(t, batch, seq, profile, linear=k), n)
+                for k, n in ((True, t.linear.layers), (False, t.layers - t.linear.layers))
+            ),
+            reverse=True,
+        )
+        (big, n_big), (small, _) = by_kind
+        return min(count, n_big) * big + max(0, count - n_big) * small
     whole = count * layer_bytes(t, batch, seq, profile)
     if t.moe is None or count <= t.moe.moe_layers:
         return whole

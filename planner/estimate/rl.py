@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.config.spec import Hardware, MemoryBreakdown
-from planner.estimate import gkd, recipe_terms, role_heads, roles, rollout, speed, weight_sync
+from planner.estimate import gkd, linear_attention, recipe_terms, role_heads, roles, rollout, speed, weight_sync
 from planner.estimate import memory as mem
 from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
 from planner.estimate.setup import Setup
@@ -34,9 +34,12 @@ SAMPLING_FP32_COPIES = 3  # generate's fp32 copy of the last logits, the process
 
 def kv_cache_bytes(s: Setup, sequences: int, tokens: int) -> int:
     """HF's DynamicCache: what every layer caches for `tokens` positions of `sequences` rows, in the model's
-    compute dtype."""
-    t = s.model.text
-    return t.layers * cache_width(t) * tokens * sequences * compute_dtype_bytes(s)
+    compute dtype; a hybrid model's linear-attention layers a fixed state per row instead."""
+    t, c = s.model.text, compute_dtype_bytes(s)
+    if t.linear is not None:  # Qwen3-Next / Qwen3.5: only the full-attention layers cache keys and values
+        kv = (t.layers - t.linear.layers) * cache_width(t) * tokens * sequences * c
+        return kv + linear_attention.recurrent_state_bytes(t, sequences, c)
+    return t.layers * cache_width(t) * tokens * sequences * c
 
 
 def cache_width(t) -> int:

@@ -13,7 +13,7 @@ from functools import cached_property
 from math import prod
 
 from planner.errors import BadInput
-from planner.model import mllama, pending, prequant, qwenvl, vila, vlm
+from planner.model import glm4v, hybrid, mllama, pending, prequant, qwenvl, vila, vlm
 from planner.model.moespec import LAYOUT as MOE_LAYOUT
 from planner.model.moespec import MOE_FAMILIES, MLASpec, MoESpec, in_moe_block, mla_attention, moe_mlp
 from planner.model.shapes import ATTENTION_LINEARS, FAMILY_TRAITS, Tensors, Traits, fsdp_units
@@ -86,7 +86,13 @@ def peft_target_parameters(targets: str) -> list[str] | None:
 
 QK_NORM = {"qwen3", "gemma3_text"}  # an RMSNorm over each head of q and k before RoPE
 ALL_FAMILIES = sorted(
-    LLAMA_LIKE | {"gpt2", "internvl", "mllama"} | set(MOE_FAMILIES) | set(vlm.FAMILIES) | set(vila.MODEL_TYPES)
+    LLAMA_LIKE
+    | {"gpt2", "internvl", "mllama"}
+    | set(MOE_FAMILIES)
+    | set(vlm.FAMILIES)
+    | set(vila.MODEL_TYPES)
+    | set(hybrid.TEXT_TYPES)
+    | {"glm4v"}
 )
 
 
@@ -114,6 +120,7 @@ class TextSpec:
     first_cross_layer: int = 0  # the lowest of them (below it the hidden state does not depend on the image)
     final_norm: bool = True  # the last norm and the head's input are here (a device_map GPU before the head's: no)
     traits: Traits = field(default_factory=Traits)  # the family's differences from Llama (shapes.py), set by the reader
+    linear: hybrid.LinearAttentionSpec | None = None  # Qwen3-Next / Qwen3.5: its Gated DeltaNet layers (hybrid.py)
 
     @property
     def q_dim(self) -> int:
@@ -290,6 +297,19 @@ class ModelSpec:
             "exact": self.exact,
             **self._moe_summary(),
             **self._quant_summary(),
+            **self._hybrid_summary(),
+        }
+
+    def _hybrid_summary(self) -> dict:
+        """Qwen3-Next / Qwen3.5: which layers are Gated DeltaNet, and what their activations are planned as."""
+        la = self.text.linear
+        if la is None:
+            return {}
+        return {
+            "linear_attention_layers": la.layers,
+            "linear_attention": f"{la.layers} of {self.text.layers} layers Gated DeltaNet (a recurrent state, no KV "
+            "cache), planned as transformers runs them without flash-linear-attention (its torch chunked rule, fp32 "
+            "saved tensors); a run with fla installed saves less and is over-planned",
         }
 
     def _quant_summary(self) -> dict:
@@ -535,8 +555,8 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
     vision, vt = None, []
     tc = cfg.get("text_config")
     units = fsdp_units(mt, tc.get("model_type") if isinstance(tc, dict) else None)
-    if mt in MOE_FAMILIES:
-        text, t = _moe_text(cfg, mt)
+    if mt in MOE_FAMILIES or mt in hybrid.TEXT_TYPES:
+        text, t = hybrid.read(cfg, mt, TextSpec) if mt in hybrid.TEXT_TYPES else _moe_text(cfg, mt)
         return ModelSpec(name, mt, text, tuple(t), None, exact=True, config=cfg, fsdp_units=units)
     routed_text = mt == "internvl" and isinstance(tc, dict) and tc.get("model_type") in MOE_FAMILIES
     if mt not in vlm.MOE_VLMS and not routed_text:
@@ -555,12 +575,18 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
         text, t = _llama_text(tc, tc["model_type"])
         t = mllama.text_tensors(tc, t, text.head_dim)
         text = replace(text, cross_layers=mllama.cross_layers(tc), first_cross_layer=mllama.first_cross_layer(tc))
+    elif mt == "glm4v":
+        tc, vision, vt, units = glm4v.read(cfg, VisionSpec)
+        text, t = _llama_text(tc, "glm4")
+        text = replace(text, rotary_cat_dim=0)  # M-RoPE over whole head pairs, not GLM-4's cut-and-repeat (glm4v.py)
     elif mt in vila.MODEL_TYPES:
         tc, vision, vt, units = vila.read(cfg, VisionSpec)
         text, t = _llama_text(tc, tc["model_type"])
     elif mt in vlm.FAMILIES:
         tc, vision, vt, units = vlm.read(cfg, VisionSpec)
-        if tc["model_type"] in MOE_LAYOUT:
+        if tc["model_type"] in hybrid.TEXT_TYPES:
+            text, t = hybrid.read(tc, tc["model_type"], TextSpec)
+        elif tc["model_type"] in MOE_LAYOUT:
             text, t = _moe_text(tc, tc["model_type"])
         else:
             text, t = _llama_text(tc, {"qwen3_vl_text": "qwen3"}.get(tc["model_type"], tc["model_type"]))

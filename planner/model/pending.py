@@ -7,36 +7,43 @@ from __future__ import annotations
 
 from planner.errors import BadInput
 
-_QWEN3_5 = (
-    "Qwen3.5: hybrid Gated DeltaNet linear attention (a recurrent state per layer, not a KV cache) and a vision tower"
+# LLaMA-Factory trains the thinker alone (it drops the talker after loading: llamafactory/model/loader.py:173-174,
+# 0.9.x); ms-swift loads the whole model, the talker resident unless ENABLE_AUDIO_OUTPUT=0 (swift/model/models/
+# qwen.py:1944-1960, 2154-2170)
+_OMNI = (
+    "LLaMA-Factory trains its thinker alone and ms-swift keeps the talker resident; memplan counts neither the "
+    "thinker's audio tower nor audio inputs"
 )
-_OMNI = "the thinker's vision and audio towers and the talker (speech) model beside the language model"
-_GLM4V = "GLM-4V / GLM-4.1V: its own vision tower (a 3-D patch convolution, 2-D rotary, a downsampling merger)"
+_GLM4V = "GLM-4.5V / GLM-4.6V: GLM-4.1V's tower (planner/model/glm4v.py) beside GLM-4.5's routed experts"
+# transformers 5.25 runs every token through every expert, the router's scores zeroing the others
+# (Llama4TextMoe.forward, models/llama4/modeling_llama4.py:170-177): no routed dispatch moespec knows
+_LLAMA4 = (
+    "Llama-4: every token through all num_local_experts experts (transformers' dense Llama4TextMoe), layers "
+    "interleaving them with dense MLPs, no-RoPE layers with chunked attention"
+)
 PENDING = {
-    "qwen3_next": "Qwen3-Next: hybrid Gated DeltaNet linear attention (a recurrent state per layer, not a KV cache)",
-    "qwen3_5": _QWEN3_5,
-    "qwen3_5_text": _QWEN3_5,
-    "qwen3_5_moe": _QWEN3_5 + ", with routed experts",
-    "qwen3_5_moe_text": _QWEN3_5 + ", with routed experts",
     "qwen2_5_omni": "Qwen2.5-Omni: " + _OMNI,
     "qwen2_5_omni_thinker": "Qwen2.5-Omni: " + _OMNI,
-    "qwen3_omni_moe": "Qwen3-Omni: " + _OMNI + ", with routed experts",
-    "qwen3_omni_moe_thinker": "Qwen3-Omni: " + _OMNI + ", with routed experts",
-    "glm4v": _GLM4V,
-    "glm4v_text": _GLM4V,
-    "glm4v_moe": _GLM4V + ", with GLM-4.5's routed experts",
-    "glm4v_moe_text": _GLM4V + ", with GLM-4.5's routed experts",
+    "qwen3_omni_moe": "Qwen3-Omni (routed experts): " + _OMNI,
+    "qwen3_omni_moe_thinker": "Qwen3-Omni (routed experts): " + _OMNI,
+    "glm4v_text": "GLM-4.1V's language model alone (its M-RoPE positions come from the composite glm4v)",
+    "glm4v_moe": _GLM4V,
+    "glm4v_moe_text": _GLM4V,
     "glm46v": _GLM4V,
-    "llama4": "Llama-4: interleaved routed and dense layers, chunked attention and its vision tower",
-    "llama4_text": "Llama-4: interleaved routed and dense layers and chunked attention",
+    "llama4": _LLAMA4 + ", and its vision tower",
+    "llama4_text": _LLAMA4,
 }
+
+# composites memplan counts whose text_config names a model_type refused on its own
+OWNED = {"glm4v": "glm4v_text"}
 
 
 def refuse_pending(cfg: dict) -> None:
     """A BadInput naming the family when config.json's model_type (or its text_config's) is one memplan does not
     count yet."""
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else {}
-    for mt in (cfg.get("model_type"), text.get("model_type")):
+    inner = None if OWNED.get(cfg.get("model_type")) == text.get("model_type") else text.get("model_type")
+    for mt in (cfg.get("model_type"), inner):
         if isinstance(mt, str) and mt in PENDING:
             raise BadInput(
                 f"config.json: model_type {mt!r} is not counted by memplan yet ({PENDING[mt]}); "

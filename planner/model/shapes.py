@@ -46,6 +46,10 @@ FAMILY_TRAITS = {
     # GLM-4: gate_up_proj, and post_self_attn_layernorm / post_mlp_layernorm beside Llama's two (modeling_glm4.py:54,
     # 74-77, transformers 5.25)
     "glm4": Traits(fused_gate_up=True, norms_per_layer=4),
+    # Qwen3-Next / Qwen3.5: zero-centred RMSNorms in fp32, (1 + w) * norm(x.float()) (modeling_qwen3_5.py:917-934)
+    "qwen3_next": Traits(fp32_norms=True),
+    "qwen3_5_text": Traits(fp32_norms=True),
+    "qwen3_5_moe_text": Traits(fp32_norms=True),
 }
 
 # The FSDP units per model_type: transformers' decoder-layer (and vision-block) classes, each model class's
@@ -72,6 +76,9 @@ FSDP_UNITS = {
     "deepseek_v2": ("DeepseekV2DecoderLayer",),
     "deepseek_v3": ("DeepseekV3DecoderLayer",),
     "glm4_moe": ("Glm4MoeDecoderLayer",),
+    "qwen3_next": ("Qwen3NextDecoderLayer",),
+    "qwen3_5_text": ("Qwen3_5DecoderLayer",),
+    "qwen3_5_moe_text": ("Qwen3_5MoeDecoderLayer",),
 }
 
 

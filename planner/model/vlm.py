@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from planner.model.hybrid import COMMON as HYBRID_COMMON
+from planner.model.hybrid import DEFAULTS as HYBRID_DEFAULTS
 from planner.model.shapes import FSDP_UNITS, Tensors
 from planner.model.shapes import linear as _linear
 
@@ -76,6 +78,9 @@ VISION_DEFAULTS = {  # transformers 5.23 config classes' defaults
 }
 VISION_DEFAULTS["smolvlm_vision"] = VISION_DEFAULTS["idefics3_vision"]
 VISION_DEFAULTS["qwen3_vl_moe_vision"] = VISION_DEFAULTS["qwen3_vl_vision"]  # configuration_qwen3_vl_moe.py:135-146
+# Qwen3.5's tower is Qwen3-VL's without the deepstack mergers (modular_qwen3_5.py:148-158,468-476, transformers 5.25)
+VISION_DEFAULTS["qwen3_5_vision"] = {**VISION_DEFAULTS["qwen3_vl_vision"], "deepstack_visual_indexes": []}
+VISION_DEFAULTS["qwen3_5_moe_vision"] = VISION_DEFAULTS["qwen3_5_vision"]
 TEXT_DEFAULTS = {
     "llama": {
         "vocab_size": 32000,
@@ -128,6 +133,7 @@ TEXT_DEFAULTS = {
         "num_experts": 60,
     },
 }
+TEXT_DEFAULTS.update({mt: {**HYBRID_COMMON, **HYBRID_DEFAULTS[mt]} for mt in ("qwen3_5_text", "qwen3_5_moe_text")})
 # family: (vision model_type, the composite's vision init when vision_config is absent), text model_type, top defaults
 FAMILIES = {
     "llava": (("clip_vision_model", _CLIP_L336), "llama", {"vision_feature_layer": -2, "tie_word_embeddings": False}),
@@ -157,9 +163,13 @@ FAMILIES = {
     "smolvlm": (("smolvlm_vision", {}), "llama", {"scale_factor": 2, "tie_word_embeddings": False}),
     "qwen3_vl": (("qwen3_vl_vision", {}), "qwen3_vl_text", {"tie_word_embeddings": False}),
     "qwen3_vl_moe": (("qwen3_vl_moe_vision", {}), "qwen3_vl_moe_text", {"tie_word_embeddings": False}),
+    # Qwen3.5 and Qwen3.5-MoE: a hybrid linear-attention language model (planner/model/hybrid.py)
+    "qwen3_5": (("qwen3_5_vision", {}), "qwen3_5_text", {"tie_word_embeddings": False}),
+    "qwen3_5_moe": (("qwen3_5_moe_vision", {}), "qwen3_5_moe_text", {"tie_word_embeddings": False}),
 }
-QWEN3_VL = ("qwen3_vl", "qwen3_vl_moe")  # one tower; a dense or a routed (moespec.LAYOUT) language model
-MOE_VLMS = ("qwen3_vl_moe",)
+# one tower; a dense, a routed (moespec.LAYOUT) or a hybrid (hybrid.TEXT_TYPES) language model
+QWEN3_VL = ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
+MOE_VLMS = ("qwen3_vl_moe", "qwen3_5_moe")
 LLAVA = ("llava", "llava_next", "llava_onevision")
 # (tower modules, projector modules) as named_parameters names them below the model
 PREFIXES = {
@@ -172,6 +182,7 @@ PREFIXES = {
     "qwen3_vl": (("visual.",), ("visual.merger.", "visual.deepstack_merger_list.")),
 }
 PREFIXES["qwen3_vl_moe"] = PREFIXES["qwen3_vl"]
+PREFIXES["qwen3_5"] = PREFIXES["qwen3_5_moe"] = (("visual.",), ("visual.merger.",))
 # the layer classes FSDP wraps: the tower's own (_no_split_modules of its model class, transformers 5.23)
 TOWER_UNITS = {
     "clip_vision_model": ("CLIPEncoderLayer",),
@@ -180,8 +191,15 @@ TOWER_UNITS = {
     "smolvlm_vision": ("SmolVLMVisionAttention",),
     "qwen3_vl_vision": ("Qwen3VLVisionBlock",),
     "qwen3_vl_moe_vision": ("Qwen3VLMoeVisionBlock",),
+    "qwen3_5_vision": ("Qwen3_5VisionBlock",),
+    "qwen3_5_moe_vision": ("Qwen3_5MoeVisionBlock",),
 }
-TEXT_UNITS = {"qwen3_vl_text": ("Qwen3VLTextDecoderLayer",), "qwen3_vl_moe_text": ("Qwen3VLMoeTextDecoderLayer",)}
+TEXT_UNITS = {
+    "qwen3_vl_text": ("Qwen3VLTextDecoderLayer",),
+    "qwen3_vl_moe_text": ("Qwen3VLMoeTextDecoderLayer",),
+    "qwen3_5_text": ("Qwen3_5DecoderLayer",),
+    "qwen3_5_moe_text": ("Qwen3_5MoeDecoderLayer",),
+}
 # the language model's module below the model, where LoRA's targets are (Idefics3 and SmolVLM call it text_model)
 TEXT_MODULE = {"idefics3": "text_model", "smolvlm": "text_model"}
 
@@ -272,6 +290,8 @@ def _qwen3_vl(v: dict) -> list[Tensors]:
         + _linear("projector", hm, hm, 1, True)
         + _linear("projector", out_h, hm, 1, True)
     )
+    if not deep:  # Qwen3.5's tower: no deepstack mergers
+        return t
     t += [Tensors("projector", (hm,), 2 * deep)] + _linear("projector", hm, hm, deep, True)
     return t + _linear("projector", out_h, hm, deep, True)
 

@@ -33,6 +33,8 @@ ROWS = [
     ("gemma-3-4b", 256, "bf16-pure"),
     ("smolvlm-instruct", 324, "bf16-pure"),
     ("llama-3.2-11b-vision", 1, "bf16-pure"),
+    ("qwen3.5-27b", 64, "bf16-pure"),  # Qwen3-VL's block, no deepstack
+    ("glm-4.1v-9b", 64, "bf16-pure"),  # read as Qwen2.5-VL's block, each image whole
     ("qwen2.5-vl-3b", 64, "fp32"),
     ("llava-1.5-7b", 576, "fp32"),
 ]

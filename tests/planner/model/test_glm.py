@@ -43,3 +43,36 @@ def test_the_rotated_dims_follow_partial_rotary_factor():
     nested = {**top, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.25}}
     assert from_config(nested, "c").text.rotary_cat_dim == 32
     assert from_config(catalog.model_config("qwen3-8b"), "d").text.rotary_cat_dim == 0
+
+
+def _built_vlm(**kw) -> tuple[dict, int]:
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    conf = transformers.AutoConfig.for_model("glm4v", **kw)
+    with torch.device("meta"):
+        model = transformers.AutoModelForImageTextToText.from_config(conf)
+    return conf.to_dict(), sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"text_config": {"num_hidden_layers": 2}, "vision_config": {"depth": 2}},
+        # the text model's tie flag reaches the composite (configuration_glm4v.py:178); q/k/v biased whatever it says
+        {"text_config": {"num_hidden_layers": 2, "tie_word_embeddings": True, "attention_bias": False}},
+        {"vision_config": {"depth": 3, "attention_bias": True, "image_size": 448, "spatial_merge_size": 1}},
+    ],
+    ids=["defaults", "tied-text", "tower-options"],
+)
+def test_glm4v_counts_are_the_built_models(kw):
+    cfg, real = _built_vlm(**kw)
+    spec = from_config(cfg, "glm4v")
+    assert spec.params == real and spec.exact and spec.vision is not None
+    assert spec.text.rotary_cat_dim == 0 and spec.text.biases[:2] == (True, False)
+
+
+def test_glm4v_catalog_entry_is_the_published_size():
+    """GLM-4.1V-9B-Thinking: 10.3B parameters on its model card; the tower's merger is the projector."""
+    spec = catalog.load_model("glm-4.1v-9b")
+    assert round(spec.params / 1e9, 1) == 10.3
+    assert spec.params_by_role()["projector"] == 185_081_856

@@ -21,9 +21,9 @@ def test_each_pending_family_is_refused_in_one_line_naming_it(model_type):
 
 
 def test_a_known_language_model_under_a_pending_composite_is_refused_too():
-    """A composite's text_config names the family (a Qwen3.5 text model inside an unknown wrapper)."""
+    """A composite's text_config names the family (a GLM-4V text model inside an unknown wrapper)."""
     cfg = {"model_type": "my_vlm", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}
     cfg.update(intermediate_size=128, vocab_size=100)
     assert not from_config(cfg, "m").exact  # the generic count, marked approximate
-    with pytest.raises(BadInput, match="'qwen3_5_text' is not counted by memplan yet"):
-        from_config({**cfg, "text_config": {"model_type": "qwen3_5_text"}}, "m")
+    with pytest.raises(BadInput, match="'glm4v_text' is not counted by memplan yet"):
+        from_config({**cfg, "text_config": {"model_type": "glm4v_text"}}, "m")

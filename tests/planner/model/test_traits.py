@@ -22,6 +22,8 @@ READERS = {
     "planner/model/mllama.py",
     "planner/model/vila.py",
     "planner/model/qwenvl.py",
+    "planner/model/hybrid.py",
+    "planner/model/glm4v.py",
     "planner/model/pending.py",
     "planner/model/images.py",
     "planner/model/image_rules.py",
