@@ -1,0 +1,78 @@
+"""A framework's key table, read both ways: each row ties a memplan field to the framework's own key (flag or config
+key) at its newest release, the framework's default for it with the file:line it stands at, the value map between
+memplan's words and the framework's, and the key's name at older release lines. Each framework folder declares one
+`Table` (its keys.py); its reader looks keys and defaults up there, its writer names keys and maps values through it,
+and its Release lines take their key names from it. The special cases (what a value implies beyond one field) stay
+code in the reader and writer; only plain field <-> key rows live here. Data only: no reading, no writing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Key:
+    """`field`: the memplan field (a knob, a workload field), or the framework's own name where memplan has no field;
+    `key`: the framework's name for it at its newest release; `default`/`cite`: the framework's default and where it
+    stands ("" when it has none the reader uses); `to_value`: memplan value -> the framework's (the writer's map; a
+    value not in it is written as it is); `from_value`: the framework's value -> memplan's (the reader's; by default
+    `to_value` inverted); `renames`: release line name -> the key's name there (ms-swift 3's train_type)."""
+
+    field: str
+    key: str
+    default: object = None
+    cite: str = ""
+    to_value: Mapping = field(default_factory=dict)
+    from_value: Mapping = field(default_factory=dict)
+    renames: Mapping[str, str] = field(default_factory=dict)
+
+    def at(self, release: str = "") -> str:
+        """The key's name at release line `release` ("": the newest)."""
+        return self.renames.get(release, self.key)
+
+    def write(self, value: object) -> object:
+        """memplan's value as the framework writes it."""
+        if not self.to_value or isinstance(value, (list, dict)):
+            return value
+        return self.to_value.get(value, value)
+
+    def read(self, value: object) -> object:
+        """The framework's value as memplan's (None for a value neither map knows, where a map is given)."""
+        back = self.from_value or {v: k for k, v in self.to_value.items()}
+        if not back:
+            return value
+        return back.get(value, back.get(str(value)))
+
+
+class Table:
+    """One framework's rows, by field; `prefix`: how its keys are written on a command line ("--" for flags, "" for a
+    config file's keys)."""
+
+    def __init__(self, *rows: Key, prefix: str = "") -> None:
+        self.rows = {r.field: r for r in rows}
+        assert len(self.rows) == len(rows), "one row a field"
+        self.prefix = prefix
+
+    def __getitem__(self, name: str) -> Key:
+        return self.rows[name]
+
+    def key(self, name: str, release: str = "") -> str:
+        """Field `name`'s key at release line `release` (bare, without the prefix)."""
+        return self.rows[name].at(release)
+
+    def flag(self, name: str, release: str = "") -> str:
+        """Field `name`'s key as written (`--lora_rank`)."""
+        return self.prefix + self.key(name, release)
+
+    def pair(self, name: str, value: object, release: str = "") -> tuple[str, object]:
+        """(key, the framework's value) the writer writes for field `name` at memplan value `value`."""
+        return self.key(name, release), self.rows[name].write(value)
+
+    def release_keys(self, release: str, names: Iterable[str]) -> dict[str, str]:
+        """{field: flag} of the fields `names` at release line `release` (Release.keys)."""
+        return {n: self.flag(n, release) for n in names}
+
+    def renamed(self, release: str) -> dict[str, str]:
+        """{the key's name at `release`: its newest name} for every row release line `release` renames."""
+        return {r.renames[release]: r.key for r in self.rows.values() if release in r.renames}
