@@ -3,6 +3,7 @@ Liger's fused loss, packing, ZeRO through its DeepSpeed JSONs, FSDP through an a
 Files cited are in the 0.9.5 wheel (src/llamafactory/...)."""
 
 from planner.frameworks.base import NO_SPLITS, Default, Framework, Rule, expert_targets, full_dpo_precomputed
+from planner.frameworks.llamafactory.keys import KEYS
 
 HP = "llamafactory 0.9.5 hparams"
 FRAMEWORK = Framework(
@@ -64,23 +65,23 @@ FRAMEWORK = Framework(
         "micro_batch": Default(8, "transformers training_args.py: per_device_train_batch_size 8"),
         "grad_accum": Default(1, "transformers training_args.py: gradient_accumulation_steps 1"),
     },
-    keys={
-        "micro_batch": "per_device_train_batch_size",
-        "grad_accum": "gradient_accumulation_steps",
-        "checkpointing": "disable_gradient_checkpointing",
-        "zero_stage": "deepspeed",
-        "offload": "deepspeed",
+    keys={  # the keys the frameworks table shows, named by the key table
+        "micro_batch": KEYS.key("micro_batch"),
+        "grad_accum": KEYS.key("grad_accum"),
+        "checkpointing": KEYS.key("checkpointing"),
+        "zero_stage": KEYS.key("zero_stage"),
+        "offload": KEYS.key("zero_stage"),
         "fsdp": "accelerate config (fsdp_config.yaml)",
-        "optimizer": "optim",
-        "loss": "enable_liger_kernel",
-        "attention": "flash_attn",
+        "optimizer": KEYS.key("optimizer"),
+        "loss": KEYS.key("loss"),
+        "attention": KEYS.key("attention"),
         "precision": "bf16 / pure_bf16",
-        "lora_rank": "lora_rank",
-        "quant": "quantization_bit",
-        "seq_len": "cutoff_len",
-        "batching": "packing",
-        "model": "model_name_or_path",
-        "frozen": "freeze_vision_tower",
+        "lora_rank": KEYS.key("lora_rank"),
+        "quant": KEYS.key("quant"),
+        "seq_len": KEYS.key("seq_len"),
+        "batching": KEYS.key("packing"),
+        "model": KEYS.key("model"),
+        "frozen": KEYS.key("frozen_vision"),
     },
     notes=(
         "LoRA and checkpointing on by default; checkpointing offload is use_unsloth_gc",
