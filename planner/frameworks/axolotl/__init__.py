@@ -2,6 +2,7 @@
 cut cross-entropy, the chunked loss, sample packing, ZeRO and FSDP1/2; SFT, DPO, GRPO. Files cited are in the 0.19.0
 wheel (axolotl/utils/schemas/...)."""
 
+from planner.frameworks.axolotl.keys import KEYS
 from planner.frameworks.base import Default, Framework, Rule, kind, workload_of
 
 # utils/freeze.py:16-26: the first components of the parameter names freeze_mm_modules freezes
@@ -81,24 +82,24 @@ FRAMEWORK = Framework(
         "optimizer": Default("adamw-fused", "axolotl/utils/schemas/training.py:122: adamw_torch_fused"),
         "precision": Default("bf16", "axolotl/utils/schemas/config.py: bf16 auto (bf16 where the GPU has it)"),
     },
-    keys={
-        "micro_batch": "micro_batch_size",
-        "grad_accum": "gradient_accumulation_steps",
-        "checkpointing": "gradient_checkpointing",
-        "zero_stage": "deepspeed",
-        "offload": "deepspeed",
-        "fsdp": "fsdp_config",
-        "optimizer": "optimizer",
+    keys={  # the keys the frameworks table shows, named by the key table
+        "micro_batch": KEYS.key("micro_batch"),
+        "grad_accum": KEYS.key("grad_accum"),
+        "checkpointing": KEYS.key("checkpointing"),
+        "zero_stage": KEYS.key("zero_stage"),
+        "offload": KEYS.key("zero_stage"),
+        "fsdp": KEYS.key("fsdp"),
+        "optimizer": KEYS.key("optimizer"),
         "loss": "chunked_cross_entropy / liger plugin",
         "attention": "flash_attention",
-        "precision": "bf16",
-        "lora_rank": "lora_r",
-        "quant": "load_in_4bit",
-        "context_parallel": "context_parallel_size",
-        "tensor_parallel": "tensor_parallel_size",
-        "seq_len": "sequence_len",
-        "batching": "sample_packing",
-        "model": "base_model",
+        "precision": KEYS.key("bf16"),
+        "lora_rank": KEYS.key("lora_rank"),
+        "quant": KEYS.key("quant_4bit"),
+        "context_parallel": KEYS.key("context_parallel"),
+        "tensor_parallel": KEYS.key("tensor_parallel"),
+        "seq_len": KEYS.key("seq_len"),
+        "batching": KEYS.key("batching"),
+        "model": KEYS.key("model"),
     },
     notes=("checkpointing off by default; unknown keys are dropped silently by its validator",),
     rules=(
