@@ -73,6 +73,15 @@ class Table:
         """{field: flag} of the fields `names` at release line `release` (Release.keys)."""
         return {n: self.flag(n, release) for n in names}
 
+    def shown(self, names: str, **texts: str) -> dict[str, str]:
+        """Framework.keys (the frameworks table's column), in the order of `names` (space-separated): `name` shows its
+        row's flag, `name=field` that field's row's flag; a name in `texts` shows its text (what no one row says)."""
+        out = {}
+        for item in names.split():
+            name, _, what = item.partition("=")
+            out[name] = texts[name] if name in texts else self.flag(what or name)
+        return out
+
     def renamed(self, release: str) -> dict[str, str]:
         """{the key's name at `release`: its newest name} for every row release line `release` renames."""
         return {r.renames[release]: r.key for r in self.rows.values() if release in r.renames}

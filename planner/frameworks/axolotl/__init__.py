@@ -82,25 +82,12 @@ FRAMEWORK = Framework(
         "optimizer": Default("adamw-fused", "axolotl/utils/schemas/training.py:122: adamw_torch_fused"),
         "precision": Default("bf16", "axolotl/utils/schemas/config.py: bf16 auto (bf16 where the GPU has it)"),
     },
-    keys={  # the keys the frameworks table shows, named by the key table
-        "micro_batch": KEYS.key("micro_batch"),
-        "grad_accum": KEYS.key("grad_accum"),
-        "checkpointing": KEYS.key("checkpointing"),
-        "zero_stage": KEYS.key("zero_stage"),
-        "offload": KEYS.key("zero_stage"),
-        "fsdp": KEYS.key("fsdp"),
-        "optimizer": KEYS.key("optimizer"),
-        "loss": "chunked_cross_entropy / liger plugin",
-        "attention": "flash_attention",
-        "precision": KEYS.key("bf16"),
-        "lora_rank": KEYS.key("lora_rank"),
-        "quant": KEYS.key("quant_4bit"),
-        "context_parallel": KEYS.key("context_parallel"),
-        "tensor_parallel": KEYS.key("tensor_parallel"),
-        "seq_len": KEYS.key("seq_len"),
-        "batching": KEYS.key("batching"),
-        "model": KEYS.key("model"),
-    },
+    keys=KEYS.shown(  # the frameworks table's keys, named by the key table
+        "micro_batch grad_accum checkpointing zero_stage offload=zero_stage fsdp optimizer loss attention "
+        "precision=bf16 lora_rank quant=quant_4bit context_parallel tensor_parallel seq_len batching model",
+        loss="chunked_cross_entropy / liger plugin",
+        attention="flash_attention",
+    ),
     notes=("checkpointing off by default; unknown keys are dropped silently by its validator",),
     rules=(
         Rule(
