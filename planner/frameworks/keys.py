@@ -57,6 +57,10 @@ class Table:
     def __getitem__(self, name: str) -> Key:
         return self.rows[name]
 
+    def named(self, key: str) -> Key:
+        """The row whose newest key is `key` (KeyError for none)."""
+        return next(r for r in self.rows.values() if r.key == key)
+
     def key(self, name: str, release: str = "") -> str:
         """Field `name`'s key at release line `release` (bare, without the prefix)."""
         return self.rows[name].at(release)
