@@ -22,7 +22,7 @@ from planner.frameworks.llamafactory import reader as llamafactory
 from planner.frameworks.openrlhf import reader as openrlhf
 from planner.frameworks.openrlhf.keys import KEYS as OPENRLHF_KEYS
 from planner.frameworks.trl import reader_vlmr1 as vlmr1
-from planner.frameworks.verl import reader as verlrl
+from planner.frameworks.verl.keys import KEYS as VERL_KEYS
 from planner.intake import configs, launch, scriptargs
 from planner.intake.collect import is_default
 from planner.intake.flags import norm
@@ -63,7 +63,7 @@ READER_TABLES = {  # a reader's own key tables: the keys it plans, defaults or n
     "trl": HF_TABLES,
     "llamafactory": (llamafactory.UNPLANNED,),
     "axolotl": (axolotl.UNPLANNED,),
-    "verl": (verlrl.DEFAULTS,),
+    "verl": (defaulted(VERL_KEYS),),
     "openrlhf": (defaulted(OPENRLHF_KEYS), openrlhf.OLD, openrlhf.OLD.values()),
 }
 # the model (models.read_model resolves it or says why not) and the data set by name (item 6: the rows decide)
