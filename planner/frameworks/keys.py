@@ -16,15 +16,15 @@ class Key:
     """`field`: the memplan field (a knob, a workload field), or the framework's own name where memplan has no field;
     `key`: the framework's name for it at its newest release; `default`/`cite`: the framework's default and where it
     stands ("" when it has none the reader uses); `to_value`: memplan value -> the framework's (the writer's map; a
-    value not in it is written as it is); `from_value`: the framework's value -> memplan's (the reader's; by default
-    `to_value` inverted); `renames`: release line name -> the key's name there (ms-swift 3's train_type)."""
+    value not in it is written as it is; the readers map the framework's words back through planner.intake.vocab,
+    which knows every spelling, not only the ones written); `renames`: release line name -> the key's name there
+    (ms-swift 3's train_type)."""
 
     field: str
     key: str
     default: object = None
     cite: str = ""
     to_value: Mapping = field(default_factory=dict)
-    from_value: Mapping = field(default_factory=dict)
     renames: Mapping[str, str] = field(default_factory=dict)
 
     def at(self, release: str = "") -> str:
@@ -36,13 +36,6 @@ class Key:
         if not self.to_value or isinstance(value, (list, dict)):
             return value
         return self.to_value.get(value, value)
-
-    def read(self, value: object) -> object:
-        """The framework's value as memplan's (None for a value neither map knows, where a map is given)."""
-        back = self.from_value or {v: k for k, v in self.to_value.items()}
-        if not back:
-            return value
-        return back.get(value, back.get(str(value)))
 
 
 class Table:
