@@ -230,6 +230,9 @@ class Framework:
     key_spans: dict[str, dict[str, tuple]] = field(default_factory=dict)
     # another framework's release under a name of its own (trl-0: "trl@0.22"), "" for none
     same_as: str = ""
+    # its folder has a writer (planner/frameworks/<name>/writer.py: files(plan, model, hw, seq_len) and command(plan,
+    # hw)), which planner.export.launch dispatches a plan of this framework to; False: HF's material
+    writes: bool = False
 
     @property
     def newest(self) -> Release | None:

@@ -78,6 +78,7 @@ ROLES = RoleEngine(
 
 FRAMEWORK = Framework(
     name="openrlhf",
+    writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="OpenRLHF (Ray PPO/GRPO)",
     role_engine=ROLES,
     version="openrlhf 0.11.2",

@@ -55,6 +55,7 @@ RELEASES = (
 
 FRAMEWORK = Framework(
     name="swift",
+    writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="ms-swift",
     version="ms-swift 4.6.0",
     gkd_loss="chunked",  # rlhf_trainers/gkd_loss.py:94-148, 224-271 (planner.estimate.gkd)
