@@ -55,6 +55,7 @@ RELEASES = (
 
 FRAMEWORK = Framework(
     name="swift",
+    package="ms-swift",  # its pinned version decides the release (planner.intake.releases)
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="ms-swift",
     version="ms-swift 4.6.0",
