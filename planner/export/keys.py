@@ -71,7 +71,7 @@ def script_flags(text: str) -> dict[str, object]:
 def settings(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str, object]:
     """The plan's settings as its framework's keys: the main config file of a LLaMA-Factory, ms-swift or axolotl
     plan (the DeepSpeed JSON as `deepspeed.*`); HF's TrainingArguments (and the DeepSpeed JSON) otherwise."""
-    files = launch.files(plan, hw, model, seq_len) if plan.framework in launch.FRAMEWORK_EXPORTS else {}
+    files = launch.files(plan, hw, model, seq_len) if launch.exporter(plan.framework) is not None else {}
     out: dict[str, object] = {}
     for name, text in files.items():
         if name.endswith((".yaml", ".yml")):

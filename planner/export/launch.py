@@ -7,36 +7,23 @@ planner/frameworks/<name>/writer.py); every other plan the HF/DeepSpeed/accelera
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from importlib import import_module
 from pathlib import Path
 
 from planner.config.spec import Goal, Hardware, Launch, Plan
 from planner.export import export
 from planner.export.export import DS_CONFIG_NAME, FSDP_CONFIG_NAME
+from planner.frameworks import FRAMEWORKS
 from planner.model.modelspec import ModelSpec
 
 LAUNCH_NAME = "launch.sh"
-# the frameworks whose plans have files of their own (plan.framework): their writers (`exporter`)
-FRAMEWORK_EXPORTS = ("llamafactory", "swift", "axolotl", "verl", "torchtitan", "openrlhf")
-
-
-@lru_cache(maxsize=1)
-def _exporters() -> dict:
-    """plan.framework -> its writer, imported on first use: a plan HF's command runs imports none of them."""
-    from planner.frameworks.axolotl import writer as axolotl
-    from planner.frameworks.llamafactory import writer as llamafactory
-    from planner.frameworks.openrlhf import writer as openrlhf
-    from planner.frameworks.swift import writer as swift
-    from planner.frameworks.torchtitan import writer as torchtitan
-    from planner.frameworks.verl import writer as verl
-
-    out = {"llamafactory": llamafactory, "swift": swift, "axolotl": axolotl, "verl": verl}
-    return {**out, "torchtitan": torchtitan, "openrlhf": openrlhf}
 
 
 def exporter(framework: str):
-    """The writer of a framework in FRAMEWORK_EXPORTS, else None (HF's command and files)."""
-    return _exporters()[framework] if framework in FRAMEWORK_EXPORTS else None
+    """The writer its framework's folder declares (Framework.writes: planner/frameworks/<name>/writer.py), imported on
+    first use so that a plan HF's command runs imports none; None for HF's command and files."""
+    fw = FRAMEWORKS.get(framework)
+    return import_module(f"planner.frameworks.{framework}.writer") if fw is not None and fw.writes else None
 
 
 def budget_note(plan: Plan) -> str | None:
@@ -129,7 +116,7 @@ def command_files(plan: Plan, model: ModelSpec, ds_name: str = DS_CONFIG_NAME) -
 def files(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int) -> dict[str, str]:
     """A framework plan's config files (framework_launch, made once: a plan that carries them keeps them); otherwise
     the command's files, the accelerate config of an FSDP plan, the HF arguments and a Slurm script."""
-    if plan.framework in FRAMEWORK_EXPORTS:
+    if exporter(plan.framework) is not None:
         made = plan.launch.framework_files if plan.launch else framework_launch(plan, model, hw, seq_len)[1]
         if made is not None:  # None: its framework cannot express it, and the plan carries the HF material
             return dict(made)

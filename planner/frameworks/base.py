@@ -173,6 +173,17 @@ def version_of(text: str) -> tuple[int, ...] | None:
 
 
 @dataclass(frozen=True)
+class ForkSigns:
+    """How a run shows it is a fork that froze one of this framework's releases (planner.intake.releases reads it):
+    `classes`, (trainer class in its script, release); `flags`, (a flag only the fork's script takes, release, why);
+    `paths`, (a name in its files' paths, the releases it allows, the first planned), first match wins."""
+
+    classes: tuple[tuple[str, str], ...] = ()
+    flags: tuple[tuple[str, str, str], ...] = ()
+    paths: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+@dataclass(frozen=True)
 class Framework:
     name: str
     label: str
@@ -230,6 +241,13 @@ class Framework:
     key_spans: dict[str, dict[str, tuple]] = field(default_factory=dict)
     # another framework's release under a name of its own (trl-0: "trl@0.22"), "" for none
     same_as: str = ""
+    # its folder has a writer (planner/frameworks/<name>/writer.py: files(plan, model, hw, seq_len) and command(plan,
+    # hw)), which planner.export.launch dispatches a plan of this framework to; False: HF's material
+    writes: bool = False
+    # the package whose pinned version beside a run decides its release (planner.intake.releases), "" for none
+    package: str = ""
+    # the forks that froze one of its releases, known by their trainer classes, flags and files; None for none
+    forks: ForkSigns | None = None
 
     @property
     def newest(self) -> Release | None:

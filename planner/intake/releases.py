@@ -37,32 +37,17 @@ PARENTS = 3
 QUOTES = " ,[\"'"  # what a pin's match may start with in a list
 PIN_FILES = ("requirements.txt", "setup.py", "pyproject.toml", "environment.yml", "environment.yaml")
 PIN_GLOBS = ("requirements*.txt", "*freeze*.txt", "constraints*.txt")
-# the package whose version decides each framework's release (transformers for HF's Trainer)
-PACKAGES = {"trl": "trl", "swift": "ms-swift", "openrlhf": "openrlhf", "hf": "transformers"}
+# the package whose version decides each framework's release (transformers for HF's Trainer): Framework.package
+PACKAGES = {name: fw.package for name, fw in FRAMEWORKS.items() if fw.package}
+# a package's name as a pin writes it ("ms-swift" or "ms_swift")
+_NAMES = "|".join(re.escape(p).replace("\\-", "[-_]") for p in PACKAGES.values())
 _PIN = re.compile(
-    r"""(?mi)(?:^|["'\s,\[])(?:-\s*)?(?P<name>trl|ms[-_]swift|openrlhf|transformers)\s*(?:\[[^\]]*\])?\s*"""
+    rf"""(?mi)(?:^|["'\s,\[])(?:-\s*)?(?P<name>{_NAMES})\s*(?:\[[^\]]*\])?\s*"""
     r"""(?:===|==|~=|>=|=|\s@\s[^\n"']*?@v?)\s*v?(?P<version>\d+(?:\.\d+)*)"""
 )
-# GRPO forks by their trainer classes (trl's releases "r1-v" and "vlm-r1"), and by their files where the script is
-# not among the user's: VLM-R1's grpo_jsonl.py came with VLMGRPOTrainer (4081ec3); R1-V's src/r1-v
-TRAINER_CLASSES = (("VLMGRPOTrainer", "vlm-r1"), ("Qwen2VLGRPOTrainer", "r1-v"))
-# GRPO forks by a flag only their script takes: Video-R1 (59d65c3) src/r1-v/src/open_r1/grpo.py:55-60 --temporal,
-# --len_control; its trainer (:286 Qwen2VLGRPOVLLMTrainerModified with vLLM, else Qwen2VLGRPOTrainer) is R1-V's,
-# repeating each prompt num_generations times (trainer/vllm_grpo_trainer_modified.py:615): its batch counts prompts
-VIDEO_R1 = "Video-R1's flag, src/r1-v/src/open_r1/grpo.py:55-60; its trainer is R1-V's Qwen2VLGRPOTrainer's copy"
-FORK_FLAGS = (("temporal", "r1-v", VIDEO_R1), ("len_control", "r1-v", VIDEO_R1))
-# GRPO forks by their files' names, first match wins: VLM-R1's grpo_jsonl.py came with VLMGRPOTrainer (4081ec3); its
-# grpo_rec.py ran Qwen2VLGRPOTrainer, each prompt sampled num_generations times, until 0586aee (2025-03-03; 1af6d4a
-# grpo_trainer.py:336-341 num_return_sequences, 717-723 one row a prompt), then VLMGRPOTrainer (fd242e0
-# grpo_rec.py:35, counting completions: grpo_trainer.py:828-841); R1-V's first layout was src/open-r1-multimodal too
-# (the R1-V issue #61 script `cd`s there). A name more than one trainer ran allows each (the first planned).
-FORK_PATHS = (
-    ("grpo_jsonl.py", ("vlm-r1",)),
-    ("grpo_rec.py", ("vlm-r1", "r1-v")),
-    ("open-r1-multimodal", ("vlm-r1", "r1-v")),
-    ("VLM-R1", ("vlm-r1", "r1-v")),
-    ("r1-v", ("r1-v",)),
-)
+# the GRPO forks' signs, as the framework they froze a release of declares them (planner.frameworks.trl: R1-V,
+# VLM-R1, Video-R1); the releases fork() and fork_by_flags() name are that framework's
+FORKS = next(fw.forks for fw in FRAMEWORKS.values() if fw.forks is not None)
 
 
 def _pin_files(folder: Path) -> list[Path]:
@@ -75,7 +60,7 @@ def _pin_files(folder: Path) -> list[Path]:
     return found
 
 
-_GIT = re.compile(r"""(?mi)(?:^|["'\s,\[])(?P<name>trl|ms[-_]swift|openrlhf|transformers)\s*@\s*git\+[^\s"',]+""")
+_GIT = re.compile(rf"""(?mi)(?:^|["'\s,\[])(?P<name>{_NAMES})\s*@\s*git\+[^\s"',]+""")
 
 
 def pins(folders: list[Path]) -> dict[str, tuple[str, str]]:
@@ -105,17 +90,17 @@ def pins(folders: list[Path]) -> dict[str, tuple[str, str]]:
 
 def fork(paths: list[str], script: Path | None) -> tuple[str, str] | tuple[str, str, tuple[str, ...]] | None:
     """(trl release, why) for a GRPO fork's run: its script's trainer class, else a fork's file names in the paths,
-    with the releases a name allows where it names more than one trainer (FORK_PATHS: the first is planned)."""
+    with the releases a name allows where it names more than one trainer (ForkSigns.paths: the first is planned)."""
     if script is not None:
         try:
             text = limits.read_config_text(script, errors="replace")
         except (OSError, ValueError, limits.OverLimit):
             text = ""
-        for cls, release in TRAINER_CLASSES:
+        for cls, release in FORKS.classes:
             m = re.search(rf"\b{cls}\b", text)
             if m:
                 return release, f"{script.name}:{text.count(chr(10), 0, m.start()) + 1} uses {cls}"
-    for mark, also in FORK_PATHS:
+    for mark, also in FORKS.paths:
         hit = next((p for p in paths if mark in p), None)
         if hit is not None and len(also) == 1:
             return also[0], f"{hit} (a {also[0]} file)"
@@ -153,7 +138,7 @@ def _taking(framework: str, trainer: str, flags: dict) -> tuple[tuple[str, ...],
 
 def fork_by_flags(flags: dict) -> tuple[str, str] | None:
     """(trl release, why) for a GRPO fork's script known by a flag of its own argument dataclass."""
-    for key, release, why in FORK_FLAGS:
+    for key, release, why in FORKS.flags:
         if key in flags:
             return release, f"{flags[key].source} ({why})"
     return None

@@ -37,7 +37,7 @@ class Vars:
     positional: list[str] = field(default_factory=list)
     cwd: Path | None = None  # where the script runs: unknown until it changes to a known folder
     # the folders a relative `cd` names from an unknown folder (`cd src/r1-v`): not a place, only what it says of the
-    # run (a fork's folder name: planner.intake.releases.FORK_PATHS)
+    # run (a fork's folder name: planner.frameworks.trl FORK_PATHS)
     cd_words: str = ""
     nesting: int = 0  # expansions open within one another now (limits.MAX_SHELL_NESTING)
     version: int = 0  # bumped by every set and unset: exported_values is cached on it

@@ -2,6 +2,7 @@
 cut cross-entropy, the chunked loss, sample packing, ZeRO and FSDP1/2; SFT, DPO, GRPO. Files cited are in the 0.19.0
 wheel (axolotl/utils/schemas/...)."""
 
+from planner.frameworks.axolotl.keys import KEYS
 from planner.frameworks.base import Default, Framework, Rule, kind, workload_of
 
 # utils/freeze.py:16-26: the first components of the parameter names freeze_mm_modules freezes
@@ -36,6 +37,7 @@ def _partial_groups(k: dict, w) -> bool:
 
 FRAMEWORK = Framework(
     name="axolotl",
+    writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="axolotl",
     version="axolotl 0.19.0",
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
@@ -81,25 +83,12 @@ FRAMEWORK = Framework(
         "optimizer": Default("adamw-fused", "axolotl/utils/schemas/training.py:122: adamw_torch_fused"),
         "precision": Default("bf16", "axolotl/utils/schemas/config.py: bf16 auto (bf16 where the GPU has it)"),
     },
-    keys={
-        "micro_batch": "micro_batch_size",
-        "grad_accum": "gradient_accumulation_steps",
-        "checkpointing": "gradient_checkpointing",
-        "zero_stage": "deepspeed",
-        "offload": "deepspeed",
-        "fsdp": "fsdp_config",
-        "optimizer": "optimizer",
-        "loss": "chunked_cross_entropy / liger plugin",
-        "attention": "flash_attention",
-        "precision": "bf16",
-        "lora_rank": "lora_r",
-        "quant": "load_in_4bit",
-        "context_parallel": "context_parallel_size",
-        "tensor_parallel": "tensor_parallel_size",
-        "seq_len": "sequence_len",
-        "batching": "sample_packing",
-        "model": "base_model",
-    },
+    keys=KEYS.shown(  # the frameworks table's keys, named by the key table
+        "micro_batch grad_accum checkpointing zero_stage offload=zero_stage fsdp optimizer loss attention "
+        "precision=bf16 lora_rank quant=quant_4bit context_parallel tensor_parallel seq_len batching model",
+        loss="chunked_cross_entropy / liger plugin",
+        attention="flash_attention",
+    ),
     notes=("checkpointing off by default; unknown keys are dropped silently by its validator",),
     rules=(
         Rule(

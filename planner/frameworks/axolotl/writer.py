@@ -28,12 +28,12 @@ from planner.config.spec import Hardware, Plan
 from planner.estimate.quant import FOUR_BIT
 from planner.export import export
 from planner.frameworks import FRAMEWORKS, check_plan
+from planner.frameworks.axolotl.keys import KEYS
 from planner.model.catalog import checkpoints
 from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
 
 VERSION = "axolotl 0.19.0"
 CONFIG_NAME = "axolotl.yaml"
-ATTN = {"flash": "flash_attention_2", "sdpa": "sdpa", "eager": "eager"}
 LIGER = "axolotl.integrations.liger.LigerPlugin"
 DATASET_TYPE = {"sft": "chat_template", "dpo": "chat_template.default", "grpo": "YOUR_REWARDS_MODULE.transform"}
 
@@ -73,68 +73,63 @@ def check(plan: Plan, model: ModelSpec, hw: Hardware) -> None:
 
 
 def config(plan: Plan, model: ModelSpec, seq_len: int) -> dict:
-    cfg: dict = {
-        "base_model": loaded(model).path,
-        **adapter_keys(plan, model),
-        "datasets": [{"path": "YOUR_DATASET", "type": DATASET_TYPE[plan.workload.kind]}],
-    }
-    if plan.workload.rl:
-        cfg["rl"] = plan.workload.kind
-    cfg.update(
-        output_dir="./outputs/memplan",
-        sequence_len=seq_len,
-        sample_packing=plan.batching == "packed",
-        micro_batch_size=plan.micro_batch,
-        gradient_accumulation_steps=plan.grad_accum,
-        num_epochs=1,
-        optimizer=export.HF_OPTIM[plan.optimizer],
-        lr_scheduler="cosine",
-        learning_rate=2e-4 if plan.lora_rank else 2e-5,
+    k = KEYS.pair
+    cfg: dict = dict(
+        [
+            k("model", loaded(model).path),
+            *adapter_keys(plan, model).items(),
+            ("datasets", [{"path": "YOUR_DATASET", "type": DATASET_TYPE[plan.workload.kind]}]),
+        ]
     )
-    if plan.eval_batch:  # axolotl/core/builders/base.py:680-682 (per_device_eval_batch_size)
-        cfg["eval_batch_size"] = plan.eval_batch
+    if plan.workload.rl:
+        cfg.update([k("workload.kind", plan.workload.kind)])
+    cfg["output_dir"] = "./outputs/memplan"
+    cfg.update([k("seq_len", seq_len), (KEYS.key("batching"), plan.batching == "packed")])
+    cfg.update([k("micro_batch", plan.micro_batch), k("grad_accum", plan.grad_accum), ("num_epochs", 1)])
+    cfg.update([k("optimizer", export.HF_OPTIM[plan.optimizer]), ("lr_scheduler", "cosine")])
+    cfg["learning_rate"] = 2e-4 if plan.lora_rank else 2e-5
+    if plan.eval_batch:  # per_device_eval_batch_size
+        cfg.update([k("eval_batch", plan.eval_batch)])
     cfg.update(precision_keys(plan))
-    cfg.update(checkpoint_keys(plan), attn_implementation=ATTN[plan.attention])
+    cfg.update(checkpoint_keys(plan))
+    cfg.update([k("attention", plan.attention)])
     cfg.update(loss_keys(plan))
     cfg.update(sharding_keys(plan, model))
-    if plan.context_parallel > 1:  # ring-flash-attn's ring attention (utils/schemas/config.py context_parallel_size)
-        cfg["context_parallel_size"] = plan.context_parallel
+    if plan.context_parallel > 1:  # ring-flash-attn's ring attention
+        cfg.update([k("context_parallel", plan.context_parallel)])
     if plan.tensor_parallel > 1:  # AutoTP beside DeepSpeed, transformers' tp_plan beside FSDP2 (its adapter)
-        cfg["tensor_parallel_size"] = plan.tensor_parallel
+        cfg.update([k("tensor_parallel", plan.tensor_parallel)])
     cfg.update(rl_keys(plan))
     if plan.frozen != "none":
-        cfg["freeze_mm_modules"] = True
+        cfg.update([k("frozen", True)])
     return cfg
 
 
 def adapter_keys(plan: Plan, model: ModelSpec) -> dict:
     if not plan.lora_rank:
         return {}
-    out: dict = {"adapter": "qlora" if plan.quant in FOUR_BIT else "lora"}
+    k = KEYS.pair
+    out: dict = dict([k("lora", "qlora" if plan.quant in FOUR_BIT else "lora")])
     if plan.quant == "int8":  # loaders/model.py: adapter lora with load_in_8bit
-        out["load_in_8bit"] = True
-    elif plan.quant == "gptq":  # loaders/model.py:768: the checkpoint's GPTQ config
-        out["gptq"] = True
+        out.update([k("quant_8bit", True)])
+    elif plan.quant == "gptq":  # the checkpoint's GPTQ config
+        out.update([k("quant_gptq", True)])
     elif plan.quant != "none":
-        out.update(
-            load_in_4bit=True,
-            bnb_config_kwargs={
-                "bnb_4bit_quant_type": plan.quant,
-                "bnb_4bit_use_double_quant": plan.quant_absmax == "8bit",
-            },
-        )
-    out.update(lora_r=plan.lora_rank, lora_alpha=2 * plan.lora_rank, lora_dropout=plan.lora_dropout)
+        kwargs = {"bnb_4bit_quant_type": plan.quant, "bnb_4bit_use_double_quant": plan.quant_absmax == "8bit"}
+        out.update([k("quant_4bit", True), k("quant_kwargs", kwargs)])
+    out.update([k("lora_rank", plan.lora_rank), k("lora_alpha", 2 * plan.lora_rank)])
+    out.update([k("lora_dropout", plan.lora_dropout)])
     targets = peft_target_modules(plan.lora_targets)
     if targets == "all-linear":
-        out["lora_target_linear"] = True
+        out.update([k("lora_target_linear", True)])
     elif targets:
-        out["lora_target_modules"] = loaded(model).lora_names(targets)
+        out.update([k("lora_targets", loaded(model).lora_names(targets))])
     if peft_target_parameters(plan.lora_targets):
-        out["lora_target_parameters"] = peft_target_parameters(plan.lora_targets)
+        out.update([k("lora_target_parameters", peft_target_parameters(plan.lora_targets))])
     if plan.lora_train_embeddings:
-        out["lora_modules_to_save"] = ["embed_tokens", "lm_head"]
-    if plan.lora_variant == "dora":  # utils/schemas/peft.py:89
-        out["peft_use_dora"] = True
+        out.update([k("lora_train_embeddings", ["embed_tokens", "lm_head"])])
+    if plan.lora_variant == "dora":
+        out.update([k("lora_variant", plan.lora_variant)])
     return out
 
 
@@ -148,32 +143,33 @@ def precision_keys(plan: Plan) -> dict:
     """bf16 / fp16: autocast (axolotl loads the weights in that dtype, utils/config/__init__.py:197-202); bf16-pure:
     bfloat16 without autocast; fp32: neither (bf16 is "auto" unless given)."""
     if plan.precision == "bf16-pure":
-        return {"bf16": False, "bfloat16": True}
-    return {"bf16": plan.precision == "bf16", "fp16": plan.precision == "fp16"}
+        return dict([KEYS.pair("bf16", False), KEYS.pair("bfloat16", True)])
+    return dict([KEYS.pair("bf16", plan.precision == "bf16"), KEYS.pair("fp16", plan.precision == "fp16")])
 
 
 def checkpoint_keys(plan: Plan) -> dict:
     """FSDP plans checkpoint through fsdp_config.activation_checkpointing (HF refuses both at once); offload is
     checkpointing with the saved inputs in host RAM (`activation_offloading: true`, what the deprecated
     `gradient_checkpointing: offload` becomes, validation.py:1577-1592)."""
+    gc = KEYS.key("checkpointing")
     if plan.fsdp != "off" and plan.checkpointing == "full":
-        return {"gradient_checkpointing": False}
+        return {gc: False}
     if plan.checkpointing == "offload":
-        return {"gradient_checkpointing": True, "activation_offloading": True}
-    return {"gradient_checkpointing": plan.checkpointing == "full"}
+        return {gc: True, KEYS.key("activation_offloading"): True}
+    return {gc: plan.checkpointing == "full"}
 
 
 def loss_keys(plan: Plan) -> dict:
     if plan.loss == "chunked":
-        return {"chunked_cross_entropy": True}
+        return {KEYS.key("loss_chunked"): True}
     if plan.loss == "fused":
-        return {"plugins": [LIGER], "liger_fused_linear_cross_entropy": True}
+        return {KEYS.key("plugins"): [LIGER], KEYS.key("loss_fused"): True}
     return {}
 
 
 def sharding_keys(plan: Plan, model: ModelSpec) -> dict:
     if plan.zero_stage:
-        return {"deepspeed": export.DS_CONFIG_NAME}
+        return {KEYS.key("zero_stage"): export.DS_CONFIG_NAME}
     if plan.fsdp == "off":
         return {}
     f = export.fsdp_config(plan, model, loaded(model).layer_classes)
@@ -188,13 +184,13 @@ def sharding_keys(plan: Plan, model: ModelSpec) -> dict:
     }
     if "transformer_layer_cls_to_wrap" in f:
         cfg["transformer_layer_cls_to_wrap"] = ",".join(f["transformer_layer_cls_to_wrap"])
-    return {"fsdp_version": 2, "fsdp_config": cfg}
+    return {KEYS.key("fsdp_version"): 2, KEYS.key("fsdp"): cfg}
 
 
 def rl_keys(plan: Plan) -> dict:
     w = plan.workload
     if w.kind == "dpo":
-        return {"precompute_ref_log_probs": True} if w.precompute_ref_log_probs else {}
+        return dict([KEYS.pair("workload.precompute_ref_log_probs", True)]) if w.precompute_ref_log_probs else {}
     if w.kind != "grpo":
         return {}
     trl = {

@@ -132,6 +132,7 @@ HF_EVERY = (
 
 FRAMEWORK = Framework(
     name="hf",
+    package="transformers",  # its pinned version decides the release (planner.intake.releases)
     label="Hugging Face Trainer",
     version="transformers 5.23.0",
     every=(*HF_EVERY, "device_map"),

@@ -3,10 +3,12 @@ Liger's fused loss, packing, ZeRO through its DeepSpeed JSONs, FSDP through an a
 Files cited are in the 0.9.5 wheel (src/llamafactory/...)."""
 
 from planner.frameworks.base import NO_SPLITS, Default, Framework, Rule, expert_targets, full_dpo_precomputed
+from planner.frameworks.llamafactory.keys import KEYS
 
 HP = "llamafactory 0.9.5 hparams"
 FRAMEWORK = Framework(
     name="llamafactory",
+    writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="LLaMA-Factory",
     version="llamafactory 0.9.5",
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
@@ -64,24 +66,12 @@ FRAMEWORK = Framework(
         "micro_batch": Default(8, "transformers training_args.py: per_device_train_batch_size 8"),
         "grad_accum": Default(1, "transformers training_args.py: gradient_accumulation_steps 1"),
     },
-    keys={
-        "micro_batch": "per_device_train_batch_size",
-        "grad_accum": "gradient_accumulation_steps",
-        "checkpointing": "disable_gradient_checkpointing",
-        "zero_stage": "deepspeed",
-        "offload": "deepspeed",
-        "fsdp": "accelerate config (fsdp_config.yaml)",
-        "optimizer": "optim",
-        "loss": "enable_liger_kernel",
-        "attention": "flash_attn",
-        "precision": "bf16 / pure_bf16",
-        "lora_rank": "lora_rank",
-        "quant": "quantization_bit",
-        "seq_len": "cutoff_len",
-        "batching": "packing",
-        "model": "model_name_or_path",
-        "frozen": "freeze_vision_tower",
-    },
+    keys=KEYS.shown(  # the frameworks table's keys, named by the key table
+        "micro_batch grad_accum checkpointing zero_stage offload=zero_stage fsdp optimizer loss attention "
+        "precision lora_rank quant seq_len batching=packing model frozen=frozen_vision",
+        fsdp="accelerate config (fsdp_config.yaml)",
+        precision="bf16 / pure_bf16",
+    ),
     notes=(
         "LoRA and checkpointing on by default; checkpointing offload is use_unsloth_gc",
         "trainable parameters upcast to fp32 unless pure_bf16 (model/adapter.py)",

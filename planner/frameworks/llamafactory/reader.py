@@ -11,6 +11,7 @@ from pathlib import Path
 
 from planner.frameworks.accelerate import reader as accelerate
 from planner.frameworks.deepspeed import reader as deepspeed
+from planner.frameworks.llamafactory.keys import HF_ARGS, KEYS, H
 from planner.intake import loraargs, models, tuners, vocab
 from planner.intake.collect import (
     LF,
@@ -27,7 +28,6 @@ from planner.intake.collect import (
 )
 from planner.intake.flags import Flag, from_mapping
 
-H = "src/llamafactory/hparams/"
 REFUSED = {  # key: what it runs, refused in one line (planner.intake.tuners)
     "use_galore": "GaLore's projected optimizer states",
     "use_apollo": "APOLLO's optimizer states",
@@ -36,7 +36,6 @@ REFUSED = {  # key: what it runs, refused in one line (planner.intake.tuners)
     "use_muon": "Muon's optimizer states",
     "use_llama_pro": "LLaMA-Pro's expanded blocks",
 }
-HF_ARGS = "transformers 5.6 training_args.py"
 UNPLANNED = {  # key: why (memory-relevant, no memplan equivalent yet)
     "use_unsloth": "Unsloth's kernels",
     "fp8": "fp8 training",
@@ -56,33 +55,35 @@ def _get(f: dict[str, Flag], key: str, fallback: object, cite: str) -> tuple[obj
     return fallback, default(LF, cite, f"{key} {fallback}")
 
 
+def _look(f: dict[str, Flag], name: str) -> tuple[object, str]:
+    """(value, source) of field `name`'s key (planner.frameworks.llamafactory.keys), else LF's default and its cite."""
+    k = KEYS[name]
+    return _get(f, k.key, k.default, k.cite)
+
+
 def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None = None, vars=None) -> None:
     f = from_mapping(data, path) | (overrides or {})
     c.add_file(path)
     for k in sorted(set(f) - accepted("llamafactory") - pipeline_notes(c, f)):
         c.note(f"{f[k].source} (not a {LF} key: LLaMA-Factory refuses it)")
-    if "model_name_or_path" in f and f["model_name_or_path"].value not in (None, ""):
-        models.read_model(
-            c, show(f["model_name_or_path"].value), f["model_name_or_path"].source, "model_name_or_path", path.parent
-        )
+    m = KEYS.key("model")
+    if m in f and f[m].value not in (None, ""):
+        models.read_model(c, show(f[m].value), f[m].source, m, path.parent)
     else:
-        c.note(f"{path.name}: no model_name_or_path (LLaMA-Factory requires one: pass --model)")
+        c.note(f"{path.name}: no {m} (LLaMA-Factory requires one: pass --model)")
     for key, why in REFUSED.items():
         if key in f and as_bool(f[key].value):
             tuners.refuse(f[key].source, why)
     stage = _stage(c, f)
     lora = _method(c, f)
-    for key, field, fallback, cite in (
-        ("per_device_train_batch_size", "micro_batch", 8, f"{HF_ARGS}:782"),
-        ("gradient_accumulation_steps", "grad_accum", 1, f"{HF_ARGS}:854"),
-    ):
-        value, src = _get(f, key, fallback, cite)
-        c.number(field, value, src, key)
+    for field in ("micro_batch", "grad_accum"):
+        value, src = _look(f, field)
+        c.number(field, value, src, KEYS.key(field))
     if "eval_strategy" in f and str(f["eval_strategy"].value).lower() != "no":  # HF's Trainer evaluates
-        value, src = _get(f, "per_device_eval_batch_size", 8, f"{HF_ARGS}:1111")
-        c.number("eval_batch", value, src, "per_device_eval_batch_size")
-    value, src = _get(f, "cutoff_len", 2048, f"{H}data_args.py:46")
-    c.number("workload.max_length" if stage == "dpo" else "seq_len", value, src, "cutoff_len")
+        value, src = _look(f, "eval_batch")
+        c.number("eval_batch", value, src, KEYS.key("eval_batch"))
+    value, src = _look(f, "seq_len")
+    c.number("workload.max_length" if stage == "dpo" else "seq_len", value, src, KEYS.key("seq_len"))
     _training(c, f, stage)
     _vision(c, f, lora)
     _sharding(c, f, path, vars)
@@ -92,15 +93,14 @@ def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None
 
 
 def _stage(c: Collector, f: dict[str, Flag]) -> str:
-    stage, src = _get(f, "stage", "sft", f"{H}finetuning_args.py:460")
+    stage, src = _look(f, "workload.kind")
     stage = str(stage)
     if stage == "dpo":
-        c.set("workload.kind", "dpo", src, "stage")
-        loss = str(f["pref_loss"].value) if "pref_loss" in f else "sigmoid"
+        c.set("workload.kind", "dpo", src, KEYS.key("workload.kind"))
+        pl = KEYS.key("pref_loss")
+        loss = str(f[pl].value) if pl in f else "sigmoid"
         if loss in ("orpo", "simpo"):
-            c.set(
-                "workload.precompute_ref_log_probs", True, f"{f['pref_loss'].source} (no reference model)", "pref_loss"
-            )
+            c.set("workload.precompute_ref_log_probs", True, f"{f[pl].source} (no reference model)", pl)
         if "ref_model" in f:
             c.note(f"{f['ref_model'].source} (a separate reference model is not planned yet)")
     elif stage == "rm":  # not seq-cls: trl's AutoModelForCausalLMWithValueHead keeps lm_head and its fp32 logits
@@ -125,106 +125,115 @@ def _stage(c: Collector, f: dict[str, Flag]) -> str:
 
 
 def _method(c: Collector, f: dict[str, Flag]) -> bool:
-    kind, src = _get(f, "finetuning_type", "lora", f"{H}finetuning_args.py:464")
+    kind, src = _look(f, "lora")
+    qb = KEYS.key("quant")
     if kind not in ("lora", "full"):
         tuners.tuner(src, kind)
     if kind != "lora":
-        c.set("lora_rank", 0, src, "finetuning_type")
-        if "quantization_bit" in f:
-            c.note(f"{f['quantization_bit'].source} (LLaMA-Factory quantizes only with LoRA: not planned)")
+        c.set("lora_rank", 0, src, KEYS.key("lora"))
+        if qb in f:
+            c.note(f"{f[qb].source} (LLaMA-Factory quantizes only with LoRA: not planned)")
         return False
-    rank, rsrc = _get(f, "lora_rank", 8, f"{H}finetuning_args.py:77")
-    c.number("lora_rank", rank, rsrc if "lora_rank" in f else f"{src}; {rsrc}", "lora_rank")
-    target, tsrc = _get(f, "lora_target", "all", f"{H}finetuning_args.py:81")
-    loraargs.lora_targets(c, target, tsrc, "lora_target")
-    if "use_dora" in f and as_bool(f["use_dora"].value):  # finetuning_args.py:103
-        c.set("lora_variant", "dora", f["use_dora"].source, "use_dora")
-    if "additional_target" in f and f["additional_target"].value:  # model/adapter.py:241: modules_to_save
-        tuners.modules_to_save(c, f["additional_target"].value, f["additional_target"].source, "additional_target")
-    dropout, dsrc = _get(f, "lora_dropout", 0.0, f"{H}finetuning_args.py:73")
+    rank, rsrc = _look(f, "lora_rank")
+    c.number("lora_rank", rank, rsrc if KEYS.key("lora_rank") in f else f"{src}; {rsrc}", KEYS.key("lora_rank"))
+    target, tsrc = _look(f, "lora_targets")
+    loraargs.lora_targets(c, target, tsrc, KEYS.key("lora_targets"))
+    dora, extra = f.get(KEYS.key("lora_variant")), f.get(KEYS.key("lora_train_embeddings"))
+    if dora and as_bool(dora.value):
+        c.set("lora_variant", "dora", dora.source, KEYS.key("lora_variant"))
+    if extra and extra.value:  # model/adapter.py:241: modules_to_save
+        tuners.modules_to_save(c, extra.value, extra.source, KEYS.key("lora_train_embeddings"))
+    dropout, dsrc = _look(f, "lora_dropout")
     if as_float(dropout) is not None:
-        c.set("lora_dropout", as_float(dropout), dsrc, "lora_dropout")
-    bits = as_int(f["quantization_bit"].value) if "quantization_bit" in f else None
-    method = str(f["quantization_method"].value).lower() if "quantization_method" in f else "bnb"
-    if bits == 4 and method == "bnb":
-        qtype, qsrc = _get(f, "quantization_type", "nf4", f"{H}model_args.py:287")
-        c.set(
-            "quant",
-            str(qtype) if qtype in ("nf4", "fp4") else "nf4",
-            f"{f['quantization_bit'].source}; {qsrc}",
-            "quantization_bit",
-        )
-        if "double_quantization" in f and not as_bool(f["double_quantization"].value):  # model_args.py:291: True
-            c.set("quant_absmax", "fp32", f["double_quantization"].source, "double_quantization")
-    elif bits == 8 and method == "bnb":  # model/model_utils/quantization.py:168-170
-        c.set("quant", "int8", f["quantization_bit"].source, "quantization_bit")
-    elif bits:
-        c.note(
-            f"{f['quantization_bit'].source} ({bits}-bit {method} quantization is not planned yet; planned in 16 bits)"
-        )
+        c.set("lora_dropout", as_float(dropout), dsrc, KEYS.key("lora_dropout"))
+    _quant(c, f)
     return True
 
 
+def _quant(c: Collector, f: dict[str, Flag]) -> None:
+    qb, qm, qd = KEYS.key("quant"), KEYS.key("quant_method"), KEYS.key("quant_absmax")
+    bits = as_int(f[qb].value) if qb in f else None
+    method = str(f[qm].value).lower() if qm in f else "bnb"
+    if bits == 4 and method == "bnb":
+        qtype, qsrc = _look(f, "quant_type")
+        c.set("quant", str(qtype) if qtype in ("nf4", "fp4") else "nf4", f"{f[qb].source}; {qsrc}", qb)
+        if qd in f and not as_bool(f[qd].value):  # model_args.py:291: True
+            c.set("quant_absmax", "fp32", f[qd].source, qd)
+    elif bits == 8 and method == "bnb":  # model/model_utils/quantization.py:168-170
+        c.set("quant", "int8", f[qb].source, qb)
+    elif bits:
+        c.note(f"{f[qb].source} ({bits}-bit {method} quantization is not planned yet; planned in 16 bits)")
+
+
 def _training(c: Collector, f: dict[str, Flag], stage: str) -> None:
-    off, src = _get(f, "disable_gradient_checkpointing", False, f"{H}model_args.py:145")
+    off, src = _look(f, "checkpointing")
+    gc, unsloth = KEYS.key("checkpointing"), f.get(KEYS.key("checkpointing_offload"))
     if as_bool(off):
-        c.set("checkpointing", "off", src, "disable_gradient_checkpointing")
-    elif "use_unsloth_gc" in f and as_bool(f["use_unsloth_gc"].value):
-        c.set("checkpointing", "offload", f["use_unsloth_gc"].source, "use_unsloth_gc")
+        c.set("checkpointing", "off", src, gc)
+    elif unsloth and as_bool(unsloth.value):
+        c.set("checkpointing", "offload", unsloth.source, KEYS.key("checkpointing_offload"))
     else:
-        c.set(
-            "checkpointing",
-            "full",
-            f"{src}: on unless disabled (src/llamafactory/model/model_utils/checkpointing.py:173-176)",
-            "disable_gradient_checkpointing",
-        )
-    if "pure_bf16" in f and as_bool(f["pure_bf16"].value):
-        c.set("precision", "bf16-pure", f["pure_bf16"].source, "pure_bf16")
-    for key in ("bf16", "fp16"):
+        why = f"{src}: on unless disabled (src/llamafactory/model/model_utils/checkpointing.py:173-176)"
+        c.set("checkpointing", "full", why, gc)
+    pure = f.get(KEYS.key("pure_bf16"))
+    if pure and as_bool(pure.value):
+        c.set("precision", "bf16-pure", pure.source, KEYS.key("pure_bf16"))
+    for key in (KEYS.key("bf16"), KEYS.key("fp16")):
         if key in f and as_bool(f[key].value):
             c.fact("amp", key, f[key].source, key)
-    c.fact("amp", "fp32", default(LF, f"{HF_ARGS}:879-885", "bf16 False, fp16 False"), "bf16", weak=True)
-    attn, asrc = _get(f, "flash_attn", "auto", f"{H}model_args.py:117")
-    if attn != "auto" and vocab.attention(attn):
-        c.set("attention", vocab.attention(attn), asrc, "flash_attn")
-    if "enable_liger_kernel" in f and as_bool(f["enable_liger_kernel"].value):
+    c.fact("amp", "fp32", default(LF, f"{HF_ARGS}:879-885", "bf16 False, fp16 False"), KEYS.key("bf16"), weak=True)
+    attn, asrc = _look(f, "attention")
+    if attn != KEYS["attention"].default and vocab.attention(attn):
+        c.set("attention", vocab.attention(attn), asrc, KEYS.key("attention"))
+    liger = f.get(KEYS.key("loss"))
+    if liger and as_bool(liger.value):
         if stage in ("sft", "pt"):
-            c.set("loss", "fused", f["enable_liger_kernel"].source, "enable_liger_kernel")
+            c.set("loss", "fused", liger.source, KEYS.key("loss"))
         else:
-            c.note(f"{f['enable_liger_kernel'].source} (Liger's kernels without its fused loss: not planned)")
-    packing = as_bool(f["packing"].value) if "packing" in f else stage == "pt"
-    neat = "neat_packing" in f and as_bool(f["neat_packing"].value)
-    if packing or neat:
-        src = f["packing"].source if "packing" in f else default(LF, f"{H}data_args.py:108", "packing for stage pt")
-        c.set("batching", "packed", f["neat_packing"].source if neat else src, "packing")
-    opt, osrc = _get(f, "optim", "adamw_torch_fused", f"{HF_ARGS}:811-816")
+            c.note(f"{liger.source} (Liger's kernels without its fused loss: not planned)")
+    _packing(c, f, stage)
+    opt, osrc = _look(f, "optimizer")
     if tuners.optimizer(osrc, opt) and vocab.optimizer(opt):
-        c.set("optimizer", vocab.optimizer(opt), osrc, "optim")
+        c.set("optimizer", vocab.optimizer(opt), osrc, KEYS.key("optimizer"))
     else:
         c.note(f"{osrc} (this optimizer is not planned yet; planned as AdamW)")
 
 
-VISION_KEYS = ("freeze_vision_tower", "freeze_multi_modal_projector", "image_max_pixels", "video_max_pixels")
+def _packing(c: Collector, f: dict[str, Flag], stage: str) -> None:
+    pk, nk = KEYS.key("packing"), KEYS.key("neat_packing")
+    packing = as_bool(f[pk].value) if pk in f else stage == "pt"
+    neat = nk in f and as_bool(f[nk].value)
+    if packing or neat:
+        src = f[pk].source if pk in f else default(LF, f"{H}data_args.py:108", "packing for stage pt")
+        c.set("batching", "packed", f[nk].source if neat else src, pk)
+
+
+VISION_KEYS = (
+    KEYS.key("frozen_vision"),
+    KEYS.key("frozen_projector"),
+    KEYS.key("max_pixels"),
+    "video_max_pixels",
+)
 
 
 def _vision(c: Collector, f: dict[str, Flag], lora: bool) -> None:
     if not models.tower_known(c, f, VISION_KEYS):
         return
-    tower, tsrc = _get(f, "freeze_vision_tower", True, f"{H}finetuning_args.py:527")
-    if lora and "freeze_vision_tower" in f:
+    tower, tsrc = _look(f, "frozen_vision")
+    if lora and KEYS.key("frozen_vision") in f:
         why = (
             "LoRA's targets then take the tower's modules too: src/llamafactory/model/model_utils/visual.py:196-211, "
             "misc.py:40-41"
         )
-        models.lora_tower(c, tower, tsrc, "freeze_vision_tower", why)
-    proj, psrc = _get(f, "freeze_multi_modal_projector", True, f"{H}finetuning_args.py:531")
-    llm, lsrc = _get(f, "freeze_language_model", False, f"{H}finetuning_args.py:535")
+        models.lora_tower(c, tower, tsrc, KEYS.key("frozen_vision"), why)
+    proj, psrc = _look(f, "frozen_projector")
+    llm, lsrc = _look(f, "frozen_language")
     if not lora:
         frozen, note = models.frozen_value(as_bool(tower), as_bool(proj), as_bool(llm))
-        c.fact("frozen", frozen, f"{tsrc}; {psrc}; {lsrc}", "freeze_vision_tower")
+        c.fact("frozen", frozen, f"{tsrc}; {psrc}; {lsrc}", KEYS.key("frozen_vision"))
         if note:
             c.note(f"{psrc} ({note})")
-    pixels, src = _get(f, "image_max_pixels", 589824, f"{H}model_args.py:305")
+    pixels, src = _look(f, "max_pixels")
     per = models.pixels_per_token(c.model.config)
     if per and as_int(pixels):
         _image(c, f, as_int(pixels), per, src)
@@ -240,18 +249,19 @@ def _image(c: Collector, f: dict[str, Flag], pixels: int, per: int, src: str) ->
     tokens, seq = pixels // per, c.get("seq_len")
     why = f"{src} (one image a row: {pixels} // {per} pixels a token, src/llamafactory/data/mm_plugin.py:218-235)"
     if not isinstance(seq, int) or tokens <= seq:
-        c.set("image_tokens", tokens, why, "image_max_pixels")
+        c.set("image_tokens", tokens, why, KEYS.key("max_pixels"))
         return
-    low, lsrc = _get(f, "image_min_pixels", 1024, f"{H}model_args.py:309")
+    low, lsrc = _look(f, "min_pixels")
     c.set("images", 1, f"{why}; over cutoff_len {seq}: a bound, the tower on its patches, the text cut", "image")
-    c.set("max_pixels", pixels, src, "image_max_pixels")
+    c.set("max_pixels", pixels, src, KEYS.key("max_pixels"))
     if as_int(low):
-        c.set("min_pixels", as_int(low), lsrc, "image_min_pixels")
+        c.set("min_pixels", as_int(low), lsrc, KEYS.key("min_pixels"))
 
 
 def _sharding(c: Collector, f: dict[str, Flag], path: Path, vars) -> None:
-    if "deepspeed" in f and f["deepspeed"].value:
-        deepspeed.read(c, f["deepspeed"].value, f["deepspeed"].source, "deepspeed", path, vars=vars)
+    ds = f.get(KEYS.key("zero_stage"))
+    if ds and ds.value:
+        deepspeed.read(c, ds.value, ds.source, KEYS.key("zero_stage"), path, vars=vars)
     if "fsdp" in f and f["fsdp"].value:
         cfg = f["fsdp_config"].value if "fsdp_config" in f and isinstance(f["fsdp_config"].value, dict) else {}
         accelerate.fsdp(

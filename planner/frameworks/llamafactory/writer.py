@@ -24,13 +24,13 @@ import json
 from planner.config.spec import Hardware, Plan
 from planner.export import export
 from planner.frameworks import FRAMEWORKS, check_plan
+from planner.frameworks.llamafactory.keys import KEYS
 from planner.model.catalog import checkpoints
 from planner.model.modelspec import ModelSpec, peft_target_modules
 
 VERSION = "llamafactory 0.9.5"
 CONFIG_NAME = "llamafactory_train.yaml"
 ACCELERATE_NAME = "accelerate_fsdp_config.yaml"
-FLASH_ATTN = {"sdpa": "sdpa", "flash": "fa2", "eager": "disabled"}  # model_args.py:117; attention.py:31-101
 LEARNING_RATE = {"lora": 1.0e-4, "full": 1.0e-5, "dpo": 5.0e-6}  # the 0.9.5 examples' values
 
 Entry = tuple[str, object, str]  # key, value, trailing comment ("" for none)
@@ -115,69 +115,65 @@ def scalar(value: object) -> str:
 
 
 def model_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
+    k = KEYS.pair
     out: list[Entry] = [
-        ("model_name_or_path", loaded(model).path, "or your local path"),
+        (*KEYS.pair("model", loaded(model).path), "or your local path"),
         ("trust_remote_code", True, ""),
     ]
     if plan.quant == "int8":  # model/model_utils/quantization.py:168-170: BitsAndBytesConfig(load_in_8bit=True)
-        out += [("quantization_bit", 8, "bitsandbytes LLM.int8 base"), ("quantization_method", "bnb", "")]
+        out += [(*k("quant", 8), "bitsandbytes LLM.int8 base"), (*k("quant_method", "bnb"), "")]
     elif plan.quant == "gptq":  # model_utils/quantization.py:117-120: read from the checkpoint's own config
         pass
     elif plan.quant != "none":
         out += [
-            ("quantization_bit", 4, "QLoRA: bitsandbytes 4-bit base"),
-            ("quantization_method", "bnb", ""),
-            ("quantization_type", plan.quant, ""),
-            ("double_quantization", plan.quant_absmax == "8bit", ""),
+            (*k("quant", 4), "QLoRA: bitsandbytes 4-bit base"),
+            (*k("quant_method", "bnb"), ""),
+            (*k("quant_type", plan.quant), ""),
+            (*k("quant_absmax", plan.quant_absmax == "8bit"), ""),
         ]
-    out.append(("flash_attn", FLASH_ATTN[plan.attention], "auto/disabled/sdpa/fa2"))
-    out.append(
-        (
-            "disable_gradient_checkpointing",
-            plan.checkpointing == "off",
-            "LF checkpoints every layer unless this is true",
-        )
-    )
+    out.append((*k("attention", plan.attention), "auto/disabled/sdpa/fa2"))
+    out.append((*k("checkpointing", plan.checkpointing == "off"), "LF checkpoints every layer unless this is true"))
     if plan.checkpointing == "offload":
-        out.append(("use_unsloth_gc", True, "checkpointed layers' inputs kept in host RAM"))
+        out.append((*k("checkpointing_offload", True), "checkpointed layers' inputs kept in host RAM"))
     if plan.loss == "fused":
-        out.append(("enable_liger_kernel", True, "Liger's fused linear cross-entropy (liger-kernel installed)"))
+        out.append((*k("loss", plan.loss), "Liger's fused linear cross-entropy (liger-kernel installed)"))
     return out
 
 
 def method_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
+    k = KEYS.pair
     out: list[Entry] = [
-        ("stage", plan.workload.kind, ""),
+        (*k("workload.kind", plan.workload.kind), ""),
         ("do_train", True, ""),
-        ("finetuning_type", "lora" if plan.lora_rank else "full", ""),
+        (*k("lora", "lora" if plan.lora_rank else "full"), ""),
     ]
     if plan.lora_rank:
         peft = export.peft_config(plan)
         out += [
-            ("lora_rank", plan.lora_rank, ""),
-            ("lora_alpha", peft["lora_alpha"], ""),
-            ("lora_dropout", plan.lora_dropout, ""),
-            ("lora_target", lora_target(plan, model), ""),
+            (*k("lora_rank", plan.lora_rank), ""),
+            (*k("lora_alpha", peft["lora_alpha"]), ""),
+            (*k("lora_dropout", plan.lora_dropout), ""),
+            (*k("lora_targets", lora_target(plan, model)), ""),
         ]
         if plan.lora_train_embeddings:
-            out.append(("additional_target", "embed_tokens,lm_head", "trained beside the adapters"))
+            out.append((*k("lora_train_embeddings", "embed_tokens,lm_head"), "trained beside the adapters"))
         if plan.lora_vision and model.vision is not None:  # lora_target all reaches the tower (misc.py:40-41)
-            out.append(("freeze_vision_tower", False, "adapters on the vision tower too"))
-        if plan.lora_variant == "dora":  # hparams/finetuning_args.py:103
-            out.append(("use_dora", True, ""))
-    elif model.vision is not None:  # LF freezes both by default (finetuning_args.py:527,531)
+            out.append((*k("frozen_vision", False), "adapters on the vision tower too"))
+        if plan.lora_variant == "dora":
+            out.append((*k("lora_variant", plan.lora_variant), ""))
+    elif model.vision is not None:  # LF freezes both by default
         out += [
-            ("freeze_vision_tower", "vision" in plan.frozen, ""),
-            ("freeze_multi_modal_projector", "projector" in plan.frozen, ""),
-            ("freeze_language_model", "language" in plan.frozen, ""),
+            (*k("frozen_vision", "vision" in plan.frozen), ""),
+            (*k("frozen_projector", "projector" in plan.frozen), ""),
+            (*k("frozen_language", "language" in plan.frozen), ""),
         ]
     if plan.workload.kind == "dpo":
         out += [
-            ("pref_beta", 0.1, "TRL's DPO beta"),
-            ("pref_loss", "sigmoid", "dpo (a reference model: adapters off under LoRA, a copy otherwise)"),
+            (*k("pref_beta", 0.1), "TRL's DPO beta"),
+            (*k("pref_loss", "sigmoid"), "dpo (a reference model: adapters off under LoRA, a copy otherwise)"),
         ]
     if plan.zero_stage:
-        out.append(("deepspeed", ds_name(plan), f"ZeRO-{plan.zero_stage}, written beside this file"))
+        out.append((*k("zero_stage", ds_name(plan)), f"ZeRO-{plan.zero_stage}, written beside this file"))
     return out
 
 
@@ -199,13 +195,14 @@ def dataset_entries(plan: Plan, seq_len: int) -> list[Entry]:
     out: list[Entry] = [
         ("dataset", "YOUR_DATASET", "a name in data/dataset_info.json"),
         ("template", "YOUR_TEMPLATE", "your model's chat template (data/template.py)"),
-        ("cutoff_len", seq_len, "the plan's sequence length"),
+        (*KEYS.pair("seq_len", seq_len), "the plan's sequence length"),
     ]
     if plan.batching == "packed":
         if plan.attention == "flash" and plan.micro_batch == 1:
-            out.append(("neat_packing", True, "packed rows, no attention across samples (FA2, one row per batch)"))
+            why = "packed rows, no attention across samples (FA2, one row per batch)"
+            out.append((*KEYS.pair("neat_packing", True), why))
         else:
-            out.append(("packing", True, "rows packed to cutoff_len"))
+            out.append((*KEYS.pair("packing", True), "rows packed to cutoff_len"))
     return out + [("preprocessing_num_workers", 16, ""), ("dataloader_num_workers", 4, "")]
 
 
@@ -224,14 +221,14 @@ def output_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
 def train_entries(plan: Plan) -> list[Entry]:
     lr = LEARNING_RATE["dpo" if plan.workload.kind == "dpo" else "lora" if plan.lora_rank else "full"]
     out: list[Entry] = [
-        ("per_device_train_batch_size", plan.micro_batch, ""),
-        ("gradient_accumulation_steps", plan.grad_accum, ""),
-        *([("per_device_eval_batch_size", plan.eval_batch, "")] if plan.eval_batch else []),
+        (*KEYS.pair("micro_batch", plan.micro_batch), ""),
+        (*KEYS.pair("grad_accum", plan.grad_accum), ""),
+        *([(*KEYS.pair("eval_batch", plan.eval_batch), "")] if plan.eval_batch else []),
         ("learning_rate", lr, ""),
         ("num_train_epochs", 3.0, ""),
         ("lr_scheduler_type", "cosine", ""),
         ("warmup_ratio", 0.1, ""),
-        ("optim", export.HF_OPTIM[plan.optimizer], ""),
+        (*KEYS.pair("optimizer", export.HF_OPTIM[plan.optimizer]), ""),
     ]
     out += precision_entries(plan)
     return out + [("ddp_timeout", 180000000, "")]
@@ -241,5 +238,5 @@ def precision_entries(plan: Plan) -> list[Entry]:
     """bf16 / fp16: autocast over fp32 trainable weights (LF upcasts them, model/adapter.py:313-325); bf16-pure: LF's
     pure_bf16 (weights kept in bf16, no autocast); fp32: neither."""
     if plan.precision == "bf16-pure":
-        return [("pure_bf16", True, "bf16 weights, no autocast"), ("bf16", False, "")]
-    return [("bf16", plan.precision == "bf16", ""), ("fp16", plan.precision == "fp16", "")]
+        return [(*KEYS.pair("pure_bf16", True), "bf16 weights, no autocast"), (*KEYS.pair("bf16", False), "")]
+    return [(*KEYS.pair("bf16", plan.precision == "bf16"), ""), (*KEYS.pair("fp16", plan.precision == "fp16"), "")]

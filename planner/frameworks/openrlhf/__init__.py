@@ -7,6 +7,7 @@ Releases (github.com/OpenRLHF/OpenRLHF tags, openrlhf/cli/train_ppo_ray.py): fla
 `--bf16` (v0.9.0 :338, :275), 0.10.x's 1 and `--param_dtype` (v0.10.1 :388, :310)."""
 
 from planner.frameworks.base import NO_SPLITS, Default, Framework, Release, Rule, kind, workload_of
+from planner.frameworks.openrlhf.keys import KEYS
 from planner.frameworks.rl import RoleEngine
 
 # the groups --placement may give (cli/train_ppo_ray.py: each role alone, or actor+ref and critic+reward together)
@@ -30,23 +31,25 @@ def _odd_group(k: dict) -> bool:
 
 
 CLI = "cli/train_ppo_ray.py"
-FLAT = {
-    "micro_batch": "--micro_train_batch_size",
-    "global_batch": "--train_batch_size",
-    "zero_stage": "--zero_stage",
-    "offload": "--adam_offload",
-    "checkpointing": "--gradient_checkpointing",
-    "attention": "--attn_implementation",
-    "lora_rank": "--lora_rank",
-    "model": "--pretrain",
-}
+
+
+def _flat(line: str) -> dict[str, str]:
+    """The flat flags of release line `line` (planner.frameworks.openrlhf.keys' renames); --attn_implementation, which
+    the reader leaves unread (flash_attention_2 assumed), as the table's newest name has no flat rename."""
+    return (
+        KEYS.release_keys(line, ("micro_batch", "global_batch", "zero_stage", "offload", "checkpointing"))
+        | {"attention": "--attn_implementation"}
+        | KEYS.release_keys(line, ("lora_rank", "model", "precision"))
+    )
+
+
 RELEASES = (
     Release(
         "0.9",
         (0, 9),
         "openrlhf v0.9.0 openrlhf/cli/train_ppo_ray.py",
         defaults={"micro_batch": Default(4, f"v0.9.0 {CLI}:338 --micro_train_batch_size 4")},
-        keys={**FLAT, "precision": "--bf16"},
+        keys=_flat("0.9"),
         notes=(
             "flat flags (--micro_train_batch_size, --zero_stage, --pretrain); --bf16 at 0.9.0, --param_dtype by 0.9.10",
         ),
@@ -56,7 +59,7 @@ RELEASES = (
         (0, 10),
         "openrlhf v0.10.1 openrlhf/cli/train_ppo_ray.py",
         defaults={"micro_batch": Default(1, f"v0.10.1 {CLI}:388 --micro_train_batch_size 1")},
-        keys={**FLAT, "precision": "--param_dtype"},
+        keys=_flat("0.10"),
         notes=("flat flags (--micro_train_batch_size, --zero_stage, --param_dtype, --pretrain)",),
     ),
     Release("0.10.2", (0, 10, 2), f"openrlhf v0.10.2 .. 0.11.2 {CLI} (dotted flags)"),
@@ -75,6 +78,8 @@ ROLES = RoleEngine(
 
 FRAMEWORK = Framework(
     name="openrlhf",
+    package="openrlhf",  # its pinned version decides the release (planner.intake.releases)
+    writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="OpenRLHF (Ray PPO/GRPO)",
     role_engine=ROLES,
     version="openrlhf 0.11.2",
@@ -122,17 +127,7 @@ FRAMEWORK = Framework(
         "checkpointing": Default("off", f"{CLI}:328 --actor.gradient_checkpointing_enable off"),
         "precision": Default("bf16", f"{CLI} --ds.param_dtype bf16"),
     },
-    keys={
-        "micro_batch": "--train.micro_batch_size",
-        "global_batch": "--train.batch_size",
-        "zero_stage": "--ds.zero_stage",
-        "offload": "--ds.adam_offload",
-        "checkpointing": "--actor.gradient_checkpointing_enable",
-        "precision": "--ds.param_dtype",
-        "attention": "--ds.attn_implementation",
-        "lora_rank": "--ds.lora.rank",
-        "model": "--actor.model_name_or_path",
-    },
+    keys=KEYS.shown("micro_batch global_batch zero_stage offload checkpointing precision attention lora_rank model"),
     notes=(
         (
             "RL only (PPO, GRPO as group_norm, RLOO, REINFORCE++): DeepSpeed ZeRO roles on Ray, vLLM engines, per-role "

@@ -15,6 +15,7 @@ from __future__ import annotations
 from planner.config.roles import Group, existing_roles
 from planner.config.spec import Hardware, Plan
 from planner.frameworks import check_plan
+from planner.frameworks.openrlhf.keys import KEYS
 from planner.model import catalog
 from planner.model.modelspec import ModelSpec
 
@@ -49,15 +50,15 @@ def dpo_script(plan: Plan, model: ModelSpec, hw: Hardware) -> str:
         f"--model.model_name_or_path {hf(model.name)}",
         "--data.dataset YOUR_PAIRS",
         "--ckpt.output_dir ./ckpt",
-        f"--train.batch_size {plan.global_batch}",
-        f"--train.micro_batch_size {plan.micro_batch}",
-        f"--data.max_len {plan.workload.max_length}",
-        f"--ds.zero_stage {plan.zero_stage}",
-        f"--ds.param_dtype {plan.precision}",
+        flag("global_batch", plan.global_batch),
+        flag("micro_batch", plan.micro_batch),
+        flag("seq_len", plan.workload.max_length),
+        flag("zero_stage", plan.zero_stage),
+        flag("precision", plan.precision),
     ]
     flags += ["--model.gradient_checkpointing_enable"] if plan.checkpointing == "full" else []
-    flags += ["--ds.adam_offload"] if plan.offload == "optimizer" else []
-    flags += [f"--ds.lora.rank {plan.lora_rank}", f"--ds.lora.alpha {2 * plan.lora_rank}"] if plan.lora_rank else []
+    flags += [flag("offload")] if plan.offload == "optimizer" else []
+    flags += [flag("lora_rank", plan.lora_rank), flag("lora_alpha", 2 * plan.lora_rank)] if plan.lora_rank else []
     lines = ["#!/bin/bash", headline(plan, hw), " ".join(launcher) + " --module openrlhf.cli.train_dpo \\"]
     lines += [f"    {f}" + (" \\" if i < len(flags) - 1 else "") for i, f in enumerate(flags)]
     return "\n".join(lines) + "\n"
@@ -97,19 +98,17 @@ def hf(name: str) -> str:
 def role_flags(plan: Plan, model: ModelSpec, hw: Hardware) -> list[str]:
     w, r = plan.workload, plan.workload.roles.resolved("openrlhf")
     out = [
-        f"--algo.advantage.estimator {ESTIMATOR[w.kind]}",
-        f"--algo.kl.init_coef {w.beta:g}",
-        f"--actor.model_name_or_path {hf(model.name)}",
+        flag("workload.kind", ESTIMATOR[w.kind]),
+        flag("workload.beta", f"{w.beta:g}"),
+        flag("model", hf(model.name)),
         "--data.prompt_dataset YOUR_PROMPTS",
         "--ckpt.output_dir ./ckpt",
     ]
     if w.kind == "grpo" and w.beta > 0:  # GRPO's KL as a loss, with the estimator OpenRLHF recommends for it (:720-727)
-        out += ["--algo.kl.use_loss", "--algo.kl.estimator k3"]
+        out += [flag("kl_loss"), flag("kl_estimator", "k3")]
     if w.kind == "ppo":
-        out.append(f"--critic.model_name_or_path {hf(r.critic_model or model.name)}")
-    out.append(
-        f"--reward.model_name_or_path {hf(r.reward_model)}" if r.reward_model else f"--reward.remote_url {REWARD_URL}"
-    )
+        out.append(flag("critic_model", hf(r.critic_model or model.name)))
+    out.append(flag("reward_model", hf(r.reward_model)) if r.reward_model else flag("reward_url", REWARD_URL))
     return out + placement_flags(plan, hw)
 
 
@@ -118,13 +117,13 @@ def placement_flags(plan: Plan, hw: Hardware) -> list[str]:
     world = hw.world_size
     if r.placement == "colocate":
         per_node = hw.gpus_per_node
-        out = [f"--actor.num_nodes {hw.nodes}", f"--actor.num_gpus_per_node {per_node}"]
+        out = [flag("actor.num_nodes", hw.nodes), flag("actor.num_gpus_per_node", per_node)]
         present = [role for role in ("ref", "critic", "reward") if role in existing(plan)]
         out += [f"--{role}.num_nodes {hw.nodes} --{role}.num_gpus_per_node {per_node}" for role in present]
         return out + [
-            f"--vllm.num_engines {world // r.rollout_tp}",
-            f"--vllm.tensor_parallel_size {r.rollout_tp}",
-            "--train.colocate_all",
+            flag("engines", world // r.rollout_tp),
+            flag("rollout_tp", r.rollout_tp),
+            flag("colocate_all"),
         ]
     out = []
     for g in r.groups():
@@ -141,12 +140,12 @@ def existing(plan: Plan) -> set[str]:
 def group_flags(g: Group, hw: Hardware, tp: int) -> list[str]:
     nodes, per_node = (g.gpus // hw.gpus_per_node, hw.gpus_per_node) if g.gpus > hw.gpus_per_node else (1, g.gpus)
     if g.roles == ("rollout",):
-        return [f"--vllm.num_engines {g.gpus // tp}", f"--vllm.tensor_parallel_size {tp}"]
+        return [flag("engines", g.gpus // tp), flag("rollout_tp", tp)]
     out = [f"--{role}.num_nodes {nodes} --{role}.num_gpus_per_node {per_node}" for role in g.roles]
     if set(g.roles) == {"actor", "ref"}:
-        out.append("--train.colocate_actor_ref")
+        out.append(flag("colocate_actor_ref"))
     if set(g.roles) == {"critic", "reward"}:
-        out.append("--train.colocate_critic_reward")
+        out.append(flag("colocate_critic_reward"))
     return out
 
 
@@ -154,22 +153,22 @@ def batch_flags(plan: Plan) -> list[str]:
     w, r = plan.workload, plan.workload.roles.resolved("openrlhf")
     spg = w.steps_per_gen(plan.grad_accum)
     out = [
-        f"--train.micro_batch_size {plan.micro_batch}",
-        f"--train.batch_size {plan.global_batch}",
-        f"--rollout.batch_size {plan.micro_batch * plan.data_parallel * spg // w.num_generations}",
-        f"--rollout.n_samples_per_prompt {w.num_generations}",
-        f"--rollout.micro_batch_size {rollout_micro(plan)}",
-        f"--train.max_epochs {w.num_iterations}",
-        f"--data.max_len {w.seq_len()}",
-        f"--rollout.max_new_tokens {w.max_completion_length}",
+        flag("micro_batch", plan.micro_batch),
+        flag("global_batch", plan.global_batch),
+        flag("rollout_batch", plan.micro_batch * plan.data_parallel * spg // w.num_generations),
+        flag("workload.num_generations", w.num_generations),
+        flag("rollout_micro_batch", rollout_micro(plan)),
+        flag("workload.num_iterations", w.num_iterations),
+        flag("seq_len", w.seq_len()),
+        flag("workload.max_completion_length", w.max_completion_length),
     ]
     if r.max_tokens_per_gpu:  # token budgets (--train.dynamic_batch_enable packs the rows, :691-697)
-        out += ["--train.dynamic_batch_enable", f"--train.max_tokens_per_gpu {r.max_tokens_per_gpu}"]
-        out.append(f"--rollout.max_tokens_per_gpu {r.logprob_max_tokens_per_gpu or r.max_tokens_per_gpu}")
+        out += [flag("dynamic_batch"), flag("max_tokens_per_gpu", r.max_tokens_per_gpu)]
+        out.append(flag("logprob_max_tokens_per_gpu", r.logprob_max_tokens_per_gpu or r.max_tokens_per_gpu))
     if r.remove_padding:
-        out.append("--ds.packing_samples")
+        out.append(flag("packing"))
     if r.entropy != "off":
-        out.append("--actor.entropy_coef 0.001")
+        out.append(flag("entropy", "0.001"))
     return out
 
 
@@ -184,22 +183,25 @@ def rollout_micro(plan: Plan) -> int:
 
 def memory_flags(plan: Plan) -> list[str]:
     r = plan.workload.roles.resolved("openrlhf")
-    out = [f"--ds.zero_stage {plan.zero_stage}", f"--ds.param_dtype {plan.precision}"]
-    out.append(
-        "--ds.attn_implementation " + {"flash": "flash_attention_2", "sdpa": "sdpa", "eager": "eager"}[plan.attention]
-    )
+    out = [flag("zero_stage", plan.zero_stage), flag("precision", plan.precision)]
+    out.append(flag("attention", KEYS["attention"].write(plan.attention)))
     if plan.checkpointing == "full":
-        out.append("--actor.gradient_checkpointing_enable")
+        out.append(flag("checkpointing"))
     if plan.offload == "optimizer":
-        out.append("--ds.adam_offload")
+        out.append(flag("offload"))
     if {"actor-optimizer", "critic-optimizer"} & set(r.offload):
-        out.append("--ds.enable_sleep")
+        out.append(flag("ds_sleep"))
     out += [f"--{role}.offload" for role in ("ref", "reward") if role in r.offload]
-    out.append(f"--vllm.gpu_memory_utilization {r.rollout_memory:g}")
+    out.append(flag("rollout_memory", f"{r.rollout_memory:g}"))
     if r.sleep_level == 1:
-        out.append("--vllm.enable_sleep")
+        out.append(flag("vllm_sleep"))
     if r.rollout_eager:
-        out.append("--vllm.enforce_eager")
+        out.append(flag("rollout_eager"))
     if plan.lora_rank:
-        out += [f"--ds.lora.rank {plan.lora_rank}", f"--ds.lora.alpha {2 * plan.lora_rank}"]
+        out += [flag("lora_rank", plan.lora_rank), flag("lora_alpha", 2 * plan.lora_rank)]
     return out
+
+
+def flag(name: str, value: object = None) -> str:
+    """Field `name`'s dotted flag (planner.frameworks.openrlhf.keys), with `value` after it where given."""
+    return KEYS.flag(name) + ("" if value is None else f" {value}")

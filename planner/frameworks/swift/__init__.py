@@ -15,6 +15,7 @@ from planner.frameworks.base import (
     full_dpo_precomputed,
     only_expert_targets,
 )
+from planner.frameworks.swift.keys import KEYS
 
 # Where a row's image tokens go against --max_length (MEANINGS "swift_max_length_counts"): up to 3.3 the row is
 # checked (and cut or deleted) on its text, each image still one placeholder token, and the image's tokens are
@@ -28,7 +29,7 @@ RELEASES = (
         "2",
         (2, 0),
         "ms-swift v2.5.2 (swift/llm/utils/argument.py:610-899 SftArguments: --sft_type, --model_id_or_path)",
-        keys={"lora": "--sft_type", "micro_batch": "--batch_size", "model": "--model_id_or_path"},
+        keys=KEYS.release_keys("2", ("lora", "micro_batch", "model")),
         meaning=TEXT_ONLY_CUT,
         notes=("2.x: --sft_type, --model_id_or_path, --batch_size; max_length 2048 by default",),
     ),
@@ -37,7 +38,7 @@ RELEASES = (
         (3, 0),
         "ms-swift v3.0.0 .. v3.3.x (swift/llm/argument/base_args/base_args.py train_type; the length check before "
         "the images' tokens, template/base.py:626-634 at v3.0.0)",
-        keys={"lora": "--train_type"},
+        keys=KEYS.release_keys("3", ("lora",)),
         meaning=TEXT_ONLY_CUT,
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
     ),
@@ -46,7 +47,7 @@ RELEASES = (
         (3, 4),
         "ms-swift v3.4.0 .. v3.12.x (swift/llm/argument/base_args/base_args.py:98 train_type at v3.12.0; the length "
         "check on the encoded row, template/base.py:421-425 at v3.4.0)",
-        keys={"lora": "--train_type"},
+        keys=KEYS.release_keys("3.4", ("lora",)),
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
     ),
     Release("4", (4, 0), "ms-swift v4.0.0 .. 4.6.0 (swift/arguments/base_args/base_args.py:72 tuner_type)"),
@@ -54,6 +55,8 @@ RELEASES = (
 
 FRAMEWORK = Framework(
     name="swift",
+    package="ms-swift",  # its pinned version decides the release (planner.intake.releases)
+    writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="ms-swift",
     version="ms-swift 4.6.0",
     gkd_loss="chunked",  # rlhf_trainers/gkd_loss.py:94-148, 224-271 (planner.estimate.gkd)
@@ -109,28 +112,12 @@ FRAMEWORK = Framework(
         ),
     },
     sft_head="swift-sp",
-    keys={
-        "micro_batch": "--per_device_train_batch_size",
-        "grad_accum": "--gradient_accumulation_steps",
-        "checkpointing": "--gradient_checkpointing",
-        "zero_stage": "--deepspeed",
-        "offload": "--deepspeed",
-        "fsdp": "--fsdp",
-        "optimizer": "--optim",
-        "loss": "--use_liger_kernel (fused), CELOSS_PARALLEL_SIZE (chunked)",
-        "attention": "--attn_impl",
-        "precision": "--torch_dtype",
-        "lora": "--tuner_type",
-        "lora_rank": "--lora_rank",
-        "quant": "--quant_bits",
-        "seq_len": "--max_length",
-        "batching": "--packing",
-        "model": "--model",
-        "frozen": "--freeze_vit",
-        "vit_checkpointing": "--vit_gradient_checkpointing",
-        "sequence_parallel": "--sequence_parallel_size",
-        "tensor_parallel": "--deepspeed_autotp_size",
-    },
+    keys=KEYS.shown(  # the frameworks table's keys, named by the key table
+        "micro_batch grad_accum checkpointing zero_stage offload=zero_stage fsdp optimizer loss attention "
+        "precision lora lora_rank quant seq_len batching=packing model frozen=frozen_vision vit_checkpointing "
+        "sequence_parallel tensor_parallel",
+        loss=f"{KEYS.flag('loss')} (fused), CELOSS_PARALLEL_SIZE (chunked)",
+    ),
     notes=("LoRA, checkpointing and a frozen ViT by default; accumulation defaults to a total batch of 16",),
     releases=RELEASES,
     rules=(

@@ -16,7 +16,8 @@ from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.hf import reader as hfargs
 from planner.frameworks.swift import reader_2 as swift2
 from planner.frameworks.swift import reader_rl as swiftrl
-from planner.frameworks.swift.reader_rl import S, get
+from planner.frameworks.swift.keys import KEYS, S
+from planner.frameworks.swift.reader_rl import get, look
 from planner.intake import loraargs, models, tasks, tuners, vocab
 from planner.intake.collect import (
     PRESETS,
@@ -56,10 +57,11 @@ def read(
     release = _release(c)
     if release.name == "2":
         f = swift2.translate(c, f)
-    for k in sorted(set(f) - accepted("swift") - {"train_type"} - pipeline_notes(c, f)):
+    for k in sorted(set(f) - accepted("swift") - {KEYS.key("lora", "3")} - pipeline_notes(c, f)):
         c.note(f"{f[k].source} (not an {SWIFT} argument: swift refuses it)")
-    if "model" in f:
-        models.read_model(c, show(one(f["model"].value)), f["model"].source, "--model", near)
+    m = KEYS.key("model")
+    if m in f:
+        models.read_model(c, show(one(f[m].value)), f[m].source, KEYS.flag("model"), near)
     kind = swiftrl.read_kind(c, f, sub)
     world = _world(c, env, where) if launcher else int(c.get("gpus_per_node", 1)) * int(c.get("nodes", 1))
     lora = _tuner(c, f)
@@ -71,23 +73,21 @@ def read(
     tasks.read_swift(c, f, env, where)
     _vision(c, f, env, where, lora)
     _image(c, env, where, release)
-    for key in ("deepspeed", "fsdp"):
+    for field in ("zero_stage", "fsdp"):
+        key = KEYS.key(field)
         if key in f:
             ref = one(f[key].value)
-            if key == "fsdp":
+            if field == "fsdp":
                 _fsdp(c, ref, f[key].source, near, vars)
             else:
-                deepspeed.read(c, ref, f[key].source, "--deepspeed", near, vars=vars)
+                deepspeed.read(c, ref, f[key].source, KEYS.flag(field), near, vars=vars)
     _chunked_loss(c, env, where)
     parallel_sizes(  # Ulysses (with ring attention past the heads: ms-swift's sequence_parallel); AutoTP
         c,
         {
-            field: (f[k].value, f[k].source, "--" + k)
-            for field, k in (
-                ("sequence_parallel", "sequence_parallel_size"),
-                ("tensor_parallel", "deepspeed_autotp_size"),
-            )
-            if k in f
+            field: (f[KEYS.key(field)].value, f[KEYS.key(field)].source, KEYS.flag(field))
+            for field in ("sequence_parallel", "tensor_parallel")
+            if KEYS.key(field) in f
         },
     )
 
@@ -138,62 +138,76 @@ def _device_map(c: Collector, env: dict[str, str], where: str, processes: int) -
     return per
 
 
-VISION_KEYS = ("freeze_vit", "freeze_aligner", "MAX_PIXELS", "VIDEO_MAX_PIXELS", "FPS_MAX_FRAMES")
+VISION_KEYS = (
+    KEYS.key("frozen_vision"),
+    KEYS.key("frozen_projector"),
+    "MAX_PIXELS",
+    "VIDEO_MAX_PIXELS",
+    "FPS_MAX_FRAMES",
+)
 
 
 def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
-    key = "tuner_type" if "tuner_type" in f or "train_type" not in f else "train_type"
-    tuner, src = get(f, key, "lora", f"{S}base_args/base_args.py:121")
-    if key == "train_type":
-        src += " (ms-swift 3's name for --tuner_type)"
+    row, old = KEYS["lora"], KEYS.key("lora", "3")
+    key = old if old in f and row.key not in f else row.key
+    tuner, src = get(f, key, row.default, row.cite)
+    if key == old:
+        src += f" (ms-swift 3's name for {KEYS.flag('lora')})"
     if tuner == "full":
         c.set("lora_rank", 0, src, f"--{key}")
         return False
     if tuner != "lora":
         tuners.tuner(src, tuner)
-    if "use_dora" in f and as_bool(
-        one(f["use_dora"].value)
-    ):  # tuner_args.py:140, PEFT's use_dora (pipelines/train/tuner.py:188)
-        c.set("lora_variant", "dora", f["use_dora"].source, "--use_dora")
-    if "modules_to_save" in f:  # tuner_args.py:130
-        tuners.modules_to_save(c, f["modules_to_save"].value, f["modules_to_save"].source, "--modules_to_save")
-    rank, rsrc = get(f, "lora_rank", 8, f"{S}tuner_args.py:133")
-    c.number("lora_rank", rank, rsrc if key not in f else f"{rsrc}; {src}", "--lora_rank")
-    targets, tsrc = get(f, "target_modules", "all-linear", f"{S}tuner_args.py:126")
-    loraargs.lora_targets(c, f["target_modules"].value if "target_modules" in f else targets, tsrc, "--target_modules")
-    dropout, dsrc = get(f, "lora_dropout", 0.05, f"{S}tuner_args.py:135")
+    dora = f.get(KEYS.key("lora_variant"))  # PEFT's use_dora (pipelines/train/tuner.py:188)
+    if dora and as_bool(one(dora.value)):
+        c.set("lora_variant", "dora", dora.source, KEYS.flag("lora_variant"))
+    saved = f.get(KEYS.key("lora_train_embeddings"))
+    if saved:
+        tuners.modules_to_save(c, saved.value, saved.source, KEYS.flag("lora_train_embeddings"))
+    rank, rsrc = look(f, "lora_rank")
+    c.number("lora_rank", rank, rsrc if key not in f else f"{rsrc}; {src}", KEYS.flag("lora_rank"))
+    targets, tsrc = look(f, "lora_targets")
+    given = f.get(KEYS.key("lora_targets"))
+    loraargs.lora_targets(c, given.value if given else targets, tsrc, KEYS.flag("lora_targets"))
+    dropout, dsrc = look(f, "lora_dropout")
     if as_float(dropout) is not None:
-        c.set("lora_dropout", as_float(dropout), dsrc, "--lora_dropout")
-    method, bits = (str(one(f[k].value)).lower() if k in f else None for k in ("quant_method", "quant_bits"))
-    if method == "bnb" and bits == "4":
-        qtype, qsrc = get(f, "bnb_4bit_quant_type", "nf4", f"{S}base_args/quant_args.py:40")
-        c.set("quant", qtype if qtype in ("nf4", "fp4") else "nf4", f"{f['quant_bits'].source}; {qsrc}", "--quant_bits")
-        nested = f.get("bnb_4bit_use_double_quant")  # quant_args.py:42: True
-        if nested and not as_bool(one(nested.value)):
-            c.set("quant_absmax", "fp32", nested.source, "--bnb_4bit_use_double_quant")
-    elif method == "bnb" and bits == "8":  # model/register.py:83: load_in_8bit
-        c.set("quant", "int8", f["quant_bits"].source, "--quant_bits")
-    elif method:
-        c.note(
-            f"{'; '.join(f[k].source for k in ('quant_method', 'quant_bits') if k in f)} ({method} {bits or ''}-bit "
-            "quantization is not planned yet; planned in 16 "
-            "bits)"
-        )
+        c.set("lora_dropout", as_float(dropout), dsrc, KEYS.flag("lora_dropout"))
+    _quant(c, f)
     return True
 
 
+def _quant(c: Collector, f: dict[str, Flag]) -> None:
+    keys = (KEYS.key("quant_method"), KEYS.key("quant"))
+    method, bits = (str(one(f[k].value)).lower() if k in f else None for k in keys)
+    if method == "bnb" and bits == "4":
+        qtype, qsrc = look(f, "quant_type")
+        quant = qtype if qtype in ("nf4", "fp4") else "nf4"
+        c.set("quant", quant, f"{f[keys[1]].source}; {qsrc}", KEYS.flag("quant"))
+        nested = f.get(KEYS.key("quant_absmax"))  # quant_args.py:42: True
+        if nested and not as_bool(one(nested.value)):
+            c.set("quant_absmax", "fp32", nested.source, KEYS.flag("quant_absmax"))
+    elif method == "bnb" and bits == "8":  # model/register.py:83: load_in_8bit
+        c.set("quant", "int8", f[keys[1]].source, KEYS.flag("quant"))
+    elif method:
+        c.note(
+            f"{'; '.join(f[k].source for k in keys if k in f)} ({method} {bits or ''}-bit "
+            "quantization is not planned yet; planned in 16 bits)"
+        )
+
+
 def _batch(c: Collector, f: dict[str, Flag], kind: str, world: int) -> None:
-    mb, src = get(f, "per_device_train_batch_size", 1, "swift/trainers/arguments.py:130")
-    micro = c.number("micro_batch", mb, src, "--per_device_train_batch_size") or 1
-    if "gradient_accumulation_steps" in f:
-        g = f["gradient_accumulation_steps"]
-        c.number("grad_accum", g.value, g.source, "--gradient_accumulation_steps")
+    mb, src = look(f, "micro_batch")
+    micro = c.number("micro_batch", mb, src, KEYS.flag("micro_batch")) or 1
+    ga_flag = KEYS.flag("grad_accum")
+    if KEYS.key("grad_accum") in f:
+        g = f[KEYS.key("grad_accum")]
+        c.number("grad_accum", g.value, g.source, ga_flag)
     elif kind == "grpo":
         c.set(
             "grad_accum",
             1,
             default(SWIFT, f"{S}rlhf_args.py:528-531", "gradient_accumulation_steps 1 for GRPO"),
-            "--gradient_accumulation_steps",
+            ga_flag,
         )
     else:
         ga = max(1, math.ceil(16 / micro / world))
@@ -205,13 +219,14 @@ def _batch(c: Collector, f: dict[str, Flag], kind: str, world: int) -> None:
                 "swift/trainers/arguments.py:289-292",
                 f"gradient_accumulation_steps ceil(16 / {micro} per device / {world} processes) = {ga}",
             ),
-            "--gradient_accumulation_steps",
+            ga_flag,
         )
 
 
 def _sequence(c: Collector, f: dict[str, Flag], kind: str) -> None:
-    if "max_length" in f:
-        value, src = f["max_length"].value, f["max_length"].source
+    ml, flag = KEYS.key("seq_len"), KEYS.flag("seq_len")
+    if ml in f:
+        value, src = f[ml].value, f[ml].source
     elif c.model is not None and models.context(c.model.config):
         value = models.context(c.model.config)
         src = default(SWIFT, f"{S}base_args/base_args.py:227-228", f"max_length: the model's context {value}")
@@ -224,50 +239,51 @@ def _sequence(c: Collector, f: dict[str, Flag], kind: str) -> None:
     field = {"dpo": "workload.max_length", "gkd": "workload.max_length", "grpo": "workload.max_prompt_length"}.get(
         kind, "seq_len"
     )
-    c.number(
-        field, value, src if kind != "grpo" else f"{src} (GRPO: the prompt's limit, truncated left)", "--max_length"
-    )
+    c.number(field, value, src if kind != "grpo" else f"{src} (GRPO: the prompt's limit, truncated left)", flag)
     if kind == "grpo":
         swiftrl.read_grpo(c, f)
 
 
 def _training(c: Collector, f: dict[str, Flag], kind: str) -> None:
-    gc, src = get(f, "gradient_checkpointing", True, "swift/trainers/arguments.py:135")
-    c.set("checkpointing", "full" if as_bool(gc) else "off", src, "--gradient_checkpointing")
-    vit = f.get("vit_gradient_checkpointing")  # None follows --gradient_checkpointing (arguments.py:297-298)
+    gc, src = look(f, "checkpointing")
+    c.set("checkpointing", "full" if as_bool(gc) else "off", src, KEYS.flag("checkpointing"))
+    vit = f.get(KEYS.key("vit_checkpointing"))  # None follows --gradient_checkpointing (arguments.py:297-298)
     if as_bool(gc) and vit is not None and as_bool(vit.value) is False:
-        c.set("vit_checkpointing", "off", vit.source, "--vit_gradient_checkpointing")
+        c.set("vit_checkpointing", "off", vit.source, KEYS.flag("vit_checkpointing"))
     cfg = c.model.config if c.model is not None else {}
-    dtype, dsrc = get(f, "torch_dtype", cfg.get("torch_dtype") or "bfloat16", f"{S}base_args/model_args.py:120-125")
+    dt = KEYS["precision"]
+    dtype, dsrc = get(f, dt.key, cfg.get("torch_dtype") or "bfloat16", dt.cite)
     weights = hfargs.dtype(dtype, c) or "bf16"
-    c.fact("weights", weights, dsrc, "--torch_dtype")
+    c.fact("weights", weights, dsrc, KEYS.flag("precision"))
     for key in ("bf16", "fp16"):
-        if key in f and as_bool(f[key].value):
-            c.fact("amp", key, f[key].source, f"--{key}")
+        if KEYS.key(key) in f and as_bool(f[KEYS.key(key)].value):
+            c.fact("amp", key, f[KEYS.key(key)].source, KEYS.flag(key))
     c.fact(
         "amp",
         "bf16" if weights == "bf16" else "fp16",
         f"{dsrc}; " + default(SWIFT, f"{S}base_args/model_args.py:130-142", "mixed precision follows torch_dtype"),
-        "--bf16",
+        KEYS.flag("bf16"),
         weak=True,
     )
-    for key in ("packing", "padding_free"):
+    for key in (KEYS.key("packing"), KEYS.key("padding_free")):
         if key in f and as_bool(f[key].value):
             c.set("batching", "packed", f[key].source, f"--{key}")
-    if "attn_impl" in f:
-        mapped = vocab.attention(one(f["attn_impl"].value))
+    attn = f.get(KEYS.key("attention"))
+    if attn:
+        mapped = vocab.attention(one(attn.value))
         if mapped:
-            c.set("attention", mapped, f["attn_impl"].source, "--attn_impl")
+            c.set("attention", mapped, attn.source, KEYS.flag("attention"))
         else:
-            c.note(f"{f['attn_impl'].source} (this attention implementation is not planned yet; planned as sdpa)")
-    if "use_liger_kernel" in f and as_bool(f["use_liger_kernel"].value):
+            c.note(f"{attn.source} (this attention implementation is not planned yet; planned as sdpa)")
+    liger = f.get(KEYS.key("loss"))
+    if liger and as_bool(liger.value):
         if kind == "sft":
-            c.set("loss", "fused", f["use_liger_kernel"].source, "--use_liger_kernel")
+            c.set("loss", "fused", liger.source, KEYS.flag("loss"))
         else:
-            c.note(f"{f['use_liger_kernel'].source} (Liger kernels in RLHF are not planned yet)")
-    opt, osrc = get(f, "optim", "adamw_torch_fused", "transformers 5.19 training_args.py:804-811")
+            c.note(f"{liger.source} (Liger kernels in RLHF are not planned yet)")
+    opt, osrc = look(f, "optimizer")
     if tuners.optimizer(osrc, opt) and vocab.optimizer(opt):
-        c.set("optimizer", vocab.optimizer(opt), osrc, "--optim")
+        c.set("optimizer", vocab.optimizer(opt), osrc, KEYS.flag("optimizer"))
     else:
         c.note(f"{osrc} (this optimizer is not planned yet; planned as AdamW)")
     plugin = str(one(f["optimizer"].value)).lower() if "optimizer" in f else ""
@@ -278,15 +294,15 @@ def _training(c: Collector, f: dict[str, Flag], kind: str) -> None:
 def _vision(c: Collector, f: dict[str, Flag], env: dict[str, str], where: str, lora: bool) -> None:
     if not models.tower_known(c, f | {k: Flag(k, v, f"{where} {k}={v}", k) for k, v in env.items()}, VISION_KEYS):
         return
-    vit, vsrc = get(f, "freeze_vit", True, f"{S}tuner_args.py:123")
-    if lora and "freeze_vit" in f:
+    vit, vsrc = look(f, "frozen_vision")
+    if lora and KEYS.key("frozen_vision") in f:
         why = "all-linear then takes the ViT's linears too: swift/pipelines/train/tuner.py:92-104"
-        models.lora_tower(c, vit, vsrc, "--freeze_vit", why)
-    aligner, asrc = get(f, "freeze_aligner", True, f"{S}tuner_args.py:124")
-    llm, lsrc = get(f, "freeze_llm", False, f"{S}tuner_args.py:122")
+        models.lora_tower(c, vit, vsrc, KEYS.flag("frozen_vision"), why)
+    aligner, asrc = look(f, "frozen_projector")
+    llm, lsrc = look(f, "frozen_language")
     if not lora:
         frozen, note = models.frozen_value(as_bool(vit), as_bool(aligner), as_bool(llm))
-        c.fact("frozen", frozen, f"{vsrc}; {asrc}; {lsrc}", "--freeze_vit")
+        c.fact("frozen", frozen, f"{vsrc}; {asrc}; {lsrc}", KEYS.flag("frozen_vision"))
         if note:
             c.note(f"{asrc} ({note.replace('projector', 'aligner').replace('tower', 'ViT')})")
     for key in ("VIDEO_MAX_PIXELS", "FPS_MAX_FRAMES"):
@@ -344,7 +360,7 @@ def _image(c: Collector, env: dict[str, str], where: str, release) -> None:
             int(seq.value) + n,
             f"{seq.source} + {n} image tokens (ms-swift {release.name}.x checks --max_length on the text, then "
             "inserts the image's tokens: planner.frameworks.swift.RELEASES)",
-            "--max_length",
+            KEYS.flag("seq_len"),
         )
 
 
@@ -368,14 +384,15 @@ SWIFT2_FLAGS = ("sft_type", "model_id_or_path", "lora_target_modules", "lora_dro
 def release_hint(flags: dict[str, Flag]) -> tuple[str, str] | None:
     """The release the flags' names say (planner.intake.releases): ("3", why) for ms-swift 3's --train_type without
     4.x's --tuner_type, read as 3.0-3.3 (the hungrier for images); ("2", why) for a 2.x-only name."""
-    if "train_type" in flags and "tuner_type" not in flags:
+    old, new = KEYS.key("lora", "3"), KEYS.key("lora")
+    if old in flags and new not in flags:
         why = (
-            f"{flags['train_type'].source} (ms-swift 3's name; 4.x's is --tuner_type; read as 3.0-3.3, the hungrier "
+            f"{flags[old].source} (ms-swift 3's name; 4.x's is --{new}; read as 3.0-3.3, the hungrier "
             "for images: their --max_length leaves the image's tokens out; a pin ms-swift==3.4 or later beside the "
             "script reads it as 3.4)"
         )
         return "3", why
     old2 = next((flags[k] for k in SWIFT2_FLAGS if k in flags), None)
-    if old2 is not None and "tuner_type" not in flags:
+    if old2 is not None and new not in flags:
         return "2", f"{old2.source} (an ms-swift 2.x name, v2.5.2 swift/llm/utils/argument.py:610-617)"
     return None

@@ -6,21 +6,16 @@ one line each, never "swift refuses it" (that is 4.x's word).
 
 from __future__ import annotations
 
+from planner.frameworks.swift.keys import KEYS
 from planner.intake.collect import Collector, accepted, default, one
 from planner.intake.flags import Flag
 
 WHO = "ms-swift 2.x"
 A = "v2.5.2 swift/llm/utils/argument.py"
-# 2.x name -> 4.x name (the value means the same, or VALUES translates it)
-RENAMED = {
-    "sft_type": "tuner_type",  # :617 (lora by default, as 4.x)
-    "model_id_or_path": "model",  # :612
-    "batch_size": "per_device_train_batch_size",  # :787
-    "dtype": "torch_dtype",  # :637 (AUTO: the config's, as 4.x's default)
-    "lora_target_modules": "target_modules",  # :896, 2.x's older name of target_modules (:689)
-    "lora_dropout_p": "lora_dropout",  # :895, 2.x's older name of lora_dropout (:697)
-    "use_flash_attn": "attn_impl",  # :838; model.py:1461-1465: True flash_attention_2, False eager, unset the default
-}
+# 2.x name -> 4.x name (the value means the same, or VALUES translates it): the table's "2" renames, each cited
+# in planner.frameworks.swift.keys (sft_type, model_id_or_path, batch_size, dtype, lora_target_modules,
+# lora_dropout_p, use_flash_attn: True flash_attention_2, False eager, unset the default)
+RENAMED = KEYS.renamed("2")
 VALUES = {
     # argument.py:964-968: 2.x's DeepSpeed preset names
     "deepspeed": {"default-zero2": "zero2", "default-zero3": "zero3", "zero2-offload": "zero2_offload"}
@@ -77,7 +72,7 @@ def translate(c: Collector, f: dict[str, Flag]) -> dict[str, Flag]:
     for key, value, cite in DEFAULTS:
         if key not in out:
             out[key] = Flag(key, value, default(WHO, cite, f"{key} {value}"), f"--{key}")
-    for key in sorted(set(out) - accepted("swift") - {"train_type"}):
+    for key in sorted(set(out) - accepted("swift") - {KEYS.key("lora", "3")}):
         if key in NO_MEMORY:
             c.note(f"{out.pop(key).source} ({WHO}: does not change memory)")
         elif key not in RENAMED:

@@ -6,6 +6,7 @@ swift modules share.
 
 from __future__ import annotations
 
+from planner.frameworks.swift.keys import KEYS
 from planner.intake.collect import SWIFT, Collector, as_bool, as_float, as_int, default, one
 from planner.intake.flags import Flag
 from planner.intake.models import lookup
@@ -20,33 +21,39 @@ def get(f: dict[str, Flag], key: str, fallback: object, cite: str) -> tuple[obje
     return fallback, default(SWIFT, cite, f"{key} {fallback}")
 
 
+def look(f: dict[str, Flag], name: str) -> tuple[object, str]:
+    """(value, source) of field `name`'s flag (planner.frameworks.swift.keys), else swift's default with its cite."""
+    k = KEYS[name]
+    return get(f, k.key, k.default, k.cite)
+
+
 def read_kind(c: Collector, f: dict[str, Flag], sub: str) -> str:
     if sub != "rlhf":
         return "sft"
-    rlhf, src = get(f, "rlhf_type", "dpo", f"{S}rlhf_args.py:233")
+    rlhf, src = look(f, "workload.kind")
     kind = RLHF_AS.get(str(rlhf))
     if kind is None:
         c.note(f"{src} ({rlhf} is not planned yet; planned as SFT)")
         return "sft"
-    c.set("workload.kind", kind, src, "--rlhf_type")
+    c.set("workload.kind", kind, src, KEYS.flag("workload.kind"))
     if rlhf != kind:
-        c.set("workload.precompute_ref_log_probs", True, f"{src} ({rlhf}: no reference model)", "--rlhf_type")
+        c.set(
+            "workload.precompute_ref_log_probs", True, f"{src} ({rlhf}: no reference model)", KEYS.flag("workload.kind")
+        )
     return kind
 
 
 def read_grpo(c: Collector, f: dict[str, Flag]) -> None:
     """GRPO's inputs: generations, completion length, iterations, beta, vLLM."""
-    for key, fallback, cite, lo in (
-        ("num_generations", 8, f"{S}rlhf_args.py:164", 2),
-        ("max_completion_length", 512, f"{S}rlhf_args.py:242", 1),
-    ):
-        v, s = get(f, key, fallback, cite)
-        c.number(f"workload.{key}", v, s, f"--{key}", minimum=lo)
-    if "num_iterations" in f:
-        c.number("workload.num_iterations", f["num_iterations"].value, f["num_iterations"].source, "--num_iterations")
-    beta, bsrc = get(f, "beta", 0.04, f"{S}rlhf_args.py:356-357")
+    for field, lo in (("workload.num_generations", 2), ("workload.max_completion_length", 1)):
+        v, s = look(f, field)
+        c.number(field, v, s, KEYS.flag(field), minimum=lo)
+    it = KEYS.key("workload.num_iterations")
+    if it in f:
+        c.number("workload.num_iterations", f[it].value, f[it].source, KEYS.flag("workload.num_iterations"))
+    beta, bsrc = look(f, "workload.beta")
     if as_float(beta) is not None:
-        c.set("workload.beta", as_float(beta), bsrc, "--beta")
+        c.set("workload.beta", as_float(beta), bsrc, KEYS.flag("workload.beta"))
     _vllm(c, f)
 
 
@@ -67,15 +74,12 @@ def read_gkd(c: Collector, f: dict[str, Flag], near) -> None:
             c.note(f"{src} ({name} not found offline: pass its config.json; planned as the student distilling itself)")
         else:
             c.set("workload.teacher_model", found.ref, f"{src} ({found.how})", "--teacher_model")
-    for key, field, fallback, cite in (
-        ("lmbda", "lmbda", 0.5, "rlhf_args.py:263"),
-        ("beta", "jsd_beta", 0.5, "rlhf_args.py:516-518"),
-    ):
-        v, s = get(f, key, fallback, f"{S}{cite}")
+    for field in ("workload.lmbda", "workload.jsd_beta"):
+        v, s = look(f, field)
         if as_float(v) is not None:
-            c.set(f"workload.{field}", as_float(v), s, f"--{key}")
-    v, s = get(f, "max_completion_length", 512, f"{S}rlhf_args.py:242")
-    c.number("workload.max_completion_length", v, s, "--max_completion_length", minimum=1)
+            c.set(field, as_float(v), s, KEYS.flag(field))
+    v, s = look(f, "workload.max_completion_length")
+    c.number("workload.max_completion_length", v, s, KEYS.flag("workload.max_completion_length"), minimum=1)
     for key in ("teacher_model_server", "offload_teacher_model", "gkd_logits_topk", "use_vllm", "sft_alpha"):
         if key in f:
             c.note(
@@ -97,7 +101,7 @@ def _vllm(c: Collector, f: dict[str, Flag]) -> None:
         "--vllm_mode",
     )
     if mode == "colocate":
-        util, src = get(f, "vllm_gpu_memory_utilization", 0.9, "swift/rlhf_trainers/args_mixin.py:37")
+        util, src = look(f, "workload.vllm_gpu_memory_utilization")
         c.set("workload.vllm_gpu_memory_utilization", as_float(util) or 0.9, src, "--vllm_gpu_memory_utilization")
     if "vllm_tensor_parallel_size" in f and (as_int(one(f["vllm_tensor_parallel_size"].value)) or 1) > 1:
         tp = f["vllm_tensor_parallel_size"]  # the engine's weights split over its group (the sync wakes them)

@@ -32,7 +32,8 @@ import shlex
 from planner.config.spec import Hardware, Plan
 from planner.estimate import recipe_terms
 from planner.export import export
-from planner.frameworks import FRAMEWORKS, adapter, check_plan
+from planner.frameworks import FRAMEWORKS, check_plan
+from planner.frameworks.swift.keys import KEYS
 from planner.model.catalog import checkpoints
 from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
 
@@ -40,8 +41,6 @@ VERSION = "ms-swift 4.6.0"
 SCRIPT_NAME = "swift_train.sh"
 FSDP_NAME = "swift_fsdp.json"
 DS_PRESETS = {(3, "none"): "zero3", (3, "optimizer+params"): "zero3_offload"}
-ATTN_IMPL = {"flash": "flash_attn", "sdpa": "sdpa", "eager": "eager"}
-DTYPE = {"bf16": "bfloat16", "bf16-pure": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 Flag = tuple[str, object]  # flag name without "--", a value or a list of values
 
@@ -125,32 +124,33 @@ def word(value: object) -> str:
 
 
 def flag_list(plan: Plan, model: ModelSpec, seq_len: int) -> list[Flag]:
-    out: list[Flag] = [("model", loaded(model).path)]
+    k = KEYS.pair
+    out: list[Flag] = [k("model", loaded(model).path)]
     if plan.workload.kind != "sft":
-        out.append(("rlhf_type", plan.workload.kind))
+        out.append(k("workload.kind", plan.workload.kind))
     out += task_flags(plan) + tuner_flags(plan, model) + precision_flags(plan)
     out += [
-        ("attn_impl", ATTN_IMPL[plan.attention]),
-        ("per_device_train_batch_size", plan.micro_batch),
-        ("gradient_accumulation_steps", plan.grad_accum),  # swift's default differs (a total batch of 16)
-        *([("per_device_eval_batch_size", plan.eval_batch)] if plan.eval_batch else []),
-        ("gradient_checkpointing", plan.checkpointing == "full" and plan.fsdp == "off"),
-        *([("vit_gradient_checkpointing", False)] if plan.vit_checkpointing == "off" else []),
-        ("max_length", plan.workload.prompt_tokens() if plan.workload.kind == "grpo" else seq_len),
+        k("attention", plan.attention),
+        k("micro_batch", plan.micro_batch),
+        k("grad_accum", plan.grad_accum),  # swift's default differs (a total batch of 16)
+        *([k("eval_batch", plan.eval_batch)] if plan.eval_batch else []),
+        k("checkpointing", plan.checkpointing == "full" and plan.fsdp == "off"),
+        *([k("vit_checkpointing", False)] if plan.vit_checkpointing == "off" else []),
+        k("seq_len", plan.workload.prompt_tokens() if plan.workload.kind == "grpo" else seq_len),
     ]
     if plan.batching == "packed":
-        out += [("packing", True), ("padding_free", True)]
+        out += [k("packing", True), k("padding_free", True)]
     if plan.loss == "fused":
-        out.append(("use_liger_kernel", True))
-    out.append(("optim", export.HF_OPTIM[plan.optimizer]))
+        out.append(k("loss", plan.loss))
+    out.append(k("optimizer", export.HF_OPTIM[plan.optimizer]))
     if plan.zero_stage:
-        out.append(("deepspeed", deepspeed_arg(plan)))
+        out.append(k("zero_stage", deepspeed_arg(plan)))
     if plan.fsdp != "off":
-        out.append(("fsdp", fsdp_arg(plan, model)))
-    if plan.sequence_parallel > 1:  # Ulysses (swift/arguments/base_args/template_args.py:141)
-        out.append(("sequence_parallel_size", plan.sequence_parallel))
-    if plan.tensor_parallel > 1:  # DeepSpeed AutoTP, full fine-tuning only (swift/arguments/sft_args.py:158-160)
-        out.append(("deepspeed_autotp_size", plan.tensor_parallel))
+        out.append(k("fsdp", fsdp_arg(plan, model)))
+    if plan.sequence_parallel > 1:  # Ulysses
+        out.append(k("sequence_parallel", plan.sequence_parallel))
+    if plan.tensor_parallel > 1:  # DeepSpeed AutoTP, full fine-tuning only
+        out.append(k("tensor_parallel", plan.tensor_parallel))
     out += rlhf_flags(plan)
     return out + [
         ("dataset", "YOUR_DATASET"),
@@ -165,48 +165,53 @@ def task_flags(plan: Plan) -> list[Flag]:
     --num_labels (:83); none for a causal LM."""
     if plan.task == "causal-lm":
         return []
-    labels = [("num_labels", plan.num_labels)] if plan.task == "seq-cls" else []
-    return [("task_type", plan.task.replace("-", "_")), *labels]
+    labels = [KEYS.pair("num_labels", plan.num_labels)] if plan.task == "seq-cls" else []
+    return [KEYS.pair("task", plan.task.replace("-", "_")), *labels]
 
 
 def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
-    tuner = adapter("swift", plan.knobs.release).keys["lora"].removeprefix("--")  # 3.x: train_type (the release)
+    k = KEYS.pair
+    tuner = KEYS.key("lora", plan.knobs.release)  # 3.x: train_type (the release)
     if not plan.lora_rank:
         out: list[Flag] = [(tuner, "full")]
-        if model.vision is not None:  # swift freezes both by default (tuner_args.py:123-124)
-            out += [("freeze_vit", "vision" in plan.frozen), ("freeze_aligner", "projector" in plan.frozen)]
-            out += [("freeze_llm", True)] if "language" in plan.frozen else []
+        if model.vision is not None:  # swift freezes both by default
+            out += [k("frozen_vision", "vision" in plan.frozen), k("frozen_projector", "projector" in plan.frozen)]
+            out += [k("frozen_language", True)] if "language" in plan.frozen else []
         return out
     out = [
         (tuner, "lora"),
-        ("lora_rank", plan.lora_rank),
-        ("lora_alpha", 2 * plan.lora_rank),
-        ("lora_dropout", plan.lora_dropout),
-        ("target_modules", target_modules(plan, model)),
+        k("lora_rank", plan.lora_rank),
+        k("lora_alpha", 2 * plan.lora_rank),
+        k("lora_dropout", plan.lora_dropout),
+        k("lora_targets", target_modules(plan, model)),
     ]
     if peft_target_parameters(plan.lora_targets):
-        out.append(("target_parameters", peft_target_parameters(plan.lora_targets)))
+        out.append(k("lora_target_parameters", peft_target_parameters(plan.lora_targets)))
     if plan.lora_train_embeddings:
-        out.append(("modules_to_save", ["embed_tokens", "lm_head"]))
+        out.append(k("lora_train_embeddings", ["embed_tokens", "lm_head"]))
     if (
         plan.lora_vision
     ):  # all-linear reaches the ViT's and aligner's linears once they are not frozen (tuner.py:92-104)
-        out += [("freeze_vit", False), ("freeze_aligner", False)]
-    if plan.lora_variant == "dora":  # tuner_args.py:140
-        out.append(("use_dora", True))
-    if plan.quant in ("gptq", "awq"):  # quant_args.py:46: a quantized checkpoint brings its own config
-        pass
-    elif plan.quant == "int8":  # model/register.py:82-83: quant_bits 8 is load_in_8bit
-        out += [("quant_method", "bnb"), ("quant_bits", 8)]
-    elif plan.quant != "none":
-        out += [
-            ("quant_method", "bnb"),
-            ("quant_bits", 4),
-            ("bnb_4bit_quant_type", plan.quant),
-            ("bnb_4bit_use_double_quant", plan.quant_absmax == "8bit"),
-        ]
-        if export.quant_storage(plan):  # quant_args.py:43, None by default: sharding needs it
-            out.append(("bnb_4bit_quant_storage", export.quant_storage(plan)))
+        out += [k("frozen_vision", False), k("frozen_projector", False)]
+    if plan.lora_variant == "dora":
+        out.append(k("lora_variant", plan.lora_variant))
+    return out + quant_flags(plan)
+
+
+def quant_flags(plan: Plan) -> list[Flag]:
+    k = KEYS.pair
+    if plan.quant in ("gptq", "awq", "none"):  # quant_args.py:46: a quantized checkpoint brings its own config
+        return []
+    if plan.quant == "int8":  # model/register.py:82-83: quant_bits 8 is load_in_8bit
+        return [k("quant_method", "bnb"), k("quant", 8)]
+    out = [
+        k("quant_method", "bnb"),
+        k("quant", 4),
+        k("quant_type", plan.quant),
+        k("quant_absmax", plan.quant_absmax == "8bit"),
+    ]
+    if export.quant_storage(plan):  # quant_args.py:43, None by default: sharding needs it
+        out.append(k("quant_storage", export.quant_storage(plan)))
     return out
 
 
@@ -229,8 +234,9 @@ def precision_flags(plan: Plan) -> list[Flag]:
     counts them: swift loads the model in --torch_dtype, so those plans load float32 and autocast to bf16 / fp16.
     DeepSpeed keeps its own fp32 master copy; a LoRA base is half precision."""
     amp = plan.precision in ("bf16", "fp16")
-    dtype = "float32" if amp and not plan.lora_rank and not plan.zero_stage else DTYPE[plan.precision]
-    return [("torch_dtype", dtype), ("bf16", plan.precision == "bf16"), ("fp16", plan.precision == "fp16")]
+    dtype = "fp32" if amp and not plan.lora_rank and not plan.zero_stage else plan.precision
+    k = KEYS.pair
+    return [k("precision", dtype), k("bf16", plan.precision == "bf16"), k("fp16", plan.precision == "fp16")]
 
 
 def deepspeed_arg(plan: Plan) -> str:
@@ -272,25 +278,26 @@ def rlhf_flags(plan: Plan) -> list[Flag]:
         return gkd_flags(w)
     if w.kind != "grpo":
         return []
+    k = KEYS.pair
     out: list[Flag] = [
-        ("num_generations", w.num_generations),
-        ("max_completion_length", w.max_completion_length),
-        ("beta", w.beta),
-        ("num_iterations", w.num_iterations),
-        ("use_vllm", w.generation != "hf"),
+        k("workload.num_generations", w.num_generations),
+        k("workload.max_completion_length", w.max_completion_length),
+        k("workload.beta", w.beta),
+        k("workload.num_iterations", w.num_iterations),
+        k("workload.use_vllm", w.generation != "hf"),
     ]
     if w.generation != "hf":
-        out.append(("vllm_mode", w.generation.removeprefix("vllm-")))
+        out.append(k("workload.generation", w.generation.removeprefix("vllm-")))
     if w.generation == "vllm-colocate":
-        out.append(("vllm_gpu_memory_utilization", w.vllm_gpu_memory_utilization))
+        out.append(k("workload.vllm_gpu_memory_utilization", w.vllm_gpu_memory_utilization))
     if w.generation == "vllm-colocate" and w.roles.rollout_tp > 1:
-        out.append(("vllm_tensor_parallel_size", w.roles.rollout_tp))
+        out.append(k("workload.roles.rollout_tp", w.roles.rollout_tp))
     if w.generation == "vllm-colocate" and w.roles.sleep_level:
-        out.append(("sleep_level", w.roles.sleep_level))
+        out.append(k("workload.roles.sleep_level", w.roles.sleep_level))
     if w.steps_per_generation is not None:
-        out.append(("steps_per_generation", w.steps_per_generation))
+        out.append(k("workload.steps_per_generation", w.steps_per_generation))
     if w.roles.move_model_batches is not None:
-        out.append(("move_model_batches", w.roles.move_model_batches))
+        out.append(k("workload.roles.move_model_batches", w.roles.move_model_batches))
     return out + [("reward_funcs", ["accuracy", "format"])]
 
 
@@ -298,5 +305,11 @@ def gkd_flags(w) -> list[Flag]:
     """`swift rlhf --rlhf_type gkd`'s inputs (swift/arguments/rlhf_args.py:71 --teacher_model, :258 --temperature,
     :263 --lmbda, :516-518 --beta 0.5 for gkd, :242 --max_completion_length); no --teacher_model: the student is its
     own teacher (self-distillation, :403-407)."""
-    teacher = [("teacher_model", export.hf_or_name(w.teacher_model))] if w.teacher_model else []
-    return [*teacher, ("lmbda", w.lmbda), ("beta", w.jsd_beta), ("max_completion_length", w.max_completion_length)]
+    k = KEYS.pair
+    teacher = [k("workload.teacher_model", export.hf_or_name(w.teacher_model))] if w.teacher_model else []
+    return [
+        *teacher,
+        k("workload.lmbda", w.lmbda),
+        k("workload.jsd_beta", w.jsd_beta),
+        k("workload.max_completion_length", w.max_completion_length),
+    ]

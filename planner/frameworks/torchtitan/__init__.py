@@ -25,6 +25,7 @@ def _hybrid_split(k: dict, w) -> bool:
 
 FRAMEWORK = Framework(
     name="torchtitan",
+    writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="torchtitan",
     version="torchtitan 0.3.0",
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)

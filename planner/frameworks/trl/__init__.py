@@ -21,7 +21,7 @@ Adding a release is one Release in RELEASES."""
 
 from dataclasses import replace
 
-from planner.frameworks.base import NO_SPLITS, Default, Framework, Release
+from planner.frameworks.base import NO_SPLITS, Default, ForkSigns, Framework, Release
 from planner.frameworks.hf import HF_EVERY, HF_KEYS, HF_RUNS, HF_SPLIT_RULES
 
 BASE = "trl 1.16.0 trl/trainer/base_config.py"
@@ -208,8 +208,32 @@ SFT_SPANS = {
     "use_liger": (None, (0, 18)),
     **dict.fromkeys(("assistant_only_loss", "packing_strategy"), ((0, 19), None)),
 }
+# GRPO forks that froze a TRL release, by their trainer classes (the releases "r1-v" and "vlm-r1"), by a flag only
+# their script takes and by their files where the script is not among the user's (planner.intake.releases reads them)
+FORK_CLASSES = (("VLMGRPOTrainer", "vlm-r1"), ("Qwen2VLGRPOTrainer", "r1-v"))
+# GRPO forks by a flag only their script takes: Video-R1 (59d65c3) src/r1-v/src/open_r1/grpo.py:55-60 --temporal,
+# --len_control; its trainer (:286 Qwen2VLGRPOVLLMTrainerModified with vLLM, else Qwen2VLGRPOTrainer) is R1-V's,
+# repeating each prompt num_generations times (trainer/vllm_grpo_trainer_modified.py:615): its batch counts prompts
+VIDEO_R1 = "Video-R1's flag, src/r1-v/src/open_r1/grpo.py:55-60; its trainer is R1-V's Qwen2VLGRPOTrainer's copy"
+FORK_FLAGS = (("temporal", "r1-v", VIDEO_R1), ("len_control", "r1-v", VIDEO_R1))
+# GRPO forks by their files' names, first match wins: VLM-R1's grpo_jsonl.py came with VLMGRPOTrainer (4081ec3); its
+# grpo_rec.py ran Qwen2VLGRPOTrainer, each prompt sampled num_generations times, until 0586aee (2025-03-03; 1af6d4a
+# grpo_trainer.py:336-341 num_return_sequences, 717-723 one row a prompt), then VLMGRPOTrainer (fd242e0
+# grpo_rec.py:35, counting completions: grpo_trainer.py:828-841); R1-V's first layout was src/open-r1-multimodal too
+# (the R1-V issue #61 script `cd`s there). A name more than one trainer ran allows each (the first planned).
+FORK_PATHS = (
+    ("grpo_jsonl.py", ("vlm-r1",)),
+    ("grpo_rec.py", ("vlm-r1", "r1-v")),
+    ("open-r1-multimodal", ("vlm-r1", "r1-v")),
+    ("VLM-R1", ("vlm-r1", "r1-v")),
+    ("r1-v", ("r1-v",)),
+)
+
+
 FRAMEWORK = Framework(
     name="trl",
+    package="trl",
+    forks=ForkSigns(FORK_CLASSES, FORK_FLAGS, FORK_PATHS),
     label="TRL (SFT, DPO, GRPO trainers)",
     version="trl 1.16.0",
     every=(*HF_EVERY, "device_map"),
@@ -236,4 +260,6 @@ TRL0 = replace(
     releases=(),
     key_spans={},
     same_as="trl@0.22",
+    package="",  # its release is trl's (--framework trl-0 is given, never read from a pin)
+    forks=None,
 )

@@ -50,6 +50,7 @@ ROLES = RoleEngine(
 
 FRAMEWORK = Framework(
     name="verl",
+    writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="verl SFT trainer",
     role_engine=ROLES,
     version="verl 0.9.1",

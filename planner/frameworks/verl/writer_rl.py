@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from planner.config.spec import Hardware, Plan
 from planner.frameworks import check_plan
+from planner.frameworks.verl.keys import KEYS
 from planner.model import catalog
 from planner.model.modelspec import ModelSpec
 
@@ -77,66 +78,66 @@ def script(plan: Plan, model: ModelSpec, hw: Hardware) -> str:
 
 
 def overrides(plan: Plan, model: ModelSpec, hw: Hardware) -> list[Override]:
-    w, r, a = plan.workload, plan.workload.roles, "actor_rollout_ref."
+    w, r = plan.workload, plan.workload.roles
     n = w.num_generations
     spg = w.steps_per_gen(plan.grad_accum)
     out: list[Override] = [
-        ("algorithm.adv_estimator", ESTIMATOR[w.kind]),
+        (KEYS.key("workload.kind"), ESTIMATOR[w.kind]),
         ("data.train_files", "YOUR_TRAIN.parquet"),
-        ("data.train_batch_size", plan.micro_batch * plan.data_parallel * spg // n),
-        ("data.max_prompt_length", w.prompt_tokens()),
-        ("data.max_response_length", w.max_completion_length),
-        (a + "model.path", catalog.model_path(model)),
-        (a + "model.enable_gradient_checkpointing", plan.checkpointing == "full"),
-        (a + "model.use_remove_padding", r.resolved("verl").remove_padding),
-        (a + "actor.strategy", "fsdp2"),
-        (a + "actor.ppo_mini_batch_size", plan.global_batch // n),
-        (a + "actor.ppo_epochs", w.num_iterations),
-        (a + "actor.use_kl_loss", w.beta > 0),
-        (a + "actor.kl_loss_coef", w.beta if w.beta > 0 else 0.001),
-        (a + "actor.entropy_coeff", ENTROPY_COEFF if r.entropy != "off" else 0),
-        (a + "actor.entropy_checkpointing", r.entropy == "checkpointed"),
-        (a + "actor.fsdp_config.param_offload", "actor-params" in r.offload),
-        (a + "actor.fsdp_config.optimizer_offload", "actor-optimizer" in r.offload),
-        (a + "actor.fsdp_config.offload_policy", plan.offload != "none"),
-        (a + "actor.fsdp_config.reshard_after_forward", plan.fsdp != "grad-op"),
+        (KEYS.key("rollout_batch"), plan.micro_batch * plan.data_parallel * spg // n),
+        (KEYS.key("workload.max_prompt_length"), w.prompt_tokens()),
+        (KEYS.key("workload.max_completion_length"), w.max_completion_length),
+        (KEYS.key("model"), catalog.model_path(model)),
+        (KEYS.key("checkpointing"), plan.checkpointing == "full"),
+        (KEYS.key("remove_padding"), r.resolved("verl").remove_padding),
+        (KEYS.key("strategy"), "fsdp2"),
+        (KEYS.key("mini_batch"), plan.global_batch // n),
+        (KEYS.key("workload.num_iterations"), w.num_iterations),
+        (KEYS.key("kl_loss"), w.beta > 0),
+        (KEYS.key("kl_loss_coef"), w.beta if w.beta > 0 else 0.001),
+        (KEYS.key("entropy"), ENTROPY_COEFF if r.entropy != "off" else 0),
+        (KEYS.key("entropy_checkpointing"), r.entropy == "checkpointed"),
+        (KEYS.key("actor_param_offload"), "actor-params" in r.offload),
+        (KEYS.key("actor_optimizer_offload"), "actor-optimizer" in r.offload),
+        (KEYS.key("offload"), plan.offload != "none"),
+        (KEYS.key("fsdp"), plan.fsdp != "grad-op"),
     ]
     out += budget_overrides(plan) + rollout_overrides(plan) + critic_overrides(plan, model) + reward_overrides(plan)
     return out + [
-        ("trainer.nnodes", hw.nodes),
-        ("trainer.n_gpus_per_node", hw.gpus_per_node),
+        (KEYS.key("nodes"), hw.nodes),
+        (KEYS.key("gpus_per_node"), hw.gpus_per_node),
         ("trainer.logger", "[console]"),
     ]
 
 
 def budget_overrides(plan: Plan) -> list[Override]:
-    r, a = plan.workload.roles, "actor_rollout_ref."
+    r = plan.workload.roles
     dynamic = bool(r.max_tokens_per_gpu or r.logprob_max_tokens_per_gpu)
-    out: list[Override] = [(a + "actor.use_dynamic_bsz", dynamic)]
+    out: list[Override] = [(KEYS.key("dynamic_batch"), dynamic)]
     if dynamic:  # micro-batches cut by tokens: verl reads no micro-batch size (workers/engine/utils.py:108-121)
         longest = plan.workload.seq_len()
-        out.append((a + "actor.ppo_max_token_len_per_gpu", r.max_tokens_per_gpu or longest * plan.micro_batch))
+        out.append((KEYS.key("max_tokens_per_gpu"), r.max_tokens_per_gpu or longest * plan.micro_batch))
         logprob = r.logprob_max_tokens_per_gpu or longest * plan.micro_batch
         return out + [
-            (a + "rollout.log_prob_max_token_len_per_gpu", logprob),
-            (a + "ref.log_prob_max_token_len_per_gpu", logprob),
+            (KEYS.key("logprob_max_tokens_per_gpu"), logprob),
+            (KEYS.key("ref_logprob_max_tokens_per_gpu"), logprob),
         ]
     return out + [
-        (a + "actor.ppo_micro_batch_size_per_gpu", plan.micro_batch),
-        (a + "rollout.log_prob_micro_batch_size_per_gpu", plan.micro_batch),
-        (a + "ref.log_prob_micro_batch_size_per_gpu", plan.micro_batch),
+        (KEYS.key("micro_batch"), plan.micro_batch),
+        (KEYS.key("logprob_micro_batch"), plan.micro_batch),
+        (KEYS.key("ref_logprob_micro_batch"), plan.micro_batch),
     ]
 
 
 def rollout_overrides(plan: Plan) -> list[Override]:
-    r, a = plan.workload.roles.resolved("verl"), "actor_rollout_ref.rollout."
+    r = plan.workload.roles.resolved("verl")
     return [
-        (a + "name", r.rollout_engine),
-        (a + "n", plan.workload.num_generations),
-        (a + "tensor_model_parallel_size", r.rollout_tp),
-        (a + "gpu_memory_utilization", r.rollout_memory),
-        (a + "free_cache_engine", r.sleep_level != 0),
-        (a + "enforce_eager", r.rollout_eager),
+        (KEYS.key("rollout_engine"), r.rollout_engine),
+        (KEYS.key("workload.num_generations"), plan.workload.num_generations),
+        (KEYS.key("rollout_tp"), r.rollout_tp),
+        (KEYS.key("rollout_memory"), r.rollout_memory),
+        (KEYS.key("sleep_level"), r.sleep_level != 0),
+        (KEYS.key("rollout_eager"), r.rollout_eager),
     ]
 
 
@@ -146,18 +147,18 @@ def critic_overrides(plan: Plan, model: ModelSpec) -> list[Override]:
     r = plan.workload.roles.resolved("verl")
     path = r.critic_model or catalog.hf_id(model.name) or model.name
     return [
-        ("critic.model.path", catalog.hf_id(path) or path),
+        (KEYS.key("critic_model"), catalog.hf_id(path) or path),
         *(
             []
             if r.max_tokens_per_gpu or r.logprob_max_tokens_per_gpu
-            else [("critic.ppo_micro_batch_size_per_gpu", plan.micro_batch)]
+            else [(KEYS.key("critic_micro_batch"), plan.micro_batch)]
         ),
-        ("+critic.ppo_infer_max_token_len_per_gpu", r.critic_max_tokens_per_gpu),
-        ("critic.model.enable_gradient_checkpointing", plan.checkpointing == "full"),
-        ("critic.fsdp.param_offload", "critic-params" in r.offload),
-        ("critic.fsdp.optimizer_offload", "critic-optimizer" in r.offload),
-        ("critic.fsdp.offload_policy", plan.offload != "none"),
-        ("critic.strategy", "fsdp2"),
+        (f"+{KEYS.key('critic_max_tokens_per_gpu')}", r.critic_max_tokens_per_gpu),
+        (KEYS.key("critic_checkpointing"), plan.checkpointing == "full"),
+        (KEYS.key("critic_param_offload"), "critic-params" in r.offload),
+        (KEYS.key("critic_optimizer_offload"), "critic-optimizer" in r.offload),
+        (KEYS.key("critic_offload"), plan.offload != "none"),
+        (KEYS.key("critic_strategy"), "fsdp2"),
     ]
 
 
@@ -165,8 +166,8 @@ def reward_overrides(plan: Plan) -> list[Override]:
     r = plan.workload.roles
     if not r.reward_model:
         return []
-    share = [("reward.reward_model.rollout.gpu_memory_utilization", r.reward_memory)] if r.reward_memory else []
+    share = [(KEYS.key("reward_memory"), r.reward_memory)] if r.reward_memory else []
     return share + [
-        ("reward.reward_model.enable", True),
-        ("reward.reward_model.model_path", catalog.hf_id(r.reward_model) or r.reward_model),
+        (KEYS.key("reward_enable"), True),
+        (KEYS.key("reward_model"), catalog.hf_id(r.reward_model) or r.reward_model),
     ]

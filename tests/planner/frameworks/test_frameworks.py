@@ -166,3 +166,17 @@ def test_the_nearest_settings_are_said_in_the_frameworks_own_keys(name, lora_key
         assert f"{micro}: {lora.plan.micro_batch}" in lora.keys
     plain = advise.check(advise.parse(advise.CheckRequest, {**req, "framework": "memplan"}))
     assert plain.nearest and all(n.keys == [] for n in plain.nearest)
+
+
+def test_a_framework_folder_with_a_writer_declares_it_and_export_dispatches_to_it():
+    """Framework.writes is the registry's word for planner.export.launch: every folder holding writer.py says so,
+    and no other, so a plan goes to its folder's writer with no per-framework dict in export."""
+    from pathlib import Path
+
+    from planner.export import launch
+
+    folders = Path(__file__).resolve().parents[3] / "planner" / "frameworks"
+    with_writer = {p.parent.name for p in folders.glob("*/writer.py")}
+    assert with_writer == {name for name, fw in FRAMEWORKS.items() if fw.writes}
+    assert {name for name in FRAMEWORKS if launch.exporter(name) is not None} == with_writer
+    assert launch.exporter("swift").__name__ == "planner.frameworks.swift.writer" and launch.exporter("hf") is None

@@ -20,8 +20,9 @@ from planner.frameworks.axolotl import reader as axolotl
 from planner.frameworks.hf import reader as hfargs
 from planner.frameworks.llamafactory import reader as llamafactory
 from planner.frameworks.openrlhf import reader as openrlhf
+from planner.frameworks.openrlhf.keys import KEYS as OPENRLHF_KEYS
 from planner.frameworks.trl import reader_vlmr1 as vlmr1
-from planner.frameworks.verl import reader as verlrl
+from planner.frameworks.verl.keys import KEYS as VERL_KEYS
 from planner.intake import configs, launch, scriptargs
 from planner.intake.collect import is_default
 from planner.intake.flags import norm
@@ -51,14 +52,19 @@ def _n(key: str) -> str:
     return norm(key).lower()
 
 
+def defaulted(table) -> set[str]:
+    """The keys a framework's key table gives a default (planner.frameworks.keys): those its reader plans unset."""
+    return {row.key for row in table.rows.values() if row.cite}
+
+
 HF_TABLES = (hfargs.SEQ_KEYS, hfargs.TRL_KEYS, scriptargs.KEYS, vlmr1.DEFAULTS)
 READER_TABLES = {  # a reader's own key tables: the keys it plans, defaults or names as unplanned
     "hf": HF_TABLES,
     "trl": HF_TABLES,
     "llamafactory": (llamafactory.UNPLANNED,),
     "axolotl": (axolotl.UNPLANNED,),
-    "verl": (verlrl.DEFAULTS,),
-    "openrlhf": (openrlhf.DEFAULTS, openrlhf.OLD, openrlhf.OLD.values()),
+    "verl": (defaulted(VERL_KEYS),),
+    "openrlhf": (defaulted(OPENRLHF_KEYS), openrlhf.OLD, openrlhf.OLD.values()),
 }
 # the model (models.read_model resolves it or says why not) and the data set by name (item 6: the rows decide)
 NOT_MEMORY = {"model", "model_name_or_path", "base_model", "model.path", "actor.model_name_or_path", "pretrain"}

@@ -1,0 +1,49 @@
+"""LLaMA-Factory's key table (planner.frameworks.keys): memplan field <-> its training YAML's key, with LF's defaults
+cited at v0.9.5 (src/llamafactory/hparams/...) and HF TrainingArguments' where LF leaves a key to them. Both
+reader.py and writer.py use it; what a value implies beyond one key (checkpointing off/offload, neat packing,
+pure_bf16) stays code there."""
+
+from planner.frameworks.keys import Key, Table
+
+H = "src/llamafactory/hparams/"
+HF_ARGS = "transformers 5.6 training_args.py"
+FLASH_ATTN = {"sdpa": "sdpa", "flash": "fa2", "eager": "disabled"}  # model_args.py:117; attention.py:31-101
+
+KEYS = Table(
+    Key("model", "model_name_or_path"),
+    Key("workload.kind", "stage", "sft", f"{H}finetuning_args.py:460"),
+    Key("lora", "finetuning_type", "lora", f"{H}finetuning_args.py:464"),
+    Key("lora_rank", "lora_rank", 8, f"{H}finetuning_args.py:77"),
+    Key("lora_alpha", "lora_alpha"),  # finetuning_args.py:69, :568: 2 x rank when unset
+    Key("lora_dropout", "lora_dropout", 0.0, f"{H}finetuning_args.py:73"),
+    Key("lora_targets", "lora_target", "all", f"{H}finetuning_args.py:81"),
+    Key("lora_variant", "use_dora", to_value={"dora": True}),  # finetuning_args.py:103
+    Key("lora_train_embeddings", "additional_target"),  # finetuning_args.py:59; model/adapter.py:241
+    Key("quant", "quantization_bit"),  # model_args.py:279-291
+    Key("quant_method", "quantization_method"),
+    Key("quant_type", "quantization_type", "nf4", f"{H}model_args.py:287"),
+    Key("quant_absmax", "double_quantization"),  # model_args.py:291: True
+    Key("attention", "flash_attn", "auto", f"{H}model_args.py:117", to_value=FLASH_ATTN),
+    Key("checkpointing", "disable_gradient_checkpointing", False, f"{H}model_args.py:145"),
+    Key("checkpointing_offload", "use_unsloth_gc"),  # model_args.py:133
+    Key("loss", "enable_liger_kernel", to_value={"fused": True}),  # model_args.py:137
+    Key("micro_batch", "per_device_train_batch_size", 8, f"{HF_ARGS}:782"),
+    Key("grad_accum", "gradient_accumulation_steps", 1, f"{HF_ARGS}:854"),
+    Key("eval_batch", "per_device_eval_batch_size", 8, f"{HF_ARGS}:1111"),
+    Key("seq_len", "cutoff_len", 2048, f"{H}data_args.py:46"),
+    Key("packing", "packing"),  # data_args.py:108
+    Key("neat_packing", "neat_packing"),  # data_args.py:112
+    Key("optimizer", "optim", "adamw_torch_fused", f"{HF_ARGS}:811-816"),
+    Key("pure_bf16", "pure_bf16"),  # finetuning_args.py:456
+    Key("bf16", "bf16"),
+    Key("fp16", "fp16"),
+    Key("zero_stage", "deepspeed"),
+    Key("fsdp", "fsdp"),
+    Key("frozen_vision", "freeze_vision_tower", True, f"{H}finetuning_args.py:527"),
+    Key("frozen_projector", "freeze_multi_modal_projector", True, f"{H}finetuning_args.py:531"),
+    Key("frozen_language", "freeze_language_model", False, f"{H}finetuning_args.py:535"),
+    Key("max_pixels", "image_max_pixels", 589824, f"{H}model_args.py:305"),
+    Key("min_pixels", "image_min_pixels", 1024, f"{H}model_args.py:309"),
+    Key("pref_beta", "pref_beta"),  # finetuning_args.py:171
+    Key("pref_loss", "pref_loss"),
+)

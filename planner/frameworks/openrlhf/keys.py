@@ -1,0 +1,90 @@
+"""OpenRLHF's key table (planner.frameworks.keys): memplan field (or the role's own name where memplan has none) <->
+`openrlhf.cli.train_ppo_ray`'s dotted flag at 0.11.2, its default cited at that release's cli/train_ppo_ray.py, and
+the flat name 0.10.1 and before took (the 0.10.2 rename; "0.9" where 0.9.x named it otherwise). reader.py reads the
+flat names through `renamed`, writer.py writes the dotted ones, the adapter's Release lines show the flat ones."""
+
+from planner.frameworks.keys import Key, Table
+
+T = "cli/train_ppo_ray.py"
+OLD = ("0.9", "0.10")  # the flat-flag lines
+
+
+def _flat(name: str, **other: str) -> dict[str, str]:
+    """The flat name both flat lines took, or per line where `other` says."""
+    return {line: name for line in OLD} | other
+
+
+def _role_rows() -> tuple[Key, ...]:
+    out = []
+    for role in ("actor", "critic", "ref", "reward"):
+        out.append(Key(f"{role}.num_nodes", f"{role}.num_nodes", 1, f"{T}:213", renames=_flat(f"{role}_num_nodes")))
+        out.append(
+            Key(
+                f"{role}.num_gpus_per_node",
+                f"{role}.num_gpus_per_node",
+                8,
+                f"{T}:214",
+                renames=_flat(f"{role}_num_gpus_per_node"),
+            )
+        )
+    return tuple(out)
+
+
+KEYS = Table(
+    Key("workload.kind", "algo.advantage.estimator", "gae", f"{T}:515", renames=_flat("advantage_estimator")),
+    Key("workload.beta", "algo.kl.init_coef", 0.01, f"{T}:438", renames=_flat("init_kl_coef")),
+    Key("kl_loss", "algo.kl.use_loss", renames=_flat("use_kl_loss")),
+    Key("kl_estimator", "algo.kl.estimator"),
+    Key("model", "actor.model_name_or_path", renames=_flat("pretrain")),
+    Key("critic_model", "critic.model_name_or_path", renames=_flat("critic_pretrain")),
+    Key("reward_model", "reward.model_name_or_path", renames=_flat("reward_pretrain")),
+    Key("reward_url", "reward.remote_url", renames=_flat("remote_rm_url")),
+    Key("colocate_all", "train.colocate_all", renames=_flat("colocate_all_models")),
+    Key("colocate_actor_ref", "train.colocate_actor_ref", renames=_flat("colocate_actor_ref")),
+    Key("colocate_critic_reward", "train.colocate_critic_reward", renames=_flat("colocate_critic_reward")),
+    Key("ds_sleep", "ds.enable_sleep", renames=_flat("deepspeed_enable_sleep")),
+    Key("vllm_sleep", "vllm.enable_sleep", renames=_flat("vllm_enable_sleep")),
+    Key("zero_stage", "ds.zero_stage", 2, f"{T}:327", renames=_flat("zero_stage")),
+    Key("offload", "ds.adam_offload", renames=_flat("adam_offload")),
+    # <= 0.10's --bf16 (its DeepSpeed config's bf16.enabled: 0.11.2's bf16), --param_dtype by 0.9.10 and in 0.10
+    Key("precision", "ds.param_dtype", renames={"0.9": "bf16", "0.10": "param_dtype"}),
+    Key("attention", "ds.attn_implementation", to_value={"flash": "flash_attention_2"}),  # sdpa, eager as named
+    Key("packing", "ds.packing_samples", renames=_flat("packing_samples")),
+    Key("dynamic_batch", "train.dynamic_batch_enable", renames=_flat("use_dynamic_batch")),
+    Key("checkpointing", "actor.gradient_checkpointing_enable", renames=_flat("gradient_checkpointing")),
+    Key("micro_batch", "train.micro_batch_size", 1, f"{T}:412", renames=_flat("micro_train_batch_size")),
+    Key("rollout_micro_batch", "rollout.micro_batch_size", 1, f"{T}:396", renames=_flat("micro_rollout_batch_size")),
+    Key("global_batch", "train.batch_size", 128, f"{T}:413", renames=_flat("train_batch_size")),
+    Key("rollout_batch", "rollout.batch_size", 1024, f"{T}:392", renames=_flat("rollout_batch_size")),
+    Key(
+        "workload.num_generations",
+        "rollout.n_samples_per_prompt",
+        1,
+        f"{T}:433",
+        renames=_flat("n_samples_per_prompt"),
+    ),
+    Key("workload.num_iterations", "train.max_epochs", 1, f"{T}:397", renames=_flat("max_epochs")),
+    Key("seq_len", "data.max_len", 2048, f"{T}:398", renames=_flat("max_len")),
+    Key("workload.max_completion_length", "rollout.max_new_tokens", renames=_flat("max_new_tokens")),
+    Key("entropy", "actor.entropy_coef", renames=_flat("entropy_loss_coef")),
+    Key("lora_rank", "ds.lora.rank", renames=_flat("lora_rank")),
+    Key("lora_alpha", "ds.lora.alpha"),
+    Key("max_tokens_per_gpu", "train.max_tokens_per_gpu", 16192, f"{T}:380", renames=_flat("train_max_tokens_per_gpu")),
+    Key("logprob_max_tokens_per_gpu", "rollout.max_tokens_per_gpu", renames=_flat("rollout_max_tokens_per_gpu")),
+    Key(
+        "rollout_memory",
+        "vllm.gpu_memory_utilization",
+        0.95,
+        f"{T}:252",
+        renames=_flat("vllm_gpu_memory_utilization"),
+    ),
+    Key("rollout_tp", "vllm.tensor_parallel_size", 1, f"{T}:236", renames=_flat("vllm_tensor_parallel_size")),
+    Key("engines", "vllm.num_engines", renames=_flat("vllm_num_engines")),
+    Key("rollout_eager", "vllm.enforce_eager", renames=_flat("vllm_enforce_eager")),
+    Key("ref_offload", "ref.offload"),
+    Key("reward_offload", "reward.offload"),
+    *_role_rows(),
+    prefix="--",
+)
+# older flat names of the same flags, before the names above: --enable_sleep (vLLM's), --generate_max_len
+ALIASES = {"enable_sleep": KEYS.key("vllm_sleep"), "generate_max_len": KEYS.key("workload.max_completion_length")}

@@ -1,0 +1,72 @@
+"""verl's key table for its RL runs (planner.frameworks.keys): memplan field (or the role's own name where memplan has
+none) <-> `verl.trainer.main_ppo`'s Hydra key over ppo_trainer.yaml, with verl 0.9.1's default and where it is set
+(paths under verl/trainer/config/ unless said). reader.py reads the keys through it, writer_rl.py writes them; the
+SFT trainer's keys (writer.py, sft_trainer_engine.yaml) have no reader and stay there."""
+
+from planner.frameworks.keys import Key, Table
+
+A = "actor_rollout_ref."  # the actor, rollout and reference worker's section
+
+
+def short(key: str) -> str:
+    """A key as the reading names it: without the actor/rollout/ref section."""
+    return key.removeprefix(A)
+
+
+KEYS = Table(
+    Key("workload.kind", "algorithm.adv_estimator", "gae", "ppo_trainer.yaml:78"),
+    Key("rollout_batch", "data.train_batch_size", 1024, "data/legacy_data.yaml:42"),
+    Key("workload.max_prompt_length", "data.max_prompt_length", 512, "data/legacy_data.yaml:35"),
+    Key("workload.max_completion_length", "data.max_response_length", 512, "data/legacy_data.yaml:39"),
+    Key("workload.num_generations", A + "rollout.n", 1, "rollout/rollout.yaml:127"),
+    Key("mini_batch", A + "actor.ppo_mini_batch_size", 256, "actor/actor.yaml:18"),
+    Key("workload.num_iterations", A + "actor.ppo_epochs", 1, "actor/actor.yaml:119"),
+    Key("micro_batch", A + "actor.ppo_micro_batch_size_per_gpu"),
+    Key("dynamic_batch", A + "actor.use_dynamic_bsz", False, "actor/actor.yaml:28"),
+    Key("max_tokens_per_gpu", A + "actor.ppo_max_token_len_per_gpu", 16384, "actor/actor.yaml:33"),
+    Key("kl_loss", A + "actor.use_kl_loss", False, "actor/actor.yaml:103"),
+    Key("kl_loss_coef", A + "actor.kl_loss_coef", 0.001, "actor/actor.yaml:113"),
+    Key("entropy", A + "actor.entropy_coeff", 0, "actor/actor.yaml:93"),
+    Key("entropy_checkpointing", A + "actor.entropy_checkpointing", False, "actor/dp_actor.yaml:43"),
+    Key("calculate_entropy", A + "actor.calculate_entropy"),
+    Key("strategy", A + "actor.strategy"),
+    Key("actor_param_offload", A + "actor.fsdp_config.param_offload"),
+    Key("actor_optimizer_offload", A + "actor.fsdp_config.optimizer_offload"),
+    Key("offload", A + "actor.fsdp_config.offload_policy"),
+    Key("fsdp", A + "actor.fsdp_config.reshard_after_forward"),
+    Key("model", A + "model.path"),
+    Key("checkpointing", A + "model.enable_gradient_checkpointing", True, "model/hf_model.yaml:34"),
+    Key("remove_padding", A + "model.use_remove_padding", True, "model/hf_model.yaml:40"),
+    Key("lora_rank", A + "model.lora_rank"),
+    Key("rollout_engine", A + "rollout.name", "vllm", "rollout/rollout.yaml:5 (required; vllm assumed)"),
+    Key("rollout_memory", A + "rollout.gpu_memory_utilization", 0.5, "rollout/rollout.yaml:46"),
+    Key("rollout_tp", A + "rollout.tensor_model_parallel_size", 2, "rollout/rollout.yaml:64"),
+    Key("sleep_level", A + "rollout.free_cache_engine", True, "rollout/rollout.yaml:61"),
+    Key("rollout_eager", A + "rollout.enforce_eager", False, "rollout/rollout.yaml:52"),
+    Key("logprob_max_tokens_per_gpu", A + "rollout.log_prob_max_token_len_per_gpu"),
+    Key("logprob_micro_batch", A + "rollout.log_prob_micro_batch_size_per_gpu"),
+    Key("ref_logprob_max_tokens_per_gpu", A + "ref.log_prob_max_token_len_per_gpu"),
+    Key("ref_logprob_micro_batch", A + "ref.log_prob_micro_batch_size_per_gpu"),
+    Key("kl_in_reward", "algorithm.use_kl_in_reward", False, "ppo_trainer.yaml:102"),
+    Key("kl_coef", "algorithm.kl_ctrl.kl_coef", 0.001, "ppo_trainer.yaml:117"),
+    Key(
+        "critic_max_tokens_per_gpu",
+        "critic.ppo_infer_max_token_len_per_gpu",
+        32768,
+        "workers/config/critic.py:89, the v1 trainer's critic budget",
+    ),
+    Key("critic_model", "critic.model.path"),
+    Key("critic_micro_batch", "critic.ppo_micro_batch_size_per_gpu"),
+    Key("critic_max_tokens", "critic.ppo_max_token_len_per_gpu"),
+    Key("critic_dynamic_batch", "critic.use_dynamic_bsz"),
+    Key("critic_checkpointing", "critic.model.enable_gradient_checkpointing"),
+    Key("critic_param_offload", "critic.fsdp.param_offload"),
+    Key("critic_optimizer_offload", "critic.fsdp.optimizer_offload"),
+    Key("critic_offload", "critic.fsdp.offload_policy"),
+    Key("critic_strategy", "critic.strategy"),
+    Key("reward_enable", "reward.reward_model.enable"),
+    Key("reward_model", "reward.reward_model.model_path"),
+    Key("reward_memory", "reward.reward_model.rollout.gpu_memory_utilization"),
+    Key("gpus_per_node", "trainer.n_gpus_per_node", 8, "ppo_trainer.yaml:171"),
+    Key("nodes", "trainer.nnodes", 1, "ppo_trainer.yaml:168"),
+)
