@@ -216,6 +216,26 @@ VISION_KEYS = (
 )
 
 
+def _named_targets_tower(c: Collector, frozen: bool | None, source: str) -> None:
+    """lora_target names (not all) beside freeze_vision_tower: LLaMA-Factory drops every tower module from them while
+    the tower is frozen (src/llamafactory/model/adapter.py:213 patch_target_modules, model_utils/visual.py:196-211);
+    unfrozen, the names reach the tower's modules that match them, which is not planned."""
+    s = c.setting("lora_targets")
+    if frozen is None or s is None or s.value == "all-linear":
+        return
+    if frozen:
+        c.set(
+            "lora_vision",
+            False,
+            f"{source} (no tower module takes the lora_target names: adapter.py:213)",
+            KEYS.key("frozen_vision"),
+        )
+    else:
+        c.note(
+            f"{source} (LoRA on the tower's modules that the lora_target names match is not planned: planned on the language model's)"
+        )
+
+
 def _vision(c: Collector, f: dict[str, Flag], lora: bool) -> None:
     if not models.tower_known(c, f, VISION_KEYS):
         return
@@ -226,6 +246,7 @@ def _vision(c: Collector, f: dict[str, Flag], lora: bool) -> None:
             "misc.py:40-41"
         )
         models.lora_tower(c, tower, tsrc, KEYS.key("frozen_vision"), why)
+        _named_targets_tower(c, as_bool(tower), tsrc)
     proj, psrc = _look(f, "frozen_projector")
     llm, lsrc = _look(f, "frozen_language")
     if not lora:
