@@ -11,6 +11,7 @@ from pathlib import Path
 
 from planner.frameworks.accelerate import reader as accelerate
 from planner.frameworks.deepspeed import reader as deepspeed
+from planner.frameworks.hf import old_optim_default
 from planner.intake import loraargs, models, tuners, vocab
 from planner.intake.collect import (
     LF,
@@ -197,7 +198,7 @@ def _training(c: Collector, f: dict[str, Flag], stage: str) -> None:
     if packing or neat:
         src = f["packing"].source if "packing" in f else default(LF, f"{H}data_args.py:108", "packing for stage pt")
         c.set("batching", "packed", f["neat_packing"].source if neat else src, "packing")
-    opt, osrc = _get(f, "optim", "adamw_torch_fused", f"{HF_ARGS}:811-816")
+    opt, osrc = _get(f, "optim", *(old_optim_default(f) or ("adamw_torch_fused", f"{HF_ARGS}:811-816")))
     if tuners.optimizer(osrc, opt) and vocab.optimizer(opt):
         c.set("optimizer", vocab.optimizer(opt), osrc, "optim")
     else:

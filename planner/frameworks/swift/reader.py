@@ -40,6 +40,9 @@ from planner.intake.flags import Flag
 QWEN_VL_UTILS_MAX_PIXELS = 16384 * 28 * 28
 
 
+FUSED = ("adamw_torch_fused", "transformers 5.19 training_args.py:804-811")
+
+
 def read(
     c: Collector,
     f: dict[str, Flag],
@@ -265,7 +268,8 @@ def _training(c: Collector, f: dict[str, Flag], kind: str) -> None:
             c.set("loss", "fused", f["use_liger_kernel"].source, "--use_liger_kernel")
         else:
             c.note(f"{f['use_liger_kernel'].source} (Liger kernels in RLHF are not planned yet)")
-    opt, osrc = get(f, "optim", "adamw_torch_fused", "transformers 5.19 training_args.py:804-811")
+    old = _release(c).defaults.get("optimizer")  # ms-swift 3's transformers: adamw_torch (swift.RELEASES)
+    opt, osrc = get(f, "optim", *(("adamw_torch", old.source) if old else FUSED))
     if tuners.optimizer(osrc, opt) and vocab.optimizer(opt):
         c.set("optimizer", vocab.optimizer(opt), osrc, "--optim")
     else:
