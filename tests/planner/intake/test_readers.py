@@ -327,3 +327,14 @@ def test_a_deepspeed_config_without_an_optimizer_runs_the_trainers_optim_at_the_
     assert own.request["optimizer"] == "adamw-fused" and not own.request.get("client_optimizer", False)
     z0 = intake.read([_write(tmp_path, "z0.yaml", base + "deepspeed: examples/deepspeed/ds_z0_config.json\n")])
     assert "client_optimizer" not in z0.request  # no ZeRO: the optimizer is torch's already (memory.py)
+
+
+def test_ms_swift_3_runs_transformers_adamw_torch_as_deepspeeds_client(tmp_path):
+    """ms-swift 3.x (--train_type) pinned transformers below 4.58, the foreach adamw_torch default to 4.53; its
+    --deepspeed presets name no optimizer, so DeepSpeed steps that one. 4.x (--tuner_type) reads today's fused."""
+    cmd = "swift sft --model Qwen/Qwen2.5-7B-Instruct --{} full --deepspeed zero2 --max_length 1024\n"
+    old = intake.read([_write(tmp_path, "old.sh", cmd.format("train_type"))])
+    assert (old.request["optimizer"], old.request["client_optimizer"]) == ("adamw", True)
+    assert "requirements/framework.txt" in _source(old, "optimizer")
+    new = intake.read([_write(tmp_path, "new.sh", cmd.format("tuner_type"))])
+    assert (new.request["optimizer"], new.request["client_optimizer"]) == ("adamw-fused", True)
