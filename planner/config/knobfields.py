@@ -112,6 +112,13 @@ class KnobFields(BaseModel):
         default="adamw",
         description=("adamw (torch foreach), adamw-fused, sgd, adafactor, adamw-8bit, paged-adamw, paged-adamw-8bit"),
     )
+    client_optimizer: bool = Field(
+        default=False,
+        description=(
+            "under ZeRO, DeepSpeed steps the trainer's torch optimizer (`optimizer`), as HF's Trainer hands it over when "
+            "the DeepSpeed config names none; off: DeepSpeed's own fused Adam, which memplan's export names"
+        ),
+    )
     lora_rank: int = Field(default=0, ge=0, le=MAX_LORA_RANK, description="LoRA adapters' rank; 0 = full fine-tuning")
     optimizer_in_backward: bool = Field(
         default=False,

@@ -155,14 +155,32 @@ def step_group_elements(s: Setup, trainable: int, z: ZeroSettings | None = None)
 def zero_step_temp_bytes(s: Setup, trainable: int, z: ZeroSettings | None = None) -> int:
     """Bytes the ZeRO optimizer step allocates beside the states: per group a flat model-dtype copy of its gradient
     partition and that copy in fp32 (stage3.py:2683-2693, stage_1_and_2.py:3112-3118; fp32 runs need no second
-    copy), or the fp64 norm of the largest gradient (stage3.py:2454-2457), whichever is larger. The inner
-    optimizer is DeepSpeed's fused Adam (no temporaries). With optimizer offload the step runs on the host.
-    Measured with the live-bytes tracker around engine.step() (bf16, debug-llama on 2 ranks, ZeRO-1, 2 and 3, and
-    sub_group_size 1e6): within 0.02%."""
+    copy), or the fp64 norm of the largest gradient (stage3.py:2454-2457), whichever is larger. DeepSpeed's fused
+    Adam steps without temporaries; a client torch optimizer (knob client_optimizer) steps the fp32 partition with the
+    fp32 gradient beside it (the flat copy freed: stage_1_and_2.py:3119 del flat_grad_partition, :3139
+    _optimizer_step), plus its own temporaries (client_step_temp_bytes_per_element). With optimizer offload the step
+    runs on the host. Measured with the live-bytes tracker around engine.step() (bf16, debug-llama on 2 ranks, ZeRO-1,
+    2 and 3, and sub_group_size 1e6): within 0.02%."""
     if s.knobs.offload != "none":
         return 0
     b = compute_dtype_bytes(s)
     group, partition = step_group_elements(s, trainable, z), ceil(trainable / s.world_size)
     large = largest_trained_param_elements(s)
     norm = 8 * (ceil(large / s.world_size) if s.knobs.zero_stage == 3 else min(large, partition))
-    return max(group * (b + (4 if b != 4 else 0)), norm)
+    client = group * (4 + client_step_temp_bytes_per_element(s.knobs.optimizer)) if s.knobs.client_optimizer else 0
+    return max(group * (b + (4 if b != 4 else 0)), client, norm)
+
+
+def client_step_temp_bytes_per_element(optimizer: str) -> int:
+    """Bytes per element of the fp32 partition that a client torch optimizer's step allocates while DeepSpeed runs
+    it. HF's Trainer builds its `optim` and hands it over when the DeepSpeed config names no optimizer (transformers
+    4.45.2 integrations/deepspeed.py:320,336; 5.6 :542,553); ZeRO-1/2 step it on each group's flat fp32 partition
+    (stage_1_and_2.py:2967-2983 _optimizer_step, one group at a time; v0.14.2 :1800-1809, :1881-1903), ZeRO-3 on
+    each sub-group's (stage3.py:1235-1262; v0.14.2 :932-947): one tensor the step group's size. torch's foreach AdamW
+    (adamw_torch, the default optim before transformers 4.54) allocates exp_avg_sq.sqrt() over it
+    (torch 2.13 optim/adam.py:762,790 in _multi_tensor_adam, which AdamW runs), 4 bytes an element; the fused kernel
+    (adamw_torch_fused) and SGD none. Measured in a real ZeRO-2 step of DeepSpeed 0.19.8 on 2 CPU ranks (torch 2.13,
+    the live-bytes tracker, tests/probes/test_zero.py::test_zero2_steps_a_client_torch_adamw_on_the_fp32_partition):
+    foreach 8 bytes an element beside the states (fp32 gradient + sqrt), fused 6 (the copies), within 0.1%.
+    Adafactor and the 8-bit optimizers on a flat partition are not modelled here (0)."""
+    return 4 if optimizer == "adamw" else 0

@@ -337,7 +337,7 @@ def deepspeed_config_for(k: Knobs, micro_batch: int, grad_accum: int, world: int
             "hysteresis": 2,
             "min_loss_scale": 1,
         }
-    if k.optimizer in ("adamw", "adamw-fused"):
+    if k.optimizer in ("adamw", "adamw-fused") and not k.client_optimizer:  # else HF's Trainer builds --optim
         cfg["optimizer"] = {
             "type": "AdamW",
             "params": {"lr": "auto", "betas": "auto", "eps": "auto", "weight_decay": "auto"},

@@ -117,3 +117,17 @@ def test_zero3_on_a_narrowed_7b_holds_what_the_terms_say(rank, gathered_over, he
     assert held <= gathered + zero.zero3_staging_elements(s, z) <= held * (1 + held_over)
     step = zero.zero_step_temp_bytes(s, trainable_params(s), z)
     assert step == pytest.approx(r["step_peak_bytes"][-1], rel=0.005)
+
+
+@pytest.mark.parametrize("optimizer,per_element", [("adamw", 8), ("adamw-fused", 6)])
+def test_zero2_steps_a_client_torch_adamw_on_the_fp32_partition(optimizer, per_element):
+    """A DeepSpeed config without an optimizer entry: HF's Trainer hands DeepSpeed its own torch AdamW, which ZeRO-2
+    steps on the flat fp32 partition beside its fp32 gradient. foreach allocates the partition's sqrt on top (8 bytes
+    an element in all); fused nothing (the flat and fp32 copies, 6 bytes, stay the larger)."""
+    knobs = Knobs(precision="bf16", zero_stage=2, optimizer=optimizer, client_optimizer=True, framework="deepspeed")
+    case = Case(model_config("debug-llama"), knobs, 2, 1, 64)
+    rows = measure_zero(case, {}, world=2)
+    s, _ = planned(case, {}, 2)
+    predicted = zero.zero_step_temp_bytes(s, s.model.params)
+    assert predicted == per_element * ceil(s.model.params / 2)
+    assert max(r["step_peak_bytes"][-1] for r in rows) == pytest.approx(predicted, rel=STEP_TOLERANCE)

@@ -96,7 +96,21 @@ def read(c: Collector, ref: object, source: str, key: str, near: Path, *, alone:
             c.set("optimizer", mapped, f"{name}: optimizer.type: {opt} (DeepSpeed's own optimizer){via}", key)
         else:
             c.note(f"{name}: optimizer.type: {opt} (DeepSpeed's {opt} is not planned; planned as AdamW)")
+    elif stage >= 1:
+        _client_optimizer(c, name, via, key)
     _unplanned(c, cfg, zero, name)
+
+
+def _client_optimizer(c: Collector, name: str, via: str, key: str) -> None:
+    """A config that names no optimizer: HF's Trainer builds its own `optim` and DeepSpeed steps it as a client
+    optimizer (transformers 4.45.2 integrations/deepspeed.py:320-336, 5.6 :542-555), whose step temporaries ZeRO's
+    plan counts (planner.estimate.zero.client_step_temp_bytes_per_element)."""
+    fw = FRAMEWORKS.get(c.framework)
+    if fw is not None and "client_optimizer" not in fw.every and True not in fw.runs.get("client_optimizer", ()):
+        return  # a framework that builds its DeepSpeed config itself
+        return
+    why = "no optimizer entry: DeepSpeed steps the trainer's optim (transformers integrations/deepspeed.py:336)"
+    c.set("client_optimizer", True, f"{name}: {why}{via}", key)
 
 
 def _gather_on_save(c: Collector, zero: dict, name: str, key: str) -> None:

@@ -101,6 +101,20 @@ HF_RELEASES = (
     ),
     Release("5", (5, 0), "transformers 5.23.0"),
 )
+# keys of TrainingArguments that only releases whose optim default was adamw_torch (torch's foreach AdamW) take: the
+# file that sets one targets such a release. evaluation_strategy: 4.45.2 training_args.py:1381 (default optim :1267),
+# 4.47.0 :1402 (:1273), gone at 4.53.0 (default optim adamw_torch through 4.53: :1281; fused from 4.54)
+OLD_OPTIM_KEYS = {"evaluation_strategy": "transformers 4.47.0 training_args.py:1273,1402 (no such key from 4.53)"}
+
+
+def old_optim_default(keys) -> tuple[str, str] | None:
+    """(HF's optim default, its citation) where the file's keys show a transformers release before 4.53, else None."""
+    for key, cite in OLD_OPTIM_KEYS.items():
+        if key in keys:
+            return "adamw_torch", f"{cite}: the file's {key} is a key of transformers releases before 4.53"
+    return None
+
+
 # what HF's Trainer runs at every value (closed by default: planner.frameworks.base.Framework.runs); TRL, accelerate
 # and DeepSpeed run on it
 HF_EVERY = (
@@ -112,6 +126,7 @@ HF_EVERY = (
     "fsdp",
     "attention",
     "optimizer",
+    "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
     "lora_rank",
     "quant",
     "quant_absmax",

@@ -17,6 +17,7 @@ FRAMEWORK = Framework(
         "offload",
         "attention",
         "optimizer",
+        "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
         "lora_rank",
         "quant_absmax",
         "lora_targets",

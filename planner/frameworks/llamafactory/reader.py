@@ -11,6 +11,7 @@ from pathlib import Path
 
 from planner.frameworks.accelerate import reader as accelerate
 from planner.frameworks.deepspeed import reader as deepspeed
+from planner.frameworks.hf import old_optim_default
 from planner.frameworks.llamafactory.keys import HF_ARGS, KEYS, H
 from planner.intake import loraargs, models, tuners, vocab
 from planner.intake.collect import (
@@ -192,7 +193,8 @@ def _training(c: Collector, f: dict[str, Flag], stage: str) -> None:
         else:
             c.note(f"{liger.source} (Liger's kernels without its fused loss: not planned)")
     _packing(c, f, stage)
-    opt, osrc = _look(f, "optimizer")
+    k = KEYS["optimizer"]  # a file of a transformers release before 4.53: that release's default (frameworks.hf)
+    opt, osrc = _get(f, k.key, *(old_optim_default(f) or (k.default, k.cite)))
     if tuners.optimizer(osrc, opt) and vocab.optimizer(opt):
         c.set("optimizer", vocab.optimizer(opt), osrc, KEYS.key("optimizer"))
     else:

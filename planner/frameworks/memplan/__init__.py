@@ -45,6 +45,9 @@ FRAMEWORK = Framework(
     # context parallel: torch's context_parallel shards only CUDA's SDPA kernels (torch 2.13
     # distributed/tensor/experimental/_context_parallel/_attention.py:918-945), so the trainer cannot run it on gloo
     runs={
+        # a user's DeepSpeed JSON without an optimizer: the trainer steps its torch optimizer as DeepSpeed's client
+        # (it always does: recipe/dist.py:19-25 drops the optimizer block; its own export names one, counted as fused)
+        "client_optimizer": (False, True),
         "workload": ("sft", "dpo", "grpo", "ppo", "rloo", "reinforce++"),  # no gkd: trainer/rl.py builds no GKDTrainer
         "device_map": ("off",),  # one process a GPU
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults

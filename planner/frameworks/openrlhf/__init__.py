@@ -99,6 +99,8 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
+        # its DeepSpeed config names Adam: DeepSpeed picks FusedAdam or DeepSpeedCPUAdam (deepspeed_utils.py:71)
+        "client_optimizer": (False,),
         "device_map": ("off",),  # one process a GPU
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
         "negatives": (0,),

@@ -24,6 +24,15 @@ from planner.frameworks.swift.keys import KEYS
 # images; from 3.4 the check is on the encoded row, images included (v3.4.0 base.py:421-425; v4.0.0
 # swift/template/base.py:1298-1299), and a longer row is deleted (truncation_strategy 'delete').
 TEXT_ONLY_CUT = {"swift_max_length_counts": "text"}
+# ms-swift 3's transformers pins (requirements/framework.txt): <4.48 at v3.0.0, <4.53 at v3.4.1 .. v3.6.0, <4.56 at
+# v3.7.0, <4.58 at v3.10.0; the Trainer's optim default was adamw_torch (torch's foreach AdamW) through 4.53 (4.47.0
+# training_args.py:1273, 4.53.0 :1281), adamw_torch_fused on torch >= 2.8 from 4.54: 3.0-3.6 ran foreach, and 3.7 on
+# may run either (planned as foreach, the hungrier: its step's temporary, planner.estimate.zero)
+FOREACH_3 = Default(
+    "adamw",
+    "ms-swift 3.x pins transformers <4.48 .. <4.58 (requirements/framework.txt): optim adamw_torch to 4.53 "
+    "(4.47.0 training_args.py:1273)",
+)
 RELEASES = (
     Release(
         "2",
@@ -39,6 +48,7 @@ RELEASES = (
         "ms-swift v3.0.0 .. v3.3.x (swift/llm/argument/base_args/base_args.py train_type; the length check before "
         "the images' tokens, template/base.py:626-634 at v3.0.0)",
         keys=KEYS.release_keys("3", ("lora",)),
+        defaults={"optimizer": FOREACH_3},
         meaning=TEXT_ONLY_CUT,
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
     ),
@@ -48,6 +58,7 @@ RELEASES = (
         "ms-swift v3.4.0 .. v3.12.x (swift/llm/argument/base_args/base_args.py:98 train_type at v3.12.0; the length "
         "check on the encoded row, template/base.py:421-425 at v3.4.0)",
         keys=KEYS.release_keys("3.4", ("lora",)),
+        defaults={"optimizer": FOREACH_3},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
     ),
     Release("4", (4, 0), "ms-swift v4.0.0 .. 4.6.0 (swift/arguments/base_args/base_args.py:72 tuner_type)"),
@@ -68,6 +79,7 @@ FRAMEWORK = Framework(
         "offload",
         "attention",
         "optimizer",
+        "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
         "lora_rank",
         "quant",
         "quant_absmax",

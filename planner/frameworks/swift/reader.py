@@ -281,7 +281,8 @@ def _training(c: Collector, f: dict[str, Flag], kind: str) -> None:
             c.set("loss", "fused", liger.source, KEYS.flag("loss"))
         else:
             c.note(f"{liger.source} (Liger kernels in RLHF are not planned yet)")
-    opt, osrc = look(f, "optimizer")
+    old, k = _release(c).defaults.get("optimizer"), KEYS["optimizer"]  # ms-swift 3's transformers: adamw_torch
+    opt, osrc = get(f, k.key, *(("adamw_torch", old.source) if old else (k.default, k.cite)))
     if tuners.optimizer(osrc, opt) and vocab.optimizer(opt):
         c.set("optimizer", vocab.optimizer(opt), osrc, KEYS.flag("optimizer"))
     else:

@@ -69,6 +69,7 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
+        "client_optimizer": (False,),  # FSDP or Megatron, no DeepSpeed
         "device_map": ("off",),  # one process a GPU
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
         "negatives": (0,),

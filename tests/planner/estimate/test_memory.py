@@ -309,3 +309,13 @@ def test_a_frozen_heads_input_is_taken_only_from_what_the_device_holds(precision
     profile = mem.activation_profile(full.knobs)  # a LoRA base in bf16 trains in half precision, not AMP
     c = {"amp": 0, "half": 2, "fp32": 4}[profile]
     assert mem.frozen_ends_bytes(full) == c * 4096 * m.text.hidden
+
+
+@pytest.mark.parametrize("opt,client,per_element", [("adamw", True, 8), ("adamw-fused", True, 6), ("adamw", False, 6)])
+def test_zero2_step_counts_a_client_optimizers_temporaries(opt, client, per_element):
+    """ZeRO-2 in bf16: the flat and fp32 gradient copies (6 bytes an element of the partition); a client torch AdamW
+    (the user's DeepSpeed config names no optimizer) steps beside the fp32 gradient, foreach with its sqrt (8)."""
+    m = load_model("qwen2.5-7b")
+    k = Knobs(precision="bf16", zero_stage=2, optimizer=opt, client_optimizer=client, framework="deepspeed")
+    s = Setup(m, k, 1, 1, 512, 8)
+    assert mem.optimizer_step_temp_bytes(s) == per_element * -(-m.params // 8)

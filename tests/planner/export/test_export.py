@@ -149,3 +149,15 @@ def test_a_catalog_model_is_named_by_its_hub_id_and_runs_your_train_py():
     words = plan(0)[0].launch.command.split()
     assert words[words.index("--model_name_or_path") + 1] == catalog.hf_id("llama-2-7b") == "meta-llama/Llama-2-7b-hf"
     assert "train.py" in words
+
+
+def test_a_client_optimizer_plan_exports_a_deepspeed_config_without_an_optimizer():
+    """memplan's own ZeRO plans name DeepSpeed's AdamW (fused Adam, no step temporaries); a plan read from a user's
+    config that names none (client_optimizer) exports none, so HF's Trainer builds --optim as the plan counted it."""
+    from planner.export.export import deepspeed_config_for
+
+    model = catalog.load_model("llama-2-7b")
+    own = deepspeed_config_for(Knobs(zero_stage=2, precision="bf16"), 1, 1, 8, model)
+    client = Knobs(zero_stage=2, precision="bf16", client_optimizer=True, framework="deepspeed")
+    theirs = deepspeed_config_for(client, 1, 1, 8, model)
+    assert own["optimizer"]["type"] == "AdamW" and "optimizer" not in theirs

@@ -307,3 +307,34 @@ def test_eight_bit_bases_in_each_frameworks_keys(tmp_path):
     for path, key in ((lf, "quantization_bit=8"), (sw, "--quant_bits 8"), (trl, "--load_in_8bit")):
         r = intake.read([path])
         assert r.request["quant"] == "int8" and key in _source(r, "quant"), path
+
+
+def test_a_deepspeed_config_without_an_optimizer_runs_the_trainers_optim_at_the_files_release(tmp_path):
+    """LLaMA-Factory's bundled JSONs name no optimizer: HF's Trainer hands DeepSpeed its `optim` (client_optimizer),
+    whose default follows the transformers release the file targets: evaluation_strategy (a key gone at 4.53) means
+    adamw_torch (torch's foreach AdamW), else today's adamw_torch_fused. A JSON naming AdamW runs DeepSpeed's own."""
+    base = "model_name_or_path: Qwen/Qwen2.5-7B\nfinetuning_type: full\nfp16: true\n"
+    ds2 = "deepspeed: examples/deepspeed/ds_z2_config.json\n"
+    old = intake.read([_write(tmp_path, "old.yaml", base + ds2 + "evaluation_strategy: steps\n")])
+    assert (old.request["optimizer"], old.request["client_optimizer"]) == ("adamw", True)
+    assert "evaluation_strategy is a key of transformers releases before 4.53" in _source(old, "optimizer")
+    assert "no optimizer entry" in _source(old, "client_optimizer")
+    new = intake.read([_write(tmp_path, "new.yaml", base + ds2)])
+    assert (new.request["optimizer"], new.request["client_optimizer"]) == ("adamw-fused", True)
+    named = {"zero_optimization": {"stage": 2}, "optimizer": {"type": "AdamW", "params": {"lr": "auto"}}}
+    ds = _write(tmp_path, "named.json", json.dumps(named))
+    own = intake.read([_write(tmp_path, "own.yaml", base + "deepspeed: named.json\nevaluation_strategy: steps\n"), ds])
+    assert own.request["optimizer"] == "adamw-fused" and not own.request.get("client_optimizer", False)
+    z0 = intake.read([_write(tmp_path, "z0.yaml", base + "deepspeed: examples/deepspeed/ds_z0_config.json\n")])
+    assert "client_optimizer" not in z0.request  # no ZeRO: the optimizer is torch's already (memory.py)
+
+
+def test_ms_swift_3_runs_transformers_adamw_torch_as_deepspeeds_client(tmp_path):
+    """ms-swift 3.x (--train_type) pinned transformers below 4.58, the foreach adamw_torch default to 4.53; its
+    --deepspeed presets name no optimizer, so DeepSpeed steps that one. 4.x (--tuner_type) reads today's fused."""
+    cmd = "swift sft --model Qwen/Qwen2.5-7B-Instruct --{} full --deepspeed zero2 --max_length 1024\n"
+    old = intake.read([_write(tmp_path, "old.sh", cmd.format("train_type"))])
+    assert (old.request["optimizer"], old.request["client_optimizer"]) == ("adamw", True)
+    assert "requirements/framework.txt" in _source(old, "optimizer")
+    new = intake.read([_write(tmp_path, "new.sh", cmd.format("tuner_type"))])
+    assert (new.request["optimizer"], new.request["client_optimizer"]) == ("adamw-fused", True)

@@ -20,11 +20,15 @@ CASES = {
 def knobs_read_back(plan, files: dict[str, str]) -> dict:
     """The plan's knobs as reading its files back must give them. One known difference: where the DeepSpeed JSON
     written names DeepSpeed's own AdamW (planner.export.export.deepspeed_config; a framework's preset named instead
-    does not), DeepSpeed runs it fused, so the files say adamw-fused where the plan has torch's AdamW."""
+    does not), DeepSpeed runs it fused, so the files say adamw-fused where the plan has torch's AdamW. Where a ZeRO
+    plan names a framework's preset instead (ms-swift's --deepspeed zero3: no optimizer entry), HF's Trainer hands
+    DeepSpeed its --optim, so the files say client_optimizer (planner.frameworks.deepspeed.reader)."""
     k = dict(plan.knobs)
     names_adamw = any(n.endswith(".json") and '"optimizer"' in text for n, text in files.items())
     if names_adamw and k["optimizer"] == "adamw":
         k["optimizer"] = "adamw-fused"
+    if not names_adamw and k["zero_stage"] >= 1 and k["framework"] == "swift":
+        k["client_optimizer"] = True
     return k
 
 
