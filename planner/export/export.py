@@ -16,22 +16,13 @@ from planner.config.workload import Workload
 from planner.estimate.quant import FOUR_BIT
 from planner.estimate.zero import settings as zero_settings
 from planner.export import parallel
+from planner.frameworks.hf.keys import KEYS as K
 from planner.model import catalog, vila
 from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
 
-HF_OPTIM = {
-    "adamw": "adamw_torch",
-    "adamw-fused": "adamw_torch_fused",
-    "sgd": "sgd",
-    "adafactor": "adafactor",
-    "adamw-8bit": "adamw_bnb_8bit",
-    "paged-adamw": "paged_adamw_32bit",
-    "paged-adamw-8bit": "paged_adamw_8bit",
-}
+HF_OPTIM, HF_FSDP, HF_ATTENTION = K["optimizer"].to_value, K["fsdp"].to_value, K["attention"].to_value
 DS_CONFIG_NAME = "ds_config.json"
 FSDP_CONFIG_NAME = "fsdp_config.json"
-HF_FSDP = {"full": "full_shard auto_wrap", "grad-op": "shard_grad_op auto_wrap", "hybrid": "hybrid_shard auto_wrap"}
-HF_ATTENTION = {"flash": "flash_attention_2", "eager": "eager"}
 TRAIN_SCRIPT = "train.py"  # the user's HF-Trainer-style script
 
 
@@ -88,34 +79,41 @@ def hf_args(plan: Plan, model: ModelSpec | None = None, hw: Hardware | None = No
     own activation checkpointing, as transformers asks). Knobs HF cannot run are replaced by their nearest HF
     form that needs no more memory (bundled_only, hf_note)."""
     fsdp = plan.fsdp != "off"
-    args = {
-        "per_device_train_batch_size": plan.micro_batch,
-        "gradient_accumulation_steps": plan.grad_accum,
-        "gradient_checkpointing": plan.checkpointing != "off" and not fsdp,
-        "bf16": plan.precision == "bf16",
-        "fp16": plan.precision == "fp16",
-        "optim": HF_OPTIM[plan.optimizer],
-        "deepspeed": DS_CONFIG_NAME if plan.zero_stage >= 1 else None,
-    }
+    args = dict(
+        [
+            K.pair("micro_batch", plan.micro_batch),
+            K.pair("grad_accum", plan.grad_accum),
+            (K.key("checkpointing"), plan.checkpointing != "off" and not fsdp),
+            (K.key("bf16"), plan.precision == "bf16"),
+            (K.key("fp16"), plan.precision == "fp16"),
+            K.pair("optimizer", plan.optimizer),
+            (K.key("zero_stage"), DS_CONFIG_NAME if plan.zero_stage >= 1 else None),
+        ]
+    )
     if plan.eval_batch:
-        args["per_device_eval_batch_size"] = plan.eval_batch
+        args[K.key("eval_batch")] = plan.eval_batch
     if plan.eval_logits_steps:  # the steps of logits the plan holds for compute_metrics
-        args["eval_accumulation_steps"] = plan.eval_logits_steps
+        args[K.key("eval_logits_steps")] = plan.eval_logits_steps
     if plan.checkpointing != "off" and not fsdp:
         args["gradient_checkpointing_kwargs"] = {"use_reentrant": False}
-    if plan.loss != "standard":
-        args["use_liger_kernel"] = True  # Liger's fused linear cross-entropy (liger-kernel on the GPU host)
+    if plan.loss != "standard":  # Liger's fused linear cross-entropy (liger-kernel on the GPU host)
+        args.update([K.pair("loss", plan.loss)])
     if plan.attention != "sdpa":
-        args["model_init_kwargs"] = {"attn_implementation": HF_ATTENTION[plan.attention]}
+        args["model_init_kwargs"] = dict([K.pair("attention", plan.attention)])
     if plan.batching == "packed":  # TRL: pack rows, and run them padding-free (position_ids)
-        args.update(packing=True, padding_free=True)
+        args.update({K.key("packing"): True, K.key("padding_free"): True})
     if fsdp:
-        args["fsdp"] = HF_FSDP[plan.fsdp] + (" offload" if plan.offload != "none" else "")
-        args["fsdp_config"] = fsdp_config(plan, model)
+        args[K.key("fsdp")] = fsdp_option(plan)
+        args[K.key("fsdp_config")] = fsdp_config(plan, model)
     fields = parallel.parallelism_fields(plan, hw.nodes if hw else 1)
     if fields:  # TrainingArguments.parallelism_config: the script builds ParallelismConfig(**fields) (export.parallel)
         args["parallelism_config"] = fields
     return {**args, **trl_args(plan.workload)}
+
+
+def fsdp_option(plan: Plan) -> str:
+    """TrainingArguments.fsdp of an FSDP plan: its sharding, auto-wrapped, and offload where the plan offloads."""
+    return K["fsdp"].write(plan.fsdp) + (" offload" if plan.offload != "none" else "")
 
 
 def trl_args(w: Workload) -> dict:
@@ -123,24 +121,27 @@ def trl_args(w: Workload) -> dict:
     max_prompt_length field in TRL 1.16: the plan's prompt length is what the data must not exceed."""
     if w.kind == "grpo":
         out = {
-            "num_generations": w.num_generations,
-            "max_completion_length": w.max_completion_length,
-            "beta": w.beta,
-            "use_vllm": w.generation != "hf",
+            K.key("workload.num_generations"): w.num_generations,
+            K.key("workload.max_completion_length"): w.max_completion_length,
+            K.key("workload.beta"): w.beta,
+            K.key("use_vllm"): w.generation != "hf",
         }
         if w.generation != "hf":
-            out["vllm_mode"] = w.generation.removeprefix("vllm-")
+            out[K.key("workload.generation")] = w.generation.removeprefix("vllm-")
         if w.generation == "vllm-colocate":
-            out["vllm_gpu_memory_utilization"] = w.vllm_gpu_memory_utilization
+            out[K.key("workload.vllm_gpu_memory_utilization")] = w.vllm_gpu_memory_utilization
         if w.generation == "vllm-colocate" and w.roles.rollout_tp > 1:
-            out["vllm_tensor_parallel_size"] = w.roles.rollout_tp
+            out[K.key("workload.roles.rollout_tp")] = w.roles.rollout_tp
         if w.steps_per_generation is not None:
-            out["steps_per_generation"] = w.steps_per_generation
+            out[K.key("workload.steps_per_generation")] = w.steps_per_generation
         if w.num_iterations != 1:
-            out["num_iterations"] = w.num_iterations
+            out[K.key("workload.num_iterations")] = w.num_iterations
         return out
     if w.kind == "dpo":
-        return {"max_length": w.max_length, "precompute_ref_log_probs": w.precompute_ref_log_probs}
+        return {
+            K.key("workload.max_length"): w.max_length,
+            K.key("workload.precompute_ref_log_probs"): w.precompute_ref_log_probs,
+        }
     if w.kind == "gkd":  # GKDConfig (trl/experimental/gkd/gkd_config.py); no teacher: the student's own checkpoint
         teacher = {"teacher_model_name_or_path": hf_or_name(w.teacher_model)} if w.teacher_model else {}
         return {
@@ -348,51 +349,35 @@ def deepspeed_config_for(k: Knobs, micro_batch: int, grad_accum: int, world: int
 
 
 def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME, model: ModelSpec | None = None) -> list[str]:
-    a = [
-        "--per_device_train_batch_size",
-        str(plan.micro_batch),
-        "--gradient_accumulation_steps",
-        str(plan.grad_accum),
-        "--optim",
-        HF_OPTIM[plan.optimizer],
-    ]
-    a += ["--per_device_eval_batch_size", str(plan.eval_batch)] if plan.eval_batch else []
-    a += ["--eval_accumulation_steps", str(plan.eval_logits_steps)] if plan.eval_logits_steps else []
+    a = [K.flag("micro_batch"), str(plan.micro_batch), K.flag("grad_accum"), str(plan.grad_accum)]
+    a += [K.flag("optimizer"), K["optimizer"].write(plan.optimizer)]
+    a += [K.flag("eval_batch"), str(plan.eval_batch)] if plan.eval_batch else []
+    a += [K.flag("eval_logits_steps"), str(plan.eval_logits_steps)] if plan.eval_logits_steps else []
     # FSDP: its own activation checkpointing. Off said explicitly: TRL's configs default it to true
     # (trl/trainer/base_config.py:62, trl 1.16.0), HF's TrainingArguments to false
-    a += (
-        ["--gradient_checkpointing"]
-        if plan.checkpointing != "off" and plan.fsdp == "off"
-        else ["--gradient_checkpointing", "false"]
-    )
+    gc = K.flag("checkpointing")
+    a += [gc] if plan.checkpointing != "off" and plan.fsdp == "off" else [gc, "false"]
     if plan.loss != "standard":
-        a.append("--use_liger_kernel")
+        a.append(K.flag("loss"))
     if plan.attention != "sdpa":
-        a += ["--attn_implementation", HF_ATTENTION[plan.attention]]
+        a += [K.flag("attention"), K["attention"].write(plan.attention)]
     if plan.batching == "packed":
-        a += ["--packing", "--padding_free"]
-    if plan.precision in ("bf16", "fp16"):
-        a.append("--" + plan.precision)
+        a += [K.flag("packing"), K.flag("padding_free")]
+    if plan.precision in ("bf16", "fp16"):  # TRL's bf16 is `bool | None` (base_config.py:68): it takes a value
+        a += [K.flag(plan.precision), "true"]
     if plan.precision == "bf16-pure":
-        a += ["--torch_dtype", "bfloat16"]
+        a += [K.flag("dtype"), "bfloat16"]
     if plan.lora_rank:
         peft = peft_config(plan, model)
         targets = peft["target_modules"]
-        a += [
-            "--use_peft",
-            "--lora_r",
-            str(plan.lora_rank),
-            "--lora_alpha",
-            str(peft["lora_alpha"]),
-            "--lora_target_modules",
-            *([targets] if isinstance(targets, str) else targets),
-        ]
+        a += [K.flag("lora"), K.flag("lora_rank"), str(plan.lora_rank), K.flag("lora_alpha"), str(peft["lora_alpha"])]
+        a += [K.flag("lora_targets"), *([targets] if isinstance(targets, str) else targets)]
         if plan.lora_dropout:
-            a += ["--lora_dropout", f"{plan.lora_dropout:g}"]
+            a += [K.flag("lora_dropout"), f"{plan.lora_dropout:g}"]
         if plan.lora_train_embeddings:
-            a += ["--lora_modules_to_save", *peft["modules_to_save"]]
+            a += [K.flag("lora_train_embeddings"), *peft["modules_to_save"]]
         if plan.lora_variant == "dora":  # trl/trainer/model_config.py:142
-            a += ["--use_dora"]
+            a += [K.flag("lora_variant")]
     if plan.quant == "int8":  # TRL's ModelConfig (trl/trainer/utils.py:270-273)
         a += ["--load_in_8bit"]
     elif plan.quant in ("gptq", "awq"):  # no flag: the checkpoint carries its quantization_config
@@ -413,14 +398,9 @@ def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME, model: ModelSpec | No
                 else str(value),
             ]
     if plan.zero_stage >= 1:
-        a += ["--deepspeed", ds_path]
+        a += [K.flag("zero_stage"), ds_path]
     if plan.fsdp != "off":
-        a += [
-            "--fsdp",
-            HF_FSDP[plan.fsdp] + (" offload" if plan.offload != "none" else ""),
-            "--fsdp_config",
-            FSDP_CONFIG_NAME,
-        ]
+        a += [K.flag("fsdp"), fsdp_option(plan), K.flag("fsdp_config"), FSDP_CONFIG_NAME]
     return a
 
 

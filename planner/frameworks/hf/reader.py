@@ -10,6 +10,8 @@ from pathlib import Path
 
 from planner.frameworks.accelerate import reader as accelerate
 from planner.frameworks.deepspeed import reader as deepspeed
+from planner.frameworks.hf.keys import ARGS, BASE
+from planner.frameworks.hf.keys import KEYS as K
 from planner.frameworks.trl import reader_gkd as gkdargs
 from planner.frameworks.trl import reader_grpo as grpoargs
 from planner.intake import loraargs, models, releases, tuners, vocab
@@ -51,7 +53,6 @@ TRL_KEYS = GRPO_KEYS | {
     "lora_target_modules",
     "completion_only_loss",
 }
-BASE = "trl/trainer/base_config.py"
 
 
 def trainer_of(flags: dict[str, Flag], hint: str) -> str:
@@ -83,9 +84,9 @@ def read(
         c.note("no model_name_or_path in the configuration (pass --model)")
     if trainer in ("dpo", "grpo", "gkd"):
         c.set("workload.kind", trainer, f"{why or near.name} (a {trainer.upper()} trainer)", "trainer")
-    for key, field in (("per_device_train_batch_size", "micro_batch"), ("gradient_accumulation_steps", "grad_accum")):
-        if f(key):
-            c.number(field, f(key).value, f(key).source, f(key).raw)
+    for field in ("micro_batch", "grad_accum"):
+        if f(K.key(field)):
+            c.number(field, f(K.key(field)).value, f(K.key(field)).source, f(K.key(field)).raw)
     _checkpointing(c, flags, trainer)
     _evaluation(c, flags)
     _precision(c, flags)
@@ -271,14 +272,13 @@ def defaults(c: Collector, trainer: str) -> None:
     """The trainer's defaults, where the configuration leaves a field out (the release's first, where the files
     show one)."""
     releases.release_defaults(c, trainer)
-    args = "transformers/training_args.py"
-    c.fill("micro_batch", 8, default(HF, f"{args}:777", "per_device_train_batch_size 8"), "per_device_train_batch_size")
-    c.fill("grad_accum", 1, default(HF, f"{args}:849", "gradient_accumulation_steps 1"), "gradient_accumulation_steps")
+    for field in ("micro_batch", "grad_accum"):
+        k = K[field]
+        c.fill(field, k.default, default(HF, k.cite, f"{k.key} {k.default}"), k.key)
+    gc = K["checkpointing"]
     if trainer == "hf":
-        c.fill(
-            "checkpointing", "off", default(HF, f"{args}:926", "gradient_checkpointing False"), "gradient_checkpointing"
-        )
-        c.fact("amp", "fp32", default(HF, f"{args}:874-880", "bf16 False, fp16 False"), "bf16", weak=True)
+        c.fill("checkpointing", "off", default(HF, gc.cite, f"{gc.key} {gc.default}"), gc.key)
+        c.fact("amp", "fp32", default(HF, f"{ARGS}:874-880", "bf16 False, fp16 False"), K.key("bf16"), weak=True)
     else:
         c.fill(
             "checkpointing", "full", default(TRL, f"{BASE}:62", "gradient_checkpointing True"), "gradient_checkpointing"
@@ -298,4 +298,5 @@ def defaults(c: Collector, trainer: str) -> None:
         c.fill(
             "workload.max_length", 1024, default(TRL, "trl/trainer/dpo_config.py:195", "max_length 1024"), "max_length"
         )
-    c.fill("optimizer", "adamw-fused", default(HF, f"{args}:806-812", "optim adamw_torch_fused"), "optim")
+    opt = K["optimizer"]
+    c.fill("optimizer", "adamw-fused", default(HF, opt.cite, f"{opt.key} {opt.default}"), opt.key)

@@ -5,42 +5,38 @@ section. Defaults are the workload's own (TRL 1.16's, planner/config/workload.py
 
 from __future__ import annotations
 
+from planner.frameworks.hf.keys import KEYS as K
 from planner.intake.collect import TRL, Collector, as_float, default, one
 from planner.intake.flags import Flag
 
 
 def read_grpo(c: Collector, flags: dict[str, Flag]) -> None:
     """The GRPO inputs `flags` set (the others keep the workload's defaults)."""
-    for key in ("num_generations", "max_completion_length", "steps_per_generation", "num_iterations"):
+    for field in ("num_generations", "max_completion_length", "steps_per_generation", "num_iterations"):
+        key = K.key(f"workload.{field}")
         if key in flags:
-            c.number(
-                f"workload.{key}",
-                flags[key].value,
-                flags[key].source,
-                flags[key].raw,
-                minimum=2 if key == "num_generations" else 1,
-            )
-    if "beta" in flags and as_float(flags["beta"].value) is not None:
-        c.set("workload.beta", as_float(flags["beta"].value), flags["beta"].source, flags["beta"].raw)
+            least = 2 if field == "num_generations" else 1
+            c.number(f"workload.{field}", flags[key].value, flags[key].source, flags[key].raw, minimum=least)
+    beta = flags.get(K.key("workload.beta"))
+    if beta and as_float(beta.value) is not None:
+        c.set("workload.beta", as_float(beta.value), beta.source, beta.raw)
     _reward_funcs(c, flags.get("reward_funcs"))
-    vllm = flags.get("use_vllm")
+    vllm, m = flags.get(K.key("use_vllm")), K["workload.generation"]
     if vllm and c.flag(vllm.value, vllm.source):
-        mode = str(one(flags["vllm_mode"].value)) if "vllm_mode" in flags else "colocate"
+        mode = str(one(flags[m.key].value)) if m.key in flags else m.default
         src = (
-            flags["vllm_mode"].source
-            if "vllm_mode" in flags
-            else vllm.source + "; " + default(TRL, "trl/trainer/grpo_config.py:594", "vllm_mode colocate")
+            flags[m.key].source if m.key in flags else vllm.source + "; " + default(TRL, m.cite, f"{m.key} {m.default}")
         )
         c.set(
             "workload.generation",
             f"vllm-{mode}" if mode in ("colocate", "server") else "vllm-colocate",
             src,
-            "vllm_mode",
+            m.key,
         )
-        util = flags.get("vllm_gpu_memory_utilization")
+        util = flags.get(K.key("workload.vllm_gpu_memory_utilization"))
         if mode == "colocate" and util and as_float(util.value):
             c.set("workload.vllm_gpu_memory_utilization", as_float(util.value), util.source, util.raw)
-        tp = flags.get("vllm_tensor_parallel_size")
+        tp = flags.get(K.key("workload.roles.rollout_tp"))
         if tp and (as_float(tp.value) or 1) > 1:  # the engine's weights split over its group (the sync wakes them)
             c.set("workload.roles.rollout_tp", int(as_float(tp.value)), tp.source, tp.raw)
 

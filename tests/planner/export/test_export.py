@@ -62,13 +62,13 @@ def test_fp16_config_has_loss_scaling():
     assert ds["fp16"]["enabled"] and ds["fp16"]["loss_scale"] == 0 and "bf16" not in ds
 
 
-def recipe_plan(**fields):
+def recipe_plan(precision="bf16", **fields):
     hw, model, goal = (
         hardware.resolve("h100", 1, 1),
         catalog.load_model("llama-3.2-1b"),
         Goal(global_batch=4, seq_len=2048),
     )
-    return with_launch(make_plan(model, hw, goal, Knobs.make(precision="bf16", **fields), 2), model, hw, goal)
+    return with_launch(make_plan(model, hw, goal, Knobs.make(precision=precision, **fields), 2), model, hw, goal)
 
 
 @pytest.mark.parametrize(
@@ -161,3 +161,33 @@ def test_a_client_optimizer_plan_exports_a_deepspeed_config_without_an_optimizer
     client = Knobs(zero_stage=2, precision="bf16", client_optimizer=True, framework="deepspeed")
     theirs = deepspeed_config_for(client, 1, 1, 8, model)
     assert own["optimizer"]["type"] == "AdamW" and "optimizer" not in theirs
+
+
+@pytest.mark.parametrize(
+    "fields,config",
+    [
+        ({"precision": "bf16-pure", "lora_rank": 8, "lora_dropout": 0.05}, "SFTConfig"),
+        ({"batching": "packed", "attention": "flash", "loss": "fused"}, "SFTConfig"),
+        ({"quant": "nf4", "lora_rank": 16, "lora_train_embeddings": True}, "SFTConfig"),
+        ({"lora_rank": 16, "lora_variant": "dora", "precision": "fp16"}, "SFTConfig"),
+        ({"eval_batch": 2, "eval_logits_steps": 4}, "SFTConfig"),
+        ({"workload": {"kind": "grpo", "num_generations": 4, "generation": "vllm-colocate"}}, "GRPOConfig"),
+        ({"workload": {"kind": "dpo", "max_length": 1024}}, "DPOConfig"),
+    ],
+)
+def test_the_hf_commands_flags_parse_with_trls_own_parser(fields, config, tmp_path):
+    """The command's flags (export.script_args, named by planner/frameworks/hf/keys.py) through TRL 1.16's TrlParser
+    with its ModelConfig, as a TRL script parses them: an unknown flag is an error there. It caught --torch_dtype,
+    which TRL 1.16 names dtype (trl/trainer/model_config.py:89)."""
+    trl = pytest.importorskip("trl")
+    from planner.export import export
+
+    p = recipe_plan(**fields)
+    flags = export.script_args(p, model=catalog.load_model("llama-3.2-1b"))
+    parser = trl.TrlParser((trl.ScriptArguments, getattr(trl, config), trl.ModelConfig))
+    _, cfg, model_cfg = parser.parse_args_and_config(
+        [*flags, "--output_dir", str(tmp_path), "--dataset_name", "d", "--use_cpu", "--report_to", "none"]
+    )[:3]
+    assert cfg.per_device_train_batch_size == p.micro_batch and cfg.gradient_accumulation_steps == p.grad_accum
+    assert (model_cfg.dtype == "bfloat16") == (p.precision == "bf16-pure")
+    assert model_cfg.use_peft == bool(p.lora_rank) and (model_cfg.lora_r == p.lora_rank or not p.lora_rank)

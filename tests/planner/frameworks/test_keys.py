@@ -7,6 +7,7 @@ import pytest
 
 from planner.frameworks import FRAMEWORKS
 from planner.frameworks.axolotl.keys import KEYS as AXOLOTL
+from planner.frameworks.hf.keys import KEYS as HF
 from planner.frameworks.keys import Key, Table
 from planner.frameworks.llamafactory.keys import KEYS as LLAMAFACTORY
 from planner.frameworks.openrlhf import reader as openrlhf_reader
@@ -15,8 +16,16 @@ from planner.frameworks.swift import reader_2 as swift2
 from planner.frameworks.swift.keys import KEYS as SWIFT
 from planner.frameworks.verl.keys import KEYS as VERL
 from planner.intake import vocab
+from planner.intake.collect import accepted
 
-TABLES = {"swift": SWIFT, "llamafactory": LLAMAFACTORY, "axolotl": AXOLOTL, "openrlhf": OPENRLHF, "verl": VERL}
+TABLES = {
+    "hf": HF,
+    "swift": SWIFT,
+    "llamafactory": LLAMAFACTORY,
+    "axolotl": AXOLOTL,
+    "openrlhf": OPENRLHF,
+    "verl": VERL,
+}
 CITE = re.compile(r"[\w/]+\.(py|yaml):\d+")
 
 
@@ -24,6 +33,22 @@ CITE = re.compile(r"[\w/]+\.(py|yaml):\d+")
 def test_every_default_a_table_gives_is_cited_at_a_file_and_line(name):
     uncited = [r.field for r in TABLES[name].rows.values() if r.default is not None and not CITE.search(r.cite)]
     assert not uncited, uncited
+
+
+def test_every_hf_key_is_one_transformers_or_trl_takes():
+    """The HF/TRL table's keys against the names transformers' TrainingArguments and TRL's configs take
+    (presets/keys_hf.txt, generated from the installed packages): a misspelled row fails here."""
+    assert sorted(r.key for r in HF.rows.values() if r.key not in accepted("hf")) == []
+
+
+def test_the_hf_writer_and_reader_agree_on_the_optimizer_and_attention_words():
+    assert {o: vocab.optimizer(HF["optimizer"].write(o)) for o in HF["optimizer"].to_value} == {
+        o: o for o in HF["optimizer"].to_value
+    }
+    assert {a: vocab.attention(HF["attention"].write(a)) for a in ("flash", "eager")} == {
+        "flash": "flash",
+        "eager": "eager",
+    }
 
 
 @pytest.mark.parametrize("name", ["swift", "llamafactory", "axolotl", "openrlhf"])
