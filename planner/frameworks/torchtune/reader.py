@@ -261,7 +261,7 @@ def _loss_and_optimizer(c: Collector, f: dict[str, Flag], recipe: str) -> None:
     if loss is not None:
         name = show(loss.value).rsplit(".", 1)[-1]
         if name in LOSSES:
-            c.set("loss", LOSSES[name], loss.source, "loss")
+            c.set("loss", LOSSES[name], loss.source, "loss._component_")
         else:
             c.note(f"{loss.source} (this loss is not planned yet; planned as cross-entropy over the full logits)")
     opt = f.get("optimizer._component_")
@@ -270,17 +270,19 @@ def _loss_and_optimizer(c: Collector, f: dict[str, Flag], recipe: str) -> None:
         if mapped == "adamw" and _on(f, "optimizer.fused"):
             mapped = "adamw-fused"
         if mapped:
-            c.set("optimizer", mapped, opt.source, "optimizer")
+            c.set("optimizer", mapped, opt.source, "optimizer._component_")
         else:
             c.note(f"{opt.source} (this optimizer is not planned yet; planned as AdamW)")
     bwd = f.get("optimizer_in_bwd")
-    if bwd is not None and as_bool(bwd.value):
-        if recipe.startswith("lora"):
-            c.note(f"{bwd.source} (the LoRA recipes have no optimizer_in_bwd: torchtune ignores it)")
-        elif recipe.endswith("_distributed"):
-            c.note(f"{bwd.source} (optimizer in backward under FSDP is not planned yet; planned with a step after it)")
-        else:
-            c.set("optimizer_in_backward", True, bwd.source, "optimizer_in_bwd")
+    if bwd is None:
+        return
+    on = bool(as_bool(bwd.value))
+    if recipe.startswith("lora"):
+        c.note(f"{bwd.source} (the LoRA recipes have no optimizer_in_bwd: torchtune ignores it)")
+    elif on and recipe.endswith("_distributed"):
+        c.note(f"{bwd.source} (optimizer in backward under FSDP is not planned yet; planned with a step after it)")
+    else:
+        c.set("optimizer_in_backward", on, bwd.source, "optimizer_in_bwd")
 
 
 def _fsdp(c: Collector, f: dict[str, Flag]) -> None:

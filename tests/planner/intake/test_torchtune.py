@@ -37,6 +37,7 @@ def test_the_readme_distributed_full_finetune_is_read_with_the_configs_values():
         "checkpointing": "full",
         "loss": "chunked",  # CEWithChunkedOutputLoss
         "optimizer": "adamw-fused",  # torch.optim.AdamW, fused: True
+        "optimizer_in_backward": False,  # optimizer_in_bwd: False
         "fsdp": "full",  # fsdp_reshard_after_forward's default
         "framework": None,
     }
