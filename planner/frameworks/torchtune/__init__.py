@@ -55,7 +55,8 @@ FRAMEWORK = Framework(
         "negatives": (0,),
         "task": ("causal-lm",),
         "workload": ("sft",),  # DPO, PPO, KD, QAT, GRPO recipes: refused by name (reader.py)
-        # recipes/*_finetune_*.py:~125-135: fp16 raises ("full fp16 training is not supported"); training/precision.py:18-22
+        # fp16 raises ("full fp16 training is not supported"): full_finetune_single_device.py:124, _distributed.py:131,
+        # lora_finetune_single_device.py:130, lora_finetune_distributed.py:134; training/precision.py:18-22
         "precision": ("bf16-pure", "fp32"),
         # enable_activation_checkpointing wraps every layer (training.set_activation_checkpointing); offloading
         # (training/_activation_offloading.py:24-77, OffloadActivations) requires it (full_finetune_single_device.py:

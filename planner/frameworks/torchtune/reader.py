@@ -163,7 +163,8 @@ def read_alone(c: Collector, data: dict, path: Path) -> None:
     """A recipe YAML given alone: its recipe told from its file name (`tune cp` keeps the built-in's) or its FSDP keys."""
     f = flatten(data, path)
     lora = "lora" in str(f.get("model._component_", Flag("", "", "", "")).value).rsplit(".", 1)[-1]
-    distributed = any(k.startswith("fsdp_") for k in f) or "single_device" not in path.stem
+    one = any(w in path.stem for w in ("single_device", "low_memory"))  # the built-ins' single-device names
+    distributed = any(k.startswith("fsdp_") for k in f) or not one
     recipe = f"{'lora' if lora else 'full'}_finetune_{'distributed' if distributed else 'single_device'}"
     c.note(
         f"{path.name} (read as torchtune's {recipe}, told from the file's name and model builder; `tune run RECIPE "
@@ -175,7 +176,6 @@ def read_alone(c: Collector, data: dict, path: Path) -> None:
 def read(c: Collector, data: dict, path: Path, recipe: str, overrides: dict[str, Flag]) -> None:
     f = merge(flatten(data, path), overrides)
     c.add_file(path)
-    c.fact("recipe", recipe, path.name, "recipe")
     model.read_model(c, f, path, recipe)
     _batch(c, f)
     _precision(c, f)
@@ -219,7 +219,7 @@ def _batch(c: Collector, f: dict[str, Flag]) -> None:
 
 def _precision(c: Collector, f: dict[str, Flag]) -> None:
     """dtype: parameters, gradients and optimizer states in it (recipes' docstrings, e.g. full_finetune_single_device.
-    py:59-63); fp16 raises (full_finetune_single_device.py:122-127); training/precision.py:18-22 takes fp16/bf16/fp32."""
+    py:59-64); fp16 raises (full_finetune_single_device.py:124-127); training/precision.py:18-22 takes fp16/bf16/fp32."""
     d = f.get("dtype")
     if d is None:
         c.note("no dtype (torchtune requires it: cfg.dtype): precision not read")
@@ -242,7 +242,7 @@ def _on(f: dict[str, Flag], key: str) -> bool:
 
 def _checkpointing(c: Collector, f: dict[str, Flag], recipe: str) -> None:
     """enable_activation_checkpointing (every layer) and enable_activation_offloading, which needs it (the recipes
-    raise: full_finetune_single_device.py:163-174): offloading is memplan's offload (each layer's saved tensors on
+    raise: full_finetune_single_device.py:160-176): offloading is memplan's offload (each layer's saved tensors on
     the host, torchtune/training/_activation_offloading.py:24-77)."""
     ac, off = "enable_activation_checkpointing", "enable_activation_offloading"
     if _on(f, off):

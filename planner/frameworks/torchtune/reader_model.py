@@ -56,7 +56,7 @@ def read_model(c: Collector, f: dict[str, Flag], path: Path, recipe: str) -> Non
         models.read_model(c, name, f"{comp.source} (torchtune's builder of {name})", "model._component_", None)
     lora = builder.startswith(("lora_", "qlora_"))
     if lora != recipe.startswith("lora"):
-        c.note(f"{comp.source} (a {'LoRA' if lora else 'full'} builder under {recipe}: torchtune fails to load it)")
+        c.note(f"{comp.source} (a {'LoRA' if lora else 'full'} builder under {recipe}: planned as the builder says)")
     if not lora:
         c.set("lora_rank", 0, f"{comp.source} (full fine-tuning)", "model._component_")
         return

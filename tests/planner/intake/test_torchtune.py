@@ -68,6 +68,15 @@ def test_a_recipe_yaml_alone_is_read_as_the_recipe_its_name_says():
     assert any("lora_finetune_single_device" in n for n in r.unplanned)
 
 
+@pytest.mark.parametrize(
+    ("name", "fsdp", "bwd"),
+    [("llama3_2/3B_full_single_device.yaml", "off", True), ("llama3_1/8B_full.yaml", "full", False)],
+)
+def test_a_full_finetune_yaml_alone_is_single_device_or_distributed_by_its_name(name, fsdp, bwd):
+    req = read(CONFIGS / name).request
+    assert (req["lora_rank"], req["fsdp"], req["optimizer_in_backward"]) == (0, fsdp, bwd)
+
+
 def command(tmp_path, text):
     script = tmp_path / "recipes" / "run.sh"
     script.parent.mkdir(parents=True, exist_ok=True)
@@ -91,6 +100,14 @@ def test_overrides_set_components_remove_keys_and_change_sharding(tmp_path):
     assert (req["gpus_per_node"], req["loss"], req["lora_rank"]) == (4, "standard", 16)
     assert req["lora_targets"] == "q_proj,v_proj,o_proj,lm_head"  # apply_lora_to_mlp removed, the head added
     assert (req["fsdp"], req["offload"], req["optimizer"]) == ("grad-op", "optimizer+params", "paged-adamw-8bit")
+
+
+def test_fp32_is_fp32_and_a_null_length_is_open(tmp_path):
+    script = command(tmp_path, "tune run lora_finetune_single_device --config llama3_2/3B_lora_single_device dtype=fp32 "
+                               "tokenizer.max_seq_len=None")  # fmt: skip
+    r = read(script)
+    assert r.request["precision"] == "fp32" and "seq_len" not in r.request
+    assert any("no sequence length" in n for n in r.unplanned)
 
 
 def test_optimizer_in_bwd_is_planned_on_one_gpu_and_a_line_under_fsdp(tmp_path):
