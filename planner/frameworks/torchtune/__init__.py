@@ -15,7 +15,7 @@ RECIPES = (
     "lora_finetune_single_device",
     "lora_finetune_distributed",
 )
-OTHER_RECIPES = (
+OTHER_RECIPES = (  # torchtune/_recipe_registry.py (v0.6.1), and recipes/dev/ run by their path
     "full_dpo_distributed",
     "lora_dpo_single_device",
     "lora_dpo_distributed",
@@ -24,11 +24,14 @@ OTHER_RECIPES = (
     "knowledge_distillation_distributed",
     "qat_distributed",
     "qat_lora_finetune_distributed",
-    "qat_single_device",
-    "dev/grpo_full_finetune_distributed",
     "eleuther_eval",
     "generate",
     "quantize",
+    "grpo_full_finetune_distributed",
+    "early_exit_finetune_distributed",
+    "lora_finetune_distributed_multi_dataset",
+    "generate_v2",
+    "generate_v2_distributed",
 )
 
 

@@ -54,7 +54,8 @@ def read_run(run) -> Collector:
     """A `tune run` command (planner.intake.launch.Run, tool "tune") into a reading."""
     recipe = run.target.removesuffix(".py")
     where_ = f"{run.where} tune run {show(run.target)}"
-    if recipe in OTHER_RECIPES:
+    if Path(recipe).name in OTHER_RECIPES:
+        recipe = Path(recipe).name
         raise BadInput(f"{where_}: torchtune's {recipe} recipe is not planned (memplan plans {', '.join(RECIPES)})")
     if recipe not in RECIPES:
         raise BadInput(

@@ -131,6 +131,7 @@ REFUSED = [
     ),
     ("tune run lora_dpo_single_device --config llama3_2/3B_qlora_single_device", "lora_dpo_single_device recipe"),
     ("tune run my_recipe.py --config llama3_2/3B_qlora_single_device", "a custom recipe"),
+    ("tune run recipes/dev/grpo_full_finetune_distributed.py --config llama3_2/3B_qlora_single_device", "grpo_full"),
     ("tune run --nproc_per_node 2 lora_finetune_single_device --config llama3_2/3B_qlora_single_device", "single-dev"),
     ("tune run lora_finetune_single_device --config qwen2_5/7B_lora_single_device", "tune cp qwen2_5/7B_lora_single"),
     ("tune run lora_finetune_single_device", "no --config"),
