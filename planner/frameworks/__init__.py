@@ -20,6 +20,7 @@ from planner.frameworks import (
     openrlhf,
     swift,
     torchtitan,
+    torchtune,
     trl,
     verl,
 )
@@ -30,7 +31,10 @@ FRAMEWORKS: dict[str, Framework] = {
     for f in (
         *(m.FRAMEWORK for m in (memplan, hf, trl)),
         trl.TRL0,
-        *(m.FRAMEWORK for m in (accelerate, deepspeed, llamafactory, swift, axolotl, verl, torchtitan, openrlhf)),
+        *(
+            m.FRAMEWORK
+            for m in (accelerate, deepspeed, llamafactory, swift, axolotl, verl, torchtitan, torchtune, openrlhf)
+        ),
     )
 }
 NAMES: tuple[str, ...] = tuple(FRAMEWORKS)

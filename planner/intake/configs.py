@@ -1,7 +1,7 @@
 """A configuration file's format, told from its content (the keys only one framework writes), and the reader each
 format goes to: LLaMA-Factory, axolotl and ms-swift YAML / JSON, DeepSpeed JSON, accelerate configs, and transformers /
-TRL argument files. A model's own config.json, LLaMA-Factory's experimental v1 schema and torchtune's recipe configs
-are refused by name.
+TRL argument files, torchtune recipe configs. A model's own config.json and LLaMA-Factory's experimental v1 schema are
+refused by name.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from planner.intake.limits import OverLimit, load_json, read_config_text
 
 ACCEPTED = (
     "accepted: a launch script (.sh), a Python training script (.py), a LLaMA-Factory, axolotl, ms-swift, "
-    "accelerate or TRL / transformers YAML or JSON, or a DeepSpeed JSON"
+    "accelerate, torchtune or TRL / transformers YAML or JSON, or a DeepSpeed JSON"
 )
 LF_KEYS = {"stage", "finetuning_type", "cutoff_len", "lora_target", "template", "dataset_dir", "pure_bf16"}
 SWIFT_KEYS = {"tuner_type", "train_type", "rlhf_type", "target_modules", "torch_dtype", "attn_impl", "freeze_vit"}
@@ -91,22 +91,12 @@ def refuse(fmt: str | None, path: Path) -> None:
         raise BadInput(
             f"--config {path}: a model's config.json, not a training configuration: pass it as --model {path}", "config"
         )
-    if fmt == "torchtune":
-        raise BadInput(f"--config {path}: {torchtune('a torchtune recipe config (its _component_ keys)')}", "config")
     if fmt == "lf-v1":
         raise BadInput(
             f"--config {path}: LLaMA-Factory's experimental v1 schema (USE_V1=1) is not read; {ACCEPTED}", "config"
         )
     if fmt is None:
         raise BadInput(f"--config {path}: not a training configuration memplan knows ({ACCEPTED})", "config")
-
-
-def torchtune(what: str) -> str:
-    """The one line a torchtune run is refused with: named, never read as another trainer's."""
-    return (
-        f"{what}: torchtune, a framework memplan does not read yet; give the run as flags instead (--model, "
-        "--micro-batch, --grad-accum, --seq-len, --lora-rank, --quant, --checkpointing)"
-    )
 
 
 def read(
@@ -129,6 +119,10 @@ def read(
         deepspeed.read(c, str(path), path.name, "deepspeed", path, alone=True)
     elif fmt == "accelerate":
         accelerate.read_config(c, data, path, "", "config_file")
+    elif fmt == "torchtune":
+        from planner.frameworks.torchtune import reader as torchtune
+
+        torchtune.read_alone(c, data, path)
     elif fmt == "swift":
         env = {str(k): str(v) for k, v in section(data, "ENV").items()}
         flags = from_mapping({k: v for k, v in data.items() if k != "ENV"}, path) | (overrides or {})

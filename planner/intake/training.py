@@ -75,10 +75,12 @@ def read_script_file(path: Path, text: str) -> Collector:
 
 
 def read_run(run: launch.Run) -> Collector:
-    if run.tool == "tune":
-        cfg = next((show(b.text) for a, b in zip(run.args, run.args[1:]) if a.text == "--config"), "")
-        what = f"{run.where} tune run {show(run.target)}" + (f" --config {cfg}" if cfg else "")
-        raise BadInput(configs.torchtune(what), "config")
+    if run.tool == "tune":  # torchtune's recipe and its YAML (planner.frameworks.torchtune.reader)
+        from planner.frameworks.torchtune import reader as torchtune
+
+        c = torchtune.read_run(run)
+        read_allocator(c, run.command.env, run.where)
+        return c
     if run.target in launch.RL_MODULES:
         return rl_run(run)
     flags, lead = parse_flags(run.args, run.command.path)

@@ -1,0 +1,1 @@
+tune run full_finetune_single_device --config llama3_2/3B_full_single_device tokenizer.max_seq_len=4096 batch_size=2 gradient_accumulation_steps=1 epochs=1 dataset.packed=True optimizer=torch.optim.AdamW loss=torchtune.modules.loss.CEWithChunkedOutputLoss compile=True enable_activation_checkpointing=True enable_activation_offloading=True optimizer_in_bwd=True

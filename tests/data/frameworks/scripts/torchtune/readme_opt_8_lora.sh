@@ -1,0 +1,1 @@
+tune run lora_finetune_single_device --config llama3_2/3B_lora_single_device tokenizer.max_seq_len=4096 batch_size=2 gradient_accumulation_steps=1 epochs=1 dataset.packed=True compile=True loss=torchtune.modules.loss.CEWithChunkedOutputLoss enable_activation_checkpointing=True optimizer_in_bwd=False enable_activation_offloading=True optimizer=torch.optim.AdamW
