@@ -26,7 +26,8 @@ SEARCHED = ("all-linear", "all")
 
 
 def small(cfg: dict) -> dict:
-    """The catalog config with two layers in each stack (names and classes do not depend on the depth)."""
+    """The catalog config with two layers in each stack, one of each kind where a stack mixes kinds (names and
+    classes do not depend on the depth)."""
     cfg = json.loads(json.dumps(cfg))
     for part in (cfg, cfg.get("text_config"), cfg.get("vision_config")):
         if not isinstance(part, dict):
@@ -44,8 +45,12 @@ def small(cfg: dict) -> dict:
             part["cross_attention_layers"] = [1]
         if part.get("first_k_dense_replace", 0) > 1:  # DeepSeek: keep one routed layer among the two
             part["first_k_dense_replace"] = 1
-        if "layer_types" in part:
-            part["layer_types"] = part["layer_types"][:2]
+        if "layer_types" in part:  # a hybrid stack (Qwen3.5's linear and full attention): one layer of each kind
+            kinds = list(dict.fromkeys(part["layer_types"]))
+            part["layer_types"] = (kinds * 2)[:2] if len(kinds) < 2 else kinds
+            part["num_hidden_layers"] = len(part["layer_types"])
+        elif "full_attention_interval" in part:  # Qwen3-Next: every 4th layer full; with two, the second
+            part["full_attention_interval"] = 2
     return cfg
 
 
