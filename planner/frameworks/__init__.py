@@ -2,9 +2,10 @@
 version (each citing the file it was read from), its own key for each setting, and where it spends memory apart
 from the recipe (Framework.sft_head). A framework whose defaults, keys or meanings moved between releases lists them
 (Framework.releases, one Release each, in its own module); `--framework NAME@RELEASE` plans with that release
-(`adapter`). One folder per framework (`<name>/__init__.py` the adapter; `reader*.py` its config reader, staged with
-planner.intake; `writer*.py` its files, staged with planner.export); `FRAMEWORKS` is the registry (`trl-0`: trl@0.22
-by its old name). The adapters are data: the rules that use them live in planner.config.spec.Knobs."""
+(`adapter`). One folder per framework (`<name>/__init__.py` the adapter; `keys.py` its key table, read both ways;
+`reader*.py` its config reader, staged with planner.intake; `writer*.py` its files, staged with planner.export);
+`FRAMEWORKS` is the registry (`trl-0`: trl@0.22 by its old name), and the faces reach a folder's reader and writer
+through what its adapter declares (Framework.reads, .launched, .writes), never by its name. The adapters are data: the rules that use them live in planner.config.spec.Knobs."""
 
 from __future__ import annotations
 

@@ -244,6 +244,13 @@ class Framework:
     # its folder has a writer (planner/frameworks/<name>/writer.py: files(plan, model, hw, seq_len) and command(plan,
     # hw)), which planner.export.launch dispatches a plan of this framework to; False: HF's material
     writes: bool = False
+    # the configuration formats its folder's reader reads (planner.intake.configs.kind's names): planner.intake
+    # dispatches such a file to planner/frameworks/<name>/reader.py read_file(c, data, path, *, flags, words, trainer,
+    # vars) (flags: the command line's; words: its positional words after the file)
+    reads: tuple[str, ...] = ()
+    # the python modules (`python -m M`) whose runs its folder's reader reads whole: planner.intake dispatches them to
+    # planner/frameworks/<name>/reader.py read_launched(c, run) (an RL trainer that places its own roles)
+    launched: tuple[str, ...] = ()
     # the package whose pinned version beside a run decides its release (planner.intake.releases), "" for none
     package: str = ""
     # the forks that froze one of its releases, known by their trainer classes, flags and files; None for none

@@ -6,16 +6,13 @@ refused by name.
 
 from __future__ import annotations
 
+from importlib import import_module
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.frameworks.accelerate import reader as accelerate
-from planner.frameworks.axolotl import reader as axolotl
-from planner.frameworks.deepspeed import reader as deepspeed
+from planner.frameworks import FRAMEWORKS
 from planner.frameworks.hf import reader as hfargs
-from planner.frameworks.llamafactory import reader as llamafactory
-from planner.frameworks.swift import reader as swift
-from planner.intake.collect import Collector, accepted, parse_yaml, section
+from planner.intake.collect import Collector, accepted, parse_yaml
 from planner.intake.flags import Flag, from_mapping
 from planner.intake.limits import OverLimit, load_json, read_config_text
 
@@ -105,38 +102,25 @@ def read(
     data: dict,
     path: Path,
     *,
-    overrides: dict[str, Flag] | None = None,
+    flags: dict[str, Flag] | None = None,
+    words: list | None = None,
+    script: Path | None = None,
     trainer: str = "hf",
     vars=None,
 ) -> None:
-    """A mapping of format `fmt` into the reading (`overrides`: a command line's `key=value` or `--flags`)."""
+    """A mapping of format `fmt` into the reading, by the reader of the framework whose folder reads that format
+    (Framework.reads: planner/frameworks/<name>/reader.py read_file); `flags`, `words`, `script`: the command line's
+    flags, its positional words after the file, and the command's own file, where a command names the file."""
     c.add_file(path)
-    if fmt == "llamafactory":
-        llamafactory.read(c, data, path, overrides, vars)
-    elif fmt == "axolotl":
-        axolotl.read(c, data, path, vars)
-    elif fmt == "deepspeed":
-        deepspeed.read(c, str(path), path.name, "deepspeed", path, alone=True)
-    elif fmt == "accelerate":
-        accelerate.read_config(c, data, path, "", "config_file")
-    elif fmt == "torchtune":
-        from planner.frameworks.torchtune import reader as torchtune
+    reader(fmt).read_file(
+        c, data, path, flags=flags or {}, words=words or [], script=script or path, trainer=trainer, vars=vars
+    )
 
-        torchtune.read_alone(c, data, path)
-    elif fmt == "swift":
-        env = {str(k): str(v) for k, v in section(data, "ENV").items()}
-        flags = from_mapping({k: v for k, v in data.items() if k != "ENV"}, path) | (overrides or {})
-        swift.read(c, flags, env, "rlhf" if "rlhf_type" in data else "sft", path.name, path, vars)
-    else:
-        hfargs.read(
-            c,
-            from_mapping(data, path) | (overrides or {}),
-            path,
-            trainer,
-            strict=True,
-            vars=vars,
-            why=f"{path.name}: {trainer} arguments",
-        )
+
+def reader(fmt: str):
+    """The reader module of the framework that reads format `fmt` (its folder's reader.py), imported on first use."""
+    name = next(f.name for f in FRAMEWORKS.values() if fmt in f.reads)
+    return import_module(f"planner.frameworks.{name}.reader")
 
 
 def trainer_of(data: dict, hint: str) -> str:

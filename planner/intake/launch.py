@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from planner.frameworks import FRAMEWORKS
 from planner.intake import limits
 from planner.intake.collect import accepted, show
 from planner.intake.flags import Flag, is_flag, norm
@@ -81,7 +82,8 @@ TRAINING_SUBS = {
 }
 TORCHRUN_MODULES = {"torch.distributed.run", "torch.distributed.launch"}
 # RL runs whose readers are their own: verl's and OpenRLHF's Ray-launched PPO (their own GPU counts), OpenRLHF's DPO
-RL_MODULES = ("verl.trainer.main_ppo", "openrlhf.cli.train_ppo_ray", "openrlhf.cli.train_dpo")
+# the python modules whose runs a framework's reader reads whole (Framework.launched: verl's and OpenRLHF's RL trainers)
+RL_MODULES = tuple(m for f in FRAMEWORKS.values() for m in f.launched)
 # a word of a string that is a launcher (what _tool finds in any of its words, found in one pass over the string)
 _TOOL_IN = re.compile(rf"(?:^|\s)(?:\S*/)?(?:{'|'.join(map(re.escape, sorted(TOOLS)))}|python[0-9.]*)/*(?=\s|$)")
 TRAINING_NAME = re.compile(r"train|sft|dpo|grpo|ppo|orpo|kto|finetun|fine_tun|lora|pretrain|^rl|_rl")

@@ -6,21 +6,19 @@ reader (swift, LLaMA-Factory, axolotl, TRL, or transformers' TrainingArguments n
 from __future__ import annotations
 
 import re
+from importlib import import_module
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.frameworks.axolotl import reader as axolotl
+from planner.frameworks import FRAMEWORKS
 from planner.frameworks.hf import reader as hfargs
 from planner.frameworks.llamafactory import reader as llamafactory
 from planner.frameworks.swift import reader as swift
 from planner.frameworks.trl import reader_vlmr1 as vlmr1
-from planner.frameworks.verl import reader as verlrl
-from planner.intake import configs, launch, limits, releases, scriptargs, world
+from planner.intake import configs, launch, releases, scriptargs, world
 from planner.intake.collect import (
-    UNKNOWN,
     Collector,
     known,
-    parse_yaml,
     section,
     show,
 )
@@ -114,70 +112,15 @@ def read_run(run: launch.Run) -> Collector:
 
 
 def rl_run(run: launch.Run) -> Collector:
-    """verl's main_ppo (Hydra overrides) or OpenRLHF's train_ppo_ray (flags): the GPUs are the trainer's own settings
-    (Ray places the roles), not a launcher's."""
-    framework = "verl" if run.target.startswith("verl") else "openrlhf"
-    c = Collector(framework)
-    c.fact("framework", framework, f"{run.where} {run.tool} -m {run.target}", run.tool)
+    """A launched RL trainer (`python -m M`, M in a framework's Framework.launched: verl's main_ppo, OpenRLHF's
+    train_ppo_ray and train_dpo), read whole by that framework's reader (read_launched): the GPUs are the trainer's own
+    settings (Ray places the roles), not a launcher's."""
+    name = next(f.name for f in FRAMEWORKS.values() if run.target in f.launched)
+    c = Collector(name)
+    c.fact("framework", name, f"{run.where} {run.tool} -m {run.target}", run.tool)
     read_allocator(c, run.command.env, run.where)
-    RL_READERS[framework](c, run)
+    import_module(f"planner.frameworks.{name}.reader").read_launched(c, run)
     return c
-
-
-def _verl_run(c: Collector, run: launch.Run) -> None:
-    overrides = {k.lstrip("+"): v for k, v in _overrides(run.args, run.command.path, plus=True).items()}
-    base = _hydra_config(c, run)
-    verlrl.read(c, base | overrides, run.command.path)
-
-
-def _openrlhf_run(c: Collector, run: launch.Run) -> None:
-    from planner.frameworks.openrlhf import reader as openrlhf
-
-    flags, _ = parse_flags(run.args, run.command.path)
-    releases.by_flags(c, "openrlhf", run, openrlhf.release_hint(flags))
-    if run.target.endswith("train_dpo"):
-        world.read(c, run)
-        openrlhf.read_dpo(c, flags, run.command.path)
-    else:
-        openrlhf.read(c, flags, run.command.path)
-
-
-# each RL framework's reader of a launched run
-RL_READERS = {"verl": _verl_run, "openrlhf": _openrlhf_run}
-
-
-def _hydra_config(c: Collector, run: launch.Run) -> dict[str, Flag]:
-    """A user's own Hydra config (`--config-path DIR --config-name NAME`): its keys, flattened to dotted names, under
-    the command line's overrides; found next to the script or in the folders above it."""
-    words = [w.text for w in run.args]
-    opts = {}
-    for i, w in enumerate(words):
-        for name in ("--config-path", "--config-name", "--config_path", "--config_name"):
-            if w == name and i + 1 < len(words):
-                opts[name.replace("_", "-")] = words[i + 1]
-            elif w.startswith(name + "="):
-                opts[name.replace("_", "-")] = w.split("=", 1)[1]
-    if "--config-name" not in opts:
-        return {}
-    name = opts["--config-name"].removesuffix(".yaml") + ".yaml"
-    found = find_file(str(Path(opts.get("--config-path", ".")) / name), run.command.vars, run.command.path)
-    if found is None:
-        c.note(f"{run.where} --config-name {name}: not found next to the script; verl's ppo_trainer.yaml defaults read")
-        return {}
-    c.add_file(found)
-    data = configs.load(found)
-    out: dict[str, Flag] = {}
-    _flatten(data if isinstance(data, dict) else {}, "", found, out)
-    return out
-
-
-def _flatten(data: dict, prefix: str, path: Path, out: dict[str, Flag]) -> None:
-    for k, v in data.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            _flatten(v, key + ".", path, out)
-        elif key != "defaults":
-            out[key] = Flag(key, v, f"{path.name}: {key}: {v}", key)
 
 
 def read_allocator(c: Collector, env: dict[str, str], where: str) -> None:
@@ -208,12 +151,8 @@ def _framework(
         mapping = from_mapping(data, cfg_path) if data else {}
         env = env | {str(k): str(v) for k, v in section(data, "ENV").items() if k not in env}
         swift.read(c, mapping | flags, env, swift_sub, run.where, near, vars, launcher=run.tool == "swift")
-    elif fmt == "llamafactory":
-        llamafactory.read(c, data, cfg_path, flags | _overrides(lead[1:], run.command.path), vars)
-    elif fmt == "axolotl":
-        axolotl.read(c, data, cfg_path, vars)
     elif fmt is not None:
-        configs.read(c, fmt, data, cfg_path, overrides=flags, trainer=trainer, vars=vars)
+        configs.read(c, fmt, data, cfg_path, flags=flags, words=lead[1:], script=near, trainer=trainer, vars=vars)
     else:
         flags = scriptargs.with_defaults(c, releases.script_of(run), flags)
         releases.for_run(c, run, trainer, flags)
@@ -265,20 +204,3 @@ def _trainer(run: launch.Run, flags: dict[str, Flag], data: dict | None) -> str:
         return TRL_TRAINERS.get(run.target, "sft")
     hint = f"{run.target} {run.tool}"
     return configs.trainer_of(data, hint) if data is not None else hfargs.trainer_of(flags, hint)
-
-
-def _overrides(words: list, path: Path, plus: bool = False) -> dict[str, Flag]:
-    """llamafactory-cli's `key=value` overrides (OmegaConf.from_cli, src/llamafactory/hparams/parser.py:85-99); with
-    `plus`, Hydra's too (`+key=value` adds a key the config lacks)."""
-    out = {}
-    for w in words:
-        key, eq, value = w.text.partition("=")
-        if eq and re.fullmatch(r"\+?[A-Za-z_][\w.]*" if plus else r"[A-Za-z_][\w.]*", key):
-            try:
-                parsed = parse_yaml(value) if known(value) else value
-            except limits.OverLimit:
-                raise
-            except ValueError:
-                parsed = value
-            out[key] = Flag(key, parsed, f"{path.name}:{w.line} {w.text.replace(UNKNOWN, '?')}", key)
-    return out

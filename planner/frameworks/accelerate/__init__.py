@@ -7,6 +7,7 @@ from planner.frameworks.trl import TRL_DEFAULTS, TRL_RUNS
 
 FRAMEWORK = Framework(
     name="accelerate",
+    reads=("accelerate",),
     label="accelerate launch + HF/TRL script",
     supporting="launcher-yaml",
     version="accelerate 1.15.0",

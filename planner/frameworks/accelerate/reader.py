@@ -247,3 +247,11 @@ def fsdp(
     _state_dict_type(c, s.get("state_dict_type"), source, key, trainer, given or version[0])
     if as_bool(s.get("activation_checkpointing")):  # FSDP's own wrapping wins over the trainer's flag: settled last
         c.fact("fsdp_checkpointing", "full", f"{source}: activation_checkpointing true", key)
+
+
+def read_file(
+    c: Collector, data: dict, path: Path, *, flags: dict, words: list, script: Path, trainer: str, vars
+) -> None:
+    """planner.intake's dispatch of a accelerate config (Framework.reads; `flags`: the command line's, `words`: its positional
+    words after the file, `script`: the command's file): read as the launcher's config."""
+    read_config(c, data, path, "", "config_file")

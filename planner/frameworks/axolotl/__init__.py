@@ -37,6 +37,7 @@ def _partial_groups(k: dict, w) -> bool:
 
 FRAMEWORK = Framework(
     name="axolotl",
+    reads=("axolotl",),
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="axolotl",
     version="axolotl 0.19.0",

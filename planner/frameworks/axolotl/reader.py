@@ -264,3 +264,11 @@ def _sharding(c: Collector, f: dict[str, Flag], path: Path, vars) -> None:
         tokens=tokens,
         version=(1, default(AXOLOTL, f"{A}validation.py:1215-1233", "fsdp_version 1 with fsdp_config")),
     )
+
+
+def read_file(
+    c: Collector, data: dict, path: Path, *, flags: dict, words: list, script: Path, trainer: str, vars
+) -> None:
+    """planner.intake's dispatch of a axolotl YAML (Framework.reads; `flags`: the command line's, `words`: its positional
+    words after the file, `script`: the command's file): read as it is (axolotl's own flags are not read)."""
+    read(c, data, path, vars)

@@ -5,6 +5,7 @@ from planner.frameworks.hf import HF_DEFAULTS, HF_EVERY, HF_KEYS, HF_RUNS, HF_SP
 
 FRAMEWORK = Framework(
     name="deepspeed",
+    reads=("deepspeed",),
     label="HF Trainer + DeepSpeed JSON",
     supporting="ds-json",
     version="deepspeed 0.19.8",

@@ -223,3 +223,11 @@ def _guess(c: Collector, ref: str, source: str, key: str, path: Path | None) -> 
         value = "optimizer+params" if stage == 3 else "optimizer"
         c.set("offload", value, assumption(f"{source}: the file is {why}; its name says offload"), key)
     c.note(f"{key} {ref} (file {why}: only the ZeRO stage in its name is read; pass the JSON too)")
+
+
+def read_file(
+    c: Collector, data: dict, path: Path, *, flags: dict, words: list, script: Path, trainer: str, vars
+) -> None:
+    """planner.intake's dispatch of a DeepSpeed JSON (Framework.reads; `flags`: the command line's, `words`: its positional
+    words after the file, `script`: the command's file): read as a run's DeepSpeed config, alone."""
+    read(c, str(path), path.name, "deepspeed", path, alone=True)

@@ -147,6 +147,7 @@ HF_EVERY = (
 
 FRAMEWORK = Framework(
     name="hf",
+    reads=("hf",),  # TRL's configs too: the trainer the file names decides its defaults (reader.trainer_of)
     package="transformers",  # its pinned version decides the release (planner.intake.releases)
     label="Hugging Face Trainer",
     version="transformers 5.23.0",

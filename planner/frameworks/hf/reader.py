@@ -27,7 +27,7 @@ from planner.intake.collect import (
     known,
     one,
 )
-from planner.intake.flags import Flag
+from planner.intake.flags import Flag, from_mapping
 from planner.intake.limits import OverLimit, load_json, read_config_text
 
 SEQ_KEYS = ("max_length", "max_seq_length", "model_max_length", "max_seq_len")
@@ -300,3 +300,19 @@ def defaults(c: Collector, trainer: str) -> None:
         )
     opt = K["optimizer"]
     c.fill("optimizer", "adamw-fused", default(HF, opt.cite, f"{opt.key} {opt.default}"), opt.key)
+
+
+def read_file(
+    c: Collector, data: dict, path: Path, *, flags: dict, words: list, script: Path, trainer: str, vars
+) -> None:
+    """planner.intake's dispatch of a TRL / HF argument file (Framework.reads; `flags`: the command line's, `words`: its positional
+    words after the file, `script`: the command's file): its keys with the flags over them, strict (TRL's parser refuses a name it lacks)."""
+    read(
+        c,
+        from_mapping(data, path) | flags,
+        path,
+        trainer,
+        strict=True,
+        vars=vars,
+        why=f"{path.name}: {trainer} arguments",
+    )

@@ -8,6 +8,7 @@ from planner.frameworks.llamafactory.keys import KEYS
 HP = "llamafactory 0.9.5 hparams"
 FRAMEWORK = Framework(
     name="llamafactory",
+    reads=("llamafactory",),
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="LLaMA-Factory",
     version="llamafactory 0.9.5",

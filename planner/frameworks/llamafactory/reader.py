@@ -13,7 +13,7 @@ from planner.frameworks.accelerate import reader as accelerate
 from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.hf import old_optim_default
 from planner.frameworks.llamafactory.keys import HF_ARGS, KEYS, H
-from planner.intake import loraargs, models, tuners, vocab
+from planner.intake import hydra, loraargs, models, tuners, vocab
 from planner.intake.collect import (
     LF,
     Collector,
@@ -316,3 +316,11 @@ def read_launcher(c: Collector, env: dict[str, str], where: str) -> None:
         c.note(f"{where} llamafactory-cli (one process a visible GPU of the training host: pass --gpus-per-node)")
     if "NNODES" in env:
         c.number("nodes", env["NNODES"], f"{where} NNODES={show(env['NNODES'])}", "NNODES")
+
+
+def read_file(
+    c: Collector, data: dict, path: Path, *, flags: dict, words: list, script: Path, trainer: str, vars
+) -> None:
+    """planner.intake's dispatch of a LLaMA-Factory YAML (Framework.reads; `flags`: the command line's, `words`: its positional
+    words after the file, `script`: the command's file): read with the flags and llamafactory-cli's key=value words over it."""
+    read(c, data, path, flags | hydra.overrides(words, script), vars)

@@ -78,6 +78,7 @@ ROLES = RoleEngine(
 
 FRAMEWORK = Framework(
     name="openrlhf",
+    launched=("openrlhf.cli.train_ppo_ray", "openrlhf.cli.train_dpo"),
     package="openrlhf",  # its pinned version decides the release (planner.intake.releases)
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="OpenRLHF (Ray PPO/GRPO)",

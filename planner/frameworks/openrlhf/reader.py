@@ -6,8 +6,10 @@ DeepSpeed offloads. Defaults cited from cli/train_ppo_ray.py (0.11.2)."""
 from __future__ import annotations
 
 from planner.frameworks.openrlhf.keys import ALIASES, KEYS, T
+from planner.intake import releases, world
 from planner.intake.collect import Collector, as_bool, as_float, as_int, default, one
 from planner.intake.flags import Flag
+from planner.intake.flags import parse as parse_flags
 from planner.intake.models import lookup, read_model
 
 ORL = "openrlhf 0.11.2"
@@ -366,3 +368,15 @@ def release_hint(flags: dict[str, Flag]) -> tuple[str, str] | None:
     flat = next((f for k, f in flags.items() if k in OLD), None)
     old = "0.9" if KEYS.key("precision", "0.9") in flags else "0.10"
     return (old, f"{flat.source} (a flat flag of OpenRLHF 0.10.1 and before)") if flat else None
+
+
+def read_launched(c: Collector, run) -> None:
+    """planner.intake's dispatch of `python -m openrlhf.cli.train_ppo_ray` or `train_dpo` (Framework.launched): the
+    release from its flags, then PPO's roles (Ray places them) or DPO's one trainer on the launcher's GPUs."""
+    flags, _ = parse_flags(run.args, run.command.path)
+    releases.by_flags(c, "openrlhf", run, release_hint(flags))
+    if run.target.endswith("train_dpo"):
+        world.read(c, run)
+        read_dpo(c, flags, run.command.path)
+    else:
+        read(c, flags, run.command.path)

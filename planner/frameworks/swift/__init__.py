@@ -66,6 +66,7 @@ RELEASES = (
 
 FRAMEWORK = Framework(
     name="swift",
+    reads=("swift",),
     package="ms-swift",  # its pinned version decides the release (planner.intake.releases)
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="ms-swift",

@@ -36,7 +36,7 @@ from planner.intake.collect import (
     section,
     show,
 )
-from planner.intake.flags import Flag
+from planner.intake.flags import Flag, from_mapping
 
 QWEN_VL_UTILS_MAX_PIXELS = 16384 * 28 * 28
 
@@ -397,3 +397,13 @@ def release_hint(flags: dict[str, Flag]) -> tuple[str, str] | None:
     if old2 is not None and new not in flags:
         return "2", f"{old2.source} (an ms-swift 2.x name, v2.5.2 swift/llm/utils/argument.py:610-617)"
     return None
+
+
+def read_file(
+    c: Collector, data: dict, path: Path, *, flags: dict, words: list, script: Path, trainer: str, vars
+) -> None:
+    """planner.intake's dispatch of a ms-swift argument file (Framework.reads; `flags`: the command line's, `words`: its positional
+    words after the file, `script`: the command's file): its ENV section and keys, with the flags over them."""
+    env = {str(k): str(v) for k, v in section(data, "ENV").items()}
+    keys = from_mapping({k: v for k, v in data.items() if k != "ENV"}, path) | flags
+    read(c, keys, env, "rlhf" if "rlhf_type" in data else "sft", path.name, path, vars)

@@ -42,6 +42,7 @@ def _unsharded(k: dict, w) -> bool:
 
 FRAMEWORK = Framework(
     name="torchtune",
+    reads=("torchtune",),
     label="torchtune",
     version="torchtune 0.6.1",
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)

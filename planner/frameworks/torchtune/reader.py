@@ -297,3 +297,11 @@ def _fsdp(c: Collector, f: dict[str, Flag]) -> None:
         c.set("fsdp", "full", src, "fsdp_reshard_after_forward")
     if _on(f, "fsdp_cpu_offload"):
         c.set("offload", "optimizer+params", f["fsdp_cpu_offload"].source, "fsdp_cpu_offload")
+
+
+def read_file(
+    c: Collector, data: dict, path: Path, *, flags: dict, words: list, script: Path, trainer: str, vars
+) -> None:
+    """planner.intake's dispatch of a torchtune recipe YAML (Framework.reads; `flags`: the command line's, `words`: its positional
+    words after the file, `script`: the command's file): read alone, its recipe from the file."""
+    read_alone(c, data, path)

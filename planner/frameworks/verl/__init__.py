@@ -50,6 +50,7 @@ ROLES = RoleEngine(
 
 FRAMEWORK = Framework(
     name="verl",
+    launched=("verl.trainer.main_ppo",),
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="verl SFT trainer",
     role_engine=ROLES,

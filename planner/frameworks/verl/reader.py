@@ -5,6 +5,7 @@ with verl's default where the script gives none (paths under verl/trainer/config
 from __future__ import annotations
 
 from planner.frameworks.verl.keys import KEYS, short
+from planner.intake import hydra
 from planner.intake.collect import Collector, as_bool, as_float, as_int, default, one
 from planner.intake.flags import Flag
 from planner.intake.models import lookup, read_model
@@ -213,3 +214,11 @@ def _sharding(c: Collector, f: dict[str, Flag]) -> None:
     lora = f.get(KEYS.key("lora_rank"))
     if lora is not None and (as_int(lora.value) or 0) > 0:
         c.number("lora_rank", lora.value, lora.source, short(KEYS.key("lora_rank")))
+
+
+def read_launched(c: Collector, run) -> None:
+    """planner.intake's dispatch of `python -m verl.trainer.main_ppo` (Framework.launched): the user's own Hydra config
+    (--config-path/--config-name) under the command line's overrides (`+key=value` too)."""
+    over = {k.lstrip("+"): v for k, v in hydra.overrides(run.args, run.command.path, plus=True).items()}
+    base = hydra.config(c, run, "verl's ppo_trainer.yaml defaults read")
+    read(c, base | over, run.command.path)
