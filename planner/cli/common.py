@@ -393,7 +393,9 @@ def status(message: str):
     or with --json)."""
     from contextlib import contextmanager, nullcontext
 
-    if QUIET:  # --json: not even rich imported
+    from planner.cli.plain import piped
+
+    if QUIET or piped(sys.stderr):  # --json, or stderr to a file or pipe: not even rich imported
         return nullcontext()
     err = err_console()
     if not err.is_terminal:

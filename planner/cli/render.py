@@ -1,18 +1,14 @@
-"""Human tables (rich). Sizes in GiB (2^30 bytes), as the headers say."""
+"""Human tables (rich's on a terminal, planner.cli.plain's to a pipe). Sizes in GiB (2^30 bytes), as the headers say."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from rich.console import Console
-from rich.table import Table
-
+from planner.cli.plain import Out, Table
 from planner.config.spec import GIB, Plan
 
-console = Console()
-if not console.is_terminal:  # pipes and files get whole tables, not 80 columns
-    console = Console(width=170)
+console = Out()  # rich on a terminal; to a pipe, whole tables 170 columns wide, drawn without rich where it can
 
 
 def gib(x: int) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -57,7 +56,7 @@ def directory() -> Path:
 @lru_cache(maxsize=1)
 def _packaged() -> Path:
     """The package's calibration folder (found once: the search asks for it per candidate)."""
-    return Path(str(resources.files("planner.model.catalog").joinpath("calibration")))
+    return Path(__file__).parents[1] / "model" / "catalog" / "calibration"
 
 
 @lru_cache(maxsize=64)

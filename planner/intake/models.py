@@ -10,7 +10,6 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 from planner.errors import BadInput
@@ -18,6 +17,8 @@ from planner.intake import caches
 from planner.intake.collect import Collector, as_bool, assumption
 from planner.intake.limits import OverLimit, load_json, read_config_text
 from planner.model import catalog, prequant
+
+CATALOG = Path(__file__).parents[1] / "model" / "catalog"  # hf_ids.json: the Hub ids of the bundled models
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class Model:
 
 @lru_cache(maxsize=1)
 def _ids() -> tuple[dict[str, str], dict[str, int]]:
-    data = json.loads(resources.files("planner.model.catalog").joinpath("hf_ids.json").read_text())
+    data = json.loads((CATALOG / "hf_ids.json").read_text())
     return (
         {k.lower(): v for k, v in data["models"].items()},
         {k.lower(): v for k, v in data["max_position_embeddings"].items()},
@@ -39,7 +40,7 @@ def _ids() -> tuple[dict[str, str], dict[str, int]]:
 @lru_cache(maxsize=1)
 def _spelled() -> dict[str, str]:
     """The ids as hf_ids.json spells them."""
-    return json.loads(resources.files("planner.model.catalog").joinpath("hf_ids.json").read_text())["models"]
+    return json.loads((CATALOG / "hf_ids.json").read_text())["models"]
 
 
 def hf_id_of(name: str) -> tuple[str, str] | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 
 from planner.model.modelspec import ModelSpec
 from planner.model.shapes import module_name_matches
@@ -41,7 +41,7 @@ class Checkpoint:
 
 @lru_cache(maxsize=1)
 def _table() -> dict:
-    return json.loads(resources.files("planner.model.catalog").joinpath("checkpoints.json").read_text())
+    return json.loads((Path(__file__).parent / "checkpoints.json").read_text())
 
 
 def remote_ids() -> dict[str, dict]:
