@@ -54,7 +54,7 @@ from planner.estimate.overheads import allocator_limit_bytes, replayable
 from planner.estimate.setup import Setup
 from planner.evidence.store import ProbeRecord, Shapes
 from planner.export.launch import with_launch
-from planner.frameworks import FRAMEWORKS
+from planner.frameworks import FRAMEWORKS, adapter
 from planner.model import catalog, hardware, images, prequant
 from planner.model.modelspec import ModelSpec, from_config
 from planner.model.shapes import module_name_matches
@@ -439,7 +439,7 @@ def moe_knobs(req: Target, model: ModelSpec, hw: Hardware) -> dict:
 
 
 def check_knobs(req: CheckRequest, hw: Hardware) -> Knobs:
-    precision = req.precision or ("bf16" if hw.gpu.bf16_tflops > 0 else "fp16")
+    precision = req.precision or adapter(req.framework, req.release).precision(hw.gpu.bf16_tflops > 0)
     raise_if(hw.gpu.knob_error(precision, req.attention))
     return knobs_of(req, precision)
 

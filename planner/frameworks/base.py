@@ -323,6 +323,19 @@ class Framework:
             **r.adapter,
         )
 
+    def precision(self, bf16: bool) -> str:
+        """The precision a request that names none runs: bf16 (fp16 where the GPU has no bf16) where this framework
+        runs it, else its declared default, else the first it runs (torchtune runs bf16-pure or fp32 alone)."""
+        wanted = "bf16" if bf16 else "fp16"
+        runs = self.runs.get("precision")
+        if not runs or wanted in runs:
+            return wanted
+        declared = self.defaults.get("precision")
+        usable = [p for p in runs if bf16 or "bf16" not in p]
+        if declared is not None and declared.value in usable:
+            return declared.value
+        return (usable or list(runs))[0]
+
     def value_of(self, knob: str, value: object) -> object:
         """The value as `runs` names it: workloads by kind, LoRA and the parallel sizes as on/off."""
         if knob == "workload":

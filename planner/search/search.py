@@ -22,6 +22,7 @@ from planner.estimate import rl
 from planner.estimate.memory import breakdown
 from planner.estimate.setup import Setup
 from planner.estimate.speed import step_time
+from planner.frameworks import adapter
 from planner.model.modelspec import ModelSpec
 from planner.search import memo, ranked
 from planner.search.advice import rejection_reason
@@ -42,7 +43,7 @@ def families(space: Space, hw: Hardware, layout: Layout | None = None) -> list[K
     """Every knob combination of the space that can run on this layout. None can: a BadInput with the first
     combination's reason (a request that cannot exist is bad input, not "nothing fits")."""
     layout = layout or Layout.of(hw)
-    precisions = space.precision or (["bf16"] if hw.gpu.bf16_tflops > 0 else ["fp16"])
+    precisions = space.precision or [adapter(space.framework, space.release).precision(hw.gpu.bf16_tflops > 0)]
     for p, a in product(precisions, space.attention):
         raise_if(hw.gpu.knob_error(p, a))
     searched = {k: list(getattr(space, k)) for k in SEARCHED}

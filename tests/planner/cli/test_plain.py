@@ -33,7 +33,9 @@ def tables(draw):
     for _ in range(draw(st.integers(0, 5))):
         t.add_row(
             *(
-                draw(st.text(alphabet="xyz 0123456789,.-", max_size=60).map(str.strip)) if draw(st.booleans()) else draw(ANY)
+                draw(st.text(alphabet="xyz 0123456789,.-", max_size=60).map(str.strip))
+                if draw(st.booleans())
+                else draw(ANY)
                 for _ in range(n)
             )
         )

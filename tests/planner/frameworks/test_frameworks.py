@@ -180,3 +180,15 @@ def test_a_framework_folder_with_a_writer_declares_it_and_export_dispatches_to_i
     assert with_writer == {name for name, fw in FRAMEWORKS.items() if fw.writes}
     assert {name for name in FRAMEWORKS if launch.exporter(name) is not None} == with_writer
     assert launch.exporter("swift").__name__ == "planner.frameworks.swift.writer" and launch.exporter("hf") is None
+
+
+@pytest.mark.parametrize("gpu,expected", [("h100", "bf16-pure"), ("v100-32gb", "fp32")])
+def test_a_request_naming_no_precision_runs_one_the_framework_runs(gpu, expected):
+    """torchtune runs bf16-pure or fp32 alone (its recipes' dtype): with no --precision, suggest and check plan its
+    own default, or fp32 on a GPU without bf16, where the request's bf16 default would refuse the framework whole."""
+    body = {"model": "llama-3.2-1b", "gpu": gpu, "gpus_per_node": 8, "seq_len": 2048, "framework": "torchtune"}
+    res = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "global_batch": 16, "top": 3}))
+    assert res.plans and {p.precision for p in res.plans} == {expected}
+    check = advise.check(advise.parse(advise.CheckRequest, {**body, "micro_batch": 1, "grad_accum": 2, "fsdp": "full"}))
+    assert check.plan.precision == expected
+    assert FRAMEWORKS["hf"].precision(True) == "bf16" and FRAMEWORKS["hf"].precision(False) == "fp16"
