@@ -378,8 +378,12 @@ def _fsdp(c: Collector, ref: object, source: str, near: Path, vars) -> None:
     accelerate.fsdp(c, section(cfg, "fsdp_config"), source, "--fsdp", tokens=tokens, version=(2, ""))
 
 
-# flags only ms-swift 2.x takes (v2.5.2 swift/llm/utils/argument.py:610-617 SftArguments; 3.0 renamed them)
-SWIFT2_FLAGS = ("sft_type", "model_id_or_path", "lora_target_modules", "lora_dropout_p", "custom_train_dataset_path")
+# flags only ms-swift 2.x takes (v2.5.2 swift/llm/utils/argument.py:610-617 SftArguments; 3.0 renamed them): the key
+# table's 2.x names of these rows, and the 2.x data flag (no row: memplan plans no dataset path)
+SWIFT2_FLAGS = (
+    *(KEYS.key(n, "2") for n in ("lora", "model", "lora_targets", "lora_dropout")),
+    "custom_train_dataset_path",
+)
 
 
 def release_hint(flags: dict[str, Flag]) -> tuple[str, str] | None:
