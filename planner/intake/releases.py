@@ -280,7 +280,15 @@ def release_defaults(c: Collector, trainer: str) -> None:
     if trainer != "grpo":
         return
     for field, d in r.workload.items():
-        c.fill(f"workload.{field}", d.value, source(d), field)
+        if field != "generation":
+            c.fill(f"workload.{field}", d.value, source(d), field)
+    gen, mode = c.setting("workload.generation"), r.workload.get("generation")
+    if mode is not None and gen is not None and str(gen.value).startswith("vllm") and is_default(gen.source):
+        c.set("workload.generation", mode.value, source(mode), "vllm_mode")  # use_vllm, its mode the release's
+        util = c.setting("workload.vllm_gpu_memory_utilization")
+        if util is not None:  # it sizes vLLM on its own GPUs there, none of the training GPUs' memory
+            c.drop("workload.vllm_gpu_memory_utilization")
+            c.note(f"{util.source} (vLLM's share of its own GPUs under {who}: not planned, training GPUs hold no vLLM)")
     if r.means("grpo_batch_counts") == "prompts":
         mb = c.setting("micro_batch")
         n = c.get("workload.num_generations", 8)

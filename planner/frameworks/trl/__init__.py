@@ -48,12 +48,16 @@ def _off(tag: str, where: str) -> Default:
     )
 
 
-def _grpo(tag: str, beta: tuple, mcl: str, counts: str = "completions") -> dict:
-    """The keyword arguments of a 0.x GRPO line read at `tag`: beta (value, lines), max_completion_length's lines."""
+def _grpo(tag: str, beta: tuple, mcl: str, vllm: str, counts: str = "completions") -> dict:
+    """The keyword arguments of a 0.x GRPO line read at `tag`: beta (value, lines), max_completion_length's lines, and
+    where vLLM generates when `use_vllm` names no mode (`vllm`: the line and what it says): on GPUs of its own before
+    1.0 (vllm_device 'auto', the next GPU, through 0.15; `trl vllm-serve` from 0.16; vllm_mode='server' 0.18-0.29),
+    colocated from 1.0 (the newest's default, planner.frameworks.hf.keys)."""
     return {
         "workload": {
             "beta": Default(beta[0], f"trl {tag} {G}:{beta[1]}: beta={beta[0]}"),
             "max_completion_length": Default(256, f"trl {tag} {G}:{mcl}: max_completion_length=256"),
+            "generation": Default("vllm-server", f"trl {tag} {G}:{vllm} (with use_vllm)"),
         },
         "meaning": {"grpo_batch_counts": counts},
         "adapter": ZERO,
@@ -77,7 +81,13 @@ FORKED_014 = {
         "micro_batch": Default(1, f"trl v0.14.0 {G}:159-165: per_device_train_batch_size=1 (prompts)"),
         "grad_accum": Default(8, f"trl v0.14.0 {G}:166-167: gradient_accumulation_steps=8"),
     },
-    **_grpo("v0.14.0", (0.04, "173-174"), "116-117", "prompts"),
+    **_grpo(
+        "v0.14.0",
+        (0.04, "173-174"),
+        "116-117",
+        "131: vllm_device='auto', the next GPU after the training processes",
+        "prompts",
+    ),
 }
 VLM_R1 = "VLM-R1 90052f4 src/open-r1-multimodal"
 RELEASES = (
@@ -97,14 +107,19 @@ RELEASES = (
             "optimizer": FORKED_014["defaults"]["optimizer"],
             "precision": FP32,
         },
-        **_grpo("v0.15.0", (0.04, "213-214"), "149-150"),
+        **_grpo(
+            "v0.15.0",
+            (0.04, "213-214"),
+            "149-150",
+            "173: vllm_device='auto' (v0.16.0-v0.17.0: `trl vllm-serve` on GPUs of its own)",
+        ),
     ),
     Release(
         "0.19",
         (0, 19),
         "trl v0.19.0",
         defaults={"checkpointing": _off("v0.19.0", f"{G}:24")},
-        **_grpo("v0.19.0", (0.0, "412-413"), "267-268"),
+        **_grpo("v0.19.0", (0.0, "412-413"), "267-268", "361-362: vllm_mode='server' (v0.18.0 too)"),
     ),
     Release(
         "0.22",
@@ -117,7 +132,9 @@ RELEASES = (
             )
         },
         notes=("as trl, but SFT's loss from the full logits (and Liger's loss allowed)",),
-        **_grpo("v0.22.0", (0.0, "460-461"), "301-302"),
+        **_grpo(
+            "v0.22.0", (0.0, "460-461"), "301-302", "401-402: vllm_mode='server' (through v0.29.1; v1.0.0: 'colocate')"
+        ),
         aliases=("0",),
     ),
     Release(

@@ -193,3 +193,23 @@ def test_a_relative_cd_into_r1_vs_folder_names_the_fork(tmp_path):
     assert any("--max_pixels 401408 (R1-V's trainer sizes each image" in u for u in r.unplanned)
     plain = GRPO.replace("train_grpo.py", "src/open_r1/grpo.py")
     assert _settings(intake.read([str(_run(tmp_path, {}, "", "cd /elsewhere\n" + plain))]))["framework"].value == "trl"
+
+
+@pytest.mark.parametrize(
+    ("pin", "flags", "generation"),
+    [
+        ("trl==0.19.1", "--use_vllm true", "vllm-server"),  # v0.19.0 grpo_config.py:361-362 vllm_mode='server'
+        ("trl==0.14.0", "--use_vllm true", "vllm-server"),  # v0.14.0 grpo_config.py:131 vllm_device='auto'
+        ("trl==1.2.0", "--use_vllm true", "vllm-colocate"),  # v1.0.0 grpo_config.py:502 vllm_mode='colocate'
+        ("trl==0.19.1", "--use_vllm true --vllm_mode colocate", "vllm-colocate"),  # the script's own word
+        ("trl==0.19.1", "", "hf"),  # no vLLM: generate() on the training GPUs, whatever the release
+    ],
+)
+def test_vllm_without_a_mode_generates_where_the_release_puts_it(tmp_path, pin, flags, generation):
+    """TRL before 1.0 ran vLLM on GPUs of its own when `use_vllm` named no mode (the next GPU, then `trl vllm-serve`,
+    then vllm_mode='server'); 1.0 made colocate the default."""
+    r = intake.read([str(_run(tmp_path, {"requirements.txt": pin + "\n"}, flags))])
+    s = _settings(r)["workload.generation"] if generation != "hf" else None
+    assert (s.value if s else r.request.get("workload", {}).get("generation", "hf")) == generation
+    if generation == "vllm-server" and "vllm_mode" not in flags:
+        assert "(with use_vllm)" in s.source and "trl v0." in s.source
