@@ -52,7 +52,9 @@ def in_memplan_terms(data: dict) -> dict:
     w = _workload(data.get("workload"))
     if r is None or w.get("kind", "sft") != "grpo":
         return out
-    w = {**{k: d.value for k, d in r.workload.items()}, **w}
+    # (generation: where vLLM runs when a script turns it on naming no mode, planner.intake.releases; a request names
+    # its generation itself, hf where it names none)
+    w = {**{k: d.value for k, d in r.workload.items() if k != "generation"}, **w}
     out["workload"] = w
     if user_terms and r.means("grpo_batch_counts") == "prompts":
         n = int(w.get("num_generations") or GRPO_DEFAULT_GENERATIONS)

@@ -134,3 +134,12 @@ def test_the_cli_takes_name_at_release_and_lists_releases():
     assert frameworks_json() == data
     table = planner("frameworks").stdout
     assert "releases" in table and "r1-v" in table
+
+
+def test_a_release_line_s_vllm_mode_is_no_generation_of_a_request_naming_none():
+    """trl@0.19's GRPO ran vLLM on GPUs of its own when a script turned it on (use_vllm) naming no mode; a request at
+    that release naming no --generation still generates with HF's generate() on the training GPUs."""
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 8, "global_batch": 16, "top": 1}
+    body |= {"framework": "trl@0.19", "workload": {"kind": "grpo", "num_generations": 8}}
+    assert advise.suggest(advise.parse(advise.SuggestRequest, body)).plans[0].workload.generation == "hf"
+    assert FRAMEWORKS["trl"].release("0.19").workload["generation"].value == "vllm-server"
