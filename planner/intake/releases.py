@@ -32,6 +32,7 @@ from planner.intake.collect import (
     is_dir,
     is_file,
 )
+from planner.intake.flags import Flag
 
 PARENTS = 3
 QUOTES = " ,[\"'"  # what a pin's match may start with in a list
@@ -296,3 +297,19 @@ def release_defaults(c: Collector, trainer: str) -> None:
             f"{mb.source if mb else 'per_device_train_batch_size'} ({who} counts it in prompts, {n} completions each: "
             f"planned as {int(c.get('micro_batch', 1)) * int(n)} completions a micro-batch; {why})"
         )
+
+
+def with_defaults(c: Collector, framework: str, table, flags: dict[str, Flag]) -> dict[str, Flag]:
+    """`flags` with each default the release read (the fact "release") changed against the newest (Release.defaults,
+    by the key table's field) as a flag at its source where the flags leave the key unset: the framework's reader,
+    which takes the newest's default from its table where a key is unset, then reads the release's."""
+    fw, release = FRAMEWORKS[framework], str(c.facts.get("release", ("",))[0] or "")
+    r = fw.release(release) if release else None
+    if r is None or r is fw.newest:
+        return flags
+    out = dict(flags)
+    for name, d in r.defaults.items():
+        if name in table.rows and table.key(name) not in out:
+            key = table.key(name)
+            out[key] = Flag(key, d.value, default(f"{framework}@{r.name}", d.source), key)
+    return out

@@ -68,7 +68,7 @@ def precision(c: Collector, f: dict[str, Flag], cite: str) -> None:
 
 
 def read(c: Collector, flags: dict[str, Flag], near) -> None:
-    f = dotted(c, flags)
+    f = releases.with_defaults(c, "openrlhf", KEYS, dotted(c, flags))  # 0.9's --micro_train_batch_size 4
     est, src = get(f, KEYS.key("workload.kind"))
     kind = ESTIMATORS.get(str(est), "grpo")
     c.set("workload.kind", kind, src, KEYS.flag("workload.kind"))

@@ -3,7 +3,9 @@ sft_trainer_engine.yaml; 0.9.1 has no fsdp_sft_trainer any more): its FSDP engin
 no DDP), Ulysses sequence parallel, LoRA, full checkpointing on by default; SFT only (RL through main_ppo: issue 35).
 Files cited are in the 0.9.1 wheel (paths under verl/)."""
 
-from planner.frameworks.base import Default, Framework, Rule, only_expert_targets, workload_of
+from dataclasses import replace
+
+from planner.frameworks.base import Default, Framework, Release, Rule, only_expert_targets, workload_of
 from planner.frameworks.rl import RoleEngine
 
 # verl/models/transformers/monkey_patch.py:544-552: remove-padding and Ulysses replace flash attention's forward
@@ -48,13 +50,45 @@ ROLES = RoleEngine(
     sync_bucket_bytes=2048 << 20,
 )
 
+# the release lines of main_ppo's defaults that moved (the mirror's tags, trainer/config/): rows padded in the actor's
+# and the reference's forward through 0.6.1, the rollout without CUDA graphs through 0.5.0
+PADDED = {"role_engine": replace(ROLES, defaults={**ROLES.defaults, "remove_padding": False})}
+RELEASES = (
+    Release(
+        "0.5",
+        (0, 2),
+        "verl v0.2.0 .. v0.5.0 verl/trainer/config/ppo_trainer.yaml",
+        defaults={
+            "remove_padding": Default(
+                False, "verl v0.5.0 trainer/config/ppo_trainer.yaml:68: use_remove_padding: false"
+            ),
+            "rollout_eager": Default(True, "verl v0.5.0 trainer/config/rollout/rollout.yaml:35: enforce_eager: True"),
+        },
+        adapter=PADDED,
+    ),
+    Release(
+        "0.6",
+        (0, 6),
+        "verl v0.6.0 .. v0.6.1 verl/trainer/config/ (model/hf_model.yaml, rollout/rollout.yaml:38 enforce_eager False)",
+        defaults={
+            "remove_padding": Default(
+                False, "verl v0.6.0 trainer/config/model/hf_model.yaml:40: use_remove_padding: False"
+            )
+        },
+        adapter=PADDED,
+    ),
+    Release("0.7", (0, 7), "verl v0.7.0 (model/hf_model.yaml:40 use_remove_padding: True) .. 0.9.1"),
+)
+
 FRAMEWORK = Framework(
     name="verl",
     launched=("verl.trainer.main_ppo",),
     writes=True,  # writer.py (planner.export.launch dispatches to it)
-    label="verl SFT trainer",
+    label="verl sft_trainer and main_ppo",
     role_engine=ROLES,
     version="verl 0.9.1",
+    package="verl",  # its pinned version decides the release (planner.intake.releases)
+    releases=RELEASES,
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
         "precision",
         "lora_rank",

@@ -134,3 +134,39 @@ def test_a_trl_gkd_script_reads_its_teacher_and_gkdconfigs_fields(tmp_path):
     r = intake.read([str(tmp_path / "args.json")])
     assert r.request["workload"]["teacher_model"] == "qwen2.5-1.5b"  # none given: the student's checkpoint again
     assert not any("refuses" in line for line in r.unplanned), r.unplanned
+
+
+def test_a_verl_script_pinned_to_an_old_release_reads_that_releases_defaults(tmp_path):
+    """verl padded the actor's rows (use_remove_padding false) through v0.6.1 and ran its rollout without CUDA graphs
+    (enforce_eager True) through v0.5.0: a pin beside a script that sets neither reads them."""
+    lines = (DATA / "verl/examples/run_qwen2-7b_seq_balance.sh").read_text().splitlines(keepends=True)
+    script = "".join(x for x in lines if "use_remove_padding" not in x and "enforce_eager" not in x)
+    for pin, padded, eager in (
+        ("verl==0.4.1", True, True),
+        ("verl==0.6.1", True, False),
+        ("verl==0.9.1", False, False),
+    ):
+        folder = tmp_path / pin
+        folder.mkdir()
+        (folder / "requirements.txt").write_text(pin + "\n")
+        (folder / "run.sh").write_text(script)
+        s = settings(folder / "run.sh")
+        assert s["workload.roles.remove_padding"].value is not padded, pin
+        assert s["workload.roles.rollout_eager"].value is eager, pin
+        line = {"0.4": "verl@0.5", "0.6": "verl@0.6", "0.9": "verl"}[pin.split("==")[1][:3]]  # the newest line bare
+        assert s["framework"].value == line and pin in s["framework"].source
+    unpinned = settings(DATA / "verl/examples/run_qwen2-7b_seq_balance.sh")["framework"]
+    assert unpinned.value == "verl" and "release assumed: verl sft_trainer and main_ppo 0.7" in unpinned.source
+
+
+def test_openrlhf_0_9s_micro_batch_default_is_its_own(tmp_path):
+    """OpenRLHF 0.9.0's train_ppo_ray defaulted --micro_train_batch_size to 4 (cli/train_ppo_ray.py:338), 0.11.2's
+    --train.micro_batch_size to 1: a 0.9 command that sets none trains 4 rows a micro-batch."""
+    (tmp_path / "requirements.txt").write_text("openrlhf==0.9.0\n")
+    (tmp_path / "run.sh").write_text(
+        "python3 -m openrlhf.cli.train_ppo_ray --actor_num_nodes 1 --actor_num_gpus_per_node 2 --vllm_num_engines 2 "
+        "--pretrain Qwen/Qwen2.5-0.5B-Instruct --reward_pretrain Qwen/Qwen2.5-0.5B-Instruct --train_batch_size 64 "
+        "--rollout_batch_size 64 --bf16 --zero_stage 2 --prompt_max_len 512 --generate_max_len 512\n"
+    )
+    s = settings(tmp_path / "run.sh")
+    assert s["micro_batch"].value == 4 and "openrlhf@0.9 default" in s["micro_batch"].source
