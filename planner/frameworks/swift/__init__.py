@@ -40,6 +40,9 @@ RELEASES = (
         "ms-swift v2.5.2 (swift/llm/utils/argument.py:610-899 SftArguments: --sft_type, --model_id_or_path)",
         keys=KEYS.release_keys("2", ("lora", "micro_batch", "model")),
         meaning=TEXT_ONLY_CUT,
+        # ms-swift 2.x pins transformers <4.48 (v2.5.2 requirements/framework.txt) and Qwen2-VL came in 4.45: its
+        # tower's SDPA is 4.45.2 modeling_qwen2_vl.py:398-404 (the same at 4.47.1), the mask over every patch
+        adapter={"tower_sdpa": "masked-3d"},
         notes=("2.x: --sft_type, --model_id_or_path, --batch_size; max_length 2048 by default",),
     ),
     Release(
