@@ -345,8 +345,9 @@ def activations_bytes(s: Setup) -> int:
 
 
 def masked_tower(s: Setup) -> bool:
-    """The tower runs transformers 4.45-4.47's Qwen2-VL SDPA over a mask of every patch (vision.masked_tower_bytes):
-    the framework's release runs those transformers (Framework.tower_sdpa), the tower is Qwen2-VL's, under SDPA."""
+    """The tower runs transformers 4.45-4.50's Qwen2-VL SDPA over a mask of every patch (vision.masked_tower_bytes):
+    the framework's release runs those transformers (Framework.tower_sdpa), the tower is Qwen2-VL's or Qwen2.5-VL's,
+    under SDPA."""
     v, k = s.model.vision, s.knobs
     if v is None or v.block not in vision.QWEN2_TOWERS or k.attention != "sdpa" or not s.tower_image_tokens:
         return False

@@ -53,6 +53,11 @@ RELEASES = (
         keys=KEYS.release_keys("3", ("lora",)),
         defaults={"optimizer": FOREACH_3},
         meaning=TEXT_ONLY_CUT,
+        # 3.0-3.2.x pin transformers <4.48 .. <4.51, whose Qwen2-VL and Qwen2.5-VL towers still call SDPA on 3-D
+        # tensors over a mask of every patch (4.49.0 modeling_qwen2_vl.py:414-420, modeling_qwen2_5_vl.py:314-320;
+        # 4.50.3 :419, :319); 3.3.x allows 4.51-4.52, which pass 4-D ones (4.51.3 modeling_qwen2_vl.py:389-391): the
+        # line is read the hungrier way, as for its images
+        adapter={"tower_sdpa": "masked-3d"},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
     ),
     Release(
