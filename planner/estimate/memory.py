@@ -337,9 +337,39 @@ def activations_bytes(s: Setup) -> int:
         trained = tower_is_trained(s)
         eager = s.knobs.attention == "eager"
         total += vision.vision_activations_bytes(v, s.micro_batch, s.tower_image_tokens, p, ckpt, trained, eager)
+        if trained and ckpt == "off" and masked_tower(s):  # each block's N x N softmax stays for its backward
+            total += vision.masked_tower_saved_bytes(v, tower_patches(s), p)
         live = t.cross_layers * (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) // t.layers
         total += act.cross_attention_bytes(t, v, s.micro_batch, s.image_tokens, s.seq_len, p, live)
     return total
+
+
+def masked_tower(s: Setup) -> bool:
+    """The tower runs transformers 4.45-4.50's Qwen2-VL SDPA over a mask of every patch (vision.masked_tower_bytes):
+    the framework's release runs those transformers (Framework.tower_sdpa), the tower is Qwen2-VL's or Qwen2.5-VL's,
+    under SDPA."""
+    v, k = s.model.vision, s.knobs
+    if v is None or v.block not in vision.QWEN2_TOWERS or k.attention != "sdpa" or not s.tower_image_tokens:
+        return False
+    return k.framework in FRAMEWORKS and adapter(k.framework, k.release).tower_sdpa == "masked-3d"
+
+
+def tower_patches(s: Setup) -> int:
+    """The patches one tower call runs: every image of the micro-batch."""
+    return s.micro_batch * vision.encoder_tokens(s.model.vision, s.tower_image_tokens)
+
+
+def masked_tower_phase(s: Setup, accumulated: int, grads_full: int, opt: int) -> tuple[int, int, int, int] | None:
+    """The tower's moment where its blocks run masked_tower: a trained tower's backward, after the decoder's (its
+    gradients all but made, the tower's checkpointed inputs kept); a frozen tower's forward, before the decoder's
+    (the gradients accumulated so far, nothing saved). None where the tower does not run it."""
+    if not masked_tower(s):
+        return None
+    v, trained, p = s.model.vision, tower_is_trained(s), text_shape(s)[3]
+    off = s.knobs.checkpointing == "off" or s.knobs.vit_checkpointing == "off" or not v.checkpointed
+    saved = vision.vision_activations_bytes(v, s.micro_batch, s.tower_image_tokens, p, "off" if off else "full", True)
+    temp = gathered_params_bytes(s) + vision.masked_tower_bytes(v, tower_patches(s), p, trained)
+    return (grads_full, opt, saved, temp) if trained else (accumulated, opt, 0, temp)
 
 
 def ulysses_layer_bytes(s: Setup) -> int:
@@ -612,6 +642,10 @@ def _breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] |
             phases["forward"] = (accumulated, opt, acts, norm)
         elif norm + grads_full + acts > sum(phases["backward"]) - opt:
             phases["backward"] = (grads_full, opt, acts, norm)
+    tower = masked_tower_phase(s, accumulated, grads_full, opt)  # a trained tower's runs in the backward
+    name = "backward" if tower_is_trained(s) else "forward"
+    if tower is not None and sum(tower) > sum(phases.get(name, (0,))):
+        phases[name] = tower
     held = eval_grads_bytes(s, grads_full)  # between steps
     if s.knobs.eval_batch:
         phases["evaluation"] = (held, opt, 0, gathered_params_bytes(s) + nograd.eval_forward_bytes(s))

@@ -15,7 +15,9 @@ Each block kind saves, per encoder token (patch, encoder_tokens) of width h and 
 - MLP: fc1's output and the activation's (gelu, gelu-tanh), with quick_gelu's sigmoid beside them (CLIP, Qwen2-VL), or the
   gated MLP's four tensors (Qwen2.5-VL).
 SDPA runs without a mask in every tower (a per-image or per-window split, or an all-ones patch mask that transformers
-skips), so nothing grows with the square of the patches. Eager attention (--attention eager reaches the tower too)
+skips), so nothing grows with the square of the patches; but transformers 4.45-4.50's Qwen2-VL and Qwen2.5-VL towers
+run every head's N x N scores (masked_tower_bytes) where the framework's release runs those transformers
+(Framework.tower_sdpa). Eager attention (--attention eager reaches the tower too)
 keeps each attention call's scores: eager_attention_bytes. Pinned by the sim's per-module bytes of each catalog VLM's
 real tower (tests/probes/test_vision_terms.py).
 
@@ -128,3 +130,31 @@ def vision_activations_bytes(
         + v.gated_layers * gated_bytes(patches, v.hidden, profile)
         + scores
     )
+
+
+QWEN2_TOWERS = ("quick-gelu-rotary", "rmsnorm-rotary")  # Qwen2-VL's and Qwen2.5-VL's
+
+
+def masked_tower_bytes(v: VisionSpec, patches: int, profile: str, trained: bool) -> int:
+    """One Qwen2-VL tower block's largest moment under transformers 4.45-4.50's SDPA (Framework.tower_sdpa
+    "masked-3d"): the block builds a [1, N, N] bool mask over the call's N patches, every image of the micro-batch
+    (4.45.2 modeling_qwen2_vl.py:398-400), and calls SDPA on 3-D q, k, v (:401-404; Qwen2.5-VL's windowed and full
+    blocks alike, 4.49.0 modeling_qwen2_5_vl.py:314-320, the windows only in the mask). torch's flash and
+    memory-efficient kernels take 4-D tensors only (sdp_utils check_tensor_shapes; torch's test_transformers.py
+    test_invalid_fused_inputs_dim_3), so the math backend runs: the mask turned into the compute dtype's additive
+    mask, heads x N x N scores, their softmax. A frozen tower's forward holds both masks (1 + c bytes) beside the
+    scores and their softmax; a trained tower's backward (its blocks recomputed one at a time: ms-swift 2.x's
+    vit_use_gc, v2.5.2 swift/llm/sft.py:259-260, swift/llm/utils/utils.py:427-451) the softmax's output and the
+    gradients of the probabilities and of the scores, three of heads x N x N. Counted in the compute dtype c: a lower
+    bound where torch's math path upcasts half precision."""
+    _, c = saved_dtype_bytes(profile)
+    n2 = patches * patches
+    forward = n2 * (1 + c + 2 * v.heads * c)
+    return max(forward, 3 * v.heads * c * n2) if trained else forward
+
+
+def masked_tower_saved_bytes(v: VisionSpec, patches: int, profile: str) -> int:
+    """A trained Qwen2-VL tower under masked_tower_bytes' SDPA and no checkpointing: every live block keeps its
+    softmax's output (heads x N x N, the math backend's, for the product with v and its own backward)."""
+    _, c = saved_dtype_bytes(profile)
+    return (v.layers - v.unused_layers) * v.heads * c * patches * patches

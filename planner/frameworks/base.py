@@ -200,6 +200,12 @@ class Framework:
     # memplan runs it; "fused-logprob", TRL's fused log-prob head for SFT (no full logits, whatever the model);
     # "swift-sp", ms-swift's own per-token loss under sequence parallel (recipe_terms.swift_sp_loss_bytes)
     sft_head: str = "recipe"
+    # how the transformers it runs calls SDPA in a Qwen2-VL tower (planner.estimate.vision.masked_tower_bytes):
+    # "split", per image or window, or with 4-D tensors a fused kernel takes (nothing grows with the square of the
+    # patches); "masked-3d", transformers 4.45-4.50's Qwen2-VL and Qwen2.5-VL towers (a [1, N, N] mask over every
+    # patch of the call and 3-D q/k/v, which the fused kernels refuse: torch's math backend computes every head's
+    # N x N scores)
+    tower_sdpa: str = "split"
     # GKD's JSD (planner.estimate.gkd): "whole", TRL's generalized_jsd_loss over every token's logits; "chunked",
     # ms-swift's over the completion's, 512 tokens a chunk; "" where it does not run --workload gkd
     gkd_loss: str = ""

@@ -40,6 +40,9 @@ RELEASES = (
         "ms-swift v2.5.2 (swift/llm/utils/argument.py:610-899 SftArguments: --sft_type, --model_id_or_path)",
         keys=KEYS.release_keys("2", ("lora", "micro_batch", "model")),
         meaning=TEXT_ONLY_CUT,
+        # ms-swift 2.x pins transformers <4.48 (v2.5.2 requirements/framework.txt) and Qwen2-VL came in 4.45: its
+        # tower's SDPA is 4.45.2 modeling_qwen2_vl.py:398-404 (the same at 4.47.1), the mask over every patch
+        adapter={"tower_sdpa": "masked-3d"},
         notes=("2.x: --sft_type, --model_id_or_path, --batch_size; max_length 2048 by default",),
     ),
     Release(
@@ -50,6 +53,11 @@ RELEASES = (
         keys=KEYS.release_keys("3", ("lora",)),
         defaults={"optimizer": FOREACH_3},
         meaning=TEXT_ONLY_CUT,
+        # 3.0-3.2.x pin transformers <4.48 .. <4.51, whose Qwen2-VL and Qwen2.5-VL towers still call SDPA on 3-D
+        # tensors over a mask of every patch (4.49.0 modeling_qwen2_vl.py:414-420, modeling_qwen2_5_vl.py:314-320;
+        # 4.50.3 :419, :319); 3.3.x allows 4.51-4.52, which pass 4-D ones (4.51.3 modeling_qwen2_vl.py:389-391): the
+        # line is read the hungrier way, as for its images
+        adapter={"tower_sdpa": "masked-3d"},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
     ),
     Release(

@@ -3,7 +3,10 @@ tests/probes/test_vision_terms.py)."""
 
 from dataclasses import replace
 
-from planner.estimate.vision import gated_bytes, vision_activations_bytes, vision_block_bytes
+from planner.config.spec import GIB, Knobs
+from planner.estimate import memory as mem
+from planner.estimate.setup import Setup
+from planner.estimate.vision import gated_bytes, masked_tower_bytes, vision_activations_bytes, vision_block_bytes
 from planner.model.catalog import load_model
 
 
@@ -31,3 +34,61 @@ def test_torch_amp_casts_a_norms_output_for_each_linear_reading_it():
     for v, extra in ((clip, 2), (qwen3, 0)):
         half_like = vision_block_bytes(v, 100, "amp") - 2 * 2 * 100 * v.hidden  # residual: fp32 under AMP
         assert half_like - vision_block_bytes(v, 100, "half") == extra * 2 * 100 * v.hidden
+
+
+def _qwen2_vl_run(release: str, attention: str = "sdpa", lora_vision: bool = True, image_tokens: int = 8192):
+    """Qwen2-VL-7B, LoRA (on the tower too unless lora_vision False), checkpointed, one 8,192-token image and 2,048
+    text tokens a row, ms-swift `release`."""
+    knobs = Knobs(
+        precision="bf16",
+        checkpointing="full",
+        lora_rank=8,
+        lora_vision=lora_vision,
+        attention=attention,
+        framework="swift",
+        release=release,
+    )
+    return Setup(load_model("qwen2-vl-7b"), knobs, 1, 1, image_tokens + 2048, 8, 1, image_tokens=image_tokens)
+
+
+def test_ms_swift_2s_transformers_run_every_heads_scores_over_the_calls_patches():
+    """ms-swift 2.x runs transformers 4.45-4.47, whose Qwen2-VL tower computes heads x N x N scores under SDPA
+    (masked_tower_bytes, pinned to torch in tests/probes/test_masked_tower.py): a trained tower's backward holds
+    three of them, 96 bytes a pair of patches in bf16; the 4.x line's transformers split the call per image."""
+    n = 8192 * 4  # patches: 4 a token (2 x 2 merge)
+    old, new = _qwen2_vl_run("2"), _qwen2_vl_run("")
+    assert mem.masked_tower(old) and not mem.masked_tower(new)
+    assert masked_tower_bytes(old.model.vision, n, "amp", True) == 96 * n * n
+    b = mem.breakdown(old, 80 * GIB)
+    tower = mem.masked_tower_phase(old, 0, mem.gradients_bytes(old), mem.optimizer_bytes(old))
+    assert b.peak_phase == "backward" and b.peak_allocated_bytes == b.params_bytes + b.grads_bytes + sum(tower[1:])
+    assert b.peak_allocated_bytes - mem.breakdown(new, 80 * GIB).peak_allocated_bytes > 96 * n * n // 2
+
+
+def test_a_frozen_tower_runs_it_in_its_forward_and_flash_attention_not_at_all():
+    frozen = _qwen2_vl_run("2", lora_vision=False)
+    n = 8192 * 4
+    b = mem.breakdown(frozen, 80 * GIB)
+    assert b.peak_phase == "forward" and b.temp_bytes >= 67 * n * n  # both masks, the scores and their softmax
+    assert not mem.masked_tower(_qwen2_vl_run("2", attention="flash"))  # VisionFlashAttention2: varlen, no mask
+    assert not mem.masked_tower(_qwen2_vl_run("2", image_tokens=0))
+
+
+def test_without_checkpointing_each_trained_block_keeps_its_softmax_for_the_backward():
+    ckpt = _qwen2_vl_run("2")
+    off = Setup(
+        ckpt.model, ckpt.knobs.model_copy(update={"checkpointing": "off"}), 1, 1, 10240, 8, 1, image_tokens=8192
+    )
+    new = Setup(off.model, off.knobs.model_copy(update={"release": ""}), 1, 1, 10240, 8, 1, image_tokens=8192)
+    n, v = 8192 * 4, off.model.vision
+    assert mem.activations_bytes(off) - mem.activations_bytes(new) == (v.layers - v.unused_layers) * 16 * 2 * n * n
+
+
+def test_the_3x_line_runs_it_too_and_3_4_does_not():
+    """ms-swift 3.0-3.2 pin transformers <4.51, whose Qwen2-VL and Qwen2.5-VL towers still pass SDPA 3-D tensors
+    (the 3.x line read the hungrier way for 3.3, which allows 4.51-4.52's 4-D call); 3.4's line is not."""
+    assert mem.masked_tower(_qwen2_vl_run("3")) and not mem.masked_tower(_qwen2_vl_run("3.4"))
+    s = _qwen2_vl_run("3")
+    qwen25 = Setup(load_model("qwen2.5-vl-7b"), s.knobs, 1, 1, 10240, 8, 1, image_tokens=8192)
+    assert mem.masked_tower(qwen25) and qwen25.model.vision.heads == 16
+    assert not mem.masked_tower(Setup(load_model("qwen3-vl-8b"), s.knobs, 1, 1, 10240, 8, 1, image_tokens=8192))
