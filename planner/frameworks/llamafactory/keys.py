@@ -7,6 +7,7 @@ from planner.frameworks.keys import Key, Table
 
 H = "src/llamafactory/hparams/"
 HF_ARGS = "transformers 5.6 training_args.py"
+OLD = ("0.5", "0.6", "0.7.1")  # the llmtuner release lines (planner.frameworks.llamafactory.RELEASES)
 FLASH_ATTN = {"sdpa": "sdpa", "flash": "fa2", "eager": "disabled"}  # model_args.py:117; attention.py:31-101
 
 KEYS = Table(
@@ -31,7 +32,7 @@ KEYS = Table(
     Key("grad_accum", "gradient_accumulation_steps", 1, f"{HF_ARGS}:854"),
     Key("eval_batch", "per_device_eval_batch_size", 8, f"{HF_ARGS}:1111"),
     Key("seq_len", "cutoff_len", 2048, f"{H}data_args.py:46"),
-    Key("packing", "packing"),  # data_args.py:108
+    Key("packing", "packing", renames={"0.5": "sft_packing"}),  # data_args.py:108; v0.5.3 data_args.py sft_packing
     Key("neat_packing", "neat_packing"),  # data_args.py:112
     Key("optimizer", "optim", "adamw_torch_fused", f"{HF_ARGS}:811-816"),
     Key("pure_bf16", "pure_bf16"),  # finetuning_args.py:456
@@ -44,6 +45,7 @@ KEYS = Table(
     Key("frozen_language", "freeze_language_model", False, f"{H}finetuning_args.py:535"),
     Key("max_pixels", "image_max_pixels", 589824, f"{H}model_args.py:305"),
     Key("min_pixels", "image_min_pixels", 1024, f"{H}model_args.py:309"),
-    Key("pref_beta", "pref_beta"),  # finetuning_args.py:171
-    Key("pref_loss", "pref_loss"),
+    # finetuning_args.py:171; dpo_beta, dpo_loss through v0.7.1 (src/llmtuner/hparams/finetuning_args.py)
+    Key("pref_beta", "pref_beta", renames=dict.fromkeys(OLD, "dpo_beta")),
+    Key("pref_loss", "pref_loss", renames=dict.fromkeys(OLD, "dpo_loss")),
 )
