@@ -7,10 +7,12 @@ What moved between them:
 - lora_target had no default before v0.6.0: LoRA without it stopped (v0.5.3 src/llmtuner/hparams/parser.py:141-142
   "Please specify `lora_target`"); "all" from v0.6.0 (hparams/finetuning_args.py:55-56).
 - cutoff_len 1024 through v0.9.0 (src/llamafactory/hparams/data_args.py:44-45), 2048 from v0.9.1 (:48-49).
+- an image's cap: image_resolution, its longer side (512) at v0.9.0 (model_args.py:59-60, data/mm_plugin.py:58-60),
+  its pixels (512 * 512) at v0.9.1 (model_args.py:61-62); image_max_pixels 768 * 768 from v0.9.2 (:219-220).
 - the entry point: src/train_bash.py through v0.7.0; src/train.py and `llamafactory-cli` (setup.py:56) from v0.7.1;
   the package llmtuner through v0.7.1, llamafactory from v0.8.0.
 - the transformers it pins, whose Trainer's optim default decides the optimizer step's temporary: >=4.37.2 (v0.5 ..
-  v0.7.1 requirements.txt:1-2), >=4.41.2 (v0.8), <=4.45.0 (v0.9.0), <=4.46.1 (v0.9.1), <=4.52.4 (v0.9.3), all
+  v0.7.1 requirements.txt:1-2), >=4.41.2 (v0.8), <=4.45.0 (v0.9.0), <=4.46.1 (v0.9.1), <=4.49.0 (v0.9.2), <=4.52.4 (v0.9.3), all
   releases whose default is adamw_torch (torch's foreach AdamW: transformers 4.47.0 training_args.py:1273, 4.53.0
   :1281); v0.9.4 4.51.0-4.57.1 (pyproject.toml:44), either side of 4.54's adamw_torch_fused (planned as foreach, the
   hungrier); v0.9.5 >=4.55.0 (pyproject.toml:43): adamw_torch_fused on torch >= 2.8.
@@ -75,13 +77,34 @@ RELEASES = (
         "0.8",
         (0, 8),
         "LLaMA-Factory v0.8.0 .. v0.9.0 (src/llamafactory; setup.py:57 llamafactory-cli)",
-        defaults=_at("v0.9.0", "requirements.txt:1 transformers>=4.41.2,<=4.45.0", "44-45"),
-        notes=("0.8-0.9.0: cutoff_len 1024",),
+        defaults={
+            **_at("v0.9.0", "requirements.txt:1 transformers>=4.41.2,<=4.45.0", "44-45"),
+            "max_pixels": Default(
+                262144,
+                f"{TAG.format('v0.9.0', 'llamafactory')}model_args.py:59-60: image_resolution 512, the longer side "
+                "(data/mm_plugin.py:58-60): 512 x 512 pixels",
+            ),
+        },
+        notes=("0.8-0.9.0: cutoff_len 1024; image_resolution (0.9.0) caps an image's longer side",),
     ),
     Release(
         "0.9.1",
         (0, 9, 1),
-        "LLaMA-Factory v0.9.1 .. v0.9.3 (cutoff_len 2048: src/llamafactory/hparams/data_args.py:48-49 at v0.9.1)",
+        "LLaMA-Factory v0.9.1 (cutoff_len 2048: src/llamafactory/hparams/data_args.py:48-49)",
+        defaults={
+            **_at("v0.9.1", "requirements.txt:1 transformers>=4.41.2,<=4.46.1"),
+            "max_pixels": Default(
+                262144,
+                f"{TAG.format('v0.9.1', 'llamafactory')}model_args.py:61-62: image_resolution 512 * 512 pixels",
+            ),
+        },
+        notes=("0.9.1: image_resolution caps an image's pixels",),
+    ),
+    Release(
+        "0.9.2",
+        (0, 9, 2),
+        "LLaMA-Factory v0.9.2 .. v0.9.3 (image_max_pixels 768 * 768: src/llamafactory/hparams/model_args.py:219-220 "
+        "at v0.9.2)",
         defaults=_at("v0.9.3", "requirements.txt:1 transformers>=4.45.0,<=4.52.4"),
     ),
     Release(

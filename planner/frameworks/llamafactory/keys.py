@@ -8,6 +8,7 @@ from planner.frameworks.keys import Key, Table
 H = "src/llamafactory/hparams/"
 HF_ARGS = "transformers 5.6 training_args.py"
 OLD = ("0.5", "0.6", "0.7.1")  # the llmtuner release lines (planner.frameworks.llamafactory.RELEASES)
+RES = ("0.8", "0.9.1")  # the lines whose pixel cap is image_resolution
 FLASH_ATTN = {"sdpa": "sdpa", "flash": "fa2", "eager": "disabled"}  # model_args.py:117; attention.py:31-101
 
 KEYS = Table(
@@ -43,7 +44,14 @@ KEYS = Table(
     Key("frozen_vision", "freeze_vision_tower", True, f"{H}finetuning_args.py:527"),
     Key("frozen_projector", "freeze_multi_modal_projector", True, f"{H}finetuning_args.py:531"),
     Key("frozen_language", "freeze_language_model", False, f"{H}finetuning_args.py:535"),
-    Key("max_pixels", "image_max_pixels", 589824, f"{H}model_args.py:305"),
+    # image_resolution at v0.9.0 (a side: model_args.py:59-60, data/mm_plugin.py:58-60) and v0.9.1 (pixels, :61-62)
+    Key(
+        "max_pixels",
+        "image_max_pixels",
+        589824,
+        f"{H}model_args.py:305",
+        renames=dict.fromkeys(RES, "image_resolution"),
+    ),
     Key("min_pixels", "image_min_pixels", 1024, f"{H}model_args.py:309"),
     # finetuning_args.py:171; dpo_beta, dpo_loss through v0.7.1 (src/llmtuner/hparams/finetuning_args.py)
     Key("pref_beta", "pref_beta", renames=dict.fromkeys(OLD, "dpo_beta")),

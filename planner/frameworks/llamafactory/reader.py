@@ -43,6 +43,8 @@ REFUSED = {  # key: what it runs, refused in one line (planner.intake.tuners)
 # patcher.py:65-73 at v0.6.3; False: transformers' own choice, as auto), "off" for "disabled" at v0.7.0 .. v0.8.2
 # (src/llamafactory/model/model_utils/attention.py:35 at v0.8.2)
 OLD_FLASH = {"true": "fa2", "false": "auto", "off": "disabled"}
+# the line whose image_resolution is an image's longer side (v0.9.0 model_args.py:59-60, data/mm_plugin.py:58-60)
+SIDE = "0.8"
 UNPLANNED = {  # key: why (memory-relevant, no memplan equivalent yet)
     "use_unsloth": "Unsloth's kernels",
     "fp8": "fp8 training",
@@ -85,9 +87,12 @@ def _in_release(c: Collector, f: dict[str, Flag], r) -> dict[str, Flag]:
     does not take."""
     new = KEYS.renamed(r.name)
     f = {new.get(k, k): v for k, v in f.items()}
-    fa = KEYS.key("attention")
+    fa, px = KEYS.key("attention"), KEYS.key("max_pixels")
     if fa in f and str(f[fa].value).lower() in OLD_FLASH:
         f[fa] = Flag(fa, OLD_FLASH[str(f[fa].value).lower()], f[fa].source, fa)
+    side = KEYS.key("max_pixels", r.name)
+    if r.name == SIDE and px in f and as_int(f[px].value):  # v0.9.0's image_resolution: the longer side
+        f[px] = Flag(px, as_int(f[px].value) ** 2, f"{f[px].source} (the longer side: {side} squared)", px)
     taken = {k for k in SPANS if r in FRAMEWORK.lines_taking("train", [k])} | set(new)
     known = (accepted("llamafactory") - set(SPANS)) | taken | set(new.values())
     for k in sorted(set(f) - known - pipeline_notes(c, f)):
@@ -119,7 +124,7 @@ def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None
     value, src = _look(f, "seq_len", r)
     c.number("workload.max_length" if stage == "dpo" else "seq_len", value, src, KEYS.key("seq_len"))
     _training(c, f, stage, r)
-    _vision(c, f, lora)
+    _vision(c, f, lora, r)
     _sharding(c, f, path, vars)
     for key, why in UNPLANNED.items():
         if key in f and as_bool(f[key].value) is not False:
@@ -276,7 +281,7 @@ def _named_targets_tower(c: Collector, frozen: bool | None, source: str) -> None
         )
 
 
-def _vision(c: Collector, f: dict[str, Flag], lora: bool) -> None:
+def _vision(c: Collector, f: dict[str, Flag], lora: bool, r) -> None:
     if not models.tower_known(c, f, VISION_KEYS):
         return
     tower, tsrc = _look(f, "frozen_vision")
@@ -294,7 +299,7 @@ def _vision(c: Collector, f: dict[str, Flag], lora: bool) -> None:
         c.fact("frozen", frozen, f"{tsrc}; {psrc}; {lsrc}", KEYS.key("frozen_vision"))
         if note:
             c.note(f"{psrc} ({note})")
-    pixels, src = _look(f, "max_pixels")
+    pixels, src = _look(f, "max_pixels", r)
     per = models.pixels_per_token(c.model.config)
     if per and as_int(pixels):
         _image(c, f, as_int(pixels), per, src)
