@@ -25,7 +25,6 @@ from planner.frameworks.base import NO_SPLITS, Default, Framework, Release, Rule
 from planner.frameworks.llamafactory.keys import KEYS
 
 TAG = "LLaMA-Factory {} src/{}/hparams/"
-CUT_1024 = {"seq_len": Default(1024, "{}data_args.py:{}: cutoff_len 1024")}
 FOREACH = Default(
     "adamw", "{}: optim adamw_torch, torch's foreach AdamW (transformers 4.47.0 training_args.py:1273, 4.53.0 :1281)"
 )
@@ -37,10 +36,15 @@ def _at(tag: str, pins: str, cut: str = "", targets: Default | None = None) -> d
     pkg = "llmtuner" if tag < "v0.8" else "llamafactory"
     out = {"optimizer": Default(FOREACH.value, FOREACH.source.format(f"LLaMA-Factory {tag} {pins}"))}
     if cut:
-        out["seq_len"] = Default(1024, CUT_1024["seq_len"].source.format(TAG.format(tag, pkg), cut))
+        out["seq_len"] = Default(1024, f"{TAG.format(tag, pkg)}data_args.py:{cut}: cutoff_len 1024")
     if targets is not None:
         out["lora_targets"] = targets
     return out
+
+
+def _renamed(line: str) -> dict[str, str]:
+    """Release.keys of line `line`: each field whose key it names otherwise (keys.py renames)."""
+    return KEYS.release_keys(line, [f for f, row in KEYS.rows.items() if line in row.renames])
 
 
 REQUIRED = Default(
@@ -54,7 +58,7 @@ RELEASES = (
         (0, 5),
         "LLaMA-Factory v0.5.0 .. v0.5.3 (src/train_bash.py; llmtuner)",
         defaults=_at("v0.5.3", "requirements.txt:2 transformers>=4.37.2", "27-28", REQUIRED),
-        keys=KEYS.release_keys("0.5", ("packing", "pref_beta")),
+        keys=_renamed("0.5"),
         notes=("0.5: src/train_bash.py; lora_target has no default (LoRA stops without it); cutoff_len 1024",),
     ),
     Release(
@@ -62,7 +66,7 @@ RELEASES = (
         (0, 6),
         "LLaMA-Factory v0.6.0 .. v0.7.0 (src/train_bash.py; lora_target all, hparams/finetuning_args.py:55-56)",
         defaults=_at("v0.7.0", "requirements.txt:2 transformers>=4.37.2", "27-28"),
-        keys=KEYS.release_keys("0.6", ("pref_beta",)),
+        keys=_renamed("0.6"),
         notes=("0.6-0.7.0: src/train_bash.py; cutoff_len 1024; dpo_beta for pref_beta",),
     ),
     Release(
@@ -70,13 +74,14 @@ RELEASES = (
         (0, 7, 1),
         "LLaMA-Factory v0.7.1 (src/train.py, llamafactory-cli: setup.py:56; llmtuner)",
         defaults=_at("v0.7.1", "requirements.txt:1 transformers>=4.37.2", "27-28"),
-        keys=KEYS.release_keys("0.7.1", ("pref_beta",)),
+        keys=_renamed("0.7.1"),
         notes=("0.7.1: cutoff_len 1024; dpo_beta for pref_beta",),
     ),
     Release(
         "0.8",
         (0, 8),
         "LLaMA-Factory v0.8.0 .. v0.9.0 (src/llamafactory; setup.py:57 llamafactory-cli)",
+        keys=_renamed("0.8"),
         defaults={
             **_at("v0.9.0", "requirements.txt:1 transformers>=4.41.2,<=4.45.0", "44-45"),
             "max_pixels": Default(
@@ -91,6 +96,7 @@ RELEASES = (
         "0.9.1",
         (0, 9, 1),
         "LLaMA-Factory v0.9.1 (cutoff_len 2048: src/llamafactory/hparams/data_args.py:48-49)",
+        keys=_renamed("0.9.1"),
         defaults={
             **_at("v0.9.1", "requirements.txt:1 transformers>=4.41.2,<=4.46.1"),
             "max_pixels": Default(
