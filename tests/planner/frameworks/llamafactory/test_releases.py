@@ -163,3 +163,15 @@ def test_planner_frameworks_lists_the_releases(capsys):
     assert main(["frameworks", "--json"]) == 0
     out = capsys.readouterr().out
     assert '"0.7.1"' in out and "train_bash.py" in out and "data_args.py:44-45" in out
+
+
+def test_where_the_releases_verdicts_differ_the_headline_takes_the_hungrier(tmp_path):
+    """No pin, no cutoff_len: 1024 tokens fit to v0.9.0, 2048 from v0.9.1 do not: the answer is "does not fit" and
+    names the releases it fits with."""
+    text = "model_name_or_path: Qwen/Qwen2.5-7B\nstage: sft\nfinetuning_type: full\nper_device_train_batch_size: 4\n"
+    path = tmp_path / "train.yaml"
+    path.write_text(text + "bf16: true\ndeepspeed: examples/deepspeed/ds_z3_config.json\n")
+    out = checkconfig.check_config([str(path)], {"gpu": "a100-40gb", "gpus_per_node": 8})
+    releases = out.config["releases"]
+    assert not out.plan.fits and releases["planned"] == "0.9.5" and out.context[2].seq_len == 2048
+    assert releases["fits"] == ["0.5", "0.6", "0.7.1", "0.8"] and "0.9.1" in releases["does_not_fit"]
