@@ -175,3 +175,13 @@ def test_where_the_releases_verdicts_differ_the_headline_takes_the_hungrier(tmp_
     releases = out.config["releases"]
     assert not out.plan.fits and releases["planned"] == "0.9.5" and out.context[2].seq_len == 2048
     assert releases["fits"] == ["0.5", "0.6", "0.7.1", "0.8"] and "0.9.1" in releases["does_not_fit"]
+
+
+def test_a_file_written_for_an_older_release_says_whose_keys_it_holds(tmp_path):
+    argv = ["suggest", "--model", "qwen2.5-0.5b", "--gpu", "h100", "--max-length", "1024", "--global-batch", "8"]
+    argv += ["--workload", "dpo", "--framework", "llamafactory@0.7.1", "--emit", str(tmp_path / "old")]
+    assert main(argv) == 0
+    text = (tmp_path / "old" / "llamafactory_train.yaml").read_text()
+    assert "planned as llamafactory@0.7.1; the keys below are llamafactory 0.9.5's" in text
+    assert main([*argv[:-4], "--framework", "llamafactory", "--emit", str(tmp_path / "new")]) == 0
+    assert "planned as" not in (tmp_path / "new" / "llamafactory_train.yaml").read_text()
