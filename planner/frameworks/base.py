@@ -257,8 +257,15 @@ class Framework:
     # the python modules (`python -m M`) whose runs its folder's reader reads whole: planner.intake dispatches them to
     # planner/frameworks/<name>/reader.py read_launched(c, run) (an RL trainer that places its own roles)
     launched: tuple[str, ...] = ()
-    # the package whose pinned version beside a run decides its release (planner.intake.releases), "" for none
+    # the package whose pinned version beside a run decides its release (planner.intake.releases), "" for none; and
+    # its older names, pinned the same way (LLaMA-Factory's llmtuner)
     package: str = ""
+    package_aliases: tuple[str, ...] = ()
+    # its own entry points: (the launcher tool or the path the launched script's path ends with, the release lines
+    # that ship it), first match wins; a run of one with a word of `vocabulary` among its flags is read by its reader
+    # (planner.intake.training), and the entry point narrows the release (planner.intake.releases.for_entry)
+    entry_points: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    vocabulary: tuple[str, ...] = ()
     # the forks that froze one of its releases, known by their trainer classes, flags and files; None for none
     forks: ForkSigns | None = None
 

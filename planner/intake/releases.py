@@ -40,8 +40,10 @@ PIN_FILES = ("requirements.txt", "setup.py", "pyproject.toml", "environment.yml"
 PIN_GLOBS = ("requirements*.txt", "*freeze*.txt", "constraints*.txt")
 # the package whose version decides each framework's release (transformers for HF's Trainer): Framework.package
 PACKAGES = {name: fw.package for name, fw in FRAMEWORKS.items() if fw.package}
+# a package's older name -> its name (Framework.package_aliases: LLaMA-Factory's llmtuner)
+ALIASES = {a: fw.package for fw in FRAMEWORKS.values() if fw.package for a in fw.package_aliases}
 # a package's name as a pin writes it ("ms-swift" or "ms_swift")
-_NAMES = "|".join(re.escape(p).replace("\\-", "[-_]") for p in PACKAGES.values())
+_NAMES = "|".join(re.escape(p).replace("\\-", "[-_]") for p in (*PACKAGES.values(), *ALIASES))
 _PIN = re.compile(
     rf"""(?mi)(?:^|["'\s,\[])(?:-\s*)?(?P<name>{_NAMES})\s*(?:\[[^\]]*\])?\s*"""
     r"""(?:===|==|~=|>=|=|\s@\s[^\n"']*?@v?)\s*v?(?P<version>\d+(?:\.\d+)*)"""
@@ -82,6 +84,7 @@ def pins(folders: list[Path]) -> dict[str, tuple[str, str]]:
                     continue
                 for m in [*_PIN.finditer(text), *_GIT.finditer(text)]:
                     name = m.group("name").lower().replace("_", "-")
+                    name = ALIASES.get(name, name)
                     line = text.count("\n", 0, m.start("name")) + 1
                     version = m.groupdict().get("version") or ""
                     shown = m.group(0).strip(QUOTES)
@@ -135,6 +138,37 @@ def _taking(framework: str, trainer: str, flags: dict) -> tuple[tuple[str, ...],
         return None
     said = ", ".join(flags[f].source for f in named)
     return tuple(r.name for r in lines), f"{said}: taken by {fw.label} {lines[0].name} .. {lines[-1].name} only"
+
+
+def entry_point(fw, words: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
+    """(the word, the release lines shipping it) of the first of the framework's entry points (Framework.entry_points)
+    that `words` (a launcher tool, the script it runs) name: the same word, or a path ending /ENTRY."""
+    for entry, lines in fw.entry_points:
+        for w in words:
+            if w == entry or w.endswith("/" + entry):
+                return w, lines
+    return None
+
+
+def for_entry(c: Collector, framework: str, keys, folders: list[Path], words: tuple[str, ...] = ()) -> None:
+    """The release of a run of a framework's own entry point (Framework.entry_points: `words`, the launcher tool and
+    the script it runs) with its keys (`keys`: names, Framework.key_spans["train"] narrowing the lines): a pin in
+    `folders`, else the newest line the entry point and the keys allow, said as assumed. A release already decided
+    (a reading's launcher did) stands."""
+    fw = FRAMEWORKS.get(framework)
+    if fw is None or not fw.releases or "release" in c.facts:
+        return
+    every = tuple(r.name for r in fw.lines_taking("", ()))
+    names, why = every, []
+    hit = entry_point(fw, words)
+    if hit is not None:
+        lines = hit[1]
+        names, why = tuple(n for n in names if n in lines), [f"{hit[0]}: {fw.label} {lines[0]} .. {lines[-1]}'s"]
+    taking = _taking(framework, "train", {k: keys[k] for k in keys})
+    if taking is not None:
+        names, why = tuple(n for n in names if n in taking[0]) or names, [*why, taking[1]]
+    allowed = (names, "; ".join(why)) if names != every else None
+    decide(c, framework, folders, allowed=allowed)
 
 
 def fork_by_flags(flags: dict) -> tuple[str, str] | None:

@@ -56,6 +56,8 @@ def read_script_file(path: Path, text: str) -> Collector:
     if not found:
         raise BadInput(f"--config {path}: no training command found (accepted: {LAUNCHERS})", "config")
     c = read_run(found[0])
+    if str(path.resolve()) in c.files:  # a framework's own entry point read with its flags (training._entry)
+        c.files.remove(str(path.resolve()))
     c.files.insert(0, str(path.resolve()))
     for f in script.files:
         c.add_file(f)
@@ -91,6 +93,8 @@ def read_run(run: launch.Run) -> Collector:
         configs.refuse(fmt, cfg_path)
     swift_sub = run.target if run.tool == "swift" else _swift_script(run.target)
     trainer = "hf" if swift_sub else _trainer(run, flags, data)
+    if fmt is None and not swift_sub and (own := _entry(run, flags)) is not None:  # its own flags, no config file
+        fmt, data, cfg_path = own, {}, run.command.path
     framework = (
         "swift" if swift_sub else configs.framework(fmt, trainer) if fmt else ("trl" if trainer != "hf" else "hf")
     )
@@ -152,6 +156,8 @@ def _framework(
         env = env | {str(k): str(v) for k, v in section(data, "ENV").items() if k not in env}
         swift.read(c, mapping | flags, env, swift_sub, run.where, near, vars, launcher=run.tool == "swift")
     elif fmt is not None:
+        keys = (from_mapping(data, cfg_path) if data else {}) | flags
+        releases.for_entry(c, c.framework, keys, releases.folders(run), (run.tool, run.target))
         configs.read(c, fmt, data, cfg_path, flags=flags, words=lead[1:], script=near, trainer=trainer, vars=vars)
     else:
         flags = scriptargs.with_defaults(c, releases.script_of(run), flags)
@@ -177,6 +183,16 @@ def _framework(
             f"{'; '.join(caps)} (the script's own pixel caps on its processor: memplan reads them for VLM-R1's scripts "
             "only, so no image is planned from them: give --max-pixels with --images)"
         )
+
+
+def _entry(run: launch.Run, flags: dict[str, Flag]) -> str | None:
+    """The configuration format of the framework whose own entry point the run starts with its flags alone, where a
+    flag of that framework's vocabulary is among them (LLaMA-Factory's `python src/train_bash.py --stage sft ...`:
+    Framework.entry_points, Framework.vocabulary), else None."""
+    for fw in FRAMEWORKS.values():
+        if fw.reads and set(fw.vocabulary) & set(flags) and releases.entry_point(fw, (run.tool, run.target)):
+            return fw.reads[0]
+    return None
 
 
 def _config_arg(run: launch.Run, lead: list, flags: dict[str, Flag]) -> Path | None:

@@ -7,6 +7,8 @@ from planner.frameworks.keys import Key, Table
 
 H = "src/llamafactory/hparams/"
 HF_ARGS = "transformers 5.6 training_args.py"
+OLD = ("0.5", "0.6", "0.7.1")  # the llmtuner release lines (planner.frameworks.llamafactory.RELEASES)
+RES = ("0.8", "0.9.1")  # the lines whose pixel cap is image_resolution
 FLASH_ATTN = {"sdpa": "sdpa", "flash": "fa2", "eager": "disabled"}  # model_args.py:117; attention.py:31-101
 
 KEYS = Table(
@@ -31,7 +33,7 @@ KEYS = Table(
     Key("grad_accum", "gradient_accumulation_steps", 1, f"{HF_ARGS}:854"),
     Key("eval_batch", "per_device_eval_batch_size", 8, f"{HF_ARGS}:1111"),
     Key("seq_len", "cutoff_len", 2048, f"{H}data_args.py:46"),
-    Key("packing", "packing"),  # data_args.py:108
+    Key("packing", "packing", renames={"0.5": "sft_packing"}),  # data_args.py:108; v0.5.3 data_args.py sft_packing
     Key("neat_packing", "neat_packing"),  # data_args.py:112
     Key("optimizer", "optim", "adamw_torch_fused", f"{HF_ARGS}:811-816"),
     Key("pure_bf16", "pure_bf16"),  # finetuning_args.py:456
@@ -42,8 +44,16 @@ KEYS = Table(
     Key("frozen_vision", "freeze_vision_tower", True, f"{H}finetuning_args.py:527"),
     Key("frozen_projector", "freeze_multi_modal_projector", True, f"{H}finetuning_args.py:531"),
     Key("frozen_language", "freeze_language_model", False, f"{H}finetuning_args.py:535"),
-    Key("max_pixels", "image_max_pixels", 589824, f"{H}model_args.py:305"),
+    # image_resolution at v0.9.0 (a side: model_args.py:59-60, data/mm_plugin.py:58-60) and v0.9.1 (pixels, :61-62)
+    Key(
+        "max_pixels",
+        "image_max_pixels",
+        589824,
+        f"{H}model_args.py:305",
+        renames=dict.fromkeys(RES, "image_resolution"),
+    ),
     Key("min_pixels", "image_min_pixels", 1024, f"{H}model_args.py:309"),
-    Key("pref_beta", "pref_beta"),  # finetuning_args.py:171
-    Key("pref_loss", "pref_loss"),
+    # finetuning_args.py:171; dpo_beta, dpo_loss through v0.7.1 (src/llmtuner/hparams/finetuning_args.py)
+    Key("pref_beta", "pref_beta", renames=dict.fromkeys(OLD, "dpo_beta")),
+    Key("pref_loss", "pref_loss", renames=dict.fromkeys(OLD, "dpo_loss")),
 )

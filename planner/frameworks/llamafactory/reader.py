@@ -12,8 +12,9 @@ from pathlib import Path
 from planner.frameworks.accelerate import reader as accelerate
 from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.hf import old_optim_default
+from planner.frameworks.llamafactory import FRAMEWORK, SPANS
 from planner.frameworks.llamafactory.keys import HF_ARGS, KEYS, H
-from planner.intake import hydra, loraargs, models, tuners, vocab
+from planner.intake import hydra, loraargs, models, releases, tuners, vocab
 from planner.intake.collect import (
     LF,
     Collector,
@@ -21,6 +22,7 @@ from planner.intake.collect import (
     as_bool,
     as_float,
     as_int,
+    assumption,
     count_devices,
     default,
     pipeline_notes,
@@ -37,6 +39,12 @@ REFUSED = {  # key: what it runs, refused in one line (planner.intake.tuners)
     "use_muon": "Muon's optimizer states",
     "use_llama_pro": "LLaMA-Pro's expanded blocks",
 }
+# flash_attn's older values in its newest words: a bool through v0.6.3 (True: FlashAttention-2, src/llmtuner/model/
+# patcher.py:65-73 at v0.6.3; False: transformers' own choice, as auto), "off" for "disabled" at v0.7.0 .. v0.8.2
+# (src/llamafactory/model/model_utils/attention.py:35 at v0.8.2)
+OLD_FLASH = {"true": "fa2", "false": "auto", "off": "disabled"}
+# the line whose image_resolution is an image's longer side (v0.9.0 model_args.py:59-60, data/mm_plugin.py:58-60)
+SIDE = "0.8"
 UNPLANNED = {  # key: why (memory-relevant, no memplan equivalent yet)
     "use_unsloth": "Unsloth's kernels",
     "fp8": "fp8 training",
@@ -56,17 +64,47 @@ def _get(f: dict[str, Flag], key: str, fallback: object, cite: str) -> tuple[obj
     return fallback, default(LF, cite, f"{key} {fallback}")
 
 
-def _look(f: dict[str, Flag], name: str) -> tuple[object, str]:
-    """(value, source) of field `name`'s key (planner.frameworks.llamafactory.keys), else LF's default and its cite."""
+def _look(f: dict[str, Flag], name: str, release=None) -> tuple[object, str]:
+    """(value, source) of field `name`'s key (planner.frameworks.llamafactory.keys), else LF's default and its cite:
+    the release line's where it moved (planner.frameworks.llamafactory.RELEASES; `release` the Release read)."""
     k = KEYS[name]
+    d = release.defaults.get(name) if release is not None and release is not FRAMEWORK.newest else None
+    if d is not None and k.key not in f:
+        return d.value, default(f"llamafactory@{release.name}", d.source)
     return _get(f, k.key, k.default, k.cite)
+
+
+def _release(c: Collector, f: dict[str, Flag], path: Path):
+    """The release line the run targets: the one its launch decided (planner.intake.releases.for_entry), else a pin
+    beside the file or the lines its keys allow (a YAML read alone)."""
+    releases.for_entry(c, "llamafactory", f, [path.parent.resolve()])
+    return FRAMEWORK.release(str(c.facts.get("release", ("",))[0] or ""))
+
+
+def _in_release(c: Collector, f: dict[str, Flag], r) -> dict[str, Flag]:
+    """The keys in the newest release's names (keys.py renames: dpo_beta -> pref_beta to 0.7.1, sft_packing ->
+    packing to 0.5), flash_attn's older values in its newest words (OLD_FLASH), and a note for each key the release
+    does not take."""
+    new = KEYS.renamed(r.name)
+    f = {new.get(k, k): v for k, v in f.items()}
+    fa, px = KEYS.key("attention"), KEYS.key("max_pixels")
+    if fa in f and str(f[fa].value).lower() in OLD_FLASH:
+        f[fa] = Flag(fa, OLD_FLASH[str(f[fa].value).lower()], f[fa].source, fa)
+    side = KEYS.key("max_pixels", r.name)
+    if r.name == SIDE and px in f and as_int(f[px].value):  # v0.9.0's image_resolution: the longer side
+        f[px] = Flag(px, as_int(f[px].value) ** 2, f"{f[px].source} (the longer side: {side} squared)", px)
+    taken = {k for k in SPANS if r in FRAMEWORK.lines_taking("train", [k])} | set(new)
+    known = (accepted("llamafactory") - set(SPANS)) | taken | set(new.values())
+    for k in sorted(set(f) - known - pipeline_notes(c, f)):
+        c.note(f"{f[k].source} (not a llamafactory {r.name} key: LLaMA-Factory refuses it)")
+    return f
 
 
 def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None = None, vars=None) -> None:
     f = from_mapping(data, path) | (overrides or {})
     c.add_file(path)
-    for k in sorted(set(f) - accepted("llamafactory") - pipeline_notes(c, f)):
-        c.note(f"{f[k].source} (not a {LF} key: LLaMA-Factory refuses it)")
+    r = _release(c, f, path)
+    f = _in_release(c, f, r)
     m = KEYS.key("model")
     if m in f and f[m].value not in (None, ""):
         models.read_model(c, show(f[m].value), f[m].source, m, path.parent)
@@ -76,17 +114,17 @@ def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None
         if key in f and as_bool(f[key].value):
             tuners.refuse(f[key].source, why)
     stage = _stage(c, f)
-    lora = _method(c, f)
+    lora = _method(c, f, r)
     for field in ("micro_batch", "grad_accum"):
         value, src = _look(f, field)
         c.number(field, value, src, KEYS.key(field))
     if "eval_strategy" in f and str(f["eval_strategy"].value).lower() != "no":  # HF's Trainer evaluates
         value, src = _look(f, "eval_batch")
         c.number("eval_batch", value, src, KEYS.key("eval_batch"))
-    value, src = _look(f, "seq_len")
+    value, src = _look(f, "seq_len", r)
     c.number("workload.max_length" if stage == "dpo" else "seq_len", value, src, KEYS.key("seq_len"))
-    _training(c, f, stage)
-    _vision(c, f, lora)
+    _training(c, f, stage, r)
+    _vision(c, f, lora, r)
     _sharding(c, f, path, vars)
     for key, why in UNPLANNED.items():
         if key in f and as_bool(f[key].value) is not False:
@@ -125,7 +163,7 @@ def _stage(c: Collector, f: dict[str, Flag]) -> str:
     return stage
 
 
-def _method(c: Collector, f: dict[str, Flag]) -> bool:
+def _method(c: Collector, f: dict[str, Flag], r) -> bool:
     kind, src = _look(f, "lora")
     qb = KEYS.key("quant")
     if kind not in ("lora", "full"):
@@ -137,7 +175,10 @@ def _method(c: Collector, f: dict[str, Flag]) -> bool:
         return False
     rank, rsrc = _look(f, "lora_rank")
     c.number("lora_rank", rank, rsrc if KEYS.key("lora_rank") in f else f"{src}; {rsrc}", KEYS.key("lora_rank"))
-    target, tsrc = _look(f, "lora_targets")
+    target, tsrc = _look(f, "lora_targets", r)
+    if target is None:  # v0.5: LoRA without lora_target stops (parser.py:141-142)
+        c.note(f"{tsrc} (LLaMA-Factory {r.name} stops without lora_target; planned on every linear layer)")
+        target, tsrc = KEYS["lora_targets"].default, assumption(f"every linear layer: {tsrc}")
     loraargs.lora_targets(c, target, tsrc, KEYS.key("lora_targets"))
     dora, extra = f.get(KEYS.key("lora_variant")), f.get(KEYS.key("lora_train_embeddings"))
     if dora and as_bool(dora.value):
@@ -166,7 +207,7 @@ def _quant(c: Collector, f: dict[str, Flag]) -> None:
         c.note(f"{f[qb].source} ({bits}-bit {method} quantization is not planned yet; planned in 16 bits)")
 
 
-def _training(c: Collector, f: dict[str, Flag], stage: str) -> None:
+def _training(c: Collector, f: dict[str, Flag], stage: str, r) -> None:
     off, src = _look(f, "checkpointing")
     gc, unsloth = KEYS.key("checkpointing"), f.get(KEYS.key("checkpointing_offload"))
     if as_bool(off):
@@ -194,7 +235,9 @@ def _training(c: Collector, f: dict[str, Flag], stage: str) -> None:
             c.note(f"{liger.source} (Liger's kernels without its fused loss: not planned)")
     _packing(c, f, stage)
     k = KEYS["optimizer"]  # a file of a transformers release before 4.53: that release's default (frameworks.hf)
-    opt, osrc = _get(f, k.key, *(old_optim_default(f) or (k.default, k.cite)))
+    opt, osrc = _look(f, "optimizer", r)
+    if (old := old_optim_default(f)) is not None and k.key not in f and opt != "adamw":
+        opt, osrc = _get(f, k.key, *old)
     if tuners.optimizer(osrc, opt) and vocab.optimizer(opt):
         c.set("optimizer", vocab.optimizer(opt), osrc, KEYS.key("optimizer"))
     else:
@@ -238,7 +281,7 @@ def _named_targets_tower(c: Collector, frozen: bool | None, source: str) -> None
         )
 
 
-def _vision(c: Collector, f: dict[str, Flag], lora: bool) -> None:
+def _vision(c: Collector, f: dict[str, Flag], lora: bool, r) -> None:
     if not models.tower_known(c, f, VISION_KEYS):
         return
     tower, tsrc = _look(f, "frozen_vision")
@@ -256,7 +299,7 @@ def _vision(c: Collector, f: dict[str, Flag], lora: bool) -> None:
         c.fact("frozen", frozen, f"{tsrc}; {psrc}; {lsrc}", KEYS.key("frozen_vision"))
         if note:
             c.note(f"{psrc} ({note})")
-    pixels, src = _look(f, "max_pixels")
+    pixels, src = _look(f, "max_pixels", r)
     per = models.pixels_per_token(c.model.config)
     if per and as_int(pixels):
         _image(c, f, as_int(pixels), per, src)

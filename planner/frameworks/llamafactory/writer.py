@@ -91,6 +91,9 @@ def train_yaml(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> str:
         f"{plan.checkpointing}; {plan.memory.device_total_bytes / 2**30:.1f} of "
         f"{plan.memory.capacity_bytes / 2**30:.1f} GiB per GPU"
     )
+    release = getattr(plan.knobs, "release", "")
+    if release:  # an older line's keys differ (planner.frameworks.llamafactory RELEASES, keys.py renames)
+        title += f"\n# planned as llamafactory@{release}; the keys below are {VERSION}'s: rename them for that release"
     sections = {
         "model": model_entries(plan, model),
         "method": method_entries(plan, model),
