@@ -319,7 +319,8 @@ def release_defaults(c: Collector, trainer: str) -> None:
             c.fill(f"workload.{field}", d.value, source(d), field)
     gen, mode = c.setting("workload.generation"), r.workload.get("generation")
     if mode is not None and gen is not None and str(gen.value).startswith("vllm") and is_default(gen.source):
-        c.set("workload.generation", mode.value, source(mode), "vllm_mode")  # use_vllm, its mode the release's
+        said = gen.source.split("; ")[0]  # the use_vllm flag's source (planner.frameworks.trl.reader_grpo)
+        c.set("workload.generation", mode.value, f"{said}; {source(mode)}", gen.key)  # its mode the release's
         util = c.setting("workload.vllm_gpu_memory_utilization")
         if util is not None:  # it sizes vLLM on its own GPUs there, none of the training GPUs' memory
             c.drop("workload.vllm_gpu_memory_utilization")

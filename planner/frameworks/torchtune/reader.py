@@ -108,12 +108,13 @@ def config_file(name: str, script: Path, what: str) -> Path:
     """--config's file: a path (relative to the script's folder or the working folder), else a built-in config's
     name found where `tune cp NAME .` or a checkout keeps it (recipes/configs/NAME.yaml in the script's folder or
     the ones above it)."""
-    base = script.parent
-    for cand in (Path(name), base / name, base / f"{name}.yaml"):
+    base, given = script.parent, Path(name)
+    file = given.name if given.suffix in (".yaml", ".yml") else f"{given.name}.yaml"  # a path's file, or NAME.yaml
+    for cand in (given, base / name, base / f"{name}.yaml"):
         if cand.suffix in (".yaml", ".yml") and is_file(cand):
             return cand
     for d in (base, *base.parents[:3]):
-        for cand in (d / "recipes" / "configs" / f"{name}.yaml", d / f"{Path(name).name}.yaml"):
+        for cand in (d / "recipes" / "configs" / f"{name}.yaml", d / file):
             if is_file(cand):
                 return cand
     raise BadInput(
