@@ -6,12 +6,11 @@ refused by name.
 
 from __future__ import annotations
 
-from importlib import import_module
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.frameworks import FRAMEWORKS
-from planner.frameworks.hf import reader as hfargs
+from planner.frameworks import ARGS, ARGS_FORMAT, FRAMEWORKS, PLAIN, by_trainer
+from planner.frameworks import reader as framework_reader
 from planner.intake.collect import Collector, accepted, parse_yaml
 from planner.intake.flags import Flag, from_mapping
 from planner.intake.limits import OverLimit, load_json, read_config_text
@@ -78,8 +77,15 @@ def kind(data: object) -> str | None:
     return None
 
 
-def framework(fmt: str, trainer: str = "hf") -> str:
-    return ("trl" if trainer != "hf" else "hf") if fmt == "hf" else fmt
+def framework(fmt: str, trainer: str = PLAIN) -> str:
+    """The framework a file of format `fmt` is: the format's own, or for the script-flags format (TrainingArguments
+    names) the framework of the trainer the file names (Framework.trainers: transformers' plain Trainer, TRL's)."""
+    return by_trainer(trainer) if fmt == ARGS_FORMAT else fmt
+
+
+def trainer(data: dict, fmt: str, hint: str) -> str:
+    """The script-flags trainer a file of format `fmt` names (trainer_of), the plain Trainer for any other format."""
+    return trainer_of(data, hint) if fmt == ARGS_FORMAT else PLAIN
 
 
 def refuse(fmt: str | None, path: Path) -> None:
@@ -105,7 +111,7 @@ def read(
     flags: dict[str, Flag] | None = None,
     words: list | None = None,
     script: Path | None = None,
-    trainer: str = "hf",
+    trainer: str = PLAIN,
     vars=None,
 ) -> None:
     """A mapping of format `fmt` into the reading, by the reader of the framework whose folder reads that format
@@ -119,9 +125,8 @@ def read(
 
 def reader(fmt: str):
     """The reader module of the framework that reads format `fmt` (its folder's reader.py), imported on first use."""
-    name = next(f.name for f in FRAMEWORKS.values() if fmt in f.reads)
-    return import_module(f"planner.frameworks.{name}.reader")
+    return framework_reader(next(f.name for f in FRAMEWORKS.values() if fmt in f.reads))
 
 
 def trainer_of(data: dict, hint: str) -> str:
-    return hfargs.trainer_of(from_mapping(data, Path("x")), hint)
+    return framework_reader(ARGS).trainer_of(from_mapping(data, Path("x")), hint)

@@ -16,6 +16,7 @@ from planner.frameworks.base import (
     only_expert_targets,
 )
 from planner.frameworks.swift.keys import KEYS
+from planner.frameworks.tool import Tool
 
 # Where a row's image tokens go against --max_length (MEANINGS "swift_max_length_counts"): up to 3.3 the row is
 # checked (and cut or deleted) on its text, each image still one placeholder token, and the image's tokens are
@@ -67,6 +68,17 @@ RELEASES = (
 FRAMEWORK = Framework(
     name="swift",
     reads=("swift",),
+    # `swift sft|pt|rlhf`, or its entry script under another launcher; its reader reads the flags and the file
+    # (reader.read_cli), and NPROC_PER_NODE where swift's own CLI starts the processes
+    tools=(
+        Tool(
+            "swift",
+            trains=("sft", "pt", "rlhf"),
+            script=r"swift/cli/(sft|pt|rlhf)\.py$",
+            modules=("swift",),
+            reads="cli",
+        ),
+    ),
     package="ms-swift",  # its pinned version decides the release (planner.intake.releases)
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="ms-swift",
