@@ -28,7 +28,7 @@ from planner.frameworks import (
     verl,
 )
 from planner.frameworks.base import Default, Framework, Release, Where
-from planner.frameworks.tool import Tool
+from planner.frameworks.tool import Signs, Tool
 
 FRAMEWORKS: dict[str, Framework] = {
     f.name: f
@@ -51,6 +51,8 @@ MODULES: tuple[str, ...] = tuple(m for f in FRAMEWORKS.values() for t in f.tools
 (ARGS,) = (f.name for f in FRAMEWORKS.values() if f.script_flags)
 ARGS_FORMAT = FRAMEWORKS[ARGS].reads[0]
 PLAIN = FRAMEWORKS[ARGS].trainers[0]
+# how each configuration format is told from its content (Framework.signs), in the order they are tried
+SIGNS: tuple[Signs, ...] = tuple(sorted((s for f in FRAMEWORKS.values() for s in f.signs), key=lambda s: s.rank))
 # the bundled trainer (its own loop, Framework.loop "bundled"): what a reading falls back to where a framework's
 # adapter does not run a value its files set
 (BUNDLED,) = (f.name for f in FRAMEWORKS.values() if f.loop == "bundled")
@@ -158,10 +160,12 @@ __all__ = [
     "MODULES",
     "NAMES",
     "PLAIN",
+    "SIGNS",
     "TABLE_KNOBS",
     "Default",
     "Framework",
     "Release",
+    "Signs",
     "Tool",
     "Where",
     "adapter",

@@ -9,7 +9,7 @@ from functools import cached_property
 
 from planner.errors import BadInput
 from planner.frameworks.rl import RoleEngine
-from planner.frameworks.tool import Tool
+from planner.frameworks.tool import Signs, Tool
 
 # knobs no framework decides: the routing imbalance the plan assumes and the allocator's environment variable, and the
 # framework's own name and release
@@ -245,7 +245,9 @@ class Framework:
     # its folder has a writer (planner/frameworks/<name>/writer.py: files(plan, model, hw, seq_len) and command(plan,
     # hw)), which planner.export.launch dispatches a plan of this framework to; False: HF's material
     writes: bool = False
-    # the configuration formats its folder's reader reads (planner.intake.configs.kind's names): planner.intake
+    # how a configuration file in one of its formats is told from its content (planner.intake.configs.kind)
+    signs: tuple[Signs, ...] = ()
+    # the configuration formats its folder's reader reads (its signs' formats): planner.intake
     # dispatches such a file to planner/frameworks/<name>/reader.py read_file(c, data, path, *, flags, words, trainer,
     # vars) (flags: the command line's; words: its positional words after the file)
     reads: tuple[str, ...] = ()

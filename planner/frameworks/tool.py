@@ -1,11 +1,14 @@
-"""A command line a framework owns (Framework.tools): its CLI as a launch line names it, the entry scripts and modules
-a launcher runs in its place, the launcher it wraps, and which of its folder's readers a run of it goes to.
-planner.intake.launch finds training commands by these names and planner.intake.training dispatches a run through
-them; the launchers proper (torchrun, deepspeed, accelerate launch, python) stay in planner.intake."""
+"""What planner.intake knows a framework's runs and files by, declared in its folder: a command line it owns
+(Framework.tools, Tool: its CLI as a launch line names it, the entry scripts and modules a launcher runs in its place,
+the launcher it wraps, and which of its folder's readers a run of it goes to), and how a configuration file in its
+format is told from its content (Framework.signs, Signs). planner.intake.launch finds training commands by these names,
+planner.intake.training dispatches a run through them and planner.intake.configs.kind tells a file's format by the
+signs; the launchers proper (torchrun, deepspeed, accelerate launch, python) stay in planner.intake."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # what a framework's reader reads of a run of its CLI (Tool.reads)
@@ -63,3 +66,19 @@ class Tool:
     def trainer(self, sub: str) -> str:
         """The script-flags trainer its subcommand names (`trl grpo`: grpo; any other: the first)."""
         return sub if sub in self.trainers else self.trainers[0]
+
+
+@dataclass(frozen=True)
+class Signs:
+    """How a configuration file in a framework's format is told from its content (planner.intake.configs.kind):
+    `test(keys, data)` on the mapping's top-level keys (as strings) and the mapping; `rank`: the order the formats are
+    tried in, lowest first (a file with the keys of two is the lower's; a model's own config.json is told at
+    planner.intake.configs.MODEL_RANK); `listed`: the format is also told by any name of its generated key list
+    (planner/intake/presets/keys_<format>.txt, the names its package's parser takes); `refused`: for a format known
+    and not read, the one-line reason (no reader sees it)."""
+
+    format: str
+    test: Callable[[set[str], dict], bool]
+    rank: int
+    listed: bool = False
+    refused: str = ""

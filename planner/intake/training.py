@@ -83,7 +83,7 @@ def read_run(run: launch.Run) -> Collector:
     cfg_path = _config_arg(run, tool, lead, flags)
     data = configs.load(cfg_path) if cfg_path else None
     fmt = configs.kind(data) if data is not None else None
-    if cfg_path is not None and fmt in (None, "model", "lf-v1"):
+    if cfg_path is not None:  # a file that is no training configuration memplan reads (configs.refuse)
         configs.refuse(fmt, cfg_path)
     # a CLI whose reader reads its flags and file (Tool.reads "cli"), by its name or its entry script under a launcher
     own = (name, tool, run.target) if tool is not None and tool.reads == "cli" else entry(run.target)

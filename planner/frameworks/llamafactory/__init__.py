@@ -4,12 +4,14 @@ Files cited are in the 0.9.5 wheel (src/llamafactory/...)."""
 
 from planner.frameworks.base import NO_SPLITS, Default, Framework, Rule, expert_targets, full_dpo_precomputed
 from planner.frameworks.llamafactory.keys import KEYS
+from planner.frameworks.llamafactory.signs import SIGNS
 from planner.frameworks.tool import Tool
 
 HP = "llamafactory 0.9.5 hparams"
 FRAMEWORK = Framework(
     name="llamafactory",
     reads=("llamafactory",),
+    signs=SIGNS,
     # `llamafactory-cli train x.yaml` (`lmf` too): the processes of its torchrun read by reader.read_launcher
     tools=(Tool("llamafactory-cli", trains=("train",), aliases=("lmf",), modules=("llamafactory",)),),
     writes=True,  # writer.py (planner.export.launch dispatches to it)

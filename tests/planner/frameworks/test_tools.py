@@ -2,7 +2,8 @@
 subcommands, the entry scripts and modules a launcher runs in its place, the launcher it wraps, the reader its runs go
 to), with the script-flags trainers (Framework.trainers) and readers (.script_flags, .calls); planner/intake/ finds
 them through the registry and names no framework. The launchers proper (torchrun, deepspeed, accelerate launch,
-python) are intake's own: deepspeed's and accelerate's folders read the launchers' config files."""
+python) are intake's own: deepspeed's and accelerate's folders read the launchers' config files. A config file's format
+is told by the signs each folder declares (Framework.signs)."""
 
 import ast
 import inspect
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from planner.errors import BadInput
 from planner.frameworks import (
     ARGS,
     CLIS,
@@ -17,22 +19,20 @@ from planner.frameworks import (
     MODULES,
     NAMES,
     PLAIN,
+    SIGNS,
     by_trainer,
     calls_reader,
     cli,
     entry,
     reader,
 )
-from planner.intake import launch, read_command
+from planner.intake import configs, launch, read_command
 from planner.intake.shell import read_script
 
 ROOT = Path(__file__).resolve().parents[3]
 INTAKE = ROOT / "planner" / "intake"
 FOLDERS = {p.parent.name for p in (ROOT / "planner" / "frameworks").glob("*/__init__.py")}
 LAUNCHERS = {"accelerate", "deepspeed"}  # launchers proper whose config files their folders read
-# the one place left that names frameworks: a config file's format told from its content (configs.kind returns the
-# format's name, the name of the framework that reads it: Framework.reads); exact, so one more or one fewer fails
-KNOWN = {("configs.py", v) for v in ("torchtune", "axolotl", "llamafactory", "swift", "hf")}
 TOOLS = [(f.name, t) for f in FRAMEWORKS.values() for t in f.tools]
 
 
@@ -71,8 +71,7 @@ def test_intake_names_no_framework_and_imports_no_frameworks_folder():
     found = []
     for path in sorted(INTAKE.glob("*.py")):
         found += offenders(ast.parse(path.read_text()), path.name, _words())
-    left = {(where.split(":")[0], what) for where, what in found}
-    assert left == KNOWN, "\n".join(f"{w} {what}" for w, what in found if (w.split(":")[0], what) not in KNOWN)
+    assert not found, "\n".join(f"{where} {what}" for where, what in found)
 
 
 def test_the_guard_catches_each_form():
@@ -163,3 +162,42 @@ def test_a_declared_module_and_entry_script_are_found_and_read_as_their_framewor
     )
     assert reading.framework == "trl" and reading.request["workload"]["kind"] == "grpo"
     assert reading.request["gpus_per_node"] == 4  # taken from TRL's flags as accelerate launch's (Tool.wraps)
+
+
+def test_each_format_is_told_by_one_folders_signs_and_read_by_that_folder():
+    """Every format a folder reads has its signs there, every sign not refused is a format its folder reads, and the
+    ranks order them (a model's config.json between the launchers' and the trainers')."""
+    ranks = [s.rank for s in SIGNS] + [configs.MODEL_RANK]
+    assert len(ranks) == len(set(ranks))
+    for f in FRAMEWORKS.values():
+        told = {s.format for s in f.signs if not s.refused}
+        assert told == set(f.reads), f.name
+    reads = [fmt for f in FRAMEWORKS.values() for fmt in f.reads]
+    assert len(reads) == len(set(reads)) == len({s.format for s in SIGNS if not s.refused})
+
+
+@pytest.mark.parametrize(
+    ("data", "fmt"),
+    [
+        ({"m": {"_component_": "x"}, "zero_optimization": {}}, "torchtune"),  # the lowest rank's, whatever else
+        ({"zero_optimization": {}, "distributed_type": "DEEPSPEED"}, "deepspeed"),
+        ({"architectures": ["X"], "base_model": "y"}, configs.MODEL),
+        ({"base_model": "y", "stage": "sft"}, "axolotl"),
+        ({"dist_config": {}, "stage": "sft"}, "lf-v1"),  # LLaMA-Factory's v1 before its 0.9 keys
+        ({"stage": "sft", "learning_rate": 1e-5}, "llamafactory"),
+        ({"model": "y", "tuner_type": "lora", "learning_rate": 1e-5}, "swift"),
+        ({"learning_rate": 1e-5}, "hf"),
+        ({"foo": 1}, None),
+    ],
+)
+def test_a_mappings_format_is_the_lowest_ranked_signs_it_shows(data, fmt):
+    assert configs.kind(data) == fmt
+
+
+def test_a_refused_format_is_refused_in_one_line_naming_why(tmp_path):
+    (refused,) = [s for s in SIGNS if s.refused]
+    data = {"model": "Qwen/Qwen3-4B", "micro_batch_size": 1}
+    assert configs.kind(data) == refused.format
+    with pytest.raises(BadInput) as e:
+        configs.refuse(configs.kind(data), tmp_path / "v1.yaml")
+    assert refused.refused in str(e.value) and "\n" not in str(e.value)
