@@ -5,11 +5,13 @@ from the recipe (Framework.sft_head). A framework whose defaults, keys or meanin
 (`adapter`). One folder per framework (`<name>/__init__.py` the adapter; `keys.py` its key table, read both ways;
 `reader*.py` its config reader, staged with planner.intake; `writer*.py` its files, staged with planner.export);
 `FRAMEWORKS` is the registry (`trl-0`: trl@0.22 by its old name), and the faces reach a folder's reader and writer
-through what its adapter declares (Framework.reads, .launched, .writes), never by its name. The adapters are data: the rules that use them live in planner.config.spec.Knobs."""
+through what its adapter declares (Framework.reads, .launched, .tools, .trainers, .script_flags, .calls, .writes),
+never by its name. The adapters are data: the rules that use them live in planner.config.spec.Knobs."""
 
 from __future__ import annotations
 
 from functools import lru_cache
+from importlib import import_module
 
 from planner.frameworks import (
     accelerate,
@@ -26,6 +28,7 @@ from planner.frameworks import (
     verl,
 )
 from planner.frameworks.base import Default, Framework, Release, Where
+from planner.frameworks.tool import Signs, Tool
 
 FRAMEWORKS: dict[str, Framework] = {
     f.name: f
@@ -39,6 +42,50 @@ FRAMEWORKS: dict[str, Framework] = {
     )
 }
 NAMES: tuple[str, ...] = tuple(FRAMEWORKS)
+# the command lines the frameworks own (Framework.tools), by each name a launch line gives the CLI: (framework, tool)
+CLIS: dict[str, tuple[str, Tool]] = {n: (f.name, t) for f in FRAMEWORKS.values() for t in f.tools for n in t.names}
+# the `python -m` module prefixes that train with a framework's CLI (Tool.modules)
+MODULES: tuple[str, ...] = tuple(m for f in FRAMEWORKS.values() for t in f.tools for m in t.modules)
+# the framework whose reader reads a training script's own flags (Framework.script_flags), the format its reader
+# reads them as, and the name its reader's trainer_of gives transformers' plain Trainer (that framework's first trainer)
+(ARGS,) = (f.name for f in FRAMEWORKS.values() if f.script_flags)
+ARGS_FORMAT = FRAMEWORKS[ARGS].reads[0]
+PLAIN = FRAMEWORKS[ARGS].trainers[0]
+# how each configuration format is told from its content (Framework.signs), in the order they are tried
+SIGNS: tuple[Signs, ...] = tuple(sorted((s for f in FRAMEWORKS.values() for s in f.signs), key=lambda s: s.rank))
+# the bundled trainer (its own loop, Framework.loop "bundled"): what a reading falls back to where a framework's
+# adapter does not run a value its files set
+(BUNDLED,) = (f.name for f in FRAMEWORKS.values() if f.loop == "bundled")
+
+
+def cli(name: str) -> tuple[str, Tool] | None:
+    """(framework, tool) for the CLI a launch line names (`swift`, `lmf`), else None (a launcher, or no framework's)."""
+    return CLIS.get(name)
+
+
+def entry(target: str) -> tuple[str, Tool, str] | None:
+    """(framework, tool, subcommand) for a script another launcher runs in a framework CLI's place (Tool.script)."""
+    for f in FRAMEWORKS.values():
+        for t in f.tools:
+            sub = t.entry(target)
+            if sub is not None:
+                return f.name, t, sub
+    return None
+
+
+def by_trainer(trainer: str) -> str:
+    """The framework a run of script-flags trainer `trainer` is (Framework.trainers: hf's plain Trainer, TRL's)."""
+    return next(f.name for f in FRAMEWORKS.values() if trainer in f.trainers)
+
+
+def reader(name: str, part: str = "reader"):
+    """Framework `name`'s reader module (its folder's reader.py, or `part`), imported on first use."""
+    return import_module(f"planner.frameworks.{name}.{part}")
+
+
+def calls_reader():
+    """The module that reads a Python script's calls of a library built on a framework (Framework.calls), or None."""
+    return next((reader(f.name, f.calls) for f in FRAMEWORKS.values() if f.calls), None)
 
 
 @lru_cache(maxsize=64)
@@ -105,15 +152,29 @@ def frameworks_json() -> dict:
 
 
 __all__ = [
+    "ARGS",
+    "ARGS_FORMAT",
+    "BUNDLED",
+    "CLIS",
     "FRAMEWORKS",
+    "MODULES",
     "NAMES",
+    "PLAIN",
+    "SIGNS",
     "TABLE_KNOBS",
     "Default",
     "Framework",
     "Release",
+    "Signs",
+    "Tool",
     "Where",
     "adapter",
+    "by_trainer",
+    "calls_reader",
     "check_plan",
+    "cli",
+    "entry",
     "frameworks_json",
+    "reader",
     "split_name",
 ]

@@ -9,6 +9,7 @@ from functools import cached_property
 
 from planner.errors import BadInput
 from planner.frameworks.rl import RoleEngine
+from planner.frameworks.tool import Signs, Tool
 
 # knobs no framework decides: the routing imbalance the plan assumes and the allocator's environment variable, and the
 # framework's own name and release
@@ -250,13 +251,27 @@ class Framework:
     # its folder has a writer (planner/frameworks/<name>/writer.py: files(plan, model, hw, seq_len) and command(plan,
     # hw)), which planner.export.launch dispatches a plan of this framework to; False: HF's material
     writes: bool = False
-    # the configuration formats its folder's reader reads (planner.intake.configs.kind's names): planner.intake
+    # how a configuration file in one of its formats is told from its content (planner.intake.configs.kind)
+    signs: tuple[Signs, ...] = ()
+    # the configuration formats its folder's reader reads (its signs' formats): planner.intake
     # dispatches such a file to planner/frameworks/<name>/reader.py read_file(c, data, path, *, flags, words, trainer,
     # vars) (flags: the command line's; words: its positional words after the file)
     reads: tuple[str, ...] = ()
     # the python modules (`python -m M`) whose runs its folder's reader reads whole: planner.intake dispatches them to
     # planner/frameworks/<name>/reader.py read_launched(c, run) (an RL trainer that places its own roles)
     launched: tuple[str, ...] = ()
+    # the command lines it owns (planner.frameworks.tool.Tool): its CLI's names and subcommands, the entry scripts and
+    # modules a launcher runs in their place, the launcher it wraps and the reader a run of it goes to
+    tools: tuple[Tool, ...] = ()
+    # the script-flags trainers (the names its folder's reader.trainer_of gives a run: a transformers Trainer's or one
+    # of TRL's) whose runs are this framework's; the first of the framework with `script_flags` is the plain Trainer's
+    trainers: tuple[str, ...] = ()
+    # its folder's reader reads a training script's own flags (TrainingArguments names: reader.trainer_of, read and
+    # read_forks), where no CLI or config file claims the run (planner.intake.training, .pyscript); one framework
+    script_flags: bool = False
+    # the module of its folder that reads a Python script's calls of a library built on it (planner.intake.pyscript:
+    # Seen, is_unsloth, take, flags, release, read), "" for none
+    calls: str = ""
     # the package whose pinned version beside a run decides its release (planner.intake.releases), "" for none; and
     # its older names, pinned the same way (LLaMA-Factory's llmtuner)
     package: str = ""

@@ -22,9 +22,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from planner.frameworks import NAMES
+from planner.frameworks import BUNDLED, NAMES
 
-FRAMEWORKS = tuple(n for n in NAMES if n != "memplan")  # what a reading can be: hf, trl, accelerate, deepspeed, ...
+FRAMEWORKS = tuple(n for n in NAMES if n != BUNDLED)  # what a reading can be: every framework but the bundled trainer
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,16 @@
-"""A configuration file's format, told from its content (the keys only one framework writes), and the reader each
-format goes to: LLaMA-Factory, axolotl and ms-swift YAML / JSON, DeepSpeed JSON, accelerate configs, and transformers /
-TRL argument files, torchtune recipe configs. A model's own config.json and LLaMA-Factory's experimental v1 schema are
-refused by name.
+"""A configuration file's format, told from its content by the signs each framework's folder declares (Framework.signs:
+the keys only it writes), and the reader each format goes to (Framework.reads): LLaMA-Factory, axolotl and ms-swift
+YAML / JSON, DeepSpeed JSON, accelerate configs, transformers / TRL argument files, torchtune recipe configs. A model's
+own config.json, and a format a folder knows and does not read (Signs.refused), are refused in one line.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.frameworks import FRAMEWORKS
-from planner.frameworks.hf import reader as hfargs
+from planner.frameworks import ARGS, ARGS_FORMAT, FRAMEWORKS, PLAIN, SIGNS, by_trainer
+from planner.frameworks import reader as framework_reader
 from planner.intake.collect import Collector, accepted, parse_yaml
 from planner.intake.flags import Flag, from_mapping
 from planner.intake.limits import OverLimit, load_json, read_config_text
@@ -20,8 +19,9 @@ ACCEPTED = (
     "accepted: a launch script (.sh), a Python training script (.py), a LLaMA-Factory, axolotl, ms-swift, "
     "accelerate, torchtune or TRL / transformers YAML or JSON, or a DeepSpeed JSON"
 )
-LF_KEYS = {"stage", "finetuning_type", "cutoff_len", "lora_target", "template", "dataset_dir", "pure_bf16"}
-SWIFT_KEYS = {"tuner_type", "train_type", "rlhf_type", "target_modules", "torch_dtype", "attn_impl", "freeze_vit"}
+# a model's own config.json: told after the signs of rank below this (torchtune's, DeepSpeed's, accelerate's), before
+# the trainers' (whose argument names a model's config may share)
+MODEL, MODEL_RANK = "model", 35
 
 
 def text_of(path: Path) -> str:
@@ -49,49 +49,46 @@ def load(path: Path, text: str | None = None) -> object:
 
 
 def kind(data: object) -> str | None:
-    """Which format a mapping is, or None."""
+    """Which format a mapping is (the first of the frameworks' signs, by rank, it shows; MODEL for a model's own
+    config.json), or None."""
     if not isinstance(data, dict):
         return None
     k = set(map(str, data))
-    if any(isinstance(v, dict) and "_component_" in v for v in data.values()):  # torchtune's config.instantiate
-        return "torchtune"
-    if "zero_optimization" in k or k & {
-        "train_micro_batch_size_per_gpu",
-        "train_batch_size",
-        "zero_allow_untested_optimizer",
-    }:
-        return "deepspeed"
-    if k & {"distributed_type", "compute_environment"}:
-        return "accelerate"
-    if "architectures" in k or ("model_type" in k and k & {"hidden_size", "text_config", "vision_config"}):
-        return "model"
-    if "base_model" in k:
-        return "axolotl"
-    if "dist_config" in k or {"model", "micro_batch_size"} <= k:
-        return "lf-v1"
-    if k & LF_KEYS and "model" not in k:
-        return "llamafactory"
-    if "model" in k and (k & SWIFT_KEYS or "ENV" in k):
-        return "swift"
-    if k & accepted("hf") or {"fsdp", "fsdp_config"} <= k:
-        return "hf"
+    for _, fmt, test, listed in ORDER:
+        if (listed and k & accepted(fmt)) or test(k, data):
+            return fmt
     return None
 
 
-def framework(fmt: str, trainer: str = "hf") -> str:
-    return ("trl" if trainer != "hf" else "hf") if fmt == "hf" else fmt
+def _model(k: set[str], data: dict) -> bool:
+    return "architectures" in k or ("model_type" in k and bool(k & {"hidden_size", "text_config", "vision_config"}))
+
+
+ORDER = sorted(
+    [*((s.rank, s.format, s.test, s.listed) for s in SIGNS), (MODEL_RANK, MODEL, _model, False)], key=lambda t: t[0]
+)
+REFUSED = {s.format: s.refused for s in SIGNS if s.refused}
+
+
+def framework(fmt: str, trainer: str = PLAIN) -> str:
+    """The framework a file of format `fmt` is: the format's own, or for the script-flags format (TrainingArguments
+    names) the framework of the trainer the file names (Framework.trainers: transformers' plain Trainer, TRL's)."""
+    return by_trainer(trainer) if fmt == ARGS_FORMAT else fmt
+
+
+def trainer_in(data: dict, fmt: str, hint: str) -> str:
+    """The script-flags trainer a file of format `fmt` names (trainer_of), the plain Trainer for any other format."""
+    return trainer_of(data, hint) if fmt == ARGS_FORMAT else PLAIN
 
 
 def refuse(fmt: str | None, path: Path) -> None:
     """BadInput for a file that is no training configuration memplan reads."""
-    if fmt == "model":
+    if fmt == MODEL:
         raise BadInput(
             f"--config {path}: a model's config.json, not a training configuration: pass it as --model {path}", "config"
         )
-    if fmt == "lf-v1":
-        raise BadInput(
-            f"--config {path}: LLaMA-Factory's experimental v1 schema (USE_V1=1) is not read; {ACCEPTED}", "config"
-        )
+    if fmt in REFUSED:
+        raise BadInput(f"--config {path}: {REFUSED[fmt]}; {ACCEPTED}", "config")
     if fmt is None:
         raise BadInput(f"--config {path}: not a training configuration memplan knows ({ACCEPTED})", "config")
 
@@ -105,7 +102,7 @@ def read(
     flags: dict[str, Flag] | None = None,
     words: list | None = None,
     script: Path | None = None,
-    trainer: str = "hf",
+    trainer: str = PLAIN,
     vars=None,
 ) -> None:
     """A mapping of format `fmt` into the reading, by the reader of the framework whose folder reads that format
@@ -119,9 +116,8 @@ def read(
 
 def reader(fmt: str):
     """The reader module of the framework that reads format `fmt` (its folder's reader.py), imported on first use."""
-    name = next(f.name for f in FRAMEWORKS.values() if fmt in f.reads)
-    return import_module(f"planner.frameworks.{name}.reader")
+    return framework_reader(next(f.name for f in FRAMEWORKS.values() if fmt in f.reads))
 
 
 def trainer_of(data: dict, hint: str) -> str:
-    return hfargs.trainer_of(from_mapping(data, Path("x")), hint)
+    return framework_reader(ARGS).trainer_of(from_mapping(data, Path("x")), hint)

@@ -89,7 +89,7 @@ def _read_file(path: Path) -> Collector:
 def _config(path: Path, data: object) -> Collector:
     fmt = configs.kind(data)
     configs.refuse(fmt, path)
-    trainer = configs.trainer_of(data, path.name) if fmt == "hf" else "hf"
+    trainer = configs.trainer_in(data, fmt, path.name)
     c = Collector(configs.framework(fmt, trainer))
     c.fact("framework", c.framework, f"{path.name}: {c.framework}'s keys", "config")
     configs.read(c, fmt, data, path.resolve(), trainer=trainer)

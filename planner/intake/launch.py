@@ -1,6 +1,6 @@
-"""Launch scripts and command lines: which command of a script trains (torchrun, `python -m torch.distributed.run`,
-deepspeed, accelerate launch, python X.py, llamafactory-cli train, swift sft|rlhf, trl, axolotl, torchtune's `tune run`
-(refused by name: no reader); behind sudo, srun,
+"""Launch scripts and command lines: which command of a script trains (the launchers torchrun, `python -m
+torch.distributed.run`, deepspeed, accelerate launch, python X.py; a framework's CLI and the subcommands that train, as
+its folder declares them: Framework.tools, e.g. `llamafactory-cli train`, `swift sft`, `tune run`; behind sudo, srun,
 docker or ssh wrappers, and in scripts it runs with bash), how many processes a node and how many nodes its launcher
 starts, and the framework reader its script and flags go to.
 """
@@ -11,26 +11,15 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from planner.frameworks import FRAMEWORKS
+from planner.frameworks import ARGS, CLIS, FRAMEWORKS, MODULES, cli
 from planner.intake import limits
 from planner.intake.collect import accepted, show
 from planner.intake.flags import Flag, is_flag, norm
 from planner.intake.shell import Command, Script, Word, read_script, read_text
 from planner.intake.shellvars import find_file
 
-TOOLS = {
-    "torchrun",
-    "deepspeed",
-    "accelerate",
-    "swift",
-    "llamafactory-cli",
-    "lmf",
-    "trl",
-    "axolotl",
-    "tune",
-    "bash",
-    "sh",
-}
+# the launchers and shells, and the frameworks' CLIs (Framework.tools)
+TOOLS = {"torchrun", "deepspeed", "accelerate", "bash", "sh", *CLIS}
 BOOL_OPTS = {
     "standalone",
     "no_python",
@@ -73,13 +62,6 @@ ALIASES = {
     "torchrun": {"m": "module", "r": "redirects", "t": "tee"},
     "accelerate": {"m": "module", "q": "quiet", "t": "tee"},
 }
-TRAINING_SUBS = {
-    "swift": {"sft", "pt", "rlhf"},
-    "llamafactory-cli": {"train"},
-    "lmf": {"train"},
-    "trl": {"sft", "dpo", "grpo", "kto", "rloo", "reward", "online_dpo", "xpo", "nash_md"},
-    "axolotl": {"train"},
-}
 TORCHRUN_MODULES = {"torch.distributed.run", "torch.distributed.launch"}
 # RL runs whose readers are their own: verl's and OpenRLHF's Ray-launched PPO (their own GPU counts), OpenRLHF's DPO
 # the python modules whose runs a framework's reader reads whole (Framework.launched: verl's and OpenRLHF's RL trainers)
@@ -91,7 +73,7 @@ TRAINING_NAME = re.compile(r"train|sft|dpo|grpo|ppo|orpo|kto|finetun|fine_tun|lo
 
 @dataclass
 class Run:
-    tool: str  # torchrun, deepspeed, accelerate, python, swift, llamafactory-cli, trl, axolotl
+    tool: str  # torchrun, deepspeed, accelerate, python, or a framework's CLI (Framework.tools)
     opts: dict[str, Flag]  # the launcher's own options
     target: str  # the script, module or subcommand it runs
     args: list[Word]  # the words after it
@@ -161,14 +143,14 @@ def _launched(cmd: Command, start: int, depth: int) -> list[Run]:
     tool, rest = _tool(words[start].text), words[start + 1 :]
     if tool in ("bash", "sh"):
         return _shell(rest, cmd, depth)
-    if tool in TRAINING_SUBS:
-        if not rest or rest[0].text not in TRAINING_SUBS[tool]:
+    owned = cli(tool)
+    if owned is not None:  # a framework's CLI: its subcommand, then (Tool.options) a launcher's options and the target
+        t = owned[1]
+        if not rest or rest[0].text not in t.trains:
             return []
-        return [Run(tool, {}, rest[0].text, rest[1:], cmd)]
-    if tool == "tune":  # torchtune: `tune run [torchrun options] RECIPE --config CFG key=value ...` (its reader: none)
-        if not rest or rest[0].text != "run":
-            return []
-        opts, rest = _options(rest[1:], cmd.path, "torchrun")
+        if not t.options:
+            return [Run(tool, {}, rest[0].text, rest[1:], cmd)]
+        opts, rest = _options(rest[1:], cmd.path, t.options)
         return [Run(tool, opts, rest[0].text, rest[1:], cmd)] if rest else []
     if tool == "accelerate":
         if not rest or rest[0].text != "launch":
@@ -185,7 +167,7 @@ def _launched(cmd: Command, start: int, depth: int) -> list[Run]:
                 ),
                 depth,
             )
-        known = name.startswith(("axolotl.cli.train", "llamafactory", "trl", "swift", *RL_MODULES))
+        known = name.startswith((*MODULES, *RL_MODULES))
         return [Run(tool, opts, name, rest, cmd)] if known or _trains(name, rest) else []
     if not rest or "c" in opts or (tool == "python" and not _trains(rest[0].text, rest[1:])):
         return []
@@ -196,7 +178,7 @@ def _trains(script: str, args: list[Word]) -> bool:
     """A python command that trains: its script's name says so, or it takes a trainer's arguments."""
     if TRAINING_NAME.search(Path(script).name.lower()):
         return True
-    return any(is_flag(w.text) and norm(w.text.split("=")[0]) in accepted("hf") for w in args)
+    return any(is_flag(w.text) and norm(w.text.split("=")[0]) in accepted(ARGS) for w in args)
 
 
 def _nested(text: str, cmd: Command, depth: int) -> list[Run]:

@@ -1,7 +1,9 @@
 """A Python training script read from its syntax tree, never run or imported: the literal keyword arguments of its
 TrainingArguments / SFTConfig / DPOConfig / GRPOConfig, LoraConfig and BitsAndBytesConfig calls, the model its
 `*.from_pretrained("...")` loads (with torch_dtype and attn_implementation), names bound to literals earlier in the
-file, and `torch.bfloat16`-style dtypes. They become transformers / TRL argument names for hfargs.
+file, and `torch.bfloat16`-style dtypes. They become transformers / TRL argument names for the script-flags reader
+(Framework.script_flags); a library's own calls over them (unsloth's) go to the module a framework declares for them
+(Framework.calls).
 """
 
 from __future__ import annotations
@@ -11,15 +13,14 @@ import operator
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.frameworks.hf import reader as hfargs
-from planner.frameworks.trl import reader_unsloth as unsloth
+from planner.frameworks import ARGS, PLAIN, by_trainer, calls_reader, reader
 from planner.intake import limits, tasks
 from planner.intake.collect import UNKNOWN, Collector, show
 from planner.intake.flags import Flag
 
 CONFIGS = {
-    "TrainingArguments": "hf",
-    "Seq2SeqTrainingArguments": "hf",
+    "TrainingArguments": PLAIN,
+    "Seq2SeqTrainingArguments": PLAIN,
     "SFTConfig": "sft",
     "DPOConfig": "dpo",
     "GRPOConfig": "grpo",
@@ -56,9 +57,10 @@ def read(path: Path, text: str) -> Collector:
             f"--config {path}: not Python that parses ({e.__class__.__name__} at line {getattr(e, 'lineno', '?')})",
             "config",
         ) from None
+    hfargs, unsloth = reader(ARGS), calls_reader()  # the script-flags reader; a library's calls over it
     names = _literals(tree)
     flags: dict[str, Flag] = {}
-    trainer, why = "hf", ""
+    trainer, why = PLAIN, ""
     notes = []
     seen, moved = unsloth.Seen(), {}
     dead = _dead(tree)
@@ -73,7 +75,7 @@ def read(path: Path, text: str) -> Collector:
                 kw["model_name"] = _model(call, names, path)["model_name_or_path"]
             unsloth.take(seen, owner, name, kw, f"{path.name}:{call.lineno}")
         elif name in CONFIGS:
-            if CONFIGS[name] != "hf" or trainer == "hf":
+            if CONFIGS[name] != PLAIN or trainer == PLAIN:
                 trainer, why = CONFIGS[name], f"{path.name}:{call.lineno} {name}(...)"
             flags |= _kwargs(call, names, path, name)
         elif name == "RewardConfig":  # TRL's RewardTrainer: a seq-cls score head (planner.intake.tasks)
@@ -103,12 +105,12 @@ def read(path: Path, text: str) -> Collector:
                 "launch script that runs it)"
             )
     if seen.where:  # unsloth runs TRL's trainers (its scripts use SFTTrainer; a bare Trainer is read as SFT's)
-        trainer, why = (trainer if trainer != "hf" else "sft"), why or seen.where
+        trainer, why = (trainer if trainer != PLAIN else "sft"), why or seen.where
         flags = unsloth.flags(seen) | {
             k: v for k, v in flags.items() if k != "model" or "model_name_or_path" not in seen.flags
         }
         flags |= moved
-    c = Collector("trl" if trainer != "hf" else "hf")
+    c = Collector(by_trainer(trainer))
     c.fact("framework", c.framework, why or f"{path.name}: a transformers Trainer script", "script")
     c.add_file(path.resolve())
     if seen.where:

@@ -19,8 +19,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from planner.frameworks import FRAMEWORKS, split_name
-from planner.frameworks.hf import HF_KEYS
+from planner.frameworks import ARGS, FRAMEWORKS, by_trainer, split_name
 from planner.intake import limits
 from planner.intake.collect import (
     GIVEN_FIELDS,
@@ -295,7 +294,7 @@ def release_defaults(c: Collector, trainer: str) -> None:
     checkpointing, optimizer, micro-batch, accumulation; a GRPO release's beta and max_completion_length; and the
     line that says a GRPO batch counts prompts (trl 0.14 and the Qwen2VLGRPOTrainer forks)."""
     release, why, _ = c.facts.get("release", ("", "", ""))
-    name = "hf" if trainer == "hf" else "trl"
+    name = by_trainer(trainer)
     if not release or c.framework != name:
         return
     r = FRAMEWORKS[name].release(release)
@@ -309,7 +308,7 @@ def release_defaults(c: Collector, trainer: str) -> None:
     grpo = r.grpo if trainer == "grpo" else {}
     for field, d in {**r.defaults, **grpo}.items():
         if field in ("checkpointing", "optimizer", "micro_batch", "grad_accum"):
-            c.fill(field, d.value, source(d), HF_KEYS.get(field, field))
+            c.fill(field, d.value, source(d), FRAMEWORKS[ARGS].keys.get(field, field))
     if "precision" in r.defaults:  # the trainer's mixed precision where the files set none
         c.fact("amp", r.defaults["precision"].value, source(r.defaults["precision"]), "bf16", weak=True)
     if trainer != "grpo":

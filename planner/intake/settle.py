@@ -9,7 +9,7 @@ checkpointing, which wraps the layers whatever the trainer's flag says; the fram
 from __future__ import annotations
 
 from planner.config.knobfields import KnobFields
-from planner.frameworks import FRAMEWORKS, adapter
+from planner.frameworks import BUNDLED, FRAMEWORKS, adapter
 from planner.intake import models
 from planner.intake.collect import Collector, assumption
 from planner.model.catalog import checkpoints
@@ -55,7 +55,7 @@ def _framework(c: Collector) -> None:
         c.set("framework", named, f"{source}; {why}" if why else source, key)
         return
     c.note(f"{refused[1]} (memplan's {c.framework} adapter; planned as the bundled trainer runs it)")
-    c.set("framework", "memplan", assumption(f"{source}; {refused[0]} is a value its adapter does not run"), key)
+    c.set("framework", BUNDLED, assumption(f"{source}; {refused[0]} is a value its adapter does not run"), key)
 
 
 def _unplannable(c: Collector) -> None:

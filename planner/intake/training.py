@@ -1,25 +1,21 @@
 """One training command into a reading: the processes a node and the nodes its launcher starts (torchrun, deepspeed,
 accelerate launch and its config, a bare python), then its script's flags or config file through the framework's
-reader (swift, LLaMA-Factory, axolotl, TRL, or transformers' TrainingArguments names).
+reader. A framework's CLI goes where its folder declares (Framework.tools: the launcher it wraps, the reader of its
+runs), a config file to the reader of its format (Framework.reads), a script's own flags to the script-flags reader
+(Framework.script_flags, TrainingArguments names); no framework is named here.
 """
 
 from __future__ import annotations
 
 import re
-from importlib import import_module
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.frameworks import FRAMEWORKS
-from planner.frameworks.hf import reader as hfargs
-from planner.frameworks.llamafactory import reader as llamafactory
-from planner.frameworks.swift import reader as swift
-from planner.frameworks.trl import reader_vlmr1 as vlmr1
+from planner.frameworks import ARGS, FRAMEWORKS, PLAIN, Tool, by_trainer, cli, entry, reader
 from planner.intake import configs, launch, releases, scriptargs, world
 from planner.intake.collect import (
     Collector,
     known,
-    section,
     show,
 )
 from planner.intake.flags import Flag, from_mapping
@@ -27,7 +23,6 @@ from planner.intake.flags import parse as parse_flags
 from planner.intake.shell import read_script
 from planner.intake.shellvars import find_file
 
-TRL_TRAINERS = {"sft": "sft", "dpo": "dpo", "grpo": "grpo"}
 ACCELERATE_OPTS = (
     "accelerate_config",
     "config_file",
@@ -43,6 +38,8 @@ ACCELERATE_OPTS = (
     "offload_param_device",
     "deepspeed_config_file",
 )
+# the options of a launcher a framework's CLI runs that its command line takes among its own (Tool.launcher_options)
+LAUNCHER_OPTIONS = {"accelerate": ACCELERATE_OPTS}
 LAUNCHERS = (
     "torchrun, python -m torch.distributed.run, deepspeed, accelerate launch, python X.py, llamafactory-cli "
     "train, swift sft / rlhf, trl, axolotl train"
@@ -75,43 +72,41 @@ def read_script_file(path: Path, text: str) -> Collector:
 
 
 def read_run(run: launch.Run) -> Collector:
-    if run.tool == "tune":  # torchtune's recipe and its YAML (planner.frameworks.torchtune.reader)
-        from planner.frameworks.torchtune import reader as torchtune
-
-        c = torchtune.read_run(run)
+    name, tool = cli(run.tool) or ("", None)  # the framework whose CLI launched it (Framework.tools), if one did
+    if tool is not None and tool.reads == "run":  # its reader reads the whole command (a recipe runner)
+        c = reader(name).read_run(run)
         read_allocator(c, run.command.env, run.where)
         return c
     if run.target in launch.RL_MODULES:
         return rl_run(run)
     flags, lead = parse_flags(run.args, run.command.path)
-    if run.tool == "trl":  # the TRL CLI hands these to `accelerate launch` (trl/cli/accelerate_config.py:19-47)
-        run.opts |= {k: flags.pop(k) for k in ACCELERATE_OPTS if k in flags}
-    cfg_path = _config_arg(run, lead, flags)
+    if tool is not None and tool.launcher_options:  # the CLI hands these to the launcher it runs (Tool.wraps)
+        run.opts |= {k: flags.pop(k) for k in LAUNCHER_OPTIONS[tool.wraps] if k in flags}
+    cfg_path = _config_arg(run, tool, lead, flags)
     data = configs.load(cfg_path) if cfg_path else None
     fmt = configs.kind(data) if data is not None else None
-    if cfg_path is not None and fmt in (None, "model", "lf-v1"):
+    if cfg_path is not None:  # a file that is no training configuration memplan reads (configs.refuse)
         configs.refuse(fmt, cfg_path)
-    swift_sub = run.target if run.tool == "swift" else _swift_script(run.target)
-    trainer = "hf" if swift_sub else _trainer(run, flags, data)
-    if fmt is None and not swift_sub and (own := _entry(run, flags)) is not None:  # its own flags, no config file
-        fmt, data, cfg_path = own, {}, run.command.path
-    framework = (
-        "swift" if swift_sub else configs.framework(fmt, trainer) if fmt else ("trl" if trainer != "hf" else "hf")
-    )
+    # a CLI whose reader reads its flags and file (Tool.reads "cli"), by its name or its entry script under a launcher
+    own = (name, tool, run.target) if tool is not None and tool.reads == "cli" else entry(run.target)
+    trainer = PLAIN if own else _trainer(run, tool, flags, data)
+    if fmt is None and not own and (found := _entry(run, flags)) is not None:  # its own flags, no config file
+        fmt, data, cfg_path = found, {}, run.command.path
+    framework = own[0] if own else configs.framework(fmt, trainer) if fmt else by_trainer(trainer)
     c = Collector(framework)
     c.fact("framework", framework, f"{run.where} {run.tool} {show(run.target)}", run.tool)
     read_allocator(c, run.command.env, run.where)
-    if run.tool in ("llamafactory-cli", "lmf"):
-        llamafactory.read_launcher(c, run.command.env, run.where)
-    elif run.tool != "swift":
+    if tool is None or tool.wraps:
         world.read(c, run)
+    elif tool.reads != "cli":  # the CLI starts its own processes: its reader reads how many
+        reader(name).read_launcher(c, run.command.env, run.where)
     for w in lead:
         if not known(w.text):
             c.note(
                 f"{run.command.path.name}:{w.line} {show(w.raw)} (arguments the script computes when it runs, an "
                 "array or a command's output, are not read)"
             )
-    _framework(c, run, flags, lead, swift_sub, trainer, fmt, data, cfg_path)
+    _framework(c, run, tool, flags, lead, own, trainer, fmt, data, cfg_path)
     return c
 
 
@@ -123,7 +118,7 @@ def rl_run(run: launch.Run) -> Collector:
     c = Collector(name)
     c.fact("framework", name, f"{run.where} {run.tool} -m {run.target}", run.tool)
     read_allocator(c, run.command.env, run.where)
-    import_module(f"planner.frameworks.{name}.reader").read_launched(c, run)
+    reader(name).read_launched(c, run)
     return c
 
 
@@ -141,48 +136,30 @@ def read_allocator(c: Collector, env: dict[str, str], where: str) -> None:
 def _framework(
     c: Collector,
     run: launch.Run,
+    tool: Tool | None,
     flags: dict[str, Flag],
     lead: list,
-    swift_sub: str | None,
+    own: tuple | None,
     trainer: str,
     fmt: str | None,
     data: dict | None,
     cfg_path: Path | None,
 ) -> None:
-    env, near, vars = run.command.env, run.command.path, run.command.vars
-    if swift_sub:
-        releases.by_flags(c, "swift", run, swift.release_hint(flags))
-        mapping = from_mapping(data, cfg_path) if data else {}
-        env = env | {str(k): str(v) for k, v in section(data, "ENV").items() if k not in env}
-        swift.read(c, mapping | flags, env, swift_sub, run.where, near, vars, launcher=run.tool == "swift")
-    elif fmt is not None:
+    near, vars = run.command.path, run.command.vars
+    if own:  # the CLI's reader: (framework, tool, subcommand); its own CLI launched it, or a launcher ran its script
+        reader(own[0]).read_cli(c, run, own[2], flags, data, cfg_path, launcher=run.tool in own[1].names)
+        return
+    if fmt is not None:
         keys = (from_mapping(data, cfg_path) if data else {}) | flags
         releases.for_entry(c, c.framework, keys, releases.folders(run), (run.tool, run.target))
         configs.read(c, fmt, data, cfg_path, flags=flags, words=lead[1:], script=near, trainer=trainer, vars=vars)
     else:
         flags = scriptargs.with_defaults(c, releases.script_of(run), flags)
         releases.for_run(c, run, trainer, flags)
-        hfargs.read(
-            c, flags, near, trainer, strict=run.tool == "trl", vars=vars, why=f"{run.where} {run.tool} {run.target}"
-        )
-    if vlmr1.is_vlm_r1(trainer, f"{vars.cwd or ''}/{run.target}"):
-        vlmr1.read(c, flags, run.where, run.target)
-    elif trainer == "grpo" and c.facts.get("release", ("",))[0] == "r1-v":
-        for key in sorted({"max_pixels", "min_pixels"} & set(flags)):
-            c.note(
-                f"{flags[key].source} (R1-V's trainer sizes each image within it and cuts the prompt, image tokens "
-                "included, at max_prompt_length: Deep-Agent/R1-V bbbbe3d src/r1-v/src/open_r1/trainer/"
-                "grpo_trainer.py:236-237, 377-379; the tower's patches are not planned yet)"
-            )
-    elif (
-        fmt is None
-        and not swift_sub
-        and (caps := [flags[k].source for k in ("max_pixels", "min_pixels") if k in flags])
-    ):
-        c.note(
-            f"{'; '.join(caps)} (the script's own pixel caps on its processor: memplan reads them for VLM-R1's scripts "
-            "only, so no image is planned from them: give --max-pixels with --images)"
-        )
+        strict = tool is not None and tool.strict
+        why = f"{run.where} {run.tool} {run.target}"
+        reader(ARGS).read(c, flags, near, trainer, strict=strict, vars=vars, why=why)
+    reader(ARGS).read_forks(c, run, flags, trainer, flags_only=fmt is None)
 
 
 def _entry(run: launch.Run, flags: dict[str, Flag]) -> str | None:
@@ -195,9 +172,11 @@ def _entry(run: launch.Run, flags: dict[str, Flag]) -> str | None:
     return None
 
 
-def _config_arg(run: launch.Run, lead: list, flags: dict[str, Flag]) -> Path | None:
-    """The config file a command runs with: its first argument (`train.py x.yaml`), or `--config x.yaml`."""
-    ref = flags.pop("config").value if "config" in flags and run.tool == "trl" else (lead[0].text if lead else None)
+def _config_arg(run: launch.Run, tool: Tool | None, lead: list, flags: dict[str, Flag]) -> Path | None:
+    """The config file a command runs with: its first argument (`train.py x.yaml`), or the flag its CLI names it with
+    (Tool.config_flag: `--config x.yaml`)."""
+    key = tool.config_flag if tool is not None else ""
+    ref = flags.pop(key).value if key and key in flags else (lead[0].text if lead else None)
     if not ref or not known(ref) or not re.search(r"\.(ya?ml|json)$", str(ref)):
         return None
     found = find_file(str(ref), run.command.vars, run.command.path)
@@ -210,13 +189,8 @@ def _config_arg(run: launch.Run, lead: list, flags: dict[str, Flag]) -> Path | N
     return found
 
 
-def _swift_script(target: str) -> str | None:
-    m = re.search(r"swift/cli/(sft|pt|rlhf)\.py$", target)
-    return m.group(1) if m else None
-
-
-def _trainer(run: launch.Run, flags: dict[str, Flag], data: dict | None) -> str:
-    if run.tool == "trl":
-        return TRL_TRAINERS.get(run.target, "sft")
+def _trainer(run: launch.Run, tool: Tool | None, flags: dict[str, Flag], data: dict | None) -> str:
+    if tool is not None and tool.trainers:  # the CLI's subcommand names it (`trl grpo`)
+        return tool.trainer(run.target)
     hint = f"{run.target} {run.tool}"
-    return configs.trainer_of(data, hint) if data is not None else hfargs.trainer_of(flags, hint)
+    return configs.trainer_of(data, hint) if data is not None else reader(ARGS).trainer_of(flags, hint)

@@ -1,13 +1,14 @@
 """The processes a node and the nodes a training command's launcher starts: torchrun (its options, or the PET_*
 variables its argparse reads), deepspeed (a hostfile, --include, --num_gpus, --num_nodes, and the CUDA_VISIBLE_DEVICES
-it ignores beside them), accelerate launch and its config, a bare python; and `srun`, which starts the launcher on each
-node of its allocation. Where two of them disagree the reading says which one it used, in one line.
+it ignores beside them), accelerate launch and its config (also under a framework's CLI that runs it: Tool.wraps), a
+bare python; and `srun`, which starts the launcher on each node of its allocation. Where two of them disagree the reading says which one it used, in one line.
 """
 
 from __future__ import annotations
 
 import re
 
+from planner.frameworks import cli
 from planner.frameworks.accelerate import reader as accelerate
 from planner.intake import launch, slurm
 from planner.intake.collect import (
@@ -34,7 +35,7 @@ def read(c: Collector, run: launch.Run) -> None:
         _torchrun(c, run, visible)
     elif run.tool == "deepspeed":
         _deepspeed(c, run, visible)
-    elif run.tool in ("accelerate", "trl", "axolotl"):  # the TRL and axolotl CLIs run `accelerate launch`
+    elif _launcher(run.tool) == "accelerate":
         _accelerate(c, run)
     elif run.tool == "python":
         c.set("gpus_per_node", 1, f"{where} {run.tool} {show(run.target)} (one process)", run.tool)
@@ -46,6 +47,12 @@ def read(c: Collector, run: launch.Run) -> None:
     srun(c, run)
     if o.get("nnodes") is None and run.tool == "torchrun" and "PET_NNODES" in env:
         _nodes(c, Flag("nnodes", env["PET_NNODES"], f"{where} PET_NNODES={show(env['PET_NNODES'])}", "PET_NNODES"))
+
+
+def _launcher(tool: str) -> str:
+    """The launcher a command's tool is, or the one a framework's CLI runs (Tool.wraps: `trl`, `axolotl`)."""
+    owned = cli(tool)
+    return owned[1].wraps if owned is not None else tool
 
 
 def _torchrun(c: Collector, run: launch.Run, visible: int | None) -> None:

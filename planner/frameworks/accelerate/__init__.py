@@ -3,11 +3,13 @@ sharded by the config's DeepSpeed or FSDP section."""
 
 from planner.frameworks.base import Framework
 from planner.frameworks.hf import HF_EVERY, HF_KEYS, HF_SPLIT_RULES
+from planner.frameworks.tool import Signs
 from planner.frameworks.trl import TRL_DEFAULTS, TRL_RUNS
 
 FRAMEWORK = Framework(
     name="accelerate",
     reads=("accelerate",),
+    signs=(Signs("accelerate", lambda k, d: bool(k & {"distributed_type", "compute_environment"}), 30),),
     label="accelerate launch + HF/TRL script",
     supporting="launcher-yaml",
     version="accelerate 1.15.0",

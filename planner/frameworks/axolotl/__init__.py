@@ -4,6 +4,7 @@ wheel (axolotl/utils/schemas/...)."""
 
 from planner.frameworks.axolotl.keys import KEYS
 from planner.frameworks.base import Default, Framework, Rule, kind, workload_of
+from planner.frameworks.tool import Signs, Tool
 
 # utils/freeze.py:16-26: the first components of the parameter names freeze_mm_modules freezes
 MM_PREFIXES = (
@@ -38,6 +39,10 @@ def _partial_groups(k: dict, w) -> bool:
 FRAMEWORK = Framework(
     name="axolotl",
     reads=("axolotl",),
+    signs=(Signs("axolotl", lambda k, d: "base_model" in k, 40),),
+    tools=(
+        Tool("axolotl", trains=("train",), modules=("axolotl.cli.train",), wraps="accelerate"),
+    ),  # accelerate launch
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="axolotl",
     version="axolotl 0.19.0",

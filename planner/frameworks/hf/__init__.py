@@ -7,6 +7,7 @@ from 4.54 (training_args.py:1286-1291 at 4.54.0); 5.24 renamed gradient_checkpoi
 (training_args.py:302-315, the old name a deprecated alias), after the 5.23 this adapter writes."""
 
 from planner.frameworks.base import Default, Framework, Release, Rule, autotp_rule
+from planner.frameworks.tool import Signs
 
 TF = "transformers 5.23.0 training_args.py"
 HF_RUNS = {
@@ -145,9 +146,14 @@ HF_EVERY = (
     "save_weights",
 )
 
+
 FRAMEWORK = Framework(
     name="hf",
     reads=("hf",),  # TRL's configs too: the trainer the file names decides its defaults (reader.trainer_of)
+    # told last: any transformers / TRL argument name (Signs.listed: presets/keys_hf.txt), or an FSDP pair
+    signs=(Signs("hf", lambda k, d: {"fsdp", "fsdp_config"} <= k, 80, listed=True),),
+    script_flags=True,  # a training script's own TrainingArguments flags (reader.trainer_of, read, read_forks)
+    trainers=("hf",),  # reader.trainer_of's name for transformers' plain Trainer; TRL's trainers are trl's
     package="transformers",  # its pinned version decides the release (planner.intake.releases)
     label="Hugging Face Trainer",
     version="transformers 5.23.0",

@@ -14,6 +14,7 @@ from planner.frameworks.hf.keys import ARGS, BASE
 from planner.frameworks.hf.keys import KEYS as K
 from planner.frameworks.trl import reader_gkd as gkdargs
 from planner.frameworks.trl import reader_grpo as grpoargs
+from planner.frameworks.trl import reader_vlmr1 as vlmr1
 from planner.intake import loraargs, models, releases, tuners, vocab
 from planner.intake.collect import (
     HF,
@@ -300,6 +301,12 @@ def defaults(c: Collector, trainer: str) -> None:
         )
     opt = K["optimizer"]
     c.fill("optimizer", "adamw-fused", default(HF, opt.cite, f"{opt.key} {opt.default}"), opt.key)
+
+
+def read_forks(c: Collector, run, flags: dict[str, Flag], trainer: str, *, flags_only: bool) -> None:
+    """After a launched run's reading (planner.intake.training; `flags_only`: no config file), what the GRPO forks that
+    froze a TRL release run beyond it: planner.frameworks.trl.reader_vlmr1.read_run."""
+    vlmr1.read_run(c, run, flags, trainer, flags_only=flags_only)
 
 
 def read_file(

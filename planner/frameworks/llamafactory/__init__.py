@@ -23,6 +23,8 @@ Adding a release is one Release in RELEASES."""
 
 from planner.frameworks.base import NO_SPLITS, Default, Framework, Release, Rule, expert_targets, full_dpo_precomputed
 from planner.frameworks.llamafactory.keys import KEYS
+from planner.frameworks.llamafactory.signs import SIGNS
+from planner.frameworks.tool import Tool
 
 TAG = "LLaMA-Factory {} src/{}/hparams/"
 FOREACH = Default(
@@ -155,6 +157,9 @@ HP = "llamafactory 0.9.5 hparams"
 FRAMEWORK = Framework(
     name="llamafactory",
     reads=("llamafactory",),
+    signs=SIGNS,
+    # `llamafactory-cli train x.yaml` (`lmf` too): the processes of its torchrun read by reader.read_launcher
+    tools=(Tool("llamafactory-cli", trains=("train",), aliases=("lmf",), modules=("llamafactory",)),),
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     package="llamafactory",  # its pinned version decides the release (planner.intake.releases); llmtuner to 0.7.1
     package_aliases=("llmtuner",),

@@ -16,6 +16,7 @@ from planner.frameworks.base import (
     only_expert_targets,
 )
 from planner.frameworks.swift.keys import KEYS
+from planner.frameworks.tool import Signs, Tool
 
 # Where a row's image tokens go against --max_length (MEANINGS "swift_max_length_counts"): up to 3.3 the row is
 # checked (and cut or deleted) on its text, each image still one placeholder token, and the image's tokens are
@@ -72,9 +73,23 @@ RELEASES = (
     Release("4", (4, 0), "ms-swift v4.0.0 .. 4.6.0 (swift/arguments/base_args/base_args.py:72 tuner_type)"),
 )
 
+# keys of an ms-swift argument file that, beside `model` (or an ENV section), tell it from the other formats
+SIGN_KEYS = {"tuner_type", "train_type", "rlhf_type", "target_modules", "torch_dtype", "attn_impl", "freeze_vit"}
 FRAMEWORK = Framework(
     name="swift",
     reads=("swift",),
+    signs=(Signs("swift", lambda k, d: "model" in k and bool(k & SIGN_KEYS or "ENV" in k), 70),),
+    # `swift sft|pt|rlhf`, or its entry script under another launcher; its reader reads the flags and the file
+    # (reader.read_cli), and NPROC_PER_NODE where swift's own CLI starts the processes
+    tools=(
+        Tool(
+            "swift",
+            trains=("sft", "pt", "rlhf"),
+            script=r"swift/cli/(sft|pt|rlhf)\.py$",
+            modules=("swift",),
+            reads="cli",
+        ),
+    ),
     package="ms-swift",  # its pinned version decides the release (planner.intake.releases)
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="ms-swift",

@@ -18,7 +18,7 @@ from planner.frameworks.swift import reader_2 as swift2
 from planner.frameworks.swift import reader_rl as swiftrl
 from planner.frameworks.swift.keys import KEYS, S
 from planner.frameworks.swift.reader_rl import get, look
-from planner.intake import loraargs, models, tasks, tuners, vocab
+from planner.intake import loraargs, models, releases, tasks, tuners, vocab
 from planner.intake.collect import (
     PRESETS,
     SWIFT,
@@ -401,6 +401,20 @@ def release_hint(flags: dict[str, Flag]) -> tuple[str, str] | None:
     if old2 is not None and new not in flags:
         return "2", f"{old2.source} (an ms-swift 2.x name, v2.5.2 swift/llm/utils/argument.py:610-617)"
     return None
+
+
+def read_cli(
+    c: Collector, run, sub: str, flags: dict[str, Flag], data: dict | None, path: Path | None, *, launcher: bool
+):
+    """planner.intake's dispatch of a `swift sft|pt|rlhf` run, or of its entry script under another launcher (Tool.reads
+    "cli"; `run`: planner.intake.launch.Run): the release a pin or its flags' names say, then the config file it is
+    given (`data` from `path`) with its ENV section under the command's environment, and the flags over its keys;
+    `launcher`: swift's own CLI started the processes (NPROC_PER_NODE), not a launcher planner.intake read."""
+    releases.by_flags(c, "swift", run, release_hint(flags))
+    mapping = from_mapping(data, path) if data else {}
+    env = run.command.env
+    env = env | {str(k): str(v) for k, v in section(data, "ENV").items() if k not in env}
+    read(c, mapping | flags, env, sub, run.where, run.command.path, run.command.vars, launcher=launcher)
 
 
 def read_file(

@@ -6,6 +6,7 @@ in bfloat16": memplan's bf16-pure), fp16 is refused; FSDP2 `fully_shard` on the 
 Files cited are at the v0.6.1 tag of pytorch/torchtune (recipes/..., torchtune/...); the reader is reader.py."""
 
 from planner.frameworks.base import Default, Framework, Rule
+from planner.frameworks.tool import Signs, Tool
 
 R = "recipes/"
 # the recipes memplan plans, and the others torchtune ships (refused by name: planner.frameworks.torchtune.reader)
@@ -43,6 +44,10 @@ def _unsharded(k: dict, w) -> bool:
 FRAMEWORK = Framework(
     name="torchtune",
     reads=("torchtune",),
+    # a recipe config of `_component_` builders (torchtune/config/_instantiate.py): told before every other format
+    signs=(Signs("torchtune", lambda k, d: any(isinstance(v, dict) and "_component_" in v for v in d.values()), 10),),
+    # `tune run [torchrun options] RECIPE --config CFG` (torchtune/_cli/run.py:113-117): reader.read_run reads it whole
+    tools=(Tool("tune", trains=("run",), options="torchrun", reads="run"),),
     label="torchtune",
     version="torchtune 0.6.1",
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)

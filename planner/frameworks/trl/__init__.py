@@ -23,6 +23,7 @@ from dataclasses import replace
 
 from planner.frameworks.base import NO_SPLITS, Default, ForkSigns, Framework, Release
 from planner.frameworks.hf import HF_EVERY, HF_KEYS, HF_RUNS, HF_SPLIT_RULES
+from planner.frameworks.tool import Tool
 
 BASE = "trl 1.16.0 trl/trainer/base_config.py"
 TRL_RUNS = {**HF_RUNS, "batching": ("padded", "packed"), "workload": ("sft", "dpo", "grpo")}
@@ -251,6 +252,22 @@ FRAMEWORK = Framework(
     name="trl",
     package="trl",
     forks=ForkSigns(FORK_CLASSES, FORK_FLAGS, FORK_PATHS),
+    # `trl sft|dpo|grpo ...`: the CLI runs `accelerate launch` and takes its options among its own
+    # (trl/cli/accelerate_config.py:19-47); `--config x.yaml` is TrlParser's file; its parser refuses a name it lacks
+    tools=(
+        Tool(
+            "trl",
+            trains=("sft", "dpo", "grpo", "kto", "rloo", "reward", "online_dpo", "xpo", "nash_md"),
+            modules=("trl",),
+            wraps="accelerate",
+            launcher_options=True,
+            config_flag="config",
+            trainers=("sft", "dpo", "grpo"),
+            strict=True,
+        ),
+    ),
+    trainers=("sft", "dpo", "grpo", "gkd", "reward"),  # the script-flags reader's names of TRL's trainers
+    calls="reader_unsloth",  # unsloth's FastLanguageModel / FastVisionModel over TRL's trainers
     label="TRL (SFT, DPO, GRPO trainers)",
     version="trl 1.16.0",
     every=(*HF_EVERY, "device_map"),
@@ -279,4 +296,7 @@ TRL0 = replace(
     same_as="trl@0.22",
     package="",  # its release is trl's (--framework trl-0 is given, never read from a pin)
     forks=None,
+    tools=(),  # trl's CLI and trainers are trl's (its release read from the files), never trl-0's
+    trainers=(),
+    calls="",
 )

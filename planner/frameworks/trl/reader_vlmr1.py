@@ -40,6 +40,27 @@ def is_vlm_r1(trainer: str, path: str) -> bool:
     return trainer == "grpo" and any(m in path for m in VLM_R1)
 
 
+def read_run(c: Collector, run, flags: dict[str, Flag], trainer: str, *, flags_only: bool) -> None:
+    """A launched run's forks (planner.frameworks.hf.reader.read_forks; `run`: planner.intake.launch.Run): a VLM-R1
+    script's GRPO (read), R1-V's pixel caps, else a script's own pixel caps named as unplanned (`flags_only`: the
+    flags are the whole configuration, no config file)."""
+    vars = run.command.vars
+    if is_vlm_r1(trainer, f"{vars.cwd or ''}/{run.target}"):
+        read(c, flags, run.where, run.target)
+    elif trainer == "grpo" and c.facts.get("release", ("",))[0] == "r1-v":
+        for key in sorted({"max_pixels", "min_pixels"} & set(flags)):
+            c.note(
+                f"{flags[key].source} (R1-V's trainer sizes each image within it and cuts the prompt, image tokens "
+                "included, at max_prompt_length: Deep-Agent/R1-V bbbbe3d src/r1-v/src/open_r1/trainer/"
+                "grpo_trainer.py:236-237, 377-379; the tower's patches are not planned yet)"
+            )
+    elif flags_only and (caps := [flags[k].source for k in ("max_pixels", "min_pixels") if k in flags]):
+        c.note(
+            f"{'; '.join(caps)} (the script's own pixel caps on its processor: memplan reads them for VLM-R1's scripts "
+            "only, so no image is planned from them: give --max-pixels with --images)"
+        )
+
+
 def read(c: Collector, flags: dict[str, Flag], where: str, target: str) -> None:
     """VLM-R1's trainer over TRL's GRPO reading: its log-probs, its images and its uncut prompts."""
     c.set(
