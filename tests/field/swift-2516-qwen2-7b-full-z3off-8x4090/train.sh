@@ -1,0 +1,31 @@
+CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 \
+swift sft \
+    --model_type qwen2-7b \
+    --model_revision master \
+    --sft_type full \
+    --ddp_backend nccl \
+    --template_type AUTO \
+    --dtype AUTO \
+    --output_dir output \
+    --ddp_backend nccl \
+    --dataset belle-train-1M-CN \
+    --train_dataset_sample -1 \
+    --num_train_epochs 3 \
+    --max_length 2048 \
+    --check_dataset_strategy warning \
+    --gradient_checkpointing true \
+    --batch_size 1 \
+    --weight_decay 0.1 \
+    --learning_rate 5e-5 \
+    --gradient_accumulation_steps 32 \
+    --max_grad_norm 0.5 \
+    --warmup_ratio 0.03 \
+    --eval_steps 100 \
+    --save_steps 100 \
+    --save_total_limit 2 \
+    --logging_steps 1 \
+    --use_flash_attn true \
+    --lazy_tokenize true \
+    --deepspeed 'zero3-offload' \
+    --save_only_model true \
+    --report_to wandb
