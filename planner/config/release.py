@@ -37,6 +37,7 @@ def in_memplan_terms(data: dict) -> dict:
     given = data.get("framework")
     if not isinstance(given, str):
         return data
+    data = _framework_head(data, split_name(given)[0])
     name, release = split_name(given)
     user_terms = "@" in given
     if not user_terms:
@@ -106,3 +107,13 @@ def choice_text(framework: str, releases: dict | None) -> str:
         f" with {framework}@{releases['planned']} (the files allow {', '.join(releases['allowed'])} and pin none; "
         f"it fits with {fits}: --framework {framework}@RELEASE plans the one you run)"
     )
+
+
+def _framework_head(data: dict, name: str) -> dict:
+    """A DPO or GRPO request that names no log-prob head takes the one its framework's trainers run
+    (Framework.logprobs: LLaMA-Factory's DPO scores the whole logits)."""
+    w = _workload(data.get("workload"))
+    fw = FRAMEWORKS.get(name)
+    if fw is None or fw.logprobs == "fused" or w.get("kind") not in ("dpo", "grpo") or "logprobs" in w:
+        return data
+    return {**data, "workload": {**w, "logprobs": fw.logprobs}}

@@ -281,6 +281,9 @@ class Framework:
     # (planner.intake.training), and the entry point narrows the release (planner.intake.releases.for_entry)
     entry_points: tuple[tuple[str, tuple[str, ...]], ...] = ()
     vocabulary: tuple[str, ...] = ()
+    # the log-prob head its DPO and GRPO trainers run where a request names none (planner.config.release): TRL's
+    # fused head, or "full", the whole logits
+    logprobs: str = "fused"
     # the forks that froze one of its releases, known by their trainer classes, flags and files; None for none
     forks: ForkSigns | None = None
 

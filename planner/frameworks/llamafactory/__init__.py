@@ -91,6 +91,10 @@ RELEASES = (
                 f"{TAG.format('v0.9.0', 'llamafactory')}model_args.py:59-60: image_resolution 512, the longer side "
                 "(data/mm_plugin.py:58-60): 512 x 512 pixels",
             ),
+            "max_frames": Default(64, f"{TAG.format('v0.9.0', 'llamafactory')}model_args.py:72: video_maxlen 64"),
+            "video_max_pixels": Default(
+                16384, f"{TAG.format('v0.9.0', 'llamafactory')}model_args.py:64: video_resolution 128, the longer side"
+            ),
         },
         notes=("0.8-0.9.0: cutoff_len 1024; image_resolution (0.9.0) caps an image's longer side",),
     ),
@@ -104,6 +108,10 @@ RELEASES = (
             "max_pixels": Default(
                 262144,
                 f"{TAG.format('v0.9.1', 'llamafactory')}model_args.py:61-62: image_resolution 512 * 512 pixels",
+            ),
+            "max_frames": Default(64, f"{TAG.format('v0.9.1', 'llamafactory')}model_args.py:74: video_maxlen 64"),
+            "video_max_pixels": Default(
+                16384, f"{TAG.format('v0.9.1', 'llamafactory')}model_args.py:66: video_resolution 128 * 128"
             ),
         },
         notes=("0.9.1: image_resolution caps an image's pixels",),
@@ -156,6 +164,7 @@ TRAIN_PY = tuple(r.name for r in RELEASES if r.name not in TRAIN_BASH)
 HP = "llamafactory 0.9.5 hparams"
 FRAMEWORK = Framework(
     name="llamafactory",
+    logprobs="full",  # DPO from the whole logits in fp32 (train/dpo/trainer.py:230): the reader cites it
     reads=("llamafactory",),
     signs=SIGNS,
     # `llamafactory-cli train x.yaml` (`lmf` too): the processes of its torchrun read by reader.read_launcher

@@ -53,6 +53,18 @@ KEYS = Table(
         renames=dict.fromkeys(RES, "image_resolution"),
     ),
     Key("min_pixels", "image_min_pixels", 1024, f"{H}model_args.py:309"),
+    # a video's frames (data/mm_plugin.py:237-247 _get_video_sample_indices: min(frames, video_maxlen, duration x
+    # video_fps)), each resized within video_max_pixels (_regularize_images); video_resolution, a side, at v0.9.0
+    Key(
+        "video_max_pixels",
+        "video_max_pixels",
+        65536,
+        f"{H}model_args.py:321-322",
+        renames=dict.fromkeys(RES, "video_resolution"),
+    ),
+    Key("video_min_pixels", "video_min_pixels", 256, f"{H}model_args.py:325-326"),
+    Key("fps", "video_fps", 2.0, f"{H}model_args.py:329-330"),
+    Key("max_frames", "video_maxlen", 128, f"{H}model_args.py:333-334"),
     # finetuning_args.py:171; dpo_beta, dpo_loss through v0.7.1 (src/llmtuner/hparams/finetuning_args.py)
     Key("pref_beta", "pref_beta", renames=dict.fromkeys(OLD, "dpo_beta")),
     Key("pref_loss", "pref_loss", renames=dict.fromkeys(OLD, "dpo_loss")),

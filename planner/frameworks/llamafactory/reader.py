@@ -30,6 +30,7 @@ from planner.intake.collect import (
     show,
 )
 from planner.intake.flags import Flag, from_mapping
+from planner.model import video_rules as vr
 
 REFUSED = {  # key: what it runs, refused in one line (planner.intake.tuners)
     "use_galore": "GaLore's projected optimizer states",
@@ -87,12 +88,13 @@ def _in_release(c: Collector, f: dict[str, Flag], r) -> dict[str, Flag]:
     does not take."""
     new = KEYS.renamed(r.name)
     f = {new.get(k, k): v for k, v in f.items()}
-    fa, px = KEYS.key("attention"), KEYS.key("max_pixels")
+    fa = KEYS.key("attention")
     if fa in f and str(f[fa].value).lower() in OLD_FLASH:
         f[fa] = Flag(fa, OLD_FLASH[str(f[fa].value).lower()], f[fa].source, fa)
-    side = KEYS.key("max_pixels", r.name)
-    if r.name == SIDE and px in f and as_int(f[px].value):  # v0.9.0's image_resolution: the longer side
-        f[px] = Flag(px, as_int(f[px].value) ** 2, f"{f[px].source} (the longer side: {side} squared)", px)
+    for px in (KEYS.key("max_pixels"), KEYS.key("video_max_pixels")):  # v0.9.0's *_resolution: the longer side
+        side = KEYS.named(px).at(r.name)
+        if r.name == SIDE and px in f and as_int(f[px].value):
+            f[px] = Flag(px, as_int(f[px].value) ** 2, f"{f[px].source} (the longer side: {side} squared)", px)
     taken = {k for k in SPANS if r in FRAMEWORK.lines_taking("train", [k])} | set(new)
     known = (accepted("llamafactory") - set(SPANS)) | taken | set(new.values())
     for k in sorted(set(f) - known - pipeline_notes(c, f)):
@@ -136,6 +138,13 @@ def _stage(c: Collector, f: dict[str, Flag]) -> str:
     stage = str(stage)
     if stage == "dpo":
         c.set("workload.kind", "dpo", src, KEYS.key("workload.kind"))
+        # its concatenated_forward takes log-probs from the whole logits, cast to fp32, then one log_softmax over the
+        # chosen and rejected rows (0.9.5 train/dpo/trainer.py:230, train/trainer_utils.py:612; v0.8.0 :156 and v0.6.0
+        # src/llmtuner/train/dpo/trainer.py:93 alike),
+        # not TRL's fused head; the fp32 copy's extra bytes are a line
+        head = f"{src} (LLaMA-Factory's DPO: train/dpo/trainer.py:230 .logits.to(torch.float32), trainer_utils.py:612)"
+        c.set("workload.logprobs", "full", head, KEYS.key("workload.kind"))
+        c.note(f"{src} (its logits cast to fp32 before log_softmax: planned in the compute dtype)")
         pl = KEYS.key("pref_loss")
         loss = str(f[pl].value) if pl in f else "sigmoid"
         if loss in ("orpo", "simpo"):
@@ -303,8 +312,38 @@ def _vision(c: Collector, f: dict[str, Flag], lora: bool, r) -> None:
     per = models.pixels_per_token(c.model.config)
     if per and as_int(pixels):
         _image(c, f, as_int(pixels), per, src)
-    if "video_max_pixels" in f:
-        c.note(f"{f['video_max_pixels'].source} (video frames are not planned; rows planned with one image)")
+    _video(c, f, r)
+
+
+VIDEO = ("max_frames", "fps", "video_max_pixels", "video_min_pixels")
+
+
+def _video(c: Collector, f: dict[str, Flag], r) -> None:
+    """Frame sampling in the files (video_maxlen, video_fps) says the rows hold videos (the dataset alone says how
+    many): one video a row, at the worst case LLaMA-Factory samples, min(frames, video_maxlen, duration x
+    video_fps) frames each within video_max_pixels (data/mm_plugin.py:237-247, _regularize_images), no image planned
+    beside it unless an image key is given. A pixel cap alone (templates set both caps) plans no video; a model
+    without a video rule, or a worst case over the cutoff (a bound, not a length: issue 47 item 5), is a line."""
+    given = [KEYS.key(n) for n in VIDEO if KEYS.key(n) in f]
+    if not given:
+        return
+    said = "; ".join(f[k].source for k in given)
+    sampled = {KEYS.key("max_frames"), KEYS.key("fps")} & set(given)
+    if not sampled or not vr.has_rule(str(c.model.config.get("model_type", ""))):
+        c.note(f"{said} (video frames are not planned: no frame sampling set, or not a Qwen2-VL / Qwen2.5-VL model)")
+        return
+    values = {n: _look(f, n, r) for n in VIDEO}
+    low, high = as_int(values["video_min_pixels"][0]), as_int(values["video_max_pixels"][0])
+    tokens, _ = vr.worst_case_tokens(None, as_float(values["fps"][0]), as_int(values["max_frames"][0]), low, high)
+    seq = c.get("workload.max_length", c.get("seq_len"))
+    if isinstance(seq, int) and tokens > seq:
+        c.note(f"{said} (a video's worst case, {tokens} tokens, is over the cutoff {seq}: a bound, not planned)")
+        return
+    c.set("videos", 1, assumption(f"{said}: one video a row, the dataset decides; give --videos N"), "videos")
+    for name, (value, src) in values.items():
+        c.set(name, as_float(value) if name == "fps" else as_int(value), src, KEYS.key(name))
+    if KEYS.key("max_pixels") not in f and c.setting("image_tokens") is not None:
+        c.drop("image_tokens")  # the default image stood for the rows' media
 
 
 def _image(c: Collector, f: dict[str, Flag], pixels: int, per: int, src: str) -> None:
