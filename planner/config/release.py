@@ -51,6 +51,8 @@ def in_memplan_terms(data: dict) -> dict:
     r = FRAMEWORKS[name].release(release)
     out = {**data, "framework": name, "release": FRAMEWORKS[name].line(release)}
     w = _workload(data.get("workload"))
+    if r is not None and w.get("kind") == "dpo" and "logprobs" in r.workload and "logprobs" not in w:
+        out["workload"] = {**w, "logprobs": r.workload["logprobs"].value}  # DPO's head at that release
     if r is None or w.get("kind", "sft") != "grpo":
         return out
     # (generation: where vLLM runs when a script turns it on naming no mode, planner.intake.releases; a request names

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from planner.errors import BadInput
 from planner.frameworks import ARGS, PLAIN, by_trainer, calls_reader, reader
-from planner.intake import limits, tasks
+from planner.intake import limits, releases, tasks
 from planner.intake.collect import UNKNOWN, Collector, show
 from planner.intake.flags import Flag
 
@@ -115,6 +115,8 @@ def read(path: Path, text: str) -> Collector:
     c.add_file(path.resolve())
     if seen.where:
         unsloth.release(c, seen)
+    else:
+        releases.for_script(c, path, trainer, flags)
     hfargs.read(c, flags, path, trainer, why=why)
     if seen.where:
         unsloth.read(c, seen)

@@ -126,6 +126,12 @@ def for_run(c: Collector, run, trainer: str, flags: dict | None = None) -> None:
     decide(c, c.framework, folders(run), told, allowed=None if told else _taking(c.framework, trainer, flags or {}))
 
 
+def for_script(c: Collector, path: Path, trainer: str, flags: dict) -> None:
+    """The TRL or transformers release a Python training script read whole targets: a pin beside it or above, else
+    the lines its own arguments allow (the newest assumed and said; check --config plans each where they differ)."""
+    decide(c, c.framework, [path.parent.resolve()], allowed=_taking(c.framework, trainer, flags))
+
+
 def _taking(framework: str, trainer: str, flags: dict) -> tuple[tuple[str, ...], str] | None:
     """(the release lines that take the run's own flags, why) where a flag only some releases take narrows them
     (Framework.key_spans; a script's own defaults are no flags of the command); None where none does."""
@@ -311,6 +317,8 @@ def release_defaults(c: Collector, trainer: str) -> None:
             c.fill(field, d.value, source(d), FRAMEWORKS[ARGS].keys.get(field, field))
     if "precision" in r.defaults:  # the trainer's mixed precision where the files set none
         c.fact("amp", r.defaults["precision"].value, source(r.defaults["precision"]), "bf16", weak=True)
+    if trainer == "dpo" and "logprobs" in r.workload:  # DPO's log-prob head at that release
+        c.fill("workload.logprobs", r.workload["logprobs"].value, source(r.workload["logprobs"]), "trainer")
     if trainer != "grpo":
         return
     for field, d in r.workload.items():

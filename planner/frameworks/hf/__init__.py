@@ -87,7 +87,7 @@ HF_DEFAULTS = {
     "grad_accum": Default(1, f"{TF}: gradient_accumulation_steps=1"),
     "precision": Default("fp32", f"{TF}: bf16=False, fp16=False"),
 }
-ADAMW_4 = Default("adamw", "transformers 4.49.0 training_args.py:1284-1293: optim adamw_torch (4.53.0: :1281)")
+ADAMW_4 = Default("adamw", "transformers 4.49.0 training_args.py:1284-1293: optim adamw_torch; 4.53.0: :1281")
 HF_RELEASES = (
     Release("4", (4, 0), "transformers 4.49.0, 4.53.0", defaults={"optimizer": ADAMW_4}),
     Release(

@@ -49,6 +49,24 @@ def _off(tag: str, where: str) -> Default:
     )
 
 
+# DPO's and GRPO's log-probs from the whole logits (selective_log_softmax, log_softmax before 0.15) through v1.9.0;
+# the chunked head came after it (huggingface/trl#7063, #7077 merged 2026-09-05): tag -> (dpo_trainer, grpo_trainer)
+WHOLE = {
+    "v0.14.0": (1214, 438),
+    "v0.15.0": (1217, 487),
+    "v0.19.0": (1519, 872),
+    "v0.22.0": (1562, 823),
+    "v1.9.0": (1201, 1521),
+}
+
+
+def _whole(tag: str) -> Default:
+    d, g = WHOLE[tag]
+    return Default(
+        "full", f"trl {tag} trl/trainer/dpo_trainer.py:{d}, grpo_trainer.py:{g}: log-probs of the whole logits"
+    )
+
+
 def _grpo(tag: str, beta: tuple, mcl: str, vllm: str, counts: str = "completions") -> dict:
     """The keyword arguments of a 0.x GRPO line read at `tag`: beta (value, lines), max_completion_length's lines, and
     where vLLM generates when `use_vllm` names no mode (`vllm`: the line and what it says): on GPUs of its own before
@@ -59,6 +77,7 @@ def _grpo(tag: str, beta: tuple, mcl: str, vllm: str, counts: str = "completions
             "beta": Default(beta[0], f"trl {tag} {G}:{beta[1]}: beta={beta[0]}"),
             "max_completion_length": Default(256, f"trl {tag} {G}:{mcl}: max_completion_length=256"),
             "generation": Default("vllm-server", f"trl {tag} {G}:{vllm} (with use_vllm)"),
+            "logprobs": _whole(tag),
         },
         "meaning": {"grpo_batch_counts": counts},
         "adapter": ZERO,
@@ -142,7 +161,10 @@ RELEASES = (
         "1.0",
         (1, 0),
         "trl v1.0.0 .. v1.9.0",
-        workload={"max_completion_length": Default(256, f"trl v1.9.0 {G}:488-489: max_completion_length=256")},
+        workload={
+            "max_completion_length": Default(256, f"trl v1.9.0 {G}:488-489: max_completion_length=256"),
+            "logprobs": _whole("v1.9.0"),
+        },
     ),
     Release("1.10", (1, 10), "trl 1.10 (PR #6264, 286d19fc7: max_completion_length 512) .. 1.16.0"),
 )

@@ -81,7 +81,7 @@ def test_a_grpo_run_planned_by_its_release_is_the_run_it_starts():
     old = advise.check(
         advise.parse(CheckRequest, {**GRPO, "micro_batch": 1, "framework": "trl@0.14", "workload": work})
     )
-    same = {**work, "beta": 0.04, "max_completion_length": 256}
+    same = {**work, "beta": 0.04, "max_completion_length": 256, "logprobs": "full"}  # 0.14 scored the whole logits
     new = advise.check(advise.parse(CheckRequest, {**GRPO, "micro_batch": 8, "framework": "trl", "workload": same}))
     naive = advise.check(advise.parse(CheckRequest, {**GRPO, "micro_batch": 1, "framework": "trl", "workload": work}))
     assert old.plan.micro_batch == 8 and old.plan.knobs.release == "0.14"
