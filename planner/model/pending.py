@@ -14,7 +14,11 @@ _OMNI = (
     "LLaMA-Factory trains its thinker alone and ms-swift keeps the talker resident; memplan counts neither the "
     "thinker's audio tower nor audio inputs"
 )
-_GLM4V = "GLM-4.5V / GLM-4.6V: GLM-4.1V's tower (planner/model/glm4v.py) beside GLM-4.5's routed experts"
+# transformers' Glm46VConfig (models/glm46v/configuration_glm46v.py:54-57): a tower and any language model AutoModel
+# builds; a config.json naming glm4v_moe (GLM-4.5V's) or glm4v (GLM-4.1V's) is counted (planner/model/glm4v.py)
+_GLM46V = (
+    "transformers' Glm46V composite (a tower beside any AutoModel language model); its glm4v_moe config is counted"
+)
 # transformers 5.25 runs every token through every expert, the router's scores zeroing the others
 # (Llama4TextMoe.forward, models/llama4/modeling_llama4.py:170-177): no routed dispatch moespec knows
 _LLAMA4 = (
@@ -27,15 +31,14 @@ PENDING = {
     "qwen3_omni_moe": "Qwen3-Omni (routed experts): " + _OMNI,
     "qwen3_omni_moe_thinker": "Qwen3-Omni (routed experts): " + _OMNI,
     "glm4v_text": "GLM-4.1V's language model alone (its M-RoPE positions come from the composite glm4v)",
-    "glm4v_moe": _GLM4V,
-    "glm4v_moe_text": _GLM4V,
-    "glm46v": _GLM4V,
+    "glm4v_moe_text": "GLM-4.5V's language model alone (its M-RoPE positions come from the composite glm4v_moe)",
+    "glm46v": "GLM-4.6V as " + _GLM46V,
     "llama4": _LLAMA4 + ", and its vision tower",
     "llama4_text": _LLAMA4,
 }
 
 # composites memplan counts whose text_config names a model_type refused on its own
-OWNED = {"glm4v": "glm4v_text"}
+OWNED = {"glm4v": "glm4v_text", "glm4v_moe": "glm4v_moe_text"}
 
 
 def refuse_pending(cfg: dict) -> None:
