@@ -8,11 +8,13 @@ from __future__ import annotations
 from planner.errors import BadInput
 
 # LLaMA-Factory trains the thinker alone (it drops the talker after loading: llamafactory/model/loader.py:173-174,
-# 0.9.x); ms-swift loads the whole model, the talker resident unless ENABLE_AUDIO_OUTPUT=0 (swift/model/models/
-# qwen.py:1944-1960, 2154-2170)
+# 0.9.x); ms-swift loads the whole model (swift/model/models/qwen.py:1944-1960, 2154-2170), whose talker and
+# token2wav, the latter cast to fp32, transformers builds unless config.enable_audio_output is false
+# (Qwen2_5OmniForConditionalGeneration.__init__, models/qwen2_5_omni/modeling_qwen2_5_omni.py:3731-3740), which
+# ms-swift sets from ENABLE_AUDIO_OUTPUT (qwen.py:1946-1948)
 _OMNI = (
-    "LLaMA-Factory trains its thinker alone and ms-swift keeps the talker resident; memplan counts neither the "
-    "thinker's audio tower nor audio inputs"
+    "LLaMA-Factory trains its thinker alone; ms-swift also keeps the talker and an fp32 token2wav resident unless "
+    "ENABLE_AUDIO_OUTPUT=0; memplan counts neither the thinker's audio tower nor audio inputs"
 )
 # transformers' Glm46VConfig (models/glm46v/configuration_glm46v.py:54-57): a tower and any language model AutoModel
 # builds; a config.json naming glm4v_moe (GLM-4.5V's) or glm4v (GLM-4.1V's) is counted (planner/model/glm4v.py)

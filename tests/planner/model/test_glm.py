@@ -109,3 +109,11 @@ def test_glm45v_catalog_entry_is_the_published_checkpoint():
     m = spec.text.moe
     assert (m.experts, m.top_k, m.moe_layers, m.shared_inter) == (128, 8, 45, 1408)
     assert spec.params_by_role()["projector"] == 151_265_280  # the merger: 4096^2 + LayerNorm + 3 x 4096 x 10944
+
+
+def test_glm45v_hub_and_modelscope_ids_resolve_to_the_catalog_entry():
+    """The ids LLaMA-Factory (extras/constants.py:968-970) and ms-swift (swift/model/models/glm.py:455) download."""
+    from planner.intake.models import hf_id_of
+
+    assert hf_id_of("zai-org/GLM-4.5V")[0] == hf_id_of("ZhipuAI/GLM-4.5V")[0] == "glm-4.5v"
+    assert hf_id_of("zai-org/GLM-4.5V-FP8") is None  # a prequantized checkpoint is not this entry
