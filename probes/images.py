@@ -28,8 +28,8 @@ from planner.model.images import SIDES
 
 TILED = {"llava": 576, "internvl": 256, "gemma3": 256}  # tokens per image or tile (defaults of the configs)
 # Qwen families: M-RoPE positions from the model's get_rope_index (Qwen3.5: Qwen3-VL's tower and processor)
-# GLM-4.1V: Qwen2-VL's patches and grid (Glm4vModel.get_rope_index, modeling_glm4v.py:955)
-QWEN = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "glm4v")
+# GLM-4.1V and GLM-4.5V: Qwen2-VL's patches and grid (Glm4vModel.get_rope_index, modeling_glm4v.py:955)
+QWEN = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "glm4v", "glm4v_moe")
 
 
 def vlm_batch(model, config: dict, batch: int, seq: int, image_tokens: int) -> tuple[dict, int]:
@@ -142,6 +142,7 @@ _BUILDERS = {
     "qwen3_5": _qwen,
     "qwen3_5_moe": _qwen,
     "glm4v": _qwen,
+    "glm4v_moe": _qwen,
     "llava": _tiles,
     "internvl": _tiles,
     "gemma3": _tiles,

@@ -1,4 +1,5 @@
-"""GLM-4.1V (model_type glm4v) read from config.json as transformers 5.25 builds it (models/glm4v/modeling_glm4v.py).
+"""GLM-4.1V (model_type glm4v) and GLM-4.5V (glm4v_moe) read from config.json as transformers 5.25 builds them
+(models/glm4v/modeling_glm4v.py, models/glm4v_moe/modeling_glm4v_moe.py).
 
 The language model is GLM-4's layer (a fused gate_up_proj, four RMSNorms, biased q/k/v and an unbiased o_proj:
 :536-676), with two differences the reader passes on: the q/k/v bias is fixed on whatever attention_bias says
@@ -12,6 +13,11 @@ downsampling spatial_merge_size^2 patches to out_hidden_size; the projector is t
 LayerNorm, a gated MLP of the vision config's intermediate_size), as LLaMA-Factory's glm4v plugin freezes it
 (projector_key "visual.merger"). Each block is read as Qwen2.5-VL's (RMSNorms, fused qkv, gated MLP), attending over
 each image whole.
+GLM-4.5V (Glm4vMoeForConditionalGeneration) has the same tower (modeling_glm4v_moe.py:569-915) beside GLM-4.5-Air's
+language model (:200-460): GLM-4.5's attention without q/k norms whatever use_qk_norm says (:200-222), its
+sigmoid-routed experts, shared expert and first_k_dense_replace dense layers (:271-427), and GLM-4.5's partial
+rotary cut and concatenated back (:175-197, partial_rotary_factor 0.5 by default: configuration_glm4v_moe.py:114),
+read by modelspec's GLM-4.5 reader (moespec.LAYOUT); head_dim is the config's, else hidden_size // heads (:207).
 """
 
 from __future__ import annotations
@@ -43,9 +49,30 @@ TEXT_DEFAULTS = {
     "num_key_value_heads": 2,
     "max_position_embeddings": 32768,
 }
+# Glm4vMoeTextConfig's defaults (configuration_glm4v_moe.py:82-112); its tower's are GLM-4.1V's (:150-165)
+MOE_TEXT_DEFAULTS = {
+    "vocab_size": 151424,
+    "hidden_size": 4096,
+    "intermediate_size": 10944,
+    "num_hidden_layers": 46,
+    "num_attention_heads": 96,
+    "num_key_value_heads": 8,
+    "max_position_embeddings": 65536,
+    "attention_bias": True,
+    "moe_intermediate_size": 1408,
+    "num_experts_per_tok": 8,
+    "n_shared_experts": 1,
+    "n_routed_experts": 128,
+    "first_k_dense_replace": 1,
+    "router_aux_loss_coef": 0.0001,
+}
 TOWER = ("visual.",)
 PROJECTOR = ("visual.merger.",)
-UNITS = ("Glm4vTextDecoderLayer", "Glm4vVisionBlock")  # Glm4vModel._no_split_modules (:892)
+UNITS = {
+    "glm4v": ("Glm4vTextDecoderLayer", "Glm4vVisionBlock"),  # Glm4vModel._no_split_modules (:892)
+    "glm4v_moe": ("Glm4vMoeTextDecoderLayer", "Glm4vMoeVisionBlock"),  # modeling_glm4v_moe.py:1027
+}
+MODEL_TYPES = tuple(UNITS)
 
 
 def _side(x) -> int:
@@ -67,17 +94,26 @@ def tower(v: dict) -> list[Tensors]:
     return t + linear("projector", inter, out, 2, False) + linear("projector", out, inter, 1, False)
 
 
-def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str, ...]]:
-    """(the language model's config for modelspec's GLM-4 reader, the tower's VisionSpec, its and the merger's
-    tensors, the FSDP units)."""
-    v = {**VISION_DEFAULTS, **{k: x for k, x in sub(cfg, "vision_config", required=False).items() if x is not None}}
-    tc = {**TEXT_DEFAULTS, **{k: x for k, x in sub(cfg, "text_config", required=False).items() if x is not None}}
+def _text(cfg: dict, mt: str) -> dict:
+    """The language model's config as modelspec's GLM-4 (glm4v) or GLM-4.5 (glm4v_moe) reader reads it."""
+    defaults = MOE_TEXT_DEFAULTS if mt == "glm4v_moe" else TEXT_DEFAULTS
+    tc = {**defaults, **{k: x for k, x in sub(cfg, "text_config", required=False).items() if x is not None}}
     heads = size(tc, "num_attention_heads")
     tied = bool(cfg.get("tie_word_embeddings")) or bool(tc.get("tie_word_embeddings"))  # configuration_glm4v.py:178
-    tc = {**tc, "head_dim": None, "attention_bias": True, "tie_word_embeddings": tied, "model_type": "glm4"}
     tc["num_key_value_heads"] = tc.get("num_key_value_heads") or heads
+    if mt == "glm4v_moe":
+        head_dim = tc.get("head_dim") or size(tc, "hidden_size") // heads
+        return {**tc, "head_dim": head_dim, "use_qk_norm": False, "tie_word_embeddings": tied}
+    return {**tc, "head_dim": None, "attention_bias": True, "tie_word_embeddings": tied, "model_type": "glm4"}
+
+
+def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str, ...]]:
+    """(the language model's config for modelspec's GLM-4 or GLM-4.5 reader, the tower's VisionSpec, its and the
+    merger's tensors, the FSDP units)."""
+    mt = cfg["model_type"]
+    v = {**VISION_DEFAULTS, **{k: x for k, x in sub(cfg, "vision_config", required=False).items() if x is not None}}
     for key in ("depth", "hidden_size", "num_heads", "in_channels", "out_hidden_size", "intermediate_size"):
         size(v, key)
     m2 = size(v, "spatial_merge_size") ** 2
     spec = vision_spec(v["depth"], v["hidden_size"], v["out_hidden_size"], v["num_heads"], True, m2, TOWER, PROJECTOR)
-    return tc, replace(spec, block="rmsnorm-rotary"), tower(v), UNITS
+    return _text(cfg, mt), replace(spec, block="rmsnorm-rotary"), tower(v), UNITS[mt]

@@ -92,7 +92,7 @@ ALL_FAMILIES = sorted(
     | set(vlm.FAMILIES)
     | set(vila.MODEL_TYPES)
     | set(hybrid.TEXT_TYPES)
-    | {"glm4v"}
+    | set(glm4v.MODEL_TYPES)
 )
 
 
@@ -559,7 +559,7 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
         text, t = hybrid.read(cfg, mt, TextSpec) if mt in hybrid.TEXT_TYPES else _moe_text(cfg, mt)
         return ModelSpec(name, mt, text, tuple(t), None, exact=True, config=cfg, fsdp_units=units)
     routed_text = mt == "internvl" and isinstance(tc, dict) and tc.get("model_type") in MOE_FAMILIES
-    if mt not in vlm.MOE_VLMS and not routed_text:
+    if mt not in vlm.MOE_VLMS and mt != "glm4v_moe" and not routed_text:
         _refuse_experts(cfg, mt)
     if mt == "gpt2":
         text, t = _gpt2_text(cfg)
@@ -575,10 +575,13 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
         text, t = _llama_text(tc, tc["model_type"])
         t = mllama.text_tensors(tc, t, text.head_dim)
         text = replace(text, cross_layers=mllama.cross_layers(tc), first_cross_layer=mllama.first_cross_layer(tc))
-    elif mt == "glm4v":
+    elif mt in glm4v.MODEL_TYPES:
         tc, vision, vt, units = glm4v.read(cfg, VisionSpec)
-        text, t = _llama_text(tc, "glm4")
-        text = replace(text, rotary_cat_dim=0)  # M-RoPE over whole head pairs, not GLM-4's cut-and-repeat (glm4v.py)
+        if mt == "glm4v_moe":  # GLM-4.5's language model (moespec.LAYOUT), its rotary cut and concatenated back
+            text, t = _moe_text(tc, "glm4v_moe_text")
+        else:
+            text, t = _llama_text(tc, "glm4")
+            text = replace(text, rotary_cat_dim=0)  # M-RoPE over whole head pairs, not GLM-4's cut-and-repeat
     elif mt in vila.MODEL_TYPES:
         tc, vision, vt, units = vila.read(cfg, VisionSpec)
         text, t = _llama_text(tc, tc["model_type"])

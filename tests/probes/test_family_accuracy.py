@@ -13,7 +13,7 @@ Issue 49 added Qwen2-VL (+0.03%, -0.06%, -0.00%), Qwen3-VL-MoE (-0.01%, -0.12%, 
 linear-attention families Qwen3.5 (bf16 autocast 4 x 4096 -0.42%, -2.46% before the autocast casts of the chunked
 rule's matmuls; -0.29%, -0.24% at the other two shapes), Qwen3.5-MoE (-0.37%, -0.15%, -0.18%) and Qwen3-Next
 (-0.02%, -0.20%, -0.22%), with transformers' torch fallback of the chunked gated delta rule (no
-flash-linear-attention); GLM-4.1V (-0.65%, -0.17%, -0.73%)."""
+flash-linear-attention); GLM-4.1V (-0.65%, -0.17%, -0.73%) and GLM-4.5V (+0.28%, -0.14%, -0.07%)."""
 
 import pytest
 
@@ -60,11 +60,12 @@ FAMILIES = {
     "qwen3_next": "qwen3-next-80b-a3b",
     "qwen3_5_moe": "qwen3.5-35b-a3b",
     "glm4v": "glm-4.1v-9b",
+    "glm4v_moe": "glm-4.5v",
 }
 # Qwen: 64 tokens an image (4 of its 8 x 8-patch windows), so that its windowed tower traces in seconds; 256 and 576 in
 # benchmarks/accuracy_vlm.py
 IMAGE_TOKENS = {"llava": 576, "llava_next": 1176, "qwen2_5_vl": 64, "qwen2_vl": 64, "qwen3_vl": 64, "qwen3_vl_moe": 64}
-IMAGE_TOKENS["qwen3_5"] = IMAGE_TOKENS["qwen3_5_moe"] = IMAGE_TOKENS["glm4v"] = 64
+IMAGE_TOKENS["qwen3_5"] = IMAGE_TOKENS["qwen3_5_moe"] = IMAGE_TOKENS["glm4v"] = IMAGE_TOKENS["glm4v_moe"] = 64
 EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
 # (precision, checkpointing, micro-batch, sequence): torch AMP without checkpointing; pure bf16 with and without
 # it (the third shape is the one at which issue 12 saw Qwen3 and Phi-3 off by 6-11%)
