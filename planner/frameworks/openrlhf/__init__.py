@@ -15,9 +15,10 @@ GROUPS = ({"actor"}, {"actor", "ref"}, {"ref"}, {"critic"}, {"critic", "reward"}
 
 
 def _roles(k: dict):
-    """The roles of a train_ppo_ray run with OpenRLHF's defaults filled in; None for DPO (cli/train_dpo.py)."""
+    """The roles of a train_ppo_ray run with OpenRLHF's defaults filled in; None for DPO and SFT (cli/train_dpo.py,
+    cli/train_sft.py: one trainer)."""
     w = workload_of(k)
-    return None if w is None or w.kind == "dpo" else w.roles.resolved("openrlhf")
+    return None if w is None or w.kind in ("dpo", "sft") else w.roles.resolved("openrlhf")
 
 
 def _pre(k: dict) -> bool:
@@ -78,7 +79,12 @@ ROLES = RoleEngine(
 
 FRAMEWORK = Framework(
     name="openrlhf",
-    launched=("openrlhf.cli.train_ppo_ray", "openrlhf.cli.train_dpo"),
+    launched=(
+        "openrlhf.cli.train_ppo_ray",
+        "openrlhf.cli.train_dpo",
+        "openrlhf.cli.train_sft",
+        "openrlhf.cli.train_ppo",
+    ),
     package="openrlhf",  # its pinned version decides the release (planner.intake.releases)
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="OpenRLHF (Ray PPO/GRPO)",
@@ -107,7 +113,7 @@ FRAMEWORK = Framework(
         "negatives": (0,),
         "task": ("causal-lm",),  # train_rm: not planned yet
         # --algo.advantage.estimator (cli/train_ppo_ray.py:515); DPO: cli/train_dpo.py (policy and reference)
-        "workload": ("ppo", "grpo", "rloo", "reinforce++", "dpo"),
+        "workload": ("ppo", "grpo", "rloo", "reinforce++", "dpo", "sft"),  # SFT: cli/train_sft.py
         "checkpointing": ("off", "full"),  # --actor.gradient_checkpointing_enable (:328)
         "loss": ("standard",),
         "attention": ("flash", "sdpa", "eager"),  # --ds.attn_implementation

@@ -174,3 +174,19 @@ def test_a_function_defined_inside_an_uncalled_function_does_not_break_the_readi
     (RuntimeError: dictionary changed size during iteration, before)."""
     text = "outer() {\n  inner() {\n    echo hi\n  }\n  inner\n}\ntorchrun --nproc_per_node 2 t.py --max_length 8\n"
     assert _argv(tmp_path, text) == [["torchrun", "--nproc_per_node", "2", "t.py", "--max_length", "8"]]
+
+
+def test_a_command_line_read_into_a_variable_from_a_heredoc_runs_in_an_if_block(tmp_path):
+    """OpenRLHF's examples/scripts (train_ppo_llama.sh, train_sft_llama.sh): `read -r -d '' VAR <<EOF` keeps the
+    module and its `\\`-continued flags in VAR (the unquoted delimiter joins them, and expands $), and
+    `deepspeed --module $VAR` inside an if block splits it into words; without -d only the first line is read, and a
+    quoted delimiter keeps its body literal."""
+    text = (
+        "LEN=512\nread -r -d '' cmds <<EOF\nopenrlhf.cli.train_sft \\\n   --max_len $LEN \\\n   --bf16\nEOF\n"
+        "    # --packing_samples\n"
+        "read first <<'END'\n--a $LEN\n--b\nEND\n"
+        'if [[ ${1} != "slurm" ]]; then\n    deepspeed --module $cmds $first\nfi\n'
+    )
+    assert _argv(tmp_path, text) == [
+        ["deepspeed", "--module", "openrlhf.cli.train_sft", "--max_len", "512", "--bf16", "--a", "$LEN"]
+    ]
