@@ -190,3 +190,16 @@ def test_a_command_line_read_into_a_variable_from_a_heredoc_runs_in_an_if_block(
     assert _argv(tmp_path, text) == [
         ["deepspeed", "--module", "openrlhf.cli.train_sft", "--max_len", "512", "--bf16", "--a", "$LEN"]
     ]
+
+
+def test_a_command_posted_without_its_backslashes_is_read_whole_and_said(tmp_path):
+    """ms-swift#3183 as posted: each flag on a line of its own, no `\\`; the flag lines are the command's arguments and
+    the `VAR=value` lines just above it its environment (bash would run each line alone), said once. A flag line
+    after a blank line, or after an assignment alone, stays a command of its own."""
+    text = "A=1  \nNPROC_PER_NODE=7  \nswift rlhf  \n--rlhf_type grpo  \n--lora_rank 8\n\n--stray\nB=2\n--b\n"
+    script = read_script(_script(tmp_path, text))
+    assert script.commands[0].argv == ["swift", "rlhf", "--rlhf_type", "grpo", "--lora_rank", "8"]
+    assert script.commands[0].prefix == {"A": "1", "NPROC_PER_NODE": "7"}
+    assert [c.argv for c in script.commands][1:] == [["--stray"], ["--b"]]
+    (note,) = script.notes
+    assert note.startswith("run.sh:4 lines that begin with a flag follow line 3's swift without a `\\`")
