@@ -143,14 +143,25 @@ def _split(
 
 def joined(commands: list[list[tuple[str, int]]], notes: list[str] | None, name: str) -> list[list[tuple[str, int]]]:
     """A command posted without its `\\` continuations (ms-swift#3183: each flag on a line of its own): the lines
-    right after a command that begin with a flag (no command does) are read as its arguments, and the lines of
-    `VAR=value` right before it as its environment prefix, as the command was meant; bash would end it at each line
-    (and fail on `--flag` as a command), so a line in `notes` says so."""
+    right after a one-line command that begin with a flag (no command does) are read as its arguments, and the lines
+    of `VAR=value` right before it as its environment prefix, as the command was meant; bash would end it at each
+    line (and fail on `--flag` as a command), so a line in `notes` says so. A command continued with `\\` that
+    misses one (VLM-R1#215) is cut there as bash cuts it, and said."""
     out: list[list[tuple[str, int]]] = []
     joined_to: list[bool] = []  # out[k] took flag lines already (said once)
     for cmd in commands:
         prev = out[-1] if out else None
         if prev is None or not cmd[0][0].startswith("-") or cmd[0][1] != prev[-1][1] + 1 or _assigns(prev):
+            out.append(cmd)
+            joined_to.append(False)
+            continue
+        if not joined_to[-1] and prev[0][1] != prev[-1][1]:  # one `\` missing in a continued command: bash's cut
+            if notes is not None:
+                rest = " ".join(w for w, _ in cmd[:3]) + (" ..." if len(cmd) > 3 else "")
+                notes.append(
+                    f"{name}:{prev[-1][1]} has no `\\`: bash ends the command begun on line {prev[0][1]} there, and "
+                    f"line {cmd[0][1]}'s {rest} is a command of its own (those flags are not passed)"
+                )
             out.append(cmd)
             joined_to.append(False)
             continue

@@ -203,3 +203,19 @@ def test_a_command_posted_without_its_backslashes_is_read_whole_and_said(tmp_pat
     assert [c.argv for c in script.commands][1:] == [["--stray"], ["--b"]]
     (note,) = script.notes
     assert note.startswith("run.sh:4 lines that begin with a flag follow line 3's swift without a `\\`")
+
+
+def test_a_continued_command_missing_one_backslash_is_cut_there_as_bash_cuts_it(tmp_path):
+    """VLM-R1#215: a `\\`-continued command whose line 3 lacks its `\\` ends there; the flag lines after it are a
+    command of their own (bash fails on it), not the first one's arguments, and a line says so."""
+    text = "torchrun --nproc_per_node=5 \\\n    train.py \\\n    --bf16\n    --gradient_checkpointing true\n"
+    script = read_script(_script(tmp_path, text))
+    assert [c.argv for c in script.commands] == [
+        ["torchrun", "--nproc_per_node=5", "train.py", "--bf16"],
+        ["--gradient_checkpointing", "true"],
+    ]
+    note = (
+        "run.sh:3 has no `\\`: bash ends the command begun on line 1 there, and line 4's --gradient_checkpointing "
+        "true is a command of its own (those flags are not passed)"
+    )
+    assert script.notes == [note]
