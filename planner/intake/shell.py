@@ -138,7 +138,50 @@ def _split(
     commands = split_commands(text, where, cuts)
     if notes is not None and path is not None:
         notes += cut_lines(commands, cuts, path.name)
-    return commands
+    return joined(commands, notes if path is not None else None, path.name if path is not None else "")
+
+
+def joined(commands: list[list[tuple[str, int]]], notes: list[str] | None, name: str) -> list[list[tuple[str, int]]]:
+    """A command posted without its `\\` continuations (ms-swift#3183: each flag on a line of its own): the lines
+    right after a one-line command that begin with a flag (no command does) are read as its arguments, and the lines
+    of `VAR=value` right before it as its environment prefix, as the command was meant; bash would end it at each
+    line (and fail on `--flag` as a command), so a line in `notes` says so. A command continued with `\\` that
+    misses one (VLM-R1#215) is cut there as bash cuts it, and said."""
+    out: list[list[tuple[str, int]]] = []
+    joined_to: list[bool] = []  # out[k] took flag lines already (said once)
+    for cmd in commands:
+        prev = out[-1] if out else None
+        if prev is None or not cmd[0][0].startswith("-") or cmd[0][1] != prev[-1][1] + 1 or _assigns(prev):
+            out.append(cmd)
+            joined_to.append(False)
+            continue
+        if not joined_to[-1] and prev[0][1] != prev[-1][1]:  # one `\` missing in a continued command: bash's cut
+            if notes is not None:
+                rest = " ".join(w for w, _ in cmd[:3]) + (" ..." if len(cmd) > 3 else "")
+                notes.append(
+                    f"{name}:{prev[-1][1]} has no `\\`: bash ends the command begun on line {prev[0][1]} there, and "
+                    f"line {cmd[0][1]}'s {rest} is a command of its own (those flags are not passed)"
+                )
+            out.append(cmd)
+            joined_to.append(False)
+            continue
+        if not joined_to[-1]:
+            head = f"line {prev[0][1]}'s {prev[0][0]}"
+            while len(out) > 1 and _assigns(out[-2]) and out[-2][-1][1] + 1 == out[-1][0][1]:
+                out[-2:], joined_to[-2:] = [out[-2] + out[-1]], [False]
+            if notes is not None:
+                notes.append(
+                    f"{name}:{cmd[0][1]} lines that begin with a flag follow {head} without a `\\` (bash would run "
+                    "each as a command of its own): read as its arguments, and the `VAR=value` lines just above it as "
+                    "its environment, as the command was meant"
+                )
+            joined_to[-1] = True
+        out[-1] = out[-1] + cmd
+    return out
+
+
+def _assigns(cmd: list[tuple[str, int]]) -> bool:
+    return all(re.match(r"[A-Za-z_][A-Za-z0-9_]*\+?=", w) for w, _ in cmd)
 
 
 class _Walker:

@@ -1,5 +1,5 @@
 """Shell text split into commands and words as bash splits it, without running anything: quotes, `\\`
-continuations, comments, here-documents (skipped), redirections (dropped), `;` `&&` `|` `&` between commands, and the
+continuations, comments, here-documents (skipped, but for one `read` into a variable: read_heredoc), redirections (dropped), `;` `&&` `|` `&` between commands, and the
 brackets of `$( )`, `${ }` and `"..."` matched across lines. shellvars expands the words; shell walks the commands.
 """
 
@@ -192,13 +192,14 @@ class _Lexer:
         if op.startswith("<<") and not op.startswith("<<<"):
             m = re.compile(r"[ \t]*(['\"]?)([A-Za-z_0-9]+)\1").match(self.s, self.i)
             if m:
-                self.heredocs.append((m.group(2), op.endswith("-")))
+                self.heredocs.append((m.group(2), op.endswith("-"), bool(m.group(1)), len(self.commands)))
                 self.i = m.end()
         elif not re.search(r"&[0-9-]$", op):
             self.drop_next = True  # the redirection's target is no argument
 
     def _skip_heredocs(self) -> None:
-        for delim, strip in self.heredocs:
+        for delim, strip, quoted, index in self.heredocs:
+            body = []
             while self.i < len(self.s):
                 end = self.s.find("\n", self.i)
                 end = len(self.s) if end < 0 else end
@@ -206,6 +207,9 @@ class _Lexer:
                 self.i, self.line = end + 1, self.line + 1
                 if (text.strip() if strip else text.rstrip("\r")) == delim:
                     break
+                body.append(text.lstrip("\t") if strip else text)
+            if index < len(self.commands):
+                self.commands[index] = read_heredoc(self.commands[index], "\n".join(body), quoted)
         self.heredocs = []
 
     def _end_word(self) -> None:
@@ -220,6 +224,36 @@ class _Lexer:
         if self.words:
             self.commands.append(self.words)
         self.words = []
+
+
+# `read`'s options that take a value (bash 5.2 builtins/read.def: -a -d -i -n -N -p -t -u)
+_READ_VALUED = {"-a", "-d", "-i", "-n", "-N", "-p", "-t", "-u"}
+
+
+def read_heredoc(cmd: list[tuple[str, int]], body: str, quoted: bool) -> list[tuple[str, int]]:
+    """`read [-r] [-d ''] NAME <<EOF ... EOF`, the here-document read into one variable (a command line kept in a
+    variable: OpenRLHF's examples/scripts), as the assignment `NAME="body"` bash's read makes: with `-d ''` the whole
+    body (read stops at a NUL), else its first line, blanks trimmed at both ends; an unquoted delimiter's body has its
+    `\\`-newlines joined and its `$` expanded as in double quotes, a quoted one's is literal. Any other command is
+    returned as it is (its here-document is stdin, not an argument)."""
+    if not cmd or cmd[0][0] != "read":
+        return cmd
+    names, whole, i = [], False, 1
+    while i < len(cmd):
+        word = cmd[i][0]
+        if word in _READ_VALUED:
+            whole = whole or (word == "-d" and i + 1 < len(cmd) and cmd[i + 1][0] in ("''", '""'))
+            i += 2
+            continue
+        if not word.startswith("-"):
+            names.append(word)
+        i += 1
+    if len(names) != 1 or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", names[0]):
+        return cmd
+    text = body if quoted else body.replace("\\\n", "")
+    text = (text if whole else text.split("\n", 1)[0]).strip(" \t\n")
+    value = "'" + text.replace("'", "'\\''") + "'" if quoted else '"' + text.replace('"', '\\"') + '"'
+    return [(f"{names[0]}={value}", cmd[0][1])]
 
 
 def split_commands(

@@ -1,6 +1,7 @@
-"""OpenRLHF 0.11.2's RL runs (`python3 -m openrlhf.cli.train_ppo_ray` with its dotted flags, Ray placing the roles):
+"""OpenRLHF 0.11.2's runs: RL (`python3 -m openrlhf.cli.train_ppo_ray` with its dotted flags, Ray placing the roles):
 actor and critic trained by DeepSpeed ZeRO, reference and reward model by DeepSpeed's inference engine, vLLM engines
-for the rollout. Files cited are in the 0.11.2 wheel (paths under openrlhf/).
+for the rollout; DPO and SFT (`deepspeed --module openrlhf.cli.train_dpo|train_sft`) as one trainer on the launcher's
+GPUs (reader.py, reader_sft.py). Files cited are in the 0.11.2 wheel (paths under openrlhf/).
 
 Releases (github.com/OpenRLHF/OpenRLHF tags, openrlhf/cli/train_ppo_ray.py): flat flags through 0.10.1, dotted from
 0.10.2 (the intake reads both: planner/frameworks/openrlhf/reader.py); 0.9.x's micro-batch default was 4 and its precision
@@ -15,9 +16,10 @@ GROUPS = ({"actor"}, {"actor", "ref"}, {"ref"}, {"critic"}, {"critic", "reward"}
 
 
 def _roles(k: dict):
-    """The roles of a train_ppo_ray run with OpenRLHF's defaults filled in; None for DPO (cli/train_dpo.py)."""
+    """The roles of a train_ppo_ray run with OpenRLHF's defaults filled in; None for DPO and SFT (cli/train_dpo.py,
+    cli/train_sft.py: one trainer)."""
     w = workload_of(k)
-    return None if w is None or w.kind == "dpo" else w.roles.resolved("openrlhf")
+    return None if w is None or w.kind in ("dpo", "sft") else w.roles.resolved("openrlhf")
 
 
 def _pre(k: dict) -> bool:
@@ -78,10 +80,15 @@ ROLES = RoleEngine(
 
 FRAMEWORK = Framework(
     name="openrlhf",
-    launched=("openrlhf.cli.train_ppo_ray", "openrlhf.cli.train_dpo"),
+    launched=(
+        "openrlhf.cli.train_ppo_ray",
+        "openrlhf.cli.train_dpo",
+        "openrlhf.cli.train_sft",
+        "openrlhf.cli.train_ppo",
+    ),
     package="openrlhf",  # its pinned version decides the release (planner.intake.releases)
     writes=True,  # writer.py (planner.export.launch dispatches to it)
-    label="OpenRLHF (Ray PPO/GRPO)",
+    label="OpenRLHF (Ray PPO/GRPO, DPO, SFT)",
     role_engine=ROLES,
     version="openrlhf 0.11.2",
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
@@ -107,7 +114,7 @@ FRAMEWORK = Framework(
         "negatives": (0,),
         "task": ("causal-lm",),  # train_rm: not planned yet
         # --algo.advantage.estimator (cli/train_ppo_ray.py:515); DPO: cli/train_dpo.py (policy and reference)
-        "workload": ("ppo", "grpo", "rloo", "reinforce++", "dpo"),
+        "workload": ("ppo", "grpo", "rloo", "reinforce++", "dpo", "sft"),  # SFT: cli/train_sft.py
         "checkpointing": ("off", "full"),  # --actor.gradient_checkpointing_enable (:328)
         "loss": ("standard",),
         "attention": ("flash", "sdpa", "eager"),  # --ds.attn_implementation

@@ -5,55 +5,14 @@ DeepSpeed offloads. Defaults cited from cli/train_ppo_ray.py (0.11.2)."""
 
 from __future__ import annotations
 
-from planner.frameworks.openrlhf.keys import ALIASES, KEYS, T
+from planner.frameworks.openrlhf.keys import KEYS, T
+from planner.frameworks.openrlhf.reader_flags import ESTIMATORS, OLD, ORL, dotted, get, on
+from planner.frameworks.openrlhf.reader_sft import read_sft, refuse_old_ppo
 from planner.intake import releases, world
-from planner.intake.collect import Collector, as_bool, as_float, as_int, default, one
+from planner.intake.collect import Collector, as_float, as_int, default, one
 from planner.intake.flags import Flag
 from planner.intake.flags import parse as parse_flags
 from planner.intake.models import lookup, read_model
-
-ORL = "openrlhf 0.11.2"
-ESTIMATORS = {
-    "gae": "ppo",
-    "group_norm": "grpo",
-    "dr_grpo": "grpo",
-    "rloo": "rloo",
-    "reinforce": "reinforce++",
-    "reinforce_baseline": "reinforce++",
-    "flash_reinforce": "reinforce++",
-}
-# flat names of <= 0.10.1 -> the dotted name (the 0.10.2 rename): the key table's flat lines and older aliases
-OLD = KEYS.renamed("0.10") | KEYS.renamed("0.9") | ALIASES
-
-
-def dotted(c: Collector, flags: dict[str, Flag], names: dict[str, str] = OLD) -> dict[str, Flag]:
-    """The flags by their 0.11.2 names (`names`: a flat name -> its dotted name in this entry point); old flat names
-    are read and said once (0.11.2 refuses them)."""
-    out, old = {}, []
-    for key, f in flags.items():
-        if key in names:
-            old.append(f"--{key} (--{names[key]})")
-            out.setdefault(names[key], f)
-        else:
-            out[key] = f
-    if old:
-        where = next(f.source for k, f in flags.items() if k in names).split(" ")[0]
-        c.note(
-            f"{where} {len(old)} flat flag names of OpenRLHF 0.10.1 and before, read as their dotted names (0.11.2's "
-            f"parser refuses the flat ones): {', '.join(old)}"
-        )
-    return out
-
-
-def get(f: dict[str, Flag], key: str) -> tuple[object, str]:
-    if key in f:
-        return one(f[key].value), f[key].source
-    row = KEYS.named(key)  # the flag's 0.11.2 default (planner.frameworks.openrlhf.keys)
-    return row.default, default(ORL, row.cite, f"--{key} {row.default}")
-
-
-def on(f: dict[str, Flag], key: str) -> bool:
-    return key in f and bool(as_bool(one(f[key].value)) if f[key].value is not True else True)
 
 
 def precision(c: Collector, f: dict[str, Flag], cite: str) -> None:
@@ -371,12 +330,17 @@ def release_hint(flags: dict[str, Flag]) -> tuple[str, str] | None:
 
 
 def read_launched(c: Collector, run) -> None:
-    """planner.intake's dispatch of `python -m openrlhf.cli.train_ppo_ray` or `train_dpo` (Framework.launched): the
-    release from its flags, then PPO's roles (Ray places them) or DPO's one trainer on the launcher's GPUs."""
+    """planner.intake's dispatch of `python -m openrlhf.cli.train_ppo_ray`, `train_dpo` or `train_sft`
+    (Framework.launched): the release from its flags, then PPO's roles (Ray places them) or DPO's or SFT's one trainer
+    on the launcher's GPUs (planner.frameworks.openrlhf.sft); the pre-Ray `train_ppo` is refused in one line."""
+    if run.target == "openrlhf.cli.train_ppo":
+        refuse_old_ppo(run)
     flags, _ = parse_flags(run.args, run.command.path)
     releases.by_flags(c, "openrlhf", run, release_hint(flags))
-    if run.target.endswith("train_dpo"):
+    if run.target.endswith(("train_dpo", "train_sft")):
         world.read(c, run)
+        if run.target.endswith("train_sft"):
+            return read_sft(c, flags, run.command.path)
         read_dpo(c, flags, run.command.path)
     else:
         read(c, flags, run.command.path)

@@ -27,39 +27,46 @@ REWARD_URL = "YOUR_REWARD_FUNCTION.py"
 
 
 def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str, str]:
-    if plan.workload.kind == "dpo":
-        return {DPO_SCRIPT: dpo_script(plan, model, hw)}
+    if plan.workload.kind in ONE_TRAINER:
+        name, module = ONE_TRAINER[plan.workload.kind]
+        length = plan.workload.max_length if plan.workload.kind == "dpo" else seq_len
+        return {name: dpo_script(plan, model, hw, module, length)}
     return {SCRIPT_NAME: script(plan, model, hw)}
 
 
 def command(plan: Plan, hw: Hardware) -> str:
-    if plan.workload.kind == "dpo":
-        return f"bash {DPO_SCRIPT}"
+    if plan.workload.kind in ONE_TRAINER:
+        return f"bash {ONE_TRAINER[plan.workload.kind][0]}"
     check(plan)
     return f"bash {SCRIPT_NAME}"
 
 
 DPO_SCRIPT = "openrlhf_dpo.sh"
+# the one-trainer runs: workload -> (script, module): DPO (cli/train_dpo.py: the policy and its reference) and SFT
+# (cli/train_sft.py), each under the deepspeed launcher
+ONE_TRAINER = {"dpo": (DPO_SCRIPT, "openrlhf.cli.train_dpo"), "sft": ("openrlhf_sft.sh", "openrlhf.cli.train_sft")}
 
 
-def dpo_script(plan: Plan, model: ModelSpec, hw: Hardware) -> str:
-    """DPO through `deepspeed --module openrlhf.cli.train_dpo` (cli/train_dpo.py: the policy and its reference)."""
+def dpo_script(
+    plan: Plan, model: ModelSpec, hw: Hardware, module: str = "openrlhf.cli.train_dpo", length: int | None = None
+) -> str:
+    """DPO or SFT through `deepspeed --module M` (ONE_TRAINER), at `length` tokens (DPO's: its workload's)."""
     check(plan)
     launcher = ["deepspeed", "--num_nodes", str(hw.nodes), "--num_gpus", str(hw.gpus_per_node)]
     flags = [
         f"--model.model_name_or_path {hf(model.name)}",
-        "--data.dataset YOUR_PAIRS",
+        "--data.dataset " + ("YOUR_PAIRS" if module.endswith("dpo") else "YOUR_DATA"),
         "--ckpt.output_dir ./ckpt",
         flag("global_batch", plan.global_batch),
         flag("micro_batch", plan.micro_batch),
-        flag("seq_len", plan.workload.max_length),
+        flag("seq_len", plan.workload.max_length if length is None else length),
         flag("zero_stage", plan.zero_stage),
         flag("precision", plan.precision),
     ]
     flags += ["--model.gradient_checkpointing_enable"] if plan.checkpointing == "full" else []
     flags += [flag("offload")] if plan.offload == "optimizer" else []
     flags += [flag("lora_rank", plan.lora_rank), flag("lora_alpha", 2 * plan.lora_rank)] if plan.lora_rank else []
-    lines = ["#!/bin/bash", headline(plan, hw), " ".join(launcher) + " --module openrlhf.cli.train_dpo \\"]
+    lines = ["#!/bin/bash", headline(plan, hw), " ".join(launcher) + f" --module {module} \\"]
     lines += [f"    {f}" + (" \\" if i < len(flags) - 1 else "") for i, f in enumerate(flags)]
     return "\n".join(lines) + "\n"
 

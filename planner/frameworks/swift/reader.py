@@ -63,7 +63,11 @@ def read(
     if m in f:
         models.read_model(c, show(one(f[m].value)), f[m].source, KEYS.flag("model"), near)
     kind = swiftrl.read_kind(c, f, sub)
-    world = _world(c, env, where) if launcher else int(c.get("gpus_per_node", 1)) * int(c.get("nodes", 1))
+    world = (
+        _world(c, env, where, f.get(KEYS.key("zero_stage")))
+        if launcher
+        else int(c.get("gpus_per_node", 1)) * int(c.get("nodes", 1))
+    )
     lora = _tuner(c, f)
     _batch(c, f, kind, world)
     _sequence(c, f, kind)
@@ -104,10 +108,31 @@ def _chunked_loss(c: Collector, env: dict[str, str], where: str) -> None:
         c.note(f"{source} (planned with chunks of 2048 tokens, a chunk's fp32 log-softmax and gradient)")
 
 
-def _world(c: Collector, env: dict[str, str], where: str) -> int:
+# ms-swift refuses --deepspeed where a process spreads the model over several GPUs (is_mp): "DeepSpeed is not
+# compatible with MP" at every 2.x release (v2.0.0 swift/llm/utils/argument.py:423, v2.6.1 :1111-1115), "with
+# `device_map`" in 3.x (v3.4.0 swift/llm/argument/train_args.py:181-182) and 4.6.0 (swift/arguments/sft_args.py:255)
+DS_NOT_MP = "v2.6.1 swift/llm/utils/argument.py:1111-1115; v3.4.0 swift/llm/argument/train_args.py:181-182"
+
+
+def _world(c: Collector, env: dict[str, str], where: str, ds: Flag | None = None) -> int:
     """Processes: NPROC_PER_NODE x NNODES under torchrun (swift/cli/main.py:30-35), else one; with more visible GPUs
-    than processes each process spreads the model over its share (_device_map)."""
-    if "NPROC_PER_NODE" in env:
+    than processes each process spreads the model over its share (_device_map), except under --deepspeed (`ds`),
+    which ms-swift refuses there (DS_NOT_MP): a DeepSpeed run that ran had one process a visible GPU, NPROC_PER_NODE
+    from the shell that launched it, and is planned so, said in a line."""
+    visible = count_devices(env.get("CUDA_VISIBLE_DEVICES", ""))
+    if "NPROC_PER_NODE" not in env and ds is not None and visible and visible >= 2:
+        source = (
+            f"{where} CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} with {ds.source} and no NPROC_PER_NODE: "
+            f"ms-swift refuses DeepSpeed over one process's several GPUs ({DS_NOT_MP}), so a run that ran had one "
+            "process a GPU"
+        )
+        c.set("gpus_per_node", visible, source, "NPROC_PER_NODE")
+        c.note(
+            f"{where} no NPROC_PER_NODE in the file: planned with NPROC_PER_NODE={visible} from the launching shell "
+            f"(without it ms-swift stops at start: DeepSpeed is not compatible with MP, {DS_NOT_MP})"
+        )
+        n = visible
+    elif "NPROC_PER_NODE" in env:
         source = f"{where} NPROC_PER_NODE={show(env['NPROC_PER_NODE'])}"
         n = c.number("gpus_per_node", env["NPROC_PER_NODE"], source, "NPROC_PER_NODE") or 1
         processes_fit_devices(n, env, source, c)

@@ -46,6 +46,7 @@ CASES = {
             "workload": {"kind": "grpo", **RL, "roles": {"sleep_level": 1, "rollout_memory": 0.5}},
         },
         "dpo": {"micro_batch": 2, "grad_accum": 2, "zero_stage": 3, "workload": {"kind": "dpo", "max_length": 2048}},
+        "sft": {"micro_batch": 2, "grad_accum": 4, "zero_stage": 2, "seq_len": 2048, "workload": {"kind": "sft"}},
         "ppo_groups": {
             "micro_batch": 4,
             "grad_accum": 2,
@@ -155,6 +156,7 @@ def test_exports_pass_the_frameworks_own_config_code(framework, tmp_path):
     else:
         assert "Policy 4 GPUs shared, Reference 4 GPUs shared, Critic 2 GPUs" in run.stdout
         assert "dpo: micro 2, batch 32, zero 3" in run.stdout  # train_dpo's own parser and checks
+        assert "sft: max_len 2048, micro 2, batch 64, zero 2" in run.stdout  # train_sft's (cli/train_sft.py)
 
 
 @pytest.mark.parametrize("framework", list(CASES))

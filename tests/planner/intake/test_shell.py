@@ -174,3 +174,48 @@ def test_a_function_defined_inside_an_uncalled_function_does_not_break_the_readi
     (RuntimeError: dictionary changed size during iteration, before)."""
     text = "outer() {\n  inner() {\n    echo hi\n  }\n  inner\n}\ntorchrun --nproc_per_node 2 t.py --max_length 8\n"
     assert _argv(tmp_path, text) == [["torchrun", "--nproc_per_node", "2", "t.py", "--max_length", "8"]]
+
+
+def test_a_command_line_read_into_a_variable_from_a_heredoc_runs_in_an_if_block(tmp_path):
+    """OpenRLHF's examples/scripts (train_ppo_llama.sh, train_sft_llama.sh): `read -r -d '' VAR <<EOF` keeps the
+    module and its `\\`-continued flags in VAR (the unquoted delimiter joins them, and expands $), and
+    `deepspeed --module $VAR` inside an if block splits it into words; without -d only the first line is read, and a
+    quoted delimiter keeps its body literal."""
+    text = (
+        "LEN=512\nread -r -d '' cmds <<EOF\nopenrlhf.cli.train_sft \\\n   --max_len $LEN \\\n   --bf16\nEOF\n"
+        "    # --packing_samples\n"
+        "read first <<'END'\n--a $LEN\n--b\nEND\n"
+        'if [[ ${1} != "slurm" ]]; then\n    deepspeed --module $cmds $first\nfi\n'
+    )
+    assert _argv(tmp_path, text) == [
+        ["deepspeed", "--module", "openrlhf.cli.train_sft", "--max_len", "512", "--bf16", "--a", "$LEN"]
+    ]
+
+
+def test_a_command_posted_without_its_backslashes_is_read_whole_and_said(tmp_path):
+    """ms-swift#3183 as posted: each flag on a line of its own, no `\\`; the flag lines are the command's arguments and
+    the `VAR=value` lines just above it its environment (bash would run each line alone), said once. A flag line
+    after a blank line, or after an assignment alone, stays a command of its own."""
+    text = "A=1  \nNPROC_PER_NODE=7  \nswift rlhf  \n--rlhf_type grpo  \n--lora_rank 8\n\n--stray\nB=2\n--b\n"
+    script = read_script(_script(tmp_path, text))
+    assert script.commands[0].argv == ["swift", "rlhf", "--rlhf_type", "grpo", "--lora_rank", "8"]
+    assert script.commands[0].prefix == {"A": "1", "NPROC_PER_NODE": "7"}
+    assert [c.argv for c in script.commands][1:] == [["--stray"], ["--b"]]
+    (note,) = script.notes
+    assert note.startswith("run.sh:4 lines that begin with a flag follow line 3's swift without a `\\`")
+
+
+def test_a_continued_command_missing_one_backslash_is_cut_there_as_bash_cuts_it(tmp_path):
+    """VLM-R1#215: a `\\`-continued command whose line 3 lacks its `\\` ends there; the flag lines after it are a
+    command of their own (bash fails on it), not the first one's arguments, and a line says so."""
+    text = "torchrun --nproc_per_node=5 \\\n    train.py \\\n    --bf16\n    --gradient_checkpointing true\n"
+    script = read_script(_script(tmp_path, text))
+    assert [c.argv for c in script.commands] == [
+        ["torchrun", "--nproc_per_node=5", "train.py", "--bf16"],
+        ["--gradient_checkpointing", "true"],
+    ]
+    note = (
+        "run.sh:3 has no `\\`: bash ends the command begun on line 1 there, and line 4's --gradient_checkpointing "
+        "true is a command of its own (those flags are not passed)"
+    )
+    assert script.notes == [note]

@@ -28,6 +28,7 @@ from verdict import verdicts
 
 ENTRY = "openrlhf.cli.train_ppo_ray"
 DPO_ENTRY = "openrlhf.cli.train_dpo"
+SFT_ENTRY = "openrlhf.cli.train_sft"  # one trainer as train_dpo: its parser and __main__ checks, then get_strategy
 STATE: dict = {}
 
 
@@ -81,19 +82,20 @@ sys.modules["openrlhf.trainer.ppo_trainer_async"] = types.SimpleNamespace(PPOTra
 
 
 def flags_of(path: Path) -> tuple[str, list[str]]:
-    """(module, flags): `python3 -m openrlhf.cli.train_ppo_ray ...` or `deepspeed ... --module openrlhf.cli.train_dpo`."""
+    """(module, flags): `python3 -m openrlhf.cli.train_ppo_ray ...` or `deepspeed ... --module openrlhf.cli.train_dpo`
+    (or train_sft)."""
     toks = shlex.split(path.read_text().replace("\\\n", " "), comments=True)
     if toks[:3] == ["python3", "-m", ENTRY]:
         return ENTRY, toks[3:]
-    if toks[:1] == ["deepspeed"] and "--module" in toks and toks[toks.index("--module") + 1] == DPO_ENTRY:
-        return DPO_ENTRY, toks[toks.index("--module") + 2 :]
-    raise ValueError(f"not `python3 -m {ENTRY}` nor `deepspeed --module {DPO_ENTRY}`: {toks[:3]}")
+    if toks[:1] == ["deepspeed"] and "--module" in toks and toks[toks.index("--module") + 1] in (DPO_ENTRY, SFT_ENTRY):
+        return toks[toks.index("--module") + 1], toks[toks.index("--module") + 2 :]
+    raise ValueError(f"not `python3 -m {ENTRY}` nor `deepspeed --module {DPO_ENTRY}|{SFT_ENTRY}`: {toks[:3]}")
 
 
 def check(path: Path) -> str:
     STATE.clear()
     module, flags = flags_of(path)
-    STATE.update(pgs=[], groups=[], vllm=None, dpo=module == DPO_ENTRY)
+    STATE.update(pgs=[], groups=[], vllm=None, dpo=module in (DPO_ENTRY, SFT_ENTRY))
     sys.argv = [module.rsplit(".", 1)[1] + ".py", *flags]
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
@@ -103,7 +105,8 @@ def check(path: Path) -> str:
         raise AssertionError("train() returned before it built the trainer")
     a = STATE["args"]
     if STATE["dpo"]:
-        return f"dpo: micro {a.train.micro_batch_size}, batch {a.train.batch_size}, zero {a.ds.zero_stage}"
+        what = "dpo:" if module == DPO_ENTRY else f"sft: max_len {a.data.max_len},"
+        return f"{what} micro {a.train.micro_batch_size}, batch {a.train.batch_size}, zero {a.ds.zero_stage}"
     roles = ", ".join(f"{r} {g} GPUs{' shared' if shared else ''}" for r, g, shared in STATE["groups"])
     engines = STATE["vllm"]
     return (

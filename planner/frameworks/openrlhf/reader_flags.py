@@ -1,0 +1,52 @@
+"""OpenRLHF's flags as its readers take them (reader.py: train_ppo_ray and train_dpo; reader_sft.py: train_sft): the
+flat names of 0.10.1 and before read as their dotted 0.11.2 names and said once, a flag's value or its 0.11.2 default,
+and a switch's state."""
+
+from __future__ import annotations
+
+from planner.frameworks.openrlhf.keys import ALIASES, KEYS
+from planner.intake.collect import Collector, as_bool, default, one
+from planner.intake.flags import Flag
+
+ORL = "openrlhf 0.11.2"
+ESTIMATORS = {
+    "gae": "ppo",
+    "group_norm": "grpo",
+    "dr_grpo": "grpo",
+    "rloo": "rloo",
+    "reinforce": "reinforce++",
+    "reinforce_baseline": "reinforce++",
+    "flash_reinforce": "reinforce++",
+}
+# flat names of <= 0.10.1 -> the dotted name (the 0.10.2 rename): the key table's flat lines and older aliases
+OLD = KEYS.renamed("0.10") | KEYS.renamed("0.9") | ALIASES
+
+
+def dotted(c: Collector, flags: dict[str, Flag], names: dict[str, str] = OLD) -> dict[str, Flag]:
+    """The flags by their 0.11.2 names (`names`: a flat name -> its dotted name in this entry point); old flat names
+    are read and said once (0.11.2 refuses them)."""
+    out, old = {}, []
+    for key, f in flags.items():
+        if key in names:
+            old.append(f"--{key} (--{names[key]})")
+            out.setdefault(names[key], f)
+        else:
+            out[key] = f
+    if old:
+        where = next(f.source for k, f in flags.items() if k in names).split(" ")[0]
+        c.note(
+            f"{where} {len(old)} flat flag names of OpenRLHF 0.10.1 and before, read as their dotted names (0.11.2's "
+            f"parser refuses the flat ones): {', '.join(old)}"
+        )
+    return out
+
+
+def get(f: dict[str, Flag], key: str) -> tuple[object, str]:
+    if key in f:
+        return one(f[key].value), f[key].source
+    row = KEYS.named(key)  # the flag's 0.11.2 default (planner.frameworks.openrlhf.keys)
+    return row.default, default(ORL, row.cite, f"--{key} {row.default}")
+
+
+def on(f: dict[str, Flag], key: str) -> bool:
+    return key in f and bool(as_bool(one(f[key].value)) if f[key].value is not True else True)
