@@ -128,6 +128,9 @@ def logps_pass_terms(s: Setup) -> dict[str, int]:
     rows, width, t = s.knobs.workload.rows(s.micro_batch), s.seq_len, s.model.text
     if role_heads.upcasts(s.knobs.framework):  # OpenRLHF's Actor: fp32 logits of every token (models/actor.py:267)
         head = role_heads.logprob_pass_head_bytes(rows * width, t.vocab, compute_dtype_bytes(s), False, upcast=True)
+    elif mem.whole_logits(s):  # ms-swift 3.2-3.6 on a multimodal model: the same moment without gradients
+        scored, profile = min(width, s.knobs.workload.scored_tokens()), mem.text_shape(s)[3]
+        head = recipe_terms.whole_logits_logps_bytes(t, rows, width, scored, profile)
     elif s.knobs.workload.logprobs == "full":  # the logits of the chunk, and one row's log_softmax at a time
         head = compute_dtype_bytes(s) * (rows + 1) * width * t.vocab
     else:
