@@ -375,6 +375,14 @@ def masked_tower_phase(s: Setup, accumulated: int, grads_full: int, opt: int) ->
     return (grads_full, opt, saved, temp) if trained else (accumulated, opt, 0, temp)
 
 
+def tower_detail(s: Setup, tower: tuple[int, int, int, int]) -> dict[str, int]:
+    """The breakdown's detail where the tower's masked moment is the peak: its scores' bytes (what a smaller image
+    or fewer of them shrink, planner.search.advice) and the knob that sizes its call (vision.tower_knob)."""
+    v, p = s.model.vision, text_shape(s)[3]
+    scores = vision.masked_tower_bytes(v, tower_patches(s), p, tower_is_trained(s))
+    return {"vision_tower_bytes": scores, "vision_knob": vision.tower_knob(s.model.model_type, v)}
+
+
 def ulysses_layer_bytes(s: Setup) -> int:
     """What Ulysses adds to a layer's saved tensors: its attention output saved twice, KV heads repeated to the group
     (parallel.ulysses_layer_saved_bytes; 0 without the split). `s`: the rank's view."""
@@ -666,6 +674,7 @@ def _breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] |
         "gradient_buffers_bytes": buckets,
         "logits_loss_bytes": logits_loss_bytes(s),
         **({"whole_logits_bytes": logits_loss_bytes(s)} if whole_logits(s) else {}),  # render's name for the head
+        **(tower_detail(s, tower) if tower is not None and phases[phase] is tower else {}),
         "saved_activations_bytes": acts,
         "zero3_live_params_bytes": zero.zero3_live_params_bytes(s),
         "fsdp_unsharded_params_bytes": fsdp.unsharded_params_bytes(s),
