@@ -38,7 +38,7 @@ FOREACH_3 = Default(
 # (v3.2.2 swift/trainers/rlhf_trainer/grpo_trainer.py:1013-1026, v3.3.0 :1101-1117, v3.4.1 :1181-1197, v3.6.4
 # :1299-1318; v3.2.0-3.2.1 do not divide by the temperature, whose copy only their no-grad pass lacks: the line is
 # read the hungrier way); v3.7.0 passes logits_to_keep + 1 where the model's forward takes it (:1469-1470):
-# Qwen2.5-VL's does from transformers 4.54.0 (modeling_qwen2_5_vl.py:1429; none through 4.53.0), which 3.7-3.9
+# Qwen2.5-VL's does from transformers 4.54.0 (modeling_qwen2_5_vl.py:1429; none through 4.53.0), which v3.7.0
 # allow (<4.56) beside 4.53 and older: the 3.7 line can run either, and is planned with the fused head
 WHOLE_LOGITS = "whole"
 # GRPO's generation batch: ms-swift 3.2-3.3's GRPOTrainer keeps TRL's _prepare_inputs (v3.3.0 swift/trainers/
