@@ -81,6 +81,7 @@ def breakdown_table(p: Plan) -> Table:
     if m.paged_bytes:
         t.add_row("paged optimizer states (unified memory, not in the peak)", gib(m.paged_bytes))
     head = {"fused": "TRL log-prob head", "full": "full logits"}[p.workload.logprobs] if p.workload.rl else p.loss
+    head = "whole logits, ms-swift 3.2-3.6's VLM scoring" if "whole_logits_bytes" in m.detail else head
     head = "student and teacher logits, generalized JSD" if p.workload.kind == "gkd" else head  # planner.estimate.gkd
     head = f"{p.task} head" if p.task in ("seq-cls", "reranker", "embedding") else head  # planner.estimate.heads
     if p.loss != "standard" or m.detail.get("logits_loss_bytes"):

@@ -344,14 +344,17 @@ def activations_bytes(s: Setup) -> int:
     return total
 
 
-def masked_tower(s: Setup) -> bool:
-    """The tower runs transformers 4.45-4.50's Qwen2-VL SDPA over a mask of every patch (vision.masked_tower_bytes):
-    the framework's release runs those transformers (Framework.tower_sdpa), the tower is Qwen2-VL's or Qwen2.5-VL's,
-    under SDPA."""
-    v, k = s.model.vision, s.knobs
-    if v is None or v.block not in vision.QWEN2_TOWERS or k.attention != "sdpa" or not s.tower_image_tokens:
+def whole_logits(s: Setup) -> bool:
+    """A GRPO step scored from the model's whole logits: the framework's release does it for a multimodal model
+    (Framework.vlm_logprobs "whole": ms-swift 3.2-3.6, recipe_terms.whole_logits_logps_bytes) and the model has a
+    tower (ms-swift's model_meta.is_multimodal is the model's, whether the rows hold images or not)."""
+    k = s.knobs
+    if k.workload.kind != "grpo" or s.model.vision is None or k.framework not in FRAMEWORKS:
         return False
-    return k.framework in FRAMEWORKS and adapter(k.framework, k.release).tower_sdpa == "masked-3d"
+    return adapter(k.framework, k.release).vlm_logprobs == "whole"
+
+
+masked_tower = nograd.masked_tower  # where the no-grad passes ask too; tests and callers name it memory.masked_tower
 
 
 def tower_patches(s: Setup) -> int:
@@ -370,6 +373,14 @@ def masked_tower_phase(s: Setup, accumulated: int, grads_full: int, opt: int) ->
     saved = vision.vision_activations_bytes(v, s.micro_batch, s.tower_image_tokens, p, "off" if off else "full", True)
     temp = gathered_params_bytes(s) + vision.masked_tower_bytes(v, tower_patches(s), p, trained)
     return (grads_full, opt, saved, temp) if trained else (accumulated, opt, 0, temp)
+
+
+def tower_detail(s: Setup, tower: tuple[int, int, int, int]) -> dict[str, int]:
+    """The breakdown's detail where the tower's masked moment is the peak: its scores' bytes (what a smaller image
+    or fewer of them shrink, planner.search.advice) and the knob that sizes its call (vision.tower_knob)."""
+    v, p = s.model.vision, text_shape(s)[3]
+    scores = vision.masked_tower_bytes(v, tower_patches(s), p, tower_is_trained(s))
+    return {"vision_tower_bytes": scores, "vision_knob": vision.tower_knob(s.model.model_type, v)}
 
 
 def ulysses_layer_bytes(s: Setup) -> int:
@@ -468,6 +479,8 @@ def logits_loss_bytes(s: Setup) -> int:
         return role_heads.update_head_bytes(rows * width, t.vocab, t.hidden, c, entropy, head_grad, up)
     if w.kind == "gkd":  # both models' logits and the generalized JSD's temporaries
         return gkd.loss_bytes(s, rows)
+    if whole_logits(s):  # ms-swift 3.2-3.6's GRPO on a multimodal model
+        return recipe_terms.whole_logits_logps_bytes(t, rows, width, min(width, w.scored_tokens()), p)
     if w.rl and w.logprobs == "full":
         return recipe_terms.full_logprob_bytes(t, rows, width, p)
     if w.rl:  # TRL scores the completion tokens with its fused log-prob head
@@ -660,6 +673,8 @@ def _breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] |
     detail = {
         "gradient_buffers_bytes": buckets,
         "logits_loss_bytes": logits_loss_bytes(s),
+        **({"whole_logits_bytes": logits_loss_bytes(s)} if whole_logits(s) else {}),  # render's name for the head
+        **(tower_detail(s, tower) if tower is not None and phases[phase] is tower else {}),
         "saved_activations_bytes": acts,
         "zero3_live_params_bytes": zero.zero3_live_params_bytes(s),
         "fsdp_unsharded_params_bytes": fsdp.unsharded_params_bytes(s),

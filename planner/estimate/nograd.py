@@ -9,7 +9,8 @@ from dataclasses import replace
 
 from planner.estimate import activations as act
 from planner.estimate.setup import Setup
-from planner.estimate.vision import encoder_tokens
+from planner.estimate.vision import QWEN2_TOWERS, encoder_tokens, masked_tower_bytes
+from planner.frameworks import FRAMEWORKS, adapter
 
 
 def compute_dtype_bytes(s: Setup) -> int:
@@ -44,7 +45,22 @@ def nograd_vision_bytes(s: Setup, rows: int) -> int:
     c = compute_dtype_bytes(s)
     patches = rows * encoder_tokens(v, s.tower_image_tokens)
     block = 3 * c * patches * v.hidden + (3 if v.gated_mlp else 2) * c * patches * v.intermediate
+    if masked_tower(s):  # every image of the call in one SDPA on torch's math path: its N x N moment, no grad
+        profile = "fp32" if c == 4 else "half"
+        block = max(block, 3 * c * patches * v.hidden + masked_tower_bytes(v, patches, profile, trained=False))
     return block + c * rows * s.tower_image_tokens * s.model.text.hidden
+
+
+def masked_tower(s: Setup) -> bool:
+    """The tower runs transformers 4.45-4.50's Qwen2-VL SDPA over a mask of every patch (vision.masked_tower_bytes):
+    the framework's release runs those transformers (Framework.tower_sdpa), the tower is Qwen2-VL's or Qwen2.5-VL's,
+    under SDPA. A no-grad pass's call holds every image of its rows: GRPO's generation prefill (ms-swift 3.2-3.3's
+    PtEngine takes the rank's whole generation batch at once, max_batch_size=0: v3.3.0
+    swift/trainers/rlhf_trainer/grpo_trainer.py PtEngine.from_model_template), the reference and old-policy passes."""
+    v, k = s.model.vision, s.knobs
+    if v is None or v.block not in QWEN2_TOWERS or k.attention != "sdpa" or not s.tower_image_tokens:
+        return False
+    return k.framework in FRAMEWORKS and adapter(k.framework, k.release).tower_sdpa == "masked-3d"
 
 
 def eval_head_bytes(s: Setup, tokens: int) -> int:

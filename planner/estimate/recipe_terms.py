@@ -206,6 +206,19 @@ def full_logprob_bytes(t: TextSpec, rows: int, width: int, profile: str) -> int:
     return 2 * c * rows * width * t.vocab
 
 
+def whole_logits_logps_bytes(t: TextSpec, rows: int, width: int, scored: int, profile: str) -> int:
+    """ms-swift 3.2-3.6's GRPO log-probs of a multimodal model (Framework.vlm_logprobs "whole"): the model's logits
+    over all `width` tokens of the rows, in the compute dtype (labels popped: no fp32 upcast, transformers 4.51.3
+    modeling_qwen2_5_vl.py:1839-1844), the completion's `scored` tokens sliced and divided by the temperature (the
+    copy frees the whole logits), then TRL's selective_log_softmax row by row, each row's log_softmax kept for
+    backward (trl 0.17.0 trainer/utils.py:1694-1700). The largest moment, in the forward and again in the head's
+    backward (the slice's gradient beside the scaled one's): the whole logits and one scored copy. Measured with
+    probes.tracker on that code (tests/probes/test_whole_logits.py): exactly 2 x rows x (width + scored) x vocab
+    bytes in bf16, with or without gradients."""
+    _, c = act.saved_dtype_bytes(profile)
+    return c * rows * (width + scored) * t.vocab
+
+
 # ms-swift's own examples chunk the loss by 2,048 tokens (examples/train/sequence_parallel/sequence_parallel.sh:5,
 # CELOSS_PARALLEL_SIZE=2048): the chunk a --loss chunked ms-swift plan sets and is planned with
 SWIFT_CE_CHUNK = 2048

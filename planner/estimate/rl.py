@@ -26,8 +26,9 @@ from dataclasses import replace
 from planner.config.spec import Hardware, MemoryBreakdown
 from planner.estimate import gkd, linear_attention, recipe_terms, role_heads, roles, rollout, speed, weight_sync
 from planner.estimate import memory as mem
-from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
+from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes, nograd_vision_bytes
 from planner.estimate.setup import Setup
+from planner.estimate.vision import tower_knob
 
 SAMPLING_FP32_COPIES = 3  # generate's fp32 copy of the last logits, the processed scores, softmax's probabilities
 
@@ -115,9 +116,12 @@ def generation_terms(s: Setup, n: int | None = None) -> dict[str, int]:
     grow = 2 * full_kv // t.layers
     kv, transient = (prompt_kv, prefill) if prompt_kv + prefill > full_kv + grow else (full_kv, grow)
     sampling = n * t.vocab * (compute_dtype_bytes(s) + 4 * SAMPLING_FP32_COPIES)
+    tower = nograd_vision_bytes(s, n) if transient == prefill and s.model.vision is not None else 0
+    tower = tower if tower == prefill else 0  # the prompts' images through the tower decide the prefill
     return {
         "kv_cache_bytes": kv,
-        "generation_transient_bytes": transient + sampling,
+        "generation_transient_bytes": transient - tower + sampling,
+        **({"generation_tower_bytes": tower} if tower else {}),
         "generation_weights_bytes": weight_sync.generation_weights_bytes(s),
     }
 
@@ -128,6 +132,9 @@ def logps_pass_terms(s: Setup) -> dict[str, int]:
     rows, width, t = s.knobs.workload.rows(s.micro_batch), s.seq_len, s.model.text
     if role_heads.upcasts(s.knobs.framework):  # OpenRLHF's Actor: fp32 logits of every token (models/actor.py:267)
         head = role_heads.logprob_pass_head_bytes(rows * width, t.vocab, compute_dtype_bytes(s), False, upcast=True)
+    elif mem.whole_logits(s):  # ms-swift 3.2-3.6 on a multimodal model: the same moment without gradients
+        scored, profile = min(width, s.knobs.workload.scored_tokens()), mem.text_shape(s)[3]
+        head = recipe_terms.whole_logits_logps_bytes(t, rows, width, scored, profile)
     elif s.knobs.workload.logprobs == "full":  # the logits of the chunk, and one row's log_softmax at a time
         head = compute_dtype_bytes(s) * (rows + 1) * width * t.vocab
     else:
@@ -256,6 +263,7 @@ def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
         "model_states_bytes": training.detail["model_states_bytes"]
         + terms["reference_params_bytes"]
         + terms.get("teacher_params_bytes", 0),
+        **({"vision_knob": tower_knob(s.model.model_type, s.model.vision)} if s.model.vision is not None else {}),
     }
     return MemoryBreakdown(
         params_bytes=params,

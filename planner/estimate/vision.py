@@ -133,6 +133,17 @@ def vision_activations_bytes(
 
 
 QWEN2_TOWERS = ("quick-gelu-rotary", "rmsnorm-rotary")  # Qwen2-VL's and Qwen2.5-VL's
+# what sizes a tower's call (MemoryBreakdown.detail "vision_knob", planner.search.advice names it in the framework's
+# words): an image's pixel cap (the Qwen-VL towers take each image whole, attention_tokens 0), InternVL's tiles an
+# image (448 x 448 each), or neither (a fixed-size image: only fewer images shrink it)
+PIXEL_CAP, TILES = 1, 2
+
+
+def tower_knob(model_type: str, v: VisionSpec) -> int:
+    """PIXEL_CAP, TILES or 0: the setting that shrinks the patches of a tower's call."""
+    if v.attention_tokens == 0:
+        return PIXEL_CAP
+    return TILES if model_type.startswith("internvl") else 0
 
 
 def masked_tower_bytes(v: VisionSpec, patches: int, profile: str, trained: bool) -> int:

@@ -207,6 +207,11 @@ class Framework:
     # patch of the call and 3-D q/k/v, which the fused kernels refuse: torch's math backend computes every head's
     # N x N scores)
     tower_sdpa: str = "split"
+    # how its GRPO scores a multimodal model's tokens (planner.estimate.recipe_terms.whole_logits_logps_bytes): "recipe",
+    # as --logprobs says; "whole", ms-swift 3.2-3.6's: the model's logits over every token of the rows (no
+    # logits_to_keep for a multimodal model), the completion's slice divided by the temperature, then TRL's
+    # selective_log_softmax row by row (v3.4.1 swift/trainers/rlhf_trainer/grpo_trainer.py:1181-1197)
+    vlm_logprobs: str = "recipe"
     # GKD's JSD (planner.estimate.gkd): "whole", TRL's generalized_jsd_loss over every token's logits; "chunked",
     # ms-swift's over the completion's, 512 tokens a chunk; "" where it does not run --workload gkd
     gkd_loss: str = ""

@@ -11,7 +11,9 @@ loss for logits. What the planner itself finds to fit is `planner.search.nearest
 from __future__ import annotations
 
 from planner.config.spec import GIB, Hardware, Plan
+from planner.estimate.vision import PIXEL_CAP, TILES
 from planner.frameworks import adapter
+from planner.frameworks.llamafactory.keys import KEYS as LF_KEYS
 from planner.search import role_advice
 
 # RL phases' terms (planner.estimate.rl.phase_terms) -> (what it is, what shrinks it)
@@ -22,6 +24,10 @@ RL_TERMS = {
     ),
     "generation_weights": ("the generation's weight copy", "LoRA, or vLLM on its own GPUs (--generation vllm-server)"),
     "generation_transient": ("the generation's logits", "a smaller generation batch (--steps-per-generation)"),
+    "generation_tower": (
+        "the vision tower over the prompts' images",
+        "a smaller generation batch (--steps-per-generation)",
+    ),
     "reference_params": ("the reference model", "--beta 0 (no reference model) or LoRA (the base is the reference)"),
     "vllm_reserved": ("vLLM's share of the card", "a lower --vllm-gpu-memory-utilization or --generation vllm-server"),
     "sync_gather": (
@@ -146,7 +152,8 @@ def deciding_term(plan: Plan) -> tuple[str, int, list[str]]:
         and m.peak_phase in ("generation", "reference-forward", "old-logps")
     ):
         label, fix = RL_TERMS[m.peak_term]
-        return label, d.get(m.peak_term + "_bytes", 0), [fix]
+        tower = [tower_fix(plan, d.get("vision_knob", 0))] if m.peak_term == "generation_tower" else []
+        return label, d.get(m.peak_term + "_bytes", 0), tower + [fix]
     if m.peak_phase == "weight-sync":  # what the sync adds to a generation's residents (an asleep engine's weights)
         keys = ["sync_gather", "sync_merge", "sync_send"] + (
             ["vllm_reserved"] if plan.workload.roles.sleep_level else []
@@ -154,6 +161,11 @@ def deciding_term(plan: Plan) -> tuple[str, int, list[str]]:
         key = max(keys, key=lambda k: d.get(k + "_bytes", 0))
         label, fix = RL_TERMS[key]
         return label, d.get(key + "_bytes", 0), [fix]
+    if d.get("vision_tower_bytes", 0) * 2 > m.temp_bytes + m.activations_bytes:  # the tower's call decides the peak
+        fixes = [tower_fix(plan, d.get("vision_knob", 0))] + (["a smaller micro-batch"] if plan.micro_batch > 1 else [])
+        if runs(plan, "attention", "flash") and plan.attention != "flash":
+            fixes.append("flash attention (the tower's flash path has no mask over the patches)")
+        return "the vision tower's attention over the images' patches", d["vision_tower_bytes"], fixes
     logits = min(d.get("logits_loss_bytes", 0), m.temp_bytes) if m.peak_phase in ("forward", "backward") else 0
     parts = {"saved activations": m.activations_bytes, "logits/loss": logits, "temporaries": m.temp_bytes - logits}
     if m.peak_phase == "optimizer-step":
@@ -192,3 +204,21 @@ def shorter(plan: Plan) -> list[str]:
     """Activations and logits scale with the tokens of a micro-batch."""
     out = ["a smaller micro-batch"] if plan.micro_batch > 1 else []
     return out + ["a shorter sequence"]
+
+
+def tower_fix(plan: Plan, knob: int) -> str:
+    """The setting that shrinks a tower's call (vision.tower_knob: an image's pixel cap, InternVL's tiles), in the
+    words of the plan's framework: ms-swift's environment (MAX_PIXELS, qwen_vl_utils' cap; MAX_NUM, its InternVL
+    template's tiles), LLaMA-Factory's key at its release (image_max_pixels; image_resolution before 0.9.2), a TRL
+    GRPO script's (VLM-R1's --max_pixels, --max_anyres_num); memplan's own --image-tokens elsewhere."""
+    if knob == PIXEL_CAP:
+        words = {"swift": "MAX_PIXELS", "trl": "--max_pixels"}
+        if plan.framework == "llamafactory":
+            return f"a lower {LF_KEYS.key('max_pixels', plan.knobs.release)} (the image's pixel cap)"
+        if plan.framework in words:
+            return f"a lower {words[plan.framework]} (the image's pixel cap)"
+    if knob == TILES:
+        words = {"swift": "MAX_NUM", "trl": "--max_anyres_num"}
+        if plan.framework in words:
+            return f"a lower {words[plan.framework]} (InternVL's tiles an image)"
+    return "fewer image tokens (--image-tokens: smaller or fewer images)"

@@ -54,6 +54,13 @@ REQUIRED = Default(
     f"{TAG.format('v0.5.3', 'llmtuner')}finetuning_args.py:55-56: lora_target None; src/llmtuner/hparams/parser.py:"
     "141-142 refuses LoRA without it",
 )
+# the Qwen2-VL and Qwen2.5-VL towers' SDPA (Framework.tower_sdpa, planner.estimate.vision.masked_tower_bytes): 3-D
+# q, k, v over a mask of every patch of the call in transformers 4.45-4.50 (4.45.2 modeling_qwen2_vl.py:398-404,
+# 4.49.0 modeling_qwen2_5_vl.py:314-320), 4-D from 4.51. The lines that can run only those: v0.9.0, the 0.8 line's
+# one release with Qwen2-VL (its template, data/template.py; none at v0.8.3), pins transformers<=4.45.0 (Qwen2-VL
+# came in 4.45.0); v0.9.1 <=4.46.1; v0.9.2 <=4.49.0 (requirements.txt:1; Qwen2.5-VL came in 4.49.0). v0.9.3 allows
+# 4.51-4.52.4 (requirements.txt:1), v0.9.4 4.51.0 on (pyproject.toml:44): not these.
+MASKED_TOWER = {"tower_sdpa": "masked-3d"}
 RELEASES = (
     Release(
         "0.5",
@@ -97,6 +104,7 @@ RELEASES = (
             ),
         },
         notes=("0.8-0.9.0: cutoff_len 1024; image_resolution (0.9.0) caps an image's longer side",),
+        adapter=MASKED_TOWER,
     ),
     Release(
         "0.9.1",
@@ -115,12 +123,20 @@ RELEASES = (
             ),
         },
         notes=("0.9.1: image_resolution caps an image's pixels",),
+        adapter=MASKED_TOWER,
     ),
     Release(
         "0.9.2",
         (0, 9, 2),
-        "LLaMA-Factory v0.9.2 .. v0.9.3 (image_max_pixels 768 * 768: src/llamafactory/hparams/model_args.py:219-220 "
-        "at v0.9.2)",
+        "LLaMA-Factory v0.9.2 (image_max_pixels 768 * 768: src/llamafactory/hparams/model_args.py:219-220; "
+        "requirements.txt:1 transformers<=4.49.0, not 4.46-4.48)",
+        defaults=_at("v0.9.2", "requirements.txt:1 transformers>=4.41.2,<=4.49.0"),
+        adapter=MASKED_TOWER,
+    ),
+    Release(
+        "0.9.3",
+        (0, 9, 3),
+        "LLaMA-Factory v0.9.3 (requirements.txt:1 transformers>=4.45.0,<=4.52.4, not 4.46-4.48.0 or 4.52.0)",
         defaults=_at("v0.9.3", "requirements.txt:1 transformers>=4.45.0,<=4.52.4"),
     ),
     Release(

@@ -34,6 +34,21 @@ FOREACH_3 = Default(
     "ms-swift 3.x pins transformers <4.48 .. <4.58 (requirements/framework.txt): optim adamw_torch to 4.53 "
     "(4.47.0 training_args.py:1273)",
 )
+# GRPO on a multimodal model (Framework.vlm_logprobs): from v3.2 (GRPO's first release) to v3.6.x ms-swift calls the
+# model without logits_to_keep, slices the completion's logits and scores them with TRL's selective_log_softmax
+# (v3.2.2 swift/trainers/rlhf_trainer/grpo_trainer.py:1013-1026, v3.3.0 :1101-1117, v3.4.1 :1181-1197, v3.6.4
+# :1299-1318; v3.2.0-3.2.1 do not divide by the temperature, whose copy only their no-grad pass lacks: the line is
+# read the hungrier way); v3.7.0 passes logits_to_keep + 1 where the model's forward takes it (:1469-1470):
+# Qwen2.5-VL's does from transformers 4.54.0 (modeling_qwen2_5_vl.py:1429; none through 4.53.0), which v3.7.0
+# allow (<4.56) beside 4.53 and older: the 3.7 line can run either, and is planned with the fused head
+WHOLE_LOGITS = "whole"
+# GRPO's generation batch: ms-swift 3.2-3.3's GRPOTrainer keeps TRL's _prepare_inputs (v3.3.0 swift/trainers/
+# rlhf_trainer/grpo_trainer.py defines none; trl <0.17 at v3.3.0 requirements/framework.txt), which generates each
+# micro-step's rows as that micro-step comes (trl 0.16.1 trainer/grpo_trainer.py:643-651); from v3.4 ms-swift's own
+# generates the micro-batch x accumulation rows at once (v3.4.1 grpo_trainer.py:1016-1018)
+PER_MICRO_STEP = Default(
+    1, "ms-swift v3.3.0 keeps trl 0.16's GRPOTrainer._prepare_inputs (trl 0.16.1 trainer/grpo_trainer.py:643-651)"
+)
 RELEASES = (
     Release(
         "2",
@@ -58,15 +73,28 @@ RELEASES = (
         # tensors over a mask of every patch (4.49.0 modeling_qwen2_vl.py:414-420, modeling_qwen2_5_vl.py:314-320;
         # 4.50.3 :419, :319); 3.3.x allows 4.51-4.52, which pass 4-D ones (4.51.3 modeling_qwen2_vl.py:389-391): the
         # line is read the hungrier way, as for its images
-        adapter={"tower_sdpa": "masked-3d"},
+        adapter={"tower_sdpa": "masked-3d", "vlm_logprobs": WHOLE_LOGITS},
+        workload={"steps_per_generation": PER_MICRO_STEP},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
     ),
     Release(
         "3.4",
         (3, 4),
-        "ms-swift v3.4.0 .. v3.12.x (swift/llm/argument/base_args/base_args.py:98 train_type at v3.12.0; the length "
-        "check on the encoded row, template/base.py:421-425 at v3.4.0)",
+        "ms-swift v3.4.0 .. v3.6.x (the length check on the encoded row, swift/llm/template/base.py:421-425 at "
+        "v3.4.0; a multimodal model's GRPO log-probs from its whole logits, trainers/rlhf_trainer/grpo_trainer.py:"
+        "1181-1197 at v3.4.1)",
         keys=KEYS.release_keys("3.4", ("lora",)),
+        defaults={"optimizer": FOREACH_3},
+        adapter={"vlm_logprobs": WHOLE_LOGITS},
+        notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
+    ),
+    Release(
+        "3.7",
+        (3, 7),
+        "ms-swift v3.7.0 .. v3.12.x (swift/llm/argument/base_args/base_args.py:98 train_type at v3.12.0; a "
+        "multimodal model's forward given logits_to_keep where it takes it, trainers/rlhf_trainer/grpo_trainer.py:"
+        "1469-1470 at v3.7.0)",
+        keys=KEYS.release_keys("3.7", ("lora",)),
         defaults={"optimizer": FOREACH_3},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
     ),

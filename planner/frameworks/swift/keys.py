@@ -6,7 +6,7 @@ names (v2.5.2 swift/llm/utils/argument.py SftArguments, cited per row). Both rea
 from planner.frameworks.keys import Key, Table
 
 S = "swift/arguments/"
-V3 = ("3", "3.4")  # the 3.x lines, which name the tuner --train_type
+V3 = ("3", "3.4", "3.7")  # the 3.x lines, which name the tuner --train_type
 ATTN_IMPL = {"flash": "flash_attn", "sdpa": "sdpa", "eager": "eager"}  # base_args/model_args.py:75-79
 DTYPE = {"bf16": "bfloat16", "bf16-pure": "bfloat16", "fp16": "float16", "fp32": "float32"}  # model_args.py:74
 

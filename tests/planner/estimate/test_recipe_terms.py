@@ -137,3 +137,32 @@ def test_qlora_exports():
     assert peft["modules_to_save"] == ["embed_tokens", "lm_head"] and peft["lora_dropout"] == 0.05
     assert "q_proj" in peft["target_modules"] and "gate_proj" not in peft["target_modules"]
     assert "--load_in_4bit" in plan.launch.command and "--use_bnb_nested_quant" in plan.launch.command
+
+
+def _swift_grpo(release: str, model: str = "qwen2.5-vl-3b", image_tokens: int = 768) -> Setup:
+    """ms-swift GRPO, full fine-tuning, 8 rows of a 2,048-token prompt and a 1,024-token completion (swift-4311's)."""
+    from planner.config.workload import Workload
+
+    w = Workload(kind="grpo", max_prompt_length=2048, max_completion_length=1024, num_generations=8)
+    knobs = Knobs(precision="bf16", checkpointing="full", framework="swift", release=release, workload=w)
+    return Setup(catalog.load_model(model), knobs, 8, 1, w.seq_len(), 4, 1, image_tokens=image_tokens)
+
+
+def test_ms_swift_3_2_to_3_6_score_a_vlms_rows_from_its_whole_logits():
+    """ms-swift 3.2-3.6 call a multimodal model without logits_to_keep (v3.4.1 grpo_trainer.py:1181-1197): its
+    logits over the 3,072 tokens and the completion's scaled slice (tests/probes/test_whole_logits.py); 3.7 passes
+    logits_to_keep and the 4.x line plans the fused head; a text model goes through TRL's own path in every line."""
+    from planner.estimate import memory as mem
+    from planner.estimate.rl import logps_pass_terms
+
+    for release in ("3", "3.4"):
+        s = _swift_grpo(release)
+        t = s.model.text
+        whole = recipe_terms.whole_logits_logps_bytes(t, 8, 3072, 1024, "half")
+        assert mem.whole_logits(s) and mem.logits_loss_bytes(s) == whole == 2 * 8 * 4096 * t.vocab
+        assert logps_pass_terms(s)["forward_transient_bytes"] >= whole
+        assert mem.breakdown(s, 96 * 10**9).detail["whole_logits_bytes"] == whole
+    for release in ("3.7", ""):
+        s = _swift_grpo(release)
+        assert not mem.whole_logits(s) and mem.logits_loss_bytes(s) < 2 * 8 * 3072 * s.model.text.vocab // 4
+    assert not mem.whole_logits(_swift_grpo("3.4", model="qwen2.5-3b", image_tokens=0))

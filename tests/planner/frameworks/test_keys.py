@@ -65,7 +65,13 @@ def test_ms_swifts_tuner_flag_is_one_row_renamed_by_release():
     """v2.5.2 --sft_type, v3.x --train_type, v4.x --tuner_type (planner.frameworks.swift.keys cites each)."""
     swift = FRAMEWORKS["swift"]
     shown = {r.name: swift.at(r.name).keys["lora"] for r in swift.releases}
-    assert shown == {"2": "--sft_type", "3": "--train_type", "3.4": "--train_type", "4": "--tuner_type"}
+    assert shown == {
+        "2": "--sft_type",
+        "3": "--train_type",
+        "3.4": "--train_type",
+        "3.7": "--train_type",
+        "4": "--tuner_type",
+    }
     assert swift2.RENAMED["sft_type"] == "tuner_type" and swift2.RENAMED["batch_size"] == "per_device_train_batch_size"
 
 

@@ -115,7 +115,14 @@ def test_the_field_runs_read_at_their_old_releases(tmp_path):
         shutil.copy(run / f, tmp_path / f)
     r = intake.read([str(tmp_path / "launch.sh"), str(tmp_path / "qwen2_full_sft_ds_tool.yaml")])
     s = _s(r)
-    assert s["framework"].value == "llamafactory@0.9.4" and r.releases == ("0.7.1", "0.8", "0.9.1", "0.9.2", "0.9.4")
+    assert s["framework"].value == "llamafactory@0.9.4" and r.releases == (
+        "0.7.1",
+        "0.8",
+        "0.9.1",
+        "0.9.2",
+        "0.9.3",
+        "0.9.4",
+    )
     assert "evaluation_strategy" in s["framework"].source and r.request["optimizer"] == "adamw"
     assert not any("evaluation_strategy" in u for u in r.unplanned)
     qlora = intake.read([str(FIELD / "lf-3638-llama3-8b-1m-qlora-100k-1xa100" / "train.sh")])
@@ -185,3 +192,24 @@ def test_a_file_written_for_an_older_release_says_whose_keys_it_holds(tmp_path):
     assert "planned as llamafactory@0.7.1; the keys below are llamafactory 0.9.5's" in text
     assert main([*argv[:-4], "--framework", "llamafactory", "--emit", str(tmp_path / "new")]) == 0
     assert "planned as" not in (tmp_path / "new" / "llamafactory_train.yaml").read_text()
+
+
+def test_the_lines_that_run_only_transformers_4_45_to_4_50_plan_the_masked_tower():
+    """v0.9.0 (the 0.8 line's Qwen2-VL release) pins transformers <=4.45.0, v0.9.1 <=4.46.1, v0.9.2 <=4.49.0: the
+    Qwen2-VL / Qwen2.5-VL tower's SDPA on 3-D tensors over every patch (planner.estimate.vision.masked_tower_bytes);
+    v0.9.3 allows 4.51-4.52.4 and v0.9.4 pins 4.51.0 on, whose towers pass 4-D tensors. The advice names the line's
+    own pixel-cap key."""
+    from planner import advise
+    from planner.frameworks import FRAMEWORKS, adapter
+
+    masked = {
+        r.name for r in FRAMEWORKS["llamafactory"].releases if adapter("llamafactory", r.name).tower_sdpa != "split"
+    }
+    assert masked == {"0.8", "0.9.1", "0.9.2"}
+    req = {"model": "qwen2.5-vl-7b", "gpu": "a100-80gb", "gpus_per_node": 1, "micro_batch": 1, "seq_len": 18432}
+    req |= {"image_tokens": 16384, "lora_rank": 8, "precision": "bf16"}
+    for line, key in (("0.9.2", "image_max_pixels"), ("0.9.1", "image_resolution")):
+        plan = advise.check(advise.parse(advise.CheckRequest, {**req, "framework": f"llamafactory@{line}"})).plan
+        assert not plan.fits and f"a lower {key} (the image's pixel cap)" in plan.reason
+    plan = advise.check(advise.parse(advise.CheckRequest, {**req, "framework": "llamafactory@0.9.3"})).plan
+    assert "vision tower" not in (plan.reason or "")

@@ -111,3 +111,14 @@ def test_grpos_prompt_takes_the_image_on_top_where_the_length_counts_the_text(tm
     )
     assert _read(tmp_path, command).request["workload"]["max_prompt_length"] == 2048 + 768
     assert _read(tmp_path, command, "ms-swift==3.5.0\n").request["workload"]["max_prompt_length"] == 2048
+
+
+def test_3x_before_34_generates_each_micro_steps_rows_as_it_comes():
+    """ms-swift 3.2-3.3 keep trl 0.16's GRPOTrainer._prepare_inputs (a generation per micro-step); from 3.4 its own
+    generates the micro-batch x accumulation rows at once (v3.4.1 grpo_trainer.py:1016-1018)."""
+    from planner.config.release import in_memplan_terms
+
+    grpo = {"workload": {"kind": "grpo"}}
+    assert in_memplan_terms({"framework": "swift@3", **grpo})["workload"]["steps_per_generation"] == 1
+    assert "steps_per_generation" not in in_memplan_terms({"framework": "swift@3.4", **grpo})["workload"]
+    assert "steps_per_generation" not in in_memplan_terms({"framework": "swift@3.7", **grpo})["workload"]

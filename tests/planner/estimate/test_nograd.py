@@ -1,0 +1,31 @@
+"""planner.estimate.nograd's no-grad passes: a VLM tower's moment under the masked 3-D SDPA of transformers
+4.45-4.50 (the N x N terms pinned to torch in tests/probes/test_masked_tower.py)."""
+
+from planner.config.spec import Knobs
+from planner.config.workload import Workload
+from planner.estimate import nograd
+from planner.estimate.setup import Setup
+from planner.estimate.vision import encoder_tokens, masked_tower_bytes
+from planner.model.catalog import load_model
+
+
+def _grpo(release: str, attention: str = "sdpa") -> Setup:
+    w = Workload(kind="grpo", max_prompt_length=2048, max_completion_length=1024)
+    knobs = Knobs(precision="bf16", attention=attention, framework="swift", release=release, workload=w)
+    return Setup(load_model("qwen2.5-vl-3b"), knobs, 8, 1, w.seq_len(), 4, 1, image_tokens=768)
+
+
+def test_a_no_grad_pass_holds_the_masked_towers_scores_over_every_image_of_its_rows():
+    """ms-swift 3.0-3.3's transformers run the tower's SDPA on 3-D tensors over one mask of the call's patches: a
+    generation prefill or a reference pass of 8 rows of one 768-token image holds 67 bytes a pair of their 24,576
+    patches; the 3.4 line's transformers (and flash attention) do not."""
+    old, new = _grpo("3"), _grpo("3.4")
+    patches = 8 * encoder_tokens(old.model.vision, 768)
+    scores = masked_tower_bytes(old.model.vision, patches, "half", trained=False)
+    assert patches == 24576 and scores == 67 * patches * patches
+    assert nograd.masked_tower(old) and not nograd.masked_tower(new)
+    v, embeds = old.model.vision, 2 * 8 * 768 * old.model.text.hidden  # the merged image embeddings, both lines
+    assert nograd.nograd_vision_bytes(old, 8) == 3 * 2 * patches * v.hidden + scores + embeds  # the stream beside
+    assert nograd.nograd_vision_bytes(new, 8) < scores // 50
+    assert nograd.nograd_forward_bytes(old, 8, 2048) >= scores
+    assert not nograd.masked_tower(_grpo("3", attention="flash"))

@@ -1,0 +1,50 @@
+"""planner.search.advice: a candidate that does not fit is told the term that decides its peak and the knob that
+shrinks it, in its framework's words: here the vision tower's call over every image of the micro-batch."""
+
+from planner import advise
+from planner.config.spec import Knobs
+from planner.config.workload import Workload
+from planner.estimate.nograd import nograd_vision_bytes
+from planner.estimate.rl import generation_terms
+from planner.estimate.setup import Setup
+from planner.estimate.vision import PIXEL_CAP, TILES
+from planner.model.catalog import load_model
+from planner.search.advice import tower_fix
+
+BIG_IMAGE = {"model": "qwen2.5-vl-7b", "gpu": "a100-80gb", "gpus_per_node": 1, "micro_batch": 1, "grad_accum": 1}
+BIG_IMAGE |= {"seq_len": 18432, "image_tokens": 16384, "lora_rank": 8, "precision": "bf16"}
+
+
+def _reason(**kw) -> str:
+    result = advise.check(advise.parse(advise.CheckRequest, {**BIG_IMAGE, **kw}))
+    assert not result.plan.fits
+    return result.plan.reason
+
+
+def test_a_masked_towers_peak_names_the_image_cap_not_a_shorter_sequence():
+    """ms-swift 3.0-3.3's Qwen2.5-VL tower under transformers <=4.50 (Framework.tower_sdpa masked-3d): 65,536 patches
+    in one call, 268 GiB of scores in the frozen tower's forward; the sequence's text is not what shrinks it."""
+    reason = _reason(framework="swift@3")
+    assert "the vision tower's attention over the images' patches 268.0 GiB" in reason
+    assert "a lower MAX_PIXELS (the image's pixel cap)" in reason and "a shorter sequence" not in reason
+    assert "flash attention" in reason
+    assert "vision tower" not in _reason(framework="swift", seq_len=131072, image_tokens=1024)  # a long text instead
+
+
+def test_the_towers_knob_is_said_in_each_frameworks_words():
+    plan = advise.check(advise.parse(advise.CheckRequest, {**BIG_IMAGE, "framework": "swift@3"})).plan
+    at = lambda fw, release="": plan.model_copy(update={"framework": fw, "release": release})
+    assert tower_fix(at("swift", "3"), TILES) == "a lower MAX_NUM (InternVL's tiles an image)"
+    assert tower_fix(at("trl"), PIXEL_CAP) == "a lower --max_pixels (the image's pixel cap)"
+    assert tower_fix(at("llamafactory", "0.9.1"), PIXEL_CAP).startswith("a lower image_resolution")
+    assert tower_fix(at("llamafactory"), PIXEL_CAP).startswith("a lower image_max_pixels")
+    assert "--image-tokens" in tower_fix(at("hf"), PIXEL_CAP) and "--image-tokens" in tower_fix(at("swift"), 0)
+
+
+def test_a_generation_prefill_decided_by_the_tower_says_so():
+    """GRPO's prefill under the masked 3-D SDPA: the prompts' images through the tower, not the logits."""
+    w = Workload(kind="grpo", max_prompt_length=2048, max_completion_length=256)
+    knobs = Knobs(precision="bf16", framework="swift", release="3", workload=w)
+    s = Setup(load_model("qwen2.5-vl-3b"), knobs, 8, 1, w.seq_len(), 4, 1, image_tokens=768)
+    terms = generation_terms(s)
+    assert terms["generation_tower_bytes"] == nograd_vision_bytes(s, 8) > terms["generation_transient_bytes"]
