@@ -47,6 +47,9 @@ class Table:
     def add_row(self, *cells) -> None:
         self.rows.append(cells)
 
+    def __rich__(self):  # a rich console given this table (autotune's stderr, a test's) draws rich's own
+        return self.to_rich()
+
     def to_rich(self):
         from rich.table import Table as RichTable
 

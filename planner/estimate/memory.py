@@ -380,7 +380,7 @@ def tower_detail(s: Setup, tower: tuple[int, int, int, int]) -> dict[str, int]:
     or fewer of them shrink, planner.search.advice) and the knob that sizes its call (vision.tower_knob)."""
     v, p = s.model.vision, text_shape(s)[3]
     scores = vision.masked_tower_bytes(v, tower_patches(s), p, tower_is_trained(s))
-    return {"vision_tower_bytes": scores, "vision_knob": vision.tower_knob(s.model.model_type, v)}
+    return {"vision_tower_bytes": scores, "vision_knob": vision.tower_knob(v)}
 
 
 def ulysses_layer_bytes(s: Setup) -> int:

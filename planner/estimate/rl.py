@@ -263,7 +263,7 @@ def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
         "model_states_bytes": training.detail["model_states_bytes"]
         + terms["reference_params_bytes"]
         + terms.get("teacher_params_bytes", 0),
-        **({"vision_knob": tower_knob(s.model.model_type, s.model.vision)} if s.model.vision is not None else {}),
+        **({"vision_knob": tower_knob(s.model.vision)} if s.model.vision is not None else {}),
     }
     return MemoryBreakdown(
         params_bytes=params,

@@ -139,11 +139,11 @@ QWEN2_TOWERS = ("quick-gelu-rotary", "rmsnorm-rotary")  # Qwen2-VL's and Qwen2.5
 PIXEL_CAP, TILES = 1, 2
 
 
-def tower_knob(model_type: str, v: VisionSpec) -> int:
+def tower_knob(v: VisionSpec) -> int:
     """PIXEL_CAP, TILES or 0: the setting that shrinks the patches of a tower's call."""
     if v.attention_tokens == 0:
         return PIXEL_CAP
-    return TILES if model_type.startswith("internvl") else 0
+    return TILES if v.tiled else 0
 
 
 def masked_tower_bytes(v: VisionSpec, patches: int, profile: str, trained: bool) -> int:

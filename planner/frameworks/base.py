@@ -212,6 +212,9 @@ class Framework:
     # logits_to_keep for a multimodal model), the completion's slice divided by the temperature, then TRL's
     # selective_log_softmax row by row (v3.4.1 swift/trainers/rlhf_trainer/grpo_trainer.py:1181-1197)
     vlm_logprobs: str = "recipe"
+    # what shrinks a vision tower's call, in its own words (planner.search.advice.tower_fix): an image's pixel cap, and
+    # InternVL's tiles an image; "" where it has no word of its own (memplan's --image-tokens is named)
+    image_knobs: tuple[str, str] = ("", "")
     # GKD's JSD (planner.estimate.gkd): "whole", TRL's generalized_jsd_loss over every token's logits; "chunked",
     # ms-swift's over the completion's, 512 tokens a chunk; "" where it does not run --workload gkd
     gkd_loss: str = ""

@@ -155,6 +155,7 @@ class VisionSpec:
     attention_tokens: int = 0
     window_tokens: int = 0
     full_attention_layers: int = 0
+    tiled: bool = False  # an image cut into fixed tiles a count caps (InternVL's dynamic tiling: MAX_NUM)
 
     def frozen(self, parameter: str, frozen: str) -> bool:
         """Whether `frozen` (Knobs.frozen) freezes the parameter of this name: the tower's, the projector's, or the
@@ -529,7 +530,7 @@ def _internvl_vision(cfg: dict, v: dict, text_hidden: int) -> tuple[VisionSpec, 
         L, hv, iv, heads, False, shuffle, ("vision_tower.",), ("multi_modal_projector.",), block="layer-scale"
     )
     unused = vlm.unused_layers(cfg.get("vision_feature_layer", -1), L)
-    return replace(spec, unused_layers=unused, attention_tokens=npatch + 1), t  # a tile and its CLS
+    return replace(spec, unused_layers=unused, attention_tokens=npatch + 1, tiled=True), t  # a tile and its CLS
 
 
 def _refuse_experts(cfg: dict, mt: str) -> None:

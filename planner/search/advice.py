@@ -13,7 +13,6 @@ from __future__ import annotations
 from planner.config.spec import GIB, Hardware, Plan
 from planner.estimate.vision import PIXEL_CAP, TILES
 from planner.frameworks import adapter
-from planner.frameworks.llamafactory.keys import KEYS as LF_KEYS
 from planner.search import role_advice
 
 # RL phases' terms (planner.estimate.rl.phase_terms) -> (what it is, what shrinks it)
@@ -208,17 +207,12 @@ def shorter(plan: Plan) -> list[str]:
 
 def tower_fix(plan: Plan, knob: int) -> str:
     """The setting that shrinks a tower's call (vision.tower_knob: an image's pixel cap, InternVL's tiles), in the
-    words of the plan's framework: ms-swift's environment (MAX_PIXELS, qwen_vl_utils' cap; MAX_NUM, its InternVL
-    template's tiles), LLaMA-Factory's key at its release (image_max_pixels; image_resolution before 0.9.2), a TRL
-    GRPO script's (VLM-R1's --max_pixels, --max_anyres_num); memplan's own --image-tokens elsewhere."""
-    if knob == PIXEL_CAP:
-        words = {"swift": "MAX_PIXELS", "trl": "--max_pixels"}
-        if plan.framework == "llamafactory":
-            return f"a lower {LF_KEYS.key('max_pixels', plan.knobs.release)} (the image's pixel cap)"
-        if plan.framework in words:
-            return f"a lower {words[plan.framework]} (the image's pixel cap)"
-    if knob == TILES:
-        words = {"swift": "MAX_NUM", "trl": "--max_anyres_num"}
-        if plan.framework in words:
-            return f"a lower {words[plan.framework]} (InternVL's tiles an image)"
+    words of the plan's framework at its release (Framework.image_knobs: ms-swift's MAX_PIXELS / MAX_NUM,
+    LLaMA-Factory's image_max_pixels or image_resolution, a TRL GRPO script's --max_pixels / --max_anyres_num);
+    memplan's own --image-tokens elsewhere."""
+    cap, tiles = adapter(plan.framework, plan.knobs.release).image_knobs
+    if knob == PIXEL_CAP and cap:
+        return f"a lower {cap} (the image's pixel cap)"
+    if knob == TILES and tiles:
+        return f"a lower {tiles} (InternVL's tiles an image)"
     return "fewer image tokens (--image-tokens: smaller or fewer images)"

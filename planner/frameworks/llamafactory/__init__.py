@@ -61,6 +61,8 @@ REQUIRED = Default(
 # came in 4.45.0); v0.9.1 <=4.46.1; v0.9.2 <=4.49.0 (requirements.txt:1; Qwen2.5-VL came in 4.49.0). v0.9.3 allows
 # 4.51-4.52.4 (requirements.txt:1), v0.9.4 4.51.0 on (pyproject.toml:44): not these.
 MASKED_TOWER = {"tower_sdpa": "masked-3d"}
+# the pixel cap's key at the lines that name it image_resolution (keys.py RES)
+RESOLUTION = {**MASKED_TOWER, "image_knobs": (KEYS.key("max_pixels", "0.8"), "")}
 RELEASES = (
     Release(
         "0.5",
@@ -104,7 +106,7 @@ RELEASES = (
             ),
         },
         notes=("0.8-0.9.0: cutoff_len 1024; image_resolution (0.9.0) caps an image's longer side",),
-        adapter=MASKED_TOWER,
+        adapter=RESOLUTION,
     ),
     Release(
         "0.9.1",
@@ -123,7 +125,7 @@ RELEASES = (
             ),
         },
         notes=("0.9.1: image_resolution caps an image's pixels",),
-        adapter=MASKED_TOWER,
+        adapter=RESOLUTION,
     ),
     Release(
         "0.9.2",
@@ -180,6 +182,7 @@ TRAIN_PY = tuple(r.name for r in RELEASES if r.name not in TRAIN_BASH)
 HP = "llamafactory 0.9.5 hparams"
 FRAMEWORK = Framework(
     name="llamafactory",
+    image_knobs=(KEYS.key("max_pixels"), ""),  # image_max_pixels; no InternVL tile count of its own
     logprobs="full",  # DPO from the whole logits in fp32 (train/dpo/trainer.py:230): the reader cites it
     reads=("llamafactory",),
     signs=SIGNS,

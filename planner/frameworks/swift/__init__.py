@@ -105,6 +105,7 @@ RELEASES = (
 SIGN_KEYS = {"tuner_type", "train_type", "rlhf_type", "target_modules", "torch_dtype", "attn_impl", "freeze_vit"}
 FRAMEWORK = Framework(
     name="swift",
+    image_knobs=("MAX_PIXELS", "MAX_NUM"),  # qwen_vl_utils' pixel cap; its InternVL template's tiles
     reads=("swift",),
     signs=(Signs("swift", lambda k, d: "model" in k and bool(k & SIGN_KEYS or "ENV" in k), 70),),
     # `swift sft|pt|rlhf`, or its entry script under another launcher; its reader reads the flags and the file

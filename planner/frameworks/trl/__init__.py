@@ -272,6 +272,7 @@ FORK_PATHS = (
 
 FRAMEWORK = Framework(
     name="trl",
+    image_knobs=("--max_pixels", "--max_anyres_num"),  # the GRPO scripts' own flags (VLM-R1's)
     package="trl",
     forks=ForkSigns(FORK_CLASSES, FORK_FLAGS, FORK_PATHS),
     # `trl sft|dpo|grpo ...`: the CLI runs `accelerate launch` and takes its options among its own

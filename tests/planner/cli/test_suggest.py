@@ -274,6 +274,7 @@ def test_long_work_shows_its_step_and_elapsed_time_on_a_terminal(monkeypatch):
 
     out = io.StringIO()
     monkeypatch.setattr(common, "err_console", lambda: Console(file=out, force_terminal=True, width=80))
+    monkeypatch.setattr("planner.cli.plain.piped", lambda stream=None: False)  # stderr a terminal, as the console
     with common.status("verifying with a sim probe"):
         time.sleep(1.2)
     shown = out.getvalue()
