@@ -325,8 +325,9 @@ def release_defaults(c: Collector, trainer: str) -> None:
         if field != "generation":
             c.fill(f"workload.{field}", d.value, source(d), field)
     gen, mode = c.setting("workload.generation"), r.workload.get("generation")
-    if mode is not None and gen is not None and str(gen.value).startswith("vllm") and is_default(gen.source):
-        said = gen.source.split("; ")[0]  # the use_vllm flag's source (planner.frameworks.trl.reader_grpo)
+    vllm = mode is not None and gen is not None and "use_vllm" in c.facts and str(gen.value).startswith("vllm")
+    if vllm and is_default(gen.source):
+        said = c.facts["use_vllm"][1]  # the flag that turned vLLM on (planner.frameworks.trl.reader_grpo)
         c.set("workload.generation", mode.value, f"{said}; {source(mode)}", gen.key)  # its mode the release's
         util = c.setting("workload.vllm_gpu_memory_utilization")
         if util is not None:  # it sizes vLLM on its own GPUs there, none of the training GPUs' memory

@@ -143,7 +143,7 @@ def _stage(c: Collector, f: dict[str, Flag]) -> str:
         # src/llmtuner/train/dpo/trainer.py:93 alike),
         # not TRL's fused head; the fp32 copy's extra bytes are a line
         head = f"{src} (LLaMA-Factory's DPO: train/dpo/trainer.py:230 .logits.to(torch.float32), trainer_utils.py:612)"
-        c.set("workload.logprobs", "full", head, KEYS.key("workload.kind"))
+        c.set("workload.logprobs", FRAMEWORK.logprobs, head, KEYS.key("workload.kind"))
         c.note(f"{src} (its logits cast to fp32 before log_softmax: planned in the compute dtype)")
         pl = KEYS.key("pref_loss")
         loss = str(f[pl].value) if pl in f else "sigmoid"

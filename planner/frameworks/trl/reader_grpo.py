@@ -23,6 +23,7 @@ def read_grpo(c: Collector, flags: dict[str, Flag]) -> None:
     _reward_funcs(c, flags.get("reward_funcs"))
     vllm, m = flags.get(K.key("use_vllm")), K["workload.generation"]
     if vllm and c.flag(vllm.value, vllm.source):
+        c.fact("use_vllm", True, vllm.source, vllm.raw)  # where it was turned on (a release's mode: intake.releases)
         mode = str(one(flags[m.key].value)) if m.key in flags else m.default
         src = (
             flags[m.key].source if m.key in flags else vllm.source + "; " + default(TRL, m.cite, f"{m.key} {m.default}")
