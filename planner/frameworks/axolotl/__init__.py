@@ -1,8 +1,14 @@
 """axolotl 0.19.0 (`axolotl train x.yaml`): checkpointing off by default (true, or offload to host RAM), Liger's or
 cut cross-entropy, the chunked loss, sample packing, ZeRO and FSDP1/2; SFT, DPO, GRPO. Files cited are in the 0.19.0
-wheel (axolotl/utils/schemas/...)."""
+wheel (axolotl/utils/schemas/...). `RELEASES`: the lines people run, read at each tag (releases.py), each with the
+knobs it runs (`adapter`): no GRPO before v0.7.0, no ring attention before v0.8.0 (sequence_parallel_degree) nor
+tensor_parallel_size before v0.12.0, no offloaded checkpointing or Liger/chunked loss at v0.4.0."""
+
+from dataclasses import replace
 
 from planner.frameworks.axolotl.keys import KEYS
+from planner.frameworks.axolotl.releases import RELEASES as LINES
+from planner.frameworks.axolotl.releases import SPANS
 from planner.frameworks.base import Default, Framework, Rule, kind, workload_of
 from planner.frameworks.tool import Signs, Tool
 
@@ -36,6 +42,64 @@ def _partial_groups(k: dict, w) -> bool:
     return g.generation_batch(w.micro_batch, w.grad_accum, w.world_size) < g.num_generations * w.world_size
 
 
+EVERY = (  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
+    "precision",
+    "zero_stage",
+    "offload",
+    "attention",
+    "optimizer",
+    "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
+    "lora_rank",
+    "quant_absmax",
+    "lora_targets",
+    "lora_train_embeddings",
+    "lora_dropout",
+    "lora_variant",
+    "lora_base_fp32",
+    "frozen",
+    "tensor_parallel",
+    "context_parallel",
+    "eval_batch",
+    "eval_logits_steps",
+    "save_weights",
+)
+RUNS = {
+    "device_map": ("off",),  # one process a GPU
+    "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
+    "negatives": (0,),
+    "task": ("causal-lm",),  # reward_model / process_reward_model: not planned yet
+    "lora_vision": (False,),  # adapters on the tower: not planned in this framework's keys yet
+    "vit_checkpointing": ("on",),  # HF's gradient_checkpointing_enable reaches the tower; no key leaves it out
+    "checkpointing": ("off", "full", "offload"),
+    "loss": ("standard", "fused", "chunked"),
+    "batching": ("padded", "packed"),
+    "fsdp": ("off", "full", "grad-op"),
+    "optimizer_in_backward": (False,),
+    "expert_parallel": ("off",),
+    "quant": ("none", "nf4", "fp4", "int8", "gptq"),  # loaders/model.py:768 (gptq: true); no AWQ loader
+    "workload": ("sft", "dpo", "grpo"),
+    "sequence_parallel": ("off",),  # its sequence_parallel_degree is ring attention: context_parallel_size
+    "cp_attention": ("ring",),
+}
+# before v0.12.0: no tensor_parallel_size (v0.12.0 utils/schemas/config.py:696); before v0.8.0 no
+# sequence_parallel_degree (v0.8.0 config.py:255, ring-flash-attn); before v0.7.0 no rl grpo (v0.7.0
+# core/trainer_builder.py:1014); v0.4.0 no "unsloth" checkpointing (v0.5.0 utils/models.py:380-381) and no Liger
+NO_TP, NO_CP = {"tensor_parallel": ("off",)}, {"context_parallel": ("off",)}
+OLDER = {"0.8": NO_TP, "0.7": {**NO_TP, **NO_CP}}
+OLDER["0.5"] = {**OLDER["0.7"], "workload": ("sft", "dpo")}
+OLDER["0.4"] = {**OLDER["0.5"], "checkpointing": ("off", "full"), "loss": ("standard",)}
+
+
+def _older(r):
+    """Release `r` running only what its tag had (OLDER): those knobs out of EVERY, their values in RUNS."""
+    if r.name not in OLDER:
+        return r
+    every = tuple(k for k in EVERY if k not in OLDER[r.name])
+    return replace(r, adapter={"every": every, "runs": {**RUNS, **OLDER[r.name]}})
+
+
+RELEASES = tuple(_older(r) for r in LINES)
+
 FRAMEWORK = Framework(
     name="axolotl",
     reads=("axolotl",),
@@ -46,45 +110,11 @@ FRAMEWORK = Framework(
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="axolotl",
     version="axolotl 0.19.0",
-    every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
-        "precision",
-        "zero_stage",
-        "offload",
-        "attention",
-        "optimizer",
-        "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
-        "lora_rank",
-        "quant_absmax",
-        "lora_targets",
-        "lora_train_embeddings",
-        "lora_dropout",
-        "lora_variant",
-        "lora_base_fp32",
-        "frozen",
-        "tensor_parallel",
-        "context_parallel",
-        "eval_batch",
-        "eval_logits_steps",
-        "save_weights",
-    ),
-    runs={
-        "device_map": ("off",),  # one process a GPU
-        "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
-        "negatives": (0,),
-        "task": ("causal-lm",),  # reward_model / process_reward_model: not planned yet
-        "lora_vision": (False,),  # adapters on the tower: not planned in this framework's keys yet
-        "vit_checkpointing": ("on",),  # HF's gradient_checkpointing_enable reaches the tower; no key leaves it out
-        "checkpointing": ("off", "full", "offload"),
-        "loss": ("standard", "fused", "chunked"),
-        "batching": ("padded", "packed"),
-        "fsdp": ("off", "full", "grad-op"),
-        "optimizer_in_backward": (False,),
-        "expert_parallel": ("off",),
-        "quant": ("none", "nf4", "fp4", "int8", "gptq"),  # loaders/model.py:768 (gptq: true); no AWQ loader
-        "workload": ("sft", "dpo", "grpo"),
-        "sequence_parallel": ("off",),  # its sequence_parallel_degree is ring attention: context_parallel_size
-        "cp_attention": ("ring",),
-    },
+    package="axolotl",  # its pinned version decides the release (planner.intake.releases)
+    releases=RELEASES,
+    key_spans={"train": SPANS},
+    every=EVERY,
+    runs=RUNS,
     defaults={
         "checkpointing": Default("off", "axolotl/utils/schemas/config.py:606: gradient_checkpointing False"),
         "optimizer": Default("adamw-fused", "axolotl/utils/schemas/training.py:122: adamw_torch_fused"),

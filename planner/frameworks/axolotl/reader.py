@@ -1,7 +1,9 @@
 """axolotl 0.19.0: a config YAML (with the DeepSpeed JSON it names) -> request fields. Defaults are axolotl's, cited
 in the 0.19.0 wheel (axolotl/...): micro_batch_size 1, sequence_len 512, gradient checkpointing off, bf16 "auto", and
 the model loaded in that dtype (utils/config/__init__.py:199-203), so a full fine-tune without DeepSpeed or FSDP
-keeps no fp32 master weights. Unknown keys, which axolotl drops silently, are unplanned lines here.
+keeps no fp32 master weights. Unknown keys, which axolotl drops silently, are unplanned lines here. The release
+line (planner.frameworks.axolotl.releases) a pin or the keys show decides the defaults that moved (the optimizer,
+v0.4.0's required batch and length, GRPO's beta) and the keys it takes.
 """
 
 from __future__ import annotations
@@ -9,10 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from planner.frameworks.accelerate import reader as accelerate
+from planner.frameworks.axolotl import FRAMEWORK, SPANS
 from planner.frameworks.axolotl.keys import KEYS, A
 from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.trl import reader_grpo as grpoargs
-from planner.intake import loraargs, models, tuners, vocab
+from planner.intake import loraargs, models, releases, tuners, vocab
 from planner.intake.collect import (
     AXOLOTL,
     Collector,
@@ -20,6 +23,7 @@ from planner.intake.collect import (
     as_bool,
     as_float,
     as_int,
+    assumption,
     default,
     parallel_sizes,
     pipeline_notes,
@@ -48,10 +52,41 @@ def _get(f: dict[str, Flag], key: str, fallback: object, cite: str) -> tuple[obj
     return fallback, default(AXOLOTL, cite, f"{key} {fallback}")
 
 
-def _look(f: dict[str, Flag], name: str) -> tuple[object, str]:
-    """(value, source) of field `name`'s key (planner.frameworks.axolotl.keys), else axolotl's default and its cite."""
+def _look(f: dict[str, Flag], name: str, r=None) -> tuple[object, str]:
+    """(value, source) of field `name`'s key (planner.frameworks.axolotl.keys), else axolotl's default and its cite:
+    the release line's where it moved (`r`, the Release read)."""
     k = KEYS[name]
+    d = r.defaults.get(name) if r is not None and r is not FRAMEWORK.newest else None
+    if d is not None and k.key not in f:
+        return d.value, default(f"axolotl@{r.name}", d.source)
     return _get(f, k.key, k.default, k.cite)
+
+
+def _required(c: Collector, f: dict[str, Flag], name: str, r) -> tuple[object, str]:
+    """`_look`, where a line with no default (v0.4.0's micro_batch_size, gradient_accumulation_steps, sequence_len)
+    stops without the key: a note, and the next line's default as an assumption."""
+    value, src = _look(f, name, r)
+    if value is None:
+        c.note(f"{src} (axolotl {r.name} stops without {KEYS.key(name)}; planned at {KEYS[name].default})")
+        value, src = KEYS[name].default, assumption(f"{KEYS.key(name)} {KEYS[name].default}: {src}")
+    return value, src
+
+
+def _release(c: Collector, f: dict[str, Flag], path: Path):
+    """The release line the run targets: the one its launch decided (planner.intake.releases.for_entry), else a pin
+    beside the file or the lines its keys allow (SPANS), the newest of them assumed and said."""
+    releases.for_entry(c, "axolotl", f, [path.parent.resolve()])
+    return FRAMEWORK.release(str(c.facts.get("release", ("",))[0] or ""))
+
+
+def _in_release(c: Collector, f: dict[str, Flag], r) -> dict[str, Flag]:
+    """The keys release `r` takes: one it does not (SPANS) is dropped, as axolotl drops it, with a note."""
+    out = dict(f)
+    for k in sorted(set(f) & set(SPANS)):
+        if r not in FRAMEWORK.lines_taking("train", [k]):
+            c.note(f"{f[k].source} (not an axolotl {r.name} key: axolotl drops it silently)")
+            del out[k]
+    return out
 
 
 def _given(f: dict[str, Flag], name: str) -> Flag | None:
@@ -65,10 +100,12 @@ def read(c: Collector, data: dict, path: Path, vars=None) -> None:
     c.add_file(path)
     for k in sorted(set(f) - accepted("axolotl") - pipeline_notes(c, f)):
         c.note(f"{f[k].source} (not an {AXOLOTL} key: axolotl drops it silently)")
+    r = _release(c, f, path)
+    f = _in_release(c, f, r)
     m = _given(f, "model")
     if m is not None:
         models.read_model(c, show(m.value), m.source, KEYS.key("model"), path.parent)
-    micro, msrc = _look(f, "micro_batch")
+    micro, msrc = _required(c, f, "micro_batch", r)
     mb = c.number("micro_batch", micro, msrc, KEYS.key("micro_batch")) or 1
     if KEYS.key("grad_accum") not in f and as_int(data.get("batch_size")):
         c.number(
@@ -78,17 +115,17 @@ def read(c: Collector, data: dict, path: Path, vars=None) -> None:
             "batch_size",
         )
     else:
-        ga, gsrc = _look(f, "grad_accum")
+        ga, gsrc = _required(c, f, "grad_accum", r)
         c.number("grad_accum", ga, gsrc, KEYS.key("grad_accum"))
-    kind = _rl(c, f)
-    seq, ssrc = _look(f, "seq_len")
+    kind = _rl(c, f, r)
+    seq, ssrc = _required(c, f, "seq_len", r)
     if kind == "sft":
         c.number("seq_len", seq, ssrc, KEYS.key("seq_len"))
     elif kind == "dpo":
         why = f"{ssrc} (axolotl/core/builders/base.py:690-691)"
         c.number("workload.max_length", seq, why, KEYS.key("seq_len"))
     _adapter(c, f)
-    _training(c, f)
+    _training(c, f, r)
     _sharding(c, f, path, vars)
     _parallel(c, f)
     for key, why in UNPLANNED.items():
@@ -114,7 +151,7 @@ def _on(value: object) -> bool:
     return value > 1 if isinstance(value, (int, float)) else bool(value)
 
 
-def _rl(c: Collector, f: dict[str, Flag]) -> str:
+def _rl(c: Collector, f: dict[str, Flag], r) -> str:
     given = _given(f, "workload.kind")
     if given is None:
         return "sft"
@@ -130,6 +167,9 @@ def _rl(c: Collector, f: dict[str, Flag]) -> str:
     if kind == "grpo":
         sub = {k: Flag(k, v, f"{f['trl'].source.split(':')[0]}: trl.{k}: {v}", f"trl.{k}") for k, v in trl.items()}
         grpoargs.read_grpo(c, sub)
+        beta = r.workload.get("beta")  # the GRPOConfig default of the TRL the line pins (releases.py)
+        if beta is not None and "beta" not in trl:
+            c.fill("workload.beta", beta.value, default(f"axolotl@{r.name}", beta.source), "trl.beta")
     return kind
 
 
@@ -176,11 +216,13 @@ def _quant(c: Collector, f: dict[str, Flag]) -> None:
         c.set("quant", "int8", f"{eight.source} (bitsandbytes LLM.int8)", KEYS.key("quant_8bit"))
 
 
-def _training(c: Collector, f: dict[str, Flag]) -> None:
+def _training(c: Collector, f: dict[str, Flag], r) -> None:
     gc, gsrc = _look(f, "checkpointing")
     gk, ok = KEYS.key("checkpointing"), KEYS.key("activation_offloading")
     offload = f[ok].value if ok in f else None
-    if str(gc).startswith("offload") or (offload and as_bool(gc) is not False):
+    # "unsloth" (v0.5.0-v0.9.x): Unsloth's checkpointing, each layer's input offloaded to the host (v0.5.0
+    # utils/gradient_checkpointing/unsloth.py:19-30)
+    if str(gc).startswith(("offload", "unsloth")) or (offload and as_bool(gc) is not False):
         src = f[ok].source if offload else gsrc
         c.set("checkpointing", "offload", src, ok if offload else gk)
         if any("disk" in str(x) for x in (gc, offload)):
@@ -192,7 +234,7 @@ def _training(c: Collector, f: dict[str, Flag]) -> None:
     packing = f.get(KEYS.key("batching"))
     if packing is not None and as_bool(packing.value):
         c.set("batching", "packed", packing.source, KEYS.key("batching"))
-    opt, osrc = _look(f, "optimizer")
+    opt, osrc = _look(f, "optimizer", r)
     if tuners.optimizer(osrc, opt) and vocab.optimizer(opt):
         c.set("optimizer", vocab.optimizer(opt), osrc, KEYS.key("optimizer"))
     else:

@@ -35,6 +35,7 @@ from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_
 VERSION = "axolotl 0.19.0"
 CONFIG_NAME = "axolotl.yaml"
 LIGER = "axolotl.integrations.liger.LigerPlugin"
+OLD_ATTENTION = {"flash": "flash", "sdpa": "sdp", "eager": "eager"}
 DATASET_TYPE = {"sft": "chat_template", "dpo": "chat_template.default", "grpo": "YOUR_REWARDS_MODULE.transform"}
 
 
@@ -92,7 +93,7 @@ def config(plan: Plan, model: ModelSpec, seq_len: int) -> dict:
         cfg.update([k("eval_batch", plan.eval_batch)])
     cfg.update(precision_keys(plan))
     cfg.update(checkpoint_keys(plan))
-    cfg.update([k("attention", plan.attention)])
+    cfg.update(attention_keys(plan))
     cfg.update(loss_keys(plan))
     cfg.update(sharding_keys(plan, model))
     if plan.context_parallel > 1:  # ring-flash-attn's ring attention
@@ -147,16 +148,33 @@ def precision_keys(plan: Plan) -> dict:
     return dict([KEYS.pair("bf16", plan.precision == "bf16"), KEYS.pair("fp16", plan.precision == "fp16")])
 
 
+def _before_012(plan: Plan) -> bool:
+    """A line before v0.12.0 (planner.frameworks.axolotl.releases): no attn_implementation, no activation_offloading."""
+    release = getattr(plan.knobs, "release", "")
+    return bool(release) and FRAMEWORKS["axolotl"].release(release).first < (0, 12)
+
+
 def checkpoint_keys(plan: Plan) -> dict:
     """FSDP plans checkpoint through fsdp_config.activation_checkpointing (HF refuses both at once); offload is
     checkpointing with the saved inputs in host RAM (`activation_offloading: true`, what the deprecated
-    `gradient_checkpointing: offload` becomes, validation.py:1577-1592)."""
+    `gradient_checkpointing: offload` becomes, validation.py:1577-1592; before v0.12.0 `gradient_checkpointing:
+    offload`, v0.8.0 config.py:179, or "unsloth" before v0.8.0, v0.5.0 utils/models.py:380-381)."""
     gc = KEYS.key("checkpointing")
     if plan.fsdp != "off" and plan.checkpointing == "full":
         return {gc: False}
+    if plan.checkpointing == "offload" and _before_012(plan):
+        return {gc: "offload" if FRAMEWORKS["axolotl"].release(plan.knobs.release).first >= (0, 8) else "unsloth"}
     if plan.checkpointing == "offload":
         return {gc: True, KEYS.key("activation_offloading"): True}
     return {gc: plan.checkpointing == "full"}
+
+
+def attention_keys(plan: Plan) -> dict:
+    """attn_implementation from v0.12.0; before it the flags flash_attention / sdp_attention / eager_attention (v0.8.0
+    utils/schemas/config.py:224-233, utils/models.py:887-892), which a line that drops attn_implementation reads."""
+    if _before_012(plan):
+        return {f"{OLD_ATTENTION[plan.attention]}_attention": True}
+    return dict([KEYS.pair("attention", plan.attention)])
 
 
 def loss_keys(plan: Plan) -> dict:
@@ -227,6 +245,10 @@ def comments(plan: Plan, hw: Hardware) -> dict[str, str]:
         "datasets": "your dataset and its axolotl type",
         "deepspeed": "written beside this file",
     }
+    if getattr(plan.knobs, "release", ""):  # an older line: its attention and offload keys are written as it names them
+        out[""] += (
+            f"; planned as axolotl@{plan.knobs.release} (its attention and offload keys; the rest are {VERSION}'s)"
+        )
     if plan.precision in ("bf16", "fp16") and not plan.lora_rank and not plan.zero_stage:
         out[plan.precision] = "axolotl loads the weights in this dtype: fewer bytes than the plan's fp32 ones"
     if plan.workload.kind == "grpo":

@@ -1,0 +1,105 @@
+"""axolotl's release lines: each read at its tag in github.com/axolotl-ai-cloud/axolotl (`git show TAG:PATH`; the
+config schema is src/axolotl/utils/config/models/input/v0_4_1/__init__.py from v0.5.0 to v0.7.1, then
+src/axolotl/utils/schemas/{config,training}.py). What moved between them:
+- micro_batch_size, gradient_accumulation_steps and sequence_len had no default at v0.4.0, which has no schema:
+  utils/config.py:47-52 (normalize_config) computes the batch from micro_batch_size and gradient_accumulation_steps,
+  None for either stops it; 1, 1 and 512 from v0.5.0 (v0_4_1/__init__.py:396-398, 663).
+- the optimizer: adamw_hf (transformers' own AdamW, planned as the foreach step, the hungrier) through v0.7.1
+  (v0.4.0 core/trainer_builder.py:813-814 `optim` adamw_hf where unset; v0.5.0 v0_4_1/__init__.py:421-432, v0.7.0
+  :494-506); adamw_torch_fused from v0.8.0 (schemas/training.py:53-55, PR #2425 4d92a68a9).
+- GRPO came at v0.7.0 (core/trainer_builder.py:1014 rl grpo) on the TRL it pins, whose GRPOConfig decides beta where
+  the trl section leaves it None (v0.7.0 v0_4_1/trl.py:14; v0.12.0 schemas/trl.py:13-14): trl==0.15.0 (v0.7.0
+  requirements.txt:21) .. 0.18.2 (v0.11.0 requirements.txt:21) keep beta 0.04, a reference model (trl v0.15.0
+  trl/trainer/grpo_config.py:213-214); trl==0.21.0 (v0.12.0 requirements.txt:22) .. 1.9.0 (0.19.0's metadata)
+  beta 0.0 (trl v0.19.0 grpo_config.py:412-413).
+- keys only some releases take (SPANS, each tag's schema fields; v0.4.0 the cfg.* keys its src reads):
+  activation_offloading and attn_implementation (v0.12.0 schemas/config.py:402, 554; before it the flash_attention
+  / sdp_attention bools, which stay, deprecated), context_parallel_size (v0.12.0; sequence_parallel_degree from
+  v0.8.0 config.py:255), tensor_parallel_size (v0.12.0 config.py:696), chunked_cross_entropy (v0.11.0), the trl
+  section (v0.7.0), precompute_ref_log_probs (v0.5.0), freeze_mm_modules (v0.17.0 config.py:620). A run's keys
+  narrow the lines its files allow (planner.intake.releases.for_entry). gradient_checkpointing's values moved too:
+  "unsloth" (v0.5.0-v0.9.x: each layer's input offloaded to the host, v0.5.0 utils/models.py:380-381,
+  utils/gradient_checkpointing/unsloth.py:19-30), "offload" from v0.8.0 (config.py:179).
+What did not move: gradient_checkpointing False (v0.5.0 v0_4_1/__init__.py:656-657 .. 0.19.0 config.py:606), bf16
+"auto" and the model loaded in that dtype (v0.4.0 utils/config.py:66-72, 87-92 .. 0.19.0), sequence_len 512 and
+micro_batch_size 1 from v0.5.0, sample_packing off (None) and eval_sample_packing following it; the transformers
+pins (4.37.0 at v0.4.0 requirements.txt:4, 4.46.1 v0.5.0, 4.48.3 v0.7.0, 4.50.3 v0.8.0, 4.55.0 v0.12.0, 5.0.0
+v0.14.0) decide nothing memplan plans here, since axolotl sets `optim` itself. Adding a release is one Release."""
+
+from planner.frameworks.base import Default, Release
+
+GIT = "axolotl {} src/axolotl/"
+V041 = "utils/config/models/input/v0_4_1/__init__.py"
+STOPS = "{}: no default (no config schema); utils/config.py:47-52 normalize_config stops without it"
+HF_ADAMW = "optimizer adamw_hf, transformers' own AdamW (planned as the foreach step)"
+
+
+def _hf_adamw(tag: str, where: str) -> Default:
+    return Default("adamw", f"{GIT.format(tag)}{where}: {HF_ADAMW}")
+
+
+def _beta(tag: str, pin: str) -> dict[str, Default]:
+    """GRPO's beta where axolotl's trl section leaves it None: the GRPOConfig default of the TRL `tag` pins."""
+    return {
+        "beta": Default(
+            0.04,
+            f"axolotl {tag} requirements.txt:{pin}; trl v0.15.0 trl/trainer/grpo_config.py:213-214: beta=0.04 (a "
+            "reference model; 0.04 through trl 0.18)",
+        )
+    }
+
+
+RELEASES = (
+    Release(
+        "0.4",
+        (0, 4),
+        "axolotl v0.4.0 (no config schema: src/axolotl/utils/config.py; requirements.txt:4 transformers==4.37.0)",
+        defaults={
+            "micro_batch": Default(None, f"{GIT.format('v0.4.0')}{STOPS.format('micro_batch_size')}"),
+            "grad_accum": Default(None, f"{GIT.format('v0.4.0')}{STOPS.format('gradient_accumulation_steps')}"),
+            "seq_len": Default(None, f"{GIT.format('v0.4.0')}core/trainer_builder.py:770: sequence_len, no default"),
+            "optimizer": _hf_adamw("v0.4.0", "core/trainer_builder.py:813-814"),
+        },
+        notes=("0.4: micro_batch_size, gradient_accumulation_steps, sequence_len required; optimizer adamw_hf",),
+    ),
+    Release(
+        "0.5",
+        (0, 5),
+        f"axolotl v0.5.0 .. v0.6.0 (src/axolotl/{V041}; requirements.txt:4 transformers==4.46.1 at v0.5.0)",
+        defaults={"optimizer": _hf_adamw("v0.5.0", f"{V041}:421-432")},
+        notes=("0.5-0.6: optimizer adamw_hf; no GRPO",),
+    ),
+    Release(
+        "0.7",
+        (0, 7),
+        f"axolotl v0.7.0 .. v0.7.1 (src/axolotl/{V041}; requirements.txt:21 trl==0.15.0, GRPO)",
+        defaults={"optimizer": _hf_adamw("v0.7.0", f"{V041}:494-506")},
+        workload=_beta("v0.7.0", "21 trl==0.15.0"),
+        notes=("0.7: optimizer adamw_hf; GRPO keeps a reference model (trl 0.15's beta 0.04)",),
+    ),
+    Release(
+        "0.8",
+        (0, 8),
+        "axolotl v0.8.0 (src/axolotl/utils/schemas/training.py:53-55 adamw_torch_fused) .. v0.11.x",
+        workload=_beta("v0.8.0", "20 trl==0.16.0 (v0.11.0 :21 trl==0.18.2)"),
+        notes=("0.8-0.11: GRPO keeps a reference model (trl 0.16-0.18's beta 0.04)",),
+    ),
+    Release(
+        "0.12",
+        (0, 12),
+        "axolotl v0.12.0 (requirements.txt:22 trl==0.21.0; attn_implementation, activation_offloading) .. 0.19.0",
+    ),
+)
+V = {r.name: r.first for r in RELEASES}
+# key -> (the first version taking it, the first no longer taking it; None: open)
+SPANS = {
+    "precompute_ref_log_probs": (V["0.5"], None),
+    "trl": (V["0.7"], None),
+    "sequence_parallel_degree": (V["0.8"], None),
+    "chunked_cross_entropy": ((0, 11), None),
+    **dict.fromkeys(
+        ("attn_implementation", "activation_offloading", "context_parallel_size", "tensor_parallel_size"),
+        (V["0.12"], None),
+    ),
+    "freeze_mm_modules": ((0, 17), None),
+}

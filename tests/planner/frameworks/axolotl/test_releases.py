@@ -1,0 +1,157 @@
+"""axolotl's releases as the reading plans them (planner/frameworks/axolotl/releases.py, read at each tag of
+axolotl-ai-cloud/axolotl): a pin of axolotl beside the YAML, the keys only some releases take, and each line's
+defaults that moved (the optimizer: adamw_hf to v0.7.1, adamw_torch_fused from v0.8.0; GRPO's beta from the TRL each
+line pins; v0.4.0's required batch and length); `--framework axolotl@RELEASE` on check --config and suggest, and the
+YAML an older line is written in. DeepSpeed: one line, its memory defaults unmoved since v0.9.0."""
+
+from pathlib import Path
+
+import pytest
+
+from planner import checkconfig, intake
+from planner.cli import main
+from planner.errors import BadInput
+from planner.frameworks import FRAMEWORKS
+
+SFT = "base_model: Qwen/Qwen2.5-0.5B\nmicro_batch_size: 1\nsequence_len: 128\nbf16: true\n{extra}"
+GRPO = (
+    "base_model: Qwen/Qwen2.5-0.5B\nrl: grpo\nmicro_batch_size: 8\ngradient_accumulation_steps: 1\nsequence_len: 512\n"
+    "bf16: true\ntrl:\n  num_generations: 8\n  max_completion_length: 256\n"
+)
+
+
+def _write(tmp_path: Path, text: str, pins: str = "") -> Path:
+    if pins:
+        (tmp_path / "requirements.txt").write_text(pins)
+    path = tmp_path / "axolotl.yaml"
+    path.write_text(text)
+    return path
+
+
+def _check(path: Path, **given):
+    out = checkconfig.check_config([str(path)], {"gpu": "h100", **given})
+    return out, {x["field"]: x for x in out.config["settings"]}
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [("", "0.12"), ("0.4.0", "0.4"), ("0.5.2", "0.5"), ("v0.6.0", "0.5"), ("0.7.1", "0.7"), ("0.11.0.post1", "0.8"),
+     ("0.12.2", "0.12"), ("0.19.0", "0.12")],
+)  # fmt: skip
+def test_an_axolotl_release_is_its_line_or_a_version_inside_one(text, line):
+    assert FRAMEWORKS["axolotl"].release(text).name == line
+
+
+def test_a_release_axolotl_does_not_list_is_one_line_naming_the_accepted(tmp_path):
+    path = _write(tmp_path, SFT.format(extra=""))
+    with pytest.raises(BadInput) as e:
+        _check(path, framework="axolotl@0.3.0")
+    msg = str(e.value)
+    assert "\n" not in msg and "axolotl has no release '0.3.0'; it takes 0.4, 0.5, 0.7, 0.8, 0.12" in msg
+
+
+def test_a_pin_decides_the_optimizer_adamw_hf_to_0_7_fused_from_0_8(tmp_path):
+    """v0.5.0 v0_4_1/__init__.py:421-432 adamw_hf (planned as the foreach step, a full-size temporary); v0.8.0
+    utils/schemas/training.py:53-55 adamw_torch_fused: the same file needs less from 0.8 on."""
+    path = _write(tmp_path, SFT.format(extra=""), pins="axolotl[deepspeed]==0.5.2\n")
+    old, s = _check(path)
+    assert (
+        s["framework"]["value"] == "axolotl@0.5"
+        and "requirements.txt:1 axolotl[deepspeed]==0.5.2" in (s["framework"]["source"])
+    )
+    assert s["optimizer"]["value"] == "adamw" and "v0_4_1/__init__.py:421-432" in s["optimizer"]["source"]
+    path = _write(tmp_path, SFT.format(extra=""), pins="axolotl==0.8.1\n")
+    new, s = _check(path)
+    assert s["framework"]["value"] == "axolotl@0.8" and s["optimizer"]["value"] == "adamw-fused"
+    assert old.plan.memory.device_total_bytes > new.plan.memory.device_total_bytes
+    _, s = _check(_write(tmp_path, SFT.format(extra="optimizer: adamw_torch_fused\n")), framework="axolotl@0.5")
+    assert s["optimizer"]["value"] == "adamw-fused"  # a key the file sets is the file's, whatever the release
+
+
+def test_grpo_keeps_a_reference_model_where_the_line_pins_trl_0_18_or_older(tmp_path):
+    """beta None in axolotl's trl section is TRL's GRPOConfig default: 0.04 under trl==0.16.0 (v0.8.0
+    requirements.txt:20) .. 0.18.2 (v0.11.0), 0.0 under trl==0.21.0 (v0.12.0 requirements.txt:22) and later."""
+    old, s = _check(_write(tmp_path, GRPO, pins="axolotl==0.10.0\n"))
+    assert s["workload.beta"]["value"] == 0.04 and "trl==0.16.0" in s["workload.beta"]["source"]
+    assert "grpo_config.py:213-214" in s["workload.beta"]["source"]
+    new, s = _check(_write(tmp_path, GRPO, pins="axolotl==0.12.0\n"))
+    assert "workload.beta" not in s and new.plan.workload.beta == 0.0
+    assert old.plan.memory.device_total_bytes > new.plan.memory.device_total_bytes  # the reference model
+    given, s = _check(_write(tmp_path, GRPO + "  beta: 0.0\n", pins="axolotl==0.10.0\n"))
+    assert given.plan.workload.beta == 0.0  # the file's beta, not the line's default
+
+
+def test_grpo_before_0_7_is_refused(tmp_path):
+    with pytest.raises(BadInput, match="cannot run --workload grpo: it runs sft, dpo"):
+        _check(_write(tmp_path, GRPO), framework="axolotl@0.6.0")
+
+
+def test_keys_only_some_releases_take_narrow_the_lines_and_the_newest_is_assumed(tmp_path):
+    r = intake.read([str(_write(tmp_path, SFT.format(extra="sequence_parallel_degree: 1\n")))])
+    s = {x.field: x for x in r.settings}
+    assert s["framework"].value == "axolotl" and r.releases == ("0.8", "0.12")
+    assert "release assumed: axolotl 0.12, the newest of 0.8, 0.12" in s["framework"].source
+    assert "sequence_parallel_degree: 1: taken by axolotl 0.8 .. 0.12 only" in s["framework"].source
+    plain = intake.read([str(_write(tmp_path, SFT.format(extra="")))])
+    assert plain.releases == ("0.4", "0.5", "0.7", "0.8", "0.12")  # check --config plans each
+
+
+def test_a_key_the_pinned_release_does_not_take_is_dropped_as_axolotl_drops_it(tmp_path):
+    """attn_implementation came at v0.12.0 (utils/schemas/config.py:554); before it flash_attention."""
+    text = SFT.format(extra="attn_implementation: flash_attention_2\n")
+    r = intake.read([str(_write(tmp_path, text, pins="axolotl==0.8.0\n"))])
+    assert any("attn_implementation" in u and "not an axolotl 0.8 key" in u for u in r.unplanned)
+    assert r.request.get("attention") != "flash"
+    r = intake.read([str(_write(tmp_path, text, pins="axolotl==0.12.0\n"))])
+    assert r.request["attention"] == "flash"
+
+
+def test_0_4_stops_without_micro_batch_size_and_sequence_len(tmp_path):
+    """v0.4.0 has no schema: utils/config.py:47-52 computes the batch from micro_batch_size."""
+    r = intake.read([str(_write(tmp_path, "base_model: Qwen/Qwen2.5-0.5B\n", pins="axolotl==0.4.0\n"))])
+    for key in ("micro_batch_size", "sequence_len", "gradient_accumulation_steps"):
+        assert any(f"axolotl 0.4 stops without {key}" in u for u in r.unplanned), key
+    s = {x.field: x for x in r.settings}
+    assert r.request["micro_batch"] == 1 and s["micro_batch"].source.startswith("memplan assumption")
+    newer = intake.read([str(_write(tmp_path, "base_model: Qwen/Qwen2.5-0.5B\n", pins="axolotl==0.5.0\n"))])
+    assert not any("stops without" in u for u in newer.unplanned) and newer.request["seq_len"] == 512
+
+
+def test_unsloth_checkpointing_is_offloaded_checkpointing(tmp_path):
+    """gradient_checkpointing: unsloth (v0.5.0-v0.9.x) offloads each layer's input to the host
+    (v0.5.0 utils/gradient_checkpointing/unsloth.py:19-30)."""
+    r = intake.read([str(_write(tmp_path, SFT.format(extra="gradient_checkpointing: unsloth\n")))])
+    assert r.request["checkpointing"] == "offload"
+
+
+@pytest.mark.parametrize(
+    ("release", "keys", "absent"),
+    [("0.5", ('gradient_checkpointing: "unsloth"', "sdp_attention: true"), "attn_implementation"),
+     ("0.8", ('gradient_checkpointing: "offload"', "sdp_attention: true"), "activation_offloading"),
+     ("", ("activation_offloading: true", 'attn_implementation: "sdpa"'), "sdp_attention")],
+)  # fmt: skip
+def test_an_older_line_is_written_in_its_own_attention_and_offload_keys(tmp_path, release, keys, absent):
+    argv = ["suggest", "--model", "qwen2.5-0.5b", "--gpu", "h100", "--global-batch", "8", "--seq-len", "1024"]
+    name = f"axolotl@{release}" if release else "axolotl"
+    argv += ["--checkpointing", "offload", "--attention", "sdpa", "--framework", name, "--emit", str(tmp_path)]
+    assert main(argv) == 0
+    text = (tmp_path / "axolotl.yaml").read_text()
+    assert all(k in text for k in keys) and absent not in text
+    assert (f"planned as axolotl@{release}" in text) == bool(release)
+    back = intake.read([str(tmp_path / "axolotl.yaml")])
+    assert (back.request["checkpointing"], back.request["attention"]) == ("offload", "sdpa")
+
+
+def test_0_4_runs_no_offloaded_checkpointing(capsys):
+    argv = ["suggest", "--model", "qwen2.5-0.5b", "--gpu", "h100", "--global-batch", "8", "--seq-len", "1024"]
+    assert main([*argv, "--checkpointing", "offload", "--framework", "axolotl@0.4"]) != 0
+    assert "cannot run --checkpointing offload: it runs off, full" in capsys.readouterr().err
+    assert main([*argv, "--checkpointing", "offload", "--framework", "axolotl@0.5"]) == 0
+
+
+def test_deepspeed_is_one_line_its_memory_defaults_unmoved_since_0_9():
+    ds = FRAMEWORKS["deepspeed"]
+    assert [r.name for r in ds.releases] == ["0.9"] and ds.release("0.16.4") is ds.newest
+    assert "runtime/zero/config.py" in ds.releases[0].source
+    with pytest.raises(BadInput, match="no release '0.8.3'; it takes 0.9, or a version from 0.9"):
+        ds.release("0.8.3")
