@@ -155,3 +155,12 @@ def test_deepspeed_is_one_line_its_memory_defaults_unmoved_since_0_9():
     assert "runtime/zero/config.py" in ds.releases[0].source
     with pytest.raises(BadInput, match="no release '0.8.3'; it takes 0.9, or a version from 0.9"):
         ds.release("0.8.3")
+
+
+def test_a_launched_run_takes_the_pin_beside_its_launch_script(tmp_path):
+    _write(tmp_path, SFT.format(extra=""), pins="axolotl==0.6.0\n")
+    (tmp_path / "run.sh").write_text("accelerate launch -m axolotl.cli.train axolotl.yaml\n")
+    r = intake.read([str(tmp_path / "run.sh")])
+    s = {x.field: x for x in r.settings}
+    assert s["framework"].value == "axolotl@0.5" and "requirements.txt:1 axolotl==0.6.0" in s["framework"].source
+    assert s["optimizer"].value == "adamw" and s["optimizer"].source.startswith("axolotl@0.5 default")
