@@ -198,6 +198,8 @@ def test_a_home_of_no_such_user_is_one_line_naming_the_model():
         ("/home/public/llm/Qwen-14B-Chat", "qwen-14b"),
         ("/workspace/test/models/ZhipuAI/glm-4-9b-chat/", "glm-4-9b-chat"),
         ("qwen/Qwen-14B-Chat", "qwen-14b"),
+        ("Yi-34B-Chat", "yi-34b"),
+        ("THUDM/glm-4-9b-chat-hf", "glm-4-9b-chat"),
     ],
 )
 def test_the_field_corpus_models_resolve(name, ref):
