@@ -43,8 +43,24 @@ def _spelled() -> dict[str, str]:
     return json.loads((CATALOG / "hf_ids.json").read_text())["models"]
 
 
+@lru_cache(maxsize=1)
+def _tables() -> tuple[dict[str, str], dict[str, str]]:
+    """(ms-swift 2.x model_type -> its Hub id, refused Hub id (lower case) -> the line naming what memplan lacks)."""
+    data = json.loads((CATALOG / "hf_ids.json").read_text())
+    return data["swift_model_types"], {k.lower(): v for k, v in data["refused"].items()}
+
+
+def refuse_uncounted(name: str) -> None:
+    """A one-line BadInput for a Hub id memplan knows and does not count (hf_ids.json "refused"), instead of asking
+    which model it is."""
+    reason = _tables()[1].get(name.strip().strip("/").lower())
+    if reason:
+        raise BadInput(f"model {name.strip()!r}: {reason}", "model")
+
+
 def hf_id_of(name: str) -> tuple[str, str] | None:
     """(catalog name, the id as the table spells it) of a Hugging Face id, any case."""
+    refuse_uncounted(name)
     ids, _ = _ids()
     hit = ids.get(name.strip().strip("/").lower())
     return (hit, name.strip().strip("/")) if hit else None
@@ -171,10 +187,28 @@ def resolve(name: str, near: Path | None = None) -> str:
     return found.ref
 
 
-def read_model(c: Collector, name: str, source: str, key: str, near: Path | None) -> None:
-    """The configuration's model into the reading: its catalog name or config path where found, else the name as
-    given (a check of it then says to pass the config.json)."""
-    found = lookup(name, near)
+def by_model_type(model_type: str, source: str) -> Model | None:
+    """The model an ms-swift 2.x --model_type names (the Hub id its registry loads, hf_ids.json swift_model_types),
+    for a model path that does not resolve; a refused id is refused in one line."""
+    hub = _tables()[0].get(model_type.strip())
+    found = lookup(hub) if hub else None
+    if found is None:
+        return None
+    return Model(found.ref, found.config, assumption(f"not found offline; {source} loads {hub}: {found.how}"))
+
+
+def read_model(
+    c: Collector, name: str, source: str, key: str, near: Path | None, model_type: tuple[str, str] | None = None
+) -> None:
+    """The configuration's model into the reading: its catalog name or config path where found, else the model its
+    framework's `model_type` (value, source) names, else the name as given (a check of it then says to pass the
+    config.json)."""
+    try:
+        found = lookup(name, near) or (by_model_type(*model_type) if model_type else None)
+    except BadInput:  # a model memplan does not count: refused, unless the caller gives the model (the last word)
+        if _given_model() is None:
+            raise
+        found = None
     c.model = _given_model() or found  # the fields that need the model take the final one, whoever gave it
     c.fact("model_id", name, source, key)  # the id as written: a remote-code checkpoint names its own modules
     if found is None:

@@ -13,7 +13,7 @@ from functools import cached_property
 from math import prod
 
 from planner.errors import BadInput
-from planner.model import glm4v, hybrid, mllama, pending, prequant, qwenvl, vila, vlm
+from planner.model import glm4v, hybrid, mllama, pending, prequant, qwen1, qwenvl, vila, vlm
 from planner.model.moespec import LAYOUT as MOE_LAYOUT
 from planner.model.moespec import MOE_FAMILIES, MLASpec, MoESpec, in_moe_block, mla_attention, moe_mlp
 from planner.model.shapes import ATTENTION_LINEARS, FAMILY_TRAITS, Tensors, Traits, fsdp_units
@@ -37,14 +37,17 @@ LLAMA_LIKE = {
     "qwen2_5_vl_text",
     "qwen2_vl",
     "qwen2_vl_text",
+    "glm",
     "glm4",
 }
 # Families whose q/k/v carry a bias unless config.json says attention_bias false (the config class's default) and
-# whose o_proj never does: GLM-4 (configuration_glm4.py:73; modeling_glm4.py:211-220, transformers 5.25)
-QKV_BIAS_ONLY = {"glm4", "glm4_moe"}
+# whose o_proj never does: GLM-4 (configuration_glm4.py:73; modeling_glm4.py:211-220, transformers 5.25) and the
+# ChatGLM-architecture glm-4-9b-chat as transformers' GlmForCausalLM (configuration_glm.py:73; modeling_glm.py:211-220)
+QKV_BIAS_ONLY = {"glm", "glm4", "glm4_moe"}
 # Families whose rotary rotates the first partial_rotary_factor of each head and concatenates the rest back, with the
-# factor's default: GLM-4 and GLM-4.5 (configuration_glm4.py:76, configuration_glm4_moe.py:119)
-ROTARY_CAT = {"glm4": 0.5, "glm4_moe": 0.5}
+# factor's default: GLM, GLM-4 and GLM-4.5 (configuration_glm.py:76, configuration_glm4.py:76,
+# configuration_glm4_moe.py:119)
+ROTARY_CAT = {"glm": 0.5, "glm4": 0.5, "glm4_moe": 0.5}
 
 
 def rotary_cat_dim(cfg: dict, model_type: str, head_dim: int) -> int:
@@ -87,7 +90,7 @@ def peft_target_parameters(targets: str) -> list[str] | None:
 QK_NORM = {"qwen3", "gemma3_text"}  # an RMSNorm over each head of q and k before RoPE
 ALL_FAMILIES = sorted(
     LLAMA_LIKE
-    | {"gpt2", "internvl", "mllama"}
+    | {"gpt2", "internvl", "mllama", qwen1.MODEL_TYPE}
     | set(MOE_FAMILIES)
     | set(vlm.FAMILIES)
     | set(vila.MODEL_TYPES)
@@ -564,6 +567,8 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
         _refuse_experts(cfg, mt)
     if mt == "gpt2":
         text, t = _gpt2_text(cfg)
+    elif mt == qwen1.MODEL_TYPE:
+        text, t = qwen1.read(cfg, TextSpec)
     elif mt == "internvl":
         # transformers 5 ties the composite's head by its own top-level flag, whatever text_config says
         # (5.25 modeling_utils.py:2494 reads self.config; configuration_internvl.py:122 defaults it to True)

@@ -46,11 +46,21 @@ FAMILY_TRAITS = {
     # GLM-4: gate_up_proj, and post_self_attn_layernorm / post_mlp_layernorm beside Llama's two (modeling_glm4.py:54,
     # 74-77, transformers 5.25)
     "glm4": Traits(fused_gate_up=True, norms_per_layer=4),
+    # GLM (glm-4-9b-chat's ChatGLM layout in transformers' classes): gate_up_proj, Llama's two norms
+    # (modeling_glm.py:53, 293-294, transformers 5.25)
+    "glm": Traits(fused_gate_up=True),
+    # Qwen v1 (remote code, planner/model/qwen1.py): c_attn one Linear for q, k and v; w1 and w2 two gated Linears
+    "qwen": Traits(fused_qkv=True),
     # Qwen3-Next / Qwen3.5: zero-centred RMSNorms in fp32, (1 + w) * norm(x.float()) (modeling_qwen3_5.py:917-934)
     "qwen3_next": Traits(fp32_norms=True),
     "qwen3_5_text": Traits(fp32_norms=True),
     "qwen3_5_moe_text": Traits(fp32_norms=True),
 }
+
+# Families transformers has no class for: only their repository's own code builds them (trust_remote_code), so
+# nothing here is checked against a transformers build; each is pinned to its checkpoint's modules instead
+# (tests/planner/model/test_remote_families.py). Qwen v1: planner/model/qwen1.py.
+REMOTE_CODE_ONLY = frozenset({"qwen"})
 
 # The FSDP units per model_type: transformers' decoder-layer (and vision-block) classes, each model class's
 # `_no_split_modules` (tests/planner/estimate/test_fsdp.py checks them against the installed transformers). A VLM's
@@ -60,6 +70,8 @@ FSDP_UNITS = {
     "llama": ("LlamaDecoderLayer",),
     "gemma2": ("Gemma2DecoderLayer",),
     "gemma3_text": ("Gemma3DecoderLayer",),
+    "glm": ("GlmDecoderLayer",),
+    "qwen": ("QWenBlock",),  # modeling_qwen.py's QWenPreTrainedModel._no_split_modules
     "glm4": ("Glm4DecoderLayer",),
     "mistral": ("MistralDecoderLayer",),
     "phi3": ("Phi3DecoderLayer",),

@@ -60,7 +60,12 @@ def _models() -> list:
 def test_check_with_sim_evidence_answers_for_every_catalog_model(model, tmp_path, capsys):
     rc, plan = _check(capsys, tmp_path / "s.sqlite", model)
     assert rc in (0, 3), rc  # fits, or does not fit: an answer either way
-    assert plan["evidence"] == "simulated"
+    from planner.model.catalog import load_model
+    from planner.model.shapes import REMOTE_CODE_ONLY
+
+    # a family transformers has no class for (Qwen v1) cannot be traced: its plan stays analytic, as a plan says
+    remote = load_model(model).model_type in REMOTE_CODE_ONLY
+    assert plan["evidence"] == ("analytic" if remote else "simulated")
     m = plan["memory"]
     assert m["peak_allocated_bytes"] == sum(
         m[k] for k in ("params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "temp_bytes")

@@ -55,13 +55,14 @@ def read(
     """`swift <sub>` with flags `f`, run with environment `env`; `where`: the command's place (`train.sh:5`);
     `launcher`: swift's own (NPROC_PER_NODE), not accelerate's or torchrun's (which the caller has read)."""
     release = _release(c)
+    hint = (show(one(f["model_type"].value)), f["model_type"].source) if "model_type" in f else None
     if release.name == "2":
         f = swift2.translate(c, f)
     for k in sorted(set(f) - accepted("swift") - {KEYS.key("lora", "3")} - pipeline_notes(c, f)):
         c.note(f"{f[k].source} (not an {SWIFT} argument: swift refuses it)")
     m = KEYS.key("model")
     if m in f:
-        models.read_model(c, show(one(f[m].value)), f[m].source, KEYS.flag("model"), near)
+        models.read_model(c, show(one(f[m].value)), f[m].source, KEYS.flag("model"), near, hint)
     kind = swiftrl.read_kind(c, f, sub)
     world = (
         _world(c, env, where, f.get(KEYS.key("zero_stage")))

@@ -15,6 +15,7 @@ from planner.export import launch
 from planner.frameworks import FRAMEWORKS
 from planner.frameworks.torchtitan import MODELS as TORCHTITAN_MODELS
 from planner.model import catalog
+from planner.model.shapes import REMOTE_CODE_ONLY
 
 VALIDATORS = Path(__file__).parents[1] / "export" / "validators"
 # framework -> (venv variable, validator, the file it reads); RL plans of verl use their own validator
@@ -63,7 +64,12 @@ TIERS = [
 
 def models(tier: str, framework: str) -> list[str]:
     """The models of a tier (debug models stand for their families' own); torchtitan's are the ones it defines."""
-    names = [n for n in catalog.model_names() if not n.startswith("debug-")]
+    # a family transformers has no class for (Qwen v1) has no module tree the validators can build on the meta device
+    names = [
+        n
+        for n in catalog.model_names()
+        if not n.startswith("debug-") and catalog.load_model(n).model_type not in REMOTE_CODE_ONLY
+    ]
     if framework == "torchtitan":
         return [n for n in TORCHTITAN_MODELS if (n in ("llama-3.1-8b", "qwen3-30b-a3b")) == (tier == "families")]
     return [n for n in names if (n in HEADS) == (tier == "families")]

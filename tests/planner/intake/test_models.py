@@ -189,3 +189,56 @@ def test_a_home_of_no_such_user_is_one_line_naming_the_model():
     with pytest.raises(BadInput) as e:
         advise.suggest(advise.parse(advise.SuggestRequest, {"model": "~0", "gpu": "h100", "global_batch": 8}))
     assert e.value.field == "model" and "~0" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "name,ref",
+    [  # the field corpus's names (tests/field): an id, a folder named like one, ModelScope's organisation
+        ("01-ai/Yi-34B-Chat", "yi-34b"),
+        ("/home/public/llm/Qwen-14B-Chat", "qwen-14b"),
+        ("/workspace/test/models/ZhipuAI/glm-4-9b-chat/", "glm-4-9b-chat"),
+        ("qwen/Qwen-14B-Chat", "qwen-14b"),
+        ("Yi-34B-Chat", "yi-34b"),
+        ("THUDM/glm-4-9b-chat-hf", "glm-4-9b-chat"),
+    ],
+)
+def test_the_field_corpus_models_resolve(name, ref):
+    assert models.resolve(name) == ref
+
+
+@pytest.mark.parametrize(
+    "name,says",
+    [
+        ("internlm/internlm-xcomposer2-7b", "InternLM-XComposer2's InternLM2 carries its own Partial LoRA (plora"),
+        ("internlm/internlm-xcomposer2d5-7b", "InternLM-XComposer-2.5's"),
+        ("OpenBMB/MiniCPM-V-2_6-int4", "MiniCPM-V 2.6 (here its bitsandbytes 4-bit build"),
+    ],
+)
+def test_a_model_memplan_does_not_count_is_refused_in_one_line_naming_it(name, says):
+    with pytest.raises(BadInput) as e:
+        models.resolve(name)
+    assert e.value.field == "model" and says in str(e.value) and "\n" not in str(e.value)
+    assert "which model" not in str(e.value)
+
+
+def test_an_ms_swift_2_model_type_names_the_model_a_bare_folder_does_not(tmp_path):
+    """ms-swift 2.x's --model_type loads its registry's id (v2.5.2 swift/llm/utils/model.py:5818-5825 qwen-14b-chat,
+    :4835-4845 internlm-xcomposer2-7b-chat), read where --model_id_or_path is a folder not on this machine."""
+    path = tmp_path / "run.sh"
+    path.write_text("swift sft --model_type qwen-14b-chat --model_id_or_path /data/run_712 --sft_type lora\n")
+    reading = intake.read([str(path)])
+    assert reading.request["model"] == "qwen-14b"
+    assert "run.sh:1 --model_type qwen-14b-chat loads Qwen/Qwen-14B-Chat" in reading.settings[0].source
+    path.write_text("swift sft --model_type internlm-xcomposer2-7b-chat --model_id_or_path /data/rotate_712\n")
+    with pytest.raises(BadInput, match="plora"):
+        intake.read([str(path)])
+    path.write_text("swift sft --model_type no-such-type --model_id_or_path /data/rotate_712\n")
+    assert intake.read([str(path)]).request["model"] == "/data/rotate_712"
+
+
+def test_a_refused_model_in_the_files_yields_to_the_model_the_caller_gives(tmp_path):
+    """Issue 47 item 7: --model beside --config has the last word, over a model the files name that memplan refuses."""
+    path = tmp_path / "run.sh"
+    path.write_text("swift sft --model_type internlm-xcomposer2-7b-chat --model_id_or_path /data/rotate_712\n")
+    reading = intake.read([str(path)], given={"model": "qwen2.5-vl-7b"})
+    assert reading.request["model"] == "/data/rotate_712"  # the files' own word; the caller's --model replaces it

@@ -8,6 +8,7 @@ import pytest
 from planner.errors import BadInput, UnknownName
 from planner.model import catalog
 from planner.model.modelspec import from_config
+from planner.model.shapes import REMOTE_CODE_ONLY
 
 REQUIRED = [
     "gpt2",
@@ -107,7 +108,11 @@ def test_debug_presets_are_small():
         assert 1e6 < catalog.load_model(name).params < 2e7
 
 
-@pytest.mark.parametrize("name", catalog.model_names())
+# catalog models transformers has no class for (their repository's own code builds them: test_remote_families.py)
+REMOTE_ONLY = {n for n in catalog.model_names() if catalog.load_model(n).model_type in REMOTE_CODE_ONLY}
+
+
+@pytest.mark.parametrize("name", sorted(set(catalog.model_names()) - REMOTE_ONLY))
 def test_param_count_equals_transformers_meta_model(name):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
