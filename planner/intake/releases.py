@@ -342,17 +342,34 @@ def release_defaults(c: Collector, trainer: str) -> None:
         )
 
 
-def with_defaults(c: Collector, framework: str, table, flags: dict[str, Flag]) -> dict[str, Flag]:
-    """`flags` with each default the release read (the fact "release") changed against the newest (Release.defaults,
-    by the key table's field) as a flag at its source where the flags leave the key unset: the framework's reader,
-    which takes the newest's default from its table where a key is unset, then reads the release's."""
+def _line_read(c: Collector, framework: str):
+    """The release line the reading targets (the fact "release") where it is not the framework's newest, else None."""
     fw, release = FRAMEWORKS[framework], str(c.facts.get("release", ("",))[0] or "")
     r = fw.release(release) if release else None
-    if r is None or r is fw.newest:
+    return None if r is None or r is fw.newest else r
+
+
+def moved_default(c: Collector, framework: str, name: str) -> tuple[object, str] | None:
+    """(value, source) of memplan field `name`'s default at the release line the reading targets, where that line
+    moved it against the newest (Release.defaults), else None. The source reads `NAME@RELEASE default (file:line)`.
+    The one way a framework's reader takes a release's defaults: a reader that looks a key up field by field
+    (LLaMA-Factory's) asks here where the files leave the key unset; one that reads its flags whole takes them as
+    flags (with_defaults)."""
+    r = _line_read(c, framework)
+    d = r.defaults.get(name) if r is not None else None
+    return None if d is None else (d.value, default(f"{framework}@{r.name}", d.source))
+
+
+def with_defaults(c: Collector, framework: str, table, flags: dict[str, Flag]) -> dict[str, Flag]:
+    """`flags` with each default the release read changed against the newest (moved_default, by the key table's
+    field) as a flag at its source where the flags leave the key unset: the framework's reader, which takes the
+    newest's default from its table where a key is unset, then reads the release's."""
+    r = _line_read(c, framework)
+    if r is None:
         return flags
     out = dict(flags)
-    for name, d in r.defaults.items():
+    for name in r.defaults:
         if name in table.rows and table.key(name) not in out:
             key = table.key(name)
-            out[key] = Flag(key, d.value, default(f"{framework}@{r.name}", d.source), key)
+            out[key] = Flag(key, *moved_default(c, framework, name), key)
     return out

@@ -2,7 +2,8 @@
 and the launcher's NPROC_PER_NODE / NNODES / CUDA_VISIBLE_DEVICES) -> request fields. Defaults are LF's, cited at
 v0.9.5 (src/llamafactory/...): LoRA rank 8 on all linears, gradient checkpointing on, cutoff_len 2048, a VLM's tower
 and projector frozen, image_max_pixels 768*768. LF upcasts trainable weights to fp32 (model/adapter.py:313-325), so
-bf16 is mixed precision unless pure_bf16.
+bf16 is mixed precision unless pure_bf16. A key's value is the file's, else the release line's default, else 0.9.5's
+(reader_keys.py); images and videos are read in reader_media.py.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from planner.frameworks.accelerate import reader as accelerate
 from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.hf import old_optim_default
 from planner.frameworks.llamafactory import FRAMEWORK, SPANS
+from planner.frameworks.llamafactory import reader_media as media
 from planner.frameworks.llamafactory.keys import HF_ARGS, KEYS, H
+from planner.frameworks.llamafactory.reader_keys import get, look
 from planner.intake import hydra, loraargs, models, releases, tuners, vocab
 from planner.intake.collect import (
     LF,
@@ -30,7 +33,6 @@ from planner.intake.collect import (
     show,
 )
 from planner.intake.flags import Flag, from_mapping
-from planner.model import video_rules as vr
 
 REFUSED = {  # key: what it runs, refused in one line (planner.intake.tuners)
     "use_galore": "GaLore's projected optimizer states",
@@ -56,23 +58,6 @@ UNPLANNED = {  # key: why (memory-relevant, no memplan equivalent yet)
     "use_kt": "KTransformers",
     "moe_aux_loss_coef": "router logits",
 }
-
-
-def _get(f: dict[str, Flag], key: str, fallback: object, cite: str) -> tuple[object, str]:
-    """(value, source) of a key, or LF's default with its citation."""
-    if key in f:
-        return f[key].value, f[key].source
-    return fallback, default(LF, cite, f"{key} {fallback}")
-
-
-def _look(f: dict[str, Flag], name: str, release=None) -> tuple[object, str]:
-    """(value, source) of field `name`'s key (planner.frameworks.llamafactory.keys), else LF's default and its cite:
-    the release line's where it moved (planner.frameworks.llamafactory.RELEASES; `release` the Release read)."""
-    k = KEYS[name]
-    d = release.defaults.get(name) if release is not None and release is not FRAMEWORK.newest else None
-    if d is not None and k.key not in f:
-        return d.value, default(f"llamafactory@{release.name}", d.source)
-    return _get(f, k.key, k.default, k.cite)
 
 
 def _release(c: Collector, f: dict[str, Flag], path: Path):
@@ -118,15 +103,15 @@ def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None
     stage = _stage(c, f)
     lora = _method(c, f, r)
     for field in ("micro_batch", "grad_accum"):
-        value, src = _look(f, field)
+        value, src = look(c, f, field)
         c.number(field, value, src, KEYS.key(field))
     if "eval_strategy" in f and str(f["eval_strategy"].value).lower() != "no":  # HF's Trainer evaluates
-        value, src = _look(f, "eval_batch")
+        value, src = look(c, f, "eval_batch")
         c.number("eval_batch", value, src, KEYS.key("eval_batch"))
-    value, src = _look(f, "seq_len", r)
+    value, src = look(c, f, "seq_len")
     c.number("workload.max_length" if stage == "dpo" else "seq_len", value, src, KEYS.key("seq_len"))
-    _training(c, f, stage, r)
-    _vision(c, f, lora, r)
+    _training(c, f, stage)
+    media.vision(c, f, lora)
     _sharding(c, f, path, vars)
     for key, why in UNPLANNED.items():
         if key in f and as_bool(f[key].value) is not False:
@@ -134,7 +119,7 @@ def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None
 
 
 def _stage(c: Collector, f: dict[str, Flag]) -> str:
-    stage, src = _look(f, "workload.kind")
+    stage, src = look(c, f, "workload.kind")
     stage = str(stage)
     if stage == "dpo":
         c.set("workload.kind", "dpo", src, KEYS.key("workload.kind"))
@@ -173,7 +158,7 @@ def _stage(c: Collector, f: dict[str, Flag]) -> str:
 
 
 def _method(c: Collector, f: dict[str, Flag], r) -> bool:
-    kind, src = _look(f, "lora")
+    kind, src = look(c, f, "lora")
     qb = KEYS.key("quant")
     if kind not in ("lora", "full"):
         tuners.tuner(src, kind)
@@ -182,9 +167,9 @@ def _method(c: Collector, f: dict[str, Flag], r) -> bool:
         if qb in f:
             c.note(f"{f[qb].source} (LLaMA-Factory quantizes only with LoRA: not planned)")
         return False
-    rank, rsrc = _look(f, "lora_rank")
+    rank, rsrc = look(c, f, "lora_rank")
     c.number("lora_rank", rank, rsrc if KEYS.key("lora_rank") in f else f"{src}; {rsrc}", KEYS.key("lora_rank"))
-    target, tsrc = _look(f, "lora_targets", r)
+    target, tsrc = look(c, f, "lora_targets")
     if target is None:  # v0.5: LoRA without lora_target stops (parser.py:141-142)
         c.note(f"{tsrc} (LLaMA-Factory {r.name} stops without lora_target; planned on every linear layer)")
         target, tsrc = KEYS["lora_targets"].default, assumption(f"every linear layer: {tsrc}")
@@ -194,7 +179,7 @@ def _method(c: Collector, f: dict[str, Flag], r) -> bool:
         c.set("lora_variant", "dora", dora.source, KEYS.key("lora_variant"))
     if extra and extra.value:  # model/adapter.py:241: modules_to_save
         tuners.modules_to_save(c, extra.value, extra.source, KEYS.key("lora_train_embeddings"))
-    dropout, dsrc = _look(f, "lora_dropout")
+    dropout, dsrc = look(c, f, "lora_dropout")
     if as_float(dropout) is not None:
         c.set("lora_dropout", as_float(dropout), dsrc, KEYS.key("lora_dropout"))
     _quant(c, f)
@@ -206,7 +191,7 @@ def _quant(c: Collector, f: dict[str, Flag]) -> None:
     bits = as_int(f[qb].value) if qb in f else None
     method = str(f[qm].value).lower() if qm in f else "bnb"
     if bits == 4 and method == "bnb":
-        qtype, qsrc = _look(f, "quant_type")
+        qtype, qsrc = look(c, f, "quant_type")
         c.set("quant", str(qtype) if qtype in ("nf4", "fp4") else "nf4", f"{f[qb].source}; {qsrc}", qb)
         if qd in f and not as_bool(f[qd].value):  # model_args.py:291: True
             c.set("quant_absmax", "fp32", f[qd].source, qd)
@@ -216,8 +201,8 @@ def _quant(c: Collector, f: dict[str, Flag]) -> None:
         c.note(f"{f[qb].source} ({bits}-bit {method} quantization is not planned yet; planned in 16 bits)")
 
 
-def _training(c: Collector, f: dict[str, Flag], stage: str, r) -> None:
-    off, src = _look(f, "checkpointing")
+def _training(c: Collector, f: dict[str, Flag], stage: str) -> None:
+    off, src = look(c, f, "checkpointing")
     gc, unsloth = KEYS.key("checkpointing"), f.get(KEYS.key("checkpointing_offload"))
     if as_bool(off):
         c.set("checkpointing", "off", src, gc)
@@ -233,7 +218,7 @@ def _training(c: Collector, f: dict[str, Flag], stage: str, r) -> None:
         if key in f and as_bool(f[key].value):
             c.fact("amp", key, f[key].source, key)
     c.fact("amp", "fp32", default(LF, f"{HF_ARGS}:879-885", "bf16 False, fp16 False"), KEYS.key("bf16"), weak=True)
-    attn, asrc = _look(f, "attention")
+    attn, asrc = look(c, f, "attention")
     if attn != KEYS["attention"].default and vocab.attention(attn):
         c.set("attention", vocab.attention(attn), asrc, KEYS.key("attention"))
     liger = f.get(KEYS.key("loss"))
@@ -244,9 +229,9 @@ def _training(c: Collector, f: dict[str, Flag], stage: str, r) -> None:
             c.note(f"{liger.source} (Liger's kernels without its fused loss: not planned)")
     _packing(c, f, stage)
     k = KEYS["optimizer"]  # a file of a transformers release before 4.53: that release's default (frameworks.hf)
-    opt, osrc = _look(f, "optimizer", r)
+    opt, osrc = look(c, f, "optimizer")
     if (old := old_optim_default(f)) is not None and k.key not in f and opt != "adamw":
-        opt, osrc = _get(f, k.key, *old)
+        opt, osrc = get(f, k.key, *old)
     if tuners.optimizer(osrc, opt) and vocab.optimizer(opt):
         c.set("optimizer", vocab.optimizer(opt), osrc, KEYS.key("optimizer"))
     else:
@@ -260,107 +245,6 @@ def _packing(c: Collector, f: dict[str, Flag], stage: str) -> None:
     if packing or neat:
         src = f[pk].source if pk in f else default(LF, f"{H}data_args.py:108", "packing for stage pt")
         c.set("batching", "packed", f[nk].source if neat else src, pk)
-
-
-VISION_KEYS = (
-    KEYS.key("frozen_vision"),
-    KEYS.key("frozen_projector"),
-    KEYS.key("max_pixels"),
-    "video_max_pixels",
-)
-
-
-def _named_targets_tower(c: Collector, frozen: bool | None, source: str) -> None:
-    """lora_target names (not all) beside freeze_vision_tower: LLaMA-Factory drops every tower module from them while
-    the tower is frozen (src/llamafactory/model/adapter.py:213 patch_target_modules, model_utils/visual.py:196-211);
-    unfrozen, the names reach the tower's modules that match them, which is not planned."""
-    s = c.setting("lora_targets")
-    if frozen is None or s is None or s.value == "all-linear":
-        return
-    if frozen:
-        c.set(
-            "lora_vision",
-            False,
-            f"{source} (no tower module takes the lora_target names: adapter.py:213)",
-            KEYS.key("frozen_vision"),
-        )
-    else:
-        c.note(
-            f"{source} (LoRA on the tower's modules that the lora_target names match is not planned: planned on the language model's)"
-        )
-
-
-def _vision(c: Collector, f: dict[str, Flag], lora: bool, r) -> None:
-    if not models.tower_known(c, f, VISION_KEYS):
-        return
-    tower, tsrc = _look(f, "frozen_vision")
-    if lora and KEYS.key("frozen_vision") in f:
-        why = (
-            "LoRA's targets then take the tower's modules too: src/llamafactory/model/model_utils/visual.py:196-211, "
-            "misc.py:40-41"
-        )
-        models.lora_tower(c, tower, tsrc, KEYS.key("frozen_vision"), why)
-        _named_targets_tower(c, as_bool(tower), tsrc)
-    proj, psrc = _look(f, "frozen_projector")
-    llm, lsrc = _look(f, "frozen_language")
-    if not lora:
-        frozen, note = models.frozen_value(as_bool(tower), as_bool(proj), as_bool(llm))
-        c.fact("frozen", frozen, f"{tsrc}; {psrc}; {lsrc}", KEYS.key("frozen_vision"))
-        if note:
-            c.note(f"{psrc} ({note})")
-    pixels, src = _look(f, "max_pixels", r)
-    per = models.pixels_per_token(c.model.config)
-    if per and as_int(pixels):
-        _image(c, f, as_int(pixels), per, src)
-    _video(c, f, r)
-
-
-VIDEO = ("max_frames", "fps", "video_max_pixels", "video_min_pixels")
-
-
-def _video(c: Collector, f: dict[str, Flag], r) -> None:
-    """Frame sampling in the files (video_maxlen, video_fps) says the rows hold videos (the dataset alone says how
-    many): one video a row, at the worst case LLaMA-Factory samples, min(frames, video_maxlen, duration x
-    video_fps) frames each within video_max_pixels (data/mm_plugin.py:237-247, _regularize_images), no image planned
-    beside it unless an image key is given. A pixel cap alone (templates set both caps) plans no video; a model
-    without a video rule, or a worst case over the cutoff (a bound, not a length: issue 47 item 5), is a line."""
-    given = [KEYS.key(n) for n in VIDEO if KEYS.key(n) in f]
-    if not given:
-        return
-    said = "; ".join(f[k].source for k in given)
-    sampled = {KEYS.key("max_frames"), KEYS.key("fps")} & set(given)
-    if not sampled or not vr.has_rule(str(c.model.config.get("model_type", ""))):
-        c.note(f"{said} (video frames are not planned: no frame sampling set, or not a Qwen2-VL / Qwen2.5-VL model)")
-        return
-    values = {n: _look(f, n, r) for n in VIDEO}
-    low, high = as_int(values["video_min_pixels"][0]), as_int(values["video_max_pixels"][0])
-    tokens, _ = vr.worst_case_tokens(None, as_float(values["fps"][0]), as_int(values["max_frames"][0]), low, high)
-    seq = c.get("workload.max_length", c.get("seq_len"))
-    if isinstance(seq, int) and tokens > seq:
-        c.note(f"{said} (a video's worst case, {tokens} tokens, is over the cutoff {seq}: a bound, not planned)")
-        return
-    c.set("videos", 1, assumption(f"{said}: one video a row, the dataset decides; give --videos N"), "videos")
-    for name, (value, src) in values.items():
-        c.set(name, as_float(value) if name == "fps" else as_int(value), src, KEYS.key(name))
-    if KEYS.key("max_pixels") not in f and c.setting("image_tokens") is not None:
-        c.drop("image_tokens")  # the default image stood for the rows' media
-
-
-def _image(c: Collector, f: dict[str, Flag], pixels: int, per: int, src: str) -> None:
-    """One image a row at image_max_pixels: its tokens where they fit the cutoff; over it, the cap is a bound, not a
-    count (issue 47 item 5): the images' tokens are inserted before the row is cut at cutoff_len
-    (src/llamafactory/data/processor/supervised.py:62 process_messages, then :73-78 infer_seqlen), so the tower runs
-    on the image's patches and the text is cut after them (planned as --images 1 under the pixel bounds)."""
-    tokens, seq = pixels // per, c.get("seq_len")
-    why = f"{src} (one image a row: {pixels} // {per} pixels a token, src/llamafactory/data/mm_plugin.py:218-235)"
-    if not isinstance(seq, int) or tokens <= seq:
-        c.set("image_tokens", tokens, why, KEYS.key("max_pixels"))
-        return
-    low, lsrc = _look(f, "min_pixels")
-    c.set("images", 1, f"{why}; over cutoff_len {seq}: a bound, the tower on its patches, the text cut", "image")
-    c.set("max_pixels", pixels, src, KEYS.key("max_pixels"))
-    if as_int(low):
-        c.set("min_pixels", as_int(low), lsrc, KEYS.key("min_pixels"))
 
 
 def _sharding(c: Collector, f: dict[str, Flag], path: Path, vars) -> None:

@@ -15,6 +15,8 @@ from planner.frameworks.accelerate import reader as accelerate
 from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.hf import reader as hfargs
 from planner.frameworks.swift import reader_2 as swift2
+from planner.frameworks.swift import reader_env as swiftenv
+from planner.frameworks.swift import reader_media as media
 from planner.frameworks.swift import reader_rl as swiftrl
 from planner.frameworks.swift.keys import KEYS, S
 from planner.frameworks.swift.reader_rl import get, look
@@ -26,19 +28,14 @@ from planner.intake.collect import (
     accepted,
     as_bool,
     as_float,
-    as_int,
-    count_devices,
     default,
     one,
     parallel_sizes,
     pipeline_notes,
-    processes_fit_devices,
     section,
     show,
 )
 from planner.intake.flags import Flag, from_mapping
-
-QWEN_VL_UTILS_MAX_PIXELS = 16384 * 28 * 28
 
 
 def read(
@@ -65,7 +62,7 @@ def read(
         models.read_model(c, show(one(f[m].value)), f[m].source, KEYS.flag("model"), near, hint)
     kind = swiftrl.read_kind(c, f, sub)
     world = (
-        _world(c, env, where, f.get(KEYS.key("zero_stage")))
+        swiftenv.world(c, env, where, f.get(KEYS.key("zero_stage")))
         if launcher
         else int(c.get("gpus_per_node", 1)) * int(c.get("nodes", 1))
     )
@@ -76,8 +73,8 @@ def read(
         swiftrl.read_gkd(c, f, near)
     _training(c, f, kind)
     tasks.read_swift(c, f, env, where)
-    _vision(c, f, env, where, lora)
-    _image(c, env, where, release)
+    media.vision(c, f, env, where, lora)
+    media.image(c, env, where, release)
     for field in ("zero_stage", "fsdp"):
         key = KEYS.key(field)
         if key in f:
@@ -86,7 +83,7 @@ def read(
                 _fsdp(c, ref, f[key].source, near, vars)
             else:
                 deepspeed.read(c, ref, f[key].source, KEYS.flag(field), near, vars=vars)
-    _chunked_loss(c, env, where)
+    swiftenv.chunked_loss(c, env, where)
     parallel_sizes(  # Ulysses (with ring attention past the heads: ms-swift's sequence_parallel); AutoTP
         c,
         {
@@ -95,82 +92,6 @@ def read(
             if KEYS.key(field) in f
         },
     )
-
-
-def _chunked_loss(c: Collector, env: dict[str, str], where: str) -> None:
-    """CELOSS_PARALLEL_SIZE: ms-swift chunks its sequence-parallel loss by that many tokens (swift/trainers/utils.py:
-    178-182) -> --loss chunked, planned at ms-swift's examples' 2,048 (planner.estimate.recipe_terms.SWIFT_CE_CHUNK)."""
-    n = as_int(env.get("CELOSS_PARALLEL_SIZE", "0"))
-    if not n or n <= 0:
-        return
-    source = f"{where} CELOSS_PARALLEL_SIZE={env['CELOSS_PARALLEL_SIZE']}"
-    c.set("loss", "chunked", f"{source} (ms-swift's chunked loss under sequence parallel)", "CELOSS_PARALLEL_SIZE")
-    if n != 2048:
-        c.note(f"{source} (planned with chunks of 2048 tokens, a chunk's fp32 log-softmax and gradient)")
-
-
-# ms-swift refuses --deepspeed where a process spreads the model over several GPUs (is_mp): "DeepSpeed is not
-# compatible with MP" at every 2.x release (v2.0.0 swift/llm/utils/argument.py:423, v2.6.1 :1111-1115), "with
-# `device_map`" in 3.x (v3.4.0 swift/llm/argument/train_args.py:181-182) and 4.6.0 (swift/arguments/sft_args.py:255)
-DS_NOT_MP = "v2.6.1 swift/llm/utils/argument.py:1111-1115; v3.4.0 swift/llm/argument/train_args.py:181-182"
-
-
-def _world(c: Collector, env: dict[str, str], where: str, ds: Flag | None = None) -> int:
-    """Processes: NPROC_PER_NODE x NNODES under torchrun (swift/cli/main.py:30-35), else one; with more visible GPUs
-    than processes each process spreads the model over its share (_device_map), except under --deepspeed (`ds`),
-    which ms-swift refuses there (DS_NOT_MP): a DeepSpeed run that ran had one process a visible GPU, NPROC_PER_NODE
-    from the shell that launched it, and is planned so, said in a line."""
-    visible = count_devices(env.get("CUDA_VISIBLE_DEVICES", ""))
-    if "NPROC_PER_NODE" not in env and ds is not None and visible and visible >= 2:
-        source = (
-            f"{where} CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} with {ds.source} and no NPROC_PER_NODE: "
-            f"ms-swift refuses DeepSpeed over one process's several GPUs ({DS_NOT_MP}), so a run that ran had one "
-            "process a GPU"
-        )
-        c.set("gpus_per_node", visible, source, "NPROC_PER_NODE")
-        c.note(
-            f"{where} no NPROC_PER_NODE in the file: planned with NPROC_PER_NODE={visible} from the launching shell "
-            f"(without it ms-swift stops at start: DeepSpeed is not compatible with MP, {DS_NOT_MP})"
-        )
-        n = visible
-    elif "NPROC_PER_NODE" in env:
-        source = f"{where} NPROC_PER_NODE={show(env['NPROC_PER_NODE'])}"
-        n = c.number("gpus_per_node", env["NPROC_PER_NODE"], source, "NPROC_PER_NODE") or 1
-        processes_fit_devices(n, env, source, c)
-    else:
-        c.set("gpus_per_node", 1, f"{where} no NPROC_PER_NODE (one process: swift/cli/main.py:30-35)", "NPROC_PER_NODE")
-        n = 1
-    n *= _device_map(c, env, where, n)
-    nodes = (
-        c.number("nodes", env["NNODES"], f"{where} NNODES={show(env['NNODES'])}", "NNODES") if "NNODES" in env else 1
-    )
-    return n * (nodes or 1)
-
-
-def _device_map(c: Collector, env: dict[str, str], where: str, processes: int) -> int:
-    """ms-swift's MP: where a node's visible GPUs are at least twice its processes, each process loads the model
-    with device_map "auto" over visible // processes GPUs (is_mp, swift/utils/env.py:64-75; get_default_device_map,
-    swift/model/utils.py:229-246), and with several processes runs DDP over those groups (is_mp_ddp, env.py:78-84)."""
-    visible = count_devices(env.get("CUDA_VISIBLE_DEVICES", ""))
-    if not visible or visible // processes < 2 or visible % processes:
-        return 1
-    per = visible // processes
-    source = (
-        f"{where} CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} with {processes} process(es) a node (ms-swift's "
-        f"device_map over {per} GPUs a process: swift/utils/env.py:64-75)"
-    )
-    c.set("device_map", per, source, "CUDA_VISIBLE_DEVICES")
-    c.set("gpus_per_node", visible, source, "CUDA_VISIBLE_DEVICES")
-    return per
-
-
-VISION_KEYS = (
-    KEYS.key("frozen_vision"),
-    KEYS.key("frozen_projector"),
-    "MAX_PIXELS",
-    "VIDEO_MAX_PIXELS",
-    "FPS_MAX_FRAMES",
-)
 
 
 def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
@@ -318,77 +239,9 @@ def _training(c: Collector, f: dict[str, Flag], kind: str) -> None:
         c.note(f"{f['optimizer'].source} (ms-swift's optimizer plugin is not planned yet; planned as AdamW)")
 
 
-def _vision(c: Collector, f: dict[str, Flag], env: dict[str, str], where: str, lora: bool) -> None:
-    if not models.tower_known(c, f | {k: Flag(k, v, f"{where} {k}={v}", k) for k, v in env.items()}, VISION_KEYS):
-        return
-    vit, vsrc = look(f, "frozen_vision")
-    if lora and KEYS.key("frozen_vision") in f:
-        why = "all-linear then takes the ViT's linears too: swift/pipelines/train/tuner.py:92-104"
-        models.lora_tower(c, vit, vsrc, KEYS.flag("frozen_vision"), why)
-    aligner, asrc = look(f, "frozen_projector")
-    llm, lsrc = look(f, "frozen_language")
-    if not lora:
-        frozen, note = models.frozen_value(as_bool(vit), as_bool(aligner), as_bool(llm))
-        c.fact("frozen", frozen, f"{vsrc}; {asrc}; {lsrc}", KEYS.flag("frozen_vision"))
-        if note:
-            c.note(f"{asrc} ({note.replace('projector', 'aligner').replace('tower', 'ViT')})")
-    for key in ("VIDEO_MAX_PIXELS", "FPS_MAX_FRAMES"):
-        if key in env:
-            c.note(f"{where} {key}={env[key]} (video frames are not planned; rows planned with one image)")
-
-
 def _release(c: Collector):
     """The ms-swift release line the reading found (planner.intake.releases), the newest where it found none."""
     return FRAMEWORKS["swift"].release(str(c.facts.get("release", ("",))[0] or ""))
-
-
-def _image(c: Collector, env: dict[str, str], where: str, release) -> None:
-    """One image a row at MAX_PIXELS, else at the cap every ms-swift release leaves to qwen_vl_utils: its
-    MAX_PIXELS 16384 x 28 x 28 = 12,845,056 (qwen_vl_utils/vision_process.py; ms-swift reads the MAX_PIXELS
-    environment variable over it: v2.5.2 swift/llm/utils/template.py:1531-1546, v3.4.0
-    swift/llm/model/model/qwen.py:537-545, v4.0.0 swift/model/models/qwen.py:654-670). Up to 3.3 --max_length
-    counts the text only, the images' tokens inserted after it (planner.frameworks.swift.RELEASES): the row runs
-    max_length plus the image; from 3.4 a longer row is deleted, so the image is within max_length and no cap is
-    assumed (planned text only, the headline says so). Derived again from a --model given beside the files."""
-    given = as_int(env.get("MAX_PIXELS"))
-    text = release.means("swift_max_length_counts") == "text"
-    if not given and not text:
-        return
-    pixels = given or QWEN_VL_UTILS_MAX_PIXELS
-    how = (
-        f"{where} MAX_PIXELS={given}"
-        if given
-        else default(
-            f"ms-swift {release.name}.x",
-            "qwen_vl_utils/vision_process.py MAX_PIXELS = 16384 * 28 * 28; no MAX_PIXELS in the environment",
-            f"image cap {pixels:,} pixels",
-        )
-    )
-
-    def tokens(request: dict) -> int:  # the image under the final model (a --model beside the files)
-        m = c.model if request is None else models.lookup(str(request.get("model", "")), None)
-        per = models.pixels_per_token(m.config) if m is not None and models.has_vision(m.config) else None
-        return pixels // per if per and (given or per == 28 * 28) else 0  # the default cap: the Qwen2-VL family
-
-    c.derived["image_tokens"] = (("model",), tokens)
-    # the length --max_length set: SFT's rows, DPO's chosen and rejected rows, GRPO's prompt (_sequence)
-    field = next((f for f in ("seq_len", "workload.max_length", "workload.max_prompt_length") if c.has(f)), "seq_len")
-    seq = c.setting(field)
-    if text and seq is not None:
-        c.derived[field] = (("model",), lambda request: int(seq.value) + tokens(request))
-    n = tokens(None)
-    if not n:
-        return
-    per = f"{pixels // n} pixels a token{', swift/model/models/qwen.py:758-770' if given else ''}"
-    c.set("image_tokens", n, f"{how} (one image a row: {pixels} // {per})", "MAX_PIXELS")
-    if text and seq is not None:
-        c.set(
-            field,
-            int(seq.value) + n,
-            f"{seq.source} + {n} image tokens (ms-swift {release.name}.x checks --max_length on the text, then "
-            "inserts the image's tokens: planner.frameworks.swift.RELEASES)",
-            KEYS.flag("seq_len"),
-        )
 
 
 def _fsdp(c: Collector, ref: object, source: str, near: Path, vars) -> None:

@@ -1,4 +1,4 @@
-"""One process over several GPUs as ms-swift's scripts start it (planner/frameworks/swift/reader.py _device_map): more visible
+"""One process over several GPUs as ms-swift's scripts start it (planner/frameworks/swift/reader_env.py device_map): more visible
 GPUs than processes is ms-swift's MP, each process placing the model over its share (swift/utils/env.py:64-84), and the
 plans' exports start it the same way."""
 

@@ -1,4 +1,4 @@
-"""ms-swift's processes under --deepspeed (planner/frameworks/swift/reader.py _world): ms-swift refuses DeepSpeed where
+"""ms-swift's processes under --deepspeed (planner/frameworks/swift/reader_env.py world): ms-swift refuses DeepSpeed where
 one process spreads the model over several GPUs (is_mp), so a DeepSpeed run with more visible GPUs than NPROC_PER_NODE
 says ran one process a GPU, NPROC_PER_NODE from the launching shell, and is planned so, said in a line."""
 

@@ -1,0 +1,77 @@
+"""What a framework's memory means (the third of Framework's three parts, planner.frameworks.base): how it spends
+memory apart from the recipe the knobs name (its log-prob heads, its vision tower's attention, its FSDP reduce and
+accumulation, whose loop loads the model, its RL roles), and the precision a request that names none runs. The terms
+themselves stay in planner.estimate, which reads these fields."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.frameworks.rl import RoleEngine
+
+
+@dataclass(frozen=True)
+class Memory:
+    """How a framework spends memory apart from the recipe (Framework's fields planner.estimate reads). `precision`
+    reads Runs' `runs` and `defaults` (planner.frameworks.runs)."""
+
+    # how it spends memory apart from the recipe (the terms stay in planner.estimate): "recipe", the plan's --loss as
+    # memplan runs it; "fused-logprob", TRL's fused log-prob head for SFT (no full logits, whatever the model);
+    # "swift-sp", ms-swift's own per-token loss under sequence parallel (recipe_terms.swift_sp_loss_bytes)
+    sft_head: str = "recipe"
+    # how the transformers it runs calls SDPA in a Qwen2-VL tower (planner.estimate.vision.masked_tower_bytes):
+    # "split", per image or window, or with 4-D tensors a fused kernel takes (nothing grows with the square of the
+    # patches); "masked-3d", transformers 4.45-4.50's Qwen2-VL and Qwen2.5-VL towers (a [1, N, N] mask over every
+    # patch of the call and 3-D q/k/v, which the fused kernels refuse: torch's math backend computes every head's
+    # N x N scores)
+    tower_sdpa: str = "split"
+    # how its GRPO scores a multimodal model's tokens (planner.estimate.recipe_terms.whole_logits_logps_bytes): "recipe",
+    # as --logprobs says; "whole", ms-swift 3.2-3.6's: the model's logits over every token of the rows (no
+    # logits_to_keep for a multimodal model), the completion's slice divided by the temperature, then TRL's
+    # selective_log_softmax row by row (v3.4.1 swift/trainers/rlhf_trainer/grpo_trainer.py:1181-1197)
+    vlm_logprobs: str = "recipe"
+    # what shrinks a vision tower's call, in its own words (planner.search.advice.tower_fix): an image's pixel cap, and
+    # InternVL's tiles an image; "" where it has no word of its own (memplan's --image-tokens is named)
+    image_knobs: tuple[str, str] = ("", "")
+    # GKD's JSD (planner.estimate.gkd): "whole", TRL's generalized_jsd_loss over every token's logits; "chunked",
+    # ms-swift's over the completion's, 512 tokens a chunk; "" where it does not run --workload gkd
+    gkd_loss: str = ""
+    # FSDP2's reduce dtype under bf16: "fp32" (MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), the bundled
+    # trainer's recipe.shard_fsdp) or "param" (accelerate's default policy reduces in the param dtype,
+    # accelerate/utils/dataclasses.py:2135-2137, accelerate 1.15.0: what HF's Trainer and the frameworks on it run)
+    fsdp_reduce: str = "param"
+    # FSDP gradient accumulation: True skips the reduce-scatter on all but the last micro-step (HF Trainer's
+    # accelerator.no_sync: unsharded gradients between micro-steps); False reduce-scatters every micro-step
+    fsdp_no_sync: bool = True
+    # whose loop loads the model and saves checkpoints (planner.estimate.lifecycle): "hf", HF's Trainer through
+    # accelerate (the frameworks on it too); "bundled", the bundled trainer (trainer/, recipe/model.py)
+    loop: str = "hf"
+    # which code it builds a model id with (planner.model.catalog.checkpoints): True, the repository's own modeling
+    # code where the checkpoint ships one (trust_remote_code); False, transformers' classes only (a remote-code
+    # model is then named by its native conversion); None, not read for this framework yet (the catalog id)
+    remote_code: bool | None = None
+    # an RL run planned by its roles (planner.estimate.roles) and how they spend memory; None: GRPO and DPO as one
+    # trainer (planner.estimate.rl)
+    role_engine: RoleEngine | None = None
+    # the weight sync to a vLLM server gathers the model in groups of layers (ms-swift's --move_model_batches,
+    # planner.estimate.weight_sync), else parameter by parameter
+    sync_groups: bool = False
+    # PEFT's all-linear adapts a VLM's tower and projector too (planner.intake.settle); False where the framework's
+    # own all-linear leaves them out
+    all_linear_vision: bool = True
+    # the log-prob head its DPO and GRPO trainers run where a request names none (planner.config.release): TRL's
+    # fused head, or "full", the whole logits
+    logprobs: str = "fused"
+
+    def precision(self, bf16: bool) -> str:
+        """The precision a request that names none runs: bf16 (fp16 where the GPU has no bf16) where this framework
+        runs it, else its declared default, else the first it runs (torchtune runs bf16-pure or fp32 alone)."""
+        wanted = "bf16" if bf16 else "fp16"
+        runs = self.runs.get("precision")
+        if not runs or wanted in runs:
+            return wanted
+        declared = self.defaults.get("precision")
+        usable = [p for p in runs if bf16 or "bf16" not in p]
+        if declared is not None and declared.value in usable:
+            return declared.value
+        return (usable or list(runs))[0]

@@ -1,0 +1,85 @@
+"""What a framework refuses beyond its values one by one: the Rule shape, what a placement rule sees (Where), and the
+predicates on a request's knobs its adapters share (the workload's kind, LoRA on stacked experts, DeepSpeed's AutoTP)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Where:
+    """What a framework's placement rule sees beyond the knobs: the GPUs, the model (a
+    planner.model.modelspec.ModelSpec; None where unknown), whether the samples hold images, and for a split rule the
+    micro-batch and accumulation."""
+
+    gpus_per_node: int = 1
+    nodes: int = 1
+    model: object = None
+    images: bool = False
+    micro_batch: int | None = None
+    grad_accum: int | None = None
+
+    @property
+    def world_size(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A combination a framework refuses though it runs each value alone. `refuses(knobs)` true means refused; a rule
+    with `scope` "layout" is `refuses(knobs, where)` (the GPUs and the model, whatever the split: the search prunes a
+    knob family with it), "split" the same once the micro-batch and accumulation are known (a candidate)."""
+
+    field: str
+    reason: str | Callable[[dict, Where], str]
+    refuses: Callable[..., bool]
+    scope: str = "knobs"
+
+    def says(self, knobs: dict, where: Where | None = None) -> str:
+        return self.reason if isinstance(self.reason, str) else self.reason(knobs, where)
+
+
+def kind(knobs: dict) -> str:
+    w = knobs.get("workload")
+    return (w.get("kind", "sft") if isinstance(w, dict) else getattr(w, "kind", "sft")) if w is not None else "sft"
+
+
+def workload_of(knobs: dict):
+    """The knobs' planner.config.workload.Workload; None where a reader's knobs still hold it as a dict (its rules
+    run again on the Knobs it becomes)."""
+    w = knobs.get("workload")
+    return None if w is None or isinstance(w, dict) else w
+
+
+def full_dpo_precomputed(knobs: dict) -> bool:
+    """Full-parameter DPO with the reference's log-probs computed beforehand (TRL's precompute_ref_log_probs)."""
+    w = knobs.get("workload")
+    pre = w.get("precompute_ref_log_probs") if isinstance(w, dict) else getattr(w, "precompute_ref_log_probs", False)
+    return kind(knobs) == "dpo" and not knobs.get("lora_rank") and bool(pre)
+
+
+def expert_targets(knobs: dict) -> list[str]:
+    """The stacked expert weights --lora-targets names (PEFT's target_parameters: planner.model.modelspec)."""
+    if not knobs.get("lora_rank"):
+        return []
+    return [n for n in knobs["lora_targets"].split(",") if n.startswith("experts")]
+
+
+def only_expert_targets(knobs: dict) -> bool:
+    """LoRA on stacked experts alone: no module name left for a framework's target_modules."""
+    names = knobs["lora_targets"].split(",") if knobs.get("lora_rank") else []
+    return bool(names) and len(expert_targets(knobs)) == len(names)
+
+
+# the parallel sizes a framework without them runs (the one value each: off)
+NO_SPLITS = {"tensor_parallel": ("off",), "sequence_parallel": ("off",), "context_parallel": ("off",)}
+
+
+def autotp_rule(where: str) -> Rule:
+    """DeepSpeed's AutoTP (config `tensor_parallel.autotp_size`) runs beside ZeRO 1 and 2 only (`where`: the cite)."""
+    return Rule(
+        "tensor_parallel",
+        f"--tensor-parallel runs through DeepSpeed's AutoTP, beside ZeRO 1 or 2 ({where}): give --zero 1 or 2",
+        lambda k: k["tensor_parallel"] > 1 and (k["zero_stage"] not in (1, 2) or k["fsdp"] != "off"),
+    )

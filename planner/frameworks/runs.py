@@ -1,0 +1,96 @@
+"""What a framework runs (the first of Framework's three parts, planner.frameworks.base): its name and version, the
+values of each knob it runs (closed by default), its defaults with the file each was read from, its keys, its rules,
+and the one-line refusal of a knob or combination it cannot run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from planner.frameworks.rules import Rule, Where, kind
+
+# knobs no framework decides: the routing imbalance the plan assumes and the allocator's environment variable, and the
+# framework's own name and release
+NEUTRAL = ("expert_imbalance", "expandable_segments", "framework", "release")
+# every knob and its declared default, in the declaration's order: planner.config.knobfields fills it when it is
+# imported (the declaration stands above the frameworks, which name no knob list of their own)
+KNOB_DEFAULTS: dict[str, object] = {}
+PARALLEL = ("expert_parallel", "tensor_parallel", "sequence_parallel", "context_parallel", "device_map")
+
+
+def _shown(value: object) -> str:
+    return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else str(value)
+
+
+@dataclass(frozen=True)
+class Default:
+    """A framework's default for a memplan field, and where it was read (file:line at the pinned version)."""
+
+    value: object
+    source: str
+
+
+@dataclass(frozen=True)
+class Runs:
+    """What a framework runs, its defaults, keys and rules (Framework's fields that decide what it refuses)."""
+
+    name: str
+    label: str
+    version: str  # the pinned version its defaults and keys were read from
+    # closed by default: knob -> the values it runs; a knob in `every` runs every value; any other knob (a new one
+    # too) only its declared default (planner.config.knobfields), until the framework's module says otherwise
+    runs: dict[str, tuple]
+    defaults: dict[str, Default] = field(default_factory=dict)
+    every: tuple[str, ...] = ()  # the knobs it runs at every value the declaration allows
+    keys: dict[str, str] = field(default_factory=dict)  # memplan field -> the framework's own key or flag
+    notes: tuple[str, ...] = ()  # how it differs, one line each (the frameworks table)
+    rules: tuple[Rule, ...] = ()  # combinations it refuses
+
+    def value_of(self, knob: str, value: object) -> object:
+        """The value as `runs` names it: workloads by kind, LoRA and the parallel sizes as on/off."""
+        if knob == "workload":
+            return kind({"workload": value})
+        if knob == "lora_rank" or knob in PARALLEL:
+            return "off" if value in (0, 1) else "on"
+        return value
+
+    @cached_property
+    def _checked(self) -> tuple[tuple[str, tuple], ...]:
+        """(knob, the values it runs) for each knob `cannot` checks, the workload first, then in the declaration's
+        order: computed once per adapter (a search asks for every knob family)."""
+        order = ("workload", *(k for k in KNOB_DEFAULTS if k != "workload"))
+        return tuple(
+            (k, self.runs.get(k) or (self.value_of(k, KNOB_DEFAULTS[k]),))
+            for k in order
+            if k not in NEUTRAL and k not in self.every
+        )
+
+    def cannot(self, knobs: dict) -> tuple[str, str] | None:
+        """(field, one-line reason) for the first knob this framework cannot run (the workload first, then in the
+        declaration's order), else None."""
+        for knob, runs in self._checked:
+            if knob not in knobs:
+                continue
+            value = self.value_of(knob, knobs[knob])
+            if value not in runs:
+                flag = "--" + ("zero" if knob == "zero_stage" else knob.replace("_", "-"))
+                return knob, f"--framework {self.name} ({self.label}) cannot run {flag} {_shown(value)}: it runs " + (
+                    ", ".join(_shown(v) for v in runs) if knob in self.runs else f"only the default, {_shown(runs[0])}"
+                )
+        for rule in self.rules:
+            if rule.scope == "knobs" and rule.refuses(knobs):
+                return rule.field, f"--framework {self.name} ({self.label}): {rule.reason}"
+        return None
+
+    def cannot_here(self, knobs: dict, where: Where) -> tuple[str, str] | None:
+        """(field, one-line reason) for the first layout rule (and, with the split in `where`, split rule) this
+        framework refuses on these GPUs, this model and these samples, else None."""
+        scopes = ("layout", "split") if where.micro_batch is not None else ("layout",)
+        for rule in self.rules:
+            if rule.scope in scopes and rule.refuses(knobs, where):
+                return rule.field, f"--framework {self.name} ({self.label}): {rule.says(knobs, where)}"
+        return None
+
+    def refusal(self, knobs: dict, where: Where) -> tuple[str, str] | None:
+        """Every rule of this framework, the knobs' first: what its exporter checks before writing a file."""
+        return self.cannot(knobs) or self.cannot_here(knobs, where)

@@ -1,0 +1,76 @@
+"""ms-swift's launch environment (planner/frameworks/swift/reader.py hands it here): the processes NPROC_PER_NODE x
+NNODES start under torchrun, the GPUs each spreads the model over where CUDA_VISIBLE_DEVICES shows more (its MP:
+device_map), DeepSpeed's refusal of that, and CELOSS_PARALLEL_SIZE's chunked loss. Cited in the 4.6.0 wheel
+(swift/...) and at the older tags named."""
+
+from __future__ import annotations
+
+from planner.intake.collect import Collector, as_int, count_devices, processes_fit_devices, show
+from planner.intake.flags import Flag
+
+
+def chunked_loss(c: Collector, env: dict[str, str], where: str) -> None:
+    """CELOSS_PARALLEL_SIZE: ms-swift chunks its sequence-parallel loss by that many tokens (swift/trainers/utils.py:
+    178-182) -> --loss chunked, planned at ms-swift's examples' 2,048 (planner.estimate.recipe_terms.SWIFT_CE_CHUNK)."""
+    n = as_int(env.get("CELOSS_PARALLEL_SIZE", "0"))
+    if not n or n <= 0:
+        return
+    source = f"{where} CELOSS_PARALLEL_SIZE={env['CELOSS_PARALLEL_SIZE']}"
+    c.set("loss", "chunked", f"{source} (ms-swift's chunked loss under sequence parallel)", "CELOSS_PARALLEL_SIZE")
+    if n != 2048:
+        c.note(f"{source} (planned with chunks of 2048 tokens, a chunk's fp32 log-softmax and gradient)")
+
+
+# ms-swift refuses --deepspeed where a process spreads the model over several GPUs (is_mp): "DeepSpeed is not
+# compatible with MP" at every 2.x release (v2.0.0 swift/llm/utils/argument.py:423, v2.6.1 :1111-1115), "with
+# `device_map`" in 3.x (v3.4.0 swift/llm/argument/train_args.py:181-182) and 4.6.0 (swift/arguments/sft_args.py:255)
+DS_NOT_MP = "v2.6.1 swift/llm/utils/argument.py:1111-1115; v3.4.0 swift/llm/argument/train_args.py:181-182"
+
+
+def world(c: Collector, env: dict[str, str], where: str, ds: Flag | None = None) -> int:
+    """Processes: NPROC_PER_NODE x NNODES under torchrun (swift/cli/main.py:30-35), else one; with more visible GPUs
+    than processes each process spreads the model over its share (device_map), except under --deepspeed (`ds`),
+    which ms-swift refuses there (DS_NOT_MP): a DeepSpeed run that ran had one process a visible GPU, NPROC_PER_NODE
+    from the shell that launched it, and is planned so, said in a line."""
+    visible = count_devices(env.get("CUDA_VISIBLE_DEVICES", ""))
+    if "NPROC_PER_NODE" not in env and ds is not None and visible and visible >= 2:
+        source = (
+            f"{where} CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} with {ds.source} and no NPROC_PER_NODE: "
+            f"ms-swift refuses DeepSpeed over one process's several GPUs ({DS_NOT_MP}), so a run that ran had one "
+            "process a GPU"
+        )
+        c.set("gpus_per_node", visible, source, "NPROC_PER_NODE")
+        c.note(
+            f"{where} no NPROC_PER_NODE in the file: planned with NPROC_PER_NODE={visible} from the launching shell "
+            f"(without it ms-swift stops at start: DeepSpeed is not compatible with MP, {DS_NOT_MP})"
+        )
+        n = visible
+    elif "NPROC_PER_NODE" in env:
+        source = f"{where} NPROC_PER_NODE={show(env['NPROC_PER_NODE'])}"
+        n = c.number("gpus_per_node", env["NPROC_PER_NODE"], source, "NPROC_PER_NODE") or 1
+        processes_fit_devices(n, env, source, c)
+    else:
+        c.set("gpus_per_node", 1, f"{where} no NPROC_PER_NODE (one process: swift/cli/main.py:30-35)", "NPROC_PER_NODE")
+        n = 1
+    n *= device_map(c, env, where, n)
+    nodes = (
+        c.number("nodes", env["NNODES"], f"{where} NNODES={show(env['NNODES'])}", "NNODES") if "NNODES" in env else 1
+    )
+    return n * (nodes or 1)
+
+
+def device_map(c: Collector, env: dict[str, str], where: str, processes: int) -> int:
+    """ms-swift's MP: where a node's visible GPUs are at least twice its processes, each process loads the model
+    with device_map "auto" over visible // processes GPUs (is_mp, swift/utils/env.py:64-75; get_default_device_map,
+    swift/model/utils.py:229-246), and with several processes runs DDP over those groups (is_mp_ddp, env.py:78-84)."""
+    visible = count_devices(env.get("CUDA_VISIBLE_DEVICES", ""))
+    if not visible or visible // processes < 2 or visible % processes:
+        return 1
+    per = visible // processes
+    source = (
+        f"{where} CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} with {processes} process(es) a node (ms-swift's "
+        f"device_map over {per} GPUs a process: swift/utils/env.py:64-75)"
+    )
+    c.set("device_map", per, source, "CUDA_VISIBLE_DEVICES")
+    c.set("gpus_per_node", visible, source, "CUDA_VISIBLE_DEVICES")
+    return per

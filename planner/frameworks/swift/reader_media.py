@@ -1,0 +1,92 @@
+"""ms-swift's images (planner/frameworks/swift/reader.py hands each run's flags and environment here): the ViT's and
+aligner's freeze switches and what all-linear LoRA reaches in the ViT, one image a row at MAX_PIXELS or the cap
+qwen_vl_utils leaves, and what each release's --max_length counts of it (planner.frameworks.swift.RELEASES). Video
+frames are said, not planned. Cited in the 4.6.0 wheel (swift/...) and at the older tags named."""
+
+from __future__ import annotations
+
+from planner.frameworks.swift.keys import KEYS
+from planner.frameworks.swift.reader_rl import look
+from planner.intake import models
+from planner.intake.collect import Collector, as_bool, as_int, default
+from planner.intake.flags import Flag
+
+QWEN_VL_UTILS_MAX_PIXELS = 16384 * 28 * 28
+
+VISION_KEYS = (
+    KEYS.key("frozen_vision"),
+    KEYS.key("frozen_projector"),
+    "MAX_PIXELS",
+    "VIDEO_MAX_PIXELS",
+    "FPS_MAX_FRAMES",
+)
+
+
+def vision(c: Collector, f: dict[str, Flag], env: dict[str, str], where: str, lora: bool) -> None:
+    """A VLM's freeze switches (--freeze_vit, --freeze_aligner, --freeze_llm): with LoRA, what all-linear then reaches
+    in the ViT; without, the frozen parts. The environment's video caps are said in a line."""
+    if not models.tower_known(c, f | {k: Flag(k, v, f"{where} {k}={v}", k) for k, v in env.items()}, VISION_KEYS):
+        return
+    vit, vsrc = look(f, "frozen_vision")
+    if lora and KEYS.key("frozen_vision") in f:
+        why = "all-linear then takes the ViT's linears too: swift/pipelines/train/tuner.py:92-104"
+        models.lora_tower(c, vit, vsrc, KEYS.flag("frozen_vision"), why)
+    aligner, asrc = look(f, "frozen_projector")
+    llm, lsrc = look(f, "frozen_language")
+    if not lora:
+        frozen, note = models.frozen_value(as_bool(vit), as_bool(aligner), as_bool(llm))
+        c.fact("frozen", frozen, f"{vsrc}; {asrc}; {lsrc}", KEYS.flag("frozen_vision"))
+        if note:
+            c.note(f"{asrc} ({note.replace('projector', 'aligner').replace('tower', 'ViT')})")
+    for key in ("VIDEO_MAX_PIXELS", "FPS_MAX_FRAMES"):
+        if key in env:
+            c.note(f"{where} {key}={env[key]} (video frames are not planned; rows planned with one image)")
+
+
+def image(c: Collector, env: dict[str, str], where: str, release) -> None:
+    """One image a row at MAX_PIXELS, else at the cap every ms-swift release leaves to qwen_vl_utils: its
+    MAX_PIXELS 16384 x 28 x 28 = 12,845,056 (qwen_vl_utils/vision_process.py; ms-swift reads the MAX_PIXELS
+    environment variable over it: v2.5.2 swift/llm/utils/template.py:1531-1546, v3.4.0
+    swift/llm/model/model/qwen.py:537-545, v4.0.0 swift/model/models/qwen.py:654-670). Up to 3.3 --max_length
+    counts the text only, the images' tokens inserted after it (planner.frameworks.swift.RELEASES): the row runs
+    max_length plus the image; from 3.4 a longer row is deleted, so the image is within max_length and no cap is
+    assumed (planned text only, the headline says so). Derived again from a --model given beside the files."""
+    given = as_int(env.get("MAX_PIXELS"))
+    text = release.means("swift_max_length_counts") == "text"
+    if not given and not text:
+        return
+    pixels = given or QWEN_VL_UTILS_MAX_PIXELS
+    how = (
+        f"{where} MAX_PIXELS={given}"
+        if given
+        else default(
+            f"ms-swift {release.name}.x",
+            "qwen_vl_utils/vision_process.py MAX_PIXELS = 16384 * 28 * 28; no MAX_PIXELS in the environment",
+            f"image cap {pixels:,} pixels",
+        )
+    )
+
+    def tokens(request: dict) -> int:  # the image under the final model (a --model beside the files)
+        m = c.model if request is None else models.lookup(str(request.get("model", "")), None)
+        per = models.pixels_per_token(m.config) if m is not None and models.has_vision(m.config) else None
+        return pixels // per if per and (given or per == 28 * 28) else 0  # the default cap: the Qwen2-VL family
+
+    c.derived["image_tokens"] = (("model",), tokens)
+    # the length --max_length set: SFT's rows, DPO's chosen and rejected rows, GRPO's prompt (_sequence)
+    field = next((f for f in ("seq_len", "workload.max_length", "workload.max_prompt_length") if c.has(f)), "seq_len")
+    seq = c.setting(field)
+    if text and seq is not None:
+        c.derived[field] = (("model",), lambda request: int(seq.value) + tokens(request))
+    n = tokens(None)
+    if not n:
+        return
+    per = f"{pixels // n} pixels a token{', swift/model/models/qwen.py:758-770' if given else ''}"
+    c.set("image_tokens", n, f"{how} (one image a row: {pixels} // {per})", "MAX_PIXELS")
+    if text and seq is not None:
+        c.set(
+            field,
+            int(seq.value) + n,
+            f"{seq.source} + {n} image tokens (ms-swift {release.name}.x checks --max_length on the text, then "
+            "inserts the image's tokens: planner.frameworks.swift.RELEASES)",
+            KEYS.flag("seq_len"),
+        )
