@@ -24,6 +24,7 @@ READERS = {
     "planner/model/qwenvl.py",
     "planner/model/hybrid.py",
     "planner/model/glm4v.py",
+    "planner/model/llama4.py",
     "planner/model/pending.py",
     "planner/model/images.py",
     "planner/model/image_rules.py",

@@ -1,0 +1,90 @@
+"""Llama-4 (model_type llama4, llama4_text) against transformers 5.25's meta-device build of the same config: the
+interleaved dense and routed layers, the shared expert, attention biases, a tied head, explicit moe_layers and
+no_rope_layers, the tower's options; the catalog's Scout and Maverick at their published sizes; and what the plan
+reads from the layout (every token through every expert, the RoPE layers' q/k norm, the second mask)."""
+
+import pytest
+
+from planner.errors import BadInput
+from planner.estimate import moe
+from planner.model import catalog
+from planner.model.modelspec import from_config
+
+
+def _built(model_type: str, **kw) -> tuple[dict, int, object]:
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    conf = transformers.AutoConfig.for_model(model_type, **kw)
+    auto = transformers.AutoModelForImageTextToText if model_type == "llama4" else transformers.AutoModelForCausalLM
+    with torch.device("meta"):
+        model = auto.from_config(conf)
+    return conf.to_dict(), sum(p.numel() for p in model.parameters()), model
+
+
+@pytest.mark.parametrize(
+    "model_type,kw",
+    [
+        ("llama4", {"text_config": {"num_hidden_layers": 2}, "vision_config": {"num_hidden_layers": 2}}),
+        (
+            "llama4",
+            {
+                "text_config": {
+                    "num_hidden_layers": 4,
+                    "interleave_moe_layer_step": 2,
+                    "num_local_experts": 8,
+                    "attention_bias": True,
+                    "tie_word_embeddings": True,
+                },
+                "vision_config": {
+                    "num_hidden_layers": 1,
+                    "image_size": 336,
+                    "hidden_size": 1408,
+                    "vision_output_dim": 4096,
+                },
+            },
+        ),
+        (
+            "llama4_text",
+            {"num_hidden_layers": 3, "moe_layers": [1], "num_local_experts": 4, "no_rope_layers": [1, 0, 1]},
+        ),
+    ],
+    ids=["defaults", "interleaved-biased-tied", "text-moe-layers"],
+)
+def test_counts_are_the_built_models(model_type, kw):
+    cfg, real, _ = _built(model_type, **kw)
+    spec = from_config(cfg, "llama4")
+    assert spec.params == real and spec.exact
+    assert (spec.vision is None) == (model_type == "llama4_text")
+
+
+def test_the_catalog_entries_are_the_published_sizes():
+    """Scout 109B and Maverick 402B (their model cards), each equal to the meta build of its config."""
+    for name, billions, routed in (("llama-4-scout-17b-16e", 109, 48), ("llama-4-maverick-17b-128e", 402, 24)):
+        cfg = catalog.model_config(name)
+        _, real, model = _built("llama4", **{k: v for k, v in cfg.items() if k != "model_type"})
+        spec = catalog.load_model(name)
+        assert spec.params == real and round(spec.params / 1e9) == billions
+        assert (
+            spec.text.moe.moe_layers == routed == sum(layer.is_moe_layer for layer in model.language_model.model.layers)
+        )
+        # one tile: (336 / 14)^2 patches and the class token, as the tower builds it
+        assert spec.vision.attention_tokens == model.vision_model.num_patches == 577
+
+
+def test_the_plan_reads_the_layout():
+    scout, maverick = (catalog.load_model(n) for n in ("llama-4-scout-17b-16e", "llama-4-maverick-17b-128e"))
+    assert scout.text.nope_layers == maverick.text.nope_layers == 12  # every 4th layer attends in chunks
+    assert scout.text.traits.l2_qk_norm and not maverick.text.traits.l2_qk_norm  # use_qk_norm
+    assert scout.text.traits.sliding_window_masks  # a chunked mask beside the causal one
+    m = scout.text.moe
+    assert m.dispatch == "dense" and m.top_k == 1
+    assert moe.routed_pairs(1000, m) == 1000 * m.experts  # Llama4TextMoe runs every token through every expert
+    assert maverick.text.intermediate == 16384 and maverick.text.moe.expert_inter == 8192
+
+
+def test_bad_layouts_are_refused_in_one_line():
+    cfg = {"model_type": "llama4_text", "num_hidden_layers": 2, "moe_layers": "every"}
+    with pytest.raises(BadInput, match="moe_layers"):
+        from_config(cfg, "x")
+    with pytest.raises(BadInput, match="num_experts_per_tok = 4 exceeds"):
+        from_config({"model_type": "llama4_text", "num_local_experts": 2, "num_experts_per_tok": 4}, "x")
