@@ -1,13 +1,19 @@
 """Llama-4 (model_type llama4, llama4_text) against transformers 5.25's meta-device build of the same config: the
 interleaved dense and routed layers, the shared expert, attention biases, a tied head, explicit moe_layers and
 no_rope_layers, the tower's options; the catalog's Scout and Maverick at their published sizes; and what the plan
-reads from the layout (every token through every expert, the RoPE layers' q/k norm, the second mask)."""
+reads from the layout (every token through every expert, the RoPE layers' q/k norm, the second mask); the image
+processor's tiles and the processor's placeholder tokens."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
 
 import pytest
 
 from planner.errors import BadInput
 from planner.estimate import moe
-from planner.model import catalog
+from planner.model import catalog, image_rules, images
 from planner.model.modelspec import from_config
 
 
@@ -88,3 +94,35 @@ def test_bad_layouts_are_refused_in_one_line():
         from_config(cfg, "x")
     with pytest.raises(BadInput, match="num_experts_per_tok = 4 exceeds"):
         from_config({"model_type": "llama4_text", "num_local_experts": 2, "num_experts_per_tok": 4}, "x")
+
+
+SIDES = (100, 300, 336, 337, 672, 1000, 1344, 2048)
+STRIPS = [(4000, 100), (100, 4000), (3000, 700)]  # past the 16-tile cap: downscaled
+
+
+def test_the_tile_rule_is_the_image_processors():
+    """image_rules.llama4_tiles against transformers' own Llama4ImageProcessor (5.24, torchvision: the venv of
+    MEMPLAN_VIDEO_PYTHON) on blank images of every pair of SIDES and long strips: the canvas, the 16-tile cap, the global tile."""
+    python = os.environ.get("MEMPLAN_VIDEO_PYTHON")
+    if not python or not Path(python).exists():
+        pytest.skip("MEMPLAN_VIDEO_PYTHON names no Python with torchvision (make fwenv builds .fwenv/video)")
+    sizes = [(w, h) for w in SIDES for h in SIDES] + STRIPS
+    run = subprocess.run(
+        [python, str(Path(__file__).with_name("llama4_tiles.py"))],
+        input=json.dumps(sizes),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    real = json.loads(run.stdout.strip().splitlines()[-1])
+    assert [image_rules.llama4_tiles(w, h) for w, h in sizes] == real
+    assert max(real) == 17  # 16 tiles and the global one
+
+
+def test_image_tokens_follow_the_processors_placeholder():
+    """144 a tile (processing_llama4.py:129-131); one tile: start, <|image|>, 144, end; a 2 x 1 grid: its two tiles
+    and a separator after each, then the global tile."""
+    assert images.family_rule("llama4") == "llama4"
+    assert image_rules.llama4_image_tokens(336, 336) == 144 + 3
+    assert image_rules.llama4_image_tokens(336, 672) == 3 * 144 + 3 + 2
+    assert images.worst_case("llama4")[0] == 17 * 144 + 3 + 16
