@@ -210,7 +210,6 @@ def read(cfg: dict, text_spec, vision_spec) -> tuple[object, list[Tensors], obje
         TOWER,
         PROJECTOR,
         block="plain",
-        attention_tokens=tile_patches(v),
-        tiled=True,
+        attention_tokens=tile_patches(v),  # one tile a call; its cap (max_patches) is no framework's knob: not `tiled`
     )
     return text, t, spec, vision_tensors(v, text.hidden), UNITS[mt]

@@ -235,9 +235,10 @@ class ModelSpec:
     @cached_property
     def active_params(self) -> int:
         """Parameters one token runs through: all of a dense model; an MoE model's routed experts count top-k of
-        each layer's experts (the compute the speed model charges; memory and communication use `params`)."""
+        each layer's experts (the compute the speed model charges; memory and communication use `params`); the dense
+        dispatch (Llama-4's) runs every expert on every token."""
         m = self.text.moe
-        if m is None:
+        if m is None or m.dispatch == "dense":
             return self.params
         per_expert = 3 * self.text.hidden * m.expert_inter + (2 * m.expert_inter + self.text.hidden if m.bias else 0)
         idle = (m.experts - m.top_k) * per_expert * m.moe_layers

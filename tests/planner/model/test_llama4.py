@@ -85,6 +85,7 @@ def test_the_plan_reads_the_layout():
     m = scout.text.moe
     assert m.dispatch == "dense" and m.top_k == 1
     assert moe.routed_pairs(1000, m) == 1000 * m.experts  # Llama4TextMoe runs every token through every expert
+    assert scout.active_params == scout.params  # and the speed model charges their compute
     assert maverick.text.intermediate == 16384 and maverick.text.moe.expert_inter == 8192
 
 
