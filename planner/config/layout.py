@@ -193,6 +193,15 @@ class Layout:
             return BadInput(
                 f"--expert-parallel {n}: {self.model_name} has no experts (a dense model)", "expert_parallel"
             )
+        moe = self.spec.text.moe if self.spec is not None else None
+        if (
+            moe is not None and moe.dispatch == "dense"
+        ):  # Llama4TextExperts views its E x tokens rows by its own experts
+            return BadInput(
+                f"--expert-parallel {n}: {self.model_name}'s experts run every token (transformers' dense dispatch, "
+                "Llama4TextMoe), whose split over ranks memplan does not model; plan it without expert parallelism",
+                "expert_parallel",
+            )
         if self.experts % n or self.world_size % n:
             return BadInput(
                 f"--expert-parallel {n} must divide the {self.experts} experts of {self.model_name} and "

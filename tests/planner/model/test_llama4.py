@@ -127,3 +127,12 @@ def test_image_tokens_follow_the_processors_placeholder():
     assert image_rules.llama4_image_tokens(336, 336) == 144 + 3
     assert image_rules.llama4_image_tokens(336, 672) == 3 * 144 + 3 + 2
     assert images.worst_case("llama4")[0] == 17 * 144 + 3 + 16
+
+
+def test_expert_parallel_of_the_dense_dispatch_is_refused_in_one_line():
+    from planner.config.layout import Layout
+
+    scout = catalog.load_model("llama-4-scout-17b-16e")
+    why = Layout(8, 2, scout.text.moe.experts, scout.name, spec=scout).expert_error(8)
+    assert why is not None and "every token" in str(why) and "\n" not in str(why)
+    assert Layout(8, 2, scout.text.moe.experts, scout.name, spec=scout).expert_error(1) is None
