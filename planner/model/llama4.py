@@ -114,8 +114,10 @@ def text_tensors(tc: dict) -> tuple[MoESpec, list[Tensors]]:
     for d_out, name in ((heads * hd, "q_proj"), (kv * hd, "k_proj"), (kv * hd, "v_proj")):
         t += linear("layer", d_out, h, L, bias, True, name)
     t += linear("layer", h, heads * hd, L, bias, True, "o_proj")
-    # the router is an nn.Linear subclass (Llama4Router, :145-157): a pattern over nn.Linear modules (all-linear) adapts it
-    t += [Tensors("layer", (e, h), n_moe, True, "router")] if n_moe else []
+    # the router is an nn.Linear subclass (Llama4Router, :145-157) whose forward returns a tuple: PEFT's LoRA wrapper
+    # on it fails the step (PEFT 0.21, a tiny Llama-4: AttributeError 'tuple' object has no attribute 'dtype'), and
+    # LLaMA-Factory's all-linear leaves it out (find_all_linear_modules matches "Linear" in the class name): not adapted
+    t += [Tensors("layer", (e, h), n_moe, name="router.weight", all_linear=0)] if n_moe else []
     t += [Tensors("layer", (e, h, 2 * ie), n_moe, True, "experts.gate_up_proj", 0)] if n_moe else []
     t += [Tensors("layer", (e, ie, h), n_moe, True, "experts.down_proj", 0)] if n_moe else []
     for width, n, pre in ((ie, n_moe, "shared_expert."), (size(tc, "intermediate_size_mlp"), L - n_moe, "")):

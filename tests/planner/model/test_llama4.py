@@ -136,3 +136,27 @@ def test_expert_parallel_of_the_dense_dispatch_is_refused_in_one_line():
     why = Layout(8, 2, scout.text.moe.experts, scout.name, spec=scout).expert_error(8)
     assert why is not None and "every token" in str(why) and "\n" not in str(why)
     assert Layout(8, 2, scout.text.moe.experts, scout.name, spec=scout).expert_error(1) is None
+
+
+def test_lora_targets_are_what_peft_adapts_and_the_step_runs():
+    """The plan's all-linear targets (a pattern over the language model's linears, without the router: PEFT's wrapper
+    on Llama4Router, whose forward returns a tuple, fails the step) give PEFT's adapter count, and a step runs."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    peft = pytest.importorskip("peft")
+    from planner.model.modelspec import peft_target_modules
+
+    text = {"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 32, "intermediate_size_mlp": 64}
+    text |= {"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "num_local_experts": 4}
+    text |= {"vocab_size": 256, "interleave_moe_layer_step": 2}
+    vision = {"num_hidden_layers": 1, "hidden_size": 32, "intermediate_size": 128, "num_attention_heads": 2}
+    vision |= {"image_size": 56, "patch_size": 14, "vision_output_dim": 64}
+    conf = transformers.AutoConfig.for_model("llama4", text_config=text, vision_config=vision)
+    spec = from_config(conf.to_dict(), "tiny-llama4")
+    model = peft.get_peft_model(
+        transformers.AutoModelForImageTextToText.from_config(conf),
+        peft.LoraConfig(r=8, target_modules=peft_target_modules("all-linear", spec)),
+    )
+    assert sum(p.numel() for n, p in model.named_parameters() if "lora_" in n) == spec.lora_params(8)
+    ids = torch.randint(0, 200, (1, 8))
+    model(input_ids=ids, labels=ids).loss.backward()
