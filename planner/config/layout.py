@@ -93,6 +93,12 @@ class Layout:
             )
         if k.vit_checkpointing == "off" and not self.vision:
             return BadInput(f"--vit-checkpointing off: {self.model_name} has no vision tower", "vit_checkpointing")
+        if k.attention == "flash" and self.spec is not None and not self.spec.text.traits.flash:
+            return BadInput(
+                f"--attention flash: transformers builds {self.model_name} without flash-attention 2 (its class's "
+                "_supports_flash_attn is False); use --attention sdpa or eager",
+                "attention",
+            )
         return self.expert_error(k.expert_parallel) or self.parallel_error(k) or self.framework_error(k)
 
     def where(self, micro_batch: int | None = None, grad_accum: int | None = None) -> Where:

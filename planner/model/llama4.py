@@ -136,7 +136,8 @@ def traits(tc: dict) -> Traits:
     use_qk_norm (True by default) on the RoPE layers."""
     rope, nope = layer_kinds(tc)
     masks = bool(rope and nope and tc.get("attention_chunk_size"))
-    return Traits(sliding_window_masks=masks, l2_qk_norm=bool(tc.get("use_qk_norm", True)) and rope > 0)
+    qk_norm = bool(tc.get("use_qk_norm", True)) and rope > 0
+    return Traits(sliding_window_masks=masks, flash=False, l2_qk_norm=qk_norm)  # Llama4PreTrainedModel: no flash (:453)
 
 
 def _side(v: dict, key: str) -> int:

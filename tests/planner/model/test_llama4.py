@@ -129,10 +129,14 @@ def test_image_tokens_follow_the_processors_placeholder():
     assert images.worst_case("llama4")[0] == 17 * 144 + 3 + 16
 
 
-def test_expert_parallel_of_the_dense_dispatch_is_refused_in_one_line():
+def test_expert_parallel_and_flash_attention_are_refused_in_one_line():
     from planner.config.layout import Layout
+    from planner.config.spec import Knobs
 
     scout = catalog.load_model("llama-4-scout-17b-16e")
+    flash = Layout(8, 1, 16, scout.name, spec=scout).knob_error(Knobs(attention="flash"))
+    assert flash is not None and "_supports_flash_attn" in str(flash)
+    assert Layout(8, 1, 16, scout.name, spec=scout).knob_error(Knobs(attention="sdpa")) is None
     why = Layout(8, 2, scout.text.moe.experts, scout.name, spec=scout).expert_error(8)
     assert why is not None and "every token" in str(why) and "\n" not in str(why)
     assert Layout(8, 2, scout.text.moe.experts, scout.name, spec=scout).expert_error(1) is None
