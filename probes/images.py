@@ -40,6 +40,9 @@ def vlm_batch(model, config: dict, batch: int, seq: int, image_tokens: int) -> t
     if build is None:
         raise ValueError(f"images of a {family} model are not built yet: its image tokens stay analytic")
     extra, tokens = build(cfg, batch, seq, image_tokens)
+    if family == "llama4":  # its patch Linear does not cast the pixels (Llama4UnfoldConvolution, modeling_llama4.py:
+        # 957-974): a framework hands them in the weights' dtype, as real torch refuses fp32 pixels on bf16 weights
+        extra["pixel_values"] = extra["pixel_values"].to(model.dtype)
     if tokens < 1 or tokens >= seq:
         raise ValueError(f"{image_tokens} image tokens in {seq}-token samples: a {family} image does not fit")
     ids = torch.randint(0, min(cfg.get_text_config().vocab_size, 1000), (batch, seq), generator=_seeded())
@@ -89,6 +92,15 @@ def _tiles(cfg, batch: int, seq: int, tokens: int):
     v, family = cfg.vision_config, cfg.model_type
     per = getattr(cfg, "mm_tokens_per_image", None) or TILED[family]
     side = v.image_size[0] if isinstance(v.image_size, (list, tuple)) else v.image_size
+    n = tokens // per
+    return {"pixel_values": _pixels(batch * n, 3, side, side)}, n * per
+
+
+def _llama4(cfg, batch: int, seq: int, tokens: int):
+    """Whole 336-pixel tiles, each (side / patch)^2 / (1 / pixel_shuffle_ratio^2) tokens (processing_llama4.py:129-131)."""
+    v = cfg.vision_config
+    side = v.image_size[0] if isinstance(v.image_size, (list, tuple)) else v.image_size
+    per = (side // v.patch_size) ** 2 // round(1.0 / v.pixel_shuffle_ratio**2)
     n = tokens // per
     return {"pixel_values": _pixels(batch * n, 3, side, side)}, n * per
 
@@ -150,4 +162,5 @@ _BUILDERS = {
     "llava_next": _anyres,
     "llava_onevision": _anyres,
     "mllama": _mllama,
+    "llama4": _llama4,
 }

@@ -93,6 +93,12 @@ class Layout:
             )
         if k.vit_checkpointing == "off" and not self.vision:
             return BadInput(f"--vit-checkpointing off: {self.model_name} has no vision tower", "vit_checkpointing")
+        if k.attention == "flash" and self.spec is not None and not self.spec.text.traits.flash:
+            return BadInput(
+                f"--attention flash: transformers builds {self.model_name} without flash-attention 2 (its class's "
+                "_supports_flash_attn is False); use --attention sdpa or eager",
+                "attention",
+            )
         return self.expert_error(k.expert_parallel) or self.parallel_error(k) or self.framework_error(k)
 
     def where(self, micro_batch: int | None = None, grad_accum: int | None = None) -> Where:
@@ -192,6 +198,15 @@ class Layout:
         if self.experts is None:
             return BadInput(
                 f"--expert-parallel {n}: {self.model_name} has no experts (a dense model)", "expert_parallel"
+            )
+        moe = self.spec.text.moe if self.spec is not None else None
+        if (
+            moe is not None and moe.dispatch == "dense"
+        ):  # Llama4TextExperts views its E x tokens rows by its own experts
+            return BadInput(
+                f"--expert-parallel {n}: {self.model_name}'s experts run every token (transformers' dense dispatch, "
+                "Llama4TextMoe), whose split over ranks memplan does not model; plan it without expert parallelism",
+                "expert_parallel",
             )
         if self.experts % n or self.world_size % n:
             return BadInput(

@@ -119,9 +119,11 @@ def qk_norm_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
     """Qwen3's and Gemma-3's q_norm and k_norm (transformers modeling_qwen3.py / modeling_gemma3.py): an RMSNorm
     over every head of q and of k, saving what the family's other norms save, at the widths of q and k (OLMoE:
     one norm over all of q and one over all of k, the same widths)."""
+    width = t.q_dim + t.kv_dim
+    if t.traits.l2_qk_norm:  # Llama-4's weightless norm: its fp32 input and rsqrt (sim: 193.5 MiB of a layer's 547)
+        return 4 * tokens * (width + t.heads + t.kv_heads)
     if not t.qk_norm:
         return 0
-    width = t.q_dim + t.kv_dim
     if t.traits.fp32_norms:
         return tokens * width * 8
     # under AMP the norms take the projections' half outputs, so they give back half tensors (as under "half")
@@ -211,6 +213,8 @@ def layers_bytes(t: TextSpec, count: int, batch: int, seq: int, profile: str) ->
         (big, n_big), (small, _) = by_kind
         return min(count, n_big) * big + max(0, count - n_big) * small
     whole = count * layer_bytes(t, batch, seq, profile)
+    if t.nope_layers:  # Llama-4's NoPE layers skip the q/k norm: the RoPE layers are taken first
+        whole -= max(0, count - (t.layers - t.nope_layers)) * qk_norm_saved_bytes(t, batch * seq, profile)
     if t.moe is None or count <= t.moe.moe_layers:
         return whole
     dense = llama_layer_bytes(t, batch, seq, profile, routed=False)

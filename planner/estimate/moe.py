@@ -33,8 +33,9 @@ def matmul_dtype_bytes(profile: str) -> int:
 
 
 def routed_pairs(tokens: int, m: MoESpec) -> int:
-    """(token, expert) pairs a routed layer processes: every token goes to top_k experts."""
-    return tokens * m.top_k
+    """(token, expert) pairs a routed layer processes: every token goes to top_k experts; under the dense dispatch
+    (Llama-4's Llama4TextMoe: every token through every expert, scored by the router) to all of them."""
+    return tokens * (m.experts if m.dispatch == "dense" else m.top_k)
 
 
 def rank_pairs(tokens: int, m: MoESpec) -> int:
@@ -52,7 +53,7 @@ def busiest_expert_tokens(tokens: int, m: MoESpec, imbalance: float) -> int:
 def expert_dtype_bytes(profile: str, m: MoESpec) -> int:
     """Bytes per element the experts compute and save in: grouped_mm runs in the weights' dtype (fp32 under
     torch AMP); the eager loop's F.linear is autocast (the matmul dtype)."""
-    return matmul_dtype_bytes(profile) if m.dispatch == "eager" else hidden_dtype_bytes(profile)
+    return matmul_dtype_bytes(profile) if m.dispatch in ("eager", "dense") else hidden_dtype_bytes(profile)
 
 
 def router_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
@@ -69,6 +70,8 @@ def experts_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
     activation, the down projection's input and output (the routing weight's product saves it), plus the
     fp32 routing weights and three int64 index tensors (gather, permutation, inverse permutation)."""
     m = t.moe
+    if m.dispatch == "dense":
+        return dense_experts_saved_bytes(t, tokens, profile)
     e, s = expert_dtype_bytes(profile, m), rank_pairs(tokens, m)
     if m.experts_grad == "frozen":  # no weight gradient: grouped_mm keeps neither projection's input
         return e * s * (t.hidden + (gate_saved_widths(m) - 1) * m.expert_inter) + (4 + 3 * INDEX_BYTES) * s
@@ -81,6 +84,20 @@ def experts_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
             + eager_weight_casts_bytes(t, profile)
         )
     return out + (4 + 3 * INDEX_BYTES) * s
+
+
+def dense_experts_saved_bytes(t: TextSpec, tokens: int, profile: str) -> int:
+    """Llama4TextMoe (models/llama4/modeling_llama4.py:56-83, 169-177, transformers 5.25) over every (token, expert)
+    pair: the repeated input and the router's score column, both kept by their product (the residual dtype; the
+    scores in the router's), then torch.bmm's input (its autocast copy under AMP, else that product), the gate-up
+    output (silu and the product read its halves), silu's output and the down bmm's input; frozen experts keep
+    neither bmm's input. Under AMP autocast also keeps each stacked weight's half copy (eager_weight_casts_bytes)."""
+    m, h, i = t.moe, t.hidden, t.moe.expert_inter
+    r, c, s = hidden_dtype_bytes(profile), matmul_dtype_bytes(profile), rank_pairs(tokens, m)
+    scores = r * s * h + c * s
+    if m.experts_grad == "frozen":
+        return scores + c * s * 3 * i
+    return scores + c * s * (h + 4 * i) + eager_weight_casts_bytes(t, profile) + lora_merged_weights_bytes(t, profile)
 
 
 def eager_weight_casts_bytes(t: TextSpec, profile: str) -> int:
@@ -180,7 +197,9 @@ def routing_line(model, k, micro_tokens: int) -> str:
         "its share of pairs"
         if k.expert_parallel > 1
         else "every rank holds every expert, so under grouped_mm the imbalance moves no memory"
-        if m.dispatch != "eager"
+        if m.dispatch == "grouped_mm"
+        else "every token runs every expert (transformers' dense Llama4TextMoe): the imbalance moves no memory"
+        if m.dispatch == "dense"
         else "every rank holds every expert; the eager loop's backward transient is sized by the busiest expert"
     )
     return (

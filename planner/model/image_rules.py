@@ -25,6 +25,11 @@ and tests/scan/test_scan.py); planner.model.images names them (--image-rule):
 - idefics3 (Idefics3, image_seq_len 169 per 364-pixel tile, longest edge 1456): the image resized so its longest
   edge is 1456, split into tiles of 364 pixels, 169 tokens a tile plus 169 for the downscaled global image
   (image_processing_pil_idefics3.py resize_for_vision_encoder, split_image; processing_idefics3.py).
+- llama4 (Llama-4): the canvas of 336-pixel tiles (at most max_patches 16 of them) that fits the image with the least
+  upscaling, else the least downscaling, the smallest of equal ones (image_processing_llama4.py:88-141, 180-275,
+  316-340, resize_to_max_canvas off), plus a global tile when there is more than one; 144 tokens a tile
+  ((336 / 14)^2 / 4: processing_llama4.py:129-131) and the placeholder's <|image_start|>, <|image|>, <|image_end|> and
+  one separator a tile of the grid (:99-112).
 - mllama (Llama-3.2-Vision): one <|image|> token per image in the text whatever its size (processing_mllama.py); the
   image's 4 tiles reach the model through cross-attention (planner/model/mllama.py).
 """
@@ -131,6 +136,25 @@ def idefics3_image_tokens(width: int, height: int) -> int:
     return IDEFICS3_TOKENS * idefics3_tiles(width, height)
 
 
+LLAMA4_TILE, LLAMA4_TOKENS, LLAMA4_MAX_PATCHES = 336, 144, 16  # Llama4ImageProcessor's size and max_patches
+
+
+def llama4_tiles(width: int, height: int, max_patches: int = LLAMA4_MAX_PATCHES) -> int:
+    """Tiles Llama4ImageProcessor makes of an image, the global one included (get_number_of_image_patches)."""
+    grids = {(a, n // a) for n in range(1, max_patches + 1) for a in range(1, n + 1) if n % a == 0}
+    scale = {g: min(g[0] * LLAMA4_TILE / height, g[1] * LLAMA4_TILE / width) for g in grids}
+    up = [x for x in scale.values() if x >= 1]
+    chosen = min(up) if up else max(scale.values())
+    tiles = min(a * b for (a, b), x in scale.items() if x == chosen)
+    return tiles + 1 if tiles > 1 else 1
+
+
+def llama4_image_tokens(width: int, height: int) -> int:
+    """144 a tile; the placeholder's start, <|image|> and end tokens; one x or y separator a tile of the grid."""
+    tiles = llama4_tiles(width, height)
+    return LLAMA4_TOKENS * tiles + 3 + (tiles - 1 if tiles > 1 else 0)
+
+
 RULES = {
     "llava": llava_image_tokens,
     "llava-next": llava_next_image_tokens,
@@ -139,6 +163,7 @@ RULES = {
     "gemma3:pan-and-scan": gemma3_pan_and_scan_tokens,
     "idefics3": idefics3_image_tokens,
     "mllama": lambda width, height: 1,
+    "llama4": llama4_image_tokens,
 }
 
 

@@ -13,7 +13,7 @@ from functools import cached_property
 from math import prod
 
 from planner.errors import BadInput
-from planner.model import glm4v, hybrid, mllama, pending, prequant, qwen1, qwenvl, vila, vlm
+from planner.model import glm4v, hybrid, llama4, mllama, pending, prequant, qwen1, qwenvl, vila, vlm
 from planner.model.moespec import LAYOUT as MOE_LAYOUT
 from planner.model.moespec import MOE_FAMILIES, MLASpec, MoESpec, in_moe_block, mla_attention, moe_mlp
 from planner.model.shapes import ATTENTION_LINEARS, FAMILY_TRAITS, Tensors, Traits, fsdp_units
@@ -96,6 +96,7 @@ ALL_FAMILIES = sorted(
     | set(vila.MODEL_TYPES)
     | set(hybrid.TEXT_TYPES)
     | set(glm4v.MODEL_TYPES)
+    | set(llama4.MODEL_TYPES)
 )
 
 
@@ -124,6 +125,7 @@ class TextSpec:
     final_norm: bool = True  # the last norm and the head's input are here (a device_map GPU before the head's: no)
     traits: Traits = field(default_factory=Traits)  # the family's differences from Llama (shapes.py), set by the reader
     linear: hybrid.LinearAttentionSpec | None = None  # Qwen3-Next / Qwen3.5: its Gated DeltaNet layers (hybrid.py)
+    nope_layers: int = 0  # Llama-4: layers without RoPE (chunked attention), which skip Traits.l2_qk_norm (llama4.py)
 
     @property
     def q_dim(self) -> int:
@@ -236,9 +238,10 @@ class ModelSpec:
     @cached_property
     def active_params(self) -> int:
         """Parameters one token runs through: all of a dense model; an MoE model's routed experts count top-k of
-        each layer's experts (the compute the speed model charges; memory and communication use `params`)."""
+        each layer's experts (the compute the speed model charges; memory and communication use `params`); the dense
+        dispatch (Llama-4's) runs every expert on every token."""
         m = self.text.moe
-        if m is None:
+        if m is None or m.dispatch == "dense":
             return self.params
         per_expert = 3 * self.text.hidden * m.expert_inter + (2 * m.expert_inter + self.text.hidden if m.bias else 0)
         idle = (m.experts - m.top_k) * per_expert * m.moe_layers
@@ -559,6 +562,9 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
     vision, vt = None, []
     tc = cfg.get("text_config")
     units = fsdp_units(mt, tc.get("model_type") if isinstance(tc, dict) else None)
+    if mt in llama4.MODEL_TYPES:  # Llama-4: its own MoE layout, every token through every expert
+        text, t, vision, vt, units = llama4.read(cfg, TextSpec, VisionSpec)
+        return ModelSpec(name, mt, text, tuple(vt + t), vision, exact=True, config=cfg, fsdp_units=units)
     if mt in MOE_FAMILIES or mt in hybrid.TEXT_TYPES:
         text, t = hybrid.read(cfg, mt, TextSpec) if mt in hybrid.TEXT_TYPES else _moe_text(cfg, mt)
         return ModelSpec(name, mt, text, tuple(t), None, exact=True, config=cfg, fsdp_units=units)

@@ -21,12 +21,6 @@ _OMNI = (
 _GLM46V = (
     "transformers' Glm46V composite (a tower beside any AutoModel language model); its glm4v_moe config is counted"
 )
-# transformers 5.25 runs every token through every expert, the router's scores zeroing the others
-# (Llama4TextMoe.forward, models/llama4/modeling_llama4.py:170-177): no routed dispatch moespec knows
-_LLAMA4 = (
-    "Llama-4: every token through all num_local_experts experts (transformers' dense Llama4TextMoe), layers "
-    "interleaving them with dense MLPs, no-RoPE layers with chunked attention"
-)
 PENDING = {
     "qwen2_5_omni": "Qwen2.5-Omni: " + _OMNI,
     "qwen2_5_omni_thinker": "Qwen2.5-Omni: " + _OMNI,
@@ -35,8 +29,6 @@ PENDING = {
     "glm4v_text": "GLM-4.1V's language model alone (its M-RoPE positions come from the composite glm4v)",
     "glm4v_moe_text": "GLM-4.5V's language model alone (its M-RoPE positions come from the composite glm4v_moe)",
     "glm46v": "GLM-4.6V as " + _GLM46V,
-    "llama4": _LLAMA4 + ", and its vision tower",
-    "llama4_text": _LLAMA4,
 }
 
 # composites memplan counts whose text_config names a model_type refused on its own

@@ -34,6 +34,9 @@ class Traits:
     sliding_window_masks: bool = False  # eager attention builds a second 4-D mask for the sliding-window layers
     #                                 (Gemma2Model.forward, Gemma3TextModel.forward: create_sliding_window_causal_mask)
     learned_positions: bool = False  # a learned table of max_positions positions (GPT-2's wpe): no longer sequence runs
+    flash: bool = True  # transformers builds it with flash-attention 2 (Llama-4: _supports_flash_attn False, :453)
+    l2_qk_norm: bool = False  # a weightless fp32 RMSNorm of q and k after RoPE, on the RoPE layers only (Llama-4's
+    #                                 use_qk_norm: Llama4TextL2Norm, modeling_llama4.py:318-319, 361-363)
 
 
 # The families whose traits are not Llama's (a model_type not here has the defaults). Gemma-1's norms are counted
