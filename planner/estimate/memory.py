@@ -35,6 +35,7 @@ from planner.config.spec import Knobs, MemoryBreakdown
 from planner.config.tasks import NO_VOCABULARY
 from planner.estimate import activations as act
 from planner.estimate import (
+    dataparallel,
     devicemap,
     frozen_lm,
     fsdp,
@@ -194,8 +195,8 @@ def comm_bucket_bytes(s: Setup) -> int:
     k, g = s.knobs, grad_bytes_per_param(s.knobs)
     if k.fsdp != "off":  # reduce-scatter buffers are per unit, in backward: fsdp.backward_temp_bytes
         return 0
-    if k.zero_stage == 0:
-        return trainable_params(s) * g if s.world_size > 1 else 0
+    if k.zero_stage == 0:  # nn.DataParallel has no DDP buckets (planner.estimate.dataparallel)
+        return trainable_params(s) * g if s.world_size > 1 and not k.dataparallel else 0
     return zero.reduce_buckets_bytes(s)
 
 
@@ -655,6 +656,10 @@ def _breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] |
             phases["forward"] = (accumulated, opt, acts, norm)
         elif norm + grads_full + acts > sum(phases["backward"]) - opt:
             phases["backward"] = (grads_full, opt, acts, norm)
+    if s.knobs.dataparallel:  # GPU 0's gather and gradient sum (planner.estimate.dataparallel)
+        _, rows, width, p = text_shape(s)
+        others = backward_start_temp_bytes(s) - logits_loss_bytes(s)
+        phases.update(dataparallel.phases(s, rows, width, p, phases, others, gradients_bytes(s)))
     tower = masked_tower_phase(s, accumulated, grads_full, opt)  # a trained tower's runs in the backward
     name = "backward" if tower_is_trained(s) else "forward"
     if tower is not None and sum(tower) > sum(phases.get(name, (0,))):
