@@ -48,16 +48,13 @@ def gather_moment_bytes(s: Setup, rows: int, tokens: int, vocab: int, profile: s
     return (b + 4) * rows * tokens * vocab + gathered_logits_bytes(s.world_size, rows, tokens, vocab, b)
 
 
-def phases(s: Setup, rows: int, tokens: int, profile: str, at: dict[str, tuple], others_temp: int, grads: int):
-    """GPU 0's forward phase (at the gather: `others_temp`, the backward start's temporaries beside the loss's) and
-    its end of backward with replica 0's gradients beside their sum (`grads`: every trainable gradient; the first
-    micro-step's sum becomes .grad, a later one's is added to it), from `at`, memory._breakdown's phases: (gradients,
-    optimizer states, activations, temporaries)."""
-    vocab = s.model.text.vocab
-    accumulated, opt, acts, _ = at["backward"]
-    end = at["end-of-backward"]
+def phases(s: Setup, shape: tuple[int, int, str], states: tuple, end: tuple, others_temp: int, grads: int) -> dict:
+    """GPU 0's forward phase at the gather (`states`: the gradients accumulated so far, the optimizer states and the
+    saved activations; `others_temp`: the backward start's temporaries beside the loss's) and its end of backward
+    (`end`, memory._breakdown's: gradients, optimizer states, activations, temporaries) with replica 0's gradients
+    held beside their sum (`grads`: every trainable gradient; the first micro-step's sum becomes .grad, a later one's
+    is added to it). `shape`: rows, tokens a row and the activation profile (memory.text_shape)."""
+    rows, tokens, profile = shape
     extra = grads * (2 if s.grad_accum > 1 else 1)
-    return {
-        "forward": (accumulated, opt, acts, others_temp + gather_moment_bytes(s, rows, tokens, vocab, profile)),
-        "end-of-backward": (*end[:3], end[3] + extra),
-    }
+    gather = gather_moment_bytes(s, rows, tokens, s.model.text.vocab, profile)
+    return {"forward": (*states, others_temp + gather), "end-of-backward": (*end[:3], end[3] + extra)}

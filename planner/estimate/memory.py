@@ -657,9 +657,9 @@ def _breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] |
         elif norm + grads_full + acts > sum(phases["backward"]) - opt:
             phases["backward"] = (grads_full, opt, acts, norm)
     if s.knobs.dataparallel:  # GPU 0's gather and gradient sum (planner.estimate.dataparallel)
-        _, rows, width, p = text_shape(s)
-        others = backward_start_temp_bytes(s) - logits_loss_bytes(s)
-        phases.update(dataparallel.phases(s, rows, width, p, phases, others, gradients_bytes(s)))
+        others, end = backward_start_temp_bytes(s) - logits_loss_bytes(s), phases["end-of-backward"]
+        states, shape = (accumulated, opt, acts), text_shape(s)[1:]
+        phases.update(dataparallel.phases(s, shape, states, end, others, gradients_bytes(s)))
     tower = masked_tower_phase(s, accumulated, grads_full, opt)  # a trained tower's runs in the backward
     name = "backward" if tower_is_trained(s) else "forward"
     if tower is not None and sum(tower) > sum(phases.get(name, (0,))):
