@@ -63,3 +63,10 @@ def test_lf_src_train_py_from_08_is_one_gpu_with_a_line(tmp_path):
     assert any("v0.8.3 refuses it" in line for line in reading.unplanned)
     old = intake.read([str(path)], given={"framework": "llamafactory@0.7.1"})
     assert (old.request["gpus_per_node"], old.request.get("dataparallel")) == (2, True)
+
+
+def test_on_a_40_gb_card_the_07_line_decides_and_the_answer_names_a_process_a_gpu():
+    result = checkconfig.check_config([str(LF_3612)], {**FLAGS, "gpu": "a100-40gb"})
+    releases = result.config["releases"]
+    assert releases["planned"] == "0.7.1" and releases["does_not_fit"] == ["0.7.1"] and not result.plan.fits
+    assert "a process a GPU (torchrun" in result.plan.reason
