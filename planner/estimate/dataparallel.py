@@ -48,13 +48,22 @@ def gather_moment_bytes(s: Setup, rows: int, tokens: int, vocab: int, profile: s
     return (b + 4) * rows * tokens * vocab + gathered_logits_bytes(s.world_size, rows, tokens, vocab, b)
 
 
-def phases(s: Setup, shape: tuple[int, int, str], states: tuple, end: tuple, others_temp: int, grads: int) -> dict:
+def phases(
+    s: Setup, shape: tuple[int, int, str], states: tuple, end: tuple, others_temp: int, grads: int, evaluation=None
+) -> dict:
     """GPU 0's forward phase at the gather (`states`: the gradients accumulated so far, the optimizer states and the
     saved activations; `others_temp`: the backward start's temporaries beside the loss's) and its end of backward
     (`end`, memory._breakdown's: gradients, optimizer states, activations, temporaries) with replica 0's gradients
     held beside their sum (`grads`: every trainable gradient; the first micro-step's sum becomes .grad, a later one's
-    is added to it). `shape`: rows, tokens a row and the activation profile (memory.text_shape)."""
+    is added to it); `evaluation`, the evaluation phase where the run evaluates, with its gathered logits.
+    `shape`: rows, tokens a row and the activation profile (memory.text_shape)."""
     rows, tokens, profile = shape
     extra = grads * (2 if s.grad_accum > 1 else 1)
-    gather = gather_moment_bytes(s, rows, tokens, s.model.text.vocab, profile)
-    return {"forward": (*states, others_temp + gather), "end-of-backward": (*end[:3], end[3] + extra)}
+    vocab = s.model.text.vocab
+    gather = gather_moment_bytes(s, rows, tokens, vocab, profile)
+    out = {"forward": (*states, others_temp + gather), "end-of-backward": (*end[:3], end[3] + extra)}
+    if evaluation is not None:  # prediction_step's forward gathers its logits too (beside nograd's transient)
+        b = logits_dtype_bytes(s, profile)
+        more = gathered_logits_bytes(s.world_size, s.knobs.eval_batch, s.seq_len, vocab, b)
+        out["evaluation"] = (*evaluation[:3], evaluation[3] + more)
+    return out

@@ -656,10 +656,6 @@ def _breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] |
             phases["forward"] = (accumulated, opt, acts, norm)
         elif norm + grads_full + acts > sum(phases["backward"]) - opt:
             phases["backward"] = (grads_full, opt, acts, norm)
-    if s.knobs.dataparallel:  # GPU 0's gather and gradient sum (planner.estimate.dataparallel)
-        others, end = backward_start_temp_bytes(s) - logits_loss_bytes(s), phases["end-of-backward"]
-        states, shape = (accumulated, opt, acts), text_shape(s)[1:]
-        phases.update(dataparallel.phases(s, shape, states, end, others, gradients_bytes(s)))
     tower = masked_tower_phase(s, accumulated, grads_full, opt)  # a trained tower's runs in the backward
     name = "backward" if tower_is_trained(s) else "forward"
     if tower is not None and sum(tower) > sum(phases.get(name, (0,))):
@@ -667,6 +663,11 @@ def _breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] |
     held = eval_grads_bytes(s, grads_full)  # between steps
     if s.knobs.eval_batch:
         phases["evaluation"] = (held, opt, 0, gathered_params_bytes(s) + nograd.eval_forward_bytes(s))
+    if s.knobs.dataparallel:  # GPU 0's gathers and gradient sum (planner.estimate.dataparallel)
+        others, end = backward_start_temp_bytes(s) - logits_loss_bytes(s), phases["end-of-backward"]
+        states, shape = (accumulated, opt, acts), text_shape(s)[1:]
+        dp = dataparallel.phases(s, shape, states, end, others, gradients_bytes(s), phases.get("evaluation"))
+        phases |= {n: t for n, t in dp.items() if sum(t) >= sum(phases.get(n, (0,)))}  # a DoRA or tower forward
     phases["load"] = (held, 0, 0, lifecycle.load_gpu_transient_bytes(s))
     phases["checkpoint-save"] = (held, opt, 0, lifecycle.save_gpu_transient_bytes(s))
     phase = max(phases, key=lambda p: sum(phases[p]))

@@ -67,3 +67,13 @@ def test_a_lf_07_run_plans_it_and_later_lines_and_other_splits_are_refused_in_on
         with pytest.raises(BadInput, match=message) as e:
             plan(dataparallel=True, **extra)
         assert "\n" not in str(e.value)
+
+
+def test_evaluation_gathers_every_replicas_logits_too():
+    """HF's prediction_step runs the wrapped model, which gathers the replicas' logits as in training (beside the
+    no-grad forward's transient a DDP rank holds, planner.estimate.nograd)."""
+    quiet, evaluating = plan(lora_rank=8), plan(lora_rank=8, eval_batch=2)
+    dp_quiet, dp_eval = plan(lora_rank=8, dataparallel=True), plan(lora_rank=8, eval_batch=2, dataparallel=True)
+    ddp_more = evaluating.memory.phases["evaluation"] - quiet.memory.phases["load"]
+    dp_more = dp_eval.memory.phases["evaluation"] - dp_quiet.memory.phases["load"]
+    assert dp_more - ddp_more == 4 * 2 * T * V * 2  # four replicas' two rows of bf16 logits (transformers 5)
