@@ -269,6 +269,14 @@ class KnobFields(BaseModel):
             "dense text models under DDP"
         ),
     )
+    dataparallel: bool = Field(
+        default=False,
+        description=(
+            "one process drives every GPU of the node with torch's nn.DataParallel (HF's Trainer when it sees more "
+            "than one GPU and no launcher: python train.py, LLaMA-Factory before 0.8): each step replicates the model "
+            "onto every GPU and gathers every replica's outputs (the logits) onto GPU 0, the GPU that holds most"
+        ),
+    )
     cp_attention: CpAttention = Field(
         default="ring",
         description=(

@@ -114,6 +114,12 @@ class Layout:
     def parallel_error(self, k: Knobs) -> BadInput | None:
         """Tensor, sequence and context parallelism on these GPUs, this model and this sequence length."""
         tp, sp, cp = k.tensor_parallel, k.sequence_parallel, k.context_parallel
+        if k.dataparallel and self.nodes > 1:
+            return BadInput(
+                f"--dataparallel over {self.nodes} nodes: torch's nn.DataParallel is one process on one node's GPUs "
+                "(give --nodes 1)",
+                "dataparallel",
+            )
         if k.parallel == 1:
             return None
         if k.device_map > 1:

@@ -378,6 +378,8 @@ class Knobs(KnobFields):
             )
         if self.device_map > 1:
             self._device_map_rules()
+        if self.dataparallel:
+            self._dataparallel_rules()
         if self.parallel > 1 and self.expert_parallel > 1:
             raise BadInput(
                 "--expert-parallel with tensor, sequence or context parallelism is not planned: give one of them",
@@ -413,6 +415,31 @@ class Knobs(KnobFields):
                 f"--device-map {self.device_map} with {what}: one process over several GPUs is planned under DDP, "
                 "without ZeRO, FSDP, offload, other splits or an RL workload",
                 "device_map",
+            )
+
+    def _dataparallel_rules(self) -> None:
+        """torch's nn.DataParallel: HF's Trainer wraps the model in it only without DeepSpeed, FSDP or a launcher
+        (transformers 4.40.2 trainer.py:1628-1629, n_gpu > 1), so it takes none of the other splits."""
+        others = [
+            f"--{f.replace('_', '-')} {v}"
+            for f, v, off in (
+                ("zero", self.zero_stage, 0),
+                ("fsdp", self.fsdp, "off"),
+                ("offload", self.offload, "none"),
+                ("tensor_parallel", self.tensor_parallel, 1),
+                ("sequence_parallel", self.sequence_parallel, 1),
+                ("context_parallel", self.context_parallel, 1),
+                ("expert_parallel", self.expert_parallel, 1),
+                ("device_map", self.device_map, 1),
+            )
+            if v != off
+        ]
+        if others or self.workload.rl:
+            what = ", ".join(others) or f"--workload {self.workload.kind}"
+            raise BadInput(
+                f"--dataparallel with {what}: torch's nn.DataParallel is one process replicating the whole model, "
+                "planned without ZeRO, FSDP, offload, other splits or an RL workload",
+                "dataparallel",
             )
 
     def _optimizer_in_backward_rules(self) -> None:
@@ -704,6 +731,8 @@ class Plan(KnobFields, _Split):
     @property
     def sharding(self) -> str:
         """DDP, ZeRO-N or FSDP <mode>: what shards this plan's states (tables and headlines)."""
+        if self.dataparallel:
+            return "DataParallel"
         return f"FSDP {self.fsdp}" if self.fsdp != "off" else f"ZeRO-{self.zero_stage}" if self.zero_stage else "DDP"
 
     @property

@@ -35,6 +35,7 @@ from planner.config.spec import Knobs, MemoryBreakdown
 from planner.config.tasks import NO_VOCABULARY
 from planner.estimate import activations as act
 from planner.estimate import (
+    dataparallel,
     devicemap,
     frozen_lm,
     fsdp,
@@ -194,8 +195,8 @@ def comm_bucket_bytes(s: Setup) -> int:
     k, g = s.knobs, grad_bytes_per_param(s.knobs)
     if k.fsdp != "off":  # reduce-scatter buffers are per unit, in backward: fsdp.backward_temp_bytes
         return 0
-    if k.zero_stage == 0:
-        return trainable_params(s) * g if s.world_size > 1 else 0
+    if k.zero_stage == 0:  # nn.DataParallel has no DDP buckets (planner.estimate.dataparallel)
+        return trainable_params(s) * g if s.world_size > 1 and not k.dataparallel else 0
     return zero.reduce_buckets_bytes(s)
 
 
@@ -662,6 +663,11 @@ def _breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] |
     held = eval_grads_bytes(s, grads_full)  # between steps
     if s.knobs.eval_batch:
         phases["evaluation"] = (held, opt, 0, gathered_params_bytes(s) + nograd.eval_forward_bytes(s))
+    if s.knobs.dataparallel:  # GPU 0's gathers and gradient sum (planner.estimate.dataparallel)
+        others, end = backward_start_temp_bytes(s) - logits_loss_bytes(s), phases["end-of-backward"]
+        states, shape = (accumulated, opt, acts), text_shape(s)[1:]
+        dp = dataparallel.phases(s, shape, states, end, others, gradients_bytes(s), phases.get("evaluation"))
+        phases |= {n: t for n, t in dp.items() if sum(t) >= sum(phases.get(n, (0,)))}  # a DoRA or tower forward
     phases["load"] = (held, 0, 0, lifecycle.load_gpu_transient_bytes(s))
     phases["checkpoint-save"] = (held, opt, 0, lifecycle.save_gpu_transient_bytes(s))
     phase = max(phases, key=lambda p: sum(phases[p]))

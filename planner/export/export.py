@@ -471,6 +471,8 @@ def command(plan: Plan, hw: Hardware, model: ModelSpec | None = None, seq_len: i
         return parallel.accelerate_command(hw, args)
     if plan.device_map > 1:  # one process over the visible GPUs (the framework's rule: the whole world)
         return f"CUDA_VISIBLE_DEVICES={','.join(map(str, range(plan.device_map)))} python {args}"
+    if plan.dataparallel:  # one process, HF's Trainer's nn.DataParallel over the node's GPUs
+        return f"CUDA_VISIBLE_DEVICES={','.join(map(str, range(g)))} python {args}"
     if plan.zero_stage >= 1:
         nodes = f" --num_nodes {n} --hostfile hostfile" if n > 1 else ""
         return f"deepspeed --num_gpus {g}{nodes} {args}"

@@ -25,6 +25,11 @@ class Memory:
     # patch of the call and 3-D q/k/v, which the fused kernels refuse: torch's math backend computes every head's
     # N x N scores)
     tower_sdpa: str = "split"
+    # the dtype of the logits a causal LM's forward returns in training (what torch's nn.DataParallel gathers onto
+    # GPU 0: planner.estimate.dataparallel): "compute", the model's (transformers 4.46.0 modeling_llama.py:1210-1214,
+    # the upcast moved into loss_utils.py:36); "fp32", transformers through 4.45 (4.40.2 modeling_llama.py:1231,
+    # 4.45.2 :1214-1219: logits.float() in the forward)
+    returned_logits: str = "compute"
     # how its GRPO scores a multimodal model's tokens (planner.estimate.recipe_terms.whole_logits_logps_bytes): "recipe",
     # as --logprobs says; "whole", ms-swift 3.2-3.6's: the model's logits over every token of the rows (no
     # logits_to_keep for a multimodal model), the completion's slice divided by the temperature, then TRL's

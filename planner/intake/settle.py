@@ -49,7 +49,8 @@ def _framework(c: Collector) -> None:
     release, why, _ = c.facts.get("release", ("", "", ""))
     request = c.reading().request
     knobs = {k: f.get_default(call_default_factory=True) for k, f in KnobFields.model_fields.items()}
-    refused = adapter(c.framework, release).cannot({**knobs, **{k: v for k, v in request.items() if k in knobs}})
+    read = {k: v for k, v in request.items() if k in knobs}
+    refused = adapter(c.framework, release).cannot({**knobs, **read, "release": release or read.get("release", "")})
     if refused is None:  # NAME@RELEASE: the request in that release's terms (planner.config.release)
         named = f"{c.framework}@{release}" if release else c.framework
         c.set("framework", named, f"{source}; {why}" if why else source, key)

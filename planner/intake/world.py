@@ -38,15 +38,41 @@ def read(c: Collector, run: launch.Run) -> None:
     elif _launcher(run.tool) == "accelerate":
         _accelerate(c, run)
     elif run.tool == "python":
-        c.set("gpus_per_node", 1, f"{where} {run.tool} {show(run.target)} (one process)", run.tool)
-        if visible and visible > 1:
-            c.note(
-                f"{where} CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} with one process (HF Trainer's "
-                "torch DataParallel over the visible GPUs is not planned; planned on one GPU)"
-            )
+        _python(c, run, visible)
     srun(c, run)
     if o.get("nnodes") is None and run.tool == "torchrun" and "PET_NNODES" in env:
         _nodes(c, Flag("nnodes", env["PET_NNODES"], f"{where} PET_NNODES={show(env['PET_NNODES'])}", "PET_NNODES"))
+
+
+# the frameworks whose trainer is HF's own and whose readers plan nn.DataParallel (LLaMA-Factory's decides by release)
+DATAPARALLEL = ("hf", "llamafactory")
+_DEVICE_MAP = re.compile(r"device_map\s*=\s*(?!None\b)")
+
+
+def _python(c: Collector, run: launch.Run, visible: int | None) -> None:
+    """A bare python: one process. HF's Trainer counts every visible GPU (transformers 4.40.2 training_args.py:2083
+    n_gpu = device_count()) and wraps the model in nn.DataParallel over them (trainer.py:1628-1629), unless the
+    script places the model itself with a device_map (hf_device_map over several GPUs: trainer.py:430-433, n_gpu 1: :518)."""
+    env, where = run.command.env, run.where
+    c.set("gpus_per_node", 1, f"{where} {run.tool} {show(run.target)} (one process)", run.tool)
+    if not visible or visible < 2:
+        return
+    shown = f"{where} CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']}"
+    script = find_file(run.target, None, run.command.path)
+    try:
+        placed = script is not None and bool(_DEVICE_MAP.search(script.read_text(errors="replace")))
+    except OSError:
+        placed = False
+    if c.framework not in DATAPARALLEL or placed:
+        why = "the script places the model with a device_map" if placed else "not planned for this trainer"
+        c.note(f"{shown} with one process (one process over several GPUs: {why}; planned on one GPU)")
+        return
+    source = (
+        f"{shown} with one process ({run.tool} {show(run.target)}): HF's Trainer runs nn.DataParallel over the "
+        "visible GPUs (transformers 4.40.2 training_args.py:2083, trainer.py:1628-1629)"
+    )
+    c.set("gpus_per_node", visible, source, "CUDA_VISIBLE_DEVICES")
+    c.set("dataparallel", True, source, "CUDA_VISIBLE_DEVICES")
 
 
 def _launcher(tool: str) -> str:

@@ -173,7 +173,16 @@ def deciding_term(plan: Plan) -> tuple[str, int, list[str]]:
     return term, parts[term], term_fixes(plan, term)
 
 
+DDP_FIX = "a process a GPU (torchrun, or LLaMA-Factory from v0.8, which gather no logits on GPU 0)"
+
+
 def term_fixes(plan: Plan, term: str) -> list[str]:
+    if plan.dataparallel:  # GPU 0 gathers every replica's logits (planner.estimate.dataparallel); DDP does not
+        return [DDP_FIX, *_term_fixes(plan, term)]
+    return _term_fixes(plan, term)
+
+
+def _term_fixes(plan: Plan, term: str) -> list[str]:
     if term == "model states":
         return state_fixes(plan)
     if term == "the optimizer step's temporaries":

@@ -14,7 +14,7 @@ FRAMEWORK = Framework(
     supporting="launcher-yaml",
     version="accelerate 1.15.0",
     every=HF_EVERY,
-    runs={**TRL_RUNS, "device_map": ("off",)},  # accelerate launch: a process a GPU
+    runs={**TRL_RUNS, "device_map": ("off",), "dataparallel": (False,)},  # accelerate launch: a process a GPU
     defaults=TRL_DEFAULTS,
     keys={
         **HF_KEYS,

@@ -65,6 +65,7 @@ EVERY = (  # every value of these (closed by default: planner.frameworks.base.Fr
 )
 RUNS = {
     "device_map": ("off",),  # one process a GPU
+    "dataparallel": (False,),  # torch's nn.DataParallel: HF's Trainer alone
     "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
     "negatives": (0,),
     "task": ("causal-lm",),  # reward_model / process_reward_model: not planned yet

@@ -29,6 +29,7 @@ FRAMEWORK = Framework(
     runs={
         "device_map": ("off",),  # one process a GPU
         **HF_RUNS,
+        "dataparallel": (False,),  # a process a GPU
         "fsdp": ("off",),
         "batching": ("padded", "packed"),
         "workload": ("sft", "dpo", "grpo"),

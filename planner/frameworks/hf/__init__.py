@@ -25,6 +25,8 @@ HF_RUNS = {
     "workload": ("sft",),
     "vit_checkpointing": ("on",),  # gradient_checkpointing_enable reaches the tower's layers; no flag leaves them out
     "cp_attention": ("ring", "all-gather"),  # accelerate's cp_comm_strategy alltoall and allgather
+    # python train.py over several visible GPUs: nn.DataParallel (transformers 4.40.2 trainer.py:1628-1629, 5.6.0 :2426)
+    "dataparallel": (False, True),
 }
 ACCELERATE = "accelerate 1.15.0"
 # accelerate's ParallelismConfig, which HF's Trainer (and TRL's) takes: sp_size on DeepSpeed (ALST), cp_size on FSDP2,
@@ -89,7 +91,14 @@ HF_DEFAULTS = {
 }
 ADAMW_4 = Default("adamw", "transformers 4.49.0 training_args.py:1284-1293: optim adamw_torch; 4.53.0: :1281")
 HF_RELEASES = (
-    Release("4", (4, 0), "transformers 4.49.0, 4.53.0", defaults={"optimizer": ADAMW_4}),
+    # the 4 line's forward returned fp32 logits through 4.45 (Framework.returned_logits): planned the hungrier way
+    Release(
+        "4",
+        (4, 0),
+        "transformers 4.49.0, 4.53.0",
+        defaults={"optimizer": ADAMW_4},
+        adapter={"returned_logits": "fp32"},
+    ),
     Release(
         "4.54",
         (4, 54),

@@ -61,6 +61,9 @@ REQUIRED = Default(
 # came in 4.45.0); v0.9.1 <=4.46.1; v0.9.2 <=4.49.0 (requirements.txt:1; Qwen2.5-VL came in 4.49.0). v0.9.3 allows
 # 4.51-4.52.4 (requirements.txt:1), v0.9.4 4.51.0 on (pyproject.toml:44): not these.
 MASKED_TOWER = {"tower_sdpa": "masked-3d"}
+# the lines whose transformers pin allows releases through 4.45 only (>=4.37.2 to v0.7.1, when 4.40-4.41 were current;
+# <=4.45.0 at v0.8-v0.9.0): their forward returns fp32 logits (Framework.returned_logits)
+FP32_LOGITS = {"returned_logits": "fp32"}
 # the pixel cap's key at the lines that name it image_resolution (keys.py RES)
 RESOLUTION = {**MASKED_TOWER, "image_knobs": (KEYS.key("max_pixels", "0.8"), "")}
 RELEASES = (
@@ -71,6 +74,7 @@ RELEASES = (
         defaults=_at("v0.5.3", "requirements.txt:2 transformers>=4.37.2", "27-28", REQUIRED),
         keys=_renamed("0.5"),
         notes=("0.5: src/train_bash.py; lora_target has no default (LoRA stops without it); cutoff_len 1024",),
+        adapter=FP32_LOGITS,
     ),
     Release(
         "0.6",
@@ -79,6 +83,7 @@ RELEASES = (
         defaults=_at("v0.7.0", "requirements.txt:2 transformers>=4.37.2", "27-28"),
         keys=_renamed("0.6"),
         notes=("0.6-0.7.0: src/train_bash.py; cutoff_len 1024; dpo_beta for pref_beta",),
+        adapter=FP32_LOGITS,
     ),
     Release(
         "0.7.1",
@@ -87,6 +92,7 @@ RELEASES = (
         defaults=_at("v0.7.1", "requirements.txt:1 transformers>=4.37.2", "27-28"),
         keys=_renamed("0.7.1"),
         notes=("0.7.1: cutoff_len 1024; dpo_beta for pref_beta",),
+        adapter=FP32_LOGITS,
     ),
     Release(
         "0.8",
@@ -106,7 +112,7 @@ RELEASES = (
             ),
         },
         notes=("0.8-0.9.0: cutoff_len 1024; image_resolution (0.9.0) caps an image's longer side",),
-        adapter=RESOLUTION,
+        adapter={**RESOLUTION, **FP32_LOGITS},
     ),
     Release(
         "0.9.1",
@@ -177,6 +183,7 @@ SPANS = {
     "evaluation_strategy": (None, (0, 9, 5)),
 }
 TRAIN_BASH = ("0.5", "0.6")
+DATAPARALLEL_LINES = ("0.5", "0.6", "0.7.1")  # one process over the visible GPUs (rules: dataparallel)
 TRAIN_PY = tuple(r.name for r in RELEASES if r.name not in TRAIN_BASH)
 
 HP = "llamafactory 0.9.5 hparams"
@@ -220,6 +227,7 @@ FRAMEWORK = Framework(
     ),
     runs={
         "device_map": ("off",),  # one process a GPU
+        "dataparallel": (False, True),  # before v0.8 only (rules)
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
         "negatives": (0,),
         "task": ("causal-lm",),  # stage rm keeps the vocabulary head (a value head beside it): not planned yet
@@ -274,6 +282,13 @@ FRAMEWORK = Framework(
             "lora_targets",
             "lora_target names modules: it has no PEFT target_parameters for stacked experts (give module names)",
             lambda k: bool(expert_targets(k)),
+        ),
+        Rule(  # v0.7.1 cli.py:64-65 ran run_exp in its own process, HF's Trainer then nn.DataParallel
+            "dataparallel",
+            "--dataparallel is one process over the visible GPUs, which LLaMA-Factory ran before v0.8.0 only "
+            "(v0.8.0 src/llamafactory/cli.py:74-87 starts torchrun; v0.8.3 hparams/parser.py:195 refuses one process "
+            "over several GPUs): give --framework llamafactory@0.7.1 or older",
+            lambda k: bool(k.get("dataparallel")) and str(k.get("release", "")) not in DATAPARALLEL_LINES,
         ),
     ),
     # extras/constants.py:1360-1398: its InternVL ids are the -hf conversions only; model/model_utils/visual.py:274

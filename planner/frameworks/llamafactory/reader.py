@@ -13,7 +13,7 @@ from pathlib import Path
 from planner.frameworks.accelerate import reader as accelerate
 from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.hf import old_optim_default
-from planner.frameworks.llamafactory import FRAMEWORK, SPANS
+from planner.frameworks.llamafactory import DATAPARALLEL_LINES, FRAMEWORK, SPANS
 from planner.frameworks.llamafactory import reader_media as media
 from planner.frameworks.llamafactory.keys import HF_ARGS, KEYS, H
 from planner.frameworks.llamafactory.reader_keys import get, look
@@ -105,7 +105,8 @@ def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None
     for field in ("micro_batch", "grad_accum"):
         value, src = look(c, f, field)
         c.number(field, value, src, KEYS.key(field))
-    if "eval_strategy" in f and str(f["eval_strategy"].value).lower() != "no":  # HF's Trainer evaluates
+    # HF's Trainer evaluates (evaluation_strategy: its name through transformers 4.45, training_args.py of 4.40.2)
+    if any(k in f and str(f[k].value).lower() != "no" for k in ("eval_strategy", "evaluation_strategy")):
         value, src = look(c, f, "eval_batch")
         c.number("eval_batch", value, src, KEYS.key("eval_batch"))
     value, src = look(c, f, "seq_len")
@@ -113,6 +114,7 @@ def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None
     _training(c, f, stage)
     media.vision(c, f, lora)
     _sharding(c, f, path, vars)
+    _processes(c, r)
     for key, why in UNPLANNED.items():
         if key in f and as_bool(f[key].value) is not False:
             c.note(f"{f[key].source} ({why} not planned yet)")
@@ -261,6 +263,32 @@ def _sharding(c: Collector, f: dict[str, Flag], path: Path, vars) -> None:
             tokens=tuple(
                 str(t) for t in (f["fsdp"].value if isinstance(f["fsdp"].value, list) else str(f["fsdp"].value).split())
             ),
+        )
+
+
+def _processes(c: Collector, r) -> None:
+    """Before v0.8.0 LLaMA-Factory trained in the process it was started in (llamafactory-cli: v0.7.1
+    src/llmtuner/cli.py:64-65 run_exp; src/train.py and src/train_bash.py likewise), so HF's Trainer wrapped the model
+    in nn.DataParallel over the visible GPUs (planner.estimate.dataparallel); from v0.8.0 llamafactory-cli starts
+    torchrun (src/llamafactory/cli.py:74-87), and v0.8.3 refuses one process over several GPUs (hparams/parser.py:195).
+    Under DeepSpeed the Trainer is distributed, one GPU a process (transformers 4.40.2 training_args.py _setup_devices)."""
+    gpus = c.setting("gpus_per_node")
+    if gpus is None or gpus.key != "CUDA_VISIBLE_DEVICES" or not isinstance(gpus.value, int) or gpus.value < 2:
+        return
+    shown = gpus.source.split(" (")[0]
+    if r is not None and r.name in DATAPARALLEL_LINES and not c.get("zero_stage"):
+        source = (
+            f"{shown} (LLaMA-Factory {r.name} trains in one process over the visible GPUs, v0.7.1 src/llmtuner/cli.py:"
+            "64-65: HF's Trainer nn.DataParallel, transformers 4.40.2 trainer.py:1628-1629)"
+        )
+        c.set("gpus_per_node", gpus.value, source, gpus.key)
+        c.set("dataparallel", True, source, gpus.key)
+    elif c.get("dataparallel"):  # python src/train.py from v0.8 (planner.intake.world)
+        c.drop("dataparallel")
+        c.set("gpus_per_node", 1, f"{shown} (one process)", gpus.key)
+        c.note(
+            f"{shown} with one process: LLaMA-Factory v0.8.0-v0.8.2 ran nn.DataParallel, v0.8.3 refuses it "
+            "(hparams/parser.py:195): planned on one GPU (give --framework llamafactory@0.7.1 for DataParallel)"
         )
 
 

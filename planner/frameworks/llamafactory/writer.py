@@ -60,6 +60,12 @@ def command(plan: Plan, hw: Hardware) -> str:
         return " ".join(
             ["accelerate", "launch", "--config_file", ACCELERATE_NAME, *rendezvous, "src/train.py", CONFIG_NAME]
         )
+    if (
+        plan.dataparallel
+    ):  # before v0.8.0 llamafactory-cli trained in its own process (v0.7.1 src/llmtuner/cli.py:64-65)
+        return (
+            f"CUDA_VISIBLE_DEVICES={','.join(map(str, range(hw.gpus_per_node)))} llamafactory-cli train {CONFIG_NAME}"
+        )
     env = ["FORCE_TORCHRUN=1", f"NNODES={hw.nodes}"]
     if hw.nodes > 1:
         env += ["NODE_RANK=$NODE_RANK", "MASTER_ADDR=$MASTER_ADDR", "MASTER_PORT=$MASTER_PORT"]

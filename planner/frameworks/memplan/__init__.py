@@ -50,6 +50,7 @@ FRAMEWORK = Framework(
         "client_optimizer": (False, True),
         "workload": ("sft", "dpo", "grpo", "ppo", "rloo", "reinforce++"),  # no gkd: trainer/rl.py builds no GKDTrainer
         "device_map": ("off",),  # one process a GPU
+        "dataparallel": (False,),  # torch's nn.DataParallel: HF's Trainer alone
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
         "negatives": (0,),
         "task": ("causal-lm",),  # planner train builds AutoModelForCausalLM

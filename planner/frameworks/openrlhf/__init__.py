@@ -110,6 +110,7 @@ FRAMEWORK = Framework(
         # its DeepSpeed config names Adam: DeepSpeed picks FusedAdam or DeepSpeedCPUAdam (deepspeed_utils.py:71)
         "client_optimizer": (False,),
         "device_map": ("off",),  # one process a GPU
+        "dataparallel": (False,),  # torch's nn.DataParallel: HF's Trainer alone
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
         "negatives": (0,),
         "task": ("causal-lm",),  # train_rm: not planned yet

@@ -153,6 +153,8 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
+        # several visible GPUs to a process are its device_map (reader._device_map), never nn.DataParallel
+        "dataparallel": (False,),
         "checkpointing": ("off", "full"),
         "loss": ("standard", "chunked", "fused"),  # chunked: CELOSS_PARALLEL_SIZE, under sequence parallel only
         "batching": ("padded", "packed"),

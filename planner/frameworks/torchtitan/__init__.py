@@ -46,6 +46,7 @@ FRAMEWORK = Framework(
     runs={
         "client_optimizer": (False,),  # FSDP2, no DeepSpeed
         "device_map": ("off",),  # one process a GPU
+        "dataparallel": (False,),  # torch's nn.DataParallel: HF's Trainer alone
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
         "negatives": (0,),
         "task": ("causal-lm",),  # its trainer is causal-LM pretraining and SFT

@@ -60,6 +60,7 @@ FRAMEWORK = Framework(
     ),
     runs={
         "device_map": ("off",),  # one process a GPU
+        "dataparallel": (False,),  # torch's nn.DataParallel: HF's Trainer alone
         "client_optimizer": (False,),  # FSDP2 or one GPU, no DeepSpeed: its recipes build their own optimizer
         "num_labels": (1,),
         "negatives": (0,),
