@@ -26,16 +26,26 @@ class Key:
     cite: str = ""
     to_value: Mapping = field(default_factory=dict)
     renames: Mapping[str, str] = field(default_factory=dict)
+    # release line name -> the value map there, where it differs from `to_value` (LLaMA-Factory's flash_attn took a
+    # bool through v0.6.3): a value that map does not hold has no spelling at that line (Table.spelled)
+    values: Mapping[str, Mapping] = field(default_factory=dict)
 
     def at(self, release: str = "") -> str:
         """The key's name at release line `release` ("": the newest)."""
         return self.renames.get(release, self.key)
 
-    def write(self, value: object) -> object:
-        """memplan's value as the framework writes it."""
+    def write(self, value: object, release: str = "") -> object:
+        """memplan's value as the framework writes it at release line `release` (KeyError for a value that line's
+        own map, `values`, does not hold: see spelled)."""
+        if release in self.values and not isinstance(value, (list, dict)):
+            return self.values[release][value]
         if not self.to_value or isinstance(value, (list, dict)):
             return value
         return self.to_value.get(value, value)
+
+    def spelled(self, value: object, release: str = "") -> bool:
+        """Whether release line `release` has a spelling of memplan's `value` for this key."""
+        return release not in self.values or value in self.values[release]
 
 
 class Table:
@@ -64,7 +74,7 @@ class Table:
 
     def pair(self, name: str, value: object, release: str = "") -> tuple[str, object]:
         """(key, the framework's value) the writer writes for field `name` at memplan value `value`."""
-        return self.key(name, release), self.rows[name].write(value)
+        return self.key(name, release), self.rows[name].write(value, release)
 
     def release_keys(self, release: str, names: Iterable[str]) -> dict[str, str]:
         """{field: flag} of the fields `names` at release line `release` (Release.keys)."""

@@ -21,6 +21,8 @@ What moved between them:
   v0.8.3 (reader.py OLD_FLASH); the keys only some releases take (SPANS) narrow the releases a file allows.
 Adding a release is one Release in RELEASES."""
 
+from dataclasses import replace
+
 from planner.frameworks.base import NO_SPLITS, Default, Framework, Release, Rule, expert_targets, full_dpo_precomputed
 from planner.frameworks.llamafactory.keys import KEYS
 from planner.frameworks.llamafactory.signs import SIGNS
@@ -177,6 +179,64 @@ SPANS = {
     "evaluation_strategy": (None, (0, 9, 5)),
 }
 TRAIN_BASH = ("0.5", "0.6")
+RULES = (
+    Rule(
+        "workload",
+        "full DPO always loads a reference model (hparams/finetuning_args.py:574): no precompute_ref_log_probs",
+        full_dpo_precomputed,
+    ),
+    Rule(
+        "lora_targets",
+        "lora_target names modules: it has no PEFT target_parameters for stacked experts (give module names)",
+        lambda k: bool(expert_targets(k)),
+    ),
+)
+# the settings writer.py writes a key for only when a plan has them: (KEYS field, the setting as its flag, the test)
+NEEDS = (
+    ("loss", "--loss fused", lambda k: k.get("loss") == "fused"),
+    ("checkpointing_offload", "--checkpointing offload", lambda k: k.get("checkpointing") == "offload"),
+    ("pure_bf16", "--precision bf16-pure", lambda k: k.get("precision") == "bf16-pure"),
+    ("lora_variant", "--lora-variant dora", lambda k: bool(k.get("lora_rank")) and k.get("lora_variant") == "dora"),
+)
+
+
+def takes(key: str, line: str = "") -> bool:
+    """Whether every version of release line `line` ("": the newest) takes YAML key `key` (SPANS; a key SPANS does not
+    list, every release): a file written for the line runs on any of its versions."""
+    span = SPANS.get(key)
+    if span is None:
+        return True
+    lines = sorted((r for r in RELEASES if r.first is not None), key=lambda r: r.first)
+    i = next((i for i, r in enumerate(lines) if r.name == line), len(lines) - 1)
+    end = lines[i + 1].first if i + 1 < len(lines) else None
+    first, gone = span
+    return (first is None or first <= lines[i].first) and (gone is None or (end is not None and gone >= end))
+
+
+def _shown(version: tuple) -> str:
+    return "v" + ".".join(map(str, version))
+
+
+def unwritable(line: str) -> tuple[Rule, ...]:
+    """The rules of release line `line`: a plan's setting whose key (NEEDS) or value (keys.py OLD_FLASH_ATTN) not every
+    version of the line takes is refused in one line, so `suggest` never ranks what the line's YAML cannot say."""
+    out = []
+    for name, setting, test in NEEDS:
+        key = KEYS.key(name, line)
+        if not takes(key, line):
+            since = f"{key} from {_shown(SPANS[key][0])}"
+            out.append(
+                Rule(name, f"release {line}'s YAML has no key for {setting} ({since}): give a later release", test)
+            )
+    spelled = KEYS["attention"].values.get(line)
+    if spelled is not None and set(spelled) != set(KEYS["attention"].to_value):
+        words = ", ".join(spelled)
+        why = f"release {line}'s flash_attn spells --attention {words} only (keys.py OLD_FLASH_ATTN)"
+        out.append(Rule("attention", why, lambda k, s=tuple(spelled): k.get("attention", "sdpa") not in s))
+    return tuple(out)
+
+
+RELEASES = tuple(replace(r, adapter={**r.adapter, "rules": RULES + unwritable(r.name)}) for r in RELEASES)
 TRAIN_PY = tuple(r.name for r in RELEASES if r.name not in TRAIN_BASH)
 
 HP = "llamafactory 0.9.5 hparams"
@@ -264,18 +324,7 @@ FRAMEWORK = Framework(
         "LoRA and checkpointing on by default; checkpointing offload is use_unsloth_gc",
         "trainable parameters upcast to fp32 unless pure_bf16 (model/adapter.py)",
     ),
-    rules=(
-        Rule(
-            "workload",
-            "full DPO always loads a reference model (hparams/finetuning_args.py:574): no precompute_ref_log_probs",
-            full_dpo_precomputed,
-        ),
-        Rule(
-            "lora_targets",
-            "lora_target names modules: it has no PEFT target_parameters for stacked experts (give module names)",
-            lambda k: bool(expert_targets(k)),
-        ),
-    ),
+    rules=RULES,
     # extras/constants.py:1360-1398: its InternVL ids are the -hf conversions only; model/model_utils/visual.py:274
     # registers model_type internvl (the native classes) for freeze_vision_tower and the projector
     remote_code=False,
