@@ -11,6 +11,7 @@ import os
 import shlex
 from pathlib import Path
 
+from planner.config.release import written_micro_batch
 from planner.config.spec import Hardware, Knobs, Plan, saves_full_weights
 from planner.config.workload import Workload
 from planner.estimate.quant import FOUR_BIT
@@ -81,7 +82,7 @@ def hf_args(plan: Plan, model: ModelSpec | None = None, hw: Hardware | None = No
     fsdp = plan.fsdp != "off"
     args = dict(
         [
-            K.pair("micro_batch", plan.micro_batch),
+            K.pair("micro_batch", written_micro_batch(plan)),
             K.pair("grad_accum", plan.grad_accum),
             (K.key("checkpointing"), plan.checkpointing != "off" and not fsdp),
             (K.key("bf16"), plan.precision == "bf16"),
@@ -286,7 +287,7 @@ def accelerate_config(
 
 def deepspeed_config(plan: Plan, model: ModelSpec) -> dict | None:
     """A complete DeepSpeed config for zero >= 1 (None for torch DDP)."""
-    return deepspeed_config_for(plan.knobs, plan.micro_batch, plan.grad_accum, plan.world_size, model)
+    return deepspeed_config_for(plan.knobs, written_micro_batch(plan), plan.grad_accum, plan.world_size, model)
 
 
 def deepspeed_config_for(k: Knobs, micro_batch: int, grad_accum: int, world: int, model: ModelSpec) -> dict | None:
@@ -349,7 +350,7 @@ def deepspeed_config_for(k: Knobs, micro_batch: int, grad_accum: int, world: int
 
 
 def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME, model: ModelSpec | None = None) -> list[str]:
-    a = [K.flag("micro_batch"), str(plan.micro_batch), K.flag("grad_accum"), str(plan.grad_accum)]
+    a = [K.flag("micro_batch"), str(written_micro_batch(plan)), K.flag("grad_accum"), str(plan.grad_accum)]
     a += [K.flag("optimizer"), K["optimizer"].write(plan.optimizer)]
     a += [K.flag("eval_batch"), str(plan.eval_batch)] if plan.eval_batch else []
     a += [K.flag("eval_logits_steps"), str(plan.eval_logits_steps)] if plan.eval_logits_steps else []

@@ -5,7 +5,9 @@ the DeepSpeed JSON or accelerate config it names, and launch.sh with the framewo
 import pytest
 
 from planner import advise, checkconfig
+from planner.errors import BadInput
 from planner.export import launch
+from planner.frameworks import FRAMEWORKS
 
 CASES = {
     "LoRA on ZeRO-3": {"lora_rank": 16, "zero": 3, "checkpointing": "full"},
@@ -144,3 +146,52 @@ def test_a_gkd_plan_reads_back_with_its_teacher(framework, tmp_path):
     assert back.plan.workload == res.plan.workload and res.plan.workload.teacher_model == "qwen2.5-7b"
     assert dict(back.plan.knobs) == knobs_read_back(res.plan, files)
     assert back.plan.memory.peak_allocated_bytes == res.plan.memory.peak_allocated_bytes
+
+
+GRPO = {"workload": {"kind": "grpo", "num_generations": 4}}
+# each framework whose files its release changes, with a plan it runs at every line: LLaMA-Factory's and ms-swift's
+# LoRA, TRL's GRPO (0.14 counts the batch in prompts); ms-swift 2.x is read, never written (its writer refuses it)
+LORA = {"lora_rank": 8, "seq_len": 1024}
+AT_RELEASES = (("llamafactory", LORA), ("swift", LORA), ("trl", GRPO))
+LINES = [
+    (fw, r.name, extra)
+    for fw, extra in AT_RELEASES
+    for r in FRAMEWORKS[fw].releases
+    if r.first is not None and (fw, r.name) != ("swift", "2")
+]
+
+
+@pytest.mark.parametrize(("framework", "line", "extra"), LINES, ids=[f"{f}@{r}" for f, r, _ in LINES])
+def test_a_plan_written_at_a_release_reads_back_at_that_release(framework, line, extra, tmp_path):
+    """Issue 46: `suggest --framework F@R --emit` writes release R's keys and pins R (requirements.txt), so `check
+    --config` on what it wrote reads R and the same plan: the split, every knob, the same peak. The smallest catalog
+    model: a line costs a plan and a reading (~0.2 s)."""
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "top": 1, **extra}
+    body |= {"framework": f"{framework}@{line}", "evidence": "analytic"}
+    res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
+    plan, (model, hw, goal) = res.plans[0], res.context
+    files = launch.files(plan, hw, model, goal.seq_len)
+    if launch.exporter(framework) is None:  # HF's command, as the web page and the API hand it out
+        files["command.sh"] = f"#!/bin/bash\n{launch.with_launch(plan, model, hw, goal).launch.command}\n"
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    main = next(n for n in (launch.LAUNCH_NAME, "command.sh", "swift_train.sh") if n in files)
+    back = checkconfig.check_config([str(tmp_path / main)], {"gpu": "h100"}).plan
+    assert back.release == plan.release == FRAMEWORKS[framework].line(line)
+    assert (back.micro_batch, back.grad_accum, back.world_size) == (plan.micro_batch, plan.grad_accum, 2)
+    assert dict(back.knobs) == knobs_read_back(plan, files)
+    assert back.memory.peak_allocated_bytes == plan.memory.peak_allocated_bytes
+
+
+@pytest.mark.parametrize(("line", "flags", "setting"), [("0.8", {"loss": "fused"}, "--loss fused"),
+    ("0.7.1", {"checkpointing": "offload"}, "--checkpointing offload"), ("0.6", {"attention": "flash"}, "flash_attn"),
+    ("0.5", {"precision": "bf16-pure"}, "--precision bf16-pure")])  # fmt: skip
+def test_a_setting_an_older_release_has_no_key_for_is_refused_in_one_line(line, flags, setting):
+    """The release's rules (planner.frameworks.llamafactory.unwritable) refuse it before any file is written, and the
+    search ranks no plan with it; the newest line writes each."""
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "micro_batch": 1, "seq_len": 1024, **flags}
+    with pytest.raises(BadInput) as e:
+        advise.check(advise.parse(advise.CheckRequest, {**body, "framework": f"llamafactory@{line}"}))
+    assert "\n" not in str(e.value) and f"release {line}" in str(e.value) and setting in str(e.value)
+    res = advise.check(advise.parse(advise.CheckRequest, {**body, "framework": "llamafactory"}))
+    assert launch.framework_launch(res.plan, *res.context[:2], 1024)[1]["llamafactory_train.yaml"]
