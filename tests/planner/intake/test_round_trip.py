@@ -195,3 +195,25 @@ def test_a_setting_an_older_release_has_no_key_for_is_refused_in_one_line(line, 
     assert "\n" not in str(e.value) and f"release {line}" in str(e.value) and setting in str(e.value)
     res = advise.check(advise.parse(advise.CheckRequest, {**body, "framework": "llamafactory"}))
     assert launch.framework_launch(res.plan, *res.context[:2], 1024)[1]["llamafactory_train.yaml"]
+
+
+@pytest.mark.parametrize("line", ["0.5", "0.6", "0.8"])
+def test_suggest_at_an_older_release_ranks_only_plans_its_yaml_writes(line):
+    """Issue 46 item 4 at a release: offered every value the lines differ on, the search at an older line ranks none it
+    has no key or word for (fused loss, checkpointing offload, pure bf16 at 0.5, flash_attn's words), and every plan it
+    ranks is written in the line's own files, never refused; the newest line ranks the fused loss."""
+    space = {"loss": ["standard", "fused"], "checkpointing": ["off", "full", "offload"]}
+    space |= {"attention": ["sdpa", "flash", "eager"], "precision": ["bf16", "bf16-pure"]}
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "seq_len": 1024, "top": 50}
+    body |= {"framework": f"llamafactory@{line}", "evidence": "analytic", **space}
+    res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
+    refused = {r.field for r in FRAMEWORKS["llamafactory"].at(line).rules[2:]}
+    assert res.plans and "loss" in refused and "checkpointing_offload" in refused
+    for plan in res.plans:
+        assert plan.loss == "standard" and plan.checkpointing != "offload", plan.recipe
+        assert plan.attention in ("sdpa", "flash")[: 1 if line == "0.6" else 2]
+        assert plan.precision == "bf16" or line != "0.5"
+        text = launch.framework_launch(plan, *res.context[:2], 1024)[1]["llamafactory_train.yaml"]
+        assert f"llamafactory@{line}" in text
+    newest = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": "llamafactory"}))
+    assert {p.loss for p in newest.plans} == {"standard", "fused"}
