@@ -149,19 +149,33 @@ def test_a_gkd_plan_reads_back_with_its_teacher(framework, tmp_path):
 
 
 GRPO = {"workload": {"kind": "grpo", "num_generations": 4}}
+
+
+def kind(body: dict) -> str:
+    return body.get("workload", {}).get("kind", "lora" if "lora_rank" in body else "sft")
+
+
 # each framework whose files its release changes, with a plan it runs at every line: LLaMA-Factory's and ms-swift's
-# LoRA, TRL's GRPO (0.14 counts the batch in prompts); ms-swift 2.x is read, never written (its writer refuses it)
+# LoRA, TRL's GRPO (0.14 counts the batch in prompts), OpenRLHF's SFT and DPO (flat flags at 0.10); ms-swift 2.x and
+# OpenRLHF 0.9.x are read, never written (their writers refuse them)
 LORA = {"lora_rank": 8, "seq_len": 1024}
-AT_RELEASES = (("llamafactory", LORA), ("swift", LORA), ("trl", GRPO))
+DPO = {"workload": {"kind": "dpo", "max_length": 1024}}
+AT_RELEASES = (
+    ("llamafactory", LORA),
+    ("swift", LORA),
+    ("trl", GRPO),
+    ("openrlhf", {"seq_len": 1024}),
+    ("openrlhf", DPO),
+)
 LINES = [
     (fw, r.name, extra)
     for fw, extra in AT_RELEASES
     for r in FRAMEWORKS[fw].releases
-    if r.first is not None and (fw, r.name) != ("swift", "2")
+    if r.first is not None and (fw, r.name) not in (("swift", "2"), ("openrlhf", "0.9"))
 ]
 
 
-@pytest.mark.parametrize(("framework", "line", "extra"), LINES, ids=[f"{f}@{r}" for f, r, _ in LINES])
+@pytest.mark.parametrize(("framework", "line", "extra"), LINES, ids=[f"{f}@{r}-{kind(x)}" for f, r, x in LINES])
 def test_a_plan_written_at_a_release_reads_back_at_that_release(framework, line, extra, tmp_path):
     """Issue 46: `suggest --framework F@R --emit` writes release R's keys and pins R (requirements.txt), so `check
     --config` on what it wrote reads R and the same plan: the split, every knob, the same peak. The smallest catalog
@@ -175,12 +189,37 @@ def test_a_plan_written_at_a_release_reads_back_at_that_release(framework, line,
         files["command.sh"] = f"#!/bin/bash\n{launch.with_launch(plan, model, hw, goal).launch.command}\n"
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    main = next(n for n in (launch.LAUNCH_NAME, "command.sh", "swift_train.sh") if n in files)
+    main = next((n for n in (launch.LAUNCH_NAME, "command.sh") if n in files), next(iter(files)))
     back = checkconfig.check_config([str(tmp_path / main)], {"gpu": "h100"}).plan
     assert back.release == plan.release == FRAMEWORKS[framework].line(line)
     assert (back.micro_batch, back.grad_accum, back.world_size) == (plan.micro_batch, plan.grad_accum, 2)
     assert dict(back.knobs) == knobs_read_back(plan, files)
     assert back.memory.peak_allocated_bytes == plan.memory.peak_allocated_bytes
+
+
+def test_openrlhf_0_10s_flat_grpo_script_reads_back_as_the_dotted_one(tmp_path):
+    """OpenRLHF 0.10's GRPO script names every flag flat (--micro_train_batch_size, --vllm_gpu_memory_utilization,
+    --pretrain: keys.py renames) and reads back at 0.10 as the dotted script reads back at the newest: the same split,
+    knobs and peak (both readings fill in the same roles' defaults)."""
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 8, "global_batch": 64, "top": 1}
+    body |= {"evidence": "analytic", "workload": {**GRPO["workload"], "roles": {"rollout_memory": 0.8}}}
+    backs = {}
+    for line in ("0.10", ""):
+        res = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": f"openrlhf@{line}".rstrip("@")}))
+        plan, (model, hw, goal) = res.plans[0], res.context
+        files = launch.files(plan, hw, model, goal.seq_len)
+        (tmp_path / (line or "newest")).mkdir()
+        for name, text in files.items():
+            (tmp_path / (line or "newest") / name).write_text(text)
+        assert ("--micro_train_batch_size" in files["openrlhf_ppo.sh"]) == bool(line)
+        assert ("--train.micro_batch_size" in files["openrlhf_ppo.sh"]) == (not line)
+        backs[line] = checkconfig.check_config(
+            [str(tmp_path / (line or "newest") / "openrlhf_ppo.sh")], {"gpu": "h100"}
+        ).plan
+    old, new = backs["0.10"], backs[""]
+    assert (old.release, new.release) == ("0.10", "")
+    assert {**dict(old.knobs), "release": ""} == dict(new.knobs) and old.split_text == new.split_text
+    assert old.memory.peak_allocated_bytes == new.memory.peak_allocated_bytes
 
 
 @pytest.mark.parametrize(("line", "flags", "setting"), [("0.8", {"loss": "fused"}, "--loss fused"),
