@@ -171,6 +171,9 @@ SPANS = {
     **dict.fromkeys(("enable_liger_kernel", "use_unsloth_gc", "use_adam_mini"), (V["0.9"], None)),
     **dict.fromkeys(("neat_packing", "quantization_method"), ((0, 8, 3), None)),
     "use_dora": ((0, 5, 3), None),
+    # v0.9.2 hparams/model_args.py:166; before, the loader passed trust_remote_code=True itself (v0.9.1
+    # model/loader.py:55, v0.5.3 src/llmtuner/model/loader.py:38) and the key was refused as unknown
+    "trust_remote_code": (V["0.9.2"], None),
     "use_badam": ((0, 6, 3), None),
     "use_muon": ((0, 9, 3), None),
     **dict.fromkeys(("use_dft_loss", "fp8", "use_kt"), ((0, 9, 4), None)),

@@ -150,8 +150,9 @@ def model_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
     k = keys_of(plan)
     out: list[Entry] = [
         (*keys_of(plan)("model", loaded(model).path), "or your local path"),
-        ("trust_remote_code", True, ""),
     ]
+    if takes("trust_remote_code", plan.release):  # before v0.9.2 the loader sets it itself (SPANS)
+        out.append(("trust_remote_code", True, ""))
     if plan.quant == "int8":  # model/model_utils/quantization.py:168-170: BitsAndBytesConfig(load_in_8bit=True)
         out += [(*k("quant", 8), "bitsandbytes LLM.int8 base"), *method(plan)]
     elif plan.quant == "gptq":  # model_utils/quantization.py:117-120: read from the checkpoint's own config
