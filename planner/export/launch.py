@@ -24,8 +24,9 @@ PIN_NAME = "requirements.txt"
 
 def pinned(plan: Plan) -> dict[str, str]:
     """{PIN_NAME: text} pinning the plan's framework package at the release it was planned for (Framework.package):
-    the newest line at the adapter's own version, an older line at its first version; {} for a framework without a
-    package (memplan's own trainer) or a fork that froze a release (no version of the package of its own)."""
+    the newest line at the adapter's own version, an older line as the range of its versions (`>=first,<the next
+    line's first`, the versions its files were written for); {} for a framework without a package (memplan's own
+    trainer) or a fork that froze a release (no version of the package of its own)."""
     fw = FRAMEWORKS.get(plan.framework)
     if fw is None or not fw.package:
         return {}
@@ -33,11 +34,15 @@ def pinned(plan: Plan) -> dict[str, str]:
     if r is not None and r.first is None:
         return {}
     if r is None or r is fw.newest:
-        version = fw.version.split()[-1]
+        name, pin = fw.version.split()[-1], f"=={fw.version.split()[-1]}"
     else:
-        version = ".".join(map(str, (*r.first, 0, 0)[: max(3, len(r.first))]))
-    why = f"# memplan planned these files for {fw.label} {r.name if r is not None else version}"
-    return {PIN_NAME: f"{why}\n{fw.package}=={version}\n"}
+        later = sorted(x.first for x in fw.releases if x.first is not None and x.first > r.first)
+        name, pin = r.name, f">={_version(r.first)},<{_version(later[0])}"
+    return {PIN_NAME: f"# memplan planned these files for {fw.label} {name}\n{fw.package}{pin}\n"}
+
+
+def _version(first: tuple[int, ...]) -> str:
+    return ".".join(map(str, (*first, 0, 0)[: max(3, len(first))]))
 
 
 def exporter(framework: str):

@@ -197,29 +197,57 @@ def test_a_plan_written_at_a_release_reads_back_at_that_release(framework, line,
     assert back.memory.peak_allocated_bytes == plan.memory.peak_allocated_bytes
 
 
-def test_openrlhf_0_10s_flat_grpo_script_reads_back_as_the_dotted_one(tmp_path):
-    """OpenRLHF 0.10's GRPO script names every flag flat (--micro_train_batch_size, --vllm_gpu_memory_utilization,
-    --pretrain: keys.py renames) and reads back at 0.10 as the dotted script reads back at the newest: the same split,
-    knobs and peak (both readings fill in the same roles' defaults)."""
+RL = {"workload": {**GRPO["workload"], "roles": {"rollout_memory": 0.8}}}
+
+
+@pytest.mark.parametrize(
+    ("framework", "line", "script", "old_flag"),
+    [("openrlhf", "0.10", "openrlhf_ppo.sh", "--micro_train_batch_size"), ("verl", "0.6", "verl_ppo.sh", "")],
+)
+def test_an_older_lines_rl_script_reads_back_as_the_newest_ones(framework, line, script, old_flag, tmp_path):
+    """OpenRLHF 0.10's GRPO script names every flag flat (--micro_train_batch_size, --pretrain: keys.py renames);
+    verl 0.6's takes the same keys as 0.9.1's (each checked in v0.6.0's config). Each reads back at its line as the
+    newest's script reads back at the newest: the same split, knobs and peak (both readings fill in the same roles'
+    defaults)."""
     body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 8, "global_batch": 64, "top": 1}
-    body |= {"evidence": "analytic", "workload": {**GRPO["workload"], "roles": {"rollout_memory": 0.8}}}
+    body |= {"evidence": "analytic", **RL}
     backs = {}
-    for line in ("0.10", ""):
-        res = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": f"openrlhf@{line}".rstrip("@")}))
+    for at in (line, ""):
+        res = advise.suggest(
+            advise.parse(advise.SuggestRequest, {**body, "framework": f"{framework}@{at}".rstrip("@")})
+        )
         plan, (model, hw, goal) = res.plans[0], res.context
         files = launch.files(plan, hw, model, goal.seq_len)
-        (tmp_path / (line or "newest")).mkdir()
+        folder = tmp_path / (at or "newest")
+        folder.mkdir()
         for name, text in files.items():
-            (tmp_path / (line or "newest") / name).write_text(text)
-        assert ("--micro_train_batch_size" in files["openrlhf_ppo.sh"]) == bool(line)
-        assert ("--train.micro_batch_size" in files["openrlhf_ppo.sh"]) == (not line)
-        backs[line] = checkconfig.check_config(
-            [str(tmp_path / (line or "newest") / "openrlhf_ppo.sh")], {"gpu": "h100"}
-        ).plan
-    old, new = backs["0.10"], backs[""]
-    assert (old.release, new.release) == ("0.10", "")
+            (folder / name).write_text(text)
+        assert not old_flag or (old_flag in files[script]) == bool(at)
+        backs[at] = checkconfig.check_config([str(folder / script)], {"gpu": "h100"}).plan
+    old, new = backs[line], backs[""]
+    assert (old.release, new.release) == (line, "")
     assert {**dict(old.knobs), "release": ""} == dict(new.knobs) and old.split_text == new.split_text
     assert old.memory.peak_allocated_bytes == new.memory.peak_allocated_bytes
+
+
+@pytest.mark.parametrize(
+    ("framework", "body", "says"),
+    [
+        ("swift@2", LORA, "ms-swift 2.x scripts are read, not written"),
+        ("openrlhf@0.9", {"seq_len": 1024}, "OpenRLHF 0.9.x scripts are read, not written"),
+        ("verl@0.5", RL, "verl 0.2.x-0.3.x have no FSDP2"),
+        ("verl@0.6", {"seq_len": 1024}, "takes no optim.optimizer_impl"),
+    ],
+)
+def test_a_line_read_but_not_written_says_so_in_one_line(framework, body, says):
+    """Lines whose versions take no one file (their flags moved inside the line, or a key the writer needs came
+    later): the writer refuses in one line naming the release, and launch() carries HF's material with that note."""
+    req = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 8, "global_batch": 64, "top": 1, **body}
+    res = advise.suggest(advise.parse(advise.SuggestRequest, {**req, "framework": framework, "evidence": "analytic"}))
+    plan, (model, hw, goal) = res.plans[0], res.context
+    with pytest.raises(ValueError, match=says) as e:
+        launch.framework_launch(plan, model, hw, goal.seq_len)
+    assert "\n" not in str(e.value)
 
 
 @pytest.mark.parametrize(("line", "flags", "setting"), [("0.8", {"loss": "fused"}, "--loss fused"),

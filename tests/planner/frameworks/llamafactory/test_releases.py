@@ -193,7 +193,7 @@ def test_a_file_written_for_an_older_release_holds_that_releases_keys_and_pins_i
     text = (tmp_path / "old" / "llamafactory_train.yaml").read_text()
     assert "dpo_beta: 0.1" in text and "pref_beta" not in text and "LLaMA-Factory 0.7.1's" in text
     assert "src/train.py llamafactory_train.yaml" in (tmp_path / "old" / "launch.sh").read_text()
-    assert "llamafactory==0.7.1" in (tmp_path / "old" / "requirements.txt").read_text()
+    assert "llamafactory>=0.7.1,<0.8.0" in (tmp_path / "old" / "requirements.txt").read_text()
     assert main([*argv[:-4], "--framework", "llamafactory", "--emit", str(tmp_path / "new")]) == 0
     new = (tmp_path / "new" / "llamafactory_train.yaml").read_text()
     assert "pref_beta: 0.1" in new and "dpo_beta" not in new and "LLaMA-Factory 0" not in new
