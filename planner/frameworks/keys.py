@@ -7,7 +7,7 @@ code in the reader and writer; only plain field <-> key rows live here. Data onl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 
@@ -92,3 +92,17 @@ class Table:
     def renamed(self, release: str) -> dict[str, str]:
         """{the key's name at `release`: its newest name} for every row release line `release` renames."""
         return {r.renames[release]: r.key for r in self.rows.values() if release in r.renames}
+
+
+def whole_line(releases: Sequence, spans: Mapping[str, tuple], key: str, line: str = "") -> bool:
+    """Whether every version of release line `line` ("": the newest; `releases`: a framework's Release lines) takes key
+    `key`, by `spans` (Framework.key_spans[trainer]: key -> (the first version taking it, the first no longer taking
+    it)); a key `spans` does not list, every release. A file written for the line runs on any of its versions."""
+    span = spans.get(key)
+    lines = sorted((r for r in releases if r.first is not None), key=lambda r: r.first)
+    if span is None or not lines:
+        return True
+    i = next((i for i, r in enumerate(lines) if r.name == line), len(lines) - 1)
+    end = lines[i + 1].first if i + 1 < len(lines) else None
+    first, gone = span
+    return (first is None or first <= lines[i].first) and (gone is None or (end is not None and gone >= end))

@@ -24,6 +24,7 @@ Adding a release is one Release in RELEASES."""
 from dataclasses import replace
 
 from planner.frameworks.base import NO_SPLITS, Default, Framework, Release, Rule, expert_targets, full_dpo_precomputed
+from planner.frameworks.keys import whole_line
 from planner.frameworks.llamafactory.keys import KEYS
 from planner.frameworks.llamafactory.signs import SIGNS
 from planner.frameworks.tool import Tool
@@ -204,16 +205,8 @@ NEEDS = (
 
 
 def takes(key: str, line: str = "") -> bool:
-    """Whether every version of release line `line` ("": the newest) takes YAML key `key` (SPANS; a key SPANS does not
-    list, every release): a file written for the line runs on any of its versions."""
-    span = SPANS.get(key)
-    if span is None:
-        return True
-    lines = sorted((r for r in RELEASES if r.first is not None), key=lambda r: r.first)
-    i = next((i for i, r in enumerate(lines) if r.name == line), len(lines) - 1)
-    end = lines[i + 1].first if i + 1 < len(lines) else None
-    first, gone = span
-    return (first is None or first <= lines[i].first) and (gone is None or (end is not None and gone >= end))
+    """Whether every version of release line `line` ("": the newest) takes YAML key `key` (SPANS: keys.whole_line)."""
+    return whole_line(RELEASES, SPANS, key, line)
 
 
 def _shown(version: tuple) -> str:

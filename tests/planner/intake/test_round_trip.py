@@ -284,3 +284,33 @@ def test_suggest_at_an_older_release_ranks_only_plans_its_yaml_writes(line):
         assert f"llamafactory@{line}" in text
     newest = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": "llamafactory"}))
     assert {p.loss for p in newest.plans} == {"standard", "fused"}
+
+
+def test_trl_before_0_18_writes_no_vllm_mode_and_refuses_what_needs_it(tmp_path):
+    """TRL's vllm_mode came in v0.18.0 (GRPO_SPANS): a trl@0.15 GRPO plan on a vLLM server writes use_vllm alone (the
+    one mode then) and reads back as written; colocated vLLM and --num-iterations 2 have no key at 0.15, refused in
+    one line naming the release (planner.frameworks.trl.lines), while trl@0.19 writes vllm_mode."""
+    work = {**GRPO["workload"], "generation": "vllm-server"}
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "top": 1}
+    body |= {"evidence": "analytic", "workload": work}
+    for line, has_mode in (("0.15", False), ("0.19", True)):
+        res = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": f"trl@{line}"}))
+        plan, (model, hw, goal) = res.plans[0], res.context
+        args = launch.export.hf_args(plan, model, hw)
+        assert args["use_vllm"] is True and ("vllm_mode" in args) == has_mode
+        files = {
+            **launch.files(plan, hw, model, goal.seq_len),
+            "command.sh": launch.with_launch(plan, model, hw, goal).launch.command,
+        }
+        folder = tmp_path / line
+        folder.mkdir()
+        for name, text in files.items():
+            (folder / name).write_text(text)
+        back = checkconfig.check_config([str(folder / "command.sh")], {"gpu": "h100"}).plan
+        assert (back.release, back.workload.generation) == (plan.release, "vllm-server") == (line, "vllm-server")
+        assert back.memory.peak_allocated_bytes == plan.memory.peak_allocated_bytes
+    for change in ({"generation": "vllm-colocate"}, {"num_iterations": 2}):
+        req = {"model": "qwen2.5-0.5b", "gpu": "h100", "micro_batch": 8, "framework": "trl@0.15"}
+        with pytest.raises(BadInput) as e:
+            advise.check(advise.parse(advise.CheckRequest, {**req, "workload": {**work, **change}}))
+        assert "\n" not in str(e.value) and "release 0.15's GRPOConfig has no" in str(e.value)
