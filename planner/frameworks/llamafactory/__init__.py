@@ -21,11 +21,10 @@ What moved between them:
   v0.8.3 (reader.py OLD_FLASH); the keys only some releases take (SPANS) narrow the releases a file allows.
 Adding a release is one Release in RELEASES."""
 
-from dataclasses import replace
-
 from planner.frameworks.base import NO_SPLITS, Default, Framework, Release, Rule, expert_targets, full_dpo_precomputed
 from planner.frameworks.keys import whole_line
 from planner.frameworks.llamafactory.keys import KEYS
+from planner.frameworks.llamafactory.lines import with_rules
 from planner.frameworks.llamafactory.signs import SIGNS
 from planner.frameworks.tool import Tool
 
@@ -195,13 +194,6 @@ RULES = (
         lambda k: bool(expert_targets(k)),
     ),
 )
-# the settings writer.py writes a key for only when a plan has them: (KEYS field, the setting as its flag, the test)
-NEEDS = (
-    ("loss", "--loss fused", lambda k: k.get("loss") == "fused"),
-    ("checkpointing_offload", "--checkpointing offload", lambda k: k.get("checkpointing") == "offload"),
-    ("pure_bf16", "--precision bf16-pure", lambda k: k.get("precision") == "bf16-pure"),
-    ("lora_variant", "--lora-variant dora", lambda k: bool(k.get("lora_rank")) and k.get("lora_variant") == "dora"),
-)
 
 
 def takes(key: str, line: str = "") -> bool:
@@ -209,30 +201,7 @@ def takes(key: str, line: str = "") -> bool:
     return whole_line(RELEASES, SPANS, key, line)
 
 
-def _shown(version: tuple) -> str:
-    return "v" + ".".join(map(str, version))
-
-
-def unwritable(line: str) -> tuple[Rule, ...]:
-    """The rules of release line `line`: a plan's setting whose key (NEEDS) or value (keys.py OLD_FLASH_ATTN) not every
-    version of the line takes is refused in one line, so `suggest` never ranks what the line's YAML cannot say."""
-    out = []
-    for name, setting, test in NEEDS:
-        key = KEYS.key(name, line)
-        if not takes(key, line):
-            since = f"{key} from {_shown(SPANS[key][0])}"
-            out.append(
-                Rule(name, f"release {line}'s YAML has no key for {setting} ({since}): give a later release", test)
-            )
-    spelled = KEYS["attention"].values.get(line)
-    if spelled is not None and set(spelled) != set(KEYS["attention"].to_value):
-        words = ", ".join(spelled)
-        why = f"release {line}'s flash_attn spells --attention {words} only (keys.py OLD_FLASH_ATTN)"
-        out.append(Rule("attention", why, lambda k, s=tuple(spelled): k.get("attention", "sdpa") not in s))
-    return tuple(out)
-
-
-RELEASES = tuple(replace(r, adapter={**r.adapter, "rules": RULES + unwritable(r.name)}) for r in RELEASES)
+RELEASES = with_rules(RELEASES, RULES, takes, SPANS)  # lines.py: the settings a line has no key or word for
 TRAIN_PY = tuple(r.name for r in RELEASES if r.name not in TRAIN_BASH)
 
 HP = "llamafactory 0.9.5 hparams"

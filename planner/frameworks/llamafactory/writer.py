@@ -115,7 +115,7 @@ def train_yaml(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> str:
 
 def keys_of(plan: Plan):
     """KEYS.pair at the plan's release line: ValueError naming the release and the setting for a key or a value not
-    every version of the line takes (the line's rules refuse such a plan first: llamafactory.unwritable)."""
+    every version of the line takes (the line's rules refuse such a plan first: llamafactory.lines)."""
     line = plan.release
 
     def pair(name: str, value: object) -> tuple[str, object]:
