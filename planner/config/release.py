@@ -74,6 +74,15 @@ def counts_prompts(framework: str, release: str) -> str:
     return r.name if r is not None and r.means("grpo_batch_counts") == "prompts" else ""
 
 
+def written_micro_batch(plan) -> int:
+    """The per_device_train_batch_size a plan's files write (a planner.config.spec.Plan): its micro-batch of
+    completions over num_generations where its release counts GRPO's batch in prompts (trl 0.14: the inverse of
+    in_memplan_terms above), else its micro-batch."""
+    if plan.workload.kind == "grpo" and plan.release and counts_prompts(plan.framework, plan.release):
+        return plan.micro_batch // plan.workload.num_generations
+    return plan.micro_batch
+
+
 def prompts_error(framework: str, release: str, micro_batch: int, num_generations: int) -> str | None:
     """A micro-batch of completions that is not whole prompts, for a release whose batch counts prompts."""
     name = counts_prompts(framework, release)

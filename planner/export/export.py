@@ -11,12 +11,15 @@ import os
 import shlex
 from pathlib import Path
 
+from planner.config.release import written_micro_batch
 from planner.config.spec import Hardware, Knobs, Plan, saves_full_weights
 from planner.config.workload import Workload
 from planner.estimate.quant import FOUR_BIT
 from planner.estimate.zero import settings as zero_settings
 from planner.export import parallel
+from planner.frameworks import FRAMEWORKS
 from planner.frameworks.hf.keys import KEYS as K
+from planner.frameworks.keys import whole_line
 from planner.model import catalog, vila
 from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
 
@@ -81,7 +84,7 @@ def hf_args(plan: Plan, model: ModelSpec | None = None, hw: Hardware | None = No
     fsdp = plan.fsdp != "off"
     args = dict(
         [
-            K.pair("micro_batch", plan.micro_batch),
+            K.pair("micro_batch", written_micro_batch(plan)),
             K.pair("grad_accum", plan.grad_accum),
             (K.key("checkpointing"), plan.checkpointing != "off" and not fsdp),
             (K.key("bf16"), plan.precision == "bf16"),
@@ -108,7 +111,7 @@ def hf_args(plan: Plan, model: ModelSpec | None = None, hw: Hardware | None = No
     fields = parallel.parallelism_fields(plan, hw.nodes if hw else 1)
     if fields:  # TrainingArguments.parallelism_config: the script builds ParallelismConfig(**fields) (export.parallel)
         args["parallelism_config"] = fields
-    return {**args, **trl_args(plan.workload)}
+    return {**args, **trl_args(plan.workload, grpo_takes(plan))}
 
 
 def fsdp_option(plan: Plan) -> str:
@@ -116,9 +119,19 @@ def fsdp_option(plan: Plan) -> str:
     return K["fsdp"].write(plan.fsdp) + (" offload" if plan.offload != "none" else "")
 
 
-def trl_args(w: Workload) -> dict:
-    """GRPOConfig / DPOConfig fields of a DPO or GRPO plan, under TRL 1.16's names (none for SFT). GRPO has no
-    max_prompt_length field in TRL 1.16: the plan's prompt length is what the data must not exceed."""
+def grpo_takes(plan: Plan):
+    """Whether every version of the plan's release line takes a GRPOConfig key (its framework's key_spans["grpo"]:
+    planner.frameworks.keys.whole_line; a framework without them, every key)."""
+    fw = FRAMEWORKS.get(plan.framework)
+    spans = fw.key_spans.get("grpo", {}) if fw is not None else {}
+    return lambda key: whole_line(fw.releases if fw is not None else (), spans, key, plan.release)
+
+
+def trl_args(w: Workload, takes=lambda key: True) -> dict:
+    """GRPOConfig / DPOConfig fields of a DPO or GRPO plan, under TRL 1.16's names (none for SFT), less the keys the
+    plan's release line does not take (`takes`: grpo_takes; its rules refuse a setting that needs one, so only
+    vllm_mode server, TRL's one vLLM mode before v0.18.0, is left out). GRPO has no max_prompt_length field in TRL
+    1.16: the plan's prompt length is what the data must not exceed."""
     if w.kind == "grpo":
         out = {
             K.key("workload.num_generations"): w.num_generations,
@@ -126,7 +139,7 @@ def trl_args(w: Workload) -> dict:
             K.key("workload.beta"): w.beta,
             K.key("use_vllm"): w.generation != "hf",
         }
-        if w.generation != "hf":
+        if w.generation != "hf" and takes(K.key("workload.generation")):
             out[K.key("workload.generation")] = w.generation.removeprefix("vllm-")
         if w.generation == "vllm-colocate":
             out[K.key("workload.vllm_gpu_memory_utilization")] = w.vllm_gpu_memory_utilization
@@ -286,7 +299,7 @@ def accelerate_config(
 
 def deepspeed_config(plan: Plan, model: ModelSpec) -> dict | None:
     """A complete DeepSpeed config for zero >= 1 (None for torch DDP)."""
-    return deepspeed_config_for(plan.knobs, plan.micro_batch, plan.grad_accum, plan.world_size, model)
+    return deepspeed_config_for(plan.knobs, written_micro_batch(plan), plan.grad_accum, plan.world_size, model)
 
 
 def deepspeed_config_for(k: Knobs, micro_batch: int, grad_accum: int, world: int, model: ModelSpec) -> dict | None:
@@ -349,7 +362,7 @@ def deepspeed_config_for(k: Knobs, micro_batch: int, grad_accum: int, world: int
 
 
 def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME, model: ModelSpec | None = None) -> list[str]:
-    a = [K.flag("micro_batch"), str(plan.micro_batch), K.flag("grad_accum"), str(plan.grad_accum)]
+    a = [K.flag("micro_batch"), str(written_micro_batch(plan)), K.flag("grad_accum"), str(plan.grad_accum)]
     a += [K.flag("optimizer"), K["optimizer"].write(plan.optimizer)]
     a += [K.flag("eval_batch"), str(plan.eval_batch)] if plan.eval_batch else []
     a += [K.flag("eval_logits_steps"), str(plan.eval_logits_steps)] if plan.eval_logits_steps else []
@@ -387,7 +400,7 @@ def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME, model: ModelSpec | No
         a += ["--use_bnb_nested_quant"] if plan.quant_absmax == "8bit" else []
         if quant_storage(plan):
             a += ["--bnb_4bit_quant_storage", quant_storage(plan)]
-    for key, value in trl_args(plan.workload).items():
+    for key, value in trl_args(plan.workload, grpo_takes(plan)).items():
         if value is not False:
             a += [
                 f"--{key}",

@@ -17,6 +17,32 @@ from planner.frameworks import FRAMEWORKS
 from planner.model.modelspec import ModelSpec
 
 LAUNCH_NAME = "launch.sh"
+# the version pin written beside a plan's files, so that `check --config` reads them at the release planned
+# (planner.intake.releases.pins reads requirements.txt beside the launch script)
+PIN_NAME = "requirements.txt"
+
+
+def pinned(plan: Plan) -> dict[str, str]:
+    """{PIN_NAME: text} pinning the plan's framework package at the release it was planned for (Framework.package):
+    the newest line at the adapter's own version, an older line as the range of its versions (`>=first,<the next
+    line's first`, the versions its files were written for); {} for a framework without a package (memplan's own
+    trainer) or a fork that froze a release (no version of the package of its own)."""
+    fw = FRAMEWORKS.get(plan.framework)
+    if fw is None or not fw.package:
+        return {}
+    r = fw.release(plan.release)
+    if r is not None and r.first is None:
+        return {}
+    if r is None or r is fw.newest:
+        name, pin = fw.version.split()[-1], f"=={fw.version.split()[-1]}"
+    else:
+        later = sorted(x.first for x in fw.releases if x.first is not None and x.first > r.first)
+        name, pin = r.name, f">={_version(r.first)},<{_version(later[0])}"
+    return {PIN_NAME: f"# memplan planned these files for {fw.label} {name}\n{fw.package}{pin}\n"}
+
+
+def _version(first: tuple[int, ...]) -> str:
+    return ".".join(map(str, (*first, 0, 0)[: max(3, len(first))]))
 
 
 def exporter(framework: str):
@@ -91,7 +117,7 @@ def framework_launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -
         out[LAUNCH_NAME] = (
             f"#!/bin/bash\n# memplan: {plan.framework}'s launch of the files beside this one\n{command}\n"
         )
-    return command, out
+    return command, out | pinned(plan)
 
 
 def with_launch(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal) -> Plan:
@@ -126,7 +152,7 @@ def files(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int) -> dict[str,
         out["accelerate_config.yaml"] = export.yaml_text(acc)
     out["train_args.json"] = json.dumps(export.hf_args(plan, model, hw), indent=2) + "\n"
     out["launch.sbatch"] = export.sbatch(plan, hw)
-    return out
+    return out | pinned(plan)
 
 
 def emit(plan: Plan, hw: Hardware, model: ModelSpec, out_dir: str, seq_len: int) -> list[Path]:

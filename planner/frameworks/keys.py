@@ -7,7 +7,7 @@ code in the reader and writer; only plain field <-> key rows live here. Data onl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 
@@ -26,16 +26,26 @@ class Key:
     cite: str = ""
     to_value: Mapping = field(default_factory=dict)
     renames: Mapping[str, str] = field(default_factory=dict)
+    # release line name -> the value map there, where it differs from `to_value` (LLaMA-Factory's flash_attn took a
+    # bool through v0.6.3): a value that map does not hold has no spelling at that line (Table.spelled)
+    values: Mapping[str, Mapping] = field(default_factory=dict)
 
     def at(self, release: str = "") -> str:
         """The key's name at release line `release` ("": the newest)."""
         return self.renames.get(release, self.key)
 
-    def write(self, value: object) -> object:
-        """memplan's value as the framework writes it."""
+    def write(self, value: object, release: str = "") -> object:
+        """memplan's value as the framework writes it at release line `release` (KeyError for a value that line's
+        own map, `values`, does not hold: see spelled)."""
+        if release in self.values and not isinstance(value, (list, dict)):
+            return self.values[release][value]
         if not self.to_value or isinstance(value, (list, dict)):
             return value
         return self.to_value.get(value, value)
+
+    def spelled(self, value: object, release: str = "") -> bool:
+        """Whether release line `release` has a spelling of memplan's `value` for this key."""
+        return release not in self.values or value in self.values[release]
 
 
 class Table:
@@ -64,7 +74,7 @@ class Table:
 
     def pair(self, name: str, value: object, release: str = "") -> tuple[str, object]:
         """(key, the framework's value) the writer writes for field `name` at memplan value `value`."""
-        return self.key(name, release), self.rows[name].write(value)
+        return self.key(name, release), self.rows[name].write(value, release)
 
     def release_keys(self, release: str, names: Iterable[str]) -> dict[str, str]:
         """{field: flag} of the fields `names` at release line `release` (Release.keys)."""
@@ -82,3 +92,17 @@ class Table:
     def renamed(self, release: str) -> dict[str, str]:
         """{the key's name at `release`: its newest name} for every row release line `release` renames."""
         return {r.renames[release]: r.key for r in self.rows.values() if release in r.renames}
+
+
+def whole_line(releases: Sequence, spans: Mapping[str, tuple], key: str, line: str = "") -> bool:
+    """Whether every version of release line `line` ("": the newest; `releases`: a framework's Release lines) takes key
+    `key`, by `spans` (Framework.key_spans[trainer]: key -> (the first version taking it, the first no longer taking
+    it)); a key `spans` does not list, every release. A file written for the line runs on any of its versions."""
+    span = spans.get(key)
+    lines = sorted((r for r in releases if r.first is not None), key=lambda r: r.first)
+    if span is None or not lines:
+        return True
+    i = next((i for i, r in enumerate(lines) if r.name == line), len(lines) - 1)
+    end = lines[i + 1].first if i + 1 < len(lines) else None
+    first, gone = span
+    return (first is None or first <= lines[i].first) and (gone is None or (end is not None and gone >= end))

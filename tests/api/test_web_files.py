@@ -93,11 +93,11 @@ def test_a_grpo_plans_files_download_and_read_back_with_its_workload_and_phases(
     assert page.inner_text("#phases tr.peak").startswith("training: backward (peak: decides)")
     _, files = _download(page, tmp_path)
     assert files["command.sh"] == f"#!/bin/bash\n{plan['launch']['command']}\n"
-    assert set(files) >= {"train_args.json", "launch.sbatch"}
-    # the files name no TRL release, and TRL's lines before 1.10 count GRPO's batch in prompts and score the whole
-    # logits (planner.frameworks.trl), so unsaid the reading takes the hungriest line: the user names the one memplan
-    # wrote them for, TRL 1.16.0
-    back = _check_config(tmp_path / "command.sh", "--framework", "trl@1.16.0")
+    assert set(files) >= {"train_args.json", "launch.sbatch", "requirements.txt"}
+    # requirements.txt pins the TRL release memplan wrote them for (1.16.0, planner.export.launch.pinned): without it
+    # the reading would take TRL's hungriest line (before 1.10 GRPO's batch counted prompts and scored whole logits)
+    assert "trl==1.16.0" in files["requirements.txt"]
+    back = _check_config(tmp_path / "command.sh")
     _same_plan(back, plan)
     assert back["plan"]["workload"]["num_generations"] == 4 and back["config"]["framework"] == "trl"
 

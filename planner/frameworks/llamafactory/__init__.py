@@ -22,7 +22,9 @@ What moved between them:
 Adding a release is one Release in RELEASES."""
 
 from planner.frameworks.base import NO_SPLITS, Default, Framework, Release, Rule, expert_targets, full_dpo_precomputed
+from planner.frameworks.keys import whole_line
 from planner.frameworks.llamafactory.keys import KEYS
+from planner.frameworks.llamafactory.lines import with_rules
 from planner.frameworks.llamafactory.signs import SIGNS
 from planner.frameworks.tool import Tool
 
@@ -175,6 +177,9 @@ SPANS = {
     **dict.fromkeys(("enable_liger_kernel", "use_unsloth_gc", "use_adam_mini"), (V["0.9"], None)),
     **dict.fromkeys(("neat_packing", "quantization_method"), ((0, 8, 3), None)),
     "use_dora": ((0, 5, 3), None),
+    # v0.9.2 hparams/model_args.py:166; before, the loader passed trust_remote_code=True itself (v0.9.1
+    # model/loader.py:55, v0.5.3 src/llmtuner/model/loader.py:38) and the key was refused as unknown
+    "trust_remote_code": (V["0.9.2"], None),
     "use_badam": ((0, 6, 3), None),
     "use_muon": ((0, 9, 3), None),
     **dict.fromkeys(("use_dft_loss", "fp8", "use_kt"), ((0, 9, 4), None)),
@@ -184,6 +189,33 @@ SPANS = {
 }
 TRAIN_BASH = ("0.5", "0.6")
 DATAPARALLEL_LINES = ("0.5", "0.6", "0.7.1")  # one process over the visible GPUs (rules: dataparallel)
+RULES = (
+    Rule(
+        "workload",
+        "full DPO always loads a reference model (hparams/finetuning_args.py:574): no precompute_ref_log_probs",
+        full_dpo_precomputed,
+    ),
+    Rule(
+        "lora_targets",
+        "lora_target names modules: it has no PEFT target_parameters for stacked experts (give module names)",
+        lambda k: bool(expert_targets(k)),
+    ),
+    Rule(  # v0.7.1 cli.py:64-65 ran run_exp in its own process, HF's Trainer then nn.DataParallel
+        "dataparallel",
+        "--dataparallel is one process over the visible GPUs, which LLaMA-Factory ran before v0.8.0 only "
+        "(v0.8.0 src/llamafactory/cli.py:74-87 starts torchrun; v0.8.3 hparams/parser.py:195 refuses one process "
+        "over several GPUs): give --framework llamafactory@0.7.1 or older",
+        lambda k: bool(k.get("dataparallel")) and str(k.get("release", "")) not in DATAPARALLEL_LINES,
+    ),
+)
+
+
+def takes(key: str, line: str = "") -> bool:
+    """Whether every version of release line `line` ("": the newest) takes YAML key `key` (SPANS: keys.whole_line)."""
+    return whole_line(RELEASES, SPANS, key, line)
+
+
+RELEASES = with_rules(RELEASES, RULES, takes, SPANS)  # lines.py: the settings a line has no key or word for
 TRAIN_PY = tuple(r.name for r in RELEASES if r.name not in TRAIN_BASH)
 
 HP = "llamafactory 0.9.5 hparams"
@@ -272,25 +304,7 @@ FRAMEWORK = Framework(
         "LoRA and checkpointing on by default; checkpointing offload is use_unsloth_gc",
         "trainable parameters upcast to fp32 unless pure_bf16 (model/adapter.py)",
     ),
-    rules=(
-        Rule(
-            "workload",
-            "full DPO always loads a reference model (hparams/finetuning_args.py:574): no precompute_ref_log_probs",
-            full_dpo_precomputed,
-        ),
-        Rule(
-            "lora_targets",
-            "lora_target names modules: it has no PEFT target_parameters for stacked experts (give module names)",
-            lambda k: bool(expert_targets(k)),
-        ),
-        Rule(  # v0.7.1 cli.py:64-65 ran run_exp in its own process, HF's Trainer then nn.DataParallel
-            "dataparallel",
-            "--dataparallel is one process over the visible GPUs, which LLaMA-Factory ran before v0.8.0 only "
-            "(v0.8.0 src/llamafactory/cli.py:74-87 starts torchrun; v0.8.3 hparams/parser.py:195 refuses one process "
-            "over several GPUs): give --framework llamafactory@0.7.1 or older",
-            lambda k: bool(k.get("dataparallel")) and str(k.get("release", "")) not in DATAPARALLEL_LINES,
-        ),
-    ),
+    rules=RULES,
     # extras/constants.py:1360-1398: its InternVL ids are the -hf conversions only; model/model_utils/visual.py:274
     # registers model_type internvl (the native classes) for freeze_vision_tower and the projector
     remote_code=False,

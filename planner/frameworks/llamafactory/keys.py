@@ -10,6 +10,18 @@ HF_ARGS = "transformers 5.6 training_args.py"
 OLD = ("0.5", "0.6", "0.7.1")  # the llmtuner release lines (planner.frameworks.llamafactory.RELEASES)
 RES = ("0.8", "0.9.1")  # the lines whose pixel cap is image_resolution
 FLASH_ATTN = {"sdpa": "sdpa", "flash": "fa2", "eager": "disabled"}  # model_args.py:117; attention.py:31-101
+# flash_attn at the older lines, where a value is spelled the same by every version of the line: a bool through v0.6.3
+# (v0.5.3 src/llmtuner/hparams/model_args.py:56, v0.6.3 :64; True is FlashAttention-2, False leaves transformers' own
+# choice, sdpa where the model has it), off/sdpa/fa2/auto at v0.7.0 .. v0.8.2 (v0.7.0 model_args.py:68, model/utils/
+# attention.py:17-29 compare the strings only, so v0.7.0 reads a bool as none of them: transformers' choice again),
+# disabled for off from v0.8.3 (reader.py OLD_FLASH). The 0.6 line (v0.6.0 .. v0.7.0) spells sdpa alone (false); the
+# 0.8 line (v0.8.0 .. v0.9.0) has no one word for eager.
+OLD_FLASH_ATTN = {
+    "0.5": {"flash": True, "sdpa": False},
+    "0.6": {"sdpa": False},
+    "0.7.1": {"flash": "fa2", "sdpa": "sdpa", "eager": "off"},
+    "0.8": {"flash": "fa2", "sdpa": "sdpa"},
+}
 
 KEYS = Table(
     Key("model", "model_name_or_path"),
@@ -25,7 +37,7 @@ KEYS = Table(
     Key("quant_method", "quantization_method"),
     Key("quant_type", "quantization_type", "nf4", f"{H}model_args.py:287"),
     Key("quant_absmax", "double_quantization"),  # model_args.py:291: True
-    Key("attention", "flash_attn", "auto", f"{H}model_args.py:117", to_value=FLASH_ATTN),
+    Key("attention", "flash_attn", "auto", f"{H}model_args.py:117", to_value=FLASH_ATTN, values=OLD_FLASH_ATTN),
     Key("checkpointing", "disable_gradient_checkpointing", False, f"{H}model_args.py:145"),
     Key("checkpointing_offload", "use_unsloth_gc"),  # model_args.py:133
     Key("loss", "enable_liger_kernel", to_value={"fused": True}),  # model_args.py:137

@@ -24,12 +24,14 @@ import json
 from planner.config.spec import Hardware, Plan
 from planner.export import export
 from planner.frameworks import FRAMEWORKS, check_plan
+from planner.frameworks.llamafactory import FRAMEWORK, TRAIN_BASH, takes
 from planner.frameworks.llamafactory.keys import KEYS
 from planner.model.catalog import checkpoints
 from planner.model.modelspec import ModelSpec, peft_target_modules
 
 VERSION = "llamafactory 0.9.5"
 CONFIG_NAME = "llamafactory_train.yaml"
+CLI_TORCHRUN = (0, 8)  # the first release whose llamafactory-cli starts torchrun (v0.8.0 src/llamafactory/cli.py:75)
 ACCELERATE_NAME = "accelerate_fsdp_config.yaml"
 LEARNING_RATE = {"lora": 1.0e-4, "full": 1.0e-5, "dpo": 5.0e-6}  # the 0.9.5 examples' values
 
@@ -48,24 +50,29 @@ def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str,
 
 
 def command(plan: Plan, hw: Hardware) -> str:
-    """LLaMA-Factory's launcher under torchrun (examples/README.md l.93, l.100); FSDP plans run LF's src/train.py under
-    `accelerate launch` with the accelerate config (examples/extras/fsdp_qlora/train.sh)."""
+    """LLaMA-Factory's launcher under torchrun (examples/README.md l.93, l.100); FSDP plans run LF's training script
+    under `accelerate launch` with the accelerate config (examples/extras/fsdp_qlora/train.sh). Before v0.8.0 the CLI
+    started no torchrun (FORCE_TORCHRUN: v0.8.0 src/llamafactory/cli.py:75-87), so an older line's plan runs its
+    script (Framework.entry_points: src/train_bash.py to v0.7.0, src/train.py from v0.7.1) under torchrun itself."""
     check(plan)
     rendezvous = (
         ["--machine_rank", "$NODE_RANK", "--main_process_ip", "$MASTER_ADDR", "--main_process_port", "$MASTER_PORT"]
         if hw.nodes > 1
         else []
     )
+    release = FRAMEWORK.release(plan.release)
+    script = "src/train_bash.py" if release.name in TRAIN_BASH else "src/train.py"
     if plan.fsdp != "off":
-        return " ".join(
-            ["accelerate", "launch", "--config_file", ACCELERATE_NAME, *rendezvous, "src/train.py", CONFIG_NAME]
-        )
-    if (
-        plan.dataparallel
-    ):  # before v0.8.0 llamafactory-cli trained in its own process (v0.7.1 src/llmtuner/cli.py:64-65)
-        return (
-            f"CUDA_VISIBLE_DEVICES={','.join(map(str, range(hw.gpus_per_node)))} llamafactory-cli train {CONFIG_NAME}"
-        )
+        return " ".join(["accelerate", "launch", "--config_file", ACCELERATE_NAME, *rendezvous, script, CONFIG_NAME])
+    if plan.dataparallel:  # before v0.8.0 LLaMA-Factory trained in its own process (v0.7.1 src/llmtuner/cli.py:64-65)
+        devices = ",".join(map(str, range(hw.gpus_per_node)))
+        start = f"python {script}" if release.name in TRAIN_BASH else "llamafactory-cli train"
+        return f"CUDA_VISIBLE_DEVICES={devices} {start} {CONFIG_NAME}"
+    if release.first < CLI_TORCHRUN:
+        nodes = ["--nnodes", str(hw.nodes)]
+        if hw.nodes > 1:
+            nodes += ["--node_rank", "$NODE_RANK", "--master_addr", "$MASTER_ADDR", "--master_port", "$MASTER_PORT"]
+        return " ".join(["torchrun", *nodes, "--nproc_per_node", str(hw.gpus_per_node), script, CONFIG_NAME])
     env = ["FORCE_TORCHRUN=1", f"NNODES={hw.nodes}"]
     if hw.nodes > 1:
         env += ["NODE_RANK=$NODE_RANK", "MASTER_ADDR=$MASTER_ADDR", "MASTER_PORT=$MASTER_PORT"]
@@ -92,14 +99,13 @@ def accelerate_config(plan: Plan, hw: Hardware, model: ModelSpec) -> dict:
 
 def train_yaml(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> str:
     title = (
-        f"# memplan plan for {VERSION}: micro {plan.micro_batch} x accum {plan.grad_accum} x {plan.world_size} "
+        f"# memplan plan for {f'llamafactory@{plan.release}' if plan.release else VERSION}: micro {plan.micro_batch} x accum {plan.grad_accum} x {plan.world_size} "
         f"GPUs ({hw.gpu.name}) = {plan.global_batch}, {plan.sharding}, {plan.precision}, checkpointing "
         f"{plan.checkpointing}; {plan.memory.device_total_bytes / 2**30:.1f} of "
         f"{plan.memory.capacity_bytes / 2**30:.1f} GiB per GPU"
     )
-    release = getattr(plan.knobs, "release", "")
-    if release:  # an older line's keys differ (planner.frameworks.llamafactory RELEASES, keys.py renames)
-        title += f"\n# planned as llamafactory@{release}; the keys below are {VERSION}'s: rename them for that release"
+    if plan.release:  # an older line's keys (planner.frameworks.llamafactory RELEASES, keys.py renames)
+        title += f"\n# the keys below are LLaMA-Factory {plan.release}'s; requirements.txt beside this file pins it"
     sections = {
         "model": model_entries(plan, model),
         "method": method_entries(plan, model),
@@ -109,6 +115,27 @@ def train_yaml(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> str:
     }
     body = "\n".join(f"### {name}\n" + "".join(line(*e) for e in entries) for name, entries in sections.items())
     return f"{title}\n{body}"
+
+
+def keys_of(plan: Plan):
+    """KEYS.pair at the plan's release line: ValueError naming the release and the setting for a key or a value not
+    every version of the line takes (the line's rules refuse such a plan first: llamafactory.lines)."""
+    line = plan.release
+
+    def pair(name: str, value: object) -> tuple[str, object]:
+        key = KEYS.key(name, line)
+        if not takes(key, line) or not KEYS[name].spelled(value, line):
+            shown = line or FRAMEWORK.newest.name
+            raise ValueError(f"LLaMA-Factory {shown}'s YAML has no key for {name} {value!r} ({key} at the newest)")
+        return KEYS.pair(name, value, line)
+
+    return pair
+
+
+def method(plan: Plan) -> list[Entry]:
+    """quantization_method bnb, from v0.8.3; before, quantization_bit was bitsandbytes' alone (v0.6.0 src/llmtuner/
+    hparams/model_args.py:44-47 "quantize the model using bitsandbytes")."""
+    return [(*keys_of(plan)("quant_method", "bnb"), "")] if takes(KEYS.key("quant_method"), plan.release) else []
 
 
 def line(key: str, value: object, comment: str = "") -> str:
@@ -124,23 +151,24 @@ def scalar(value: object) -> str:
 
 
 def model_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
-    k = KEYS.pair
+    k = keys_of(plan)
     out: list[Entry] = [
-        (*KEYS.pair("model", loaded(model).path), "or your local path"),
-        ("trust_remote_code", True, ""),
+        (*keys_of(plan)("model", loaded(model).path), "or your local path"),
     ]
+    if takes("trust_remote_code", plan.release):  # before v0.9.2 the loader sets it itself (SPANS)
+        out.append(("trust_remote_code", True, ""))
     if plan.quant == "int8":  # model/model_utils/quantization.py:168-170: BitsAndBytesConfig(load_in_8bit=True)
-        out += [(*k("quant", 8), "bitsandbytes LLM.int8 base"), (*k("quant_method", "bnb"), "")]
+        out += [(*k("quant", 8), "bitsandbytes LLM.int8 base"), *method(plan)]
     elif plan.quant == "gptq":  # model_utils/quantization.py:117-120: read from the checkpoint's own config
         pass
     elif plan.quant != "none":
         out += [
             (*k("quant", 4), "QLoRA: bitsandbytes 4-bit base"),
-            (*k("quant_method", "bnb"), ""),
+            *method(plan),
             (*k("quant_type", plan.quant), ""),
             (*k("quant_absmax", plan.quant_absmax == "8bit"), ""),
         ]
-    out.append((*k("attention", plan.attention), "auto/disabled/sdpa/fa2"))
+    out.append((*k("attention", plan.attention), "auto/disabled/sdpa/fa2" if not plan.release else ""))
     out.append((*k("checkpointing", plan.checkpointing == "off"), "LF checkpoints every layer unless this is true"))
     if plan.checkpointing == "offload":
         out.append((*k("checkpointing_offload", True), "checkpointed layers' inputs kept in host RAM"))
@@ -150,7 +178,7 @@ def model_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
 
 
 def method_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
-    k = KEYS.pair
+    k = keys_of(plan)
     out: list[Entry] = [
         (*k("workload.kind", plan.workload.kind), ""),
         ("do_train", True, ""),
@@ -204,14 +232,14 @@ def dataset_entries(plan: Plan, seq_len: int) -> list[Entry]:
     out: list[Entry] = [
         ("dataset", "YOUR_DATASET", "a name in data/dataset_info.json"),
         ("template", "YOUR_TEMPLATE", "your model's chat template (data/template.py)"),
-        (*KEYS.pair("seq_len", seq_len), "the plan's sequence length"),
+        (*keys_of(plan)("seq_len", seq_len), "the plan's sequence length"),
     ]
     if plan.batching == "packed":
-        if plan.attention == "flash" and plan.micro_batch == 1:
+        if plan.attention == "flash" and plan.micro_batch == 1 and takes("neat_packing", plan.release):
             why = "packed rows, no attention across samples (FA2, one row per batch)"
-            out.append((*KEYS.pair("neat_packing", True), why))
+            out.append((*keys_of(plan)("neat_packing", True), why))
         else:
-            out.append((*KEYS.pair("packing", True), "rows packed to cutoff_len"))
+            out.append((*keys_of(plan)("packing", True), "rows packed to cutoff_len"))
     return out + [("preprocessing_num_workers", 16, ""), ("dataloader_num_workers", 4, "")]
 
 
@@ -230,14 +258,14 @@ def output_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
 def train_entries(plan: Plan) -> list[Entry]:
     lr = LEARNING_RATE["dpo" if plan.workload.kind == "dpo" else "lora" if plan.lora_rank else "full"]
     out: list[Entry] = [
-        (*KEYS.pair("micro_batch", plan.micro_batch), ""),
-        (*KEYS.pair("grad_accum", plan.grad_accum), ""),
-        *([(*KEYS.pair("eval_batch", plan.eval_batch), "")] if plan.eval_batch else []),
+        (*keys_of(plan)("micro_batch", plan.micro_batch), ""),
+        (*keys_of(plan)("grad_accum", plan.grad_accum), ""),
+        *([(*keys_of(plan)("eval_batch", plan.eval_batch), "")] if plan.eval_batch else []),
         ("learning_rate", lr, ""),
         ("num_train_epochs", 3.0, ""),
         ("lr_scheduler_type", "cosine", ""),
         ("warmup_ratio", 0.1, ""),
-        (*KEYS.pair("optimizer", export.HF_OPTIM[plan.optimizer]), ""),
+        (*keys_of(plan)("optimizer", export.HF_OPTIM[plan.optimizer]), ""),
     ]
     out += precision_entries(plan)
     return out + [("ddp_timeout", 180000000, "")]
@@ -247,5 +275,8 @@ def precision_entries(plan: Plan) -> list[Entry]:
     """bf16 / fp16: autocast over fp32 trainable weights (LF upcasts them, model/adapter.py:313-325); bf16-pure: LF's
     pure_bf16 (weights kept in bf16, no autocast); fp32: neither."""
     if plan.precision == "bf16-pure":
-        return [(*KEYS.pair("pure_bf16", True), "bf16 weights, no autocast"), (*KEYS.pair("bf16", False), "")]
-    return [(*KEYS.pair("bf16", plan.precision == "bf16"), ""), (*KEYS.pair("fp16", plan.precision == "fp16"), "")]
+        return [(*keys_of(plan)("pure_bf16", True), "bf16 weights, no autocast"), (*keys_of(plan)("bf16", False), "")]
+    return [
+        (*keys_of(plan)("bf16", plan.precision == "bf16"), ""),
+        (*keys_of(plan)("fp16", plan.precision == "fp16"), ""),
+    ]

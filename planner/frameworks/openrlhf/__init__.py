@@ -36,13 +36,9 @@ CLI = "cli/train_ppo_ray.py"
 
 
 def _flat(line: str) -> dict[str, str]:
-    """The flat flags of release line `line` (planner.frameworks.openrlhf.keys' renames); --attn_implementation, which
-    the reader leaves unread (flash_attention_2 assumed), as the table's newest name has no flat rename."""
-    return (
-        KEYS.release_keys(line, ("micro_batch", "global_batch", "zero_stage", "offload", "checkpointing"))
-        | {"attention": "--attn_implementation"}
-        | KEYS.release_keys(line, ("lora_rank", "model", "precision"))
-    )
+    """The flat flags of release line `line` (planner.frameworks.openrlhf.keys' renames)."""
+    names = ("micro_batch", "global_batch", "zero_stage", "offload", "checkpointing", "attention", "lora_rank")
+    return KEYS.release_keys(line, (*names, "model", "precision"))
 
 
 RELEASES = (

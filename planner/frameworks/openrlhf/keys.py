@@ -31,10 +31,17 @@ def _role_rows() -> tuple[Key, ...]:
 
 
 KEYS = Table(
+    # the one-trainer entry points' (cli/train_dpo.py, train_sft.py) own names of the policy and its checkpointing;
+    # first, so that the PPO actor's rows below win a flat name both took (Table.renamed: the last row's)
+    Key("policy_model", "model.model_name_or_path", renames=_flat("pretrain")),
+    Key("policy_checkpointing", "model.gradient_checkpointing_enable", renames=_flat("gradient_checkpointing")),
+    Key("dataset", "data.dataset", renames=_flat("dataset")),  # train_dpo / train_sft (v0.10.1 train_dpo.py)
+    Key("prompt_data", "data.prompt_dataset", renames=_flat("prompt_data")),  # v0.10.1 train_ppo_ray.py:480
+    Key("output_dir", "ckpt.output_dir", renames=_flat("save_path")),  # v0.10.1 train_ppo_ray.py:363
     Key("workload.kind", "algo.advantage.estimator", "gae", f"{T}:515", renames=_flat("advantage_estimator")),
     Key("workload.beta", "algo.kl.init_coef", 0.01, f"{T}:438", renames=_flat("init_kl_coef")),
     Key("kl_loss", "algo.kl.use_loss", renames=_flat("use_kl_loss")),
-    Key("kl_estimator", "algo.kl.estimator"),
+    Key("kl_estimator", "algo.kl.estimator", renames=_flat("kl_estimator")),
     Key("model", "actor.model_name_or_path", renames=_flat("pretrain")),
     Key("critic_model", "critic.model_name_or_path", renames=_flat("critic_pretrain")),
     Key("reward_model", "reward.model_name_or_path", renames=_flat("reward_pretrain")),
@@ -48,7 +55,13 @@ KEYS = Table(
     Key("offload", "ds.adam_offload", renames=_flat("adam_offload")),
     # <= 0.10's --bf16 (its DeepSpeed config's bf16.enabled: 0.11.2's bf16), --param_dtype by 0.9.10 and in 0.10
     Key("precision", "ds.param_dtype", renames={"0.9": "bf16", "0.10": "param_dtype"}),
-    Key("attention", "ds.attn_implementation", to_value={"flash": "flash_attention_2"}),  # sdpa, eager as named
+    # sdpa, eager as named; v0.10.1 train_ppo_ray.py:323 --attn_implementation
+    Key(
+        "attention",
+        "ds.attn_implementation",
+        to_value={"flash": "flash_attention_2"},
+        renames=_flat("attn_implementation"),
+    ),
     Key("packing", "ds.packing_samples", renames=_flat("packing_samples")),
     Key("dynamic_batch", "train.dynamic_batch_enable", renames=_flat("use_dynamic_batch")),
     Key("checkpointing", "actor.gradient_checkpointing_enable", renames=_flat("gradient_checkpointing")),
@@ -68,7 +81,7 @@ KEYS = Table(
     Key("workload.max_completion_length", "rollout.max_new_tokens", renames=_flat("max_new_tokens")),
     Key("entropy", "actor.entropy_coef", renames=_flat("entropy_loss_coef")),
     Key("lora_rank", "ds.lora.rank", renames=_flat("lora_rank")),
-    Key("lora_alpha", "ds.lora.alpha"),
+    Key("lora_alpha", "ds.lora.alpha", renames=_flat("lora_alpha")),  # v0.10.1 train_ppo_ray.py:358
     Key("max_tokens_per_gpu", "train.max_tokens_per_gpu", 16192, f"{T}:380", renames=_flat("train_max_tokens_per_gpu")),
     Key("logprob_max_tokens_per_gpu", "rollout.max_tokens_per_gpu", renames=_flat("rollout_max_tokens_per_gpu")),
     Key(
@@ -80,7 +93,7 @@ KEYS = Table(
     ),
     Key("rollout_tp", "vllm.tensor_parallel_size", 1, f"{T}:236", renames=_flat("vllm_tensor_parallel_size")),
     Key("engines", "vllm.num_engines", renames=_flat("vllm_num_engines")),
-    Key("rollout_eager", "vllm.enforce_eager", renames=_flat("vllm_enforce_eager")),
+    Key("rollout_eager", "vllm.enforce_eager", renames=_flat("enforce_eager")),  # v0.9.0 :236, v0.10.1 :241
     Key("ref_offload", "ref.offload"),
     Key("reward_offload", "reward.offload"),
     *_role_rows(),

@@ -316,9 +316,19 @@ def read_dpo(c: Collector, flags: dict[str, Flag], near) -> None:
     src = f["model.gradient_checkpointing_enable"].source if ckpt else default(ORL, f"{DPO}:192", "no checkpointing")
     c.set("checkpointing", "full" if ckpt else "off", src, "--model.gradient_checkpointing_enable")
     precision(c, f, DPO)
-    c.set("attention", "flash", default(ORL, f"{T}:342-347", "flash_attention_2"), KEYS.flag("attention"))
+    attention(c, f)
     if on(f, KEYS.key("packing")):
         c.note(f"{f['ds.packing_samples'].source} (packed DPO rows are not planned; planned padded)")
+
+
+def attention(c: Collector, f: dict[str, Flag]) -> None:
+    """--ds.attn_implementation (flash_attention_2 by default, cli/train_dpo.py; sdpa and eager as named)."""
+    key = KEYS.key("attention")
+    if key not in f:
+        c.set("attention", "flash", default(ORL, f"{T}:342-347", "flash_attention_2"), KEYS.flag("attention"))
+        return
+    value = str(one(f[key].value))
+    c.set("attention", "flash" if value.startswith("flash") else value, f[key].source, KEYS.flag("attention"))
 
 
 def release_hint(flags: dict[str, Flag]) -> tuple[str, str] | None:

@@ -8,6 +8,7 @@ both releases (micro-batch 8, batch 128, max_len 2048, ZeRO-2, no checkpointing)
 from __future__ import annotations
 
 from planner.errors import BadInput
+from planner.frameworks.openrlhf.keys import KEYS
 from planner.frameworks.openrlhf.reader_flags import ORL, dotted, on
 from planner.intake.collect import Collector, as_int, default, one
 from planner.intake.flags import Flag
@@ -30,6 +31,8 @@ FLAT = {
     "lora_rank": "ds.lora.rank",
     "load_in_4bit": "ds.load_in_4bit",
     "max_epochs": "train.max_epochs",
+    # 0.9.10 .. 0.10.1's --param_dtype and --attn_implementation (v0.10.1 cli/train_sft.py; keys.py renames)
+    **{KEYS.key(n, "0.10"): KEYS.key(n) for n in ("precision", "attention")},
 }
 # dotted name -> (default, 0.11.2 line, v0.5.7 line)
 DEFAULTS = {
@@ -94,17 +97,27 @@ def _precision(c: Collector, flags: dict[str, Flag], f: dict[str, Flag], flat: b
     """0.11.2: --ds.param_dtype (bf16 by default, :180), --ds.attn_implementation (flash_attention_2, :188-193); the
     flat releases: --bf16 (else DeepSpeed's fp32: v0.5.7 :164, utils/deepspeed/deepspeed_utils.py bf16.enabled) and
     --flash_attn (else eager: v0.5.7 models/actor.py:53)."""
-    if flat:
+    if flat and "ds.param_dtype" not in f:  # 0.9.10 .. 0.10.1's --param_dtype reads as the dotted name
         bf16 = "bf16" in flags
         src = flags["bf16"].source if bf16 else default("openrlhf 0.5.7", f"{OLD_SFT}:164", "--bf16 off: fp32")
         c.set("precision", "bf16" if bf16 else "fp32", src, "--bf16")
+    if flat and "ds.attn_implementation" not in f:
         fa = "flash_attn" in flags
         src = flags["flash_attn"].source if fa else default("openrlhf 0.5.7", "v0.5.7 models/actor.py:53", "eager")
         c.set("attention", "flash" if fa else "eager", src, "--flash_attn")
-        return
+    if not flat or "ds.param_dtype" in f:
+        _dtype(c, f)
+    if not flat or "ds.attn_implementation" in f:
+        _attention(c, f)
+
+
+def _dtype(c: Collector, f: dict[str, Flag]) -> None:
     dtype = str(one(f["ds.param_dtype"].value)) if "ds.param_dtype" in f else "bf16"
     src = f["ds.param_dtype"].source if "ds.param_dtype" in f else default(ORL, f"{SFT}:180", "--ds.param_dtype bf16")
     c.set("precision", dtype if dtype in ("bf16", "fp16") else "bf16", src, "--ds.param_dtype")
+
+
+def _attention(c: Collector, f: dict[str, Flag]) -> None:
     attn = str(one(f["ds.attn_implementation"].value)) if "ds.attn_implementation" in f else "flash_attention_2"
     src = f["ds.attn_implementation"].source if "ds.attn_implementation" in f else default(ORL, f"{SFT}:188-193")
     c.set("attention", "flash" if attn.startswith("flash") else attn, src, "--ds.attn_implementation")

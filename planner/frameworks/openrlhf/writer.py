@@ -52,18 +52,20 @@ def dpo_script(
 ) -> str:
     """DPO or SFT through `deepspeed --module M` (ONE_TRAINER), at `length` tokens (DPO's: its workload's)."""
     check(plan)
+    flag = at(plan)
     launcher = ["deepspeed", "--num_nodes", str(hw.nodes), "--num_gpus", str(hw.gpus_per_node)]
     flags = [
-        f"--model.model_name_or_path {hf(model.name)}",
-        "--data.dataset " + ("YOUR_PAIRS" if module.endswith("dpo") else "YOUR_DATA"),
-        "--ckpt.output_dir ./ckpt",
+        flag("policy_model", hf(model.name)),
+        flag("dataset", "YOUR_PAIRS" if module.endswith("dpo") else "YOUR_DATA"),
+        flag("output_dir", "./ckpt"),
         flag("global_batch", plan.global_batch),
         flag("micro_batch", plan.micro_batch),
         flag("seq_len", plan.workload.max_length if length is None else length),
         flag("zero_stage", plan.zero_stage),
         flag("precision", plan.precision),
+        flag("attention", KEYS["attention"].write(plan.attention)),
     ]
-    flags += ["--model.gradient_checkpointing_enable"] if plan.checkpointing == "full" else []
+    flags += [flag("policy_checkpointing")] if plan.checkpointing == "full" else []
     flags += [flag("offload")] if plan.offload == "optimizer" else []
     flags += [flag("lora_rank", plan.lora_rank), flag("lora_alpha", 2 * plan.lora_rank)] if plan.lora_rank else []
     lines = ["#!/bin/bash", headline(plan, hw), " ".join(launcher) + f" --module {module} \\"]
@@ -72,7 +74,12 @@ def dpo_script(
 
 
 def check(plan: Plan) -> None:
-    """ValueError for what OpenRLHF cannot run as planned (its rules: planner/frameworks/openrlhf/__init__.py)."""
+    """ValueError for what OpenRLHF cannot run as planned (its rules: planner/frameworks/openrlhf/__init__.py); a 0.9.x
+    plan is read from users' scripts, never written: its flags changed inside the line (--bf16 at v0.9.0
+    cli/train_ppo_ray.py:275, --param_dtype by v0.9.10; --prompt_max_len / --generate_max_len at v0.9.0 :325-326,
+    --max_len / --max_new_tokens by v0.9.10 :370), so no one script runs on every 0.9 release."""
+    if plan.release == "0.9":
+        raise ValueError("OpenRLHF 0.9.x scripts are read, not written: give --framework openrlhf@0.10 or openrlhf")
     check_plan("openrlhf", plan)
 
 
@@ -80,7 +87,7 @@ def headline(plan: Plan, hw: Hardware) -> str:
     m = plan.memory
     where = f"{m.peak_term.split(': ')[0]}, " if m.peak_term and ": " in m.peak_term else ""
     return (
-        f"# memplan plan for {VERSION} ({plan.workload.kind.upper()}): {m.device_total_bytes / 2**30:.1f} of "
+        f"# memplan plan for {f'openrlhf@{plan.release}' if plan.release else VERSION} ({plan.workload.kind.upper()}): {m.device_total_bytes / 2**30:.1f} of "
         f"{m.capacity_bytes / 2**30:.1f} GiB per GPU at its peak ({where}{m.peak_phase}), {hw.gpu.name}"
     )
 
@@ -103,13 +110,13 @@ def hf(name: str) -> str:
 
 
 def role_flags(plan: Plan, model: ModelSpec, hw: Hardware) -> list[str]:
-    w, r = plan.workload, plan.workload.roles.resolved("openrlhf")
+    w, r, flag = plan.workload, plan.workload.roles.resolved("openrlhf"), at(plan)
     out = [
         flag("workload.kind", ESTIMATOR[w.kind]),
         flag("workload.beta", f"{w.beta:g}"),
         flag("model", hf(model.name)),
-        "--data.prompt_dataset YOUR_PROMPTS",
-        "--ckpt.output_dir ./ckpt",
+        flag("prompt_data", "YOUR_PROMPTS"),
+        flag("output_dir", "./ckpt"),
     ]
     if w.kind == "grpo" and w.beta > 0:  # GRPO's KL as a loss, with the estimator OpenRLHF recommends for it (:720-727)
         out += [flag("kl_loss"), flag("kl_estimator", "k3")]
@@ -120,13 +127,11 @@ def role_flags(plan: Plan, model: ModelSpec, hw: Hardware) -> list[str]:
 
 
 def placement_flags(plan: Plan, hw: Hardware) -> list[str]:
-    r = plan.workload.roles.resolved("openrlhf")
+    r, flag = plan.workload.roles.resolved("openrlhf"), at(plan)
     world = hw.world_size
     if r.placement == "colocate":
-        per_node = hw.gpus_per_node
-        out = [flag("actor.num_nodes", hw.nodes), flag("actor.num_gpus_per_node", per_node)]
-        present = [role for role in ("ref", "critic", "reward") if role in existing(plan)]
-        out += [f"--{role}.num_nodes {hw.nodes} --{role}.num_gpus_per_node {per_node}" for role in present]
+        roles = ["actor", *(role for role in ("ref", "critic", "reward") if role in existing(plan))]
+        out = [x for role in roles for x in gpus(flag, role, hw.nodes, hw.gpus_per_node)]
         return out + [
             flag("engines", world // r.rollout_tp),
             flag("rollout_tp", r.rollout_tp),
@@ -134,7 +139,7 @@ def placement_flags(plan: Plan, hw: Hardware) -> list[str]:
         ]
     out = []
     for g in r.groups():
-        out += group_flags(g, hw, r.rollout_tp)
+        out += group_flags(plan, g, hw, r.rollout_tp)
     return out
 
 
@@ -144,11 +149,17 @@ def existing(plan: Plan) -> set[str]:
     return have - ({"ref"} if w.beta == 0 else set())
 
 
-def group_flags(g: Group, hw: Hardware, tp: int) -> list[str]:
+def gpus(flag, role: str, nodes: int, per_node: int) -> list[str]:
+    """A role's nodes and GPUs a node (keys.py's role rows)."""
+    return [flag(f"{role}.num_nodes", nodes), flag(f"{role}.num_gpus_per_node", per_node)]
+
+
+def group_flags(plan: Plan, g: Group, hw: Hardware, tp: int) -> list[str]:
+    flag = at(plan)
     nodes, per_node = (g.gpus // hw.gpus_per_node, hw.gpus_per_node) if g.gpus > hw.gpus_per_node else (1, g.gpus)
     if g.roles == ("rollout",):
         return [flag("engines", g.gpus // tp), flag("rollout_tp", tp)]
-    out = [f"--{role}.num_nodes {nodes} --{role}.num_gpus_per_node {per_node}" for role in g.roles]
+    out = [x for role in g.roles for x in gpus(flag, role, nodes, per_node)]
     if set(g.roles) == {"actor", "ref"}:
         out.append(flag("colocate_actor_ref"))
     if set(g.roles) == {"critic", "reward"}:
@@ -157,7 +168,7 @@ def group_flags(g: Group, hw: Hardware, tp: int) -> list[str]:
 
 
 def batch_flags(plan: Plan) -> list[str]:
-    w, r = plan.workload, plan.workload.roles.resolved("openrlhf")
+    w, r, flag = plan.workload, plan.workload.roles.resolved("openrlhf"), at(plan)
     spg = w.steps_per_gen(plan.grad_accum)
     out = [
         flag("micro_batch", plan.micro_batch),
@@ -189,7 +200,7 @@ def rollout_micro(plan: Plan) -> int:
 
 
 def memory_flags(plan: Plan) -> list[str]:
-    r = plan.workload.roles.resolved("openrlhf")
+    r, flag = plan.workload.roles.resolved("openrlhf"), at(plan)
     out = [flag("zero_stage", plan.zero_stage), flag("precision", plan.precision)]
     out.append(flag("attention", KEYS["attention"].write(plan.attention)))
     if plan.checkpointing == "full":
@@ -198,7 +209,7 @@ def memory_flags(plan: Plan) -> list[str]:
         out.append(flag("offload"))
     if {"actor-optimizer", "critic-optimizer"} & set(r.offload):
         out.append(flag("ds_sleep"))
-    out += [f"--{role}.offload" for role in ("ref", "reward") if role in r.offload]
+    out += [flag(f"{role}_offload") for role in ("ref", "reward") if role in r.offload]
     out.append(flag("rollout_memory", f"{r.rollout_memory:g}"))
     if r.sleep_level == 1:
         out.append(flag("vllm_sleep"))
@@ -209,6 +220,17 @@ def memory_flags(plan: Plan) -> list[str]:
     return out
 
 
-def flag(name: str, value: object = None) -> str:
-    """Field `name`'s dotted flag (planner.frameworks.openrlhf.keys), with `value` after it where given."""
-    return KEYS.flag(name) + ("" if value is None else f" {value}")
+def at(plan: Plan):
+    """flag(name, value) at the plan's release line: field `name`'s flag (planner.frameworks.openrlhf.keys: dotted,
+    or flat at 0.10.0 .. 0.10.1, each row's rename), with `value` after it where given; ValueError for a flag the
+    line has no name for (--ref.offload, --reward.offload: 0.10's one --ref_reward_offload offloads both)."""
+    line = plan.release
+
+    def flag(name: str, value: object = None) -> str:
+        if line and line not in KEYS[name].renames:
+            raise ValueError(
+                f"OpenRLHF {line}'s flat flags have no name for --{KEYS.key(name)}: give --framework openrlhf"
+            )
+        return KEYS.flag(name, line) + ("" if value is None else f" {value}")
+
+    return flag

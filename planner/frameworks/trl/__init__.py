@@ -24,6 +24,7 @@ from dataclasses import replace
 from planner.frameworks.base import NO_SPLITS, Default, ForkSigns, Framework, Release
 from planner.frameworks.hf import HF_EVERY, HF_KEYS, HF_RUNS, HF_SPLIT_RULES
 from planner.frameworks.tool import Tool
+from planner.frameworks.trl.lines import with_rules
 
 BASE = "trl 1.16.0 trl/trainer/base_config.py"
 TRL_RUNS = {**HF_RUNS, "batching": ("padded", "packed"), "workload": ("sft", "dpo", "grpo")}
@@ -302,7 +303,7 @@ FRAMEWORK = Framework(
     notes=("checkpointing and bf16 on by default; SFT's loss is TRL's fused log-prob head (no full logits)",),
     rules=HF_SPLIT_RULES,
     sft_head="fused-logprob",
-    releases=RELEASES + FORKS,
+    releases=with_rules(RELEASES, GRPO_SPANS, HF_SPLIT_RULES) + FORKS,  # lines.py: the keys a line has none of
     key_spans={"grpo": GRPO_SPANS, "sft": SFT_SPANS},
 )
 # `--framework trl-0`: TRL 0.22 .. 0.29 (read at 0.29.1, the last 0.x; VLM-R1 and many recipes pin a 0.x), kept as a

@@ -31,6 +31,12 @@ VERSION = "verl 0.9.1"
 SCRIPT_NAME = "verl_sft.sh"
 ENTRY = "verl.trainer.sft_trainer"
 ATTN = {"flash": "flash_attention_2", "sdpa": "sdpa"}
+# the lines whose SFT trainer takes not every key written: optim.optimizer_impl came in v0.6.1
+# (verl/trainer/config/_generated_ppo_trainer.yaml:11; none in v0.6.0's config)
+SFT_UNWRITTEN = {
+    "0.6": "verl 0.6.0's SFT trainer takes no optim.optimizer_impl (from v0.6.1): its SFT scripts are read, not "
+    "written; give --framework verl"
+}
 OPTIM = {  # memplan optimizer -> (optim.optimizer_impl, optim.optimizer, override_optimizer_config)
     "adamw": ("torch.optim", "AdamW", None),
     "adamw-fused": ("torch.optim", "AdamW", "{fused:true}"),
@@ -56,7 +62,11 @@ def command(plan: Plan, hw: Hardware) -> str:
 
 
 def check(plan: Plan, model: ModelSpec | None) -> None:
-    """ValueError for what verl 0.9.1's SFT trainer cannot run as planned (its rules: planner/frameworks/verl/__init__.py)."""
+    """ValueError for what verl 0.9.1's SFT trainer cannot run as planned (its rules: planner/frameworks/verl/__init__.py)
+    and for a line read but never written (writer_rl.UNWRITTEN; verl.trainer.sft_trainer and its engine config came
+    in v0.6.0)."""
+    if plan.release in verl_rl.UNWRITTEN or plan.release in SFT_UNWRITTEN:
+        raise ValueError({**verl_rl.UNWRITTEN, **SFT_UNWRITTEN}[plan.release])
     check_plan("verl", plan, model, None)
 
 
@@ -69,7 +79,7 @@ def script(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> str:
 
 def header(plan: Plan, hw: Hardware) -> list[str]:
     title = (
-        f"# memplan plan for {VERSION}: micro {plan.micro_batch} x accum {plan.grad_accum} x {plan.data_parallel} "
+        f"# memplan plan for {verl_rl.version(plan)}: micro {plan.micro_batch} x accum {plan.grad_accum} x {plan.data_parallel} "
         f"data-parallel ranks of {plan.world_size} GPUs ({hw.gpu.name}) = {plan.global_batch}, {plan.sharding}, "
         f"{plan.precision}, checkpointing {plan.checkpointing}; {plan.memory.device_total_bytes / 2**30:.1f} of "
         f"{plan.memory.capacity_bytes / 2**30:.1f} GiB per GPU"

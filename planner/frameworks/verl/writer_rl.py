@@ -40,9 +40,25 @@ def command(plan: Plan, hw: Hardware) -> str:
     return f"bash {SCRIPT_NAME}"
 
 
+# the release lines read, never written: their versions take none of the files this writes
+UNWRITTEN = {
+    "0.5": "verl 0.2.x-0.3.x have no FSDP2 (strategy fsdp only: v0.3.0.post1 verl/trainer/config/ppo_trainer.yaml) and "
+    "0.4.0 no entropy_checkpointing (from v0.4.1): its scripts are read, not written; give --framework verl@0.6 or verl"
+}
+
+
 def check(plan: Plan) -> None:
-    """ValueError for what verl's hybrid engine cannot run as planned (its rules: planner/frameworks/verl/__init__.py)."""
+    """ValueError for what verl's hybrid engine cannot run as planned (its rules: planner/frameworks/verl/__init__.py)
+    and for a line read but never written (UNWRITTEN); the 0.6 line takes every key written (v0.6.0
+    verl/trainer/config/*.yaml, each override's key checked there)."""
+    if plan.release in UNWRITTEN:
+        raise ValueError(UNWRITTEN[plan.release])
     check_plan("verl", plan)
+
+
+def version(plan: Plan) -> str:
+    """What a file's headline names: the adapter's version, or the release line planned."""
+    return f"verl@{plan.release}" if plan.release else VERSION
 
 
 def word(value: object) -> str:
@@ -55,7 +71,7 @@ def word(value: object) -> str:
 def headline(plan: Plan, hw: Hardware) -> str:
     m = plan.memory
     return (
-        f"# memplan plan for {VERSION} ({plan.workload.kind.upper()}): {m.device_total_bytes / 2**30:.1f} of "
+        f"# memplan plan for {version(plan)} ({plan.workload.kind.upper()}): {m.device_total_bytes / 2**30:.1f} of "
         f"{m.capacity_bytes / 2**30:.1f} GiB per GPU at its peak ({m.peak_term.split(': ')[0]}, {m.peak_phase}), "
         f"{hw.gpu.name}"
     )
@@ -67,7 +83,7 @@ def script(plan: Plan, model: ModelSpec, hw: Hardware) -> str:
     lines = [
         "#!/bin/bash",
         (
-            f"# memplan plan for {VERSION} ({plan.workload.kind.upper()}): {plan.memory.device_total_bytes / 2**30:.1f} of "
+            f"# memplan plan for {version(plan)} ({plan.workload.kind.upper()}): {plan.memory.device_total_bytes / 2**30:.1f} of "
             f"{plan.memory.capacity_bytes / 2**30:.1f} GiB per GPU at its peak ({plan.memory.peak_phase}), {hw.gpu.name}"
         ),
         "# model paths: the Hugging Face ids; give your local paths. data.train_files: your parquet of prompts",

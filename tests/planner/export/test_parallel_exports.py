@@ -149,7 +149,10 @@ def test_launch_carries_the_framework_files():
     files = launch.files(plan, hw, model, seq_len)
     assert set(files) == {torchtitan.CONFIG_NAME, launch.LAUNCH_NAME} and plan.launch.note is None
     plan, model, hw, seq_len = planned("verl", **CASES["verl"]["sp2"])
-    assert set(launch.files(plan, hw, model, seq_len)) == {verl.SCRIPT_NAME}
+    assert set(launch.files(plan, hw, model, seq_len)) == {
+        verl.SCRIPT_NAME,
+        launch.PIN_NAME,
+    }  # verl pinned, no torchtitan
 
 
 @pytest.mark.parametrize(

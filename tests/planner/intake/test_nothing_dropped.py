@@ -69,6 +69,9 @@ READER_TABLES = {  # a reader's own key tables: the keys it plans, defaults or n
 # the model (models.read_model resolves it or says why not) and the data set by name (item 6: the rows decide)
 NOT_MEMORY = {"model", "model_name_or_path", "base_model", "model.path", "actor.model_name_or_path", "pretrain"}
 NOT_MEMORY |= {"dataset_name", "model_id_or_path"}  # ms-swift 2.x's name of --model
+# OpenRLHF's data, output folder and KL estimator (its key table names them for the flat-flag writer: keys.py)
+NOT_MEMORY |= {"data.dataset", "data.prompt_dataset", "ckpt.output_dir", "algo.kl.estimator"}
+NOT_MEMORY |= {"dataset", "prompt_data", "save_path", "kl_estimator"}
 
 
 # OpenRLHF's DPO entry point: its own defaults, and the flat names of those

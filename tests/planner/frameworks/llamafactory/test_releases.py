@@ -184,14 +184,20 @@ def test_where_the_releases_verdicts_differ_the_headline_takes_the_hungrier(tmp_
     assert releases["fits"] == ["0.5", "0.6", "0.7.1", "0.8"] and "0.9.1" in releases["does_not_fit"]
 
 
-def test_a_file_written_for_an_older_release_says_whose_keys_it_holds(tmp_path):
+def test_a_file_written_for_an_older_release_holds_that_releases_keys_and_pins_it(tmp_path):
+    """Issue 46: 0.7.1's YAML names dpo_beta / dpo_loss (keys.py renames), its launch runs src/train.py under torchrun
+    (its CLI started none), and requirements.txt pins the release; the newest's names pref_beta under the CLI."""
     argv = ["suggest", "--model", "qwen2.5-0.5b", "--gpu", "h100", "--max-length", "1024", "--global-batch", "8"]
     argv += ["--workload", "dpo", "--framework", "llamafactory@0.7.1", "--emit", str(tmp_path / "old")]
     assert main(argv) == 0
     text = (tmp_path / "old" / "llamafactory_train.yaml").read_text()
-    assert "planned as llamafactory@0.7.1; the keys below are llamafactory 0.9.5's" in text
+    assert "dpo_beta: 0.1" in text and "pref_beta" not in text and "LLaMA-Factory 0.7.1's" in text
+    assert "src/train.py llamafactory_train.yaml" in (tmp_path / "old" / "launch.sh").read_text()
+    assert "llamafactory>=0.7.1,<0.8.0" in (tmp_path / "old" / "requirements.txt").read_text()
     assert main([*argv[:-4], "--framework", "llamafactory", "--emit", str(tmp_path / "new")]) == 0
-    assert "planned as" not in (tmp_path / "new" / "llamafactory_train.yaml").read_text()
+    new = (tmp_path / "new" / "llamafactory_train.yaml").read_text()
+    assert "pref_beta: 0.1" in new and "dpo_beta" not in new and "LLaMA-Factory 0" not in new
+    assert "llamafactory==0.9.5" in (tmp_path / "new" / "requirements.txt").read_text()
 
 
 def test_the_lines_that_run_only_transformers_4_45_to_4_50_plan_the_masked_tower():

@@ -1,0 +1,178 @@
+"""Round trip at a release (issue 46): `suggest --framework F@R --emit` writes release R's keys and pins R
+(requirements.txt), and `check --config` on what it wrote reads R and the same plan; a setting R has no key for is
+refused in one line and never ranked; the lines read but not written say so."""
+
+import pytest
+
+from planner import advise, checkconfig
+from planner.errors import BadInput
+from planner.export import launch
+from planner.frameworks import FRAMEWORKS
+from tests.planner.intake.test_round_trip import knobs_read_back
+
+GRPO = {"workload": {"kind": "grpo", "num_generations": 4}}
+
+
+def kind(body: dict) -> str:
+    return body.get("workload", {}).get("kind", "lora" if "lora_rank" in body else "sft")
+
+
+# each framework whose files its release changes, with a plan it runs at every line: LLaMA-Factory's and ms-swift's
+# LoRA, TRL's GRPO (0.14 counts the batch in prompts), OpenRLHF's SFT and DPO (flat flags at 0.10); ms-swift 2.x and
+# OpenRLHF 0.9.x are read, never written (their writers refuse them)
+LORA = {"lora_rank": 8, "seq_len": 1024}
+DPO = {"workload": {"kind": "dpo", "max_length": 1024}}
+AT_RELEASES = (
+    ("llamafactory", LORA),
+    ("swift", LORA),
+    ("trl", GRPO),
+    ("openrlhf", {"seq_len": 1024}),
+    ("openrlhf", DPO),
+)
+LINES = [
+    (fw, r.name, extra)
+    for fw, extra in AT_RELEASES
+    for r in FRAMEWORKS[fw].releases
+    if r.first is not None and (fw, r.name) not in (("swift", "2"), ("openrlhf", "0.9"))
+]
+
+
+@pytest.mark.parametrize(("framework", "line", "extra"), LINES, ids=[f"{f}@{r}-{kind(x)}" for f, r, x in LINES])
+def test_a_plan_written_at_a_release_reads_back_at_that_release(framework, line, extra, tmp_path):
+    """Issue 46: `suggest --framework F@R --emit` writes release R's keys and pins R (requirements.txt), so `check
+    --config` on what it wrote reads R and the same plan: the split, every knob, the same peak. The smallest catalog
+    model: a line costs a plan and a reading (~0.2 s)."""
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "top": 1, **extra}
+    body |= {"framework": f"{framework}@{line}", "evidence": "analytic"}
+    res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
+    plan, (model, hw, goal) = res.plans[0], res.context
+    files = launch.files(plan, hw, model, goal.seq_len)
+    if launch.exporter(framework) is None:  # HF's command, as the web page and the API hand it out
+        files["command.sh"] = f"#!/bin/bash\n{launch.with_launch(plan, model, hw, goal).launch.command}\n"
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    main = next((n for n in (launch.LAUNCH_NAME, "command.sh") if n in files), next(iter(files)))
+    back = checkconfig.check_config([str(tmp_path / main)], {"gpu": "h100"}).plan
+    assert back.release == plan.release == FRAMEWORKS[framework].line(line)
+    assert (back.micro_batch, back.grad_accum, back.world_size) == (plan.micro_batch, plan.grad_accum, 2)
+    assert dict(back.knobs) == knobs_read_back(plan, files)
+    assert back.memory.peak_allocated_bytes == plan.memory.peak_allocated_bytes
+
+
+RL = {"workload": {**GRPO["workload"], "roles": {"rollout_memory": 0.8}}}
+
+
+@pytest.mark.parametrize(
+    ("framework", "line", "script", "old_flag"),
+    [("openrlhf", "0.10", "openrlhf_ppo.sh", "--micro_train_batch_size"), ("verl", "0.6", "verl_ppo.sh", "")],
+)
+def test_an_older_lines_rl_script_reads_back_as_the_newest_ones(framework, line, script, old_flag, tmp_path):
+    """OpenRLHF 0.10's GRPO script names every flag flat (--micro_train_batch_size, --pretrain: keys.py renames);
+    verl 0.6's takes the same keys as 0.9.1's (each checked in v0.6.0's config). Each reads back at its line as the
+    newest's script reads back at the newest: the same split, knobs and peak (both readings fill in the same roles'
+    defaults)."""
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 8, "global_batch": 64, "top": 1}
+    body |= {"evidence": "analytic", **RL}
+    backs = {}
+    for at in (line, ""):
+        res = advise.suggest(
+            advise.parse(advise.SuggestRequest, {**body, "framework": f"{framework}@{at}".rstrip("@")})
+        )
+        plan, (model, hw, goal) = res.plans[0], res.context
+        files = launch.files(plan, hw, model, goal.seq_len)
+        folder = tmp_path / (at or "newest")
+        folder.mkdir()
+        for name, text in files.items():
+            (folder / name).write_text(text)
+        assert not old_flag or (old_flag in files[script]) == bool(at)
+        backs[at] = checkconfig.check_config([str(folder / script)], {"gpu": "h100"}).plan
+    old, new = backs[line], backs[""]
+    assert (old.release, new.release) == (line, "")
+    assert {**dict(old.knobs), "release": ""} == dict(new.knobs) and old.split_text == new.split_text
+    assert old.memory.peak_allocated_bytes == new.memory.peak_allocated_bytes
+
+
+@pytest.mark.parametrize(
+    ("framework", "body", "says"),
+    [
+        ("swift@2", LORA, "ms-swift 2.x scripts are read, not written"),
+        ("openrlhf@0.9", {"seq_len": 1024}, "OpenRLHF 0.9.x scripts are read, not written"),
+        ("verl@0.5", RL, "verl 0.2.x-0.3.x have no FSDP2"),
+        ("verl@0.6", {"seq_len": 1024}, "takes no optim.optimizer_impl"),
+    ],
+)
+def test_a_line_read_but_not_written_says_so_in_one_line(framework, body, says):
+    """Lines whose versions take no one file (their flags moved inside the line, or a key the writer needs came
+    later): the writer refuses in one line naming the release, and launch() carries HF's material with that note."""
+    req = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 8, "global_batch": 64, "top": 1, **body}
+    res = advise.suggest(advise.parse(advise.SuggestRequest, {**req, "framework": framework, "evidence": "analytic"}))
+    plan, (model, hw, goal) = res.plans[0], res.context
+    with pytest.raises(ValueError, match=says) as e:
+        launch.framework_launch(plan, model, hw, goal.seq_len)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(("line", "flags", "setting"), [("0.8", {"loss": "fused"}, "--loss fused"),
+    ("0.7.1", {"checkpointing": "offload"}, "--checkpointing offload"), ("0.6", {"attention": "flash"}, "flash_attn"),
+    ("0.5", {"precision": "bf16-pure"}, "--precision bf16-pure")])  # fmt: skip
+def test_a_setting_an_older_release_has_no_key_for_is_refused_in_one_line(line, flags, setting):
+    """The release's rules (planner.frameworks.llamafactory.lines) refuse it before any file is written, and the
+    search ranks no plan with it; the newest line writes each."""
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "micro_batch": 1, "seq_len": 1024, **flags}
+    with pytest.raises(BadInput) as e:
+        advise.check(advise.parse(advise.CheckRequest, {**body, "framework": f"llamafactory@{line}"}))
+    assert "\n" not in str(e.value) and f"release {line}" in str(e.value) and setting in str(e.value)
+    res = advise.check(advise.parse(advise.CheckRequest, {**body, "framework": "llamafactory"}))
+    assert launch.framework_launch(res.plan, *res.context[:2], 1024)[1]["llamafactory_train.yaml"]
+
+
+@pytest.mark.parametrize("line", ["0.5", "0.6", "0.8"])
+def test_suggest_at_an_older_release_ranks_only_plans_its_yaml_writes(line):
+    """Issue 46 item 4 at a release: offered every value the lines differ on, the search at an older line ranks none it
+    has no key or word for (fused loss, checkpointing offload, pure bf16 at 0.5, flash_attn's words), and every plan it
+    ranks is written in the line's own files, never refused; the newest line ranks the fused loss."""
+    space = {"loss": ["standard", "fused"], "checkpointing": ["off", "full", "offload"]}
+    space |= {"attention": ["sdpa", "flash", "eager"], "precision": ["bf16", "bf16-pure"]}
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "seq_len": 1024, "top": 20}
+    body |= {"framework": f"llamafactory@{line}", "evidence": "analytic", **space}
+    res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
+    refused = {r.field for r in FRAMEWORKS["llamafactory"].at(line).rules[2:]}
+    assert res.plans and "loss" in refused and "checkpointing_offload" in refused
+    for plan in res.plans:
+        assert plan.loss == "standard" and plan.checkpointing != "offload", plan.recipe
+        assert plan.attention in ("sdpa", "flash")[: 1 if line == "0.6" else 2]
+        assert plan.precision == "bf16" or line != "0.5"
+        text = launch.framework_launch(plan, *res.context[:2], 1024)[1]["llamafactory_train.yaml"]
+        assert f"llamafactory@{line}" in text
+    newest = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": "llamafactory"}))
+    assert {p.loss for p in newest.plans} == {"standard", "fused"}
+
+
+def test_trl_before_0_18_writes_no_vllm_mode_and_refuses_what_needs_it(tmp_path):
+    """TRL's vllm_mode came in v0.18.0 (GRPO_SPANS): a trl@0.15 GRPO plan on a vLLM server writes use_vllm alone (the
+    one mode then) and reads back as written; colocated vLLM and --num-iterations 2 have no key at 0.15, refused in
+    one line naming the release (planner.frameworks.trl.lines), while trl@0.19 writes vllm_mode."""
+    work = {**GRPO["workload"], "generation": "vllm-server"}
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "top": 1}
+    body |= {"evidence": "analytic", "workload": work}
+    for line, has_mode in (("0.15", False), ("0.19", True)):
+        res = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": f"trl@{line}"}))
+        plan, (model, hw, goal) = res.plans[0], res.context
+        args = launch.export.hf_args(plan, model, hw)
+        assert args["use_vllm"] is True and ("vllm_mode" in args) == has_mode
+        files = {
+            **launch.files(plan, hw, model, goal.seq_len),
+            "command.sh": launch.with_launch(plan, model, hw, goal).launch.command,
+        }
+        folder = tmp_path / line
+        folder.mkdir()
+        for name, text in files.items():
+            (folder / name).write_text(text)
+        back = checkconfig.check_config([str(folder / "command.sh")], {"gpu": "h100"}).plan
+        assert (back.release, back.workload.generation) == (plan.release, "vllm-server") == (line, "vllm-server")
+        assert back.memory.peak_allocated_bytes == plan.memory.peak_allocated_bytes
+    for change in ({"generation": "vllm-colocate"}, {"num_iterations": 2}):
+        req = {"model": "qwen2.5-0.5b", "gpu": "h100", "micro_batch": 8, "framework": "trl@0.15"}
+        with pytest.raises(BadInput) as e:
+            advise.check(advise.parse(advise.CheckRequest, {**req, "workload": {**work, **change}}))
+        assert "\n" not in str(e.value) and "release 0.15's GRPOConfig has no" in str(e.value)
