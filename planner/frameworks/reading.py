@@ -125,6 +125,9 @@ class Reading:
     # its folder's reader reads a training script's own flags (TrainingArguments names: reader.trainer_of, read and
     # read_forks), where no CLI or config file claims the run (planner.intake.training, .pyscript); one framework
     script_flags: bool = False
+    # a bare `python` run of it over several visible GPUs is HF's Trainer in one process, which wraps the model in
+    # nn.DataParallel (planner.intake.world; transformers 4.40.2 trainer.py:1628-1629); its reader may decide by release
+    one_process_dataparallel: bool = False
     # the module of its folder that reads a Python script's calls of a library built on it (planner.intake.pyscript:
     # Seen, is_unsloth, take, flags, release, read), "" for none
     calls: str = ""

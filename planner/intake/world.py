@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from planner.frameworks import cli
+from planner.frameworks import FRAMEWORKS, cli
 from planner.frameworks.accelerate import reader as accelerate
 from planner.intake import launch, slurm
 from planner.intake.collect import (
@@ -44,8 +44,6 @@ def read(c: Collector, run: launch.Run) -> None:
         _nodes(c, Flag("nnodes", env["PET_NNODES"], f"{where} PET_NNODES={show(env['PET_NNODES'])}", "PET_NNODES"))
 
 
-# the frameworks whose trainer is HF's own and whose readers plan nn.DataParallel (LLaMA-Factory's decides by release)
-DATAPARALLEL = ("hf", "llamafactory")
 _DEVICE_MAP = re.compile(r"device_map\s*=\s*(?!None\b)")
 
 
@@ -63,7 +61,8 @@ def _python(c: Collector, run: launch.Run, visible: int | None) -> None:
         placed = script is not None and bool(_DEVICE_MAP.search(script.read_text(errors="replace")))
     except OSError:
         placed = False
-    if c.framework not in DATAPARALLEL or placed:
+    fw = FRAMEWORKS.get(c.framework)
+    if fw is None or not fw.one_process_dataparallel or placed:
         why = "the script places the model with a device_map" if placed else "not planned for this trainer"
         c.note(f"{shown} with one process (one process over several GPUs: {why}; planned on one GPU)")
         return

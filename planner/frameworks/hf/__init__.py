@@ -158,6 +158,7 @@ HF_EVERY = (
 
 FRAMEWORK = Framework(
     name="hf",
+    one_process_dataparallel=True,
     reads=("hf",),  # TRL's configs too: the trainer the file names decides its defaults (reader.trainer_of)
     # told last: any transformers / TRL argument name (Signs.listed: presets/keys_hf.txt), or an FSDP pair
     signs=(Signs("hf", lambda k, d: {"fsdp", "fsdp_config"} <= k, 80, listed=True),),

@@ -221,6 +221,7 @@ TRAIN_PY = tuple(r.name for r in RELEASES if r.name not in TRAIN_BASH)
 HP = "llamafactory 0.9.5 hparams"
 FRAMEWORK = Framework(
     name="llamafactory",
+    one_process_dataparallel=True,
     image_knobs=(KEYS.key("max_pixels"), ""),  # image_max_pixels; no InternVL tile count of its own
     logprobs="full",  # DPO from the whole logits in fp32 (train/dpo/trainer.py:230): the reader cites it
     reads=("llamafactory",),
