@@ -175,7 +175,7 @@ def read_model(c: Collector, name: str, source: str, key: str, near: Path | None
     """The configuration's model into the reading: its catalog name or config path where found, else the name as
     given (a check of it then says to pass the config.json)."""
     found = lookup(name, near)
-    c.model = _given_model() or found  # the fields that need the model take the final one, whoever gave it
+    c.model = given_model() or found  # the fields that need the model take the final one, whoever gave it
     c.fact("model_id", name, source, key)  # the id as written: a remote-code checkpoint names its own modules
     if found is None:
         c.set("model", name, f"{source} (not found offline: pass its config.json with --model PATH)", key)
@@ -183,7 +183,7 @@ def read_model(c: Collector, name: str, source: str, key: str, near: Path | None
         c.set("model", found.ref, f"{source} ({found.how})", key)
 
 
-def _given_model() -> Model | None:
+def given_model() -> Model | None:
     """The model the caller gives beside the files (check --config --model: collect.GIVEN_FIELDS), resolved as the
     files' name is; None where none is given or it is not found (check then refuses it in one line). Issue 47 item 4:
     the fields that need the model (pixel caps, freeze switches, LoRA on the tower) are settled with the model that is

@@ -49,6 +49,7 @@ EVERY = (  # every value of these (closed by default: planner.frameworks.base.Fr
     "attention",
     "optimizer",
     "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
+    "zero_buckets",  # the bucket sizes a DeepSpeed JSON sets itself (deepspeed reader)
     "lora_rank",
     "quant_absmax",
     "lora_targets",

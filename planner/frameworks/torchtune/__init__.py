@@ -61,6 +61,7 @@ FRAMEWORK = Framework(
     runs={
         "device_map": ("off",),  # one process a GPU
         "client_optimizer": (False,),  # FSDP2 or one GPU, no DeepSpeed: its recipes build their own optimizer
+        "zero_buckets": ("",),  # no DeepSpeed
         "num_labels": (1,),
         "negatives": (0,),
         "task": ("causal-lm",),
