@@ -313,6 +313,16 @@ class KnobFields(BaseModel):
             "exports: ZeRO-3 full, FSDP sharded)"
         ),
     )
+    zero_buckets: str = Field(
+        default="",
+        max_length=400,
+        pattern=r"^[A-Za-z0-9_.=,+ -]*$",
+        description=(
+            "zero_optimization values a DeepSpeed JSON sets itself, by DeepSpeed's key names (reduce_bucket_size=5e8,"
+            'overlap_comm=false; planner.config.zerobuckets lists them); empty: what memplan exports (HF\'s "auto" '
+            "sizes from the hidden size, DeepSpeed's defaults of the rest)"
+        ),
+    )
     expandable_segments: bool = Field(
         default=False,
         description=(

@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from planner.config import zerobuckets
 from planner.config.knobfields import (  # noqa: F401 - the knob types and bounds, re-exported where faces import them
     KNOBS,
     LORA_TARGETS_PATTERN,
@@ -229,6 +230,11 @@ class Knobs(KnobFields):
                 + " or ".join(n for n, f in FRAMEWORKS.items() if f.sync_groups),
                 "move_model_batches",
             )
+        if self.zero_buckets:  # planner.config.zerobuckets: its one canonical text (the plan's cache key)
+            try:
+                object.__setattr__(self, "zero_buckets", zerobuckets.canonical(zerobuckets.parse(self.zero_buckets)))
+            except ValueError as e:
+                raise BadInput(str(e), "zero_buckets") from None
         check_task_knobs(self)
         check_rl_knobs(
             self.workload, {f: self.__dict__[f] for f in ("checkpointing", "loss", "batching", "optimizer_in_backward")}

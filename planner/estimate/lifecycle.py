@@ -32,7 +32,7 @@ from planner.estimate.trained import (
     trainable_params,
     trainable_weight_bytes_per_param,
 )
-from planner.estimate.zero import settings as zero_settings
+from planner.estimate.zero import of as zero_settings
 from planner.frameworks import FRAMEWORKS
 
 SAFETENSORS_SHARD_BYTES = 50 * 10**9  # save_pretrained's max_shard_size "50GB" (transformers modeling_utils.py:3316)
@@ -111,7 +111,7 @@ def save_host_bytes_per_node(s: Setup) -> int:
             s.knobs
         ):  # DeepSpeed engine.py:5631-5698: rank 0 keeps every module's weights on the host
             return w * half
-        return min(zero_settings(s.model.text.hidden).sub_group_size, w // s.world_size) * FP32  # one sub-group
+        return min(zero_settings(s).sub_group_size, w // s.world_size) * FP32  # one sub-group
     if k.zero_stage in (1, 2):  # every rank clones the full model to the host (accelerate accelerator.py:4092-4095)
         return g * w * half
     return min(  # DDP: rank 0's save_pretrained, one safetensors shard at a time

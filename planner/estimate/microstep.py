@@ -34,14 +34,12 @@ from dataclasses import dataclass
 from math import ceil
 from typing import Literal
 
-from planner.estimate import fsdp, recipe_terms
+from planner.estimate import fsdp, recipe_terms, zero
 from planner.estimate.memory import frozen_params, trainable_params
 from planner.estimate.setup import Setup
 from planner.frameworks import FRAMEWORKS
 
 DDP_BUCKET_BYTES = 25 * 2**20  # torch DistributedDataParallel's bucket_cap_mb default
-ZERO_ALLGATHER_BUCKET = 500_000_000  # allgather_bucket_size, elements (DeepSpeed runtime/zero/config.py default)
-ZERO3_MAX_REUSE_DISTANCE = 1_000_000_000  # stage3_max_reuse_distance, elements (DeepSpeed's default; HF keeps it)
 
 Op = Literal["all-reduce", "all-gather", "reduce-scatter", "reduce"]
 
@@ -86,8 +84,9 @@ def collectives(s: Setup, no_sync: bool | None = None) -> list[Collective]:
     g = 2 if s.knobs.precision != "fp32" else 4
     G = trainable_params(s) * (4 if z == 0 and s.knobs.precision != "bf16-pure" else g)
     W = (trainable_params(s) + frozen_params(s)) * g
-    buckets = max(1, int(G // max(1, s.model.text.hidden**2 * g)))  # reduce_bucket_size h x h ("auto")
-    gathers = max(1, int(W // g // ZERO_ALLGATHER_BUCKET))
+    zs = zero.of(s)  # reduce_bucket_size h x h under "auto", allgather_bucket_size 5e8, or the JSON's own
+    buckets = max(1, int(G // max(1, zs.reduce_bucket_size * g)))
+    gathers = max(1, int(W // g // max(1, zs.allgather_bucket_size)))
     if z == 0:
         calls = ceil(G / DDP_BUCKET_BYTES)  # DDP's buckets close past the cap (reducer.cpp): 2 on debug-llama
         return [Collective("all-reduce", G, calls, n, not sync_last_only, "gradients")]
@@ -105,7 +104,7 @@ def zero3_collectives(s: Setup, G: float, W: float, g: int, buckets: int) -> lis
     the head)."""
     n, t = s.world_size, s.model.text
     params = W / g
-    again = max(0.0, params - ZERO3_MAX_REUSE_DISTANCE / 2) / params if params else 0.0
+    again = max(0.0, params - zero.of(s).max_reuse_distance / 2) / params if params else 0.0
     modules = t.layers * len(recipe_terms.layer_linears(t)) + 2
     return [
         Collective("all-gather", W, modules, n, True, "parameters (forward)"),

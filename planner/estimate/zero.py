@@ -8,10 +8,11 @@ largest single parameter (ModelSpec.largest_matrix_params: an embedding, the hea
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from math import ceil, prod
 
+from planner.config import zerobuckets
 from planner.estimate import quant
 from planner.estimate.nograd import compute_dtype_bytes  # DeepSpeed casts the module to bf16/fp16; fp32 stays
 from planner.estimate.setup import Setup
@@ -35,13 +36,22 @@ class ZeroSettings:
     sub_group_size: int = 10**9
     allgather_bucket_size: int = 5 * 10**8
     overlap_comm: bool = True
+    contiguous_gradients: bool = True
 
 
 @lru_cache(maxsize=64)
-def settings(hidden: int) -> ZeroSettings:
-    """What HF's Trainer resolves "auto" to for a model of this hidden size (and what memplan exports); one frozen
-    object per size (the search asks three times a candidate)."""
-    return ZeroSettings(hidden * hidden, int(0.9 * hidden * hidden), 10 * hidden)
+def settings(hidden: int, buckets: str = "", stage: int = 3) -> ZeroSettings:
+    """What HF's Trainer resolves "auto" to for a model of this hidden size (and what memplan exports), with the
+    values a DeepSpeed JSON sets itself for ZeRO `stage` (`buckets`: the zero_buckets knob, planner.config.zerobuckets)
+    in their place; one frozen object per size and text (the search asks three times a candidate)."""
+    z = ZeroSettings(hidden * hidden, int(0.9 * hidden * hidden), 10 * hidden)
+    given = {zerobuckets.KEYS[k]: v for k, v in zerobuckets.applied(buckets, stage).items()}
+    return replace(z, **given) if given else z
+
+
+def of(s: Setup) -> ZeroSettings:
+    """The ZeRO settings of this plan: its model's "auto" sizes and its DeepSpeed JSON's own values."""
+    return settings(s.model.text.hidden, s.knobs.zero_buckets, s.knobs.zero_stage)
 
 
 def persistent_param_elements(s: Setup) -> int:
@@ -49,7 +59,7 @@ def persistent_param_elements(s: Setup) -> int:
     releases them in forward or backward (parameter_offload.py:317-335, partitioned_param_coordinator.py:638-640):
     norm weights and biases under HF's 10*h, and LoRA factors as small (a 7B's rank-16 B factors of k_proj and
     v_proj, 512 x 16). Measured (probes/zero.py, ds_persist): exact."""
-    limit = settings(s.model.text.hidden).param_persistence_threshold
+    limit = of(s).param_persistence_threshold
     adapters = sum(n * c for n, c in trainable_tensor_sizes(s) if n <= limit) if s.lora else 0
     return s.model.elements_of_tensors_at_most(limit) + adapters
 
@@ -77,7 +87,7 @@ def zero3_gathered_param_elements(s: Setup, z: ZeroSettings | None = None) -> in
     elements, not one layer's: its frozen base is gathered for the recomputation and the backward like a
     trained one (the recomputed frozen parameters are released with the backward module that asked for them,
     :388-393, 500-505)."""
-    z = z or settings(s.model.text.hidden)
+    z = z or of(s)
     persistent = persistent_param_elements(s)
     held = max(z.max_live_parameters, z.max_reuse_distance // 2) + s.model.largest_matrix_params()
     return persistent + min(zero3_param_elements(s) - persistent, held)
@@ -95,7 +105,7 @@ def zero3_staging_elements(s: Setup, z: ZeroSettings | None = None) -> int:
     set and the buffers alive at the same moment under zero3_gathered_param_elements plus this: 1.2% (LoRA rank
     16), 0.7% (rank 1, every factor persistent), 3.3% (full fine-tuning); the head's batch (rank 16: 2.13M
     elements) never coincides with the largest set."""
-    z = z or settings(s.model.text.hidden)
+    z = z or of(s)
     gathered_factors = s.lora and any(n > z.param_persistence_threshold for n, _ in trainable_tensor_sizes(s))
     return z.prefetch_bucket_size + (largest_layer_matrix_params(s) if gathered_factors else 0)
 
@@ -133,9 +143,10 @@ def zero3_live_params_bytes(s: Setup) -> int:
 def reduce_buckets_bytes(s: Setup) -> int:
     """DeepSpeed's contiguous reduce (IPG) buckets of reduce_bucket_size in the model dtype: one at stage 3, for the
     whole run (stage3.py:780-784); at stages 1 and 2 one, or two with overlap_comm as exported, from the first
-    gradient hook of a backward to its reduction (stage_1_and_2.py:3256-3280)."""
-    z, k = settings(s.model.text.hidden), s.knobs
-    if k.zero_stage == 0 or k.fsdp != "off":
+    gradient hook of a backward to its reduction (stage_1_and_2.py:3256-3280); none with contiguous_gradients false
+    (both allocate under `if self.contiguous_gradients`: stage3.py:780-782, stage_1_and_2.py:3260-3275)."""
+    z, k = of(s), s.knobs
+    if k.zero_stage == 0 or k.fsdp != "off" or not z.contiguous_gradients:
         return 0
     buffers = 1 if k.zero_stage == 3 or not z.overlap_comm else 2
     return buffers * z.reduce_bucket_size * compute_dtype_bytes(s)
@@ -148,7 +159,7 @@ def step_group_elements(s: Setup, trainable: int, z: ZeroSettings | None = None)
     partition = ceil(trainable / s.world_size)
     if s.knobs.zero_stage != 3:
         return partition
-    z = z or settings(s.model.text.hidden)
+    z = z or of(s)
     return min(partition, z.sub_group_size + ceil(largest_trained_param_elements(s) / s.world_size))
 
 

@@ -306,11 +306,12 @@ def deepspeed_config_for(k: Knobs, micro_batch: int, grad_accum: int, world: int
     """deepspeed_config from a plan's knobs and batch split (the probes and the trainer have no Plan)."""
     if k.zero_stage == 0:
         return None
-    z = zero_settings(model.text.hidden)  # every value the plan's memory terms assume (planner.estimate.zero)
+    # every value the plan's memory terms assume (planner.estimate.zero): "auto"'s, or the user's own (zero_buckets)
+    z = zero_settings(model.text.hidden, k.zero_buckets, k.zero_stage)
     zero: dict = {
         "stage": k.zero_stage,
         "overlap_comm": z.overlap_comm,
-        "contiguous_gradients": True,
+        "contiguous_gradients": z.contiguous_gradients,
         "reduce_bucket_size": z.reduce_bucket_size,
     }
     if k.zero_stage in (1, 2):

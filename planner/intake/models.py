@@ -206,10 +206,10 @@ def read_model(
     try:
         found = lookup(name, near) or (by_model_type(*model_type) if model_type else None)
     except BadInput:  # a model memplan does not count: refused, unless the caller gives the model (the last word)
-        if _given_model() is None:
+        if given_model() is None:
             raise
         found = None
-    c.model = _given_model() or found  # the fields that need the model take the final one, whoever gave it
+    c.model = given_model() or found  # the fields that need the model take the final one, whoever gave it
     c.fact("model_id", name, source, key)  # the id as written: a remote-code checkpoint names its own modules
     if found is None:
         c.set("model", name, f"{source} (not found offline: pass its config.json with --model PATH)", key)
@@ -217,7 +217,7 @@ def read_model(
         c.set("model", found.ref, f"{source} ({found.how})", key)
 
 
-def _given_model() -> Model | None:
+def given_model() -> Model | None:
     """The model the caller gives beside the files (check --config --model: collect.GIVEN_FIELDS), resolved as the
     files' name is; None where none is given or it is not found (check then refuses it in one line). Issue 47 item 4:
     the fields that need the model (pixel caps, freeze switches, LoRA on the tower) are settled with the model that is

@@ -8,11 +8,13 @@ checkpointing, which wraps the layers whatever the trainer's flag says; the fram
 
 from __future__ import annotations
 
+from planner.config import zerobuckets
 from planner.config.knobfields import KnobFields
 from planner.frameworks import BUNDLED, FRAMEWORKS, adapter
 from planner.intake import models
 from planner.intake.collect import Collector, assumption
 from planner.model.catalog import checkpoints
+from planner.model.modelspec import from_config
 
 
 def finish(c: Collector) -> None:
@@ -21,6 +23,7 @@ def finish(c: Collector) -> None:
     _frozen(c)
     _lora_vision(c)
     _checkpoint_names(c)
+    _zero_auto(c)
     if "fsdp_checkpointing" in c.facts and c.get("fsdp", "off") != "off":
         c.set("checkpointing", *c.facts["fsdp_checkpointing"])
     _unplannable(c)
@@ -105,6 +108,27 @@ def _fp32_base(c: Collector, weights: str | None, source: str, key: str, lora: b
     casts the module to half."""
     if lora and weights == "fp32" and not c.get("zero_stage", 0):
         c.set("lora_base_fp32", True, f"{source} (the LoRA base stays in fp32 under mixed precision)", key)
+
+
+def _zero_auto(c: Collector) -> None:
+    """A DeepSpeed JSON's own sizes (zero_buckets) that equal what HF resolves "auto" to for this model (memplan's own
+    exports write them so: planner.estimate.zero.settings) are the knob's default, "", not values of the user's."""
+    s, model = c.setting("zero_buckets"), c.model or models.given_model()
+    if s is None or model is None:
+        return
+    try:
+        hidden = from_config(model.config, "settle").text.hidden
+    except (KeyError, ValueError, TypeError):
+        return
+    auto = {"reduce_bucket_size": hidden * hidden, "stage3_prefetch_bucket_size": int(0.9 * hidden * hidden)}
+    auto["stage3_param_persistence_threshold"] = 10 * hidden
+    values = zerobuckets.parse(s.value)
+    kept = {k: v for k, v in values.items() if auto.get(k) != v}
+    if kept == values:
+        return
+    c.drop("zero_buckets")
+    if set(kept) - {"stage"}:
+        c.set("zero_buckets", zerobuckets.canonical(kept), s.source, s.key)
 
 
 def _lora_vision(c: Collector) -> None:

@@ -49,6 +49,7 @@ EVERY = (  # every value of these (closed by default: planner.frameworks.base.Fr
     "attention",
     "optimizer",
     "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
+    "zero_buckets",  # the bucket sizes a DeepSpeed JSON sets itself (deepspeed reader)
     "lora_rank",
     "quant_absmax",
     "lora_targets",
@@ -178,6 +179,9 @@ FRAMEWORK = Framework(
     # utils/schemas/model.py:79-82: trust_remote_code None, loaders/model.py:689,951 pass it as False: only
     # transformers' classes load
     remote_code=False,
+    # DPO's and GRPO's log-probs from the whole logits: the TRL every line pins computes them so (trl v0.12.0
+    # dpo_trainer.py:1274 .. v1.9.0 dpo_trainer.py:1201, grpo_trainer.py:1521; each line's `workload` cites its pin)
+    logprobs="full",
     # kept as planner.intake.settle had it (not re-read: loaders/adapter.py:174-182 names every Linear's leaf name)
     all_linear_vision=False,
 )

@@ -167,10 +167,33 @@ def _rl(c: Collector, f: dict[str, Flag], r) -> str:
     if kind == "grpo":
         sub = {k: Flag(k, v, f"{f['trl'].source.split(':')[0]}: trl.{k}: {v}", f"trl.{k}") for k, v in trl.items()}
         grpoargs.read_grpo(c, sub)
-        beta = r.workload.get("beta")  # the GRPOConfig default of the TRL the line pins (releases.py)
-        if beta is not None and "beta" not in trl:
-            c.fill("workload.beta", beta.value, default(f"axolotl@{r.name}", beta.source), "trl.beta")
+    if kind in ("dpo", "grpo"):
+        _trl_meanings(c, f, r, kind, trl)
     return kind
+
+
+# axolotl passes its trl section's max_completion_length, None where left out, to GRPOConfig (0.19.0
+# core/trainers/grpo/__init__.py:104; v0.7.0 :56): TRL's own default (256 through trl 1.9.0) never applies
+NO_MCL = (
+    "axolotl passes trl.max_completion_length None to GRPOConfig (axolotl/core/trainers/grpo/__init__.py:104), not "
+    "TRL's 256: the generation's own limit decides; planned at 512"
+)
+
+
+def _trl_meanings(c: Collector, f: dict[str, Flag], r, kind: str, trl: dict) -> None:
+    """What the TRL the line pins means where the trl section says nothing (releases.py, from TRL's own lines): GRPO's
+    beta, DPO's and GRPO's log-prob head (the whole logits; trl.use_liger_loss: Liger's fused GRPO loss, trl v1.9.0
+    grpo_trainer.py:773 use_liger_kernel), and GRPO's completion length, which axolotl leaves open."""
+    who = f"axolotl@{r.name}"
+    beta, head = r.workload.get("beta"), r.workload.get("logprobs")
+    if kind == "grpo" and beta is not None and "beta" not in trl:
+        c.fill("workload.beta", beta.value, default(who, beta.source), "trl.beta")
+    if kind == "grpo" and as_bool(trl.get("use_liger_loss")):
+        c.set("workload.logprobs", "fused", f"{f['trl'].source.split(':')[0]}: trl.use_liger_loss: true", "trl")
+    elif head is not None:
+        c.fill("workload.logprobs", head.value, default(who, head.source), "trl")
+    if kind == "grpo" and trl.get("max_completion_length") is None:
+        c.fill("workload.max_completion_length", 512, assumption(NO_MCL), "trl.max_completion_length")
 
 
 def _adapter(c: Collector, f: dict[str, Flag]) -> None:

@@ -11,7 +11,9 @@ src/axolotl/utils/schemas/{config,training}.py). What moved between them:
   the trl section leaves it None (v0.7.0 v0_4_1/trl.py:14; v0.12.0 schemas/trl.py:13-14): trl==0.15.0 (v0.7.0
   requirements.txt:21) .. 0.18.2 (v0.11.0 requirements.txt:21) keep beta 0.04, a reference model (trl v0.15.0
   trl/trainer/grpo_config.py:213-214); trl==0.21.0 (v0.12.0 requirements.txt:22) .. 1.9.0 (0.19.0's metadata)
-  beta 0.0 (trl v0.19.0 grpo_config.py:412-413).
+  beta 0.0 (trl v0.19.0 grpo_config.py:412-413). Every pinned TRL (0.12.0 at v0.5.0 .. 1.9.0) scores DPO and GRPO
+  from the whole logits (trl v0.12.0 dpo_trainer.py:1274; planner.frameworks.trl.WHOLE), each line's meanings
+  taken from TRL's own line (_trl); axolotl passes max_completion_length None where its trl section leaves it out.
 - keys only some releases take (SPANS, each tag's schema fields; v0.4.0 the cfg.* keys its src reads):
   activation_offloading and attn_implementation (v0.12.0 schemas/config.py:402, 554; before it the flash_attention
   / sdp_attention bools, which stay, deprecated), context_parallel_size (v0.12.0; sequence_parallel_degree from
@@ -27,6 +29,7 @@ pins (4.37.0 at v0.4.0 requirements.txt:4, 4.46.1 v0.5.0, 4.48.3 v0.7.0, 4.50.3 
 v0.14.0) decide nothing memplan plans here, since axolotl sets `optim` itself. Adding a release is one Release."""
 
 from planner.frameworks.base import Default, Release
+from planner.frameworks.trl import RELEASES as TRL_LINES
 
 GIT = "axolotl {} src/axolotl/"
 V041 = "utils/config/models/input/v0_4_1/__init__.py"
@@ -38,15 +41,15 @@ def _hf_adamw(tag: str, where: str) -> Default:
     return Default("adamw", f"{GIT.format(tag)}{where}: {HF_ADAMW}")
 
 
-def _beta(tag: str, pin: str) -> dict[str, Default]:
-    """GRPO's beta where axolotl's trl section leaves it None: the GRPOConfig default of the TRL `tag` pins."""
-    return {
-        "beta": Default(
-            0.04,
-            f"axolotl {tag} requirements.txt:{pin}; trl v0.15.0 trl/trainer/grpo_config.py:213-214: beta=0.04 (a "
-            "reference model; 0.04 through trl 0.18)",
-        )
-    }
+def _trl(tag: str, pin: str, line: str) -> dict[str, Default]:
+    """The DPO/GRPO meanings of the TRL axolotl `tag` pins (`pin`: where), as TRL's own release line
+    `line` declares them (planner.frameworks.trl.RELEASES): beta where axolotl's trl section leaves it None (v0.7.0
+    v0_4_1/trl.py:14; v0.12.0 schemas/trl.py:13-14), and DPO's and GRPO's log-probs from the whole logits (axolotl's
+    AxolotlGRPOTrainer and AxolotlDPOTrainer keep TRL's). Not max_completion_length: axolotl passes its trl section's
+    None to GRPOConfig (v0.7.0 core/trainers/grpo/__init__.py:56 .. v0.18.0 :103), never TRL's 256 (the reader)."""
+    trl = next(r for r in TRL_LINES if r.name == line)
+    said = f"axolotl {tag} {pin} (trl@{line}); "
+    return {k: Default(d.value, said + d.source) for k, d in trl.workload.items() if k in ("beta", "logprobs")}
 
 
 RELEASES = (
@@ -74,20 +77,22 @@ RELEASES = (
         (0, 7),
         f"axolotl v0.7.0 .. v0.7.1 (src/axolotl/{V041}; requirements.txt:21 trl==0.15.0, GRPO)",
         defaults={"optimizer": _hf_adamw("v0.7.0", f"{V041}:494-506")},
-        workload=_beta("v0.7.0", "21 trl==0.15.0"),
+        workload=_trl("v0.7.0", "requirements.txt:21 trl==0.15.0", "0.15"),
         notes=("0.7: optimizer adamw_hf; GRPO keeps a reference model (trl 0.15's beta 0.04)",),
     ),
     Release(
         "0.8",
         (0, 8),
         "axolotl v0.8.0 (src/axolotl/utils/schemas/training.py:53-55 adamw_torch_fused) .. v0.11.x",
-        workload=_beta("v0.8.0", "20 trl==0.16.0 (v0.11.0 :21 trl==0.18.2)"),
+        workload=_trl("v0.8.0", "requirements.txt:20 trl==0.16.0 (v0.11.0 :21 trl==0.18.2)", "0.15"),
         notes=("0.8-0.11: GRPO keeps a reference model (trl 0.16-0.18's beta 0.04)",),
     ),
     Release(
         "0.12",
         (0, 12),
         "axolotl v0.12.0 (requirements.txt:22 trl==0.21.0; attn_implementation, activation_offloading) .. 0.19.0",
+        # trl==0.21.0 (v0.12.0) .. 1.9.0 (0.19.0's metadata): TRL's lines 0.19, 0.22 and 1.0, the same beta and head
+        workload=_trl("0.19.0", "METADATA Requires-Dist trl==1.9.0", "1.0"),
     ),
 )
 V = {r.name: r.first for r in RELEASES}

@@ -7,7 +7,9 @@ stage3_prefetch_bucket_size 5e7; :187 .. :221 stage3_param_persistence_threshold
 stage3_max_live_parameters 1e9; stage3_max_reuse_distance and sub_group_size 1e9; overlap_comm None, True at stage 3
 only, v0.9.0 :259-263 .. v0.19.5 :383-386): the same at every tag. HF's Trainer fills "auto" with reduce_bucket_size
 h*h, stage3_prefetch_bucket_size 0.9*h*h, stage3_param_persistence_threshold 10*h (transformers 5.6.0
-integrations/deepspeed.py:229-238 .. 5.24.0 :232-241), what memplan plans and exports (planner.estimate.zero). What
+integrations/deepspeed.py:229-238 .. 5.24.0 :232-241), what memplan plans and exports (planner.estimate.zero) where
+the JSON says "auto"; a value the JSON sets, or a key it leaves out (DeepSpeed's default then, since HF fills only
+"auto"), is read into the zero_buckets knob (reader._buckets, planner.config.zerobuckets). What
 came, planned as a note only (deepspeed reader): ZeRO++'s zero_hpz_partition_size, zero_quantized_weights and
 zero_quantized_gradients (v0.10.0 :254-263), use_multi_rank_bucket_allreduce (v0.12.4, PR #4695 2afa1c7f2: how a
 bucket is reduced, not its size)."""

@@ -10,6 +10,7 @@ import json
 import re
 from pathlib import Path
 
+from planner.config import zerobuckets
 from planner.frameworks import FRAMEWORKS
 from planner.intake.collect import (
     DEEPSPEED,
@@ -85,6 +86,8 @@ def read(c: Collector, ref: object, source: str, key: str, near: Path, *, alone:
     stage = as_int(zero.get("stage", 0)) or 0
     c.set("zero_stage", stage, f"{name}: zero_optimization.stage: {stage}{via}", key)
     _offload(c, zero, stage, name, via, key)
+    if stage:
+        _buckets(c, zero, stage, name, via, key)
     if stage == 3:
         _gather_on_save(c, zero, name, key)
     _batch(c, cfg, name, alone, key)
@@ -111,6 +114,58 @@ def _client_optimizer(c: Collector, name: str, via: str, key: str) -> None:
         return
     why = "no optimizer entry: DeepSpeed steps the trainer's optim (transformers integrations/deepspeed.py:336)"
     c.set("client_optimizer", True, f"{name}: {why}{via}", key)
+
+
+# absent keys whose DeepSpeed default is not what memplan plans for "" (HF's "auto" sizes; overlap_comm on): HF's
+# Trainer fills only "auto" values (transformers integrations/deepspeed.py:229-241 fill_match), so an absent key is
+# DeepSpeed's own default (deepspeed 0.19.8 runtime/zero/config.py)
+ABSENT = {
+    "reduce_bucket_size": (5 * 10**8, ":113 reduce_bucket_size 5e8"),
+    "stage3_prefetch_bucket_size": (5 * 10**7, ":222 stage3_prefetch_bucket_size 5e7"),
+    "stage3_param_persistence_threshold": (10**5, ":228 stage3_param_persistence_threshold 1e5"),
+    "overlap_comm": (False, ":138, 383-387 overlap_comm None: true at stage 3 only"),
+}
+
+
+# the keys whose value memplan plans for "" does not follow the hidden size (planner.estimate.zero.ZeroSettings)
+UNMOVED = {
+    "allgather_bucket_size": 5 * 10**8,
+    "stage3_max_live_parameters": 10**9,
+    "stage3_max_reuse_distance": 10**9,
+    "sub_group_size": 10**9,
+    "overlap_comm": True,
+    "contiguous_gradients": True,
+}
+
+
+def _buckets(c: Collector, zero: dict, stage: int, name: str, via: str, key: str) -> None:
+    """The bucket sizes and switches the JSON sets itself (planner.config.zerobuckets), for the stage it runs: an
+    explicit value is the plan's; "auto" is HF's, from the hidden size (what memplan plans for ""); an absent key is
+    DeepSpeed's default (ABSENT), where it differs from memplan's."""
+    values, said = {}, []
+    for k in zerobuckets.KEYS:
+        if stage not in zerobuckets.STAGES[k]:
+            continue
+        raw = zero.get(k, zero.get(zerobuckets.KEYS[k]))  # DeepSpeed takes the field's name too (populate_by_name)
+        if raw is None and k in ABSENT:
+            values[k], cite = ABSENT[k][0], ABSENT[k][1]
+            said.append(default(DEEPSPEED, f"deepspeed/runtime/zero/config.py{cite}", f"(no {k})"))
+        elif raw is not None and raw != "auto":
+            try:
+                values[k] = zerobuckets.parse(f"{k}={str(raw).lower()}")[k]
+            except ValueError:
+                c.note(f"{name}: zero_optimization.{k}: {show(raw)} (not a size DeepSpeed takes: not planned)")
+                continue
+            if k in UNMOVED and values[k] == UNMOVED[k]:
+                del values[k]  # what memplan plans without it
+                continue
+            said.append(f"{k}: {zerobuckets.canonical({k: values[k]}).split('=')[1]}")
+    if values:
+        text = zerobuckets.canonical({"stage": stage, **values})
+        c.set("zero_buckets", text, f"{name}: zero_optimization {', '.join(said)}{via}", key)
+    mics = as_int(zero.get("mics_shard_size"))
+    if mics and mics > 0:
+        c.note(f"{name}: zero_optimization.mics_shard_size: {mics} (MiCS's shard groups are not planned)")
 
 
 def _gather_on_save(c: Collector, zero: dict, name: str, key: str) -> None:

@@ -137,6 +137,7 @@ HF_EVERY = (
     "attention",
     "optimizer",
     "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
+    "zero_buckets",  # the bucket sizes a DeepSpeed JSON sets itself (deepspeed reader)
     "lora_rank",
     "quant",
     "quant_absmax",

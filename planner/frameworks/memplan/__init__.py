@@ -41,6 +41,7 @@ FRAMEWORK = Framework(
         "eval_batch",
         "eval_logits_steps",
         "save_weights",
+        "zero_buckets",  # a DeepSpeed JSON's own bucket sizes (its export writes them)
     ),
     # context parallel: torch's context_parallel shards only CUDA's SDPA kernels (torch 2.13
     # distributed/tensor/experimental/_context_parallel/_attention.py:918-945), so the trainer cannot run it on gloo

@@ -105,6 +105,7 @@ FRAMEWORK = Framework(
     runs={
         # its DeepSpeed config names Adam: DeepSpeed picks FusedAdam or DeepSpeedCPUAdam (deepspeed_utils.py:71)
         "client_optimizer": (False,),
+        "zero_buckets": ("",),  # its own DeepSpeed config (no user JSON read)
         "device_map": ("off",),  # one process a GPU
         "dataparallel": (False,),  # torch's nn.DataParallel: HF's Trainer alone
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults

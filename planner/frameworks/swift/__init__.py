@@ -133,6 +133,7 @@ FRAMEWORK = Framework(
         "attention",
         "optimizer",
         "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
+        "zero_buckets",  # the bucket sizes a DeepSpeed JSON sets itself (deepspeed reader)
         "lora_rank",
         "quant",
         "quant_absmax",

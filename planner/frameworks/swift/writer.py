@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import shlex
 
+from planner.config import zerobuckets
 from planner.config.spec import Hardware, Plan
 from planner.estimate import recipe_terms
 from planner.export import export
@@ -240,6 +241,10 @@ def precision_flags(plan: Plan) -> list[Flag]:
 
 
 def deepspeed_arg(plan: Plan) -> str:
+    """swift's preset (its "auto" buckets) for the plan's stage and offload, or the plan's own JSON where the plan
+    sets buckets of its own (zero_buckets) or no preset matches."""
+    if zerobuckets.applied(plan.knobs.zero_buckets, plan.zero_stage):
+        return export.DS_CONFIG_NAME
     return DS_PRESETS.get((plan.zero_stage, plan.offload), export.DS_CONFIG_NAME)
 
 

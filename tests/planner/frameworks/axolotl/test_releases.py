@@ -4,14 +4,18 @@ defaults that moved (the optimizer: adamw_hf to v0.7.1, adamw_torch_fused from v
 line pins; v0.4.0's required batch and length); `--framework axolotl@RELEASE` on check --config and suggest, and the
 YAML an older line is written in. DeepSpeed: one line, its memory defaults unmoved since v0.9.0."""
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from planner import checkconfig, intake
 from planner.cli import main
+from planner.config.release import in_memplan_terms
 from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS
+from planner.frameworks.base import Default
 
 SFT = "base_model: Qwen/Qwen2.5-0.5B\nmicro_batch_size: 1\nsequence_len: 128\nbf16: true\n{extra}"
 GRPO = (
@@ -164,3 +168,51 @@ def test_a_launched_run_takes_the_pin_beside_its_launch_script(tmp_path):
     s = {x.field: x for x in r.settings}
     assert s["framework"].value == "axolotl@0.5" and "requirements.txt:1 axolotl==0.6.0" in s["framework"].source
     assert s["optimizer"].value == "adamw" and s["optimizer"].source.startswith("axolotl@0.5 default")
+
+
+@pytest.mark.parametrize(
+    ("line", "trl_lines"), [("0.7", ("0.15",)), ("0.8", ("0.15",)), ("0.12", ("0.19", "0.22", "1.0"))]
+)
+def test_each_line_takes_the_meanings_of_the_trl_it_pins_from_trl_s_own_lines(line, trl_lines):
+    """axolotl v0.7.0 pins trl==0.15.0, v0.8.0..v0.11.0 trl 0.16.0..0.18.2 (TRL's line 0.15), v0.12.0..0.19.0 trl
+    0.21.0..1.9.0 (TRL's 0.19, 0.22, 1.0): beta and the log-prob head are those lines' declarations, alike over them."""
+    r = FRAMEWORKS["axolotl"].release(line)
+    trl = [FRAMEWORKS["trl"].release(t) for t in trl_lines]
+    for t in trl:
+        assert t.workload["logprobs"].value == r.workload["logprobs"].value == "full"
+        assert t.workload.get("beta", Default(0.0, "")).value == r.workload.get("beta", Default(0.0, "")).value
+    assert trl[-1].workload["logprobs"].source in r.workload["logprobs"].source  # TRL's citation, not restated
+
+
+def test_dpo_and_grpo_score_the_whole_logits_and_the_completion_length_is_axolotl_s_open_one(tmp_path):
+    """trl v1.9.0 dpo_trainer.py:1201, grpo_trainer.py:1521 (what 0.19.0 pins); axolotl passes max_completion_length
+    None (core/trainers/grpo/__init__.py:104), so TRL's 256 never applies: 512 is planned as memplan's assumption."""
+    out, s = _check(_write(tmp_path, GRPO.replace("  max_completion_length: 256\n", "")))
+    assert out.plan.workload.logprobs == "full" and "trl v1.9.0" in s["workload.logprobs"]["source"]
+    assert "memplan assumption" in s["workload.max_completion_length"]["source"]
+    assert out.plan.workload.max_completion_length == 512
+    liger, s = _check(_write(tmp_path, GRPO + "  use_liger_loss: true\n"))
+    assert liger.plan.workload.logprobs == "fused"
+    assert liger.plan.memory.device_total_bytes < out.plan.memory.device_total_bytes - 2**20
+    dpo = in_memplan_terms({"framework": "axolotl", "workload": {"kind": "dpo"}})
+    assert dpo["workload"]["logprobs"] == "full"  # the framework's head where a request names none
+
+
+@pytest.mark.skipif(
+    not os.environ.get("MEMPLAN_AXOLOTL_PYTHON"), reason="axolotl's own venv (Makefile FRAMEWORK_PYTHONS)"
+)
+def test_the_installed_axolotl_pins_trl_1_9_and_passes_an_open_completion_length():
+    """The cited sources in the venv axolotl 0.19.0 runs in: its pin and its GRPO strategy's line 104."""
+    code = (  # the files as text: importing them loads torch
+        "import importlib.metadata as m, importlib.util as u, pathlib;"
+        "print([r for r in m.requires('axolotl') if r.startswith('trl')]);"
+        "d = pathlib.Path(u.find_spec('axolotl').origin).parent;"
+        "print((d / 'core/trainers/grpo/__init__.py').read_text().splitlines()[103].strip());"
+        "t = pathlib.Path(u.find_spec('trl').origin).parent / 'trainer/grpo_config.py';"
+        "print(' '.join(t.read_text().splitlines()[487:489]).split()[-1])"
+    )
+    out = subprocess.run([os.environ["MEMPLAN_AXOLOTL_PYTHON"], "-c", code], capture_output=True, text=True, check=True)
+    pins, line, default_ = out.stdout.splitlines()
+    assert pins == "['trl==1.9.0']"
+    assert line == 'grpo_args_kwargs["max_completion_length"] = trl.max_completion_length'
+    assert default_ == "default=256,"  # TRL's own (grpo_config.py:488-489), which axolotl's None overrides
