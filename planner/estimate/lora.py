@@ -210,8 +210,11 @@ def dora_norm_temp_bytes(model, knobs) -> int:
     forward holds: the last layer's forward, or a layer recomputed in backward under checkpointing. Under ZeRO-3 or
     FSDP the norm reads the whole gathered weight (ZeRO-3 gathers it again as an external parameter of the DoRA
     module, deepspeed 0.19.8 runtime/zero/parameter_offload.py:80-89, released after its forward): the temporaries
-    are the same, beside the gathered parameters (memory.gathered_params_bytes); the norm is detached
-    (peft 0.18.1 tuners/lora/dora.py:79, 86; 0.21.2 :144, 152), so its backward keeps no copy of the weight. Sim trace,
+    are the same, beside the gathered parameters (memory.gathered_params_bytes). The norm is detached, so its
+    backward keeps no copy of the weight: peft 0.12.0 (LLaMA-Factory 0.9.2's pin) tuners/lora/dora.py:80, 87; 0.15.0
+    (its main from 2025-03-25, #7469) :78, 85; 0.18.1 :79, 86; 0.21.2 :144, 152. 0.12.0 and 0.15.0 build the identity
+    in the input's dtype (:74, :72), as the half module's adapters are; 0.12.0 recomputes the base output (:89-91)
+    where later releases reuse it, the same bytes saved. Sim trace,
     Llama-3.2-1B 1 x 256 tokens, rank 16: -0.25% (bf16 AMP), -0.11% (bf16-pure), -1.6% (full checkpointing),
     -0.7% (every-2), -3.4% (offload)."""
     if not dora(knobs):
