@@ -263,15 +263,16 @@ class Knobs(KnobFields):
         return self
 
     def _dora_rules(self) -> None:
-        """DoRA's terms (planner.estimate.lora) are pinned on a 16-bit or fp32 base's decoder linears, not under ZeRO-3
-        or FSDP (which shard the weight its norm reads), nor under selective-op checkpointing (the sim's trace of
-        torch's selective checkpointing fails on DoRA's weight norm: its recompute finds no saved copy); PEFT runs no DoRA on stacked experts (peft 0.21.2
+        """DoRA's terms (planner.estimate.lora) are pinned on a 16-bit or fp32 base's decoder linears, under DDP, ZeRO
+        (ZeRO-3 gathers the base weight its norm reads as an external parameter of the DoRA module: deepspeed 0.19.8
+        runtime/zero/parameter_offload.py:80-89) or FSDP (the unit's unsharded weight). Not on a quantized base (the
+        norm dequantizes each weight: another transient, unmeasured), nor on tower adapters (the towers' linears are not
+        traced with DoRA), nor under selective-op checkpointing (the sim's trace of torch's selective checkpointing fails
+        on DoRA's weight norm: its recompute finds no saved copy); PEFT runs no DoRA on stacked experts (peft 0.21.2
         tuners/lora/layer.py:2371-2372)."""
         if self.lora_variant != "dora":
             return
         for bad, what in (
-            (self.zero_stage == 3, "--zero 3"),
-            (self.fsdp != "off", f"--fsdp {self.fsdp}"),
             (self.quant != "none", f"--quant {self.quant}"),
             (self.lora_vision, "--lora-vision"),
             (self.lora_base_fp32, "--lora-base-fp32"),
@@ -281,8 +282,8 @@ class Knobs(KnobFields):
             if bad:
                 raise BadInput(
                     f"--lora-variant dora with {what} is not planned (DoRA is planned on a 16-bit or fp32 base's "
-                    "decoder linears, DDP or ZeRO-1/2, no quantized base or tower adapters): does plain LoRA's plan "
-                    "answer you (DoRA only adds to its memory)? then give --lora-variant lora",
+                    "decoder linears, under DDP, ZeRO or FSDP; no quantized base or tower adapters): does plain LoRA's "
+                    "plan answer you (DoRA only adds to its memory)? then give --lora-variant lora",
                     "lora_variant",
                 )
 

@@ -163,11 +163,14 @@ def dora_magnitude_params(model, knobs) -> int:
 
 
 def _dora_mode(knobs) -> str:
-    """How DoRA's tensors are held: fp32, half (DeepSpeed casts the module, adapters included, to half), bf16-pure (a
-    half base, fp32 adapters, no autocast) or torch AMP."""
+    """How DoRA's tensors are held: fp32, half (DeepSpeed casts the module, adapters included, to half; FSDP's
+    MixedPrecisionPolicy casts the unsharded parameters, adapters included), bf16-pure (a half base, fp32 adapters,
+    no autocast) or torch AMP."""
     if knobs.precision == "fp32":
         return "fp32"
-    return "half" if knobs.zero_stage else knobs.precision if knobs.precision == "bf16-pure" else "amp"
+    if knobs.zero_stage or knobs.fsdp != "off":
+        return "half"
+    return knobs.precision if knobs.precision == "bf16-pure" else "amp"
 
 
 def dora_saved_layer_bytes(model, knobs, tokens: int) -> int:
@@ -204,7 +207,14 @@ def dora_norm_linear_bytes(d_in: int, d_out: int, mode: str) -> int:
 
 def dora_norm_temp_bytes(model, knobs) -> int:
     """DoRA's weight-norm temporaries at its largest adapted linear (dora_norm_linear_bytes), on top of what the
-    forward holds: the last layer's forward, or a layer recomputed in backward under checkpointing. Sim trace,
+    forward holds: the last layer's forward, or a layer recomputed in backward under checkpointing. Under ZeRO-3 or
+    FSDP the norm reads the whole gathered weight (ZeRO-3 gathers it again as an external parameter of the DoRA
+    module, deepspeed 0.19.8 runtime/zero/parameter_offload.py:80-89, released after its forward): the temporaries
+    are the same, beside the gathered parameters (memory.gathered_params_bytes). The norm is detached, so its
+    backward keeps no copy of the weight: peft 0.12.0 (LLaMA-Factory 0.9.2's pin) tuners/lora/dora.py:80, 87; 0.15.0
+    (its main from 2025-03-25, #7469) :78, 85; 0.18.1 :79, 86; 0.21.2 :144, 152. 0.12.0 and 0.15.0 build the identity
+    in the input's dtype (:74, :72), as the half module's adapters are; 0.12.0 recomputes the base output (:89-91)
+    where later releases reuse it, the same bytes saved. Sim trace,
     Llama-3.2-1B 1 x 256 tokens, rank 16: -0.25% (bf16 AMP), -0.11% (bf16-pure), -1.6% (full checkpointing),
     -0.7% (every-2), -3.4% (offload)."""
     if not dora(knobs):

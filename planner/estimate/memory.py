@@ -651,7 +651,7 @@ def _breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] |
         if sum(last_layer) > sum(phases["backward"]):
             phases["backward"] = last_layer
     if lora.dora(s.knobs):  # DoRA's weight norm: in the last layer's forward, or in a layer recomputed in backward
-        norm = lora.dora_norm_temp_bytes(s.model, s.knobs)
+        norm = lora.dora_norm_temp_bytes(s.model, s.knobs) + gathered_params_bytes(s)  # ZeRO-3's or FSDP's
         if s.knobs.checkpointing == "off":
             phases["forward"] = (accumulated, opt, acts, norm)
         elif norm + grads_full + acts > sum(phases["backward"]) - opt:

@@ -9,8 +9,6 @@ from planner.errors import BadInput
 @pytest.mark.parametrize(
     "knobs,says",
     [
-        ({"zero_stage": 3}, "--zero 3"),
-        ({"fsdp": "full"}, "--fsdp full"),
         ({"quant": "nf4"}, "--quant nf4"),
         ({"checkpointing": "selective-op"}, "--checkpointing selective-op"),
         ({"lora_targets": "experts.gate_up_proj"}, "--lora-targets experts.gate_up_proj"),
@@ -23,8 +21,11 @@ def test_dora_where_it_is_not_pinned_is_refused_in_one_line(knobs, says):
     assert str(e.value).endswith("? then give --lora-variant lora")  # a question the user can answer
 
 
-@pytest.mark.parametrize("knobs", [{}, {"zero_stage": 2}, {"checkpointing": "full"}, {"precision": "fp32"}])
-def test_dora_is_planned_with_ddp_and_zero_1_2(knobs):
+@pytest.mark.parametrize(
+    "knobs",
+    [{}, {"zero_stage": 2}, {"zero_stage": 3}, {"fsdp": "full"}, {"checkpointing": "full"}, {"precision": "fp32"}],
+)
+def test_dora_is_planned_with_ddp_zero_and_fsdp(knobs):
     assert Knobs.make(lora_rank=8, lora_variant="dora", **knobs).lora_variant == "dora"
 
 

@@ -38,14 +38,15 @@ VLM_FULL = {
     "loss": "fused",
 }
 
-# each framework's plans: LoRA + ZeRO-3 over two nodes, QLoRA GRPO (LLaMA-Factory: QLoRA SFT), full DPO with ZeRO-2 and
-# optimizer offload, a VLM's full FSDP run with frozen modules, packing and the fused loss, and more
+# each framework's plans: DoRA under ZeRO-3 (axolotl: FSDP) with the embeddings trained, LoRA + ZeRO-3 over two
+# nodes, QLoRA GRPO (LLaMA-Factory: QLoRA SFT), full DPO with ZeRO-2 and optimizer offload, a VLM's full FSDP run with
+# frozen modules, packing and the fused loss, and more
 CASES = {
     "llamafactory": {
         "dora": {
             "lora_rank": 16,
             "lora_variant": "dora",
-            "zero": 2,
+            "zero": 3,
             "checkpointing": "full",
             "lora_train_embeddings": True,
         },
@@ -75,7 +76,7 @@ CASES = {
         "dora": {
             "lora_rank": 16,
             "lora_variant": "dora",
-            "zero": 2,
+            "zero": 3,
             "checkpointing": "full",
             "lora_train_embeddings": True,
         },
@@ -124,7 +125,7 @@ CASES = {
         "dora": {
             "lora_rank": 16,
             "lora_variant": "dora",
-            "zero": 2,
+            "fsdp": "full",
             "checkpointing": "full",
             "lora_train_embeddings": True,
         },
