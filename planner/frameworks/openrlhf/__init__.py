@@ -5,7 +5,9 @@ GPUs (reader.py, reader_sft.py). Files cited are in the 0.11.2 wheel (paths unde
 
 Releases (github.com/OpenRLHF/OpenRLHF tags, openrlhf/cli/train_ppo_ray.py): flat flags through 0.10.1, dotted from
 0.10.2 (the intake reads both: planner/frameworks/openrlhf/reader.py); 0.9.x's micro-batch default was 4 and its precision
-`--bf16` (v0.9.0 :338, :275), 0.10.x's 1 and `--param_dtype` (v0.10.1 :388, :310)."""
+`--bf16` (v0.9.0 :338, :275), 0.10.x's 1 and `--param_dtype` (v0.10.1 :388, :310); through 0.8.9 the attention was
+the `--flash_attn` switch, off by default (eager: v0.8.9 :282, models/actor.py:58), from 0.8.10 `--attn_implementation`
+flash_attention_2 by default (v0.8.10 :283-287)."""
 
 from planner.frameworks.base import NO_SPLITS, Default, Framework, Release, Rule, kind, workload_of
 from planner.frameworks.openrlhf.keys import KEYS
@@ -43,13 +45,27 @@ def _flat(line: str) -> dict[str, str]:
 
 RELEASES = (
     Release(
+        "0.8",
+        (0, 5),
+        "openrlhf v0.8.9 openrlhf/cli/train_ppo_ray.py",
+        defaults={
+            "micro_batch": Default(4, f"v0.8.9 {CLI}:333 --micro_train_batch_size 4"),
+            # the --flash_attn switch, off: the actor loads eager attention (v0.8.9 models/actor.py:58; train_dpo.py
+            # :202 and train_sft.py take the same switch; v0.5.0 cli/train_ppo_ray.py:234 the same)
+            "attention": Default("eager", f"v0.8.9 {CLI}:282 --flash_attn off: eager (models/actor.py:58)"),
+        },
+        keys=_flat("0.8"),
+        notes=("0.5.0 .. 0.8.9: flat flags, --bf16, and --flash_attn (off by default: eager attention)",),
+    ),
+    Release(
         "0.9",
-        (0, 9),
+        (0, 8, 10),
         "openrlhf v0.9.0 openrlhf/cli/train_ppo_ray.py",
         defaults={"micro_batch": Default(4, f"v0.9.0 {CLI}:338 --micro_train_batch_size 4")},
         keys=_flat("0.9"),
         notes=(
-            "flat flags (--micro_train_batch_size, --zero_stage, --pretrain); --bf16 at 0.9.0, --param_dtype by 0.9.10",
+            "0.8.10 .. 0.9.x: flat flags (--micro_train_batch_size, --zero_stage, --pretrain)",
+            "--attn_implementation flash_attention_2 by default (v0.8.10 :283-287); --bf16 at 0.9.0, --param_dtype by 0.9.10",
         ),
     ),
     Release(

@@ -6,7 +6,7 @@ flat names through `renamed`, writer.py writes the dotted ones, the adapter's Re
 from planner.frameworks.keys import Key, Table
 
 T = "cli/train_ppo_ray.py"
-OLD = ("0.9", "0.10")  # the flat-flag lines
+OLD = ("0.8", "0.9", "0.10")  # the flat-flag lines
 
 
 def _flat(name: str, **other: str) -> dict[str, str]:
@@ -54,13 +54,14 @@ KEYS = Table(
     Key("zero_stage", "ds.zero_stage", 2, f"{T}:327", renames=_flat("zero_stage")),
     Key("offload", "ds.adam_offload", renames=_flat("adam_offload")),
     # <= 0.10's --bf16 (its DeepSpeed config's bf16.enabled: 0.11.2's bf16), --param_dtype by 0.9.10 and in 0.10
-    Key("precision", "ds.param_dtype", renames={"0.9": "bf16", "0.10": "param_dtype"}),
-    # sdpa, eager as named; v0.10.1 train_ppo_ray.py:323 --attn_implementation
+    Key("precision", "ds.param_dtype", renames={"0.8": "bf16", "0.9": "bf16", "0.10": "param_dtype"}),
+    # sdpa, eager as named; through 0.8.9 the --flash_attn switch (v0.8.9 cli/train_ppo_ray.py:282, off: eager), from
+    # 0.8.10 --attn_implementation (v0.8.10 :283-287, flash_attention_2 by default)
     Key(
         "attention",
         "ds.attn_implementation",
         to_value={"flash": "flash_attention_2"},
-        renames=_flat("attn_implementation"),
+        renames={"0.8": "flash_attn", "0.9": "attn_implementation", "0.10": "attn_implementation"},
     ),
     Key("packing", "ds.packing_samples", renames=_flat("packing_samples")),
     Key("dynamic_batch", "train.dynamic_batch_enable", renames=_flat("use_dynamic_batch")),

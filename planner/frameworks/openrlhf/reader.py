@@ -6,7 +6,7 @@ DeepSpeed offloads. Defaults cited from cli/train_ppo_ray.py (0.11.2)."""
 from __future__ import annotations
 
 from planner.frameworks.openrlhf.keys import KEYS, T
-from planner.frameworks.openrlhf.reader_flags import ESTIMATORS, OLD, ORL, dotted, get, on
+from planner.frameworks.openrlhf.reader_flags import ESTIMATORS, OLD, ORL, attention, dotted, get, on
 from planner.frameworks.openrlhf.reader_sft import read_sft, refuse_old_ppo
 from planner.intake import releases, world
 from planner.intake.collect import Collector, as_float, as_int, default, one
@@ -59,7 +59,7 @@ def read(c: Collector, flags: dict[str, Flag], near) -> None:
         f[KEYS.key("checkpointing")].source if ckpt else default(ORL, f"{T}:328", "no checkpointing"),
         KEYS.flag("checkpointing"),
     )
-    c.set("attention", "flash", default(ORL, f"{T}:342-347", "flash_attention_2"), KEYS.flag("attention"))
+    attention(c, f, f"{T}:342-347")
     _split(c, f)
     _placement(c, f, kind, near)
     _rollout(c, f)
@@ -316,27 +316,39 @@ def read_dpo(c: Collector, flags: dict[str, Flag], near) -> None:
     src = f["model.gradient_checkpointing_enable"].source if ckpt else default(ORL, f"{DPO}:192", "no checkpointing")
     c.set("checkpointing", "full" if ckpt else "off", src, "--model.gradient_checkpointing_enable")
     precision(c, f, DPO)
-    attention(c, f)
+    attention(c, f, f"{T}:342-347")
     if on(f, KEYS.key("packing")):
         c.note(f"{f['ds.packing_samples'].source} (packed DPO rows are not planned; planned padded)")
 
 
-def attention(c: Collector, f: dict[str, Flag]) -> None:
-    """--ds.attn_implementation (flash_attention_2 by default, cli/train_dpo.py; sdpa and eager as named)."""
-    key = KEYS.key("attention")
-    if key not in f:
-        c.set("attention", "flash", default(ORL, f"{T}:342-347", "flash_attention_2"), KEYS.flag("attention"))
-        return
-    value = str(one(f[key].value))
-    c.set("attention", "flash" if value.startswith("flash") else value, f[key].source, KEYS.flag("attention"))
-
-
-def release_hint(flags: dict[str, Flag]) -> tuple[str, str] | None:
-    """The release a flat flag names (OLD: 0.10.1 and before; 0.9's --bf16 where 0.10 took --param_dtype), else None
-    (planner.intake.releases)."""
+def release_hint(flags: dict[str, Flag]) -> tuple[str, str, tuple[str, ...]] | None:
+    """(the release line, why, the lines the flags allow) a flat flag names (OLD: 0.10.1 and before), else None
+    (planner.intake.releases): --flash_attn only 0.8.9 and before took (v0.8.9 cli/train_ppo_ray.py:282), the flat
+    --attn_implementation only 0.8.10 .. 0.10.1 (v0.8.10 :283); --param_dtype 0.9.10 on, --bf16 before it. --bf16 with
+    neither attention flag is 0.8's or 0.9's (flash by default from 0.8.10): both allowed, 0.9 assumed."""
     flat = next((f for k, f in flags.items() if k in OLD), None)
-    old = "0.9" if KEYS.key("precision", "0.9") in flags else "0.10"
-    return (old, f"{flat.source} (a flat flag of OpenRLHF 0.10.1 and before)") if flat else None
+    if flat is None:
+        return None
+    why = f"{flat.source} (a flat flag of OpenRLHF 0.10.1 and before)"
+    if KEYS.key("attention", "0.8") in flags:
+        return (
+            "0.8",
+            f"{flags[KEYS.key('attention', '0.8')].source} (taken by OpenRLHF 0.8.9 and before only)",
+            ("0.8",),
+        )
+    if KEYS.key("precision", "0.9") not in flags:
+        return "0.10", why, ("0.10",)
+    return "0.9", why, ("0.9",) if KEYS.key("attention", "0.9") in flags else ("0.8", "0.9")
+
+
+def _release(c: Collector, run, hint: tuple[str, str, tuple[str, ...]] | None) -> None:
+    """The release: a pin or --framework first; else the line the flat flags name, or where they allow two (--bf16
+    alone: 0.8 or 0.9), the newer assumed and each planned (the fact "releases": check --config answers the
+    hungrier)."""
+    folders = releases.folders(run)
+    if hint is None or len(hint[2]) < 2 or "openrlhf" in releases.pins(folders) or releases.given("openrlhf"):
+        return releases.by_flags(c, "openrlhf", run, hint[:2] if hint else None)
+    releases.decide(c, "openrlhf", folders, told=hint[:2], allowed=(hint[2], hint[1]))
 
 
 def read_launched(c: Collector, run) -> None:
@@ -346,7 +358,7 @@ def read_launched(c: Collector, run) -> None:
     if run.target == "openrlhf.cli.train_ppo":
         refuse_old_ppo(run)
     flags, _ = parse_flags(run.args, run.command.path)
-    releases.by_flags(c, "openrlhf", run, release_hint(flags))
+    _release(c, run, release_hint(flags))
     if run.target.endswith(("train_dpo", "train_sft")):
         world.read(c, run)
         if run.target.endswith("train_sft"):

@@ -5,6 +5,7 @@ and a switch's state."""
 from __future__ import annotations
 
 from planner.frameworks.openrlhf.keys import ALIASES, KEYS
+from planner.intake import releases
 from planner.intake.collect import Collector, as_bool, default, one
 from planner.intake.flags import Flag
 
@@ -19,7 +20,7 @@ ESTIMATORS = {
     "flash_reinforce": "reinforce++",
 }
 # flat names of <= 0.10.1 -> the dotted name (the 0.10.2 rename): the key table's flat lines and older aliases
-OLD = KEYS.renamed("0.10") | KEYS.renamed("0.9") | ALIASES
+OLD = KEYS.renamed("0.10") | KEYS.renamed("0.9") | KEYS.renamed("0.8") | ALIASES
 
 
 def dotted(c: Collector, flags: dict[str, Flag], names: dict[str, str] = OLD) -> dict[str, Flag]:
@@ -46,6 +47,20 @@ def get(f: dict[str, Flag], key: str) -> tuple[object, str]:
         return one(f[key].value), f[key].source
     row = KEYS.named(key)  # the flag's 0.11.2 default (planner.frameworks.openrlhf.keys)
     return row.default, default(ORL, row.cite, f"--{key} {row.default}")
+
+
+def attention(c: Collector, f: dict[str, Flag], cite: str) -> None:
+    """--ds.attn_implementation, read from the flat --attn_implementation (0.8.10 .. 0.10.1) or the --flash_attn switch
+    of 0.8.9 and before (planner.frameworks.openrlhf.keys); unset, the default of the release line the reading
+    targets where it moved (0.8.9's eager: releases.moved_default), else 0.11.2's flash_attention_2 (`cite`)."""
+    key = KEYS.key("attention")
+    moved = releases.moved_default(c, "openrlhf", "attention") if key not in f else None
+    if key not in f and moved is None:
+        c.set("attention", "flash", default(ORL, cite, "flash_attention_2"), KEYS.flag("attention"))
+        return
+    value, source = (one(f[key].value), f[key].source) if key in f else moved
+    name = "flash" if value is True or "flash" in str(value) else str(value)
+    c.set("attention", name, source, KEYS.flag("attention"))
 
 
 def on(f: dict[str, Flag], key: str) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from planner.errors import BadInput
 from planner.frameworks.openrlhf.keys import KEYS
-from planner.frameworks.openrlhf.reader_flags import ORL, dotted, on
+from planner.frameworks.openrlhf.reader_flags import ORL, attention, dotted, on
 from planner.intake.collect import Collector, as_int, default, one
 from planner.intake.flags import Flag
 from planner.intake.models import read_model
@@ -17,8 +17,9 @@ from planner.intake.models import read_model
 SFT = "cli/train_sft.py"
 OLD_SFT = "v0.5.7 cli/train_sft.py"
 # train_sft's flat names (<= 0.10.1) -> its dotted names (0.10.2 on): v0.5.7 cli/train_sft.py:157-220, 0.11.2
-# cli/train_sft.py:166-284; --bf16 and --flash_attn have no dotted rename (0.11.2 takes --ds.param_dtype and
-# --ds.attn_implementation, read apart)
+# cli/train_sft.py:166-284; --bf16 has no dotted rename (0.11.2 takes --ds.param_dtype, read apart); the --flash_attn
+# switch of 0.8.9 and before (v0.8.9 cli/train_sft.py:181) and 0.8.10's --attn_implementation (:182) are
+# --ds.attn_implementation's (planner.frameworks.openrlhf.reader_flags.attention)
 FLAT = {
     "pretrain": "model.model_name_or_path",
     "max_len": "data.max_len",
@@ -31,8 +32,10 @@ FLAT = {
     "lora_rank": "ds.lora.rank",
     "load_in_4bit": "ds.load_in_4bit",
     "max_epochs": "train.max_epochs",
-    # 0.9.10 .. 0.10.1's --param_dtype and --attn_implementation (v0.10.1 cli/train_sft.py; keys.py renames)
-    **{KEYS.key(n, "0.10"): KEYS.key(n) for n in ("precision", "attention")},
+    "flash_attn": "ds.attn_implementation",
+    "attn_implementation": "ds.attn_implementation",
+    # 0.9.10 .. 0.10.1's --param_dtype (v0.10.1 cli/train_sft.py; keys.py renames)
+    KEYS.key("precision", "0.10"): KEYS.key("precision"),
 }
 # dotted name -> (default, 0.11.2 line, v0.5.7 line)
 DEFAULTS = {
@@ -54,8 +57,8 @@ def _val(f: dict[str, Flag], key: str, flat: bool) -> tuple[object, str]:
 def read_sft(c: Collector, flags: dict[str, Flag], near) -> None:
     """train_sft's fields; flat flag names are read as their dotted names and said (planner.frameworks.openrlhf
     .reader_flags.dotted)."""
-    flat = any(k in FLAT or k in ("bf16", "flash_attn") for k in flags)
-    f = dotted(c, {k: v for k, v in flags.items() if k not in ("bf16", "flash_attn")}, FLAT)
+    flat = any(k in FLAT or k == "bf16" for k in flags)
+    f = dotted(c, {k: v for k, v in flags.items() if k != "bf16"}, FLAT)
     c.set("workload.kind", "sft", default(ORL, SFT, "SFT"), "openrlhf.cli.train_sft")
     if "model.model_name_or_path" in f:
         k = f["model.model_name_or_path"]
@@ -94,33 +97,19 @@ def read_sft(c: Collector, flags: dict[str, Flag], near) -> None:
 
 
 def _precision(c: Collector, flags: dict[str, Flag], f: dict[str, Flag], flat: bool) -> None:
-    """0.11.2: --ds.param_dtype (bf16 by default, :180), --ds.attn_implementation (flash_attention_2, :188-193); the
-    flat releases: --bf16 (else DeepSpeed's fp32: v0.5.7 :164, utils/deepspeed/deepspeed_utils.py bf16.enabled) and
-    --flash_attn (else eager: v0.5.7 models/actor.py:53)."""
-    if flat and "ds.param_dtype" not in f:  # 0.9.10 .. 0.10.1's --param_dtype reads as the dotted name
+    """0.11.2: --ds.param_dtype (bf16 by default, :180); the flat releases: --bf16 (else DeepSpeed's fp32: v0.5.7 :164,
+    utils/deepspeed/deepspeed_utils.py bf16.enabled), 0.9.10 .. 0.10.1's --param_dtype read as the dotted name. The
+    attention as the release line the reading targets has it (reader_flags.attention: 0.8.9's --flash_attn off is
+    eager, 0.11.2's default flash_attention_2 :188-193)."""
+    attention(c, f, f"{SFT}:188-193")
+    if flat and "ds.param_dtype" not in f:
         bf16 = "bf16" in flags
         src = flags["bf16"].source if bf16 else default("openrlhf 0.5.7", f"{OLD_SFT}:164", "--bf16 off: fp32")
         c.set("precision", "bf16" if bf16 else "fp32", src, "--bf16")
-    if flat and "ds.attn_implementation" not in f:
-        fa = "flash_attn" in flags
-        src = flags["flash_attn"].source if fa else default("openrlhf 0.5.7", "v0.5.7 models/actor.py:53", "eager")
-        c.set("attention", "flash" if fa else "eager", src, "--flash_attn")
-    if not flat or "ds.param_dtype" in f:
-        _dtype(c, f)
-    if not flat or "ds.attn_implementation" in f:
-        _attention(c, f)
-
-
-def _dtype(c: Collector, f: dict[str, Flag]) -> None:
+        return
     dtype = str(one(f["ds.param_dtype"].value)) if "ds.param_dtype" in f else "bf16"
     src = f["ds.param_dtype"].source if "ds.param_dtype" in f else default(ORL, f"{SFT}:180", "--ds.param_dtype bf16")
     c.set("precision", dtype if dtype in ("bf16", "fp16") else "bf16", src, "--ds.param_dtype")
-
-
-def _attention(c: Collector, f: dict[str, Flag]) -> None:
-    attn = str(one(f["ds.attn_implementation"].value)) if "ds.attn_implementation" in f else "flash_attention_2"
-    src = f["ds.attn_implementation"].source if "ds.attn_implementation" in f else default(ORL, f"{SFT}:188-193")
-    c.set("attention", "flash" if attn.startswith("flash") else attn, src, "--ds.attn_implementation")
 
 
 def _adapters(c: Collector, f: dict[str, Flag]) -> None:

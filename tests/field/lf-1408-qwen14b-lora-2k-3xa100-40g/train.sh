@@ -1,0 +1,29 @@
+CUDA_VISIBLE_DEVICES=0,1,2 accelerate launch \
+    /hy-tmp/LLaMA-Factory-main/src/train_bash.py \
+    --stage sft \
+    --model_name_or_path /hy-tmp/qwen/Qwen-14B-Chat \
+    --do_train \
+    --cutoff_len 2048 \
+    --dataset web_novel \
+    --template chatml \
+    --finetuning_type lora \
+    --lora_rank 16 \
+    --lora_target c_attn	 \
+    --output_dir /hy-tmp/workspace/ \
+    --overwrite_output_dir \
+    --overwrite_cache \
+    --per_device_train_batch_size 1 \
+    --gradient_accumulation_steps 2 \
+    --lr_scheduler_type cosine \
+    --save_steps 500 \
+    --eval_steps 500 \
+    --val_size 0.01 \
+    --evaluation_strategy steps \
+    --load_best_model_at_end \
+    --logging_steps 1 \
+    --save_steps 500 \
+    --learning_rate 5e-5 \
+    --num_train_epochs 3.0 \
+    --plot_loss \
+    --fp16 \
+    --flash_attn
