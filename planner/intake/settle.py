@@ -72,9 +72,24 @@ def _unplannable(c: Collector) -> None:
             if s is not None and s.value not in allowed:
                 c.note(f"{s.source} ({field} {s.value} in {kind.upper()} is not planned yet; planned as {allowed[-1]})")
                 c.set(field, allowed[-1], f"{s.source} (planned as {allowed[-1]})", s.key)
+    _sharded_quant(c)
+
+
+def _sharded_quant(c: Collector) -> None:
+    """A quantized base under ZeRO-3 or FSDP. bitsandbytes 4-bit is planned sharded (FSDP-QLoRA: the packed weight in
+    the compute dtype's storage, which axolotl 0.19.0 loaders/model.py:809 and LLaMA-Factory 0.9.5
+    model/model_utils/quantization.py:178 set; planner.estimate.quant). int8 and GPTQ/AWQ bases are not sharded by
+    FSDP or ZeRO-3, and a quantized base offloaded to the host is not planned (planner.config.spec): those are planned
+    in 16 bits with one line."""
     quant = c.setting("quant")
-    if quant is not None and (c.get("zero_stage", 0) == 3 or c.get("fsdp", "off") != "off"):
-        c.note(f"{quant.source} (a 4-bit base sharded by ZeRO-3 or FSDP is not planned yet; planned in 16 bits)")
+    if quant is None or not (c.get("zero_stage", 0) == 3 or c.get("fsdp", "off") != "off"):
+        return
+    if quant.value not in ("nf4", "fp4"):
+        why = "FSDP drops bitsandbytes' int8 state" if quant.value == "int8" else "its weights are buffers"
+        c.note(f"{quant.source} ({quant.value} base sharded by ZeRO-3 or FSDP: {why}; planned in 16 bits)")
+        c.drop("quant")
+    elif c.get("offload", "none") == "optimizer+params":
+        c.note(f"{quant.source} (a 4-bit base offloaded to the host is not planned yet; planned in 16 bits)")
         c.drop("quant")
 
 

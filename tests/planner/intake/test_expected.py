@@ -51,8 +51,8 @@ EXPECTED = {  # file: (framework, request fields (workload: the inputs listed), 
     ),
     f"{LF}/extras/fsdp_qlora/train.sh": (
         "llamafactory",
-        {"gpus_per_node": 2, "fsdp": "full", "lora_rank": 8},
-        ["a 4-bit base sharded by ZeRO-3 or FSDP is not planned"],
+        {"gpus_per_node": 2, "fsdp": "full", "lora_rank": 8, "quant": "nf4"},
+        [],
     ),
     "llamafactory/user/qwen2_5vl_lora_sft.yaml": (
         "llamafactory",

@@ -12,6 +12,8 @@ CASES = {
     "full, ZeRO-2 with the optimizer offloaded": {"zero": 2, "offload": "optimizer", "checkpointing": "off"},
     "QLoRA on DDP": {"lora_rank": 16, "quant": "nf4", "checkpointing": "full"},
     "full on FSDP": {"fsdp": "full", "checkpointing": "full"},
+    "QLoRA on FSDP": {"lora_rank": 16, "quant": "nf4", "fsdp": "full", "checkpointing": "full"},
+    "QLoRA on ZeRO-3": {"lora_rank": 16, "quant": "nf4", "zero": 3, "checkpointing": "full"},
     "LoRA DPO on ZeRO-2": {"lora_rank": 16, "workload": {"kind": "dpo"}, "zero": 2},
     "LoRA on two nodes": {"lora_rank": 16, "zero": 3, "nodes": 2},
 }
