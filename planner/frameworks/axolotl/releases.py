@@ -48,7 +48,7 @@ def _trl(tag: str, pin: str, line: str) -> dict[str, Default]:
     AxolotlGRPOTrainer and AxolotlDPOTrainer keep TRL's). Not max_completion_length: axolotl passes its trl section's
     None to GRPOConfig (v0.7.0 core/trainers/grpo/__init__.py:56 .. v0.18.0 :103), never TRL's 256 (the reader)."""
     trl = next(r for r in TRL_LINES if r.name == line)
-    said = f"axolotl {tag} {pin} (trl@{line}); "
+    said = f"axolotl {tag} {pin}, as trl@{line}: "
     return {k: Default(d.value, said + d.source) for k, d in trl.workload.items() if k in ("beta", "logprobs")}
 
 
