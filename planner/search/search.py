@@ -65,7 +65,7 @@ def families(space: Space, hw: Hardware, layout: Layout | None = None) -> list[K
         except BadInput as e:
             first = pick(first, layout.knob_error(template.model_copy(update=changes)) or e, varied)
             continue
-        error = layout.knob_error(k) or unwritten(k)
+        error = layout.knob_error(k) or unwritten(k, layout)
         first = pick(first, error, varied)
         if error is None:
             out.append(k)
@@ -76,10 +76,10 @@ def families(space: Space, hw: Hardware, layout: Layout | None = None) -> list[K
     return out
 
 
-def unwritten(k: Knobs) -> BadInput | None:
+def unwritten(k: Knobs, layout: Layout) -> BadInput | None:
     """A plan its framework runs but whose files the release line's writer does not write (a rule of scope
     "written"): the search never ranks it, so every plan it ranks exports the line's own files."""
-    refused = adapter(k.framework, k.release).unwritten(k.__dict__)
+    refused = adapter(k.framework, k.release).unwritten(k.__dict__, layout.where())
     return BadInput(refused[1], refused[0]) if refused else None
 
 

@@ -58,7 +58,7 @@ RELEASES = (
             Rule(
                 "release",
                 "OpenRLHF 0.9.x scripts are read, not written: give --framework openrlhf@0.10 or openrlhf",
-                lambda k: True,
+                lambda k, w: True,
                 "written",
             ),
         ),

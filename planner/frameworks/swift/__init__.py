@@ -51,7 +51,7 @@ PER_MICRO_STEP = Default(
 )
 
 
-def _any(knobs: dict) -> bool:
+def _any(knobs: dict, where: object) -> bool:
     return True
 
 

@@ -75,7 +75,7 @@ RELEASES = (
                 "verl 0.2.x-0.3.x have no FSDP2 (strategy fsdp only: v0.3.0.post1 verl/trainer/config/ppo_trainer.yaml) "
                 "and 0.4.0 no entropy_checkpointing (from v0.4.1): its scripts are read, not written; give --framework "
                 "verl@0.6 or verl",
-                lambda k: True,
+                lambda k, w: True,
                 scope="written",
             ),
         ),
@@ -98,7 +98,7 @@ RELEASES = (
                 "release",
                 "verl 0.6.0's SFT trainer takes no optim.optimizer_impl (from v0.6.1): its SFT scripts are read, not "
                 "written; give --framework verl",
-                lambda k: kind(k) not in RL_KINDS,
+                lambda k, w: kind(k) not in RL_KINDS,
                 scope="written",
             ),
         ),

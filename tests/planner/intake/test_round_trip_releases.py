@@ -218,3 +218,30 @@ def test_suggest_at_every_line_ranks_only_plans_its_writer_writes(framework, lin
     for plan in res.plans:
         made = launch.launch(plan, *res.context[:2], 1024)
         assert launch.exporter(framework) is None or made.framework_files, (plan.recipe, made.note)
+
+
+LF_LINES = ["", *(r.name for r in FRAMEWORKS["llamafactory"].releases if r is not FRAMEWORKS["llamafactory"].newest)]
+
+
+@pytest.mark.parametrize("line", LF_LINES)
+@pytest.mark.parametrize("lora", [0, 8])
+def test_a_vision_model_at_every_llamafactory_line_ranks_only_what_its_yaml_writes(line, lora):
+    """A vision model's frozen parts (freeze_multi_modal_projector, freeze_language_model from v0.9.2) and FSDP (the
+    accelerate config written is FSDP2's, from v0.9.3's accelerate) at every LLaMA-Factory line: every plan ranked is
+    written in the line's files; the lines before ran and read full fine-tuning of a vision model or FSDP, never
+    ranked where the writer has no file for them (their rules of scope "written")."""
+    body = {"model": "qwen2.5-vl-3b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "seq_len": 1024}
+    body |= {"top": 8, "zero_stage": [0, 2, 3], "fsdp": ["off", "full"], "evidence": "analytic", "lora_rank": lora}
+    body["framework"] = f"llamafactory@{line}".rstrip("@")
+    try:
+        res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
+    except BadInput as e:  # every plan of the line refused: only full fine-tuning of the VLM before v0.9.2
+        assert not lora and FRAMEWORKS["llamafactory"].release(line).first < (0, 9, 2), e
+        assert "frozen parts" in str(e) and "\n" not in str(e)
+        return
+    early = FRAMEWORKS["llamafactory"].release(line).first < (0, 9, 3) if line else False
+    assert res.plans and not (early and any(p.fsdp != "off" for p in res.plans))
+    assert early or any(p.fsdp != "off" for p in res.plans) or lora  # the newer lines rank FSDP
+    for plan in res.plans:
+        made = launch.launch(plan, *res.context[:2], 1024)
+        assert made.framework_files, (plan.recipe, made.note)
