@@ -104,8 +104,8 @@ UNWRITTEN = [
 def test_a_line_read_but_not_written_is_never_ranked_and_says_so_in_one_line(framework, body, says):
     """Lines whose versions take no one file (their flags moved inside the line, or a key the writer needs came
     later): `suggest` at the line ranks no plan and says why in one line (the line's rule of scope "written"); `check`
-    at the line still plans (a user's own file of the line is read and planned), and its writer refuses that plan in
-    one line naming the release, so launch() carries HF's material with that note."""
+    at the line still plans, with its alternatives (a user's own file of the line is read and planned), and its writer
+    refuses that plan in one line naming the release, so launch() carries HF's material with that note."""
     req = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 8, "global_batch": 64, "top": 1, **body}
     req |= {"framework": framework, "evidence": "analytic"}
     with pytest.raises(BadInput, match=says) as e:
@@ -114,7 +114,7 @@ def test_a_line_read_but_not_written_is_never_ranked_and_says_so_in_one_line(fra
     one = {k: v for k, v in req.items() if k not in ("global_batch", "top")} | {"micro_batch": 1}
     one |= {"fsdp": "full"} if framework.startswith("verl") else {}
     res = advise.check(advise.parse(advise.CheckRequest, one))
-    assert res.plan.release == framework.split("@")[1]
+    assert res.plan.release == framework.split("@")[1] and res.suggestions  # alternatives to edit the user's file by
     with pytest.raises(ValueError, match=says) as e:
         launch.framework_launch(res.plan, *res.context[:2], 1024)
     assert "\n" not in str(e.value)
