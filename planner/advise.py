@@ -518,8 +518,8 @@ def check(
     alt_cal = cal.with_mode("auto") if cal is not None else None  # alternatives: stored evidence only
     try:
         found = search(
-            model, hw, goal, space, top=MAX_SUGGESTIONS + 1, calibrate=alt_cal, batches=batches, rejected_too=False
-        ).plans
+            model, hw, goal, space, MAX_SUGGESTIONS + 1, alt_cal, batches, rejected_too=False, written=False
+        ).plans  # alternatives to the plan's own settings: at a line read but not written, its user's file to edit
     except BadInput:  # no alternative the framework runs (the plan itself was valid): none to offer
         found = []
     alternatives = [p for p in found if (p.micro_batch, p.knobs) != (plan.micro_batch, plan.knobs)][:MAX_SUGGESTIONS]

@@ -53,14 +53,15 @@ class Framework(Memory, Reading, Runs):
 
     def at(self, text: str = "") -> Framework:
         """This adapter as the release `text` runs it: its defaults and keys merged over the newest's, `adapter`
-        fields replaced (planner.frameworks.adapter caches it)."""
+        fields replaced and the line's own rules after the framework's (planner.frameworks.adapter caches it)."""
         r = self.release(text)
         if r is None or r is self.newest:
             return self
+        rules = r.adapter.get("rules", self.rules) + r.rules
         return replace(
             self,
             defaults={**self.defaults, **r.defaults},
             keys={**self.keys, **r.keys},
             notes=self.notes + r.notes,
-            **r.adapter,
+            **{**r.adapter, "rules": rules},
         )

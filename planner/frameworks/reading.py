@@ -41,6 +41,9 @@ class Release:
     adapter: dict[str, object] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
+    # the line's own rules (planner.frameworks.rules.Rule), after the framework's: a line whose writer writes no file
+    # for some plans (scope "written") says so here, so the search never ranks them and readings still plan them
+    rules: tuple = ()
 
     def __post_init__(self) -> None:
         for what, value in self.meaning.items():

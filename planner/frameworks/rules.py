@@ -29,7 +29,9 @@ class Where:
 class Rule:
     """A combination a framework refuses though it runs each value alone. `refuses(knobs)` true means refused; a rule
     with `scope` "layout" is `refuses(knobs, where)` (the GPUs and the model, whatever the split: the search prunes a
-    knob family with it), "split" the same once the micro-batch and accumulation are known (a candidate)."""
+    knob family with it), "split" the same once the micro-batch and accumulation are known (a candidate), "written"
+    `refuses(knobs, where)` (the model in `where`) for a plan the framework runs but its writer writes no file for at a release line (the search and
+    the writer apply it; a reading of the user's own file does not)."""
 
     field: str
     reason: str | Callable[[dict, Where], str]

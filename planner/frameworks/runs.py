@@ -91,6 +91,15 @@ class Runs:
                 return rule.field, f"--framework {self.name} ({self.label}): {rule.says(knobs, where)}"
         return None
 
+    def unwritten(self, knobs: dict, where: Where) -> tuple[str, str] | None:
+        """(field, one-line reason) for the first rule of scope "written" these knobs break: a plan this framework (at
+        this release line) runs and its files are read, but its writer writes no file for. The search prunes with it
+        (planner.search.search.families); a reading of a user's file and check's request never trip it."""
+        for rule in self.rules:
+            if rule.scope == "written" and rule.refuses(knobs, where):
+                return rule.field, f"--framework {self.name} ({self.label}): {rule.reason}"
+        return None
+
     def refusal(self, knobs: dict, where: Where) -> tuple[str, str] | None:
         """Every rule of this framework, the knobs' first: what its exporter checks before writing a file."""
-        return self.cannot(knobs) or self.cannot_here(knobs, where)
+        return self.cannot(knobs) or self.cannot_here(knobs, where) or self.unwritten(knobs, where)

@@ -39,9 +39,10 @@ def check_global_batch(global_batch: int, world: int) -> None:
     raise_if(Layout(world).global_batch_error(Workload(), global_batch))
 
 
-def families(space: Space, hw: Hardware, layout: Layout | None = None) -> list[Knobs]:
-    """Every knob combination of the space that can run on this layout. None can: a BadInput with the first
-    combination's reason (a request that cannot exist is bad input, not "nothing fits")."""
+def families(space: Space, hw: Hardware, layout: Layout | None = None, written: bool = True) -> list[Knobs]:
+    """Every knob combination of the space that can run on this layout (and, with `written`, whose files the
+    framework's release line writes: unwritten). None can: a BadInput with the first combination's reason (a request
+    that cannot exist is bad input, not "nothing fits")."""
     layout = layout or Layout.of(hw)
     precisions = space.precision or [adapter(space.framework, space.release).precision(hw.gpu.bf16_tflops > 0)]
     for p, a in product(precisions, space.attention):
@@ -65,7 +66,7 @@ def families(space: Space, hw: Hardware, layout: Layout | None = None) -> list[K
         except BadInput as e:
             first = pick(first, layout.knob_error(template.model_copy(update=changes)) or e, varied)
             continue
-        error = layout.knob_error(k)
+        error = layout.knob_error(k) or (unwritten(k, layout) if written else None)
         first = pick(first, error, varied)
         if error is None:
             out.append(k)
@@ -74,6 +75,13 @@ def families(space: Space, hw: Hardware, layout: Layout | None = None) -> list[K
             "--fsdp on one GPU shards nothing: give --offload optimizer+params or --fsdp off", "fsdp"
         )
     return out
+
+
+def unwritten(k: Knobs, layout: Layout) -> BadInput | None:
+    """A plan its framework runs but whose files the release line's writer does not write (a rule of scope
+    "written"): the search never ranks it, so every plan it ranks exports the line's own files."""
+    refused = adapter(k.framework, k.release).unwritten(k.__dict__, layout.where())
+    return BadInput(refused[1], refused[0]) if refused else None
 
 
 def pick(first: BadInput | None, error: BadInput | None, varied: set[str]) -> BadInput | None:
@@ -241,16 +249,18 @@ def search(
     calibrate=None,
     batches: TokenBatches | None = None,
     rejected_too: bool = True,
+    written: bool = True,
 ) -> Result:
     """All fitting plans, best first (at most `top`), and one rejected candidate per knob family
     that has no fitting micro-batch (its smallest micro-batch, with the reason); with a token budget
     (`batches`), one plan per knob family. Without `rejected_too` the rejected list is left empty and a family's
     smallest micro-batch waits with its others (ranked.queued): the same plans from fewer estimates, for the callers
-    that read only the plans (a table of plans, the nearest settings, check's alternatives)."""
+    that read only the plans (a table of plans, the nearest settings, check's alternatives). Without `written` it ranks
+    plans the release line's writer writes no file for too (check's alternatives to a user's own file of the line)."""
     layout = Layout.of(hw, model, goal)
     raise_if(layout.global_batch_error(space.workload, goal.global_batch))
     fitting, rejected, pending = [], [], []
-    fams = families(space, hw, layout)
+    fams = families(space, hw, layout, written)
     for i, knobs in enumerate(fams):
         if batches is not None:  # a token budget: one plan per knob family
             if knobs.optimizer_in_backward:
@@ -276,7 +286,7 @@ def search(
     if not fitting and batches is None:
         for wider in parallel_spaces(space, hw):  # the sequence fits nothing as asked: split it, or the layers
             try:
-                more = search(model, hw, goal, wider, top, calibrate, rejected_too=rejected_too)
+                more = search(model, hw, goal, wider, top, calibrate, rejected_too=rejected_too, written=written)
             except BadInput:  # the framework, the model or the GPUs run no such split
                 continue
             fitting += more.plans

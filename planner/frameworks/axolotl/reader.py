@@ -52,20 +52,19 @@ def _get(f: dict[str, Flag], key: str, fallback: object, cite: str) -> tuple[obj
     return fallback, default(AXOLOTL, cite, f"{key} {fallback}")
 
 
-def _look(f: dict[str, Flag], name: str, r=None) -> tuple[object, str]:
-    """(value, source) of field `name`'s key (planner.frameworks.axolotl.keys), else axolotl's default and its cite:
-    the release line's where it moved (`r`, the Release read)."""
+def _look(c: Collector, f: dict[str, Flag], name: str) -> tuple[object, str]:
+    """(value, source) of field `name`'s key (planner.frameworks.axolotl.keys), else the release line's default where
+    it moved (planner.intake.releases.moved_default: the line the reading targets), else axolotl's and its cite."""
     k = KEYS[name]
-    d = r.defaults.get(name) if r is not None and r is not FRAMEWORK.newest else None
-    if d is not None and k.key not in f:
-        return d.value, default(f"axolotl@{r.name}", d.source)
+    if k.key not in f and (moved := releases.moved_default(c, "axolotl", name)) is not None:
+        return moved
     return _get(f, k.key, k.default, k.cite)
 
 
 def _required(c: Collector, f: dict[str, Flag], name: str, r) -> tuple[object, str]:
     """`_look`, where a line with no default (v0.4.0's micro_batch_size, gradient_accumulation_steps, sequence_len)
     stops without the key: a note, and the next line's default as an assumption."""
-    value, src = _look(f, name, r)
+    value, src = _look(c, f, name)
     if value is None:
         c.note(f"{src} (axolotl {r.name} stops without {KEYS.key(name)}; planned at {KEYS[name].default})")
         value, src = KEYS[name].default, assumption(f"{KEYS.key(name)} {KEYS[name].default}: {src}")
@@ -125,7 +124,7 @@ def read(c: Collector, data: dict, path: Path, vars=None) -> None:
         why = f"{ssrc} (axolotl/core/builders/base.py:690-691)"
         c.number("workload.max_length", seq, why, KEYS.key("seq_len"))
     _adapter(c, f)
-    _training(c, f, r)
+    _training(c, f)
     _sharding(c, f, path, vars)
     _parallel(c, f)
     for key, why in UNPLANNED.items():
@@ -222,7 +221,7 @@ def _adapter(c: Collector, f: dict[str, Flag]) -> None:
         c.set("lora_variant", "dora", dora.source, KEYS.key("lora_variant"))
     if save is not None:
         tuners.modules_to_save(c, save.value, save.source, KEYS.key("lora_train_embeddings"))
-    drop, dsrc = _look(f, "lora_dropout")
+    drop, dsrc = _look(c, f, "lora_dropout")
     if as_float(drop) is not None:
         c.set("lora_dropout", as_float(drop), dsrc, KEYS.key("lora_dropout"))
     _quant(c, f)
@@ -239,8 +238,8 @@ def _quant(c: Collector, f: dict[str, Flag]) -> None:
         c.set("quant", "int8", f"{eight.source} (bitsandbytes LLM.int8)", KEYS.key("quant_8bit"))
 
 
-def _training(c: Collector, f: dict[str, Flag], r) -> None:
-    gc, gsrc = _look(f, "checkpointing")
+def _training(c: Collector, f: dict[str, Flag]) -> None:
+    gc, gsrc = _look(c, f, "checkpointing")
     gk, ok = KEYS.key("checkpointing"), KEYS.key("activation_offloading")
     offload = f[ok].value if ok in f else None
     # "unsloth" (v0.5.0-v0.9.x): Unsloth's checkpointing, each layer's input offloaded to the host (v0.5.0
@@ -257,7 +256,7 @@ def _training(c: Collector, f: dict[str, Flag], r) -> None:
     packing = f.get(KEYS.key("batching"))
     if packing is not None and as_bool(packing.value):
         c.set("batching", "packed", packing.source, KEYS.key("batching"))
-    opt, osrc = _look(f, "optimizer", r)
+    opt, osrc = _look(c, f, "optimizer")
     if tuners.optimizer(osrc, opt) and vocab.optimizer(opt):
         c.set("optimizer", vocab.optimizer(opt), osrc, KEYS.key("optimizer"))
     else:
@@ -267,7 +266,7 @@ def _training(c: Collector, f: dict[str, Flag], r) -> None:
 
 def _precision(c: Collector, f: dict[str, Flag]) -> None:
     bk, fk = KEYS.key("bf16"), KEYS.key("fp16")
-    bf16, bsrc = _look(f, "bf16")
+    bf16, bsrc = _look(c, f, "bf16")
     fp16 = fk in f and as_bool(f[fk].value)
     amp = "bf16" if bf16 == "auto" or as_bool(bf16) else "fp16" if fp16 else "fp32"
     src = f"{bsrc} (auto: bf16 where the GPU has it)" if bf16 == "auto" else bsrc if amp != "fp16" else f[fk].source

@@ -171,7 +171,14 @@ SPANS = {
     "train_mm_proj_only": (V["0.8"], V["0.9.2"]),
     **dict.fromkeys(("image_resolution", "video_resolution"), (V["0.9"], V["0.9.2"])),
     **dict.fromkeys(
-        ("image_max_pixels", "image_min_pixels", "video_max_pixels", "freeze_multi_modal_projector", "use_apollo"),
+        (
+            "image_max_pixels",
+            "image_min_pixels",
+            "video_max_pixels",
+            "freeze_multi_modal_projector",
+            "freeze_language_model",  # v0.9.2 hparams/finetuning_args.py:428 (none at v0.9.1)
+            "use_apollo",
+        ),
         (V["0.9.2"], None),
     ),
     **dict.fromkeys(("enable_liger_kernel", "use_unsloth_gc", "use_adam_mini"), (V["0.9"], None)),

@@ -67,6 +67,17 @@ RELEASES = (
             "0.8.10 .. 0.9.x: flat flags (--micro_train_batch_size, --zero_stage, --pretrain)",
             "--attn_implementation flash_attention_2 by default (v0.8.10 :283-287); --bf16 at 0.9.0, --param_dtype by 0.9.10",
         ),
+        # users' 0.9.x scripts are read and planned; none is written: the line's flags changed inside it (--bf16 at
+        # v0.9.0 cli/train_ppo_ray.py:275, --param_dtype by v0.9.10; --prompt_max_len / --generate_max_len at v0.9.0
+        # :325-326, --max_len / --max_new_tokens by v0.9.10 :370), so no one script runs on every 0.9 release
+        rules=(
+            Rule(
+                "release",
+                "OpenRLHF 0.9.x scripts are read, not written: give --framework openrlhf@0.10 or openrlhf",
+                lambda k, w: True,
+                "written",
+            ),
+        ),
     ),
     Release(
         "0.10",

@@ -49,6 +49,12 @@ WHOLE_LOGITS = "whole"
 PER_MICRO_STEP = Default(
     1, "ms-swift v3.3.0 keeps trl 0.16's GRPOTrainer._prepare_inputs (trl 0.16.1 trainer/grpo_trainer.py:643-651)"
 )
+
+
+def _any(knobs: dict, where: object) -> bool:
+    return True
+
+
 RELEASES = (
     Release(
         "2",
@@ -60,6 +66,16 @@ RELEASES = (
         # tower's SDPA is 4.45.2 modeling_qwen2_vl.py:398-404 (the same at 4.47.1), the mask over every patch
         adapter={"tower_sdpa": "masked-3d"},
         notes=("2.x: --sft_type, --model_id_or_path, --batch_size; max_length 2048 by default",),
+        # users' 2.x scripts are read and planned; none is written (writer.py writes 3.x/4.x flags), so the search
+        # ranks no plan at this line
+        rules=(
+            Rule(
+                "release",
+                "ms-swift 2.x scripts are read, not written: give --framework swift@3 or swift",
+                _any,
+                "written",
+            ),
+        ),
     ),
     Release(
         "3",

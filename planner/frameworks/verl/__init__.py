@@ -5,7 +5,7 @@ Files cited are in the 0.9.1 wheel (paths under verl/)."""
 
 from dataclasses import replace
 
-from planner.frameworks.base import Default, Framework, Release, Rule, only_expert_targets, workload_of
+from planner.frameworks.base import Default, Framework, Release, Rule, kind, only_expert_targets, workload_of
 from planner.frameworks.rl import RoleEngine
 
 # verl/models/transformers/monkey_patch.py:544-552: remove-padding and Ulysses replace flash attention's forward
@@ -53,6 +53,8 @@ ROLES = RoleEngine(
 # the release lines of main_ppo's defaults that moved (the mirror's tags, trainer/config/): rows padded in the actor's
 # and the reference's forward through 0.6.1, the rollout without CUDA graphs through 0.5.0
 PADDED = {"role_engine": replace(ROLES, defaults={**ROLES.defaults, "remove_padding": False})}
+# the workloads main_ppo runs (writer_rl.py); every other is verl.trainer.sft_trainer's (writer.py)
+RL_KINDS = ("grpo", "ppo", "rloo", "reinforce++")
 RELEASES = (
     Release(
         "0.5",
@@ -65,6 +67,18 @@ RELEASES = (
             "rollout_eager": Default(True, "verl v0.5.0 trainer/config/rollout/rollout.yaml:35: enforce_eager: True"),
         },
         adapter=PADDED,
+        # users' scripts of the line are read and planned; none is written (writer.py, writer_rl.py write FSDP2 and
+        # entropy_checkpointing), so the search ranks no plan at this line
+        rules=(
+            Rule(
+                "release",
+                "verl 0.2.x-0.3.x have no FSDP2 (strategy fsdp only: v0.3.0.post1 verl/trainer/config/ppo_trainer.yaml) "
+                "and 0.4.0 no entropy_checkpointing (from v0.4.1): its scripts are read, not written; give --framework "
+                "verl@0.6 or verl",
+                lambda k, w: True,
+                scope="written",
+            ),
+        ),
     ),
     Release(
         "0.6",
@@ -76,6 +90,18 @@ RELEASES = (
             )
         },
         adapter=PADDED,
+        # its RL scripts are written (each key checked in v0.6.0's config); its SFT trainer takes no
+        # optim.optimizer_impl before v0.6.1 (verl/trainer/config/_generated_ppo_trainer.yaml:11 at v0.6.1; none in
+        # v0.6.0's), which writer.py writes, so the search ranks no SFT plan at this line
+        rules=(
+            Rule(
+                "release",
+                "verl 0.6.0's SFT trainer takes no optim.optimizer_impl (from v0.6.1): its SFT scripts are read, not "
+                "written; give --framework verl",
+                lambda k, w: kind(k) not in RL_KINDS,
+                scope="written",
+            ),
+        ),
     ),
     Release("0.7", (0, 7), "verl v0.7.0 (model/hf_model.yaml:40 use_remove_padding: True) .. 0.9.1"),
 )

@@ -92,23 +92,31 @@ def test_an_older_lines_rl_script_reads_back_as_the_newest_ones(framework, line,
     assert old.memory.peak_allocated_bytes == new.memory.peak_allocated_bytes
 
 
-@pytest.mark.parametrize(
-    ("framework", "body", "says"),
-    [
-        ("swift@2", LORA, "ms-swift 2.x scripts are read, not written"),
-        ("openrlhf@0.9", {"seq_len": 1024}, "OpenRLHF 0.9.x scripts are read, not written"),
-        ("verl@0.5", RL, "verl 0.2.x-0.3.x have no FSDP2"),
-        ("verl@0.6", {"seq_len": 1024}, "takes no optim.optimizer_impl"),
-    ],
-)
-def test_a_line_read_but_not_written_says_so_in_one_line(framework, body, says):
+UNWRITTEN = [
+    ("swift@2", LORA, "ms-swift 2.x scripts are read, not written"),
+    ("openrlhf@0.9", {"seq_len": 1024}, "OpenRLHF 0.9.x scripts are read, not written"),
+    ("verl@0.5", RL, "verl 0.2.x-0.3.x have no FSDP2"),
+    ("verl@0.6", {"seq_len": 1024}, "takes no optim.optimizer_impl"),
+]
+
+
+@pytest.mark.parametrize(("framework", "body", "says"), UNWRITTEN)
+def test_a_line_read_but_not_written_is_never_ranked_and_says_so_in_one_line(framework, body, says):
     """Lines whose versions take no one file (their flags moved inside the line, or a key the writer needs came
-    later): the writer refuses in one line naming the release, and launch() carries HF's material with that note."""
+    later): `suggest` at the line ranks no plan and says why in one line (the line's rule of scope "written"); `check`
+    at the line still plans, with its alternatives (a user's own file of the line is read and planned), and its writer
+    refuses that plan in one line naming the release, so launch() carries HF's material with that note."""
     req = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 8, "global_batch": 64, "top": 1, **body}
-    res = advise.suggest(advise.parse(advise.SuggestRequest, {**req, "framework": framework, "evidence": "analytic"}))
-    plan, (model, hw, goal) = res.plans[0], res.context
+    req |= {"framework": framework, "evidence": "analytic"}
+    with pytest.raises(BadInput, match=says) as e:
+        advise.suggest(advise.parse(advise.SuggestRequest, req))
+    assert "\n" not in str(e.value)
+    one = {k: v for k, v in req.items() if k not in ("global_batch", "top")} | {"micro_batch": 1}
+    one |= {"fsdp": "full"} if framework.startswith("verl") else {}
+    res = advise.check(advise.parse(advise.CheckRequest, one))
+    assert res.plan.release == framework.split("@")[1] and res.suggestions  # alternatives to edit the user's file by
     with pytest.raises(ValueError, match=says) as e:
-        launch.framework_launch(plan, model, hw, goal.seq_len)
+        launch.framework_launch(res.plan, *res.context[:2], 1024)
     assert "\n" not in str(e.value)
 
 
@@ -176,3 +184,64 @@ def test_trl_before_0_18_writes_no_vllm_mode_and_refuses_what_needs_it(tmp_path)
         with pytest.raises(BadInput) as e:
             advise.check(advise.parse(advise.CheckRequest, {**req, "workload": {**work, **change}}))
         assert "\n" not in str(e.value) and "release 0.15's GRPOConfig has no" in str(e.value)
+
+
+SHOWN = {u[0] for u in UNWRITTEN}
+EVERY_LINE = [
+    (name, line, extra)
+    for name, fw in FRAMEWORKS.items()
+    for line in ["", *(r.name for r in fw.releases if r is not fw.newest)]
+    for extra in ({"seq_len": 1024}, GRPO if name not in ("verl", "openrlhf") else RL)
+    if kind(extra) in fw.at(line).runs.get("workload", ("sft",))
+]
+# torchtitan 0.3.0 defines its own families (the smallest catalog one) and runs flash attention on packed rows only
+OWN = {"torchtitan": {"model": "qwen3-8b", "attention": ["flash"], "batching": ["packed"]}}
+
+
+@pytest.mark.parametrize(
+    ("framework", "line", "extra"), EVERY_LINE, ids=[f"{f}@{r}-{kind(x)}" for f, r, x in EVERY_LINE]
+)
+def test_suggest_at_every_line_ranks_only_plans_its_writer_writes(framework, line, extra):
+    """Issue 46 item 4 at every framework x release line (one small model, one shape, SFT and GRPO where it runs
+    them, ZeRO and FSDP offered): every plan `suggest` ranks is written in the line's own files (no fallback to HF's
+    material); a line whose writer writes no such plan ranks none and says so in one line."""
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, **OWN.get(framework, {})}
+    body |= {"top": 6, **extra, "zero_stage": [0, 2, 3], "fsdp": ["off", "full"], "evidence": "analytic"}
+    body["framework"] = f"{framework}@{line}" if line else framework
+    try:
+        res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
+    except BadInput as e:
+        assert "read, not written" in str(e) and "\n" not in str(e), e
+        assert any(body["framework"] == u[0] for u in UNWRITTEN), body["framework"]
+        return
+    assert res.plans
+    for plan in res.plans:
+        made = launch.launch(plan, *res.context[:2], 1024)
+        assert launch.exporter(framework) is None or made.framework_files, (plan.recipe, made.note)
+
+
+LF_LINES = ["", *(r.name for r in FRAMEWORKS["llamafactory"].releases if r is not FRAMEWORKS["llamafactory"].newest)]
+
+
+@pytest.mark.parametrize("line", LF_LINES)
+@pytest.mark.parametrize("lora", [0, 8])
+def test_a_vision_model_at_every_llamafactory_line_ranks_only_what_its_yaml_writes(line, lora):
+    """A vision model's frozen parts (freeze_multi_modal_projector, freeze_language_model from v0.9.2) and FSDP (the
+    accelerate config written is FSDP2's, from v0.9.3's accelerate) at every LLaMA-Factory line: every plan ranked is
+    written in the line's files; the lines before ran and read full fine-tuning of a vision model or FSDP, never
+    ranked where the writer has no file for them (their rules of scope "written")."""
+    body = {"model": "qwen2.5-vl-3b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "seq_len": 1024}
+    body |= {"top": 8, "zero_stage": [0, 2, 3], "fsdp": ["off", "full"], "evidence": "analytic", "lora_rank": lora}
+    body["framework"] = f"llamafactory@{line}".rstrip("@")
+    try:
+        res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
+    except BadInput as e:  # every plan of the line refused: only full fine-tuning of the VLM before v0.9.2
+        assert not lora and FRAMEWORKS["llamafactory"].release(line).first < (0, 9, 2), e
+        assert "frozen parts" in str(e) and "\n" not in str(e)
+        return
+    early = FRAMEWORKS["llamafactory"].release(line).first < (0, 9, 3) if line else False
+    assert res.plans and not (early and any(p.fsdp != "off" for p in res.plans))
+    assert early or any(p.fsdp != "off" for p in res.plans) or lora  # the newer lines rank FSDP
+    for plan in res.plans:
+        made = launch.launch(plan, *res.context[:2], 1024)
+        assert made.framework_files, (plan.recipe, made.note)
