@@ -399,10 +399,9 @@ class Knobs(KnobFields):
         data-parallel size is the world size over this)."""
         return self.tensor_parallel * self.sequence_parallel * self.context_parallel * self.device_map
 
-    def _device_map_rules(self) -> None:
-        """One process over several GPUs: DeepSpeed and FSDP place the model themselves (transformers refuses a
-        device_map under ZeRO-3, and DeepSpeed moves the whole module to its rank's device), and the other splits
-        are not combined with it."""
+    def _one_process_others(self, device_map: bool) -> str:
+        """What a one-process placement (device_map, nn.DataParallel) does not combine with: the splits and sharding
+        set, with device_map's own where `device_map`, else an RL workload; "" for none."""
         others = [
             f"--{f.replace('_', '-')} {v}"
             for f, v, off in (
@@ -413,11 +412,18 @@ class Knobs(KnobFields):
                 ("sequence_parallel", self.sequence_parallel, 1),
                 ("context_parallel", self.context_parallel, 1),
                 ("expert_parallel", self.expert_parallel, 1),
+                *((("device_map", self.device_map, 1),) if device_map else ()),
             )
             if v != off
         ]
-        if others or self.workload.rl:
-            what = ", ".join(others) or f"--workload {self.workload.kind}"
+        return ", ".join(others) or (f"--workload {self.workload.kind}" if self.workload.rl else "")
+
+    def _device_map_rules(self) -> None:
+        """One process over several GPUs: DeepSpeed and FSDP place the model themselves (transformers refuses a
+        device_map under ZeRO-3, and DeepSpeed moves the whole module to its rank's device), and the other splits
+        are not combined with it."""
+        what = self._one_process_others(device_map=False)
+        if what:
             raise BadInput(
                 f"--device-map {self.device_map} with {what}: one process over several GPUs is planned under DDP, "
                 "without ZeRO, FSDP, offload, other splits or an RL workload",
@@ -427,22 +433,8 @@ class Knobs(KnobFields):
     def _dataparallel_rules(self) -> None:
         """torch's nn.DataParallel: HF's Trainer wraps the model in it only without DeepSpeed, FSDP or a launcher
         (transformers 4.40.2 trainer.py:1628-1629, n_gpu > 1), so it takes none of the other splits."""
-        others = [
-            f"--{f.replace('_', '-')} {v}"
-            for f, v, off in (
-                ("zero", self.zero_stage, 0),
-                ("fsdp", self.fsdp, "off"),
-                ("offload", self.offload, "none"),
-                ("tensor_parallel", self.tensor_parallel, 1),
-                ("sequence_parallel", self.sequence_parallel, 1),
-                ("context_parallel", self.context_parallel, 1),
-                ("expert_parallel", self.expert_parallel, 1),
-                ("device_map", self.device_map, 1),
-            )
-            if v != off
-        ]
-        if others or self.workload.rl:
-            what = ", ".join(others) or f"--workload {self.workload.kind}"
+        what = self._one_process_others(device_map=True)
+        if what:
             raise BadInput(
                 f"--dataparallel with {what}: torch's nn.DataParallel is one process replicating the whole model, "
                 "planned without ZeRO, FSDP, offload, other splits or an RL workload",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS
-from planner.intake import Reading, configs, limits, pyscript, settle, shellvars, training
+from planner.intake import Reading, configs, limits, pyscript, releases, settle, shellvars, training
 from planner.intake.collect import Collector, is_default
 
 SCRIPTS = (".sh", ".bash", ".zsh", ".ksh")
@@ -19,6 +19,7 @@ SCRIPTS = (".sh", ".bash", ".zsh", ".ksh")
 def read_all(paths: list[str]) -> Reading:
     if not paths:
         raise BadInput(f"--config: give at least one file ({configs.ACCEPTED})", "config")
+    paths = _without_pins(paths)
     token = shellvars.GIVEN.set(tuple(filter(None, map(_given_path, paths))))
     try:
         readings = [read_one(p) for p in paths]
@@ -30,6 +31,16 @@ def read_all(paths: list[str]) -> Reading:
             _merge(lead, other)
     settle.finish(lead)
     return lead.reading()
+
+
+def _without_pins(paths: list[str]) -> list[str]:
+    """The given paths less the version-pin files (requirements.txt, ...) that sit in another given file's folder: the
+    release reading reads them there (releases.pins); a pin file alone, or in a folder of its own, is read as a
+    configuration and refused as one."""
+    parents = {Path(str(p)).expanduser().parent for p in paths if not releases.is_pin_file(Path(str(p)))}
+    return [
+        p for p in paths if not (releases.is_pin_file(Path(str(p))) and Path(str(p)).expanduser().parent in parents)
+    ]
 
 
 def _supporting(c: Collector) -> str:

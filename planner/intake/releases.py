@@ -16,6 +16,7 @@ up to PARENTS folders above each, never in memplan's own working folder, and onl
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from pathlib import Path
 
@@ -50,6 +51,11 @@ _PIN = re.compile(
 # the GRPO forks' signs, as the framework they froze a release of declares them (planner.frameworks.trl: R1-V,
 # VLM-R1, Video-R1); the releases fork() and fork_by_flags() name are that framework's
 FORKS = next(fw.forks for fw in FRAMEWORKS.values() if fw.forks is not None)
+
+
+def is_pin_file(path: Path) -> bool:
+    """A version-pin file by its name (PIN_FILES, PIN_GLOBS): read beside a configuration in its folder, not as one."""
+    return path.name in PIN_FILES or any(fnmatch.fnmatch(path.name, g) for g in PIN_GLOBS)
 
 
 def _pin_files(folder: Path) -> list[Path]:

@@ -53,7 +53,7 @@ def test_a_ranked_plans_files_and_zip(client):
     swift = client.post("/v1/plans/files", json={"request": {**SWIFT, "framework": "swift"}, "rank": 1}).json()
     # the script first; an FSDP plan (the rank-1 plan since the ZeRO-3 terms moved) carries its fsdp config beside it
     assert swift["command"] == "bash swift_train.sh" and next(iter(swift["files"])) == "swift_train.sh"
-    assert set(swift["files"]) <= {"swift_train.sh", "swift_fsdp.json", "swift_ds.json"}
+    assert set(swift["files"]) <= {"swift_train.sh", "swift_fsdp.json", "swift_ds.json", "requirements.txt"}
     z = client.post("/v1/plans/zip", json={"request": {**SWIFT, "framework": "swift"}})
     assert z.headers["content-type"] == "application/zip"
     assert 'filename="memplan-plan-1-swift.zip"' in z.headers["content-disposition"]

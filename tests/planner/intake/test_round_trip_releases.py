@@ -245,3 +245,20 @@ def test_a_vision_model_at_every_llamafactory_line_ranks_only_what_its_yaml_writ
     for plan in res.plans:
         made = launch.launch(plan, *res.context[:2], 1024)
         assert made.framework_files, (plan.recipe, made.note)
+
+
+def test_the_pin_file_given_beside_its_files_is_read_as_their_pin_not_a_config(tmp_path):
+    """The API's upload and `check --config` with every file of a plan: requirements.txt beside the script is the
+    release's pin (read from the folder), never a configuration to refuse; given alone, it is refused as one."""
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "top": 1}
+    body |= {"framework": "llamafactory@0.8", "evidence": "analytic", "seq_len": 1024}
+    res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
+    plan, (model, hw, goal) = res.plans[0], res.context
+    files = launch.files(plan, hw, model, goal.seq_len)
+    assert "requirements.txt" in files
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    back = checkconfig.check_config([str(tmp_path / n) for n in files], {"gpu": "h100"}).plan
+    assert back.release == plan.release == FRAMEWORKS["llamafactory"].line("0.8")
+    with pytest.raises(BadInput, match="requirements.txt: neither a training configuration"):
+        checkconfig.check_config([str(tmp_path / "requirements.txt")], {"gpu": "h100"})
