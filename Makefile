@@ -57,23 +57,28 @@ fwenv:
 # PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
 PYTEST_PARALLEL := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+# One torch (OpenMP) thread a worker: two workers with torch's default of a thread a core put 4 spinning threads on
+# 2 cores, and every in-process CPU step and sim waits on them (2026-12-05, under load: tests/probes/test_sim.py 374 s
+# -> 152 s; a bitsandbytes LoRA step of debug-llama 72.4 s -> 4.1 s). The trainer, torchrun and DeepSpeed ranks the
+# tests start already ran with 1 (tests/trainer/helpers.py, probes/dist.py).
+PYTEST_THREADS := $(if $(filter 0,$(PYTEST_WORKERS)),,OMP_NUM_THREADS=1)
 # What CI runs on every commit: every check, with the property tests at 2,000 requests a kind; the sweep tier (the
 # same checks at more shapes, model sizes, chaos rounds and fuzz examples: pytest -m sweep, docs/tests.md) is
 # `make test-all`'s.
 test: setup-dev fwenv
-	MEMPLAN_CHAOS_ROUNDS=6 MEMPLAN_FUZZ_EXAMPLES=500 $(FRAMEWORK_PYTHONS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) \
+	$(PYTEST_THREADS) MEMPLAN_CHAOS_ROUNDS=6 MEMPLAN_FUZZ_EXAMPLES=500 $(FRAMEWORK_PYTHONS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) \
 		-m "not sweep" tests
 
 # Everything at full size: `make test` and the sweep tier, 20 chaos rounds, 2,000 fuzz examples an operation.
 .PHONY: test-all
 test-all: setup-dev fwenv
-	$(FRAMEWORK_PYTHONS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) tests
+	$(PYTEST_THREADS) $(FRAMEWORK_PYTHONS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) tests
 
 # The edit loop (under 8 minutes on 2 cores): the tests not marked slow (tests/conftest.py SLOW, each 4 s or more)
 # nor sweep, 100 hypothesis requests a kind instead of 2,000 and 3 chaos rounds.
 .PHONY: test-fast
 test-fast: setup-dev
-	MEMPLAN_TEST_EXAMPLES=100 MEMPLAN_CHAOS_ROUNDS=3 $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not slow and not sweep" tests
+	$(PYTEST_THREADS) MEMPLAN_TEST_EXAMPLES=100 MEMPLAN_CHAOS_ROUNDS=3 $(BIN)/python -m pytest $(PYTEST_PARALLEL) -m "not slow and not sweep" tests
 
 bench: setup
 	$(BIN)/python benchmarks/plan_latency.py --out benchmarks/results/plan_latency.json
