@@ -90,3 +90,11 @@ def test_a_trainer_script_pinning_no_transformers_plans_4_and_5_and_the_4_line_l
     (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py --evaluation_strategy steps\n")
     old = intake.read([run])
     assert old.releases == () and old.request["framework"] == "hf@4"
+
+
+def test_a_line_planned_by_memplans_own_adapter_is_named_as_the_line_read():
+    """LLaMA-Factory#1408's train_bash.py run (0.5 or 0.6) asks --flash_attn, which 0.6's key spells sdpa only: the plan
+    falls back to memplan's adapter, and the line the answer names is the one read, 0.6, not the newest (0.9.5)."""
+    path = FIELD / "lf-1408-qwen14b-lora-2k-3xa100-40g" / "train.sh"
+    releases = checkconfig.check_config([str(path)], {"gpu": "a100-40gb"}).config["releases"]
+    assert (releases["allowed"], releases["planned"]) == (["0.5", "0.6"], "0.6")
