@@ -70,9 +70,7 @@ def hungrier_release(paths, allowed, overrides: dict, reading, kwargs: dict):
     name = reading.framework
     fw = FRAMEWORKS[name]
     planned = split_name(str(reading.request.get("framework", name)))[1] or fw.newest.name
-    if (
-        planned not in reading.releases
-    ):  # planned by memplan's own adapter (the line's refused a setting): the line read
+    if planned not in reading.releases:  # memplan's own adapter planned it (the line refused a setting)
         planned = max(reading.releases, key=lambda r: fw.release(r).first or ())
     readings, needs, failed = {}, {}, {}
     for r in reading.releases:
