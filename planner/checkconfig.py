@@ -68,7 +68,10 @@ def hungrier_release(paths, allowed, overrides: dict, reading, kwargs: dict):
     from planner import intake
 
     name = reading.framework
-    planned = split_name(str(reading.request.get("framework", name)))[1] or FRAMEWORKS[name].newest.name
+    fw = FRAMEWORKS[name]
+    planned = split_name(str(reading.request.get("framework", name)))[1] or fw.newest.name
+    if planned not in reading.releases:  # memplan's own adapter planned it (the line refused a setting)
+        planned = max(reading.releases, key=lambda r: fw.release(r).first or ())
     readings, needs, failed = {}, {}, {}
     for r in reading.releases:
         given = {**overrides, "framework": f"{name}@{r}"}

@@ -10,13 +10,14 @@ Outside a `reading` (a reader called alone, as some tests do) the per-item limit
 from __future__ import annotations
 
 import ast
+import copy
 import json
 import os
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import NoReturn
 
@@ -27,6 +28,8 @@ MAX_READ_BYTES = 32 << 20  # every file one --config reads, a file sourced twice
 MAX_NESTING = 64  # JSON / YAML levels; the example configurations nest 4 at most
 MAX_YAML_BYTES = 1 << 20  # a YAML text; PyYAML's pure-Python scanner reads ~1.5 MiB a second
 MAX_YAML_NODES = 20_000  # YAML nodes, an alias counted as the nodes it stands for (PyYAML composes ~35,000 a second)
+# YAML documents kept parsed (load_yaml): a run's files, read again at each release line it allows, parse once
+YAML_PARSES_KEPT = 32
 MAX_SCRIPT_BYTES = 1 << 20  # a shell script (launch scripts are kilobytes); memplan's lexer takes ~1 s a MiB
 MAX_SHELL_BYTES = 2 << 20  # all the shell text one --config reads: scripts, sourced files, strings run by bash -c
 MAX_PY_BYTES = 1 << 20  # a Python training script; ast.parse takes ~0.3 s and ~100 MiB for 1 MiB
@@ -156,6 +159,13 @@ def load_yaml(text: str, name: Path | str | None = None) -> object:
     ValueError where it is not YAML."""
     if len(text) > MAX_YAML_BYTES:
         refuse(f"{about(name)}YAML of over {MAX_YAML_BYTES >> 20} MiB (memplan reads YAML up to that size)")
+    return copy.deepcopy(_composed(text, name))  # the caller's own copy: a reader may change what it is given
+
+
+@lru_cache(maxsize=YAML_PARSES_KEPT)
+def _composed(text: str, name: Path | str | None) -> object:
+    """load_yaml's document, parsed once for the lines check --config plans a run's files at (each line reads the
+    same files again: planner.checkconfig.hungrier_release); a refusal or an error is not kept."""
     loader = _bounded_loader()(text, name)
     try:
         return loader.get_single_data()

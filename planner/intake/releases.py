@@ -190,11 +190,18 @@ def fork_by_flags(flags: dict) -> tuple[str, str] | None:
     return None
 
 
-def by_flags(c: Collector, framework: str, run, hint: tuple[str, str] | None) -> None:
-    """ms-swift's or OpenRLHF's release: a pin, else the release the flags' names say (`hint`: (release, why), from
-    the framework's reader: planner.frameworks.swift.reader.release_hint, planner.frameworks.openrlhf.reader.release_hint), else the
-    newest."""
-    decide(c, framework, folders(run), hint=hint)
+def by_flags(c: Collector, framework: str, run, hint: tuple | None) -> None:
+    """ms-swift's or OpenRLHF's release: a pin or the release given, else the release the flags' names say (`hint`:
+    (release, why) or (release, why, the lines those names allow), from the framework's reader:
+    planner.frameworks.swift.reader.release_hint, planner.frameworks.openrlhf.reader.release_hint), else the newest.
+    Where the names allow two lines or more, `release` is read and each line planned (the fact "releases": check
+    --config answers the hungrier verdict)."""
+    where = folders(run)
+    lines = hint[2] if hint is not None and len(hint) > 2 else ()
+    if len(lines) > 1 and PACKAGES.get(framework) not in pins(where) and given(framework) is None:
+        decide(c, framework, where, told=hint[:2], allowed=(lines, hint[1]))
+        return
+    decide(c, framework, where, hint=hint[:2] if hint else None)
 
 
 def script_of(run) -> Path | None:
@@ -274,11 +281,12 @@ def _assume(c: Collector, fw, r, names: tuple[str, ...], why: str, sweep: bool =
     """The release `r` assumed among `names`, the lines the files allow (the fact "releases" where they are two or
     more and `sweep`: check --config plans each)."""
     every = len(names) == len(fw.lines_taking("", ()))
+    firsts = [fw.release(n).first for n in names]
     which = (
         "the newest memplan lists"
         if r is fw.newest and every
         else f"the newest of {', '.join(names)}"
-        if r.first
+        if r.first and None not in firsts and r.first == max(firsts)
         else f"one of {', '.join(names)}"
     )
     c.fact(

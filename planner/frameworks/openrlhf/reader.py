@@ -345,10 +345,7 @@ def _release(c: Collector, run, hint: tuple[str, str, tuple[str, ...]] | None) -
     """The release: a pin or --framework first; else the line the flat flags name, or where they allow two (--bf16
     alone: 0.8 or 0.9), the newer assumed and each planned (the fact "releases": check --config answers the
     hungrier)."""
-    folders = releases.folders(run)
-    if hint is None or len(hint[2]) < 2 or "openrlhf" in releases.pins(folders) or releases.given("openrlhf"):
-        return releases.by_flags(c, "openrlhf", run, hint[:2] if hint else None)
-    releases.decide(c, "openrlhf", folders, told=hint[:2], allowed=(hint[2], hint[1]))
+    releases.by_flags(c, "openrlhf", run, hint)
 
 
 def read_launched(c: Collector, run) -> None:

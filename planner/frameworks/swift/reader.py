@@ -18,7 +18,7 @@ from planner.frameworks.swift import reader_2 as swift2
 from planner.frameworks.swift import reader_env as swiftenv
 from planner.frameworks.swift import reader_media as media
 from planner.frameworks.swift import reader_rl as swiftrl
-from planner.frameworks.swift.keys import KEYS, S
+from planner.frameworks.swift.keys import KEYS, V3, S
 from planner.frameworks.swift.reader_rl import get, look
 from planner.intake import loraargs, models, releases, tasks, tuners, vocab
 from planner.intake.collect import (
@@ -265,9 +265,11 @@ SWIFT2_FLAGS = (
 )
 
 
-def release_hint(flags: dict[str, Flag]) -> tuple[str, str] | None:
-    """The release the flags' names say (planner.intake.releases): ("3", why) for ms-swift 3's --train_type without
-    4.x's --tuner_type, read as 3.0-3.3 (the hungrier for images); ("2", why) for a 2.x-only name."""
+def release_hint(flags: dict[str, Flag]) -> tuple[str, str] | tuple[str, str, tuple[str, ...]] | None:
+    """The release the flags' names say (planner.intake.releases.by_flags): ("3", why, the 3.x lines) for ms-swift 3's
+    --train_type without 4.x's --tuner_type, read as 3.0-3.3 (the hungrier for images) with 3.4 and 3.7 planned too
+    (4.x takes the name as a deprecated alias, but its reader here names the tuner --tuner_type: not swept); ("2",
+    why) for a 2.x-only name."""
     old, new = KEYS.key("lora", "3"), KEYS.key("lora")
     if old in flags and new not in flags:
         why = (
@@ -275,7 +277,7 @@ def release_hint(flags: dict[str, Flag]) -> tuple[str, str] | None:
             "for images: their --max_length leaves the image's tokens out; a pin ms-swift==3.4 or later beside the "
             "script reads it as 3.4)"
         )
-        return "3", why
+        return "3", why, V3
     old2 = next((flags[k] for k in SWIFT2_FLAGS if k in flags), None)
     if old2 is not None and new not in flags:
         return "2", f"{old2.source} (an ms-swift 2.x name, v2.5.2 swift/llm/utils/argument.py:610-617)"

@@ -194,3 +194,16 @@ def test_a_regular_file_reads_with_text_mode_newlines(tmp_path):
     assert limits.read_config_text(path) == '{"a":\n 1}\n'
     with pytest.raises(IsADirectoryError):
         limits.read_config_text(tmp_path)
+
+
+def test_a_yaml_document_read_again_is_parsed_once_and_each_reader_gets_its_own_copy():
+    """check --config reads a run's files again at each release line they allow (the LLaMA-Factory YAML of the field
+    corpus's lf-4453 at nine lines): the document is composed once, and what one reading changes the next never sees."""
+    path = ROOT / "tests" / "field" / "lf-4453-qwen2-72b-lora-z3off-8k-8xa800" / "qwen2_72b_lora_sft.yaml"
+    text = path.read_text()
+    first = limits.load_yaml(text, path)
+    composed = limits._composed.cache_info().misses
+    first["cutoff_len"] = 1
+    again = limits.load_yaml(text, path)
+    assert again["cutoff_len"] == 8192 and again is not first
+    assert limits._composed.cache_info().misses == composed
