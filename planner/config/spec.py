@@ -353,10 +353,11 @@ class Knobs(KnobFields):
             )
         if self.quant == "gptq" and self.precision == "fp32":
             raise BadInput("--quant gptq computes in fp16 or bf16: use --precision fp16 or bf16", "quant")
-        if self.quant != "none" and sharded and self.offload == "optimizer+params":
+        fsdp_four_bit = self.quant in ("nf4", "fp4") and self.fsdp != "off"  # planner.estimate.fsdp: packed shards
+        if self.quant != "none" and sharded and self.offload == "optimizer+params" and not fsdp_four_bit:
             raise BadInput(
-                f"--quant {self.quant} with --offload optimizer+params: a quantized base offloaded to the host is not "
-                "planned; use --offload none or optimizer",
+                f"--quant {self.quant} with --offload optimizer+params: a quantized base offloaded to the host is "
+                "planned under FSDP with a 4-bit base only; use --offload none or optimizer",
                 "quant",
             )
 

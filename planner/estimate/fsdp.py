@@ -19,7 +19,8 @@ decoder layer and the root are FSDP units; each parameter is sharded on dim 0 ov
 from __future__ import annotations
 
 from planner.config.spec import Knobs
-from planner.estimate import quant
+from planner.estimate import lora, quant
+from planner.estimate.trained import trainable_params
 from planner.frameworks import FRAMEWORKS
 
 
@@ -61,10 +62,26 @@ def accumulated_grads_bytes(s, trainable: int) -> int:
     return trainable * max(compute_bytes_per_param(s.knobs), reduce_bytes_per_param(s.knobs))
 
 
-def layer_params(s) -> int:
-    """Parameters of one decoder layer, the unit every layer is wrapped as (an MoE model's largest, routed one)."""
+def layer_params(s, quantized: bool = False) -> int:
+    """Parameters of one decoder layer, the unit every layer is wrapped as (an MoE model's largest, routed one);
+    `quantized`: only its decoder linears' weights, which a quantized base stores packed."""
     n = s.knobs.expert_parallel  # each rank's unit holds only its own experts
-    return s.model.layer_unit_params() - s.model.expert_params_per_layer() * (n - 1) // n
+    return s.model.layer_unit_params(quantized) - s.model.expert_params_per_layer() * (n - 1) // n
+
+
+def layer_grad_params(s) -> int:
+    """Parameters of one unit that receive a gradient in its backward: the whole layer in full fine-tuning; under
+    LoRA the adapters alone (a frozen parameter gets no .grad, so FSDP allocates no unsharded gradient for it:
+    measured, tests/probes/test_dist.py), spread evenly over the layers."""
+    if not s.lora:
+        return layer_params(s)
+    return trainable_params(s) // max(1, s.model.text.layers)
+
+
+def root_grad_params(s) -> int:
+    """The root unit's parameters that receive a gradient: all of it in full fine-tuning; under LoRA only the
+    trained embedding copies (--lora-train-embeddings)."""
+    return lora.embedding_copy_params(s.model, s.knobs) if s.lora else root_params(s)
 
 
 def root_params(s) -> int:
@@ -93,7 +110,7 @@ def unsharded_params_bytes(s) -> int:
         return 0
     layers = s.model.text.layers if s.knobs.fsdp == "grad-op" else min(2, s.model.text.layers)
     b = compute_bytes_per_param(s.knobs)
-    packed = quant.quantized_weights(s.model) // s.model.text.layers  # a layer's 4-bit linears, gathered packed
+    packed = layer_params(s, quantized=True)  # the unit's 4-bit linears, gathered packed (an MoE's routed layer's)
     saved = int(packed * (b - quant.packed_bytes_per_weight(s.knobs.quant))) if s.knobs.quant != "none" else 0
     return (root_params(s) + layers * layer_params(s)) * b - layers * saved
 
@@ -101,15 +118,17 @@ def unsharded_params_bytes(s) -> int:
 def backward_temp_bytes(s, end: bool) -> int:
     """Backward's gradient transients: a layer's unsharded gradient (compute dtype) and its reduce-dtype copy that
     the reduce-scatter reads; the root's unsharded gradients, reduced only when its backward ends (the head's
-    from the first backward op; at the end, every root parameter's, with its reduce-dtype copy)."""
+    from the first backward op; at the end, every root parameter's, with its reduce-dtype copy). Under LoRA only
+    the trained parameters' (layer_grad_params, root_grad_params)."""
     k = s.knobs
     if not on(k):
         return 0
     cb, rb = compute_bytes_per_param(k), reduce_bytes_per_param(k)
     copy = rb if rb != cb else 0
     if end:
-        return root_params(s) * (cb + copy)
-    return layer_params(s) * (cb + copy) + head_params(s) * cb
+        return root_grad_params(s) * (cb + copy)
+    head = head_params(s) if not s.lora or s.knobs.lora_train_embeddings else 0
+    return layer_grad_params(s) * (cb + copy) + head * cb
 
 
 def host_offload_bytes_per_rank(s, states_bytes: int) -> int:

@@ -43,6 +43,8 @@ and what the matmuls dequantize.
 
 from __future__ import annotations
 
+from math import prod
+
 from planner.estimate.lora import INPUT_GROUPS  # the decoder linears that read one tensor
 
 NF4_BLOCK = 64  # bitsandbytes' 4-bit blocksize (transformers' BitsAndBytesConfig default)
@@ -114,10 +116,12 @@ def storage_elements_saved(model, quant: str, storage_bytes: int) -> int:
 
 def dequantized_weight_bytes(model, quant: str, compute_bytes: int, bf16: bool = False) -> int:
     """The largest decoder linear's dequantization transients: one weight in the compute dtype (4-bit), in half
-    (int8's CB.to(dtype), awq's fp16); gptq's fp16 weight and its cast to bf16."""
+    (int8's CB.to(dtype), awq's fp16); gptq's fp16 weight and its cast to bf16. A quantized layer dequantizes one
+    linear at a time, so stacked experts count one expert's matrix (axolotl's linearized Llama-4 experts are one
+    Linear4bit an expert: 9f986f5e7 src/axolotl/monkeypatch/models/llama4/modeling.py:26-46, :69-84)."""
     if quant == "none":
         return 0
-    largest = max(t.numel // t.count for t in model.tensors if t.lora)
+    largest = max(prod(t.shape[-2:]) for t in model.tensors if t.lora)
     if quant == INT8:
         return 2 * largest
     if quant == "gptq":

@@ -79,8 +79,9 @@ def _sharded_quant(c: Collector) -> None:
     """A quantized base under ZeRO-3 or FSDP. bitsandbytes 4-bit is planned sharded (FSDP-QLoRA: the packed weight in
     the compute dtype's storage, which axolotl 0.19.0 loaders/model.py:809 and LLaMA-Factory 0.9.5
     model/model_utils/quantization.py:178 set; planner.estimate.quant). int8 and GPTQ/AWQ bases are not sharded by
-    FSDP or ZeRO-3, and a quantized base offloaded to the host is not planned (planner.config.spec): those are planned
-    in 16 bits with one line."""
+    FSDP or ZeRO-3, and a 4-bit base offloaded to the host is planned under FSDP only (its packed shards on the host,
+    the unit gathered packed, the quant state on every GPU: planner.estimate.fsdp; ZeRO-3's is not, planner.config.spec):
+    the others are planned in 16 bits with one line."""
     quant = c.setting("quant")
     if quant is None or not (c.get("zero_stage", 0) == 3 or c.get("fsdp", "off") != "off"):
         return
@@ -88,8 +89,8 @@ def _sharded_quant(c: Collector) -> None:
         why = "FSDP drops bitsandbytes' int8 state" if quant.value == "int8" else "its weights are buffers"
         c.note(f"{quant.source} ({quant.value} base sharded by ZeRO-3 or FSDP: {why}; planned in 16 bits)")
         c.drop("quant")
-    elif c.get("offload", "none") == "optimizer+params":
-        c.note(f"{quant.source} (a 4-bit base offloaded to the host is not planned yet; planned in 16 bits)")
+    elif c.get("offload", "none") == "optimizer+params" and c.get("fsdp", "off") == "off":
+        c.note(f"{quant.source} (a 4-bit base offloaded to the host by ZeRO-3 is not planned yet; planned in 16 bits)")
         c.drop("quant")
 
 

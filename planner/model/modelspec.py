@@ -251,15 +251,23 @@ class ModelSpec:
         """The decoder linears' module names, and stacked experts' (what --lora-targets may list)."""
         return {t.name for t in self.tensors if t.lora and not t.name.startswith("router.")}
 
-    def layer_unit_params(self) -> int:
+    def layer_unit_params(self, quantized: bool = False) -> int:
         """Parameters of the largest decoder layer (FSDP's unit, ZeRO-3's gather): every layer alike in a dense
-        model; an MoE model's routed layer (DeepSeek's first layers are dense and smaller)."""
-        layer = [t for t in self.tensors if t.role == "layer"]
+        model; an MoE model's routed layer (DeepSeek's first layers are dense and smaller). `quantized`: only its
+        decoder linears' weights (what a quantized base stores packed: planner.estimate.quant.quantized_weights)."""
+        layer = [t for t in self.tensors if t.role == "layer" and (t.lora or not quantized)]
         L, m = self.text.layers, self.text.moe
         if m is None or not m.moe_layers:
             return sum(t.numel for t in layer) // L
         block = sum(t.numel for t in layer if in_moe_block(t.name))
-        dense = sum(t.numel for t in layer if t.name.startswith("mlp."))
+        # the dense layers' MLP: "mlp." (DeepSeek, Qwen-MoE), or the unprefixed linears only the dense layers hold
+        # (Llama-4's interleaved feed_forward: planner.model.llama4)
+        only_dense = m.moe_layers < L
+        dense = sum(
+            t.numel
+            for t in layer
+            if t.name.startswith("mlp.") or (only_dense and t.count == L - m.moe_layers and not in_moe_block(t.name))
+        )
         return (sum(t.numel for t in layer) - block - dense) // L + block // m.moe_layers
 
     def expert_params_per_layer(self) -> int:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from planner.errors import BadInput
 from planner.model import images
 from planner.model.modelspec import ModelSpec
-from planner.search.search import make_plan
+from planner.search.lengths import with_image_tokens
 
 MAX_SIDE = 8192  # square images tried up to this side (pixels)
 
@@ -85,10 +85,9 @@ def largest_square(plan, model: ModelSpec, hw, goal, b: ImageBudget) -> dict | N
             sides.append((side, t))
             last = t
 
-    def fits(i: int) -> bool:
+    def fits(i: int) -> bool:  # a GRPO prompt shrinks with its images (lengths.with_image_tokens)
         n = b.images * sides[i][1]
-        g = goal.model_copy(update={"image_tokens": n})
-        return n <= goal.seq_len and make_plan(model, hw, g, plan.knobs, plan.micro_batch).fits
+        return n <= goal.seq_len and with_image_tokens(plan, model, hw, goal, n).fits
 
     if not fits(0):
         return None

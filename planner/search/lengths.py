@@ -18,6 +18,17 @@ def _fits(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal, **workload) ->
     return make_plan(model, hw, g, knobs, plan.micro_batch).fits
 
 
+def with_image_tokens(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal, n: int, **update) -> Plan:
+    """The plan with a sample's image tokens at n (and `update`'s other goal fields): a GRPO prompt holds its image
+    tokens (planner.config.workload: not cut), so it shrinks with them, the text part kept."""
+    g = goal.model_copy(update={"image_tokens": n, **update})
+    knobs, w = plan.knobs, plan.workload
+    if w.generates and w.prompt_tokens() >= goal.image_tokens:
+        w = w.model_copy(update={"max_prompt_length": max(1, w.prompt_tokens() - goal.image_tokens + n)})
+        g, knobs = g.shorter(w.seq_len()), knobs.model_copy(update={"workload": w})
+    return make_plan(model, hw, g, knobs, plan.micro_batch)
+
+
 def longest_fitting(fits, top: int) -> int:
     """The largest n in 0..top with fits(n) (fits is monotone: longer never fits where shorter does not)."""
     lo, hi = 0, top
@@ -51,15 +62,6 @@ def limits(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal) -> dict:
     if goal.image_tokens:
         out["image_tokens"] = goal.image_tokens
         out["image_tokens_fit_up_to"] = longest_fitting(
-            lambda n: (
-                make_plan(
-                    model,
-                    hw,
-                    goal.model_copy(update={"image_tokens": n, "tower_tokens": 0}),
-                    plan.knobs,
-                    plan.micro_batch,
-                ).fits
-            ),
-            goal.image_tokens,
+            lambda n: with_image_tokens(plan, model, hw, goal, n, tower_tokens=0).fits, goal.image_tokens
         )
     return out

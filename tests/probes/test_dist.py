@@ -68,3 +68,22 @@ def test_fsdp2_keeps_unsharded_gradients_between_micro_steps(precision):
     assert expected == s.model.params * (4 if precision == "bf16" else 2)
     for r in rows:
         assert r["accumulated"] == [expected], r["accumulated"]
+
+
+def test_fsdp2_gives_frozen_parameters_no_unsharded_gradient():
+    """LoRA under FSDP2 on 2 gloo ranks, between micro-steps: the only unsharded gradients FSDP2 holds are the
+    adapters' (a frozen parameter gets no .grad), so a unit's backward gradient transient is its adapters', not its
+    layer's (fsdp.layer_grad_params, root_grad_params). bf16: the bundled trainer's fp32 reduce copy. Exact."""
+    from planner.estimate import fsdp
+    from planner.estimate.setup import Setup
+    from planner.estimate.trained import trainable_params
+    from planner.model.catalog import load_model
+    from probes.dist import measure_ranks
+
+    knobs = Knobs(precision="bf16", fsdp="full", lora_rank=8)
+    rows = measure_ranks(Case(model_config("debug-llama"), knobs, 2, 2, 64), 2, 1)
+    s = Setup(load_model("debug-llama"), knobs, 2, 2, 64, 2, 1)
+    adapters = fsdp.layer_grad_params(s) * s.model.text.layers + fsdp.root_grad_params(s)
+    assert adapters == trainable_params(s) < s.model.params // 20
+    for r in rows:
+        assert r["accumulated"] == [fsdp.accumulated_grads_bytes(s, adapters)] == [4 * adapters], r["accumulated"]

@@ -146,12 +146,18 @@ def _prompt(c: Collector, flags: dict[str, Flag], rule: str, low: int | None, hi
     f = flags.get("max_prompt_length")
     text = as_int(one(f.value)) if f is not None and known(f.value) else None
 
-    def again(request: dict) -> int:  # the same prompt under the images a flag gives (check --config --max-pixels)
+    def again(request: dict) -> int:  # the same prompt under the images a flag gives (check --config --max-pixels,
+        # --image-tokens: a sample's image tokens; --tokens-per-image: each image's)
+        base = text if text is not None and text >= 1 else PROMPT_TEXT
+        if request.get("image_tokens") is not None:
+            return base + request["image_tokens"]
         r = request.get("image_rule") or rule
-        n = images.worst_case(r, request.get("min_pixels", low), request.get("max_pixels", high))[0]
-        return (text if text is not None and text >= 1 else PROMPT_TEXT) + request.get("images", 1) * n
+        n = request.get("tokens_per_image")
+        n = images.worst_case(r, request.get("min_pixels", low), request.get("max_pixels", high))[0] if n is None else n
+        return base + request.get("images", 1) * n
 
-    c.derived["workload.max_prompt_length"] = (("images", "image_rule", "min_pixels", "max_pixels"), again)
+    inputs = ("images", "image_rule", "min_pixels", "max_pixels", "image_tokens", "tokens_per_image")
+    c.derived["workload.max_prompt_length"] = (inputs, again)
     image = f"1 image of {tokens:,} tokens at the {rule} rule's worst case"
     if text is not None and text >= 1:
         c.set(

@@ -1,6 +1,6 @@
 """A quantized base under FSDP or ZeRO-3 as the readers give it (planner.intake.settle._sharded_quant): bitsandbytes
-4-bit is planned sharded (FSDP-QLoRA; the round trip's QLoRA cases write and read it), while a base FSDP cannot shard
-(int8) or one offloaded to the host is planned in 16 bits with one line."""
+4-bit is planned sharded (FSDP-QLoRA; the round trip's QLoRA cases write and read it), under FSDP its parameters
+offloaded to the host too, while a base FSDP cannot shard (int8) is planned in 16 bits with one line."""
 
 import pytest
 
@@ -14,7 +14,7 @@ BASE = "base_model: meta-llama/Llama-3.1-8B\nadapter: qlora\nlora_r: 16\nfsdp_ve
     [
         ("load_in_4bit: true\nfsdp_config:\n  reshard_after_forward: true\n", "nf4", None),
         ("load_in_8bit: true\nfsdp_config:\n  reshard_after_forward: true\n", None, "int8 base sharded"),
-        ("load_in_4bit: true\nfsdp_config:\n  offload_params: true\n", None, "4-bit base offloaded to the host"),
+        ("load_in_4bit: true\nfsdp_config:\n  offload_params: true\n", "nf4", None),
     ],
     ids=["nf4", "int8", "nf4-offloaded"],
 )

@@ -139,3 +139,25 @@ def test_a_pixel_flag_derives_the_uncut_prompt_again():
         [str(REC)], {"gpu": "h20", "max_pixels": 401408, "workload": {"max_prompt_length": 900}}
     )
     assert given.plan.workload.max_prompt_length == 900  # the flag's own value is never derived over
+
+
+def test_an_image_token_flag_derives_the_uncut_prompt_again():
+    """--image-tokens (a sample's) and --tokens-per-image (each image's) beside --config size the uncut prompt as
+    --max-pixels does: 512 text tokens and the flag's image tokens (before: 16,896 stayed, so the plan and its
+    image search said no image size fits, the prompt keeping the worst-case image)."""
+    for flag, n in (("image_tokens", 400), ("tokens_per_image", 300)):
+        out = checkconfig.check_config([str(REC)], {"gpu": "h20", flag: n})
+        assert out.plan.workload.max_prompt_length == 512 + n, flag
+        s = {x["field"]: x for x in out.config["settings"]}["workload.max_prompt_length"]
+        assert s["source"].startswith("derived again from the flags (the config: 16896"), s
+
+
+def test_the_image_search_shrinks_the_prompt_with_its_images():
+    """VLM-R1's REC run on one H100 at the default cap does not fit; the largest square image that fits is found with
+    the prompt holding that image (512 text tokens + its tokens), and the plan at that count fits (before: the
+    prompt kept the 16,384-token worst case at every size tried, and the answer was 'no image size fits')."""
+    out = checkconfig.check_config([str(REC)], {"gpu": "h100"})
+    up = out.images["fits_up_to"]
+    assert not out.plan.fits and up is not None and 784 < up["tokens_per_image"] < 16384
+    at = checkconfig.check_config([str(REC)], {"gpu": "h100", "tokens_per_image": up["tokens_per_image"]})
+    assert at.plan.fits and at.plan.workload.max_prompt_length == 512 + up["tokens_per_image"]
