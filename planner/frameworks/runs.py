@@ -45,6 +45,11 @@ class Runs:
     keys: dict[str, str] = field(default_factory=dict)  # memplan field -> the framework's own key or flag
     notes: tuple[str, ...] = ()  # how it differs, one line each (the frameworks table)
     rules: tuple[Rule, ...] = ()  # combinations it refuses
+    # closed by default: what its DPO runs beyond padded rows on one rank, each with where it was read ("packed":
+    # padding-free rows, "sequence_parallel": the pair's rows split over ranks); a DPO plan with either refuses else,
+    # saying `dpo_why` (where the framework's own source says so)
+    dpo_runs: dict[str, str] = field(default_factory=dict)
+    dpo_why: str = "its DPO runs chosen and rejected rows padded, whole on each rank"
 
     def value_of(self, knob: str, value: object) -> object:
         """The value as `runs` names it: workloads by kind, LoRA and the parallel sizes as on/off."""
@@ -77,9 +82,29 @@ class Runs:
                 return knob, f"--framework {self.name} ({self.label}) cannot run {flag} {_shown(value)}: it runs " + (
                     ", ".join(_shown(v) for v in runs) if knob in self.runs else f"only the default, {_shown(runs[0])}"
                 )
+        dpo = self.dpo_refusal(knobs)
+        if dpo is not None:
+            return dpo
         for rule in self.rules:
             if rule.scope == "knobs" and rule.refuses(knobs):
                 return rule.field, f"--framework {self.name} ({self.label}): {rule.reason}"
+        return None
+
+    def dpo_refusal(self, knobs: dict) -> tuple[str, str] | None:
+        """(field, one line) where a DPO plan packs its rows or splits them over ranks and this framework's DPO (at this
+        release line) does not (`dpo_runs`), else None."""
+        if kind(knobs) != "dpo":
+            return None
+        asked = (
+            ("batching", "packed", "--batching packed", knobs.get("batching") == "packed"),
+            ("sequence_parallel", "sequence_parallel", "--sequence-parallel", knobs.get("sequence_parallel", 1) > 1),
+        )
+        for knob, key, flag, given in asked:
+            if given and key not in self.dpo_runs:
+                return (
+                    knob,
+                    f"--framework {self.name} ({self.label}) cannot run {flag} with --workload dpo: {self.dpo_why}",
+                )
         return None
 
     def cannot_here(self, knobs: dict, where: Where) -> tuple[str, str] | None:
