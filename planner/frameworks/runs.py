@@ -15,6 +15,11 @@ NEUTRAL = ("expert_imbalance", "expandable_segments", "framework", "release")
 # every knob and its declared default, in the declaration's order: planner.config.knobfields fills it when it is
 # imported (the declaration stands above the frameworks, which name no knob list of their own)
 KNOB_DEFAULTS: dict[str, object] = {}
+# why a framework's DPO refuses what Runs.dpo_runs does not list, where its module says no more
+DPO_WHY = {
+    "packed": "its DPO runs chosen and rejected rows padded",
+    "sequence_parallel": "its DPO keeps every row whole on each rank (no sequence parallel)",
+}
 PARALLEL = ("expert_parallel", "tensor_parallel", "sequence_parallel", "context_parallel", "device_map")
 
 
@@ -47,9 +52,9 @@ class Runs:
     rules: tuple[Rule, ...] = ()  # combinations it refuses
     # closed by default: what its DPO runs beyond padded rows on one rank, each with where it was read ("packed":
     # padding-free rows, "sequence_parallel": the pair's rows split over ranks); a DPO plan with either refuses else,
-    # saying `dpo_why` (where the framework's own source says so)
+    # saying `dpo_why`'s line for it (where the framework's own source says so), DPO_WHY's where it says none
     dpo_runs: dict[str, str] = field(default_factory=dict)
-    dpo_why: str = "its DPO runs chosen and rejected rows padded, whole on each rank"
+    dpo_why: dict[str, str] = field(default_factory=dict)
 
     def value_of(self, knob: str, value: object) -> object:
         """The value as `runs` names it: workloads by kind, LoRA and the parallel sizes as on/off."""
@@ -103,9 +108,13 @@ class Runs:
             if given and key not in self.dpo_runs:
                 return (
                     knob,
-                    f"--framework {self.name} ({self.label}) cannot run {flag} with --workload dpo: {self.dpo_why}",
+                    f"--framework {self.name} ({self.label}) cannot run {flag} with --workload dpo: {self.why_not(key)}",
                 )
         return None
+
+    def why_not(self, key: str) -> str:
+        """The line saying why this framework's DPO does not run `key` ("packed", "sequence_parallel")."""
+        return self.dpo_why.get(key, DPO_WHY[key])
 
     def cannot_here(self, knobs: dict, where: Where) -> tuple[str, str] | None:
         """(field, one-line reason) for the first layout rule (and, with the split in `where`, split rule) this

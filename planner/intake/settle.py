@@ -86,8 +86,8 @@ def _dpo_padded(c: Collector, kind: str) -> None:
         return
     fw = adapter(c.framework, c.facts.get("release", ("",))[0])
     if "packed" not in fw.dpo_runs:
-        c.note(f"{s.source} ({fw.dpo_why}; planned padded)")
-        c.set("batching", "padded", f"{s.source} (planned padded: {fw.dpo_why})", s.key)
+        c.note(f"{s.source} ({fw.why_not('packed')}; planned padded)")
+        c.set("batching", "padded", f"{s.source} (planned padded: {fw.why_not('packed')})", s.key)
 
 
 def _sharded_quant(c: Collector) -> None:

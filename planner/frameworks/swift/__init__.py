@@ -55,7 +55,7 @@ DPO_37 = {
     "packed": "v3.7.0 swift/llm/argument/rlhf_args.py:358-363 (padding_free: grpo, dpo, gkd)",
     "sequence_parallel": "v3.7.0 swift/llm/argument/rlhf_args.py:364-369 (sequence_parallel: grpo, dpo)",
 }
-NO_DPO_SPLITS = {"dpo_runs": {}, "dpo_why": DPO_36}
+NO_DPO_SPLITS = {"dpo_runs": {}, "dpo_why": dict.fromkeys(("packed", "sequence_parallel"), DPO_36)}
 PER_MICRO_STEP = Default(
     1, "ms-swift v3.3.0 keeps trl 0.16's GRPOTrainer._prepare_inputs (trl 0.16.1 trainer/grpo_trainer.py:643-651)"
 )

@@ -37,7 +37,7 @@ TRL_DEFAULTS = {
     "micro_batch": Default(8, "transformers 5.23.0 training_args.py: per_device_train_batch_size=8"),
 }
 # before 1.0: SFT's loss from the full logits (Liger's allowed), no ParallelismConfig in HF's Trainer
-ZERO = {"runs": {**TRL_RUNS, **NO_SPLITS}, "sft_head": "recipe", "rules": ()}  # (DPO padded: FRAMEWORK's dpo_why)
+ZERO = {"runs": {**TRL_RUNS, **NO_SPLITS}, "sft_head": "recipe", "rules": ()}
 # the forks' own trainers compute their loss themselves: no Liger (no `liger` in either repository's src/)
 FORK = {**ZERO, "runs": {**ZERO["runs"], "loss": ("standard",)}}
 G = "trl/trainer/grpo_config.py"
@@ -52,6 +52,7 @@ NO_PADDING_FREE = (
     "TRL 0.29+ DPOTrainer sets padding_free back to False and pads (trl 1.16.0 trl/trainer/dpo_trainer.py:732-739, "
     "v0.29.1 :575-582); v0.14-v0.28 ran it: give --framework trl@0.19"
 )
+NO_DPO_SPLIT = "TRL's DPOTrainer splits no row over ranks (trl 1.16.0 dpo_trainer.py:971-972 reads parallelism_config's tp_size alone)"
 
 
 def _packs(tag: str) -> dict:
@@ -314,7 +315,7 @@ FRAMEWORK = Framework(
     # GKD: trl/experimental/gkd/gkd_trainer.py (planner.estimate.gkd); the 0.x lines' ZERO runs keep it out
     runs={**TRL_RUNS, "loss": ("standard",), "workload": (*TRL_RUNS["workload"], "gkd")},
     gkd_loss="whole",
-    dpo_why=NO_PADDING_FREE,
+    dpo_why={"packed": NO_PADDING_FREE, "sequence_parallel": NO_DPO_SPLIT},
     defaults=TRL_DEFAULTS,
     keys={**HF_KEYS, "batching": "packing", "lora_rank": "lora_r"},
     notes=("checkpointing and bf16 on by default; SFT's loss is TRL's fused log-prob head (no full logits)",),

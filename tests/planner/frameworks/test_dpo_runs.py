@@ -20,7 +20,7 @@ SPLIT = {**PACKED, "batching": "padded", "sequence_parallel": 2}
         ("trl-0", "", PACKED, "v0.29.1 :575-582"),
         ("trl", "0.19", PACKED, None),  # v0.19.0 dpo_trainer.py:1285 flattens the rows
         ("trl", "0.14", PACKED, None),
-        ("trl", "0.19", SPLIT, "padding_free"),  # no TRL DPO splits a row over ranks
+        ("trl", "0.19", SPLIT, "dpo_trainer.py:971-972"),  # no TRL DPO splits a row over ranks
         ("swift", "", PACKED, None),  # rlhf_args.py:710-717
         ("swift", "", SPLIT, None),  # rlhf_args.py:719-725
         ("swift", "3.7", SPLIT, None),
@@ -28,6 +28,8 @@ SPLIT = {**PACKED, "batching": "padded", "sequence_parallel": 2}
         ("llamafactory", "", PACKED, "loader.py:200-201"),
         ("axolotl", "", PACKED, "validation.py:705-708"),
         ("memplan", "", PACKED, "padded"),
+        ("swift", "3.4", SPLIT, "sequence parallel from v3.7.0"),
+        ("trl", "", SPLIT, "dpo_trainer.py:971-972"),
     ],
 )
 def test_dpo_padding_free_and_sequence_parallel_by_release(name, release, knobs, refused):
