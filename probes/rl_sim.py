@@ -19,28 +19,38 @@ from contextlib import contextmanager, nullcontext
 import torch
 
 from probes.sim import fake_model
-from probes.step import Case, autocast_for, build_model
+from probes.step import Case, autocast_for, build_model, packed_inputs
 from probes.tracker import LiveBytes
 from recipe import make_optimizer
 
 
-def _rows(rows: int, width: int):
+def _rows(case: Case, rows: int, width: int):
+    """The micro-step's token ids (rows, width) and the model's other inputs: padded rows' attention mask, or (DPO's
+    padding-free rows, TRL 0.14-0.28's `padding_free`) the positions of one packed row (probes.step.packed_inputs)."""
     ids = torch.zeros(rows, width, dtype=torch.long)
+    if case.knobs.batching == "packed":
+        return ids, {k: v for k, v in packed_inputs(case, ids, "cpu").items() if k not in ("input_ids", "labels")}
     mask = torch.ones(rows, width, dtype=torch.long)
     mask[0, 0] = 0  # padded rows: the mask is materialised, as in any batch of unequal prompts
-    return ids, mask
+    return ids, {"attention_mask": mask}
 
 
-def _logps(model, ids, mask, prompt: int, k):
+def _model_ids(ids, k):
+    """What the model is called with: the rows, or one packed row of them all."""
+    return ids.reshape(1, -1) if k.batching == "packed" else ids
+
+
+def _logps(model, ids, inputs, prompt: int, k):
     """TRL's fused head as `add_fused_lm_head` runs it on a GPU (compact: only the scored positions), with the
     scored positions cut by slicing: `hidden[mask]` has a data-dependent shape, which fake tensors cannot hold."""
     from trl.kernels import ChunkedLogProbFunction
     from trl.trainer.utils import _CHUNKED_LOGPROB_CHUNK_SIZE
 
     if k.workload.logprobs == "full":
-        return _full_logps(model, ids, mask, prompt, k)
+        return _full_logps(model, ids, inputs, prompt, k)
     with autocast_for(k, "cuda") or nullcontext():
-        hidden = model.get_decoder()(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
+        hidden = model.get_decoder()(input_ids=_model_ids(ids, k), **inputs, use_cache=False).last_hidden_state
+        hidden = hidden.view(*ids.shape, -1)
         head = model.get_output_embeddings()
         scored = hidden[:, prompt - 1 : -1].reshape(-1, hidden.size(-1))
         targets = ids[:, prompt:].reshape(-1)
@@ -52,26 +62,28 @@ def _logps(model, ids, mask, prompt: int, k):
         return out
 
 
-def _full_logps(model, ids, mask, prompt: int, k):
+def _full_logps(model, ids, inputs, prompt: int, k):
     """`logprobs full`: the whole logits, then each row's log_softmax and its labels' entries (the loop of TRL before
     its fused head, and of VLM-R1's trainer, written here)."""
     with autocast_for(k, "cuda") or nullcontext():
-        logits = model(input_ids=ids, attention_mask=mask, use_cache=False).logits[:, :-1]
+        logits = model(input_ids=_model_ids(ids, k), **inputs, use_cache=False).logits[:, :-1]
+    targets = _model_ids(ids, k)[:, 1:]
     rows = [
         row.log_softmax(-1).gather(1, target.unsqueeze(1)).squeeze(1)
-        for row, target in zip(logits, ids[:, 1:], strict=True)
+        for row, target in zip(logits, targets, strict=True)
     ]
-    return torch.stack(rows)
+    out = torch.stack(rows)  # packed: one row of all tokens, then each pair row's share of it
+    return torch.nn.functional.pad(out, (0, 1)).view(ids.size(0), -1)[:, :-1] if k.batching == "packed" else out
 
 
-def _loss(case: Case, policy, ref, ids, mask, tracker: LiveBytes) -> torch.Tensor:
+def _loss(case: Case, policy, ref, ids, inputs, tracker: LiveBytes) -> torch.Tensor:
     w, k = case.knobs.workload, case.knobs
-    logp = _logps(policy, ids, mask, w.prompt_tokens(), k)
+    logp = _logps(policy, ids, inputs, w.prompt_tokens(), k)
     if w.kind == "dpo":
         if ref is not None:
             tracker.set_segment("reference-forward")
             with torch.no_grad():
-                ref_logp = _logps(ref, ids, mask, w.prompt_tokens(), k)
+                ref_logp = _logps(ref, ids, inputs, w.prompt_tokens(), k)
             tracker.set_segment("training")
         else:
             ref_logp = torch.zeros_like(logp)
@@ -86,10 +98,10 @@ def _loss(case: Case, policy, ref, ids, mask, tracker: LiveBytes) -> torch.Tenso
     return loss.sum() / loss.numel()
 
 
-def _nograd_pass(case: Case, model, tracker: LiveBytes, name: str, ids, mask) -> None:
+def _nograd_pass(case: Case, model, tracker: LiveBytes, name: str, ids, inputs) -> None:
     tracker.set_segment(name)
     with torch.no_grad():
-        _logps(model, ids, mask, case.knobs.workload.prompt_tokens(), case.knobs)
+        _logps(model, ids, inputs, case.knobs.workload.prompt_tokens(), case.knobs)
     tracker.set_segment("between")
 
 
@@ -169,13 +181,13 @@ def simulate(case: Case, steps: int = 2, real: bool = False, paths: str = "cuda"
     tracker = LiveBytes()
     with mode, triton_folds(paths):
         opt = make_optimizer([p for p in policy.parameters() if p.requires_grad], k.optimizer)
-        ids, mask = _rows(rows, width)
+        ids, inputs = _rows(case, rows, width)
         tracker.add_existing(list(policy.parameters()) + ([*ref.parameters()] if ref is not None else []), "params")
         with tracker:
             for step in range(steps):
                 if step == steps - 1:
                     tracker.reset_peaks()
-                _one_step(case, policy, ref, opt, tracker, ids, mask)
+                _one_step(case, policy, ref, opt, tracker, ids, inputs)
     return {
         str(seg): peak
         for seg, (peak, _) in tracker.segments.items()
@@ -183,18 +195,18 @@ def simulate(case: Case, steps: int = 2, real: bool = False, paths: str = "cuda"
     }
 
 
-def _one_step(case: Case, policy, ref, opt, tracker: LiveBytes, ids, mask) -> None:
+def _one_step(case: Case, policy, ref, opt, tracker: LiveBytes, ids, inputs) -> None:
     w = case.knobs.workload
     if w.kind == "grpo":
         if w.generation == "hf":
             _generation(case, policy, tracker)
         if ref is not None:
-            _nograd_pass(case, ref, tracker, "reference-forward", ids, mask)
+            _nograd_pass(case, ref, tracker, "reference-forward", ids, inputs)
         if w.computes_old_logps(case.grad_accum):
-            _nograd_pass(case, policy, tracker, "old-logps", ids, mask)
+            _nograd_pass(case, policy, tracker, "old-logps", ids, inputs)
     for _ in range(case.grad_accum):
         tracker.set_segment("training")
-        _loss(case, policy, ref, ids, mask, tracker).backward()
+        _loss(case, policy, ref, ids, inputs, tracker).backward()
     opt.step()
     opt.zero_grad(set_to_none=True)
     tracker.set_segment("between")

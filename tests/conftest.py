@@ -313,6 +313,7 @@ SLOW = {
     "tests/probes/test_recipe_sim.py::test_sim_of_the_knob_matches_real_cpu_steps[loss=fused]": 20,
     "tests/probes/test_recipe_sim.py::test_sim_of_the_knob_matches_real_cpu_steps[optimizer_in_backward=True]": 15,
     "tests/probes/test_rl.py::test_analytic_phases_within_5_percent_of_real_trl_steps": 38,
+    "tests/probes/test_dpo_packed.py::test_padding_free_dpo_with_whole_logits_within_5_percent_of_real_cpu_steps": 40,
     "tests/probes/test_rl.py::test_sim_phases_within_5_percent_of_real_trl_steps": 0,
     "tests/probes/test_rl.py::test_the_reference_model_is_measured_where_trl_keeps_one": 0,
     "tests/probes/test_rl.py::test_nograd_vision_term_within_5_percent_of_qwen25_vl_tower_on_cpu": 15,

@@ -378,7 +378,8 @@ class Knobs(KnobFields):
                 "are not split by torch's tensor-parallel plan; use --tensor-parallel 1",
                 "tensor_parallel",
             )
-        if self.parallel > 1 and self.workload.rl:
+        dpo_sp = self.workload.kind == "dpo" and self.parallel == self.sequence_parallel  # Ulysses alone: planned
+        if self.parallel > 1 and self.workload.rl and not dpo_sp:
             raise BadInput(
                 f"--workload {self.workload.kind} with tensor, sequence or context parallelism: RL roles split this way "
                 "are not planned yet; plan it without them",

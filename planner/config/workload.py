@@ -10,7 +10,11 @@ the longest prompt the data holds (text and image tokens), what the plan is made
 
 DPO takes `DPOConfig`'s `max_length` (chosen or rejected row, prompt included) and `precompute_ref_log_probs`
 (trl/trainer/dpo_trainer.py: with it, or with a PEFT adapter, no reference model is kept); the global batch
-counts pairs, and each micro-step runs chosen and rejected rows as one batch of 2 x micro rows.
+counts pairs, and each micro-step runs chosen and rejected rows as one batch of 2 x micro rows. Padding-free (the
+knob `batching` packed: TRL 0.14-0.28's `padding_free`, ms-swift's `--padding_free` / `--packing`) runs them as one
+row of their 2 x micro x max_length tokens at most, position_ids restarting at each row (trl v0.28.0
+dpo_trainer.py:1643-1650), through flash-attn's varlen kernel; under Ulysses sequence parallel (ms-swift 3.7+) each
+rank holds 1/S of every row (planner.estimate.parallel.view). Which framework runs which: Runs.dpo_runs.
 
 GKD (TRL 1.16's trl/experimental/gkd GKDTrainer, ms-swift 4.6.0's `swift rlhf --rlhf_type gkd`): rows of `max_length`
 tokens scored against a frozen teacher (`teacher_model`; none: the student itself without grad, ms-swift's
@@ -293,7 +297,7 @@ def check_rl_knobs(w: Workload, knobs: dict) -> None:
     rules = {
         "checkpointing": ("off", "full"),
         "loss": ("standard",),
-        "batching": ("padded",),
+        "batching": ("padded", "packed") if w.kind == "dpo" else ("padded",),  # DPO's padding-free rows (above)
         "optimizer_in_backward": (False,),
     }
     for field, allowed in rules.items():

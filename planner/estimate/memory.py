@@ -483,9 +483,12 @@ def logits_loss_bytes(s: Setup) -> int:
     if whole_logits(s):  # ms-swift 3.2-3.6's GRPO on a multimodal model
         return recipe_terms.whole_logits_logps_bytes(t, rows, width, min(width, w.scored_tokens()), p)
     if w.rl and w.logprobs == "full":
-        return recipe_terms.full_logprob_bytes(t, rows, width, p)
-    if w.rl:  # TRL scores the completion tokens with its fused log-prob head
-        return recipe_terms.logprob_head_bytes(t, rows * max(1, min(width, w.scored_tokens())), p, head_grad)
+        return recipe_terms.full_logprob_bytes(t, rows, width, p) + recipe_terms.packed_row_grad_bytes(
+            t, s.knobs, rows * width, p
+        )
+    if w.rl:  # TRL scores the completion tokens with its fused log-prob head (a packed row: each row it packs)
+        scored = rows * width // s.seq_len * max(1, min(s.seq_len, w.scored_tokens()))
+        return recipe_terms.logprob_head_bytes(t, scored, p, head_grad)
     if s.knobs.task in NO_VOCABULARY:  # a score head or none (planner.estimate.heads)
         k, dp = s.knobs, s.knobs.data_parallel_of(s.world_size)
         c = act.saved_dtype_bytes(p)[1]

@@ -27,6 +27,7 @@ from planner.config.spec import Hardware, MemoryBreakdown
 from planner.estimate import gkd, linear_attention, recipe_terms, role_heads, roles, rollout, speed, weight_sync
 from planner.estimate import memory as mem
 from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes, nograd_vision_bytes
+from planner.estimate.parallel import view as rank_view
 from planner.estimate.setup import Setup
 from planner.estimate.vision import tower_knob
 
@@ -128,19 +129,21 @@ def generation_terms(s: Setup, n: int | None = None) -> dict[str, int]:
 
 def logps_pass_terms(s: Setup) -> dict[str, int]:
     """A no-grad log-prob pass over one chunk of per-device-batch rows (reference model or old policy): the larger
-    of a decoder layer's moment and the head's (the final hidden states, their scored copy and a tile)."""
+    of a decoder layer's moment and the head's (the final hidden states, their scored copy and a tile). DPO's
+    padding-free chunk is one row of all its tokens (recipe_terms.row_shape): one mask, one row's log_softmax."""
     rows, width, t = s.knobs.workload.rows(s.micro_batch), s.seq_len, s.model.text
+    shape = recipe_terms.row_shape(s.knobs, s.micro_batch, s.seq_len)
     if role_heads.upcasts(s.knobs.framework):  # OpenRLHF's Actor: fp32 logits of every token (models/actor.py:267)
         head = role_heads.logprob_pass_head_bytes(rows * width, t.vocab, compute_dtype_bytes(s), False, upcast=True)
     elif mem.whole_logits(s):  # ms-swift 3.2-3.6 on a multimodal model: the same moment without gradients
         scored, profile = min(width, s.knobs.workload.scored_tokens()), mem.text_shape(s)[3]
         head = recipe_terms.whole_logits_logps_bytes(t, rows, width, scored, profile)
     elif s.knobs.workload.logprobs == "full":  # the logits of the chunk, and one row's log_softmax at a time
-        head = compute_dtype_bytes(s) * (rows + 1) * width * t.vocab
+        head = compute_dtype_bytes(s) * (rows * width + shape[1]) * t.vocab
     else:
         head = logprob_forward_bytes(s, rows)
     at_head = compute_dtype_bytes(s) * rows * width * t.hidden + head
-    return {"forward_transient_bytes": max(nograd_forward_bytes(s, rows, width), at_head)}
+    return {"forward_transient_bytes": max(nograd_forward_bytes(s, *shape), at_head)}
 
 
 def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dict[str, dict[str, int]]:
@@ -224,12 +227,12 @@ def policy_head_saved_bytes(s: Setup) -> int:
     log_softmax output (`logprobs full`), or the fused head's copy of the scored hidden states; and the per-token
     log-probs."""
     w, t, c = s.knobs.workload, s.model.text, compute_dtype_bytes(s)
-    rows = w.rows(s.micro_batch)
+    rows, scored = w.rows(s.micro_batch), min(w.scored_tokens(), s.seq_len)  # s.seq_len: the rank's slice under SP
     if role_heads.upcasts(s.knobs.framework):  # OpenRLHF: the fp32 logits its cross-entropy saved, and its outputs
         return 4 * rows * s.seq_len * t.vocab + 16 * rows * s.seq_len
     if w.logprobs == "full":
         return c * rows * s.seq_len * t.vocab
-    return (c * w.scored_tokens() * t.hidden + 8 * w.scored_tokens()) * rows + 16 * rows * s.seq_len
+    return (c * scored * t.hidden + 8 * scored) * rows + 16 * rows * s.seq_len
 
 
 ACTIVATION_TERMS = ("saved_activations_bytes", "kv_cache_bytes")
@@ -244,7 +247,7 @@ def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
     training = mem.breakdown(s, capacity_bytes)
     if not s.knobs.workload.rl:
         return training
-    phases = phase_terms(s, capacity_bytes, training)
+    phases = phase_terms(rank_view(s), capacity_bytes, training)  # DPO under Ulysses: the rank's slice
     totals = {name: sum(terms.values()) for name, terms in phases.items()}
     phase = max(totals, key=totals.get)
     terms = phases[phase]
@@ -332,7 +335,7 @@ def logps_seconds(s: Setup, hw: Hardware) -> float:
     """The reference model's (and GRPO's old policy's) forward: 2 x params FLOPs per token."""
     w = s.knobs.workload
     passes = int(w.has_reference(s.lora) or (w.beta > 0 and s.lora)) + int(w.computes_old_logps(s.grad_accum))
-    tokens = w.rows(s.micro_batch) * s.seq_len
+    tokens = w.rows(s.micro_batch) * rank_view(s).seq_len  # DPO under Ulysses: the rank's slice
     rate = speed.gpu_tflops(hw, s.knobs.precision) * 1e12 * speed.efficiency(tokens, s.gpu)
     teacher = gkd.teacher_forward_seconds(s, tokens, rate) if w.kind == "gkd" else 0.0  # GKD: the teacher's pass
     return s.grad_accum * (passes * 2 * s.model.params * tokens / rate + teacher)

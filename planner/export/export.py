@@ -103,8 +103,8 @@ def hf_args(plan: Plan, model: ModelSpec | None = None, hw: Hardware | None = No
         args.update([K.pair("loss", plan.loss)])
     if plan.attention != "sdpa":
         args["model_init_kwargs"] = dict([K.pair("attention", plan.attention)])
-    if plan.batching == "packed":  # TRL: pack rows, and run them padding-free (position_ids)
-        args.update({K.key("packing"): True, K.key("padding_free"): True})
+    if plan.batching == "packed":  # TRL: pack rows, and run them padding-free (position_ids); DPOConfig has no packing
+        args.update({K.key("padding_free"): True, **({} if plan.workload.kind == "dpo" else {K.key("packing"): True})})
     if fsdp:
         args[K.key("fsdp")] = fsdp_option(plan)
         args[K.key("fsdp_config")] = fsdp_config(plan, model)
@@ -375,8 +375,8 @@ def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME, model: ModelSpec | No
         a.append(K.flag("loss"))
     if plan.attention != "sdpa":
         a += [K.flag("attention"), K["attention"].write(plan.attention)]
-    if plan.batching == "packed":
-        a += [K.flag("packing"), K.flag("padding_free")]
+    if plan.batching == "packed":  # DPOConfig: padding_free alone (trl v0.19.0 dpo_config.py:281)
+        a += [K.flag("padding_free")] if plan.workload.kind == "dpo" else [K.flag("packing"), K.flag("padding_free")]
     if plan.precision in ("bf16", "fp16"):  # TRL's bf16 is `bool | None` (base_config.py:68): it takes a value
         a += [K.flag(plan.precision), "true"]
     if plan.precision == "bf16-pure":

@@ -15,6 +15,11 @@ NEUTRAL = ("expert_imbalance", "expandable_segments", "framework", "release")
 # every knob and its declared default, in the declaration's order: planner.config.knobfields fills it when it is
 # imported (the declaration stands above the frameworks, which name no knob list of their own)
 KNOB_DEFAULTS: dict[str, object] = {}
+# why a framework's DPO refuses what Runs.dpo_runs does not list, where its module says no more
+DPO_WHY = {
+    "packed": "its DPO runs chosen and rejected rows padded",
+    "sequence_parallel": "its DPO keeps every row whole on each rank (no sequence parallel)",
+}
 PARALLEL = ("expert_parallel", "tensor_parallel", "sequence_parallel", "context_parallel", "device_map")
 
 
@@ -45,6 +50,11 @@ class Runs:
     keys: dict[str, str] = field(default_factory=dict)  # memplan field -> the framework's own key or flag
     notes: tuple[str, ...] = ()  # how it differs, one line each (the frameworks table)
     rules: tuple[Rule, ...] = ()  # combinations it refuses
+    # closed by default: what its DPO runs beyond padded rows on one rank, each with where it was read ("packed":
+    # padding-free rows, "sequence_parallel": the pair's rows split over ranks); a DPO plan with either refuses else,
+    # saying `dpo_why`'s line for it (where the framework's own source says so), DPO_WHY's where it says none
+    dpo_runs: dict[str, str] = field(default_factory=dict)
+    dpo_why: dict[str, str] = field(default_factory=dict)
 
     def value_of(self, knob: str, value: object) -> object:
         """The value as `runs` names it: workloads by kind, LoRA and the parallel sizes as on/off."""
@@ -77,10 +87,34 @@ class Runs:
                 return knob, f"--framework {self.name} ({self.label}) cannot run {flag} {_shown(value)}: it runs " + (
                     ", ".join(_shown(v) for v in runs) if knob in self.runs else f"only the default, {_shown(runs[0])}"
                 )
+        dpo = self.dpo_refusal(knobs)
+        if dpo is not None:
+            return dpo
         for rule in self.rules:
             if rule.scope == "knobs" and rule.refuses(knobs):
                 return rule.field, f"--framework {self.name} ({self.label}): {rule.reason}"
         return None
+
+    def dpo_refusal(self, knobs: dict) -> tuple[str, str] | None:
+        """(field, one line) where a DPO plan packs its rows or splits them over ranks and this framework's DPO (at this
+        release line) does not (`dpo_runs`), else None."""
+        if kind(knobs) != "dpo":
+            return None
+        asked = (
+            ("batching", "packed", "--batching packed", knobs.get("batching") == "packed"),
+            ("sequence_parallel", "sequence_parallel", "--sequence-parallel", knobs.get("sequence_parallel", 1) > 1),
+        )
+        for knob, key, flag, given in asked:
+            if given and key not in self.dpo_runs:
+                return (
+                    knob,
+                    f"--framework {self.name} ({self.label}) cannot run {flag} with --workload dpo: {self.why_not(key)}",
+                )
+        return None
+
+    def why_not(self, key: str) -> str:
+        """The line saying why this framework's DPO does not run `key` ("packed", "sequence_parallel")."""
+        return self.dpo_why.get(key, DPO_WHY[key])
 
     def cannot_here(self, knobs: dict, where: Where) -> tuple[str, str] | None:
         """(field, one-line reason) for the first layout rule (and, with the split in `where`, split rule) this

@@ -48,6 +48,7 @@ def read_lora(c: Collector, flags: dict[str, Flag], trl: bool) -> None:
     if "load_in_4bit" in flags and c.flag(flags["load_in_4bit"].value, flags["load_in_4bit"].source):
         kind = str(one(flags["bnb_4bit_quant_type"].value)).lower() if "bnb_4bit_quant_type" in flags else "nf4"
         c.set("quant", kind if kind in ("nf4", "fp4") else "nf4", flags["load_in_4bit"].source, "load_in_4bit")
+        _quant_storage(c, flags.get("bnb_4bit_quant_storage"), trl)
         nested = flags.get("use_bnb_nested_quant")
         if nested:
             c.set("quant_absmax", "8bit" if as_bool(nested.value) else "fp32", nested.source, nested.raw)
@@ -60,6 +61,18 @@ def read_lora(c: Collector, flags: dict[str, Flag], trl: bool) -> None:
             c.set("quant_absmax", "fp32", cite, "use_bnb_nested_quant")
     if "load_in_8bit" in flags and as_bool(flags["load_in_8bit"].value):
         c.set("quant", "int8", flags["load_in_8bit"].source, "load_in_8bit")
+
+
+def _quant_storage(c: Collector, given: Flag | None, trl: bool) -> None:
+    """The dtype the 4-bit packed weight is stored in (planner.intake.settle._sharded_quant checks it under FSDP1):
+    TRL's ModelConfig leaves it None (trl 1.16.0 trl/trainer/model_config.py:168-171), which BitsAndBytesConfig makes
+    uint8 (transformers 5.25.0 utils/quantization_config.py:477-478)."""
+    if given is not None:
+        c.fact("quant_storage", str(one(given.value)).lower().removeprefix("torch."), given.source, given.raw)
+        return
+    cite = "trl 1.16.0 trl/trainer/model_config.py:168-171 bnb_4bit_quant_storage None; " if trl else ""
+    cite += "transformers 5.25.0 "
+    c.fact("quant_storage", "uint8", cite + "utils/quantization_config.py:477-478: uint8", "bnb_4bit_quant_storage")
 
 
 def lora_targets(c: Collector, value: object, source: str, key: str) -> None:

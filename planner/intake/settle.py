@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from planner.config import zerobuckets
 from planner.config.knobfields import KnobFields
+from planner.errors import BadInput
 from planner.frameworks import BUNDLED, FRAMEWORKS, adapter
 from planner.intake import models
 from planner.intake.collect import Collector, assumption
@@ -67,12 +68,26 @@ def _unplannable(c: Collector) -> None:
     and the plan goes on without it (planner/config/workload.py check_rl_knobs, planner/config/spec.py)."""
     kind = c.get("workload.kind", "sft")
     if kind != "sft":
-        for field, allowed in (("checkpointing", ("off", "full")), ("loss", ("standard",)), ("batching", ("padded",))):
+        batching = ("padded", "packed") if kind == "dpo" else ("padded",)  # DPO padding-free (planner.config.workload)
+        for field, allowed in (("checkpointing", ("off", "full")), ("loss", ("standard",)), ("batching", batching)):
             s = c.setting(field)
             if s is not None and s.value not in allowed:
                 c.note(f"{s.source} ({field} {s.value} in {kind.upper()} is not planned yet; planned as {allowed[-1]})")
                 c.set(field, allowed[-1], f"{s.source} (planned as {allowed[-1]})", s.key)
+    _dpo_padded(c, kind)
     _sharded_quant(c)
+
+
+def _dpo_padded(c: Collector, kind: str) -> None:
+    """DPO's padding-free flag where the framework's DPO (at the release read) pads anyway (Runs.dpo_runs: TRL 0.29+
+    sets padding_free back to False): planned padded, saying why."""
+    s = c.setting("batching")
+    if kind != "dpo" or s is None or s.value != "packed" or c.framework not in FRAMEWORKS:
+        return
+    fw = adapter(c.framework, c.facts.get("release", ("",))[0])
+    if "packed" not in fw.dpo_runs:
+        c.note(f"{s.source} ({fw.why_not('packed')}; planned padded)")
+        c.set("batching", "padded", f"{s.source} (planned padded: {fw.why_not('packed')})", s.key)
 
 
 def _sharded_quant(c: Collector) -> None:
@@ -85,6 +100,15 @@ def _sharded_quant(c: Collector) -> None:
     quant = c.setting("quant")
     if quant is None or not (c.get("zero_stage", 0) == 3 or c.get("fsdp", "off") != "off"):
         return
+    storage, version = c.facts.get("quant_storage"), c.facts.get("fsdp_version")
+    if quant.value in ("nf4", "fp4") and storage and storage[0] == "uint8" and version and version[0] == 1:
+        raise BadInput(
+            f"{quant.source} under FSDP1 ({version[1]}) with the 4-bit weight stored as uint8 ({storage[1]}): FSDP1's "
+            "FlatParameter flattens floating tensors of one dtype only (torch 2.13 distributed/fsdp/_flat_param.py:"
+            "810-816, from accelerate 1.16.0 accelerator.py:1943 FSDP(model)); set bnb_4bit_quant_storage to "
+            "the model's dtype (bfloat16), or fsdp_version 2",
+            "quant",
+        )
     if quant.value not in ("nf4", "fp4"):
         why = "FSDP drops bitsandbytes' int8 state" if quant.value == "int8" else "its weights are buffers"
         c.note(f"{quant.source} ({quant.value} base sharded by ZeRO-3 or FSDP: {why}; planned in 16 bits)")

@@ -242,6 +242,7 @@ def fsdp(
     how = "" if (given or version[0]) >= 2 else " (FSDP1: planned as FSDP2 with the same sharding"
     how += f"; {version[1]})" if how and not given and version[1] else (")" if how else "")
     c.set("fsdp", mode, f"{source}{how}", key)
+    c.fact("fsdp_version", given or version[0], source + (f" ({version[1]})" if not given and version[1] else ""), key)
     if as_bool(s.get("offload_params")) or "offload" in words:
         c.set("offload", "optimizer+params", f"{source}: offload_params", key)
     _state_dict_type(c, s.get("state_dict_type"), source, key, trainer, given or version[0])

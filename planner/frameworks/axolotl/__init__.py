@@ -181,6 +181,7 @@ FRAMEWORK = Framework(
     remote_code=False,
     # DPO's and GRPO's log-probs from the whole logits: the TRL every line pins computes them so (trl v0.12.0
     # dpo_trainer.py:1274 .. v1.9.0 dpo_trainer.py:1201, grpo_trainer.py:1521; each line's `workload` cites its pin)
+    dpo_why={"packed": "axolotl refuses sample_packing with rl (utils/schemas/validation.py:705-708)"},
     logprobs="full",
     # kept as planner.intake.settle had it (not re-read: loaders/adapter.py:174-182 names every Linear's leaf name)
     all_linear_vision=False,

@@ -230,6 +230,11 @@ FRAMEWORK = Framework(
     name="llamafactory",
     one_process_dataparallel=True,
     image_knobs=(KEYS.key("max_pixels"), ""),  # image_max_pixels; no InternVL tile count of its own
+    # packing is SFT's (v0.9.5 src/llamafactory/data/loader.py:200-201: the packed processor for stage sft only;
+    # hparams/parser.py:320-321 refuses neat_packing outside SFT); no sequence parallel at all
+    dpo_why={
+        "packed": "LLaMA-Factory packs SFT rows only (v0.9.5 data/loader.py:200-201; parser.py:320-321 neat_packing)"
+    },
     logprobs="full",  # DPO from the whole logits in fp32 (train/dpo/trainer.py:230): the reader cites it
     reads=("llamafactory",),
     signs=SIGNS,

@@ -46,6 +46,16 @@ WHOLE_LOGITS = "whole"
 # rlhf_trainer/grpo_trainer.py defines none; trl <0.17 at v3.3.0 requirements/framework.txt), which generates each
 # micro-step's rows as that micro-step comes (trl 0.16.1 trainer/grpo_trainer.py:643-651); from v3.4 ms-swift's own
 # generates the micro-batch x accumulation rows at once (v3.4.1 grpo_trainer.py:1016-1018)
+# DPO padding-free and under Ulysses (Runs.dpo_runs): --padding_free from v3.6.0 (v3.6.0 swift/llm/argument/rlhf_args.py:
+# 324 lists dpo), --sequence_parallel_size from v3.7.0 (v3.7.0 :364-369); the lines before 3.7 are planned padded
+DPO_36 = (
+    "ms-swift before v3.7.0: padding_free for DPO from v3.6.0, sequence parallel from v3.7.0 (rlhf_args.py:359-369)"
+)
+DPO_37 = {
+    "packed": "v3.7.0 swift/llm/argument/rlhf_args.py:358-363 (padding_free: grpo, dpo, gkd)",
+    "sequence_parallel": "v3.7.0 swift/llm/argument/rlhf_args.py:364-369 (sequence_parallel: grpo, dpo)",
+}
+NO_DPO_SPLITS = {"dpo_runs": {}, "dpo_why": dict.fromkeys(("packed", "sequence_parallel"), DPO_36)}
 PER_MICRO_STEP = Default(
     1, "ms-swift v3.3.0 keeps trl 0.16's GRPOTrainer._prepare_inputs (trl 0.16.1 trainer/grpo_trainer.py:643-651)"
 )
@@ -64,7 +74,7 @@ RELEASES = (
         meaning=TEXT_ONLY_CUT,
         # ms-swift 2.x pins transformers <4.48 (v2.5.2 requirements/framework.txt) and Qwen2-VL came in 4.45: its
         # tower's SDPA is 4.45.2 modeling_qwen2_vl.py:398-404 (the same at 4.47.1), the mask over every patch
-        adapter={"tower_sdpa": "masked-3d"},
+        adapter={"tower_sdpa": "masked-3d", **NO_DPO_SPLITS},
         notes=("2.x: --sft_type, --model_id_or_path, --batch_size; max_length 2048 by default",),
         # users' 2.x scripts are read and planned; none is written (writer.py writes 3.x/4.x flags), so the search
         # ranks no plan at this line
@@ -89,7 +99,7 @@ RELEASES = (
         # tensors over a mask of every patch (4.49.0 modeling_qwen2_vl.py:414-420, modeling_qwen2_5_vl.py:314-320;
         # 4.50.3 :419, :319); 3.3.x allows 4.51-4.52, which pass 4-D ones (4.51.3 modeling_qwen2_vl.py:389-391): the
         # line is read the hungrier way, as for its images
-        adapter={"tower_sdpa": "masked-3d", "vlm_logprobs": WHOLE_LOGITS},
+        adapter={"tower_sdpa": "masked-3d", "vlm_logprobs": WHOLE_LOGITS, **NO_DPO_SPLITS},
         workload={"steps_per_generation": PER_MICRO_STEP},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
     ),
@@ -101,7 +111,7 @@ RELEASES = (
         "1181-1197 at v3.4.1)",
         keys=KEYS.release_keys("3.4", ("lora",)),
         defaults={"optimizer": FOREACH_3},
-        adapter={"vlm_logprobs": WHOLE_LOGITS},
+        adapter={"vlm_logprobs": WHOLE_LOGITS, **NO_DPO_SPLITS},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
     ),
     Release(
@@ -112,6 +122,7 @@ RELEASES = (
         "1469-1470 at v3.7.0)",
         keys=KEYS.release_keys("3.7", ("lora",)),
         defaults={"optimizer": FOREACH_3},
+        adapter={"dpo_runs": DPO_37},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
     ),
     Release("4", (4, 0), "ms-swift v4.0.0 .. 4.6.0 (swift/arguments/base_args/base_args.py:72 tuner_type)"),
@@ -196,6 +207,13 @@ FRAMEWORK = Framework(
         ),
     },
     sft_head="swift-sp",
+    # DPO padding-free (--padding_free, or --packing which sets it: swift/arguments/sft_args.py:186-197, flash-attn
+    # only) and under --sequence_parallel_size (swift/rlhf_trainers/rlhf_mixin.py:66-67 splits, :178-179 gathers the
+    # per-token log-probs)
+    dpo_runs={
+        "packed": "swift/arguments/rlhf_args.py:710-717 (padding_free/packing: grpo, dpo, kto, gkd)",
+        "sequence_parallel": "swift/arguments/rlhf_args.py:719-725 (sequence_parallel: grpo, dpo)",
+    },
     keys=KEYS.shown(  # the frameworks table's keys, named by the key table
         "micro_batch grad_accum checkpointing zero_stage offload=zero_stage fsdp optimizer loss attention "
         "precision lora lora_rank quant seq_len batching=packing model frozen=frozen_vision vit_checkpointing "

@@ -43,6 +43,23 @@ FORK = {**ZERO, "runs": {**ZERO["runs"], "loss": ("standard",)}}
 G = "trl/trainer/grpo_config.py"
 
 
+# DPOTrainer's padding_free (Runs.dpo_runs): v0.14-v0.28 flatten chosen and rejected rows into one row with
+# position_ids (a warning, not a refusal, without flash_attention_2); v0.29.0 on set it back to False, padding the
+# rows; no DPO line splits a row over ranks (DPOTrainer reads accelerate's parallelism_config for tp_size alone,
+# trl 1.16.0 dpo_trainer.py:971-972). tag -> (dpo_config.py padding_free, dpo_trainer.py flatten line)
+PADDING_FREE = {"v0.14.0": (243, 1183), "v0.15.0": (243, 1186), "v0.19.0": (281, 1285)}
+NO_PADDING_FREE = (
+    "TRL 0.29+ DPOTrainer sets padding_free back to False and pads (trl 1.16.0 trl/trainer/dpo_trainer.py:732-739, "
+    "v0.29.1 :575-582); v0.14-v0.28 ran it: give --framework trl@0.19"
+)
+NO_DPO_SPLIT = "TRL's DPOTrainer splits no row over ranks (trl 1.16.0 dpo_trainer.py:971-972 reads parallelism_config's tp_size alone)"
+
+
+def _packs(tag: str) -> dict:
+    c, f = PADDING_FREE[tag]
+    return {"packed": f"trl {tag} trl/trainer/dpo_config.py:{c}, dpo_trainer.py:{f}: one row, position_ids"}
+
+
 def _off(tag: str, where: str) -> Default:
     return Default(
         "off",
@@ -81,7 +98,7 @@ def _grpo(tag: str, beta: tuple, mcl: str, vllm: str, counts: str = "completions
             "logprobs": _whole(tag),
         },
         "meaning": {"grpo_batch_counts": counts},
-        "adapter": ZERO,
+        "adapter": {**ZERO, "dpo_runs": _packs(tag)} if tag in PADDING_FREE else ZERO,
     }
 
 
@@ -298,6 +315,7 @@ FRAMEWORK = Framework(
     # GKD: trl/experimental/gkd/gkd_trainer.py (planner.estimate.gkd); the 0.x lines' ZERO runs keep it out
     runs={**TRL_RUNS, "loss": ("standard",), "workload": (*TRL_RUNS["workload"], "gkd")},
     gkd_loss="whole",
+    dpo_why={"packed": NO_PADDING_FREE, "sequence_parallel": NO_DPO_SPLIT},
     defaults=TRL_DEFAULTS,
     keys={**HF_KEYS, "batching": "packing", "lora_rank": "lora_r"},
     notes=("checkpointing and bf16 on by default; SFT's loss is TRL's fused log-prob head (no full logits)",),

@@ -90,6 +90,15 @@ CASES = {
         "qlora_z3": {"lora_rank": 16, "quant": "nf4", "zero": 3, "checkpointing": "full"},
         "int8": {"lora_rank": 8, "quant": "int8", "checkpointing": "full"},
         "dpo_full_z2_offload": {"zero": 2, "offload": "optimizer", "workload": DPO, "checkpointing": "full"},
+        # DPO padding-free under Ulysses (swift/arguments/rlhf_args.py:710-725 run both for dpo)
+        "dpo_packed_ulysses": {
+            "zero": 2,
+            "workload": DPO,
+            "batching": "packed",
+            "attention": "flash",
+            "sequence_parallel": 2,
+            "checkpointing": "full",
+        },
         "gkd_full_z3": {"zero": 3, "checkpointing": "full", "workload": GKD},
         "vlm_fsdp": {**VLM_FULL, "checkpointing": "off"},
         "vlm_llm_frozen": {

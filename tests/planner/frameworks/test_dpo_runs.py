@@ -1,0 +1,55 @@
+"""What each framework's DPO runs beyond padded rows on one rank (planner.frameworks.runs.Runs.dpo_runs), read at each
+release line: padding-free rows and Ulysses sequence parallel, or a one-line refusal citing the framework's source."""
+
+import pytest
+
+from planner import intake
+from planner.config.knobfields import KnobFields
+from planner.frameworks import adapter
+
+DEFAULTS = {k: f.get_default(call_default_factory=True) for k, f in KnobFields.model_fields.items()}
+PACKED = {**DEFAULTS, "workload": {"kind": "dpo"}, "batching": "packed", "attention": "flash"}
+SPLIT = {**PACKED, "batching": "padded", "sequence_parallel": 2}
+
+
+@pytest.mark.parametrize(
+    ("name", "release", "knobs", "refused"),
+    [
+        ("trl", "", PACKED, "dpo_trainer.py:732-739"),  # 0.29+: padding_free set back to False
+        ("trl", "0.22", PACKED, "v0.29.1 :575-582"),
+        ("trl-0", "", PACKED, "v0.29.1 :575-582"),
+        ("trl", "0.19", PACKED, None),  # v0.19.0 dpo_trainer.py:1285 flattens the rows
+        ("trl", "0.14", PACKED, None),
+        ("trl", "0.19", SPLIT, "dpo_trainer.py:971-972"),  # no TRL DPO splits a row over ranks
+        ("swift", "", PACKED, None),  # rlhf_args.py:710-717
+        ("swift", "", SPLIT, None),  # rlhf_args.py:719-725
+        ("swift", "3.7", SPLIT, None),
+        ("swift", "3.4", PACKED, "from v3.6.0"),
+        ("llamafactory", "", PACKED, "loader.py:200-201"),
+        ("axolotl", "", PACKED, "validation.py:705-708"),
+        ("memplan", "", PACKED, "padded"),
+        ("swift", "3.4", SPLIT, "sequence parallel from v3.7.0"),
+        ("trl", "", SPLIT, "dpo_trainer.py:971-972"),
+    ],
+)
+def test_dpo_padding_free_and_sequence_parallel_by_release(name, release, knobs, refused):
+    got = adapter(name, release).cannot({**knobs, "release": release})
+    if refused is None:
+        assert got is None
+    else:
+        assert got is not None and got[0] in ("batching", "sequence_parallel") and refused in got[1]
+
+
+@pytest.mark.parametrize(("pin", "planned"), [("trl==1.16.0", "padded"), ("trl==0.19.1", "packed")])
+def test_a_trl_dpo_config_with_padding_free_is_planned_as_its_release_runs_it(tmp_path, pin, planned):
+    """TRL 0.29+ warns and pads (trl 1.16.0 dpo_trainer.py:732-739): the reading plans padded rows and says why."""
+    (tmp_path / "dpo.yaml").write_text(
+        "model_name_or_path: Qwen/Qwen2.5-0.5B-Instruct\nmax_length: 1024\npadding_free: true\n"
+        "attn_implementation: flash_attention_2\n"
+    )
+    (tmp_path / "run.sh").write_text("trl dpo --config dpo.yaml\n")
+    (tmp_path / "requirements.txt").write_text(pin + "\n")
+    reading = intake.read([str(tmp_path / f) for f in ("run.sh", "dpo.yaml", "requirements.txt")])
+    value = {s.field: s.value for s in reading.settings}
+    assert value["workload.kind"] == "dpo" and value.get("batching", "padded") == planned
+    assert any("sets padding_free back to False" in n for n in reading.unplanned) == (planned == "padded")
