@@ -26,6 +26,8 @@ from planner.frameworks.keys import whole_line
 from planner.frameworks.llamafactory.keys import KEYS
 from planner.frameworks.llamafactory.lines import with_rules
 from planner.frameworks.llamafactory.signs import SIGNS
+from planner.frameworks.rl import RoleEngine
+from planner.frameworks.rules import kind, workload_of
 from planner.frameworks.tool import Tool
 
 TAG = "LLaMA-Factory {} src/{}/hparams/"
@@ -207,6 +209,18 @@ RULES = (
         "lora_target names modules: it has no PEFT target_parameters for stacked experts (give module names)",
         lambda k: bool(expert_targets(k)),
     ),
+    Rule(
+        "rollout_engine",
+        "stage ppo samples with the policy's own HF generate in every process (train/ppo/trainer.py:348): give "
+        "--rollout-engine hf",
+        lambda k: kind(k) == "ppo" and (w := workload_of(k)) is not None and w.roles.rollout_engine != "hf",
+    ),
+    Rule(
+        "workload",
+        "memplan writes LLaMA-Factory's sft and dpo stages; its stage ppo is read, not written",
+        lambda k, w: kind(k) == "ppo",
+        scope="written",
+    ),
     Rule(  # v0.7.1 cli.py:64-65 ran run_exp in its own process, HF's Trainer then nn.DataParallel
         "dataparallel",
         "--dataparallel is one process over the visible GPUs, which LLaMA-Factory ran before v0.8.0 only "
@@ -283,7 +297,7 @@ FRAMEWORK = Framework(
         "optimizer_in_backward": (False,),
         "expert_parallel": ("off",),
         "quant": ("none", "nf4", "fp4", "int8", "gptq"),  # AWQ needs autoawq: model/model_utils/quantization.py:122-123
-        "workload": ("sft", "dpo"),
+        "workload": ("sft", "dpo", "ppo"),  # ppo: stage ppo, read (rules: not written)
         **NO_SPLITS,  # 0.9.5's hparams hold no sequence, context or tensor parallel size (v1 and Megatron aside)
     },
     defaults={
@@ -314,6 +328,14 @@ FRAMEWORK = Framework(
         "trainable parameters upcast to fp32 unless pure_bf16 (model/adapter.py)",
     ),
     rules=RULES,
+    # stage ppo (v0.8.3 src/llamafactory/train/ppo/, reader_ppo.py): TRL 0.9's PPOTrainer, every role in every process
+    role_engine=RoleEngine(
+        defaults={"remove_padding": False},  # padded rows (trainer.py:prepare_model_inputs)
+        grpo=False,  # no GRPO stage
+        value_head_on_policy=True,  # AutoModelForCausalLMWithValueHead (train/ppo/workflow.py:47)
+        generate_gathers=True,  # unwrap_model_for_generation (trainer.py:348; trl 0.9.6 models/utils.py:161-165)
+        upcasts_logprobs=True,  # fp32 logits (trl 0.9.6 models/modeling_value_head.py:188-190)
+    ),
     # extras/constants.py:1360-1398: its InternVL ids are the -hf conversions only; model/model_utils/visual.py:274
     # registers model_type internvl (the native classes) for freeze_vision_tower and the projector
     remote_code=False,
