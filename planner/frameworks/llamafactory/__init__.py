@@ -334,7 +334,8 @@ FRAMEWORK = Framework(
         grpo=False,  # no GRPO stage
         value_head_on_policy=True,  # AutoModelForCausalLMWithValueHead (train/ppo/workflow.py:47)
         generate_gathers=True,  # unwrap_model_for_generation (trainer.py:348; trl 0.9.6 models/utils.py:161-165)
-        upcasts_logprobs=True,  # fp32 logits (trl 0.9.6 models/modeling_value_head.py:188-190)
+        # fp32 logits (trl 0.9.6 models/modeling_value_head.py:188-190), but upcasts_logprobs would move its DPO's
+        # head too (planned in the compute dtype, reader.py): left off, the PPO passes' head in bf16 (an under-count)
     ),
     # extras/constants.py:1360-1398: its InternVL ids are the -hf conversions only; model/model_utils/visual.py:274
     # registers model_type internvl (the native classes) for freeze_vision_tower and the projector

@@ -18,6 +18,7 @@ at github.com/hiyouga/LLaMA-Factory v0.8.3 src/llamafactory/; TRL at v0.9.6):
 from __future__ import annotations
 
 from planner.config.roles import ACTOR
+from planner.frameworks.llamafactory.reader_keys import look
 from planner.intake.collect import Collector, default, one
 from planner.intake.flags import Flag
 from planner.intake.models import lookup
@@ -37,29 +38,17 @@ def read_ppo(c: Collector, f: dict[str, Flag], src: str, near) -> None:
     why = "train/ppo/workflow.py:47-54 (policy with its value head, reference and reward model in every process)"
     c.set(r + "placement", "colocate", default(LF, why, "every role in every process"), "stage")
     c.set(r + "rollout_engine", "hf", default(LF, "train/ppo/trainer.py:348-355", "the policy's HF generate"), "stage")
-    cut = f.get("cutoff_len")
+    cut, cs = look(c, f, "seq_len")  # the release's cutoff_len default where the file sets none
     c.number(
-        "workload.max_prompt_length",
-        one(cut.value) if cut else 1024,
-        f"{cut.source} (the prompt's cut: data/processors/unsupervised.py:58)"
-        if cut
-        else default(LF, "data_args.py", "1024"),
-        "cutoff_len",
+        "workload.max_prompt_length", cut, f"{cs} (the prompt's cut: data/processors/unsupervised.py:58)", "cutoff_len"
     )
-    new = f.get("max_new_tokens")
-    c.number(
-        "workload.max_completion_length",
-        one(new.value) if new else 1024,
-        new.source if new else default(LF, "hparams/generating_args.py:51-53", "max_new_tokens 1024"),
-        "max_new_tokens",
-    )
-    e = f.get("ppo_epochs")
-    c.number(
-        "workload.num_iterations",
-        one(e.value) if e else 4,
-        e.source if e else default(LF, "hparams/finetuning_args.py:167-169", "ppo_epochs 4"),
-        "ppo_epochs",
-    )
+    for field, key, fallback, cite in (
+        ("workload.max_completion_length", "max_new_tokens", 1024, "hparams/generating_args.py:51-53"),
+        ("workload.num_iterations", "ppo_epochs", 4, "hparams/finetuning_args.py:167-169"),
+    ):
+        k = f.get(key)
+        value, src = (one(k.value), k.source) if k else (fallback, default(LF, cite, f"{key} {fallback}"))
+        c.number(field, value, src, key)
     if "ppo_buffer_size" in f:
         k = f["ppo_buffer_size"]
         c.number(r + "mini_batches", one(k.value), f"{k.source} (trainer.py:92: batch x buffer)", "ppo_buffer_size")
