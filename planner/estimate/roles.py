@@ -237,10 +237,21 @@ def hf_generation_terms(a: Setup, r) -> dict[str, int]:
     """Rollout hf: the actor's own HF generate over `generate_batch` sequences (planner.estimate.rl.generation_terms:
     KV cache, the prefill's or last decode step's transient, sampling), beside every role's resident states; under
     ZeRO-3 a framework that unwraps for generation (TRL's unwrap_model_for_generation) gathers the whole policy."""
-    terms = generation.generation_terms(a, r.generate_batch or a.micro_batch)
+    rank = generation.sequences_per_generation(a)  # the rank's generation batch, sampled generate_batch at a time
+    terms = generation.generation_terms(a, min(r.generate_batch or a.micro_batch, rank))
     if a.knobs.zero_stage == 3 and not engine_of(a).generate_gathers:  # DeepSpeed fetches layer by layer instead
         terms["generation_weights_bytes"] = mem.gathered_params_bytes(a)
+    if engine_of(a).keeps_scores:
+        terms["generation_scores_bytes"] = generation_scores_bytes(a, a.micro_batch * a.grad_accum)
     return terms
+
+
+def generation_scores_bytes(a: Setup, rows: int) -> int:
+    """TRL's PPO (trl 0.29.1 experimental/ppo/ppo_trainer.py:110-119 output_scores, torch.stack(output.scores, 1)):
+    every generated step's fp32 scores, rows x completion x vocabulary, for the rank's local batch
+    (per_device_train_batch_size x gradient_accumulation_steps, :455), the list and its stacked copy at once."""
+    w = a.knobs.workload
+    return 2 * 4 * rows * w.max_completion_length * a.model.text.vocab
 
 
 def phase_key(phase: str, role: str) -> str:

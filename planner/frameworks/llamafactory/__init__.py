@@ -27,7 +27,7 @@ from planner.frameworks.llamafactory.keys import KEYS
 from planner.frameworks.llamafactory.lines import with_rules
 from planner.frameworks.llamafactory.signs import SIGNS
 from planner.frameworks.rl import RoleEngine
-from planner.frameworks.rules import kind, workload_of
+from planner.frameworks.rules import hf_ppo_rules
 from planner.frameworks.tool import Tool
 
 TAG = "LLaMA-Factory {} src/{}/hparams/"
@@ -209,18 +209,7 @@ RULES = (
         "lora_target names modules: it has no PEFT target_parameters for stacked experts (give module names)",
         lambda k: bool(expert_targets(k)),
     ),
-    Rule(
-        "rollout_engine",
-        "stage ppo samples with the policy's own HF generate in every process (train/ppo/trainer.py:348): give "
-        "--rollout-engine hf",
-        lambda k: kind(k) == "ppo" and (w := workload_of(k)) is not None and w.roles.rollout_engine != "hf",
-    ),
-    Rule(
-        "workload",
-        "memplan writes LLaMA-Factory's sft and dpo stages; its stage ppo is read, not written",
-        lambda k, w: kind(k) == "ppo",
-        scope="written",
-    ),
+    *hf_ppo_rules("stage ppo", "train/ppo/trainer.py:348", "LLaMA-Factory's sft and dpo stages"),
     Rule(  # v0.7.1 cli.py:64-65 ran run_exp in its own process, HF's Trainer then nn.DataParallel
         "dataparallel",
         "--dataparallel is one process over the visible GPUs, which LLaMA-Factory ran before v0.8.0 only "

@@ -130,3 +130,32 @@ def test_llama_factorys_reward_model_type_decides_whether_a_reward_model_is_resi
     assert plan.knobs.workload.seq_len() == 1024 + 1024
     phases = {p.split(": ")[1] for p in plan.memory.phases}
     assert ("reward-scoring" in phases) == (reward == "full") and "critic-update" not in phases
+
+
+SWIFT_PPO = (
+    "NPROC_PER_NODE=2 swift rlhf --rlhf_type ppo --model Qwen/Qwen2.5-1.5B-Instruct --reward_model "
+    "Qwen/Qwen2.5-1.5B-Instruct --tuner_type lora --per_device_train_batch_size 1 --gradient_accumulation_steps 4 "
+    "--max_length 1024 --max_completion_length 512 --deepspeed zero2\n"
+)
+
+
+def test_swifts_ppo_holds_a_value_and_reward_model_of_its_reward_checkpoint_and_keeps_the_scores(tmp_path):
+    scorer = built_params("qwen2.5-1.5b", "SequenceClassification")
+    script = tmp_path / "ppo.sh"
+    script.write_text(SWIFT_PPO)
+    plan = checkconfig.check_config([str(script)], {"gpu": "a100-80gb"}).plan
+    r = plan.knobs.workload.roles
+    assert (r.rollout_engine, r.placement, r.reward_model, r.critic_model, r.generate_batch) == (
+        "hf",
+        "colocate",
+        "qwen2.5-1.5b",
+        "qwen2.5-1.5b",
+        64,  # local_rollout_forward_batch_size's default (rlhf_args.py:124)
+    )
+    rollout = roles.group_phases(setup_of(plan, "qwen2.5-1.5b", 2), 80 * GIB)["colocated (2 GPUs)"]["rollout"]
+    assert rollout["reward_resident_bytes"] == 2 * scorer  # frozen, whole under ZeRO-2
+    # the value model: the same checkpoint in bf16 with the run's LoRA adapters and their AdamW states
+    assert rollout["critic_resident_bytes"] > 2 * scorer and "ref_resident_bytes" not in rollout  # LoRA: no reference
+    # every step's fp32 scores for micro 1 x accumulation 4 rows, 512 steps of Qwen2.5's 151,936-token vocabulary,
+    # the list and its torch.stack copy
+    assert rollout["generation_scores_bytes"] == 2 * 4 * (1 * 4) * 512 * 151936
