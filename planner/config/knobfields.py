@@ -73,6 +73,8 @@ LORA_TARGETS_PATTERN = r"^[A-Za-z0-9_.\-]+(,[A-Za-z0-9_.\-]+)*$"
 SUGGEST_CHECKPOINTING = ("off", "selective-op", "every-4", "every-2", "full", "offload")
 # the frameworks whose RL runs are planned by roles (planner.estimate.roles): those whose adapter declares a RoleEngine
 ROLE_FRAMEWORKS = tuple(n for n, f in FRAMEWORKS.items() if f.role_engine is not None)
+# those whose GRPO is planned by roles too (the others' GRPO is TRL's: planner.estimate.rl)
+GRPO_ROLE_FRAMEWORKS = tuple(n for n in ROLE_FRAMEWORKS if FRAMEWORKS[n].role_engine.grpo)
 
 
 class KnobFields(BaseModel):
@@ -351,7 +353,7 @@ class KnobFields(BaseModel):
     def role_run(self) -> bool:
         """An RL run planned by its roles (planner.estimate.roles): ppo, rloo, reinforce++, and grpo as verl and
         OpenRLHF run it."""
-        return self.workload.role_run or (self.workload.kind == "grpo" and self.framework in ROLE_FRAMEWORKS)
+        return self.workload.role_run or (self.workload.kind == "grpo" and self.framework in GRPO_ROLE_FRAMEWORKS)
 
     def data_parallel_of(self, world: int) -> int:
         """Data-parallel ranks of the trained model over `world` GPUs: the world over the GPUs that share a sample, or

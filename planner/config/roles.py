@@ -13,6 +13,10 @@ Placement: "colocate" puts every role on every GPU (verl's hybrid engine, OpenRL
 groups, each `role+role:GPUs`, comma-separated: "actor+ref:4,critic+reward:2,rollout:2" (OpenRLHF's per-role GPU
 counts and --colocate_actor_ref / --colocate_critic_reward; vLLM engines on their own GPUs). Every role of the run
 is in exactly one group; the groups' GPUs add up to the run's.
+
+Rollout engine "hf": no engine; the actor samples with its own HF generate in every training process, every role
+resident there (placement colocate): OpenRLHF's pre-Ray openrlhf.cli.train_ppo, LLaMA-Factory's stage ppo and
+ms-swift's rlhf ppo (TRL's PPOTrainer), one process group holding policy, critic, reference and reward model.
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ from planner.frameworks import FRAMEWORKS
 ROLE_KINDS: tuple[str, ...] = ("ppo", "grpo", "rloo", "reinforce++")
 ROLE_NAMES: tuple[str, ...] = ("actor", "critic", "ref", "reward", "rollout")
 OFFLOADS: tuple[str, ...] = ("actor-params", "actor-optimizer", "ref", "critic-params", "critic-optimizer", "reward")
-ENGINES: tuple[str, ...] = ("vllm", "sglang")
+ENGINES: tuple[str, ...] = ("vllm", "sglang", "hf")
 MAX_TOKENS_PER_GPU = 1 << 22
+ACTOR = "actor"  # a critic_model / reward_model of the actor's shapes (a reader's stand-in for one not found offline)
 
 
 @dataclass(frozen=True)
@@ -75,10 +80,15 @@ class Roles(BaseModel):
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     critic_model: str | None = Field(
-        default=None, description="ppo: the critic's model (catalog name or config.json; default: the actor's)"
+        default=None,
+        description="ppo: the critic's model (catalog name or config.json, or 'actor'; default: the actor's)",
     )
     reward_model: str | None = Field(
-        default=None, description="a reward model scored on the GPUs (catalog name or config.json); none: a function"
+        default=None,
+        description=(
+            "a reward model scored on the GPUs (catalog name or config.json, or 'actor': the actor's shapes); none: a "
+            "function"
+        ),
     )
     placement: str = Field(
         default="colocate",
@@ -94,8 +104,21 @@ class Roles(BaseModel):
             "OpenRLHF rollout.batch_size x n_samples_per_prompt / train.batch_size)"
         ),
     )
-    rollout_engine: Literal["vllm", "sglang"] = Field(
-        default="vllm", description="the rollout engine: vllm (verl, OpenRLHF) or sglang (verl)"
+    rollout_engine: Literal["vllm", "sglang", "hf"] = Field(
+        default="vllm",
+        description=(
+            "the rollout engine: vllm (verl, OpenRLHF), sglang (verl), or hf: the actor's own HF generate in every "
+            "training process (OpenRLHF's train_ppo, LLaMA-Factory's and ms-swift's PPO; placement colocate)"
+        ),
+    )
+    generate_batch: int | None = Field(
+        default=None,
+        ge=1,
+        le=1 << 12,
+        description=(
+            "rollout hf: sequences one generate call samples (OpenRLHF --micro_rollout_batch_size, TRL's "
+            "local_rollout_forward_batch_size; default: the micro-batch)"
+        ),
     )
     rollout_tp: int = Field(default=1, ge=1, le=64, description="the rollout engine's tensor-parallel size")
     rollout_memory: float | None = Field(
@@ -219,6 +242,11 @@ def check_groups(kind: str, roles: Roles, beta: float, world: int) -> None:
     """The placement against the run's roles and GPUs (BadInput naming what is wrong)."""
     have = set(existing_roles(kind, roles)) - (set() if beta > 0 else {"ref"})
     groups = roles.groups()
+    if roles.rollout_engine == "hf" and roles.placement != "colocate":
+        raise BadInput(
+            "--rollout-engine hf generates in the actor's own processes, every role beside it: --placement colocate",
+            "placement",
+        )
     if roles.placement == "colocate":
         if world % roles.rollout_tp:
             raise BadInput(f"--rollout-tp {roles.rollout_tp} does not divide the {world} GPUs", "rollout_tp")

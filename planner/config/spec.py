@@ -220,8 +220,8 @@ class Knobs(KnobFields):
             raise BadInput(EXPERT_PARALLEL_NEEDS_FSDP, "expert_parallel")
         if self.workload.role_run and self.framework not in ROLE_FRAMEWORKS:
             raise BadInput(
-                f"--workload {self.workload.kind} is planned as verl or OpenRLHF run it (actor, critic, reference, reward "
-                f"model and rollout roles): give --framework {' or '.join(ROLE_FRAMEWORKS)}",
+                f"--workload {self.workload.kind} is planned by its roles (actor, critic, reference, reward model and "
+                f"rollout) as a framework that runs it does: give --framework {' or '.join(ROLE_FRAMEWORKS)}",
                 "workload",
             )
         if self.workload.roles.move_model_batches is not None and not FRAMEWORKS[self.framework].sync_groups:

@@ -24,36 +24,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.config.spec import Hardware, MemoryBreakdown
-from planner.estimate import gkd, linear_attention, recipe_terms, role_heads, roles, rollout, speed, weight_sync
+from planner.estimate import gkd, recipe_terms, role_heads, roles, rollout, speed, weight_sync
 from planner.estimate import memory as mem
-from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes, nograd_vision_bytes
+from planner.estimate.generation import SAMPLING_FP32_COPIES, generation_terms, kv_cache_bytes, sequences_per_generation
+from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
 from planner.estimate.parallel import view as rank_view
 from planner.estimate.setup import Setup
 from planner.estimate.vision import tower_knob
-
-SAMPLING_FP32_COPIES = 3  # generate's fp32 copy of the last logits, the processed scores, softmax's probabilities
-
-
-def kv_cache_bytes(s: Setup, sequences: int, tokens: int) -> int:
-    """HF's DynamicCache: what every layer caches for `tokens` positions of `sequences` rows, in the model's
-    compute dtype; a hybrid model's linear-attention layers a fixed state per row instead."""
-    t, c = s.model.text, compute_dtype_bytes(s)
-    if t.linear is not None:  # Qwen3-Next / Qwen3.5: only the full-attention layers cache keys and values
-        kv = (t.layers - t.linear.layers) * cache_width(t) * tokens * sequences * c
-        return kv + linear_attention.recurrent_state_bytes(t, sequences, c)
-    return t.layers * cache_width(t) * tokens * sequences * c
-
-
-def cache_width(t) -> int:
-    """Elements one token adds to one layer's cache: its keys and values, or under DeepSeek's latent attention
-    the compressed latent and the rotary key (kv_lora_rank + qk_rope_head_dim: transformers 5.23 caches them
-    before expanding, modeling_deepseek_v2.py)."""
-    return t.mla.kv_lora_rank + t.mla.qk_rope_head_dim if t.mla is not None else 2 * t.kv_dim
-
-
-def sequences_per_generation(s: Setup) -> int:
-    """Completions one rank generates at once: its share of the generation batch."""
-    return s.micro_batch * s.knobs.workload.steps_per_gen(s.grad_accum)
 
 
 def logprob_forward_bytes(s: Setup, rows: int) -> int:
@@ -99,31 +76,6 @@ def vllm_generation_terms(s: Setup, capacity_bytes: int, resident: dict) -> dict
         "reference_params_bytes": 0 if "ref" in off else resident["reference_params_bytes"],
         "optimizer_bytes": 0 if "actor-optimizer" in off else resident["optimizer_bytes"],
         "vllm_reserved_bytes": vllm_reserved_bytes(s, capacity_bytes),
-    }
-
-
-def generation_terms(s: Setup, n: int | None = None) -> dict[str, int]:
-    """HF generation's largest moment: the prefill over the prompts with their cache, or the last decode step with
-    the whole cache and one layer's cache being grown (DynamicCache concatenates: old and new live at once); plus
-    the sampling tensors and the weights gathered for generation. None off the rank (vLLM generates). `n`: the
-    sequences sampled at once (default: the rank's generation batch)."""
-    w, t = s.knobs.workload, s.model.text
-    if w.generation != "hf":
-        return {}
-    n = n or sequences_per_generation(s)
-    prompt_kv = kv_cache_bytes(s, n, w.prompt_tokens())
-    full_kv = kv_cache_bytes(s, n, w.seq_len())
-    prefill = nograd_forward_bytes(s, n, w.prompt_tokens())
-    grow = 2 * full_kv // t.layers
-    kv, transient = (prompt_kv, prefill) if prompt_kv + prefill > full_kv + grow else (full_kv, grow)
-    sampling = n * t.vocab * (compute_dtype_bytes(s) + 4 * SAMPLING_FP32_COPIES)
-    tower = nograd_vision_bytes(s, n) if transient == prefill and s.model.vision is not None else 0
-    tower = tower if tower == prefill else 0  # the prompts' images through the tower decide the prefill
-    return {
-        "kv_cache_bytes": kv,
-        "generation_transient_bytes": transient - tower + sampling,
-        **({"generation_tower_bytes": tower} if tower else {}),
-        "generation_weights_bytes": weight_sync.generation_weights_bytes(s),
     }
 
 

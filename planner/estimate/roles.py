@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from planner.config.roles import Group, existing_roles
+from planner.config.roles import ACTOR, Group, existing_roles
 from planner.config.spec import MemoryBreakdown
-from planner.estimate import fsdp, rollout
+from planner.estimate import fsdp, generation, rollout
 from planner.estimate import memory as mem
 from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
 from planner.estimate.role_heads import logprob_pass_head_bytes, upcasts, value_pass_head_bytes
@@ -59,10 +59,12 @@ def roles_of(s: Setup) -> Roles:
     w = s.knobs.workload
     r = w.roles.resolved(s.knobs.framework)
     names = [n for n in existing_roles(w.kind, r) if n != "ref" or w.has_reference(s.lora)]
-    critic = load_role_model(r.critic_model) if r.critic_model else s.model
+    if engine_of(s).value_head_on_policy:  # a hidden x 1 head on the policy, trained with it: no model of its own
+        names = [n for n in names if n != "critic"]
+    critic = load_role_model(r.critic_model) if r.critic_model not in (None, ACTOR) else s.model
     models = {"actor": s.model, "rollout": s.model, "ref": s.model, "critic": value_model(critic)}
     if r.reward_model:
-        models["reward"] = value_model(load_role_model(r.reward_model))
+        models["reward"] = value_model(s.model if r.reward_model == ACTOR else load_role_model(r.reward_model))
     groups = {}
     for g in r.groups():
         for role in g.roles:
@@ -203,14 +205,17 @@ def group_phases(s: Setup, capacity: int) -> dict[str, dict[str, dict[str, int]]
         resident = {f"{m}_resident_bytes": resident_bytes(setups[m], m, r.offload) for m in members if m != "rollout"}
         others = sum(resident.values())
         colocated = "actor" in members and "rollout" in members
-        if "rollout" in members:
+        hf = r.rollout_engine == "hf"  # the actor generates itself: no engine, no sync
+        if "rollout" in members and not hf:
             resident["rollout_asleep_bytes"] = rollout.asleep_bytes(r, capacity, others, colocated)
         own = {m: role_phase_bytes(setups[m], m, capacity, r.offload) for m in members if m != "rollout"}
         phases = {}
         for phase, role in PHASE_ROLE.items():
             if role not in members or phase == "weight-sync":
                 continue
-            if role == "rollout":
+            if role == "rollout" and hf:
+                phases[phase] = {**resident, **hf_generation_terms(setups["actor"], r)}
+            elif role == "rollout":
                 phases[phase] = {
                     **resident,
                     "rollout_asleep_bytes": 0,
@@ -222,10 +227,31 @@ def group_phases(s: Setup, capacity: int) -> dict[str, dict[str, dict[str, int]]
                     f"{role}_resident_bytes": 0,
                     f"{phase_key(phase, role)}_bytes": own[role][phase],
                 }
-        if "actor" in members or "rollout" in members:
+        if ("actor" in members or "rollout" in members) and not hf:
             phases["weight-sync"] = sync_terms(s, setups, members, resident, capacity, others)
         out[label] = phases
     return out
+
+
+def hf_generation_terms(a: Setup, r) -> dict[str, int]:
+    """Rollout hf: the actor's own HF generate over `generate_batch` sequences (planner.estimate.rl.generation_terms:
+    KV cache, the prefill's or last decode step's transient, sampling), beside every role's resident states; under
+    ZeRO-3 a framework that unwraps for generation (TRL's unwrap_model_for_generation) gathers the whole policy."""
+    rank = generation.sequences_per_generation(a)  # the rank's generation batch, sampled generate_batch at a time
+    terms = generation.generation_terms(a, min(r.generate_batch or a.micro_batch, rank))
+    if a.knobs.zero_stage == 3 and not engine_of(a).generate_gathers:  # DeepSpeed fetches layer by layer instead
+        terms["generation_weights_bytes"] = mem.gathered_params_bytes(a)
+    if engine_of(a).keeps_scores:
+        terms["generation_scores_bytes"] = generation_scores_bytes(a, a.micro_batch * a.grad_accum)
+    return terms
+
+
+def generation_scores_bytes(a: Setup, rows: int) -> int:
+    """TRL's PPO (trl 0.29.1 experimental/ppo/ppo_trainer.py:110-119 output_scores, torch.stack(output.scores, 1)):
+    every generated step's fp32 scores, rows x completion x vocabulary, for the rank's local batch
+    (per_device_train_batch_size x gradient_accumulation_steps, :455), the list and its stacked copy at once."""
+    w = a.knobs.workload
+    return 2 * 4 * rows * w.max_completion_length * a.model.text.vocab
 
 
 def phase_key(phase: str, role: str) -> str:
@@ -312,6 +338,8 @@ def kv_tokens(s: Setup, groups: dict, capacity: int) -> int:
     """Tokens the rollout engine's KV cache holds on each of its GPUs, beside what its group keeps resident when it
     starts (its rollout phase's resident terms; planner.estimate.rollout.kv_cache_tokens)."""
     terms = next(phases["rollout"] for phases in groups.values() if "rollout" in phases)
+    if "kv_cache_bytes" in terms:  # HF generate: the cache of its generate batch, no engine pool
+        return s.knobs.workload.seq_len() * (s.knobs.workload.roles.generate_batch or s.micro_batch)
     others = sum(v for k, v in terms.items() if k.endswith("_resident_bytes"))
     r = s.knobs.workload.roles.resolved(s.knobs.framework)
     return rollout.kv_cache_tokens(s.model, r, capacity, others, s.knobs.framework)

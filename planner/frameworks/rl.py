@@ -23,3 +23,7 @@ class RoleEngine:
     critic_own_budget: bool = False  # the critic's values pass and update both cut by the critic's token budget
     sync_bytes_per_param: int | None = None  # the weights' dtype a sync gathers in (None: the compute dtype)
     sync_bucket_bytes: int = 0  # the transfer buffer each trainer rank fills for the engine
+    grpo: bool = True  # its GRPO is planned by roles too (else TRL's GRPO path: planner.estimate.rl)
+    value_head_on_policy: bool = False  # the critic is a value head on the policy (no model of its own)
+    generate_gathers: bool = False  # HF generate under ZeRO-3 gathers the whole policy first (TRL's unwrap)
+    keeps_scores: bool = False  # generate returns every step's fp32 scores of the rank's batch (TRL's PPO)

@@ -85,3 +85,22 @@ def autotp_rule(where: str) -> Rule:
         f"--tensor-parallel runs through DeepSpeed's AutoTP, beside ZeRO 1 or 2 ({where}): give --zero 1 or 2",
         lambda k: k["tensor_parallel"] > 1 and (k["zero_stage"] not in (1, 2) or k["fsdp"] != "off"),
     )
+
+
+def hf_ppo_rules(name: str, cite: str, written: str) -> tuple[Rule, Rule]:
+    """A framework whose PPO runs every role in every process and samples with the policy's own HF generate (`name`
+    its PPO, `cite` where it generates): it needs --rollout-engine hf, and memplan reads it but writes none
+    (`written`: what memplan writes for it instead)."""
+    return (
+        Rule(
+            "rollout_engine",
+            f"{name} samples with the policy's own HF generate in every process ({cite}): give --rollout-engine hf",
+            lambda k: kind(k) == "ppo" and (w := workload_of(k)) is not None and w.roles.rollout_engine != "hf",
+        ),
+        Rule(
+            "workload",
+            f"memplan writes {written}; {name} is read, not written",
+            lambda k, w: kind(k) == "ppo",
+            scope="written",
+        ),
+    )

@@ -8,7 +8,7 @@ host RAM, twice the GPUs per node or the nodes at the same global batch, half th
 
 from __future__ import annotations
 
-from planner.config.knobfields import ROLE_FRAMEWORKS
+from planner.config.knobfields import GRPO_ROLE_FRAMEWORKS
 from planner.config.requests import SUGGEST_CHECKPOINTING, SuggestRequest, Target
 from planner.config.spec import FSDP_MODES, Goal, Hardware
 from planner.search import role_nearest
@@ -59,7 +59,7 @@ def variants(req: Target, goal: Goal, hw: Hardware) -> list[tuple[str, dict]]:
     """(label, the changed fields) of each request one change away, the label in words every face can show."""
     every = all(set(v) <= set(getattr(req, k, None) or []) for k, v in EVERY_KNOB.items() if v)
     out = [] if every else [("every knob allowed", {})]
-    if req.workload.role_run or (req.workload.kind == "grpo" and req.framework in ROLE_FRAMEWORKS):
+    if req.workload.role_run or (req.workload.kind == "grpo" and req.framework in GRPO_ROLE_FRAMEWORKS):
         out += role_nearest.variants(req, goal)
     if req.optimizer == "adamw":
         out.append(("optimizer adamw-fused", {"optimizer": "adamw-fused"}))

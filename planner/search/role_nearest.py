@@ -25,7 +25,8 @@ def variants(req: Target, goal: Goal) -> list[tuple[str, dict]]:
     micro = getattr(req, "micro_batch", 1)  # a check's; a suggest searches it (one row a GPU then)
     tokens = w.seq_len() * (micro if isinstance(micro, int) else 1)
     out = []
-    for f in SHARES:
+    engine = r.rollout_engine != "hf"  # hf: the actor generates in its own processes (no engine, no role offloads)
+    for f in SHARES if engine else ():
         share = round(r.rollout_memory * f / 0.05) * 0.05
         if 0.05 <= share < r.rollout_memory:
             out.append((f"rollout memory {share:.2f}", {"rollout_memory": round(share, 2)}))
@@ -41,6 +42,8 @@ def variants(req: Target, goal: Goal) -> list[tuple[str, dict]]:
             cut = max(w.seq_len(), now // part)
             if cut < now:
                 out.append((f"{label} {cut:,}", {field: cut}))
+    if not engine:
+        return wrapped(w, out)
     sleep = FRAMEWORKS[framework].role_engine.sleep_on
     if r.sleep_level == 0 and r.placement == "colocate":
         out.append((f"rollout sleep level {sleep}", {"sleep_level": sleep}))
@@ -54,6 +57,11 @@ def variants(req: Target, goal: Goal) -> list[tuple[str, dict]]:
     ):
         if (role == "actor" or w.kind == "ppo") and not set(parts) <= set(r.offload):
             out.append((f"{role} states offloaded between phases", {"offload": tuple(sorted({*r.offload, *parts}))}))
+    return wrapped(w, out)
+
+
+def wrapped(w, out: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+    """Each roles change as the request's workload."""
     return [
         (label, {"workload": w.model_copy(update={"roles": w.roles.model_copy(update=change)}).model_dump()})
         for label, change in out

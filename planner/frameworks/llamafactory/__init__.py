@@ -26,6 +26,8 @@ from planner.frameworks.keys import whole_line
 from planner.frameworks.llamafactory.keys import KEYS
 from planner.frameworks.llamafactory.lines import with_rules
 from planner.frameworks.llamafactory.signs import SIGNS
+from planner.frameworks.rl import RoleEngine
+from planner.frameworks.rules import hf_ppo_rules
 from planner.frameworks.tool import Tool
 
 TAG = "LLaMA-Factory {} src/{}/hparams/"
@@ -207,6 +209,7 @@ RULES = (
         "lora_target names modules: it has no PEFT target_parameters for stacked experts (give module names)",
         lambda k: bool(expert_targets(k)),
     ),
+    *hf_ppo_rules("stage ppo", "train/ppo/trainer.py:348", "LLaMA-Factory's sft and dpo stages"),
     Rule(  # v0.7.1 cli.py:64-65 ran run_exp in its own process, HF's Trainer then nn.DataParallel
         "dataparallel",
         "--dataparallel is one process over the visible GPUs, which LLaMA-Factory ran before v0.8.0 only "
@@ -288,7 +291,7 @@ FRAMEWORK = Framework(
         "optimizer_in_backward": (False,),
         "expert_parallel": ("off",),
         "quant": ("none", "nf4", "fp4", "int8", "gptq"),  # AWQ needs autoawq: model/model_utils/quantization.py:122-123
-        "workload": ("sft", "dpo"),
+        "workload": ("sft", "dpo", "ppo"),  # ppo: stage ppo, read (rules: not written)
         **NO_SPLITS,  # 0.9.5's hparams hold no sequence, context or tensor parallel size (v1 and Megatron aside)
     },
     defaults={
@@ -319,6 +322,15 @@ FRAMEWORK = Framework(
         "trainable parameters upcast to fp32 unless pure_bf16 (model/adapter.py)",
     ),
     rules=RULES,
+    # stage ppo (v0.8.3 src/llamafactory/train/ppo/, reader_ppo.py): TRL 0.9's PPOTrainer, every role in every process
+    role_engine=RoleEngine(
+        defaults={"remove_padding": False},  # padded rows (trainer.py:prepare_model_inputs)
+        grpo=False,  # no GRPO stage
+        value_head_on_policy=True,  # AutoModelForCausalLMWithValueHead (train/ppo/workflow.py:47)
+        generate_gathers=True,  # unwrap_model_for_generation (trainer.py:348; trl 0.9.6 models/utils.py:161-165)
+        # fp32 logits (trl 0.9.6 models/modeling_value_head.py:188-190), but upcasts_logprobs would move its DPO's
+        # head too (planned in the compute dtype, reader.py): left off, the PPO passes' head in bf16 (an under-count)
+    ),
     # extras/constants.py:1360-1398: its InternVL ids are the -hf conversions only; model/model_utils/visual.py:274
     # registers model_type internvl (the native classes) for freeze_vision_tower and the projector
     remote_code=False,

@@ -17,6 +17,7 @@ from planner.frameworks.llamafactory import DATAPARALLEL_LINES, FRAMEWORK, SPANS
 from planner.frameworks.llamafactory import reader_media as media
 from planner.frameworks.llamafactory.keys import HF_ARGS, KEYS, H
 from planner.frameworks.llamafactory.reader_keys import get, look
+from planner.frameworks.llamafactory.reader_ppo import read_ppo
 from planner.intake import hydra, loraargs, models, releases, tuners, vocab
 from planner.intake.collect import (
     LF,
@@ -100,7 +101,7 @@ def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None
     for key, why in REFUSED.items():
         if key in f and as_bool(f[key].value):
             tuners.refuse(f[key].source, why)
-    stage = _stage(c, f)
+    stage = _stage(c, f, path.parent)
     lora = _method(c, f, r)
     for field in ("micro_batch", "grad_accum"):
         value, src = look(c, f, field)
@@ -110,7 +111,8 @@ def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None
         value, src = look(c, f, "eval_batch")
         c.number("eval_batch", value, src, KEYS.key("eval_batch"))
     value, src = look(c, f, "seq_len")
-    c.number("workload.max_length" if stage == "dpo" else "seq_len", value, src, KEYS.key("seq_len"))
+    if stage != "ppo":  # PPO: the prompt's cut (reader_ppo)
+        c.number("workload.max_length" if stage == "dpo" else "seq_len", value, src, KEYS.key("seq_len"))
     _training(c, f, stage)
     media.vision(c, f, lora)
     _sharding(c, f, path, vars)
@@ -120,7 +122,7 @@ def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None
             c.note(f"{f[key].source} ({why} not planned yet)")
 
 
-def _stage(c: Collector, f: dict[str, Flag]) -> str:
+def _stage(c: Collector, f: dict[str, Flag], near=None) -> str:
     stage, src = look(c, f, "workload.kind")
     stage = str(stage)
     if stage == "dpo":
@@ -144,16 +146,8 @@ def _stage(c: Collector, f: dict[str, Flag]) -> str:
             f"{src} (stage rm, a value head beside the vocabulary head over chosen and rejected rows, is not planned "
             "yet; planned as SFT)"
         )
-    elif stage == "ppo":
-        c.note(f"{src} (stage ppo is not planned yet)")
-        c.fact(
-            "refused",
-            f"{src}: LLaMA-Factory's PPO is not planned yet, and its sampling under ZeRO-3 gathers the whole policy on "
-            "every GPU (src/llamafactory/train/ppo/trainer.py:358 unwrap_model_for_generation, :348 at v0.8.3; trl "
-            "0.24 models/utils.py:338-346): does the training step alone answer you? then give --workload sft",
-            src,
-            "stage",
-        )
+    elif stage == "ppo":  # every role in every process, the policy's own generate (reader_ppo)
+        read_ppo(c, f, src, near)
     elif stage not in ("sft", "pt"):
         c.note(f"{src} (stage {stage} is not planned yet; planned as SFT)")
     return stage

@@ -198,8 +198,15 @@ FRAMEWORK = Framework(
         ),
         Rule(
             "rollout_engine",
-            "0.11.2 generates with vLLM: give --rollout-engine vllm",
-            lambda k: (r := _roles(k)) is not None and r.rollout_engine != "vllm",
+            "generates with vLLM, or with the actor's own HF generate (hf): give --rollout-engine vllm",
+            lambda k: (r := _roles(k)) is not None and r.rollout_engine == "sglang",
+        ),
+        Rule(
+            "rollout_engine",
+            "memplan writes train_ppo_ray with vLLM engines; HF generate in every process (the pre-Ray "
+            "openrlhf.cli.train_ppo of v0.6.1 and before) is read, not written: give --rollout-engine vllm",
+            lambda k, w: (r := _roles(k)) is not None and r.rollout_engine == "hf",
+            scope="written",
         ),
     ),
 )

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from planner.frameworks.openrlhf.keys import KEYS, T
 from planner.frameworks.openrlhf.reader_flags import ESTIMATORS, OLD, ORL, attention, dotted, get, on
-from planner.frameworks.openrlhf.reader_sft import read_sft, refuse_old_ppo
+from planner.frameworks.openrlhf.reader_ppo import read_old_ppo
+from planner.frameworks.openrlhf.reader_sft import read_sft
 from planner.intake import releases, world
 from planner.intake.collect import Collector, as_float, as_int, default, one
 from planner.intake.flags import Flag
@@ -351,10 +352,12 @@ def _release(c: Collector, run, hint: tuple[str, str, tuple[str, ...]] | None) -
 def read_launched(c: Collector, run) -> None:
     """planner.intake's dispatch of `python -m openrlhf.cli.train_ppo_ray`, `train_dpo` or `train_sft`
     (Framework.launched): the release from its flags, then PPO's roles (Ray places them) or DPO's or SFT's one trainer
-    on the launcher's GPUs (planner.frameworks.openrlhf.sft); the pre-Ray `train_ppo` is refused in one line."""
-    if run.target == "openrlhf.cli.train_ppo":
-        refuse_old_ppo(run)
+    on the launcher's GPUs (planner.frameworks.openrlhf.sft); the pre-Ray `train_ppo` every role in every process
+    (planner.frameworks.openrlhf.reader_ppo)."""
     flags, _ = parse_flags(run.args, run.command.path)
+    if run.target == "openrlhf.cli.train_ppo":
+        world.read(c, run)
+        return read_old_ppo(c, flags, run.command.path)
     _release(c, run, release_hint(flags))
     if run.target.endswith(("train_dpo", "train_sft")):
         world.read(c, run)

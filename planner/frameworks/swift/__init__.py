@@ -1,5 +1,6 @@
 """ms-swift 4.6.0 (`swift sft|rlhf`): LoRA by default, full-layer checkpointing on by default, the ViT and aligner
-frozen, Liger's fused loss, packing, ZeRO presets and FSDP2; SFT, DPO and GRPO. Files cited are in the 4.6.0 wheel.
+frozen, Liger's fused loss, packing, ZeRO presets and FSDP2; SFT, DPO, GRPO, GKD, and PPO read (reader_ppo.py). Files
+cited are in the 4.6.0 wheel.
 
 Releases (github.com/modelscope/ms-swift tags): 3.x names the tuner `--train_type` (v3.12.0
 swift/llm/argument/base_args/base_args.py:98), 4.x `--tuner_type` (v4.0.0 swift/arguments/base_args/base_args.py:72),
@@ -15,6 +16,8 @@ from planner.frameworks.base import (
     full_dpo_precomputed,
     only_expert_targets,
 )
+from planner.frameworks.rl import RoleEngine
+from planner.frameworks.rules import hf_ppo_rules
 from planner.frameworks.swift.keys import KEYS
 from planner.frameworks.tool import Signs, Tool
 
@@ -189,7 +192,13 @@ FRAMEWORK = Framework(
         "fsdp": ("off", "full"),
         "optimizer_in_backward": (False,),
         "expert_parallel": ("off",),
-        "workload": ("sft", "dpo", "grpo", "gkd"),  # gkd: swift rlhf --rlhf_type gkd (rlhf_trainers/gkd_trainer.py)
+        "workload": (
+            "sft",
+            "dpo",
+            "grpo",
+            "gkd",
+            "ppo",
+        ),  # ppo: read (rules: not written); gkd: swift rlhf --rlhf_type gkd (rlhf_trainers/gkd_trainer.py)
         # --task_type (ms-swift 4.6 swift/arguments/base_args/model_args.py:72; decision is not planned)
         "task": ("causal-lm", "seq-cls", "embedding", "reranker", "generative-reranker"),
         "context_parallel": ("off",),  # ring attention comes inside --sequence_parallel_size, with flash-attn
@@ -252,6 +261,19 @@ FRAMEWORK = Framework(
             "adapt every linear): name a module too",
             only_expert_targets,
         ),
+        *hf_ppo_rules(
+            "--rlhf_type ppo",
+            "trl 0.29.1 experimental/ppo/ppo_trainer.py:679-692",
+            "swift sft and rlhf dpo / grpo / gkd",
+        ),
+    ),
+    # --rlhf_type ppo (swift/rlhf_trainers/ppo_trainer.py, reader_ppo.py): TRL's PPOTrainer, every role in every
+    # process; its GRPO is TRL's (planner.estimate.rl), not by roles
+    role_engine=RoleEngine(
+        defaults={"remove_padding": False},  # padded rows (left-padded queries, swift/arguments/rlhf_args.py)
+        grpo=False,
+        generate_gathers=True,  # unwrap_model_for_generation over policy and value model (ppo_trainer.py:679-684)
+        keeps_scores=True,  # batch_generation's output_scores (ppo_trainer.py:110-119)
     ),
     # swift/model/register.py:161,253,295: ModelLoader.default_trust_remote_code True, config and model loaded with
     # it; model/models/internlm.py:105-264: OpenGVLab/InternVL2_5-*, InternVL3-* register InternVLLoader with

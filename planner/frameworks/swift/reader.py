@@ -17,6 +17,7 @@ from planner.frameworks.hf import reader as hfargs
 from planner.frameworks.swift import reader_2 as swift2
 from planner.frameworks.swift import reader_env as swiftenv
 from planner.frameworks.swift import reader_media as media
+from planner.frameworks.swift import reader_ppo as swift_ppo
 from planner.frameworks.swift import reader_rl as swiftrl
 from planner.frameworks.swift.keys import KEYS, V3, S
 from planner.frameworks.swift.reader_rl import get, look
@@ -68,7 +69,7 @@ def read(
     )
     lora = _tuner(c, f)
     _batch(c, f, kind, world)
-    _sequence(c, f, kind)
+    _sequence(c, f, kind, near)
     if kind == "gkd":
         swiftrl.read_gkd(c, f, near)
     _training(c, f, kind)
@@ -170,7 +171,7 @@ def _batch(c: Collector, f: dict[str, Flag], kind: str, world: int) -> None:
         )
 
 
-def _sequence(c: Collector, f: dict[str, Flag], kind: str) -> None:
+def _sequence(c: Collector, f: dict[str, Flag], kind: str, near=None) -> None:
     ml, flag = KEYS.key("seq_len"), KEYS.flag("seq_len")
     if ml in f:
         value, src = f[ml].value, f[ml].source
@@ -183,12 +184,15 @@ def _sequence(c: Collector, f: dict[str, Flag], kind: str) -> None:
             "pass --seq-len)"
         )
         return
-    field = {"dpo": "workload.max_length", "gkd": "workload.max_length", "grpo": "workload.max_prompt_length"}.get(
+    prompt = "workload.max_prompt_length"
+    field = {"dpo": "workload.max_length", "gkd": "workload.max_length", "grpo": prompt, "ppo": prompt}.get(
         kind, "seq_len"
     )
-    c.number(field, value, src if kind != "grpo" else f"{src} (GRPO: the prompt's limit, truncated left)", flag)
+    c.number(field, value, src if field != prompt else f"{src} (the prompt's limit, truncated left)", flag)
     if kind == "grpo":
         swiftrl.read_grpo(c, f)
+    if kind == "ppo":
+        swift_ppo.read_ppo(c, f, near)
 
 
 def _training(c: Collector, f: dict[str, Flag], kind: str) -> None:

@@ -12,7 +12,7 @@ from planner.intake.flags import Flag
 from planner.intake.models import lookup
 
 S = "swift/arguments/"
-RLHF_AS = {"dpo": "dpo", "grpo": "grpo", "gkd": "gkd", "orpo": "dpo", "simpo": "dpo", "cpo": "dpo"}
+RLHF_AS = {"dpo": "dpo", "grpo": "grpo", "gkd": "gkd", "ppo": "ppo", "orpo": "dpo", "simpo": "dpo", "cpo": "dpo"}
 
 
 def get(f: dict[str, Flag], key: str, fallback: object, cite: str) -> tuple[object, str]:

@@ -95,5 +95,5 @@ def test_a_bad_role_flag_is_one_line():
     )
     one_line_error(
         planner("suggest", "--model", "qwen2.5-1.5b", "--gpu", "h100", "--global-batch", "8", "--workload", "ppo"),
-        "give --framework verl or openrlhf",
+        "give --framework llamafactory or swift or verl or openrlhf",
     )

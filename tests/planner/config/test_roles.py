@@ -64,7 +64,7 @@ def test_role_runs_refuse_trls_inputs_and_need_a_role_framework():
         Workload(kind="ppo", generation="vllm-colocate")
     with pytest.raises(ValueError, match="--placement and the role flags are for RL runs"):
         Workload(kind="dpo", roles={"rollout_tp": 2})
-    with pytest.raises(ValueError, match="give --framework verl or openrlhf"):
+    with pytest.raises(ValueError, match="give --framework llamafactory or swift or verl or openrlhf"):
         Knobs(workload=Workload(kind="ppo"))
     assert Workload(kind="ppo", num_generations=1).num_generations == 1  # verl's PPO samples one response
     with pytest.raises(ValueError, match="GRPO compares 2 or more"):

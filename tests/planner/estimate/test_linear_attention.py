@@ -5,7 +5,7 @@ only, a fixed recurrent (fp32) and conv state per sequence in each linear-attent
 import pytest
 
 from planner.config.spec import Knobs
-from planner.estimate import rl
+from planner.estimate import generation, rl
 from planner.estimate.setup import Setup
 from planner.model.modelspec import from_config
 
@@ -47,5 +47,7 @@ def test_the_cache_is_hf_generations(rows, length):
     spec = from_config(conf.to_dict(), "tiny")
     setup = Setup(spec, Knobs(precision="bf16-pure"), rows, 1, length)
     assert rl.kv_cache_bytes(setup, rows, length) == _cache_bytes(cache)
-    dense = rl.cache_width(spec.text) * spec.text.layers * rows * length * 2  # every layer caching keys and values
+    dense = (
+        generation.cache_width(spec.text) * spec.text.layers * rows * length * 2
+    )  # every layer caching keys and values
     assert rl.kv_cache_bytes(setup, rows, length) != dense

@@ -38,5 +38,5 @@ def test_every_format_the_intake_knows_is_read_by_one_framework_and_every_rl_mod
         "openrlhf.cli.train_ppo_ray",
         "openrlhf.cli.train_dpo",
         "openrlhf.cli.train_sft",
-        "openrlhf.cli.train_ppo",  # the pre-Ray PPO: refused in one line (planner/frameworks/openrlhf/reader_sft.py)
+        "openrlhf.cli.train_ppo",  # the pre-Ray PPO: every role in every process (openrlhf/reader_ppo.py)
     }

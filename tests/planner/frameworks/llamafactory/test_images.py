@@ -44,19 +44,3 @@ def test_an_unfrozen_tower_beside_lora_takes_adapters(tmp_path):
     assert "lora_vision" not in intake.read([str(_write(tmp_path))]).request
     frozen = intake.read([str(_write(tmp_path, extra="freeze_vision_tower: false\nlora_target: q_proj,v_proj"))])
     assert "lora_vision" not in frozen.request
-
-
-def test_ppo_is_a_question_unless_the_workload_is_given(tmp_path):
-    """LF's PPO samples with the whole policy gathered under ZeRO-3 (train/ppo/trainer.py:358): not planned as SFT
-    silently; --workload sft plans the training step the user asks for."""
-    import pytest
-
-    from planner.errors import BadInput
-
-    path = tmp_path / "ppo.yaml"
-    path.write_text(
-        "model_name_or_path: Qwen/Qwen2.5-7B-Instruct\nstage: ppo\nfinetuning_type: lora\ncutoff_len: 1024\n"
-    )
-    with pytest.raises(BadInput, match="stage: ppo: LLaMA-Factory's PPO is not planned yet.*give --workload sft"):
-        checkconfig.check_config([str(path)], {"gpu": "a100-80gb"})
-    assert checkconfig.check_config([str(path)], {"gpu": "a100-80gb", "workload": {"kind": "sft"}}).plan is not None

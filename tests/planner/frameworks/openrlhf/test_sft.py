@@ -1,14 +1,11 @@
-"""OpenRLHF's SFT and its pre-Ray PPO (planner/frameworks/openrlhf/reader_sft.py): `deepspeed --module openrlhf.cli.train_sft`
+"""OpenRLHF's SFT (planner/frameworks/openrlhf/reader_sft.py): `deepspeed --module openrlhf.cli.train_sft`
 read as OpenRLHF's trainer with its own flags and defaults (not as a plain HF Trainer), flat names of 0.10.1 and before
-as their dotted names; `openrlhf.cli.train_ppo` refused in one line that names it."""
+as their dotted names. The pre-Ray `openrlhf.cli.train_ppo`: tests/planner/estimate/test_one_process_ppo.py."""
 
 import ast
 from pathlib import Path
 
-import pytest
-
 from planner import intake
-from planner.errors import BadInput
 from planner.frameworks.openrlhf.reader_sft import DEFAULTS
 from tests.planner.estimate.test_weight_sync import framework_file
 
@@ -65,9 +62,3 @@ def test_the_defaults_are_train_sfts_own_at_the_cited_lines():
                 found[name.lstrip("-")] = (default.value, node.lineno)
     for key, (value, line, _) in DEFAULTS.items():
         assert found[key] == (value, line), key
-
-
-def test_the_pre_ray_ppo_module_is_refused_in_one_line_naming_it():
-    with pytest.raises(BadInput, match=r"openrlhf\.cli\.train_ppo, OpenRLHF's DeepSpeed-only PPO") as refused:
-        intake.read([str(FIELD / "openrlhf-519-llama3-8b-ppo-z2-8xh100" / "train_ppo_llama.sh")])
-    assert "\n" not in str(refused.value) and "train_ppo_ray" in str(refused.value)

@@ -1,0 +1,66 @@
+"""ms-swift 4.6.0's `swift rlhf --rlhf_type ppo` read as a role run with every role in every process and the policy's
+own HF generate (planner.config.roles: placement colocate, rollout engine hf). Cited in the 4.6.0 wheel and the
+trl 0.29.1 it runs (trl/experimental/ppo/ppo_trainer.py):
+- the policy and the value model, trained together (PolicyAndValueWrapper, ppo_trainer.py:284-297, one optimizer);
+  the value model is --reward_model's checkpoint again (swift/pipelines/train/rlhf.py:126-134), prepared with the
+  run's tuner (:113);
+- the reward model, frozen (:111); the reference: a copy of the model for full training (swift/arguments/
+  rlhf_args.py:294-295), none under LoRA (the adapter disabled: ppo_trainer.py:434);
+- generation: unwrap_model_for_generation over policy and value model (:679-684; under ZeRO-3 every parameter
+  gathered), local_rollout_forward_batch_size rows at a time (rlhf_args.py:124, default 64), each step's fp32 scores
+  kept for the rank's batch (:110-119);
+- kl_coef (:116, 0.05), num_ppo_epochs (:114, 4), max_completion_length (:242, 512; response_length and
+  max_new_tokens are its older names, :472-473)."""
+
+from __future__ import annotations
+
+from planner.config.roles import ACTOR
+from planner.intake.collect import SWIFT, Collector, as_float, default, one
+from planner.intake.flags import Flag
+from planner.intake.models import lookup
+
+A = "swift/arguments/rlhf_args.py"
+
+
+def value(f: dict[str, Flag], key: str, fallback: object, line: str) -> tuple[object, str]:
+    if key in f:
+        return one(f[key].value), f[key].source
+    return fallback, default(SWIFT, f"{A}:{line}", f"--{key} {fallback}")
+
+
+def read_ppo(c: Collector, f: dict[str, Flag], near) -> None:
+    """PPO's inputs and roles; the caller read the prompt's limit (--max_length) and the policy's recipe."""
+    r = "workload.roles."
+    c.set(
+        "workload.num_generations",
+        1,
+        default(SWIFT, "trl ppo_trainer.py:686-692", "one response a prompt"),
+        "--rlhf_type",
+    )
+    coef, cs = value(f, "kl_coef", 0.05, "116")
+    c.set("workload.beta", as_float(coef) or 0.0, cs, "--kl_coef")
+    epochs, es = value(f, "num_ppo_epochs", 4, "114")
+    c.number("workload.num_iterations", epochs, es, "--num_ppo_epochs")
+    key = next(
+        (k for k in ("response_length", "max_new_tokens", "max_completion_length") if k in f), "max_completion_length"
+    )
+    new, ns = value(f, key, 512, "242")
+    c.number("workload.max_completion_length", new, ns, f"--{key}", minimum=1)
+    rows, rs = value(f, "local_rollout_forward_batch_size", 64, "124")
+    c.number(r + "generate_batch", rows, rs, "--local_rollout_forward_batch_size")
+    why = "swift/pipelines/train/rlhf.py:126-134 (policy, value, reference and reward model in every process)"
+    c.set(r + "placement", "colocate", default(SWIFT, why, "every role in every process"), "--rlhf_type")
+    c.set(
+        r + "rollout_engine",
+        "hf",
+        default(SWIFT, "trl ppo_trainer.py:679-692", "the policy's HF generate"),
+        "--rlhf_type",
+    )
+    if "reward_model" not in f:
+        c.note("--rlhf_type ppo without --reward_model: ms-swift needs one (the value model is its checkpoint)")
+        return
+    k = f["reward_model"]
+    found = lookup(str(one(k.value)), near)
+    name, how = (found.ref, found.how) if found else (ACTOR, "not found offline: planned with the policy's shapes")
+    for field, flag in (("reward_model", "--reward_model"), ("critic_model", "--reward_model")):
+        c.set(r + field, name, f"{k.source} ({how}; rlhf.py:126-134)", flag)
