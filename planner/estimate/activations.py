@@ -140,6 +140,20 @@ def eager_scores_saved_bytes(t: TextSpec, batch: int, seq: int, profile: str) ->
     return batch * t.heads * seq * seq * per_score
 
 
+def eager_softmax_backward_extra_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """Eager attention's softmax backward in a layer's backward, beyond the layer's saved set: the gradient of the
+    probabilities cast up to fp32 and the softmax's fp32 gradient, 8 bytes a score beside its saved fp32 output, while
+    the value matmul's half-precision probabilities (c a score, none in fp32, where they are the softmax's output) and
+    the gated MLP's saved tensors, whose backward ran first, are freed (transformers' eager_attention_forward:
+    softmax(dtype=float32).to(query.dtype), then matmul with v). Net of what it replaces, never below 0. Measured on
+    GLM-4 (glm-4-9b-chat's shapes, 4 layers) by the sim probe: tests/probes/test_eager_attention.py."""
+    if t.attention != "eager" or t.sinks:
+        return 0
+    _, c = saved_dtype_bytes(profile)
+    scores = batch * t.heads * seq * seq
+    return max(0, (8 - (c if c != 4 else 0)) * scores - gated_mlp_saved_bytes(t, batch * seq, profile))
+
+
 def gated_mlp_saved_bytes(t: TextSpec, tokens: int, profile: str, hidden: int = 0, inter: int = 0) -> int:
     """gate/up inputs (two casts under amp; one for Phi-3's fused gate_up_proj), act(gate), act*up operands,
     down input: 4 x tokens x inter (Phi-3: the fused gate-up output, whose halves are saved, and the rest)."""

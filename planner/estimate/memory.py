@@ -551,7 +551,8 @@ def head_grad_bytes(s: Setup) -> int:
 
 def last_layer_temp_bytes(s: Setup) -> int:
     """During the last layer's backward: the mask, autocast weight copies, ZeRO-3 gathers, the
-    gradient flowing into the layer (residual-stream width), the MLP's gradient transient."""
+    gradient flowing into the layer (residual-stream width), the MLP's gradient transient or, where larger, eager
+    attention's softmax backward (act.eager_softmax_backward_extra_bytes)."""
     t, rows, width, p = text_shape(s)
     r, _ = act.saved_dtype_bytes(p)
     return (
@@ -561,7 +562,10 @@ def last_layer_temp_bytes(s: Setup) -> int:
         + fsdp.backward_temp_bytes(s, end=False)
         + r * rows * width * t.hidden
         + dequantized_bytes(s)
-        + act.mlp_backward_transient_bytes(t, rows, width, p)
+        + max(
+            act.mlp_backward_transient_bytes(t, rows, width, p),
+            act.eager_softmax_backward_extra_bytes(t, rows, width, p),
+        )
         + parallel_attention_temp_bytes(s)
     )
 
@@ -586,11 +590,13 @@ def tied_embedding_grad_transient_bytes(s: Setup) -> int:
 
 def end_of_backward_temp_bytes(s: Setup) -> int:
     """The larger of the last layer's backward (its activations, the largest trainable matrix's gradient
-    transient, its autocast weight copies) and a tied embedding's gradient sum (when the head's bf16
+    transient or eager attention's softmax backward, its autocast weight copies) and a tied embedding's gradient sum (when the head's bf16
     copy is already freed); ZeRO-3 gathers on top."""
     t, rows, width, p = text_shape(s)
     transient = largest_trainable_matrix_params(s) * grad_bytes_per_param(s.knobs)
-    layer = act.layer_bytes(t, rows, width, p) + transient + autocast_weight_copy_bytes(s, 1)
+    # eager attention's softmax backward: no weight gradient, and the MLP's and o_proj's autocast copies freed
+    eager = act.eager_softmax_backward_extra_bytes(t, rows, width, p)
+    layer = act.layer_bytes(t, rows, width, p) + max(transient + autocast_weight_copy_bytes(s, 1), eager)
     if t.moe:  # the gate-up output's gradient, beside the experts' weight gradient it makes
         layer += act.mlp_backward_transient_bytes(t, rows, width, p)
     return (
