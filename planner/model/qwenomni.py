@@ -10,7 +10,7 @@ What the frameworks train is this thinker. LLaMA-Factory 0.9.5 loads the whole O
 Qwen2_5OmniForConditionalGeneration whole (swift/model/models/qwen.py:1583-1586): with config.json's
 enable_audio_output (true in the checkpoints; ENABLE_AUDIO_OUTPUT=0 overrides it, :1576-1580) transformers builds the
 talker and token2wav beside the thinker (modeling_qwen2_5_omni.py:3731-3741, token2wav cast to fp32) and ms-swift
-freezes them (swift/arguments/tuner_args.py:216, model_arch.py:614-620 `generator`). Those resident frozen weights
+freezes them (swift/arguments/tuner_args.py:216, model_arch.py:615-622 `generator`). Those resident frozen weights
 are not counted here: such a config is refused with the line that plans it (REFUSAL).
 
 The audio tower (:817-850): conv1 (mel bins -> d_model, k 3) and conv2 (d_model, k 3) with biases, a 2-row
