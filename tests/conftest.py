@@ -127,6 +127,10 @@ SLOW = {
     "tests/probes/test_family_accuracy.py::test_analytic_peak_matches_the_sim_for_every_family[bf16-pure-off-glm4v_moe]": 12,
     # Llama-4's commit-tier row (llama4, appended to ORDER): 34 tower layers and 16-expert dense MoE, 2026-12-05
     "tests/probes/test_family_accuracy.py::test_analytic_peak_matches_the_sim_for_every_family[bf16-off-llama4]": 31,
+    # Qwen2.5-Omni's thinker (appended to ORDER): a 7B's 3,584-wide decoder, its 32-block tower, 2026-12-05
+    "tests/probes/test_family_accuracy.py::test_analytic_peak_matches_the_sim_for_every_family[bf16-pure-full-qwen2_5_omni_thinker]": 110,
+    "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[qwen2.5-omni-7b]": 18,
+    "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[glm-4.6v-flash]": 11,
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[llama-4-maverick-17b-128e]": 9,
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[llama-4-scout-17b-16e]": 5,
     "tests/planner/model/test_llama4.py::test_the_tile_rule_is_the_image_processors": 28,  # torchvision's venv, 67 images

@@ -53,7 +53,7 @@ def _sizes(m: ModelSpec, dtype_bytes: int, quant: str = "none", absmax: str = "8
     by_role: dict[str, float] = {}
     for t in m.tensors:
         size = q.tensor_stored_bytes(t, quant, absmax) if quant != "none" and t.lora else t.numel * dtype_bytes
-        role = "tower" if t.role in ("vision", "projector") else t.role
+        role = "tower" if t.role in ("vision", "audio", "projector") else t.role
         by_role[role] = by_role.get(role, 0) + size
     sizes = {k: int(v) for k, v in by_role.items()}
     sizes["layer"] = sizes.get("layer", 0) // m.text.layers
@@ -138,6 +138,11 @@ def setups(s, capacity_bytes: int) -> list:
 
 def _holds(dev: Device, role: str) -> bool:
     """Whether a GPU holds the whole tensors of a role: the embeddings, the head and final norm, the tower."""
-    return {"embed": dev.embed, "head": dev.head, "norm": dev.head, "vision": dev.tower, "projector": dev.tower}.get(
-        role, False
-    )
+    return {
+        "embed": dev.embed,
+        "head": dev.head,
+        "norm": dev.head,
+        "vision": dev.tower,
+        "audio": dev.tower,
+        "projector": dev.tower,
+    }.get(role, False)

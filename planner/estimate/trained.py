@@ -10,7 +10,7 @@ from math import prod
 from planner.config.spec import Knobs
 from planner.estimate import lora, quant
 from planner.estimate.setup import Setup
-from planner.model.modelspec import IDLE_HEAD, frozen_roles
+from planner.model.modelspec import IDLE_AUDIO, IDLE_HEAD, frozen_roles
 
 ADAMW_8BIT_BLOCK = 256  # bitsandbytes blockwise quantisation: one fp32 absmax per block
 
@@ -92,7 +92,7 @@ def _frozen_params(s: Setup) -> int:
 
 def frozen_modules(s: Setup) -> str:
     """The modules that take no gradient: --frozen's, or on one GPU a VLM's tower and projector when its rows hold no
-    images. Text-only rows never run them, so their gradients stay None and torch's optimizers skip them: no
+    images, and an audio tower (rows never hold audio). Text-only rows never run them, so their gradients stay None and torch's optimizers skip them: no
     gradient, no optimizer state, no step temporaries (torch/optim/adamw.py _init_group takes only parameters with
     a gradient). DeepSpeed and FSDP allocate every parameter's states up front; DDP's handling of unused parameters
     depends on find_unused_parameters: those keep --frozen's. The H100's Qwen2.5-VL-3B text rows (transformers 5.17)
@@ -110,6 +110,10 @@ def _frozen_modules(s: Setup) -> str:
     # an embedding run's lm_head: its forward is the identity (ms-swift 4.6 swift/model/patcher.py:109-119), so an
     # untied head's weight takes no gradient and AdamW no state (on one GPU, as the idle tower above)
     head = k.task == "embedding" and plain and s.world_size == 1 and any(t.role == "head" for t in s.model.tensors)
+    # an audio tower (Qwen2.5-Omni's thinker) never runs: a plan's rows hold no audio, and the thinker skips the tower
+    # without input_features (modeling_qwen2_5_omni.py:1893, transformers 5.25); idle on one GPU as above
+    audio = plain and s.world_size == 1 and any(t.role == "audio" for t in s.model.tensors)
+    frozen += IDLE_AUDIO if audio else ""
     return frozen + IDLE_HEAD if head else frozen
 
 

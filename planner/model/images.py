@@ -21,6 +21,8 @@ IMAGE_RULES = (
 FAMILY_RULE = {
     "qwen2_vl": "qwen2-vl",
     "qwen2_5_vl": "qwen2-vl",
+    "qwen2_5_omni_thinker": "qwen2-vl",  # Qwen2_5OmniProcessor: Qwen2-VL's image processor (patch 14, merge 2)
+    "qwen2_5_omni": "qwen2-vl",
     "qwen3_vl": "qwen3-vl",
     "qwen3_5": "qwen3-vl",  # Qwen3.5 uses Qwen3-VL's image processor (patch 16, merge 2)
     "qwen3_5_moe": "qwen3-vl",

@@ -13,7 +13,7 @@ from functools import cached_property
 from math import prod
 
 from planner.errors import BadInput
-from planner.model import glm4v, hybrid, llama4, mllama, pending, prequant, qwen1, qwenvl, vila, vlm
+from planner.model import glm4v, hybrid, llama4, mllama, pending, prequant, qwen1, qwenomni, qwenvl, vila, vlm
 from planner.model.moespec import LAYOUT as MOE_LAYOUT
 from planner.model.moespec import MOE_FAMILIES, MLASpec, MoESpec, in_moe_block, mla_attention, moe_mlp
 from planner.model.shapes import ATTENTION_LINEARS, FAMILY_TRAITS, Tensors, Traits, fsdp_units
@@ -97,6 +97,7 @@ ALL_FAMILIES = sorted(
     | set(hybrid.TEXT_TYPES)
     | set(glm4v.MODEL_TYPES)
     | set(llama4.MODEL_TYPES)
+    | set(qwenomni.MODEL_TYPES)
 )
 
 
@@ -172,22 +173,27 @@ class VisionSpec:
 
 
 LANGUAGE_ROLES = ("embed", "layer", "norm", "head")
-# the tensor roles each Knobs.frozen setting freezes
+# the tensor roles each Knobs.frozen setting freezes; an audio tower (Qwen2.5-Omni's) freezes with the vision tower,
+# as LLaMA-Factory's freeze_vision_tower (vision_model_keys) and ms-swift's freeze_vit (vision_tower) do
 FROZEN_ROLES = {
     "none": (),
-    "vision": ("vision",),
-    "vision+projector": ("vision", "projector"),
+    "vision": ("vision", "audio"),
+    "vision+projector": ("vision", "audio", "projector"),
     "language": LANGUAGE_ROLES,
-    "language+vision": (*LANGUAGE_ROLES, "vision"),
+    "language+vision": (*LANGUAGE_ROLES, "vision", "audio"),
 }
 IDLE_HEAD = "+head"  # appended by planner.estimate.trained.frozen_modules: a head that takes no gradient (embedding)
+IDLE_AUDIO = "+audio"  # appended there too: an audio tower that rows without audio never run (Qwen2.5-Omni's)
 
 
 def frozen_roles(frozen: str) -> tuple[str, ...]:
-    """The tensor roles a frozen_modules value freezes: a Knobs.frozen setting, with "+head" the head's too."""
-    if frozen.endswith(IDLE_HEAD):
-        return (*FROZEN_ROLES[frozen.removesuffix(IDLE_HEAD)], "head")
-    return FROZEN_ROLES[frozen]
+    """The tensor roles a frozen_modules value freezes: a Knobs.frozen setting, with "+head" the head's too and
+    "+audio" the audio tower's."""
+    extra: tuple[str, ...] = ()
+    for suffix, role in ((IDLE_HEAD, "head"), (IDLE_AUDIO, "audio")):
+        if frozen.endswith(suffix):
+            frozen, extra = frozen.removesuffix(suffix), (*extra, role)
+    return (*FROZEN_ROLES[frozen], *extra)
 
 
 @dataclass(frozen=True)
@@ -602,6 +608,9 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
         else:
             text, t = _llama_text(tc, "glm4")
             text = replace(text, rotary_cat_dim=0)  # M-RoPE over whole head pairs, not GLM-4's cut-and-repeat
+    elif mt in qwenomni.MODEL_TYPES:  # the thinker (a whole Omni with its talker is refused)
+        tc, vision, vt = qwenomni.read(cfg, VisionSpec)
+        text, t = _llama_text(tc, "qwen2")
     elif mt in vila.MODEL_TYPES:
         tc, vision, vt, units = vila.read(cfg, VisionSpec)
         text, t = _llama_text(tc, tc["model_type"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from planner.errors import BadInput
 
-# LLaMA-Factory trains the thinker alone (it drops the talker after loading: llamafactory/model/loader.py:173-174,
+# Qwen2.5-Omni's thinker is counted (planner/model/qwenomni.py). Qwen3-Omni: LLaMA-Factory trains the thinker alone (it drops the talker after loading: llamafactory/model/loader.py:173-174,
 # 0.9.x); ms-swift loads the whole model (swift/model/models/qwen.py:1944-1960, 2154-2170), whose talker and
 # token2wav, the latter cast to fp32, transformers builds unless config.enable_audio_output is false
 # (Qwen2_5OmniForConditionalGeneration.__init__, models/qwen2_5_omni/modeling_qwen2_5_omni.py:3731-3740), which
@@ -22,8 +22,6 @@ _GLM46V = (
     "transformers' Glm46V composite (a tower beside any AutoModel language model); its glm4v_moe config is counted"
 )
 PENDING = {
-    "qwen2_5_omni": "Qwen2.5-Omni: " + _OMNI,
-    "qwen2_5_omni_thinker": "Qwen2.5-Omni: " + _OMNI,
     "qwen3_omni_moe": "Qwen3-Omni (routed experts): " + _OMNI,
     "qwen3_omni_moe_thinker": "Qwen3-Omni (routed experts): " + _OMNI,
     "glm4v_text": "GLM-4.1V's language model alone (its M-RoPE positions come from the composite glm4v)",

@@ -82,6 +82,9 @@ FSDP_UNITS = {
     "qwen3": ("Qwen3DecoderLayer",),
     "qwen2_5_vl": ("Qwen2_5_VLDecoderLayer", "Qwen2_5_VLVisionBlock"),
     "qwen2_vl": ("Qwen2VLDecoderLayer", "Qwen2VLVisionBlock"),
+    # Qwen2_5OmniPreTrainedModel._no_split_modules (modeling_qwen2_5_omni.py:138), the thinker's
+    "qwen2_5_omni_thinker": ("Qwen2_5OmniDecoderLayer", "Qwen2_5OmniVisionBlock"),
+    "qwen2_5_omni": ("Qwen2_5OmniDecoderLayer", "Qwen2_5OmniVisionBlock"),
     "internvl": ("InternVLVisionLayer",),
     "mixtral": ("MixtralDecoderLayer",),
     "qwen2_moe": ("Qwen2MoeDecoderLayer",),
@@ -110,7 +113,7 @@ def module_name_matches(name: str, target: str) -> bool:
 
 @dataclass(frozen=True)
 class Tensors:
-    """`count` parameter tensors of one shape. role: embed | layer | head | norm | vision | projector."""
+    """`count` parameter tensors of one shape. role: embed | layer | head | norm | vision | audio | projector."""
 
     role: str
     shape: tuple[int, ...]
@@ -220,5 +223,5 @@ def divides(whole: int, whole_key: str, part: int, part_key: str) -> None:
 
 
 def linear(role: str, d_out: int, d_in: int, n: int, bias: bool, lora: bool = False, name: str = "") -> list[Tensors]:
-    out = [Tensors(role, (d_out, d_in), n, lora, name, tower_linear=role in ("vision", "projector"))]
+    out = [Tensors(role, (d_out, d_in), n, lora, name, tower_linear=role in ("vision", "audio", "projector"))]
     return out + [Tensors(role, (d_out,), n)] if bias else out

@@ -66,11 +66,13 @@ FAMILIES = {
     "glm4v_moe": "glm-4.5v",
     "glm": "glm-4-9b-chat",
     "llama4": "llama-4-scout-17b-16e",
+    "qwen2_5_omni_thinker": "qwen2.5-omni-7b",
 }
 # Qwen: 64 tokens an image (4 of its 8 x 8-patch windows), so that its windowed tower traces in seconds; 256 and 576 in
 # benchmarks/accuracy_vlm.py
 IMAGE_TOKENS = {"llava": 576, "llava_next": 1176, "qwen2_5_vl": 64, "qwen2_vl": 64, "qwen3_vl": 64, "qwen3_vl_moe": 64}
 IMAGE_TOKENS["qwen3_5"] = IMAGE_TOKENS["qwen3_5_moe"] = IMAGE_TOKENS["glm4v"] = IMAGE_TOKENS["glm4v_moe"] = 64
+IMAGE_TOKENS["qwen2_5_omni_thinker"] = 64
 EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
 # (precision, checkpointing, micro-batch, sequence): torch AMP without checkpointing; pure bf16 with and without
 # it (the third shape is the one at which issue 12 saw Qwen3 and Phi-3 off by 6-11%)
@@ -99,7 +101,7 @@ def test_every_catalog_family_is_covered():
 
 # families added after 2026-12-04 take their turn at the end, so that a new family moves no earlier family's commit
 # shape (a sorted order gave every later family a new, often slower, one: h-fam2's GLM-4.5V moved 23 rows)
-ADDED = ("glm4v_moe", "glm", "llama4")
+ADDED = ("glm4v_moe", "glm", "llama4", "qwen2_5_omni_thinker")
 ORDER = [f for f in sorted(FAMILIES) if f not in ADDED] + [f for f in ADDED if f in FAMILIES]
 
 

@@ -85,6 +85,7 @@ def read(
             else:
                 deepspeed.read(c, ref, f[key].source, KEYS.flag(field), near, vars=vars)
     swiftenv.chunked_loss(c, env, where)
+    swiftenv.omni_talker(c, env, where)
     parallel_sizes(  # Ulysses (with ring attention past the heads: ms-swift's sequence_parallel); AutoTP
         c,
         {

@@ -5,8 +5,10 @@ device_map), DeepSpeed's refusal of that, and CELOSS_PARALLEL_SIZE's chunked los
 
 from __future__ import annotations
 
+from planner.errors import BadInput
 from planner.intake.collect import Collector, as_int, count_devices, processes_fit_devices, show
 from planner.intake.flags import Flag
+from planner.model import catalog, qwenomni
 
 
 def chunked_loss(c: Collector, env: dict[str, str], where: str) -> None:
@@ -19,6 +21,23 @@ def chunked_loss(c: Collector, env: dict[str, str], where: str) -> None:
     c.set("loss", "chunked", f"{source} (ms-swift's chunked loss under sequence parallel)", "CELOSS_PARALLEL_SIZE")
     if n != 2048:
         c.note(f"{source} (planned with chunks of 2048 tokens, a chunk's fp32 log-softmax and gradient)")
+
+
+def omni_talker(c: Collector, env: dict[str, str], where: str) -> None:
+    """Qwen2.5-Omni: ms-swift 4.5.2 loads Qwen2_5OmniForConditionalGeneration whole (swift/model/models/qwen.py:
+    1583-1586), its talker and fp32 token2wav built beside the thinker and frozen unless ENABLE_AUDIO_OUTPUT=0
+    (:1576-1580): memplan plans the thinker (planner/model/qwenomni.py), so a run without it says so in a line."""
+    ref = c.get("model")
+    try:
+        omni = isinstance(ref, str) and catalog.load_model(ref).model_type in qwenomni.MODEL_TYPES
+    except BadInput:
+        return
+    if omni and env.get("ENABLE_AUDIO_OUTPUT", "").strip().lower() not in ("0", "false"):
+        c.note(
+            f"{where} no ENABLE_AUDIO_OUTPUT=0: ms-swift keeps Qwen2.5-Omni's talker and fp32 token2wav resident "
+            "beside the thinker (swift/model/models/qwen.py:1576-1586); their frozen weights are not counted, the "
+            "thinker alone is planned"
+        )
 
 
 # ms-swift refuses --deepspeed where a process spreads the model over several GPUs (is_mp): "DeepSpeed is not

@@ -22,6 +22,7 @@ READERS = {
     "planner/model/mllama.py",
     "planner/model/vila.py",
     "planner/model/qwenvl.py",
+    "planner/model/qwenomni.py",
     "planner/model/hybrid.py",
     "planner/model/glm4v.py",
     "planner/model/qwen1.py",

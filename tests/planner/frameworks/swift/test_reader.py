@@ -29,3 +29,16 @@ def test_the_installed_ms_swift_refuses_deepspeed_under_a_device_map():
     """The rule the reading rests on, in the ms-swift the validators run (4.6.0 swift/arguments/sft_args.py:255)."""
     text = framework_file("MEMPLAN_SWIFT_PYTHON", "swift/arguments/sft_args.py").read_text()
     assert "if is_mp() and not self.use_ray:" in text and "DeepSpeed is not compatible with `device_map`" in text
+
+
+def test_a_qwen25_omni_run_says_its_talker_is_resident_unless_audio_output_is_off(tmp_path):
+    """ms-swift loads Qwen2.5-Omni whole, talker and token2wav resident unless ENABLE_AUDIO_OUTPUT=0
+    (planner/frameworks/swift/reader_env.py omni_talker); memplan plans the thinker, and says so where it is not off."""
+    path = tmp_path / "train.sh"
+    lines = {}
+    for env in ("", "ENABLE_AUDIO_OUTPUT=0 "):
+        path.write_text(f"{env}swift sft --model Qwen/Qwen2.5-Omni-7B --tuner_type lora\n")
+        reading = intake.read([str(path)])
+        lines[env] = [n for n in reading.unplanned if "talker" in n]
+        assert reading.request["model"] == "qwen2.5-omni-7b"
+    assert len(lines[""]) == 1 and "ENABLE_AUDIO_OUTPUT=0" in lines[""][0] and not lines["ENABLE_AUDIO_OUTPUT=0 "]

@@ -1,0 +1,106 @@
+"""Qwen2.5-Omni's thinker (model_type qwen2_5_omni_thinker, or a whole qwen2_5_omni config.json without its talker),
+counted from config.json as transformers 5.25 builds Qwen2_5OmniThinkerForConditionalGeneration
+(models/qwen2_5_omni/modeling_qwen2_5_omni.py:1959-1970): `model.audio_tower` (a Whisper-like encoder), `model.visual`
+(Qwen2.5-VL's tower, planner/model/qwenvl.py) and `model.language_model` (a Qwen2 decoder) beside an untied lm_head
+(the thinker's own tie_word_embeddings, False: configuration_qwen2_5_omni.py:248-276).
+
+What the frameworks train is this thinker. LLaMA-Factory 0.9.5 loads the whole Omni and keeps `model.thinker` alone
+(src/llamafactory/model/loader.py:173-174), freezing `audio_tower` with the vision tower and training
+`visual.merger` and `audio_tower.proj` as projectors (model_utils/visual.py:364-370). ms-swift 4.5.2 loads
+Qwen2_5OmniForConditionalGeneration whole (swift/model/models/qwen.py:1583-1586): with config.json's
+enable_audio_output (true in the checkpoints; ENABLE_AUDIO_OUTPUT=0 overrides it, :1576-1580) transformers builds the
+talker and token2wav beside the thinker (modeling_qwen2_5_omni.py:3731-3741, token2wav cast to fp32) and ms-swift
+freezes them (swift/arguments/tuner_args.py:216, model_arch.py:615-622 `generator`). Those resident frozen weights
+are not counted here: such a config is refused with the line that plans it (REFUSAL).
+
+The audio tower (:817-850): conv1 (mel bins -> d_model, k 3) and conv2 (d_model, k 3) with biases, a 2-row
+audio_bos_eos_token embedding of output_dim, encoder_layers blocks of q/v/out biased and k unbiased projections, two
+LayerNorms and a biased fc1/fc2, then ln_post and proj (d_model -> output_dim). Its tensors take role "audio", frozen
+with the vision tower (modelspec.FROZEN_ROLES). Audio inputs' activations are not planned: a plan's rows hold text
+and images only, and the thinker skips the audio tower without input_features.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from planner.errors import BadInput
+from planner.model import qwenvl
+from planner.model.shapes import Tensors, linear, size
+
+MODEL_TYPES = ("qwen2_5_omni", "qwen2_5_omni_thinker")
+# transformers 5.25's sub-config classes' defaults (configuration_qwen2_5_omni.py:30-210)
+VISION_DEFAULTS = {
+    "depth": 32,
+    "hidden_size": 3584,
+    "intermediate_size": 3420,
+    "num_heads": 16,
+    "in_channels": 3,
+    "patch_size": 14,
+    "spatial_merge_size": 2,
+    "temporal_patch_size": 2,
+    "window_size": 112,
+    "out_hidden_size": 3584,
+    "fullatt_block_indexes": [7, 15, 23, 31],
+}
+AUDIO_DEFAULTS = {
+    "num_mel_bins": 128,
+    "encoder_layers": 32,
+    "encoder_ffn_dim": 5120,
+    "d_model": 1280,
+    "output_dim": 3584,
+}
+TEXT_DEFAULTS = {
+    "vocab_size": 152064,
+    "hidden_size": 3584,
+    "intermediate_size": 18944,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 28,
+    "num_key_value_heads": 4,
+    "max_position_embeddings": 32768,
+}
+PROJECTORS = ("visual.merger.", "audio_tower.proj.")
+REFUSAL = (
+    "config.json: a qwen2_5_omni model with enable_audio_output true keeps its talker and token2wav resident "
+    "(ms-swift loads Qwen2_5OmniForConditionalGeneration whole); their frozen weights are not counted yet. Plan the "
+    "thinker: set enable_audio_output false (ms-swift: ENABLE_AUDIO_OUTPUT=0; LLaMA-Factory keeps the thinker alone)"
+)
+
+
+def thinker_config(cfg: dict) -> dict:
+    """The thinker's config: the whole Omni's thinker_config (refused with its talker resident), or cfg itself."""
+    if cfg.get("model_type") != "qwen2_5_omni":
+        return cfg
+    if cfg.get("enable_audio_output", True):  # Qwen2_5OmniConfig's default (configuration_qwen2_5_omni.py:583)
+        raise BadInput(REFUSAL, "model")
+    return cfg.get("thinker_config") or {}
+
+
+def _sub(cfg: dict, key: str, defaults: dict) -> dict:
+    part = cfg.get(key) or {}
+    if not isinstance(part, dict):
+        raise BadInput(f"config.json: {key} is not an object", "model")
+    return {**defaults, **part}
+
+
+def audio_tensors(a: dict) -> list[Tensors]:
+    """The audio tower's parameters (modeling_qwen2_5_omni.py:549-577, 648-660, 829-843)."""
+    d, L, ffn = size(a, "d_model"), size(a, "encoder_layers"), size(a, "encoder_ffn_dim")
+    mels, out = size(a, "num_mel_bins"), size(a, "output_dim")
+    t = [Tensors("audio", (d, mels, 3)), Tensors("audio", (d,)), Tensors("audio", (d, d, 3)), Tensors("audio", (d,))]
+    t += [Tensors("audio", (2, out))]  # audio_bos_eos_token
+    t += linear("audio", d, d, 3 * L, True) + linear("audio", d, d, L, False)  # q, v, out_proj; k_proj
+    t += [Tensors("audio", (d,), 4 * L)] + linear("audio", ffn, d, L, True) + linear("audio", d, ffn, L, True)
+    # ln_post; proj, which both frameworks train as a projector (LLaMA-Factory's projector_keys, ms-swift's aligner)
+    return t + [Tensors("audio", (d,), 2)] + linear("projector", out, d, 1, True)
+
+
+def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors]]:
+    """(text config for modelspec's Qwen2 reader, the tower's VisionSpec, the tower's, projectors' and audio
+    tower's tensors)."""
+    th = thinker_config(cfg)
+    tc = {**_sub(th, "text_config", TEXT_DEFAULTS), "tie_word_embeddings": bool(th.get("tie_word_embeddings", False))}
+    v = _sub(th, "vision_config", VISION_DEFAULTS)
+    vision, vt = qwenvl.read("qwen2_5_vl", v, size(tc, "hidden_size"), vision_spec)
+    vision = replace(vision, tower_modules=("visual.", "audio_tower."), projector_modules=PROJECTORS)
+    return tc, vision, vt + audio_tensors(_sub(th, "audio_config", AUDIO_DEFAULTS))

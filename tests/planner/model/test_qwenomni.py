@@ -1,0 +1,46 @@
+"""Qwen2.5-Omni (planner/model/qwenomni.py): its thinker counted whole, what each framework keeps of the checkpoint,
+and its audio tower frozen with the vision tower and idle in rows without audio. The thinker's count equals
+transformers' Qwen2_5OmniThinkerForConditionalGeneration on the meta device (tests/planner/model/test_catalog.py:
+8,931,813,888 for qwen2.5-omni-7b), and its activations the sim's (tests/probes/test_family_accuracy.py: +0.26%,
+-0.06%, +0.40%; +5.9%, +3.1%, +6.4% before the idle audio tower's gradient and AdamW states were left out)."""
+
+import pytest
+
+from planner.config.spec import Knobs
+from planner.errors import BadInput
+from planner.estimate.setup import Setup
+from planner.estimate.trained import frozen_params, trainable_params
+from planner.model import catalog
+from planner.model.modelspec import from_config, frozen_roles
+
+THINKER = catalog.model_config("qwen2.5-omni-7b")
+
+
+def test_the_whole_omni_without_its_talker_is_its_thinker():
+    whole = {"model_type": "qwen2_5_omni", "enable_audio_output": False, "thinker_config": THINKER}
+    assert from_config(whole, "m").params == catalog.load_model("qwen2.5-omni-7b").params == 8_931_813_888
+
+
+@pytest.mark.parametrize("flag", [{"enable_audio_output": True}, {}])  # the config class's default is true
+def test_a_whole_omni_with_its_talker_resident_is_refused_in_one_line(flag):
+    with pytest.raises(BadInput) as e:
+        from_config({"model_type": "qwen2_5_omni", "thinker_config": THINKER, **flag}, "m")
+    assert "talker" in str(e.value) and "ENABLE_AUDIO_OUTPUT=0" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_audio_tower_freezes_with_the_vision_tower():
+    m = catalog.load_model("qwen2.5-omni-7b")
+    roles = m.params_by_role()
+    assert roles["audio"] == 635_056_128  # the tower without proj (4,591,104 with proj: 639,647,232 in transformers)
+    assert "audio" in frozen_roles("vision") and "audio" in frozen_roles("vision+projector")
+    assert m.vision.frozen("model.audio_tower.layers.0.fc1.weight", "vision")
+    assert not m.vision.frozen("model.audio_tower.proj.weight", "vision")  # trained as a projector by both frameworks
+
+
+def test_the_audio_tower_takes_no_gradient_on_one_gpu_and_states_under_zero3():
+    m = catalog.load_model("qwen2.5-omni-7b")
+    one = Setup(m, Knobs(precision="bf16-pure"), 1, 1, 2048, image_tokens=64)
+    zero3 = Setup(m, Knobs(precision="bf16", zero_stage=3), 1, 1, 2048, gpus_per_node=8, image_tokens=64)
+    audio = m.params_by_role()["audio"]
+    assert trainable_params(one) == m.params - audio and frozen_params(one) == audio
+    assert trainable_params(zero3) == m.params  # DeepSpeed allocates every parameter's states up front
