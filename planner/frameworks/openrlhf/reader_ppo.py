@@ -34,6 +34,7 @@ DEFAULTS = {
     "init_kl_coef": (0.01, 330),
     "zero_stage": (2, 346),
     "advantage_estimator": ("gae", 362),
+    "max_epochs": (1, 304),  # passes over each experience batch (trainer/ppo_trainer.py:277)
 }
 ESTIMATORS = {"gae": "ppo", "reinforce": "reinforce++", "rloo": "rloo"}  # :364 choices
 
@@ -116,6 +117,8 @@ def _split(c: Collector, f: dict[str, Flag]) -> None:
     c.number("workload.max_completion_length", new, ns, "--generate_max_len")
     n, nsrc = val(f, "n_samples_per_prompt")
     c.number("workload.num_generations", n, nsrc, "--n_samples_per_prompt")
+    epochs, es = val(f, "max_epochs")
+    c.number("workload.num_iterations", epochs, es, "--max_epochs")
     micro, ms = val(f, "micro_train_batch_size")
     c.number("micro_batch", micro, ms, "--micro_train_batch_size")
     gen, gs = val(f, "micro_rollout_batch_size")

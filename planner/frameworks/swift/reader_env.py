@@ -29,7 +29,7 @@ def omni_talker(c: Collector, env: dict[str, str], where: str) -> None:
     (:1576-1580): memplan plans the thinker (planner/model/qwenomni.py), so a run without it says so in a line."""
     ref = c.get("model")
     try:
-        omni = isinstance(ref, str) and catalog.load_model(ref).model_type in qwenomni.MODEL_TYPES
+        omni = isinstance(ref, str) and qwenomni.is_omni(catalog.load_model(ref).model_type)
     except BadInput:
         return
     if omni and env.get("ENABLE_AUDIO_OUTPUT", "").strip().lower() not in ("0", "false"):
