@@ -13,7 +13,7 @@ from functools import cached_property
 from math import prod
 
 from planner.errors import BadInput
-from planner.model import glm4v, hybrid, llama4, mllama, pending, prequant, qwen1, qwenvl, vila, vlm
+from planner.model import glm4v, hybrid, llama4, minicpmv, mllama, pending, prequant, qwen1, qwenvl, vila, vlm
 from planner.model.moespec import LAYOUT as MOE_LAYOUT
 from planner.model.moespec import MOE_FAMILIES, MLASpec, MoESpec, in_moe_block, mla_attention, moe_mlp
 from planner.model.shapes import ATTENTION_LINEARS, FAMILY_TRAITS, Tensors, Traits, fsdp_units
@@ -72,7 +72,7 @@ def peft_target_modules(targets: str, model: ModelSpec | None = None, vision: bo
         return "all-linear"
     if model is not None and model.vision is not None:
         names = sorted({t.name for t in model.tensors if t.role == "layer" and t.lora and t.adapted(targets)})
-        text = {**vlm.TEXT_MODULE, **vila.TEXT_MODULE}.get(model.model_type, "language_model")
+        text = {**vlm.TEXT_MODULE, **vila.TEXT_MODULE, **minicpmv.TEXT_MODULE}.get(model.model_type, "language_model")
         return rf"(?:.*\.)?{text}\..*\.(?:{'|'.join(names)})" if names else None
     if targets == "all-linear":
         return "all-linear"
@@ -94,6 +94,7 @@ ALL_FAMILIES = sorted(
     | set(MOE_FAMILIES)
     | set(vlm.FAMILIES)
     | set(vila.MODEL_TYPES)
+    | set(minicpmv.MODEL_TYPES)
     | set(hybrid.TEXT_TYPES)
     | set(glm4v.MODEL_TYPES)
     | set(llama4.MODEL_TYPES)
@@ -594,8 +595,8 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
         else:
             text, t = _llama_text(tc, "glm4")
             text = replace(text, rotary_cat_dim=0)  # M-RoPE over whole head pairs, not GLM-4's cut-and-repeat
-    elif mt in vila.MODEL_TYPES:
-        tc, vision, vt, units = vila.read(cfg, VisionSpec)
+    elif mt in vila.MODEL_TYPES or mt in minicpmv.MODEL_TYPES:
+        tc, vision, vt, units = (vila if mt in vila.MODEL_TYPES else minicpmv).read(cfg, VisionSpec)
         text, t = _llama_text(tc, tc["model_type"])
     elif mt in vlm.FAMILIES:
         tc, vision, vt, units = vlm.read(cfg, VisionSpec)

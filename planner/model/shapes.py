@@ -63,7 +63,7 @@ FAMILY_TRAITS = {
 # Families transformers has no class for: only their repository's own code builds them (trust_remote_code), so
 # nothing here is checked against a transformers build; each is pinned to its checkpoint's modules instead
 # (tests/planner/model/test_remote_families.py). Qwen v1: planner/model/qwen1.py.
-REMOTE_CODE_ONLY = frozenset({"qwen"})
+REMOTE_CODE_ONLY = frozenset({"qwen", "minicpmv"})
 
 # The FSDP units per model_type: transformers' decoder-layer (and vision-block) classes, each model class's
 # `_no_split_modules` (tests/planner/estimate/test_fsdp.py checks them against the installed transformers). A VLM's
