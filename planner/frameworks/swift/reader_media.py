@@ -10,6 +10,7 @@ from planner.frameworks.swift.reader_rl import look
 from planner.intake import models
 from planner.intake.collect import Collector, as_bool, as_int, default
 from planner.intake.flags import Flag
+from planner.model import image_rules, images
 
 QWEN_VL_UTILS_MAX_PIXELS = 16384 * 28 * 28
 
@@ -55,6 +56,8 @@ def image(c: Collector, env: dict[str, str], where: str, release) -> None:
     text = release.means("swift_max_length_counts") == "text"
     if not given and not text:
         return
+    if c.model is not None and images.family_rule(str(c.model.config.get("model_type"))) == "minicpm-v":
+        return _slices(c, env, where, release, text)
     pixels = given or QWEN_VL_UTILS_MAX_PIXELS
     how = (
         f"{where} MAX_PIXELS={given}"
@@ -66,7 +69,7 @@ def image(c: Collector, env: dict[str, str], where: str, release) -> None:
         )
     )
 
-    def tokens(request: dict) -> int:  # the image under the final model (a --model beside the files)
+    def tokens(request: dict | None) -> int:  # the image under the final model (a --model beside the files)
         m = c.model if request is None else models.lookup(str(request.get("model", "")), None)
         per = models.pixels_per_token(m.config) if m is not None and models.has_vision(m.config) else None
         return pixels // per if per and (given or per == 28 * 28) else 0  # the default cap: the Qwen2-VL family
@@ -88,5 +91,31 @@ def image(c: Collector, env: dict[str, str], where: str, release) -> None:
             int(seq.value) + n,
             f"{seq.source} + {n} image tokens (ms-swift {release.name}.x checks --max_length on the text, then "
             "inserts the image's tokens: planner.frameworks.swift.RELEASES)",
+            KEYS.flag("seq_len"),
+        )
+
+
+def _slices(c: Collector, env: dict[str, str], where: str, release, text: bool) -> None:
+    """MiniCPM-V: one image a row at its slices' worst case, max_slice_nums from the environment or the processor's 9
+    (v2.5.2 swift/llm/utils/template.py:3700-3711, get_env_args('max_slice_nums'); the placeholder's markers, about
+    two tokens a slice, are not counted); up to 3.3 inserted after the text's --max_length, as the pixel path."""
+    k = as_int(env.get("MAX_SLICE_NUMS")) or image_rules.MINICPMV_MAX_SLICES
+    n = image_rules.minicpmv_worst_tokens(k)
+    how = (
+        f"{where} MAX_SLICE_NUMS={k}"
+        if "MAX_SLICE_NUMS" in env
+        else default(
+            f"ms-swift {release.name}.x", "the processor's max_slice_nums 9 (preprocessor_config.json)", "9 slices"
+        )
+    )
+    c.set("image_tokens", n, f"{how} (one image a row: the whole and {k} slices, 64 queries each)", "MAX_SLICE_NUMS")
+    field = next((f for f in ("seq_len", "workload.max_length", "workload.max_prompt_length") if c.has(f)), "seq_len")
+    seq = c.setting(field)
+    if text and seq is not None:
+        c.set(
+            field,
+            int(seq.value) + n,
+            f"{seq.source} + {n} image tokens (ms-swift {release.name}.x checks "
+            "--max_length on the text, then inserts the image's tokens: planner.frameworks.swift.RELEASES)",
             KEYS.flag("seq_len"),
         )

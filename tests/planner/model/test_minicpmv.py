@@ -64,3 +64,35 @@ def test_resampler_kv_proj_is_identity_at_equal_widths():
 def test_int4_is_the_bitsandbytes_build_of_the_same_modules():
     m = catalog.load_model("minicpm-v-2_6-int4")
     assert m.params == MINICPM_V_2_6 and m.config["quantization_config"]["quant_method"] == "bitsandbytes"
+
+
+@pytest.mark.parametrize(
+    ("size", "slices"),
+    [
+        ((448, 448), 0),  # one square's area: the whole alone, upscaled
+        ((449, 448), 2),  # multiple 2: grids of 2 and 3, (1, 2) the first of the nearest (log 2 off either way)
+        ((896, 896), 4),  # multiple 4: 2 x 2 exact
+        ((1344, 1344), 9),  # multiple 9: 3 x 3
+        ((1000, 300), 3),  # area 1.49 squares -> multiple 2: grids of 2 and 3, 3 x 1 nearest 3.33 : 1
+        ((4096, 300), 8),  # area 6.12 squares -> multiple 7: grids of 6 to 8, 8 x 1 nearest 13.65 : 1
+    ],
+)
+def test_minicpmv_slices_follow_slice_image(size, slices):
+    from planner.model import image_rules
+
+    assert image_rules.minicpmv_slices(*size) == slices
+    assert image_rules.minicpmv_image_tokens(*size) == 64 * (1 + slices)
+
+
+def test_minicpmv_worst_case_is_every_slice():
+    from planner.model import image_rules, images
+
+    assert images.worst_case("minicpm-v")[0] == image_rules.minicpmv_worst_tokens() == 640
+    assert images.family_rule("minicpmv") == "minicpm-v" and image_rules.minicpmv_worst_tokens(1) == 64
+
+
+def test_minicpmv_slices_cap_at_max_slice_nums():
+    from planner.model import image_rules
+
+    assert image_rules.minicpmv_slices(4096, 4096) == 9  # 83.6 squares, capped at 9: 3 x 3
+    assert image_rules.minicpmv_slices(4096, 4096, max_slices=4) == 4  # grids of 3 and 4: 2 x 2 exact
