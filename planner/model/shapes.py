@@ -54,6 +54,7 @@ FAMILY_TRAITS = {
     "glm": Traits(fused_gate_up=True),
     # Qwen v1 (remote code, planner/model/qwen1.py): c_attn one Linear for q, k and v; w1 and w2 two gated Linears
     "qwen": Traits(fused_qkv=True),
+    "internlmxcomposer2": Traits(fused_qkv=True),  # InternLM2's wqkv (planner/model/xcomposer.py)
     # Qwen3-Next / Qwen3.5: zero-centred RMSNorms in fp32, (1 + w) * norm(x.float()) (modeling_qwen3_5.py:917-934)
     "qwen3_next": Traits(fp32_norms=True),
     "qwen3_5_text": Traits(fp32_norms=True),
@@ -63,7 +64,7 @@ FAMILY_TRAITS = {
 # Families transformers has no class for: only their repository's own code builds them (trust_remote_code), so
 # nothing here is checked against a transformers build; each is pinned to its checkpoint's modules instead
 # (tests/planner/model/test_remote_families.py). Qwen v1: planner/model/qwen1.py.
-REMOTE_CODE_ONLY = frozenset({"qwen", "minicpmv"})
+REMOTE_CODE_ONLY = frozenset({"qwen", "minicpmv", "internlmxcomposer2"})
 
 # The FSDP units per model_type: transformers' decoder-layer (and vision-block) classes, each model class's
 # `_no_split_modules` (tests/planner/estimate/test_fsdp.py checks them against the installed transformers). A VLM's

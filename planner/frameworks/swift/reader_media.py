@@ -10,7 +10,7 @@ from planner.frameworks.swift.reader_rl import look
 from planner.intake import models
 from planner.intake.collect import Collector, as_bool, as_int, default
 from planner.intake.flags import Flag
-from planner.model import image_rules, images
+from planner.model import image_rules, images, xcomposer
 
 QWEN_VL_UTILS_MAX_PIXELS = 16384 * 28 * 28
 
@@ -56,8 +56,9 @@ def image(c: Collector, env: dict[str, str], where: str, release) -> None:
     text = release.means("swift_max_length_counts") == "text"
     if not given and not text:
         return
-    if c.model is not None and images.family_rule(str(c.model.config.get("model_type"))) == "minicpm-v":
-        return _slices(c, env, where, release, text)
+    own = _own_image(c, env, where, release)
+    if own is not None:
+        return _inserted(c, *own, release, text)
     pixels = given or QWEN_VL_UTILS_MAX_PIXELS
     how = (
         f"{where} MAX_PIXELS={given}"
@@ -95,27 +96,40 @@ def image(c: Collector, env: dict[str, str], where: str, release) -> None:
         )
 
 
-def _slices(c: Collector, env: dict[str, str], where: str, release, text: bool) -> None:
-    """MiniCPM-V: one image a row at its slices' worst case, max_slice_nums from the environment or the processor's 9
-    (v2.5.2 swift/llm/utils/template.py:3700-3711, get_env_args('max_slice_nums'); the placeholder's markers, about
-    two tokens a slice, are not counted); up to 3.3 inserted after the text's --max_length, as the pixel path."""
-    k = as_int(env.get("MAX_SLICE_NUMS")) or image_rules.MINICPMV_MAX_SLICES
-    n = image_rules.minicpmv_worst_tokens(k)
-    how = (
-        f"{where} MAX_SLICE_NUMS={k}"
-        if "MAX_SLICE_NUMS" in env
-        else default(
-            f"ms-swift {release.name}.x", "the processor's max_slice_nums 9 (preprocessor_config.json)", "9 slices"
+def _own_image(c: Collector, env: dict[str, str], where: str, release) -> tuple[int, str, str] | None:
+    """(tokens, source, key) of one image for the remote-code VLMs whose image is not a pixel budget's: MiniCPM-V's
+    slices, at max_slice_nums from the environment or the processor's 9 (v2.5.2 swift/llm/utils/template.py:3700-3711,
+    get_env_args('max_slice_nums'); the placeholder's markers, about two tokens a slice, are not counted);
+    InternLM-XComposer2's image resized to img_size (template.py:2276, vis_processor), a token a patch."""
+    mt = str(c.model.config.get("model_type")) if c.model is not None else ""
+    if images.family_rule(mt) == "minicpm-v":
+        k = as_int(env.get("MAX_SLICE_NUMS")) or image_rules.MINICPMV_MAX_SLICES
+        how = (
+            f"{where} MAX_SLICE_NUMS={k}"
+            if "MAX_SLICE_NUMS" in env
+            else default(
+                f"ms-swift {release.name}.x", "the processor's max_slice_nums 9 (preprocessor_config.json)", "9 slices"
+            )
         )
-    )
-    c.set("image_tokens", n, f"{how} (one image a row: the whole and {k} slices, 64 queries each)", "MAX_SLICE_NUMS")
+        n = image_rules.minicpmv_worst_tokens(k)
+        return n, f"{how} (one image a row: the whole and {k} slices, 64 queries each)", "MAX_SLICE_NUMS"
+    if mt == xcomposer.MODEL_TYPE:
+        n, size = xcomposer.image_tokens(c.model.config), c.model.config.get("img_size", 490)
+        why = f"one image a row, resized to {size} x {size}: {n} patches (v2.5.2 swift/llm/utils/template.py:2276)"
+        return n, why, "--model_type"
+    return None
+
+
+def _inserted(c: Collector, n: int, how: str, key: str, release, text: bool) -> None:
+    """The row's image tokens; up to 3.3 inserted after the text's --max_length, as the pixel path does."""
+    c.set("image_tokens", n, how, key)
     field = next((f for f in ("seq_len", "workload.max_length", "workload.max_prompt_length") if c.has(f)), "seq_len")
     seq = c.setting(field)
     if text and seq is not None:
         c.set(
             field,
             int(seq.value) + n,
-            f"{seq.source} + {n} image tokens (ms-swift {release.name}.x checks "
-            "--max_length on the text, then inserts the image's tokens: planner.frameworks.swift.RELEASES)",
+            f"{seq.source} + {n} image tokens (ms-swift {release.name}.x checks --max_length on the text, then "
+            "inserts the image's tokens: planner.frameworks.swift.RELEASES)",
             KEYS.flag("seq_len"),
         )
