@@ -85,15 +85,7 @@ def image(c: Collector, env: dict[str, str], where: str, release) -> None:
     if not n:
         return
     per = f"{pixels // n} pixels a token{', swift/model/models/qwen.py:758-770' if given else ''}"
-    c.set("image_tokens", n, f"{how} (one image a row: {pixels} // {per})", "MAX_PIXELS")
-    if text and seq is not None:
-        c.set(
-            field,
-            int(seq.value) + n,
-            f"{seq.source} + {n} image tokens (ms-swift {release.name}.x checks --max_length on the text, then "
-            "inserts the image's tokens: planner.frameworks.swift.RELEASES)",
-            KEYS.flag("seq_len"),
-        )
+    _inserted(c, n, f"{how} (one image a row: {pixels} // {per})", "MAX_PIXELS", release, text)
 
 
 def _own_image(c: Collector, env: dict[str, str], where: str, release) -> tuple[int, str, str] | None:
