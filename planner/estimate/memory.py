@@ -448,7 +448,7 @@ def lora_layer_bytes(s: Setup) -> int:
 def plora_layer_bytes(s: Setup) -> int:
     """InternLM-XComposer2's own Partial LoRA in one layer (planner/model/xcomposer.py): each PLoRA's dropout mask
     over the image tokens, whatever the tuner (its Plora weights frozen or trained alike keep it)."""
-    if s.model.model_type != xcomposer.MODEL_TYPE or not s.image_tokens:
+    if not s.model.text.traits.image_lora_rank or not s.image_tokens:
         return 0
     _, rows, _, p = text_shape(s)
     per = xcomposer.plora_saved_bytes_per_image_token(s.model.text, not s.lora, act.saved_dtype_bytes(p)[1])

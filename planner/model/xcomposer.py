@@ -50,7 +50,7 @@ def plora_saved_bytes_per_image_token(t, trained: bool, c: int) -> int:
     (no weight gradient to make), trained ones (full fine-tuning) keep theirs in the compute dtype of c bytes (the
     dropped input, r features). The gathered rows and the in-place add keep only the image tokens' indices."""
     inputs = 4 * t.hidden + t.intermediate  # wqkv, wo, w1, w3 read the hidden state; w2 the MLP's
-    return inputs + (c * (inputs + len(LINEARS) * PLORA_RANK) if trained else 0)
+    return inputs + (c * (inputs + len(LINEARS) * t.traits.image_lora_rank) if trained else 0)
 
 
 def read(cfg: dict, text_spec, vision_spec) -> tuple[object, list[Tensors], object, list[Tensors]]:
@@ -95,6 +95,9 @@ def read(cfg: dict, text_spec, vision_spec) -> tuple[object, list[Tensors], obje
     return spec, t, vision, vt
 
 
-def image_tokens(cfg: dict) -> int:
-    """LLM tokens an image becomes: (img_size / 14)^2, the CLS dropped."""
+def image_tokens(cfg: dict) -> int | None:
+    """LLM tokens an image of an InternLM-XComposer2 config becomes: (img_size / 14)^2, the CLS dropped; None for
+    another model's."""
+    if cfg.get("model_type") != MODEL_TYPE:
+        return None
     return (_get(cfg, "img_size", default=490) // CLIP_L["patch_size"]) ** 2

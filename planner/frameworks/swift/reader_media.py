@@ -105,8 +105,9 @@ def _own_image(c: Collector, env: dict[str, str], where: str, release) -> tuple[
         )
         n = image_rules.minicpmv_worst_tokens(k)
         return n, f"{how} (one image a row: the whole and {k} slices, 64 queries each)", "MAX_SLICE_NUMS"
-    if mt == xcomposer.MODEL_TYPE:
-        n, size = xcomposer.image_tokens(c.model.config), c.model.config.get("img_size", 490)
+    n = xcomposer.image_tokens(c.model.config) if c.model is not None else None
+    if n is not None:
+        size = c.model.config.get("img_size", 490)
         why = f"one image a row, resized to {size} x {size}: {n} patches (v2.5.2 swift/llm/utils/template.py:2276)"
         return n, why, "--model_type"
     return None
