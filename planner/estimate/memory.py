@@ -75,6 +75,7 @@ from planner.estimate.trained import (  # re-exported: the terms' callers and te
     trainable_weight_bytes_per_param,
 )
 from planner.frameworks import FRAMEWORKS, adapter
+from planner.model import xcomposer
 from planner.model.modelspec import IDLE_HEAD
 
 ADAMW_8BIT_MIN_SIZE = 4096  # bitsandbytes keeps 32-bit states for tensors smaller than this
@@ -328,7 +329,7 @@ def activations_bytes(s: Setup) -> int:
     total = recipe_terms.text_activations_bytes(t, s.knobs, rows, width, p)
     if s.knobs.checkpointing != "offload":  # LoRA's own tensors and Ulysses', in the layers not under a checkpoint
         total += (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) * (
-            lora_layer_bytes(s) + ulysses_layer_bytes(s)
+            lora_layer_bytes(s) + ulysses_layer_bytes(s) + plora_layer_bytes(s)
         )
     total += int8_retained_inputs_bytes(s) - frozen_ends_bytes(s)
     v = s.model.vision
@@ -444,6 +445,16 @@ def lora_layer_bytes(s: Setup) -> int:
     )
 
 
+def plora_layer_bytes(s: Setup) -> int:
+    """InternLM-XComposer2's own Partial LoRA in one layer (planner/model/xcomposer.py): each PLoRA's dropout mask
+    over the image tokens, whatever the tuner (its Plora weights frozen or trained alike keep it)."""
+    if not s.model.text.traits.image_lora_rank or not s.image_tokens:
+        return 0
+    _, rows, _, p = text_shape(s)
+    per = xcomposer.plora_saved_bytes_per_image_token(s.model.text, not s.lora, act.saved_dtype_bytes(p)[1])
+    return rows * s.image_tokens * per
+
+
 def frozen_ends_bytes(s: Setup) -> int:
     """A LoRA run with a frozen embedding and head, no checkpointing: the first layer's input needs no gradient, so
     its first norm keeps nothing (4 bytes an element less), while the final norm keeps only its fp32 input (4
@@ -525,7 +536,7 @@ def last_layer_activations_bytes(s: Setup) -> int:
     t, rows, width, p = text_shape(s)
     recomputed = recipe_terms.recomputed_layer_bytes(t, s.knobs, rows, width, p)
     if recomputed and s.knobs.checkpointing != "offload":  # the recomputed layer holds LoRA's and Ulysses' tensors too
-        recomputed += lora_layer_bytes(s) + ulysses_layer_bytes(s)
+        recomputed += lora_layer_bytes(s) + ulysses_layer_bytes(s) + plora_layer_bytes(s)
     final = 0 if s.knobs.checkpointing == "offload" else act.final_norm_bytes(t, rows, width, p) - frozen_ends_bytes(s)
     return activations_bytes(s) - final + recomputed
 

@@ -125,6 +125,14 @@ def _folder_names(hf: str) -> set[str]:
 RUN_FOLDERS = re.compile(r"checkpoint-\d+|v\d+-\d{8}-\d{6}")
 
 
+def _refuse_folder(name: str, leaf: str) -> None:
+    """A folder named after a refused model (its id's name, or that name without its size: internlm-xcomposer2d5),
+    refused before a framework's model_type can stand in for it with another model's shapes."""
+    for hf, reason in _tables()[1].items():
+        if leaf and leaf in (stem := hf.rpartition("/")[2], re.sub(r"-\d+(?:\.\d+)?b$", "", stem)):
+            raise BadInput(f"model {name.strip()!r} (its folder's name): {reason}", "model")
+
+
 def _by_folder_name(name: str) -> Model | None:
     """A local path that is not here, whose last part names a known id (`/data/models/Qwen2.5-VL-3B-Instruct`, or
     with its organisation: `/data/Qwen-Qwen2.5-VL-3B-Instruct`), or a checkpoint a run wrote under a folder that
@@ -136,6 +144,7 @@ def _by_folder_name(name: str) -> Model | None:
     while len(parts) > 1 and RUN_FOLDERS.fullmatch(parts[-1]):
         run, parts = [parts[-1], *run], parts[:-1]
     leaf = parts[-1].lower().replace("___", ".") if parts else ""  # ModelScope writes a name's dots as ___
+    _refuse_folder(name, leaf)
     hits = sorted((cat, hf) for hf, cat in _spelled().items() if leaf in _folder_names(hf))
     if not leaf or not hits:
         return None

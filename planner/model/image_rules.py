@@ -32,6 +32,10 @@ and tests/scan/test_scan.py); planner.model.images names them (--image-rule):
   one separator a tile of the grid (:99-112).
 - mllama (Llama-3.2-Vision): one <|image|> token per image in the text whatever its size (processing_mllama.py); the
   image's 4 tiles reach the model through cross-attention (planner/model/mllama.py).
+- minicpm-v (MiniCPM-V 2.6, remote code): the whole image (about 448 x 448) and, past one 448-pixel square's area, up
+  to 9 slices on the grid of nearest aspect, each 64 resampler queries; the placeholder's markers are text
+  (OpenBMB/MiniCPM-V finetune/dataset.py:438-499 slice_image, 553-566 get_grid_placeholder; the Hub's
+  image_processing_minicpmv.py restates them).
 """
 
 from __future__ import annotations
@@ -155,7 +159,35 @@ def llama4_image_tokens(width: int, height: int) -> int:
     return LLAMA4_TOKENS * tiles + 3 + (tiles - 1 if tiles > 1 else 0)
 
 
+MINICPMV_SLICE, MINICPMV_QUERIES, MINICPMV_MAX_SLICES = 448, 64, 9  # scale_resolution, query_num, max_slice_nums
+
+
+def minicpmv_slices(width: int, height: int, max_slices: int = MINICPMV_MAX_SLICES) -> int:
+    """The slices MiniCPM-V cuts an image into beside the whole (dataset.py:438-478): none up to one 448-pixel square's
+    area, else the grid of multiple - 1 to multiple + 1 slices (multiple = ceil(area / 448^2), at most max_slices; one
+    slice alone never) whose log aspect is nearest the image's, the first of equals (the loop's strict <)."""
+    multiple = min(math.ceil(width * height / MINICPMV_SLICE**2), max_slices)
+    if multiple <= 1:
+        return 0
+    nums = [n for n in (multiple - 1, multiple, multiple + 1) if 1 < n <= max_slices]
+    grids = [(m, n // m) for n in nums for m in range(1, n + 1) if n % m == 0]
+    cols, rows = min(grids, key=lambda g: abs(math.log(width / height) - math.log(g[0] / g[1])))
+    return cols * rows
+
+
+def minicpmv_image_tokens(width: int, height: int) -> int:
+    """64 resampler queries for the whole image and for each slice (MiniCPM-V 2.6's query_num)."""
+    return MINICPMV_QUERIES * (1 + minicpmv_slices(width, height))
+
+
+def minicpmv_worst_tokens(max_slices: int = MINICPMV_MAX_SLICES) -> int:
+    """The most tokens one image gives at max_slice_nums: every slice (an image of aspect max_slices : 1 and area
+    over max_slices - 1 squares takes them all) and the whole; one slice alone is never cut (the whole only)."""
+    return MINICPMV_QUERIES * (1 + (max_slices if max_slices > 1 else 0))
+
+
 RULES = {
+    "minicpm-v": minicpmv_image_tokens,
     "llava": llava_image_tokens,
     "llava-next": llava_next_image_tokens,
     "llava-onevision": llava_onevision_image_tokens,

@@ -15,7 +15,7 @@ from planner.model import image_rules as r
 
 IMAGE_RULES = (
     "qwen2-vl, qwen3-vl, internvl, internvl:N (at most N tiles, 1 to 64), llava, llava-next, llava-onevision, "
-    "gemma3, gemma3:pan-and-scan, idefics3, mllama, llama4"
+    "gemma3, gemma3:pan-and-scan, idefics3, mllama, llama4, minicpm-v"
 )
 # a family's processor as transformers 5.23 configures it by default (smolvlm: none restated yet)
 FAMILY_RULE = {
@@ -34,6 +34,7 @@ FAMILY_RULE = {
     "idefics3": "idefics3",
     "mllama": "mllama",
     "llama4": "llama4",
+    "minicpmv": "minicpm-v",
 }
 PIXEL_RULES = {"qwen2-vl": (28, r.QWEN2_VL_MIN_PIXELS, r.QWEN2_VL_MAX_PIXELS), "qwen3-vl": (32, *r.QWEN3_VL_PIXELS)}
 # image sides tried for the rules whose worst case is a tiling's (llava-next's pinpoints, pan-and-scan's crops)

@@ -13,7 +13,21 @@ from functools import cached_property
 from math import prod
 
 from planner.errors import BadInput
-from planner.model import glm4v, hybrid, llama4, mllama, pending, prequant, qwen1, qwenomni, qwenvl, vila, vlm
+from planner.model import (
+    glm4v,
+    hybrid,
+    llama4,
+    minicpmv,
+    mllama,
+    pending,
+    prequant,
+    qwen1,
+    qwenomni,
+    qwenvl,
+    vila,
+    vlm,
+    xcomposer,
+)
 from planner.model.moespec import LAYOUT as MOE_LAYOUT
 from planner.model.moespec import MOE_FAMILIES, MLASpec, MoESpec, in_moe_block, mla_attention, moe_mlp
 from planner.model.shapes import ATTENTION_LINEARS, FAMILY_TRAITS, Tensors, Traits, fsdp_units
@@ -72,7 +86,8 @@ def peft_target_modules(targets: str, model: ModelSpec | None = None, vision: bo
         return "all-linear"
     if model is not None and model.vision is not None:
         names = sorted({t.name for t in model.tensors if t.role == "layer" and t.lora and t.adapted(targets)})
-        text = {**vlm.TEXT_MODULE, **vila.TEXT_MODULE}.get(model.model_type, "language_model")
+        modules = {**vlm.TEXT_MODULE, **vila.TEXT_MODULE, **minicpmv.TEXT_MODULE, xcomposer.MODEL_TYPE: "model"}
+        text = modules.get(model.model_type, "language_model")
         return rf"(?:.*\.)?{text}\..*\.(?:{'|'.join(names)})" if names else None
     if targets == "all-linear":
         return "all-linear"
@@ -90,10 +105,11 @@ def peft_target_parameters(targets: str) -> list[str] | None:
 QK_NORM = {"qwen3", "gemma3_text"}  # an RMSNorm over each head of q and k before RoPE
 ALL_FAMILIES = sorted(
     LLAMA_LIKE
-    | {"gpt2", "internvl", "mllama", qwen1.MODEL_TYPE}
+    | {"gpt2", "internvl", "mllama", qwen1.MODEL_TYPE, xcomposer.MODEL_TYPE}
     | set(MOE_FAMILIES)
     | set(vlm.FAMILIES)
     | set(vila.MODEL_TYPES)
+    | set(minicpmv.MODEL_TYPES)
     | set(hybrid.TEXT_TYPES)
     | set(glm4v.MODEL_TYPES)
     | set(llama4.MODEL_TYPES)
@@ -589,6 +605,9 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
         text, t = _gpt2_text(cfg)
     elif mt == qwen1.MODEL_TYPE:
         text, t = qwen1.read(cfg, TextSpec)
+    elif mt == xcomposer.MODEL_TYPE:
+        text, t, vision, vt = xcomposer.read(cfg, TextSpec, VisionSpec)
+        units = xcomposer.UNITS
     elif mt == "internvl":
         # transformers 5 ties the composite's head by its own top-level flag, whatever text_config says
         # (5.25 modeling_utils.py:2494 reads self.config; configuration_internvl.py:122 defaults it to True)
@@ -611,8 +630,8 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
     elif mt in qwenomni.MODEL_TYPES:  # the thinker (a whole Omni with its talker is refused)
         tc, vision, vt = qwenomni.read(cfg, VisionSpec)
         text, t = _llama_text(tc, "qwen2")
-    elif mt in vila.MODEL_TYPES:
-        tc, vision, vt, units = vila.read(cfg, VisionSpec)
+    elif mt in vila.MODEL_TYPES or mt in minicpmv.MODEL_TYPES:
+        tc, vision, vt, units = (vila if mt in vila.MODEL_TYPES else minicpmv).read(cfg, VisionSpec)
         text, t = _llama_text(tc, tc["model_type"])
     elif mt in vlm.FAMILIES:
         tc, vision, vt, units = vlm.read(cfg, VisionSpec)

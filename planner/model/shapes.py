@@ -35,6 +35,7 @@ class Traits:
     #                                 (Gemma2Model.forward, Gemma3TextModel.forward: create_sliding_window_causal_mask)
     learned_positions: bool = False  # a learned table of max_positions positions (GPT-2's wpe): no longer sequence runs
     flash: bool = True  # transformers builds it with flash-attention 2 (Llama-4: _supports_flash_attn False, :453)
+    image_lora_rank: int = 0  # a low-rank pair on every decoder Linear over the image tokens alone (XComposer2's PLoRA)
     l2_qk_norm: bool = False  # a weightless fp32 RMSNorm of q and k after RoPE, on the RoPE layers only (Llama-4's
     #                                 use_qk_norm: Llama4TextL2Norm, modeling_llama4.py:318-319, 361-363)
 
@@ -54,6 +55,7 @@ FAMILY_TRAITS = {
     "glm": Traits(fused_gate_up=True),
     # Qwen v1 (remote code, planner/model/qwen1.py): c_attn one Linear for q, k and v; w1 and w2 two gated Linears
     "qwen": Traits(fused_qkv=True),
+    "internlmxcomposer2": Traits(fused_qkv=True, image_lora_rank=256),  # wqkv; PLoRA (planner/model/xcomposer.py)
     # Qwen3-Next / Qwen3.5: zero-centred RMSNorms in fp32, (1 + w) * norm(x.float()) (modeling_qwen3_5.py:917-934)
     "qwen3_next": Traits(fp32_norms=True),
     "qwen3_5_text": Traits(fp32_norms=True),
@@ -63,7 +65,7 @@ FAMILY_TRAITS = {
 # Families transformers has no class for: only their repository's own code builds them (trust_remote_code), so
 # nothing here is checked against a transformers build; each is pinned to its checkpoint's modules instead
 # (tests/planner/model/test_remote_families.py). Qwen v1: planner/model/qwen1.py.
-REMOTE_CODE_ONLY = frozenset({"qwen"})
+REMOTE_CODE_ONLY = frozenset({"qwen", "minicpmv", "internlmxcomposer2"})
 
 # The FSDP units per model_type: transformers' decoder-layer (and vision-block) classes, each model class's
 # `_no_split_modules` (tests/planner/estimate/test_fsdp.py checks them against the installed transformers). A VLM's

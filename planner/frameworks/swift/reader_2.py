@@ -59,6 +59,9 @@ def translate(c: Collector, f: dict[str, Flag]) -> dict[str, Flag]:
         if old in out and new not in out:
             flag = out.pop(old)
             out[new] = Flag(new, flag.value, f"{flag.source} ({WHO}'s name of --{new})", flag.raw)
+    # ALL: every Linear of the model by its name, the ViT's too (v2.5.2 swift/llm/tuner.py:29-31, utils/utils.py:500-540
+    # find_all_linears); DEFAULT: the language model's alone (model.py:7232-7235)
+    every = "target_modules" in out and str(one(out["target_modules"].value)) == "ALL"
     for key, table in VALUES.items():
         if key in out and str(one(out[key].value)) in table:
             flag = out[key]
@@ -69,7 +72,13 @@ def translate(c: Collector, f: dict[str, Flag]) -> dict[str, Flag]:
         out.pop("torch_dtype")
     if "max_length" in out and str(one(out["max_length"].value)) == "-1":  # :60-61: no limit
         c.note(f"{out.pop('max_length').source} (-1: no limit in {WHO}; planned at the model's context)")
+    tuner = str(one(out["tuner_type"].value)) if "tuner_type" in out else "lora"  # :617, lora by default
     for key, value, cite in DEFAULTS:
+        if key == "freeze_vit" and tuner != "full":  # :1037-1050: LoRA reads no freeze_vit (full: :1051-1056)
+            if every and key not in out:  # the tower's linears adapted, as an unfrozen ViT's under 4.x's all-linear
+                t = out["target_modules"]
+                out[key] = Flag(key, False, f"{t.source} (ALL in {WHO}: find_all_linears takes the ViT's too)", t.raw)
+            continue
         if key not in out:
             out[key] = Flag(key, value, default(WHO, cite, f"{key} {value}"), f"--{key}")
     for key in sorted(set(out) - accepted("swift") - {KEYS.key("lora", "3")}):

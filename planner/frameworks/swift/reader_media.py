@@ -10,6 +10,7 @@ from planner.frameworks.swift.reader_rl import look
 from planner.intake import models
 from planner.intake.collect import Collector, as_bool, as_int, default
 from planner.intake.flags import Flag
+from planner.model import image_rules, images, xcomposer
 
 QWEN_VL_UTILS_MAX_PIXELS = 16384 * 28 * 28
 
@@ -55,6 +56,9 @@ def image(c: Collector, env: dict[str, str], where: str, release) -> None:
     text = release.means("swift_max_length_counts") == "text"
     if not given and not text:
         return
+    own = _own_image(c, env, where, release)
+    if own is not None:
+        return _inserted(c, *own, release, text)
     pixels = given or QWEN_VL_UTILS_MAX_PIXELS
     how = (
         f"{where} MAX_PIXELS={given}"
@@ -66,7 +70,7 @@ def image(c: Collector, env: dict[str, str], where: str, release) -> None:
         )
     )
 
-    def tokens(request: dict) -> int:  # the image under the final model (a --model beside the files)
+    def tokens(request: dict | None) -> int:  # the image under the final model (a --model beside the files)
         m = c.model if request is None else models.lookup(str(request.get("model", "")), None)
         per = models.pixels_per_token(m.config) if m is not None and models.has_vision(m.config) else None
         return pixels // per if per and (given or per == 28 * 28) else 0  # the default cap: the Qwen2-VL family
@@ -81,7 +85,39 @@ def image(c: Collector, env: dict[str, str], where: str, release) -> None:
     if not n:
         return
     per = f"{pixels // n} pixels a token{', swift/model/models/qwen.py:758-770' if given else ''}"
-    c.set("image_tokens", n, f"{how} (one image a row: {pixels} // {per})", "MAX_PIXELS")
+    _inserted(c, n, f"{how} (one image a row: {pixels} // {per})", "MAX_PIXELS", release, text)
+
+
+def _own_image(c: Collector, env: dict[str, str], where: str, release) -> tuple[int, str, str] | None:
+    """(tokens, source, key) of one image for the remote-code VLMs whose image is not a pixel budget's: MiniCPM-V's
+    slices, at max_slice_nums from the environment or the processor's 9 (v2.5.2 swift/llm/utils/template.py:3700-3711,
+    get_env_args('max_slice_nums'); the placeholder's markers, about two tokens a slice, are not counted);
+    InternLM-XComposer2's image resized to img_size (template.py:2276, vis_processor), a token a patch."""
+    mt = str(c.model.config.get("model_type")) if c.model is not None else ""
+    if images.family_rule(mt) == "minicpm-v":
+        k = as_int(env.get("MAX_SLICE_NUMS")) or image_rules.MINICPMV_MAX_SLICES
+        how = (
+            f"{where} MAX_SLICE_NUMS={k}"
+            if "MAX_SLICE_NUMS" in env
+            else default(
+                f"ms-swift {release.name}.x", "the processor's max_slice_nums 9 (preprocessor_config.json)", "9 slices"
+            )
+        )
+        n = image_rules.minicpmv_worst_tokens(k)
+        return n, f"{how} (one image a row: the whole and {k} slices, 64 queries each)", "MAX_SLICE_NUMS"
+    n = xcomposer.image_tokens(c.model.config) if c.model is not None else None
+    if n is not None:
+        size = c.model.config.get("img_size", 490)
+        why = f"one image a row, resized to {size} x {size}: {n} patches (v2.5.2 swift/llm/utils/template.py:2276)"
+        return n, why, "--model_type"
+    return None
+
+
+def _inserted(c: Collector, n: int, how: str, key: str, release, text: bool) -> None:
+    """The row's image tokens; up to 3.3 inserted after the text's --max_length, as the pixel path does."""
+    c.set("image_tokens", n, how, key)
+    field = next((f for f in ("seq_len", "workload.max_length", "workload.max_prompt_length") if c.has(f)), "seq_len")
+    seq = c.setting(field)
     if text and seq is not None:
         c.set(
             field,

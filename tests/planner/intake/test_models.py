@@ -209,9 +209,8 @@ def test_the_field_corpus_models_resolve(name, ref):
 @pytest.mark.parametrize(
     "name,says",
     [
-        ("internlm/internlm-xcomposer2-7b", "InternLM-XComposer2's InternLM2 carries its own Partial LoRA (plora"),
-        ("internlm/internlm-xcomposer2d5-7b", "InternLM-XComposer-2.5's"),
-        ("OpenBMB/MiniCPM-V-2_6-int4", "MiniCPM-V 2.6 (here its bitsandbytes 4-bit build"),
+        ("internlm/internlm-xcomposer2d5-7b", "InternLM-XComposer-2.5 (InternLM-XComposer2's InternLM2"),
+        ("/base/internlm-xcomposer2d5", "(its folder's name): InternLM-XComposer-2.5"),
     ],
 )
 def test_a_model_memplan_does_not_count_is_refused_in_one_line_naming_it(name, says):
@@ -230,7 +229,9 @@ def test_an_ms_swift_2_model_type_names_the_model_a_bare_folder_does_not(tmp_pat
     assert reading.request["model"] == "qwen-14b"
     assert "run.sh:1 --model_type qwen-14b-chat loads Qwen/Qwen-14B-Chat" in reading.settings[0].source
     path.write_text("swift sft --model_type internlm-xcomposer2-7b-chat --model_id_or_path /data/rotate_712\n")
-    with pytest.raises(BadInput, match="plora"):
+    assert intake.read([str(path)]).request["model"] == "internlm-xcomposer2-7b"
+    path.write_text("swift sft --model_type internlm-xcomposer2-7b-chat --model_id_or_path /b/internlm-xcomposer2d5\n")
+    with pytest.raises(BadInput, match="InternLM-XComposer-2.5"):  # the folder's weights, not the model_type's
         intake.read([str(path)])
     path.write_text("swift sft --model_type no-such-type --model_id_or_path /data/rotate_712\n")
     assert intake.read([str(path)]).request["model"] == "/data/rotate_712"
@@ -239,6 +240,6 @@ def test_an_ms_swift_2_model_type_names_the_model_a_bare_folder_does_not(tmp_pat
 def test_a_refused_model_in_the_files_yields_to_the_model_the_caller_gives(tmp_path):
     """Issue 47 item 7: --model beside --config has the last word, over a model the files name that memplan refuses."""
     path = tmp_path / "run.sh"
-    path.write_text("swift sft --model_type internlm-xcomposer2-7b-chat --model_id_or_path /data/rotate_712\n")
+    path.write_text("swift sft --model_type internlm-xcomposer2_5-7b-chat --model_id_or_path /data/rotate_712\n")
     reading = intake.read([str(path)], given={"model": "qwen2.5-vl-7b"})
     assert reading.request["model"] == "/data/rotate_712"  # the files' own word; the caller's --model replaces it

@@ -25,6 +25,7 @@ RULES = [
     ("gemma3:pan-and-scan", None, None),
     ("idefics3", None, None),
     ("mllama", None, None),
+    ("minicpm-v", None, None),
     ("fixed:300", None, None),
 ]
 GRID = range(28, 4097, 84)

@@ -26,6 +26,8 @@ READERS = {
     "planner/model/hybrid.py",
     "planner/model/glm4v.py",
     "planner/model/qwen1.py",
+    "planner/model/minicpmv.py",
+    "planner/model/xcomposer.py",
     "planner/model/llama4.py",
     "planner/model/pending.py",
     "planner/model/images.py",

@@ -122,3 +122,25 @@ def test_3x_before_34_generates_each_micro_steps_rows_as_it_comes():
     assert in_memplan_terms({"framework": "swift@3", **grpo})["workload"]["steps_per_generation"] == 1
     assert "steps_per_generation" not in in_memplan_terms({"framework": "swift@3.4", **grpo})["workload"]
     assert "steps_per_generation" not in in_memplan_terms({"framework": "swift@3.7", **grpo})["workload"]
+
+
+@pytest.mark.parametrize(("targets", "tower"), [("ALL", True), ("DEFAULT", None), ("", None)])
+def test_2x_lora_reaches_the_vit_through_all_alone(tmp_path, targets, tower):
+    """2.x's LoRA never reads --freeze_vit (v2.5.2 argument.py:1037-1050; only full fine-tuning does, :1051-1056):
+    ALL adapts every Linear by name, the ViT's too (tuner.py:29-31 find_all_linears); DEFAULT (the default) the
+    language model's alone (model.py:7232-7235)."""
+    script = SWIFT2.format(model=VLM, extra="").replace("--lora_target_modules ALL", "")
+    extra = f"--lora_target_modules {targets}" if targets else ""
+    r = _read(tmp_path, script.replace("--dataset x.json", f"--dataset x.json {extra}"))
+    assert r.request.get("lora_vision") is tower and r.request["lora_targets"] == "all-linear"
+
+
+def test_2x_minicpm_v_plans_one_image_at_its_slices(tmp_path):
+    """MiniCPM-V 2.6 int4 under 2.x: one image a row at the whole and 9 slices of 64 queries (640 tokens), added
+    after the text's --max_length as 2.x does; MAX_SLICE_NUMS (the template's get_env_args) caps the slices."""
+    script = "NPROC_PER_NODE=8 swift sft --model_id_or_path OpenBMB/MiniCPM-V-2_6-int4 --sft_type lora --dataset x\n"
+    r = _read(tmp_path, script)
+    assert r.request["model"] == "minicpm-v-2_6-int4" and r.request["image_tokens"] == 640
+    assert r.request["seq_len"] == 2048 + 640 and r.request.get("lora_vision") is None
+    r = _read(tmp_path, "MAX_SLICE_NUMS=4 " + script)
+    assert r.request["image_tokens"] == 64 * 5 and r.request["seq_len"] == 2048 + 320

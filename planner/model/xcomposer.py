@@ -1,0 +1,103 @@
+"""InternLM-XComposer2 (internlm/internlm-xcomposer2-7b; config.json model_type `internlmxcomposer2`, class
+InternLMXComposer2ForCausalLM): a model only its repository's own code builds (trust_remote_code), read here in that
+code's module names. Its modeling_internlm_xcomposer2.py, modeling_internlm2.py and build_mlp.py (as PaddleMIX
+restates them: paddlemix/models/internlm_xcomposer2/modeling.py:46-135, 173-250, 366-425, 811-830, commit 6afaf05;
+the PLoRA class and r = 256 are the same in InternLM/InternLM-XComposer's 2.5 OmniLive base,
+InternLM-XComposer-2.5-OmniLive/internlm-xcomposer2d5-ol-7b/base/modeling_internlm2.py:250-309, commit 0f70c3e) build:
+
+- `model` and `output`: InternLM2-7B (tok_embeddings, per layer attention.wqkv, one Linear of (heads + 2 kv heads) x
+  head_dim outputs, attention.wo, feed_forward.w1 / w3 / w2, attention_norm and ffn_norm; norm; an untied output),
+  every Linear unbiased (bias false);
+- Partial LoRA ("plora"): each of those five Linears is a PLoRA, an nn.Linear with its own Plora_A (in -> 256) and
+  Plora_B (256 -> out), no bias, added (dropout 0.05, scale 256 / 256) on the image tokens alone (im_mask);
+- `vit`: CLIP ViT-L/14-336 (openai/clip-vit-large-patch14-336, named in build_mlp.py, not in config.json) with its
+  positions resized to img_size / 14 = 35 a side (1,225 patches and the CLS); the patches, CLS dropped, are the image;
+- `vision_proj`: Linear(1024, 4096), GELU, Linear(4096, 4096), both biased.
+
+An image is resized to img_size x img_size: 1,225 LLM tokens, one per patch. ms-swift 2.x's LoRA freezes the whole
+model first where any parameter's name holds `lora_` (Plora_A does), then adapts wqkv, wo, w1, w2, w3 beside
+(v2.5.2 swift/llm/tuner.py:121-123; model.py:661 LoRATM.internlm_xcomposer).
+"""
+
+from __future__ import annotations
+
+from planner.model import vlm
+from planner.model.shapes import FAMILY_TRAITS, Tensors
+from planner.model.shapes import linear as _linear
+from planner.model.shapes import size as _get
+
+MODEL_TYPE = "internlmxcomposer2"
+PLORA_RANK = 256  # PLoRA(..., lora_r=256, lora_alpha=256): every PLoRA of the 7B models
+PLORA_DROPOUT = 0.05  # PLoRA's lora_dropout default, which the layers keep
+TOWER, PROJECTOR = ("vit.",), ("vision_proj.",)
+CLIP_L = {**vlm.VISION_DEFAULTS["clip_vision_model"], **vlm._CLIP_L336, "model_type": "clip_vision_model"}
+UNITS = ("InternLM2DecoderLayer", "CLIPEncoderLayer")
+LINEARS = ("attention.wqkv", "attention.wo", "feed_forward.w1", "feed_forward.w3", "feed_forward.w2")
+
+
+def plora_tensors(dims: dict[str, tuple[int, int]], layers: int) -> list[Tensors]:
+    """Each PLoRA's Plora_A (r x in) and Plora_B (out x r), unbiased: language-model weights no LoRA target names."""
+    out = []
+    for name, (d_out, d_in) in dims.items():
+        out += [Tensors("layer", (PLORA_RANK, d_in), layers, name=f"{name}.Plora_A", all_linear=0)]
+        out += [Tensors("layer", (d_out, PLORA_RANK), layers, name=f"{name}.Plora_B", all_linear=0)]
+    return out
+
+
+def plora_saved_bytes_per_image_token(t, trained: bool, c: int) -> int:
+    """What the PLoRAs of one layer save for backward per image token beyond the Linear's own: each dropout's mask
+    (one byte an input feature; w1 and w3 each drop their shared input); a frozen Plora_A and Plora_B keep no input
+    (no weight gradient to make), trained ones (full fine-tuning) keep theirs in the compute dtype of c bytes (the
+    dropped input, r features). The gathered rows and the in-place add keep only the image tokens' indices."""
+    inputs = 4 * t.hidden + t.intermediate  # wqkv, wo, w1, w3 read the hidden state; w2 the MLP's
+    return inputs + (c * (inputs + len(LINEARS) * t.traits.image_lora_rank) if trained else 0)
+
+
+def read(cfg: dict, text_spec, vision_spec) -> tuple[object, list[Tensors], object, list[Tensors]]:
+    """(TextSpec, the language model's tensors, VisionSpec, the tower's and projector's tensors)."""
+    h, L, heads = _get(cfg, "hidden_size"), _get(cfg, "num_hidden_layers"), _get(cfg, "num_attention_heads")
+    kv, inter = _get(cfg, "num_key_value_heads", default=heads), _get(cfg, "intermediate_size")
+    vocab, hd, bias = _get(cfg, "vocab_size"), h // heads, bool(cfg.get("bias", False))
+    shapes = [((heads + 2 * kv) * hd, h), (h, heads * hd), (inter, h), (inter, h), (h, inter)]  # (out, in)
+    dims = dict(zip(LINEARS, shapes, strict=True))
+    t = [Tensors("embed", (vocab, h))]
+    for name, (d_out, d_in) in dims.items():
+        t += _linear("layer", d_out, d_in, L, bias, lora=True, name=name)
+    t += plora_tensors(dims, L) + [Tensors("layer", (h,), 2 * L), Tensors("norm", (h,)), Tensors("head", (vocab, h))]
+    side = _get(cfg, "img_size", default=490) // CLIP_L["patch_size"]
+    v = {**CLIP_L, "image_size": side * CLIP_L["patch_size"]}
+    vt = vlm.clip_tower(v) + _linear("projector", h, v["hidden_size"], 1, True) + _linear("projector", h, h, 1, True)
+    spec = text_spec(
+        hidden=h,
+        layers=L,
+        heads=heads,
+        kv_heads=kv,
+        head_dim=hd,
+        intermediate=inter,
+        vocab=vocab,
+        tied=False,
+        max_positions=_get(cfg, "max_length", default=0) or _get(cfg, "max_position_embeddings", default=0),
+        biases=(bias, bias, False),
+        traits=FAMILY_TRAITS[MODEL_TYPE],
+    )
+    vision = vision_spec(
+        v["num_hidden_layers"],
+        v["hidden_size"],
+        v["intermediate_size"],
+        v["num_attention_heads"],
+        False,
+        1,
+        TOWER,
+        PROJECTOR,
+        block="quick-gelu",
+        attention_tokens=vlm.tile_tokens(v),
+    )
+    return spec, t, vision, vt
+
+
+def image_tokens(cfg: dict) -> int | None:
+    """LLM tokens an image of an InternLM-XComposer2 config becomes: (img_size / 14)^2, the CLS dropped; None for
+    another model's."""
+    if cfg.get("model_type") != MODEL_TYPE:
+        return None
+    return (_get(cfg, "img_size", default=490) // CLIP_L["patch_size"]) ** 2
