@@ -72,8 +72,11 @@ ALL="lf-0.5.3 lf-0.6.3 lf-0.7.1 lf-0.8.3 lf-0.9.0 lf-0.9.1 lf-0.9.2 lf-0.9.3 lf-
   swift-3.0.3 swift-3.4.1 swift-3.7.3"
 
 # a plan that shards with ZeRO names a DeepSpeed JSON, which TrainingArguments reads through deepspeed itself: the
-#   newest venvs' deepspeed (tools/fwenv.sh; its sdist builds with no ops on a CPU host) in every one
-for name in $ALL; do DEPS[$name]+=" deepspeed==0.19.8"; done
+#   newest venvs' deepspeed (tools/fwenv.sh; its sdist builds with no ops on a CPU host) in every one but those that
+#   cap it: LLaMA-Factory v0.9.3 and v0.9.4 check deepspeed>=0.10.0,<=0.16.9 (v0.9.4 hparams/parser.py:200)
+for name in $ALL; do
+  case $name in lf-0.9.3 | lf-0.9.4) DEPS[$name]+=" deepspeed==0.16.9" ;; *) DEPS[$name]+=" deepspeed==0.19.8" ;; esac
+done
 
 for name in ${@:-$ALL}; do
   start=$(date +%s)

@@ -9,20 +9,22 @@ For each file, from the file's folder:
    OmegaConf from v0.9.3);
 2. `get_train_args(dict)`: the release's whole argument path (HfArgumentParser over its five dataclasses, unknown keys
    refused by transformers hf_argparser.py parse_dict's allow_extra_keys=False, then the release's own checks:
-   stage/finetuning_type/quantization/lora_target rules, its dependency pins (check_dependencies)); launched without
-   torchrun, so the one check of a distributed launch (DeepSpeed) is the only one left out;
+   stage/finetuning_type/quantization/lora_target rules, its dependency pins (check_dependencies)), with
+   TrainingArguments told it runs under torchrun (as_launched);
 3. the same keys as a command line (sys.argv, the path `llamafactory-cli train --key value` takes), which also enforces
-   the dataclass fields' choices (stage, finetuning_type, flash_attn's words at each release).
+   the dataclass fields' choices (stage, finetuning_type, flash_attn's words at each release);
+4. with a DeepSpeed JSON: HF's DeepSpeed config against the arguments (every mismatch but train_batch_size, which
+   depends on the world size; transformers integrations/deepspeed.py trainer_config_process).
 bf16 is reported available (HF refuses bf16 on a host without a bf16 GPU, training_args.py). Exits 1 with the
 framework's error on the first bad file.
 """
 
-import contextlib
 import importlib
 import os
 import sys
 from pathlib import Path
 
+from llamafactory_validate import argv_of, patch_host
 from verdict import verdicts
 
 
@@ -37,19 +39,15 @@ def package():
     raise ModuleNotFoundError("neither llamafactory nor llmtuner is installed")
 
 
-def patch_host() -> None:
-    import transformers.training_args as ta
+def as_launched() -> None:
+    """TrainingArguments as under torchrun (parallel_mode DISTRIBUTED, as LOCAL_RANK makes it: transformers
+    training_args.py parallel_mode), so the releases that refuse DeepSpeed outside a distributed launch (v0.8.3 on:
+    "Please use `FORCE_TORCHRUN=1` to launch DeepSpeed training", hparams/parser.py get_train_args) run their other
+    checks on a ZeRO plan's YAML; no process group is started."""
+    from transformers import TrainingArguments
+    from transformers.training_args import ParallelMode
 
-    ta.is_torch_bf16_gpu_available = lambda *a, **k: True
-    with contextlib.suppress(Exception):  # DeepSpeed builds a shared-memory op on import on CPU-only hosts
-        importlib.import_module("deepspeed.comm.torch").build_shm_op = lambda: None
-
-
-def argv_of(cfg: dict) -> list[str]:
-    out = []
-    for key, value in cfg.items():
-        out += [f"--{key}", str(value).lower() if isinstance(value, bool) else str(value)]
-    return out
+    TrainingArguments.parallel_mode = property(lambda self: ParallelMode.DISTRIBUTED)
 
 
 def check(path: Path) -> str:
@@ -64,6 +62,10 @@ def check(path: Path) -> str:
         parser._parse_train_args(None)
     finally:
         sys.argv = argv
+    ds = getattr(training_args, "hf_deepspeed_config", None)
+    bad = [m for m in getattr(ds, "mismatches", []) if "train_batch_size=" not in m]
+    if bad:  # as llamafactory_validate.py: every mismatch but the world-size one
+        raise ValueError("DeepSpeed config disagrees with the arguments:\n" + "\n".join(bad))
     version = importlib.import_module(name).__version__
     return (
         f"{name} {version}: stage={finetuning_args.stage} finetuning_type={finetuning_args.finetuning_type} "
@@ -74,6 +76,7 @@ def check(path: Path) -> str:
 
 def main(paths: list[str]) -> int:
     patch_host()
+    as_launched()
     return verdicts(paths, check)
 
 
