@@ -195,13 +195,15 @@ setup_video() {
   echo "video: installed"
 }
 
-for name in "${@:-llamafactory ms-swift axolotl verl torchtitan gptqmodel video openrlhf ray}"; do
-  for n in $name; do
-    case $n in
-      video) setup_video ;;
-      openrlhf) setup_openrlhf ;;
-      ray) setup_ray ;;
-      *) setup_one "$n" ;;
-    esac
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then  # run, not sourced (tools/fwenv_old.sh sources the functions above)
+  for name in "${@:-llamafactory ms-swift axolotl verl torchtitan gptqmodel video openrlhf ray}"; do
+    for n in $name; do
+      case $n in
+        video) setup_video ;;
+        openrlhf) setup_openrlhf ;;
+        ray) setup_ray ;;
+        *) setup_one "$n" ;;
+      esac
+    done
   done
-done
+fi

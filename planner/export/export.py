@@ -76,6 +76,12 @@ def hf_note(plan: Plan) -> str | None:
     return ". ".join(notes) or None
 
 
+# the lines whose TrainingArguments require output_dir: transformers before 4.49.0 (`output_dir: str` with no default,
+# 4.48.2 training_args.py:816; Optional from 4.49.0, :824), which trl 0.14.0 and 0.15.2 allow (transformers>=4.46.0,
+# setup.py) and R1-V pins (a 4.49.0.dev0 commit), as the hf line 4 runs them: their parser refuses a command without it
+OUTPUT_DIR = {("trl", "0.14"), ("trl", "0.15"), ("trl", "r1-v"), ("hf", "4")}
+
+
 def hf_args(plan: Plan, model: ModelSpec | None = None, hw: Hardware | None = None) -> dict:
     """TrainingArguments fields (TRL's SFTConfig for the attention and packing ones); bf16-pure means loading the
     model in bf16 without autocast. FSDP plans: `fsdp` and its `fsdp_config` (FSDP2; checkpointing through FSDP's
@@ -84,6 +90,7 @@ def hf_args(plan: Plan, model: ModelSpec | None = None, hw: Hardware | None = No
     fsdp = plan.fsdp != "off"
     args = dict(
         [
+            *([("output_dir", "output")] if (plan.framework, plan.release) in OUTPUT_DIR else []),
             K.pair("micro_batch", written_micro_batch(plan)),
             K.pair("grad_accum", plan.grad_accum),
             (K.key("checkpointing"), plan.checkpointing != "off" and not fsdp),
@@ -363,7 +370,8 @@ def deepspeed_config_for(k: Knobs, micro_batch: int, grad_accum: int, world: int
 
 
 def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME, model: ModelSpec | None = None) -> list[str]:
-    a = [K.flag("micro_batch"), str(written_micro_batch(plan)), K.flag("grad_accum"), str(plan.grad_accum)]
+    a = ["--output_dir", "output"] if (plan.framework, plan.release) in OUTPUT_DIR else []
+    a += [K.flag("micro_batch"), str(written_micro_batch(plan)), K.flag("grad_accum"), str(plan.grad_accum)]
     a += [K.flag("optimizer"), K["optimizer"].write(plan.optimizer)]
     a += [K.flag("eval_batch"), str(plan.eval_batch)] if plan.eval_batch else []
     a += [K.flag("eval_logits_steps"), str(plan.eval_logits_steps)] if plan.eval_logits_steps else []

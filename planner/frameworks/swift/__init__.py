@@ -14,6 +14,7 @@ from planner.frameworks.base import (
     Rule,
     autotp_rule,
     full_dpo_precomputed,
+    kind,
     only_expert_targets,
 )
 from planner.frameworks.rl import RoleEngine
@@ -68,6 +69,28 @@ def _any(knobs: dict, where: object) -> bool:
     return True
 
 
+# The FSDP file writer.py writes (`--fsdp swift_fsdp.json`, FSDP2) is swift's own from v3.12.0 (TrainArguments.fsdp
+# and _init_fsdp, swift/llm/argument/train_args.py:204,246,291 at v3.12.0); before it --fsdp is transformers'
+# TrainingArguments.fsdp, a list of FSDPOption words, so the 3.x lines write no FSDP plan (3.0.3, 3.4.1 and 3.7.3's
+# own parsers refuse the file: tests/planner/export/test_old_releases_parse.py)
+FSDP_FILE = Rule(
+    "fsdp",
+    "ms-swift takes --fsdp as an FSDP2 file from v3.12.0 (swift/llm/argument/train_args.py:291 _init_fsdp): give "
+    "--zero N or --framework swift@4",
+    lambda k, w: k.get("fsdp", "off") != "off",
+    "written",
+)
+# GRPO came in v3.1.1 (rlhf_type Literal[..., 'grpo'], swift/llm/argument/rlhf_args.py:76; v3.0.3 and v3.1.0 :53 have
+# none), inside the 3 line (3.0-3.3): its GRPO script is read, not written
+GRPO_LATER = Rule(
+    "workload",
+    "ms-swift 3's GRPO scripts are read, not written: rlhf_type takes grpo from v3.1.1 (swift/llm/argument/"
+    "rlhf_args.py:76): give --framework swift@3.4",
+    lambda k, w: kind(k) == "grpo",
+    "written",
+)
+
+
 RELEASES = (
     Release(
         "2",
@@ -105,6 +128,7 @@ RELEASES = (
         adapter={"tower_sdpa": "masked-3d", "vlm_logprobs": WHOLE_LOGITS, **NO_DPO_SPLITS},
         workload={"steps_per_generation": PER_MICRO_STEP},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
+        rules=(FSDP_FILE, GRPO_LATER),
     ),
     Release(
         "3.4",
@@ -116,6 +140,7 @@ RELEASES = (
         defaults={"optimizer": FOREACH_3},
         adapter={"vlm_logprobs": WHOLE_LOGITS, **NO_DPO_SPLITS},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
+        rules=(FSDP_FILE,),
     ),
     Release(
         "3.7",
@@ -127,6 +152,7 @@ RELEASES = (
         defaults={"optimizer": FOREACH_3},
         adapter={"dpo_runs": DPO_37},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
+        rules=(FSDP_FILE,),
     ),
     Release("4", (4, 0), "ms-swift v4.0.0 .. 4.6.0 (swift/arguments/base_args/base_args.py:72 tuner_type)"),
 )

@@ -97,6 +97,7 @@ UNWRITTEN = [
     ("openrlhf@0.9", {"seq_len": 1024}, "OpenRLHF 0.9.x scripts are read, not written"),
     ("verl@0.5", RL, "verl 0.2.x-0.3.x have no FSDP2"),
     ("verl@0.6", {"seq_len": 1024}, "takes no optim.optimizer_impl"),
+    ("swift@3", GRPO, "GRPO scripts are read, not written"),
 ]
 
 

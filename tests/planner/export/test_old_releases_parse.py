@@ -1,0 +1,95 @@
+"""Issue 46 item 4 at every written line: the files `suggest --framework F@LINE --emit` writes for the plans it ranks
+pass that release's OWN parser and validator, not only the newest one's (test_frameworks_export.py). One venv per
+release (tools/fwenv_old.sh NAME builds it, 20-70 s; .fwenv-old/ or MEMPLAN_FWENV_OLD), one validator process per
+release over every plan kind the line runs (LoRA, full SFT, a 7B full SFT that shards, DPO, GRPO); a kind the line's
+rules leave unranked is counted, not written. The sweep tier: `make test-all`; a release whose venv is not built is
+skipped, saying which command builds it. docs/tests.md records a full run."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from planner import advise
+from planner.errors import BadInput
+from planner.export import launch
+
+pytestmark = pytest.mark.sweep
+
+ROOT = Path(os.environ.get("MEMPLAN_FWENV_OLD", Path(__file__).resolve().parents[3] / ".fwenv-old"))
+VALIDATORS = Path(__file__).parent / "validators"
+GRPO = {"workload": {"kind": "grpo", "num_generations": 4}}
+KINDS = {
+    "lora": {"lora_rank": 8, "seq_len": 1024},
+    "full": {"seq_len": 1024},
+    "full-7b": {"model": "qwen2.5-7b", "seq_len": 1024},
+    "dpo": {"workload": {"kind": "dpo", "max_length": 1024}},
+    "grpo": GRPO,
+}
+CONFIG = {"lora": "SFTConfig", "full": "SFTConfig", "full-7b": "SFTConfig", "dpo": "DPOConfig", "grpo": "GRPOConfig"}
+LF, SWIFT, TRL = "llamafactory_old_validate.py", "swift_old_validate.py", "trl_validate.py"
+# (framework, line, venv of tools/fwenv_old.sh, validator): LLaMA-Factory's 0.8 line runs 0.8.0 .. 0.9.0, both ends
+# checked; R1-V's fork trains with trl 0.14.0's GRPOConfig (setup.py:65)
+RELEASES = [
+    *(("llamafactory", line, f"lf-{v}", LF) for line, v in (("0.5", "0.5.3"), ("0.6", "0.6.3"), ("0.7.1", "0.7.1"))),
+    *(("llamafactory", line, f"lf-{v}", LF) for line, v in (("0.8", "0.8.3"), ("0.8", "0.9.0"), ("0.9.1", "0.9.1"))),
+    *(("llamafactory", line, f"lf-{line}", LF) for line in ("0.9.2", "0.9.3", "0.9.4")),
+    *(("swift", line, f"swift-{v}", SWIFT) for line, v in (("3", "3.0.3"), ("3.4", "3.4.1"), ("3.7", "3.7.3"))),
+    *(("trl", line, f"trl-{v}", TRL) for line, v in (("0.14", "0.14.0"), ("0.15", "0.15.2"), ("0.19", "0.19.1"))),
+    *(("trl", line, f"trl-{v}", TRL) for line, v in (("0.22", "0.22.2"), ("1.0", "1.0.0"), ("1.10", "1.10.0"))),
+    ("trl", "r1-v", "trl-0.14.0", TRL),
+]
+
+
+def written(framework: str, line: str, kind: str, folder: Path) -> Path | None:
+    """The top plan `suggest --framework framework@line` ranks for `kind`, its files written into `folder`; None
+    where the line ranks none (its rules: a key it lacks, a workload it does not run)."""
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "top": 1}
+    body |= {**KINDS[kind], "framework": f"{framework}@{line}", "evidence": "analytic"}
+    try:
+        res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
+    except BadInput:
+        return None
+    if not res.plans:
+        return None
+    plan, (model, hw, goal) = res.plans[0], res.context
+    folder.mkdir()
+    for name, text in launch.files(plan, hw, model, goal.seq_len).items():
+        (folder / name).write_text(text)
+    return folder
+
+
+def argument(framework: str, kind: str, folder: Path) -> str:
+    if framework == "llamafactory":
+        return str(folder / "llamafactory_train.yaml")
+    if framework == "swift":
+        return str(folder / "swift_train.sh")
+    return f"{CONFIG[kind]}:{folder}"
+
+
+@pytest.mark.parametrize(("framework", "line", "venv", "validator"), RELEASES, ids=[r[2] for r in RELEASES])
+def test_every_written_line_passes_its_own_releases_parser(framework, line, venv, validator, tmp_path):
+    python = ROOT / venv / "bin" / "python"
+    if not python.is_file():
+        pytest.skip(f"no {python}: `tools/fwenv_old.sh {venv}` builds {framework}'s release for line {line}")
+    args, unranked = [], []
+    for kind in KINDS:
+        folder = written(framework, line, kind, tmp_path / kind)
+        if folder is None:
+            unranked.append(kind)
+        else:
+            args.append(argument(framework, kind, folder))
+    assert args, f"{framework}@{line} ranks no plan of {unranked}"
+    run = subprocess.run(
+        [str(python), str(VALIDATORS / validator), *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(VALIDATORS)},
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-8000:]
+    assert run.stdout.count(": OK ") == len(args), run.stdout
+    print(f"{venv} ({framework}@{line}): {len(args)} OK, unranked {unranked}")

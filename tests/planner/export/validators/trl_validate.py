@@ -1,0 +1,86 @@
+"""Check a TRL plan's files (train_args.json and launch.sbatch's `train.py --flags`) with the installed TRL release's
+own config class, on a host without a GPU: what tests/planner/export/test_old_releases_parse.py runs in each TRL venv
+of tools/fwenv_old.sh (trl 0.14.0 .. 1.10.0).
+
+Usage: python trl_validate.py CONFIG:DIR [CONFIG:DIR ...]   (CONFIG: SFTConfig, DPOConfig or GRPOConfig; each DIR:
+what `planner suggest --framework trl@LINE --emit` wrote for one plan)
+
+For each folder, from inside it (--fsdp_config names fsdp_config.json beside the script):
+1. train_args.json through transformers' HfArgumentParser over (CONFIG, trl.ModelConfig): `parse_dict` refuses a key
+   neither dataclass has (hf_argparser.py parse_dict, allow_extra_keys=False), and the config's __post_init__ runs
+   (TrainingArguments' own checks; GRPOConfig's batch rules where the release has them);
+2. the flags launch.sbatch hands train.py (the script of TRL's examples parses them with the same two dataclasses,
+   TrlParser((ScriptArguments, CONFIG, ModelConfig))): parse_args_into_dataclasses, every flag one of theirs, each
+   value of the field's type and choices.
+bf16 is reported available (HF refuses bf16 on a host without a bf16 GPU). Exits 1 at the first folder refused.
+"""
+
+import contextlib
+import importlib
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from verdict import verdicts
+
+CONFIGS: dict[Path, str] = {}  # folder -> the config class its plan's trainer takes
+
+
+def patch_host() -> None:
+    import transformers.training_args as ta
+
+    ta.is_torch_bf16_gpu_available = lambda *a, **k: True
+    with contextlib.suppress(Exception):  # newer transformers ask accelerate's device check instead
+        importlib.import_module("transformers.utils.import_utils").is_torch_bf16_gpu_available = lambda *a, **k: True
+
+
+def flags_of(script: str) -> list[str]:
+    """The arguments after `train.py` in the launch script (inside srun's bash -c '...' where there is one)."""
+    toks = shlex.split(script.replace("\\\n", " "), comments=True)
+    for tok in toks:
+        if "train.py" in tok and tok != "train.py":  # the srun ... bash -c 'torchrun ... train.py --flags' string
+            return flags_of(tok)
+    return toks[toks.index("train.py") + 1 :]
+
+
+def parser(config: str):
+    import trl
+    from transformers import HfArgumentParser
+
+    return HfArgumentParser((getattr(trl, config), trl.ModelConfig))
+
+
+def check(folder: Path) -> str:
+    config = CONFIGS[folder]
+    os.chdir(folder)
+    cfg, _ = parser(config).parse_dict(json.loads((folder / "train_args.json").read_text()))
+    argv = flags_of((folder / "launch.sbatch").read_text())
+    cfg2, model, rest = parser(config).parse_args_into_dataclasses(args=argv, return_remaining_strings=True)
+    if rest:
+        raise ValueError(f"flags {config} and ModelConfig do not take: {rest}")
+    for field in ("per_device_train_batch_size", "gradient_accumulation_steps", "bf16", "gradient_checkpointing"):
+        if getattr(cfg, field) != getattr(cfg2, field):
+            raise ValueError(f"{field}: train_args.json {getattr(cfg, field)} != flags {getattr(cfg2, field)}")
+    import trl
+
+    extra = f" num_generations={cfg.num_generations}" if hasattr(cfg, "num_generations") else ""
+    return (
+        f"trl {trl.__version__} {config}: micro={cfg.per_device_train_batch_size} "
+        f"accum={cfg.gradient_accumulation_steps} fsdp={cfg.fsdp} peft={model.use_peft}{extra}"
+    )
+
+
+def main(args: list[str]) -> int:
+    paths = []
+    for arg in args:
+        config, _, folder = arg.partition(":")
+        CONFIGS[Path(folder).resolve()] = config
+        paths.append(folder)
+    patch_host()
+    return verdicts(paths, check)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
