@@ -15,7 +15,7 @@ from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.hf import old_optim_default
 from planner.frameworks.llamafactory import DATAPARALLEL_LINES, FRAMEWORK, SPANS
 from planner.frameworks.llamafactory import reader_media as media
-from planner.frameworks.llamafactory.keys import HF_ARGS, KEYS, H
+from planner.frameworks.llamafactory.keys import HF_ARGS, KEYS, OLD_FLASH_WORDS, H
 from planner.frameworks.llamafactory.reader_keys import get, look
 from planner.intake import hydra, loraargs, models, releases, tuners, vocab
 from planner.intake.collect import (
@@ -42,10 +42,6 @@ REFUSED = {  # key: what it runs, refused in one line (planner.intake.tuners)
     "use_muon": "Muon's optimizer states",
     "use_llama_pro": "LLaMA-Pro's expanded blocks",
 }
-# flash_attn's older values in its newest words: a bool through v0.6.3 (True: FlashAttention-2, src/llmtuner/model/
-# patcher.py:65-73 at v0.6.3; False: transformers' own choice, as auto), "off" for "disabled" at v0.7.0 .. v0.8.2
-# (src/llamafactory/model/model_utils/attention.py:35 at v0.8.2)
-OLD_FLASH = {"true": "fa2", "false": "auto", "off": "disabled"}
 # the line whose image_resolution is an image's longer side (v0.9.0 model_args.py:59-60, data/mm_plugin.py:58-60)
 SIDE = "0.8"
 UNPLANNED = {  # key: why (memory-relevant, no memplan equivalent yet)
@@ -69,13 +65,13 @@ def _release(c: Collector, f: dict[str, Flag], path: Path):
 
 def _in_release(c: Collector, f: dict[str, Flag], r) -> dict[str, Flag]:
     """The keys in the newest release's names (keys.py renames: dpo_beta -> pref_beta to 0.7.1, sft_packing ->
-    packing to 0.5), flash_attn's older values in its newest words (OLD_FLASH), and a note for each key the release
+    packing to 0.5), flash_attn's older values in its newest words (keys.py OLD_FLASH_WORDS), and a note for each key the release
     does not take."""
     new = KEYS.renamed(r.name)
     f = {new.get(k, k): v for k, v in f.items()}
     fa = KEYS.key("attention")
-    if fa in f and str(f[fa].value).lower() in OLD_FLASH:
-        f[fa] = Flag(fa, OLD_FLASH[str(f[fa].value).lower()], f[fa].source, fa)
+    if fa in f and str(f[fa].value).lower() in OLD_FLASH_WORDS:
+        f[fa] = Flag(fa, OLD_FLASH_WORDS[str(f[fa].value).lower()], f[fa].source, fa)
     for px in (KEYS.key("max_pixels"), KEYS.key("video_max_pixels")):  # v0.9.0's *_resolution: the longer side
         side = KEYS.named(px).at(r.name)
         if r.name == SIDE and px in f and as_int(f[px].value):

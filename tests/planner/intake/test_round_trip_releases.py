@@ -34,6 +34,8 @@ AT_RELEASES = (
     ("openrlhf", {"seq_len": 1024}),
     ("openrlhf", DPO),
 )
+# LLaMA-Factory's bool flash_attn (to v0.6.3) spells flash and eager, no sdpa (keys.py OLD_FLASH_ATTN: False is eager)
+NO_SDPA = {("llamafactory", "0.5"), ("llamafactory", "0.6")}
 LINES = [
     (fw, r.name, extra)
     for fw, extra in AT_RELEASES
@@ -49,6 +51,7 @@ def test_a_plan_written_at_a_release_reads_back_at_that_release(framework, line,
     model: a line costs a plan and a reading (~0.2 s)."""
     body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "top": 1, **extra}
     body |= {"framework": f"{framework}@{line}", "evidence": "analytic"}
+    body |= {"attention": ["eager"]} if (framework, line) in NO_SDPA else {}
     res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
     plan, (model, hw, goal) = res.plans[0], res.context
     files = launch.files(plan, hw, model, goal.seq_len)
@@ -169,7 +172,7 @@ def test_a_line_read_but_not_written_is_never_ranked_and_says_so_in_one_line(fra
 
 
 @pytest.mark.parametrize(("line", "flags", "setting"), [("0.8", {"loss": "fused"}, "--loss fused"),
-    ("0.7.1", {"checkpointing": "offload"}, "--checkpointing offload"), ("0.6", {"attention": "flash"}, "flash_attn"),
+    ("0.7.1", {"checkpointing": "offload"}, "--checkpointing offload"),
     ("0.5", {"precision": "bf16-pure"}, "--precision bf16-pure")])  # fmt: skip
 def test_a_setting_an_older_release_has_no_key_for_is_refused_in_one_line(line, flags, setting):
     """The release's rules (planner.frameworks.llamafactory.lines) refuse it before any file is written, and the
@@ -196,7 +199,7 @@ def test_suggest_at_an_older_release_ranks_only_plans_its_yaml_writes(line):
     assert res.plans and "loss" in refused and "checkpointing_offload" in refused
     for plan in res.plans:
         assert plan.loss == "standard" and plan.checkpointing != "offload", plan.recipe
-        assert plan.attention in ("sdpa", "flash")[: 1 if line == "0.6" else 2]
+        assert plan.attention in (("flash", "eager") if line in ("0.5", "0.6") else ("sdpa", "flash"))
         assert plan.precision == "bf16" or line != "0.5"
         text = launch.framework_launch(plan, *res.context[:2], 1024)[1]["llamafactory_train.yaml"]
         assert f"llamafactory@{line}" in text
@@ -255,6 +258,7 @@ def test_suggest_at_every_line_ranks_only_plans_its_writer_writes(framework, lin
     material); a line whose writer writes no such plan ranks none and says so in one line."""
     body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, **OWN.get(framework, {})}
     body |= {"top": 6, **extra, "zero_stage": [0, 2, 3], "fsdp": ["off", "full"], "evidence": "analytic"}
+    body |= {"attention": ["sdpa", "eager"]} if (framework, line) in NO_SDPA else {}
     body["framework"] = f"{framework}@{line}" if line else framework
     try:
         res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
@@ -280,6 +284,7 @@ def test_a_vision_model_at_every_llamafactory_line_ranks_only_what_its_yaml_writ
     ranked where the writer has no file for them (their rules of scope "written")."""
     body = {"model": "qwen2.5-vl-3b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "seq_len": 1024}
     body |= {"top": 8, "zero_stage": [0, 2, 3], "fsdp": ["off", "full"], "evidence": "analytic", "lora_rank": lora}
+    body |= {"attention": ["sdpa", "eager"]} if ("llamafactory", line) in NO_SDPA else {}
     body["framework"] = f"llamafactory@{line}".rstrip("@")
     try:
         res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
