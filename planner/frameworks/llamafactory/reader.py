@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.frameworks.accelerate import reader as accelerate
-from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.hf import old_optim_default
-from planner.frameworks.llamafactory import DATAPARALLEL_LINES, FRAMEWORK, SPANS
+from planner.frameworks.llamafactory import FRAMEWORK, SPANS
 from planner.frameworks.llamafactory import reader_media as media
 from planner.frameworks.llamafactory.keys import HF_ARGS, KEYS, OLD_FLASH_WORDS, H
 from planner.frameworks.llamafactory.reader_keys import get, look
+from planner.frameworks.llamafactory.reader_launch import (  # noqa: F401 - read_launcher re-exported (Tool.launch)
+    processes,
+    read_launcher,
+    sharding,
+)
 from planner.intake import hydra, loraargs, models, releases, tuners, vocab
 from planner.intake.collect import (
     LF,
@@ -26,10 +29,8 @@ from planner.intake.collect import (
     as_float,
     as_int,
     assumption,
-    count_devices,
     default,
     pipeline_notes,
-    processes_fit_devices,
     show,
 )
 from planner.intake.flags import Flag, from_mapping
@@ -109,8 +110,8 @@ def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None
     c.number("workload.max_length" if stage == "dpo" else "seq_len", value, src, KEYS.key("seq_len"))
     _training(c, f, stage)
     media.vision(c, f, lora)
-    _sharding(c, f, path, vars)
-    _processes(c, r)
+    sharding(c, f, path, vars)
+    processes(c, r)
     for key, why in UNPLANNED.items():
         if key in f and as_bool(f[key].value) is not False:
             c.note(f"{f[key].source} ({why} not planned yet)")
@@ -243,69 +244,6 @@ def _packing(c: Collector, f: dict[str, Flag], stage: str) -> None:
     if packing or neat:
         src = f[pk].source if pk in f else default(LF, f"{H}data_args.py:108", "packing for stage pt")
         c.set("batching", "packed", f[nk].source if neat else src, pk)
-
-
-def _sharding(c: Collector, f: dict[str, Flag], path: Path, vars) -> None:
-    ds = f.get(KEYS.key("zero_stage"))
-    if ds and ds.value:
-        deepspeed.read(c, ds.value, ds.source, KEYS.key("zero_stage"), path, vars=vars)
-    if "fsdp" in f and f["fsdp"].value:
-        cfg = f["fsdp_config"].value if "fsdp_config" in f and isinstance(f["fsdp_config"].value, dict) else {}
-        accelerate.fsdp(
-            c,
-            cfg,
-            f["fsdp"].source,
-            "fsdp",
-            tokens=tuple(
-                str(t) for t in (f["fsdp"].value if isinstance(f["fsdp"].value, list) else str(f["fsdp"].value).split())
-            ),
-        )
-
-
-def _processes(c: Collector, r) -> None:
-    """Before v0.8.0 LLaMA-Factory trained in the process it was started in (llamafactory-cli: v0.7.1
-    src/llmtuner/cli.py:64-65 run_exp; src/train.py and src/train_bash.py likewise), so HF's Trainer wrapped the model
-    in nn.DataParallel over the visible GPUs (planner.estimate.dataparallel); from v0.8.0 llamafactory-cli starts
-    torchrun (src/llamafactory/cli.py:74-87), and v0.8.3 refuses one process over several GPUs (hparams/parser.py:195).
-    Under DeepSpeed the Trainer is distributed, one GPU a process (transformers 4.40.2 training_args.py _setup_devices)."""
-    gpus = c.setting("gpus_per_node")
-    if gpus is None or gpus.key != "CUDA_VISIBLE_DEVICES" or not isinstance(gpus.value, int) or gpus.value < 2:
-        return
-    shown = gpus.source.split(" (")[0]
-    if r is not None and r.name in DATAPARALLEL_LINES and not c.get("zero_stage"):
-        source = (
-            f"{shown} (LLaMA-Factory {r.name} trains in one process over the visible GPUs, v0.7.1 src/llmtuner/cli.py:"
-            "64-65: HF's Trainer nn.DataParallel, transformers 4.40.2 trainer.py:1628-1629)"
-        )
-        c.set("gpus_per_node", gpus.value, source, gpus.key)
-        c.set("dataparallel", True, source, gpus.key)
-    elif c.get("dataparallel"):  # python src/train.py from v0.8 (planner.intake.world)
-        c.drop("dataparallel")
-        c.set("gpus_per_node", 1, f"{shown} (one process)", gpus.key)
-        c.note(
-            f"{shown} with one process: LLaMA-Factory v0.8.0-v0.8.2 ran nn.DataParallel, v0.8.3 refuses it "
-            "(hparams/parser.py:195): planned on one GPU (give --framework llamafactory@0.7.1 for DataParallel)"
-        )
-
-
-def read_launcher(c: Collector, env: dict[str, str], where: str) -> None:
-    """llamafactory-cli's torchrun: NPROC_PER_NODE, else the visible devices (src/llamafactory/launcher.py:60-66)."""
-    procs, devices = env.get("NPROC_PER_NODE"), count_devices(env.get("CUDA_VISIBLE_DEVICES", ""))
-    if procs is not None:
-        source = f"{where} NPROC_PER_NODE={show(procs)}"
-        processes_fit_devices(c.number("gpus_per_node", procs, source, "NPROC_PER_NODE"), env, source, c)
-    elif devices:
-        c.set(
-            "gpus_per_node",
-            devices,
-            f"{where} CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} (LLaMA-Factory "
-            "runs one process a visible device, src/llamafactory/launcher.py:60-66)",
-            "CUDA_VISIBLE_DEVICES",
-        )
-    if procs is None and not devices:
-        c.note(f"{where} llamafactory-cli (one process a visible GPU of the training host: pass --gpus-per-node)")
-    if "NNODES" in env:
-        c.number("nodes", env["NNODES"], f"{where} NNODES={show(env['NNODES'])}", "NNODES")
 
 
 def read_file(
