@@ -355,6 +355,12 @@ class KnobFields(BaseModel):
         OpenRLHF run it."""
         return self.workload.role_run or (self.workload.kind == "grpo" and self.framework in GRPO_ROLE_FRAMEWORKS)
 
+    @property
+    def parallel(self) -> int:
+        """GPUs that share one sample: tensor x sequence x context parallel, or one process's device_map GPUs (the
+        data-parallel size is the world size over this)."""
+        return self.tensor_parallel * self.sequence_parallel * self.context_parallel * self.device_map
+
     def data_parallel_of(self, world: int) -> int:
         """Data-parallel ranks of the trained model over `world` GPUs: the world over the GPUs that share a sample, or
         for an RL run whose actor has a group of its own, that group's GPUs (planner.config.roles)."""

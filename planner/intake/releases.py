@@ -10,18 +10,16 @@ before all of these, and each default it fills names it. Where the files leave a
 TRL lines take, Framework.key_spans, narrowing the lines; a fork's file name that more than one of its trainers ran),
 the lines they allow are the fact "releases" (Reading.releases): check --config plans each (planner.advise).
 
-Pins are looked for in the folders the run names (the script's, the folder it `cd`s to, the training script's) and
-up to PARENTS folders above each, never in memplan's own working folder, and only where the reading may read.
+Pins are looked for (planner.intake.pins) in the folders the run names (the script's, the folder it `cd`s to, the
+training script's) and up to PARENTS folders above each, never in memplan's own working folder, and only where the
+reading may read.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from pathlib import Path
 
 from planner.frameworks import ARGS, FRAMEWORKS, by_trainer, split_name
-from planner.intake import limits
 from planner.intake.collect import (
     GIVEN_FIELDS,
     GIVEN_RELEASE_WHY,
@@ -29,93 +27,17 @@ from planner.intake.collect import (
     assumption,
     default,
     is_default,
-    is_dir,
-    is_file,
 )
 from planner.intake.flags import Flag
-
-PARENTS = 3
-QUOTES = " ,[\"'"  # what a pin's match may start with in a list
-PIN_FILES = ("requirements.txt", "setup.py", "pyproject.toml", "environment.yml", "environment.yaml")
-PIN_GLOBS = ("requirements*.txt", "*freeze*.txt", "constraints*.txt")
-# the package whose version decides each framework's release (transformers for HF's Trainer): Framework.package
-PACKAGES = {name: fw.package for name, fw in FRAMEWORKS.items() if fw.package}
-# a package's older name -> its name (Framework.package_aliases: LLaMA-Factory's llmtuner)
-ALIASES = {a: fw.package for fw in FRAMEWORKS.values() if fw.package for a in fw.package_aliases}
-# a package's name as a pin writes it ("ms-swift" or "ms_swift")
-_NAMES = "|".join(re.escape(p).replace("\\-", "[-_]") for p in (*PACKAGES.values(), *ALIASES))
-_PIN = re.compile(
-    rf"""(?mi)(?:^|["'\s,\[])(?:-\s*)?(?P<name>{_NAMES})\s*(?:\[[^\]]*\])?\s*"""
-    r"""(?:===|==|~=|>=|=|\s@\s[^\n"']*?@v?)\s*v?(?P<version>\d+(?:\.\d+)*)"""
+from planner.intake.pins import (  # noqa: F401 - re-exported: readers call releases.pins and releases.is_pin_file
+    PACKAGES,
+    PIN_FILES,
+    PIN_GLOBS,
+    fork,
+    fork_by_flags,
+    is_pin_file,
+    pins,
 )
-# the GRPO forks' signs, as the framework they froze a release of declares them (planner.frameworks.trl: R1-V,
-# VLM-R1, Video-R1); the releases fork() and fork_by_flags() name are that framework's
-FORKS = next(fw.forks for fw in FRAMEWORKS.values() if fw.forks is not None)
-
-
-def is_pin_file(path: Path) -> bool:
-    """A version-pin file by its name (PIN_FILES, PIN_GLOBS): read beside a configuration in its folder, not as one."""
-    return path.name in PIN_FILES or any(fnmatch.fnmatch(path.name, g) for g in PIN_GLOBS)
-
-
-def _pin_files(folder: Path) -> list[Path]:
-    found = [folder / n for n in PIN_FILES if is_file(folder / n)]
-    for pattern in PIN_GLOBS:
-        try:
-            found += sorted(p for p in folder.glob(pattern) if is_file(p) and p not in found)
-        except OSError:
-            continue
-    return found
-
-
-_GIT = re.compile(rf"""(?mi)(?:^|["'\s,\[])(?P<name>{_NAMES})\s*@\s*git\+[^\s"',]+""")
-
-
-def pins(folders: list[Path]) -> dict[str, tuple[str, str]]:
-    """package -> (version, `setup.py:66 trl==0.17.0`): the first pin of each, nearest folder first; a git checkout
-    with no release in its ref (`trl @ git+...@main`, as open-r1 and R1-V's first setup.py pinned) is version ""."""
-    out: dict[str, tuple[str, str]] = {}
-    seen: set[Path] = set()
-    here = Path.cwd().resolve()
-    for start in folders:
-        for folder in [start, *list(start.parents)[:PARENTS]]:
-            if folder in seen or folder == here or not is_dir(folder):
-                continue
-            seen.add(folder)
-            for path in _pin_files(folder):
-                try:
-                    text = limits.read_config_text(path, errors="replace")
-                except (OSError, ValueError, limits.OverLimit):
-                    continue
-                for m in [*_PIN.finditer(text), *_GIT.finditer(text)]:
-                    name = m.group("name").lower().replace("_", "-")
-                    name = ALIASES.get(name, name)
-                    line = text.count("\n", 0, m.start("name")) + 1
-                    version = m.groupdict().get("version") or ""
-                    shown = m.group(0).strip(QUOTES)
-                    out.setdefault(name, (version, f"{path.name}:{line} {shown}"))
-    return out
-
-
-def fork(paths: list[str], script: Path | None) -> tuple[str, str] | tuple[str, str, tuple[str, ...]] | None:
-    """(trl release, why) for a GRPO fork's run: its script's trainer class, else a fork's file names in the paths,
-    with the releases a name allows where it names more than one trainer (ForkSigns.paths: the first is planned)."""
-    if script is not None:
-        try:
-            text = limits.read_config_text(script, errors="replace")
-        except (OSError, ValueError, limits.OverLimit):
-            text = ""
-        for cls, release in FORKS.classes:
-            m = re.search(rf"\b{cls}\b", text)
-            if m:
-                return release, f"{script.name}:{text.count(chr(10), 0, m.start()) + 1} uses {cls}"
-    for mark, also in FORKS.paths:
-        hit = next((p for p in paths if mark in p), None)
-        if hit is not None and len(also) == 1:
-            return also[0], f"{hit} (a {also[0]} file)"
-        if hit is not None:
-            return also[0], f"{hit} (a file of {' or '.join(also)}, whose trainers differ)", also
-    return None
 
 
 def for_run(c: Collector, run, trainer: str, flags: dict | None = None) -> None:
@@ -180,14 +102,6 @@ def for_entry(c: Collector, framework: str, keys, folders: list[Path], words: tu
         names, why = tuple(n for n in names if n in taking[0]) or names, [*why, taking[1]]
     allowed = (names, "; ".join(why)) if names != every else None
     decide(c, framework, folders, allowed=allowed)
-
-
-def fork_by_flags(flags: dict) -> tuple[str, str] | None:
-    """(trl release, why) for a GRPO fork's script known by a flag of its own argument dataclass."""
-    for key, release, why in FORKS.flags:
-        if key in flags:
-            return release, f"{flags[key].source} ({why})"
-    return None
 
 
 def by_flags(c: Collector, framework: str, run, hint: tuple | None) -> None:

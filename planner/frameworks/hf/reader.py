@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.frameworks.accelerate import reader as accelerate
-from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.hf.keys import ARGS, BASE
 from planner.frameworks.hf.keys import KEYS as K
+from planner.frameworks.hf.reader_sharding import sharding
 from planner.frameworks.trl import reader_gkd as gkdargs
 from planner.frameworks.trl import reader_grpo as grpoargs
 from planner.frameworks.trl import reader_vlmr1 as vlmr1
@@ -22,14 +21,11 @@ from planner.intake.collect import (
     Collector,
     accepted,
     as_bool,
-    as_names,
     default,
-    is_file,
     known,
     one,
 )
 from planner.intake.flags import Flag, from_mapping
-from planner.intake.limits import OverLimit, load_json, read_config_text
 
 SEQ_KEYS = ("max_length", "max_seq_length", "model_max_length", "max_seq_len")
 GRPO_KEYS = {
@@ -98,7 +94,7 @@ def read(
         gkdargs.read_gkd(c, flags, near)
     loraargs.read_lora(c, flags, trl=trainer != "hf")
     _kernels(c, flags, trainer)
-    _sharding(c, flags, near, vars)
+    sharding(c, flags, near, vars)
     if strict:
         for k in sorted(set(flags) - accepted("hf") - (gkdargs.CONFIG_FIELDS if trainer == "gkd" else set())):
             c.note(f"{flags[k].source} (not a {HF} / {TRL} argument: the trainer refuses it)")
@@ -234,39 +230,6 @@ def _kernels(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
         # src/open_r1/trainer/grpo_trainer.py "Freeze vision modules"); settle applies it where the model has a tower
         c.fact("freeze_vision", True, frozen.source, frozen.raw)
         c.fact("frozen", "vision+projector", f"{frozen.source} (the tower and its merger)", frozen.raw)
-
-
-def _sharding(c: Collector, flags: dict[str, Flag], near: Path, vars) -> None:
-    fsdp = flags.get("fsdp")
-    if fsdp and known(fsdp.value) and str(one(fsdp.value)).strip() not in ("", "False", "false"):
-        cfg = _fsdp_config(flags["fsdp_config"].value, near) if "fsdp_config" in flags else {}
-        accelerate.fsdp(
-            c,
-            cfg,
-            fsdp.source,
-            fsdp.raw,
-            tokens=tuple(as_names(fsdp.value)),
-            version=(2, ""),
-        )
-    ds = flags.get("deepspeed")
-    if ds:
-        deepspeed.read(c, one(ds.value), ds.source, ds.raw, near, vars=vars)
-
-
-def _fsdp_config(value: object, near: Path) -> dict:
-    """HF's --fsdp_config: a dict (a Python script's), a JSON string, or a JSON file's path (training_args.py reads
-    either); {} where it is none of them."""
-    if isinstance(value, dict):
-        return value
-    text = str(one(value)) if known(value) else ""
-    path = near.parent / text if text and not Path(text).is_absolute() else Path(text)
-    try:
-        data = load_json(read_config_text(path), path) if text and is_file(path) else load_json(text)
-    except OverLimit:
-        raise
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def defaults(c: Collector, trainer: str) -> None:

@@ -17,8 +17,9 @@ What moved between them:
   :1281); v0.9.4 4.51.0-4.57.1 (pyproject.toml:44), either side of 4.54's adamw_torch_fused (planned as foreach, the
   hungrier); v0.9.5 >=4.55.0 (pyproject.toml:43): adamw_torch_fused on torch >= 2.8.
 - keys renamed: dpo_beta / dpo_loss became pref_beta / pref_loss at v0.8.0 (keys.py renames), sft_packing became
-  packing at v0.6.0; flash_attn took a bool through v0.6.3, off/sdpa/fa2/auto from v0.7.0, disabled for off from
-  v0.8.3 (reader.py OLD_FLASH); the keys only some releases take (SPANS) narrow the releases a file allows.
+  packing at v0.6.0; flash_attn took a bool through v0.6.3 (False: eager), off/sdpa/fa2/auto from v0.7.0, disabled
+  for off from v0.8.3 (keys.py OLD_FLASH_ATTN, read and written); the keys only some releases take (SPANS) narrow the
+  releases a file allows.
 Adding a release is one Release in RELEASES."""
 
 from planner.frameworks.base import NO_SPLITS, Default, Framework, Release, Rule, expert_targets, full_dpo_precomputed
@@ -58,6 +59,11 @@ REQUIRED = Default(
     f"{TAG.format('v0.5.3', 'llmtuner')}finetuning_args.py:55-56: lora_target None; src/llmtuner/hparams/parser.py:"
     "141-142 refuses LoRA without it",
 )
+# flash_attn unset at the 0.5 line: False, eager (keys.py OLD_FLASH_ATTN); the 0.6 line's defaults are v0.7.0's, "auto"
+EAGER = Default(
+    "eager",
+    f"{TAG.format('v0.5.3', 'llmtuner')}model_args.py:56-59: flash_attn False; src/llmtuner/model/patcher.py:114 eager",
+)
 # the Qwen2-VL and Qwen2.5-VL towers' SDPA (Framework.tower_sdpa, planner.estimate.vision.masked_tower_bytes): 3-D
 # q, k, v over a mask of every patch of the call in transformers 4.45-4.50 (4.45.2 modeling_qwen2_vl.py:398-404,
 # 4.49.0 modeling_qwen2_5_vl.py:314-320), 4-D from 4.51. The lines that can run only those: v0.9.0, the 0.8 line's
@@ -75,7 +81,10 @@ RELEASES = (
         "0.5",
         (0, 5),
         "LLaMA-Factory v0.5.0 .. v0.5.3 (src/train_bash.py; llmtuner)",
-        defaults=_at("v0.5.3", "requirements.txt:2 transformers>=4.37.2", "27-28", REQUIRED),
+        defaults={
+            **_at("v0.5.3", "requirements.txt:2 transformers>=4.37.2", "27-28", REQUIRED),
+            "attention": EAGER,
+        },
         keys=_renamed("0.5"),
         notes=("0.5: src/train_bash.py; lora_target has no default (LoRA stops without it); cutoff_len 1024",),
         adapter=FP32_LOGITS,

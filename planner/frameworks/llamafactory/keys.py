@@ -10,17 +10,27 @@ HF_ARGS = "transformers 5.6 training_args.py"
 OLD = ("0.5", "0.6", "0.7.1")  # the llmtuner release lines (planner.frameworks.llamafactory.RELEASES)
 RES = ("0.8", "0.9.1")  # the lines whose pixel cap is image_resolution
 FLASH_ATTN = {"sdpa": "sdpa", "flash": "fa2", "eager": "disabled"}  # model_args.py:117; attention.py:31-101
-# flash_attn at the older lines, where a value is spelled the same by every version of the line: a bool through v0.6.3
-# (v0.5.3 src/llmtuner/hparams/model_args.py:56, v0.6.3 :64; True is FlashAttention-2, False leaves transformers' own
-# choice, sdpa where the model has it), off/sdpa/fa2/auto at v0.7.0 .. v0.8.2 (v0.7.0 model_args.py:68, model/utils/
-# attention.py:17-29 compare the strings only, so v0.7.0 reads a bool as none of them: transformers' choice again),
-# disabled for off from v0.8.3 (reader.py OLD_FLASH). The 0.6 line (v0.6.0 .. v0.7.0) spells sdpa alone (false); the
-# 0.8 line (v0.8.0 .. v0.9.0) has no one word for eager.
+# flash_attn at the older lines, {line: {memplan attention: the value the line's YAML takes}}: the one table of both
+# directions (the writer's Key.values; reader.py reads a value through OLD_FLASH_WORDS, this table inverted). A bool
+# through v0.6.3: True is FlashAttention-2, False is eager (v0.5.3 src/llmtuner/hparams/model_args.py:56-59 default
+# False, model/patcher.py:105-114 attn_implementation "eager" unless flash_attn; v0.6.3 model_args.py:64-67,
+# patcher.py:64-76 _attn_implementation "eager"; the same at v0.5.2 and v0.6.0-v0.6.2), never transformers' own sdpa
+# (v0.5.0 alone left False to transformers: patcher.py:261-262). off/sdpa/fa2/auto at v0.7.0 .. v0.8.2 (v0.7.0
+# model_args.py:68, model/utils/attention.py:17-36 compare the strings and raise on any other value, a bool
+# included), disabled for off from v0.8.3. The 0.8 line (v0.8.0 .. v0.9.0) has no one word for eager; the 0.6 line's
+# v0.7.0 takes no bool at all (its bools are v0.6.0-v0.6.3's).
 OLD_FLASH_ATTN = {
-    "0.5": {"flash": True, "sdpa": False},
-    "0.6": {"sdpa": False},
+    "0.5": {"flash": True, "eager": False},
+    "0.6": {"flash": True, "eager": False},
     "0.7.1": {"flash": "fa2", "sdpa": "sdpa", "eager": "off"},
     "0.8": {"flash": "fa2", "sdpa": "sdpa"},
+}
+
+
+# the same table read back: {a flash_attn value as text, lowercased: its newest word (FLASH_ATTN)}, whichever older line
+# spelled it (the lines never spell one value two ways: "off" at 0.8 and a bool at the later lines read as they meant)
+OLD_FLASH_WORDS = {
+    str(v).lower(): FLASH_ATTN[word] for spelled in OLD_FLASH_ATTN.values() for word, v in spelled.items()
 }
 
 KEYS = Table(

@@ -1,8 +1,9 @@
-"""What LLaMA-Factory's older release lines have no key or word for: a plan's setting whose YAML key (SPANS) or value
-(keys.py OLD_FLASH_ATTN) not every version of a line takes becomes a rule of that line (Release.adapter), so `suggest`
-never ranks what the line's YAML cannot say and writer.py refuses it in one line naming the release; a plan the line
-runs and reads but writer.py writes no file of the line for (a vision model's frozen parts, FSDP before accelerate's
-FSDP2) becomes a rule of scope "written" (unwritten): the search never ranks it, a reading of a user's file plans it."""
+"""What LLaMA-Factory's older release lines have no key or word for: a plan's setting whose YAML key (SPANS) not every
+version of a line takes becomes a rule of that line (Release.adapter), so `suggest` never ranks what the line's YAML
+cannot say and writer.py refuses it in one line naming the release; a plan the line runs and reads but writer.py
+writes no file of the line for (a vision model's frozen parts, FSDP before accelerate's FSDP2, an attention whose
+flash_attn value not every version spells: keys.py OLD_FLASH_ATTN) becomes a rule of scope "written" (unwritten): the
+search never ranks it, a reading of a user's file plans it."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def unwritten(line: str, first: tuple | None, takes) -> tuple[Rule, ...]:
     """The rules of scope "written" of release line `line` (its first version `first`): plans the line runs and its
     users' files are read for, but writer.py writes no file of the line for, so `suggest` never ranks them: a vision
     model's frozen parts where the line has no key for one (freeze_multi_modal_projector and freeze_language_model
-    from v0.9.2, freeze_vision_tower from v0.8.0: SPANS), and FSDP before accelerate's FSDP2 (FSDP2_FROM)."""
+    from v0.9.2, freeze_vision_tower from v0.8.0: SPANS), FSDP before accelerate's FSDP2 (FSDP2_FROM), and an
+    attention flash_attn has no one value for at every version of the line (keys.py OLD_FLASH_ATTN)."""
     out = []
     missing = tuple(f for f in FROZEN if not takes(KEYS.key(f, line), line))
     if missing:
@@ -64,6 +66,12 @@ def unwritten(line: str, first: tuple | None, takes) -> tuple[Rule, ...]:
             "file written is FSDP2's: give --zero N or a later release"
         )
         out.append(Rule("fsdp", why, lambda k, w: k.get("fsdp", "off") != "off", "written"))
+    spelled = KEYS["attention"].values.get(line)
+    if spelled is not None and set(spelled) != set(KEYS["attention"].to_value):  # a reading may hold any (v0.7.0 auto)
+        why = f"release {line}'s flash_attn spells --attention {', '.join(spelled)} only (keys.py OLD_FLASH_ATTN)"
+        out.append(
+            Rule("attention", why, lambda k, w, s=tuple(spelled): k.get("attention", "sdpa") not in s, "written")
+        )
     return tuple(out)
 
 
@@ -72,8 +80,8 @@ def _shown(version: tuple) -> str:
 
 
 def unwritable(line: str, takes, spans: dict) -> tuple[Rule, ...]:
-    """The rules of release line `line`: a plan's setting whose key (NEEDS) or value (keys.py OLD_FLASH_ATTN) not every
-    version of the line takes is refused in one line, so `suggest` never ranks what the line's YAML cannot say."""
+    """The rules of release line `line`: a plan's setting whose key (NEEDS) not every version of the line takes is
+    refused in one line, so `suggest` never ranks what the line's YAML cannot say."""
     out = []
     for name, setting, test in NEEDS:
         key = KEYS.key(name, line)
@@ -82,11 +90,6 @@ def unwritable(line: str, takes, spans: dict) -> tuple[Rule, ...]:
             out.append(
                 Rule(name, f"release {line}'s YAML has no key for {setting} ({since}): give a later release", test)
             )
-    spelled = KEYS["attention"].values.get(line)
-    if spelled is not None and set(spelled) != set(KEYS["attention"].to_value):
-        words = ", ".join(spelled)
-        why = f"release {line}'s flash_attn spells --attention {words} only (keys.py OLD_FLASH_ATTN)"
-        out.append(Rule("attention", why, lambda k, s=tuple(spelled): k.get("attention", "sdpa") not in s))
     return tuple(out)
 
 

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.frameworks.accelerate import reader as accelerate
-from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.hf import old_optim_default
-from planner.frameworks.llamafactory import DATAPARALLEL_LINES, FRAMEWORK, SPANS
+from planner.frameworks.llamafactory import FRAMEWORK, SPANS
 from planner.frameworks.llamafactory import reader_media as media
-from planner.frameworks.llamafactory.keys import HF_ARGS, KEYS, H
+from planner.frameworks.llamafactory.keys import HF_ARGS, KEYS, OLD_FLASH_WORDS, H
 from planner.frameworks.llamafactory.reader_keys import get, look
+from planner.frameworks.llamafactory.reader_launch import (  # noqa: F401 - read_launcher re-exported (Tool.launch)
+    processes,
+    read_launcher,
+    sharding,
+)
 from planner.frameworks.llamafactory.reader_ppo import read_ppo
 from planner.intake import hydra, loraargs, models, releases, tuners, vocab
 from planner.intake.collect import (
@@ -27,10 +30,8 @@ from planner.intake.collect import (
     as_float,
     as_int,
     assumption,
-    count_devices,
     default,
     pipeline_notes,
-    processes_fit_devices,
     show,
 )
 from planner.intake.flags import Flag, from_mapping
@@ -43,10 +44,6 @@ REFUSED = {  # key: what it runs, refused in one line (planner.intake.tuners)
     "use_muon": "Muon's optimizer states",
     "use_llama_pro": "LLaMA-Pro's expanded blocks",
 }
-# flash_attn's older values in its newest words: a bool through v0.6.3 (True: FlashAttention-2, src/llmtuner/model/
-# patcher.py:65-73 at v0.6.3; False: transformers' own choice, as auto), "off" for "disabled" at v0.7.0 .. v0.8.2
-# (src/llamafactory/model/model_utils/attention.py:35 at v0.8.2)
-OLD_FLASH = {"true": "fa2", "false": "auto", "off": "disabled"}
 # the line whose image_resolution is an image's longer side (v0.9.0 model_args.py:59-60, data/mm_plugin.py:58-60)
 SIDE = "0.8"
 UNPLANNED = {  # key: why (memory-relevant, no memplan equivalent yet)
@@ -70,13 +67,13 @@ def _release(c: Collector, f: dict[str, Flag], path: Path):
 
 def _in_release(c: Collector, f: dict[str, Flag], r) -> dict[str, Flag]:
     """The keys in the newest release's names (keys.py renames: dpo_beta -> pref_beta to 0.7.1, sft_packing ->
-    packing to 0.5), flash_attn's older values in its newest words (OLD_FLASH), and a note for each key the release
+    packing to 0.5), flash_attn's older values in its newest words (keys.py OLD_FLASH_WORDS), and a note for each key the release
     does not take."""
     new = KEYS.renamed(r.name)
     f = {new.get(k, k): v for k, v in f.items()}
     fa = KEYS.key("attention")
-    if fa in f and str(f[fa].value).lower() in OLD_FLASH:
-        f[fa] = Flag(fa, OLD_FLASH[str(f[fa].value).lower()], f[fa].source, fa)
+    if fa in f and str(f[fa].value).lower() in OLD_FLASH_WORDS:
+        f[fa] = Flag(fa, OLD_FLASH_WORDS[str(f[fa].value).lower()], f[fa].source, fa)
     for px in (KEYS.key("max_pixels"), KEYS.key("video_max_pixels")):  # v0.9.0's *_resolution: the longer side
         side = KEYS.named(px).at(r.name)
         if r.name == SIDE and px in f and as_int(f[px].value):
@@ -115,8 +112,8 @@ def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None
         c.number("workload.max_length" if stage == "dpo" else "seq_len", value, src, KEYS.key("seq_len"))
     _training(c, f, stage)
     media.vision(c, f, lora)
-    _sharding(c, f, path, vars)
-    _processes(c, r)
+    sharding(c, f, path, vars)
+    processes(c, r)
     for key, why in UNPLANNED.items():
         if key in f and as_bool(f[key].value) is not False:
             c.note(f"{f[key].source} ({why} not planned yet)")
@@ -241,69 +238,6 @@ def _packing(c: Collector, f: dict[str, Flag], stage: str) -> None:
     if packing or neat:
         src = f[pk].source if pk in f else default(LF, f"{H}data_args.py:108", "packing for stage pt")
         c.set("batching", "packed", f[nk].source if neat else src, pk)
-
-
-def _sharding(c: Collector, f: dict[str, Flag], path: Path, vars) -> None:
-    ds = f.get(KEYS.key("zero_stage"))
-    if ds and ds.value:
-        deepspeed.read(c, ds.value, ds.source, KEYS.key("zero_stage"), path, vars=vars)
-    if "fsdp" in f and f["fsdp"].value:
-        cfg = f["fsdp_config"].value if "fsdp_config" in f and isinstance(f["fsdp_config"].value, dict) else {}
-        accelerate.fsdp(
-            c,
-            cfg,
-            f["fsdp"].source,
-            "fsdp",
-            tokens=tuple(
-                str(t) for t in (f["fsdp"].value if isinstance(f["fsdp"].value, list) else str(f["fsdp"].value).split())
-            ),
-        )
-
-
-def _processes(c: Collector, r) -> None:
-    """Before v0.8.0 LLaMA-Factory trained in the process it was started in (llamafactory-cli: v0.7.1
-    src/llmtuner/cli.py:64-65 run_exp; src/train.py and src/train_bash.py likewise), so HF's Trainer wrapped the model
-    in nn.DataParallel over the visible GPUs (planner.estimate.dataparallel); from v0.8.0 llamafactory-cli starts
-    torchrun (src/llamafactory/cli.py:74-87), and v0.8.3 refuses one process over several GPUs (hparams/parser.py:195).
-    Under DeepSpeed the Trainer is distributed, one GPU a process (transformers 4.40.2 training_args.py _setup_devices)."""
-    gpus = c.setting("gpus_per_node")
-    if gpus is None or gpus.key != "CUDA_VISIBLE_DEVICES" or not isinstance(gpus.value, int) or gpus.value < 2:
-        return
-    shown = gpus.source.split(" (")[0]
-    if r is not None and r.name in DATAPARALLEL_LINES and not c.get("zero_stage"):
-        source = (
-            f"{shown} (LLaMA-Factory {r.name} trains in one process over the visible GPUs, v0.7.1 src/llmtuner/cli.py:"
-            "64-65: HF's Trainer nn.DataParallel, transformers 4.40.2 trainer.py:1628-1629)"
-        )
-        c.set("gpus_per_node", gpus.value, source, gpus.key)
-        c.set("dataparallel", True, source, gpus.key)
-    elif c.get("dataparallel"):  # python src/train.py from v0.8 (planner.intake.world)
-        c.drop("dataparallel")
-        c.set("gpus_per_node", 1, f"{shown} (one process)", gpus.key)
-        c.note(
-            f"{shown} with one process: LLaMA-Factory v0.8.0-v0.8.2 ran nn.DataParallel, v0.8.3 refuses it "
-            "(hparams/parser.py:195): planned on one GPU (give --framework llamafactory@0.7.1 for DataParallel)"
-        )
-
-
-def read_launcher(c: Collector, env: dict[str, str], where: str) -> None:
-    """llamafactory-cli's torchrun: NPROC_PER_NODE, else the visible devices (src/llamafactory/launcher.py:60-66)."""
-    procs, devices = env.get("NPROC_PER_NODE"), count_devices(env.get("CUDA_VISIBLE_DEVICES", ""))
-    if procs is not None:
-        source = f"{where} NPROC_PER_NODE={show(procs)}"
-        processes_fit_devices(c.number("gpus_per_node", procs, source, "NPROC_PER_NODE"), env, source, c)
-    elif devices:
-        c.set(
-            "gpus_per_node",
-            devices,
-            f"{where} CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} (LLaMA-Factory "
-            "runs one process a visible device, src/llamafactory/launcher.py:60-66)",
-            "CUDA_VISIBLE_DEVICES",
-        )
-    if procs is None and not devices:
-        c.note(f"{where} llamafactory-cli (one process a visible GPU of the training host: pass --gpus-per-node)")
-    if "NNODES" in env:
-        c.number("nodes", env["NNODES"], f"{where} NNODES={show(env['NNODES'])}", "NNODES")
 
 
 def read_file(

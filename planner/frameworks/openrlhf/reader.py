@@ -6,7 +6,19 @@ DeepSpeed offloads. Defaults cited from cli/train_ppo_ray.py (0.11.2)."""
 from __future__ import annotations
 
 from planner.frameworks.openrlhf.keys import KEYS, T
-from planner.frameworks.openrlhf.reader_flags import ESTIMATORS, OLD, ORL, attention, dotted, get, on
+from planner.frameworks.openrlhf.reader_dpo import DPO_DEFAULTS, DPO_OLD, read_dpo  # noqa: F401 - re-exported
+from planner.frameworks.openrlhf.reader_flags import (  # noqa: F401 - release_hint re-exported
+    ESTIMATORS,
+    OLD,
+    ORL,
+    attention,
+    dotted,
+    get,
+    on,
+    precision,
+    read_release,
+    release_hint,
+)
 from planner.frameworks.openrlhf.reader_ppo import read_old_ppo
 from planner.frameworks.openrlhf.reader_sft import read_sft
 from planner.intake import releases, world
@@ -14,17 +26,6 @@ from planner.intake.collect import Collector, as_float, as_int, default, one
 from planner.intake.flags import Flag
 from planner.intake.flags import parse as parse_flags
 from planner.intake.models import lookup, read_model
-
-
-def precision(c: Collector, f: dict[str, Flag], cite: str) -> None:
-    """--ds.param_dtype bf16|fp16 (0.11.2's default bf16), or the flat --bf16 of 0.10 and before."""
-    dtype = str(one(f[KEYS.key("precision")].value)) if KEYS.key("precision") in f else "bf16"
-    c.set(
-        "precision",
-        dtype if dtype in ("bf16", "fp16") else "bf16",
-        f[KEYS.key("precision")].source if KEYS.key("precision") in f else default(ORL, cite, "--ds.param_dtype bf16"),
-        KEYS.flag("precision"),
-    )
 
 
 def read(c: Collector, flags: dict[str, Flag], near) -> None:
@@ -268,87 +269,6 @@ def _rollout(c: Collector, f: dict[str, Flag]) -> None:
         )
 
 
-DPO = "cli/train_dpo.py"
-# train_dpo's flat names whose dotted name is its policy's (`--model.*`, cli/train_dpo.py:192,300 in 0.11.2), not the
-# PPO actor's: `--pretrain` and `--gradient_checkpointing` were its model's flags (OpenRLHF#384, a 2024-07 command)
-DPO_OLD = OLD | {
-    "pretrain": "model.model_name_or_path",
-    "gradient_checkpointing": "model.gradient_checkpointing_enable",
-}
-DPO_DEFAULTS = {
-    KEYS.key("micro_batch"): (8, 189),
-    KEYS.key("global_batch"): (128, 190),
-    KEYS.key("seq_len"): (512, 319),
-}
-
-
-def read_dpo(c: Collector, flags: dict[str, Flag], near) -> None:
-    """OpenRLHF 0.11.2's DPO (`deepspeed --module openrlhf.cli.train_dpo`): the policy trained by DeepSpeed ZeRO, the
-    reference a DeepSpeed inference copy, chosen and rejected rows in one forward (trainer/dpo_trainer.py:306-323);
-    the GPUs are the deepspeed launcher's (read before this)."""
-    f = dotted(c, flags, DPO_OLD)
-
-    def val(key: str) -> tuple[object, str]:
-        if key in f:
-            return one(f[key].value), f[key].source
-        value, line = DPO_DEFAULTS[key]
-        return value, default(ORL, f"{DPO}:{line}", f"--{key} {value}")
-
-    c.set("workload.kind", "dpo", default(ORL, DPO, "DPO"), "openrlhf.cli.train_dpo")
-    if "model.model_name_or_path" in f:
-        k = f["model.model_name_or_path"]
-        read_model(c, str(one(k.value)), k.source, "--model.model_name_or_path", near)
-    length, ls = val(KEYS.key("seq_len"))
-    c.number("workload.max_length", length, ls, KEYS.flag("seq_len"), minimum=2)
-    micro, ms = val(KEYS.key("micro_batch"))
-    c.number("micro_batch", micro, ms, KEYS.flag("micro_batch"))
-    batch, bs = val(KEYS.key("global_batch"))
-    world = (as_int(c.get("gpus_per_node", 1)) or 1) * (as_int(c.get("nodes", 1)) or 1)
-    m, g = as_int(micro) or 8, as_int(batch) or 128
-    if g % (m * world) == 0:
-        c.number("grad_accum", g // (m * world), f"{bs} / (micro {m} x {world} GPUs)", KEYS.flag("global_batch"))
-    else:
-        c.note(f"{bs} is not micro {m} x {world} GPUs x an accumulation: DeepSpeed refuses it at start")
-    stage, ss = get(f, KEYS.key("zero_stage"))
-    c.number("zero_stage", stage, ss, KEYS.flag("zero_stage"), minimum=0)
-    if on(f, KEYS.key("offload")):
-        c.set("offload", "optimizer", f[KEYS.key("offload")].source, KEYS.flag("offload"))
-    ckpt = on(f, "model.gradient_checkpointing_enable")
-    src = f["model.gradient_checkpointing_enable"].source if ckpt else default(ORL, f"{DPO}:192", "no checkpointing")
-    c.set("checkpointing", "full" if ckpt else "off", src, "--model.gradient_checkpointing_enable")
-    precision(c, f, DPO)
-    attention(c, f, f"{T}:342-347")
-    if on(f, KEYS.key("packing")):
-        c.note(f"{f['ds.packing_samples'].source} (packed DPO rows are not planned; planned padded)")
-
-
-def release_hint(flags: dict[str, Flag]) -> tuple[str, str, tuple[str, ...]] | None:
-    """(the release line, why, the lines the flags allow) a flat flag names (OLD: 0.10.1 and before), else None
-    (planner.intake.releases): --flash_attn only 0.8.9 and before took (v0.8.9 cli/train_ppo_ray.py:282), the flat
-    --attn_implementation only 0.8.10 .. 0.10.1 (v0.8.10 :283); --param_dtype 0.9.10 on, --bf16 before it. --bf16 with
-    neither attention flag is 0.8's or 0.9's (flash by default from 0.8.10): both allowed, 0.9 assumed."""
-    flat = next((f for k, f in flags.items() if k in OLD), None)
-    if flat is None:
-        return None
-    why = f"{flat.source} (a flat flag of OpenRLHF 0.10.1 and before)"
-    if KEYS.key("attention", "0.8") in flags:
-        return (
-            "0.8",
-            f"{flags[KEYS.key('attention', '0.8')].source} (taken by OpenRLHF 0.8.9 and before only)",
-            ("0.8",),
-        )
-    if KEYS.key("precision", "0.9") not in flags:
-        return "0.10", why, ("0.10",)
-    return "0.9", why, ("0.9",) if KEYS.key("attention", "0.9") in flags else ("0.8", "0.9")
-
-
-def _release(c: Collector, run, hint: tuple[str, str, tuple[str, ...]] | None) -> None:
-    """The release: a pin or --framework first; else the line the flat flags name, or where they allow two (--bf16
-    alone: 0.8 or 0.9), the newer assumed and each planned (the fact "releases": check --config answers the
-    hungrier)."""
-    releases.by_flags(c, "openrlhf", run, hint)
-
-
 def read_launched(c: Collector, run) -> None:
     """planner.intake's dispatch of `python -m openrlhf.cli.train_ppo_ray`, `train_dpo` or `train_sft`
     (Framework.launched): the release from its flags, then PPO's roles (Ray places them) or DPO's or SFT's one trainer
@@ -358,7 +278,7 @@ def read_launched(c: Collector, run) -> None:
     if run.target == "openrlhf.cli.train_ppo":
         world.read(c, run)
         return read_old_ppo(c, flags, run.command.path)
-    _release(c, run, release_hint(flags))
+    read_release(c, run, release_hint(flags))
     if run.target.endswith(("train_dpo", "train_sft")):
         world.read(c, run)
         if run.target.endswith("train_sft"):

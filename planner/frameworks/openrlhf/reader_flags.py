@@ -1,6 +1,6 @@
 """OpenRLHF's flags as its readers take them (reader.py: train_ppo_ray and train_dpo; reader_sft.py: train_sft): the
 flat names of 0.10.1 and before read as their dotted 0.11.2 names and said once, a flag's value or its 0.11.2 default,
-and a switch's state."""
+a switch's state, the precision, and the release line the flat flags name (release_hint, read_release)."""
 
 from __future__ import annotations
 
@@ -65,3 +65,41 @@ def attention(c: Collector, f: dict[str, Flag], cite: str) -> None:
 
 def on(f: dict[str, Flag], key: str) -> bool:
     return key in f and bool(as_bool(one(f[key].value)) if f[key].value is not True else True)
+
+
+def precision(c: Collector, f: dict[str, Flag], cite: str) -> None:
+    """--ds.param_dtype bf16|fp16 (0.11.2's default bf16), or the flat --bf16 of 0.10 and before."""
+    dtype = str(one(f[KEYS.key("precision")].value)) if KEYS.key("precision") in f else "bf16"
+    c.set(
+        "precision",
+        dtype if dtype in ("bf16", "fp16") else "bf16",
+        f[KEYS.key("precision")].source if KEYS.key("precision") in f else default(ORL, cite, "--ds.param_dtype bf16"),
+        KEYS.flag("precision"),
+    )
+
+
+def release_hint(flags: dict[str, Flag]) -> tuple[str, str, tuple[str, ...]] | None:
+    """(the release line, why, the lines the flags allow) a flat flag names (OLD: 0.10.1 and before), else None
+    (planner.intake.releases): --flash_attn only 0.8.9 and before took (v0.8.9 cli/train_ppo_ray.py:282), the flat
+    --attn_implementation only 0.8.10 .. 0.10.1 (v0.8.10 :283); --param_dtype 0.9.10 on, --bf16 before it. --bf16 with
+    neither attention flag is 0.8's or 0.9's (flash by default from 0.8.10): both allowed, 0.9 assumed."""
+    flat = next((f for k, f in flags.items() if k in OLD), None)
+    if flat is None:
+        return None
+    why = f"{flat.source} (a flat flag of OpenRLHF 0.10.1 and before)"
+    if KEYS.key("attention", "0.8") in flags:
+        return (
+            "0.8",
+            f"{flags[KEYS.key('attention', '0.8')].source} (taken by OpenRLHF 0.8.9 and before only)",
+            ("0.8",),
+        )
+    if KEYS.key("precision", "0.9") not in flags:
+        return "0.10", why, ("0.10",)
+    return "0.9", why, ("0.9",) if KEYS.key("attention", "0.9") in flags else ("0.8", "0.9")
+
+
+def read_release(c: Collector, run, hint: tuple[str, str, tuple[str, ...]] | None) -> None:
+    """The release: a pin or --framework first; else the line the flat flags name, or where they allow two (--bf16
+    alone: 0.8 or 0.9), the newer assumed and each planned (the fact "releases": check --config answers the
+    hungrier)."""
+    releases.by_flags(c, "openrlhf", run, hint)

@@ -90,15 +90,16 @@ RELEASES = (
             )
         },
         adapter=PADDED,
-        # its RL scripts are written (each key checked in v0.6.0's config); its SFT trainer takes no
-        # optim.optimizer_impl before v0.6.1 (verl/trainer/config/_generated_ppo_trainer.yaml:11 at v0.6.1; none in
-        # v0.6.0's), which writer.py writes, so the search ranks no SFT plan at this line
+        # its RL scripts are written (each key checked in v0.6.0's config), and its SFT scripts without the keys
+        # v0.6.0's sft_trainer_engine.yaml lacks (writer.py SFT_LEFT_OUT): optim.optimizer_impl, optim.optimizer and
+        # override_optimizer_config came in v0.6.1 (optim/fsdp.yaml:5,9,50); v0.6.0 builds torch's AdamW alone
+        # (verl/workers/engine/fsdp/transformer_impl.py:355-364), so the line writes no other optimizer
         rules=(
             Rule(
-                "release",
-                "verl 0.6.0's SFT trainer takes no optim.optimizer_impl (from v0.6.1): its SFT scripts are read, not "
-                "written; give --framework verl",
-                lambda k, w: kind(k) not in RL_KINDS,
+                "optimizer",
+                "verl 0.6.0's SFT trainer builds torch's AdamW alone (workers/engine/fsdp/transformer_impl.py:355-364; "
+                "optim.optimizer_impl from v0.6.1): give --optimizer adamw or --framework verl",
+                lambda k, w: kind(k) not in RL_KINDS and k.get("optimizer", "adamw") != "adamw",
                 scope="written",
             ),
         ),

@@ -1,6 +1,7 @@
 """A plan as verl 0.9.1's SFT trainer runs it: `verl_sft.sh`, `torchrun ... -m verl.trainer.sft_trainer` with one Hydra
 override (`key=value`) a line over its config sft_trainer_engine.yaml, and the launch line. SFT plans only (RL goes
-through main_ppo's config: issue 35).
+through main_ppo's config: issue 35). The 0.6 line (v0.6.0 .. v0.6.1) runs the same script less the keys its config
+lacks (SFT_LEFT_OUT).
 
 Keys and defaults were read from the 0.9.1 wheel (paths under verl/): trainer/sft_trainer.py:140-145 (the model,
 engine, optim, checkpoint and profiler sections become dataclasses), :234-241 (data.train_batch_size is the global
@@ -31,11 +32,18 @@ VERSION = "verl 0.9.1"
 SCRIPT_NAME = "verl_sft.sh"
 ENTRY = "verl.trainer.sft_trainer"
 ATTN = {"flash": "flash_attention_2", "sdpa": "sdpa"}
-# the lines whose SFT trainer takes not every key written: optim.optimizer_impl came in v0.6.1
-# (verl/trainer/config/_generated_ppo_trainer.yaml:11; none in v0.6.0's config)
-SFT_UNWRITTEN = {
-    "0.6": "verl 0.6.0's SFT trainer takes no optim.optimizer_impl (from v0.6.1): its SFT scripts are read, not "
-    "written; give --framework verl"
+# the keys the 0.6 line's SFT trainer (v0.6.0 .. v0.6.1) does not take, left out there: optim.optimizer_impl, optimizer
+# and override_optimizer_config came in v0.6.1 (verl/trainer/config/optim/fsdp.yaml:5,9,50; v0.6.0's optim/fsdp.yaml
+# has none, its engine builds torch's AdamW: workers/engine/fsdp/transformer_impl.py:355-364), trainer.nnodes and
+# n_gpus_per_node in v0.7.0 (sft_trainer_engine.yaml:80-81; torchrun's flags give the world before)
+SFT_LEFT_OUT = {
+    "0.6": (
+        "optim.optimizer_impl",
+        "optim.optimizer",
+        "optim.override_optimizer_config",
+        "trainer.nnodes",
+        "trainer.n_gpus_per_node",
+    )
 }
 OPTIM = {  # memplan optimizer -> (optim.optimizer_impl, optim.optimizer, override_optimizer_config)
     "adamw": ("torch.optim", "AdamW", None),
@@ -65,8 +73,8 @@ def check(plan: Plan, model: ModelSpec | None) -> None:
     """ValueError for what verl 0.9.1's SFT trainer cannot run as planned (its rules: planner/frameworks/verl/__init__.py)
     and for a line read but never written (writer_rl.UNWRITTEN; verl.trainer.sft_trainer and its engine config came
     in v0.6.0)."""
-    if plan.release in verl_rl.UNWRITTEN or plan.release in SFT_UNWRITTEN:
-        raise ValueError({**verl_rl.UNWRITTEN, **SFT_UNWRITTEN}[plan.release])
+    if plan.release in verl_rl.UNWRITTEN:
+        raise ValueError(verl_rl.UNWRITTEN[plan.release])
     check_plan("verl", plan, model, None)
 
 
@@ -122,12 +130,14 @@ def overrides(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> list[
     if plan.attention != "flash":
         out.append(("+model.override_config.attn_implementation", ATTN[plan.attention]))
     out += lora_overrides(plan) + engine_overrides(plan, hw) + optim_overrides(plan)
-    return out + [
+    out += [
         ("trainer.nnodes", hw.nodes),
         ("trainer.n_gpus_per_node", hw.gpus_per_node),
         ("trainer.total_epochs", 1),
         ("trainer.logger", "[console]"),
     ]
+    left_out = SFT_LEFT_OUT.get(plan.release, ())
+    return [(k, v) for k, v in out if k not in left_out]
 
 
 def lora_overrides(plan: Plan) -> list[Override]:

@@ -1,6 +1,6 @@
 """One process over several visible GPUs read as torch's nn.DataParallel (planner/estimate/dataparallel.py): a plain
 `python train.py` HF Trainer script (planner/intake/world.py _python) and LLaMA-Factory before v0.8.0
-(planner/frameworks/llamafactory/reader.py _processes), on the field corpus's lf-3612 run as its user posted it."""
+(planner/frameworks/llamafactory/reader_launch.py processes), on the field corpus's lf-3612 run as its user posted it."""
 
 from pathlib import Path
 

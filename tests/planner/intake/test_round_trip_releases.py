@@ -2,6 +2,11 @@
 (requirements.txt), and `check --config` on what it wrote reads R and the same plan; a setting R has no key for is
 refused in one line and never ranked; the lines read but not written say so."""
 
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from planner import advise, checkconfig
@@ -19,7 +24,7 @@ def kind(body: dict) -> str:
 
 # each framework whose files its release changes, with a plan it runs at every line: LLaMA-Factory's and ms-swift's
 # LoRA, TRL's GRPO (0.14 counts the batch in prompts), OpenRLHF's SFT and DPO (flat flags at 0.10); ms-swift 2.x and
-# OpenRLHF 0.9.x are read, never written (their writers refuse them)
+# OpenRLHF 0.9.x are read, never written (their writers refuse them); verl's SFT: test_verl_0_6_sft_script_composes...
 LORA = {"lora_rank": 8, "seq_len": 1024}
 DPO = {"workload": {"kind": "dpo", "max_length": 1024}}
 AT_RELEASES = (
@@ -29,6 +34,8 @@ AT_RELEASES = (
     ("openrlhf", {"seq_len": 1024}),
     ("openrlhf", DPO),
 )
+# LLaMA-Factory's bool flash_attn (to v0.6.3) spells flash and eager, no sdpa (keys.py OLD_FLASH_ATTN: False is eager)
+NO_SDPA = {("llamafactory", "0.5"), ("llamafactory", "0.6")}
 LINES = [
     (fw, r.name, extra)
     for fw, extra in AT_RELEASES
@@ -44,6 +51,7 @@ def test_a_plan_written_at_a_release_reads_back_at_that_release(framework, line,
     model: a line costs a plan and a reading (~0.2 s)."""
     body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "top": 1, **extra}
     body |= {"framework": f"{framework}@{line}", "evidence": "analytic"}
+    body |= {"attention": ["eager"]} if (framework, line) in NO_SDPA else {}
     res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
     plan, (model, hw, goal) = res.plans[0], res.context
     files = launch.files(plan, hw, model, goal.seq_len)
@@ -60,6 +68,50 @@ def test_a_plan_written_at_a_release_reads_back_at_that_release(framework, line,
 
 
 RL = {"workload": {**GRPO["workload"], "roles": {"rollout_memory": 0.8}}}
+VERL_CONFIGS = Path(__file__).resolve().parents[2] / "data" / "verl_configs"  # v0.6.0's and v0.6.1's (SOURCE.md)
+COMPOSE = """import sys
+from hydra import compose, initialize_config_dir
+with initialize_config_dir(config_dir=sys.argv[1], version_base=None):
+    cfg = compose(config_name="sft_trainer_engine", overrides=sys.argv[2:])
+print("OK", cfg.optim.lr, cfg.trainer.total_epochs)
+"""
+
+
+def _compose(python: str, tag: str, script: str) -> subprocess.CompletedProcess:
+    """verl's Hydra composing `script`'s overrides (after `-m verl.trainer.sft_trainer`) over the config at `tag`."""
+    toks = shlex.split(script.replace("\\\n", " "), comments=True)
+    overrides = toks[toks.index("-m") + 2 :]
+    cmd = [python, "-c", COMPOSE, str(VERL_CONFIGS / tag), *overrides]
+    return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("lora", [0, 8])
+def test_verl_0_6_sft_script_composes_over_the_lines_own_configs(lora):
+    """Issue 46: verl 0.6's SFT line is written, less the keys its configs lack (writer.py SFT_LEFT_OUT:
+    optim.optimizer_impl, optim.optimizer from v0.6.1, trainer.nnodes from v0.7.0). memplan reads no verl SFT script,
+    so the round trip is verl's own Hydra (MEMPLAN_VERL_PYTHON): the script's overrides compose over v0.6.0's and
+    v0.6.1's sft_trainer_engine.yaml (struct mode refuses a key the config lacks), and the newest line's script does
+    not compose over v0.6.0's. Another optimizer than torch's AdamW is never ranked at the line (its rule)."""
+    python = os.environ.get("MEMPLAN_VERL_PYTHON")
+    if not python:
+        pytest.skip("MEMPLAN_VERL_PYTHON is not set: the python of a venv with verl (its Hydra) runs this check")
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "top": 1}
+    body |= {"seq_len": 1024, "evidence": "analytic", "lora_rank": lora}
+    scripts = {}
+    for line in ("0.6", ""):
+        res = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": f"verl@{line}".rstrip("@")}))
+        plan, (model, hw, goal) = res.plans[0], res.context
+        assert (plan.release, plan.workload.kind) == (line, "sft")
+        scripts[line] = launch.files(plan, hw, model, goal.seq_len)["verl_sft.sh"]
+    fused = {**body, "framework": "verl@0.6", "optimizer": "adamw-fused"}
+    with pytest.raises(BadInput, match="builds torch's AdamW alone"):
+        advise.suggest(advise.parse(advise.SuggestRequest, fused))
+    assert "optim.optimizer_impl" not in scripts["0.6"] and "optim.optimizer_impl" in scripts[""]
+    for tag in ("v0.6.0", "v0.6.1"):
+        run = _compose(python, tag, scripts["0.6"])
+        assert run.returncode == 0 and run.stdout.startswith("OK"), (tag, run.stderr[-3000:])
+    newest = _compose(python, "v0.6.0", scripts[""])
+    assert newest.returncode != 0 and "optimizer_impl" in newest.stderr, newest.stderr[-3000:]
 
 
 @pytest.mark.parametrize(
@@ -96,7 +148,6 @@ UNWRITTEN = [
     ("swift@2", LORA, "ms-swift 2.x scripts are read, not written"),
     ("openrlhf@0.9", {"seq_len": 1024}, "OpenRLHF 0.9.x scripts are read, not written"),
     ("verl@0.5", RL, "verl 0.2.x-0.3.x have no FSDP2"),
-    ("verl@0.6", {"seq_len": 1024}, "takes no optim.optimizer_impl"),
     ("swift@3", GRPO, "GRPO scripts are read, not written"),
 ]
 
@@ -122,7 +173,7 @@ def test_a_line_read_but_not_written_is_never_ranked_and_says_so_in_one_line(fra
 
 
 @pytest.mark.parametrize(("line", "flags", "setting"), [("0.8", {"loss": "fused"}, "--loss fused"),
-    ("0.7.1", {"checkpointing": "offload"}, "--checkpointing offload"), ("0.6", {"attention": "flash"}, "flash_attn"),
+    ("0.7.1", {"checkpointing": "offload"}, "--checkpointing offload"),
     ("0.5", {"precision": "bf16-pure"}, "--precision bf16-pure")])  # fmt: skip
 def test_a_setting_an_older_release_has_no_key_for_is_refused_in_one_line(line, flags, setting):
     """The release's rules (planner.frameworks.llamafactory.lines) refuse it before any file is written, and the
@@ -149,7 +200,7 @@ def test_suggest_at_an_older_release_ranks_only_plans_its_yaml_writes(line):
     assert res.plans and "loss" in refused and "checkpointing_offload" in refused
     for plan in res.plans:
         assert plan.loss == "standard" and plan.checkpointing != "offload", plan.recipe
-        assert plan.attention in ("sdpa", "flash")[: 1 if line == "0.6" else 2]
+        assert plan.attention in (("flash", "eager") if line in ("0.5", "0.6") else ("sdpa", "flash"))
         assert plan.precision == "bf16" or line != "0.5"
         text = launch.framework_launch(plan, *res.context[:2], 1024)[1]["llamafactory_train.yaml"]
         assert f"llamafactory@{line}" in text
@@ -208,6 +259,7 @@ def test_suggest_at_every_line_ranks_only_plans_its_writer_writes(framework, lin
     material); a line whose writer writes no such plan ranks none and says so in one line."""
     body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, **OWN.get(framework, {})}
     body |= {"top": 6, **extra, "zero_stage": [0, 2, 3], "fsdp": ["off", "full"], "evidence": "analytic"}
+    body |= {"attention": ["sdpa", "eager"]} if (framework, line) in NO_SDPA else {}
     body["framework"] = f"{framework}@{line}" if line else framework
     try:
         res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
@@ -233,6 +285,7 @@ def test_a_vision_model_at_every_llamafactory_line_ranks_only_what_its_yaml_writ
     ranked where the writer has no file for them (their rules of scope "written")."""
     body = {"model": "qwen2.5-vl-3b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "seq_len": 1024}
     body |= {"top": 8, "zero_stage": [0, 2, 3], "fsdp": ["off", "full"], "evidence": "analytic", "lora_rank": lora}
+    body |= {"attention": ["sdpa", "eager"]} if ("llamafactory", line) in NO_SDPA else {}
     body["framework"] = f"llamafactory@{line}".rstrip("@")
     try:
         res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)

@@ -94,6 +94,19 @@ def test_the_keys_older_releases_named_are_read_in_their_newest_names(tmp_path):
     assert any("sft_packing: True (not a llamafactory 0.9.5 key" in u for u in given.unplanned)
 
 
+@pytest.mark.parametrize(
+    ("extra", "attention"),
+    [("flash_attn: false", "eager"), ("flash_attn: true", "flash"), ("", "eager"), ("flash_attn: off", "eager")],
+)
+def test_flash_attn_false_at_the_bool_lines_is_eager(tmp_path, extra, attention):
+    """flash_attn False at v0.5.3 (its default, model_args.py:56-59) set attn_implementation "eager"
+    (src/llmtuner/model/patcher.py:105-114; v0.6.3 patcher.py:64-76 the same), never transformers' sdpa: a 0.5 file
+    (sft_packing names the line) reads False or no flash_attn as eager, True as FlashAttention-2, and 0.7.x's "off"
+    as eager too (keys.py OLD_FLASH_ATTN, the writer's table, read back)."""
+    r = _read(tmp_path, YAML.format(extra=f"sft_packing: true\n{extra}"), "train.yaml")
+    assert _s(r)["framework"].value == "llamafactory@0.5" and r.request["attention"] == attention
+
+
 def test_v090s_image_resolution_is_the_longer_side_and_v091s_the_pixels(tmp_path):
     """image_resolution: the longer side at v0.9.0 (data/mm_plugin.py:58-60), pixels at v0.9.1 (model_args.py:61-62);
     unset, 512 x 512 in both; image_max_pixels 768 x 768 from v0.9.2."""

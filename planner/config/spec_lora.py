@@ -1,0 +1,115 @@
+"""The LoRA rules between knobs alone (planner.config.spec_rules.combination_rules runs lora_rules): the adapter
+knobs need adapters, DoRA's planned bases, the quantized bases' precisions and sharding, the tower's checkpointing and
+adapters; each broken rule a BadInput naming its field (as its CLI flag)."""
+
+from __future__ import annotations
+
+from planner.config.knobfields import KnobFields
+from planner.errors import BadInput
+
+
+def dora_rules(k: KnobFields) -> None:
+    """DoRA's terms (planner.estimate.lora) are pinned on a 16-bit or fp32 base's decoder linears, under DDP, ZeRO
+    (ZeRO-3 gathers the base weight its norm reads as an external parameter of the DoRA module: deepspeed 0.19.8
+    runtime/zero/parameter_offload.py:80-89) or FSDP (the unit's unsharded weight). Not on a quantized base (the
+    norm dequantizes each weight: another transient, unmeasured), nor on tower adapters (the towers' linears are not
+    traced with DoRA), nor under selective-op checkpointing (the sim's trace of torch's selective checkpointing fails
+    on DoRA's weight norm: its recompute finds no saved copy); PEFT runs no DoRA on stacked experts (peft 0.21.2
+    tuners/lora/layer.py:2371-2372)."""
+    if k.lora_variant != "dora":
+        return
+    for bad, what in (
+        (k.quant != "none", f"--quant {k.quant}"),
+        (k.lora_vision, "--lora-vision"),
+        (k.lora_base_fp32, "--lora-base-fp32"),
+        (k.checkpointing == "selective-op", "--checkpointing selective-op"),
+        (".experts" in k.lora_targets or "experts." in k.lora_targets, f"--lora-targets {k.lora_targets}"),
+    ):
+        if bad:
+            raise BadInput(
+                f"--lora-variant dora with {what} is not planned (DoRA is planned on a 16-bit or fp32 base's "
+                "decoder linears, under DDP, ZeRO or FSDP; no quantized base or tower adapters): does plain LoRA's "
+                "plan answer you (DoRA only adds to its memory)? then give --lora-variant lora",
+                "lora_variant",
+            )
+
+
+def lora_rules(k: KnobFields) -> None:
+    """Adapter knobs without adapters, frozen parts with LoRA, the tower's checkpointing and adapters, DoRA, the base."""
+    if k.frozen != "none" and k.lora_rank:
+        raise BadInput(
+            f"--frozen {k.frozen} is for full fine-tuning: LoRA (--lora-rank {k.lora_rank}) "
+            "already freezes every base weight",
+            "frozen",
+        )
+    if k.lora_rank == 0:
+        for field, default in (
+            ("quant", "none"),
+            ("quant_absmax", "8bit"),
+            ("lora_targets", "all-linear"),
+            ("lora_train_embeddings", False),
+            ("lora_variant", "lora"),
+            ("lora_dropout", 0.0),
+            ("lora_base_fp32", False),
+            ("lora_vision", False),
+        ):
+            if getattr(k, field) != default:
+                flag = "--" + field.replace("_", "-")
+                raise BadInput(f"{flag} {getattr(k, field)} needs LoRA adapters: give --lora-rank > 0", field)
+    if k.vit_checkpointing == "off" and k.checkpointing in ("off", "offload"):
+        raise BadInput(
+            f"--vit-checkpointing off: the tower checkpoints only beside the decoder's checkpointing (--checkpointing "
+            f"{k.checkpointing} has none to leave out)",
+            "vit_checkpointing",
+        )
+    if k.lora_vision and k.lora_targets != "all-linear":
+        raise BadInput(
+            f"--lora-vision adapts every linear of the tower and projector, as PEFT's all-linear does: with "
+            f"--lora-targets all-linear, not {k.lora_targets}",
+            "lora_vision",
+        )
+    dora_rules(k)
+    base_rules(k)
+
+
+def base_rules(k: KnobFields) -> None:
+    """The base's dtype and quantization: an fp32 base under mixed precision, a 4-bit base's absmax, which quantized
+    bases shard, AWQ's and GPTQ's compute dtypes, no offloaded quantized base."""
+    if k.lora_base_fp32 and (k.zero_stage or k.precision not in ("bf16", "fp16")):
+        raise BadInput(
+            "--lora-base-fp32 is for bf16/fp16 mixed precision under torch AMP or FSDP: DeepSpeed casts the base to "
+            f"half (--zero {k.zero_stage}), and --precision {k.precision} sets the base's dtype itself",
+            "lora_base_fp32",
+        )
+    sharded = k.zero_stage == 3 or k.fsdp != "off"
+    if k.quant_absmax != "8bit" and k.quant not in ("nf4", "fp4"):
+        raise BadInput(
+            f"--quant-absmax {k.quant_absmax} is how a 4-bit base stores its block constants: give --quant nf4 or fp4",
+            "quant_absmax",
+        )
+    if k.quant in ("int8", "gptq", "awq") and sharded:
+        why = (
+            "FSDP drops bitsandbytes' int8 state, LLaMA-Factory refuses it"
+            if k.quant == "int8"
+            else "gptqmodel keeps the weights in buffers, which FSDP and ZeRO-3 do not shard"
+        )
+        raise BadInput(
+            f"--quant {k.quant} cannot be sharded ({why}): use --zero 0, 1 or 2 with --fsdp off, or a "
+            "bitsandbytes 4-bit base (--quant nf4)",
+            "quant",
+        )
+    if k.quant == "awq" and k.precision != "fp16":
+        raise BadInput(
+            f"--quant awq with --precision {k.precision}: transformers runs AWQ models in fp16 on CUDA "
+            "(quantizers/quantizer_awq.py:54-62); use --precision fp16",
+            "quant",
+        )
+    if k.quant == "gptq" and k.precision == "fp32":
+        raise BadInput("--quant gptq computes in fp16 or bf16: use --precision fp16 or bf16", "quant")
+    fsdp_four_bit = k.quant in ("nf4", "fp4") and k.fsdp != "off"  # planner.estimate.fsdp: packed shards
+    if k.quant != "none" and sharded and k.offload == "optimizer+params" and not fsdp_four_bit:
+        raise BadInput(
+            f"--quant {k.quant} with --offload optimizer+params: a quantized base offloaded to the host is "
+            "planned under FSDP with a 4-bit base only; use --offload none or optimizer",
+            "quant",
+        )

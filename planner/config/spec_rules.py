@@ -1,0 +1,234 @@
+"""The rules between knobs alone (planner.config.spec.Knobs' validator runs combination_rules): which values of a
+plan's knobs combine, each broken rule a BadInput naming its field (as its CLI flag). What the hardware or the model
+must allow is planner.config.layout's; a framework's and its release's own rules are planner.frameworks' (adapter)."""
+
+from __future__ import annotations
+
+from planner.config import zerobuckets
+from planner.config.knobfields import ROLE_FRAMEWORKS, KnobFields
+from planner.config.spec_lora import lora_rules
+from planner.config.tasks import check_task_knobs
+from planner.config.workload import check_rl_knobs
+from planner.errors import BadInput
+from planner.frameworks import FRAMEWORKS, adapter
+
+PROBE_BACKENDS: tuple[str, ...] = ("sim", "cpu", "cuda")
+EXPERT_PARALLEL_NEEDS_FSDP = (
+    "--expert-parallel splits the experts with transformers' own FSDP2 + expert parallelism "
+    "(DistributedConfig ep_size, torchtitan's layout): it needs --fsdp full, grad-op or "
+    "hybrid (DeepSpeed's expert parallelism needs its own MoE layers, not transformers')"
+)
+
+
+def saves_full_weights(k: KnobFields) -> bool:
+    """Whether a checkpoint save gathers the full weights of a ZeRO-3 or FSDP run; "auto" is what memplan exports,
+    ZeRO-3 gathers and FSDP saves shards (Knobs resolves it, a model_copy may not)."""
+    return k.save_weights == "full" or (k.save_weights == "auto" and k.fsdp == "off")
+
+
+def combination_rules(k: KnobFields) -> None:
+    """Every rule between `k`'s knobs alone, in the order a broken one is reported (the first raises); resolves the
+    release's name and save_weights "auto" and canonicalizes zero_buckets in place (k is being validated)."""
+    release_rules(k)
+    lora_rules(k)
+    run_rules(k)
+    check_task_knobs(k)
+    check_rl_knobs(
+        k.workload, {f: k.__dict__[f] for f in ("checkpointing", "loss", "batching", "optimizer_in_backward")}
+    )
+    if k.optimizer_in_backward:
+        optimizer_in_backward_rules(k)
+    parallel_rules(k)
+    if k.fsdp != "off":
+        fsdp_rules(k)
+    else:
+        deepspeed_rules(k)
+
+
+def release_rules(k: KnobFields) -> None:
+    """The release line's name ("" for the newest; BadInput naming what is accepted) and what the framework at that
+    release cannot run (planner.frameworks.adapter)."""
+    if k.release:
+        object.__setattr__(k, "release", FRAMEWORKS[k.framework].line(k.release))
+    refused = adapter(k.framework, k.release).cannot(k.__dict__)  # the field values, read only (dict(k) copies)
+    if refused:
+        raise BadInput(refused[1], refused[0])
+
+
+def run_rules(k: KnobFields) -> None:
+    """save_weights "auto" resolved to what memplan exports; evaluation, expert parallelism, RL roles, weight-sync
+    groups and ZeRO buckets against the knobs they need."""
+    if k.save_weights == "auto" and (k.zero_stage == 3 or k.fsdp != "off"):  # what memplan exports
+        object.__setattr__(k, "save_weights", "full" if saves_full_weights(k) else "sharded")
+    if k.eval_logits_steps and not k.eval_batch:
+        raise BadInput(
+            f"--eval-logits-steps {k.eval_logits_steps} needs a run that evaluates: give --eval-batch N",
+            "eval_logits_steps",
+        )
+    if k.expert_parallel > 1 and k.fsdp == "off":
+        raise BadInput(EXPERT_PARALLEL_NEEDS_FSDP, "expert_parallel")
+    if k.workload.role_run and k.framework not in ROLE_FRAMEWORKS:
+        raise BadInput(
+            f"--workload {k.workload.kind} is planned by its roles (actor, critic, reference, reward model and "
+            f"rollout) as a framework that runs it does: give --framework {' or '.join(ROLE_FRAMEWORKS)}",
+            "workload",
+        )
+    if k.workload.roles.move_model_batches is not None and not FRAMEWORKS[k.framework].sync_groups:
+        raise BadInput(
+            "--move-model-batches is ms-swift's --move_model_batches (its weight sync's groups): give --framework "
+            + " or ".join(n for n, f in FRAMEWORKS.items() if f.sync_groups),
+            "move_model_batches",
+        )
+    if k.zero_buckets:  # planner.config.zerobuckets: its one canonical text (the plan's cache key)
+        try:
+            object.__setattr__(k, "zero_buckets", zerobuckets.canonical(zerobuckets.parse(k.zero_buckets)))
+        except ValueError as e:
+            raise BadInput(str(e), "zero_buckets") from None
+
+
+def deepspeed_rules(k: KnobFields) -> None:
+    """Offload and pure bf16 without FSDP: what DeepSpeed's stages allow."""
+    if k.offload != "none" and k.zero_stage == 0:
+        raise BadInput(
+            "--offload optimizer needs DeepSpeed: use --zero 1, 2 or 3 (or --fsdp full with --offload optimizer+params)"
+            if k.offload == "optimizer"
+            else "--offload optimizer+params needs DeepSpeed or FSDP: use --zero 3 or --fsdp full",
+            "offload",
+        )
+    if k.offload == "optimizer+params" and k.zero_stage != 3:
+        raise BadInput("--offload optimizer+params needs --zero 3 (parameter offload is a ZeRO-3 feature)", "offload")
+    if k.precision == "bf16-pure" and k.zero_stage != 0:
+        raise BadInput(
+            "--precision bf16-pure runs without DeepSpeed (--zero 0); DeepSpeed keeps fp32 master weights",
+            "precision",
+        )
+
+
+def parallel_rules(k: KnobFields) -> None:
+    """Sequence, context and tensor parallelism between knobs alone (planner.config.layout: with the model and GPUs)."""
+    if k.cp_attention != "ring" and k.context_parallel == 1:
+        raise BadInput(f"--cp-attention {k.cp_attention} needs --context-parallel 2 or more", "cp_attention")
+    splits = k.sequence_parallel * k.context_parallel
+    if splits > 1 and k.attention == "eager":
+        raise BadInput(
+            "--attention eager with --sequence-parallel or --context-parallel: the split attention runs sdpa or "
+            "flash kernels (DeepSpeed's Ulysses refuses eager); use --attention sdpa or flash",
+            "attention",
+        )
+    if k.tensor_parallel > 1 and k.quant != "none":
+        raise BadInput(
+            f"--tensor-parallel {k.tensor_parallel} with --quant {k.quant}: a quantized base's packed weights "
+            "are not split by torch's tensor-parallel plan; use --tensor-parallel 1",
+            "tensor_parallel",
+        )
+    dpo_sp = k.workload.kind == "dpo" and k.parallel == k.sequence_parallel  # Ulysses alone: planned
+    if k.parallel > 1 and k.workload.rl and not dpo_sp:
+        raise BadInput(
+            f"--workload {k.workload.kind} with tensor, sequence or context parallelism: RL roles split this way "
+            "are not planned yet; plan it without them",
+            "workload",
+        )
+    if k.device_map > 1:
+        device_map_rules(k)
+    if k.dataparallel:
+        dataparallel_rules(k)
+    if k.parallel > 1 and k.expert_parallel > 1:
+        raise BadInput(
+            "--expert-parallel with tensor, sequence or context parallelism is not planned: give one of them",
+            "expert_parallel",
+        )
+
+
+def one_process_others(k: KnobFields, device_map: bool) -> str:
+    """What a one-process placement (device_map, nn.DataParallel) does not combine with: the splits and sharding
+    set, with device_map's own where `device_map`, else an RL workload; "" for none."""
+    others = [
+        f"--{f.replace('_', '-')} {v}"
+        for f, v, off in (
+            ("zero", k.zero_stage, 0),
+            ("fsdp", k.fsdp, "off"),
+            ("offload", k.offload, "none"),
+            ("tensor_parallel", k.tensor_parallel, 1),
+            ("sequence_parallel", k.sequence_parallel, 1),
+            ("context_parallel", k.context_parallel, 1),
+            ("expert_parallel", k.expert_parallel, 1),
+            *((("device_map", k.device_map, 1),) if device_map else ()),
+        )
+        if v != off
+    ]
+    return ", ".join(others) or (f"--workload {k.workload.kind}" if k.workload.rl else "")
+
+
+def device_map_rules(k: KnobFields) -> None:
+    """One process over several GPUs: DeepSpeed and FSDP place the model themselves (transformers refuses a
+    device_map under ZeRO-3, and DeepSpeed moves the whole module to its rank's device), and the other splits
+    are not combined with it."""
+    what = one_process_others(k, device_map=False)
+    if what:
+        raise BadInput(
+            f"--device-map {k.device_map} with {what}: one process over several GPUs is planned under DDP, "
+            "without ZeRO, FSDP, offload, other splits or an RL workload",
+            "device_map",
+        )
+
+
+def dataparallel_rules(k: KnobFields) -> None:
+    """torch's nn.DataParallel: HF's Trainer wraps the model in it only without DeepSpeed, FSDP or a launcher
+    (transformers 4.40.2 trainer.py:1628-1629, n_gpu > 1), so it takes none of the other splits."""
+    what = one_process_others(k, device_map=True)
+    if what:
+        raise BadInput(
+            f"--dataparallel with {what}: torch's nn.DataParallel is one process replicating the whole model, "
+            "planned without ZeRO, FSDP, offload, other splits or an RL workload",
+            "dataparallel",
+        )
+
+
+def optimizer_in_backward_rules(k: KnobFields) -> None:
+    if k.zero_stage or k.fsdp != "off":
+        raise BadInput(
+            "--optimizer-in-backward steps each parameter in its own backward hook: it runs without "
+            "DeepSpeed or FSDP (--zero 0 --fsdp off), on one GPU",
+            "optimizer_in_backward",
+        )
+    if k.precision == "fp16":
+        raise BadInput(
+            "--optimizer-in-backward with --precision fp16: a loss scaler cannot skip a step whose "
+            "parameters are already updated; use bf16 or fp32",
+            "optimizer_in_backward",
+        )
+
+
+def fsdp_rules(k: KnobFields) -> None:
+    if k.zero_stage:
+        raise BadInput(f"--fsdp {k.fsdp} with --zero {k.zero_stage}: a plan uses ZeRO or FSDP, not both", "fsdp")
+    if k.offload == "optimizer":
+        raise BadInput(
+            "--offload optimizer with --fsdp: FSDP2's CPUOffloadPolicy moves parameters, gradients and "
+            "optimizer states together; use --offload optimizer+params",
+            "offload",
+        )
+    if k.precision == "fp16":
+        raise BadInput(
+            "--precision fp16 with --fsdp: FSDP plans run bf16 (fp32 shards, bf16 compute), bf16-pure or fp32",
+            "precision",
+        )
+
+
+def probe_rules(k: KnobFields, backend: str) -> None:
+    """What a probe of `backend` cannot trace (Knobs.for_probe): an unknown backend, expert parallelism (no
+    all-to-all in one rank's trace) and the splits that share a sample (one process on one device)."""
+    if backend not in PROBE_BACKENDS:
+        raise BadInput(f"--backend {backend!r}: accepted values are {', '.join(PROBE_BACKENDS)}", "backend")
+    if k.expert_parallel > 1:
+        raise BadInput(
+            "--expert-parallel: a probe traces one rank's step without the all-to-all; expert-parallel "
+            "plans are analytic",
+            "expert_parallel",
+        )
+    if k.parallel > 1:
+        raise BadInput(
+            "--tensor-parallel, --sequence-parallel, --context-parallel, --device-map: a probe traces one process "
+            "on one device without their collectives; such plans are analytic",
+            "device_map" if k.device_map > 1 else "tensor_parallel" if k.tensor_parallel > 1 else "sequence_parallel",
+        )

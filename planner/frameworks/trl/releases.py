@@ -1,0 +1,221 @@
+"""TRL's release lines and the GRPO forks that froze an early one (planner.frameworks.trl re-exports them; what moved
+between the lines: its docstring): each Release with its defaults, GRPO's meanings and the config keys it runs, read
+at its tag in github.com/huggingface/trl; TRL's runs and defaults over HF's Trainer (TRL_RUNS, TRL_DEFAULTS)."""
+
+from planner.frameworks.base import NO_SPLITS, Default, Release
+from planner.frameworks.hf import HF_RUNS
+
+BASE = "trl 1.16.0 trl/trainer/base_config.py"
+TRL_RUNS = {**HF_RUNS, "batching": ("padded", "packed"), "workload": ("sft", "dpo", "grpo")}
+TRL_DEFAULTS = {
+    "checkpointing": Default("full", f"{BASE}:62: gradient_checkpointing=True"),
+    "precision": Default("bf16", f"{BASE}:68,107-108: bf16=None becomes not fp16"),
+    "optimizer": Default("adamw-fused", "transformers 5.23.0 training_args.py:806-812"),
+    "seq_len": Default(1024, "trl 1.16.0 trl/trainer/sft_config.py:202: max_length=1024"),
+    "batching": Default("padded", "trl 1.16.0 trl/trainer/sft_config.py:222: packing=False"),
+    "micro_batch": Default(8, "transformers 5.23.0 training_args.py: per_device_train_batch_size=8"),
+}
+# before 1.0: SFT's loss from the full logits (Liger's allowed), no ParallelismConfig in HF's Trainer
+ZERO = {"runs": {**TRL_RUNS, **NO_SPLITS}, "sft_head": "recipe", "rules": ()}
+# the forks' own trainers compute their loss themselves: no Liger (no `liger` in either repository's src/)
+FORK = {**ZERO, "runs": {**ZERO["runs"], "loss": ("standard",)}}
+G = "trl/trainer/grpo_config.py"
+# DPOTrainer's padding_free (Runs.dpo_runs): v0.14-v0.28 flatten chosen and rejected rows into one row with
+# position_ids (a warning, not a refusal, without flash_attention_2); v0.29.0 on set it back to False, padding the
+# rows; no DPO line splits a row over ranks (DPOTrainer reads accelerate's parallelism_config for tp_size alone,
+# trl 1.16.0 dpo_trainer.py:971-972). tag -> (dpo_config.py padding_free, dpo_trainer.py flatten line)
+PADDING_FREE = {"v0.14.0": (243, 1183), "v0.15.0": (243, 1186), "v0.19.0": (281, 1285)}
+NO_PADDING_FREE = (
+    "TRL 0.29+ DPOTrainer sets padding_free back to False and pads (trl 1.16.0 trl/trainer/dpo_trainer.py:732-739, "
+    "v0.29.1 :575-582); v0.14-v0.28 ran it: give --framework trl@0.19"
+)
+NO_DPO_SPLIT = "TRL's DPOTrainer splits no row over ranks (trl 1.16.0 dpo_trainer.py:971-972 reads parallelism_config's tp_size alone)"
+
+
+def _packs(tag: str) -> dict:
+    c, f = PADDING_FREE[tag]
+    return {"packed": f"trl {tag} trl/trainer/dpo_config.py:{c}, dpo_trainer.py:{f}: one row, position_ids"}
+
+
+def _off(tag: str, where: str) -> Default:
+    return Default(
+        "off",
+        f"trl {tag} {where}: GRPOConfig(TrainingArguments) (SFTConfig and DPOConfig alike), gradient_checkpointing=False",
+    )
+
+
+# DPO's and GRPO's log-probs from the whole logits (selective_log_softmax, log_softmax before 0.15) through v1.9.0;
+# the chunked head came after it (huggingface/trl#7063, #7077 merged 2026-09-05): tag -> (dpo_trainer, grpo_trainer)
+WHOLE = {
+    "v0.14.0": (1214, 438),
+    "v0.15.0": (1217, 487),
+    "v0.19.0": (1519, 872),
+    "v0.22.0": (1562, 823),
+    "v1.9.0": (1201, 1521),
+}
+
+
+def _whole(tag: str) -> Default:
+    d, g = WHOLE[tag]
+    return Default(
+        "full", f"trl {tag} trl/trainer/dpo_trainer.py:{d}, grpo_trainer.py:{g}: log-probs of the whole logits"
+    )
+
+
+def _grpo(tag: str, beta: tuple, mcl: str, vllm: str, counts: str = "completions") -> dict:
+    """The keyword arguments of a 0.x GRPO line read at `tag`: beta (value, lines), max_completion_length's lines, and
+    where vLLM generates when `use_vllm` names no mode (`vllm`: the line and what it says): on GPUs of its own before
+    1.0 (vllm_device 'auto', the next GPU, through 0.15; `trl vllm-serve` from 0.16; vllm_mode='server' 0.18-0.29),
+    colocated from 1.0 (the newest's default, planner.frameworks.hf.keys)."""
+    return {
+        "workload": {
+            "beta": Default(beta[0], f"trl {tag} {G}:{beta[1]}: beta={beta[0]}"),
+            "max_completion_length": Default(256, f"trl {tag} {G}:{mcl}: max_completion_length=256"),
+            "generation": Default("vllm-server", f"trl {tag} {G}:{vllm} (with use_vllm)"),
+            "logprobs": _whole(tag),
+        },
+        "meaning": {"grpo_batch_counts": counts},
+        "adapter": {**ZERO, "dpo_runs": _packs(tag)} if tag in PADDING_FREE else ZERO,
+    }
+
+
+PROMPTS = "GRPO's per_device_train_batch_size counts prompts, each sampling num_generations completions"
+# before v0.19.0 neither GRPOConfig nor SFTConfig set bf16: TrainingArguments' False, and no fp16 either
+FP32 = Default(
+    "fp32",
+    "transformers 4.49.0 training_args.py:1068-1080: bf16=False, fp16=False (trl's configs set bf16 from v0.19.0, "
+    "grpo_config.py:219-225, 530)",
+)
+FORKED_014 = {
+    "defaults": {
+        "checkpointing": _off("v0.14.0", f"{G}:22"),
+        "optimizer": Default("adamw", "transformers 4.49.0 training_args.py:1284-1293: optim adamw_torch"),
+        "precision": FP32,
+    },
+    "grpo": {
+        "micro_batch": Default(1, f"trl v0.14.0 {G}:159-165: per_device_train_batch_size=1 (prompts)"),
+        "grad_accum": Default(8, f"trl v0.14.0 {G}:166-167: gradient_accumulation_steps=8"),
+    },
+    **_grpo(
+        "v0.14.0",
+        (0.04, "173-174"),
+        "116-117",
+        "131: vllm_device='auto', the next GPU after the training processes",
+        "prompts",
+    ),
+}
+VLM_R1 = "VLM-R1 90052f4 src/open-r1-multimodal"
+RELEASES = (
+    Release(
+        "0.14",
+        (0, 14),
+        "trl v0.14.0 (grpo_trainer.py:335,417: each prompt sampled num_generations times)",
+        notes=(PROMPTS,),
+        **FORKED_014,
+    ),
+    Release(
+        "0.15",
+        (0, 15),
+        "trl v0.15.0 (PR #2776, cf97133d5: the batch counts completions)",
+        defaults={
+            "checkpointing": _off("v0.15.0", f"{G}:22"),
+            "optimizer": FORKED_014["defaults"]["optimizer"],
+            "precision": FP32,
+        },
+        **_grpo(
+            "v0.15.0",
+            (0.04, "213-214"),
+            "149-150",
+            "173: vllm_device='auto' (v0.16.0-v0.17.0: `trl vllm-serve` on GPUs of its own)",
+        ),
+    ),
+    Release(
+        "0.19",
+        (0, 19),
+        "trl v0.19.0",
+        defaults={"checkpointing": _off("v0.19.0", f"{G}:24")},
+        **_grpo("v0.19.0", (0.0, "412-413"), "267-268", "361-362: vllm_mode='server' (v0.18.0 too)"),
+    ),
+    Release(
+        "0.22",
+        (0, 22),
+        "trl v0.22.0 .. v0.29.1 (the trl-0 adapter)",
+        defaults={
+            "checkpointing": Default(
+                "full",
+                f"trl v0.22.0 {G}:247-248, sft_config.py:111-116, dpo_config.py:205: gradient_checkpointing=True",
+            )
+        },
+        notes=("as trl, but SFT's loss from the full logits (and Liger's loss allowed)",),
+        **_grpo(
+            "v0.22.0", (0.0, "460-461"), "301-302", "401-402: vllm_mode='server' (through v0.29.1; v1.0.0: 'colocate')"
+        ),
+        aliases=("0",),
+    ),
+    Release(
+        "1.0",
+        (1, 0),
+        "trl v1.0.0 .. v1.9.0",
+        workload={
+            "max_completion_length": Default(256, f"trl v1.9.0 {G}:488-489: max_completion_length=256"),
+            "logprobs": _whole("v1.9.0"),
+        },
+    ),
+    Release("1.10", (1, 10), "trl 1.10 (PR #6264, 286d19fc7: max_completion_length 512) .. 1.16.0"),
+)
+FORKS = (
+    Release(
+        "r1-v",
+        None,
+        "R1-V bbbbe3d src/r1-v (setup.py:65 trl==0.14.0; src/open_r1/trainer/grpo_trainer.py:63 Qwen2VLGRPOTrainer, "
+        ":285 num_return_sequences=num_generations, :424 each prompt repeated); VLM-R1 before 4081ec3 (78ebe40 "
+        "grpo_trainer.py:62,285,449) the same",
+        notes=(PROMPTS + " (Qwen2VLGRPOTrainer)",),
+        aliases=("qwen2vl-grpo",),
+        **{**FORKED_014, "adapter": FORK},
+    ),
+    Release(
+        "vlm-r1",
+        None,
+        f"{VLM_R1} (setup.py:65-66 transformers==4.49.0, trl==0.17.0; its own GRPOConfig and VLMGRPOTrainer, "
+        "src/open_r1/trainer/grpo_trainer.py:119, counting completions: :414-423, 849-856)",
+        defaults={
+            "checkpointing": Default(
+                "off",
+                f"{VLM_R1}/src/open_r1/trainer/grpo_config.py:22: GRPOConfig(TrainingArguments), "
+                "transformers 4.49.0 training_args.py:1374-1375 gradient_checkpointing=False",
+            ),
+            "optimizer": FORKED_014["defaults"]["optimizer"],
+            "precision": Default("fp32", f"{VLM_R1}/src/open_r1/trainer/grpo_config.py:22: {FP32.source}"),
+        },
+        workload={
+            "beta": Default(0.04, f"{VLM_R1}/src/open_r1/trainer/grpo_config.py:291-292: beta=0.04"),
+            "max_completion_length": Default(256, f"{VLM_R1}/src/open_r1/trainer/grpo_config.py:177-178: 256"),
+        },
+        adapter=FORK,
+        aliases=("vlmgrpo",),
+    ),
+)
+# unsloth (planner.frameworks.trl.reader_unsloth) runs TRL's trainers on its own model: its checkpointing offloads
+# each layer's input to the host; its own loss kernels are not modelled, so the loss is planned from the full logits
+UNSLOTH = "unsloth 2026.8.19 (unslothai/unsloth 015bdef0d9)"
+FORKS += (
+    Release(
+        "unsloth",
+        None,
+        f"{UNSLOTH}: FastLanguageModel / FastVisionModel over TRL's patched trainers (unsloth/models/rl.py)",
+        defaults={
+            "checkpointing": Default(
+                "offload", f"{UNSLOTH} unsloth/models/llama.py:3079: use_gradient_checkpointing='unsloth'"
+            ),
+            "seq_len": Default(2048, f"{UNSLOTH} unsloth/models/loader.py:412: max_seq_length=2048"),
+        },
+        notes=("unsloth over TRL: layer inputs offloaded to the host; its own kernels and loss are not planned",),
+        adapter={
+            **ZERO,
+            "runs": {**ZERO["runs"], "checkpointing": ("off", "full", "offload"), "loss": ("standard",)},
+        },
+    ),
+)
+# flag -> (the first version taking it, the first no longer taking it; None: open), by trainer: the fields each
+# tag's trl/trainer/grpo_config.py and sft_config.py declare (`git show vX:PATH`, v0.14.0 .. v1.9.0)
