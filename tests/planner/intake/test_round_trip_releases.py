@@ -29,8 +29,10 @@ AT_RELEASES = (
     ("openrlhf", {"seq_len": 1024}),
     ("openrlhf", DPO),
 )
+# OpenRLHF 0.8.x's attention is its --flash_attn switch (flash-attn or eager): the search's sdpa is not written there
+AT_08 = {"attention": ["flash"]}
 LINES = [
-    (fw, r.name, extra)
+    (fw, r.name, {**extra, **(AT_08 if (fw, r.name) == ("openrlhf", "0.8") else {})})
     for fw, extra in AT_RELEASES
     for r in FRAMEWORKS[fw].releases
     if r.first is not None and (fw, r.name) not in (("swift", "2"), ("openrlhf", "0.9"))
@@ -98,6 +100,8 @@ UNWRITTEN = [
     ("verl@0.5", RL, "verl 0.2.x-0.3.x have no FSDP2"),
     ("verl@0.6", {"seq_len": 1024}, "takes no optim.optimizer_impl"),
     ("swift@3", GRPO, "GRPO scripts are read, not written"),
+    ("openrlhf@0.8", {"seq_len": 1024}, "OpenRLHF 0.8.x's --bf16 and --flash_attn are switches"),
+    ("verl@0.6", {"workload": {"kind": "ppo", "roles": {"reward_model": "qwen2.5-0.5b"}}}, "reward model is an FSDP"),
 ]
 
 
