@@ -67,15 +67,36 @@ PKG[swift-3.4.1]="ms-swift==3.4.1"
 DEPS[swift-3.4.1]="transformers==4.52.4 peft==0.15.2 trl==0.17.0 datasets==3.3.2 accelerate==1.7.0 modelscope==1.26.0 $NUMPY1 $SWDEPS"
 PKG[swift-3.7.3]="ms-swift==3.7.3"
 DEPS[swift-3.7.3]="transformers==4.55.4 peft==0.17.1 trl==0.20.0 datasets==3.3.2 accelerate==1.10.1 modelscope==1.29.2 $SWDEPS"
+# OpenRLHF (train_ppo_ray/train_dpo/train_sft's parser and __main__ checks, tests/.../validators/openrlhf_validate.py):
+#   transformers, deepspeed and ray at the wheel's own pins (METADATA Requires-Dist: 0.10.1 transformers==5.5.3
+#   deepspeed==0.18.9 ray==2.48.0; 0.8.9 transformers==4.54.1 deepspeed==0.17.4 ray==2.48.0), the rest the releases
+#   of the month; vllm and flash-attn are not installed: the validator stands in empty modules for them (imported by
+#   trainer/ray/vllm_engine.py and models/ at module level, never reached before train() builds the trainer)
+ORLDEPS="pylatexenc==2.11 aiohttp==3.12.15 torchdata==0.11.0 einops==0.8.1 jsonlines==4.0.0 loralib==0.1.2 tqdm==4.67.1"
+PKG[orl-0.10.1]="openrlhf==0.10.1"
+DEPS[orl-0.10.1]="transformers==5.5.3 deepspeed==0.18.9 ray==2.48.0 peft==0.18.1 accelerate==1.13.0 datasets==4.8.4 pillow==12.1.1 $ORLDEPS"
+PKG[orl-0.8.9]="openrlhf==0.8.9"
+DEPS[orl-0.8.9]="transformers==4.54.1 deepspeed==0.17.4 ray==2.48.0 peft==0.17.0 accelerate==1.9.0 datasets==4.0.0 pillow==11.3.0 $ORLDEPS"
+# verl 0.6.x: setup.py install_requires (numpy<2.0.0, pyarrow>=19.0.0, tensordict>=0.8.0,<=0.10.0,!=0.9.0; the rest
+#   unbounded) at the releases of its month (2025-10); datasets 4.1.1 needs pyarrow>=21.0.0
+VERLDEPS="transformers==4.57.1 hydra-core==1.3.2 omegaconf==2.3.0 tensordict==0.10.0 ray==2.50.0 codetiming==1.4.0 peft==0.17.1 accelerate==1.10.1 datasets==4.1.1 numpy==1.26.4 pyarrow==21.0.0 pandas==2.2.3 packaging==25.0 pylatexenc==2.11"
+PKG[verl-0.6.0]="verl==0.6.0"
+DEPS[verl-0.6.0]="$VERLDEPS"
+PKG[verl-0.6.1]="verl==0.6.1"
+DEPS[verl-0.6.1]="$VERLDEPS"
 ALL="lf-0.5.3 lf-0.6.3 lf-0.7.1 lf-0.8.3 lf-0.9.0 lf-0.9.1 lf-0.9.2 lf-0.9.3 lf-0.9.4
   trl-0.14.0 trl-0.15.2 trl-0.19.1 trl-0.22.2 trl-1.0.0 trl-1.10.0
-  swift-3.0.3 swift-3.4.1 swift-3.7.3"
+  swift-3.0.3 swift-3.4.1 swift-3.7.3 orl-0.10.1 orl-0.8.9 verl-0.6.0 verl-0.6.1"
 
 # a plan that shards with ZeRO names a DeepSpeed JSON, which TrainingArguments reads through deepspeed itself: the
 #   newest venvs' deepspeed (tools/fwenv.sh; its sdist builds with no ops on a CPU host) in every one but those that
 #   cap it: LLaMA-Factory v0.9.3 and v0.9.4 check deepspeed>=0.10.0,<=0.16.9 (v0.9.4 hparams/parser.py:200)
 for name in $ALL; do
-  case $name in lf-0.9.3 | lf-0.9.4) DEPS[$name]+=" deepspeed==0.16.9" ;; *) DEPS[$name]+=" deepspeed==0.19.8" ;; esac
+  case $name in
+    lf-0.9.3 | lf-0.9.4) DEPS[$name]+=" deepspeed==0.16.9" ;;
+    orl-* | verl-*) ;;  # OpenRLHF pins its own deepspeed; verl's FSDP scripts name none
+    *) DEPS[$name]+=" deepspeed==0.19.8" ;;
+  esac
 done
 
 for name in ${@:-$ALL}; do

@@ -195,6 +195,10 @@ SPANS = {
     **dict.fromkeys(("enable_liger_kernel", "use_unsloth_gc", "use_adam_mini"), (V["0.9"], None)),
     **dict.fromkeys(("neat_packing", "quantization_method"), ((0, 8, 3), None)),
     "use_dora": ((0, 5, 3), None),
+    # transformers' own key, renamed from evaluation_strategy at 4.41.0 (training_args.py); LLaMA-Factory requires
+    # transformers>=4.41.2 from v0.8.0 (requirements.txt:1; >=4.37.2 to v0.7.1), and its examples say eval_strategy from
+    # v0.8.0 (evaluation_strategy at v0.5.3-v0.7.1, e.g. examples/extras/badam/llama3_lora_sft.yaml)
+    "eval_strategy": (V["0.8"], None),
     # v0.9.2 hparams/model_args.py:166; before, the loader passed trust_remote_code=True itself (v0.9.1
     # model/loader.py:55, v0.5.3 src/llmtuner/model/loader.py:38) and the key was refused as unknown
     "trust_remote_code": (V["0.9.2"], None),

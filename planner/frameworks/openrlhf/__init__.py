@@ -56,6 +56,17 @@ RELEASES = (
         },
         keys=_flat("0.8"),
         notes=("0.5.0 .. 0.8.9: flat flags, --bf16, and --flash_attn (off by default: eager attention)",),
+        # both are store_true switches there (v0.8.9 cli/train_ppo_ray.py:275, :282; train_dpo.py:195, :202;
+        # train_sft.py:178, :181): bf16 or fp32, flash-attn or eager; no flag asks for fp16 or sdpa
+        rules=(
+            Rule(
+                "release",
+                "OpenRLHF 0.8.x's --bf16 and --flash_attn are switches (bf16 or not, flash-attn or eager): its fp16 "
+                "and sdpa plans are read, not written; give --precision bf16 and --attention flash or eager",
+                lambda k, w: k.get("precision") == "fp16" or k.get("attention") == "sdpa",
+                "written",
+            ),
+        ),
     ),
     Release(
         "0.9",

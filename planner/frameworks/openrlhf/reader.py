@@ -74,6 +74,9 @@ def _split(c: Collector, f: dict[str, Flag]) -> None:
     new = f.get(KEYS.key("workload.max_completion_length"))
     total = as_int(length) or 2048
     completion = as_int(new.value) if new is not None else None
+    prompt = f.get("prompt_max_len")  # 0.8.x: no --max_len, the total is the two (v0.8.9 cli/train_ppo_ray.py:44)
+    if prompt is not None and completion and f.get(KEYS.key("seq_len")) is None:
+        total, ls = as_int(prompt.value) + completion, f"{prompt.source} plus --generate_max_len"
     if completion and completion < total:
         c.number("workload.max_completion_length", completion, new.source, KEYS.flag("workload.max_completion_length"))
         c.number(

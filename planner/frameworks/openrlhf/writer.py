@@ -68,6 +68,7 @@ def dpo_script(
     flags += [flag("policy_checkpointing")] if plan.checkpointing == "full" else []
     flags += [flag("offload")] if plan.offload == "optimizer" else []
     flags += [flag("lora_rank", plan.lora_rank), flag("lora_alpha", 2 * plan.lora_rank)] if plan.lora_rank else []
+    flags = [f for f in flags if f]  # 0.8.x's switches off write nothing
     lines = ["#!/bin/bash", headline(plan, hw), " ".join(launcher) + f" --module {module} \\"]
     lines += [f"    {f}" + (" \\" if i < len(flags) - 1 else "") for i, f in enumerate(flags)]
     return "\n".join(lines) + "\n"
@@ -177,8 +178,7 @@ def batch_flags(plan: Plan) -> list[str]:
         flag("workload.num_generations", w.num_generations),
         flag("rollout_micro_batch", rollout_micro(plan)),
         flag("workload.num_iterations", w.num_iterations),
-        flag("seq_len", w.seq_len()),
-        flag("workload.max_completion_length", w.max_completion_length),
+        *length_flags(plan),
     ]
     if r.max_tokens_per_gpu:  # token budgets (--train.dynamic_batch_enable packs the rows, :691-697)
         out += [flag("dynamic_batch"), flag("max_tokens_per_gpu", r.max_tokens_per_gpu)]
@@ -188,6 +188,16 @@ def batch_flags(plan: Plan) -> list[str]:
     if r.entropy != "off":
         out.append(flag("entropy", "0.001"))
     return out
+
+
+def length_flags(plan: Plan) -> list[str]:
+    """The rows' lengths: --max_len (prompt + completion) and --max_new_tokens from 0.9.10; 0.8.x's train_ppo_ray
+    takes the prompt's and the completion's (v0.8.9 cli/train_ppo_ray.py:320-322 --prompt_max_len, --generate_max_len;
+    --max_len deprecated, their sum where unset, :44)."""
+    w, flag = plan.workload, at(plan)
+    if plan.release == "0.8":
+        return [f"--prompt_max_len {w.prompt_tokens()}", f"--generate_max_len {w.max_completion_length}"]
+    return [flag("seq_len", w.seq_len()), flag("workload.max_completion_length", w.max_completion_length)]
 
 
 def rollout_micro(plan: Plan) -> int:
@@ -217,7 +227,7 @@ def memory_flags(plan: Plan) -> list[str]:
         out.append(flag("rollout_eager"))
     if plan.lora_rank:
         out += [flag("lora_rank", plan.lora_rank), flag("lora_alpha", 2 * plan.lora_rank)]
-    return out
+    return [f for f in out if f]  # 0.8.x's switches off write nothing
 
 
 def at(plan: Plan):
@@ -231,6 +241,22 @@ def at(plan: Plan):
             raise ValueError(
                 f"OpenRLHF {line}'s flat flags have no name for --{KEYS.key(name)}: give --framework openrlhf"
             )
+        if line == "0.8" and name in SWITCHES_08:
+            return switch_08(name, value)
         return KEYS.flag(name, line) + ("" if value is None else f" {value}")
 
     return flag
+
+
+# 0.8.x's switches (v0.8.9 cli/train_ppo_ray.py:275 --bf16, :282 --flash_attn, store_true): the value each turns on
+SWITCHES_08 = {"precision": "bf16", "attention": "flash_attention_2"}
+
+
+def switch_08(name: str, value: object) -> str:
+    """`--bf16` / `--flash_attn` where the plan asks for bf16 / flash-attn, "" for fp32 / eager (the switch off);
+    ValueError for what no 0.8.x flag asks for (the release's rule keeps the search from ranking it)."""
+    if value == SWITCHES_08[name]:
+        return KEYS.flag(name, "0.8")
+    if value in ("fp32", "eager"):
+        return ""
+    raise ValueError(f"OpenRLHF 0.8.x has no flag for {name} {value}: give --framework openrlhf@0.10 or openrlhf")

@@ -102,6 +102,16 @@ RELEASES = (
                 lambda k, w: kind(k) not in RL_KINDS and k.get("optimizer", "adamw") != "adamw",
                 scope="written",
             ),
+            # 0.6.x's reward model is an FSDP forward under reward_model.* (v0.6.1 trainer/config/reward_model/
+            # dp_reward_model.yaml), not 0.7's vLLM-served reward.reward_model with its own rollout memory share
+            Rule(
+                "release",
+                "verl 0.6.x's reward model is an FSDP forward (reward_model.*), not a vLLM server with its own memory "
+                "share (reward.reward_model, from 0.7): its PPO scripts with a reward model are read, not written; "
+                "give --framework verl",
+                lambda k, w: (wl := workload_of(k)) is not None and bool(wl.roles.reward_model),
+                scope="written",
+            ),
         ),
     ),
     Release("0.7", (0, 7), "verl v0.7.0 (model/hf_model.yaml:40 use_remove_padding: True) .. 0.9.1"),

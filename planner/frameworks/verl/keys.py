@@ -60,9 +60,15 @@ KEYS = Table(
     Key("critic_max_tokens", "critic.ppo_max_token_len_per_gpu"),
     Key("critic_dynamic_batch", "critic.use_dynamic_bsz"),
     Key("critic_checkpointing", "critic.model.enable_gradient_checkpointing"),
-    Key("critic_param_offload", "critic.fsdp.param_offload"),
-    Key("critic_optimizer_offload", "critic.fsdp.optimizer_offload"),
-    Key("critic_offload", "critic.fsdp.offload_policy"),
+    # 0.6.x's critic engine sits under critic.model.fsdp_config (v0.6.1 trainer/config/critic/dp_critic.yaml:14
+    #   `../engine@model.fsdp_config: fsdp`), 0.7's under critic.fsdp
+    Key("critic_param_offload", "critic.fsdp.param_offload", renames={"0.6": "critic.model.fsdp_config.param_offload"}),
+    Key(
+        "critic_optimizer_offload",
+        "critic.fsdp.optimizer_offload",
+        renames={"0.6": "critic.model.fsdp_config.optimizer_offload"},
+    ),
+    Key("critic_offload", "critic.fsdp.offload_policy", renames={"0.6": "critic.model.fsdp_config.offload_policy"}),
     Key("critic_strategy", "critic.strategy"),
     Key("reward_enable", "reward.reward_model.enable"),
     Key("reward_model", "reward.reward_model.model_path"),

@@ -171,9 +171,9 @@ def critic_overrides(plan: Plan, model: ModelSpec) -> list[Override]:
         ),
         (f"+{KEYS.key('critic_max_tokens_per_gpu')}", r.critic_max_tokens_per_gpu),
         (KEYS.key("critic_checkpointing"), plan.checkpointing == "full"),
-        (KEYS.key("critic_param_offload"), "critic-params" in r.offload),
-        (KEYS.key("critic_optimizer_offload"), "critic-optimizer" in r.offload),
-        (KEYS.key("critic_offload"), plan.offload != "none"),
+        (KEYS.key("critic_param_offload", plan.release), "critic-params" in r.offload),
+        (KEYS.key("critic_optimizer_offload", plan.release), "critic-optimizer" in r.offload),
+        (KEYS.key("critic_offload", plan.release), plan.offload != "none"),
         (KEYS.key("critic_strategy"), "fsdp2"),
     ]
 

@@ -2,7 +2,8 @@
 pass that release's OWN parser and validator, not only the newest one's (test_frameworks_export.py). One venv per
 release (tools/fwenv_old.sh NAME builds it, 20-70 s; .fwenv-old/ or MEMPLAN_FWENV_OLD), one validator process per
 release over every plan kind the line runs (LoRA, full SFT, a 7B full SFT that shards, DPO, GRPO); a kind the line's
-rules leave unranked is counted, not written. The sweep tier: `make test-all`; a release whose venv is not built is
+rules leave unranked is counted, not written. OpenRLHF and verl add their role runs (test_rl_exports.py's GRPO and PPO
+plans, `check`ed at the line). The sweep tier: `make test-all`; a release whose venv is not built is
 skipped, saying which command builds it. docs/tests.md records a full run."""
 
 import os
@@ -14,6 +15,9 @@ import pytest
 from planner import advise
 from planner.errors import BadInput
 from planner.export import launch
+
+from .test_rl_exports import BASE as RL_BASE
+from .test_rl_exports import CASES as RL_CASES
 
 pytestmark = pytest.mark.sweep
 
@@ -29,6 +33,15 @@ KINDS = {
 }
 CONFIG = {"lora": "SFTConfig", "full": "SFTConfig", "full-7b": "SFTConfig", "dpo": "DPOConfig", "grpo": "GRPOConfig"}
 LF, SWIFT, TRL = "llamafactory_old_validate.py", "swift_old_validate.py", "trl_validate.py"
+ORL, VERL = "openrlhf_validate.py", "verl_rl_validate.py"
+# the role runs `check`ed per line; verl's PPO also without its reward model (0.6.x writes none: its rule)
+ROLE_RUNS = {
+    "openrlhf": RL_CASES["openrlhf"],
+    "verl": RL_CASES["verl"]
+    | {"ppo-no-rm": {**RL_CASES["verl"]["ppo"], "workload": {"kind": "ppo", "num_generations": 4}}},
+}
+# OpenRLHF 0.8.x asks for flash-attn or eager only (its --flash_attn switch): the search's sdpa is not written there
+BODY = {("openrlhf", "0.8"): {"attention": ["flash"]}}
 # (framework, line, venv of tools/fwenv_old.sh, validator): LLaMA-Factory's 0.8 line runs 0.8.0 .. 0.9.0, both ends
 # checked; R1-V's fork trains with trl 0.14.0's GRPOConfig (setup.py:65)
 RELEASES = [
@@ -39,6 +52,10 @@ RELEASES = [
     *(("trl", line, f"trl-{v}", TRL) for line, v in (("0.14", "0.14.0"), ("0.15", "0.15.2"), ("0.19", "0.19.1"))),
     *(("trl", line, f"trl-{v}", TRL) for line, v in (("0.22", "0.22.2"), ("1.0", "1.0.0"), ("1.10", "1.10.0"))),
     ("trl", "r1-v", "trl-0.14.0", TRL),
+    # OpenRLHF's flat-flag lines (0.8 is 0.5.0 .. 0.8.9: its newest checked), verl 0.6 at both releases
+    ("openrlhf", "0.10", "orl-0.10.1", ORL),
+    ("openrlhf", "0.8", "orl-0.8.9", ORL),
+    *(("verl", "0.6", f"verl-{v}", VERL) for v in ("0.6.0", "0.6.1")),
 ]
 
 
@@ -46,7 +63,12 @@ def written(framework: str, line: str, kind: str, folder: Path) -> Path | None:
     """The top plan `suggest --framework framework@line` ranks for `kind`, its files written into `folder`; None
     where the line ranks none (its rules: a key it lacks, a workload it does not run)."""
     body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "top": 1}
-    body |= {**KINDS[kind], "framework": f"{framework}@{line}", "evidence": "analytic"}
+    body |= {
+        **KINDS[kind],
+        **BODY.get((framework, line), {}),
+        "framework": f"{framework}@{line}",
+        "evidence": "analytic",
+    }
     try:
         res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
     except BadInput:
@@ -60,7 +82,27 @@ def written(framework: str, line: str, kind: str, folder: Path) -> Path | None:
     return folder
 
 
+def checked(framework: str, line: str, case: str, folder: Path) -> Path | None:
+    """test_rl_exports' role run `case` `check`ed at `line`, its files in `folder`; None where the line writes none."""
+    body = {**RL_BASE, **ROLE_RUNS[framework][case], "framework": f"{framework}@{line}"}
+    try:
+        res = advise.check(advise.parse(advise.CheckRequest, body))
+    except BadInput:
+        return None
+    model, hw, goal = res.context
+    files = launch.files(res.plan, hw, model, goal.seq_len)
+    if not any(n.endswith(".sh") and n != launch.LAUNCH_NAME for n in files):
+        return None
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    return folder
+
+
 def argument(framework: str, kind: str, folder: Path) -> str:
+    if framework in ("openrlhf", "verl"):
+        (script,) = [p for p in folder.glob("*.sh") if p.name != launch.LAUNCH_NAME]
+        return str(script)
     if framework == "llamafactory":
         return str(folder / "llamafactory_train.yaml")
     if framework == "swift":
@@ -80,6 +122,12 @@ def test_every_written_line_passes_its_own_releases_parser(framework, line, venv
             unranked.append(kind)
         else:
             args.append(argument(framework, kind, folder))
+    for case in ROLE_RUNS.get(framework, ()):
+        folder = checked(framework, line, case, tmp_path / f"role-{case}")
+        if folder is None:
+            unranked.append(case)
+        else:
+            args.append(argument(framework, case, folder))
     assert args, f"{framework}@{line} ranks no plan of {unranked}"
     run = subprocess.run(
         [str(python), str(VALIDATORS / validator), *args],

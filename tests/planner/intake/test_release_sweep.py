@@ -98,3 +98,11 @@ def test_a_line_planned_by_memplans_own_adapter_is_named_as_the_line_read():
     path = FIELD / "lf-1408-qwen14b-lora-2k-3xa100-40g" / "train.sh"
     releases = checkconfig.check_config([str(path)], {"gpu": "a100-40gb"}).config["releases"]
     assert (releases["allowed"], releases["planned"]) == (["0.5", "0.6"], "0.6")
+
+
+def test_eval_strategy_narrows_llamafactory_to_the_lines_on_transformers_4_41():
+    """LLaMA-Factory#4453's YAML says eval_strategy (transformers' name from 4.41.0, which LLaMA-Factory requires from
+    v0.8.0): the lines before 0.8, where flash_attn unset reads as eager at 0.5, are not among those its files allow."""
+    yaml = FIELD / "lf-4453-qwen2-72b-lora-z3off-8k-8xa800" / "qwen2_72b_lora_sft.yaml"
+    reading = intake.read([str(yaml)])
+    assert reading.releases == ("0.8", "0.9.1", "0.9.2", "0.9.3", "0.9.4", "0.9.5")

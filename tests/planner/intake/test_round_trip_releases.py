@@ -36,8 +36,10 @@ AT_RELEASES = (
 )
 # LLaMA-Factory's bool flash_attn (to v0.6.3) spells flash and eager, no sdpa (keys.py OLD_FLASH_ATTN: False is eager)
 NO_SDPA = {("llamafactory", "0.5"), ("llamafactory", "0.6")}
+# OpenRLHF 0.8.x's attention is its --flash_attn switch (flash-attn or eager): the search's sdpa is not written there
+AT_08 = {"attention": ["flash"]}
 LINES = [
-    (fw, r.name, extra)
+    (fw, r.name, {**extra, **(AT_08 if (fw, r.name) == ("openrlhf", "0.8") else {})})
     for fw, extra in AT_RELEASES
     for r in FRAMEWORKS[fw].releases
     if r.first is not None and (fw, r.name) not in (("swift", "2"), ("openrlhf", "0.9"))
@@ -149,6 +151,8 @@ UNWRITTEN = [
     ("openrlhf@0.9", {"seq_len": 1024}, "OpenRLHF 0.9.x scripts are read, not written"),
     ("verl@0.5", RL, "verl 0.2.x-0.3.x have no FSDP2"),
     ("swift@3", GRPO, "GRPO scripts are read, not written"),
+    ("openrlhf@0.8", {"seq_len": 1024}, "OpenRLHF 0.8.x's --bf16 and --flash_attn are switches"),
+    ("verl@0.6", {"workload": {"kind": "ppo", "roles": {"reward_model": "qwen2.5-0.5b"}}}, "reward model is an FSDP"),
 ]
 
 

@@ -19,6 +19,10 @@ import sys
 import types
 from pathlib import Path
 
+from absent_modules import stand_in
+
+ABSENT = stand_in("vllm", "flash_attn")  # the old-release venvs (tools/fwenv_old.sh) install neither
+
 import openrlhf.trainer.ray as otr
 import openrlhf.utils
 import ray
@@ -104,15 +108,30 @@ def check(path: Path) -> str:
     else:
         raise AssertionError("train() returned before it built the trainer")
     a = STATE["args"]
+    micro, batch = (
+        _arg(a, "train.micro_batch_size", "micro_train_batch_size"),
+        _arg(a, "train.batch_size", "train_batch_size"),
+    )
     if STATE["dpo"]:
-        what = "dpo:" if module == DPO_ENTRY else f"sft: max_len {a.data.max_len},"
-        return f"{what} micro {a.train.micro_batch_size}, batch {a.train.batch_size}, zero {a.ds.zero_stage}"
+        what = "dpo:" if module == DPO_ENTRY else f"sft: max_len {_arg(a, 'data.max_len', 'max_len')},"
+        return f"{what} micro {micro}, batch {batch}, zero {_arg(a, 'ds.zero_stage', 'zero_stage')}"
     roles = ", ".join(f"{r} {g} GPUs{' shared' if shared else ''}" for r, g, shared in STATE["groups"])
     engines = STATE["vllm"]
     return (
-        f"{a.algo.advantage.estimator}: {roles}; vLLM {engines[0]} x tp {engines[1]} at "
-        f"{a.vllm.gpu_memory_utilization}; micro {a.train.micro_batch_size}, batch {a.train.batch_size}"
+        f"{_arg(a, 'algo.advantage.estimator', 'advantage_estimator')}: {roles}; vLLM {engines[0]} x tp {engines[1]} "
+        f"at {_arg(a, 'vllm.gpu_memory_utilization', 'vllm_gpu_memory_utilization')}; micro {micro}, batch {batch}"
     )
+
+
+def _arg(args, dotted: str, flat: str) -> object:
+    """An option of the parsed args: 0.10.2's nested namespaces (train.batch_size), else `flat`, its name in 0.10.1
+    and before (train_batch_size)."""
+    node = args
+    for part in dotted.split("."):
+        node = getattr(node, part, None)
+        if node is None:
+            return getattr(args, flat)
+    return node
 
 
 if __name__ == "__main__":

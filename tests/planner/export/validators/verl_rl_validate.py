@@ -1,7 +1,7 @@
 """Check verl 0.9.1 RL launch scripts (`python3 -m verl.trainer.main_ppo key=value ...`) with verl's own config code,
 offline: no model download, no GPU, no Ray.
 
-Usage: python verl_rl_validate.py A.sh [B.sh ...]   (the python of a venv with verl==0.9.1)
+Usage: python verl_rl_validate.py A.sh [B.sh ...]   (the python of a venv with verl==0.9.1, or 0.6.x: tools/fwenv_old.sh)
 
 For each script:
 1. shlex splits it (continuations joined, comments dropped); the command must be `python3 -m verl.trainer.main_ppo`
@@ -28,7 +28,8 @@ from verdict import verdicts
 
 os.environ.setdefault("WANDB_MODE", "disabled")
 ENTRY = "verl.trainer.main_ppo"
-PATH_KEYS = ("critic.model.path", "reward.reward_model.model_path")
+# the reward model's path: reward.reward_model.model_path from 0.7, reward_model.model.path at 0.6
+PATH_KEYS = ("critic.model.path", "reward.reward_model.model_path", "reward_model.model.path")
 
 
 def overrides_of(path: Path) -> list[str]:
@@ -63,13 +64,23 @@ def compose(overrides: list[str]):
         return hydra_compose(config_name="ppo_trainer", overrides=overrides)
 
 
+def _critic_loads_tokenizer() -> bool:
+    """0.7+'s critic model config loads the tokenizer unless told not to (load_tokenizer); 0.6.x's
+    (workers/config/critic.py FSDPCriticModelCfg) takes no such key and loads none when its config is built."""
+    from importlib.metadata import version
+
+    from packaging.version import Version
+
+    return Version(version("verl")) >= Version("0.7")
+
+
 def check(path: Path, tiny: str) -> str:
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import omega_conf_to_dataclass, validate_config
 
     given = overrides_of(path)
     local = [o if o.split("=", 1)[0].lstrip("+") not in PATH_KEYS else f"{o.split('=', 1)[0]}={tiny}" for o in given]
-    if any(o.startswith("critic.model.path=") for o in local):
+    if any(o.startswith("critic.model.path=") for o in local) and _critic_loads_tokenizer():
         local.append("+critic.model.load_tokenizer=false")
     cfg = compose(local)
     ref, critic = need_reference_policy(cfg), need_critic(cfg)
@@ -87,7 +98,7 @@ def check(path: Path, tiny: str) -> str:
             f"rollout tensor_model_parallel_size {rollout.tensor_model_parallel_size} must divide {world}"
         )
     roles = ["actor", "rollout"] + (["ref"] if ref else []) + (["critic"] if critic else [])
-    roles += ["reward"] if cfg.reward.reward_model.enable else []
+    roles += ["reward"] if (cfg.reward.reward_model if "reward" in cfg else cfg.reward_model).enable else []
     return (
         f"{cfg.algorithm.adv_estimator}: roles {'+'.join(roles)}, mini-batch {mini // world} per rank, micro "
         f"{actor.ppo_micro_batch_size_per_gpu}, rollout {rollout.name} at {rollout.gpu_memory_utilization} "
