@@ -21,7 +21,6 @@ from planner.frameworks.rl import RoleEngine
 from planner.frameworks.rules import hf_ppo_rules
 from planner.frameworks.swift.keys import KEYS
 from planner.frameworks.tool import Signs, Tool
-from planner.model import qwenomni
 
 # Where a row's image tokens go against --max_length (MEANINGS "swift_max_length_counts"): up to 3.3 the row is
 # checked (and cut or deleted) on its text, each image still one placeholder token, and the image's tokens are
@@ -93,12 +92,13 @@ GRPO_LATER = Rule(
 
 # ms-swift loads Qwen2.5-Omni whole (Qwen2_5OmniForConditionalGeneration, 4.5.2 swift/model/models/qwen.py:1582-1591:
 # its modules under thinker.*, the talker and fp32 token2wav beside it unless ENABLE_AUDIO_OUTPUT=0): memplan plans the
-# thinker alone (planner.model.qwenomni), so it writes no ms-swift plan for it; a user's own script is still read
+# thinker alone (planner.model.qwenomni; the one catalog model with an audio tower), so it writes no ms-swift plan for
+# it; a user's own script is still read
 OMNI_WHOLE = Rule(
     "framework",
     "ms-swift loads Qwen2.5-Omni whole (swift/model/models/qwen.py:1582-1591: thinker, talker and token2wav), and "
     "memplan plans its thinker alone: give --framework llamafactory (which keeps the thinker, loader.py:173-174)",
-    lambda k, w: w is not None and w.model is not None and qwenomni.is_omni(getattr(w.model, "model_type", "")),
+    lambda k, w: w is not None and any(t.role == "audio" for t in getattr(w.model, "tensors", ())),  # an audio tower
     "written",
 )
 
