@@ -16,7 +16,6 @@ from planner.frameworks.openrlhf.reader_flags import (  # noqa: F401 - release_h
     get,
     on,
     precision,
-    read_release,
     release_hint,
 )
 from planner.frameworks.openrlhf.reader_ppo import read_old_ppo
@@ -281,7 +280,7 @@ def read_launched(c: Collector, run) -> None:
     if run.target == "openrlhf.cli.train_ppo":
         world.read(c, run)
         return read_old_ppo(c, flags, run.command.path)
-    read_release(c, run, release_hint(flags))
+    releases.by_flags(c, "openrlhf", run, release_hint(flags))  # --bf16 alone: 0.8 and 0.9 each planned
     if run.target.endswith(("train_dpo", "train_sft")):
         world.read(c, run)
         if run.target.endswith("train_sft"):

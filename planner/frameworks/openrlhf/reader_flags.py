@@ -1,6 +1,6 @@
 """OpenRLHF's flags as its readers take them (reader.py: train_ppo_ray and train_dpo; reader_sft.py: train_sft): the
 flat names of 0.10.1 and before read as their dotted 0.11.2 names and said once, a flag's value or its 0.11.2 default,
-a switch's state, the precision, and the release line the flat flags name (release_hint, read_release)."""
+a switch's state, the precision, and the release line the flat flags name (release_hint)."""
 
 from __future__ import annotations
 
@@ -96,10 +96,3 @@ def release_hint(flags: dict[str, Flag]) -> tuple[str, str, tuple[str, ...]] | N
     if KEYS.key("precision", "0.9") not in flags:
         return "0.10", why, ("0.10",)
     return "0.9", why, ("0.9",) if KEYS.key("attention", "0.9") in flags else ("0.8", "0.9")
-
-
-def read_release(c: Collector, run, hint: tuple[str, str, tuple[str, ...]] | None) -> None:
-    """The release: a pin or --framework first; else the line the flat flags name, or where they allow two (--bf16
-    alone: 0.8 or 0.9), the newer assumed and each planned (the fact "releases": check --config answers the
-    hungrier)."""
-    releases.by_flags(c, "openrlhf", run, hint)
