@@ -109,7 +109,11 @@ def _with_terms(
 
 
 def from_record(s: Setup, hw: Hardware, analytic: MemoryBreakdown, rec: ProbeRecord) -> MemoryBreakdown:
-    """The plan's breakdown with a record's tensor bytes (and, same card, its overhead)."""
+    """The plan's breakdown with a record's tensor bytes (and, same card, its overhead). Under nn.DataParallel a
+    probe's one process on one GPU holds a replica's step, not GPU 0's gathers of every replica's logits
+    (planner.estimate.dataparallel): where those make the analytic peak the larger, it stands."""
+    if s.knobs.dataparallel and analytic.peak_allocated_bytes > (rec.peak_allocated_bytes or 0):
+        return analytic
     overhead = None
     if _same_kind(rec, hw) and rec.device_used_bytes and rec.peak_allocated_bytes:
         overhead = max(0, rec.device_used_bytes - rec.peak_allocated_bytes)
