@@ -8,8 +8,9 @@ The phases, as TRL 1.16 runs them (trl/trainer/grpo_trainer.py, dpo_trainer.py):
 - weight-sync (GRPO with vLLM, colocated or a server): the trainer's weights gathered and handed to the engine before
   each generation, as the release does it (planner.estimate.weight_sync), the engine's share as the sync finds it;
 - reference-forward: the reference model's no-grad forward in chunks of the per-device batch
-  (`_get_per_token_logps_and_entropies(batch_size=per_device_train_batch_size)`); DPO runs it inside the
-  micro-step, after the policy's forward, so the policy's saved activations are live beside it;
+  (`_get_per_token_logps_and_entropies(batch_size=per_device_train_batch_size)`); DPO, and ms-swift 3.5-3.6's
+  GRPO, run it inside the micro-step, after the policy's forward, so the policy's saved activations are live beside
+  it (planner.estimate.ref_in_step);
 - old-logps (GRPO): the policy's own no-grad forward, when generation is not aligned with the optimizer step;
 - training: the supervised step's moments (planner.estimate.memory) over prompt + completion rows, with TRL's log-prob
   head (planner.estimate.recipe_terms.logprob_head_bytes) in place of the loss;
@@ -24,7 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.config.spec import Hardware, MemoryBreakdown
-from planner.estimate import gkd, recipe_terms, role_heads, roles, rollout, speed, weight_sync
+from planner.estimate import gkd, recipe_terms, ref_in_step, role_heads, roles, rollout, speed, weight_sync
 from planner.estimate import memory as mem
 from planner.estimate.generation import SAMPLING_FP32_COPIES, generation_terms, kv_cache_bytes, sequences_per_generation
 from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
@@ -129,20 +130,22 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
             out["generation"] = vllm_generation_terms(s, capacity_bytes, between)
         if w.generation != "hf":
             out["weight-sync"] = weight_sync.sync_terms(s, between, vllm_reserved_bytes(s, capacity_bytes))
-        if w.has_reference(s.lora) or (w.beta > 0 and s.lora):
-            out["reference-forward"] = {**between, **logps_pass_terms(s)}
+        if w.has_reference(s.lora) or (w.beta > 0 and s.lora):  # ms-swift 3.5-3.6: after the policy's forward
+            in_step = ref_in_step.grpo_reference_in_step(s)
+            out["reference-forward"] = (
+                ref_in_step.in_step_terms(s, resident, logps_pass_terms(s))
+                if in_step
+                else {
+                    **between,
+                    **logps_pass_terms(s),
+                }
+            )
         if w.computes_old_logps(s.grad_accum):
             out["old-logps"] = {**between, **logps_pass_terms(s)}
     elif w.kind == "gkd":
         out.update(gkd_phases(s, resident, between))
     elif w.kind == "dpo" and not w.precompute_ref_log_probs:  # inside the micro-step, after the policy's forward
-        out["reference-forward"] = {
-            **resident,
-            "grads_bytes": mem.gradients_bytes(s) if s.grad_accum > 1 else 0,
-            "saved_activations_bytes": mem.activations_bytes(s),
-            "policy_logps_bytes": policy_head_saved_bytes(s),
-            **logps_pass_terms(s),
-        }
+        out["reference-forward"] = ref_in_step.in_step_terms(s, resident, logps_pass_terms(s))
     return out
 
 
@@ -172,19 +175,6 @@ def gkd_phases(s: Setup, resident: dict, between: dict) -> dict[str, dict[str, i
             }
         out["generation"] = {**between, **gen}
     return out
-
-
-def policy_head_saved_bytes(s: Setup) -> int:
-    """What the policy's log-prob head keeps for backward while DPO's reference forward runs: each row's
-    log_softmax output (`logprobs full`), or the fused head's copy of the scored hidden states; and the per-token
-    log-probs."""
-    w, t, c = s.knobs.workload, s.model.text, compute_dtype_bytes(s)
-    rows, scored = w.rows(s.micro_batch), min(w.scored_tokens(), s.seq_len)  # s.seq_len: the rank's slice under SP
-    if role_heads.upcasts(s.knobs.framework):  # OpenRLHF: the fp32 logits its cross-entropy saved, and its outputs
-        return 4 * rows * s.seq_len * t.vocab + 16 * rows * s.seq_len
-    if w.logprobs == "full":
-        return c * rows * s.seq_len * t.vocab
-    return (c * scored * t.hidden + 8 * scored) * rows + 16 * rows * s.seq_len
 
 
 ACTIVATION_TERMS = ("saved_activations_bytes", "kv_cache_bytes")

@@ -150,7 +150,9 @@ RELEASES = (
         "1181-1197 at v3.4.1)",
         keys=KEYS.release_keys("3.4", ("lora",)),
         defaults={"optimizer": FOREACH_3},
-        adapter={"vlm_logprobs": WHOLE_LOGITS, **NO_DPO_SPLITS},
+        # 3.5.0-3.6.4 score the reference inside GRPO's loss, after the policy's forward (v3.5.0 grpo_trainer.py:
+        # 1091, 1095-1100); 3.4.x before the micro-step (:1055-1058 at v3.4.1): the line is read the hungrier way
+        adapter={"vlm_logprobs": WHOLE_LOGITS, "grpo_reference": "in-step", **NO_DPO_SPLITS},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
         rules=(FSDP_FILE,),
     ),
