@@ -1,7 +1,8 @@
 """OpenRLHF's key table (planner.frameworks.keys): memplan field (or the role's own name where memplan has none) <->
 `openrlhf.cli.train_ppo_ray`'s dotted flag at 0.11.2, its default cited at that release's cli/train_ppo_ray.py, and
 the flat name 0.10.1 and before took (the 0.10.2 rename; "0.9" where 0.9.x named it otherwise). reader.py reads the
-flat names through `renamed`, writer.py writes the dotted ones, the adapter's Release lines show the flat ones."""
+flat names through `renamed`, writer.py writes the dotted ones, the adapter's Release lines show the flat ones.
+bucket_text: the zero_buckets text of the DeepSpeed defaults its "auto" sizes become."""
 
 from planner.frameworks.keys import Key, Table
 

@@ -1,6 +1,7 @@
 """OpenRLHF's flags as its readers take them (reader.py: train_ppo_ray and train_dpo; reader_sft.py: train_sft): the
 flat names of 0.10.1 and before read as their dotted 0.11.2 names and said once, a flag's value or its 0.11.2 default,
-a switch's state, the precision, and the release line the flat flags name (release_hint)."""
+a switch's state, the precision, the DeepSpeed bucket sizes its own config leaves to DeepSpeed (zero_buckets),
+and the release line the flat flags name (release_hint)."""
 
 from __future__ import annotations
 
