@@ -192,13 +192,14 @@ def gradients_bytes(s: Setup) -> int:
 def comm_bucket_bytes(s: Setup) -> int:
     """Persistent gradient communication buffers: DDP buckets (a copy of every gradient, since HF
     does not set gradient_as_bucket_view) for world > 1, DeepSpeed's contiguous reduce buckets
-    (zero.reduce_buckets_bytes)."""
+    (zero.reduce_buckets_bytes) and ZeRO-1/2's GPU staging buffer for an offloaded optimizer
+    (zero.offload_staging_bytes)."""
     k, g = s.knobs, grad_bytes_per_param(s.knobs)
     if k.fsdp != "off":  # reduce-scatter buffers are per unit, in backward: fsdp.backward_temp_bytes
         return 0
     if k.zero_stage == 0:  # nn.DataParallel has no DDP buckets (planner.estimate.dataparallel)
         return trainable_params(s) * g if s.world_size > 1 and not k.dataparallel else 0
-    return zero.reduce_buckets_bytes(s)
+    return zero.reduce_buckets_bytes(s) + zero.offload_staging_bytes(s)
 
 
 def model_states_bytes(s: Setup) -> int:

@@ -21,7 +21,7 @@ from functools import lru_cache
 
 from planner.config.roles import ACTOR, Group, existing_roles
 from planner.config.spec import MemoryBreakdown
-from planner.estimate import fsdp, generation, rollout
+from planner.estimate import fsdp, generation, rollout, zero
 from planner.estimate import memory as mem
 from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
 from planner.estimate.role_heads import logprob_pass_head_bytes, upcasts, value_pass_head_bytes
@@ -100,7 +100,9 @@ def resident_bytes(s: Setup, role: str, offload: tuple[str, ...]) -> int:
     """What a role keeps on each GPU of its group outside its own phases."""
     if role in ("actor", "critic"):
         params = 0 if f"{role}-params" in offload else mem.params_bytes(s)
-        return params + (0 if f"{role}-optimizer" in offload else mem.optimizer_bytes(s))
+        return (
+            params + (0 if f"{role}-optimizer" in offload else mem.optimizer_bytes(s)) + zero.offload_staging_bytes(s)
+        )
     if role == "reward" and reward_is_engine(s):
         return 0  # asleep at level 1 between scorings (vllm_async_server.py:859-860), eager: no graphs (reward.yaml)
     if role in ("ref", "reward"):
@@ -112,7 +114,7 @@ def active_bytes(s: Setup, role: str, offload: tuple[str, ...] = ()) -> int:
     """A role's own states while it runs: a trained role's are loaded back first; an offloaded no-grad role streams
     its sharded weights unit by unit (the gathered units are in its pass)."""
     if role in ("actor", "critic"):
-        return mem.params_bytes(s) + mem.optimizer_bytes(s)
+        return mem.params_bytes(s) + mem.optimizer_bytes(s) + zero.offload_staging_bytes(s)
     return 0 if role in offload and (s.knobs.fsdp != "off" or s.knobs.zero_stage == 3) else frozen_params_bytes(s)
 
 

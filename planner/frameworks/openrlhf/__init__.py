@@ -10,7 +10,7 @@ the `--flash_attn` switch, off by default (eager: v0.8.9 :282, models/actor.py:5
 flash_attention_2 by default (v0.8.10 :283-287)."""
 
 from planner.frameworks.base import NO_SPLITS, Default, Framework, Release, Rule, kind, workload_of
-from planner.frameworks.openrlhf.keys import KEYS
+from planner.frameworks.openrlhf.keys import BUCKETS, KEYS
 from planner.frameworks.rl import RoleEngine
 
 # the groups --placement may give (cli/train_ppo_ray.py: each role alone, or actor+ref and critic+reward together)
@@ -143,7 +143,9 @@ FRAMEWORK = Framework(
     runs={
         # its DeepSpeed config names Adam: DeepSpeed picks FusedAdam or DeepSpeedCPUAdam (deepspeed_utils.py:71)
         "client_optimizer": (False,),
-        "zero_buckets": ("",),  # its own DeepSpeed config (no user JSON read)
+        # its own DeepSpeed config (no user JSON read): "auto" sizes DeepSpeed fills with its defaults (the reading's,
+        # reader_flags.zero_buckets); "" (HF's sizes) where memplan plans it without a reading
+        "zero_buckets": ("", *BUCKETS),
         "device_map": ("off",),  # one process a GPU
         "dataparallel": (False,),  # torch's nn.DataParallel: HF's Trainer alone
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults

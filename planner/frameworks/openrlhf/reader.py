@@ -17,6 +17,7 @@ from planner.frameworks.openrlhf.reader_flags import (  # noqa: F401 - release_h
     on,
     precision,
     release_hint,
+    zero_buckets,
 )
 from planner.frameworks.openrlhf.reader_ppo import read_old_ppo
 from planner.frameworks.openrlhf.reader_sft import read_sft
@@ -50,6 +51,7 @@ def read(c: Collector, flags: dict[str, Flag], near) -> None:
     precision(c, f, f"{T}:330")
     stage, ss = get(f, KEYS.key("zero_stage"))
     c.number("zero_stage", stage, ss, KEYS.flag("zero_stage"), minimum=0)
+    zero_buckets(c, f, as_int(stage) or 0)
     c.set("fsdp", "off", default(ORL, T, "DeepSpeed only"), KEYS.flag("zero_stage"))
     if on(f, KEYS.key("offload")):
         c.set("offload", "optimizer", f[KEYS.key("offload")].source, KEYS.flag("offload"))
