@@ -84,10 +84,12 @@ def test_without_checkpointing_each_trained_block_keeps_its_softmax_for_the_back
     assert mem.activations_bytes(off) - mem.activations_bytes(new) == (v.layers - v.unused_layers) * 16 * 2 * n * n
 
 
-def test_the_3x_line_runs_it_too_and_3_4_does_not():
-    """ms-swift 3.0-3.2 pin transformers <4.51, whose Qwen2-VL and Qwen2.5-VL towers still pass SDPA 3-D tensors
-    (the 3.x line read the hungrier way for 3.3, which allows 4.51-4.52's 4-D call); 3.4's line is not."""
-    assert mem.masked_tower(_qwen2_vl_run("3")) and not mem.masked_tower(_qwen2_vl_run("3.4"))
+def test_the_3x_and_3_4_lines_run_it_too_and_3_7_does_not():
+    """ms-swift 3.0-3.2 pin transformers <4.51, whose Qwen2-VL and Qwen2.5-VL towers still pass SDPA 3-D tensors;
+    3.3.x and the 3.4 line (3.4.0-3.6.4) allow the same >=4.33,<4.53 (requirements/framework.txt), 4.49-4.50
+    among them, and are read the hungrier way; 3.7's line is not."""
+    assert mem.masked_tower(_qwen2_vl_run("3")) and mem.masked_tower(_qwen2_vl_run("3.4"))
+    assert not mem.masked_tower(_qwen2_vl_run("3.7"))
     s = _qwen2_vl_run("3")
     qwen25 = Setup(load_model("qwen2.5-vl-7b"), s.knobs, 1, 1, 10240, 8, 1, image_tokens=8192)
     assert mem.masked_tower(qwen25) and qwen25.model.vision.heads == 16
