@@ -11,6 +11,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+# The tests never read or write the user's probe store (planner.evidence.store.default_path: the user data dir's
+# probes.sqlite, where `check --verify` and the probes put their records): a record there calibrates every default
+# plan, so a test's answer would depend on what this machine probed before. Each test process gets its own empty
+# store unless the caller names one; tests that need a store of their own set MEMPLAN_STORE themselves.
+os.environ.setdefault("MEMPLAN_STORE", os.path.join(tempfile.mkdtemp(prefix="memplan-tests-"), "probes.sqlite"))
+
 
 def fake_nvml(monkeypatch, devices: list[tuple[str, int]]) -> None:
     """Stand in for nvidia-ml-py's module: a host with these (name, total bytes) GPUs. Only the driver
