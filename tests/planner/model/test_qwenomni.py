@@ -44,3 +44,16 @@ def test_the_audio_tower_takes_no_gradient_on_one_gpu_and_states_under_zero3():
     audio = m.params_by_role()["audio"]
     assert trainable_params(one) == m.params - audio and frozen_params(one) == audio
     assert trainable_params(zero3) == m.params  # DeepSpeed allocates every parameter's states up front
+
+
+def test_the_3b_thinker_is_its_checkpoints_parts():
+    """Qwen2.5-Omni-3B's thinker as a user's ms-swift audit tallied its checkpoint (thinker.audio_tower 638 M,
+    thinker.visual 669 M, thinker.model 3.09 B, thinker.lm_head 311 M; the library's file 56381265733, the
+    Qwen2.5-Omni-3B config.json's enable_audio_output true): rounded as the audit rounds them."""
+    m = catalog.load_model("qwen2.5-omni-3b")
+    roles = m.params_by_role()
+    audio = roles["audio"] + 2048 * 1280 + 2048  # audio_tower.proj, counted as a projector
+    visual = roles["vision"] + roles["projector"] - (2048 * 1280 + 2048)
+    assert (round(audio / 1e6), round(visual / 1e6), roles["head"]) == (638, 669, 151_936 * 2048)
+    assert round((roles["embed"] + roles["layer"] + roles["norm"]) / 1e7) == 309
+    assert m.params == 4_703_464_448  # transformers' meta build (tests/planner/model/test_catalog.py)
