@@ -31,11 +31,6 @@ from planner.model.shapes import Tensors, linear, size
 MODEL_TYPES = ("qwen2_5_omni", "qwen2_5_omni_thinker")
 
 
-def is_omni(model_type: str) -> bool:
-    """A Qwen2.5-Omni model (its thinker or the whole): the family test, kept in its reader."""
-    return model_type in MODEL_TYPES
-
-
 # transformers 5.25's sub-config classes' defaults (configuration_qwen2_5_omni.py:30-210)
 VISION_DEFAULTS = {
     "depth": 32,
