@@ -136,6 +136,11 @@ SLOW = {
     # Qwen2.5-Omni's thinker (appended to ORDER): a 7B's 3,584-wide decoder, its 32-block tower, 2026-12-05
     "tests/probes/test_family_accuracy.py::test_analytic_peak_matches_the_sim_for_every_family[bf16-pure-full-qwen2_5_omni_thinker]": 110,
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[qwen2.5-omni-7b]": 18,
+    # Qwen3-Omni's thinker (appended to ORDER; its commit shape is the smallest, 4 x 2048 without checkpointing): a
+    # 27-block tower, the 32-layer audio tower's states and 16 experts a layer, 2026-12-05 on 2 busy cores
+    "tests/probes/test_family_accuracy.py::test_analytic_peak_matches_the_sim_for_every_family[bf16-pure-off-qwen3_omni_moe_thinker]": 47,
+    "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[qwen3-omni-30b-a3b]": 11,
+    "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[glm-4.6v]": 21,
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[glm-4.6v-flash]": 11,
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[llama-4-maverick-17b-128e]": 9,
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[llama-4-scout-17b-16e]": 5,

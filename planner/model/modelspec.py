@@ -22,6 +22,7 @@ from planner.model import (
     pending,
     prequant,
     qwen1,
+    qwen3omni,
     qwenomni,
     qwenvl,
     vila,
@@ -114,6 +115,7 @@ ALL_FAMILIES = sorted(
     | set(glm4v.MODEL_TYPES)
     | set(llama4.MODEL_TYPES)
     | set(qwenomni.MODEL_TYPES)
+    | set(qwen3omni.MODEL_TYPES)
 )
 
 
@@ -594,6 +596,10 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
     units = fsdp_units(mt, tc.get("model_type") if isinstance(tc, dict) else None)
     if mt in llama4.MODEL_TYPES:  # Llama-4: its own MoE layout, every token through every expert
         text, t, vision, vt, units = llama4.read(cfg, TextSpec, VisionSpec)
+        return ModelSpec(name, mt, text, tuple(vt + t), vision, exact=True, config=cfg, fsdp_units=units)
+    if mt in qwen3omni.MODEL_TYPES:  # Qwen3-Omni's thinker: a Qwen3-MoE decoder beside its towers (moespec.LAYOUT)
+        tc, vision, vt = qwen3omni.read(cfg, VisionSpec)
+        text, t = _moe_text(tc, qwen3omni.TEXT_TYPE)
         return ModelSpec(name, mt, text, tuple(vt + t), vision, exact=True, config=cfg, fsdp_units=units)
     if mt in MOE_FAMILIES or mt in hybrid.TEXT_TYPES:
         text, t = hybrid.read(cfg, mt, TextSpec) if mt in hybrid.TEXT_TYPES else _moe_text(cfg, mt)

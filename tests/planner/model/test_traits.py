@@ -23,6 +23,7 @@ READERS = {
     "planner/model/vila.py",
     "planner/model/qwenvl.py",
     "planner/model/qwenomni.py",
+    "planner/model/qwen3omni.py",
     "planner/model/hybrid.py",
     "planner/model/glm4v.py",
     "planner/model/qwen1.py",
