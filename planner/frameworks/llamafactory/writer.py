@@ -24,8 +24,9 @@ import json
 from planner.config.spec import Hardware, Plan
 from planner.export import export
 from planner.frameworks import FRAMEWORKS, check_plan
-from planner.frameworks.llamafactory import FRAMEWORK, TRAIN_BASH, takes
+from planner.frameworks.llamafactory import FRAMEWORK
 from planner.frameworks.llamafactory.keys import KEYS
+from planner.frameworks.llamafactory.releases import TRAIN_BASH, takes
 from planner.model.catalog import checkpoints
 from planner.model.modelspec import ModelSpec, peft_target_modules
 
