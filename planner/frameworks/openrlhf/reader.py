@@ -20,7 +20,7 @@ from planner.frameworks.openrlhf.reader_flags import (  # noqa: F401 - release_h
 )
 from planner.frameworks.openrlhf.reader_ppo import read_old_ppo
 from planner.frameworks.openrlhf.reader_sft import read_sft
-from planner.intake import releases, world
+from planner.intake import line_defaults, releases, world
 from planner.intake.collect import Collector, as_float, as_int, default, one
 from planner.intake.flags import Flag
 from planner.intake.flags import parse as parse_flags
@@ -28,7 +28,7 @@ from planner.intake.models import lookup, read_model
 
 
 def read(c: Collector, flags: dict[str, Flag], near) -> None:
-    f = releases.with_defaults(c, "openrlhf", KEYS, dotted(c, flags))  # 0.9's --micro_train_batch_size 4
+    f = line_defaults.with_defaults(c, "openrlhf", KEYS, dotted(c, flags))  # 0.9's --micro_train_batch_size 4
     est, src = get(f, KEYS.key("workload.kind"))
     kind = ESTIMATORS.get(str(est), "grpo")
     c.set("workload.kind", kind, src, KEYS.flag("workload.kind"))
