@@ -56,7 +56,8 @@ from planner.evidence.store import ProbeRecord, Shapes
 from planner.export.launch import with_launch
 from planner.frameworks import FRAMEWORKS, adapter
 from planner.model import catalog, hardware, images, prequant
-from planner.model.modelspec import ModelSpec, from_config
+from planner.model.families import from_config
+from planner.model.modelspec import ModelSpec
 from planner.model.shapes import module_name_matches
 from planner.search import imagefit, memo, videofit
 from planner.search.datafit import DataFit, Scanner, scan_data, token_batches, verdict

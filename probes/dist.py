@@ -102,7 +102,7 @@ def compare_states(case: Case, world: int = 2, steps: int = 2) -> list[dict]:
     buckets (comm_bucket_bytes). ZeRO-2's reduce buckets live only during backward: not compared."""
     from planner.estimate import memory
     from planner.estimate.setup import Setup
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
 
     s = Setup(
         from_config(case.config, "probe"),
@@ -278,7 +278,7 @@ def _rank_main(job_path: str, out_dir: str) -> None:
         import deepspeed
 
         from planner.export.export import deepspeed_config_for
-        from planner.model.modelspec import from_config
+        from planner.model.families import from_config
 
         init_deepspeed("gloo", cpu=True)
         ds = deepspeed_config_for(k, case.micro_batch, case.grad_accum, world, from_config(case.config, "probe"))

@@ -44,7 +44,7 @@ def analytic_terms(case: Case, world: int) -> dict[str, int]:
     from planner.estimate import memory, parallel
     from planner.estimate.activations import saved_dtype_bytes
     from planner.estimate.setup import Setup
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
 
     s = Setup(
         from_config(case.config, "probe"),

@@ -15,7 +15,7 @@ from planner.frameworks import BUNDLED, FRAMEWORKS, adapter
 from planner.intake import modelconfig, models
 from planner.intake.collect import Collector, assumption
 from planner.model.catalog import checkpoints
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 
 
 def finish(c: Collector) -> None:

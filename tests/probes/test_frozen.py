@@ -11,7 +11,7 @@ from planner.config.spec import Knobs
 from planner.estimate.memory import frozen_params, frozen_weight_bytes_per_param, params_bytes, trainable_params
 from planner.estimate.setup import Setup
 from planner.model import catalog
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 from recipe.model import build_model
 
 

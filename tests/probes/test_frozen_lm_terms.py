@@ -11,7 +11,7 @@ pytest.importorskip("transformers")
 from planner.config.spec import Knobs
 from planner.estimate import frozen_lm
 from planner.estimate.memory import activation_profile
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 from probes.sim import simulate
 from probes.step import Case
 from tests.probes.tiny_vlms import tiny_vlm

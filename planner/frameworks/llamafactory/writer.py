@@ -28,7 +28,8 @@ from planner.frameworks.llamafactory import FRAMEWORK
 from planner.frameworks.llamafactory.keys import KEYS
 from planner.frameworks.llamafactory.releases import TRAIN_BASH, takes
 from planner.model.catalog import checkpoints
-from planner.model.modelspec import ModelSpec, peft_target_modules
+from planner.model.lora_targets import peft_target_modules
+from planner.model.modelspec import ModelSpec
 
 VERSION = "llamafactory 0.9.5"
 CONFIG_NAME = "llamafactory_train.yaml"
