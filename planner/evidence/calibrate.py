@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from planner.config.spec import GIB, Hardware, Knobs, MemoryBreakdown, OverheadTerm
 from planner.errors import BadInput
-from planner.estimate.memory import breakdown, comm_bucket_bytes, overhead_terms
+from planner.estimate.memory import breakdown
 from planner.estimate.overheads import allocator_limit_bytes
+from planner.estimate.overheads import terms as overhead_terms
 from planner.estimate.setup import Setup
+from planner.estimate.state_terms import comm_bucket_bytes
 from planner.evidence.store import (
     ProbeRecord,
     Shapes,

@@ -10,7 +10,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 from planner.config.spec import Knobs
 from planner.estimate import frozen_lm
-from planner.estimate.memory import activation_profile
+from planner.estimate.activation_terms import activation_profile
 from planner.model.families import from_config
 from probes.sim import simulate
 from probes.step import Case

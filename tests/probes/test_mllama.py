@@ -12,7 +12,7 @@ transformers = pytest.importorskip("transformers")
 
 from planner.config.spec import Knobs
 from planner.estimate import activations as act
-from planner.estimate.memory import activation_profile
+from planner.estimate.activation_terms import activation_profile
 from planner.model.families import from_config
 
 TEXT = {

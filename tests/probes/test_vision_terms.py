@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 from planner.config.spec import Knobs
-from planner.estimate.memory import activation_profile
+from planner.estimate.activation_terms import activation_profile
 from planner.estimate.vision import eager_attention_bytes, vision_activations_bytes
 from planner.model import catalog
 from planner.model.families import from_config

@@ -12,8 +12,7 @@ from planner import checkconfig, intake
 from planner.config.roles import Roles, check_groups
 from planner.config.spec import GIB
 from planner.errors import BadInput
-from planner.estimate import memory as mem
-from planner.estimate import roles
+from planner.estimate import roles, state_terms
 from planner.estimate.setup import Setup
 from planner.model import catalog
 
@@ -73,7 +72,7 @@ def test_each_process_holds_all_four_llama_3_8b_models_in_bf16_as_transformers_b
     s = setup_of(plan, "llama-3.1-8b", 4)
     rollout = roles.group_phases(s, 48 * GIB)["colocated (4 GPUs)"]["rollout"]
     # ZeRO-2 keeps whole bf16 weights; --adam_offload keeps the fp32 master and moments on the host
-    assert mem.optimizer_bytes(s) == 0
+    assert state_terms.optimizer_bytes(s) == 0
     assert rollout["actor_resident_bytes"] == 2 * causal
     assert rollout["ref_resident_bytes"] == 2 * causal  # the initial model: ZeRO stage 0 unless training with 3
     assert rollout["critic_resident_bytes"] == rollout["reward_resident_bytes"] == 2 * scorer
