@@ -80,8 +80,8 @@ def scanner(settings: Settings):
 def resolve_model(ref: str | dict, settings: Settings) -> ModelSpec:
     """A catalog name; a config.json object posted in the body; or a path inside one of the
     configured model directories (after resolving links, never `..`). Nothing else is read."""
-    from planner.advise import default_resolver
     from planner.model import catalog
+    from planner.resolved import default_resolver
 
     if isinstance(ref, dict):
         try:
