@@ -38,7 +38,7 @@ Authorized = Depends(require_token)
 
 
 def probe_functions():
-    """The probes the core may run for this service (planner.advise.Probes), or None without probes/."""
+    """The probes the core may run for this service (planner.verification.Probes), or None without probes/."""
     from probes import probe_functions as functions
 
     return functions()

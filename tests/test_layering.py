@@ -127,7 +127,7 @@ CORE_STAGES = [
     {"model"},
     {"estimate"},
     {"search", "evidence", "export", "intake"},
-    {"resolved"},
+    {"resolved", "verification"},
     {"advise"},
     {"checkconfig"},
 ]

@@ -131,7 +131,7 @@ def from_record(s: Setup, hw: Hardware, analytic: MemoryBreakdown, rec: ProbeRec
 
 
 def replay_of(s: Setup, hw: Hardware, rec: ProbeRecord) -> dict | None:
-    """The record's caching-allocator replay (planner.advise.verify), where it was capped at this card's limit."""
+    """The record's caching-allocator replay (planner.verification.verify), where it was capped at this card's limit."""
     replay = rec.detail.get("replay") if rec.backend == "sim" else None
     if replay and replay["limit_bytes"] == allocator_limit_bytes(s, hw.gpu.capacity_bytes):
         return replay
