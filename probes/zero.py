@@ -84,7 +84,7 @@ def planned(case: Case, zero: dict, world: int = 2):
 
     from planner.estimate import zero as terms
     from planner.estimate.setup import Setup
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
 
     s = Setup(from_config(case.config, "probe"), case.knobs, case.micro_batch, case.grad_accum, case.seq_len, world, 1)
     names = {"stage3_max_live_parameters": "max_live_parameters", "stage3_max_reuse_distance": "max_reuse_distance"}
@@ -206,7 +206,7 @@ def _rank_main(job_path: str, out_dir: str) -> None:
     import torch
 
     from planner.export.export import deepspeed_config_for
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
     from probes.step import build_model, inputs
     from recipe import make_optimizer
     from recipe.dist import client_optimizer_config, init_deepspeed

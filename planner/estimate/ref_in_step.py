@@ -13,8 +13,7 @@ Who runs it there:
 
 from __future__ import annotations
 
-from planner.estimate import memory as mem
-from planner.estimate import role_heads
+from planner.estimate import activation_terms, role_heads, state_terms, temp_terms
 from planner.estimate.nograd import compute_dtype_bytes
 from planner.estimate.setup import Setup
 from planner.frameworks import FRAMEWORKS, adapter
@@ -37,7 +36,7 @@ def policy_head_saved_bytes(s: Setup) -> int:
     rows, scored = w.rows(s.micro_batch), min(w.scored_tokens(), s.seq_len)  # s.seq_len: the rank's slice under SP
     if role_heads.upcasts(s.knobs.framework):  # OpenRLHF: the fp32 logits its cross-entropy saved, and its outputs
         return 4 * rows * s.seq_len * t.vocab + 16 * rows * s.seq_len
-    if mem.whole_logits(s):
+    if temp_terms.whole_logits(s):
         return c * rows * scored * t.vocab + 8 * rows * scored
     if w.logprobs == "full":
         return c * rows * s.seq_len * t.vocab
@@ -49,8 +48,8 @@ def in_step_terms(s: Setup, resident: dict[str, int], nograd_pass: dict[str, int
     earlier micro-steps, the policy's saved activations and head, and the reference's no-grad pass."""
     return {
         **resident,
-        "grads_bytes": mem.gradients_bytes(s) if s.grad_accum > 1 else 0,
-        "saved_activations_bytes": mem.activations_bytes(s),
+        "grads_bytes": state_terms.gradients_bytes(s) if s.grad_accum > 1 else 0,
+        "saved_activations_bytes": activation_terms.activations_bytes(s),
         "policy_logps_bytes": policy_head_saved_bytes(s),
         **nograd_pass,
     }

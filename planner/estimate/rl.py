@@ -25,10 +25,23 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.config.spec import Hardware, MemoryBreakdown
-from planner.estimate import gkd, recipe_terms, ref_in_step, role_heads, roles, rollout, speed, weight_sync
+from planner.estimate import (
+    activation_terms,
+    gkd,
+    recipe_terms,
+    ref_in_step,
+    role_heads,
+    roles,
+    rollout,
+    speed,
+    state_terms,
+    temp_terms,
+    weight_sync,
+)
 from planner.estimate import memory as mem
 from planner.estimate.generation import SAMPLING_FP32_COPIES, generation_terms, kv_cache_bytes, sequences_per_generation
 from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
+from planner.estimate.overheads import terms as overhead_terms
 from planner.estimate.parallel import view as rank_view
 from planner.estimate.setup import Setup
 from planner.estimate.vision import tower_knob
@@ -88,8 +101,8 @@ def logps_pass_terms(s: Setup) -> dict[str, int]:
     shape = recipe_terms.row_shape(s.knobs, s.micro_batch, s.seq_len)
     if role_heads.upcasts(s.knobs.framework):  # OpenRLHF's Actor: fp32 logits of every token (models/actor.py:267)
         head = role_heads.logprob_pass_head_bytes(rows * width, t.vocab, compute_dtype_bytes(s), False, upcast=True)
-    elif mem.whole_logits(s):  # ms-swift 3.2-3.6 on a multimodal model: the same moment without gradients
-        scored, profile = min(width, s.knobs.workload.scored_tokens()), mem.text_shape(s)[3]
+    elif temp_terms.whole_logits(s):  # ms-swift 3.2-3.6 on a multimodal model: the same moment without gradients
+        scored, profile = min(width, s.knobs.workload.scored_tokens()), activation_terms.text_shape(s)[3]
         head = recipe_terms.whole_logits_logps_bytes(t, rows, width, scored, profile)
     elif s.knobs.workload.logprobs == "full":  # the logits of the chunk, and one row's log_softmax at a time
         head = compute_dtype_bytes(s) * (rows * width + shape[1]) * t.vocab
@@ -104,16 +117,16 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
     vLLM's share) are in each phase; gradients only where accumulation keeps them across a generation."""
     w = s.knobs.workload
     resident = {
-        "policy_params_bytes": mem.params_bytes(s),
-        "optimizer_bytes": mem.optimizer_bytes(s),
-        "gradient_buffers_bytes": mem.comm_bucket_bytes(s),
+        "policy_params_bytes": state_terms.params_bytes(s),
+        "optimizer_bytes": state_terms.optimizer_bytes(s),
+        "gradient_buffers_bytes": state_terms.comm_bucket_bytes(s),
         "reference_params_bytes": reference_params_bytes(s),
         "vllm_reserved_bytes": vllm_between_bytes(s, capacity_bytes),
         **({"teacher_params_bytes": gkd.teacher_params_bytes(s)} if w.kind == "gkd" else {}),
     }
     mid_step = w.kind == "grpo" and s.grad_accum % w.steps_per_gen(s.grad_accum) != 0
-    between = {**resident, "grads_bytes": mem.gradients_bytes(s) if mid_step else 0}
-    logprobs = mem.logits_loss_bytes(s) if training.temp_bytes == mem.backward_start_temp_bytes(s) else 0
+    between = {**resident, "grads_bytes": state_terms.gradients_bytes(s) if mid_step else 0}
+    logprobs = temp_terms.logits_loss_bytes(s) if training.temp_bytes == temp_terms.backward_start_temp_bytes(s) else 0
     out = {
         "training": {
             **resident,
@@ -157,8 +170,8 @@ def gkd_phases(s: Setup, resident: dict, between: dict) -> dict[str, dict[str, i
     out = {
         "teacher-forward": {
             **resident,
-            "grads_bytes": mem.gradients_bytes(s) if s.grad_accum > 1 else 0,
-            "saved_activations_bytes": mem.activations_bytes(s),
+            "grads_bytes": state_terms.gradients_bytes(s) if s.grad_accum > 1 else 0,
+            "saved_activations_bytes": activation_terms.activations_bytes(s),
             "student_logits_bytes": gkd.model_logits_bytes(s, rows),
             "forward_transient_bytes": gkd.teacher_forward_bytes(s, rows),
         }
@@ -194,7 +207,7 @@ def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
     phase = max(totals, key=totals.get)
     terms = phases[phase]
     peak = totals[phase]
-    overheads = mem.overhead_terms(s, peak - terms["vllm_reserved_bytes"])
+    overheads = overhead_terms(s, peak - terms["vllm_reserved_bytes"])
     overhead = sum(t.bytes for t in overheads)
     params = sum(terms.get(k, 0) for k in PARAM_TERMS)
     grads = terms.get("grads_bytes", 0) + terms["gradient_buffers_bytes"]

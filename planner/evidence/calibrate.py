@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from planner.config.spec import GIB, Hardware, Knobs, MemoryBreakdown, OverheadTerm
 from planner.errors import BadInput
-from planner.estimate.memory import breakdown, comm_bucket_bytes, overhead_terms
+from planner.estimate.memory import breakdown
 from planner.estimate.overheads import allocator_limit_bytes
+from planner.estimate.overheads import terms as overhead_terms
 from planner.estimate.setup import Setup
+from planner.estimate.state_terms import comm_bucket_bytes
 from planner.evidence.store import (
     ProbeRecord,
     Shapes,
@@ -133,7 +135,7 @@ def from_record(s: Setup, hw: Hardware, analytic: MemoryBreakdown, rec: ProbeRec
 
 
 def replay_of(s: Setup, hw: Hardware, rec: ProbeRecord) -> dict | None:
-    """The record's caching-allocator replay (planner.advise.verify), where it was capped at this card's limit."""
+    """The record's caching-allocator replay (planner.verification.verify), where it was capped at this card's limit."""
     replay = rec.detail.get("replay") if rec.backend == "sim" else None
     if replay and replay["limit_bytes"] == allocator_limit_bytes(s, hw.gpu.capacity_bytes):
         return replay

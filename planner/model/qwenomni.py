@@ -100,7 +100,7 @@ def audio_tensors(a: dict) -> list[Tensors]:
 
 
 def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors]]:
-    """(text config for modelspec's Qwen2 reader, the tower's VisionSpec, the tower's, projectors' and audio
+    """(text config for decoders' Qwen2 reader, the tower's VisionSpec, the tower's, projectors' and audio
     tower's tensors)."""
     th = thinker_config(cfg)
     tc = {**_sub(th, "text_config", TEXT_DEFAULTS), "tie_word_embeddings": bool(th.get("tie_word_embeddings", False))}

@@ -26,7 +26,7 @@ from planner.config.spec import Knobs
 from planner.estimate.memory import breakdown
 from planner.estimate.setup import Setup
 from planner.model import catalog
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 from planner.model.shapes import REMOTE_CODE_ONLY
 from probes.sim import simulate
 from probes.step import Case

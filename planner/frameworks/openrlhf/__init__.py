@@ -1,7 +1,7 @@
 """OpenRLHF 0.11.2's runs: RL (`python3 -m openrlhf.cli.train_ppo_ray` with its dotted flags, Ray placing the roles):
 actor and critic trained by DeepSpeed ZeRO, reference and reward model by DeepSpeed's inference engine, vLLM engines
 for the rollout; DPO and SFT (`deepspeed --module openrlhf.cli.train_dpo|train_sft`) as one trainer on the launcher's
-GPUs (reader.py, reader_sft.py). Files cited are in the 0.11.2 wheel (paths under openrlhf/).
+GPUs (reader.py, reader_rollout.py, reader_sft.py). Files cited are in the 0.11.2 wheel (paths under openrlhf/).
 
 Releases (github.com/OpenRLHF/OpenRLHF tags, openrlhf/cli/train_ppo_ray.py): flat flags through 0.10.1, dotted from
 0.10.2 (the intake reads both: planner/frameworks/openrlhf/reader.py); 0.9.x's micro-batch default was 4 and its precision

@@ -6,7 +6,7 @@ and the release line the flat flags name (release_hint)."""
 from __future__ import annotations
 
 from planner.frameworks.openrlhf.keys import ALIASES, KEYS, bucket_text
-from planner.intake import releases
+from planner.intake import line_defaults
 from planner.intake.collect import Collector, as_bool, default, one
 from planner.intake.flags import Flag
 
@@ -53,9 +53,9 @@ def get(f: dict[str, Flag], key: str) -> tuple[object, str]:
 def attention(c: Collector, f: dict[str, Flag], cite: str) -> None:
     """--ds.attn_implementation, read from the flat --attn_implementation (0.8.10 .. 0.10.1) or the --flash_attn switch
     of 0.8.9 and before (planner.frameworks.openrlhf.keys); unset, the default of the release line the reading
-    targets where it moved (0.8.9's eager: releases.moved_default), else 0.11.2's flash_attention_2 (`cite`)."""
+    targets where it moved (0.8.9's eager: line_defaults.moved_default), else 0.11.2's flash_attention_2 (`cite`)."""
     key = KEYS.key("attention")
-    moved = releases.moved_default(c, "openrlhf", "attention") if key not in f else None
+    moved = line_defaults.moved_default(c, "openrlhf", "attention") if key not in f else None
     if key not in f and moved is None:
         c.set("attention", "flash", default(ORL, cite, "flash_attention_2"), KEYS.flag("attention"))
         return

@@ -12,8 +12,7 @@ from planner import checkconfig, intake
 from planner.config.roles import Roles, check_groups
 from planner.config.spec import GIB
 from planner.errors import BadInput
-from planner.estimate import memory as mem
-from planner.estimate import roles, zero
+from planner.estimate import roles, state_terms, zero
 from planner.estimate.setup import Setup
 from planner.model import catalog
 
@@ -74,7 +73,7 @@ def test_each_process_holds_all_four_llama_3_8b_models_in_bf16_as_transformers_b
     rollout = roles.group_phases(s, 48 * GIB)["colocated (4 GPUs)"]["rollout"]
     # ZeRO-2 keeps whole bf16 weights; --adam_offload keeps the fp32 master and moments on the host, and a bf16 buffer
     # of the largest parameter (the embedding, in the actor and in the critic) on the GPU to stage gradients through
-    assert mem.optimizer_bytes(s) == 0
+    assert state_terms.optimizer_bytes(s) == 0
     staging = 2 * s.model.text.vocab * s.model.text.hidden
     assert zero.offload_staging_bytes(s) == staging
     assert rollout["actor_resident_bytes"] == 2 * causal + staging

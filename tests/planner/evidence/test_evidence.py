@@ -107,8 +107,9 @@ def _limit():
 
 
 def test_a_replayed_sim_step_sets_the_fragmentation_in_place_of_the_prior(tmp_path):
-    """planner.advise.verify stores the caching allocator's replay of the sim step (probes.reserved) in the record:
-    at this card's limit, its reserved over allocated is the plan's fragmentation; at another card's, the prior."""
+    """planner.verification.verify stores the caching allocator's replay of the sim step (probes.reserved) in the
+    record: at this card's limit, its reserved over allocated is the plan's fragmentation; at another card's, the
+    prior."""
     store = Store(tmp_path / "s.sqlite")
     store.add(_sim_record({"limit_bytes": _limit(), "allocated": 10 * 2**30, "reserved": 13 * 2**30, "oom_at": None}))
     p = _plan(store)

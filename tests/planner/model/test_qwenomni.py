@@ -11,7 +11,8 @@ from planner.errors import BadInput
 from planner.estimate.setup import Setup
 from planner.estimate.trained import frozen_params, trainable_params
 from planner.model import catalog
-from planner.model.modelspec import from_config, frozen_roles
+from planner.model.families import from_config
+from planner.model.modelspec import frozen_roles
 
 THINKER = catalog.model_config("qwen2.5-omni-7b")
 # each whole Omni's model_type and its thinker's catalog model (Qwen3-Omni's: planner/model/qwen3omni.py)
