@@ -225,6 +225,13 @@ SPANS = {
     **dict.fromkeys(("use_eaft_loss", "use_asft_loss"), ((0, 9, 5), None)),
     # HF's TrainingArguments key gone at transformers 4.53 (planner.frameworks.hf OLD_OPTIM_KEYS); v0.9.5 pins >=4.55
     "evaluation_strategy": (None, (0, 9, 5)),
+    # flash_attn's values as the releases took them (reader.py flash_words: the value, not the key, narrows): a bool
+    # through v0.6.3 (v0.6.3 hparams/model_args.py:64-67), a word from v0.7.0 (model_args.py:68-71, and
+    # model/utils/attention.py raises on any other), "off" through v0.8.2, "disabled" from v0.8.3
+    "flash_attn=bool": (None, V["0.7"]),
+    "flash_attn=off": (V["0.7"], (0, 8, 3)),
+    "flash_attn=disabled": ((0, 8, 3), None),
+    **dict.fromkeys(("flash_attn=sdpa", "flash_attn=fa2", "flash_attn=auto"), (V["0.7"], None)),
 }
 TRAIN_BASH = ("0.5", "0.6", "0.7")
 DATAPARALLEL_LINES = ("0.5", "0.6", "0.7", "0.7.1")  # one process over the visible GPUs (rules: dataparallel)
