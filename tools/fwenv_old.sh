@@ -60,7 +60,7 @@ DEPS[trl-1.10.0]="transformers==5.19.0 accelerate==1.15.0 datasets==4.8.4 $TRLDE
 # Hugging Face Trainer's 4 lines (planner.frameworks.hf HF_RELEASES "4", "4.54"): transformers at each line's upper
 #   release and the accelerate, datasets and TRL of its month (the LoRA flags written are TRL's ModelConfig's, as the
 #   reader reads them: planner/intake/loraargs.py); TrainingArguments' own HfArgumentParser reads what memplan writes
-#   (tests/planner/export/validators/hf_validate.py)
+#   (tests/planner/export/validators/trl_validate.py TrainingArguments)
 PKG[hf-4.53.0]="transformers==4.53.0"
 DEPS[hf-4.53.0]="transformers==4.53.0 accelerate==1.8.1 datasets==3.6.0 trl==0.19.1 $TRLDEPS"
 PKG[hf-4.57.1]="transformers==4.57.1"

@@ -32,7 +32,7 @@ KINDS = {
     "grpo": GRPO,
 }
 CONFIG = {"lora": "SFTConfig", "full": "SFTConfig", "full-7b": "SFTConfig", "dpo": "DPOConfig", "grpo": "GRPOConfig"}
-LF, SWIFT, TRL, HF = "llamafactory_old_validate.py", "swift_old_validate.py", "trl_validate.py", "hf_validate.py"
+LF, SWIFT, TRL = "llamafactory_old_validate.py", "swift_old_validate.py", "trl_validate.py"
 ORL, VERL = "openrlhf_validate.py", "verl_rl_validate.py"
 # the role runs `check`ed per line; verl's PPO also without its reward model (0.6.x writes none: its rule)
 ROLE_RUNS = {
@@ -52,8 +52,8 @@ RELEASES = [
     *(("trl", line, f"trl-{v}", TRL) for line, v in (("0.14", "0.14.0"), ("0.15", "0.15.2"), ("0.19", "0.19.1"))),
     *(("trl", line, f"trl-{v}", TRL) for line, v in (("0.22", "0.22.2"), ("1.0", "1.0.0"), ("1.10", "1.10.0"))),
     ("trl", "r1-v", "trl-0.14.0", TRL),
-    # HF's Trainer at the 4 lines, each at its newest release: TrainingArguments' own parser (hf_validate.py)
-    *(("hf", line, f"hf-{v}", HF) for line, v in (("4", "4.53.0"), ("4.54", "4.57.1"))),
+    # HF's Trainer at the 4 lines, each at its newest release: TrainingArguments' own parser (trl_validate.py)
+    *(("hf", line, f"hf-{v}", TRL) for line, v in (("4", "4.53.0"), ("4.54", "4.57.1"))),
     # OpenRLHF's flat-flag lines (0.8 is 0.5.0 .. 0.8.9: its newest checked), verl 0.6 at both releases
     ("openrlhf", "0.10", "orl-0.10.1", ORL),
     ("openrlhf", "0.8", "orl-0.8.9", ORL),
@@ -110,7 +110,7 @@ def argument(framework: str, kind: str, folder: Path) -> str:
     if framework == "swift":
         return str(folder / "swift_train.sh")
     if framework == "hf":
-        return str(folder)
+        return f"TrainingArguments:{folder}"
     return f"{CONFIG[kind]}:{folder}"
 
 
