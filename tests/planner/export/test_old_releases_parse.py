@@ -40,8 +40,9 @@ ROLE_RUNS = {
     "verl": RL_CASES["verl"]
     | {"ppo-no-rm": {**RL_CASES["verl"]["ppo"], "workload": {"kind": "ppo", "num_generations": 4}}},
 }
-# OpenRLHF 0.8.x asks for flash-attn or eager only (its --flash_attn switch): the search's sdpa is not written there
-BODY = {("openrlhf", "0.8"): {"attention": ["flash"]}}
+# per line, what a request adds (none: OpenRLHF 0.8.x's --flash_attn switch writes flash-attn or eager, and a request
+# naming no attention is searched at the line's own, eager: planner.config.requests Space.release_attention)
+BODY: dict[tuple[str, str], dict] = {}
 # (framework, line, venv of tools/fwenv_old.sh, validator): LLaMA-Factory's 0.8 line runs 0.8.0 .. 0.9.0, both ends
 # checked; R1-V's fork trains with trl 0.14.0's GRPOConfig (setup.py:65)
 RELEASES = [
