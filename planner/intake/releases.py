@@ -61,16 +61,25 @@ def for_script(c: Collector, path: Path, trainer: str, flags: dict) -> None:
 
 
 def _taking(framework: str, trainer: str, flags: dict) -> tuple[tuple[str, ...], str] | None:
-    """(the release lines that take the run's own flags, why) where a flag only some releases take narrows them
-    (Framework.key_spans; a script's own defaults are no flags of the command); None where none does."""
+    """(the release lines that take the run's own flags, why) where a flag, or its value (a `KEY=WORD` entry: _word),
+    only some releases take narrows them (Framework.key_spans; a script's own defaults are no flags of the command);
+    None where none does."""
     fw = FRAMEWORKS.get(framework)
     spans = fw.key_spans.get(trainer, {}) if fw is not None else {}
-    named = [f for f in flags if f in spans and not is_default(flags[f].source)]
-    lines = fw.lines_taking(trainer, named) if named else ()
+    given = {f: flag for f, flag in flags.items() if not is_default(flag.source)}
+    named = [f for f in given if f in spans]
+    valued = [f"{f}={_word(flag.value)}" for f, flag in given.items() if f"{f}={_word(flag.value)}" in spans]
+    lines = fw.lines_taking(trainer, named + valued) if named or valued else ()
     if not lines or len(lines) == len(fw.lines_taking(trainer, ())):
         return None
-    said = ", ".join(flags[f].source for f in named)
+    said = ", ".join(flags[f.partition("=")[0]].source for f in named + valued)
     return tuple(r.name for r in lines), f"{said}: taken by {fw.label} {lines[0].name} .. {lines[-1].name} only"
+
+
+def _word(value: object) -> str:
+    """A flag's value as a key_spans entry names it (`KEY=WORD`: a value only some releases take, e.g.
+    LLaMA-Factory's flash_attn bool to v0.6.3): "bool" for a switch or true/false, else the value lowercased."""
+    return "bool" if isinstance(value, bool) or str(value).lower() in ("true", "false") else str(value).lower()
 
 
 def entry_point(fw, words: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:

@@ -8,6 +8,8 @@ What moved between them:
 - cutoff_len 1024 through v0.9.0 (src/llamafactory/hparams/data_args.py:44-45), 2048 from v0.9.1 (:48-49).
 - an image's cap: image_resolution, its longer side (512) at v0.9.0 (model_args.py:59-60, data/mm_plugin.py:58-60),
   its pixels (512 * 512) at v0.9.1 (model_args.py:61-62); image_max_pixels 768 * 768 from v0.9.2 (:219-220).
+- each line's range is exact (v0.6.0 .. v0.6.3 the 0.6 line, v0.7.0 alone the 0.7 line: its flash_attn's words under
+  train_bash.py), checked against every tag by tests/planner/frameworks/llamafactory/test_release_ranges.py.
 - the entry point: src/train_bash.py through v0.7.0; src/train.py and `llamafactory-cli` (setup.py:56) from v0.7.1;
   the package llmtuner through v0.7.1, llamafactory from v0.8.0.
 - the transformers it pins, whose Trainer's optim default decides the optimizer step's temporary: >=4.37.2 (v0.5 ..
@@ -55,10 +57,16 @@ REQUIRED = Default(
     f"{TAG.format('v0.5.3', 'llmtuner')}finetuning_args.py:55-56: lora_target None; src/llmtuner/hparams/parser.py:"
     "141-142 refuses LoRA without it",
 )
-# flash_attn unset at the 0.5 line: False, eager (keys.py OLD_FLASH_ATTN); the 0.6 line's defaults are v0.7.0's, "auto"
+# flash_attn unset through v0.6.3: False, eager (keys.py OLD_FLASH_ATTN), the attention the search tries for those
+# lines (planner.config.requests Space.release_attention); "auto" (transformers' own choice) from v0.7.0
 EAGER = Default(
     "eager",
     f"{TAG.format('v0.5.3', 'llmtuner')}model_args.py:56-59: flash_attn False; src/llmtuner/model/patcher.py:114 eager",
+)
+EAGER_06 = Default(
+    "eager",
+    f"{TAG.format('v0.6.3', 'llmtuner')}model_args.py:64-67: flash_attn False; src/llmtuner/model/patcher.py:64-76 "
+    "eager (v0.6.0-v0.6.2 patcher.py:118-120, :76-78 the same)",
 )
 # the Qwen2-VL and Qwen2.5-VL towers' SDPA (Framework.tower_sdpa, planner.estimate.vision.masked_tower_bytes): 3-D
 # q, k, v over a mask of every patch of the call in transformers 4.45-4.50 (4.45.2 modeling_qwen2_vl.py:398-404,
@@ -88,10 +96,19 @@ RELEASES = (
     Release(
         "0.6",
         (0, 6),
-        "LLaMA-Factory v0.6.0 .. v0.7.0 (src/train_bash.py; lora_target all, hparams/finetuning_args.py:55-56)",
-        defaults=_at("v0.7.0", "requirements.txt:2 transformers>=4.37.2", "27-28"),
+        "LLaMA-Factory v0.6.0 .. v0.6.3 (src/train_bash.py; lora_target all, hparams/finetuning_args.py:55-56)",
+        defaults={**_at("v0.6.3", "requirements.txt:2 transformers>=4.37.2", "27-28"), "attention": EAGER_06},
         keys=_renamed("0.6"),
-        notes=("0.6-0.7.0: src/train_bash.py; cutoff_len 1024; dpo_beta for pref_beta",),
+        notes=("0.6: src/train_bash.py; cutoff_len 1024; dpo_beta for pref_beta; flash_attn a bool (False: eager)",),
+        adapter=FP32_LOGITS,
+    ),
+    Release(  # v0.7.0 alone: flash_attn's words (model_args.py:68-71) under train_bash.py, before v0.7.1's cli
+        "0.7",
+        (0, 7),
+        "LLaMA-Factory v0.7.0 (src/train_bash.py; flash_attn off/sdpa/fa2/auto, hparams/model_args.py:68-71)",
+        defaults=_at("v0.7.0", "requirements.txt:2 transformers>=4.37.2", "27-28"),
+        keys=_renamed("0.7"),
+        notes=("0.7.0: src/train_bash.py; cutoff_len 1024; dpo_beta for pref_beta",),
         adapter=FP32_LOGITS,
     ),
     Release(
@@ -166,7 +183,7 @@ RELEASES = (
 )
 # the keys only some releases take (each tag's src/*/hparams/*_args.py dataclass fields, v0.5.0 .. v0.9.5):
 # key -> (the first version taking it, the first no longer taking it; None: open)
-V = {"0.5": (0, 5), "0.6": (0, 6), "0.7.1": (0, 7, 1), "0.8": (0, 8), "0.9": (0, 9), "0.9.2": (0, 9, 2)}
+V = {"0.5": (0, 5), "0.6": (0, 6), "0.7": (0, 7), "0.7.1": (0, 7, 1), "0.8": (0, 8), "0.9": (0, 9), "0.9.2": (0, 9, 2)}
 SPANS = {
     **dict.fromkeys(("dpo_beta", "dpo_loss", "dpo_ftx"), (None, V["0.8"])),
     **dict.fromkeys(("pref_beta", "pref_loss", "pref_ftx", "freeze_vision_tower", "simpo_gamma"), (V["0.8"], None)),
@@ -174,7 +191,7 @@ SPANS = {
     **dict.fromkeys(("packing", "pure_bf16", "use_galore", "loraplus_lr_ratio"), (V["0.6"], None)),
     **dict.fromkeys(("name_module_trainable", "num_layer_trainable"), (None, V["0.7.1"])),
     **dict.fromkeys(("freeze_trainable_layers", "freeze_trainable_modules"), (V["0.7.1"], None)),
-    "visual_inputs": ((0, 7), V["0.9"]),
+    "visual_inputs": (V["0.7"], V["0.9"]),
     "train_mm_proj_only": (V["0.8"], V["0.9.2"]),
     **dict.fromkeys(("image_resolution", "video_resolution"), (V["0.9"], V["0.9.2"])),
     **dict.fromkeys(
@@ -204,9 +221,16 @@ SPANS = {
     **dict.fromkeys(("use_eaft_loss", "use_asft_loss"), ((0, 9, 5), None)),
     # HF's TrainingArguments key gone at transformers 4.53 (planner.frameworks.hf OLD_OPTIM_KEYS); v0.9.5 pins >=4.55
     "evaluation_strategy": (None, (0, 9, 5)),
+    # flash_attn's values as the releases took them (reader.py flash_words: the value, not the key, narrows): a bool
+    # through v0.6.3 (v0.6.3 hparams/model_args.py:64-67), a word from v0.7.0 (model_args.py:68-71, and
+    # model/utils/attention.py raises on any other), "off" through v0.8.2, "disabled" from v0.8.3
+    "flash_attn=bool": (None, V["0.7"]),
+    "flash_attn=off": (V["0.7"], (0, 8, 3)),
+    "flash_attn=disabled": ((0, 8, 3), None),
+    **dict.fromkeys(("flash_attn=sdpa", "flash_attn=fa2", "flash_attn=auto"), (V["0.7"], None)),
 }
-TRAIN_BASH = ("0.5", "0.6")
-DATAPARALLEL_LINES = ("0.5", "0.6", "0.7.1")  # one process over the visible GPUs (rules: dataparallel)
+TRAIN_BASH = ("0.5", "0.6", "0.7")
+DATAPARALLEL_LINES = ("0.5", "0.6", "0.7", "0.7.1")  # one process over the visible GPUs (rules: dataparallel)
 RULES = (
     Rule(
         "workload",
