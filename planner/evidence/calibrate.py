@@ -33,7 +33,6 @@ from planner.evidence.store import (
     unflat_segment,
 )
 
-MODES = ("analytic", "sim", "auto")
 RANK = {"cuda": 0, "cpu": 1, "sim": 2}
 
 
