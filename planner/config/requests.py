@@ -35,7 +35,7 @@ from planner.frameworks import adapter
 
 APPROXIMATE_MARGIN = 0.15  # default margin for a family counted with the generic formula (not exact)
 MAX_SUGGESTIONS = 5
-EvidenceMode = Literal["analytic", "sim", "auto"]  # planner.evidence.calibrate.MODES
+EvidenceMode = Literal["analytic", "sim", "auto"]
 ModelRef = str | dict
 DATA_DOC = (
     "a dataset file (.jsonl/.json/.csv/.parquet or a datasets folder; inside the server's data directories, "

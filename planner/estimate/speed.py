@@ -121,12 +121,6 @@ def _ring(n: int) -> float:
     return (n - 1) / n if n > 1 else 0.0
 
 
-def comm_bytes_per_step(s: Setup) -> tuple[float, int]:
-    """(bytes each rank sends per optimizer step, collective calls per step): the data-parallel collectives
-    (planner.estimate.microstep), those of every micro-step counted grad_accum times."""
-    return microstep.volume_and_calls(microstep.collectives(s), s.grad_accum)
-
-
 def all_to_all_seconds(s: Setup, hw: Hardware) -> float:
     """Expert parallelism's token exchange per optimizer step: each routed layer sends its pairs' hidden states
     to the experts' ranks and takes the outputs back, in forward and again in backward (and in a checkpointed

@@ -35,7 +35,6 @@ from planner.evidence.store import (
     unflat_segment,
 )
 
-MODES = ("analytic", "sim", "auto")
 RANK = {"cuda": 0, "cpu": 1, "sim": 2}
 
 
