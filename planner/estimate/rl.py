@@ -1,4 +1,4 @@
-"""Per-rank memory and time of TRL's GRPO and DPO steps, phase by phase; the peak is the largest phase.
+"""Per-rank memory and time of TRL's GRPO, DPO and KTO steps, phase by phase; the peak is the largest phase.
 
 The phases, as TRL 1.16 runs them (trl/trainer/grpo_trainer.py, dpo_trainer.py):
 - generation (GRPO): `unwrap_model_for_generation` then HF `generate` over the rank's generation batch
@@ -10,6 +10,9 @@ The phases, as TRL 1.16 runs them (trl/trainer/grpo_trainer.py, dpo_trainer.py):
 - reference-forward: the reference model's no-grad forward in chunks of the per-device batch
   (`_get_per_token_logps_and_entropies(batch_size=per_device_train_batch_size)`); DPO runs it inside the
   micro-step, after the policy's forward, so the policy's saved activations are live beside it;
+- kl-forward (KTO): the policy's no-grad pass over the KL batch (each prompt with its neighbour's completion), before
+  its own forward in each micro-step (trl/trainer/kto_trainer.py:1379, 1364-1365); KTO's reference forward scores the
+  KL batch then the rows, one after the other, as DPO's does its pairs;
 - old-logps (GRPO): the policy's own no-grad forward, when generation is not aligned with the optimizer step;
 - training: the supervised step's moments (planner.estimate.memory) over prompt + completion rows, with TRL's log-prob
   head (planner.estimate.recipe_terms.logprob_head_bytes) in place of the loss;
@@ -135,15 +138,22 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
             out["old-logps"] = {**between, **logps_pass_terms(s)}
     elif w.kind == "gkd":
         out.update(gkd_phases(s, resident, between))
-    elif w.kind == "dpo" and not w.precompute_ref_log_probs:  # inside the micro-step, after the policy's forward
+    if w.kind == "kto":  # the policy scores the KL batch without grad before its own forward (kto_trainer.py:1379)
+        out["kl-forward"] = {**resident, "grads_bytes": accumulated_grads_bytes(s), **logps_pass_terms(s)}
+    if w.preference and not w.precompute_ref_log_probs:  # inside the micro-step, after the policy's forward
         out["reference-forward"] = {
             **resident,
-            "grads_bytes": mem.gradients_bytes(s) if s.grad_accum > 1 else 0,
+            "grads_bytes": accumulated_grads_bytes(s),
             "saved_activations_bytes": mem.activations_bytes(s),
             "policy_logps_bytes": policy_head_saved_bytes(s),
-            **logps_pass_terms(s),
+            **logps_pass_terms(s),  # KTO: the KL batch's pass, then the rows' (kto_trainer.py:1426-1436), one at a time
         }
     return out
+
+
+def accumulated_grads_bytes(s: Setup) -> int:
+    """Gradients live inside a micro-step: those accumulated by the earlier micro-steps (none in the first)."""
+    return mem.gradients_bytes(s) if s.grad_accum > 1 else 0
 
 
 def gkd_phases(s: Setup, resident: dict, between: dict) -> dict[str, dict[str, int]]:

@@ -105,8 +105,10 @@ FRAMEWORK = Framework(
     label="TRL (SFT, DPO, GRPO trainers)",
     version="trl 1.16.0",
     every=(*HF_EVERY, "device_map"),
-    # GKD: trl/experimental/gkd/gkd_trainer.py (planner.estimate.gkd); the 0.x lines' ZERO runs keep it out
-    runs={**TRL_RUNS, "loss": ("standard",), "workload": (*TRL_RUNS["workload"], "gkd")},
+    # GKD: trl/experimental/gkd/gkd_trainer.py (planner.estimate.gkd); KTO: trl/trainer/kto_trainer.py, its KL batch
+    # through the fused log-prob head (kto_trainer.py:1364-1365; the 0.x lines' full logits are not planned); the 0.x
+    # lines' ZERO runs keep both out
+    runs={**TRL_RUNS, "loss": ("standard",), "workload": (*TRL_RUNS["workload"], "gkd", "kto")},
     gkd_loss="whole",
     dpo_why={"packed": NO_PADDING_FREE, "sequence_parallel": NO_DPO_SPLIT},
     defaults=TRL_DEFAULTS,
