@@ -294,9 +294,11 @@ def gkd_generation_seconds(s: Setup, hw: Hardware) -> float:
 
 
 def logps_seconds(s: Setup, hw: Hardware) -> float:
-    """The reference model's (and GRPO's old policy's) forward: 2 x params FLOPs per token."""
+    """The reference model's (and GRPO's old policy's, KTO's KL batch's) forward: 2 x params FLOPs per token."""
     w = s.knobs.workload
     passes = int(w.has_reference(s.lora) or (w.beta > 0 and s.lora)) + int(w.computes_old_logps(s.grad_accum))
+    if w.kind == "kto":  # the policy's KL pass; the reference (or the adapter-less policy) scores KL and rows
+        passes = 1 + (0 if w.precompute_ref_log_probs else 2)
     tokens = w.rows(s.micro_batch) * rank_view(s).seq_len  # DPO under Ulysses: the rank's slice
     rate = speed.gpu_tflops(hw, s.knobs.precision) * 1e12 * speed.efficiency(tokens, s.gpu)
     teacher = gkd.teacher_forward_seconds(s, tokens, rate) if w.kind == "gkd" else 0.0  # GKD: the teacher's pass

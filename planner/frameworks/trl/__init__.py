@@ -96,11 +96,11 @@ FRAMEWORK = Framework(
             wraps="accelerate",
             launcher_options=True,
             config_flag="config",
-            trainers=("sft", "dpo", "grpo"),
+            trainers=("sft", "dpo", "grpo", "kto"),  # `trl kto` (trl/cli/commands/__init__.py:28)
             strict=True,
         ),
     ),
-    trainers=("sft", "dpo", "grpo", "gkd", "reward"),  # the script-flags reader's names of TRL's trainers
+    trainers=("sft", "dpo", "grpo", "gkd", "kto", "reward"),  # the script-flags reader's names of TRL's trainers
     calls="reader_unsloth",  # unsloth's FastLanguageModel / FastVisionModel over TRL's trainers
     label="TRL (SFT, DPO, GRPO trainers)",
     version="trl 1.16.0",
