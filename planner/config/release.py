@@ -125,6 +125,9 @@ def _framework_head(data: dict, name: str) -> dict:
     (Framework.logprobs: LLaMA-Factory's DPO scores the whole logits)."""
     w = _workload(data.get("workload"))
     fw = FRAMEWORKS.get(name)
-    if fw is None or fw.logprobs == "fused" or w.get("kind") not in ("dpo", "kto", "grpo") or "logprobs" in w:
+    head = (
+        (fw.kto_logprobs or fw.logprobs) if fw is not None and w.get("kind") == "kto" else getattr(fw, "logprobs", "")
+    )
+    if fw is None or head == "fused" or w.get("kind") not in ("dpo", "kto", "grpo") or "logprobs" in w:
         return data
-    return {**data, "workload": {**w, "logprobs": fw.logprobs}}
+    return {**data, "workload": {**w, "logprobs": head}}
