@@ -81,6 +81,9 @@ def _full_logps(model, ids, inputs, prompt: int, k):
 def _loss(case: Case, policy, ref, ids, inputs, tracker: LiveBytes) -> torch.Tensor:
     w, k = case.knobs.workload, case.knobs
     logp = _logps(policy, ids, inputs, w.prompt_tokens(), k)
+    if w.kind == "kto" and _kl_after(k):  # LLaMA-Factory: the KL batch after the rows' forward
+        _nograd_pass(case, policy, tracker, "kl-forward", ids, inputs)
+        tracker.set_segment("training")
     if w.preference:
         if ref is not None:
             tracker.set_segment("reference-forward")
@@ -103,6 +106,13 @@ def _loss(case: Case, policy, ref, ids, inputs, tracker: LiveBytes) -> torch.Ten
         d = torch.zeros_like(logp) - logp
         loss = loss + w.beta * (torch.exp(d) - d - 1)
     return loss.sum() / loss.numel()
+
+
+def _kl_after(k) -> bool:
+    """The framework's KTO scores the KL batch after the policy's forward (Framework.kto_kl_after)."""
+    from planner.frameworks import adapter
+
+    return adapter(k.framework, k.release).kto_kl_after
 
 
 def _nograd_pass(case: Case, model, tracker: LiveBytes, name: str, ids, inputs) -> None:
@@ -212,7 +222,7 @@ def _one_step(case: Case, policy, ref, opt, tracker: LiveBytes, ids, inputs) -> 
         if w.computes_old_logps(case.grad_accum):
             _nograd_pass(case, policy, tracker, "old-logps", ids, inputs)
     for _ in range(case.grad_accum):
-        if w.kind == "kto":  # the policy's no-grad pass over the KL batch, before its own forward
+        if w.kind == "kto" and not _kl_after(case.knobs):  # the policy's no-grad KL pass, before its own forward
             _nograd_pass(case, policy, tracker, "kl-forward", ids, inputs)
         tracker.set_segment("training")
         _loss(case, policy, ref, ids, inputs, tracker).backward()

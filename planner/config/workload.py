@@ -28,8 +28,9 @@ inputs (`max_length`, `precompute_ref_log_probs`), but one completion per row, l
 global batch counts rows, and a micro-step runs `micro` rows, not 2 x micro). Its KL term comes from a second batch of
 mismatched pairs (each row's prompt with its neighbour's completion, kto_trainer.py:1141-1151): before the policy's
 forward, the policy scores them without grad (`_compute_kl_logps`, kto_trainer.py:1337-1368: the kl-forward phase);
-the reference scores both batches after it, one after the other (kto_trainer.py:1426-1436). The KL estimate needs 2
-or more rows per device (kto_trainer.py:844-847). The desirable/undesirable weights scale the loss only.
+the reference scores both batches after it, one after the other (kto_trainer.py:1426-1436). TRL's KTOTrainer wants 2 or
+more rows per device for the KL estimate (kto_trainer.py:844-847: a TRL rule, planner.frameworks.trl; LLaMA-Factory
+and ms-swift skip that __init__). The desirable/undesirable weights scale the loss only.
 """
 
 from __future__ import annotations
@@ -255,13 +256,7 @@ class Workload(BaseModel):
         return micro_batch * world * self.steps_per_gen(grad_accum)
 
     def split_error(self, micro_batch: int, grad_accum: int, world: int) -> str | None:
-        """TRL's rule between the split and num_generations (GRPOConfig.__post_init__), KTO's 2 rows a device for its
-        KL estimate (kto_trainer.py:844-847), or None."""
-        if self.kind == "kto" and micro_batch < 2:
-            return (
-                f"{micro_batch} row per device: KTO's KL term pairs each row with its neighbour's completion, so TRL "
-                "needs 2 or more rows per device"
-            )
+        """TRL's rule between the split and num_generations (GRPOConfig.__post_init__), or None."""
         if not self.generates:
             return None
         gen = self.generation_batch(micro_batch, grad_accum, world)

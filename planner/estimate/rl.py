@@ -34,6 +34,7 @@ from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
 from planner.estimate.parallel import view as rank_view
 from planner.estimate.setup import Setup
 from planner.estimate.vision import tower_knob
+from planner.frameworks import adapter
 
 
 def logprob_forward_bytes(s: Setup, rows: int) -> int:
@@ -138,16 +139,19 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
             out["old-logps"] = {**between, **logps_pass_terms(s)}
     elif w.kind == "gkd":
         out.update(gkd_phases(s, resident, between))
-    if w.kind == "kto":  # the policy scores the KL batch without grad before its own forward (kto_trainer.py:1379)
+    after_policy = {  # a no-grad pass inside the micro-step, after the policy's forward
+        **resident,
+        "grads_bytes": accumulated_grads_bytes(s),
+        "saved_activations_bytes": mem.activations_bytes(s),
+        "policy_logps_bytes": policy_head_saved_bytes(s),
+        **logps_pass_terms(s),
+    }
+    if w.kind == "kto" and adapter(s.knobs.framework, s.knobs.release).kto_kl_after:  # LLaMA-Factory's order
+        out["kl-forward"] = after_policy
+    elif w.kind == "kto":  # the policy scores the KL batch without grad before its own forward (kto_trainer.py:1379)
         out["kl-forward"] = {**resident, "grads_bytes": accumulated_grads_bytes(s), **logps_pass_terms(s)}
-    if w.preference and not w.precompute_ref_log_probs:  # inside the micro-step, after the policy's forward
-        out["reference-forward"] = {
-            **resident,
-            "grads_bytes": accumulated_grads_bytes(s),
-            "saved_activations_bytes": mem.activations_bytes(s),
-            "policy_logps_bytes": policy_head_saved_bytes(s),
-            **logps_pass_terms(s),  # KTO: the KL batch's pass, then the rows' (kto_trainer.py:1426-1436), one at a time
-        }
+    if w.preference and not w.precompute_ref_log_probs:
+        out["reference-forward"] = after_policy  # KTO: the KL batch, then the rows (kto_trainer.py:1426-1436)
     return out
 
 

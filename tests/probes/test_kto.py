@@ -91,3 +91,22 @@ def test_kto_with_whole_logits_within_5_percent_of_real_cpu_steps():
     for phase, bytes_ in measured.items():
         assert sim[phase] == pytest.approx(bytes_, rel=WITHIN), phase
         assert analytic[phase] == pytest.approx(bytes_, rel=WITHIN), phase
+
+
+def test_llamafactorys_kto_order_within_5_percent_of_real_cpu_steps():
+    """LLaMA-Factory 0.9.5's KTO (train/kto/trainer.py:187-189) runs the KL batch after the rows' forward, the policy's
+    saved activations and whole logits live beside it (Framework.kto_kl_after): the sim's steps in that order on real
+    CPU tensors are the measurement, as for ms-swift's head above."""
+    from tests.probes.test_rl import FULL
+
+    w = Workload(kind="kto", max_length=PROMPT + COMPLETION, max_prompt_length=PROMPT, logprobs="full")
+    knobs = Knobs(framework="llamafactory", precision="fp32", workload=w)
+    case = Case(FULL, knobs, 2, 2, w.seq_len())
+    measured = rl_sim.simulate(case, real=True)
+    got = breakdown(Setup(from_config(FULL, "tiny"), knobs, 2, 2, w.seq_len()), 80 * 2**30).phases
+    analytic = {k.split(":")[0]: v for k, v in got.items()}
+    assert set(measured) == set(analytic) == {"training", "kl-forward", "reference-forward"}
+    for phase, bytes_ in measured.items():
+        assert analytic[phase] == pytest.approx(bytes_, rel=WITHIN), phase
+    trl = breakdown(Setup(from_config(FULL, "tiny"), _knobs(w), 2, 2, w.seq_len()), 80 * 2**30).phases["kl-forward"]
+    assert measured["kl-forward"] > trl * 1.1  # the policy's activations and logits are live at the KL pass

@@ -23,6 +23,7 @@ from dataclasses import replace
 
 from planner.frameworks.base import NO_SPLITS, ForkSigns, Framework
 from planner.frameworks.hf import HF_EVERY, HF_KEYS, HF_SPLIT_RULES
+from planner.frameworks.rules import Rule, kind
 from planner.frameworks.tool import Tool
 from planner.frameworks.trl.lines import with_rules
 from planner.frameworks.trl.releases import (  # noqa: F401 - re-exported (accelerate's, axolotl's adapters import them)
@@ -114,7 +115,16 @@ FRAMEWORK = Framework(
     defaults=TRL_DEFAULTS,
     keys={**HF_KEYS, "batching": "packing", "lora_rank": "lora_r"},
     notes=("checkpointing and bf16 on by default; SFT's loss is TRL's fused log-prob head (no full logits)",),
-    rules=HF_SPLIT_RULES,
+    rules=(
+        *HF_SPLIT_RULES,
+        Rule(
+            "micro_batch",
+            "KTO's KL term pairs each row with its neighbour's completion: TRL's KTOTrainer needs 2 or more rows per "
+            "device (trl/trainer/kto_trainer.py:844-847)",
+            lambda k, w: kind(k) == "kto" and w.micro_batch is not None and w.micro_batch < 2,
+            scope="split",
+        ),
+    ),
     sft_head="fused-logprob",
     releases=with_rules(RELEASES, GRPO_SPANS, HF_SPLIT_RULES) + FORKS,  # lines.py: the keys a line has none of
     key_spans={"grpo": GRPO_SPANS, "sft": SFT_SPANS},

@@ -56,6 +56,7 @@ CASES = {
         "qlora_fsdp": {"lora_rank": 16, "quant": "nf4", "fsdp": "full", "checkpointing": "full"},
         "int8": {"lora_rank": 8, "quant": "int8", "checkpointing": "full"},
         "dpo_full_z2_offload": {"zero": 2, "offload": "optimizer", "workload": DPO, "checkpointing": "full"},
+        "kto_lora": {"lora_rank": 8, "checkpointing": "full", "workload": KTO},
         "vlm_fsdp": {**VLM_FULL, "checkpointing": "offload", "frozen": "vision", "micro_batch": 1, "nodes": 2},
         "vlm_projector_only": {
             "model": "qwen2.5-vl-7b",
@@ -212,6 +213,16 @@ def lf(case: str, tmp_path: Path) -> SimpleNamespace:
     w = written("llamafactory", case, tmp_path)
     w.cfg = yaml.safe_load((w.dir / llamafactory.CONFIG_NAME).read_text())
     return w
+
+
+def test_llamafactory_kto_writes_its_stage_and_reads_it_back(tmp_path):
+    """stage kto with the rows' cutoff_len; read back, the same workload with LLaMA-Factory's whole-logits head, which
+    the plan written from --framework llamafactory already planned, the KL pass after the policy's forward."""
+    w = lf("kto_lora", tmp_path)
+    assert w.cfg["stage"] == "kto" and w.cfg["cutoff_len"] == 2048 and w.cfg["pref_beta"] == 0.1
+    assert w.plan.workload.logprobs == "full" and "kl-forward" in w.plan.memory.phases
+    back = intake.read([str(w.dir / llamafactory.CONFIG_NAME)]).request["workload"]
+    assert back == {"kind": "kto", "max_length": 2048, "logprobs": "full"}
 
 
 def test_llamafactory_lora_zero3_over_two_nodes(tmp_path):
