@@ -76,7 +76,7 @@ def rows(config) -> list[dict]:
     from planner.estimate.rl import breakdown
     from planner.estimate.setup import Setup
     from planner.export.export import trl_args
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
     from probes import rl as real
     from probes import rl_sim
     from probes.step import Case

@@ -312,7 +312,7 @@ def scanner(
 
 def asked_probes(args: argparse.Namespace):
     """probe_functions() where the flags run a probe (--verify, --evidence sim), else None: the core runs none
-    otherwise (planner.advise.calibrator), and looking for torch costs a cold start."""
+    otherwise (planner.verification.calibrator), and looking for torch costs a cold start."""
     if getattr(args, "verify", False) or getattr(args, "evidence", None) == "sim":
         return probe_functions()
     return None

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 from planner.config.spec import Hardware
 from planner.estimate import calibration, microstep, parallel, recipe_terms
-from planner.estimate.memory import host_activation_bytes_per_node, trainable_params
+from planner.estimate.activation_terms import host_activation_bytes_per_node
 from planner.estimate.setup import Setup
+from planner.estimate.trained import trainable_params
 
 PEAK_EFFICIENCY = 0.55  # best model-FLOPs utilisation a large micro-batch reaches
 HALF_EFFICIENCY_TOKENS = 1024  # tokens per micro-batch at which efficiency is half of the peak

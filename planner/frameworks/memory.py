@@ -35,6 +35,9 @@ class Memory:
     # logits_to_keep for a multimodal model), the completion's slice divided by the temperature, then TRL's
     # selective_log_softmax row by row (v3.4.1 swift/trainers/rlhf_trainer/grpo_trainer.py:1181-1197)
     vlm_logprobs: str = "recipe"
+    # where its GRPO runs the reference model's log-prob pass (planner.estimate.ref_in_step): "between", before the
+    # micro-step as TRL does; "in-step", inside the loss after the policy's forward (ms-swift 3.5-3.6)
+    grpo_reference: str = "between"
     # what shrinks a vision tower's call, in its own words (planner.search.advice.tower_fix): an image's pixel cap, and
     # InternVL's tiles an image; "" where it has no word of its own (memplan's --image-tokens is named)
     image_knobs: tuple[str, str] = ("", "")

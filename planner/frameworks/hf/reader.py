@@ -15,7 +15,7 @@ from planner.frameworks.trl import reader_gkd as gkdargs
 from planner.frameworks.trl import reader_grpo as grpoargs
 from planner.frameworks.trl import reader_kto as ktoargs
 from planner.frameworks.trl import reader_vlmr1 as vlmr1
-from planner.intake import loraargs, models, releases, tuners, vocab
+from planner.intake import line_defaults, loraargs, models, tuners, vocab
 from planner.intake.collect import (
     HF,
     TRL,
@@ -241,7 +241,7 @@ def _kernels(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
 def defaults(c: Collector, trainer: str) -> None:
     """The trainer's defaults, where the configuration leaves a field out (the release's first, where the files
     show one)."""
-    releases.release_defaults(c, trainer)
+    line_defaults.release_defaults(c, trainer)
     for field in ("micro_batch", "grad_accum"):
         k = K[field]
         c.fill(field, k.default, default(HF, k.cite, f"{k.key} {k.default}"), k.key)

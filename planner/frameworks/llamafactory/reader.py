@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from planner.frameworks.hf import old_optim_default
-from planner.frameworks.llamafactory import FRAMEWORK, SPANS
+from planner.frameworks.llamafactory import FRAMEWORK
 from planner.frameworks.llamafactory import reader_media as media
 from planner.frameworks.llamafactory.keys import HF_ARGS, KEYS, OLD_FLASH_WORDS, H
 from planner.frameworks.llamafactory.reader_keys import get, look
@@ -21,6 +21,7 @@ from planner.frameworks.llamafactory.reader_launch import (  # noqa: F401 - read
     sharding,
 )
 from planner.frameworks.llamafactory.reader_ppo import read_ppo
+from planner.frameworks.llamafactory.releases import SPANS
 from planner.intake import hydra, loraargs, models, releases, tuners, vocab
 from planner.intake.collect import (
     LF,

@@ -24,10 +24,12 @@ import json
 from planner.config.spec import Hardware, Plan
 from planner.export import export
 from planner.frameworks import FRAMEWORKS, check_plan
-from planner.frameworks.llamafactory import FRAMEWORK, TRAIN_BASH, takes
+from planner.frameworks.llamafactory import FRAMEWORK
 from planner.frameworks.llamafactory.keys import KEYS
+from planner.frameworks.llamafactory.releases import TRAIN_BASH, takes
 from planner.model.catalog import checkpoints
-from planner.model.modelspec import ModelSpec, peft_target_modules
+from planner.model.lora_targets import peft_target_modules
+from planner.model.modelspec import ModelSpec
 
 VERSION = "llamafactory 0.9.5"
 CONFIG_NAME = "llamafactory_train.yaml"

@@ -150,7 +150,15 @@ RELEASES = (
         "1181-1197 at v3.4.1)",
         keys=KEYS.release_keys("3.4", ("lora",)),
         defaults={"optimizer": FOREACH_3},
-        adapter={"vlm_logprobs": WHOLE_LOGITS, **NO_DPO_SPLITS},
+        # 3.5.0-3.6.4 score the reference inside GRPO's loss, after the policy's forward (v3.5.0 grpo_trainer.py:
+        # 1091, 1095-1100); 3.4.x before the micro-step (:1055-1058 at v3.4.1): the line is read the hungrier way.
+        # Its transformers are 3.3.x's, >=4.33,<4.53 (requirements/framework.txt:31 at v3.4.0, :34 at v3.5.0 and
+        # v3.6.4), Qwen2.5-VL from 4.49 (v3.4.1 swift/llm/model/model/qwen.py:676): 4.49-4.50's masked 3-D tower
+        # SDPA read the hungrier way, as for the 3 line. Its GRPO samples the rank's whole accumulated batch at once
+        # (trl 0.17's dataloader, trl 0.17.0 trainer/grpo_trainer.py:717; v3.4.1 grpo_trainer.py:373-381), through
+        # PtEngine with no batch limit (:321; v3.4.1 swift/llm/infer/infer_engine/pt_engine.py:537): one tower call
+        # over every prompt image of micro-batch x accumulation rows
+        adapter={"tower_sdpa": "masked-3d", "vlm_logprobs": WHOLE_LOGITS, "grpo_reference": "in-step", **NO_DPO_SPLITS},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
         rules=(FSDP_FILE,),
     ),

@@ -21,7 +21,7 @@ from planner.frameworks.swift import reader_ppo as swift_ppo
 from planner.frameworks.swift import reader_rl as swiftrl
 from planner.frameworks.swift.keys import KEYS, V3, S
 from planner.frameworks.swift.reader_rl import get, look
-from planner.intake import loraargs, models, releases, tasks, tuners, vocab
+from planner.intake import loraargs, modelconfig, models, releases, tasks, tuners, vocab
 from planner.intake.collect import (
     PRESETS,
     SWIFT,
@@ -176,8 +176,8 @@ def _sequence(c: Collector, f: dict[str, Flag], kind: str, near=None) -> None:
     ml, flag = KEYS.key("seq_len"), KEYS.flag("seq_len")
     if ml in f:
         value, src = f[ml].value, f[ml].source
-    elif c.model is not None and models.context(c.model.config):
-        value = models.context(c.model.config)
+    elif c.model is not None and modelconfig.context(c.model.config):
+        value = modelconfig.context(c.model.config)
         src = default(SWIFT, f"{S}base_args/base_args.py:227-228", f"max_length: the model's context {value}")
     else:
         c.note(

@@ -36,7 +36,8 @@ from planner.export import export
 from planner.frameworks import FRAMEWORKS, check_plan
 from planner.frameworks.swift.keys import KEYS
 from planner.model.catalog import checkpoints
-from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
+from planner.model.lora_targets import peft_target_modules, peft_target_parameters
+from planner.model.modelspec import ModelSpec
 
 VERSION = "ms-swift 4.6.0"
 SCRIPT_NAME = "swift_train.sh"

@@ -5,7 +5,7 @@ with verl's default where the script gives none (paths under verl/trainer/config
 from __future__ import annotations
 
 from planner.frameworks.verl.keys import KEYS, short
-from planner.intake import hydra, releases
+from planner.intake import hydra, line_defaults, releases
 from planner.intake.collect import Collector, as_bool, as_float, as_int, default, one
 from planner.intake.flags import Flag
 from planner.intake.models import lookup, read_model
@@ -222,4 +222,4 @@ def read_launched(c: Collector, run) -> None:
     over = {k.lstrip("+"): v for k, v in hydra.overrides(run.args, run.command.path, plus=True).items()}
     base = hydra.config(c, run, "verl's ppo_trainer.yaml defaults read")
     releases.by_flags(c, "verl", run, None)  # a pin beside the script, else the newest, said
-    read(c, releases.with_defaults(c, "verl", KEYS, base | over), run.command.path)
+    read(c, line_defaults.with_defaults(c, "verl", KEYS, base | over), run.command.path)

@@ -26,7 +26,8 @@ from planner.config.spec import Hardware, Plan
 from planner.frameworks import check_plan
 from planner.frameworks.verl import writer_rl as verl_rl
 from planner.model import catalog
-from planner.model.modelspec import ModelSpec, peft_target_modules
+from planner.model.lora_targets import peft_target_modules
+from planner.model.modelspec import ModelSpec
 
 VERSION = "verl 0.9.1"
 SCRIPT_NAME = "verl_sft.sh"
