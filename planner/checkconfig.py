@@ -148,7 +148,7 @@ def config_body(reading, overrides: dict) -> ConfigBody:
     if isinstance(fw, str) and "@" not in fw and isinstance(read_fw, str) and split_name(read_fw)[0] == fw:
         overrides.pop("framework")  # the name alone: the release the files show
     kind = (overrides.get("workload") or {}).get("kind") or (reading.request.get("workload") or {}).get("kind")
-    if kind == "dpo" and "max_length" in overrides and "max_length" not in overrides.get("workload", {}):
+    if kind in ("dpo", "kto") and "max_length" in overrides and "max_length" not in overrides.get("workload", {}):
         overrides["workload"] = {**overrides.get("workload", {}), "max_length": overrides.pop("max_length")}
     dropped = intake.replaced(reading, overrides)
     body = merged({k: v for k, v in reading.request.items() if k not in dropped}, overrides)

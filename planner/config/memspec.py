@@ -56,6 +56,7 @@ class MemoryBreakdown(BaseModel):
         "generation",
         "reference-forward",
         "old-logps",
+        "kl-forward",
         "rollout",
         "weight-sync",
         "reward-scoring",

@@ -1,4 +1,4 @@
-"""Per-rank memory and time of TRL's GRPO and DPO steps, phase by phase; the peak is the largest phase.
+"""Per-rank memory and time of TRL's GRPO, DPO and KTO steps, phase by phase; the peak is the largest phase.
 
 The phases, as TRL 1.16 runs them (trl/trainer/grpo_trainer.py, dpo_trainer.py):
 - generation (GRPO): `unwrap_model_for_generation` then HF `generate` over the rank's generation batch
@@ -11,6 +11,10 @@ The phases, as TRL 1.16 runs them (trl/trainer/grpo_trainer.py, dpo_trainer.py):
   (`_get_per_token_logps_and_entropies(batch_size=per_device_train_batch_size)`); DPO, and ms-swift 3.5-3.6's
   GRPO, run it inside the micro-step, after the policy's forward, so the policy's saved activations are live beside
   it (planner.estimate.ref_in_step);
+- kl-forward (KTO): the policy's no-grad pass over the KL batch (each prompt with its neighbour's completion), before
+  its own forward in each micro-step (trl/trainer/kto_trainer.py:1379, 1364-1365; LLaMA-Factory after it,
+  Framework.kto_kl_after); KTO's reference forward scores the KL batch then the rows, one after the other, as DPO's
+  does its pairs;
 - old-logps (GRPO): the policy's own no-grad forward, when generation is not aligned with the optimizer step;
 - training: the supervised step's moments (planner.estimate.memory) over prompt + completion rows, with TRL's log-prob
   head (planner.estimate.recipe_terms.logprob_head_bytes) in place of the loss;
@@ -45,6 +49,7 @@ from planner.estimate.overheads import terms as overhead_terms
 from planner.estimate.parallel import view as rank_view
 from planner.estimate.setup import Setup
 from planner.estimate.vision import tower_knob
+from planner.frameworks import adapter
 
 
 def logprob_forward_bytes(s: Setup, rows: int) -> int:
@@ -157,9 +162,21 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
             out["old-logps"] = {**between, **logps_pass_terms(s)}
     elif w.kind == "gkd":
         out.update(gkd_phases(s, resident, between))
-    elif w.kind == "dpo" and not w.precompute_ref_log_probs:  # inside the micro-step, after the policy's forward
+    if w.kind == "kto":
+        out["kl-forward"] = kto_kl_terms(s, resident)
+    if w.preference and not w.precompute_ref_log_probs:  # inside the micro-step, after the policy's forward
         out["reference-forward"] = ref_in_step.in_step_terms(s, resident, logps_pass_terms(s))
     return out
+
+
+def kto_kl_terms(s: Setup, resident: dict) -> dict[str, int]:
+    """KTO's kl-forward: the policy's no-grad pass over the KL batch. TRL and ms-swift run it before the policy's
+    forward (trl/trainer/kto_trainer.py:1379; swift rlhf_trainers/kto_trainer.py:53): the resident terms and the
+    gradients accumulated so far; LLaMA-Factory after it (Framework.kto_kl_after), as a reference forward in the step."""
+    if adapter(s.knobs.framework, s.knobs.release).kto_kl_after:
+        return ref_in_step.in_step_terms(s, resident, logps_pass_terms(s))
+    grads = state_terms.gradients_bytes(s) if s.grad_accum > 1 else 0
+    return {**resident, "grads_bytes": grads, **logps_pass_terms(s)}
 
 
 def gkd_phases(s: Setup, resident: dict, between: dict) -> dict[str, dict[str, int]]:
@@ -287,9 +304,11 @@ def gkd_generation_seconds(s: Setup, hw: Hardware) -> float:
 
 
 def logps_seconds(s: Setup, hw: Hardware) -> float:
-    """The reference model's (and GRPO's old policy's) forward: 2 x params FLOPs per token."""
+    """The reference model's (and GRPO's old policy's, KTO's KL batch's) forward: 2 x params FLOPs per token."""
     w = s.knobs.workload
     passes = int(w.has_reference(s.lora) or (w.beta > 0 and s.lora)) + int(w.computes_old_logps(s.grad_accum))
+    if w.kind == "kto":  # the policy's KL pass; the reference (or the adapter-less policy) scores KL and rows
+        passes = 1 + (0 if w.precompute_ref_log_probs else 2)
     tokens = w.rows(s.micro_batch) * rank_view(s).seq_len  # DPO under Ulysses: the rank's slice
     rate = speed.gpu_tflops(hw, s.knobs.precision) * 1e12 * speed.efficiency(tokens, s.gpu)
     teacher = gkd.teacher_forward_seconds(s, tokens, rate) if w.kind == "gkd" else 0.0  # GKD: the teacher's pass

@@ -158,7 +158,7 @@ def trl_args(w: Workload, takes=lambda key: True) -> dict:
         if w.num_iterations != 1:
             out[K.key("workload.num_iterations")] = w.num_iterations
         return out
-    if w.kind == "dpo":
+    if w.preference:  # DPOConfig's and KTOConfig's (trl/trainer/kto_config.py, TRL 1.16) names
         return {
             K.key("workload.max_length"): w.max_length,
             K.key("workload.precompute_ref_log_probs"): w.precompute_ref_log_probs,

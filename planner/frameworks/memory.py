@@ -70,6 +70,10 @@ class Memory:
     # the log-prob head its DPO and GRPO trainers run where a request names none (planner.config.release): TRL's
     # fused head, or "full", the whole logits
     logprobs: str = "fused"
+    # its KTO trainer's head where that differs (ms-swift's scores the whole logits, "full"); "" as `logprobs`
+    kto_logprobs: str = ""
+    # its KTO scores the KL batch after the policy's forward (its activations and logits live), not before it as TRL's
+    kto_kl_after: bool = False
 
     def precision(self, bf16: bool) -> str:
         """The precision a request that names none runs: bf16 (fp16 where the GPU has no bf16) where this framework

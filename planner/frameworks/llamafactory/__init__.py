@@ -22,6 +22,7 @@ FRAMEWORK = Framework(
         "packed": "LLaMA-Factory packs SFT rows only (v0.9.5 data/loader.py:200-201; parser.py:320-321 neat_packing)"
     },
     logprobs="full",  # DPO from the whole logits in fp32 (train/dpo/trainer.py:230): the reader cites it
+    kto_kl_after=True,  # KTO: the rows' forward, then the KL batch's without grad (0.9.5 train/kto/trainer.py:187-189)
     reads=("llamafactory",),
     signs=SIGNS,
     # `llamafactory-cli train x.yaml` (`lmf` too): the processes of its torchrun read by reader.read_launcher
@@ -74,7 +75,7 @@ FRAMEWORK = Framework(
         "optimizer_in_backward": (False,),
         "expert_parallel": ("off",),
         "quant": ("none", "nf4", "fp4", "int8", "gptq"),  # AWQ needs autoawq: model/model_utils/quantization.py:122-123
-        "workload": ("sft", "dpo", "ppo"),  # ppo: stage ppo, read (rules: not written)
+        "workload": ("sft", "dpo", "kto", "ppo"),  # ppo: stage ppo, read (rules: not written)
         **NO_SPLITS,  # 0.9.5's hparams hold no sequence, context or tensor parallel size (v1 and Megatron aside)
     },
     defaults={

@@ -199,7 +199,9 @@ FRAMEWORK = Framework(
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="ms-swift",
     version="ms-swift 4.6.0",
-    gkd_loss="chunked",  # rlhf_trainers/gkd_loss.py:94-148, 224-271 (planner.estimate.gkd)
+    gkd_loss="chunked",
+    # KTO: the KL batch's and the rows' whole logits (rlhf_trainers/kto_trainer.py:53,59-61,128, ms-swift 4.6.0)
+    kto_logprobs="full",  # rlhf_trainers/gkd_loss.py:94-148, 224-271 (planner.estimate.gkd)
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
         "num_labels",
         "negatives",
@@ -243,8 +245,10 @@ FRAMEWORK = Framework(
             "dpo",
             "grpo",
             "gkd",
+            "kto",
             "ppo",
-        ),  # ppo: read (rules: not written); gkd: swift rlhf --rlhf_type gkd (rlhf_trainers/gkd_trainer.py)
+        ),  # ppo: read (rules: not written); gkd: swift rlhf --rlhf_type gkd (rlhf_trainers/gkd_trainer.py); kto: --rlhf_type
+        # kto (rlhf_trainers/kto_trainer.py: the KL batch without grad first, :53, then the rows, :58-61)
         # --task_type (ms-swift 4.6 swift/arguments/base_args/model_args.py:72; decision is not planned)
         "task": ("causal-lm", "seq-cls", "embedding", "reranker", "generative-reranker"),
         "context_parallel": ("off",),  # ring attention comes inside --sequence_parallel_size, with flash-attn

@@ -186,9 +186,8 @@ def _sequence(c: Collector, f: dict[str, Flag], kind: str, near=None) -> None:
         )
         return
     prompt = "workload.max_prompt_length"
-    field = {"dpo": "workload.max_length", "gkd": "workload.max_length", "grpo": prompt, "ppo": prompt}.get(
-        kind, "seq_len"
-    )
+    rows = "workload.max_length"
+    field = {"dpo": rows, "kto": rows, "gkd": rows, "grpo": prompt, "ppo": prompt}.get(kind, "seq_len")
     c.number(field, value, src if field != prompt else f"{src} (the prompt's limit, truncated left)", flag)
     if kind == "grpo":
         swiftrl.read_grpo(c, f)
