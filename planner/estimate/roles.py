@@ -250,7 +250,7 @@ def hf_generation_terms(a: Setup, r) -> dict[str, int]:
     if a.knobs.zero_stage == 3 and not engine_of(a).generate_gathers:  # DeepSpeed fetches layer by layer instead
         terms["generation_weights_bytes"] = mem.gathered_params_bytes(a)
     if engine_of(a).keeps_scores:
-        terms["generation_scores_bytes"] = trl_ppo.rollout_scores_bytes(a, copies=2)
+        terms["generation_scores_bytes"] = trl_ppo.rollout_scores_bytes(a, copies=3)
     return terms
 
 

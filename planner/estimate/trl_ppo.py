@@ -5,7 +5,7 @@ same at v1.9.0 (lines in brackets; TRL 1.16 has no PPOTrainer):
 - generate keeps every step's fp32 scores (torch.stack(output.scores), :119 [:110]) and batch_generation pads the
   chunks into one tensor for the rank's batch (:147-151 [:138-142]), bound to `logitss` (:686 [:690]) and never
   deleted (:747 [:751] deletes the rest): one copy lives through the reference, value and reward forwards and the
-  whole update;
+  whole update, and on into the next rollout until batch_generation returns its successor;
 - PolicyAndValueWrapper.forward (:284-295 [:275-294]) runs the value model's own backbone (its full LM body, not a
   head on the policy) and the policy on the same rows, and one backward of the summed loss (:844 [:848]): both
   models' activations and gradients are live at once, one optimizer over both;
@@ -25,8 +25,8 @@ FP32 = 4  # generate's scores: transformers casts each step's logits to float32
 
 def rollout_scores_bytes(a: Setup, copies: int = 1) -> int:
     """The rollout's fp32 scores for the rank's batch (per_device_train_batch_size x gradient_accumulation_steps rows,
-    local_batch_size, ppo_trainer.py:455), completion x vocabulary each: `copies` 2 while batch_generation pads the
-    chunks (the list and its padded copy), 1 after."""
+    local_batch_size, ppo_trainer.py:455), completion x vocabulary each: `copies` 3 while batch_generation pads the
+    chunks (the previous step's copy, still bound to `logitss`, the list and its padded copy), 1 after."""
     rows = a.micro_batch * a.grad_accum
     return copies * FP32 * rows * a.knobs.workload.max_completion_length * a.model.text.vocab
 
