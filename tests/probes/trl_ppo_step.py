@@ -1,12 +1,12 @@
 """Two PPO updates of TRL's own PPOTrainer (trl 0.29.1, the release ms-swift 4.6.0 runs: trl/experimental/ppo/
-ppo_trainer.py) on CPU, fp32, tiny Llamas built from config: the policy, its reference copy, and a one-label sequence
+ppo_trainer.py) on CPU, in fp32 and in bf16 weights (ms-swift's --torch_dtype bfloat16), tiny Llamas built from config: the policy, its reference copy, and a one-label sequence
 classifier as value model and as reward model. Every allocation is counted by probes.tracker.LiveBytes from the
 second update's start (the AdamW states live, as memplan plans a step): the rollout's peak (generation, the
 reference, value and reward forwards) and the training step's (PolicyAndValueWrapper's one forward and backward per
 micro-batch). Prints one JSON line. Run by tests/probes/test_trl_ppo.py in ms-swift's venv (MEMPLAN_SWIFT_PYTHON),
 whose TRL carries the PPOTrainer (TRL 1.16 dropped it).
 
-    python tests/probes/trl_ppo_step.py CONFIG_JSON PROMPT RESPONSE MICRO ACCUM
+    python tests/probes/trl_ppo_step.py CONFIG_JSON PROMPT RESPONSE MICRO ACCUM DTYPE[,DTYPE...]
 """
 
 import json
@@ -41,12 +41,12 @@ def models(cfg_in: dict):
     return policy, ref, value, reward
 
 
-def main(cfg_in: dict, prompt: int, response: int, micro: int, accum: int) -> None:
+def main(cfg_in: dict, prompt: int, response: int, micro: int, accum: int, dtype: str) -> dict[str, int]:
     from datasets import Dataset
     from trl.experimental.ppo import PPOConfig, PPOTrainer
     from trl.experimental.ppo import ppo_trainer as mod
 
-    policy, ref, value, reward = models(cfg_in)
+    policy, ref, value, reward = (m.to(getattr(torch, dtype)) for m in models(cfg_in))
     rows = micro * accum
     ids = torch.randint(2, cfg_in["vocab_size"], (4 * rows, prompt), generator=torch.Generator().manual_seed(1))
     args = PPOConfig(
@@ -93,11 +93,15 @@ def main(cfg_in: dict, prompt: int, response: int, micro: int, accum: int) -> No
 
     mod.batch_generation, mod.PolicyAndValueWrapper.forward = batch_generation, forward
     t.add_existing([p for m in (policy, ref, value, reward) for p in (*m.parameters(), *m.buffers())], "params")
-    with t:
-        trainer.train()
-    print(json.dumps({k: v[0] for k, v in t.segments.items()}))
+    try:
+        with t:
+            trainer.train()
+    finally:
+        mod.batch_generation, mod.PolicyAndValueWrapper.forward = generate, wrapped_forward
+    return {k: v[0] for k, v in t.segments.items()}
 
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
-    main(json.loads(sys.argv[1]), *map(int, sys.argv[2:6]))
+    cfg, sizes = json.loads(sys.argv[1]), [int(a) for a in sys.argv[2:6]]
+    print(json.dumps({d: main(cfg, *sizes, d) for d in sys.argv[6].split(",")}))
