@@ -291,6 +291,8 @@ SLOW = {
     "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[llamafactory]": 9,
     "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[hf]": 9,
     # tests/probes: a real TRL SFT step and an HF Trainer step under the tracker (12 s each)
+    # h-trlppo (2026-12-05, load 9 on 2 cores): ms-swift's venv imports TRL in a subprocess, two PPO updates in fp32 and bf16 (11 s CPU)
+    "tests/probes/test_trl_ppo.py::test_trls_ppo_update_holds_policy_and_value_model_at_one_backward_and_the_kept_scores": 26,
     "tests/probes/test_trl_sft_head.py::test_a_trl_sft_step_holds_the_fused_head_and_hfs_the_full_logits[hf]": 12,
     "tests/probes/test_trl_sft_head.py::test_a_trl_sft_step_holds_the_fused_head_and_hfs_the_full_logits[trl]": 12,
     # tests/planner/export: each framework's own parser in its venv (a Python start each)

@@ -21,7 +21,7 @@ from functools import lru_cache
 
 from planner.config.roles import ACTOR, Group, existing_roles
 from planner.config.spec import MemoryBreakdown
-from planner.estimate import fsdp, generation, rollout, state_terms, zero
+from planner.estimate import fsdp, generation, rollout, state_terms, trl_ppo, zero
 from planner.estimate import memory as mem
 from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
 from planner.estimate.overheads import terms as overhead_terms
@@ -232,6 +232,12 @@ def group_phases(s: Setup, capacity: int) -> dict[str, dict[str, dict[str, int]]
                     f"{role}_resident_bytes": 0,
                     f"{phase_key(phase, role)}_bytes": own[role][phase],
                 }
+        if engine_of(s).joint_value_update and "critic" in members:  # TRL's PolicyAndValueWrapper (trl_ppo)
+            del phases["critic-update"]
+            phases["actor-update"].update(trl_ppo.joint_update_terms(setups["critic"], setups["actor"]))
+        if engine_of(s).keeps_scores:  # one copy through every later phase (trl_ppo)
+            for terms in (t for p, t in phases.items() if p != "rollout"):
+                terms["rollout_scores_bytes"] = trl_ppo.rollout_scores_bytes(setups["actor"])
         if ("actor" in members or "rollout" in members) and not hf:
             phases["weight-sync"] = sync_terms(s, setups, members, resident, capacity, others)
         out[label] = phases
@@ -247,16 +253,8 @@ def hf_generation_terms(a: Setup, r) -> dict[str, int]:
     if a.knobs.zero_stage == 3 and not engine_of(a).generate_gathers:  # DeepSpeed fetches layer by layer instead
         terms["generation_weights_bytes"] = state_terms.gathered_params_bytes(a)
     if engine_of(a).keeps_scores:
-        terms["generation_scores_bytes"] = generation_scores_bytes(a, a.micro_batch * a.grad_accum)
+        terms["generation_scores_bytes"] = trl_ppo.rollout_scores_bytes(a, copies=3)
     return terms
-
-
-def generation_scores_bytes(a: Setup, rows: int) -> int:
-    """TRL's PPO (trl 0.29.1 experimental/ppo/ppo_trainer.py:110-119 output_scores, torch.stack(output.scores, 1)):
-    every generated step's fp32 scores, rows x completion x vocabulary, for the rank's local batch
-    (per_device_train_batch_size x gradient_accumulation_steps, :455), the list and its stacked copy at once."""
-    w = a.knobs.workload
-    return 2 * 4 * rows * w.max_completion_length * a.model.text.vocab
 
 
 def phase_key(phase: str, role: str) -> str:

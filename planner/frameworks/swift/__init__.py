@@ -324,7 +324,8 @@ FRAMEWORK = Framework(
         defaults={"remove_padding": False},  # padded rows (left-padded queries, swift/arguments/rlhf_args.py)
         grpo=False,
         generate_gathers=True,  # unwrap_model_for_generation over policy and value model (ppo_trainer.py:679-684)
-        keeps_scores=True,  # batch_generation's output_scores (ppo_trainer.py:110-119)
+        keeps_scores=True,  # batch_generation's output_scores, kept through the step (planner.estimate.trl_ppo)
+        joint_value_update=True,  # PolicyAndValueWrapper: one forward and backward of both (ppo_trainer.py:284-295)
     ),
     # swift/model/register.py:161,253,295: ModelLoader.default_trust_remote_code True, config and model loaded with
     # it; model/models/internlm.py:105-264: OpenGVLab/InternVL2_5-*, InternVL3-* register InternVLLoader with

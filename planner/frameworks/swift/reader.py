@@ -196,7 +196,7 @@ def _sequence(c: Collector, f: dict[str, Flag], kind: str, near=None) -> None:
 
 
 def _training(c: Collector, f: dict[str, Flag], kind: str) -> None:
-    gc, src = look(f, "checkpointing")
+    gc, src = (False, swift_ppo.NO_CHECKPOINTING) if kind == "ppo" else look(f, "checkpointing")
     c.set("checkpointing", "full" if as_bool(gc) else "off", src, KEYS.flag("checkpointing"))
     vit = f.get(KEYS.key("vit_checkpointing"))  # None follows --gradient_checkpointing (arguments.py:297-298)
     if as_bool(gc) and vit is not None and as_bool(vit.value) is False:

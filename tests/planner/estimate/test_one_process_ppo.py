@@ -159,6 +159,6 @@ def test_swifts_ppo_holds_a_value_and_reward_model_of_its_reward_checkpoint_and_
     assert rollout["reward_resident_bytes"] == 2 * scorer  # frozen, whole under ZeRO-2
     # the value model: the same checkpoint in bf16 with the run's LoRA adapters and their AdamW states
     assert rollout["critic_resident_bytes"] > 2 * scorer and "ref_resident_bytes" not in rollout  # LoRA: no reference
-    # every step's fp32 scores for micro 1 x accumulation 4 rows, 512 steps of Qwen2.5's 151,936-token vocabulary,
-    # the list and its torch.stack copy
-    assert rollout["generation_scores_bytes"] == 2 * 4 * (1 * 4) * 512 * 151936
+    # every step's fp32 scores for micro 1 x accumulation 4 rows, 512 steps of Qwen2.5's 151,936-token vocabulary:
+    # the chunks, their padded copy, and the previous step's copy still bound (planner.estimate.trl_ppo)
+    assert rollout["generation_scores_bytes"] == 3 * 4 * (1 * 4) * 512 * 151936
