@@ -112,12 +112,13 @@ one() {  # setup_one, timed, each line it prints named (the builds run side by s
   echo "$1: $(($(date +%s) - start)) s"
 }
 
-# FWENV_OLD_JOBS builds at a time (default 4: uv's downloads and links wait on the network and the disk more than
-#   on the 2 cores; uv's cache locks make side-by-side builds safe). The shared torch first, once.
+# FWENV_OLD_JOBS builds at a time (default 2: uv's downloads and links wait on the network and the disk as much as on
+#   the 2 cores; uv's cache locks make side-by-side builds safe). The shared torch first, once. The 20 of `ci` from an
+#   empty uv cache: 393 s with 92 s of CPU on 2 cores at load ~10 (2026-12-05, docs/tests.md).
 names=${*:-all}
 case $names in all) names=$ALL ;; ci) names=$CI ;; esac
 shared_torch
-jobs=${FWENV_OLD_JOBS:-4} failed=0
+jobs=${FWENV_OLD_JOBS:-2} failed=0
 for name in $names; do
   while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || failed=1; done
   one "$name" &

@@ -1,10 +1,12 @@
 """Issue 46 item 4 at every written line: the files `suggest --framework F@LINE --emit` writes for the plans it ranks
 pass that release's OWN parser and validator, not only the newest one's (test_frameworks_export.py). One venv per
-release (tools/fwenv_old.sh NAME builds it, 20-70 s; .fwenv-old/ or MEMPLAN_FWENV_OLD), one validator process per
-release over every plan kind the line runs (LoRA, full SFT, a 7B full SFT that shards, DPO, GRPO); a kind the line's
-rules leave unranked is counted, not written. OpenRLHF and verl add their role runs (test_rl_exports.py's GRPO and PPO
-plans, `check`ed at the line). The sweep tier: `make test-all`; a release whose venv is not built is
-skipped, saying which command builds it. docs/tests.md records a full run."""
+release (tools/fwenv_old.sh NAME builds it, 15-60 s; .fwenv-old/ or MEMPLAN_FWENV_OLD), one validator process per
+release (verl: one more for its SFT scripts per model) over every plan kind the line runs (LoRA, full SFT, a 7B full
+SFT that shards, DPO, GRPO, LLaMA-Factory's FSDP); a kind the line's rules leave unranked is counted, not written.
+OpenRLHF and verl add their role runs (test_rl_exports.py's GRPO and PPO plans, `check`ed at the line). Every line
+once on every commit (`make test` builds `tools/fwenv_old.sh ci` first); a line's other end in the sweep tier
+(SWEEP_VENVS, `make test-all`). A release whose venv is not built is skipped, saying which command builds it.
+docs/tests.md records the runs."""
 
 import os
 import subprocess
