@@ -47,10 +47,20 @@ FRAMEWORK_PYTHONS := MEMPLAN_LLAMAFACTORY_PYTHON=$(FWENV)/llamafactory/bin/pytho
 	MEMPLAN_SWIFT_PYTHON=$(FWENV)/ms-swift/bin/python MEMPLAN_AXOLOTL_PYTHON=$(FWENV)/axolotl/bin/python \
 	MEMPLAN_GPTQMODEL_PYTHON=$(FWENV)/gptqmodel/bin/python MEMPLAN_VIDEO_PYTHON=$(FWENV)/video/bin/python \
 	MEMPLAN_VERL_PYTHON=$(FWENV)/verl/bin/python MEMPLAN_TORCHTITAN_PYTHON=$(FWENV)/torchtitan/bin/python \
-	MEMPLAN_OPENRLHF_PYTHON=$(FWENV)/openrlhf/bin/python MEMPLAN_RAY_BIN=$(FWENV)/ray/bin/ray
+	MEMPLAN_OPENRLHF_PYTHON=$(FWENV)/openrlhf/bin/python MEMPLAN_RAY_BIN=$(FWENV)/ray/bin/ray \
+	MEMPLAN_FWENV_OLD=$(CURDIR)/.fwenv-old
 .PHONY: fwenv
 fwenv:
 	FWENV_ROOT=$(FWENV) FWENV_SHARED_TORCH=1 PY=$(PY) bash tools/fwenv.sh
+
+# One venv per older release line memplan writes files for, each line once (tools/fwenv_old.sh ci: 20 venvs beside
+# .fwenv's shared torch and uv), so that tests/planner/export/test_old_releases_parse.py runs each line's own parser on
+# every commit; the sweep tier's other releases: `tools/fwenv_old.sh all`. Nothing after the first build.
+FWENV_OLD := $(CURDIR)/.fwenv-old
+FWENV_OLD_SET ?= ci
+.PHONY: fwenv-old
+fwenv-old: fwenv
+	FWENV_OLD_ROOT=$(FWENV_OLD) FWENV_BASE=$(FWENV) PY=$(PY) bash tools/fwenv_old.sh $(FWENV_OLD_SET)
 
 # Two pytest workers (pytest-xdist), a test file to one worker and in order, the longest files first (tests/conftest.py
 # longest_first, not xdist's order by test count): most tests keep one core busy and the machine has two.
@@ -65,13 +75,14 @@ PYTEST_THREADS := $(if $(filter 0,$(PYTEST_WORKERS)),,OMP_NUM_THREADS=1)
 # What CI runs on every commit: every check, with the property tests at 2,000 requests a kind; the sweep tier (the
 # same checks at more shapes, model sizes, chaos rounds and fuzz examples: pytest -m sweep, docs/tests.md) is
 # `make test-all`'s.
-test: setup-dev fwenv
+test: setup-dev fwenv fwenv-old
 	$(PYTEST_THREADS) MEMPLAN_CHAOS_ROUNDS=6 MEMPLAN_FUZZ_EXAMPLES=500 $(FRAMEWORK_PYTHONS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) \
 		-m "not sweep" tests
 
 # Everything at full size: `make test` and the sweep tier, 20 chaos rounds, 2,000 fuzz examples an operation.
 .PHONY: test-all
 test-all: setup-dev fwenv
+	$(MAKE) fwenv-old FWENV_OLD_SET=all
 	$(PYTEST_THREADS) $(FRAMEWORK_PYTHONS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) tests
 
 # The edit loop (under 8 minutes on 2 cores): the tests not marked slow (tests/conftest.py SLOW, each 4 s or more)
@@ -85,7 +96,7 @@ bench: setup
 	$(BIN)/python benchmarks/cli_latency.py --out benchmarks/results/cli_latency.json
 
 clean:
-	rm -rf $(VENV) $(FWENV) *.egg-info
+	rm -rf $(VENV) $(FWENV) $(FWENV_OLD) *.egg-info
 
 # Rewrite the README's pasted outputs from their commands (docs/readme.py; tests/test_readme.py checks them).
 docs: setup-dev

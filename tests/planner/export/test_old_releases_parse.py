@@ -1,10 +1,12 @@
 """Issue 46 item 4 at every written line: the files `suggest --framework F@LINE --emit` writes for the plans it ranks
 pass that release's OWN parser and validator, not only the newest one's (test_frameworks_export.py). One venv per
-release (tools/fwenv_old.sh NAME builds it, 20-70 s; .fwenv-old/ or MEMPLAN_FWENV_OLD), one validator process per
-release over every plan kind the line runs (LoRA, full SFT, a 7B full SFT that shards, DPO, GRPO); a kind the line's
-rules leave unranked is counted, not written. OpenRLHF and verl add their role runs (test_rl_exports.py's GRPO and PPO
-plans, `check`ed at the line). The sweep tier: `make test-all`; a release whose venv is not built is
-skipped, saying which command builds it. docs/tests.md records a full run."""
+release (tools/fwenv_old.sh NAME builds it, 15-60 s; .fwenv-old/ or MEMPLAN_FWENV_OLD), one validator process per
+release (verl: one more for its SFT scripts per model) over every plan kind the line runs (LoRA, full SFT, a 7B full
+SFT that shards, DPO, GRPO, LLaMA-Factory's FSDP); a kind the line's rules leave unranked is counted, not written.
+OpenRLHF and verl add their role runs (test_rl_exports.py's GRPO and PPO plans, `check`ed at the line). Every line
+once on every commit (`make test` builds `tools/fwenv_old.sh ci` first); a line's other end in the sweep tier
+(SWEEP_VENVS, `make test-all`). A release whose venv is not built is skipped, saying which command builds it.
+docs/tests.md records the runs."""
 
 import os
 import subprocess
@@ -15,11 +17,10 @@ import pytest
 from planner import advise
 from planner.errors import BadInput
 from planner.export import launch
+from planner.model import catalog
 
 from .test_rl_exports import BASE as RL_BASE
 from .test_rl_exports import CASES as RL_CASES
-
-pytestmark = pytest.mark.sweep
 
 ROOT = Path(os.environ.get("MEMPLAN_FWENV_OLD", Path(__file__).resolve().parents[3] / ".fwenv-old"))
 VALIDATORS = Path(__file__).parent / "validators"
@@ -31,9 +32,14 @@ KINDS = {
     "dpo": {"workload": {"kind": "dpo", "max_length": 1024}},
     "grpo": GRPO,
 }
+# a framework's own kinds besides: LLaMA-Factory's FSDP plan (0.9.3 on; before, a rule: its accelerate predates FSDP2)
+#   writes accelerate_fsdp_config.yaml, which the validator loads with that release's accelerate
+OWN_KINDS = {"llamafactory": {"fsdp": {"fsdp": ["full"], "seq_len": 1024}}}
+RANKED = {("llamafactory", "0.9.3"): {"fsdp"}, ("llamafactory", "0.9.4"): {"fsdp"}}  # kinds a line must write
 CONFIG = {"lora": "SFTConfig", "full": "SFTConfig", "full-7b": "SFTConfig", "dpo": "DPOConfig", "grpo": "GRPOConfig"}
 LF, SWIFT, TRL = "llamafactory_old_validate.py", "swift_old_validate.py", "trl_validate.py"
 ORL, VERL = "openrlhf_validate.py", "verl_rl_validate.py"
+VERL_SFT = "verl_validate.py"  # verl's SFT scripts (verl@0.6 writes them since a649829): Hydra, dataclasses, engine
 # the role runs `check`ed per line; verl's PPO also without its reward model (0.6.x writes none: its rule)
 ROLE_RUNS = {
     "openrlhf": RL_CASES["openrlhf"],
@@ -41,10 +47,15 @@ ROLE_RUNS = {
     | {"ppo-no-rm": {**RL_CASES["verl"]["ppo"], "workload": {"kind": "ppo", "num_generations": 4}}},
 }
 # per line, what a request adds (none: OpenRLHF 0.8.x's --flash_attn switch writes flash-attn or eager, and a request
-# naming no attention is searched at the line's own, eager: planner.config.requests Space.release_attention)
+# naming no attention is searched at the line's own, eager: planner.config.requests Space.release_attention; so are
+# LLaMA-Factory's 0.5 and 0.6 lines)
 BODY: dict[tuple[str, str], dict] = {}
-# (framework, line, venv of tools/fwenv_old.sh, validator): LLaMA-Factory's 0.8 line runs 0.8.0 .. 0.9.0, both ends
-# checked; R1-V's fork trains with trl 0.14.0's GRPOConfig (setup.py:65)
+SWEEP = pytest.mark.sweep
+# (framework, line, venv of tools/fwenv_old.sh, validator): each written line once on every commit (the venvs of
+# `tools/fwenv_old.sh ci`, which `make test` builds); the sweep tier adds the other end of a line: LLaMA-Factory's 0.8
+# line runs 0.8.0 .. 0.9.0, verl's 0.6 is 0.6.0 and 0.6.1. R1-V's fork trains with trl 0.14.0's GRPOConfig
+# (setup.py:65); hf@4 (transformers 4.49.0 .. 4.53) and hf@4.54 write TRL's script flags and TrainingArguments,
+# checked with trl-0.15.2's transformers 4.49.0 and trl-0.22.2's 4.56.2 (TrainingArguments' own parser)
 RELEASES = [
     *(("llamafactory", line, f"lf-{v}", LF) for line, v in (("0.5", "0.5.3"), ("0.6", "0.6.3"), ("0.7.1", "0.7.1"))),
     *(("llamafactory", line, f"lf-{v}", LF) for line, v in (("0.8", "0.8.3"), ("0.8", "0.9.0"), ("0.9.1", "0.9.1"))),
@@ -53,13 +64,16 @@ RELEASES = [
     *(("trl", line, f"trl-{v}", TRL) for line, v in (("0.14", "0.14.0"), ("0.15", "0.15.2"), ("0.19", "0.19.1"))),
     *(("trl", line, f"trl-{v}", TRL) for line, v in (("0.22", "0.22.2"), ("1.0", "1.0.0"), ("1.10", "1.10.0"))),
     ("trl", "r1-v", "trl-0.14.0", TRL),
-    # HF's Trainer at the 4 lines, each at its newest release: TrainingArguments' own parser (trl_validate.py)
-    *(("hf", line, f"hf-{v}", TRL) for line, v in (("4", "4.53.0"), ("4.54", "4.57.1"))),
+    ("hf", "4", "trl-0.15.2", TRL),
+    ("hf", "4.54", "trl-0.22.2", TRL),
+    *(("hf", line, f"hf-{v}", TRL) for line, v in (("4", "4.53.0"), ("4.54", "4.57.1"))),  # each line's newest
     # OpenRLHF's flat-flag lines (0.8 is 0.5.0 .. 0.8.9: its newest checked), verl 0.6 at both releases
     ("openrlhf", "0.10", "orl-0.10.1", ORL),
     ("openrlhf", "0.8", "orl-0.8.9", ORL),
     *(("verl", "0.6", f"verl-{v}", VERL) for v in ("0.6.0", "0.6.1")),
 ]
+SWEEP_VENVS = {"lf-0.9.0", "verl-0.6.0", "hf-4.53.0", "hf-4.57.1"}  # the venvs `tools/fwenv_old.sh ci` leaves out
+CASES = [pytest.param(*r, id=f"{r[0]}@{r[1]}:{r[2]}", marks=[SWEEP] if r[2] in SWEEP_VENVS else []) for r in RELEASES]
 
 
 def written(framework: str, line: str, kind: str, folder: Path) -> Path | None:
@@ -67,7 +81,7 @@ def written(framework: str, line: str, kind: str, folder: Path) -> Path | None:
     where the line ranks none (its rules: a key it lacks, a workload it does not run)."""
     body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "top": 1}
     body |= {
-        **KINDS[kind],
+        **(KINDS | OWN_KINDS.get(framework, {}))[kind],
         **BODY.get((framework, line), {}),
         "framework": f"{framework}@{line}",
         "evidence": "analytic",
@@ -102,6 +116,15 @@ def checked(framework: str, line: str, case: str, folder: Path) -> Path | None:
     return folder
 
 
+def call_of(validator: str, kind: str, path: str) -> tuple[str, ...]:
+    """The validator, with its flags, a written file goes to: verl's SFT script to its SFT validator with the planned
+    model's heads (verl_validate.py's tiny stand-in model carries them), every other file to the line's validator."""
+    if not path.endswith("verl_sft.sh"):
+        return (validator,)
+    text = catalog.load_model(KINDS[kind].get("model", "qwen2.5-0.5b")).text
+    return VERL_SFT, "--heads", str(text.heads), "--kv-heads", str(text.kv_heads)
+
+
 def argument(framework: str, kind: str, folder: Path) -> str:
     if framework in ("openrlhf", "verl"):
         (script,) = [p for p in folder.glob("*.sh") if p.name != launch.LAUNCH_NAME]
@@ -112,37 +135,50 @@ def argument(framework: str, kind: str, folder: Path) -> str:
         return str(folder / "swift_train.sh")
     if framework == "hf":
         return f"TrainingArguments:{folder}"
-    return f"{CONFIG[kind]}:{folder}"
+    return f"{CONFIG.get(kind, 'SFTConfig')}:{folder}"
 
 
-@pytest.mark.parametrize(("framework", "line", "venv", "validator"), RELEASES, ids=[r[2] for r in RELEASES])
+@pytest.mark.parametrize(("framework", "line", "venv", "validator"), CASES)
 def test_every_written_line_passes_its_own_releases_parser(framework, line, venv, validator, tmp_path):
     python = ROOT / venv / "bin" / "python"
     if not python.is_file():
         pytest.skip(f"no {python}: `tools/fwenv_old.sh {venv}` builds {framework}'s release for line {line}")
-    args, unranked = [], []
-    for kind in KINDS:
+    calls, unranked = {}, []  # (validator, its flags) -> the files it checks
+    for kind in KINDS | OWN_KINDS.get(framework, {}):
         folder = written(framework, line, kind, tmp_path / kind)
         if folder is None:
             unranked.append(kind)
         else:
-            args.append(argument(framework, kind, folder))
+            path = argument(framework, kind, folder)
+            calls.setdefault(call_of(validator, kind, path), []).append(path)
     for case in ROLE_RUNS.get(framework, ()):
         folder = checked(framework, line, case, tmp_path / f"role-{case}")
         if folder is None:
             unranked.append(case)
         else:
-            args.append(argument(framework, case, folder))
-    assert args, f"{framework}@{line} ranks no plan of {unranked}"
-    run = subprocess.run(
-        [str(python), str(VALIDATORS / validator), *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(VALIDATORS)},
-    )
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-8000:]
-    assert run.stdout.count(": OK ") == len(args), run.stdout
-    print(f"{venv} ({framework}@{line}): {len(args)} OK, unranked {unranked}")
+            calls.setdefault((validator,), []).append(argument(framework, case, folder))
+    assert calls, f"{framework}@{line} ranks no plan of {unranked}"
+    assert not RANKED.get((framework, line), set()) & set(unranked), f"{framework}@{line} ranks none of {unranked}"
+    for (script, *flags), args in calls.items():
+        run = subprocess.run(
+            [str(python), str(VALIDATORS / script), *flags, *args],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(VALIDATORS)},
+        )
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-8000:]
+        assert run.stdout.count(": OK ") == len(args), run.stdout
+    files = sum(map(len, calls.values()))
+    print(f"{venv} ({framework}@{line}): {files} OK in {len(calls)} validator runs, unranked {unranked}")
+
+
+def test_make_test_builds_every_venv_the_default_tier_runs():
+    """`make test` builds `tools/fwenv_old.sh ci` (Makefile fwenv-old): exactly the venvs of the lines checked on
+    every commit, so none is skipped there for want of its venv and none is built for nothing."""
+    script = (Path(__file__).resolve().parents[3] / "tools" / "fwenv_old.sh").read_text()
+    ci = set(script.split('\nCI="', 1)[1].split('"', 1)[0].split())
+    assert ci == {r[2] for r in RELEASES} - SWEEP_VENVS
+    assert not SWEEP_VENVS & ci

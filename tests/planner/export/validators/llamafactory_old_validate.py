@@ -14,7 +14,14 @@ For each file, from the file's folder:
 3. the same keys as a command line (sys.argv, the path `llamafactory-cli train --key value` takes), which also enforces
    the dataclass fields' choices (stage, finetuning_type, flash_attn's words at each release);
 4. with a DeepSpeed JSON: HF's DeepSpeed config against the arguments (every mismatch but train_batch_size, which
-   depends on the world size; transformers integrations/deepspeed.py trainer_config_process).
+   depends on the world size; transformers integrations/deepspeed.py trainer_config_process);
+5. with an accelerate config (an FSDP plan, v0.9.3 on: the command is `accelerate launch --config_file
+   accelerate_fsdp_config.yaml src/train.py x.yaml`): the release's own accelerate (v0.9.3 requirements.txt pins
+   accelerate<=1.7.0, v0.9.4 pyproject.toml <=1.11.0; the venvs hold those) reads it as that command does
+   (commands/launch.py launch_command_parser and _validate_launch_command: load_config_from_file refuses an unknown key
+   and a bad enum; an fsdp_config key the launcher has no flag for, which it drops, is refused here), turns it into the ranks' environment (utils/launch.py prepare_multi_gpu_env, the FSDP_* variables)
+   and builds the FullyShardedDataParallelPlugin the Accelerator builds from them; then the model on the meta device
+   with the plugin's wrap classes and the LoRA targets (meta_model.py, as llamafactory_validate.py).
 bf16 is reported available (HF refuses bf16 on a host without a bf16 GPU, training_args.py). Exits 1 with the
 framework's error on the first bad file.
 """
@@ -24,7 +31,7 @@ import os
 import sys
 from pathlib import Path
 
-from llamafactory_validate import argv_of, patch_host
+from llamafactory_validate import ACCELERATE, argv_of, names_of, patch_host
 from verdict import verdicts
 
 
@@ -67,10 +74,43 @@ def check(path: Path) -> str:
     if bad:  # as llamafactory_validate.py: every mismatch but the world-size one
         raise ValueError("DeepSpeed config disagrees with the arguments:\n" + "\n".join(bad))
     version = importlib.import_module(name).__version__
+    fsdp = ""
+    if (path.parent / ACCELERATE).is_file():
+        fsdp = f" fsdp: {accelerate_plugin(path)}; {names_of(path, model_args, finetuning_args)}"
     return (
         f"{name} {version}: stage={finetuning_args.stage} finetuning_type={finetuning_args.finetuning_type} "
         f"cutoff_len={data_args.cutoff_len} flash_attn={model_args.flash_attn} "
-        f"gc_disabled={model_args.disable_gradient_checkpointing} bf16={training_args.bf16}"
+        f"gc_disabled={model_args.disable_gradient_checkpointing} bf16={training_args.bf16}{fsdp}"
+    )
+
+
+def accelerate_plugin(path: Path) -> str:
+    """The accelerate config beside `path` as `accelerate launch --config_file` reads it, and the FSDP plugin the
+    ranks build from the environment the launcher hands them. The launcher's port probe is a fact of this host, not
+    of the file: it is answered free."""
+    from unittest import mock
+
+    import accelerate
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+    from accelerate.utils import FullyShardedDataParallelPlugin
+    from accelerate.utils import launch as launching
+
+    args = launch_command_parser().parse_args(["--config_file", ACCELERATE, "src/train.py", path.name])
+    flags = set(vars(args))
+    args, defaults, _ = _validate_launch_command(args)
+    # the launcher copies each fsdp_config key onto its arguments (fsdp_ prefixed) whether or not it has that flag,
+    #   and reads only its flags: a key it has no --fsdp_* flag for is dropped without a word (_validate_launch_command)
+    keys = (k if k.startswith("fsdp") else "fsdp_" + k for k in defaults.fsdp_config)
+    unread = sorted(set(keys) - flags)
+    if unread:
+        raise ValueError(f"accelerate {accelerate.__version__} launch has no flag for {unread}: never read")
+    with mock.patch.object(launching, "is_port_in_use", lambda *a, **k: False):
+        env = launching.prepare_multi_gpu_env(args)
+    with mock.patch.dict(os.environ, env, clear=True):
+        plugin = FullyShardedDataParallelPlugin()
+    return (
+        f"accelerate {accelerate.__version__} fsdp_version={plugin.fsdp_version} "
+        f"wrap={plugin.transformer_cls_names_to_wrap} mixed_precision={env['ACCELERATE_MIXED_PRECISION']}"
     )
 
 

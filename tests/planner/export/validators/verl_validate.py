@@ -129,7 +129,8 @@ def check(path: Path, heads: int, kv_heads: int, scratch: Path) -> str:
     engine = omega_conf_to_dataclass(cfg.engine)
     optim = omega_conf_to_dataclass(cfg.optim)
     omega_conf_to_dataclass(cfg.checkpoint)
-    omega_conf_to_dataclass(cfg.profiler)
+    if "profiler" in cfg:  # v0.6.x's sft_trainer_engine.yaml has no profiler section (verl@0.6's SFT scripts)
+        omega_conf_to_dataclass(cfg.profiler)
     check_engine(cfg, engine, model_cfg)
     sp = engine.ulysses_sequence_parallel_size
     check_heads(model_cfg, sp, model_cfg.use_remove_padding)
