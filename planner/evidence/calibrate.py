@@ -206,6 +206,8 @@ class Calibrator:
 
     def __call__(self, s: Setup, hw: Hardware, analytic: MemoryBreakdown) -> tuple[MemoryBreakdown, str, str | None]:
         """(breakdown, evidence, reason when a measurement says it does not fit)."""
+        if s.knobs.dataparallel:  # every probe traces one process: GPU 0's gathers under nn.DataParallel are not in it
+            return analytic, "analytic", None  # (planner.estimate.dataparallel)
         for rec in self.records(s):
             replay = replay_of(s, hw, rec)
             if replay and replay["oom_at"] is not None:

@@ -128,3 +128,20 @@ def test_a_replay_that_runs_out_of_memory_does_not_fit(tmp_path):
     store.add(_sim_record({"limit_bytes": _limit(), "allocated": 70 * 2**30, "reserved": 78 * 2**30, "oom_at": 2**33}))
     p = _plan(store)
     assert not p.fits and "caching allocator run out of memory: a request of 8.00 GiB" in p.reason
+
+
+def test_a_dataparallel_plan_keeps_its_analytic_gpu_0(tmp_path):
+    """nn.DataParallel's GPU 0 holds every replica's gathered logits (planner.estimate.dataparallel); a probe traces
+    one process, so no record or simulation stands in for it (a sim record of lf-3612's 0.7.1 plan had put GPU 0 at
+    33.5 GiB, its analytic 65.1)."""
+
+    def refuse(*_):
+        raise AssertionError("a DataParallel plan was simulated")
+
+    hw = hardware.resolve("h100", 8, 1)
+    dp = Knobs(precision="bf16", checkpointing="full", dataparallel=True, framework="hf")
+    cal = Calibrator("sim", Store(tmp_path / "s.sqlite"), MODEL.name, MODEL.config, simulate=refuse)
+    cal.exact = True
+    p = make_plan(MODEL, hw, Goal(global_batch=16, seq_len=1024), dp, 2, cal)
+    analytic = make_plan(MODEL, hw, Goal(global_batch=16, seq_len=1024), dp, 2)
+    assert p.evidence == "analytic" and p.memory.device_total_bytes == analytic.memory.device_total_bytes
