@@ -38,7 +38,7 @@ Authorized = Depends(require_token)
 
 
 def probe_functions():
-    """The probes the core may run for this service (planner.advise.Probes), or None without probes/."""
+    """The probes the core may run for this service (planner.verification.Probes), or None without probes/."""
     from probes import probe_functions as functions
 
     return functions()
@@ -80,8 +80,8 @@ def scanner(settings: Settings):
 def resolve_model(ref: str | dict, settings: Settings) -> ModelSpec:
     """A catalog name; a config.json object posted in the body; or a path inside one of the
     configured model directories (after resolving links, never `..`). Nothing else is read."""
-    from planner.advise import default_resolver
     from planner.model import catalog
+    from planner.resolved import default_resolver
 
     if isinstance(ref, dict):
         try:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from api.deps import inside, probe_functions, resolve_model, scanner
 from api.settings import Settings
-from planner import advise, checkconfig
+from planner import advise, checkconfig, resolved
 from planner.config.knobfields import KnobFields
 from planner.evidence import db as sql
 from planner.export import launch
@@ -74,7 +74,7 @@ def check_config(paths: list[str], files: dict[str, str], overrides: dict, setti
 def lines(body, settings: Settings) -> dict:
     """The lines `planner suggest` prints beside its table: the workload, the images and the videos."""
     ctx = context(settings)
-    model, _, _, _, budget = advise.resolve(body, body.global_batch, ctx["resolver"], ctx["scanner"])
+    model, _, _, _, budget = resolved.resolve(body, body.global_batch, ctx["resolver"], ctx["scanner"])
     role_run = KnobFields(workload=body.workload, framework=body.framework).role_run  # verl's GRPO: by roles
     videos = videofit.budget(body, model)
     return {

@@ -36,7 +36,7 @@ def predicted_volume(case, mode: str, accum: int) -> float:
     """Bytes each rank sends in one optimizer step, as planned."""
     from planner.estimate import microstep
     from planner.estimate.setup import Setup
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
 
     rows = case.micro_batch * case.grad_accum
     s = Setup(from_config(case.config, "probe"), case.knobs, rows // accum, accum, case.seq_len, 2, 1)

@@ -254,7 +254,7 @@ def main() -> None:
     from planner.config.spec import Knobs
     from planner.estimate.memory import breakdown
     from planner.estimate.setup import Setup
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
     from probes.cpu import measure
     from probes.sim import simulate
     from probes.step import Case

@@ -1,6 +1,6 @@
-"""GRPO and DPO rows of benchmarks/accuracy.py (`--rl`): each phase's peak, analytic vs sim vs real steps.
+"""GRPO, DPO and KTO rows of benchmarks/accuracy.py (`--rl`): each phase's peak, analytic vs sim vs real steps.
 
-Real steps are TRL 1.16's own GRPOTrainer / DPOTrainer on CPU, every allocation counted by the tracker
+Real steps are TRL 1.16's own GRPOTrainer / DPOTrainer / KTOTrainer on CPU, every allocation counted by the tracker
 (probes/rl.py); `--logprobs full` has no TRL 1.16 code path, so its real steps are the sim's loop on real CPU
 tensors (probes/rl_sim.py). As for the supervised rows: the sim with CPU code paths against the real CPU steps,
 and the analytic model (which plans CUDA's paths: TRL's Triton folds, no tile temporaries) against the sim with
@@ -63,6 +63,9 @@ RL_GRID = [  # (arch, precision, workload fields, micro-batch, accumulation)
         2,
     ),
     ("debug-llama", "fp32", {"kind": "dpo", "max_length": 192, "max_prompt_length": 64, "logprobs": "full"}, 2, 2),
+    # KTO (TRL's KTOTrainer, planned under --framework trl; whole logits: ms-swift's head, the sim's real steps)
+    ("debug-llama", "fp32", {"kind": "kto", "max_length": 192, "max_prompt_length": 64}, 2, 2),
+    ("debug-llama", "fp32", {"kind": "kto", "max_length": 192, "max_prompt_length": 64, "logprobs": "full"}, 2, 2),
 ]
 
 
@@ -73,7 +76,7 @@ def rows(config) -> list[dict]:
     from planner.estimate.rl import breakdown
     from planner.estimate.setup import Setup
     from planner.export.export import trl_args
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
     from probes import rl as real
     from probes import rl_sim
     from probes.step import Case
@@ -81,7 +84,7 @@ def rows(config) -> list[dict]:
     out = []
     for arch, prec, fields, mb, accum in RL_GRID:
         cfg, w = config(arch), Workload(**fields)
-        knobs = Knobs(precision=prec, workload=w)
+        knobs = Knobs(precision=prec, workload=w, **({"framework": "trl"} if w.kind == "kto" else {}))
         case = Case(cfg, knobs, mb, accum, w.seq_len())
         steps = 3 if w.num_iterations > 1 else 2
         if w.logprobs == "full":

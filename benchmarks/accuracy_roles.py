@@ -28,7 +28,7 @@ def roles_of(framework: str) -> tuple[str, ...]:
 def rows(config) -> list[dict]:
     from planner.estimate import roles
     from planner.estimate.setup import Setup
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
     from probes.roles_sim import role_knobs, simulate_roles
     from probes.step import Case
 

@@ -125,7 +125,7 @@ def load_rows() -> list[dict]:
     from planner.config.spec import Knobs
     from planner.estimate import lifecycle
     from planner.estimate.setup import Setup
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
     from probes.load import measure_load, write_checkpoint
 
     out = []

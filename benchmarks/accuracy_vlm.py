@@ -43,7 +43,7 @@ def analytic_rows(names=None) -> list[dict]:
     from planner.estimate.memory import breakdown
     from planner.estimate.setup import Setup
     from planner.model import catalog
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
     from probes.sim import simulate
     from probes.step import Case
     from tests.probes.test_family_accuracy import _four_layers

@@ -1,7 +1,7 @@
 """The GPU suite's edge part (benchmarks/gpu_suite.py --part edge): does the planner's largest fitting micro-batch run,
 and how much of the card was left when it did.
 
-The planner's fragmentation allowance (memory.FRAGMENTATION_FRACTION) is the median reserved/allocated of steps that
+The planner's fragmentation allowance (overheads.FRAGMENTATION_FRACTION) is the median reserved/allocated of steps that
 ran with room to spare, where the caching allocator keeps every block it freed. Near capacity it frees its cache and
 retries before it fails (c10/cuda/CUDACachingAllocator.cpp, malloc), so a step can use more of the card than that
 allowance admits. For six shapes, each with the default allocator and with expandable_segments, this part asks the
@@ -12,7 +12,7 @@ planner's step runs out of memory it halves until a step runs (a plan declared f
 tool exists to prevent). For the largest step that ran it records the allowance that step left,
 (usable - allocated) / allocated with usable = capacity less the CUDA context and the driver's reserve.
 gpu_apply.edge_fraction writes the least of those allowances into the calibration file, which then bounds the
-planner's (memory.fragmentation_fraction). Two probes a row where the planner is right (an earlier version climbed
+planner's (overheads.fragmentation_fraction). Two probes a row where the planner is right (an earlier version climbed
 from micro-batch 1 by doubling, about 5 minutes a row: more than a window holds).
 """
 
@@ -22,7 +22,7 @@ from gpu_parts import GIB, _case, probe
 from gpu_plans import card
 
 from planner.config.spec import Goal
-from planner.estimate import calibration, memory
+from planner.estimate import calibration, memory, overheads
 from planner.estimate.setup import Setup
 from planner.search.search import make_plan
 
@@ -59,7 +59,7 @@ def edge_rows(rehearse: bool) -> list[dict]:
 def usable_bytes(capacity: int, gpu_kind: str) -> int:
     """The card less what no step can have: the CUDA context and the driver's reserve (as the planner counts them)."""
     cal = calibration.for_gpu(gpu_kind)
-    context = cal.cuda_context_bytes if cal and cal.cuda_context_bytes is not None else memory.CUDA_CONTEXT_BYTES
+    context = cal.cuda_context_bytes if cal and cal.cuda_context_bytes is not None else overheads.CUDA_CONTEXT_BYTES
     driver = cal.driver_reserved_bytes if cal and cal.driver_reserved_bytes is not None else 0
     return capacity - context - driver
 

@@ -1,18 +1,17 @@
 """The planner's core API: `suggest` and `check` (with optional verification) on typed requests,
 returning the typed results that `--json` prints. The CLI, the REST API and `autotune` all call these.
 
-Torch-free: a probe is run only through the functions a caller hands in (`Probes`, from probes/ on
-the faces that have it). Every request is validated before any work: field bounds in its model
-(planner/config/requests.py, re-exported here), knob
-combinations in `planner.config.spec.Knobs`, model configs in `planner.model.modelspec`; bad input is a
-`BadInput` naming its field.
+Torch-free: a probe is run only through the functions a caller hands in (`planner.verification.Probes`, from
+probes/ on the faces that have it). Every request is validated before any work: field bounds in its model
+(planner/config/requests.py, re-exported here), knob combinations in `planner.config.spec.Knobs`, model configs in
+`planner.model.families`; bad input is a `BadInput` naming its field. A request's model, GPUs and goal are resolved in
+planner.resolved, its evidence and --verify in planner.verification.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
 from functools import wraps
 from typing import TYPE_CHECKING
 
@@ -38,7 +37,6 @@ from planner.config.requests import (  # noqa: F401 - the request models, re-exp
     _Result,
 )
 from planner.config.spec import (
-    DEFAULT_MARGIN,
     GIB,
     LORA_FIELDS,
     MAX_GLOBAL_BATCH,
@@ -50,17 +48,17 @@ from planner.config.spec import (
     bad_input,
 )
 from planner.errors import BadInput
-from planner.estimate.overheads import allocator_limit_bytes, replayable
-from planner.estimate.setup import Setup
-from planner.evidence.store import ProbeRecord, Shapes
+from planner.evidence.store import Shapes
 from planner.export.launch import with_launch
 from planner.frameworks import FRAMEWORKS, adapter
-from planner.model import catalog, hardware, images, prequant
-from planner.model.modelspec import ModelSpec, from_config
+from planner.model import prequant
+from planner.model.modelspec import ModelSpec
 from planner.model.shapes import module_name_matches
-from planner.search import imagefit, memo, videofit
-from planner.search.datafit import DataFit, Scanner, scan_data, token_batches, verdict
+from planner.resolved import check_positions, default_resolver, hardware_json, resolve, videos_json
+from planner.search import imagefit, memo
+from planner.search.datafit import Scanner, token_batches, verdict
 from planner.search.search import budget_plan, make_plan, search
+from planner.verification import Probes, Status, calibrator, refine, verify
 
 if TYPE_CHECKING:  # built on first use: advise.__getattr__
     from planner.config.requests import CheckRequest, CheckResult, ProbeRequest
@@ -73,244 +71,12 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@dataclass(frozen=True)
-class Probes:
-    """How the core runs probes without importing them: `simulate(model, config, knobs, shapes)` runs the
-    sim here; `isolated(model, config, knobs, shapes, backend, timeout_s)` runs one in a subprocess;
-    `local_gpus()` counts this host's NVIDIA GPUs; `reserved(model, config, knobs, shapes, limit_bytes)` replays a
-    sim step's allocations through the CUDA caching allocator (probes.reserved.replay_detail)."""
-
-    simulate: Callable[..., ProbeRecord]
-    isolated: Callable[..., ProbeRecord]
-    local_gpus: Callable[[], int] = hardware.local_gpu_count
-    reserved: Callable[..., dict] | None = None
-
-
-Status = Callable[[str], AbstractContextManager]
-
-
 def parse(cls: type[_Request], data: dict) -> _Request:
     """A request from plain data (the CLI's flags, a plan file); bad values are a BadInput naming the field."""
     try:
         return cls.model_validate(data)
     except ValidationError as e:
         raise bad_input(e) from None
-
-
-def default_resolver(ref: ModelRef) -> ModelSpec:
-    """A catalog name or config path (catalog.load_model), or a config.json object."""
-    if isinstance(ref, dict):
-        name = str(ref.get("_name_or_path") or ref.get("model_type") or "custom")[-64:]
-        return from_config(ref, name)
-    try:
-        return catalog.load_model(ref)
-    except BadInput:  # a Hugging Face id, a cache folder, a folder named as a known id: what --config resolves
-        from planner.intake import models
-
-        found = models.lookup(ref)
-        if found is None:
-            raise
-        return catalog.load_model(found.ref) if found.ref in catalog.model_names() else from_config(found.config, ref)
-
-
-def check_positions(model: ModelSpec, seq_len: int) -> None:
-    """GPT-2's positions are a learned table (n_positions rows): a longer sequence cannot run at all. RoPE
-    models have no such table and may train past max_position_embeddings (context extension)."""
-    t = model.text
-    if t.traits.learned_positions and t.max_positions and seq_len > t.max_positions:
-        raise BadInput(
-            f"--seq-len {seq_len}: {model.name} has learned positions for at most {t.max_positions} "
-            f"tokens (n_positions)",
-            "seq_len",
-        )
-
-
-def workload_sequence(req: Target) -> Target:
-    """DPO and GRPO rows are as long as their TRL inputs say: --seq-len, --data and a token budget are SFT's."""
-    w = req.workload
-    if not w.rl:
-        return req
-    for field in ("seq_len", "data", "max_tokens_per_micro_batch"):
-        if getattr(req, field) is not None:
-            raise BadInput(
-                f"--{field.replace('_', '-')} with --workload {w.kind}: rows are planned at "
-                f"{'--max-prompt-length + --max-completion-length' if w.kind == 'grpo' else '--max-length'}"
-                f" ({w.seq_len()} tokens)",
-                field,
-            )
-    return req.model_copy(update={"seq_len": w.seq_len()})
-
-
-def _videos_json(req: Target, model: ModelSpec) -> dict | None:
-    videos = videofit.budget(req, model)
-    return videos.json() if videos else None
-
-
-def image_tokens(req: Target, model: ModelSpec) -> tuple[int, imagefit.ImageBudget | None]:
-    """The sample's image tokens, and the worst case they were planned at for --images alone (imagefit.budget)."""
-    n, b = req.image_tokens, None
-    if req.images is not None or req.tokens_per_image is not None:
-        if req.images is None:
-            raise BadInput("--tokens-per-image goes with --images", "images")
-        if n is not None:
-            raise BadInput(
-                "give --image-tokens or --images (with --tokens-per-image or alone), not both", "image_tokens"
-            )
-        b = imagefit.budget(req, model)
-        n = req.images * (req.tokens_per_image if b is None else b.tokens_per_image)
-    n = n or 0
-    videos = videofit.budget(req, model)  # video tokens are image tokens to the tower and the decoder
-    if videos is not None:
-        if req.data is not None:
-            raise BadInput(f"--videos {req.videos} with --data: videos in the data are not read yet", "videos")
-        n += videos.tokens
-    if n and model.vision is None:
-        raise BadInput(f"--image-tokens {n}: model {model.name!r} has no vision tower", "image_tokens")
-    if req.workload.kind == "grpo" and n > req.workload.prompt_tokens():
-        raise BadInput(
-            f"--image-tokens {n} exceeds --max-prompt-length {req.workload.prompt_tokens()}: image "
-            "tokens are part of the prompt",
-            "image_tokens",
-        )
-    if n > req.seq_len and videos is not None:  # a video's length is asked for: its worst case is hours of frames
-        raise BadInput(
-            f"--videos {req.videos} at their worst case ({videos.tokens_per_video:,} tokens a video: "
-            f"{videos.frames} frames) and the images are {n:,} tokens, over --seq-len {req.seq_len}: give "
-            "--video-seconds, lower --max-frames or --video-max-pixels, or raise --seq-len",
-            "videos",
-        )
-    # an image's worst case (a pixel or tile cap) is a bound, not a count: where it is over the length, the tower and
-    # projector run on every patch the processor made and the text is cut after them (issue 48 item 3); the plan's
-    # images line says so (imagefit.lines)
-    if n > req.seq_len and b is None:
-        raise BadInput(
-            f"--image-tokens {n} exceeds --seq-len {req.seq_len}: image tokens are part of the sequence", "image_tokens"
-        )
-    if req.images is None:
-        imagefit.budget(req, model)  # the pixel bounds without images are refused there
-    return n, b
-
-
-def resolve(
-    req: Target, global_batch: int, resolver=default_resolver, scanner: Scanner | None = None
-) -> tuple[ModelSpec, Hardware, Goal, DataFit | None, imagefit.ImageBudget | None]:
-    model = resolver(req.model)  # the cheap checks first: a bad model or GPU is refused before a long scan
-    hw = hardware.resolve(req.gpu, req.gpus_per_node, req.nodes, req.inter_node_gbps, req.host_ram_gb)
-    req = workload_sequence(req)
-    if req.data is not None and req.image_rule is None:  # the data's images sized as the model's processor does
-        req = req.model_copy(update={"image_rule": images.family_rule(model.model_type) or "qwen2-vl"})
-    fit = scan_data(req, scanner)
-    if fit is not None:
-        req = req.model_copy(update={"seq_len": fit.seq_len})
-        if fit.image_tokens and req.image_tokens is None and req.images is None:
-            if model.vision is None:
-                raise BadInput(
-                    f"--data {req.data!r} has images (up to {fit.image_tokens:,} tokens a row) and model "
-                    f"{model.name!r} has no vision tower",
-                    "data",
-                )
-            req = req.model_copy(update={"image_tokens": fit.image_tokens})
-    check_positions(model, req.seq_len)
-    margin = req.margin if req.margin is not None else (DEFAULT_MARGIN if model.exact else APPROXIMATE_MARGIN)
-    n, budget = image_tokens(req, model)
-    cut = n if n > req.seq_len else 0  # the tower's tokens where the text is cut at seq_len after it
-    goal = Goal(
-        global_batch=global_batch,
-        seq_len=req.seq_len,
-        image_tokens=min(n, req.seq_len),
-        tower_tokens=cut,
-        margin=margin,
-    )
-    return model, hw, goal, fit, budget
-
-
-def hardware_json(hw: Hardware) -> dict:
-    return {
-        "gpu": hw.gpu.name,
-        "gpus_per_node": hw.gpus_per_node,
-        "nodes": hw.nodes,
-        "world_size": hw.world_size,
-        "capacity_bytes": hw.gpu.capacity_bytes,
-        "inter_node_gbps": hw.inter_node_gbps,
-        "host_ram_bytes": int(hw.host_ram_gib * 2**30),
-    }
-
-
-def calibrator(req: Target, model: ModelSpec, store: str | None, probes: Probes | None):
-    """The evidence behind plans: None (analytic), or a Calibrator over the store. --verify with auto
-    simulates what no record covers."""
-    from planner.evidence.calibrate import Calibrator
-
-    mode = "sim" if req.verify and req.evidence == "auto" else req.evidence
-    if req.workload.rl and (mode == "sim" or req.verify):
-        raise BadInput(
-            f"--workload {req.workload.kind} plans are analytic: probe a phase with `planner probe "
-            f"--workload {req.workload.kind}`",
-            "evidence",
-        )
-    if (mode == "sim" or req.verify) and probes is None:
-        raise BadInput(
-            f"--evidence {mode}{' --verify' if req.verify else ''} runs probes, which this face cannot "
-            "run: pip install 'memplan[sim]'",
-            "evidence",
-        )
-    if mode == "sim" or req.verify:  # a probe's record must be storable: refuse before it runs, not after
-        from planner.evidence.store import Store
-
-        Store(store).check_writable()
-    return Calibrator.open(mode, store, model.name, model.config, simulate=probes.simulate if probes else None)
-
-
-def setup_of(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal) -> Setup:
-    return Setup.of(model, plan.knobs, plan.micro_batch, plan.grad_accum, hw, goal)
-
-
-def refine(plan: Plan, model, hw, goal, cal, status: Status) -> Plan:
-    """A plan read off a simulated micro-batch line, traced exactly."""
-    if cal is None or "sim_line_micro_batches" not in plan.memory.detail:
-        return plan
-    with status(f"simulating micro-batch {plan.micro_batch} exactly"):
-        cal.simulate(setup_of(plan, model, hw, goal))
-    return make_plan(model, hw, goal, plan.knobs, plan.micro_batch, cal)
-
-
-def verify(
-    plan: Plan, model, hw, goal, cal, probes: Probes, status: Status, store: str | None = None, timeout_s: float = 600
-) -> tuple[Plan, dict]:
-    """Run one probe of the plan (cuda when this host has a GPU and the plan is zero 0, else sim),
-    store it, re-plan with it. With analytic evidence (no calibrator) the re-plan reads the store's
-    records (auto), so the answer rests on the probe just run."""
-    from planner.evidence.calibrate import Calibrator, real_shapes, sim_shapes
-    from planner.evidence.store import Store
-
-    if cal is None:
-        cal = Calibrator("auto", Store(store), model.name, model.config, probes.simulate)
-
-    s = setup_of(plan, model, hw, goal)
-    backend = "cuda" if plan.zero_stage == 0 and probes.local_gpus() > 0 else "sim"
-    shapes = real_shapes(s) if backend == "cuda" else sim_shapes(s)
-    knobs = plan.knobs.for_probe(backend)
-    with status(f"verifying with a {backend} probe"):
-        rec = probes.isolated(model.name, model.config, knobs, shapes, backend, timeout_s)
-    if backend == "sim" and rec.status == "ok" and probes.reserved is not None and replayable(plan.knobs):
-        with status("replaying the step's allocations through the CUDA caching allocator"):
-            replay = probes.reserved(
-                model.name, model.config, knobs, shapes, allocator_limit_bytes(s, hw.gpu.capacity_bytes)
-            )
-        rec = rec.model_copy(
-            update={"peak_reserved_bytes": replay["reserved"], "detail": rec.detail | {"replay": replay}}
-        )
-    cal.store.add(rec)
-    summary = {
-        "backend": backend,
-        "status": rec.status,
-        "probe_id": rec.id,
-        "peak_allocated_bytes": rec.peak_allocated_bytes,
-        "device": rec.device,
-    }
-    if "replay" in rec.detail:
-        summary["replay"] = rec.detail["replay"]
-    return make_plan(model, hw, goal, plan.knobs, plan.micro_batch, cal), summary
 
 
 def probe_plan(req: ProbeRequest, resolver=default_resolver) -> tuple[ModelSpec, Knobs, Shapes]:
@@ -402,7 +168,7 @@ def suggest(
         verified=verified,
         data=fit.json() if fit else None,
         images=imagefit.with_cut(budget.json(), goal) if budget else None,
-        videos=_videos_json(req, model),
+        videos=videos_json(req, model),
         nearest=[]
         if result.plans or not with_nearest
         else in_framework_keys(nearest_fits(req, goal, hw, resolver), (rejected or [None])[0], model, hw, goal),
@@ -534,7 +300,7 @@ def check(
         verified=verified,
         data=verdict(fit, plan, model, hw, goal, req.seed) if fit else None,
         images=imagefit.verdict(budget, plan, model, hw, goal) if budget else None,
-        videos=_videos_json(req, model),
+        videos=videos_json(req, model),
         limits=rl_limits(plan, model, hw, goal) if req.workload.rl else None,
         nearest=[] if plan.fits else in_framework_keys(nearest_fits(req, goal, hw, resolver), plan, model, hw, goal),
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from planner import advise
+from planner import advise, resolved
 from planner.config import requests
 from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS, split_name
@@ -152,7 +152,7 @@ def config_body(reading, overrides: dict) -> ConfigBody:
     if isinstance(fw, str) and "@" not in fw and isinstance(read_fw, str) and split_name(read_fw)[0] == fw:
         overrides.pop("framework")  # the name alone: the release the files show
     kind = (overrides.get("workload") or {}).get("kind") or (reading.request.get("workload") or {}).get("kind")
-    if kind == "dpo" and "max_length" in overrides and "max_length" not in overrides.get("workload", {}):
+    if kind in ("dpo", "kto") and "max_length" in overrides and "max_length" not in overrides.get("workload", {}):
         overrides["workload"] = {**overrides.get("workload", {}), "max_length": overrides.pop("max_length")}
     dropped = intake.replaced(reading, overrides)
     body = merged({k: v for k, v in reading.request.items() if k not in dropped}, overrides)
@@ -183,7 +183,7 @@ def file_lora_targets(body: dict, overrides: dict) -> tuple[dict, str]:
     ):
         return body, ""
     try:
-        known = advise.default_resolver(body["model"]).linear_names()
+        known = resolved.default_resolver(body["model"]).linear_names()
     except BadInput:
         return body, ""
     names = t.split(",")
@@ -230,7 +230,7 @@ def open_length_check(body: dict, kwargs: dict) -> CheckResult:
     at the longest rows it fits, found under the context, with that condition in the answer."""
     from planner.search.datafit import largest_fitting_seq_len
 
-    context = advise.default_resolver(body["model"]).text.max_positions or 131072 if body.get("model") else 131072
+    context = resolved.default_resolver(body["model"]).text.max_positions or 131072 if body.get("model") else 131072
     first = advise.check(advise.parse(requests.CheckRequest, {**body, "seq_len": context}), **kwargs)
     model, hw, goal = first.context
     fits = first.plan.fits

@@ -7,14 +7,14 @@ The planner core never imports this package except on the simulation and probe p
 
 
 def probe_functions():
-    """The probes the core may run (planner.advise.Probes) on any face (CLI, API), or None where what a sim step
+    """The probes the core may run (planner.verification.Probes) on any face (CLI, API), or None where what a sim step
     needs (torch, transformers: the sim extra) is not installed; the core then refuses sim evidence and --verify
     in one line. Imports nothing heavy until a probe runs."""
     import importlib.util
 
     if any(importlib.util.find_spec(m) is None for m in ("torch", "transformers")):
         return None
-    from planner.advise import Probes
+    from planner.verification import Probes
 
     return Probes(simulate=_simulate, isolated=_isolated, reserved=_reserved)
 

@@ -70,7 +70,7 @@ def planned(case: Case, mode: str, accum: int, world: int = 2) -> dict[str, dict
     the torch.distributed call that runs it: {op: {"bytes", "calls", "per_micro_step"}}."""
     from planner.estimate import microstep
     from planner.estimate.setup import Setup
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
 
     rows = case.micro_batch * case.grad_accum
     s = Setup(from_config(case.config, "probe"), case.knobs, rows // accum, accum, case.seq_len, world, 1)
@@ -131,7 +131,7 @@ def summary(log: list) -> dict:
 def _engine(case: Case, mode: str, model, world: int):
     """(the engine to run, the optimizer to step by hand: None when DeepSpeed steps it)."""
     from planner.export.export import deepspeed_config_for
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
     from recipe import make_optimizer
     from recipe.dist import client_optimizer_config
 

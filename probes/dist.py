@@ -100,9 +100,9 @@ def compare_states(case: Case, world: int = 2, steps: int = 2) -> list[dict]:
     terms: parameters (params_bytes); optimizer states with DeepSpeed's fp32 master partition, plus
     the gradient partition ZeRO-3 keeps between steps (optimizer_bytes, gradients_bytes); DDP's
     buckets (comm_bucket_bytes). ZeRO-2's reduce buckets live only during backward: not compared."""
-    from planner.estimate import memory
+    from planner.estimate import state_terms
     from planner.estimate.setup import Setup
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
 
     s = Setup(
         from_config(case.config, "probe"),
@@ -116,9 +116,9 @@ def compare_states(case: Case, world: int = 2, steps: int = 2) -> list[dict]:
     if case.knobs.fsdp != "off":
         return _compare_fsdp(case, s, world, steps)
     analytic = {
-        "params": memory.params_bytes(s),
-        "states": memory.optimizer_bytes(s) + (memory.gradients_bytes(s) if zero == 3 else 0),
-        "buckets": memory.comm_bucket_bytes(s) if zero == 0 else 0,
+        "params": state_terms.params_bytes(s),
+        "states": state_terms.optimizer_bytes(s) + (state_terms.gradients_bytes(s) if zero == 3 else 0),
+        "buckets": state_terms.comm_bucket_bytes(s) if zero == 0 else 0,
     }
     rows = []
     for r in measure_ranks(case, world, steps):
@@ -146,12 +146,12 @@ def compare_states(case: Case, world: int = 2, steps: int = 2) -> list[dict]:
 def _compare_fsdp(case: Case, s, world: int, steps: int) -> list[dict]:
     """FSDP2: this rank's shards of parameters, gradients and optimizer states (their local tensors) after the
     last step, against planner.estimate.memory's (sharded) params_bytes, gradients_bytes and optimizer_bytes."""
-    from planner.estimate import memory
+    from planner.estimate import state_terms
 
     analytic = {
-        "params": memory.params_bytes(s),
-        "grads": memory.gradients_bytes(s),
-        "states": memory.optimizer_bytes(s),
+        "params": state_terms.params_bytes(s),
+        "grads": state_terms.gradients_bytes(s),
+        "states": state_terms.optimizer_bytes(s),
     }
     return [
         {
@@ -278,7 +278,7 @@ def _rank_main(job_path: str, out_dir: str) -> None:
         import deepspeed
 
         from planner.export.export import deepspeed_config_for
-        from planner.model.modelspec import from_config
+        from planner.model.families import from_config
 
         init_deepspeed("gloo", cpu=True)
         ds = deepspeed_config_for(k, case.micro_batch, case.grad_accum, world, from_config(case.config, "probe"))

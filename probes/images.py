@@ -29,7 +29,7 @@ from planner.model.images import SIDES
 TILED = {"llava": 576, "internvl": 256, "gemma3": 256}  # tokens per image or tile (defaults of the configs)
 # Qwen families: M-RoPE positions from the model's get_rope_index (Qwen3.5: Qwen3-VL's tower and processor)
 # GLM-4.1V and GLM-4.5V: Qwen2-VL's patches and grid (Glm4vModel.get_rope_index, modeling_glm4v.py:955)
-OMNI = ("qwen2_5_omni_thinker",)  # the thinker: Qwen2.5-VL's patches and grid, beside its audio tower
+OMNI = ("qwen2_5_omni_thinker", "qwen3_omni_moe_thinker")  # the thinkers: Qwen2.5-VL's / Qwen3-VL's patches and grid
 QWEN = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "glm4v", "glm4v_moe")
 
 
@@ -53,7 +53,8 @@ def vlm_batch(model, config: dict, batch: int, seq: int, image_tokens: int) -> t
     mask[0, -1] = 0
     labels = ids.masked_fill((mask == 0) | (ids == _image_token(cfg)), -100)
     out = {"input_ids": ids, "attention_mask": mask, "labels": labels, **extra}
-    if family in OMNI:  # Qwen2.5-Omni's get_rope_index takes no token types (modeling_qwen2_5_omni.py:217-226)
+    if family in OMNI:  # the Omnis' get_rope_index takes no token types (modeling_qwen2_5_omni.py:217-226,
+        # modeling_qwen3_omni_moe.py:220-229)
         out["position_ids"], _ = model.model.get_rope_index(
             ids, image_grid_thw=extra["image_grid_thw"], attention_mask=mask
         )
@@ -161,6 +162,7 @@ _BUILDERS = {
     "glm4v": _qwen,
     "glm4v_moe": _qwen,
     "qwen2_5_omni_thinker": _qwen,
+    "qwen3_omni_moe_thinker": _qwen,
     "llava": _tiles,
     "internvl": _tiles,
     "gemma3": _tiles,

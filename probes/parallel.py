@@ -2,15 +2,16 @@
 Ulysses sequence parallel (recipe/parallel.py), FSDP2 over data x sequence parallel, under torchrun on gloo, measured
 per rank against the terms of the rank's view (planner.estimate.parallel.view):
 - model states after the optimizer step: this rank's local tensors of the parameters, gradients and optimizer states
-  (probes.dist.fsdp_shards) -> memory.params_bytes, gradients_bytes, optimizer_bytes;
+  (probes.dist.fsdp_shards) -> state_terms.params_bytes, gradients_bytes, optimizer_bytes;
 - the activations one micro-batch's forward saves for backward: the unique storages autograd's saved-tensor hooks
   receive (a DTensor's local tensor; parameters and FSDP2's resharded, freed gathers left out), the measure
-  tests/planner/estimate/test_activations.py pins the single-process formulas with -> memory.activations_bytes.
+  tests/planner/estimate/test_activations.py pins the single-process formulas with
+  -> activation_terms.activations_bytes.
   torch's non-reentrant checkpoint saves a layer's inputs through the same hooks (torch/utils/checkpoint.py,
   _NoopSaveInputs), so full checkpointing is counted too;
 - the logits/loss: the live-bytes tracker's peak over the trainer's loss (recipe.knobs.loss_sum) and its backward
   to the logits, the logits themselves left out, as tests/planner/estimate/test_memory.py pins
-  activations.logits_loss_bytes -> memory.logits_loss_bytes;
+  activations.logits_loss_bytes -> temp_terms.logits_loss_bytes;
 - Ulysses' all-to-all copy: the bytes of the first layer's q, k and v after their all-to-all (the whole row for
   1/S of the heads, KV heads repeated to S first) -> parallel.ulysses_all_to_all_bytes. Only the copy's size: the
   trainer's exchange also stacks a send buffer (recipe.parallel._all_to_all), DeepSpeed's does not.
@@ -41,10 +42,10 @@ TERMS = ("params", "grads", "states", "activations", "logits_loss", "all_to_all"
 
 def analytic_terms(case: Case, world: int) -> dict[str, int]:
     """The planner's per-rank terms for the case on `world` ranks of one node: those of the rank's view."""
-    from planner.estimate import memory, parallel
+    from planner.estimate import activation_terms, parallel, state_terms, temp_terms
     from planner.estimate.activations import saved_dtype_bytes
     from planner.estimate.setup import Setup
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
 
     s = Setup(
         from_config(case.config, "probe"),
@@ -55,13 +56,13 @@ def analytic_terms(case: Case, world: int) -> dict[str, int]:
         gpus_per_node=world,
     )
     v = parallel.view(s)
-    _, compute = saved_dtype_bytes(memory.activation_profile(v.knobs))
+    _, compute = saved_dtype_bytes(activation_terms.activation_profile(v.knobs))
     return {
-        "params": memory.params_bytes(v),
-        "grads": memory.gradients_bytes(v),
-        "states": memory.optimizer_bytes(v),
-        "activations": memory.activations_bytes(v),
-        "logits_loss": memory.logits_loss_bytes(v),
+        "params": state_terms.params_bytes(v),
+        "grads": state_terms.gradients_bytes(v),
+        "states": state_terms.optimizer_bytes(v),
+        "activations": activation_terms.activations_bytes(v),
+        "logits_loss": temp_terms.logits_loss_bytes(v),
         "all_to_all": parallel.ulysses_all_to_all_bytes(v, compute),
     }
 

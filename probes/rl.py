@@ -1,8 +1,9 @@
-"""Per-phase peaks of real TRL GRPO and DPO steps (cpu probe), tracked with LiveBytes.
+"""Per-phase peaks of real TRL GRPO, DPO and KTO steps (cpu probe), tracked with LiveBytes.
 
 The trainer's methods are wrapped to name the phase running: generation (`_generate_single_turn`), the no-grad
 log-prob passes (`_get_per_token_logps_and_entropies` without grad: the reference model's, or the policy's old
-log-probs), DPO's reference forward (the reference model's forward), and training (everything else in a step:
+log-probs), DPO's and KTO's reference forward (the reference model's forward), KTO's kl-forward (the policy's
+no-grad pass over the KL batch), and training (everything else in a step:
 forward, backward, optimizer). Peaks are those of the last step (after the first optimizer step, as the planner's
 steady state). TRL's GPU path scores only the completion positions (`compact`, on Triton devices); the probe takes
 that path on CPU too, so its head is the one planned.
@@ -19,7 +20,7 @@ from transformers import TrainerCallback
 from probes.tracker import LiveBytes
 from recipe import trl_run
 
-PHASES = ("generation", "reference-forward", "old-logps", "training")
+PHASES = ("generation", "reference-forward", "old-logps", "kl-forward", "training")
 
 
 class _Phases(TrainerCallback):
@@ -70,6 +71,11 @@ def _instrument(t, tracker: LiveBytes) -> None:
         t._generate_single_turn = _in_phase(tracker, t._generate_single_turn, "generation")
     elif ref is not None:
         ref.forward = _in_phase(tracker, ref.forward, "reference-forward")
+    if hasattr(t, "_compute_kl_logps"):  # KTO: the policy's no-grad pass over the KL batch (kto_trainer.py:1337-1368)
+        kl = t._compute_kl_logps
+        t._compute_kl_logps = _in_phase(
+            tracker, kl, lambda model, *_: "kl-forward" if model is not ref else "reference-forward"
+        )
     t.training_step = _in_phase(tracker, t.training_step, "training")
 
 
@@ -115,11 +121,8 @@ def measure(
             log_level="error",
             logging_strategy="no",
         )
-        data = (
-            trl_run.prompts(rows, prompt_tokens)
-            if kind == "grpo"
-            else trl_run.pairs(rows, prompt_tokens, completion_tokens)
-        )
+        data = {"grpo": trl_run.prompts, "kto": trl_run.unpaired}.get(kind, trl_run.pairs)
+        data = data(rows, prompt_tokens) if kind == "grpo" else data(rows, prompt_tokens, completion_tokens)
         with compact_head():
             t = trl_run.trainer(kind, model, args, data, dtype=torch.float32 if precision == "fp32" else torch.bfloat16)
             tracker = LiveBytes()

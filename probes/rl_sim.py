@@ -1,10 +1,12 @@
-"""The sim probe for DPO and GRPO: each phase of TRL's step traced on fake tensors with the real model, at its real
+"""The sim probe for DPO, KTO and GRPO: each phase of TRL's step traced on fake tensors with the real model, at its real
 depth (no extrapolation over layers), counted by the live-bytes tracker.
 
 - training: the policy with TRL's own fused log-prob head (`trl.trainer.utils.add_fused_lm_head`, scoring the
   completion positions, as on a GPU), GRPO's clipped objective with its KL term, or DPO's sigmoid loss with the
   reference forward run inside the micro-step, as DPOTrainer does; backward; torch's AdamW (foreach, as on CUDA);
   gradients zeroed with set_to_none; two optimizer steps, the second one read (steady state);
+- kl-forward (KTO): the policy's no-grad pass over the KL batch before each micro-step's forward; KTO's reference
+  forward scores the KL batch, then the rows;
 - reference-forward / old-logps: a no-grad pass of the reference model (or the policy) over one per-device batch;
 - generation: HF generate's two largest moments, traced with the model's forward and a DynamicCache (generate's
   sampling loop stops on data, which fake tensors do not hold): the prefill of the prompts, and the last decode
@@ -79,15 +81,23 @@ def _full_logps(model, ids, inputs, prompt: int, k):
 def _loss(case: Case, policy, ref, ids, inputs, tracker: LiveBytes) -> torch.Tensor:
     w, k = case.knobs.workload, case.knobs
     logp = _logps(policy, ids, inputs, w.prompt_tokens(), k)
-    if w.kind == "dpo":
+    if w.kind == "kto" and _kl_after(k):  # LLaMA-Factory: the KL batch after the rows' forward
+        _nograd_pass(case, policy, tracker, "kl-forward", ids, inputs)
+        tracker.set_segment("training")
+    if w.preference:
         if ref is not None:
             tracker.set_segment("reference-forward")
             with torch.no_grad():
+                if w.kind == "kto":  # the KL batch's reference pass first (kto_trainer.py:1435-1436)
+                    _logps(ref, ids, inputs, w.prompt_tokens(), k)
                 ref_logp = _logps(ref, ids, inputs, w.prompt_tokens(), k)
             tracker.set_segment("training")
         else:
             ref_logp = torch.zeros_like(logp)
         seq = (logp - ref_logp).sum(1)
+        if w.kind == "kto":  # desirable rows then undesirable, against the (detached) KL estimate
+            desirable, undesirable = seq.chunk(2)
+            return torch.cat((1 - torch.sigmoid(0.1 * desirable), 1 - torch.sigmoid(-0.1 * undesirable))).mean()
         chosen, rejected = seq.chunk(2)
         return -torch.nn.functional.logsigmoid(0.1 * (chosen - rejected)).mean()
     ratio = torch.exp(logp - logp.detach())
@@ -96,6 +106,13 @@ def _loss(case: Case, policy, ref, ids, inputs, tracker: LiveBytes) -> torch.Ten
         d = torch.zeros_like(logp) - logp
         loss = loss + w.beta * (torch.exp(d) - d - 1)
     return loss.sum() / loss.numel()
+
+
+def _kl_after(k) -> bool:
+    """The framework's KTO scores the KL batch after the policy's forward (Framework.kto_kl_after)."""
+    from planner.frameworks import adapter
+
+    return adapter(k.framework, k.release).kto_kl_after
 
 
 def _nograd_pass(case: Case, model, tracker: LiveBytes, name: str, ids, inputs) -> None:
@@ -191,7 +208,7 @@ def simulate(case: Case, steps: int = 2, real: bool = False, paths: str = "cuda"
     return {
         str(seg): peak
         for seg, (peak, _) in tracker.segments.items()
-        if seg in ("generation", "reference-forward", "old-logps", "training")
+        if seg in ("generation", "reference-forward", "old-logps", "kl-forward", "training")
     }
 
 
@@ -205,6 +222,8 @@ def _one_step(case: Case, policy, ref, opt, tracker: LiveBytes, ids, inputs) -> 
         if w.computes_old_logps(case.grad_accum):
             _nograd_pass(case, policy, tracker, "old-logps", ids, inputs)
     for _ in range(case.grad_accum):
+        if w.kind == "kto" and not _kl_after(case.knobs):  # the policy's no-grad KL pass, before its own forward
+            _nograd_pass(case, policy, tracker, "kl-forward", ids, inputs)
         tracker.set_segment("training")
         _loss(case, policy, ref, ids, inputs, tracker).backward()
     opt.step()

@@ -26,7 +26,7 @@ import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 from probes.routing import routed_eager_experts
 from probes.shadow import ShadowFakeMode, masks_as_run
 from probes.step import Case, build_model, inputs, train_steps, vlm_inputs

@@ -125,7 +125,7 @@ def packed_inputs(case: Case, ids: torch.Tensor, device: str) -> dict:
 
 def _family_eager(config: dict) -> bool:
     """The family runs eager attention by default (planner.model.modelspec's reading; gpt-oss's sinks aside)."""
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
 
     t = from_config(config, "probe").text
     return t.attention == "eager" and not t.sinks

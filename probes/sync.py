@@ -116,7 +116,7 @@ def _rank_main(job_path: str, out_dir: str) -> None:
     import torch
 
     from planner.export.export import deepspeed_config_for
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
     from probes.step import build_model
     from recipe import make_optimizer, shard_fsdp
     from recipe.dist import client_optimizer_config, init_deepspeed

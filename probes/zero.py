@@ -84,7 +84,7 @@ def planned(case: Case, zero: dict, world: int = 2):
 
     from planner.estimate import zero as terms
     from planner.estimate.setup import Setup
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
 
     s = Setup(from_config(case.config, "probe"), case.knobs, case.micro_batch, case.grad_accum, case.seq_len, world, 1)
     names = {"stage3_max_live_parameters": "max_live_parameters", "stage3_max_reuse_distance": "max_reuse_distance"}
@@ -206,7 +206,7 @@ def _rank_main(job_path: str, out_dir: str) -> None:
     import torch
 
     from planner.export.export import deepspeed_config_for
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
     from probes.step import build_model, inputs
     from recipe import make_optimizer
     from recipe.dist import client_optimizer_config, init_deepspeed
@@ -220,11 +220,17 @@ def _rank_main(job_path: str, out_dir: str) -> None:
     ds = deepspeed_config_for(case.knobs, case.micro_batch, case.grad_accum, world, from_config(case.config, "probe"))
     ds["zero_optimization"].update(job["zero"])
     opt = make_optimizer([p for p in model.parameters() if p.requires_grad], case.knobs.optimizer)
-    engine, wrapper, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=client_optimizer_config(ds))
+    config = client_optimizer_config(ds)
+    if case.knobs.offload != "none":  # the client optimizer steps on the host (DeepSpeed asks for its CPUAdam else)
+        config["zero_force_ds_cpu_optimizer"] = False
+    engine, wrapper, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=config)
     stage3 = case.knobs.zero_stage == 3
     out = {"rank": rank, "world": world, **_run_steps(engine, model, batch, case.grad_accum, job["steps"], stage3)}
     if stage3:
         out.update(_zero3_state(model, wrapper))
+    staging = getattr(wrapper, "temp_grad_buffer_for_gpu_offload", None)  # ZeRO-1/2 with the optimizer offloaded
+    if staging is not None:
+        out.update(offload_staging_numel=staging.numel(), offload_staging_element_bytes=staging.element_size())
     if job.get("save"):
         out["save_state_dict_bytes"] = _saved_weights_bytes(engine, stage3)
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(out))

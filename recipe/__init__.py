@@ -43,7 +43,7 @@ def lora_config(knobs, model_spec=None):
     the bundled trainer train the same ones (a VLM's: its language model's, given its `model_spec`)."""
     from peft import LoraConfig
 
-    from planner.model.modelspec import peft_target_modules, peft_target_parameters
+    from planner.model.lora_targets import peft_target_modules, peft_target_parameters
 
     save = ["embed_tokens", "wte", "lm_head"] if knobs.lora_train_embeddings else None
     return LoraConfig(

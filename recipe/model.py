@@ -75,7 +75,7 @@ def build_model(
     model.config.use_cache = False
     _freeze(model, config, knobs)
     if knobs.lora_rank:
-        from planner.model.modelspec import from_config
+        from planner.model.families import from_config
 
         model = _adapters(model, knobs, quant_standin, from_config(config, "model"))
     recipe_knobs.apply_checkpointing(model, knobs, recompute)
@@ -91,7 +91,7 @@ def _tower_checkpointing(model, config: dict, knobs) -> None:
         return
     from transformers.modeling_layers import GradientCheckpointingLayer
 
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
 
     tower = from_config(config, "model").vision.tower_modules
     for name, module in model.named_modules():
@@ -104,7 +104,7 @@ def _freeze(model, config: dict, knobs) -> None:
     reader names (planner.model.modelspec.VisionSpec.frozen)."""
     if knobs.frozen == "none":
         return
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
 
     vision = from_config(config, "model").vision
     for name, p in model.named_parameters():

@@ -60,6 +60,19 @@ def pairs(n: int, prompt_tokens: int, completion_tokens: int):
     )
 
 
+def unpaired(n: int, prompt_tokens: int, completion_tokens: int):
+    """KTO's rows: one completion each, desirable and undesirable in turn (KTOTrainer's unpaired preference data)."""
+    from datasets import Dataset
+
+    return Dataset.from_dict(
+        {
+            "prompt": [words(prompt_tokens, i) for i in range(n)],
+            "completion": [words(completion_tokens, i + 1) for i in range(n)],
+            "label": [i % 2 == 0 for i in range(n)],
+        }
+    )
+
+
 def format_reward(completions, **_):
     """Built-in reward: 1 for a completion ending in a period, less a length penalty (0.001 per word). A
     conversational completion (a VLM's: TRL hands the assistant's messages) is scored on its text."""
@@ -97,7 +110,7 @@ def config(
 ):
     """GRPOConfig / DPOConfig for the plan; worst_case: completions are never cut short by an end token (the
     memory the plan is made for)."""
-    from trl import DPOConfig, GRPOConfig
+    from trl import DPOConfig, GRPOConfig, KTOConfig
 
     common = dict(
         output_dir=out_dir,
@@ -122,7 +135,7 @@ def config(
         if worst_case:
             fields["generation_kwargs"] = {"min_new_tokens": fields["max_completion_length"]}
         return GRPOConfig(**common, **fields, shuffle_dataset=False)
-    return DPOConfig(**common, **trl_fields)
+    return (KTOConfig if kind == "kto" else DPOConfig)(**common, **trl_fields)
 
 
 def _checkpointing_field() -> str:
@@ -153,7 +166,7 @@ def trainer(
     VLM's processor (images in the prompts), else the built-in word tokenizer."""
     if isinstance(model, str):
         model = _auto(model).from_pretrained(model, dtype=dtype, local_files_only=True)
-    from trl import DPOTrainer, GRPOTrainer
+    from trl import DPOTrainer, GRPOTrainer, KTOTrainer
 
     tok = processing_class or tokenizer()
     if kind == "grpo":
@@ -166,7 +179,7 @@ def trainer(
             peft_config=peft_config,
         )
     else:
-        t = DPOTrainer(
+        t = (KTOTrainer if kind == "kto" else DPOTrainer)(
             model=model, args=args, train_dataset=train_dataset, processing_class=tok, peft_config=peft_config
         )
     from transformers.trainer_callback import PrinterCallback, ProgressCallback

@@ -11,6 +11,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+# The tests never read or write the user's probe store (planner.evidence.store.default_path: the user data dir's
+# probes.sqlite, where `check --verify` and the probes put their records): a record there calibrates every default
+# plan, so a test's answer would depend on what this machine probed before. Each test process gets its own empty
+# store unless the caller names one; tests that need a store of their own set MEMPLAN_STORE themselves.
+os.environ.setdefault("MEMPLAN_STORE", os.path.join(tempfile.mkdtemp(prefix="memplan-tests-"), "probes.sqlite"))
+
 
 def fake_nvml(monkeypatch, devices: list[tuple[str, int]]) -> None:
     """Stand in for nvidia-ml-py's module: a host with these (name, total bytes) GPUs. Only the driver
@@ -105,6 +111,11 @@ def nothing_leaks():
 # parameters for one case or without them for every case; tests that share a slow fixture are listed together
 # (one of them left in would run it). At 20 s, the issue's first cut, test-fast took 9 min 26 s.
 SLOW = {
+    # h-kto (2026-12-05, 2 busy cores): two real KTOTrainer runs on CPU (setup 31 s); the sim of debug-llama's steps
+    "tests/probes/test_kto.py::test_analytic_and_sim_phases_within_5_percent_of_real_kto_trainer_steps": 35,
+    "tests/probes/test_kto.py::test_analytic_kto_phases_within_5_percent_of_the_sim_with_cuda_paths": 4,
+    "tests/probes/test_kto.py::test_kto_with_whole_logits_within_5_percent_of_real_cpu_steps": 18,
+    "tests/probes/test_kto.py::test_llamafactorys_kto_order_within_5_percent_of_real_cpu_steps": 40,
     # h-cautious (2026-12-05, 2 busy cores): axolotl's venv imported in a subprocess; FSDP2 LoRA on 2 gloo ranks
     "tests/planner/model/test_llama4.py::test_axolotls_linearized_experts_save_what_the_dense_dispatch_plans": 35,
     "tests/probes/test_dist.py::test_fsdp2_gives_frozen_parameters_no_unsharded_gradient": 29,
@@ -130,6 +141,11 @@ SLOW = {
     # Qwen2.5-Omni's thinker (appended to ORDER): a 7B's 3,584-wide decoder, its 32-block tower, 2026-12-05
     "tests/probes/test_family_accuracy.py::test_analytic_peak_matches_the_sim_for_every_family[bf16-pure-full-qwen2_5_omni_thinker]": 110,
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[qwen2.5-omni-7b]": 18,
+    # Qwen3-Omni's thinker (appended to ORDER; its commit shape is the smallest, 4 x 2048 without checkpointing): a
+    # 27-block tower, the 32-layer audio tower's states and 16 experts a layer, 2026-12-05 on 2 busy cores
+    "tests/probes/test_family_accuracy.py::test_analytic_peak_matches_the_sim_for_every_family[bf16-pure-off-qwen3_omni_moe_thinker]": 47,
+    "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[qwen3-omni-30b-a3b]": 11,
+    "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[glm-4.6v]": 21,
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[glm-4.6v-flash]": 11,
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[llama-4-maverick-17b-128e]": 9,
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[llama-4-scout-17b-16e]": 5,
@@ -143,6 +159,8 @@ SLOW = {
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[qwen3-next-80b-a3b]": 7,
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[qwen3.5-35b-a3b]": 7,
     "tests/probes/test_zero.py::test_zero2_steps_a_client_torch_adamw_on_the_fp32_partition": 10,
+    # issue 47: ZeRO-2 with the optimizer offloaded, one step on 2 gloo ranks (2026-12-05, 2 shared cores)
+    "tests/probes/test_zero.py::test_zero2_with_the_optimizer_offloaded_keeps_a_staging_buffer_of_the_largest_parameter": 27,
     # issue 51: a real server held in a fault or a stop (pytest --durations=0 on 2 cores, 2026-12-04)
     "tests/api/test_sigterm.py::test_sigterm_queues_the_running_probe_again_and_the_next_start_runs_it_once": 22,
     "tests/api/test_store_faults.py::test_a_locked_store_answers_503_to_writes_and_health_never_waits": 13,
@@ -273,6 +291,8 @@ SLOW = {
     "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[llamafactory]": 9,
     "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[hf]": 9,
     # tests/probes: a real TRL SFT step and an HF Trainer step under the tracker (12 s each)
+    # h-trlppo (2026-12-05, load 9 on 2 cores): ms-swift's venv imports TRL in a subprocess, two PPO updates in fp32 and bf16 (11 s CPU)
+    "tests/probes/test_trl_ppo.py::test_trls_ppo_update_holds_policy_and_value_model_at_one_backward_and_the_kept_scores": 26,
     "tests/probes/test_trl_sft_head.py::test_a_trl_sft_step_holds_the_fused_head_and_hfs_the_full_logits[hf]": 12,
     "tests/probes/test_trl_sft_head.py::test_a_trl_sft_step_holds_the_fused_head_and_hfs_the_full_logits[trl]": 12,
     # tests/planner/export: each framework's own parser in its venv (a Python start each)

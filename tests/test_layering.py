@@ -127,6 +127,7 @@ CORE_STAGES = [
     {"model"},
     {"estimate"},
     {"search", "evidence", "export", "intake"},
+    {"resolved", "verification"},
     {"advise"},
     {"checkconfig"},
 ]

@@ -57,6 +57,14 @@ PKG[trl-1.0.0]="trl==1.0.0"
 DEPS[trl-1.0.0]="transformers==5.6.0 accelerate==1.13.0 datasets==4.8.4 $TRLDEPS"
 PKG[trl-1.10.0]="trl==1.10.0"
 DEPS[trl-1.10.0]="transformers==5.19.0 accelerate==1.15.0 datasets==4.8.4 $TRLDEPS"
+# Hugging Face Trainer's 4 lines (planner.frameworks.hf HF_RELEASES "4", "4.54"): transformers at each line's upper
+#   release and the accelerate, datasets and TRL of its month (the LoRA flags written are TRL's ModelConfig's, as the
+#   reader reads them: planner/intake/loraargs.py); TrainingArguments' own HfArgumentParser reads what memplan writes
+#   (tests/planner/export/validators/trl_validate.py TrainingArguments)
+PKG[hf-4.53.0]="transformers==4.53.0"
+DEPS[hf-4.53.0]="transformers==4.53.0 accelerate==1.8.1 datasets==3.6.0 trl==0.19.1 $TRLDEPS"
+PKG[hf-4.57.1]="transformers==4.57.1"
+DEPS[hf-4.57.1]="transformers==4.57.1 accelerate==1.10.1 datasets==4.1.1 trl==0.24.0 $TRLDEPS"
 # ms-swift 3.x: requirements/framework.txt at v3.0.3, v3.4.1, v3.7.3 (transformers <4.49, <4.53, <4.56; peft <0.15,
 #   <0.16, <0.18; trl <0.12, <0.18, <0.21; numpy<2.0 before 3.7), each at the highest release its bounds allow, and the
 #   small packages swift.llm.argument imports
@@ -84,7 +92,7 @@ PKG[verl-0.6.0]="verl==0.6.0"
 DEPS[verl-0.6.0]="$VERLDEPS"
 PKG[verl-0.6.1]="verl==0.6.1"
 DEPS[verl-0.6.1]="$VERLDEPS"
-ALL="lf-0.5.3 lf-0.6.3 lf-0.7.1 lf-0.8.3 lf-0.9.0 lf-0.9.1 lf-0.9.2 lf-0.9.3 lf-0.9.4
+ALL="hf-4.53.0 hf-4.57.1 lf-0.5.3 lf-0.6.3 lf-0.7.1 lf-0.8.3 lf-0.9.0 lf-0.9.1 lf-0.9.2 lf-0.9.3 lf-0.9.4
   trl-0.14.0 trl-0.15.2 trl-0.19.1 trl-0.22.2 trl-1.0.0 trl-1.10.0
   swift-3.0.3 swift-3.4.1 swift-3.7.3 orl-0.10.1 orl-0.8.9 verl-0.6.0 verl-0.6.1"
 

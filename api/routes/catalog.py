@@ -35,7 +35,7 @@ def models() -> dict:
 def model(name: str = Path(max_length=128)) -> dict:
     """A catalog model's summary and its bundled config.json."""
     from planner.model import catalog
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
 
     config = catalog.model_config(name)  # catalog names only: never a path
     return {**from_config(config, name.strip().lower()).summary(), "config": config}

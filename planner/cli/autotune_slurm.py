@@ -4,7 +4,7 @@ next, so the answer rests on it), then submit the chosen plan's multi-node job w
 
 The probe job is the API's Slurm executor's (api/executors/slurm.py): `python -m probes.run job.json result.json` in a
 folder under the working directory, which a cluster's nodes share. Its GPU probe is a cuda one for a plan whose ranks
-each hold the whole model (ZeRO 0), else the sim, as `--verify` chooses on a GPU host (planner.advise.verify).
+each hold the whole model (ZeRO 0), else the sim, as `--verify` chooses on a GPU host (planner.verification.verify).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class _Settings:
 
 
 def cluster_probes(args: Namespace):
-    """planner.advise.Probes whose isolated probe runs as a Slurm job on one node of the partition."""
+    """planner.verification.Probes whose isolated probe runs as a Slurm job on one node of the partition."""
     from dataclasses import replace
 
     from planner.cli import common

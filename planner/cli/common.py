@@ -205,7 +205,8 @@ def add_workload_args(p: argparse.ArgumentParser) -> None:
         help=(
             "sft, TRL's dpo (global batch in pairs) / grpo (global batch in completions), or with --framework verl or "
             "openrlhf: ppo, grpo, rloo, reinforce++ by their roles (global batch: the actor's mini-batch in samples); gkd: "
-            "distillation from --teacher-model (TRL's GKDTrainer, ms-swift's rlhf gkd)"
+            "distillation from --teacher-model (TRL's GKDTrainer, ms-swift's rlhf gkd); kto: TRL's KTOTrainer (global "
+            "batch in rows, one completion each)"
         ),
     )
     p.add_argument(
@@ -264,7 +265,7 @@ def add_workload_args(p: argparse.ArgumentParser) -> None:
         "--precompute-ref-log-probs",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="dpo: reference log-probs computed before training (no reference model kept)",
+        help="dpo / kto: reference log-probs computed before training (no reference model kept)",
     )
     p.add_argument(
         "--teacher-model", default=None, help="gkd: the teacher (catalog name or config.json; default: the student)"
@@ -278,7 +279,7 @@ def workload_fields(args: argparse.Namespace) -> dict:
     """The request's `workload` from the flags given (DPO's max_length is --max-length)."""
     kind = getattr(args, "workload", None) or "sft"
     w = {f: getattr(args, f) for f in WORKLOAD_FLAGS if getattr(args, f, None) is not None} | role_fields(args)
-    if kind in ("dpo", "gkd") and getattr(args, "max_length", None) is not None:
+    if kind in ("dpo", "kto", "gkd") and getattr(args, "max_length", None) is not None:
         w["max_length"] = args.max_length
     return {"workload": {"kind": kind, **w}} if kind != "sft" or w else {}
 
@@ -291,8 +292,8 @@ def request(cls, args: argparse.Namespace, **fields):
     data = {f: getattr(args, f) for f in cls.model_fields if getattr(args, f, None) is not None}
     data.pop("workload", None)
     work = workload_fields(args)
-    if getattr(args, "workload", None) in ("dpo", "gkd"):
-        data.pop("max_length", None)  # DPO's and GKD's --max-length is the row length, not a data cut
+    if getattr(args, "workload", None) in ("dpo", "kto", "gkd"):
+        data.pop("max_length", None)  # DPO's, KTO's and GKD's --max-length is the row length, not a data cut
     return advise.parse(cls, {**data, **work, **fields})
 
 
@@ -311,7 +312,7 @@ def scanner(
 
 def asked_probes(args: argparse.Namespace):
     """probe_functions() where the flags run a probe (--verify, --evidence sim), else None: the core runs none
-    otherwise (planner.advise.calibrator), and looking for torch costs a cold start."""
+    otherwise (planner.verification.calibrator), and looking for torch costs a cold start."""
     if getattr(args, "verify", False) or getattr(args, "evidence", None) == "sim":
         return probe_functions()
     return None

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from planner import advise
+from planner import advise, resolved
 from planner.advise import CheckRequest
 from planner.cli import common, extras
 from planner.cli.probe import add_config_args
@@ -156,7 +156,7 @@ def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: K
     from planner.model.catalog import load_model
 
     spec = load_model(model)
-    advise.check_positions(spec, req.seq_len)
+    resolved.check_positions(spec, req.seq_len)
     if req.max_tokens_per_micro_batch is not None:
         check_budget(req.max_tokens_per_micro_batch, req.seq_len)
     world = (req.gpus_per_node or 1) * req.nodes

@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from planner import advise
+from planner import resolved
 from planner.advise import CheckRequest
 from planner.cli import common
 from planner.config.layout import Layout, raise_if
@@ -23,7 +23,7 @@ def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: K
 
     spec = load_model(model)
     w = knobs.workload
-    advise.check_positions(spec, w.seq_len())
+    resolved.check_positions(spec, w.seq_len())
     if args.data != "synthetic" and not Path(args.data).is_file():
         raise BadInput(
             f"--data {args.data!r}: not a file (synthetic, or a JSONL of "

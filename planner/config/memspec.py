@@ -56,6 +56,7 @@ class MemoryBreakdown(BaseModel):
         "generation",
         "reference-forward",
         "old-logps",
+        "kl-forward",
         "rollout",
         "weight-sync",
         "reward-scoring",
@@ -66,7 +67,7 @@ class MemoryBreakdown(BaseModel):
     host_bytes_per_node: int = 0  # the largest of host_phases
     host_phases: dict[str, int] | None = None  # host RAM per node: load, training (offload), checkpoint-save
     # bitsandbytes' paged optimizer states in CUDA unified memory: outside the allocator's peak, paged to host RAM
-    # when the card is full (planner.estimate.memory.paged_optimizer_bytes)
+    # when the card is full (planner.estimate.state_terms.paged_optimizer_bytes)
     paged_bytes: int = 0
     detail: dict[str, int] = {}
     phases: dict[str, int] | None = None  # peak allocated bytes of each phase (DPO / GRPO: planner.estimate.rl)

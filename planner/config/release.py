@@ -51,7 +51,7 @@ def in_memplan_terms(data: dict) -> dict:
     r = FRAMEWORKS[name].release(release)
     out = {**data, "framework": name, "release": FRAMEWORKS[name].line(release)}
     w = _workload(data.get("workload"))
-    if r is not None and w.get("kind") == "dpo" and "logprobs" in r.workload and "logprobs" not in w:
+    if r is not None and w.get("kind") in ("dpo", "kto") and "logprobs" in r.workload and "logprobs" not in w:
         out["workload"] = {**w, "logprobs": r.workload["logprobs"].value}  # DPO's head at that release
     if r is None or w.get("kind", "sft") != "grpo":
         return out
@@ -135,6 +135,9 @@ def _framework_head(data: dict, name: str) -> dict:
     (Framework.logprobs: LLaMA-Factory's DPO scores the whole logits)."""
     w = _workload(data.get("workload"))
     fw = FRAMEWORKS.get(name)
-    if fw is None or fw.logprobs == "fused" or w.get("kind") not in ("dpo", "grpo") or "logprobs" in w:
+    head = (
+        (fw.kto_logprobs or fw.logprobs) if fw is not None and w.get("kind") == "kto" else getattr(fw, "logprobs", "")
+    )
+    if fw is None or head == "fused" or w.get("kind") not in ("dpo", "kto", "grpo") or "logprobs" in w:
         return data
-    return {**data, "workload": {**w, "logprobs": fw.logprobs}}
+    return {**data, "workload": {**w, "logprobs": head}}

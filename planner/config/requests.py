@@ -31,10 +31,11 @@ from planner.config.spec import (
     MIN_INTER_NODE_GBPS,
     Plan,
 )
+from planner.frameworks import adapter
 
 APPROXIMATE_MARGIN = 0.15  # default margin for a family counted with the generic formula (not exact)
 MAX_SUGGESTIONS = 5
-EvidenceMode = Literal["analytic", "sim", "auto"]  # planner.evidence.calibrate.MODES
+EvidenceMode = Literal["analytic", "sim", "auto"]
 ModelRef = str | dict
 DATA_DOC = (
     "a dataset file (.jsonl/.json/.csv/.parquet or a datasets folder; inside the server's data directories, "
@@ -54,7 +55,19 @@ class _Space(BaseModel):
 
     @classmethod
     def of(cls, req) -> Space:
-        return cls(**{k: getattr(req, k) for k in KNOBS})
+        """The request's knobs; an attention it leaves unset stays unset (release_attention)."""
+        unset = () if "attention" in req.model_fields_set else ("attention",)
+        return cls(**{k: getattr(req, k) for k in KNOBS if k not in unset})
+
+    def release_attention(self) -> str | None:
+        """Where the request named no attention: the one its framework's release runs by default (the release's
+        declared Default, Framework.at), when not the default list's, else None. The search tries it where it refuses
+        every plan with the default (planner.search.search.families): LLaMA-Factory 0.5's flash_attn False (eager),
+        OpenRLHF 0.8's --flash_attn off, torchtitan's flash."""
+        if "attention" in self.model_fields_set:
+            return None
+        declared = adapter(self.framework, self.release).defaults.get("attention")
+        return declared.value if declared is not None and declared.value not in self.attention else None
 
 
 Space = create_model(

@@ -29,10 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS
 
-ROLE_KINDS: tuple[str, ...] = ("ppo", "grpo", "rloo", "reinforce++")
 ROLE_NAMES: tuple[str, ...] = ("actor", "critic", "ref", "reward", "rollout")
 OFFLOADS: tuple[str, ...] = ("actor-params", "actor-optimizer", "ref", "critic-params", "critic-optimizer", "reward")
-ENGINES: tuple[str, ...] = ("vllm", "sglang", "hf")
 MAX_TOKENS_PER_GPU = 1 << 22
 ACTOR = "actor"  # a critic_model / reward_model of the actor's shapes (a reader's stand-in for one not found offline)
 

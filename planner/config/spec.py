@@ -52,11 +52,7 @@ from planner.errors import BadInput
 Evidence = Literal["analytic", "simulated", "measured"]
 
 DEFAULT_MARGIN = 0.05  # keep 5% of the card free for what no model sees (other processes, drift)
-PRECISIONS: tuple[str, ...] = choices("precision")
-CHECKPOINTING: tuple[str, ...] = choices("checkpointing")
 LOSSES: tuple[str, ...] = choices("loss")
-ATTENTIONS: tuple[str, ...] = choices("attention")
-BATCHINGS: tuple[str, ...] = choices("batching")
 # The recipe knobs (planner/estimate/recipe_terms.py owns their terms): Knobs fields a Plan carries under the same names
 LORA_FIELDS: tuple[str, ...] = (
     "quant",
@@ -77,10 +73,8 @@ RECIPE_FIELDS: tuple[str, ...] = (
     "workload",
     *MOE_FIELDS,
 )
-ZERO_STAGES: tuple[int, ...] = choices("zero_stage")
 OFFLOADS: tuple[str, ...] = choices("offload")
 OPTIMIZERS: tuple[str, ...] = choices("optimizer")
-QUANTS: tuple[str, ...] = choices("quant")
 FSDP_MODES: tuple[str, ...] = choices("fsdp")
 
 OPTIMIZER_IN_BACKWARD_SPLIT = (

@@ -22,6 +22,15 @@ self-distillation); with probability `lmbda` a step trains on the student's own 
 `max_completion_length` tokens after the prompt (generated on the training GPU); `jsd_beta` is their `beta`, the
 generalized JSD's interpolation (0: forward KL, 1: reverse KL), which decides the loss's temporaries
 (planner.estimate.gkd).
+
+KTO (TRL 1.16's trl/trainer/kto_trainer.py, LLaMA-Factory's `stage: kto`, ms-swift's `rlhf --rlhf_type kto`): DPO's
+inputs (`max_length`, `precompute_ref_log_probs`), but one completion per row, labelled desirable or not (the
+global batch counts rows, and a micro-step runs `micro` rows, not 2 x micro). Its KL term comes from a second batch of
+mismatched pairs (each row's prompt with its neighbour's completion, kto_trainer.py:1141-1151): before the policy's
+forward, the policy scores them without grad (`_compute_kl_logps`, kto_trainer.py:1337-1368: the kl-forward phase);
+the reference scores both batches after it, one after the other (kto_trainer.py:1426-1436). TRL's KTOTrainer wants 2 or
+more rows per device for the KL estimate (kto_trainer.py:844-847: a TRL rule, planner.frameworks.trl; LLaMA-Factory
+and ms-swift skip that __init__). The desirable/undesirable weights scale the loss only.
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from planner.config.roles import Roles
 from planner.errors import BadInput
 
-WORKLOADS: tuple[str, ...] = ("sft", "dpo", "grpo", "ppo", "rloo", "reinforce++", "gkd")
+WORKLOADS: tuple[str, ...] = ("sft", "dpo", "grpo", "ppo", "rloo", "reinforce++", "gkd", "kto")
 GENERATIONS: tuple[str, ...] = ("hf", "vllm-colocate", "vllm-server")
 MAX_TOKENS = 1 << 20
 GRPO_PROMPT_DEFAULT = 512
@@ -44,11 +53,12 @@ class Workload(BaseModel):
 
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
-    kind: Literal["sft", "dpo", "grpo", "ppo", "rloo", "reinforce++", "gkd"] = Field(
+    kind: Literal["sft", "dpo", "grpo", "ppo", "rloo", "reinforce++", "gkd", "kto"] = Field(
         default="sft",
         description=(
             "sft, TRL's dpo (global batch in pairs) or grpo (in completions), or under verl or OpenRLHF ppo, grpo, rloo, "
-            "reinforce++ by their roles; gkd: distillation from a teacher (TRL's GKDTrainer, ms-swift's rlhf gkd)"
+            "reinforce++ by their roles; gkd: distillation from a teacher (TRL's GKDTrainer, ms-swift's rlhf gkd); kto: "
+            "TRL's KTOTrainer (one completion a row, desirable or not; global batch in rows)"
         ),
     )
     # GRPO (GRPOConfig); TRL's defaults
@@ -127,7 +137,7 @@ class Workload(BaseModel):
                 f"--num-generations {self.num_generations}: GRPO compares 2 or more completions of a prompt",
                 "num_generations",
             )
-        if self.kind == "dpo" and self.max_prompt_length is not None and self.max_prompt_length >= self.max_length:
+        if self.preference and self.max_prompt_length is not None and self.max_prompt_length >= self.max_length:
             raise BadInput(
                 f"--max-prompt-length {self.max_prompt_length} leaves no completion in --max-length {self.max_length}",
                 "max_prompt_length",
@@ -144,7 +154,9 @@ class Workload(BaseModel):
                 "move_model_batches",
             )
         if self.kind == "sft" and "logprobs" in given:
-            raise BadInput("--logprobs is how DPO / GRPO score tokens: it needs --workload dpo or grpo", "logprobs")
+            raise BadInput(
+                "--logprobs is how DPO / GRPO score tokens: it needs --workload dpo or grpo (or kto)", "logprobs"
+            )
         grpo_only = {
             "num_generations",
             "max_completion_length",
@@ -173,9 +185,9 @@ class Workload(BaseModel):
         if self.kind == "gkd":
             dpo_only -= {"max_length"}
         self._gkd_rules(given)
-        if self.kind != "dpo" and dpo_only:
+        if not self.preference and dpo_only:
             field = min(dpo_only)
-            raise BadInput(f"--{field.replace('_', '-')} is a DPO input: it needs --workload dpo", field)
+            raise BadInput(f"--{field.replace('_', '-')} is a DPO input: it needs --workload dpo or kto", field)
         return self
 
     def _gkd_rules(self, given: set[str]) -> None:
@@ -195,13 +207,18 @@ class Workload(BaseModel):
             )
 
     @property
+    def preference(self) -> bool:
+        """Scored rows of `max_length` against a reference (DPO's pairs, KTO's labelled rows)."""
+        return self.kind in ("dpo", "kto")
+
+    @property
     def rl(self) -> bool:
         return self.kind != "sft"
 
     @property
     def generates(self) -> bool:
         """A run that samples completions for every step (GRPO, and the role runs; GKD samples a share: lmbda)."""
-        return self.kind not in ("sft", "dpo", "gkd")
+        return self.kind not in ("sft", "dpo", "gkd", "kto")
 
     @property
     def role_run(self) -> bool:
@@ -282,6 +299,10 @@ class Workload(BaseModel):
             )
         if self.kind == "dpo":
             return f"DPO: chosen/rejected pairs of <= {self.max_length} tokens"
+        if self.kind == "kto":
+            return (
+                f"KTO: desirable/undesirable rows of <= {self.max_length} tokens, with a KL batch of mismatched pairs"
+            )
         if self.kind == "gkd":
             return (
                 f"GKD: rows of <= {self.max_length} tokens against {self.teacher_model or 'the student itself'}, "
@@ -297,7 +318,8 @@ def check_rl_knobs(w: Workload, knobs: dict) -> None:
     rules = {
         "checkpointing": ("off", "full"),
         "loss": ("standard",),
-        "batching": ("padded", "packed") if w.kind == "dpo" else ("padded",),  # DPO's padding-free rows (above)
+        # DPO's padding-free rows (above); KTOConfig has no padding_free (trl/trainer/kto_config.py, TRL 1.16)
+        "batching": ("padded", "packed") if w.kind == "dpo" else ("padded",),
         "optimizer_in_backward": (False,),
     }
     for field, allowed in rules.items():

@@ -56,7 +56,7 @@ def phases(
     (`end`, memory._breakdown's: gradients, optimizer states, activations, temporaries) with replica 0's gradients
     held beside their sum (`grads`: every trainable gradient; the first micro-step's sum becomes .grad, a later one's
     is added to it); `evaluation`, the evaluation phase where the run evaluates, with its gathered logits.
-    `shape`: rows, tokens a row and the activation profile (memory.text_shape)."""
+    `shape`: rows, tokens a row and the activation profile (activation_terms.text_shape)."""
     rows, tokens, profile = shape
     extra = grads * (2 if s.grad_accum > 1 else 1)
     vocab = s.model.text.vocab

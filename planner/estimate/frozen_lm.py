@@ -14,7 +14,7 @@ tests/probes/test_frozen_lm_terms.py pins each term to the sim):
 The final norm drops what a layer's norm drops, and under AMP the head's copy of its input goes too. Nothing else
 changes: attention and the MLP's activation still save their inputs for the input's gradient. Llama-3.2-Vision's
 layers below its first cross-attention layer save nothing: their hidden state does not depend on the image
-(memory.text_shape leaves them out).
+(activation_terms.text_shape leaves them out).
 """
 
 from __future__ import annotations

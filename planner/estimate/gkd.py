@@ -117,7 +117,7 @@ def jsd_temp_bytes(s: Setup, rows: int) -> int:
 
 def loss_bytes(s: Setup, rows: int) -> int:
     """The loss's moment: the student's and the teacher's logits and the JSD's temporaries (the planner's
-    logits-and-loss term of a GKD step, planner.estimate.memory.logits_loss_bytes)."""
+    logits-and-loss term of a GKD step, planner.estimate.temp_terms.logits_loss_bytes)."""
     return 2 * model_logits_bytes(s, rows) + jsd_temp_bytes(s, rows)
 
 

@@ -35,8 +35,8 @@ from math import ceil
 from typing import Literal
 
 from planner.estimate import fsdp, recipe_terms, zero
-from planner.estimate.memory import frozen_params, trainable_params
 from planner.estimate.setup import Setup
+from planner.estimate.trained import frozen_params, trainable_params
 from planner.frameworks import FRAMEWORKS
 
 DDP_BUCKET_BYTES = 25 * 2**20  # torch DistributedDataParallel's bucket_cap_mb default

@@ -54,9 +54,10 @@ def nograd_vision_bytes(s: Setup, rows: int) -> int:
 def masked_tower(s: Setup) -> bool:
     """The tower runs transformers 4.45-4.50's Qwen2-VL SDPA over a mask of every patch (vision.masked_tower_bytes):
     the framework's release runs those transformers (Framework.tower_sdpa), the tower is Qwen2-VL's or Qwen2.5-VL's,
-    under SDPA. A no-grad pass's call holds every image of its rows: GRPO's generation prefill (ms-swift 3.2-3.3's
-    PtEngine takes the rank's whole generation batch at once, max_batch_size=0: v3.3.0
-    swift/trainers/rlhf_trainer/grpo_trainer.py PtEngine.from_model_template), the reference and old-policy passes."""
+    under SDPA. A no-grad pass's call holds every image of its rows: GRPO's generation prefill (ms-swift's PtEngine
+    takes the rank's whole generation batch at once, max_batch_size=0: v3.3.0 swift/trainers/rlhf_trainer/
+    grpo_trainer.py PtEngine.from_model_template; a micro-batch in 3.2-3.3, micro-batch x accumulation rows in 3.4-3.6,
+    v3.4.1 :373-381), the reference and old-policy passes (a micro-batch each)."""
     v, k = s.model.vision, s.knobs
     if v is None or v.block not in QWEN2_TOWERS or k.attention != "sdpa" or not s.tower_image_tokens:
         return False

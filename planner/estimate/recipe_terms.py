@@ -1,6 +1,7 @@
 """The recipe knobs' memory terms, in bytes per rank: the checkpointing policies (full, torchtitan's op-level
 selective policy, every N-th layer, offload to host), the loss (standard, chunked, fused), the attention
-implementation and packed rows. planner/estimate/memory.py asks here for the shapes and terms these knobs change.
+implementation and packed rows. planner/estimate/activation_terms.py and temp_terms.py ask here for the shapes and
+terms these knobs change.
 
 Shapes: a packed micro-batch is one padding-free row of micro_batch x seq_len tokens (TRL's padding_free
 collator); with SDPA or eager attention transformers masks the packed samples from each other with one

@@ -1,4 +1,4 @@
-"""Per-rank memory and time of TRL's GRPO and DPO steps, phase by phase; the peak is the largest phase.
+"""Per-rank memory and time of TRL's GRPO, DPO and KTO steps, phase by phase; the peak is the largest phase.
 
 The phases, as TRL 1.16 runs them (trl/trainer/grpo_trainer.py, dpo_trainer.py):
 - generation (GRPO): `unwrap_model_for_generation` then HF `generate` over the rank's generation batch
@@ -8,8 +8,13 @@ The phases, as TRL 1.16 runs them (trl/trainer/grpo_trainer.py, dpo_trainer.py):
 - weight-sync (GRPO with vLLM, colocated or a server): the trainer's weights gathered and handed to the engine before
   each generation, as the release does it (planner.estimate.weight_sync), the engine's share as the sync finds it;
 - reference-forward: the reference model's no-grad forward in chunks of the per-device batch
-  (`_get_per_token_logps_and_entropies(batch_size=per_device_train_batch_size)`); DPO runs it inside the
-  micro-step, after the policy's forward, so the policy's saved activations are live beside it;
+  (`_get_per_token_logps_and_entropies(batch_size=per_device_train_batch_size)`); DPO, and ms-swift 3.5-3.6's
+  GRPO, run it inside the micro-step, after the policy's forward, so the policy's saved activations are live beside
+  it (planner.estimate.ref_in_step);
+- kl-forward (KTO): the policy's no-grad pass over the KL batch (each prompt with its neighbour's completion), before
+  its own forward in each micro-step (trl/trainer/kto_trainer.py:1379, 1364-1365; LLaMA-Factory after it,
+  Framework.kto_kl_after); KTO's reference forward scores the KL batch then the rows, one after the other, as DPO's
+  does its pairs;
 - old-logps (GRPO): the policy's own no-grad forward, when generation is not aligned with the optimizer step;
 - training: the supervised step's moments (planner.estimate.memory) over prompt + completion rows, with TRL's log-prob
   head (planner.estimate.recipe_terms.logprob_head_bytes) in place of the loss;
@@ -24,13 +29,27 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.config.spec import Hardware, MemoryBreakdown
-from planner.estimate import gkd, recipe_terms, role_heads, roles, rollout, speed, weight_sync
+from planner.estimate import (
+    activation_terms,
+    gkd,
+    recipe_terms,
+    ref_in_step,
+    role_heads,
+    roles,
+    rollout,
+    speed,
+    state_terms,
+    temp_terms,
+    weight_sync,
+)
 from planner.estimate import memory as mem
 from planner.estimate.generation import SAMPLING_FP32_COPIES, generation_terms, kv_cache_bytes, sequences_per_generation
 from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
+from planner.estimate.overheads import terms as overhead_terms
 from planner.estimate.parallel import view as rank_view
 from planner.estimate.setup import Setup
 from planner.estimate.vision import tower_knob
+from planner.frameworks import adapter
 
 
 def logprob_forward_bytes(s: Setup, rows: int) -> int:
@@ -87,8 +106,8 @@ def logps_pass_terms(s: Setup) -> dict[str, int]:
     shape = recipe_terms.row_shape(s.knobs, s.micro_batch, s.seq_len)
     if role_heads.upcasts(s.knobs.framework):  # OpenRLHF's Actor: fp32 logits of every token (models/actor.py:267)
         head = role_heads.logprob_pass_head_bytes(rows * width, t.vocab, compute_dtype_bytes(s), False, upcast=True)
-    elif mem.whole_logits(s):  # ms-swift 3.2-3.6 on a multimodal model: the same moment without gradients
-        scored, profile = min(width, s.knobs.workload.scored_tokens()), mem.text_shape(s)[3]
+    elif temp_terms.whole_logits(s):  # ms-swift 3.2-3.6 on a multimodal model: the same moment without gradients
+        scored, profile = min(width, s.knobs.workload.scored_tokens()), activation_terms.text_shape(s)[3]
         head = recipe_terms.whole_logits_logps_bytes(t, rows, width, scored, profile)
     elif s.knobs.workload.logprobs == "full":  # the logits of the chunk, and one row's log_softmax at a time
         head = compute_dtype_bytes(s) * (rows * width + shape[1]) * t.vocab
@@ -103,16 +122,16 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
     vLLM's share) are in each phase; gradients only where accumulation keeps them across a generation."""
     w = s.knobs.workload
     resident = {
-        "policy_params_bytes": mem.params_bytes(s),
-        "optimizer_bytes": mem.optimizer_bytes(s),
-        "gradient_buffers_bytes": mem.comm_bucket_bytes(s),
+        "policy_params_bytes": state_terms.params_bytes(s),
+        "optimizer_bytes": state_terms.optimizer_bytes(s),
+        "gradient_buffers_bytes": state_terms.comm_bucket_bytes(s),
         "reference_params_bytes": reference_params_bytes(s),
         "vllm_reserved_bytes": vllm_between_bytes(s, capacity_bytes),
         **({"teacher_params_bytes": gkd.teacher_params_bytes(s)} if w.kind == "gkd" else {}),
     }
     mid_step = w.kind == "grpo" and s.grad_accum % w.steps_per_gen(s.grad_accum) != 0
-    between = {**resident, "grads_bytes": mem.gradients_bytes(s) if mid_step else 0}
-    logprobs = mem.logits_loss_bytes(s) if training.temp_bytes == mem.backward_start_temp_bytes(s) else 0
+    between = {**resident, "grads_bytes": state_terms.gradients_bytes(s) if mid_step else 0}
+    logprobs = temp_terms.logits_loss_bytes(s) if training.temp_bytes == temp_terms.backward_start_temp_bytes(s) else 0
     out = {
         "training": {
             **resident,
@@ -129,21 +148,35 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
             out["generation"] = vllm_generation_terms(s, capacity_bytes, between)
         if w.generation != "hf":
             out["weight-sync"] = weight_sync.sync_terms(s, between, vllm_reserved_bytes(s, capacity_bytes))
-        if w.has_reference(s.lora) or (w.beta > 0 and s.lora):
-            out["reference-forward"] = {**between, **logps_pass_terms(s)}
+        if w.has_reference(s.lora) or (w.beta > 0 and s.lora):  # ms-swift 3.5-3.6: after the policy's forward
+            in_step = ref_in_step.grpo_reference_in_step(s)
+            out["reference-forward"] = (
+                ref_in_step.in_step_terms(s, resident, logps_pass_terms(s))
+                if in_step
+                else {
+                    **between,
+                    **logps_pass_terms(s),
+                }
+            )
         if w.computes_old_logps(s.grad_accum):
             out["old-logps"] = {**between, **logps_pass_terms(s)}
     elif w.kind == "gkd":
         out.update(gkd_phases(s, resident, between))
-    elif w.kind == "dpo" and not w.precompute_ref_log_probs:  # inside the micro-step, after the policy's forward
-        out["reference-forward"] = {
-            **resident,
-            "grads_bytes": mem.gradients_bytes(s) if s.grad_accum > 1 else 0,
-            "saved_activations_bytes": mem.activations_bytes(s),
-            "policy_logps_bytes": policy_head_saved_bytes(s),
-            **logps_pass_terms(s),
-        }
+    if w.kind == "kto":
+        out["kl-forward"] = kto_kl_terms(s, resident)
+    if w.preference and not w.precompute_ref_log_probs:  # inside the micro-step, after the policy's forward
+        out["reference-forward"] = ref_in_step.in_step_terms(s, resident, logps_pass_terms(s))
     return out
+
+
+def kto_kl_terms(s: Setup, resident: dict) -> dict[str, int]:
+    """KTO's kl-forward: the policy's no-grad pass over the KL batch. TRL and ms-swift run it before the policy's
+    forward (trl/trainer/kto_trainer.py:1379; swift rlhf_trainers/kto_trainer.py:53): the resident terms and the
+    gradients accumulated so far; LLaMA-Factory after it (Framework.kto_kl_after), as a reference forward in the step."""
+    if adapter(s.knobs.framework, s.knobs.release).kto_kl_after:
+        return ref_in_step.in_step_terms(s, resident, logps_pass_terms(s))
+    grads = state_terms.gradients_bytes(s) if s.grad_accum > 1 else 0
+    return {**resident, "grads_bytes": grads, **logps_pass_terms(s)}
 
 
 def gkd_phases(s: Setup, resident: dict, between: dict) -> dict[str, dict[str, int]]:
@@ -154,8 +187,8 @@ def gkd_phases(s: Setup, resident: dict, between: dict) -> dict[str, dict[str, i
     out = {
         "teacher-forward": {
             **resident,
-            "grads_bytes": mem.gradients_bytes(s) if s.grad_accum > 1 else 0,
-            "saved_activations_bytes": mem.activations_bytes(s),
+            "grads_bytes": state_terms.gradients_bytes(s) if s.grad_accum > 1 else 0,
+            "saved_activations_bytes": activation_terms.activations_bytes(s),
             "student_logits_bytes": gkd.model_logits_bytes(s, rows),
             "forward_transient_bytes": gkd.teacher_forward_bytes(s, rows),
         }
@@ -172,19 +205,6 @@ def gkd_phases(s: Setup, resident: dict, between: dict) -> dict[str, dict[str, i
             }
         out["generation"] = {**between, **gen}
     return out
-
-
-def policy_head_saved_bytes(s: Setup) -> int:
-    """What the policy's log-prob head keeps for backward while DPO's reference forward runs: each row's
-    log_softmax output (`logprobs full`), or the fused head's copy of the scored hidden states; and the per-token
-    log-probs."""
-    w, t, c = s.knobs.workload, s.model.text, compute_dtype_bytes(s)
-    rows, scored = w.rows(s.micro_batch), min(w.scored_tokens(), s.seq_len)  # s.seq_len: the rank's slice under SP
-    if role_heads.upcasts(s.knobs.framework):  # OpenRLHF: the fp32 logits its cross-entropy saved, and its outputs
-        return 4 * rows * s.seq_len * t.vocab + 16 * rows * s.seq_len
-    if w.logprobs == "full":
-        return c * rows * s.seq_len * t.vocab
-    return (c * scored * t.hidden + 8 * scored) * rows + 16 * rows * s.seq_len
 
 
 ACTIVATION_TERMS = ("saved_activations_bytes", "kv_cache_bytes")
@@ -204,7 +224,7 @@ def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
     phase = max(totals, key=totals.get)
     terms = phases[phase]
     peak = totals[phase]
-    overheads = mem.overhead_terms(s, peak - terms["vllm_reserved_bytes"])
+    overheads = overhead_terms(s, peak - terms["vllm_reserved_bytes"])
     overhead = sum(t.bytes for t in overheads)
     params = sum(terms.get(k, 0) for k in PARAM_TERMS)
     grads = terms.get("grads_bytes", 0) + terms["gradient_buffers_bytes"]
@@ -284,9 +304,11 @@ def gkd_generation_seconds(s: Setup, hw: Hardware) -> float:
 
 
 def logps_seconds(s: Setup, hw: Hardware) -> float:
-    """The reference model's (and GRPO's old policy's) forward: 2 x params FLOPs per token."""
+    """The reference model's (and GRPO's old policy's, KTO's KL batch's) forward: 2 x params FLOPs per token."""
     w = s.knobs.workload
     passes = int(w.has_reference(s.lora) or (w.beta > 0 and s.lora)) + int(w.computes_old_logps(s.grad_accum))
+    if w.kind == "kto":  # the policy's KL pass; the reference (or the adapter-less policy) scores KL and rows
+        passes = 1 + (0 if w.precompute_ref_log_probs else 2)
     tokens = w.rows(s.micro_batch) * rank_view(s).seq_len  # DPO under Ulysses: the rank's slice
     rate = speed.gpu_tflops(hw, s.knobs.precision) * 1e12 * speed.efficiency(tokens, s.gpu)
     teacher = gkd.teacher_forward_seconds(s, tokens, rate) if w.kind == "gkd" else 0.0  # GKD: the teacher's pass

@@ -21,9 +21,10 @@ from functools import lru_cache
 
 from planner.config.roles import ACTOR, Group, existing_roles
 from planner.config.spec import MemoryBreakdown
-from planner.estimate import fsdp, generation, rollout
+from planner.estimate import fsdp, generation, rollout, state_terms, trl_ppo, zero
 from planner.estimate import memory as mem
 from planner.estimate.nograd import compute_dtype_bytes, nograd_forward_bytes
+from planner.estimate.overheads import terms as overhead_terms
 from planner.estimate.role_heads import logprob_pass_head_bytes, upcasts, value_pass_head_bytes
 from planner.estimate.setup import Setup
 from planner.frameworks import FRAMEWORKS
@@ -99,8 +100,12 @@ def engine_of(s: Setup) -> RoleEngine:
 def resident_bytes(s: Setup, role: str, offload: tuple[str, ...]) -> int:
     """What a role keeps on each GPU of its group outside its own phases."""
     if role in ("actor", "critic"):
-        params = 0 if f"{role}-params" in offload else mem.params_bytes(s)
-        return params + (0 if f"{role}-optimizer" in offload else mem.optimizer_bytes(s))
+        params = 0 if f"{role}-params" in offload else state_terms.params_bytes(s)
+        return (
+            params
+            + (0 if f"{role}-optimizer" in offload else state_terms.optimizer_bytes(s))
+            + zero.offload_staging_bytes(s)
+        )
     if role == "reward" and reward_is_engine(s):
         return 0  # asleep at level 1 between scorings (vllm_async_server.py:859-860), eager: no graphs (reward.yaml)
     if role in ("ref", "reward"):
@@ -112,7 +117,7 @@ def active_bytes(s: Setup, role: str, offload: tuple[str, ...] = ()) -> int:
     """A role's own states while it runs: a trained role's are loaded back first; an offloaded no-grad role streams
     its sharded weights unit by unit (the gathered units are in its pass)."""
     if role in ("actor", "critic"):
-        return mem.params_bytes(s) + mem.optimizer_bytes(s)
+        return state_terms.params_bytes(s) + state_terms.optimizer_bytes(s) + zero.offload_staging_bytes(s)
     return 0 if role in offload and (s.knobs.fsdp != "off" or s.knobs.zero_stage == 3) else frozen_params_bytes(s)
 
 
@@ -227,6 +232,12 @@ def group_phases(s: Setup, capacity: int) -> dict[str, dict[str, dict[str, int]]
                     f"{role}_resident_bytes": 0,
                     f"{phase_key(phase, role)}_bytes": own[role][phase],
                 }
+        if engine_of(s).joint_value_update and "critic" in members:  # TRL's PolicyAndValueWrapper (trl_ppo)
+            del phases["critic-update"]
+            phases["actor-update"].update(trl_ppo.joint_update_terms(setups["critic"], setups["actor"]))
+        if engine_of(s).keeps_scores:  # one copy through every later phase (trl_ppo)
+            for terms in (t for p, t in phases.items() if p != "rollout"):
+                terms["rollout_scores_bytes"] = trl_ppo.rollout_scores_bytes(setups["actor"])
         if ("actor" in members or "rollout" in members) and not hf:
             phases["weight-sync"] = sync_terms(s, setups, members, resident, capacity, others)
         out[label] = phases
@@ -240,18 +251,10 @@ def hf_generation_terms(a: Setup, r) -> dict[str, int]:
     rank = generation.sequences_per_generation(a)  # the rank's generation batch, sampled generate_batch at a time
     terms = generation.generation_terms(a, min(r.generate_batch or a.micro_batch, rank))
     if a.knobs.zero_stage == 3 and not engine_of(a).generate_gathers:  # DeepSpeed fetches layer by layer instead
-        terms["generation_weights_bytes"] = mem.gathered_params_bytes(a)
+        terms["generation_weights_bytes"] = state_terms.gathered_params_bytes(a)
     if engine_of(a).keeps_scores:
-        terms["generation_scores_bytes"] = generation_scores_bytes(a, a.micro_batch * a.grad_accum)
+        terms["generation_scores_bytes"] = trl_ppo.rollout_scores_bytes(a, copies=3)
     return terms
-
-
-def generation_scores_bytes(a: Setup, rows: int) -> int:
-    """TRL's PPO (trl 0.29.1 experimental/ppo/ppo_trainer.py:110-119 output_scores, torch.stack(output.scores, 1)):
-    every generated step's fp32 scores, rows x completion x vocabulary, for the rank's local batch
-    (per_device_train_batch_size x gradient_accumulation_steps, :455), the list and its stacked copy at once."""
-    w = a.knobs.workload
-    return 2 * 4 * rows * w.max_completion_length * a.model.text.vocab
 
 
 def phase_key(phase: str, role: str) -> str:
@@ -266,8 +269,8 @@ def sync_terms(s, setups, members, resident, capacity, others) -> dict[str, int]
     terms = dict(resident)
     if "actor" in members:
         a = setups["actor"]
-        terms["actor_resident_bytes"] = mem.params_bytes(a) + (
-            0 if "actor-optimizer" in r.offload else mem.optimizer_bytes(a)
+        terms["actor_resident_bytes"] = state_terms.params_bytes(a) + (
+            0 if "actor-optimizer" in r.offload else state_terms.optimizer_bytes(a)
         )
         terms["sync_gather_bytes"] = sync_gather_bytes(a)
     if "rollout" in members:
@@ -305,7 +308,7 @@ def breakdown(s: Setup, capacity_bytes: int) -> MemoryBreakdown:
     terms = groups[gname][phase]
     peak = totals[key]
     rollout_share = sum(terms.get(k, 0) for k in ("rollout_bytes", "rollout_asleep_bytes", "rollout_sync_bytes"))
-    overheads = mem.overhead_terms(s, peak - rollout_share)
+    overheads = overhead_terms(s, peak - rollout_share)
     overhead = sum(t.bytes for t in overheads)
     training = mem.breakdown(s, capacity_bytes)
     states = sum(v for k, v in terms.items() if k.endswith("_resident_bytes"))

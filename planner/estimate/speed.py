@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 from planner.config.spec import Hardware
 from planner.estimate import calibration, microstep, parallel, recipe_terms
-from planner.estimate.memory import host_activation_bytes_per_node, trainable_params
+from planner.estimate.activation_terms import host_activation_bytes_per_node
 from planner.estimate.setup import Setup
+from planner.estimate.trained import trainable_params
 
 PEAK_EFFICIENCY = 0.55  # best model-FLOPs utilisation a large micro-batch reaches
 HALF_EFFICIENCY_TOKENS = 1024  # tokens per micro-batch at which efficiency is half of the peak
@@ -118,12 +119,6 @@ def bus_bandwidth_bytes_per_s(hw: Hardware) -> float:
 
 def _ring(n: int) -> float:
     return (n - 1) / n if n > 1 else 0.0
-
-
-def comm_bytes_per_step(s: Setup) -> tuple[float, int]:
-    """(bytes each rank sends per optimizer step, collective calls per step): the data-parallel collectives
-    (planner.estimate.microstep), those of every micro-step counted grad_accum times."""
-    return microstep.volume_and_calls(microstep.collectives(s), s.grad_accum)
 
 
 def all_to_all_seconds(s: Setup, hw: Hardware) -> float:

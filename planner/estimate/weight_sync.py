@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from math import ceil, prod
 
-from planner.estimate import memory, rollout
+from planner.estimate import rollout, state_terms
 from planner.estimate.fsdp import shard_group_size
 from planner.estimate.setup import Setup
 from planner.estimate.trained import frozen_weight_bytes_per_param, trainable_params, trainable_weight_bytes_per_param
@@ -157,5 +157,5 @@ def generation_weights_bytes(s: Setup) -> int:
     trl/models/utils.py:141-150, ds3_gather_for_generation on by default), a full copy of every weight on each rank
     (none on one rank); otherwise what the forward gathers as in training (FSDP's units)."""
     if s.knobs.zero_stage != 3:
-        return memory.gathered_params_bytes(s)
+        return state_terms.gathered_params_bytes(s)
     return gathered_copy_bytes(s, whole_model_bytes(s), single=False)

@@ -152,6 +152,19 @@ def reduce_buckets_bytes(s: Setup) -> int:
     return buffers * z.reduce_bucket_size * compute_dtype_bytes(s)
 
 
+def offload_staging_bytes(s: Setup) -> int:
+    """ZeRO-1/2 with the optimizer on the host (offload_optimizer cpu: engine.py:1567-1570 zero_cpu_offload) keep, for
+    the whole run, a buffer on the GPU the size of the largest trained parameter in the model dtype, through which
+    gradients are staged for the host (DeepSpeed 0.19.8 runtime/zero/stage_1_and_2.py:626-661
+    temp_grad_buffer_for_gpu_offload, largest_param_numel over the optimizer's parameters; v0.15.0 :445-478 the
+    same): a Llama-3-8B's embedding, 1.0 GB in bf16. ZeRO-3 offloads through its own buffers. Measured (probes/zero.py,
+    DeepSpeed's own buffer in a ZeRO-2 run with the optimizer offloaded): exact."""
+    k = s.knobs
+    if k.zero_stage not in (1, 2) or k.offload == "none" or k.fsdp != "off":
+        return 0
+    return largest_trained_param_elements(s) * compute_dtype_bytes(s)
+
+
 def step_group_elements(s: Setup, trainable: int, z: ZeroSettings | None = None) -> int:
     """Elements of the largest group the optimizer step converts at once. ZeRO-3 steps sub-groups closed once their
     partitions reach sub_group_size (stage3.py:1210-1233: at most sub_group_size + ceil(L/N)); ZeRO-1/2 a whole

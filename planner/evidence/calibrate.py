@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from planner.config.spec import GIB, Hardware, Knobs, MemoryBreakdown, OverheadTerm
 from planner.errors import BadInput
-from planner.estimate.memory import breakdown, comm_bucket_bytes, overhead_terms
+from planner.estimate.memory import breakdown
 from planner.estimate.overheads import allocator_limit_bytes
+from planner.estimate.overheads import terms as overhead_terms
 from planner.estimate.setup import Setup
+from planner.estimate.state_terms import comm_bucket_bytes
 from planner.evidence.store import (
     ProbeRecord,
     Shapes,
@@ -33,7 +35,6 @@ from planner.evidence.store import (
     unflat_segment,
 )
 
-MODES = ("analytic", "sim", "auto")
 RANK = {"cuda": 0, "cpu": 1, "sim": 2}
 
 
@@ -109,7 +110,11 @@ def _with_terms(
 
 
 def from_record(s: Setup, hw: Hardware, analytic: MemoryBreakdown, rec: ProbeRecord) -> MemoryBreakdown:
-    """The plan's breakdown with a record's tensor bytes (and, same card, its overhead)."""
+    """The plan's breakdown with a record's tensor bytes (and, same card, its overhead). Under nn.DataParallel a
+    probe's one process on one GPU holds a replica's step, not GPU 0's gathers of every replica's logits
+    (planner.estimate.dataparallel): where those make the analytic peak the larger, it stands."""
+    if s.knobs.dataparallel and analytic.peak_allocated_bytes > (rec.peak_allocated_bytes or 0):
+        return analytic
     overhead = None
     if _same_kind(rec, hw) and rec.device_used_bytes and rec.peak_allocated_bytes:
         overhead = max(0, rec.device_used_bytes - rec.peak_allocated_bytes)
@@ -129,7 +134,7 @@ def from_record(s: Setup, hw: Hardware, analytic: MemoryBreakdown, rec: ProbeRec
 
 
 def replay_of(s: Setup, hw: Hardware, rec: ProbeRecord) -> dict | None:
-    """The record's caching-allocator replay (planner.advise.verify), where it was capped at this card's limit."""
+    """The record's caching-allocator replay (planner.verification.verify), where it was capped at this card's limit."""
     replay = rec.detail.get("replay") if rec.backend == "sim" else None
     if replay and replay["limit_bytes"] == allocator_limit_bytes(s, hw.gpu.capacity_bytes):
         return replay
@@ -206,8 +211,6 @@ class Calibrator:
 
     def __call__(self, s: Setup, hw: Hardware, analytic: MemoryBreakdown) -> tuple[MemoryBreakdown, str, str | None]:
         """(breakdown, evidence, reason when a measurement says it does not fit)."""
-        if s.knobs.dataparallel:  # every probe traces one process: GPU 0's gathers under nn.DataParallel are not in it
-            return analytic, "analytic", None  # (planner.estimate.dataparallel)
         for rec in self.records(s):
             replay = replay_of(s, hw, rec)
             if replay and replay["oom_at"] is not None:

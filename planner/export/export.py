@@ -21,7 +21,8 @@ from planner.frameworks import FRAMEWORKS
 from planner.frameworks.hf.keys import KEYS as K
 from planner.frameworks.keys import whole_line
 from planner.model import catalog, vila
-from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
+from planner.model.lora_targets import peft_target_modules, peft_target_parameters
+from planner.model.modelspec import ModelSpec
 
 HF_OPTIM, HF_FSDP, HF_ATTENTION = K["optimizer"].to_value, K["fsdp"].to_value, K["attention"].to_value
 DS_CONFIG_NAME = "ds_config.json"
@@ -157,7 +158,7 @@ def trl_args(w: Workload, takes=lambda key: True) -> dict:
         if w.num_iterations != 1:
             out[K.key("workload.num_iterations")] = w.num_iterations
         return out
-    if w.kind == "dpo":
+    if w.preference:  # DPOConfig's and KTOConfig's (trl/trainer/kto_config.py, TRL 1.16) names
         return {
             K.key("workload.max_length"): w.max_length,
             K.key("workload.precompute_ref_log_probs"): w.precompute_ref_log_probs,

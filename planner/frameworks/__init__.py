@@ -27,7 +27,7 @@ from planner.frameworks import (
     trl,
     verl,
 )
-from planner.frameworks.base import Default, Framework, Release, Where
+from planner.frameworks.base import Framework, Release, Where
 from planner.frameworks.tool import Signs, Tool
 
 FRAMEWORKS: dict[str, Framework] = {
@@ -162,7 +162,6 @@ __all__ = [
     "PLAIN",
     "SIGNS",
     "TABLE_KNOBS",
-    "Default",
     "Framework",
     "Release",
     "Signs",

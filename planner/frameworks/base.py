@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from planner.frameworks.memory import Memory
-from planner.frameworks.reading import MEANINGS, ForkSigns, Reading, Release, version_of
+from planner.frameworks.reading import MEANINGS, ForkSigns, Reading, Release
 from planner.frameworks.rules import (
     NO_SPLITS,
     Rule,
@@ -22,14 +22,13 @@ from planner.frameworks.rules import (
     only_expert_targets,
     workload_of,
 )
-from planner.frameworks.runs import KNOB_DEFAULTS, NEUTRAL, PARALLEL, Default, Runs
+from planner.frameworks.runs import KNOB_DEFAULTS, NEUTRAL, Default, Runs
 
 __all__ = [
     "KNOB_DEFAULTS",
     "MEANINGS",
     "NEUTRAL",
     "NO_SPLITS",
-    "PARALLEL",
     "Default",
     "ForkSigns",
     "Framework",
@@ -41,7 +40,6 @@ __all__ = [
     "full_dpo_precomputed",
     "kind",
     "only_expert_targets",
-    "version_of",
     "workload_of",
 ]
 

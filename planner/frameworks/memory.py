@@ -35,6 +35,9 @@ class Memory:
     # logits_to_keep for a multimodal model), the completion's slice divided by the temperature, then TRL's
     # selective_log_softmax row by row (v3.4.1 swift/trainers/rlhf_trainer/grpo_trainer.py:1181-1197)
     vlm_logprobs: str = "recipe"
+    # where its GRPO runs the reference model's log-prob pass (planner.estimate.ref_in_step): "between", before the
+    # micro-step as TRL does; "in-step", inside the loss after the policy's forward (ms-swift 3.5-3.6)
+    grpo_reference: str = "between"
     # what shrinks a vision tower's call, in its own words (planner.search.advice.tower_fix): an image's pixel cap, and
     # InternVL's tiles an image; "" where it has no word of its own (memplan's --image-tokens is named)
     image_knobs: tuple[str, str] = ("", "")
@@ -67,6 +70,10 @@ class Memory:
     # the log-prob head its DPO and GRPO trainers run where a request names none (planner.config.release): TRL's
     # fused head, or "full", the whole logits
     logprobs: str = "fused"
+    # its KTO trainer's head where that differs (ms-swift's scores the whole logits, "full"); "" as `logprobs`
+    kto_logprobs: str = ""
+    # its KTO scores the KL batch after the policy's forward (its activations and logits live), not before it as TRL's
+    kto_kl_after: bool = False
 
     def precision(self, bf16: bool) -> str:
         """The precision a request that names none runs: bf16 (fp16 where the GPU has no bf16) where this framework

@@ -27,3 +27,4 @@ class RoleEngine:
     value_head_on_policy: bool = False  # the critic is a value head on the policy (no model of its own)
     generate_gathers: bool = False  # HF generate under ZeRO-3 gathers the whole policy first (TRL's unwrap)
     keeps_scores: bool = False  # generate returns every step's fp32 scores of the rank's batch (TRL's PPO)
+    joint_value_update: bool = False  # policy and value model in one forward and one backward (TRL's PPO)

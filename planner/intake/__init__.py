@@ -102,7 +102,7 @@ def read(
         ALLOWED.reset(token)
 
 
-# A flag's way of counting a sample's image tokens replaces the configuration's (advise.image_tokens takes one way:
+# A flag's way of counting a sample's image tokens replaces the configuration's (resolved.image_tokens takes one way:
 # --image-tokens, or --images with --tokens-per-image or alone, sized by the pixels): flag -> reading fields it drops
 IMAGE_COUNTS = {
     "images": ("image_tokens",),

@@ -23,10 +23,11 @@ CONFIGS = {
     "Seq2SeqTrainingArguments": PLAIN,
     "SFTConfig": "sft",
     "DPOConfig": "dpo",
+    "KTOConfig": "kto",
     "GRPOConfig": "grpo",
 }
-OTHER_CONFIGS = {"ORPOConfig", "KTOConfig", "CPOConfig", "PPOConfig", "RLOOConfig", "OnlineDPOConfig"}
-TRAINERS = {"SFTTrainer", "DPOTrainer", "GRPOTrainer", "Trainer"}
+OTHER_CONFIGS = {"ORPOConfig", "CPOConfig", "PPOConfig", "RLOOConfig", "OnlineDPOConfig"}
+TRAINERS = {"SFTTrainer", "DPOTrainer", "GRPOTrainer", "KTOTrainer", "Trainer"}
 # SFTConfig's fields given to SFTTrainer itself (TRL's older signature, as unsloth's notebooks still write it): unsloth's
 # patched trainer sets them on the config, over the config's own (unsloth/trainer.py:714-780 _backwards_compatible_
 # trainer); plain TRL's SFTTrainer refuses them, so they are read under unsloth only

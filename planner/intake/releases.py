@@ -13,22 +13,22 @@ the lines they allow are the fact "releases" (Reading.releases): check --config 
 Pins are looked for (planner.intake.pins) in the folders the run names (the script's, the folder it `cd`s to, the
 training script's) and up to PARENTS folders above each, never in memplan's own working folder, and only where the
 reading may read.
+
+What the release read changes in the plan's defaults: line_defaults.py.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from planner.frameworks import ARGS, FRAMEWORKS, by_trainer, split_name
+from planner.frameworks import FRAMEWORKS, split_name
 from planner.intake.collect import (
     GIVEN_FIELDS,
     GIVEN_RELEASE_WHY,
     Collector,
     assumption,
-    default,
     is_default,
 )
-from planner.intake.flags import Flag
 from planner.intake.pins import (  # noqa: F401 - re-exported: readers call releases.pins and releases.is_pin_file
     PACKAGES,
     PIN_FILES,
@@ -61,16 +61,25 @@ def for_script(c: Collector, path: Path, trainer: str, flags: dict) -> None:
 
 
 def taking(framework: str, trainer: str, flags: dict) -> tuple[tuple[str, ...], str] | None:
-    """(the release lines that take the run's own flags, why) where a flag only some releases take narrows them
-    (Framework.key_spans; a script's own defaults are no flags of the command); None where none does."""
+    """(the release lines that take the run's own flags, why) where a flag, or its value (a `KEY=WORD` entry: _word),
+    only some releases take narrows them (Framework.key_spans; a script's own defaults are no flags of the command);
+    None where none does."""
     fw = FRAMEWORKS.get(framework)
     spans = fw.key_spans.get(trainer, {}) if fw is not None else {}
-    named = [f for f in flags if f in spans and not is_default(flags[f].source)]
-    lines = fw.lines_taking(trainer, named) if named else ()
+    given = {f: flag for f, flag in flags.items() if not is_default(flag.source)}
+    named = [f for f in given if f in spans]
+    valued = [f"{f}={_word(flag.value)}" for f, flag in given.items() if f"{f}={_word(flag.value)}" in spans]
+    lines = fw.lines_taking(trainer, named + valued) if named or valued else ()
     if not lines or len(lines) == len(fw.lines_taking(trainer, ())):
         return None
-    said = ", ".join(flags[f].source for f in named)
+    said = ", ".join(flags[f.partition("=")[0]].source for f in named + valued)
     return tuple(r.name for r in lines), f"{said}: taken by {fw.label} {lines[0].name} .. {lines[-1].name} only"
+
+
+def _word(value: object) -> str:
+    """A flag's value as a key_spans entry names it (`KEY=WORD`: a value only some releases take, e.g.
+    LLaMA-Factory's flash_attn bool to v0.6.3): "bool" for a switch or true/false, else the value lowercased."""
+    return "bool" if isinstance(value, bool) or str(value).lower() in ("true", "false") else str(value).lower()
 
 
 def entry_point(fw, words: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
@@ -221,83 +230,3 @@ def _known(fw, text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def release_defaults(c: Collector, trainer: str) -> None:
-    """The defaults of the release the files show (planner.intake.releases), where it differs from the newest:
-    checkpointing, optimizer, micro-batch, accumulation; a GRPO release's beta and max_completion_length; and the
-    line that says a GRPO batch counts prompts (trl 0.14 and the Qwen2VLGRPOTrainer forks)."""
-    release, why, _ = c.facts.get("release", ("", "", ""))
-    name = by_trainer(trainer)
-    if not release or c.framework != name:
-        return
-    r = FRAMEWORKS[name].release(release)
-    who = f"{name}@{r.name}"
-    mine = given(name)
-    tail = f" ({mine[1]})" if mine is not None else ""  # the release given beside the files, named
-
-    def source(d) -> str:
-        return default(who, d.source) + tail
-
-    grpo = r.grpo if trainer == "grpo" else {}
-    for field, d in {**r.defaults, **grpo}.items():
-        if field in ("checkpointing", "optimizer", "micro_batch", "grad_accum"):
-            c.fill(field, d.value, source(d), FRAMEWORKS[ARGS].keys.get(field, field))
-    if "precision" in r.defaults:  # the trainer's mixed precision where the files set none
-        c.fact("amp", r.defaults["precision"].value, source(r.defaults["precision"]), "bf16", weak=True)
-    if trainer == "dpo" and "logprobs" in r.workload:  # DPO's log-prob head at that release
-        c.fill("workload.logprobs", r.workload["logprobs"].value, source(r.workload["logprobs"]), "trainer")
-    if trainer != "grpo":
-        return
-    for field, d in r.workload.items():
-        if field != "generation":
-            c.fill(f"workload.{field}", d.value, source(d), field)
-    gen, mode = c.setting("workload.generation"), r.workload.get("generation")
-    vllm = mode is not None and gen is not None and "use_vllm" in c.facts and str(gen.value).startswith("vllm")
-    if vllm and is_default(gen.source):
-        said = c.facts["use_vllm"][1]  # the flag that turned vLLM on (planner.frameworks.trl.reader_grpo)
-        c.set("workload.generation", mode.value, f"{said}; {source(mode)}", gen.key)  # its mode the release's
-        util = c.setting("workload.vllm_gpu_memory_utilization")
-        if util is not None:  # it sizes vLLM on its own GPUs there, none of the training GPUs' memory
-            c.drop("workload.vllm_gpu_memory_utilization")
-            c.note(f"{util.source} (vLLM's share of its own GPUs under {who}: not planned, training GPUs hold no vLLM)")
-    if r.means("grpo_batch_counts") == "prompts":
-        mb = c.setting("micro_batch")
-        n = c.get("workload.num_generations", 8)
-        c.note(
-            f"{mb.source if mb else 'per_device_train_batch_size'} ({who} counts it in prompts, {n} completions each: "
-            f"planned as {int(c.get('micro_batch', 1)) * int(n)} completions a micro-batch; {why})"
-        )
-
-
-def _line_read(c: Collector, framework: str):
-    """The release line the reading targets (the fact "release") where it is not the framework's newest, else None."""
-    fw, release = FRAMEWORKS[framework], str(c.facts.get("release", ("",))[0] or "")
-    r = fw.release(release) if release else None
-    return None if r is None or r is fw.newest else r
-
-
-def moved_default(c: Collector, framework: str, name: str) -> tuple[object, str] | None:
-    """(value, source) of memplan field `name`'s default at the release line the reading targets, where that line
-    moved it against the newest (Release.defaults), else None. The source reads `NAME@RELEASE default (file:line)`.
-    The one way a framework's reader takes a release's defaults: a reader that looks a key up field by field
-    (LLaMA-Factory's) asks here where the files leave the key unset; one that reads its flags whole takes them as
-    flags (with_defaults)."""
-    r = _line_read(c, framework)
-    d = r.defaults.get(name) if r is not None else None
-    return None if d is None else (d.value, default(f"{framework}@{r.name}", d.source))
-
-
-def with_defaults(c: Collector, framework: str, table, flags: dict[str, Flag]) -> dict[str, Flag]:
-    """`flags` with each default the release read changed against the newest (moved_default, by the key table's
-    field) as a flag at its source where the flags leave the key unset: the framework's reader, which takes the
-    newest's default from its table where a key is unset, then reads the release's."""
-    r = _line_read(c, framework)
-    if r is None:
-        return flags
-    out = dict(flags)
-    for name in r.defaults:
-        if name in table.rows and table.key(name) not in out:
-            key = table.key(name)
-            out[key] = Flag(key, *moved_default(c, framework, name), key)
-    return out

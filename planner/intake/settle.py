@@ -12,10 +12,10 @@ from planner.config import zerobuckets
 from planner.config.knobfields import KnobFields
 from planner.errors import BadInput
 from planner.frameworks import BUNDLED, FRAMEWORKS, adapter
-from planner.intake import models
+from planner.intake import modelconfig, models
 from planner.intake.collect import Collector, assumption
 from planner.model.catalog import checkpoints
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 
 
 def finish(c: Collector) -> None:
@@ -187,7 +187,7 @@ def _lora_vision(c: Collector) -> None:
     framework = FRAMEWORKS.get(c.framework)
     if framework is not None and not framework.all_linear_vision:
         return
-    if c.model is None or not models.has_vision(c.model.config):
+    if c.model is None or not modelconfig.has_vision(c.model.config):
         return
     c.set("lora_vision", True, f"{s.source} (PEFT's all-linear adapts the vision tower and projector too)", s.key)
 
@@ -208,5 +208,5 @@ def _frozen(c: Collector) -> None:
     if "frozen" not in c.facts or c.get("lora_rank", 0):
         return
     value, source, key = c.facts["frozen"]
-    if c.model is not None and models.has_vision(c.model.config) and value != "none":
+    if c.model is not None and modelconfig.has_vision(c.model.config) and value != "none":
         c.set("frozen", value, source, key)

@@ -95,7 +95,7 @@ def tower(v: dict) -> list[Tensors]:
 
 
 def _text(cfg: dict, mt: str) -> dict:
-    """The language model's config as modelspec's GLM-4 (glm4v) or GLM-4.5 (glm4v_moe) reader reads it."""
+    """The language model's config as decoders' GLM-4 (glm4v) or GLM-4.5 (glm4v_moe) reader reads it."""
     defaults = MOE_TEXT_DEFAULTS if mt == "glm4v_moe" else TEXT_DEFAULTS
     tc = {**defaults, **{k: x for k, x in sub(cfg, "text_config", required=False).items() if x is not None}}
     heads = size(tc, "num_attention_heads")
@@ -108,7 +108,7 @@ def _text(cfg: dict, mt: str) -> dict:
 
 
 def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str, ...]]:
-    """(the language model's config for modelspec's GLM-4 or GLM-4.5 reader, the tower's VisionSpec, its and the
+    """(the language model's config for decoders' GLM-4 or GLM-4.5 reader, the tower's VisionSpec, its and the
     merger's tensors, the FSDP units)."""
     mt = cfg["model_type"]
     v = {**VISION_DEFAULTS, **{k: x for k, x in sub(cfg, "vision_config", required=False).items() if x is not None}}

@@ -237,13 +237,6 @@ def qwen_image_tokens(width: int, height: int, factor: int, min_pixels: int, max
     return (h // factor) * (w // factor)
 
 
-def qwen2_vl_image_tokens(
-    width: int, height: int, min_pixels: int = QWEN2_VL_MIN_PIXELS, max_pixels: int = QWEN2_VL_MAX_PIXELS
-) -> int:
-    h, w = smart_resize(height, width, 28, min_pixels, max_pixels)
-    return (h // 14) * (w // 14) // 4
-
-
 INTERNVL_TILE = 448
 INTERNVL_TOKENS_PER_TILE = 256  # (448 / 14)^2 patches, pixel-shuffled by 0.5 per side
 

@@ -24,6 +24,10 @@ FAMILY_RULE = {
     "qwen2_5_omni_thinker": "qwen2-vl",  # Qwen2_5OmniProcessor: Qwen2-VL's image processor (patch 14, merge 2)
     "qwen2_5_omni": "qwen2-vl",
     "qwen3_vl": "qwen3-vl",
+    # Qwen3OmniMoeProcessor: Qwen2VLImageProcessor at patch 16 (image_processing_auto.py:151; ms-swift 4.6 sets
+    # image_patch_size=16 for it, swift/model/models/qwen.py:2149), Qwen3-VL's rule
+    "qwen3_omni_moe_thinker": "qwen3-vl",
+    "qwen3_omni_moe": "qwen3-vl",
     "qwen3_5": "qwen3-vl",  # Qwen3.5 uses Qwen3-VL's image processor (patch 16, merge 2)
     "qwen3_5_moe": "qwen3-vl",
     "internvl": "internvl",

@@ -57,7 +57,7 @@ def slice_patches(v: dict) -> int:
 
 
 def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str, ...]]:
-    """(the language model's config for modelspec's llama reader, its VisionSpec, the tower's and resampler's tensors,
+    """(the language model's config for decoders' llama reader, its VisionSpec, the tower's and resampler's tensors,
     the FSDP units), as planner.model.vlm.read gives them."""
     v = {**VISION, **(cfg.get("vision_config") or {})}
     v["image_size"], v["patch_size"] = vlm.side(v["image_size"]), vlm.side(v["patch_size"])

@@ -107,7 +107,7 @@ def vision_tensors(v: dict, text_hidden: int) -> list[Tensors]:
 
 
 def text_tensors(text: dict, t: list[Tensors], head_dim: int) -> list[Tensors]:
-    """modelspec's llama tensors made Mllama's: the 8 extra embedding rows, and in each cross-attention layer the q
+    """decoders' llama tensors made Mllama's: the 8 extra embedding rows, and in each cross-attention layer the q
     and k norms over the head and the two gates (modeling_mllama.py:662-675)."""
     out = [Tensors("embed", (x.shape[0] + EXTRA_EMBEDDINGS, x.shape[1])) if x.role == "embed" else x for x in t]
     n = cross_layers(text)
@@ -115,7 +115,7 @@ def text_tensors(text: dict, t: list[Tensors], head_dim: int) -> list[Tensors]:
 
 
 def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str, ...]]:
-    """(the language model's config for modelspec's llama reader, its VisionSpec, the tower's and projector's tensors,
+    """(the language model's config for decoders' llama reader, its VisionSpec, the tower's and projector's tensors,
     the FSDP units), as planner.model.vlm.read gives them for the other families."""
     v, text = resolve(cfg)
     n = v["num_hidden_layers"] + v["num_global_layers"]

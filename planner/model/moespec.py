@@ -35,9 +35,9 @@ ALL_LINEAR_EXPERTS = {"mixtral", "qwen3_moe", "olmoe", "deepseek_v2", "deepseek_
 # Language models of composite (VLM) families laid out as a family above: Qwen3-VL-MoE's text model is Qwen3-MoE's
 # (models/qwen3_vl_moe/modeling_qwen3_vl_moe.py:114-123 stacked experts, :153-159 router, :283-288 q/k norms,
 # :352-353 mlp_only_layers and decoder_sparse_step, transformers 5.25). PEFT's all-linear adapts no expert there
-# (the VLM's LoRA targets are a pattern over the language model's nn.Linear modules: modelspec.peft_target_modules).
-# GLM-4.5V's is GLM-4.5's without q/k norms (glm4v.py).
-LAYOUT = {"qwen3_vl_moe_text": "qwen3_moe", "glm4v_moe_text": "glm4_moe"}
+# (the VLM's LoRA targets are a pattern over the language model's nn.Linear modules: lora_targets.peft_target_modules).
+# GLM-4.5V's is GLM-4.5's without q/k norms (glm4v.py); Qwen3-Omni's thinker's is Qwen3-MoE's (qwen3omni.py).
+LAYOUT = {"qwen3_vl_moe_text": "qwen3_moe", "glm4v_moe_text": "glm4_moe", "qwen3_omni_moe_text": "qwen3_moe"}
 DISPATCHES = ("grouped_mm", "eager")  # transformers 5.23's default (get_correct_experts_implementation), its fallback
 
 

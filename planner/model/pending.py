@@ -7,23 +7,13 @@ from __future__ import annotations
 
 from planner.errors import BadInput
 
-# Qwen2.5-Omni's thinker is counted (planner/model/qwenomni.py). Qwen3-Omni: LLaMA-Factory trains the thinker alone (it drops the talker after loading: llamafactory/model/loader.py:173-174,
-# 0.9.x); ms-swift loads the whole model (swift/model/models/qwen.py:1944-1960, 2154-2170), whose talker and
-# token2wav, the latter cast to fp32, transformers builds unless config.enable_audio_output is false
-# (Qwen2_5OmniForConditionalGeneration.__init__, models/qwen2_5_omni/modeling_qwen2_5_omni.py:3731-3740), which
-# ms-swift sets from ENABLE_AUDIO_OUTPUT (qwen.py:1946-1948)
-_OMNI = (
-    "LLaMA-Factory trains its thinker alone; ms-swift also keeps the talker and an fp32 token2wav resident unless "
-    "ENABLE_AUDIO_OUTPUT=0; memplan counts neither the thinker's audio tower nor audio inputs"
-)
+# Qwen2.5-Omni's and Qwen3-Omni's thinkers are counted (planner/model/qwenomni.py, qwen3omni.py)
 # transformers' Glm46VConfig (models/glm46v/configuration_glm46v.py:54-57): a tower and any language model AutoModel
 # builds; a config.json naming glm4v_moe (GLM-4.5V's) or glm4v (GLM-4.1V's) is counted (planner/model/glm4v.py)
 _GLM46V = (
     "transformers' Glm46V composite (a tower beside any AutoModel language model); its glm4v_moe config is counted"
 )
 PENDING = {
-    "qwen3_omni_moe": "Qwen3-Omni (routed experts): " + _OMNI,
-    "qwen3_omni_moe_thinker": "Qwen3-Omni (routed experts): " + _OMNI,
     "glm4v_text": "GLM-4.1V's language model alone (its M-RoPE positions come from the composite glm4v)",
     "glm4v_moe_text": "GLM-4.5V's language model alone (its M-RoPE positions come from the composite glm4v_moe)",
     "glm46v": "GLM-4.6V as " + _GLM46V,

@@ -31,11 +31,6 @@ from planner.model.shapes import Tensors, linear, size
 MODEL_TYPES = ("qwen2_5_omni", "qwen2_5_omni_thinker")
 
 
-def is_omni(model_type: str) -> bool:
-    """A Qwen2.5-Omni model (its thinker or the whole): the family test, kept in its reader."""
-    return model_type in MODEL_TYPES
-
-
 # transformers 5.25's sub-config classes' defaults (configuration_qwen2_5_omni.py:30-210)
 VISION_DEFAULTS = {
     "depth": 32,
@@ -74,12 +69,14 @@ REFUSAL = (
 )
 
 
-def thinker_config(cfg: dict) -> dict:
-    """The thinker's config: the whole Omni's thinker_config (refused with its talker resident), or cfg itself."""
-    if cfg.get("model_type") != "qwen2_5_omni":
+def thinker_config(cfg: dict, whole: str = "qwen2_5_omni", refusal: str = REFUSAL) -> dict:
+    """The thinker's config: a whole Omni's (model_type `whole`) thinker_config, refused with `refusal` while its
+    talker is resident, or cfg itself (Qwen3-Omni's too: planner/model/qwen3omni.py)."""
+    if cfg.get("model_type") != whole:
         return cfg
-    if cfg.get("enable_audio_output", True):  # Qwen2_5OmniConfig's default (configuration_qwen2_5_omni.py:583)
-        raise BadInput(REFUSAL, "model")
+    # both config classes default it to true (configuration_qwen2_5_omni.py:583, configuration_qwen3_omni_moe.py:588)
+    if cfg.get("enable_audio_output", True):
+        raise BadInput(refusal, "model")
     return cfg.get("thinker_config") or {}
 
 
@@ -103,7 +100,7 @@ def audio_tensors(a: dict) -> list[Tensors]:
 
 
 def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors]]:
-    """(text config for modelspec's Qwen2 reader, the tower's VisionSpec, the tower's, projectors' and audio
+    """(text config for decoders' Qwen2 reader, the tower's VisionSpec, the tower's, projectors' and audio
     tower's tensors)."""
     th = thinker_config(cfg)
     tc = {**_sub(th, "text_config", TEXT_DEFAULTS), "tie_word_embeddings": bool(th.get("tie_word_embeddings", False))}

@@ -87,6 +87,9 @@ FSDP_UNITS = {
     # Qwen2_5OmniPreTrainedModel._no_split_modules (modeling_qwen2_5_omni.py:138), the thinker's
     "qwen2_5_omni_thinker": ("Qwen2_5OmniDecoderLayer", "Qwen2_5OmniVisionBlock"),
     "qwen2_5_omni": ("Qwen2_5OmniDecoderLayer", "Qwen2_5OmniVisionBlock"),
+    # Qwen3-Omni's thinker: its decoder layer and vision block (modeling_qwen3_omni_moe.py:1520, 1079)
+    "qwen3_omni_moe_thinker": ("Qwen3OmniMoeThinkerTextDecoderLayer", "Qwen3OmniMoeVisionBlock"),
+    "qwen3_omni_moe": ("Qwen3OmniMoeThinkerTextDecoderLayer", "Qwen3OmniMoeVisionBlock"),
     "internvl": ("InternVLVisionLayer",),
     "mixtral": ("MixtralDecoderLayer",),
     "qwen2_moe": ("Qwen2MoeDecoderLayer",),

@@ -2,7 +2,7 @@
 sub-configs their config.json holds inline (llm_cfg, vision_tower_cfg, mm_projector_cfg; VILA loads the same files
 from the llm/, vision_tower/ and mm_projector/ folders: llava/model/utils/utils.py:42-53, commit b760c34):
 
-- the language model (`llm`): a Qwen2 or Llama causal LM, counted by modelspec's llama reader;
+- the language model (`llm`): a Qwen2 or Llama causal LM, counted by planner.model.decoders' llama reader;
 - the tower (`vision_tower`): transformers' SigLIP (or CLIP) vision model. Its attention-pooling head is built unless
   vision_use_head says false (VILA1.5's configs leave the key out and have one: siglip/modeling_siglip.py:1166-1168);
   mm_vision_select_layer -2 deletes nothing, the last layer runs with no gradient;
@@ -98,7 +98,7 @@ def patches_per_token(top: dict, v: dict, kind: str) -> int:
 
 
 def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str, ...]]:
-    """(the language model's config for modelspec's llama reader, its VisionSpec, the tower's and projector's tensors,
+    """(the language model's config for decoders' llama reader, its VisionSpec, the tower's and projector's tensors,
     the FSDP units), as planner.model.vlm.read gives them."""
     llm, tower_cfg, proj = _sub(cfg, "llm_cfg"), _sub(cfg, "vision_tower_cfg"), _sub(cfg, "mm_projector_cfg")
     lmt, vmt = llm.get("model_type"), tower_cfg.get("model_type", "siglip_vision_model")

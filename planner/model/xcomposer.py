@@ -28,7 +28,6 @@ from planner.model.shapes import size as _get
 
 MODEL_TYPE = "internlmxcomposer2"
 PLORA_RANK = 256  # PLoRA(..., lora_r=256, lora_alpha=256): every PLoRA of the 7B models
-PLORA_DROPOUT = 0.05  # PLoRA's lora_dropout default, which the layers keep
 TOWER, PROJECTOR = ("vit.",), ("vision_proj.",)
 CLIP_L = {**vlm.VISION_DEFAULTS["clip_vision_model"], **vlm._CLIP_L336, "model_type": "clip_vision_model"}
 UNITS = ("InternLM2DecoderLayer", "CLIPEncoderLayer")

@@ -23,7 +23,7 @@ from math import inf, isqrt
 
 from planner.config.layout import Layout
 from planner.config.spec import Goal, Hardware, Knobs, Plan
-from planner.estimate import memory, parallel, rl
+from planner.estimate import parallel, rl, state_terms
 from planner.estimate.setup import Setup
 from planner.estimate.speed import StepTime, compute_seconds, offload_seconds
 from planner.model.modelspec import ModelSpec
@@ -149,14 +149,14 @@ def speed_bound(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, sizes:
 
 
 def cannot_fit(model: ModelSpec, hw: Hardware, goal: Goal, knobs: Knobs, micro_batch: int, calibrate=None) -> bool:
-    """Whether no micro-batch of the family fits: its model states alone (memory.model_states_bytes, the same at every
-    micro-batch) exceed the usable memory. Only where the analytic breakdown decides: not an RL workload's phases or
-    roles, not a device map's GPUs, not a calibrator that holds records or simulates (Calibrator.analytic)."""
+    """Whether no micro-batch of the family fits: its model states alone (state_terms.model_states_bytes, the same at
+    every micro-batch) exceed the usable memory. Only where the analytic breakdown decides: not an RL workload's phases
+    or roles, not a device map's GPUs, not a calibrator that holds records or simulates (Calibrator.analytic)."""
     analytic = calibrate is None or (hasattr(calibrate, "analytic") and calibrate.analytic())
     if knobs.workload.rl or knobs.device_map > 1 or not analytic:
         return False
     v = parallel.view(setup_of(model, hw, goal, knobs, micro_batch))
-    return memory.model_states_bytes(v) > int(hw.gpu.capacity_bytes * (1 - goal.margin))
+    return state_terms.model_states_bytes(v) > int(hw.gpu.capacity_bytes * (1 - goal.margin))
 
 
 def waiting(

@@ -54,6 +54,9 @@ def families(space: Space, hw: Hardware, layout: Layout | None = None, written: 
     fixed = {k: getattr(space, k) for k in FIXED}
     out, first = [], None
     varied = {k for k, v in searched.items() if len(v) > 1}
+    own = space.release_attention()  # the release's own, kept below where the default's plans all are refused
+    if own is not None and not any(hw.gpu.knob_error(p, own) for p in precisions):
+        searched["attention"] = [*searched["attention"], own]
     template = Knobs.model_construct(**fixed)  # a copy per combination, its rules run: the Space validated each value
     for combo in product(*searched.values()):
         changes = dict(zip(searched, combo))
@@ -70,6 +73,8 @@ def families(space: Space, hw: Hardware, layout: Layout | None = None, written: 
         first = pick(first, error, varied)
         if error is None:
             out.append(k)
+    if any(k.attention != own for k in out):
+        out = [k for k in out if k.attention != own]
     if not out:
         raise first or BadInput(
             "--fsdp on one GPU shards nothing: give --offload optimizer+params or --fsdp off", "fsdp"

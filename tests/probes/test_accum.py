@@ -11,7 +11,7 @@ from planner.config.spec import Knobs
 from planner.estimate import zero
 from planner.estimate.setup import Setup
 from planner.model.catalog import model_config
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 from probes.accum import measure_accum, planned
 from probes.step import Case
 

@@ -10,7 +10,7 @@ from planner.config.spec import Knobs
 from planner.config.workload import Workload
 from planner.estimate.rl import breakdown
 from planner.estimate.setup import Setup
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 from probes import rl_sim
 from probes.step import Case
 from tests.probes.test_rl import COMPLETION, FULL, PROMPT, WITHIN

@@ -27,7 +27,7 @@ from planner.estimate import activations as act
 from planner.estimate.memory import breakdown
 from planner.estimate.setup import Setup
 from planner.model import catalog
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 from probes.sim import simulate
 from probes.step import Case
 from probes.tracker import LiveBytes

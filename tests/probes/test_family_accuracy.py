@@ -15,7 +15,8 @@ rule's matmuls; -0.29%, -0.24% at the other two shapes), Qwen3.5-MoE (-0.37%, -0
 (-0.02%, -0.20%, -0.22%), with transformers' torch fallback of the chunked gated delta rule (no
 flash-linear-attention); GLM-4.1V (-0.65%, -0.17%, -0.73%) and GLM-4.5V (+0.28%, -0.14%, -0.07%); Llama-4 Scout (+0.00%,
 -0.17%, -0.04%: every token through every expert, the RoPE layers' fp32 q/k norm, one 144-token tile a sample; -4.6%
-before the norm and with the tower traced in fp32 from fp32 pixels, which real torch refuses on bf16 weights)."""
+before the norm and with the tower traced in fp32 from fp32 pixels, which real torch refuses on bf16 weights);
+Qwen3-Omni's thinker (+0.05%, -0.09%, -0.02%: Qwen3-VL's tower, 16 experts a layer, the idle audio tower's states)."""
 
 import pytest
 
@@ -25,7 +26,7 @@ from planner.config.spec import Knobs
 from planner.estimate.memory import breakdown
 from planner.estimate.setup import Setup
 from planner.model import catalog
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 from planner.model.shapes import REMOTE_CODE_ONLY
 from probes.sim import simulate
 from probes.step import Case
@@ -67,12 +68,13 @@ FAMILIES = {
     "glm": "glm-4-9b-chat",
     "llama4": "llama-4-scout-17b-16e",
     "qwen2_5_omni_thinker": "qwen2.5-omni-7b",
+    "qwen3_omni_moe_thinker": "qwen3-omni-30b-a3b",
 }
 # Qwen: 64 tokens an image (4 of its 8 x 8-patch windows), so that its windowed tower traces in seconds; 256 and 576 in
 # benchmarks/accuracy_vlm.py
 IMAGE_TOKENS = {"llava": 576, "llava_next": 1176, "qwen2_5_vl": 64, "qwen2_vl": 64, "qwen3_vl": 64, "qwen3_vl_moe": 64}
 IMAGE_TOKENS["qwen3_5"] = IMAGE_TOKENS["qwen3_5_moe"] = IMAGE_TOKENS["glm4v"] = IMAGE_TOKENS["glm4v_moe"] = 64
-IMAGE_TOKENS["qwen2_5_omni_thinker"] = 64
+IMAGE_TOKENS["qwen2_5_omni_thinker"] = IMAGE_TOKENS["qwen3_omni_moe_thinker"] = 64
 EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
 # (precision, checkpointing, micro-batch, sequence): torch AMP without checkpointing; pure bf16 with and without
 # it (the third shape is the one at which issue 12 saw Qwen3 and Phi-3 off by 6-11%)
@@ -101,7 +103,7 @@ def test_every_catalog_family_is_covered():
 
 # families added after 2026-12-04 take their turn at the end, so that a new family moves no earlier family's commit
 # shape (a sorted order gave every later family a new, often slower, one: h-fam2's GLM-4.5V moved 23 rows)
-ADDED = ("glm4v_moe", "glm", "llama4", "qwen2_5_omni_thinker")
+ADDED = ("glm4v_moe", "glm", "llama4", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker")
 ORDER = [f for f in sorted(FAMILIES) if f not in ADDED] + [f for f in ADDED if f in FAMILIES]
 
 

@@ -8,10 +8,11 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 from planner.config.spec import Knobs
-from planner.estimate.memory import frozen_params, frozen_weight_bytes_per_param, params_bytes, trainable_params
 from planner.estimate.setup import Setup
+from planner.estimate.state_terms import params_bytes
+from planner.estimate.trained import frozen_params, frozen_weight_bytes_per_param, trainable_params
 from planner.model import catalog
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 from recipe.model import build_model
 
 
@@ -64,7 +65,7 @@ def test_frozen_needs_a_vision_tower_and_full_fine_tuning():
 def test_lora_vision_trains_the_adapters_the_real_model_gets(name):
     """--lora-vision: the one builder's PEFT model (recipe/model.py, all-linear over the whole model) trains exactly
     the adapters the plan counts, the tower's and projector's among them, and the tower then saves activations."""
-    from planner.estimate.memory import activations_bytes
+    from planner.estimate.activation_terms import activations_bytes
 
     cfg = _vlm(name)
     knobs = Knobs(precision="bf16", lora_rank=8, lora_vision=True)
@@ -99,7 +100,7 @@ def test_vit_checkpointing_off_leaves_the_towers_layers_unwrapped_and_saves_more
     decoder's layers and not the tower's, and the plan's tower saves every activation."""
     from transformers.modeling_layers import GradientCheckpointingLayer
 
-    from planner.estimate.memory import activations_bytes
+    from planner.estimate.activation_terms import activations_bytes
 
     cfg = _vlm("qwen2.5-vl-3b")
     spec = from_config(cfg, "qwen2.5-vl-3b")

@@ -10,8 +10,8 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 from planner.config.spec import Knobs
 from planner.estimate import frozen_lm
-from planner.estimate.memory import activation_profile
-from planner.model.modelspec import from_config
+from planner.estimate.activation_terms import activation_profile
+from planner.model.families import from_config
 from probes.sim import simulate
 from probes.step import Case
 from tests.probes.tiny_vlms import tiny_vlm

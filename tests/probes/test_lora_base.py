@@ -9,8 +9,9 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 from planner.config.spec import GIB, Knobs
-from planner.estimate.memory import breakdown, frozen_bytes
+from planner.estimate.memory import breakdown
 from planner.estimate.setup import Setup
+from planner.estimate.trained import frozen_bytes
 from planner.evidence.store import Shapes
 from planner.model.catalog import load_model
 from probes.run import run_isolated

@@ -12,8 +12,8 @@ transformers = pytest.importorskip("transformers")
 
 from planner.config.spec import Knobs
 from planner.estimate import activations as act
-from planner.estimate.memory import activation_profile
-from planner.model.modelspec import from_config
+from planner.estimate.activation_terms import activation_profile
+from planner.model.families import from_config
 
 TEXT = {
     "vocab_size": 128,

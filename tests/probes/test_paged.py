@@ -1,5 +1,5 @@
-"""bitsandbytes' paged optimizer states, as planner.estimate.memory.paged_optimizer_bytes counts them: read from the
-installed bitsandbytes (the rule), and on a GPU measured (skipped without CUDA)."""
+"""bitsandbytes' paged optimizer states, as planner.estimate.state_terms.paged_optimizer_bytes counts them: read from
+the installed bitsandbytes (the rule), and on a GPU measured (skipped without CUDA)."""
 
 import inspect
 
@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 bnb = pytest.importorskip("bitsandbytes")
-from planner.estimate import memory as mem
+from planner.estimate import state_terms
 
 
 def test_bitsandbytes_pages_the_states_of_tensors_of_1e5_elements_or_more():
@@ -17,7 +17,7 @@ def test_bitsandbytes_pages_the_states_of_tensors_of_1e5_elements_or_more():
     from bitsandbytes.optim.optimizer import Optimizer8bit
 
     source = inspect.getsource(Optimizer8bit.get_state_buffer)
-    assert f"p.numel() < {mem.PAGED_MIN_ELEMENTS:.0e}".replace("+0", "") in source.replace("+0", ""), source
+    assert f"p.numel() < {state_terms.PAGED_MIN_ELEMENTS:.0e}".replace("+0", "") in source.replace("+0", ""), source
     assert "F.get_paged(" in source
     assert "cget_managed_ptr" in inspect.getsource(functional.get_paged)
     assert bnb.optim.PagedAdamW(torch.nn.Linear(4, 4).parameters()).is_paged

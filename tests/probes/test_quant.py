@@ -1,6 +1,6 @@
 """Quantized bases as the libraries hold them, measured on real bitsandbytes layers: a 4-bit base under FSDP2 and
 ZeRO-3 on 2 gloo ranks (the packed weight in bf16 storage sharded, the quant state whole on every rank) against
-planner.estimate.quant's terms through planner.estimate.memory.params_bytes."""
+planner.estimate.quant's terms through planner.estimate.state_terms.params_bytes."""
 
 import pytest
 

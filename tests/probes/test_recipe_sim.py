@@ -174,7 +174,7 @@ def test_trainable_count_is_pefts(kw):
     import transformers
     from peft import get_peft_model
 
-    from planner.estimate.memory import trainable_params
+    from planner.estimate.trained import trainable_params
     from recipe import hf_config, lora_config
 
     model = load_model("qwen2.5-0.5b")

@@ -11,7 +11,7 @@ from planner.config.workload import Workload
 from planner.estimate import roles
 from planner.estimate.setup import Setup
 from planner.model import catalog
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 from probes.roles_sim import role_knobs, simulate_roles
 from probes.step import Case
 

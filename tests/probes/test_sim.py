@@ -83,7 +83,7 @@ def test_analytic_last_layer_moment_matches_sim(name, precision, checkpointing):
     (memory.last_layer_*, activations.mlp_backward_transient_bytes) against the traced step."""
     from planner.estimate.memory import breakdown
     from planner.estimate.setup import Setup
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
 
     cfg = dict(model_config(name), vocab_size=256)
     knobs = Knobs(precision=precision, checkpointing=checkpointing)

@@ -13,10 +13,10 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 from planner.config.spec import Knobs
-from planner.estimate.memory import activation_profile
+from planner.estimate.activation_terms import activation_profile
 from planner.estimate.vision import eager_attention_bytes, vision_activations_bytes
 from planner.model import catalog
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 from probes.sim import simulate
 from probes.step import Case
 from tests.probes.test_family_accuracy import _four_layers

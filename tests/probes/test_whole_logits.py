@@ -57,3 +57,38 @@ def test_the_whole_logits_and_one_scaled_slice_are_the_peak(rows, width, scored)
     assert peak(rows, width, scored, grad=False) == planned  # the old-policy and reference passes
     trained = peak(rows, width, scored, grad=True)
     assert planned <= trained <= planned + 16 * rows * width  # + the per-token log-probs and their gradients
+
+
+def kept_after_return(rows: int, width: int, scored: int) -> int:
+    """The bytes ms-swift 3.5-3.6's policy pass leaves live when `_get_per_token_logps` returns with gradients on,
+    which its `_compute_loss` then holds through the reference's pass (planner.estimate.ref_in_step)."""
+    torch.manual_seed(0)
+    head = torch.nn.Linear(HIDDEN, VOCAB, bias=False, dtype=torch.bfloat16)
+    hidden = torch.randn(rows, width, HIDDEN, dtype=torch.bfloat16, requires_grad=True)
+    ids = torch.randint(0, VOCAB, (rows, width))
+    with LiveBytes() as t:
+        logps = swift_341_logps(head, hidden, ids, scored)
+        kept = t.live
+    del logps
+    return kept
+
+
+@pytest.mark.parametrize("rows,width,scored", [(3, 96, 40), (5, 100, 70)])
+def test_the_policy_keeps_each_rows_log_softmax_over_the_completion(rows, width, scored):
+    """Measured: exactly 2 x rows x scored x vocab bytes (each row's log_softmax output, saved for its backward)
+    plus the per-token log-probs; the whole logits and the scaled slice are freed. Tolerance: the small per-token
+    tensors (the planned 8 bytes a scored token)."""
+    from planner.config.spec import Knobs
+    from planner.config.workload import Workload
+    from planner.estimate.ref_in_step import policy_head_saved_bytes
+    from planner.estimate.setup import Setup
+    from planner.model.catalog import load_model
+
+    kept = kept_after_return(rows, width, scored)
+    assert 2 * rows * scored * VOCAB <= kept <= 2 * rows * scored * VOCAB + 8 * rows * scored
+    model = load_model("qwen2.5-vl-3b")
+    w = Workload(kind="grpo", beta=0.04, num_generations=rows, max_prompt_length=width - scored,
+                 max_completion_length=scored)  # fmt: skip
+    s = Setup(model, Knobs(workload=w, framework="swift", release="3.4"), rows, 1, width)
+    planned = policy_head_saved_bytes(s)
+    assert planned == 2 * rows * scored * model.text.vocab + 8 * rows * scored

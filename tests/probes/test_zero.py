@@ -131,3 +131,16 @@ def test_zero2_steps_a_client_torch_adamw_on_the_fp32_partition(optimizer, per_e
     predicted = zero.zero_step_temp_bytes(s, s.model.params)
     assert predicted == per_element * ceil(s.model.params / 2)
     assert max(r["step_peak_bytes"][-1] for r in rows) == pytest.approx(predicted, rel=STEP_TOLERANCE)
+
+
+def test_zero2_with_the_optimizer_offloaded_keeps_a_staging_buffer_of_the_largest_parameter():
+    """ZeRO-2 with offload_optimizer cpu keeps, for the whole run, a model-dtype buffer the size of the largest
+    parameter (debug-llama's embedding) on the accelerator, where the plan had none (OpenRLHF#519's actor and critic:
+    1 GB each for a Llama-3-8B)."""
+    knobs = Knobs(precision="bf16", zero_stage=2, optimizer="sgd", offload="optimizer")
+    case = Case(model_config("debug-llama"), knobs, 2, 1, 64)
+    rows = measure_zero(case, {}, world=2, steps=1)
+    s, _ = planned(case, {}, 2)
+    assert zero.offload_staging_bytes(s) == 2 * s.model.largest_matrix_params()
+    for r in rows:
+        assert r["offload_staging_numel"] * r["offload_staging_element_bytes"] == zero.offload_staging_bytes(s)

@@ -11,7 +11,7 @@ pytest.importorskip("transformers")
 from PIL import Image
 
 from planner.errors import BadInput
-from planner.model.image_rules import qwen2_vl_image_tokens
+from planner.model.images import image_rule
 from scan import read
 from scan.scanner import distribution, scan, summary
 from tests.planner.cli.helpers import one_line_error, planner
@@ -95,7 +95,7 @@ def test_image_tokens_equal_the_qwen2_vl_processors(tmp_path, tokenizer, size):
     row = {"text": "the cat", "images": ["im.png", "im.jpg", {"width": w, "height": h}]}
     got = scan(_jsonl(tmp_path / "v.jsonl", [row]), tokenizer[0])
     grid = Qwen2VLImageProcessorPil()(Image.open(tmp_path / "im.png"), return_tensors="np")["image_grid_thw"][0]
-    assert got.image[0] == 3 * int(grid.prod()) // 4 == 3 * qwen2_vl_image_tokens(w, h)
+    assert got.image[0] == 3 * int(grid.prod()) // 4 == 3 * image_rule("qwen2-vl")(w, h)
     assert got.images == 3
 
 
@@ -175,7 +175,7 @@ def test_the_command_prints_a_table_or_json_and_refuses_in_one_line(tmp_path, to
     out = planner("scan", data, "--tokenizer", tokenizer[0], "--json")
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
-    assert got["rows"] == 50 and got["images"] == 50 and got["image_tokens"]["max"] == qwen2_vl_image_tokens(448, 448)
+    assert got["rows"] == 50 and got["images"] == 50 and got["image_tokens"]["max"] == image_rule("qwen2-vl")(448, 448)
     assert got["tokens"]["max"] == got["text_tokens"]["max"] + 256
     table = planner("scan", data, "--tokenizer", tokenizer[0])
     assert table.returncode == 0 and "p99" in table.stdout and "50 rows (text), 50 images" in table.stdout

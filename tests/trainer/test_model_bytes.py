@@ -1,12 +1,12 @@
-"""The trainer's model (built as `planner train` builds it, trainer.model.build_model) holds exactly the parameter
-bytes the plan counts (planner.estimate.memory.params_bytes; one process, no ZeRO), and the probes' model is the same model:
-both come from recipe.model. The bundled trainer once loaded a LoRA bf16 plan's frozen base in fp32 where the plan
-and the probes count it in bf16 (about 15 GiB more than planned for an 8B base)."""
+"""The trainer's model (built as `planner train` builds it, trainer.model.build_model) holds exactly the parameter bytes
+the plan counts (planner.estimate.state_terms.params_bytes; one process, no ZeRO), and the probes' model is the same
+model: both come from recipe.model. The bundled trainer once loaded a LoRA bf16 plan's frozen base in fp32 where the
+plan and the probes count it in bf16 (about 15 GiB more than planned for an 8B base)."""
 
 import pytest
 
 from planner.config.spec import Knobs
-from planner.estimate import memory as mem
+from planner.estimate import state_terms
 from planner.estimate.setup import Setup
 from planner.model.catalog import load_model, model_config
 
@@ -44,7 +44,7 @@ def parameter_bytes(model) -> int:
 @pytest.mark.parametrize("knobs", CASES.values(), ids=CASES.keys())
 def test_the_trainers_model_holds_the_planned_parameter_bytes(knobs):
     k = Knobs.make(**knobs)
-    planned = mem.params_bytes(Setup(load_model("debug-llama"), k, 1, 1, 48))
+    planned = state_terms.params_bytes(Setup(load_model("debug-llama"), k, 1, 1, 48))
     assert parameter_bytes(trainer_model(k)) == planned
 
 

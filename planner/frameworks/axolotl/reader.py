@@ -15,7 +15,7 @@ from planner.frameworks.axolotl import FRAMEWORK, SPANS
 from planner.frameworks.axolotl.keys import KEYS, A
 from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.trl import reader_grpo as grpoargs
-from planner.intake import loraargs, models, releases, tuners, vocab
+from planner.intake import line_defaults, loraargs, models, releases, tuners, vocab
 from planner.intake.collect import (
     AXOLOTL,
     Collector,
@@ -54,9 +54,9 @@ def _get(f: dict[str, Flag], key: str, fallback: object, cite: str) -> tuple[obj
 
 def _look(c: Collector, f: dict[str, Flag], name: str) -> tuple[object, str]:
     """(value, source) of field `name`'s key (planner.frameworks.axolotl.keys), else the release line's default where
-    it moved (planner.intake.releases.moved_default: the line the reading targets), else axolotl's and its cite."""
+    it moved (planner.intake.line_defaults.moved_default: the line the reading targets), else axolotl's and its cite."""
     k = KEYS[name]
-    if k.key not in f and (moved := releases.moved_default(c, "axolotl", name)) is not None:
+    if k.key not in f and (moved := line_defaults.moved_default(c, "axolotl", name)) is not None:
         return moved
     return _get(f, k.key, k.default, k.cite)
 

@@ -30,7 +30,8 @@ from planner.export import export
 from planner.frameworks import FRAMEWORKS, check_plan
 from planner.frameworks.axolotl.keys import KEYS
 from planner.model.catalog import checkpoints
-from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
+from planner.model.lora_targets import peft_target_modules, peft_target_parameters
+from planner.model.modelspec import ModelSpec
 
 VERSION = "axolotl 0.19.0"
 CONFIG_NAME = "axolotl.yaml"

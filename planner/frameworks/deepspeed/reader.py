@@ -111,7 +111,6 @@ def _client_optimizer(c: Collector, name: str, via: str, key: str) -> None:
     fw = FRAMEWORKS.get(c.framework)
     if fw is not None and "client_optimizer" not in fw.every and True not in fw.runs.get("client_optimizer", ()):
         return  # a framework that builds its DeepSpeed config itself
-        return
     why = "no optimizer entry: DeepSpeed steps the trainer's optim (transformers integrations/deepspeed.py:336)"
     c.set("client_optimizer", True, f"{name}: {why}{via}", key)
 

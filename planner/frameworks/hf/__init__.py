@@ -90,6 +90,7 @@ HF_DEFAULTS = {
     "precision": Default("fp32", f"{TF}: bf16=False, fp16=False"),
 }
 ADAMW_4 = Default("adamw", "transformers 4.49.0 training_args.py:1284-1293: optim adamw_torch; 4.53.0: :1281")
+IGNORED = {"fsdp_config_version": "ignored"}  # transformers 4.x reads no fsdp_config "version" (reading.MEANINGS)
 HF_RELEASES = (
     # the 4 line's forward returned fp32 logits through 4.45 (Framework.returned_logits): planned the hungrier way
     Release(
@@ -97,12 +98,14 @@ HF_RELEASES = (
         (4, 0),
         "transformers 4.49.0, 4.53.0",
         defaults={"optimizer": ADAMW_4},
+        meaning=IGNORED,
         adapter={"returned_logits": "fp32"},
     ),
     Release(
         "4.54",
         (4, 54),
         "transformers 4.54.0",
+        meaning=IGNORED,
         defaults={
             "optimizer": Default(
                 "adamw-fused", "transformers 4.54.0 training_args.py:1286-1291: adamw_torch_fused on torch >= 2.8"

@@ -13,8 +13,9 @@ from planner.frameworks.hf.keys import KEYS as K
 from planner.frameworks.hf.reader_sharding import sharding
 from planner.frameworks.trl import reader_gkd as gkdargs
 from planner.frameworks.trl import reader_grpo as grpoargs
+from planner.frameworks.trl import reader_kto as ktoargs
 from planner.frameworks.trl import reader_vlmr1 as vlmr1
-from planner.intake import loraargs, models, releases, tuners, vocab
+from planner.intake import line_defaults, loraargs, models, tuners, vocab
 from planner.intake.collect import (
     HF,
     TRL,
@@ -53,10 +54,12 @@ TRL_KEYS = GRPO_KEYS | {
 
 
 def trainer_of(flags: dict[str, Flag], hint: str) -> str:
-    """hf, sft, dpo or grpo: from the command (`trl grpo`, a script named *grpo*) or the flags it takes."""
+    """hf, sft, dpo, kto, gkd or grpo: from the command (`trl grpo`, a script named *grpo*) or the flags it takes."""
     text = hint.lower()
     if "gkd" in text or gkdargs.GKD_KEYS & set(flags):
         return "gkd"
+    if "kto" in text or ktoargs.KTO_KEYS & set(flags):
+        return "kto"
     if "grpo" in text or GRPO_KEYS & set(flags) - {"beta"}:
         return "grpo"
     if "dpo" in text or "precompute_ref_log_probs" in flags:
@@ -79,7 +82,7 @@ def read(
         c.note(f"{name.source} (the model is not known from the script: pass --model)")
     else:
         c.note("no model_name_or_path in the configuration (pass --model)")
-    if trainer in ("dpo", "grpo", "gkd"):
+    if trainer in ("dpo", "grpo", "gkd", "kto"):
         c.set("workload.kind", trainer, f"{why or near.name} (a {trainer.upper()} trainer)", "trainer")
     for field in ("micro_batch", "grad_accum"):
         if f(K.key(field)):
@@ -92,11 +95,14 @@ def read(
         grpoargs.read_grpo(c, flags)
     if trainer == "gkd":
         gkdargs.read_gkd(c, flags, near)
+    if trainer == "kto":
+        ktoargs.read_kto(c, flags)
     loraargs.read_lora(c, flags, trl=trainer != "hf")
     _kernels(c, flags, trainer)
     sharding(c, flags, near, vars)
     if strict:
-        for k in sorted(set(flags) - accepted("hf") - (gkdargs.CONFIG_FIELDS if trainer == "gkd" else set())):
+        own = {"gkd": gkdargs.CONFIG_FIELDS, "kto": ktoargs.CONFIG_FIELDS}.get(trainer, set())
+        for k in sorted(set(flags) - accepted("hf") - own):
             c.note(f"{flags[k].source} (not a {HF} / {TRL} argument: the trainer refuses it)")
     defaults(c, trainer)
 
@@ -173,7 +179,7 @@ def dtype(value: object, c: Collector) -> str | None:
 def _sequence(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
     seq = next((flags[k] for k in SEQ_KEYS if k in flags), None)
     prompt = flags.get("max_prompt_length")
-    if trainer in ("dpo", "gkd"):
+    if trainer in ("dpo", "gkd", "kto"):
         if seq:
             c.number("workload.max_length", seq.value, seq.source, seq.raw, minimum=2)
         if prompt:
@@ -235,7 +241,7 @@ def _kernels(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
 def defaults(c: Collector, trainer: str) -> None:
     """The trainer's defaults, where the configuration leaves a field out (the release's first, where the files
     show one)."""
-    releases.release_defaults(c, trainer)
+    line_defaults.release_defaults(c, trainer)
     for field in ("micro_batch", "grad_accum"):
         k = K[field]
         c.fill(field, k.default, default(HF, k.cite, f"{k.key} {k.default}"), k.key)
@@ -258,10 +264,9 @@ def defaults(c: Collector, trainer: str) -> None:
             )
     if trainer == "reward":
         c.fill("seq_len", 1024, default(TRL, "trl/trainer/reward_config.py:144", "max_length 1024"), "max_length")
-    if trainer == "dpo":
-        c.fill(
-            "workload.max_length", 1024, default(TRL, "trl/trainer/dpo_config.py:195", "max_length 1024"), "max_length"
-        )
+    if trainer in ("dpo", "kto"):
+        cite = "trl/trainer/dpo_config.py:195" if trainer == "dpo" else f"{ktoargs.C}:166"
+        c.fill("workload.max_length", 1024, default(TRL, cite, "max_length 1024"), "max_length")
     opt = K["optimizer"]
     c.fill("optimizer", "adamw-fused", default(HF, opt.cite, f"{opt.key} {opt.default}"), opt.key)
 

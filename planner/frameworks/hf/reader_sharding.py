@@ -1,13 +1,15 @@
 """What HF Trainer's flags shard with (planner.frameworks.hf.reader reads the rest): --fsdp with its --fsdp_config (a
-dict, a JSON string or a JSON file's path), read as accelerate's FSDP, and --deepspeed's config, read as DeepSpeed's."""
+dict, a JSON string or a JSON file's path), read as accelerate's FSDP (its "version" where the release's
+TrainingArguments reads it: _version), and --deepspeed's config, read as DeepSpeed's."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from planner.frameworks import FRAMEWORKS
 from planner.frameworks.accelerate import reader as accelerate
 from planner.frameworks.deepspeed import reader as deepspeed
-from planner.intake.collect import Collector, as_names, is_file, known, one
+from planner.intake.collect import Collector, as_names, default, is_file, known, one
 from planner.intake.flags import Flag
 from planner.intake.limits import OverLimit, load_json, read_config_text
 
@@ -16,17 +18,31 @@ def sharding(c: Collector, flags: dict[str, Flag], near: Path, vars) -> None:
     fsdp = flags.get("fsdp")
     if fsdp and known(fsdp.value) and str(one(fsdp.value)).strip() not in ("", "False", "false"):
         cfg = fsdp_config(flags["fsdp_config"].value, near) if "fsdp_config" in flags else {}
-        accelerate.fsdp(
-            c,
-            cfg,
-            fsdp.source,
-            fsdp.raw,
-            tokens=tuple(as_names(fsdp.value)),
-            version=(2, ""),
-        )
+        cfg, version = _version(c, cfg, flags["fsdp_config"].source if "fsdp_config" in flags else "")
+        accelerate.fsdp(c, cfg, fsdp.source, fsdp.raw, tokens=tuple(as_names(fsdp.value)), version=version)
     ds = flags.get("deepspeed")
     if ds:
         deepspeed.read(c, one(ds.value), ds.source, ds.raw, near, vars=vars)
+
+
+def _version(c: Collector, cfg: dict, source: str) -> tuple[dict, tuple[int, str]]:
+    """(fsdp_config, the FSDP version where it names none) at the release the reading targets: its "version" read
+    where that release's TrainingArguments reads it (Release.means fsdp_config_version, reading.MEANINGS); where it
+    does not (transformers 4.x), the version key is left out, said in one unplanned line, and the run is FSDP1."""
+    fw = FRAMEWORKS.get(c.framework)
+    release = str(c.facts.get("release", ("",))[0] or "")
+    r = fw.release(release) if fw is not None and fw.releases else None
+    if r is None or r.means("fsdp_config_version") == "read":
+        return cfg, (2, "")
+    who = f"{fw.name}@{r.name}"
+    for key in [k for k in cfg if k.removeprefix("fsdp_") == "version"]:
+        c.note(
+            f"{source}: {key} {cfg[key]} (not planned: {who}'s transformers 4.x TrainingArguments never hands it to "
+            "accelerate, 4.57.1 training_args.py:2003-2043 sets no FSDP_VERSION: FSDP1 unless `accelerate launch`'s "
+            "own config names fsdp_version 2)"
+        )
+    why = default(who, "transformers 4.57.1 training_args.py:2003-2043", "FSDP1: accelerate's fsdp_version 1")
+    return {k: v for k, v in cfg.items() if k.removeprefix("fsdp_") != "version"}, (1, why)
 
 
 def fsdp_config(value: object, near: Path) -> dict:

@@ -7,7 +7,7 @@ from planner.frameworks.keys import Key, Table
 
 H = "src/llamafactory/hparams/"
 HF_ARGS = "transformers 5.6 training_args.py"
-OLD = ("0.5", "0.6", "0.7.1")  # the llmtuner release lines (planner.frameworks.llamafactory.RELEASES)
+OLD = ("0.5", "0.6", "0.7", "0.7.1")  # the llmtuner release lines (planner.frameworks.llamafactory.RELEASES)
 RES = ("0.8", "0.9.1")  # the lines whose pixel cap is image_resolution
 FLASH_ATTN = {"sdpa": "sdpa", "flash": "fa2", "eager": "disabled"}  # model_args.py:117; attention.py:31-101
 # flash_attn at the older lines, {line: {memplan attention: the value the line's YAML takes}}: the one table of both
@@ -17,11 +17,12 @@ FLASH_ATTN = {"sdpa": "sdpa", "flash": "fa2", "eager": "disabled"}  # model_args
 # patcher.py:64-76 _attn_implementation "eager"; the same at v0.5.2 and v0.6.0-v0.6.2), never transformers' own sdpa
 # (v0.5.0 alone left False to transformers: patcher.py:261-262). off/sdpa/fa2/auto at v0.7.0 .. v0.8.2 (v0.7.0
 # model_args.py:68, model/utils/attention.py:17-36 compare the strings and raise on any other value, a bool
-# included), disabled for off from v0.8.3. The 0.8 line (v0.8.0 .. v0.9.0) has no one word for eager; the 0.6 line's
-# v0.7.0 takes no bool at all (its bools are v0.6.0-v0.6.3's).
+# included), disabled for off from v0.8.3. The 0.8 line (v0.8.0 .. v0.9.0) has no one word for eager; v0.7.0 (the 0.7 line)
+# takes no bool at all (the bools are the 0.6 line's, v0.6.0-v0.6.3).
 OLD_FLASH_ATTN = {
     "0.5": {"flash": True, "eager": False},
     "0.6": {"flash": True, "eager": False},
+    "0.7": {"flash": "fa2", "sdpa": "sdpa", "eager": "off"},
     "0.7.1": {"flash": "fa2", "sdpa": "sdpa", "eager": "off"},
     "0.8": {"flash": "fa2", "sdpa": "sdpa"},
 }

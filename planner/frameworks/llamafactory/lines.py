@@ -95,7 +95,7 @@ def unwritable(line: str, takes, spans: dict) -> tuple[Rule, ...]:
 
 def with_rules(releases: tuple[Release, ...], rules: tuple[Rule, ...], takes, spans: dict) -> tuple[Release, ...]:
     """`releases` with each line's rules (unwritable) after the framework's `rules`; `takes(key, line)`: whether
-    every version of the line takes the key (planner.frameworks.llamafactory.takes, by `spans`: SPANS)."""
+    every version of the line takes the key (planner.frameworks.llamafactory.releases.takes, by `spans`: SPANS)."""
     return tuple(
         replace(
             r,

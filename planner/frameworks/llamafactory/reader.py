@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from planner.frameworks.hf import old_optim_default
-from planner.frameworks.llamafactory import FRAMEWORK, SPANS
+from planner.frameworks.llamafactory import FRAMEWORK
 from planner.frameworks.llamafactory import reader_media as media
 from planner.frameworks.llamafactory.keys import HF_ARGS, KEYS, OLD_FLASH_WORDS, H
 from planner.frameworks.llamafactory.reader_keys import get, look
@@ -21,6 +21,7 @@ from planner.frameworks.llamafactory.reader_launch import (  # noqa: F401 - read
     sharding,
 )
 from planner.frameworks.llamafactory.reader_ppo import read_ppo
+from planner.frameworks.llamafactory.releases import SPANS
 from planner.intake import hydra, loraargs, models, releases, tuners, vocab
 from planner.intake.collect import (
     LF,
@@ -109,7 +110,8 @@ def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None
         c.number("eval_batch", value, src, KEYS.key("eval_batch"))
     value, src = look(c, f, "seq_len")
     if stage != "ppo":  # PPO: the prompt's cut (reader_ppo)
-        c.number("workload.max_length" if stage == "dpo" else "seq_len", value, src, KEYS.key("seq_len"))
+        rows = "workload.max_length" if stage in ("dpo", "kto") else "seq_len"
+        c.number(rows, value, src, KEYS.key("seq_len"))
     _training(c, f, stage)
     media.vision(c, f, lora)
     sharding(c, f, path, vars)
@@ -135,6 +137,14 @@ def _stage(c: Collector, f: dict[str, Flag], near=None) -> str:
         loss = str(f[pl].value) if pl in f else "sigmoid"
         if loss in ("orpo", "simpo"):
             c.set("workload.precompute_ref_log_probs", True, f"{f[pl].source} (no reference model)", pl)
+        if "ref_model" in f:
+            c.note(f"{f['ref_model'].source} (a separate reference model is not planned yet)")
+    elif stage == "kto":  # the rows' whole fp32 logits, then the KL batch's without grad (train/kto/trainer.py:179,
+        # 187-189: Framework.kto_kl_after); kto_chosen_weight / kto_rejected_weight scale the loss only
+        c.set("workload.kind", "kto", src, KEYS.key("workload.kind"))
+        head = f"{src} (LLaMA-Factory's KTO: train/kto/trainer.py:179 .logits.to(torch.float32))"
+        c.set("workload.logprobs", FRAMEWORK.logprobs, head, KEYS.key("workload.kind"))
+        c.note(f"{src} (its logits cast to fp32 before log_softmax: planned in the compute dtype)")
         if "ref_model" in f:
             c.note(f"{f['ref_model'].source} (a separate reference model is not planned yet)")
     elif stage == "rm":  # not seq-cls: trl's AutoModelForCausalLMWithValueHead keeps lm_head and its fp32 logits

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from planner.frameworks.accelerate import reader as accelerate
 from planner.frameworks.deepspeed import reader as deepspeed
-from planner.frameworks.llamafactory import DATAPARALLEL_LINES
 from planner.frameworks.llamafactory.keys import KEYS
+from planner.frameworks.llamafactory.releases import DATAPARALLEL_LINES
 from planner.intake.collect import Collector, count_devices, processes_fit_devices, show
 from planner.intake.flags import Flag
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from planner.frameworks.llamafactory.keys import KEYS
 from planner.frameworks.llamafactory.reader_keys import look
-from planner.intake import models
+from planner.intake import modelconfig
 from planner.intake.collect import Collector, as_bool, as_float, as_int, assumption
 from planner.intake.flags import Flag
 from planner.model import video_rules as vr
@@ -43,7 +43,7 @@ def _named_targets_tower(c: Collector, frozen: bool | None, source: str) -> None
 def vision(c: Collector, f: dict[str, Flag], lora: bool) -> None:
     """A VLM's freeze switches (with LoRA: what its targets reach in the tower; without: the frozen parts), the image
     a row at image_max_pixels and the video a row its frame sampling says, where the model has a tower."""
-    if not models.tower_known(c, f, VISION_KEYS):
+    if not modelconfig.tower_known(c, f, VISION_KEYS):
         return
     tower, tsrc = look(c, f, "frozen_vision")
     if lora and KEYS.key("frozen_vision") in f:
@@ -51,17 +51,17 @@ def vision(c: Collector, f: dict[str, Flag], lora: bool) -> None:
             "LoRA's targets then take the tower's modules too: src/llamafactory/model/model_utils/visual.py:196-211, "
             "misc.py:40-41"
         )
-        models.lora_tower(c, tower, tsrc, KEYS.key("frozen_vision"), why)
+        modelconfig.lora_tower(c, tower, tsrc, KEYS.key("frozen_vision"), why)
         _named_targets_tower(c, as_bool(tower), tsrc)
     proj, psrc = look(c, f, "frozen_projector")
     llm, lsrc = look(c, f, "frozen_language")
     if not lora:
-        frozen, note = models.frozen_value(as_bool(tower), as_bool(proj), as_bool(llm))
+        frozen, note = modelconfig.frozen_value(as_bool(tower), as_bool(proj), as_bool(llm))
         c.fact("frozen", frozen, f"{tsrc}; {psrc}; {lsrc}", KEYS.key("frozen_vision"))
         if note:
             c.note(f"{psrc} ({note})")
     pixels, src = look(c, f, "max_pixels")
-    per = models.pixels_per_token(c.model.config)
+    per = modelconfig.pixels_per_token(c.model.config)
     if per and as_int(pixels):
         _image(c, f, as_int(pixels), per, src)
     _video(c, f)

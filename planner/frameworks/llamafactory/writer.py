@@ -24,10 +24,12 @@ import json
 from planner.config.spec import Hardware, Plan
 from planner.export import export
 from planner.frameworks import FRAMEWORKS, check_plan
-from planner.frameworks.llamafactory import FRAMEWORK, TRAIN_BASH, takes
+from planner.frameworks.llamafactory import FRAMEWORK
 from planner.frameworks.llamafactory.keys import KEYS
+from planner.frameworks.llamafactory.releases import TRAIN_BASH, takes
 from planner.model.catalog import checkpoints
-from planner.model.modelspec import ModelSpec, peft_target_modules
+from planner.model.lora_targets import peft_target_modules
+from planner.model.modelspec import ModelSpec
 
 VERSION = "llamafactory 0.9.5"
 CONFIG_NAME = "llamafactory_train.yaml"
@@ -204,6 +206,8 @@ def method_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
             (*k("frozen_projector", "projector" in plan.frozen), ""),
             (*k("frozen_language", "language" in plan.frozen), ""),
         ]
+    if plan.workload.kind == "kto":
+        out.append((*k("pref_beta", 0.1), "KTO's beta (kto_chosen_weight / kto_rejected_weight 1.0: LF's defaults)"))
     if plan.workload.kind == "dpo":
         out += [
             (*k("pref_beta", 0.1), "TRL's DPO beta"),
@@ -256,7 +260,7 @@ def output_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
 
 
 def train_entries(plan: Plan) -> list[Entry]:
-    lr = LEARNING_RATE["dpo" if plan.workload.kind == "dpo" else "lora" if plan.lora_rank else "full"]
+    lr = LEARNING_RATE["dpo" if plan.workload.kind in ("dpo", "kto") else "lora" if plan.lora_rank else "full"]
     out: list[Entry] = [
         (*keys_of(plan)("micro_batch", plan.micro_batch), ""),
         (*keys_of(plan)("grad_accum", plan.grad_accum), ""),

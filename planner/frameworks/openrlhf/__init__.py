@@ -1,7 +1,7 @@
 """OpenRLHF 0.11.2's runs: RL (`python3 -m openrlhf.cli.train_ppo_ray` with its dotted flags, Ray placing the roles):
 actor and critic trained by DeepSpeed ZeRO, reference and reward model by DeepSpeed's inference engine, vLLM engines
 for the rollout; DPO and SFT (`deepspeed --module openrlhf.cli.train_dpo|train_sft`) as one trainer on the launcher's
-GPUs (reader.py, reader_sft.py). Files cited are in the 0.11.2 wheel (paths under openrlhf/).
+GPUs (reader.py, reader_rollout.py, reader_sft.py). Files cited are in the 0.11.2 wheel (paths under openrlhf/).
 
 Releases (github.com/OpenRLHF/OpenRLHF tags, openrlhf/cli/train_ppo_ray.py): flat flags through 0.10.1, dotted from
 0.10.2 (the intake reads both: planner/frameworks/openrlhf/reader.py); 0.9.x's micro-batch default was 4 and its precision
@@ -10,7 +10,7 @@ the `--flash_attn` switch, off by default (eager: v0.8.9 :282, models/actor.py:5
 flash_attention_2 by default (v0.8.10 :283-287)."""
 
 from planner.frameworks.base import NO_SPLITS, Default, Framework, Release, Rule, kind, workload_of
-from planner.frameworks.openrlhf.keys import KEYS
+from planner.frameworks.openrlhf.keys import BUCKETS, KEYS
 from planner.frameworks.rl import RoleEngine
 
 # the groups --placement may give (cli/train_ppo_ray.py: each role alone, or actor+ref and critic+reward together)
@@ -143,7 +143,9 @@ FRAMEWORK = Framework(
     runs={
         # its DeepSpeed config names Adam: DeepSpeed picks FusedAdam or DeepSpeedCPUAdam (deepspeed_utils.py:71)
         "client_optimizer": (False,),
-        "zero_buckets": ("",),  # its own DeepSpeed config (no user JSON read)
+        # its own DeepSpeed config (no user JSON read): "auto" sizes DeepSpeed fills with its defaults (the reading's,
+        # reader_flags.zero_buckets); "" (HF's sizes) where memplan plans it without a reading
+        "zero_buckets": ("", *BUCKETS),
         "device_map": ("off",),  # one process a GPU
         "dataparallel": (False,),  # torch's nn.DataParallel: HF's Trainer alone
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults

@@ -1,7 +1,8 @@
 """OpenRLHF's key table (planner.frameworks.keys): memplan field (or the role's own name where memplan has none) <->
 `openrlhf.cli.train_ppo_ray`'s dotted flag at 0.11.2, its default cited at that release's cli/train_ppo_ray.py, and
 the flat name 0.10.1 and before took (the 0.10.2 rename; "0.9" where 0.9.x named it otherwise). reader.py reads the
-flat names through `renamed`, writer.py writes the dotted ones, the adapter's Release lines show the flat ones."""
+flat names through `renamed`, writer.py writes the dotted ones, the adapter's Release lines show the flat ones.
+bucket_text: the zero_buckets text of the DeepSpeed defaults its "auto" sizes become."""
 
 from planner.frameworks.keys import Key, Table
 
@@ -102,3 +103,17 @@ KEYS = Table(
 )
 # older flat names of the same flags, before the names above: --enable_sleep (vLLM's), --generate_max_len
 ALIASES = {"enable_sleep": KEYS.key("vllm_sleep"), "generate_max_len": KEYS.key("workload.max_completion_length")}
+
+
+def bucket_text(stage: int, overlap: bool) -> str:
+    """The zero_buckets knob's text (planner.config.zerobuckets, in its canonical order) of an OpenRLHF run at ZeRO
+    `stage`: DeepSpeed's defaults (deepspeed 0.19.8 runtime/zero/config.py:113, :222, :228; v0.15.0 :106, :205, :211)
+    for the sizes OpenRLHF's DeepSpeed config leaves "auto" (reader_flags.zero_buckets): reduce_bucket_size 5e8 at
+    every stage, stage3_prefetch_bucket_size 5e7 and stage3_param_persistence_threshold 1e5 at stage 3; overlap_comm
+    at stages 1 and 2 (ZeRO-3 keeps one reduce bucket whatever it says)."""
+    if stage == 3:
+        return "stage=3,reduce_bucket_size=500000000,stage3_prefetch_bucket_size=50000000,stage3_param_persistence_threshold=100000"
+    return f"stage={stage},reduce_bucket_size=500000000,overlap_comm={str(overlap).lower()}"
+
+
+BUCKETS = tuple(dict.fromkeys(bucket_text(stage, o) for stage in (1, 2, 3) for o in (False, True)))

@@ -1,7 +1,8 @@
 """OpenRLHF 0.11.2's `python3 -m openrlhf.cli.train_ppo_ray` flags (dotted, as since 0.10.2), and the flat names of
 0.10.1 and before, which 0.11.2's parser refuses (read here, said in the reading): the estimator and so the roles,
-each role's GPUs or --train.colocate_all, the batch split, vLLM's engines, sleep and share, the token budgets, what
-DeepSpeed offloads. Defaults cited from cli/train_ppo_ray.py (0.11.2)."""
+the reward and critic models, each role's GPUs or --train.colocate_all, the batch split, vLLM's engines (their sleep
+and share, the token budgets, what DeepSpeed offloads: reader_rollout.py). Defaults cited from cli/train_ppo_ray.py
+(0.11.2)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ from planner.frameworks.openrlhf.reader_flags import (  # noqa: F401 - release_h
     on,
     precision,
     release_hint,
+    zero_buckets,
 )
 from planner.frameworks.openrlhf.reader_ppo import read_old_ppo
+from planner.frameworks.openrlhf.reader_rollout import read_rollout
 from planner.frameworks.openrlhf.reader_sft import read_sft
-from planner.intake import releases, world
+from planner.intake import line_defaults, releases, world
 from planner.intake.collect import Collector, as_float, as_int, default, one
 from planner.intake.flags import Flag
 from planner.intake.flags import parse as parse_flags
@@ -28,7 +31,7 @@ from planner.intake.models import lookup, read_model
 
 
 def read(c: Collector, flags: dict[str, Flag], near) -> None:
-    f = releases.with_defaults(c, "openrlhf", KEYS, dotted(c, flags))  # 0.9's --micro_train_batch_size 4
+    f = line_defaults.with_defaults(c, "openrlhf", KEYS, dotted(c, flags))  # 0.9's --micro_train_batch_size 4
     est, src = get(f, KEYS.key("workload.kind"))
     kind = ESTIMATORS.get(str(est), "grpo")
     c.set("workload.kind", kind, src, KEYS.flag("workload.kind"))
@@ -50,6 +53,7 @@ def read(c: Collector, flags: dict[str, Flag], near) -> None:
     precision(c, f, f"{T}:330")
     stage, ss = get(f, KEYS.key("zero_stage"))
     c.number("zero_stage", stage, ss, KEYS.flag("zero_stage"), minimum=0)
+    zero_buckets(c, f, as_int(stage) or 0)
     c.set("fsdp", "off", default(ORL, T, "DeepSpeed only"), KEYS.flag("zero_stage"))
     if on(f, KEYS.key("offload")):
         c.set("offload", "optimizer", f[KEYS.key("offload")].source, KEYS.flag("offload"))
@@ -63,7 +67,7 @@ def read(c: Collector, flags: dict[str, Flag], near) -> None:
     attention(c, f, f"{T}:342-347")
     _split(c, f)
     _placement(c, f, kind, near)
-    _rollout(c, f)
+    read_rollout(c, f)
 
 
 def _split(c: Collector, f: dict[str, Flag]) -> None:
@@ -121,18 +125,10 @@ def _split(c: Collector, f: dict[str, Flag]) -> None:
 COLOCATED = (KEYS.key("ref.num_gpus_per_node"), KEYS.key("ref.num_nodes"), KEYS.key("engines"))
 
 
-def _placement(c: Collector, f: dict[str, Flag], kind: str, near) -> None:
-    """--train.colocate_all: every role on the actor's GPUs; else each role on its own GPUs, actor+ref and
-    critic+reward sharing where their colocate flags say ({T}:39-142)."""
+def _role_models(c: Collector, f: dict[str, Flag], kind: str, near) -> bool:
+    """The reward and critic models the flags name, looked up offline (a remote reward is noted: its server's memory
+    is not on these GPUs); whether a reward model is planned on them."""
     r = "workload.roles."
-    gpus = {
-        role: (as_int(get(f, f"{role}.num_gpus_per_node")[0]) or 8) * (as_int(get(f, f"{role}.num_nodes")[0]) or 1)
-        for role in ("actor", "critic", "ref", "reward")
-    }
-    per_node = as_int(get(f, KEYS.key("actor.num_gpus_per_node"))[0]) or 8
-    engines = as_int(f[KEYS.key("engines")].value) if KEYS.key("engines") in f else None
-    tp = as_int(get(f, KEYS.key("rollout_tp"))[0]) or 1
-    beta = (as_float(get(f, KEYS.key("workload.beta"))[0]) or 0) > 0
     reward = KEYS.key("reward_model") in f and KEYS.key("reward_url") not in f
     if KEYS.key("reward_url") in f:
         c.note(f"{f['reward.remote_url'].source} (a remote reward: its server's memory is not on these GPUs)")
@@ -155,27 +151,48 @@ def _placement(c: Collector, f: dict[str, Flag], kind: str, near) -> None:
                     f"{k.source} ({found.how}; {T}:644-650)",
                     KEYS.flag("critic_model"),
                 )
+    return reward
+
+
+def _placement(c: Collector, f: dict[str, Flag], kind: str, near) -> None:
+    """--train.colocate_all: every role on the actor's GPUs; else each role on its own GPUs (_apart)."""
+    gpus = {
+        role: (as_int(get(f, f"{role}.num_gpus_per_node")[0]) or 8) * (as_int(get(f, f"{role}.num_nodes")[0]) or 1)
+        for role in ("actor", "critic", "ref", "reward")
+    }
+    per_node = as_int(get(f, KEYS.key("actor.num_gpus_per_node"))[0]) or 8
+    engines = as_int(f[KEYS.key("engines")].value) if KEYS.key("engines") in f else None
+    tp = as_int(get(f, KEYS.key("rollout_tp"))[0]) or 1
+    beta = (as_float(get(f, KEYS.key("workload.beta"))[0]) or 0) > 0
+    reward = _role_models(c, f, kind, near)
     if not engines:
         c.note(
             "--vllm.num_engines not given: OpenRLHF generates without vLLM, which memplan does not plan (planned with one engine a GPU)"
         )
+    if not on(f, KEYS.key("colocate_all")):
+        return _apart(c, f, kind, gpus, (engines or gpus["actor"] // tp) * tp, ref=beta, reward=reward)
     per_src, nodes_src = get(f, KEYS.key("actor.num_gpus_per_node"))[1], get(f, KEYS.key("actor.num_nodes"))[1]
-    if on(f, KEYS.key("colocate_all")):
-        same = [f[k].source for k in COLOCATED if k in f]
-        why = f"; {'; '.join(same)} (the actor's GPUs, all roles and engines on them: {T}:41-63)" if same else ""
-        c.set(r + "placement", "colocate", f[KEYS.key("colocate_all")].source + why, KEYS.flag("colocate_all"))
-        c.number(
-            "gpus_per_node",
-            min(per_node, gpus["actor"]),
-            f"{per_src} (every role on them)",
-            KEYS.flag("actor.num_gpus_per_node"),
-        )
-        c.number("nodes", max(1, gpus["actor"] // per_node), nodes_src, KEYS.flag("actor.num_nodes"))
-        return
+    same = [f[k].source for k in COLOCATED if k in f]
+    why = f"; {'; '.join(same)} (the actor's GPUs, all roles and engines on them: {T}:41-63)" if same else ""
+    c.set("workload.roles.placement", "colocate", f[KEYS.key("colocate_all")].source + why, KEYS.flag("colocate_all"))
+    c.number(
+        "gpus_per_node",
+        min(per_node, gpus["actor"]),
+        f"{per_src} (every role on them)",
+        KEYS.flag("actor.num_gpus_per_node"),
+    )
+    c.number("nodes", max(1, gpus["actor"] // per_node), nodes_src, KEYS.flag("actor.num_nodes"))
+
+
+def _apart(c: Collector, f: dict[str, Flag], kind: str, gpus: dict, rollout: int, ref: bool, reward: bool) -> None:
+    """Each role on its own GPUs (`gpus`, the rollout's engines on `rollout`), actor+ref and critic+reward sharing
+    where their colocate flags say ({T}:39-142); `ref` and `reward`: whether those roles run."""
+    per_node = as_int(get(f, KEYS.key("actor.num_gpus_per_node"))[0]) or 8
+    per_src = get(f, KEYS.key("actor.num_gpus_per_node"))[1]
     groups = {"actor": ["actor"]}
-    if beta and on(f, KEYS.key("colocate_actor_ref")):
+    if ref and on(f, KEYS.key("colocate_actor_ref")):
         groups["actor"].append("ref")
-    elif beta:
+    elif ref:
         groups["ref"] = ["ref"]
     if kind == "ppo":
         groups["critic"] = ["critic"]
@@ -184,91 +201,13 @@ def _placement(c: Collector, f: dict[str, Flag], kind: str, near) -> None:
     elif reward:
         groups["reward"] = ["reward"]
     parts = [f"{'+'.join(roles)}:{gpus[lead]}" for lead, roles in groups.items()]
-    rollout = (engines or gpus["actor"] // tp) * tp
     parts.append(f"rollout:{rollout}")
     total = sum(int(p.split(":")[1]) for p in parts)
     why = f"{per_src} (each role on its own GPUs, {T}:39-142: {total} in all)"
-    c.set(r + "placement", ",".join(parts), why, KEYS.flag("actor.num_gpus_per_node"))
+    c.set("workload.roles.placement", ",".join(parts), why, KEYS.flag("actor.num_gpus_per_node"))
     even = total % per_node == 0
     c.number("gpus_per_node", per_node if even else total, why, KEYS.flag("actor.num_gpus_per_node"))
     c.number("nodes", total // per_node if even else 1, why, KEYS.flag("actor.num_nodes"))
-
-
-def _rollout(c: Collector, f: dict[str, Flag]) -> None:
-    r = "workload.roles."
-    util, us = get(f, KEYS.key("rollout_memory"))
-    c.set(r + "rollout_memory", as_float(util) or 0.95, us, KEYS.flag("rollout_memory"))
-    tp, ts = get(f, KEYS.key("rollout_tp"))
-    c.number(r + "rollout_tp", tp, ts, KEYS.flag("rollout_tp"))
-    sleep = on(f, KEYS.key("vllm_sleep")) and on(f, KEYS.key("colocate_all"))
-    c.set(
-        r + "sleep_level",
-        1 if sleep else 0,
-        f[KEYS.key("vllm_sleep")].source
-        + (" (level 1, vllm_engine.py:136-137)" if sleep else f" (off without --train.colocate_all, {T}:707-709)")
-        if KEYS.key("vllm_sleep") in f
-        else default(ORL, f"{T}:244-249", "no vLLM sleep"),
-        KEYS.flag("vllm_sleep"),
-    )
-    c.set(
-        r + "rollout_eager",
-        on(f, KEYS.key("rollout_eager")),
-        f[KEYS.key("rollout_eager")].source
-        if KEYS.key("rollout_eager") in f
-        else default(ORL, f"{T}:243", "CUDA graphs"),
-        KEYS.flag("rollout_eager"),
-    )
-    offload = []
-    if on(
-        f, KEYS.key("ds_sleep")
-    ):  # optimizer states, grads and fp32 master weights to the host (deepspeed_utils.py:151-188)
-        offload += ["actor-optimizer", "critic-optimizer"]
-    offload += [role for role in ("ref", "reward") if on(f, f"{role}.offload")]
-    if offload:
-        c.set(
-            r + "offload",
-            tuple(offload),
-            "; ".join(
-                f[k].source
-                for k in (KEYS.key("ds_sleep"), KEYS.key("ref_offload"), KEYS.key("reward_offload"))
-                if k in f
-            ),
-            KEYS.flag("ds_sleep"),
-        )
-    packed = on(f, KEYS.key("packing")) or on(f, KEYS.key("dynamic_batch"))
-    c.set(
-        r + "remove_padding",
-        packed,
-        f[KEYS.key("packing")].source if KEYS.key("packing") in f else default(ORL, f"{T}:375", "padded rows"),
-        KEYS.flag("packing"),
-    )
-    if on(f, KEYS.key("dynamic_batch")):
-        budget, bs = get(f, KEYS.key("max_tokens_per_gpu"))
-        c.number(r + "max_tokens_per_gpu", budget, bs, KEYS.flag("max_tokens_per_gpu"))
-        roll = f.get(KEYS.key("logprob_max_tokens_per_gpu"))
-        c.number(
-            r + "logprob_max_tokens_per_gpu",
-            roll.value if roll else budget,
-            roll.source if roll else f"{bs} ({T}:691-697)",
-            KEYS.flag("logprob_max_tokens_per_gpu"),
-        )
-    else:
-        rm, rs = get(f, KEYS.key("rollout_micro_batch"))
-        length = as_int(get(f, KEYS.key("seq_len"))[0]) or 2048
-        c.number(
-            r + "logprob_max_tokens_per_gpu",
-            (as_int(rm) or 1) * length,
-            f"{rs} x --data.max_len (the experience passes' rows)",
-            KEYS.flag("rollout_micro_batch"),
-        )
-    ent = f.get(KEYS.key("entropy"))
-    if ent is not None:
-        c.set(
-            r + "entropy",
-            "on",
-            f"{ent.source} (the entropy over fp32 logits, ppo_actor.py:299)",
-            KEYS.flag("entropy"),
-        )
 
 
 def read_launched(c: Collector, run) -> None:

@@ -5,7 +5,7 @@ checkpointing, precision and attention; defaults cited from cli/train_dpo.py (0.
 from __future__ import annotations
 
 from planner.frameworks.openrlhf.keys import KEYS, T
-from planner.frameworks.openrlhf.reader_flags import OLD, ORL, attention, dotted, get, on, precision
+from planner.frameworks.openrlhf.reader_flags import OLD, ORL, attention, dotted, get, on, precision, zero_buckets
 from planner.intake.collect import Collector, as_int, default, one
 from planner.intake.flags import Flag
 from planner.intake.models import read_model
@@ -53,6 +53,7 @@ def read_dpo(c: Collector, flags: dict[str, Flag], near) -> None:
         c.note(f"{bs} is not micro {m} x {world} GPUs x an accumulation: DeepSpeed refuses it at start")
     stage, ss = get(f, KEYS.key("zero_stage"))
     c.number("zero_stage", stage, ss, KEYS.flag("zero_stage"), minimum=0)
+    zero_buckets(c, f, as_int(stage) or 0)
     if on(f, KEYS.key("offload")):
         c.set("offload", "optimizer", f[KEYS.key("offload")].source, KEYS.flag("offload"))
     ckpt = on(f, "model.gradient_checkpointing_enable")

@@ -1,11 +1,12 @@
 """OpenRLHF's flags as its readers take them (reader.py: train_ppo_ray and train_dpo; reader_sft.py: train_sft): the
 flat names of 0.10.1 and before read as their dotted 0.11.2 names and said once, a flag's value or its 0.11.2 default,
-a switch's state, the precision, and the release line the flat flags name (release_hint)."""
+a switch's state, the precision, the DeepSpeed bucket sizes its own config leaves to DeepSpeed (zero_buckets),
+and the release line the flat flags name (release_hint)."""
 
 from __future__ import annotations
 
-from planner.frameworks.openrlhf.keys import ALIASES, KEYS
-from planner.intake import releases
+from planner.frameworks.openrlhf.keys import ALIASES, KEYS, bucket_text
+from planner.intake import line_defaults
 from planner.intake.collect import Collector, as_bool, default, one
 from planner.intake.flags import Flag
 
@@ -52,9 +53,9 @@ def get(f: dict[str, Flag], key: str) -> tuple[object, str]:
 def attention(c: Collector, f: dict[str, Flag], cite: str) -> None:
     """--ds.attn_implementation, read from the flat --attn_implementation (0.8.10 .. 0.10.1) or the --flash_attn switch
     of 0.8.9 and before (planner.frameworks.openrlhf.keys); unset, the default of the release line the reading
-    targets where it moved (0.8.9's eager: releases.moved_default), else 0.11.2's flash_attention_2 (`cite`)."""
+    targets where it moved (0.8.9's eager: line_defaults.moved_default), else 0.11.2's flash_attention_2 (`cite`)."""
     key = KEYS.key("attention")
-    moved = releases.moved_default(c, "openrlhf", "attention") if key not in f else None
+    moved = line_defaults.moved_default(c, "openrlhf", "attention") if key not in f else None
     if key not in f and moved is None:
         c.set("attention", "flash", default(ORL, cite, "flash_attention_2"), KEYS.flag("attention"))
         return
@@ -96,3 +97,18 @@ def release_hint(flags: dict[str, Flag]) -> tuple[str, str, tuple[str, ...]] | N
     if KEYS.key("precision", "0.9") not in flags:
         return "0.10", why, ("0.10",)
     return "0.9", why, ("0.9",) if KEYS.key("attention", "0.9") in flags else ("0.8", "0.9")
+
+
+def zero_buckets(c: Collector, f: dict[str, Flag], stage: int) -> None:
+    """OpenRLHF builds its DeepSpeed config itself with reduce_bucket_size, stage3_prefetch_bucket_size and
+    stage3_param_persistence_threshold "auto" (0.11.0 utils/deepspeed/deepspeed_utils.py:29-34; v0.5.0 and v0.3.8
+    utils/deepspeed_utils.py:31-36) and no HF Trainer fills them: DeepSpeed drops an "auto" value
+    (runtime/config_utils.py:56) and takes its own defaults (keys.bucket_text), not HF's sizes from the hidden size. overlap_comm
+    is set only by --ds.overlap_comm (--overlap_comm 0.8.10 .. 0.10.1), else DeepSpeed's default, on at stage 3 only
+    (runtime/zero/config.py overlap_comm_valid)."""
+    if stage not in (1, 2, 3):
+        return
+    flag = f.get("ds.overlap_comm") or f.get("overlap_comm")
+    why = "DeepSpeed's own defaults for its config's \"auto\" sizes (utils/deepspeed/deepspeed_utils.py:29-34)"
+    source = default(ORL, "deepspeed runtime/zero/config.py", why) + (f"; {flag.source}" if flag else "")
+    c.set("zero_buckets", bucket_text(stage, on(f, flag.key) if flag else False), source, "--ds.zero_stage")

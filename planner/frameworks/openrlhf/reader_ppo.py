@@ -15,7 +15,7 @@ The GPUs are the deepspeed launcher's (read before this)."""
 from __future__ import annotations
 
 from planner.config.roles import ACTOR
-from planner.frameworks.openrlhf.reader_flags import on
+from planner.frameworks.openrlhf.reader_flags import on, zero_buckets
 from planner.intake.collect import Collector, as_float, as_int, default, one
 from planner.intake.flags import Flag
 from planner.intake.models import lookup, read_model
@@ -82,6 +82,7 @@ def _recipe(c: Collector, f: dict[str, Flag]) -> None:
     )
     stage, ss = val(f, "zero_stage")
     c.number("zero_stage", stage, ss, "--zero_stage", minimum=0)
+    zero_buckets(c, f, as_int(stage) or 0)
     c.set("fsdp", "off", default(OLD, PPO, "DeepSpeed only"), "--zero_stage")
     if on(f, "adam_offload"):
         c.set("offload", "optimizer", f["adam_offload"].source, "--adam_offload")

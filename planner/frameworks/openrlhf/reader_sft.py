@@ -7,7 +7,7 @@ both releases (micro-batch 8, batch 128, max_len 2048, ZeRO-2, no checkpointing)
 from __future__ import annotations
 
 from planner.frameworks.openrlhf.keys import KEYS
-from planner.frameworks.openrlhf.reader_flags import ORL, attention, dotted, on
+from planner.frameworks.openrlhf.reader_flags import ORL, attention, dotted, on, zero_buckets
 from planner.intake.collect import Collector, as_int, default, one
 from planner.intake.flags import Flag
 from planner.intake.models import read_model
@@ -74,6 +74,7 @@ def read_sft(c: Collector, flags: dict[str, Flag], near) -> None:
         c.note(f"{bs} is not micro {m} x {world} GPUs x an accumulation: DeepSpeed refuses it at start")
     stage, ss = _val(f, "ds.zero_stage", flat)
     c.number("zero_stage", stage, ss, "--ds.zero_stage", minimum=0)
+    zero_buckets(c, f, as_int(stage) or 0)
     c.set("fsdp", "off", default(ORL, SFT, "DeepSpeed only"), "--ds.zero_stage")
     if on(f, "ds.adam_offload"):
         c.set("offload", "optimizer", f["ds.adam_offload"].source, "--ds.adam_offload")

@@ -75,12 +75,9 @@ def dpo_script(
 
 
 def check(plan: Plan) -> None:
-    """ValueError for what OpenRLHF cannot run as planned (its rules: planner/frameworks/openrlhf/__init__.py); a 0.9.x
-    plan is read from users' scripts, never written: its flags changed inside the line (--bf16 at v0.9.0
-    cli/train_ppo_ray.py:275, --param_dtype by v0.9.10; --prompt_max_len / --generate_max_len at v0.9.0 :325-326,
-    --max_len / --max_new_tokens by v0.9.10 :370), so no one script runs on every 0.9 release."""
-    if plan.release == "0.9":
-        raise ValueError("OpenRLHF 0.9.x scripts are read, not written: give --framework openrlhf@0.10 or openrlhf")
+    """ValueError for what OpenRLHF cannot run as planned or writes no file for (its rules:
+    planner/frameworks/openrlhf/__init__.py; a 0.9.x plan is read from users' scripts, never written: the 0.9 line's rule
+    of scope "written")."""
     check_plan("openrlhf", plan)
 
 
@@ -253,10 +250,6 @@ SWITCHES_08 = {"precision": "bf16", "attention": "flash_attention_2"}
 
 
 def switch_08(name: str, value: object) -> str:
-    """`--bf16` / `--flash_attn` where the plan asks for bf16 / flash-attn, "" for fp32 / eager (the switch off);
-    ValueError for what no 0.8.x flag asks for (the release's rule keeps the search from ranking it)."""
-    if value == SWITCHES_08[name]:
-        return KEYS.flag(name, "0.8")
-    if value in ("fp32", "eager"):
-        return ""
-    raise ValueError(f"OpenRLHF 0.8.x has no flag for {name} {value}: give --framework openrlhf@0.10 or openrlhf")
+    """`--bf16` / `--flash_attn` where the plan asks for bf16 / flash-attn, "" for eager (the switch off): the rules
+    check() applies leave no other value (the framework's runs bf16 or fp16, the 0.8 line's refuses fp16 and sdpa)."""
+    return KEYS.flag(name, "0.8") if value == SWITCHES_08[name] else ""

@@ -151,7 +151,15 @@ RELEASES = (
         "1181-1197 at v3.4.1)",
         keys=KEYS.release_keys("3.4", ("lora",)),
         defaults={"optimizer": FOREACH_3},
-        adapter={"vlm_logprobs": WHOLE_LOGITS, **NO_DPO_SPLITS},
+        # 3.5.0-3.6.4 score the reference inside GRPO's loss, after the policy's forward (v3.5.0 grpo_trainer.py:
+        # 1091, 1095-1100); 3.4.x before the micro-step (:1055-1058 at v3.4.1): the line is read the hungrier way.
+        # Its transformers are 3.3.x's, >=4.33,<4.53 (requirements/framework.txt:31 at v3.4.0, :34 at v3.5.0 and
+        # v3.6.4), Qwen2.5-VL from 4.49 (v3.4.1 swift/llm/model/model/qwen.py:676): 4.49-4.50's masked 3-D tower
+        # SDPA read the hungrier way, as for the 3 line. Its GRPO samples the rank's whole accumulated batch at once
+        # (trl 0.17's dataloader, trl 0.17.0 trainer/grpo_trainer.py:717; v3.4.1 grpo_trainer.py:373-381), through
+        # PtEngine with no batch limit (:321; v3.4.1 swift/llm/infer/infer_engine/pt_engine.py:537): one tower call
+        # over every prompt image of micro-batch x accumulation rows
+        adapter={"tower_sdpa": "masked-3d", "vlm_logprobs": WHOLE_LOGITS, "grpo_reference": "in-step", **NO_DPO_SPLITS},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
         rules=(FSDP_FILE,),
     ),
@@ -192,7 +200,9 @@ FRAMEWORK = Framework(
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="ms-swift",
     version="ms-swift 4.6.0",
-    gkd_loss="chunked",  # rlhf_trainers/gkd_loss.py:94-148, 224-271 (planner.estimate.gkd)
+    gkd_loss="chunked",
+    # KTO: the KL batch's and the rows' whole logits (rlhf_trainers/kto_trainer.py:53,59-61,128, ms-swift 4.6.0)
+    kto_logprobs="full",  # rlhf_trainers/gkd_loss.py:94-148, 224-271 (planner.estimate.gkd)
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
         "num_labels",
         "negatives",
@@ -236,8 +246,10 @@ FRAMEWORK = Framework(
             "dpo",
             "grpo",
             "gkd",
+            "kto",
             "ppo",
-        ),  # ppo: read (rules: not written); gkd: swift rlhf --rlhf_type gkd (rlhf_trainers/gkd_trainer.py)
+        ),  # ppo: read (rules: not written); gkd: swift rlhf --rlhf_type gkd (rlhf_trainers/gkd_trainer.py); kto: --rlhf_type
+        # kto (rlhf_trainers/kto_trainer.py: the KL batch without grad first, :53, then the rows, :58-61)
         # --task_type (ms-swift 4.6 swift/arguments/base_args/model_args.py:72; decision is not planned)
         "task": ("causal-lm", "seq-cls", "embedding", "reranker", "generative-reranker"),
         "context_parallel": ("off",),  # ring attention comes inside --sequence_parallel_size, with flash-attn
@@ -313,7 +325,8 @@ FRAMEWORK = Framework(
         defaults={"remove_padding": False},  # padded rows (left-padded queries, swift/arguments/rlhf_args.py)
         grpo=False,
         generate_gathers=True,  # unwrap_model_for_generation over policy and value model (ppo_trainer.py:679-684)
-        keeps_scores=True,  # batch_generation's output_scores (ppo_trainer.py:110-119)
+        keeps_scores=True,  # batch_generation's output_scores, kept through the step (planner.estimate.trl_ppo)
+        joint_value_update=True,  # PolicyAndValueWrapper: one forward and backward of both (ppo_trainer.py:284-295)
     ),
     # swift/model/register.py:161,253,295: ModelLoader.default_trust_remote_code True, config and model loaded with
     # it; model/models/internlm.py:105-264: OpenGVLab/InternVL2_5-*, InternVL3-* register InternVLLoader with

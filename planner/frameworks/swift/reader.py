@@ -21,7 +21,7 @@ from planner.frameworks.swift import reader_ppo as swift_ppo
 from planner.frameworks.swift import reader_rl as swiftrl
 from planner.frameworks.swift.keys import KEYS, TRAIN_TYPE_LINES, S
 from planner.frameworks.swift.reader_rl import get, look
-from planner.intake import loraargs, models, releases, tasks, tuners, vocab
+from planner.intake import loraargs, modelconfig, models, releases, tasks, tuners, vocab
 from planner.intake.collect import (
     PRESETS,
     SWIFT,
@@ -176,8 +176,8 @@ def _sequence(c: Collector, f: dict[str, Flag], kind: str, near=None) -> None:
     ml, flag = KEYS.key("seq_len"), KEYS.flag("seq_len")
     if ml in f:
         value, src = f[ml].value, f[ml].source
-    elif c.model is not None and models.context(c.model.config):
-        value = models.context(c.model.config)
+    elif c.model is not None and modelconfig.context(c.model.config):
+        value = modelconfig.context(c.model.config)
         src = default(SWIFT, f"{S}base_args/base_args.py:227-228", f"max_length: the model's context {value}")
     else:
         c.note(
@@ -186,9 +186,8 @@ def _sequence(c: Collector, f: dict[str, Flag], kind: str, near=None) -> None:
         )
         return
     prompt = "workload.max_prompt_length"
-    field = {"dpo": "workload.max_length", "gkd": "workload.max_length", "grpo": prompt, "ppo": prompt}.get(
-        kind, "seq_len"
-    )
+    rows = "workload.max_length"
+    field = {"dpo": rows, "kto": rows, "gkd": rows, "grpo": prompt, "ppo": prompt}.get(kind, "seq_len")
     c.number(field, value, src if field != prompt else f"{src} (the prompt's limit, truncated left)", flag)
     if kind == "grpo":
         swiftrl.read_grpo(c, f)
@@ -197,7 +196,7 @@ def _sequence(c: Collector, f: dict[str, Flag], kind: str, near=None) -> None:
 
 
 def _training(c: Collector, f: dict[str, Flag], kind: str) -> None:
-    gc, src = look(f, "checkpointing")
+    gc, src = (False, swift_ppo.NO_CHECKPOINTING) if kind == "ppo" else look(f, "checkpointing")
     c.set("checkpointing", "full" if as_bool(gc) else "off", src, KEYS.flag("checkpointing"))
     vit = f.get(KEYS.key("vit_checkpointing"))  # None follows --gradient_checkpointing (arguments.py:297-298)
     if as_bool(gc) and vit is not None and as_bool(vit.value) is False:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from planner.errors import BadInput
 from planner.intake.collect import Collector, as_int, count_devices, processes_fit_devices, show
 from planner.intake.flags import Flag
-from planner.model import catalog, qwenomni
+from planner.model import catalog
 
 
 def chunked_loss(c: Collector, env: dict[str, str], where: str) -> None:
@@ -24,17 +24,19 @@ def chunked_loss(c: Collector, env: dict[str, str], where: str) -> None:
 
 
 def omni_talker(c: Collector, env: dict[str, str], where: str) -> None:
-    """Qwen2.5-Omni: ms-swift 4.5.2 loads Qwen2_5OmniForConditionalGeneration whole (swift/model/models/qwen.py:
-    1583-1586), its talker and fp32 token2wav built beside the thinker and frozen unless ENABLE_AUDIO_OUTPUT=0
-    (:1576-1580): memplan plans the thinker (planner/model/qwenomni.py), so a run without it says so in a line."""
+    """Qwen2.5-Omni and Qwen3-Omni (the catalog models with an audio tower): ms-swift 4.5.2 loads
+    Qwen2_5OmniForConditionalGeneration whole (swift/model/models/qwen.py:1583-1586), 4.6 Qwen3OmniMoeForConditional
+    Generation too (:2145-2170), the talker and fp32 token2wav (Qwen3's code2wav) built beside the thinker and frozen
+    unless ENABLE_AUDIO_OUTPUT=0 (:1576-1580, :2155-2158): memplan plans the thinker (planner/model/qwenomni.py,
+    qwen3omni.py), so a run without it says so in a line."""
     ref = c.get("model")
     try:
-        omni = isinstance(ref, str) and qwenomni.is_omni(catalog.load_model(ref).model_type)
+        omni = isinstance(ref, str) and any(t.role == "audio" for t in catalog.load_model(ref).tensors)
     except BadInput:
         return
     if omni and env.get("ENABLE_AUDIO_OUTPUT", "").strip().lower() not in ("0", "false"):
         c.note(
-            f"{where} no ENABLE_AUDIO_OUTPUT=0: ms-swift keeps Qwen2.5-Omni's talker and fp32 token2wav resident "
+            f"{where} no ENABLE_AUDIO_OUTPUT=0: ms-swift keeps the Omni's talker and its vocoder (Qwen2.5's fp32 token2wav) resident "
             "beside the thinker (swift/model/models/qwen.py:1576-1586); their frozen weights are not counted, the "
             "thinker alone is planned"
         )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from planner.frameworks.swift.keys import KEYS
 from planner.frameworks.swift.reader_rl import look
-from planner.intake import models
+from planner.intake import modelconfig, models
 from planner.intake.collect import Collector, as_bool, as_int, default
 from planner.intake.flags import Flag
 from planner.model import image_rules, images, xcomposer
@@ -26,16 +26,16 @@ VISION_KEYS = (
 def vision(c: Collector, f: dict[str, Flag], env: dict[str, str], where: str, lora: bool) -> None:
     """A VLM's freeze switches (--freeze_vit, --freeze_aligner, --freeze_llm): with LoRA, what all-linear then reaches
     in the ViT; without, the frozen parts. The environment's video caps are said in a line."""
-    if not models.tower_known(c, f | {k: Flag(k, v, f"{where} {k}={v}", k) for k, v in env.items()}, VISION_KEYS):
+    if not modelconfig.tower_known(c, f | {k: Flag(k, v, f"{where} {k}={v}", k) for k, v in env.items()}, VISION_KEYS):
         return
     vit, vsrc = look(f, "frozen_vision")
     if lora and KEYS.key("frozen_vision") in f:
         why = "all-linear then takes the ViT's linears too: swift/pipelines/train/tuner.py:92-104"
-        models.lora_tower(c, vit, vsrc, KEYS.flag("frozen_vision"), why)
+        modelconfig.lora_tower(c, vit, vsrc, KEYS.flag("frozen_vision"), why)
     aligner, asrc = look(f, "frozen_projector")
     llm, lsrc = look(f, "frozen_language")
     if not lora:
-        frozen, note = models.frozen_value(as_bool(vit), as_bool(aligner), as_bool(llm))
+        frozen, note = modelconfig.frozen_value(as_bool(vit), as_bool(aligner), as_bool(llm))
         c.fact("frozen", frozen, f"{vsrc}; {asrc}; {lsrc}", KEYS.flag("frozen_vision"))
         if note:
             c.note(f"{asrc} ({note.replace('projector', 'aligner').replace('tower', 'ViT')})")
@@ -72,7 +72,7 @@ def image(c: Collector, env: dict[str, str], where: str, release) -> None:
 
     def tokens(request: dict | None) -> int:  # the image under the final model (a --model beside the files)
         m = c.model if request is None else models.lookup(str(request.get("model", "")), None)
-        per = models.pixels_per_token(m.config) if m is not None and models.has_vision(m.config) else None
+        per = modelconfig.pixels_per_token(m.config) if m is not None and modelconfig.has_vision(m.config) else None
         return pixels // per if per and (given or per == 28 * 28) else 0  # the default cap: the Qwen2-VL family
 
     c.derived["image_tokens"] = (("model",), tokens)

@@ -9,6 +9,9 @@ trl 0.29.1 it runs (trl/experimental/ppo/ppo_trainer.py):
 - generation: unwrap_model_for_generation over policy and value model (:679-684; under ZeRO-3 every parameter
   gathered), local_rollout_forward_batch_size rows at a time (rlhf_args.py:124, default 64), each step's fp32 scores
   kept for the rank's batch (:110-119);
+- no activation checkpointing whatever --gradient_checkpointing says: ms-swift's PPOTrainer makes
+  _prepare_gradient_checkpointing a no-op (swift/rlhf_trainers/ppo_trainer.py:107-112), and TRL's train() (:600) is
+  its own loop, never transformers' Trainer.train that enables it (transformers 5.19 trainer.py:1503-1514);
 - kl_coef (:116, 0.05), num_ppo_epochs (:114, 4), max_completion_length (:242, 512; response_length and
   max_new_tokens are its older names, :472-473)."""
 
@@ -20,6 +23,10 @@ from planner.intake.flags import Flag
 from planner.intake.models import lookup
 
 A = "swift/arguments/rlhf_args.py"
+# the source of PPO's checkpointing (read by the caller, swift/reader.py _training)
+NO_CHECKPOINTING = default(
+    SWIFT, "swift/rlhf_trainers/ppo_trainer.py:107-112", "PPO prepares no gradient checkpointing"
+)
 
 
 def value(f: dict[str, Flag], key: str, fallback: object, line: str) -> tuple[object, str]:

@@ -1,4 +1,4 @@
-"""ms-swift 4.6.0's `swift rlhf`: which trainer `--rlhf_type` picks (DPO, GRPO and GKD planned; ORPO, SimPO and CPO as
+"""ms-swift 4.6.0's `swift rlhf`: which trainer `--rlhf_type` picks (DPO, KTO, GRPO and GKD planned; ORPO, SimPO and CPO as
 DPO without a reference model), the GRPO inputs with swift's defaults (beta 0.04, vLLM at 0.9 of the GPU when
 colocated), GKD's teacher and inputs, and the generation settings memplan cannot plan yet. Also the default lookup both
 swift modules share.
@@ -12,7 +12,16 @@ from planner.intake.flags import Flag
 from planner.intake.models import lookup
 
 S = "swift/arguments/"
-RLHF_AS = {"dpo": "dpo", "grpo": "grpo", "gkd": "gkd", "ppo": "ppo", "orpo": "dpo", "simpo": "dpo", "cpo": "dpo"}
+RLHF_AS = {
+    "dpo": "dpo",
+    "kto": "kto",
+    "grpo": "grpo",
+    "gkd": "gkd",
+    "ppo": "ppo",
+    "orpo": "dpo",
+    "simpo": "dpo",
+    "cpo": "dpo",
+}
 
 
 def get(f: dict[str, Flag], key: str, fallback: object, cite: str) -> tuple[object, str]:
@@ -36,6 +45,13 @@ def read_kind(c: Collector, f: dict[str, Flag], sub: str) -> str:
         c.note(f"{src} ({rlhf} is not planned yet; planned as SFT)")
         return "sft"
     c.set("workload.kind", kind, src, KEYS.flag("workload.kind"))
+    if kind == "kto":  # the KL batch's and the rows' whole logits, not TRL 1.16's fused head
+        c.set(
+            "workload.logprobs",
+            "full",
+            f"{src} (rlhf_trainers/kto_trainer.py:53,59-61,128)",
+            KEYS.flag("workload.kind"),
+        )
     if rlhf != kind:
         c.set(
             "workload.precompute_ref_log_probs", True, f"{src} ({rlhf}: no reference model)", KEYS.flag("workload.kind")

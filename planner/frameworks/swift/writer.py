@@ -36,7 +36,8 @@ from planner.export import export
 from planner.frameworks import FRAMEWORKS, check_plan
 from planner.frameworks.swift.keys import KEYS
 from planner.model.catalog import checkpoints
-from planner.model.modelspec import ModelSpec, peft_target_modules, peft_target_parameters
+from planner.model.lora_targets import peft_target_modules, peft_target_parameters
+from planner.model.modelspec import ModelSpec
 
 VERSION = "ms-swift 4.6.0"
 SCRIPT_NAME = "swift_train.sh"
@@ -64,10 +65,9 @@ def command(plan: Plan, hw: Hardware) -> str:
 
 
 def check(plan: Plan) -> None:
-    """ValueError for what ms-swift 4.6.0 cannot run as planned (its rules: planner/frameworks/swift/__init__.py); a 2.x plan
-    is read from users' scripts, never written (2.x's flags differ: --sft_type, --batch_size, --model_id_or_path)."""
-    if plan.knobs.release == "2":
-        raise ValueError("ms-swift 2.x scripts are read, not written: give --framework swift@3 or swift to --emit")
+    """ValueError for what ms-swift cannot run as planned or writes no file for (its rules:
+    planner/frameworks/swift/__init__.py; a 2.x plan is read from users' scripts, never written: the 2.x line's rule of
+    scope "written", as 2.x's flags differ: --sft_type, --batch_size, --model_id_or_path)."""
     check_plan("swift", plan)
 
 

@@ -23,6 +23,7 @@ from dataclasses import replace
 
 from planner.frameworks.base import NO_SPLITS, ForkSigns, Framework
 from planner.frameworks.hf import HF_EVERY, HF_KEYS, HF_SPLIT_RULES
+from planner.frameworks.rules import Rule, kind
 from planner.frameworks.tool import Tool
 from planner.frameworks.trl.lines import with_rules
 from planner.frameworks.trl.releases import (  # noqa: F401 - re-exported (accelerate's, axolotl's adapters import them)
@@ -96,23 +97,34 @@ FRAMEWORK = Framework(
             wraps="accelerate",
             launcher_options=True,
             config_flag="config",
-            trainers=("sft", "dpo", "grpo"),
+            trainers=("sft", "dpo", "grpo", "kto"),  # `trl kto` (trl/cli/commands/__init__.py:28)
             strict=True,
         ),
     ),
-    trainers=("sft", "dpo", "grpo", "gkd", "reward"),  # the script-flags reader's names of TRL's trainers
+    trainers=("sft", "dpo", "grpo", "gkd", "kto", "reward"),  # the script-flags reader's names of TRL's trainers
     calls="reader_unsloth",  # unsloth's FastLanguageModel / FastVisionModel over TRL's trainers
     label="TRL (SFT, DPO, GRPO trainers)",
     version="trl 1.16.0",
     every=(*HF_EVERY, "device_map"),
-    # GKD: trl/experimental/gkd/gkd_trainer.py (planner.estimate.gkd); the 0.x lines' ZERO runs keep it out
-    runs={**TRL_RUNS, "loss": ("standard",), "workload": (*TRL_RUNS["workload"], "gkd")},
+    # GKD: trl/experimental/gkd/gkd_trainer.py (planner.estimate.gkd); KTO: trl/trainer/kto_trainer.py, its KL batch
+    # through the fused log-prob head (kto_trainer.py:1364-1365; the 0.x lines' full logits are not planned); the 0.x
+    # lines' ZERO runs keep both out
+    runs={**TRL_RUNS, "loss": ("standard",), "workload": (*TRL_RUNS["workload"], "gkd", "kto")},
     gkd_loss="whole",
     dpo_why={"packed": NO_PADDING_FREE, "sequence_parallel": NO_DPO_SPLIT},
     defaults=TRL_DEFAULTS,
     keys={**HF_KEYS, "batching": "packing", "lora_rank": "lora_r"},
     notes=("checkpointing and bf16 on by default; SFT's loss is TRL's fused log-prob head (no full logits)",),
-    rules=HF_SPLIT_RULES,
+    rules=(
+        *HF_SPLIT_RULES,
+        Rule(
+            "micro_batch",
+            "KTO's KL term pairs each row with its neighbour's completion: TRL's KTOTrainer needs 2 or more rows per "
+            "device (trl/trainer/kto_trainer.py:844-847)",
+            lambda k, w: kind(k) == "kto" and w.micro_batch is not None and w.micro_batch < 2,
+            scope="split",
+        ),
+    ),
     sft_head="fused-logprob",
     releases=with_rules(RELEASES, GRPO_SPANS, HF_SPLIT_RULES) + FORKS,  # lines.py: the keys a line has none of
     key_spans={"grpo": GRPO_SPANS, "sft": SFT_SPANS},

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from planner.intake import models
+from planner.intake import modelconfig
 from planner.intake.collect import Collector, as_int, assumption, default, is_default, known, one
 from planner.intake.flags import Flag
 from planner.model import images
@@ -169,7 +169,7 @@ def _rule(c: Collector, flags: dict[str, Flag], rule: str, fork: Fork) -> tuple[
 
 
 def _images(c: Collector, flags: dict[str, Flag], where: str, fork: Fork) -> None:
-    if c.model is None or not models.has_vision(c.model.config):
+    if c.model is None or not modelconfig.has_vision(c.model.config):
         for key in sorted(k for k in set(fork.defaults) & set(flags) if not is_default(flags[k].source)):
             what = "the model is not known from the script: pass --model" if c.model is None else "a text model"
             c.note(f"{flags[key].source} ({fork.name}'s images are not planned: {what})")

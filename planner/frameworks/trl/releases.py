@@ -62,11 +62,18 @@ def _whole(tag: str) -> Default:
     )
 
 
-def _grpo(tag: str, beta: tuple, mcl: str, vllm: str, counts: str = "completions") -> dict:
+# the lines released before transformers 5.0, whose TrainingArguments read no fsdp_config "version" (reading.MEANINGS;
+# trl v0.19.0 pyproject transformers>=4.51.0, and VLM-R1 pins 4.49.0); v0.22.0 .. v0.29.1 and 1.x run 4.56.2 or 5.x
+# (their wheels' Requires-Dist transformers>=4.56.2): the newest's meaning, the version read
+TRANSFORMERS_4 = {"fsdp_config_version": "ignored"}
+
+
+def _grpo(tag: str, beta: tuple, mcl: str, vllm: str, counts: str = "completions", old: bool = True) -> dict:
     """The keyword arguments of a 0.x GRPO line read at `tag`: beta (value, lines), max_completion_length's lines, and
     where vLLM generates when `use_vllm` names no mode (`vllm`: the line and what it says): on GPUs of its own before
     1.0 (vllm_device 'auto', the next GPU, through 0.15; `trl vllm-serve` from 0.16; vllm_mode='server' 0.18-0.29),
-    colocated from 1.0 (the newest's default, planner.frameworks.hf.keys)."""
+    colocated from 1.0 (the newest's default, planner.frameworks.hf.keys); `old`: a line of transformers 4.x only
+    (TRANSFORMERS_4)."""
     return {
         "workload": {
             "beta": Default(beta[0], f"trl {tag} {G}:{beta[1]}: beta={beta[0]}"),
@@ -74,7 +81,7 @@ def _grpo(tag: str, beta: tuple, mcl: str, vllm: str, counts: str = "completions
             "generation": Default("vllm-server", f"trl {tag} {G}:{vllm} (with use_vllm)"),
             "logprobs": _whole(tag),
         },
-        "meaning": {"grpo_batch_counts": counts},
+        "meaning": {"grpo_batch_counts": counts, **(TRANSFORMERS_4 if old else {})},
         "adapter": {**ZERO, "dpo_runs": _packs(tag)} if tag in PADDING_FREE else ZERO,
     }
 
@@ -148,7 +155,11 @@ RELEASES = (
         },
         notes=("as trl, but SFT's loss from the full logits (and Liger's loss allowed)",),
         **_grpo(
-            "v0.22.0", (0.0, "460-461"), "301-302", "401-402: vllm_mode='server' (through v0.29.1; v1.0.0: 'colocate')"
+            "v0.22.0",
+            (0.0, "460-461"),
+            "301-302",
+            "401-402: vllm_mode='server' (through v0.29.1; v1.0.0: 'colocate')",
+            old=False,
         ),
         aliases=("0",),
     ),
@@ -188,6 +199,7 @@ FORKS = (
             "optimizer": FORKED_014["defaults"]["optimizer"],
             "precision": Default("fp32", f"{VLM_R1}/src/open_r1/trainer/grpo_config.py:22: {FP32.source}"),
         },
+        meaning=TRANSFORMERS_4,
         workload={
             "beta": Default(0.04, f"{VLM_R1}/src/open_r1/trainer/grpo_config.py:291-292: beta=0.04"),
             "max_completion_length": Default(256, f"{VLM_R1}/src/open_r1/trainer/grpo_config.py:177-178: 256"),

@@ -5,7 +5,7 @@ with verl's default where the script gives none (paths under verl/trainer/config
 from __future__ import annotations
 
 from planner.frameworks.verl.keys import KEYS, short
-from planner.intake import hydra, releases
+from planner.intake import hydra, line_defaults, releases
 from planner.intake.collect import Collector, as_bool, as_float, as_int, default, one
 from planner.intake.flags import Flag
 from planner.intake.models import lookup, read_model
@@ -227,4 +227,4 @@ def read_launched(c: Collector, run) -> None:
     flags = base | over
     lines = releases.taking("verl", "ppo", flags)  # keys only 0.7 takes (keys.SPANS); else each line planned
     releases.by_flags(c, "verl", run, (lines[0][-1], lines[1], lines[0]) if lines else None)  # a pin first
-    read(c, releases.with_defaults(c, "verl", KEYS, flags), run.command.path)
+    read(c, line_defaults.with_defaults(c, "verl", KEYS, flags), run.command.path)

@@ -26,7 +26,8 @@ from planner.config.spec import Hardware, Plan
 from planner.frameworks import check_plan
 from planner.frameworks.verl import writer_rl as verl_rl
 from planner.model import catalog
-from planner.model.modelspec import ModelSpec, peft_target_modules
+from planner.model.lora_targets import peft_target_modules
+from planner.model.modelspec import ModelSpec
 
 VERSION = "verl 0.9.1"
 SCRIPT_NAME = "verl_sft.sh"
@@ -70,11 +71,9 @@ def command(plan: Plan, hw: Hardware) -> str:
 
 
 def check(plan: Plan, model: ModelSpec | None) -> None:
-    """ValueError for what verl 0.9.1's SFT trainer cannot run as planned (its rules: planner/frameworks/verl/__init__.py)
-    and for a line read but never written (writer_rl.UNWRITTEN; verl.trainer.sft_trainer and its engine config came
+    """ValueError for what verl's SFT trainer cannot run as planned or writes no file for (its rules, a line read but
+    never written among them: planner/frameworks/verl/__init__.py; verl.trainer.sft_trainer and its engine config came
     in v0.6.0)."""
-    if plan.release in verl_rl.UNWRITTEN:
-        raise ValueError(verl_rl.UNWRITTEN[plan.release])
     check_plan("verl", plan, model, None)
 
 

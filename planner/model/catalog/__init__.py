@@ -10,7 +10,8 @@ from pathlib import Path
 
 from planner.config.spec import GPU
 from planner.errors import BadInput, UnknownName
-from planner.model.modelspec import ModelSpec, from_config
+from planner.model.families import from_config
+from planner.model.modelspec import ModelSpec
 
 _DATA = Path(
     __file__

@@ -10,7 +10,7 @@ import pytest
 
 from planner.estimate import activations as act
 from planner.model.catalog import model_config
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

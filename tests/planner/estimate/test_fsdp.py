@@ -10,7 +10,7 @@ import pytest
 from planner import advise
 from planner.config.spec import Goal, Knobs
 from planner.errors import BadInput
-from planner.estimate import fsdp, memory
+from planner.estimate import fsdp, state_terms
 from planner.estimate.setup import Setup
 from planner.export import export, launch
 from planner.export.launch import with_launch
@@ -59,8 +59,8 @@ def test_sharded_states_and_the_gathered_units():
     p, _ = _plan("full", "bf16")
     s = Setup(catalog.load_model("llama-3.1-8b"), p.knobs, 2, 1, 4096, 8)
     P, N = s.model.params, 8
-    assert memory.params_bytes(s) == P * 4 // N and memory.gradients_bytes(s) == P * 4 // N  # fp32 shards
-    assert memory.optimizer_bytes(s) == P * 8 // N
+    assert state_terms.params_bytes(s) == P * 4 // N and state_terms.gradients_bytes(s) == P * 4 // N  # fp32 shards
+    assert state_terms.optimizer_bytes(s) == P * 8 // N
     # the root (embeddings, norm, head: 2 x 128,256 x 4,096 + 4,096) and two layers, in bf16
     layer = fsdp.layer_params(s)
     assert fsdp.root_params(s) == 2 * 128256 * 4096 + 4096 and layer * 32 + fsdp.root_params(s) == P
@@ -68,12 +68,12 @@ def test_sharded_states_and_the_gathered_units():
     grad_op = Setup(s.model, Knobs(precision="bf16", fsdp="grad-op"), 2, 1, 4096, 8)
     assert fsdp.unsharded_params_bytes(grad_op) == P * 2  # every layer kept from forward to backward
     pure = Setup(s.model, Knobs(precision="bf16-pure", fsdp="full"), 2, 1, 4096, 8)
-    assert memory.params_bytes(pure) == P * 2 // N and memory.optimizer_bytes(pure) == P * 4 // N
+    assert state_terms.params_bytes(pure) == P * 2 // N and state_terms.optimizer_bytes(pure) == P * 4 // N
     hybrid = Setup(s.model, Knobs(precision="bf16", fsdp="hybrid"), 2, 1, 4096, 8, nodes=4)
-    assert memory.params_bytes(hybrid) == P * 4 // 8  # sharded within the node only
+    assert state_terms.params_bytes(hybrid) == P * 4 // 8  # sharded within the node only
     off = Setup(s.model, Knobs(precision="bf16", fsdp="full", offload="optimizer+params"), 2, 1, 4096, 8)
-    assert memory.params_bytes(off) == memory.optimizer_bytes(off) == 0
-    assert memory.host_offload_bytes_per_node(off) == 8 * (P * 16 // N)
+    assert state_terms.params_bytes(off) == state_terms.optimizer_bytes(off) == 0
+    assert state_terms.host_offload_bytes_per_node(off) == 8 * (P * 16 // N)
 
 
 def test_suggest_ranks_fsdp_plans_beside_zero_and_fsdp_off_leaves_them_out():

@@ -40,7 +40,7 @@ def test_what_decides_each_save_is_the_knob_and_the_framework():
     bundled = _setup(precision="bf16", zero_stage=3)  # the bundled trainer saves DeepSpeed's shards
     assert lifecycle.save_host_bytes_per_node(bundled) == 0
     lora = _setup(precision="bf16", zero_stage=2, framework="hf", lora_rank=16)
-    from planner.estimate.memory import trainable_params
+    from planner.estimate.trained import trainable_params
 
     assert lifecycle.save_host_bytes_per_node(lora) == 8 * 2 * trainable_params(lora) < p // 10  # PEFT: the adapters
 

@@ -7,7 +7,7 @@ import pytest
 from planner.config.spec import Knobs
 from planner.estimate import generation, rl
 from planner.estimate.setup import Setup
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 
 TINY = {
     "hidden_size": 64,

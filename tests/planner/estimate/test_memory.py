@@ -4,8 +4,8 @@ model, and the breakdown invariant (terms add up to the total)."""
 import pytest
 
 from planner.config.spec import GIB, Knobs
+from planner.estimate import activation_terms, nograd, overheads, state_terms, trained
 from planner.estimate import memory as mem
-from planner.estimate import nograd
 from planner.estimate.setup import Setup
 from planner.model.catalog import load_model
 from planner.model.modelspec import ModelSpec, Tensors, TextSpec
@@ -29,7 +29,7 @@ def flat_model(params: int, hidden: int = 4096) -> ModelSpec:
 
 
 def model_states(s: Setup) -> int:
-    return mem.params_bytes(s) + mem.gradients_bytes(s) + mem.optimizer_bytes(s)
+    return state_terms.params_bytes(s) + state_terms.gradients_bytes(s) + state_terms.optimizer_bytes(s)
 
 
 @pytest.mark.parametrize(
@@ -74,9 +74,9 @@ def test_zero2_matches_deepspeed_estimate(real_small_model, gpus):
     assert total == spec.params
     _, ds_gpu = estimate_zero2_model_states_mem_needs(total, gpus, 1, cpu_offload=False)
     s = Setup(spec, Knobs(precision="bf16", zero_stage=2), 1, 1, 128, gpus, 1)
-    ours = model_states(s) + mem.optimizer_step_temp_bytes(s)
+    ours = model_states(s) + state_terms.optimizer_step_temp_bytes(s)
     step = max(6 * total // gpus, 8 * min(spec.largest_matrix_params(), total // gpus))
-    assert mem.optimizer_step_temp_bytes(s) == pytest.approx(step, abs=8)
+    assert state_terms.optimizer_step_temp_bytes(s) == pytest.approx(step, abs=8)
     assert ours - step == pytest.approx(ds_gpu - 4 * total // gpus, abs=3 * gpus)  # integer division per term
     ds_cpu, ds_gpu_off = estimate_zero2_model_states_mem_needs(
         total, gpus, 1, cpu_offload=True, additional_buffer_factor=1.0
@@ -84,7 +84,7 @@ def test_zero2_matches_deepspeed_estimate(real_small_model, gpus):
     off = Setup(spec, Knobs(precision="bf16", zero_stage=2, offload="optimizer"), 1, 1, 128, gpus, 1)
     assert model_states(off) == ds_gpu_off
     # host: 16 bytes/param over the node; DeepSpeed's estimate takes max(4N, 16) for model loading
-    assert mem.host_offload_bytes_per_node(off) == pytest.approx(ds_cpu * 16 / max(4 * gpus, 16), abs=gpus)
+    assert state_terms.host_offload_bytes_per_node(off) == pytest.approx(ds_cpu * 16 / max(4 * gpus, 16), abs=gpus)
 
 
 def test_zero3_matches_deepspeed_estimate_with_named_differences(real_small_model):
@@ -102,7 +102,7 @@ def test_zero3_matches_deepspeed_estimate_with_named_differences(real_small_mode
     n = 8
     _, ds_gpu, _ = estimate_zero3_model_states_mem_needs(total, largest, n, 1, cpu_offload=False)
     s = Setup(spec, Knobs(precision="bf16", zero_stage=3), 1, 1, 128, n, 1)
-    ours = model_states(s) + mem.optimizer_step_temp_bytes(s)
+    ours = model_states(s) + state_terms.optimizer_step_temp_bytes(s)
     assert ours - 4 * total // n == pytest.approx(ds_gpu - 4 * largest, abs=8)
 
 
@@ -111,29 +111,31 @@ def test_lora_makes_72b_model_states_small():
     full = Setup(m, Knobs(precision="bf16", zero_stage=3), 1, 1, 2048, 8, 1)
     lora = Setup(m, Knobs(precision="bf16", lora_rank=16), 1, 1, 2048, 8, 1)
     assert model_states(full) == pytest.approx(16 * m.params / 8, abs=8)  # 16 bytes/param over 8 ranks
-    assert mem.params_bytes(lora) == 2 * m.params + 4 * m.lora_params(16)  # bf16 base, fp32 adapters
-    assert mem.optimizer_bytes(lora) == 8 * m.lora_params(16)
+    assert state_terms.params_bytes(lora) == 2 * m.params + 4 * m.lora_params(16)  # bf16 base, fp32 adapters
+    assert state_terms.optimizer_bytes(lora) == 8 * m.lora_params(16)
 
 
 @pytest.mark.parametrize("opt,per_param", [("adamw", 8), ("adamw-fused", 8), ("sgd", 4)])
 def test_optimizer_states_and_foreach_temporary(opt, per_param):
     m = load_model("qwen2.5-0.5b")
     s = Setup(m, Knobs(precision="bf16", optimizer=opt), 1, 1, 512)
-    assert mem.optimizer_bytes(s) == per_param * m.params
-    assert mem.optimizer_step_temp_bytes(s) == (4 * m.params if opt == "adamw" else 0)
+    assert state_terms.optimizer_bytes(s) == per_param * m.params
+    assert state_terms.optimizer_step_temp_bytes(s) == (4 * m.params if opt == "adamw" else 0)
 
 
 def test_adafactor_factored_states_are_small():
     m = load_model("llama-2-7b")
     s = Setup(m, Knobs(precision="bf16", optimizer="adafactor"), 1, 1, 512)
-    assert mem.optimizer_bytes(s) < 0.01 * 8 * m.params
+    assert state_terms.optimizer_bytes(s) < 0.01 * 8 * m.params
 
 
 def test_8bit_adamw_about_a_quarter_of_adamw():
     m = load_model("llama-2-7b")
     s8 = Setup(m, Knobs(precision="bf16", optimizer="adamw-8bit"), 1, 1, 512)
     s32 = Setup(m, Knobs(precision="bf16"), 1, 1, 512)
-    assert mem.optimizer_bytes(s8) / mem.optimizer_bytes(s32) == pytest.approx((2 + 2 * 4 / 256) / 8, rel=0.001)
+    assert state_terms.optimizer_bytes(s8) / state_terms.optimizer_bytes(s32) == pytest.approx(
+        (2 + 2 * 4 / 256) / 8, rel=0.001
+    )
 
 
 CASES = [
@@ -159,12 +161,14 @@ def test_breakdown_total_is_sum_of_terms(name, knobs, micro, accum, world):
 
 def test_checkpointing_saves_memory_and_amp_copies_count():
     m = load_model("llama-3.1-8b")
-    off = mem.activations_bytes(Setup(m, Knobs(zero_stage=3), 2, 1, 4096, 8))
-    full = mem.activations_bytes(Setup(m, Knobs(zero_stage=3, checkpointing="full"), 2, 1, 4096, 8))
+    off = activation_terms.activations_bytes(Setup(m, Knobs(zero_stage=3), 2, 1, 4096, 8))
+    full = activation_terms.activations_bytes(Setup(m, Knobs(zero_stage=3, checkpointing="full"), 2, 1, 4096, 8))
     assert full < 0.2 * off
     amp = Setup(m, Knobs(), 1, 1, 1024)
     embedding = m.text.vocab * m.text.hidden  # a lookup, never cast
-    assert mem.autocast_weight_copy_bytes(amp, m.text.layers) == pytest.approx(2 * (m.params - embedding), rel=0.001)
+    assert activation_terms.autocast_weight_copy_bytes(amp, m.text.layers) == pytest.approx(
+        2 * (m.params - embedding), rel=0.001
+    )
 
 
 def test_logits_loss_term_matches_measured_hf_loss():
@@ -202,7 +206,7 @@ def test_adamw_step_temporary_matches_measurement(impl, temp_params):
     assert t.peak == temp_params * sum(p.numel() * 4 for p in params)
     spec = flat_model(sum(p.numel() for p in params))
     s = Setup(spec, Knobs(precision="fp32", optimizer="adamw" if impl == "foreach" else "adamw-fused"), 1, 1, 8)
-    assert mem.optimizer_step_temp_bytes(s) == t.peak
+    assert state_terms.optimizer_step_temp_bytes(s) == t.peak
 
 
 def test_evaluation_is_a_phase_of_its_own_only_when_the_run_evaluates():
@@ -218,9 +222,9 @@ def test_evaluation_is_a_phase_of_its_own_only_when_the_run_evaluates():
     b = mem.breakdown(s, cap)
     assert b.peak_phase == "evaluation" and b.activations_bytes == 0
     assert b.phases["backward"] == plain.phases["backward"]  # training is unchanged
-    assert b.grads_bytes == mem.gradients_bytes(s) + mem.comm_bucket_bytes(s)  # ZeRO-3's buffer stays
+    assert b.grads_bytes == state_terms.gradients_bytes(s) + state_terms.comm_bucket_bytes(s)  # ZeRO-3's buffer stays
     ddp = mem.breakdown(Setup(m, k.model_copy(update={"zero_stage": 0}), 1, 1, 4096, 8), cap)
-    assert ddp.phases["evaluation"] - ddp.params_bytes - ddp.optimizer_bytes - mem.comm_bucket_bytes(
+    assert ddp.phases["evaluation"] - ddp.params_bytes - ddp.optimizer_bytes - state_terms.comm_bucket_bytes(
         Setup(m, k.model_copy(update={"zero_stage": 0}), 1, 1, 4096, 8)
     ) == nograd.eval_forward_bytes(s)  # no gradients after HF's zero_grad
 
@@ -231,16 +235,16 @@ def test_a_vlms_tower_takes_no_gradient_on_text_rows_on_one_gpu():
     now within 1% (tests/benchmarks/test_gpu_results.py). Images, several GPUs, ZeRO or LoRA keep --frozen's."""
     m = load_model("qwen2.5-vl-3b")
     text = Setup(m, Knobs(precision="bf16"), 1, 1, 1024)
-    assert mem.frozen_modules(text) == "vision+projector"
-    assert mem.trainable_params(text) == m.params - m.frozen_params("vision+projector")
+    assert trained.frozen_modules(text) == "vision+projector"
+    assert trained.trainable_params(text) == m.params - m.frozen_params("vision+projector")
     for other in (
         Setup(m, Knobs(precision="bf16"), 1, 1, 1024, image_tokens=256),
         Setup(m, Knobs(precision="bf16"), 1, 1, 1024, 2),
         Setup(m, Knobs(precision="bf16", zero_stage=2), 1, 1, 1024),
         Setup(m, Knobs(precision="bf16", lora_rank=8), 1, 1, 1024),
     ):
-        assert mem.frozen_modules(other) == "none"
-    assert mem.frozen_modules(Setup(load_model("llama-3.2-1b"), Knobs(), 1, 1, 1024)) == "none"
+        assert trained.frozen_modules(other) == "none"
+    assert trained.frozen_modules(Setup(load_model("llama-3.2-1b"), Knobs(), 1, 1, 1024)) == "none"
 
 
 def test_paged_optimizer_states_are_counted_apart_from_the_device_peak():
@@ -249,24 +253,26 @@ def test_paged_optimizer_states_are_counted_apart_from_the_device_peak():
     every LoRA factor of a 1B model at rank 16, stay in torch's allocator."""
     m = load_model("llama-3.2-1b")
     full = Setup(m, Knobs(precision="bf16-pure", optimizer="paged-adamw"), 1, 1, 1024)
-    big = sum(t.numel for t in m.tensors if t.numel // t.count >= mem.PAGED_MIN_ELEMENTS)
-    assert mem.paged_optimizer_bytes(full) == 8 * big  # fp32 states whatever the parameters
-    assert mem.optimizer_bytes(full) + mem.paged_optimizer_bytes(full) == 8 * m.params
+    big = sum(t.numel for t in m.tensors if t.numel // t.count >= state_terms.PAGED_MIN_ELEMENTS)
+    assert state_terms.paged_optimizer_bytes(full) == 8 * big  # fp32 states whatever the parameters
+    assert state_terms.optimizer_bytes(full) + state_terms.paged_optimizer_bytes(full) == 8 * m.params
     b = mem.breakdown(full, 80 * 2**30)
     assert b.paged_bytes == 8 * big and b.optimizer_bytes == 8 * (m.params - big)
     plain = mem.breakdown(Setup(m, Knobs(precision="bf16-pure", optimizer="adamw"), 1, 1, 1024), 80 * 2**30)
     assert plain.paged_bytes == 0 and plain.optimizer_bytes == 4 * m.params
     lora = Setup(m, Knobs(precision="bf16", optimizer="paged-adamw", lora_rank=16), 1, 1, 1024)
     factors = [16 * d for t in m.tensors if t.lora for d in t.shape]  # one A (r x d_in) or B (d_out x r)
-    assert min(factors) < mem.PAGED_MIN_ELEMENTS < max(factors)  # attention's under 1e5, the MLP's over
-    paged = sum(16 * d * t.count for t in m.tensors if t.lora for d in t.shape if 16 * d >= mem.PAGED_MIN_ELEMENTS)
-    assert mem.paged_optimizer_bytes(lora) == 8 * paged > 0
-    assert mem.paged_optimizer_bytes(Setup(m, Knobs(optimizer="paged-adamw", zero_stage=2), 1, 1, 1024, 2)) == 0
+    assert min(factors) < state_terms.PAGED_MIN_ELEMENTS < max(factors)  # attention's under 1e5, the MLP's over
+    paged = sum(
+        16 * d * t.count for t in m.tensors if t.lora for d in t.shape if 16 * d >= state_terms.PAGED_MIN_ELEMENTS
+    )
+    assert state_terms.paged_optimizer_bytes(lora) == 8 * paged > 0
+    assert state_terms.paged_optimizer_bytes(Setup(m, Knobs(optimizer="paged-adamw", zero_stage=2), 1, 1, 1024, 2)) == 0
 
 
 def _overhead_fraction(cal, **knobs) -> float:
     s = Setup(load_model("llama-3.2-1b"), Knobs(**knobs), 1, 1, 1024, gpu="h100-80gb")
-    return mem.fragmentation_fraction(s, cal)
+    return overheads.fragmentation_fraction(s, cal)
 
 
 def test_expandable_segments_prior_is_the_median_the_h100_measured():
@@ -281,15 +287,15 @@ def test_expandable_segments_prior_is_the_median_the_h100_measured():
     import gpu_apply
 
     rows = json.loads((root / "benchmarks/results/gpu/priors.json").read_text())["rows"]
-    assert gpu_apply.fragmentation_fraction(rows, expandable=True) == mem.FRAGMENTATION_FRACTION_EXPANDABLE
-    assert gpu_apply.fragmentation_fraction(rows) > 2 * mem.FRAGMENTATION_FRACTION_EXPANDABLE
+    assert gpu_apply.fragmentation_fraction(rows, expandable=True) == overheads.FRAGMENTATION_FRACTION_EXPANDABLE
+    assert gpu_apply.fragmentation_fraction(rows) > 2 * overheads.FRAGMENTATION_FRACTION_EXPANDABLE
 
 
 def test_the_fraction_follows_the_allocator_and_the_measured_edge_bounds_it():
     from planner.estimate.calibration import Calibration
 
-    assert _overhead_fraction(None) == mem.FRAGMENTATION_FRACTION
-    assert _overhead_fraction(None, expandable_segments=True) == mem.FRAGMENTATION_FRACTION_EXPANDABLE
+    assert _overhead_fraction(None) == overheads.FRAGMENTATION_FRACTION
+    assert _overhead_fraction(None, expandable_segments=True) == overheads.FRAGMENTATION_FRACTION_EXPANDABLE
     cal = Calibration(
         gpu="h100-80gb", measured="test", fragmentation_fraction=0.12, fragmentation_fraction_expandable=0.05
     )
@@ -304,11 +310,11 @@ def test_a_frozen_heads_input_is_taken_only_from_what_the_device_holds(precision
     device's activations (a property test found -32 MiB once); with full checkpointing the frozen head's input is."""
     m = load_model("llama-3.1-8b")
     off = Setup(m, Knobs(lora_rank=16, checkpointing="offload", precision=precision), 1, 1, 4096)
-    assert mem.activations_bytes(off) == 0 and mem.frozen_ends_bytes(off) == 0
+    assert activation_terms.activations_bytes(off) == 0 and activation_terms.frozen_ends_bytes(off) == 0
     full = Setup(m, Knobs(lora_rank=16, checkpointing="full", precision=precision), 1, 1, 4096)
-    profile = mem.activation_profile(full.knobs)  # a LoRA base in bf16 trains in half precision, not AMP
+    profile = activation_terms.activation_profile(full.knobs)  # a LoRA base in bf16 trains in half precision, not AMP
     c = {"amp": 0, "half": 2, "fp32": 4}[profile]
-    assert mem.frozen_ends_bytes(full) == c * 4096 * m.text.hidden
+    assert activation_terms.frozen_ends_bytes(full) == c * 4096 * m.text.hidden
 
 
 @pytest.mark.parametrize("opt,client,per_element", [("adamw", True, 8), ("adamw-fused", True, 6), ("adamw", False, 6)])
@@ -318,4 +324,4 @@ def test_zero2_step_counts_a_client_optimizers_temporaries(opt, client, per_elem
     m = load_model("qwen2.5-7b")
     k = Knobs(precision="bf16", zero_stage=2, optimizer=opt, client_optimizer=client, framework="deepspeed")
     s = Setup(m, k, 1, 1, 512, 8)
-    assert mem.optimizer_step_temp_bytes(s) == per_element * -(-m.params // 8)
+    assert state_terms.optimizer_step_temp_bytes(s) == per_element * -(-m.params // 8)

@@ -132,7 +132,7 @@ def test_routing_line_states_the_assumptions():
 
 
 def _eager(**extra):
-    from planner.model.modelspec import from_config
+    from planner.model.families import from_config
 
     return from_config({**catalog.model_config("debug-moe"), "experts_implementation": "eager", **extra}, "debug-moe")
 

@@ -3,23 +3,25 @@
 
 from planner.config.spec import Knobs
 from planner.config.workload import Workload
-from planner.estimate import nograd
+from planner.estimate import generation, nograd
 from planner.estimate.setup import Setup
 from planner.estimate.vision import encoder_tokens, masked_tower_bytes
 from planner.model.catalog import load_model
 
 
-def _grpo(release: str, attention: str = "sdpa") -> Setup:
+def _grpo(release: str, attention: str = "sdpa", accum: int = 1) -> Setup:
     w = Workload(kind="grpo", max_prompt_length=2048, max_completion_length=1024)
+    if release == "3":  # the 3 line's reading: trl 0.16's generation per micro-step
+        w = w.model_copy(update={"steps_per_generation": 1})
     knobs = Knobs(precision="bf16", attention=attention, framework="swift", release=release, workload=w)
-    return Setup(load_model("qwen2.5-vl-3b"), knobs, 8, 1, w.seq_len(), 4, 1, image_tokens=768)
+    return Setup(load_model("qwen2.5-vl-3b"), knobs, 8, accum, w.seq_len(), 4, 1, image_tokens=768)
 
 
 def test_a_no_grad_pass_holds_the_masked_towers_scores_over_every_image_of_its_rows():
     """ms-swift 3.0-3.3's transformers run the tower's SDPA on 3-D tensors over one mask of the call's patches: a
     generation prefill or a reference pass of 8 rows of one 768-token image holds 67 bytes a pair of their 24,576
-    patches; the 3.4 line's transformers (and flash attention) do not."""
-    old, new = _grpo("3"), _grpo("3.4")
+    patches; the 3.7 line's transformers (and flash attention) do not."""
+    old, new = _grpo("3"), _grpo("3.7")
     patches = 8 * encoder_tokens(old.model.vision, 768)
     scores = masked_tower_bytes(old.model.vision, patches, "half", trained=False)
     assert patches == 24576 and scores == 67 * patches * patches
@@ -29,3 +31,20 @@ def test_a_no_grad_pass_holds_the_masked_towers_scores_over_every_image_of_its_r
     assert nograd.nograd_vision_bytes(new, 8) < scores // 50
     assert nograd.nograd_forward_bytes(old, 8, 2048) >= scores
     assert not nograd.masked_tower(_grpo("3", attention="flash"))
+
+
+def test_the_3_4_lines_generation_runs_the_tower_over_the_ranks_whole_accumulated_batch():
+    """ms-swift 3.4.0-3.6.4 sample the rank's micro-batch x accumulation rows at once (trl 0.17's dataloader, one
+    PtEngine call with no batch limit) under 3.3.x's transformers (<4.53, 4.49-4.50's masked 3-D tower SDPA read the
+    hungrier way); 3.0-3.3 sample per micro-step (trl 0.16). At 8 x 4 rows of one 768-token image: 98,304 patches,
+    67 bytes a pair, 603 GiB in the prefill, against 37.9 GiB over 3.3's 8 rows (24,576 patches)."""
+    per_step, whole = (
+        generation.generation_terms(_grpo("3", accum=4)),
+        generation.generation_terms(_grpo("3.4", accum=4)),
+    )
+    v = _grpo("3.4").model.vision
+    n = 4 * 8 * encoder_tokens(v, 768)
+    assert n == 98304 and nograd.masked_tower(_grpo("3.4"))
+    assert whole["generation_tower_bytes"] >= masked_tower_bytes(v, n, "half", trained=False) == 67 * n * n
+    assert per_step["generation_tower_bytes"] < 67 * (n // 4) ** 2 * 1.05
+    assert 602 * 2**30 < 67 * n * n < 604 * 2**30

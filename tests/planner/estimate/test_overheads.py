@@ -65,7 +65,7 @@ def test_each_term_says_measured_or_prior():
 def test_the_terms_add_up_to_the_breakdowns_overhead(gpu, gpus):
     s = Setup(MODEL, Knobs(), 2, 1, 1024, gpus_per_node=gpus, gpu=gpu)
     b = mem.breakdown(s, 80 * 2**30)
-    assert sum(t.bytes for t in b.overheads) == b.overhead_bytes == mem.overhead_bytes(s, b.peak_allocated_bytes)
+    assert sum(t.bytes for t in b.overheads) == b.overhead_bytes == overheads.overhead_bytes(s, b.peak_allocated_bytes)
     assert b.device_total_bytes == b.peak_allocated_bytes + b.overhead_bytes
 
 

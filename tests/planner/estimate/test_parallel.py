@@ -11,7 +11,7 @@ import pytest
 from planner.config.layout import Layout
 from planner.config.spec import Goal, Knobs, Plan
 from planner.errors import BadInput
-from planner.estimate import memory, parallel, speed
+from planner.estimate import activation_terms, overheads, parallel, speed, state_terms, temp_terms
 from planner.estimate.setup import Setup
 from planner.model import catalog, hardware
 from planner.search.search import make_plan
@@ -57,13 +57,17 @@ def test_a_ulysses_rank_saves_what_its_slice_of_the_sequence_saves(checkpointing
     v = parallel.view(sp)
     assert (v.seq_len, v.context, v.world_size) == (16384, 65536, 8)
     output_copy = 2 * 16384 * 24 * 128
-    assert memory.activations_bytes(v) == memory.activations_bytes(alone) + live_layers * output_copy
-    assert memory.logits_loss_bytes(v) == memory.logits_loss_bytes(alone)  # the loss on the local slice
+    assert (
+        activation_terms.activations_bytes(v) == activation_terms.activations_bytes(alone) + live_layers * output_copy
+    )
+    assert temp_terms.logits_loss_bytes(v) == temp_terms.logits_loss_bytes(alone)  # the loss on the local slice
 
 
 def test_sdpa_under_a_sequence_split_runs_without_a_padding_mask():
     sdpa, flash = _setup(sequence_parallel=2), _setup(sequence_parallel=2, attention="flash")
-    assert memory.activations_bytes(parallel.view(sdpa)) == memory.activations_bytes(parallel.view(flash))
+    assert activation_terms.activations_bytes(parallel.view(sdpa)) == activation_terms.activations_bytes(
+        parallel.view(flash)
+    )
     assert parallel.view(_setup()) == _setup()  # no parallel knob: the setup itself
 
 
@@ -87,12 +91,12 @@ def test_states_shard_over_every_rank_but_the_tensor_parallel_ones():
     x sequence parallel; under tensor parallel T, FSDP2 shards a rank's share over the world / T."""
     sp = parallel.view(_setup(sequence_parallel=4, zero_stage=3))
     plain = _setup(zero_stage=3)
-    assert memory.params_bytes(sp) == memory.params_bytes(plain)
-    assert memory.optimizer_bytes(sp) == memory.optimizer_bytes(plain)
+    assert state_terms.params_bytes(sp) == state_terms.params_bytes(plain)
+    assert state_terms.optimizer_bytes(sp) == state_terms.optimizer_bytes(plain)
     tp = parallel.view(_setup(tensor_parallel=2, fsdp="full"))
     assert tp.world_size == 4
-    assert memory.optimizer_bytes(tp) == pytest.approx(tp.model.params * 8 / 4, rel=1e-3)  # Adam's moments
-    assert memory.params_bytes(tp) == pytest.approx(tp.model.params * 4 / 4, rel=1e-3)  # the fp32 shard
+    assert state_terms.optimizer_bytes(tp) == pytest.approx(tp.model.params * 8 / 4, rel=1e-3)  # Adam's moments
+    assert state_terms.params_bytes(tp) == pytest.approx(tp.model.params * 4 / 4, rel=1e-3)  # the fp32 shard
 
 
 def test_each_parallel_split_costs_communication_and_shows_in_the_ranking():
@@ -180,8 +184,13 @@ def test_host_ram_per_node_counts_every_process_of_the_node():
     )
     plain = _setup(model="llama-3.1-8b", seq=4096, fsdp="full", offload="optimizer+params")
     assert (tp.node_ranks, tp.gpus_per_node) == (8, 2)
-    assert memory.host_offload_bytes_per_node(tp) == pytest.approx(memory.host_offload_bytes_per_node(plain), rel=0.01)
-    assert memory.overhead_bytes(parallel.view(_setup(tensor_parallel=8, fsdp="full")), 0) > memory.CUDA_CONTEXT_BYTES
+    assert state_terms.host_offload_bytes_per_node(tp) == pytest.approx(
+        state_terms.host_offload_bytes_per_node(plain), rel=0.01
+    )
+    assert (
+        overheads.overhead_bytes(parallel.view(_setup(tensor_parallel=8, fsdp="full")), 0)
+        > overheads.CUDA_CONTEXT_BYTES
+    )
 
 
 def _best(seq: int, sp: list[int]):

@@ -10,8 +10,9 @@ from planner import advise
 from planner.config.spec import Knobs
 from planner.errors import BadInput
 from planner.estimate import quant
-from planner.estimate.memory import breakdown, params_bytes
+from planner.estimate.memory import breakdown
 from planner.estimate.setup import Setup
+from planner.estimate.state_terms import params_bytes
 from planner.model import catalog
 
 LLAMA = catalog.load_model("llama-3.1-8b")

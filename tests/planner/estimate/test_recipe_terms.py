@@ -153,16 +153,19 @@ def test_ms_swift_3_2_to_3_6_score_a_vlms_rows_from_its_whole_logits():
     logits over the 3,072 tokens and the completion's scaled slice (tests/probes/test_whole_logits.py); 3.7 passes
     logits_to_keep and the 4.x line plans the fused head; a text model goes through TRL's own path in every line."""
     from planner.estimate import memory as mem
+    from planner.estimate import temp_terms
     from planner.estimate.rl import logps_pass_terms
 
     for release in ("3", "3.4"):
         s = _swift_grpo(release)
         t = s.model.text
         whole = recipe_terms.whole_logits_logps_bytes(t, 8, 3072, 1024, "half")
-        assert mem.whole_logits(s) and mem.logits_loss_bytes(s) == whole == 2 * 8 * 4096 * t.vocab
+        assert temp_terms.whole_logits(s) and temp_terms.logits_loss_bytes(s) == whole == 2 * 8 * 4096 * t.vocab
         assert logps_pass_terms(s)["forward_transient_bytes"] >= whole
         assert mem.breakdown(s, 96 * 10**9).detail["whole_logits_bytes"] == whole
     for release in ("3.7", ""):
         s = _swift_grpo(release)
-        assert not mem.whole_logits(s) and mem.logits_loss_bytes(s) < 2 * 8 * 3072 * s.model.text.vocab // 4
-    assert not mem.whole_logits(_swift_grpo("3.4", model="qwen2.5-3b", image_tokens=0))
+        assert (
+            not temp_terms.whole_logits(s) and temp_terms.logits_loss_bytes(s) < 2 * 8 * 3072 * s.model.text.vocab // 4
+        )
+    assert not temp_terms.whole_logits(_swift_grpo("3.4", model="qwen2.5-3b", image_tokens=0))

@@ -165,3 +165,29 @@ def test_resident_terms_of_every_phase():
     w = Workload(kind="grpo")
     z3 = breakdown(Setup(model, Knobs(workload=w, zero_stage=3), 4, 2, w.seq_len(), gpus_per_node=8), cap)
     assert z3.detail["generation_weights_bytes"] == model.params * 2
+
+
+def test_swift_35_scores_the_reference_after_the_policys_forward():
+    """ms-swift v3.5.0-v3.6.4's GRPO runs the reference's log-prob pass inside `_compute_loss`, after the policy's
+    forward (v3.5.0 grpo_trainer.py:1091, :1095-1100): the policy's saved activations and its head's saved
+    log_softmax stay live beside it. 3.0-3.3 and 3.7 on score it before the micro-step, as TRL does."""
+    from planner.estimate import ref_in_step
+    from planner.estimate.rl import logps_pass_terms, phase_terms
+
+    model = load_model("qwen2.5-vl-3b")
+    w = Workload(kind="grpo", beta=0.04, num_generations=8, max_prompt_length=2048, max_completion_length=1024)
+
+    def ref_phase(release):
+        s = Setup(model, Knobs(workload=w, framework="swift", release=release, zero_stage=3), 8, 4, w.seq_len(), 4)
+        training = breakdown(s, 96 * 2**30)
+        return s, phase_terms(s, 96 * 2**30, training)["reference-forward"]
+
+    s, in_step = ref_phase("3.4")
+    assert ref_in_step.grpo_reference_in_step(s)
+    assert in_step["saved_activations_bytes"] > 0 and in_step["grads_bytes"] > 0
+    assert in_step["policy_logps_bytes"] == 2 * 8 * 1024 * model.text.vocab + 8 * 8 * 1024
+    assert in_step["forward_transient_bytes"] == logps_pass_terms(s)["forward_transient_bytes"]
+    for release in ("3", "3.7"):
+        s, between = ref_phase(release)
+        assert not ref_in_step.grpo_reference_in_step(s)
+        assert "saved_activations_bytes" not in between and "policy_logps_bytes" not in between

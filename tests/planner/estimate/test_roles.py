@@ -7,8 +7,7 @@ import pytest
 
 from planner.config.spec import GIB, Knobs
 from planner.config.workload import Workload
-from planner.estimate import memory as mem
-from planner.estimate import rl, roles, rollout
+from planner.estimate import rl, roles, rollout, state_terms
 from planner.estimate.setup import Setup
 from planner.model import catalog
 
@@ -41,8 +40,8 @@ def test_the_rollout_phase_is_the_other_roles_resident_states_and_vllms_share_of
     actor = roles.on_group(s, R.models["actor"], R.groups["actor"])
     critic = roles.on_group(s, R.models["critic"], R.groups["critic"])
     assert phase["rollout_bytes"] == int(0.4 * CAP)  # vLLM: gpu_memory_utilization of the total
-    assert phase["actor_resident_bytes"] == mem.params_bytes(actor) + mem.optimizer_bytes(actor)
-    assert phase["critic_resident_bytes"] == mem.params_bytes(critic) + mem.optimizer_bytes(critic)
+    assert phase["actor_resident_bytes"] == state_terms.params_bytes(actor) + state_terms.optimizer_bytes(actor)
+    assert phase["critic_resident_bytes"] == state_terms.params_bytes(critic) + state_terms.optimizer_bytes(critic)
     assert phase["ref_resident_bytes"] == 0  # verl keeps the reference on the host (FSDP CPU offload)
 
 
@@ -95,8 +94,10 @@ def test_the_value_model_drops_the_vocabulary_head_and_keeps_the_embedding():
 def test_verl_reduce_scatters_every_micro_step_so_sharded_gradients_accumulate():
     s = setup(accum=4)
     hf = replace(s, knobs=s.knobs.model_copy(update={"framework": "hf", "workload": Workload()}))
-    assert mem.backward_grads_bytes(s, mem.gradients_bytes(s)) == mem.gradients_bytes(s)
-    assert mem.backward_grads_bytes(hf, mem.gradients_bytes(hf)) > mem.gradients_bytes(hf)  # no_sync: unsharded
+    assert state_terms.backward_grads_bytes(s, state_terms.gradients_bytes(s)) == state_terms.gradients_bytes(s)
+    assert state_terms.backward_grads_bytes(hf, state_terms.gradients_bytes(hf)) > state_terms.gradients_bytes(
+        hf
+    )  # no_sync: unsharded
 
 
 # verl 0.9.1 rollout.checkpoint_engine.update_weights_bucket_megabytes 2048 (trainer/config/rollout/rollout.yaml:282)

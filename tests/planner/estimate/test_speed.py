@@ -3,8 +3,9 @@
 import pytest
 
 from planner.config.spec import Knobs
+from planner.estimate import microstep
 from planner.estimate.setup import Setup
-from planner.estimate.speed import comm_bytes_per_step, efficiency, step_time, tokens_per_second
+from planner.estimate.speed import efficiency, step_time, tokens_per_second
 from planner.model import catalog, hardware
 
 
@@ -25,9 +26,11 @@ def test_zero2_accumulation_8_on_4_nodes_is_slower_than_2_for_the_same_global_ba
 
 def test_ddp_communicates_once_per_step_whatever_the_accumulation():
     m = catalog.load_model("llama-3.2-1b")
-    a = comm_bytes_per_step(Setup(m, Knobs(), 1, 1, 1024, 8, 1))
-    b = comm_bytes_per_step(Setup(m, Knobs(), 1, 8, 1024, 8, 1))
-    assert a == b
+    a, b = (Setup(m, Knobs(), 1, accum, 1024, 8, 1) for accum in (1, 8))
+    # (bytes each rank sends per optimizer step, collective calls per step), what speed.step_time prices
+    assert microstep.volume_and_calls(microstep.collectives(a), 1) == microstep.volume_and_calls(
+        microstep.collectives(b), 8
+    )
 
 
 def test_multi_node_scaling_is_sublinear():

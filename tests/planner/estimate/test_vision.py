@@ -4,6 +4,7 @@ tests/probes/test_vision_terms.py)."""
 from dataclasses import replace
 
 from planner.config.spec import GIB, Knobs
+from planner.estimate import activation_terms, nograd, state_terms
 from planner.estimate import memory as mem
 from planner.estimate.setup import Setup
 from planner.estimate.vision import gated_bytes, masked_tower_bytes, vision_activations_bytes, vision_block_bytes
@@ -57,10 +58,10 @@ def test_ms_swift_2s_transformers_run_every_heads_scores_over_the_calls_patches(
     three of them, 96 bytes a pair of patches in bf16; the 4.x line's transformers split the call per image."""
     n = 8192 * 4  # patches: 4 a token (2 x 2 merge)
     old, new = _qwen2_vl_run("2"), _qwen2_vl_run("")
-    assert mem.masked_tower(old) and not mem.masked_tower(new)
+    assert nograd.masked_tower(old) and not nograd.masked_tower(new)
     assert masked_tower_bytes(old.model.vision, n, "amp", True) == 96 * n * n
     b = mem.breakdown(old, 80 * GIB)
-    tower = mem.masked_tower_phase(old, 0, mem.gradients_bytes(old), mem.optimizer_bytes(old))
+    tower = mem.masked_tower_phase(old, 0, state_terms.gradients_bytes(old), state_terms.optimizer_bytes(old))
     assert b.peak_phase == "backward" and b.peak_allocated_bytes == b.params_bytes + b.grads_bytes + sum(tower[1:])
     assert b.peak_allocated_bytes - mem.breakdown(new, 80 * GIB).peak_allocated_bytes > 96 * n * n // 2
 
@@ -70,8 +71,8 @@ def test_a_frozen_tower_runs_it_in_its_forward_and_flash_attention_not_at_all():
     n = 8192 * 4
     b = mem.breakdown(frozen, 80 * GIB)
     assert b.peak_phase == "forward" and b.temp_bytes >= 67 * n * n  # both masks, the scores and their softmax
-    assert not mem.masked_tower(_qwen2_vl_run("2", attention="flash"))  # VisionFlashAttention2: varlen, no mask
-    assert not mem.masked_tower(_qwen2_vl_run("2", image_tokens=0))
+    assert not nograd.masked_tower(_qwen2_vl_run("2", attention="flash"))  # VisionFlashAttention2: varlen, no mask
+    assert not nograd.masked_tower(_qwen2_vl_run("2", image_tokens=0))
 
 
 def test_without_checkpointing_each_trained_block_keeps_its_softmax_for_the_backward():
@@ -81,14 +82,19 @@ def test_without_checkpointing_each_trained_block_keeps_its_softmax_for_the_back
     )
     new = Setup(off.model, off.knobs.model_copy(update={"release": ""}), 1, 1, 10240, 8, 1, image_tokens=8192)
     n, v = 8192 * 4, off.model.vision
-    assert mem.activations_bytes(off) - mem.activations_bytes(new) == (v.layers - v.unused_layers) * 16 * 2 * n * n
+    assert (
+        activation_terms.activations_bytes(off) - activation_terms.activations_bytes(new)
+        == (v.layers - v.unused_layers) * 16 * 2 * n * n
+    )
 
 
-def test_the_3x_line_runs_it_too_and_3_4_does_not():
-    """ms-swift 3.0-3.2 pin transformers <4.51, whose Qwen2-VL and Qwen2.5-VL towers still pass SDPA 3-D tensors
-    (the 3.x line read the hungrier way for 3.3, which allows 4.51-4.52's 4-D call); 3.4's line is not."""
-    assert mem.masked_tower(_qwen2_vl_run("3")) and not mem.masked_tower(_qwen2_vl_run("3.4"))
+def test_the_3x_and_3_4_lines_run_it_too_and_3_7_does_not():
+    """ms-swift 3.0-3.2 pin transformers <4.51, whose Qwen2-VL and Qwen2.5-VL towers still pass SDPA 3-D tensors;
+    3.3.x and the 3.4 line (3.4.0-3.6.4) allow the same >=4.33,<4.53 (requirements/framework.txt), 4.49-4.50
+    among them, and are read the hungrier way; 3.7's line is not."""
+    assert nograd.masked_tower(_qwen2_vl_run("3")) and nograd.masked_tower(_qwen2_vl_run("3.4"))
+    assert not nograd.masked_tower(_qwen2_vl_run("3.7"))
     s = _qwen2_vl_run("3")
     qwen25 = Setup(load_model("qwen2.5-vl-7b"), s.knobs, 1, 1, 10240, 8, 1, image_tokens=8192)
-    assert mem.masked_tower(qwen25) and qwen25.model.vision.heads == 16
-    assert not mem.masked_tower(Setup(load_model("qwen3-vl-8b"), s.knobs, 1, 1, 10240, 8, 1, image_tokens=8192))
+    assert nograd.masked_tower(qwen25) and qwen25.model.vision.heads == 16
+    assert not nograd.masked_tower(Setup(load_model("qwen3-vl-8b"), s.knobs, 1, 1, 10240, 8, 1, image_tokens=8192))

@@ -173,6 +173,7 @@ def test_a_client_optimizer_plan_exports_a_deepspeed_config_without_an_optimizer
         ({"eval_batch": 2, "eval_logits_steps": 4}, "SFTConfig"),
         ({"workload": {"kind": "grpo", "num_generations": 4, "generation": "vllm-colocate"}}, "GRPOConfig"),
         ({"workload": {"kind": "dpo", "max_length": 1024}}, "DPOConfig"),
+        ({"framework": "trl", "workload": {"kind": "kto", "max_length": 1024}}, "KTOConfig"),
     ],
 )
 def test_the_hf_commands_flags_parse_with_trls_own_parser(fields, config, tmp_path):

@@ -26,6 +26,7 @@ VALIDATORS = Path(__file__).parent / "validators"
 BASE = {"model": "qwen2.5-7b", "gpu": "h100", "gpus_per_node": 8, "micro_batch": 2, "grad_accum": 4, "seq_len": 4096}
 GRPO = {"kind": "grpo", "num_generations": 8, "max_completion_length": 1024, "generation": "vllm-colocate"}
 DPO = {"kind": "dpo", "max_length": 2048}
+KTO = {"kind": "kto", "max_length": 2048}
 GKD = {"kind": "gkd", "teacher_model": "qwen2.5-14b", "max_length": 2048, "max_completion_length": 512, "lmbda": 0.3}
 VLM_FULL = {
     "model": "qwen2.5-vl-7b",
@@ -55,6 +56,7 @@ CASES = {
         "qlora_fsdp": {"lora_rank": 16, "quant": "nf4", "fsdp": "full", "checkpointing": "full"},
         "int8": {"lora_rank": 8, "quant": "int8", "checkpointing": "full"},
         "dpo_full_z2_offload": {"zero": 2, "offload": "optimizer", "workload": DPO, "checkpointing": "full"},
+        "kto_lora": {"lora_rank": 8, "checkpointing": "full", "workload": KTO},
         "vlm_fsdp": {**VLM_FULL, "checkpointing": "offload", "frozen": "vision", "micro_batch": 1, "nodes": 2},
         "vlm_projector_only": {
             "model": "qwen2.5-vl-7b",
@@ -100,6 +102,7 @@ CASES = {
             "checkpointing": "full",
         },
         "gkd_full_z3": {"zero": 3, "checkpointing": "full", "workload": GKD},
+        "kto_full_z2": {"zero": 2, "checkpointing": "full", "workload": KTO},
         "vlm_fsdp": {**VLM_FULL, "checkpointing": "off"},
         "vlm_llm_frozen": {
             "model": "qwen2.5-vl-7b",
@@ -210,6 +213,16 @@ def lf(case: str, tmp_path: Path) -> SimpleNamespace:
     w = written("llamafactory", case, tmp_path)
     w.cfg = yaml.safe_load((w.dir / llamafactory.CONFIG_NAME).read_text())
     return w
+
+
+def test_llamafactory_kto_writes_its_stage_and_reads_it_back(tmp_path):
+    """stage kto with the rows' cutoff_len; read back, the same workload with LLaMA-Factory's whole-logits head, which
+    the plan written from --framework llamafactory already planned, the KL pass after the policy's forward."""
+    w = lf("kto_lora", tmp_path)
+    assert w.cfg["stage"] == "kto" and w.cfg["cutoff_len"] == 2048 and w.cfg["pref_beta"] == 0.1
+    assert w.plan.workload.logprobs == "full" and "kl-forward" in w.plan.memory.phases
+    back = intake.read([str(w.dir / llamafactory.CONFIG_NAME)]).request["workload"]
+    assert back == {"kind": "kto", "max_length": 2048, "logprobs": "full"}
 
 
 def test_llamafactory_lora_zero3_over_two_nodes(tmp_path):
@@ -399,6 +412,17 @@ def test_swift_full_dpo_writes_its_offload_zero2_json(tmp_path):
     assert f["deepspeed"] == "ds_config.json" and f["torch_dtype"] == "bfloat16"  # DeepSpeed keeps fp32 masters
     zero = json.loads((d / "ds_config.json").read_text())["zero_optimization"]
     assert zero["stage"] == 2 and zero["offload_optimizer"]["device"] == "cpu"
+
+
+def test_swift_kto_writes_its_rlhf_type_and_reads_it_back(tmp_path):
+    """`swift rlhf --rlhf_type kto` with the rows' --max_length; read back, the same workload, with ms-swift's KTO head
+    (the whole logits, rlhf_trainers/kto_trainer.py:53,59-61,128), which the plan written from --framework swift
+    already planned (Framework.kto_logprobs)."""
+    w = sw("kto_full_z2", tmp_path)
+    assert w.cmd == ["swift", "rlhf"] and w.f["rlhf_type"] == "kto" and w.f["max_length"] == "2048"
+    assert w.plan.workload.logprobs == "full"
+    back = intake.read([str(w.dir / swift.SCRIPT_NAME)]).request["workload"]
+    assert back == {"kind": "kto", "max_length": 2048, "logprobs": "full"}
 
 
 def test_swift_gkd_writes_its_teacher_and_reads_it_back(tmp_path):

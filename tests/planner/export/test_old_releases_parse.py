@@ -40,8 +40,9 @@ ROLE_RUNS = {
     "verl": RL_CASES["verl"]
     | {"ppo-no-rm": {**RL_CASES["verl"]["ppo"], "workload": {"kind": "ppo", "num_generations": 4}}},
 }
-# OpenRLHF 0.8.x asks for flash-attn or eager only (its --flash_attn switch): the search's sdpa is not written there
-BODY = {("openrlhf", "0.8"): {"attention": ["flash"]}}
+# per line, what a request adds (none: OpenRLHF 0.8.x's --flash_attn switch writes flash-attn or eager, and a request
+# naming no attention is searched at the line's own, eager: planner.config.requests Space.release_attention)
+BODY: dict[tuple[str, str], dict] = {}
 # (framework, line, venv of tools/fwenv_old.sh, validator): LLaMA-Factory's 0.8 line runs 0.8.0 .. 0.9.0, both ends
 # checked; R1-V's fork trains with trl 0.14.0's GRPOConfig (setup.py:65)
 RELEASES = [
@@ -52,6 +53,8 @@ RELEASES = [
     *(("trl", line, f"trl-{v}", TRL) for line, v in (("0.14", "0.14.0"), ("0.15", "0.15.2"), ("0.19", "0.19.1"))),
     *(("trl", line, f"trl-{v}", TRL) for line, v in (("0.22", "0.22.2"), ("1.0", "1.0.0"), ("1.10", "1.10.0"))),
     ("trl", "r1-v", "trl-0.14.0", TRL),
+    # HF's Trainer at the 4 lines, each at its newest release: TrainingArguments' own parser (trl_validate.py)
+    *(("hf", line, f"hf-{v}", TRL) for line, v in (("4", "4.53.0"), ("4.54", "4.57.1"))),
     # OpenRLHF's flat-flag lines (0.8 is 0.5.0 .. 0.8.9: its newest checked), verl 0.6 at both releases
     ("openrlhf", "0.10", "orl-0.10.1", ORL),
     ("openrlhf", "0.8", "orl-0.8.9", ORL),
@@ -107,6 +110,8 @@ def argument(framework: str, kind: str, folder: Path) -> str:
         return str(folder / "llamafactory_train.yaml")
     if framework == "swift":
         return str(folder / "swift_train.sh")
+    if framework == "hf":
+        return f"TrainingArguments:{folder}"
     return f"{CONFIG[kind]}:{folder}"
 
 

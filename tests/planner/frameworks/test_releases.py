@@ -130,7 +130,10 @@ def test_the_cli_takes_name_at_release_and_lists_releases():
         "unsloth",
     ]
     first = trl["releases"][0]
-    assert first["meaning"] == {"grpo_batch_counts": "prompts"} and first["workload"]["beta"]["value"] == 0.04
+    assert (
+        first["meaning"] == {"grpo_batch_counts": "prompts", "fsdp_config_version": "ignored"}
+        and first["workload"]["beta"]["value"] == 0.04
+    )
     assert frameworks_json() == data
     table = planner("frameworks").stdout
     assert "releases" in table and "r1-v" in table

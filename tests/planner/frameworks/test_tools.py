@@ -130,7 +130,7 @@ def test_every_script_flags_trainer_is_one_frameworks():
     belong to one framework: the plain Trainer to the script-flags reader's, TRL's to trl."""
     owned = [t for f in FRAMEWORKS.values() for t in f.trainers]
     assert len(owned) == len(set(owned))
-    told = {reader(ARGS).trainer_of({}, hint) for hint in ("train.py", "sft", "dpo", "grpo", "gkd")} | {"reward"}
+    told = {reader(ARGS).trainer_of({}, hint) for hint in ("train.py", "sft", "dpo", "grpo", "gkd", "kto")} | {"reward"}
     assert told == set(owned) and by_trainer(PLAIN) == ARGS
     assert {by_trainer(t) for t in told - {PLAIN}} == {"trl"}
     assert calls_reader().__name__ == "planner.frameworks.trl.reader_unsloth"

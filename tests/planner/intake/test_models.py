@@ -120,12 +120,12 @@ def test_a_cache_snapshot_path_from_another_machine_is_its_repos_id(tmp_path, mo
 
 def test_the_command_lines_model_resolves_what_config_resolves():
     """--model Qwen/Qwen2.5-VL-3B-Instruct was refused on the command line although --config resolved the same id."""
-    from planner import advise
+    from planner import resolved
 
-    assert advise.default_resolver("Qwen/Qwen2.5-VL-3B-Instruct").name == "qwen2.5-vl-3b"
-    assert advise.default_resolver("/nowhere/models/Qwen2.5-VL-3B-Instruct").name == "qwen2.5-vl-3b"
+    assert resolved.default_resolver("Qwen/Qwen2.5-VL-3B-Instruct").name == "qwen2.5-vl-3b"
+    assert resolved.default_resolver("/nowhere/models/Qwen2.5-VL-3B-Instruct").name == "qwen2.5-vl-3b"
     with pytest.raises(BadInput, match="acme/never-heard-of-it"):
-        advise.default_resolver("acme/never-heard-of-it")
+        resolved.default_resolver("acme/never-heard-of-it")
 
 
 @pytest.mark.parametrize(

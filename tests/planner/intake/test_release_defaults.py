@@ -1,4 +1,4 @@
-"""One way a framework's reader takes a release's defaults (planner.intake.releases.moved_default): LLaMA-Factory's
+"""One way a framework's reader takes a release's defaults (planner.intake.line_defaults.moved_default): LLaMA-Factory's
 reader, which looks its keys up field by field, and verl's and OpenRLHF's, which take them as flags (with_defaults),
 each give a moved default the same `NAME@RELEASE default (file:line)` source, read at the line the pin beside the
 files names; the file's own key wins over it, and the newest line moves nothing."""

@@ -170,3 +170,24 @@ def test_openrlhf_0_9s_micro_batch_default_is_its_own(tmp_path):
     )
     s = settings(tmp_path / "run.sh")
     assert s["micro_batch"].value == 4 and "openrlhf@0.9 default" in s["micro_batch"].source
+
+
+def test_trls_kto_script_and_config_read_as_a_kto_workload(tmp_path):
+    """KTOConfig(...) in a script, and `trl kto --config` with KTOConfig's own keys (desirable_weight; max_length and
+    precompute_ref_log_probs as DPO's): a kto workload, KTOConfig's fields not unknown arguments."""
+
+    (tmp_path / "train_kto.py").write_text(
+        "from trl import KTOConfig, KTOTrainer\n"
+        "args = KTOConfig(output_dir='o', per_device_train_batch_size=4, max_length=2048, undesirable_weight=1.33)\n"
+        "KTOTrainer(model='Qwen/Qwen2.5-0.5B-Instruct', args=args, train_dataset=None).train()\n"
+    )
+    (tmp_path / "kto.yaml").write_text(
+        "model_name_or_path: Qwen/Qwen2.5-0.5B-Instruct\nper_device_train_batch_size: 8\nmax_length: 1024\n"
+        "desirable_weight: 1.0\nprecompute_ref_log_probs: true\noutput_dir: out\n"
+    )
+    (tmp_path / "run.sh").write_text("trl kto --config kto.yaml\n")
+    script = intake.read([str(tmp_path / "train_kto.py")]).request
+    assert script["workload"]["kind"] == "kto" and script["workload"]["max_length"] == 2048
+    cli = intake.read([str(tmp_path / "run.sh")])
+    assert cli.request["workload"] == {"kind": "kto", "max_length": 1024, "precompute_ref_log_probs": True}
+    assert not [n for n in cli.unplanned if "desirable_weight" in n]

@@ -151,7 +151,8 @@ UNWRITTEN = [
     ("openrlhf@0.9", {"seq_len": 1024}, "OpenRLHF 0.9.x scripts are read, not written"),
     ("verl@0.5", RL, "verl 0.2.x-0.3.x have no FSDP2"),
     ("swift@3", GRPO, "GRPO scripts are read, not written"),
-    ("openrlhf@0.8", {"seq_len": 1024}, "OpenRLHF 0.8.x's --bf16 and --flash_attn are switches"),
+    # sdpa asked: with no attention named the search tries the line's own, eager (test_release_attention.py)
+    ("openrlhf@0.8", {"seq_len": 1024, "attention": ["sdpa"]}, "OpenRLHF 0.8.x's --bf16 and --flash_attn are switches"),
     ("verl@0.6", {"workload": {"kind": "ppo", "roles": {"reward_model": "qwen2.5-0.5b"}}}, "reward model is an FSDP"),
 ]
 
@@ -167,7 +168,8 @@ def test_a_line_read_but_not_written_is_never_ranked_and_says_so_in_one_line(fra
     with pytest.raises(BadInput, match=says) as e:
         advise.suggest(advise.parse(advise.SuggestRequest, req))
     assert "\n" not in str(e.value)
-    one = {k: v for k, v in req.items() if k not in ("global_batch", "top")} | {"micro_batch": 1}
+    one = {k: v[0] if isinstance(v, list) else v for k, v in req.items() if k not in ("global_batch", "top")}
+    one |= {"micro_batch": 1}
     one |= {"fsdp": "full"} if framework.startswith("verl") else {}
     res = advise.check(advise.parse(advise.CheckRequest, one))
     assert res.plan.release == framework.split("@")[1] and res.suggestions  # alternatives to edit the user's file by

@@ -7,7 +7,7 @@ import pytest
 
 from planner.errors import BadInput, UnknownName
 from planner.model import catalog
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 from planner.model.shapes import REMOTE_CODE_ONLY
 
 REQUIRED = [

@@ -5,7 +5,7 @@ rotated dims of each head (partial_rotary_factor, 0.5 by default, at the top lev
 import pytest
 
 from planner.model import catalog
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 
 
 def _built(cfg: dict) -> int:

@@ -7,7 +7,7 @@ import pytest
 
 from planner.errors import BadInput
 from planner.model import catalog
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 
 
 def _built(model_type: str, **kw) -> tuple[dict, int]:

@@ -14,7 +14,7 @@ import pytest
 from planner.errors import BadInput
 from planner.estimate import moe
 from planner.model import catalog, image_rules, images
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 
 
 def _built(model_type: str, **kw) -> tuple[dict, int, object]:
@@ -148,7 +148,7 @@ def test_lora_targets_are_what_peft_adapts_and_the_step_runs():
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     peft = pytest.importorskip("peft")
-    from planner.model.modelspec import peft_target_modules
+    from planner.model.lora_targets import peft_target_modules
 
     text = {"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 32, "intermediate_size_mlp": 64}
     text |= {"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "num_local_experts": 4}

@@ -6,7 +6,7 @@ each part's meta-device count equals memplan's, exactly (tolerance 0), at the pu
 import pytest
 
 from planner.model import catalog
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 
 # openbmb/MiniCPM-V-2_6: the Hub's safetensors metadata shows 8.1B (rounded); the count is its modules' (minicpmv.py)
 MINICPM_V_2_6 = 8_099_175_152

@@ -6,7 +6,7 @@ llama-like formula (a text-only Qwen3.5 or GLM-4V text model: a recurrent state 
 import pytest
 
 from planner.errors import BadInput
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 from planner.model.pending import PENDING
 
 

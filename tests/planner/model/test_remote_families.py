@@ -6,7 +6,7 @@ test builds both)."""
 import pytest
 
 from planner.model import catalog
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 
 # Qwen/Qwen-14B-Chat: the Hub's safetensors metadata shows 14.2B (rounded); the exact count is its modules' (qwen1.py)
 QWEN_14B = 14_167_290_880

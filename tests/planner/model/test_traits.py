@@ -11,18 +11,21 @@ from pathlib import Path
 import pytest
 
 from planner.model import catalog
-from planner.model.modelspec import ALL_FAMILIES
+from planner.model.families import ALL_FAMILIES
 from planner.model.shapes import FAMILY_TRAITS, REMOTE_CODE_ONLY, Traits
 
 ROOT = Path(__file__).resolve().parents[3]
 READERS = {
     "planner/model/modelspec.py",
+    "planner/model/families.py",
+    "planner/model/decoders.py",
     "planner/model/moespec.py",
     "planner/model/vlm.py",
     "planner/model/mllama.py",
     "planner/model/vila.py",
     "planner/model/qwenvl.py",
     "planner/model/qwenomni.py",
+    "planner/model/qwen3omni.py",
     "planner/model/hybrid.py",
     "planner/model/glm4v.py",
     "planner/model/qwen1.py",

@@ -15,7 +15,8 @@ peft = pytest.importorskip("peft")
 from torch import nn
 
 from planner.errors import BadInput
-from planner.model.modelspec import from_config, peft_target_modules
+from planner.model.families import from_config
+from planner.model.lora_targets import peft_target_modules
 
 # NVILA-8B's config.json, its keys that count (TensorRT-LLM test_modeling_vila.py NVILA_8B_CONFIG, a full copy)
 NVILA_8B = json.loads(

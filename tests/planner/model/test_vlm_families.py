@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 from planner.model import catalog, vlm
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 from tests.planner.model.vlms import VLMS
 
 CATALOG = [n for n in VLMS if catalog.model_config(n)["model_type"] in (*vlm.FAMILIES, "mllama")]

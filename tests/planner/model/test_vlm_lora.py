@@ -1,4 +1,4 @@
-"""A VLM's LoRA targets (planner.model.modelspec.peft_target_modules): PEFT 0.21 applied to a small Qwen2.5-VL and
+"""A VLM's LoRA targets (planner.model.lora_targets.peft_target_modules): PEFT 0.21 applied to a small Qwen2.5-VL and
 InternVL built from their catalog configs adapts exactly the language model's linears the plan counts, and the
 planned adapter parameters equal PEFT's, where a bare all-linear would adapt the vision tower and projector too."""
 
@@ -8,7 +8,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 peft = pytest.importorskip("peft")
 from planner.model.catalog import model_config
-from planner.model.modelspec import from_config, peft_target_modules, peft_target_parameters
+from planner.model.families import from_config
+from planner.model.lora_targets import peft_target_modules, peft_target_parameters
 from tests.planner.model.vlms import VLMS
 
 

@@ -7,7 +7,7 @@ are memplan's plus the boolean image mask the index operations keep (a byte a to
 import pytest
 
 from planner.model import catalog, xcomposer
-from planner.model.modelspec import from_config
+from planner.model.families import from_config
 
 # internlm/internlm-xcomposer2-7b: InternLM2-7B (7,737,708,544) + its PLoRAs (603,979,776) + CLIP-L/14 at 490 pixels
 # (304,172,032) + vision_proj (20,979,712)

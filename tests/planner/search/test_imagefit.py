@@ -9,8 +9,8 @@ import pytest
 
 from planner import advise
 from planner.errors import BadInput
+from planner.model.families import from_config
 from planner.model.images import image_rule, worst_case
-from planner.model.modelspec import from_config
 from tests.planner.cli.helpers import planner
 
 # Qwen2.5-VL-3B trained in full on 6 x H20 (the worked case of docs/vlms.md), two images a row at max_pixels 2,007,040

@@ -3,7 +3,9 @@ own config class, on a host without a GPU: what tests/planner/export/test_old_re
 of tools/fwenv_old.sh (trl 0.14.0 .. 1.10.0).
 
 Usage: python trl_validate.py CONFIG:DIR [CONFIG:DIR ...]   (CONFIG: SFTConfig, DPOConfig or GRPOConfig; each DIR:
-what `planner suggest --framework trl@LINE --emit` wrote for one plan)
+what `planner suggest --framework trl@LINE --emit` wrote for one plan). CONFIG TrainingArguments checks HF's Trainer
+the same way (`--framework hf@4`, hf@4.54: the venvs hf-4.53.0 and hf-4.57.1, each with the TRL of its month, whose
+ModelConfig names the LoRA flags written: planner/intake/loraargs.py).
 
 For each folder, from inside it (--fsdp_config names fsdp_config.json beside the script):
 1. train_args.json through transformers' HfArgumentParser over (CONFIG, trl.ModelConfig): `parse_dict` refuses a key
@@ -46,10 +48,11 @@ def flags_of(script: str) -> list[str]:
 
 
 def parser(config: str):
+    import transformers
     import trl
-    from transformers import HfArgumentParser
 
-    return HfArgumentParser((getattr(trl, config), trl.ModelConfig))
+    cls = getattr(trl, config, None) or getattr(transformers, config)  # TrainingArguments: HF's Trainer (hf@4 lines)
+    return transformers.HfArgumentParser((cls, trl.ModelConfig))
 
 
 def check(folder: Path) -> str:
@@ -63,9 +66,13 @@ def check(folder: Path) -> str:
     for field in ("per_device_train_batch_size", "gradient_accumulation_steps", "bf16", "gradient_checkpointing"):
         if getattr(cfg, field) != getattr(cfg2, field):
             raise ValueError(f"{field}: train_args.json {getattr(cfg, field)} != flags {getattr(cfg2, field)}")
+    import transformers
     import trl
 
-    extra = f" num_generations={cfg.num_generations}" if hasattr(cfg, "num_generations") else ""
+    extra = (
+        f" output_dir={cfg.output_dir} transformers {transformers.__version__}" if config == "TrainingArguments" else ""
+    )
+    extra += f" num_generations={cfg.num_generations}" if hasattr(cfg, "num_generations") else ""
     return (
         f"trl {trl.__version__} {config}: micro={cfg.per_device_train_batch_size} "
         f"accum={cfg.gradient_accumulation_steps} fsdp={cfg.fsdp} peft={model.use_peft}{extra}"

@@ -39,14 +39,14 @@ def test_train_bash_with_its_flags_is_llamafactory_at_a_train_bash_release(tmp_p
     every train_bash.py release (v0.7.0 data_args.py:27-28), adamw_torch of the transformers they ran."""
     r = _read(tmp_path, BASH.format(extra="--lora_target q_proj,v_proj"))
     s = _s(r)
-    assert s["framework"].value == "llamafactory@0.6"
-    assert "release assumed: LLaMA-Factory 0.6, the newest of 0.5, 0.6" in s["framework"].source
+    assert s["framework"].value == "llamafactory@0.7"  # v0.7.0, the last train_bash.py release
+    assert "release assumed: LLaMA-Factory 0.7, the newest of 0.5, 0.6, 0.7" in s["framework"].source
     assert "train_bash.py" in s["framework"].source
     assert r.request["lora_rank"] == 8 and r.request["lora_targets"] == "q_proj,v_proj"
     assert r.request["checkpointing"] == "full" and r.request["micro_batch"] == 2
     assert r.request["seq_len"] == 1024 and "v0.7.0 src/llmtuner/hparams/data_args.py:27-28" in s["seq_len"].source
     assert r.request["optimizer"] == "adamw"
-    assert r.releases == ("0.5", "0.6")  # check --config plans each, the headline the hungrier
+    assert r.releases == ("0.5", "0.6", "0.7")  # check --config plans each, the headline the hungrier
 
 
 def test_a_pinned_llmtuner_decides_and_lora_without_lora_target_stops_at_05(tmp_path):
@@ -88,7 +88,7 @@ def test_the_keys_older_releases_named_are_read_in_their_newest_names(tmp_path):
     assert r.request["batching"] == "packed" and r.request["attention"] == "flash"
     assert not any("refuses it" in u for u in r.unplanned)
     dpo = _read(tmp_path, YAML.format(extra="stage: dpo\ndpo_beta: 0.1\ncutoff_len: 512"), "train.yaml")
-    assert _s(dpo)["framework"].value == "llamafactory@0.7.1" and dpo.releases == ("0.5", "0.6", "0.7.1")
+    assert _s(dpo)["framework"].value == "llamafactory@0.7.1" and dpo.releases == ("0.5", "0.6", "0.7", "0.7.1")
     assert not any("refuses it" in u for u in dpo.unplanned)
     given = _read(tmp_path, YAML.format(extra="sft_packing: true"), "train.yaml", framework="llamafactory@0.9.5")
     assert any("sft_packing: True (not a llamafactory 0.9.5 key" in u for u in given.unplanned)
@@ -194,7 +194,7 @@ def test_where_the_releases_verdicts_differ_the_headline_takes_the_hungrier(tmp_
     out = checkconfig.check_config([str(path)], {"gpu": "a100-40gb", "gpus_per_node": 8})
     releases = out.config["releases"]
     assert not out.plan.fits and releases["planned"] == "0.9.5" and out.context[2].seq_len == 2048
-    assert releases["fits"] == ["0.5", "0.6", "0.7.1", "0.8"] and "0.9.1" in releases["does_not_fit"]
+    assert releases["fits"] == ["0.5", "0.6", "0.7", "0.7.1", "0.8"] and "0.9.1" in releases["does_not_fit"]
 
 
 def test_a_file_written_for_an_older_release_holds_that_releases_keys_and_pins_it(tmp_path):

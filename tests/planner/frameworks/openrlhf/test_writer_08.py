@@ -6,7 +6,13 @@ unset, :44), and a GRPO script written so reads back with the prompt and complet
 import shlex
 
 from planner import advise, checkconfig
+from planner.config.knobfields import choices
+from planner.config.spec import Knobs
 from planner.export import launch
+from planner.frameworks import FRAMEWORKS
+from planner.frameworks.base import Where
+from planner.frameworks.openrlhf.keys import KEYS
+from planner.frameworks.openrlhf.writer import switch_08
 from tests.planner.export.test_rl_exports import BASE, CASES
 
 
@@ -24,3 +30,18 @@ def test_an_08_grpo_script_takes_the_switches_and_the_two_lengths_and_reads_back
     assert "--max_len" not in words and "--max_new_tokens" not in words
     back = checkconfig.check_config([str(tmp_path / "openrlhf_ppo.sh")], {"gpu": "h100"}).plan
     assert (back.workload.max_prompt_length, back.workload.max_completion_length) == (512, 1024)
+
+
+def test_the_08_rules_leave_the_switches_only_their_on_value_or_eager():
+    """writer.switch_08 writes --bf16 / --flash_attn or nothing, and has no refusal of its own: the rules its check()
+    applies (the framework's bf16-or-fp16, the 0.8 line's no fp16, no sdpa) refuse every other precision and
+    attention first, so every pair they pass is one the two switches say."""
+    fw = FRAMEWORKS["openrlhf"].at("0.8")
+    passed = {
+        (p, a)
+        for p in choices("precision")
+        for a in choices("attention")
+        if fw.refusal({**Knobs(precision=p, attention=a).__dict__, "release": "0.8"}, Where()) is None
+    }
+    assert passed == {("bf16", "flash"), ("bf16", "eager")}
+    assert {switch_08("attention", KEYS["attention"].write(a)) for _, a in passed} == {"--flash_attn", ""}

@@ -4,6 +4,8 @@ says ran one process a GPU, NPROC_PER_NODE from the launching shell, and is plan
 
 from pathlib import Path
 
+import pytest
+
 from planner import intake
 from tests.planner.estimate.test_weight_sync import framework_file
 
@@ -31,14 +33,18 @@ def test_the_installed_ms_swift_refuses_deepspeed_under_a_device_map():
     assert "if is_mp() and not self.use_ray:" in text and "DeepSpeed is not compatible with `device_map`" in text
 
 
-def test_a_qwen25_omni_run_says_its_talker_is_resident_unless_audio_output_is_off(tmp_path):
-    """ms-swift loads Qwen2.5-Omni whole, talker and token2wav resident unless ENABLE_AUDIO_OUTPUT=0
+@pytest.mark.parametrize(
+    "hub,name",
+    [("Qwen/Qwen2.5-Omni-7B", "qwen2.5-omni-7b"), ("Qwen/Qwen3-Omni-30B-A3B-Instruct", "qwen3-omni-30b-a3b")],
+)
+def test_an_omni_run_says_its_talker_is_resident_unless_audio_output_is_off(tmp_path, hub, name):
+    """ms-swift loads Qwen2.5-Omni and Qwen3-Omni whole, talker and vocoder resident unless ENABLE_AUDIO_OUTPUT=0
     (planner/frameworks/swift/reader_env.py omni_talker); memplan plans the thinker, and says so where it is not off."""
     path = tmp_path / "train.sh"
     lines = {}
     for env in ("", "ENABLE_AUDIO_OUTPUT=0 "):
-        path.write_text(f"{env}swift sft --model Qwen/Qwen2.5-Omni-7B --tuner_type lora\n")
+        path.write_text(f"{env}swift sft --model {hub} --tuner_type lora\n")
         reading = intake.read([str(path)])
         lines[env] = [n for n in reading.unplanned if "talker" in n]
-        assert reading.request["model"] == "qwen2.5-omni-7b"
+        assert reading.request["model"] == name
     assert len(lines[""]) == 1 and "ENABLE_AUDIO_OUTPUT=0" in lines[""][0] and not lines["ENABLE_AUDIO_OUTPUT=0 "]

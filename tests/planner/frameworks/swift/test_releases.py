@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from planner import checkconfig, intake
-from planner.frameworks.swift import writer as swift_export
 
 VLM = "Qwen/Qwen2.5-VL-7B-Instruct"
 CAP_TOKENS = 16384 * 28 * 28 // (28 * 28)  # qwen_vl_utils' MAX_PIXELS over 28 x 28 pixels a token
@@ -78,12 +77,6 @@ def test_a_model_given_beside_the_files_sets_the_default_image(tmp_path):
     assert out.context[2].image_tokens == CAP_TOKENS and out.context[2].seq_len == 1024 + CAP_TOKENS
     text = checkconfig.check_config([str(path)], {"model": "qwen2.5-7b", "gpu": "a100-80gb"})
     assert text.context[2].image_tokens == 0 and text.context[2].seq_len == 1024
-
-
-def test_a_2x_plan_is_not_written_as_a_script():
-    plan = type("P", (), {"knobs": type("K", (), {"release": "2"})()})()
-    with pytest.raises(ValueError, match="ms-swift 2.x scripts are read, not written"):
-        swift_export.check(plan)
 
 
 def test_a_files_target_that_matches_no_module_is_skipped_as_peft_does(tmp_path):

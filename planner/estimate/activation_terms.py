@@ -1,0 +1,220 @@
+"""What a training step saves for backward, one small function per term, in bytes: the text layers' activations as
+the knobs run them (text_shape: the shape every activation term takes), the vision tower's, what LoRA, Ulysses, a
+quantized base, InternLM-XComposer2's Partial LoRA and a frozen language model change in a layer, autocast's weight
+copies, and what --checkpointing offload pins on the host. planner.estimate.activations holds the per-layer
+formulas; planner.estimate.memory assembles the peak."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from planner.config.spec import Knobs
+from planner.estimate import activations as act
+from planner.estimate import frozen_lm, lora, nograd, parallel, quant, recipe_terms, vision
+from planner.estimate.setup import Setup
+from planner.model import xcomposer
+
+
+def activation_profile(k: Knobs) -> str:
+    if k.precision == "fp32":
+        return "fp32"
+    if k.fsdp != "off":  # MixedPrecisionPolicy casts the unsharded parameters: the module runs in bf16
+        return "half"
+    return "amp" if k.zero_stage == 0 and k.precision in ("fp16", "bf16") and k.lora_rank == 0 else "half"
+
+
+def autocast_weight_copy_bytes(s: Setup, layers_live: int) -> int:
+    """torch.autocast caches a bf16 copy of every fp32 weight a matmul uses, and the matmul saves it
+    for backward: without checkpointing every layer's copy lives until its backward; with it only
+    the lm_head's and the recomputed layer's."""
+    fp32_base = s.knobs.lora_base_fp32 and s.knobs.fsdp == "off"  # LoRA on an fp32 base: autocast copies it too
+    if activation_profile(s.knobs) != "amp" and not fp32_base:
+        return 0
+    m = s.model
+    per_layer = sum(t.numel for t in m.tensors if t.role == "layer" and len(t.shape) == 2) // m.text.layers
+    head = m.text.vocab * m.text.hidden
+    return 2 * (per_layer * layers_live + head + (tower_matrices_run(s) if layers_live == m.text.layers else 0))
+
+
+def tower_is_trained(s: Setup) -> bool:
+    """The tower is trained in full, or carries LoRA adapters (which need its inputs saved)."""
+    return s.knobs.lora_vision if s.lora else "vision" not in s.knobs.frozen
+
+
+def tower_matrices_run(s: Setup) -> int:
+    """The tower's and projector's matrices whose autocast copies a step with images saves: the trained parts' (a
+    frozen tower's forward records no graph), the tower's live layers only (planner.estimate.vision)."""
+    v = s.model.vision
+    if v is None or not s.tower_image_tokens:
+        return 0
+    tower_trained = tower_is_trained(s)
+    projector_trained = not s.lora and "projector" not in s.knobs.frozen
+    mats = {
+        r: sum(t.numel for t in s.model.tensors if t.role == r and len(t.shape) == 2) for r in ("vision", "projector")
+    }
+    tower = mats["vision"] * (v.layers - v.unused_layers) // v.layers if tower_trained else 0
+    return tower + (mats["projector"] if projector_trained or tower_trained else 0)
+
+
+def text_shape(s: Setup):
+    """(text spec as the knobs run it, rows, tokens per row, profile): the arguments of every activation term."""
+    if "text_shape" not in s.memo:  # asked for many times a candidate: computed once (Setup.memo)
+        s.memo["text_shape"] = _text_shape(s)
+    return s.memo["text_shape"]
+
+
+def _text_shape(s: Setup):
+    rows, width = recipe_terms.row_shape(s.knobs, s.micro_batch, s.seq_len)
+    adapted = (
+        any(x.experts and x.adapted(s.knobs.lora_targets) for x in s.model.tensors) if s.knobs.lora_rank else False
+    )
+    t = s.model.text
+    if t.cross_layers and not s.image_tokens:  # Llama-3.2-Vision skips its cross-attention layers without images
+        t = replace(t, layers=t.layers - t.cross_layers, cross_layers=0)
+    elif t.first_cross_layer and frozen_lm.language_frozen(s.knobs):  # no gradient reaches the layers below the image
+        t = replace(t, layers=t.layers - t.first_cross_layer)
+    return recipe_terms.text_spec(t, s.knobs, adapted), rows, width, activation_profile(s.knobs)
+
+
+def live_weight_copy_layers(s: Setup) -> int:
+    """Layers whose autocast weight copies stay saved until their backward (not under a checkpoint or offload)."""
+    k, n = s.knobs, text_shape(s)[0].layers
+    return 1 if k.checkpointing == "offload" else max(1, n - recipe_terms.checkpointed_layers(k, n))
+
+
+def activations_bytes(s: Setup) -> int:
+    """Saved activations at the start of backward: text layers, vision tower, final norm."""
+    if "activations_bytes" not in s.memo:  # asked for several times a candidate: computed once (Setup.memo)
+        s.memo["activations_bytes"] = _activations_bytes(s)
+    return s.memo["activations_bytes"]
+
+
+def _activations_bytes(s: Setup) -> int:
+    t, rows, width, p = text_shape(s)
+    total = recipe_terms.text_activations_bytes(t, s.knobs, rows, width, p)
+    if s.knobs.checkpointing != "offload":  # LoRA's own tensors and Ulysses', in the layers not under a checkpoint
+        total += (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) * (
+            lora_layer_bytes(s) + ulysses_layer_bytes(s) + plora_layer_bytes(s)
+        )
+    total += int8_retained_inputs_bytes(s) - frozen_ends_bytes(s)
+    v = s.model.vision
+    if v is not None:
+        off = s.knobs.checkpointing == "off" or s.knobs.vit_checkpointing == "off" or not v.checkpointed
+        ckpt = "off" if off else "full"
+        trained = tower_is_trained(s)
+        eager = s.knobs.attention == "eager"
+        total += vision.vision_activations_bytes(v, s.micro_batch, s.tower_image_tokens, p, ckpt, trained, eager)
+        if trained and ckpt == "off" and nograd.masked_tower(s):  # each block's N x N softmax stays for its backward
+            total += vision.masked_tower_saved_bytes(v, tower_patches(s), p)
+        live = t.cross_layers * (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) // t.layers
+        total += act.cross_attention_bytes(t, v, s.micro_batch, s.image_tokens, s.seq_len, p, live)
+    return total
+
+
+def tower_patches(s: Setup) -> int:
+    """The patches one tower call runs: every image of the micro-batch."""
+    return s.micro_batch * vision.encoder_tokens(s.model.vision, s.tower_image_tokens)
+
+
+def ulysses_layer_bytes(s: Setup) -> int:
+    """What Ulysses adds to a layer's saved tensors: its attention output saved twice, KV heads repeated to the group
+    (parallel.ulysses_layer_saved_bytes; 0 without the split). `s`: the rank's view."""
+    t, rows, width, p = text_shape(s)
+    return parallel.ulysses_layer_saved_bytes(s.knobs, t, rows * width, act.saved_dtype_bytes(p)[1])
+
+
+def int8_retained_inputs_bytes(s: Setup) -> int:
+    """An int8 base's linears keep their inputs in ctx.tensors (planner.estimate.quant): in a layer under full or
+    every-N checkpointing, or offloaded, every one of them stays, where the checkpoint (or the offload hooks) would
+    have dropped it. Selective-op is not examined (none counted)."""
+    k, (t, rows, width, p) = s.knobs, text_shape(s)
+    if k.quant != quant.INT8 or k.checkpointing in ("off", "selective-op"):
+        return 0
+    kept = t.layers if k.checkpointing == "offload" else recipe_terms.checkpointed_layers(k, t.layers)
+    return kept * quant.retained_inputs_bytes(s.model, k.quant, rows * width, act.saved_dtype_bytes(p)[1])
+
+
+def quant_layer_bytes(s: Setup) -> int:
+    """What a quantized base adds to the saved tensors of a layer not under a checkpoint:
+    - int8 keeps each linear's input (ctx.tensors), beyond what the layer saves when no adapter saves the same
+      tensor: o_proj's input is the attention output its kernel saves anyway; where PEFT casts
+      the adapters' input to fp32 (zero 0 in half precision) each lora_A saves a copy of its own, so every other
+      input stays too; in fp32 or under DeepSpeed (adapters in the module's dtype) lora_A saves the input itself,
+      so only the inputs of groups left unadapted stay;
+    - gptq saves every linear's dequantized weight."""
+    k, (_, rows, width, p) = s.knobs, text_shape(s)
+    if k.quant != quant.INT8:
+        return quant.saved_weights_layer_bytes(s.model, k.quant)
+    shares = p == "fp32" or k.zero_stage > 0
+
+    def saved(name: str, group: list) -> bool:
+        return name == "o_proj" or (shares and any(x.adapted(k.lora_targets) for x in group))
+
+    return quant.retained_inputs_bytes(s.model, k.quant, rows * width, act.saved_dtype_bytes(p)[1], saved)
+
+
+def lora_layer_bytes(s: Setup) -> int:
+    """What LoRA changes in one layer's saved tensors: dropout masks, the adapters' own input copies and outputs, the
+    inputs the frozen linears and norms do not save (planner/estimate/lora.py), a quantized base's; or what a frozen
+    language model does not save (planner/estimate/frozen_lm.py)."""
+    if "lora_layer_bytes" not in s.memo:  # asked for several times a candidate: computed once (Setup.memo)
+        s.memo["lora_layer_bytes"] = _lora_layer_bytes(s)
+    return s.memo["lora_layer_bytes"]
+
+
+def _lora_layer_bytes(s: Setup) -> int:
+    _, rows, width, p = text_shape(s)
+    tokens = rows * width
+    if frozen_lm.language_frozen(s.knobs):
+        return -frozen_lm.layer_dropped_bytes(s.model, p, tokens)
+    out = lora.dropout_layer_bytes(s.model, s.knobs, tokens, p) + quant_layer_bytes(s)
+    out += lora.dora_saved_layer_bytes(s.model, s.knobs, tokens)
+    examined = lora.layer_examined(s.model, s.knobs)
+    if examined and p == "half":
+        return out + lora.half_layer_delta_bytes(s.model, s.knobs, tokens)
+    if examined:
+        out += lora.adapter_outputs_bytes(s.model, s.knobs, tokens)
+    return (
+        out
+        - lora.unadapted_inputs_bytes(s.model, s.knobs, tokens, p)
+        + lora.adapter_input_bytes(s.model, s.knobs, tokens, p)
+    )
+
+
+def plora_layer_bytes(s: Setup) -> int:
+    """InternLM-XComposer2's own Partial LoRA in one layer (planner/model/xcomposer.py): each PLoRA's dropout mask
+    over the image tokens, whatever the tuner (its Plora weights frozen or trained alike keep it)."""
+    if not s.model.text.traits.image_lora_rank or not s.image_tokens:
+        return 0
+    _, rows, _, p = text_shape(s)
+    per = xcomposer.plora_saved_bytes_per_image_token(s.model.text, not s.lora, act.saved_dtype_bytes(p)[1])
+    return rows * s.image_tokens * per
+
+
+def frozen_ends_bytes(s: Setup) -> int:
+    """A LoRA run with a frozen embedding and head, no checkpointing: the first layer's input needs no gradient, so
+    its first norm keeps nothing (4 bytes an element less), while the final norm keeps only its fp32 input (4
+    bytes): together nothing of what final_norm_bytes counts (sim trace, Llama-3.2-1B and Qwen2.5-0.5B)."""
+    k, (t, rows, width, p) = s.knobs, text_shape(s)
+    if not t.final_norm:  # a device_map GPU before the head's (planner.estimate.devicemap): neither end's tensors
+        return 0
+    if frozen_lm.language_frozen(k):  # a frozen language model: its final norm and head (planner/estimate/frozen_lm.py)
+        return frozen_lm.ends_dropped_bytes(s.model, p, rows * width)
+    if k.checkpointing == "offload":  # the final norm's tensors are on the host (activations_bytes counts none)
+        return 0
+    if k.task == "embedding":  # the identity lm_head (planner.estimate.heads) keeps no input: the RMSNorm output
+        return act.saved_dtype_bytes(p)[1] * rows * width * t.hidden
+    if not lora.layer_examined(s.model, k) or k.checkpointing != "off" or k.lora_train_embeddings:
+        # a frozen head keeps no input: the RMSNorm output final_norm_bytes counts for a trained head (under AMP it
+        # counts the bf16 copy, as the sim found for LoRA too)
+        frozen_head = s.lora and not k.lora_train_embeddings and not t.traits.layernorm and p != "amp"
+        return act.saved_dtype_bytes(p)[1] * rows * width * t.hidden if frozen_head else 0
+    return act.final_norm_bytes(t, rows, width, p)
+
+
+def host_activation_bytes_per_node(s: Setup) -> int:
+    """--checkpointing offload: every rank's saved activations in pinned host memory."""
+    if s.knobs.checkpointing != "offload":
+        return 0
+    t, rows, width, p = text_shape(s)
+    return recipe_terms.host_activation_bytes(t, rows, width, p) * s.node_ranks

@@ -1,0 +1,41 @@
+"""PEFT's targets for --lora-targets (the probes, the trainer and the exports adapt the same linears): the
+target_modules pattern or list, and the stacked experts' target_parameters."""
+
+from __future__ import annotations
+
+from planner.model import (
+    minicpmv,
+    vila,
+    vlm,
+    xcomposer,
+)
+from planner.model.modelspec import ModelSpec
+from planner.model.shapes import ATTENTION_LINEARS
+
+
+def peft_target_modules(targets: str, model: ModelSpec | None = None, vision: bool = False) -> str | list[str] | None:
+    """PEFT's target_modules for --lora-targets (the probes, the trainer and the exports adapt the same linears);
+    stacked experts named there go to target_parameters instead. A VLM's are a pattern over its language model's
+    linears alone: PEFT's all-linear, or a bare name such as gate_proj, also adapts the vision tower and the projector
+    (PEFT 0.21 on Qwen2.5-VL and InternVL: tests/planner/model/test_vlm_lora.py), which the plan keeps frozen; PEFT
+    matches a string target_modules as a regular expression over the whole module name (and TRL passes a single
+    --lora_target_modules value as that string: trl/trainer/model_config.py:177-178). `vision` (--lora-vision, with
+    all-linear): PEFT's all-linear itself, over the tower and projector too."""
+    if vision:
+        return "all-linear"
+    if model is not None and model.vision is not None:
+        names = sorted({t.name for t in model.tensors if t.role == "layer" and t.lora and t.adapted(targets)})
+        modules = {**vlm.TEXT_MODULE, **vila.TEXT_MODULE, **minicpmv.TEXT_MODULE, xcomposer.MODEL_TYPE: "model"}
+        text = modules.get(model.model_type, "language_model")
+        return rf"(?:.*\.)?{text}\..*\.(?:{'|'.join(names)})" if names else None
+    if targets == "all-linear":
+        return "all-linear"
+    names = list(ATTENTION_LINEARS) if targets == "attention" else targets.split(",")
+    return [n for n in names if not n.startswith("experts")] or None
+
+
+def peft_target_parameters(targets: str) -> list[str] | None:
+    """PEFT's target_parameters: the stacked expert weights --lora-targets names (experts.gate_up_proj,
+    experts.down_proj), one LoRA pair per expert (PEFT's ParamWrapper)."""
+    names = [n for n in targets.split(",") if n.startswith("experts")]
+    return names or None

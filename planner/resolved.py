@@ -1,0 +1,161 @@
+"""A request's model, GPUs and goal, resolved and checked before any search (planner.advise's suggest and check
+begin here): the model (a catalog name, a config path or object, or what --config resolves), the hardware, the
+rows' length (the workload's, or the data's longest row), the image and video tokens, and the margin."""
+
+from __future__ import annotations
+
+from planner.config.requests import (
+    APPROXIMATE_MARGIN,
+    ModelRef,
+    Target,
+)
+from planner.config.spec import (
+    DEFAULT_MARGIN,
+    Goal,
+    Hardware,
+)
+from planner.errors import BadInput
+from planner.model import catalog, hardware, images
+from planner.model.families import from_config
+from planner.model.modelspec import ModelSpec
+from planner.search import imagefit, videofit
+from planner.search.datafit import DataFit, Scanner, scan_data
+
+
+def default_resolver(ref: ModelRef) -> ModelSpec:
+    """A catalog name or config path (catalog.load_model), or a config.json object."""
+    if isinstance(ref, dict):
+        name = str(ref.get("_name_or_path") or ref.get("model_type") or "custom")[-64:]
+        return from_config(ref, name)
+    try:
+        return catalog.load_model(ref)
+    except BadInput:  # a Hugging Face id, a cache folder, a folder named as a known id: what --config resolves
+        from planner.intake import models
+
+        found = models.lookup(ref)
+        if found is None:
+            raise
+        return catalog.load_model(found.ref) if found.ref in catalog.model_names() else from_config(found.config, ref)
+
+
+def check_positions(model: ModelSpec, seq_len: int) -> None:
+    """GPT-2's positions are a learned table (n_positions rows): a longer sequence cannot run at all. RoPE
+    models have no such table and may train past max_position_embeddings (context extension)."""
+    t = model.text
+    if t.traits.learned_positions and t.max_positions and seq_len > t.max_positions:
+        raise BadInput(
+            f"--seq-len {seq_len}: {model.name} has learned positions for at most {t.max_positions} "
+            f"tokens (n_positions)",
+            "seq_len",
+        )
+
+
+def workload_sequence(req: Target) -> Target:
+    """DPO and GRPO rows are as long as their TRL inputs say: --seq-len, --data and a token budget are SFT's."""
+    w = req.workload
+    if not w.rl:
+        return req
+    for field in ("seq_len", "data", "max_tokens_per_micro_batch"):
+        if getattr(req, field) is not None:
+            raise BadInput(
+                f"--{field.replace('_', '-')} with --workload {w.kind}: rows are planned at "
+                f"{'--max-prompt-length + --max-completion-length' if w.kind == 'grpo' else '--max-length'}"
+                f" ({w.seq_len()} tokens)",
+                field,
+            )
+    return req.model_copy(update={"seq_len": w.seq_len()})
+
+
+def videos_json(req: Target, model: ModelSpec) -> dict | None:
+    videos = videofit.budget(req, model)
+    return videos.json() if videos else None
+
+
+def image_tokens(req: Target, model: ModelSpec) -> tuple[int, imagefit.ImageBudget | None]:
+    """The sample's image tokens, and the worst case they were planned at for --images alone (imagefit.budget)."""
+    n, b = req.image_tokens, None
+    if req.images is not None or req.tokens_per_image is not None:
+        if req.images is None:
+            raise BadInput("--tokens-per-image goes with --images", "images")
+        if n is not None:
+            raise BadInput(
+                "give --image-tokens or --images (with --tokens-per-image or alone), not both", "image_tokens"
+            )
+        b = imagefit.budget(req, model)
+        n = req.images * (req.tokens_per_image if b is None else b.tokens_per_image)
+    n = n or 0
+    videos = videofit.budget(req, model)  # video tokens are image tokens to the tower and the decoder
+    if videos is not None:
+        if req.data is not None:
+            raise BadInput(f"--videos {req.videos} with --data: videos in the data are not read yet", "videos")
+        n += videos.tokens
+    if n and model.vision is None:
+        raise BadInput(f"--image-tokens {n}: model {model.name!r} has no vision tower", "image_tokens")
+    if req.workload.kind == "grpo" and n > req.workload.prompt_tokens():
+        raise BadInput(
+            f"--image-tokens {n} exceeds --max-prompt-length {req.workload.prompt_tokens()}: image "
+            "tokens are part of the prompt",
+            "image_tokens",
+        )
+    if n > req.seq_len and videos is not None:  # a video's length is asked for: its worst case is hours of frames
+        raise BadInput(
+            f"--videos {req.videos} at their worst case ({videos.tokens_per_video:,} tokens a video: "
+            f"{videos.frames} frames) and the images are {n:,} tokens, over --seq-len {req.seq_len}: give "
+            "--video-seconds, lower --max-frames or --video-max-pixels, or raise --seq-len",
+            "videos",
+        )
+    # an image's worst case (a pixel or tile cap) is a bound, not a count: where it is over the length, the tower and
+    # projector run on every patch the processor made and the text is cut after them (issue 48 item 3); the plan's
+    # images line says so (imagefit.lines)
+    if n > req.seq_len and b is None:
+        raise BadInput(
+            f"--image-tokens {n} exceeds --seq-len {req.seq_len}: image tokens are part of the sequence", "image_tokens"
+        )
+    if req.images is None:
+        imagefit.budget(req, model)  # the pixel bounds without images are refused there
+    return n, b
+
+
+def resolve(
+    req: Target, global_batch: int, resolver=default_resolver, scanner: Scanner | None = None
+) -> tuple[ModelSpec, Hardware, Goal, DataFit | None, imagefit.ImageBudget | None]:
+    model = resolver(req.model)  # the cheap checks first: a bad model or GPU is refused before a long scan
+    hw = hardware.resolve(req.gpu, req.gpus_per_node, req.nodes, req.inter_node_gbps, req.host_ram_gb)
+    req = workload_sequence(req)
+    if req.data is not None and req.image_rule is None:  # the data's images sized as the model's processor does
+        req = req.model_copy(update={"image_rule": images.family_rule(model.model_type) or "qwen2-vl"})
+    fit = scan_data(req, scanner)
+    if fit is not None:
+        req = req.model_copy(update={"seq_len": fit.seq_len})
+        if fit.image_tokens and req.image_tokens is None and req.images is None:
+            if model.vision is None:
+                raise BadInput(
+                    f"--data {req.data!r} has images (up to {fit.image_tokens:,} tokens a row) and model "
+                    f"{model.name!r} has no vision tower",
+                    "data",
+                )
+            req = req.model_copy(update={"image_tokens": fit.image_tokens})
+    check_positions(model, req.seq_len)
+    margin = req.margin if req.margin is not None else (DEFAULT_MARGIN if model.exact else APPROXIMATE_MARGIN)
+    n, budget = image_tokens(req, model)
+    cut = n if n > req.seq_len else 0  # the tower's tokens where the text is cut at seq_len after it
+    goal = Goal(
+        global_batch=global_batch,
+        seq_len=req.seq_len,
+        image_tokens=min(n, req.seq_len),
+        tower_tokens=cut,
+        margin=margin,
+    )
+    return model, hw, goal, fit, budget
+
+
+def hardware_json(hw: Hardware) -> dict:
+    return {
+        "gpu": hw.gpu.name,
+        "gpus_per_node": hw.gpus_per_node,
+        "nodes": hw.nodes,
+        "world_size": hw.world_size,
+        "capacity_bytes": hw.gpu.capacity_bytes,
+        "inter_node_gbps": hw.inter_node_gbps,
+        "host_ram_bytes": int(hw.host_ram_gib * 2**30),
+    }

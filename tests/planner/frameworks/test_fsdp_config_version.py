@@ -1,0 +1,62 @@
+"""Issue 46: HF's --fsdp_config "version" at each transformers release (reading.MEANINGS fsdp_config_version). From
+transformers 5.0 TrainingArguments hands it to accelerate's FSDP plugin (5.0.0 training_args.py:2753, 5.10.4 :2736),
+so `"version": 2` is FSDP2, read. Through 4.57 it is never read (4.57.1 training_args.py:2003-2043 sets accelerate's
+FSDP_* variables, no FSDP_VERSION): the run is FSDP1, the key one "not planned" line. TRL's lines before
+transformers 5 (0.14-0.19, R1-V, VLM-R1) the same; TRL 0.22 on and 1.x read it."""
+
+from pathlib import Path
+
+import pytest
+
+from planner import intake
+from planner.frameworks import FRAMEWORKS
+
+HF = (
+    "torchrun --nproc_per_node 8 train.py --model_name_or_path Qwen/Qwen2.5-7B --per_device_train_batch_size 2 --bf16 "
+    """--fsdp "full_shard auto_wrap" --fsdp_config '{"fsdp_version": 2}'\n"""
+)
+GRPO = (
+    "accelerate launch train_grpo.py --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct --per_device_train_batch_size 4 "
+    """--num_generations 4 --fsdp full_shard --fsdp_config '{"version": 2}'\n"""
+)
+
+
+def _read(tmp_path: Path, pin: str, command: str):
+    (tmp_path / "requirements.txt").write_text(pin + "\n")
+    path = tmp_path / "run.sh"
+    path.write_text(command)
+    r = intake.read([str(path)])
+    return {s.field: s for s in r.settings}, r
+
+
+@pytest.mark.parametrize(
+    ("pin", "command", "framework", "read"),
+    [
+        ("transformers==4.53.0", HF, "hf@4", False),
+        ("transformers==4.57.1", HF, "hf@4.54", False),
+        ("transformers==5.6.0", HF, "hf", True),
+        ("trl==0.14.0", GRPO, "trl@0.14", False),
+        ("trl==0.19.1", GRPO, "trl@0.19", False),
+        ("trl==1.2.0", GRPO, "trl@1.0", True),
+    ],
+)
+def test_fsdp_config_version_is_read_where_the_release_reads_it(tmp_path, pin, command, framework, read):
+    s, r = _read(tmp_path, pin, command)
+    assert s["framework"].value == framework and s["fsdp"].value == "full"
+    said = [u for u in r.unplanned if "not planned" in u and "FSDP_VERSION" in u]
+    if read:
+        assert not said and "FSDP1" not in s["fsdp"].source
+    else:
+        assert len(said) == 1 and "version 2" in said[0] and "training_args.py:2003-2043" in said[0]
+        assert "FSDP1: planned as FSDP2 with the same sharding" in s["fsdp"].source
+
+
+def test_every_release_of_a_transformers_4_line_says_so():
+    """The meaning is declared per release: the hf lines before 5.0 and TRL's lines before 0.22 ignore the key."""
+    ignored = {
+        f"{name}@{r.name}"
+        for name in ("hf", "trl")
+        for r in FRAMEWORKS[name].releases
+        if r.means("fsdp_config_version") == "ignored"
+    }
+    assert ignored == {"hf@4", "hf@4.54", "trl@0.14", "trl@0.15", "trl@0.19", "trl@r1-v", "trl@vlm-r1"}
