@@ -63,8 +63,9 @@ def release_given(overrides: dict) -> bool:
 
 def hungrier_release(paths, allowed, overrides: dict, reading, kwargs: dict):
     """(the reading to plan, what each release gave) over the release lines the files allow (Reading.releases): each
-    read as --framework NAME@RELEASE would read it and checked (its verdict only). Where the verdicts differ the
-    hungrier is answered: the release the files were read at where it does not fit, else the one needing the most."""
+    read as --framework NAME@RELEASE would read it and checked (its verdict only). The hungrier is answered: of the
+    lines that do not fit where any does not, else of all, the one needing the most (`planned`; `read`, the line the
+    files were read at)."""
     from planner import intake
 
     name = reading.framework
@@ -86,13 +87,16 @@ def hungrier_release(paths, allowed, overrides: dict, reading, kwargs: dict):
     fits = [r for r in needs if needs[r][0]]
     short = [r for r in needs if not needs[r][0]]
     out = {"allowed": list(reading.releases), "fits": fits, "does_not_fit": short, "failed": failed}
-    if not fits or not short:
+    # the worst case leads: of the lines that do not fit where any does not, else of all, the one needing the most
+    # (the line read where it needs as much)
+    pool = short or fits
+    if not pool:
         return reading, {**out, "planned": planned}
-    chosen = planned if planned in short else max(short, key=lambda r: needs[r][1])
-    return readings[chosen], {**out, "planned": chosen}
+    chosen = max(pool, key=lambda r: (needs[r][1], r == planned))
+    return readings[chosen], {**out, "planned": chosen, "read": planned}
 
 
-_CHOSEN = "memplan assumption (the hungriest of the releases the files allow, whose verdicts differ)"
+_CHOSEN = "memplan assumption (the hungriest of the releases the files allow)"
 
 
 @dataclass

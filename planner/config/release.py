@@ -108,15 +108,25 @@ def release_line(framework: str, release: str, workload, micro_batch: int) -> st
 
 
 def choice_text(framework: str, releases: dict | None) -> str:
-    """What a check --config verdict says where the release the files leave open decides it (planner.advise
-    hungrier_release: `releases` the result config's): " with trl@r1-v (...)", naming the releases it fits with;
-    "" where every release the files allow gives the same verdict."""
-    if not releases or not releases["fits"] or not releases["does_not_fit"]:
+    """What a check --config verdict says where the release the files leave open decides it (planner.checkconfig
+    hungrier_release: `releases` the result config's): " with trl@r1-v (...)", naming the releases it fits with where
+    the verdicts differ; the hungriest line where they agree and it is not the line read (its figure is the
+    headline's); "" where the line read is the hungriest and the verdicts agree."""
+    if not releases:
         return ""
-    fits = ", ".join(f"{framework}@{r}" for r in releases["fits"])
+    planned, allowed = releases["planned"], ", ".join(releases["allowed"])
+    if releases["fits"] and releases["does_not_fit"]:
+        fits = ", ".join(f"{framework}@{r}" for r in releases["fits"])
+        return (
+            f" with {framework}@{planned} (the files allow {allowed} and pin none; "
+            f"it fits with {fits}: --framework {framework}@RELEASE plans the one you run)"
+        )
+    if planned == releases.get("read", planned):
+        return ""
+    verdict = "fits with every one" if releases["fits"] else "none fits"
     return (
-        f" with {framework}@{releases['planned']} (the files allow {', '.join(releases['allowed'])} and pin none; "
-        f"it fits with {fits}: --framework {framework}@RELEASE plans the one you run)"
+        f" with {framework}@{planned}, the hungriest of the lines the files allow ({allowed}, pin none; {verdict}: "
+        f"--framework {framework}@RELEASE plans the one you run)"
     )
 
 

@@ -51,16 +51,16 @@ def for_run(c: Collector, run, trainer: str, flags: dict | None = None) -> None:
     if told is not None and len(told) == 3:
         decide(c, c.framework, folders(run), told[:2], allowed=(tuple(told[2]), ""))
         return
-    decide(c, c.framework, folders(run), told, allowed=None if told else _taking(c.framework, trainer, flags or {}))
+    decide(c, c.framework, folders(run), told, allowed=None if told else taking(c.framework, trainer, flags or {}))
 
 
 def for_script(c: Collector, path: Path, trainer: str, flags: dict) -> None:
     """The TRL or transformers release a Python training script read whole targets: a pin beside it or above, else
     the lines its own arguments allow (the newest assumed and said; check --config plans each where they differ)."""
-    decide(c, c.framework, [path.parent.resolve()], allowed=_taking(c.framework, trainer, flags))
+    decide(c, c.framework, [path.parent.resolve()], allowed=taking(c.framework, trainer, flags))
 
 
-def _taking(framework: str, trainer: str, flags: dict) -> tuple[tuple[str, ...], str] | None:
+def taking(framework: str, trainer: str, flags: dict) -> tuple[tuple[str, ...], str] | None:
     """(the release lines that take the run's own flags, why) where a flag, or its value (a `KEY=WORD` entry: _word),
     only some releases take narrows them (Framework.key_spans; a script's own defaults are no flags of the command);
     None where none does."""
@@ -106,9 +106,9 @@ def for_entry(c: Collector, framework: str, keys, folders: list[Path], words: tu
     if hit is not None:
         lines = hit[1]
         names, why = tuple(n for n in names if n in lines), [f"{hit[0]}: {fw.label} {lines[0]} .. {lines[-1]}'s"]
-    taking = _taking(framework, "train", {k: keys[k] for k in keys})
-    if taking is not None:
-        names, why = tuple(n for n in names if n in taking[0]) or names, [*why, taking[1]]
+    narrowed = taking(framework, "train", {k: keys[k] for k in keys})
+    if narrowed is not None:
+        names, why = tuple(n for n in names if n in narrowed[0]) or names, [*why, narrowed[1]]
     allowed = (names, "; ".join(why)) if names != every else None
     decide(c, framework, folders, allowed=allowed)
 

@@ -4,8 +4,9 @@ cited are in the 4.6.0 wheel.
 
 Releases (github.com/modelscope/ms-swift tags): 3.x names the tuner `--train_type` (v3.12.0
 swift/llm/argument/base_args/base_args.py:98), 4.x `--tuner_type` (v4.0.0 swift/arguments/base_args/base_args.py:72),
-keeping `--train_type` as a deprecated alias (:73, 151-153); checkpointing (swift/trainers/arguments.py:101 at
-v3.12.0, :130 at v4.0.0) and the micro-batch of 1 (:96, :125) are the same in both."""
+keeping `--train_type` as a deprecated alias through 4.0.x (:73, 151-153; removed at v4.1.0); checkpointing
+(swift/trainers/arguments.py:101 at v3.12.0, :130 at v4.0.0) and the micro-batch of 1 (:96, :125) are the same in
+both."""
 
 from planner.frameworks.base import (
     Default,

@@ -7,12 +7,17 @@ from planner.frameworks.keys import Key, Table
 
 S = "swift/arguments/"
 V3 = ("3", "3.4", "3.7")  # the 3.x lines, which name the tuner --train_type
+# the lines taking --train_type: 3.x's name and 4.0.x's deprecated alias for --tuner_type (v4.0.0
+# swift/arguments/base_args/base_args.py:73, 151-153), gone at v4.1.0 (fe928a9f1), whose parser leaves it over and
+# refuses it (v4.1.0 swift/pipelines/base.py:35-40: ValueError remaining_argv; the 4.6.0 wheel's SftArguments has no
+# train_type): the 4 line (4.0.0 .. 4.6.0) is allowed for its 4.0.x releases
+TRAIN_TYPE_LINES = (*V3, "4")
 ATTN_IMPL = {"flash": "flash_attn", "sdpa": "sdpa", "eager": "eager"}  # base_args/model_args.py:75-79
 DTYPE = {"bf16": "bfloat16", "bf16-pure": "bfloat16", "fp16": "float16", "fp32": "float32"}  # model_args.py:74
 
 KEYS = Table(
     Key("model", "model", renames={"2": "model_id_or_path"}),  # v2.5.2 argument.py:612
-    # v2.5.2 argument.py:617 sft_type (lora by default, as 4.x); 3.x train_type, kept by 4.x as an alias (:73)
+    # v2.5.2 argument.py:617 sft_type (lora by default, as 4.x); 3.x train_type, kept by 4.0.x as an alias (:73)
     Key(
         "lora",
         "tuner_type",

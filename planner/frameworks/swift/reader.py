@@ -19,7 +19,7 @@ from planner.frameworks.swift import reader_env as swiftenv
 from planner.frameworks.swift import reader_media as media
 from planner.frameworks.swift import reader_ppo as swift_ppo
 from planner.frameworks.swift import reader_rl as swiftrl
-from planner.frameworks.swift.keys import KEYS, V3, S
+from planner.frameworks.swift.keys import KEYS, TRAIN_TYPE_LINES, S
 from planner.frameworks.swift.reader_rl import get, look
 from planner.intake import loraargs, modelconfig, models, releases, tasks, tuners, vocab
 from planner.intake.collect import (
@@ -270,18 +270,17 @@ SWIFT2_FLAGS = (
 
 
 def release_hint(flags: dict[str, Flag]) -> tuple[str, str] | tuple[str, str, tuple[str, ...]] | None:
-    """The release the flags' names say (planner.intake.releases.by_flags): ("3", why, the 3.x lines) for ms-swift 3's
-    --train_type without 4.x's --tuner_type, read as 3.0-3.3 (the hungrier for images) with 3.4 and 3.7 planned too
-    (4.x takes the name as a deprecated alias, but its reader here names the tuner --tuner_type: not swept); ("2",
-    why) for a 2.x-only name."""
+    """The release the flags' names say (planner.intake.releases.by_flags): ("3", why, the lines taking it) for
+    ms-swift 3's --train_type without 4.x's --tuner_type, read as 3.0-3.3 (the hungrier for images) with 3.4, 3.7 and
+    4 (4.0.x's deprecated alias: keys.TRAIN_TYPE_LINES) planned too; ("2", why) for a 2.x-only name."""
     old, new = KEYS.key("lora", "3"), KEYS.key("lora")
     if old in flags and new not in flags:
         why = (
-            f"{flags[old].source} (ms-swift 3's name; 4.x's is --{new}; read as 3.0-3.3, the hungrier "
-            "for images: their --max_length leaves the image's tokens out; a pin ms-swift==3.4 or later beside the "
-            "script reads it as 3.4)"
+            f"{flags[old].source} (ms-swift 3's name, kept by 4.0.x as an alias of --{new} and refused from 4.1.0; "
+            "read as 3.0-3.3, the hungrier for images: their --max_length leaves the image's tokens out; a pin "
+            "ms-swift==3.4 or later beside the script reads it as that release)"
         )
-        return "3", why, V3
+        return "3", why, TRAIN_TYPE_LINES
     old2 = next((flags[k] for k in SWIFT2_FLAGS if k in flags), None)
     if old2 is not None and new not in flags:
         return "2", f"{old2.source} (an ms-swift 2.x name, v2.5.2 swift/llm/utils/argument.py:610-617)"

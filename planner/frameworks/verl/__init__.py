@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from planner.frameworks.base import Default, Framework, Release, Rule, kind, only_expert_targets, workload_of
 from planner.frameworks.rl import RoleEngine
+from planner.frameworks.verl.keys import SPANS
 
 # verl/models/transformers/monkey_patch.py:544-552: remove-padding and Ulysses replace flash attention's forward
 ULYSSES_FLASH = "monkey_patch.py:544-552 patches flash attention's forward"
@@ -126,6 +127,7 @@ FRAMEWORK = Framework(
     version="verl 0.9.1",
     package="verl",  # its pinned version decides the release (planner.intake.releases)
     releases=RELEASES,
+    key_spans={"ppo": SPANS},  # main_ppo's keys only the 0.7 line takes (keys.SPANS); others: each line planned
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
         "precision",
         "lora_rank",

@@ -76,3 +76,16 @@ KEYS = Table(
     Key("gpus_per_node", "trainer.n_gpus_per_node", 8, "ppo_trainer.yaml:171"),
     Key("nodes", "trainer.nnodes", 1, "ppo_trainer.yaml:168"),
 )
+
+# the main_ppo keys only some release lines take (Framework.key_spans["ppo"]: key -> (the first version taking it,
+# the first no longer taking it)), which narrow the lines a run's files allow (planner.intake.releases). The critic's
+# engine and the reward model moved after v0.7.0: v0.7.0 (and main at b178a3cd, 2026-01-29) keep the critic's engine
+# under critic.model.fsdp_config (trainer/config/critic/dp_critic.yaml:14 `../engine@model.fsdp_config: fsdp`) and
+# the reward model under reward_model.* (ppo_trainer.yaml:34 `reward_model@reward_model: dp_reward_loop`); the 0.9.1
+# wheel has critic.fsdp (dp_critic.yaml:14 `../engine@fsdp: fsdp`) and reward.reward_model (ppo_trainer.yaml:37
+# `reward@reward: reward`, reward/reward.yaml), reward_model.* kept as legacy keys (legacy_reward_impl.yaml). The
+# first release taking the new names lies between them: (0, 7, 1), which meets the 0.7 line alone. The old critic
+# names (renames["0.6"]) are taken from v0.2 (ppo_trainer.yaml critic.model.fsdp_config) through v0.7.0: every line.
+AFTER_070 = (0, 7, 1)
+NEW_AFTER_070 = ("critic_param_offload", "critic_optimizer_offload", "critic_offload", "reward_enable", "reward_model")
+SPANS = {KEYS.key(name): (AFTER_070, None) for name in (*NEW_AFTER_070, "reward_memory")}

@@ -128,6 +128,9 @@ def _roles(c: Collector, f: dict[str, Flag], near) -> None:
             (KEYS.key("actor_optimizer_offload"), "actor-optimizer"),
             (KEYS.key("critic_param_offload"), "critic-params"),
             (KEYS.key("critic_optimizer_offload"), "critic-optimizer"),
+            # 0.2 .. 0.7.0's names of the critic's (keys.SPANS)
+            (KEYS.key("critic_param_offload", "0.6"), "critic-params"),
+            (KEYS.key("critic_optimizer_offload", "0.6"), "critic-optimizer"),
         )
         if key in f and as_bool(f[key].value)
     ]
@@ -221,5 +224,7 @@ def read_launched(c: Collector, run) -> None:
     (--config-path/--config-name) under the command line's overrides (`+key=value` too)."""
     over = {k.lstrip("+"): v for k, v in hydra.overrides(run.args, run.command.path, plus=True).items()}
     base = hydra.config(c, run, "verl's ppo_trainer.yaml defaults read")
-    releases.by_flags(c, "verl", run, None)  # a pin beside the script, else the newest, said
-    read(c, line_defaults.with_defaults(c, "verl", KEYS, base | over), run.command.path)
+    flags = base | over
+    lines = releases.taking("verl", "ppo", flags)  # keys only 0.7 takes (keys.SPANS); else each line planned
+    releases.by_flags(c, "verl", run, (lines[0][-1], lines[1], lines[0]) if lines else None)  # a pin first
+    read(c, line_defaults.with_defaults(c, "verl", KEYS, flags), run.command.path)

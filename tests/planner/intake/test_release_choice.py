@@ -68,9 +68,12 @@ def test_trl_0_14_counts_the_posted_batch_in_prompts_and_keeps_a_reference_model
 
 
 def test_the_framework_name_alone_keeps_the_release_the_files_show():
+    """--framework trl names no release: the files' choice stays open (read at vlm-r1, both lines planned, the
+    hungrier r1-v answered)."""
     r = intake.read([str(VLM_R1_REC)])
     planned = checkconfig.check_config([str(VLM_R1_REC)], {"gpu": "rtx4090", "framework": "trl"})
-    assert _settings(r)["framework"].value == "trl@vlm-r1" and planned.plan.knobs.release == "vlm-r1"
+    assert _settings(r)["framework"].value == "trl@vlm-r1" and planned.config["releases"]["read"] == "vlm-r1"
+    assert planned.plan.knobs.release == "r1-v"
 
 
 def test_a_flag_only_older_releases_take_narrows_the_releases_and_the_newest_of_them_is_assumed():
@@ -102,9 +105,17 @@ def test_where_the_releases_the_files_allow_disagree_the_hungrier_verdict_is_ans
     assert check._verdict(by_cli).startswith("does NOT fit with trl@r1-v (")
 
 
-def test_where_every_release_the_files_allow_agrees_the_verdict_names_none():
-    """On the 4 x RTX 4090 the user ran (out of memory), neither trainer fits: the verdict is the release read."""
+def test_where_every_release_the_files_allow_agrees_the_hungriest_is_answered_and_named():
+    """On the 4 x RTX 4090 the user ran (out of memory), neither trainer fits: the plan answered is the hungrier line's
+    (r1-v: a batch of prompts, each sampled num_generations times), named though the files were read at vlm-r1; where
+    the line read is the hungriest, the verdict names none."""
     out = checkconfig.check_config([str(VLM_R1_REC)], {"gpu": "rtx4090"})
     releases = out.config["releases"]
-    assert releases["fits"] == [] and releases["planned"] == "vlm-r1" and not out.plan.fits
-    assert choice_text("trl", releases) == "" and out.plan.knobs.release == "vlm-r1"
+    assert releases["fits"] == [] and (releases["planned"], releases["read"]) == ("r1-v", "vlm-r1")
+    assert not out.plan.fits and out.plan.knobs.release == "r1-v"
+    read = checkconfig.check_config([str(VLM_R1_REC)], {"gpu": "rtx4090", "framework": "trl@vlm-r1"})
+    assert out.plan.memory.device_total_bytes > read.plan.memory.device_total_bytes
+    assert choice_text("trl", releases).startswith(
+        " with trl@r1-v, the hungriest of the lines the files allow (vlm-r1, r1-v, pin none; none fits"
+    )
+    assert choice_text("trl", {**releases, "read": "r1-v"}) == ""

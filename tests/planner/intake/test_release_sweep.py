@@ -1,6 +1,6 @@
 """The release lines a run's files allow, each planned where they pin none (issue 47 item 1) beyond TRL's: LLaMA-Factory's
-(its entry point and its keys narrow them: planner.intake.releases.for_entry), ms-swift's 3.x lines that take
---train_type (planner.intake.releases.by_flags), and the Hugging Face Trainer's transformers 4 and 5 lines
+(its entry point and its keys narrow them: planner.intake.releases.for_entry), ms-swift's lines that take
+--train_type (3.x, 4.0.x) (planner.intake.releases.by_flags), and the Hugging Face Trainer's transformers 4 and 5 lines
 (planner.intake.releases.for_script). The headline gives the hungrier verdict and names the release that decides it.
 On the field corpus's files as posted, and one plain Trainer script."""
 
@@ -39,9 +39,13 @@ def test_lf_3612_allows_the_lines_of_llamafactory_cli_that_take_evaluation_strat
 
 
 def test_lf_3612_headline_names_0_7_1_where_its_dataparallel_decides():
-    """On the posted 8 x 80 GB every line fits (0.7.1's DataParallel 65.1 GiB on GPU 0, 0.9.4's DDP 34.1): the
-    headline names no release. On 8 x A100 40GB only 0.7.1 does not fit: it leads, naming the lines that fit."""
-    assert _headline(str(LF_3612), "--gpu", "a800-80gb", *LF_FLAGS) == "fits"
+    """On the posted 8 x 80 GB every line fits: the figure is the hungriest line's, 0.7.1's DataParallel (GPU 0
+    gathers every replica's fp32 logits: 65.1 GiB against 0.9.4's DDP 34.1), named in the headline. On 8 x A100 40GB
+    only 0.7.1 does not fit: it leads, naming the lines that fit."""
+    assert _headline(str(LF_3612), "--gpu", "a800-80gb", *LF_FLAGS) == (
+        "fits with llamafactory@0.7.1, the hungriest of the lines the files allow (0.7.1, 0.8, 0.9.1, 0.9.2, 0.9.3, "
+        "0.9.4, pin none; fits with every one: --framework llamafactory@RELEASE plans the one you run)"
+    )
     line = _headline(str(LF_3612), "--gpu", "a100-40gb", *LF_FLAGS)
     assert line.startswith(
         "does NOT fit with llamafactory@0.7.1 (the files allow 0.7.1, 0.8, 0.9.1, 0.9.2, 0.9.3, 0.9.4 and pin none; "
@@ -52,19 +56,41 @@ def test_lf_3612_headline_names_0_7_1_where_its_dataparallel_decides():
     assert pinned == "fits"
 
 
-def test_swift_train_type_allows_the_3_x_lines_and_the_hungriest_leads():
-    """--train_type without --tuner_type is ms-swift 3's name: read as 3.0-3.3 (its GRPO scores every micro-batch's
-    rows at once from 3.4 on, a vision model's log-probs from its whole logits before 3.4: the 3 line needs the most),
-    3.4 and 3.7 planned too. On 8 x H200 the 3 line does not fit and the later ones do."""
+def test_where_every_line_fits_the_figure_is_the_hungriest_lines():
+    """lf-3612 on its 8 x A800 80GB: every line fits; the plan answered is 0.7.1's (65.1 GiB on GPU 0), the same
+    figure as --framework llamafactory@0.7.1 gives, not the newest line read (0.9.4: 34.1 GiB)."""
+    flags = {"gpu": "a800-80gb", "gpus_per_node": 8, "model": "llama-3.1-8b"}
+    swept = checkconfig.check_config([str(LF_3612)], flags)
+    releases = swept.config["releases"]
+    assert (releases["planned"], releases["read"], releases["does_not_fit"]) == ("0.7.1", "0.9.4", [])
+    old = checkconfig.check_config([str(LF_3612)], {**flags, "framework": "llamafactory@0.7.1"}).plan.memory
+    new = checkconfig.check_config([str(LF_3612)], {**flags, "framework": "llamafactory@0.9.4"}).plan.memory
+    assert swept.plan.memory.device_total_bytes == old.device_total_bytes > 1.5 * new.device_total_bytes
+
+
+def test_swift_train_type_allows_the_lines_taking_it_and_the_hungriest_leads():
+    """--train_type without --tuner_type is ms-swift 3's name, kept by 4.0.x as a deprecated alias (v4.0.0
+    base_args.py:73, 151-153) and refused from 4.1.0: read as 3.0-3.3 (its GRPO scores every micro-batch's rows at
+    once from 3.4 on, a vision model's log-probs from its whole logits before 3.4: the 3 line needs the most), 3.4,
+    3.7 and 4 planned too. On 8 x H200 the 3 line does not fit (426.0 GiB) and the later ones do (122.3-122.6)."""
     reading = intake.read([str(SWIFT_3183)])
-    assert reading.releases == ("3", "3.4", "3.7")
-    assert "release assumed: ms-swift 3, one of 3, 3.4, 3.7" in _framework(reading)
+    assert reading.releases == ("3", "3.4", "3.7", "4")
+    assert "release assumed: ms-swift 3, one of 3, 3.4, 3.7, 4" in _framework(reading)
+    assert "kept by 4.0.x as an alias of --tuner_type and refused from 4.1.0" in _framework(reading)
     result = checkconfig.check_config([str(SWIFT_3183)], {"gpu": "h200"})
     releases = result.config["releases"]
-    assert (releases["fits"], releases["does_not_fit"], releases["planned"]) == (["3.4", "3.7"], ["3"], "3")
+    assert (releases["fits"], releases["does_not_fit"], releases["planned"]) == (["3.4", "3.7", "4"], ["3"], "3")
     assert _headline(str(SWIFT_3183), "--gpu", "h200").startswith(
-        "does NOT fit with swift@3 (the files allow 3, 3.4, 3.7 and pin none; it fits with swift@3.4, swift@3.7"
+        "does NOT fit with swift@3 (the files allow 3, 3.4, 3.7, 4 and pin none; it fits with swift@3.4, swift@3.7, "
+        "swift@4:"
     )
+
+
+def test_swift_tuner_type_is_4_x_alone(tmp_path):
+    """--tuner_type is 4.x's name (v4.0.0 base_args.py:72): no other line takes it, none is swept."""
+    (tmp_path / "train.sh").write_text(SWIFT_3183.read_text().replace("--train_type", "--tuner_type"))
+    reading = intake.read([str(tmp_path / "train.sh")])
+    assert reading.releases == () and reading.request["framework"] == "swift"
 
 
 def test_swift_pinned_beside_the_script_is_read_at_its_pin(tmp_path):
@@ -92,6 +118,22 @@ def test_a_trainer_script_pinning_no_transformers_plans_4_and_5_and_the_4_line_l
     assert old.releases == () and old.request["framework"] == "hf@4"
 
 
+def test_a_trl_grpo_run_pinning_no_release_plans_every_line_and_0_14_leads(tmp_path):
+    """A GRPO run of TRL's GRPOTrainer whose files pin no trl (and pass no flag only some lines take): every line is
+    planned, 0.14 .. 1.10. On an A100 40GB 0.14 does not fit (it counts per_device_train_batch_size in prompts: 4 x 4
+    generations = 16 completions a micro-batch, 63.2 GiB) and the later lines do: 0.14 leads, named."""
+    (tmp_path / "run.sh").write_text(
+        "accelerate launch train_grpo.py --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct "
+        "--per_device_train_batch_size 4 --num_generations 4\n"
+    )
+    run = str(tmp_path / "run.sh")
+    assert intake.read([run]).releases == ("0.14", "0.15", "0.19", "0.22", "1.0", "1.10")
+    assert _headline(run, "--gpu", "a100-40gb").startswith(
+        "does NOT fit with trl@0.14 (the files allow 0.14, 0.15, 0.19, 0.22, 1.0, 1.10 and pin none; it fits with "
+        "trl@0.15, trl@0.19, trl@0.22, trl@1.0, trl@1.10:"
+    )
+
+
 def test_a_line_planned_by_memplans_own_adapter_is_named_as_the_line_read():
     """LLaMA-Factory#1408's train_bash.py run (0.5 or 0.6) asks --flash_attn, which 0.6's key spells sdpa only: the plan
     falls back to memplan's adapter, and the line the answer names is the one read, 0.6, not the newest (0.9.5)."""
@@ -106,3 +148,34 @@ def test_eval_strategy_narrows_llamafactory_to_the_lines_on_transformers_4_41():
     yaml = FIELD / "lf-4453-qwen2-72b-lora-z3off-8k-8xa800" / "qwen2_72b_lora_sft.yaml"
     reading = intake.read([str(yaml)])
     assert reading.releases == ("0.8", "0.9.1", "0.9.2", "0.9.3", "0.9.4", "0.9.5")
+
+
+VERL_3B = FIELD.parent / "data" / "frameworks" / "verl" / "examples" / "run_qwen2.5-3b_seq_balance.sh"
+
+
+def test_verl_main_ppo_pinning_none_plans_every_line_and_names_none_where_they_agree():
+    """verl's example (critic.model.fsdp_config.*: verl 0.2 .. 0.7.0's names) allows the 0.5, 0.6 and 0.7 lines: each
+    is planned. It sets use_remove_padding itself, so 0.5 and 0.6's padded default does not apply and every line needs
+    the same 51.3 GiB on an H100: the line read (0.7) answers and the headline names none."""
+    reading = intake.read([str(VERL_3B)])
+    assert reading.releases == ("0.5", "0.6", "0.7")
+    assert "release assumed: verl sft_trainer and main_ppo 0.7, the newest memplan lists" in _framework(reading)
+    result = checkconfig.check_config([str(VERL_3B)], {"gpu": "h100"})
+    releases = result.config["releases"]
+    assert (releases["fits"], releases["planned"], releases["read"]) == (["0.5", "0.6", "0.7"], "0.7", "0.7")
+    assert _headline(str(VERL_3B), "--gpu", "h100") == "fits"
+
+
+def test_verl_critic_fsdp_is_the_0_7_lines_name_and_the_old_one_is_read_too(tmp_path):
+    """critic.fsdp.* came after v0.7.0 (0.9.1 dp_critic.yaml:14 `../engine@fsdp`; v0.7.0's is
+    `../engine@model.fsdp_config`): it narrows the lines to 0.7, read, not assumed. The old name is read as the critic's
+    offload at every line (it was dropped before)."""
+    old, new = "critic.model.fsdp_config.param_offload=False", "critic.fsdp.param_offload=True"
+    (tmp_path / "run.sh").write_text(VERL_3B.read_text().replace(old, new))
+    reading = intake.read([str(tmp_path / "run.sh")])
+    assert reading.releases == () and "critic.fsdp.param_offload=True: taken by" in _framework(reading)
+    assert reading.request["workload"]["roles"]["offload"] == ("critic-params",)
+    (tmp_path / "run.sh").write_text(VERL_3B.read_text().replace(old, old.replace("False", "True")))
+    reading = intake.read([str(tmp_path / "run.sh")])
+    assert reading.releases == ("0.5", "0.6", "0.7")
+    assert reading.request["workload"]["roles"]["offload"] == ("critic-params",)

@@ -186,12 +186,14 @@ def test_each_line_takes_the_meanings_of_the_trl_it_pins_from_trl_s_own_lines(li
 
 def test_dpo_and_grpo_score_the_whole_logits_and_the_completion_length_is_axolotl_s_open_one(tmp_path):
     """trl v1.9.0 dpo_trainer.py:1201, grpo_trainer.py:1521 (what 0.19.0 pins); axolotl passes max_completion_length
-    None (core/trainers/grpo/__init__.py:104), so TRL's 256 never applies: 512 is planned as memplan's assumption."""
-    out, s = _check(_write(tmp_path, GRPO.replace("  max_completion_length: 256\n", "")))
+    None (core/trainers/grpo/__init__.py:104), so TRL's 256 never applies: 512 is planned as memplan's assumption.
+    Pinned at 0.19.0: unpinned, every line is planned and the hungriest answered (planner.checkconfig)."""
+    pin = "axolotl==0.19.0\n"
+    out, s = _check(_write(tmp_path, GRPO.replace("  max_completion_length: 256\n", ""), pin))
     assert out.plan.workload.logprobs == "full" and "trl v1.9.0" in s["workload.logprobs"]["source"]
     assert "memplan assumption" in s["workload.max_completion_length"]["source"]
     assert out.plan.workload.max_completion_length == 512
-    liger, s = _check(_write(tmp_path, GRPO + "  use_liger_loss: true\n"))
+    liger, s = _check(_write(tmp_path, GRPO + "  use_liger_loss: true\n", pin))
     assert liger.plan.workload.logprobs == "fused"
     assert liger.plan.memory.device_total_bytes < out.plan.memory.device_total_bytes - 2**20
     dpo = in_memplan_terms({"framework": "axolotl", "workload": {"kind": "dpo"}})
