@@ -60,3 +60,40 @@ def test_every_release_of_a_transformers_4_line_says_so():
         if r.means("fsdp_config_version") == "ignored"
     }
     assert ignored == {"hf@4", "hf@4.54", "trl@0.14", "trl@0.15", "trl@0.19", "trl@r1-v", "trl@vlm-r1"}
+
+
+def test_the_commands_fsdp_version_is_read_where_the_config_key_is_not(tmp_path):
+    """FSDP_VERSION=2 before the launcher is what accelerate's plugin reads at transformers 4.x (planner.frameworks.hf
+    .launchenv): hf@4 plans FSDP2, the config's "version" no longer said unplanned."""
+    s, r = _read(tmp_path, "transformers==4.53.0", "FSDP_VERSION=2 " + HF)
+    assert s["framework"].value == "hf@4" and s["fsdp"].value == "full" and "FSDP1" not in s["fsdp"].source
+    assert not [u for u in r.unplanned if "FSDP_VERSION" in u]
+
+
+@pytest.mark.parametrize(
+    ("framework", "fsdp", "env"),
+    [
+        ("hf@4", "full", "FSDP_VERSION=2 "),
+        ("hf@4.54", "grad-op", "FSDP_VERSION=2 FSDP_RESHARD_AFTER_FORWARD=false "),
+        ("trl@0.19", "full", "FSDP_VERSION=2 "),
+        # transformers 5 hands the key to accelerate itself; the line runs 4.56.2 too (launchenv), the variable agrees
+        ("trl@0.22", "grad-op", "FSDP_VERSION=2 FSDP_RESHARD_AFTER_FORWARD=false "),
+        ("hf", "full", "FSDP_VERSION=2 "),
+    ],
+)
+def test_written_fsdp_plans_name_their_version_in_the_environment(framework, fsdp, env):
+    """The command and the Slurm script of an FSDP2 plan written as HF's command set FSDP_VERSION=2 (the lines before
+    transformers 5 ignore fsdp_config's "version") (and reshard_after_forward false for grad-op, which accelerate's FSDP2 reads from the environment
+    alone); the release's own TrainingArguments and accelerate then build FSDP2 (tests/planner/export/validators/
+    trl_validate.py fsdp_plugin, in tools/fwenv_old.sh's hf-4.53.0 and hf-4.57.1 venvs). Read back at the line: FSDP2."""
+    from planner import advise
+    from planner.export import launch
+
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "top": 1}
+    body |= {"seq_len": 1024, "framework": framework, "evidence": "analytic", "fsdp": [fsdp], "zero": [0]}
+    res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
+    plan, (model, hw, goal) = res.plans[0], res.context
+    made = launch.launch(plan, model, hw, goal.seq_len)
+    assert plan.fsdp == fsdp and made.command.startswith(f"{env}torchrun ")
+    sbatch = launch.files(plan, hw, model, goal.seq_len)["launch.sbatch"]
+    assert all(f"export {kv}\n" in sbatch for kv in env.split())
