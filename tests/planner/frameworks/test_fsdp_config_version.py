@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from planner import intake
+from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS
 
 HF = (
@@ -97,3 +98,21 @@ def test_written_fsdp_plans_name_their_version_in_the_environment(framework, fsd
     assert plan.fsdp == fsdp and made.command.startswith(f"{env}torchrun ")
     sbatch = launch.files(plan, hw, model, goal.seq_len)["launch.sbatch"]
     assert all(f"export {kv}\n" in sbatch for kv in env.split())
+
+
+@pytest.mark.parametrize("line", ["0.14", "0.15", "r1-v", "vlm-r1"])
+def test_lines_before_the_trainers_fsdp2_rank_no_fsdp_plan(line):
+    """TRL's lines on transformers before 4.51.0 and accelerate before 1.6.0 (trl.lines NO_FSDP2) build FSDP1 only:
+    `suggest` ranks no FSDP plan there, saying why; the 0.19 line (transformers 4.53) ranks one."""
+    from planner import advise
+
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "top": 1}
+    body |= {"seq_len": 1024, "framework": f"trl@{line}", "evidence": "analytic", "fsdp": ["full"], "zero": [0]}
+    try:
+        res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
+        plans, said = res.plans, " ".join(map(str, getattr(res, "notes", []) or []))
+    except BadInput as e:
+        plans, said = [], str(e)
+    assert not plans and "FSDP1 only" in said
+    ok = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": "trl@0.19"}), with_nearest=False)
+    assert ok.plans and ok.plans[0].fsdp == "full"
