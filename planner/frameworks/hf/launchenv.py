@@ -27,3 +27,23 @@ def fsdp_env(plan) -> dict[str, str]:
     if plan.fsdp == "off" or (fw is not None and fw.writes):
         return {}
     return {VERSION: "2", **({RESHARD: "false"} if plan.fsdp == "grad-op" else {})}
+
+
+# HF's Trainer runs accelerate's FSDP2 from transformers 4.51.0 (trainer.py:2317 is_fsdp2; none at 4.49.0 or 4.50.0),
+# accelerate has it from 1.6.0 (v1.5.0 utils/dataclasses.py has no fsdp_version): a pin of the hf 4 line (4.0 .. 4.53)
+# starts there for an FSDP plan, and every such plan pins that accelerate (TRL names lower bounds only)
+TRAINER_FSDP2 = (4, 51)
+ACCELERATE_FSDP2 = "accelerate>=1.6.0"
+
+
+def pinned_first(plan, package: str, first: tuple[int, ...]) -> tuple[int, ...]:
+    """The first version of `package` the pin of the plan's line names: transformers 4.51 for an FSDP plan of a line
+    starting before it (fsdp_env's plans), else the line's own first."""
+    if package == "transformers" and fsdp_env(plan) and first < TRAINER_FSDP2:
+        return TRAINER_FSDP2
+    return first
+
+
+def requirements(plan) -> str:
+    """The requirement lines beside the package's pin: accelerate's FSDP2 for the plans fsdp_env names."""
+    return f"{ACCELERATE_FSDP2}\n" if fsdp_env(plan) else ""

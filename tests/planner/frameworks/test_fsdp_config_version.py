@@ -96,8 +96,11 @@ def test_written_fsdp_plans_name_their_version_in_the_environment(framework, fsd
     plan, (model, hw, goal) = res.plans[0], res.context
     made = launch.launch(plan, model, hw, goal.seq_len)
     assert plan.fsdp == fsdp and made.command.startswith(f"{env}torchrun ")
-    sbatch = launch.files(plan, hw, model, goal.seq_len)["launch.sbatch"]
-    assert all(f"export {kv}\n" in sbatch for kv in env.split())
+    files = launch.files(plan, hw, model, goal.seq_len)
+    assert all(f"export {kv}\n" in files["launch.sbatch"] for kv in env.split())
+    # the pin: accelerate's FSDP2 (1.6.0), and the hf 4 line from the Trainer's (4.51.0), read back at the line
+    pins = files["requirements.txt"].splitlines()
+    assert "accelerate>=1.6.0" in pins and ("transformers>=4.51.0,<4.54.0" in pins) == (framework == "hf@4")
 
 
 @pytest.mark.parametrize("line", ["0.14", "0.15", "r1-v", "vlm-r1"])
