@@ -82,7 +82,8 @@ def check(folder: Path) -> str:
 
 def fsdp_plugin(cfg, sbatch: str) -> str:
     """The FSDP plugin the Trainer's Accelerator builds for this run (accelerate's FullyShardedDataParallelPlugin from
-    the FSDP_* variables TrainingArguments set and those the Slurm script exports), checked FSDP2 (memplan plans FSDP2:
+    TrainingArguments' fsdp_plugin_args where it has them, else the FSDP_* variables it set and those the Slurm script
+    exports), checked FSDP2 (memplan plans FSDP2:
     planner/export/export.py fsdp_config) with the plan's resharding (reshard_after_forward false for shard_grad_op)."""
     from accelerate.utils import FullyShardedDataParallelPlugin
 
@@ -90,7 +91,9 @@ def fsdp_plugin(cfg, sbatch: str) -> str:
         if line.startswith("export FSDP_"):
             key, _, value = line.removeprefix("export ").partition("=")
             os.environ[key] = value
-    plugin = FullyShardedDataParallelPlugin()
+    # transformers 5 builds it from TrainingArguments.fsdp_plugin_args (5.6.0 trainer.py:798-801), 4.x from the
+    # environment alone
+    plugin = FullyShardedDataParallelPlugin(**(getattr(cfg, "fsdp_plugin_args", None) or {}))
     for key in [k for k in os.environ if k in ("FSDP_VERSION", "FSDP_RESHARD_AFTER_FORWARD")]:
         del os.environ[key]  # the next folder's script sets its own
     grad_op = any(getattr(o, "value", o) == "shard_grad_op" for o in cfg.fsdp)
