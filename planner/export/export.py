@@ -18,6 +18,7 @@ from planner.estimate.quant import FOUR_BIT
 from planner.estimate.zero import settings as zero_settings
 from planner.export import parallel
 from planner.frameworks import FRAMEWORKS
+from planner.frameworks.hf import launchenv
 from planner.frameworks.hf.keys import KEYS as K
 from planner.frameworks.keys import whole_line
 from planner.model import catalog, vila
@@ -516,9 +517,15 @@ def alloc_env(knobs) -> dict[str, str]:
     return {ALLOC_CONF: "expandable_segments:True"} if knobs.expandable_segments else {}
 
 
+def launch_env(plan: Plan) -> dict[str, str]:
+    """alloc_env, and the FSDP version HF's command needs where TrainingArguments drop fsdp_config's "version"
+    (planner.frameworks.hf.launchenv; none for the bundled trainer, which builds FSDP2 itself)."""
+    return {**alloc_env(plan), **({} if bundled_only(plan) else launchenv.fsdp_env(plan))}
+
+
 def env_prefix(plan: Plan) -> str:
-    """alloc_env as the words before a command."""
-    return "".join(f"{k}={v} " for k, v in alloc_env(plan).items())
+    """launch_env as the words before a command."""
+    return "".join(f"{k}={v} " for k, v in launch_env(plan).items())
 
 
 def sbatch(
@@ -529,7 +536,7 @@ def sbatch(
     starts the nodes' tasks itself (the bundled trainer's `planner train --launcher slurm`). header: more #SBATCH
     lines (partition, account, time)."""
     args = " ".join(shlex.quote(x) for x in (program or [TRAIN_SCRIPT, *script_args(plan)]))
-    env = "".join(f"export {k}={v}\n" for k, v in {**alloc_env(plan), **parallel.parallelism_env(plan, hw)}.items())
+    env = "".join(f"export {k}={v}\n" for k, v in {**launch_env(plan), **parallel.parallelism_env(plan, hw)}.items())
     run = driver or (
         f"""srun --kill-on-bad-exit=1 bash -c 'torchrun --nnodes "$SLURM_NNODES" --nproc_per_node {hw.gpus_per_node} \\
   --rdzv_id "$SLURM_JOB_ID" --rdzv_backend c10d --rdzv_endpoint "$MASTER_ADDR:$MASTER_PORT" \\

@@ -14,6 +14,7 @@ from planner.config.spec import Goal, Hardware, Launch, Plan
 from planner.export import export
 from planner.export.export import DS_CONFIG_NAME, FSDP_CONFIG_NAME
 from planner.frameworks import FRAMEWORKS
+from planner.frameworks.hf import launchenv
 from planner.model.modelspec import ModelSpec
 
 LAUNCH_NAME = "launch.sh"
@@ -25,8 +26,9 @@ PIN_NAME = "requirements.txt"
 def pinned(plan: Plan) -> dict[str, str]:
     """{PIN_NAME: text} pinning the plan's framework package at the release it was planned for (Framework.package):
     the newest line at the adapter's own version, an older line as the range of its versions (`>=first,<the next
-    line's first`, the versions its files were written for); {} for a framework without a package (memplan's own
-    trainer) or a fork that froze a release (no version of the package of its own)."""
+    line's first`, the versions its files were written for; an FSDP plan's from the release whose Trainer runs FSDP2,
+    and that accelerate: launchenv); {} for a framework without a package (memplan's own trainer) or a fork that froze
+    a release (no version of the package of its own)."""
     fw = FRAMEWORKS.get(plan.framework)
     if fw is None or not fw.package:
         return {}
@@ -37,8 +39,10 @@ def pinned(plan: Plan) -> dict[str, str]:
         name, pin = fw.version.split()[-1], f"=={fw.version.split()[-1]}"
     else:
         later = sorted(x.first for x in fw.releases if x.first is not None and x.first > r.first)
-        name, pin = r.name, f">={_version(r.first)},<{_version(later[0])}"
-    return {PIN_NAME: f"# memplan planned these files for {fw.label} {name}\n{fw.package}{pin}\n"}
+        first = launchenv.pinned_first(plan, fw.package, r.first)
+        name, pin = r.name, f">={_version(first)},<{_version(later[0])}"
+    text = f"# memplan planned these files for {fw.label} {name}\n{fw.package}{pin}\n{launchenv.requirements(plan)}"
+    return {PIN_NAME: text}
 
 
 def _version(first: tuple[int, ...]) -> str:

@@ -22,7 +22,8 @@ MEANINGS = {
     # training_args.py:2753 fsdp_version = fsdp_config.get("version", 1) into accelerate's plugin; default 2 from
     # 5.10: 5.9.0 :2812 1, 5.10.4 :2736 2), or ignored (4.x: __post_init__ hands accelerate FSDP_* environment
     # variables from fsdp_config and never FSDP_VERSION, 4.57.1 training_args.py:2003-2043, 4.53.0 the same, so
-    # accelerate's plugin is FSDP1 unless `accelerate launch`'s own config names fsdp_version 2)
+    # accelerate's plugin is FSDP1 unless the launch sets FSDP_VERSION=2, as memplan's HF command does: hf.launchenv,
+    # or `accelerate launch`'s own config names fsdp_version 2)
     "fsdp_config_version": ("read", "ignored"),
 }
 

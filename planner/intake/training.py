@@ -12,6 +12,7 @@ from pathlib import Path
 
 from planner.errors import BadInput
 from planner.frameworks import ARGS, FRAMEWORKS, PLAIN, Tool, by_trainer, cli, entry, reader
+from planner.frameworks.accelerate.reader import read_env_version
 from planner.intake import configs, launch, releases, scriptargs, world
 from planner.intake.collect import (
     Collector,
@@ -96,6 +97,7 @@ def read_run(run: launch.Run) -> Collector:
     c = Collector(framework)
     c.fact("framework", framework, f"{run.where} {run.tool} {show(run.target)}", run.tool)
     read_allocator(c, run.command.env, run.where)
+    read_env_version(c, run.command.env, run.where)
     if tool is None or tool.wraps:
         world.read(c, run)
     elif tool.reads != "cli":  # the CLI starts its own processes: its reader reads how many

@@ -256,3 +256,15 @@ def read_file(
     """planner.intake's dispatch of a accelerate config (Framework.reads; `flags`: the command line's, `words`: its positional
     words after the file, `script`: the command's file): read as the launcher's config."""
     read_config(c, data, path, "", "config_file")
+
+
+VERSION_ENV = "FSDP_VERSION"  # the plugin's version where none is passed (accelerate 1.8.1 utils/dataclasses.py:1708)
+
+
+def read_env_version(c: Collector, env: dict[str, str], where: str) -> None:
+    """The FSDP version the command's environment names (FSDP_VERSION, what accelerate's plugin reads where the trainer
+    hands it none: planner.frameworks.hf.launchenv), the fact "fsdp_env_version" HF's reader settles the version
+    with where its release drops fsdp_config's "version" (hf.reader_sharding)."""
+    value = env.get(VERSION_ENV, "").strip()
+    if value.isdigit():
+        c.fact("fsdp_env_version", int(value), f"{where} {VERSION_ENV}={value}", VERSION_ENV)

@@ -28,18 +28,22 @@ def sharding(c: Collector, flags: dict[str, Flag], near: Path, vars) -> None:
 def _version(c: Collector, cfg: dict, source: str) -> tuple[dict, tuple[int, str]]:
     """(fsdp_config, the FSDP version where it names none) at the release the reading targets: its "version" read
     where that release's TrainingArguments reads it (Release.means fsdp_config_version, reading.MEANINGS); where it
-    does not (transformers 4.x), the version key is left out, said in one unplanned line, and the run is FSDP1."""
+    does not (transformers 4.x), the version key is left out and the run is the command's FSDP_VERSION (hf.launchenv),
+    else FSDP1, the key said in one unplanned line."""
     fw = FRAMEWORKS.get(c.framework)
     release = str(c.facts.get("release", ("",))[0] or "")
     r = fw.release(release) if fw is not None and fw.releases else None
     if r is None or r.means("fsdp_config_version") == "read":
         return cfg, (2, "")
     who = f"{fw.name}@{r.name}"
+    env = c.facts.get("fsdp_env_version")
+    if env is not None:  # the launch's own FSDP_VERSION, which accelerate's plugin reads (hf.launchenv)
+        return {k: v for k, v in cfg.items() if k.removeprefix("fsdp_") != "version"}, (env[0], env[1])
     for key in [k for k in cfg if k.removeprefix("fsdp_") == "version"]:
         c.note(
             f"{source}: {key} {cfg[key]} (not planned: {who}'s transformers 4.x TrainingArguments never hands it to "
-            "accelerate, 4.57.1 training_args.py:2003-2043 sets no FSDP_VERSION: FSDP1 unless `accelerate launch`'s "
-            "own config names fsdp_version 2)"
+            "accelerate, 4.57.1 training_args.py:2003-2043 sets no FSDP_VERSION: FSDP1 unless the launch sets "
+            "FSDP_VERSION=2 or `accelerate launch`'s own config names fsdp_version 2)"
         )
     why = default(who, "transformers 4.57.1 training_args.py:2003-2043", "FSDP1: accelerate's fsdp_version 1")
     return {k: v for k, v in cfg.items() if k.removeprefix("fsdp_") != "version"}, (1, why)

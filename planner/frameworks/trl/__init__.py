@@ -25,7 +25,7 @@ from planner.frameworks.base import NO_SPLITS, ForkSigns, Framework
 from planner.frameworks.hf import HF_EVERY, HF_KEYS, HF_SPLIT_RULES
 from planner.frameworks.rules import Rule, kind
 from planner.frameworks.tool import Tool
-from planner.frameworks.trl.lines import with_rules
+from planner.frameworks.trl.lines import with_fsdp1_only, with_rules
 from planner.frameworks.trl.releases import (  # noqa: F401 - re-exported (accelerate's, axolotl's adapters import them)
     FORKS,
     NO_DPO_SPLIT,
@@ -126,7 +126,8 @@ FRAMEWORK = Framework(
         ),
     ),
     sft_head="fused-logprob",
-    releases=with_rules(RELEASES, GRPO_SPANS, HF_SPLIT_RULES) + FORKS,  # lines.py: the keys a line has none of
+    releases=with_rules(RELEASES, GRPO_SPANS, HF_SPLIT_RULES)
+    + with_fsdp1_only(FORKS),  # lines.py: the keys a line has none of
     key_spans={"grpo": GRPO_SPANS, "sft": SFT_SPANS},
 )
 # `--framework trl-0`: TRL 0.22 .. 0.29 (read at 0.29.1, the last 0.x; VLM-R1 and many recipes pin a 0.x), kept as a

@@ -31,11 +31,40 @@ NEEDS = (
 )
 
 
+# HF's Trainer runs accelerate's FSDP2 from transformers 4.51.0 (trainer.py:2317 is_fsdp2; none at 4.49.0 or 4.50.0),
+# accelerate has it from 1.6.0 (v1.5.0 utils/dataclasses.py has no fsdp_version); these lines ran the transformers and
+# accelerate of their time (tools/fwenv_old.sh: trl 0.14.0 with 4.48.2 and 1.3.0, 0.15.2 with 4.49.0 and 1.4.0; R1-V a
+# 4.49.0.dev0 commit, VLM-R1 setup.py:65 transformers==4.49.0), so an FSDP run there is FSDP1 whatever is written
+NO_FSDP2 = ("0.14", "0.15", "r1-v", "vlm-r1")
+
+
+def fsdp1_only(r: Release) -> tuple[Rule, ...]:
+    """The rule of scope "written" of a line in NO_FSDP2: `suggest` never ranks an FSDP plan the line's files would
+    run as FSDP1 (memplan writes and plans FSDP2: planner.export.export.fsdp_config); a user's FSDP file is still read."""
+    if r.name not in NO_FSDP2:
+        return ()
+    why = (
+        f"release {r.name} runs a transformers before 4.51.0 and an accelerate before 1.6.0, whose Trainer builds FSDP1 "
+        "only, and the FSDP written is FSDP2's: give --zero N or a later release"
+    )
+    return (Rule("fsdp", why, lambda k, w: k.get("fsdp", "off") != "off", "written"),)
+
+
+def with_fsdp1_only(releases: tuple[Release, ...]) -> tuple[Release, ...]:
+    """`releases` (TRL's forks, whose adapters carry their own rules) with fsdp1_only added where it applies."""
+    return tuple(
+        replace(r, adapter={**r.adapter, "rules": (*r.adapter.get("rules", ()), *fsdp1_only(r))})
+        if fsdp1_only(r)
+        else r
+        for r in releases
+    )
+
+
 def with_rules(releases: tuple[Release, ...], spans: dict, rules: tuple[Rule, ...]) -> tuple[Release, ...]:
     """`releases` with each line's own rules added to the framework's `rules` (Release.adapter) where it has any."""
     out = []
     for r in releases:
-        extra = tuple(
+        extra = fsdp1_only(r) + tuple(
             Rule(
                 "workload",
                 f"release {r.name}'s GRPOConfig has no {key} for {setting} (from "

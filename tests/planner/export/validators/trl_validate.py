@@ -69,7 +69,8 @@ def check(folder: Path) -> str:
     import transformers
     import trl
 
-    extra = (
+    extra = fsdp_plugin(cfg, (folder / "launch.sbatch").read_text()) if cfg.fsdp else ""
+    extra += (
         f" output_dir={cfg.output_dir} transformers {transformers.__version__}" if config == "TrainingArguments" else ""
     )
     extra += f" num_generations={cfg.num_generations}" if hasattr(cfg, "num_generations") else ""
@@ -77,6 +78,31 @@ def check(folder: Path) -> str:
         f"trl {trl.__version__} {config}: micro={cfg.per_device_train_batch_size} "
         f"accum={cfg.gradient_accumulation_steps} fsdp={cfg.fsdp} peft={model.use_peft}{extra}"
     )
+
+
+def fsdp_plugin(cfg, sbatch: str) -> str:
+    """The FSDP plugin the Trainer's Accelerator builds for this run (accelerate's FullyShardedDataParallelPlugin from
+    TrainingArguments' fsdp_plugin_args where it has them, else the FSDP_* variables it set and those the Slurm script
+    exports), checked FSDP2 (memplan plans FSDP2:
+    planner/export/export.py fsdp_config) with the plan's resharding (reshard_after_forward false for shard_grad_op)."""
+    from accelerate.utils import FullyShardedDataParallelPlugin
+
+    for line in sbatch.splitlines():
+        if line.startswith("export FSDP_"):
+            key, _, value = line.removeprefix("export ").partition("=")
+            os.environ[key] = value
+    # transformers 5 builds it from TrainingArguments.fsdp_plugin_args (5.6.0 trainer.py:798-801), 4.x from the
+    # environment alone
+    plugin = FullyShardedDataParallelPlugin(**(getattr(cfg, "fsdp_plugin_args", None) or {}))
+    for key in [k for k in os.environ if k in ("FSDP_VERSION", "FSDP_RESHARD_AFTER_FORWARD")]:
+        del os.environ[key]  # the next folder's script sets its own
+    grad_op = any(getattr(o, "value", o) == "shard_grad_op" for o in cfg.fsdp)
+    if plugin.fsdp_version != 2 or plugin.reshard_after_forward != (not grad_op):
+        raise ValueError(
+            f"fsdp {cfg.fsdp}: accelerate builds FSDP{plugin.fsdp_version} with reshard_after_forward "
+            f"{plugin.reshard_after_forward}, not the planned FSDP2"
+        )
+    return f" FSDP{plugin.fsdp_version} reshard_after_forward={plugin.reshard_after_forward}"
 
 
 def main(args: list[str]) -> int:

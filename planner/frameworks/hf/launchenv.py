@@ -1,0 +1,49 @@
+"""The environment that makes an FSDP plan written as HF's command (TrainingArguments' --fsdp and --fsdp_config, for
+HF's Trainer and TRL's) run FSDP2 at every release, and read back by accelerate.reader.read_env_version. transformers 4.53.0 and 4.57.1 training_args.py
+:1982-2022 set ACCELERATE_USE_FSDP and FSDP_* from --fsdp and --fsdp_config but never FSDP_VERSION (Release.means
+fsdp_config_version "ignored": reading.MEANINGS), and the plugin the Trainer's Accelerator builds takes its version from
+that variable, 1 where unset (accelerate 1.8.1 utils/dataclasses.py:1707-1708; 1.10.1 the same), its
+reshard_after_forward under FSDP2 only from FSDP_RESHARD_AFTER_FORWARD, true where unset (:1733-1738; the
+FSDP_SHARDING_STRATEGY transformers sets is read under FSDP1 alone, :1721-1723); the Trainer then runs FSDP2 (4.53.0
+trainer.py:2303 is_fsdp2). TRL's 0.22 and 1.0 lines run on transformers 4.56.2 too (trl v0.29.1 and v1.0.0
+pyproject.toml:35 transformers>=4.56.2), whose TrainingArguments drop the key the same way; from transformers 5 the key
+is handed to the plugin as an argument (5.6.0 training_args.py:2809-2810), which the variable then agrees with. So the
+command and the Slurm script of every such plan export them (planner.export.export.launch_env), as `accelerate launch`
+does from its config's fsdp_version (accelerate 1.8.1 utils/launch.py:309)."""
+
+from __future__ import annotations
+
+from planner.frameworks import FRAMEWORKS
+
+VERSION = "FSDP_VERSION"  # read back by accelerate.reader.read_env_version (a writer imports no reader)
+RESHARD = "FSDP_RESHARD_AFTER_FORWARD"
+
+
+def fsdp_env(plan) -> dict[str, str]:
+    """{variable: value} that makes the plan's FSDP2 run at any release its line allows: empty for a plan that does
+    not shard with FSDP, or whose framework writes its own files (Framework.writes: its accelerate config names
+    fsdp_version 2)."""
+    fw = FRAMEWORKS.get(plan.framework)
+    if plan.fsdp == "off" or (fw is not None and fw.writes):
+        return {}
+    return {VERSION: "2", **({RESHARD: "false"} if plan.fsdp == "grad-op" else {})}
+
+
+# HF's Trainer runs accelerate's FSDP2 from transformers 4.51.0 (trainer.py:2317 is_fsdp2; none at 4.49.0 or 4.50.0),
+# accelerate has it from 1.6.0 (v1.5.0 utils/dataclasses.py has no fsdp_version): a pin of the hf 4 line (4.0 .. 4.53)
+# starts there for an FSDP plan, and every such plan pins that accelerate (TRL names lower bounds only)
+TRAINER_FSDP2 = (4, 51)
+ACCELERATE_FSDP2 = "accelerate>=1.6.0"
+
+
+def pinned_first(plan, package: str, first: tuple[int, ...]) -> tuple[int, ...]:
+    """The first version of `package` the pin of the plan's line names: transformers 4.51 for an FSDP plan of a line
+    starting before it (fsdp_env's plans), else the line's own first."""
+    if package == "transformers" and fsdp_env(plan) and first < TRAINER_FSDP2:
+        return TRAINER_FSDP2
+    return first
+
+
+def requirements(plan) -> str:
+    """The requirement lines beside the package's pin: accelerate's FSDP2 for the plans fsdp_env names."""
+    return f"{ACCELERATE_FSDP2}\n" if fsdp_env(plan) else ""
