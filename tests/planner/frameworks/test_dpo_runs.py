@@ -87,3 +87,16 @@ def test_an_ms_swift_kto_script_with_padding_free_is_planned_as_its_release_runs
     value = {s.field: s.value for s in reading.settings}
     assert value["workload.kind"] == "kto" and value.get("batching", "padded") == planned
     assert any("from v3.9.0" in n for n in reading.unplanned) == (planned == "padded")
+
+
+def test_a_trl_kto_config_with_padding_free_is_planned_padded_with_trls_line(tmp_path):
+    """KTOConfig has no padding_free at any release: the reading plans padded rows and says so in one line."""
+    (tmp_path / "kto.yaml").write_text(
+        "model_name_or_path: Qwen/Qwen2.5-0.5B-Instruct\nmax_length: 1024\npadding_free: true\n"
+        "attn_implementation: flash_attention_2\n"
+    )
+    (tmp_path / "run.sh").write_text("trl kto --config kto.yaml\n")
+    reading = intake.read([str(tmp_path / f) for f in ("run.sh", "kto.yaml")])
+    value = {s.field: s.value for s in reading.settings}
+    assert value["workload.kind"] == "kto" and value["batching"] == "padded"
+    assert any("KTOConfig has no padding_free" in n and "planned padded" in n for n in reading.unplanned)
