@@ -432,6 +432,7 @@ def test_swift_packed_kto_writes_padding_free_and_reads_it_back(tmp_path):
     --padding_free and flash attention (sft_args.py:186-197), read back packed."""
     w = sw("kto_packed", tmp_path)
     assert w.f["rlhf_type"] == "kto" and w.f["padding_free"] == "true" and w.f["attn_impl"] == "flash_attn"
+    assert "packing" not in w.f  # --packing would bin each row with its KL row under max_length (dataset/packing.py)
     reading = intake.read([str(w.dir / swift.SCRIPT_NAME)])
     assert reading.request["workload"]["kind"] == "kto" and reading.request["batching"] == "packed"
 
