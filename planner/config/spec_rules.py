@@ -121,7 +121,8 @@ def parallel_rules(k: KnobFields) -> None:
             "are not split by torch's tensor-parallel plan; use --tensor-parallel 1",
             "tensor_parallel",
         )
-    dpo_sp = k.workload.kind == "dpo" and k.parallel == k.sequence_parallel  # Ulysses alone: planned
+    # Ulysses alone: planned for DPO and KTO (the frameworks that run neither say so: Runs.dpo_runs, Runs.kto_runs)
+    dpo_sp = k.workload.kind in ("dpo", "kto") and k.parallel == k.sequence_parallel
     if k.parallel > 1 and k.workload.rl and not dpo_sp:
         raise BadInput(
             f"--workload {k.workload.kind} with tensor, sequence or context parallelism: RL roles split this way "

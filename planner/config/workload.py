@@ -30,7 +30,10 @@ mismatched pairs (each row's prompt with its neighbour's completion, kto_trainer
 forward, the policy scores them without grad (`_compute_kl_logps`, kto_trainer.py:1337-1368: the kl-forward phase);
 the reference scores both batches after it, one after the other (kto_trainer.py:1426-1436). TRL's KTOTrainer wants 2 or
 more rows per device for the KL estimate (kto_trainer.py:844-847: a TRL rule, planner.frameworks.trl; LLaMA-Factory
-and ms-swift skip that __init__). The desirable/undesirable weights scale the loss only.
+and ms-swift skip that __init__). The desirable/undesirable weights scale the loss only. Padding-free (batching packed:
+ms-swift 3.9+'s `--padding_free` / `--packing`, swift/template/base.py:1884-1893) runs the micro-batch's rows as one
+row of their micro x max_length tokens at most, and the KL rows as another; no framework splits KTO's rows over ranks
+(Runs.kto_runs says which runs what).
 """
 
 from __future__ import annotations
@@ -318,8 +321,8 @@ def check_rl_knobs(w: Workload, knobs: dict) -> None:
     rules = {
         "checkpointing": ("off", "full"),
         "loss": ("standard",),
-        # DPO's padding-free rows (above); KTOConfig has no padding_free (trl/trainer/kto_config.py, TRL 1.16)
-        "batching": ("padded", "packed") if w.kind == "dpo" else ("padded",),
+        # DPO's and KTO's padding-free rows (above; which framework runs them: Runs.dpo_runs, Runs.kto_runs)
+        "batching": ("padded", "packed") if w.kind in ("dpo", "kto") else ("padded",),
         "optimizer_in_backward": (False,),
     }
     for field, allowed in rules.items():

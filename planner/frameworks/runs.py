@@ -20,6 +20,12 @@ DPO_WHY = {
     "packed": "its DPO runs chosen and rejected rows padded",
     "sequence_parallel": "its DPO keeps every row whole on each rank (no sequence parallel)",
 }
+# KTO's, where a framework's module says no more: its rows and their KL rows (each prompt with its neighbour's
+# completion) padded, whole on each rank
+KTO_WHY = {
+    "packed": "its KTO runs its rows and their KL rows padded",
+    "sequence_parallel": "its KTO keeps every row whole on each rank (no sequence parallel)",
+}
 PARALLEL = ("expert_parallel", "tensor_parallel", "sequence_parallel", "context_parallel", "device_map")
 
 
@@ -55,6 +61,9 @@ class Runs:
     # saying `dpo_why`'s line for it (where the framework's own source says so), DPO_WHY's where it says none
     dpo_runs: dict[str, str] = field(default_factory=dict)
     dpo_why: dict[str, str] = field(default_factory=dict)
+    # the same for its KTO: the rows and the KL batch's rows packed (each batch one row), or split over ranks
+    kto_runs: dict[str, str] = field(default_factory=dict)
+    kto_why: dict[str, str] = field(default_factory=dict)
 
     def value_of(self, knob: str, value: object) -> object:
         """The value as `runs` names it: workloads by kind, LoRA and the parallel sizes as on/off."""
@@ -96,24 +105,29 @@ class Runs:
         return None
 
     def dpo_refusal(self, knobs: dict) -> tuple[str, str] | None:
-        """(field, one line) where a DPO plan packs its rows or splits them over ranks and this framework's DPO (at this
-        release line) does not (`dpo_runs`), else None."""
-        if kind(knobs) != "dpo":
+        """(field, one line) where a DPO or KTO plan packs its rows or splits them over ranks and this framework's DPO
+        or KTO (at this release line) does not (`dpo_runs`, `kto_runs`), else None."""
+        workload = kind(knobs)
+        if workload not in ("dpo", "kto"):
             return None
+        runs = self.dpo_runs if workload == "dpo" else self.kto_runs
         asked = (
             ("batching", "packed", "--batching packed", knobs.get("batching") == "packed"),
             ("sequence_parallel", "sequence_parallel", "--sequence-parallel", knobs.get("sequence_parallel", 1) > 1),
         )
         for knob, key, flag, given in asked:
-            if given and key not in self.dpo_runs:
+            if given and key not in runs:
+                why = self.why_not(key, workload)
                 return (
                     knob,
-                    f"--framework {self.name} ({self.label}) cannot run {flag} with --workload dpo: {self.why_not(key)}",
+                    f"--framework {self.name} ({self.label}) cannot run {flag} with --workload {workload}: {why}",
                 )
         return None
 
-    def why_not(self, key: str) -> str:
-        """The line saying why this framework's DPO does not run `key` ("packed", "sequence_parallel")."""
+    def why_not(self, key: str, workload: str = "dpo") -> str:
+        """The line saying why this framework's DPO (or KTO) does not run `key` ("packed", "sequence_parallel")."""
+        if workload == "kto":
+            return self.kto_why.get(key, KTO_WHY[key])
         return self.dpo_why.get(key, DPO_WHY[key])
 
     def cannot_here(self, knobs: dict, where: Where) -> tuple[str, str] | None:

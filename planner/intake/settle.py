@@ -68,7 +68,8 @@ def _unplannable(c: Collector) -> None:
     and the plan goes on without it (planner/config/workload.py check_rl_knobs, planner/config/spec.py)."""
     kind = c.get("workload.kind", "sft")
     if kind != "sft":
-        batching = ("padded", "packed") if kind == "dpo" else ("padded",)  # DPO padding-free (planner.config.workload)
+        # DPO's and KTO's padding-free rows (planner.config.workload)
+        batching = ("padded", "packed") if kind in ("dpo", "kto") else ("padded",)
         for field, allowed in (("checkpointing", ("off", "full")), ("loss", ("standard",)), ("batching", batching)):
             s = c.setting(field)
             if s is not None and s.value not in allowed:
@@ -79,15 +80,17 @@ def _unplannable(c: Collector) -> None:
 
 
 def _dpo_padded(c: Collector, kind: str) -> None:
-    """DPO's padding-free flag where the framework's DPO (at the release read) pads anyway (Runs.dpo_runs: TRL 0.29+
-    sets padding_free back to False): planned padded, saying why."""
+    """DPO's or KTO's padding-free flag where the framework's DPO or KTO (at the release read) pads anyway
+    (Runs.dpo_runs: TRL 0.29+ sets padding_free back to False; Runs.kto_runs: ms-swift before v3.9.0, LLaMA-Factory's
+    packing, SFT's only): planned padded, saying why."""
     s = c.setting("batching")
-    if kind != "dpo" or s is None or s.value != "packed" or c.framework not in FRAMEWORKS:
+    if kind not in ("dpo", "kto") or s is None or s.value != "packed" or c.framework not in FRAMEWORKS:
         return
     fw = adapter(c.framework, c.facts.get("release", ("",))[0])
-    if "packed" not in fw.dpo_runs:
-        c.note(f"{s.source} ({fw.why_not('packed')}; planned padded)")
-        c.set("batching", "padded", f"{s.source} (planned padded: {fw.why_not('packed')})", s.key)
+    if "packed" not in (fw.dpo_runs if kind == "dpo" else fw.kto_runs):
+        why = fw.why_not("packed", kind)
+        c.note(f"{s.source} ({why}; planned padded)")
+        c.set("batching", "padded", f"{s.source} (planned padded: {why})", s.key)
 
 
 def _sharded_quant(c: Collector) -> None:

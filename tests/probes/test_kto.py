@@ -100,13 +100,33 @@ def test_llamafactorys_kto_order_within_5_percent_of_real_cpu_steps():
     from tests.probes.test_rl import FULL
 
     w = Workload(kind="kto", max_length=PROMPT + COMPLETION, max_prompt_length=PROMPT, logprobs="full")
-    knobs = Knobs(framework="llamafactory", precision="fp32", workload=w)
-    case = Case(FULL, knobs, 2, 2, w.seq_len())
-    measured = rl_sim.simulate(case, real=True)
-    got = breakdown(Setup(from_config(FULL, "tiny"), knobs, 2, 2, w.seq_len()), 80 * 2**30).phases
+    measured = _whole_logits_steps_match(Knobs(framework="llamafactory", precision="fp32", workload=w))
+    trl = breakdown(Setup(from_config(FULL, "tiny"), _knobs(w), 2, 2, w.seq_len()), 80 * 2**30).phases["kl-forward"]
+    assert measured["kl-forward"] > trl * 1.1  # the policy's activations and logits are live at the KL pass
+
+
+def test_padding_free_kto_with_whole_logits_within_5_percent_of_real_cpu_steps():
+    """ms-swift 3.9+'s KTO padding-free (swift/arguments/rlhf_args.py:710-717): its collator packs the micro-batch's
+    rows into one row and their KL rows into another (template/base.py:1884-1893, packing_row), scored from the whole
+    logits; TRL's KTOTrainer has no padding_free at any release, so the sim's steps on real CPU tensors (flash stand-in,
+    one packed row of 2 x 96 tokens for each batch) are the measurement. Measured 88,780,800 bytes at training,
+    77,244,416 at kl-forward, 88,797,184 at reference-forward; the analytic plan within 0.3%."""
+    w = Workload(kind="kto", max_length=PROMPT + COMPLETION, max_prompt_length=PROMPT, logprobs="full")
+    _whole_logits_steps_match(
+        Knobs(framework="swift", precision="fp32", workload=w, batching="packed", attention="flash")
+    )
+
+
+def _whole_logits_steps_match(knobs: Knobs) -> dict[str, int]:
+    """The sim's 2 x 2 KTO steps on real CPU tensors (FULL's 4,096-entry vocabulary) against the analytic phases
+    within WITHIN; the measured peaks."""
+    from tests.probes.test_rl import FULL
+
+    seq = knobs.workload.seq_len()
+    measured = rl_sim.simulate(Case(FULL, knobs, 2, 2, seq), real=True)
+    got = breakdown(Setup(from_config(FULL, "tiny"), knobs, 2, 2, seq), 80 * 2**30).phases
     analytic = {k.split(":")[0]: v for k, v in got.items()}
     assert set(measured) == set(analytic) == {"training", "kl-forward", "reference-forward"}
     for phase, bytes_ in measured.items():
         assert analytic[phase] == pytest.approx(bytes_, rel=WITHIN), phase
-    trl = breakdown(Setup(from_config(FULL, "tiny"), _knobs(w), 2, 2, w.seq_len()), 80 * 2**30).phases["kl-forward"]
-    assert measured["kl-forward"] > trl * 1.1  # the policy's activations and logits are live at the KL pass
+    return measured

@@ -22,6 +22,7 @@ FRAMEWORK = Framework(
         "packed": "LLaMA-Factory packs SFT rows only (v0.9.5 data/loader.py:200-201; parser.py:320-321 neat_packing)"
     },
     logprobs="full",  # DPO from the whole logits in fp32 (train/dpo/trainer.py:230): the reader cites it
+    kto_why={"packed": "LLaMA-Factory packs SFT rows only (v0.9.5 data/loader.py:200-201, stage kto :221-222)"},
     kto_kl_after=True,  # KTO: the rows' forward, then the KL batch's without grad (0.9.5 train/kto/trainer.py:187-189)
     reads=("llamafactory",),
     signs=SIGNS,

@@ -60,7 +60,17 @@ DPO_37 = {
     "packed": "v3.7.0 swift/llm/argument/rlhf_args.py:358-363 (padding_free: grpo, dpo, gkd)",
     "sequence_parallel": "v3.7.0 swift/llm/argument/rlhf_args.py:364-369 (sequence_parallel: grpo, dpo)",
 }
-NO_DPO_SPLITS = {"dpo_runs": {}, "dpo_why": dict.fromkeys(("packed", "sequence_parallel"), DPO_36)}
+# KTO padding-free (Runs.kto_runs) from v3.9.0 (v3.9.0 swift/llm/argument/rlhf_args.py:368 adds kto), inside the 3.7
+# line; sequence parallel never (:376 grpo, dpo)
+KTO_NO_SP = "ms-swift splits GRPO and DPO rows only (swift/arguments/rlhf_args.py:719-725; v3.9.0 :376)"
+KTO_39 = {
+    "kto_runs": {},
+    "kto_why": {
+        "packed": "ms-swift runs KTO padding_free from v3.9.0 (rlhf_args.py:368)",
+        "sequence_parallel": KTO_NO_SP,
+    },
+}
+NO_DPO_SPLITS = {"dpo_runs": {}, "dpo_why": dict.fromkeys(("packed", "sequence_parallel"), DPO_36), **KTO_39}
 PER_MICRO_STEP = Default(
     1, "ms-swift v3.3.0 keeps trl 0.16's GRPOTrainer._prepare_inputs (trl 0.16.1 trainer/grpo_trainer.py:643-651)"
 )
@@ -171,7 +181,7 @@ RELEASES = (
         "1469-1470 at v3.7.0)",
         keys=KEYS.release_keys("3.7", ("lora",)),
         defaults={"optimizer": FOREACH_3},
-        adapter={"dpo_runs": DPO_37},
+        adapter={"dpo_runs": DPO_37, **KTO_39},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
         rules=(FSDP_FILE,),
     ),
@@ -274,6 +284,9 @@ FRAMEWORK = Framework(
         "packed": "swift/arguments/rlhf_args.py:710-717 (padding_free/packing: grpo, dpo, kto, gkd)",
         "sequence_parallel": "swift/arguments/rlhf_args.py:719-725 (sequence_parallel: grpo, dpo)",
     },
+    # KTO padding-free (its rows one packed row, its KL rows another: template/base.py:1884-1893), no Ulysses for it
+    kto_runs={"packed": "swift/arguments/rlhf_args.py:710-717 (padding_free/packing: grpo, dpo, kto, gkd)"},
+    kto_why={"sequence_parallel": KTO_NO_SP},
     keys=KEYS.shown(  # the frameworks table's keys, named by the key table
         "micro_batch grad_accum checkpointing zero_stage offload=zero_stage fsdp optimizer loss attention "
         "precision lora lora_rank quant seq_len batching=packing model frozen=frozen_vision vit_checkpointing "

@@ -139,8 +139,8 @@ def flag_list(plan: Plan, model: ModelSpec, seq_len: int) -> list[Flag]:
         *([k("vit_checkpointing", False)] if plan.vit_checkpointing == "off" else []),
         k("seq_len", plan.workload.prompt_tokens() if plan.workload.kind == "grpo" else seq_len),
     ]
-    if plan.batching == "packed":
-        out += [k("packing", True), k("padding_free", True)]
+    if plan.batching == "packed":  # DPO/KTO: padding_free alone (--packing bins a sample's rows under max_length)
+        out += [k("padding_free", True)] if plan.workload.preference else [k("packing", True), k("padding_free", True)]
     if plan.loss == "fused":
         out.append(k("loss", plan.loss))
     out.append(k("optimizer", export.HF_OPTIM[plan.optimizer]))

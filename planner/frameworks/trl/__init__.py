@@ -29,6 +29,7 @@ from planner.frameworks.trl.lines import with_fsdp1_only, with_rules
 from planner.frameworks.trl.releases import (  # noqa: F401 - re-exported (accelerate's, axolotl's adapters import them)
     FORKS,
     NO_DPO_SPLIT,
+    NO_KTO_SPLITS,
     NO_PADDING_FREE,
     RELEASES,
     TRL_DEFAULTS,
@@ -112,6 +113,7 @@ FRAMEWORK = Framework(
     runs={**TRL_RUNS, "loss": ("standard",), "workload": (*TRL_RUNS["workload"], "gkd", "kto")},
     gkd_loss="whole",
     dpo_why={"packed": NO_PADDING_FREE, "sequence_parallel": NO_DPO_SPLIT},
+    kto_why=NO_KTO_SPLITS,  # no KTO line packs or splits its rows (releases.py)
     defaults=TRL_DEFAULTS,
     keys={**HF_KEYS, "batching": "packing", "lora_rank": "lora_r"},
     notes=("checkpointing and bf16 on by default; SFT's loss is TRL's fused log-prob head (no full logits)",),

@@ -30,6 +30,12 @@ NO_PADDING_FREE = (
     "v0.29.1 :575-582); v0.14-v0.28 ran it: give --framework trl@0.19"
 )
 NO_DPO_SPLIT = "TRL's DPOTrainer splits no row over ranks (trl 1.16.0 dpo_trainer.py:971-972 reads parallelism_config's tp_size alone)"
+# KTOTrainer (Runs.kto_runs): no KTOConfig from v0.7 to 1.16 has padding_free or packing (trl/trainer/kto_config.py,
+# trl/experimental/kto/kto_config.py at each tag), and it reads parallelism_config's tp_size alone
+NO_KTO_SPLITS = {
+    "packed": "TRL's KTOConfig has no padding_free or packing at any release (trl 1.16.0 trl/trainer/kto_config.py)",
+    "sequence_parallel": "TRL's KTOTrainer splits no row over ranks (trl 1.16.0 kto_trainer.py:981-982 reads tp_size alone)",
+}
 
 
 def _packs(tag: str) -> dict:

@@ -1,5 +1,5 @@
 """--workload kto's inputs and refusals (planner/config/workload.py, the frameworks' runs and rules): DPO's inputs
-taken, GRPO's refused, padded rows only, TRL's 2-rows-a-device rule where TRL runs it, and one line from every framework
+taken, GRPO's refused, packed rows where ms-swift runs them, TRL's 2-rows-a-device rule where TRL runs it, and one line from every framework
 that runs no KTO."""
 
 import pytest
@@ -22,9 +22,17 @@ def test_kto_takes_dpos_inputs_and_one_completion_a_row():
         Workload(kind="kto", max_length=512, max_prompt_length=512)
 
 
-def test_kto_runs_padded_rows_only():
-    with pytest.raises(ValueError, match="--batching packed with --workload kto"):
-        Knobs.make(framework="trl", batching="packed", workload=Workload(kind="kto"))
+def test_packed_kto_is_planned_where_ms_swift_runs_it_and_refused_in_one_line_elsewhere():
+    """ms-swift 3.9+ runs KTO padding-free (4.6.0 swift/arguments/rlhf_args.py:710-717); TRL's KTOConfig has no
+    padding_free at any release, LLaMA-Factory packs SFT only (0.9.5 data/loader.py:200-201); no framework splits KTO's
+    rows over ranks (ms-swift: rlhf_args.py:719-725 grpo and dpo)."""
+    packed = {"batching": "packed", "attention": "flash", "workload": Workload(kind="kto")}
+    assert FRAMEWORKS["swift"].cannot(dict(Knobs.make(framework="swift", **packed))) is None
+    for name, where in (("trl", "kto_config.py"), ("llamafactory", "loader.py:200-201")):
+        with pytest.raises(ValueError, match=f"cannot run --batching packed with --workload kto: .*{where}"):
+            Knobs.make(framework=name, **packed)
+    with pytest.raises(ValueError, match="--sequence-parallel with --workload kto: .*rlhf_args.py:719-725"):
+        Knobs.make(framework="swift", **{**packed, "sequence_parallel": 2})
 
 
 def test_trl_refuses_one_row_a_device_where_llamafactory_and_ms_swift_run_it():

@@ -43,3 +43,20 @@ def test_dpo_under_ulysses_plans_each_phase_on_the_ranks_slice():
     half = breakdown(Setup(model, _dpo(max_length=2048), 2, 1, 1024, gpus_per_node=2), 80 * 2**30)
     assert split.detail["forward_transient_bytes"] == half.detail["forward_transient_bytes"]
     assert split.detail["policy_logps_bytes"] == half.detail["policy_logps_bytes"]
+
+
+def test_a_packed_kto_micro_batch_is_one_row_of_its_rows_and_the_kl_batch_another():
+    """ms-swift's KTO collator (4.6.0 swift/template/base.py:1884-1893) packs the micro-batch's rows, and apart from
+    them their KL rows (each prompt with its neighbour's completion, pipelines/train/kto.py:14-28), each into one row:
+    the kl-forward and the training step each run one row of micro x max_length tokens, half of DPO's pair row."""
+    w = Workload(kind="kto", max_length=96, max_prompt_length=32, logprobs="full")
+    kto = Knobs(workload=w, batching="packed", attention="flash", framework="swift", precision="fp32")
+    assert recipe_terms.row_shape(kto, 2, 96) == (1, 2 * 96)
+    model = load_model("qwen2.5-0.5b")
+    packed = breakdown(Setup(model, kto, 2, 1, 96), 80 * 2**30).phases
+    padded = breakdown(Setup(model, kto.model_copy(update={"batching": "padded"}), 2, 1, 96), 80 * 2**30).phases
+    phases = {k.split(":")[0]: k for k in packed}
+    assert set(phases) == {"training", "kl-forward", "reference-forward"}
+    # the no-grad passes hold the logits and one row's log_softmax: the packed row's is both rows' (2 x 96 tokens)
+    excess = packed[phases["kl-forward"]] - padded[phases["kl-forward"]]
+    assert excess == 4 * (2 * 96 - 96) * model.text.vocab

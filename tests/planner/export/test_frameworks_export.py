@@ -103,6 +103,8 @@ CASES = {
         },
         "gkd_full_z3": {"zero": 3, "checkpointing": "full", "workload": GKD},
         "kto_full_z2": {"zero": 2, "checkpointing": "full", "workload": KTO},
+        # KTO padding-free (swift/arguments/rlhf_args.py:710-717 lists kto; no sequence parallel for it, :719-725)
+        "kto_packed": {"zero": 2, "checkpointing": "full", "workload": KTO, "batching": "packed", "attention": "flash"},
         "vlm_fsdp": {**VLM_FULL, "checkpointing": "off"},
         "vlm_llm_frozen": {
             "model": "qwen2.5-vl-7b",
@@ -423,6 +425,16 @@ def test_swift_kto_writes_its_rlhf_type_and_reads_it_back(tmp_path):
     assert w.plan.workload.logprobs == "full"
     back = intake.read([str(w.dir / swift.SCRIPT_NAME)]).request["workload"]
     assert back == {"kind": "kto", "max_length": 2048, "logprobs": "full"}
+
+
+def test_swift_packed_kto_writes_padding_free_and_reads_it_back(tmp_path):
+    """KTO's rows and KL rows each one packed row (template/base.py:1884-1893 collates both padding-free): written with
+    --padding_free and flash attention (sft_args.py:186-197), read back packed."""
+    w = sw("kto_packed", tmp_path)
+    assert w.f["rlhf_type"] == "kto" and w.f["padding_free"] == "true" and w.f["attn_impl"] == "flash_attn"
+    assert "packing" not in w.f  # --packing would bin each row with its KL row under max_length (dataset/packing.py)
+    reading = intake.read([str(w.dir / swift.SCRIPT_NAME)])
+    assert reading.request["workload"]["kind"] == "kto" and reading.request["batching"] == "packed"
 
 
 def test_swift_gkd_writes_its_teacher_and_reads_it_back(tmp_path):

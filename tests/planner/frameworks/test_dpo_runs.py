@@ -53,3 +53,50 @@ def test_a_trl_dpo_config_with_padding_free_is_planned_as_its_release_runs_it(tm
     value = {s.field: s.value for s in reading.settings}
     assert value["workload.kind"] == "dpo" and value.get("batching", "padded") == planned
     assert any("sets padding_free back to False" in n for n in reading.unplanned) == (planned == "padded")
+
+
+KTO_PACKED = {**PACKED, "workload": {"kind": "kto"}}
+KTO_SPLIT = {**SPLIT, "workload": {"kind": "kto"}}
+
+
+@pytest.mark.parametrize(
+    ("name", "release", "knobs", "refused"),
+    [
+        ("swift", "", KTO_PACKED, None),  # 4.6.0 rlhf_args.py:710-717 lists kto
+        ("swift", "3.7", KTO_PACKED, "from v3.9.0"),  # the 3.7 line holds 3.7-3.8, which list grpo, dpo, gkd
+        ("swift", "3.4", KTO_PACKED, "from v3.9.0"),
+        ("swift", "", KTO_SPLIT, "rlhf_args.py:719-725"),  # grpo and dpo only
+        ("trl", "", KTO_PACKED, "kto_config.py"),
+        ("trl", "", KTO_SPLIT, "kto_trainer.py:981-982"),
+        ("llamafactory", "", KTO_PACKED, "loader.py:200-201"),
+    ],
+)
+def test_kto_padding_free_and_sequence_parallel_by_release(name, release, knobs, refused):
+    test_dpo_padding_free_and_sequence_parallel_by_release(name, release, knobs, refused)
+
+
+@pytest.mark.parametrize(("pin", "planned"), [("ms-swift==3.8.0", "padded"), ("ms-swift==4.6.0", "packed")])
+def test_an_ms_swift_kto_script_with_padding_free_is_planned_as_its_release_runs_it(tmp_path, pin, planned):
+    """ms-swift adds kto to padding_free's types at v3.9.0 (swift/llm/argument/rlhf_args.py:368): before, the reading
+    plans padded rows and says why."""
+    (tmp_path / "run.sh").write_text(
+        "swift rlhf --rlhf_type kto --model Qwen/Qwen2.5-0.5B-Instruct --padding_free true --attn_impl flash_attn\n"
+    )
+    (tmp_path / "requirements.txt").write_text(pin + "\n")
+    reading = intake.read([str(tmp_path / f) for f in ("run.sh", "requirements.txt")])
+    value = {s.field: s.value for s in reading.settings}
+    assert value["workload.kind"] == "kto" and value.get("batching", "padded") == planned
+    assert any("from v3.9.0" in n for n in reading.unplanned) == (planned == "padded")
+
+
+def test_a_trl_kto_config_with_padding_free_is_planned_padded_with_trls_line(tmp_path):
+    """KTOConfig has no padding_free at any release: the reading plans padded rows and says so in one line."""
+    (tmp_path / "kto.yaml").write_text(
+        "model_name_or_path: Qwen/Qwen2.5-0.5B-Instruct\nmax_length: 1024\npadding_free: true\n"
+        "attn_implementation: flash_attention_2\n"
+    )
+    (tmp_path / "run.sh").write_text("trl kto --config kto.yaml\n")
+    reading = intake.read([str(tmp_path / f) for f in ("run.sh", "kto.yaml")])
+    value = {s.field: s.value for s in reading.settings}
+    assert value["workload.kind"] == "kto" and value["batching"] == "padded"
+    assert any("KTOConfig has no padding_free" in n and "planned padded" in n for n in reading.unplanned)
