@@ -16,7 +16,7 @@ from planner.export import configs, launch
 from planner.export.launch import with_launch
 from planner.model import catalog, hardware
 from planner.model.shapes import REMOTE_CODE_ONLY
-from planner.search.search import make_plan
+from planner.search.estimates import make_plan
 
 
 def _plan(mode="full", precision="bf16", offload="none", ckpt="full", nodes=1, model="llama-3.1-8b"):

@@ -8,7 +8,7 @@ import pytest
 from planner.config.spec import Goal, Knobs
 from planner.export.launch import with_launch
 from planner.model import catalog, hardware
-from planner.search.search import make_plan
+from planner.search.estimates import make_plan
 
 ROOT = Path(__file__).resolve().parents[3]
 
