@@ -5,7 +5,7 @@ The planner's fragmentation allowance (overheads.FRAGMENTATION_FRACTION) is the 
 ran with room to spare, where the caching allocator keeps every block it freed. Near capacity it frees its cache and
 retries before it fails (c10/cuda/CUDACachingAllocator.cpp, malloc), so a step can use more of the card than that
 allowance admits. For six shapes, each with the default allocator and with expandable_segments, this part asks the
-planner for the largest micro-batch it declares fitting (search.make_plan(...).fits, its margin included) on the real
+planner for the largest micro-batch it declares fitting (estimates.make_plan(...).fits, its margin included) on the real
 card or on one emulated by torch.cuda.set_per_process_memory_fraction (the cuda probe's
 MEMPLAN_PROBE_CAPACITY_BYTES), runs that step, then the next rung up (an eighth more, at least one); where the
 planner's step runs out of memory it halves until a step runs (a plan declared fitting that does not: the OOM this
@@ -24,7 +24,7 @@ from gpu_plans import card
 from planner.config.spec import Goal
 from planner.estimate import calibration, memory, overheads
 from planner.estimate.setup import Setup
-from planner.search.search import make_plan
+from planner.search.estimates import make_plan
 
 # (model, precision, checkpointing, sequence, emulated card GiB; None = the real card)
 SHAPES = [

@@ -29,7 +29,7 @@ from planner.estimate.setup import Setup
 from planner.estimate.speed import step_time
 from planner.model import catalog
 from planner.model.modelspec import as_run_by
-from planner.search.search import make_plan
+from planner.search.estimates import make_plan
 
 GIB = 2**30
 

@@ -57,7 +57,8 @@ from planner.model.shapes import module_name_matches
 from planner.resolved import check_positions, default_resolver, hardware_json, resolve, videos_json
 from planner.search import imagefit, memo
 from planner.search.datafit import Scanner, token_batches, verdict
-from planner.search.search import budget_plan, make_plan, search
+from planner.search.estimates import budget_plan, make_plan
+from planner.search.search import search
 from planner.verification import Probes, Status, calibrator, refine, verify
 
 if TYPE_CHECKING:  # built on first use: advise.__getattr__

@@ -23,7 +23,7 @@ from planner.estimate.setup import Setup
 from planner.evidence.store import ProbeRecord
 from planner.model import hardware
 from planner.model.modelspec import ModelSpec
-from planner.search.search import make_plan
+from planner.search.estimates import make_plan
 
 
 @dataclass(frozen=True)

@@ -130,7 +130,7 @@ def summary(log: list) -> dict:
 
 def _engine(case: Case, mode: str, model, world: int):
     """(the engine to run, the optimizer to step by hand: None when DeepSpeed steps it)."""
-    from planner.export.export import deepspeed_config_for
+    from planner.export.configs import deepspeed_config_for
     from planner.model.families import from_config
     from recipe import make_optimizer
     from recipe.dist import client_optimizer_config

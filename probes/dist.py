@@ -277,7 +277,7 @@ def _rank_main(job_path: str, out_dir: str) -> None:
     else:
         import deepspeed
 
-        from planner.export.export import deepspeed_config_for
+        from planner.export.configs import deepspeed_config_for
         from planner.model.families import from_config
 
         init_deepspeed("gloo", cpu=True)

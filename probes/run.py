@@ -32,7 +32,7 @@ from pathlib import Path
 
 from planner.config.spec import Knobs
 from planner.evidence.store import ProbeRecord, Shapes, flat_segment, make_record
-from planner.export.export import alloc_env
+from planner.export.commands import alloc_env
 
 OOM_EXIT = 3
 DEFAULT_TIMEOUT_S = 600

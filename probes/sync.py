@@ -115,7 +115,7 @@ def _rank_main(job_path: str, out_dir: str) -> None:
 
     import torch
 
-    from planner.export.export import deepspeed_config_for
+    from planner.export.configs import deepspeed_config_for
     from planner.model.families import from_config
     from probes.step import build_model
     from recipe import make_optimizer, shard_fsdp

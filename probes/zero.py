@@ -205,7 +205,7 @@ def _rank_main(job_path: str, out_dir: str) -> None:
     import deepspeed
     import torch
 
-    from planner.export.export import deepspeed_config_for
+    from planner.export.configs import deepspeed_config_for
     from planner.model.families import from_config
     from probes.step import build_model, inputs
     from recipe import make_optimizer

@@ -491,7 +491,7 @@ def _bnb_linear8(linear: torch.nn.Linear):
 
 def _bnb_linear(linear: torch.nn.Linear, knobs):
     """bitsandbytes' Linear4bit from a linear; sharded plans store the packed weight in the linear's dtype
-    (bnb_4bit_quant_storage, as exported: planner.export.export.quant_storage) so that FSDP and ZeRO-3 shard it."""
+    (bnb_4bit_quant_storage, as exported: planner.export.configs.quant_storage) so that FSDP and ZeRO-3 shard it."""
     import bitsandbytes as bnb
 
     quant = knobs.quant

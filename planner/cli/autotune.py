@@ -143,7 +143,7 @@ def run(args: Namespace) -> int:
     elif args.nodes != 1 or args.partition or args.account or args.time:
         raise BadInput("--nodes, --partition, --account and --time are for --executor slurm", "executor")
     if args.emit:
-        from planner.export.export import check_emit_dir
+        from planner.export.launch import check_emit_dir
 
         check_emit_dir(args.emit)
     if not args.dry_run:  # the probe that verifies the plan, then the bundled trainer or your command

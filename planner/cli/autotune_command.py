@@ -1,7 +1,7 @@
 """`planner autotune`'s view of the command it wraps (everything after `--`): read with `check --config`'s reader
 (planner.intake.read_command), so a VLM-R1 command is TRL's GRPO with its DeepSpeed JSON; its fields are the base of
 the plan's request (autotune's flags override them, as check's flags override --config's); its own plan is check's
-answer on it as written; and the plan goes into it as the arguments whose value the plan changes (export.script_args
+answer on it as written; and the plan goes into it as the arguments whose value the plan changes (commands.script_args
 of the plan against those of the command's own plan), with, for a VLM-R1 command, the image settings the plan assumed.
 """
 
@@ -140,7 +140,8 @@ def inject(
 ) -> tuple[list[str], dict]:
     """The command with the plan's arguments that differ from what it says (its own plan's arguments: `before`), and
     the arguments the plan no longer sets removed; (the command, {flag: values} written)."""
-    from planner.export.export import deepspeed_config, script_args
+    from planner.export.commands import script_args
+    from planner.export.configs import deepspeed_config
     from planner.export.keys import deepspeed_keys
 
     ours = _groups(script_args(plan, ds_path, model)) | extra

@@ -131,7 +131,7 @@ def script(
     --launcher slurm`: one srun task per node, torchrun in each)."""
     import json
 
-    from planner.export import export
+    from planner.export import commands
     from planner.model.hardware import resolve
 
     hw = resolve(args.gpu, args.gpus_per_node, args.nodes)
@@ -139,11 +139,11 @@ def script(
     head += [f"#SBATCH --account={args.account}"] if args.account else []
     head += [f"#SBATCH --time={args.time}"] if args.time else []
     if program:
-        return export.sbatch(plan, hw, program=program, header=head), {}
+        return commands.sbatch(plan, hw, program=program, header=head), {}
     train = [sys.executable, "-m", "planner.cli", "train", "--plan", plan_path]
     train += ["--max-steps", str(args.max_steps), "--launcher", "slurm"]
     files = {"memplan_plan.json": json.dumps(out, indent=1) + "\n"}
-    return export.sbatch(plan, hw, header=head, driver=shlex.join(train)), files
+    return commands.sbatch(plan, hw, header=head, driver=shlex.join(train)), files
 
 
 def submit(path: str) -> str:

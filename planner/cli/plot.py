@@ -5,7 +5,8 @@ margin, and the predicted memory against micro-batch for one plan's knobs."""
 from __future__ import annotations
 
 from planner.config.spec import Goal, Hardware, Plan
-from planner.search.search import divisors, make_plan
+from planner.search.estimates import make_plan
+from planner.search.search import divisors
 
 GIB = 2**30
 TERMS = (

@@ -8,7 +8,7 @@ from planner import advise
 from planner.advise import SuggestRequest, SuggestResult
 from planner.cli import common
 from planner.config.knobfields import SEARCHED
-from planner.export import export, launch
+from planner.export import launch
 
 
 def register(p) -> None:
@@ -57,7 +57,7 @@ def result_json(result) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     if args.emit:
-        export.check_emit_dir(args.emit)
+        launch.check_emit_dir(args.emit)
     result = answer(args)
     model, hw, goal = result.context
     # the JSON object where it is printed; the table reads the lines' parts alone (no serializer built for a table)

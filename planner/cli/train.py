@@ -152,7 +152,7 @@ def plan_from(args: argparse.Namespace) -> tuple[str, CheckRequest, Knobs]:
 
 def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: Knobs) -> dict:
     """The trainer's RunConfig fields (trainer.loop.RunConfig), as JSON."""
-    from planner.export.export import deepspeed_config_for
+    from planner.export.configs import deepspeed_config_for
     from planner.model.catalog import load_model
 
     spec = load_model(model)
@@ -331,7 +331,7 @@ def _train(args: argparse.Namespace, cfg: dict, cmd: list[str] | None) -> int:
     """Train in this process (cmd None) or run the launch command; third-party deprecation noise is
     filtered in every rank unless MEMPLAN_VERBOSE=1 (trainer.console.quiet_third_party)."""
     from planner.config.spec import Knobs
-    from planner.export.export import alloc_env
+    from planner.export.commands import alloc_env
 
     os.environ.update(alloc_env(Knobs(**cfg["knobs"])))  # before CUDA starts here or in a rank (they inherit it)
     if cmd is None:

@@ -18,7 +18,7 @@ from planner.errors import BadInput
 
 
 def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: Knobs) -> dict:
-    from planner.export.export import deepspeed_config_for
+    from planner.export.configs import deepspeed_config_for
     from planner.model.catalog import load_model
 
     spec = load_model(model)

@@ -10,7 +10,7 @@ Training Trillion Parameter Models", section 5) as DeepSpeed 0.19 really impleme
   `estimate_zero2_model_states_mem_needs` counts 2 + 18/N bytes per parameter where the paper says
   2 + 14/N;
 - stage 3 gathers whole modules while they run (DeepSpeed's estimate: 4 x largest layer params);
-- the optimizer is DeepSpeed's fused Adam (no full-size temporaries), see export.py, unless the user's DeepSpeed
+- the optimizer is DeepSpeed's fused Adam (no full-size temporaries), see export/configs.py, unless the user's DeepSpeed
   config names none (knob client_optimizer: zero.client_step_temp_bytes_per_element).
 Without DeepSpeed (zero 0) the optimizer is torch's: `adamw` is the foreach implementation torch
 uses on CUDA by default, whose step allocates a full-size temporary (exp_avg_sq.sqrt()), while

@@ -9,7 +9,7 @@ import json
 import shlex
 
 from planner.config.spec import Hardware, Plan
-from planner.export import export, launch
+from planner.export import configs, export, launch
 from planner.model.modelspec import ModelSpec
 
 # not memory: left out of the settings
@@ -85,9 +85,9 @@ def settings(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[s
             out.update(deepspeed_keys(cfg) if "fsdp_config" not in cfg else fsdp_keys(out, name, cfg))
     if not files:
         out.update(flat(export.hf_args(plan, model)))
-        out.update(deepspeed_keys(export.deepspeed_config(plan, model) or {}))
-        out.update(flat(export.peft_config(plan, model) or {}, "LoraConfig."))
-        out.update(flat(export.quantization_config(plan) or {}, export.quantization_config_class(plan) + "."))
+        out.update(deepspeed_keys(configs.deepspeed_config(plan, model) or {}))
+        out.update(flat(configs.peft_config(plan, model) or {}, "LoraConfig."))
+        out.update(flat(configs.quantization_config(plan) or {}, configs.quantization_config_class(plan) + "."))
     return fsdp_checkpointing(out, plan)
 
 

@@ -2,17 +2,20 @@
 DeepSpeed/accelerate/PEFT configs, the command, the note on what HF cannot run), and the files that command
 names (`files`), which `suggest --emit`, autotune and the API's clients write as they are. A plan for LLaMA-Factory,
 ms-swift or axolotl (`--framework`) gets that framework's config files and command (its writer,
-planner/frameworks/<name>/writer.py); every other plan the HF/DeepSpeed/accelerate material of planner/export/export.py."""
+planner/frameworks/<name>/writer.py); every other plan the HF/DeepSpeed/accelerate material of planner/export/:
+export.py (HF's and TRL's arguments), configs.py (the config files) and commands.py (the command, the Slurm script).
+Also the check that --emit's folder is usable (check_emit_dir)."""
 
 from __future__ import annotations
 
 import json
+import os
 from importlib import import_module
 from pathlib import Path
 
 from planner.config.spec import Goal, Hardware, Launch, Plan
-from planner.export import export
-from planner.export.export import DS_CONFIG_NAME, FSDP_CONFIG_NAME
+from planner.export import commands, configs, export
+from planner.export.configs import DS_CONFIG_NAME, FSDP_CONFIG_NAME
 from planner.frameworks import FRAMEWORKS
 from planner.frameworks.hf import launchenv
 from planner.model.modelspec import ModelSpec
@@ -71,7 +74,7 @@ def prequantized_note(plan: Plan) -> str | None:
     """A GPTQ or AWQ checkpoint trains only with gptqmodel's trainable kernels (planner.estimate.quant)."""
     if plan.quant not in ("gptq", "awq"):
         return None
-    cls = export.quantization_config_class(plan)
+    cls = configs.quantization_config_class(plan)
     return (
         f"load the {plan.quant.upper()} checkpoint with quantization_config={cls}(bits=4, group_size=128, "
         'backend="auto_trainable") and a CUDA device_map: gptqmodel\'s default kernels cannot train, and this plan '
@@ -93,7 +96,7 @@ def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> Launch:
     fw = exporter(plan.framework)
     notes = [export.hf_note(plan) if fw is None else None, budget_note(plan), prequantized_note(plan)]
     notes = [n for n in (*notes, device_map_note(plan) if fw is None else None) if n]  # HF's command
-    command, framework_files = export.command(plan, hw, model, seq_len), None
+    command, framework_files = commands.command(plan, hw, model, seq_len), None
     if fw is not None:
         try:
             command, framework_files = framework_launch(plan, model, hw, seq_len)
@@ -101,14 +104,14 @@ def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> Launch:
             notes.append(f"{plan.framework}: {e}")
     return Launch(
         hf_args=export.hf_args(plan, model, hw),
-        deepspeed_config=export.deepspeed_config(plan, model),
-        command=export.env_prefix(plan) + command,
+        deepspeed_config=configs.deepspeed_config(plan, model),
+        command=commands.env_prefix(plan) + command,
         framework_files=framework_files,
         note=". ".join(notes) or None,
-        accelerate_config=export.accelerate_config(plan, hw, model),
-        peft_config=export.peft_config(plan, model),
-        quantization_config=export.quantization_config(plan),
-        quantization_class=export.quantization_config_class(plan) if plan.quant != "none" else None,
+        accelerate_config=configs.accelerate_config(plan, hw, model),
+        peft_config=configs.peft_config(plan, model),
+        quantization_config=configs.quantization_config(plan),
+        quantization_class=configs.quantization_config_class(plan) if plan.quant != "none" else None,
     )
 
 
@@ -132,14 +135,14 @@ def with_launch(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal) -> Plan:
 
 
 def command_files(plan: Plan, model: ModelSpec, ds_name: str = DS_CONFIG_NAME) -> dict[str, str]:
-    """{file name: text} of every file the HF command (export.script_args) names: the DeepSpeed JSON of a ZeRO plan,
+    """{file name: text} of every file the HF command (commands.script_args) names: the DeepSpeed JSON of a ZeRO plan,
     the FSDP config of an FSDP plan."""
     out = {}
-    ds = export.deepspeed_config(plan, model)
+    ds = configs.deepspeed_config(plan, model)
     if ds is not None:
         out[ds_name] = json.dumps(ds, indent=2) + "\n"
     if plan.fsdp != "off":
-        out[FSDP_CONFIG_NAME] = json.dumps(export.fsdp_config(plan, model), indent=2) + "\n"
+        out[FSDP_CONFIG_NAME] = json.dumps(configs.fsdp_config(plan, model), indent=2) + "\n"
     return out
 
 
@@ -151,11 +154,11 @@ def files(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int) -> dict[str,
         if made is not None:  # None: its framework cannot express it, and the plan carries the HF material
             return dict(made)
     out = command_files(plan, model)
-    acc = export.accelerate_config(plan, hw, model)
+    acc = configs.accelerate_config(plan, hw, model)
     if acc is not None:
-        out["accelerate_config.yaml"] = export.yaml_text(acc)
+        out["accelerate_config.yaml"] = configs.yaml_text(acc)
     out["train_args.json"] = json.dumps(export.hf_args(plan, model, hw), indent=2) + "\n"
-    out["launch.sbatch"] = export.sbatch(plan, hw)
+    out["launch.sbatch"] = commands.sbatch(plan, hw)
     return out | pinned(plan)
 
 
@@ -168,3 +171,21 @@ def emit(plan: Plan, hw: Hardware, model: ModelSpec, out_dir: str, seq_len: int)
         (d / name).write_text(text)
         written.append(d / name)
     return written
+
+
+def check_emit_dir(out_dir: str) -> None:
+    """BadInput unless `out_dir` is (or can become) a writable folder; checked before any planning."""
+    from planner.errors import BadInput
+
+    try:
+        d = Path(out_dir).expanduser()
+        d.stat() if d.exists() else None
+    except (OSError, ValueError) as e:  # ValueError: a NUL byte; OSError: a name too long
+        raise BadInput(f"--emit {out_dir!r}: not a usable path ({e})", "emit") from None
+    if d.exists() and not d.is_dir():
+        raise BadInput(f"--emit {out_dir!r}: a file of that name exists; --emit takes a folder", "emit")
+    probe = d
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK):
+        raise BadInput(f"--emit {out_dir!r}: {str(probe)!r} is not a writable folder", "emit")

@@ -14,7 +14,8 @@ from planner.errors import BadInput
 from planner.estimate.epoch import Epoch
 from planner.search import batching
 from planner.search.batching import first_too_long
-from planner.search.search import check_global_batch, make_plan
+from planner.search.estimates import make_plan
+from planner.search.search import check_global_batch
 
 HISTOGRAM_BINS = 24
 

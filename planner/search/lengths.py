@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from planner.config.spec import Goal, Hardware, Plan
 from planner.model.modelspec import ModelSpec
-from planner.search.search import make_plan
+from planner.search.estimates import make_plan
 
 
 def _fits(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal, **workload) -> bool:

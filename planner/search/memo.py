@@ -1,7 +1,7 @@
 """One estimate per configuration within one request: `suggest` and `check` plan the same candidate more than once (a
 check's alternatives, and the nearest settings' searches, each a suggest of its own, re-estimate the request's
 families: 1,944 estimates of 895 configurations for Llama-3.1-70B on one RTX 4090). `per_request` opens a memo for
-the work inside it (a nested suggest shares its caller's) and planner.search.search.make_plan reads it.
+the work inside it (a nested suggest shares its caller's) and planner.search.estimates.make_plan reads it.
 
 Scope: one request, nothing kept after it, so a probe stored in between or a changed file is
 read by the next request. Keys are values, not objects: the model, hardware and goal by equality (a nested request

@@ -3,7 +3,8 @@ in the 0.19.0 wheel (axolotl/...): micro_batch_size 1, sequence_len 512, gradien
 the model loaded in that dtype (utils/config/__init__.py:199-203), so a full fine-tune without DeepSpeed or FSDP
 keeps no fp32 master weights. Unknown keys, which axolotl drops silently, are unplanned lines here. The release
 line (planner.frameworks.axolotl.releases) a pin or the keys show decides the defaults that moved (the optimizer,
-v0.4.0's required batch and length, GRPO's beta) and the keys it takes.
+v0.4.0's required batch and length, GRPO's beta) and the keys it takes. The training settings (checkpointing,
+precision, attention, packing, optimizer, loss) are read in reader_training.py.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from pathlib import Path
 from planner.frameworks.accelerate import reader as accelerate
 from planner.frameworks.axolotl import FRAMEWORK, SPANS
 from planner.frameworks.axolotl.keys import KEYS, A
+from planner.frameworks.axolotl.reader_training import given_flag, look, training
 from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.trl import reader_grpo as grpoargs
-from planner.intake import line_defaults, loraargs, models, releases, tuners, vocab
+from planner.intake import loraargs, models, releases, tuners
 from planner.intake.collect import (
     AXOLOTL,
     Collector,
@@ -46,25 +48,10 @@ UNPLANNED = {
 }
 
 
-def _get(f: dict[str, Flag], key: str, fallback: object, cite: str) -> tuple[object, str]:
-    if key in f and f[key].value is not None:
-        return f[key].value, f[key].source
-    return fallback, default(AXOLOTL, cite, f"{key} {fallback}")
-
-
-def _look(c: Collector, f: dict[str, Flag], name: str) -> tuple[object, str]:
-    """(value, source) of field `name`'s key (planner.frameworks.axolotl.keys), else the release line's default where
-    it moved (planner.intake.line_defaults.moved_default: the line the reading targets), else axolotl's and its cite."""
-    k = KEYS[name]
-    if k.key not in f and (moved := line_defaults.moved_default(c, "axolotl", name)) is not None:
-        return moved
-    return _get(f, k.key, k.default, k.cite)
-
-
 def _required(c: Collector, f: dict[str, Flag], name: str, r) -> tuple[object, str]:
-    """`_look`, where a line with no default (v0.4.0's micro_batch_size, gradient_accumulation_steps, sequence_len)
+    """`look`, where a line with no default (v0.4.0's micro_batch_size, gradient_accumulation_steps, sequence_len)
     stops without the key: a note, and the next line's default as an assumption."""
-    value, src = _look(c, f, name)
+    value, src = look(c, f, name)
     if value is None:
         c.note(f"{src} (axolotl {r.name} stops without {KEYS.key(name)}; planned at {KEYS[name].default})")
         value, src = KEYS[name].default, assumption(f"{KEYS.key(name)} {KEYS[name].default}: {src}")
@@ -88,12 +75,6 @@ def _in_release(c: Collector, f: dict[str, Flag], r) -> dict[str, Flag]:
     return out
 
 
-def _given(f: dict[str, Flag], name: str) -> Flag | None:
-    """Field `name`'s key where the config sets it (truthy)."""
-    flag = f.get(KEYS.key(name))
-    return flag if flag is not None and flag.value else None
-
-
 def read(c: Collector, data: dict, path: Path, vars=None) -> None:
     f = from_mapping(data, path)
     c.add_file(path)
@@ -101,7 +82,7 @@ def read(c: Collector, data: dict, path: Path, vars=None) -> None:
         c.note(f"{f[k].source} (not an {AXOLOTL} key: axolotl drops it silently)")
     r = _release(c, f, path)
     f = _in_release(c, f, r)
-    m = _given(f, "model")
+    m = given_flag(f, "model")
     if m is not None:
         models.read_model(c, show(m.value), m.source, KEYS.key("model"), path.parent)
     micro, msrc = _required(c, f, "micro_batch", r)
@@ -124,7 +105,7 @@ def read(c: Collector, data: dict, path: Path, vars=None) -> None:
         why = f"{ssrc} (axolotl/core/builders/base.py:690-691)"
         c.number("workload.max_length", seq, why, KEYS.key("seq_len"))
     _adapter(c, f)
-    _training(c, f)
+    training(c, f)
     _sharding(c, f, path, vars)
     _parallel(c, f)
     for key, why in UNPLANNED.items():
@@ -151,7 +132,7 @@ def _on(value: object) -> bool:
 
 
 def _rl(c: Collector, f: dict[str, Flag], r) -> str:
-    given = _given(f, "workload.kind")
+    given = given_flag(f, "workload.kind")
     if given is None:
         return "sft"
     rl, key = str(given.value).lower(), KEYS.key("workload.kind")
@@ -196,7 +177,7 @@ def _trl_meanings(c: Collector, f: dict[str, Flag], r, kind: str, trl: dict) -> 
 
 
 def _adapter(c: Collector, f: dict[str, Flag]) -> None:
-    given, key = _given(f, "lora"), KEYS.key("lora")
+    given, key = given_flag(f, "lora"), KEYS.key("lora")
     adapter = str(given.value).lower() if given else ""
     if adapter not in ("lora", "qlora"):
         row = KEYS["lora"]
@@ -211,17 +192,17 @@ def _adapter(c: Collector, f: dict[str, Flag]) -> None:
     else:
         c.note(f"{f[key].source} without {r} (axolotl has no default rank: lora_rank not read)")
     for name, field in (("lora_targets", None), ("lora_target_linear", "all-linear")):
-        flag = _given(f, name)
+        flag = given_flag(f, name)
         if flag is not None and field is None:
             loraargs.lora_targets(c, flag.value, flag.source, KEYS.key(name))
         elif flag is not None and as_bool(flag.value):
             c.set("lora_targets", field, flag.source, KEYS.key(name))
-    dora, save = _given(f, "lora_variant"), _given(f, "lora_train_embeddings")
+    dora, save = given_flag(f, "lora_variant"), given_flag(f, "lora_train_embeddings")
     if dora is not None and as_bool(dora.value):
         c.set("lora_variant", "dora", dora.source, KEYS.key("lora_variant"))
     if save is not None:
         tuners.modules_to_save(c, save.value, save.source, KEYS.key("lora_train_embeddings"))
-    drop, dsrc = _look(c, f, "lora_dropout")
+    drop, dsrc = look(c, f, "lora_dropout")
     if as_float(drop) is not None:
         c.set("lora_dropout", as_float(drop), dsrc, KEYS.key("lora_dropout"))
     _quant(c, f)
@@ -238,77 +219,8 @@ def _quant(c: Collector, f: dict[str, Flag]) -> None:
         c.set("quant", "int8", f"{eight.source} (bitsandbytes LLM.int8)", KEYS.key("quant_8bit"))
 
 
-def _training(c: Collector, f: dict[str, Flag]) -> None:
-    gc, gsrc = _look(c, f, "checkpointing")
-    gk, ok = KEYS.key("checkpointing"), KEYS.key("activation_offloading")
-    offload = f[ok].value if ok in f else None
-    # "unsloth" (v0.5.0-v0.9.x): Unsloth's checkpointing, each layer's input offloaded to the host (v0.5.0
-    # utils/gradient_checkpointing/unsloth.py:19-30)
-    if str(gc).startswith(("offload", "unsloth")) or (offload and as_bool(gc) is not False):
-        src = f[ok].source if offload else gsrc
-        c.set("checkpointing", "offload", src, ok if offload else gk)
-        if any("disk" in str(x) for x in (gc, offload)):
-            c.note(f"{src} (offloading to disk: planned as offloading to host RAM)")
-    else:
-        c.set("checkpointing", "full" if as_bool(gc) else "off", gsrc, gk)
-    _precision(c, f)
-    _attention(c, f)
-    packing = f.get(KEYS.key("batching"))
-    if packing is not None and as_bool(packing.value):
-        c.set("batching", "packed", packing.source, KEYS.key("batching"))
-    opt, osrc = _look(c, f, "optimizer")
-    if tuners.optimizer(osrc, opt) and vocab.optimizer(opt):
-        c.set("optimizer", vocab.optimizer(opt), osrc, KEYS.key("optimizer"))
-    else:
-        c.note(f"{osrc} (this optimizer is not planned yet; planned as AdamW)")
-    _loss(c, f)
-
-
-def _precision(c: Collector, f: dict[str, Flag]) -> None:
-    bk, fk = KEYS.key("bf16"), KEYS.key("fp16")
-    bf16, bsrc = _look(c, f, "bf16")
-    fp16 = fk in f and as_bool(f[fk].value)
-    amp = "bf16" if bf16 == "auto" or as_bool(bf16) else "fp16" if fp16 else "fp32"
-    src = f"{bsrc} (auto: bf16 where the GPU has it)" if bf16 == "auto" else bsrc if amp != "fp16" else f[fk].source
-    c.fact("amp", amp, src, bk if amp != "fp16" else fk)
-    c.fact("weights", amp, f"{src}; the model loads in it (axolotl/utils/config/__init__.py:199-203)", bk)
-
-
-def _loss(c: Collector, f: dict[str, Flag]) -> None:
-    pk, fused, chunked = KEYS.key("plugins"), f.get(KEYS.key("loss_fused")), f.get(KEYS.key("loss_chunked"))
-    plugins = show(f[pk].value) if pk in f else ""
-    if fused is not None and as_bool(fused.value):
-        c.set("loss", "fused", fused.source, KEYS.key("loss_fused"))
-    elif "CutCrossEntropyPlugin" in plugins and as_bool(
-        f["cut_cross_entropy"].value if "cut_cross_entropy" in f else True
-    ):
-        c.set(
-            "loss",
-            "fused",
-            f"{f[pk].source} (Cut Cross-Entropy, on once listed: axolotl/integrations/"
-            "cut_cross_entropy/args.py:33; no full logits, planned as memplan's fused loss)",
-            pk,
-        )
-    elif chunked is not None and as_bool(chunked.value):
-        c.set("loss", "chunked", chunked.source, KEYS.key("loss_chunked"))
-
-
-def _attention(c: Collector, f: dict[str, Flag]) -> None:
-    legacy = {"flash_attention": "flash", "sdp_attention": "sdpa", "eager_attention": "eager"}
-    for key, value in legacy.items():
-        if key in f and as_bool(f[key].value):
-            c.set("attention", value, f[key].source, key)
-    impl = _given(f, "attention")
-    if impl is not None:
-        mapped = vocab.attention(impl.value)
-        if mapped:
-            c.set("attention", mapped, impl.source, KEYS.key("attention"))
-        else:
-            c.note(f"{impl.source} (this attention implementation is not planned yet; planned as sdpa)")
-
-
 def _sharding(c: Collector, f: dict[str, Flag], path: Path, vars) -> None:
-    ds, fk, vk = _given(f, "zero_stage"), KEYS.key("fsdp"), KEYS.key("fsdp_version")
+    ds, fk, vk = given_flag(f, "zero_stage"), KEYS.key("fsdp"), KEYS.key("fsdp_version")
     if ds is not None:
         deepspeed.read(c, ds.value, ds.source, KEYS.key("zero_stage"), path, vars=vars)
     cfg = f[fk].value if fk in f and isinstance(f[fk].value, dict) else None

@@ -26,7 +26,7 @@ import json
 
 from planner.config.spec import Hardware, Plan
 from planner.estimate.quant import FOUR_BIT
-from planner.export import export
+from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
 from planner.frameworks.axolotl.keys import KEYS
 from planner.model.catalog import checkpoints
@@ -45,7 +45,7 @@ def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str,
     check(plan, model, hw)
     out = {CONFIG_NAME: render(config(plan, model, seq_len), comments(plan, hw))}
     if plan.zero_stage:
-        out[export.DS_CONFIG_NAME] = json.dumps(export.deepspeed_config(plan, model), indent=2) + "\n"
+        out[configs.DS_CONFIG_NAME] = json.dumps(configs.deepspeed_config(plan, model), indent=2) + "\n"
     return out
 
 
@@ -188,10 +188,10 @@ def loss_keys(plan: Plan) -> dict:
 
 def sharding_keys(plan: Plan, model: ModelSpec) -> dict:
     if plan.zero_stage:
-        return {KEYS.key("zero_stage"): export.DS_CONFIG_NAME}
+        return {KEYS.key("zero_stage"): configs.DS_CONFIG_NAME}
     if plan.fsdp == "off":
         return {}
-    f = export.fsdp_config(plan, model, loaded(model).layer_classes)
+    f = configs.fsdp_config(plan, model, loaded(model).layer_classes)
     cfg = {
         "fsdp_version": 2,
         "offload_params": f["cpu_offload"],

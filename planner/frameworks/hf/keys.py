@@ -1,7 +1,7 @@
 """transformers' TrainingArguments and TRL's config key table (planner.frameworks.keys): memplan field <-> the key a
 training script takes as `--key` and a TRL / HF config file as `key:`, with the defaults cited at transformers 5.23
 (transformers/training_args.py) and TRL 1.16 (trl/trainer/...). hf/reader.py and the TRL readers look keys and
-defaults up here; the HF material (planner/export/export.py: hf_args, script_args, trl_args) names keys and maps values
+defaults up here; the HF material (planner/export/export.py: hf_args, trl_args; planner/export/commands.py: script_args) names keys and maps values
 through it. A release's other defaults stay in its Release line (hf/__init__.py, trl/__init__.py); what a value
 implies beyond one key (bf16-pure as a load dtype, an FSDP plan's own checkpointing) stays code."""
 

@@ -24,7 +24,7 @@ NEEDS = (
 # the frozen-part keys writer.py writes for a vision model (KEYS fields): every one under full fine-tuning (LF's
 # default freezes the tower and the projector), freeze_vision_tower false beside --lora-vision
 FROZEN = ("frozen_vision", "frozen_projector", "frozen_language")
-# accelerate's FSDP2 (fsdp_version 2, the accelerate config writer.py writes: planner/export/export.py) came with
+# accelerate's FSDP2 (fsdp_version 2, the accelerate config writer.py writes: planner/export/configs.py) came with
 # huggingface/accelerate#3394 (merged 2025-02, after 1.3.0); the lines before v0.9.3 ran the accelerate of their time:
 # <=0.33.0 at v0.9.0, <=1.0.1 at v0.9.1, <=1.2.1 at v0.9.2 (requirements.txt:3-4 at each tag), >=0.27.2 (v0.5-v0.7.1)
 # and >=0.30.1 (v0.8) beside the transformers <=4.45 those lines planned with (llamafactory/__init__.py)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 
 from planner.config.spec import Hardware, Plan
-from planner.export import export
+from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
 from planner.frameworks.llamafactory import FRAMEWORK
 from planner.frameworks.llamafactory.keys import KEYS
@@ -45,9 +45,9 @@ def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str,
     check(plan)
     out = {CONFIG_NAME: train_yaml(plan, model, hw, seq_len)}
     if plan.zero_stage:
-        out[ds_name(plan)] = json.dumps(export.deepspeed_config(plan, model), indent=2) + "\n"
+        out[ds_name(plan)] = json.dumps(configs.deepspeed_config(plan, model), indent=2) + "\n"
     if plan.fsdp != "off":
-        out[ACCELERATE_NAME] = export.yaml_text(accelerate_config(plan, hw, model))
+        out[ACCELERATE_NAME] = configs.yaml_text(accelerate_config(plan, hw, model))
     return out
 
 
@@ -92,9 +92,9 @@ def ds_name(plan: Plan) -> str:
 
 
 def accelerate_config(plan: Plan, hw: Hardware, model: ModelSpec) -> dict:
-    """export.accelerate_config without FSDP's own activation checkpointing: LF checkpoints the model itself
+    """configs.accelerate_config without FSDP's own activation checkpointing: LF checkpoints the model itself
     (disable_gradient_checkpointing, checkpointing.py:157-176), so both would recompute twice."""
-    cfg = export.accelerate_config(plan, hw, model, loaded(model).layer_classes)
+    cfg = configs.accelerate_config(plan, hw, model, loaded(model).layer_classes)
     cfg["fsdp_config"]["fsdp_activation_checkpointing"] = False
     return cfg
 
@@ -187,7 +187,7 @@ def method_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
         (*k("lora", "lora" if plan.lora_rank else "full"), ""),
     ]
     if plan.lora_rank:
-        peft = export.peft_config(plan)
+        peft = configs.peft_config(plan)
         out += [
             (*k("lora_rank", plan.lora_rank), ""),
             (*k("lora_alpha", peft["lora_alpha"]), ""),

@@ -32,7 +32,7 @@ import shlex
 from planner.config import zerobuckets
 from planner.config.spec import Hardware, Plan
 from planner.estimate import recipe_terms
-from planner.export import export
+from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
 from planner.frameworks.swift.keys import KEYS
 from planner.model.catalog import checkpoints
@@ -51,8 +51,8 @@ def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str,
     """{file name: text}: the launch script and, where no swift preset matches the plan, its DeepSpeed / FSDP JSON."""
     check(plan)
     out = {SCRIPT_NAME: script(plan, model, hw, seq_len)}
-    if plan.zero_stage and deepspeed_arg(plan) == export.DS_CONFIG_NAME:
-        out[export.DS_CONFIG_NAME] = json.dumps(export.deepspeed_config(plan, model), indent=2) + "\n"
+    if plan.zero_stage and deepspeed_arg(plan) == configs.DS_CONFIG_NAME:
+        out[configs.DS_CONFIG_NAME] = json.dumps(configs.deepspeed_config(plan, model), indent=2) + "\n"
     if plan.fsdp != "off" and fsdp_arg(plan, model) == FSDP_NAME:
         out[FSDP_NAME] = json.dumps(fsdp_json(plan, model), indent=2) + "\n"
     return out
@@ -211,8 +211,8 @@ def quant_flags(plan: Plan) -> list[Flag]:
         k("quant_type", plan.quant),
         k("quant_absmax", plan.quant_absmax == "8bit"),
     ]
-    if export.quant_storage(plan):  # quant_args.py:43, None by default: sharding needs it
-        out.append(k("quant_storage", export.quant_storage(plan)))
+    if configs.quant_storage(plan):  # quant_args.py:43, None by default: sharding needs it
+        out.append(k("quant_storage", configs.quant_storage(plan)))
     return out
 
 
@@ -244,8 +244,8 @@ def deepspeed_arg(plan: Plan) -> str:
     """swift's preset (its "auto" buckets) for the plan's stage and offload, or the plan's own JSON where the plan
     sets buckets of its own (zero_buckets) or no preset matches."""
     if zerobuckets.applied(plan.knobs.zero_buckets, plan.zero_stage):
-        return export.DS_CONFIG_NAME
-    return DS_PRESETS.get((plan.zero_stage, plan.offload), export.DS_CONFIG_NAME)
+        return configs.DS_CONFIG_NAME
+    return DS_PRESETS.get((plan.zero_stage, plan.offload), configs.DS_CONFIG_NAME)
 
 
 def fsdp_arg(plan: Plan, model: ModelSpec) -> str:
@@ -261,7 +261,7 @@ def fsdp_arg(plan: Plan, model: ModelSpec) -> str:
 
 def fsdp_json(plan: Plan, model: ModelSpec) -> dict:
     """What swift's --fsdp reads (sft_args.py:312-321): HF's fsdp string and its fsdp_config (FSDP2)."""
-    f = export.fsdp_config(plan, model, loaded(model).layer_classes)
+    f = configs.fsdp_config(plan, model, loaded(model).layer_classes)
     cfg = {
         "fsdp_version": 2,
         "reshard_after_forward": f["reshard_after_forward"],

@@ -18,7 +18,7 @@ def _grpo(k: dict, name: str, default: object) -> object:
 
 
 # (GRPOConfig key, the setting as its flag, whether the knobs have it, the rule's scope): steps_per_generation is a
-# split rule, as the search tries smaller generation batches per candidate (planner.search.search.generation_split)
+# split rule, as the search tries smaller generation batches per candidate (planner.search.estimates.generation_split)
 NEEDS = (
     ("num_iterations", "--num-iterations above 1", lambda k: _grpo(k, "num_iterations", 1) != 1, "knobs"),
     (

@@ -12,11 +12,11 @@ from planner.config.spec import Goal, Knobs
 from planner.errors import BadInput
 from planner.estimate import fsdp, state_terms
 from planner.estimate.setup import Setup
-from planner.export import export, launch
+from planner.export import configs, launch
 from planner.export.launch import with_launch
 from planner.model import catalog, hardware
 from planner.model.shapes import REMOTE_CODE_ONLY
-from planner.search.search import make_plan
+from planner.search.estimates import make_plan
 
 
 def _plan(mode="full", precision="bf16", offload="none", ckpt="full", nodes=1, model="llama-3.1-8b"):
@@ -133,7 +133,7 @@ def _one_per_kind() -> list[str]:
 
 @pytest.mark.parametrize("name", _one_per_kind())
 def test_the_wrap_classes_are_the_models_own(name):
-    """export.wrap_classes against the `_no_split_modules` of the model and its sub-models (a VLM's vision and
+    """configs.wrap_classes against the `_no_split_modules` of the model and its sub-models (a VLM's vision and
     language models) in the installed transformers, built on the meta device."""
     transformers = pytest.importorskip("transformers")
     import torch
@@ -148,7 +148,7 @@ def test_the_wrap_classes_are_the_models_own(name):
     own = set().union(
         *(m._no_split_modules or [] for m in built.modules() if isinstance(m, transformers.PreTrainedModel))
     )
-    assert export.wrap_classes(model) and set(export.wrap_classes(model)) <= own, own
+    assert configs.wrap_classes(model) and set(configs.wrap_classes(model)) <= own, own
 
 
 @pytest.mark.parametrize("name", ["qwen2.5-0.5b", "gemma-2-2b", "qwen2.5-vl-3b"])

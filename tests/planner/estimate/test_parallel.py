@@ -14,7 +14,7 @@ from planner.errors import BadInput
 from planner.estimate import activation_terms, overheads, parallel, speed, state_terms, temp_terms
 from planner.estimate.setup import Setup
 from planner.model import catalog, hardware
-from planner.search.search import make_plan
+from planner.search.estimates import make_plan
 
 
 def _setup(model="llama-3.2-3b", seq=65536, gpus=8, micro=1, **knobs):

@@ -5,7 +5,7 @@ from planner.estimate.setup import Setup
 from planner.evidence.calibrate import Calibrator, real_shapes
 from planner.evidence.store import ProbeRecord, Store, arch_hash, tensor_key
 from planner.model import catalog, hardware
-from planner.search.search import make_plan
+from planner.search.estimates import make_plan
 
 MODEL = catalog.load_model("llama-3.1-8b")
 HW = hardware.resolve("h100", 1, 1)

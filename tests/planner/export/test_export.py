@@ -8,7 +8,7 @@ import pytest
 from planner.config.spec import Goal, Knobs
 from planner.export.launch import with_launch
 from planner.model import catalog, hardware
-from planner.search.search import make_plan
+from planner.search.estimates import make_plan
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -115,7 +115,7 @@ def test_lora_and_qlora_configs_load_in_peft_and_transformers():
 def test_expandable_segments_reach_every_launch_form():
     """The allocator setting is environment, read when CUDA starts: the command sets it before the launcher, the
     sbatch script exports it, the bundled trainer's command passes the knob."""
-    from planner.export import export
+    from planner.export import commands
 
     hw, model, goal = (
         hardware.resolve("h100", 2, 1),
@@ -124,10 +124,10 @@ def test_expandable_segments_reach_every_launch_form():
     )
     p = with_launch(make_plan(model, hw, goal, Knobs(expandable_segments=True), 2), model, hw, goal)
     assert p.launch.command.startswith("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True torchrun ")
-    assert "\nexport PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n" in export.sbatch(p, hw)
-    assert "--expandable-segments" in export.bundled_command(p, hw, model, 1024)
+    assert "\nexport PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n" in commands.sbatch(p, hw)
+    assert "--expandable-segments" in commands.bundled_command(p, hw, model, 1024)
     plain = with_launch(make_plan(model, hw, goal, Knobs(), 2), model, hw, goal)
-    assert "PYTORCH_CUDA_ALLOC_CONF" not in plain.launch.command + export.sbatch(plain, hw)
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in plain.launch.command + commands.sbatch(plain, hw)
 
 
 def test_a_vila_model_named_by_its_folder_runs_vilas_entry_point_on_that_folder(tmp_path):
@@ -154,7 +154,7 @@ def test_a_catalog_model_is_named_by_its_hub_id_and_runs_your_train_py():
 def test_a_client_optimizer_plan_exports_a_deepspeed_config_without_an_optimizer():
     """memplan's own ZeRO plans name DeepSpeed's AdamW (fused Adam, no step temporaries); a plan read from a user's
     config that names none (client_optimizer) exports none, so HF's Trainer builds --optim as the plan counted it."""
-    from planner.export.export import deepspeed_config_for
+    from planner.export.configs import deepspeed_config_for
 
     model = catalog.load_model("llama-2-7b")
     own = deepspeed_config_for(Knobs(zero_stage=2, precision="bf16"), 1, 1, 8, model)
@@ -177,14 +177,14 @@ def test_a_client_optimizer_plan_exports_a_deepspeed_config_without_an_optimizer
     ],
 )
 def test_the_hf_commands_flags_parse_with_trls_own_parser(fields, config, tmp_path):
-    """The command's flags (export.script_args, named by planner/frameworks/hf/keys.py) through TRL 1.16's TrlParser
+    """The command's flags (commands.script_args, named by planner/frameworks/hf/keys.py) through TRL 1.16's TrlParser
     with its ModelConfig, as a TRL script parses them: an unknown flag is an error there. It caught --torch_dtype,
     which TRL 1.16 names dtype (trl/trainer/model_config.py:89)."""
     trl = pytest.importorskip("trl")
-    from planner.export import export
+    from planner.export import commands
 
     p = recipe_plan(**fields)
-    flags = export.script_args(p, model=catalog.load_model("llama-3.2-1b"))
+    flags = commands.script_args(p, model=catalog.load_model("llama-3.2-1b"))
     parser = trl.TrlParser((trl.ScriptArguments, getattr(trl, config), trl.ModelConfig))
     _, cfg, model_cfg = parser.parse_args_and_config(
         [*flags, "--output_dir", str(tmp_path), "--dataset_name", "d", "--use_cpu", "--report_to", "none"]

@@ -21,7 +21,7 @@ CASES = {
 
 def knobs_read_back(plan, files: dict[str, str]) -> dict:
     """The plan's knobs as reading its files back must give them. One known difference: where the DeepSpeed JSON
-    written names DeepSpeed's own AdamW (planner.export.export.deepspeed_config; a framework's preset named instead
+    written names DeepSpeed's own AdamW (planner.export.configs.deepspeed_config; a framework's preset named instead
     does not), DeepSpeed runs it fused, so the files say adamw-fused where the plan has torch's AdamW. Where a ZeRO
     plan names a framework's preset instead (ms-swift's --deepspeed zero3: no optimizer entry), HF's Trainer hands
     DeepSpeed its --optim, so the files say client_optimizer (planner.frameworks.deepspeed.reader)."""

@@ -13,7 +13,7 @@ from planner.errors import BadInput
 from planner.estimate.memory import breakdown
 from planner.estimate.setup import Setup
 from planner.search import batching
-from planner.search.search import budget_plan, make_plan
+from planner.search.estimates import budget_plan, make_plan
 
 lengths_st = st.lists(st.integers(1, 300), min_size=1, max_size=200)
 

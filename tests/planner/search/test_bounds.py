@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 
 from planner import advise
 from planner.errors import BadInput
-from planner.search import ranked, search
+from planner.search import estimates, ranked
 from tests.planner.test_advise import EXAMPLES, suggest_requests
 
 
@@ -44,7 +44,7 @@ def _check(speeds: list, states: list) -> None:
         for mb in ranked.divisors(per_rank) if hopeless else ():
             if knobs.optimizer_in_backward and mb != per_rank:
                 continue  # no such split: the optimizer steps in backward only without accumulation (spec.Plan)
-            assert not search.new_plan(model, hw, goal, knobs, mb, calibrate).fits, (knobs, mb)
+            assert not estimates.new_plan(model, hw, goal, knobs, mb, calibrate).fits, (knobs, mb)
 
 
 @settings(max_examples=max(20, EXAMPLES // 40), deadline=None, suppress_health_check=list(HealthCheck))

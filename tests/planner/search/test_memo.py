@@ -3,21 +3,21 @@ alternatives re-plan what the request planned; each configuration is estimated o
 without the memo."""
 
 from planner import advise
-from planner.search import memo, search
+from planner.search import estimates, memo
 
 NOTHING_FITS = {"model": "llama-3.1-70b", "gpu": "rtx4090", "global_batch": 256, "seq_len": 8192, "top": 5}
 
 
 def _counted(monkeypatch) -> list:
     """The (model, GPU, world, goal, knobs, micro-batch) of every estimate made, and whether a memo was open."""
-    made, real = [], search.new_plan
+    made, real = [], estimates.new_plan
 
     def counted(model, hw, goal, knobs, micro_batch, *rest):
         key = (model.name, hw.model_dump_json(), goal.model_dump_json(), knobs, micro_batch)
         made.append((key, memo.active() is not None))
         return real(model, hw, goal, knobs, micro_batch, *rest)
 
-    monkeypatch.setattr(search, "new_plan", counted)
+    monkeypatch.setattr(estimates, "new_plan", counted)
     return made
 
 

@@ -11,7 +11,7 @@ import pytest
 from planner import checkconfig
 from planner.config.spec import Knobs
 from planner.errors import BadInput
-from planner.export import export
+from planner.export import configs
 from planner.model.catalog import load_model
 
 H = 896  # qwen2.5-0.5b's hidden size: HF's "auto" reduce_bucket_size h*h, stage3_prefetch_bucket_size 0.9*h*h
@@ -63,13 +63,13 @@ def test_the_export_writes_the_user_s_values_and_auto_s_otherwise():
     model = load_model("qwen2.5-0.5b")
     mine = Knobs.make(zero_stage=2, zero_buckets="reduce_bucket_size=5e8, overlap_comm=false")
     assert mine.zero_buckets == "reduce_bucket_size=500000000,overlap_comm=false"
-    zero = export.deepspeed_config_for(mine, 1, 1, 2, model)["zero_optimization"]
+    zero = configs.deepspeed_config_for(mine, 1, 1, 2, model)["zero_optimization"]
     assert zero["reduce_bucket_size"] == 500_000_000 and zero["overlap_comm"] is False
-    zero = export.deepspeed_config_for(Knobs.make(zero_stage=2), 1, 1, 2, model)["zero_optimization"]
+    zero = configs.deepspeed_config_for(Knobs.make(zero_stage=2), 1, 1, 2, model)["zero_optimization"]
     assert zero["reduce_bucket_size"] == H * H and zero["overlap_comm"] is True
     # a JSON's values stay with its stage: a suggestion at ZeRO-3 is written memplan's own
     read = Knobs.make(zero_stage=3, zero_buckets="stage=2,reduce_bucket_size=5e8")
-    assert export.deepspeed_config_for(read, 1, 1, 2, model)["zero_optimization"]["reduce_bucket_size"] == H * H
+    assert configs.deepspeed_config_for(read, 1, 1, 2, model)["zero_optimization"]["reduce_bucket_size"] == H * H
 
 
 @pytest.mark.parametrize(

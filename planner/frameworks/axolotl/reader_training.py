@@ -1,0 +1,100 @@
+"""axolotl 0.19.0's training settings in a config YAML -> request fields: gradient checkpointing and activation
+offloading, precision (the model loaded in it), attention, packing, the optimizer and the loss (Liger's, Cut
+Cross-Entropy's, chunked). Also the key lookups both axolotl reader modules share (`look`, `given_flag`)."""
+
+from __future__ import annotations
+
+from planner.frameworks.axolotl.keys import KEYS
+from planner.intake import line_defaults, tuners, vocab
+from planner.intake.collect import AXOLOTL, Collector, as_bool, default, show
+from planner.intake.flags import Flag
+
+
+def _get(f: dict[str, Flag], key: str, fallback: object, cite: str) -> tuple[object, str]:
+    if key in f and f[key].value is not None:
+        return f[key].value, f[key].source
+    return fallback, default(AXOLOTL, cite, f"{key} {fallback}")
+
+
+def look(c: Collector, f: dict[str, Flag], name: str) -> tuple[object, str]:
+    """(value, source) of field `name`'s key (planner.frameworks.axolotl.keys), else the release line's default where
+    it moved (planner.intake.line_defaults.moved_default: the line the reading targets), else axolotl's and its cite."""
+    k = KEYS[name]
+    if k.key not in f and (moved := line_defaults.moved_default(c, "axolotl", name)) is not None:
+        return moved
+    return _get(f, k.key, k.default, k.cite)
+
+
+def given_flag(f: dict[str, Flag], name: str) -> Flag | None:
+    """Field `name`'s key where the config sets it (truthy)."""
+    flag = f.get(KEYS.key(name))
+    return flag if flag is not None and flag.value else None
+
+
+def training(c: Collector, f: dict[str, Flag]) -> None:
+    gc, gsrc = look(c, f, "checkpointing")
+    gk, ok = KEYS.key("checkpointing"), KEYS.key("activation_offloading")
+    offload = f[ok].value if ok in f else None
+    # "unsloth" (v0.5.0-v0.9.x): Unsloth's checkpointing, each layer's input offloaded to the host (v0.5.0
+    # utils/gradient_checkpointing/unsloth.py:19-30)
+    if str(gc).startswith(("offload", "unsloth")) or (offload and as_bool(gc) is not False):
+        src = f[ok].source if offload else gsrc
+        c.set("checkpointing", "offload", src, ok if offload else gk)
+        if any("disk" in str(x) for x in (gc, offload)):
+            c.note(f"{src} (offloading to disk: planned as offloading to host RAM)")
+    else:
+        c.set("checkpointing", "full" if as_bool(gc) else "off", gsrc, gk)
+    _precision(c, f)
+    _attention(c, f)
+    packing = f.get(KEYS.key("batching"))
+    if packing is not None and as_bool(packing.value):
+        c.set("batching", "packed", packing.source, KEYS.key("batching"))
+    opt, osrc = look(c, f, "optimizer")
+    if tuners.optimizer(osrc, opt) and vocab.optimizer(opt):
+        c.set("optimizer", vocab.optimizer(opt), osrc, KEYS.key("optimizer"))
+    else:
+        c.note(f"{osrc} (this optimizer is not planned yet; planned as AdamW)")
+    _loss(c, f)
+
+
+def _precision(c: Collector, f: dict[str, Flag]) -> None:
+    bk, fk = KEYS.key("bf16"), KEYS.key("fp16")
+    bf16, bsrc = look(c, f, "bf16")
+    fp16 = fk in f and as_bool(f[fk].value)
+    amp = "bf16" if bf16 == "auto" or as_bool(bf16) else "fp16" if fp16 else "fp32"
+    src = f"{bsrc} (auto: bf16 where the GPU has it)" if bf16 == "auto" else bsrc if amp != "fp16" else f[fk].source
+    c.fact("amp", amp, src, bk if amp != "fp16" else fk)
+    c.fact("weights", amp, f"{src}; the model loads in it (axolotl/utils/config/__init__.py:199-203)", bk)
+
+
+def _loss(c: Collector, f: dict[str, Flag]) -> None:
+    pk, fused, chunked = KEYS.key("plugins"), f.get(KEYS.key("loss_fused")), f.get(KEYS.key("loss_chunked"))
+    plugins = show(f[pk].value) if pk in f else ""
+    if fused is not None and as_bool(fused.value):
+        c.set("loss", "fused", fused.source, KEYS.key("loss_fused"))
+    elif "CutCrossEntropyPlugin" in plugins and as_bool(
+        f["cut_cross_entropy"].value if "cut_cross_entropy" in f else True
+    ):
+        c.set(
+            "loss",
+            "fused",
+            f"{f[pk].source} (Cut Cross-Entropy, on once listed: axolotl/integrations/"
+            "cut_cross_entropy/args.py:33; no full logits, planned as memplan's fused loss)",
+            pk,
+        )
+    elif chunked is not None and as_bool(chunked.value):
+        c.set("loss", "chunked", chunked.source, KEYS.key("loss_chunked"))
+
+
+def _attention(c: Collector, f: dict[str, Flag]) -> None:
+    legacy = {"flash_attention": "flash", "sdp_attention": "sdpa", "eager_attention": "eager"}
+    for key, value in legacy.items():
+        if key in f and as_bool(f[key].value):
+            c.set("attention", value, f[key].source, key)
+    impl = given_flag(f, "attention")
+    if impl is not None:
+        mapped = vocab.attention(impl.value)
+        if mapped:
+            c.set("attention", mapped, impl.source, KEYS.key("attention"))
+        else:
+            c.note(f"{impl.source} (this attention implementation is not planned yet; planned as sdpa)")
