@@ -80,6 +80,10 @@ def _full_logps(model, ids, inputs, prompt: int, k):
 
 def _loss(case: Case, policy, ref, ids, inputs, tracker: LiveBytes) -> torch.Tensor:
     w, k = case.knobs.workload, case.knobs
+    if _scores_fp32(k):  # LLaMA-Factory's DPO and KTO (probes/lf_logps.py)
+        from probes.lf_logps import sim_loss
+
+        return sim_loss(case, policy, ref, ids, inputs, tracker)
     logp = _logps(policy, ids, inputs, w.prompt_tokens(), k)
     if w.kind == "kto" and _kl_after(k):  # LLaMA-Factory: the KL batch after the rows' forward
         _nograd_pass(case, policy, tracker, "kl-forward", ids, inputs)
@@ -106,6 +110,14 @@ def _loss(case: Case, policy, ref, ids, inputs, tracker: LiveBytes) -> torch.Ten
         d = torch.zeros_like(logp) - logp
         loss = loss + w.beta * (torch.exp(d) - d - 1)
     return loss.sum() / loss.numel()
+
+
+def _scores_fp32(k) -> bool:
+    """The framework's DPO and KTO score the whole logits in fp32 (Framework.fp32_logps)."""
+    from planner.frameworks import adapter
+
+    w = k.workload
+    return w.kind in ("dpo", "kto") and w.logprobs == "full" and adapter(k.framework, k.release).fp32_logps
 
 
 def _kl_after(k) -> bool:

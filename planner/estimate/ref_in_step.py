@@ -13,7 +13,7 @@ Who runs it there:
 
 from __future__ import annotations
 
-from planner.estimate import activation_terms, role_heads, state_terms, temp_terms
+from planner.estimate import activation_terms, fp32_logps, role_heads, state_terms, temp_terms
 from planner.estimate.nograd import compute_dtype_bytes
 from planner.estimate.setup import Setup
 from planner.frameworks import FRAMEWORKS, adapter
@@ -36,6 +36,8 @@ def policy_head_saved_bytes(s: Setup) -> int:
     rows, scored = w.rows(s.micro_batch), min(w.scored_tokens(), s.seq_len)  # s.seq_len: the rank's slice under SP
     if role_heads.upcasts(s.knobs.framework):  # OpenRLHF: the fp32 logits its cross-entropy saved, and its outputs
         return 4 * rows * s.seq_len * t.vocab + 16 * rows * s.seq_len
+    if fp32_logps.scores_fp32(s):  # the fp32 logits (or KTO's index copies of them) and their log_softmax
+        return fp32_logps.policy_kept_bytes(rows * s.seq_len, t.vocab, fp32_logps.policy_keeps_logits(s))
     if temp_terms.whole_logits(s):
         return c * rows * scored * t.vocab + 8 * rows * scored
     if w.logprobs == "full":

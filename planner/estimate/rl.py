@@ -31,6 +31,7 @@ from dataclasses import replace
 from planner.config.spec import Hardware, MemoryBreakdown
 from planner.estimate import (
     activation_terms,
+    fp32_logps,
     gkd,
     recipe_terms,
     ref_in_step,
@@ -98,14 +99,17 @@ def vllm_generation_terms(s: Setup, capacity_bytes: int, resident: dict) -> dict
     }
 
 
-def logps_pass_terms(s: Setup) -> dict[str, int]:
+def logps_pass_terms(s: Setup, rows_kept: bool = False) -> dict[str, int]:
     """A no-grad log-prob pass over one chunk of per-device-batch rows (reference model or old policy): the larger
     of a decoder layer's moment and the head's (the final hidden states, their scored copy and a tile). DPO's
-    padding-free chunk is one row of all its tokens (recipe_terms.row_shape): one mask, one row's log_softmax."""
+    padding-free chunk is one row of all its tokens (recipe_terms.row_shape): one mask, one row's log_softmax.
+    `rows_kept`: KTO's reference pass holding its rows' logits over its KL batch's (fp32_logps.keeps_rows_logits)."""
     rows, width, t = s.knobs.workload.rows(s.micro_batch), s.seq_len, s.model.text
     shape = recipe_terms.row_shape(s.knobs, s.micro_batch, s.seq_len)
     if role_heads.upcasts(s.knobs.framework):  # OpenRLHF's Actor: fp32 logits of every token (models/actor.py:267)
         head = role_heads.logprob_pass_head_bytes(rows * width, t.vocab, compute_dtype_bytes(s), False, upcast=True)
+    elif fp32_logps.scores_fp32(s):  # LLaMA-Factory's DPO and KTO: the whole logits cast to fp32
+        head = fp32_logps.nograd_pass_bytes(rows * width, t.vocab, compute_dtype_bytes(s), rows_kept)
     elif temp_terms.whole_logits(s):  # ms-swift 3.2-3.6 on a multimodal model: the same moment without gradients
         scored, profile = min(width, s.knobs.workload.scored_tokens()), activation_terms.text_shape(s)[3]
         head = recipe_terms.whole_logits_logps_bytes(t, rows, width, scored, profile)
@@ -165,7 +169,8 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
     if w.kind == "kto":
         out["kl-forward"] = kto_kl_terms(s, resident)
     if w.preference and not w.precompute_ref_log_probs:  # inside the micro-step, after the policy's forward
-        out["reference-forward"] = ref_in_step.in_step_terms(s, resident, logps_pass_terms(s))
+        kept = fp32_logps.keeps_rows_logits(s)
+        out["reference-forward"] = ref_in_step.in_step_terms(s, resident, logps_pass_terms(s, kept))
     return out
 
 

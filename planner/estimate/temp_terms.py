@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from planner.config.tasks import NO_VOCABULARY
 from planner.estimate import activations as act
-from planner.estimate import frozen_lm, fsdp, gkd, heads, parallel, quant, recipe_terms, role_heads
+from planner.estimate import fp32_logps, frozen_lm, fsdp, gkd, heads, parallel, quant, recipe_terms, role_heads
 from planner.estimate.activation_terms import (
     activations_bytes,
     autocast_weight_copy_bytes,
@@ -60,6 +60,8 @@ def _logits_loss_bytes(s: Setup) -> int:
         return gkd.loss_bytes(s, rows)
     if whole_logits(s):  # ms-swift 3.2-3.6's GRPO on a multimodal model
         return recipe_terms.whole_logits_logps_bytes(t, rows, width, min(width, w.scored_tokens()), p)
+    if fp32_logps.scores_fp32(s):  # LLaMA-Factory's DPO and KTO: one log_softmax over the fp32 logits
+        return fp32_logps.backward_head_bytes(rows * width, t.vocab)
     if w.rl and w.logprobs == "full":
         return recipe_terms.full_logprob_bytes(t, rows, width, p) + recipe_terms.packed_row_grad_bytes(
             t, s.knobs, rows * width, p

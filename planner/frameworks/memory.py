@@ -74,6 +74,10 @@ class Memory:
     kto_logprobs: str = ""
     # its KTO scores the KL batch after the policy's forward (its activations and logits live), not before it as TRL's
     kto_kl_after: bool = False
+    # its DPO and KTO score the whole logits cast to fp32, one log_softmax over every row (planner.estimate.fp32_logps)
+    fp32_logps: bool = False
+    # its KTO keeps the rows' fp32 logits over the KL batch's pass and copies the chosen and rejected rows out of them
+    kto_keeps_logits: bool = False
 
     def precision(self, bf16: bool) -> str:
         """The precision a request that names none runs: bf16 (fp16 where the GPU has no bf16) where this framework

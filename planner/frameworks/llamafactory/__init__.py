@@ -24,6 +24,8 @@ FRAMEWORK = Framework(
     logprobs="full",  # DPO from the whole logits in fp32 (train/dpo/trainer.py:230): the reader cites it
     kto_why={"packed": "LLaMA-Factory packs SFT rows only (v0.9.5 data/loader.py:200-201, stage kto :221-222)"},
     kto_kl_after=True,  # KTO: the rows' forward, then the KL batch's without grad (0.9.5 train/kto/trainer.py:187-189)
+    fp32_logps=True,  # DPO and KTO: .logits.to(torch.float32), one log_softmax (dpo/trainer.py:230, kto/trainer.py:179)
+    kto_keeps_logits=True,  # KTO's chosen / rejected logits indexed out of the rows' (kto/trainer.py:194-196)
     reads=("llamafactory",),
     signs=SIGNS,
     # `llamafactory-cli train x.yaml` (`lmf` too): the processes of its torchrun read by reader.read_launcher
@@ -114,7 +116,7 @@ FRAMEWORK = Framework(
         value_head_on_policy=True,  # AutoModelForCausalLMWithValueHead (train/ppo/workflow.py:47)
         generate_gathers=True,  # unwrap_model_for_generation (trainer.py:348; trl 0.9.6 models/utils.py:161-165)
         # fp32 logits (trl 0.9.6 models/modeling_value_head.py:188-190), but upcasts_logprobs would move its DPO's
-        # head too (planned in the compute dtype, reader.py): left off, the PPO passes' head in bf16 (an under-count)
+        # head too (its own fp32 terms: fp32_logps above): left off, the PPO passes' head in bf16 (an under-count)
     ),
     # extras/constants.py:1360-1398: its InternVL ids are the -hf conversions only; model/model_utils/visual.py:274
     # registers model_type internvl (the native classes) for freeze_vision_tower and the projector

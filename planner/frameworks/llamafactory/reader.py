@@ -129,10 +129,9 @@ def _stage(c: Collector, f: dict[str, Flag], near=None) -> str:
         # its concatenated_forward takes log-probs from the whole logits, cast to fp32, then one log_softmax over the
         # chosen and rejected rows (0.9.5 train/dpo/trainer.py:230, train/trainer_utils.py:612; v0.8.0 :156 and v0.6.0
         # src/llmtuner/train/dpo/trainer.py:93 alike),
-        # not TRL's fused head; the fp32 copy's extra bytes are a line
+        # not TRL's fused head; the fp32 copies are planned (Framework.fp32_logps, planner.estimate.fp32_logps)
         head = f"{src} (LLaMA-Factory's DPO: train/dpo/trainer.py:230 .logits.to(torch.float32), trainer_utils.py:612)"
         c.set("workload.logprobs", FRAMEWORK.logprobs, head, KEYS.key("workload.kind"))
-        c.note(f"{src} (its logits cast to fp32 before log_softmax: planned in the compute dtype)")
         pl = KEYS.key("pref_loss")
         loss = str(f[pl].value) if pl in f else "sigmoid"
         if loss in ("orpo", "simpo"):
@@ -144,7 +143,6 @@ def _stage(c: Collector, f: dict[str, Flag], near=None) -> str:
         c.set("workload.kind", "kto", src, KEYS.key("workload.kind"))
         head = f"{src} (LLaMA-Factory's KTO: train/kto/trainer.py:179 .logits.to(torch.float32))"
         c.set("workload.logprobs", FRAMEWORK.logprobs, head, KEYS.key("workload.kind"))
-        c.note(f"{src} (its logits cast to fp32 before log_softmax: planned in the compute dtype)")
         if "ref_model" in f:
             c.note(f"{f['ref_model'].source} (a separate reference model is not planned yet)")
     elif stage == "rm":  # not seq-cls: trl's AutoModelForCausalLMWithValueHead keeps lm_head and its fp32 logits

@@ -138,7 +138,8 @@ RELEASES = (
             ),
         },
         notes=("0.8-0.9.0: cutoff_len 1024; image_resolution (0.9.0) caps an image's longer side",),
-        adapter={**RESOLUTION, **FP32_LOGITS},
+        # KTO's forward returns the log-probs only, no logits to index (v0.8.0 train/kto/trainer.py:118-121, 133-136)
+        adapter={**RESOLUTION, **FP32_LOGITS, "kto_keeps_logits": False},
     ),
     Release(
         "0.9.1",
