@@ -105,6 +105,8 @@ def sim_loss(case, policy, ref, ids, inputs, tracker: LiveBytes) -> torch.Tensor
     keeps = w.kind == "dpo" or adapter(k.framework, k.release).kto_keeps_logits
     tags = torch.arange(ids.size(0)) < ids.size(0) // 2
     logits, logp = _model_logps(policy, ids, inputs, k)
+    if not keeps:  # v0.8.0-v0.9.0's KTO forward returns the log-probs only (v0.8.0 kto/trainer.py:118-121)
+        logits = None
     if w.kind == "kto":  # the KL batch without grad, the rows' logits live (kto/trainer.py:187-189)
         tracker.set_segment("kl-forward")
         with torch.no_grad():
@@ -116,6 +118,8 @@ def sim_loss(case, policy, ref, ids, inputs, tracker: LiveBytes) -> torch.Tensor
         tracker.set_segment("reference-forward")
         with torch.no_grad():
             ref_logits, ref_logp = _model_logps(ref, ids, inputs, k)
+            if not keeps:
+                ref_logits = None
             if w.kind == "kto":
                 _model_logps(ref, ids, inputs, k)  # its KL batch, the rows' logits held for the index copies
                 copies = (ref_logits[tags], ref_logits[~tags]) if keeps else None

@@ -3,14 +3,16 @@ DPO and KTO cast the model's logits to fp32 and take one log_softmax over every 
 dpo/trainer.py:230, kto/trainer.py:179, trainer_utils.py:608-612; v0.6.0 src/llmtuner/train/dpo/trainer.py:93, v0.8.0
 dpo :156, kto :118 alike). What is live, in units of one fp32 copy of the [rows, seq, vocab] logits:
 - the policy's forward keeps two: the fp32 logits (DPO: the split views in its output, :239, read by the metrics at
-  :311-312 after the reference pass; KTO 0.9.5: the chosen and rejected index copies, kto/trainer.py:194-196, read at
-  :258, :264) and log_softmax's output, saved for backward (the half-precision logits are freed once cast);
-- a no-grad pass (the reference's, KTO's KL batch) holds two at its log_softmax; KTO 0.9.5's reference pass holds
-  its rows' fp32 logits (for the index copies) over its KL batch's pass, three;
+  :311-312 after the reference pass; KTO from v0.9.1: the chosen and rejected index copies, kto/trainer.py:194-196,
+  read at :258, :264; v0.8.0-v0.9.0 free them, v0.8.0 :118-121, one copy less) and log_softmax's output, saved
+  for backward (the half-precision logits are freed once cast);
+- a no-grad pass (the reference's, KTO's KL batch) holds two at its log_softmax; KTO's reference pass holds
+  its rows' fp32 logits (for the index copies) over its KL batch's pass, three (from v0.9.1);
 - the head's backward (the logits freed with get_batch_loss_metrics): the saved output, gather's scattered gradient
   and the sliced logits' gradient, three.
-Measured with probes.tracker on LLaMA-Factory 0.9.5's own get_batch_logps (probes/lf_logps.py, its venv) and on the
-cited copy: tests/probes/test_lf_logps.py (within 1%)."""
+Measured with probes.tracker on LLaMA-Factory 0.9.5's own get_batch_logps (probes/lf_logps.py, its venv; and on the
+cited copy), and LLaMA-Factory's DPO and KTO steps in the sim on real CPU tensors: tests/probes/test_lf_logps.py,
+tests/probes/test_kto.py (within 0.5%)."""
 
 from __future__ import annotations
 

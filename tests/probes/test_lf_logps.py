@@ -60,11 +60,10 @@ def test_llamafactorys_own_get_batch_logps_holds_the_same_bytes(measured):
     assert got == measured
 
 
-def test_llamafactorys_dpo_step_within_1_percent_of_real_cpu_steps():
-    """The whole model (tests/probes/test_rl.py's FULL, 4,096-entry vocabulary, fp32) in probes.rl_sim's steps with
-    LLaMA-Factory's loss (probes/lf_logps.sim_loss) on real CPU tensors, against the analytic phases. Measured
-    107,501,568 bytes at training, 113,863,168 at reference-forward; the plan +0.2% and +0.4% (the compute-dtype
-    plan before fp32_logps: -5.7% and -9.2%)."""
+def _whole_model_steps_match(kind: str, release: str, phases: set[str]) -> dict[str, int]:
+    """The whole model (tests/probes/test_rl.py's FULL, 4,096-entry vocabulary, fp32) in probes.rl_sim's 2 x 2 steps
+    with LLaMA-Factory's loss (probes/lf_logps.sim_loss) on real CPU tensors, against the analytic phases within
+    WITHIN; the measured peaks."""
     from planner.config.spec import Knobs
     from planner.config.workload import Workload
     from planner.estimate.rl import breakdown
@@ -74,11 +73,25 @@ def test_llamafactorys_dpo_step_within_1_percent_of_real_cpu_steps():
     from probes.step import Case
     from tests.probes.test_rl import COMPLETION, FULL, PROMPT
 
-    w = Workload(kind="dpo", max_length=PROMPT + COMPLETION, max_prompt_length=PROMPT, logprobs="full")
-    knobs = Knobs(framework="llamafactory", precision="fp32", workload=w)
+    w = Workload(kind=kind, max_length=PROMPT + COMPLETION, max_prompt_length=PROMPT, logprobs="full")
+    knobs = Knobs(framework="llamafactory", release=release, precision="fp32", workload=w)
     measured = rl_sim.simulate(Case(FULL, knobs, 2, 2, w.seq_len()), real=True)
     got = breakdown(Setup(from_config(FULL, "tiny"), knobs, 2, 2, w.seq_len()), 80 * 2**30).phases
     analytic = {k.split(":")[0]: v for k, v in got.items()}
-    assert set(measured) == set(analytic) == {"training", "reference-forward"}
+    assert set(measured) == set(analytic) == phases
     for phase, bytes_ in measured.items():
         assert analytic[phase] == pytest.approx(bytes_, rel=WITHIN), phase
+    return measured
+
+
+def test_llamafactorys_dpo_step_within_1_percent_of_real_cpu_steps():
+    """Measured 107,501,568 bytes at training, 113,863,168 at reference-forward; the plan +0.2% and +0.4% (the
+    compute-dtype plan before fp32_logps: -5.7% and -9.2%)."""
+    _whole_model_steps_match("dpo", "", {"training", "reference-forward"})
+
+
+def test_llamafactory_08_kto_frees_its_logits_after_the_forward():
+    """v0.8.0-v0.9.0's KTO forward returns the log-probs only (v0.8.0 train/kto/trainer.py:118-121, 133-136:
+    Framework.kto_keeps_logits False): measured 89,249,280 bytes at training, 89,284,608 at kl-forward and
+    89,285,120 at reference-forward, the plan within 0.3%; 0.9.5's copies add 3.1 MB at kl-forward (test_kto.py)."""
+    _whole_model_steps_match("kto", "0.8", {"training", "kl-forward", "reference-forward"})
