@@ -37,6 +37,28 @@ def _odd_group(k: dict) -> bool:
 CLI = "cli/train_ppo_ray.py"
 
 
+def _one_of_two_offloaded(k: dict, w=None) -> bool:
+    """The flat lines' --ref_reward_offload offloads the reference and the reward model together (v0.10.1 cli/
+    train_ppo_ray.py:476, trainer/ray/launcher.py:113-120, :167-175): a plan offloading one while the other, present,
+    stays resident has no flag there. The reference exists where KL is used (beta > 0), the reward model where named."""
+    r, wl = _roles(k), workload_of(k)
+    if r is None:
+        return False
+    present = {"ref"} if (wl.beta or 0) > 0 else set()
+    present |= {"reward"} if r.reward_model else set()
+    return bool({"ref", "reward"} & set(r.offload)) and not present <= set(r.offload)
+
+
+# the rule of both flat lines that write (0.8, 0.10): --ref.offload / --reward.offload came apart at 0.10.2
+ONE_SWITCH = Rule(
+    "offload",
+    "OpenRLHF 0.10.1 and before offload the reference and the reward model together (--ref_reward_offload): give "
+    "--role-offload ref,reward, neither, or --framework openrlhf",
+    _one_of_two_offloaded,
+    "written",
+)
+
+
 def _flat(line: str) -> dict[str, str]:
     """The flat flags of release line `line` (planner.frameworks.openrlhf.keys' renames)."""
     names = ("micro_batch", "global_batch", "zero_stage", "offload", "checkpointing", "attention", "lora_rank")
@@ -66,6 +88,7 @@ RELEASES = (
                 lambda k, w: k.get("precision") == "fp16" or k.get("attention") == "sdpa",
                 "written",
             ),
+            ONE_SWITCH,
         ),
     ),
     Release(
@@ -97,6 +120,7 @@ RELEASES = (
         defaults={"micro_batch": Default(1, f"v0.10.1 {CLI}:388 --micro_train_batch_size 1")},
         keys=_flat("0.10"),
         notes=("flat flags (--micro_train_batch_size, --zero_stage, --param_dtype, --pretrain)",),
+        rules=(ONE_SWITCH,),
     ),
     Release("0.10.2", (0, 10, 2), f"openrlhf v0.10.2 .. 0.11.2 {CLI} (dotted flags)"),
 )
