@@ -49,6 +49,20 @@ def _one_of_two_offloaded(k: dict, w=None) -> bool:
     return bool({"ref", "reward"} & set(r.offload)) and not present <= set(r.offload)
 
 
+def _unsaid_offload(k: dict) -> bool:
+    """Role offloads no flag of OpenRLHF says: --ds.enable_sleep offloads the trained roles' optimizer states,
+    gradients and fp32 master weights, the actor's and the critic's together, never their bf16 weights
+    (offload_deepspeed_states: v0.11.0 utils/deepspeed/deepspeed_utils.py:151-188, lp_params left out at :178;
+    trainer/ray/ppo_actor.py:580-581); the critic exists under GAE (ppo) alone."""
+    r = _roles(k)
+    if r is None:
+        return False
+    parts = set(r.offload)
+    trained = {"actor-optimizer"} | ({"critic-optimizer"} if kind(k) == "ppo" else set())
+    sleep = parts & {"actor-optimizer", "critic-optimizer"}  # what --ds.enable_sleep is written for
+    return bool(parts & {"actor-params", "critic-params"}) or (bool(sleep) and not trained <= parts)
+
+
 # the rule of both flat lines that write (0.8, 0.10): --ref.offload / --reward.offload came apart at 0.10.2
 ONE_SWITCH = Rule(
     "offload",
@@ -227,6 +241,12 @@ FRAMEWORK = Framework(
             "sleep_level",
             "sleeps its engines only under --train.colocate_all: --sleep-level 1 needs --placement colocate",
             lambda k: (r := _roles(k)) is not None and r.sleep_level == 1 and r.placement != "colocate",
+        ),
+        Rule(
+            "offload",
+            "offloads the actor's and the critic's optimizer states together (--ds.enable_sleep), their weights never: "
+            "give --role-offload actor-optimizer,critic-optimizer (critic-optimizer under ppo), ref, reward",
+            _unsaid_offload,
         ),
         Rule(
             "placement",

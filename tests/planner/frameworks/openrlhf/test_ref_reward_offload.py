@@ -41,3 +41,24 @@ def test_one_of_two_offloaded_is_refused_at_the_flat_lines_and_written_at_the_do
     model, hw, goal = res.context
     words = launch.framework_launch(res.plan, model, hw, goal.seq_len)[1]["openrlhf_ppo.sh"].split()
     assert "--ref.offload" in words and "--reward.offload" not in words
+
+
+@pytest.mark.parametrize(
+    "offload,refused",
+    [
+        (["actor-params"], True),  # no flag offloads the weights (deepspeed_utils.py:178 leaves lp_params out)
+        (["actor-optimizer"], True),  # --ds.enable_sleep offloads the critic's too
+        (["actor-optimizer", "critic-optimizer"], False),
+    ],
+)
+def test_the_trained_roles_offload_what_ds_enable_sleep_says_and_nothing_else(offload, refused):
+    case = CASES["openrlhf"]["ppo_groups"]
+    roles = {**case["workload"]["roles"], "offload": offload}
+    ask = {"model": BASE["model"], "gpu": "h100", "gpus_per_node": 8, "global_batch": 16, "framework": "openrlhf"}
+    ask["workload"] = {**case["workload"], "roles": roles}
+    try:
+        advise.suggest(advise.parse(advise.SuggestRequest, ask), with_nearest=False)
+        said = ""
+    except BadInput as e:
+        said = str(e)
+    assert ("--ds.enable_sleep" in said) if refused else said == "", said
