@@ -111,6 +111,11 @@ def nothing_leaks():
 # parameters for one case or without them for every case; tests that share a slow fixture are listed together
 # (one of them left in would run it). At 20 s, the first cut, test-fast took 9 min 26 s.
 SLOW = {
+    # h-rules46 (2026-12-05, 2 busy cores): suggest's ranked plans x every knob value x every release line, written
+    "tests/planner/frameworks/test_writers_walk.py::test_every_knob_value_at_every_line_is_refused_by_a_rule_or_written[llamafactory]": 5,
+    "tests/planner/frameworks/test_writers_walk.py::test_every_knob_value_at_every_line_is_refused_by_a_rule_or_written[swift]": 4,
+    "tests/planner/frameworks/test_writers_walk.py::test_every_knob_value_at_every_line_is_refused_by_a_rule_or_written[openrlhf]": 4,
+    "tests/planner/frameworks/test_writers_walk.py::test_every_pair_llamafactorys_yaml_spells_is_refused_by_a_rule_or_written": 10,
     # h-kto (2026-12-05, 2 busy cores): two real KTOTrainer runs on CPU (setup 31 s); the sim of debug-llama's steps
     "tests/probes/test_kto.py::test_analytic_and_sim_phases_within_5_percent_of_real_kto_trainer_steps": 35,
     "tests/probes/test_kto.py::test_analytic_kto_phases_within_5_percent_of_the_sim_with_cuda_paths": 4,

@@ -37,6 +37,42 @@ def _odd_group(k: dict) -> bool:
 CLI = "cli/train_ppo_ray.py"
 
 
+def _one_of_two_offloaded(k: dict, w=None) -> bool:
+    """The flat lines' --ref_reward_offload offloads the reference and the reward model together (v0.10.1 cli/
+    train_ppo_ray.py:476, trainer/ray/launcher.py:113-120, :167-175): a plan offloading one while the other, present,
+    stays resident has no flag there. The reference exists where KL is used (beta > 0), the reward model where named."""
+    r, wl = _roles(k), workload_of(k)
+    if r is None:
+        return False
+    present = {"ref"} if (wl.beta or 0) > 0 else set()
+    present |= {"reward"} if r.reward_model else set()
+    return bool({"ref", "reward"} & set(r.offload)) and not present <= set(r.offload)
+
+
+def _unsaid_offload(k: dict) -> bool:
+    """Role offloads no flag of OpenRLHF says: --ds.enable_sleep offloads the trained roles' optimizer states,
+    gradients and fp32 master weights, the actor's and the critic's together, never their bf16 weights
+    (offload_deepspeed_states: v0.11.0 utils/deepspeed/deepspeed_utils.py:151-188, lp_params left out at :178;
+    trainer/ray/ppo_actor.py:580-581); the critic exists under GAE (ppo) alone."""
+    r = _roles(k)
+    if r is None:
+        return False
+    parts = set(r.offload)
+    trained = {"actor-optimizer"} | ({"critic-optimizer"} if kind(k) == "ppo" else set())
+    sleep = parts & {"actor-optimizer", "critic-optimizer"}  # what --ds.enable_sleep is written for
+    return bool(parts & {"actor-params", "critic-params"}) or (bool(sleep) and not trained <= parts)
+
+
+# the rule of both flat lines that write (0.8, 0.10): --ref.offload / --reward.offload came apart at 0.10.2
+ONE_SWITCH = Rule(
+    "offload",
+    "OpenRLHF 0.10.1 and before offload the reference and the reward model together (--ref_reward_offload): give "
+    "--role-offload ref,reward, neither, or --framework openrlhf",
+    _one_of_two_offloaded,
+    "written",
+)
+
+
 def _flat(line: str) -> dict[str, str]:
     """The flat flags of release line `line` (planner.frameworks.openrlhf.keys' renames)."""
     names = ("micro_batch", "global_batch", "zero_stage", "offload", "checkpointing", "attention", "lora_rank")
@@ -66,6 +102,7 @@ RELEASES = (
                 lambda k, w: k.get("precision") == "fp16" or k.get("attention") == "sdpa",
                 "written",
             ),
+            ONE_SWITCH,
         ),
     ),
     Release(
@@ -97,6 +134,7 @@ RELEASES = (
         defaults={"micro_batch": Default(1, f"v0.10.1 {CLI}:388 --micro_train_batch_size 1")},
         keys=_flat("0.10"),
         notes=("flat flags (--micro_train_batch_size, --zero_stage, --param_dtype, --pretrain)",),
+        rules=(ONE_SWITCH,),
     ),
     Release("0.10.2", (0, 10, 2), f"openrlhf v0.10.2 .. 0.11.2 {CLI} (dotted flags)"),
 )
@@ -203,6 +241,12 @@ FRAMEWORK = Framework(
             "sleep_level",
             "sleeps its engines only under --train.colocate_all: --sleep-level 1 needs --placement colocate",
             lambda k: (r := _roles(k)) is not None and r.sleep_level == 1 and r.placement != "colocate",
+        ),
+        Rule(
+            "offload",
+            "offloads the actor's and the critic's optimizer states together (--ds.enable_sleep), their weights never: "
+            "give --role-offload actor-optimizer,critic-optimizer (critic-optimizer under ppo), ref, reward",
+            _unsaid_offload,
         ),
         Rule(
             "placement",

@@ -96,13 +96,17 @@ KEYS = Table(
     Key("rollout_tp", "vllm.tensor_parallel_size", 1, f"{T}:236", renames=_flat("vllm_tensor_parallel_size")),
     Key("engines", "vllm.num_engines", renames=_flat("vllm_num_engines")),
     Key("rollout_eager", "vllm.enforce_eager", renames=_flat("enforce_eager")),  # v0.9.0 :236, v0.10.1 :241
-    Key("ref_offload", "ref.offload"),
-    Key("reward_offload", "reward.offload"),
+    # the flat lines' one switch offloads both (v0.10.1 cli/train_ppo_ray.py:476, trainer/ray/launcher.py:113-120 the
+    # reference's and :167-175 the reward model's DeepSpeed eval config; v0.8.9 :414, launcher.py:113-120, :157-165)
+    Key("ref_offload", "ref.offload", renames=_flat("ref_reward_offload")),
+    Key("reward_offload", "reward.offload", renames=_flat("ref_reward_offload")),
     *_role_rows(),
     prefix="--",
 )
 # older flat names of the same flags, before the names above: --enable_sleep (vLLM's), --generate_max_len
 ALIASES = {"enable_sleep": KEYS.key("vllm_sleep"), "generate_max_len": KEYS.key("workload.max_completion_length")}
+# a flat name several dotted flags split from -> them all (the reader sets each; Table.renamed keeps the last row's)
+SHARED = {"ref_reward_offload": (KEYS.key("ref_offload"), KEYS.key("reward_offload"))}
 
 
 def bucket_text(stage: int, overlap: bool) -> str:

@@ -5,7 +5,7 @@ and the release line the flat flags name (release_hint)."""
 
 from __future__ import annotations
 
-from planner.frameworks.openrlhf.keys import ALIASES, KEYS, bucket_text
+from planner.frameworks.openrlhf.keys import ALIASES, KEYS, SHARED, bucket_text
 from planner.intake import line_defaults
 from planner.intake.collect import Collector, as_bool, default, one
 from planner.intake.flags import Flag
@@ -30,8 +30,10 @@ def dotted(c: Collector, flags: dict[str, Flag], names: dict[str, str] = OLD) ->
     out, old = {}, []
     for key, f in flags.items():
         if key in names:
-            old.append(f"--{key} (--{names[key]})")
-            out.setdefault(names[key], f)
+            new = SHARED.get(key, (names[key],))
+            old.append(f"--{key} ({', '.join('--' + n for n in new)})")
+            for name in new:
+                out.setdefault(name, f)
         else:
             out[key] = f
     if old:

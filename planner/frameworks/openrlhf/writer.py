@@ -216,7 +216,8 @@ def memory_flags(plan: Plan) -> list[str]:
         out.append(flag("offload"))
     if {"actor-optimizer", "critic-optimizer"} & set(r.offload):
         out.append(flag("ds_sleep"))
-    out += [flag(f"{role}_offload") for role in ("ref", "reward") if role in r.offload]
+    # dotted: --ref.offload / --reward.offload; the flat lines' one --ref_reward_offload for both (keys.py)
+    out += dict.fromkeys(flag(f"{role}_offload") for role in ("ref", "reward") if role in r.offload)
     out.append(flag("rollout_memory", f"{r.rollout_memory:g}"))
     if r.sleep_level == 1:
         out.append(flag("vllm_sleep"))
@@ -229,15 +230,10 @@ def memory_flags(plan: Plan) -> list[str]:
 
 def at(plan: Plan):
     """flag(name, value) at the plan's release line: field `name`'s flag (planner.frameworks.openrlhf.keys: dotted,
-    or flat at 0.10.0 .. 0.10.1, each row's rename), with `value` after it where given; ValueError for a flag the
-    line has no name for (--ref.offload, --reward.offload: 0.10's one --ref_reward_offload offloads both)."""
+    or flat at 0.10.1 and before, each row's rename, every row having one), with `value` after it where given."""
     line = plan.release
 
     def flag(name: str, value: object = None) -> str:
-        if line and line not in KEYS[name].renames:
-            raise ValueError(
-                f"OpenRLHF {line}'s flat flags have no name for --{KEYS.key(name)}: give --framework openrlhf"
-            )
         if line == "0.8" and name in SWITCHES_08:
             return switch_08(name, value)
         return KEYS.flag(name, line) + ("" if value is None else f" {value}")

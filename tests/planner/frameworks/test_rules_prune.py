@@ -95,6 +95,11 @@ def ranked(framework: str, model: str, workload: str, batch: int, seq: int, top:
     }
     if "workload" in body:
         body.pop("seq_len")
+    return suggested(body)
+
+
+def suggested(body: dict) -> list:
+    """(plan, model, hardware, sequence length) of every plan `suggest` ranks for request `body`."""
     try:
         res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
     except BadInput:
