@@ -41,7 +41,13 @@ def test_a_llamafactory_lora_yaml_takes_llamafactorys_defaults_and_says_so():
     assert s["image_tokens"]["value"] == 1003520 // 784 and out["goal"]["image_tokens"] == 1280
     assert (p["micro_batch"], p["grad_accum"], p["zero_stage"], p["lora_rank"]) == (8, 2, 2, 16)
     assert not p["fits"]
-    said = [line for n in out["nearest"] for line in n["keys"]]  # ZeRO-3 with offload, in LF's own preset's name
+    # the file allows 0.9.2 .. 0.9.5; the answer is the hungriest line's, 0.9.2, whose transformers run the tower's
+    # SDPA over a mask of every patch (planner.estimate.vision.masked_tower_bytes): its nearest change is micro 1
+    assert p["release"] == out["config"]["releases"]["planned"] == "0.9.2" and not out["config"]["releases"]["fits"]
+    said = [line for n in out["nearest"] for line in n["keys"]]
+    assert "per_device_train_batch_size: 1" in said
+    at_095 = check(str(LF_LORA), "--gpu", "a100-80gb", "--gpus-per-node", "8", "--framework", "llamafactory@0.9.5")
+    said = [line for n in at_095["nearest"] for line in n["keys"]]  # ZeRO-3 with offload, in LF's own preset's name
     assert "deepspeed: ds_z3_offload_config.json" in said and "cutoff_len: 2048" in said
 
 
