@@ -72,17 +72,17 @@ def test_swift_train_type_allows_the_lines_taking_it_and_the_hungriest_leads():
     """--train_type without --tuner_type is ms-swift 3's name, kept by 4.0.x as a deprecated alias (v4.0.0
     base_args.py:73, 151-153) and refused from 4.1.0: read as 3.0-3.3 (its GRPO scores every micro-batch's rows at
     once from 3.4 on, a vision model's log-probs from its whole logits before 3.4: the 3 line needs the most), 3.4,
-    3.7 and 4 planned too. On 8 x H200 the 3 line does not fit (426.0 GiB) and the later ones do (122.3-122.6)."""
+    3.7, 3.9 and 4 planned too. On 8 x H200 the 3 line does not fit (426.0 GiB) and the later ones do (122.3-122.6)."""
     reading = intake.read([str(SWIFT_3183)])
-    assert reading.releases == ("3", "3.4", "3.7", "4")
-    assert "release assumed: ms-swift 3, one of 3, 3.4, 3.7, 4" in _framework(reading)
+    assert reading.releases == ("3", "3.4", "3.7", "3.9", "4")
+    assert "release assumed: ms-swift 3, one of 3, 3.4, 3.7, 3.9, 4" in _framework(reading)
     assert "kept by 4.0.x as an alias of --tuner_type and refused from 4.1.0" in _framework(reading)
     result = checkconfig.check_config([str(SWIFT_3183)], {"gpu": "h200"})
     releases = result.config["releases"]
-    assert (releases["fits"], releases["does_not_fit"], releases["planned"]) == (["3.4", "3.7", "4"], ["3"], "3")
+    assert (releases["fits"], releases["does_not_fit"], releases["planned"]) == (["3.4", "3.7", "3.9", "4"], ["3"], "3")
     assert _headline(str(SWIFT_3183), "--gpu", "h200").startswith(
-        "does NOT fit with swift@3 (the files allow 3, 3.4, 3.7, 4 and pin none; it fits with swift@3.4, swift@3.7, "
-        "swift@4:"
+        "does NOT fit with swift@3 (the files allow 3, 3.4, 3.7, 3.9, 4 and pin none; it fits with swift@3.4, "
+        "swift@3.7, swift@3.9, swift@4:"
     )
 
 
