@@ -101,18 +101,18 @@ def test_swift_pinned_beside_the_script_is_read_at_its_pin(tmp_path):
 
 
 def test_a_trainer_script_pinning_no_transformers_plans_4_and_5_and_the_4_line_leads(tmp_path):
-    """Qwen2.5-3B full fine-tuning, bf16 AMP, at 8,192 tokens on two H100s (DDP): transformers 4.54 and 5 (fused AdamW) fit,
+    """Qwen2.5-3B full fine-tuning, bf16 AMP, at 8,192 tokens on two H100s (DDP): transformers 4.54, 5.0-5.9 and 5.10 on (fused AdamW) fit,
     4.0-4.53 (foreach AdamW's step temporary, fp32 logits) does not; a key only 4.x takes narrows the lines to it."""
     (tmp_path / "train.py").write_text(SCRIPT)
     (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
     run = str(tmp_path / "run.sh")
-    assert intake.read([run]).releases == ("4", "4.54", "5")
+    assert intake.read([run]).releases == ("4", "4.54", "5", "5.10")
     flags = ["--gpu", "h100", "--model", "qwen2.5-3b", "--seq-len", "8192", "--micro-batch", "1"]
     flags += ["--checkpointing", "full", "--precision", "bf16"]
     assert _headline(run, *flags).startswith(
-        "does NOT fit with hf@4 (the files allow 4, 4.54, 5 and pin none; it fits with hf@4.54, hf@5"
+        "does NOT fit with hf@4 (the files allow 4, 4.54, 5, 5.10 and pin none; it fits with hf@4.54, hf@5, hf@5.10"
     )
-    assert _headline(run, *flags, "--framework", "hf@5") == "fits"
+    assert _headline(run, *flags, "--framework", "hf@5.10") == "fits"
     (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py --evaluation_strategy steps\n")
     old = intake.read([run])
     assert old.releases == () and old.request["framework"] == "hf@4"
