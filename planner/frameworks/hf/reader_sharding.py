@@ -36,7 +36,9 @@ def _version(c: Collector, cfg: dict, source: str) -> tuple[dict, tuple[int, str
     if r is None or r.means("fsdp_config_version") == "read":
         return cfg, (2, "")
     who = f"{fw.name}@{r.name}"
-    if r.means("fsdp_config_version") == "default 1":  # handed to the plugin, whatever FSDP_VERSION says
+    # "default 1": handed to the plugin, which reads FSDP_VERSION only where none is given (accelerate 1.16.0
+    # utils/dataclasses.py:1709-1710)
+    if r.means("fsdp_config_version") == "default 1":
         return cfg, (
             1,
             default(who, "transformers 5.9.0 training_args.py:2812-2813", 'FSDP1: fsdp_config names no "version"'),
