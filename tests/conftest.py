@@ -305,6 +305,8 @@ SLOW = {
     # tests/probes: a real TRL SFT step and an HF Trainer step under the tracker (12 s each)
     # h-trlppo (2026-12-05, load 9 on 2 cores): ms-swift's venv imports TRL in a subprocess, two PPO updates in fp32 and bf16 (11 s CPU)
     "tests/probes/test_trl_ppo.py::test_trls_ppo_update_holds_policy_and_value_model_at_one_backward_and_the_kept_scores": 26,
+    # h-lines49 (2026-12-05): the same probe with num_mini_batches 2, fp32 only
+    "tests/probes/test_trl_ppo.py::test_num_mini_batches_splits_the_ranks_batch_and_frees_each_mini_batchs_tensors": 13,
     "tests/probes/test_trl_sft_head.py::test_a_trl_sft_step_holds_the_fused_head_and_hfs_the_full_logits[hf]": 12,
     "tests/probes/test_trl_sft_head.py::test_a_trl_sft_step_holds_the_fused_head_and_hfs_the_full_logits[trl]": 12,
     # tests/planner/export: each framework's own parser in its venv (a Python start each)

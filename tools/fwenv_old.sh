@@ -75,6 +75,10 @@ PKG[swift-3.4.1]="ms-swift==3.4.1"
 DEPS[swift-3.4.1]="transformers==4.52.4 peft==0.15.2 trl==0.17.0 datasets==3.3.2 accelerate==1.7.0 modelscope==1.26.0 $NUMPY1 $SWDEPS"
 PKG[swift-3.7.3]="ms-swift==3.7.3"
 DEPS[swift-3.7.3]="transformers==4.55.4 peft==0.17.1 trl==0.20.0 datasets==3.3.2 accelerate==1.10.1 modelscope==1.29.2 $SWDEPS"
+# ms-swift's 3.9 line (v3.9.0 .. v3.12.x) at its newest, v3.12.6 (requirements/framework.txt: transformers <4.58,
+#   peft <0.19, trl <0.25, datasets <4.0; json_repair, which its swift/utils/utils.py imports)
+PKG[swift-3.12.6]="ms-swift==3.12.6"
+DEPS[swift-3.12.6]="transformers==4.57.1 peft==0.17.1 trl==0.24.0 datasets==3.6.0 accelerate==1.11.0 modelscope==1.31.0 json_repair==0.52.0 $SWDEPS"
 # OpenRLHF (train_ppo_ray/train_dpo/train_sft's parser and __main__ checks, tests/.../validators/openrlhf_validate.py):
 #   transformers, deepspeed and ray at the wheel's own pins (METADATA Requires-Dist: 0.10.1 transformers==5.5.3
 #   deepspeed==0.18.9 ray==2.48.0; 0.8.9 transformers==4.54.1 deepspeed==0.17.4 ray==2.48.0), the rest the releases
@@ -94,7 +98,7 @@ PKG[verl-0.6.1]="verl==0.6.1"
 DEPS[verl-0.6.1]="$VERLDEPS"
 ALL="hf-4.53.0 hf-4.57.1 lf-0.5.3 lf-0.6.3 lf-0.7.1 lf-0.8.3 lf-0.9.0 lf-0.9.1 lf-0.9.2 lf-0.9.3 lf-0.9.4
   trl-0.14.0 trl-0.15.2 trl-0.19.1 trl-0.22.2 trl-1.0.0 trl-1.10.0
-  swift-3.0.3 swift-3.4.1 swift-3.7.3 orl-0.10.1 orl-0.8.9 verl-0.6.0 verl-0.6.1"
+  swift-3.0.3 swift-3.4.1 swift-3.7.3 swift-3.12.6 orl-0.10.1 orl-0.8.9 verl-0.6.0 verl-0.6.1"
 
 # a plan that shards with ZeRO names a DeepSpeed JSON, which TrainingArguments reads through deepspeed itself: the
 #   newest venvs' deepspeed (tools/fwenv.sh; its sdist builds with no ops on a CPU host) in every one but those that
@@ -111,7 +115,7 @@ done
 #   line at its newest, 0.9.0, and verl 0.6 at 0.6.1 are the sweep tier's: `tools/fwenv_old.sh all`)
 CI="lf-0.5.3 lf-0.6.3 lf-0.7.1 lf-0.8.3 lf-0.9.1 lf-0.9.2 lf-0.9.3 lf-0.9.4
   trl-0.14.0 trl-0.15.2 trl-0.19.1 trl-0.22.2 trl-1.0.0 trl-1.10.0
-  swift-3.0.3 swift-3.4.1 swift-3.7.3 orl-0.10.1 orl-0.8.9 verl-0.6.1"
+  swift-3.0.3 swift-3.4.1 swift-3.7.3 swift-3.12.6 orl-0.10.1 orl-0.8.9 verl-0.6.1"
 
 one() {  # setup_one, timed, each line it prints named (the builds run side by side); set -e stops a failed one
   local start

@@ -234,6 +234,8 @@ def group_phases(s: Setup, capacity: int) -> dict[str, dict[str, dict[str, int]]
                 }
         if engine_of(s).joint_value_update and "critic" in members:  # TRL's PolicyAndValueWrapper (trl_ppo)
             del phases["critic-update"]
+            whole = role_phase_bytes(trl_ppo.accumulating(setups["actor"]), "actor", capacity, r.offload)
+            phases["actor-update"]["actor_update_bytes"] = whole["actor-update"]
             phases["actor-update"].update(trl_ppo.joint_update_terms(setups["critic"], setups["actor"]))
         if engine_of(s).keeps_scores:  # one copy through every later phase (trl_ppo)
             for terms in (t for p, t in phases.items() if p != "rollout"):

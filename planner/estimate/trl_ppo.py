@@ -16,6 +16,8 @@ Pinned by a real CPU step of TRL's PPOTrainer (tests/probes/test_trl_ppo.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from planner.estimate import activation_terms, state_terms
 from planner.estimate.nograd import compute_dtype_bytes
 from planner.estimate.setup import Setup
@@ -25,20 +27,29 @@ FP32 = 4  # generate's scores: transformers casts each step's logits to float32
 
 def rollout_scores_bytes(a: Setup, copies: int = 1) -> int:
     """The rollout's fp32 scores for the rank's batch (per_device_train_batch_size x gradient_accumulation_steps rows,
-    local_batch_size, ppo_trainer.py:455), completion x vocabulary each: `copies` 3 while batch_generation pads the
-    chunks (the previous step's copy, still bound to `logitss`, the list and its padded copy), 1 after."""
-    rows = a.micro_batch * a.grad_accum
+    local_batch_size, ppo_trainer.py:455: the plan's micro-steps of every mini-batch), completion x vocabulary each:
+    `copies` 3 while batch_generation pads the chunks (the previous step's copy, still bound to `logitss`, the list and
+    its padded copy), 1 after."""
+    rows = a.micro_batch * a.knobs.workload.steps_per_gen(a.grad_accum)
     return copies * FP32 * rows * a.knobs.workload.max_completion_length * a.model.text.vocab
 
 
 def previous_micro_step_bytes(a: Setup) -> int:
     """What the previous micro-step leaves alive through the next one's forward and backward: the policy's logits
     over its whole rows and the softmax over the completion's, in the compute dtype. None with one micro-step per
-    mini-batch (each mini-batch's tensors are deleted)."""
+    mini-batch (each mini-batch's tensors are deleted, :869; `grad_accum`: one mini-batch's micro-steps)."""
     if a.grad_accum <= 1:
         return 0
     w, c = a.knobs.workload, compute_dtype_bytes(a)
     return c * a.micro_batch * a.model.text.vocab * (a.seq_len + w.max_completion_length)
+
+
+def accumulating(a: Setup) -> Setup:
+    """The policy's setup for its update's own terms: TRL's Accelerator accumulates over gradient_accumulation_steps
+    micro-steps (ppo_trainer.py:452, accelerator.accumulate :806), across num_mini_batches' mini-batches, so its
+    gradients are kept from the first micro-step of the rank's batch to the one optimizer step; the plan's grad_accum
+    is one mini-batch's micro-steps (roles.mini_batches of them: planner.frameworks.swift.reader_ppo)."""
+    return replace(a, grad_accum=a.knobs.workload.steps_per_gen(a.grad_accum))
 
 
 def joint_update_terms(critic: Setup, a: Setup) -> dict[str, int]:

@@ -18,13 +18,15 @@ MEANINGS = {
     # ms-swift's --max_length: the encoded row with its images' tokens (3.4 and later), or its text, the images'
     # tokens inserted after the check (2.x to 3.3): planner.frameworks.swift.RELEASES
     "swift_max_length_counts": ("images", "text"),
-    # HF's --fsdp_config "version" (fsdp_version): read by TrainingArguments from transformers 5.0 (5.0.0
-    # training_args.py:2753 fsdp_version = fsdp_config.get("version", 1) into accelerate's plugin; default 2 from
-    # 5.10: 5.9.0 :2812 1, 5.10.4 :2736 2), or ignored (4.x: __post_init__ hands accelerate FSDP_* environment
-    # variables from fsdp_config and never FSDP_VERSION, 4.57.1 training_args.py:2003-2043, 4.53.0 the same, so
-    # accelerate's plugin is FSDP1 unless the launch sets FSDP_VERSION=2, as memplan's HF command does: hf.launchenv,
-    # or `accelerate launch`'s own config names fsdp_version 2)
-    "fsdp_config_version": ("read", "ignored"),
+    # HF's --fsdp_config "version" (fsdp_version): read by TrainingArguments from transformers 5.0, FSDP2 where it
+    # names none from 5.10.0 (5.10.0 training_args.py:2736 fsdp_config.get("version", 2); 5.10.4 the same), or "default
+    # 1": read, FSDP1 where it names none, 5.0-5.9 (5.0.0 :2753, 5.9.0 :2812-2813 fsdp_config.get("version", 1)
+    # handed to accelerate's plugin as fsdp_version, so the launch's FSDP_VERSION is not what decides), or ignored
+    # (4.x: __post_init__ hands accelerate FSDP_* environment variables from fsdp_config and never FSDP_VERSION, 4.57.1
+    # training_args.py:2003-2043, 4.53.0 the same, so accelerate's plugin is FSDP1 unless the launch sets
+    # FSDP_VERSION=2, as memplan's HF command does: hf.launchenv, or `accelerate launch`'s own config names
+    # fsdp_version 2)
+    "fsdp_config_version": ("read", "ignored", "default 1"),
 }
 
 

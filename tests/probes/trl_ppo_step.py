@@ -6,7 +6,7 @@ reference, value and reward forwards) and the training step's (PolicyAndValueWra
 micro-batch). Prints one JSON line. Run by tests/probes/test_trl_ppo.py in ms-swift's venv (MEMPLAN_SWIFT_PYTHON),
 whose TRL carries the PPOTrainer (TRL 1.16 dropped it).
 
-    python tests/probes/trl_ppo_step.py CONFIG_JSON PROMPT RESPONSE MICRO ACCUM DTYPE[,DTYPE...]
+    python tests/probes/trl_ppo_step.py CONFIG_JSON PROMPT RESPONSE MICRO ACCUM DTYPE[,DTYPE...] [MINI_BATCHES]
 """
 
 import json
@@ -41,7 +41,7 @@ def models(cfg_in: dict):
     return policy, ref, value, reward
 
 
-def main(cfg_in: dict, prompt: int, response: int, micro: int, accum: int, dtype: str) -> dict[str, int]:
+def main(cfg_in: dict, prompt: int, response: int, micro: int, accum: int, dtype: str, mini: int = 1) -> dict[str, int]:
     from datasets import Dataset
     from trl.experimental.ppo import PPOConfig, PPOTrainer
     from trl.experimental.ppo import ppo_trainer as mod
@@ -56,7 +56,7 @@ def main(cfg_in: dict, prompt: int, response: int, micro: int, accum: int, dtype
         per_device_train_batch_size=micro,
         gradient_accumulation_steps=accum,
         num_ppo_epochs=1,
-        num_mini_batches=1,
+        num_mini_batches=mini,
         total_episodes=2 * rows,  # two updates
         local_rollout_forward_batch_size=micro,
         response_length=response,
@@ -104,4 +104,5 @@ def main(cfg_in: dict, prompt: int, response: int, micro: int, accum: int, dtype
 if __name__ == "__main__":
     torch.set_num_threads(1)
     cfg, sizes = json.loads(sys.argv[1]), [int(a) for a in sys.argv[2:6]]
-    print(json.dumps({d: main(cfg, *sizes, d) for d in sys.argv[6].split(",")}))
+    mini = int(sys.argv[7]) if len(sys.argv) > 7 else 1
+    print(json.dumps({d: main(cfg, *sizes, d, mini) for d in sys.argv[6].split(",")}))

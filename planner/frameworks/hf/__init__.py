@@ -91,6 +91,7 @@ HF_DEFAULTS = {
 }
 ADAMW_4 = Default("adamw", "transformers 4.49.0 training_args.py:1284-1293: optim adamw_torch; 4.53.0: :1281")
 IGNORED = {"fsdp_config_version": "ignored"}  # transformers 4.x reads no fsdp_config "version" (reading.MEANINGS)
+FSDP1_UNSAID = {"fsdp_config_version": "default 1"}  # 5.0-5.9: read, FSDP1 where it names none
 HF_RELEASES = (
     # the 4 line's forward returned fp32 logits through 4.45 (Framework.returned_logits): planned the hungrier way
     Release(
@@ -112,7 +113,11 @@ HF_RELEASES = (
             )
         },
     ),
-    Release("5", (5, 0), "transformers 5.23.0"),
+    # 5.0-5.9 read fsdp_config's "version" as 5.10 on do, FSDP1 where it names none (reading.MEANINGS); the rest is
+    # the newest line's (optim adamw_torch_fused on torch >= 2.8: 5.9.0 training_args.py:811-816;
+    # per_device_train_batch_size 8 :782)
+    Release("5", (5, 0), "transformers 5.0.0 .. 5.9.x (training_args.py:2812 at 5.9.0)", meaning=FSDP1_UNSAID),
+    Release("5.10", (5, 10), "transformers 5.10.0 .. 5.23.0 (training_args.py:2736 at 5.10.0: version 2 unsaid)"),
 )
 # keys of TrainingArguments that only releases whose optim default was adamw_torch (torch's foreach AdamW) take: the
 # file that sets one targets such a release. evaluation_strategy: 4.45.2 training_args.py:1381 (default optim :1267),

@@ -29,13 +29,20 @@ def _version(c: Collector, cfg: dict, source: str) -> tuple[dict, tuple[int, str
     """(fsdp_config, the FSDP version where it names none) at the release the reading targets: its "version" read
     where that release's TrainingArguments reads it (Release.means fsdp_config_version, reading.MEANINGS); where it
     does not (transformers 4.x), the version key is left out and the run is the command's FSDP_VERSION (hf.launchenv),
-    else FSDP1, the key said in one unplanned line."""
+    else FSDP1, the key said in one unplanned line; 5.0-5.9 ("default 1") read it, FSDP1 where it names none."""
     fw = FRAMEWORKS.get(c.framework)
     release = str(c.facts.get("release", ("",))[0] or "")
     r = fw.release(release) if fw is not None and fw.releases else None
     if r is None or r.means("fsdp_config_version") == "read":
         return cfg, (2, "")
     who = f"{fw.name}@{r.name}"
+    # "default 1": handed to the plugin, which reads FSDP_VERSION only where none is given (accelerate 1.16.0
+    # utils/dataclasses.py:1709-1710)
+    if r.means("fsdp_config_version") == "default 1":
+        return cfg, (
+            1,
+            default(who, "transformers 5.9.0 training_args.py:2812-2813", 'FSDP1: fsdp_config names no "version"'),
+        )
     env = c.facts.get("fsdp_env_version")
     if env is not None:  # the launch's own FSDP_VERSION, which accelerate's plugin reads (hf.launchenv)
         return {k: v for k, v in cfg.items() if k.removeprefix("fsdp_") != "version"}, (env[0], env[1])

@@ -2,7 +2,7 @@
 frozen, Liger's fused loss, packing, ZeRO presets and FSDP2; SFT, DPO, GRPO, GKD, and PPO read (reader_ppo.py). Files
 cited are in the 4.6.0 wheel.
 
-Its release lines (github.com/modelscope/ms-swift tags: 2, 3, 3.4, 3.7, 4), what moved between them and what memplan
+Its release lines (github.com/modelscope/ms-swift tags: 2, 3, 3.4, 3.7, 3.9, 4), what moved between them and what memplan
 writes at each: releases.py."""
 
 from planner.frameworks.base import (

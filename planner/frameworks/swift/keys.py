@@ -6,7 +6,7 @@ names (v2.5.2 swift/llm/utils/argument.py SftArguments, cited per row). Both rea
 from planner.frameworks.keys import Key, Table
 
 S = "swift/arguments/"
-V3 = ("3", "3.4", "3.7")  # the 3.x lines, which name the tuner --train_type
+V3 = ("3", "3.4", "3.7", "3.9")  # the 3.x lines, which name the tuner --train_type
 # the lines taking --train_type: 3.x's name and 4.0.x's deprecated alias for --tuner_type (v4.0.0
 # swift/arguments/base_args/base_args.py:73, 151-153), gone at v4.1.0 (fe928a9f1), whose parser leaves it over and
 # refuses it (v4.1.0 swift/pipelines/base.py:35-40: ValueError remaining_argv; the 4.6.0 wheel's SftArguments has no

@@ -271,7 +271,7 @@ SWIFT2_FLAGS = (
 
 def release_hint(flags: dict[str, Flag]) -> tuple[str, str] | tuple[str, str, tuple[str, ...]] | None:
     """The release the flags' names say (planner.intake.releases.by_flags): ("3", why, the lines taking it) for
-    ms-swift 3's --train_type without 4.x's --tuner_type, read as 3.0-3.3 (the hungrier for images) with 3.4, 3.7 and
+    ms-swift 3's --train_type without 4.x's --tuner_type, read as 3.0-3.3 (the hungrier for images) with 3.4, 3.7, 3.9 and
     4 (4.0.x's deprecated alias: keys.TRAIN_TYPE_LINES) planned too; ("2", why) for a 2.x-only name."""
     old, new = KEYS.key("lora", "3"), KEYS.key("lora")
     if old in flags and new not in flags:

@@ -13,7 +13,11 @@ trl 0.29.1 it runs (trl/experimental/ppo/ppo_trainer.py):
   _prepare_gradient_checkpointing a no-op (swift/rlhf_trainers/ppo_trainer.py:107-112), and TRL's train() (:600) is
   its own loop, never transformers' Trainer.train that enables it (transformers 5.19 trainer.py:1503-1514);
 - kl_coef (:116, 0.05), num_ppo_epochs (:114, 4), max_completion_length (:242, 512; response_length and
-  max_new_tokens are its older names, :472-473)."""
+  max_new_tokens are its older names, :472-473);
+- num_mini_batches (:123, 1) splits the rank's batch (micro x accumulation rows, one generation) into mini-batches
+  (ppo_trainer.py:455, 461-463), each grad_accum / num_mini_batches micro-steps (:801-805) whose tensors are
+  deleted at its end (:869): planned as roles.mini_batches of that many micro-steps (the generation batch is their
+  product, planner.config.workload.steps_per_gen)."""
 
 from __future__ import annotations
 
@@ -53,6 +57,7 @@ def read_ppo(c: Collector, f: dict[str, Flag], near) -> None:
     )
     new, ns = value(f, key, 512, "242")
     c.number("workload.max_completion_length", new, ns, f"--{key}", minimum=1)
+    _mini_batches(c, f)
     rows, rs = value(f, "local_rollout_forward_batch_size", 64, "124")
     c.number(r + "generate_batch", rows, rs, "--local_rollout_forward_batch_size")
     why = "swift/pipelines/train/rlhf.py:126-134 (policy, value, reference and reward model in every process)"
@@ -71,3 +76,29 @@ def read_ppo(c: Collector, f: dict[str, Flag], near) -> None:
     name, how = (found.ref, found.how) if found else (ACTOR, "not found offline: planned with the policy's shapes")
     for field, flag in (("reward_model", "--reward_model"), ("critic_model", "--reward_model")):
         c.set(r + field, name, f"{k.source} ({how}; rlhf.py:126-134)", flag)
+
+
+def _mini_batches(c: Collector, f: dict[str, Flag]) -> None:
+    """--num_mini_batches N: TRL's mini-batch is the rank's micro x accumulation rows over N (exact_div, trl
+    ppo_trainer.py:461-463), run as micro-batches of per_device_train_batch_size (:805-808): grad_accum becomes the
+    micro-steps of one mini-batch and roles.mini_batches N. Where a mini-batch is not whole micro-batches it stays
+    one mini-batch of all the accumulation (the hungrier: every micro-step's tensors alive into the next)."""
+    if "num_mini_batches" not in f:
+        return
+    k = f["num_mini_batches"]
+    n = c.number("workload.roles.mini_batches", one(k.value), k.source, "--num_mini_batches")
+    micro, accum = c.get("micro_batch", 1), c.get("grad_accum", 1)
+    if n is None or n == 1 or not isinstance(micro, int) or not isinstance(accum, int):
+        return
+    if accum % n:
+        rows = micro * accum
+        why = "TRL refuses it" if rows % n else "not whole micro-batches"
+        c.note(
+            f"{k.source} ({rows} rows a rank over {n} mini-batches: {why}, trl ppo_trainer.py:461-463, 805; planned "
+            "as one mini-batch)"
+        )
+        c.set("workload.roles.mini_batches", 1, k.source + " (not planned: see the note)", "--num_mini_batches")
+        return
+    g = c.setting("grad_accum")
+    src = f"{g.source}, over {k.source}: {accum} / {n} micro-steps a mini-batch (trl ppo_trainer.py:461-463, 801-805)"
+    c.set("grad_accum", accum // n, src, g.key)

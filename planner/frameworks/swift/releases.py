@@ -46,17 +46,23 @@ DPO_37 = {
     "packed": "v3.7.0 swift/llm/argument/rlhf_args.py:358-363 (padding_free: grpo, dpo, gkd)",
     "sequence_parallel": "v3.7.0 swift/llm/argument/rlhf_args.py:364-369 (sequence_parallel: grpo, dpo)",
 }
-# KTO padding-free (Runs.kto_runs) from v3.9.0 (v3.9.0 swift/llm/argument/rlhf_args.py:368 adds kto), inside the 3.7
-# line; sequence parallel never (:376 grpo, dpo)
+# KTO padding-free (Runs.kto_runs) from v3.9.0 (v3.9.0 swift/llm/argument/rlhf_args.py:368 adds kto; v3.7.0 :360 and
+# v3.8.3 :368 list grpo, dpo, gkd): the 3.9 line; sequence parallel never (v3.8.3 and v3.9.0 :376, grpo, dpo)
 KTO_NO_SP = "ms-swift splits GRPO and DPO rows only (swift/arguments/rlhf_args.py:719-725; v3.9.0 :376)"
-KTO_39 = {
+KTO_38 = {
     "kto_runs": {},
     "kto_why": {
         "packed": "ms-swift runs KTO padding_free from v3.9.0 (rlhf_args.py:368)",
         "sequence_parallel": KTO_NO_SP,
     },
 }
-NO_DPO_SPLITS = {"dpo_runs": {}, "dpo_why": dict.fromkeys(("packed", "sequence_parallel"), DPO_36), **KTO_39}
+KTO_39 = {
+    "kto_runs": {
+        "packed": "v3.9.0 swift/llm/argument/rlhf_args.py:365-368 (padding_free/packing: grpo, dpo, kto, gkd)"
+    },
+    "kto_why": {"sequence_parallel": KTO_NO_SP},
+}
+NO_DPO_SPLITS = {"dpo_runs": {}, "dpo_why": dict.fromkeys(("packed", "sequence_parallel"), DPO_36), **KTO_38}
 PER_MICRO_STEP = Default(
     1, "ms-swift v3.3.0 keeps trl 0.16's GRPOTrainer._prepare_inputs (trl 0.16.1 trainer/grpo_trainer.py:643-651)"
 )
@@ -86,6 +92,23 @@ GRPO_LATER = Rule(
     lambda k, w: kind(k) == "grpo",
     "written",
 )
+
+
+def _late_3(name: str, source: str, kto: dict) -> Release:
+    """ms-swift 3.7-3.12 (the 3.7 and 3.9 lines, apart in KTO alone): --train_type, foreach AdamW, DPO padding-free
+    and under Ulysses (DPO_37), no FSDP file."""
+    since = tuple(int(p) for p in name.split("."))
+    return Release(
+        name,
+        since,
+        source,
+        keys=KEYS.release_keys(name, ("lora",)),
+        defaults={"optimizer": FOREACH_3},
+        adapter={"dpo_runs": DPO_37, **kto},
+        notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
+        rules=(FSDP_FILE,),
+    )
+
 
 RELEASES = (
     Release(
@@ -146,17 +169,23 @@ RELEASES = (
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
         rules=(FSDP_FILE,),
     ),
-    Release(
+    _late_3(
         "3.7",
-        (3, 7),
-        "ms-swift v3.7.0 .. v3.12.x (swift/llm/argument/base_args/base_args.py:98 train_type at v3.12.0; a "
-        "multimodal model's forward given logits_to_keep where it takes it, trainers/rlhf_trainer/grpo_trainer.py:"
-        "1469-1470 at v3.7.0)",
-        keys=KEYS.release_keys("3.7", ("lora",)),
-        defaults={"optimizer": FOREACH_3},
-        adapter={"dpo_runs": DPO_37, **KTO_39},
-        notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
-        rules=(FSDP_FILE,),
+        "ms-swift v3.7.0 .. v3.8.x (swift/llm/argument/base_args/base_args.py:75 train_type at v3.7.0 and v3.8.3; "
+        "a multimodal model's forward given logits_to_keep where it takes it, trainers/rlhf_trainer/grpo_trainer.py:"
+        "1469-1470 at v3.7.0; KTO padded, llm/argument/rlhf_args.py:368 at v3.8.3)",
+        KTO_38,
+    ),
+    # 3.7's in all but KTO: train_type (v3.9.0 base_args.py:75, v3.12.0 :98), checkpointing and the micro-batch of 1
+    # (v3.9.0 trainers/arguments.py:32, :27; v3.12.0 :101, :96), transformers <4.58 (v3.9.0 requirements/
+    # framework.txt:36, v3.12.6 :37: FOREACH_3's reading), padding_free and sequence parallel for DPO (v3.9.0
+    # rlhf_args.py:368, 376), a multimodal forward given logits_to_keep + 1 (v3.9.0
+    # trainers/rlhf_trainer/grpo_trainer.py:1859-1860), --fsdp still transformers' list until v3.12.0 (FSDP_FILE)
+    _late_3(
+        "3.9",
+        "ms-swift v3.9.0 .. v3.12.x (swift/llm/argument/base_args/base_args.py:98 train_type at v3.12.0; KTO "
+        "padding_free from v3.9.0, llm/argument/rlhf_args.py:368)",
+        KTO_39,
     ),
     Release("4", (4, 0), "ms-swift v4.0.0 .. 4.6.0 (swift/arguments/base_args/base_args.py:72 tuner_type)"),
 )

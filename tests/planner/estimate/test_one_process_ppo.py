@@ -162,3 +162,31 @@ def test_swifts_ppo_holds_a_value_and_reward_model_of_its_reward_checkpoint_and_
     # every step's fp32 scores for micro 1 x accumulation 4 rows, 512 steps of Qwen2.5's 151,936-token vocabulary:
     # the chunks, their padded copy, and the previous step's copy still bound (planner.estimate.trl_ppo)
     assert rollout["generation_scores_bytes"] == 3 * 4 * (1 * 4) * 512 * 151936
+
+
+@pytest.mark.parametrize(
+    ("micro", "mini", "accum", "mini_batches", "note"),
+    [
+        (1, "2", 2, 2, None),
+        (1, "4", 1, 4, None),
+        (1, "3", 4, 1, "TRL refuses it"),
+        (2, "8", 4, 1, "not whole micro-batches"),  # 8 rows: mini-batches of 1 row, micro-batches of 2
+    ],
+)
+def test_swifts_num_mini_batches_splits_the_ranks_batch_as_trl_does(tmp_path, micro, mini, accum, mini_batches, note):
+    """--num_mini_batches N divides the rank's micro x accumulation 4 rows (trl ppo_trainer.py:461-463): N
+    mini-batches of 4 / N micro-steps, not N x 4 micro-steps; the generation still samples the rank's 4 rows and
+    keeps their scores (the same bytes as without it). A split TRL refuses, or one that is not whole micro-batches, is
+    said and planned as one mini-batch (every micro-step's tensors alive into the next: the hungrier)."""
+    script = tmp_path / "ppo.sh"
+    text = SWIFT_PPO.replace("--deepspeed", f"--num_mini_batches {mini} --deepspeed")
+    script.write_text(text.replace("--per_device_train_batch_size 1", f"--per_device_train_batch_size {micro}"))
+    reading = intake.read([str(script)])
+    v = {s.field: s.value for s in reading.settings}
+    assert (v["grad_accum"], v["workload.roles.mini_batches"]) == (accum, mini_batches)
+    assert (
+        any(note in u for u in reading.unplanned) if note else not any("mini-batches" in u for u in reading.unplanned)
+    )
+    plan = checkconfig.check_config([str(script)], {"gpu": "a100-80gb"}).plan
+    rollout = roles.group_phases(setup_of(plan, "qwen2.5-1.5b", 2), 80 * GIB)["colocated (2 GPUs)"]["rollout"]
+    assert rollout["generation_scores_bytes"] == 3 * 4 * (micro * 4) * 512 * 151936

@@ -61,6 +61,7 @@ RELEASES = [
     *(("llamafactory", line, f"lf-{v}", LF) for line, v in (("0.8", "0.8.3"), ("0.8", "0.9.0"), ("0.9.1", "0.9.1"))),
     *(("llamafactory", line, f"lf-{line}", LF) for line in ("0.9.2", "0.9.3", "0.9.4")),
     *(("swift", line, f"swift-{v}", SWIFT) for line, v in (("3", "3.0.3"), ("3.4", "3.4.1"), ("3.7", "3.7.3"))),
+    ("swift", "3.9", "swift-3.12.6", SWIFT),  # 3.9's newest: its flags are 3.7's (keys.V3), its KTO packs
     *(("trl", line, f"trl-{v}", TRL) for line, v in (("0.14", "0.14.0"), ("0.15", "0.15.2"), ("0.19", "0.19.1"))),
     *(("trl", line, f"trl-{v}", TRL) for line, v in (("0.22", "0.22.2"), ("1.0", "1.0.0"), ("1.10", "1.10.0"))),
     ("trl", "r1-v", "trl-0.14.0", TRL),

@@ -24,6 +24,7 @@ SPLIT = {**PACKED, "batching": "padded", "sequence_parallel": 2}
         ("swift", "", PACKED, None),  # rlhf_args.py:710-717
         ("swift", "", SPLIT, None),  # rlhf_args.py:719-725
         ("swift", "3.7", SPLIT, None),
+        ("swift", "3.9", SPLIT, None),  # v3.9.0 rlhf_args.py:376 (grpo, dpo)
         ("swift", "3.4", PACKED, "from v3.6.0"),
         ("llamafactory", "", PACKED, "loader.py:200-201"),
         ("axolotl", "", PACKED, "validation.py:705-708"),
@@ -63,6 +64,8 @@ KTO_SPLIT = {**SPLIT, "workload": {"kind": "kto"}}
     ("name", "release", "knobs", "refused"),
     [
         ("swift", "", KTO_PACKED, None),  # 4.6.0 rlhf_args.py:710-717 lists kto
+        ("swift", "3.9", KTO_PACKED, None),  # v3.9.0 rlhf_args.py:368 adds kto
+        ("swift", "3.9", KTO_SPLIT, "v3.9.0 :376"),
         ("swift", "3.7", KTO_PACKED, "from v3.9.0"),  # the 3.7 line holds 3.7-3.8, which list grpo, dpo, gkd
         ("swift", "3.4", KTO_PACKED, "from v3.9.0"),
         ("swift", "", KTO_SPLIT, "rlhf_args.py:719-725"),  # grpo and dpo only
@@ -75,7 +78,15 @@ def test_kto_padding_free_and_sequence_parallel_by_release(name, release, knobs,
     test_dpo_padding_free_and_sequence_parallel_by_release(name, release, knobs, refused)
 
 
-@pytest.mark.parametrize(("pin", "planned"), [("ms-swift==3.8.0", "padded"), ("ms-swift==4.6.0", "packed")])
+@pytest.mark.parametrize(
+    ("pin", "planned"),
+    [
+        ("ms-swift==3.8.0", "padded"),
+        ("ms-swift==3.9.0", "packed"),
+        ("ms-swift==3.12.6", "packed"),
+        ("ms-swift==4.6.0", "packed"),
+    ],
+)
 def test_an_ms_swift_kto_script_with_padding_free_is_planned_as_its_release_runs_it(tmp_path, pin, planned):
     """ms-swift adds kto to padding_free's types at v3.9.0 (swift/llm/argument/rlhf_args.py:368): before, the reading
     plans padded rows and says why."""

@@ -1,6 +1,6 @@
 """Issue 46: HF's --fsdp_config "version" at each transformers release (reading.MEANINGS fsdp_config_version). From
 transformers 5.0 TrainingArguments hands it to accelerate's FSDP plugin (5.0.0 training_args.py:2753, 5.10.4 :2736),
-so `"version": 2` is FSDP2, read. Through 4.57 it is never read (4.57.1 training_args.py:2003-2043 sets accelerate's
+so `"version": 2` is FSDP2, read; where it names none, FSDP1 through 5.9 (5.9.0 :2812) and FSDP2 from 5.10.0 (:2736). Through 4.57 it is never read (4.57.1 training_args.py:2003-2043 sets accelerate's
 FSDP_* variables, no FSDP_VERSION): the run is FSDP1, the key one "not planned" line. TRL's lines before
 transformers 5 (0.14-0.19, R1-V, VLM-R1) the same; TRL 0.22 on and 1.x read it."""
 
@@ -35,7 +35,8 @@ def _read(tmp_path: Path, pin: str, command: str):
     [
         ("transformers==4.53.0", HF, "hf@4", False),
         ("transformers==4.57.1", HF, "hf@4.54", False),
-        ("transformers==5.6.0", HF, "hf", True),
+        ("transformers==5.6.0", HF, "hf@5", True),
+        ("transformers==5.23.0", HF, "hf", True),
         ("trl==0.14.0", GRPO, "trl@0.14", False),
         ("trl==0.19.1", GRPO, "trl@0.19", False),
         ("trl==1.2.0", GRPO, "trl@1.0", True),
@@ -119,3 +120,21 @@ def test_lines_before_the_trainers_fsdp2_rank_no_fsdp_plan(line):
     assert not plans and "FSDP1 only" in said
     ok = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": "trl@0.19"}), with_nearest=False)
     assert ok.plans and ok.plans[0].fsdp == "full"
+
+
+HF_UNSAID = HF.replace(""" --fsdp_config '{"fsdp_version": 2}'""", "")
+
+
+@pytest.mark.parametrize(
+    ("pin", "framework", "version"),
+    [("transformers==5.0.0", "hf@5", 1), ("transformers==5.9.0", "hf@5", 1), ("transformers==5.10.0", "hf", 2)],
+)
+def test_an_fsdp_config_naming_no_version_is_fsdp1_through_5_9(tmp_path, pin, framework, version):
+    """transformers 5.0-5.9 hand fsdp_config.get("version", 1) to accelerate's plugin (5.9.0 training_args.py:
+    2812-2813), 5.10.0 on .get("version", 2) (:2736): a file pinned to 5.0-5.9 with no "version" runs FSDP1, its
+    launch's FSDP_VERSION=2 overruled; one naming it is read at both (the parametrization above)."""
+    for env in ("", "FSDP_VERSION=2 "):
+        s, _r = _read(tmp_path, pin, env + HF_UNSAID)
+        assert s["framework"].value == framework and s["fsdp"].value == "full"
+        assert ("training_args.py:2812-2813" in s["fsdp"].source) == (version == 1), (pin, env, s["fsdp"].source)
+        assert ("FSDP1: planned as FSDP2 with the same sharding" in s["fsdp"].source) == (version == 1)

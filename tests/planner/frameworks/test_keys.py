@@ -70,6 +70,7 @@ def test_ms_swifts_tuner_flag_is_one_row_renamed_by_release():
         "3": "--train_type",
         "3.4": "--train_type",
         "3.7": "--train_type",
+        "3.9": "--train_type",
         "4": "--tuner_type",
     }
     assert swift2.RENAMED["sft_type"] == "tuner_type" and swift2.RENAMED["batch_size"] == "per_device_train_batch_size"

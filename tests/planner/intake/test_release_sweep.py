@@ -72,17 +72,17 @@ def test_swift_train_type_allows_the_lines_taking_it_and_the_hungriest_leads():
     """--train_type without --tuner_type is ms-swift 3's name, kept by 4.0.x as a deprecated alias (v4.0.0
     base_args.py:73, 151-153) and refused from 4.1.0: read as 3.0-3.3 (its GRPO scores every micro-batch's rows at
     once from 3.4 on, a vision model's log-probs from its whole logits before 3.4: the 3 line needs the most), 3.4,
-    3.7 and 4 planned too. On 8 x H200 the 3 line does not fit (426.0 GiB) and the later ones do (122.3-122.6)."""
+    3.7, 3.9 and 4 planned too. On 8 x H200 the 3 line does not fit (426.0 GiB) and the later ones do (122.3-122.6)."""
     reading = intake.read([str(SWIFT_3183)])
-    assert reading.releases == ("3", "3.4", "3.7", "4")
-    assert "release assumed: ms-swift 3, one of 3, 3.4, 3.7, 4" in _framework(reading)
+    assert reading.releases == ("3", "3.4", "3.7", "3.9", "4")
+    assert "release assumed: ms-swift 3, one of 3, 3.4, 3.7, 3.9, 4" in _framework(reading)
     assert "kept by 4.0.x as an alias of --tuner_type and refused from 4.1.0" in _framework(reading)
     result = checkconfig.check_config([str(SWIFT_3183)], {"gpu": "h200"})
     releases = result.config["releases"]
-    assert (releases["fits"], releases["does_not_fit"], releases["planned"]) == (["3.4", "3.7", "4"], ["3"], "3")
+    assert (releases["fits"], releases["does_not_fit"], releases["planned"]) == (["3.4", "3.7", "3.9", "4"], ["3"], "3")
     assert _headline(str(SWIFT_3183), "--gpu", "h200").startswith(
-        "does NOT fit with swift@3 (the files allow 3, 3.4, 3.7, 4 and pin none; it fits with swift@3.4, swift@3.7, "
-        "swift@4:"
+        "does NOT fit with swift@3 (the files allow 3, 3.4, 3.7, 3.9, 4 and pin none; it fits with swift@3.4, "
+        "swift@3.7, swift@3.9, swift@4:"
     )
 
 
@@ -101,18 +101,18 @@ def test_swift_pinned_beside_the_script_is_read_at_its_pin(tmp_path):
 
 
 def test_a_trainer_script_pinning_no_transformers_plans_4_and_5_and_the_4_line_leads(tmp_path):
-    """Qwen2.5-3B full fine-tuning, bf16 AMP, at 8,192 tokens on two H100s (DDP): transformers 4.54 and 5 (fused AdamW) fit,
+    """Qwen2.5-3B full fine-tuning, bf16 AMP, at 8,192 tokens on two H100s (DDP): transformers 4.54, 5.0-5.9 and 5.10 on (fused AdamW) fit,
     4.0-4.53 (foreach AdamW's step temporary, fp32 logits) does not; a key only 4.x takes narrows the lines to it."""
     (tmp_path / "train.py").write_text(SCRIPT)
     (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
     run = str(tmp_path / "run.sh")
-    assert intake.read([run]).releases == ("4", "4.54", "5")
+    assert intake.read([run]).releases == ("4", "4.54", "5", "5.10")
     flags = ["--gpu", "h100", "--model", "qwen2.5-3b", "--seq-len", "8192", "--micro-batch", "1"]
     flags += ["--checkpointing", "full", "--precision", "bf16"]
     assert _headline(run, *flags).startswith(
-        "does NOT fit with hf@4 (the files allow 4, 4.54, 5 and pin none; it fits with hf@4.54, hf@5"
+        "does NOT fit with hf@4 (the files allow 4, 4.54, 5, 5.10 and pin none; it fits with hf@4.54, hf@5, hf@5.10"
     )
-    assert _headline(run, *flags, "--framework", "hf@5") == "fits"
+    assert _headline(run, *flags, "--framework", "hf@5.10") == "fits"
     (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py --evaluation_strategy steps\n")
     old = intake.read([run])
     assert old.releases == () and old.request["framework"] == "hf@4"
