@@ -53,7 +53,7 @@ FRAMEWORK_PYTHONS := MEMPLAN_LLAMAFACTORY_PYTHON=$(FWENV)/llamafactory/bin/pytho
 fwenv:
 	FWENV_ROOT=$(FWENV) FWENV_SHARED_TORCH=1 PY=$(PY) bash tools/fwenv.sh
 
-# One venv per older release line memplan writes files for, each line once (tools/fwenv_old.sh ci: 20 venvs beside
+# One venv per older release line memplan writes files for, each line once (tools/fwenv_old.sh ci: 22 venvs beside
 # .fwenv's shared torch and uv), so that tests/planner/export/test_old_releases_parse.py runs each line's own parser on
 # every commit; the sweep tier's other releases: `tools/fwenv_old.sh all`. Nothing after the first build.
 FWENV_OLD := $(CURDIR)/.fwenv-old

@@ -115,7 +115,7 @@ done
 #   line at its newest, 0.9.0, and verl 0.6 at 0.6.1 are the sweep tier's: `tools/fwenv_old.sh all`)
 CI="lf-0.5.3 lf-0.6.3 lf-0.7.1 lf-0.8.3 lf-0.9.1 lf-0.9.2 lf-0.9.3 lf-0.9.4
   trl-0.14.0 trl-0.15.2 trl-0.19.1 trl-0.22.2 trl-1.0.0 trl-1.10.0
-  swift-3.0.3 swift-3.4.1 swift-3.7.3 swift-3.12.6 orl-0.10.1 orl-0.8.9 verl-0.6.1"
+  swift-3.0.3 swift-3.4.1 swift-3.7.3 swift-3.12.6 orl-0.10.1 orl-0.8.9 verl-0.6.1 hf-4.53.0"
 
 one() {  # setup_one, timed, each line it prints named (the builds run side by side); set -e stops a failed one
   local start
@@ -125,7 +125,7 @@ one() {  # setup_one, timed, each line it prints named (the builds run side by s
 }
 
 # FWENV_OLD_JOBS builds at a time (default 2: uv's downloads and links wait on the network and the disk as much as on
-#   the 2 cores; uv's cache locks make side-by-side builds safe). The shared torch first, once. The 20 of `ci` from an
+#   the 2 cores; uv's cache locks make side-by-side builds safe). The shared torch first, once. The 22 of `ci` from an
 #   empty uv cache: 393 s with 92 s of CPU on 2 cores at load ~10 (2026-12-05, docs/tests.md).
 names=${*:-all}
 case $names in all) names=$ALL ;; ci) names=$CI ;; esac

@@ -54,8 +54,7 @@ SWEEP = pytest.mark.sweep
 # (framework, line, venv of tools/fwenv_old.sh, validator): each written line once on every commit (the venvs of
 # `tools/fwenv_old.sh ci`, which `make test` builds); the sweep tier adds the other end of a line: LLaMA-Factory's 0.8
 # line runs 0.8.0 .. 0.9.0, verl's 0.6 is 0.6.0 and 0.6.1. R1-V's fork trains with trl 0.14.0's GRPOConfig
-# (setup.py:65); hf@4 (transformers 4.49.0 .. 4.53) and hf@4.54 write TRL's script flags and TrainingArguments,
-# checked with trl-0.15.2's transformers 4.49.0 and trl-0.22.2's 4.56.2 (TrainingArguments' own parser)
+# (setup.py:65); hf@4 and hf@4.54 write TRL's script flags and TrainingArguments (TrainingArguments' own parser)
 RELEASES = [
     *(("llamafactory", line, f"lf-{v}", LF) for line, v in (("0.5", "0.5.3"), ("0.6", "0.6.3"), ("0.7.1", "0.7.1"))),
     *(("llamafactory", line, f"lf-{v}", LF) for line, v in (("0.8", "0.8.3"), ("0.8", "0.9.0"), ("0.9.1", "0.9.1"))),
@@ -65,15 +64,18 @@ RELEASES = [
     *(("trl", line, f"trl-{v}", TRL) for line, v in (("0.14", "0.14.0"), ("0.15", "0.15.2"), ("0.19", "0.19.1"))),
     *(("trl", line, f"trl-{v}", TRL) for line, v in (("0.22", "0.22.2"), ("1.0", "1.0.0"), ("1.10", "1.10.0"))),
     ("trl", "r1-v", "trl-0.14.0", TRL),
-    ("hf", "4", "trl-0.15.2", TRL),
+    # hf@4's FSDP files pin transformers >=4.51 and accelerate >=1.6 (the Trainer's FSDP2 path: planner.frameworks.hf
+    # .launchenv), so the line is checked at its newest, 4.53.0; hf@4.54 with trl-0.22.2's 4.56.2, its newest 4.57.1
+    # in the sweep tier
+    ("hf", "4", "hf-4.53.0", TRL),
     ("hf", "4.54", "trl-0.22.2", TRL),
-    *(("hf", line, f"hf-{v}", TRL) for line, v in (("4", "4.53.0"), ("4.54", "4.57.1"))),  # each line's newest
+    ("hf", "4.54", "hf-4.57.1", TRL),
     # OpenRLHF's flat-flag lines (0.8 is 0.5.0 .. 0.8.9: its newest checked), verl 0.6 at both releases
     ("openrlhf", "0.10", "orl-0.10.1", ORL),
     ("openrlhf", "0.8", "orl-0.8.9", ORL),
     *(("verl", "0.6", f"verl-{v}", VERL) for v in ("0.6.0", "0.6.1")),
 ]
-SWEEP_VENVS = {"lf-0.9.0", "verl-0.6.0", "hf-4.53.0", "hf-4.57.1"}  # the venvs `tools/fwenv_old.sh ci` leaves out
+SWEEP_VENVS = {"lf-0.9.0", "verl-0.6.0", "hf-4.57.1"}  # the venvs `tools/fwenv_old.sh ci` leaves out
 CASES = [pytest.param(*r, id=f"{r[0]}@{r[1]}:{r[2]}", marks=[SWEEP] if r[2] in SWEEP_VENVS else []) for r in RELEASES]
 
 

@@ -69,7 +69,8 @@ def check(folder: Path) -> str:
     import transformers
     import trl
 
-    extra = fsdp_plugin(cfg, (folder / "launch.sbatch").read_text()) if cfg.fsdp else ""
+    raw = json.loads((folder / "train_args.json").read_text())
+    extra = fsdp_plugin(cfg, raw, (folder / "launch.sbatch").read_text()) if cfg.fsdp else ""
     extra += (
         f" output_dir={cfg.output_dir} transformers {transformers.__version__}" if config == "TrainingArguments" else ""
     )
@@ -80,7 +81,7 @@ def check(folder: Path) -> str:
     )
 
 
-def fsdp_plugin(cfg, sbatch: str) -> str:
+def fsdp_plugin(cfg, raw: dict, sbatch: str) -> str:
     """The FSDP plugin the Trainer's Accelerator builds for this run (accelerate's FullyShardedDataParallelPlugin from
     TrainingArguments' fsdp_plugin_args where it has them, else the FSDP_* variables it set and those the Slurm script
     exports), checked FSDP2 (memplan plans FSDP2:
@@ -96,7 +97,10 @@ def fsdp_plugin(cfg, sbatch: str) -> str:
     plugin = FullyShardedDataParallelPlugin(**(getattr(cfg, "fsdp_plugin_args", None) or {}))
     for key in [k for k in os.environ if k in ("FSDP_VERSION", "FSDP_RESHARD_AFTER_FORWARD")]:
         del os.environ[key]  # the next folder's script sets its own
-    grad_op = any(getattr(o, "value", o) == "shard_grad_op" for o in cfg.fsdp)
+    # the plan's sharding as written (transformers 5.x turns a string `fsdp` into True, the options into fsdp_config)
+    grad_op = "shard_grad_op" in str(raw.get("fsdp", "")) or (raw.get("fsdp_config") or {}).get(
+        "reshard_after_forward"
+    ) is False
     if plugin.fsdp_version != 2 or plugin.reshard_after_forward != (not grad_op):
         raise ValueError(
             f"fsdp {cfg.fsdp}: accelerate builds FSDP{plugin.fsdp_version} with reshard_after_forward "
