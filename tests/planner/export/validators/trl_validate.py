@@ -98,9 +98,10 @@ def fsdp_plugin(cfg, raw: dict, sbatch: str) -> str:
     for key in [k for k in os.environ if k in ("FSDP_VERSION", "FSDP_RESHARD_AFTER_FORWARD")]:
         del os.environ[key]  # the next folder's script sets its own
     # the plan's sharding as written (transformers 5.x turns a string `fsdp` into True, the options into fsdp_config)
-    grad_op = "shard_grad_op" in str(raw.get("fsdp", "")) or (raw.get("fsdp_config") or {}).get(
-        "reshard_after_forward"
-    ) is False
+    grad_op = (
+        "shard_grad_op" in str(raw.get("fsdp", ""))
+        or (raw.get("fsdp_config") or {}).get("reshard_after_forward") is False
+    )
     if plugin.fsdp_version != 2 or plugin.reshard_after_forward != (not grad_op):
         raise ValueError(
             f"fsdp {cfg.fsdp}: accelerate builds FSDP{plugin.fsdp_version} with reshard_after_forward "
