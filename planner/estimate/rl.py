@@ -152,15 +152,11 @@ def phase_terms(s: Setup, capacity_bytes: int, training: MemoryBreakdown) -> dic
             out["generation"] = vllm_generation_terms(s, capacity_bytes, between)
         if w.generation != "hf":
             out["weight-sync"] = weight_sync.sync_terms(s, between, vllm_reserved_bytes(s, capacity_bytes))
-        if w.has_reference(s.lora) or (w.beta > 0 and s.lora):  # ms-swift 3.5-3.6: after the policy's forward
+        if w.has_reference(s.lora) or (w.beta > 0 and s.lora):
+            ref_pass = logps_pass_terms(s)  # ms-swift 3.5-3.6 score it after the policy's forward (ref_in_step)
             in_step = ref_in_step.grpo_reference_in_step(s)
             out["reference-forward"] = (
-                ref_in_step.in_step_terms(s, resident, logps_pass_terms(s))
-                if in_step
-                else {
-                    **between,
-                    **logps_pass_terms(s),
-                }
+                ref_in_step.in_step_terms(s, resident, ref_pass) if in_step else {**between, **ref_pass}
             )
         if w.computes_old_logps(s.grad_accum):
             out["old-logps"] = {**between, **logps_pass_terms(s)}
