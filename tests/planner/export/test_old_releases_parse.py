@@ -81,6 +81,9 @@ RELEASES = [
     *(("trl", line, f"trl-{v}", TRL) for line, v in (("0.22", "0.22.2"), ("1.0", "1.0.0"), ("1.10", "1.10.0"))),
     ("trl", "r1-v", "trl-0.14.0", FORK),
     ("trl", "vlm-r1", "trl-0.17.0", FORK),
+    # unsloth over TRL 0.22.2 (its notebooks' pin; unsloth 2026.8.19 allows 0.18.2-0.24.0): the config classes unsloth
+    # puts in TRL's place, built from its own template (validators/unsloth_validate.py), sweep tier
+    ("trl", "unsloth", "trl-0.22.2", "unsloth_validate.py"),
     # hf@4's FSDP files pin transformers >=4.51 and accelerate >=1.6 (the Trainer's FSDP2 path: planner.frameworks.hf
     # .launchenv), so the line is checked at its newest, 4.53.0; hf@4.54 with trl-0.22.2's 4.56.2, its newest 4.57.1
     # in the sweep tier
@@ -93,7 +96,11 @@ RELEASES = [
     *(("verl", "0.6", f"verl-{v}", VERL) for v in ("0.6.0", "0.6.1")),
 ]
 SWEEP_VENVS = {"lf-0.9.0", "verl-0.6.0", "hf-4.57.1", "trl-0.17.0"}  # the venvs `tools/fwenv_old.sh ci` leaves out
-CASES = [pytest.param(*r, id=f"{r[0]}@{r[1]}:{r[2]}", marks=[SWEEP] if r[2] in SWEEP_VENVS else []) for r in RELEASES]
+SWEEP_LINES = {("trl", "unsloth")}  # lines checked in the sweep tier in a venv the default tier builds
+CASES = [
+    pytest.param(*r, id=f"{r[0]}@{r[1]}:{r[2]}", marks=[SWEEP] if r[2] in SWEEP_VENVS or r[:2] in SWEEP_LINES else [])
+    for r in RELEASES
+]
 
 
 def own_kinds(framework: str, line: str) -> dict:
