@@ -21,7 +21,8 @@ flash-attn monkey patches, vlm_modules, openai, Levenshtein, babel). From its sy
    refuses a key none of them has);
 3. VLM-R1's VLMGRPOTrainer refuses a num_generations that does not divide the global batch of completions
    (src/open_r1/trainer/grpo_trainer.py:414-423): checked with the processes launch.sbatch starts.
-Exits 1 at the first folder refused.
+Exits 1 at the first folder refused. `--values SCRIPT ARGV.json ...` prints, a JSON line each, what the script's parser
+reads from a command's arguments (VALUES), for the test that compares memplan's reading of the fork's own scripts.
 """
 
 import ast
@@ -123,7 +124,46 @@ def check(script: Path, folder: Path) -> str:
     )
 
 
+# what a fork's script reads, as its parser gives it (`--values`: tests/planner/frameworks/trl/test_fork_own_parser.py
+# compares memplan's reading of the same command)
+VALUES = (
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "gradient_checkpointing",
+    "bf16",
+    "fp16",
+    "optim",
+    "num_generations",
+    "max_completion_length",
+    "beta",
+    "max_pixels",
+    "min_pixels",
+    "use_peft",
+    "lora_r",
+    "lora_dropout",
+    "attn_implementation",
+    "deepspeed",
+)
+
+
+def values(script: Path, argv_file: str) -> str:
+    """The fields VALUES of the command whose arguments `argv_file` holds (a JSON list), parsed by the script's own
+    TrlParser, as one JSON line."""
+    import trl
+
+    types, _ = classes(script)
+    parsed = trl.TrlParser(types).parse_args_and_config(args=json.loads(Path(argv_file).read_text()))
+    got = {k: getattr(p, k) for p in parsed for k in VALUES if hasattr(p, k)}
+    got = {k: getattr(v, "value", v) for k, v in got.items()}  # optim: an OptimizerNames
+    return json.dumps({k: v if isinstance(v, (int, float, str, bool, type(None))) else str(v) for k, v in got.items()})
+
+
 def main(args: list[str]) -> int:
+    if args[0] == "--values":  # fork_validate.py --values SCRIPT ARGV.json ...: print what the parser reads
+        patch_host()
+        for argv_file in args[2:]:
+            print(values(Path(args[1]).resolve(), argv_file))
+        return 0
     script, paths = Path(args[0]).resolve(), []
     for arg in args[1:]:
         config, _, folder = arg.partition(":")
