@@ -20,7 +20,9 @@ refused. Then:
    generation_batch_size, 0.18 on): a global batch (gradient_accumulation_steps x WORLD_SIZE x
    per_device_train_batch_size) that num_generations does not divide makes unsloth set per_device_train_batch_size to
    num_generations, a batch other than the plan's: refused, with the processes launch.sbatch starts.
-Exits 1 at the first folder refused.
+Exits 1 at the first folder refused. `--values NOTEBOOK.py ...` prints, a JSON line each, what unsloth's class holds for
+an unsloth notebook's SFTConfig / GRPOConfig call (its keyword arguments evaluated from the script's syntax tree, the
+GRPO batch rule applied as unsloth applies it), for the test that compares memplan's reading of the notebooks.
 """
 
 import ast
@@ -74,17 +76,14 @@ def install(name: str) -> None:
 
 def check(folder: Path) -> str:
     said = trl_validate.check(folder)
-    import trl
 
     config, raw = trl_validate.CONFIGS[folder], json.loads((folder / "train_args.json").read_text())
     cfg, _ = trl_validate.parser(config).parse_dict(raw)
     if type(cfg).__name__ != f"Unsloth{config}":
         raise ValueError(f"parsed as {type(cfg).__name__}, not unsloth's class")
-    split = ("steps_per_generation", "generation_batch_size")  # unsloth's check reads them before TRL sets them
-    if config == "GRPOConfig" and set(split) <= set(trl.GRPOConfig.__dataclass_fields__) and not set(split) & set(raw):
+    if config == "GRPOConfig":  # unsloth's rule on what the files give, with the processes launch.sbatch starts
         world = processes((folder / "launch.sbatch").read_text())
-        batch = cfg.gradient_accumulation_steps * world * cfg.per_device_train_batch_size
-        if batch % cfg.num_generations:
+        if batch_rule(raw, world) != raw:
             raise ValueError(
                 f"unsloth sets per_device_train_batch_size {cfg.per_device_train_batch_size} to num_generations "
                 f"{cfg.num_generations}: {cfg.gradient_accumulation_steps} x {world} x "
@@ -93,7 +92,59 @@ def check(folder: Path) -> str:
     return f"Unsloth{config} {said}"
 
 
+def batch_rule(kwargs: dict, world: int) -> dict:
+    """unsloth's GRPO batch rule in Unsloth{GRPOConfig}.__init__ before TRL's (rl.py:3465-3481): no
+    steps_per_generation or generation_batch_size given and a global batch num_generations does not divide, the
+    micro-batch becomes num_generations."""
+    import trl
+
+    split = {"steps_per_generation", "generation_batch_size"}
+    if not split <= set(trl.GRPOConfig.__dataclass_fields__) or split & {k for k, v in kwargs.items() if v is not None}:
+        return kwargs
+    ga, micro = kwargs.get("gradient_accumulation_steps", 1), kwargs.get("per_device_train_batch_size", 8)
+    n = kwargs.get("num_generations", trl.GRPOConfig.__dataclass_fields__["num_generations"].default)
+    return kwargs | ({"per_device_train_batch_size": n} if (ga * world * micro) % n else {})
+
+
+def notebook_config(path: Path) -> tuple[str, dict]:
+    """The SFTConfig / GRPOConfig call of an unsloth notebook script and its keyword arguments, each evaluated with
+    the names the script binds at its top level to literals (max_seq_length = 2048) or arithmetic on them."""
+    tree, names = ast.parse(path.read_text()), {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                names[node.targets[0].id] = eval(compile(ast.Expression(node.value), str(path), "eval"), {}, names)
+            except Exception:  # noqa: BLE001, S112 - a value the script computes at run time: not a literal
+                continue
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("SFTConfig", "GRPOConfig", "DPOConfig"):
+            kwargs = {
+                k.arg: eval(compile(ast.Expression(k.value), str(path), "eval"), {}, names) for k in node.keywords
+            }
+            return node.func.id, kwargs
+    raise ValueError(f"{path}: no SFTConfig, GRPOConfig or DPOConfig call")
+
+
+def notebook_values(path: Path) -> str:
+    """What unsloth's config class holds for a notebook's config call (one process, WORLD_SIZE 1), as a JSON line."""
+    import trl
+
+    name, kwargs = notebook_config(path)
+    install(name)
+    given = batch_rule(kwargs, 1) if name == "GRPOConfig" else kwargs
+    cfg = getattr(trl, name)(**given)
+    keys = ("per_device_train_batch_size", "gradient_accumulation_steps", "optim", "num_generations")
+    keys += ("max_prompt_length", "max_completion_length", "max_length")
+    got = {k: getattr(getattr(cfg, k), "value", getattr(cfg, k)) for k in keys if hasattr(cfg, k)}
+    return json.dumps({"config": type(cfg).__name__, "given": sorted(kwargs), **got})
+
+
 def main(args: list[str]) -> int:
+    if args[0] == "--values":  # unsloth_validate.py --values NOTEBOOK.py ...: what unsloth's classes hold
+        trl_validate.patch_host()
+        for path in args[1:]:
+            print(notebook_values(Path(path)))
+        return 0
     paths = []
     for arg in args:
         config, _, folder = arg.partition(":")

@@ -1,10 +1,12 @@
-"""The VLM-R1 scripts memplan reads (issue 46 item 4), read as VLM-R1's own parser reads them: each command that runs
-src/open_r1/grpo_jsonl.py (its three run_scripts at 90052f4, and one that sets nothing but the model, for the defaults)
-goes through that script's TrlParser((GRPOScriptArguments, GRPOConfig, GRPOModelConfig)) in the venv of its pins
-(trl-0.17.0: transformers 4.49.0; tests/planner/export/validators/fork_validate.py --values, the dataclasses from the
-verbatim copy's syntax tree), and every field memplan reads from it, or takes as VLM-R1's default, is the value that
-parser gives. The command's words are memplan's shell reader's (planner.intake.shell): what is compared is the fields.
-Sweep tier (its venv is `tools/fwenv_old.sh all`'s): one validator process, about 20 s on a loaded 2-core machine."""
+"""The fork and unsloth scripts memplan reads (issue 46 item 4), read as those projects' own config classes read them.
+VLM-R1: each command that runs src/open_r1/grpo_jsonl.py (its three run_scripts at 90052f4, and one that sets nothing
+but the model, for the defaults) goes through that script's TrlParser((GRPOScriptArguments, GRPOConfig,
+GRPOModelConfig)) in the venv of its pins (trl-0.17.0: transformers 4.49.0; validators/fork_validate.py --values, the
+dataclasses from the verbatim copy's syntax tree), and every field memplan reads from it, or takes as VLM-R1's default,
+is the value that parser gives. The command's words are memplan's shell reader's (planner.intake.shell): what is
+compared is the fields. unsloth: its notebooks' config calls through the classes unsloth builds (below).
+Sweep tier (their venvs: trl-0.17.0 is `tools/fwenv_old.sh all`'s): one validator process each, 21 s and 10 s on a
+loaded 2-core machine."""
 
 import json
 import os
@@ -86,3 +88,39 @@ def test_vlm_r1_scripts_read_as_vlm_r1s_own_parser_reads_them(tmp_path):
         want = expected(json.loads(line))
         got = read(path)
         assert {k: got.get(k) for k in want} == want, path.name
+
+
+UNSLOTH = DATA / "scripts" / "unsloth"
+# HF's optim names the notebooks use -> memplan's optimizer
+OPTIM = {"adamw_8bit": "adamw-8bit", "paged_adamw_8bit": "paged-adamw-8bit", "adamw_torch": "adamw"}
+
+
+@pytest.mark.sweep
+def test_unsloth_notebooks_read_as_unsloths_own_config_classes_hold_them():
+    """unsloth's notebooks (trl@unsloth), their SFTConfig / GRPOConfig call through the class unsloth puts in TRL's
+    place (validators/unsloth_validate.py --values: built from unsloth's own template, at trl 0.22.2, the notebooks'
+    pin), its GRPO batch rule applied as unsloth applies it (the GRPO notebook's micro-batch 1 becomes num_generations,
+    6): memplan reads the same batch, optimizer and GRPO lengths. The sequence length is not the config's (unsloth's
+    SFT trainer sets max_length from the model's max_seq_length, rl.py's max_length_check): test_unsloth.py reads it."""
+    python = ROOT / "trl-0.22.2" / "bin" / "python"
+    if not python.is_file():
+        pytest.skip(f"no {python}: `tools/fwenv_old.sh trl-0.22.2` builds it")
+    notebooks = sorted(UNSLOTH.glob("*.py"))
+    run = subprocess.run(
+        [str(python), str(VALIDATORS / "unsloth_validate.py"), "--values", *map(str, notebooks)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(VALIDATORS)},
+    )
+    assert run.returncode == 0, run.stderr[-6000:]
+    for path, line in zip(notebooks, run.stdout.strip().splitlines()[-len(notebooks) :], strict=True):
+        held, r = json.loads(line), intake.read([str(path)]).request
+        assert held["config"].startswith("Unsloth") and r["framework"] == "trl@unsloth"
+        got = (r["micro_batch"], r["grad_accum"], r["optimizer"])
+        assert got == (held["per_device_train_batch_size"], held["gradient_accumulation_steps"], OPTIM[held["optim"]])
+        if held["config"] == "UnslothGRPOConfig":
+            w = r["workload"]
+            grpo = ("num_generations", "max_prompt_length", "max_completion_length")
+            assert tuple(w[k] for k in grpo) == tuple(held[k] for k in grpo), path.name
