@@ -32,6 +32,24 @@ def argv(path) -> list[str]:
     return words[next(i for i, w in enumerate(words) if w.endswith("grpo_jsonl.py")) + 1 :]
 
 
+def held(venv: str, validator: str, *args: str) -> list[dict]:
+    """What `validator --values ARGS` prints in `venv` (tools/fwenv_old.sh), one dict an argument after the first
+    of fork_validate's (its script) or each of unsloth_validate's."""
+    python = ROOT / venv / "bin" / "python"
+    if not python.is_file():
+        pytest.skip(f"no {python}: `tools/fwenv_old.sh {venv}` builds it")
+    run = subprocess.run(
+        [str(python), str(VALIDATORS / validator), "--values", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(VALIDATORS)},
+    )
+    assert run.returncode == 0, run.stderr[-6000:]
+    return [json.loads(line) for line in run.stdout.strip().splitlines() if line.startswith("{")]
+
+
 def expected(parsed: dict) -> dict:
     """memplan's fields as the parser's values say them."""
     out = {
@@ -65,27 +83,15 @@ def read(path) -> dict:
 
 @pytest.mark.sweep
 def test_vlm_r1_scripts_read_as_vlm_r1s_own_parser_reads_them(tmp_path):
-    python = ROOT / "trl-0.17.0" / "bin" / "python"
-    if not python.is_file():
-        pytest.skip(f"no {python}: `tools/fwenv_old.sh trl-0.17.0` builds VLM-R1's pins")
+    venv = "trl-0.17.0"  # VLM-R1's pins
     (tmp_path / "model_only.sh").write_text(MODEL_ONLY)
     scripts = [*sorted(RUN.glob("run_grpo_rec*.sh")), tmp_path / "model_only.sh"]
     files = []
     for i, path in enumerate(scripts):
         files.append(tmp_path / f"argv{i}.json")
         files[-1].write_text(json.dumps(argv(path)))
-    run = subprocess.run(
-        [str(python), str(VALIDATORS / "fork_validate.py"), "--values", str(SCRIPT), *map(str, files)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "PYTHONPATH": str(VALIDATORS)},
-    )
-    assert run.returncode == 0, run.stderr[-6000:]
-    lines = run.stdout.strip().splitlines()[-len(scripts) :]
-    for path, line in zip(scripts, lines, strict=True):
-        want = expected(json.loads(line))
+    for path, line in zip(scripts, held(venv, "fork_validate.py", str(SCRIPT), *map(str, files)), strict=True):
+        want = expected(line)
         got = read(path)
         assert {k: got.get(k) for k in want} == want, path.name
 
@@ -102,25 +108,14 @@ def test_unsloth_notebooks_read_as_unsloths_own_config_classes_hold_them():
     pin), its GRPO batch rule applied as unsloth applies it (the GRPO notebook's micro-batch 1 becomes num_generations,
     6): memplan reads the same batch, optimizer and GRPO lengths. The sequence length is not the config's (unsloth's
     SFT trainer sets max_length from the model's max_seq_length, rl.py's max_length_check): test_unsloth.py reads it."""
-    python = ROOT / "trl-0.22.2" / "bin" / "python"
-    if not python.is_file():
-        pytest.skip(f"no {python}: `tools/fwenv_old.sh trl-0.22.2` builds it")
     notebooks = sorted(UNSLOTH.glob("*.py"))
-    run = subprocess.run(
-        [str(python), str(VALIDATORS / "unsloth_validate.py"), "--values", *map(str, notebooks)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "PYTHONPATH": str(VALIDATORS)},
-    )
-    assert run.returncode == 0, run.stderr[-6000:]
-    for path, line in zip(notebooks, run.stdout.strip().splitlines()[-len(notebooks) :], strict=True):
-        held, r = json.loads(line), intake.read([str(path)]).request
-        assert held["config"].startswith("Unsloth") and r["framework"] == "trl@unsloth"
+    for path, values in zip(notebooks, held("trl-0.22.2", "unsloth_validate.py", *map(str, notebooks)), strict=True):
+        r = intake.read([str(path)]).request
+        assert values["config"].startswith("Unsloth") and r["framework"] == "trl@unsloth"
         got = (r["micro_batch"], r["grad_accum"], r["optimizer"])
-        assert got == (held["per_device_train_batch_size"], held["gradient_accumulation_steps"], OPTIM[held["optim"]])
-        if held["config"] == "UnslothGRPOConfig":
+        want = (values["per_device_train_batch_size"], values["gradient_accumulation_steps"], OPTIM[values["optim"]])
+        assert got == want, path.name
+        if values["config"] == "UnslothGRPOConfig":
             w = r["workload"]
             grpo = ("num_generations", "max_prompt_length", "max_completion_length")
-            assert tuple(w[k] for k in grpo) == tuple(held[k] for k in grpo), path.name
+            assert tuple(w[k] for k in grpo) == tuple(values[k] for k in grpo), path.name
