@@ -152,7 +152,10 @@ def values(script: Path, argv_file: str) -> str:
     import trl
 
     types, _ = classes(script)
-    parsed = trl.TrlParser(types).parse_args_and_config(args=json.loads(Path(argv_file).read_text()))
+    args = json.loads(Path(argv_file).read_text())
+    if "--deepspeed" in args and not Path(args[args.index("--deepspeed") + 1]).is_file():  # a posted script's JSON
+        args[args.index("--deepspeed") + 1] = ""  # not posted with it: TrainingArguments would load it; not compared
+    parsed = trl.TrlParser(types).parse_args_and_config(args=args)
     got = {k: getattr(p, k) for p in parsed for k in VALUES if hasattr(p, k)}
     got = {k: getattr(v, "value", v) for k, v in got.items()}  # optim: an OptimizerNames
     return json.dumps({k: v if isinstance(v, (int, float, str, bool, type(None))) else str(v) for k, v in got.items()})

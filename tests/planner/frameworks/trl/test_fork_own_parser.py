@@ -1,12 +1,12 @@
 """The fork and unsloth scripts memplan reads (issue 46 item 4), read as those projects' own config classes read them.
-VLM-R1: each command that runs src/open_r1/grpo_jsonl.py (its three run_scripts at 90052f4, and one that sets nothing
-but the model, for the defaults) goes through that script's TrlParser((GRPOScriptArguments, GRPOConfig,
-GRPOModelConfig)) in the venv of its pins (trl-0.17.0: transformers 4.49.0; validators/fork_validate.py --values, the
-dataclasses from the verbatim copy's syntax tree), and every field memplan reads from it, or takes as VLM-R1's default,
-is the value that parser gives. The command's words are memplan's shell reader's (planner.intake.shell): what is
-compared is the fields. unsloth: its notebooks' config calls through the classes unsloth builds (below).
-Sweep tier (their venvs: trl-0.17.0 is `tools/fwenv_old.sh all`'s): one validator process each, 21 s and 10 s on a
-loaded 2-core machine."""
+The GRPO forks: each command that runs the fork's entry script (VLM-R1's three run_scripts at 90052f4 through
+grpo_jsonl.py; R1-V's run_grpo.sh at bbbbe3d and its issue 71 script through grpo.py; for each, one that sets nothing
+but the model, for the defaults) goes through that script's own TrlParser in the venv of the fork's pins (trl-0.17.0
+with transformers 4.49.0; trl-0.14.0: validators/fork_validate.py --values, the dataclasses from the verbatim copy's
+syntax tree), and every field memplan reads from it, or takes as the fork's default, is the value that parser gives.
+The command's words are memplan's shell reader's (planner.intake.shell): what is compared is the fields. unsloth: its
+notebooks' config calls through the classes unsloth builds (below). Sweep tier (trl-0.17.0 is `tools/fwenv_old.sh
+all`'s): one validator process a fork or unsloth, 10-25 s each on a loaded 2-core machine."""
 
 import json
 import os
@@ -20,16 +20,34 @@ from planner.intake.shell import read_script
 from tests.planner.export.test_old_releases_parse import FORK_SCRIPTS, ROOT, VALIDATORS
 from tests.planner.intake.conftest import DATA
 
-RUN = DATA / "scripts" / "VLM-R1" / "run_scripts"
-SCRIPT = FORK_SCRIPTS["vlm-r1"]
-MODEL_ONLY = "cd src/open-r1-multimodal\ntorchrun --nproc_per_node 2 src/open_r1/grpo_jsonl.py --dataset-name x \\\n  --model_name_or_path Qwen/Qwen2.5-VL-3B-Instruct\n"
+# per fork: the venv of its pins, the folder its commands `cd` to (memplan knows the fork by its files' paths), its
+# own scripts memplan reads (tests/data; R1-V's issue 71 script as posted, tests/field), and a command that sets nothing
+# but the model and the required dataset, for the fork's defaults
+FIELD = DATA.parents[1] / "field"
+FORKS = {
+    "vlm-r1": (
+        "trl-0.17.0",
+        "src/open-r1-multimodal",
+        sorted((DATA / "scripts" / "VLM-R1" / "run_scripts").glob("run_grpo_rec*.sh")),
+        "--dataset-name x --model_name_or_path Qwen/Qwen2.5-VL-3B-Instruct",
+    ),
+    "r1-v": (
+        "trl-0.14.0",
+        "src/r1-v",
+        [
+            DATA / "scripts" / "R1-V" / "src" / "r1-v" / "run_grpo.sh",
+            FIELD / "r1v-71-qwen25vl7b-grpo-z3-4xa100" / "train.sh",
+        ],
+        "--output_dir out --dataset_name x --model_name_or_path Qwen/Qwen2.5-VL-3B-Instruct",  # transformers 4.48.2 needs output_dir
+    ),
+}
 ATTENTION = {"flash_attention_2": "flash", "sdpa": "sdpa", "eager": "eager", None: None}
 
 
-def argv(path) -> list[str]:
-    """The arguments the script's torchrun line hands grpo_jsonl.py."""
-    (words,) = [c.argv for c in read_script(path).commands if any(w.endswith("grpo_jsonl.py") for w in c.argv)]
-    return words[next(i for i, w in enumerate(words) if w.endswith("grpo_jsonl.py")) + 1 :]
+def argv(path, entry: str) -> list[str]:
+    """The arguments the script's torchrun line hands the fork's entry script."""
+    (words,) = [c.argv for c in read_script(path).commands if any(w.endswith(entry) for w in c.argv)]
+    return words[next(i for i, w in enumerate(words) if w.endswith(entry)) + 1 :]
 
 
 def held(venv: str, validator: str, *args: str) -> list[dict]:
@@ -60,7 +78,7 @@ def expected(parsed: dict) -> dict:
         "num_generations": parsed["num_generations"],
         "max_completion_length": parsed["max_completion_length"],
         "beta": parsed["beta"],
-        "max_pixels": parsed["max_pixels"],
+        "max_pixels": parsed["max_pixels"],  # where memplan plans images (read() leaves them out otherwise)
         "min_pixels": parsed["min_pixels"],
         "lora_rank": parsed["lora_r"] if parsed["use_peft"] else None,
         "attention": ATTENTION[parsed["attn_implementation"]],
@@ -70,30 +88,35 @@ def expected(parsed: dict) -> dict:
     return out
 
 
-def read(path) -> dict:
-    """memplan's reading of the same fields (a workload field not set: its default)."""
+def read(path, fork: str) -> dict:
+    """memplan's reading of the same fields (a workload field not set: its default; the pixel caps only where it plans
+    images: R1-V's are not planned without a catalog model)."""
     r = intake.read([str(path)]).request
     w = r["workload"]
-    assert r["framework"] == "trl@vlm-r1"
-    out = {k: r.get(k) for k in ("micro_batch", "grad_accum", "checkpointing", "precision", "max_pixels", "min_pixels")}
+    assert r["framework"] == f"trl@{fork}"
+    out = {k: r.get(k) for k in ("micro_batch", "grad_accum", "checkpointing", "precision")}
     out |= {k: w.get(k, Workload.model_fields[k].default) for k in ("num_generations", "max_completion_length", "beta")}
     out |= {"lora_rank": r.get("lora_rank"), "attention": r.get("attention"), "optimizer": r.get("optimizer")}
-    return out
+    return out | ({"max_pixels": r["max_pixels"], "min_pixels": r["min_pixels"]} if "images" in r else {})
 
 
 @pytest.mark.sweep
-def test_vlm_r1_scripts_read_as_vlm_r1s_own_parser_reads_them(tmp_path):
-    venv = "trl-0.17.0"  # VLM-R1's pins
-    (tmp_path / "model_only.sh").write_text(MODEL_ONLY)
-    scripts = [*sorted(RUN.glob("run_grpo_rec*.sh")), tmp_path / "model_only.sh"]
+@pytest.mark.parametrize("fork", FORKS)
+def test_fork_scripts_read_as_the_forks_own_parser_reads_them(fork, tmp_path):
+    venv, folder, scripts, flags = FORKS[fork]
+    entry = FORK_SCRIPTS[fork]
+    model_only = tmp_path / fork / "run.sh"  # under a folder named as the fork: memplan knows it by the path
+    model_only.parent.mkdir()
+    model_only.write_text(f"cd {folder}\ntorchrun --nproc_per_node 2 src/open_r1/{entry.name} {flags}\n")
+    scripts = [*scripts, model_only]
     files = []
     for i, path in enumerate(scripts):
         files.append(tmp_path / f"argv{i}.json")
-        files[-1].write_text(json.dumps(argv(path)))
-    for path, line in zip(scripts, held(venv, "fork_validate.py", str(SCRIPT), *map(str, files)), strict=True):
-        want = expected(line)
-        got = read(path)
-        assert {k: got.get(k) for k in want} == want, path.name
+        files[-1].write_text(json.dumps(argv(path, entry.name)))
+    for path, line in zip(scripts, held(venv, "fork_validate.py", str(entry), *map(str, files)), strict=True):
+        want, got = expected(line), read(path, fork)
+        both = want.keys() & got.keys()  # the optimizer where no DeepSpeed JSON names one, the pixels where planned
+        assert {k: want[k] for k in both} == {k: got[k] for k in both}, path
 
 
 UNSLOTH = DATA / "scripts" / "unsloth"
