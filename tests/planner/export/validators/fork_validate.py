@@ -79,12 +79,18 @@ def classes(script: Path) -> tuple[list[type], set[str]]:
     """The script's parser dataclasses (see the module docstring) and the names it imports."""
     tree = ast.parse(script.read_text())
     names, imported, namespace = parser_names(tree), set(), {}
+    defined = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name in names]
+    # the names the parser's classes need (TRL's lazy module imports a trainer only when asked for it: GRPOTrainer
+    # alone costs 3 s of CPU), and the names the parser takes
+    used = {n.id for d in defined for n in ast.walk(d) if isinstance(n, ast.Name)} | set(names)
     for node in tree.body:
         if isinstance(node, ast.ImportFrom):
             imported |= {a.asname or a.name for a in node.names}
         if isinstance(node, ast.ImportFrom) and node.module in OWN_IMPORTS:
             module = importlib.import_module(node.module)
-            namespace |= {a.asname or a.name: getattr(module, a.name) for a in node.names}
+            namespace |= {
+                a.asname or a.name: getattr(module, a.name) for a in node.names if (a.asname or a.name) in used
+            }
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == script.parent.name:
             for a in node.names:  # the fork's own package: only the classes the parser takes, from their file
                 if a.name in names:
@@ -92,7 +98,6 @@ def classes(script: Path) -> tuple[list[type], set[str]]:
                     module = importlib.util.module_from_spec(spec)
                     spec.loader.exec_module(module)
                     namespace[a.asname or a.name] = getattr(module, a.name)
-    defined = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name in names]
     exec(compile(ast.Module(body=defined, type_ignores=[]), str(script), "exec"), namespace)  # noqa: S102
     return [namespace[n] for n in names], imported
 
