@@ -39,14 +39,7 @@ def read_lora(c: Collector, flags: dict[str, Flag], trl: bool) -> None:
     dora = flags.get("use_dora")  # trl/trainer/model_config.py:142
     if dora and c.flag(dora.value, dora.source):
         c.set("lora_variant", "dora", dora.source, dora.raw)
-    if "lora_modules_to_save" in flags:  # model_config.py:127
-        save = flags["lora_modules_to_save"]
-        tuners.modules_to_save(c, save.value, save.source, save.raw)
-    targets = flags.get("lora_target_modules")
-    if targets:
-        lora_targets(c, targets.value, targets.source, targets.raw)
-    else:
-        peft_targets(c, peft.source)
+    _saved_and_targets(c, flags, peft)
     if "load_in_4bit" in flags and c.flag(flags["load_in_4bit"].value, flags["load_in_4bit"].source):
         kind = str(one(flags["bnb_4bit_quant_type"].value)).lower() if "bnb_4bit_quant_type" in flags else "nf4"
         c.set("quant", kind if kind in ("nf4", "fp4") else "nf4", flags["load_in_4bit"].source, "load_in_4bit")
@@ -100,7 +93,13 @@ def read_oft(c: Collector, flags: dict[str, Flag], peft: Flag) -> None:
         c.number("lora_rank", block.value, block.source, block.raw)
     else:
         c.set("lora_rank", 32, f"{peft.source}; peft tuners/oft/config.py:88 (oft_block_size 32)", "oft_block_size")
-    if "lora_modules_to_save" in flags:
+    _saved_and_targets(c, flags, peft)
+
+
+def _saved_and_targets(c: Collector, flags: dict[str, Flag], peft: Flag) -> None:
+    """The config's modules_to_save (TRL's lora_modules_to_save, model_config.py:127) and its target modules (PEFT's
+    own for the model's family where it names none)."""
+    if "lora_modules_to_save" in flags:  # model_config.py:127
         save = flags["lora_modules_to_save"]
         tuners.modules_to_save(c, save.value, save.source, save.raw)
     targets = flags.get("lora_target_modules")

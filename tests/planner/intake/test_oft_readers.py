@@ -3,17 +3,11 @@ PEFT OFTConfig) and written back by LLaMA-Factory's writer; BOFT and OFT's block
 
 import pytest
 
-from planner import intake
 from planner.errors import BadInput
+from tests.planner.intake.test_tuners import _read
 
 LF = "model_name_or_path: Qwen/Qwen2.5-7B\nstage: sft\ncutoff_len: 1024\nfinetuning_type: oft\n"
 SCRIPT = "from peft import {cls}\nfrom trl import SFTConfig\nSFTConfig(max_length=1024)\n{cls}({args})\n"
-
-
-def _read(tmp_path, name: str, text: str):
-    path = tmp_path / name
-    path.write_text(text)
-    return intake.read([str(path)])
 
 
 @pytest.mark.parametrize(
