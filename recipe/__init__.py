@@ -46,6 +46,9 @@ def lora_config(knobs, model_spec=None):
     from planner.model.lora_targets import peft_target_modules, peft_target_parameters
 
     save = ["embed_tokens", "wte", "lm_head"] if knobs.lora_train_embeddings else None
+    variant = getattr(knobs, "lora_variant", "lora")
+    if variant in ("oft", "boft"):
+        return _oft_config(knobs, peft_target_modules(knobs.lora_targets, model_spec, False) or [], save)
     return LoraConfig(
         r=knobs.lora_rank,
         lora_alpha=2 * knobs.lora_rank,
@@ -54,6 +57,22 @@ def lora_config(knobs, model_spec=None):
         lora_dropout=knobs.lora_dropout,
         modules_to_save=save,
         use_dora=getattr(knobs, "lora_variant", "lora") == "dora",
+    )
+
+
+def _oft_config(knobs, targets: list, save):
+    """OFT or BOFT as LLaMA-Factory and ms-swift build them: the block size (--lora-rank), no block count (PEFT's
+    OFTConfig r=0; BOFTConfig boft_block_num=0), one butterfly factor, no dropout."""
+    from peft import BOFTConfig, OFTConfig
+
+    if knobs.lora_variant == "oft":
+        return OFTConfig(r=0, oft_block_size=knobs.lora_rank, target_modules=targets, modules_to_save=save)
+    return BOFTConfig(
+        boft_block_size=knobs.lora_rank,
+        boft_block_num=0,
+        boft_n_butterfly_factor=1,
+        target_modules=targets,
+        modules_to_save=save,
     )
 
 

@@ -47,8 +47,9 @@ Loss = Literal["standard", "chunked", "fused"]
 Attention = Literal["sdpa", "flash", "eager"]
 Batching = Literal["padded", "packed"]
 # PEFT's LoRA variants planned (peft/tuners/lora/variants.py): plain LoRA, or DoRA (use_dora: a trained magnitude
-# vector per adapted linear, and the weight norm its forward computes)
-LoraVariant = Literal["lora", "dora"]
+# vector per adapted linear, and the weight norm its forward computes); OFT and BOFT (peft/tuners/oft, tuners/boft:
+# orthogonal block rotations of each adapted linear's input, --lora-rank their block size; planner.estimate.oft)
+LoraVariant = Literal["lora", "dora", "oft", "boft"]
 Quant = Literal["none", "nf4", "fp4", "int8", "gptq", "awq"]
 VitCheckpointing = Literal["on", "off"]
 QuantAbsmax = Literal["8bit", "fp32"]
@@ -121,7 +122,15 @@ class KnobFields(BaseModel):
             "the DeepSpeed config names none; off: DeepSpeed's own fused Adam, which memplan's export names"
         ),
     )
-    lora_rank: int = Field(default=0, ge=0, le=MAX_LORA_RANK, description="LoRA adapters' rank; 0 = full fine-tuning")
+    lora_rank: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_LORA_RANK,
+        description=(
+            "LoRA adapters' rank (OFT's and BOFT's block size under --lora-variant oft|boft: PEFT's oft_block_size, "
+            "boft_block_size); 0 = full fine-tuning"
+        ),
+    )
     optimizer_in_backward: bool = Field(
         default=False,
         description=(
@@ -156,7 +165,8 @@ class KnobFields(BaseModel):
         default="lora",
         description=(
             "LoRA (also LoRA+, which changes only learning rates) or dora (PEFT's use_dora: a trained magnitude vector "
-            "per adapted linear, the merged weight's norm computed each forward, two more saved outputs a linear)"
+            "per adapted linear, the merged weight's norm computed each forward, two more saved outputs a linear); oft, boft: "
+            "PEFT's OFTConfig / BOFTConfig (block-diagonal orthogonal rotations, --lora-rank the block size)"
         ),
     )
     lora_dropout: float = Field(default=0.0, ge=0, lt=1, description="LoRA dropout probability")

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from planner.config.spec import Knobs
 from planner.estimate import activations as act
-from planner.estimate import frozen_lm, lora, nograd, parallel, quant, recipe_terms, vision
+from planner.estimate import frozen_lm, lora, nograd, oft, parallel, quant, recipe_terms, vision
 from planner.estimate.setup import Setup
 from planner.model import xcomposer
 
@@ -169,6 +169,8 @@ def _lora_layer_bytes(s: Setup) -> int:
         return -frozen_lm.layer_dropped_bytes(s.model, p, tokens)
     out = lora.dropout_layer_bytes(s.model, s.knobs, tokens, p) + quant_layer_bytes(s)
     out += lora.dora_saved_layer_bytes(s.model, s.knobs, tokens)
+    if oft.oft(s.knobs):  # planned where lora.layer_examined holds (planner.config.spec_lora.oft_rules)
+        return out + oft.layer_delta_bytes(s.model, s.knobs, tokens)
     examined = lora.layer_examined(s.model, s.knobs)
     if examined and p == "half":
         return out + lora.half_layer_delta_bytes(s.model, s.knobs, tokens)

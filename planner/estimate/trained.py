@@ -8,7 +8,7 @@ from __future__ import annotations
 from math import prod
 
 from planner.config.spec import Knobs
-from planner.estimate import lora, quant
+from planner.estimate import lora, oft, quant
 from planner.estimate.setup import Setup
 from planner.model.modelspec import IDLE_AUDIO, IDLE_HEAD, frozen_roles
 
@@ -28,6 +28,8 @@ def _trainable_params(s: Setup) -> int:
     if not s.lora:
         return s.model.params - s.model.frozen_params(frozen_modules(s))
     k = s.knobs
+    if oft.oft(k):  # OFT's rotations in place of LoRA's factors
+        return oft.oft_params(s.model, k) + lora.embedding_copy_params(s.model, k)
     tower = s.model.tower_lora_params(k.lora_rank) if k.lora_vision else 0
     magnitudes = lora.dora_magnitude_params(s.model, k)
     return (
@@ -39,6 +41,8 @@ def trainable_tensor_sizes(s: Setup) -> list[tuple[int, int]]:
     """(elements of one tensor, how many) of every trainable tensor: LoRA's A (r x d_in) and B (d_out x r) factors, or
     the model's tensors outside the frozen modules."""
     k = s.knobs
+    if oft.oft(k):
+        return oft.tensor_sizes(s.model, k)
     if s.lora:
         r, out = k.lora_rank, []
         for t in s.model.tensors:
@@ -59,6 +63,8 @@ def largest_trainable_matrix_params(s: Setup) -> int:
 
 
 def _largest_trainable_matrix_params(s: Setup) -> int:
+    if oft.oft(s.knobs):
+        return max((n for n, _ in oft.tensor_sizes(s.model, s.knobs)), default=0)
     if s.lora:
         adapters = max(
             (s.knobs.lora_rank * max(t.shape) for t in s.model.tensors if t.adapted(s.knobs.lora_targets)), default=0

@@ -52,6 +52,13 @@ HF_SPLIT_RULES = (
         lambda k: k["context_parallel"] > 1 and k["sequence_parallel"] > 1,
     ),
     autotp_rule("transformers' deepspeed integration; accelerate's FSDP2 + TP path is broken at 1.15"),
+    Rule(  # a user's script with PEFT's OFTConfig runs it (planner/intake/pyscript.py reads it); no flag spells it
+        "lora_variant",
+        "--lora-variant oft is PEFT's OFTConfig in a training script: TRL's CLI and the Trainer's flags have no OFT, "
+        "so no file is written for it (a script that builds OFTConfig is read and planned)",
+        lambda k, w: k.get("lora_variant") == "oft" and bool(k.get("lora_rank")),
+        "written",
+    ),
     Rule(  # the Trainer sees a model placed over several GPUs (hf_device_map) and runs it without DDP
         "device_map",
         lambda k, w: (

@@ -67,7 +67,7 @@ def test_lora_plus_is_loras_memory(tmp_path):
         ("train.sh", SWIFT + "--tuner_type llamapro\n", "--tuner_type llamapro: LLaMA-Pro"),
         ("train.sh", SWIFT + "--train_type longlora\n", "--train_type longlora"),
         ("train.sh", SWIFT + "--optimizer galore\n", "--optimizer galore: GaLore"),
-        ("lf.yaml", LF + "finetuning_type: oft\n", "finetuning_type: oft: OFT"),
+        ("lf.yaml", LF + "finetuning_type: oft\noft_rank: 8\noft_block_size: 0\n", "oft_rank: 8: OFT by its block"),
         ("lf.yaml", LF + "finetuning_type: freeze\n", "finetuning_type: freeze: freeze tuning"),
         ("lf.yaml", LF + "finetuning_type: full\nuse_galore: true\n", "use_galore: True: GaLore"),
         ("lf.yaml", LF + "finetuning_type: full\noptim: apollo_adamw\n", "optim: apollo_adamw: APOLLO"),
