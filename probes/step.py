@@ -226,6 +226,8 @@ def train_steps(
     opt = None if zero or k.optimizer_in_backward else make_optimizer(params, k.optimizer)
     in_backward = recipe_knobs.InBackward(params, k.optimizer).opts if k.optimizer_in_backward else []
     ctx = autocast_for(k, paths)
+    # AdaLoRA's rank allocator, where ms-swift's callback runs it (callbacks/adalora.py:23-25: before zero_grad)
+    allocate = getattr(getattr(model, "base_model", None), "update_and_allocate", lambda step: None)
     sdpa_like_cuda = _NoSdpaDropout() if paths == "cuda" else nullcontext()
     try:
         with sdpa_like_cuda:
@@ -254,6 +256,7 @@ def train_steps(
                             if isinstance(v, torch.Tensor):
                                 tracker.retag(v, "optimizer")
                     progress.phase("other")
+                    allocate(step + 1)
                     opt.zero_grad(set_to_none=True)
                 else:
                     for p in params:

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from planner.config.spec import Knobs
 from planner.estimate import activations as act
-from planner.estimate import frozen_lm, lora, nograd, parallel, quant, recipe_terms, vision
+from planner.estimate import frozen_lm, lora, nograd, parallel, peft_tuners, quant, recipe_terms, vision
 from planner.estimate.setup import Setup
 from planner.model import xcomposer
 
@@ -169,6 +169,9 @@ def _lora_layer_bytes(s: Setup) -> int:
         return -frozen_lm.layer_dropped_bytes(s.model, p, tokens)
     out = lora.dropout_layer_bytes(s.model, s.knobs, tokens, p) + quant_layer_bytes(s)
     out += lora.dora_saved_layer_bytes(s.model, s.knobs, tokens)
+    wide = s.knobs.precision in ("fp32", "bf16-pure") and not s.knobs.zero_stage  # fp32 adapters, no autocast
+    shared = lora.shared_inputs_width(s.model, s.knobs) if p == "fp32" else None
+    out += peft_tuners.vera_saved_layer_bytes(s.model, s.knobs, tokens, 4 if wide else 2, shared)
     examined = lora.layer_examined(s.model, s.knobs)
     if examined and p == "half":
         return out + lora.half_layer_delta_bytes(s.model, s.knobs, tokens)

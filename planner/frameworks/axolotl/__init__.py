@@ -55,7 +55,6 @@ EVERY = (  # every value of these (closed by default: planner.frameworks.base.Fr
     "lora_targets",
     "lora_train_embeddings",
     "lora_dropout",
-    "lora_variant",
     "lora_base_fp32",
     "frozen",
     "tensor_parallel",
@@ -66,6 +65,7 @@ EVERY = (  # every value of these (closed by default: planner.frameworks.base.Fr
 )
 RUNS = {
     "device_map": ("off",),  # one process a GPU
+    "lora_variant": ("lora", "dora"),  # adapter: lora, qlora or llama-adapter (0.21 utils/schemas/peft.py:41)
     "dataparallel": (False,),  # torch's nn.DataParallel: HF's Trainer alone
     "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
     "negatives": (0,),
