@@ -17,7 +17,7 @@ import torch
 from planner.config.spec import Knobs
 from probes.amp import CudaAutocast
 from probes.tracker import LiveBytes, RecomputeGuard, module_stack_hooks
-from recipe import HALF, make_optimizer
+from recipe import HALF, allocate_ranks, make_optimizer
 from recipe import knobs as recipe_knobs
 from recipe import model as recipe_model
 from recipe.model import amp, deepspeed_managed
@@ -226,8 +226,6 @@ def train_steps(
     opt = None if zero or k.optimizer_in_backward else make_optimizer(params, k.optimizer)
     in_backward = recipe_knobs.InBackward(params, k.optimizer).opts if k.optimizer_in_backward else []
     ctx = autocast_for(k, paths)
-    # AdaLoRA's rank allocator, where ms-swift's callback runs it (callbacks/adalora.py:23-25: before zero_grad)
-    allocate = getattr(getattr(model, "base_model", None), "update_and_allocate", lambda step: None)
     sdpa_like_cuda = _NoSdpaDropout() if paths == "cuda" else nullcontext()
     try:
         with sdpa_like_cuda:
@@ -256,7 +254,7 @@ def train_steps(
                             if isinstance(v, torch.Tensor):
                                 tracker.retag(v, "optimizer")
                     progress.phase("other")
-                    allocate(step + 1)
+                    allocate_ranks(model, step + 1)  # AdaLoRA's allocator (recipe), before zero_grad
                     opt.zero_grad(set_to_none=True)
                 else:
                     for p in params:

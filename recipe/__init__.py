@@ -86,6 +86,15 @@ def tuner_config(variant: str, knobs, targets, save):
     )
 
 
+def allocate_ranks(model, step: int) -> None:
+    """AdaLoRA's rank allocator after the optimizer's step and before zero_grad, as ms-swift's callback runs it
+    (swift/callbacks/adalora.py:23-25); nothing for any other model (a DDP wrapper's module is looked into)."""
+    peft_model = getattr(model, "module", model)
+    allocate = getattr(getattr(peft_model, "base_model", None), "update_and_allocate", None)
+    if callable(allocate):
+        allocate(step)
+
+
 def make_optimizer(params: list, optimizer: str, lr: float = 1e-5) -> torch.optim.Optimizer:
     """torch's optimizers as they run on CUDA: AdamW foreach (CUDA's default), fused on request
     (the probes and the bundled trainer)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from planner.errors import BadInput
 from planner.frameworks import ARGS, PLAIN, by_trainer, calls_reader, reader
-from planner.intake import limits, releases, tasks
+from planner.intake import limits, releases, tasks, tuners
 from planner.intake.collect import UNKNOWN, Collector, show
 from planner.intake.flags import Flag
 
@@ -89,6 +89,8 @@ def read(path: Path, text: str) -> Collector:
             lora = _kwargs(call, names, path, name, rename=LORA)
             flags |= {k: v for k, v in lora.items() if k in LORA.values()}
             flags["use_peft"] = Flag("use_peft", True, f"{path.name}:{call.lineno} LoraConfig(...)", "LoraConfig")
+        elif name in ("AdaLoraConfig", "VeraConfig"):  # HF's Trainer calls no update_and_allocate; TRL writes neither
+            tuners.tuner(f"{path.name}:{call.lineno} {name}(...)", name.removesuffix("Config").lower())
         elif name == "BitsAndBytesConfig":
             bnb = _kwargs(call, names, path, name, rename={"bnb_4bit_use_double_quant": "use_bnb_nested_quant"})
             flags |= {k: v for k, v in bnb.items() if k in BNB}
