@@ -170,7 +170,9 @@ def _lora_layer_bytes(s: Setup) -> int:
     out = lora.dropout_layer_bytes(s.model, s.knobs, tokens, p) + quant_layer_bytes(s)
     out += lora.dora_saved_layer_bytes(s.model, s.knobs, tokens)
     wide = s.knobs.precision in ("fp32", "bf16-pure") and not s.knobs.zero_stage  # fp32 adapters, no autocast
-    shared = lora.shared_inputs_width(s.model, s.knobs) if p == "fp32" else None
+    # in half (autocast, bf16-pure's fp32 adapters, DeepSpeed's half ones: the sim's trace under ZeRO-2 agrees) each
+    # lora_A keeps its own input; in fp32 LoRA's adapters share the layer's inputs
+    shared = None if p == "half" else lora.shared_inputs_width(s.model, s.knobs)
     out += peft_tuners.vera_saved_layer_bytes(s.model, s.knobs, tokens, 4 if wide else 2, shared)
     examined = lora.layer_examined(s.model, s.knobs)
     if examined and p == "half":

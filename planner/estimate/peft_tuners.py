@@ -52,11 +52,13 @@ def vera_trained_params(model, knobs) -> int:
 
 def vera_projection_bytes(model, knobs) -> int:
     """VeRA's shared frozen projections vera_A (r x the largest d_in) and vera_B (the largest d_out x r), fp32 on any
-    base (_kaiming_init on a CPU generator, model.py:154-156): one pair for the model."""
+    base (_kaiming_init on a CPU generator, model.py:154-156), half where DeepSpeed casts the module, buffers too
+    (nn.Module.bfloat16 / half): one pair for the model."""
     if not vera(knobs):
         return 0
     linears = _linears(model, knobs)
-    return 4 * knobs.lora_rank * (max(d for d, _, _ in linears) + max(o for _, o, _ in linears))
+    width = 2 if knobs.zero_stage and knobs.precision != "fp32" else 4
+    return width * knobs.lora_rank * (max(d for d, _, _ in linears) + max(o for _, o, _ in linears))
 
 
 def adalora_importance_bytes(adapter_params: int, bytes_per_param: int) -> int:
