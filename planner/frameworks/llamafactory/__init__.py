@@ -62,7 +62,10 @@ FRAMEWORK = Framework(
     ),
     runs={
         "device_map": ("off",),  # one process a GPU
-        "lora_variant": ("lora", "dora"),  # finetuning_type has no AdaLoRA or VeRA (0.9.5 finetuning_args.py:464)
+        "lora_variant": (
+            "lora",
+            "dora",
+        ),  # no finetuning_type adalora or vera at 0.6.3 .. 0.9.5 (finetuning_args.py:464)
         "dataparallel": (False, True),  # before v0.8 only (rules)
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
         "negatives": (0,),

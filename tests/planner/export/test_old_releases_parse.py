@@ -34,7 +34,14 @@ KINDS = {
 }
 # a framework's own kinds besides: LLaMA-Factory's FSDP plan (0.9.3 on; before, a rule: its accelerate predates FSDP2)
 #   writes accelerate_fsdp_config.yaml, which the validator loads with that release's accelerate
-OWN_KINDS = {"llamafactory": {"fsdp": {"fsdp": ["full"], "seq_len": 1024}}}
+OWN_KINDS = {
+    "llamafactory": {"fsdp": {"fsdp": ["full"], "seq_len": 1024}},
+    # ms-swift's --train_type adalora | vera at 3.x, with their own rank flags (planner/frameworks/swift/keys.py)
+    "swift": {
+        "adalora": {"lora_rank": 12, "lora_variant": "adalora", "seq_len": 1024},
+        "vera": {"lora_rank": 64, "lora_variant": "vera", "lora_targets": "v_proj", "seq_len": 1024},
+    },
+}
 RANKED = {("llamafactory", "0.9.3"): {"fsdp"}, ("llamafactory", "0.9.4"): {"fsdp"}}  # kinds a line must write
 CONFIG = {"lora": "SFTConfig", "full": "SFTConfig", "full-7b": "SFTConfig", "dpo": "DPOConfig", "grpo": "GRPOConfig"}
 LF, SWIFT, TRL = "llamafactory_old_validate.py", "swift_old_validate.py", "trl_validate.py"

@@ -91,6 +91,7 @@ def test_a_tuner_not_planned_is_refused_in_one_line(tmp_path, name, text, says):
         ("--tuner_type adalora --adalora_init_r 16", ("adalora", 16, 0.05)),  # AdaLoRA takes --lora_dropout
         ("--tuner_type adalora", ("adalora", 12, 0.05)),  # tuner_args.py:176: adalora_init_r 12
         ("--tuner_type vera --vera_dropout 0.1", ("vera", 256, 0.1)),  # tuner_args.py:165,167
+        ("--train_type adalora --adalora_init_r 8", ("adalora", 8, 0.05)),  # 3.x's name of --tuner_type
     ],
 )
 def test_swift_adalora_and_vera_are_read_at_their_own_rank(tmp_path, flags, want):
