@@ -49,6 +49,11 @@ PKG[trl-0.14.0]="trl==0.14.0"
 DEPS[trl-0.14.0]="transformers==4.48.2 accelerate==1.3.0 datasets==3.2.0 $TRLDEPS"
 PKG[trl-0.15.2]="trl==0.15.2"
 DEPS[trl-0.15.2]="transformers==4.49.0 accelerate==1.4.0 datasets==3.3.2 $TRLDEPS"
+# VLM-R1 (90052f4 src/open-r1-multimodal/setup.py:45-66: trl==0.17.0, transformers==4.49.0, deepspeed==0.15.4,
+#   accelerate>=1.2.1, datasets>=3.2.0): its own GRPOConfig subclasses TrainingArguments, its scripts' argument classes
+#   TRL's ScriptArguments and ModelConfig (tests/planner/export/validators/fork_validate.py)
+PKG[trl-0.17.0]="trl==0.17.0"
+DEPS[trl-0.17.0]="transformers==4.49.0 accelerate==1.6.0 datasets==3.5.0 $TRLDEPS"
 PKG[trl-0.19.1]="trl==0.19.1"
 DEPS[trl-0.19.1]="transformers==4.53.1 accelerate==1.8.1 datasets==3.6.0 $TRLDEPS"
 PKG[trl-0.22.2]="trl==0.22.2"
@@ -97,7 +102,7 @@ DEPS[verl-0.6.0]="$VERLDEPS"
 PKG[verl-0.6.1]="verl==0.6.1"
 DEPS[verl-0.6.1]="$VERLDEPS"
 ALL="hf-4.53.0 hf-4.57.1 lf-0.5.3 lf-0.6.3 lf-0.7.1 lf-0.8.3 lf-0.9.0 lf-0.9.1 lf-0.9.2 lf-0.9.3 lf-0.9.4
-  trl-0.14.0 trl-0.15.2 trl-0.19.1 trl-0.22.2 trl-1.0.0 trl-1.10.0
+  trl-0.14.0 trl-0.15.2 trl-0.17.0 trl-0.19.1 trl-0.22.2 trl-1.0.0 trl-1.10.0
   swift-3.0.3 swift-3.4.1 swift-3.7.3 swift-3.12.6 orl-0.10.1 orl-0.8.9 verl-0.6.0 verl-0.6.1"
 
 # a plan that shards with ZeRO names a DeepSpeed JSON, which TrainingArguments reads through deepspeed itself: the
@@ -106,6 +111,7 @@ ALL="hf-4.53.0 hf-4.57.1 lf-0.5.3 lf-0.6.3 lf-0.7.1 lf-0.8.3 lf-0.9.0 lf-0.9.1 l
 for name in $ALL; do
   case $name in
     lf-0.9.3 | lf-0.9.4) DEPS[$name]+=" deepspeed==0.16.9" ;;
+    trl-0.17.0) DEPS[$name]+=" deepspeed==0.15.4" ;;  # VLM-R1's own pin
     orl-* | verl-*) ;;  # OpenRLHF pins its own deepspeed; verl's FSDP scripts name none
     *) DEPS[$name]+=" deepspeed==0.19.8" ;;
   esac

@@ -14,6 +14,7 @@ from planner.export.configs import DS_CONFIG_NAME, FSDP_CONFIG_NAME, peft_config
 from planner.export.export import OUTPUT_DIR, bundled_only, fsdp_option, grpo_takes, trl_args
 from planner.frameworks.hf import launchenv
 from planner.frameworks.hf.keys import KEYS as K
+from planner.frameworks.trl.releases import FORK_SCRIPT_FLAGS
 from planner.model import catalog, vila
 from planner.model.modelspec import ModelSpec
 
@@ -28,6 +29,7 @@ def train_script(model: ModelSpec | None) -> str:
 
 def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME, model: ModelSpec | None = None) -> list[str]:
     a = ["--output_dir", "output"] if (plan.framework, plan.release) in OUTPUT_DIR else []
+    a += FORK_SCRIPT_FLAGS.get(plan.release, ()) if plan.framework == "trl" and plan.workload.kind == "grpo" else []
     a += [K.flag("micro_batch"), str(written_micro_batch(plan)), K.flag("grad_accum"), str(plan.grad_accum)]
     a += [K.flag("optimizer"), K["optimizer"].write(plan.optimizer)]
     a += [K.flag("eval_batch"), str(plan.eval_batch)] if plan.eval_batch else []
