@@ -113,6 +113,9 @@ def nothing_leaks():
 SLOW = {
     # h-oftpro (2026-12-05, 2 busy cores): the sim's trace of debug-llama's OFT step
     "tests/probes/test_oft.py::test_an_oft_step_is_the_sims_peak[debug-llama-2-512-knobs0-0.005]": 10,
+    # h-adavera (2026-12-05, 2 busy cores): the sim's trace of debug-llama's step with PEFT's AdaLoRA and VeRA
+    "tests/probes/test_peft_tuners.py::test_an_adalora_or_vera_step_is_the_sims_peak[debug-llama-2-512-adalora-knobs0-0.005]": 16,
+    "tests/probes/test_peft_tuners.py::test_an_adalora_or_vera_step_is_the_sims_peak[debug-llama-2-512-vera-knobs1-0.005]": 14,
     # h-rules46 (2026-12-05, 2 busy cores): suggest's ranked plans x every knob value x every release line, written
     "tests/planner/frameworks/test_writers_walk.py::test_every_knob_value_at_every_line_is_refused_by_a_rule_or_written[llamafactory]": 5,
     "tests/planner/frameworks/test_writers_walk.py::test_every_knob_value_at_every_line_is_refused_by_a_rule_or_written[swift]": 4,

@@ -31,6 +31,7 @@ import torch.distributed as dist
 
 from planner.config.spec import Knobs
 from planner.search.batching import check_budget
+from recipe import allocate_ranks
 from trainer import checkpoint
 from trainer.data import GlobalBatchSampler, collate, load, micro_batches, target_tokens, token_micro_batches
 from trainer.model import build_model, token_loss_sum
@@ -432,6 +433,7 @@ class Trainer:
             self.scaler.step(self.opt)
             self.scaler.update()
             self.sched.step()
+            allocate_ranks(self.model, self.step + 1)  # AdaLoRA's rank allocator (recipe), before zero_grad
             self.opt.zero_grad(set_to_none=True)
         self.step += 1
         loss_sum = self._sum(float(loss_sum)) / self.par.tp  # tensor-parallel ranks compute the same loss

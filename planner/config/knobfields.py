@@ -48,8 +48,9 @@ Attention = Literal["sdpa", "flash", "eager"]
 Batching = Literal["padded", "packed"]
 # PEFT's LoRA variants planned (peft/tuners/lora/variants.py): plain LoRA, or DoRA (use_dora: a trained magnitude
 # vector per adapted linear, and the weight norm its forward computes); OFT and BOFT (peft/tuners/oft, tuners/boft:
-# orthogonal block rotations of each adapted linear's input, --lora-rank their block size; planner.estimate.oft)
-LoraVariant = Literal["lora", "dora", "oft", "boft"]
+# orthogonal block rotations of each adapted linear's input, --lora-rank their block size; planner.estimate.oft);
+# PEFT's AdaLoRA and VeRA at --lora-rank (planner.estimate.peft_tuners)
+LoraVariant = Literal["lora", "dora", "oft", "boft", "adalora", "vera"]
 Quant = Literal["none", "nf4", "fp4", "int8", "gptq", "awq"]
 VitCheckpointing = Literal["on", "off"]
 QuantAbsmax = Literal["8bit", "fp32"]
@@ -166,7 +167,10 @@ class KnobFields(BaseModel):
         description=(
             "LoRA (also LoRA+, which changes only learning rates) or dora (PEFT's use_dora: a trained magnitude vector "
             "per adapted linear, the merged weight's norm computed each forward, two more saved outputs a linear); oft, boft: "
-            "PEFT's OFTConfig / BOFTConfig (block-diagonal orthogonal rotations, --lora-rank the block size)"
+            "PEFT's OFTConfig / BOFTConfig (block-diagonal orthogonal rotations, --lora-rank the block size); "
+            "adalora (PEFT's AdaLoRA at init_r = --lora-rank: singular values and the rank allocator's three "
+            "importance buffers) or vera (PEFT's VeRA at r = --lora-rank: shared frozen projections, two trained "
+            "vectors a linear)"
         ),
     )
     lora_dropout: float = Field(default=0.0, ge=0, lt=1, description="LoRA dropout probability")

@@ -68,6 +68,31 @@ def oft_rules(k: KnobFields) -> None:
             )
 
 
+def tuner_rules(k: KnobFields) -> None:
+    """AdaLoRA's and VeRA's terms (planner.estimate.peft_tuners) are pinned on a 16-bit or fp32 base's decoder
+    linears without ZeRO-3 or FSDP (AdaLoRA's allocator reads whole gradients, VeRA's shared buffers are not
+    sharded: unmeasured), with AdamW-family or SGD optimizers (Adafactor's factored states of their vectors are not
+    counted), and no stacked experts (PEFT adapts nn.Linear alone with them)."""
+    if k.lora_variant not in ("adalora", "vera"):
+        return
+    name = "AdaLoRA" if k.lora_variant == "adalora" else "VeRA"
+    for bad, what in (
+        (k.quant != "none", f"--quant {k.quant}"),
+        (k.lora_vision, "--lora-vision"),
+        (k.lora_base_fp32, "--lora-base-fp32"),
+        (k.zero_stage == 3, "--zero 3"),
+        (k.fsdp != "off", f"--fsdp {k.fsdp}"),
+        (k.optimizer == "adafactor", "--optimizer adafactor"),
+        (".experts" in k.lora_targets or "experts." in k.lora_targets, f"--lora-targets {k.lora_targets}"),
+    ):
+        if bad:
+            raise BadInput(
+                f"--lora-variant {k.lora_variant} with {what} is not planned ({name} is planned on a 16-bit or fp32 "
+                "base's decoder linears under DDP or ZeRO-1/2, with AdamW or SGD)",
+                "lora_variant",
+            )
+
+
 def oft_model_error(k: KnobFields, spec) -> BadInput | None:
     """OFT's layer terms were traced on Llama/Qwen2-style dense layers (two RMSNorms, separate q/k/v and gate/up),
     as planner.estimate.lora.layer_examined names them; another model's OFT is refused in one line."""
@@ -121,6 +146,7 @@ def lora_rules(k: KnobFields) -> None:
         )
     dora_rules(k)
     oft_rules(k)
+    tuner_rules(k)
     base_rules(k)
 
 

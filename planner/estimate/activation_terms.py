@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from planner.config.spec import Knobs
 from planner.estimate import activations as act
-from planner.estimate import frozen_lm, lora, nograd, oft, parallel, quant, recipe_terms, vision
+from planner.estimate import frozen_lm, lora, nograd, oft, parallel, peft_tuners, quant, recipe_terms, vision
 from planner.estimate.setup import Setup
 from planner.model import xcomposer
 
@@ -171,6 +171,11 @@ def _lora_layer_bytes(s: Setup) -> int:
     out += lora.dora_saved_layer_bytes(s.model, s.knobs, tokens)
     if oft.oft(s.knobs):  # planned where lora.layer_examined holds (planner.config.spec_lora.oft_rules)
         return out + oft.layer_delta_bytes(s.model, s.knobs, tokens)
+    wide = s.knobs.precision in ("fp32", "bf16-pure") and not s.knobs.zero_stage  # fp32 adapters, no autocast
+    # in half (autocast, bf16-pure's fp32 adapters, DeepSpeed's half ones: the sim's trace under ZeRO-2 agrees) each
+    # lora_A keeps its own input; in fp32 LoRA's adapters share the layer's inputs
+    shared = None if p == "half" else lora.shared_inputs_width(s.model, s.knobs)
+    out += peft_tuners.vera_saved_layer_bytes(s.model, s.knobs, tokens, 4 if wide else 2, shared)
     examined = lora.layer_examined(s.model, s.knobs)
     if examined and p == "half":
         return out + lora.half_layer_delta_bytes(s.model, s.knobs, tokens)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from math import prod
 
 from planner.config.spec import Knobs
-from planner.estimate import lora, oft, quant
+from planner.estimate import lora, oft, peft_tuners, quant
 from planner.estimate.setup import Setup
 from planner.model.modelspec import IDLE_AUDIO, IDLE_HEAD, frozen_roles
 
@@ -32,9 +32,13 @@ def _trainable_params(s: Setup) -> int:
         return oft.oft_params(s.model, k) + lora.embedding_copy_params(s.model, k)
     tower = s.model.tower_lora_params(k.lora_rank) if k.lora_vision else 0
     magnitudes = lora.dora_magnitude_params(s.model, k)
-    return (
-        s.model.lora_params(k.lora_rank, k.lora_targets) + tower + lora.embedding_copy_params(s.model, k) + magnitudes
+    adapters = (
+        peft_tuners.vera_trained_params(s.model, k)
+        if peft_tuners.vera(k)
+        else s.model.lora_params(k.lora_rank, k.lora_targets)
+        + peft_tuners.adalora_extra_params(s.model, k, frozen_weight_bytes_per_param(k) == 2)
     )
+    return adapters + tower + lora.embedding_copy_params(s.model, k) + magnitudes
 
 
 def trainable_tensor_sizes(s: Setup) -> list[tuple[int, int]]:
@@ -43,8 +47,10 @@ def trainable_tensor_sizes(s: Setup) -> list[tuple[int, int]]:
     k = s.knobs
     if oft.oft(k):
         return oft.tensor_sizes(s.model, k)
+    if peft_tuners.vera(k):
+        return peft_tuners.tensor_sizes(s.model, k)
     if s.lora:
-        r, out = k.lora_rank, []
+        r, out = k.lora_rank, peft_tuners.tensor_sizes(s.model, k)  # AdaLoRA's lora_E beside A and B
         for t in s.model.tensors:
             if t.adapted(k.lora_targets):
                 n = t.count * prod(t.shape[:-2]) * t.lora_rank_multiple(k.lora_targets)
@@ -69,6 +75,8 @@ def _largest_trainable_matrix_params(s: Setup) -> int:
         adapters = max(
             (s.knobs.lora_rank * max(t.shape) for t in s.model.tensors if t.adapted(s.knobs.lora_targets)), default=0
         )
+        if peft_tuners.vera(s.knobs):  # lambda_b, d_out elements
+            adapters = max((n for n, _ in peft_tuners.tensor_sizes(s.model, s.knobs)), default=0)
         return max(adapters, s.model.text.vocab * s.model.text.hidden if s.knobs.lora_train_embeddings else 0)
     return max(prod(t.shape) for t in s.model.tensors if len(t.shape) == 2)
 

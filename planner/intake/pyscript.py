@@ -104,6 +104,8 @@ def read(path: Path, text: str) -> Collector:
             flags |= {k: v for k, v in _kwargs(call, names, path, name, rename=OFT).items() if k in OFT.values()}
             flags["use_peft"] = Flag("use_peft", True, where, name)
             flags["peft_oft"] = Flag("peft_oft", True, where, name)
+        elif name in ("AdaLoraConfig", "VeraConfig"):  # HF's Trainer calls no update_and_allocate; TRL writes neither
+            tuners.tuner(f"{path.name}:{call.lineno} {name}(...)", name.removesuffix("Config").lower())
         elif name == "BitsAndBytesConfig":
             bnb = _kwargs(call, names, path, name, rename={"bnb_4bit_use_double_quant": "use_bnb_nested_quant"})
             flags |= {k: v for k, v in bnb.items() if k in BNB}

@@ -11,6 +11,10 @@ from planner.frameworks.tool import Signs
 
 TF = "transformers 5.23.0 training_args.py"
 HF_RUNS = {
+    # TRL's ModelConfig writes LoRA or DoRA alone (use_dora: trl/trainer/model_config.py:142); AdaLoRA and VeRA
+    # need a script's own PEFT config and, for AdaLoRA, its update_and_allocate in the loop: not written; OFT from a
+    # script's OFTConfig is planned and not written (the rule below)
+    "lora_variant": ("lora", "dora", "oft"),
     # a script loads AutoModelForSequenceClassification (transformers 5.25 modeling_layers.py
     # GenericForSequenceClassification: score = Linear(hidden, num_labels, bias=False)); TRL 1.16 RewardTrainer the same
     # with num_labels 1 (trl/trainer/reward_trainer.py)
@@ -159,7 +163,6 @@ HF_EVERY = (
     "lora_targets",
     "lora_train_embeddings",
     "lora_dropout",
-    "lora_variant",
     "lora_vision",
     "lora_base_fp32",
     "frozen",

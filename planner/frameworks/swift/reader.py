@@ -19,7 +19,8 @@ from planner.frameworks.swift import reader_env as swiftenv
 from planner.frameworks.swift import reader_media as media
 from planner.frameworks.swift import reader_ppo as swift_ppo
 from planner.frameworks.swift import reader_rl as swiftrl
-from planner.frameworks.swift.keys import KEYS, TRAIN_TYPE_LINES, S
+from planner.frameworks.swift import reader_tuners as swift_tuners
+from planner.frameworks.swift.keys import KEYS, TRAIN_TYPE_LINES, TUNER_RANK, S
 from planner.frameworks.swift.reader_rl import get, look
 from planner.intake import loraargs, modelconfig, models, releases, tasks, tuners, vocab
 from planner.intake.collect import (
@@ -105,7 +106,8 @@ def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
     if tuner == "full":
         c.set("lora_rank", 0, src, f"--{key}")
         return False
-    if tuner != "lora":
+    variant = str(tuner).strip().lower() if str(tuner).strip().lower() in TUNER_RANK else ""
+    if tuner != "lora" and not variant:
         tuners.tuner(src, tuner)
     dora = f.get(KEYS.key("lora_variant"))  # PEFT's use_dora (pipelines/train/tuner.py:188)
     if dora and as_bool(one(dora.value)):
@@ -113,13 +115,16 @@ def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
     saved = f.get(KEYS.key("lora_train_embeddings"))
     if saved:
         tuners.modules_to_save(c, saved.value, saved.source, KEYS.flag("lora_train_embeddings"))
-    rank, rsrc = look(f, "lora_rank")
-    c.number("lora_rank", rank, rsrc if key not in f else f"{rsrc}; {src}", KEYS.flag("lora_rank"))
+    if variant:  # AdaLoRA and VeRA read their own rank (and VeRA its dropout)
+        swift_tuners.read(c, f, variant, src)
+    else:
+        rank, rsrc = look(f, "lora_rank")
+        c.number("lora_rank", rank, rsrc if key not in f else f"{rsrc}; {src}", KEYS.flag("lora_rank"))
     targets, tsrc = look(f, "lora_targets")
     given = f.get(KEYS.key("lora_targets"))
     loraargs.lora_targets(c, given.value if given else targets, tsrc, KEYS.flag("lora_targets"))
     dropout, dsrc = look(f, "lora_dropout")
-    if as_float(dropout) is not None:
+    if variant != "vera" and as_float(dropout) is not None:
         c.set("lora_dropout", as_float(dropout), dsrc, KEYS.flag("lora_dropout"))
     _quant(c, f)
     return True

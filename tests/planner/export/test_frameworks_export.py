@@ -83,6 +83,8 @@ CASES = {
             "lora_train_embeddings": True,
         },
         "lora_z3": {"zero": 3, "checkpointing": "full", "lora_rank": 16, "nodes": 2},
+        "adalora": {"lora_rank": 12, "lora_variant": "adalora", "zero": 2, "checkpointing": "full"},
+        "vera": {"lora_rank": 256, "lora_variant": "vera", "lora_targets": "k_proj,v_proj", "lora_dropout": 0.1},
         "qlora_grpo": {"lora_rank": 16, "quant": "nf4", "workload": GRPO},
         "grpo_sync_batches": {
             "zero": 3,
@@ -358,6 +360,19 @@ def test_swift_lora_zero3_over_two_nodes(tmp_path):
     assert f["deepspeed"] == "zero3" and f["attn_impl"] == "sdpa" and f["optim"] == "adamw_torch"
     assert sorted(p.name for p in d.iterdir()) == [swift.SCRIPT_NAME]
     assert swift.command(plan, hw) == "bash swift_train.sh"
+
+
+@pytest.mark.parametrize(
+    "case,rank,dropout", [("adalora", "adalora_init_r", "lora_dropout"), ("vera", "vera_rank", "vera_dropout")]
+)
+def test_swift_writes_adalora_and_vera_at_their_own_rank_and_reads_them_back(case, rank, dropout, tmp_path):
+    """--tuner_type adalora | vera with the rank flag each reads (swift/pipelines/train/tuner.py:255-306), no
+    --lora_rank; read back as the same plan."""
+    w = sw(case, tmp_path)
+    assert w.f["tuner_type"] == case and w.f[rank] == str(w.plan.lora_rank) and "lora_rank" not in w.f
+    assert float(w.f[dropout]) == w.plan.lora_dropout
+    back = intake.read([str(w.dir / swift.SCRIPT_NAME)]).request
+    assert (back["lora_variant"], back["lora_rank"]) == (case, w.plan.lora_rank)
 
 
 def test_swift_qlora_grpo_with_colocated_vllm(tmp_path):

@@ -39,7 +39,16 @@ VL_GRPO = {
     "grpo-vl-lora": {"model": "qwen2.5-vl-3b", "lora_rank": 8, **GRPO},
     "grpo-vl-7b": {"model": "qwen2.5-vl-7b", **GRPO},
 }
-OWN_KINDS = {"llamafactory": {"fsdp": {"fsdp": ["full"], "seq_len": 1024}}, "r1-v": VL_GRPO, "vlm-r1": VL_GRPO}
+OWN_KINDS = {
+    "llamafactory": {"fsdp": {"fsdp": ["full"], "seq_len": 1024}},
+    "r1-v": VL_GRPO,
+    "vlm-r1": VL_GRPO,
+    # ms-swift's --train_type adalora | vera at 3.x, with their own rank flags (planner/frameworks/swift/keys.py)
+    "swift": {
+        "adalora": {"lora_rank": 12, "lora_variant": "adalora", "seq_len": 1024},
+        "vera": {"lora_rank": 64, "lora_variant": "vera", "lora_targets": "v_proj", "seq_len": 1024},
+    },
+}
 RANKED = {("llamafactory", "0.9.3"): {"fsdp"}, ("llamafactory", "0.9.4"): {"fsdp"}}  # kinds a line must write
 CONFIG = {"lora": "SFTConfig", "full": "SFTConfig", "full-7b": "SFTConfig", "dpo": "DPOConfig"}  # else GRPOConfig
 LF, SWIFT, TRL = "llamafactory_old_validate.py", "swift_old_validate.py", "trl_validate.py"
