@@ -4,8 +4,8 @@ release (tools/fwenv_old.sh NAME builds it, 15-60 s; .fwenv-old/ or MEMPLAN_FWEN
 release (verl: one more for its SFT scripts per model) over every plan kind the line runs (LoRA, full SFT, a 7B full
 SFT that shards, DPO, GRPO, LLaMA-Factory's FSDP); a kind the line's rules leave unranked is counted, not written.
 OpenRLHF and verl add their role runs (test_rl_exports.py's GRPO and PPO plans, `check`ed at the line). Every line
-once on every commit (`make test` builds `tools/fwenv_old.sh ci` first); a line's other end in the sweep tier
-(SWEEP_VENVS, `make test-all`). A release whose venv is not built is skipped, saying which command builds it.
+once on every commit (`make test` builds `tools/fwenv_old.sh ci` first) but LLaMA-Factory's 0.7; a line's other end
+and that line in the sweep tier (SWEEP_VENVS, `make test-all`). A release whose venv is not built is skipped, saying which command builds it.
 docs/tests.md records the runs."""
 
 import os
@@ -52,11 +52,13 @@ ROLE_RUNS = {
 BODY: dict[tuple[str, str], dict] = {}
 SWEEP = pytest.mark.sweep
 # (framework, line, venv of tools/fwenv_old.sh, validator): each written line once on every commit (the venvs of
-# `tools/fwenv_old.sh ci`, which `make test` builds); the sweep tier adds the other end of a line: LLaMA-Factory's 0.8
-# line runs 0.8.0 .. 0.9.0, verl's 0.6 is 0.6.0 and 0.6.1. R1-V's fork trains with trl 0.14.0's GRPOConfig
+# `tools/fwenv_old.sh ci`, which `make test` builds) but LLaMA-Factory's 0.7 (v0.7.0 alone), the sweep tier's (CI
+# time); the sweep tier adds the other end of a line too: LLaMA-Factory's 0.8 line runs 0.8.0 .. 0.9.0, verl's 0.6 is
+# 0.6.0 and 0.6.1. R1-V's fork trains with trl 0.14.0's GRPOConfig
 # (setup.py:65); hf@4 and hf@4.54 write TRL's script flags and TrainingArguments (TrainingArguments' own parser)
 RELEASES = [
-    *(("llamafactory", line, f"lf-{v}", LF) for line, v in (("0.5", "0.5.3"), ("0.6", "0.6.3"), ("0.7.1", "0.7.1"))),
+    *(("llamafactory", line, f"lf-{v}", LF) for line, v in (("0.5", "0.5.3"), ("0.6", "0.6.3"), ("0.7", "0.7.0"))),
+    ("llamafactory", "0.7.1", "lf-0.7.1", LF),
     *(("llamafactory", line, f"lf-{v}", LF) for line, v in (("0.8", "0.8.3"), ("0.8", "0.9.0"), ("0.9.1", "0.9.1"))),
     *(("llamafactory", line, f"lf-{line}", LF) for line in ("0.9.2", "0.9.3", "0.9.4")),
     *(("swift", line, f"swift-{v}", SWIFT) for line, v in (("3", "3.0.3"), ("3.4", "3.4.1"), ("3.7", "3.7.3"))),
@@ -75,7 +77,7 @@ RELEASES = [
     ("openrlhf", "0.8", "orl-0.8.9", ORL),
     *(("verl", "0.6", f"verl-{v}", VERL) for v in ("0.6.0", "0.6.1")),
 ]
-SWEEP_VENVS = {"lf-0.9.0", "verl-0.6.0", "hf-4.57.1"}  # the venvs `tools/fwenv_old.sh ci` leaves out
+SWEEP_VENVS = {"lf-0.7.0", "lf-0.9.0", "verl-0.6.0", "hf-4.57.1"}  # the venvs `tools/fwenv_old.sh ci` leaves out
 CASES = [pytest.param(*r, id=f"{r[0]}@{r[1]}:{r[2]}", marks=[SWEEP] if r[2] in SWEEP_VENVS else []) for r in RELEASES]
 
 
