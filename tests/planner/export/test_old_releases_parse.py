@@ -33,9 +33,12 @@ KINDS = {
     "grpo": GRPO,
 }
 # a framework's own kinds besides: LLaMA-Factory's FSDP plan (0.9.3 on; before, a rule: its accelerate predates FSDP2)
-#   writes accelerate_fsdp_config.yaml, which the validator loads with that release's accelerate
-OWN_KINDS = {"llamafactory": {"fsdp": {"fsdp": ["full"], "seq_len": 1024}}}
-RANKED = {("llamafactory", "0.9.3"): {"fsdp"}, ("llamafactory", "0.9.4"): {"fsdp"}}  # kinds a line must write
+#   writes accelerate_fsdp_config.yaml, which the validator loads with that release's accelerate; HF's Trainer at its 4
+#   line (transformers 4.53.0) the same: accelerate_config.yaml as `accelerate launch --config_file` reads it with
+#   accelerate 1.8.1 (trl_validate.py accelerate_launched); its hybrid shard is a rule (planner.frameworks.hf HSDP_4)
+FSDP = {"fsdp": {"fsdp": ["full"], "seq_len": 1024}}
+OWN_KINDS = {"llamafactory": FSDP, "hf": FSDP}
+RANKED = {("llamafactory", "0.9.3"): {"fsdp"}, ("llamafactory", "0.9.4"): {"fsdp"}, ("hf", "4"): {"fsdp"}}
 CONFIG = {"lora": "SFTConfig", "full": "SFTConfig", "full-7b": "SFTConfig", "dpo": "DPOConfig", "grpo": "GRPOConfig"}
 LF, SWIFT, TRL = "llamafactory_old_validate.py", "swift_old_validate.py", "trl_validate.py"
 ORL, VERL = "openrlhf_validate.py", "verl_rl_validate.py"
@@ -99,7 +102,10 @@ def written(framework: str, line: str, kind: str, folder: Path) -> Path | None:
         return None
     plan, (model, hw, goal) = res.plans[0], res.context
     folder.mkdir()
-    for name, text in launch.files(plan, hw, model, goal.seq_len).items():
+    files = launch.files(plan, hw, model, goal.seq_len)
+    if launch.exporter(framework) is None:  # HF's and TRL's command, as the web page and the API hand it out
+        files["command.sh"] = f"#!/bin/bash\n{launch.with_launch(plan, model, hw, goal).launch.command}\n"
+    for name, text in files.items():
         (folder / name).write_text(text)
     return folder
 
