@@ -28,6 +28,9 @@ PKG[lf-0.5.3]="llmtuner==0.5.3"
 DEPS[lf-0.5.3]="gradio==3.50.2 jieba==0.42.1 rouge-chinese==1.0.3 nltk==3.8.1 $LFAPP transformers==4.38.2 datasets==2.18.0 accelerate==0.27.2 peft==0.9.0 trl==0.7.11 pydantic==2.6.4 $NUMPY1"
 PKG[lf-0.6.3]="llmtuner==0.6.3"
 DEPS[lf-0.6.3]="gradio==4.26.0 fire==0.6.0 $LFAPP transformers==4.40.1 datasets==2.19.0 accelerate==0.29.3 peft==0.10.0 trl==0.8.6 pydantic==2.7.1 $NUMPY1"
+# v0.7.0 (2024-04-28; its requirements.txt is v0.6.3's plus packaging): the releases of its week, gradio 4.28.3
+PKG[lf-0.7.0]="llmtuner==0.7.0"
+DEPS[lf-0.7.0]="gradio==4.28.3 fire==0.6.0 $LFAPP transformers==4.40.1 datasets==2.19.0 accelerate==0.29.3 peft==0.10.0 trl==0.8.6 pydantic==2.7.1 $NUMPY1"
 PKG[lf-0.7.1]="llamafactory==0.7.1"
 DEPS[lf-0.7.1]="gradio==4.36.1 fire==0.6.0 $LFAPP transformers==4.41.2 datasets==2.19.2 accelerate==0.30.1 peft==0.11.1 trl==0.9.4 pydantic==2.7.3 $NUMPY1 rich==13.7.1"
 PKG[lf-0.8.3]="llamafactory==0.8.3"
@@ -101,7 +104,7 @@ PKG[verl-0.6.0]="verl==0.6.0"
 DEPS[verl-0.6.0]="$VERLDEPS"
 PKG[verl-0.6.1]="verl==0.6.1"
 DEPS[verl-0.6.1]="$VERLDEPS"
-ALL="hf-4.53.0 hf-4.57.1 lf-0.5.3 lf-0.6.3 lf-0.7.1 lf-0.8.3 lf-0.9.0 lf-0.9.1 lf-0.9.2 lf-0.9.3 lf-0.9.4
+ALL="hf-4.53.0 hf-4.57.1 lf-0.5.3 lf-0.6.3 lf-0.7.0 lf-0.7.1 lf-0.8.3 lf-0.9.0 lf-0.9.1 lf-0.9.2 lf-0.9.3 lf-0.9.4
   trl-0.14.0 trl-0.15.2 trl-0.17.0 trl-0.19.1 trl-0.22.2 trl-1.0.0 trl-1.10.0
   swift-3.0.3 swift-3.4.1 swift-3.7.3 swift-3.12.6 orl-0.10.1 orl-0.8.9 verl-0.6.0 verl-0.6.1"
 
@@ -117,8 +120,9 @@ for name in $ALL; do
   esac
 done
 
-# CI (`make fwenv-old`, which `make test` depends on): one venv a written line, each line once (LLaMA-Factory's 0.8
-#   line at its newest, 0.9.0, and verl 0.6 at 0.6.1 are the sweep tier's: `tools/fwenv_old.sh all`)
+# CI (`make fwenv-old`, which `make test` depends on): one venv a written line, each line once but LLaMA-Factory's 0.7
+#   (v0.7.0 alone, train_bash.py's last; CI time is tight). The sweep tier (`tools/fwenv_old.sh all`) adds lf-0.7.0,
+#   the other ends of LLaMA-Factory's 0.8 line (0.9.0), verl's 0.6 (0.6.0) and hf@4.54 (4.57.1)
 CI="lf-0.5.3 lf-0.6.3 lf-0.7.1 lf-0.8.3 lf-0.9.1 lf-0.9.2 lf-0.9.3 lf-0.9.4
   trl-0.14.0 trl-0.15.2 trl-0.19.1 trl-0.22.2 trl-1.0.0 trl-1.10.0
   swift-3.0.3 swift-3.4.1 swift-3.7.3 swift-3.12.6 orl-0.10.1 orl-0.8.9 verl-0.6.1 hf-4.53.0"

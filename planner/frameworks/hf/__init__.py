@@ -103,6 +103,22 @@ HF_DEFAULTS = {
 ADAMW_4 = Default("adamw", "transformers 4.49.0 training_args.py:1284-1293: optim adamw_torch; 4.53.0: :1281")
 IGNORED = {"fsdp_config_version": "ignored"}  # transformers 4.x reads no fsdp_config "version" (reading.MEANINGS)
 FSDP1_UNSAID = {"fsdp_config_version": "default 1"}  # 5.0-5.9: read, FSDP1 where it names none
+# FSDP2's hybrid shard (HSDP) at the 4 line: its FSDP plans run accelerate's FSDP2 (launchenv.py: transformers >= 4.51,
+# accelerate >= 1.6), whose fully_shard takes no mesh before accelerate 1.10 (1.8.1, the 4 line's month, utils/
+# fsdp_utils.py:615-659: every rank one shard group, whatever --fsdp hybrid_shard says; FSDP_SHARDING_STRATEGY is read
+# under FSDP1 alone, utils/dataclasses.py:1721-1730) and no parallelism_config in its config file (1.8.1
+# commands/config/config_args.py:154-155 refuses a key its ClusterConfig lacks); the replicate x shard mesh comes
+# from accelerate 1.10's ParallelismConfig (accelerator.py:455-460, utils/fsdp_utils.py:623-630), which transformers
+# 4.53.0's Trainer never builds (trainer.py:5192-5209 Accelerator(**args) without it). A user's own file of the line
+# is read as it says (FSDP1 where no FSDP_VERSION is set: launchenv.py); memplan writes none.
+HSDP_4 = Rule(
+    "fsdp",
+    "transformers 4.53's Trainer runs FSDP2 through accelerate, whose fully_shard takes no hybrid mesh before 1.10 "
+    "(1.8.1 utils/fsdp_utils.py:615-659) and which the Trainer hands no ParallelismConfig (trainer.py:5192-5209): "
+    "give --fsdp full or --framework hf",
+    lambda k, w: k["fsdp"] == "hybrid",
+    scope="written",
+)
 HF_RELEASES = (
     # the 4 line's forward returned fp32 logits through 4.45 (Framework.returned_logits): planned the hungrier way
     Release(
@@ -112,6 +128,7 @@ HF_RELEASES = (
         defaults={"optimizer": ADAMW_4},
         meaning=IGNORED,
         adapter={"returned_logits": "fp32"},
+        rules=(HSDP_4,),
     ),
     Release(
         "4.54",
