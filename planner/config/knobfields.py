@@ -4,7 +4,7 @@ ones `suggest` searches (with the values it searches by default).
 Everything else derives from this declaration: `planner.config.spec.Knobs` (adding the combination rules) and `Plan`
 subclass it; the request models (planner/config/requests.py) build their knob fields with `request_fields` (one value, or
 a list for a searched knob in `suggest`); `planner.config.requests.Space` is the suggest request's knob part; the CLI's flags
-(planner/cli/common.py `add_knob_args`), the web form's choices (read from the API schema) and the property tests'
+(planner/cli/knobargs.py `add_knob_args`), the web form's choices (read from the API schema) and the property tests'
 strategies are generated from it. A new knob is one field here, its rule in Knobs or planner.config.layout, and its
 domain work.
 
