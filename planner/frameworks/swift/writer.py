@@ -201,7 +201,13 @@ def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
 
 def quant_flags(plan: Plan) -> list[Flag]:
     k = KEYS.pair
-    if plan.quant in ("gptq", "awq", "none"):  # quant_args.py:46: a quantized checkpoint brings its own config
+    if plan.quant in (
+        "gptq",
+        "awq",
+        "ct-w4a16",
+        "hqq",
+        "none",
+    ):  # quant_args.py:46: a quantized checkpoint brings its own config
         return []
     if plan.quant == "int8":  # model/register.py:82-83: quant_bits 8 is load_in_8bit
         return [k("quant_method", "bnb"), k("quant", 8)]
