@@ -43,7 +43,7 @@ def test_compressed_tensors_and_hqq_storage():
     assert quant.base_bytes(LLAMA, "ct-w4a16") == q * (0.5 + 2 / 128) + 16 * linears
     assert quant.base_bytes(LLAMA, "hqq") == q * 0.625
     assert quant.dense_copy_bytes(LLAMA, "ct-w4a16", 2) == 2 * q and quant.dense_copy_bytes(LLAMA, "hqq", 2) == 0
-    plain, ct = (params_bytes(setup(quant=v, framework="hf")) for v in ("none", "ct-w4a16"))
+    plain, ct = (params_bytes(setup(quant=v, framework="hf", release="4.54")) for v in ("none", "ct-w4a16"))
     assert ct - plain == quant.base_bytes(LLAMA, "ct-w4a16")  # the dense model, and the packed one beside it
 
 
@@ -110,9 +110,13 @@ def test_gptq_saves_every_dequantized_weight_without_checkpointing():
         ({"quant": "gptq"}, "--framework memplan (the bundled trainer, planner train) cannot run --quant gptq"),
         ({"quant": "nf4", "zero_stage": 3, "offload": "optimizer+params"}, "offloaded to the host"),
         ({"quant": "int8", "quant_absmax": "fp32"}, "--quant-absmax fp32 is how a 4-bit base stores"),
-        ({"quant": "ct-w4a16", "fsdp": "full", "framework": "hf"}, "registers its dense weight at its first forward"),
-        ({"quant": "hqq", "zero_stage": 3, "framework": "hf"}, "HQQLinear keeps its scales and zeros in a dict"),
-        ({"quant": "hqq", "precision": "bf16-pure", "framework": "hf"}, "only under autocast"),
+        (
+            {"quant": "ct-w4a16", "fsdp": "full", "framework": "hf@4.54"},
+            "registers its dense weight at its first forward",
+        ),
+        ({"quant": "hqq", "zero_stage": 3, "framework": "hf@4.54"}, "HQQLinear keeps its scales and zeros in a dict"),
+        ({"quant": "hqq", "precision": "bf16-pure", "framework": "hf@4.54"}, "only under autocast"),
+        ({"quant": "ct-w4a16", "framework": "hf"}, "transformers 5 cannot train a compressed-tensors or HQQ base"),
     ],
 )
 def test_bad_quantized_bases_are_one_line_errors(fields, needle):
@@ -148,9 +152,9 @@ def test_exports_each_base_as_transformers_and_trl_load_it():
     assert GPTQConfig(**gptq.quantization_config).backend == "auto_trainable" and "auto_trainable" in gptq.note
     awq = check(quant="awq", precision="fp16", framework="hf").launch
     assert awq.quantization_class == "AwqConfig" and AwqConfig(**awq.quantization_config).group_size == 128
-    ct = check(quant="ct-w4a16", framework="hf").launch
+    ct = check(quant="ct-w4a16", framework="hf@4.54").launch
     assert ct.quantization_class == "CompressedTensorsConfig" and "transformers 5 cannot train it" in ct.note
-    hqq = check(quant="hqq", framework="hf").launch
+    hqq = check(quant="hqq", framework="hf@4.54").launch
     assert hqq.quantization_class == "HqqConfig" and hqq.quantization_config == {"nbits": 4, "group_size": 64}
 
 

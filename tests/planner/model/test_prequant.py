@@ -131,8 +131,8 @@ def test_a_gptq_checkpoint_is_planned_as_the_gptq_base_it_is(tmp_path):
 
 @pytest.mark.parametrize(("qc", "quant"), [(CT, "ct-w4a16"), (HQQ, "hqq")])
 def test_a_compressed_tensors_or_hqq_checkpoint_is_planned_as_the_base_it_is(tmp_path, qc, quant):
-    as_checkpoint = check(model=folder(tmp_path, qc), lora_rank=8).plan
-    as_flag = check(model="qwen2.5-7b", lora_rank=8, quant=quant).plan
+    as_checkpoint = check(model=folder(tmp_path, qc), lora_rank=8, framework="hf@4.54").plan
+    as_flag = check(model="qwen2.5-7b", lora_rank=8, quant=quant, framework="hf@4.54").plan
     assert as_checkpoint.knobs.quant == quant and as_checkpoint.memory == as_flag.memory
 
 
