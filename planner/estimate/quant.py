@@ -48,8 +48,11 @@ and what the matmuls dequantize.
   quantized linear (an MoE's experts as routing reaches them; over the steps of a run, all of them), the base holds
   the dense model too, 2 bytes a weight more (measured 0.5 + 2/128 bytes a weight packed and exactly 2 dense after
   a step: tests/probes/test_prequant.py). Each later forward runs compressed-tensors' fake quantization over the
-  dense weight (quantization/lifecycle/forward.py:379-393: a clone, the zero point, the scaled, clamped and rounded
-  copies): up to 4 weights in the compute dtype beside the kept one (measured 3.92). transformers 5 loads the same
+  dense weight (quantization/lifecycle/forward.py:379-393: a clone that becomes the kept weight, the zero point,
+  the scaled, clamped and rounded copies) and multiplies by the fake-quantized copy, which F.linear saves for the
+  input gradient (a view of it) while the module's weight is restored: 2 bytes a weight of every quantized linear
+  saved until backward, as GPTQ's, and up to 3 more copies of the largest one transient (measured with the saved
+  one: 3.92 against 4). transformers 5 loads the same
   checkpoint through compressed-tensors >= 0.15 without CompressedLinear: the modules keep no `weight` until a
   model-level hook decompresses all of them at the first forward (0.20.1 compressors/model_compressors/
   model_compressor.py:258-279), and PEFT >= 0.18 reads `module.weight` when it wraps a linear
@@ -82,7 +85,7 @@ CT = "ct-w4a16"
 HQQ = "hqq"
 HQQ_GROUP = 64  # transformers' HqqConfig group_size default (utils/quantization_config.py HqqConfig)
 CT_SHAPE_BYTES = 16  # weight_shape, int64[2], one a quantized linear
-CT_FAKE_QUANT_WEIGHTS = 4  # compute-dtype copies of a weight a later forward's fake quantization holds at once
+CT_FAKE_QUANT_WEIGHTS = 3  # compute-dtype copies of a weight a later forward's fake quantization holds transiently
 HQQ_DEQUANT_BYTES = 12  # fp32 bytes a weight HQQ's dequantization holds at once: (W_q - zero), its product, unpacked
 
 
@@ -179,17 +182,19 @@ def dequantized_weight_bytes(model, quant: str, compute_bytes: int, bf16: bool =
 
 
 def saved_weights_layer_bytes(model, quant: str) -> int:
-    """gptq: the dequantized weights one layer's forward saves for its backward (2 bytes a weight)."""
-    if quant != "gptq":
+    """gptq: the dequantized weights one layer's forward saves for its backward (2 bytes a weight); ct-w4a16: the
+    fake-quantized copies (in half precision, as the base loads)."""
+    if quant not in ("gptq", CT):
         return 0
     return 2 * quantized_weights(model) // model.text.layers
 
 
 def retained_input_elements_per_token(model, quant: str, skip=lambda name, group: False) -> int:
-    """int8: the inputs one decoder layer's quantized linears keep in ctx.tensors, per token: one tensor for each
+    """int8 and hqq: the inputs one decoder layer's quantized linears keep in ctx.tensors, per token: one tensor for each
     group of linears that read the same one (q/k/v, gate/up), one for every other linear (o_proj, down_proj); the
-    groups `skip` names (by their first linear's name, with the tensors of the group) left out."""
-    if quant != INT8:
+    groups `skip` names (by their first linear's name, with the tensors of the group) left out. hqq's
+    HQQMatmulNoCacheMul saves its input the same way (save_for_backward, so a checkpoint drops it)."""
+    if quant not in (INT8, HQQ):
         return 0
     groups: dict[str, list] = {}
     for t in model.tensors:

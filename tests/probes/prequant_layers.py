@@ -105,6 +105,22 @@ def transient_bytes(model, layer: int) -> dict:
     return {"peak": t.peak, "output": out, "shape": [layer.out_features, layer.in_features]}
 
 
+def saved_tensors(model) -> list[dict]:
+    """What one quantized linear's forward saves for backward (a layer's MLP down_proj, input requiring grad)."""
+    layer = next(m for n, m in model.named_modules() if n.endswith("layers.0.mlp.down_proj.base_layer"))
+    x = torch.randn(1, TOKENS, layer.in_features, dtype=DTYPE, requires_grad=True)
+    stored = [*layer.parameters(), *layer.buffers()]
+    saved = []
+
+    def pack(t):  # is_stored: the layer's own tensor object (its memory counted with the base, not anew)
+        saved.append({"bytes": t.nbytes, "is_input": t is x, "is_stored": any(t is w for w in stored)})
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), torch.autocast("cpu", dtype=DTYPE):
+        layer(x).sum().backward()
+    return saved
+
+
 def main(mode: str) -> None:
     with tempfile.TemporaryDirectory() as path:
         model = load(mode, path)
@@ -122,6 +138,7 @@ def main(mode: str) -> None:
     second = quantized_bytes(model)
     result = {"linears": shapes, "loaded": loaded, "after_step1": first, "after_step2": second}
     result["transient"] = {"first": first_forward, "later": transient_bytes(model, 0)}
+    result["saved"] = saved_tensors(model)
     print(json.dumps(result))
 
 

@@ -19,6 +19,7 @@ from planner.estimate import quant
 
 SCRIPT = Path(__file__).with_name("prequant_layers.py")
 ROOT = Path(__file__).resolve().parents[2]
+TOKENS = 64  # prequant_layers.py's rows
 
 
 @pytest.fixture(scope="module", params=["ct", "hqq"])
@@ -58,7 +59,7 @@ def test_compressed_tensors_keeps_a_dense_copy_after_a_step(real):
 def test_one_linears_forward_transient_within_3_percent_below_the_term(real):
     """The peak of one down_proj forward beyond its output (and, for ct, beyond the kept dense weight, which the
     tracker counts as new) against quant.dequantized_weight_bytes: ct's later forwards (fake quantization) 3.92
-    bf16 copies against the 4 counted, its first (decompression) lower; hqq's fp32 dequantization 11.83 bytes a
+    bf16 copies against the 3 transient and the 1 saved counted, its first (decompression) lower; hqq's fp32 dequantization 11.83 bytes a
     weight against 12. The term counts whole weight-sized buffers; the tracker's 512-byte rounding and the
     per-group scale temporaries make up the difference."""
     mode, r = real
@@ -67,7 +68,19 @@ def test_one_linears_forward_transient_within_3_percent_below_the_term(real):
         n = prod(t["shape"])
         kept = 2 * n if mode == "ct" else 0
         measured = t["peak"] - t["output"] - kept
-        term = quant.CT_FAKE_QUANT_WEIGHTS * 2 * n if mode == "ct" else quant.HQQ_DEQUANT_BYTES * n
+        saved = 2 * n if mode == "ct" else 0  # the fake-quantized copy F.linear saves, live after the call
+        term = quant.CT_FAKE_QUANT_WEIGHTS * 2 * n + saved if mode == "ct" else quant.HQQ_DEQUANT_BYTES * n
         assert measured <= term
         if when == "later":
             assert measured >= 0.97 * term
+
+
+def test_what_a_quantized_linears_forward_saves(real):
+    """hqq saves its input and nothing else (the term quant.retained_input_elements_per_token counts, as int8's);
+    compressed-tensors' F.linear saves a view of the fake-quantized weight, which the module's restored weight no
+    longer holds: 2 bytes a weight until backward (quant.saved_weights_layer_bytes)."""
+    mode, r = real
+    out_features, in_features = r["transient"]["later"]["shape"]
+    saved = [(s["is_input"], s["is_stored"], s["bytes"]) for s in r["saved"]]
+    hqq = [(True, False, 2 * TOKENS * in_features)]  # the bf16 input, TOKENS rows
+    assert saved == (hqq if mode == "hqq" else [(False, False, 2 * out_features * in_features)])

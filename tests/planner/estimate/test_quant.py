@@ -79,8 +79,18 @@ def test_dequantization_transients_per_format():
     assert quant.dequantized_weight_bytes(LLAMA, "int8", 4) == 2 * largest  # CB.to(half), whatever the compute
     assert quant.dequantized_weight_bytes(LLAMA, "gptq", 2, bf16=True) == 4 * largest  # fp16, then its bf16 cast
     assert quant.dequantized_weight_bytes(LLAMA, "awq", 2) == 2 * largest  # fp16, as AWQ runs
-    assert quant.dequantized_weight_bytes(LLAMA, "ct-w4a16", 2) == 8 * largest  # fake quantization: 4 bf16 copies
+    assert quant.dequantized_weight_bytes(LLAMA, "ct-w4a16", 2) == 6 * largest  # fake quantization: 3 bf16 copies
     assert quant.dequantized_weight_bytes(LLAMA, "hqq", 2) == 12 * largest  # 3 fp32 copies, whatever the compute
+
+
+def test_ct_saves_every_fake_quantized_weight_and_hqq_its_inputs():
+    """Against a 4-bit bitsandbytes base: ct-w4a16 saves each linear's fake-quantized copy (2 bytes a weight) as GPTQ
+    its dequantized one; hqq saves the quantized linears' inputs as int8 keeps them (no checkpoint here)."""
+    nf4, ct, hqq, int8 = (
+        breakdown(setup(quant=q, framework="hf", release="4.54"), 80 * GiB) for q in ("nf4", "ct-w4a16", "hqq", "int8")
+    )
+    assert ct.activations_bytes - nf4.activations_bytes == 2 * quant.quantized_weights(LLAMA)
+    assert hqq.activations_bytes == int8.activations_bytes > nf4.activations_bytes
 
 
 def test_int8_keeps_the_inputs_a_checkpoint_would_drop():
