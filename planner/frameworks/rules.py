@@ -113,6 +113,6 @@ def hf_ppo_rules(name: str, cite: str, written: str) -> tuple[Rule, Rule]:
 TRANSFORMERS_5_QUANT = Rule(
     "quant",
     "transformers 5 cannot train a compressed-tensors or HQQ base (PEFT >= 0.18 cannot wrap compressed-tensors' "
-    "linears, HQQ does not load): a line on transformers 4.57 runs it",
+    "linears, HQQ does not load): give --framework hf@4.54 (transformers 4.57)",
     lambda k, w=None: k.get("quant") in ("ct-w4a16", "hqq"),
 )
