@@ -51,7 +51,7 @@ Batching = Literal["padded", "packed"]
 # orthogonal block rotations of each adapted linear's input, --lora-rank their block size; planner.estimate.oft);
 # PEFT's AdaLoRA and VeRA at --lora-rank (planner.estimate.peft_tuners)
 LoraVariant = Literal["lora", "dora", "oft", "boft", "adalora", "vera"]
-Quant = Literal["none", "nf4", "fp4", "int8", "gptq", "awq"]
+Quant = Literal["none", "nf4", "fp4", "int8", "gptq", "awq", "ct-w4a16", "hqq"]
 VitCheckpointing = Literal["on", "off"]
 QuantAbsmax = Literal["8bit", "fp32"]
 Frozen = Literal["none", "vision", "vision+projector", "language", "language+vision"]
@@ -143,7 +143,8 @@ class KnobFields(BaseModel):
         description=(
             "a quantized base under LoRA: its linears in 4 bits (bitsandbytes nf4 or fp4, double quantization: QLoRA) "
             "or 8 bits (int8: bitsandbytes LLM.int8, load_in_8bit), or a prequantized 4-bit GPTQ or AWQ checkpoint "
-            "(gptq, awq: group size 128, through gptqmodel)"
+            "(gptq, awq: group size 128, through gptqmodel), an llm-compressor W4A16 checkpoint (ct-w4a16: "
+            "compressed-tensors pack-quantized, groups of 128, run compressed) or an HQQ 4-bit base (hqq: groups of 64)"
         ),
     )
     quant_absmax: QuantAbsmax = Field(

@@ -150,6 +150,16 @@ def lora_rules(k: KnobFields) -> None:
     base_rules(k)
 
 
+GPTQMODEL_BUFFERS = "gptqmodel keeps the weights in buffers, which FSDP and ZeRO-3 do not shard"
+UNSHARDED = {  # the quantized bases memplan plans on whole ranks only, and why
+    "int8": "FSDP drops bitsandbytes' int8 state, LLaMA-Factory refuses it",
+    "gptq": GPTQMODEL_BUFFERS,
+    "awq": GPTQMODEL_BUFFERS,
+    "ct-w4a16": "CompressedLinear registers its dense weight at its first forward, after FSDP or ZeRO-3 has wrapped it",
+    "hqq": "HQQLinear keeps its scales and zeros in a dict, not in parameters or buffers",
+}
+
+
 def base_rules(k: KnobFields) -> None:
     """The base's dtype and quantization: an fp32 base under mixed precision, a 4-bit base's absmax, which quantized
     bases shard, AWQ's and GPTQ's compute dtypes, no offloaded quantized base."""
@@ -165,15 +175,16 @@ def base_rules(k: KnobFields) -> None:
             f"--quant-absmax {k.quant_absmax} is how a 4-bit base stores its block constants: give --quant nf4 or fp4",
             "quant_absmax",
         )
-    if k.quant in ("int8", "gptq", "awq") and sharded:
-        why = (
-            "FSDP drops bitsandbytes' int8 state, LLaMA-Factory refuses it"
-            if k.quant == "int8"
-            else "gptqmodel keeps the weights in buffers, which FSDP and ZeRO-3 do not shard"
-        )
+    if k.quant in UNSHARDED and sharded:
         raise BadInput(
-            f"--quant {k.quant} cannot be sharded ({why}): use --zero 0, 1 or 2 with --fsdp off, or a "
+            f"--quant {k.quant} cannot be sharded ({UNSHARDED[k.quant]}): use --zero 0, 1 or 2 with --fsdp off, or a "
             "bitsandbytes 4-bit base (--quant nf4)",
+            "quant",
+        )
+    if k.quant == "hqq" and k.precision == "bf16-pure":
+        raise BadInput(
+            "--quant hqq with --precision bf16-pure: transformers 4.57 builds HQQLinear in fp32 (quantizers/"
+            "quantizer_hqq.py:74-79), whose weight meets a bf16 input only under autocast: use --precision bf16",
             "quant",
         )
     if k.quant == "awq" and k.precision != "fp16":

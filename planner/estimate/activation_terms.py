@@ -141,9 +141,11 @@ def quant_layer_bytes(s: Setup) -> int:
       the adapters' input to fp32 (zero 0 in half precision) each lora_A saves a copy of its own, so every other
       input stays too; in fp32 or under DeepSpeed (adapters in the module's dtype) lora_A saves the input itself,
       so only the inputs of groups left unadapted stay;
+    - hqq saves each linear's input as int8 keeps it (HQQMatmulNoCacheMul's save_for_backward), dropped by a
+      checkpoint as every saved tensor is;
     - gptq saves every linear's dequantized weight."""
     k, (_, rows, width, p) = s.knobs, text_shape(s)
-    if k.quant != quant.INT8:
+    if k.quant not in (quant.INT8, quant.HQQ):
         return quant.saved_weights_layer_bytes(s.model, k.quant)
     shares = p == "fp32" or k.zero_stage > 0
 

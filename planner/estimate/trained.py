@@ -150,14 +150,14 @@ def frozen_weight_bytes_per_param(k: Knobs) -> int:
 
 def frozen_bytes(s: Setup) -> int:
     """The frozen base under LoRA: half precision (fp32 in fp32 runs); with --quant its decoder linears as the format
-    stores them (planner.estimate.quant)."""
+    stores them, and the dense copies compressed-tensors keeps beside them (planner.estimate.quant)."""
     k = s.knobs
     if k.quant == "none":
         return frozen_params(s) * frozen_weight_bytes_per_param(k)
     q = quant.quantized_weights(s.model)
-    return quant.base_bytes(s.model, k.quant, k.quant_absmax) + (frozen_params(s) - q) * frozen_weight_bytes_per_param(
-        k
-    )
+    half = frozen_weight_bytes_per_param(k)
+    dense = quant.dense_copy_bytes(s.model, k.quant, half)  # compressed-tensors' kept dense weights
+    return quant.base_bytes(s.model, k.quant, k.quant_absmax) + dense + (frozen_params(s) - q) * half
 
 
 def optimizer_state_bytes_per_param(optimizer: str, state_bytes: int) -> float:

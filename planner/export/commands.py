@@ -61,7 +61,7 @@ def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME, model: ModelSpec | No
             a += [K.flag("lora_variant")]
     if plan.quant == "int8":  # TRL's ModelConfig (trl/trainer/utils.py:270-273)
         a += ["--load_in_8bit"]
-    elif plan.quant in ("gptq", "awq"):  # no flag: the checkpoint carries its quantization_config
+    elif plan.quant in ("gptq", "awq", "ct-w4a16", "hqq"):  # no flag: the checkpoint carries its quantization_config
         pass
     elif plan.quant != "none":  # TRL's ModelConfig: bitsandbytes 4-bit base with double quantization
         a += ["--load_in_4bit", "--bnb_4bit_quant_type", plan.quant]

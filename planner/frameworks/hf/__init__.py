@@ -6,7 +6,7 @@ Releases (`HF_RELEASES`, read in the wheels): the Trainer's optimizer default wa
 from 4.54 (training_args.py:1286-1291 at 4.54.0); 5.24 renamed gradient_checkpointing to activation_checkpointing
 (training_args.py:302-315, the old name a deprecated alias), after the 5.23 this adapter writes."""
 
-from planner.frameworks.base import Default, Framework, Release, Rule, autotp_rule
+from planner.frameworks.base import TRANSFORMERS_5_QUANT, Default, Framework, Release, Rule, autotp_rule
 from planner.frameworks.tool import Signs
 
 TF = "transformers 5.23.0 training_args.py"
@@ -127,7 +127,7 @@ HF_RELEASES = (
         "transformers 4.49.0, 4.53.0",
         defaults={"optimizer": ADAMW_4},
         meaning=IGNORED,
-        adapter={"returned_logits": "fp32"},
+        adapter={"returned_logits": "fp32", "rules": HF_SPLIT_RULES},
         rules=(HSDP_4,),
     ),
     Release(
@@ -135,6 +135,7 @@ HF_RELEASES = (
         (4, 54),
         "transformers 4.54.0",
         meaning=IGNORED,
+        adapter={"rules": HF_SPLIT_RULES},  # a compressed-tensors or HQQ base trains on 4.x (TRANSFORMERS_5_QUANT)
         defaults={
             "optimizer": Default(
                 "adamw-fused", "transformers 4.54.0 training_args.py:1286-1291: adamw_torch_fused on torch >= 2.8"
@@ -144,8 +145,17 @@ HF_RELEASES = (
     # 5.0-5.9 read fsdp_config's "version" as 5.10 on do, FSDP1 where it names none (reading.MEANINGS); the rest is
     # the newest line's (optim adamw_torch_fused on torch >= 2.8: 5.9.0 training_args.py:811-816;
     # per_device_train_batch_size 8 :782)
-    Release("5", (5, 0), "transformers 5.0.0 .. 5.9.x (training_args.py:2812 at 5.9.0)", meaning=FSDP1_UNSAID),
-    Release("5.10", (5, 10), "transformers 5.10.0 .. 5.23.0 (training_args.py:2736 at 5.10.0: version 2 unsaid)"),
+    Release(
+        "5",
+        (5, 0),
+        "transformers 5.0.0 .. 5.9.x (training_args.py:2812 at 5.9.0)",
+        meaning=FSDP1_UNSAID,
+    ),
+    Release(
+        "5.10",
+        (5, 10),
+        "transformers 5.10.0 .. 5.23.0 (training_args.py:2736 at 5.10.0: version 2 unsaid)",
+    ),
 )
 # keys of TrainingArguments that only releases whose optim default was adamw_torch (torch's foreach AdamW) take: the
 # file that sets one targets such a release. evaluation_strategy: 4.45.2 training_args.py:1381 (default optim :1267),
@@ -208,7 +218,7 @@ FRAMEWORK = Framework(
     defaults=HF_DEFAULTS,
     keys=HF_KEYS,
     notes=("checkpointing off by default; no packing; freezing modules is the script's job",),
-    rules=HF_SPLIT_RULES,
+    rules=(*HF_SPLIT_RULES, TRANSFORMERS_5_QUANT),
     releases=HF_RELEASES,
     # the Trainer's keys only some lines take (OLD_OPTIM_KEYS): one narrows the lines a script allows; a script that
     # pins none is planned at each line it allows (planner.intake.releases.decide), the hungrier verdict answered

@@ -142,6 +142,8 @@ def _quant(c: Collector, f: dict[str, Flag]) -> None:
             c.set("quant_absmax", "fp32", nested.source, KEYS.flag("quant_absmax"))
     elif method == "bnb" and bits == "8":  # model/register.py:83: load_in_8bit
         c.set("quant", "int8", f[keys[1]].source, KEYS.flag("quant"))
+    elif method == "hqq" and bits == "4":  # quant_args.py:69-71 (v3.10.3): HqqConfig(nbits=4), groups of 64
+        c.set("quant", "hqq", f"{f[keys[0]].source}; {f[keys[1]].source}", KEYS.flag("quant"))
     elif method:
         c.note(
             f"{'; '.join(f[k].source for k in keys if k in f)} ({method} {bits or ''}-bit "

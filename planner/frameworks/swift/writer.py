@@ -209,8 +209,10 @@ def tuner_rank_flags(variant: str, plan: Plan) -> list[Flag]:
 
 def quant_flags(plan: Plan) -> list[Flag]:
     k = KEYS.pair
-    if plan.quant in ("gptq", "awq", "none"):  # quant_args.py:46: a quantized checkpoint brings its own config
+    if plan.quant in ("gptq", "awq", "ct-w4a16", "none"):  # quant_args.py:46: the checkpoint brings its own config
         return []
+    if plan.quant == "hqq":  # quant_args.py:69-71 (v3.10.3): HqqConfig(nbits=quant_bits), groups of 64
+        return [k("quant_method", "hqq"), k("quant", 4)]
     if plan.quant == "int8":  # model/register.py:82-83: quant_bits 8 is load_in_8bit
         return [k("quant_method", "bnb"), k("quant", 8)]
     out = [

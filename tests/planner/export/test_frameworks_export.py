@@ -93,6 +93,7 @@ CASES = {
         },
         "qlora_z3": {"lora_rank": 16, "quant": "nf4", "zero": 3, "checkpointing": "full"},
         "int8": {"lora_rank": 8, "quant": "int8", "checkpointing": "full"},
+        "hqq": {"lora_rank": 8, "quant": "hqq", "checkpointing": "full"},
         "dpo_full_z2_offload": {"zero": 2, "offload": "optimizer", "workload": DPO, "checkpointing": "full"},
         # DPO padding-free under Ulysses (swift/arguments/rlhf_args.py:710-725 run both for dpo)
         "dpo_packed_ulysses": {
@@ -420,6 +421,9 @@ def test_swift_quantized_bases(tmp_path):
     z3, int8 = sw("qlora_z3", tmp_path).f, sw("int8", tmp_path).f
     assert (z3["quant_bits"], z3["bnb_4bit_quant_storage"], z3["deepspeed"]) == ("4", "bfloat16", "zero3")
     assert (int8["quant_method"], int8["quant_bits"]) == ("bnb", "8") and "bnb_4bit_quant_type" not in int8
+    hqq = sw("hqq", tmp_path)
+    assert (hqq.f["quant_method"], hqq.f["quant_bits"]) == ("hqq", "4")  # quant_args.py:69-71: HqqConfig(nbits=4)
+    assert intake.read([str(hqq.dir / swift.SCRIPT_NAME)]).request["quant"] == "hqq"
 
 
 def test_swift_full_dpo_writes_its_offload_zero2_json(tmp_path):
