@@ -92,11 +92,37 @@ def device_map_note(plan: Plan) -> str | None:
     )
 
 
-def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> Launch:
+def pixels_note(plan: Plan, goal: Goal | None) -> str | None:
+    """Where the command cannot carry the images as planned (Goal.pixels, image_tokens): a GRPO fork's script takes
+    the pixel bounds (commands.fork_images), not a token count; HF's and TRL's own scripts take neither, so the
+    user's script sets them. None for a framework's own files (its writer's) and a plan without images."""
+    if goal is None or not goal.image_tokens or exporter(plan.framework) is not None:
+        return None
+    if commands.fork_grpo(plan):
+        if goal.pixels:
+            return None
+        return (
+            f"{plan.framework}@{plan.release}'s script sizes each image within its --max_pixels (default 12,845,056: "
+            f"up to 16,384 tokens), not the {goal.image_tokens:,} image tokens planned: plan with --images N and "
+            "--max-pixels to write the cap"
+        )
+    if goal.pixels is None:
+        return None
+    return (
+        f"each image is planned within min_pixels {goal.pixels[0]:,} and max_pixels {goal.pixels[1]:,}: the command "
+        "has no flag for them; set them on the processor in your script (image_processor.min_pixels / max_pixels), "
+        "whose own bounds may give more image tokens"
+    )
+
+
+def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> Launch:
+    """The plan's launch material; `goal`: its images (Goal.pixels, image_tokens), written where the command takes
+    them and said where it does not (pixels_note)."""
     fw = exporter(plan.framework)
     notes = [export.hf_note(plan) if fw is None else None, budget_note(plan), prequantized_note(plan)]
+    notes += [pixels_note(plan, goal)]
     notes = [n for n in (*notes, device_map_note(plan) if fw is None else None) if n]  # HF's command
-    command, framework_files = commands.command(plan, hw, model, seq_len), None
+    command, framework_files = commands.command(plan, hw, model, seq_len, goal), None
     if fw is not None:
         try:
             command, framework_files = framework_launch(plan, model, hw, seq_len)
@@ -130,7 +156,7 @@ def framework_launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -
 def with_launch(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal) -> Plan:
     """The plan with its launch material (made once: a plan that has it keeps it)."""
     if plan.launch is None:
-        plan.launch = launch(plan, model, hw, goal.seq_len)
+        plan.launch = launch(plan, model, hw, goal.seq_len, goal)
     return plan
 
 
@@ -146,9 +172,10 @@ def command_files(plan: Plan, model: ModelSpec, ds_name: str = DS_CONFIG_NAME) -
     return out
 
 
-def files(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int) -> dict[str, str]:
+def files(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int, goal: Goal | None = None) -> dict[str, str]:
     """A framework plan's config files (framework_launch, made once: a plan that carries them keeps them); otherwise
-    the command's files, the accelerate config of an FSDP plan, the HF arguments and a Slurm script."""
+    the command's files, the accelerate config of an FSDP plan, the HF arguments and a Slurm script running the
+    printed command's words (`goal`: its images, as launch)."""
     if exporter(plan.framework) is not None:
         made = plan.launch.framework_files if plan.launch else framework_launch(plan, model, hw, seq_len)[1]
         if made is not None:  # None: its framework cannot express it, and the plan carries the HF material
@@ -158,16 +185,18 @@ def files(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int) -> dict[str,
     if acc is not None:
         out["accelerate_config.yaml"] = configs.yaml_text(acc)
     out["train_args.json"] = json.dumps(export.hf_args(plan, model, hw), indent=2) + "\n"
-    out["launch.sbatch"] = commands.sbatch(plan, hw)
+    out["launch.sbatch"] = commands.sbatch(plan, hw, model=model, goal=goal)
     return out | pinned(plan)
 
 
-def emit(plan: Plan, hw: Hardware, model: ModelSpec, out_dir: str, seq_len: int) -> list[Path]:
+def emit(
+    plan: Plan, hw: Hardware, model: ModelSpec, out_dir: str, seq_len: int, goal: Goal | None = None
+) -> list[Path]:
     """Write `files` into out_dir (made if missing); the paths written."""
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in files(plan, hw, model, seq_len).items():
+    for name, text in files(plan, hw, model, seq_len, goal).items():
         (d / name).write_text(text)
         written.append(d / name)
     return written

@@ -34,9 +34,10 @@ KINDS = {
 }
 # a framework's (or a line's) own kinds besides: LLaMA-Factory's FSDP plan (0.9.3 on; before, a rule: its accelerate
 #   predates FSDP2) writes accelerate_fsdp_config.yaml, which the validator loads with that release's accelerate; the
-#   GRPO forks' vision-language GRPO (LoRA on the language model; the 7B sharded with ZeRO, their FSDP being a rule)
+#   GRPO forks' vision-language GRPO (LoRA on the language model, its images within a pixel cap the fork's script
+#   takes; the 7B sharded with ZeRO, their FSDP being a rule)
 VL_GRPO = {
-    "grpo-vl-lora": {"model": "qwen2.5-vl-3b", "lora_rank": 8, **GRPO},
+    "grpo-vl-lora": {"model": "qwen2.5-vl-3b", "lora_rank": 8, "images": 1, "max_pixels": 401408, **GRPO},
     "grpo-vl-7b": {"model": "qwen2.5-vl-7b", **GRPO},
 }
 OWN_KINDS = {"llamafactory": {"fsdp": {"fsdp": ["full"], "seq_len": 1024}}, "r1-v": VL_GRPO, "vlm-r1": VL_GRPO}
@@ -125,7 +126,7 @@ def written(framework: str, line: str, kind: str, folder: Path) -> Path | None:
         return None
     plan, (model, hw, goal) = res.plans[0], res.context
     folder.mkdir()
-    for name, text in launch.files(plan, hw, model, goal.seq_len).items():
+    for name, text in launch.files(plan, hw, model, goal.seq_len, goal).items():
         (folder / name).write_text(text)
     return folder
 

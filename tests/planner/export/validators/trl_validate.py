@@ -13,7 +13,7 @@ For each folder, from inside it (--fsdp_config names fsdp_config.json beside the
    (TrainingArguments' own checks; GRPOConfig's batch rules where the release has them);
 2. the flags launch.sbatch hands train.py (the script of TRL's examples parses them with the same two dataclasses,
    TrlParser((ScriptArguments, CONFIG, ModelConfig))): parse_args_into_dataclasses, every flag one of theirs, each
-   value of the field's type and choices.
+   value of the field's type and choices, and a model_name_or_path among them.
 bf16 is reported available (HF refuses bf16 on a host without a bf16 GPU). Exits 1 at the first folder refused.
 """
 
@@ -63,6 +63,8 @@ def check(folder: Path) -> str:
     cfg2, model, rest = parser(config).parse_args_into_dataclasses(args=argv, return_remaining_strings=True)
     if rest:
         raise ValueError(f"flags {config} and ModelConfig do not take: {rest}")
+    if not model.model_name_or_path:  # the printed command names it; the Slurm script must too
+        raise ValueError("launch.sbatch names no --model_name_or_path")
     for field in ("per_device_train_batch_size", "gradient_accumulation_steps", "bf16", "gradient_checkpointing"):
         if getattr(cfg, field) != getattr(cfg2, field):
             raise ValueError(f"{field}: train_args.json {getattr(cfg, field)} != flags {getattr(cfg2, field)}")
@@ -77,7 +79,8 @@ def check(folder: Path) -> str:
     extra += f" num_generations={cfg.num_generations}" if hasattr(cfg, "num_generations") else ""
     return (
         f"trl {trl.__version__} {config}: micro={cfg.per_device_train_batch_size} "
-        f"accum={cfg.gradient_accumulation_steps} fsdp={cfg.fsdp} peft={model.use_peft}{extra}"
+        f"accum={cfg.gradient_accumulation_steps} fsdp={cfg.fsdp} peft={model.use_peft} "
+        f"model={model.model_name_or_path}{extra}"
     )
 
 
