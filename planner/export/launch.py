@@ -95,9 +95,19 @@ def device_map_note(plan: Plan) -> str | None:
 def pixels_note(plan: Plan, goal: Goal | None) -> str | None:
     """Where the command cannot carry the images as planned (Goal.pixels, image_tokens): a GRPO fork's script takes
     the pixel bounds (commands.fork_images), not a token count; HF's and TRL's own scripts take neither, so the
-    user's script sets them. None for a framework's own files (its writer's) and a plan without images."""
-    if goal is None or not goal.image_tokens or exporter(plan.framework) is not None:
+    user's script sets them; a framework's writer where its `writes_pixels(line)` says so. None for a plan without
+    images and files that carry them."""
+    if goal is None or not goal.image_tokens:
         return None
+    fw = exporter(plan.framework)
+    if fw is not None:
+        if goal.pixels is None or getattr(fw, "writes_pixels", lambda line: False)(plan.release):
+            return None
+        where = f"{plan.framework}@{plan.release}" if plan.release else plan.framework
+        return (
+            f"each image is planned within max_pixels {goal.pixels[1]:,}: {where}'s files here set no pixel cap, so "
+            "its own cap applies (set it to this one)"
+        )
     if commands.fork_grpo(plan):
         if goal.pixels:
             return None
@@ -125,7 +135,7 @@ def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal 
     command, framework_files = commands.command(plan, hw, model, seq_len, goal), None
     if fw is not None:
         try:
-            command, framework_files = framework_launch(plan, model, hw, seq_len)
+            command, framework_files = framework_launch(plan, model, hw, seq_len, goal)
         except ValueError as e:  # a plan the framework's config cannot express: the HF material, and why
             notes.append(f"{plan.framework}: {e}")
     return Launch(
@@ -141,11 +151,13 @@ def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal 
     )
 
 
-def framework_launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> tuple[str, dict[str, str]]:
+def framework_launch(
+    plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None
+) -> tuple[str, dict[str, str]]:
     """(command, files) of a LLaMA-Factory, ms-swift or axolotl plan: its exporter's files, and launch.sh beside them
     where the command is not the script itself; ValueError for a plan its framework cannot express."""
     fw = exporter(plan.framework)
-    out, command = fw.files(plan, model, hw, seq_len), fw.command(plan, hw)
+    out, command = fw.files(plan, model, hw, seq_len, goal), fw.command(plan, hw)
     if not command.startswith("bash "):  # ms-swift's script is its own launcher
         out[LAUNCH_NAME] = (
             f"#!/bin/bash\n# memplan: {plan.framework}'s launch of the files beside this one\n{command}\n"
@@ -177,7 +189,7 @@ def files(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int, goal: Goal |
     the command's files, the accelerate config of an FSDP plan, the HF arguments and a Slurm script running the
     printed command's words (`goal`: its images, as launch)."""
     if exporter(plan.framework) is not None:
-        made = plan.launch.framework_files if plan.launch else framework_launch(plan, model, hw, seq_len)[1]
+        made = plan.launch.framework_files if plan.launch else framework_launch(plan, model, hw, seq_len, goal)[1]
         if made is not None:  # None: its framework cannot express it, and the plan carries the HF material
             return dict(made)
     out = command_files(plan, model)

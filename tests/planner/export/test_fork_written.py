@@ -70,3 +70,16 @@ def test_a_fork_plan_without_a_pixel_cap_says_the_scripts_cap_is_not_the_plans()
     assert "--max_pixels (default 12,845,056" in plan.launch.note
     plan, _ = suggested("trl@1.10", **IMAGES)  # TRL's own GRPO script: no flag for the processor's bounds
     assert "max_pixels 401,408: the command has no flag" in plan.launch.note
+
+
+@pytest.mark.parametrize(
+    ("framework", "config"), [("llamafactory", "llamafactory_train.yaml"), ("swift", "swift_train.sh")]
+)
+def test_a_vlm_plans_pixel_cap_is_written_and_read_back(framework, config, tmp_path):
+    """LLaMA-Factory's image_max_pixels (unwritten: 768 x 768, 752 tokens) and ms-swift's MAX_PIXELS (unwritten:
+    12,845,056, 16,384 tokens) carry the plan's cap: the files read back at the plan's 512 image tokens."""
+    body = {**BODY, "framework": framework, "seq_len": 2048, "evidence": "analytic", **IMAGES}
+    res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
+    plan, (model, hw, goal) = res.plans[0], res.context
+    launch.emit(plan, hw, model, str(tmp_path), goal.seq_len, goal)
+    assert intake.read([str(tmp_path / config)]).request["image_tokens"] == goal.image_tokens == 512
