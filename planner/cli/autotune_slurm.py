@@ -139,7 +139,7 @@ def script(
     head += [f"#SBATCH --account={args.account}"] if args.account else []
     head += [f"#SBATCH --time={args.time}"] if args.time else []
     if program:
-        return commands.sbatch(plan, hw, program=program, header=head), {}
+        return commands.sbatch(plan, hw, words=program, header=head), {}
     train = [sys.executable, "-m", "planner.cli", "train", "--plan", plan_path]
     train += ["--max-steps", str(args.max_steps), "--launcher", "slurm"]
     files = {"memplan_plan.json": json.dumps(out, indent=1) + "\n"}

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     # the JSON object where it is printed; the table reads the lines' parts alone (no serializer built for a table)
     out = result_json(result) if args.json else {k: getattr(result, k) for k in ("data", "images", "videos")}
     if args.emit and result.plans:
-        out["emitted"] = [str(p) for p in launch.emit(result.plans[0], hw, model, args.emit, goal.seq_len)]
+        out["emitted"] = [str(p) for p in launch.emit(result.plans[0], hw, model, args.emit, goal.seq_len, goal)]
     ref = (result.plans or result.rejected or [None])[0]
     if getattr(args, "plot", None) and ref is not None:
         from planner.cli import plot

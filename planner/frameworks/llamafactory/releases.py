@@ -261,5 +261,11 @@ def takes(key: str, line: str = "") -> bool:
     return whole_line(RELEASES, SPANS, key, line)
 
 
+def writes_pixels(line: str) -> bool:
+    """Whether the line's YAML takes an image's cap in pixels: image_max_pixels from v0.9.2, image_resolution at
+    v0.9.1 (keys.py RES); the 0.8 line's image_resolution is a side, and older lines have none."""
+    return takes("image_max_pixels", line) or line == "0.9.1"
+
+
 RELEASES = with_rules(RELEASES, RULES, takes, SPANS)  # lines.py: the settings a line has no key or word for
 TRAIN_PY = tuple(r.name for r in RELEASES if r.name not in TRAIN_BASH)

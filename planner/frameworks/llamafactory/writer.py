@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import json
 
-from planner.config.spec import Hardware, Plan
+from planner.config.spec import Goal, Hardware, Plan
 from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
 from planner.frameworks.llamafactory import FRAMEWORK
 from planner.frameworks.llamafactory.keys import KEYS
-from planner.frameworks.llamafactory.releases import TRAIN_BASH, takes
+from planner.frameworks.llamafactory.releases import TRAIN_BASH, takes, writes_pixels
 from planner.model.catalog import checkpoints
 from planner.model.lora_targets import peft_target_modules
 from planner.model.modelspec import ModelSpec
@@ -40,10 +40,11 @@ LEARNING_RATE = {"lora": 1.0e-4, "full": 1.0e-5, "dpo": 5.0e-6}  # the 0.9.5 exa
 Entry = tuple[str, object, str]  # key, value, trailing comment ("" for none)
 
 
-def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str, str]:
-    """{file name: text}: the training YAML, and the DeepSpeed JSON (ZeRO) or accelerate config (FSDP) it names."""
+def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> dict[str, str]:
+    """{file name: text}: the training YAML (`goal`: image_entries) and the DeepSpeed JSON (ZeRO) or accelerate
+    config (FSDP) it names."""
     check(plan)
-    out = {CONFIG_NAME: train_yaml(plan, model, hw, seq_len)}
+    out = {CONFIG_NAME: train_yaml(plan, model, hw, seq_len, goal)}
     if plan.zero_stage:
         out[ds_name(plan)] = json.dumps(configs.deepspeed_config(plan, model), indent=2) + "\n"
     if plan.fsdp != "off":
@@ -99,7 +100,7 @@ def accelerate_config(plan: Plan, hw: Hardware, model: ModelSpec) -> dict:
     return cfg
 
 
-def train_yaml(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> str:
+def train_yaml(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> str:
     title = (
         f"# memplan plan for {f'llamafactory@{plan.release}' if plan.release else VERSION}: micro {plan.micro_batch} x accum {plan.grad_accum} x {plan.world_size} "
         f"GPUs ({hw.gpu.name}) = {plan.global_batch}, {plan.sharding}, {plan.precision}, checkpointing "
@@ -111,7 +112,7 @@ def train_yaml(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> str:
     sections = {
         "model": model_entries(plan, model),
         "method": method_entries(plan, model),
-        "dataset": dataset_entries(plan, seq_len),
+        "dataset": dataset_entries(plan, seq_len) + image_entries(plan, goal),
         "output": output_entries(plan, model),
         "train": train_entries(plan),
     }
@@ -254,6 +255,17 @@ def dataset_entries(plan: Plan, seq_len: int) -> list[Entry]:
         else:
             out.append((*keys_of(plan)("packing", True), "rows packed to cutoff_len"))
     return out + [("preprocessing_num_workers", 16, ""), ("dataloader_num_workers", 4, "")]
+
+
+def image_entries(plan: Plan, goal: Goal | None) -> list[Entry]:
+    """The pixel bounds the images were planned within (Goal.pixels), LF's resize before its processor (data/
+    mm_plugin.py:218-235); unwritten, its default 768 x 768 (model_args.py:305)."""
+    if goal is None or goal.pixels is None or not writes_pixels(plan.release):
+        return []
+    out = [(*keys_of(plan)("max_pixels", goal.pixels[1]), "the pixel cap each image was planned at")]
+    return out + (
+        [(*keys_of(plan)("min_pixels", goal.pixels[0]), "")] if takes("image_min_pixels", plan.release) else []
+    )
 
 
 def output_entries(plan: Plan, model: ModelSpec) -> list[Entry]:

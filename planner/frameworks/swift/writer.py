@@ -30,7 +30,7 @@ import json
 import shlex
 
 from planner.config import zerobuckets
-from planner.config.spec import Hardware, Plan
+from planner.config.spec import Goal, Hardware, Plan
 from planner.estimate import recipe_terms
 from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
@@ -47,10 +47,11 @@ DS_PRESETS = {(3, "none"): "zero3", (3, "optimizer+params"): "zero3_offload"}
 Flag = tuple[str, object]  # flag name without "--", a value or a list of values
 
 
-def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str, str]:
-    """{file name: text}: the launch script and, where no swift preset matches the plan, its DeepSpeed / FSDP JSON."""
+def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> dict[str, str]:
+    """{file name: text}: the launch script (MAX_PIXELS where the images were planned at a pixel cap, `goal`) and,
+    where no swift preset matches the plan, its DeepSpeed / FSDP JSON."""
     check(plan)
-    out = {SCRIPT_NAME: script(plan, model, hw, seq_len)}
+    out = {SCRIPT_NAME: script(plan, model, hw, seq_len, goal)}
     if plan.zero_stage and deepspeed_arg(plan) == configs.DS_CONFIG_NAME:
         out[configs.DS_CONFIG_NAME] = json.dumps(configs.deepspeed_config(plan, model), indent=2) + "\n"
     if plan.fsdp != "off" and fsdp_arg(plan, model) == FSDP_NAME:
@@ -71,9 +72,17 @@ def check(plan: Plan) -> None:
     check_plan("swift", plan)
 
 
-def script(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> str:
+def writes_pixels(line: str) -> bool:
+    """Every line's script takes the image cap as MAX_PIXELS (planner.export.launch.pixels_note)."""
+    return True
+
+
+def script(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> str:
     sub = ["swift", "sft"] if plan.workload.kind == "sft" else ["swift", "rlhf"]
-    lines = [f"{k}={v} \\" for k, v in env(hw, plan)] + [" ".join(sub) + " \\"]
+    # each image's pixel cap (Goal.pixels), read from the environment by ms-swift's Qwen-VL templates
+    # (swift/model/models/qwen.py:758-770); unset, qwen_vl_utils' 12,845,056 (reader_media)
+    cap = [("MAX_PIXELS", str(goal.pixels[1]))] if goal is not None and goal.pixels else []
+    lines = [f"{k}={v} \\" for k, v in [*env(hw, plan), *cap]] + [" ".join(sub) + " \\"]
     flags = flag_list(plan, model, seq_len)
     for i, (name, value) in enumerate(flags):
         values = value if isinstance(value, list) else [value]

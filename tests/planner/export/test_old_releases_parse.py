@@ -36,11 +36,11 @@ KINDS = {
 #   predates FSDP2) writes accelerate_fsdp_config.yaml, which the validator loads with that release's accelerate; HF's
 #   Trainer at its 4 line (transformers 4.53.0) the same: accelerate_config.yaml as `accelerate launch --config_file`
 #   reads it with accelerate 1.8.1 (trl_validate.py accelerate_launched; its hybrid shard is a rule: planner.frameworks.hf
-#   HSDP_4); the GRPO forks' vision-language GRPO (LoRA on the language model; the 7B sharded with ZeRO, their FSDP
-#   being a rule)
+#   HSDP_4); the GRPO forks' vision-language GRPO (LoRA on the language model, its images within a pixel cap the
+#   fork's script takes; the 7B sharded with ZeRO, their FSDP being a rule)
 FSDP = {"fsdp": {"fsdp": ["full"], "seq_len": 1024}}
 VL_GRPO = {
-    "grpo-vl-lora": {"model": "qwen2.5-vl-3b", "lora_rank": 8, **GRPO},
+    "grpo-vl-lora": {"model": "qwen2.5-vl-3b", "lora_rank": 8, "images": 1, "max_pixels": 401408, **GRPO},
     "grpo-vl-7b": {"model": "qwen2.5-vl-7b", **GRPO},
 }
 OWN_KINDS = {
@@ -146,7 +146,7 @@ def written(framework: str, line: str, kind: str, folder: Path) -> Path | None:
         return None
     plan, (model, hw, goal) = res.plans[0], res.context
     folder.mkdir()
-    files = launch.files(plan, hw, model, goal.seq_len)
+    files = launch.files(plan, hw, model, goal.seq_len, goal)
     if launch.exporter(framework) is None:  # HF's and TRL's command, as the web page and the API hand it out
         files["command.sh"] = f"#!/bin/bash\n{launch.with_launch(plan, model, hw, goal).launch.command}\n"
     for name, text in files.items():

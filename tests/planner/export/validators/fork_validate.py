@@ -43,12 +43,13 @@ OWN_IMPORTS = ("dataclasses", "typing", "trl", "transformers")  # modules whose 
 
 
 def flags_of(script: str, entry: str) -> list[str]:
-    """The arguments after the entry script `entry` (inside srun's bash -c '...' where there is one)."""
+    """The arguments after the entry script `entry`, named alone or by its path from the fork's root (inside srun's
+    bash -c '...' where there is one)."""
     toks = shlex.split(script.replace("\\\n", " "), comments=True)
     for tok in toks:
         if entry in tok and tok != entry and " " in tok:  # the srun ... bash -c 'torchrun ... script --flags' string
             return flags_of(tok, entry)
-    return toks[toks.index(entry) + 1 :]
+    return toks[next(i for i, t in enumerate(toks) if t == entry or t.endswith("/" + entry)) + 1 :]
 
 
 def processes(sbatch: str) -> int:
@@ -109,8 +110,11 @@ def check(script: Path, folder: Path) -> str:
     types, imported = classes(script)
     os.chdir(folder)  # --deepspeed names the JSON beside the script
     sbatch = (folder / "launch.sbatch").read_text()
-    argv = flags_of(sbatch, script.name if script.name in sbatch else "train.py")
+    argv = flags_of(sbatch, script.name)
     parsed = trl.TrlParser(types).parse_args_and_config(args=argv)
+    model = next(p.model_name_or_path for p in parsed if hasattr(p, "model_name_or_path"))
+    if not model:  # VLM-R1's get_vlm_module(None) fails: the printed command names it, the Slurm script must too
+        raise ValueError("launch.sbatch names no --model_name_or_path")
     configs = [t for t in types if not issubclass(t, trl.ScriptArguments)]  # what train_args.json holds
     transformers.HfArgumentParser(configs).parse_dict(json.loads((folder / "train_args.json").read_text()))
     cfg = next(p for p in parsed if hasattr(p, "num_generations"))
@@ -125,7 +129,8 @@ def check(script: Path, folder: Path) -> str:
     return (
         f"{script.name} trl {trl.__version__} {'/'.join(t.__name__ for t in types)}: "
         f"micro={cfg.per_device_train_batch_size} accum={cfg.gradient_accumulation_steps} world={world} "
-        f"num_generations={cfg.num_generations} bf16={cfg.bf16} deepspeed={cfg.deepspeed}"
+        f"num_generations={cfg.num_generations} bf16={cfg.bf16} deepspeed={cfg.deepspeed} model={model}"
+        f"{''.join(f' {k}={getattr(p, k)}' for p in parsed for k in ('min_pixels', 'max_pixels') if hasattr(p, k))}"
     )
 
 

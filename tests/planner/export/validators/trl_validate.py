@@ -14,7 +14,7 @@ wrote one, the command as memplan hands it out, which names the model):
    (TrainingArguments' own checks; GRPOConfig's batch rules where the release has them);
 2. the flags launch.sbatch hands train.py (the script of TRL's examples parses them with the same two dataclasses,
    TrlParser((ScriptArguments, CONFIG, ModelConfig))): parse_args_into_dataclasses, every flag one of theirs, each
-   value of the field's type and choices;
+   value of the field's type and choices, and a model_name_or_path among them;
 3. an FSDP plan's FSDP2 plugin as torchrun's ranks build it (the variables TrainingArguments and the Slurm script set),
    and, with accelerate_config.yaml beside it, as `accelerate launch --config_file accelerate_config.yaml train.py
    FLAGS` runs it with the venv's accelerate (accelerate_launch.py: its parser, _validate_launch_command, the ranks'
@@ -72,6 +72,8 @@ def check(folder: Path) -> str:
     cfg2, model, rest = parser(config).parse_args_into_dataclasses(args=argv, return_remaining_strings=True)
     if rest:
         raise ValueError(f"flags {config} and ModelConfig do not take: {rest}")
+    if not model.model_name_or_path:  # the printed command names it; the Slurm script must too
+        raise ValueError("launch.sbatch names no --model_name_or_path")
     for field in ("per_device_train_batch_size", "gradient_accumulation_steps", "bf16", "gradient_checkpointing"):
         if getattr(cfg, field) != getattr(cfg2, field):
             raise ValueError(f"{field}: train_args.json {getattr(cfg, field)} != flags {getattr(cfg2, field)}")
@@ -89,7 +91,8 @@ def check(folder: Path) -> str:
     extra += f" num_generations={cfg.num_generations}" if hasattr(cfg, "num_generations") else ""
     return (
         f"trl {trl.__version__} {config}: micro={cfg.per_device_train_batch_size} "
-        f"accum={cfg.gradient_accumulation_steps} fsdp={cfg.fsdp} peft={model.use_peft}{extra}"
+        f"accum={cfg.gradient_accumulation_steps} fsdp={cfg.fsdp} peft={model.use_peft} "
+        f"model={model.model_name_or_path}{extra}"
     )
 
 
