@@ -7,6 +7,7 @@ from 4.54 (training_args.py:1286-1291 at 4.54.0); 5.24 renamed gradient_checkpoi
 (training_args.py:302-315, the old name a deprecated alias), after the 5.23 this adapter writes."""
 
 from planner.frameworks.base import Default, Framework, Release, Rule, autotp_rule
+from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_LOW_RANK
 from planner.frameworks.tool import Signs
 
 TF = "transformers 5.23.0 training_args.py"
@@ -19,6 +20,8 @@ HF_RUNS = {
     "loss": ("standard", "fused"),
     "batching": ("padded",),
     "optimizer_in_backward": (False,),
+    # no muon among transformers 5.25's OptimizerNames (training_args.py:144-157 GaLore's and APOLLO's)
+    "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK),
     # transformers' own FSDP2 with DistributedConfig(fsdp_size, ep_size) in the user's script (transformers 5.25
     # distributed/configuration_utils.py:64-79: ep_size divides fsdp_size x tp_size, all-to-all dispatch)
     "expert_parallel": ("off", "on"),
@@ -143,7 +146,8 @@ HF_EVERY = (
     "offload",
     "fsdp",
     "attention",
-    "optimizer",
+    "optimizer_rank",  # optim_args rank=
+    "optimizer_targets",  # optim_target_modules
     "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
     "zero_buckets",  # the bucket sizes a DeepSpeed JSON sets itself (deepspeed reader)
     "lora_rank",

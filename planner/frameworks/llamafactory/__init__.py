@@ -9,6 +9,7 @@ from planner.frameworks.llamafactory.keys import KEYS
 from planner.frameworks.llamafactory.releases import RELEASES, RULES, SPANS, TRAIN_BASH, TRAIN_PY
 from planner.frameworks.llamafactory.signs import SIGNS
 from planner.frameworks.rl import RoleEngine
+from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_LOW_RANK
 from planner.frameworks.tool import Tool
 
 HP = "llamafactory 0.9.5 hparams"
@@ -45,7 +46,8 @@ FRAMEWORK = Framework(
         "zero_stage",
         "offload",
         "attention",
-        "optimizer",
+        "optimizer_rank",  # galore_rank / apollo_rank
+        "optimizer_targets",  # galore_target / apollo_target
         "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
         "zero_buckets",  # the bucket sizes a DeepSpeed JSON sets itself (deepspeed reader)
         "lora_rank",
@@ -62,6 +64,9 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
+        # use_galore, use_apollo and use_muon (hparams/finetuning_args.py:263-350, 503-506; train/trainer_utils.py:
+        # 200-370, 498-524)
+        "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, "muon"),
         "device_map": ("off",),  # one process a GPU
         "dataparallel": (False, True),  # before v0.8 only (rules)
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults

@@ -4,6 +4,7 @@ parallelism, and the splits its loop refuses (trainer/loop.py, recipe/parallel.p
 so that `suggest` never ranks a plan `planner train` then refuses."""
 
 from planner.frameworks.base import Framework, Rule
+from planner.frameworks.runs import TORCH_OPTIMIZERS
 
 
 def _split(k: dict) -> bool:
@@ -23,7 +24,6 @@ FRAMEWORK = Framework(
         "loss",
         "attention",
         "batching",
-        "optimizer",
         "lora_rank",
         "optimizer_in_backward",
         "quant_absmax",
@@ -46,6 +46,7 @@ FRAMEWORK = Framework(
     # context parallel: torch's context_parallel shards only CUDA's SDPA kernels (torch 2.13
     # distributed/tensor/experimental/_context_parallel/_attention.py:918-945), so the trainer cannot run it on gloo
     runs={
+        "optimizer": TORCH_OPTIMIZERS,  # recipe/optim.py builds torch's and bitsandbytes' optimizers only
         # a user's DeepSpeed JSON without an optimizer: the trainer steps its torch optimizer as DeepSpeed's client
         # (it always does: recipe/dist.py:19-25 drops the optimizer block; its own export names one, counted as fused)
         "client_optimizer": (False, True),
