@@ -6,6 +6,7 @@ planner.export.commands; the one place a plan becomes launch material: planner.e
 
 from __future__ import annotations
 
+from planner.config.knobfields import LOW_RANK_OPTIMIZERS
 from planner.config.release import written_micro_batch
 from planner.config.spec import Hardware, Plan
 from planner.config.workload import Workload
@@ -15,6 +16,7 @@ from planner.frameworks import FRAMEWORKS
 from planner.frameworks.hf.keys import KEYS as K
 from planner.frameworks.keys import whole_line
 from planner.model.modelspec import ModelSpec
+from planner.model.shapes import ATTENTION_LINEARS
 
 HF_OPTIM, HF_FSDP, HF_ATTENTION = K["optimizer"].to_value, K["fsdp"].to_value, K["attention"].to_value
 
@@ -84,6 +86,11 @@ def hf_args(plan: Plan, model: ModelSpec | None = None, hw: Hardware | None = No
             (K.key("zero_stage"), DS_CONFIG_NAME if plan.zero_stage >= 1 else None),
         ]
     )
+    if plan.optimizer in LOW_RANK_OPTIMIZERS:  # transformers refuses them without optim_target_modules (:121-122)
+        targets = plan.optimizer_targets
+        names = list(ATTENTION_LINEARS) if targets == "attention" else targets.split(",")
+        args[K.key("optimizer_targets")] = targets if targets == "all-linear" else names
+        args[K.key("optimizer_rank")] = f"rank={plan.optimizer_rank}"
     if plan.eval_batch:
         args[K.key("eval_batch")] = plan.eval_batch
     if plan.eval_logits_steps:  # the steps of logits the plan holds for compute_metrics

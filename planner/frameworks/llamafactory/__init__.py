@@ -80,7 +80,8 @@ FRAMEWORK = Framework(
         "loss": ("standard", "fused"),
         "batching": ("padded", "packed"),
         "fsdp": ("off", "full"),
-        "optimizer_in_backward": (False,),
+        # galore_layerwise / apollo_layerwise (train/trainer_utils.py:248-275, 335-360): GaLore's and APOLLO's only
+        "optimizer_in_backward": (False, True),
         "expert_parallel": ("off",),
         "quant": ("none", "nf4", "fp4", "int8", "gptq"),  # AWQ needs autoawq: model/model_utils/quantization.py:122-123
         "workload": ("sft", "dpo", "kto", "ppo"),  # ppo: stage ppo, read (rules: not written)
