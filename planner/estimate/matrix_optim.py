@@ -46,9 +46,13 @@ def projected_elements(optimizer: str, shape: tuple[int, ...], rank: int) -> int
     return projection_rank(optimizer, m, n, rank) * max(m, n)
 
 
-def projector_elements(optimizer: str, shape: tuple[int, ...], rank: int) -> int:
-    """Elements of one target's projection matrix: the rank times the shorter side."""
+def projector_elements(optimizer: str, shape: tuple[int, ...], rank: int, state_bytes: int) -> int:
+    """Elements one target's projection matrix holds: the rank times the shorter side; GaLore's of an fp32 gradient
+    is a slice view (Vh[:r, :] or U[:, :r], galore_projector.py:83-91: only a lower-precision one is copied out by
+    .type()), which keeps the whole min(m, n) x min(m, n) factor of the SVD alive."""
     m, n = shape
+    if optimizer != "apollo-adamw" and state_bytes == 4:
+        return min(m, n) ** 2
     return projection_rank(optimizer, m, n, rank) * min(m, n)
 
 
@@ -92,10 +96,11 @@ def apollo_norm_bytes(optimizer: str, state_bytes: int) -> int:
 
 
 def low_rank_projector_bytes(s: Setup, state_bytes: int) -> int:
-    """The projection matrices GaLore and APOLLO keep in their projector objects, in the parameter's dtype."""
+    """The projection matrices GaLore and APOLLO keep in their projector objects, in the parameter's dtype (the storage
+    they keep alive: projector_elements)."""
     k = s.knobs
     return state_bytes * sum(
-        t.count * projector_elements(k.optimizer, t.shape, k.optimizer_rank)
+        t.count * projector_elements(k.optimizer, t.shape, k.optimizer_rank, state_bytes)
         for t in _trained(s)
         if low_rank_target(t, k.optimizer_targets)
     )

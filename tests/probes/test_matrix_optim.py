@@ -57,17 +57,18 @@ def _stepped(dtype, targets: tuple[str, ...], make):
 
 
 def _state_bytes(opts) -> int:
-    """Every tensor the optimizers keep: their states' and their projectors' matrices."""
-    total = 0
+    """The storage every tensor the optimizers keep holds alive (their states' and their projectors' matrices; a view
+    counts its whole storage, once), AdamW's 0-d step counters left out (the terms count no counters)."""
+    storages = {}
     for opt in opts:
         for state in opt.state.values():
-            for v in state.values():
-                if torch.is_tensor(v):
-                    total += v.numel() * v.element_size()
-                elif hasattr(v, "ortho_matrix") and v.ortho_matrix is not None:
+            for key, v in state.items():
+                mats = [v] if torch.is_tensor(v) and (v.dim() or key == "scaled_grad") else []
+                if hasattr(v, "ortho_matrix") and v.ortho_matrix is not None:
                     mats = v.ortho_matrix if isinstance(v.ortho_matrix, list) else [v.ortho_matrix]
-                    total += sum(m.numel() * m.element_size() for m in mats)
-    return total
+                for m in mats:
+                    storages[m.untyped_storage().data_ptr()] = m.untyped_storage().nbytes()
+    return sum(storages.values())
 
 
 def _setup(optimizer: str, rank: int, targets: str) -> Setup:
@@ -83,7 +84,7 @@ LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down
 @pytest.mark.parametrize("optimizer", ["galore-adamw", "apollo-adamw"])
 def test_low_rank_states_are_the_projected_moments_and_the_projector(optimizer, rank, targets, dtype):
     """GaLoreAdamW / APOLLOAdamW's states after a step, exactly; rank 48 is above the k/v projections' 32 columns
-    (GaLore's SVD clips it, APOLLO's random projector does not)."""
+    (GaLore's SVD clips it, APOLLO's random projector does not); GaLore's fp32 projector a view of the whole SVD factor."""
     if optimizer == "galore-adamw":
         cls = pytest.importorskip("galore_torch").GaLoreAdamW
         extra = {"update_proj_gap": 200, "scale": 0.25, "proj_type": "std"}
@@ -101,21 +102,13 @@ def test_low_rank_states_are_the_projected_moments_and_the_projector(optimizer, 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_muon_keeps_one_buffer_for_hidden_matrices_and_adams_two_for_the_rest(dtype):
-    hidden = [n for n in LINEARS]
     opts = _stepped(
         DTYPES[dtype][0],
-        tuple(hidden),
+        LINEARS,
         lambda t, o: [torch.optim.Muon(t, lr=1e-3), torch.optim.AdamW(o, lr=1e-3)],
     )
     s = _setup("muon", 128, "all-linear")
-    states = sum(
-        v.numel() * v.element_size()
-        for op in opts
-        for st in op.state.values()
-        for v in st.values()
-        if torch.is_tensor(v) and v.dim() > 0
-    )  # AdamW's 0-d step counters are not memory a term counts
-    assert matrix_optim.matrix_optimizer_bytes(s, DTYPES[dtype][1]) == states
+    assert matrix_optim.matrix_optimizer_bytes(s, DTYPES[dtype][1]) == _state_bytes(opts)
 
 
 def test_state_terms_counts_them_where_optimizer_states_are_counted():

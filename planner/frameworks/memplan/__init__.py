@@ -17,6 +17,8 @@ FRAMEWORK = Framework(
     version="this checkout",
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
         "precision",
+        "optimizer_rank",  # GaLore's and APOLLO's, inert under the optimizers it runs
+        "optimizer_targets",
         "checkpointing",
         "zero_stage",
         "offload",
