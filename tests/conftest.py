@@ -111,6 +111,8 @@ def nothing_leaks():
 # parameters for one case or without them for every case; tests that share a slow fixture are listed together
 # (one of them left in would run it). At 20 s, the first cut, test-fast took 9 min 26 s.
 SLOW = {
+    # h-galore (2026-12-05, 2 busy cores): four tracked Muon steps (GaLore's and APOLLO's skip without their packages)
+    "tests/probes/test_matrix_optim.py::test_step_temporaries_within_15_percent_of_a_tracked_step": 5,
     # h-rules46 (2026-12-05, 2 busy cores): suggest's ranked plans x every knob value x every release line, written
     "tests/planner/frameworks/test_writers_walk.py::test_every_knob_value_at_every_line_is_refused_by_a_rule_or_written[llamafactory]": 5,
     "tests/planner/frameworks/test_writers_walk.py::test_every_knob_value_at_every_line_is_refused_by_a_rule_or_written[swift]": 4,

@@ -124,3 +124,33 @@ def matrix_optimizer_bytes(s: Setup, state_bytes: int) -> int:
     if s.knobs.optimizer == "muon":
         return muon_state_bytes(s, state_bytes)
     return low_rank_state_bytes(s, state_bytes) + low_rank_projector_bytes(s, state_bytes)
+
+
+def low_rank_step_temp_bytes(s: Setup, state_bytes: int) -> int:
+    """GaLore's and APOLLO's step, one parameter at a time (adamw.py:80-140): two full-size tensors of the largest
+    trained one (AdamW's denominator and update of an untargeted tensor; a target's update projected back and the
+    scaled gradient). Measured 1.92-2.20x its bytes (tests/probes/test_matrix_optim.py). The SVD GaLore recomputes
+    every update_proj_gap steps (its input's copy, U and Vh in fp32) is not counted."""
+    return 2 * state_bytes * max(t.numel // t.count for t in _trained(s))
+
+
+def muon_step_temp_bytes(s: Setup, state_bytes: int) -> int:
+    """Muon's step, one matrix at a time (torch 2.13 optim/_muon.py:308-340): the Nesterov update in the parameter's
+    dtype, then Newton-Schulz on a bf16 copy with two iterates alive (:55-66), so state_bytes + 3 x 2 bytes an element
+    of the largest hidden matrix; AdamW's two full-size temporaries for the rest, the larger decides. Measured within
+    15% above (tests/probes/test_matrix_optim.py)."""
+    hidden = [t.numel // t.count for t in _trained(s) if len(t.shape) == 2 and t.role not in MUON_ADAMW_ROLES]
+    rest = [t.numel // t.count for t in _trained(s) if not (len(t.shape) == 2 and t.role not in MUON_ADAMW_ROLES)]
+    if s.lora:
+        hidden, rest = (
+            [max(t.shape) * s.knobs.lora_rank for t in s.model.tensors if t.adapted(s.knobs.lora_targets)],
+            [],
+        )
+    return max(max(hidden, default=0) * (state_bytes + 3 * 2), 2 * state_bytes * max(rest, default=0))
+
+
+def matrix_step_temp_bytes(s: Setup, state_bytes: int) -> int:
+    """The temporaries of a GaLore, APOLLO or Muon step (planner.estimate.state_terms.optimizer_step_temp_bytes)."""
+    if s.knobs.optimizer == "muon":
+        return muon_step_temp_bytes(s, state_bytes)
+    return low_rank_step_temp_bytes(s, state_bytes)

@@ -24,7 +24,7 @@ from dataclasses import replace
 from planner.config.knobfields import MATRIX_OPTIMIZERS
 from planner.config.spec import Knobs
 from planner.estimate import fsdp, lora, quant, zero
-from planner.estimate.matrix_optim import matrix_optimizer_bytes
+from planner.estimate.matrix_optim import matrix_optimizer_bytes, matrix_step_temp_bytes
 from planner.estimate.setup import Setup
 from planner.estimate.trained import (
     ADAMW_8BIT_MIN_SIZE,
@@ -199,6 +199,8 @@ def optimizer_step_temp_bytes(s: Setup) -> int:
     if k.zero_stage >= 1:
         return zero.zero_step_temp_bytes(s, T)
     sb = trainable_weight_bytes_per_param(k)
+    if k.optimizer in MATRIX_OPTIMIZERS:  # one tensor at a time, in the step or (layer-wise) inside backward
+        return matrix_step_temp_bytes(s, sb)
     if k.optimizer_in_backward:  # one parameter's step at a time, inside backward
         return largest_trainable_matrix_params(s) * sb if k.optimizer == "adamw" else 0
     if k.fsdp != "off":  # the step runs on the shards (on the host with offload)
