@@ -28,9 +28,34 @@ def bundled_only(plan: Plan) -> list[str]:
         out.append(f"--checkpointing {plan.checkpointing}")
     if plan.loss == "chunked":
         out.append("--loss chunked")
-    if plan.optimizer_in_backward:
+    if plan.optimizer_in_backward and plan.optimizer not in LOW_RANK_OPTIMIZERS:  # else optim *_layerwise
         out.append("--optimizer-in-backward")
     return out
+
+
+def low_rank_args(plan: Plan) -> dict:
+    """GaLore's and APOLLO's optim_target_modules (transformers refuses them without it: trainer_optimizer.py:121-122)
+    and optim_args rank=; nothing for the other optimizers."""
+    if plan.optimizer not in LOW_RANK_OPTIMIZERS:
+        return {}
+    targets = plan.optimizer_targets
+    names = list(ATTENTION_LINEARS) if targets == "attention" else targets.split(",")
+    return {
+        K.key("optimizer_targets"): targets if targets == "all-linear" else names,
+        K.key("optimizer_rank"): f"rank={plan.optimizer_rank}",
+    }
+
+
+def names_regex(names: list[str]) -> str:
+    """optim_target_modules as one string, which transformers fullmatches against each module's name
+    (trainer_utils.py check_target_module_exists): the names as dotted suffixes (tuners.low_rank_fields reads it)."""
+    return r".*\.(" + "|".join(names) + ")"
+
+
+def layerwise(plan: Plan) -> bool:
+    """transformers' optim galore_*_layerwise / apollo_adamw_layerwise: one optimizer a parameter, stepped in its
+    gradient's hook (transformers 5.25 trainer_optimizer.py:164-184), memplan's optimizer_in_backward."""
+    return plan.optimizer_in_backward and plan.optimizer in LOW_RANK_OPTIMIZERS
 
 
 def hf_note(plan: Plan) -> str | None:
@@ -82,15 +107,11 @@ def hf_args(plan: Plan, model: ModelSpec | None = None, hw: Hardware | None = No
             (K.key("checkpointing"), plan.checkpointing != "off" and not fsdp),
             (K.key("bf16"), plan.precision == "bf16"),
             (K.key("fp16"), plan.precision == "fp16"),
-            K.pair("optimizer", plan.optimizer),
+            (K.key("optimizer"), HF_OPTIM[plan.optimizer] + ("_layerwise" if layerwise(plan) else "")),
             (K.key("zero_stage"), DS_CONFIG_NAME if plan.zero_stage >= 1 else None),
         ]
     )
-    if plan.optimizer in LOW_RANK_OPTIMIZERS:  # transformers refuses them without optim_target_modules (:121-122)
-        targets = plan.optimizer_targets
-        names = list(ATTENTION_LINEARS) if targets == "attention" else targets.split(",")
-        args[K.key("optimizer_targets")] = targets if targets == "all-linear" else names
-        args[K.key("optimizer_rank")] = f"rank={plan.optimizer_rank}"
+    args.update(low_rank_args(plan))
     if plan.eval_batch:
         args[K.key("eval_batch")] = plan.eval_batch
     if plan.eval_logits_steps:  # the steps of logits the plan holds for compute_metrics

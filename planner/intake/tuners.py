@@ -6,6 +6,7 @@ refused in one line that names it, never planned as LoRA or as full fine-tuning.
 
 from __future__ import annotations
 
+import re
 from typing import NoReturn
 
 from planner.errors import BadInput
@@ -101,7 +102,8 @@ def low_rank_fields(c: Collector, rank: tuple | None, targets: tuple | None) -> 
     if rank is not None:
         c.number("optimizer_rank", rank[0], rank[1], rank[2])
     if targets is not None:
-        mapped = lora_targets(targets[0])
+        suffixes = re.fullmatch(r"\.\*\\\.\(([\w.|]+)\)", str(targets[0]))  # export.names_regex: .*\.(q_proj|v_proj)
+        mapped = lora_targets(suffixes.group(1).split("|") if suffixes else targets[0])
         if mapped:
             c.set("optimizer_targets", mapped, targets[1], targets[2])
         else:

@@ -19,7 +19,8 @@ HF_RUNS = {
     "checkpointing": ("off", "full"),
     "loss": ("standard", "fused"),
     "batching": ("padded",),
-    "optimizer_in_backward": (False,),
+    # optim galore_adamw_layerwise, galore_adamw_8bit_layerwise, apollo_adamw_layerwise (trainer_optimizer.py:164-184)
+    "optimizer_in_backward": (False, True),
     # no muon among transformers 5.25's OptimizerNames (training_args.py:144-157 GaLore's and APOLLO's)
     "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK),
     # transformers' own FSDP2 with DistributedConfig(fsdp_size, ep_size) in the user's script (transformers 5.25
@@ -36,6 +37,12 @@ ACCELERATE = "accelerate 1.15.0"
 # not both; tensor parallel through DeepSpeed's AutoTP (accelerate 1.15's FSDP2 + TP path imports transformers'
 # ReplicateParallel, which transformers 5.24 no longer has: accelerator.py:1618)
 HF_SPLIT_RULES = (
+    Rule(
+        "optimizer_in_backward",
+        "a step inside backward is transformers' optim *_layerwise, GaLore's and APOLLO's only (transformers 5.25 "
+        "trainer_optimizer.py:164-184): it needs --optimizer galore-adamw, galore-adamw-8bit or apollo-adamw",
+        lambda k: k["optimizer_in_backward"] and k["optimizer"] not in TRANSFORMERS_LOW_RANK,
+    ),
     Rule(
         "sequence_parallel",
         f"--sequence-parallel is accelerate's sp_size, which runs on DeepSpeed only ({ACCELERATE} accelerator.py:"

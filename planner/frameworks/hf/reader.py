@@ -214,8 +214,12 @@ def _kernels(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
         else:
             c.note(f"{attn.source} (this attention implementation is not planned yet; planned as sdpa)")
     opt = flags.get("optim")
-    if opt and known(opt.value) and tuners.optimizer(opt.source, one(opt.value)):
-        mapped = vocab.optimizer(one(opt.value))
+    name = str(one(opt.value)).strip().lower() if opt and known(opt.value) else ""
+    if name.endswith("_layerwise") and vocab.optimizer(name.removesuffix("_layerwise")):  # trainer_optimizer.py:164
+        c.set("optimizer_in_backward", True, opt.source, opt.raw)
+        name = name.removesuffix("_layerwise")
+    if name and tuners.optimizer(opt.source, name):
+        mapped = vocab.optimizer(name)
         if mapped:
             c.set("optimizer", mapped, opt.source, opt.raw)
         else:

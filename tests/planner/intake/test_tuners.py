@@ -118,3 +118,15 @@ def test_lora_with_galore_is_refused_as_llamafactory_refuses_it():
         Knobs(framework="llamafactory", optimizer="muon", zero_stage=2)
     with pytest.raises(ValueError, match="cannot run --optimizer muon"):
         Knobs(framework="hf", optimizer="muon")
+
+
+def test_transformers_layerwise_galore_is_a_step_in_backward_and_its_command_reads_back(tmp_path):
+    """optim galore_adamw_layerwise (trainer_optimizer.py:164-184: one optimizer a parameter, stepped in its gradient's
+    hook) is optimizer_in_backward; the regex a command line writes for optim_target_modules reads back as names."""
+    text = (
+        "torchrun --nproc_per_node 1 train.py --model_name_or_path Qwen/Qwen2.5-7B --max_length 1024 "
+        "--optim galore_adamw_layerwise --optim_target_modules '.*\\.(q_proj|v_proj)' --optim_args rank=64\n"
+    )
+    r = _read(tmp_path, "train.sh", text).request
+    assert (r["optimizer"], r["optimizer_in_backward"], r["optimizer_rank"]) == ("galore-adamw", True, 64)
+    assert r["optimizer_targets"] == "q_proj,v_proj"
