@@ -133,11 +133,9 @@ class KnobFields(BaseModel):
             "galore-adamw-8bit, apollo-adamw (low-rank projected states of the optimizer_targets linears) or muon"
         ),
     )
+    # transformers' optim_args rank= (128 by default: trainer_optimizer.py:370), LLaMA-Factory's galore_rank (16)
     optimizer_rank: int = Field(
-        default=128,
-        ge=1,
-        le=MAX_LORA_RANK,
-        description="GaLore's and APOLLO's projection rank (transformers' optim_args rank, 128 by default)",
+        default=128, ge=1, le=MAX_LORA_RANK, description="GaLore's and APOLLO's projection rank"
     )
     optimizer_targets: str = Field(
         default="all-linear",
