@@ -67,6 +67,8 @@ def hf_note(plan: Plan) -> str | None:
             "train). hf_args is the nearest HF run (full checkpointing for a lighter policy, the fused Liger "
             "loss for the chunked one), which needs no more memory; it is not this plan's speed"
         )
+    if plan.optimizer not in HF_OPTIM:  # Muon: LLaMA-Factory's use_muon, ms-swift's --optimizer muon
+        notes.append(f"transformers has no {plan.optimizer} optim: hf_args names adamw_torch, which keeps more states")
     if plan.frozen != "none":
         notes.append(
             f"HF's Trainer freezes no module itself: set requires_grad False on the {plan.frozen} modules "
@@ -107,7 +109,10 @@ def hf_args(plan: Plan, model: ModelSpec | None = None, hw: Hardware | None = No
             (K.key("checkpointing"), plan.checkpointing != "off" and not fsdp),
             (K.key("bf16"), plan.precision == "bf16"),
             (K.key("fp16"), plan.precision == "fp16"),
-            (K.key("optimizer"), HF_OPTIM[plan.optimizer] + ("_layerwise" if layerwise(plan) else "")),
+            (
+                K.key("optimizer"),
+                HF_OPTIM.get(plan.optimizer, "adamw_torch") + ("_layerwise" if layerwise(plan) else ""),
+            ),
             (K.key("zero_stage"), DS_CONFIG_NAME if plan.zero_stage >= 1 else None),
         ]
     )
