@@ -78,9 +78,9 @@ def cluster_probes(args: Namespace):
     """planner.verification.Probes whose isolated probe runs as a Slurm job on one node of the partition."""
     from dataclasses import replace
 
-    from planner.cli import common
+    from planner.cli import advising
 
-    local = common.probe_functions()
+    local = advising.probe_functions()
     if local is None:
         return None
     gpus = 1 if args.probe_backend == "auto" else 0  # verify picks cuda for a ZeRO-0 plan when the node has a GPU

@@ -23,6 +23,7 @@ from planner.export.export import (
 )
 from planner.frameworks.hf import launchenv
 from planner.frameworks.hf.keys import KEYS as K
+from planner.frameworks.trl.releases import FORK_SCRIPT_FLAGS
 from planner.model import catalog, vila
 from planner.model.modelspec import ModelSpec
 
@@ -37,6 +38,7 @@ def train_script(model: ModelSpec | None) -> str:
 
 def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME, model: ModelSpec | None = None) -> list[str]:
     a = ["--output_dir", "output"] if (plan.framework, plan.release) in OUTPUT_DIR else []
+    a += FORK_SCRIPT_FLAGS.get(plan.release, ()) if plan.framework == "trl" and plan.workload.kind == "grpo" else []
     a += [K.flag("micro_batch"), str(written_micro_batch(plan)), K.flag("grad_accum"), str(plan.grad_accum)]
     a += [K.flag("optimizer"), K["optimizer"].write(plan.optimizer) + ("_layerwise" if layerwise(plan) else "")]
     for key, value in low_rank_args(plan).items():  # GaLore's and APOLLO's targets and rank; on a command line one
@@ -70,7 +72,7 @@ def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME, model: ModelSpec | No
             a += [K.flag("lora_variant")]
     if plan.quant == "int8":  # TRL's ModelConfig (trl/trainer/utils.py:270-273)
         a += ["--load_in_8bit"]
-    elif plan.quant in ("gptq", "awq"):  # no flag: the checkpoint carries its quantization_config
+    elif plan.quant in ("gptq", "awq", "ct-w4a16", "hqq"):  # no flag: the checkpoint carries its quantization_config
         pass
     elif plan.quant != "none":  # TRL's ModelConfig: bitsandbytes 4-bit base with double quantization
         a += ["--load_in_4bit", "--bnb_4bit_quant_type", plan.quant]

@@ -71,7 +71,13 @@ def budget_note(plan: Plan) -> str | None:
 
 
 def prequantized_note(plan: Plan) -> str | None:
-    """A GPTQ or AWQ checkpoint trains only with gptqmodel's trainable kernels (planner.estimate.quant)."""
+    """A GPTQ or AWQ checkpoint trains only with gptqmodel's trainable kernels; a compressed-tensors or HQQ one only
+    under transformers 4.x (planner.estimate.quant)."""
+    if plan.quant in ("ct-w4a16", "hqq"):
+        return (
+            f"the {plan.quant} checkpoint is planned as transformers 4.57 loads it (compressed-tensors <= 0.14 with "
+            "PEFT <= 0.17, hqq 0.2): transformers 5 cannot train it"
+        )
     if plan.quant not in ("gptq", "awq"):
         return None
     cls = configs.quantization_config_class(plan)

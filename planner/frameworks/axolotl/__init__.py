@@ -57,7 +57,6 @@ EVERY = (  # every value of these (closed by default: planner.frameworks.base.Fr
     "lora_targets",
     "lora_train_embeddings",
     "lora_dropout",
-    "lora_variant",
     "lora_base_fp32",
     "frozen",
     "tensor_parallel",
@@ -76,6 +75,10 @@ RUNS = {
     "negatives": (0,),
     "task": ("causal-lm",),  # reward_model / process_reward_model: not planned yet
     "lora_vision": (False,),  # adapters on the tower: not planned in this framework's keys yet
+    "lora_variant": (
+        "lora",
+        "dora",
+    ),  # adapter lora / qlora with peft_use_dora (0.21 utils/schemas/peft.py:41): no OFT, AdaLoRA or VeRA
     "vit_checkpointing": ("on",),  # HF's gradient_checkpointing_enable reaches the tower; no key leaves it out
     "checkpointing": ("off", "full", "offload"),
     "loss": ("standard", "fused", "chunked"),

@@ -44,6 +44,12 @@ KEYS = Table(
     Key("lora_targets", "lora_target", "all", f"{H}finetuning_args.py:81"),
     Key("lora_variant", "use_dora", to_value={"dora": True}),  # finetuning_args.py:103
     Key("lora_train_embeddings", "additional_target"),  # finetuning_args.py:59; model/adapter.py:241
+    # OFT (finetuning_type oft from v0.9.4, #8623): PEFT's OFTConfig(r=oft_rank, oft_block_size, target_modules=
+    # oft_target, module_dropout) at v0.9.5 model/adapter.py:243-250, :278-283
+    Key("oft_block_size", "oft_block_size", 32, f"{H}finetuning_args.py:147"),
+    Key("oft_rank", "oft_rank", 0, f"{H}finetuning_args.py:143"),
+    Key("oft_targets", "oft_target", "all", f"{H}finetuning_args.py:151"),
+    Key("oft_dropout", "module_dropout", 0.0, f"{H}finetuning_args.py:139"),
     Key("quant", "quantization_bit"),  # model_args.py:279-291
     Key("quant_method", "quantization_method"),
     Key("quant_type", "quantization_type", "nf4", f"{H}model_args.py:287"),

@@ -185,9 +185,14 @@ def method_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
     out: list[Entry] = [
         (*k("workload.kind", plan.workload.kind), ""),
         ("do_train", True, ""),
-        (*k("lora", "lora" if plan.lora_rank else "full"), ""),
+        (*k("lora", "oft" if oft(plan) else "lora" if plan.lora_rank else "full"), ""),
     ]
-    if plan.lora_rank:
+    if oft(plan):  # PEFT's OFTConfig(r=0, oft_block_size) (v0.9.5 model/adapter.py:243-250)
+        out += [
+            (*k("oft_block_size", plan.lora_rank), "OFT's block size (oft_rank 0: LF's default)"),
+            (*k("oft_targets", lora_target(plan, model)), ""),
+        ]
+    elif plan.lora_rank:
         peft = configs.peft_config(plan)
         out += [
             (*k("lora_rank", plan.lora_rank), ""),
@@ -217,6 +222,10 @@ def method_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
     if plan.zero_stage:
         out.append((*k("zero_stage", ds_name(plan)), f"ZeRO-{plan.zero_stage}, written beside this file"))
     return out
+
+
+def oft(plan: Plan) -> bool:
+    return bool(plan.lora_rank) and plan.lora_variant == "oft"
 
 
 def lora_target(plan: Plan, model: ModelSpec) -> str:

@@ -34,7 +34,7 @@ from planner.config.spec import Hardware, Plan
 from planner.estimate import recipe_terms
 from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
-from planner.frameworks.swift.keys import KEYS
+from planner.frameworks.swift.keys import KEYS, TUNER_RANK, VERA_DROPOUT
 from planner.frameworks.swift.writer_optim import optimizer_flags
 from planner.model.catalog import checkpoints
 from planner.model.lora_targets import peft_target_modules, peft_target_parameters
@@ -180,11 +180,12 @@ def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
             out += [k("frozen_vision", "vision" in plan.frozen), k("frozen_projector", "projector" in plan.frozen)]
             out += [k("frozen_language", True)] if "language" in plan.frozen else []
         return out
+    variant = plan.lora_variant if plan.lora_variant in TUNER_RANK else None
     out = [
-        (tuner, "lora"),
-        k("lora_rank", plan.lora_rank),
+        (tuner, variant or "lora"),
+        *(tuner_rank_flags(variant, plan) if variant else [k("lora_rank", plan.lora_rank)]),
         k("lora_alpha", 2 * plan.lora_rank),
-        k("lora_dropout", plan.lora_dropout),
+        *([] if variant else [k("lora_dropout", plan.lora_dropout)]),
         k("lora_targets", target_modules(plan, model)),
     ]
     if peft_target_parameters(plan.lora_targets):
@@ -200,10 +201,19 @@ def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
     return out + quant_flags(plan)
 
 
+def tuner_rank_flags(variant: str, plan: Plan) -> list[Flag]:
+    """--tuner_type adalora's --adalora_init_r and --lora_dropout, or vera's --vera_rank and --vera_dropout
+    (swift/pipelines/train/tuner.py:255-306), in place of --lora_rank and --lora_dropout."""
+    dropout = VERA_DROPOUT[0] if variant == "vera" else KEYS.key("lora_dropout")
+    return [(TUNER_RANK[variant][0], plan.lora_rank), (dropout, plan.lora_dropout)]
+
+
 def quant_flags(plan: Plan) -> list[Flag]:
     k = KEYS.pair
-    if plan.quant in ("gptq", "awq", "none"):  # quant_args.py:46: a quantized checkpoint brings its own config
+    if plan.quant in ("gptq", "awq", "ct-w4a16", "none"):  # quant_args.py:46: the checkpoint brings its own config
         return []
+    if plan.quant == "hqq":  # quant_args.py:69-71 (v3.10.3): HqqConfig(nbits=quant_bits), groups of 64
+        return [k("quant_method", "hqq"), k("quant", 4)]
     if plan.quant == "int8":  # model/register.py:82-83: quant_bits 8 is load_in_8bit
         return [k("quant_method", "bnb"), k("quant", 8)]
     out = [

@@ -214,6 +214,15 @@ FORKS = (
         aliases=("vlmgrpo",),
     ),
 )
+# the flags a fork's GRPO entry script requires that no plan sets (planner.export.commands writes them): TRL's
+# ScriptArguments.dataset_name has no default (trl v0.14.0 trl/scripts/utils.py:53, v0.17.0 :54) and R1-V's grpo.py
+# (bbbbe3d :29-30) and VLM-R1's grpo_jsonl.py (90052f4 :64-65) subclass it, so their TrlParser refuses a command without
+# it; VLM-R1 reads its rows from --data_file_paths and --image_folders (grpo_jsonl.py:946-947, None.split otherwise) and
+# its own scripts pass `--dataset-name this_is_not_used` (run_scripts/run_grpo_rec.sh)
+FORK_SCRIPT_FLAGS = {
+    "r1-v": ("--dataset_name", "YOUR_DATASET"),
+    "vlm-r1": ("--dataset_name", "unused", "--data_file_paths", "YOUR_DATA.jsonl", "--image_folders", "YOUR_IMAGES"),
+}
 # unsloth (planner.frameworks.trl.reader_unsloth) runs TRL's trainers on its own model: its checkpointing offloads
 # each layer's input to the host; its own loss kernels are not modelled, so the loss is planned from the full logits
 UNSLOTH = "unsloth 2026.8.19 (unslothai/unsloth 015bdef0d9)"
