@@ -111,6 +111,8 @@ def nothing_leaks():
 # parameters for one case or without them for every case; tests that share a slow fixture are listed together
 # (one of them left in would run it). At 20 s, the first cut, test-fast took 9 min 26 s.
 SLOW = {
+    # h-galore (2026-12-05, 2 busy cores): four tracked Muon steps (GaLore's and APOLLO's skip without their packages)
+    "tests/probes/test_matrix_optim.py::test_step_temporaries_within_15_percent_of_a_tracked_step": 5,
     # h-oftpro (2026-12-05, 2 busy cores): the sim's trace of debug-llama's OFT step
     "tests/probes/test_oft.py::test_an_oft_step_is_the_sims_peak[debug-llama-2-512-knobs0-0.005]": 10,
     # h-adavera (2026-12-05, 2 busy cores): the sim's trace of debug-llama's step with PEFT's AdaLoRA and VeRA

@@ -41,7 +41,23 @@ Checkpointing = Literal[
 ]
 ZeroStage = Literal[0, 1, 2, 3]
 Offload = Literal["none", "optimizer", "optimizer+params"]
-Optimizer = Literal["adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit", "paged-adamw", "paged-adamw-8bit"]
+# the last four keep states that are not AdamW's (planner.estimate.matrix_optim): GaLore and APOLLO project the gradients
+# of the optimizer_targets linears to optimizer_rank, Muon keeps one momentum buffer for the hidden matrices
+Optimizer = Literal[
+    "adamw",
+    "adamw-fused",
+    "sgd",
+    "adafactor",
+    "adamw-8bit",
+    "paged-adamw",
+    "paged-adamw-8bit",
+    "galore-adamw",
+    "galore-adamw-8bit",
+    "apollo-adamw",
+    "muon",
+]
+LOW_RANK_OPTIMIZERS = ("galore-adamw", "galore-adamw-8bit", "apollo-adamw")
+MATRIX_OPTIMIZERS = (*LOW_RANK_OPTIMIZERS, "muon")
 Fsdp = Literal["off", "full", "grad-op", "hybrid"]
 Loss = Literal["standard", "chunked", "fused"]
 Attention = Literal["sdpa", "flash", "eager"]
@@ -114,7 +130,20 @@ class KnobFields(BaseModel):
     batching: Batching = Field(default="padded", description="padded rows or packed (padding-free) rows")
     optimizer: Optimizer = Field(
         default="adamw",
-        description=("adamw (torch foreach), adamw-fused, sgd, adafactor, adamw-8bit, paged-adamw, paged-adamw-8bit"),
+        description=(
+            "adamw (torch foreach), adamw-fused, sgd, adafactor, adamw-8bit, paged-adamw, paged-adamw-8bit, galore-adamw, "
+            "galore-adamw-8bit, apollo-adamw (low-rank projected states of the optimizer_targets linears) or muon"
+        ),
+    )
+    # transformers' optim_args rank= (128 by default: trainer_optimizer.py:370), LLaMA-Factory's galore_rank (16)
+    optimizer_rank: int = Field(
+        default=128, ge=1, le=MAX_LORA_RANK, description="GaLore's and APOLLO's projection rank"
+    )
+    optimizer_targets: str = Field(
+        default="all-linear",
+        max_length=512,
+        pattern=LORA_TARGETS_PATTERN,
+        description="the linears GaLore and APOLLO project (optim_target_modules): all-linear, attention, or names",
     )
     client_optimizer: bool = Field(
         default=False,

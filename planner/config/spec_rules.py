@@ -5,7 +5,7 @@ must allow is planner.config.layout's; a framework's and its release's own rules
 from __future__ import annotations
 
 from planner.config import zerobuckets
-from planner.config.knobfields import ROLE_FRAMEWORKS, KnobFields
+from planner.config.knobfields import LOW_RANK_OPTIMIZERS, MATRIX_OPTIMIZERS, ROLE_FRAMEWORKS, KnobFields
 from planner.config.spec_lora import lora_rules
 from planner.config.tasks import check_task_knobs
 from planner.config.workload import check_rl_knobs
@@ -38,6 +38,8 @@ def combination_rules(k: KnobFields) -> None:
     )
     if k.optimizer_in_backward:
         optimizer_in_backward_rules(k)
+    if k.optimizer in MATRIX_OPTIMIZERS:
+        matrix_optimizer_rules(k)
     parallel_rules(k)
     if k.fsdp != "off":
         fsdp_rules(k)
@@ -197,6 +199,23 @@ def optimizer_in_backward_rules(k: KnobFields) -> None:
             "--optimizer-in-backward with --precision fp16: a loss scaler cannot skip a step whose "
             "parameters are already updated; use bf16 or fp32",
             "optimizer_in_backward",
+        )
+
+
+def matrix_optimizer_rules(k: KnobFields) -> None:
+    """GaLore, APOLLO and Muon step whole matrices in torch: no DeepSpeed (LLaMA-Factory 0.9.5 hparams/parser.py:400-401
+    refuses GaLore and APOLLO with it) or FSDP shards; GaLore and APOLLO project a full-rank gradient, so full
+    fine-tuning only (finetuning_args.py:595-596: "Cannot use LoRA with GaLore, APOLLO or BAdam together")."""
+    if k.zero_stage or k.fsdp != "off":
+        raise BadInput(
+            f"--optimizer {k.optimizer} steps whole matrices in torch: it runs without DeepSpeed or FSDP "
+            "(--zero 0 --fsdp off)",
+            "optimizer",
+        )
+    if k.lora_rank and k.optimizer in LOW_RANK_OPTIMIZERS:
+        raise BadInput(
+            f"--optimizer {k.optimizer} projects full-rank gradients: it trains without LoRA (--lora-rank 0)",
+            "optimizer",
         )
 
 

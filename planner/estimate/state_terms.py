@@ -21,10 +21,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from planner.config.knobfields import MATRIX_OPTIMIZERS
 from planner.config.spec import Knobs
 from planner.estimate import fsdp, lora, peft_tuners, quant, zero
+from planner.estimate.matrix_optim import matrix_optimizer_bytes, matrix_step_temp_bytes
 from planner.estimate.setup import Setup
 from planner.estimate.trained import (
+    ADAMW_8BIT_MIN_SIZE,
     embedding_copy_overcount_bytes,
     frozen_bytes,
     frozen_params,
@@ -36,9 +39,6 @@ from planner.estimate.trained import (
     trainable_weight_bytes_per_param,
 )
 from planner.frameworks import FRAMEWORKS
-
-ADAMW_8BIT_MIN_SIZE = 4096  # bitsandbytes keeps 32-bit states for tensors smaller than this
-
 
 PAGED_MIN_ELEMENTS = 100_000  # bitsandbytes 0.50.2 optim/optimizer.py:383: smaller tensors' states stay in torch
 
@@ -108,6 +108,8 @@ def optimizer_bytes(s: Setup) -> int:
         sb = trainable_weight_bytes_per_param(k)
         if k.optimizer == "adafactor":
             whole = adafactor_state_elements(s) * sb
+        elif k.optimizer in MATRIX_OPTIMIZERS:
+            whole = matrix_optimizer_bytes(s, sb)
         elif k.optimizer in ("adamw-8bit", "paged-adamw-8bit"):
             whole = adamw_8bit_state_bytes(s)
         elif k.optimizer == "paged-adamw":  # bitsandbytes' 32-bit states are fp32 whatever the parameters
@@ -210,6 +212,8 @@ def optimizer_step_temp_bytes(s: Setup) -> int:
     if k.zero_stage >= 1:
         return zero.zero_step_temp_bytes(s, T)
     sb = trainable_weight_bytes_per_param(k)
+    if k.optimizer in MATRIX_OPTIMIZERS:  # one tensor at a time, in the step or (layer-wise) inside backward
+        return matrix_step_temp_bytes(s, sb)
     if k.optimizer_in_backward:  # one parameter's step at a time, inside backward
         return largest_trainable_matrix_params(s) * sb if k.optimizer == "adamw" else 0
     if k.fsdp != "off":  # the step runs on the shards (on the host with offload)

@@ -13,6 +13,7 @@ from planner.estimate.setup import Setup
 from planner.model.modelspec import IDLE_AUDIO, IDLE_HEAD, frozen_roles
 
 ADAMW_8BIT_BLOCK = 256  # bitsandbytes blockwise quantisation: one fp32 absmax per block
+ADAMW_8BIT_MIN_SIZE = 4096  # bitsandbytes keeps 32-bit states for tensors smaller than this
 
 
 def trainable_params(s: Setup) -> int:
@@ -172,4 +173,10 @@ def optimizer_state_bytes_per_param(optimizer: str, state_bytes: int) -> float:
         "adamw-8bit": 2 + 2 * 4 / ADAMW_8BIT_BLOCK,
         "paged-adamw": 2 * state_bytes,
         "paged-adamw-8bit": 2 + 2 * 4 / ADAMW_8BIT_BLOCK,
+        # AdamW's where no matrix is whole (a flat partition, a checkpoint's bound): planner.estimate.matrix_optim
+        # counts their states on the GPU, and spec_rules keeps them off ZeRO and FSDP
+        "galore-adamw": 2 * state_bytes,
+        "galore-adamw-8bit": 2 + 2 * 4 / ADAMW_8BIT_BLOCK,
+        "apollo-adamw": 2 * state_bytes,
+        "muon": 2 * state_bytes,
     }[optimizer]

@@ -11,7 +11,16 @@ from planner.config.release import written_micro_batch
 from planner.config.spec import Goal, Hardware, Plan
 from planner.export import parallel
 from planner.export.configs import DS_CONFIG_NAME, FSDP_CONFIG_NAME, peft_config, quant_storage
-from planner.export.export import OUTPUT_DIR, bundled_only, fsdp_option, grpo_takes, trl_args
+from planner.export.export import (
+    OUTPUT_DIR,
+    bundled_only,
+    fsdp_option,
+    grpo_takes,
+    layerwise,
+    low_rank_args,
+    names_regex,
+    trl_args,
+)
 from planner.frameworks.hf import launchenv
 from planner.frameworks.hf.keys import KEYS as K
 from planner.frameworks.trl.releases import FORK_ENTRY, FORK_PIXELS, FORK_SCRIPT_FLAGS
@@ -60,7 +69,9 @@ def script_args(
     a += FORK_SCRIPT_FLAGS.get(plan.release, ()) if plan.framework == "trl" and plan.workload.kind == "grpo" else []
     a += fork_images(plan, goal)
     a += [K.flag("micro_batch"), str(written_micro_batch(plan)), K.flag("grad_accum"), str(plan.grad_accum)]
-    a += [K.flag("optimizer"), K["optimizer"].write(plan.optimizer)]
+    a += [K.flag("optimizer"), K["optimizer"].write(plan.optimizer) + ("_layerwise" if layerwise(plan) else "")]
+    for key, value in low_rank_args(plan).items():  # GaLore's and APOLLO's targets and rank; on a command line one
+        a += [f"--{key}", value if isinstance(value, str) else names_regex(value)]  # string, a regex (fullmatch)
     a += [K.flag("eval_batch"), str(plan.eval_batch)] if plan.eval_batch else []
     a += [K.flag("eval_logits_steps"), str(plan.eval_logits_steps)] if plan.eval_logits_steps else []
     # FSDP: its own activation checkpointing. Off said explicitly: TRL's configs default it to true

@@ -6,6 +6,7 @@ planner.export.commands; the one place a plan becomes launch material: planner.e
 
 from __future__ import annotations
 
+from planner.config.knobfields import LOW_RANK_OPTIMIZERS
 from planner.config.release import written_micro_batch
 from planner.config.spec import Hardware, Plan
 from planner.config.workload import Workload
@@ -15,6 +16,7 @@ from planner.frameworks import FRAMEWORKS
 from planner.frameworks.hf.keys import KEYS as K
 from planner.frameworks.keys import whole_line
 from planner.model.modelspec import ModelSpec
+from planner.model.shapes import ATTENTION_LINEARS
 
 HF_OPTIM, HF_FSDP, HF_ATTENTION = K["optimizer"].to_value, K["fsdp"].to_value, K["attention"].to_value
 
@@ -26,9 +28,34 @@ def bundled_only(plan: Plan) -> list[str]:
         out.append(f"--checkpointing {plan.checkpointing}")
     if plan.loss == "chunked":
         out.append("--loss chunked")
-    if plan.optimizer_in_backward:
+    if plan.optimizer_in_backward and plan.optimizer not in LOW_RANK_OPTIMIZERS:  # else optim *_layerwise
         out.append("--optimizer-in-backward")
     return out
+
+
+def low_rank_args(plan: Plan) -> dict:
+    """GaLore's and APOLLO's optim_target_modules (transformers refuses them without it: trainer_optimizer.py:121-122)
+    and optim_args rank=; nothing for the other optimizers."""
+    if plan.optimizer not in LOW_RANK_OPTIMIZERS:
+        return {}
+    targets = plan.optimizer_targets
+    names = list(ATTENTION_LINEARS) if targets == "attention" else targets.split(",")
+    return {
+        K.key("optimizer_targets"): targets if targets == "all-linear" else names,
+        K.key("optimizer_rank"): f"rank={plan.optimizer_rank}",
+    }
+
+
+def names_regex(names: list[str]) -> str:
+    """optim_target_modules as one string, which transformers fullmatches against each module's name
+    (trainer_utils.py check_target_module_exists): the names as dotted suffixes (tuners.low_rank_fields reads it)."""
+    return r".*\.(" + "|".join(names) + ")"
+
+
+def layerwise(plan: Plan) -> bool:
+    """transformers' optim galore_*_layerwise / apollo_adamw_layerwise: one optimizer a parameter, stepped in its
+    gradient's hook (transformers 5.25 trainer_optimizer.py:164-184), memplan's optimizer_in_backward."""
+    return plan.optimizer_in_backward and plan.optimizer in LOW_RANK_OPTIMIZERS
 
 
 def hf_note(plan: Plan) -> str | None:
@@ -40,6 +67,8 @@ def hf_note(plan: Plan) -> str | None:
             "train). hf_args is the nearest HF run (full checkpointing for a lighter policy, the fused Liger "
             "loss for the chunked one), which needs no more memory; it is not this plan's speed"
         )
+    if plan.optimizer not in HF_OPTIM:  # Muon: LLaMA-Factory's use_muon, ms-swift's --optimizer muon
+        notes.append(f"transformers has no {plan.optimizer} optim: hf_args names adamw_torch, which keeps more states")
     if plan.frozen != "none":
         notes.append(
             f"HF's Trainer freezes no module itself: set requires_grad False on the {plan.frozen} modules "
@@ -80,10 +109,14 @@ def hf_args(plan: Plan, model: ModelSpec | None = None, hw: Hardware | None = No
             (K.key("checkpointing"), plan.checkpointing != "off" and not fsdp),
             (K.key("bf16"), plan.precision == "bf16"),
             (K.key("fp16"), plan.precision == "fp16"),
-            K.pair("optimizer", plan.optimizer),
+            (
+                K.key("optimizer"),
+                HF_OPTIM.get(plan.optimizer, "adamw_torch") + ("_layerwise" if layerwise(plan) else ""),
+            ),
             (K.key("zero_stage"), DS_CONFIG_NAME if plan.zero_stage >= 1 else None),
         ]
     )
+    args.update(low_rank_args(plan))
     if plan.eval_batch:
         args[K.key("eval_batch")] = plan.eval_batch
     if plan.eval_logits_steps:  # the steps of logits the plan holds for compute_metrics

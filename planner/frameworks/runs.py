@@ -26,6 +26,12 @@ KTO_WHY = {
     "packed": "its KTO runs its rows and their KL rows padded",
     "sequence_parallel": "its KTO keeps every row whole on each rank (no sequence parallel)",
 }
+# torch's optimizers and bitsandbytes', which every framework on transformers' Trainer runs; GaLore, APOLLO and Muon
+# (planner.estimate.matrix_optim) are listed by the frameworks that run them, in their own folders
+TORCH_OPTIMIZERS = ("adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit", "paged-adamw", "paged-adamw-8bit")
+# transformers' optim galore_adamw, galore_adamw_8bit and apollo_adamw (transformers 5.25 trainer_optimizer.py:351-410),
+# which its Trainer, TRL's and axolotl's run (its optim_target_modules and optim_args rank)
+TRANSFORMERS_LOW_RANK = ("galore-adamw", "galore-adamw-8bit", "apollo-adamw")
 PARALLEL = ("expert_parallel", "tensor_parallel", "sequence_parallel", "context_parallel", "device_map")
 
 

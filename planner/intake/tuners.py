@@ -6,10 +6,12 @@ refused in one line that names it, never planned as LoRA or as full fine-tuning.
 
 from __future__ import annotations
 
+import re
 from typing import NoReturn
 
 from planner.errors import BadInput
 from planner.intake.collect import Collector, as_names
+from planner.intake.vocab import lora_targets
 
 PLANNED = "full fine-tuning, LoRA (LoRA+ and rsLoRA alike), DoRA, OFT, and AdaLoRA and VeRA as ms-swift runs them"
 # a tuner's name as a framework writes it -> what it is (ms-swift 4.6 base_args.py:56-58 get_supported_tuners;
@@ -31,12 +33,16 @@ UNPLANNED_TUNERS = {
     "prefix": "prefix tuning",
     "llama-adapter": "LLaMA-Adapter",
 }
-# optimizer names (transformers' optim, axolotl's optimizer, ms-swift's --optimizer plugin) of the optimizers whose
-# states are not AdamW's: refused rather than planned as AdamW
+# optimizer names (transformers' optim, axolotl's optimizer, ms-swift's --optimizer plugin) whose states memplan does not
+# plan, matched as parts of the name: refused rather than planned as AdamW. GaLore's and APOLLO's AdamW and Muon are
+# planned (vocab.OPTIMIZERS, planner.estimate.matrix_optim); their layer-wise variants (transformers 5.25
+# trainer_optimizer.py:164-184: one optimizer per parameter, stepped in its gradient hook) are not yet
 UNPLANNED_OPTIMIZERS = {
-    "galore": "GaLore's projected optimizer states",
-    "apollo": "APOLLO's optimizer states",
-    "muon": "Muon's optimizer states",
+    "layerwise": "layer-wise GaLore / APOLLO (one optimizer per parameter, stepped in its gradient hook)",
+    "galore_adafactor": "GaLore's projected Adafactor",
+    "q_galore": "Q-GaLore's quantized projections",
+    "qgalore": "Q-GaLore's quantized projections",
+    "muonclip": "MuonClip's QK-clipped Muon",
     "adam_mini": "Adam-mini's reduced states",
     "adam-mini": "Adam-mini's reduced states",
     "badam": "BAdam's block-wise updates",
@@ -58,7 +64,7 @@ def tuner(source: str, name: object) -> None:
 
 
 def optimizer(source: str, name: object) -> bool:
-    """Refuse an optimizer of the GaLore / APOLLO / Muon families (True where the name is none of them)."""
+    """Refuse an optimizer whose states memplan does not plan (True where the name is none of them)."""
     key = str(name).strip().lower()
     for stem, why in UNPLANNED_OPTIMIZERS.items():
         if stem in key:
@@ -82,3 +88,23 @@ def modules_to_save(c: Collector, value: object, source: str, key: str) -> None:
     others = sorted(names - EMBEDDINGS - HEADS)
     if others:
         c.note(f"{source} ({', '.join(others)} trained in full beside the adapters: not counted)")
+
+
+def optim_args(value: object) -> dict[str, str]:
+    """transformers' optim_args string ("rank=64, update_proj_gap=200"; trainer_optimizer.py parses it the same way)."""
+    pairs = (p.split("=", 1) for p in str(value or "").replace(" ", "").split(",") if "=" in p)
+    return {k: v for k, v in pairs}
+
+
+def low_rank_fields(c: Collector, rank: tuple | None, targets: tuple | None) -> None:
+    """GaLore's and APOLLO's rank and target linears, each (value, source, key) as the framework names it: a rank is
+    optimizer_rank, the targets optimizer_targets (all-linear, or module names; a regex is a note)."""
+    if rank is not None:
+        c.number("optimizer_rank", rank[0], rank[1], rank[2])
+    if targets is not None:
+        suffixes = re.fullmatch(r"\.\*\\\.\(([\w.|]+)\)", str(targets[0]))  # export.names_regex: .*\.(q_proj|v_proj)
+        mapped = lora_targets(suffixes.group(1).split("|") if suffixes else targets[0])
+        if mapped:
+            c.set("optimizer_targets", mapped, targets[1], targets[2])
+        else:
+            c.note(f"{targets[1]} (a pattern memplan cannot match: planned with every decoder linear)")

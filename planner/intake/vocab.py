@@ -29,6 +29,11 @@ OPTIMIZERS = {
     "paged_adamw_8bit": "paged-adamw-8bit",
     "sgd": "sgd",
     "adafactor": "adafactor",
+    # transformers 5.25 training_args.py:144-157 (OptimizerNames), trainer_optimizer.py:351-410
+    "galore_adamw": "galore-adamw",
+    "galore_adamw_8bit": "galore-adamw-8bit",
+    "apollo_adamw": "apollo-adamw",
+    "muon": "muon",  # LLaMA-Factory's use_muon, ms-swift's --optimizer muon
 }
 ATTENTION = {
     "flash_attention_2": "flash",

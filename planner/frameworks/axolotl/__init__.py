@@ -10,6 +10,7 @@ from planner.frameworks.axolotl.keys import KEYS
 from planner.frameworks.axolotl.releases import RELEASES as LINES
 from planner.frameworks.axolotl.releases import SPANS
 from planner.frameworks.base import Default, Framework, Rule, kind, workload_of
+from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_LOW_RANK
 from planner.frameworks.tool import Signs, Tool
 
 # utils/freeze.py:16-26: the first components of the parameter names freeze_mm_modules freezes
@@ -47,7 +48,8 @@ EVERY = (  # every value of these (closed by default: planner.frameworks.base.Fr
     "zero_stage",
     "offload",
     "attention",
-    "optimizer",
+    "optimizer_rank",  # optim_args rank=
+    "optimizer_targets",  # optim_target_modules (utils/schemas/training.py:132)
     "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
     "zero_buckets",  # the bucket sizes a DeepSpeed JSON sets itself (deepspeed reader)
     "lora_rank",
@@ -64,6 +66,9 @@ EVERY = (  # every value of these (closed by default: planner.frameworks.base.Fr
     "save_weights",
 )
 RUNS = {
+    # transformers' optim values pass through (utils/schemas/training.py:122); its muon is axolotl-contribs-mit's
+    # MuonOptimizerFactory (core/builders/base.py:314-329), a package its wheel does not ship: not read, refused
+    "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK),
     "device_map": ("off",),  # one process a GPU
     "dataparallel": (False,),  # torch's nn.DataParallel: HF's Trainer alone
     "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults

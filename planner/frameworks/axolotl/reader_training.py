@@ -54,6 +54,15 @@ def training(c: Collector, f: dict[str, Flag]) -> None:
         c.set("optimizer", vocab.optimizer(opt), osrc, KEYS.key("optimizer"))
     else:
         c.note(f"{osrc} (this optimizer is not planned yet; planned as AdamW)")
+    args, mods = f.get("optim_args"), f.get("optim_target_modules")  # transformers' (utils/schemas/training.py:132)
+    rank = (
+        (args.value.get("rank") if isinstance(args.value, dict) else tuners.optim_args(args.value).get("rank"))
+        if args
+        else None
+    )
+    tuners.low_rank_fields(
+        c, (rank, args.source, args.raw) if rank else None, (mods.value, mods.source, mods.raw) if mods else None
+    )
     _loss(c, f)
 
 

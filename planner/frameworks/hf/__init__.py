@@ -7,6 +7,7 @@ from 4.54 (training_args.py:1286-1291 at 4.54.0); 5.24 renamed gradient_checkpoi
 (training_args.py:302-315, the old name a deprecated alias), after the 5.23 this adapter writes."""
 
 from planner.frameworks.base import TRANSFORMERS_5_QUANT, Default, Framework, Release, Rule, autotp_rule
+from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_LOW_RANK
 from planner.frameworks.tool import Signs
 
 TF = "transformers 5.23.0 training_args.py"
@@ -22,7 +23,10 @@ HF_RUNS = {
     "checkpointing": ("off", "full"),
     "loss": ("standard", "fused"),
     "batching": ("padded",),
-    "optimizer_in_backward": (False,),
+    # optim galore_adamw_layerwise, galore_adamw_8bit_layerwise, apollo_adamw_layerwise (trainer_optimizer.py:164-184)
+    "optimizer_in_backward": (False, True),
+    # no muon among transformers 5.25's OptimizerNames (training_args.py:144-157 GaLore's and APOLLO's)
+    "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK),
     # transformers' own FSDP2 with DistributedConfig(fsdp_size, ep_size) in the user's script (transformers 5.25
     # distributed/configuration_utils.py:64-79: ep_size divides fsdp_size x tp_size, all-to-all dispatch)
     "expert_parallel": ("off", "on"),
@@ -37,6 +41,12 @@ ACCELERATE = "accelerate 1.15.0"
 # not both; tensor parallel through DeepSpeed's AutoTP (accelerate 1.15's FSDP2 + TP path imports transformers'
 # ReplicateParallel, which transformers 5.24 no longer has: accelerator.py:1618)
 HF_SPLIT_RULES = (
+    Rule(
+        "optimizer_in_backward",
+        "a step inside backward is transformers' optim *_layerwise, GaLore's and APOLLO's only (transformers 5.25 "
+        "trainer_optimizer.py:164-184): it needs --optimizer galore-adamw, galore-adamw-8bit or apollo-adamw",
+        lambda k: k["optimizer_in_backward"] and k["optimizer"] not in TRANSFORMERS_LOW_RANK,
+    ),
     Rule(
         "sequence_parallel",
         f"--sequence-parallel is accelerate's sp_size, which runs on DeepSpeed only ({ACCELERATE} accelerator.py:"
@@ -181,7 +191,8 @@ HF_EVERY = (
     "offload",
     "fsdp",
     "attention",
-    "optimizer",
+    "optimizer_rank",  # optim_args rank=
+    "optimizer_targets",  # optim_target_modules
     "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
     "zero_buckets",  # the bucket sizes a DeepSpeed JSON sets itself (deepspeed reader)
     "lora_rank",

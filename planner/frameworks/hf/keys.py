@@ -17,6 +17,9 @@ HF_OPTIM = {  # memplan's optimizer -> TrainingArguments.optim (transformers' Op
     "adamw-8bit": "adamw_bnb_8bit",
     "paged-adamw": "paged_adamw_32bit",
     "paged-adamw-8bit": "paged_adamw_8bit",
+    "galore-adamw": "galore_adamw",  # transformers 5.25 training_args.py:144-157
+    "galore-adamw-8bit": "galore_adamw_8bit",
+    "apollo-adamw": "apollo_adamw",
 }
 HF_FSDP = {"full": "full_shard auto_wrap", "grad-op": "shard_grad_op auto_wrap", "hybrid": "hybrid_shard auto_wrap"}
 HF_ATTENTION = {"flash": "flash_attention_2", "eager": "eager"}
@@ -29,6 +32,8 @@ KEYS = Table(
     Key("eval_logits_steps", "eval_accumulation_steps"),
     Key("checkpointing", "gradient_checkpointing", False, f"{ARGS}:926"),  # TRL's configs: True (base_config.py:62)
     Key("optimizer", "optim", "adamw_torch_fused", f"{ARGS}:806-812", to_value=HF_OPTIM),
+    Key("optimizer_targets", "optim_target_modules"),  # GaLore's and APOLLO's linears (training_args.py:845)
+    Key("optimizer_rank", "optim_args"),  # "rank=N" (trainer_optimizer.py:369-375: 128 by default)
     Key("loss", "use_liger_kernel", to_value={"chunked": True, "fused": True}),  # Liger's fused linear CE
     Key("attention", "attn_implementation", to_value=HF_ATTENTION),  # TRL's ModelConfig; model_init_kwargs in a config
     Key("packing", "packing"),  # TRL's SFTConfig

@@ -214,12 +214,21 @@ def _kernels(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
         else:
             c.note(f"{attn.source} (this attention implementation is not planned yet; planned as sdpa)")
     opt = flags.get("optim")
-    if opt and known(opt.value) and tuners.optimizer(opt.source, one(opt.value)):
-        mapped = vocab.optimizer(one(opt.value))
+    name = str(one(opt.value)).strip().lower() if opt and known(opt.value) else ""
+    if name.endswith("_layerwise") and vocab.optimizer(name.removesuffix("_layerwise")):  # trainer_optimizer.py:164
+        c.set("optimizer_in_backward", True, opt.source, opt.raw)
+        name = name.removesuffix("_layerwise")
+    if name and tuners.optimizer(opt.source, name):
+        mapped = vocab.optimizer(name)
         if mapped:
             c.set("optimizer", mapped, opt.source, opt.raw)
         else:
             c.note(f"{opt.source} (this optimizer is not planned yet; planned as AdamW)")
+    args, mods = flags.get("optim_args"), flags.get("optim_target_modules")
+    rank = tuners.optim_args(args.value).get("rank") if args and known(args.value) else None
+    tuners.low_rank_fields(  # trainer_optimizer.py:369-375, 398-405: rank in optim_args; optim_target_modules
+        c, (rank, args.source, args.raw) if rank else None, (mods.value, mods.source, mods.raw) if mods else None
+    )
     liger = flags.get("use_liger_kernel") or flags.get("use_liger")
     if liger and c.flag(liger.value, liger.source):
         if trainer in ("dpo", "grpo"):

@@ -9,6 +9,7 @@ from planner.frameworks.llamafactory.keys import KEYS
 from planner.frameworks.llamafactory.releases import RELEASES, RULES, SPANS, TRAIN_BASH, TRAIN_PY
 from planner.frameworks.llamafactory.signs import SIGNS
 from planner.frameworks.rl import RoleEngine
+from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_LOW_RANK
 from planner.frameworks.tool import Tool
 
 HP = "llamafactory 0.9.5 hparams"
@@ -45,7 +46,8 @@ FRAMEWORK = Framework(
         "zero_stage",
         "offload",
         "attention",
-        "optimizer",
+        "optimizer_rank",  # galore_rank / apollo_rank
+        "optimizer_targets",  # galore_target / apollo_target
         "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
         "zero_buckets",  # the bucket sizes a DeepSpeed JSON sets itself (deepspeed reader)
         "lora_rank",
@@ -61,6 +63,9 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
+        # use_galore, use_apollo and use_muon (hparams/finetuning_args.py:263-350, 503-506; train/trainer_utils.py:
+        # 200-370, 498-524)
+        "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, "muon"),
         "device_map": ("off",),  # one process a GPU
         # finetuning_type oft from v0.9.4 (rules refuse it before); no adalora or vera at 0.6.3 .. 0.9.5
         # (finetuning_args.py:464)
@@ -77,7 +82,8 @@ FRAMEWORK = Framework(
         "loss": ("standard", "fused"),
         "batching": ("padded", "packed"),
         "fsdp": ("off", "full"),
-        "optimizer_in_backward": (False,),
+        # galore_layerwise / apollo_layerwise (train/trainer_utils.py:248-275, 335-360): GaLore's and APOLLO's only
+        "optimizer_in_backward": (False, True),
         "expert_parallel": ("off",),
         "quant": ("none", "nf4", "fp4", "int8", "gptq"),  # AWQ needs autoawq: model/model_utils/quantization.py:122-123
         "workload": ("sft", "dpo", "kto", "ppo"),  # ppo: stage ppo, read (rules: not written)

@@ -20,6 +20,7 @@ from planner.frameworks.llamafactory.reader_launch import (  # noqa: F401 - read
     read_launcher,
     sharding,
 )
+from planner.frameworks.llamafactory.reader_optim import read_matrix_optimizer
 from planner.frameworks.llamafactory.reader_ppo import read_ppo
 from planner.frameworks.llamafactory.releases import SPANS
 from planner.intake import hydra, loraargs, models, releases, tuners, vocab
@@ -38,11 +39,8 @@ from planner.intake.collect import (
 from planner.intake.flags import Flag, from_mapping
 
 REFUSED = {  # key: what it runs, refused in one line (planner.intake.tuners)
-    "use_galore": "GaLore's projected optimizer states",
-    "use_apollo": "APOLLO's optimizer states",
     "use_badam": "BAdam's block-wise updates",
     "use_adam_mini": "Adam-mini's reduced states",
-    "use_muon": "Muon's optimizer states",
     "use_llama_pro": "LLaMA-Pro's expanded blocks",
 }
 # the line whose image_resolution is an image's longer side (v0.9.0 model_args.py:59-60, data/mm_plugin.py:58-60)
@@ -265,6 +263,7 @@ def _training(c: Collector, f: dict[str, Flag], stage: str) -> None:
         c.set("optimizer", vocab.optimizer(opt), osrc, KEYS.key("optimizer"))
     else:
         c.note(f"{osrc} (this optimizer is not planned yet; planned as AdamW)")
+    read_matrix_optimizer(c, f)  # use_galore, use_apollo, use_muon (reader_optim.py)
 
 
 def _packing(c: Collector, f: dict[str, Flag], stage: str) -> None:

@@ -236,6 +236,14 @@ TRAIN_BASH = ("0.5", "0.6", "0.7")
 DATAPARALLEL_LINES = ("0.5", "0.6", "0.7", "0.7.1")  # one process over the visible GPUs (rules: dataparallel)
 RULES = (
     Rule(
+        "optimizer_in_backward",
+        "a step inside backward is galore_layerwise or apollo_layerwise (train/trainer_utils.py:248-275): it needs "
+        "--optimizer galore-adamw, galore-adamw-8bit or apollo-adamw",
+        lambda k: (
+            k["optimizer_in_backward"] and k["optimizer"] not in ("galore-adamw", "galore-adamw-8bit", "apollo-adamw")
+        ),
+    ),
+    Rule(
         "workload",
         "full DPO always loads a reference model (hparams/finetuning_args.py:574): no precompute_ref_log_probs",
         full_dpo_precomputed,

@@ -27,6 +27,7 @@ from planner.frameworks import FRAMEWORKS, check_plan
 from planner.frameworks.llamafactory import FRAMEWORK
 from planner.frameworks.llamafactory.keys import KEYS
 from planner.frameworks.llamafactory.releases import TRAIN_BASH, takes, writes_pixels
+from planner.frameworks.llamafactory.writer_optim import matrix_optimizer_entries
 from planner.model.catalog import checkpoints
 from planner.model.lora_targets import peft_target_modules
 from planner.model.modelspec import ModelSpec
@@ -290,8 +291,8 @@ def train_entries(plan: Plan) -> list[Entry]:
         ("num_train_epochs", 3.0, ""),
         ("lr_scheduler_type", "cosine", ""),
         ("warmup_ratio", 0.1, ""),
-        (*keys_of(plan)("optimizer", export.HF_OPTIM[plan.optimizer]), ""),
     ]
+    out += matrix_optimizer_entries(plan) or [(*keys_of(plan)("optimizer", export.HF_OPTIM[plan.optimizer]), "")]
     out += precision_entries(plan)
     return out + [("ddp_timeout", 180000000, "")]
 

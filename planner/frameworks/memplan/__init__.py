@@ -4,6 +4,7 @@ parallelism, and the splits its loop refuses (trainer/setup.py, trainer/step.py,
 here prune the search so that `suggest` never ranks a plan `planner train` then refuses."""
 
 from planner.frameworks.base import Framework, Rule
+from planner.frameworks.runs import TORCH_OPTIMIZERS
 
 
 def _split(k: dict) -> bool:
@@ -16,6 +17,8 @@ FRAMEWORK = Framework(
     version="this checkout",
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
         "precision",
+        "optimizer_rank",  # GaLore's and APOLLO's, inert under the optimizers it runs
+        "optimizer_targets",
         "checkpointing",
         "zero_stage",
         "offload",
@@ -23,7 +26,6 @@ FRAMEWORK = Framework(
         "loss",
         "attention",
         "batching",
-        "optimizer",
         "lora_rank",
         "optimizer_in_backward",
         "quant_absmax",
@@ -46,6 +48,7 @@ FRAMEWORK = Framework(
     # context parallel: torch's context_parallel shards only CUDA's SDPA kernels (torch 2.13
     # distributed/tensor/experimental/_context_parallel/_attention.py:918-945), so the trainer cannot run it on gloo
     runs={
+        "optimizer": TORCH_OPTIMIZERS,  # recipe/optim.py builds torch's and bitsandbytes' optimizers only
         # a user's DeepSpeed JSON without an optimizer: the trainer steps its torch optimizer as DeepSpeed's client
         # (it always does: recipe/dist.py:19-25 drops the optimizer block; its own export names one, counted as fused)
         "client_optimizer": (False, True),

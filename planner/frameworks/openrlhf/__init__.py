@@ -164,6 +164,8 @@ FRAMEWORK = Framework(
     role_engine=ROLES,
     version="openrlhf 0.11.2",
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
+        "optimizer_rank",  # GaLore's and APOLLO's, inert under the optimizers it runs
+        "optimizer_targets",
         "precision",
         "zero_stage",
         "lora_rank",

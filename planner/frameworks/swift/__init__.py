@@ -15,6 +15,7 @@ from planner.frameworks.base import (
 )
 from planner.frameworks.rl import RoleEngine
 from planner.frameworks.rules import hf_ppo_rules
+from planner.frameworks.runs import TORCH_OPTIMIZERS
 from planner.frameworks.swift.keys import KEYS
 from planner.frameworks.swift.releases import KTO_NO_SP, RELEASES
 from planner.frameworks.tool import Signs, Tool
@@ -63,7 +64,8 @@ FRAMEWORK = Framework(
         "zero_stage",
         "offload",
         "attention",
-        "optimizer",
+        "optimizer_rank",  # --galore_rank
+        "optimizer_targets",  # --galore_target_modules
         "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
         "zero_buckets",  # the bucket sizes a DeepSpeed JSON sets itself (deepspeed reader)
         "lora_rank",
@@ -85,6 +87,10 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
+        # --use_galore (swift/trainers/arguments.py:192-207; optimizers/galore/utils.py:189-214: GaLoreAdamW for
+        # adamw_torch(_fused), GaLoreAdamW8bit for the 8-bit optims) and --optimizer muon (optimizers/muon.py:9-52,
+        # Moonlight's Muon); no APOLLO
+        "optimizer": (*TORCH_OPTIMIZERS, "galore-adamw", "galore-adamw-8bit", "muon"),
         # several visible GPUs to a process are its device_map (reader._device_map), never nn.DataParallel
         "dataparallel": (False,),
         # LoRA and use_dora, AdaLoRA and VeRA; its BOFT (--tuner_type boft) is not planned, and it has no OFT

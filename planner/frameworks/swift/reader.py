@@ -21,6 +21,7 @@ from planner.frameworks.swift import reader_ppo as swift_ppo
 from planner.frameworks.swift import reader_rl as swiftrl
 from planner.frameworks.swift import reader_tuners as swift_tuners
 from planner.frameworks.swift.keys import KEYS, TRAIN_TYPE_LINES, TUNER_RANK, S
+from planner.frameworks.swift.reader_optim import read_matrix_optimizer
 from planner.frameworks.swift.reader_rl import get, look
 from planner.intake import loraargs, modelconfig, models, releases, tasks, tuners, vocab
 from planner.intake.collect import (
@@ -246,6 +247,8 @@ def _training(c: Collector, f: dict[str, Flag], kind: str) -> None:
     else:
         c.note(f"{osrc} (this optimizer is not planned yet; planned as AdamW)")
     plugin = str(one(f["optimizer"].value)).lower() if "optimizer" in f else ""
+    if read_matrix_optimizer(c, f, plugin):  # --use_galore, --optimizer galore / muon (reader_optim.py)
+        return
     if plugin and plugin != "lorap" and tuners.optimizer(f["optimizer"].source, plugin):  # lorap: LoRA+, LoRA's memory
         c.note(f"{f['optimizer'].source} (ms-swift's optimizer plugin is not planned yet; planned as AdamW)")
 

@@ -35,6 +35,7 @@ from planner.estimate import recipe_terms
 from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
 from planner.frameworks.swift.keys import KEYS, TUNER_RANK, VERA_DROPOUT
+from planner.frameworks.swift.writer_optim import optimizer_flags
 from planner.model.catalog import checkpoints
 from planner.model.lora_targets import peft_target_modules, peft_target_parameters
 from planner.model.modelspec import ModelSpec
@@ -152,7 +153,7 @@ def flag_list(plan: Plan, model: ModelSpec, seq_len: int) -> list[Flag]:
         out += [k("padding_free", True)] if plan.workload.preference else [k("packing", True), k("padding_free", True)]
     if plan.loss == "fused":
         out.append(k("loss", plan.loss))
-    out.append(k("optimizer", export.HF_OPTIM[plan.optimizer]))
+    out += optimizer_flags(plan)  # torch's --optim, GaLore's or Muon's (writer_optim.py)
     if plan.zero_stage:
         out.append(k("zero_stage", deepspeed_arg(plan)))
     if plan.fsdp != "off":

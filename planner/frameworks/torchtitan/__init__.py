@@ -30,6 +30,8 @@ FRAMEWORK = Framework(
     version="torchtitan 0.3.0",
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
         "precision",
+        "optimizer_rank",  # GaLore's and APOLLO's, inert under the optimizers it runs
+        "optimizer_targets",
         "quant_absmax",
         "lora_targets",
         "lora_train_embeddings",

@@ -51,6 +51,8 @@ FRAMEWORK = Framework(
     label="torchtune",
     version="torchtune 0.6.1",
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
+        "optimizer_rank",  # GaLore's and APOLLO's, inert under the optimizers it runs
+        "optimizer_targets",
         "lora_rank",
         "lora_targets",
         "lora_dropout",

@@ -130,6 +130,8 @@ FRAMEWORK = Framework(
     key_spans={"ppo": SPANS},  # main_ppo's keys only the 0.7 line takes (keys.SPANS); others: each line planned
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
         "precision",
+        "optimizer_rank",  # GaLore's and APOLLO's, inert under the optimizers it runs
+        "optimizer_targets",
         "lora_rank",
         "quant_absmax",
         "lora_targets",

@@ -42,8 +42,18 @@ VLM_FULL = {
 # each framework's plans: DoRA under ZeRO-3 (axolotl: FSDP) with the embeddings trained, LoRA + ZeRO-3 over two
 # nodes, QLoRA GRPO (LLaMA-Factory: QLoRA SFT), full DPO with ZeRO-2 and optimizer offload, a VLM's full FSDP run with
 # frozen modules, packing and the fused loss, and more
+# GaLore (layer-wise: one GPU, no accumulation), APOLLO on named linears, Muon (planner.estimate.matrix_optim)
+MATRIX = {"gpus_per_node": 1, "micro_batch": 1, "grad_accum": 1}
 CASES = {
     "llamafactory": {
+        "galore_layerwise": {
+            **MATRIX,
+            "optimizer": "galore-adamw",
+            "optimizer_rank": 64,
+            "optimizer_in_backward": True,
+        },
+        "apollo_targets": {**MATRIX, "optimizer": "apollo-adamw", "optimizer_targets": "q_proj,v_proj"},
+        "muon": {**MATRIX, "optimizer": "muon"},
         "dora": {
             "lora_rank": 16,
             "lora_variant": "dora",
@@ -75,6 +85,8 @@ CASES = {
         },
     },
     "swift": {
+        "galore_8bit": {**MATRIX, "optimizer": "galore-adamw-8bit", "optimizer_targets": "q_proj,v_proj"},
+        "muon": {**MATRIX, "optimizer": "muon"},
         "dora": {
             "lora_rank": 16,
             "lora_variant": "dora",

@@ -12,11 +12,8 @@ HELPERS = {DATA / "scripts" / "VILA" / "scripts" / "setups" / "train.sh"}
 # examples that run a tuner or optimizer memplan does not plan (planner.intake.tuners): refused in one line naming it
 REFUSED = {
     DATA / "llamafactory/examples/extras/adam_mini/qwen2_full_sft.yaml": "use_adam_mini: True: Adam-mini",
-    DATA / "llamafactory/examples/extras/apollo/llama3_full_sft.yaml": "use_apollo: True: APOLLO",
     DATA / "llamafactory/examples/extras/badam/llama3_full_sft.yaml": "use_badam: True: BAdam",
-    DATA / "llamafactory/examples/extras/galore/llama3_full_sft.yaml": "use_galore: True: GaLore",
     DATA / "llamafactory/examples/extras/llama_pro/llama3_freeze_sft.yaml": "use_llama_pro: True: LLaMA-Pro",
-    DATA / "llamafactory/examples/extras/muon/qwen2_full_sft.yaml": "use_muon: True: Muon",
     DATA / "swift/examples/train/multimodal/lora_llm_full_vit/sft.sh": "--tuner_type lora_llm: LoRA on the language",
     DATA / "swift/examples/train/tuners/boft/train.sh": "--tuner_type boft: BOFT",
 }

@@ -68,14 +68,13 @@ def test_lora_plus_is_loras_memory(tmp_path):
         ("train.sh", SWIFT + "--tuner_type adapter\n", "--tuner_type adapter: bottleneck adapters"),
         ("train.sh", SWIFT + "--tuner_type llamapro\n", "--tuner_type llamapro: LLaMA-Pro"),
         ("train.sh", SWIFT + "--train_type longlora\n", "--train_type longlora"),
-        ("train.sh", SWIFT + "--optimizer galore\n", "--optimizer galore: GaLore"),
+        ("train.sh", SWIFT + "--use_galore true --galore_quantization true\n", "Q-GaLore"),
         ("lf.yaml", LF + "finetuning_type: oft\noft_rank: 8\noft_block_size: 0\n", "oft_rank: 8: OFT by its block"),
         ("lf.yaml", LF + "finetuning_type: freeze\n", "finetuning_type: freeze: freeze tuning"),
-        ("lf.yaml", LF + "finetuning_type: full\nuse_galore: true\n", "use_galore: True: GaLore"),
-        ("lf.yaml", LF + "finetuning_type: full\noptim: apollo_adamw\n", "optim: apollo_adamw: APOLLO"),
+        ("lf.yaml", LF + "finetuning_type: full\noptim: galore_adafactor\n", "GaLore's projected Adafactor"),
+        ("lf.yaml", LF + "finetuning_type: full\noptim: galore_adamw_layerwise\n", "layer-wise GaLore"),
         ("ax.yaml", AXOLOTL + "adapter: vera\n", "adapter: vera: VeRA"),
-        ("ax.yaml", AXOLOTL + "optimizer: muon\n", "optimizer: muon: Muon"),
-        ("ax.yaml", AXOLOTL + "optimizer: galore_adamw\n", "GaLore"),
+        ("ax.yaml", AXOLOTL + "optimizer: muonclip\n", "MuonClip"),
     ],
 )
 def test_a_tuner_not_planned_is_refused_in_one_line(tmp_path, name, text, says):
@@ -83,6 +82,56 @@ def test_a_tuner_not_planned_is_refused_in_one_line(tmp_path, name, text, says):
         _read(tmp_path, name, text)
     message = str(e.value)
     assert says in message and "not planned" in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "name,text,want",
+    [
+        (
+            "lf.yaml",
+            LF + "finetuning_type: full\nuse_galore: true\ngalore_rank: 64\noptim: adamw_torch\n",
+            ("galore-adamw", 64),
+        ),
+        ("lf.yaml", LF + "finetuning_type: full\nuse_apollo: true\noptim: adamw_torch\n", ("apollo-adamw", 16)),
+        ("lf.yaml", LF + "finetuning_type: full\nuse_muon: true\n", ("muon", None)),
+        ("train.sh", SWIFT + "--tuner_type full --use_galore true --galore_rank 64\n", ("galore-adamw", 64)),
+        ("train.sh", SWIFT + "--tuner_type full --optimizer muon\n", ("muon", None)),
+        ("ax.yaml", AXOLOTL + "optimizer: galore_adamw_8bit\noptim_args: rank=32\n", ("galore-adamw-8bit", 32)),
+        (
+            "train.py",
+            "from trl import SFTConfig\nSFTConfig(max_length=1024, optim='apollo_adamw', optim_args='rank=256')\n",
+            ("apollo-adamw", 256),
+        ),
+    ],
+)
+def test_galore_apollo_and_muon_are_read_into_the_optimizer_fields(tmp_path, name, text, want):
+    """Each framework's own keys: LLaMA-Factory's use_galore / use_apollo / use_muon with their ranks (16 by default),
+    ms-swift's --use_galore and --optimizer muon, transformers' optim with optim_args rank= (axolotl, HF, TRL)."""
+    reading = _read(tmp_path, name, text)
+    assert (reading.request["optimizer"], reading.request.get("optimizer_rank")) == want
+
+
+def test_lora_with_galore_is_refused_as_llamafactory_refuses_it():
+    from planner.config.spec import Knobs
+
+    with pytest.raises(ValueError, match="without LoRA"):
+        Knobs(framework="llamafactory", optimizer="galore-adamw", lora_rank=8)
+    with pytest.raises(ValueError, match="without DeepSpeed or FSDP"):
+        Knobs(framework="llamafactory", optimizer="muon", zero_stage=2)
+    with pytest.raises(ValueError, match="cannot run --optimizer muon"):
+        Knobs(framework="hf", optimizer="muon")
+
+
+def test_transformers_layerwise_galore_is_a_step_in_backward_and_its_command_reads_back(tmp_path):
+    """optim galore_adamw_layerwise (trainer_optimizer.py:164-184: one optimizer a parameter, stepped in its gradient's
+    hook) is optimizer_in_backward; the regex a command line writes for optim_target_modules reads back as names."""
+    text = (
+        "torchrun --nproc_per_node 1 train.py --model_name_or_path Qwen/Qwen2.5-7B --max_length 1024 "
+        "--optim galore_adamw_layerwise --optim_target_modules '.*\\.(q_proj|v_proj)' --optim_args rank=64\n"
+    )
+    r = _read(tmp_path, "train.sh", text).request
+    assert (r["optimizer"], r["optimizer_in_backward"], r["optimizer_rank"]) == ("galore-adamw", True, 64)
+    assert r["optimizer_targets"] == "q_proj,v_proj"
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,156 @@
+"""The optimizers whose states are not AdamW's, as the frameworks run them, in bytes: GaLore and APOLLO (the gradient of
+each optimizer_targets linear projected to optimizer_rank, Adam's moments kept at the projected shape, the projection
+matrix beside them; every other parameter AdamW's full moments) and Muon (one momentum buffer for each hidden matrix,
+AdamW's two moments for the embeddings, the head and the vectors). planner.estimate.state_terms.optimizer_bytes calls
+matrix_optimizer_bytes for them; tests/probes/test_matrix_optim.py pins each term to the states of a real step.
+
+Read at the sources the frameworks install:
+- GaLore (galore-torch 1.0, github jiaweizzhao/GaLore 2cc66f8): galore_torch/adamw.py:96-109 projects the gradient and
+  makes exp_avg and exp_avg_sq zeros_like the projected one; galore_projector.py:12-21 (proj_type std) keeps an m x n
+  gradient as m x r (m >= n, right: Vh[:r], r x n) or r x n (left: U[:, :r], m x r); :69-98 the projector from
+  torch.linalg.svd(full_matrices=False) in the parameter's dtype, so r is at most min(m, n). GaLoreAdamW8bit
+  (adamw8bit.py) keeps bitsandbytes' 8-bit states of the projected gradient.
+- APOLLO (apollo-torch 1.0.3, github zhuhanqing/APOLLO 76b3472): apollo_torch/apollo.py:125-142 the same projected
+  moments; random_projector.py:152-172 a random r x n or m x r projector of the parameter's dtype (r not clipped);
+  apollo.py:187-199 one norm per target (scaled_grad, a 0-d tensor) for its norm-growth limiter.
+- Muon (Moonlight's toy_train Muon, which ms-swift 4.6 optimizers/muon.py:18 and LLaMA-Factory 0.9.5
+  third_party/muon/muon.py:76-214 run): a momentum_buffer zeros_like the gradient of each 2-D parameter whose name has
+  neither the embedding's nor the head's (LLaMA-Factory train/trainer_utils.py:504-511), moment1 and moment2 for
+  the rest.
+"""
+
+from __future__ import annotations
+
+from planner.estimate import lora
+from planner.estimate.setup import Setup
+from planner.estimate.trained import (
+    ADAMW_8BIT_MIN_SIZE,
+    frozen_modules,
+    optimizer_state_bytes_per_param,
+    trainable_params,
+)
+from planner.model.modelspec import frozen_roles
+from planner.model.shapes import Tensors
+
+MUON_ADAMW_ROLES = ("embed", "head")  # what Muon leaves to AdamW beside the vectors
+
+
+def projection_rank(optimizer: str, m: int, n: int, rank: int) -> int:
+    """GaLore's SVD projector has at most min(m, n) singular vectors; APOLLO's random one is rank wide whatever."""
+    return rank if optimizer == "apollo-adamw" else min(rank, m, n)
+
+
+def projected_elements(optimizer: str, shape: tuple[int, ...], rank: int) -> int:
+    """Elements of one m x n gradient once projected: the longer side times the rank (galore_projector.py:12-21)."""
+    m, n = shape
+    return projection_rank(optimizer, m, n, rank) * max(m, n)
+
+
+def projector_elements(optimizer: str, shape: tuple[int, ...], rank: int, state_bytes: int) -> int:
+    """Elements one target's projection matrix holds: the rank times the shorter side; GaLore's of an fp32 gradient
+    is a slice view (Vh[:r, :] or U[:, :r], galore_projector.py:83-91: only a lower-precision one is copied out by
+    .type()), which keeps the whole min(m, n) x min(m, n) factor of the SVD alive."""
+    m, n = shape
+    if optimizer != "apollo-adamw" and state_bytes == 4:
+        return min(m, n) ** 2
+    return projection_rank(optimizer, m, n, rank) * min(m, n)
+
+
+def _trained(s: Setup) -> list[Tensors]:
+    frozen = frozen_roles(frozen_modules(s))
+    return [t for t in s.model.tensors if t.role not in frozen]
+
+
+def low_rank_target(t: Tensors, targets: str) -> bool:
+    """A decoder nn.Linear weight optim_target_modules names (transformers trainer_optimizer.py:137-151 keeps
+    nn.Linear modules only, matched as PEFT matches names)."""
+    return len(t.shape) == 2 and t.adapted(targets)
+
+
+def adam_state_bytes(elements: int, optimizer: str, state_bytes: int) -> float:
+    """Adam's two moments of one tensor: the parameter's dtype, or bitsandbytes' 8-bit blocks (32-bit below
+    ADAMW_8BIT_MIN_SIZE elements) for the 8-bit variant."""
+    if optimizer != "galore-adamw-8bit":
+        return 2 * state_bytes * elements
+    return elements * (8 if elements < ADAMW_8BIT_MIN_SIZE else optimizer_state_bytes_per_param("adamw-8bit", 4))
+
+
+def low_rank_state_bytes(s: Setup, state_bytes: int) -> int:
+    """GaLore's or APOLLO's moments: the projected shape for each target, the full one for every other trained tensor;
+    APOLLO's scaled_grad norm too (one element per target)."""
+    k, total = s.knobs, 0.0
+    for t in _trained(s):
+        if low_rank_target(t, k.optimizer_targets):
+            n = projected_elements(k.optimizer, t.shape, k.optimizer_rank)
+            total += t.count * (
+                adam_state_bytes(n, k.optimizer, state_bytes) + apollo_norm_bytes(k.optimizer, state_bytes)
+            )
+        else:
+            total += t.count * adam_state_bytes(t.numel // t.count, k.optimizer, state_bytes)
+    return int(total)
+
+
+def apollo_norm_bytes(optimizer: str, state_bytes: int) -> int:
+    """APOLLO's norm-growth limiter keeps the last scaled gradient's norm, a 0-d tensor (apollo.py:187-199)."""
+    return state_bytes if optimizer == "apollo-adamw" else 0
+
+
+def low_rank_projector_bytes(s: Setup, state_bytes: int) -> int:
+    """The projection matrices GaLore and APOLLO keep in their projector objects, in the parameter's dtype (the storage
+    they keep alive: projector_elements)."""
+    k = s.knobs
+    return state_bytes * sum(
+        t.count * projector_elements(k.optimizer, t.shape, k.optimizer_rank, state_bytes)
+        for t in _trained(s)
+        if low_rank_target(t, k.optimizer_targets)
+    )
+
+
+def muon_state_bytes(s: Setup, state_bytes: int) -> int:
+    """Muon's momentum buffer for each 2-D hidden matrix, AdamW's two moments for the embeddings, the head and the
+    vectors. LoRA: every adapter factor is a hidden matrix; DoRA's magnitudes and trained embedding copies are not."""
+    if s.lora:
+        adamw = lora.dora_magnitude_params(s.model, s.knobs) + lora.embedding_copy_params(s.model, s.knobs)
+        return (trainable_params(s) + adamw) * state_bytes
+    total = 0
+    for t in _trained(s):
+        hidden = len(t.shape) == 2 and t.role not in MUON_ADAMW_ROLES
+        total += t.numel * state_bytes * (1 if hidden else 2)
+    return total
+
+
+def matrix_optimizer_bytes(s: Setup, state_bytes: int) -> int:
+    """The states of a GaLore, APOLLO or Muon optimizer on one GPU or under DDP (their projectors included)."""
+    if s.knobs.optimizer == "muon":
+        return muon_state_bytes(s, state_bytes)
+    return low_rank_state_bytes(s, state_bytes) + low_rank_projector_bytes(s, state_bytes)
+
+
+def low_rank_step_temp_bytes(s: Setup, state_bytes: int) -> int:
+    """GaLore's and APOLLO's step, one parameter at a time (adamw.py:80-140): two full-size tensors of the largest
+    trained one (AdamW's denominator and update of an untargeted tensor; a target's update projected back and the
+    scaled gradient). Measured 1.92-2.20x its bytes (tests/probes/test_matrix_optim.py). The SVD GaLore recomputes
+    every update_proj_gap steps (its input's copy, U and Vh in fp32) is not counted."""
+    return 2 * state_bytes * max(t.numel // t.count for t in _trained(s))
+
+
+def muon_step_temp_bytes(s: Setup, state_bytes: int) -> int:
+    """Muon's step, one matrix at a time (torch 2.13 optim/_muon.py:308-340): the Nesterov update in the parameter's
+    dtype, then Newton-Schulz on a bf16 copy with two iterates alive (:55-66), so state_bytes + 3 x 2 bytes an element
+    of the largest hidden matrix; AdamW's two full-size temporaries for the rest, the larger decides. Measured within
+    15% above (tests/probes/test_matrix_optim.py)."""
+    hidden = [t.numel // t.count for t in _trained(s) if len(t.shape) == 2 and t.role not in MUON_ADAMW_ROLES]
+    rest = [t.numel // t.count for t in _trained(s) if not (len(t.shape) == 2 and t.role not in MUON_ADAMW_ROLES)]
+    if s.lora:
+        hidden, rest = (
+            [max(t.shape) * s.knobs.lora_rank for t in s.model.tensors if t.adapted(s.knobs.lora_targets)],
+            [],
+        )
+    return max(max(hidden, default=0) * (state_bytes + 3 * 2), 2 * state_bytes * max(rest, default=0))
+
+
+def matrix_step_temp_bytes(s: Setup, state_bytes: int) -> int:
+    """The temporaries of a GaLore, APOLLO or Muon step (planner.estimate.state_terms.optimizer_step_temp_bytes)."""
+    if s.knobs.optimizer == "muon":
+        return muon_step_temp_bytes(s, state_bytes)
+    return low_rank_step_temp_bytes(s, state_bytes)

@@ -1,0 +1,25 @@
+"""ms-swift's flags for GaLore and Muon (what reader_optim.py reads): --use_galore with --galore_rank and
+--galore_target_modules over --optim adamw_torch or adamw_bnb_8bit (optimizers/galore/utils.py:189-214), or
+--optimizer muon; torch's optimizers as --optim."""
+
+from __future__ import annotations
+
+from planner.export import export
+from planner.frameworks.swift.keys import KEYS
+from planner.model.shapes import ATTENTION_LINEARS
+
+
+def optimizer_flags(plan) -> list[tuple[str, object]]:
+    if plan.optimizer == "muon":
+        return [("optimizer", "muon")]
+    if plan.optimizer not in ("galore-adamw", "galore-adamw-8bit"):
+        return [KEYS.pair("optimizer", export.HF_OPTIM[plan.optimizer])]
+    out = [
+        ("use_galore", True),
+        ("galore_rank", plan.optimizer_rank),
+        KEYS.pair("optimizer", "adamw_bnb_8bit" if plan.optimizer == "galore-adamw-8bit" else "adamw_torch"),
+    ]
+    if plan.optimizer_targets != "all-linear":  # none: every linear (pipelines/train/tuner.py:418-420)
+        t = plan.optimizer_targets
+        out.append(("galore_target_modules", list(ATTENTION_LINEARS) if t == "attention" else t.split(",")))
+    return out
