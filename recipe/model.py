@@ -29,7 +29,8 @@ def weight_dtype(knobs) -> torch.dtype:
     mixed precision, bf16-pure, and for a LoRA/QLoRA base. LoRA adapters are fp32 whatever this is (PEFT's
     autocast_adapter_dtype upcasts them on a half base)."""
     half = HALF.get(knobs.precision)
-    if half is None or (amp(knobs) and (not knobs.lora_rank or getattr(knobs, "lora_base_fp32", False))):
+    tuned = knobs.lora_rank or getattr(knobs, "trained_layers", 0)  # freeze tuning loads in half, as LoRA's base
+    if half is None or (amp(knobs) and (not tuned or getattr(knobs, "lora_base_fp32", False))):
         return torch.float32
     return half
 
@@ -101,7 +102,9 @@ def _tower_checkpointing(model, config: dict, knobs) -> None:
 
 def _freeze(model, config: dict, knobs) -> None:
     """--frozen: the vision tower (and its projector) without gradients, by the module names the planner's model
-    reader names (planner.model.modelspec.VisionSpec.frozen)."""
+    reader names (planner.model.modelspec.VisionSpec.frozen); --trained-layers: freeze tuning (_freeze_layers)."""
+    if getattr(knobs, "trained_layers", 0):
+        _freeze_layers(model, knobs)
     if knobs.frozen == "none":
         return
     from planner.model.families import from_config
@@ -109,6 +112,20 @@ def _freeze(model, config: dict, knobs) -> None:
     vision = from_config(config, "model").vision
     for name, p in model.named_parameters():
         if vision.frozen(name, knobs.frozen):
+            p.requires_grad_(False)
+
+
+def _freeze_layers(model, knobs) -> None:
+    """LLaMA-Factory's freeze tuning (v0.9.5 src/llamafactory/model/adapter.py:89-90, :112-113, :129-136): the
+    parameters whose name holds ".{i}." of one of the last N layers train, upcast to fp32 under torch AMP (:133-134,
+    :316-325); every other parameter is frozen in the dtype it was loaded in."""
+    layers = model.config.get_text_config().num_hidden_layers
+    marks = [f".{i}." for i in range(max(0, layers - knobs.trained_layers), layers)]
+    for name, p in model.named_parameters():
+        if any(m in name for m in marks):
+            if amp(knobs):
+                p.data = p.data.to(torch.float32)
+        else:
             p.requires_grad_(False)
 
 

@@ -111,6 +111,11 @@ def nothing_leaks():
 # parameters for one case or without them for every case; tests that share a slow fixture are listed together
 # (one of them left in would run it). At 20 s, the first cut, test-fast took 9 min 26 s.
 SLOW = {
+    # h-freeze (2026-12-05, 2 busy cores): real CPU steps of debug-llama frozen but for 2 layers; the sim at full
+    # depth; LLaMA-Factory's own freeze tuning in its venv
+    "tests/probes/test_freeze.py::test_a_real_cpu_step_is_the_plans_peak": 19,
+    "tests/probes/test_freeze.py::test_the_sim_at_full_depth_is_the_plans_peak": 11,
+    "tests/probes/test_freeze.py::test_llamafactorys_own_freeze_tuning_is_the_builds": 17,
     # h-rules46 (2026-12-05, 2 busy cores): suggest's ranked plans x every knob value x every release line, written
     "tests/planner/frameworks/test_writers_walk.py::test_every_knob_value_at_every_line_is_refused_by_a_rule_or_written[llamafactory]": 5,
     "tests/planner/frameworks/test_writers_walk.py::test_every_knob_value_at_every_line_is_refused_by_a_rule_or_written[swift]": 4,

@@ -65,6 +65,7 @@ Framework = Literal[FRAMEWORK_NAMES]  # planner.frameworks: one adapter module e
 MAX_LORA_RANK = 4096
 MAX_NUM_LABELS = 1 << 20
 MAX_NEGATIVES = 1024
+MAX_TRAINED_LAYERS = 1024
 MAX_EXPERT_PARALLEL = 1024
 MAX_EVAL_BATCH = 4096
 MAX_EVAL_LOGITS_STEPS = 100_000
@@ -214,6 +215,16 @@ class KnobFields(BaseModel):
             "and its projector, the language model (the tower and projector trained), or the language model and the "
             "tower (the projector alone trained, LLaVA's first stage) (LLaMA-Factory's freeze_vision_tower / "
             "freeze_multi_modal_projector / freeze_language_model, ms-swift's freeze_vit / freeze_aligner / freeze_llm)"
+        ),
+    )
+    trained_layers: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_TRAINED_LAYERS,
+        description=(
+            "freeze tuning: only the last N decoder layers trained in full, every other weight (embedding, lower "
+            "layers, final norm, head) frozen in half precision, backward reaching down to the lowest trained layer "
+            "(LLaMA-Factory's finetuning_type freeze, freeze_trainable_layers N); 0 = no freeze tuning"
         ),
     )
     vit_checkpointing: VitCheckpointing = Field(

@@ -56,6 +56,7 @@ FRAMEWORK = Framework(
         "lora_variant",
         "lora_base_fp32",
         "frozen",
+        "trained_layers",  # freeze tuning (planner.estimate.freeze)
         "cp_attention",
         "eval_batch",
         "eval_logits_steps",

@@ -161,8 +161,10 @@ def _stage(c: Collector, f: dict[str, Flag], near=None) -> str:
 def _method(c: Collector, f: dict[str, Flag], r) -> bool:
     kind, src = look(c, f, "lora")
     qb = KEYS.key("quant")
-    if kind not in ("lora", "full"):
+    if kind not in ("lora", "full", "freeze"):
         tuners.tuner(src, kind)
+    if kind == "freeze":
+        _freeze(c, f, r)
     if kind != "lora":
         c.set("lora_rank", 0, src, KEYS.key("lora"))
         if qb in f:
@@ -185,6 +187,25 @@ def _method(c: Collector, f: dict[str, Flag], r) -> bool:
         c.set("lora_dropout", as_float(dropout), dsrc, KEYS.key("lora_dropout"))
     _quant(c, f)
     return True
+
+
+def _freeze(c: Collector, f: dict[str, Flag], r) -> None:
+    """finetuning_type freeze: the last freeze_trainable_layers decoder layers trained in full (model/adapter.py:89-90;
+    num_layer_trainable, 3 by default at v0.5.3 src/llmtuner/hparams/finetuning_args.py:25-26); the first N layers
+    (a negative count, :91-92), some modules of a layer or extra modules trained are refused in one line."""
+    n, src = look(c, f, "trained_layers")
+    if r.name == "0.5" and KEYS.key("trained_layers") not in f:
+        n, src = 3, default(LF, "v0.5.3 src/llmtuner/hparams/finetuning_args.py:25-26", "num_layer_trainable 3")
+    count = as_int(n)
+    if count is None or count <= 0:
+        tuners.refuse(src, f"freeze tuning of the first {-(count or 0)} layers (backward through every layer above)")
+    modules, msrc = look(c, f, "freeze_modules")
+    if str(modules).strip().lower() not in ("all", "none"):
+        tuners.refuse(msrc, f"freeze tuning of some modules of a layer ({modules})")
+    extra = f.get(KEYS.key("freeze_extra"))
+    if extra and extra.value:
+        tuners.refuse(extra.source, f"freeze tuning with extra modules trained ({extra.value})")
+    c.number("trained_layers", count, src, KEYS.key("trained_layers"))
 
 
 def _quant(c: Collector, f: dict[str, Flag]) -> None:

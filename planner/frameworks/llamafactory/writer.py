@@ -184,8 +184,11 @@ def method_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
     out: list[Entry] = [
         (*k("workload.kind", plan.workload.kind), ""),
         ("do_train", True, ""),
-        (*k("lora", "lora" if plan.lora_rank else "full"), ""),
+        (*k("lora", "lora" if plan.lora_rank else "freeze" if plan.trained_layers else "full"), ""),
     ]
+    if plan.trained_layers:  # model/adapter.py:89-90: the last N layers trained, the rest frozen in half precision
+        out.append((*k("trained_layers", plan.trained_layers), "the last N decoder layers trained"))
+        out.append((*k("freeze_modules", "all"), "every module of those layers (v0.5 requires the key)"))
     if plan.lora_rank:
         peft = configs.peft_config(plan)
         out += [

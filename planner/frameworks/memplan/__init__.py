@@ -34,6 +34,7 @@ FRAMEWORK = Framework(
         "lora_vision",
         "lora_base_fp32",
         "frozen",
+        "trained_layers",  # freeze tuning (planner.estimate.freeze)
         "vit_checkpointing",
         "expert_parallel",
         "tensor_parallel",

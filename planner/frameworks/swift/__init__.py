@@ -105,6 +105,7 @@ FRAMEWORK = Framework(
         # kto (rlhf_trainers/kto_trainer.py: the KL batch without grad first, :53, then the rows, :58-61)
         # --task_type (ms-swift 4.6 swift/arguments/base_args/model_args.py:72; decision is not planned)
         "task": ("causal-lm", "seq-cls", "embedding", "reranker", "generative-reranker"),
+        "trained_layers": (0,),  # freeze tuning (LLaMA-Factory's finetuning_type freeze): not run here
         "context_parallel": ("off",),  # ring attention comes inside --sequence_parallel_size, with flash-attn
     },
     defaults={

@@ -57,6 +57,7 @@ CASES = {
         "int8": {"lora_rank": 8, "quant": "int8", "checkpointing": "full"},
         "dpo_full_z2_offload": {"zero": 2, "offload": "optimizer", "workload": DPO, "checkpointing": "full"},
         "kto_lora": {"lora_rank": 8, "checkpointing": "full", "workload": KTO},
+        "freeze": {"trained_layers": 4, "checkpointing": "full", "zero": 2},
         "vlm_fsdp": {**VLM_FULL, "checkpointing": "offload", "frozen": "vision", "micro_batch": 1, "nodes": 2},
         "vlm_projector_only": {
             "model": "qwen2.5-vl-7b",
@@ -225,6 +226,22 @@ def test_llamafactory_kto_writes_its_stage_and_reads_it_back(tmp_path):
     assert w.plan.workload.logprobs == "full" and "kl-forward" in w.plan.memory.phases
     back = intake.read([str(w.dir / llamafactory.CONFIG_NAME)]).request["workload"]
     assert back == {"kind": "kto", "max_length": 2048, "logprobs": "full"}
+
+
+def test_llamafactory_freeze_tuning_writes_its_trained_layers_and_reads_them_back(tmp_path):
+    """finetuning_type freeze with freeze_trainable_layers (model/adapter.py:89-90): the last 4 layers trained; read
+    back, the same knob, and an older line's num_layer_trainable (v0.6.3 finetuning_args.py:25-26) the same."""
+    w = lf("freeze", tmp_path)
+    assert (w.cfg["finetuning_type"], w.cfg["freeze_trainable_layers"]) == ("freeze", 4)
+    assert w.cfg["freeze_trainable_modules"] == "all" and "lora_rank" not in w.cfg
+    path = w.dir / llamafactory.CONFIG_NAME
+    assert intake.read([str(path)]).request["trained_layers"] == 4
+    old = tmp_path / "old.yaml"
+    old.write_text(
+        "model_name_or_path: Qwen/Qwen2.5-7B\nstage: sft\nfinetuning_type: freeze\nnum_layer_trainable: 4\n"
+        "name_module_trainable: all\ncutoff_len: 1024\nbf16: true\n"
+    )
+    assert intake.read([str(old)]).request["trained_layers"] == 4
 
 
 def test_llamafactory_lora_zero3_over_two_nodes(tmp_path):

@@ -1,0 +1,38 @@
+"""Freeze tuning (--trained-layers N; LLaMA-Factory's finetuning_type freeze): the last N decoder layers trained in
+full, everything else frozen. Read at LLaMA-Factory v0.9.5 (src/llamafactory/):
+- which parameters train: model/adapter.py:89-90 (freeze_trainable_layers N > 0: layers L-N .. L-1), :112-113 and
+  :129-136 (every parameter whose name holds ".{i}." of a trained layer; the embedding, final norm and head frozen
+  unless freeze_extra_modules names them);
+- their dtype: the model is loaded in the compute dtype (bf16 under bf16) and only the trained parameters are upcast
+  to fp32 (model/adapter.py:316-325, :133-134) unless pure_bf16: the frozen majority stays in half precision;
+- what backward reaches: its checkpointing function checkpoints only layers with a trained parameter and runs the
+  others plainly (model/model_utils/checkpointing.py:80-103), and nothing below the lowest trained layer needs a
+  gradient (no enable_input_require_grads on the new checkpointing format, :129-134), so the frozen layers record no
+  graph and save nothing: the step saves what the N trained layers save (activation_terms.text_shape).
+tests/probes/test_freeze.py pins the step's peak to a real CPU step of a transformers model frozen by this rule."""
+
+from __future__ import annotations
+
+
+def freeze_tuned(k) -> bool:
+    return bool(getattr(k, "trained_layers", 0))
+
+
+def trained_layer_params(model, n: int) -> int:
+    """Parameters of the last n decoder layers (each dense layer alike: the layers' parameters over their count)."""
+    layer = sum(t.numel for t in model.tensors if t.role == "layer")
+    return layer * n // model.text.layers
+
+
+def trained_tensor_sizes(model, n: int) -> list[tuple[int, int]]:
+    """(elements of one tensor, how many) of the trained layers' tensors."""
+    out = []
+    for t in model.tensors:
+        if t.role == "layer":
+            out.append((t.numel // t.count, t.count * n // model.text.layers))
+    return out
+
+
+def largest_trained_matrix_params(model) -> int:
+    """Elements of the largest weight of a decoder layer."""
+    return max(t.numel // t.count for t in model.tensors if t.role == "layer" and len(t.shape) == 2)
