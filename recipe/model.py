@@ -80,6 +80,7 @@ def build_model(
 
         model = _adapters(model, knobs, quant_standin, from_config(config, "model"))
     recipe_knobs.apply_checkpointing(model, knobs, recompute)
+    _input_grads(model, knobs)
     _tower_checkpointing(model, config, knobs)
     model.train()
     return model
@@ -113,6 +114,15 @@ def _freeze(model, config: dict, knobs) -> None:
     for name, p in model.named_parameters():
         if vision.frozen(name, knobs.frozen):
             p.requires_grad_(False)
+
+
+def _input_grads(model, knobs) -> None:
+    """Freeze tuning under checkpointing in a framework that makes the embedding's output require a gradient
+    (ms-swift: Framework.input_grads), as it does: its frozen layers are then checkpointed and recomputed."""
+    from planner.estimate.freeze import below_trained_layers_idle, freeze_tuned
+
+    if freeze_tuned(knobs) and not below_trained_layers_idle(knobs):
+        model.enable_input_require_grads()
 
 
 def _freeze_layers(model, knobs) -> None:

@@ -73,9 +73,7 @@ def _text_shape(s: Setup):
         t = replace(t, layers=t.layers - t.cross_layers, cross_layers=0)
     elif t.first_cross_layer and frozen_lm.language_frozen(s.knobs):  # no gradient reaches the layers below the image
         t = replace(t, layers=t.layers - t.first_cross_layer)
-    elif freeze.freeze_tuned(
-        s.knobs
-    ):  # freeze tuning: nothing below the lowest trained layer (planner.estimate.freeze)
+    elif freeze.below_trained_layers_idle(s.knobs):  # freeze tuning: nothing below the lowest trained layer
         t = replace(t, layers=s.knobs.trained_layers)
     return recipe_terms.text_spec(t, s.knobs, adapted), rows, width, activation_profile(s.knobs)
 

@@ -9,6 +9,10 @@ full, everything else frozen. Read at LLaMA-Factory v0.9.5 (src/llamafactory/):
   others plainly (model/model_utils/checkpointing.py:80-103), and nothing below the lowest trained layer needs a
   gradient (no enable_input_require_grads on the new checkpointing format, :129-134), so the frozen layers record no
   graph and save nothing: the step saves what the N trained layers save (activation_terms.text_shape).
+ms-swift (--tuner_type full, --freeze_parameters_ratio 1, --trainable_parameters) instead calls
+enable_input_require_grads under checkpointing (v4.5.2 swift/trainers/mixin.py:939-941, Framework.input_grads): the
+embedding's output requires a gradient, so every frozen layer is checkpointed, keeps its input and is recomputed in
+backward; its step saves what full fine-tuning's checkpointed layers save.
 tests/probes/test_freeze.py pins the step's peak to a real CPU step of a transformers model frozen by this rule."""
 
 from __future__ import annotations
@@ -16,6 +20,16 @@ from __future__ import annotations
 
 def freeze_tuned(k) -> bool:
     return bool(getattr(k, "trained_layers", 0))
+
+
+def below_trained_layers_idle(k) -> bool:
+    """Freeze tuning whose frozen layers below the trained ones record no graph: all but a framework that makes the
+    embedding's output require a gradient under checkpointing (Framework.input_grads)."""
+    from planner.frameworks import FRAMEWORKS
+
+    if not freeze_tuned(k):
+        return False
+    return not (FRAMEWORKS[k.framework].input_grads and k.checkpointing != "off")
 
 
 def trained_layer_params(model, n: int) -> int:

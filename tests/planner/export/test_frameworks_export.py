@@ -76,6 +76,7 @@ CASES = {
         },
     },
     "swift": {
+        "freeze": {"trained_layers": 4, "precision": "bf16-pure", "checkpointing": "full"},
         "dora": {
             "lora_rank": 16,
             "lora_variant": "dora",
@@ -386,6 +387,25 @@ def test_swift_qlora_grpo_with_colocated_vllm(tmp_path):
     assert f["use_vllm"] == "true" and f["vllm_mode"] == "colocate" and f["vllm_gpu_memory_utilization"] == "0.3"
     assert f["max_length"] == "512"  # GRPO: swift's max_length cuts the prompt
     assert f["gradient_checkpointing"] == "false" and f["reward_funcs"] == ["accuracy", "format"]
+
+
+def test_swift_freeze_tuning_writes_its_trainable_layers_and_reads_them_back(tmp_path):
+    """--tuner_type full, every parameter frozen and the last 4 layers' prefixes trainable (tuner.py:403-409); read
+    back, --trained-layers 4. A ratio under 1 (the head trained too), a regex or a layer not at the top are refused."""
+    w = sw("freeze", tmp_path)
+    assert (w.f["tuner_type"], w.f["freeze_parameters_ratio"]) == ("full", "1")
+    assert w.f["trainable_parameters"] == [f"model.layers.{i}." for i in range(24, 28)]  # Qwen2.5-7B's 28 layers
+    assert intake.read([str(w.dir / swift.SCRIPT_NAME)]).request["trained_layers"] == 4
+    base = "swift sft --model Qwen/Qwen2.5-7B --tuner_type full --max_length 1024 "
+    for flags, says in (
+        ("--freeze_parameters_ratio 0.5", "a share of the parameters frozen"),
+        ("--freeze_parameters_ratio 1 --trainable_parameters model.layers.0.", "other than the last decoder layers"),
+        ("--trainable_parameters_regex 'layers\\.27'", "by a regex"),
+    ):
+        path = tmp_path / "t.sh"
+        path.write_text(base + flags + "\n")
+        with pytest.raises(BadInput, match=says):
+            intake.read([str(path)])
 
 
 def test_swift_grpo_writes_its_weight_sync_and_engine_split(tmp_path):
