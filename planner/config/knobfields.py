@@ -52,6 +52,8 @@ LoraVariant = Literal["lora", "dora"]
 Quant = Literal["none", "nf4", "fp4", "int8", "gptq", "awq"]
 VitCheckpointing = Literal["on", "off"]
 QuantAbsmax = Literal["8bit", "fp32"]
+# freeze tuning's trained layers (planner.estimate.freeze): the last N, or LLaMA-Pro's interleaved expanded blocks
+TrainedLayout = Literal["last", "interleaved"]
 Frozen = Literal["none", "vision", "vision+projector", "language", "language+vision"]
 SaveWeights = Literal["auto", "full", "sharded"]
 # sequence, context and tensor parallel sizes (planner.config.layout owns their rules with the world and the model)
@@ -225,6 +227,14 @@ class KnobFields(BaseModel):
             "freeze tuning: only the last N decoder layers trained in full, every other weight (embedding, lower "
             "layers, final norm, head) frozen in half precision, backward reaching down to the lowest trained layer "
             "(LLaMA-Factory's finetuning_type freeze, freeze_trainable_layers N); 0 = no freeze tuning"
+        ),
+    )
+    trained_layout: TrainedLayout = Field(
+        default="last",
+        description=(
+            "freeze tuning's trained layers: last (the top N), or interleaved: LLaMA-Pro's expanded blocks, every "
+            "(layers/N)-th layer of a checkpoint its expansion script wrote (LLaMA-Factory's use_llama_pro); the frozen "
+            "layers above the lowest trained one are in backward's path"
         ),
     )
     vit_checkpointing: VitCheckpointing = Field(

@@ -17,6 +17,10 @@ def freeze_rules(k) -> None:
     """--trained-layers beside knobs that already freeze or shard differently: refused, never planned as something
     else."""
     if not k.trained_layers:
+        if k.trained_layout != "last":
+            raise BadInput(
+                f"--trained-layout {k.trained_layout} needs freeze tuning: give --trained-layers", "trained_layout"
+            )
         return
     other = (
         f"LoRA (--lora-rank {k.lora_rank})"
@@ -61,6 +65,9 @@ def model_error(k, spec, name: str) -> BadInput | None:
         if spec.vision is not None
         else f"{name} is a mixture-of-experts model"
         if t.moe is not None
+        else f"LLaMA-Pro's interleaved blocks need {name}'s {t.layers} layers divisible by it (LLaMA-Factory "
+        "0.9.5 model/adapter.py:80-85)"
+        if k.trained_layout == "interleaved" and t.layers % k.trained_layers
         else ""
     )
     if not why:

@@ -13,6 +13,10 @@ ms-swift (--tuner_type full, --freeze_parameters_ratio 1, --trainable_parameters
 enable_input_require_grads under checkpointing (v4.5.2 swift/trainers/mixin.py:939-941, Framework.input_grads): the
 embedding's output requires a gradient, so every frozen layer is checkpointed, keeps its input and is recomputed in
 backward; its step saves what full fine-tuning's checkpointed layers save.
+LLaMA-Pro (--trained-layout interleaved; use_llama_pro on the checkpoint scripts/llama_pro.py expanded): the N trained
+blocks are every (L/N)-th layer, L/N - 1, 2L/N - 1, ... (model/adapter.py:80-88), so the frozen layers above the lowest
+one are in backward's path: they save what their input's gradient needs (planner.estimate.frozen_lm's layer), and
+LLaMA-Factory's checkpointing function runs them without a checkpoint whatever the checkpointing.
 tests/probes/test_freeze.py pins the step's peak to a real CPU step of a transformers model frozen by this rule."""
 
 from __future__ import annotations
@@ -30,6 +34,31 @@ def below_trained_layers_idle(k) -> bool:
     if not freeze_tuned(k):
         return False
     return not (FRAMEWORKS[k.framework].input_grads and k.checkpointing != "off")
+
+
+def trained_layer_ids(layers: int, n: int, layout: str) -> range:
+    """The trained layers' indices (LLaMA-Factory 0.9.5 model/adapter.py:87-90)."""
+    if layout == "interleaved":
+        stride = layers // n
+        return range(stride - 1, layers + stride - 1, stride)
+    return range(max(0, layers - n), layers)
+
+
+def path_frozen_layers(k, layers: int) -> int:
+    """Frozen layers above the lowest trained one (backward passes through them): none for the last N."""
+    if not freeze_tuned(k):
+        return 0
+    ids = trained_layer_ids(layers, k.trained_layers, k.trained_layout)
+    return layers - ids[0] - len(ids)
+
+
+def path_frozen_bytes(model, k, layer_bytes: int, profile: str, tokens: int) -> int:
+    """What the frozen layers in backward's path save: a trained layer's tensors less those only its weights'
+    gradients need (planner.estimate.frozen_lm), never under a checkpoint (LLaMA-Factory's checkpointing function)."""
+    from planner.estimate import frozen_lm
+
+    n = path_frozen_layers(k, model.text.layers)
+    return n * (layer_bytes - frozen_lm.layer_dropped_bytes(model, profile, tokens)) if n else 0
 
 
 def trained_layer_params(model, n: int) -> int:

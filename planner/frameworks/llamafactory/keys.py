@@ -61,6 +61,8 @@ KEYS = Table(
         renames=dict.fromkeys(OLD[:3], "name_module_trainable"),
     ),
     Key("freeze_extra", "freeze_extra_modules"),  # finetuning_args.py:43-44: none
+    # finetuning_args.py:468-470: LLaMA-Pro's interleaved blocks (from v0.5.2; v0.5.0 has no such key)
+    Key("trained_layout", "use_llama_pro", to_value={"interleaved": True}),
     Key("quant", "quantization_bit"),  # model_args.py:279-291
     Key("quant_method", "quantization_method"),
     Key("quant_type", "quantization_type", "nf4", f"{H}model_args.py:287"),

@@ -43,7 +43,6 @@ REFUSED = {  # key: what it runs, refused in one line (planner.intake.tuners)
     "use_badam": "BAdam's block-wise updates",
     "use_adam_mini": "Adam-mini's reduced states",
     "use_muon": "Muon's optimizer states",
-    "use_llama_pro": "LLaMA-Pro's expanded blocks",
 }
 # the line whose image_resolution is an image's longer side (v0.9.0 model_args.py:59-60, data/mm_plugin.py:58-60)
 SIDE = "0.8"
@@ -165,6 +164,8 @@ def _method(c: Collector, f: dict[str, Flag], r) -> bool:
         tuners.tuner(src, kind)
     if kind == "freeze":
         _freeze(c, f, r)
+    elif KEYS.key("trained_layout") in f and as_bool(f[KEYS.key("trained_layout")].value):
+        tuners.refuse(f[KEYS.key("trained_layout")].source, f"LLaMA-Pro's blocks with finetuning_type {kind}")
     if kind != "lora":
         c.set("lora_rank", 0, src, KEYS.key("lora"))
         if qb in f:
@@ -206,6 +207,9 @@ def _freeze(c: Collector, f: dict[str, Flag], r) -> None:
     if extra and extra.value:
         tuners.refuse(extra.source, f"freeze tuning with extra modules trained ({extra.value})")
     c.number("trained_layers", count, src, KEYS.key("trained_layers"))
+    pro = f.get(KEYS.key("trained_layout"))
+    if pro and as_bool(pro.value):  # model/adapter.py:80-88: every (layers/N)-th layer of the expanded checkpoint
+        c.set("trained_layout", "interleaved", pro.source, KEYS.key("trained_layout"))
 
 
 def _quant(c: Collector, f: dict[str, Flag]) -> None:

@@ -189,6 +189,8 @@ def method_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
     if plan.trained_layers:  # model/adapter.py:89-90: the last N layers trained, the rest frozen in half precision
         out.append((*k("trained_layers", plan.trained_layers), "the last N decoder layers trained"))
         out.append((*k("freeze_modules", "all"), "every module of those layers (v0.5 requires the key)"))
+        if plan.trained_layout == "interleaved":  # the checkpoint scripts/llama_pro.py expanded
+            out.append((*k("trained_layout", plan.trained_layout), "LLaMA-Pro: every (layers/N)-th layer trained"))
     if plan.lora_rank:
         peft = configs.peft_config(plan)
         out += [

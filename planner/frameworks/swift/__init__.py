@@ -108,6 +108,7 @@ FRAMEWORK = Framework(
         # kto (rlhf_trainers/kto_trainer.py: the KL batch without grad first, :53, then the rows, :58-61)
         # --task_type (ms-swift 4.6 swift/arguments/base_args/model_args.py:72; decision is not planned)
         "task": ("causal-lm", "seq-cls", "embedding", "reranker", "generative-reranker"),
+        "trained_layout": ("last",),  # LLaMA-Pro's interleaved blocks: --tuner_type llamapro is refused (tuners)
         "context_parallel": ("off",),  # ring attention comes inside --sequence_parallel_size, with flash-attn
     },
     defaults={
