@@ -58,6 +58,7 @@ CASES = {
         "dpo_full_z2_offload": {"zero": 2, "offload": "optimizer", "workload": DPO, "checkpointing": "full"},
         "kto_lora": {"lora_rank": 8, "checkpointing": "full", "workload": KTO},
         "freeze": {"trained_layers": 4, "checkpointing": "full", "zero": 2},
+        "llama_pro": {"trained_layers": 4, "trained_layout": "interleaved", "checkpointing": "full"},
         "vlm_fsdp": {**VLM_FULL, "checkpointing": "offload", "frozen": "vision", "micro_batch": 1, "nodes": 2},
         "vlm_projector_only": {
             "model": "qwen2.5-vl-7b",
@@ -237,6 +238,10 @@ def test_llamafactory_freeze_tuning_writes_its_trained_layers_and_reads_them_bac
     assert w.cfg["freeze_trainable_modules"] == "all" and "lora_rank" not in w.cfg
     path = w.dir / llamafactory.CONFIG_NAME
     assert intake.read([str(path)]).request["trained_layers"] == 4
+    pro = lf("llama_pro", tmp_path)
+    assert pro.cfg["use_llama_pro"] is True and pro.cfg["freeze_trainable_layers"] == 4
+    back = intake.read([str(pro.dir / llamafactory.CONFIG_NAME)]).request
+    assert (back["trained_layers"], back["trained_layout"]) == (4, "interleaved")
     old = tmp_path / "old.yaml"
     old.write_text(
         "model_name_or_path: Qwen/Qwen2.5-7B\nstage: sft\nfinetuning_type: freeze\nnum_layer_trainable: 4\n"
