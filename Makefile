@@ -55,7 +55,8 @@ fwenv:
 
 # One venv per older release line memplan writes files for, each line once (tools/fwenv_old.sh ci: 22 venvs beside
 # .fwenv's shared torch and uv), so that tests/planner/export/test_old_releases_parse.py runs each line's own parser on
-# every commit; the sweep tier's other releases: `tools/fwenv_old.sh all`. Nothing after the first build.
+# every commit; the sweep tier's other releases and LLaMA-Factory's 0.7 line: `tools/fwenv_old.sh all`. Nothing after
+# the first build.
 FWENV_OLD := $(CURDIR)/.fwenv-old
 FWENV_OLD_SET ?= ci
 .PHONY: fwenv-old

@@ -8,7 +8,7 @@ micro-batch 1-8, sequence 512-4096, all four precisions, checkpointing off/full.
 - analytic vs sim: the analytic model against the sim with CUDA code paths (target: within 10% p95).
 (sim vs CUDA max_memory_allocated needs a GPU: not run here.)
 The recipe knobs (RECIPE_GRID: selective / every-N / offloaded checkpointing, chunked and fused losses, flash and
-eager attention, packed rows, the optimizer in backward, LoRA targets, dropout and trained embeddings, DoRA, quantized bases:
+eager attention, packed rows, the optimizer in backward, LoRA targets, dropout and trained embeddings, DoRA, OFT, quantized bases:
 real bitsandbytes 4- and 8-bit layers in the CPU run, their stand-ins in the sim; GPTQ and AWQ stand-ins in both) have rows of their own (target: analytic within 3% of the
 sim at p95). Offload on CPU copies saved tensors to the same memory the tracker counts, so its real CPU run is not
 comparable and is left out.
@@ -114,6 +114,9 @@ RECIPE_GRID = [
     ("debug-llama", "bf16", {"lora_rank": 8, "lora_variant": "dora"}, 4, 1024),
     ("qwen-tiny-tied", "bf16-pure", {"lora_rank": 8, "lora_variant": "dora"}, 2, 1024),
     ("debug-llama", "fp32", {"lora_rank": 8, "lora_variant": "dora", "checkpointing": "full"}, 2, 1024),
+    ("debug-llama", "bf16", {"lora_rank": 32, "lora_variant": "oft"}, 4, 1024),  # OFT block 32 (planner.estimate.oft)
+    ("qwen-tiny-tied", "bf16-pure", {"lora_rank": 32, "lora_variant": "oft"}, 2, 1024),
+    ("debug-llama", "bf16", {"lora_rank": 16, "lora_variant": "oft", "checkpointing": "full"}, 2, 1024),
     ("debug-llama", "bf16", {"lora_rank": 8, "quant": "nf4"}, 4, 1024),
     ("qwen-tiny-tied", "bf16", {"lora_rank": 8, "quant": "fp4", "lora_targets": "attention"}, 2, 1024),
     ("debug-llama", "bf16", {"lora_rank": 8, "quant": "nf4", "quant_absmax": "fp32"}, 4, 1024),

@@ -67,7 +67,8 @@ def train(a, data: str, seq_len: int, steps: int, budget: int | None, store: str
     import torch
 
     from planner.config.spec import Knobs
-    from trainer.loop import RunConfig, Trainer
+    from trainer.runconfig import RunConfig
+    from trainer.step import Trainer
 
     knobs = Knobs.make(precision=a.precision, checkpointing="off", optimizer="adamw")
     cfg = RunConfig(

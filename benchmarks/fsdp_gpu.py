@@ -43,7 +43,8 @@ def predict(a, fsdp: str, precision: str, ckpt: str, width: int) -> int:
 def run_case(a, fsdp: str, precision: str, ckpt: str) -> dict:
 
     from planner.config.spec import Knobs
-    from trainer.loop import RunConfig, Trainer
+    from trainer.runconfig import RunConfig
+    from trainer.step import Trainer
 
     knobs = Knobs.make(precision=precision, checkpointing=ckpt, fsdp=fsdp)
     cfg = RunConfig(

@@ -21,7 +21,7 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     from planner import advise
-    from planner.cli.common import probe_functions
+    from planner.cli.advising import probe_functions
     from planner.model import catalog
 
     store = os.path.join(tempfile.mkdtemp(), "store.sqlite")

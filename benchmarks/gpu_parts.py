@@ -59,7 +59,7 @@ TUNERS = [
         ("llama-3.2-1b", "bf16", "full", 8, 2048),
         ("qwen2.5-0.5b", "bf16-pure", "off", 4, 1024),
     )
-    for v in ("lora", "dora")
+    for v in ("lora", "dora", "adalora", "vera")  # PEFT's AdaLoRA and VeRA as ms-swift runs them (allocator each step)
 ]
 TINY = [
     ("debug-llama", "fp32", "off", 2, 128),

@@ -73,7 +73,7 @@ FILE_KEYS = {"part", "device", "gpu_kind", "rehearse", "versions", "date", "done
 EXPECTED_MINUTES = {
     "accuracy-small": 4,
     "accuracy-large": 7,
-    "accuracy-tuners": 3,
+    "accuracy-tuners": 6,  # 12 rows: LoRA, DoRA, AdaLoRA, VeRA at three shapes (about 33 s a row on the H200)
     "priors": 2,
     "capacity": 5,
     "speed": 2,

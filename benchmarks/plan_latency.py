@@ -108,9 +108,9 @@ def time_once(args: list[str]) -> tuple[float, dict]:
 IN_PROCESS = """
 import json, statistics, sys, time
 from planner import advise
-from planner.cli import build_parser, common
+from planner.cli import advising, build_parser
 args = build_parser("suggest").parse_args(["suggest", *sys.argv[1:]])
-req = common.request(advise.SuggestRequest, args)
+req = advising.request(advise.SuggestRequest, args)
 t0 = time.perf_counter(); advise.suggest(req); first = time.perf_counter() - t0
 warm = []
 for _ in range(5):

@@ -48,7 +48,8 @@ def _sync(device: str) -> None:
 
 def run_bundled(a: argparse.Namespace, data: str) -> list[float]:
     from planner.config.spec import Knobs
-    from trainer.loop import RunConfig, Trainer
+    from trainer.runconfig import RunConfig
+    from trainer.step import Trainer
 
     knobs = Knobs.make(precision=a.precision, checkpointing=a.checkpointing, optimizer=a.optimizer)
     cfg = RunConfig(
@@ -76,7 +77,8 @@ def run_hf(a: argparse.Namespace, data: str) -> list[float]:
     from transformers import Trainer, TrainerCallback, TrainingArguments
 
     from recipe import make_optimizer
-    from trainer.loop import RunConfig, build_model
+    from trainer.model import build_model
+    from trainer.runconfig import RunConfig
 
     model = build_model(
         RunConfig(model=a.model, micro_batch=a.micro_batch, grad_accum=a.grad_accum, seq_len=a.seq_len)

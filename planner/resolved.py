@@ -145,8 +145,19 @@ def resolve(
         image_tokens=min(n, req.seq_len),
         tower_tokens=cut,
         margin=margin,
+        pixels=planned_pixels(req, budget, fit),
     )
     return model, hw, goal, fit, budget
+
+
+def planned_pixels(req: Target, budget: imagefit.ImageBudget | None, fit: DataFit | None) -> tuple[int, int] | None:
+    """(min_pixels, max_pixels) the images were planned within (Goal.pixels): those of --images alone's worst case or
+    of the data's images, at a pixel rule; the bounds given, else the rule's defaults."""
+    rule = budget.rule if budget else req.image_rule if fit is not None and fit.image_tokens else None
+    if rule not in images.PIXEL_RULES:
+        return None
+    _, low, high = images.PIXEL_RULES[rule]
+    return req.min_pixels or low, req.max_pixels or high
 
 
 def hardware_json(hw: Hardware) -> dict:

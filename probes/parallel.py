@@ -16,7 +16,7 @@ per rank against the terms of the rank's view (planner.estimate.parallel.view):
   1/S of the heads, KV heads repeated to S first) -> parallel.ulysses_all_to_all_bytes. Only the copy's size: the
   trainer's exchange also stacks a send buffer (recipe.parallel._all_to_all), DeepSpeed's does not.
 
-The model is built, split and sharded in trainer/loop.py's order (Trainer._setup): recipe.model.build_model,
+The model is built, split and sharded in trainer/setup.py's order (setup): recipe.model.build_model,
 shard_tensor_parallel over the tp mesh, use_ulysses over the sp group, recipe.shard_fsdp over dp x sp. Context
 parallelism cannot run here: torch's context_parallel shards only CUDA's SDPA kernels (torch 2.13
 distributed/tensor/experimental/_context_parallel/_attention.py:918-945).
@@ -143,7 +143,7 @@ def all_to_all_outputs():
 
 
 def build(case: Case, world: int, rank: int):
-    """(recipe.parallel.Mesh, model): built, split and sharded as trainer/loop.py Trainer._setup does."""
+    """(recipe.parallel.Mesh, model): built, split and sharded as trainer/setup.py's setup does."""
     import torch
 
     from recipe import shard_fsdp

@@ -17,7 +17,7 @@ import torch
 from planner.config.spec import Knobs
 from probes.amp import CudaAutocast
 from probes.tracker import LiveBytes, RecomputeGuard, module_stack_hooks
-from recipe import HALF, make_optimizer
+from recipe import HALF, allocate_ranks, make_optimizer
 from recipe import knobs as recipe_knobs
 from recipe import model as recipe_model
 from recipe.model import amp, deepspeed_managed
@@ -254,6 +254,7 @@ def train_steps(
                             if isinstance(v, torch.Tensor):
                                 tracker.retag(v, "optimizer")
                     progress.phase("other")
+                    allocate_ranks(model, step + 1)  # AdaLoRA's allocator (recipe), before zero_grad
                     opt.zero_grad(set_to_none=True)
                 else:
                     for p in params:

@@ -40,21 +40,77 @@ def text_layers(cfg: dict) -> int:
 def lora_config(knobs, model_spec=None):
     """The adapters of a LoRA plan: --lora-targets (all-linear, attention, or module names), alpha 2r, --lora-dropout,
     and with --lora-train-embeddings trained copies of the embedding and head (PEFT modules_to_save); the probes and
-    the bundled trainer train the same ones (a VLM's: its language model's, given its `model_spec`)."""
+    the bundled trainer train the same ones (a VLM's: its language model's, given its `model_spec`). --lora-variant
+    adalora or vera: PEFT's AdaLoraConfig or VeraConfig at --lora-rank (tuner_config); oft or boft: _oft_config."""
     from peft import LoraConfig
 
     from planner.model.lora_targets import peft_target_modules, peft_target_parameters
 
     save = ["embed_tokens", "wte", "lm_head"] if knobs.lora_train_embeddings else None
+    targets = peft_target_modules(knobs.lora_targets, model_spec, getattr(knobs, "lora_vision", False)) or []
+    variant = getattr(knobs, "lora_variant", "lora")
+    if variant in ("oft", "boft"):  # no tower adapters under OFT (planner.config.spec_lora.oft_rules)
+        return _oft_config(knobs, targets, save)
+    if variant in ("adalora", "vera"):
+        return tuner_config(variant, knobs, targets, save)
     return LoraConfig(
         r=knobs.lora_rank,
         lora_alpha=2 * knobs.lora_rank,
-        target_modules=peft_target_modules(knobs.lora_targets, model_spec, getattr(knobs, "lora_vision", False)) or [],
+        target_modules=targets,
         target_parameters=peft_target_parameters(knobs.lora_targets),
         lora_dropout=knobs.lora_dropout,
         modules_to_save=save,
-        use_dora=getattr(knobs, "lora_variant", "lora") == "dora",
+        use_dora=variant == "dora",
     )
+
+
+def _oft_config(knobs, targets: list, save):
+    """OFT or BOFT as LLaMA-Factory and ms-swift build them: the block size (--lora-rank), no block count (PEFT's
+    OFTConfig r=0; BOFTConfig boft_block_num=0), one butterfly factor, no dropout."""
+    from peft import BOFTConfig, OFTConfig
+
+    if knobs.lora_variant == "oft":
+        return OFTConfig(r=0, oft_block_size=knobs.lora_rank, target_modules=targets, modules_to_save=save)
+    return BOFTConfig(
+        boft_block_size=knobs.lora_rank,
+        boft_block_num=0,
+        boft_n_butterfly_factor=1,
+        target_modules=targets,
+        modules_to_save=save,
+    )
+
+
+def tuner_config(variant: str, knobs, targets, save):
+    """AdaLoRA at init_r = --lora-rank (target_r half of it: only lora_E's mask; ms-swift 4.6's beta1, beta2,
+    orth_reg_weight and deltaT defaults, tuner_args.py:175-182) in its allocator's warmup (tinit): the importance
+    buffers are updated every step (update_and_allocate: probes.step.train_steps calls it where ms-swift's callback
+    does, before zero_grad), and the masking, in place, keeps no memory; or VeRA at r = --lora-rank."""
+    from peft import AdaLoraConfig, VeraConfig
+
+    if variant == "vera":
+        return VeraConfig(
+            r=knobs.lora_rank, target_modules=targets, vera_dropout=knobs.lora_dropout, modules_to_save=save
+        )
+    r = knobs.lora_rank
+    return AdaLoraConfig(
+        init_r=r,
+        target_r=max(1, r // 2),
+        lora_alpha=2 * r,
+        target_modules=targets,
+        lora_dropout=knobs.lora_dropout,
+        modules_to_save=save,
+        tinit=10**6,
+        total_step=10**7,
+    )
+
+
+def allocate_ranks(model, step: int) -> None:
+    """AdaLoRA's rank allocator after the optimizer's step and before zero_grad, as ms-swift's callback runs it
+    (swift/callbacks/adalora.py:23-25); nothing for any other model (a DDP wrapper's module is looked into)."""
+    peft_model = getattr(model, "module", model)
+    allocate = getattr(getattr(peft_model, "base_model", None), "update_and_allocate", None)
+    if callable(allocate):
+        allocate(step)
 
 
 def make_optimizer(params: list, optimizer: str, lr: float = 1e-5) -> torch.optim.Optimizer:

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from planner.estimate import recipe_terms
+from recipe.prequant import CtStandIn, HqqStandIn
 
 FLASH_STANDIN = "memplan_varlen"  # the sim's and CPU's stand-in for flash-attention (same saved tensors)
 
@@ -451,13 +452,19 @@ class AwqStandIn(torch.nn.Module):
         return out + self.bias if self.bias is not None else out
 
 
-STAND_INS = {"int8": Linear8bitStandIn, "gptq": GptqStandIn, "awq": AwqStandIn}  # 4-bit: Linear4bitStandIn(nested)
+STAND_INS = {  # 4-bit: Linear4bitStandIn(nested)
+    "int8": Linear8bitStandIn,
+    "gptq": GptqStandIn,
+    "awq": AwqStandIn,
+    "ct-w4a16": CtStandIn,
+    "hqq": HqqStandIn,
+}
 
 
 def quantize_base(model, knobs, fake: bool) -> None:
     """--quant: every linear inside the decoder (LoRA's base layers included; the head stays) quantized:
-    bitsandbytes' Linear4bit or Linear8bitLt on real tensors, the stand-ins on fake ones. GPTQ and AWQ bases are
-    always stand-ins (gptqmodel is not a dependency; the bundled trainer refuses them: planner/frameworks/memplan.py),
+    bitsandbytes' Linear4bit or Linear8bitLt on real tensors, the stand-ins on fake ones. GPTQ, AWQ,
+    compressed-tensors and HQQ bases are always stand-ins (gptqmodel is not a dependency; the bundled trainer refuses them: planner/frameworks/memplan.py),
     so real CPU steps of them measure the stand-in's allocations, not a real kernel's."""
     if knobs.quant == "none":
         return
@@ -467,7 +474,7 @@ def quantize_base(model, knobs, fake: bool) -> None:
             if type(child) is torch.nn.Linear and child is not head and not child.weight.requires_grad:
                 if fake and knobs.quant in ("nf4", "fp4"):
                     setattr(parent, name, Linear4bitStandIn(child, nested=knobs.quant_absmax == "8bit"))
-                elif fake or knobs.quant in ("gptq", "awq"):
+                elif fake or knobs.quant in ("gptq", "awq", "ct-w4a16", "hqq"):
                     setattr(parent, name, STAND_INS[knobs.quant](child))
                 elif knobs.quant == "int8":
                     setattr(parent, name, _bnb_linear8(child))

@@ -116,6 +116,11 @@ SLOW = {
     "tests/probes/test_freeze.py::test_a_real_cpu_step_is_the_plans_peak": 19,
     "tests/probes/test_freeze.py::test_the_sim_at_full_depth_is_the_plans_peak": 11,
     "tests/probes/test_freeze.py::test_llamafactorys_own_freeze_tuning_is_the_builds": 17,
+    # h-oftpro (2026-12-05, 2 busy cores): the sim's trace of debug-llama's OFT step
+    "tests/probes/test_oft.py::test_an_oft_step_is_the_sims_peak[debug-llama-2-512-knobs0-0.005]": 10,
+    # h-adavera (2026-12-05, 2 busy cores): the sim's trace of debug-llama's step with PEFT's AdaLoRA and VeRA
+    "tests/probes/test_peft_tuners.py::test_an_adalora_or_vera_step_is_the_sims_peak[debug-llama-2-512-adalora-knobs0-0.005]": 16,
+    "tests/probes/test_peft_tuners.py::test_an_adalora_or_vera_step_is_the_sims_peak[debug-llama-2-512-vera-knobs1-0.005]": 14,
     # h-rules46 (2026-12-05, 2 busy cores): suggest's ranked plans x every knob value x every release line, written
     "tests/planner/frameworks/test_writers_walk.py::test_every_knob_value_at_every_line_is_refused_by_a_rule_or_written[llamafactory]": 5,
     "tests/planner/frameworks/test_writers_walk.py::test_every_knob_value_at_every_line_is_refused_by_a_rule_or_written[swift]": 4,
@@ -234,6 +239,8 @@ SLOW = {
     "tests/planner/model/test_video_rules.py::test_video_tokens_are_the_processors": 27,
     "tests/probes/test_vlm_sim.py::test_the_sim_with_images_matches_a_real_cpu_step": 7,
     "tests/probes/test_recipe_sim.py::test_lora_terms_change_the_peak_as_the_sim_measures[llama-3.2-1b-bf16-quant=gptq-framework=hf]": 7,
+    "tests/probes/test_recipe_sim.py::test_lora_terms_change_the_peak_as_the_sim_measures[llama-3.2-1b-bf16-quant=ct-w4a16-framework=hf-release=4.54]": 7,
+    "tests/probes/test_recipe_sim.py::test_lora_terms_change_the_peak_as_the_sim_measures[llama-3.2-1b-bf16-quant=hqq-framework=hf-release=4.54]": 7,
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[qwen1.5-moe-a2.7b]": 5,
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_traces_vlms_with_image_tokens[internvl2.5-8b-256]": 4,
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_traces_vlms_with_image_tokens[qwen2.5-vl-3b-64]": 4,
@@ -271,6 +278,11 @@ SLOW = {
     "tests/planner/export/test_old_releases_parse.py::test_every_written_line_passes_its_own_releases_parser": 83,
     "tests/probes/test_catalog_sim.py::test_check_with_sim_evidence_answers_for_every_catalog_model[qwen3-30b-a3b]": 5,
     "tests/probes/test_run.py::test_an_adoptable_orphan_keeps_its_folder_and_its_own_deadline": 4,
+    # h-ctq (2026-12-05, 2 busy cores): a compressed-tensors and an HQQ tiny Llama saved, loaded and stepped (45 s each)
+    "tests/probes/test_prequant.py::test_stored_bytes_to_the_byte": 45,
+    "tests/probes/test_prequant.py::test_compressed_tensors_keeps_a_dense_copy_after_a_step": 1,
+    "tests/probes/test_prequant.py::test_one_linears_forward_transient_within_3_percent_below_the_term": 1,
+    "tests/probes/test_prequant.py::test_what_a_quantized_linears_forward_saves": 1,
     "tests/probes/test_gptqmodel.py::test_stored_bytes": 5,  # the module's gptqmodel run (fixture) falls here
     "tests/probes/test_gptqmodel.py::test_gptq_saves_its_dequantized_weight_not_its_input": 5,
     "tests/probes/test_gptqmodel.py::test_awq_torch_fallback_saves_the_weight_too": 5,

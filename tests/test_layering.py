@@ -85,10 +85,10 @@ def test_a_planted_forbidden_import_is_caught():
     graph = _graph()
     planted = {
         **graph,
-        "api.deps": graph["api.deps"] | {"planner.cli.common"},
+        "api.deps": graph["api.deps"] | {"planner.cli.advising"},
         "planner.search.search": graph["planner.search.search"] | {"probes.run"},
     }
-    assert forbidden(planted) == [("api.deps", "planner.cli.common"), ("planner.search.search", "probes.run")]
+    assert forbidden(planted) == [("api.deps", "planner.cli.advising"), ("planner.search.search", "probes.run")]
 
 
 def test_no_cycle_between_layers():

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from trainer.console import quiet_third_party
-from trainer.loop import RunConfig, run
+from trainer.loop import run
+from trainer.runconfig import RunConfig
 
 
 def main(argv: list[str]) -> int:

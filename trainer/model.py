@@ -1,6 +1,6 @@
 """The model a run trains and the loss it takes: the plan's model from a local folder or a config, built by the
 builder the probes use (recipe.model: dtypes, LoRA/QLoRA adapters, attention implementation, checkpointing), and
-the summed next-token loss under the plan's --loss (recipe.knobs), for the bundled trainer (trainer/loop.py)."""
+the summed next-token loss under the plan's --loss (recipe.knobs), for the bundled trainer (trainer/step.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from planner.config.spec import Knobs
 
 
 def build_model(cfg):
-    """`cfg`: trainer.loop.RunConfig. The plan's model as the probes build it (recipe.model): a local HF folder with
+    """`cfg`: trainer.runconfig.RunConfig. The plan's model as the probes build it (recipe.model): a local HF folder with
     weights loads them, a catalog name or config.json gets a random init seeded by the run."""
     from planner.model.catalog import load_model
     from recipe.model import build_model as build

@@ -62,7 +62,7 @@ def image_prompts(data: str):
 
 def deepspeed_for(ds_config: dict, device: str) -> dict:
     """The plan's DeepSpeed config for TRL: on a GPU as exported; on CPU as the bundled trainer runs it
-    (trainer/loop.py), the Trainer's own torch AdamW instead of DeepSpeed's FusedAdam and gloo without the
+    (trainer/setup.py), the Trainer's own torch AdamW instead of DeepSpeed's FusedAdam and gloo without the
     shared-memory collectives, both of which DeepSpeed would compile at run time (2-4 minutes on 2 cores)."""
     if device != "cpu":
         return ds_config

@@ -1,5 +1,5 @@
 """The router's auxiliary (load-balancing) loss of MoE models, over the whole global batch, for the bundled
-trainer (trainer/loop.py).
+trainer (trainer/step.py).
 
 transformers adds `router_aux_loss_coef * load_balancing_loss_func(...)` (Switch Transformer, eqs. 4-6) to each
 forward's loss when the config sets `output_router_logits`:

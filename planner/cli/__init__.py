@@ -32,7 +32,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports bad input as one line and exit code 2."""
 
     def add_argument(self, *args, **kwargs):
-        """A flag whose type knows its accepted values (common.one_of, choice_list) lists them in --help."""
+        """A flag whose type knows its accepted values (argtypes.one_of, choice_list) lists them in --help."""
         if "metavar" not in kwargs and hasattr(kwargs.get("type"), "metavar"):
             kwargs["metavar"] = kwargs["type"].metavar
         return super().add_argument(*args, **kwargs)
@@ -63,9 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(next((a for a in argv if not a.startswith("-")), None))
     args = parser.parse_args(argv)
-    from planner.cli import common
+    from planner.cli import printout
 
-    common.QUIET = bool(getattr(args, "json", False))
+    printout.QUIET = bool(getattr(args, "json", False))
     try:
         return int(args.run(args))
     except BadInput as e:

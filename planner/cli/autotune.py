@@ -19,7 +19,17 @@ import sys
 from argparse import Namespace
 from pathlib import Path
 
-from planner.cli import autotune_command, autotune_slurm, common, extras
+from planner.cli import (
+    advising,
+    argtypes,
+    autotune_command,
+    autotune_slurm,
+    extras,
+    knobargs,
+    printout,
+    targetargs,
+    workloadargs,
+)
 from planner.config.spec import Plan
 from planner.errors import BadInput
 from planner.model.modelspec import ModelSpec
@@ -40,7 +50,7 @@ def register(p) -> None:
     )
     p.add_argument(
         "--gpus-per-node",
-        type=common.positive_int("--gpus-per-node"),
+        type=argtypes.positive_int("--gpus-per-node"),
         default=None,
         help="GPUs on this host (default: NVML's count); with --dry-run and --gpu KIND no local GPU is "
         "needed, so a launch can be prepared on a login node (default then: your command's "
@@ -48,18 +58,18 @@ def register(p) -> None:
     )
     p.add_argument(
         "--global-batch",
-        type=common.positive_int("--global-batch"),
+        type=argtypes.positive_int("--global-batch"),
         default=None,
         help="sequences per optimizer step (default: your command's, micro-batch x accumulation x processes)",
     )
-    p.add_argument("--seq-len", type=common.positive_int("--seq-len"), default=None, help="as check's")
-    common.add_image_args(p)
-    common.add_video_args(p)
-    common.add_workload_args(p)
+    p.add_argument("--seq-len", type=argtypes.positive_int("--seq-len"), default=None, help="as check's")
+    targetargs.add_image_args(p)
+    targetargs.add_video_args(p)
+    workloadargs.add_workload_args(p)
     p.set_defaults(workload=None)  # not given: your command's workload (else sft)
-    common.add_knob_args(p, ("optimizer", "lora_rank"))
-    p.add_argument("--margin", type=common.margin, default=None)
-    p.add_argument("--max-steps", type=common.positive_int("--max-steps"), default=100, help="bundled trainer only")
+    knobargs.add_knob_args(p, ("optimizer", "lora_rank"))
+    p.add_argument("--margin", type=argtypes.margin, default=None)
+    p.add_argument("--max-steps", type=argtypes.positive_int("--max-steps"), default=100, help="bundled trainer only")
     p.add_argument("--dry-run", action="store_true", help="plan and print the command; launch nothing")
     p.add_argument(
         "--emit",
@@ -67,7 +77,7 @@ def register(p) -> None:
         default=None,
         help=f"write the command ({COMMAND_SH}) and the files it names there; a dry run writes nothing without it",
     )
-    common.add_store_arg(p)
+    advising.add_store_arg(p)
     autotune_slurm.add_args(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- your launch command (HF Trainer arguments)")
     p.set_defaults(run=run)
@@ -104,7 +114,7 @@ def choose(args: Namespace, user: list[str]) -> tuple[Plan, dict, ModelSpec, Pla
     from planner import advise
     from planner.cli.suggest import result_json
 
-    probes = autotune_slurm.cluster_probes(args) if args.executor == "slurm" else common.probe_functions()
+    probes = autotune_slurm.cluster_probes(args) if args.executor == "slurm" else advising.probe_functions()
     count = gpu_count(args, user)
     reading = autotune_command.read(user) if user else None
     before = autotune_command.as_written(args, reading, count)[0] if reading else None
@@ -115,17 +125,17 @@ def choose(args: Namespace, user: list[str]) -> tuple[Plan, dict, ModelSpec, Pla
     fields = autotune_command.suggest_fields(args, reading)
     body = {**fields, "gpus_per_node": count, "global_batch": batch, "top": 5, "verify": not args.dry_run}
     req = advise.parse(advise.SuggestRequest, body)
-    result = advise.suggest(req, store=args.store, probes=probes, status=common.status)
+    result = advise.suggest(req, store=args.store, probes=probes, status=printout.status)
     if not result.plans:
-        err = common.err_console()
-        common.say_line(
+        err = printout.err_console()
+        printout.say_line(
             f"autotune: nothing fits {result.model['name']} on {req.gpu} at global batch "
             f"{batch}"
             + (f" x {req.seq_len} tokens" if req.seq_len else "")
             + (f" ({result.rejected[0].reason})" if result.rejected else ""),
             err,
         )
-        common.print_nearest(result.nearest, err)
+        printout.print_nearest(result.nearest, err)
         raise SystemExit(3)
     return result.plans[0], result_json(result), result._context[0], before
 
@@ -149,8 +159,8 @@ def run(args: Namespace) -> int:
     if not args.dry_run:  # the probe that verifies the plan, then the bundled trainer or your command
         extras.require("planner autotune", extras.steps(lora=bool(args.lora_rank)))
     plan, out, model, before = choose(args, user)
-    err = common.err_console()
-    common.say_line(
+    err = printout.err_console()
+    printout.say_line(
         f"plan: {plan.split_text} = {plan.global_batch}, "
         f"{plan.precision}, checkpointing {plan.checkpointing}, {plan.sharding}, offload {plan.offload} "
         f"({plan.evidence}, {plan.memory.device_total_bytes / 2**30:.1f} GiB of {plan.memory.capacity_bytes / 2**30:.1f})",
@@ -170,7 +180,7 @@ def run(args: Namespace) -> int:
             if wrote
             else f"wrote nothing (--emit DIR writes the command{' and ' if files else ''}{', '.join(files)})"
         )
-        common.say_line(f"dry run: {said}; nothing launched", err)
+        printout.say_line(f"dry run: {said}; nothing launched", err)
         return 0
     return subprocess.run(cmd, check=False).returncode
 
@@ -222,21 +232,21 @@ def _on_slurm(
     files |= more
     files[autotune_slurm.SCRIPT] = text
     wrote = write(files, dest)
-    err = common.err_console()
+    err = printout.err_console()
     if out.get("verified"):
         v = out["verified"]
-        common.say_line(f"probed on the partition: {v['backend']} {v['status']} on {v['device']}", err)
+        printout.say_line(f"probed on the partition: {v['backend']} {v['status']} on {v['device']}", err)
     if dest is None:
         sys.stdout.write(text)
-        common.say_line("dry run: wrote nothing (--emit DIR writes the script and its files); nothing submitted", err)
+        printout.say_line("dry run: wrote nothing (--emit DIR writes the script and its files); nothing submitted", err)
         return 0
     script = str(dest / autotune_slurm.SCRIPT) if args.emit else autotune_slurm.SCRIPT
     print(f"sbatch {script}")
     if args.dry_run:
-        common.say_line(f"dry run: wrote {', '.join(wrote)}; nothing submitted (run the command above)", err)
+        printout.say_line(f"dry run: wrote {', '.join(wrote)}; nothing submitted (run the command above)", err)
         return 0
     job = autotune_slurm.submit(script)
-    common.say_line(f"submitted the training job {job} ({args.nodes} x {args.gpus_per_node} GPUs)", err)
+    printout.say_line(f"submitted the training job {job} ({args.nodes} x {args.gpus_per_node} GPUs)", err)
     return 0
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from argparse import Namespace
 from pathlib import Path
 
-from planner.cli import common
+from planner.cli import printout, workloadargs
 from planner.config.knobfields import SEARCHED
 from planner.config.spec import Plan
 from planner.errors import BadInput
@@ -46,7 +46,7 @@ def workload(args: Namespace, reading: Reading | None) -> dict:
     than the command's replaces it)."""
     read = dict((reading.request.get("workload") if reading else None) or {})
     kind = args.workload or read.get("kind", "sft")
-    flags = common.workload_fields(Namespace(**{**vars(args), "workload": kind})).get("workload", {})
+    flags = workloadargs.workload_fields(Namespace(**{**vars(args), "workload": kind})).get("workload", {})
     base = read if read.get("kind", "sft") == kind else {}
     roles = {**base.get("roles", {}), **flags.get("roles", {})}
     w = {**base, **flags} | ({"roles": roles} if roles else {})
@@ -83,7 +83,7 @@ def as_written(args: Namespace, reading: Reading, count: int):
     dropped = intake.replaced(reading, flags)
     read = {k: v for k, v in reading.request.items() if k not in dropped}
     body = {**read, **flags, **workload(args, reading)}
-    result = advise.check(advise.parse(advise.CheckRequest, {**body, "gpus_per_node": count}), status=common.status)
+    result = advise.check(advise.parse(advise.CheckRequest, {**body, "gpus_per_node": count}), status=printout.status)
     return result.plan, result.context[0]
 
 

@@ -78,9 +78,9 @@ def cluster_probes(args: Namespace):
     """planner.verification.Probes whose isolated probe runs as a Slurm job on one node of the partition."""
     from dataclasses import replace
 
-    from planner.cli import common
+    from planner.cli import advising
 
-    local = common.probe_functions()
+    local = advising.probe_functions()
     if local is None:
         return None
     gpus = 1 if args.probe_backend == "auto" else 0  # verify picks cuda for a ZeRO-0 plan when the node has a GPU
@@ -139,7 +139,7 @@ def script(
     head += [f"#SBATCH --account={args.account}"] if args.account else []
     head += [f"#SBATCH --time={args.time}"] if args.time else []
     if program:
-        return commands.sbatch(plan, hw, program=program, header=head), {}
+        return commands.sbatch(plan, hw, words=program, header=head), {}
     train = [sys.executable, "-m", "planner.cli", "train", "--plan", plan_path]
     train += ["--max-steps", str(args.max_steps), "--launcher", "slurm"]
     files = {"memplan_plan.json": json.dumps(out, indent=1) + "\n"}

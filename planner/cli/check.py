@@ -6,7 +6,7 @@ import argparse
 
 from planner import advise, checkconfig
 from planner.advise import CheckRequest, CheckResult
-from planner.cli import common
+from planner.cli import advising, argtypes, knobargs, printout, targetargs, workloadargs
 from planner.cli.suggest import result_json
 from planner.config.knobfields import SEARCHED
 from planner.errors import BadInput
@@ -22,12 +22,12 @@ def register(p) -> None:
         "swift), a LLaMA-Factory / axolotl / TRL YAML, a DeepSpeed JSON, an accelerate config, or a Python training "
         "script; every field is read from it, and a flag given here overrides it (docs/frameworks.md)",
     )
-    common.add_target_args(p, model_required=False)
+    targetargs.add_target_args(p, model_required=False)
     p.add_argument(
-        "--micro-batch", type=common.positive_int("--micro-batch"), default=None, help="required without --config"
+        "--micro-batch", type=argtypes.positive_int("--micro-batch"), default=None, help="required without --config"
     )
-    p.add_argument("--grad-accum", type=common.positive_int("--grad-accum"), default=None, help="default 1")
-    common.add_knob_args(p, SEARCHED)
+    p.add_argument("--grad-accum", type=argtypes.positive_int("--grad-accum"), default=None, help="default 1")
+    knobargs.add_knob_args(p, SEARCHED)
     p.add_argument(
         "--plot", metavar="PNG", help="write the memory charts (this plan and alternatives, memory vs micro-batch)"
     )
@@ -36,7 +36,7 @@ def register(p) -> None:
         action="store_true",
         help="the verdict, each phase's peak and the nearest settings in the framework's keys (no tables)",
     )
-    common.add_evidence_args(p)
+    advising.add_evidence_args(p)
     # --nodes and --workload None where not given: beside --config every flag given overrides its field
     p.set_defaults(run=run, nodes=None, workload=None, parser_defaults=lambda: {a.dest: a.default for a in p._actions})
 
@@ -59,7 +59,9 @@ def overrides(args: argparse.Namespace) -> dict:
         for f in CheckRequest.model_fields
         if f != "workload" and getattr(args, f, None) is not None and getattr(args, f) != defaults.get(f)
     }
-    work = common.workload_fields(args).get("workload", {})  # field by field: --beta alone overrides the beta read
+    work = workloadargs.workload_fields(args).get(
+        "workload", {}
+    )  # field by field: --beta alone overrides the beta read
     work.pop("kind", None)
     if args.workload is not None:  # given, whatever its value: --workload sft beside a GRPO run's files plans SFT
         work["kind"] = args.workload
@@ -68,7 +70,12 @@ def overrides(args: argparse.Namespace) -> dict:
 
 def gather(args: argparse.Namespace) -> tuple[dict, CheckResult]:
     """advise.check on the flags, or checkconfig.check_config on --config's files and the flags; (JSON object, result)."""
-    kw = {"store": args.store, "probes": common.asked_probes(args), "status": common.status, "scanner": common.scanner}
+    kw = {
+        "store": args.store,
+        "probes": advising.asked_probes(args),
+        "status": printout.status,
+        "scanner": advising.scanner,
+    }
     if args.config:
         result = checkconfig.check_config(args.config, overrides(args), **kw)
         return result_json(result), result
@@ -77,7 +84,7 @@ def gather(args: argparse.Namespace) -> tuple[dict, CheckResult]:
             raise BadInput(
                 f"{flag} is required (or --config FILE: your own run's configuration)", flag[2:].replace("-", "_")
             )
-    result = advise.check(common.request(CheckRequest, args), **kw)
+    result = advise.check(advising.request(CheckRequest, args), **kw)
     return result_json(result), result
 
 
@@ -90,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     from planner.search import imagefit, videofit
 
     data = out.get("data")
-    if common.text_only(model, goal):
+    if printout.text_only(model, goal):
         out["text_only"] = True
     if plan.fits and rests_on_the_prior(plan.memory, int(plan.memory.capacity_bytes * (1 - goal.margin))):
         out["reserve_decides"] = True
@@ -100,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         plot.write(args.plot, [plan, *alternatives], plan, model, hw, goal)
         out["plot"] = args.plot
     if args.json:
-        common.print_json(out)
+        printout.print_json(out)
     elif args.brief:
         brief(result, out)
     else:
@@ -109,46 +116,46 @@ def run(args: argparse.Namespace) -> int:
         if result.config:
             render.console.print(render.config_table(result.config))
             for line in render.config_lines(result.config):
-                common.say_line(line)
+                printout.say_line(line)
         verdict = _verdict(result)
-        common.say_line(
-            f"{out['model']['name']}{common.approximate(model, goal)}{common.text_only_mark(model, goal)}: "
+        printout.say_line(
+            f"{out['model']['name']}{printout.approximate(model, goal)}{printout.text_only_mark(model, goal)}: "
             f"{plan.split_text} = "
             f"{plan.global_batch}, {plan.precision}, "
             f"checkpointing {plan.checkpointing}, {plan.sharding}, offload {plan.offload}"
             + (f", {plan.recipe}" if plan.recipe != "-" else "")
             + f" ({plan.evidence}): {verdict}"
         )
-        common.say_line(f"speed: {plan.tokens_per_s:,.0f} tokens/s, {plan.step_time_s:.2f} s a step (predicted)")
+        printout.say_line(f"speed: {plan.tokens_per_s:,.0f} tokens/s, {plan.step_time_s:.2f} s a step (predicted)")
         if step := step_line(plan):
-            common.say_line(step)
+            printout.say_line(step)
         for line in data_lines(data) if data else []:
-            common.say_line(line)
+            printout.say_line(line)
         if out.get("open_length"):
-            common.say_line(open_length_line(out["open_length"]))
+            printout.say_line(open_length_line(out["open_length"]))
         for line in imagefit.lines(out["images"]) if out.get("images") else []:
-            common.say_line(line)
+            printout.say_line(line)
         for line in videofit.lines(out["videos"]) if out.get("videos") else []:
-            common.say_line(line)
+            printout.say_line(line)
         if plan.token_batches is not None:
-            common.say_line(budget_line(plan.token_batches))
+            printout.say_line(budget_line(plan.token_batches))
         if plan.workload.rl:
-            common.say_line(plan.workload.summary(plan.knobs.role_run))
+            printout.say_line(plan.workload.summary(plan.knobs.role_run))
             _release_line(plan)
         if model.text.moe is not None:
             from planner.estimate.moe import routing_line
 
-            common.say_line(routing_line(model, plan.knobs, plan.micro_batch * goal.seq_len))
+            printout.say_line(routing_line(model, plan.knobs, plan.micro_batch * goal.seq_len))
         if model.text.linear is not None:  # Qwen3-Next / Qwen3.5: what the hybrid layers are planned as
-            common.say_line("linear attention: " + model.summary()["linear_attention"])
+            printout.say_line("linear attention: " + model.summary()["linear_attention"])
         render.console.print(render.breakdown_table(plan))
         if out.get("limits"):
-            common.say_line(render.limits_line(out["limits"]))
-        common.say_line(render.overheads_line(plan, goal.margin))
+            printout.say_line(render.limits_line(out["limits"]))
+        printout.say_line(render.overheads_line(plan, goal.margin))
         if out.get("reserve_decides"):
-            common.say_line(render.reserve_line())
+            printout.say_line(render.reserve_line())
         if not plan.fits:
-            common.print_nearest(result.nearest)
+            printout.print_nearest(result.nearest)
         if alternatives:
             render.console.print(
                 render.plans_table(
@@ -172,7 +179,7 @@ def _release_line(plan) -> None:
 
     line = release_line(plan.knobs.framework, plan.knobs.release, plan.workload, plan.micro_batch)
     if line:
-        common.say_line(line)
+        printout.say_line(line)
 
 
 def brief(result: CheckResult, out: dict) -> None:
@@ -180,25 +187,25 @@ def brief(result: CheckResult, out: dict) -> None:
     nearest settings as the framework's keys."""
     plan, (model, _, goal) = result.plan, result.context
     for line in (result.config or {}).get("unplanned", []):
-        common.say_line(f"not planned: {line}")
+        printout.say_line(f"not planned: {line}")
     verdict = _verdict(result)
-    common.say_line(
-        f"{out['model']['name']}{common.approximate(model, goal)}{common.text_only_mark(model, goal)}: "
+    printout.say_line(
+        f"{out['model']['name']}{printout.approximate(model, goal)}{printout.text_only_mark(model, goal)}: "
         f"{plan.split_text} = {plan.global_batch}: {verdict}"
     )
     if plan.workload.rl:
-        common.say_line(plan.workload.summary(plan.knobs.role_run))
+        printout.say_line(plan.workload.summary(plan.knobs.role_run))
         _release_line(plan)
     peaks = plan.memory.phases or {}
     if plan.knobs.role_run:  # "group: phase" keys, one line a GPU group
         for group in dict.fromkeys(k.split(": ")[0] for k in peaks):
             parts = [f"{k.split(': ', 1)[1]} {v / 2**30:.1f}" for k, v in peaks.items() if k.startswith(group + ": ")]
-            common.say_line(f"{group}, GiB allocated a GPU: {', '.join(parts)}")
+            printout.say_line(f"{group}, GiB allocated a GPU: {', '.join(parts)}")
         kv, longest = plan.memory.detail.get("rollout_kv_cache_tokens", 0), plan.workload.seq_len()
-        common.say_line(f"rollout KV cache: {kv:,} tokens a GPU, {kv // longest:,} of the longest sequences at once")
+        printout.say_line(f"rollout KV cache: {kv:,} tokens a GPU, {kv // longest:,} of the longest sequences at once")
     elif peaks:
-        common.say_line("phases, GiB allocated a GPU: " + ", ".join(f"{k} {v / 2**30:.1f}" for k, v in peaks.items()))
+        printout.say_line("phases, GiB allocated a GPU: " + ", ".join(f"{k} {v / 2**30:.1f}" for k, v in peaks.items()))
     from planner.cli import render
 
     for line in [] if plan.fits else render.nearest_lines(result.nearest):
-        common.say_line(line)
+        printout.say_line(line)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planner.cli import common
+from planner.cli import printout
 from planner.frameworks import frameworks_json
 
 
@@ -13,4 +13,4 @@ def register(p) -> None:
 
 
 def run(args) -> int:
-    return common.print_listing(args, frameworks_json(), "frameworks_table")
+    return printout.print_listing(args, frameworks_json(), "frameworks_table")

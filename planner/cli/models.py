@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planner.cli import common
+from planner.cli import printout
 from planner.model import catalog
 
 
@@ -13,4 +13,4 @@ def register(p) -> None:
 
 
 def run(args) -> int:
-    return common.print_listing(args, catalog.models_json(), "models_table")
+    return printout.print_listing(args, catalog.models_json(), "models_table")

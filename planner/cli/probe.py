@@ -6,7 +6,7 @@ import argparse
 
 from planner import advise
 from planner.advise import ProbeRequest
-from planner.cli import common
+from planner.cli import advising, argtypes, knobargs, printout, workloadargs
 from planner.config.knobfields import KNOBS
 from planner.config.spec import PROBE_BACKENDS
 from planner.evidence.store import Store
@@ -16,19 +16,19 @@ from probes import ready
 def add_config_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     """One configuration's flags (probe, profile; train, where a --plan file may give them instead)."""
     p.add_argument("--model", required=required, help="catalog name (`planner models`), config.json path, or folder")
-    p.add_argument("--micro-batch", type=common.positive_int("--micro-batch"), required=required)
-    p.add_argument("--grad-accum", type=common.positive_int("--grad-accum"), default=1)
+    p.add_argument("--micro-batch", type=argtypes.positive_int("--micro-batch"), required=required)
+    p.add_argument("--grad-accum", type=argtypes.positive_int("--grad-accum"), default=1)
     p.add_argument(
         "--seq-len",
-        type=common.positive_int("--seq-len"),
+        type=argtypes.positive_int("--seq-len"),
         default=None,
         help="tokens per row (dpo / grpo: from --max-length / --max-prompt-length + --max-completion-length)",
     )
-    common.add_knob_args(p, [k for k in KNOBS if k != "workload"])
-    common.add_workload_args(p)
+    knobargs.add_knob_args(p, [k for k in KNOBS if k != "workload"])
+    workloadargs.add_workload_args(p)
     p.add_argument(
         "--max-length",
-        type=common.positive_int("--max-length"),
+        type=argtypes.positive_int("--max-length"),
         default=None,
         help="dpo: tokens of a chosen or rejected row, prompt included (default 1024)",
     )
@@ -38,14 +38,14 @@ def add_config_args(p: argparse.ArgumentParser, required: bool = True) -> None:
 def register(p) -> None:
     """The subcommand's flags on its parser (planner.cli.build_parser makes it)."""
     add_config_args(p)
-    p.add_argument("--backend", type=common.one_of("--backend", PROBE_BACKENDS), default="sim")
-    p.add_argument("--timeout", type=common.positive_int("--timeout"), default=600, help="seconds (default 600)")
-    common.add_store_arg(p)
+    p.add_argument("--backend", type=argtypes.one_of("--backend", PROBE_BACKENDS), default="sim")
+    p.add_argument("--timeout", type=argtypes.positive_int("--timeout"), default=600, help="seconds (default 600)")
+    advising.add_store_arg(p)
     p.set_defaults(run=run)
 
 
 def probe_request(args: argparse.Namespace, backend: str = "sim") -> ProbeRequest:
-    return common.request(ProbeRequest, args, backend=backend)
+    return advising.request(ProbeRequest, args, backend=backend)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         SpinnerColumn(),
         TextColumn("{task.description}"),
         TimeElapsedColumn(),
-        console=common.err_console(),
+        console=printout.err_console(),
         transient=True,
         disable=args.json,
     ) as bar:
@@ -71,13 +71,15 @@ def run(args: argparse.Namespace) -> int:
     out = rec.model_dump()
     out["detail"] = {k: v for k, v in rec.detail.items() if k != "segments"}
     if args.json:
-        common.print_json({"record": out, "store": str(store.path)})
+        printout.print_json({"record": out, "store": str(store.path)})
     else:
         from planner.cli import render
         from planner.cli.render import gib
 
         render.console.print(render.record_line(rec))
         if rec.detail.get("phases"):
-            common.say_line("peak by phase: " + ", ".join(f"{k} {gib(v)} GiB" for k, v in rec.detail["phases"].items()))
-        common.say_line(f"stored as probe #{rec.id} in {store.path}")
+            printout.say_line(
+                "peak by phase: " + ", ".join(f"{k} {gib(v)} GiB" for k, v in rec.detail["phases"].items())
+            )
+        printout.say_line(f"stored as probe #{rec.id} in {store.path}")
     return {"ok": 0, "oom": 3}.get(rec.status, 1)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from planner import advise
-from planner.cli import common, extras
+from planner.cli import advising, argtypes, extras, printout
 from planner.cli.probe import add_config_args, probe_request
 from planner.errors import BadInput
 from planner.evidence.store import Store
@@ -15,8 +15,8 @@ from planner.evidence.store import Store
 def register(p) -> None:
     """The subcommand's flags on its parser (planner.cli.build_parser makes it)."""
     add_config_args(p)
-    p.add_argument("--top", type=common.positive_int("--top"), default=10)
-    common.add_store_arg(p)
+    p.add_argument("--top", type=argtypes.positive_int("--top"), default=10)
+    advising.add_store_arg(p)
     p.set_defaults(run=run)
 
 
@@ -27,7 +27,7 @@ def profile_data(args: argparse.Namespace) -> dict:
     store.check_writable()
     from probes.run import probe_in_process
 
-    with common.status(f"simulating {model.name}"):
+    with printout.status(f"simulating {model.name}"):
         try:
             rec = probe_in_process(model.name, model.config, knobs, shapes, "sim")
         except ValueError as e:
@@ -56,7 +56,7 @@ def profile_data(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> int:
     data = profile_data(args)
     if args.json:
-        common.print_json(data)
+        printout.print_json(data)
         return 0
     from rich.table import Table
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from planner.cli import common
+from planner.cli import advising, argtypes, printout
 from planner.errors import BadInput
 from planner.evidence import runs
 from planner.evidence.store import Store
@@ -20,14 +20,14 @@ def register(p) -> None:
     p.add_argument(
         "run_id", nargs="?", default=None, metavar="RUN", help="one run's id: its steps (default: a line a run)"
     )
-    p.add_argument("--limit", type=common.positive_int("--limit"), default=50)
+    p.add_argument("--limit", type=argtypes.positive_int("--limit"), default=50)
     p.add_argument(
         "--calibrate",
         action="store_true",
         help="store RUN's CUDA measurement as a probe record of its plan: later plans use it as measured evidence",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    common.add_store_arg(p)
+    advising.add_store_arg(p)
     p.set_defaults(run=run)
 
 
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         data = {"store": str(store.path), "run": args.run_id, "plan": got[-1].plan, "predicted_bytes": pred}
         data.update(not_predicted=why, steps=rows, calibrated_probe=probe)
     if args.json:
-        common.print_json(data)
+        printout.print_json(data)
         return 0
     _print(data)
     return 0
@@ -139,7 +139,9 @@ def _print(data: dict) -> None:
         )
     render.console.print(t)
     if data.get("calibrated_probe"):
-        common.say_line(f"stored probe #{data['calibrated_probe']}: plans of this run's shape now use its measurement")
+        printout.say_line(
+            f"stored probe #{data['calibrated_probe']}: plans of this run's shape now use its measurement"
+        )
     why = [r["not_predicted"] for r in data["runs"] if r["not_predicted"]] if multi else [data["not_predicted"]]
     for line in filter(None, why):
-        common.say_line(f"no prediction: {line}")
+        printout.say_line(f"no prediction: {line}")

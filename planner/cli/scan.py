@@ -4,7 +4,7 @@ the `scan` package (tokenizers are not the core's business); this face imports i
 
 from __future__ import annotations
 
-from planner.cli import common, extras
+from planner.cli import argtypes, extras, printout
 
 IMAGE_RULE_HELP = (
     "qwen2-vl (default: Qwen2-VL / Qwen2.5-VL resizing, 14-pixel patches merged 2 x 2), qwen3-vl (16-pixel patches), "
@@ -28,8 +28,8 @@ def register(p) -> None:
         help="a local tokenizer folder (its chat template renders messages); not needed for input_ids rows",
     )
     p.add_argument("--image-rule", default="qwen2-vl", help=IMAGE_RULE_HELP)
-    p.add_argument("--min-pixels", type=common.int_in("--min-pixels", 1, 10**9), default=None)
-    p.add_argument("--max-pixels", type=common.int_in("--max-pixels", 1, 10**9), default=None)
+    p.add_argument("--min-pixels", type=argtypes.int_in("--min-pixels", 1, 10**9), default=None)
+    p.add_argument("--max-pixels", type=argtypes.int_in("--max-pixels", 1, 10**9), default=None)
     p.add_argument("--plot", metavar="PNG", help="write the histogram of tokens per row, with p50, p99 and max")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=run)
@@ -49,11 +49,11 @@ def run(args) -> int:
         plot.histogram(args.plot, lengths.totals(), lengths.text, out, f"{args.data}: {out['rows']:,} rows")
         out["plot"] = args.plot
     if args.json:
-        common.print_json(out)
+        printout.print_json(out)
         return 0
     from planner.cli import render
 
-    common.say_line(render.scan_headline(out))
+    printout.say_line(render.scan_headline(out))
     render.console.print(render.scan_table(out))
     return 0
 
@@ -62,7 +62,7 @@ def _progress(args):
     """advance(rows) on a rich progress line (rows and rate) on a terminal; a no-op otherwise."""
     from contextlib import contextmanager
 
-    err = common.err_console()
+    err = printout.err_console()
 
     @contextmanager
     def shown():

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from planner.cli import common
+from planner.cli import advising, argtypes
 
 SERVICE_WAIT_S = 1.0  # $MEMPLAN_STORE_WAIT_S for the server: how long one store call may wait for a lock
 STARTUP_WAIT_S = 5.0  # the store's check before the server starts
@@ -16,8 +16,8 @@ GRACE_S = 10  # SIGTERM: requests still running this long are cut short
 def register(p) -> None:
     """The subcommand's flags on its parser (planner.cli.build_parser makes it)."""
     p.add_argument("--host", default=None, help="listen address (default 127.0.0.1; env MEMPLAN_HOST)")
-    p.add_argument("--port", type=common.int_in("--port", 1, 65535), default=None, help="default 8000 (MEMPLAN_PORT)")
-    p.add_argument("--workers", type=common.int_in("--workers", 1, 64), default=None, help="uvicorn worker processes")
+    p.add_argument("--port", type=argtypes.int_in("--port", 1, 65535), default=None, help="default 8000 (MEMPLAN_PORT)")
+    p.add_argument("--workers", type=argtypes.int_in("--workers", 1, 64), default=None, help="uvicorn worker processes")
     p.add_argument(
         "--model-dir",
         action="append",
@@ -32,7 +32,7 @@ def register(p) -> None:
     )
     p.add_argument(
         "--probe-timeout",
-        type=common.positive_int("--probe-timeout"),
+        type=argtypes.positive_int("--probe-timeout"),
         default=None,
         help="longest a probe job may run, seconds (default 600)",
     )
@@ -55,7 +55,7 @@ def register(p) -> None:
         default=None,
         help="start beyond loopback without MEMPLAN_API_TOKEN, or on 0.0.0.0 answering any Host (MEMPLAN_INSECURE=1)",
     )
-    common.add_store_arg(p)
+    advising.add_store_arg(p)
     p.set_defaults(run=run)
 
 

@@ -6,23 +6,23 @@ import argparse
 
 from planner import advise
 from planner.advise import SuggestRequest, SuggestResult
-from planner.cli import common
+from planner.cli import advising, argtypes, knobargs, printout, targetargs
 from planner.config.knobfields import SEARCHED
 from planner.export import launch
 
 
 def register(p) -> None:
     """The subcommand's flags on its parser (planner.cli.build_parser makes it)."""
-    common.add_target_args(p)
+    targetargs.add_target_args(p)
     p.add_argument(
         "--global-batch",
-        type=common.positive_int("--global-batch"),
+        type=argtypes.positive_int("--global-batch"),
         required=True,
         help="sequences per optimizer step across all GPUs",
     )
-    common.add_knob_args(p, SEARCHED, many=True)
-    p.add_argument("--top", type=common.positive_int("--top"), default=10)
-    common.add_evidence_args(p)
+    knobargs.add_knob_args(p, SEARCHED, many=True)
+    p.add_argument("--top", type=argtypes.positive_int("--top"), default=10)
+    advising.add_evidence_args(p)
     p.add_argument("--plot", metavar="PNG", help="write the memory charts (terms per plan, memory vs micro-batch)")
     p.add_argument(
         "--emit", metavar="DIR", help="write ds_config.json, train_args.json, launch.sbatch for the best plan"
@@ -38,14 +38,14 @@ def gather(args: argparse.Namespace) -> tuple[dict, SuggestResult, tuple]:
 
 def answer(args: argparse.Namespace) -> SuggestResult:
     """advise.suggest on the flags."""
-    req = common.request(SuggestRequest, args)
+    req = advising.request(SuggestRequest, args)
     shown = "always" if args.json or getattr(args, "plot", None) else "if-none-fit"  # the table shows them then only
     return advise.suggest(
         req,
         store=args.store,
-        probes=common.asked_probes(args),
-        status=common.status,
-        scanner=common.scanner,
+        probes=advising.asked_probes(args),
+        status=printout.status,
+        scanner=advising.scanner,
         rejected=shown,
     )
 
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     # the JSON object where it is printed; the table reads the lines' parts alone (no serializer built for a table)
     out = result_json(result) if args.json else {k: getattr(result, k) for k in ("data", "images", "videos")}
     if args.emit and result.plans:
-        out["emitted"] = [str(p) for p in launch.emit(result.plans[0], hw, model, args.emit, goal.seq_len)]
+        out["emitted"] = [str(p) for p in launch.emit(result.plans[0], hw, model, args.emit, goal.seq_len, goal)]
     ref = (result.plans or result.rejected or [None])[0]
     if getattr(args, "plot", None) and ref is not None:
         from planner.cli import plot
@@ -71,36 +71,36 @@ def run(args: argparse.Namespace) -> int:
         plot.write(args.plot, result.plans or result.rejected, ref, model, hw, goal)
         out["plot"] = args.plot
     if args.json:
-        common.print_json(out)
+        printout.print_json(out)
     else:
         from planner.cli import render
 
         title = (
-            f"{model.name} ({model.params / 1e9:.2f}B params{common.approximate(model, goal)}) on "
+            f"{model.name} ({model.params / 1e9:.2f}B params{printout.approximate(model, goal)}) on "
             f"{hw.world_size} x {hw.gpu.name}, global batch {goal.global_batch} x {goal.seq_len} tokens"
         )
         from planner.cli.data import budget_line, data_lines
         from planner.search import imagefit, videofit
 
         for line in data_lines(out["data"]) if out.get("data") else []:
-            common.say_line(line)
+            printout.say_line(line)
         for line in imagefit.lines(out["images"]) if out.get("images") else []:
-            common.say_line(line)
+            printout.say_line(line)
         for line in videofit.lines(out["videos"]) if out.get("videos") else []:
-            common.say_line(line)
+            printout.say_line(line)
         if result.plans:
             render.console.print(render.plans_table(result.plans, title, approximate=not model.exact))
             best = result.plans[0]
             render.console.print(render.breakdown_table(best))
-            common.say_line(render.overheads_line(best, goal.margin))
+            printout.say_line(render.overheads_line(best, goal.margin))
             if best.token_batches is not None:
-                common.say_line(budget_line(best.token_batches))
-            common.say_line(f"best: {best.launch.command}")
+                printout.say_line(budget_line(best.token_batches))
+            printout.say_line(f"best: {best.launch.command}")
         else:
-            common.say_line(f"{title}: nothing fits")
+            printout.say_line(f"{title}: nothing fits")
             if result.rejected:
                 render.console.print(render.rejected_table(result.rejected))
-            common.print_nearest(result.nearest)
+            printout.print_nearest(result.nearest)
         for path in out.get("emitted", []):
-            common.say_line(f"wrote {path}")
+            printout.say_line(f"wrote {path}")
     return 0 if result.plans else 3

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from planner import advise, resolved
 from planner.advise import CheckRequest
-from planner.cli import common, extras
+from planner.cli import advising, argtypes, extras, knobargs, printout, workloadargs
 from planner.cli.probe import add_config_args
 from planner.config.knobfields import KNOBS
 from planner.config.spec import Knobs, Plan, bad_input
@@ -35,8 +35,8 @@ def register(p) -> None:
     p.add_argument("--plan", help="plan JSON as printed by `suggest --json` (best plan) or `check --json`")
     add_config_args(p, required=False)  # --model may also be a local HF folder with weights
     p.add_argument("--gpu", default="h100", help="GPU kind of the plan (with --gpus-per-node: the world size)")
-    p.add_argument("--gpus-per-node", type=common.positive_int("--gpus-per-node"), default=1)
-    p.add_argument("--nodes", type=common.positive_int("--nodes"), default=1)
+    p.add_argument("--gpus-per-node", type=argtypes.positive_int("--gpus-per-node"), default=1)
+    p.add_argument("--nodes", type=argtypes.positive_int("--nodes"), default=1)
     p.add_argument(
         "--data", default="synthetic", help="synthetic | a JSONL file ({'text': ...} or {'input_ids': [...]})"
     )
@@ -45,12 +45,12 @@ def register(p) -> None:
         "--processor",
         help="a VLM's local processor folder, for a JSONL of {'text', 'images'} rows (image paths relative to the file)",
     )
-    p.add_argument("--max-steps", type=common.positive_int("--max-steps"), default=100)
+    p.add_argument("--max-steps", type=argtypes.positive_int("--max-steps"), default=100)
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--max-tokens-per-micro-batch",
-        type=common.positive_int("--max-tokens-per-micro-batch"),
+        type=argtypes.positive_int("--max-tokens-per-micro-batch"),
         default=None,
         help="cut each rank's samples into micro-batches of samples x padded width <= this "
         "(the global batch stays micro-batch x accumulation x world samples)",
@@ -58,22 +58,22 @@ def register(p) -> None:
     p.add_argument("--log", help="metrics JSONL, one object per optimizer step")
     p.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cuda when available")
     p.add_argument("--save-dir", help="checkpoints (atomic; also saved on SIGTERM)")
-    p.add_argument("--save-every", type=common.nonneg_int("--save-every"), default=0)
+    p.add_argument("--save-every", type=argtypes.nonneg_int("--save-every"), default=0)
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --save-dir")
     p.add_argument(
         "--eval-every",
-        type=common.nonneg_int("--eval-every"),
+        type=argtypes.nonneg_int("--eval-every"),
         default=0,
         help="evaluate on a held-out 5%% every N steps (0: never), --eval-batch rows a rank (8 when not given; an "
         "OOM there halves the evaluation batch only)",
     )
-    p.add_argument("--launcher", type=common.one_of("--launcher", LAUNCHERS), default="auto")
-    p.add_argument("--nnodes", type=common.positive_int("--nnodes"), default=None)
-    p.add_argument("--node-rank", type=common.nonneg_int("--node-rank"), default=0)
+    p.add_argument("--launcher", type=argtypes.one_of("--launcher", LAUNCHERS), default="auto")
+    p.add_argument("--nnodes", type=argtypes.positive_int("--nnodes"), default=None)
+    p.add_argument("--node-rank", type=argtypes.nonneg_int("--node-rank"), default=0)
     p.add_argument("--rdzv-endpoint", help="host:port of the rendezvous (multi-node torchrun)")
     p.add_argument("--dry-run", action="store_true", help="print the command, run nothing")
     p.add_argument("--reward", help="--workload grpo: reward as module:function (default: the built-in format reward)")
-    common.add_store_arg(p)
+    advising.add_store_arg(p)
     p.set_defaults(run=run)
 
 
@@ -143,15 +143,15 @@ def plan_from(args: argparse.Namespace) -> tuple[str, CheckRequest, Knobs]:
             "micro_batch": args.micro_batch,
             "grad_accum": args.grad_accum,
             "max_tokens_per_micro_batch": args.max_tokens_per_micro_batch,
-            **common.knob_values(args),
-            **common.workload_fields(args),
+            **knobargs.knob_values(args),
+            **workloadargs.workload_fields(args),
         }
     req = advise.parse(advise.CheckRequest, fields)
     return str(req.model), req, advise.knobs_of(req, req.precision or "bf16")
 
 
 def run_config(args: argparse.Namespace, model: str, req: CheckRequest, knobs: Knobs) -> dict:
-    """The trainer's RunConfig fields (trainer.loop.RunConfig), as JSON."""
+    """The trainer's RunConfig fields (trainer.runconfig.RunConfig), as JSON."""
     from planner.export.configs import deepspeed_config_for
     from planner.model.catalog import load_model
 
@@ -278,7 +278,7 @@ def run(args: argparse.Namespace) -> int:
     cmd = launch_command(args, req, str(config_path))
     write_run_file(config_path, cfg)
     shown = " ".join(shlex.quote(x) for x in cmd) if cmd else f"{sys.executable} -m trainer.main {config_path}"
-    common.say_line(f"running: {shown}", common.err_console())
+    printout.say_line(f"running: {shown}", printout.err_console())
     try:
         return _train(args, cfg, cmd)
     finally:
@@ -302,7 +302,9 @@ def dry_run(args: argparse.Namespace, req: CheckRequest, cfg: dict, path: Path, 
     write_run_file(path, cfg)
     cmd = launch_command(args, req, str(path), module) or [sys.executable, "-m", module, str(path)]
     print(shlex.join(cmd))
-    common.say_line(f"dry run: wrote {path}; nothing launched (run the command above to train)", common.err_console())
+    printout.say_line(
+        f"dry run: wrote {path}; nothing launched (run the command above to train)", printout.err_console()
+    )
     return 0
 
 
@@ -322,7 +324,7 @@ def check_data_and_resume(args: argparse.Namespace, cfg: dict, world: int) -> No
         validate(args.data, cfg["seq_len"], vocab, args.tokenizer)
     if args.resume and args.save_dir:
         from trainer.checkpoint import check_resume
-        from trainer.loop import RunConfig
+        from trainer.runconfig import RunConfig
 
         check_resume(Path(args.save_dir), RunConfig(**cfg), world, args.max_steps)
 
@@ -336,13 +338,13 @@ def _train(args: argparse.Namespace, cfg: dict, cmd: list[str] | None) -> int:
     os.environ.update(alloc_env(Knobs(**cfg["knobs"])))  # before CUDA starts here or in a rank (they inherit it)
     if cmd is None:
         from trainer.console import quiet_third_party
-        from trainer.loop import RunConfig
         from trainer.loop import run as train
+        from trainer.runconfig import RunConfig
 
         quiet_third_party()
         rows = train(RunConfig(**cfg))
         if args.json:
-            common.print_json({"steps": len(rows), "metrics": rows})
+            printout.print_json({"steps": len(rows), "metrics": rows})
         return 0
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     if cmd[0] == "srun" and "MASTER_ADDR" not in env:

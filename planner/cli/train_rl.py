@@ -11,7 +11,7 @@ from pathlib import Path
 
 from planner import resolved
 from planner.advise import CheckRequest
-from planner.cli import common
+from planner.cli import printout
 from planner.config.layout import Layout, raise_if
 from planner.config.spec import Knobs
 from planner.errors import BadInput
@@ -103,10 +103,10 @@ def _launch(args, req, knobs, cfg, where: Path, launch) -> int:
         path.write_text(json.dumps(cfg, indent=1))
     except OSError as e:
         raise BadInput(f"--save-dir {str(where)!r}: cannot write the run file ({e})", "save_dir") from None
-    common.say_line(
+    printout.say_line(
         f"running TRL's {knobs.workload.kind.upper()} trainer: "
         + (shlex.join(cmd) if cmd else f"{sys.executable} -m trainer.rl {path}"),
-        common.err_console(),
+        printout.err_console(),
     )
     if cmd is None:
         from trainer.console import quiet_third_party
@@ -115,6 +115,6 @@ def _launch(args, req, knobs, cfg, where: Path, launch) -> int:
         quiet_third_party()
         rows = train(cfg)
         if args.json:
-            common.print_json({"steps": len(rows), "metrics": rows})
+            printout.print_json({"steps": len(rows), "metrics": rows})
         return 0
     return subprocess.run(cmd, check=False).returncode

@@ -89,6 +89,12 @@ class Goal(_Frozen):
         "projector run on all of them (0: image_tokens)",
     )
     margin: float = Field(ge=0, lt=1, default=0.05)
+    pixels: tuple[int, int] | None = Field(
+        default=None,
+        description="(min_pixels, max_pixels) each image was planned within, a pixel rule's (qwen2-vl, qwen3-vl): "
+        "the given bounds or the rule's defaults; None where no image was sized by a pixel budget. The written "
+        "files set them where the framework takes them (planner.export)",
+    )
 
     @model_validator(mode="after")
     def _images_within_sequence(self) -> Goal:

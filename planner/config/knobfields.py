@@ -4,7 +4,7 @@ ones `suggest` searches (with the values it searches by default).
 Everything else derives from this declaration: `planner.config.spec.Knobs` (adding the combination rules) and `Plan`
 subclass it; the request models (planner/config/requests.py) build their knob fields with `request_fields` (one value, or
 a list for a searched knob in `suggest`); `planner.config.requests.Space` is the suggest request's knob part; the CLI's flags
-(planner/cli/common.py `add_knob_args`), the web form's choices (read from the API schema) and the property tests'
+(planner/cli/knobargs.py `add_knob_args`), the web form's choices (read from the API schema) and the property tests'
 strategies are generated from it. A new knob is one field here, its rule in Knobs or planner.config.layout, and its
 domain work.
 
@@ -47,9 +47,11 @@ Loss = Literal["standard", "chunked", "fused"]
 Attention = Literal["sdpa", "flash", "eager"]
 Batching = Literal["padded", "packed"]
 # PEFT's LoRA variants planned (peft/tuners/lora/variants.py): plain LoRA, or DoRA (use_dora: a trained magnitude
-# vector per adapted linear, and the weight norm its forward computes)
-LoraVariant = Literal["lora", "dora"]
-Quant = Literal["none", "nf4", "fp4", "int8", "gptq", "awq"]
+# vector per adapted linear, and the weight norm its forward computes); OFT and BOFT (peft/tuners/oft, tuners/boft:
+# orthogonal block rotations of each adapted linear's input, --lora-rank their block size; planner.estimate.oft);
+# PEFT's AdaLoRA and VeRA at --lora-rank (planner.estimate.peft_tuners)
+LoraVariant = Literal["lora", "dora", "oft", "boft", "adalora", "vera"]
+Quant = Literal["none", "nf4", "fp4", "int8", "gptq", "awq", "ct-w4a16", "hqq"]
 VitCheckpointing = Literal["on", "off"]
 QuantAbsmax = Literal["8bit", "fp32"]
 # freeze tuning's trained layers (planner.estimate.freeze): the last N, or LLaMA-Pro's interleaved expanded blocks
@@ -124,7 +126,15 @@ class KnobFields(BaseModel):
             "the DeepSpeed config names none; off: DeepSpeed's own fused Adam, which memplan's export names"
         ),
     )
-    lora_rank: int = Field(default=0, ge=0, le=MAX_LORA_RANK, description="LoRA adapters' rank; 0 = full fine-tuning")
+    lora_rank: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_LORA_RANK,
+        description=(
+            "LoRA adapters' rank (OFT's and BOFT's block size under --lora-variant oft|boft: PEFT's oft_block_size, "
+            "boft_block_size); 0 = full fine-tuning"
+        ),
+    )
     optimizer_in_backward: bool = Field(
         default=False,
         description=(
@@ -136,7 +146,8 @@ class KnobFields(BaseModel):
         description=(
             "a quantized base under LoRA: its linears in 4 bits (bitsandbytes nf4 or fp4, double quantization: QLoRA) "
             "or 8 bits (int8: bitsandbytes LLM.int8, load_in_8bit), or a prequantized 4-bit GPTQ or AWQ checkpoint "
-            "(gptq, awq: group size 128, through gptqmodel)"
+            "(gptq, awq: group size 128, through gptqmodel), an llm-compressor W4A16 checkpoint (ct-w4a16: "
+            "compressed-tensors pack-quantized, groups of 128, run compressed) or an HQQ 4-bit base (hqq: groups of 64)"
         ),
     )
     quant_absmax: QuantAbsmax = Field(
@@ -159,7 +170,11 @@ class KnobFields(BaseModel):
         default="lora",
         description=(
             "LoRA (also LoRA+, which changes only learning rates) or dora (PEFT's use_dora: a trained magnitude vector "
-            "per adapted linear, the merged weight's norm computed each forward, two more saved outputs a linear)"
+            "per adapted linear, the merged weight's norm computed each forward, two more saved outputs a linear); oft, boft: "
+            "PEFT's OFTConfig / BOFTConfig (block-diagonal orthogonal rotations, --lora-rank the block size); "
+            "adalora (PEFT's AdaLoRA at init_r = --lora-rank: singular values and the rank allocator's three "
+            "importance buffers) or vera (PEFT's VeRA at r = --lora-rank: shared frozen projections, two trained "
+            "vectors a linear)"
         ),
     )
     lora_dropout: float = Field(default=0.0, ge=0, lt=1, description="LoRA dropout probability")

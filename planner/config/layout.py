@@ -14,6 +14,7 @@ from planner.config import spec_freeze
 from planner.config.release import prompts_error
 from planner.config.roles import check_groups
 from planner.config.spec import OPTIMIZER_IN_BACKWARD_SPLIT, Knobs
+from planner.config.spec_lora import oft_model_error
 from planner.config.workload import Workload
 from planner.errors import BadInput
 from planner.frameworks import adapter
@@ -102,7 +103,8 @@ class Layout:
                 "_supports_flash_attn is False); use --attention sdpa or eager",
                 "attention",
             )
-        return self.expert_error(k.expert_parallel) or self.parallel_error(k) or self.framework_error(k)
+        oft = oft_model_error(k, self.spec)
+        return oft or self.expert_error(k.expert_parallel) or self.parallel_error(k) or self.framework_error(k)
 
     def where(self, micro_batch: int | None = None, grad_accum: int | None = None) -> Where:
         images = self.vision and self.images and self.spec is not None

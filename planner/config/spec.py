@@ -265,9 +265,13 @@ class Plan(KnobFields, _Split):
             "optimizer in backward" if self.optimizer_in_backward else "",
             f"{self.quant} base" if self.quant != "none" else "",
             "fp32 base" if self.lora_base_fp32 else "",
-            f"LoRA on {self.lora_targets}" if self.lora_targets != "all-linear" else "",
+            f"{'OFT' if self.lora_variant == 'oft' else 'LoRA'} on {self.lora_targets}"
+            if self.lora_targets != "all-linear"
+            else "",
             "trained embeddings" if self.lora_train_embeddings else "",
-            "DoRA" if self.lora_variant == "dora" else "",
+            {"dora": "DoRA", "oft": f"OFT block {self.lora_rank}", "adalora": "AdaLoRA", "vera": "VeRA"}.get(
+                self.lora_variant, ""
+            ),
             f"LoRA dropout {self.lora_dropout:g}" if self.lora_dropout else "",
             "LoRA on the tower" if self.lora_vision else "",
             "tower not checkpointed" if self.vit_checkpointing == "off" else "",

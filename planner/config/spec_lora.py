@@ -34,6 +34,82 @@ def dora_rules(k: KnobFields) -> None:
             )
 
 
+def oft_rules(k: KnobFields) -> None:
+    """OFT's terms (planner.estimate.oft) are pinned on a 16-bit base's decoder linears under DDP, where each
+    linear's input is its own (no ZeRO or FSDP casting the rotations to half, no quantized base, no tower adapters,
+    no dropout: PEFT's OFT has only its block-wise module_dropout, which memplan does not plan). BOFT (PEFT's
+    BOFTConfig, ms-swift's --train_type boft) is not planned: each adapted linear holds a d_in x d_in permutation
+    buffer and builds d_in x d_in rotations every forward (peft v0.20.0 tuners/boft/layer.py:350-362, :594-640)."""
+    if k.lora_variant == "boft":
+        raise BadInput(
+            "--lora-variant boft (BOFT: butterfly orthogonal fine-tuning) is not planned: each adapted linear "
+            "holds a d_in x d_in permutation buffer and builds d_in x d_in rotations every forward: would OFT's "
+            "plan (its block-diagonal rotations without the butterfly) answer you? then give --lora-variant oft",
+            "lora_variant",
+        )
+    if k.lora_variant != "oft":
+        return
+    for bad, what in (
+        (k.quant != "none", f"--quant {k.quant}"),
+        (k.lora_vision, "--lora-vision"),
+        (k.lora_base_fp32, "--lora-base-fp32"),
+        (k.lora_dropout > 0, f"--lora-dropout {k.lora_dropout}"),
+        (k.precision in ("fp32", "fp16"), f"--precision {k.precision}"),
+        (k.zero_stage > 0, f"--zero {k.zero_stage}"),
+        (k.fsdp != "off", f"--fsdp {k.fsdp}"),
+        (k.checkpointing == "selective-op", "--checkpointing selective-op"),
+        (".experts" in k.lora_targets or "experts." in k.lora_targets, f"--lora-targets {k.lora_targets}"),
+    ):
+        if bad:
+            raise BadInput(
+                f"--lora-variant oft with {what} is not planned (OFT is planned on a bf16 base's decoder linears "
+                f"under bf16 AMP or bf16-pure, on one GPU or DDP): would the run without {what} answer you?",
+                "lora_variant",
+            )
+
+
+def tuner_rules(k: KnobFields) -> None:
+    """AdaLoRA's and VeRA's terms (planner.estimate.peft_tuners) are pinned on a 16-bit or fp32 base's decoder
+    linears without ZeRO-3 or FSDP (AdaLoRA's allocator reads whole gradients, VeRA's shared buffers are not
+    sharded: unmeasured), with AdamW-family or SGD optimizers (Adafactor's factored states of their vectors are not
+    counted), and no stacked experts (PEFT adapts nn.Linear alone with them)."""
+    if k.lora_variant not in ("adalora", "vera"):
+        return
+    name = "AdaLoRA" if k.lora_variant == "adalora" else "VeRA"
+    for bad, what in (
+        (k.quant != "none", f"--quant {k.quant}"),
+        (k.lora_vision, "--lora-vision"),
+        (k.lora_base_fp32, "--lora-base-fp32"),
+        (k.zero_stage == 3, "--zero 3"),
+        (k.fsdp != "off", f"--fsdp {k.fsdp}"),
+        (k.optimizer == "adafactor", "--optimizer adafactor"),
+        (".experts" in k.lora_targets or "experts." in k.lora_targets, f"--lora-targets {k.lora_targets}"),
+    ):
+        if bad:
+            raise BadInput(
+                f"--lora-variant {k.lora_variant} with {what} is not planned ({name} is planned on a 16-bit or fp32 "
+                "base's decoder linears under DDP or ZeRO-1/2, with AdamW or SGD)",
+                "lora_variant",
+            )
+
+
+def oft_model_error(k: KnobFields, spec) -> BadInput | None:
+    """OFT's layer terms were traced on Llama/Qwen2-style dense layers (two RMSNorms, separate q/k/v and gate/up),
+    as planner.estimate.lora.layer_examined names them; another model's OFT is refused in one line."""
+    if k.lora_variant != "oft" or not k.lora_rank or spec is None:
+        return None
+    t = spec.text
+    fused = any(x.name in ("qkv_proj", "gate_up_proj") for x in spec.tensors if x.role == "layer" and x.lora)
+    if t.traits.conv1d or t.traits.fp32_norms or t.qk_norm or t.moe or t.mla or t.traits.norms_per_layer != 2 or fused:
+        return BadInput(
+            f"--lora-variant oft on {spec.name} is not planned (OFT's terms are pinned on Llama/Qwen2-style dense "
+            "layers: two RMSNorms, separate q/k/v and gate/up linears): would LoRA's plan answer you? then give "
+            "--lora-variant lora",
+            "lora_variant",
+        )
+    return None
+
+
 def lora_rules(k: KnobFields) -> None:
     """Adapter knobs without adapters, frozen parts with LoRA, the tower's checkpointing and adapters, DoRA, the base."""
     if k.frozen != "none" and k.lora_rank:
@@ -69,7 +145,19 @@ def lora_rules(k: KnobFields) -> None:
             "lora_vision",
         )
     dora_rules(k)
+    oft_rules(k)
+    tuner_rules(k)
     base_rules(k)
+
+
+GPTQMODEL_BUFFERS = "gptqmodel keeps the weights in buffers, which FSDP and ZeRO-3 do not shard"
+UNSHARDED = {  # the quantized bases memplan plans on whole ranks only, and why
+    "int8": "FSDP drops bitsandbytes' int8 state, LLaMA-Factory refuses it",
+    "gptq": GPTQMODEL_BUFFERS,
+    "awq": GPTQMODEL_BUFFERS,
+    "ct-w4a16": "CompressedLinear registers its dense weight at its first forward, after FSDP or ZeRO-3 has wrapped it",
+    "hqq": "HQQLinear keeps its scales and zeros in a dict, not in parameters or buffers",
+}
 
 
 def base_rules(k: KnobFields) -> None:
@@ -87,15 +175,16 @@ def base_rules(k: KnobFields) -> None:
             f"--quant-absmax {k.quant_absmax} is how a 4-bit base stores its block constants: give --quant nf4 or fp4",
             "quant_absmax",
         )
-    if k.quant in ("int8", "gptq", "awq") and sharded:
-        why = (
-            "FSDP drops bitsandbytes' int8 state, LLaMA-Factory refuses it"
-            if k.quant == "int8"
-            else "gptqmodel keeps the weights in buffers, which FSDP and ZeRO-3 do not shard"
-        )
+    if k.quant in UNSHARDED and sharded:
         raise BadInput(
-            f"--quant {k.quant} cannot be sharded ({why}): use --zero 0, 1 or 2 with --fsdp off, or a "
+            f"--quant {k.quant} cannot be sharded ({UNSHARDED[k.quant]}): use --zero 0, 1 or 2 with --fsdp off, or a "
             "bitsandbytes 4-bit base (--quant nf4)",
+            "quant",
+        )
+    if k.quant == "hqq" and k.precision == "bf16-pure":
+        raise BadInput(
+            "--quant hqq with --precision bf16-pure: transformers 4.57 builds HQQLinear in fp32 (quantizers/"
+            "quantizer_hqq.py:74-79), whose weight meets a bf16 input only under autocast: use --precision bf16",
             "quant",
         )
     if k.quant == "awq" and k.precision != "fp16":

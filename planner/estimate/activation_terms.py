@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from planner.config.spec import Knobs
 from planner.estimate import activations as act
-from planner.estimate import freeze, frozen_lm, lora, nograd, parallel, quant, recipe_terms, vision
+from planner.estimate import freeze, frozen_lm, lora, nograd, oft, parallel, peft_tuners, quant, recipe_terms, vision
 from planner.estimate.setup import Setup
 from planner.model import xcomposer
 
@@ -149,9 +149,11 @@ def quant_layer_bytes(s: Setup) -> int:
       the adapters' input to fp32 (zero 0 in half precision) each lora_A saves a copy of its own, so every other
       input stays too; in fp32 or under DeepSpeed (adapters in the module's dtype) lora_A saves the input itself,
       so only the inputs of groups left unadapted stay;
+    - hqq saves each linear's input as int8 keeps it (HQQMatmulNoCacheMul's save_for_backward), dropped by a
+      checkpoint as every saved tensor is;
     - gptq saves every linear's dequantized weight."""
     k, (_, rows, width, p) = s.knobs, text_shape(s)
-    if k.quant != quant.INT8:
+    if k.quant not in (quant.INT8, quant.HQQ):
         return quant.saved_weights_layer_bytes(s.model, k.quant)
     shares = p == "fp32" or k.zero_stage > 0
 
@@ -177,6 +179,13 @@ def _lora_layer_bytes(s: Setup) -> int:
         return -frozen_lm.layer_dropped_bytes(s.model, p, tokens)
     out = lora.dropout_layer_bytes(s.model, s.knobs, tokens, p) + quant_layer_bytes(s)
     out += lora.dora_saved_layer_bytes(s.model, s.knobs, tokens)
+    if oft.oft(s.knobs):  # planned where lora.layer_examined holds (planner.config.spec_lora.oft_rules)
+        return out + oft.layer_delta_bytes(s.model, s.knobs, tokens)
+    wide = s.knobs.precision in ("fp32", "bf16-pure") and not s.knobs.zero_stage  # fp32 adapters, no autocast
+    # in half (autocast, bf16-pure's fp32 adapters, DeepSpeed's half ones: the sim's trace under ZeRO-2 agrees) each
+    # lora_A keeps its own input; in fp32 LoRA's adapters share the layer's inputs
+    shared = None if p == "half" else lora.shared_inputs_width(s.model, s.knobs)
+    out += peft_tuners.vera_saved_layer_bytes(s.model, s.knobs, tokens, 4 if wide else 2, shared)
     examined = lora.layer_examined(s.model, s.knobs)
     if examined and p == "half":
         return out + lora.half_layer_delta_bytes(s.model, s.knobs, tokens)

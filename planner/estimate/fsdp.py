@@ -51,7 +51,7 @@ def reduce_bytes_per_param(k: Knobs) -> int:
 def accumulated_grads_bytes(s, trainable: int) -> int:
     """Gradients held between micro-steps. HF's Trainer wraps every micro-step but the last in accelerator.no_sync
     (transformers/trainer.py:1897-1909), which for FSDP2 is set_requires_gradient_sync(False)
-    (accelerate/accelerator.py:1166-1171), as the bundled trainer does (trainer/loop.py): no reduce-scatter, so every
+    (accelerate/accelerator.py:1166-1171), as the bundled trainer does (trainer/step.py): no reduce-scatter, so every
     rank keeps every trainable parameter's unsharded gradient, in the reduce dtype when it differs from the
     compute dtype (torch 2.13 _fsdp_param.py:802-821 unsharded_accumulated_grad) or summed in place in the compute
     dtype (:592-593), until the last micro-step's backward reduces it unit by unit (_fsdp_param_group.py:621-630).

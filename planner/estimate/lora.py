@@ -50,6 +50,12 @@ def _groups_left_out(model, knobs) -> int:
     return out
 
 
+def shared_inputs_width(model, knobs) -> int:
+    """fp32: the input widths a layer's adapters share and keep (the two norms' outputs, down_proj's input), less the
+    groups none of whose linears is adapted."""
+    return 2 * model.text.hidden + model.text.intermediate - _groups_left_out(model, knobs)
+
+
 def dropout_layer_bytes(model, knobs, tokens: int, profile: str) -> int:
     """LoRA dropout (PEFT: lora_B(lora_A(dropout(x)))): per adapted linear, the dropout's mask at the linear's input
     width, one byte an element (CUDA's fused native_dropout keeps a bool mask; the sim traces it so). In fp32 no

@@ -18,7 +18,7 @@ The peak is the largest of three moments of a steady-state step (after the first
 from __future__ import annotations
 
 from planner.config.spec import MemoryBreakdown
-from planner.estimate import dataparallel, devicemap, fsdp, lifecycle, lora, nograd, parallel, vision, zero
+from planner.estimate import dataparallel, devicemap, fsdp, lifecycle, lora, nograd, oft, parallel, vision, zero
 from planner.estimate.activation_terms import (
     activations_bytes,
     host_activation_bytes_per_node,
@@ -149,14 +149,22 @@ def _breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] |
     )
 
 
+def text_tokens(s: Setup) -> int:
+    """The tokens of one micro-batch's text rows as the activation terms count them."""
+    _, rows, width, _ = text_shape(s)
+    return rows * width
+
+
 def _other_phases(s: Setup, phases: dict, held: tuple[int, int, int, int]) -> tuple[int, int, int, int] | None:
     """The moments beside the three of every step, added to `phases` (phase -> (gradients, optimizer states,
     activations, temporaries)) where the knobs run them: DoRA's weight norm, the tower's masked moment, evaluation,
     nn.DataParallel's GPU 0, loading and checkpoint saving. `held`: (the gradients backward holds, all gradients,
     optimizer states, saved activations). Returns the tower's moment (masked_tower_phase), or None."""
     accumulated, grads_full, opt, acts = held
-    if lora.dora(s.knobs):  # DoRA's weight norm: in the last layer's forward, or in a layer recomputed in backward
+    if lora.dora(s.knobs) or oft.oft(s.knobs):  # DoRA's weight norm, OFT's rotation: in the last layer's forward,
+        # or in a layer recomputed in backward
         norm = lora.dora_norm_temp_bytes(s.model, s.knobs) + gathered_params_bytes(s)  # ZeRO-3's or FSDP's
+        norm += oft.forward_temp_bytes(s.model, s.knobs, text_tokens(s))
         if s.knobs.checkpointing == "off":
             phases["forward"] = (accumulated, opt, acts, norm)
         elif norm + grads_full + acts > sum(phases["backward"]) - opt:

@@ -39,6 +39,34 @@ and what the matmuls dequantize.
     backward, as bitsandbytes' 4-bit does. Without triton and the CUDA extension gptqmodel falls back to
     AwqTorchLinear, which saves the dequantized weight as GPTQ does (measured on CPU): not what is planned.
     transformers runs AWQ in fp16 on CUDA whatever dtype is asked (quantizer_awq.py:54-62): planned in fp16 only.
+- ct-w4a16: an llm-compressor checkpoint in compressed-tensors' pack-quantized format (4-bit int, groups of 128),
+  as transformers 4.57 runs it (run_compressed True: quantizer_compressed_tensors.py:79 wraps every quantized linear
+  in compressed-tensors 0.12.2's CompressedLinear, quantization/lifecycle/apply.py:151-163). At load each holds
+  weight_packed (int32, 0.5 bytes a weight), weight_scale (the load dtype, 2 bytes a group) and weight_shape
+  (int64[2], 16 bytes a linear). Its first forward decompresses the weight and registers it as a dense parameter
+  beside the packed one, kept for good (linear/compressed_linear.py:98-109): once a step has reached every
+  quantized linear (an MoE's experts as routing reaches them; over the steps of a run, all of them), the base holds
+  the dense model too, 2 bytes a weight more (measured 0.5 + 2/128 bytes a weight packed and exactly 2 dense after
+  a step: tests/probes/test_prequant.py). Each later forward runs compressed-tensors' fake quantization over the
+  dense weight (quantization/lifecycle/forward.py:379-393: a clone that becomes the kept weight, the zero point,
+  the scaled, clamped and rounded copies) and multiplies by the fake-quantized copy, which F.linear saves for the
+  input gradient (a view of it) while the module's weight is restored: 2 bytes a weight of every quantized linear
+  saved until backward, as GPTQ's, and up to 3 more copies of the largest one transient (measured with the saved
+  one: 3.92 against 4). transformers 5 loads the same
+  checkpoint through compressed-tensors >= 0.15 without CompressedLinear: the modules keep no `weight` until a
+  model-level hook decompresses all of them at the first forward (0.20.1 compressors/model_compressors/
+  model_compressor.py:258-279), and PEFT >= 0.18 reads `module.weight` when it wraps a linear
+  (tuners/tuners_utils.py `_get_in_out_features`): get_peft_model raises (measured with transformers 5.25, PEFT
+  0.21.2); CompressedTensorsConfig(dequantize=True) loads the dense model, which is the unquantized plan.
+- hqq: HQQ 4-bit (transformers' HqqConfig defaults: groups of 64, axis 1), as transformers 4.57 builds HQQLinear:
+  compute_dtype fp32 whatever dtype is asked (quantizers/quantizer_hqq.py:74-79: create_quantized_param is called
+  without it, modeling_utils.py:774), so W_q (uint8, 0.5 bytes a weight) with an fp32 scale and zero a group: 0.625
+  bytes a weight (measured exactly). Its forward (HQQBackend.PYTORCH, hqq 0.2.8 core/quantize.py:888-889,
+  HQQMatmulNoCacheMul :322-352) dequantizes the whole weight in fp32 (Quantizer.dequantize: the unpacked copy,
+  (W_q - zero) and its product with the scale) and casts it under autocast, in forward and again for the input
+  gradient, saving only the input: 12 bytes a weight of the largest linear transient (measured 11.83).
+  transformers 5.x cannot load one (HqqHfQuantizer has no quantize ops: base.py get_quantize_ops raises, measured
+  with 5.25).
 """
 
 from __future__ import annotations
@@ -52,7 +80,13 @@ NESTED_BLOCK = 256  # double quantization: absmax of the absmax, per 256 blocks
 FOUR_BIT = ("nf4", "fp4")
 INT8 = "int8"
 PREQUANTIZED = ("gptq", "awq")
-GROUP = 128  # GPTQConfig / AwqConfig group_size
+GROUP = 128  # GPTQConfig / AwqConfig group_size; llm-compressor's W4A16 scheme's
+CT = "ct-w4a16"
+HQQ = "hqq"
+HQQ_GROUP = 64  # transformers' HqqConfig group_size default (utils/quantization_config.py HqqConfig)
+CT_SHAPE_BYTES = 16  # weight_shape, int64[2], one a quantized linear
+CT_FAKE_QUANT_WEIGHTS = 3  # compute-dtype copies of a weight a later forward's fake quantization holds transiently
+HQQ_DEQUANT_BYTES = 12  # fp32 bytes a weight HQQ's dequantization holds at once: (W_q - zero), its product, unpacked
 
 
 def packed_bytes_per_weight(quant: str) -> float:
@@ -77,6 +111,10 @@ def stored_bytes_per_weight(quant: str, in_features: int = 0, absmax: str = "8bi
         return 1 + 4 / in_features
     if quant in PREQUANTIZED:  # qweight, qzeros, fp16 scales (GPTQ's g_idx: base_bytes)
         return 0.5 + 0.5 / GROUP + 2 / GROUP
+    if quant == CT:  # weight_packed, the half-precision weight_scale (symmetric: no zero point)
+        return 0.5 + 2 / GROUP
+    if quant == HQQ:  # W_q, fp32 scale and zero
+        return 0.5 + 2 * 4 / HQQ_GROUP
     return packed_bytes_per_weight(quant) + constants_bytes_per_weight(quant, absmax)
 
 
@@ -93,8 +131,10 @@ def replicated_bytes(model, quant: str, absmax: str = "8bit") -> int:
 
 
 def tensor_stored_bytes(t, quant: str, absmax: str = "8bit") -> float:
-    """One quantized linear's stored bytes: its packed weights and constants, GPTQ's g_idx (4 bytes an input) too."""
+    """One quantized linear's stored bytes: its packed weights and constants, GPTQ's g_idx (4 bytes an input) and
+    compressed-tensors' weight_shape too."""
     index = 4 * t.shape[-1] * t.count if quant == "gptq" else 0
+    index += CT_SHAPE_BYTES * t.count * prod(t.shape[:-2]) if quant == CT else 0
     return index + t.numel * stored_bytes_per_weight(quant, t.shape[-1], absmax)
 
 
@@ -103,6 +143,12 @@ def base_bytes(model, quant: str, absmax: str = "8bit") -> int:
     if quant == "none":
         return 0
     return int(sum(tensor_stored_bytes(t, quant, absmax) for t in model.tensors if t.lora))
+
+
+def dense_copy_bytes(model, quant: str, weight_bytes: int) -> int:
+    """compressed-tensors (run compressed): the dense weight every quantized linear keeps after its first forward,
+    in the load dtype (`weight_bytes` a weight)."""
+    return weight_bytes * quantized_weights(model) if quant == CT else 0
 
 
 def storage_elements_saved(model, quant: str, storage_bytes: int) -> int:
@@ -128,21 +174,27 @@ def dequantized_weight_bytes(model, quant: str, compute_bytes: int, bf16: bool =
         return (4 if bf16 else 2) * largest
     if quant == "awq":
         return 2 * largest
+    if quant == CT:
+        return CT_FAKE_QUANT_WEIGHTS * compute_bytes * largest
+    if quant == HQQ:
+        return HQQ_DEQUANT_BYTES * largest
     return compute_bytes * largest
 
 
 def saved_weights_layer_bytes(model, quant: str) -> int:
-    """gptq: the dequantized weights one layer's forward saves for its backward (2 bytes a weight)."""
-    if quant != "gptq":
+    """gptq: the dequantized weights one layer's forward saves for its backward (2 bytes a weight); ct-w4a16: the
+    fake-quantized copies (in half precision, as the base loads)."""
+    if quant not in ("gptq", CT):
         return 0
     return 2 * quantized_weights(model) // model.text.layers
 
 
 def retained_input_elements_per_token(model, quant: str, skip=lambda name, group: False) -> int:
-    """int8: the inputs one decoder layer's quantized linears keep in ctx.tensors, per token: one tensor for each
+    """int8 and hqq: the inputs one decoder layer's quantized linears keep in ctx.tensors, per token: one tensor for each
     group of linears that read the same one (q/k/v, gate/up), one for every other linear (o_proj, down_proj); the
-    groups `skip` names (by their first linear's name, with the tensors of the group) left out."""
-    if quant != INT8:
+    groups `skip` names (by their first linear's name, with the tensors of the group) left out. hqq's
+    HQQMatmulNoCacheMul saves its input the same way (save_for_backward, so a checkpoint drops it)."""
+    if quant not in (INT8, HQQ):
         return 0
     groups: dict[str, list] = {}
     for t in model.tensors:

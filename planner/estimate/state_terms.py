@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.config.spec import Knobs
-from planner.estimate import freeze, fsdp, lora, quant, zero
+from planner.estimate import freeze, fsdp, lora, peft_tuners, quant, zero
 from planner.estimate.setup import Setup
 from planner.estimate.trained import (
     embedding_copy_overcount_bytes,
@@ -52,11 +52,24 @@ def params_bytes(s: Setup) -> int:
         - embedding_copy_overcount_bytes(s, trainable_weight_bytes_per_param(k))
     )
     whole = quant.replicated_bytes(s.model, k.quant, k.quant_absmax)  # a quantized base's constants: on every rank
+    total += tuner_buffers_bytes(s)
     if k.fsdp != "off":
         return fsdp.sharded(s, total - whole) + whole
     if k.zero_stage == 3:
         return whole if k.offload == "optimizer+params" else (total - whole) // s.world_size + whole
     return total
+
+
+def tuner_buffers_bytes(s: Setup) -> int:
+    """What AdaLoRA's rank allocator (importance buffers of lora_A, lora_E and lora_B, in their dtype) or VeRA (its
+    shared projections) holds beside the weights (planner.estimate.peft_tuners; planned without ZeRO-3 or FSDP)."""
+    k = s.knobs
+    if peft_tuners.adalora(k):
+        adapters = s.model.lora_params(k.lora_rank, k.lora_targets) + peft_tuners.adalora_extra_params(
+            s.model, k, False
+        )
+        return peft_tuners.adalora_importance_bytes(adapters, trainable_weight_bytes_per_param(k))
+    return peft_tuners.vera_projection_bytes(s.model, k)
 
 
 def adafactor_state_elements(s: Setup) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from math import prod
 
 from planner.config.spec import Knobs
-from planner.estimate import freeze, lora, quant
+from planner.estimate import freeze, lora, oft, peft_tuners, quant
 from planner.estimate.setup import Setup
 from planner.model.modelspec import IDLE_AUDIO, IDLE_HEAD, frozen_roles
 
@@ -30,19 +30,29 @@ def _trainable_params(s: Setup) -> int:
     if not s.lora:
         return s.model.params - s.model.frozen_params(frozen_modules(s))
     k = s.knobs
+    if oft.oft(k):  # OFT's rotations in place of LoRA's factors
+        return oft.oft_params(s.model, k) + lora.embedding_copy_params(s.model, k)
     tower = s.model.tower_lora_params(k.lora_rank) if k.lora_vision else 0
     magnitudes = lora.dora_magnitude_params(s.model, k)
-    return (
-        s.model.lora_params(k.lora_rank, k.lora_targets) + tower + lora.embedding_copy_params(s.model, k) + magnitudes
+    adapters = (
+        peft_tuners.vera_trained_params(s.model, k)
+        if peft_tuners.vera(k)
+        else s.model.lora_params(k.lora_rank, k.lora_targets)
+        + peft_tuners.adalora_extra_params(s.model, k, frozen_weight_bytes_per_param(k) == 2)
     )
+    return adapters + tower + lora.embedding_copy_params(s.model, k) + magnitudes
 
 
 def trainable_tensor_sizes(s: Setup) -> list[tuple[int, int]]:
     """(elements of one tensor, how many) of every trainable tensor: LoRA's A (r x d_in) and B (d_out x r) factors, or
     the model's tensors outside the frozen modules."""
     k = s.knobs
+    if oft.oft(k):
+        return oft.tensor_sizes(s.model, k)
+    if peft_tuners.vera(k):
+        return peft_tuners.tensor_sizes(s.model, k)
     if s.lora:
-        r, out = k.lora_rank, []
+        r, out = k.lora_rank, peft_tuners.tensor_sizes(s.model, k)  # AdaLoRA's lora_E beside A and B
         for t in s.model.tensors:
             if t.adapted(k.lora_targets):
                 n = t.count * prod(t.shape[:-2]) * t.lora_rank_multiple(k.lora_targets)
@@ -63,10 +73,14 @@ def largest_trainable_matrix_params(s: Setup) -> int:
 
 
 def _largest_trainable_matrix_params(s: Setup) -> int:
+    if oft.oft(s.knobs):
+        return max((n for n, _ in oft.tensor_sizes(s.model, s.knobs)), default=0)
     if s.lora:
         adapters = max(
             (s.knobs.lora_rank * max(t.shape) for t in s.model.tensors if t.adapted(s.knobs.lora_targets)), default=0
         )
+        if peft_tuners.vera(s.knobs):  # lambda_b, d_out elements
+            adapters = max((n for n, _ in peft_tuners.tensor_sizes(s.model, s.knobs)), default=0)
         return max(adapters, s.model.text.vocab * s.model.text.hidden if s.knobs.lora_train_embeddings else 0)
     if freeze.freeze_tuned(s.knobs):
         return freeze.largest_trained_matrix_params(s.model)
@@ -147,14 +161,14 @@ def frozen_weight_bytes_per_param(k: Knobs) -> int:
 
 def frozen_bytes(s: Setup) -> int:
     """The frozen base under LoRA: half precision (fp32 in fp32 runs); with --quant its decoder linears as the format
-    stores them (planner.estimate.quant)."""
+    stores them, and the dense copies compressed-tensors keeps beside them (planner.estimate.quant)."""
     k = s.knobs
     if k.quant == "none":
         return frozen_params(s) * frozen_weight_bytes_per_param(k)
     q = quant.quantized_weights(s.model)
-    return quant.base_bytes(s.model, k.quant, k.quant_absmax) + (frozen_params(s) - q) * frozen_weight_bytes_per_param(
-        k
-    )
+    half = frozen_weight_bytes_per_param(k)
+    dense = quant.dense_copy_bytes(s.model, k.quant, half)  # compressed-tensors' kept dense weights
+    return quant.base_bytes(s.model, k.quant, k.quant_absmax) + dense + (frozen_params(s) - q) * half
 
 
 def optimizer_state_bytes_per_param(optimizer: str, state_bytes: int) -> float:

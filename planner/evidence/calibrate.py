@@ -109,6 +109,12 @@ def _with_terms(
     )
 
 
+def _evidence(mem: MemoryBreakdown, analytic: MemoryBreakdown, recorded: str) -> str:
+    """The evidence a plan's figure rests on: the record's kind, or "analytic" where the analytic breakdown stood
+    (from_record under nn.DataParallel), so the headline does not call an analytic figure simulated or measured."""
+    return "analytic" if mem is analytic else recorded
+
+
 def from_record(s: Setup, hw: Hardware, analytic: MemoryBreakdown, rec: ProbeRecord) -> MemoryBreakdown:
     """The plan's breakdown with a record's tensor bytes (and, same card, its overhead). Under nn.DataParallel a
     probe's one process on one GPU holds a replica's step, not GPU 0's gathers of every replica's logits
@@ -216,8 +222,8 @@ class Calibrator:
             if replay and replay["oom_at"] is not None:
                 return analytic, "simulated", replay_oom_reason(replay, rec)
             if rec.status == "ok" and rec.peak_allocated_bytes:
-                ev = "simulated" if rec.backend == "sim" else "measured"
-                return from_record(s, hw, analytic, rec), ev, None
+                mem = from_record(s, hw, analytic, rec)
+                return mem, _evidence(mem, analytic, "simulated" if rec.backend == "sim" else "measured"), None
             if rec.status == "oom" and _same_kind(rec, hw):
                 return analytic, "measured", f"ran out of memory on {rec.device} (probe #{rec.id})"
         if self.mode == "sim" and self.exact:
@@ -225,7 +231,8 @@ class Calibrator:
                 rec = self.simulate(s)
             except ValueError:
                 return analytic, "analytic", None
-            return from_record(s, hw, analytic, rec), "simulated", None
+            mem = from_record(s, hw, analytic, rec)
+            return mem, _evidence(mem, analytic, "simulated"), None
         if self.mode == "sim":
             line = self._line(s)
             if line is not None:

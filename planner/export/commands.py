@@ -8,26 +8,57 @@ from __future__ import annotations
 import shlex
 
 from planner.config.release import written_micro_batch
-from planner.config.spec import Hardware, Plan
+from planner.config.spec import Goal, Hardware, Plan
 from planner.export import parallel
 from planner.export.configs import DS_CONFIG_NAME, FSDP_CONFIG_NAME, peft_config, quant_storage
 from planner.export.export import OUTPUT_DIR, bundled_only, fsdp_option, grpo_takes, trl_args
 from planner.frameworks.hf import launchenv
 from planner.frameworks.hf.keys import KEYS as K
+from planner.frameworks.trl.releases import FORK_ENTRY, FORK_PIXELS, FORK_SCRIPT_FLAGS
 from planner.model import catalog, vila
 from planner.model.modelspec import ModelSpec
 
 TRAIN_SCRIPT = "train.py"  # the user's HF-Trainer-style script
 
 
-def train_script(model: ModelSpec | None) -> str:
-    """The script the HF command runs: VILA's own entry point for a VILA / NVILA model (planner.model.vila), else the
-    user's HF-Trainer-style train.py."""
+def fork_grpo(plan: Plan) -> str | None:
+    """The GRPO fork (trl@r1-v, trl@vlm-r1) whose own entry script runs the plan, or None."""
+    fork = plan.framework == "trl" and plan.workload.kind == "grpo" and plan.release in FORK_ENTRY
+    return plan.release if fork else None
+
+
+def train_script(model: ModelSpec | None, plan: Plan | None = None) -> str:
+    """The script the HF command runs: a GRPO fork's own entry script (FORK_ENTRY), VILA's own entry point for a
+    VILA / NVILA model (planner.model.vila), else the user's HF-Trainer-style train.py."""
+    if plan is not None and fork_grpo(plan):
+        return FORK_ENTRY[fork_grpo(plan)]
     return vila.TRAIN_SCRIPT if model is not None and vila.is_vila(model.model_type) else TRAIN_SCRIPT
 
 
-def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME, model: ModelSpec | None = None) -> list[str]:
+def program(plan: Plan, model: ModelSpec | None = None, goal: Goal | None = None) -> list[str]:
+    """The words after the launcher, one list for the printed command and launch.sbatch: the script, the model, the
+    plan's arguments (with a fork's images as `goal` has them: fork_images)."""
+    named = ["--model_name_or_path", catalog.model_path(model)] if model is not None else []
+    return [train_script(model, plan), *named, *script_args(plan, model=model, goal=goal)]
+
+
+def fork_images(plan: Plan, goal: Goal | None) -> list[str]:
+    """A GRPO fork's image flags (GRPOScriptArguments, FORK_PIXELS): the pixel bounds the images were planned within
+    (Goal.pixels; unwritten, the fork's defaults), and the prompt's text as --max_prompt_length, the images on top
+    (the forks take the whole prompt: planner.frameworks.trl.reader_vlmr1)."""
+    if goal is None or not fork_grpo(plan) or not goal.image_tokens:
+        return []
+    a = [w for flag, n in zip(FORK_PIXELS, goal.pixels or (), strict=False) for w in (flag, str(n))]
+    text = (plan.workload.max_prompt_length or 0) - goal.image_tokens
+    return a + (["--max_prompt_length", str(text)] if text >= 1 else [])
+
+
+def script_args(
+    plan: Plan, ds_path: str = DS_CONFIG_NAME, model: ModelSpec | None = None, goal: Goal | None = None
+) -> list[str]:
     a = ["--output_dir", "output"] if (plan.framework, plan.release) in OUTPUT_DIR else []
+    a += FORK_SCRIPT_FLAGS.get(plan.release, ()) if plan.framework == "trl" and plan.workload.kind == "grpo" else []
+    a += fork_images(plan, goal)
     a += [K.flag("micro_batch"), str(written_micro_batch(plan)), K.flag("grad_accum"), str(plan.grad_accum)]
     a += [K.flag("optimizer"), K["optimizer"].write(plan.optimizer)]
     a += [K.flag("eval_batch"), str(plan.eval_batch)] if plan.eval_batch else []
@@ -59,7 +90,7 @@ def script_args(plan: Plan, ds_path: str = DS_CONFIG_NAME, model: ModelSpec | No
             a += [K.flag("lora_variant")]
     if plan.quant == "int8":  # TRL's ModelConfig (trl/trainer/utils.py:270-273)
         a += ["--load_in_8bit"]
-    elif plan.quant in ("gptq", "awq"):  # no flag: the checkpoint carries its quantization_config
+    elif plan.quant in ("gptq", "awq", "ct-w4a16", "hqq"):  # no flag: the checkpoint carries its quantization_config
         pass
     elif plan.quant != "none":  # TRL's ModelConfig: bitsandbytes 4-bit base with double quantization
         a += ["--load_in_4bit", "--bnb_4bit_quant_type", plan.quant]
@@ -138,13 +169,14 @@ def bundled_command(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int) ->
     return " ".join(shlex.quote(x) for x in a)
 
 
-def command(plan: Plan, hw: Hardware, model: ModelSpec | None = None, seq_len: int = 0) -> str:
+def command(
+    plan: Plan, hw: Hardware, model: ModelSpec | None = None, seq_len: int = 0, goal: Goal | None = None
+) -> str:
     """torchrun for DDP, the deepspeed launcher for ZeRO; multi-node forms read the usual variables. A plan HF
     cannot run (bundled_only) is launched by the bundled trainer."""
     if model is not None and bundled_only(plan):
         return bundled_command(plan, hw, model, seq_len)
-    named = ["--model_name_or_path", catalog.model_path(model)] if model is not None else []
-    args = " ".join(shlex.quote(x) for x in [train_script(model), *named, *script_args(plan, model=model)])
+    args = " ".join(shlex.quote(x) for x in program(plan, model, goal))
     g, n = hw.gpus_per_node, hw.nodes
     if parallel.needs_accelerate_launch(plan):
         return parallel.accelerate_command(hw, args)
@@ -184,19 +216,25 @@ def env_prefix(plan: Plan) -> str:
 
 
 def sbatch(
-    plan: Plan, hw: Hardware, program: list[str] | None = None, header: list[str] = (), driver: str | None = None
+    plan: Plan,
+    hw: Hardware,
+    words: list[str] | None = None,
+    header: list[str] = (),
+    driver: str | None = None,
+    model: ModelSpec | None = None,
+    goal: Goal | None = None,
 ) -> str:
-    """A Slurm script: one srun task per node, each running torchrun over the node's GPUs on `program` (default: your
-    HF-Trainer-style train.py with the plan's arguments). driver: a command run once on the batch host instead, that
-    starts the nodes' tasks itself (the bundled trainer's `planner train --launcher slurm`). header: more #SBATCH
-    lines (partition, account, time)."""
-    args = " ".join(shlex.quote(x) for x in (program or [TRAIN_SCRIPT, *script_args(plan)]))
+    """A Slurm script: one srun task per node, each running torchrun over the node's GPUs on `words` (default: the
+    printed command's, `program`: the script, the model and the plan's arguments). driver: a command run once on the
+    batch host instead, that starts the nodes' tasks itself (the bundled trainer's `planner train --launcher slurm`).
+    header: more #SBATCH lines (partition, account, time)."""
+    args = " ".join(shlex.quote(x) for x in (words or program(plan, model, goal)))
     env = "".join(f"export {k}={v}\n" for k, v in {**launch_env(plan), **parallel.parallelism_env(plan, hw)}.items())
-    run = driver or (
-        f"""srun --kill-on-bad-exit=1 bash -c 'torchrun --nnodes "$SLURM_NNODES" --nproc_per_node {hw.gpus_per_node} \\
+    # one word for bash -c (shlex.quote: an argument's own quotes, FSDP's 'full_shard auto_wrap', stay inside it)
+    inner = f"""torchrun --nnodes "$SLURM_NNODES" --nproc_per_node {hw.gpus_per_node} \\
   --rdzv_id "$SLURM_JOB_ID" --rdzv_backend c10d --rdzv_endpoint "$MASTER_ADDR:$MASTER_PORT" \\
-  {args}'"""
-    )
+  {args}"""
+    run = driver or f"srun --kill-on-bad-exit=1 bash -c {shlex.quote(inner)}"
     extra = "".join(line + "\n" for line in header)
     return f"""#!/bin/bash
 #SBATCH --job-name=memplan

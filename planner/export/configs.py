@@ -55,7 +55,8 @@ def quant_storage(plan: Plan) -> str | None:
 
 def quantization_config_class(plan: Plan) -> str:
     """The transformers class quantization_config's fields are for."""
-    return {"gptq": "GPTQConfig", "awq": "AwqConfig"}.get(plan.quant, "BitsAndBytesConfig")
+    classes = {"gptq": "GPTQConfig", "awq": "AwqConfig", "ct-w4a16": "CompressedTensorsConfig", "hqq": "HqqConfig"}
+    return classes.get(plan.quant, "BitsAndBytesConfig")
 
 
 def quantization_config(plan: Plan) -> dict | None:
@@ -67,6 +68,10 @@ def quantization_config(plan: Plan) -> dict | None:
         return {"load_in_8bit": True}
     if plan.quant in ("gptq", "awq"):  # the checkpoint's own config, with a kernel that trains (planner.estimate.quant)
         return {"bits": 4, "group_size": 128, "backend": "auto_trainable"}
+    if plan.quant == "ct-w4a16":  # transformers 4.57's default, the route planned (planner.estimate.quant)
+        return {"run_compressed": True}
+    if plan.quant == "hqq":  # HqqConfig's defaults, the checkpoint's own
+        return {"nbits": 4, "group_size": 64}
     out = {
         "load_in_4bit": True,
         "bnb_4bit_quant_type": plan.quant,

@@ -71,7 +71,13 @@ def budget_note(plan: Plan) -> str | None:
 
 
 def prequantized_note(plan: Plan) -> str | None:
-    """A GPTQ or AWQ checkpoint trains only with gptqmodel's trainable kernels (planner.estimate.quant)."""
+    """A GPTQ or AWQ checkpoint trains only with gptqmodel's trainable kernels; a compressed-tensors or HQQ one only
+    under transformers 4.x (planner.estimate.quant)."""
+    if plan.quant in ("ct-w4a16", "hqq"):
+        return (
+            f"the {plan.quant} checkpoint is planned as transformers 4.57 loads it (compressed-tensors <= 0.14 with "
+            "PEFT <= 0.17, hqq 0.2): transformers 5 cannot train it"
+        )
     if plan.quant not in ("gptq", "awq"):
         return None
     cls = configs.quantization_config_class(plan)
@@ -92,14 +98,50 @@ def device_map_note(plan: Plan) -> str | None:
     )
 
 
-def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> Launch:
+def pixels_note(plan: Plan, goal: Goal | None) -> str | None:
+    """Where the command cannot carry the images as planned (Goal.pixels, image_tokens): a GRPO fork's script takes
+    the pixel bounds (commands.fork_images), not a token count; HF's and TRL's own scripts take neither, so the
+    user's script sets them; a framework's writer where its `writes_pixels(line)` says so. None for a plan without
+    images and files that carry them."""
+    if goal is None or not goal.image_tokens:
+        return None
+    fw = exporter(plan.framework)
+    if fw is not None:
+        if goal.pixels is None or getattr(fw, "writes_pixels", lambda line: False)(plan.release):
+            return None
+        where = f"{plan.framework}@{plan.release}" if plan.release else plan.framework
+        return (
+            f"each image is planned within max_pixels {goal.pixels[1]:,}: {where}'s files here set no pixel cap, so "
+            "its own cap applies (set it to this one)"
+        )
+    if commands.fork_grpo(plan):
+        if goal.pixels:
+            return None
+        return (
+            f"{plan.framework}@{plan.release}'s script sizes each image within its --max_pixels (default 12,845,056: "
+            f"up to 16,384 tokens), not the {goal.image_tokens:,} image tokens planned: plan with --images N and "
+            "--max-pixels to write the cap"
+        )
+    if goal.pixels is None:
+        return None
+    return (
+        f"each image is planned within min_pixels {goal.pixels[0]:,} and max_pixels {goal.pixels[1]:,}: the command "
+        "has no flag for them; set them on the processor in your script (image_processor.min_pixels / max_pixels), "
+        "whose own bounds may give more image tokens"
+    )
+
+
+def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> Launch:
+    """The plan's launch material; `goal`: its images (Goal.pixels, image_tokens), written where the command takes
+    them and said where it does not (pixels_note)."""
     fw = exporter(plan.framework)
     notes = [export.hf_note(plan) if fw is None else None, budget_note(plan), prequantized_note(plan)]
+    notes += [pixels_note(plan, goal)]
     notes = [n for n in (*notes, device_map_note(plan) if fw is None else None) if n]  # HF's command
-    command, framework_files = commands.command(plan, hw, model, seq_len), None
+    command, framework_files = commands.command(plan, hw, model, seq_len, goal), None
     if fw is not None:
         try:
-            command, framework_files = framework_launch(plan, model, hw, seq_len)
+            command, framework_files = framework_launch(plan, model, hw, seq_len, goal)
         except ValueError as e:  # a plan the framework's config cannot express: the HF material, and why
             notes.append(f"{plan.framework}: {e}")
     return Launch(
@@ -115,11 +157,13 @@ def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> Launch:
     )
 
 
-def framework_launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> tuple[str, dict[str, str]]:
+def framework_launch(
+    plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None
+) -> tuple[str, dict[str, str]]:
     """(command, files) of a LLaMA-Factory, ms-swift or axolotl plan: its exporter's files, and launch.sh beside them
     where the command is not the script itself; ValueError for a plan its framework cannot express."""
     fw = exporter(plan.framework)
-    out, command = fw.files(plan, model, hw, seq_len), fw.command(plan, hw)
+    out, command = fw.files(plan, model, hw, seq_len, goal), fw.command(plan, hw)
     if not command.startswith("bash "):  # ms-swift's script is its own launcher
         out[LAUNCH_NAME] = (
             f"#!/bin/bash\n# memplan: {plan.framework}'s launch of the files beside this one\n{command}\n"
@@ -130,7 +174,7 @@ def framework_launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -
 def with_launch(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal) -> Plan:
     """The plan with its launch material (made once: a plan that has it keeps it)."""
     if plan.launch is None:
-        plan.launch = launch(plan, model, hw, goal.seq_len)
+        plan.launch = launch(plan, model, hw, goal.seq_len, goal)
     return plan
 
 
@@ -146,11 +190,12 @@ def command_files(plan: Plan, model: ModelSpec, ds_name: str = DS_CONFIG_NAME) -
     return out
 
 
-def files(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int) -> dict[str, str]:
+def files(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int, goal: Goal | None = None) -> dict[str, str]:
     """A framework plan's config files (framework_launch, made once: a plan that carries them keeps them); otherwise
-    the command's files, the accelerate config of an FSDP plan, the HF arguments and a Slurm script."""
+    the command's files, the accelerate config of an FSDP plan, the HF arguments and a Slurm script running the
+    printed command's words (`goal`: its images, as launch)."""
     if exporter(plan.framework) is not None:
-        made = plan.launch.framework_files if plan.launch else framework_launch(plan, model, hw, seq_len)[1]
+        made = plan.launch.framework_files if plan.launch else framework_launch(plan, model, hw, seq_len, goal)[1]
         if made is not None:  # None: its framework cannot express it, and the plan carries the HF material
             return dict(made)
     out = command_files(plan, model)
@@ -158,16 +203,18 @@ def files(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int) -> dict[str,
     if acc is not None:
         out["accelerate_config.yaml"] = configs.yaml_text(acc)
     out["train_args.json"] = json.dumps(export.hf_args(plan, model, hw), indent=2) + "\n"
-    out["launch.sbatch"] = commands.sbatch(plan, hw)
+    out["launch.sbatch"] = commands.sbatch(plan, hw, model=model, goal=goal)
     return out | pinned(plan)
 
 
-def emit(plan: Plan, hw: Hardware, model: ModelSpec, out_dir: str, seq_len: int) -> list[Path]:
+def emit(
+    plan: Plan, hw: Hardware, model: ModelSpec, out_dir: str, seq_len: int, goal: Goal | None = None
+) -> list[Path]:
     """Write `files` into out_dir (made if missing); the paths written."""
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in files(plan, hw, model, seq_len).items():
+    for name, text in files(plan, hw, model, seq_len, goal).items():
         (d / name).write_text(text)
         written.append(d / name)
     return written

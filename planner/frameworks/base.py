@@ -13,6 +13,7 @@ from planner.frameworks.memory import Memory
 from planner.frameworks.reading import MEANINGS, ForkSigns, Reading, Release
 from planner.frameworks.rules import (
     NO_SPLITS,
+    TRANSFORMERS_5_QUANT,
     Rule,
     Where,
     autotp_rule,
@@ -29,6 +30,7 @@ __all__ = [
     "MEANINGS",
     "NEUTRAL",
     "NO_SPLITS",
+    "TRANSFORMERS_5_QUANT",
     "Default",
     "ForkSigns",
     "Framework",

@@ -104,3 +104,15 @@ def hf_ppo_rules(name: str, cite: str, written: str) -> tuple[Rule, Rule]:
             scope="written",
         ),
     )
+
+
+# transformers 5 cannot train a compressed-tensors or HQQ base (planner.estimate.quant): PEFT >= 0.18 reads
+# module.weight, which compressed-tensors >= 0.15 leaves absent until the first forward (get_peft_model raises), and
+# HqqHfQuantizer has no quantize ops (5.25 quantizers/base.py get_quantize_ops raises); both measured
+# (tests/probes/test_prequant.py's docstring). A framework line on transformers 5 refuses them.
+TRANSFORMERS_5_QUANT = Rule(
+    "quant",
+    "transformers 5 cannot train a compressed-tensors or HQQ base (PEFT >= 0.18 cannot wrap compressed-tensors' "
+    "linears, HQQ does not load): give --framework hf@4.54 (transformers 4.57)",
+    lambda k, w=None: k.get("quant") in ("ct-w4a16", "hqq"),
+)

@@ -19,6 +19,8 @@ def read_lora(c: Collector, flags: dict[str, Flag], trl: bool) -> None:
         if "lora_r" in flags:
             c.note(f"{flags['lora_r'].source} (without --use_peft TRL trains the full model: lora_r not read)")
         return
+    if "peft_oft" in flags:
+        return read_oft(c, flags, peft)
     r = flags.get("lora_r")
     if r:
         c.number("lora_rank", r.value, f"{peft.source}; {r.source}", r.raw)
@@ -37,14 +39,7 @@ def read_lora(c: Collector, flags: dict[str, Flag], trl: bool) -> None:
     dora = flags.get("use_dora")  # trl/trainer/model_config.py:142
     if dora and c.flag(dora.value, dora.source):
         c.set("lora_variant", "dora", dora.source, dora.raw)
-    if "lora_modules_to_save" in flags:  # model_config.py:127
-        save = flags["lora_modules_to_save"]
-        tuners.modules_to_save(c, save.value, save.source, save.raw)
-    targets = flags.get("lora_target_modules")
-    if targets:
-        lora_targets(c, targets.value, targets.source, targets.raw)
-    else:
-        peft_targets(c, peft.source)
+    _saved_and_targets(c, flags, peft)
     if "load_in_4bit" in flags and c.flag(flags["load_in_4bit"].value, flags["load_in_4bit"].source):
         kind = str(one(flags["bnb_4bit_quant_type"].value)).lower() if "bnb_4bit_quant_type" in flags else "nf4"
         c.set("quant", kind if kind in ("nf4", "fp4") else "nf4", flags["load_in_4bit"].source, "load_in_4bit")
@@ -81,6 +76,37 @@ def lora_targets(c: Collector, value: object, source: str, key: str) -> None:
         c.set("lora_targets", mapped, source, key)
     else:
         c.note(f"{source} (LoRA targets memplan cannot name, a pattern or over 512 characters; planned as all-linear)")
+
+
+def read_oft(c: Collector, flags: dict[str, Flag], peft: Flag) -> None:
+    """A script's OFTConfig: --lora-variant oft with its block size (PEFT's default 32: peft v0.20.0 tuners/oft/
+    config.py:88); a block count r (each linear's blocks sized by its width) and module_dropout are refused."""
+    for key, why in (
+        ("oft_r", "OFT by its block count (r) sizes each linear's blocks by its width; give oft_block_size and r=0"),
+        ("oft_module_dropout", "OFT's module_dropout (whole blocks set to the identity)"),
+    ):
+        if key in flags and as_float(flags[key].value):
+            tuners.refuse(flags[key].source, why)
+    c.set("lora_variant", "oft", peft.source, peft.raw)
+    block = flags.get("oft_block_size")
+    if block:
+        c.number("lora_rank", block.value, block.source, block.raw)
+    else:
+        c.set("lora_rank", 32, f"{peft.source}; peft tuners/oft/config.py:88 (oft_block_size 32)", "oft_block_size")
+    _saved_and_targets(c, flags, peft)
+
+
+def _saved_and_targets(c: Collector, flags: dict[str, Flag], peft: Flag) -> None:
+    """The config's modules_to_save (TRL's lora_modules_to_save, model_config.py:127) and its target modules (PEFT's
+    own for the model's family where it names none)."""
+    if "lora_modules_to_save" in flags:  # model_config.py:127
+        save = flags["lora_modules_to_save"]
+        tuners.modules_to_save(c, save.value, save.source, save.raw)
+    targets = flags.get("lora_target_modules")
+    if targets:
+        lora_targets(c, targets.value, targets.source, targets.raw)
+    else:
+        peft_targets(c, peft.source)
 
 
 def peft_targets(c: Collector, source: str) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from planner.errors import BadInput
 from planner.frameworks import ARGS, PLAIN, by_trainer, calls_reader, reader
-from planner.intake import limits, releases, tasks
+from planner.intake import limits, releases, tasks, tuners
 from planner.intake.collect import UNKNOWN, Collector, show
 from planner.intake.flags import Flag
 
@@ -37,6 +37,14 @@ LORA = {
     "target_modules": "lora_target_modules",
     "lora_dropout": "lora_dropout",
     "use_dora": "use_dora",
+    "modules_to_save": "lora_modules_to_save",
+}
+# PEFT's OFTConfig (peft v0.20.0 tuners/oft/config.py:87-100): read beside LoRA's flags (loraargs.read_oft)
+OFT = {
+    "r": "oft_r",
+    "oft_block_size": "oft_block_size",
+    "module_dropout": "oft_module_dropout",
+    "target_modules": "lora_target_modules",
     "modules_to_save": "lora_modules_to_save",
 }
 BNB = {"load_in_4bit", "load_in_8bit", "bnb_4bit_quant_type", "use_bnb_nested_quant"}
@@ -89,6 +97,15 @@ def read(path: Path, text: str) -> Collector:
             lora = _kwargs(call, names, path, name, rename=LORA)
             flags |= {k: v for k, v in lora.items() if k in LORA.values()}
             flags["use_peft"] = Flag("use_peft", True, f"{path.name}:{call.lineno} LoraConfig(...)", "LoraConfig")
+        elif name in ("OFTConfig", "BOFTConfig"):
+            where = f"{path.name}:{call.lineno} {name}(...)"
+            if name == "BOFTConfig":
+                tuners.tuner(where, "boft")
+            flags |= {k: v for k, v in _kwargs(call, names, path, name, rename=OFT).items() if k in OFT.values()}
+            flags["use_peft"] = Flag("use_peft", True, where, name)
+            flags["peft_oft"] = Flag("peft_oft", True, where, name)
+        elif name in ("AdaLoraConfig", "VeraConfig"):  # HF's Trainer calls no update_and_allocate; TRL writes neither
+            tuners.tuner(f"{path.name}:{call.lineno} {name}(...)", name.removesuffix("Config").lower())
         elif name == "BitsAndBytesConfig":
             bnb = _kwargs(call, names, path, name, rename={"bnb_4bit_use_double_quant": "use_bnb_nested_quant"})
             flags |= {k: v for k, v in bnb.items() if k in BNB}

@@ -9,7 +9,7 @@ from planner.errors import BadInput
 from planner.model.modelspec import TextSpec
 from planner.model.moespec import LAYOUT as MOE_LAYOUT
 from planner.model.moespec import MOE_FAMILIES, mla_attention, moe_mlp
-from planner.model.shapes import FAMILY_TRAITS, Tensors, Traits
+from planner.model.shapes import FAMILY_TRAITS, Tensors, Traits, text_fields
 from planner.model.shapes import divides as _divides
 from planner.model.shapes import linear as _linear
 from planner.model.shapes import number as _number
@@ -71,9 +71,8 @@ MOE_KEYS = (
 
 
 def llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
-    h, L = _get(cfg, "hidden_size"), _get(cfg, "num_hidden_layers")
-    heads = _get(cfg, "num_attention_heads")
-    kv = _get(cfg, "num_key_value_heads", default=heads)
+    sizes = text_fields(cfg)
+    h, L, heads, kv = sizes
     if "head_dim" not in cfg or cfg["head_dim"] is None:
         _divides(h, "hidden_size", heads, "num_attention_heads")
     _divides(heads, "num_attention_heads", kv, "num_key_value_heads")
@@ -105,11 +104,8 @@ def llama_text(cfg: dict, model_type: str) -> tuple[TextSpec, list[Tensors]]:
     t.append(Tensors("norm", (h,)))
     if not tied:
         t.append(Tensors("head", (vocab, h)))
-    spec = TextSpec(
-        hidden=h,
-        layers=L,
-        heads=heads,
-        kv_heads=kv,
+    spec = sizes.spec(
+        TextSpec,
         head_dim=hd,
         intermediate=inter,
         vocab=vocab,
@@ -150,8 +146,8 @@ def moe_text(cfg: dict, family: str, vlm: bool = False) -> tuple[TextSpec, list[
     """Mixtral, Qwen1.5/Qwen3-MoE, OLMoE, gpt-oss (grouped-query attention) and DeepSeek-V2/V3 (latent attention),
     and the language models laid out as one of them (moespec.LAYOUT)."""
     mt = MOE_LAYOUT.get(family, family)
-    h, L, heads = _get(cfg, "hidden_size"), _get(cfg, "num_hidden_layers"), _get(cfg, "num_attention_heads")
-    kv = _get(cfg, "num_key_value_heads", default=heads)
+    sizes = text_fields(cfg)
+    h, L, heads, kv = sizes
     _divides(heads, "num_attention_heads", kv, "num_key_value_heads")
     vocab = _get(cfg, "vocab_size")
     # OLMoE: one norm over all of q, one over all of k; GLM-4.5: per-head ones with use_qk_norm
@@ -167,11 +163,8 @@ def moe_text(cfg: dict, family: str, vlm: bool = False) -> tuple[TextSpec, list[
     tied = bool(cfg.get("tie_word_embeddings", False))
     if not tied:
         t.append(Tensors("head", (vocab, h)))
-    spec = TextSpec(
-        hidden=h,
-        layers=L,
-        heads=heads,
-        kv_heads=kv,
+    spec = sizes._replace(kv_heads=kv).spec(  # DeepSeek's latent attention: a key-value head a head
+        TextSpec,
         head_dim=hd,
         intermediate=_get(cfg, "intermediate_size"),
         vocab=vocab,

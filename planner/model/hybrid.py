@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from planner.errors import BadInput
 from planner.model.moespec import moe_mlp
-from planner.model.shapes import FAMILY_TRAITS, Tensors, linear, number, size
+from planner.model.shapes import FAMILY_TRAITS, Tensors, divides, linear, number, size, text_fields
 
 TEXT_TYPES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
 ROUTED = ("qwen3_next", "qwen3_5_moe_text")
@@ -194,12 +194,10 @@ def mlp(cfg: dict, mt: str, h: int, L: int):
 def read(cfg: dict, mt: str, text_spec):
     """(TextSpec, tensors) of a hybrid language model; `text_spec` is modelspec's TextSpec class."""
     cfg = resolved(cfg, mt)
-    h, L, heads = size(cfg, "hidden_size"), size(cfg, "num_hidden_layers"), size(cfg, "num_attention_heads")
-    kv, hd, vocab = size(cfg, "num_key_value_heads"), size(cfg, "head_dim"), size(cfg, "vocab_size")
-    if heads % kv:
-        raise BadInput(
-            f"config.json: num_key_value_heads = {kv} does not divide num_attention_heads = {heads}", "model"
-        )
+    sizes = text_fields(cfg, kv_required=True)
+    h, L, heads, kv = sizes
+    hd, vocab = size(cfg, "head_dim"), size(cfg, "vocab_size")
+    divides(heads, "num_attention_heads", kv, "num_key_value_heads")
     kinds = layer_kinds(cfg, L)
     lin, t_lin = linear_attention(cfg, mt, h, sum(kinds))
     bias, t_full = full_attention(cfg, h, heads, kv, hd, L - sum(kinds))
@@ -207,11 +205,8 @@ def read(cfg: dict, mt: str, text_spec):
     tied = bool(cfg.get("tie_word_embeddings", False))
     t = [Tensors("embed", (vocab, h)), *t_lin, *t_full, *t_mlp, Tensors("layer", (h,), 2 * L), Tensors("norm", (h,))]
     t += [] if tied else [Tensors("head", (vocab, h))]
-    spec = text_spec(
-        hidden=h,
-        layers=L,
-        heads=heads,
-        kv_heads=kv,
+    spec = sizes.spec(
+        text_spec,
         head_dim=hd,
         intermediate=inter,
         vocab=vocab,

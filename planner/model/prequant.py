@@ -11,7 +11,11 @@ loads the checkpoint's packed weights as they are stored:
 - "mxfp4" (gpt-oss) and "fp8" (DeepSeek-V3's fine-grained FP8) checkpoints are fine-tuned dequantized to 16 bits at
   load (Mxfp4Config(dequantize=True), as TRL's gpt-oss recipe loads it; FineGrainedFP8Config(dequantize=True)):
   planned as the 16-bit model, saying so;
-- any other method (hqq, compressed-tensors, eetq, aqlm, quanto, torchao, bitnet, ...) is refused in one line.
+- "compressed-tensors" (llm-compressor's format) in `pack-quantized` 4-bit int weights with groups of 128 and 16-bit
+  activations (W4A16, the scheme of most "-AWQ" and "-W4A16" builds it makes), compressed, as ct-w4a16;
+- "hqq" at 4 bits in groups of 64 (HqqConfig's defaults) as hqq;
+- any other method or width (compressed-tensors' int8/fp8/nvfp4 formats, eetq, aqlm, quanto, torchao, bitnet, ...)
+  is refused in one line.
 A quantized base trains only through adapters: transformers' Trainer refuses "purely quantized models" without a
 PEFT adapter (trainer.py `_is_quantized_and_base_model`), so full fine-tuning of one is refused too.
 """
@@ -23,7 +27,7 @@ import re
 from planner.errors import BadInput
 
 DEQUANTIZED_AT_LOAD = ("mxfp4", "fp8")
-PLANNED = ("bitsandbytes", "gptq", "awq")
+PLANNED = ("bitsandbytes", "gptq", "awq", "compressed-tensors", "hqq")
 
 # what publishers append to a quantized checkpoint's id (Qwen's -GPTQ-Int4 / -AWQ, TheBloke's -GPTQ / -AWQ,
 # unsloth's -bnb-4bit and -unsloth-bnb-4bit), and the quantization_config such a checkpoint carries
@@ -55,6 +59,31 @@ def split_name(name: str) -> tuple[str, dict] | None:
     return None
 
 
+def _ct_quant(qc: dict) -> str | None:
+    """ct-w4a16 for a compressed-tensors W4A16 checkpoint, stored compressed: every config group 4-bit int weights in
+    groups of 128, activations unquantized (an asymmetric scheme's packed zero points, 0.5/128 bytes a weight, are
+    left out); None for any other scheme."""
+    groups = qc.get("config_groups") or {}
+    if qc.get("quantization_status", "compressed") != "compressed":
+        return None
+    for group in groups.values():
+        w = group.get("weights") or {}
+        if group.get("input_activations") or (group.get("format") or qc.get("format")) != "pack-quantized":
+            return None
+        if (w.get("num_bits"), w.get("type"), w.get("group_size")) != (4, "int", 128):
+            return None
+    return "ct-w4a16" if groups else None
+
+
+def _hqq_quant(qc: dict) -> str | None:
+    """hqq for an HQQ checkpoint quantized at 4 bits in groups of 64 (one weight_quant_params, or one a linear)."""
+    params = qc.get("quant_config") or {}
+    each = [params] if "weight_quant_params" in params else list(params.values())
+    widths = {(p.get("weight_quant_params") or {}).get("nbits") for p in each if isinstance(p, dict)}
+    groups = {(p.get("weight_quant_params") or {}).get("group_size") for p in each if isinstance(p, dict)}
+    return "hqq" if each and widths == {4} and groups == {64} else None
+
+
 def quant_of(cfg: dict, name: str) -> str:
     """The `quant` knob value a config.json's quantization_config means ("none" without one, or where the
     checkpoint is dequantized at load); BadInput naming the method where memplan does not plan it."""
@@ -72,12 +101,18 @@ def quant_of(cfg: dict, name: str) -> str:
         return method
     elif method in DEQUANTIZED_AT_LOAD:
         return "none"
+    elif method in READERS and READERS[method](qc):
+        return READERS[method](qc)
     what = f"{method or 'an unnamed'} {bits}-bit" if method in ("gptq", "awq") else (method or "an unnamed method")
     raise BadInput(
         f"model {name!r} is a {what} checkpoint (its config.json's quantization_config): memplan plans bitsandbytes "
-        "4- and 8-bit, GPTQ and AWQ 4-bit bases; pass the unquantized model's config.json (--model PATH)",
+        "4- and 8-bit, GPTQ and AWQ 4-bit, compressed-tensors W4A16 (pack-quantized, groups of 128) and HQQ 4-bit "
+        "(groups of 64) bases; pass the unquantized model's config.json (--model PATH)",
         "model",
     )
+
+
+READERS = {"compressed-tensors": _ct_quant, "hqq": _hqq_quant}
 
 
 def absmax_of(cfg: dict) -> str | None:

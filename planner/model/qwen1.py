@@ -13,7 +13,7 @@ Its context is seq_length (2,048 for 14B; max_position_embeddings is the dynamic
 
 from __future__ import annotations
 
-from planner.model.shapes import FAMILY_TRAITS, Tensors
+from planner.model.shapes import FAMILY_TRAITS, Tensors, text_fields
 from planner.model.shapes import divides as _divides
 from planner.model.shapes import linear as _linear
 from planner.model.shapes import size as _get
@@ -23,7 +23,8 @@ MODEL_TYPE = "qwen"
 
 def read(cfg: dict, text_spec: type) -> tuple[object, list[Tensors]]:
     """(TextSpec, tensors) of a Qwen v1 config.json."""
-    h, L, heads = _get(cfg, "hidden_size"), _get(cfg, "num_hidden_layers"), _get(cfg, "num_attention_heads")
+    sizes = text_fields(cfg, kv_key=None)  # multi-head attention
+    h, L, heads, _ = sizes
     if cfg.get("kv_channels") is None:
         _divides(h, "hidden_size", heads, "num_attention_heads")
     hd = _get(cfg, "kv_channels", default=h // heads)
@@ -40,11 +41,8 @@ def read(cfg: dict, text_spec: type) -> tuple[object, list[Tensors]]:
     if not tied:
         t.append(Tensors("head", (vocab, h)))
     positions = _get(cfg, "seq_length", default=0) or _get(cfg, "max_position_embeddings", default=0)
-    spec = text_spec(
-        hidden=h,
-        layers=L,
-        heads=heads,
-        kv_heads=heads,
+    spec = sizes.spec(
+        text_spec,
         head_dim=hd,
         intermediate=inter,
         vocab=vocab,

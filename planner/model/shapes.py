@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from math import prod
+from typing import NamedTuple
 
 from planner.errors import BadInput
 
@@ -220,6 +221,29 @@ def sub(cfg: dict, key: str, required: bool = True) -> dict:
     if not isinstance(v, dict):
         raise BadInput(f"config.json: {key} must be a JSON object" + (" (missing)" if v is None else ""), "model")
     return v
+
+
+class TextFields(NamedTuple):
+    """The sizes every language model's TextSpec starts from, by TextSpec's names (text_fields reads them)."""
+
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+
+    def spec(self, text_spec: type, **fields):
+        """A TextSpec (modelspec's class, given: shapes sits below modelspec) of these sizes and a family's `fields`."""
+        return text_spec(hidden=self.hidden, layers=self.layers, heads=self.heads, kv_heads=self.kv_heads, **fields)
+
+
+def text_fields(cfg: dict, kv_key: str | None = "num_key_value_heads", kv_required: bool = False) -> TextFields:
+    """A config's common text fields, read in this order: hidden_size, num_hidden_layers, num_attention_heads and
+    the key-value heads under `kv_key` (absent: as many as the heads, unless kv_required); kv_key None: a family
+    without grouped-query attention, as many key-value heads as heads, nothing read."""
+    h, L, heads = size(cfg, "hidden_size"), size(cfg, "num_hidden_layers"), size(cfg, "num_attention_heads")
+    if kv_key is None:
+        return TextFields(h, L, heads, heads)
+    return TextFields(h, L, heads, size(cfg, kv_key) if kv_required else size(cfg, kv_key, default=heads))
 
 
 def divides(whole: int, whole_key: str, part: int, part_key: str) -> None:

@@ -22,7 +22,7 @@ model first where any parameter's name holds `lora_` (Plora_A does), then adapts
 from __future__ import annotations
 
 from planner.model import vlm
-from planner.model.shapes import FAMILY_TRAITS, Tensors
+from planner.model.shapes import FAMILY_TRAITS, Tensors, text_fields
 from planner.model.shapes import linear as _linear
 from planner.model.shapes import size as _get
 
@@ -54,8 +54,9 @@ def plora_saved_bytes_per_image_token(t, trained: bool, c: int) -> int:
 
 def read(cfg: dict, text_spec, vision_spec) -> tuple[object, list[Tensors], object, list[Tensors]]:
     """(TextSpec, the language model's tensors, VisionSpec, the tower's and projector's tensors)."""
-    h, L, heads = _get(cfg, "hidden_size"), _get(cfg, "num_hidden_layers"), _get(cfg, "num_attention_heads")
-    kv, inter = _get(cfg, "num_key_value_heads", default=heads), _get(cfg, "intermediate_size")
+    sizes = text_fields(cfg)
+    h, L, heads, kv = sizes
+    inter = _get(cfg, "intermediate_size")
     vocab, hd, bias = _get(cfg, "vocab_size"), h // heads, bool(cfg.get("bias", False))
     shapes = [((heads + 2 * kv) * hd, h), (h, heads * hd), (inter, h), (inter, h), (h, inter)]  # (out, in)
     dims = dict(zip(LINEARS, shapes, strict=True))
@@ -66,11 +67,8 @@ def read(cfg: dict, text_spec, vision_spec) -> tuple[object, list[Tensors], obje
     side = _get(cfg, "img_size", default=490) // CLIP_L["patch_size"]
     v = {**CLIP_L, "image_size": side * CLIP_L["patch_size"]}
     vt = vlm.clip_tower(v) + _linear("projector", h, v["hidden_size"], 1, True) + _linear("projector", h, h, 1, True)
-    spec = text_spec(
-        hidden=h,
-        layers=L,
-        heads=heads,
-        kv_heads=kv,
+    spec = sizes.spec(
+        text_spec,
         head_dim=hd,
         intermediate=inter,
         vocab=vocab,

@@ -84,6 +84,10 @@ LORA_CASES = [  # LoRA's terms, pinned as the change they make to the peak again
     ("llama-3.2-1b", "bf16", {"quant": "gptq", "framework": "hf", "checkpointing": "full"}),  # one layer's
     ("llama-3.2-1b", "fp16", {"quant": "awq", "framework": "hf"}),  # inputs saved, weight repeated per row
     ("llama-3.2-1b", "fp16", {"quant": "awq", "framework": "hf", "checkpointing": "full"}),
+    # compressed-tensors and HQQ as transformers 4.57 runs them (recipe.knobs.CtStandIn, HqqStandIn; the layers'
+    # bytes pinned to the real ones in tests/probes/test_prequant.py)
+    ("llama-3.2-1b", "bf16", {"quant": "ct-w4a16", "framework": "hf", "release": "4.54"}),  # the dense copies
+    ("llama-3.2-1b", "bf16", {"quant": "hqq", "framework": "hf", "release": "4.54"}),  # fp32 dequantization
 ]
 
 
@@ -97,7 +101,7 @@ def test_lora_terms_change_the_peak_as_the_sim_measures(name, precision, kw):
     in the peak within 3% of the peak of the sim's change (the plain LoRA peak itself is pinned by the accuracy
     benchmark's rows)."""
     model = load_model(name)
-    held = {k: v for k, v in kw.items() if k in ("checkpointing", "framework")}
+    held = {k: v for k, v in kw.items() if k in ("checkpointing", "framework", "release")}
     base = Knobs.make(precision=precision, lora_rank=16, **held)
     knobs = Knobs.make(precision=precision, lora_rank=16, **kw)
     sims = [simulate(Case(model.config, k, 2, 1, 2048)).peak_allocated_bytes for k in (base, knobs)]

@@ -29,8 +29,8 @@ CASES = {
 
 
 def trainer_model(knobs: Knobs):
-    from trainer.loop import RunConfig
     from trainer.model import build_model
+    from trainer.runconfig import RunConfig
 
     return build_model(
         RunConfig(model="debug-llama", micro_batch=1, grad_accum=1, seq_len=48, knobs=knobs, device="cpu")

@@ -7,7 +7,8 @@ import pytest
 
 pytest.importorskip("transformers")
 from planner.config.spec import Knobs
-from trainer.loop import RunConfig, run
+from trainer.loop import run
+from trainer.runconfig import RunConfig
 
 STEPS = 10
 REL_TOL = 1e-5  # the tolerance

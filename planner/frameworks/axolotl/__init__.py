@@ -55,7 +55,6 @@ EVERY = (  # every value of these (closed by default: planner.frameworks.base.Fr
     "lora_targets",
     "lora_train_embeddings",
     "lora_dropout",
-    "lora_variant",
     "lora_base_fp32",
     "frozen",
     "tensor_parallel",
@@ -73,6 +72,10 @@ RUNS = {
     "trained_layout": ("last",),  # LLaMA-Pro's interleaved blocks: not run here
     "trained_layers": (0,),  # freeze tuning (LLaMA-Factory's finetuning_type freeze): not run here
     "lora_vision": (False,),  # adapters on the tower: not planned in this framework's keys yet
+    "lora_variant": (
+        "lora",
+        "dora",
+    ),  # adapter lora / qlora with peft_use_dora (0.21 utils/schemas/peft.py:41): no OFT, AdaLoRA or VeRA
     "vit_checkpointing": ("on",),  # HF's gradient_checkpointing_enable reaches the tower; no key leaves it out
     "checkpointing": ("off", "full", "offload"),
     "loss": ("standard", "fused", "chunked"),

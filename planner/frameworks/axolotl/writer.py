@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 
-from planner.config.spec import Hardware, Plan
+from planner.config.spec import Goal, Hardware, Plan
 from planner.estimate.quant import FOUR_BIT
 from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
@@ -40,7 +40,7 @@ OLD_ATTENTION = {"flash": "flash", "sdpa": "sdp", "eager": "eager"}
 DATASET_TYPE = {"sft": "chat_template", "dpo": "chat_template.default", "grpo": "YOUR_REWARDS_MODULE.transform"}
 
 
-def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str, str]:
+def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> dict[str, str]:
     """{file name: text}: axolotl's YAML and, for a ZeRO plan, the DeepSpeed JSON it names."""
     check(plan, model, hw)
     out = {CONFIG_NAME: render(config(plan, model, seq_len), comments(plan, hw))}

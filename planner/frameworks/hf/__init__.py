@@ -6,11 +6,15 @@ Releases (`HF_RELEASES`, read in the wheels): the Trainer's optimizer default wa
 from 4.54 (training_args.py:1286-1291 at 4.54.0); 5.24 renamed gradient_checkpointing to activation_checkpointing
 (training_args.py:302-315, the old name a deprecated alias), after the 5.23 this adapter writes."""
 
-from planner.frameworks.base import Default, Framework, Release, Rule, autotp_rule
+from planner.frameworks.base import TRANSFORMERS_5_QUANT, Default, Framework, Release, Rule, autotp_rule
 from planner.frameworks.tool import Signs
 
 TF = "transformers 5.23.0 training_args.py"
 HF_RUNS = {
+    # TRL's ModelConfig writes LoRA or DoRA alone (use_dora: trl/trainer/model_config.py:142); AdaLoRA and VeRA
+    # need a script's own PEFT config and, for AdaLoRA, its update_and_allocate in the loop: not written; OFT from a
+    # script's OFTConfig is planned and not written (the rule below)
+    "lora_variant": ("lora", "dora", "oft"),
     # a script loads AutoModelForSequenceClassification (transformers 5.25 modeling_layers.py
     # GenericForSequenceClassification: score = Linear(hidden, num_labels, bias=False)); TRL 1.16 RewardTrainer the same
     # with num_labels 1 (trl/trainer/reward_trainer.py)
@@ -54,6 +58,13 @@ HF_SPLIT_RULES = (
         lambda k: k["context_parallel"] > 1 and k["sequence_parallel"] > 1,
     ),
     autotp_rule("transformers' deepspeed integration; accelerate's FSDP2 + TP path is broken at 1.15"),
+    Rule(  # a user's script with PEFT's OFTConfig runs it (planner/intake/pyscript.py reads it); no flag spells it
+        "lora_variant",
+        "--lora-variant oft is PEFT's OFTConfig in a training script: TRL's CLI and the Trainer's flags have no OFT, "
+        "so no file is written for it (a script that builds OFTConfig is read and planned)",
+        lambda k, w: k.get("lora_variant") == "oft" and bool(k.get("lora_rank")),
+        "written",
+    ),
     Rule(  # the Trainer sees a model placed over several GPUs (hf_device_map) and runs it without DDP
         "device_map",
         lambda k, w: (
@@ -94,6 +105,22 @@ HF_DEFAULTS = {
 ADAMW_4 = Default("adamw", "transformers 4.49.0 training_args.py:1284-1293: optim adamw_torch; 4.53.0: :1281")
 IGNORED = {"fsdp_config_version": "ignored"}  # transformers 4.x reads no fsdp_config "version" (reading.MEANINGS)
 FSDP1_UNSAID = {"fsdp_config_version": "default 1"}  # 5.0-5.9: read, FSDP1 where it names none
+# FSDP2's hybrid shard (HSDP) at the 4 line: its FSDP plans run accelerate's FSDP2 (launchenv.py: transformers >= 4.51,
+# accelerate >= 1.6), whose fully_shard takes no mesh before accelerate 1.10 (1.8.1, the 4 line's month, utils/
+# fsdp_utils.py:615-659: every rank one shard group, whatever --fsdp hybrid_shard says; FSDP_SHARDING_STRATEGY is read
+# under FSDP1 alone, utils/dataclasses.py:1721-1730) and no parallelism_config in its config file (1.8.1
+# commands/config/config_args.py:154-155 refuses a key its ClusterConfig lacks); the replicate x shard mesh comes
+# from accelerate 1.10's ParallelismConfig (accelerator.py:455-460, utils/fsdp_utils.py:623-630), which transformers
+# 4.53.0's Trainer never builds (trainer.py:5192-5209 Accelerator(**args) without it). A user's own file of the line
+# is read as it says (FSDP1 where no FSDP_VERSION is set: launchenv.py); memplan writes none.
+HSDP_4 = Rule(
+    "fsdp",
+    "transformers 4.53's Trainer runs FSDP2 through accelerate, whose fully_shard takes no hybrid mesh before 1.10 "
+    "(1.8.1 utils/fsdp_utils.py:615-659) and which the Trainer hands no ParallelismConfig (trainer.py:5192-5209): "
+    "give --fsdp full or --framework hf",
+    lambda k, w: k["fsdp"] == "hybrid",
+    scope="written",
+)
 HF_RELEASES = (
     # the 4 line's forward returned fp32 logits through 4.45 (Framework.returned_logits): planned the hungrier way
     Release(
@@ -102,13 +129,15 @@ HF_RELEASES = (
         "transformers 4.49.0, 4.53.0",
         defaults={"optimizer": ADAMW_4},
         meaning=IGNORED,
-        adapter={"returned_logits": "fp32"},
+        adapter={"returned_logits": "fp32", "rules": HF_SPLIT_RULES},
+        rules=(HSDP_4,),
     ),
     Release(
         "4.54",
         (4, 54),
         "transformers 4.54.0",
         meaning=IGNORED,
+        adapter={"rules": HF_SPLIT_RULES},  # a compressed-tensors or HQQ base trains on 4.x (TRANSFORMERS_5_QUANT)
         defaults={
             "optimizer": Default(
                 "adamw-fused", "transformers 4.54.0 training_args.py:1286-1291: adamw_torch_fused on torch >= 2.8"
@@ -118,8 +147,17 @@ HF_RELEASES = (
     # 5.0-5.9 read fsdp_config's "version" as 5.10 on do, FSDP1 where it names none (reading.MEANINGS); the rest is
     # the newest line's (optim adamw_torch_fused on torch >= 2.8: 5.9.0 training_args.py:811-816;
     # per_device_train_batch_size 8 :782)
-    Release("5", (5, 0), "transformers 5.0.0 .. 5.9.x (training_args.py:2812 at 5.9.0)", meaning=FSDP1_UNSAID),
-    Release("5.10", (5, 10), "transformers 5.10.0 .. 5.23.0 (training_args.py:2736 at 5.10.0: version 2 unsaid)"),
+    Release(
+        "5",
+        (5, 0),
+        "transformers 5.0.0 .. 5.9.x (training_args.py:2812 at 5.9.0)",
+        meaning=FSDP1_UNSAID,
+    ),
+    Release(
+        "5.10",
+        (5, 10),
+        "transformers 5.10.0 .. 5.23.0 (training_args.py:2736 at 5.10.0: version 2 unsaid)",
+    ),
 )
 # keys of TrainingArguments that only releases whose optim default was adamw_torch (torch's foreach AdamW) take: the
 # file that sets one targets such a release. evaluation_strategy: 4.45.2 training_args.py:1381 (default optim :1267),
@@ -154,7 +192,6 @@ HF_EVERY = (
     "lora_targets",
     "lora_train_embeddings",
     "lora_dropout",
-    "lora_variant",
     "lora_vision",
     "lora_base_fp32",
     "frozen",
@@ -183,7 +220,7 @@ FRAMEWORK = Framework(
     defaults=HF_DEFAULTS,
     keys=HF_KEYS,
     notes=("checkpointing off by default; no packing; freezing modules is the script's job",),
-    rules=HF_SPLIT_RULES,
+    rules=(*HF_SPLIT_RULES, TRANSFORMERS_5_QUANT),
     releases=HF_RELEASES,
     # the Trainer's keys only some lines take (OLD_OPTIM_KEYS): one narrows the lines a script allows; a script that
     # pins none is planned at each line it allows (planner.intake.releases.decide), the hungrier verdict answered

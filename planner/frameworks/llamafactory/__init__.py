@@ -53,7 +53,6 @@ FRAMEWORK = Framework(
         "lora_targets",
         "lora_train_embeddings",
         "lora_dropout",
-        "lora_variant",
         "lora_base_fp32",
         "frozen",
         "trained_layers",  # freeze tuning (planner.estimate.freeze)
@@ -65,6 +64,9 @@ FRAMEWORK = Framework(
     ),
     runs={
         "device_map": ("off",),  # one process a GPU
+        # finetuning_type oft from v0.9.4 (rules refuse it before); no adalora or vera at 0.6.3 .. 0.9.5
+        # (finetuning_args.py:464)
+        "lora_variant": ("lora", "dora", "oft"),
         "dataparallel": (False, True),  # before v0.8 only (rules)
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
         "negatives": (0,),

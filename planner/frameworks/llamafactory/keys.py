@@ -63,6 +63,12 @@ KEYS = Table(
     Key("freeze_extra", "freeze_extra_modules"),  # finetuning_args.py:43-44: none
     # finetuning_args.py:468-470: LLaMA-Pro's interleaved blocks (from v0.5.2; v0.5.0 has no such key)
     Key("trained_layout", "use_llama_pro", to_value={"interleaved": True}),
+    # OFT (finetuning_type oft from v0.9.4, #8623): PEFT's OFTConfig(r=oft_rank, oft_block_size, target_modules=
+    # oft_target, module_dropout) at v0.9.5 model/adapter.py:243-250, :278-283
+    Key("oft_block_size", "oft_block_size", 32, f"{H}finetuning_args.py:147"),
+    Key("oft_rank", "oft_rank", 0, f"{H}finetuning_args.py:143"),
+    Key("oft_targets", "oft_target", "all", f"{H}finetuning_args.py:151"),
+    Key("oft_dropout", "module_dropout", 0.0, f"{H}finetuning_args.py:139"),
     Key("quant", "quantization_bit"),  # model_args.py:279-291
     Key("quant_method", "quantization_method"),
     Key("quant_type", "quantization_type", "nf4", f"{H}model_args.py:287"),

@@ -18,6 +18,7 @@ NEEDS = (
     ("checkpointing_offload", "--checkpointing offload", lambda k: k.get("checkpointing") == "offload"),
     ("pure_bf16", "--precision bf16-pure", lambda k: k.get("precision") == "bf16-pure"),
     ("lora_variant", "--lora-variant dora", lambda k: bool(k.get("lora_rank")) and k.get("lora_variant") == "dora"),
+    ("oft_block_size", "--lora-variant oft", lambda k: bool(k.get("lora_rank")) and k.get("lora_variant") == "oft"),
 )
 
 

@@ -160,6 +160,8 @@ def _stage(c: Collector, f: dict[str, Flag], near=None) -> str:
 def _method(c: Collector, f: dict[str, Flag], r) -> bool:
     kind, src = look(c, f, "lora")
     qb = KEYS.key("quant")
+    if kind == "oft":
+        return _oft(c, f, src)
     if kind not in ("lora", "full", "freeze"):
         tuners.tuner(src, kind)
     if kind == "freeze":
@@ -210,6 +212,32 @@ def _freeze(c: Collector, f: dict[str, Flag], r) -> None:
     pro = f.get(KEYS.key("trained_layout"))
     if pro and as_bool(pro.value):  # model/adapter.py:80-88: every (layers/N)-th layer of the expanded checkpoint
         c.set("trained_layout", "interleaved", pro.source, KEYS.key("trained_layout"))
+
+
+def _oft(c: Collector, f: dict[str, Flag], src: str) -> bool:
+    """finetuning_type oft: PEFT's OFTConfig by its block size (--lora-variant oft, --lora-rank the block size);
+    oft_rank (PEFT's r, the blocks a linear) sizes each linear's blocks by its width and is refused in one line, as
+    its module_dropout (v0.9.5 model/adapter.py:243-250)."""
+    count, csrc = look(c, f, "oft_rank")
+    if as_int(count):
+        tuners.refuse(
+            csrc,
+            "OFT by its block count (oft_rank) sizes each linear's blocks by its width; give "
+            "oft_block_size and oft_rank 0",
+        )
+    drop, dsrc = look(c, f, "oft_dropout")
+    if as_float(drop):
+        tuners.refuse(dsrc, "OFT's module_dropout (whole blocks set to the identity)")
+    c.set("lora_variant", "oft", src, KEYS.key("lora"))
+    block, bsrc = look(c, f, "oft_block_size")
+    c.number("lora_rank", block, bsrc, KEYS.key("oft_block_size"))
+    target, tsrc = look(c, f, "oft_targets")
+    loraargs.lora_targets(c, target, tsrc, KEYS.key("oft_targets"))
+    extra = f.get(KEYS.key("lora_train_embeddings"))
+    if extra and extra.value:
+        tuners.modules_to_save(c, extra.value, extra.source, KEYS.key("lora_train_embeddings"))
+    _quant(c, f)
+    return True
 
 
 def _quant(c: Collector, f: dict[str, Flag]) -> None:

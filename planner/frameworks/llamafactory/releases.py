@@ -209,6 +209,8 @@ SPANS = {
     **dict.fromkeys(("enable_liger_kernel", "use_unsloth_gc", "use_adam_mini"), (V["0.9"], None)),
     **dict.fromkeys(("neat_packing", "quantization_method"), ((0, 8, 3), None)),
     "use_dora": ((0, 5, 3), None),
+    # finetuning_type oft and its keys: v0.9.4 (hiyouga/LLaMA-Factory#8623, 2025-08-18), hparams/finetuning_args.py
+    **dict.fromkeys(("oft_block_size", "oft_rank", "oft_target", "module_dropout"), ((0, 9, 4), None)),
     # transformers' own key, renamed from evaluation_strategy at 4.41.0 (training_args.py); LLaMA-Factory requires
     # transformers>=4.41.2 from v0.8.0 (requirements.txt:1; >=4.37.2 to v0.7.1), and its examples say eval_strategy from
     # v0.8.0 (evaluation_strategy at v0.5.3-v0.7.1, e.g. examples/extras/badam/llama3_lora_sft.yaml)
@@ -257,6 +259,12 @@ RULES = (
 def takes(key: str, line: str = "") -> bool:
     """Whether every version of release line `line` ("": the newest) takes YAML key `key` (SPANS: keys.whole_line)."""
     return whole_line(RELEASES, SPANS, key, line)
+
+
+def writes_pixels(line: str) -> bool:
+    """Whether the line's YAML takes an image's cap in pixels: image_max_pixels from v0.9.2, image_resolution at
+    v0.9.1 (keys.py RES); the 0.8 line's image_resolution is a side, and older lines have none."""
+    return takes("image_max_pixels", line) or line == "0.9.1"
 
 
 RELEASES = with_rules(RELEASES, RULES, takes, SPANS)  # lines.py: the settings a line has no key or word for

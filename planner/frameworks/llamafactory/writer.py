@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import json
 
-from planner.config.spec import Hardware, Plan
+from planner.config.spec import Goal, Hardware, Plan
 from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
 from planner.frameworks.llamafactory import FRAMEWORK
 from planner.frameworks.llamafactory.keys import KEYS
-from planner.frameworks.llamafactory.releases import TRAIN_BASH, takes
+from planner.frameworks.llamafactory.releases import TRAIN_BASH, takes, writes_pixels
 from planner.model.catalog import checkpoints
 from planner.model.lora_targets import peft_target_modules
 from planner.model.modelspec import ModelSpec
@@ -40,10 +40,11 @@ LEARNING_RATE = {"lora": 1.0e-4, "full": 1.0e-5, "dpo": 5.0e-6}  # the 0.9.5 exa
 Entry = tuple[str, object, str]  # key, value, trailing comment ("" for none)
 
 
-def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str, str]:
-    """{file name: text}: the training YAML, and the DeepSpeed JSON (ZeRO) or accelerate config (FSDP) it names."""
+def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> dict[str, str]:
+    """{file name: text}: the training YAML (`goal`: image_entries) and the DeepSpeed JSON (ZeRO) or accelerate
+    config (FSDP) it names."""
     check(plan)
-    out = {CONFIG_NAME: train_yaml(plan, model, hw, seq_len)}
+    out = {CONFIG_NAME: train_yaml(plan, model, hw, seq_len, goal)}
     if plan.zero_stage:
         out[ds_name(plan)] = json.dumps(configs.deepspeed_config(plan, model), indent=2) + "\n"
     if plan.fsdp != "off":
@@ -99,7 +100,7 @@ def accelerate_config(plan: Plan, hw: Hardware, model: ModelSpec) -> dict:
     return cfg
 
 
-def train_yaml(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> str:
+def train_yaml(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> str:
     title = (
         f"# memplan plan for {f'llamafactory@{plan.release}' if plan.release else VERSION}: micro {plan.micro_batch} x accum {plan.grad_accum} x {plan.world_size} "
         f"GPUs ({hw.gpu.name}) = {plan.global_batch}, {plan.sharding}, {plan.precision}, checkpointing "
@@ -111,7 +112,7 @@ def train_yaml(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> str:
     sections = {
         "model": model_entries(plan, model),
         "method": method_entries(plan, model),
-        "dataset": dataset_entries(plan, seq_len),
+        "dataset": dataset_entries(plan, seq_len) + image_entries(plan, goal),
         "output": output_entries(plan, model),
         "train": train_entries(plan),
     }
@@ -184,14 +185,25 @@ def method_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
     out: list[Entry] = [
         (*k("workload.kind", plan.workload.kind), ""),
         ("do_train", True, ""),
-        (*k("lora", "lora" if plan.lora_rank else "freeze" if plan.trained_layers else "full"), ""),
+        (
+            *k(
+                "lora",
+                "oft" if oft(plan) else "lora" if plan.lora_rank else "freeze" if plan.trained_layers else "full",
+            ),
+            "",
+        ),
     ]
     if plan.trained_layers:  # model/adapter.py:89-90: the last N layers trained, the rest frozen in half precision
         out.append((*k("trained_layers", plan.trained_layers), "the last N decoder layers trained"))
         out.append((*k("freeze_modules", "all"), "every module of those layers (v0.5 requires the key)"))
         if plan.trained_layout == "interleaved":  # the checkpoint scripts/llama_pro.py expanded
             out.append((*k("trained_layout", plan.trained_layout), "LLaMA-Pro: every (layers/N)-th layer trained"))
-    if plan.lora_rank:
+    if oft(plan):  # PEFT's OFTConfig(r=0, oft_block_size) (v0.9.5 model/adapter.py:243-250)
+        out += [
+            (*k("oft_block_size", plan.lora_rank), "OFT's block size (oft_rank 0: LF's default)"),
+            (*k("oft_targets", lora_target(plan, model)), ""),
+        ]
+    elif plan.lora_rank:
         peft = configs.peft_config(plan)
         out += [
             (*k("lora_rank", plan.lora_rank), ""),
@@ -223,6 +235,10 @@ def method_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
     return out
 
 
+def oft(plan: Plan) -> bool:
+    return bool(plan.lora_rank) and plan.lora_variant == "oft"
+
+
 def lora_target(plan: Plan, model: ModelSpec) -> str:
     """`all`, or the plan's module names that are linears of this model (comma-separated)."""
     targets = peft_target_modules(plan.lora_targets)
@@ -250,6 +266,17 @@ def dataset_entries(plan: Plan, seq_len: int) -> list[Entry]:
         else:
             out.append((*keys_of(plan)("packing", True), "rows packed to cutoff_len"))
     return out + [("preprocessing_num_workers", 16, ""), ("dataloader_num_workers", 4, "")]
+
+
+def image_entries(plan: Plan, goal: Goal | None) -> list[Entry]:
+    """The pixel bounds the images were planned within (Goal.pixels), LF's resize before its processor (data/
+    mm_plugin.py:218-235); unwritten, its default 768 x 768 (model_args.py:305)."""
+    if goal is None or goal.pixels is None or not writes_pixels(plan.release):
+        return []
+    out = [(*keys_of(plan)("max_pixels", goal.pixels[1]), "the pixel cap each image was planned at")]
+    return out + (
+        [(*keys_of(plan)("min_pixels", goal.pixels[0]), "")] if takes("image_min_pixels", plan.release) else []
+    )
 
 
 def output_entries(plan: Plan, model: ModelSpec) -> list[Entry]:

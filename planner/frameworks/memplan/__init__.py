@@ -1,7 +1,7 @@
 """memplan's bundled trainer (`planner train`): it runs every knob the planner has but prequantized GPTQ/AWQ bases
 (it builds the model from its config with random weights, and gptqmodel is not among its dependencies), expert
-parallelism, and the splits its loop refuses (trainer/loop.py, recipe/parallel.py): its rules here prune the search
-so that `suggest` never ranks a plan `planner train` then refuses."""
+parallelism, and the splits its loop refuses (trainer/setup.py, trainer/step.py, recipe/parallel.py): its rules
+here prune the search so that `suggest` never ranks a plan `planner train` then refuses."""
 
 from planner.frameworks.base import Framework, Rule
 
@@ -85,13 +85,13 @@ FRAMEWORK = Framework(
             "padded row, without the packed rows' document masks",
             lambda k: k["batching"] == "packed" and k["sequence_parallel"] > 1,
         ),
-        Rule(  # trainer/loop.py:124-130, raised in every rank after init_process_group
+        Rule(  # trainer/step.py:69-76, raised in every rank after init_process_group
             "loss",
             "the chunked and fused losses run outside the FSDP root's forward in the bundled trainer: with --fsdp, "
             "give --loss standard (or DDP or ZeRO for that loss)",
             lambda k: k["fsdp"] != "off" and k["loss"] != "standard",
         ),
-        Rule(  # trainer/loop.py _refuse_parallel: --eval-every with sequence or tensor parallel
+        Rule(  # trainer/setup.py refuse_parallel: --eval-every with sequence or tensor parallel
             "eval_batch",
             "--eval-batch with --sequence-parallel or --tensor-parallel: the bundled trainer does not evaluate split "
             "ranks yet",
@@ -106,7 +106,7 @@ FRAMEWORK = Framework(
             lambda k, w: k["tensor_parallel"] > 1 and w.model is not None and w.model.text.tied,
             scope="layout",
         ),
-        Rule(  # trainer/loop.py:220-224 (trainer.router.RouterAux: an MoE config with output_router_logits)
+        Rule(  # trainer/setup.py:43-47 (trainer.router.RouterAux: an MoE config with output_router_logits)
             "sequence_parallel",
             lambda k, w: f"--sequence-parallel with {w.model.name}'s router aux loss: not run by the bundled trainer",
             lambda k, w: (

@@ -13,7 +13,7 @@ weights to the host between phases, utils/deepspeed/deepspeed_utils.py:151-188),
 from __future__ import annotations
 
 from planner.config.roles import Group, existing_roles
-from planner.config.spec import Hardware, Plan
+from planner.config.spec import Goal, Hardware, Plan
 from planner.frameworks import check_plan
 from planner.frameworks.openrlhf.keys import KEYS
 from planner.model import catalog
@@ -26,7 +26,7 @@ ESTIMATOR = {"ppo": "gae", "grpo": "group_norm", "rloo": "rloo", "reinforce++": 
 REWARD_URL = "YOUR_REWARD_FUNCTION.py"
 
 
-def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str, str]:
+def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> dict[str, str]:
     if plan.workload.kind in ONE_TRAINER:
         name, module = ONE_TRAINER[plan.workload.kind]
         length = plan.workload.max_length if plan.workload.kind == "dpo" else seq_len

@@ -74,7 +74,6 @@ FRAMEWORK = Framework(
         "lora_targets",
         "lora_train_embeddings",
         "lora_dropout",
-        "lora_variant",
         "trained_layers",  # --freeze_parameters_ratio 1 --trainable_parameters (reader_freeze.py)
         "lora_base_fp32",
         "lora_vision",
@@ -91,6 +90,9 @@ FRAMEWORK = Framework(
     runs={
         # several visible GPUs to a process are its device_map (reader._device_map), never nn.DataParallel
         "dataparallel": (False,),
+        # LoRA and use_dora, AdaLoRA and VeRA; its BOFT (--tuner_type boft) is not planned, and it has no OFT
+        # (ms-swift 4.6 arguments/base_args/base_args.py:57 get_supported_tuners)
+        "lora_variant": ("lora", "dora", "adalora", "vera"),
         "checkpointing": ("off", "full"),
         "loss": ("standard", "chunked", "fused"),  # chunked: CELOSS_PARALLEL_SIZE, under sequence parallel only
         "batching": ("padded", "packed"),

@@ -15,6 +15,14 @@ TRAIN_TYPE_LINES = (*V3, "4")
 ATTN_IMPL = {"flash": "flash_attn", "sdpa": "sdpa", "eager": "eager"}  # base_args/model_args.py:75-79
 DTYPE = {"bf16": "bfloat16", "bf16-pure": "bfloat16", "fp16": "float16", "fp32": "float32"}  # model_args.py:74
 
+T = "swift/arguments/tuner_args.py"
+# --tuner_type adalora | vera (memplan's --lora-variant) -> its rank flag, its default, cite (reader_tuners, writer);
+# VeRA's dropout flag (AdaLoRA takes --lora_dropout: swift/pipelines/train/tuner.py:184, 258-260); the same names and
+# defaults under 3.x's --train_type (v3.12.6 swift/llm/argument/tuner_args.py:186, 214; its allocator callback
+# swift/llm/train/callback.py:26)
+TUNER_RANK = {"adalora": ("adalora_init_r", 12, f"{T}:176"), "vera": ("vera_rank", 256, f"{T}:165")}
+VERA_DROPOUT = ("vera_dropout", 0.0, f"{T}:167")
+
 KEYS = Table(
     Key("model", "model", renames={"2": "model_id_or_path"}),  # v2.5.2 argument.py:612
     # v2.5.2 argument.py:617 sft_type (lora by default, as 4.x); 3.x train_type, kept by 4.0.x as an alias (:73)

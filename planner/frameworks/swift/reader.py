@@ -20,7 +20,8 @@ from planner.frameworks.swift import reader_freeze as swift_freeze
 from planner.frameworks.swift import reader_media as media
 from planner.frameworks.swift import reader_ppo as swift_ppo
 from planner.frameworks.swift import reader_rl as swiftrl
-from planner.frameworks.swift.keys import KEYS, TRAIN_TYPE_LINES, S
+from planner.frameworks.swift import reader_tuners as swift_tuners
+from planner.frameworks.swift.keys import KEYS, TRAIN_TYPE_LINES, TUNER_RANK, S
 from planner.frameworks.swift.reader_rl import get, look
 from planner.intake import loraargs, modelconfig, models, releases, tasks, tuners, vocab
 from planner.intake.collect import (
@@ -107,7 +108,8 @@ def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
         c.set("lora_rank", 0, src, f"--{key}")
         swift_freeze.read_freeze(c, f)  # --freeze_parameters_ratio 1 with the top layers trainable: freeze tuning
         return False
-    if tuner != "lora":
+    variant = str(tuner).strip().lower() if str(tuner).strip().lower() in TUNER_RANK else ""
+    if tuner != "lora" and not variant:
         tuners.tuner(src, tuner)
     dora = f.get(KEYS.key("lora_variant"))  # PEFT's use_dora (pipelines/train/tuner.py:188)
     if dora and as_bool(one(dora.value)):
@@ -115,13 +117,16 @@ def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
     saved = f.get(KEYS.key("lora_train_embeddings"))
     if saved:
         tuners.modules_to_save(c, saved.value, saved.source, KEYS.flag("lora_train_embeddings"))
-    rank, rsrc = look(f, "lora_rank")
-    c.number("lora_rank", rank, rsrc if key not in f else f"{rsrc}; {src}", KEYS.flag("lora_rank"))
+    if variant:  # AdaLoRA and VeRA read their own rank (and VeRA its dropout)
+        swift_tuners.read(c, f, variant, src)
+    else:
+        rank, rsrc = look(f, "lora_rank")
+        c.number("lora_rank", rank, rsrc if key not in f else f"{rsrc}; {src}", KEYS.flag("lora_rank"))
     targets, tsrc = look(f, "lora_targets")
     given = f.get(KEYS.key("lora_targets"))
     loraargs.lora_targets(c, given.value if given else targets, tsrc, KEYS.flag("lora_targets"))
     dropout, dsrc = look(f, "lora_dropout")
-    if as_float(dropout) is not None:
+    if variant != "vera" and as_float(dropout) is not None:
         c.set("lora_dropout", as_float(dropout), dsrc, KEYS.flag("lora_dropout"))
     _quant(c, f)
     return True
@@ -139,6 +144,8 @@ def _quant(c: Collector, f: dict[str, Flag]) -> None:
             c.set("quant_absmax", "fp32", nested.source, KEYS.flag("quant_absmax"))
     elif method == "bnb" and bits == "8":  # model/register.py:83: load_in_8bit
         c.set("quant", "int8", f[keys[1]].source, KEYS.flag("quant"))
+    elif method == "hqq" and bits == "4":  # quant_args.py:69-71 (v3.10.3): HqqConfig(nbits=4), groups of 64
+        c.set("quant", "hqq", f"{f[keys[0]].source}; {f[keys[1]].source}", KEYS.flag("quant"))
     elif method:
         c.note(
             f"{'; '.join(f[k].source for k in keys if k in f)} ({method} {bits or ''}-bit "

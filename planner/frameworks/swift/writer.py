@@ -30,11 +30,11 @@ import json
 import shlex
 
 from planner.config import zerobuckets
-from planner.config.spec import Hardware, Plan
+from planner.config.spec import Goal, Hardware, Plan
 from planner.estimate import recipe_terms
 from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
-from planner.frameworks.swift.keys import KEYS
+from planner.frameworks.swift.keys import KEYS, TUNER_RANK, VERA_DROPOUT
 from planner.model.catalog import checkpoints
 from planner.model.lora_targets import peft_target_modules, peft_target_parameters
 from planner.model.modelspec import ModelSpec
@@ -47,10 +47,11 @@ DS_PRESETS = {(3, "none"): "zero3", (3, "optimizer+params"): "zero3_offload"}
 Flag = tuple[str, object]  # flag name without "--", a value or a list of values
 
 
-def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str, str]:
-    """{file name: text}: the launch script and, where no swift preset matches the plan, its DeepSpeed / FSDP JSON."""
+def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> dict[str, str]:
+    """{file name: text}: the launch script (MAX_PIXELS where the images were planned at a pixel cap, `goal`) and,
+    where no swift preset matches the plan, its DeepSpeed / FSDP JSON."""
     check(plan)
-    out = {SCRIPT_NAME: script(plan, model, hw, seq_len)}
+    out = {SCRIPT_NAME: script(plan, model, hw, seq_len, goal)}
     if plan.zero_stage and deepspeed_arg(plan) == configs.DS_CONFIG_NAME:
         out[configs.DS_CONFIG_NAME] = json.dumps(configs.deepspeed_config(plan, model), indent=2) + "\n"
     if plan.fsdp != "off" and fsdp_arg(plan, model) == FSDP_NAME:
@@ -71,9 +72,17 @@ def check(plan: Plan) -> None:
     check_plan("swift", plan)
 
 
-def script(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> str:
+def writes_pixels(line: str) -> bool:
+    """Every line's script takes the image cap as MAX_PIXELS (planner.export.launch.pixels_note)."""
+    return True
+
+
+def script(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> str:
     sub = ["swift", "sft"] if plan.workload.kind == "sft" else ["swift", "rlhf"]
-    lines = [f"{k}={v} \\" for k, v in env(hw, plan)] + [" ".join(sub) + " \\"]
+    # each image's pixel cap (Goal.pixels), read from the environment by ms-swift's Qwen-VL templates
+    # (swift/model/models/qwen.py:758-770); unset, qwen_vl_utils' 12,845,056 (reader_media)
+    cap = [("MAX_PIXELS", str(goal.pixels[1]))] if goal is not None and goal.pixels else []
+    lines = [f"{k}={v} \\" for k, v in [*env(hw, plan), *cap]] + [" ".join(sub) + " \\"]
     flags = flag_list(plan, model, seq_len)
     for i, (name, value) in enumerate(flags):
         values = value if isinstance(value, list) else [value]
@@ -182,11 +191,12 @@ def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
             out += [k("frozen_vision", "vision" in plan.frozen), k("frozen_projector", "projector" in plan.frozen)]
             out += [k("frozen_language", True)] if "language" in plan.frozen else []
         return out
+    variant = plan.lora_variant if plan.lora_variant in TUNER_RANK else None
     out = [
-        (tuner, "lora"),
-        k("lora_rank", plan.lora_rank),
+        (tuner, variant or "lora"),
+        *(tuner_rank_flags(variant, plan) if variant else [k("lora_rank", plan.lora_rank)]),
         k("lora_alpha", 2 * plan.lora_rank),
-        k("lora_dropout", plan.lora_dropout),
+        *([] if variant else [k("lora_dropout", plan.lora_dropout)]),
         k("lora_targets", target_modules(plan, model)),
     ]
     if peft_target_parameters(plan.lora_targets):
@@ -202,10 +212,19 @@ def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
     return out + quant_flags(plan)
 
 
+def tuner_rank_flags(variant: str, plan: Plan) -> list[Flag]:
+    """--tuner_type adalora's --adalora_init_r and --lora_dropout, or vera's --vera_rank and --vera_dropout
+    (swift/pipelines/train/tuner.py:255-306), in place of --lora_rank and --lora_dropout."""
+    dropout = VERA_DROPOUT[0] if variant == "vera" else KEYS.key("lora_dropout")
+    return [(TUNER_RANK[variant][0], plan.lora_rank), (dropout, plan.lora_dropout)]
+
+
 def quant_flags(plan: Plan) -> list[Flag]:
     k = KEYS.pair
-    if plan.quant in ("gptq", "awq", "none"):  # quant_args.py:46: a quantized checkpoint brings its own config
+    if plan.quant in ("gptq", "awq", "ct-w4a16", "none"):  # quant_args.py:46: the checkpoint brings its own config
         return []
+    if plan.quant == "hqq":  # quant_args.py:69-71 (v3.10.3): HqqConfig(nbits=quant_bits), groups of 64
+        return [k("quant_method", "hqq"), k("quant", 4)]
     if plan.quant == "int8":  # model/register.py:82-83: quant_bits 8 is load_in_8bit
         return [k("quant_method", "bnb"), k("quant", 8)]
     out = [

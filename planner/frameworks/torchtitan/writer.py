@@ -18,7 +18,7 @@ dataset_path); models/llama3/__init__.py:359-366 and models/qwen3/__init__.py:59
 
 from __future__ import annotations
 
-from planner.config.spec import Hardware, Plan
+from planner.config.spec import Goal, Hardware, Plan
 from planner.frameworks import check_plan
 from planner.frameworks.torchtitan import MODELS
 from planner.model import catalog
@@ -33,7 +33,7 @@ RESHARD = {"full": "default", "hybrid": "default", "grad-op": "never", "off": "d
 IMPLEMENTATION = {"adamw": "foreach", "adamw-fused": "fused"}
 
 
-def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str, str]:
+def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> dict[str, str]:
     """{file name: text}: the config module (launch.sh beside it is planner.export.launch's)."""
     check(plan, model, hw)
     return {CONFIG_NAME: module(plan, model, hw, seq_len)}

@@ -209,11 +209,30 @@ FORKS = (
         workload={
             "beta": Default(0.04, f"{VLM_R1}/src/open_r1/trainer/grpo_config.py:291-292: beta=0.04"),
             "max_completion_length": Default(256, f"{VLM_R1}/src/open_r1/trainer/grpo_config.py:177-178: 256"),
+            "logprobs": Default(
+                "full", f"{VLM_R1}/src/open_r1/trainer/grpo_trainer.py:497-507: the whole logits, a log_softmax a row"
+            ),
         },
         adapter=FORK,
         aliases=("vlmgrpo",),
     ),
 )
+# the flags a fork's GRPO entry script requires that no plan sets (planner.export.commands writes them): TRL's
+# ScriptArguments.dataset_name has no default (trl v0.14.0 trl/scripts/utils.py:53, v0.17.0 :54) and R1-V's grpo.py
+# (bbbbe3d :29-30) and VLM-R1's grpo_jsonl.py (90052f4 :64-65) subclass it, so their TrlParser refuses a command without
+# it; VLM-R1 reads its rows from --data_file_paths and --image_folders (grpo_jsonl.py:946-947, None.split otherwise) and
+# its own scripts pass `--dataset-name this_is_not_used` (run_scripts/run_grpo_rec.sh)
+FORK_SCRIPT_FLAGS = {
+    "r1-v": ("--dataset_name", "YOUR_DATASET"),
+    "vlm-r1": ("--dataset_name", "unused", "--data_file_paths", "YOUR_DATA.jsonl", "--image_folders", "YOUR_IMAGES"),
+}
+# a fork's GRPO entry script, from the repository's root (its own run scripts `cd` to the package and run the path
+# below it: R1-V bbbbe3d src/r1-v/run_grpo.sh:1,13; VLM-R1 90052f4 run_scripts/run_grpo_rec.sh:14,30), so that the
+# written command runs the fork's script and a reading of it (FORK_PATHS) knows the fork
+FORK_ENTRY = {"r1-v": "src/r1-v/src/open_r1/grpo.py", "vlm-r1": "src/open-r1-multimodal/src/open_r1/grpo_jsonl.py"}
+# the pixel bounds each image is resized within, GRPOScriptArguments' own flags (R1-V grpo.py:43-50, VLM-R1
+# grpo_jsonl.py:89-96; the trainers set them on the Qwen-VL processor): unwritten, each image may reach 12,845,056
+FORK_PIXELS = ("--min_pixels", "--max_pixels")
 # unsloth (planner.frameworks.trl.reader_unsloth) runs TRL's trainers on its own model: its checkpointing offloads
 # each layer's input to the host; its own loss kernels are not modelled, so the loss is planned from the full logits
 UNSLOTH = "unsloth 2026.8.19 (unslothai/unsloth 015bdef0d9)"

@@ -240,6 +240,16 @@ FRAMEWORK = Framework(
             "reward.reward_model.enable_resource_pool): use --placement colocate",
             lambda k: (r := _roles(k)) is not None and r.placement != "colocate",
         ),
+        # every other part of --role-offload has its key, written and read (keys.py; the reference's always on the
+        # host: ROLES.offloads); the reward model's has none: 0.7 on serves it from vLLM, which frees its own memory
+        # (0.9.1 trainer/config/reward/reward.yaml:27,38,45 reward_model.rollout.free_cache_engine), and 0.6's FSDP
+        # reward model is not written (the 0.6 line's rule)
+        Rule(
+            "offload",
+            "has no key to offload the reward model (a vLLM server from 0.7, reward/reward.yaml:38-45, that frees its "
+            "own memory): leave reward out of --role-offload",
+            lambda k: (r := _roles(k)) is not None and "reward" in r.offload,
+        ),
         Rule(
             "sleep_level",
             "the hybrid engine sleeps at level 2 (vllm_async_server.py:1289-1305; level 1 only for LoRA adapters), "

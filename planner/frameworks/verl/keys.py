@@ -30,9 +30,17 @@ KEYS = Table(
     Key("entropy_checkpointing", A + "actor.entropy_checkpointing", False, "actor/dp_actor.yaml:43"),
     Key("calculate_entropy", A + "actor.calculate_entropy"),
     Key("strategy", A + "actor.strategy"),
+    # what each role keeps on the host (workload.roles.offload; reader.py OFFLOADS reads every one back), at every line
+    #   in _generated_ppo_trainer.yaml, actor param/optimizer/policy, ref param, critic param/optimizer/policy: v0.5.0
+    #   :55-57, :69, :272-274; v0.6.0 :27-29, :144, :325-327; v0.6.1 :30-32, :148, :346-348; v0.7.0 :30-32, :167,
+    #   :383-385; 0.9.1 :31-33, :239, :558-560 (critic.fsdp)
     Key("actor_param_offload", A + "actor.fsdp_config.param_offload"),
     Key("actor_optimizer_offload", A + "actor.fsdp_config.optimizer_offload"),
     Key("offload", A + "actor.fsdp_config.offload_policy"),
+    # the reference's parameters sit on the host whatever its key says (the forward-only engine's CPUOffload /
+    #   CPUOffloadPolicy: v0.6.1 workers/fsdp_workers.py:490-492,518, 0.9.1 workers/engine/fsdp/transformer_impl.py
+    #   :432-433,459-462; ROLES.offloads), so the key carries the plan's "ref" both ways and moves no memory
+    Key("ref_param_offload", A + "ref.fsdp_config.param_offload"),
     Key("fsdp", A + "actor.fsdp_config.reshard_after_forward"),
     Key("model", A + "model.path"),
     Key("checkpointing", A + "model.enable_gradient_checkpointing", True, "model/hf_model.yaml:34"),

@@ -121,26 +121,37 @@ def _roles(c: Collector, f: dict[str, Flag], near) -> None:
                 share.source,
                 KEYS.key("reward_memory"),
             )
-    offloads = [
-        o
-        for key, o in (
-            (KEYS.key("actor_param_offload"), "actor-params"),
-            (KEYS.key("actor_optimizer_offload"), "actor-optimizer"),
-            (KEYS.key("critic_param_offload"), "critic-params"),
-            (KEYS.key("critic_optimizer_offload"), "critic-optimizer"),
-            # 0.2 .. 0.7.0's names of the critic's (keys.SPANS)
-            (KEYS.key("critic_param_offload", "0.6"), "critic-params"),
-            (KEYS.key("critic_optimizer_offload", "0.6"), "critic-optimizer"),
-        )
-        if key in f and as_bool(f[key].value)
-    ]
-    if offloads:
+    _offloads(c, f)
+
+
+# each role's offload key and the part it offloads (keys.py: the critic's under its 0.2 .. 0.7.0 names too, keys.SPANS)
+OFFLOADS = (
+    ("actor_param_offload", "", "actor-params"),
+    ("actor_optimizer_offload", "", "actor-optimizer"),
+    ("ref_param_offload", "", "ref"),
+    ("critic_param_offload", "", "critic-params"),
+    ("critic_optimizer_offload", "", "critic-optimizer"),
+    ("critic_param_offload", "0.6", "critic-params"),
+    ("critic_optimizer_offload", "0.6", "critic-optimizer"),
+)
+
+
+def _offloads(c: Collector, f: dict[str, Flag]) -> None:
+    """What each role keeps on the host between phases (workload.roles.offload): every key of OFFLOADS set true."""
+    on = {
+        KEYS.key(field, line): part for field, line, part in OFFLOADS if as_bool(flag_value(f, KEYS.key(field, line)))
+    }
+    if on:
         c.set(
-            r + "offload",
-            tuple(offloads),
-            "; ".join(f[k].source for k in f if k.endswith("_offload") and as_bool(f[k].value)),
+            "workload.roles.offload",
+            tuple(sorted(set(on.values()))),
+            "; ".join(f[k].source for k in on),
             "param_offload",
         )
+
+
+def flag_value(f: dict[str, Flag], key: str) -> object:
+    return one(f[key].value) if key in f else None
 
 
 def role_model(c: Collector, field: str, name: str, source: str, key: str, near) -> None:
@@ -214,6 +225,12 @@ def _sharding(c: Collector, f: dict[str, Flag]) -> None:
     policy = f.get(KEYS.key("offload"))
     if policy is not None and as_bool(policy.value):
         c.set("offload", "optimizer+params", policy.source, "offload_policy")
+    # the critic's offload_policy (written as the actor's: writer_rl.py); memplan plans one --offload for both
+    critic = [f[k] for k in dict.fromkeys(KEYS.key("critic_offload", line) for line in ("", "0.6")) if k in f]
+    actor = bool(policy is not None and as_bool(policy.value))
+    for flag in critic:
+        if bool(as_bool(flag.value)) != actor:
+            c.note(f"{flag.source} (planned as the actor's offload_policy: memplan plans one --offload for both)")
     lora = f.get(KEYS.key("lora_rank"))
     if lora is not None and (as_int(lora.value) or 0) > 0:
         c.number("lora_rank", lora.value, lora.source, short(KEYS.key("lora_rank")))

@@ -22,7 +22,7 @@ forward (models/transformers/monkey_patch.py:544-552), and the heads must divide
 
 from __future__ import annotations
 
-from planner.config.spec import Hardware, Plan
+from planner.config.spec import Goal, Hardware, Plan
 from planner.frameworks import check_plan
 from planner.frameworks.verl import writer_rl as verl_rl
 from planner.model import catalog
@@ -55,7 +55,7 @@ OPTIM = {  # memplan optimizer -> (optim.optimizer_impl, optim.optimizer, overri
 Override = tuple[str, object]  # Hydra key (a leading + adds a key the config lacks), value
 
 
-def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int) -> dict[str, str]:
+def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> dict[str, str]:
     """{file name: text}: the launch script, which is its own launcher (an RL plan: main_ppo's, export.verl_rl)."""
     if plan.knobs.role_run:
         return verl_rl.files(plan, model, hw)

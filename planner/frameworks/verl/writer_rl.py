@@ -7,7 +7,8 @@ train_batch_size in prompts); actor/actor.yaml:18,24,28,33,93,103,113,119 (ppo_m
 ppo_micro_batch_size_per_gpu in samples, use_dynamic_bsz, ppo_max_token_len_per_gpu, entropy_coeff, use_kl_loss,
 kl_loss_coef, ppo_epochs); actor/dp_actor.yaml:26,43 (strategy, entropy_checkpointing); engine/fsdp.yaml:12,16
 (param_offload, optimizer_offload); rollout/rollout.yaml:5,46,52,61,64,106-117,127 (name, gpu_memory_utilization,
-enforce_eager, free_cache_engine, tensor_model_parallel_size, log-prob micro-batches and budget, n); ref/ref.yaml:16,24;
+enforce_eager, free_cache_engine, tensor_model_parallel_size, log-prob micro-batches and budget, n); ref/ref.yaml:16,24, ref/dp_ref.yaml:8 (its
+engine: ref.fsdp_config.param_offload);
 critic/dp_critic.yaml:14 (the critic's engine under critic.fsdp), critic/critic.yaml:40; workers/config/critic.py:89
 (ppo_infer_max_token_len_per_gpu, the budget the v1 trainer uses for the critic, trainer/ppo/v1/trainer_base.py:267-268,
 set with +); reward/reward.yaml:29,37 (reward.reward_model.enable, model_path). trainer_base.py:1829-1830: the actor's
@@ -108,6 +109,7 @@ def overrides(plan: Plan, model: ModelSpec, hw: Hardware) -> list[Override]:
         (KEYS.key("actor_param_offload"), "actor-params" in r.offload),
         (KEYS.key("actor_optimizer_offload"), "actor-optimizer" in r.offload),
         (KEYS.key("offload"), plan.offload != "none"),
+        (KEYS.key("ref_param_offload"), "ref" in r.offload),
         (KEYS.key("fsdp"), plan.fsdp != "grad-op"),
     ]
     out += budget_overrides(plan) + rollout_overrides(plan) + critic_overrides(plan, model) + reward_overrides(plan)

@@ -254,13 +254,13 @@ def test_host_ram_advice_says_what_helps_whatever_the_gpus_per_node(per_node):
 def test_progress_is_quiet_with_json():
     from contextlib import nullcontext
 
-    from planner.cli import common
+    from planner.cli import printout
 
-    common.QUIET = True
+    printout.QUIET = True
     try:
-        assert isinstance(common.status("planning"), nullcontext)
+        assert isinstance(printout.status("planning"), nullcontext)
     finally:
-        common.QUIET = False
+        printout.QUIET = False
 
 
 def test_long_work_shows_its_step_and_elapsed_time_on_a_terminal(monkeypatch):
@@ -270,12 +270,12 @@ def test_long_work_shows_its_step_and_elapsed_time_on_a_terminal(monkeypatch):
 
     from rich.console import Console
 
-    from planner.cli import common
+    from planner.cli import printout
 
     out = io.StringIO()
-    monkeypatch.setattr(common, "err_console", lambda: Console(file=out, force_terminal=True, width=80))
+    monkeypatch.setattr(printout, "err_console", lambda: Console(file=out, force_terminal=True, width=80))
     monkeypatch.setattr("planner.cli.plain.piped", lambda stream=None: False)  # stderr a terminal, as the console
-    with common.status("verifying with a sim probe"):
+    with printout.status("verifying with a sim probe"):
         time.sleep(1.2)
     shown = out.getvalue()
     assert "verifying with a sim probe" in shown and "0:00:01" in shown

@@ -34,6 +34,19 @@ def test_storage_per_format():
     assert quant.base_bytes(LLAMA, "int8") == pytest.approx(q, rel=1e-3)  # 1 byte a weight, 0.08% of absmax
 
 
+def test_compressed_tensors_and_hqq_storage():
+    """ct-w4a16: weight_packed (int32, 8 weights each), a bf16 weight_scale per 128 and a 16-byte weight_shape a linear;
+    after a step, the dense bf16 copy beside them. hqq (transformers 4.57): W_q, fp32 scale and zero per 64. Both
+    measured to the byte on a real checkpoint in tests/probes/test_prequant.py."""
+    q = quant.quantized_weights(LLAMA)
+    linears = sum(t.count for t in LLAMA.tensors if t.lora)
+    assert quant.base_bytes(LLAMA, "ct-w4a16") == q * (0.5 + 2 / 128) + 16 * linears
+    assert quant.base_bytes(LLAMA, "hqq") == q * 0.625
+    assert quant.dense_copy_bytes(LLAMA, "ct-w4a16", 2) == 2 * q and quant.dense_copy_bytes(LLAMA, "hqq", 2) == 0
+    plain, ct = (params_bytes(setup(quant=v, framework="hf", release="4.54")) for v in ("none", "ct-w4a16"))
+    assert ct - plain == quant.base_bytes(LLAMA, "ct-w4a16")  # the dense model, and the packed one beside it
+
+
 def test_absmax_without_double_quantization():
     """fp32 absmax per 64 weights: 0.5 + 4/64 bytes a weight, 9% more than QLoRA's double-quantized 0.516."""
     assert quant.stored_bytes_per_weight("nf4", absmax="fp32") == 0.5625
@@ -66,6 +79,18 @@ def test_dequantization_transients_per_format():
     assert quant.dequantized_weight_bytes(LLAMA, "int8", 4) == 2 * largest  # CB.to(half), whatever the compute
     assert quant.dequantized_weight_bytes(LLAMA, "gptq", 2, bf16=True) == 4 * largest  # fp16, then its bf16 cast
     assert quant.dequantized_weight_bytes(LLAMA, "awq", 2) == 2 * largest  # fp16, as AWQ runs
+    assert quant.dequantized_weight_bytes(LLAMA, "ct-w4a16", 2) == 6 * largest  # fake quantization: 3 bf16 copies
+    assert quant.dequantized_weight_bytes(LLAMA, "hqq", 2) == 12 * largest  # 3 fp32 copies, whatever the compute
+
+
+def test_ct_saves_every_fake_quantized_weight_and_hqq_its_inputs():
+    """Against a 4-bit bitsandbytes base: ct-w4a16 saves each linear's fake-quantized copy (2 bytes a weight) as GPTQ
+    its dequantized one; hqq saves the quantized linears' inputs as int8 keeps them (no checkpoint here)."""
+    nf4, ct, hqq, int8 = (
+        breakdown(setup(quant=q, framework="hf", release="4.54"), 80 * GiB) for q in ("nf4", "ct-w4a16", "hqq", "int8")
+    )
+    assert ct.activations_bytes - nf4.activations_bytes == 2 * quant.quantized_weights(LLAMA)
+    assert hqq.activations_bytes == int8.activations_bytes > nf4.activations_bytes
 
 
 def test_int8_keeps_the_inputs_a_checkpoint_would_drop():
@@ -95,6 +120,13 @@ def test_gptq_saves_every_dequantized_weight_without_checkpointing():
         ({"quant": "gptq"}, "--framework memplan (the bundled trainer, planner train) cannot run --quant gptq"),
         ({"quant": "nf4", "zero_stage": 3, "offload": "optimizer+params"}, "offloaded to the host"),
         ({"quant": "int8", "quant_absmax": "fp32"}, "--quant-absmax fp32 is how a 4-bit base stores"),
+        (
+            {"quant": "ct-w4a16", "fsdp": "full", "framework": "hf@4.54"},
+            "registers its dense weight at its first forward",
+        ),
+        ({"quant": "hqq", "zero_stage": 3, "framework": "hf@4.54"}, "HQQLinear keeps its scales and zeros in a dict"),
+        ({"quant": "hqq", "precision": "bf16-pure", "framework": "hf@4.54"}, "only under autocast"),
+        ({"quant": "ct-w4a16", "framework": "hf"}, "transformers 5 cannot train a compressed-tensors or HQQ base"),
     ],
 )
 def test_bad_quantized_bases_are_one_line_errors(fields, needle):
@@ -130,6 +162,10 @@ def test_exports_each_base_as_transformers_and_trl_load_it():
     assert GPTQConfig(**gptq.quantization_config).backend == "auto_trainable" and "auto_trainable" in gptq.note
     awq = check(quant="awq", precision="fp16", framework="hf").launch
     assert awq.quantization_class == "AwqConfig" and AwqConfig(**awq.quantization_config).group_size == 128
+    ct = check(quant="ct-w4a16", framework="hf@4.54").launch
+    assert ct.quantization_class == "CompressedTensorsConfig" and "transformers 5 cannot train it" in ct.note
+    hqq = check(quant="hqq", framework="hf@4.54").launch
+    assert hqq.quantization_class == "HqqConfig" and hqq.quantization_config == {"nbits": 4, "group_size": 64}
 
 
 def test_the_absmax_setting_in_every_frameworks_keys(tmp_path):

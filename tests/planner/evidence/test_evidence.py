@@ -151,4 +151,5 @@ def test_a_probe_of_a_dataparallel_plan_leaves_gpu0s_gathers_standing(tmp_path):
     dp, one = calibrated[8].memory, calibrated[1]
     assert analytic[8].memory.peak_phase == dp.peak_phase == "forward"
     assert dp.peak_allocated_bytes == analytic[8].memory.peak_allocated_bytes > 1.5 * step
+    assert calibrated[8].evidence == "analytic"  # the figure shown is the analytic one, and says so
     assert one.evidence == "measured" and one.memory.peak_allocated_bytes == step

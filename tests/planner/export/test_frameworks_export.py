@@ -86,6 +86,8 @@ CASES = {
             "lora_train_embeddings": True,
         },
         "lora_z3": {"zero": 3, "checkpointing": "full", "lora_rank": 16, "nodes": 2},
+        "adalora": {"lora_rank": 12, "lora_variant": "adalora", "zero": 2, "checkpointing": "full"},
+        "vera": {"lora_rank": 256, "lora_variant": "vera", "lora_targets": "k_proj,v_proj", "lora_dropout": 0.1},
         "qlora_grpo": {"lora_rank": 16, "quant": "nf4", "workload": GRPO},
         "grpo_sync_batches": {
             "zero": 3,
@@ -94,6 +96,7 @@ CASES = {
         },
         "qlora_z3": {"lora_rank": 16, "quant": "nf4", "zero": 3, "checkpointing": "full"},
         "int8": {"lora_rank": 8, "quant": "int8", "checkpointing": "full"},
+        "hqq": {"lora_rank": 8, "quant": "hqq", "checkpointing": "full"},
         "dpo_full_z2_offload": {"zero": 2, "offload": "optimizer", "workload": DPO, "checkpointing": "full"},
         # DPO padding-free under Ulysses (swift/arguments/rlhf_args.py:710-725 run both for dpo)
         "dpo_packed_ulysses": {
@@ -383,6 +386,19 @@ def test_swift_lora_zero3_over_two_nodes(tmp_path):
     assert swift.command(plan, hw) == "bash swift_train.sh"
 
 
+@pytest.mark.parametrize(
+    "case,rank,dropout", [("adalora", "adalora_init_r", "lora_dropout"), ("vera", "vera_rank", "vera_dropout")]
+)
+def test_swift_writes_adalora_and_vera_at_their_own_rank_and_reads_them_back(case, rank, dropout, tmp_path):
+    """--tuner_type adalora | vera with the rank flag each reads (swift/pipelines/train/tuner.py:255-306), no
+    --lora_rank; read back as the same plan."""
+    w = sw(case, tmp_path)
+    assert w.f["tuner_type"] == case and w.f[rank] == str(w.plan.lora_rank) and "lora_rank" not in w.f
+    assert float(w.f[dropout]) == w.plan.lora_dropout
+    back = intake.read([str(w.dir / swift.SCRIPT_NAME)]).request
+    assert (back["lora_variant"], back["lora_rank"]) == (case, w.plan.lora_rank)
+
+
 def test_swift_qlora_grpo_with_colocated_vllm(tmp_path):
     w = sw("qlora_grpo", tmp_path)
     cmd, f = w.cmd, w.f
@@ -447,6 +463,9 @@ def test_swift_quantized_bases(tmp_path):
     z3, int8 = sw("qlora_z3", tmp_path).f, sw("int8", tmp_path).f
     assert (z3["quant_bits"], z3["bnb_4bit_quant_storage"], z3["deepspeed"]) == ("4", "bfloat16", "zero3")
     assert (int8["quant_method"], int8["quant_bits"]) == ("bnb", "8") and "bnb_4bit_quant_type" not in int8
+    hqq = sw("hqq", tmp_path)
+    assert (hqq.f["quant_method"], hqq.f["quant_bits"]) == ("hqq", "4")  # quant_args.py:69-71: HqqConfig(nbits=4)
+    assert intake.read([str(hqq.dir / swift.SCRIPT_NAME)]).request["quant"] == "hqq"
 
 
 def test_swift_full_dpo_writes_its_offload_zero2_json(tmp_path):

@@ -4,8 +4,8 @@ release (tools/fwenv_old.sh NAME builds it, 15-60 s; .fwenv-old/ or MEMPLAN_FWEN
 release (verl: one more for its SFT scripts per model) over every plan kind the line runs (LoRA, full SFT, a 7B full
 SFT that shards, DPO, GRPO, LLaMA-Factory's FSDP); a kind the line's rules leave unranked is counted, not written.
 OpenRLHF and verl add their role runs (test_rl_exports.py's GRPO and PPO plans, `check`ed at the line). Every line
-once on every commit (`make test` builds `tools/fwenv_old.sh ci` first); a line's other end in the sweep tier
-(SWEEP_VENVS, `make test-all`). A release whose venv is not built is skipped, saying which command builds it.
+once on every commit (`make test` builds `tools/fwenv_old.sh ci` first) but LLaMA-Factory's 0.7; a line's other end
+and that line in the sweep tier (SWEEP_VENVS, `make test-all`). A release whose venv is not built is skipped, saying which command builds it.
 docs/tests.md records the runs."""
 
 import os
@@ -32,12 +32,40 @@ KINDS = {
     "dpo": {"workload": {"kind": "dpo", "max_length": 1024}},
     "grpo": GRPO,
 }
-# a framework's own kinds besides: LLaMA-Factory's FSDP plan (0.9.3 on; before, a rule: its accelerate predates FSDP2)
-#   writes accelerate_fsdp_config.yaml, which the validator loads with that release's accelerate
-OWN_KINDS = {"llamafactory": {"fsdp": {"fsdp": ["full"], "seq_len": 1024}}}
-RANKED = {("llamafactory", "0.9.3"): {"fsdp"}, ("llamafactory", "0.9.4"): {"fsdp"}}  # kinds a line must write
-CONFIG = {"lora": "SFTConfig", "full": "SFTConfig", "full-7b": "SFTConfig", "dpo": "DPOConfig", "grpo": "GRPOConfig"}
+# a framework's (or a line's) own kinds besides: LLaMA-Factory's FSDP plan (0.9.3 on; before, a rule: its accelerate
+#   predates FSDP2) writes accelerate_fsdp_config.yaml, which the validator loads with that release's accelerate; HF's
+#   Trainer at its 4 line (transformers 4.53.0) the same: accelerate_config.yaml as `accelerate launch --config_file`
+#   reads it with accelerate 1.8.1 (trl_validate.py accelerate_launched; its hybrid shard is a rule: planner.frameworks.hf
+#   HSDP_4); the GRPO forks' vision-language GRPO (LoRA on the language model, its images within a pixel cap the
+#   fork's script takes; the 7B sharded with ZeRO, their FSDP being a rule)
+FSDP = {"fsdp": {"fsdp": ["full"], "seq_len": 1024}}
+VL_GRPO = {
+    "grpo-vl-lora": {"model": "qwen2.5-vl-3b", "lora_rank": 8, "images": 1, "max_pixels": 401408, **GRPO},
+    "grpo-vl-7b": {"model": "qwen2.5-vl-7b", **GRPO},
+}
+OWN_KINDS = {
+    "llamafactory": FSDP,
+    "hf": FSDP,
+    "r1-v": VL_GRPO,
+    "vlm-r1": VL_GRPO,
+    # ms-swift's --train_type adalora | vera at 3.x, with their own rank flags (planner/frameworks/swift/keys.py)
+    "swift": {
+        "adalora": {"lora_rank": 12, "lora_variant": "adalora", "seq_len": 1024},
+        "vera": {"lora_rank": 64, "lora_variant": "vera", "lora_targets": "v_proj", "seq_len": 1024},
+    },
+}
+RANKED = {("llamafactory", "0.9.3"): {"fsdp"}, ("llamafactory", "0.9.4"): {"fsdp"}, ("hf", "4"): {"fsdp"}}
+CONFIG = {"lora": "SFTConfig", "full": "SFTConfig", "full-7b": "SFTConfig", "fsdp": "SFTConfig", "dpo": "DPOConfig"}
 LF, SWIFT, TRL = "llamafactory_old_validate.py", "swift_old_validate.py", "trl_validate.py"
+# the GRPO forks' lines: their GRPO command through the fork's own entry script's parser (its dataclasses from the
+# verbatim copy's syntax tree, VLM-R1's GRPOConfig from its own trainer/grpo_config.py), their SFT and DPO plans
+# through TRL's configs at the pinned release (trl_validate.py's check): one process a line
+FORK = "fork_validate.py"
+SCRIPTS = Path(__file__).resolve().parents[2] / "data" / "frameworks" / "scripts"
+FORK_SCRIPTS = {
+    "r1-v": SCRIPTS / "R1-V" / "src" / "r1-v" / "src" / "open_r1" / "grpo.py",
+    "vlm-r1": SCRIPTS / "VLM-R1" / "src" / "open-r1-multimodal" / "src" / "open_r1" / "grpo_jsonl.py",
+}
 ORL, VERL = "openrlhf_validate.py", "verl_rl_validate.py"
 VERL_SFT = "verl_validate.py"  # verl's SFT scripts (verl@0.6 writes them since a649829): Hydra, dataclasses, engine
 # the role runs `check`ed per line; verl's PPO also without its reward model (0.6.x writes none: its rule)
@@ -52,18 +80,25 @@ ROLE_RUNS = {
 BODY: dict[tuple[str, str], dict] = {}
 SWEEP = pytest.mark.sweep
 # (framework, line, venv of tools/fwenv_old.sh, validator): each written line once on every commit (the venvs of
-# `tools/fwenv_old.sh ci`, which `make test` builds); the sweep tier adds the other end of a line: LLaMA-Factory's 0.8
-# line runs 0.8.0 .. 0.9.0, verl's 0.6 is 0.6.0 and 0.6.1. R1-V's fork trains with trl 0.14.0's GRPOConfig
-# (setup.py:65); hf@4 and hf@4.54 write TRL's script flags and TrainingArguments (TrainingArguments' own parser)
+# `tools/fwenv_old.sh ci`, which `make test` builds) but LLaMA-Factory's 0.7 (v0.7.0 alone), the sweep tier's (CI
+# time); the sweep tier adds the other end of a line too: LLaMA-Factory's 0.8 line runs 0.8.0 .. 0.9.0, verl's 0.6 is
+# 0.6.0 and 0.6.1. R1-V's fork trains with trl 0.14.0's GRPOConfig (setup.py:65), VLM-R1 its own GRPOConfig over
+# transformers 4.49.0 with trl 0.17.0 (setup.py:65-66: the venv trl-0.17.0, sweep tier); hf@4 and hf@4.54 write TRL's
+# script flags and TrainingArguments (TrainingArguments' own parser)
 RELEASES = [
-    *(("llamafactory", line, f"lf-{v}", LF) for line, v in (("0.5", "0.5.3"), ("0.6", "0.6.3"), ("0.7.1", "0.7.1"))),
+    *(("llamafactory", line, f"lf-{v}", LF) for line, v in (("0.5", "0.5.3"), ("0.6", "0.6.3"), ("0.7", "0.7.0"))),
+    ("llamafactory", "0.7.1", "lf-0.7.1", LF),
     *(("llamafactory", line, f"lf-{v}", LF) for line, v in (("0.8", "0.8.3"), ("0.8", "0.9.0"), ("0.9.1", "0.9.1"))),
     *(("llamafactory", line, f"lf-{line}", LF) for line in ("0.9.2", "0.9.3", "0.9.4")),
     *(("swift", line, f"swift-{v}", SWIFT) for line, v in (("3", "3.0.3"), ("3.4", "3.4.1"), ("3.7", "3.7.3"))),
     ("swift", "3.9", "swift-3.12.6", SWIFT),  # 3.9's newest: its flags are 3.7's (keys.V3), its KTO packs
     *(("trl", line, f"trl-{v}", TRL) for line, v in (("0.14", "0.14.0"), ("0.15", "0.15.2"), ("0.19", "0.19.1"))),
     *(("trl", line, f"trl-{v}", TRL) for line, v in (("0.22", "0.22.2"), ("1.0", "1.0.0"), ("1.10", "1.10.0"))),
-    ("trl", "r1-v", "trl-0.14.0", TRL),
+    ("trl", "r1-v", "trl-0.14.0", FORK),
+    ("trl", "vlm-r1", "trl-0.17.0", FORK),
+    # unsloth over TRL 0.22.2 (its notebooks' pin; unsloth 2026.8.19 allows 0.18.2-0.24.0): the config classes unsloth
+    # puts in TRL's place, built from its own template (validators/unsloth_validate.py), sweep tier
+    ("trl", "unsloth", "trl-0.22.2", "unsloth_validate.py"),
     # hf@4's FSDP files pin transformers >=4.51 and accelerate >=1.6 (the Trainer's FSDP2 path: planner.frameworks.hf
     # .launchenv), so the line is checked at its newest, 4.53.0; hf@4.54 with trl-0.22.2's 4.56.2, its newest 4.57.1
     # in the sweep tier
@@ -75,8 +110,22 @@ RELEASES = [
     ("openrlhf", "0.8", "orl-0.8.9", ORL),
     *(("verl", "0.6", f"verl-{v}", VERL) for v in ("0.6.0", "0.6.1")),
 ]
-SWEEP_VENVS = {"lf-0.9.0", "verl-0.6.0", "hf-4.57.1"}  # the venvs `tools/fwenv_old.sh ci` leaves out
-CASES = [pytest.param(*r, id=f"{r[0]}@{r[1]}:{r[2]}", marks=[SWEEP] if r[2] in SWEEP_VENVS else []) for r in RELEASES]
+SWEEP_VENVS = {
+    "lf-0.7.0",
+    "lf-0.9.0",
+    "verl-0.6.0",
+    "hf-4.57.1",
+    "trl-0.17.0",
+}  # those `tools/fwenv_old.sh ci` leaves out
+SWEEP_LINES = {("trl", "unsloth")}  # lines checked in the sweep tier in a venv the default tier builds
+CASES = [
+    pytest.param(*r, id=f"{r[0]}@{r[1]}:{r[2]}", marks=[SWEEP] if r[2] in SWEEP_VENVS or r[:2] in SWEEP_LINES else [])
+    for r in RELEASES
+]
+
+
+def own_kinds(framework: str, line: str) -> dict:
+    return OWN_KINDS.get(framework, {}) | OWN_KINDS.get(line, {})
 
 
 def written(framework: str, line: str, kind: str, folder: Path) -> Path | None:
@@ -84,7 +133,7 @@ def written(framework: str, line: str, kind: str, folder: Path) -> Path | None:
     where the line ranks none (its rules: a key it lacks, a workload it does not run)."""
     body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "top": 1}
     body |= {
-        **(KINDS | OWN_KINDS.get(framework, {}))[kind],
+        **(KINDS | own_kinds(framework, line))[kind],
         **BODY.get((framework, line), {}),
         "framework": f"{framework}@{line}",
         "evidence": "analytic",
@@ -97,7 +146,10 @@ def written(framework: str, line: str, kind: str, folder: Path) -> Path | None:
         return None
     plan, (model, hw, goal) = res.plans[0], res.context
     folder.mkdir()
-    for name, text in launch.files(plan, hw, model, goal.seq_len).items():
+    files = launch.files(plan, hw, model, goal.seq_len, goal)
+    if launch.exporter(framework) is None:  # HF's and TRL's command, as the web page and the API hand it out
+        files["command.sh"] = f"#!/bin/bash\n{launch.with_launch(plan, model, hw, goal).launch.command}\n"
+    for name, text in files.items():
         (folder / name).write_text(text)
     return folder
 
@@ -119,9 +171,12 @@ def checked(framework: str, line: str, case: str, folder: Path) -> Path | None:
     return folder
 
 
-def call_of(validator: str, kind: str, path: str) -> tuple[str, ...]:
+def call_of(validator: str, kind: str, path: str, line: str) -> tuple[str, ...]:
     """The validator, with its flags, a written file goes to: verl's SFT script to its SFT validator with the planned
-    model's heads (verl_validate.py's tiny stand-in model carries them), every other file to the line's validator."""
+    model's heads (verl_validate.py's tiny stand-in model carries them), a GRPO fork's files to the fork validator with
+    the fork's entry script, every other file to the line's validator."""
+    if validator == FORK:
+        return FORK, str(FORK_SCRIPTS[line])
     if not path.endswith("verl_sft.sh"):
         return (validator,)
     text = catalog.load_model(KINDS[kind].get("model", "qwen2.5-0.5b")).text
@@ -138,7 +193,7 @@ def argument(framework: str, kind: str, folder: Path) -> str:
         return str(folder / "swift_train.sh")
     if framework == "hf":
         return f"TrainingArguments:{folder}"
-    return f"{CONFIG.get(kind, 'SFTConfig')}:{folder}"
+    return f"{CONFIG.get(kind, 'GRPOConfig')}:{folder}"
 
 
 @pytest.mark.parametrize(("framework", "line", "venv", "validator"), CASES)
@@ -147,13 +202,13 @@ def test_every_written_line_passes_its_own_releases_parser(framework, line, venv
     if not python.is_file():
         pytest.skip(f"no {python}: `tools/fwenv_old.sh {venv}` builds {framework}'s release for line {line}")
     calls, unranked = {}, []  # (validator, its flags) -> the files it checks
-    for kind in KINDS | OWN_KINDS.get(framework, {}):
+    for kind in KINDS | own_kinds(framework, line):
         folder = written(framework, line, kind, tmp_path / kind)
         if folder is None:
             unranked.append(kind)
         else:
             path = argument(framework, kind, folder)
-            calls.setdefault(call_of(validator, kind, path), []).append(path)
+            calls.setdefault(call_of(validator, kind, path, line), []).append(path)
     for case in ROLE_RUNS.get(framework, ()):
         folder = checked(framework, line, case, tmp_path / f"role-{case}")
         if folder is None:

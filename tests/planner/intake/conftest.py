@@ -18,6 +18,7 @@ REFUSED = {
     DATA / "llamafactory/examples/extras/llama_pro/llama3_freeze_sft.yaml": "use_llama_pro: True: LLaMA-Pro",
     DATA / "llamafactory/examples/extras/muon/qwen2_full_sft.yaml": "use_muon: True: Muon",
     DATA / "swift/examples/train/multimodal/lora_llm_full_vit/sft.sh": "--tuner_type lora_llm: LoRA on the language",
+    DATA / "swift/examples/train/tuners/boft/train.sh": "--tuner_type boft: BOFT",
 }
 
 

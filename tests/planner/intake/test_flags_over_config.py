@@ -10,7 +10,7 @@ import pytest
 from planner import intake
 from planner.advise import CheckRequest
 from planner.checkconfig import config_body, flat
-from planner.cli import build_parser, check, common
+from planner.cli import build_parser, check, workloadargs
 from planner.config import knobfields
 from tests.planner.intake.conftest import DATA
 
@@ -38,7 +38,7 @@ def _check_parser() -> argparse.ArgumentParser:
 def _field(dest: str) -> str:
     if dest == "workload":
         return "workload.kind"
-    if dest in common.WORKLOAD_FLAGS:
+    if dest in workloadargs.WORKLOAD_FLAGS:
         return f"workload.{dest}"
     return f"workload.roles.{dest[5:]}" if dest.startswith("role_") else dest
 
@@ -65,7 +65,7 @@ FLAGS = [a for a in _check_parser()._actions if a.option_strings and a.dest not 
 
 
 def test_every_flag_is_a_request_field():
-    fields = set(CheckRequest.model_fields) | {f"workload.{f}" for f in ("kind", *common.WORKLOAD_FLAGS)}
+    fields = set(CheckRequest.model_fields) | {f"workload.{f}" for f in ("kind", *workloadargs.WORKLOAD_FLAGS)}
     assert all(_field(a.dest) in fields or _field(a.dest).startswith("workload.roles.") for a in FLAGS), [
         a.dest for a in FLAGS if _field(a.dest) not in fields
     ]

@@ -309,6 +309,13 @@ def test_eight_bit_bases_in_each_frameworks_keys(tmp_path):
         assert r.request["quant"] == "int8" and key in _source(r, "quant"), path
 
 
+def test_ms_swifts_hqq_example_is_an_hqq_base():
+    """ms-swift's examples/train/qlora/hqq.sh: --quant_method hqq --quant_bits 4, HqqConfig(nbits=4) with its groups of
+    64 (v3.10.3 swift/llm/argument/base_args/quant_args.py:69-71), planned as --quant hqq."""
+    r = intake.read([DATA / "swift/examples/train/qlora/hqq.sh"])
+    assert r.request["quant"] == "hqq" and "--quant_method hqq" in _source(r, "quant")
+
+
 def test_a_deepspeed_config_without_an_optimizer_runs_the_trainers_optim_at_the_files_release(tmp_path):
     """LLaMA-Factory's bundled JSONs name no optimizer: HF's Trainer hands DeepSpeed its `optim` (client_optimizer),
     whose default follows the transformers release the file targets: evaluation_strategy (a key gone at 4.53) means

@@ -169,13 +169,13 @@ def test_verl_main_ppo_pinning_none_plans_every_line_and_names_none_where_they_a
 def test_verl_critic_fsdp_is_the_0_7_lines_name_and_the_old_one_is_read_too(tmp_path):
     """critic.fsdp.* came after v0.7.0 (0.9.1 dp_critic.yaml:14 `../engine@fsdp`; v0.7.0's is
     `../engine@model.fsdp_config`): it narrows the lines to 0.7, read, not assumed. The old name is read as the critic's
-    offload at every line (it was dropped before)."""
+    offload at every line (it was dropped before); the script's ref.fsdp_config.param_offload=True is read beside it."""
     old, new = "critic.model.fsdp_config.param_offload=False", "critic.fsdp.param_offload=True"
     (tmp_path / "run.sh").write_text(VERL_3B.read_text().replace(old, new))
     reading = intake.read([str(tmp_path / "run.sh")])
     assert reading.releases == () and "critic.fsdp.param_offload=True: taken by" in _framework(reading)
-    assert reading.request["workload"]["roles"]["offload"] == ("critic-params",)
+    assert reading.request["workload"]["roles"]["offload"] == ("critic-params", "ref")
     (tmp_path / "run.sh").write_text(VERL_3B.read_text().replace(old, old.replace("False", "True")))
     reading = intake.read([str(tmp_path / "run.sh")])
     assert reading.releases == ("0.5", "0.6", "0.7")
-    assert reading.request["workload"]["roles"]["offload"] == ("critic-params",)
+    assert reading.request["workload"]["roles"]["offload"] == ("critic-params", "ref")

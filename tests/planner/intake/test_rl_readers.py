@@ -4,7 +4,11 @@ file or from the framework's cited default; what the framework would not apply i
 
 from pathlib import Path
 
-from planner import intake
+import pytest
+
+from planner import advise, checkconfig, intake
+from planner.export import launch
+from planner.export.keys import script_flags
 
 DATA = Path(__file__).parents[2] / "data" / "frameworks"
 
@@ -191,3 +195,47 @@ def test_trls_kto_script_and_config_read_as_a_kto_workload(tmp_path):
     cli = intake.read([str(tmp_path / "run.sh")])
     assert cli.request["workload"] == {"kind": "kto", "max_length": 1024, "precompute_ref_log_probs": True}
     assert not [n for n in cli.unplanned if "desirable_weight" in n]
+
+
+VERL_PPO = {
+    "model": "qwen2.5-0.5b",
+    "gpu": "h100",
+    "gpus_per_node": 8,
+    "micro_batch": 2,
+    "grad_accum": 2,
+    "fsdp": "full",
+    "workload": {"kind": "ppo", "num_generations": 4, "max_completion_length": 256, "beta": 0.001},
+}
+EVERY_PART = ("actor-optimizer", "actor-params", "critic-optimizer", "critic-params", "ref")
+
+
+@pytest.mark.parametrize("line", ["0.6", ""])
+@pytest.mark.parametrize(("parts", "policy"), [(EVERY_PART, "optimizer+params"), ((), "none"), (("ref",), "none")])
+def test_every_verl_offload_key_written_reads_back(line, parts, policy, tmp_path):
+    """verl's RL writer spells each role's offload (actor param/optimizer, ref param, critic param/optimizer at the
+    line's critic names, both offload_policy keys: planner/frameworks/verl/keys.py, cited per release); `check
+    --config` on the script reads every one back: the same roles' offloads and the same --offload."""
+    body = {**VERL_PPO, "framework": f"verl@{line}".rstrip("@"), "offload": policy}
+    body["workload"] = {**body["workload"], "roles": {"offload": list(parts)}}
+    res = advise.check(advise.parse(advise.CheckRequest, body))
+    model, hw, goal = res.context
+    files = launch.files(res.plan, hw, model, goal.seq_len)
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    written = {k: v for k, v in script_flags(files["verl_ppo.sh"]).items() if "offload" in k}
+    assert len(written) == 7 and sum(v == "true" for v in written.values()) == len(parts) + 2 * (policy != "none")
+    back = checkconfig.check_config([str(tmp_path / "verl_ppo.sh")], {"gpu": "h100"}).plan
+    assert (back.workload.roles.offload, back.offload) == (res.plan.workload.roles.offload, policy) == (parts, policy)
+    assert back.release == res.plan.release == line
+
+
+def test_verls_critic_offload_policy_apart_from_the_actors_is_said(tmp_path):
+    """memplan plans one --offload: a critic offload_policy other than the actor's is planned as the actor's, said."""
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=gae critic.fsdp.offload_policy=True \\\n"
+        "    actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B critic.model.path=Qwen/Qwen2.5-0.5B\n"
+    )
+    reading = intake.read([str(script)])
+    assert "offload" not in {s.field for s in reading.settings}
+    assert any("critic.fsdp.offload_policy" in n and "one --offload" in n for n in reading.unplanned)

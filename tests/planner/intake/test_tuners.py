@@ -2,6 +2,8 @@
 framework's own keys, LoRA+ read as LoRA, and every tuner or optimizer memplan does not plan refused in one line naming
 its key, never planned as LoRA."""
 
+from types import SimpleNamespace
+
 import pytest
 
 from planner import intake
@@ -60,14 +62,14 @@ def test_lora_plus_is_loras_memory(tmp_path):
 @pytest.mark.parametrize(
     "name,text,says",
     [
-        ("train.sh", SWIFT + "--tuner_type vera\n", "--tuner_type vera: VeRA"),
-        ("train.sh", SWIFT + "--tuner_type adalora\n", "--tuner_type adalora: AdaLoRA"),
+        ("train.py", "from peft import AdaLoraConfig\nAdaLoraConfig(init_r=12, total_step=10)\n", "AdaLoRA"),
+        ("lf.yaml", LF + "finetuning_type: adalora\n", "finetuning_type: adalora: AdaLoRA"),
         ("train.sh", SWIFT + "--tuner_type boft\n", "--tuner_type boft: BOFT"),
         ("train.sh", SWIFT + "--tuner_type adapter\n", "--tuner_type adapter: bottleneck adapters"),
         ("train.sh", SWIFT + "--tuner_type llamapro\n", "--tuner_type llamapro: LLaMA-Pro"),
         ("train.sh", SWIFT + "--train_type longlora\n", "--train_type longlora"),
         ("train.sh", SWIFT + "--optimizer galore\n", "--optimizer galore: GaLore"),
-        ("lf.yaml", LF + "finetuning_type: oft\n", "finetuning_type: oft: OFT"),
+        ("lf.yaml", LF + "finetuning_type: oft\noft_rank: 8\noft_block_size: 0\n", "oft_rank: 8: OFT by its block"),
         ("lf.yaml", LF + "finetuning_type: freeze\nfreeze_trainable_layers: -2\n", "the first 2 layers"),
         ("lf.yaml", LF + "finetuning_type: freeze\nfreeze_trainable_modules: mlp\n", "some modules of a layer"),
         ("lf.yaml", LF + "finetuning_type: freeze\nfreeze_extra_modules: lm_head\n", "extra modules trained"),
@@ -83,3 +85,46 @@ def test_a_tuner_not_planned_is_refused_in_one_line(tmp_path, name, text, says):
         _read(tmp_path, name, text)
     message = str(e.value)
     assert says in message and "not planned" in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "flags,want",
+    [
+        ("--tuner_type adalora --adalora_init_r 16", ("adalora", 16, 0.05)),  # AdaLoRA takes --lora_dropout
+        ("--tuner_type adalora", ("adalora", 12, 0.05)),  # tuner_args.py:176: adalora_init_r 12
+        ("--tuner_type vera --vera_dropout 0.1", ("vera", 256, 0.1)),  # tuner_args.py:165,167
+        ("--train_type adalora --adalora_init_r 8", ("adalora", 8, 0.05)),  # 3.x's name of --tuner_type
+    ],
+)
+def test_swift_adalora_and_vera_are_read_at_their_own_rank(tmp_path, flags, want):
+    """ms-swift's --tuner_type adalora | vera (4.6 swift/pipelines/train/tuner.py:255-306): the rank is init_r or
+    vera_rank, not --lora_rank; written back with the same flags."""
+    from planner.frameworks.swift.writer import tuner_flags
+
+    r = _read(tmp_path, "train.sh", SWIFT + flags + " --lora_rank 64\n").request
+    assert (r["lora_variant"], r["lora_rank"], r["lora_dropout"]) == want
+    plan = SimpleNamespace(
+        knobs=SimpleNamespace(release=None),
+        lora_rank=want[1],
+        lora_variant=want[0],
+        lora_dropout=want[2],
+        lora_targets="all-linear",
+        lora_train_embeddings=False,
+        lora_vision=False,
+        quant="none",
+    )
+    written = dict(tuner_flags(plan, SimpleNamespace(vision=None)))
+    rank_flag = "adalora_init_r" if want[0] == "adalora" else "vera_rank"
+    assert written["tuner_type"] == want[0] and written[rank_flag] == want[1] and "lora_rank" not in written
+
+
+@pytest.mark.parametrize("framework", ["llamafactory", "axolotl", "hf", "trl", "accelerate"])
+@pytest.mark.parametrize("variant", ["adalora", "vera"])
+def test_frameworks_without_adalora_or_vera_refuse_them_in_one_line(framework, variant):
+    from planner.config.spec import Knobs
+    from planner.frameworks import FRAMEWORKS
+
+    knobs = Knobs(lora_rank=8, lora_variant=variant).model_dump()
+    field, why = FRAMEWORKS[framework].cannot(knobs)
+    assert field == "lora_variant" and f"--lora-variant {variant}" in why and "\n" not in why
+    assert FRAMEWORKS["swift"].cannot(knobs) is None

@@ -36,6 +36,29 @@ BNB4 = {
     "load_in_8bit": False,
     "quant_method": "bitsandbytes",
 }
+CT = {  # llm-compressor's W4A16 as compressed-tensors 0.12.2 writes it (tests/probes/prequant_layers.py's checkpoint)
+    "config_groups": {
+        "group_0": {
+            "format": "pack-quantized", "input_activations": None, "output_activations": None, "targets": ["Linear"],
+            "weights": {"actorder": None, "block_structure": None, "dynamic": False, "group_size": 128, "num_bits": 4,
+                        "observer": "minmax", "observer_kwargs": {}, "strategy": "group", "symmetric": True,
+                        "type": "int"},
+        }
+    },
+    "format": "pack-quantized", "global_compression_ratio": None, "ignore": ["lm_head"], "kv_cache_scheme": None,
+    "quant_method": "compressed-tensors", "quantization_status": "compressed", "sparsity_config": {},
+    "transform_config": {}, "version": "0.12.2",
+}  # fmt: skip
+HQQ = {  # transformers 4.57's HqqConfig(nbits=4, group_size=64).to_dict()
+    "quant_config": {
+        "weight_quant_params": {"nbits": 4, "channel_wise": True, "group_size": 64, "optimize": True,
+                                "round_zero": True, "axis": 1, "view_as_float": False},
+        "scale_quant_params": None, "zero_quant_params": None, "offload_meta": False,
+    },
+    "quant_method": "hqq", "skip_modules": ["lm_head"],
+}  # fmt: skip
+FP8_CT = {**CT, "format": "float-quantized", "config_groups": {"group_0": {**CT["config_groups"]["group_0"],
+          "format": "float-quantized", "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}}  # fmt: skip
 BODY = {"gpu": "rtx4090", "micro_batch": 1, "seq_len": 2048, "checkpointing": "full", "framework": "hf"}
 
 
@@ -62,6 +85,8 @@ def check(**kw):
         ({**BNB4, "bnb_4bit_quant_type": "fp4", "bnb_4bit_use_double_quant": False}, "fp4", "fp32"),
         ({"quant_method": "bitsandbytes", "load_in_8bit": True}, "int8", None),
         ({"quant_method": "mxfp4"}, "none", None),  # gpt-oss: fine-tuned dequantized at load
+        (CT, "ct-w4a16", None),
+        (HQQ, "hqq", None),
         (None, "none", None),
     ],
 )
@@ -71,7 +96,9 @@ def test_the_quant_a_config_means(qc, quant, absmax):
     assert prequant.absmax_of(cfg) == absmax
 
 
-@pytest.mark.parametrize("qc", [{"quant_method": "hqq", "nbits": 4}, {**GPTQ, "bits": 8}, {"quant_method": "eetq"}])
+@pytest.mark.parametrize(
+    "qc", [{"quant_method": "hqq", "nbits": 4}, {**GPTQ, "bits": 8}, {"quant_method": "eetq"}, FP8_CT]
+)
 def test_a_method_memplan_does_not_plan_is_refused_naming_it(qc):
     with pytest.raises(BadInput, match=rf"'m' is an? {qc['quant_method']}.*GPTQ and AWQ 4-bit"):
         prequant.quant_of({"quantization_config": qc}, "m")
@@ -100,6 +127,13 @@ def test_a_gptq_checkpoint_is_planned_as_the_gptq_base_it_is(tmp_path):
     assert as_checkpoint.memory == as_flag.memory  # every term and phase, to the byte
     # the decoder linears at 0.52 bytes a weight; the embeddings and head stay 16-bit (15.3 GB against 5.66 GB)
     assert as_16_bit.memory.params_bytes > 2.5 * as_checkpoint.memory.params_bytes
+
+
+@pytest.mark.parametrize(("qc", "quant"), [(CT, "ct-w4a16"), (HQQ, "hqq")])
+def test_a_compressed_tensors_or_hqq_checkpoint_is_planned_as_the_base_it_is(tmp_path, qc, quant):
+    as_checkpoint = check(model=folder(tmp_path, qc), lora_rank=8, framework="hf@4.54").plan
+    as_flag = check(model="qwen2.5-7b", lora_rank=8, quant=quant, framework="hf@4.54").plan
+    assert as_checkpoint.knobs.quant == quant and as_checkpoint.memory == as_flag.memory
 
 
 def test_an_id_not_on_this_machine_is_its_base_quantized_as_its_name_says():

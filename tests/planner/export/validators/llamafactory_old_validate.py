@@ -31,6 +31,7 @@ import os
 import sys
 from pathlib import Path
 
+from accelerate_launch import launched
 from llamafactory_validate import ACCELERATE, argv_of, names_of, patch_host
 from verdict import verdicts
 
@@ -86,30 +87,10 @@ def check(path: Path) -> str:
 
 def accelerate_plugin(path: Path) -> str:
     """The accelerate config beside `path` as `accelerate launch --config_file` reads it, and the FSDP plugin the
-    ranks build from the environment the launcher hands them. The launcher's port probe is a fact of this host, not
-    of the file: it is answered free."""
-    from unittest import mock
-
-    import accelerate
-    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
-    from accelerate.utils import FullyShardedDataParallelPlugin
-    from accelerate.utils import launch as launching
-
-    args = launch_command_parser().parse_args(["--config_file", ACCELERATE, "src/train.py", path.name])
-    flags = set(vars(args))
-    args, defaults, _ = _validate_launch_command(args)
-    # the launcher copies each fsdp_config key onto its arguments (fsdp_ prefixed) whether or not it has that flag,
-    #   and reads only its flags: a key it has no --fsdp_* flag for is dropped without a word (_validate_launch_command)
-    keys = (k if k.startswith("fsdp") else "fsdp_" + k for k in defaults.fsdp_config)
-    unread = sorted(set(keys) - flags)
-    if unread:
-        raise ValueError(f"accelerate {accelerate.__version__} launch has no flag for {unread}: never read")
-    with mock.patch.object(launching, "is_port_in_use", lambda *a, **k: False):
-        env = launching.prepare_multi_gpu_env(args)
-    with mock.patch.dict(os.environ, env, clear=True):
-        plugin = FullyShardedDataParallelPlugin()
+    ranks build from the environment the launcher hands them (accelerate_launch.py)."""
+    version, env, plugin = launched(ACCELERATE, "src/train.py", path.name)
     return (
-        f"accelerate {accelerate.__version__} fsdp_version={plugin.fsdp_version} "
+        f"accelerate {version} fsdp_version={plugin.fsdp_version} "
         f"wrap={plugin.transformer_cls_names_to_wrap} mixed_precision={env['ACCELERATE_MIXED_PRECISION']}"
     )
 

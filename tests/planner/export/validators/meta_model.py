@@ -96,11 +96,11 @@ def check_wrap(model, wrap: list[str] | None) -> list[str]:
 
 
 def check_targets(model, targets: list[str] | None) -> list[str]:
+    if not targets or targets in SEARCHED or list(targets) in ([t] for t in SEARCHED):
+        return []  # no PEFT needed (the TRL venvs hold none: their full plans name no targets)
     from peft import LoraConfig
     from peft.tuners.tuners_utils import check_target_module_exists
 
-    if not targets or targets in SEARCHED or list(targets) in ([t] for t in SEARCHED):
-        return []
     modules = [n for n, _ in model.named_modules() if n]
     for t in targets:
         cfg = LoraConfig(r=8, target_modules=[t])

@@ -7,13 +7,19 @@ what `planner suggest --framework trl@LINE --emit` wrote for one plan). CONFIG T
 the same way (`--framework hf@4`, hf@4.54: the venvs hf-4.53.0 and hf-4.57.1, each with the TRL of its month, whose
 ModelConfig names the LoRA flags written: planner/intake/loraargs.py).
 
-For each folder, from inside it (--fsdp_config names fsdp_config.json beside the script):
+For each folder, from inside it (--fsdp_config names fsdp_config.json beside the script; command.sh, where the test
+wrote one, the command as memplan hands it out, which names the model):
 1. train_args.json through transformers' HfArgumentParser over (CONFIG, trl.ModelConfig): `parse_dict` refuses a key
    neither dataclass has (hf_argparser.py parse_dict, allow_extra_keys=False), and the config's __post_init__ runs
    (TrainingArguments' own checks; GRPOConfig's batch rules where the release has them);
 2. the flags launch.sbatch hands train.py (the script of TRL's examples parses them with the same two dataclasses,
    TrlParser((ScriptArguments, CONFIG, ModelConfig))): parse_args_into_dataclasses, every flag one of theirs, each
-   value of the field's type and choices.
+   value of the field's type and choices, and a model_name_or_path among them;
+3. an FSDP plan's FSDP2 plugin as torchrun's ranks build it (the variables TrainingArguments and the Slurm script set),
+   and, with accelerate_config.yaml beside it, as `accelerate launch --config_file accelerate_config.yaml train.py
+   FLAGS` runs it with the venv's accelerate (accelerate_launch.py: its parser, _validate_launch_command, the ranks'
+   environment; the flags parsed under that environment, the plugin the Trainer's Accelerator builds), then the model
+   on the meta device with that plugin's wrap classes and the LoRA targets (meta_model.py).
 bf16 is reported available (HF refuses bf16 on a host without a bf16 GPU). Exits 1 at the first folder refused.
 """
 
@@ -25,8 +31,11 @@ import shlex
 import sys
 from pathlib import Path
 
+from accelerate_launch import launched
+from meta_model import check_names
 from verdict import verdicts
 
+ACCELERATE = "accelerate_config.yaml"
 CONFIGS: dict[Path, str] = {}  # folder -> the config class its plan's trainer takes
 
 
@@ -63,6 +72,8 @@ def check(folder: Path) -> str:
     cfg2, model, rest = parser(config).parse_args_into_dataclasses(args=argv, return_remaining_strings=True)
     if rest:
         raise ValueError(f"flags {config} and ModelConfig do not take: {rest}")
+    if not model.model_name_or_path:  # the printed command names it; the Slurm script must too
+        raise ValueError("launch.sbatch names no --model_name_or_path")
     for field in ("per_device_train_batch_size", "gradient_accumulation_steps", "bf16", "gradient_checkpointing"):
         if getattr(cfg, field) != getattr(cfg2, field):
             raise ValueError(f"{field}: train_args.json {getattr(cfg, field)} != flags {getattr(cfg2, field)}")
@@ -71,13 +82,17 @@ def check(folder: Path) -> str:
 
     raw = json.loads((folder / "train_args.json").read_text())
     extra = fsdp_plugin(cfg, raw, (folder / "launch.sbatch").read_text()) if cfg.fsdp else ""
+    if (folder / ACCELERATE).is_file():  # the command's flags (the model named there) under accelerate's launcher
+        command = folder / "command.sh"
+        extra += accelerate_launched(config, flags_of(command.read_text()) if command.is_file() else argv, raw)
     extra += (
         f" output_dir={cfg.output_dir} transformers {transformers.__version__}" if config == "TrainingArguments" else ""
     )
     extra += f" num_generations={cfg.num_generations}" if hasattr(cfg, "num_generations") else ""
     return (
         f"trl {trl.__version__} {config}: micro={cfg.per_device_train_batch_size} "
-        f"accum={cfg.gradient_accumulation_steps} fsdp={cfg.fsdp} peft={model.use_peft}{extra}"
+        f"accum={cfg.gradient_accumulation_steps} fsdp={cfg.fsdp} peft={model.use_peft} "
+        f"model={model.model_name_or_path}{extra}"
     )
 
 
@@ -97,7 +112,12 @@ def fsdp_plugin(cfg, raw: dict, sbatch: str) -> str:
     plugin = FullyShardedDataParallelPlugin(**(getattr(cfg, "fsdp_plugin_args", None) or {}))
     for key in [k for k in os.environ if k in ("FSDP_VERSION", "FSDP_RESHARD_AFTER_FORWARD")]:
         del os.environ[key]  # the next folder's script sets its own
-    # the plan's sharding as written (transformers 5.x turns a string `fsdp` into True, the options into fsdp_config)
+    return planned_fsdp2(cfg, raw, plugin)
+
+
+def planned_fsdp2(cfg, raw: dict, plugin) -> str:
+    """ValueError unless `plugin` is FSDP2 with the plan's resharding as written (reshard_after_forward false for
+    shard_grad_op; transformers 5.x turns a string `fsdp` into True, the options into fsdp_config)."""
     grad_op = (
         "shard_grad_op" in str(raw.get("fsdp", ""))
         or (raw.get("fsdp_config") or {}).get("reshard_after_forward") is False
@@ -108,6 +128,27 @@ def fsdp_plugin(cfg, raw: dict, sbatch: str) -> str:
             f"{plugin.reshard_after_forward}, not the planned FSDP2"
         )
     return f" FSDP{plugin.fsdp_version} reshard_after_forward={plugin.reshard_after_forward}"
+
+
+def accelerate_launched(config: str, argv: list[str], raw: dict) -> str:
+    """The plan launched as `accelerate launch --config_file accelerate_config.yaml train.py FLAGS`: the ranks'
+    environment the launcher prepares (accelerate_launch.py), the flags parsed under it (4.x's TrainingArguments add
+    their FSDP_* variables there), the plugin the Trainer's Accelerator builds from both, FSDP2 as planned; then its
+    wrap classes and the LoRA targets on the meta model."""
+    from unittest import mock
+
+    from accelerate.utils import FullyShardedDataParallelPlugin
+
+    version, env, _ = launched(ACCELERATE, "train.py", *argv)
+    with mock.patch.dict(os.environ, env, clear=True):
+        cfg, model, _ = parser(config).parse_args_into_dataclasses(args=argv, return_remaining_strings=True)
+        plugin = FullyShardedDataParallelPlugin(**(getattr(cfg, "fsdp_plugin_args", None) or {}))
+    planned_fsdp2(cfg, raw, plugin)
+    targets = model.lora_target_modules if model.use_peft else None
+    wrap = plugin.transformer_cls_names_to_wrap
+    remote = getattr(model, "trust_remote_code", False)  # TRL 1.10's ModelConfig has none
+    names = check_names(model.model_name_or_path, remote, True, wrap, targets)
+    return f" accelerate launch {version}: FSDP{plugin.fsdp_version} wrap={wrap}; {names}"
 
 
 def main(args: list[str]) -> int:

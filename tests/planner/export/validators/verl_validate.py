@@ -112,8 +112,15 @@ def check_split(cfg, world: int, sp: int) -> int:
 
 def check_optimizer(optim) -> None:
     import torch
-    from verl.workers.config.optimizer import build_optimizer
 
+    try:
+        from verl.workers.config.optimizer import build_optimizer
+    except (
+        ImportError
+    ):  # v0.6.0: the engine builds torch's AdamW itself (workers/engine/fsdp/transformer_impl.py:355-364)
+        kwargs = {"lr": optim.lr, "betas": optim.betas, "weight_decay": optim.weight_decay}
+        torch.optim.AdamW([torch.nn.Parameter(torch.zeros(2))], **kwargs)
+        return
     if optim.optimizer_impl == "torch.optim":
         build_optimizer([torch.nn.Parameter(torch.zeros(2))], optim)
 

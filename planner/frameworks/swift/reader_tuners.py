@@ -1,0 +1,29 @@
+"""ms-swift's AdaLoRA and VeRA (--tuner_type adalora | vera) as memplan's --lora-variant: the rank each reads
+(--adalora_init_r, --vera_rank, not --lora_rank; planner.frameworks.swift.keys) and its dropout. Read in the 4.6.0 wheel:
+swift/arguments/tuner_args.py:165-182 (the defaults), swift/pipelines/train/tuner.py:255-306 (PEFT's AdaLoraConfig
+with the LoRA kwargs, init_r and total_step; VeraConfig with r=vera_rank, vera_dropout, the target modules),
+swift/callbacks/adalora.py:23-28 (update_and_allocate at every zero_grad)."""
+
+from __future__ import annotations
+
+from planner.frameworks.swift.keys import TUNER_RANK as RANK
+from planner.frameworks.swift.keys import VERA_DROPOUT
+from planner.frameworks.swift.reader_rl import get
+from planner.intake.collect import Collector, as_float
+from planner.intake.flags import Flag
+
+
+def read(c: Collector, f: dict[str, Flag], tuner: str, src: str) -> None:
+    """The variant, its rank and VeRA's dropout; the caller reads --target_modules and AdaLoRA's --lora_dropout."""
+    c.set("lora_variant", tuner, src, "--tuner_type")
+    flag, fallback, cite = RANK[tuner]
+    rank, rsrc = get(f, flag, fallback, cite)
+    c.number("lora_rank", rank, f"{rsrc}; {src}", f"--{flag}")
+    if tuner == "vera":
+        dropout, dsrc = get(f, *VERA_DROPOUT)
+        if as_float(dropout) is not None:
+            c.set("lora_dropout", as_float(dropout), dsrc, f"--{VERA_DROPOUT[0]}")
+        c.note(
+            f"{src} (ms-swift keeps VeRA's targets to the linears shaped as v_proj where the targets' shapes differ, "
+            "swift/pipelines/train/tuner.py:154-170: planned on every target named, which holds more)"
+        )

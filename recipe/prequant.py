@@ -1,0 +1,68 @@
+"""Stand-ins for the prequantized bases transformers 4.57 loads through other libraries than bitsandbytes and
+gptqmodel (--quant ct-w4a16, hqq: planner.estimate.quant): compressed-tensors' CompressedLinear and hqq's HQQLinear
+as they hold and train a frozen linear, for tracing on fake tensors (recipe.knobs.quantize_base picks them)."""
+
+import torch
+
+
+class CtStandIn(torch.nn.Module):
+    """A frozen linear as compressed-tensors 0.12.2's CompressedLinear holds a W4A16 pack-quantized weight once its
+    first forward has run (planner.estimate.quant: weight_packed, the half-precision weight_scale per 128,
+    weight_shape, and the dense weight it decompressed and kept); each forward fake-quantizes that dense weight (the
+    zero point, the scaled and rounded copies: 3 weights transient) and multiplies by the fake-quantized copy, which
+    autograd saves for the input gradient (tests/probes/test_prequant.py)."""
+
+    def __init__(self, linear: torch.nn.Linear) -> None:
+        super().__init__()
+        k, n, dev, dt = linear.in_features, linear.out_features, linear.weight.device, linear.weight.dtype
+        self.in_features, self.out_features = k, n
+        self.register_buffer("weight_packed", torch.empty(n, k // 8, dtype=torch.int32, device=dev))
+        self.register_buffer("weight_scale", torch.empty(n, -(-k // 128), dtype=dt, device=dev))
+        self.register_buffer("weight_shape", torch.empty(2, dtype=torch.int64, device=dev))
+        self.register_buffer("weight", torch.empty(n, k, dtype=dt, device=dev))
+        self.bias = linear.bias
+
+    def forward(self, x):
+        copies = [torch.empty_like(self.weight) for _ in range(3)]  # forward.py:379-393's fake quantization
+        fake_quantized = torch.empty_like(self.weight)
+        del copies
+        return torch.nn.functional.linear(x, fake_quantized, self.bias)
+
+
+class _HqqMatmul(torch.autograd.Function):
+    """hqq 0.2.8's HQQMatmulNoCacheMul (core/quantize.py:322-352): saves only the input; forward and backward each
+    dequantize the whole weight in fp32 (the unpacked copy, (W_q - zero) and its product with the scale) and cast it."""
+
+    @staticmethod
+    def forward(ctx, x, w_q, shape):
+        ctx.save_for_backward(x, w_q)
+        ctx.shape = shape
+        return torch.matmul(x, _HqqMatmul.dequantized(x, shape).t())
+
+    @staticmethod
+    def dequantized(x, shape):
+        parts = [torch.empty(shape, dtype=torch.float32, device=x.device) for _ in range(3)]
+        return parts[-1].to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, _ = ctx.saved_tensors
+        return torch.matmul(g, _HqqMatmul.dequantized(x, ctx.shape)), None, None
+
+
+class HqqStandIn(torch.nn.Module):
+    """A frozen linear as transformers 4.57 builds hqq's HQQLinear (4 bits, groups of 64, fp32 compute dtype: W_q
+    uint8, fp32 scale and zero a group; planner.estimate.quant) and trains it (_HqqMatmul)."""
+
+    def __init__(self, linear: torch.nn.Linear) -> None:
+        super().__init__()
+        k, n, dev = linear.in_features, linear.out_features, linear.weight.device
+        self.in_features, self.out_features = k, n
+        self.register_buffer("W_q", torch.empty(n * k // 2, dtype=torch.uint8, device=dev))
+        self.register_buffer("scale", torch.empty(n * k // 64, dtype=torch.float32, device=dev))
+        self.register_buffer("zero", torch.empty(n * k // 64, dtype=torch.float32, device=dev))
+        self.bias = linear.bias
+
+    def forward(self, x):
+        out = _HqqMatmul.apply(x, self.W_q, (self.out_features, self.in_features))
+        return out + self.bias if self.bias is not None else out

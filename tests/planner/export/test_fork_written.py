@@ -1,0 +1,85 @@
+"""Issue 46 item 5 for TRL's lines and its GRPO forks: the files `suggest --emit` writes run the plan printed. The Slurm
+script runs the printed command's words (the model included: VLM-R1's get_vlm_module(None) fails without it); a fork's
+GRPO plan runs the fork's own entry script with the pixel cap its images were planned at (its own flags: unwritten,
+VLM-R1 and R1-V size each image up to 12,845,056 pixels, 16,384 tokens); and the written files read back (`check
+--config`) as the fork's plan. Each fork's own parser takes these files: test_old_releases_parse.py (fork_validate)."""
+
+import shlex
+
+import pytest
+
+from planner import advise, intake
+from planner.export import launch
+from planner.frameworks import FRAMEWORKS
+from planner.frameworks.trl.releases import FORK_ENTRY
+
+BODY = {"model": "qwen2.5-vl-3b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "top": 1}
+GRPO = {"kind": "grpo", "num_generations": 4, "max_prompt_length": 768}
+IMAGES = {"images": 1, "max_pixels": 401408}  # 512 tokens an image (28 x 28 pixels a token)
+
+
+def suggested(framework: str, **more):
+    body = {**BODY, "framework": framework, "workload": GRPO, "evidence": "analytic", **more}
+    res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
+    return res.plans[0], res.context
+
+
+def words_after(text: str, script: str) -> list[str]:
+    """The words after `script` in a command, or in launch.sbatch (inside srun's bash -c '...')."""
+    words = shlex.split(text.replace("\\\n", " "), comments=True)
+    inner = [w for w in words if script in w and " " in w]
+    words = shlex.split(inner[0]) if inner else words
+    return words[words.index(script) + 1 :]
+
+
+def flag(words: list[str], name: str) -> str:
+    return words[words.index(name) + 1]
+
+
+@pytest.mark.parametrize("line", [r.name for r in FRAMEWORKS["trl"].releases if r.name != "unsloth"])
+def test_the_slurm_script_runs_the_printed_command(line):
+    plan, (model, hw, goal) = suggested(f"trl@{line}", **IMAGES)
+    script = FORK_ENTRY.get(line, "train.py")
+    printed = words_after(plan.launch.command, script)
+    sbatch = words_after(launch.files(plan, hw, model, goal.seq_len, goal)["launch.sbatch"], script)
+    assert flag(sbatch, "--model_name_or_path") == "Qwen/Qwen2.5-VL-3B-Instruct"
+    assert sbatch == printed
+
+
+@pytest.mark.parametrize("fork", sorted(FORK_ENTRY))
+def test_a_fork_plan_written_reads_back_as_that_fork_at_its_pixel_cap(fork, tmp_path):
+    plan, (model, hw, goal) = suggested(f"trl@{fork}", **IMAGES)
+    assert (goal.image_tokens, goal.pixels) == (512, (3136, 401408))
+    launch.emit(plan, hw, model, str(tmp_path), goal.seq_len, goal)
+    words = words_after((tmp_path / "launch.sbatch").read_text(), FORK_ENTRY[fork])
+    assert (flag(words, "--max_pixels"), flag(words, "--max_prompt_length")) == ("401408", "256")  # text 768 - 512
+    back = intake.read([str(tmp_path / "launch.sbatch")]).request
+    w = back["workload"]
+    assert back["framework"] == f"trl@{fork}"
+    assert (back["min_pixels"], back["max_pixels"], back["images"]) == (3136, 401408, 1)
+    assert (w["num_generations"], w["max_completion_length"]) == (4, plan.workload.max_completion_length)
+    assert w["max_prompt_length"] == plan.workload.max_prompt_length == 768
+    checked = advise.check(advise.parse(advise.CheckRequest, {**back, "gpu": "h100"}))
+    assert (checked.plan.micro_batch, checked.plan.grad_accum) == (plan.micro_batch, plan.grad_accum)
+    assert checked.plan.workload.logprobs == plan.workload.logprobs == "full"  # VLM-R1's trainer: the whole logits
+
+
+def test_a_fork_plan_without_a_pixel_cap_says_the_scripts_cap_is_not_the_plans():
+    plan, _ = suggested("trl@vlm-r1", images=1, tokens_per_image=256)
+    assert "--max_pixels" not in plan.launch.command
+    assert "--max_pixels (default 12,845,056" in plan.launch.note
+    plan, _ = suggested("trl@1.10", **IMAGES)  # TRL's own GRPO script: no flag for the processor's bounds
+    assert "max_pixels 401,408: the command has no flag" in plan.launch.note
+
+
+@pytest.mark.parametrize(
+    ("framework", "config"), [("llamafactory", "llamafactory_train.yaml"), ("swift", "swift_train.sh")]
+)
+def test_a_vlm_plans_pixel_cap_is_written_and_read_back(framework, config, tmp_path):
+    """LLaMA-Factory's image_max_pixels (unwritten: 768 x 768, 752 tokens) and ms-swift's MAX_PIXELS (unwritten:
+    12,845,056, 16,384 tokens) carry the plan's cap: the files read back at the plan's 512 image tokens."""
+    body = {**BODY, "framework": framework, "seq_len": 2048, "evidence": "analytic", **IMAGES}
+    res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
+    plan, (model, hw, goal) = res.plans[0], res.context
+    launch.emit(plan, hw, model, str(tmp_path), goal.seq_len, goal)
+    assert intake.read([str(tmp_path / config)]).request["image_tokens"] == goal.image_tokens == 512

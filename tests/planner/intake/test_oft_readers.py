@@ -1,0 +1,63 @@
+"""OFT read from the configurations of the frameworks that run it (LLaMA-Factory's finetuning_type oft, a script's
+PEFT OFTConfig) and written back by LLaMA-Factory's writer; BOFT and OFT's block count refused in one line."""
+
+import pytest
+
+from planner.errors import BadInput
+from tests.planner.intake.test_tuners import _read
+
+LF = "model_name_or_path: Qwen/Qwen2.5-7B\nstage: sft\ncutoff_len: 1024\nfinetuning_type: oft\n"
+SCRIPT = "from peft import {cls}\nfrom trl import SFTConfig\nSFTConfig(max_length=1024)\n{cls}({args})\n"
+
+
+@pytest.mark.parametrize(
+    "name,text,block,targets",
+    [
+        ("lf.yaml", LF, 32, "all-linear"),  # finetuning_args.py:147, :151 defaults
+        ("lf.yaml", LF + "oft_block_size: 16\noft_target: q_proj,v_proj\n", 16, "q_proj,v_proj"),
+        ("train.py", SCRIPT.format(cls="OFTConfig", args="oft_block_size=64, target_modules=['q_proj']"), 64, "q_proj"),
+        ("train.py", SCRIPT.format(cls="OFTConfig", args="target_modules='all-linear'"), 32, "all-linear"),
+    ],
+)
+def test_oft_is_read_with_its_block_size(tmp_path, name, text, block, targets):
+    reading = _read(tmp_path, name, text)
+    r = reading.request
+    assert (r["lora_variant"], r["lora_rank"], r["lora_targets"]) == ("oft", block, targets)
+
+
+@pytest.mark.parametrize(
+    "name,text,says",
+    [
+        ("lf.yaml", LF + "module_dropout: 0.1\n", "module_dropout"),
+        ("train.py", SCRIPT.format(cls="OFTConfig", args="r=8, oft_block_size=0"), "block count"),
+        ("train.py", SCRIPT.format(cls="BOFTConfig", args="boft_block_size=4"), "BOFT"),
+    ],
+)
+def test_what_oft_plans_not_is_refused_in_one_line(tmp_path, name, text, says):
+    with pytest.raises(BadInput) as e:
+        _read(tmp_path, name, text)
+    assert says in str(e.value) and "not planned" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_llamafactorys_writer_writes_oft_back_and_reads_it_again(tmp_path):
+    """A plan with OFT for --framework llamafactory is written as finetuning_type oft with its block size and reads
+    back as the same OFT; the frameworks that do not run OFT refuse it in one line."""
+    import yaml
+
+    from planner import advise
+    from planner.frameworks.llamafactory import writer
+
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "micro_batch": 2, "seq_len": 1024, "lora_rank": 16}
+    result = advise.check(
+        advise.parse(advise.CheckRequest, {**body, "lora_variant": "oft", "framework": "llamafactory"})
+    )
+    model, hw, goal = result.context
+    text = writer.files(result.plan, model, hw, goal.seq_len)[writer.CONFIG_NAME]
+    cfg = yaml.safe_load(text)
+    assert (cfg["finetuning_type"], cfg["oft_block_size"], cfg["oft_target"]) == ("oft", 16, "all")
+    assert "lora_rank" not in cfg
+    back = _read(tmp_path, writer.CONFIG_NAME, text).request
+    assert (back["lora_variant"], back["lora_rank"]) == ("oft", 16)
+    for framework in ("swift", "axolotl"):
+        with pytest.raises(BadInput, match="cannot run --lora-variant oft"):
+            advise.check(advise.parse(advise.CheckRequest, {**body, "lora_variant": "oft", "framework": framework}))
