@@ -172,11 +172,14 @@ def simulate(case: Case, paths: str = "cuda", traced: tuple[int, int] = TRACE_LA
 
     VLM cases with image tokens run the real model on images' inputs (probes.images): the tower at its full depth in
     every trace, so that it adds the same bytes at both traced depths and the line carries them; Llama-3.2-Vision's
-    cross-attention layers sit at fixed depths, so it is traced at its real depth."""
+    cross-attention layers sit at fixed depths, so it is traced at its real depth, as is freeze tuning (--trained-layers:
+    the top layers trained, the others frozen)."""
     t0 = time.perf_counter()
     depth = text_layers(case.config)
     traced = periodic_depths(case, depth, traced)
     if case.image_tokens and from_config(case.config, "sim").text.cross_layers:  # at fixed depths: not affine
+        traced = (depth, depth)
+    if getattr(case.knobs, "trained_layers", 0):  # freeze tuning trains the top layers alone: not affine either
         traced = (depth, depth)
     if depth <= max(traced):
         tr = trace(case, depth, paths)

@@ -113,6 +113,11 @@ def nothing_leaks():
 SLOW = {
     # h-galore (2026-12-05, 2 busy cores): four tracked Muon steps (GaLore's and APOLLO's skip without their packages)
     "tests/probes/test_matrix_optim.py::test_step_temporaries_within_15_percent_of_a_tracked_step": 5,
+    # h-freeze (2026-12-05, 2 busy cores): real CPU steps of debug-llama frozen but for 2 layers; the sim at full
+    # depth; LLaMA-Factory's own freeze tuning in its venv
+    "tests/probes/test_freeze.py::test_a_real_cpu_step_is_the_plans_peak": 19,
+    "tests/probes/test_freeze.py::test_the_sim_at_full_depth_is_the_plans_peak": 11,
+    "tests/probes/test_freeze.py::test_llamafactorys_own_freeze_tuning_is_the_builds": 17,
     # h-oftpro (2026-12-05, 2 busy cores): the sim's trace of debug-llama's OFT step
     "tests/probes/test_oft.py::test_an_oft_step_is_the_sims_peak[debug-llama-2-512-knobs0-0.005]": 10,
     # h-adavera (2026-12-05, 2 busy cores): the sim's trace of debug-llama's step with PEFT's AdaLoRA and VeRA

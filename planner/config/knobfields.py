@@ -70,6 +70,8 @@ LoraVariant = Literal["lora", "dora", "oft", "boft", "adalora", "vera"]
 Quant = Literal["none", "nf4", "fp4", "int8", "gptq", "awq", "ct-w4a16", "hqq"]
 VitCheckpointing = Literal["on", "off"]
 QuantAbsmax = Literal["8bit", "fp32"]
+# freeze tuning's trained layers (planner.estimate.freeze): the last N, or LLaMA-Pro's interleaved expanded blocks
+TrainedLayout = Literal["last", "interleaved"]
 Frozen = Literal["none", "vision", "vision+projector", "language", "language+vision"]
 SaveWeights = Literal["auto", "full", "sharded"]
 # sequence, context and tensor parallel sizes (planner.config.layout owns their rules with the world and the model)
@@ -83,6 +85,7 @@ Framework = Literal[FRAMEWORK_NAMES]  # planner.frameworks: one adapter module e
 MAX_LORA_RANK = 4096
 MAX_NUM_LABELS = 1 << 20
 MAX_NEGATIVES = 1024
+MAX_TRAINED_LAYERS = 1024
 MAX_EXPERT_PARALLEL = 1024
 MAX_EVAL_BATCH = 4096
 MAX_EVAL_LOGITS_STEPS = 100_000
@@ -258,6 +261,24 @@ class KnobFields(BaseModel):
             "and its projector, the language model (the tower and projector trained), or the language model and the "
             "tower (the projector alone trained, LLaVA's first stage) (LLaMA-Factory's freeze_vision_tower / "
             "freeze_multi_modal_projector / freeze_language_model, ms-swift's freeze_vit / freeze_aligner / freeze_llm)"
+        ),
+    )
+    trained_layers: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_TRAINED_LAYERS,
+        description=(
+            "freeze tuning: only the last N decoder layers trained in full, every other weight (embedding, lower "
+            "layers, final norm, head) frozen in half precision, backward reaching down to the lowest trained layer "
+            "(LLaMA-Factory's finetuning_type freeze, freeze_trainable_layers N); 0 = no freeze tuning"
+        ),
+    )
+    trained_layout: TrainedLayout = Field(
+        default="last",
+        description=(
+            "freeze tuning's trained layers: last (the top N), or interleaved: LLaMA-Pro's expanded blocks, every "
+            "(layers/N)-th layer of a checkpoint its expansion script wrote (LLaMA-Factory's use_llama_pro); the frozen "
+            "layers above the lowest trained one are in backward's path"
         ),
     )
     vit_checkpointing: VitCheckpointing = Field(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from planner.config import spec_freeze
 from planner.config.release import prompts_error
 from planner.config.roles import check_groups
 from planner.config.spec import OPTIMIZER_IN_BACKWARD_SPLIT, Knobs
@@ -92,6 +93,8 @@ class Layout:
                 "(give --image-tokens, --images or --data with images)",
                 "frozen",
             )
+        if freeze_error := spec_freeze.model_error(k, self.spec, self.model_name):
+            return freeze_error
         if k.vit_checkpointing == "off" and not self.vision:
             return BadInput(f"--vit-checkpointing off: {self.model_name} has no vision tower", "vit_checkpointing")
         if k.attention == "flash" and self.spec is not None and not self.spec.text.traits.flash:

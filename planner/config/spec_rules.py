@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from planner.config import zerobuckets
 from planner.config.knobfields import LOW_RANK_OPTIMIZERS, MATRIX_OPTIMIZERS, ROLE_FRAMEWORKS, KnobFields
+from planner.config.spec_freeze import freeze_rules
 from planner.config.spec_lora import lora_rules
 from planner.config.tasks import check_task_knobs
 from planner.config.workload import check_rl_knobs
@@ -31,6 +32,7 @@ def combination_rules(k: KnobFields) -> None:
     release's name and save_weights "auto" and canonicalizes zero_buckets in place (k is being validated)."""
     release_rules(k)
     lora_rules(k)
+    freeze_rules(k)
     run_rules(k)
     check_task_knobs(k)
     check_rl_knobs(

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from planner.config.spec import Knobs
 from planner.estimate import activations as act
-from planner.estimate import frozen_lm, lora, nograd, oft, parallel, peft_tuners, quant, recipe_terms, vision
+from planner.estimate import freeze, frozen_lm, lora, nograd, oft, parallel, peft_tuners, quant, recipe_terms, vision
 from planner.estimate.setup import Setup
 from planner.model import xcomposer
 
@@ -32,7 +32,7 @@ def autocast_weight_copy_bytes(s: Setup, layers_live: int) -> int:
         return 0
     m = s.model
     per_layer = sum(t.numel for t in m.tensors if t.role == "layer" and len(t.shape) == 2) // m.text.layers
-    head = m.text.vocab * m.text.hidden
+    head = 0 if freeze.freeze_tuned(s.knobs) else m.text.vocab * m.text.hidden  # a frozen head stays in half
     return 2 * (per_layer * layers_live + head + (tower_matrices_run(s) if layers_live == m.text.layers else 0))
 
 
@@ -73,6 +73,8 @@ def _text_shape(s: Setup):
         t = replace(t, layers=t.layers - t.cross_layers, cross_layers=0)
     elif t.first_cross_layer and frozen_lm.language_frozen(s.knobs):  # no gradient reaches the layers below the image
         t = replace(t, layers=t.layers - t.first_cross_layer)
+    elif freeze.below_trained_layers_idle(s.knobs):  # freeze tuning: nothing below the lowest trained layer
+        t = replace(t, layers=s.knobs.trained_layers)
     return recipe_terms.text_spec(t, s.knobs, adapted), rows, width, activation_profile(s.knobs)
 
 
@@ -97,6 +99,12 @@ def _activations_bytes(s: Setup) -> int:
             lora_layer_bytes(s) + ulysses_layer_bytes(s) + plora_layer_bytes(s)
         )
     total += int8_retained_inputs_bytes(s) - frozen_ends_bytes(s)
+    if freeze.below_trained_layers_idle(s.knobs):  # LLaMA-Pro's frozen layers between its trained blocks
+        layer = act.layer_bytes(t, rows, width, p)
+        total += freeze.path_frozen_bytes(s.model, s.knobs, layer, p, rows * width)
+        if freeze.path_frozen_layers(s.knobs, s.model.text.layers):  # its checkpointed blocks: planned as kept
+            kept = recipe_terms.checkpointed_layers(s.knobs, t.layers) * act.checkpointed_layer_bytes(t, rows, width, p)
+            total += recipe_terms.checkpointed_layers(s.knobs, t.layers) * layer - kept
     v = s.model.vision
     if v is not None:
         off = s.knobs.checkpointing == "off" or s.knobs.vit_checkpointing == "off" or not v.checkpointed
@@ -207,7 +215,7 @@ def frozen_ends_bytes(s: Setup) -> int:
     k, (t, rows, width, p) = s.knobs, text_shape(s)
     if not t.final_norm:  # a device_map GPU before the head's (planner.estimate.devicemap): neither end's tensors
         return 0
-    if frozen_lm.language_frozen(k):  # a frozen language model: its final norm and head (planner/estimate/frozen_lm.py)
+    if frozen_lm.language_frozen(k) or freeze.freeze_tuned(k):  # a frozen final norm and head (frozen_lm.py)
         return frozen_lm.ends_dropped_bytes(s.model, p, rows * width)
     if k.checkpointing == "offload":  # the final norm's tensors are on the host (activations_bytes counts none)
         return 0

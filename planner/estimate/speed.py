@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.config.spec import Hardware
-from planner.estimate import calibration, microstep, parallel, recipe_terms
+from planner.estimate import calibration, freeze, microstep, parallel, recipe_terms
 from planner.estimate.activation_terms import host_activation_bytes_per_node
 from planner.estimate.setup import Setup
 from planner.estimate.trained import trainable_params
@@ -61,6 +61,10 @@ def flops_per_token(s: Setup) -> float:
     m = s.model
     attn_fwd = 4 * m.text.layers * m.text.q_dim * s.context  # QK^T and AV over the whole row; backward twice this
     base = (4 * m.active_params + 6 * trainable_params(s)) if s.lora else 6 * m.active_params
+    if freeze.freeze_tuned(s.knobs):  # forward through all; backward through the head and the trained layers, and
+        # the input's gradient through LLaMA-Pro's frozen layers between them
+        path = freeze.path_frozen_layers(s.knobs, m.text.layers) * freeze.trained_layer_params(m, 1)
+        base = 2 * m.active_params + 4 * trainable_params(s) + 2 * path + 2 * m.text.vocab * m.text.hidden
     return base + 3 * attn_fwd + recompute_flops_per_token(s, attn_fwd)
 
 

@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from planner.config.knobfields import MATRIX_OPTIMIZERS
 from planner.config.spec import Knobs
-from planner.estimate import fsdp, lora, peft_tuners, quant, zero
+from planner.estimate import freeze, fsdp, lora, peft_tuners, quant, zero
 from planner.estimate.matrix_optim import matrix_optimizer_bytes, matrix_step_temp_bytes
 from planner.estimate.setup import Setup
 from planner.estimate.trained import (
@@ -77,6 +77,12 @@ def adafactor_state_elements(s: Setup) -> int:
     moment for a vector; HF's default has no first moment. LoRA: the A (r x d_in) and B (d_out x r)
     factors of every adapted weight."""
     r = s.knobs.lora_rank
+    if freeze.freeze_tuned(s.knobs):  # the trained layers' tensors (planner.estimate.freeze)
+        tensors = [t for t in s.model.tensors if t.role == "layer"]
+        per_layer = sum(
+            (sum(t.shape[:-1]) + t.shape[-1] if len(t.shape) >= 2 else t.shape[0]) * t.count for t in tensors
+        )
+        return per_layer * s.knobs.trained_layers // s.model.text.layers
     if s.lora:
         return sum(
             (2 * r + t.shape[0] + t.shape[1]) * t.count for t in s.model.tensors if t.adapted(s.knobs.lora_targets)
@@ -90,7 +96,7 @@ def adamw_8bit_state_bytes(s: Setup) -> int:
     """bitsandbytes 8-bit AdamW: 1-byte moments plus absmax per block; 32-bit states for tensors
     under ADAMW_8BIT_MIN_SIZE elements."""
     per_big = optimizer_state_bytes_per_param("adamw-8bit", 4)
-    if s.lora:
+    if s.lora or freeze.freeze_tuned(s.knobs):
         return int(trainable_params(s) * per_big)
     total = 0.0
     for t in s.model.tensors:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from planner.config.tasks import NO_VOCABULARY
 from planner.estimate import activations as act
-from planner.estimate import fp32_logps, frozen_lm, fsdp, gkd, heads, parallel, quant, recipe_terms, role_heads
+from planner.estimate import fp32_logps, freeze, frozen_lm, fsdp, gkd, heads, parallel, quant, recipe_terms, role_heads
 from planner.estimate.activation_terms import (
     activations_bytes,
     autocast_weight_copy_bytes,
@@ -47,6 +47,7 @@ def logits_loss_bytes(s: Setup) -> int:
 def _logits_loss_bytes(s: Setup) -> int:
     t, rows, width, p = text_shape(s)
     head_trainable = (not s.lora or s.knobs.lora_train_embeddings) and not frozen_lm.language_frozen(s.knobs)
+    head_trainable = head_trainable and not freeze.freeze_tuned(s.knobs)  # freeze tuning's head is frozen
     head_grad = grad_bytes_per_param(s.knobs) if head_trainable else 0
     w = s.knobs.workload
     if s.knobs.role_run or (
@@ -115,6 +116,8 @@ def head_grad_bytes(s: Setup) -> int:
     gradient, or the tied embedding's), counted when gradients are not already all live."""
     if s.knobs.zero_stage >= 2 or s.knobs.fsdp != "off" or s.knobs.optimizer_in_backward:
         return 0
+    if freeze.freeze_tuned(s.knobs):  # the final norm and the head frozen (planner.estimate.freeze)
+        return 0
     if s.lora:  # the trained copy of the head, in the base's dtype
         return (
             s.model.text.vocab * s.model.text.hidden * frozen_weight_bytes_per_param(s.knobs)
@@ -163,7 +166,7 @@ def tied_embedding_grad_transient_bytes(s: Setup) -> int:
     beside the gradients already counted (sim probe, Gemma-2 and Llama-3.2 at the end of backward:
     grads 1.2 GiB + temporaries 3 x 2.2 GiB where one gradient of the head was counted before)."""
     m = s.model
-    if s.lora or not m.text.tied:
+    if s.lora or not m.text.tied or freeze.freeze_tuned(s.knobs):  # a frozen embedding takes no gradient
         return 0
     return 2 * m.text.vocab * m.text.hidden * grad_bytes_per_param(s.knobs)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from math import prod
 
 from planner.config.spec import Knobs
-from planner.estimate import lora, oft, peft_tuners, quant
+from planner.estimate import freeze, lora, oft, peft_tuners, quant
 from planner.estimate.setup import Setup
 from planner.model.modelspec import IDLE_AUDIO, IDLE_HEAD, frozen_roles
 
@@ -26,6 +26,8 @@ def trainable_params(s: Setup) -> int:
 
 
 def _trainable_params(s: Setup) -> int:
+    if freeze.freeze_tuned(s.knobs):  # freeze tuning: the last decoder layers alone (planner.estimate.freeze)
+        return freeze.trained_layer_params(s.model, s.knobs.trained_layers)
     if not s.lora:
         return s.model.params - s.model.frozen_params(frozen_modules(s))
     k = s.knobs
@@ -58,6 +60,8 @@ def trainable_tensor_sizes(s: Setup) -> list[tuple[int, int]]:
                 out += [(r * t.shape[-1], n), (r * t.shape[-2], n)]
                 out += [(t.shape[-2], n)] if lora.dora(k) else []  # DoRA's magnitude vector
         return out
+    if freeze.freeze_tuned(k):
+        return freeze.trained_tensor_sizes(s.model, k.trained_layers)
     frozen = frozen_roles(frozen_modules(s))
     return [(t.numel // t.count, t.count) for t in s.model.tensors if t.role not in frozen]
 
@@ -79,6 +83,8 @@ def _largest_trainable_matrix_params(s: Setup) -> int:
         if peft_tuners.vera(s.knobs):  # lambda_b, d_out elements
             adapters = max((n for n, _ in peft_tuners.tensor_sizes(s.model, s.knobs)), default=0)
         return max(adapters, s.model.text.vocab * s.model.text.hidden if s.knobs.lora_train_embeddings else 0)
+    if freeze.freeze_tuned(s.knobs):
+        return freeze.largest_trained_matrix_params(s.model)
     return max(prod(t.shape) for t in s.model.tensors if len(t.shape) == 2)
 
 
@@ -102,6 +108,8 @@ def frozen_params(s: Setup) -> int:
 
 
 def _frozen_params(s: Setup) -> int:
+    if freeze.freeze_tuned(s.knobs):
+        return s.model.params - trainable_params(s)
     return s.model.params if s.lora else s.model.frozen_params(frozen_modules(s))
 
 
@@ -143,7 +151,10 @@ def trainable_weight_bytes_per_param(k: Knobs) -> int:
 
 def frozen_weight_bytes_per_param(k: Knobs) -> int:
     """A LoRA base model is loaded in half precision unless the run is fp32; modules frozen in a full fine-tune
-    (--frozen) are in the model's own dtype (recipe/model.py weight_dtype): fp32 under torch AMP."""
+    (--frozen) are in the model's own dtype (recipe/model.py weight_dtype): fp32 under torch AMP. Freeze tuning's
+    frozen layers stay in the half precision the model was loaded in (planner.estimate.freeze)."""
+    if freeze.freeze_tuned(k) and k.precision != "fp32":
+        return 2
     if not k.lora_rank:
         return trainable_weight_bytes_per_param(k)
     return 4 if k.precision == "fp32" or k.lora_base_fp32 else 2

@@ -78,6 +78,9 @@ class Memory:
     fp32_logps: bool = False
     # its KTO keeps the rows' fp32 logits over the KL batch's pass and copies the chosen and rejected rows out of them
     kto_keeps_logits: bool = False
+    # under checkpointing it makes the embedding's output require a gradient (enable_input_require_grads), so freeze
+    # tuning's frozen layers below the trained ones are checkpointed and recomputed too (planner.estimate.freeze)
+    input_grads: bool = False
 
     def precision(self, bf16: bool) -> str:
         """The precision a request that names none runs: bf16 (fp16 where the GPU has no bf16) where this framework

@@ -13,7 +13,10 @@ from planner.errors import BadInput
 from planner.intake.collect import Collector, as_names
 from planner.intake.vocab import lora_targets
 
-PLANNED = "full fine-tuning, LoRA (LoRA+ and rsLoRA alike), DoRA, OFT, and AdaLoRA and VeRA as ms-swift runs them"
+PLANNED = (
+    "full fine-tuning, freeze tuning of the last layers, LoRA (LoRA+ and rsLoRA alike), DoRA, OFT, and AdaLoRA and "
+    "VeRA as ms-swift runs them"
+)
 # a tuner's name as a framework writes it -> what it is (ms-swift 4.6 base_args.py:56-58 get_supported_tuners;
 # LLaMA-Factory 0.9.5 hparams/finetuning_args.py:464 finetuning_type; axolotl 0.21 utils/schemas/peft.py:41 adapter)
 UNPLANNED_TUNERS = {

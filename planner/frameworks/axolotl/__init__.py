@@ -74,6 +74,8 @@ RUNS = {
     "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
     "negatives": (0,),
     "task": ("causal-lm",),  # reward_model / process_reward_model: not planned yet
+    "trained_layout": ("last",),  # LLaMA-Pro's interleaved blocks: not run here
+    "trained_layers": (0,),  # freeze tuning (LLaMA-Factory's finetuning_type freeze): not run here
     "lora_vision": (False,),  # adapters on the tower: not planned in this framework's keys yet
     "lora_variant": (
         "lora",

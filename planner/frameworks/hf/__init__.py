@@ -20,6 +20,8 @@ HF_RUNS = {
     # GenericForSequenceClassification: score = Linear(hidden, num_labels, bias=False)); TRL 1.16 RewardTrainer the same
     # with num_labels 1 (trl/trainer/reward_trainer.py)
     "task": ("causal-lm", "seq-cls"),
+    "trained_layout": ("last",),  # LLaMA-Pro's interleaved blocks: not run here
+    "trained_layers": (0,),  # freeze tuning (LLaMA-Factory's finetuning_type freeze): not run here
     "checkpointing": ("off", "full"),
     "loss": ("standard", "fused"),
     "batching": ("padded",),

@@ -57,6 +57,8 @@ FRAMEWORK = Framework(
         "lora_dropout",
         "lora_base_fp32",
         "frozen",
+        "trained_layers",  # freeze tuning (planner.estimate.freeze)
+        "trained_layout",  # last, or LLaMA-Pro's interleaved blocks (use_llama_pro)
         "cp_attention",
         "eval_batch",
         "eval_logits_steps",

@@ -44,6 +44,25 @@ KEYS = Table(
     Key("lora_targets", "lora_target", "all", f"{H}finetuning_args.py:81"),
     Key("lora_variant", "use_dora", to_value={"dora": True}),  # finetuning_args.py:103
     Key("lora_train_embeddings", "additional_target"),  # finetuning_args.py:59; model/adapter.py:241
+    # freeze tuning (finetuning_type freeze): num_layer_trainable / name_module_trainable through v0.7.0
+    # (v0.6.3 src/llmtuner/hparams/finetuning_args.py:12-27)
+    Key(
+        "trained_layers",
+        "freeze_trainable_layers",
+        2,
+        f"{H}finetuning_args.py:23-24",
+        renames=dict.fromkeys(OLD[:3], "num_layer_trainable"),
+    ),
+    Key(
+        "freeze_modules",
+        "freeze_trainable_modules",
+        "all",
+        f"{H}finetuning_args.py:33-34",
+        renames=dict.fromkeys(OLD[:3], "name_module_trainable"),
+    ),
+    Key("freeze_extra", "freeze_extra_modules"),  # finetuning_args.py:43-44: none
+    # finetuning_args.py:468-470: LLaMA-Pro's interleaved blocks (from v0.5.2; v0.5.0 has no such key)
+    Key("trained_layout", "use_llama_pro", to_value={"interleaved": True}),
     # OFT (finetuning_type oft from v0.9.4, #8623): PEFT's OFTConfig(r=oft_rank, oft_block_size, target_modules=
     # oft_target, module_dropout) at v0.9.5 model/adapter.py:243-250, :278-283
     Key("oft_block_size", "oft_block_size", 32, f"{H}finetuning_args.py:147"),

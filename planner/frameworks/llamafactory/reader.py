@@ -41,7 +41,6 @@ from planner.intake.flags import Flag, from_mapping
 REFUSED = {  # key: what it runs, refused in one line (planner.intake.tuners)
     "use_badam": "BAdam's block-wise updates",
     "use_adam_mini": "Adam-mini's reduced states",
-    "use_llama_pro": "LLaMA-Pro's expanded blocks",
 }
 # the line whose image_resolution is an image's longer side (v0.9.0 model_args.py:59-60, data/mm_plugin.py:58-60)
 SIDE = "0.8"
@@ -161,8 +160,12 @@ def _method(c: Collector, f: dict[str, Flag], r) -> bool:
     qb = KEYS.key("quant")
     if kind == "oft":
         return _oft(c, f, src)
-    if kind not in ("lora", "full"):
+    if kind not in ("lora", "full", "freeze"):
         tuners.tuner(src, kind)
+    if kind == "freeze":
+        _freeze(c, f, r)
+    elif KEYS.key("trained_layout") in f and as_bool(f[KEYS.key("trained_layout")].value):
+        tuners.refuse(f[KEYS.key("trained_layout")].source, f"LLaMA-Pro's blocks with finetuning_type {kind}")
     if kind != "lora":
         c.set("lora_rank", 0, src, KEYS.key("lora"))
         if qb in f:
@@ -185,6 +188,28 @@ def _method(c: Collector, f: dict[str, Flag], r) -> bool:
         c.set("lora_dropout", as_float(dropout), dsrc, KEYS.key("lora_dropout"))
     _quant(c, f)
     return True
+
+
+def _freeze(c: Collector, f: dict[str, Flag], r) -> None:
+    """finetuning_type freeze: the last freeze_trainable_layers decoder layers trained in full (model/adapter.py:89-90;
+    num_layer_trainable, 3 by default at v0.5.3 src/llmtuner/hparams/finetuning_args.py:25-26); the first N layers
+    (a negative count, :91-92), some modules of a layer or extra modules trained are refused in one line."""
+    n, src = look(c, f, "trained_layers")
+    if r.name == "0.5" and KEYS.key("trained_layers") not in f:
+        n, src = 3, default(LF, "v0.5.3 src/llmtuner/hparams/finetuning_args.py:25-26", "num_layer_trainable 3")
+    count = as_int(n)
+    if count is None or count <= 0:
+        tuners.refuse(src, f"freeze tuning of the first {-(count or 0)} layers (backward through every layer above)")
+    modules, msrc = look(c, f, "freeze_modules")
+    if str(modules).strip().lower() not in ("all", "none"):
+        tuners.refuse(msrc, f"freeze tuning of some modules of a layer ({modules})")
+    extra = f.get(KEYS.key("freeze_extra"))
+    if extra and extra.value:
+        tuners.refuse(extra.source, f"freeze tuning with extra modules trained ({extra.value})")
+    c.number("trained_layers", count, src, KEYS.key("trained_layers"))
+    pro = f.get(KEYS.key("trained_layout"))
+    if pro and as_bool(pro.value):  # model/adapter.py:80-88: every (layers/N)-th layer of the expanded checkpoint
+        c.set("trained_layout", "interleaved", pro.source, KEYS.key("trained_layout"))
 
 
 def _oft(c: Collector, f: dict[str, Flag], src: str) -> bool:

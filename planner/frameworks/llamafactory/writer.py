@@ -186,8 +186,19 @@ def method_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
     out: list[Entry] = [
         (*k("workload.kind", plan.workload.kind), ""),
         ("do_train", True, ""),
-        (*k("lora", "oft" if oft(plan) else "lora" if plan.lora_rank else "full"), ""),
+        (
+            *k(
+                "lora",
+                "oft" if oft(plan) else "lora" if plan.lora_rank else "freeze" if plan.trained_layers else "full",
+            ),
+            "",
+        ),
     ]
+    if plan.trained_layers:  # model/adapter.py:89-90: the last N layers trained, the rest frozen in half precision
+        out.append((*k("trained_layers", plan.trained_layers), "the last N decoder layers trained"))
+        out.append((*k("freeze_modules", "all"), "every module of those layers (v0.5 requires the key)"))
+        if plan.trained_layout == "interleaved":  # the checkpoint scripts/llama_pro.py expanded
+            out.append((*k("trained_layout", plan.trained_layout), "LLaMA-Pro: every (layers/N)-th layer trained"))
     if oft(plan):  # PEFT's OFTConfig(r=0, oft_block_size) (v0.9.5 model/adapter.py:243-250)
         out += [
             (*k("oft_block_size", plan.lora_rank), "OFT's block size (oft_rank 0: LF's default)"),

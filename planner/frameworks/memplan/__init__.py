@@ -36,6 +36,8 @@ FRAMEWORK = Framework(
         "lora_vision",
         "lora_base_fp32",
         "frozen",
+        "trained_layers",  # freeze tuning (planner.estimate.freeze)
+        "trained_layout",  # last, or LLaMA-Pro's interleaved blocks (use_llama_pro)
         "vit_checkpointing",
         "expert_parallel",
         "tensor_parallel",

@@ -191,6 +191,8 @@ FRAMEWORK = Framework(
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
         "negatives": (0,),
         "task": ("causal-lm",),  # train_rm: not planned yet
+        "trained_layout": ("last",),  # LLaMA-Pro's interleaved blocks: not run here
+        "trained_layers": (0,),  # freeze tuning (LLaMA-Factory's finetuning_type freeze): not run here
         # --algo.advantage.estimator (cli/train_ppo_ray.py:515); DPO: cli/train_dpo.py (policy and reference)
         "workload": ("ppo", "grpo", "rloo", "reinforce++", "dpo", "sft"),  # SFT: cli/train_sft.py
         "checkpointing": ("off", "full"),  # --actor.gradient_checkpointing_enable (:328)

@@ -36,6 +36,8 @@ OMNI_WHOLE = Rule(
 SIGN_KEYS = {"tuner_type", "train_type", "rlhf_type", "target_modules", "torch_dtype", "attn_impl", "freeze_vit"}
 FRAMEWORK = Framework(
     name="swift",
+    # gradient_checkpointing_enable, then enable_input_require_grads (v4.5.2 swift/trainers/mixin.py:939-941)
+    input_grads=True,
     image_knobs=("MAX_PIXELS", "MAX_NUM"),  # qwen_vl_utils' pixel cap; its InternVL template's tiles
     reads=("swift",),
     signs=(Signs("swift", lambda k, d: "model" in k and bool(k & SIGN_KEYS or "ENV" in k), 70),),
@@ -74,6 +76,7 @@ FRAMEWORK = Framework(
         "lora_targets",
         "lora_train_embeddings",
         "lora_dropout",
+        "trained_layers",  # --freeze_parameters_ratio 1 --trainable_parameters (reader_freeze.py)
         "lora_base_fp32",
         "lora_vision",
         "frozen",
@@ -113,6 +116,7 @@ FRAMEWORK = Framework(
         # kto (rlhf_trainers/kto_trainer.py: the KL batch without grad first, :53, then the rows, :58-61)
         # --task_type (ms-swift 4.6 swift/arguments/base_args/model_args.py:72; decision is not planned)
         "task": ("causal-lm", "seq-cls", "embedding", "reranker", "generative-reranker"),
+        "trained_layout": ("last",),  # LLaMA-Pro's interleaved blocks: --tuner_type llamapro is refused (tuners)
         "context_parallel": ("off",),  # ring attention comes inside --sequence_parallel_size, with flash-attn
     },
     defaults={
@@ -165,6 +169,13 @@ FRAMEWORK = Framework(
             "tensor_parallel",
             "--deepspeed_autotp_size is for full fine-tuning only (swift/arguments/sft_args.py:158-160): --lora-rank 0",
             lambda k: k["tensor_parallel"] > 1 and k["lora_rank"] > 0,
+        ),
+        Rule(
+            "trained_layers",
+            "keeps every weight in --torch_dtype, the frozen layers too (swift/pipelines/train/tuner.py:403-409): its "
+            "freeze tuning under torch AMP holds fp32 frozen layers, not planned; give --precision bf16-pure "
+            "(--torch_dtype bfloat16, its default) or ZeRO",
+            lambda k: k["trained_layers"] > 0 and k["precision"] in ("bf16", "fp16") and not k["zero_stage"],
         ),
         Rule(
             "workload",

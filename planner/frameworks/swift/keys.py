@@ -34,6 +34,9 @@ KEYS = Table(
         renames={"2": "sft_type", **dict.fromkeys(V3, "train_type")},
     ),
     Key("lora_rank", "lora_rank", 8, f"{S}tuner_args.py:133"),
+    # freeze tuning (reader_freeze.py): every parameter frozen, the last layers' prefixes trainable (tuner_args.py:116-120)
+    Key("freeze_ratio", "freeze_parameters_ratio"),
+    Key("trained_layers", "trainable_parameters"),
     Key("lora_alpha", "lora_alpha"),  # tuner_args.py:134
     # v2.5.2 argument.py:896, 2.x's older name of target_modules (:689)
     Key("lora_targets", "target_modules", "all-linear", f"{S}tuner_args.py:126", renames={"2": "lora_target_modules"}),

@@ -16,6 +16,7 @@ from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.hf import reader as hfargs
 from planner.frameworks.swift import reader_2 as swift2
 from planner.frameworks.swift import reader_env as swiftenv
+from planner.frameworks.swift import reader_freeze as swift_freeze
 from planner.frameworks.swift import reader_media as media
 from planner.frameworks.swift import reader_ppo as swift_ppo
 from planner.frameworks.swift import reader_rl as swiftrl
@@ -106,6 +107,7 @@ def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
         src += f" (ms-swift 3's name for {KEYS.flag('lora')})"
     if tuner == "full":
         c.set("lora_rank", 0, src, f"--{key}")
+        swift_freeze.read_freeze(c, f)  # --freeze_parameters_ratio 1 with the top layers trainable: freeze tuning
         return False
     variant = str(tuner).strip().lower() if str(tuner).strip().lower() in TUNER_RANK else ""
     if tuner != "lora" and not variant:

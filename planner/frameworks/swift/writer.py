@@ -185,6 +185,9 @@ def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
     tuner = KEYS.key("lora", plan.knobs.release)  # 3.x: train_type (the release)
     if not plan.lora_rank:
         out: list[Flag] = [(tuner, "full")]
+        if plan.trained_layers:  # every parameter frozen, the last layers trainable (reader_freeze.py)
+            top = range(model.text.layers - plan.trained_layers, model.text.layers)
+            out += [k("freeze_ratio", 1), k("trained_layers", [f"model.layers.{i}." for i in top])]
         if model.vision is not None:  # swift freezes both by default
             out += [k("frozen_vision", "vision" in plan.frozen), k("frozen_projector", "projector" in plan.frozen)]
             out += [k("frozen_language", True)] if "language" in plan.frozen else []

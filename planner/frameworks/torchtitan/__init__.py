@@ -53,6 +53,8 @@ FRAMEWORK = Framework(
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
         "negatives": (0,),
         "task": ("causal-lm",),  # its trainer is causal-LM pretraining and SFT
+        "trained_layout": ("last",),  # LLaMA-Pro's interleaved blocks: not run here
+        "trained_layers": (0,),  # freeze tuning (LLaMA-Factory's finetuning_type freeze): not run here
         "workload": ("sft",),  # next-token training over its dataloaders (hf_datasets/text_datasets.py)
         # trainer.py:108-110 (SelectiveAC by default); distributed/activation_checkpoint.py:166-215,330-335 (FullAC,
         # SelectiveAC, None); 0.3.0 has no layer-every-N mode

@@ -68,6 +68,8 @@ FRAMEWORK = Framework(
         "num_labels": (1,),
         "negatives": (0,),
         "task": ("causal-lm",),
+        "trained_layout": ("last",),  # LLaMA-Pro's interleaved blocks: not run here
+        "trained_layers": (0,),  # freeze tuning (LLaMA-Factory's finetuning_type freeze): not run here
         "workload": ("sft",),  # DPO, PPO, KD, QAT, GRPO recipes: refused by name (reader.py)
         # fp16 raises ("full fp16 training is not supported"): full_finetune_single_device.py:124, _distributed.py:131,
         # lora_finetune_single_device.py:130, lora_finetune_distributed.py:134; training/precision.py:18-22

@@ -152,6 +152,8 @@ FRAMEWORK = Framework(
         "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
         "negatives": (0,),
         "task": ("causal-lm",),  # its critic is planned by roles (planner.estimate.roles), not as a task
+        "trained_layout": ("last",),  # LLaMA-Pro's interleaved blocks: not run here
+        "trained_layers": (0,),  # freeze tuning (LLaMA-Factory's finetuning_type freeze): not run here
         "workload": ("sft", "ppo", "grpo", "rloo", "reinforce++"),  # sft_trainer.py; RL: trainer/main_ppo.py
         "checkpointing": ("off", "full"),  # model.enable_gradient_checkpointing (config/model/hf_model.yaml:34)
         "loss": ("standard",),  # workers/utils/losses.py sft_loss over the model's logits

@@ -67,6 +67,8 @@ CASES = {
         "int8": {"lora_rank": 8, "quant": "int8", "checkpointing": "full"},
         "dpo_full_z2_offload": {"zero": 2, "offload": "optimizer", "workload": DPO, "checkpointing": "full"},
         "kto_lora": {"lora_rank": 8, "checkpointing": "full", "workload": KTO},
+        "freeze": {"trained_layers": 4, "checkpointing": "full", "zero": 2},
+        "llama_pro": {"trained_layers": 4, "trained_layout": "interleaved", "checkpointing": "full"},
         "vlm_fsdp": {**VLM_FULL, "checkpointing": "offload", "frozen": "vision", "micro_batch": 1, "nodes": 2},
         "vlm_projector_only": {
             "model": "qwen2.5-vl-7b",
@@ -87,6 +89,7 @@ CASES = {
     "swift": {
         "galore_8bit": {**MATRIX, "optimizer": "galore-adamw-8bit", "optimizer_targets": "q_proj,v_proj"},
         "muon": {**MATRIX, "optimizer": "muon"},
+        "freeze": {"trained_layers": 4, "precision": "bf16-pure", "checkpointing": "full"},
         "dora": {
             "lora_rank": 16,
             "lora_variant": "dora",
@@ -240,6 +243,26 @@ def test_llamafactory_kto_writes_its_stage_and_reads_it_back(tmp_path):
     assert w.plan.workload.logprobs == "full" and "kl-forward" in w.plan.memory.phases
     back = intake.read([str(w.dir / llamafactory.CONFIG_NAME)]).request["workload"]
     assert back == {"kind": "kto", "max_length": 2048, "logprobs": "full"}
+
+
+def test_llamafactory_freeze_tuning_writes_its_trained_layers_and_reads_them_back(tmp_path):
+    """finetuning_type freeze with freeze_trainable_layers (model/adapter.py:89-90): the last 4 layers trained; read
+    back, the same knob, and an older line's num_layer_trainable (v0.6.3 finetuning_args.py:25-26) the same."""
+    w = lf("freeze", tmp_path)
+    assert (w.cfg["finetuning_type"], w.cfg["freeze_trainable_layers"]) == ("freeze", 4)
+    assert w.cfg["freeze_trainable_modules"] == "all" and "lora_rank" not in w.cfg
+    path = w.dir / llamafactory.CONFIG_NAME
+    assert intake.read([str(path)]).request["trained_layers"] == 4
+    pro = lf("llama_pro", tmp_path)
+    assert pro.cfg["use_llama_pro"] is True and pro.cfg["freeze_trainable_layers"] == 4
+    back = intake.read([str(pro.dir / llamafactory.CONFIG_NAME)]).request
+    assert (back["trained_layers"], back["trained_layout"]) == (4, "interleaved")
+    old = tmp_path / "old.yaml"
+    old.write_text(
+        "model_name_or_path: Qwen/Qwen2.5-7B\nstage: sft\nfinetuning_type: freeze\nnum_layer_trainable: 4\n"
+        "name_module_trainable: all\ncutoff_len: 1024\nbf16: true\n"
+    )
+    assert intake.read([str(old)]).request["trained_layers"] == 4
 
 
 def test_llamafactory_lora_zero3_over_two_nodes(tmp_path):
@@ -397,6 +420,25 @@ def test_swift_qlora_grpo_with_colocated_vllm(tmp_path):
     assert f["use_vllm"] == "true" and f["vllm_mode"] == "colocate" and f["vllm_gpu_memory_utilization"] == "0.3"
     assert f["max_length"] == "512"  # GRPO: swift's max_length cuts the prompt
     assert f["gradient_checkpointing"] == "false" and f["reward_funcs"] == ["accuracy", "format"]
+
+
+def test_swift_freeze_tuning_writes_its_trainable_layers_and_reads_them_back(tmp_path):
+    """--tuner_type full, every parameter frozen and the last 4 layers' prefixes trainable (tuner.py:403-409); read
+    back, --trained-layers 4. A ratio under 1 (the head trained too), a regex or a layer not at the top are refused."""
+    w = sw("freeze", tmp_path)
+    assert (w.f["tuner_type"], w.f["freeze_parameters_ratio"]) == ("full", "1")
+    assert w.f["trainable_parameters"] == [f"model.layers.{i}." for i in range(24, 28)]  # Qwen2.5-7B's 28 layers
+    assert intake.read([str(w.dir / swift.SCRIPT_NAME)]).request["trained_layers"] == 4
+    base = "swift sft --model Qwen/Qwen2.5-7B --tuner_type full --max_length 1024 "
+    for flags, says in (
+        ("--freeze_parameters_ratio 0.5", "a share of the parameters frozen"),
+        ("--freeze_parameters_ratio 1 --trainable_parameters model.layers.0.", "other than the last decoder layers"),
+        ("--trainable_parameters_regex 'layers\\.27'", "by a regex"),
+    ):
+        path = tmp_path / "t.sh"
+        path.write_text(base + flags + "\n")
+        with pytest.raises(BadInput, match=says):
+            intake.read([str(path)])
 
 
 def test_swift_grpo_writes_its_weight_sync_and_engine_split(tmp_path):
