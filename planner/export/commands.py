@@ -193,6 +193,9 @@ def sbatch(
     starts the nodes' tasks itself (the bundled trainer's `planner train --launcher slurm`). header: more #SBATCH
     lines (partition, account, time)."""
     args = " ".join(shlex.quote(x) for x in (program or [TRAIN_SCRIPT, *script_args(plan)]))
+    # inside bash -c '...': each quote of an argument closed, escaped and reopened ('"'"'), or `--fsdp 'full_shard
+    # auto_wrap'` would end the string there and hand `auto_wrap --fsdp_config ...` to bash as $0, never to train.py
+    args = args.replace("'", "'\"'\"'")
     env = "".join(f"export {k}={v}\n" for k, v in {**launch_env(plan), **parallel.parallelism_env(plan, hw)}.items())
     run = driver or (
         f"""srun --kill-on-bad-exit=1 bash -c 'torchrun --nnodes "$SLURM_NNODES" --nproc_per_node {hw.gpus_per_node} \\
