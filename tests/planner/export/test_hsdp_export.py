@@ -7,12 +7,17 @@ test_old_releases_parse.py's hsdp kind."""
 
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
 
 from planner import advise, checkconfig
 from planner.export import launch
+from recipe.dist import free_port
+
+from .test_old_releases_parse import ROOT
 
 MESH = "ACCELERATE_USE_PARALLELISM_CONFIG=true"
 READ = {"gpu": "h100", "model": "qwen2.5-0.5b", "seq_len": 1024}  # the Slurm script names no model
@@ -79,3 +84,32 @@ def test_the_slurm_script_hands_train_py_every_flag(tmp_path):
     argv = run.stdout.splitlines()
     flags = argv[argv.index("train.py") + 1 :]
     assert flags[flags.index("--fsdp") + 1 :][:3] == ["full_shard auto_wrap", "--fsdp_config", "fsdp_config.json"]
+
+
+VALIDATORS = Path(__file__).parent / "validators"
+# (line, the python whose transformers and accelerate build the ranks): 4.56.2 with 1.10.1, the newest with its own
+RANKS = [("hf@4.54", ROOT / "trl-0.22.2" / "bin" / "python"), ("hf", Path(sys.executable))]
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize(("framework", "python"), RANKS, ids=[r[0] for r in RANKS])
+def test_four_gloo_ranks_build_the_planned_mesh(framework, python, tmp_path):
+    """The written HSDP plan (2 nodes x 2 GPUs) on 4 CPU ranks (validators/hsdp_mesh.py): each rank's parameters are
+    DTensors on the 2 x 2 (dp_replicate, dp_shard_cp) mesh, replicated over nodes and sharded within one, each rank
+    holding half of them (the files written before held a quarter: a full shard over the world). ~12 s a line."""
+    if not python.is_file():
+        pytest.skip(f"no {python}: `tools/fwenv_old.sh trl-0.22.2` builds it")
+    written(framework, tmp_path)
+    run = subprocess.run(
+        [str(python), "-m", "torch.distributed.run", "--nproc_per_node", "4", "--master_port", str(free_port())]
+        + [str(VALIDATORS / "hsdp_mesh.py"), str(tmp_path)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    ranks = [line for line in run.stdout.splitlines() if line.startswith("rank ")]
+    assert len(ranks) == 4, run.stdout[-2000:] + run.stderr[-4000:]
+    for line in ranks:
+        assert "mesh [[0, 1], [2, 3]] ('dp_replicate', 'dp_shard_cp') (Replicate(), Shard(dim=0))" in line, line
+        assert line.endswith("= 0.500"), line
