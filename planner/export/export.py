@@ -133,14 +133,23 @@ def hf_args(plan: Plan, model: ModelSpec | None = None, hw: Hardware | None = No
         args[K.key("fsdp")] = fsdp_option(plan)
         args[K.key("fsdp_config")] = fsdp_config(plan, model)
     fields = parallel.parallelism_fields(plan, hw.nodes if hw else 1)
-    if fields:  # TrainingArguments.parallelism_config: the script builds ParallelismConfig(**fields) (export.parallel)
+    # TrainingArguments.parallelism_config: the script builds ParallelismConfig(**fields) (export.parallel); HSDP's
+    # mesh alone goes by the launcher's variables, which every release of the line reads (the field is 4.56's)
+    if fields and (plan.sequence_parallel > 1 or plan.context_parallel > 1):
         args["parallelism_config"] = fields
     return {**args, **trl_args(plan.workload, grpo_takes(plan))}
 
 
+# HSDP is written as FSDP2's full shard over accelerate's 2-D mesh (export.parallel.hsdp_fields): transformers 5.10.0
+# .. 5.23.0 refuse `hybrid_shard` with fsdp_config version 2 (5.10.0 training_args.py:2702-2703, 2833-2840; 5.23.0
+# :2791-2792, 2923-2930: "only available with FSDP1"), and 4.51 .. 5.9 run it as a full shard whatever it says (the
+# strategy is FSDP1's: export.parallel); a user's `hybrid_shard` is still read as the key table says
+WRITTEN_FSDP = {"hybrid": "full"}
+
+
 def fsdp_option(plan: Plan) -> str:
     """TrainingArguments.fsdp of an FSDP plan: its sharding, auto-wrapped, and offload where the plan offloads."""
-    return K["fsdp"].write(plan.fsdp) + (" offload" if plan.offload != "none" else "")
+    return K["fsdp"].write(WRITTEN_FSDP.get(plan.fsdp, plan.fsdp)) + (" offload" if plan.offload != "none" else "")
 
 
 def grpo_takes(plan: Plan):

@@ -49,7 +49,24 @@ def parallelism_fields(plan: Plan, nodes: int) -> dict | None:
             "cp_backend": "torch",
             "cp_handler": {"cp_comm_strategy": CP_COMM[plan.cp_attention]},
         }
+    if plan.fsdp == "hybrid":  # HSDP: FSDP2 over accelerate's dp_replicate x dp_shard mesh (hsdp_fields)
+        return hsdp_fields(plan, nodes)
     return None
+
+
+# FSDP2's hybrid shard is fully_shard over a 2-D mesh, which accelerate builds from ParallelismConfig alone: the
+# Accelerator makes one from PARALLELISM_CONFIG_* where ACCELERATE_USE_PARALLELISM_CONFIG is true (1.10.1
+# accelerator.py:454-476; none before 1.10.0), and fsdp2_prepare_model passes mesh[fsdp_dim_names], (dp_replicate,
+# dp_shard_cp) (utils/fsdp_utils.py:624-631, parallelism_config.py:137-143); without one the mesh is None and every
+# rank is one shard group (full shard over the world), whatever --fsdp says: HF's Trainer reads no sharding strategy
+# under FSDP2 (transformers 4.56.2 training_args.py:1995-2008 sets FSDP_SHARDING_STRATEGY, which accelerate reads
+# under FSDP1 alone: 1.10.1 utils/dataclasses.py:1782-1790), and builds no ParallelismConfig of its own (4.56.2
+# trainer.py:5467-5473 passes TrainingArguments.parallelism_config, a field from 4.56 only; 5.23.0 the same)
+
+
+def hsdp_fields(plan: Plan, nodes: int) -> dict:
+    """ParallelismConfig's sizes of an HSDP plan: one replica a node, sharded over the node's GPUs."""
+    return {"dp_replicate_size": nodes, "dp_shard_size": plan.world_size // nodes}
 
 
 def accelerate_section(fields: dict) -> dict:
@@ -67,8 +84,9 @@ def deepspeed_keys(knobs) -> dict:
 
 
 def needs_accelerate_launch(plan: Plan) -> bool:
-    """Ulysses and context parallel reach the ranks only through `accelerate launch` (PARALLELISM_CONFIG_*)."""
-    return plan.sequence_parallel > 1 or plan.context_parallel > 1
+    """Ulysses, context parallel and HSDP's mesh reach the ranks only through `accelerate launch`
+    (PARALLELISM_CONFIG_*) or the variables a Slurm script exports (parallelism_env)."""
+    return plan.sequence_parallel > 1 or plan.context_parallel > 1 or plan.fsdp == "hybrid"
 
 
 def deepspeed_accelerate_config(plan: Plan, hw: Hardware, ds_name: str) -> dict:

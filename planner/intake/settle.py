@@ -27,9 +27,22 @@ def finish(c: Collector) -> None:
     _zero_auto(c)
     if "fsdp_checkpointing" in c.facts and c.get("fsdp", "off") != "off":
         c.set("checkpointing", *c.facts["fsdp_checkpointing"])
+    _hsdp(c)
     _unplannable(c)
     _split_world(c)
     _framework(c)
+
+
+def _hsdp(c: Collector) -> None:
+    """A full shard over accelerate's replicas (ParallelismConfig's dp_replicate_size above 1, from the launcher's
+    config or its variables) is FSDP2's hybrid shard, fully_shard over the dp_replicate x dp_shard mesh (accelerate
+    1.10.1 utils/fsdp_utils.py:624-631), whatever the trainer's --fsdp says: planned as one replica a node."""
+    fact = c.facts.get("dp_replicate")
+    if fact is None or fact[0] <= 1 or c.get("fsdp", "off") not in ("full", "hybrid"):
+        return
+    c.set("fsdp", "hybrid", fact[1], fact[2])
+    if fact[0] != int(c.get("nodes", 1)):
+        c.note(f"{fact[1]} (HSDP is planned with one replica a node, {c.get('nodes', 1)} here)")
 
 
 def _split_world(c: Collector) -> None:

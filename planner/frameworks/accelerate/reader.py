@@ -171,6 +171,8 @@ def _parallelism(c: Collector, e: dict) -> None:
     """The parallelism section's sequence, context and tensor parallel sizes and context parallel's exchange."""
     p = {k.removeprefix("parallelism_config.parallelism_config_"): v for k, v in e.items() if k.startswith("par")}
     parallel_sizes(c, {field: (*p[k], k) for k, field in PARALLELISM.items() if k in p})
+    if "dp_replicate_size" in p and as_int(p["dp_replicate_size"][0]):  # FSDP2 over replicas (settle: HSDP)
+        c.fact("dp_replicate", as_int(p["dp_replicate_size"][0]), p["dp_replicate_size"][1], "dp_replicate_size")
     comm = p.get("cp_comm_strategy")
     cp = as_int(p.get("cp_size", (1,))[0])
     if comm and cp and cp > 1:
@@ -268,3 +270,11 @@ def read_env_version(c: Collector, env: dict[str, str], where: str) -> None:
     value = env.get(VERSION_ENV, "").strip()
     if value.isdigit():
         c.fact("fsdp_env_version", int(value), f"{where} {VERSION_ENV}={value}", VERSION_ENV)
+    replicate = env.get(REPLICATE_ENV, "").strip()
+    if env.get(MESH_ENV, "false").lower() == "true" and replicate.isdigit():  # the mesh the Accelerator builds
+        c.fact("dp_replicate", int(replicate), f"{where} {REPLICATE_ENV}={replicate}", REPLICATE_ENV)
+
+
+# the variables `accelerate launch` hands the ranks for its parallelism section (1.10.1 utils/launch.py:353-362), which
+# the Accelerator reads into ParallelismConfig (accelerator.py:454-459): HSDP's replicas (planner.export.parallel)
+MESH_ENV, REPLICATE_ENV = "ACCELERATE_USE_PARALLELISM_CONFIG", "PARALLELISM_CONFIG_DP_REPLICATE_SIZE"

@@ -44,6 +44,15 @@ def pinned_first(plan, package: str, first: tuple[int, ...]) -> tuple[int, ...]:
     return first
 
 
+# an HSDP plan's mesh comes from accelerate's ParallelismConfig, which the Accelerator builds from the launcher's
+# variables from 1.10 (planner.export.parallel.hsdp_fields; transformers asks 1.10.1 of it, 4.56.2
+# trainer.py:5468-5471)
+ACCELERATE_HSDP = "accelerate>=1.10.1"
+
+
 def requirements(plan) -> str:
-    """The requirement lines beside the package's pin: accelerate's FSDP2 for the plans fsdp_env names."""
-    return f"{ACCELERATE_FSDP2}\n" if fsdp_env(plan) else ""
+    """The requirement lines beside the package's pin: accelerate's FSDP2 for the plans fsdp_env names, its
+    ParallelismConfig for an HSDP plan."""
+    if not fsdp_env(plan):
+        return ""
+    return f"{ACCELERATE_HSDP if plan.fsdp == 'hybrid' else ACCELERATE_FSDP2}\n"

@@ -39,13 +39,18 @@ KINDS = {
 #   HSDP_4); the GRPO forks' vision-language GRPO (LoRA on the language model, its images within a pixel cap the
 #   fork's script takes; the 7B sharded with ZeRO, their FSDP being a rule)
 FSDP = {"fsdp": {"fsdp": ["full"], "seq_len": 1024}}
+# HSDP over 2 nodes x 2 GPUs: the validator builds the mesh the ranks' Accelerator builds from the written variables
+# and reports it (trl_validate.py mesh); FSDP2 over a mesh that is not one replica a node, or none, fails the case
+HSDP = {"hsdp": {"fsdp": ["hybrid"], "nodes": 2, "seq_len": 1024}}
+MESH = {"hsdp": " mesh=('dp_replicate', 'dp_shard_cp') 2x2"}
 VL_GRPO = {
     "grpo-vl-lora": {"model": "qwen2.5-vl-3b", "lora_rank": 8, "images": 1, "max_pixels": 401408, **GRPO},
     "grpo-vl-7b": {"model": "qwen2.5-vl-7b", **GRPO},
 }
 OWN_KINDS = {
     "llamafactory": FSDP,
-    "hf": FSDP,
+    "hf": FSDP | HSDP,
+    "trl": HSDP,
     "r1-v": VL_GRPO,
     "vlm-r1": VL_GRPO,
     # ms-swift's --train_type adalora | vera at 3.x, with their own rank flags (planner/frameworks/swift/keys.py)
@@ -55,7 +60,14 @@ OWN_KINDS = {
     },
 }
 RANKED = {("llamafactory", "0.9.3"): {"fsdp"}, ("llamafactory", "0.9.4"): {"fsdp"}, ("hf", "4"): {"fsdp"}}
-CONFIG = {"lora": "SFTConfig", "full": "SFTConfig", "full-7b": "SFTConfig", "fsdp": "SFTConfig", "dpo": "DPOConfig"}
+CONFIG = {
+    "lora": "SFTConfig",
+    "full": "SFTConfig",
+    "full-7b": "SFTConfig",
+    "fsdp": "SFTConfig",
+    "hsdp": "SFTConfig",
+    "dpo": "DPOConfig",
+}
 LF, SWIFT, TRL = "llamafactory_old_validate.py", "swift_old_validate.py", "trl_validate.py"
 # the GRPO forks' lines: their GRPO command through the fork's own entry script's parser (its dataclasses from the
 # verbatim copy's syntax tree, VLM-R1's GRPOConfig from its own trainer/grpo_config.py), their SFT and DPO plans
@@ -229,6 +241,9 @@ def test_every_written_line_passes_its_own_releases_parser(framework, line, venv
         )
         assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-8000:]
         assert run.stdout.count(": OK ") == len(args), run.stdout
+        said = [line for line in run.stdout.splitlines() if ": OK " in line]
+        for kind in set(MESH) & {Path(a.rpartition(":")[2]).name for a in args}:  # the HSDP mesh the ranks build
+            assert [line for line in said if f"/{kind}: OK" in line and MESH[kind] in line], run.stdout
     files = sum(map(len, calls.values()))
     print(f"{venv} ({framework}@{line}): {files} OK in {len(calls)} validator runs, unranked {unranked}")
 

@@ -74,14 +74,22 @@ def check(folder: Path) -> str:
         raise ValueError(f"flags {config} and ModelConfig do not take: {rest}")
     if not model.model_name_or_path:  # the printed command names it; the Slurm script must too
         raise ValueError("launch.sbatch names no --model_name_or_path")
-    for field in ("per_device_train_batch_size", "gradient_accumulation_steps", "bf16", "gradient_checkpointing"):
+    # fsdp and fsdp_config too: a quote of `--fsdp 'full_shard auto_wrap'` inside srun's bash -c '...' once ended
+    # the string there, and train.py got `--fsdp full_shard` and no fsdp_config
+    fields = ("per_device_train_batch_size", "gradient_accumulation_steps", "bf16", "gradient_checkpointing", "fsdp")
+    for field in (*fields, "fsdp_config"):
         if getattr(cfg, field) != getattr(cfg2, field):
             raise ValueError(f"{field}: train_args.json {getattr(cfg, field)} != flags {getattr(cfg2, field)}")
     import transformers
     import trl
 
     raw = json.loads((folder / "train_args.json").read_text())
-    extra = fsdp_plugin(cfg, raw, (folder / "launch.sbatch").read_text()) if cfg.fsdp else ""
+    sbatch = (folder / "launch.sbatch").read_text()
+    extra = (
+        fsdp_plugin(cfg, raw, sbatch) + mesh(exported(sbatch, "PARALLELISM_", "ACCELERATE_USE_"), sbatch)
+        if cfg.fsdp
+        else ""
+    )
     if (folder / ACCELERATE).is_file():  # the command's flags (the model named there) under accelerate's launcher
         command = folder / "command.sh"
         extra += accelerate_launched(config, flags_of(command.read_text()) if command.is_file() else argv, raw)
@@ -101,18 +109,43 @@ def fsdp_plugin(cfg, raw: dict, sbatch: str) -> str:
     TrainingArguments' fsdp_plugin_args where it has them, else the FSDP_* variables it set and those the Slurm script
     exports), checked FSDP2 (memplan plans FSDP2:
     planner/export/export.py fsdp_config) with the plan's resharding (reshard_after_forward false for shard_grad_op)."""
+    from unittest import mock
+
     from accelerate.utils import FullyShardedDataParallelPlugin
 
-    for line in sbatch.splitlines():
-        if line.startswith("export FSDP_"):
-            key, _, value = line.removeprefix("export ").partition("=")
-            os.environ[key] = value
     # transformers 5 builds it from TrainingArguments.fsdp_plugin_args (5.6.0 trainer.py:798-801), 4.x from the
-    # environment alone
-    plugin = FullyShardedDataParallelPlugin(**(getattr(cfg, "fsdp_plugin_args", None) or {}))
-    for key in [k for k in os.environ if k in ("FSDP_VERSION", "FSDP_RESHARD_AFTER_FORWARD")]:
-        del os.environ[key]  # the next folder's script sets its own
+    # environment alone (the next folder's script sets its own)
+    with mock.patch.dict(os.environ, exported(sbatch, "FSDP_")):
+        plugin = FullyShardedDataParallelPlugin(**(getattr(cfg, "fsdp_plugin_args", None) or {}))
     return planned_fsdp2(cfg, raw, plugin)
+
+
+def exported(sbatch: str, *prefixes: str) -> dict[str, str]:
+    """The variables the Slurm script exports whose names start with one of `prefixes`."""
+    lines = (line.removeprefix("export ").partition("=") for line in sbatch.splitlines() if line.startswith("export "))
+    return {k: v for k, _, v in lines if k.startswith(prefixes)}
+
+
+def mesh(env: dict[str, str], sbatch: str) -> str:
+    """The data-parallel mesh the ranks' Accelerator builds under `env` (accelerate's ParallelismConfig where
+    ACCELERATE_USE_PARALLELISM_CONFIG is true: 1.10.1 accelerator.py:454-476; FSDP2 shards over mesh[fsdp_dim_names],
+    utils/fsdp_utils.py:624-631): ValueError unless it covers the script's nodes x GPUs a node with one replica a node
+    (memplan's HSDP: planner.export.parallel.hsdp_fields). Empty where no mesh is built (a full shard)."""
+    from unittest import mock
+
+    if env.get("ACCELERATE_USE_PARALLELISM_CONFIG", "false").lower() != "true":
+        return ""
+    try:
+        from accelerate.parallelism_config import ParallelismConfig
+    except ImportError as e:  # accelerate before 1.10.0: the variables are never read, every rank one shard group
+        raise ValueError(f"the script sets {sorted(env)}, which this accelerate never reads: {e}") from None
+    with mock.patch.dict(os.environ, env):
+        pc = ParallelismConfig()
+    nodes = int(sbatch.split("#SBATCH --nodes=", 1)[1].split()[0])
+    gpus = int(sbatch.split("#SBATCH --gpus-per-node=", 1)[1].split()[0])
+    if pc.total_size != nodes * gpus or (pc.dp_replicate_size > 1 and pc.dp_replicate_size != nodes):
+        raise ValueError(f"ParallelismConfig {pc._sizes} over {nodes} nodes x {gpus} GPUs")
+    return f" mesh={tuple(pc.fsdp_dim_names)} {pc.dp_replicate_size}x{pc.dp_shard_size}"
 
 
 def planned_fsdp2(cfg, raw: dict, plugin) -> str:
@@ -144,11 +177,12 @@ def accelerate_launched(config: str, argv: list[str], raw: dict) -> str:
         cfg, model, _ = parser(config).parse_args_into_dataclasses(args=argv, return_remaining_strings=True)
         plugin = FullyShardedDataParallelPlugin(**(getattr(cfg, "fsdp_plugin_args", None) or {}))
     planned_fsdp2(cfg, raw, plugin)
+    launched_mesh = mesh(env, Path("launch.sbatch").read_text())
     targets = model.lora_target_modules if model.use_peft else None
     wrap = plugin.transformer_cls_names_to_wrap
     remote = getattr(model, "trust_remote_code", False)  # TRL 1.10's ModelConfig has none
     names = check_names(model.model_name_or_path, remote, True, wrap, targets)
-    return f" accelerate launch {version}: FSDP{plugin.fsdp_version} wrap={wrap}; {names}"
+    return f" accelerate launch {version}: FSDP{plugin.fsdp_version}{launched_mesh} wrap={wrap}; {names}"
 
 
 def main(args: list[str]) -> int:
