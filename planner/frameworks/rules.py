@@ -109,7 +109,8 @@ def hf_ppo_rules(name: str, cite: str, written: str) -> tuple[Rule, Rule]:
 # transformers 5 cannot train a compressed-tensors or HQQ base (planner.estimate.quant): PEFT >= 0.18 reads
 # module.weight, which compressed-tensors >= 0.15 leaves absent until the first forward (get_peft_model raises:
 # measured with compressed-tensors 0.20.1, PEFT 0.21.2, transformers 5.25), and HqqHfQuantizer has no quantize ops
-# (5.25 quantizers/base.py get_quantize_ops raises: measured, transformers 5.25 cannot load an HQQ base). The lines
+# (5.25 quantizers/base.py get_quantize_ops raises: measured, transformers 5.25 cannot load an HQQ base; the same at
+# 5.6.0 and 5.19.0, base.py:289 / :293, whose quantizer_hqq.py:153 create_quantized_param is commented out). The lines
 # memplan plans on transformers 5 refuse them, "" each framework's newest: hf's 5 lines; TRL 1.x (its newest's defaults
 # read at transformers 5.23, tools/fwenv_old.sh's trl-1.0.0 on 5.6.0; trl@0.22 .. 0.29 and trl-0 run on 4.56.2);
 # ms-swift 4 (its keys at transformers 5.19, .fwenv/ms-swift's; the 3.x lines pin <4.58: requirements/framework.txt).
