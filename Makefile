@@ -40,12 +40,14 @@ run: $(INSTALLED)
 # One venv per framework whose own parser loads memplan's exports (tools/fwenv.sh; about 3 minutes the first time,
 # nothing after): LLaMA-Factory, ms-swift and axolotl pin conflicting versions of transformers and TRL; gptqmodel's
 # GPTQ/AWQ layers are measured in a fourth (tests/probes/test_gptqmodel.py); a fifth holds torchvision for transformers'
-# video processor (tests/planner/model/test_video_rules.py); verl 0.9.1 and torchtitan 0.3.0 (with triton, which its
+# video processor (tests/planner/model/test_video_rules.py); a sixth the compressed-tensors 0.12.2 / hqq 0.2.8 stack on
+# transformers 4.57.1 whose layers tests/probes/test_prequant.py measures (7 s from an empty uv cache); verl 0.9.1 and torchtitan 0.3.0 (with triton, which its
 # import needs) load the verl and torchtitan exports (tests/planner/export/test_parallel_exports.py).
 FWENV := $(CURDIR)/.fwenv
 FRAMEWORK_PYTHONS := MEMPLAN_LLAMAFACTORY_PYTHON=$(FWENV)/llamafactory/bin/python \
 	MEMPLAN_SWIFT_PYTHON=$(FWENV)/ms-swift/bin/python MEMPLAN_AXOLOTL_PYTHON=$(FWENV)/axolotl/bin/python \
 	MEMPLAN_GPTQMODEL_PYTHON=$(FWENV)/gptqmodel/bin/python MEMPLAN_VIDEO_PYTHON=$(FWENV)/video/bin/python \
+	MEMPLAN_PREQUANT_PYTHON=$(FWENV)/prequant/bin/python \
 	MEMPLAN_VERL_PYTHON=$(FWENV)/verl/bin/python MEMPLAN_TORCHTITAN_PYTHON=$(FWENV)/torchtitan/bin/python \
 	MEMPLAN_OPENRLHF_PYTHON=$(FWENV)/openrlhf/bin/python MEMPLAN_RAY_BIN=$(FWENV)/ray/bin/ray \
 	MEMPLAN_FWENV_OLD=$(CURDIR)/.fwenv-old

@@ -2,13 +2,16 @@
 # One venv per framework (LLaMA-Factory, ms-swift, axolotl: their pins conflict), holding only what its config parser
 # imports, so the tests can load memplan's exports with each framework's own parser (tests/planner/export/validators).
 # Idempotent: a venv whose stamp matches is left alone (0.01 s). `make fwenv` runs it; `make test` uses the venvs.
-# usage: tools/fwenv.sh [llamafactory|ms-swift|axolotl|verl|torchtitan|gptqmodel|video|openrlhf|ray ...]   (default: all)
+# usage: tools/fwenv.sh [llamafactory|ms-swift|axolotl|verl|torchtitan|gptqmodel|prequant|video|openrlhf|ray ...]   (default: all)
 #   FWENV_ROOT=.fwenv
 # verl: what its SFT config code imports (verl/__init__ imports ray and tensordict; hydra composes the YAML; transformers
 #   within verl's own pin, >=5.5.3,<5.11). torchtitan: what torchtitan.train's ConfigManager and Trainer.Config import,
 #   triton among them (distributed/minimal_async_ep/kernels.py imports it at module level; 0.7 GB, CPU-importable).
 # gptqmodel: not a framework, the library that trains GPTQ/AWQ checkpoints (tests/probes/test_gptqmodel.py measures
 #   its layers; its setup.py builds no extension, so the sdist installs on a CPU machine).
+# prequant: not a framework, the stack that loads prequantized compressed-tensors (W4A16) and HQQ checkpoints as
+#   ms-swift 3.10 pins it (compressed-tensors 0.12.2, transformers 4.57.1, PEFT 0.17.1, hqq 0.2.8; transformers 5 cannot
+#   run either under PEFT): tests/probes/test_prequant.py measures their layers. hqq has only an sdist (pure Python).
 # video: transformers' Qwen2-VL video processor, which imports torchvision (tests/planner/model/test_video_rules.py
 #   counts its tokens). torchvision cannot sit beside the CPU torch 2.13 wheel; torch 2.14.1 and torchvision 0.29.1
 #   (the releases this machine's pip is capped at) install together (a CUDA build: about 5.5 GB, from the local
@@ -41,6 +44,7 @@ declare -A PKG=(
   [gptqmodel]="gptqmodel==7.7.0"
   [verl]="verl==0.9.1"
   [torchtitan]="torchtitan==0.3.0"
+  [prequant]="compressed-tensors==0.12.2 hqq==0.2.8.post1"
 )
 declare -A DEPS=(
   [llamafactory]="transformers==5.6.0 datasets==4.0.0 accelerate==1.11.0 peft==0.18.1 trl==0.24.0 omegaconf==2.4.0 deepspeed==0.19.8"
@@ -48,6 +52,7 @@ declare -A DEPS=(
   [gptqmodel]="transformers==5.23.0 accelerate==1.15.0 pillow==13.0.0 requests==2.34.2 pypcre==0.6.4 logbar==0.4.15 tokenicer==0.0.14 device-smi==0.5.7 defuser==0.0.28 threadpoolctl==3.8.0"
   [verl]="transformers==5.10.4 hydra-core==1.3.2 omegaconf==2.3.0 tensordict==0.10.0 ray==2.60.0 codetiming==1.4.0 peft==0.21.2 accelerate==1.15.0 datasets==5.2.0 pillow==13.0.0 numpy==2.4.6 packaging==25.0"
   [torchtitan]="tyro==1.0.17 spmd_types==0.2.3 tokenizers==0.23.3 safetensors==0.8.0 einops==0.8.2 torchdata==0.11.0 tensorboard==2.21.0 triton==3.7.1 datasets==4.7.0 numpy==2.4.6"
+  [prequant]="transformers==4.57.1 huggingface_hub==0.36.0 tokenizers==0.22.1 peft==0.17.1 accelerate==1.11.0 pydantic==2.12.5 loguru==0.7.3 termcolor==3.3.0 einops==0.8.2 numpy==2.4.6"
   [axolotl]="transformers==5.16.1 huggingface_hub==1.17.0 tokenizers==0.23.1 accelerate==1.13.0 peft==0.20.0 trl==1.9.0 pydantic==2.12.5 PyYAML==6.0.3 pillow==13.0.0 addict==2.4.0 colorama==0.4.6 mistral-common==1.11.5 datasets==4.8.4 evaluate==0.4.1 wandb==0.31.0"
 )
 
@@ -133,7 +138,7 @@ setup_one() {
     echo "$TORCH" > "$venv/torch-constraint.txt"
     uv_add "$venv" "$TORCH"                       # first, alone: the CPU build (pip's find-links wheel)
   fi
-  uvpip install "$venv" --no-deps "${PKG[$1]}"                  # the framework without its UI/serving/GPU-kernel deps
+  uvpip install "$venv" --no-deps ${PKG[$1]}                    # the framework(s) without its UI/serving/GPU-kernel deps
   uv_add "$venv" -c "$venv/torch-constraint.txt" -- ${DEPS[$1]}  # one resolver run: every pin holds, CPU torch stays
   # the torch the venv imports (the first on its path) is the CPU one: read from its metadata, not imported (4 s)
   "$venv/bin/python" -c "import importlib.metadata as md; v = md.version('torch'); assert v == '2.13.0+cpu', v"
@@ -201,7 +206,7 @@ setup_video() {
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then  # run, not sourced (tools/fwenv_old.sh sources the functions above)
-  for name in "${@:-llamafactory ms-swift axolotl verl torchtitan gptqmodel video openrlhf ray}"; do
+  for name in "${@:-llamafactory ms-swift axolotl verl torchtitan gptqmodel prequant video openrlhf ray}"; do
     for n in $name; do
       case $n in
         video) setup_video ;;

@@ -13,7 +13,6 @@ from planner.frameworks.memory import Memory
 from planner.frameworks.reading import MEANINGS, ForkSigns, Reading, Release
 from planner.frameworks.rules import (
     NO_SPLITS,
-    TRANSFORMERS_5_QUANT,
     Rule,
     Where,
     autotp_rule,
@@ -21,6 +20,7 @@ from planner.frameworks.rules import (
     full_dpo_precomputed,
     kind,
     only_expert_targets,
+    transformers_5_quant,
     workload_of,
 )
 from planner.frameworks.runs import KNOB_DEFAULTS, NEUTRAL, Default, Runs
@@ -30,7 +30,6 @@ __all__ = [
     "MEANINGS",
     "NEUTRAL",
     "NO_SPLITS",
-    "TRANSFORMERS_5_QUANT",
     "Default",
     "ForkSigns",
     "Framework",
@@ -42,6 +41,7 @@ __all__ = [
     "full_dpo_precomputed",
     "kind",
     "only_expert_targets",
+    "transformers_5_quant",
     "workload_of",
 ]
 

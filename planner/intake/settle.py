@@ -68,8 +68,10 @@ def _framework(c: Collector) -> None:
     knobs = {k: f.get_default(call_default_factory=True) for k, f in KnobFields.model_fields.items()}
     read = {k: v for k, v in request.items() if k in knobs}
     refused = adapter(c.framework, release).cannot({**knobs, **read, "release": release or read.get("release", "")})
-    if refused is None:  # NAME@RELEASE: the request in that release's terms (planner.config.release)
-        named = f"{c.framework}@{release}" if release else c.framework
+    # where the bundled trainer cannot run the value either (a compressed-tensors or HQQ base on a transformers 5
+    # line), the framework stays and the check refuses in the framework's own line
+    if refused is None or adapter(BUNDLED).cannot({**knobs, **read, "framework": BUNDLED, "release": ""}):
+        named = f"{c.framework}@{release}" if release else c.framework  # NAME@RELEASE: in that release's terms
         c.set("framework", named, f"{source}; {why}" if why else source, key)
         return
     c.note(f"{refused[1]} (memplan's {c.framework} adapter; planned as the bundled trainer runs it)")

@@ -5,15 +5,21 @@ the phase it occurs in (planner.estimate.memory / planner.estimate.rl) and, with
 the saved activations, the logits/loss and the other temporaries (the optimizer step's foreach buffers at the
 optimizer step). The advice names only knobs that shrink the deciding term: a fused optimizer for the step's
 temporaries, sharding or LoRA for model states, checkpointing or a shorter sequence for activations, a chunked
-loss for logits. What the planner itself finds to fit is `planner.search.nearest`'s work; this says why.
+loss for logits; and of those, only settings the plan's rules allow (`allows`: memplan's between knobs and its
+framework's at its release; a base ZeRO-3 and FSDP cannot shard is not told to shard). What the planner itself
+finds to fit is `planner.search.nearest`'s work; this says why.
 """
 
 from __future__ import annotations
 
-from planner.config.spec import GIB, Hardware, Plan
+from functools import lru_cache
+
+from planner.config.knobfields import KNOBS
+from planner.config.spec import GIB, Hardware, Knobs, Plan
 from planner.estimate.vision import PIXEL_CAP, TILES
 from planner.frameworks import adapter
 from planner.search import role_advice
+from planner.search.nearest import LORA_RANK
 
 # RL phases' terms (planner.estimate.rl.phase_terms) -> (what it is, what shrinks it)
 RL_TERMS = {
@@ -84,7 +90,7 @@ def rejection_reason(plan: Plan, hw: Hardware, usable: int) -> str | None:
         return evaluation_reason(plan, usable)
     states = m.detail["model_states_bytes"]
     if states > usable:
-        return f"model states alone need {gib(states)} per GPU > {gib(usable)} usable: {' or '.join(state_fixes(plan))}"
+        return f"model states alone need {gib(states)} per GPU > {gib(usable)} usable: {said(state_fixes(plan))}"
     what = f"micro-batch {plan.micro_batch}"
     if plan.token_batches is not None:
         what = f"a micro-batch of {plan.token_batches.max_tokens_per_micro_batch:,} tokens"
@@ -104,8 +110,13 @@ def rejection_reason(plan: Plan, hw: Hardware, usable: int) -> str | None:
     alone = f" (without it still {gib(without)})" if without > usable else ""
     return (
         f"{what} needs {gib(m.device_total_bytes)} per GPU > {gib(usable)} usable; its peak ({m.peak_phase}) is "
-        f"model states {gib(states)} + {term} {gib(size)}{alone}: {' or '.join(fixes)}"
+        f"model states {gib(states)} + {term} {gib(size)}{alone}: {said(fixes)}"
     )
+
+
+def said(fixes: list[str]) -> str:
+    """The fixes in one line; where the plan's rules allow none of them, the card."""
+    return " or ".join(fixes) or "a GPU with more memory (--gpu)"
 
 
 def evaluation_reason(plan: Plan, usable: int) -> str:
@@ -128,17 +139,71 @@ def evaluation_reason(plan: Plan, usable: int) -> str:
 
 
 def state_fixes(plan: Plan) -> list[str]:
-    """What shrinks parameters, gradients and optimizer states per GPU."""
+    """What shrinks parameters, gradients and optimizer states per GPU, among the settings the plan's rules allow."""
     fixes = []
     if plan.zero_stage < 3 and plan.fsdp == "off":
-        fixes.append("shard them (--zero 3 or --fsdp full)")
-    if plan.offload != "optimizer+params" and not plan.optimizer_in_backward:
+        fixes += either(plan, "shard them", [("--zero 3", {"zero_stage": 3}), fsdp_full(plan)]) or either(
+            plan,  # a base FSDP and ZeRO-3 cannot shard (spec_lora.UNSHARDED): the one they can
+            "shard a bitsandbytes 4-bit base instead",
+            [("--quant nf4 --zero 3 on the unquantized model", {"quant": "nf4", "zero_stage": 3})],
+        )
+    if (
+        plan.offload != "optimizer+params"
+        and not plan.optimizer_in_backward
+        and any(allows(plan, **c) for c in offload_changes(plan))
+    ):
         fixes.append("offload")
-    if not plan.lora_rank:
-        fixes.append("LoRA adapters (--lora-rank)")
+    fixes += lora(plan)
     if plan.zero_stage or plan.fsdp != "off":
         fixes.append("more GPUs (shards shrink with the world size)")
     return fixes
+
+
+def lora(plan: Plan) -> list[str]:
+    return ["LoRA adapters (--lora-rank)"] if not plan.lora_rank and allows(plan, lora_rank=LORA_RANK) else []
+
+
+def allows(plan: Plan, **change) -> bool:
+    """Whether the plan's knobs with `change` pass memplan's rules between knobs (planner.config.spec_rules: a
+    quantized base FSDP and ZeRO-3 cannot shard, offload without DeepSpeed) and its framework's at its release (those
+    of the knobs' scope): advice offers only what a check of it would accept."""
+    return allowed(tuple(getattr(plan, f) for f in KNOBS), tuple(sorted(change.items())))
+
+
+@lru_cache(maxsize=4096)
+def allowed(values: tuple, change: tuple) -> bool:
+    """allows, by value: a search's candidates share a few knob sets (0.1 ms a rule check, 756 rejected candidates
+    in one suggest)."""
+    try:
+        knobs = Knobs(**dict(zip(KNOBS, values))).with_valid_values(**dict(change))
+    except ValueError:
+        return False
+    return adapter(knobs.framework, knobs.release).cannot(dict(knobs)) is None
+
+
+def either(plan: Plan, what: str, options: list[tuple[str, dict]]) -> list[str]:
+    """["what (flag or flag)"] with the options whose change the rules allow; [] where none is."""
+    ok = [flag for flag, change in options if allows(plan, **change)]
+    return [f"{what} ({' or '.join(ok)})"] if ok else []
+
+
+def fsdp_full(plan: Plan) -> tuple[str, dict]:
+    """--fsdp full in place of ZeRO; an optimizer offload becomes FSDP's, which moves the parameters too."""
+    fsdp = {"fsdp": "full", "zero_stage": 0}
+    if plan.offload == "optimizer":
+        return "--fsdp full --offload optimizer+params", fsdp | {"offload": "optimizer+params"}
+    return "--fsdp full", fsdp
+
+
+def offload_changes(plan: Plan) -> list[dict]:
+    """The next offload from the plan's: the optimizer's (ZeRO-Offload, from stage 1), then the parameters' (ZeRO-3's
+    or FSDP's); "offload" is offered where one of them passes the rules."""
+    if plan.fsdp != "off":
+        return [{"offload": "optimizer+params"}]
+    fsdp = {"offload": "optimizer+params", "fsdp": "full", "zero_stage": 0}
+    if plan.offload == "optimizer":
+        return [{"offload": "optimizer+params", "zero_stage": 3}, fsdp]
+    return [{"offload": "optimizer", "zero_stage": max(1, plan.zero_stage)}, fsdp]
 
 
 def deciding_term(plan: Plan) -> tuple[str, int, list[str]]:
@@ -186,18 +251,19 @@ def _term_fixes(plan: Plan, term: str) -> list[str]:
     if term == "model states":
         return state_fixes(plan)
     if term == "the optimizer step's temporaries":
-        fixes = ["--optimizer adamw-fused (no foreach copies)"] if plan.optimizer == "adamw" else []
+        fused = plan.optimizer == "adamw" and allows(plan, optimizer="adamw-fused")
+        fixes = ["--optimizer adamw-fused (no foreach copies)"] if fused else []
         if plan.zero_stage == 0 and plan.fsdp == "off":
-            fixes.append("shard the step (--zero 1 or --fsdp full)")
-        return fixes + ([] if plan.lora_rank else ["LoRA adapters (--lora-rank)"])
+            fixes += either(plan, "shard the step", [("--zero 1", {"zero_stage": 1}), fsdp_full(plan)])
+        return fixes + lora(plan)
     if term == "logits/loss":
-        losses = [x for x in ("chunked", "fused") if runs(plan, "loss", x)]
+        losses = [x for x in ("chunked", "fused") if allows(plan, loss=x)]
         fixes = [f"--loss {' or '.join(losses)}"] if plan.loss == "standard" and losses else []
         if plan.workload.rl and plan.workload.logprobs == "full":
             fixes.append("--logprobs fused")
         return fixes + shorter(plan)
     fixes = []
-    if plan.checkpointing not in ("full", "offload"):
+    if plan.checkpointing not in ("full", "offload") and allows(plan, checkpointing="full"):
         fixes.append("--checkpointing full" if plan.checkpointing == "off" else "heavier checkpointing (full)")
     return fixes + shorter(plan)
 

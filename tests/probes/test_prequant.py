@@ -1,15 +1,13 @@
 """compressed-tensors' and hqq's real layers on a tiny Llama (tests/probes/prequant_layers.py) against
 planner.estimate.quant: the bytes each quantized linear stores at load, the dense copy compressed-tensors keeps after
 a training step, and the peak one quantized linear's forward allocates. They run as transformers 4.57 loads them
-(compressed-tensors 0.12.2, PEFT 0.17.1, hqq 0.2.8: the stack ms-swift 3.10 pins); MEMPLAN_PREQUANT_PATH names
-the folder(s) holding those releases (pip install --target DIR compressed-tensors==0.12.2 transformers==4.57.1
-huggingface_hub==0.36.0 tokenizers==0.22.1 peft==0.17.1 hqq==0.2.8.post1 loguru termcolor, no deps), ahead of this
-venv's torch; skipped where it is not set."""
+(compressed-tensors 0.12.2, PEFT 0.17.1, hqq 0.2.8: the stack ms-swift 3.10 pins), in the venv MEMPLAN_PREQUANT_PYTHON
+names (`make fwenv` builds .fwenv/prequant with those pins, tools/fwenv.sh; `make test` sets it); skipped where it names
+no such venv."""
 
 import json
 import os
 import subprocess
-import sys
 from math import prod
 from pathlib import Path
 
@@ -24,13 +22,13 @@ TOKENS = 64  # prequant_layers.py's rows
 
 @pytest.fixture(scope="module", params=["ct", "hqq"])
 def real(request) -> tuple[str, dict]:
-    path = os.environ.get("MEMPLAN_PREQUANT_PATH")
-    if not path:
-        pytest.skip("MEMPLAN_PREQUANT_PATH is not set: the folder with compressed-tensors 0.12.2 and hqq runs this")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([path, str(ROOT)])}
-    out = subprocess.run(
-        [sys.executable, str(SCRIPT), request.param], capture_output=True, text=True, env=env, check=False
-    )
+    python = os.environ.get("MEMPLAN_PREQUANT_PYTHON")
+    if not python or not Path(python).is_file():
+        pytest.skip(
+            "MEMPLAN_PREQUANT_PYTHON names no venv with compressed-tensors 0.12.2 and hqq (make fwenv builds .fwenv/prequant)"
+        )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([python, str(SCRIPT), request.param], capture_output=True, text=True, env=env, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
     return request.param, json.loads(out.stdout.strip().splitlines()[-1])
 

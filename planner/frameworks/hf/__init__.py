@@ -6,7 +6,7 @@ Releases (`HF_RELEASES`, read in the wheels): the Trainer's optimizer default wa
 from 4.54 (training_args.py:1286-1291 at 4.54.0); 5.24 renamed gradient_checkpointing to activation_checkpointing
 (training_args.py:302-315, the old name a deprecated alias), after the 5.23 this adapter writes."""
 
-from planner.frameworks.base import TRANSFORMERS_5_QUANT, Default, Framework, Release, Rule, autotp_rule
+from planner.frameworks.base import Default, Framework, Release, Rule, autotp_rule, transformers_5_quant
 from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_LOW_RANK
 from planner.frameworks.tool import Signs
 
@@ -147,7 +147,7 @@ HF_RELEASES = (
         (4, 54),
         "transformers 4.54.0",
         meaning=IGNORED,
-        adapter={"rules": HF_SPLIT_RULES},  # a compressed-tensors or HQQ base trains on 4.x (TRANSFORMERS_5_QUANT)
+        adapter={"rules": HF_SPLIT_RULES},  # a compressed-tensors or HQQ base trains on 4.x (transformers_5_quant)
         defaults={
             "optimizer": Default(
                 "adamw-fused", "transformers 4.54.0 training_args.py:1286-1291: adamw_torch_fused on torch >= 2.8"
@@ -231,7 +231,7 @@ FRAMEWORK = Framework(
     defaults=HF_DEFAULTS,
     keys=HF_KEYS,
     notes=("checkpointing off by default; no packing; freezing modules is the script's job",),
-    rules=(*HF_SPLIT_RULES, TRANSFORMERS_5_QUANT),
+    rules=(*HF_SPLIT_RULES, transformers_5_quant("hf")),
     releases=HF_RELEASES,
     # the Trainer's keys only some lines take (OLD_OPTIM_KEYS): one narrows the lines a script allows; a script that
     # pins none is planned at each line it allows (planner.intake.releases.decide), the hungrier verdict answered

@@ -12,6 +12,7 @@ from planner.frameworks.base import (
     autotp_rule,
     full_dpo_precomputed,
     only_expert_targets,
+    transformers_5_quant,
 )
 from planner.frameworks.rl import RoleEngine
 from planner.frameworks.rules import hf_ppo_rules
@@ -152,6 +153,7 @@ FRAMEWORK = Framework(
     releases=RELEASES,
     rules=(
         OMNI_WHOLE,
+        transformers_5_quant("swift"),  # ms-swift 4 on transformers 5: no compressed-tensors or HQQ base
         Rule(
             "loss",
             "--loss chunked is CELOSS_PARALLEL_SIZE, which chunks its loss under --sequence_parallel_size only "

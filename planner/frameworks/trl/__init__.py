@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from planner.frameworks.base import NO_SPLITS, ForkSigns, Framework
 from planner.frameworks.hf import HF_EVERY, HF_KEYS, HF_SPLIT_RULES
-from planner.frameworks.rules import Rule, kind
+from planner.frameworks.rules import Rule, kind, transformers_5_quant
 from planner.frameworks.tool import Tool
 from planner.frameworks.trl.lines import with_fsdp1_only, with_rules
 from planner.frameworks.trl.releases import (  # noqa: F401 - re-exported (accelerate's, axolotl's adapters import them)
@@ -83,6 +83,9 @@ FORK_PATHS = (
 )
 
 
+TRANSFORMERS_5 = transformers_5_quant("trl")  # the 1.x lines refuse a compressed-tensors or HQQ base
+
+
 FRAMEWORK = Framework(
     name="trl",
     image_knobs=("--max_pixels", "--max_anyres_num"),  # the GRPO scripts' own flags (VLM-R1's)
@@ -119,6 +122,7 @@ FRAMEWORK = Framework(
     notes=("checkpointing and bf16 on by default; SFT's loss is TRL's fused log-prob head (no full logits)",),
     rules=(
         *HF_SPLIT_RULES,
+        TRANSFORMERS_5,
         Rule(
             "micro_batch",
             "KTO's KL term pairs each row with its neighbour's completion: TRL's KTOTrainer needs 2 or more rows per "
@@ -128,7 +132,7 @@ FRAMEWORK = Framework(
         ),
     ),
     sft_head="fused-logprob",
-    releases=with_rules(RELEASES, GRPO_SPANS, HF_SPLIT_RULES)
+    releases=with_rules(RELEASES, GRPO_SPANS, (*HF_SPLIT_RULES, TRANSFORMERS_5))
     + with_fsdp1_only(FORKS),  # lines.py: the keys a line has none of
     key_spans={"grpo": GRPO_SPANS, "sft": SFT_SPANS},
 )

@@ -108,7 +108,6 @@ CASES = {
         },
         "qlora_z3": {"lora_rank": 16, "quant": "nf4", "zero": 3, "checkpointing": "full"},
         "int8": {"lora_rank": 8, "quant": "int8", "checkpointing": "full"},
-        "hqq": {"lora_rank": 8, "quant": "hqq", "checkpointing": "full"},
         "dpo_full_z2_offload": {"zero": 2, "offload": "optimizer", "workload": DPO, "checkpointing": "full"},
         # DPO padding-free under Ulysses (swift/arguments/rlhf_args.py:710-725 run both for dpo)
         "dpo_packed_ulysses": {
@@ -200,12 +199,12 @@ def planned(framework: str, **fields):
 
 
 def written(framework: str, case: str, folder: Path, fields: dict | None = None) -> SimpleNamespace:
-    """The case's files written into folder/case (`fields`: a case not in CASES): its plan, hardware and that
-    folder (dir)."""
+    """The case's files written into folder/case (`fields`: a case not in CASES; `framework` may name a release
+    line, NAME@LINE): its plan, hardware and that folder (dir)."""
     plan, model, hw, seq_len = planned(framework, **(fields or CASES[framework][case]))
     d = folder / case
     d.mkdir(parents=True)
-    for name, text in MODULES[framework].files(plan, model, hw, seq_len).items():
+    for name, text in MODULES[framework.partition("@")[0]].files(plan, model, hw, seq_len).items():
         (d / name).write_text(text)
     return SimpleNamespace(plan=plan, hw=hw, dir=d)
 
@@ -471,12 +470,14 @@ def test_swift_writes_its_task_and_reads_it_back(case, flags, env, tmp_path):
 
 
 def test_swift_quantized_bases(tmp_path):
-    """QLoRA under ZeRO-3 states the storage dtype ms-swift leaves unset (quant_args.py:43); 8 bits is quant_bits 8."""
+    """QLoRA under ZeRO-3 states the storage dtype ms-swift leaves unset (quant_args.py:43); 8 bits is quant_bits 8;
+    HQQ at the 3.9 line (ms-swift 3.x on transformers 4.57: the 4 line, on transformers 5, refuses it)."""
     z3, int8 = sw("qlora_z3", tmp_path).f, sw("int8", tmp_path).f
     assert (z3["quant_bits"], z3["bnb_4bit_quant_storage"], z3["deepspeed"]) == ("4", "bfloat16", "zero3")
     assert (int8["quant_method"], int8["quant_bits"]) == ("bnb", "8") and "bnb_4bit_quant_type" not in int8
-    hqq = sw("hqq", tmp_path)
-    assert (hqq.f["quant_method"], hqq.f["quant_bits"]) == ("hqq", "4")  # quant_args.py:69-71: HqqConfig(nbits=4)
+    hqq = written("swift@3.9", "hqq", tmp_path, {"lora_rank": 8, "quant": "hqq", "checkpointing": "full"})
+    f = swift_flags((hqq.dir / swift.SCRIPT_NAME).read_text())[2]
+    assert (f["quant_method"], f["quant_bits"]) == ("hqq", "4")  # quant_args.py:69-71: HqqConfig(nbits=4)
     assert intake.read([str(hqq.dir / swift.SCRIPT_NAME)]).request["quant"] == "hqq"
 
 

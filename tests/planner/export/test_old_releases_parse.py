@@ -255,3 +255,48 @@ def test_make_test_builds_every_venv_the_default_tier_runs():
     ci = set(script.split('\nCI="', 1)[1].split('"', 1)[0].split())
     assert ci == {r[2] for r in RELEASES} - SWEEP_VENVS
     assert not SWEEP_VENVS & ci
+
+
+def transformers_of(venv: Path) -> tuple[int, ...] | None:
+    """The transformers a venv holds, from its dist-info's name (nothing imported); None where it is not built."""
+    found = sorted(venv.glob("lib/python*/site-packages/transformers-*.dist-info"))
+    return (
+        tuple(int(p) for p in found[0].name.split("-")[1].removesuffix(".dist-info").split(".")[:2]) if found else None
+    )
+
+
+# the lines above in their venvs, and ms-swift's newest in make fwenv's (ms-swift 4.6.0 on transformers 5.19.0)
+SWIFT_NEWEST = Path(os.environ.get("MEMPLAN_SWIFT_PYTHON", ROOT.parent / ".fwenv/ms-swift/bin/python")).parents[1]
+LINE_VENVS = sorted({(f, line, ROOT / venv) for f, line, venv, _ in RELEASES} | {("swift", "", SWIFT_NEWEST)})
+
+
+@pytest.mark.parametrize("quant", ["ct-w4a16", "hqq"])
+def test_a_line_on_transformers_5_refuses_compressed_tensors_and_hqq(quant):
+    """Every line with a venv: where that venv's transformers is 5.x, --quant ct-w4a16 / hqq is refused in one line
+    (planner.frameworks.rules.transformers_5_quant: compressed-tensors 0.20.1 with PEFT 0.21.2, get_peft_model raises;
+    transformers 5.25 cannot load HQQ); on 4.x no line refuses it for its transformers, and the line the refusal
+    names instead runs it."""
+    seen = []
+    for framework, line, venv in LINE_VENVS:
+        version = transformers_of(venv)
+        if version is None:
+            continue
+        seen.append((framework, line, version))
+        body = {**BODY_QUANT, "quant": quant, "framework": f"{framework}@{line}" if line else framework}
+        try:
+            advise.check(advise.parse(advise.CheckRequest, body))
+            refusal = None
+        except BadInput as e:
+            refusal = str(e)
+        assert (refusal is not None) >= (version >= (5,)), (framework, line, version)
+        if version < (5,):
+            assert refusal is None or "transformers 5" not in refusal, refusal
+        elif refusal and "transformers 5 cannot train" in refusal:
+            assert "\n" not in refusal and "get_peft_model raises" in refusal
+            instead = refusal.split("give --framework ")[1].split()[0]
+            advise.check(advise.parse(advise.CheckRequest, {**body, "framework": instead}))
+    if not seen:
+        pytest.skip("no release venv: `make fwenv fwenv-old` builds them (tools/fwenv.sh, tools/fwenv_old.sh ci)")
+
+
+BODY_QUANT = {"model": "qwen2.5-7b", "gpu": "h100", "lora_rank": 8, "seq_len": 1024, "micro_batch": 1, "grad_accum": 1}

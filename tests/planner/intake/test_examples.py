@@ -19,6 +19,12 @@ EXAMPLES = examples()
 CITATION = re.compile(r"\([^()]*[\w/.-]+\.(py|json|yaml)(:[\d,-]+)?[^()]*\)")
 
 
+# examples their framework's release line refuses in one line, which the bundled trainer cannot run either:
+# ms-swift 4's HQQ example (--tuner_type: the 4 line, planned on transformers 5, whose HqqHfQuantizer has no
+# quantize ops: rules.transformers_5_quant)
+NOT_AT_ITS_LINE = {DATA / "swift/examples/train/qlora/hqq.sh": "give --framework swift@3.9"}
+
+
 def _id(p: Path) -> str:
     return str(p.relative_to(DATA))
 
@@ -74,6 +80,11 @@ def test_every_example_checks_or_names_its_model(path):
     model = reading.request.get("model")
     resolved = model is not None and lookup(str(model), path.parent) is not None
     rows_known = "seq_len" in reading.request or "workload" in reading.request
+    if resolved and rows_known and path in NOT_AT_ITS_LINE:
+        with pytest.raises(BadInput) as e:
+            advise.check(advise.parse(advise.CheckRequest, body))
+        assert NOT_AT_ITS_LINE[path] in str(e.value) and "\n" not in str(e.value)
+        return
     if resolved and rows_known:
         result = advise.check(advise.parse(advise.CheckRequest, body))
         assert result.plan.micro_batch == reading.request["micro_batch"]
@@ -97,7 +108,7 @@ def comparable(path: Path) -> bool:
     )
 
 
-COMPARABLE = [p for p in EXAMPLES if comparable(p)]
+COMPARABLE = [p for p in EXAMPLES if comparable(p) and p not in NOT_AT_ITS_LINE]
 
 
 def test_enough_examples_are_compared_with_their_flags():

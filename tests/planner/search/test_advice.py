@@ -1,6 +1,10 @@
 """planner.search.advice: a candidate that does not fit is told the term that decides its peak and the knob that
 shrinks it, in its framework's words: here the vision tower's call over every image of the micro-batch."""
 
+import re
+
+import pytest
+
 from planner import advise
 from planner.config.spec import Knobs
 from planner.config.workload import Workload
@@ -48,3 +52,53 @@ def test_a_generation_prefill_decided_by_the_tower_says_so():
     s = Setup(load_model("qwen2.5-vl-3b"), knobs, 8, 1, w.seq_len(), 4, 1, image_tokens=768)
     terms = generation_terms(s)
     assert terms["generation_tower_bytes"] == nograd_vision_bytes(s, 8) > terms["generation_transient_bytes"]
+
+
+BIG_70B = {"model": "llama-3.1-70b", "gpu": "a10-24gb", "gpus_per_node": 8, "micro_batch": 1, "grad_accum": 1}
+BIG_70B |= {"seq_len": 2048, "lora_rank": 16, "precision": "bf16", "framework": "swift@3.9"}  # on transformers 4.57
+
+
+def offered(reason: str) -> list[dict]:
+    """Each setting a reason names with its values ("--zero 3", "--quant nf4 --zero 3 ..."), as request fields."""
+    fixes = reason.rsplit(": ", 1)[1]
+    out = []
+    for option in fixes.split(" or "):
+        pairs = re.findall(r"--([a-z-]+) ([\w.+-]+)", option)
+        fields = {
+            ("zero_stage" if k == "zero" else k.replace("-", "_")): int(v) if v.isdigit() else v for k, v in pairs
+        }
+        out += [fields] if fields else []
+    return out
+
+
+@pytest.mark.parametrize(
+    "change, sharding",
+    [
+        ({"quant": "ct-w4a16"}, None),  # spec_lora.UNSHARDED: FSDP and ZeRO-3 refuse these bases
+        ({"quant": "hqq"}, None),
+        ({"quant": "int8"}, None),
+        ({"quant": "gptq"}, None),
+        ({"quant": "nf4"}, "shard them (--zero 3 or --fsdp full)"),  # a bitsandbytes 4-bit base shards
+        ({"model": "llama-3.1-8b", "lora_variant": "adalora", "zero_stage": 2}, None),  # AdaLoRA: ZeRO-1/2 only
+        ({"model": "llama-3.1-8b", "lora_rank": 0, "dataparallel": True, "framework": "hf"}, None),
+    ],
+)
+def test_every_setting_the_advice_offers_passes_the_rules(change, sharding):
+    """A plan that does not fit is offered only settings its rules (memplan's and its framework's at its release)
+    accept: a base or tuner that FSDP and ZeRO-3 refuse is not told to shard (a quantized one is told of the base
+    that shards, bitsandbytes' 4-bit), and every setting named with its values is checked as a request again."""
+    reason = _reason70(**change)
+    assert ("shard them" in reason) == (sharding is not None), reason
+    assert sharding is None or sharding in reason
+    if change.get("quant") in ("ct-w4a16", "hqq", "int8", "gptq"):
+        assert "shard a bitsandbytes 4-bit base instead (--quant nf4 --zero 3 on the unquantized model)" in reason
+    settings = offered(reason)
+    assert settings or "--" not in reason.rsplit(": ", 1)[1].replace("--lora-rank", ""), reason
+    for fields in settings:
+        advise.check(advise.parse(advise.CheckRequest, {**BIG_70B, **change, **fields}))  # a BadInput fails here
+
+
+def _reason70(**kw) -> str:
+    plan = advise.check(advise.parse(advise.CheckRequest, {**BIG_70B, **kw})).plan
+    assert not plan.fits
+    return plan.reason
