@@ -66,8 +66,8 @@ def layer_delta_bytes(model, knobs, tokens: int) -> int:
 def first_layer_idle_bytes(model, knobs, layer_bytes: int, tokens: int) -> int:
     """What the first decoder layer does not save of an adapted layer's `layer_bytes`: nothing below its adapter
     is trained, so its attention and MLP record no graph and only the adapter's own tensors stay; where the
-    embedding's output requires a gradient (input gradients under checkpointing, as ms-swift turns them on) the
-    layer is a checkpointed one like the others (0)."""
+    embedding's output requires a gradient (ms-swift turns input gradients on under checkpointing: v4.5.2
+    swift/trainers/mixin.py:939-941) the layer is a checkpointed one like the others (0)."""
     if not bottleneck(knobs) or knobs.checkpointing != "off":
         return 0
     return layer_bytes - saved_bytes(model.text.hidden, knobs.lora_rank, tokens, knobs.precision)
