@@ -49,6 +49,12 @@ def lora_config(knobs, model_spec=None):
     save = ["embed_tokens", "wte", "lm_head"] if knobs.lora_train_embeddings else None
     targets = peft_target_modules(knobs.lora_targets, model_spec, getattr(knobs, "lora_vision", False)) or []
     variant = getattr(knobs, "lora_variant", "lora")
+    if (
+        variant == "adapter"
+    ):  # never built as LoRA: ms-swift's module, measured in its venv (tests/probes/swift_adapter.py)
+        raise ValueError(
+            "--lora-variant adapter is ms-swift's AdapterModule: the bundled trainer and probes build PEFT's tuners"
+        )
     if variant in ("oft", "boft"):  # no tower adapters under OFT (planner.config.spec_lora.oft_rules)
         return _oft_config(knobs, targets, save)
     if variant in ("adalora", "vera"):

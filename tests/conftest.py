@@ -121,6 +121,9 @@ SLOW = {
     # h-oftpro (2026-12-05, 2 busy cores): the sim's trace of debug-llama's OFT step
     "tests/probes/test_oft.py::test_an_oft_step_is_the_sims_peak[debug-llama-2-512-knobs0-0.005]": 10,
     # h-adavera (2026-12-05, 2 busy cores): the sim's trace of debug-llama's step with PEFT's AdaLoRA and VeRA
+    "tests/probes/test_adapter.py::test_trained_parameters_are_ms_swifts": 30,  # ms-swift's venv, one process
+    "tests/probes/test_adapter.py::test_one_adapters_saved_tensors_are_ms_swifts": 30,
+    "tests/probes/test_adapter.py::test_an_adapter_step_is_the_sims_peak": 30,
     "tests/probes/test_peft_tuners.py::test_an_adalora_or_vera_step_is_the_sims_peak[debug-llama-2-512-adalora-knobs0-0.005]": 16,
     "tests/probes/test_peft_tuners.py::test_an_adalora_or_vera_step_is_the_sims_peak[debug-llama-2-512-vera-knobs1-0.005]": 14,
     # h-rules46 (2026-12-05, 2 busy cores): suggest's ranked plans x every knob value x every release line, written

@@ -65,8 +65,9 @@ Batching = Literal["padded", "packed"]
 # PEFT's LoRA variants planned (peft/tuners/lora/variants.py): plain LoRA, or DoRA (use_dora: a trained magnitude
 # vector per adapted linear, and the weight norm its forward computes); OFT and BOFT (peft/tuners/oft, tuners/boft:
 # orthogonal block rotations of each adapted linear's input, --lora-rank their block size; planner.estimate.oft);
-# PEFT's AdaLoRA and VeRA at --lora-rank (planner.estimate.peft_tuners)
-LoraVariant = Literal["lora", "dora", "oft", "boft", "adalora", "vera"]
+# PEFT's AdaLoRA and VeRA at --lora-rank (planner.estimate.peft_tuners); ms-swift's bottleneck adapter after each
+# decoder layer's MLP, --lora-rank its adapter_length (planner.estimate.bottleneck)
+LoraVariant = Literal["lora", "dora", "oft", "boft", "adalora", "vera", "adapter"]
 Quant = Literal["none", "nf4", "fp4", "int8", "gptq", "awq", "ct-w4a16", "hqq"]
 VitCheckpointing = Literal["on", "off"]
 QuantAbsmax = Literal["8bit", "fp32"]
@@ -203,7 +204,8 @@ class KnobFields(BaseModel):
             "PEFT's OFTConfig / BOFTConfig (block-diagonal orthogonal rotations, --lora-rank the block size); "
             "adalora (PEFT's AdaLoRA at init_r = --lora-rank: singular values and the rank allocator's three "
             "importance buffers) or vera (PEFT's VeRA at r = --lora-rank: shared frozen projections, two trained "
-            "vectors a linear)"
+            "vectors a linear); adapter: ms-swift's bottleneck adapter after each decoder layer's MLP (--tuner_type "
+            "adapter, --lora-rank its adapter_length: fp32 down and up projections with biases)"
         ),
     )
     lora_dropout: float = Field(default=0.0, ge=0, lt=1, description="LoRA dropout probability")

@@ -269,9 +269,13 @@ class Plan(KnobFields, _Split):
             if self.lora_targets != "all-linear"
             else "",
             "trained embeddings" if self.lora_train_embeddings else "",
-            {"dora": "DoRA", "oft": f"OFT block {self.lora_rank}", "adalora": "AdaLoRA", "vera": "VeRA"}.get(
-                self.lora_variant, ""
-            ),
+            {
+                "dora": "DoRA",
+                "oft": f"OFT block {self.lora_rank}",
+                "adalora": "AdaLoRA",
+                "vera": "VeRA",
+                "adapter": f"adapter {self.lora_rank}",
+            }.get(self.lora_variant, ""),
             f"LoRA dropout {self.lora_dropout:g}" if self.lora_dropout else "",
             "LoRA on the tower" if self.lora_vision else "",
             "tower not checkpointed" if self.vit_checkpointing == "off" else "",

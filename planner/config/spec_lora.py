@@ -93,16 +93,45 @@ def tuner_rules(k: KnobFields) -> None:
             )
 
 
+def adapter_rules(k: KnobFields) -> None:
+    """ms-swift's bottleneck adapters (planner.estimate.bottleneck) are pinned on a bf16 base under bf16 AMP or
+    bf16-pure, on one GPU or DDP (ZeRO and FSDP cast the fp32 adapters to half: unmeasured), on every decoder layer's
+    MLP (ms-swift reads no target list for them, so LoRA's target, dropout, embedding and tower knobs have nothing
+    to act on), with no quantized base and no selective-op checkpointing."""
+    if k.lora_variant != "adapter":
+        return
+    for bad, what in (
+        (k.quant != "none", f"--quant {k.quant}"),
+        (k.lora_vision, "--lora-vision"),
+        (k.lora_base_fp32, "--lora-base-fp32"),
+        (k.lora_train_embeddings, "--lora-train-embeddings"),
+        (k.lora_dropout > 0, f"--lora-dropout {k.lora_dropout}"),
+        (k.lora_targets != "all-linear", f"--lora-targets {k.lora_targets}"),
+        (k.precision in ("fp32", "fp16"), f"--precision {k.precision}"),
+        (k.zero_stage > 0, f"--zero {k.zero_stage}"),
+        (k.fsdp != "off", f"--fsdp {k.fsdp}"),
+        (k.checkpointing == "selective-op", "--checkpointing selective-op"),
+    ):
+        if bad:
+            raise BadInput(
+                f"--lora-variant adapter with {what} is not planned (ms-swift's bottleneck adapters are planned after "
+                "every decoder layer's MLP, on a bf16 base under bf16 AMP or bf16-pure, on one GPU or DDP)",
+                "lora_variant",
+            )
+
+
 def oft_model_error(k: KnobFields, spec) -> BadInput | None:
-    """OFT's layer terms were traced on Llama/Qwen2-style dense layers (two RMSNorms, separate q/k/v and gate/up),
-    as planner.estimate.lora.layer_examined names them; another model's OFT is refused in one line."""
-    if k.lora_variant != "oft" or not k.lora_rank or spec is None:
+    """OFT's and the bottleneck adapter's layer terms were traced on Llama/Qwen2-style dense layers (two RMSNorms,
+    separate q/k/v and gate/up), as planner.estimate.lora.layer_examined names them; another model's is refused in
+    one line."""
+    if k.lora_variant not in ("oft", "adapter") or not k.lora_rank or spec is None:
         return None
+    name = "OFT" if k.lora_variant == "oft" else "the bottleneck adapter"
     t = spec.text
     fused = any(x.name in ("qkv_proj", "gate_up_proj") for x in spec.tensors if x.role == "layer" and x.lora)
     if t.traits.conv1d or t.traits.fp32_norms or t.qk_norm or t.moe or t.mla or t.traits.norms_per_layer != 2 or fused:
         return BadInput(
-            f"--lora-variant oft on {spec.name} is not planned (OFT's terms are pinned on Llama/Qwen2-style dense "
+            f"--lora-variant {k.lora_variant} on {spec.name} is not planned ({name}'s terms are pinned on Llama/Qwen2-style dense "
             "layers: two RMSNorms, separate q/k/v and gate/up linears): would LoRA's plan answer you? then give "
             "--lora-variant lora",
             "lora_variant",
@@ -147,6 +176,7 @@ def lora_rules(k: KnobFields) -> None:
     dora_rules(k)
     oft_rules(k)
     tuner_rules(k)
+    adapter_rules(k)
     base_rules(k)
 
 

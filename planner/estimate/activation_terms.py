@@ -10,7 +10,19 @@ from dataclasses import replace
 
 from planner.config.spec import Knobs
 from planner.estimate import activations as act
-from planner.estimate import freeze, frozen_lm, lora, nograd, oft, parallel, peft_tuners, quant, recipe_terms, vision
+from planner.estimate import (
+    bottleneck,
+    freeze,
+    frozen_lm,
+    lora,
+    nograd,
+    oft,
+    parallel,
+    peft_tuners,
+    quant,
+    recipe_terms,
+    vision,
+)
 from planner.estimate.setup import Setup
 from planner.model import xcomposer
 
@@ -99,6 +111,9 @@ def _activations_bytes(s: Setup) -> int:
             lora_layer_bytes(s) + ulysses_layer_bytes(s) + plora_layer_bytes(s)
         )
     total += int8_retained_inputs_bytes(s) - frozen_ends_bytes(s)
+    if bottleneck.bottleneck(s.knobs):  # no graph below the first layer's adapter
+        layer = act.layer_bytes(t, rows, width, p) + lora_layer_bytes(s)
+        total -= bottleneck.first_layer_idle_bytes(s.model, s.knobs, layer, rows * width)
     if freeze.below_trained_layers_idle(s.knobs):  # LLaMA-Pro's frozen layers between its trained blocks
         layer = act.layer_bytes(t, rows, width, p)
         total += freeze.path_frozen_bytes(s.model, s.knobs, layer, p, rows * width)
@@ -181,6 +196,8 @@ def _lora_layer_bytes(s: Setup) -> int:
     out += lora.dora_saved_layer_bytes(s.model, s.knobs, tokens)
     if oft.oft(s.knobs):  # planned where lora.layer_examined holds (planner.config.spec_lora.oft_rules)
         return out + oft.layer_delta_bytes(s.model, s.knobs, tokens)
+    if bottleneck.bottleneck(s.knobs):  # planned where lora.layer_examined holds (spec_lora.oft_model_error)
+        return out + bottleneck.layer_delta_bytes(s.model, s.knobs, tokens)
     wide = s.knobs.precision in ("fp32", "bf16-pure") and not s.knobs.zero_stage  # fp32 adapters, no autocast
     # in half (autocast, bf16-pure's fp32 adapters, DeepSpeed's half ones: the sim's trace under ZeRO-2 agrees) each
     # lora_A keeps its own input; in fp32 LoRA's adapters share the layer's inputs

@@ -8,7 +8,7 @@ from __future__ import annotations
 from math import prod
 
 from planner.config.spec import Knobs
-from planner.estimate import freeze, lora, oft, peft_tuners, quant
+from planner.estimate import bottleneck, freeze, lora, oft, peft_tuners, quant
 from planner.estimate.setup import Setup
 from planner.model.modelspec import IDLE_AUDIO, IDLE_HEAD, frozen_roles
 
@@ -33,6 +33,8 @@ def _trainable_params(s: Setup) -> int:
     k = s.knobs
     if oft.oft(k):  # OFT's rotations in place of LoRA's factors
         return oft.oft_params(s.model, k) + lora.embedding_copy_params(s.model, k)
+    if bottleneck.bottleneck(k):  # ms-swift's adapters after the MLPs, no LoRA factors
+        return bottleneck.trained_params(s.model, k)
     tower = s.model.tower_lora_params(k.lora_rank) if k.lora_vision else 0
     magnitudes = lora.dora_magnitude_params(s.model, k)
     adapters = (
@@ -50,6 +52,8 @@ def trainable_tensor_sizes(s: Setup) -> list[tuple[int, int]]:
     k = s.knobs
     if oft.oft(k):
         return oft.tensor_sizes(s.model, k)
+    if bottleneck.bottleneck(k):
+        return bottleneck.tensor_sizes(s.model, k)
     if peft_tuners.vera(k):
         return peft_tuners.tensor_sizes(s.model, k)
     if s.lora:
@@ -76,6 +80,8 @@ def largest_trainable_matrix_params(s: Setup) -> int:
 def _largest_trainable_matrix_params(s: Setup) -> int:
     if oft.oft(s.knobs):
         return max((n for n, _ in oft.tensor_sizes(s.model, s.knobs)), default=0)
+    if bottleneck.bottleneck(s.knobs):
+        return max((n for n, _ in bottleneck.tensor_sizes(s.model, s.knobs)), default=0)
     if s.lora:
         adapters = max(
             (s.knobs.lora_rank * max(t.shape) for t in s.model.tensors if t.adapted(s.knobs.lora_targets)), default=0

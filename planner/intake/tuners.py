@@ -14,8 +14,8 @@ from planner.intake.collect import Collector, as_names
 from planner.intake.vocab import lora_targets
 
 PLANNED = (
-    "full fine-tuning, freeze tuning of the last layers, LoRA (LoRA+ and rsLoRA alike), DoRA, OFT, and AdaLoRA and "
-    "VeRA as ms-swift runs them"
+    "full fine-tuning, freeze tuning of the last layers, LoRA (LoRA+ and rsLoRA alike), DoRA, OFT, and AdaLoRA, "
+    "VeRA and bottleneck adapters as ms-swift runs them"
 )
 # a tuner's name as a framework writes it -> what it is (ms-swift 4.6 base_args.py:56-58 get_supported_tuners;
 # LLaMA-Factory 0.9.5 hparams/finetuning_args.py:464 finetuning_type; axolotl 0.21 utils/schemas/peft.py:41 adapter)
@@ -24,7 +24,7 @@ UNPLANNED_TUNERS = {
     "vera": "VeRA (frozen shared random matrices, trained scaling vectors)",
     "boft": "BOFT (butterfly orthogonal fine-tuning)",
     "oft": "OFT (orthogonal fine-tuning)",
-    "adapter": "bottleneck adapters",
+    "adapter": "bottleneck adapters (planned as ms-swift's --tuner_type adapter alone)",
     "llamapro": "LLaMA-Pro's expanded blocks",
     "longlora": "LongLoRA (shifted sparse attention with trained embeddings and norms)",
     "fourierft": "FourierFT",

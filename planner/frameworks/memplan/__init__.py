@@ -65,6 +65,12 @@ FRAMEWORK = Framework(
         "cp_attention": ("ring",),
     },
     rules=(
+        Rule(  # recipe.lora_config builds PEFT's tuners alone (recipe/__init__.py)
+            "lora_variant",
+            "--lora-variant adapter is ms-swift's own AdapterModule (swift/tuners/adapter.py), which the bundled "
+            "trainer does not build: give --framework swift",
+            lambda k: k["lora_variant"] == "adapter",
+        ),
         Rule(  # planner/cli/train.py: the bundled trainer runs data parallelism only
             "expert_parallel",
             "--expert-parallel: the bundled trainer runs data parallelism only; the plan is transformers' own FSDP2 "

@@ -118,9 +118,12 @@ def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
     saved = f.get(KEYS.key("lora_train_embeddings"))
     if saved:
         tuners.modules_to_save(c, saved.value, saved.source, KEYS.flag("lora_train_embeddings"))
-    if variant:  # AdaLoRA and VeRA read their own rank (and VeRA its dropout)
+    if variant:  # AdaLoRA, VeRA and the adapter read their own rank (and VeRA its dropout)
         swift_tuners.read(c, f, variant, src)
-    else:
+    if variant == "adapter":  # no targets or dropout: one adapter after each MLP (reader_tuners)
+        _quant(c, f)
+        return True
+    if not variant:
         rank, rsrc = look(f, "lora_rank")
         c.number("lora_rank", rank, rsrc if key not in f else f"{rsrc}; {src}", KEYS.flag("lora_rank"))
     targets, tsrc = look(f, "lora_targets")

@@ -2,12 +2,13 @@
 (--adalora_init_r, --vera_rank, not --lora_rank; planner.frameworks.swift.keys) and its dropout. Read in the 4.6.0 wheel:
 swift/arguments/tuner_args.py:165-182 (the defaults), swift/pipelines/train/tuner.py:255-306 (PEFT's AdaLoraConfig
 with the LoRA kwargs, init_r and total_step; VeraConfig with r=vera_rank, vera_dropout, the target modules),
-swift/callbacks/adalora.py:23-28 (update_and_allocate at every zero_grad)."""
+swift/callbacks/adalora.py:23-28 (update_and_allocate at every zero_grad); the bottleneck adapter (--tuner_type adapter:
+--adapter_length, --adapter_act; tuner.py:280-293 builds it after the architecture's MLP, --target_modules unread)."""
 
 from __future__ import annotations
 
+from planner.frameworks.swift.keys import ADAPTER_ACT, VERA_DROPOUT
 from planner.frameworks.swift.keys import TUNER_RANK as RANK
-from planner.frameworks.swift.keys import VERA_DROPOUT
 from planner.frameworks.swift.reader_rl import get
 from planner.intake.collect import Collector, as_float
 from planner.intake.flags import Flag
@@ -19,6 +20,8 @@ def read(c: Collector, f: dict[str, Flag], tuner: str, src: str) -> None:
     flag, fallback, cite = RANK[tuner]
     rank, rsrc = get(f, flag, fallback, cite)
     c.number("lora_rank", rank, f"{rsrc}; {src}", f"--{flag}")
+    if tuner == "adapter":
+        _adapter(c, f, src)
     if tuner == "vera":
         dropout, dsrc = get(f, *VERA_DROPOUT)
         if as_float(dropout) is not None:
@@ -27,3 +30,23 @@ def read(c: Collector, f: dict[str, Flag], tuner: str, src: str) -> None:
             f"{src} (ms-swift keeps VeRA's targets to the linears shaped as v_proj where the targets' shapes differ, "
             "swift/pipelines/train/tuner.py:154-170: planned on every target named, which holds more)"
         )
+
+
+# activations whose backward reads their output (linear2's input, already saved): one tokens x adapter_length fewer
+OUTPUT_SAVING = ("relu", "relu6", "relu2", "tanh", "sigmoid", "leaky_relu")
+
+
+def _adapter(c: Collector, f: dict[str, Flag], src: str) -> None:
+    """The adapter's activation sets no field (planned as gelu's, which saves its input); what ms-swift ignores."""
+    act, asrc = get(f, *ADAPTER_ACT)
+    if str(act).strip().lower() in OUTPUT_SAVING:
+        c.note(
+            f"{asrc} (--adapter_act {act} saves its output, linear2's input: planned as gelu, one tokens x "
+            "adapter_length tensor a layer more)"
+        )
+    for flag in ("target_modules", "lora_dropout"):
+        if flag in f:
+            c.note(
+                f"{f[flag].source} (--{flag} is not read by ms-swift's adapter: one after each decoder layer's "
+                "MLP, swift/pipelines/train/tuner.py:280-293)"
+            )

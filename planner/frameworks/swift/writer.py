@@ -193,6 +193,8 @@ def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
             out += [k("frozen_language", True)] if "language" in plan.frozen else []
         return out
     variant = plan.lora_variant if plan.lora_variant in TUNER_RANK else None
+    if variant == "adapter":  # ms-swift's bottleneck adapter: its length alone (tuner.py:280-293)
+        return [(tuner, variant), (TUNER_RANK[variant][0], plan.lora_rank)]
     out = [
         (tuner, variant or "lora"),
         *(tuner_rank_flags(variant, plan) if variant else [k("lora_rank", plan.lora_rank)]),

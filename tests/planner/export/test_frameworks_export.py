@@ -100,6 +100,7 @@ CASES = {
         "lora_z3": {"zero": 3, "checkpointing": "full", "lora_rank": 16, "nodes": 2},
         "adalora": {"lora_rank": 12, "lora_variant": "adalora", "zero": 2, "checkpointing": "full"},
         "vera": {"lora_rank": 256, "lora_variant": "vera", "lora_targets": "k_proj,v_proj", "lora_dropout": 0.1},
+        "adapter": {"lora_rank": 64, "lora_variant": "adapter", "checkpointing": "full"},
         "qlora_grpo": {"lora_rank": 16, "quant": "nf4", "workload": GRPO},
         "grpo_sync_batches": {
             "zero": 3,
@@ -408,6 +409,16 @@ def test_swift_writes_adalora_and_vera_at_their_own_rank_and_reads_them_back(cas
     assert float(w.f[dropout]) == w.plan.lora_dropout
     back = intake.read([str(w.dir / swift.SCRIPT_NAME)]).request
     assert (back["lora_variant"], back["lora_rank"]) == (case, w.plan.lora_rank)
+
+
+def test_swift_writes_the_bottleneck_adapter_and_reads_it_back(tmp_path):
+    """--tuner_type adapter with --adapter_length alone (swift/pipelines/train/tuner.py:280-293 reads no targets,
+    rank or dropout for it); read back as the same plan."""
+    w = sw("adapter", tmp_path)
+    assert (w.f["tuner_type"], w.f["adapter_length"]) == ("adapter", "64")
+    assert not {"lora_rank", "lora_alpha", "lora_dropout", "target_modules"} & set(w.f)
+    back = intake.read([str(w.dir / swift.SCRIPT_NAME)]).request
+    assert (back["lora_variant"], back["lora_rank"], back.get("lora_dropout", 0.0)) == ("adapter", 64, 0.0)
 
 
 def test_swift_qlora_grpo_with_colocated_vllm(tmp_path):

@@ -57,6 +57,8 @@ OWN_KINDS = {
     "swift": {
         "adalora": {"lora_rank": 12, "lora_variant": "adalora", "seq_len": 1024},
         "vera": {"lora_rank": 64, "lora_variant": "vera", "lora_targets": "v_proj", "seq_len": 1024},
+        # --train_type adapter --adapter_length (v3.12.6 swift/llm/argument/tuner_args.py:192-193)
+        "adapter": {"lora_rank": 64, "lora_variant": "adapter", "seq_len": 1024},
     },
 }
 RANKED = {("llamafactory", "0.9.3"): {"fsdp"}, ("llamafactory", "0.9.4"): {"fsdp"}, ("hf", "4"): {"fsdp"}}

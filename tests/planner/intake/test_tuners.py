@@ -65,7 +65,7 @@ def test_lora_plus_is_loras_memory(tmp_path):
         ("train.py", "from peft import AdaLoraConfig\nAdaLoraConfig(init_r=12, total_step=10)\n", "AdaLoRA"),
         ("lf.yaml", LF + "finetuning_type: adalora\n", "finetuning_type: adalora: AdaLoRA"),
         ("train.sh", SWIFT + "--tuner_type boft\n", "--tuner_type boft: BOFT"),
-        ("train.sh", SWIFT + "--tuner_type adapter\n", "--tuner_type adapter: bottleneck adapters"),
+        ("lf.yaml", LF + "finetuning_type: adapter\n", "finetuning_type: adapter: bottleneck adapters"),
         ("train.sh", SWIFT + "--tuner_type llamapro\n", "--tuner_type llamapro: LLaMA-Pro"),
         ("train.sh", SWIFT + "--train_type longlora\n", "--train_type longlora"),
         ("train.sh", SWIFT + "--use_galore true --galore_quantization true\n", "Q-GaLore"),
@@ -176,4 +176,34 @@ def test_frameworks_without_adalora_or_vera_refuse_them_in_one_line(framework, v
     knobs = Knobs(lora_rank=8, lora_variant=variant).model_dump()
     field, why = FRAMEWORKS[framework].cannot(knobs)
     assert field == "lora_variant" and f"--lora-variant {variant}" in why and "\n" not in why
+    assert FRAMEWORKS["swift"].cannot(knobs) is None
+
+
+@pytest.mark.parametrize(
+    "flags,want",
+    [
+        ("--tuner_type adapter --adapter_length 64", 64),  # 4.6 tuner_args.py:172
+        ("--tuner_type adapter --target_modules q_proj --lora_dropout 0.1", 128),  # targets and dropout unread
+        ("--train_type adapter --adapter_act relu", 128),  # 3.x's name; v3.12.6 tuner_args.py:192-193
+    ],
+)
+def test_swift_bottleneck_adapter_is_read_at_its_length(tmp_path, flags, want):
+    """ms-swift's --tuner_type adapter (tuner.py:280-293): one adapter after each decoder layer's MLP at
+    --adapter_length; --target_modules and --lora_dropout have nothing to act on (said, not read)."""
+    reading = _read(tmp_path, "train.sh", SWIFT + flags + " --lora_rank 8\n")
+    r = reading.request
+    assert (r["lora_variant"], r["lora_rank"], r.get("lora_dropout", 0.0)) == ("adapter", want, 0.0)
+    assert r.get("lora_targets", "all-linear") == "all-linear"
+
+
+@pytest.mark.parametrize(
+    "framework", ["llamafactory", "axolotl", "hf", "trl", "accelerate", "deepspeed", "openrlhf", "memplan"]
+)
+def test_frameworks_without_a_bottleneck_adapter_refuse_it_in_one_line(framework):
+    from planner.config.spec import Knobs
+    from planner.frameworks import FRAMEWORKS
+
+    knobs = Knobs(lora_rank=64, lora_variant="adapter", framework="swift").model_dump()
+    field, why = FRAMEWORKS[framework].cannot(knobs)
+    assert field == "lora_variant" and "--lora-variant adapter" in why and "\n" not in why
     assert FRAMEWORKS["swift"].cannot(knobs) is None
