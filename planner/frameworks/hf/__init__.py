@@ -113,8 +113,9 @@ HF_DEFAULTS = {
     "precision": Default("fp32", f"{TF}: bf16=False, fp16=False"),
 }
 ADAMW_4 = Default("adamw", "transformers 4.49.0 training_args.py:1284-1293: optim adamw_torch; 4.53.0: :1281")
-IGNORED = {"fsdp_config_version": "ignored"}  # transformers 4.x reads no fsdp_config "version" (reading.MEANINGS)
-FSDP1_UNSAID = {"fsdp_config_version": "default 1"}  # 5.0-5.9: read, FSDP1 where it names none
+# transformers 4.x reads no fsdp_config "version" (reading.MEANINGS), and runs FSDP2's hybrid_shard as a full shard
+IGNORED = {"fsdp_config_version": "ignored", "fsdp2_hybrid": "full"}
+FSDP1_UNSAID = {"fsdp_config_version": "default 1", "fsdp2_hybrid": "full"}  # 5.0-5.9: read, FSDP1 where it names none
 # FSDP2's hybrid shard (HSDP) at the 4 line: its FSDP plans run accelerate's FSDP2 (launchenv.py: transformers >= 4.51,
 # accelerate >= 1.6), whose fully_shard takes no mesh before accelerate 1.10 (1.8.1, the 4 line's month, utils/
 # fsdp_utils.py:615-659: every rank one shard group, whatever --fsdp hybrid_shard says; FSDP_SHARDING_STRATEGY is read
