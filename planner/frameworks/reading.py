@@ -36,6 +36,12 @@ MEANINGS = {
 }
 
 
+# the first line of the requirements.txt memplan writes beside a plan's files, `# PLANNED_FOR LABEL LINE`
+# (planner.export.launch.pinned): read back (planner.intake.pins.planned_for), it names the framework a script whose
+# flags name none was planned for (TRL's SFT runs the same TrainingArguments flags as HF's Trainer)
+PLANNED_FOR = "memplan planned these files for"
+
+
 @dataclass(frozen=True)
 class Release:
     """One line of a framework's releases: the versions from `first` up to the next line's `first` (a fork that froze
