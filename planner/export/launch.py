@@ -18,6 +18,7 @@ from planner.export import commands, configs, export
 from planner.export.configs import DS_CONFIG_NAME, FSDP_CONFIG_NAME
 from planner.frameworks import FRAMEWORKS
 from planner.frameworks.hf import launchenv
+from planner.frameworks.reading import PLANNED_FOR
 from planner.model.modelspec import ModelSpec
 
 LAUNCH_NAME = "launch.sh"
@@ -44,7 +45,7 @@ def pinned(plan: Plan) -> dict[str, str]:
         later = sorted(x.first for x in fw.releases if x.first is not None and x.first > r.first)
         first = launchenv.pinned_first(plan, fw.package, r.first)
         name, pin = r.name, f">={_version(first)},<{_version(later[0])}"
-    text = f"# memplan planned these files for {fw.label} {name}\n{fw.package}{pin}\n{launchenv.requirements(plan)}"
+    text = f"# {PLANNED_FOR} {fw.label} {name}\n{fw.package}{pin}\n{launchenv.requirements(plan)}"
     return {PIN_NAME: text}
 
 

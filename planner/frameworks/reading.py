@@ -27,7 +27,19 @@ MEANINGS = {
     # FSDP_VERSION=2, as memplan's HF command does: hf.launchenv, or `accelerate launch`'s own config names
     # fsdp_version 2)
     "fsdp_config_version": ("read", "ignored", "default 1"),
+    # HF's --fsdp hybrid_shard (or _hybrid_shard_zero2) under FSDP2: refused from transformers 5.10.0 (5.10.0
+    # training_args.py:2826-2840 "only available with FSDP1"; 5.10.4 the same), or "full": run as FSDP2's full shard
+    # over every rank, 4.51 .. 5.9 (the strategy is FSDP1's alone: accelerate 1.10.1 utils/dataclasses.py:1775-1790,
+    # 5.6.0 training_args.py:2794-2815 reshard_after_forward True; the replicate x shard mesh only from accelerate's
+    # ParallelismConfig: planner.export.parallel)
+    "fsdp2_hybrid": ("refused", "full"),
 }
+
+
+# the first line of the requirements.txt memplan writes beside a plan's files, `# PLANNED_FOR LABEL LINE`
+# (planner.export.launch.pinned): read back (planner.intake.pins.planned_for), it names the framework a script whose
+# flags name none was planned for (TRL's SFT runs the same TrainingArguments flags as HF's Trainer)
+PLANNED_FOR = "memplan planned these files for"
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 from planner.frameworks import FRAMEWORKS
+from planner.frameworks.reading import PLANNED_FOR
 from planner.intake import limits
 from planner.intake.collect import is_dir, is_file
 
@@ -74,6 +75,29 @@ def pins(folders: list[Path]) -> dict[str, tuple[str, str]]:
                     shown = m.group(0).strip(QUOTES)
                     out.setdefault(name, (version, f"{path.name}:{line} {shown}"))
     return out
+
+
+def planned_for(folders: list[Path]) -> tuple[str, str] | None:
+    """(framework, `requirements.txt:1 # memplan planned these files for TRL ...`) where memplan's own requirements.txt
+    sits in one of the run's folders (not above: the files it wrote lie together), naming the framework the files were
+    planned for (reading.PLANNED_FOR, by its label); None elsewhere."""
+    here = Path.cwd().resolve()
+    for folder in folders:
+        path = folder / PIN_FILES[0]
+        if folder == here or not is_file(path):
+            continue
+        try:
+            first = limits.read_config_text(path, errors="replace").partition("\n")[0]
+        except (OSError, ValueError, limits.OverLimit):
+            continue
+        said = first.removeprefix("#").strip()
+        if not said.startswith(PLANNED_FOR):
+            continue
+        label = said.removeprefix(PLANNED_FOR).strip()
+        for fw in sorted(FRAMEWORKS.values(), key=lambda f: -len(f.label)):  # the longest label that starts it
+            if fw.label and label.startswith(f"{fw.label} "):
+                return fw.name, f"{path.name}:1 {first}"
+    return None
 
 
 def fork(paths: list[str], script: Path | None) -> tuple[str, str] | tuple[str, str, tuple[str, ...]] | None:

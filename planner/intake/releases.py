@@ -37,6 +37,7 @@ from planner.intake.pins import (  # noqa: F401 - re-exported: readers call rele
     fork_by_flags,
     is_pin_file,
     pins,
+    planned_for,
 )
 
 

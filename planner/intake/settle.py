@@ -27,6 +27,7 @@ def finish(c: Collector) -> None:
     _zero_auto(c)
     if "fsdp_checkpointing" in c.facts and c.get("fsdp", "off") != "off":
         c.set("checkpointing", *c.facts["fsdp_checkpointing"])
+    _hsdp_unmeshed(c)
     _hsdp(c)
     _unplannable(c)
     _split_world(c)
@@ -43,6 +44,46 @@ def _hsdp(c: Collector) -> None:
     c.set("fsdp", "hybrid", fact[1], fact[2])
     if fact[0] != int(c.get("nodes", 1)):
         c.note(f"{fact[1]} (HSDP is planned with one replica a node, {c.get('nodes', 1)} here)")
+
+
+def _hsdp_unmeshed(c: Collector) -> None:
+    """A hybrid shard asked of FSDP2 (HF's --fsdp hybrid_shard, accelerate's fsdp_sharding_strategy HYBRID_SHARD, with
+    fsdp_version 2) where no ParallelismConfig names replicas: FSDP2's fully_shard gets no mesh and shards over every
+    rank (accelerate 1.10.1 utils/fsdp_utils.py:615-659; the strategy is FSDP1's alone, utils/dataclasses.py:
+    1775-1790), planned as the full shard that runs, saying so; transformers 5.10+ refuse HF's flag at start
+    (Release.means fsdp2_hybrid, reading.MEANINGS). FSDP1's hybrid shard is its own (kept)."""
+    asked, version, replicas = (c.facts.get(k) for k in ("fsdp_hybrid", "fsdp_version", "dp_replicate"))
+    if c.get("fsdp", "off") != "hybrid" or asked is None or version is None or version[0] != 2:
+        return
+    if replicas is not None and replicas[0] > 1:  # the fact: a framework whose mesh is accelerate's (its reader)
+        return
+    tail = version[1].removeprefix(asked[1]).strip() if version[1].startswith(asked[1]) else f"({version[1]})"
+    line, how = _line(c), f" {tail}" if tail else ""
+    if asked[0] and line is not None and line.means("fsdp2_hybrid") == "refused":
+        raise BadInput(
+            f"{asked[1]} under FSDP2{how}: transformers 5.10+ refuse it at start (5.10.0 training_args.py:"
+            "2826-2840 'only available with FSDP1'): set fsdp_config's version 1 (FSDP1's hybrid shard), or --fsdp "
+            "full_shard with accelerate's mesh (ACCELERATE_USE_PARALLELISM_CONFIG=true, PARALLELISM_CONFIG_DP_"
+            "REPLICATE_SIZE=nodes, or the accelerate config's parallelism_config_dp_replicate_size)",
+            "fsdp",
+        )
+    c.note(
+        f"{asked[1]} (a hybrid shard, one copy a node, asked of FSDP2{how}, which builds no replicate x "
+        "shard mesh without accelerate's ParallelismConfig (parallelism_config_dp_replicate_size): it runs as a full "
+        "shard over every GPU, planned so)"
+    )
+    c.set("fsdp", "full", f"{asked[1]} (FSDP2 with no mesh: a full shard over every GPU)", asked[2])
+
+
+def _line(c: Collector):
+    """The release line the reading targets (Framework.release; a name that is another's line: Framework.same_as),
+    None for a framework without lines."""
+    fw = FRAMEWORKS.get(c.framework)
+    release = str(c.facts.get("release", ("",))[0] or "")
+    if fw is not None and not fw.releases and fw.same_as:
+        name, _, release = fw.same_as.partition("@")
+        fw = FRAMEWORKS.get(name)
+    return fw.release(release) if fw is not None and fw.releases else None
 
 
 def _split_world(c: Collector) -> None:

@@ -93,9 +93,13 @@ def read_run(run: launch.Run) -> Collector:
     trainer = PLAIN if own else _trainer(run, tool, flags, data)
     if fmt is None and not own and (found := _entry(run, flags)) is not None:  # its own flags, no config file
         fmt, data, cfg_path = found, {}, run.command.path
+    told = releases.planned_for(releases.folders(run)) if trainer == PLAIN and not own and fmt is None else None
+    if told is not None and "sft" in FRAMEWORKS[told[0]].trainers:  # memplan's files of a TRL SFT plan
+        trainer = "sft"
     framework = own[0] if own else configs.framework(fmt, trainer) if fmt else by_trainer(trainer)
     c = Collector(framework)
-    c.fact("framework", framework, f"{run.where} {run.tool} {show(run.target)}", run.tool)
+    why = f" ({told[1]})" if told is not None and trainer == "sft" else ""
+    c.fact("framework", framework, f"{run.where} {run.tool} {show(run.target)}{why}", run.tool)
     read_allocator(c, run.command.env, run.where)
     read_env_version(c, run.command.env, run.where)
     if tool is None or tool.wraps:

@@ -224,10 +224,13 @@ def fsdp(
     tokens: tuple = (),
     version: tuple[int, str] = (2, ""),
     trainer: bool = True,
+    mesh: bool = True,
 ) -> None:
     """FSDP options (`fsdp_`-prefixed or not; HF's `fsdp` words in `tokens`) -> fsdp, offload, checkpointing,
     save_weights; `version`: the FSDP version where the options name none, and the default that says so; `trainer`:
-    HF's TrainingArguments builds the plugin (its state_dict_type default), else accelerate's config does."""
+    HF's TrainingArguments builds the plugin (its state_dict_type default), else accelerate's config does; `mesh`:
+    FSDP2's replicate x shard mesh is accelerate's ParallelismConfig alone (settle._hsdp_unmeshed), not the
+    framework's own."""
     s = {k.removeprefix("fsdp_"): v for k, v in spec.items()}
     given = as_int(s.get("version"))
     strategy = s.get("sharding_strategy", s.get("reshard_after_forward"))
@@ -245,6 +248,8 @@ def fsdp(
     how += f"; {version[1]})" if how and not given and version[1] else (")" if how else "")
     c.set("fsdp", mode, f"{source}{how}", key)
     c.fact("fsdp_version", given or version[0], source + (f" ({version[1]})" if not given and version[1] else ""), key)
+    if mode == "hybrid" and mesh:  # whether HF's TrainingArguments asked it (settle._hsdp_unmeshed: 5.10 refuses it)
+        c.fact("fsdp_hybrid", trainer, source, key)
     if as_bool(s.get("offload_params")) or "offload" in words:
         c.set("offload", "optimizer+params", f"{source}: offload_params", key)
     _state_dict_type(c, s.get("state_dict_type"), source, key, trainer, given or version[0])

@@ -239,6 +239,7 @@ def _sharding(c: Collector, f: dict[str, Flag], path: Path, vars) -> None:
         fk,
         tokens=tokens,
         version=(1, default(AXOLOTL, f"{A}validation.py:1215-1233", "fsdp_version 1 with fsdp_config")),
+        mesh=False,  # axolotl builds its own (dp_shard_size, dp_replicate_size): not accelerate's meshless hybrid
     )
 
 

@@ -113,8 +113,9 @@ HF_DEFAULTS = {
     "precision": Default("fp32", f"{TF}: bf16=False, fp16=False"),
 }
 ADAMW_4 = Default("adamw", "transformers 4.49.0 training_args.py:1284-1293: optim adamw_torch; 4.53.0: :1281")
-IGNORED = {"fsdp_config_version": "ignored"}  # transformers 4.x reads no fsdp_config "version" (reading.MEANINGS)
-FSDP1_UNSAID = {"fsdp_config_version": "default 1"}  # 5.0-5.9: read, FSDP1 where it names none
+# transformers 4.x reads no fsdp_config "version" (reading.MEANINGS), and runs FSDP2's hybrid_shard as a full shard
+IGNORED = {"fsdp_config_version": "ignored", "fsdp2_hybrid": "full"}
+FSDP1_UNSAID = {"fsdp_config_version": "default 1", "fsdp2_hybrid": "full"}  # 5.0-5.9: read, FSDP1 where it names none
 # FSDP2's hybrid shard (HSDP) at the 4 line: its FSDP plans run accelerate's FSDP2 (launchenv.py: transformers >= 4.51,
 # accelerate >= 1.6), whose fully_shard takes no mesh before accelerate 1.10 (1.8.1, the 4 line's month, utils/
 # fsdp_utils.py:615-659: every rank one shard group, whatever --fsdp hybrid_shard says; FSDP_SHARDING_STRATEGY is read
@@ -131,6 +132,26 @@ HSDP_4 = Rule(
     lambda k, w: k["fsdp"] == "hybrid",
     scope="written",
 )
+# sequence and context parallel reach HF's Trainer as TrainingArguments.parallelism_config (planner.export.parallel),
+# a field from transformers 4.56 (4.56.2 training_args.py:1279; 4.54.1's and 4.55.4's parsers refuse the file:
+# tests/planner/export/test_parallelism_pin.py): none at the 4 line (4.0 .. 4.53), whose pin cannot reach it
+NO_PARALLELISM_4 = Rule(
+    "context_parallel",
+    "transformers 4.53's TrainingArguments has no parallelism_config (a field from 4.56: 4.56.2 training_args.py:1279), "
+    "which carries --context-parallel and --sequence-parallel: give --framework hf@4.54 or later",
+    lambda k, w: k["context_parallel"] > 1 or k["sequence_parallel"] > 1,
+    scope="written",
+)
+# Ulysses (ALST) needs the Trainer's own part, from transformers 5 (5.6.0 trainer.py:500-503 the loss's token count,
+# 1632-1635 deepspeed_ulysses_dl_adapter; 4.57.1's trainer.py has neither) and accelerate's sp_size (v1.12.0
+# parallelism_config.py:75; none at 1.11.0): the 4.54 line's Trainer would run each rank on the whole sequence
+ULYSSES_4 = Rule(
+    "sequence_parallel",
+    "transformers 4.x's Trainer runs no Ulysses (ALST) split (5.6.0 trainer.py:1632-1635 deepspeed_ulysses_dl_adapter; "
+    "none at 4.57.1): give --framework hf@5 or later",
+    lambda k, w: k["sequence_parallel"] > 1,
+    scope="written",
+)
 HF_RELEASES = (
     # the 4 line's forward returned fp32 logits through 4.45 (Framework.returned_logits): planned the hungrier way
     Release(
@@ -140,7 +161,7 @@ HF_RELEASES = (
         defaults={"optimizer": ADAMW_4},
         meaning=IGNORED,
         adapter={"returned_logits": "fp32", "rules": HF_SPLIT_RULES},
-        rules=(HSDP_4,),
+        rules=(HSDP_4, NO_PARALLELISM_4),
     ),
     Release(
         "4.54",
@@ -148,6 +169,7 @@ HF_RELEASES = (
         "transformers 4.54.0",
         meaning=IGNORED,
         adapter={"rules": HF_SPLIT_RULES},  # a compressed-tensors or HQQ base trains on 4.x (transformers_5_quant)
+        rules=(ULYSSES_4,),
         defaults={
             "optimizer": Default(
                 "adamw-fused", "transformers 4.54.0 training_args.py:1286-1291: adamw_torch_fused on torch >= 2.8"

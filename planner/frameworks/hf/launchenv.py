@@ -36,23 +36,49 @@ TRAINER_FSDP2 = (4, 51)
 ACCELERATE_FSDP2 = "accelerate>=1.6.0"
 
 
+# a sequence- or context-parallel plan's train_args.json carries TrainingArguments.parallelism_config, a field from
+# transformers 4.56 (4.56.2 training_args.py:1279; 4.54.1 and 4.55.4 HfArgumentParser.parse_dict refuse the file:
+# "Some keys are not used by the HfArgumentParser: ['parallelism_config']"), the release whose Trainer splits the
+# batch for context parallel (4.56.2 trainer.py:3869-3935, 3995 _prepare_context_parallel_inputs; none at 4.55.4)
+TRAINER_PARALLELISM = (4, 56)
+
+
+def splits_sequence(plan) -> bool:
+    """A plan written with TrainingArguments.parallelism_config (planner.export.parallel.parallelism_fields)."""
+    return plan.sequence_parallel > 1 or plan.context_parallel > 1
+
+
 def pinned_first(plan, package: str, first: tuple[int, ...]) -> tuple[int, ...]:
-    """The first version of `package` the pin of the plan's line names: transformers 4.51 for an FSDP plan of a line
-    starting before it (fsdp_env's plans), else the line's own first."""
+    """The first version of `package` the pin of the plan's line names: transformers 4.56 for a sequence- or
+    context-parallel plan, 4.51 for an FSDP plan (fsdp_env's plans) of a line starting before it, else the line's
+    own first."""
+    if package == "transformers" and splits_sequence(plan):
+        return max(first, TRAINER_PARALLELISM)
     if package == "transformers" and fsdp_env(plan) and first < TRAINER_FSDP2:
         return TRAINER_FSDP2
     return first
 
 
-# an HSDP plan's mesh comes from accelerate's ParallelismConfig, which the Accelerator builds from the launcher's
+# an HSDP or context-parallel plan's mesh comes from accelerate's ParallelismConfig, which the Accelerator builds from the
 # variables from 1.10 (planner.export.parallel.hsdp_fields; transformers asks 1.10.1 of it, 4.56.2
 # trainer.py:5468-5471)
 ACCELERATE_HSDP = "accelerate>=1.10.1"
 
 
+# TRL's pin names TRL: a line whose TRL takes a transformers before 4.56 (trl 0.22.2 METADATA Requires-Dist
+# transformers>=4.55.0) gets the transformers a sequence- or context-parallel plan's file needs as its own line
+TRANSFORMERS_PARALLELISM = "transformers>=4.56.0"
+
+
 def requirements(plan) -> str:
     """The requirement lines beside the package's pin: accelerate's FSDP2 for the plans fsdp_env names, its
-    ParallelismConfig for an HSDP plan."""
-    if not fsdp_env(plan):
-        return ""
-    return f"{ACCELERATE_HSDP if plan.fsdp == 'hybrid' else ACCELERATE_FSDP2}\n"
+    ParallelismConfig for an HSDP or context-parallel plan, and transformers 4.56 for a sequence- or context-parallel
+    plan of a framework whose pin names another package (TRL)."""
+    fw = FRAMEWORKS.get(plan.framework)
+    lines = (
+        [TRANSFORMERS_PARALLELISM] if splits_sequence(plan) and fw is not None and fw.package != "transformers" else []
+    )
+    if fsdp_env(plan):
+        mesh = plan.fsdp == "hybrid" or plan.context_parallel > 1
+        lines.append(ACCELERATE_HSDP if mesh else ACCELERATE_FSDP2)
+    return "".join(f"{line}\n" for line in lines)

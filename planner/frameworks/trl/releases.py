@@ -72,6 +72,9 @@ def _whole(tag: str) -> Default:
 # trl v0.19.0 pyproject transformers>=4.51.0, and VLM-R1 pins 4.49.0); v0.22.0 .. v0.29.1 and 1.x run 4.56.2 or 5.x
 # (their wheels' Requires-Dist transformers>=4.56.2): the newest's meaning, the version read
 TRANSFORMERS_4 = {"fsdp_config_version": "ignored"}
+# the lines before 1.10 run a transformers before 5.10 (the venvs of tools/fwenv_old.sh: trl 0.22.2 with 4.56.2, 1.0.0
+# with 5.6.0), which runs --fsdp hybrid_shard under FSDP2 as a full shard (reading.MEANINGS); 1.10's 5.19 refuses it
+HYBRID_FULL = {"fsdp2_hybrid": "full"}
 
 
 def _grpo(tag: str, beta: tuple, mcl: str, vllm: str, counts: str = "completions", old: bool = True) -> dict:
@@ -87,7 +90,7 @@ def _grpo(tag: str, beta: tuple, mcl: str, vllm: str, counts: str = "completions
             "generation": Default("vllm-server", f"trl {tag} {G}:{vllm} (with use_vllm)"),
             "logprobs": _whole(tag),
         },
-        "meaning": {"grpo_batch_counts": counts, **(TRANSFORMERS_4 if old else {})},
+        "meaning": {"grpo_batch_counts": counts, **(TRANSFORMERS_4 if old else {}), **HYBRID_FULL},
         "adapter": {**ZERO, "dpo_runs": _packs(tag)} if tag in PADDING_FREE else ZERO,
     }
 
@@ -173,6 +176,7 @@ RELEASES = (
         "1.0",
         (1, 0),
         "trl v1.0.0 .. v1.9.0",
+        meaning=HYBRID_FULL,
         workload={
             "max_completion_length": Default(256, f"trl v1.9.0 {G}:488-489: max_completion_length=256"),
             "logprobs": _whole("v1.9.0"),
@@ -205,7 +209,7 @@ FORKS = (
             "optimizer": FORKED_014["defaults"]["optimizer"],
             "precision": Default("fp32", f"{VLM_R1}/src/open_r1/trainer/grpo_config.py:22: {FP32.source}"),
         },
-        meaning=TRANSFORMERS_4,
+        meaning={**TRANSFORMERS_4, **HYBRID_FULL},
         workload={
             "beta": Default(0.04, f"{VLM_R1}/src/open_r1/trainer/grpo_config.py:291-292: beta=0.04"),
             "max_completion_length": Default(256, f"{VLM_R1}/src/open_r1/trainer/grpo_config.py:177-178: 256"),

@@ -50,9 +50,8 @@ def test_hsdp_is_a_full_shard_over_one_replica_a_node(framework, tmp_path):
     back = checkconfig.check_config([str(tmp_path / "command.sh")], READ).plan
     slurm = checkconfig.check_config([str(tmp_path / "launch.sbatch")], READ).plan
     assert back.fsdp == slurm.fsdp == "hybrid" and back.world_size == slurm.world_size == 4
-    assert back.memory.peak_allocated_bytes == slurm.memory.peak_allocated_bytes
-    if framework.startswith("hf"):  # TRL's train.py names no trainer: read back as HF's (its full shard the same)
-        assert back.memory.peak_allocated_bytes == plan.memory.peak_allocated_bytes
+    assert back.memory.peak_allocated_bytes == slurm.memory.peak_allocated_bytes == plan.memory.peak_allocated_bytes
+    assert back.framework == plan.framework  # TRL's by memplan's requirements.txt (pins.planned_for)
 
 
 def test_a_full_shard_has_no_mesh(tmp_path):

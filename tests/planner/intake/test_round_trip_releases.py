@@ -23,7 +23,7 @@ def kind(body: dict) -> str:
 
 
 # each framework whose files its release changes, with a plan it runs at every line: LLaMA-Factory's and ms-swift's
-# LoRA, TRL's GRPO (0.14 counts the batch in prompts), OpenRLHF's SFT and DPO (flat flags at 0.10); ms-swift 2.x and
+# LoRA, TRL's GRPO (0.14 counts the batch in prompts) and SFT, OpenRLHF's SFT and DPO (flat flags at 0.10); ms-swift 2.x and
 # OpenRLHF 0.9.x are read, never written (their writers refuse them); verl's SFT: test_verl_0_6_sft_script_composes...
 LORA = {"lora_rank": 8, "seq_len": 1024}
 DPO = {"workload": {"kind": "dpo", "max_length": 1024}}
@@ -31,6 +31,9 @@ AT_RELEASES = (
     ("llamafactory", LORA),
     ("swift", LORA),
     ("trl", GRPO),
+    # TRL's SFT: the same TrainingArguments flags as HF's Trainer, read back as TRL's by memplan's requirements.txt
+    # (pins.planned_for), its loss TRL's (the fused head from 1.0, the full logits before)
+    ("trl", {"seq_len": 1024}),
     ("openrlhf", {"seq_len": 1024}),
     ("openrlhf", DPO),
 )

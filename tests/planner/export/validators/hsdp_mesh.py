@@ -21,7 +21,11 @@ def exported_and_flags(sbatch: str) -> tuple[dict[str, str], list[str]]:
             env[key] = value
     toks = shlex.split(sbatch.replace("\\\n", " "), comments=True)
     inner = shlex.split(next(t for t in toks if "train.py" in t and t != "train.py"))
-    return env, inner[inner.index("train.py") + 1 :]
+    flags = inner[inner.index("train.py") + 1 :]
+    if "--model_name_or_path" in flags:  # the script's ModelConfig's (trl_validate parses it), not TrainingArguments'
+        at = flags.index("--model_name_or_path")
+        flags = flags[:at] + flags[at + 2 :]
+    return env, flags
 
 
 def main(folder: Path) -> None:
