@@ -5,9 +5,10 @@ model/model_utils/checkpointing.py:80-134, reentrant by default: hparams/model_a
 _setup_freeze_tuning (model/adapter.py:57-138, trained parameters upcast to fp32 unless pure bf16: :316-325), in the
 order its loader runs them (model/loader.py:180, :183). Nothing of LLaMA-Factory's calls enable_input_require_grads
 on this path (its checkpointing's new format skips it: checkpointing.py:133-134).
-`python probes/lf_freeze_step.py CONFIG_JSON KNOBS_JSON MICRO SEQ` under LLaMA-Factory's venv (PYTHONPATH the
-repository) prints {"ours": peak, "lf": peak, "lf_saved": bytes autograd keeps at the end of forward, ...} as JSON
-(tests/probes/test_freeze.py compares them with the plan)."""
+`python probes/lf_freeze_step.py CONFIG_JSON KNOBS_LIST_JSON MICRO SEQ` under LLaMA-Factory's venv (PYTHONPATH the
+repository) prints, for each knobs, {"lf": peak, "ours": the recipe's build's peak, "lf_saved" and "ours_saved":
+bytes autograd keeps at the end of forward, ...} as a JSON list (tests/probes/test_freeze.py compares them with
+the plan)."""
 
 from __future__ import annotations
 
@@ -93,4 +94,5 @@ def run(config: dict, knobs_kw: dict, micro: int, seq: int) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(run(json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))))
+    config, micro, seq = json.loads(sys.argv[1]), int(sys.argv[3]), int(sys.argv[4])
+    print(json.dumps([run(config, kw, micro, seq) for kw in json.loads(sys.argv[2])]))

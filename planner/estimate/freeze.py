@@ -16,8 +16,10 @@ backward; its step saves what full fine-tuning's checkpointed layers save.
 LLaMA-Pro (--trained-layout interleaved; use_llama_pro on the checkpoint scripts/llama_pro.py expanded): the N trained
 blocks are every (L/N)-th layer, L/N - 1, 2L/N - 1, ... (model/adapter.py:80-88), so the frozen layers above the lowest
 one are in backward's path: they save what their input's gradient needs (planner.estimate.frozen_lm's layer), and
-LLaMA-Factory's checkpointing function runs them without a checkpoint whatever the checkpointing.
-tests/probes/test_freeze.py pins the step's peak to a real CPU step of a transformers model frozen by this rule."""
+LLaMA-Factory's checkpointing function runs them without a checkpoint whatever the checkpointing, while it checkpoints
+the trained blocks (they save their input alone, as any checkpointed layer).
+tests/probes/test_freeze.py pins the step's peak to a real CPU step of a transformers model frozen by this rule and to
+one of a model LLaMA-Factory itself prepared (probes/lf_freeze_step.py)."""
 
 from __future__ import annotations
 
