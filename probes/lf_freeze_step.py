@@ -16,16 +16,14 @@ import json
 import sys
 
 
-def lf_model(config: dict, knobs):
-    """The model as LLaMA-Factory's loader leaves it for --finetuning_type freeze (use_llama_pro: interleaved)."""
+def base_model(config: dict, knobs):
+    """The transformers model from `config` in the dtype the framework loads it (the compute dtype), the recipe's
+    attention kernel, before the framework touches it."""
     import torch
-    from llamafactory.hparams import FinetuningArguments, ModelArguments
-    from llamafactory.model.adapter import _setup_freeze_tuning
-    from llamafactory.model.model_utils.checkpointing import prepare_model_for_training
     from transformers import AutoConfig, AutoModelForCausalLM
 
     from recipe import knobs as recipe_knobs
-    from recipe.model import amp, weight_dtype
+    from recipe.model import weight_dtype
 
     kw = {"dtype": weight_dtype(knobs)}
     impl = recipe_knobs.attn_implementation(knobs, "cpu")
@@ -34,6 +32,18 @@ def lf_model(config: dict, knobs):
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**config), **kw)
     model.config.use_cache = False
+    return model
+
+
+def lf_model(config: dict, knobs):
+    """The model as LLaMA-Factory's loader leaves it for --finetuning_type freeze (use_llama_pro: interleaved)."""
+    from llamafactory.hparams import FinetuningArguments, ModelArguments
+    from llamafactory.model.adapter import _setup_freeze_tuning
+    from llamafactory.model.model_utils.checkpointing import prepare_model_for_training
+
+    from recipe.model import amp
+
+    model = base_model(config, knobs)
     margs = ModelArguments(model_name_or_path="none", disable_gradient_checkpointing=knobs.checkpointing == "off")
     prepare_model_for_training(model, margs)
     fargs = FinetuningArguments(
