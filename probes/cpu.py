@@ -13,12 +13,13 @@ from probes.tracker import LiveBytes
 from recipe import text_layers
 
 
-def measure(case: Case, steps: int = 2) -> dict:
-    """Peak live bytes of the last of `steps` steps, by category, and its wall time."""
+def measure(case: Case, steps: int = 2, model=None) -> dict:
+    """Peak live bytes of the last of `steps` steps, by category, and its wall time; `model`: one a framework built
+    (probes.lf_freeze_step), else the recipe's."""
     import torch
 
     torch.manual_seed(0)
-    model = build_model(case)
+    model = build_model(case) if model is None else model
     if case.image_tokens:
         batch, image_tokens = vlm_inputs(case, model)
     else:

@@ -118,18 +118,20 @@ def _freeze(model, config: dict, knobs) -> None:
 
 
 def _frozen_layers_unchecked(model, knobs) -> None:
-    """Freeze tuning where the frozen layers record no graph unless a trained one is below them (LLaMA-Factory): its
-    checkpointing function runs a layer without trained parameters without a checkpoint (0.9.5
-    model/model_utils/checkpointing.py:80-103). Applied to LLaMA-Pro's interleaved blocks (the sim and a CPU step
-    within +2% of the plan); for the last N layers the frozen layers below stay checkpointed here: with them
-    unchecked, a CPU step of debug-llama (1 of 4 layers, checkpointed) held 17.3 MiB more at backward's start and
-    the sim of llama-3.2-1b (2 of 16) 10% more at forward's end, not yet explained (planner.estimate.freeze)."""
+    """Freeze tuning under checkpointing as LLaMA-Factory runs it: its checkpointing function checkpoints only a
+    layer with a trained parameter and runs the others plainly (0.9.5 model/model_utils/checkpointing.py:80-103),
+    and its gradient_checkpointing_enable, which replaces transformers' (:170-176), never makes the embedding's
+    output require a gradient (:133-134); transformers' own does for every input_ids model (5.25
+    modeling_utils.py:3192-3196), so that is undone here. The frozen layers below the lowest trained one then record
+    no graph; LLaMA-Pro's frozen layers above it save what their input's gradient needs (LLaMA-Factory's own step:
+    probes/lf_freeze_step.py, tests/probes/test_freeze.py)."""
     from transformers.modeling_layers import GradientCheckpointingLayer
 
     from planner.estimate.freeze import below_trained_layers_idle
 
-    if not below_trained_layers_idle(knobs) or getattr(knobs, "trained_layout", "last") != "interleaved":
-        return  # the last N: the frozen layers below record no graph, checkpointed or not (but see the docstring)
+    if not below_trained_layers_idle(knobs) or knobs.checkpointing in ("off", "offload"):
+        return
+    model.disable_input_require_grads()
     for module in model.modules():
         if isinstance(module, GradientCheckpointingLayer) and not any(p.requires_grad for p in module.parameters()):
             module.gradient_checkpointing = False

@@ -117,9 +117,6 @@ def _activations_bytes(s: Setup) -> int:
     if freeze.below_trained_layers_idle(s.knobs):  # LLaMA-Pro's frozen layers between its trained blocks
         layer = act.layer_bytes(t, rows, width, p)
         total += freeze.path_frozen_bytes(s.model, s.knobs, layer, p, rows * width)
-        if freeze.path_frozen_layers(s.knobs, s.model.text.layers):  # its checkpointed blocks: planned as kept
-            kept = recipe_terms.checkpointed_layers(s.knobs, t.layers) * act.checkpointed_layer_bytes(t, rows, width, p)
-            total += recipe_terms.checkpointed_layers(s.knobs, t.layers) * layer - kept
     v = s.model.vision
     if v is not None:
         off = s.knobs.checkpointing == "off" or s.knobs.vit_checkpointing == "off" or not v.checkpointed

@@ -12,12 +12,15 @@ full, everything else frozen. Read at LLaMA-Factory v0.9.5 (src/llamafactory/):
 ms-swift (--tuner_type full, --freeze_parameters_ratio 1, --trainable_parameters) instead calls
 enable_input_require_grads under checkpointing (v4.5.2 swift/trainers/mixin.py:939-941, Framework.input_grads): the
 embedding's output requires a gradient, so every frozen layer is checkpointed, keeps its input and is recomputed in
-backward; its step saves what full fine-tuning's checkpointed layers save.
+backward; its step saves what full fine-tuning's checkpointed layers save (4.6.0 :980-981 the same; its own
+checkpointing run on a CPU step: probes/swift_freeze_step.py).
 LLaMA-Pro (--trained-layout interleaved; use_llama_pro on the checkpoint scripts/llama_pro.py expanded): the N trained
 blocks are every (L/N)-th layer, L/N - 1, 2L/N - 1, ... (model/adapter.py:80-88), so the frozen layers above the lowest
 one are in backward's path: they save what their input's gradient needs (planner.estimate.frozen_lm's layer), and
-LLaMA-Factory's checkpointing function runs them without a checkpoint whatever the checkpointing.
-tests/probes/test_freeze.py pins the step's peak to a real CPU step of a transformers model frozen by this rule."""
+LLaMA-Factory's checkpointing function runs them without a checkpoint whatever the checkpointing, while it checkpoints
+the trained blocks (they save their input alone, as any checkpointed layer).
+tests/probes/test_freeze.py pins the step's peak to a real CPU step of a transformers model frozen by this rule and to
+one of a model LLaMA-Factory itself prepared (probes/lf_freeze_step.py)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import pytest
 
 from planner import advise, intake
 from planner.config.spec import GIB, Knobs
-from planner.estimate.memory import breakdown
+from planner.estimate.activation_terms import activations_bytes
 from planner.estimate.setup import Setup
 from planner.estimate.trained import trainable_params
 from planner.model.catalog import load_model
@@ -42,7 +42,8 @@ def test_llama_pros_frozen_layers_in_the_path_cost_more_than_the_last_layers():
     pro = Setup(spec, Knobs(trained_layers=8, trained_layout="interleaved", checkpointing="full"), 1, 1, 2048)
     last = Setup(spec, Knobs(trained_layers=8, checkpointing="full"), 1, 1, 2048)
     assert trainable_params(pro) == trainable_params(last) == spec.params_by_role()["layer"] // 5
-    assert breakdown(pro, 80 * GIB).activations_bytes > breakdown(last, 80 * GIB).activations_bytes + 28 * GIB // 100
+    # what backward keeps (the peak itself is the optimizer step's here since the trained blocks are checkpointed)
+    assert activations_bytes(pro) > activations_bytes(last) + 28 * GIB // 100
 
 
 def test_llama_pro_needs_the_layers_divisible_by_its_blocks():
