@@ -23,7 +23,7 @@ from planner.export.export import (
 )
 from planner.frameworks.hf import launchenv
 from planner.frameworks.hf.keys import KEYS as K
-from planner.frameworks.trl.releases import FORK_ENTRY, FORK_PIXELS, FORK_SCRIPT_FLAGS
+from planner.frameworks.trl.releases import FORK_ENTRY, FORK_PIXELS, fork_script_flags, grpo_fork
 from planner.model import catalog, vila
 from planner.model.modelspec import ModelSpec
 
@@ -32,8 +32,7 @@ TRAIN_SCRIPT = "train.py"  # the user's HF-Trainer-style script
 
 def fork_grpo(plan: Plan) -> str | None:
     """The GRPO fork (trl@r1-v, trl@vlm-r1) whose own entry script runs the plan, or None."""
-    fork = plan.framework == "trl" and plan.workload.kind == "grpo" and plan.release in FORK_ENTRY
-    return plan.release if fork else None
+    return grpo_fork(plan.framework, plan.release, plan.workload.kind)
 
 
 def train_script(model: ModelSpec | None, plan: Plan | None = None) -> str:
@@ -66,7 +65,7 @@ def script_args(
     plan: Plan, ds_path: str = DS_CONFIG_NAME, model: ModelSpec | None = None, goal: Goal | None = None
 ) -> list[str]:
     a = ["--output_dir", "output"] if (plan.framework, plan.release) in OUTPUT_DIR else []
-    a += FORK_SCRIPT_FLAGS.get(plan.release, ()) if plan.framework == "trl" and plan.workload.kind == "grpo" else []
+    a += fork_script_flags(plan.framework, plan.release, plan.workload.kind)
     a += fork_images(plan, goal)
     a += [K.flag("micro_batch"), str(written_micro_batch(plan)), K.flag("grad_accum"), str(plan.grad_accum)]
     a += [K.flag("optimizer"), K["optimizer"].write(plan.optimizer) + ("_layerwise" if layerwise(plan) else "")]

@@ -4,9 +4,11 @@ are saved as test artifacts under test-artifacts/."""
 
 import shutil
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
+from planner.config.knobfields import Optimizer
 from tests.api.conftest import TOKEN
 
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -252,7 +254,10 @@ def test_the_form_is_whole_at_load_without_openapi_and_the_console_is_clean(serv
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(server.url + "/", wait_until="domcontentloaded")
-    assert page.locator("#more #optimizer option").count() == 7 and page.locator("#model option").count() > 10
+    assert (
+        page.locator("#more #optimizer option").count() == len(get_args(Optimizer))
+        and page.locator("#model option").count() > 10
+    )
     page.fill("#global_batch", "64")
     page.keyboard.press("Enter")
     page.wait_for_selector("#plans tbody tr")

@@ -237,6 +237,19 @@ FORK_ENTRY = {"r1-v": "src/r1-v/src/open_r1/grpo.py", "vlm-r1": "src/open-r1-mul
 # the pixel bounds each image is resized within, GRPOScriptArguments' own flags (R1-V grpo.py:43-50, VLM-R1
 # grpo_jsonl.py:89-96; the trainers set them on the Qwen-VL processor): unwritten, each image may reach 12,845,056
 FORK_PIXELS = ("--min_pixels", "--max_pixels")
+
+
+def grpo_fork(framework: str, release: str | None, kind: str) -> str | None:
+    """The GRPO fork (trl@r1-v, trl@vlm-r1) whose own entry script (FORK_ENTRY) runs a plan of this framework,
+    release and workload kind, or None."""
+    return release if framework == "trl" and kind == "grpo" and release in FORK_ENTRY else None
+
+
+def fork_script_flags(framework: str, release: str | None, kind: str) -> tuple[str, ...]:
+    """The flags a GRPO fork's own parser requires beside the plan's (FORK_SCRIPT_FLAGS); none for any other plan."""
+    return tuple(FORK_SCRIPT_FLAGS.get(release, ())) if framework == "trl" and kind == "grpo" else ()
+
+
 # unsloth (planner.frameworks.trl.reader_unsloth) runs TRL's trainers on its own model: its checkpointing offloads
 # each layer's input to the host; its own loss kernels are not modelled, so the loss is planned from the full logits
 UNSLOTH = "unsloth 2026.8.19 (unslothai/unsloth 015bdef0d9)"

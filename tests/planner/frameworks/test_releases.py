@@ -131,7 +131,7 @@ def test_the_cli_takes_name_at_release_and_lists_releases():
     ]
     first = trl["releases"][0]
     assert (
-        first["meaning"] == {"grpo_batch_counts": "prompts", "fsdp_config_version": "ignored"}
+        first["meaning"] == {"grpo_batch_counts": "prompts", "fsdp_config_version": "ignored", "fsdp2_hybrid": "full"}
         and first["workload"]["beta"]["value"] == 0.04
     )
     assert frameworks_json() == data
