@@ -101,11 +101,11 @@ for name in $ALL; do
   esac
 done
 
-# CI (`make fwenv-old`, which `make test` depends on): one venv a written line, each line once but LLaMA-Factory's 0.7
-#   (v0.7.0 alone, train_bash.py's last; CI time is tight). The sweep tier (`tools/fwenv_old.sh all`) adds lf-0.7.0,
-#   the other ends of LLaMA-Factory's 0.8 line (0.9.0), verl's 0.6 (0.6.0) and hf@4.54 (4.57.1)
-CI="lf-0.5.3 lf-0.6.3 lf-0.7.1 lf-0.8.3 lf-0.9.1 lf-0.9.2 lf-0.9.3 lf-0.9.4
-  trl-0.14.0 trl-0.15.2 trl-0.19.1 trl-0.22.2 trl-1.0.0 trl-1.10.0
+# CI (`make fwenv-old`, which `make test` depends on): one venv a written line, each line once, and the GRPO fork
+#   VLM-R1's pins (trl-0.17.0). The sweep tier (`tools/fwenv_old.sh all`) adds the other ends of LLaMA-Factory's 0.8
+#   line (0.9.0), verl's 0.6 (0.6.0) and hf@4.54 (4.57.1)
+CI="lf-0.5.3 lf-0.6.3 lf-0.7.0 lf-0.7.1 lf-0.8.3 lf-0.9.1 lf-0.9.2 lf-0.9.3 lf-0.9.4
+  trl-0.14.0 trl-0.15.2 trl-0.17.0 trl-0.19.1 trl-0.22.2 trl-1.0.0 trl-1.10.0
   swift-3.0.3 swift-3.4.1 swift-3.7.3 swift-3.12.6 orl-0.10.1 orl-0.8.9 verl-0.6.1 hf-4.53.0"
 
 one() {  # setup_one, timed, each line it prints named (the builds run side by side); set -e stops a failed one

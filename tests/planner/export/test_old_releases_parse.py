@@ -94,10 +94,10 @@ ROLE_RUNS = {
 BODY: dict[tuple[str, str], dict] = {}
 SWEEP = pytest.mark.sweep
 # (framework, line, venv of tools/fwenv_old.sh, validator): each written line once on every commit (the venvs of
-# `tools/fwenv_old.sh ci`, which `make test` builds) but LLaMA-Factory's 0.7 (v0.7.0 alone), the sweep tier's (CI
-# time); the sweep tier adds the other end of a line too: LLaMA-Factory's 0.8 line runs 0.8.0 .. 0.9.0, verl's 0.6 is
+# `tools/fwenv_old.sh ci`, which `make test` builds; VLM-R1's and unsloth's own parsers too); the sweep tier adds the
+# other end of a line: LLaMA-Factory's 0.8 line runs 0.8.0 .. 0.9.0, verl's 0.6 is
 # 0.6.0 and 0.6.1. R1-V's fork trains with trl 0.14.0's GRPOConfig (setup.py:65), VLM-R1 its own GRPOConfig over
-# transformers 4.49.0 with trl 0.17.0 (setup.py:65-66: the venv trl-0.17.0, sweep tier); hf@4 and hf@4.54 write TRL's
+# transformers 4.49.0 with trl 0.17.0 (setup.py:65-66: the venv trl-0.17.0); hf@4 and hf@4.54 write TRL's
 # script flags and TrainingArguments (TrainingArguments' own parser)
 RELEASES = [
     *(("llamafactory", line, f"lf-{v}", LF) for line, v in (("0.5", "0.5.3"), ("0.6", "0.6.3"), ("0.7", "0.7.0"))),
@@ -111,7 +111,7 @@ RELEASES = [
     ("trl", "r1-v", "trl-0.14.0", FORK),
     ("trl", "vlm-r1", "trl-0.17.0", FORK),
     # unsloth over TRL 0.22.2 (its notebooks' pin; unsloth 2026.8.19 allows 0.18.2-0.24.0): the config classes unsloth
-    # puts in TRL's place, built from its own template (validators/unsloth_validate.py), sweep tier
+    # puts in TRL's place, built from its own template (validators/unsloth_validate.py)
     ("trl", "unsloth", "trl-0.22.2", "unsloth_validate.py"),
     # hf@4's FSDP files pin transformers >=4.51 and accelerate >=1.6 (the Trainer's FSDP2 path: planner.frameworks.hf
     # .launchenv), so the line is checked at its newest, 4.53.0; hf@4.54 with trl-0.22.2's 4.56.2, its newest 4.57.1
@@ -124,14 +124,8 @@ RELEASES = [
     ("openrlhf", "0.8", "orl-0.8.9", ORL),
     *(("verl", "0.6", f"verl-{v}", VERL) for v in ("0.6.0", "0.6.1")),
 ]
-SWEEP_VENVS = {
-    "lf-0.7.0",
-    "lf-0.9.0",
-    "verl-0.6.0",
-    "hf-4.57.1",
-    "trl-0.17.0",
-}  # those `tools/fwenv_old.sh ci` leaves out
-SWEEP_LINES = {("trl", "unsloth")}  # lines checked in the sweep tier in a venv the default tier builds
+SWEEP_VENVS = {"lf-0.9.0", "verl-0.6.0", "hf-4.57.1"}  # those `tools/fwenv_old.sh ci` leaves out
+SWEEP_LINES: set = set()  # lines checked in the sweep tier in a venv the default tier builds: none now
 CASES = [
     pytest.param(*r, id=f"{r[0]}@{r[1]}:{r[2]}", marks=[SWEEP] if r[2] in SWEEP_VENVS or r[:2] in SWEEP_LINES else [])
     for r in RELEASES
