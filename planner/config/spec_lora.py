@@ -8,6 +8,28 @@ from planner.config.knobfields import KnobFields
 from planner.errors import BadInput
 
 
+def _plain_base(k: KnobFields) -> tuple[tuple[bool, str], ...]:
+    """The settings no LoRA variant but plain LoRA is planned with: a quantized base, tower adapters, an fp32 base
+    under mixed precision (each variant's rules check them first, in this order)."""
+    return (
+        (k.quant != "none", f"--quant {k.quant}"),
+        (k.lora_vision, "--lora-vision"),
+        (k.lora_base_fp32, "--lora-base-fp32"),
+    )
+
+
+def _stacked_experts(k: KnobFields) -> tuple[bool, str]:
+    """LoRA on stacked expert weights (PEFT adapts nn.Linear alone with the variants)."""
+    return (".experts" in k.lora_targets or "experts." in k.lora_targets, f"--lora-targets {k.lora_targets}")
+
+
+def _refuse_first(checks, message) -> None:
+    """The first broken setting of a LoRA variant's (broken, flag) checks, refused with message(flag)."""
+    for bad, what in checks:
+        if bad:
+            raise BadInput(message(what), "lora_variant")
+
+
 def dora_rules(k: KnobFields) -> None:
     """DoRA's terms (planner.estimate.lora) are pinned on a 16-bit or fp32 base's decoder linears, under DDP, ZeRO
     (ZeRO-3 gathers the base weight its norm reads as an external parameter of the DoRA module: deepspeed 0.19.8
@@ -18,20 +40,14 @@ def dora_rules(k: KnobFields) -> None:
     tuners/lora/layer.py:2371-2372)."""
     if k.lora_variant != "dora":
         return
-    for bad, what in (
-        (k.quant != "none", f"--quant {k.quant}"),
-        (k.lora_vision, "--lora-vision"),
-        (k.lora_base_fp32, "--lora-base-fp32"),
-        (k.checkpointing == "selective-op", "--checkpointing selective-op"),
-        (".experts" in k.lora_targets or "experts." in k.lora_targets, f"--lora-targets {k.lora_targets}"),
-    ):
-        if bad:
-            raise BadInput(
-                f"--lora-variant dora with {what} is not planned (DoRA is planned on a 16-bit or fp32 base's "
-                "decoder linears, under DDP, ZeRO or FSDP; no quantized base or tower adapters): does plain LoRA's "
-                "plan answer you (DoRA only adds to its memory)? then give --lora-variant lora",
-                "lora_variant",
-            )
+    _refuse_first(
+        (*_plain_base(k), (k.checkpointing == "selective-op", "--checkpointing selective-op"), _stacked_experts(k)),
+        lambda what: (
+            f"--lora-variant dora with {what} is not planned (DoRA is planned on a 16-bit or fp32 base's "
+            "decoder linears, under DDP, ZeRO or FSDP; no quantized base or tower adapters): does plain LoRA's "
+            "plan answer you (DoRA only adds to its memory)? then give --lora-variant lora"
+        ),
+    )
 
 
 def oft_rules(k: KnobFields) -> None:
@@ -49,23 +65,21 @@ def oft_rules(k: KnobFields) -> None:
         )
     if k.lora_variant != "oft":
         return
-    for bad, what in (
-        (k.quant != "none", f"--quant {k.quant}"),
-        (k.lora_vision, "--lora-vision"),
-        (k.lora_base_fp32, "--lora-base-fp32"),
-        (k.lora_dropout > 0, f"--lora-dropout {k.lora_dropout}"),
-        (k.precision in ("fp32", "fp16"), f"--precision {k.precision}"),
-        (k.zero_stage > 0, f"--zero {k.zero_stage}"),
-        (k.fsdp != "off", f"--fsdp {k.fsdp}"),
-        (k.checkpointing == "selective-op", "--checkpointing selective-op"),
-        (".experts" in k.lora_targets or "experts." in k.lora_targets, f"--lora-targets {k.lora_targets}"),
-    ):
-        if bad:
-            raise BadInput(
-                f"--lora-variant oft with {what} is not planned (OFT is planned on a bf16 base's decoder linears "
-                f"under bf16 AMP or bf16-pure, on one GPU or DDP): would the run without {what} answer you?",
-                "lora_variant",
-            )
+    _refuse_first(
+        (
+            *_plain_base(k),
+            (k.lora_dropout > 0, f"--lora-dropout {k.lora_dropout}"),
+            (k.precision in ("fp32", "fp16"), f"--precision {k.precision}"),
+            (k.zero_stage > 0, f"--zero {k.zero_stage}"),
+            (k.fsdp != "off", f"--fsdp {k.fsdp}"),
+            (k.checkpointing == "selective-op", "--checkpointing selective-op"),
+            _stacked_experts(k),
+        ),
+        lambda what: (
+            f"--lora-variant oft with {what} is not planned (OFT is planned on a bf16 base's decoder linears "
+            f"under bf16 AMP or bf16-pure, on one GPU or DDP): would the run without {what} answer you?"
+        ),
+    )
 
 
 def tuner_rules(k: KnobFields) -> None:
@@ -76,21 +90,19 @@ def tuner_rules(k: KnobFields) -> None:
     if k.lora_variant not in ("adalora", "vera"):
         return
     name = "AdaLoRA" if k.lora_variant == "adalora" else "VeRA"
-    for bad, what in (
-        (k.quant != "none", f"--quant {k.quant}"),
-        (k.lora_vision, "--lora-vision"),
-        (k.lora_base_fp32, "--lora-base-fp32"),
-        (k.zero_stage == 3, "--zero 3"),
-        (k.fsdp != "off", f"--fsdp {k.fsdp}"),
-        (k.optimizer == "adafactor", "--optimizer adafactor"),
-        (".experts" in k.lora_targets or "experts." in k.lora_targets, f"--lora-targets {k.lora_targets}"),
-    ):
-        if bad:
-            raise BadInput(
-                f"--lora-variant {k.lora_variant} with {what} is not planned ({name} is planned on a 16-bit or fp32 "
-                "base's decoder linears under DDP or ZeRO-1/2, with AdamW or SGD)",
-                "lora_variant",
-            )
+    _refuse_first(
+        (
+            *_plain_base(k),
+            (k.zero_stage == 3, "--zero 3"),
+            (k.fsdp != "off", f"--fsdp {k.fsdp}"),
+            (k.optimizer == "adafactor", "--optimizer adafactor"),
+            _stacked_experts(k),
+        ),
+        lambda what: (
+            f"--lora-variant {k.lora_variant} with {what} is not planned ({name} is planned on a 16-bit or fp32 "
+            "base's decoder linears under DDP or ZeRO-1/2, with AdamW or SGD)"
+        ),
+    )
 
 
 def adapter_rules(k: KnobFields) -> None:
@@ -100,24 +112,22 @@ def adapter_rules(k: KnobFields) -> None:
     to act on), with no quantized base and no selective-op checkpointing."""
     if k.lora_variant != "adapter":
         return
-    for bad, what in (
-        (k.quant != "none", f"--quant {k.quant}"),
-        (k.lora_vision, "--lora-vision"),
-        (k.lora_base_fp32, "--lora-base-fp32"),
-        (k.lora_train_embeddings, "--lora-train-embeddings"),
-        (k.lora_dropout > 0, f"--lora-dropout {k.lora_dropout}"),
-        (k.lora_targets != "all-linear", f"--lora-targets {k.lora_targets}"),
-        (k.precision in ("fp32", "fp16"), f"--precision {k.precision}"),
-        (k.zero_stage > 0, f"--zero {k.zero_stage}"),
-        (k.fsdp != "off", f"--fsdp {k.fsdp}"),
-        (k.checkpointing == "selective-op", "--checkpointing selective-op"),
-    ):
-        if bad:
-            raise BadInput(
-                f"--lora-variant adapter with {what} is not planned (ms-swift's bottleneck adapters are planned after "
-                "every decoder layer's MLP, on a bf16 base under bf16 AMP or bf16-pure, on one GPU or DDP)",
-                "lora_variant",
-            )
+    _refuse_first(
+        (
+            *_plain_base(k),
+            (k.lora_train_embeddings, "--lora-train-embeddings"),
+            (k.lora_dropout > 0, f"--lora-dropout {k.lora_dropout}"),
+            (k.lora_targets != "all-linear", f"--lora-targets {k.lora_targets}"),
+            (k.precision in ("fp32", "fp16"), f"--precision {k.precision}"),
+            (k.zero_stage > 0, f"--zero {k.zero_stage}"),
+            (k.fsdp != "off", f"--fsdp {k.fsdp}"),
+            (k.checkpointing == "selective-op", "--checkpointing selective-op"),
+        ),
+        lambda what: (
+            f"--lora-variant adapter with {what} is not planned (ms-swift's bottleneck adapters are planned after "
+            "every decoder layer's MLP, on a bf16 base under bf16 AMP or bf16-pure, on one GPU or DDP)"
+        ),
+    )
 
 
 def oft_model_error(k: KnobFields, spec) -> BadInput | None:
