@@ -227,7 +227,7 @@ def deciding_term(plan: Plan) -> tuple[str, int, list[str]]:
         return label, d.get(key + "_bytes", 0), [fix]
     if d.get("vision_tower_bytes", 0) * 2 > m.temp_bytes + m.activations_bytes:  # the tower's call decides the peak
         fixes = [tower_fix(plan, d.get("vision_knob", 0))] + (["a smaller micro-batch"] if plan.micro_batch > 1 else [])
-        if runs(plan, "attention", "flash") and plan.attention != "flash":
+        if plan.attention != "flash" and allows(plan, attention="flash"):
             fixes.append("flash attention (the tower's flash path has no mask over the patches)")
         return "the vision tower's attention over the images' patches", d["vision_tower_bytes"], fixes
     logits = min(d.get("logits_loss_bytes", 0), m.temp_bytes) if m.peak_phase in ("forward", "backward") else 0
@@ -266,12 +266,6 @@ def _term_fixes(plan: Plan, term: str) -> list[str]:
     if plan.checkpointing not in ("full", "offload") and allows(plan, checkpointing="full"):
         fixes.append("--checkpointing full" if plan.checkpointing == "off" else "heavier checkpointing (full)")
     return fixes + shorter(plan)
-
-
-def runs(plan: Plan, knob: str, value: object) -> bool:
-    """Whether the plan's framework runs `value` of `knob` (planner.frameworks): advice names only what it runs."""
-    allowed = adapter(plan.framework, plan.knobs.release).runs.get(knob)
-    return allowed is None or value in allowed
 
 
 def shorter(plan: Plan) -> list[str]:
