@@ -16,6 +16,7 @@ from planner.config.spec import (
 )
 from planner.errors import BadInput
 from planner.model import catalog, hardware, images
+from planner.model import video_rules as vr
 from planner.model.families import from_config
 from planner.model.modelspec import ModelSpec
 from planner.search import imagefit, videofit
@@ -146,6 +147,7 @@ def resolve(
         tower_tokens=cut,
         margin=margin,
         pixels=planned_pixels(req, budget, fit),
+        video=planned_video(req, model),
     )
     return model, hw, goal, fit, budget
 
@@ -158,6 +160,15 @@ def planned_pixels(req: Target, budget: imagefit.ImageBudget | None, fit: DataFi
         return None
     _, low, high = images.PIXEL_RULES[rule]
     return req.min_pixels or low, req.max_pixels or high
+
+
+def planned_video(req: Target, model: ModelSpec) -> tuple[int, int, float, int] | None:
+    """(min_pixels, max_pixels, fps, frames) of --videos' worst case (Goal.video): the bounds given, else the video
+    processor's; frames, those sampled at the worst case, so that files capping a video's frames at them run the plan."""
+    videos = videofit.budget(req, model)
+    if videos is None:
+        return None
+    return req.video_min_pixels or vr.MIN_PIXELS, videos.max_pixels, videos.fps, videos.frames
 
 
 def hardware_json(hw: Hardware) -> dict:

@@ -26,7 +26,9 @@ from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
 from planner.frameworks.llamafactory import FRAMEWORK
 from planner.frameworks.llamafactory.keys import KEYS
-from planner.frameworks.llamafactory.releases import TRAIN_BASH, takes, writes_pixels
+from planner.frameworks.llamafactory.releases import TRAIN_BASH, takes
+from planner.frameworks.llamafactory.releases import writes_pixels as line_writes_pixels
+from planner.frameworks.llamafactory.writer_media import media_entries
 from planner.frameworks.llamafactory.writer_optim import matrix_optimizer_entries
 from planner.model.catalog import checkpoints
 from planner.model.lora_targets import peft_target_modules
@@ -42,7 +44,7 @@ Entry = tuple[str, object, str]  # key, value, trailing comment ("" for none)
 
 
 def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> dict[str, str]:
-    """{file name: text}: the training YAML (`goal`: image_entries) and the DeepSpeed JSON (ZeRO) or accelerate
+    """{file name: text}: the training YAML (`goal`: writer_media) and the DeepSpeed JSON (ZeRO) or accelerate
     config (FSDP) it names."""
     check(plan)
     out = {CONFIG_NAME: train_yaml(plan, model, hw, seq_len, goal)}
@@ -113,7 +115,7 @@ def train_yaml(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: G
     sections = {
         "model": model_entries(plan, model),
         "method": method_entries(plan, model),
-        "dataset": dataset_entries(plan, seq_len) + image_entries(plan, goal),
+        "dataset": dataset_entries(plan, seq_len) + media_entries(plan, goal, keys_of(plan)),
         "output": output_entries(plan, model),
         "train": train_entries(plan),
     }
@@ -269,15 +271,9 @@ def dataset_entries(plan: Plan, seq_len: int) -> list[Entry]:
     return out + [("preprocessing_num_workers", 16, ""), ("dataloader_num_workers", 4, "")]
 
 
-def image_entries(plan: Plan, goal: Goal | None) -> list[Entry]:
-    """The pixel bounds the images were planned within (Goal.pixels), LF's resize before its processor (data/
-    mm_plugin.py:218-235); unwritten, its default 768 x 768 (model_args.py:305)."""
-    if goal is None or goal.pixels is None or not writes_pixels(plan.release):
-        return []
-    out = [(*keys_of(plan)("max_pixels", goal.pixels[1]), "the pixel cap each image was planned at")]
-    return out + (
-        [(*keys_of(plan)("min_pixels", goal.pixels[0]), "")] if takes("image_min_pixels", plan.release) else []
-    )
+def writes_pixels(line: str) -> bool:
+    """Whether the line's YAML takes the images' cap (planner.export.launch.pixels_note; releases.writes_pixels)."""
+    return line_writes_pixels(line)
 
 
 def output_entries(plan: Plan, model: ModelSpec) -> list[Entry]:

@@ -79,6 +79,7 @@ def read(
     tasks.read_swift(c, f, env, where)
     media.vision(c, f, env, where, lora)
     media.image(c, env, where, release)
+    media.video(c, env, where, release)
     for field in ("zero_stage", "fsdp"):
         key = KEYS.key(field)
         if key in f:

@@ -1,16 +1,17 @@
 """ms-swift's images (planner/frameworks/swift/reader.py hands each run's flags and environment here): the ViT's and
 aligner's freeze switches and what all-linear LoRA reaches in the ViT, one image a row at MAX_PIXELS or the cap
-qwen_vl_utils leaves, and what each release's --max_length counts of it (planner.frameworks.swift.RELEASES). Video
-frames are said, not planned. Cited in the 4.6.0 wheel (swift/...) and at the older tags named."""
+qwen_vl_utils leaves, and what each release's --max_length counts of it (planner.frameworks.swift.RELEASES); one
+video a row where the environment sets its frame sampling (FPS, FPS_MAX_FRAMES). Cited in the 4.6.0 wheel (swift/...) and at the older tags named."""
 
 from __future__ import annotations
 
 from planner.frameworks.swift.keys import KEYS
 from planner.frameworks.swift.reader_rl import look
 from planner.intake import modelconfig, models
-from planner.intake.collect import Collector, as_bool, as_int, default
+from planner.intake.collect import Collector, as_bool, as_float, as_int, assumption, default
 from planner.intake.flags import Flag
 from planner.model import image_rules, images, xcomposer
+from planner.model import video_rules as vr
 
 QWEN_VL_UTILS_MAX_PIXELS = 16384 * 28 * 28
 
@@ -18,9 +19,20 @@ VISION_KEYS = (
     KEYS.key("frozen_vision"),
     KEYS.key("frozen_projector"),
     "MAX_PIXELS",
+    "MIN_PIXELS",
     "VIDEO_MAX_PIXELS",
+    "VIDEO_MIN_PIXELS",
+    "FPS",
     "FPS_MAX_FRAMES",
 )
+# a video's settings (writer_media: ms-swift's environment over qwen_vl_utils' constants) and their defaults there,
+# the video processor's (qwen-vl-utils 0.0.10 src/qwen_vl_utils/vision_process.py:30-35; planner.model.video_rules)
+VIDEO_ENV = {
+    "video_min_pixels": ("VIDEO_MIN_PIXELS", vr.MIN_PIXELS),
+    "video_max_pixels": ("VIDEO_MAX_PIXELS", vr.MAX_PIXELS),
+    "fps": ("FPS", vr.FPS),
+    "max_frames": ("FPS_MAX_FRAMES", vr.MAX_FRAMES),
+}
 
 
 def vision(c: Collector, f: dict[str, Flag], env: dict[str, str], where: str, lora: bool) -> None:
@@ -39,9 +51,6 @@ def vision(c: Collector, f: dict[str, Flag], env: dict[str, str], where: str, lo
         c.fact("frozen", frozen, f"{vsrc}; {asrc}; {lsrc}", KEYS.flag("frozen_vision"))
         if note:
             c.note(f"{asrc} ({note.replace('projector', 'aligner').replace('tower', 'ViT')})")
-    for key in ("VIDEO_MAX_PIXELS", "FPS_MAX_FRAMES"):
-        if key in env:
-            c.note(f"{where} {key}={env[key]} (video frames are not planned; rows planned with one image)")
 
 
 def image(c: Collector, env: dict[str, str], where: str, release) -> None:
@@ -126,3 +135,37 @@ def _inserted(c: Collector, n: int, how: str, key: str, release, text: bool) -> 
             "inserts the image's tokens: planner.frameworks.swift.RELEASES)",
             KEYS.flag("seq_len"),
         )
+
+
+def video(c: Collector, env: dict[str, str], where: str, release) -> None:
+    """One video a row where the environment sets its frame sampling (FPS or FPS_MAX_FRAMES; the dataset says how
+    many), at the worst case of the settings given or qwen_vl_utils' (VIDEO_ENV), for a Qwen2-VL / Qwen2.5-VL model:
+    its frames within VIDEO_MIN_PIXELS / VIDEO_MAX_PIXELS, from 4.0 also within 90% of 128,000 tokens' pixels
+    (VIDEO_TOTAL_PIXELS, v4.0.0 swift/model/models/qwen.py:657-659). Up to 3.3 the video's tokens are inserted after
+    --max_length's text and a line says so; a cap alone, or another model, is a line too."""
+    given = [f"{where} {k}={env[k]}" for k, _ in VIDEO_ENV.values() if k in env]
+    if not given:
+        return
+    said = "; ".join(given)
+    mt = str(c.model.config.get("model_type", "")) if c.model is not None else ""
+    if not {"FPS", "FPS_MAX_FRAMES"} & set(env) or not vr.has_rule(mt):
+        c.note(f"{said} (video frames are not planned: no frame sampling set, or not a Qwen2-VL / Qwen2.5-VL model)")
+        return
+    if release.means("swift_max_length_counts") == "text":
+        c.note(f"{said} (ms-swift {release.name}.x inserts the video's tokens after --max_length: not planned)")
+        return
+    c.set("videos", 1, assumption(f"{said}: one video a row, the dataset decides; give --videos N"), "videos")
+    for field, (k, fallback) in VIDEO_ENV.items():
+        value = env.get(k, fallback)
+        src = f"{where} {k}={value}" if k in env else f"qwen-vl-utils 0.0.10 {k} = {value} (no {k} in the environment)"
+        c.set(field, as_float(value) if field == "fps" else as_int(value), src, k)
+    if release.name == "4":
+        c.set(
+            "video_pixel_cap",
+            True,
+            "v4.0.0 swift/model/models/qwen.py:657-659, VIDEO_TOTAL_PIXELS; unset, qwen-vl-utils 0.0.10 vision_process.py:40",
+            "VIDEO_MAX_PIXELS",
+        )
+    if "MAX_PIXELS" not in env:  # the default image stood for the rows' media
+        c.drop("image_tokens")
+        c.derived.pop("image_tokens", None)

@@ -35,6 +35,7 @@ from planner.estimate import recipe_terms
 from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
 from planner.frameworks.swift.keys import KEYS, TUNER_RANK, VERA_DROPOUT
+from planner.frameworks.swift.writer_media import media_env
 from planner.frameworks.swift.writer_optim import optimizer_flags
 from planner.model.catalog import checkpoints
 from planner.model.lora_targets import peft_target_modules, peft_target_parameters
@@ -49,7 +50,7 @@ Flag = tuple[str, object]  # flag name without "--", a value or a list of values
 
 
 def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> dict[str, str]:
-    """{file name: text}: the launch script (MAX_PIXELS where the images were planned at a pixel cap, `goal`) and,
+    """{file name: text}: the launch script (the media caps the plan was sized at, `goal`: writer_media) and,
     where no swift preset matches the plan, its DeepSpeed / FSDP JSON."""
     check(plan)
     out = {SCRIPT_NAME: script(plan, model, hw, seq_len, goal)}
@@ -80,9 +81,7 @@ def writes_pixels(line: str) -> bool:
 
 def script(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> str:
     sub = ["swift", "sft"] if plan.workload.kind == "sft" else ["swift", "rlhf"]
-    # each image's pixel cap (Goal.pixels), read from the environment by ms-swift's Qwen-VL templates
-    # (swift/model/models/qwen.py:758-770); unset, qwen_vl_utils' 12,845,056 (reader_media)
-    cap = [("MAX_PIXELS", str(goal.pixels[1]))] if goal is not None and goal.pixels else []
+    cap = media_env(goal, plan.release)  # the images' and videos' caps (writer_media; unset, qwen_vl_utils')
     lines = [f"{k}={v} \\" for k, v in [*env(hw, plan), *cap]] + [" ".join(sub) + " \\"]
     flags = flag_list(plan, model, seq_len)
     for i, (name, value) in enumerate(flags):

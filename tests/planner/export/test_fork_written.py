@@ -77,9 +77,33 @@ def test_a_fork_plan_without_a_pixel_cap_says_the_scripts_cap_is_not_the_plans()
 )
 def test_a_vlm_plans_pixel_cap_is_written_and_read_back(framework, config, tmp_path):
     """LLaMA-Factory's image_max_pixels (unwritten: 768 x 768, 752 tokens) and ms-swift's MAX_PIXELS (unwritten:
-    12,845,056, 16,384 tokens) carry the plan's cap: the files read back at the plan's 512 image tokens."""
+    12,845,056, 16,384 tokens) carry the plan's cap, image_min_pixels / MIN_PIXELS its lower bound: the files read
+    back at the plan's 512 image tokens."""
     body = {**BODY, "framework": framework, "seq_len": 2048, "evidence": "analytic", **IMAGES}
     res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
     plan, (model, hw, goal) = res.plans[0], res.context
     launch.emit(plan, hw, model, str(tmp_path), goal.seq_len, goal)
     assert intake.read([str(tmp_path / config)]).request["image_tokens"] == goal.image_tokens == 512
+    low = {"llamafactory": "image_min_pixels: 3136", "swift": "\nMIN_PIXELS=3136 "}[framework]  # the lower bound too
+    assert low in (tmp_path / config).read_text()
+
+
+VIDEO = {"videos": 1, "max_frames": 16, "fps": 1.0, "video_max_pixels": 200704, "video_min_pixels": 50176}
+
+
+@pytest.mark.parametrize(
+    ("framework", "config"), [("llamafactory", "llamafactory_train.yaml"), ("swift", "swift_train.sh")]
+)
+def test_a_video_plans_caps_are_written_and_read_back(framework, config, tmp_path):
+    """A video a row, 16 frames of at most 256 x 28 x 28 pixels (2,048 tokens; unwritten, LF samples up to 128 frames
+    of 256 x 256 and ms-swift up to 768 of 768 x 28 x 28): the files carry the frame caps and fps (LF's video_*
+    keys, ms-swift's VIDEO_* / FPS* environment) and read back as the same video, checked at the same tokens."""
+    body = {**BODY, "framework": framework, "seq_len": 4096, "evidence": "analytic", **VIDEO}
+    res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
+    plan, (model, hw, goal) = res.plans[0], res.context
+    assert (goal.video, goal.image_tokens) == ((50176, 200704, 1.0, 16), 2048)
+    launch.emit(plan, hw, model, str(tmp_path), goal.seq_len, goal)
+    back = intake.read([str(tmp_path / config)]).request
+    assert {k: back[k] for k in VIDEO} == VIDEO and "image_tokens" not in back
+    checked = advise.check(advise.parse(advise.CheckRequest, {**back, "gpu": "h100"}))
+    assert checked.context[2].image_tokens == goal.image_tokens
