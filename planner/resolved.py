@@ -147,15 +147,21 @@ def resolve(
         tower_tokens=cut,
         margin=margin,
         pixels=planned_pixels(req, budget, fit),
+        tiles=images.tile_cap(planned_rule(req, budget, fit) or ""),
         video=planned_video(req, model),
     )
     return model, hw, goal, fit, budget
 
 
+def planned_rule(req: Target, budget: imagefit.ImageBudget | None, fit: DataFit | None) -> str | None:
+    """The image rule of --images alone's worst case or of the data's images; None where no image was sized by one."""
+    return budget.rule if budget else req.image_rule if fit is not None and fit.image_tokens else None
+
+
 def planned_pixels(req: Target, budget: imagefit.ImageBudget | None, fit: DataFit | None) -> tuple[int, int] | None:
     """(min_pixels, max_pixels) the images were planned within (Goal.pixels): those of --images alone's worst case or
     of the data's images, at a pixel rule; the bounds given, else the rule's defaults."""
-    rule = budget.rule if budget else req.image_rule if fit is not None and fit.image_tokens else None
+    rule = planned_rule(req, budget, fit)
     if rule not in images.PIXEL_RULES:
         return None
     _, low, high = images.PIXEL_RULES[rule]

@@ -95,6 +95,9 @@ class Goal(_Frozen):
         "the given bounds or the rule's defaults; None where no image was sized by a pixel budget. The written "
         "files set them where the framework takes them (planner.export)",
     )
+    tiles: int | None = Field(
+        default=None, description="the tile cap each image was planned at, a tiling rule's (internvl:N); else None"
+    )
     video: tuple[int, int, float, int] | None = Field(
         default=None,
         description="(min_pixels, max_pixels, fps, frames) each video's frames were planned within (--videos: "

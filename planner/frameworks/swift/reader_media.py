@@ -63,7 +63,8 @@ def image(c: Collector, env: dict[str, str], where: str, release) -> None:
     assumed (planned text only, the headline says so). Derived again from a --model given beside the files."""
     given = as_int(env.get("MAX_PIXELS"))
     text = release.means("swift_max_length_counts") == "text"
-    if not given and not text:
+    tiled = "MAX_NUM" in env and _family(c) == "internvl"
+    if not given and not text and not tiled:
         return
     own = _own_image(c, env, where, release)
     if own is not None:
@@ -97,13 +98,19 @@ def image(c: Collector, env: dict[str, str], where: str, release) -> None:
     _inserted(c, n, f"{how} (one image a row: {pixels} // {per})", "MAX_PIXELS", release, text)
 
 
+def _family(c: Collector) -> str | None:
+    """The image rule of the reading's model's family (planner.model.images), None where the model is not known."""
+    return images.family_rule(str(c.model.config.get("model_type"))) if c.model is not None else None
+
+
 def _own_image(c: Collector, env: dict[str, str], where: str, release) -> tuple[int, str, str] | None:
-    """(tokens, source, key) of one image for the remote-code VLMs whose image is not a pixel budget's: MiniCPM-V's
-    slices, at max_slice_nums from the environment or the processor's 9 (v2.5.2 swift/llm/utils/template.py:3700-3711,
-    get_env_args('max_slice_nums'); the placeholder's markers, about two tokens a slice, are not counted);
+    """(tokens, source, key) of one image for the VLMs whose image is not a pixel budget's: InternVL's tiles up
+    to MAX_NUM (4.6.0 swift/template/templates/internvl.py:28, v3.0.0 swift/llm/template/template/internvl.py:40);
+    MiniCPM-V's slices, at max_slice_nums from the environment or the processor's 9 (v2.5.2
+    swift/llm/utils/template.py:3700-3711, get_env_args('max_slice_nums'); the placeholder's markers, about two tokens
+    a slice, are not counted);
     InternLM-XComposer2's image resized to img_size (template.py:2276, vis_processor), a token a patch."""
-    mt = str(c.model.config.get("model_type")) if c.model is not None else ""
-    if images.family_rule(mt) == "minicpm-v":
+    if _family(c) == "minicpm-v":
         k = as_int(env.get("MAX_SLICE_NUMS")) or image_rules.MINICPMV_MAX_SLICES
         how = (
             f"{where} MAX_SLICE_NUMS={k}"
@@ -114,6 +121,12 @@ def _own_image(c: Collector, env: dict[str, str], where: str, release) -> tuple[
         )
         n = image_rules.minicpmv_worst_tokens(k)
         return n, f"{how} (one image a row: the whole and {k} slices, 64 queries each)", "MAX_SLICE_NUMS"
+    if _family(c) == "internvl" and "MAX_NUM" in env:
+        k = as_int(env["MAX_NUM"])
+        if k is not None and 1 <= k <= 64:  # memplan's InternVL rule counts up to 64 tiles
+            n = images.worst_case(images.tile_rule(k))[0]
+            why = f"one image a row, up to {k} tiles and the thumbnail (swift/template/templates/internvl.py:28)"
+            return n, f"{where} MAX_NUM={k} ({why})", "MAX_NUM"
     n = xcomposer.image_tokens(c.model.config) if c.model is not None else None
     if n is not None:
         size = c.model.config.get("img_size", 490)

@@ -35,7 +35,7 @@ from planner.estimate import recipe_terms
 from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
 from planner.frameworks.swift.keys import KEYS, TUNER_RANK, VERA_DROPOUT
-from planner.frameworks.swift.writer_media import media_env
+from planner.frameworks.swift.writer_media import media_env, writes_media
 from planner.frameworks.swift.writer_optim import optimizer_flags
 from planner.model.catalog import checkpoints
 from planner.model.lora_targets import peft_target_modules, peft_target_parameters
@@ -74,9 +74,7 @@ def check(plan: Plan) -> None:
     check_plan("swift", plan)
 
 
-def writes_pixels(line: str) -> bool:
-    """Every line's script takes the image cap as MAX_PIXELS (planner.export.launch.pixels_note)."""
-    return True
+writes_pixels = writes_tiles = writes_video = writes_media  # planner.export.launch asks (writer_media)
 
 
 def script(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> str:

@@ -107,3 +107,37 @@ def test_a_video_plans_caps_are_written_and_read_back(framework, config, tmp_pat
     assert {k: back[k] for k in VIDEO} == VIDEO and "image_tokens" not in back
     checked = advise.check(advise.parse(advise.CheckRequest, {**back, "gpu": "h100"}))
     assert checked.context[2].image_tokens == goal.image_tokens
+
+
+def test_an_internvl_plans_tile_cap_is_written_and_read_back(tmp_path):
+    """VLM-R1's InternVL module tiles each image up to --max_anyres_num (unwritten, 12 tiles: 3,330 tokens); a plan at
+    6 tiles (7 x 256 + 2 = 1,794 tokens) writes it and reads back at the same rule and tokens."""
+    body = {
+        "model": "internvl2.5-8b",
+        "images": 1,
+        "image_rule": "internvl:6",
+        "workload": {**GRPO, "max_prompt_length": 2048},
+    }
+    plan, (model, hw, goal) = suggested("trl@vlm-r1", **body)
+    assert (goal.tiles, goal.pixels, goal.image_tokens) == (6, None, 1794)
+    assert flag(words_after(plan.launch.command, FORK_ENTRY["vlm-r1"]), "--max_anyres_num") == "6"
+    assert plan.launch.note is None or "max_pixels" not in plan.launch.note
+    launch.emit(plan, hw, model, str(tmp_path), goal.seq_len, goal)
+    back = intake.read([str(tmp_path / "launch.sbatch")]).request
+    assert (back["image_rule"], back["images"]) == ("internvl:6", 1)
+    checked = advise.check(advise.parse(advise.CheckRequest, {**back, "gpu": "h100"}))
+    assert checked.context[2].image_tokens == goal.image_tokens
+
+
+def test_ms_swifts_tile_cap_is_written_and_read_back_and_lf_says_it_has_none(tmp_path):
+    """ms-swift's InternVL template tiles each image up to MAX_NUM (unwritten, 12): the script carries the plan's 6 and
+    reads back at the same 1,794 tokens; LLaMA-Factory's YAML has no tile key, so its plan says so."""
+    body = {**BODY, "model": "internvl2.5-8b", "seq_len": 4096, "evidence": "analytic", "images": 1}
+    body["image_rule"] = "internvl:6"
+    res = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": "swift"}), with_nearest=False)
+    plan, (model, hw, goal) = res.plans[0], res.context
+    launch.emit(plan, hw, model, str(tmp_path), goal.seq_len, goal)
+    assert "\nMAX_NUM=6 " in (tmp_path / "swift_train.sh").read_text()
+    assert intake.read([str(tmp_path / "swift_train.sh")]).request["image_tokens"] == goal.image_tokens == 1794
+    res = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": "llamafactory"}), with_nearest=False)
+    assert "each image is planned within 6 tiles: llamafactory's files here set no such cap" in res.plans[0].launch.note
