@@ -103,13 +103,13 @@ def device_map_note(plan: Plan) -> str | None:
 def pixels_note(plan: Plan, goal: Goal | None) -> str | None:
     """Where the command cannot carry the images as planned (Goal.pixels, image_tokens): a GRPO fork's script takes
     the pixel bounds (commands.fork_images), not a token count; HF's and TRL's own scripts take neither, so the
-    user's script sets them; a framework's writer where its `writes_pixels(line)` says so. None for a plan without
+    user's script sets them; a framework's writer where its `writes_pixels(plan)` says so. None for a plan without
     images and files that carry them."""
     if goal is None or not goal.image_tokens:
         return None
     fw = exporter(plan.framework)
     if fw is not None:
-        if goal.pixels is None or getattr(fw, "writes_pixels", lambda line: False)(plan.release):
+        if goal.pixels is None or getattr(fw, "writes_pixels", lambda plan: False)(plan):
             return None
         where = f"{plan.framework}@{plan.release}" if plan.release else plan.framework
         return (
@@ -136,15 +136,15 @@ def pixels_note(plan: Plan, goal: Goal | None) -> str | None:
 def caps_note(plan: Plan, goal: Goal | None) -> str | None:
     """Where the files take no key for an image's tile cap (Goal.tiles: ms-swift's MAX_NUM, VLM-R1's
     --max_anyres_num) or a video's caps (Goal.video: LLaMA-Factory's video_* keys, ms-swift's VIDEO_* environment),
-    asked of the writer (`writes_tiles(line)`, `writes_video(line)`): the framework's own caps then apply."""
+    asked of the writer (`writes_tiles(plan)`, `writes_video(plan)`): the framework's own caps then apply."""
     if goal is None or not (goal.tiles or goal.video):
         return None
     fw = exporter(plan.framework)
     fork = commands.fork_grpo(plan) in FORK_TILES
     said = []
-    if goal.tiles and not fork and not getattr(fw, "writes_tiles", lambda line: False)(plan.release):
+    if goal.tiles and not fork and not getattr(fw, "writes_tiles", lambda plan: False)(plan):
         said.append(f"each image is planned within {goal.tiles} tiles")
-    if goal.video and not getattr(fw, "writes_video", lambda line: False)(plan.release):
+    if goal.video and not getattr(fw, "writes_video", lambda plan: False)(plan):
         _, high, fps, frames = goal.video
         said.append(f"each video at {frames} frames ({fps:g} a second) of at most {high:,} pixels")
     where = f"{plan.framework}@{plan.release}" if plan.release else plan.framework

@@ -34,8 +34,6 @@ from planner.model.catalog import checkpoints
 from planner.model.lora_targets import peft_target_modules
 from planner.model.modelspec import ModelSpec
 
-# planner.export.launch asks whether the line's YAML takes the images' and the videos' caps (writer_media)
-writes_pixels = writes_video = line_writes_pixels
 VERSION = "llamafactory 0.9.5"
 CONFIG_NAME = "llamafactory_train.yaml"
 CLI_TORCHRUN = (0, 8)  # the first release whose llamafactory-cli starts torchrun (v0.8.0 src/llamafactory/cli.py:75)
@@ -271,6 +269,14 @@ def dataset_entries(plan: Plan, seq_len: int) -> list[Entry]:
         else:
             out.append((*keys_of(plan)("packing", True), "rows packed to cutoff_len"))
     return out + [("preprocessing_num_workers", 16, ""), ("dataloader_num_workers", 4, "")]
+
+
+def writes_pixels(plan: Plan) -> bool:
+    """Whether the plan's YAML takes the images' and the videos' caps (writer_media; planner.export.launch asks)."""
+    return line_writes_pixels(plan.release)
+
+
+writes_video = writes_pixels
 
 
 def output_entries(plan: Plan, model: ModelSpec) -> list[Entry]:

@@ -28,10 +28,10 @@ VISION_KEYS = (
 # a video's settings (writer_media: ms-swift's environment over qwen_vl_utils' constants) and their defaults there,
 # the video processor's (qwen-vl-utils 0.0.10 src/qwen_vl_utils/vision_process.py:30-35; planner.model.video_rules)
 VIDEO_ENV = {
-    "video_min_pixels": ("VIDEO_MIN_PIXELS", vr.MIN_PIXELS),
-    "video_max_pixels": ("VIDEO_MAX_PIXELS", vr.MAX_PIXELS),
-    "fps": ("FPS", vr.FPS),
-    "max_frames": ("FPS_MAX_FRAMES", vr.MAX_FRAMES),
+    "video_min_pixels": ("VIDEO_MIN_PIXELS", vr.MIN_PIXELS, 30),
+    "video_max_pixels": ("VIDEO_MAX_PIXELS", vr.MAX_PIXELS, 31),
+    "fps": ("FPS", vr.FPS, 33),
+    "max_frames": ("FPS_MAX_FRAMES", vr.MAX_FRAMES, 35),
 }
 
 
@@ -156,7 +156,7 @@ def video(c: Collector, env: dict[str, str], where: str, release) -> None:
     its frames within VIDEO_MIN_PIXELS / VIDEO_MAX_PIXELS, from 4.0 also within 90% of 128,000 tokens' pixels
     (VIDEO_TOTAL_PIXELS, v4.0.0 swift/model/models/qwen.py:657-659). Up to 3.3 the video's tokens are inserted after
     --max_length's text and a line says so; a cap alone, or another model, is a line too."""
-    given = [f"{where} {k}={env[k]}" for k, _ in VIDEO_ENV.values() if k in env]
+    given = [f"{where} {k}={env[k]}" for k, _, _ in VIDEO_ENV.values() if k in env]
     if not given:
         return
     said = "; ".join(given)
@@ -168,17 +168,19 @@ def video(c: Collector, env: dict[str, str], where: str, release) -> None:
         c.note(f"{said} (ms-swift {release.name}.x inserts the video's tokens after --max_length: not planned)")
         return
     c.set("videos", 1, assumption(f"{said}: one video a row, the dataset decides; give --videos N"), "videos")
-    for field, (k, fallback) in VIDEO_ENV.items():
+    for field, (k, fallback, line) in VIDEO_ENV.items():
         value = env.get(k, fallback)
-        src = f"{where} {k}={value}" if k in env else f"qwen-vl-utils 0.0.10 {k} = {value} (no {k} in the environment)"
+        cite = f"src/qwen_vl_utils/vision_process.py:{line}, no {k} in the environment"
+        src = f"{where} {k}={value}" if k in env else default("qwen-vl-utils 0.0.10", cite, f"{k} {value}")
         c.set(field, as_float(value) if field == "fps" else as_int(value), src, k)
-    if release.name == "4":
-        c.set(
-            "video_pixel_cap",
-            True,
-            "v4.0.0 swift/model/models/qwen.py:657-659, VIDEO_TOTAL_PIXELS; unset, qwen-vl-utils 0.0.10 vision_process.py:40",
-            "VIDEO_MAX_PIXELS",
-        )
+    if release.name == "4":  # VIDEO_TOTAL_PIXELS: set beside VIDEO_MAX_PIXELS, else qwen_vl_utils' own, the same
+        cite = "v4.0.0 swift/model/models/qwen.py:657-659; qwen-vl-utils 0.0.10 src/qwen_vl_utils/vision_process.py:40"
+        what = "each frame within an even share of 90% of 128,000 tokens' pixels"
+        c.set("video_pixel_cap", True, default("ms-swift v4.0.0 .. 4.6.0", cite, what), "VIDEO_TOTAL_PIXELS")
+    low, high = c.setting("video_min_pixels"), c.setting("video_max_pixels")
+    if high.value < low.value:  # qwen_vl_utils lifts a cap under the floor (src/qwen_vl_utils/vision_process.py:289)
+        why = f"under VIDEO_MIN_PIXELS {low.value}: qwen_vl_utils raises it to 1.05 x that, qwen-vl-utils 0.0.10 "
+        c.set("video_max_pixels", int(low.value * 1.05), f"{high.source} ({why}vision_process.py:289)", high.key)
     if "MAX_PIXELS" not in env:  # the default image stood for the rows' media
         c.drop("image_tokens")
         c.derived.pop("image_tokens", None)

@@ -11,10 +11,10 @@ whole fps only."""
 
 from __future__ import annotations
 
-from planner.config.spec import Goal
+from planner.config.spec import Goal, Plan
 
 
-def writes_media(line: str) -> bool:
+def writes_media(plan: Plan) -> bool:
     """Every written line's script takes the images' pixel and tile caps and the videos' (planner.export.launch)."""
     return True
 
