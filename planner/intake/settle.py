@@ -14,6 +14,7 @@ from planner.errors import BadInput
 from planner.frameworks import BUNDLED, FRAMEWORKS, adapter
 from planner.intake import modelconfig, models
 from planner.intake.collect import Collector, assumption
+from planner.intake.releases import transformers_read
 from planner.model.catalog import checkpoints
 from planner.model.families import from_config
 
@@ -46,6 +47,12 @@ def _hsdp(c: Collector) -> None:
         c.note(f"{fact[1]} (HSDP is planned with one replica a node, {c.get('nodes', 1)} here)")
 
 
+# where the transformers a line runs is the files' choice (Release.transformers), the note names the other answer
+REFUSED_FROM_5_10 = (
+    "; at transformers 5.10+ the Trainer refuses the flag at start instead (5.10.0 training_args.py:2826-2840): "
+)
+
+
 def _hsdp_unmeshed(c: Collector) -> None:
     """A hybrid shard asked of FSDP2 (HF's --fsdp hybrid_shard, accelerate's fsdp_sharding_strategy HYBRID_SHARD, with
     fsdp_version 2) where no ParallelismConfig names replicas: FSDP2's fully_shard gets no mesh and shards over every
@@ -59,9 +66,10 @@ def _hsdp_unmeshed(c: Collector) -> None:
         return
     tail = version[1].removeprefix(asked[1]).strip() if version[1].startswith(asked[1]) else f"({version[1]})"
     line, how = _line(c), f" {tail}" if tail else ""
-    if asked[0] and line is not None and line.means("fsdp2_hybrid") == "refused":
+    version, said = transformers_read(c, line) if asked[0] else (None, "")  # TRL's lines take either answer
+    if asked[0] and line is not None and (line.means("fsdp2_hybrid") == "refused" or (version or ()) >= (5, 10)):
         raise BadInput(
-            f"{asked[1]} under FSDP2{how}: transformers 5.10+ refuse it at start (5.10.0 training_args.py:"
+            f"{asked[1]} under FSDP2{how}{f' ({said})' if said else ''}: transformers 5.10+ refuse it at start (5.10.0 training_args.py:"
             "2826-2840 'only available with FSDP1'): set fsdp_config's version 1 (FSDP1's hybrid shard), or --fsdp "
             "full_shard with accelerate's mesh (ACCELERATE_USE_PARALLELISM_CONFIG=true, PARALLELISM_CONFIG_DP_"
             "REPLICATE_SIZE=nodes, or the accelerate config's parallelism_config_dp_replicate_size)",
@@ -70,7 +78,7 @@ def _hsdp_unmeshed(c: Collector) -> None:
     c.note(
         f"{asked[1]} (a hybrid shard, one copy a node, asked of FSDP2{how}, which builds no replicate x "
         "shard mesh without accelerate's ParallelismConfig (parallelism_config_dp_replicate_size): it runs as a full "
-        "shard over every GPU, planned so)"
+        f"shard over every GPU, planned so{REFUSED_FROM_5_10 + said if said else ''})"
     )
     c.set("fsdp", "full", f"{asked[1]} (FSDP2 with no mesh: a full shard over every GPU)", asked[2])
 

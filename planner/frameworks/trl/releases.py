@@ -72,8 +72,11 @@ def _whole(tag: str) -> Default:
 # trl v0.19.0 pyproject transformers>=4.51.0, and VLM-R1 pins 4.49.0); v0.22.0 .. v0.29.1 and 1.x run 4.56.2 or 5.x
 # (their wheels' Requires-Dist transformers>=4.56.2): the newest's meaning, the version read
 TRANSFORMERS_4 = {"fsdp_config_version": "ignored"}
-# the lines before 1.10 run a transformers before 5.10 (the venvs of tools/fwenv_old.sh: trl 0.22.2 with 4.56.2, 1.0.0
-# with 5.6.0), which runs --fsdp hybrid_shard under FSDP2 as a full shard (reading.MEANINGS); 1.10's 5.19 refuses it
+# the lines before 1.10 are read at a transformers before 5.10 (Release.transformers: the venvs of tools/fwenv_old.sh,
+# trl 0.19.1 with 4.53.1, 0.22.2 with 4.56.2, 1.0.0 with 5.6.0), which runs --fsdp hybrid_shard under FSDP2 as a full
+# shard (reading.MEANINGS); 1.10's 5.19 refuses it. Their wheels take 5.10+ too (Requires-Dist transformers>=4.51.0 at
+# 0.19.1, >=4.55.0 at 0.22.2, >=4.56.2 at 1.0.0; no bound above), where SFTConfig refuses it (trl 0.19.1 and 0.22.2
+# with transformers 5.10.4, measured: training_args.py:2837 "only available with FSDP1"): a transformers pin decides
 HYBRID_FULL = {"fsdp2_hybrid": "full"}
 
 
@@ -149,6 +152,7 @@ RELEASES = (
         "0.19",
         (0, 19),
         "trl v0.19.0",
+        transformers="4.53.1",
         defaults={"checkpointing": _off("v0.19.0", f"{G}:24")},
         **_grpo("v0.19.0", (0.0, "412-413"), "267-268", "361-362: vllm_mode='server' (v0.18.0 too)"),
     ),
@@ -156,6 +160,7 @@ RELEASES = (
         "0.22",
         (0, 22),
         "trl v0.22.0 .. v0.29.1 (the trl-0 adapter)",
+        transformers="4.56.2",
         defaults={
             "checkpointing": Default(
                 "full",
@@ -176,6 +181,7 @@ RELEASES = (
         "1.0",
         (1, 0),
         "trl v1.0.0 .. v1.9.0",
+        transformers="5.6.0",
         meaning=HYBRID_FULL,
         workload={
             "max_completion_length": Default(256, f"trl v1.9.0 {G}:488-489: max_completion_length=256"),
