@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.frameworks import FRAMEWORKS
+from planner.frameworks import FRAMEWORKS, PLAIN, by_trainer
 from planner.intake import Reading, configs, limits, pyscript, releases, settle, shellvars, training
 from planner.intake.collect import Collector, is_default
 
@@ -25,12 +25,24 @@ def read_all(paths: list[str]) -> Reading:
         readings = [read_one(p) for p in paths]
     finally:
         shellvars.GIVEN.reset(token)
-    lead = next((c for c in readings if not _supporting(c)), readings[0])
+    lead = _lead(readings)
     for other in readings:
         if other is not lead:
             _merge(lead, other)
     settle.finish(lead)
     return lead.reading()
+
+
+def _lead(readings: list[Collector]) -> Collector:
+    """The first reading that names a training run; where it is a launcher's that could only guess HF's Trainer (the
+    script it runs sets no flag and has no trainer's name) and that script is given too, the script's own reading
+    leads where it names another framework (an unsloth script run by torchrun: TRL's trainer as unsloth runs it)."""
+    lead = next((c for c in readings if not _supporting(c)), readings[0])
+    launched = lead.facts.get("framework", ("", "", "config"))[2] not in ("script", "config")  # a launcher's key
+    if lead.framework != by_trainer(PLAIN) or not launched:
+        return lead
+    ran = [c for c in readings if c is not lead and c.files and c.files[0] in lead.files]
+    return next((c for c in ran if c.framework != lead.framework and c.facts["framework"][2] == "script"), lead)
 
 
 def _without_pins(paths: list[str]) -> list[str]:

@@ -113,10 +113,8 @@ def _framework(c: Collector) -> None:
     trainer's, which runs every knob."""
     _, source, key = c.facts.get("framework", (c.framework, f"read as a {c.framework} configuration", "config"))
     release, why, _ = c.facts.get("release", ("", "", ""))
-    request = c.reading().request
-    knobs = {k: f.get_default(call_default_factory=True) for k, f in KnobFields.model_fields.items()}
-    read = {k: v for k, v in request.items() if k in knobs}
-    refused = adapter(c.framework, release).cannot({**knobs, **read, "release": release or read.get("release", "")})
+    knobs, read = _knobs(c)
+    refused = _refusal(c)
     # where the bundled trainer cannot run the value either (a compressed-tensors or HQQ base on a transformers 5
     # line), the framework stays and the check refuses in the framework's own line
     if refused is None or adapter(BUNDLED).cannot({**knobs, **read, "framework": BUNDLED, "release": ""}):
@@ -125,6 +123,19 @@ def _framework(c: Collector) -> None:
         return
     c.note(f"{refused[1]} (memplan's {c.framework} adapter; planned as the bundled trainer runs it)")
     c.set("framework", BUNDLED, assumption(f"{source}; {refused[0]} is a value its adapter does not run"), key)
+
+
+def _knobs(c: Collector) -> tuple[dict, dict]:
+    """Every knob's default, and the knobs the reading set so far."""
+    knobs = {k: f.get_default(call_default_factory=True) for k, f in KnobFields.model_fields.items()}
+    return knobs, {k: v for k, v in c.reading().request.items() if k in knobs}
+
+
+def _refusal(c: Collector) -> tuple[str, str] | None:
+    """(field, line) of what the framework's adapter, at the release read, does not run among the values read."""
+    release = c.facts.get("release", ("",))[0]
+    knobs, read = _knobs(c)
+    return adapter(c.framework, release).cannot({**knobs, **read, "release": release or read.get("release", "")})
 
 
 def _unplannable(c: Collector) -> None:
@@ -169,6 +180,11 @@ def _sharded_quant(c: Collector) -> None:
         return
     storage, version = c.facts.get("quant_storage"), c.facts.get("fsdp_version")
     if quant.value in ("nf4", "fp4") and storage and storage[0] == "uint8" and version and version[0] == 1:
+        refused = _refusal(c) if c.framework in FRAMEWORKS else None
+        if refused is not None and refused[0] == "fsdp":  # a framework that shards with no FSDP (trl@unsloth)
+            raise BadInput(
+                f"{quant.source} under FSDP1 ({version[1]}), stored as uint8 ({storage[1]}): {refused[1]}", "fsdp"
+            )
         raise BadInput(
             f"{quant.source} under FSDP1 ({version[1]}) with the 4-bit weight stored as uint8 ({storage[1]}): FSDP1's "
             "FlatParameter flattens floating tensors of one dtype only (torch 2.13 distributed/fsdp/_flat_param.py:"

@@ -173,6 +173,9 @@ def read(c: Collector, seen: Seen) -> None:
     _checkpointing(c, seen)
     _precision(c, seen)
     _grpo_batch(c)
+    if c.facts.get("quant_storage", ("",))[0] == "uint8":  # its own BitsAndBytesConfig, not TRL's ModelConfig
+        why = _default("models/llama.py:2620-2626", "BitsAndBytesConfig without bnb_4bit_quant_storage: uint8")
+        c.fact("quant_storage", "uint8", why, "load_in_4bit")
     if seen.half_base is not None and not c.has("quant"):
         h = seen.half_base
         c.set("quant", "none", f"{h.source} (a half-precision base: unsloth/models/vision.py:1162-1172)", h.raw)
