@@ -45,15 +45,16 @@ def calibrate(model, args) -> None:
             m.weight_zero_point.data.copy_(zero.view_as(m.weight_zero_point))
 
 
-def checkpoint(path: str, preset: str, group: int | None, fmt: str) -> None:
+def checkpoint(path: str, preset: str, group: int | None, fmt: str, model=None) -> None:
     from compressed_tensors.compressors import ModelCompressor
     from compressed_tensors.quantization import QuantizationConfig, apply_quantization_config, preset_name_to_scheme
 
-    model = tiny()
+    model = model or tiny()
     scheme = preset_name_to_scheme(preset, ["Linear"])
     if group:
         scheme.weights.group_size = group
-    config = QuantizationConfig(config_groups={"group_0": scheme}, ignore=["lm_head"], format=fmt)
+    ignore = ["lm_head", "re:.*mlp.gate$"]  # the head and an MoE's router, as llm-compressor's MoE examples leave them
+    config = QuantizationConfig(config_groups={"group_0": scheme}, ignore=ignore, format=fmt)
     apply_quantization_config(model, config)
     calibrate(model, scheme.weights)
     compressor = ModelCompressor.from_pretrained_model(model, quantization_format=fmt)
@@ -99,8 +100,31 @@ def measure(preset: str, group: int | None, fmt: str) -> dict:
             "lora_grads": grads, "lora_dtypes": sorted(lora), "optimizer_error": optimizer}  # fmt: skip
 
 
+def moe() -> dict:
+    """A tiny Qwen3-MoE (8 experts a layer, 2 routed a token) in W4A16: how many expert linears hold a dense copy
+    after a step over one token, then after one over 8 x TOKENS tokens (each CompressedLinear decompresses at its own
+    first forward, which transformers 4.57 runs only for the experts routing reaches)."""
+    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
+
+    torch.manual_seed(0)
+    cfg = Qwen3MoeConfig(vocab_size=512, hidden_size=256, intermediate_size=768, moe_intermediate_size=128,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, num_experts=8,
+                         num_experts_per_tok=2, head_dim=64)  # fmt: skip
+    with tempfile.TemporaryDirectory() as path:
+        checkpoint(path, "W4A16", 128, "pack-quantized", Qwen3MoeForCausalLM(cfg).to(DTYPE))
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPE)
+    model = get_peft_model(model, LoraConfig(r=8, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
+    experts = [m for n, m in model.named_modules() if ".experts." in n and type(m).__name__ == "CompressedLinear"]
+    dense = []
+    for tokens in (1, 8 * TOKENS):
+        step(model, torch.randint(0, 512, (1, tokens)))
+        dense.append(sum(isinstance(getattr(m, "weight", None), torch.Tensor) for m in experts))
+    return {"expert_linears": len(experts), "dense_after": dense, "top_k": 2, "experts": 8, "layers": 2}
+
+
 def main(names: list[str]) -> None:
-    print(json.dumps({name: measure(*SCHEMES[name]) for name in names or SCHEMES}))
+    out = {name: measure(*SCHEMES[name]) for name in names or SCHEMES}
+    print(json.dumps(out | ({} if names else {"moe": moe()})))
 
 
 if __name__ == "__main__":

@@ -63,3 +63,12 @@ def test_the_schemes_memplan_refuses_fail_or_differ_as_measured(real):
         with pytest.raises(Exception, match="compressed-tensors"):
             prequant.quant_of({"quantization_config": r["qc"]}, "m")
     assert set(PLANNED.values()) == set(CT_QUANTS) == set(quant.CT_SCHEMES)
+
+
+def test_an_moe_decompresses_each_expert_at_its_first_routed_token(real):
+    """Tiny Qwen3-MoE, 8 experts a layer, 2 a token, 2 layers: a one-token step leaves the dense copies of the 2
+    experts it reached in each layer (12 of 48 expert linears); after a 512-token step every expert holds one, the
+    plateau quant.dense_copy_bytes counts from the first step (a real step's thousands of tokens reach them all)."""
+    moe = real["moe"]
+    per_layer = moe["expert_linears"] // moe["layers"] // moe["experts"]  # gate, up, down
+    assert moe["dense_after"] == [moe["top_k"] * per_layer * moe["layers"], moe["expert_linears"]]
