@@ -68,6 +68,10 @@ and what the matmuls dequantize.
   (int-quantized, float-quantized), whose decompressed weight replaces the stored one, and fp8 (PEFT 0.17.1 casts
   the adapter to the base weight's float8 dtype, tuners/tuners_utils.py:1104-1105, which AdamW cannot step);
   quantized input activations (W8A8, FP8_DYNAMIC: a fake quantization of every linear's input not planned).
+  CompressedTensorsConfig(run_compressed=False) decompresses every linear at load instead (transformers 4.57.1
+  quantizers/quantizer_compressed_tensors.py:86-92, decompress_model) and, with 0.12.2, leaves weight_packed,
+  weight_scale and weight_shape beside the dense weight (measured on the W4A16 probe: 786,432 + 24,576 + 224 B
+  with 3,145,728 B dense): the bytes the run-compressed plan counts after the first step, held from load on.
   An MoE's experts: each expert's CompressedLinear decompresses at its first forward (compressed_linear.py:102-107),
   which transformers 4.57 runs for the experts routing reaches (measured on a tiny Qwen3-MoE, 8 experts, 2 a token:
   a one-token step decompresses 12 of its 48 expert linears, a 512-token step all of them); an expert is missed by

@@ -155,7 +155,7 @@ def test_a_gptq_checkpoint_is_planned_as_the_gptq_base_it_is(tmp_path):
     assert as_16_bit.memory.params_bytes > 2.5 * as_checkpoint.memory.params_bytes
 
 
-@pytest.mark.parametrize(("qc", "quant"), [(CT, "ct-w4a16"), (HQQ, "hqq")])
+@pytest.mark.parametrize(("qc", "quant"), [(CT, "ct-w4a16"), (ct(num_bits=8, **CHANNEL), "ct-w8a16"), (HQQ, "hqq")])
 def test_a_compressed_tensors_or_hqq_checkpoint_is_planned_as_the_base_it_is(tmp_path, qc, quant):
     as_checkpoint = check(model=folder(tmp_path, qc), lora_rank=8, framework="hf@4.54").plan
     as_flag = check(model="qwen2.5-7b", lora_rank=8, quant=quant, framework="hf@4.54").plan
