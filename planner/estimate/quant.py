@@ -107,6 +107,9 @@ HQQ = "hqq"
 HQQ_GROUP = 64  # transformers' HqqConfig group_size default (utils/quantization_config.py HqqConfig)
 CT_SHAPE_BYTES = 16  # weight_shape, int64[2], one a quantized linear
 CT_FAKE_QUANT_WEIGHTS = 3  # compute-dtype copies of a weight a later forward's fake quantization holds transiently
+# one fewer with one scale a row: only the group strategy's branch allocates its output first (compressed-tensors
+# 0.12.2 quantization/lifecycle/forward.py:261-267, torch.zeros_like(x)); measured 2.92 copies with the saved one
+CT_FAKE_QUANT_WEIGHTS_CHANNEL = 2
 HQQ_DEQUANT_BYTES = 12  # fp32 bytes a weight HQQ's dequantization holds at once: (W_q - zero), its product, unpacked
 
 
@@ -203,7 +206,8 @@ def dequantized_weight_bytes(model, quant: str, compute_bytes: int, bf16: bool =
     if quant == "awq":
         return 2 * largest
     if quant in CT_SCHEMES:
-        return CT_FAKE_QUANT_WEIGHTS * compute_bytes * largest
+        copies = CT_FAKE_QUANT_WEIGHTS if CT_SCHEMES[quant][1] else CT_FAKE_QUANT_WEIGHTS_CHANNEL
+        return copies * compute_bytes * largest
     if quant == HQQ:
         return HQQ_DEQUANT_BYTES * largest
     return compute_bytes * largest

@@ -12,7 +12,16 @@ from pathlib import Path
 
 import torch
 from peft import LoraConfig, get_peft_model
-from prequant_layers import DTYPE, TOKENS, is_quantized, quantized_bytes, step, tiny  # this folder's, on sys.path
+from prequant_layers import (  # this folder's, on sys.path
+    DTYPE,
+    TOKENS,
+    is_quantized,
+    quantized_bytes,
+    saved_tensors,
+    step,
+    tiny,
+    transient_bytes,
+)
 from safetensors import safe_open
 from transformers import AutoModelForCausalLM
 
@@ -96,8 +105,10 @@ def measure(preset: str, group: int | None, fmt: str) -> dict:
         optimizer = None
     except (RuntimeError, NotImplementedError) as e:  # an fp8 adapter: AdamW has no fp8 kernels
         optimizer = str(e)
-    return {"qc": qc, "linears": shapes, "saved": saved, "loaded": loaded, "after_step": quantized_bytes(model),
-            "lora_grads": grads, "lora_dtypes": sorted(lora), "optimizer_error": optimizer}  # fmt: skip
+    after = quantized_bytes(model)
+    forward = {} if optimizer else {"transient": transient_bytes(model, 0), "saved_for_backward": saved_tensors(model)}
+    return {"qc": qc, "linears": shapes, "saved": saved, "loaded": loaded, "after_step": after, "lora_grads": grads,
+            "lora_dtypes": sorted(lora), "optimizer_error": optimizer} | forward  # fmt: skip
 
 
 def moe() -> dict:

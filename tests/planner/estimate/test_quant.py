@@ -94,6 +94,7 @@ def test_dequantization_transients_per_format():
     assert quant.dequantized_weight_bytes(LLAMA, "gptq", 2, bf16=True) == 4 * largest  # fp16, then its bf16 cast
     assert quant.dequantized_weight_bytes(LLAMA, "awq", 2) == 2 * largest  # fp16, as AWQ runs
     assert quant.dequantized_weight_bytes(LLAMA, "ct-w4a16", 2) == 6 * largest  # fake quantization: 3 bf16 copies
+    assert quant.dequantized_weight_bytes(LLAMA, "ct-w8a16", 2) == 4 * largest  # a scale a row: 2 copies
     assert quant.dequantized_weight_bytes(LLAMA, "hqq", 2) == 12 * largest  # 3 fp32 copies, whatever the compute
 
 
