@@ -117,9 +117,23 @@ def quant_of(cfg: dict, name: str) -> str:
         f"model {name!r} is a {what} checkpoint (its config.json's quantization_config): memplan plans bitsandbytes "
         "4- and 8-bit, GPTQ and AWQ 4-bit, compressed-tensors W4A16 and W8A16 (pack-quantized, symmetric, groups of "
         "128, 64 or 32 or one scale a row) and HQQ 4-bit "
-        "(groups of 64) bases; pass the unquantized model's config.json (--model PATH)",
+        f"(groups of 64) bases{_ct_why(qc) if method == 'compressed-tensors' else ''}; pass the unquantized model's "
+        "config.json (--model PATH)",
         "model",
     )
+
+
+def _ct_why(qc: dict) -> str:
+    """Why a compressed-tensors scheme is not planned, as measured in tests/probes/test_ct_schemes.py."""
+    groups = [g for g in (qc.get("config_groups") or {}).values() if isinstance(g, dict)]
+    weights = [g.get("weights") or {} for g in groups]
+    if any(w.get("type") == "float" for w in weights):
+        return " (an fp8 base: PEFT 0.17.1 makes the adapter float8 too, which AdamW cannot step)"
+    if any(g.get("input_activations") for g in groups):
+        return " (its quantized input activations are not planned)"
+    if any(w.get("symmetric") is False for w in weights):
+        return " (an asymmetric scheme: compressed-tensors 0.12.2 cannot decompress its packed zero points)"
+    return ""
 
 
 READERS = {"compressed-tensors": _ct_quant, "hqq": _hqq_quant}

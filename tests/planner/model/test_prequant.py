@@ -131,6 +131,20 @@ def test_a_method_memplan_does_not_plan_is_refused_naming_it(qc):
 
 
 @pytest.mark.parametrize(
+    ("qc", "why"),
+    [
+        (ct(symmetric=False), "cannot decompress its packed zero points"),
+        (ct("float-quantized", TOKEN_FP8, num_bits=8, type="float", **CHANNEL), "makes the adapter float8"),
+        (ct("int-quantized", {**TOKEN_FP8, "type": "int"}, num_bits=8, **CHANNEL), "quantized input activations"),
+    ],
+)
+def test_a_compressed_tensors_refusal_says_why(qc, why):
+    with pytest.raises(BadInput, match=why) as e:
+        prequant.quant_of({"quantization_config": qc}, "m")
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(
     ("name", "base", "method"),
     [
         ("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4", "Qwen/Qwen2.5-7B-Instruct", "gptq"),
