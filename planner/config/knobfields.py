@@ -68,7 +68,13 @@ Batching = Literal["padded", "packed"]
 # PEFT's AdaLoRA and VeRA at --lora-rank (planner.estimate.peft_tuners); ms-swift's bottleneck adapter after each
 # decoder layer's MLP, --lora-rank its adapter_length (planner.estimate.bottleneck)
 LoraVariant = Literal["lora", "dora", "oft", "boft", "adalora", "vera", "adapter"]
-Quant = Literal["none", "nf4", "fp4", "int8", "gptq", "awq", "ct-w4a16", "hqq"]
+# compressed-tensors' pack-quantized weight-only schemes planned (planner.estimate.quant): llm-compressor's W4A16 at
+# groups of 128 (its preset), 64 or 32, and W8A16 (8-bit, one scale a row): (num_bits, group_size; None a row)
+CT_SCHEMES = {"ct-w4a16": (4, 128), "ct-w4a16-g64": (4, 64), "ct-w4a16-g32": (4, 32), "ct-w8a16": (8, None)}
+CT_QUANTS = tuple(CT_SCHEMES)
+Quant = Literal[
+    "none", "nf4", "fp4", "int8", "gptq", "awq", "ct-w4a16", "ct-w4a16-g64", "ct-w4a16-g32", "ct-w8a16", "hqq"
+]
 VitCheckpointing = Literal["on", "off"]
 QuantAbsmax = Literal["8bit", "fp32"]
 # freeze tuning's trained layers (planner.estimate.freeze): the last N, or LLaMA-Pro's interleaved expanded blocks
@@ -176,8 +182,9 @@ class KnobFields(BaseModel):
         description=(
             "a quantized base under LoRA: its linears in 4 bits (bitsandbytes nf4 or fp4, double quantization: QLoRA) "
             "or 8 bits (int8: bitsandbytes LLM.int8, load_in_8bit), or a prequantized 4-bit GPTQ or AWQ checkpoint "
-            "(gptq, awq: group size 128, through gptqmodel), an llm-compressor W4A16 checkpoint (ct-w4a16: "
-            "compressed-tensors pack-quantized, groups of 128, run compressed) or an HQQ 4-bit base (hqq: groups of 64)"
+            "(gptq, awq: group size 128, through gptqmodel), an llm-compressor W4A16 or W8A16 checkpoint "
+            "(compressed-tensors pack-quantized, run compressed: ct-w4a16 in groups of 128, ct-w4a16-g64, ct-w4a16-g32, "
+            "ct-w8a16 one scale a row) or an HQQ 4-bit base (hqq: groups of 64)"
         ),
     )
     quant_absmax: QuantAbsmax = Field(

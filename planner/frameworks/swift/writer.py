@@ -30,6 +30,7 @@ import json
 import shlex
 
 from planner.config import zerobuckets
+from planner.config.knobfields import CT_QUANTS
 from planner.config.spec import Goal, Hardware, Plan
 from planner.estimate import recipe_terms
 from planner.export import configs, export
@@ -224,7 +225,7 @@ def tuner_rank_flags(variant: str, plan: Plan) -> list[Flag]:
 
 def quant_flags(plan: Plan) -> list[Flag]:
     k = KEYS.pair
-    if plan.quant in ("gptq", "awq", "ct-w4a16", "none"):  # quant_args.py:46: the checkpoint brings its own config
+    if plan.quant in ("gptq", "awq", *CT_QUANTS, "none"):  # quant_args.py:46: the checkpoint brings its own config
         return []
     if plan.quant == "hqq":  # quant_args.py:69-71 (v3.10.3): HqqConfig(nbits=quant_bits), groups of 64
         return [k("quant_method", "hqq"), k("quant", 4)]

@@ -284,7 +284,7 @@ SWIFT_NEWEST = Path(os.environ.get("MEMPLAN_SWIFT_PYTHON", ROOT.parent / ".fwenv
 LINE_VENVS = sorted({(f, line, ROOT / venv) for f, line, venv, _ in RELEASES} | {("swift", "", SWIFT_NEWEST)})
 
 
-@pytest.mark.parametrize("quant", ["ct-w4a16", "hqq"])
+@pytest.mark.parametrize("quant", ["ct-w4a16", "ct-w8a16", "hqq"])
 def test_a_line_on_transformers_5_refuses_compressed_tensors_and_hqq(quant):
     """Every line with a venv: where that venv's transformers is 5.x, --quant ct-w4a16 / hqq is refused in one line
     (planner.frameworks.rules.transformers_5_quant: compressed-tensors 0.20.1 with PEFT 0.21.2, get_peft_model raises;
