@@ -8,8 +8,10 @@ Read at the sources the frameworks install:
 - GaLore (galore-torch 1.0, github jiaweizzhao/GaLore 2cc66f8): galore_torch/adamw.py:96-109 projects the gradient and
   makes exp_avg and exp_avg_sq zeros_like the projected one; galore_projector.py:12-21 (proj_type std) keeps an m x n
   gradient as m x r (m >= n, right: Vh[:r], r x n) or r x n (left: U[:, :r], m x r); :69-98 the projector from
-  torch.linalg.svd(full_matrices=False) in the parameter's dtype, so r is at most min(m, n). GaLoreAdamW8bit
-  (adamw8bit.py) keeps bitsandbytes' 8-bit states of the projected gradient.
+  torch.linalg.svd(full_matrices=False) of an fp32 copy, cast back to the parameter's dtype, so r is at most
+  min(m, n); every update_proj_gap steps its temporaries (svd_temp_bytes). GaLoreAdamW8bit (the 1.0 wheel's
+  adamw8bit.py:10, 44-63) keeps bitsandbytes' Optimizer2State states of the projected gradient
+  (bnb_8bit_moment_bytes) and steps the untargeted tensors in the same 8-bit kernel.
 - APOLLO (apollo-torch 1.0.3, github zhuhanqing/APOLLO 76b3472): apollo_torch/apollo.py:125-142 the same projected
   moments; random_projector.py:152-172 a random r x n or m x r projector of the parameter's dtype (r not clipped);
   apollo.py:187-199 one norm per target (scaled_grad, a 0-d tensor) for its norm-growth limiter.
@@ -24,15 +26,20 @@ from __future__ import annotations
 from planner.estimate import lora
 from planner.estimate.setup import Setup
 from planner.estimate.trained import (
+    ADAMW_8BIT_BLOCK,
     ADAMW_8BIT_MIN_SIZE,
     frozen_modules,
-    optimizer_state_bytes_per_param,
     trainable_params,
 )
 from planner.model.modelspec import frozen_roles
 from planner.model.shapes import Tensors
 
 MUON_ADAMW_ROLES = ("embed", "head")  # what Muon leaves to AdamW beside the vectors
+# bitsandbytes 0.50 optim/optimizer.py:513-522: the signed and unsigned dynamic maps, 256 fp32 each, shared by every
+# 8-bit state; :531-532 an fp32 unorm_vec per tensor where max_unorm > 0, which GaLoreAdamW8bit's positional
+# percentile_clipping=100 (adamw8bit.py:10) becomes once bitsandbytes 0.50 dropped that argument (commit c27dc581)
+BNB_QMAP_BYTES = 2 * 256 * 4
+BNB_UNORM_BYTES = 4
 
 
 def projection_rank(optimizer: str, m: int, n: int, rank: int) -> int:
@@ -67,12 +74,20 @@ def low_rank_target(t: Tensors, targets: str) -> bool:
     return len(t.shape) == 2 and t.adapted(targets)
 
 
-def adam_state_bytes(elements: int, optimizer: str, state_bytes: int) -> float:
-    """Adam's two moments of one tensor: the parameter's dtype, or bitsandbytes' 8-bit blocks (32-bit below
-    ADAMW_8BIT_MIN_SIZE elements) for the 8-bit variant."""
+def bnb_8bit_moment_bytes(elements: int) -> int:
+    """bitsandbytes Optimizer2State's two moments of one tensor (0.50 optim/optimizer.py:502-529): uint8 with an fp32
+    absmax per 256-element block, both fp32 below ADAMW_8BIT_MIN_SIZE elements."""
+    if elements < ADAMW_8BIT_MIN_SIZE:
+        return 8 * elements
+    return 2 * elements + 2 * 4 * -(-elements // ADAMW_8BIT_BLOCK)
+
+
+def adam_state_bytes(elements: int, optimizer: str, state_bytes: int) -> int:
+    """Adam's two moments of one tensor: the parameter's dtype, or bitsandbytes' for the 8-bit variant (its unorm_vec
+    beside them)."""
     if optimizer != "galore-adamw-8bit":
         return 2 * state_bytes * elements
-    return elements * (8 if elements < ADAMW_8BIT_MIN_SIZE else optimizer_state_bytes_per_param("adamw-8bit", 4))
+    return bnb_8bit_moment_bytes(elements) + BNB_UNORM_BYTES
 
 
 def low_rank_state_bytes(s: Setup, state_bytes: int) -> int:
@@ -87,7 +102,21 @@ def low_rank_state_bytes(s: Setup, state_bytes: int) -> int:
             )
         else:
             total += t.count * adam_state_bytes(t.numel // t.count, k.optimizer, state_bytes)
-    return int(total)
+    return int(total) + bnb_qmap_bytes(s)
+
+
+def bnb_qmap_bytes(s: Setup) -> int:
+    """GaLoreAdamW8bit's two quantisation maps, once, where any state is 8-bit."""
+    k = s.knobs
+    if k.optimizer != "galore-adamw-8bit":
+        return 0
+    sizes = [
+        projected_elements(k.optimizer, t.shape, k.optimizer_rank)
+        if low_rank_target(t, k.optimizer_targets)
+        else t.numel // t.count
+        for t in _trained(s)
+    ]
+    return BNB_QMAP_BYTES if max(sizes, default=0) >= ADAMW_8BIT_MIN_SIZE else 0
 
 
 def apollo_norm_bytes(optimizer: str, state_bytes: int) -> int:
@@ -126,12 +155,44 @@ def matrix_optimizer_bytes(s: Setup, state_bytes: int) -> int:
     return low_rank_state_bytes(s, state_bytes) + low_rank_projector_bytes(s, state_bytes)
 
 
+def low_rank_steady_temp_bytes(s: Setup, state_bytes: int) -> int:
+    """GaLore's and APOLLO's step between projector updates, one parameter at a time (adamw.py:80-140): two full-size
+    tensors of the largest trained one (AdamW's denominator and update of an untargeted tensor; a target's update
+    projected back and the scaled gradient). Measured 1.92-2.20x its bytes (tests/probes/test_matrix_optim.py).
+    GaLoreAdamW8bit steps the untargeted tensors in bitsandbytes' kernel, in place, so only the targets' two count
+    (adamw8bit.py:52-69: the saved weight takes the parameter's storage's place; measured exactly 2x the largest
+    target)."""
+    k = s.knobs
+    trained = _trained(s)
+    if k.optimizer == "galore-adamw-8bit":
+        trained = [t for t in trained if low_rank_target(t, k.optimizer_targets)]
+    return 2 * state_bytes * max((t.numel // t.count for t in trained), default=0)
+
+
 def low_rank_step_temp_bytes(s: Setup, state_bytes: int) -> int:
-    """GaLore's and APOLLO's step, one parameter at a time (adamw.py:80-140): two full-size tensors of the largest
-    trained one (AdamW's denominator and update of an untargeted tensor; a target's update projected back and the
-    scaled gradient). Measured 1.92-2.20x its bytes (tests/probes/test_matrix_optim.py). The SVD GaLore recomputes
-    every update_proj_gap steps (its input's copy, U and Vh in fp32) is not counted."""
-    return 2 * state_bytes * max(t.numel // t.count for t in _trained(s))
+    """The steady step's temporaries or GaLore's projector update (galore_svd_temp_bytes), the larger: the SVD runs
+    before the update (galore_projector.py:12-21) and its temporaries are freed by then."""
+    return max(low_rank_steady_temp_bytes(s, state_bytes), galore_svd_temp_bytes(s, state_bytes))
+
+
+def svd_temp_bytes(shape: tuple[int, ...], state_bytes: int) -> int:
+    """One GaLore projector update (galore_projector.py:69-98, every update_proj_gap steps and the first): the fp32
+    copy of a half-precision gradient, the working copy torch.linalg.svd factors in place, and U, S and Vh of
+    full_matrices=False (k = min(m, n)), all fp32. Measured with the CPU allocator within 2% (LAPACK's workspace, the
+    rest); cuSOLVER's workspace on CUDA is not measured."""
+    m, n = shape
+    k = min(m, n)
+    copy = 4 * m * n if state_bytes != 4 else 0
+    return copy + 4 * m * n + 4 * (m * k + k + k * n)
+
+
+def galore_svd_temp_bytes(s: Setup, state_bytes: int) -> int:
+    """The largest targeted matrix's projector update: the step updates one parameter's projector at a time."""
+    k = s.knobs
+    if k.optimizer not in ("galore-adamw", "galore-adamw-8bit"):
+        return 0
+    shapes = [t.shape for t in _trained(s) if low_rank_target(t, k.optimizer_targets)]
+    return max((svd_temp_bytes(shape, state_bytes) for shape in shapes), default=0)
 
 
 def muon_step_temp_bytes(s: Setup, state_bytes: int) -> int:

@@ -51,3 +51,26 @@ def test_muon_keeps_one_buffer_for_the_hidden_matrices():
 def test_state_terms_counts_them_as_the_optimizers_states(optimizer):
     s = _setup(optimizer=optimizer)
     assert state_terms.optimizer_bytes(s) == matrix_optim.matrix_optimizer_bytes(s, 4)  # bf16 AMP: fp32 states
+
+
+def test_bitsandbytes_moments_are_a_byte_each_and_a_block_absmax_from_4096_elements():
+    """bitsandbytes 0.50 optim/optimizer.py:502-529: two fp32 moments under min_8bit_size (4,096), else two uint8 ones
+    and two fp32 absmax per started block of 256 (tests/probes/test_matrix_optim.py pins the whole optimizer)."""
+    assert matrix_optim.bnb_8bit_moment_bytes(4095) == 8 * 4095
+    assert matrix_optim.bnb_8bit_moment_bytes(4096) == 2 * 4096 + 8 * 16
+    assert matrix_optim.bnb_8bit_moment_bytes(4097) == 2 * 4097 + 8 * 17
+
+
+def test_galores_step_is_its_projector_update_where_that_is_larger():
+    """llama-3.1-8b under bf16 AMP (fp32 gradients): the MLP's 4096 x 14336 SVD (a working copy, U, S, Vh: 537 MB)
+    is less than AdamW's two embedding-sized temporaries (4.2 GB), more than GaLore 8-bit's two MLP-sized ones (470
+    MB: bitsandbytes steps the embedding in place); APOLLO has no SVD."""
+    m, n = 4096, 14336
+    svd = 4 * m * n + 4 * (m * m + m + m * n)
+    mlp, embed = 8 * m * n, 8 * 128256 * 4096
+    assert matrix_optim.galore_svd_temp_bytes(_setup(optimizer="galore-adamw"), 4) == svd
+    assert matrix_optim.low_rank_step_temp_bytes(_setup(optimizer="galore-adamw"), 4) == embed
+    assert matrix_optim.low_rank_steady_temp_bytes(_setup(optimizer="galore-adamw-8bit"), 4) == mlp
+    assert matrix_optim.low_rank_step_temp_bytes(_setup(optimizer="galore-adamw-8bit"), 4) == svd
+    assert matrix_optim.galore_svd_temp_bytes(_setup(optimizer="apollo-adamw"), 4) == 0
+    assert state_terms.optimizer_step_temp_bytes(_setup(optimizer="galore-adamw-8bit")) == svd
