@@ -187,12 +187,38 @@ def svd_temp_bytes(shape: tuple[int, ...], state_bytes: int) -> int:
 
 
 def galore_svd_temp_bytes(s: Setup, state_bytes: int) -> int:
-    """The largest targeted matrix's projector update: the step updates one parameter's projector at a time."""
+    """The step's projector updates, one target at a time in the optimizer's order: each target's SVD beside what the
+    tensor stepped before it left bound (galore_held_bytes). The frameworks put the targets' group last (transformers
+    5.25 trainer_optimizer.py:159-162, LLaMA-Factory 0.9.5 train/trainer_utils.py:274-278), so layer 0's first target
+    follows the last untargeted tensor, every other one the target before it (the last of the layer before, layers
+    after the first). Layer-wise, each tensor's optimizer returns before the next one steps: nothing is held."""
     k = s.knobs
     if k.optimizer not in ("galore-adamw", "galore-adamw-8bit"):
         return 0
-    shapes = [t.shape for t in _trained(s) if low_rank_target(t, k.optimizer_targets)]
-    return max((svd_temp_bytes(shape, state_bytes) for shape in shapes), default=0)
+    trained = _trained(s)
+    targets = [t for t in trained if low_rank_target(t, k.optimizer_targets)]
+    rest = [t for t in trained if not low_rank_target(t, k.optimizer_targets)]
+    if k.optimizer_in_backward:
+        return max((svd_temp_bytes(t.shape, state_bytes) for t in targets), default=0)
+    peak = 0
+    for j, t in enumerate(targets):
+        before = [galore_held_bytes(k.optimizer, targets[j - 1], True, state_bytes)] if j else []
+        if not j and rest:
+            before.append(galore_held_bytes(k.optimizer, rest[-1], False, state_bytes))
+        if not j and t.count > 1:
+            before.append(galore_held_bytes(k.optimizer, targets[-1], True, state_bytes))
+        peak = max(peak, svd_temp_bytes(t.shape, state_bytes) + max(before, default=0))
+    return peak
+
+
+def galore_held_bytes(optimizer: str, t: Tensors, target: bool, state_bytes: int) -> int:
+    """What GaLoreAdamW's loop leaves bound from one tensor's step while the next one projects (adamw.py:113-126:
+    denom and norm_grad are rebound only after the next tensor's project()): a target's norm_grad projected back,
+    full size, its denom projected; an untargeted tensor's both full size. GaLoreAdamW8bit keeps no full-size local
+    (adamw8bit.py:52-69)."""
+    if optimizer != "galore-adamw":
+        return 0
+    return state_bytes * (t.numel // t.count) * (1 if target else 2)
 
 
 def muon_step_temp_bytes(s: Setup, state_bytes: int) -> int:
