@@ -3,13 +3,14 @@ each optimizer_targets linear projected to optimizer_rank, Adam's moments kept a
 matrix beside them; every other parameter AdamW's full moments) and Muon (one momentum buffer for each hidden matrix,
 AdamW's two moments for the embeddings, the head and the vectors). planner.estimate.state_terms.optimizer_bytes calls
 matrix_optimizer_bytes for them; tests/probes/test_matrix_optim.py pins each term to the states of a real step.
+Their steps' temporaries: planner.estimate.matrix_step.
 
 Read at the sources the frameworks install:
 - GaLore (galore-torch 1.0, github jiaweizzhao/GaLore 2cc66f8): galore_torch/adamw.py:96-109 projects the gradient and
   makes exp_avg and exp_avg_sq zeros_like the projected one; galore_projector.py:12-21 (proj_type std) keeps an m x n
   gradient as m x r (m >= n, right: Vh[:r], r x n) or r x n (left: U[:, :r], m x r); :69-98 the projector from
   torch.linalg.svd(full_matrices=False) of an fp32 copy, cast back to the parameter's dtype, so r is at most
-  min(m, n); every update_proj_gap steps its temporaries (svd_temp_bytes). GaLoreAdamW8bit (the 1.0 wheel's
+  min(m, n); every update_proj_gap steps its temporaries (matrix_step.svd_temp_bytes). GaLoreAdamW8bit (the 1.0 wheel's
   adamw8bit.py:10, 44-63) keeps bitsandbytes' Optimizer2State states of the projected gradient
   (bnb_8bit_moment_bytes) and steps the untargeted tensors in the same 8-bit kernel.
 - APOLLO (apollo-torch 1.0.3, github zhuhanqing/APOLLO 76b3472): apollo_torch/apollo.py:125-142 the same projected
@@ -63,7 +64,7 @@ def projector_elements(optimizer: str, shape: tuple[int, ...], rank: int, state_
     return projection_rank(optimizer, m, n, rank) * min(m, n)
 
 
-def _trained(s: Setup) -> list[Tensors]:
+def trained_tensors(s: Setup) -> list[Tensors]:
     frozen = frozen_roles(frozen_modules(s))
     return [t for t in s.model.tensors if t.role not in frozen]
 
@@ -94,7 +95,7 @@ def low_rank_state_bytes(s: Setup, state_bytes: int) -> int:
     """GaLore's or APOLLO's moments: the projected shape for each target, the full one for every other trained tensor;
     APOLLO's scaled_grad norm too (one element per target)."""
     k, total = s.knobs, 0.0
-    for t in _trained(s):
+    for t in trained_tensors(s):
         if low_rank_target(t, k.optimizer_targets):
             n = projected_elements(k.optimizer, t.shape, k.optimizer_rank)
             total += t.count * (
@@ -114,7 +115,7 @@ def bnb_qmap_bytes(s: Setup) -> int:
         projected_elements(k.optimizer, t.shape, k.optimizer_rank)
         if low_rank_target(t, k.optimizer_targets)
         else t.numel // t.count
-        for t in _trained(s)
+        for t in trained_tensors(s)
     ]
     return BNB_QMAP_BYTES if max(sizes, default=0) >= ADAMW_8BIT_MIN_SIZE else 0
 
@@ -130,7 +131,7 @@ def low_rank_projector_bytes(s: Setup, state_bytes: int) -> int:
     k = s.knobs
     return state_bytes * sum(
         t.count * projector_elements(k.optimizer, t.shape, k.optimizer_rank, state_bytes)
-        for t in _trained(s)
+        for t in trained_tensors(s)
         if low_rank_target(t, k.optimizer_targets)
     )
 
@@ -142,7 +143,7 @@ def muon_state_bytes(s: Setup, state_bytes: int) -> int:
         adamw = lora.dora_magnitude_params(s.model, s.knobs) + lora.embedding_copy_params(s.model, s.knobs)
         return (trainable_params(s) + adamw) * state_bytes
     total = 0
-    for t in _trained(s):
+    for t in trained_tensors(s):
         hidden = len(t.shape) == 2 and t.role not in MUON_ADAMW_ROLES
         total += t.numel * state_bytes * (1 if hidden else 2)
     return total
@@ -153,91 +154,3 @@ def matrix_optimizer_bytes(s: Setup, state_bytes: int) -> int:
     if s.knobs.optimizer == "muon":
         return muon_state_bytes(s, state_bytes)
     return low_rank_state_bytes(s, state_bytes) + low_rank_projector_bytes(s, state_bytes)
-
-
-def low_rank_steady_temp_bytes(s: Setup, state_bytes: int) -> int:
-    """GaLore's and APOLLO's step between projector updates, one parameter at a time (adamw.py:80-140): two full-size
-    tensors of the largest trained one (AdamW's denominator and update of an untargeted tensor; a target's update
-    projected back and the scaled gradient). Measured 1.92-2.20x its bytes (tests/probes/test_matrix_optim.py).
-    GaLoreAdamW8bit steps the untargeted tensors in bitsandbytes' kernel, in place, so only the targets' two count
-    (adamw8bit.py:52-69: the saved weight takes the parameter's storage's place; measured exactly 2x the largest
-    target)."""
-    k = s.knobs
-    trained = _trained(s)
-    if k.optimizer == "galore-adamw-8bit":
-        trained = [t for t in trained if low_rank_target(t, k.optimizer_targets)]
-    return 2 * state_bytes * max((t.numel // t.count for t in trained), default=0)
-
-
-def low_rank_step_temp_bytes(s: Setup, state_bytes: int) -> int:
-    """The steady step's temporaries or GaLore's projector update (galore_svd_temp_bytes), the larger: the SVD runs
-    before the update (galore_projector.py:12-21) and its temporaries are freed by then."""
-    return max(low_rank_steady_temp_bytes(s, state_bytes), galore_svd_temp_bytes(s, state_bytes))
-
-
-def svd_temp_bytes(shape: tuple[int, ...], state_bytes: int) -> int:
-    """One GaLore projector update (galore_projector.py:69-98, every update_proj_gap steps and the first): the fp32
-    copy of a half-precision gradient, the working copy torch.linalg.svd factors in place, and U, S and Vh of
-    full_matrices=False (k = min(m, n)), all fp32. Measured with the CPU allocator within 2% (LAPACK's workspace, the
-    rest); cuSOLVER's workspace on CUDA is not measured."""
-    m, n = shape
-    k = min(m, n)
-    copy = 4 * m * n if state_bytes != 4 else 0
-    return copy + 4 * m * n + 4 * (m * k + k + k * n)
-
-
-def galore_svd_temp_bytes(s: Setup, state_bytes: int) -> int:
-    """The step's projector updates, one target at a time in the optimizer's order: each target's SVD beside what the
-    tensor stepped before it left bound (galore_held_bytes). The frameworks put the targets' group last (transformers
-    5.25 trainer_optimizer.py:159-162, LLaMA-Factory 0.9.5 train/trainer_utils.py:274-278), so layer 0's first target
-    follows the last untargeted tensor, every other one the target before it (the last of the layer before, layers
-    after the first). Layer-wise, each tensor's optimizer returns before the next one steps: nothing is held."""
-    k = s.knobs
-    if k.optimizer not in ("galore-adamw", "galore-adamw-8bit"):
-        return 0
-    trained = _trained(s)
-    targets = [t for t in trained if low_rank_target(t, k.optimizer_targets)]
-    rest = [t for t in trained if not low_rank_target(t, k.optimizer_targets)]
-    if k.optimizer_in_backward:
-        return max((svd_temp_bytes(t.shape, state_bytes) for t in targets), default=0)
-    peak = 0
-    for j, t in enumerate(targets):
-        before = [galore_held_bytes(k.optimizer, targets[j - 1], True, state_bytes)] if j else []
-        if not j and rest:
-            before.append(galore_held_bytes(k.optimizer, rest[-1], False, state_bytes))
-        if not j and t.count > 1:
-            before.append(galore_held_bytes(k.optimizer, targets[-1], True, state_bytes))
-        peak = max(peak, svd_temp_bytes(t.shape, state_bytes) + max(before, default=0))
-    return peak
-
-
-def galore_held_bytes(optimizer: str, t: Tensors, target: bool, state_bytes: int) -> int:
-    """What GaLoreAdamW's loop leaves bound from one tensor's step while the next one projects (adamw.py:113-126:
-    denom and norm_grad are rebound only after the next tensor's project()): a target's norm_grad projected back,
-    full size, its denom projected; an untargeted tensor's both full size. GaLoreAdamW8bit keeps no full-size local
-    (adamw8bit.py:52-69)."""
-    if optimizer != "galore-adamw":
-        return 0
-    return state_bytes * (t.numel // t.count) * (1 if target else 2)
-
-
-def muon_step_temp_bytes(s: Setup, state_bytes: int) -> int:
-    """Muon's step, one matrix at a time (torch 2.13 optim/_muon.py:308-340): the Nesterov update in the parameter's
-    dtype, then Newton-Schulz on a bf16 copy with two iterates alive (:55-66), so state_bytes + 3 x 2 bytes an element
-    of the largest hidden matrix; AdamW's two full-size temporaries for the rest, the larger decides. Measured within
-    15% above (tests/probes/test_matrix_optim.py)."""
-    hidden = [t.numel // t.count for t in _trained(s) if len(t.shape) == 2 and t.role not in MUON_ADAMW_ROLES]
-    rest = [t.numel // t.count for t in _trained(s) if not (len(t.shape) == 2 and t.role not in MUON_ADAMW_ROLES)]
-    if s.lora:
-        hidden, rest = (
-            [max(t.shape) * s.knobs.lora_rank for t in s.model.tensors if t.adapted(s.knobs.lora_targets)],
-            [],
-        )
-    return max(max(hidden, default=0) * (state_bytes + 3 * 2), 2 * state_bytes * max(rest, default=0))
-
-
-def matrix_step_temp_bytes(s: Setup, state_bytes: int) -> int:
-    """The temporaries of a GaLore, APOLLO or Muon step (planner.estimate.state_terms.optimizer_step_temp_bytes)."""
-    if s.knobs.optimizer == "muon":
-        return muon_step_temp_bytes(s, state_bytes)
-    return low_rank_step_temp_bytes(s, state_bytes)

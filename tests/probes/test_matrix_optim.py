@@ -17,7 +17,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 from planner.config.spec import Knobs
-from planner.estimate import matrix_optim, state_terms
+from planner.estimate import matrix_optim, matrix_step, state_terms
 from planner.estimate.setup import Setup
 from planner.model.families import from_config
 
@@ -183,7 +183,8 @@ def test_step_temporaries_within_15_percent_of_a_tracked_step(optimizer, dtype, 
         cls, extra = _low_rank(optimizer)
         make = lambda t, o: [cls([{"params": o}, {"params": t, "rank": 8, **extra}], lr=1e-3)]
     measured = _steady_step_bytes(DTYPES[dtype][0], config, make)
-    knobs = Knobs(framework="llamafactory", optimizer=optimizer, optimizer_rank=8)
+    framework = "llamafactory" if optimizer == "muon" else "hf"  # make's groups: transformers' order for the rest
+    knobs = Knobs(framework=framework, optimizer=optimizer, optimizer_rank=8)
     s = Setup(from_config(config, "tiny-llama"), knobs, 1, 1, 16)
-    term = matrix_optim.muon_step_temp_bytes if optimizer == "muon" else matrix_optim.low_rank_steady_temp_bytes
+    term = matrix_step.muon_step_temp_bytes if optimizer == "muon" else matrix_step.low_rank_steady_temp_bytes
     assert term(s, DTYPES[dtype][1]) == pytest.approx(measured, rel=0.15)
