@@ -84,8 +84,9 @@ def _low_rank(optimizer: str):
     if optimizer == "galore-adamw":
         return pytest.importorskip("galore_torch").GaLoreAdamW, galore
     if optimizer == "galore-adamw-8bit":
+        galore_torch = pytest.importorskip("galore_torch")  # before bitsandbytes, whose import takes seconds
         pytest.importorskip("bitsandbytes")
-        return pytest.importorskip("galore_torch").GaLoreAdamW8bit, galore
+        return galore_torch.GaLoreAdamW8bit, galore
     extra = {"proj": "random", "scale_type": "channel", "update_proj_gap": 200, "scale": 1.0, "proj_type": "std"}
     return pytest.importorskip("apollo_torch").APOLLOAdamW, extra
 
