@@ -113,6 +113,20 @@ def test_galore_apollo_and_muon_are_read_into_the_optimizer_fields(tmp_path, nam
     assert (reading.request["optimizer"], reading.request.get("optimizer_rank")) == want
 
 
+@pytest.mark.parametrize(
+    "name,text",
+    [
+        ("lf.yaml", LF + "finetuning_type: full\nuse_galore: true\noptim: paged_adamw_8bit\n"),
+        ("train.sh", SWIFT + "--tuner_type full --use_galore true --optim paged_adamw_8bit\n"),
+    ],
+)
+def test_galore_over_a_paged_8bit_optim_is_galore_8bit_with_a_note_on_its_paged_states(tmp_path, name, text):
+    """LLaMA-Factory and ms-swift build GaLoreAdamW8bit with is_paged on a paged optim; memplan plans its states."""
+    reading = _read(tmp_path, name, text)
+    assert reading.request["optimizer"] == "galore-adamw-8bit"
+    assert any("paged 8-bit states" in n for n in reading.unplanned)
+
+
 def test_lora_with_galore_is_refused_as_llamafactory_refuses_it():
     from planner.config.spec import Knobs
 
