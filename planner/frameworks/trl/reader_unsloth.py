@@ -182,7 +182,6 @@ def read(c: Collector, seen: Seen) -> None:
     fv = seen.finetune_vision
     if seen.vision and fv is not None and as_bool(fv.value) is False:
         c.fact("freeze_vision", True, fv.source, fv.raw)
-    c.unplanned = [n for n in c.unplanned if "fused chunked head" not in n]  # trl@unsloth plans HF's loss (FORKS)
     for line in seen.notes:
         c.note(line)
     c.note(f"{seen.where} ({KERNELS})")

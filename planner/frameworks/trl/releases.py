@@ -153,7 +153,11 @@ RELEASES = (
         (0, 19),
         "trl v0.19.0",
         transformers="4.53.1",
-        defaults={"checkpointing": _off("v0.19.0", f"{G}:24")},
+        defaults={
+            "checkpointing": _off("v0.19.0", f"{G}:24"),
+            # the fused default came with transformers 4.54 (4.56.2 training_args.py:1296-1303, torch >= 2.8)
+            "optimizer": Default("adamw", "transformers 4.53.1 training_args.py:1281-1288: optim adamw_torch"),
+        },
         **_grpo("v0.19.0", (0.0, "412-413"), "267-268", "361-362: vllm_mode='server' (v0.18.0 too)"),
     ),
     Release(
