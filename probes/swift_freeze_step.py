@@ -7,8 +7,7 @@ swift/pipelines/train/tuner.py:378-382, 271-276), then SwiftMixin._fix_gradient_
 its dynamic checkpointing, transformers' gradient_checkpointing_enable and enable_input_require_grads), called on a
 stand-in trainer that carries only the arguments they read.
 `python probes/swift_freeze_step.py CONFIG_JSON KNOBS_LIST_JSON MICRO SEQ` under ms-swift's venv (PYTHONPATH the
-repository) prints, for each knobs, {"swift": peak, "ours": the recipe's build's peak (none for inserted blocks)}
-as a JSON list
+repository) prints, for each knobs, {"swift": peak, "ours": the recipe's build's peak} as a JSON list
 (tests/probes/test_freeze.py compares them with the plan)."""
 
 from __future__ import annotations
@@ -63,8 +62,6 @@ def run(config: dict, knobs_kw: dict, micro: int, seq: int) -> dict:
     case = Case(config, Knobs(**knobs_kw), micro, 1, seq, 0)
     swift = measure(case, model=swift_model(config, case.knobs))["peak_allocated_bytes"]
     _unpatch()
-    if case.knobs.trained_layout == "inserted":  # the recipe inserts no blocks
-        return {"swift": swift}
     return {"swift": swift, "ours": measure(case)["peak_allocated_bytes"]}
 
 

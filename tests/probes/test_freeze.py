@@ -18,10 +18,11 @@ planned 126.63 (-0.06%), the recipe's build
 byte-equal to each (before it kept the embedding's output requiring a gradient, as transformers'
 gradient_checkpointing_enable leaves it: 120.03 and 144.59 bf16 AMP). Tolerance: 3% against the CPU step (debug-llama's
 tiny layers make the logits' rounding a larger share), 1% against the sim; never more than 0.5% under.
-ms-swift's LLaMA-Pro (--tuner_type llamapro, --trained-layout inserted; probes/swift_llamapro.py, swift_freeze_step.py in
-its venv): its own Swift.prepare_model on qwen2.5-0.5b's config, 4 blocks: 28 layers, 59,649,536 parameters trained
-and 494,032,768 frozen, the plan's to the element; its step of debug-llama with 2 blocks (2 x 512, bf16-pure,
-checkpointed) 122.41 MiB, planned 122.34 (-0.06%)."""
+ms-swift's LLaMA-Pro (--tuner_type llamapro, --trained-layout inserted; probes/swift_llamapro.py and
+swift_freeze_step.py in its venv): its own Swift.prepare_model on qwen2.5-0.5b's config, 4 blocks: 28 layers,
+59,649,536 parameters trained and 494,032,768 frozen, the plan's to the element; its step of debug-llama with 2 blocks
+(2 x 512, bf16-pure, checkpointed) 122.41 MiB, the recipe's build the same, planned 122.34 (-0.06%); the sim at full
+depth, qwen2.5-0.5b with 4 blocks, 2 x 512: 3,117.3 MiB, planned 3,117.1 (-0.006%)."""
 
 import json
 import os
@@ -63,6 +64,17 @@ def test_the_trained_layers_and_their_bytes_are_the_plans(name, precision):
     assert (trained, frozen) == (trainable_params(s), frozen_params(s))
     assert sum(p.numel() * p.element_size() for p in model.parameters()) == params_bytes(s)
     assert 0 < trained < frozen
+
+
+def test_the_builds_inserted_blocks_are_the_plans():
+    """--trained-layout inserted (recipe.model._with_inserted_blocks): qwen2.5-0.5b with 4 blocks built at 28 layers,
+    the blocks at 6, 13, 20, 27 trained (ms-swift's places), its counts and bytes the plan's."""
+    knobs = Knobs(trained_layers=4, trained_layout="inserted", precision="bf16-pure", framework="swift")
+    model, s = _built("qwen2.5-0.5b", knobs), Setup(load_model("qwen2.5-0.5b"), knobs, 1, 1, 64)
+    trained = {n.split(".")[2] for n, p in model.named_parameters() if p.requires_grad}
+    assert model.config.num_hidden_layers == 28 and trained == {"6", "13", "20", "27"}
+    assert sum(p.numel() for p in model.parameters() if p.requires_grad) == trainable_params(s)
+    assert sum(p.numel() * p.element_size() for p in model.parameters()) == params_bytes(s)
 
 
 def _in_venv(variable: str, script: str, *args: str):
@@ -123,7 +135,8 @@ def test_llamafactorys_own_step_is_the_builds_and_the_plans():
 def test_swifts_own_checkpointing_is_the_builds_and_the_plans():
     """ms-swift's checkpointing of a frozen model (probes/swift_freeze_step.py: its _fix_gradient_checkpointing and
     _prepare_gradient_checkpointing, enable_input_require_grads among them): the recipe's build holds the same peak,
-    and the plan is within 1% of it, never more than 0.5% under. Measured: debug-llama 2 x 512, the last 2 of 4,
+    and the plan is within 1% of it, never more than 0.5% under (LLaMA-Pro's inserted blocks too: recipe.model
+    _with_inserted_blocks). Measured: debug-llama 2 x 512, the last 2 of 4,
     bf16-pure, checkpointed: 118.64 MiB, planned 118.57 (-0.06%: 74 KiB, as full fine-tuning's bf16-pure checkpointed
     step of debug-llama is); LLaMA-Pro's 2 blocks inserted by ms-swift's tuner (6 layers): 122.41 MiB, planned 122.34
     (-0.06%)."""
@@ -138,8 +151,8 @@ def test_swifts_own_checkpointing_is_the_builds_and_the_plans():
         "2",
         "512",
     )
-    assert steps[0]["ours"] == steps[0]["swift"]
     for knobs, got in zip((kw, pro), steps, strict=True):
+        assert got["ours"] == got["swift"]
         planned = breakdown(Setup(spec, Knobs(**knobs), 2, 1, 512), 80 * GIB).peak_allocated_bytes
         assert planned == pytest.approx(got["swift"], rel=0.01)
         assert planned >= got["swift"] * 0.995
@@ -181,6 +194,9 @@ def test_a_real_cpu_step_is_the_plans_peak(precision, layout, within):
     assert planned < full
 
 
+SWIFT_PRO = {"trained_layout": "inserted", "checkpointing": "full", "precision": "bf16-pure", "framework": "swift"}
+
+
 @pytest.mark.parametrize(
     "name,micro,knobs,within",
     [
@@ -197,6 +213,8 @@ def test_a_real_cpu_step_is_the_plans_peak(precision, layout, within):
         # LLaMA-Pro: 4 blocks of 24, the 15 frozen layers between them saved whole, the blocks checkpointed (+0.9%)
         ("qwen2.5-0.5b", 2, {"trained_layers": 4, "trained_layout": "interleaved"}, 0.01),
         ("qwen2.5-0.5b", 2, {"trained_layers": 4, "trained_layout": "interleaved", "checkpointing": "full"}, 0.01),
+        # ms-swift's LLaMA-Pro: 4 blocks inserted into the 24 layers (28 built), checkpointed, bf16-pure (-0.006%)
+        ("qwen2.5-0.5b", 2, {**SWIFT_PRO, "trained_layers": 4}, 0.01),
     ],
 )
 def test_the_sim_at_full_depth_is_the_plans_peak(name, micro, knobs, within):

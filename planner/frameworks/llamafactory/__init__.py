@@ -64,8 +64,8 @@ FRAMEWORK = Framework(
         "save_weights",
     ),
     runs={
-        # last, first (a negative freeze_trainable_layers), LLaMA-Pro's interleaved blocks; no LLaMA-Pro blocks inserted at load (ms-swift's --tuner_type llamapro): use_llama_pro reads a checkpoint
-        # scripts/llama_pro.py expanded (interleaved)
+        # last, first (a negative freeze_trainable_layers), LLaMA-Pro's interleaved blocks (use_llama_pro on a
+        # checkpoint scripts/llama_pro.py expanded); no blocks inserted at load (ms-swift's --tuner_type llamapro)
         "trained_layout": ("last", "interleaved", "first"),
         # use_galore, use_apollo and use_muon (hparams/finetuning_args.py:263-350, 503-506; train/trainer_utils.py:
         # 200-370, 498-524)

@@ -77,7 +77,7 @@ FRAMEWORK = Framework(
         "lora_targets",
         "lora_train_embeddings",
         "lora_dropout",
-        "trained_layers",  # --freeze_parameters_ratio 1 --trainable_parameters, --tuner_type llamapro (reader_freeze.py)
+        "trained_layers",  # --freeze_parameters_ratio 1 --trainable_parameters; --tuner_type llamapro (reader_freeze)
         "lora_base_fp32",
         "lora_vision",
         "frozen",

@@ -445,7 +445,8 @@ def test_swift_qlora_grpo_with_colocated_vllm(tmp_path):
 
 def test_swift_freeze_tuning_writes_its_trainable_layers_and_reads_them_back(tmp_path):
     """--tuner_type full, every parameter frozen and the last 4 layers' prefixes trainable (tuner.py:403-409); read
-    back, --trained-layers 4. A ratio under 1 (the head trained too), a regex or a layer neither at the top nor the bottom are refused."""
+    back, --trained-layers 4. A ratio under 1 (the head trained too), a regex or a layer neither at the top nor the
+    bottom are refused."""
     w = sw("freeze", tmp_path)
     assert (w.f["tuner_type"], w.f["freeze_parameters_ratio"]) == ("full", "1")
     assert w.f["trainable_parameters"] == [f"model.layers.{i}." for i in range(24, 28)]  # Qwen2.5-7B's 28 layers
