@@ -23,6 +23,7 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
+from planner.config.knobfields import CT_SCHEMES
 from planner.estimate import recipe_terms
 from recipe.prequant import CtStandIn, HqqStandIn
 
@@ -456,9 +457,8 @@ STAND_INS = {  # 4-bit: Linear4bitStandIn(nested)
     "int8": Linear8bitStandIn,
     "gptq": GptqStandIn,
     "awq": AwqStandIn,
-    "ct-w4a16": CtStandIn,
     "hqq": HqqStandIn,
-}
+} | {q: partial(CtStandIn, bits=bits, group=group) for q, (bits, group) in CT_SCHEMES.items()}
 
 
 def quantize_base(model, knobs, fake: bool) -> None:
@@ -474,7 +474,7 @@ def quantize_base(model, knobs, fake: bool) -> None:
             if type(child) is torch.nn.Linear and child is not head and not child.weight.requires_grad:
                 if fake and knobs.quant in ("nf4", "fp4"):
                     setattr(parent, name, Linear4bitStandIn(child, nested=knobs.quant_absmax == "8bit"))
-                elif fake or knobs.quant in ("gptq", "awq", "ct-w4a16", "hqq"):
+                elif fake or knobs.quant in ("gptq", "awq", *CT_SCHEMES, "hqq"):
                     setattr(parent, name, STAND_INS[knobs.quant](child))
                 elif knobs.quant == "int8":
                     setattr(parent, name, _bnb_linear8(child))

@@ -56,7 +56,7 @@ def build_model(
     of the language-model head (an RL critic or reward model: verl's AutoModelForTokenClassification, num_labels 1)."""
     import transformers
 
-    cfg = hf_config(config, layers)
+    cfg = _with_inserted_blocks(hf_config(config, layers), knobs)
     auto = (
         transformers.AutoModelForImageTextToText
         if cfg.get_text_config() is not cfg
@@ -85,6 +85,22 @@ def build_model(
     _tower_checkpointing(model, config, knobs)
     model.train()
     return model
+
+
+def _with_inserted_blocks(cfg, knobs):
+    """--trained-layout inserted (ms-swift's LLaMA-Pro, planner.estimate.freeze.expanded_model): N more decoder
+    layers, one after every layers/N, each taking the layer type of the one before (4.6.0 swift/tuners/llamapro.py:
+    84-98); _freeze_layers then trains those. Built fresh (not copies of the layer before): the same bytes."""
+    n = getattr(knobs, "trained_layers", 0)
+    if getattr(knobs, "trained_layout", "last") != "inserted" or not n:
+        return cfg
+    text = cfg.get_text_config()
+    layers, stride = text.num_hidden_layers, text.num_hidden_layers // n
+    types = getattr(text, "layer_types", None)
+    if types:
+        text.layer_types = [x for i, t in enumerate(types) for x in ([t, t] if (i + 1) % stride == 0 else [t])]
+    text.num_hidden_layers = layers + layers // stride
+    return cfg
 
 
 def _tower_checkpointing(model, config: dict, knobs) -> None:

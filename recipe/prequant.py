@@ -6,24 +6,26 @@ import torch
 
 
 class CtStandIn(torch.nn.Module):
-    """A frozen linear as compressed-tensors 0.12.2's CompressedLinear holds a W4A16 pack-quantized weight once its
-    first forward has run (planner.estimate.quant: weight_packed, the half-precision weight_scale per 128,
+    """A frozen linear as compressed-tensors 0.12.2's CompressedLinear holds a pack-quantized weight once its first
+    forward has run (planner.estimate.quant: weight_packed at `bits`, the half-precision weight_scale per `group`
+    weights or per row,
     weight_shape, and the dense weight it decompressed and kept); each forward fake-quantizes that dense weight (the
     zero point, the scaled and rounded copies: 3 weights transient) and multiplies by the fake-quantized copy, which
     autograd saves for the input gradient (tests/probes/test_prequant.py)."""
 
-    def __init__(self, linear: torch.nn.Linear) -> None:
+    def __init__(self, linear: torch.nn.Linear, bits: int = 4, group: int | None = 128) -> None:
         super().__init__()
         k, n, dev, dt = linear.in_features, linear.out_features, linear.weight.device, linear.weight.dtype
         self.in_features, self.out_features = k, n
-        self.register_buffer("weight_packed", torch.empty(n, k // 8, dtype=torch.int32, device=dev))
-        self.register_buffer("weight_scale", torch.empty(n, -(-k // 128), dtype=dt, device=dev))
+        self.register_buffer("weight_packed", torch.empty(n, k * bits // 32, dtype=torch.int32, device=dev))
+        self.register_buffer("weight_scale", torch.empty(n, -(-k // (group or k)), dtype=dt, device=dev))
         self.register_buffer("weight_shape", torch.empty(2, dtype=torch.int64, device=dev))
         self.register_buffer("weight", torch.empty(n, k, dtype=dt, device=dev))
         self.bias = linear.bias
+        self.copies = 3 if group else 2  # a scale a row: forward.py's channel branch allocates no output first
 
     def forward(self, x):
-        copies = [torch.empty_like(self.weight) for _ in range(3)]  # forward.py:379-393's fake quantization
+        copies = [torch.empty_like(self.weight) for _ in range(self.copies)]  # forward.py:379-393's fake quantization
         fake_quantized = torch.empty_like(self.weight)
         del copies
         return torch.nn.functional.linear(x, fake_quantized, self.bias)

@@ -54,6 +54,11 @@ DEPS[trl-1.10.0]="transformers==5.19.0 accelerate==1.15.0 datasets==4.8.4 $TRLDE
 #   (tests/planner/export/validators/trl_validate.py TrainingArguments)
 DEPS[hf-4.53.0]="transformers==4.53.0 accelerate==1.8.1 datasets==3.6.0 trl==0.19.1 $TRLDEPS"
 DEPS[hf-4.57.1]="transformers==4.57.1 accelerate==1.10.1 datasets==4.1.1 trl==0.24.0 $TRLDEPS"
+# HSDP at hf@4 and trl@0.19 (sweep tier): the files pin accelerate>=1.10.1 (its ParallelismConfig reads the mesh
+#   variables), past the 1.8.1 of those lines' month: the line's release with accelerate 1.10.1 (transformers named, as
+#   uv's resolution otherwise moves it past the line)
+DEPS[hf-4.53.0-mesh]="transformers==4.53.0 accelerate==1.10.1 datasets==3.6.0 trl==0.19.1 $TRLDEPS"
+DEPS[trl-0.19.1-mesh]="transformers==4.53.1 accelerate==1.10.1 datasets==3.6.0 $TRLDEPS"
 # ms-swift 3.x: requirements/framework.txt at v3.0.3, v3.4.1, v3.7.3 (transformers <4.49, <4.53, <4.56; peft <0.15,
 #   <0.16, <0.18; trl <0.12, <0.18, <0.21; numpy<2.0 before 3.7), each at the highest release its bounds allow, and the
 #   small packages swift.llm.argument imports
@@ -77,16 +82,17 @@ DEPS[orl-0.8.9]="transformers==4.54.1 deepspeed==0.17.4 ray==2.48.0 peft==0.17.0
 VERLDEPS="transformers==4.57.1 hydra-core==1.3.2 omegaconf==2.3.0 tensordict==0.10.0 ray==2.50.0 codetiming==1.4.0 peft==0.17.1 accelerate==1.10.1 datasets==4.1.1 numpy==1.26.4 pyarrow==21.0.0 pandas==2.2.3 packaging==25.0 pylatexenc==2.11"
 DEPS[verl-0.6.0]="$VERLDEPS"
 DEPS[verl-0.6.1]="$VERLDEPS"
-ALL="hf-4.53.0 hf-4.57.1 lf-0.5.3 lf-0.6.3 lf-0.7.0 lf-0.7.1 lf-0.8.3 lf-0.9.0 lf-0.9.1 lf-0.9.2 lf-0.9.3 lf-0.9.4
+ALL="hf-4.53.0 hf-4.57.1 hf-4.53.0-mesh trl-0.19.1-mesh lf-0.5.3 lf-0.6.3 lf-0.7.0 lf-0.7.1 lf-0.8.3 lf-0.9.0 lf-0.9.1 lf-0.9.2 lf-0.9.3 lf-0.9.4
   trl-0.14.0 trl-0.15.2 trl-0.17.0 trl-0.19.1 trl-0.22.2 trl-1.0.0 trl-1.10.0
   swift-3.0.3 swift-3.4.1 swift-3.7.3 swift-3.12.6 orl-0.10.1 orl-0.8.9 verl-0.6.0 verl-0.6.1"
 
-# the package a venv installs (--no-deps), from its name PREFIX-VERSION: the prefix's package at that version; the
-#   exceptions by name (LLaMA-Factory was llmtuner on PyPI before 0.7.1)
+# the package a venv installs (--no-deps), from its name PREFIX-VERSION[-mesh]: the prefix's package at that version;
+#   the exceptions by name (LLaMA-Factory was llmtuner on PyPI before 0.7.1)
 declare -A PREFIX_PKG=([lf]=llamafactory [trl]=trl [hf]=transformers [swift]=ms-swift [orl]=openrlhf [verl]=verl)
 declare -A RENAMED=([lf-0.5.3]=llmtuner [lf-0.6.3]=llmtuner [lf-0.7.0]=llmtuner)
 for name in $ALL; do
-  PKG[$name]="${RENAMED[$name]:-${PREFIX_PKG[${name%%-*}]}}==${name#*-}"
+  version=${name#*-}
+  PKG[$name]="${RENAMED[$name]:-${PREFIX_PKG[${name%%-*}]}}==${version%-mesh}"
 done
 
 # a plan that shards with ZeRO names a DeepSpeed JSON, which TrainingArguments reads through deepspeed itself: the
@@ -103,7 +109,7 @@ done
 
 # CI (`make fwenv-old`, which `make test` depends on): one venv a written line, each line once, and the GRPO fork
 #   VLM-R1's pins (trl-0.17.0). The sweep tier (`tools/fwenv_old.sh all`) adds the other ends of LLaMA-Factory's 0.8
-#   line (0.9.0), verl's 0.6 (0.6.0) and hf@4.54 (4.57.1)
+#   line (0.9.0), verl's 0.6 (0.6.0) and hf@4.54 (4.57.1), and hf@4's and trl@0.19's HSDP (their -mesh venvs)
 CI="lf-0.5.3 lf-0.6.3 lf-0.7.0 lf-0.7.1 lf-0.8.3 lf-0.9.1 lf-0.9.2 lf-0.9.3 lf-0.9.4
   trl-0.14.0 trl-0.15.2 trl-0.17.0 trl-0.19.1 trl-0.22.2 trl-1.0.0 trl-1.10.0
   swift-3.0.3 swift-3.4.1 swift-3.7.3 swift-3.12.6 orl-0.10.1 orl-0.8.9 verl-0.6.1 hf-4.53.0"

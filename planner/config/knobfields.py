@@ -68,11 +68,18 @@ Batching = Literal["padded", "packed"]
 # PEFT's AdaLoRA and VeRA at --lora-rank (planner.estimate.peft_tuners); ms-swift's bottleneck adapter after each
 # decoder layer's MLP, --lora-rank its adapter_length (planner.estimate.bottleneck)
 LoraVariant = Literal["lora", "dora", "oft", "boft", "adalora", "vera", "adapter"]
-Quant = Literal["none", "nf4", "fp4", "int8", "gptq", "awq", "ct-w4a16", "hqq"]
+# compressed-tensors' pack-quantized weight-only schemes planned (planner.estimate.quant): llm-compressor's W4A16 at
+# groups of 128 (its preset), 64 or 32, and W8A16 (8-bit, one scale a row): (num_bits, group_size; None a row)
+CT_SCHEMES = {"ct-w4a16": (4, 128), "ct-w4a16-g64": (4, 64), "ct-w4a16-g32": (4, 32), "ct-w8a16": (8, None)}
+CT_QUANTS = tuple(CT_SCHEMES)
+Quant = Literal[
+    "none", "nf4", "fp4", "int8", "gptq", "awq", "ct-w4a16", "ct-w4a16-g64", "ct-w4a16-g32", "ct-w8a16", "hqq"
+]
 VitCheckpointing = Literal["on", "off"]
 QuantAbsmax = Literal["8bit", "fp32"]
-# freeze tuning's trained layers (planner.estimate.freeze): the last N, or LLaMA-Pro's interleaved expanded blocks
-TrainedLayout = Literal["last", "interleaved"]
+# freeze tuning's trained layers (planner.estimate.freeze): the last N, LLaMA-Pro's interleaved expanded blocks, the
+# first N (LLaMA-Factory's negative freeze_trainable_layers), or N LLaMA-Pro blocks inserted at load (ms-swift)
+TrainedLayout = Literal["last", "interleaved", "first", "inserted"]
 Frozen = Literal["none", "vision", "vision+projector", "language", "language+vision"]
 SaveWeights = Literal["auto", "full", "sharded"]
 # sequence, context and tensor parallel sizes (planner.config.layout owns their rules with the world and the model)
@@ -176,8 +183,9 @@ class KnobFields(BaseModel):
         description=(
             "a quantized base under LoRA: its linears in 4 bits (bitsandbytes nf4 or fp4, double quantization: QLoRA) "
             "or 8 bits (int8: bitsandbytes LLM.int8, load_in_8bit), or a prequantized 4-bit GPTQ or AWQ checkpoint "
-            "(gptq, awq: group size 128, through gptqmodel), an llm-compressor W4A16 checkpoint (ct-w4a16: "
-            "compressed-tensors pack-quantized, groups of 128, run compressed) or an HQQ 4-bit base (hqq: groups of 64)"
+            "(gptq, awq: group size 128, through gptqmodel), an llm-compressor W4A16 or W8A16 checkpoint "
+            "(compressed-tensors pack-quantized, run compressed: ct-w4a16 in groups of 128, ct-w4a16-g64, ct-w4a16-g32, "
+            "ct-w8a16 one scale a row) or an HQQ 4-bit base (hqq: groups of 64)"
         ),
     )
     quant_absmax: QuantAbsmax = Field(
@@ -278,9 +286,11 @@ class KnobFields(BaseModel):
     trained_layout: TrainedLayout = Field(
         default="last",
         description=(
-            "freeze tuning's trained layers: last (the top N), or interleaved: LLaMA-Pro's expanded blocks, every "
-            "(layers/N)-th layer of a checkpoint its expansion script wrote (LLaMA-Factory's use_llama_pro); the frozen "
-            "layers above the lowest trained one are in backward's path"
+            "freeze tuning's trained layers: last (the top N), interleaved: LLaMA-Pro's expanded blocks, every "
+            "(layers/N)-th layer of a checkpoint its expansion script wrote (LLaMA-Factory's use_llama_pro), or first "
+            "(the bottom N: LLaMA-Factory's negative freeze_trainable_layers), or inserted: N new LLaMA-Pro blocks "
+            "added to the model at load, one after every layers/N, the model's own layers frozen (ms-swift's "
+            "--tuner_type llamapro); the frozen layers above the lowest trained one are in backward's path"
         ),
     )
     vit_checkpointing: VitCheckpointing = Field(

@@ -4,7 +4,7 @@ adapters; each broken rule a BadInput naming its field (as its CLI flag)."""
 
 from __future__ import annotations
 
-from planner.config.knobfields import KnobFields
+from planner.config.knobfields import CT_QUANTS, KnobFields
 from planner.errors import BadInput
 
 
@@ -195,7 +195,10 @@ UNSHARDED = {  # the quantized bases memplan plans on whole ranks only, and why
     "int8": "FSDP drops bitsandbytes' int8 state, LLaMA-Factory refuses it",
     "gptq": GPTQMODEL_BUFFERS,
     "awq": GPTQMODEL_BUFFERS,
-    "ct-w4a16": "CompressedLinear registers its dense weight at its first forward, after FSDP or ZeRO-3 has wrapped it",
+    **dict.fromkeys(
+        CT_QUANTS,
+        "CompressedLinear registers its dense weight at its first forward, after FSDP or ZeRO-3 has wrapped it",
+    ),
     "hqq": "HQQLinear keeps its scales and zeros in a dict, not in parameters or buffers",
 }
 

@@ -3,13 +3,16 @@ each optimizer_targets linear projected to optimizer_rank, Adam's moments kept a
 matrix beside them; every other parameter AdamW's full moments) and Muon (one momentum buffer for each hidden matrix,
 AdamW's two moments for the embeddings, the head and the vectors). planner.estimate.state_terms.optimizer_bytes calls
 matrix_optimizer_bytes for them; tests/probes/test_matrix_optim.py pins each term to the states of a real step.
+Their steps' temporaries: planner.estimate.matrix_step.
 
 Read at the sources the frameworks install:
 - GaLore (galore-torch 1.0, github jiaweizzhao/GaLore 2cc66f8): galore_torch/adamw.py:96-109 projects the gradient and
   makes exp_avg and exp_avg_sq zeros_like the projected one; galore_projector.py:12-21 (proj_type std) keeps an m x n
   gradient as m x r (m >= n, right: Vh[:r], r x n) or r x n (left: U[:, :r], m x r); :69-98 the projector from
-  torch.linalg.svd(full_matrices=False) in the parameter's dtype, so r is at most min(m, n). GaLoreAdamW8bit
-  (adamw8bit.py) keeps bitsandbytes' 8-bit states of the projected gradient.
+  torch.linalg.svd(full_matrices=False) of an fp32 copy, cast back to the parameter's dtype, so r is at most
+  min(m, n); every update_proj_gap steps its temporaries (matrix_step.svd_temp_bytes). GaLoreAdamW8bit (the 1.0 wheel's
+  adamw8bit.py:10, 44-63) keeps bitsandbytes' Optimizer2State states of the projected gradient
+  (bnb_8bit_moment_bytes) and steps the untargeted tensors in the same 8-bit kernel.
 - APOLLO (apollo-torch 1.0.3, github zhuhanqing/APOLLO 76b3472): apollo_torch/apollo.py:125-142 the same projected
   moments; random_projector.py:152-172 a random r x n or m x r projector of the parameter's dtype (r not clipped);
   apollo.py:187-199 one norm per target (scaled_grad, a 0-d tensor) for its norm-growth limiter.
@@ -24,15 +27,20 @@ from __future__ import annotations
 from planner.estimate import lora
 from planner.estimate.setup import Setup
 from planner.estimate.trained import (
+    ADAMW_8BIT_BLOCK,
     ADAMW_8BIT_MIN_SIZE,
     frozen_modules,
-    optimizer_state_bytes_per_param,
     trainable_params,
 )
 from planner.model.modelspec import frozen_roles
 from planner.model.shapes import Tensors
 
 MUON_ADAMW_ROLES = ("embed", "head")  # what Muon leaves to AdamW beside the vectors
+# bitsandbytes 0.50 optim/optimizer.py:513-522: the signed and unsigned dynamic maps, 256 fp32 each, shared by every
+# 8-bit state; :531-532 an fp32 unorm_vec per tensor where max_unorm > 0, which GaLoreAdamW8bit's positional
+# percentile_clipping=100 (adamw8bit.py:10) becomes once bitsandbytes 0.50 dropped that argument (commit c27dc581)
+BNB_QMAP_BYTES = 2 * 256 * 4
+BNB_UNORM_BYTES = 4
 
 
 def projection_rank(optimizer: str, m: int, n: int, rank: int) -> int:
@@ -56,7 +64,7 @@ def projector_elements(optimizer: str, shape: tuple[int, ...], rank: int, state_
     return projection_rank(optimizer, m, n, rank) * min(m, n)
 
 
-def _trained(s: Setup) -> list[Tensors]:
+def trained_tensors(s: Setup) -> list[Tensors]:
     frozen = frozen_roles(frozen_modules(s))
     return [t for t in s.model.tensors if t.role not in frozen]
 
@@ -67,19 +75,27 @@ def low_rank_target(t: Tensors, targets: str) -> bool:
     return len(t.shape) == 2 and t.adapted(targets)
 
 
-def adam_state_bytes(elements: int, optimizer: str, state_bytes: int) -> float:
-    """Adam's two moments of one tensor: the parameter's dtype, or bitsandbytes' 8-bit blocks (32-bit below
-    ADAMW_8BIT_MIN_SIZE elements) for the 8-bit variant."""
+def bnb_8bit_moment_bytes(elements: int) -> int:
+    """bitsandbytes Optimizer2State's two moments of one tensor (0.50 optim/optimizer.py:502-529): uint8 with an fp32
+    absmax per 256-element block, both fp32 below ADAMW_8BIT_MIN_SIZE elements."""
+    if elements < ADAMW_8BIT_MIN_SIZE:
+        return 8 * elements
+    return 2 * elements + 2 * 4 * -(-elements // ADAMW_8BIT_BLOCK)
+
+
+def adam_state_bytes(elements: int, optimizer: str, state_bytes: int) -> int:
+    """Adam's two moments of one tensor: the parameter's dtype, or bitsandbytes' for the 8-bit variant (its unorm_vec
+    beside them)."""
     if optimizer != "galore-adamw-8bit":
         return 2 * state_bytes * elements
-    return elements * (8 if elements < ADAMW_8BIT_MIN_SIZE else optimizer_state_bytes_per_param("adamw-8bit", 4))
+    return bnb_8bit_moment_bytes(elements) + BNB_UNORM_BYTES
 
 
 def low_rank_state_bytes(s: Setup, state_bytes: int) -> int:
     """GaLore's or APOLLO's moments: the projected shape for each target, the full one for every other trained tensor;
     APOLLO's scaled_grad norm too (one element per target)."""
     k, total = s.knobs, 0.0
-    for t in _trained(s):
+    for t in trained_tensors(s):
         if low_rank_target(t, k.optimizer_targets):
             n = projected_elements(k.optimizer, t.shape, k.optimizer_rank)
             total += t.count * (
@@ -87,7 +103,21 @@ def low_rank_state_bytes(s: Setup, state_bytes: int) -> int:
             )
         else:
             total += t.count * adam_state_bytes(t.numel // t.count, k.optimizer, state_bytes)
-    return int(total)
+    return int(total) + bnb_qmap_bytes(s)
+
+
+def bnb_qmap_bytes(s: Setup) -> int:
+    """GaLoreAdamW8bit's two quantisation maps, once, where any state is 8-bit."""
+    k = s.knobs
+    if k.optimizer != "galore-adamw-8bit":
+        return 0
+    sizes = [
+        projected_elements(k.optimizer, t.shape, k.optimizer_rank)
+        if low_rank_target(t, k.optimizer_targets)
+        else t.numel // t.count
+        for t in trained_tensors(s)
+    ]
+    return BNB_QMAP_BYTES if max(sizes, default=0) >= ADAMW_8BIT_MIN_SIZE else 0
 
 
 def apollo_norm_bytes(optimizer: str, state_bytes: int) -> int:
@@ -101,7 +131,7 @@ def low_rank_projector_bytes(s: Setup, state_bytes: int) -> int:
     k = s.knobs
     return state_bytes * sum(
         t.count * projector_elements(k.optimizer, t.shape, k.optimizer_rank, state_bytes)
-        for t in _trained(s)
+        for t in trained_tensors(s)
         if low_rank_target(t, k.optimizer_targets)
     )
 
@@ -113,7 +143,7 @@ def muon_state_bytes(s: Setup, state_bytes: int) -> int:
         adamw = lora.dora_magnitude_params(s.model, s.knobs) + lora.embedding_copy_params(s.model, s.knobs)
         return (trainable_params(s) + adamw) * state_bytes
     total = 0
-    for t in _trained(s):
+    for t in trained_tensors(s):
         hidden = len(t.shape) == 2 and t.role not in MUON_ADAMW_ROLES
         total += t.numel * state_bytes * (1 if hidden else 2)
     return total
@@ -124,33 +154,3 @@ def matrix_optimizer_bytes(s: Setup, state_bytes: int) -> int:
     if s.knobs.optimizer == "muon":
         return muon_state_bytes(s, state_bytes)
     return low_rank_state_bytes(s, state_bytes) + low_rank_projector_bytes(s, state_bytes)
-
-
-def low_rank_step_temp_bytes(s: Setup, state_bytes: int) -> int:
-    """GaLore's and APOLLO's step, one parameter at a time (adamw.py:80-140): two full-size tensors of the largest
-    trained one (AdamW's denominator and update of an untargeted tensor; a target's update projected back and the
-    scaled gradient). Measured 1.92-2.20x its bytes (tests/probes/test_matrix_optim.py). The SVD GaLore recomputes
-    every update_proj_gap steps (its input's copy, U and Vh in fp32) is not counted."""
-    return 2 * state_bytes * max(t.numel // t.count for t in _trained(s))
-
-
-def muon_step_temp_bytes(s: Setup, state_bytes: int) -> int:
-    """Muon's step, one matrix at a time (torch 2.13 optim/_muon.py:308-340): the Nesterov update in the parameter's
-    dtype, then Newton-Schulz on a bf16 copy with two iterates alive (:55-66), so state_bytes + 3 x 2 bytes an element
-    of the largest hidden matrix; AdamW's two full-size temporaries for the rest, the larger decides. Measured within
-    15% above (tests/probes/test_matrix_optim.py)."""
-    hidden = [t.numel // t.count for t in _trained(s) if len(t.shape) == 2 and t.role not in MUON_ADAMW_ROLES]
-    rest = [t.numel // t.count for t in _trained(s) if not (len(t.shape) == 2 and t.role not in MUON_ADAMW_ROLES)]
-    if s.lora:
-        hidden, rest = (
-            [max(t.shape) * s.knobs.lora_rank for t in s.model.tensors if t.adapted(s.knobs.lora_targets)],
-            [],
-        )
-    return max(max(hidden, default=0) * (state_bytes + 3 * 2), 2 * state_bytes * max(rest, default=0))
-
-
-def matrix_step_temp_bytes(s: Setup, state_bytes: int) -> int:
-    """The temporaries of a GaLore, APOLLO or Muon step (planner.estimate.state_terms.optimizer_step_temp_bytes)."""
-    if s.knobs.optimizer == "muon":
-        return muon_step_temp_bytes(s, state_bytes)
-    return low_rank_step_temp_bytes(s, state_bytes)

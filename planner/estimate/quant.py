@@ -58,6 +58,25 @@ and what the matmuls dequantize.
   model_compressor.py:258-279), and PEFT >= 0.18 reads `module.weight` when it wraps a linear
   (tuners/tuners_utils.py `_get_in_out_features`): get_peft_model raises (measured with transformers 5.25, PEFT
   0.21.2); CompressedTensorsConfig(dequantize=True) loads the dense model, which is the unquantized plan.
+  The other pack-quantized weight-only schemes run the same way (CT_SCHEMES: W4A16 in groups of 64 or 32, W8A16
+  with one scale a row, the format llm-compressor's infer_quantization_format gives W8A16): weight_packed holds
+  32/num_bits weights an int32 (compressors/quantized_compressors/pack_quantized.py:65-70), weight_scale one
+  load-dtype value a group or a row (quantization/lifecycle/initialize.py:166-175), ct_stored_bytes_per_weight;
+  measured to the byte, saved and loaded, with the dense copy after a step: tests/probes/test_ct_schemes.py.
+  Refused (planner.model.prequant), each measured there: an asymmetric scheme (its packed zero points: 0.12.2
+  cannot decompress them, pack_quantized.py:171-177 raises at the first forward); the naive formats
+  (int-quantized, float-quantized), whose decompressed weight replaces the stored one, and fp8 (PEFT 0.17.1 casts
+  the adapter to the base weight's float8 dtype, tuners/tuners_utils.py:1104-1105, which AdamW cannot step);
+  quantized input activations (W8A8, FP8_DYNAMIC: a fake quantization of every linear's input not planned).
+  CompressedTensorsConfig(run_compressed=False) decompresses every linear at load instead (transformers 4.57.1
+  quantizers/quantizer_compressed_tensors.py:86-92, decompress_model) and, with 0.12.2, leaves weight_packed,
+  weight_scale and weight_shape beside the dense weight (measured on the W4A16 probe: 786,432 + 24,576 + 224 B
+  with 3,145,728 B dense): the bytes the run-compressed plan counts after the first step, held from load on.
+  An MoE's experts: each expert's CompressedLinear decompresses at its first forward (compressed_linear.py:102-107),
+  which transformers 4.57 runs for the experts routing reaches (measured on a tiny Qwen3-MoE, 8 experts, 2 a token:
+  a one-token step decompresses 12 of its 48 expert linears, a 512-token step all of them); an expert is missed by
+  all of a step's T tokens with probability (1 - k/E)^T under balanced routing (Qwen3-30B-A3B, 8 of 128, 512
+  tokens: e^-33), so every expert's dense copy is counted from the first step.
 - hqq: HQQ 4-bit (transformers' HqqConfig defaults: groups of 64, axis 1), as transformers 4.57 builds HQQLinear:
   compute_dtype fp32 whatever dtype is asked (quantizers/quantizer_hqq.py:74-79: create_quantized_param is called
   without it, modeling_utils.py:774), so W_q (uint8, 0.5 bytes a weight) with an fp32 scale and zero a group: 0.625
@@ -73,6 +92,7 @@ from __future__ import annotations
 
 from math import prod
 
+from planner.config.knobfields import CT_SCHEMES  # the pack-quantized schemes planned: (num_bits, group_size)
 from planner.estimate.lora import INPUT_GROUPS  # the decoder linears that read one tensor
 
 NF4_BLOCK = 64  # bitsandbytes' 4-bit blocksize (transformers' BitsAndBytesConfig default)
@@ -82,10 +102,14 @@ INT8 = "int8"
 PREQUANTIZED = ("gptq", "awq")
 GROUP = 128  # GPTQConfig / AwqConfig group_size; llm-compressor's W4A16 scheme's
 CT = "ct-w4a16"
+CT_SCALE_BYTES = 2  # weight_scale in the load dtype (bf16 or fp16; initialize.py:208-222)
 HQQ = "hqq"
 HQQ_GROUP = 64  # transformers' HqqConfig group_size default (utils/quantization_config.py HqqConfig)
 CT_SHAPE_BYTES = 16  # weight_shape, int64[2], one a quantized linear
 CT_FAKE_QUANT_WEIGHTS = 3  # compute-dtype copies of a weight a later forward's fake quantization holds transiently
+# one fewer with one scale a row: only the group strategy's branch allocates its output first (compressed-tensors
+# 0.12.2 quantization/lifecycle/forward.py:261-267, torch.zeros_like(x)); measured 2.92 copies with the saved one
+CT_FAKE_QUANT_WEIGHTS_CHANNEL = 2
 HQQ_DEQUANT_BYTES = 12  # fp32 bytes a weight HQQ's dequantization holds at once: (W_q - zero), its product, unpacked
 
 
@@ -105,14 +129,21 @@ def constants_bytes_per_weight(quant: str, absmax: str = "8bit") -> float:
     return 1 / NF4_BLOCK + 4 / (NF4_BLOCK * NESTED_BLOCK)
 
 
+def ct_stored_bytes_per_weight(num_bits: int, group_size: int | None, in_features: int) -> float:
+    """A compressed-tensors pack-quantized weight: num_bits/8 bytes of weight_packed (32/num_bits weights an int32) and
+    one load-dtype weight_scale a group of group_size, or a row of in_features (strategy channel); symmetric, so
+    no zero point (weight_shape, 16 bytes a linear: tensor_stored_bytes)."""
+    return num_bits / 8 + CT_SCALE_BYTES / (group_size or in_features)
+
+
 def stored_bytes_per_weight(quant: str, in_features: int = 0, absmax: str = "8bit") -> float:
     """Bytes of one quantized weight with its constants (int8's per-row absmax spreads over the K inputs of a row)."""
     if quant == INT8:
         return 1 + 4 / in_features
     if quant in PREQUANTIZED:  # qweight, qzeros, fp16 scales (GPTQ's g_idx: base_bytes)
         return 0.5 + 0.5 / GROUP + 2 / GROUP
-    if quant == CT:  # weight_packed, the half-precision weight_scale (symmetric: no zero point)
-        return 0.5 + 2 / GROUP
+    if quant in CT_SCHEMES:  # weight_packed, the half-precision weight_scale (symmetric: no zero point)
+        return ct_stored_bytes_per_weight(*CT_SCHEMES[quant], in_features)
     if quant == HQQ:  # W_q, fp32 scale and zero
         return 0.5 + 2 * 4 / HQQ_GROUP
     return packed_bytes_per_weight(quant) + constants_bytes_per_weight(quant, absmax)
@@ -134,7 +165,7 @@ def tensor_stored_bytes(t, quant: str, absmax: str = "8bit") -> float:
     """One quantized linear's stored bytes: its packed weights and constants, GPTQ's g_idx (4 bytes an input) and
     compressed-tensors' weight_shape too."""
     index = 4 * t.shape[-1] * t.count if quant == "gptq" else 0
-    index += CT_SHAPE_BYTES * t.count * prod(t.shape[:-2]) if quant == CT else 0
+    index += CT_SHAPE_BYTES * t.count * prod(t.shape[:-2]) if quant in CT_SCHEMES else 0
     return index + t.numel * stored_bytes_per_weight(quant, t.shape[-1], absmax)
 
 
@@ -148,7 +179,7 @@ def base_bytes(model, quant: str, absmax: str = "8bit") -> int:
 def dense_copy_bytes(model, quant: str, weight_bytes: int) -> int:
     """compressed-tensors (run compressed): the dense weight every quantized linear keeps after its first forward,
     in the load dtype (`weight_bytes` a weight)."""
-    return weight_bytes * quantized_weights(model) if quant == CT else 0
+    return weight_bytes * quantized_weights(model) if quant in CT_SCHEMES else 0
 
 
 def storage_elements_saved(model, quant: str, storage_bytes: int) -> int:
@@ -174,8 +205,9 @@ def dequantized_weight_bytes(model, quant: str, compute_bytes: int, bf16: bool =
         return (4 if bf16 else 2) * largest
     if quant == "awq":
         return 2 * largest
-    if quant == CT:
-        return CT_FAKE_QUANT_WEIGHTS * compute_bytes * largest
+    if quant in CT_SCHEMES:
+        copies = CT_FAKE_QUANT_WEIGHTS if CT_SCHEMES[quant][1] else CT_FAKE_QUANT_WEIGHTS_CHANNEL
+        return copies * compute_bytes * largest
     if quant == HQQ:
         return HQQ_DEQUANT_BYTES * largest
     return compute_bytes * largest
@@ -184,7 +216,7 @@ def dequantized_weight_bytes(model, quant: str, compute_bytes: int, bf16: bool =
 def saved_weights_layer_bytes(model, quant: str) -> int:
     """gptq: the dequantized weights one layer's forward saves for its backward (2 bytes a weight); ct-w4a16: the
     fake-quantized copies (in half precision, as the base loads)."""
-    if quant not in ("gptq", CT):
+    if quant != "gptq" and quant not in CT_SCHEMES:
         return 0
     return 2 * quantized_weights(model) // model.text.layers
 

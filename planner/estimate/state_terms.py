@@ -24,7 +24,8 @@ from dataclasses import replace
 from planner.config.knobfields import MATRIX_OPTIMIZERS
 from planner.config.spec import Knobs
 from planner.estimate import freeze, fsdp, lora, peft_tuners, quant, zero
-from planner.estimate.matrix_optim import matrix_optimizer_bytes, matrix_step_temp_bytes
+from planner.estimate.matrix_optim import matrix_optimizer_bytes
+from planner.estimate.matrix_step import matrix_step_temp_bytes
 from planner.estimate.setup import Setup
 from planner.estimate.trained import (
     ADAMW_8BIT_MIN_SIZE,

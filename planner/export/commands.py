@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shlex
 
+from planner.config.knobfields import CT_QUANTS
 from planner.config.release import written_micro_batch
 from planner.config.spec import Goal, Hardware, Plan
 from planner.export import parallel
@@ -101,7 +102,7 @@ def script_args(
             a += [K.flag("lora_variant")]
     if plan.quant == "int8":  # TRL's ModelConfig (trl/trainer/utils.py:270-273)
         a += ["--load_in_8bit"]
-    elif plan.quant in ("gptq", "awq", "ct-w4a16", "hqq"):  # no flag: the checkpoint carries its quantization_config
+    elif plan.quant in ("gptq", "awq", *CT_QUANTS, "hqq"):  # no flag: the checkpoint carries its quantization_config
         pass
     elif plan.quant != "none":  # TRL's ModelConfig: bitsandbytes 4-bit base with double quantization
         a += ["--load_in_4bit", "--bnb_4bit_quant_type", plan.quant]

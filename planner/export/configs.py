@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from planner.config.knobfields import CT_QUANTS
 from planner.config.release import written_micro_batch
 from planner.config.spec import Hardware, Knobs, Plan, saves_full_weights
 from planner.estimate.quant import FOUR_BIT
@@ -55,7 +56,9 @@ def quant_storage(plan: Plan) -> str | None:
 
 def quantization_config_class(plan: Plan) -> str:
     """The transformers class quantization_config's fields are for."""
-    classes = {"gptq": "GPTQConfig", "awq": "AwqConfig", "ct-w4a16": "CompressedTensorsConfig", "hqq": "HqqConfig"}
+    classes = {"gptq": "GPTQConfig", "awq": "AwqConfig", "hqq": "HqqConfig"} | dict.fromkeys(
+        CT_QUANTS, "CompressedTensorsConfig"
+    )
     return classes.get(plan.quant, "BitsAndBytesConfig")
 
 
@@ -68,7 +71,7 @@ def quantization_config(plan: Plan) -> dict | None:
         return {"load_in_8bit": True}
     if plan.quant in ("gptq", "awq"):  # the checkpoint's own config, with a kernel that trains (planner.estimate.quant)
         return {"bits": 4, "group_size": 128, "backend": "auto_trainable"}
-    if plan.quant == "ct-w4a16":  # transformers 4.57's default, the route planned (planner.estimate.quant)
+    if plan.quant in CT_QUANTS:  # transformers 4.57's default, the route planned (planner.estimate.quant)
         return {"run_compressed": True}
     if plan.quant == "hqq":  # HqqConfig's defaults, the checkpoint's own
         return {"nbits": 4, "group_size": 64}

@@ -62,6 +62,10 @@ class Release:
     adapter: dict[str, object] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
+    # the transformers the line is read at where its package is not transformers and takes one that reads a key
+    # otherwise (TRL's: each line's venv, tools/fwenv_old.sh), said as assumed where the files pin none
+    # (planner.intake.releases.transformers_read); "" where unsaid
+    transformers: str = ""
     # the line's own rules (planner.frameworks.rules.Rule), after the framework's: a line whose writer writes no file
     # for some plans (scope "written") says so here, so the search never ranks them and readings still plan them
     rules: tuple = ()

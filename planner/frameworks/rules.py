@@ -129,5 +129,5 @@ def transformers_5_quant(framework: str) -> Rule:
         "quant",
         "transformers 5 cannot train a compressed-tensors or HQQ base (compressed-tensors 0.20.1 with PEFT 0.21.2: "
         f"get_peft_model raises; transformers 5.25 cannot load HQQ): give --framework {instead}",
-        lambda k, w=None: k.get("quant") in ("ct-w4a16", "hqq") and k.get("release", "") in lines,
+        lambda k, w=None: str(k.get("quant")).startswith(("ct-", "hqq")) and k.get("release", "") in lines,
     )

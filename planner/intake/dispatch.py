@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.frameworks import FRAMEWORKS
+from planner.frameworks import FRAMEWORKS, PLAIN, by_trainer
 from planner.intake import Reading, configs, limits, pyscript, releases, settle, shellvars, training
 from planner.intake.collect import Collector, is_default
 
@@ -25,12 +25,42 @@ def read_all(paths: list[str]) -> Reading:
         readings = [read_one(p) for p in paths]
     finally:
         shellvars.GIVEN.reset(token)
-    lead = next((c for c in readings if not _supporting(c)), readings[0])
+    lead = _lead(readings)
     for other in readings:
         if other is not lead:
             _merge(lead, other)
+    if len(readings) > 1:
+        lead.unplanned = [n for n in lead.unplanned if not _answered(lead, n)]
     settle.finish(lead)
     return lead.reading()
+
+
+def _lead(readings: list[Collector]) -> Collector:
+    """The first reading that names a training run; where it is a launcher's that could only guess HF's Trainer (the
+    script it runs sets no flag and has no trainer's name) and that script is given too, the script's own reading
+    leads where it names another framework (an unsloth script run by torchrun: TRL's trainer as unsloth runs it)."""
+    lead = next((c for c in readings if not _supporting(c)), readings[0])
+    launched = lead.facts.get("framework", ("", "", "config"))[2] not in ("script", "config")  # a launcher's key
+    if lead.framework != by_trainer(PLAIN) or not launched:
+        return lead
+    ran = [c for c in readings if c is not lead and c.files and c.files[0] in lead.files]
+    return next((c for c in ran if c.framework != lead.framework and c.facts["framework"][2] == "script"), lead)
+
+
+# a file's note that asks for what another given file supplied (hf.reader, intake.scriptargs): the model, the length,
+# the launch script that runs a script whose arguments come from the command line
+ASKS = {
+    "model": ("(the model is not known from the script: pass --model)", "no model_name_or_path in the configuration"),
+    "seq_len": ("no sequence length in the configuration",),
+    "launcher": ("(its arguments come from the command line: read the launch script that runs it)",),
+}
+
+
+def _answered(lead: Collector, note: str) -> bool:
+    """Whether `note`, one file's, asks for what the merged reading has from another file."""
+    launched = lead.facts.get("framework", ("", "", "config"))[2] not in ("script", "config")  # a launcher's key
+    has = {"model": lead.model is not None, "seq_len": lead.has("seq_len"), "launcher": launched}
+    return any(has[what] and any(a in note for a in asks) for what, asks in ASKS.items())
 
 
 def _without_pins(paths: list[str]) -> list[str]:

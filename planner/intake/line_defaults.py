@@ -57,6 +57,24 @@ def release_defaults(c: Collector, trainer: str) -> None:
         )
 
 
+def older_line(c: Collector, trainer: str) -> str | None:
+    """`trl@0.22` where the reading of an HF / TRL trainer targets a line older than the framework's newest, else None:
+    a default the line did not move (Release.defaults) is the newest's, and its source says so (as_at)."""
+    name = by_trainer(trainer)
+    r = _line_read(c, name) if c.framework == name else None
+    return None if r is None else f"{name}@{r.name}"
+
+
+def as_at(line: str | None, source: str) -> str:
+    """A newest release's default `source` (`trl 1.16 default max_length 1024 (file:line)`) read at an older `line`:
+    `trl@0.22 default, as at trl 1.16: max_length 1024 (file:line)` (the guard: tests/planner/frameworks/trl/
+    test_line_defaults.py compares each line's filled defaults with its own release's config classes)."""
+    if line is None:
+        return source
+    who, _, rest = source.partition(" default")
+    return f"{line} default, as at {who}:{rest}"
+
+
 def _line_read(c: Collector, framework: str):
     """The release line the reading targets (the fact "release") where it is not the framework's newest, else None."""
     fw, release = FRAMEWORKS[framework], str(c.facts.get("release", ("",))[0] or "")

@@ -72,7 +72,7 @@ def pins(folders: list[Path]) -> dict[str, tuple[str, str]]:
                     name = ALIASES.get(name, name)
                     line = text.count("\n", 0, m.start("name")) + 1
                     version = m.groupdict().get("version") or ""
-                    shown = m.group(0).strip(QUOTES)
+                    shown = m.group(0).strip().strip(QUOTES)  # a pin on a later line matches from its newline
                     out.setdefault(name, (version, f"{path.name}:{line} {shown}"))
     return out
 

@@ -14,6 +14,7 @@ from planner.errors import BadInput
 from planner.frameworks import BUNDLED, FRAMEWORKS, adapter
 from planner.intake import modelconfig, models
 from planner.intake.collect import Collector, assumption
+from planner.intake.releases import transformers_read
 from planner.model.catalog import checkpoints
 from planner.model.families import from_config
 
@@ -46,6 +47,12 @@ def _hsdp(c: Collector) -> None:
         c.note(f"{fact[1]} (HSDP is planned with one replica a node, {c.get('nodes', 1)} here)")
 
 
+# where the transformers a line runs is the files' choice (Release.transformers), the note names the other answer
+REFUSED_FROM_5_10 = (
+    "; at transformers 5.10+ the Trainer refuses the flag at start instead (5.10.0 training_args.py:2826-2840): "
+)
+
+
 def _hsdp_unmeshed(c: Collector) -> None:
     """A hybrid shard asked of FSDP2 (HF's --fsdp hybrid_shard, accelerate's fsdp_sharding_strategy HYBRID_SHARD, with
     fsdp_version 2) where no ParallelismConfig names replicas: FSDP2's fully_shard gets no mesh and shards over every
@@ -59,9 +66,10 @@ def _hsdp_unmeshed(c: Collector) -> None:
         return
     tail = version[1].removeprefix(asked[1]).strip() if version[1].startswith(asked[1]) else f"({version[1]})"
     line, how = _line(c), f" {tail}" if tail else ""
-    if asked[0] and line is not None and line.means("fsdp2_hybrid") == "refused":
+    version, said = transformers_read(c, line) if asked[0] else (None, "")  # TRL's lines take either answer
+    if asked[0] and line is not None and (line.means("fsdp2_hybrid") == "refused" or (version or ()) >= (5, 10)):
         raise BadInput(
-            f"{asked[1]} under FSDP2{how}: transformers 5.10+ refuse it at start (5.10.0 training_args.py:"
+            f"{asked[1]} under FSDP2{how}{f' ({said})' if said else ''}: transformers 5.10+ refuse it at start (5.10.0 training_args.py:"
             "2826-2840 'only available with FSDP1'): set fsdp_config's version 1 (FSDP1's hybrid shard), or --fsdp "
             "full_shard with accelerate's mesh (ACCELERATE_USE_PARALLELISM_CONFIG=true, PARALLELISM_CONFIG_DP_"
             "REPLICATE_SIZE=nodes, or the accelerate config's parallelism_config_dp_replicate_size)",
@@ -70,7 +78,7 @@ def _hsdp_unmeshed(c: Collector) -> None:
     c.note(
         f"{asked[1]} (a hybrid shard, one copy a node, asked of FSDP2{how}, which builds no replicate x "
         "shard mesh without accelerate's ParallelismConfig (parallelism_config_dp_replicate_size): it runs as a full "
-        "shard over every GPU, planned so)"
+        f"shard over every GPU, planned so{REFUSED_FROM_5_10 + said if said else ''})"
     )
     c.set("fsdp", "full", f"{asked[1]} (FSDP2 with no mesh: a full shard over every GPU)", asked[2])
 
@@ -105,10 +113,8 @@ def _framework(c: Collector) -> None:
     trainer's, which runs every knob."""
     _, source, key = c.facts.get("framework", (c.framework, f"read as a {c.framework} configuration", "config"))
     release, why, _ = c.facts.get("release", ("", "", ""))
-    request = c.reading().request
-    knobs = {k: f.get_default(call_default_factory=True) for k, f in KnobFields.model_fields.items()}
-    read = {k: v for k, v in request.items() if k in knobs}
-    refused = adapter(c.framework, release).cannot({**knobs, **read, "release": release or read.get("release", "")})
+    knobs, read = _knobs(c)
+    refused = _refusal(c)
     # where the bundled trainer cannot run the value either (a compressed-tensors or HQQ base on a transformers 5
     # line), the framework stays and the check refuses in the framework's own line
     if refused is None or adapter(BUNDLED).cannot({**knobs, **read, "framework": BUNDLED, "release": ""}):
@@ -117,6 +123,19 @@ def _framework(c: Collector) -> None:
         return
     c.note(f"{refused[1]} (memplan's {c.framework} adapter; planned as the bundled trainer runs it)")
     c.set("framework", BUNDLED, assumption(f"{source}; {refused[0]} is a value its adapter does not run"), key)
+
+
+def _knobs(c: Collector) -> tuple[dict, dict]:
+    """Every knob's default, and the knobs the reading set so far."""
+    knobs = {k: f.get_default(call_default_factory=True) for k, f in KnobFields.model_fields.items()}
+    return knobs, {k: v for k, v in c.reading().request.items() if k in knobs}
+
+
+def _refusal(c: Collector) -> tuple[str, str] | None:
+    """(field, line) of what the framework's adapter, at the release read, does not run among the values read."""
+    release = c.facts.get("release", ("",))[0]
+    knobs, read = _knobs(c)
+    return adapter(c.framework, release).cannot({**knobs, **read, "release": release or read.get("release", "")})
 
 
 def _unplannable(c: Collector) -> None:
@@ -161,6 +180,11 @@ def _sharded_quant(c: Collector) -> None:
         return
     storage, version = c.facts.get("quant_storage"), c.facts.get("fsdp_version")
     if quant.value in ("nf4", "fp4") and storage and storage[0] == "uint8" and version and version[0] == 1:
+        refused = _refusal(c) if c.framework in FRAMEWORKS else None
+        if refused is not None and refused[0] == "fsdp":  # a framework that shards with no FSDP (trl@unsloth)
+            raise BadInput(
+                f"{quant.source} under FSDP1 ({version[1]}), stored as uint8 ({storage[1]}): {refused[1]}", "fsdp"
+            )
         raise BadInput(
             f"{quant.source} under FSDP1 ({version[1]}) with the 4-bit weight stored as uint8 ({storage[1]}): FSDP1's "
             "FlatParameter flattens floating tensors of one dtype only (torch 2.13 distributed/fsdp/_flat_param.py:"

@@ -51,6 +51,13 @@ UNPLANNED_OPTIMIZERS = {
     "badam": "BAdam's block-wise updates",
     "lomo": "LOMO's fused updates",
 }
+# GaLoreAdamW8bit over a paged 8-bit optim (LLaMA-Factory through transformers 5.25 trainer_optimizer.py:256-289,
+# ms-swift 4.6 optimizers/galore/utils.py:214) pages the states of tensors of 1e5 elements and more (bitsandbytes
+# optimizer.py:383-390): planned as galore-adamw-8bit, in the allocator, which counts them on the GPU
+PAGED_GALORE_NOTE = (
+    "{source} (GaLore's paged 8-bit states, of tensors of 1e5 elements and more, live in CUDA unified memory: planned "
+    "on the GPU as galore-adamw-8bit's)"
+)
 # PEFT modules_to_save names of the input embedding and the output head (Llama/Qwen, GPT-2, GPT-NeoX, Bloom, InternLM)
 EMBEDDINGS = {"embed_tokens", "wte", "embed_in", "word_embeddings", "tok_embeddings"}
 HEADS = {"lm_head", "embed_out", "output"}

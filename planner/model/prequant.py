@@ -11,10 +11,11 @@ loads the checkpoint's packed weights as they are stored:
 - "mxfp4" (gpt-oss) and "fp8" (DeepSeek-V3's fine-grained FP8) checkpoints are fine-tuned dequantized to 16 bits at
   load (Mxfp4Config(dequantize=True), as TRL's gpt-oss recipe loads it; FineGrainedFP8Config(dequantize=True)):
   planned as the 16-bit model, saying so;
-- "compressed-tensors" (llm-compressor's format) in `pack-quantized` 4-bit int weights with groups of 128 and 16-bit
-  activations (W4A16, the scheme of most "-AWQ" and "-W4A16" builds it makes), compressed, as ct-w4a16;
+- "compressed-tensors" (llm-compressor's format) in `pack-quantized` symmetric int weights with 16-bit activations,
+  compressed: 4-bit in groups of 128 (W4A16, the scheme of most "-AWQ" and "-W4A16" builds it makes) as ct-w4a16, of
+  64 or 32 as ct-w4a16-g64 / -g32, 8-bit with one scale a row (W8A16) as ct-w8a16;
 - "hqq" at 4 bits in groups of 64 (HqqConfig's defaults) as hqq;
-- any other method or width (compressed-tensors' int8/fp8/nvfp4 formats, eetq, aqlm, quanto, torchao, bitnet, ...)
+- any other method or width (compressed-tensors' asymmetric, int-quantized (W8A8), fp8 and nvfp4 schemes, eetq, aqlm, quanto, torchao, bitnet, ...)
   is refused in one line.
 A quantized base trains only through adapters: transformers' Trainer refuses "purely quantized models" without a
 PEFT adapter (trainer.py `_is_quantized_and_base_model`), so full fine-tuning of one is refused too.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import re
 
+from planner.config.knobfields import CT_SCHEMES
 from planner.errors import BadInput
 
 DEQUANTIZED_AT_LOAD = ("mxfp4", "fp8")
@@ -59,20 +61,27 @@ def split_name(name: str) -> tuple[str, dict] | None:
     return None
 
 
+def _ct_scheme(qc: dict, group: dict) -> str | None:
+    """The CT_SCHEMES value of one config group, else None."""
+    w = group.get("weights") or {}
+    if group.get("input_activations") or (group.get("format") or qc.get("format")) != "pack-quantized":
+        return None
+    if w.get("type") != "int" or w.get("symmetric") is False or w.get("dynamic") or w.get("actorder") == "group":
+        return None
+    size = {"group": w.get("group_size"), "channel": None}.get(w.get("strategy", "group"), 0)  # tensor, block: none
+    return next((q for q, scheme in CT_SCHEMES.items() if scheme == (w.get("num_bits"), size)), None)
+
+
 def _ct_quant(qc: dict) -> str | None:
-    """ct-w4a16 for a compressed-tensors W4A16 checkpoint, stored compressed: every config group 4-bit int weights in
-    groups of 128, activations unquantized (an asymmetric scheme's packed zero points, 0.5/128 bytes a weight, are
-    left out); None for any other scheme."""
+    """The ct-* value of a compressed-tensors checkpoint stored compressed in one pack-quantized weight-only
+    symmetric int scheme (planner.estimate.quant.CT_SCHEMES: W4A16 in groups of 128, 64 or 32, W8A16 one scale a
+    row); None for any other (an asymmetric scheme, a naive or fp8 format, quantized activations: refused,
+    planner.estimate.quant says why)."""
     groups = qc.get("config_groups") or {}
     if qc.get("quantization_status", "compressed") != "compressed":
         return None
-    for group in groups.values():
-        w = group.get("weights") or {}
-        if group.get("input_activations") or (group.get("format") or qc.get("format")) != "pack-quantized":
-            return None
-        if (w.get("num_bits"), w.get("type"), w.get("group_size")) != (4, "int", 128):
-            return None
-    return "ct-w4a16" if groups else None
+    schemes = {_ct_scheme(qc, g) for g in groups.values()}
+    return schemes.pop() if len(schemes) == 1 and None not in schemes else None
 
 
 def _hqq_quant(qc: dict) -> str | None:
@@ -106,10 +115,25 @@ def quant_of(cfg: dict, name: str) -> str:
     what = f"{method or 'an unnamed'} {bits}-bit" if method in ("gptq", "awq") else (method or "an unnamed method")
     raise BadInput(
         f"model {name!r} is a {what} checkpoint (its config.json's quantization_config): memplan plans bitsandbytes "
-        "4- and 8-bit, GPTQ and AWQ 4-bit, compressed-tensors W4A16 (pack-quantized, groups of 128) and HQQ 4-bit "
-        "(groups of 64) bases; pass the unquantized model's config.json (--model PATH)",
+        "4- and 8-bit, GPTQ and AWQ 4-bit, compressed-tensors W4A16 and W8A16 (pack-quantized, symmetric, groups of "
+        "128, 64 or 32 or one scale a row) and HQQ 4-bit "
+        f"(groups of 64) bases{_ct_why(qc) if method == 'compressed-tensors' else ''}; pass the unquantized model's "
+        "config.json (--model PATH)",
         "model",
     )
+
+
+def _ct_why(qc: dict) -> str:
+    """Why a compressed-tensors scheme is not planned, as measured in tests/probes/test_ct_schemes.py."""
+    groups = [g for g in (qc.get("config_groups") or {}).values() if isinstance(g, dict)]
+    weights = [g.get("weights") or {} for g in groups]
+    if any(w.get("type") == "float" for w in weights):
+        return " (an fp8 base: PEFT 0.17.1 makes the adapter float8 too, which AdamW cannot step)"
+    if any(g.get("input_activations") for g in groups):
+        return " (its quantized input activations are not planned)"
+    if any(w.get("symmetric") is False for w in weights):
+        return " (an asymmetric scheme: compressed-tensors 0.12.2 cannot decompress its packed zero points)"
+    return ""
 
 
 READERS = {"compressed-tensors": _ct_quant, "hqq": _hqq_quant}

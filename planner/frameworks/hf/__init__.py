@@ -116,22 +116,13 @@ ADAMW_4 = Default("adamw", "transformers 4.49.0 training_args.py:1284-1293: opti
 # transformers 4.x reads no fsdp_config "version" (reading.MEANINGS), and runs FSDP2's hybrid_shard as a full shard
 IGNORED = {"fsdp_config_version": "ignored", "fsdp2_hybrid": "full"}
 FSDP1_UNSAID = {"fsdp_config_version": "default 1", "fsdp2_hybrid": "full"}  # 5.0-5.9: read, FSDP1 where it names none
-# FSDP2's hybrid shard (HSDP) at the 4 line: its FSDP plans run accelerate's FSDP2 (launchenv.py: transformers >= 4.51,
-# accelerate >= 1.6), whose fully_shard takes no mesh before accelerate 1.10 (1.8.1, the 4 line's month, utils/
-# fsdp_utils.py:615-659: every rank one shard group, whatever --fsdp hybrid_shard says; FSDP_SHARDING_STRATEGY is read
-# under FSDP1 alone, utils/dataclasses.py:1721-1730) and no parallelism_config in its config file (1.8.1
-# commands/config/config_args.py:154-155 refuses a key its ClusterConfig lacks); the replicate x shard mesh comes
-# from accelerate 1.10's ParallelismConfig (accelerator.py:455-460, utils/fsdp_utils.py:623-630), which transformers
-# 4.53.0's Trainer never builds (trainer.py:5192-5209 Accelerator(**args) without it). A user's own file of the line
-# is read as it says (FSDP1 where no FSDP_VERSION is set: launchenv.py); memplan writes none.
-HSDP_4 = Rule(
-    "fsdp",
-    "transformers 4.53's Trainer runs FSDP2 through accelerate, whose fully_shard takes no hybrid mesh before 1.10 "
-    "(1.8.1 utils/fsdp_utils.py:615-659) and which the Trainer hands no ParallelismConfig (trainer.py:5192-5209): "
-    "give --fsdp full or --framework hf",
-    lambda k, w: k["fsdp"] == "hybrid",
-    scope="written",
-)
+# FSDP2's hybrid shard (HSDP) at the 4 line runs with accelerate >= 1.10.1, which the written requirements pin
+# (launchenv.ACCELERATE_HSDP; the line's month ran 1.8.1, whose fully_shard takes no mesh: utils/fsdp_utils.py:615-659):
+# transformers 4.53.0's Trainer builds Accelerator(**args) with no parallelism_config (trainer.py:5192-5209), and
+# accelerate 1.10.1 then builds ParallelismConfig() from ACCELERATE_USE_PARALLELISM_CONFIG and the PARALLELISM_CONFIG_*
+# sizes (accelerator.py:454-459) and the dp_replicate x dp_shard mesh (:474-476), as the 4.56 Trainer does for HSDP.
+# Measured (docs/tests.md): 4.53.0's Trainer on 4 gloo ranks from the written files, accelerate 1.10.1, holds the 2x2
+# mesh; fully_shard over it leaves each rank half the parameters (tests/planner/export/test_hsdp_export.py, sweep)
 # sequence and context parallel reach HF's Trainer as TrainingArguments.parallelism_config (planner.export.parallel),
 # a field from transformers 4.56 (4.56.2 training_args.py:1279; 4.54.1's and 4.55.4's parsers refuse the file:
 # tests/planner/export/test_parallelism_pin.py): none at the 4 line (4.0 .. 4.53), whose pin cannot reach it
@@ -161,7 +152,7 @@ HF_RELEASES = (
         defaults={"optimizer": ADAMW_4},
         meaning=IGNORED,
         adapter={"returned_logits": "fp32", "rules": HF_SPLIT_RULES},
-        rules=(HSDP_4, NO_PARALLELISM_4),
+        rules=(NO_PARALLELISM_4,),
     ),
     Release(
         "4.54",

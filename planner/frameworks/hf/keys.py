@@ -18,6 +18,8 @@ HF_OPTIM = {  # memplan's optimizer -> TrainingArguments.optim (transformers' Op
     "paged-adamw": "paged_adamw_32bit",
     "paged-adamw-8bit": "paged_adamw_8bit",
     "galore-adamw": "galore_adamw",  # transformers 5.25 training_args.py:144-157
+    # GaLoreAdamW8bit: 5.25 training_args.py:145, trainer_optimizer.py:362 (and :365 its _layerwise); 4.53.0
+    # training_args.py:176, trainer.py:1569
     "galore-adamw-8bit": "galore_adamw_8bit",
     "apollo-adamw": "apollo_adamw",
 }

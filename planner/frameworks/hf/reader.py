@@ -249,35 +249,35 @@ def _kernels(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
 
 def defaults(c: Collector, trainer: str) -> None:
     """The trainer's defaults, where the configuration leaves a field out (the release's first, where the files
-    show one)."""
+    show one; a default the release did not move is the newest's, its source naming both: line_defaults.as_at)."""
     line_defaults.release_defaults(c, trainer)
+    line = line_defaults.older_line(c, trainer)
+
+    def fill(field: str, value: object, source: str, key: str) -> None:
+        c.fill(field, value, line_defaults.as_at(line, source), key)
+
     for field in ("micro_batch", "grad_accum"):
         k = K[field]
-        c.fill(field, k.default, default(HF, k.cite, f"{k.key} {k.default}"), k.key)
+        fill(field, k.default, default(HF, k.cite, f"{k.key} {k.default}"), k.key)
     gc = K["checkpointing"]
     if trainer == "hf":
-        c.fill("checkpointing", "off", default(HF, gc.cite, f"{gc.key} {gc.default}"), gc.key)
+        fill("checkpointing", "off", default(HF, gc.cite, f"{gc.key} {gc.default}"), gc.key)
         c.fact("amp", "fp32", default(HF, f"{ARGS}:874-880", "bf16 False, fp16 False"), K.key("bf16"), weak=True)
     else:
-        c.fill(
+        fill(
             "checkpointing", "full", default(TRL, f"{BASE}:62", "gradient_checkpointing True"), "gradient_checkpointing"
         )
         c.fact("amp", "bf16", default(TRL, f"{BASE}:68,107-108", "bf16 (None: not fp16)"), "bf16", weak=True)
         c.fact("weights", "fp32", default(TRL, "trl/trainer/model_config.py:89", "dtype float32"), "dtype", weak=True)
     if trainer == "sft":
-        c.fill("seq_len", 1024, default(TRL, "trl/trainer/sft_config.py:202", "max_length 1024"), "max_length")
-        if not c.has("loss"):
-            c.note(
-                "trl 1.16's SFTTrainer computes log-probs with a fused chunked head, no full logits "
-                "(trl/trainer/sft_trainer.py:1142-1147): not yet a memplan term, planned with the standard loss"
-            )
+        fill("seq_len", 1024, default(TRL, "trl/trainer/sft_config.py:202", "max_length 1024"), "max_length")
     if trainer == "reward":
-        c.fill("seq_len", 1024, default(TRL, "trl/trainer/reward_config.py:144", "max_length 1024"), "max_length")
+        fill("seq_len", 1024, default(TRL, "trl/trainer/reward_config.py:144", "max_length 1024"), "max_length")
     if trainer in ("dpo", "kto"):
         cite = "trl/trainer/dpo_config.py:195" if trainer == "dpo" else f"{ktoargs.C}:166"
-        c.fill("workload.max_length", 1024, default(TRL, cite, "max_length 1024"), "max_length")
+        fill("workload.max_length", 1024, default(TRL, cite, "max_length 1024"), "max_length")
     opt = K["optimizer"]
-    c.fill("optimizer", "adamw-fused", default(HF, opt.cite, f"{opt.key} {opt.default}"), opt.key)
+    fill("optimizer", "adamw-fused", default(HF, opt.cite, f"{opt.key} {opt.default}"), opt.key)
 
 
 def read_forks(c: Collector, run, flags: dict[str, Flag], trainer: str, *, flags_only: bool) -> None:

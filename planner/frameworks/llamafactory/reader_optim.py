@@ -43,6 +43,8 @@ def read_matrix_optimizer(c: Collector, f: dict[str, Flag]) -> None:
         if optim not in WRAPPED[name]:
             tuners.refuse(f["optim"].source, f"{name} over optim {optim} (trainer_utils.py:236-245, 328-333)")
         c.set("optimizer", WRAPPED[name][optim], on.source, f"use_{name}")
+        if optim.startswith("paged"):
+            c.note(tuners.PAGED_GALORE_NOTE.format(source=f["optim"].source))
         rank, target = f.get(f"{name}_rank"), f.get(f"{name}_target")
         tuners.low_rank_fields(
             c,

@@ -196,8 +196,10 @@ def method_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
             "",
         ),
     ]
-    if plan.trained_layers:  # model/adapter.py:89-90: the last N layers trained, the rest frozen in half precision
-        out.append((*k("trained_layers", plan.trained_layers), "the last N decoder layers trained"))
+    if plan.trained_layers:  # model/adapter.py:89-92: the last N layers trained (the first -N), the rest frozen
+        first = plan.trained_layout == "first"
+        n, what = (-plan.trained_layers, "first") if first else (plan.trained_layers, "last")
+        out.append((*k("trained_layers", n), f"the {what} {plan.trained_layers} decoder layers trained"))
         out.append((*k("freeze_modules", "all"), "every module of those layers (v0.5 requires the key)"))
         if plan.trained_layout == "interleaved":  # the checkpoint scripts/llama_pro.py expanded
             out.append((*k("trained_layout", plan.trained_layout), "LLaMA-Pro: every (layers/N)-th layer trained"))

@@ -110,6 +110,10 @@ def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
         c.set("lora_rank", 0, src, f"--{key}")
         swift_freeze.read_freeze(c, f)  # --freeze_parameters_ratio 1 with the top layers trainable: freeze tuning
         return False
+    if tuner == "llamapro":  # new blocks inserted and trained, the rest frozen: freeze tuning's terms
+        c.set("lora_rank", 0, src, f"--{key}")
+        swift_freeze.read_llamapro(c, f, src, f"--{key}")
+        return False
     variant = str(tuner).strip().lower() if str(tuner).strip().lower() in TUNER_RANK else ""
     if tuner != "lora" and not variant:
         tuners.tuner(src, tuner)

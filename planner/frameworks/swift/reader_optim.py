@@ -28,6 +28,8 @@ def read_matrix_optimizer(c: Collector, f: dict[str, Flag], plugin: str) -> bool
     source = on.source if on is not None else f["optimizer"].source
     eight = "8bit" in str(one(f["optim"].value)).lower() if "optim" in f else False
     c.set("optimizer", "galore-adamw-8bit" if eight else "galore-adamw", source, "--use_galore")
+    if eight and "paged" in str(one(f["optim"].value)).lower():  # optimizers/galore/utils.py:214: is_paged
+        c.note(tuners.PAGED_GALORE_NOTE.format(source=f["optim"].source))
     rank, target = f.get("galore_rank"), f.get("galore_target_modules")
     tuners.low_rank_fields(
         c,

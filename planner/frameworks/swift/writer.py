@@ -30,8 +30,10 @@ import json
 import shlex
 
 from planner.config import zerobuckets
+from planner.config.knobfields import CT_QUANTS
 from planner.config.spec import Goal, Hardware, Plan
 from planner.estimate import recipe_terms
+from planner.estimate.freeze import trained_layer_ids
 from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
 from planner.frameworks.swift.keys import KEYS, TUNER_RANK, VERA_DROPOUT
@@ -181,10 +183,12 @@ def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
     k = KEYS.pair
     tuner = KEYS.key("lora", plan.knobs.release)  # 3.x: train_type (the release)
     if not plan.lora_rank:
+        if plan.trained_layout == "inserted":  # LLaMA-Pro's new blocks (reader_freeze.read_llamapro)
+            return [(tuner, "llamapro"), k("llamapro_blocks", plan.trained_layers)]
         out: list[Flag] = [(tuner, "full")]
-        if plan.trained_layers:  # every parameter frozen, the last layers trainable (reader_freeze.py)
-            top = range(model.text.layers - plan.trained_layers, model.text.layers)
-            out += [k("freeze_ratio", 1), k("trained_layers", [f"model.layers.{i}." for i in top])]
+        if plan.trained_layers:  # every parameter frozen, the last (or first) layers trainable (reader_freeze.py)
+            ids = trained_layer_ids(model.text.layers, plan.trained_layers, plan.trained_layout)
+            out += [k("freeze_ratio", 1), k("trained_layers", [f"model.layers.{i}." for i in ids])]
         if model.vision is not None:  # swift freezes both by default
             out += [k("frozen_vision", "vision" in plan.frozen), k("frozen_projector", "projector" in plan.frozen)]
             out += [k("frozen_language", True)] if "language" in plan.frozen else []
@@ -221,7 +225,7 @@ def tuner_rank_flags(variant: str, plan: Plan) -> list[Flag]:
 
 def quant_flags(plan: Plan) -> list[Flag]:
     k = KEYS.pair
-    if plan.quant in ("gptq", "awq", "ct-w4a16", "none"):  # quant_args.py:46: the checkpoint brings its own config
+    if plan.quant in ("gptq", "awq", *CT_QUANTS, "none"):  # quant_args.py:46: the checkpoint brings its own config
         return []
     if plan.quant == "hqq":  # quant_args.py:69-71 (v3.10.3): HqqConfig(nbits=quant_bits), groups of 64
         return [k("quant_method", "hqq"), k("quant", 4)]

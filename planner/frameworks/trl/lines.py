@@ -50,23 +50,10 @@ def fsdp1_only(r: Release) -> tuple[Rule, ...]:
     return (Rule("fsdp", why, lambda k, w: k.get("fsdp", "off") != "off", "written"),)
 
 
-# the 0.19 line ran the accelerate of its month (tools/fwenv_old.sh: trl 0.19.1 with transformers 4.53.1 and
-# accelerate 1.8.1), which has no ParallelismConfig (v1.8.1 has no parallelism_config.py; from v1.10.0): FSDP2's
-# fully_shard gets no mesh and shards over every rank (utils/fsdp_utils.py:615-659), so HSDP as written (a 2-D mesh:
-# planner.export.parallel.hsdp_fields) runs as a full shard over the world; HF's own 4 line the same
-# (planner.frameworks.hf HSDP_4)
-NO_MESH = ("0.19",)
-
-
-def hsdp_unmeshed(r: Release) -> tuple[Rule, ...]:
-    """The rule of scope "written" of a line in NO_MESH: `suggest` never ranks an HSDP plan there."""
-    if r.name not in NO_MESH:
-        return ()
-    why = (
-        f"release {r.name} runs accelerate 1.8, which builds no replicate x shard mesh (ParallelismConfig from 1.10; "
-        "1.8.1 utils/fsdp_utils.py:615-659 shards over every rank): give --fsdp full or a later release"
-    )
-    return (Rule("fsdp", why, lambda k, w: k.get("fsdp", "off") == "hybrid", "written"),)
+# HSDP at the 0.19 line (trl 0.19.1 on transformers 4.53.1) runs with accelerate >= 1.10.1, which the written
+# requirements pin (planner.frameworks.hf.launchenv ACCELERATE_HSDP; the line's month ran 1.8.1, whose fully_shard takes
+# no mesh): its Trainer builds the Accelerator with no parallelism_config (transformers 4.53.1 trainer.py:5191-5208) and
+# accelerate 1.10.1 builds it from the variables (accelerator.py:454-459): as HF's own 4 line (planner.frameworks.hf)
 
 
 def with_fsdp1_only(releases: tuple[Release, ...]) -> tuple[Release, ...]:
@@ -83,20 +70,16 @@ def with_rules(releases: tuple[Release, ...], spans: dict, rules: tuple[Rule, ..
     """`releases` with each line's own rules added to the framework's `rules` (Release.adapter) where it has any."""
     out = []
     for r in releases:
-        extra = (
-            fsdp1_only(r)
-            + hsdp_unmeshed(r)
-            + tuple(
-                Rule(
-                    "workload",
-                    f"release {r.name}'s GRPOConfig has no {key} for {setting} (from "
-                    f"v{'.'.join(map(str, spans[key][0]))}): give a later release",
-                    test,
-                    scope,
-                )
-                for key, setting, test, scope in NEEDS
-                if r.first is not None and not whole_line(releases, spans, key, r.name)
+        extra = fsdp1_only(r) + tuple(
+            Rule(
+                "workload",
+                f"release {r.name}'s GRPOConfig has no {key} for {setting} (from "
+                f"v{'.'.join(map(str, spans[key][0]))}): give a later release",
+                test,
+                scope,
             )
+            for key, setting, test, scope in NEEDS
+            if r.first is not None and not whole_line(releases, spans, key, r.name)
         )
         out.append(replace(r, adapter={**r.adapter, "rules": rules + extra}) if extra else r)
     return tuple(out)

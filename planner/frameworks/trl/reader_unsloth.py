@@ -173,13 +173,15 @@ def read(c: Collector, seen: Seen) -> None:
     _checkpointing(c, seen)
     _precision(c, seen)
     _grpo_batch(c)
+    if c.facts.get("quant_storage", ("",))[0] == "uint8":  # its own BitsAndBytesConfig, not TRL's ModelConfig
+        why = _default("models/llama.py:2620-2626", "BitsAndBytesConfig without bnb_4bit_quant_storage: uint8")
+        c.fact("quant_storage", "uint8", why, "load_in_4bit")
     if seen.half_base is not None and not c.has("quant"):
         h = seen.half_base
         c.set("quant", "none", f"{h.source} (a half-precision base: unsloth/models/vision.py:1162-1172)", h.raw)
     fv = seen.finetune_vision
     if seen.vision and fv is not None and as_bool(fv.value) is False:
         c.fact("freeze_vision", True, fv.source, fv.raw)
-    c.unplanned = [n for n in c.unplanned if "fused chunked head" not in n]  # trl@unsloth plans HF's loss (FORKS)
     for line in seen.notes:
         c.note(line)
     c.note(f"{seen.where} ({KERNELS})")

@@ -2,7 +2,7 @@
 between the lines: its docstring): each Release with its defaults, GRPO's meanings and the config keys it runs, read
 at its tag in github.com/huggingface/trl; TRL's runs and defaults over HF's Trainer (TRL_RUNS, TRL_DEFAULTS)."""
 
-from planner.frameworks.base import NO_SPLITS, Default, Release
+from planner.frameworks.base import NO_SPLITS, Default, Release, Rule
 from planner.frameworks.hf import HF_RUNS
 
 BASE = "trl 1.16.0 trl/trainer/base_config.py"
@@ -72,8 +72,11 @@ def _whole(tag: str) -> Default:
 # trl v0.19.0 pyproject transformers>=4.51.0, and VLM-R1 pins 4.49.0); v0.22.0 .. v0.29.1 and 1.x run 4.56.2 or 5.x
 # (their wheels' Requires-Dist transformers>=4.56.2): the newest's meaning, the version read
 TRANSFORMERS_4 = {"fsdp_config_version": "ignored"}
-# the lines before 1.10 run a transformers before 5.10 (the venvs of tools/fwenv_old.sh: trl 0.22.2 with 4.56.2, 1.0.0
-# with 5.6.0), which runs --fsdp hybrid_shard under FSDP2 as a full shard (reading.MEANINGS); 1.10's 5.19 refuses it
+# the lines before 1.10 are read at a transformers before 5.10 (Release.transformers: the venvs of tools/fwenv_old.sh,
+# trl 0.19.1 with 4.53.1, 0.22.2 with 4.56.2, 1.0.0 with 5.6.0), which runs --fsdp hybrid_shard under FSDP2 as a full
+# shard (reading.MEANINGS); 1.10's 5.19 refuses it. Their wheels take 5.10+ too (Requires-Dist transformers>=4.51.0 at
+# 0.19.1, >=4.55.0 at 0.22.2, >=4.56.2 at 1.0.0; no bound above), where SFTConfig refuses it (trl 0.19.1 and 0.22.2
+# with transformers 5.10.4, measured: training_args.py:2837 "only available with FSDP1"): a transformers pin decides
 HYBRID_FULL = {"fsdp2_hybrid": "full"}
 
 
@@ -149,13 +152,19 @@ RELEASES = (
         "0.19",
         (0, 19),
         "trl v0.19.0",
-        defaults={"checkpointing": _off("v0.19.0", f"{G}:24")},
+        transformers="4.53.1",
+        defaults={
+            "checkpointing": _off("v0.19.0", f"{G}:24"),
+            # the fused default came with transformers 4.54 (4.56.2 training_args.py:1296-1303, torch >= 2.8)
+            "optimizer": Default("adamw", "transformers 4.53.1 training_args.py:1281-1288: optim adamw_torch"),
+        },
         **_grpo("v0.19.0", (0.0, "412-413"), "267-268", "361-362: vllm_mode='server' (v0.18.0 too)"),
     ),
     Release(
         "0.22",
         (0, 22),
         "trl v0.22.0 .. v0.29.1 (the trl-0 adapter)",
+        transformers="4.56.2",
         defaults={
             "checkpointing": Default(
                 "full",
@@ -176,6 +185,7 @@ RELEASES = (
         "1.0",
         (1, 0),
         "trl v1.0.0 .. v1.9.0",
+        transformers="5.6.0",
         meaning=HYBRID_FULL,
         workload={
             "max_completion_length": Default(256, f"trl v1.9.0 {G}:488-489: max_completion_length=256"),
@@ -256,6 +266,21 @@ def fork_script_flags(framework: str, release: str | None, kind: str) -> tuple[s
 # unsloth (planner.frameworks.trl.reader_unsloth) runs TRL's trainers on its own model: its checkpointing offloads
 # each layer's input to the host; its own loss kernels are not modelled, so the loss is planned from the full logits
 UNSLOTH = "unsloth 2026.8.19 (unslothai/unsloth 015bdef0d9)"
+# Several GPUs: unsloth runs them as DDP, each rank loading the whole model onto its own GPU (models/loader.py:477-484,
+# loader_utils.py:91-105 device_map {"": cuda:LOCAL_RANK}; llama.py:2905-2908 only warns that the batch multiplies).
+# It has no FSDP or ZeRO-3 path and refuses neither: its old "does not support multi GPU setups" raise
+# (tokenizer_utils.py:1706-1712) sits in patch_sft_trainer_tokenizer, whose one call is commented out (:1780). Its
+# LoRA kernels read each projection's base weight, its quant_state and the LoRA A/B weights directly from the decoder
+# layer's patched forward (kernels/utils.py:335-392 get_lora_parameters), which ZeRO-3 leaves partitioned (gathered in
+# that projection's own forward only) and FSDP2 unshards into plain Parameters without Params4bit's quant_state (the
+# two failures axolotl PR #2992 patched for its own kernels); its 4-bit base is packed in uint8 (models/llama.py:
+# 2620-2626 sets no bnb_4bit_quant_storage), which FSDP1 cannot flatten beside the bf16 weights. ZeRO-1 and 2 keep
+# whole weights on every rank, as DDP does.
+UNSLOTH_SHARDS = (
+    f"{UNSLOTH} runs several GPUs as DDP, the whole model on each rank (unsloth/models/loader.py:477-484); it has no "
+    "FSDP or ZeRO-3 path (its LoRA kernels read the base weight, quant_state and LoRA weights unsharded: "
+    "kernels/utils.py:335-392) and refuses neither: give --fsdp off and --zero 0, 1 or 2"
+)
 FORKS += (
     Release(
         "unsloth",
@@ -268,6 +293,10 @@ FORKS += (
             "seq_len": Default(2048, f"{UNSLOTH} unsloth/models/loader.py:412: max_seq_length=2048"),
         },
         notes=("unsloth over TRL: layer inputs offloaded to the host; its own kernels and loss are not planned",),
+        rules=(
+            Rule("fsdp", UNSLOTH_SHARDS, lambda k: k.get("fsdp", "off") != "off"),
+            Rule("zero_stage", UNSLOTH_SHARDS, lambda k: k.get("zero_stage", 0) == 3),
+        ),
         adapter={
             **ZERO,
             "runs": {**ZERO["runs"], "checkpointing": ("off", "full", "offload"), "loss": ("standard",)},

@@ -6,7 +6,7 @@ of each optimizer (exact, fp32 and bf16)."""
 import pytest
 
 from planner.config.spec import Knobs
-from planner.estimate import matrix_optim, state_terms
+from planner.estimate import matrix_optim, matrix_step, state_terms
 from planner.estimate.setup import Setup
 from planner.estimate.trained import trainable_params
 from planner.model.catalog import load_model
@@ -51,3 +51,39 @@ def test_muon_keeps_one_buffer_for_the_hidden_matrices():
 def test_state_terms_counts_them_as_the_optimizers_states(optimizer):
     s = _setup(optimizer=optimizer)
     assert state_terms.optimizer_bytes(s) == matrix_optim.matrix_optimizer_bytes(s, 4)  # bf16 AMP: fp32 states
+
+
+def test_bitsandbytes_moments_are_a_byte_each_and_a_block_absmax_from_4096_elements():
+    """bitsandbytes 0.50 optim/optimizer.py:502-529: two fp32 moments under min_8bit_size (4,096), else two uint8 ones
+    and two fp32 absmax per started block of 256 (tests/probes/test_matrix_optim.py pins the whole optimizer)."""
+    assert matrix_optim.bnb_8bit_moment_bytes(4095) == 8 * 4095
+    assert matrix_optim.bnb_8bit_moment_bytes(4096) == 2 * 4096 + 8 * 16
+    assert matrix_optim.bnb_8bit_moment_bytes(4097) == 2 * 4097 + 8 * 17
+
+
+def _step_setup(framework: str, optimizer: str) -> Setup:
+    return Setup(load_model("llama-3.1-8b"), Knobs(framework=framework, optimizer=optimizer), 1, 1, 2048)
+
+
+def test_galores_step_is_each_tensor_beside_what_the_one_before_it_left():
+    """llama-3.1-8b under bf16 AMP (fp32 gradients, the head 2.1 GB). transformers' order: layer 0's q_proj projects
+    (its SVD: a working copy, U, S, Vh, 201 MB) beside the head's denom and update, left bound by GaLoreAdamW's loop.
+    LLaMA-Factory's (and ms-swift's): the head steps right after the embedding, beside its update: 3x the head.
+    GaLoreAdamW8bit holds nothing over, so its largest SVD (the MLP's 4096 x 14336, 537 MB) is what counts, more than
+    its two MLP-sized temporaries (470 MB: bitsandbytes steps the embedding in place); APOLLO has no SVD."""
+    m, n = 4096, 14336
+
+    def svd(m, n):
+        k = min(m, n)
+        return 4 * m * n + 4 * (m * k + k + k * n)
+
+    head = 4 * 128256 * 4096
+    assert matrix_step.low_rank_step_temp_bytes(_step_setup("hf", "galore-adamw"), 4) == svd(m, m) + 2 * head
+    for framework in ("llamafactory", "swift"):
+        assert matrix_step.low_rank_steady_temp_bytes(_step_setup(framework, "galore-adamw"), 4) == 3 * head
+        assert matrix_step.low_rank_step_temp_bytes(_step_setup(framework, "galore-adamw"), 4) == 3 * head
+    eight = _step_setup("llamafactory", "galore-adamw-8bit")
+    assert matrix_step.low_rank_steady_temp_bytes(eight, 4) == 8 * m * n
+    assert matrix_step.low_rank_step_temp_bytes(eight, 4) == svd(n, m)
+    assert state_terms.optimizer_step_temp_bytes(eight) == svd(n, m)
+    assert matrix_step.galore_svd_temp_bytes(_step_setup("hf", "apollo-adamw"), 4) == 0

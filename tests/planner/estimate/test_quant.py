@@ -47,6 +47,20 @@ def test_compressed_tensors_and_hqq_storage():
     assert ct - plain == quant.base_bytes(LLAMA, "ct-w4a16")  # the dense model, and the packed one beside it
 
 
+def test_compressed_tensors_schemes_storage():
+    """Each pack-quantized scheme: num_bits/8 bytes a weight and one bf16 scale a group, or a row of K for W8A16
+    (measured to the byte saved and loaded, tests/probes/test_ct_schemes.py); the dense copy after a step alike."""
+    assert [quant.stored_bytes_per_weight(q, 4096) for q in quant.CT_SCHEMES] == [
+        0.5 + 2 / 128, 0.5 + 2 / 64, 0.5 + 2 / 32, 1 + 2 / 4096
+    ]  # fmt: skip
+    q, g128 = quant.quantized_weights(LLAMA), quant.base_bytes(LLAMA, "ct-w4a16")
+    assert quant.base_bytes(LLAMA, "ct-w4a16-g32") - g128 == pytest.approx(q * (2 / 32 - 2 / 128), rel=1e-9)
+    assert {quant.dense_copy_bytes(LLAMA, v, 2) for v in quant.CT_SCHEMES} == {2 * q}
+    plans = {v: check(quant=v, framework="hf@4.54") for v in ("ct-w4a16", "ct-w8a16")}
+    grown = plans["ct-w8a16"].memory.params_bytes - plans["ct-w4a16"].memory.params_bytes
+    assert grown == quant.base_bytes(LLAMA, "ct-w8a16") - g128  # the packed bytes only: the dense copy is the same
+
+
 def test_absmax_without_double_quantization():
     """fp32 absmax per 64 weights: 0.5 + 4/64 bytes a weight, 9% more than QLoRA's double-quantized 0.516."""
     assert quant.stored_bytes_per_weight("nf4", absmax="fp32") == 0.5625
@@ -80,6 +94,7 @@ def test_dequantization_transients_per_format():
     assert quant.dequantized_weight_bytes(LLAMA, "gptq", 2, bf16=True) == 4 * largest  # fp16, then its bf16 cast
     assert quant.dequantized_weight_bytes(LLAMA, "awq", 2) == 2 * largest  # fp16, as AWQ runs
     assert quant.dequantized_weight_bytes(LLAMA, "ct-w4a16", 2) == 6 * largest  # fake quantization: 3 bf16 copies
+    assert quant.dequantized_weight_bytes(LLAMA, "ct-w8a16", 2) == 4 * largest  # a scale a row: 2 copies
     assert quant.dequantized_weight_bytes(LLAMA, "hqq", 2) == 12 * largest  # 3 fp32 copies, whatever the compute
 
 
@@ -127,6 +142,8 @@ def test_gptq_saves_every_dequantized_weight_without_checkpointing():
         ({"quant": "hqq", "zero_stage": 3, "framework": "hf@4.54"}, "HQQLinear keeps its scales and zeros in a dict"),
         ({"quant": "hqq", "precision": "bf16-pure", "framework": "hf@4.54"}, "only under autocast"),
         ({"quant": "ct-w4a16", "framework": "hf"}, "transformers 5 cannot train a compressed-tensors or HQQ base"),
+        ({"quant": "ct-w8a16", "framework": "hf"}, "transformers 5 cannot train a compressed-tensors or HQQ base"),
+        ({"quant": "ct-w4a16-g32", "zero_stage": 3, "framework": "hf@4.54"}, "registers its dense weight"),
     ],
 )
 def test_bad_quantized_bases_are_one_line_errors(fields, needle):

@@ -71,6 +71,7 @@ CASES = {
         "kto_lora": {"lora_rank": 8, "checkpointing": "full", "workload": KTO},
         "freeze": {"trained_layers": 4, "checkpointing": "full", "zero": 2},
         "llama_pro": {"trained_layers": 4, "trained_layout": "interleaved", "checkpointing": "full"},
+        "freeze_first": {"trained_layers": 2, "trained_layout": "first", "checkpointing": "full"},
         "vlm_fsdp": {
             **VLM_FULL,
             **MEDIA,
@@ -99,6 +100,12 @@ CASES = {
         "galore_8bit": {**MATRIX, "optimizer": "galore-adamw-8bit", "optimizer_targets": "q_proj,v_proj"},
         "muon": {**MATRIX, "optimizer": "muon"},
         "freeze": {"trained_layers": 4, "precision": "bf16-pure", "checkpointing": "full"},
+        "llama_pro": {
+            "trained_layers": 4,
+            "trained_layout": "inserted",
+            "precision": "bf16-pure",
+            "checkpointing": "full",
+        },
         "dora": {
             "lora_rank": 16,
             "lora_variant": "dora",
@@ -272,6 +279,10 @@ def test_llamafactory_freeze_tuning_writes_its_trained_layers_and_reads_them_bac
     assert pro.cfg["use_llama_pro"] is True and pro.cfg["freeze_trainable_layers"] == 4
     back = intake.read([str(pro.dir / llamafactory.CONFIG_NAME)]).request
     assert (back["trained_layers"], back["trained_layout"]) == (4, "interleaved")
+    first = lf("freeze_first", tmp_path)  # a negative count: the first 2 layers (model/adapter.py:91-92)
+    assert first.cfg["freeze_trainable_layers"] == -2 and "use_llama_pro" not in first.cfg
+    back = intake.read([str(first.dir / llamafactory.CONFIG_NAME)]).request
+    assert (back["trained_layers"], back["trained_layout"]) == (2, "first")
     old = tmp_path / "old.yaml"
     old.write_text(
         "model_name_or_path: Qwen/Qwen2.5-7B\nstage: sft\nfinetuning_type: freeze\nnum_layer_trainable: 4\n"
@@ -461,7 +472,8 @@ def test_swift_qlora_grpo_with_colocated_vllm(tmp_path):
 
 def test_swift_freeze_tuning_writes_its_trainable_layers_and_reads_them_back(tmp_path):
     """--tuner_type full, every parameter frozen and the last 4 layers' prefixes trainable (tuner.py:403-409); read
-    back, --trained-layers 4. A ratio under 1 (the head trained too), a regex or a layer not at the top are refused."""
+    back, --trained-layers 4. A ratio under 1 (the head trained too), a regex or a layer neither at the top nor the
+    bottom are refused."""
     w = sw("freeze", tmp_path)
     assert (w.f["tuner_type"], w.f["freeze_parameters_ratio"]) == ("full", "1")
     assert w.f["trainable_parameters"] == [f"model.layers.{i}." for i in range(24, 28)]  # Qwen2.5-7B's 28 layers
@@ -469,7 +481,7 @@ def test_swift_freeze_tuning_writes_its_trainable_layers_and_reads_them_back(tmp
     base = "swift sft --model Qwen/Qwen2.5-7B --tuner_type full --max_length 1024 "
     for flags, says in (
         ("--freeze_parameters_ratio 0.5", "a share of the parameters frozen"),
-        ("--freeze_parameters_ratio 1 --trainable_parameters model.layers.0.", "other than the last decoder layers"),
+        ("--freeze_parameters_ratio 1 --trainable_parameters model.layers.5.", "other than the last or the first"),
         ("--trainable_parameters_regex 'layers\\.27'", "by a regex"),
     ):
         path = tmp_path / "t.sh"

@@ -35,7 +35,7 @@ def written(framework: str, tmp_path, fsdp: str = "hybrid"):
     return plan, files
 
 
-@pytest.mark.parametrize("framework", ["hf@4.54", "hf", "trl@0.22", "trl"])
+@pytest.mark.parametrize("framework", ["hf@4", "hf@4.54", "hf", "trl@0.19", "trl@0.22", "trl"])
 def test_hsdp_is_a_full_shard_over_one_replica_a_node(framework, tmp_path):
     plan, files = written(framework, tmp_path)
     assert plan.fsdp == "hybrid"
@@ -86,8 +86,14 @@ def test_the_slurm_script_hands_train_py_every_flag(tmp_path):
 
 
 VALIDATORS = Path(__file__).parent / "validators"
-# (line, the python whose transformers and accelerate build the ranks): 4.56.2 with 1.10.1, the newest with its own
-RANKS = [("hf@4.54", ROOT / "trl-0.22.2" / "bin" / "python"), ("hf", Path(sys.executable))]
+# (line, the python whose transformers and accelerate build the ranks): 4.56.2 with 1.10.1, the newest with its own,
+# and the 4 line's 4.53.0 and TRL 0.19.1's 4.53.1 with the accelerate 1.10.1 their HSDP files pin (the -mesh venvs)
+RANKS = [
+    ("hf@4.54", ROOT / "trl-0.22.2" / "bin" / "python"),
+    ("hf", Path(sys.executable)),
+    ("hf@4", ROOT / "hf-4.53.0-mesh" / "bin" / "python"),
+    ("trl@0.19", ROOT / "trl-0.19.1-mesh" / "bin" / "python"),
+]
 
 
 @pytest.mark.sweep
@@ -95,9 +101,10 @@ RANKS = [("hf@4.54", ROOT / "trl-0.22.2" / "bin" / "python"), ("hf", Path(sys.ex
 def test_four_gloo_ranks_build_the_planned_mesh(framework, python, tmp_path):
     """The written HSDP plan (2 nodes x 2 GPUs) on 4 CPU ranks (validators/hsdp_mesh.py): each rank's parameters are
     DTensors on the 2 x 2 (dp_replicate, dp_shard_cp) mesh, replicated over nodes and sharded within one, each rank
-    holding half of them (the files written before held a quarter: a full shard over the world). ~12 s a line."""
+    holding half of them (the files written before held a quarter: a full shard over the world). ~12 s a line; hf@4 and
+    trl@0.19 (transformers 4.53, accelerate 1.10.1) the same: 20.9 s and 25.6 s on the shared 2 cores."""
     if not python.is_file():
-        pytest.skip(f"no {python}: `tools/fwenv_old.sh trl-0.22.2` builds it")
+        pytest.skip(f"no {python}: `tools/fwenv_old.sh {python.parents[1].name}` builds it")
     written(framework, tmp_path)
     run = subprocess.run(
         [str(python), "-m", "torch.distributed.run", "--nproc_per_node", "4", "--master_port", str(free_port())]

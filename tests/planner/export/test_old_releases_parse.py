@@ -35,20 +35,25 @@ KINDS = {
 # a framework's (or a line's) own kinds besides: LLaMA-Factory's FSDP plan (0.9.3 on; before, a rule: its accelerate
 #   predates FSDP2) writes accelerate_fsdp_config.yaml, which the validator loads with that release's accelerate; HF's
 #   Trainer at its 4 line (transformers 4.53.0) the same: accelerate_config.yaml as `accelerate launch --config_file`
-#   reads it with accelerate 1.8.1 (trl_validate.py accelerate_launched; its hybrid shard is a rule: planner.frameworks.hf
-#   HSDP_4); the GRPO forks' vision-language GRPO (LoRA on the language model, its images within a pixel cap the
+#   reads it with accelerate 1.8.1 (trl_validate.py accelerate_launched; its hybrid shard pins accelerate>=1.10.1: the
+#   -mesh venvs, MESHED); the GRPO forks' vision-language GRPO (LoRA on the language model, its images within a pixel cap the
 #   fork's script takes; the 7B sharded with ZeRO, their FSDP being a rule)
 FSDP = {"fsdp": {"fsdp": ["full"], "seq_len": 1024}}
 # HSDP over 2 nodes x 2 GPUs: the validator builds the mesh the ranks' Accelerator builds from the written variables
 # and reports it (trl_validate.py mesh); FSDP2 over a mesh that is not one replica a node, or none, fails the case
 HSDP = {"hsdp": {"fsdp": ["hybrid"], "nodes": 2, "seq_len": 1024}}
 MESH = {"hsdp": " mesh=('dp_replicate', 'dp_shard_cp') 2x2"}
+# the HSDP files pin accelerate>=1.10.1 (its ParallelismConfig reads the mesh variables: planner.frameworks.hf.launchenv
+# ACCELERATE_HSDP): a venv with an older accelerate (hf@4's and trl@0.19's month ran 1.8.1) leaves that kind to the
+# line's -mesh venv, the line's release with accelerate 1.10.1 (sweep tier)
+MESHED = (1, 10)
 VL_GRPO = {
     "grpo-vl-lora": {"model": "qwen2.5-vl-3b", "lora_rank": 8, "images": 1, "max_pixels": 401408, **GRPO},
     "grpo-vl-7b": {"model": "qwen2.5-vl-7b", **GRPO},
 }
 OWN_KINDS = {
-    "llamafactory": FSDP,
+    # freeze tuning of the first 2 layers: a negative freeze_trainable_layers (num_layer_trainable to v0.7.0)
+    "llamafactory": FSDP | {"freeze-first": {"trained_layers": 2, "trained_layout": "first", "seq_len": 1024}},
     "hf": FSDP | HSDP,
     "trl": HSDP,
     "r1-v": VL_GRPO,
@@ -59,6 +64,8 @@ OWN_KINDS = {
         "vera": {"lora_rank": 64, "lora_variant": "vera", "lora_targets": "v_proj", "seq_len": 1024},
         # --train_type adapter --adapter_length (v3.12.6 swift/llm/argument/tuner_args.py:192-193)
         "adapter": {"lora_rank": 64, "lora_variant": "adapter", "seq_len": 1024},
+        # --train_type llamapro --llamapro_num_new_blocks (v3.0.0 swift/llm/argument/tuner_args.py:183-184)
+        "llamapro": {"trained_layers": 4, "trained_layout": "inserted", "precision": ["bf16-pure"], "seq_len": 1024},
     },
 }
 RANKED = {("llamafactory", "0.9.3"): {"fsdp"}, ("llamafactory", "0.9.4"): {"fsdp"}, ("hf", "4"): {"fsdp"}}
@@ -117,6 +124,8 @@ RELEASES = [
     # .launchenv), so the line is checked at its newest, 4.53.0; hf@4.54 with trl-0.22.2's 4.56.2, its newest 4.57.1
     # in the sweep tier
     ("hf", "4", "hf-4.53.0", TRL),
+    ("hf", "4", "hf-4.53.0-mesh", TRL),
+    ("trl", "0.19", "trl-0.19.1-mesh", TRL),
     ("hf", "4.54", "trl-0.22.2", TRL),
     ("hf", "4.54", "hf-4.57.1", TRL),
     # OpenRLHF's flat-flag lines (0.8 is 0.5.0 .. 0.8.9: its newest checked), verl 0.6 at both releases
@@ -124,7 +133,13 @@ RELEASES = [
     ("openrlhf", "0.8", "orl-0.8.9", ORL),
     *(("verl", "0.6", f"verl-{v}", VERL) for v in ("0.6.0", "0.6.1")),
 ]
-SWEEP_VENVS = {"lf-0.9.0", "verl-0.6.0", "hf-4.57.1"}  # those `tools/fwenv_old.sh ci` leaves out
+SWEEP_VENVS = {
+    "lf-0.9.0",
+    "verl-0.6.0",
+    "hf-4.57.1",
+    "hf-4.53.0-mesh",
+    "trl-0.19.1-mesh",
+}  # those `tools/fwenv_old.sh ci` leaves out
 SWEEP_LINES: set = set()  # lines checked in the sweep tier in a venv the default tier builds: none now
 CASES = [
     pytest.param(*r, id=f"{r[0]}@{r[1]}:{r[2]}", marks=[SWEEP] if r[2] in SWEEP_VENVS or r[:2] in SWEEP_LINES else [])
@@ -209,11 +224,14 @@ def test_every_written_line_passes_its_own_releases_parser(framework, line, venv
     python = ROOT / venv / "bin" / "python"
     if not python.is_file():
         pytest.skip(f"no {python}: `tools/fwenv_old.sh {venv}` builds {framework}'s release for line {line}")
-    calls, unranked = {}, []  # (validator, its flags) -> the files it checks
+    calls, unranked, pinned_past = {}, [], []  # (validator, its flags) -> the files it checks
     for kind in KINDS | own_kinds(framework, line):
         folder = written(framework, line, kind, tmp_path / kind)
         if folder is None:
             unranked.append(kind)
+        elif kind in MESH and version_of(ROOT / venv, "accelerate") < MESHED:
+            assert "accelerate>=1.10.1" in (folder / "requirements.txt").read_text()
+            pinned_past.append(kind)
         else:
             path = argument(framework, kind, folder)
             calls.setdefault(call_of(validator, kind, path, line), []).append(path)
@@ -241,7 +259,9 @@ def test_every_written_line_passes_its_own_releases_parser(framework, line, venv
         for kind in set(MESH) & {Path(a.rpartition(":")[2]).name for a in args}:  # the HSDP mesh the ranks build
             assert [line for line in said if f"/{kind}: OK" in line and MESH[kind] in line], run.stdout
     files = sum(map(len, calls.values()))
-    print(f"{venv} ({framework}@{line}): {files} OK in {len(calls)} validator runs, unranked {unranked}")
+    print(
+        f"{venv} ({framework}@{line}): {files} OK in {len(calls)} validator runs, unranked {unranked}, {pinned_past=}"
+    )
 
 
 def test_make_test_builds_every_venv_the_default_tier_runs():
@@ -253,9 +273,10 @@ def test_make_test_builds_every_venv_the_default_tier_runs():
     assert not SWEEP_VENVS & ci
 
 
-def transformers_of(venv: Path) -> tuple[int, ...] | None:
-    """The transformers a venv holds, from its dist-info's name (nothing imported); None where it is not built."""
-    found = sorted(venv.glob("lib/python*/site-packages/transformers-*.dist-info"))
+def version_of(venv: Path, package: str) -> tuple[int, ...] | None:
+    """The (major, minor) of `package` in a venv, from its dist-info's name (nothing imported); None where it is not
+    built."""
+    found = sorted(venv.glob(f"lib/python*/site-packages/{package}-*.dist-info"))
     return (
         tuple(int(p) for p in found[0].name.split("-")[1].removesuffix(".dist-info").split(".")[:2]) if found else None
     )
@@ -266,7 +287,7 @@ SWIFT_NEWEST = Path(os.environ.get("MEMPLAN_SWIFT_PYTHON", ROOT.parent / ".fwenv
 LINE_VENVS = sorted({(f, line, ROOT / venv) for f, line, venv, _ in RELEASES} | {("swift", "", SWIFT_NEWEST)})
 
 
-@pytest.mark.parametrize("quant", ["ct-w4a16", "hqq"])
+@pytest.mark.parametrize("quant", ["ct-w4a16", "ct-w8a16", "hqq"])
 def test_a_line_on_transformers_5_refuses_compressed_tensors_and_hqq(quant):
     """Every line with a venv: where that venv's transformers is 5.x, --quant ct-w4a16 / hqq is refused in one line
     (planner.frameworks.rules.transformers_5_quant: compressed-tensors 0.20.1 with PEFT 0.21.2, get_peft_model raises;
@@ -274,7 +295,7 @@ def test_a_line_on_transformers_5_refuses_compressed_tensors_and_hqq(quant):
     names instead runs it."""
     seen = []
     for framework, line, venv in LINE_VENVS:
-        version = transformers_of(venv)
+        version = version_of(venv, "transformers")
         if version is None:
             continue
         seen.append((framework, line, version))

@@ -138,22 +138,3 @@ def test_an_fsdp_config_naming_no_version_is_fsdp1_through_5_9(tmp_path, pin, fr
         assert s["framework"].value == framework and s["fsdp"].value == "full"
         assert ("training_args.py:2812-2813" in s["fsdp"].source) == (version == 1), (pin, env, s["fsdp"].source)
         assert ("FSDP1: planned as FSDP2 with the same sharding" in s["fsdp"].source) == (version == 1)
-
-
-def test_hf_4_ranks_no_fsdp2_hybrid_shard_and_says_why():
-    """HF's Trainer at its 4 line runs FSDP2 through accelerate, whose fully_shard takes no replicate x shard mesh
-    before 1.10 and which transformers 4.53 hands no ParallelismConfig (planner.frameworks.hf HSDP_4, scope
-    "written"): `suggest` at hf@4 ranks no hybrid plan and says so in one line, the newest line ranks one, and `check`
-    at hf@4 still plans a user's hybrid run (their own file is read, not written)."""
-    from planner import advise
-
-    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "nodes": 2, "global_batch": 16, "top": 1}
-    body |= {"seq_len": 1024, "fsdp": ["hybrid"], "evidence": "analytic"}
-    with pytest.raises(BadInput, match="no hybrid mesh before 1.10") as e:
-        advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": "hf@4"}), with_nearest=False)
-    assert "\n" not in str(e.value)
-    newest = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": "hf"}), with_nearest=False)
-    assert newest.plans[0].fsdp == "hybrid"
-    one = {k: v for k, v in body.items() if k not in ("global_batch", "top", "fsdp")} | {"micro_batch": 1}
-    res = advise.check(advise.parse(advise.CheckRequest, {**one, "fsdp": "hybrid", "framework": "hf@4"}))
-    assert (res.plan.fsdp, res.plan.release) == ("hybrid", "4")

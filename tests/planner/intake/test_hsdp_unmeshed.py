@@ -66,3 +66,23 @@ def test_an_accelerate_config_asking_hybrid_of_fsdp2_runs_a_full_shard(tmp_path)
     hybrid = tmp_path / "acc.yaml"
     hybrid.write_text(hybrid.read_text() + "parallelism_config:\n  parallelism_config_dp_replicate_size: 2\n")
     assert checkconfig.check_config([str(tmp_path / "run.sh")], READ).plan.fsdp == "hybrid"
+
+
+@pytest.mark.parametrize("pin", ["", "4.57.1", "5.12.0"])
+def test_trl_0_22_names_the_transformers_that_decides_hybrid_shard(tmp_path, pin):
+    """TRL 0.22's wheel takes transformers 4.55 .. 5.x (Requires-Dist transformers>=4.55.0): memplan reads the line at
+    4.56.2, a full shard, where 5.10+ refuse the flag (trl 0.22.2 with 5.10.4, measured: SFTConfig raises 'only
+    available with FSDP1', training_args.py:2837). The reading says which it took: the assumption where nothing pins
+    transformers, the pin where one does, refusing at a 5.10+ pin (planner.intake.releases.transformers_read)."""
+    (tmp_path / "requirements.txt").write_text("trl==0.22.2\n" + (f"transformers=={pin}\n" if pin else ""))
+    if pin == "5.12.0":
+        with pytest.raises(BadInput, match=r"\(transformers 5.12.0: requirements.txt:2 transformers==5.12.0\)"):
+            read(tmp_path, "trl", "FSDP_VERSION=2 ", extra=" --dataset_name d")
+        return
+    res = read(tmp_path, "trl", "FSDP_VERSION=2 ", extra=" --dataset_name d")
+    (note,) = [n for n in res.config["unplanned"] if "asked of FSDP2" in n]
+    assert (
+        res.plan.fsdp == "full" and res.plan.release == "0.22" and "at transformers 5.10+ the Trainer refuses" in note
+    )
+    said = f"transformers {pin}: requirements.txt:2 transformers=={pin}" if pin else "transformers assumed 4.56.2"
+    assert said in note, note

@@ -66,13 +66,22 @@ def test_lora_plus_is_loras_memory(tmp_path):
         ("lf.yaml", LF + "finetuning_type: adalora\n", "finetuning_type: adalora: AdaLoRA"),
         ("train.sh", SWIFT + "--tuner_type boft\n", "--tuner_type boft: BOFT"),
         ("lf.yaml", LF + "finetuning_type: adapter\n", "finetuning_type: adapter: bottleneck adapters"),
-        ("train.sh", SWIFT + "--tuner_type llamapro\n", "--tuner_type llamapro: LLaMA-Pro"),
+        (
+            "train.sh",
+            SWIFT + "--tuner_type llamapro --llamapro_num_new_blocks 4 --llamapro_num_groups 2\n",
+            "--llamapro_num_groups 2: LLaMA-Pro's new blocks in 2 groups",
+        ),
         ("train.sh", SWIFT + "--train_type longlora\n", "--train_type longlora"),
         ("train.sh", SWIFT + "--use_galore true --galore_quantization true\n", "Q-GaLore"),
         ("lf.yaml", LF + "finetuning_type: oft\noft_rank: 8\noft_block_size: 0\n", "oft_rank: 8: OFT by its block"),
         ("lf.yaml", LF + "finetuning_type: full\noptim: galore_adafactor\n", "GaLore's projected Adafactor"),
         ("lf.yaml", LF + "finetuning_type: full\noptim: galore_adamw_layerwise\n", "layer-wise GaLore"),
-        ("lf.yaml", LF + "finetuning_type: freeze\nfreeze_trainable_layers: -2\n", "the first 2 layers"),
+        ("lf.yaml", LF + "finetuning_type: freeze\nfreeze_trainable_layers: 0\n", "no layer trained"),
+        (
+            "lf.yaml",
+            LF + "finetuning_type: freeze\nfreeze_trainable_layers: -4\nuse_llama_pro: true\n",
+            "freeze_trainable_layers -4 (no layer trained)",
+        ),
         ("lf.yaml", LF + "finetuning_type: freeze\nfreeze_trainable_modules: mlp\n", "some modules of a layer"),
         ("lf.yaml", LF + "finetuning_type: freeze\nfreeze_extra_modules: lm_head\n", "extra modules trained"),
         ("ax.yaml", AXOLOTL + "adapter: vera\n", "adapter: vera: VeRA"),
@@ -111,6 +120,20 @@ def test_galore_apollo_and_muon_are_read_into_the_optimizer_fields(tmp_path, nam
     ms-swift's --use_galore and --optimizer muon, transformers' optim with optim_args rank= (axolotl, HF, TRL)."""
     reading = _read(tmp_path, name, text)
     assert (reading.request["optimizer"], reading.request.get("optimizer_rank")) == want
+
+
+@pytest.mark.parametrize(
+    "name,text",
+    [
+        ("lf.yaml", LF + "finetuning_type: full\nuse_galore: true\noptim: paged_adamw_8bit\n"),
+        ("train.sh", SWIFT + "--tuner_type full --use_galore true --optim paged_adamw_8bit\n"),
+    ],
+)
+def test_galore_over_a_paged_8bit_optim_is_galore_8bit_with_a_note_on_its_paged_states(tmp_path, name, text):
+    """LLaMA-Factory and ms-swift build GaLoreAdamW8bit with is_paged on a paged optim; memplan plans its states."""
+    reading = _read(tmp_path, name, text)
+    assert reading.request["optimizer"] == "galore-adamw-8bit"
+    assert any("paged 8-bit states" in n for n in reading.unplanned)
 
 
 def test_lora_with_galore_is_refused_as_llamafactory_refuses_it():

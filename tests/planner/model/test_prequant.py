@@ -59,6 +59,18 @@ HQQ = {  # transformers 4.57's HqqConfig(nbits=4, group_size=64).to_dict()
 }  # fmt: skip
 FP8_CT = {**CT, "format": "float-quantized", "config_groups": {"group_0": {**CT["config_groups"]["group_0"],
           "format": "float-quantized", "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}}  # fmt: skip
+
+
+def ct(fmt: str = "pack-quantized", inputs: dict | None = None, **weights) -> dict:
+    """CT with its one config group's weights (and input activations, format) changed, as compressed-tensors 0.12.2
+    writes llm-compressor's other presets (tests/probes/ct_schemes.py's checkpoints)."""
+    group = CT["config_groups"]["group_0"]
+    group = {**group, "format": fmt, "input_activations": inputs, "weights": {**group["weights"], **weights}}
+    return {**CT, "format": fmt, "config_groups": {"group_0": group}}
+
+
+CHANNEL = {"strategy": "channel", "group_size": None}
+TOKEN_FP8 = {"num_bits": 8, "type": "float", "strategy": "token", "dynamic": True, "symmetric": True}
 BODY = {"gpu": "rtx4090", "micro_batch": 1, "seq_len": 2048, "checkpointing": "full", "framework": "hf"}
 
 
@@ -86,6 +98,9 @@ def check(**kw):
         ({"quant_method": "bitsandbytes", "load_in_8bit": True}, "int8", None),
         ({"quant_method": "mxfp4"}, "none", None),  # gpt-oss: fine-tuned dequantized at load
         (CT, "ct-w4a16", None),
+        (ct(group_size=64), "ct-w4a16-g64", None),
+        (ct(group_size=32), "ct-w4a16-g32", None),
+        (ct(num_bits=8, **CHANNEL), "ct-w8a16", None),  # W8A16: pack-quantized, one scale a row
         (HQQ, "hqq", None),
         (None, "none", None),
     ],
@@ -97,11 +112,36 @@ def test_the_quant_a_config_means(qc, quant, absmax):
 
 
 @pytest.mark.parametrize(
-    "qc", [{"quant_method": "hqq", "nbits": 4}, {**GPTQ, "bits": 8}, {"quant_method": "eetq"}, FP8_CT]
+    "qc",
+    [
+        {"quant_method": "hqq", "nbits": 4},
+        {**GPTQ, "bits": 8},
+        {"quant_method": "eetq"},
+        FP8_CT,
+        ct(symmetric=False),  # W4A16_ASYM: 0.12.2 cannot decompress its packed zero points
+        ct(group_size=256),
+        ct("int-quantized", num_bits=8, **CHANNEL),  # naive int8: the dense weight replaces it
+        ct("int-quantized", {**TOKEN_FP8, "type": "int"}, num_bits=8, **CHANNEL),  # W8A8
+        ct("float-quantized", TOKEN_FP8, num_bits=8, type="float", **CHANNEL),  # FP8_DYNAMIC: an fp8 adapter
+    ],
 )
 def test_a_method_memplan_does_not_plan_is_refused_naming_it(qc):
     with pytest.raises(BadInput, match=rf"'m' is an? {qc['quant_method']}.*GPTQ and AWQ 4-bit"):
         prequant.quant_of({"quantization_config": qc}, "m")
+
+
+@pytest.mark.parametrize(
+    ("qc", "why"),
+    [
+        (ct(symmetric=False), "cannot decompress its packed zero points"),
+        (ct("float-quantized", TOKEN_FP8, num_bits=8, type="float", **CHANNEL), "makes the adapter float8"),
+        (ct("int-quantized", {**TOKEN_FP8, "type": "int"}, num_bits=8, **CHANNEL), "quantized input activations"),
+    ],
+)
+def test_a_compressed_tensors_refusal_says_why(qc, why):
+    with pytest.raises(BadInput, match=why) as e:
+        prequant.quant_of({"quantization_config": qc}, "m")
+    assert "\n" not in str(e.value)
 
 
 @pytest.mark.parametrize(
@@ -129,7 +169,7 @@ def test_a_gptq_checkpoint_is_planned_as_the_gptq_base_it_is(tmp_path):
     assert as_16_bit.memory.params_bytes > 2.5 * as_checkpoint.memory.params_bytes
 
 
-@pytest.mark.parametrize(("qc", "quant"), [(CT, "ct-w4a16"), (HQQ, "hqq")])
+@pytest.mark.parametrize(("qc", "quant"), [(CT, "ct-w4a16"), (ct(num_bits=8, **CHANNEL), "ct-w8a16"), (HQQ, "hqq")])
 def test_a_compressed_tensors_or_hqq_checkpoint_is_planned_as_the_base_it_is(tmp_path, qc, quant):
     as_checkpoint = check(model=folder(tmp_path, qc), lora_rank=8, framework="hf@4.54").plan
     as_flag = check(model="qwen2.5-7b", lora_rank=8, quant=quant, framework="hf@4.54").plan
