@@ -22,11 +22,11 @@ def base_model(config: dict, knobs):
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from recipe import knobs as recipe_knobs
+    from recipe.attention import attn_implementation
     from recipe.model import weight_dtype
 
     kw = {"dtype": weight_dtype(knobs)}
-    impl = recipe_knobs.attn_implementation(knobs, "cpu")
+    impl = attn_implementation(knobs, "cpu")
     if impl:
         kw["attn_implementation"] = impl
     torch.manual_seed(0)

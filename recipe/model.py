@@ -10,7 +10,9 @@ from pathlib import Path
 import torch
 
 from recipe import HALF, hf_config, lora_config
-from recipe import knobs as recipe_knobs
+from recipe.attention import attn_implementation
+from recipe.checkpointing import apply_checkpointing
+from recipe.quant import quantize_base
 
 
 def deepspeed_managed(knobs) -> bool:
@@ -51,7 +53,7 @@ def build_model(
     `config`: the model's config.json dict; `layers`: fewer decoder layers; `weights`: a local HF folder whose
     weights are loaded (else a random init under torch's current seed); `device_type`: where it will run, which
     picks the attention kernel; `recompute`: the probes' recomputation context (checkpoint's context_fn);
-    `quant_standin`: QLoRA's 4-bit base as recipe.knobs.Linear4bitStandIn instead of bitsandbytes (always on the
+    `quant_standin`: QLoRA's 4-bit base as recipe.quant.Linear4bitStandIn instead of bitsandbytes (always on the
     meta device, where bitsandbytes cannot quantize); `value_head`: a one-output token-classification head in place
     of the language-model head (an RL critic or reward model: verl's AutoModelForTokenClassification, num_labels 1)."""
     import transformers
@@ -63,7 +65,7 @@ def build_model(
         else transformers.AutoModelForCausalLM
     )
     kw = {"dtype": weight_dtype(knobs)}
-    impl = recipe_knobs.attn_implementation(knobs, device_type)
+    impl = attn_implementation(knobs, device_type)
     if impl:
         kw["attn_implementation"] = impl
     if value_head:
@@ -79,7 +81,7 @@ def build_model(
         from planner.model.families import from_config
 
         model = _adapters(model, knobs, quant_standin, from_config(config, "model"))
-    recipe_knobs.apply_checkpointing(model, knobs, recompute)
+    apply_checkpointing(model, knobs, recompute)
     _input_grads(model, knobs)
     _frozen_layers_unchecked(model, knobs)
     _tower_checkpointing(model, config, knobs)
@@ -188,5 +190,5 @@ def _adapters(model, knobs, quant_standin: bool, spec):
     if knobs.checkpointing not in ("off", "offload"):
         model.enable_input_require_grads()
     meta = next(model.parameters()).device.type == "meta"
-    recipe_knobs.quantize_base(model, knobs, fake=meta or quant_standin)
+    quantize_base(model, knobs, fake=meta or quant_standin)
     return model
