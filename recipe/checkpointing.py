@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from contextlib import ExitStack, contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext
 from functools import partial
 
 import torch
@@ -102,9 +102,3 @@ def offload_context(knobs, device_type: str):
         return t.to(device, non_blocking=pin)
 
     return torch.autograd.graph.saved_tensors_hooks(pack, unpack)
-
-
-def step_context(knobs, device_type: str):
-    stack = ExitStack()
-    stack.enter_context(offload_context(knobs, device_type))
-    return stack
