@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from planner.cli.plain import Out, Table
 from planner.config.spec import GIB, Plan
+from planner.frameworks import adapter
 
 console = Out()  # rich on a terminal; to a pipe, whole tables 170 columns wide, drawn without rich where it can
 
@@ -83,6 +84,8 @@ def breakdown_table(p: Plan) -> Table:
     if m.paged_bytes:
         t.add_row("paged optimizer states (unified memory, not in the peak)", gib(m.paged_bytes))
     head = {"fused": "TRL log-prob head", "full": "full logits"}[p.workload.logprobs] if p.workload.rl else p.loss
+    if not p.workload.rl and p.loss == "standard" and adapter(p.framework, p.release).sft_head == "fused-logprob":
+        head = "TRL's SFT log-prob head"  # planner.estimate.temp_terms: every next token through the fused head
     head = "whole logits, ms-swift 3.2-3.6's VLM scoring" if "whole_logits_bytes" in m.detail else head
     head = "student and teacher logits, generalized JSD" if p.workload.kind == "gkd" else head  # planner.estimate.gkd
     head = f"{p.task} head" if p.task in ("seq-cls", "reranker", "embedding") else head  # planner.estimate.heads

@@ -310,3 +310,15 @@ def test_a_verdict_that_turns_on_the_allocators_reserve_says_so():
     assert "the caching allocator's reserve decides" in " ".join(text.split()) and "--verify" in text
     roomy = ["check", "--model", "gemma-2-2b", "--gpu", "h200", "--micro-batch", "2", "--seq-len", "2048"]
     assert "reserve_decides" not in json.loads(planner(*roomy, "--checkpointing", "full", "--json").stdout)
+
+
+def test_the_breakdown_names_trls_sft_head_where_the_release_runs_it():
+    """TRL 1.x's SFT loss goes through its fused log-prob head (Framework.sft_head, planner.estimate.temp_terms), TRL
+    0.22's through the full logits: the logits row names the head it planned, not the loss knob's "standard"."""
+    base = ["check", "--model", "qwen2.5-0.5b", "--gpu", "h100", "--seq-len", "4096", "--micro-batch", "4"]
+    rows = {}
+    for fw in ("trl", "trl@0.22"):
+        out = planner(*base, "--framework", fw)
+        assert out.returncode == 0, out.stderr
+        rows[fw] = next(line for line in out.stdout.splitlines() if "of which logits/loss" in line)
+    assert "TRL's SFT log-prob head" in rows["trl"] and "(standard)" in rows["trl@0.22"], rows
