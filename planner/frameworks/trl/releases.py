@@ -68,6 +68,18 @@ def _whole(tag: str) -> Default:
     )
 
 
+# SFT's head by line: through v1.6.x loss_type "nll" (v1.0.0 sft_config.py:255-256; v1.6.0 sets None to "nll",
+# :297-308) runs the model's own loss over the whole logits (v1.0.0 sft_trainer.py:1275, then entropy_from_logits at
+# :1282): the recipe's head; v1.7.0 .. v1.9.0 default to "chunked_nll" (v1.7.0 sft_config.py:335-336, unless Liger),
+# the lm_head over the unmasked tokens in checkpointed chunks (v1.9.0 sft_trainer.py:117-215, patched at :1319):
+# planned with the newest's fused log-prob head (a chunk's logits at a time, not measured at 1.7-1.9); 1.10 on fuses
+# the head (trl 1.16.0 sft_trainer.py:1142-1147)
+NLL = "SFT's loss from the whole logits (loss_type nll: trl v1.0.0 sft_config.py:255-256)"
+CHUNKED_NLL = "SFT's loss_type chunked_nll by default: the lm_head in checkpointed chunks (v1.7.0 sft_config.py:335-336)"
+ONE_X = {
+    "max_completion_length": Default(256, f"trl v1.9.0 {G}:488-489: max_completion_length=256"),
+    "logprobs": _whole("v1.9.0"),
+}
 # the lines released before transformers 5.0, whose TrainingArguments read no fsdp_config "version" (reading.MEANINGS;
 # trl v0.19.0 pyproject transformers>=4.51.0, and VLM-R1 pins 4.49.0); v0.22.0 .. v0.29.1 and 1.x run 4.56.2 or 5.x
 # (their wheels' Requires-Dist transformers>=4.56.2): the newest's meaning, the version read
@@ -184,13 +196,21 @@ RELEASES = (
     Release(
         "1.0",
         (1, 0),
-        "trl v1.0.0 .. v1.9.0",
+        "trl v1.0.0 .. v1.6.x",
         transformers="5.6.0",
         meaning=HYBRID_FULL,
-        workload={
-            "max_completion_length": Default(256, f"trl v1.9.0 {G}:488-489: max_completion_length=256"),
-            "logprobs": _whole("v1.9.0"),
-        },
+        workload=ONE_X,
+        adapter={"sft_head": "recipe"},
+        notes=(NLL,),
+    ),
+    Release(
+        "1.7",
+        (1, 7),
+        "trl v1.7.0 .. v1.9.0",
+        transformers="5.6.0",
+        meaning=HYBRID_FULL,
+        workload=ONE_X,
+        notes=(CHUNKED_NLL,),
     ),
     Release("1.10", (1, 10), "trl 1.10 (PR #6264, 286d19fc7: max_completion_length 512) .. 1.16.0"),
 )

@@ -115,7 +115,7 @@ def _flags(body: dict) -> list[str]:
 def test_the_cli_takes_name_at_release_and_lists_releases():
     r = planner("check", *_flags({**GRPO, "micro_batch": 1}), "--workload", "grpo", "--framework", "trl@0.13")
     one_line_error(r, "no release '0.13'")
-    assert "0.14, 0.15, 0.19, 0.22 (0), 1.0, 1.10" in r.stderr
+    assert "0.14, 0.15, 0.19, 0.22 (0), 1.0, 1.7, 1.10" in r.stderr
     data = json.loads(planner("frameworks", "--json").stdout)
     trl = next(f for f in data["frameworks"] if f["name"] == "trl")
     assert [x["name"] for x in trl["releases"]] == [
@@ -124,6 +124,7 @@ def test_the_cli_takes_name_at_release_and_lists_releases():
         "0.19",
         "0.22",
         "1.0",
+        "1.7",
         "1.10",
         "r1-v",
         "vlm-r1",
