@@ -9,17 +9,13 @@ line's) runs in the sweep tier, as tests/planner/export/test_old_releases_parse.
 The lf-0.9.4 case failed before the fix: memplan planned v0.9.4 with foreach AdamW (the hungrier of its 4.51-4.57.1
 pin's two answers), where pip's transformers 4.57.1 runs adamw_torch_fused (training_args.py:1292-1299)."""
 
-import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from planner import intake
 from tests.planner.export.test_old_releases_parse import SWEEP, SWEEP_VENVS
+from tests.planner.frameworks.linedefaults import own_defaults, read_pinned, venv_or_skip
 
-ROOT = Path(os.environ.get("MEMPLAN_FWENV_OLD", Path(__file__).resolve().parents[4] / ".fwenv-old"))
 LINES = [
     *(("0.5", "0.5.3"), ("0.6", "0.6.3"), ("0.7", "0.7.0"), ("0.7.1", "0.7.1"), ("0.8", "0.8.3"), ("0.8", "0.9.0")),
     *((line, line) for line in ("0.9.1", "0.9.2", "0.9.3", "0.9.4")),
@@ -64,22 +60,11 @@ OPTIM = {"adamw_torch": "adamw", "adamw_torch_fused": "adamw-fused"}
 YAML = "model_name_or_path: Qwen/Qwen2.5-0.5B-Instruct\nstage: {stage}\ndo_train: true\nfinetuning_type: {ft}\noutput_dir: out\n"
 
 
-def _own_defaults(venv: Path) -> dict:
-    out = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", PROBE], check=False, capture_output=True, text=True, timeout=120
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def _read(tmp_path: Path, version: str, stage: str, ft: str):
     """memplan's reading of a YAML naming the model, stage and finetuning type, beside its release's pin."""
-    folder = tmp_path / f"{stage}-{ft}"
-    folder.mkdir()
     package = "llmtuner" if version < "0.8" else "llamafactory"
-    (folder / "requirements.txt").write_text(f"{package}=={version}\n")
-    (folder / "train.yaml").write_text(YAML.format(stage=stage, ft=ft))
-    return intake.read([str(folder / "train.yaml"), str(folder / "requirements.txt")])
+    yaml = YAML.format(stage=stage, ft=ft)
+    return read_pinned(tmp_path / f"{stage}-{ft}", f"{package}=={version}", "train.yaml", yaml)
 
 
 def _expected(own: dict, stage: str, ft: str) -> dict:
@@ -106,10 +91,8 @@ def _expected(own: dict, stage: str, ft: str) -> dict:
     ],
 )
 def test_each_line_fills_its_own_releases_defaults(tmp_path, line, version):
-    venv = ROOT / f"lf-{version}"
-    if not (venv / "bin" / "python").exists():
-        pytest.skip(f"no venv {venv}: tools/fwenv_old.sh lf-{version} builds it")
-    own = _own_defaults(venv)
+    venv = venv_or_skip(f"lf-{version}")
+    own = own_defaults(venv, PROBE)
     for stage, ft in (("sft", "lora"), ("sft", "full"), ("dpo", "lora")):
         r = _read(tmp_path, version, stage, ft)
         s = {x.field: x for x in r.settings}
