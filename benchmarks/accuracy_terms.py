@@ -164,7 +164,7 @@ def quant_rows() -> list[dict]:
     from probes.dist import compare_states
     from probes.sim import simulate
     from probes.step import Case
-    from recipe.knobs import _bnb_linear8
+    from recipe.quant import _bnb_linear8
 
     out = []
     cfg = dict(model_config("debug-llama"), num_hidden_layers=4)

@@ -16,6 +16,7 @@ from planner.config.spec import (
 )
 from planner.errors import BadInput
 from planner.model import catalog, hardware, images
+from planner.model import video_rules as vr
 from planner.model.families import from_config
 from planner.model.modelspec import ModelSpec
 from planner.search import imagefit, videofit
@@ -146,18 +147,34 @@ def resolve(
         tower_tokens=cut,
         margin=margin,
         pixels=planned_pixels(req, budget, fit),
+        tiles=images.tile_cap(planned_rule(req, budget, fit) or ""),
+        video=planned_video(req, model),
     )
     return model, hw, goal, fit, budget
+
+
+def planned_rule(req: Target, budget: imagefit.ImageBudget | None, fit: DataFit | None) -> str | None:
+    """The image rule of --images alone's worst case or of the data's images; None where no image was sized by one."""
+    return budget.rule if budget else req.image_rule if fit is not None and fit.image_tokens else None
 
 
 def planned_pixels(req: Target, budget: imagefit.ImageBudget | None, fit: DataFit | None) -> tuple[int, int] | None:
     """(min_pixels, max_pixels) the images were planned within (Goal.pixels): those of --images alone's worst case or
     of the data's images, at a pixel rule; the bounds given, else the rule's defaults."""
-    rule = budget.rule if budget else req.image_rule if fit is not None and fit.image_tokens else None
+    rule = planned_rule(req, budget, fit)
     if rule not in images.PIXEL_RULES:
         return None
     _, low, high = images.PIXEL_RULES[rule]
     return req.min_pixels or low, req.max_pixels or high
+
+
+def planned_video(req: Target, model: ModelSpec) -> tuple[int, int, float, int] | None:
+    """(min_pixels, max_pixels, fps, frames) of --videos' worst case (Goal.video): the bounds given, else the video
+    processor's; frames, those sampled at the worst case, so that files capping a video's frames at them run the plan."""
+    videos = videofit.budget(req, model)
+    if videos is None:
+        return None
+    return req.video_min_pixels or vr.MIN_PIXELS, videos.max_pixels, videos.fps, videos.frames
 
 
 def hardware_json(hw: Hardware) -> dict:

@@ -22,11 +22,11 @@ def base_model(config: dict, knobs):
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from recipe import knobs as recipe_knobs
+    from recipe.attention import attn_implementation
     from recipe.model import weight_dtype
 
     kw = {"dtype": weight_dtype(knobs)}
-    impl = recipe_knobs.attn_implementation(knobs, "cpu")
+    impl = attn_implementation(knobs, "cpu")
     if impl:
         kw["attn_implementation"] = impl
     torch.manual_seed(0)
@@ -36,7 +36,8 @@ def base_model(config: dict, knobs):
 
 
 def lf_model(config: dict, knobs):
-    """The model as LLaMA-Factory's loader leaves it for --finetuning_type freeze (use_llama_pro: interleaved)."""
+    """The model as LLaMA-Factory's loader leaves it for --finetuning_type freeze (use_llama_pro: interleaved; a
+    negative freeze_trainable_layers: first)."""
     from llamafactory.hparams import FinetuningArguments, ModelArguments
     from llamafactory.model.adapter import _setup_freeze_tuning
     from llamafactory.model.model_utils.checkpointing import prepare_model_for_training
@@ -48,7 +49,7 @@ def lf_model(config: dict, knobs):
     prepare_model_for_training(model, margs)
     fargs = FinetuningArguments(
         finetuning_type="freeze",
-        freeze_trainable_layers=knobs.trained_layers,
+        freeze_trainable_layers=-knobs.trained_layers if knobs.trained_layout == "first" else knobs.trained_layers,
         use_llama_pro=knobs.trained_layout == "interleaved",
     )
     _setup_freeze_tuning(model, fargs, is_trainable=True, cast_trainable_params_to_fp32=amp(knobs))

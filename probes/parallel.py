@@ -9,7 +9,7 @@ per rank against the terms of the rank's view (planner.estimate.parallel.view):
   -> activation_terms.activations_bytes.
   torch's non-reentrant checkpoint saves a layer's inputs through the same hooks (torch/utils/checkpoint.py,
   _NoopSaveInputs), so full checkpointing is counted too;
-- the logits/loss: the live-bytes tracker's peak over the trainer's loss (recipe.knobs.loss_sum) and its backward
+- the logits/loss: the live-bytes tracker's peak over the trainer's loss (recipe.loss.loss_sum) and its backward
   to the logits, the logits themselves left out, as tests/planner/estimate/test_memory.py pins
   activations.logits_loss_bytes -> temp_terms.logits_loss_bytes;
 - Ulysses' all-to-all copy: the bytes of the first layer's q, k and v after their all-to-all (the whole row for
@@ -167,8 +167,8 @@ def measure_step(case: Case, world: int, rank: int) -> dict[str, int]:
     optimizer step: the measured terms of TERMS."""
     from probes.step import inputs
     from probes.tracker import LiveBytes
-    from recipe import knobs as recipe_knobs
     from recipe import make_optimizer
+    from recipe.loss import loss_sum
     from recipe.parallel import local_slice
 
     par, model = build(case, world, rank)
@@ -182,9 +182,7 @@ def measure_step(case: Case, world: int, rank: int) -> dict[str, int]:
     activations = saved.bytes(model)
     held = _local(logits).detach().requires_grad_()
     with LiveBytes() as loss_bytes:
-        recipe_knobs.loss_sum(
-            _returning(held), model_inputs, batch.get("labels"), case.knobs, batch.get("targets")
-        ).backward()
+        loss_sum(_returning(held), model_inputs, batch.get("labels"), case.knobs, batch.get("targets")).backward()
     logits.backward(held.grad)
     opt.step()
     out = {
@@ -199,7 +197,7 @@ def measure_step(case: Case, world: int, rank: int) -> dict[str, int]:
 
 
 def _returning(logits):
-    """A stand-in model for recipe.knobs.loss_sum, which reads model(**inputs).logits: these logits."""
+    """A stand-in model for recipe.loss.loss_sum, which reads model(**inputs).logits: these logits."""
     return lambda **_: SimpleNamespace(logits=logits)
 
 

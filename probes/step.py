@@ -18,8 +18,11 @@ from planner.config.spec import Knobs
 from probes.amp import CudaAutocast
 from probes.tracker import LiveBytes, RecomputeGuard, module_stack_hooks
 from recipe import HALF, allocate_ranks, make_optimizer
-from recipe import knobs as recipe_knobs
 from recipe import model as recipe_model
+from recipe.attention import pack
+from recipe.checkpointing import offload_context
+from recipe.in_backward import InBackward
+from recipe.loss import loss_sum
 from recipe.model import amp, deepspeed_managed
 
 
@@ -110,7 +113,7 @@ def packed_inputs(case: Case, ids: torch.Tensor, device: str) -> dict:
     from torch._guards import detect_fake_mode
 
     if detect_fake_mode() is None:
-        return {k: v.to(device) for k, v in recipe_knobs.pack(ids.tolist()).items()}
+        return {k: v.to(device) for k, v in pack(ids.tolist()).items()}
     t = ids.numel()
     batch = {"input_ids": ids.reshape(1, t), "labels": ids.reshape(1, t).clone()}
     if case.knobs.attention == "flash":
@@ -224,7 +227,7 @@ def train_steps(
     params = [p for p in model.parameters() if p.requires_grad]
     progress = Progress(tracker, model, n_layers or 0, drop_grads=zero)
     opt = None if zero or k.optimizer_in_backward else make_optimizer(params, k.optimizer)
-    in_backward = recipe_knobs.InBackward(params, k.optimizer).opts if k.optimizer_in_backward else []
+    in_backward = InBackward(params, k.optimizer).opts if k.optimizer_in_backward else []
     ctx = autocast_for(k, paths)
     sdpa_like_cuda = _NoSdpaDropout() if paths == "cuda" else nullcontext()
     try:
@@ -234,7 +237,7 @@ def train_steps(
                     tracker.reset_peaks()
                 for _ in range(min(case.grad_accum, 2)):
                     progress.phase("forward")
-                    with ctx if ctx is not None else nullcontext(), recipe_knobs.offload_context(k, paths):
+                    with ctx if ctx is not None else nullcontext(), offload_context(k, paths):
                         loss = _loss(model, batch, k) / case.grad_accum
                     if isinstance(ctx, CudaAutocast):
                         ctx.clear_cache()
@@ -269,7 +272,7 @@ def _loss(model, batch: dict, k: Knobs):
     if k.loss == "standard":
         return model(**batch).loss
     inputs = {key: v for key, v in batch.items() if key != "labels"}
-    return recipe_knobs.loss_sum(model, inputs, batch["labels"], k) / (batch["labels"] != -100).sum()
+    return loss_sum(model, inputs, batch["labels"], k) / (batch["labels"] != -100).sum()
 
 
 def _mem_efficient_sdpa(q, k, v, mask, is_causal: bool, scale):

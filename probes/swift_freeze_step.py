@@ -1,6 +1,8 @@
 """One real CPU training step of a model frozen for freeze tuning and checkpointed by ms-swift's own code, counted by
 the live-bytes tracker (probes.cpu.measure with the model handed in): the trained layers as the recipe freezes them
-(--freeze_parameters_ratio 1 --trainable_parameters model.layers.I.), then SwiftMixin._fix_gradient_checkpointing
+(--freeze_parameters_ratio 1 --trainable_parameters model.layers.I.), or LLaMA-Pro's blocks inserted by ms-swift's own
+Swift.prepare_model (--tuner_type llamapro, --trained-layout inserted: the base frozen first, 4.6.0
+swift/pipelines/train/tuner.py:378-382, 271-276), then SwiftMixin._fix_gradient_checkpointing
 (reentrant on one process: 4.6.0 swift/trainers/mixin.py:941-968) and _prepare_gradient_checkpointing (:970-1001:
 its dynamic checkpointing, transformers' gradient_checkpointing_enable and enable_input_require_grads), called on a
 stand-in trainer that carries only the arguments they read.
@@ -23,7 +25,14 @@ def swift_model(config: dict, knobs):
     from recipe.model import _freeze_layers
 
     model = base_model(config, knobs)
-    _freeze_layers(model, knobs)
+    if knobs.trained_layout == "inserted":  # LLaMA-Pro: ms-swift's own tuner (probes/swift_llamapro.py)
+        from swift.tuners import Swift
+        from swift.tuners.llamapro import LLaMAProConfig
+
+        model.requires_grad_(False)
+        Swift.prepare_model(model, LLaMAProConfig(model_type="llama", num_new_blocks=knobs.trained_layers))
+    else:
+        _freeze_layers(model, knobs)
     model.model_meta = SimpleNamespace(is_multimodal=False, model_arch=None)
     args = SimpleNamespace(
         gradient_checkpointing=True, vit_gradient_checkpointing=False, gradient_checkpointing_kwargs=None

@@ -10,7 +10,9 @@ from pathlib import Path
 import torch
 
 from recipe import HALF, hf_config, lora_config
-from recipe import knobs as recipe_knobs
+from recipe.attention import attn_implementation
+from recipe.checkpointing import apply_checkpointing
+from recipe.quant import quantize_base
 
 
 def deepspeed_managed(knobs) -> bool:
@@ -51,19 +53,19 @@ def build_model(
     `config`: the model's config.json dict; `layers`: fewer decoder layers; `weights`: a local HF folder whose
     weights are loaded (else a random init under torch's current seed); `device_type`: where it will run, which
     picks the attention kernel; `recompute`: the probes' recomputation context (checkpoint's context_fn);
-    `quant_standin`: QLoRA's 4-bit base as recipe.knobs.Linear4bitStandIn instead of bitsandbytes (always on the
+    `quant_standin`: QLoRA's 4-bit base as recipe.quant.Linear4bitStandIn instead of bitsandbytes (always on the
     meta device, where bitsandbytes cannot quantize); `value_head`: a one-output token-classification head in place
     of the language-model head (an RL critic or reward model: verl's AutoModelForTokenClassification, num_labels 1)."""
     import transformers
 
-    cfg = hf_config(config, layers)
+    cfg = _with_inserted_blocks(hf_config(config, layers), knobs)
     auto = (
         transformers.AutoModelForImageTextToText
         if cfg.get_text_config() is not cfg
         else transformers.AutoModelForCausalLM
     )
     kw = {"dtype": weight_dtype(knobs)}
-    impl = recipe_knobs.attn_implementation(knobs, device_type)
+    impl = attn_implementation(knobs, device_type)
     if impl:
         kw["attn_implementation"] = impl
     if value_head:
@@ -79,12 +81,28 @@ def build_model(
         from planner.model.families import from_config
 
         model = _adapters(model, knobs, quant_standin, from_config(config, "model"))
-    recipe_knobs.apply_checkpointing(model, knobs, recompute)
+    apply_checkpointing(model, knobs, recompute)
     _input_grads(model, knobs)
     _frozen_layers_unchecked(model, knobs)
     _tower_checkpointing(model, config, knobs)
     model.train()
     return model
+
+
+def _with_inserted_blocks(cfg, knobs):
+    """--trained-layout inserted (ms-swift's LLaMA-Pro, planner.estimate.freeze.expanded_model): N more decoder
+    layers, one after every layers/N, each taking the layer type of the one before (4.6.0 swift/tuners/llamapro.py:
+    84-98); _freeze_layers then trains those. Built fresh (not copies of the layer before): the same bytes."""
+    n = getattr(knobs, "trained_layers", 0)
+    if getattr(knobs, "trained_layout", "last") != "inserted" or not n:
+        return cfg
+    text = cfg.get_text_config()
+    layers, stride = text.num_hidden_layers, text.num_hidden_layers // n
+    types = getattr(text, "layer_types", None)
+    if types:
+        text.layer_types = [x for i, t in enumerate(types) for x in ([t, t] if (i + 1) % stride == 0 else [t])]
+    text.num_hidden_layers = layers + layers // stride
+    return cfg
 
 
 def _tower_checkpointing(model, config: dict, knobs) -> None:
@@ -172,5 +190,5 @@ def _adapters(model, knobs, quant_standin: bool, spec):
     if knobs.checkpointing not in ("off", "offload"):
         model.enable_input_require_grads()
     meta = next(model.parameters()).device.type == "meta"
-    recipe_knobs.quantize_base(model, knobs, fake=meta or quant_standin)
+    quantize_base(model, knobs, fake=meta or quant_standin)
     return model

@@ -101,7 +101,7 @@ def local_slice(batch: dict, sp: int, sp_rank: int) -> dict:
     """This rank's slice of a right-padded micro-batch: the labels shifted on the whole row first (as `targets`),
     the row padded to a multiple of S, then input ids, positions and targets cut; no padding mask (causal attention
     over right padding leaves every real token's output as it is)."""
-    from recipe.knobs import shifted_labels
+    from recipe.loss import shifted_labels
 
     ids, targets = batch["input_ids"], shifted_labels(batch["labels"])
     width = -(-ids.shape[1] // sp) * sp

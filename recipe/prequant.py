@@ -1,6 +1,6 @@
 """Stand-ins for the prequantized bases transformers 4.57 loads through other libraries than bitsandbytes and
 gptqmodel (--quant ct-w4a16, hqq: planner.estimate.quant): compressed-tensors' CompressedLinear and hqq's HQQLinear
-as they hold and train a frozen linear, for tracing on fake tensors (recipe.knobs.quantize_base picks them)."""
+as they hold and train a frozen linear, for tracing on fake tensors (recipe.quant.quantize_base picks them)."""
 
 import torch
 

@@ -123,6 +123,9 @@ SLOW = {
     # h-lffreeze (2026-12-05, 2 busy cores): CPU steps of debug-llama as LLaMA-Factory and ms-swift prepare it, in their venvs
     "tests/probes/test_freeze.py::test_llamafactorys_own_step_is_the_builds_and_the_plans": 67,
     "tests/probes/test_freeze.py::test_swifts_own_checkpointing_is_the_builds_and_the_plans": 53,
+    # h-pro (2026-12-05, 2 busy cores): ms-swift's own LLaMA-Pro tuner on qwen2.5-0.5b's config (meta device)
+    "tests/probes/test_freeze.py::test_swifts_own_llamapro_trains_the_planned_blocks": 22,
+    "tests/probes/test_freeze.py::test_the_builds_inserted_blocks_are_the_plans": 15,
     # h-oftpro (2026-12-05, 2 busy cores): the sim's trace of debug-llama's OFT step
     "tests/probes/test_oft.py::test_an_oft_step_is_the_sims_peak[debug-llama-2-512-knobs0-0.005]": 10,
     # h-adavera (2026-12-05, 2 busy cores): the sim's trace of debug-llama's step with PEFT's AdaLoRA and VeRA

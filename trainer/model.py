@@ -1,6 +1,6 @@
 """The model a run trains and the loss it takes: the plan's model from a local folder or a config, built by the
 builder the probes use (recipe.model: dtypes, LoRA/QLoRA adapters, attention implementation, checkpointing), and
-the summed next-token loss under the plan's --loss (recipe.knobs), for the bundled trainer (trainer/step.py)."""
+the summed next-token loss under the plan's --loss (recipe.loss), for the bundled trainer (trainer/step.py)."""
 
 from __future__ import annotations
 
@@ -35,14 +35,15 @@ def weights_folder(ref: str) -> Path | None:
 
 
 def token_loss_sum(model, batch, knobs: Knobs) -> torch.Tensor:
-    """Summed next-token loss under the plan's --loss (recipe.knobs.loss_sum); a packed row passes its
+    """Summed next-token loss under the plan's --loss (recipe.loss.loss_sum); a packed row passes its
     position_ids, a padded batch its attention mask, a batch with images whatever the processor made, a
     sequence-parallel rank its slice with the shifted `targets` (recipe.parallel.local_slice). Under --checkpointing offload the forward's saved tensors go
     to the host."""
-    from recipe import knobs as recipe_knobs
+    from recipe.checkpointing import offload_context
+    from recipe.loss import loss_sum
 
     inputs = {
         k: v for k, v in batch.items() if k not in ("labels", "router_mask", "targets")
     }  # with images: the processor's
-    with recipe_knobs.offload_context(knobs, batch["input_ids"].device.type):
-        return recipe_knobs.loss_sum(model, inputs, batch.get("labels"), knobs, batch.get("targets"))
+    with offload_context(knobs, batch["input_ids"].device.type):
+        return loss_sum(model, inputs, batch.get("labels"), knobs, batch.get("targets"))

@@ -98,7 +98,7 @@ def _optimizer(t, cfg: RunConfig, model):
 
     try:  # the plan's optimizer (one per parameter, stepped inside backward, with --optimizer-in-backward)
         if cfg.knobs.optimizer_in_backward:
-            from recipe.knobs import InBackward
+            from recipe.in_backward import InBackward
 
             opt = InBackward(params, cfg.knobs.optimizer, cfg.lr)
         else:

@@ -185,7 +185,7 @@ class Trainer:
 
             return vlm.collate(self.processor, samples)
         if self.cfg.knobs.batching == "packed" and samples:
-            from recipe.knobs import pack
+            from recipe.attention import pack
 
             return pack([s[: self.cfg.seq_len] for s in samples])
         return collate(samples, self.cfg.seq_len)

@@ -111,11 +111,11 @@ def run(args: argparse.Namespace) -> int:
     elif args.brief:
         brief(result, out)
     else:
-        from planner.cli import render
+        from planner.cli import render, render_inputs
 
         if result.config:
-            render.console.print(render.config_table(result.config))
-            for line in render.config_lines(result.config):
+            render.console.print(render_inputs.config_table(result.config))
+            for line in render_inputs.config_lines(result.config):
                 printout.say_line(line)
         verdict = _verdict(result)
         printout.say_line(
@@ -205,7 +205,7 @@ def brief(result: CheckResult, out: dict) -> None:
         printout.say_line(f"rollout KV cache: {kv:,} tokens a GPU, {kv // longest:,} of the longest sequences at once")
     elif peaks:
         printout.say_line("phases, GiB allocated a GPU: " + ", ".join(f"{k} {v / 2**30:.1f}" for k, v in peaks.items()))
-    from planner.cli import render
+    from planner.cli import render_search
 
-    for line in [] if plan.fits else render.nearest_lines(result.nearest):
+    for line in [] if plan.fits else render_search.nearest_lines(result.nearest):
         printout.say_line(line)

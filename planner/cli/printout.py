@@ -1,4 +1,4 @@
-"""What the subcommands print beside their tables (planner.cli.render): JSON on stdout, listings, verbatim lines,
+"""What the subcommands print beside their tables (planner.cli.render and render_*.py): JSON on stdout, listings, verbatim lines,
 the nearest settings that fit, the headline's marks, and progress on stderr (a spinner, quiet under --json)."""
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ def print_json(obj: dict) -> None:
 
 
 def print_listing(args: argparse.Namespace, data: dict, table_name: str) -> int:
-    """A listing subcommand's output: JSON with --json, else the named table from render.py."""
+    """A listing subcommand's output: JSON with --json, else the named table from render_listings.py."""
     if args.json:
         print_json(data)
     else:
-        from planner.cli import render
+        from planner.cli import render, render_listings
 
-        render.console.print(getattr(render, table_name)(data))
+        render.console.print(getattr(render_listings, table_name)(data))
     return 0
 
 
@@ -82,12 +82,12 @@ def say_line(text: str, console=None) -> None:
 
 def print_nearest(nearest: list, console=None) -> None:
     """A "does not fit" ends with the nearest settings that fit (planner.search.nearest), or says none is one change away."""
-    from planner.cli import render
+    from planner.cli import render, render_search
 
     console = console or render.console
     if nearest:
-        console.print(render.nearest_table(nearest))
-    for line in render.nearest_lines(nearest):
+        console.print(render_search.nearest_table(nearest))
+    for line in render_search.nearest_lines(nearest):
         say_line(line, console)
 
 

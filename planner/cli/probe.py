@@ -73,10 +73,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         printout.print_json({"record": out, "store": str(store.path)})
     else:
-        from planner.cli import render
+        from planner.cli import render, render_listings
         from planner.cli.render import gib
 
-        render.console.print(render.record_line(rec))
+        render.console.print(render_listings.record_line(rec))
         if rec.detail.get("phases"):
             printout.say_line(
                 "peak by phase: " + ", ".join(f"{k} {gib(v)} GiB" for k, v in rec.detail["phases"].items())

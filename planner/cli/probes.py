@@ -44,10 +44,10 @@ def run_show(args: argparse.Namespace) -> int:
     if args.json:
         printout.print_json({"store": str(store.path), "record": rec.model_dump()})
         return 0
-    from planner.cli import render
+    from planner.cli import render, render_listings
 
-    render.console.print(render.record_line(rec))
-    render.console.print(render.record_detail(rec))
+    render.console.print(render_listings.record_line(rec))
+    render.console.print(render_listings.record_detail(rec))
     return 0
 
 

@@ -51,10 +51,10 @@ def run(args) -> int:
     if args.json:
         printout.print_json(out)
         return 0
-    from planner.cli import render
+    from planner.cli import render, render_inputs
 
-    printout.say_line(render.scan_headline(out))
-    render.console.print(render.scan_table(out))
+    printout.say_line(render_inputs.scan_headline(out))
+    render.console.print(render_inputs.scan_table(out))
     return 0
 
 

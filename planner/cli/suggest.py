@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         printout.print_json(out)
     else:
-        from planner.cli import render
+        from planner.cli import render, render_search
 
         title = (
             f"{model.name} ({model.params / 1e9:.2f}B params{printout.approximate(model, goal)}) on "
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             printout.say_line(f"{title}: nothing fits")
             if result.rejected:
-                render.console.print(render.rejected_table(result.rejected))
+                render.console.print(render_search.rejected_table(result.rejected))
             printout.print_nearest(result.nearest)
         for path in out.get("emitted", []):
             printout.say_line(f"wrote {path}")

@@ -95,6 +95,14 @@ class Goal(_Frozen):
         "the given bounds or the rule's defaults; None where no image was sized by a pixel budget. The written "
         "files set them where the framework takes them (planner.export)",
     )
+    tiles: int | None = Field(
+        default=None, description="the tile cap each image was planned at, a tiling rule's (internvl:N); else None"
+    )
+    video: tuple[int, int, float, int] | None = Field(
+        default=None,
+        description="(min_pixels, max_pixels, fps, frames) each video's frames were planned within (--videos: "
+        "search.videofit), frames the most sampled; None without videos. Written where the framework takes them",
+    )
 
     @model_validator(mode="after")
     def _images_within_sequence(self) -> Goal:

@@ -77,8 +77,9 @@ Quant = Literal[
 ]
 VitCheckpointing = Literal["on", "off"]
 QuantAbsmax = Literal["8bit", "fp32"]
-# freeze tuning's trained layers (planner.estimate.freeze): the last N, or LLaMA-Pro's interleaved expanded blocks
-TrainedLayout = Literal["last", "interleaved"]
+# freeze tuning's trained layers (planner.estimate.freeze): the last N, LLaMA-Pro's interleaved expanded blocks, the
+# first N (LLaMA-Factory's negative freeze_trainable_layers), or N LLaMA-Pro blocks inserted at load (ms-swift)
+TrainedLayout = Literal["last", "interleaved", "first", "inserted"]
 Frozen = Literal["none", "vision", "vision+projector", "language", "language+vision"]
 SaveWeights = Literal["auto", "full", "sharded"]
 # sequence, context and tensor parallel sizes (planner.config.layout owns their rules with the world and the model)
@@ -285,9 +286,11 @@ class KnobFields(BaseModel):
     trained_layout: TrainedLayout = Field(
         default="last",
         description=(
-            "freeze tuning's trained layers: last (the top N), or interleaved: LLaMA-Pro's expanded blocks, every "
-            "(layers/N)-th layer of a checkpoint its expansion script wrote (LLaMA-Factory's use_llama_pro); the frozen "
-            "layers above the lowest trained one are in backward's path"
+            "freeze tuning's trained layers: last (the top N), interleaved: LLaMA-Pro's expanded blocks, every "
+            "(layers/N)-th layer of a checkpoint its expansion script wrote (LLaMA-Factory's use_llama_pro), or first "
+            "(the bottom N: LLaMA-Factory's negative freeze_trainable_layers), or inserted: N new LLaMA-Pro blocks "
+            "added to the model at load, one after every layers/N, the model's own layers frozen (ms-swift's "
+            "--tuner_type llamapro); the frozen layers above the lowest trained one are in backward's path"
         ),
     )
     vit_checkpointing: VitCheckpointing = Field(

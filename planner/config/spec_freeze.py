@@ -1,6 +1,7 @@
-"""Freeze tuning's rules between knobs (--trained-layers N: the last N decoder layers trained in full, the rest
-frozen, as LLaMA-Factory's finetuning_type freeze runs it): what it is planned with, each other combination refused
-in one line naming the knob. The model's own limits (its layer count, a text model) are planner.config.layout's."""
+"""Freeze tuning's rules between knobs (--trained-layers N: N decoder layers trained in full, the last, the first or
+LLaMA-Pro's blocks, the rest frozen, as LLaMA-Factory's finetuning_type freeze and ms-swift's llamapro run it): what
+it is planned with, each other combination refused in one line naming the knob. The model's own limits (its layer
+count, a text model) are planner.config.layout's."""
 
 from __future__ import annotations
 
@@ -66,8 +67,8 @@ def model_error(k, spec, name: str) -> BadInput | None:
         else f"{name} is a mixture-of-experts model"
         if t.moe is not None
         else f"LLaMA-Pro's interleaved blocks need {name}'s {t.layers} layers divisible by it (LLaMA-Factory "
-        "0.9.5 model/adapter.py:80-85)"
-        if k.trained_layout == "interleaved" and t.layers % k.trained_layers
+        "0.9.5 model/adapter.py:80-85; ms-swift 4.6.0 swift/tuners/llamapro.py:52-53 for its new blocks)"
+        if k.trained_layout in ("interleaved", "inserted") and t.layers % k.trained_layers
         else ""
     )
     if not why:

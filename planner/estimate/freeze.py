@@ -14,6 +14,9 @@ enable_input_require_grads under checkpointing (v4.5.2 swift/trainers/mixin.py:9
 embedding's output requires a gradient, so every frozen layer is checkpointed, keeps its input and is recomputed in
 backward; its step saves what full fine-tuning's checkpointed layers save (4.6.0 :980-981 the same; its own
 checkpointing run on a CPU step: probes/swift_freeze_step.py).
+The first N (--trained-layout first; a negative freeze_trainable_layers, model/adapter.py:91-92, the same at every
+release line from v0.5.3 src/llmtuner/model/adapter.py:61): the frozen layers above them all in backward's path,
+as LLaMA-Pro's are.
 LLaMA-Pro (--trained-layout interleaved; use_llama_pro on the checkpoint scripts/llama_pro.py expanded): the N trained
 blocks are every (L/N)-th layer, L/N - 1, 2L/N - 1, ... (model/adapter.py:80-88), so the frozen layers above the lowest
 one are in backward's path: they save what their input's gradient needs (planner.estimate.frozen_lm's layer), and
@@ -23,6 +26,10 @@ tests/probes/test_freeze.py pins the step's peak to a real CPU step of a transfo
 one of a model LLaMA-Factory itself prepared (probes/lf_freeze_step.py)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
+
+INSERTED = " + {} LLaMA-Pro blocks"
 
 
 def freeze_tuned(k) -> bool:
@@ -40,11 +47,31 @@ def below_trained_layers_idle(k) -> bool:
 
 
 def trained_layer_ids(layers: int, n: int, layout: str) -> range:
-    """The trained layers' indices (LLaMA-Factory 0.9.5 model/adapter.py:87-90)."""
-    if layout == "interleaved":
+    """The trained layers' indices (LLaMA-Factory 0.9.5 model/adapter.py:87-92)."""
+    if layout in ("interleaved", "inserted"):  # inserted: of the expanded model (expanded_model), the same places
         stride = layers // n
         return range(stride - 1, layers + stride - 1, stride)
+    if layout == "first":  # a negative freeze_trainable_layers (:91-92)
+        return range(min(n, layers))
     return range(max(0, layers - n), layers)
+
+
+def expanded_model(model, k):
+    """The model ms-swift's LLaMA-Pro trains (--trained-layout inserted, --tuner_type llamapro): after every
+    layers/N of its layers a copy of the layer before is inserted, o_proj and down_proj zeroed (4.6.0
+    swift/tuners/llamapro.py:61, :86-95, :204-219; the same at v3.0.0 :61-69, :147-152), so the model holds layers + N
+    decoder layers, the N new ones trained (:120-126) and every other parameter frozen (swift/pipelines/train/
+    tuner.py:378-382). Each dense layer alike: the layers' tensors counted layers + N times. Idempotent (Setup)."""
+    n = getattr(k, "trained_layers", 0)
+    if getattr(k, "trained_layout", "last") != "inserted" or not n or model.name.endswith(INSERTED.format(n)):
+        return model
+    layers = model.text.layers
+    tensors = tuple(
+        replace(t, count=t.count * (layers + n) // layers) if t.role == "layer" else t for t in model.tensors
+    )
+    config = {**model.config, "num_hidden_layers": layers + n} if "num_hidden_layers" in model.config else model.config
+    text = replace(model.text, layers=layers + n)
+    return replace(model, name=model.name + INSERTED.format(n), text=text, tensors=tensors, config=config)
 
 
 def path_frozen_layers(k, layers: int) -> int:

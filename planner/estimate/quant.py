@@ -18,7 +18,7 @@ and what the matmuls dequantize.
   whole weight for the input gradient (autograd/_functions.py:235-238: CB.to(dtype, copy=True), 2 bytes a weight in
   bf16). Forward keeps its input in `ctx.tensors` (:186-188), an attribute, not save_for_backward, so non-reentrant
   checkpointing (transformers' default) cannot drop it: under a checkpoint every quantized linear's input stays (the
-  sim's stand-in, recipe.knobs.Linear8bitStandIn, against real Linear8bitLt layers on CPU:
+  sim's stand-in, recipe.quant.Linear8bitStandIn, against real Linear8bitLt layers on CPU:
   tests/probes/test_recipe_sim.py). The forward's own temporaries (the int8 input, the int32 and fp16 outputs: 6
   bytes per output element, backends/cuda/ops.py:80-210) are smaller than the logits at the start of backward for
   the models planned, and are left out. Not sharded: FSDP2 drops Int8Params' CB (the next

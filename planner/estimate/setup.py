@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from planner.config.spec import Knobs
+from planner.estimate.freeze import expanded_model
 from planner.estimate.heads import task_model
 from planner.model.modelspec import ModelSpec
 
@@ -30,8 +31,9 @@ class Setup:
     # trained.*): not a field of equality or hash, and dataclasses.replace starts a new Setup with none kept
     memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    def __post_init__(self):  # the model the task trains: a score head or none in place of the vocabulary head
-        object.__setattr__(self, "model", task_model(self.model, self.knobs.task, self.knobs.num_labels))
+    def __post_init__(self):  # the model the task trains: a score head or none in place of the vocabulary head, and
+        model = task_model(self.model, self.knobs.task, self.knobs.num_labels)
+        object.__setattr__(self, "model", expanded_model(model, self.knobs))  # ms-swift's LLaMA-Pro blocks
 
     @classmethod
     def of(cls, model: ModelSpec, knobs: Knobs, micro_batch: int, grad_accum: int, hw, goal) -> Setup:

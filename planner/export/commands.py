@@ -24,7 +24,7 @@ from planner.export.export import (
 )
 from planner.frameworks.hf import launchenv
 from planner.frameworks.hf.keys import KEYS as K
-from planner.frameworks.trl.releases import FORK_ENTRY, FORK_PIXELS, fork_script_flags, grpo_fork
+from planner.frameworks.trl.releases import FORK_ENTRY, FORK_PIXELS, FORK_TILES, fork_script_flags, grpo_fork
 from planner.model import catalog, vila
 from planner.model.modelspec import ModelSpec
 
@@ -53,11 +53,12 @@ def program(plan: Plan, model: ModelSpec | None = None, goal: Goal | None = None
 
 def fork_images(plan: Plan, goal: Goal | None) -> list[str]:
     """A GRPO fork's image flags (GRPOScriptArguments, FORK_PIXELS): the pixel bounds the images were planned within
-    (Goal.pixels; unwritten, the fork's defaults), and the prompt's text as --max_prompt_length, the images on top
+    (Goal.pixels) or an InternVL image's tile cap (Goal.tiles, FORK_TILES; unwritten, the fork's defaults), and the prompt's text as --max_prompt_length, the images on top
     (the forks take the whole prompt: planner.frameworks.trl.reader_vlmr1)."""
     if goal is None or not fork_grpo(plan) or not goal.image_tokens:
         return []
     a = [w for flag, n in zip(FORK_PIXELS, goal.pixels or (), strict=False) for w in (flag, str(n))]
+    a += [FORK_TILES[fork_grpo(plan)], str(goal.tiles)] if goal.tiles and fork_grpo(plan) in FORK_TILES else []
     text = (plan.workload.max_prompt_length or 0) - goal.image_tokens
     return a + (["--max_prompt_length", str(text)] if text >= 1 else [])
 

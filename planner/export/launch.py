@@ -20,6 +20,7 @@ from planner.export.configs import DS_CONFIG_NAME, FSDP_CONFIG_NAME
 from planner.frameworks import FRAMEWORKS
 from planner.frameworks.hf import launchenv
 from planner.frameworks.reading import PLANNED_FOR
+from planner.frameworks.trl.releases import FORK_TILES
 from planner.model.modelspec import ModelSpec
 
 LAUNCH_NAME = "launch.sh"
@@ -103,13 +104,13 @@ def device_map_note(plan: Plan) -> str | None:
 def pixels_note(plan: Plan, goal: Goal | None) -> str | None:
     """Where the command cannot carry the images as planned (Goal.pixels, image_tokens): a GRPO fork's script takes
     the pixel bounds (commands.fork_images), not a token count; HF's and TRL's own scripts take neither, so the
-    user's script sets them; a framework's writer where its `writes_pixels(line)` says so. None for a plan without
+    user's script sets them; a framework's writer where its `writes_pixels(plan)` says so. None for a plan without
     images and files that carry them."""
     if goal is None or not goal.image_tokens:
         return None
     fw = exporter(plan.framework)
     if fw is not None:
-        if goal.pixels is None or getattr(fw, "writes_pixels", lambda line: False)(plan.release):
+        if goal.pixels is None or getattr(fw, "writes_pixels", lambda plan: False)(plan):
             return None
         where = f"{plan.framework}@{plan.release}" if plan.release else plan.framework
         return (
@@ -117,7 +118,7 @@ def pixels_note(plan: Plan, goal: Goal | None) -> str | None:
             "its own cap applies (set it to this one)"
         )
     if commands.fork_grpo(plan):
-        if goal.pixels:
+        if goal.pixels or (goal.tiles and commands.fork_grpo(plan) in FORK_TILES):
             return None
         return (
             f"{plan.framework}@{plan.release}'s script sizes each image within its --max_pixels (default 12,845,056: "
@@ -133,12 +134,30 @@ def pixels_note(plan: Plan, goal: Goal | None) -> str | None:
     )
 
 
+def caps_note(plan: Plan, goal: Goal | None) -> str | None:
+    """Where the files take no key for an image's tile cap (Goal.tiles: ms-swift's MAX_NUM, VLM-R1's
+    --max_anyres_num) or a video's caps (Goal.video: LLaMA-Factory's video_* keys, ms-swift's VIDEO_* environment),
+    asked of the writer (`writes_tiles(plan)`, `writes_video(plan)`): the framework's own caps then apply."""
+    if goal is None or not (goal.tiles or goal.video):
+        return None
+    fw = exporter(plan.framework)
+    fork = commands.fork_grpo(plan) in FORK_TILES
+    said = []
+    if goal.tiles and not fork and not getattr(fw, "writes_tiles", lambda plan: False)(plan):
+        said.append(f"each image is planned within {goal.tiles} tiles")
+    if goal.video and not getattr(fw, "writes_video", lambda plan: False)(plan):
+        _, high, fps, frames = goal.video
+        said.append(f"each video at {frames} frames ({fps:g} a second) of at most {high:,} pixels")
+    where = f"{plan.framework}@{plan.release}" if plan.release else plan.framework
+    return f"{' and '.join(said)}: {where}'s files here set no such cap, so its own applies (set it)" if said else None
+
+
 def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> Launch:
     """The plan's launch material; `goal`: its images (Goal.pixels, image_tokens), written where the command takes
     them and said where it does not (pixels_note)."""
     fw = exporter(plan.framework)
     notes = [export.hf_note(plan) if fw is None else None, budget_note(plan), prequantized_note(plan)]
-    notes += [pixels_note(plan, goal)]
+    notes += [pixels_note(plan, goal), caps_note(plan, goal)]
     notes = [n for n in (*notes, device_map_note(plan) if fw is None else None) if n]  # HF's command
     command, framework_files = commands.command(plan, hw, model, seq_len, goal), None
     if fw is not None:

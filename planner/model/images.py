@@ -53,7 +53,8 @@ def family_rule(model_type: str) -> str | None:
     return FAMILY_RULE.get(model_type)
 
 
-def _tiles(spec: str) -> int | None:
+def tile_cap(spec: str) -> int | None:
+    """The tile cap of a tiling rule (internvl: 12, internvl:N: N), None for any other rule."""
     if spec == "internvl":
         return 12
     if spec.startswith("internvl:") and spec[9:].isdigit() and 1 <= int(spec[9:]) <= 64:
@@ -63,7 +64,7 @@ def _tiles(spec: str) -> int | None:
 
 def tiled(spec: str) -> bool:
     """A rule that cuts an image into tiles up to a cap (InternVL's MAX_NUM / max_dynamic_patch)."""
-    return _tiles(spec) is not None
+    return tile_cap(spec) is not None
 
 
 def tile_rule(tiles: int) -> str:
@@ -80,7 +81,7 @@ def image_rule(spec: str, min_pixels: int | None = None, max_pixels: int | None 
         return lambda w, h: r.qwen_image_tokens(w, h, factor, low, high)
     if spec in r.RULES:
         return r.RULES[spec]
-    tiles = _tiles(spec)
+    tiles = tile_cap(spec)
     if tiles is not None:
         return lambda w, h: r.internvl_image_tokens(w, h, tiles)
     if spec.startswith("fixed:") and spec[6:].isdigit() and int(spec[6:]) > 0:
@@ -103,7 +104,7 @@ def worst_case(spec: str, min_pixels: int | None = None, max_pixels: int | None 
             (a for a in range(1, math.isqrt(n) + 1) if n // a <= 200 * a), key=lambda a: (a * (n // a), a), default=1
         )
         size = ((n // a) * factor, a * factor)
-    elif (tiles := _tiles(spec)) is not None:  # a grid of more tiles than max_tiles is never chosen
+    elif (tiles := tile_cap(spec)) is not None:  # a grid of more tiles than max_tiles is never chosen
         t, n = r.INTERNVL_TILE, tiles + 1
         size = max(((c * t, q * t) for c in range(1, n) for q in range(1, n)), key=lambda s: (rule(*s), -s[0] * s[1]))
     elif spec.startswith("fixed:"):
@@ -121,7 +122,7 @@ def fewer_tokens(spec: str, images: int, seq_len: int) -> str:
     tail = "give --tokens-per-image, or raise --seq-len"
     if spec in PIXEL_RULES:
         return f"lower --max-pixels, {tail}"
-    tiles = _tiles(spec)
+    tiles = tile_cap(spec)
     if tiles is not None:
         fit = next((n for n in range(tiles - 1, 0, -1) if images * worst_case(f"internvl:{n}")[0] <= seq_len), None)
         cap = f"--image-rule internvl:{fit}" if fit else "fewer --images (one tile an image is still over)"

@@ -1,7 +1,7 @@
 """DPO padding-free (TRL 0.14-0.28's `padding_free`, ms-swift's `--padding_free`): chosen and rejected rows run as one
 packed row (probes/rl_sim.py), its phases measured on real CPU tensors and traced on fake ones, against
 planner/estimate/rl.py's phases within 5%; a 2-layer Llama of vocabulary 4,096 (tests/probes/test_rl.py's FULL), fp32,
-2 pairs x 96 tokens, accumulation 2, the flash stand-in (recipe.knobs.FLASH_STANDIN)."""
+2 pairs x 96 tokens, accumulation 2, the flash stand-in (recipe.attention.FLASH_STANDIN)."""
 
 import pytest
 

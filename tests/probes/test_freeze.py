@@ -13,10 +13,16 @@ LLaMA-Pro (--trained-layout interleaved: 4 blocks of qwen2.5-0.5b's 24 layers): 
 checkpointed 3,956.3 planned 3,991.4 (+0.9%; bf16-pure 3,615.0 planned 3,614.7, -0.01%); real CPU step of debug-llama
 (2 of 4 layers, bf16-pure) 149.0 MiB, planned 150.4 (+0.9%). LLaMA-Factory's own step (probes/lf_freeze_step.py in its
 venv: its prepare_model_for_training and _setup_freeze_tuning, 2 x 512, checkpointed): the last 1 of 4 trained
-118.53 MiB planned 120.34 (+1.5%), LLaMA-Pro 2 of 4 bf16-pure 126.71 planned 126.63 (-0.06%), the recipe's build
-byte-equal to both (before it kept the embedding's output requiring a gradient, as transformers'
+118.53 MiB planned 120.34 (+1.5%), the first 1 of 4 145.74 planned 147.52 (+1.2%), LLaMA-Pro 2 of 4 bf16-pure 126.71
+planned 126.63 (-0.06%), the recipe's build
+byte-equal to each (before it kept the embedding's output requiring a gradient, as transformers'
 gradient_checkpointing_enable leaves it: 120.03 and 144.59 bf16 AMP). Tolerance: 3% against the CPU step (debug-llama's
-tiny layers make the logits' rounding a larger share), 1% against the sim; never more than 0.5% under."""
+tiny layers make the logits' rounding a larger share), 1% against the sim; never more than 0.5% under.
+ms-swift's LLaMA-Pro (--tuner_type llamapro, --trained-layout inserted; probes/swift_llamapro.py and
+swift_freeze_step.py in its venv): its own Swift.prepare_model on qwen2.5-0.5b's config, 4 blocks: 28 layers,
+59,649,536 parameters trained and 494,032,768 frozen, the plan's to the element; its step of debug-llama with 2 blocks
+(2 x 512, bf16-pure, checkpointed) 122.41 MiB, the recipe's build the same, planned 122.34 (-0.06%); the sim at full
+depth, qwen2.5-0.5b with 4 blocks, 2 x 512: 3,117.3 MiB, planned 3,117.1 (-0.006%)."""
 
 import json
 import os
@@ -28,6 +34,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 from planner.config.spec import GIB, Knobs
+from planner.estimate.freeze import trained_layer_ids
 from planner.estimate.memory import breakdown
 from planner.estimate.setup import Setup
 from planner.estimate.state_terms import params_bytes
@@ -59,6 +66,17 @@ def test_the_trained_layers_and_their_bytes_are_the_plans(name, precision):
     assert 0 < trained < frozen
 
 
+def test_the_builds_inserted_blocks_are_the_plans():
+    """--trained-layout inserted (recipe.model._with_inserted_blocks): qwen2.5-0.5b with 4 blocks built at 28 layers,
+    the blocks at 6, 13, 20, 27 trained (ms-swift's places), its counts and bytes the plan's."""
+    knobs = Knobs(trained_layers=4, trained_layout="inserted", precision="bf16-pure", framework="swift")
+    model, s = _built("qwen2.5-0.5b", knobs), Setup(load_model("qwen2.5-0.5b"), knobs, 1, 1, 64)
+    trained = {n.split(".")[2] for n, p in model.named_parameters() if p.requires_grad}
+    assert model.config.num_hidden_layers == 28 and trained == {"6", "13", "20", "27"}
+    assert sum(p.numel() for p in model.parameters() if p.requires_grad) == trainable_params(s)
+    assert sum(p.numel() * p.element_size() for p in model.parameters()) == params_bytes(s)
+
+
 def _in_venv(variable: str, script: str, *args: str):
     """A probe's JSON answer, run under the framework's venv that `variable` names (skipped without one)."""
     python = os.environ.get(variable)
@@ -76,11 +94,13 @@ def _in_venv(variable: str, script: str, *args: str):
     return json.loads(run.stdout.strip().splitlines()[-1])  # its logger may print before
 
 
-def test_llamafactorys_own_freeze_tuning_is_the_builds():
+@pytest.mark.parametrize("count,layout", [(2, "last"), (-2, "first")])
+def test_llamafactorys_own_freeze_tuning_is_the_builds(count, layout):
+    """freeze_trainable_layers 2 and -2 (the first 2 layers: model/adapter.py:91-92) against --trained-layout."""
     theirs = _in_venv(
-        "MEMPLAN_LLAMAFACTORY_PYTHON", "probes/lf_freeze.py", json.dumps(load_model("debug-llama").config), "2"
+        "MEMPLAN_LLAMAFACTORY_PYTHON", "probes/lf_freeze.py", json.dumps(load_model("debug-llama").config), str(count)
     )
-    model = _built("debug-llama", Knobs(trained_layers=2, precision="bf16"))
+    model = _built("debug-llama", Knobs(trained_layers=2, precision="bf16", trained_layout=layout))
     ours = {n: [str(p.dtype).removeprefix("torch."), p.requires_grad] for n, p in model.named_parameters()}
     assert theirs == ours
     assert {d for d, trained in theirs.values() if trained} == {"float32"}
@@ -89,7 +109,10 @@ def test_llamafactorys_own_freeze_tuning_is_the_builds():
 LF_STEPS = [  # (knobs, within): LLaMA-Factory's own step, checkpointed as it checkpoints (reentrant, trained layers only)
     ({"trained_layers": 1, "checkpointing": "full"}, 0.03),  # measured +1.5%
     ({"trained_layers": 2, "trained_layout": "interleaved", "checkpointing": "full", "precision": "bf16-pure"}, 0.01),
-]  # measured -0.06% (84 KiB; full fine-tuning bf16-pure checkpointed is 74 KiB under too: not freeze's; floor 0.5%)
+    # measured -0.06% (84 KiB; full fine-tuning bf16-pure checkpointed is 74 KiB under too: not freeze's; floor 0.5%)
+    # the first 1 of 4 (freeze_trainable_layers -1), bf16 AMP: 145.74 MiB, planned 147.52 (+1.2%)
+    ({"trained_layers": 1, "trained_layout": "first", "checkpointing": "full"}, 0.03),
+]
 
 
 def test_llamafactorys_own_step_is_the_builds_and_the_plans():
@@ -112,23 +135,42 @@ def test_llamafactorys_own_step_is_the_builds_and_the_plans():
 def test_swifts_own_checkpointing_is_the_builds_and_the_plans():
     """ms-swift's checkpointing of a frozen model (probes/swift_freeze_step.py: its _fix_gradient_checkpointing and
     _prepare_gradient_checkpointing, enable_input_require_grads among them): the recipe's build holds the same peak,
-    and the plan is within 1% of it, never more than 0.5% under. Measured: debug-llama 2 x 512, the last 2 of 4,
+    and the plan is within 1% of it, never more than 0.5% under (LLaMA-Pro's inserted blocks too: recipe.model
+    _with_inserted_blocks). Measured: debug-llama 2 x 512, the last 2 of 4,
     bf16-pure, checkpointed: 118.64 MiB, planned 118.57 (-0.06%: 74 KiB, as full fine-tuning's bf16-pure checkpointed
-    step of debug-llama is)."""
+    step of debug-llama is); LLaMA-Pro's 2 blocks inserted by ms-swift's tuner (6 layers): 122.41 MiB, planned 122.34
+    (-0.06%)."""
     spec = load_model("debug-llama")
     kw = {"trained_layers": 2, "checkpointing": "full", "precision": "bf16-pure", "framework": "swift"}
-    (got,) = _in_venv(
+    pro = {**kw, "trained_layout": "inserted"}  # --tuner_type llamapro: 2 blocks inserted by ms-swift's own tuner
+    steps = _in_venv(
         "MEMPLAN_SWIFT_PYTHON",
         "probes/swift_freeze_step.py",
         json.dumps(spec.config),
-        f"[{json.dumps(kw)}]",
+        json.dumps([kw, pro]),
         "2",
         "512",
     )
-    assert got["ours"] == got["swift"]
-    planned = breakdown(Setup(spec, Knobs(**kw), 2, 1, 512), 80 * GIB).peak_allocated_bytes
-    assert planned == pytest.approx(got["swift"], rel=0.01)
-    assert planned >= got["swift"] * 0.995
+    for knobs, got in zip((kw, pro), steps, strict=True):
+        assert got["ours"] == got["swift"]
+        planned = breakdown(Setup(spec, Knobs(**knobs), 2, 1, 512), 80 * GIB).peak_allocated_bytes
+        assert planned == pytest.approx(got["swift"], rel=0.01)
+        assert planned >= got["swift"] * 0.995
+
+
+def test_swifts_own_llamapro_trains_the_planned_blocks():
+    """ms-swift's --tuner_type llamapro on qwen2.5-0.5b's config (probes/swift_llamapro.py: its Swift.prepare_model
+    with LLaMAProConfig on the meta device): 4 blocks inserted after every 6 of its 24 layers, at 6, 13, 20 and 27 of
+    the 28, and the parameters it leaves trainable and frozen are the plan's to the element (measured 59,649,536 and
+    494,032,768), all in bf16."""
+    spec = load_model("qwen2.5-0.5b")
+    got = _in_venv("MEMPLAN_SWIFT_PYTHON", "probes/swift_llamapro.py", json.dumps(spec.config), "4")
+    knobs = Knobs(trained_layers=4, trained_layout="inserted", precision="bf16-pure", framework="swift")
+    s = Setup(spec, knobs, 1, 1, 512)
+    assert got["layers"] == s.model.text.layers == 28
+    assert got["trained_ids"] == list(trained_layer_ids(28, 4, "inserted")) == [6, 13, 20, 27]
+    assert (got["trained"], got["frozen"]) == (trainable_params(s), frozen_params(s))
+    assert got["trained"] == 4 * spec.params_by_role()["layer"] // 24 and got["dtypes"] == ["bfloat16"]
 
 
 @pytest.mark.parametrize(
@@ -152,6 +194,9 @@ def test_a_real_cpu_step_is_the_plans_peak(precision, layout, within):
     assert planned < full
 
 
+SWIFT_PRO = {"trained_layout": "inserted", "checkpointing": "full", "precision": "bf16-pure", "framework": "swift"}
+
+
 @pytest.mark.parametrize(
     "name,micro,knobs,within",
     [
@@ -168,6 +213,8 @@ def test_a_real_cpu_step_is_the_plans_peak(precision, layout, within):
         # LLaMA-Pro: 4 blocks of 24, the 15 frozen layers between them saved whole, the blocks checkpointed (+0.9%)
         ("qwen2.5-0.5b", 2, {"trained_layers": 4, "trained_layout": "interleaved"}, 0.01),
         ("qwen2.5-0.5b", 2, {"trained_layers": 4, "trained_layout": "interleaved", "checkpointing": "full"}, 0.01),
+        # ms-swift's LLaMA-Pro: 4 blocks inserted into the 24 layers (28 built), checkpointed, bf16-pure (-0.006%)
+        ("qwen2.5-0.5b", 2, {**SWIFT_PRO, "trained_layers": 4}, 0.01),
     ],
 )
 def test_the_sim_at_full_depth_is_the_plans_peak(name, micro, knobs, within):

@@ -1,5 +1,5 @@
 """gptqmodel's real GPTQ and AWQ layers (7.7.0, in their own venv: tools/fwenv.sh gptqmodel) against
-planner.estimate.quant and the sim's stand-ins (recipe.knobs.GptqStandIn): what the layers store, and what a training
+planner.estimate.quant and the sim's stand-ins (recipe.quant.GptqStandIn): what the layers store, and what a training
 step saves for backward. Skipped where MEMPLAN_GPTQMODEL_PYTHON names no such venv (`make test` sets it)."""
 
 import json
@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 from planner.estimate import quant
-from recipe.knobs import GptqStandIn
+from recipe.quant import GptqStandIn
 
 K, N, ROWS = 1024, 768, 256
 SCRIPT = Path(__file__).with_name("gptqmodel_layers.py")

@@ -57,7 +57,7 @@ def test_analytic_peak_within_3_percent_of_the_sim(name, precision, kw, mb, seq)
     ids=lambda k: ",".join(f"{a}={b}" for a, b in k.items()),
 )
 def test_sim_of_the_knob_matches_real_cpu_steps(kw):
-    """The knob as the probes run it (recipe/knobs.py), real tensors on the CPU vs fake ones, traced at 3 and 4
+    """The knob as the probes run it (recipe/checkpointing.py, loss.py, attention.py), real tensors on the CPU vs fake ones, traced at 3 and 4
     (every-2: 4 and 6) layers and read at 8."""
     cfg = dict(model_config("debug-llama"), num_hidden_layers=8)
     case = Case(cfg, Knobs.make(precision="fp32", **kw), 2, 1, 128)
@@ -79,12 +79,12 @@ LORA_CASES = [  # LoRA's terms, pinned as the change they make to the peak again
     ("llama-3.2-1b", "fp32", {"quant": "int8", "lora_targets": "attention"}),  # only unadapted groups' inputs
     ("llama-3.2-1b", "bf16", {"quant": "int8", "checkpointing": "every-4"}),  # every input in checkpointed layers
     ("llama-3.2-1b", "bf16", {"quant": "int8", "checkpointing": "offload"}),  # the offload hooks miss them too
-    # GPTQ/AWQ as gptqmodel trains them (recipe.knobs.GptqStandIn, AwqStandIn); the bundled trainer refuses them
+    # GPTQ/AWQ as gptqmodel trains them (recipe.quant.GptqStandIn, AwqStandIn); the bundled trainer refuses them
     ("llama-3.2-1b", "bf16", {"quant": "gptq", "framework": "hf"}),  # every dequantized weight saved
     ("llama-3.2-1b", "bf16", {"quant": "gptq", "framework": "hf", "checkpointing": "full"}),  # one layer's
     ("llama-3.2-1b", "fp16", {"quant": "awq", "framework": "hf"}),  # inputs saved, weight repeated per row
     ("llama-3.2-1b", "fp16", {"quant": "awq", "framework": "hf", "checkpointing": "full"}),
-    # compressed-tensors and HQQ as transformers 4.57 runs them (recipe.knobs.CtStandIn, HqqStandIn; the layers'
+    # compressed-tensors and HQQ as transformers 4.57 runs them (recipe.prequant.CtStandIn, HqqStandIn; the layers'
     # bytes pinned to the real ones in tests/probes/test_prequant.py)
     ("llama-3.2-1b", "bf16", {"quant": "ct-w4a16", "framework": "hf", "release": "4.54"}),  # the dense copies
     ("llama-3.2-1b", "bf16", {"quant": "hqq", "framework": "hf", "release": "4.54"}),  # fp32 dequantization
@@ -123,7 +123,7 @@ def test_lora_terms_change_the_peak_as_the_sim_measures(name, precision, kw):
     ids=lambda k: ",".join(f"{a}={b}" for a, b in k.items()),
 )
 def test_lora_sim_matches_real_cpu_steps(kw):
-    """Quantized bases: the sim's stand-ins (recipe.knobs.Linear4bitStandIn, Linear8bitStandIn) against
+    """Quantized bases: the sim's stand-ins (recipe.quant.Linear4bitStandIn, Linear8bitStandIn) against
     bitsandbytes' real Linear4bit and Linear8bitLt on the CPU, where its CPU backend imports. (On the CPU a training
     Linear8bitLt runs MatMul8bitFp, which dequantizes in forward too but keeps its input as MatMul8bitLt does.)"""
     if "quant" in kw:
@@ -161,7 +161,7 @@ def test_int8_storage_is_bitsandbytes():
     import torch
 
     from planner.estimate import quant
-    from recipe.knobs import _bnb_linear8
+    from recipe.quant import _bnb_linear8
 
     q = _bnb_linear8(torch.nn.Linear(1024, 768, bias=False, dtype=torch.bfloat16))
     stored = q.weight.numel() * q.weight.element_size() + q.weight.SCB.numel() * q.weight.SCB.element_size()

@@ -58,13 +58,15 @@ FRAMEWORK = Framework(
         "lora_base_fp32",
         "frozen",
         "trained_layers",  # freeze tuning (planner.estimate.freeze)
-        "trained_layout",  # last, or LLaMA-Pro's interleaved blocks (use_llama_pro)
         "cp_attention",
         "eval_batch",
         "eval_logits_steps",
         "save_weights",
     ),
     runs={
+        # last, first (a negative freeze_trainable_layers), LLaMA-Pro's interleaved blocks (use_llama_pro on a
+        # checkpoint scripts/llama_pro.py expanded); no blocks inserted at load (ms-swift's --tuner_type llamapro)
+        "trained_layout": ("last", "interleaved", "first"),
         # use_galore, use_apollo and use_muon (hparams/finetuning_args.py:263-350, 503-506; train/trainer_utils.py:
         # 200-370, 498-524)
         "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, "muon"),

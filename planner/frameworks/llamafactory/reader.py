@@ -192,23 +192,26 @@ def _method(c: Collector, f: dict[str, Flag], r) -> bool:
 
 def _freeze(c: Collector, f: dict[str, Flag], r) -> None:
     """finetuning_type freeze: the last freeze_trainable_layers decoder layers trained in full (model/adapter.py:89-90;
-    num_layer_trainable, 3 by default at v0.5.3 src/llmtuner/hparams/finetuning_args.py:25-26); the first N layers
-    (a negative count, :91-92), some modules of a layer or extra modules trained are refused in one line."""
+    num_layer_trainable, 3 by default at v0.5.3 src/llmtuner/hparams/finetuning_args.py:25-26), the first N for a
+    negative count (:91-92; v0.5.3 src/llmtuner/model/adapter.py:61-62 the same); none (0), LLaMA-Pro's blocks
+    counted negatively (no layer trained: :80-88's stride is negative), some modules of a layer or extra modules
+    trained are refused in one line."""
     n, src = look(c, f, "trained_layers")
     if r.name == "0.5" and KEYS.key("trained_layers") not in f:
         n, src = 3, default(LF, "v0.5.3 src/llmtuner/hparams/finetuning_args.py:25-26", "num_layer_trainable 3")
-    count = as_int(n)
-    if count is None or count <= 0:
-        tuners.refuse(src, f"freeze tuning of the first {-(count or 0)} layers (backward through every layer above)")
+    count, pro = as_int(n), f.get(KEYS.key("trained_layout"))
+    if not count or (count < 0 and pro and as_bool(pro.value)):
+        tuners.refuse(src, f"freeze tuning with freeze_trainable_layers {n} (no layer trained)")
     modules, msrc = look(c, f, "freeze_modules")
     if str(modules).strip().lower() not in ("all", "none"):
         tuners.refuse(msrc, f"freeze tuning of some modules of a layer ({modules})")
     extra = f.get(KEYS.key("freeze_extra"))
     if extra and extra.value:
         tuners.refuse(extra.source, f"freeze tuning with extra modules trained ({extra.value})")
-    c.number("trained_layers", count, src, KEYS.key("trained_layers"))
-    pro = f.get(KEYS.key("trained_layout"))
-    if pro and as_bool(pro.value):  # model/adapter.py:80-88: every (layers/N)-th layer of the expanded checkpoint
+    c.number("trained_layers", abs(count), src, KEYS.key("trained_layers"))
+    if count < 0:  # model/adapter.py:91-92: the first -N layers
+        c.set("trained_layout", "first", src, KEYS.key("trained_layers"))
+    elif pro and as_bool(pro.value):  # model/adapter.py:80-88: every (layers/N)-th layer of the expanded checkpoint
         c.set("trained_layout", "interleaved", pro.source, KEYS.key("trained_layout"))
 
 

@@ -26,7 +26,9 @@ from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
 from planner.frameworks.llamafactory import FRAMEWORK
 from planner.frameworks.llamafactory.keys import KEYS
-from planner.frameworks.llamafactory.releases import TRAIN_BASH, takes, writes_pixels
+from planner.frameworks.llamafactory.releases import TRAIN_BASH, takes
+from planner.frameworks.llamafactory.releases import writes_pixels as line_writes_pixels
+from planner.frameworks.llamafactory.writer_media import media_entries
 from planner.frameworks.llamafactory.writer_optim import matrix_optimizer_entries
 from planner.model.catalog import checkpoints
 from planner.model.lora_targets import peft_target_modules
@@ -42,7 +44,7 @@ Entry = tuple[str, object, str]  # key, value, trailing comment ("" for none)
 
 
 def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> dict[str, str]:
-    """{file name: text}: the training YAML (`goal`: image_entries) and the DeepSpeed JSON (ZeRO) or accelerate
+    """{file name: text}: the training YAML (`goal`: writer_media) and the DeepSpeed JSON (ZeRO) or accelerate
     config (FSDP) it names."""
     check(plan)
     out = {CONFIG_NAME: train_yaml(plan, model, hw, seq_len, goal)}
@@ -113,7 +115,7 @@ def train_yaml(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: G
     sections = {
         "model": model_entries(plan, model),
         "method": method_entries(plan, model),
-        "dataset": dataset_entries(plan, seq_len) + image_entries(plan, goal),
+        "dataset": dataset_entries(plan, seq_len) + media_entries(plan, goal, keys_of(plan)),
         "output": output_entries(plan, model),
         "train": train_entries(plan),
     }
@@ -194,8 +196,10 @@ def method_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
             "",
         ),
     ]
-    if plan.trained_layers:  # model/adapter.py:89-90: the last N layers trained, the rest frozen in half precision
-        out.append((*k("trained_layers", plan.trained_layers), "the last N decoder layers trained"))
+    if plan.trained_layers:  # model/adapter.py:89-92: the last N layers trained (the first -N), the rest frozen
+        first = plan.trained_layout == "first"
+        n, what = (-plan.trained_layers, "first") if first else (plan.trained_layers, "last")
+        out.append((*k("trained_layers", n), f"the {what} {plan.trained_layers} decoder layers trained"))
         out.append((*k("freeze_modules", "all"), "every module of those layers (v0.5 requires the key)"))
         if plan.trained_layout == "interleaved":  # the checkpoint scripts/llama_pro.py expanded
             out.append((*k("trained_layout", plan.trained_layout), "LLaMA-Pro: every (layers/N)-th layer trained"))
@@ -269,15 +273,12 @@ def dataset_entries(plan: Plan, seq_len: int) -> list[Entry]:
     return out + [("preprocessing_num_workers", 16, ""), ("dataloader_num_workers", 4, "")]
 
 
-def image_entries(plan: Plan, goal: Goal | None) -> list[Entry]:
-    """The pixel bounds the images were planned within (Goal.pixels), LF's resize before its processor (data/
-    mm_plugin.py:218-235); unwritten, its default 768 x 768 (model_args.py:305)."""
-    if goal is None or goal.pixels is None or not writes_pixels(plan.release):
-        return []
-    out = [(*keys_of(plan)("max_pixels", goal.pixels[1]), "the pixel cap each image was planned at")]
-    return out + (
-        [(*keys_of(plan)("min_pixels", goal.pixels[0]), "")] if takes("image_min_pixels", plan.release) else []
-    )
+def writes_pixels(plan: Plan) -> bool:
+    """Whether the plan's YAML takes the images' and the videos' caps (writer_media; planner.export.launch asks)."""
+    return line_writes_pixels(plan.release)
+
+
+writes_video = writes_pixels
 
 
 def output_entries(plan: Plan, model: ModelSpec) -> list[Entry]:

@@ -34,6 +34,15 @@ def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal |
     return {SCRIPT_NAME: script(plan, model, hw)}
 
 
+def writes_pixels(plan: Plan) -> bool:
+    """No file of OpenRLHF 0.11.2 takes an image's pixel bounds, so the note says the cap (planner.export.launch): its
+    VLM path calls the model's own AutoProcessor (utils/utils.py:59) with no pixel kwargs (utils/vlm_utils.py:106,
+    `processor(text=[prompt], images=pil_images, ...)`), and train_ppo_ray's image flags are --data.image_key and
+    --data.max_images_per_prompt only (cli/train_ppo_ray.py:607-611): the bounds are the checkpoint's
+    preprocessor_config.json."""
+    return False
+
+
 def command(plan: Plan, hw: Hardware) -> str:
     if plan.workload.kind in ONE_TRAINER:
         return f"bash {ONE_TRAINER[plan.workload.kind][0]}"

@@ -77,7 +77,7 @@ FRAMEWORK = Framework(
         "lora_targets",
         "lora_train_embeddings",
         "lora_dropout",
-        "trained_layers",  # --freeze_parameters_ratio 1 --trainable_parameters (reader_freeze.py)
+        "trained_layers",  # --freeze_parameters_ratio 1 --trainable_parameters; --tuner_type llamapro (reader_freeze)
         "lora_base_fp32",
         "lora_vision",
         "frozen",
@@ -117,7 +117,9 @@ FRAMEWORK = Framework(
         # kto (rlhf_trainers/kto_trainer.py: the KL batch without grad first, :53, then the rows, :58-61)
         # --task_type (ms-swift 4.6 swift/arguments/base_args/model_args.py:72; decision is not planned)
         "task": ("causal-lm", "seq-cls", "embedding", "reranker", "generative-reranker"),
-        "trained_layout": ("last",),  # LLaMA-Pro's interleaved blocks: --tuner_type llamapro is refused (tuners)
+        # --trainable_parameters' last or first layers; --tuner_type llamapro's blocks inserted at load (reader_freeze);
+        # no checkpoint another script expanded is read as LLaMA-Pro's (it is full freeze tuning's to ms-swift)
+        "trained_layout": ("last", "first", "inserted"),
         "context_parallel": ("off",),  # ring attention comes inside --sequence_parallel_size, with flash-attn
     },
     defaults={

@@ -43,6 +43,10 @@ KEYS = Table(
     # freeze tuning (reader_freeze.py): every parameter frozen, the last layers' prefixes trainable (tuner_args.py:116-120)
     Key("freeze_ratio", "freeze_parameters_ratio"),
     Key("trained_layers", "trainable_parameters"),
+    # LLaMA-Pro (--tuner_type llamapro; reader_freeze.read_llamapro): its new blocks and their groups, the same names
+    # at every line (v2.5.2 argument.py:760-761; v3.0.0 swift/llm/argument/tuner_args.py:183-184; tuner_args.py:185-186)
+    Key("llamapro_blocks", "llamapro_num_new_blocks", 4, f"{S}tuner_args.py:185"),
+    Key("llamapro_groups", "llamapro_num_groups"),  # tuner_args.py:186: None, the blocks' count
     Key("lora_alpha", "lora_alpha"),  # tuner_args.py:134
     # v2.5.2 argument.py:896, 2.x's older name of target_modules (:689)
     Key("lora_targets", "target_modules", "all-linear", f"{S}tuner_args.py:126", renames={"2": "lora_target_modules"}),

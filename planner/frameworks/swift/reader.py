@@ -79,6 +79,7 @@ def read(
     tasks.read_swift(c, f, env, where)
     media.vision(c, f, env, where, lora)
     media.image(c, env, where, release)
+    media.video(c, env, where, release)
     for field in ("zero_stage", "fsdp"):
         key = KEYS.key(field)
         if key in f:
@@ -108,6 +109,10 @@ def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
     if tuner == "full":
         c.set("lora_rank", 0, src, f"--{key}")
         swift_freeze.read_freeze(c, f)  # --freeze_parameters_ratio 1 with the top layers trainable: freeze tuning
+        return False
+    if tuner == "llamapro":  # new blocks inserted and trained, the rest frozen: freeze tuning's terms
+        c.set("lora_rank", 0, src, f"--{key}")
+        swift_freeze.read_llamapro(c, f, src, f"--{key}")
         return False
     variant = str(tuner).strip().lower() if str(tuner).strip().lower() in TUNER_RANK else ""
     if tuner != "lora" and not variant:

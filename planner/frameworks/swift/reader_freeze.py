@@ -9,13 +9,18 @@ model's --torch_dtype (no upcast of the trained ones: tuner.py:403-409).
 Planned as freeze tuning (--trained-layers N) where the trained parameters are exactly the last N decoder layers of a
 text model: every parameter frozen (--freeze_parameters_ratio 1) and --trainable_parameters naming the layers
 (model.layers.I.). Any other split (a ratio under 1 trains the final norm and the head beside the top layers; a
-regex) is refused in one line."""
+regex) is refused in one line; the first N layers (model.layers.0. .. N-1.) as --trained-layout first.
+
+LLaMA-Pro (--tuner_type llamapro, 3.x --train_type; read_llamapro): N new blocks inserted at load, one after every
+layers/N layers, the new ones trained and every other parameter frozen (planner.estimate.freeze.expanded_model, read
+at 4.6.0 swift/tuners/llamapro.py and v3.0.0's): --trained-layers N --trained-layout inserted."""
 
 from __future__ import annotations
 
 import re
 
 from planner.frameworks.swift.keys import KEYS
+from planner.frameworks.swift.reader_rl import get
 from planner.intake import tuners
 from planner.intake.collect import Collector, as_float, as_names, one
 from planner.intake.flags import Flag
@@ -52,6 +57,22 @@ def read_freeze(c: Collector, f: dict[str, Flag]) -> None:
     layers = int((cfg.get("text_config") or cfg).get("num_hidden_layers") or 0)  # the model's config.json
     trained = trained_layers(as_names(f["trainable_parameters"].value), layers)
     src = f["trainable_parameters"].source
-    if not trained or trained != set(range(layers - len(trained), layers)):
-        tuners.refuse(src, "trainable parameters other than the last decoder layers (model.layers.I.)")
+    bottom = bool(trained) and trained == set(range(len(trained))) and len(trained) < layers
+    if not trained or (trained != set(range(layers - len(trained), layers)) and not bottom):
+        tuners.refuse(src, "trainable parameters other than the last or the first decoder layers (model.layers.I.)")
     c.number("trained_layers", len(trained), f"{first}; {src}", "--" + KEYS.key("trained_layers"))
+    if bottom:
+        c.set("trained_layout", "first", src, "--" + KEYS.key("trained_layers"))
+
+
+def read_llamapro(c: Collector, f: dict[str, Flag], src: str, key: str) -> None:
+    """--llamapro_num_new_blocks N (4 by default) -> --trained-layers N --trained-layout inserted. Its groups, where
+    they differ from N, decide how many blocks go in (one after every layers // groups: llamapro.py:61, :90) and are
+    refused in one line."""
+    row = KEYS["llamapro_blocks"]
+    n, nsrc = get(f, row.key, row.default, row.cite)
+    groups = f.get(KEYS.key("llamapro_groups"))
+    if groups is not None and one(groups.value) not in (None, "None", "none") and str(one(groups.value)) != str(n):
+        tuners.refuse(groups.source, f"LLaMA-Pro's new blocks in {one(groups.value)} groups, not one a block")
+    c.number("trained_layers", n, f"{nsrc}; {src}", f"--{row.key}")
+    c.set("trained_layout", "inserted", src, key)

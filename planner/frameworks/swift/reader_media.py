@@ -1,16 +1,17 @@
 """ms-swift's images (planner/frameworks/swift/reader.py hands each run's flags and environment here): the ViT's and
 aligner's freeze switches and what all-linear LoRA reaches in the ViT, one image a row at MAX_PIXELS or the cap
-qwen_vl_utils leaves, and what each release's --max_length counts of it (planner.frameworks.swift.RELEASES). Video
-frames are said, not planned. Cited in the 4.6.0 wheel (swift/...) and at the older tags named."""
+qwen_vl_utils leaves, and what each release's --max_length counts of it (planner.frameworks.swift.RELEASES); one
+video a row where the environment sets its frame sampling (FPS, FPS_MAX_FRAMES). Cited in the 4.6.0 wheel (swift/...) and at the older tags named."""
 
 from __future__ import annotations
 
 from planner.frameworks.swift.keys import KEYS
 from planner.frameworks.swift.reader_rl import look
 from planner.intake import modelconfig, models
-from planner.intake.collect import Collector, as_bool, as_int, default
+from planner.intake.collect import Collector, as_bool, as_float, as_int, assumption, default
 from planner.intake.flags import Flag
 from planner.model import image_rules, images, xcomposer
+from planner.model import video_rules as vr
 
 QWEN_VL_UTILS_MAX_PIXELS = 16384 * 28 * 28
 
@@ -18,9 +19,20 @@ VISION_KEYS = (
     KEYS.key("frozen_vision"),
     KEYS.key("frozen_projector"),
     "MAX_PIXELS",
+    "MIN_PIXELS",
     "VIDEO_MAX_PIXELS",
+    "VIDEO_MIN_PIXELS",
+    "FPS",
     "FPS_MAX_FRAMES",
 )
+# a video's settings (writer_media: ms-swift's environment over qwen_vl_utils' constants) and their defaults there,
+# the video processor's (qwen-vl-utils 0.0.10 src/qwen_vl_utils/vision_process.py:30-35; planner.model.video_rules)
+VIDEO_ENV = {
+    "video_min_pixels": ("VIDEO_MIN_PIXELS", vr.MIN_PIXELS, 30),
+    "video_max_pixels": ("VIDEO_MAX_PIXELS", vr.MAX_PIXELS, 31),
+    "fps": ("FPS", vr.FPS, 33),
+    "max_frames": ("FPS_MAX_FRAMES", vr.MAX_FRAMES, 35),
+}
 
 
 def vision(c: Collector, f: dict[str, Flag], env: dict[str, str], where: str, lora: bool) -> None:
@@ -39,9 +51,6 @@ def vision(c: Collector, f: dict[str, Flag], env: dict[str, str], where: str, lo
         c.fact("frozen", frozen, f"{vsrc}; {asrc}; {lsrc}", KEYS.flag("frozen_vision"))
         if note:
             c.note(f"{asrc} ({note.replace('projector', 'aligner').replace('tower', 'ViT')})")
-    for key in ("VIDEO_MAX_PIXELS", "FPS_MAX_FRAMES"):
-        if key in env:
-            c.note(f"{where} {key}={env[key]} (video frames are not planned; rows planned with one image)")
 
 
 def image(c: Collector, env: dict[str, str], where: str, release) -> None:
@@ -54,7 +63,8 @@ def image(c: Collector, env: dict[str, str], where: str, release) -> None:
     assumed (planned text only, the headline says so). Derived again from a --model given beside the files."""
     given = as_int(env.get("MAX_PIXELS"))
     text = release.means("swift_max_length_counts") == "text"
-    if not given and not text:
+    tiled = "MAX_NUM" in env and _family(c) == "internvl"
+    if not given and not text and not tiled:
         return
     own = _own_image(c, env, where, release)
     if own is not None:
@@ -88,13 +98,19 @@ def image(c: Collector, env: dict[str, str], where: str, release) -> None:
     _inserted(c, n, f"{how} (one image a row: {pixels} // {per})", "MAX_PIXELS", release, text)
 
 
+def _family(c: Collector) -> str | None:
+    """The image rule of the reading's model's family (planner.model.images), None where the model is not known."""
+    return images.family_rule(str(c.model.config.get("model_type"))) if c.model is not None else None
+
+
 def _own_image(c: Collector, env: dict[str, str], where: str, release) -> tuple[int, str, str] | None:
-    """(tokens, source, key) of one image for the remote-code VLMs whose image is not a pixel budget's: MiniCPM-V's
-    slices, at max_slice_nums from the environment or the processor's 9 (v2.5.2 swift/llm/utils/template.py:3700-3711,
-    get_env_args('max_slice_nums'); the placeholder's markers, about two tokens a slice, are not counted);
+    """(tokens, source, key) of one image for the VLMs whose image is not a pixel budget's: InternVL's tiles up
+    to MAX_NUM (4.6.0 swift/template/templates/internvl.py:28, v3.0.0 swift/llm/template/template/internvl.py:40);
+    MiniCPM-V's slices, at max_slice_nums from the environment or the processor's 9 (v2.5.2
+    swift/llm/utils/template.py:3700-3711, get_env_args('max_slice_nums'); the placeholder's markers, about two tokens
+    a slice, are not counted);
     InternLM-XComposer2's image resized to img_size (template.py:2276, vis_processor), a token a patch."""
-    mt = str(c.model.config.get("model_type")) if c.model is not None else ""
-    if images.family_rule(mt) == "minicpm-v":
+    if _family(c) == "minicpm-v":
         k = as_int(env.get("MAX_SLICE_NUMS")) or image_rules.MINICPMV_MAX_SLICES
         how = (
             f"{where} MAX_SLICE_NUMS={k}"
@@ -105,6 +121,12 @@ def _own_image(c: Collector, env: dict[str, str], where: str, release) -> tuple[
         )
         n = image_rules.minicpmv_worst_tokens(k)
         return n, f"{how} (one image a row: the whole and {k} slices, 64 queries each)", "MAX_SLICE_NUMS"
+    if _family(c) == "internvl" and "MAX_NUM" in env:
+        k = as_int(env["MAX_NUM"])
+        if k is not None and 1 <= k <= 64:  # memplan's InternVL rule counts up to 64 tiles
+            n = images.worst_case(images.tile_rule(k))[0]
+            why = f"one image a row, up to {k} tiles and the thumbnail (swift/template/templates/internvl.py:28)"
+            return n, f"{where} MAX_NUM={k} ({why})", "MAX_NUM"
     n = xcomposer.image_tokens(c.model.config) if c.model is not None else None
     if n is not None:
         size = c.model.config.get("img_size", 490)
@@ -126,3 +148,39 @@ def _inserted(c: Collector, n: int, how: str, key: str, release, text: bool) -> 
             "inserts the image's tokens: planner.frameworks.swift.RELEASES)",
             KEYS.flag("seq_len"),
         )
+
+
+def video(c: Collector, env: dict[str, str], where: str, release) -> None:
+    """One video a row where the environment sets its frame sampling (FPS or FPS_MAX_FRAMES; the dataset says how
+    many), at the worst case of the settings given or qwen_vl_utils' (VIDEO_ENV), for a Qwen2-VL / Qwen2.5-VL model:
+    its frames within VIDEO_MIN_PIXELS / VIDEO_MAX_PIXELS, from 4.0 also within 90% of 128,000 tokens' pixels
+    (VIDEO_TOTAL_PIXELS, v4.0.0 swift/model/models/qwen.py:657-659). Up to 3.3 the video's tokens are inserted after
+    --max_length's text and a line says so; a cap alone, or another model, is a line too."""
+    given = [f"{where} {k}={env[k]}" for k, _, _ in VIDEO_ENV.values() if k in env]
+    if not given:
+        return
+    said = "; ".join(given)
+    mt = str(c.model.config.get("model_type", "")) if c.model is not None else ""
+    if not {"FPS", "FPS_MAX_FRAMES"} & set(env) or not vr.has_rule(mt):
+        c.note(f"{said} (video frames are not planned: no frame sampling set, or not a Qwen2-VL / Qwen2.5-VL model)")
+        return
+    if release.means("swift_max_length_counts") == "text":
+        c.note(f"{said} (ms-swift {release.name}.x inserts the video's tokens after --max_length: not planned)")
+        return
+    c.set("videos", 1, assumption(f"{said}: one video a row, the dataset decides; give --videos N"), "videos")
+    for field, (k, fallback, line) in VIDEO_ENV.items():
+        value = env.get(k, fallback)
+        cite = f"src/qwen_vl_utils/vision_process.py:{line}, no {k} in the environment"
+        src = f"{where} {k}={value}" if k in env else default("qwen-vl-utils 0.0.10", cite, f"{k} {value}")
+        c.set(field, as_float(value) if field == "fps" else as_int(value), src, k)
+    if release.name == "4":  # VIDEO_TOTAL_PIXELS: set beside VIDEO_MAX_PIXELS, else qwen_vl_utils' own, the same
+        cite = "v4.0.0 swift/model/models/qwen.py:657-659; qwen-vl-utils 0.0.10 src/qwen_vl_utils/vision_process.py:40"
+        what = "each frame within an even share of 90% of 128,000 tokens' pixels"
+        c.set("video_pixel_cap", True, default("ms-swift v4.0.0 .. 4.6.0", cite, what), "VIDEO_TOTAL_PIXELS")
+    low, high = c.setting("video_min_pixels"), c.setting("video_max_pixels")
+    if high.value < low.value:  # qwen_vl_utils lifts a cap under the floor (src/qwen_vl_utils/vision_process.py:289)
+        why = f"under VIDEO_MIN_PIXELS {low.value}: qwen_vl_utils raises it to 1.05 x that, qwen-vl-utils 0.0.10 "
+        c.set("video_max_pixels", int(low.value * 1.05), f"{high.source} ({why}vision_process.py:289)", high.key)
+    if "MAX_PIXELS" not in env:  # the default image stood for the rows' media
+        c.drop("image_tokens")
+        c.derived.pop("image_tokens", None)

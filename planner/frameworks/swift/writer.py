@@ -33,9 +33,11 @@ from planner.config import zerobuckets
 from planner.config.knobfields import CT_QUANTS
 from planner.config.spec import Goal, Hardware, Plan
 from planner.estimate import recipe_terms
+from planner.estimate.freeze import trained_layer_ids
 from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
 from planner.frameworks.swift.keys import KEYS, TUNER_RANK, VERA_DROPOUT
+from planner.frameworks.swift.writer_media import media_env, writes_media
 from planner.frameworks.swift.writer_optim import optimizer_flags
 from planner.model.catalog import checkpoints
 from planner.model.lora_targets import peft_target_modules, peft_target_parameters
@@ -50,7 +52,7 @@ Flag = tuple[str, object]  # flag name without "--", a value or a list of values
 
 
 def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> dict[str, str]:
-    """{file name: text}: the launch script (MAX_PIXELS where the images were planned at a pixel cap, `goal`) and,
+    """{file name: text}: the launch script (the media caps the plan was sized at, `goal`: writer_media) and,
     where no swift preset matches the plan, its DeepSpeed / FSDP JSON."""
     check(plan)
     out = {SCRIPT_NAME: script(plan, model, hw, seq_len, goal)}
@@ -74,16 +76,12 @@ def check(plan: Plan) -> None:
     check_plan("swift", plan)
 
 
-def writes_pixels(line: str) -> bool:
-    """Every line's script takes the image cap as MAX_PIXELS (planner.export.launch.pixels_note)."""
-    return True
+writes_pixels = writes_tiles = writes_video = writes_media  # planner.export.launch asks (writer_media)
 
 
 def script(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> str:
     sub = ["swift", "sft"] if plan.workload.kind == "sft" else ["swift", "rlhf"]
-    # each image's pixel cap (Goal.pixels), read from the environment by ms-swift's Qwen-VL templates
-    # (swift/model/models/qwen.py:758-770); unset, qwen_vl_utils' 12,845,056 (reader_media)
-    cap = [("MAX_PIXELS", str(goal.pixels[1]))] if goal is not None and goal.pixels else []
+    cap = media_env(goal, plan.release)  # the images' and videos' caps (writer_media; unset, qwen_vl_utils')
     lines = [f"{k}={v} \\" for k, v in [*env(hw, plan), *cap]] + [" ".join(sub) + " \\"]
     flags = flag_list(plan, model, seq_len)
     for i, (name, value) in enumerate(flags):
@@ -185,10 +183,12 @@ def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
     k = KEYS.pair
     tuner = KEYS.key("lora", plan.knobs.release)  # 3.x: train_type (the release)
     if not plan.lora_rank:
+        if plan.trained_layout == "inserted":  # LLaMA-Pro's new blocks (reader_freeze.read_llamapro)
+            return [(tuner, "llamapro"), k("llamapro_blocks", plan.trained_layers)]
         out: list[Flag] = [(tuner, "full")]
-        if plan.trained_layers:  # every parameter frozen, the last layers trainable (reader_freeze.py)
-            top = range(model.text.layers - plan.trained_layers, model.text.layers)
-            out += [k("freeze_ratio", 1), k("trained_layers", [f"model.layers.{i}." for i in top])]
+        if plan.trained_layers:  # every parameter frozen, the last (or first) layers trainable (reader_freeze.py)
+            ids = trained_layer_ids(model.text.layers, plan.trained_layers, plan.trained_layout)
+            out += [k("freeze_ratio", 1), k("trained_layers", [f"model.layers.{i}." for i in ids])]
         if model.vision is not None:  # swift freezes both by default
             out += [k("frozen_vision", "vision" in plan.frozen), k("frozen_projector", "projector" in plan.frozen)]
             out += [k("frozen_language", True)] if "language" in plan.frozen else []

@@ -247,6 +247,9 @@ FORK_ENTRY = {"r1-v": "src/r1-v/src/open_r1/grpo.py", "vlm-r1": "src/open-r1-mul
 # the pixel bounds each image is resized within, GRPOScriptArguments' own flags (R1-V grpo.py:43-50, VLM-R1
 # grpo_jsonl.py:89-96; the trainers set them on the Qwen-VL processor): unwritten, each image may reach 12,845,056
 FORK_PIXELS = ("--min_pixels", "--max_pixels")
+# an InternVL image's tile cap, VLM-R1's own flag (grpo_jsonl.py:97-100 max_anyres_num, default 12, which its InternVL
+# module passes as max_num: vlm_modules/internvl_module.py:66-67,95); R1-V trains Qwen-VL models only
+FORK_TILES = {"vlm-r1": "--max_anyres_num"}
 
 
 def grpo_fork(framework: str, release: str | None, kind: str) -> str | None:

@@ -43,6 +43,25 @@ def read(c: Collector, f: dict[str, Flag], near) -> None:
     _split(c, f)
     _roles(c, f, near)
     _sharding(c, f)
+    _images(c, f)
+
+
+MM = "data.mm_processor_kwargs."  # the processor's kwargs (0.9.1 trainer/config/data/legacy_data.yaml:121-122)
+
+
+def _images(c: Collector, f: dict[str, Flag]) -> None:
+    """The processor's pixel bounds (writer_rl.media_overrides): one image a row within them (the dataset says how
+    many), its tokens part of data.max_prompt_length (the agent loop refuses a longer prompt:
+    experimental/agent_loop/agent_loop.py:351-360). Only both bounds set the Qwen-VL processor's size (transformers
+    5.10.4 models/qwen2_vl/image_processing_qwen2_vl.py:132-133): one alone is a line."""
+    low, high = f.get(MM + "min_pixels"), f.get(MM + "max_pixels")
+    if low is None or high is None:
+        if low or high:
+            c.note(f"{(low or high).source} (one bound alone leaves the processor's size: not planned)")
+        return
+    c.set("images", 1, f"{high.source} (memplan assumption: one image a row, the dataset decides)", "images")
+    c.set("min_pixels", as_int(one(low.value)), low.source, MM + "min_pixels")
+    c.set("max_pixels", as_int(one(high.value)), high.source, MM + "max_pixels")
 
 
 def _split(c: Collector, f: dict[str, Flag]) -> None:

@@ -58,9 +58,16 @@ Override = tuple[str, object]  # Hydra key (a leading + adds a key the config la
 def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> dict[str, str]:
     """{file name: text}: the launch script, which is its own launcher (an RL plan: main_ppo's, export.verl_rl)."""
     if plan.knobs.role_run:
-        return verl_rl.files(plan, model, hw)
+        return verl_rl.files(plan, model, hw, goal)
     check(plan, model)
     return {SCRIPT_NAME: script(plan, model, hw, seq_len)}
+
+
+def writes_pixels(plan: Plan) -> bool:
+    """Whether the script takes the images' pixel bounds (planner.export.launch asks): an RL plan's at the newest line
+    (writer_rl.media_overrides); verl 0.9.1's SFT dataset sizes each image within its row's own image dict
+    (qwen_vl_utils' fetch_image, utils/dataset/vision_utils.py:22-36; multiturn_sft_dataset.py:276), no config key."""
+    return bool(plan.knobs.role_run) and verl_rl.writes_pixels(plan.release)
 
 
 def command(plan: Plan, hw: Hardware) -> str:

@@ -17,8 +17,8 @@ mini-batch is ppo_mini_batch_size x rollout.n samples, split over world / Ulysse
 
 from __future__ import annotations
 
-from planner.config.spec import Hardware, Plan
-from planner.frameworks import check_plan
+from planner.config.spec import Goal, Hardware, Plan
+from planner.frameworks import FRAMEWORKS, check_plan
 from planner.frameworks.verl.keys import KEYS
 from planner.model import catalog
 from planner.model.modelspec import ModelSpec
@@ -32,8 +32,8 @@ ENTROPY_COEFF = 0.001  # an entropy term's coefficient when the plan computes on
 Override = tuple[str, object]
 
 
-def files(plan: Plan, model: ModelSpec, hw: Hardware) -> dict[str, str]:
-    return {SCRIPT_NAME: script(plan, model, hw)}
+def files(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal | None = None) -> dict[str, str]:
+    return {SCRIPT_NAME: script(plan, model, hw, goal)}
 
 
 def command(plan: Plan, hw: Hardware) -> str:
@@ -70,9 +70,9 @@ def headline(plan: Plan, hw: Hardware) -> str:
     )
 
 
-def script(plan: Plan, model: ModelSpec, hw: Hardware) -> str:
+def script(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal | None = None) -> str:
     check(plan)
-    pairs = overrides(plan, model, hw)
+    pairs = overrides(plan, model, hw) + media_overrides(plan, goal)
     lines = [
         "#!/bin/bash",
         (
@@ -117,6 +117,26 @@ def overrides(plan: Plan, model: ModelSpec, hw: Hardware) -> list[Override]:
         (KEYS.key("nodes"), hw.nodes),
         (KEYS.key("gpus_per_node"), hw.gpus_per_node),
         ("trainer.logger", "[console]"),
+    ]
+
+
+def writes_pixels(line: str) -> bool:
+    """Whether the line's script takes the images' pixel bounds (planner.export.launch): the newest line's, pinned to
+    0.9.1, whose data.mm_processor_kwargs the v0.7.0 config lacks (trainer/config/data/legacy_data.yaml there)."""
+    return line in ("", FRAMEWORKS["verl"].newest.name)
+
+
+def media_overrides(plan: Plan, goal: Goal | None) -> list[Override]:
+    """The pixel bounds each image was planned within (Goal.pixels) as the processor's kwargs, data.mm_processor_kwargs
+    ({} by default: 0.9.1 trainer/config/data/legacy_data.yaml:121-122), which the agent loop's token builder passes to
+    the processor call that makes the actor's pixel_values (utils/tokenizer/continuous_token.py:447,1169-1180;
+    experimental/agent_loop/agent_loop.py:243,252); transformers' Qwen2-VL image processor takes them as its size when
+    both are given (5.10.4 models/qwen2_vl/image_processing_qwen2_vl.py:132-133)."""
+    if goal is None or goal.pixels is None or not writes_pixels(plan.release):
+        return []
+    return [
+        ("+data.mm_processor_kwargs.min_pixels", goal.pixels[0]),
+        ("+data.mm_processor_kwargs.max_pixels", goal.pixels[1]),
     ]
 
 

@@ -203,7 +203,7 @@ def test_headlines_stay_on_one_line_and_each_reason_once():
 def test_rejected_reasons_that_differ_only_in_their_figures_are_one_row():
     """Issue 30 item 3: the 72B suggest gave 7 of its 12 rejected rows the same host-RAM reason, each with
     its own GiB figure."""
-    from planner.cli.render import rejected_table
+    from planner.cli.render_search import rejected_table
 
     r = planner(*QWEN_72B, "--global-batch", "256", "--seq-len", "4096", "--evidence", "analytic", "--json")
     assert r.returncode == 3, r.stderr

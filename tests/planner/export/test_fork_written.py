@@ -77,9 +77,67 @@ def test_a_fork_plan_without_a_pixel_cap_says_the_scripts_cap_is_not_the_plans()
 )
 def test_a_vlm_plans_pixel_cap_is_written_and_read_back(framework, config, tmp_path):
     """LLaMA-Factory's image_max_pixels (unwritten: 768 x 768, 752 tokens) and ms-swift's MAX_PIXELS (unwritten:
-    12,845,056, 16,384 tokens) carry the plan's cap: the files read back at the plan's 512 image tokens."""
+    12,845,056, 16,384 tokens) carry the plan's cap, image_min_pixels / MIN_PIXELS its lower bound: the files read
+    back at the plan's 512 image tokens."""
     body = {**BODY, "framework": framework, "seq_len": 2048, "evidence": "analytic", **IMAGES}
     res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
     plan, (model, hw, goal) = res.plans[0], res.context
     launch.emit(plan, hw, model, str(tmp_path), goal.seq_len, goal)
     assert intake.read([str(tmp_path / config)]).request["image_tokens"] == goal.image_tokens == 512
+    low = {"llamafactory": "image_min_pixels: 3136", "swift": "\nMIN_PIXELS=3136 "}[framework]  # the lower bound too
+    assert low in (tmp_path / config).read_text()
+
+
+VIDEO = {"videos": 1, "max_frames": 16, "fps": 1.0, "video_max_pixels": 200704, "video_min_pixels": 50176}
+
+
+@pytest.mark.parametrize(
+    ("framework", "config"), [("llamafactory", "llamafactory_train.yaml"), ("swift", "swift_train.sh")]
+)
+def test_a_video_plans_caps_are_written_and_read_back(framework, config, tmp_path):
+    """A video a row, 16 frames of at most 256 x 28 x 28 pixels (2,048 tokens; unwritten, LF samples up to 128 frames
+    of 256 x 256 and ms-swift up to 768 of 768 x 28 x 28): the files carry the frame caps and fps (LF's video_*
+    keys, ms-swift's VIDEO_* / FPS* environment) and read back as the same video, checked at the same tokens."""
+    body = {**BODY, "framework": framework, "seq_len": 4096, "evidence": "analytic", **VIDEO}
+    res = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
+    plan, (model, hw, goal) = res.plans[0], res.context
+    assert (goal.video, goal.image_tokens) == ((50176, 200704, 1.0, 16), 2048)
+    launch.emit(plan, hw, model, str(tmp_path), goal.seq_len, goal)
+    back = intake.read([str(tmp_path / config)]).request
+    assert {k: back[k] for k in VIDEO} == VIDEO and "image_tokens" not in back
+    checked = advise.check(advise.parse(advise.CheckRequest, {**back, "gpu": "h100"}))
+    assert checked.context[2].image_tokens == goal.image_tokens
+
+
+def test_an_internvl_plans_tile_cap_is_written_and_read_back(tmp_path):
+    """VLM-R1's InternVL module tiles each image up to --max_anyres_num (unwritten, 12 tiles: 3,330 tokens); a plan at
+    6 tiles (7 x 256 + 2 = 1,794 tokens) writes it and reads back at the same rule and tokens."""
+    body = {
+        "model": "internvl2.5-8b",
+        "images": 1,
+        "image_rule": "internvl:6",
+        "workload": {**GRPO, "max_prompt_length": 2048},
+    }
+    plan, (model, hw, goal) = suggested("trl@vlm-r1", **body)
+    assert (goal.tiles, goal.pixels, goal.image_tokens) == (6, None, 1794)
+    assert flag(words_after(plan.launch.command, FORK_ENTRY["vlm-r1"]), "--max_anyres_num") == "6"
+    assert plan.launch.note is None or "max_pixels" not in plan.launch.note
+    launch.emit(plan, hw, model, str(tmp_path), goal.seq_len, goal)
+    back = intake.read([str(tmp_path / "launch.sbatch")]).request
+    assert (back["image_rule"], back["images"]) == ("internvl:6", 1)
+    checked = advise.check(advise.parse(advise.CheckRequest, {**back, "gpu": "h100"}))
+    assert checked.context[2].image_tokens == goal.image_tokens
+
+
+def test_ms_swifts_tile_cap_is_written_and_read_back_and_lf_says_it_has_none(tmp_path):
+    """ms-swift's InternVL template tiles each image up to MAX_NUM (unwritten, 12): the script carries the plan's 6 and
+    reads back at the same 1,794 tokens; LLaMA-Factory's YAML has no tile key, so its plan says so."""
+    body = {**BODY, "model": "internvl2.5-8b", "seq_len": 4096, "evidence": "analytic", "images": 1}
+    body["image_rule"] = "internvl:6"
+    res = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": "swift"}), with_nearest=False)
+    plan, (model, hw, goal) = res.plans[0], res.context
+    launch.emit(plan, hw, model, str(tmp_path), goal.seq_len, goal)
+    assert "\nMAX_NUM=6 " in (tmp_path / "swift_train.sh").read_text()
+    assert intake.read([str(tmp_path / "swift_train.sh")]).request["image_tokens"] == goal.image_tokens == 1794
+    res = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": "llamafactory"}), with_nearest=False)
+    assert "each image is planned within 6 tiles: llamafactory's files here set no such cap" in res.plans[0].launch.note

@@ -38,6 +38,8 @@ VLM_FULL = {
     "attention": "flash",
     "loss": "fused",
 }
+# an image and a video a row at caps that are not the frameworks' defaults: the files carry them (writer_media)
+MEDIA = {"images": 1, "max_pixels": 401408, "videos": 1, "max_frames": 16, "fps": 1.0, "video_max_pixels": 200704}
 
 # each framework's plans: DoRA under ZeRO-3 (axolotl: FSDP) with the embeddings trained, LoRA + ZeRO-3 over two
 # nodes, QLoRA GRPO (LLaMA-Factory: QLoRA SFT), full DPO with ZeRO-2 and optimizer offload, a VLM's full FSDP run with
@@ -69,7 +71,15 @@ CASES = {
         "kto_lora": {"lora_rank": 8, "checkpointing": "full", "workload": KTO},
         "freeze": {"trained_layers": 4, "checkpointing": "full", "zero": 2},
         "llama_pro": {"trained_layers": 4, "trained_layout": "interleaved", "checkpointing": "full"},
-        "vlm_fsdp": {**VLM_FULL, "checkpointing": "offload", "frozen": "vision", "micro_batch": 1, "nodes": 2},
+        "freeze_first": {"trained_layers": 2, "trained_layout": "first", "checkpointing": "full"},
+        "vlm_fsdp": {
+            **VLM_FULL,
+            **MEDIA,
+            "checkpointing": "offload",
+            "frozen": "vision",
+            "micro_batch": 1,
+            "nodes": 2,
+        },
         "vlm_projector_only": {
             "model": "qwen2.5-vl-7b",
             "zero": 2,
@@ -90,6 +100,12 @@ CASES = {
         "galore_8bit": {**MATRIX, "optimizer": "galore-adamw-8bit", "optimizer_targets": "q_proj,v_proj"},
         "muon": {**MATRIX, "optimizer": "muon"},
         "freeze": {"trained_layers": 4, "precision": "bf16-pure", "checkpointing": "full"},
+        "llama_pro": {
+            "trained_layers": 4,
+            "trained_layout": "inserted",
+            "precision": "bf16-pure",
+            "checkpointing": "full",
+        },
         "dora": {
             "lora_rank": 16,
             "lora_variant": "dora",
@@ -123,7 +139,7 @@ CASES = {
         "kto_full_z2": {"zero": 2, "checkpointing": "full", "workload": KTO},
         # KTO padding-free (swift/arguments/rlhf_args.py:710-717 lists kto; no sequence parallel for it, :719-725)
         "kto_packed": {"zero": 2, "checkpointing": "full", "workload": KTO, "batching": "packed", "attention": "flash"},
-        "vlm_fsdp": {**VLM_FULL, "checkpointing": "off"},
+        "vlm_fsdp": {**VLM_FULL, **MEDIA, "checkpointing": "off"},
         "vlm_llm_frozen": {
             "model": "qwen2.5-vl-7b",
             "zero": 2,
@@ -191,23 +207,29 @@ MODULES = {"llamafactory": llamafactory, "swift": swift, "axolotl": axolotl}
 
 def planned(framework: str, **fields):
     """A plan made by the real planner for `framework` (advise.check), with its model, hardware and seq_len."""
+    plan, model, hw, goal = planned_goal(framework, **fields)
+    return plan, model, hw, goal.seq_len
+
+
+def planned_goal(framework: str, **fields):
+    """planned's plan, model and hardware, and its goal (the images' and videos' caps the files write)."""
     body = {**BASE, "framework": framework, **fields}
     if "workload" in body:
         body.pop("seq_len")  # RL rows are planned from the workload's lengths
     result = advise.check(advise.parse(advise.CheckRequest, body))
     model, hw, goal = result.context
-    return result.plan, model, hw, goal.seq_len
+    return result.plan, model, hw, goal
 
 
 def written(framework: str, case: str, folder: Path, fields: dict | None = None) -> SimpleNamespace:
     """The case's files written into folder/case (`fields`: a case not in CASES; `framework` may name a release
     line, NAME@LINE): its plan, hardware and that folder (dir)."""
-    plan, model, hw, seq_len = planned(framework, **(fields or CASES[framework][case]))
+    plan, model, hw, goal = planned_goal(framework, **(fields or CASES[framework][case]))
     d = folder / case
     d.mkdir(parents=True)
-    for name, text in MODULES[framework.partition("@")[0]].files(plan, model, hw, seq_len).items():
+    for name, text in MODULES[framework.partition("@")[0]].files(plan, model, hw, goal.seq_len, goal).items():
         (d / name).write_text(text)
-    return SimpleNamespace(plan=plan, hw=hw, dir=d)
+    return SimpleNamespace(plan=plan, hw=hw, dir=d, goal=goal)
 
 
 def swift_flags(text: str) -> tuple[dict, list[str], dict]:
@@ -257,6 +279,10 @@ def test_llamafactory_freeze_tuning_writes_its_trained_layers_and_reads_them_bac
     assert pro.cfg["use_llama_pro"] is True and pro.cfg["freeze_trainable_layers"] == 4
     back = intake.read([str(pro.dir / llamafactory.CONFIG_NAME)]).request
     assert (back["trained_layers"], back["trained_layout"]) == (4, "interleaved")
+    first = lf("freeze_first", tmp_path)  # a negative count: the first 2 layers (model/adapter.py:91-92)
+    assert first.cfg["freeze_trainable_layers"] == -2 and "use_llama_pro" not in first.cfg
+    back = intake.read([str(first.dir / llamafactory.CONFIG_NAME)]).request
+    assert (back["trained_layers"], back["trained_layout"]) == (2, "first")
     old = tmp_path / "old.yaml"
     old.write_text(
         "model_name_or_path: Qwen/Qwen2.5-7B\nstage: sft\nfinetuning_type: freeze\nnum_layer_trainable: 4\n"
@@ -327,6 +353,18 @@ def test_llamafactory_vlm_fsdp_runs_under_accelerate(tmp_path):
     assert acc["distributed_type"] == "FSDP" and acc["num_processes"] == 16 and acc["num_machines"] == 2
     assert acc["fsdp_config"]["fsdp_version"] == 2 and acc["fsdp_config"]["fsdp_offload_params"] is True
     assert acc["fsdp_config"]["fsdp_activation_checkpointing"] is False  # LF checkpoints the model itself
+    # the caps LF's defaults are not (768 x 768, 256 x 256 a frame, 128 frames: writer_media), its parser checks them
+    media = (
+        "image_max_pixels",
+        "image_min_pixels",
+        "video_max_pixels",
+        "video_min_pixels",
+        "video_fps",
+        "video_maxlen",
+    )
+    assert [cfg[k] for k in media] == [401408, 3136, 200704, 100352, 1.0, 16]
+    back = intake.read([str(d / llamafactory.CONFIG_NAME)]).request
+    assert (back["videos"], back["video_max_pixels"], back["fps"], back["max_frames"]) == (1, 200704, 1.0, 16)
     assert llamafactory.command(plan, hw) == (
         "accelerate launch --config_file accelerate_fsdp_config.yaml --machine_rank $NODE_RANK --main_process_ip "
         "$MASTER_ADDR --main_process_port $MASTER_PORT src/train.py llamafactory_train.yaml"
@@ -434,7 +472,8 @@ def test_swift_qlora_grpo_with_colocated_vllm(tmp_path):
 
 def test_swift_freeze_tuning_writes_its_trainable_layers_and_reads_them_back(tmp_path):
     """--tuner_type full, every parameter frozen and the last 4 layers' prefixes trainable (tuner.py:403-409); read
-    back, --trained-layers 4. A ratio under 1 (the head trained too), a regex or a layer not at the top are refused."""
+    back, --trained-layers 4. A ratio under 1 (the head trained too), a regex or a layer neither at the top nor the
+    bottom are refused."""
     w = sw("freeze", tmp_path)
     assert (w.f["tuner_type"], w.f["freeze_parameters_ratio"]) == ("full", "1")
     assert w.f["trainable_parameters"] == [f"model.layers.{i}." for i in range(24, 28)]  # Qwen2.5-7B's 28 layers
@@ -442,7 +481,7 @@ def test_swift_freeze_tuning_writes_its_trainable_layers_and_reads_them_back(tmp
     base = "swift sft --model Qwen/Qwen2.5-7B --tuner_type full --max_length 1024 "
     for flags, says in (
         ("--freeze_parameters_ratio 0.5", "a share of the parameters frozen"),
-        ("--freeze_parameters_ratio 1 --trainable_parameters model.layers.0.", "other than the last decoder layers"),
+        ("--freeze_parameters_ratio 1 --trainable_parameters model.layers.5.", "other than the last or the first"),
         ("--trainable_parameters_regex 'layers\\.27'", "by a regex"),
     ):
         path = tmp_path / "t.sh"
@@ -543,6 +582,18 @@ def test_swift_vlm_fsdp_with_offload_writes_its_fsdp_json(tmp_path):
     assert f["fsdp"] == swift.FSDP_NAME
     cfg = json.loads((d / swift.FSDP_NAME).read_text())
     assert cfg["fsdp"] == "full_shard auto_wrap offload" and cfg["fsdp_config"]["activation_checkpointing"] is False
+    # ms-swift's environment over qwen_vl_utils' caps (writer_media): the plan's, not 12,845,056 and 602,112 pixels
+    media = {k: w.env[k] for k in ("MAX_PIXELS", "MIN_PIXELS", "VIDEO_MAX_PIXELS", "FPS", "FPS_MAX_FRAMES")}
+    assert media == {
+        "MAX_PIXELS": "401408",
+        "MIN_PIXELS": "3136",
+        "VIDEO_MAX_PIXELS": "200704",
+        "FPS": "1",
+        "FPS_MAX_FRAMES": "16",
+    }
+    assert w.goal.video == (100352, 200704, 1.0, 16)  # 16 frames: at most 16 x 256 / 2 = 2,048 tokens
+    back = intake.read([str(d / swift.SCRIPT_NAME)]).request
+    assert (back["videos"], back["video_max_pixels"], back["fps"], back["max_frames"]) == (1, 200704, 1.0, 16)
 
 
 def test_swift_presets_where_they_are_the_plan(tmp_path):

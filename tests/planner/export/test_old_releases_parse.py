@@ -52,7 +52,8 @@ VL_GRPO = {
     "grpo-vl-7b": {"model": "qwen2.5-vl-7b", **GRPO},
 }
 OWN_KINDS = {
-    "llamafactory": FSDP,
+    # freeze tuning of the first 2 layers: a negative freeze_trainable_layers (num_layer_trainable to v0.7.0)
+    "llamafactory": FSDP | {"freeze-first": {"trained_layers": 2, "trained_layout": "first", "seq_len": 1024}},
     "hf": FSDP | HSDP,
     "trl": HSDP,
     "r1-v": VL_GRPO,
@@ -63,6 +64,8 @@ OWN_KINDS = {
         "vera": {"lora_rank": 64, "lora_variant": "vera", "lora_targets": "v_proj", "seq_len": 1024},
         # --train_type adapter --adapter_length (v3.12.6 swift/llm/argument/tuner_args.py:192-193)
         "adapter": {"lora_rank": 64, "lora_variant": "adapter", "seq_len": 1024},
+        # --train_type llamapro --llamapro_num_new_blocks (v3.0.0 swift/llm/argument/tuner_args.py:183-184)
+        "llamapro": {"trained_layers": 4, "trained_layout": "inserted", "precision": ["bf16-pure"], "seq_len": 1024},
     },
 }
 RANKED = {("llamafactory", "0.9.3"): {"fsdp"}, ("llamafactory", "0.9.4"): {"fsdp"}, ("hf", "4"): {"fsdp"}}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from planner import advise
+from planner import advise, intake
 from planner.errors import BadInput
 from planner.export import launch
 from planner.export.keys import script_flags
@@ -37,6 +37,16 @@ CASES = {
                 "roles": {"max_tokens_per_gpu": 8192, "rollout_tp": 2, "offload": ["actor-params", "actor-optimizer"]},
             },
         },
+        # a VLM's images within the processor's pixel bounds: data.mm_processor_kwargs (writer_rl.media_overrides)
+        "grpo_vlm": {
+            "model": "qwen2.5-vl-3b",
+            "micro_batch": 2,
+            "grad_accum": 2,
+            "fsdp": "full",
+            "images": 1,
+            "max_pixels": 401408,
+            "workload": {"kind": "grpo", **RL, "max_prompt_length": 1024},
+        },
     },
     "openrlhf": {
         "grpo_colocate": {
@@ -63,7 +73,7 @@ def written(framework: str, case: str, folder: Path):
     body = {**BASE, "framework": framework, **CASES[framework][case]}
     result = advise.check(advise.parse(advise.CheckRequest, body))
     model, hw, goal = result.context
-    files = launch.files(result.plan, hw, model, goal.seq_len)
+    files = launch.files(result.plan, hw, model, goal.seq_len, goal)
     d = folder / case
     d.mkdir(parents=True)
     for name, text in files.items():
@@ -83,6 +93,21 @@ def test_verl_keys_carry_the_roles_and_the_split(tmp_path):
         keys[a + "actor.fsdp_config.param_offload"] == "true" and keys[a + "rollout.tensor_model_parallel_size"] == "2"
     )
     assert "critic.model.path" not in keys  # GRPO has no critic
+
+
+def test_verl_writes_the_images_pixel_bounds_and_reads_them_back(tmp_path):
+    """A Qwen2.5-VL GRPO plan's images at most 401,408 pixels (512 tokens; unwritten, the processor's 12,845,056 and
+    16,384 tokens) are the processor's kwargs, and read back as the same images at the same tokens and split."""
+    plan, path = written("verl", "grpo_vlm", tmp_path)
+    words = shlex.split(path.read_text().replace("\\\n", " "), comments=True)
+    assert (
+        "+data.mm_processor_kwargs.max_pixels=401408" in words and "+data.mm_processor_kwargs.min_pixels=3136" in words
+    )
+    back = intake.read([str(path)]).request
+    assert (back["images"], back["min_pixels"], back["max_pixels"]) == (1, 3136, 401408)
+    checked = advise.check(advise.parse(advise.CheckRequest, {**back, "gpu": "h100"}))
+    assert checked.context[2].image_tokens == 512 and (checked.plan.micro_batch, checked.plan.grad_accum) == (2, 2)
+    assert plan.launch.note is None or "pixel" not in plan.launch.note
 
 
 def test_openrlhf_flags_place_each_role(tmp_path):

@@ -50,3 +50,44 @@ def test_llama_pro_needs_the_layers_divisible_by_its_blocks():
     base = {"model": "qwen2.5-0.5b", "gpu": "h100", "micro_batch": 1, "seq_len": 256, "trained_layers": 5}
     with pytest.raises(Exception, match="divisible"):
         advise.check(advise.parse(advise.CheckRequest, {**base, "trained_layout": "interleaved"}))
+
+
+FIRST = """### model
+model_name_or_path: Qwen/Qwen2.5-7B-Instruct
+
+### method
+stage: sft
+do_train: true
+finetuning_type: freeze
+freeze_trainable_layers: -2
+freeze_trainable_modules: all
+
+### dataset
+dataset: identity,alpaca_en_demo
+template: qwen
+cutoff_len: 2048
+
+### train
+per_device_train_batch_size: 1
+gradient_accumulation_steps: 8
+learning_rate: 1.0e-5
+bf16: true
+"""
+
+
+def test_a_negative_count_reads_as_the_first_layers(tmp_path):
+    """freeze_trainable_layers -2: the first 2 layers trained (model/adapter.py:91-92)."""
+    path = tmp_path / "qwen_freeze_first.yaml"
+    path.write_text(FIRST)
+    r = intake.read([str(path)]).request
+    assert (r["trained_layers"], r["trained_layout"], r["lora_rank"]) == (2, "first", 0)
+
+
+def test_the_first_layers_put_every_frozen_layer_above_in_backwards_path():
+    """The same 2 trained layers of Qwen2.5-7B's 28: the first 2 leave 26 frozen layers in backward's path (never
+    checkpointed by LLaMA-Factory), the last 2 none; the trained parameters are the same."""
+    spec = load_model("qwen2.5-7b")
+    first = Setup(spec, Knobs(trained_layers=2, trained_layout="first", checkpointing="full"), 1, 1, 2048)
+    last = Setup(spec, Knobs(trained_layers=2, checkpointing="full"), 1, 1, 2048)
+    assert trainable_params(first) == trainable_params(last) == spec.params_by_role()["layer"] // 14
+    assert activations_bytes(first) > activations_bytes(last) + 26 * GIB // 10

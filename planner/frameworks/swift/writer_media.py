@@ -1,0 +1,34 @@
+"""The images' and videos' environment of a plan's ms-swift script (writer.py): the pixel bounds each image was planned
+within (Goal.pixels) and, for a plan with --videos (Goal.video), each frame's bounds, the fps and the most frames
+sampled, so that the script runs the plan and not qwen_vl_utils' defaults. ms-swift reads them from the environment
+by their upper-case names over qwen_vl_utils' module constants (get_env_args, swift/utils/utils.py:267-280):
+4.6.0 swift/model/models/qwen.py:708-754 patch_qwen_vl_utils (min_pixels, max_pixels, video_min_pixels,
+video_max_pixels, fps as a float, fps_max_frames; with VIDEO_MAX_PIXELS it sets VIDEO_TOTAL_PIXELS to 90% of 128,000
+tokens' pixels, :711-713, which only lowers a long video's frames); the same keys at v3.3.0 swift/llm/model/model/
+qwen.py:495-502. An InternVL image's tile cap is MAX_NUM (4.6.0 swift/template/templates/internvl.py:28, default 12;
+v3.0.0 swift/llm/template/template/internvl.py:40). v3.0.0 reads FPS as an int (swift/llm/template/vision_utils.py:288), so the 3 line is written a
+whole fps only."""
+
+from __future__ import annotations
+
+from planner.config.spec import Goal, Plan
+
+
+def writes_media(plan: Plan) -> bool:
+    """Every written line's script takes the images' pixel and tile caps and the videos' (planner.export.launch)."""
+    return True
+
+
+def media_env(goal: Goal | None, line: str = "") -> list[tuple[str, str]]:
+    """[(name, value)] of the image caps (pixels or tiles), then the video's."""
+    if goal is None:
+        return []
+    out = [("MAX_PIXELS", str(goal.pixels[1])), ("MIN_PIXELS", str(goal.pixels[0]))] if goal.pixels else []
+    out += [("MAX_NUM", str(goal.tiles))] if goal.tiles else []
+    if goal.video is None:
+        return out
+    low, high, fps, frames = goal.video
+    out += [("VIDEO_MAX_PIXELS", str(high)), ("VIDEO_MIN_PIXELS", str(low))]
+    if fps == int(fps) or line != "3":
+        out.append(("FPS", f"{fps:g}"))
+    return out + [("FPS_MAX_FRAMES", str(frames))]
