@@ -15,8 +15,10 @@ What moved between them:
 - the transformers it pins, whose Trainer's optim default decides the optimizer step's temporary: >=4.37.2 (v0.5 ..
   v0.7.1 requirements.txt:1-2), >=4.41.2 (v0.8), <=4.45.0 (v0.9.0), <=4.46.1 (v0.9.1), <=4.49.0 (v0.9.2), <=4.52.4 (v0.9.3), all
   releases whose default is adamw_torch (torch's foreach AdamW: transformers 4.47.0 training_args.py:1273, 4.53.0
-  :1281); v0.9.4 4.51.0-4.57.1 (pyproject.toml:44), either side of 4.54's adamw_torch_fused (planned as foreach, the
-  hungrier); v0.9.5 >=4.55.0 (pyproject.toml:43): adamw_torch_fused on torch >= 2.8.
+  :1281); v0.9.4 4.51.0-4.57.1 (pyproject.toml:44), which pip resolves to 4.57.1 (tools/fwenv_old.sh lf-0.9.4), whose
+  default is adamw_torch_fused on torch >= 2.8 (4.57.1 training_args.py:1292-1299): the newest's; a file whose keys
+  show a transformers before 4.53 (evaluation_strategy: frameworks.hf.old_optim_default) runs adamw_torch; v0.9.5
+  >=4.55.0 (pyproject.toml:43) the same. The guard: tests/planner/frameworks/llamafactory/test_line_defaults.py.
 - keys renamed: dpo_beta / dpo_loss became pref_beta / pref_loss at v0.8.0 (keys.py renames), sft_packing became
   packing at v0.6.0; flash_attn took a bool through v0.6.3 (False: eager), off/sdpa/fa2/auto from v0.7.0, disabled
   for off from v0.8.3 (keys.py OLD_FLASH_ATTN, read and written); the keys only some releases take (SPANS) narrow the
@@ -36,10 +38,10 @@ FOREACH = Default(
 
 
 def _at(tag: str, pins: str, cut: str = "", targets: Default | None = None) -> dict[str, Default]:
-    """The defaults of a line read at `tag`: the optimizer its transformers pin (`pins`) runs, cutoff_len 1024 at
-    data_args.py:`cut`, and lora_target's where it differs from "all"."""
+    """The defaults of a line read at `tag`: the optimizer its transformers pin (`pins`; "": the newest's, fused)
+    runs, cutoff_len 1024 at data_args.py:`cut`, and lora_target's where it differs from "all"."""
     pkg = "llmtuner" if tag < "v0.8" else "llamafactory"
-    out = {"optimizer": Default(FOREACH.value, FOREACH.source.format(f"LLaMA-Factory {tag} {pins}"))}
+    out = {"optimizer": Default(FOREACH.value, FOREACH.source.format(f"LLaMA-Factory {tag} {pins}"))} if pins else {}
     if cut:
         out["seq_len"] = Default(1024, f"{TAG.format(tag, pkg)}data_args.py:{cut}: cutoff_len 1024")
     if targets is not None:
@@ -178,7 +180,8 @@ RELEASES = (
         "0.9.4",
         (0, 9, 4),
         "LLaMA-Factory v0.9.4 (pyproject.toml:44 transformers>=4.51.0,<=4.57.1)",
-        defaults=_at("v0.9.4", "pyproject.toml:44 transformers>=4.51.0,<=4.57.1 (to 4.53; fused from 4.54)"),
+        # pyproject.toml:44 transformers>=4.51.0,<=4.57.1: pip's 4.57.1 runs the newest's adamw_torch_fused
+        defaults=_at("v0.9.4", ""),
     ),
     Release("0.9.5", (0, 9, 5), "LLaMA-Factory v0.9.5 (pyproject.toml:43 transformers>=4.55.0,<=5.6.0)"),
 )

@@ -89,6 +89,16 @@ RELEASES = (
             # the --flash_attn switch, off: the actor loads eager attention (v0.8.9 models/actor.py:58; train_dpo.py
             # :202 and train_sft.py take the same switch; v0.5.0 cli/train_ppo_ray.py:234 the same)
             "attention": Default("eager", f"v0.8.9 {CLI}:282 --flash_attn off: eager (models/actor.py:58)"),
+            # the line's own argparse defaults where 0.11.2's differ (guard: tests/planner/frameworks/openrlhf/
+            # test_line_defaults.py): --bf16 off is DeepSpeed's fp32 (train_dpo.py:195, train_sft.py:178 the same;
+            # utils/deepspeed/deepspeed_utils.py:45-46 bf16.enabled), no --max_len: the prompt's and the
+            # completion's own limits (:44 max_len = prompt_max_len + generate_max_len)
+            "precision": Default(
+                "fp32", f"v0.8.9 {CLI}:275 --bf16 off: fp32 (utils/deepspeed/deepspeed_utils.py:45-46)"
+            ),
+            "rollout_micro_batch": Default(8, f"v0.8.9 {CLI}:318 --micro_rollout_batch_size 8"),
+            "workload.max_prompt_length": Default(1024, f"v0.8.9 {CLI}:320 --prompt_max_len 1024"),
+            "workload.max_completion_length": Default(1024, f"v0.8.9 {CLI}:321 --generate_max_len 1024"),
         },
         keys=_flat("0.8"),
         notes=("0.5.0 .. 0.8.9: flat flags, --bf16, and --flash_attn (off by default: eager attention)",),

@@ -78,8 +78,10 @@ def _split(c: Collector, f: dict[str, Flag]) -> None:
     total = as_int(length) or 2048
     completion = as_int(new.value) if new is not None else None
     prompt = f.get("prompt_max_len")  # 0.8.x: no --max_len, the total is the two (v0.8.9 cli/train_ppo_ray.py:44)
-    if prompt is not None and completion and f.get(KEYS.key("seq_len")) is None:
-        total, ls = as_int(prompt.value) + completion, f"{prompt.source} plus --generate_max_len"
+    moved = line_defaults.moved_default(c, "openrlhf", "workload.max_prompt_length")
+    pv, psrc = (prompt.value, prompt.source) if prompt is not None else moved or (None, "")
+    if pv is not None and completion and f.get(KEYS.key("seq_len")) is None:
+        total, ls = as_int(pv) + completion, f"{psrc} plus --generate_max_len"
     if completion and completion < total:
         c.number("workload.max_completion_length", completion, new.source, KEYS.flag("workload.max_completion_length"))
         c.number(

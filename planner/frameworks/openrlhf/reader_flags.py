@@ -71,12 +71,15 @@ def on(f: dict[str, Flag], key: str) -> bool:
 
 
 def precision(c: Collector, f: dict[str, Flag], cite: str) -> None:
-    """--ds.param_dtype bf16|fp16 (0.11.2's default bf16), or the flat --bf16 of 0.10 and before."""
-    dtype = str(one(f[KEYS.key("precision")].value)) if KEYS.key("precision") in f else "bf16"
+    """--ds.param_dtype bf16|fp16 (0.11.2's default bf16), or the flat --bf16 of 0.10 and before; unset, the release
+    line's where it moved (0.8.9's --bf16 off: fp32, line_defaults.moved_default)."""
+    key = KEYS.key("precision")
+    moved = line_defaults.moved_default(c, "openrlhf", "precision") if key not in f else None
+    dtype, source = (str(one(f[key].value)), f[key].source) if key in f else moved or ("bf16", None)
     c.set(
         "precision",
-        dtype if dtype in ("bf16", "fp16") else "bf16",
-        f[KEYS.key("precision")].source if KEYS.key("precision") in f else default(ORL, cite, "--ds.param_dtype bf16"),
+        dtype if dtype in ("bf16", "fp16", "fp32") else "bf16",
+        source or default(ORL, cite, "--ds.param_dtype bf16"),
         KEYS.flag("precision"),
     )
 

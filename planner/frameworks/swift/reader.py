@@ -169,8 +169,11 @@ def _batch(c: Collector, f: dict[str, Flag], kind: str, world: int) -> None:
     if KEYS.key("grad_accum") in f:
         g = f[KEYS.key("grad_accum")]
         c.number("grad_accum", g.value, g.source, ga_flag)
-    elif kind == "grpo":
-        c.set(
+    elif (line := _release(c)).defaults.get("grad_accum") is not None:  # 3.0-3.2.1: transformers' own 1
+        d = line.defaults["grad_accum"]
+        c.set("grad_accum", d.value, default(f"swift@{line.name}", d.source), ga_flag)
+    elif kind == "grpo" and (line.first or ()) >= (3, 7):  # 1 for GRPO from v3.7.0 (rlhf_args.py:277-280); 3.4-3.6
+        c.set(  # compute it as for every run (v3.4.1 trainers/arguments.py:93-95)
             "grad_accum",
             1,
             default(SWIFT, f"{S}rlhf_args.py:528-531", "gradient_accumulation_steps 1 for GRPO"),
@@ -251,7 +254,8 @@ def _training(c: Collector, f: dict[str, Flag], kind: str) -> None:
         else:
             c.note(f"{liger.source} (Liger kernels in RLHF are not planned yet)")
     old, k = _release(c).defaults.get("optimizer"), KEYS["optimizer"]  # ms-swift 3's transformers: adamw_torch
-    opt, osrc = get(f, k.key, *(("adamw_torch", old.source) if old else (k.default, k.cite)))
+    flag = {"adamw": "adamw_torch", "adamw-fused": "adamw_torch_fused"}[old.value] if old else k.default
+    opt, osrc = get(f, k.key, *((flag, old.source) if old else (k.default, k.cite)))
     if tuners.optimizer(osrc, opt) and vocab.optimizer(opt):
         c.set("optimizer", vocab.optimizer(opt), osrc, KEYS.flag("optimizer"))
     else:

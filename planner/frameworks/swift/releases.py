@@ -18,12 +18,26 @@ from planner.frameworks.swift.keys import KEYS
 TEXT_ONLY_CUT = {"swift_max_length_counts": "text"}
 # ms-swift 3's transformers pins (requirements/framework.txt): <4.48 at v3.0.0, <4.53 at v3.4.1 .. v3.6.0, <4.56 at
 # v3.7.0, <4.58 at v3.10.0; the Trainer's optim default was adamw_torch (torch's foreach AdamW) through 4.53 (4.47.0
-# training_args.py:1273, 4.53.0 :1281), adamw_torch_fused on torch >= 2.8 from 4.54: 3.0-3.6 ran foreach, and 3.7 on
-# may run either (planned as foreach, the hungrier: its step's temporary, planner.estimate.zero)
+# training_args.py:1273, 4.53.0 :1281), adamw_torch_fused on torch >= 2.8 from 4.54: 3.0-3.6 ran foreach; 3.7 and
+# 3.9 run what pip resolves their pins to, 4.55.4 and 4.57.1 (tools/fwenv_old.sh swift-3.7.3, swift-3.12.6): fused
+# (guard: tests/planner/frameworks/swift/test_line_defaults.py)
 FOREACH_3 = Default(
     "adamw",
-    "ms-swift 3.x pins transformers <4.48 .. <4.58 (requirements/framework.txt): optim adamw_torch to 4.53 "
+    "ms-swift 3.x pins transformers <4.48 .. <4.53 (requirements/framework.txt): optim adamw_torch to 4.53 "
     "(4.47.0 training_args.py:1273)",
+)
+FUSED = "adamw_torch_fused on torch >= 2.8 (transformers {} training_args.py:{})"
+FUSED_37 = Default(
+    "adamw-fused", f"v3.7.0 requirements/framework.txt transformers<4.56: {FUSED.format('4.55.4', 1286)}"
+)
+FUSED_39 = Default(
+    "adamw-fused", f"v3.12.6 requirements/framework.txt:37 transformers<4.58: {FUSED.format('4.57.1', 1292)}"
+)
+# gradient_accumulation_steps: v3.0.0 .. v3.2.1 leave transformers' 1 (v3.0.3 swift/trainers/arguments.py sets none);
+# from v3.2.2 None, then ceil(16 / micro-batch / world) (v3.2.2 trainers/arguments.py:84-87): the 3 line is read at
+# v3.0.3, its release of tools/fwenv_old.sh
+ACCUM_1 = Default(
+    1, "v3.0.3 transformers 4.48.3 training_args.py: gradient_accumulation_steps 1 (ceil(16 / ...) from v3.2.2)"
 )
 # GRPO on a multimodal model (Framework.vlm_logprobs): from v3.2 (GRPO's first release) to v3.6.x ms-swift calls the
 # model without logits_to_keep, slices the completion's logits and scores them with TRL's selective_log_softmax
@@ -94,16 +108,16 @@ GRPO_LATER = Rule(
 )
 
 
-def _late_3(name: str, source: str, kto: dict) -> Release:
-    """ms-swift 3.7-3.12 (the 3.7 and 3.9 lines, apart in KTO alone): --train_type, foreach AdamW, DPO padding-free
-    and under Ulysses (DPO_37), no FSDP file."""
+def _late_3(name: str, source: str, kto: dict, optimizer: Default) -> Release:
+    """ms-swift 3.7-3.12 (the 3.7 and 3.9 lines, apart in KTO and their transformers' optimizer cite): --train_type,
+    fused AdamW, DPO padding-free and under Ulysses (DPO_37), no FSDP file."""
     since = tuple(int(p) for p in name.split("."))
     return Release(
         name,
         since,
         source,
         keys=KEYS.release_keys(name, ("lora",)),
-        defaults={"optimizer": FOREACH_3},
+        defaults={"optimizer": optimizer},
         adapter={"dpo_runs": DPO_37, **kto},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
         rules=(FSDP_FILE,),
@@ -138,7 +152,7 @@ RELEASES = (
         "ms-swift v3.0.0 .. v3.3.x (swift/llm/argument/base_args/base_args.py train_type; the length check before "
         "the images' tokens, template/base.py:626-634 at v3.0.0)",
         keys=KEYS.release_keys("3", ("lora",)),
-        defaults={"optimizer": FOREACH_3},
+        defaults={"optimizer": FOREACH_3, "grad_accum": ACCUM_1},
         meaning=TEXT_ONLY_CUT,
         # 3.0-3.2.x pin transformers <4.48 .. <4.51, whose Qwen2-VL and Qwen2.5-VL towers still call SDPA on 3-D
         # tensors over a mask of every patch (4.49.0 modeling_qwen2_vl.py:414-420, modeling_qwen2_5_vl.py:314-320;
@@ -175,10 +189,11 @@ RELEASES = (
         "a multimodal model's forward given logits_to_keep where it takes it, trainers/rlhf_trainer/grpo_trainer.py:"
         "1469-1470 at v3.7.0; KTO padded, llm/argument/rlhf_args.py:368 at v3.8.3)",
         KTO_38,
+        FUSED_37,
     ),
     # 3.7's in all but KTO: train_type (v3.9.0 base_args.py:75, v3.12.0 :98), checkpointing and the micro-batch of 1
     # (v3.9.0 trainers/arguments.py:32, :27; v3.12.0 :101, :96), transformers <4.58 (v3.9.0 requirements/
-    # framework.txt:36, v3.12.6 :37: FOREACH_3's reading), padding_free and sequence parallel for DPO (v3.9.0
+    # framework.txt:36, v3.12.6 :37: FUSED_39), padding_free and sequence parallel for DPO (v3.9.0
     # rlhf_args.py:368, 376), a multimodal forward given logits_to_keep + 1 (v3.9.0
     # trainers/rlhf_trainer/grpo_trainer.py:1859-1860), --fsdp still transformers' list until v3.12.0 (FSDP_FILE)
     _late_3(
@@ -186,6 +201,7 @@ RELEASES = (
         "ms-swift v3.9.0 .. v3.12.x (swift/llm/argument/base_args/base_args.py:98 train_type at v3.12.0; KTO "
         "padding_free from v3.9.0, llm/argument/rlhf_args.py:368)",
         KTO_39,
+        FUSED_39,
     ),
     Release("4", (4, 0), "ms-swift v4.0.0 .. 4.6.0 (swift/arguments/base_args/base_args.py:72 tuner_type)"),
 )

@@ -67,7 +67,11 @@ def test_swift_defaults_follow_the_world_size_and_the_model(tmp_path):
         "--per_device_train_batch_size 1 --deepspeed zero2 --bogus_flag 1\n",
     )
     r = intake.read([run])
-    assert r.request["grad_accum"] == 8 and "ceil(16 / 1 per device / 2 processes)" in _source(r, "grad_accum")
+    # --train_type: the 3 line, read at v3.0.3, whose accumulation is transformers' 1 (ceil(16 / ...) from v3.2.2)
+    assert r.request["grad_accum"] == 1 and "swift@3 default" in _source(r, "grad_accum")
+    new = _write(tmp_path, "new.sh", Path(run).read_text().replace("--train_type", "--tuner_type"))
+    r4 = intake.read([new])
+    assert r4.request["grad_accum"] == 8 and "ceil(16 / 1 per device / 2 processes)" in _source(r4, "grad_accum")
     assert r.request["seq_len"] == 32768 and "the model's context" in _source(r, "seq_len")
     assert r.request["lora_rank"] == 0 and "ms-swift 3's name for --tuner_type" in _source(r, "lora_rank")
     assert r.request["precision"] == "bf16" and r.request["zero_stage"] == 2
@@ -324,8 +328,9 @@ def test_a_deepspeed_config_without_an_optimizer_runs_the_trainers_optim_at_the_
     ds2 = "deepspeed: examples/deepspeed/ds_z2_config.json\n"
     old = intake.read([_write(tmp_path, "old.yaml", base + ds2 + "evaluation_strategy: steps\n")])
     assert (old.request["optimizer"], old.request["client_optimizer"]) == ("adamw", True)
-    # evaluation_strategy narrows LLaMA-Factory to 0.5 .. 0.9.4, whose transformers pins run adamw_torch
-    assert "llamafactory@0.9.4 default" in _source(old, "optimizer") and "adamw_torch" in _source(old, "optimizer")
+    # evaluation_strategy narrows LLaMA-Factory to 0.5 .. 0.9.4 and transformers to before 4.53: adamw_torch (0.9.4's
+    # own pin resolves to 4.57.1, fused: the key decides)
+    assert "evaluation_strategy is a key of transformers releases before 4.53" in _source(old, "optimizer")
     assert "evaluation_strategy: steps: taken by LLaMA-Factory 0.5 .. 0.9.4 only" in _source(old, "framework")
     assert "no optimizer entry" in _source(old, "client_optimizer")
     new = intake.read([_write(tmp_path, "new.yaml", base + ds2)])

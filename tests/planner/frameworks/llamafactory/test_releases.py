@@ -72,9 +72,9 @@ def test_a_llamafactory_pin_beside_a_yaml_decides_the_cutoff(tmp_path):
 
 
 def test_the_optimizer_follows_the_transformers_each_release_pins(tmp_path):
-    """adamw_torch (foreach) under the pins of v0.9.3 (<=4.52.4) and v0.9.4 (4.51-4.57.1, the hungrier of the two);
-    adamw_torch_fused under v0.9.5's >=4.55."""
-    for pin, optimizer in (("0.9.3", "adamw"), ("0.9.4", "adamw"), ("0.9.5", "adamw-fused")):
+    """adamw_torch (foreach) under the pins of v0.9.3 (<=4.52.4); adamw_torch_fused under v0.9.4's (4.51-4.57.1,
+    which pip resolves to 4.57.1) and v0.9.5's >=4.55."""
+    for pin, optimizer in (("0.9.3", "adamw"), ("0.9.4", "adamw-fused"), ("0.9.5", "adamw-fused")):
         r = _read(tmp_path, YAML.format(extra=""), "train.yaml", pins=f"llamafactory=={pin}\n")
         assert r.request["optimizer"] == optimizer, pin
 

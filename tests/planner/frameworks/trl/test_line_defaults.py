@@ -7,17 +7,13 @@ instantiated (TrainingArguments' __post_init__ wants a GPU for bf16). A GRPO fie
 at planner.config.workload.Workload's default, which must then be the line's. The trl@0.19 case failed before that
 line's optimizer default was set: it filled transformers 5.23's adamw_torch_fused where 4.53.1 runs adamw_torch."""
 
-import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from planner import intake
 from planner.config.workload import Workload
+from tests.planner.frameworks.linedefaults import own_defaults, read_pinned, venv_or_skip
 
-ROOT = Path(os.environ.get("MEMPLAN_FWENV_OLD", Path(__file__).resolve().parents[4] / ".fwenv-old"))
 LINES = [
     ("0.14", "0.14.0"),
     ("0.15", "0.15.2"),
@@ -46,21 +42,10 @@ OPTIM = {"adamw_torch": "adamw", "adamw_torch_fused": "adamw-fused"}
 MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 
 
-def _own_defaults(venv: Path) -> dict:
-    out = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", PROBE], check=False, capture_output=True, text=True, timeout=120
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def _read(tmp_path: Path, version: str, trainer: str) -> dict:
     """memplan's reading of a `trl TRAINER` command that names the model alone, beside `trl==VERSION`."""
-    folder = tmp_path / trainer
-    folder.mkdir()
-    (folder / "requirements.txt").write_text(f"trl=={version}\n")
-    (folder / "run.sh").write_text(f"trl {trainer} --model_name_or_path {MODEL} --output_dir out\n")
-    r = intake.read([str(folder / "run.sh"), str(folder / "requirements.txt")])
+    command = f"trl {trainer} --model_name_or_path {MODEL} --output_dir out\n"
+    r = read_pinned(tmp_path / trainer, f"trl=={version}", "run.sh", command)
     return {s.field: s for s in r.settings}
 
 
@@ -84,10 +69,8 @@ def _expected(own: dict, trainer: str) -> dict:
 
 @pytest.mark.parametrize(("line", "version"), LINES, ids=[f"trl@{line}" for line, _ in LINES])
 def test_each_line_fills_its_own_releases_defaults(tmp_path, line, version):
-    venv = ROOT / f"trl-{version}"
-    if not (venv / "bin" / "python").exists():
-        pytest.skip(f"no venv {venv}: tools/fwenv_old.sh trl-{version} builds it")
-    own = _own_defaults(venv)
+    venv = venv_or_skip(f"trl-{version}")
+    own = own_defaults(venv, PROBE)
     for trainer in ("sft", "dpo", "grpo"):
         s = _read(tmp_path, version, trainer)
         assert s["framework"].value in (f"trl@{line}", "trl"), (trainer, s["framework"])
