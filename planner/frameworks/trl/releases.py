@@ -75,7 +75,9 @@ def _whole(tag: str) -> Default:
 # planned with the newest's fused log-prob head (a chunk's logits at a time, not measured at 1.7-1.9); 1.10 on fuses
 # the head (trl 1.16.0 sft_trainer.py:1142-1147)
 NLL = "SFT's loss from the whole logits (loss_type nll: trl v1.0.0 sft_config.py:255-256)"
-CHUNKED_NLL = "SFT's loss_type chunked_nll by default: the lm_head in checkpointed chunks (v1.7.0 sft_config.py:335-336)"
+CHUNKED_NLL = (
+    "SFT's loss_type chunked_nll by default: the lm_head in checkpointed chunks (v1.7.0 sft_config.py:335-336)"
+)
 ONE_X = {
     "max_completion_length": Default(256, f"trl v1.9.0 {G}:488-489: max_completion_length=256"),
     "logprobs": _whole("v1.9.0"),

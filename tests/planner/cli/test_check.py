@@ -313,12 +313,14 @@ def test_a_verdict_that_turns_on_the_allocators_reserve_says_so():
 
 
 def test_the_breakdown_names_trls_sft_head_where_the_release_runs_it():
-    """TRL 1.x's SFT loss goes through its fused log-prob head (Framework.sft_head, planner.estimate.temp_terms), TRL
-    0.22's through the full logits: the logits row names the head it planned, not the loss knob's "standard"."""
+    """TRL 1.7+'s SFT loss goes through its chunked or fused log-prob head (Framework.sft_head, planner.estimate
+    .temp_terms), TRL 0.22's and 1.0-1.6's through the full logits: the logits row names the head it planned, not the loss knob's "standard"."""
     base = ["check", "--model", "qwen2.5-0.5b", "--gpu", "h100", "--seq-len", "4096", "--micro-batch", "4"]
     rows = {}
-    for fw in ("trl", "trl@0.22"):
+    for fw in ("trl", "trl@0.22", "trl@1.0", "trl@1.7"):
         out = planner(*base, "--framework", fw)
         assert out.returncode == 0, out.stderr
         rows[fw] = next(line for line in out.stdout.splitlines() if "of which logits/loss" in line)
     assert "TRL's SFT log-prob head" in rows["trl"] and "(standard)" in rows["trl@0.22"], rows
+    # loss_type nll through v1.6.x, chunked_nll from v1.7.0 (planner/frameworks/trl/releases.py NLL, CHUNKED_NLL)
+    assert "(standard)" in rows["trl@1.0"] and "TRL's SFT log-prob head" in rows["trl@1.7"], rows
