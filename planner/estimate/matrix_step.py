@@ -20,6 +20,7 @@ from planner.estimate.matrix_optim import (
     trained_tensors,
 )
 from planner.estimate.setup import Setup
+from planner.frameworks import adapter
 from planner.model.shapes import Tensors
 
 
@@ -34,20 +35,18 @@ def svd_temp_bytes(shape: tuple[int, ...], state_bytes: int) -> int:
 
 
 def step_order(s: Setup) -> list[tuple[Tensors, bool]]:
-    """The trained tensors in the order the framework's optimizer steps them, each with whether it is a target:
-    transformers 5.25 (trainer_optimizer.py:159-162) the rest in the model's order, then the targets; LLaMA-Factory
-    0.9.5 (train/trainer_utils.py:274-278) the vectors (no decay), the other matrices (decay), then the targets, so
-    the head follows the embedding; ms-swift 4.6 (optimizers/galore/utils.py:142-160) the targets first, the other
-    matrices, then the vectors."""
+    """The trained tensors in the order the framework's optimizer steps them (Framework.low_rank_order, cited there),
+    each with whether it is a target: LLaMA-Factory's puts the head right after the embedding."""
     k = s.knobs
     trained = trained_tensors(s)
     targets = [(t, True) for t in trained if low_rank_target(t, k.optimizer_targets)]
     rest = [(t, False) for t in trained if not low_rank_target(t, k.optimizer_targets)]
     vectors = [r for r in rest if len(r[0].shape) < 2]
     matrices = [r for r in rest if len(r[0].shape) >= 2]
-    if k.framework == "llamafactory":
+    order = adapter(k.framework, k.release).low_rank_order
+    if order == "vectors-first":
         return vectors + matrices + targets
-    if k.framework == "swift":
+    if order == "targets-first":
         return targets + matrices + vectors
     return rest + targets
 

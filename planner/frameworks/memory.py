@@ -25,6 +25,12 @@ class Memory:
     # patch of the call and 3-D q/k/v, which the fused kernels refuse: torch's math backend computes every head's
     # N x N scores)
     tower_sdpa: str = "split"
+    # the order its GaLore / APOLLO optimizer steps the trained tensors in (planner.estimate.matrix_step.step_order):
+    # "model", transformers 5.25's (trainer_optimizer.py:159-162: the rest in the model's order, then the targets);
+    # "vectors-first", LLaMA-Factory 0.9.5's (train/trainer_utils.py:274-278: the vectors, the other matrices, the
+    # targets); "targets-first", ms-swift 4.6's (optimizers/galore/utils.py:142-160: the targets, the other matrices,
+    # the vectors)
+    low_rank_order: str = "model"
     # the dtype of the logits a causal LM's forward returns in training (what torch's nn.DataParallel gathers onto
     # GPU 0: planner.estimate.dataparallel): "compute", the model's (transformers 4.46.0 modeling_llama.py:1210-1214,
     # the upcast moved into loss_utils.py:36); "fp32", transformers through 4.45 (4.40.2 modeling_llama.py:1231,

@@ -14,6 +14,7 @@ from planner.frameworks.tool import Tool
 
 HP = "llamafactory 0.9.5 hparams"
 FRAMEWORK = Framework(
+    low_rank_order="vectors-first",  # its GaLore / APOLLO step order (planner.frameworks.memory.Memory)
     name="llamafactory",
     one_process_dataparallel=True,
     image_knobs=(KEYS.key("max_pixels"), ""),  # image_max_pixels; no InternVL tile count of its own

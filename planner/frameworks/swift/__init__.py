@@ -36,6 +36,7 @@ OMNI_WHOLE = Rule(
 # keys of an ms-swift argument file that, beside `model` (or an ENV section), tell it from the other formats
 SIGN_KEYS = {"tuner_type", "train_type", "rlhf_type", "target_modules", "torch_dtype", "attn_impl", "freeze_vit"}
 FRAMEWORK = Framework(
+    low_rank_order="targets-first",  # its GaLore / APOLLO step order (planner.frameworks.memory.Memory)
     name="swift",
     # gradient_checkpointing_enable, then enable_input_require_grads (v4.5.2 swift/trainers/mixin.py:939-941)
     input_grads=True,
