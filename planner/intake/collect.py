@@ -84,6 +84,12 @@ class Collector:
         if old is None or (is_default(old.source) and not is_default(source)):
             self.set(field, value, source, key)
 
+    def restate(self, said) -> None:
+        """Each setting's and fact's source passed through `said` (planner.intake.line_defaults.restate), in place."""
+        for name, s in self._settings.items():
+            self._settings[name] = Setting(s.field, s.value, said(s.source), s.key)
+        self.facts = {name: (value, said(source), key) for name, (value, source, key) in self.facts.items()}
+
     def has(self, field: str) -> bool:
         return field in self._settings
 

@@ -1,8 +1,11 @@
 """The defaults of the release line a reading targets (the fact "release", planner.intake.releases), where that line
 moved them against the framework's newest (Release.defaults): filled for HF's trainers and TRL (release_defaults),
-looked up key by key (moved_default) or laid under a reader's flags (with_defaults)."""
+looked up key by key (moved_default) or laid under a reader's flags (with_defaults); a default the line did not
+move, cited at the newest, said as the line's (restate)."""
 
 from __future__ import annotations
+
+import re
 
 from planner.frameworks import ARGS, FRAMEWORKS, by_trainer
 from planner.intake.collect import Collector, default, is_default
@@ -61,7 +64,7 @@ def older_line(c: Collector, trainer: str) -> str | None:
     """`trl@0.22` where the reading of an HF / TRL trainer targets a line older than the framework's newest, else None:
     a default the line did not move (Release.defaults) is the newest's, and its source says so (as_at)."""
     name = by_trainer(trainer)
-    r = _line_read(c, name) if c.framework == name else None
+    r = line_read(c, name) if c.framework == name else None
     return None if r is None else f"{name}@{r.name}"
 
 
@@ -75,7 +78,21 @@ def as_at(line: str | None, source: str) -> str:
     return f"{line} default, as at {who}:{rest}"
 
 
-def _line_read(c: Collector, framework: str):
+def restate(c: Collector) -> None:
+    """Where the reading targets an older line of its framework, each source citing a default at a release of the
+    framework's package (Framework.version's: `llamafactory 0.9.5 default`, OpenRLHF's flat SFT `openrlhf 0.5.7
+    default`) read at that line (as_at: `llamafactory@0.8 default, as at llamafactory 0.9.5: cutoff_len ...`), as
+    HF's and TRL's readers fill theirs (planner.frameworks.hf.reader.defaults); the last step of settle.finish. The
+    guards: tests/planner/frameworks/{llamafactory,swift,openrlhf}/test_line_defaults.py."""
+    fw = FRAMEWORKS.get(c.framework)
+    r = line_read(c, c.framework) if fw is not None and fw.releases else None
+    if r is None:
+        return
+    head = re.compile(rf"\b{re.escape(fw.version.rpartition(' ')[0])} [\d.]+ default\b")
+    c.restate(lambda source: head.sub(lambda m: as_at(f"{c.framework}@{r.name}", m.group(0)), source))
+
+
+def line_read(c: Collector, framework: str):
     """The release line the reading targets (the fact "release") where it is not the framework's newest, else None."""
     fw, release = FRAMEWORKS[framework], str(c.facts.get("release", ("",))[0] or "")
     r = fw.release(release) if release else None
@@ -88,7 +105,7 @@ def moved_default(c: Collector, framework: str, name: str) -> tuple[object, str]
     The one way a framework's reader takes a release's defaults: a reader that looks a key up field by field
     (LLaMA-Factory's) asks here where the files leave the key unset; one that reads its flags whole takes them as
     flags (with_defaults)."""
-    r = _line_read(c, framework)
+    r = line_read(c, framework)
     d = r.defaults.get(name) if r is not None else None
     return None if d is None else (d.value, default(f"{framework}@{r.name}", d.source))
 
@@ -97,7 +114,7 @@ def with_defaults(c: Collector, framework: str, table, flags: dict[str, Flag]) -
     """`flags` with each default the release read changed against the newest (moved_default, by the key table's
     field) as a flag at its source where the flags leave the key unset: the framework's reader, which takes the
     newest's default from its table where a key is unset, then reads the release's."""
-    r = _line_read(c, framework)
+    r = line_read(c, framework)
     if r is None:
         return flags
     out = dict(flags)

@@ -234,16 +234,19 @@ def _known(fw, text: str) -> bool:
     return True
 
 
-def transformers_read(c: Collector, line) -> tuple[tuple[int, ...] | None, str]:
+def transformers_read(
+    c: Collector, line, other: str = "it takes 5.10+ too, where the answer differs", near=None
+) -> tuple[tuple[int, ...] | None, str]:
     """The transformers a reading of `line` (a Release whose package is not transformers: Release.transformers) runs,
-    and what says so: the files' pin (beside them or above, as the release's own), else the line's own, said as
-    assumed; (None, "") for a line that names none."""
+    and what says so: the files' pin (beside them, or `near`, or above, as the release's own), else the line's own,
+    said as assumed (`other`: what else the line takes); (None, "") for a line that names none."""
     if line is None or not line.transformers:
         return None, ""
-    pin = pins([Path(f).resolve().parent for f in c.files]).get("transformers")
+    folders = [Path(f).resolve().parent for f in c.files] + ([Path(near).resolve()] if near is not None else [])
+    pin = pins(folders).get("transformers")
     if pin is not None and version_of(pin[0]) is not None:
         return version_of(pin[0]), f"transformers {pin[0]}: {pin[1]}"
     return version_of(line.transformers), assumption(
-        f"transformers assumed {line.transformers}, as memplan reads the {line.name} line; it takes 5.10+ too, where "
-        "the answer differs: pin transformers beside the files"
+        f"transformers assumed {line.transformers}, as memplan reads the {line.name} line; {other}: pin transformers "
+        "beside the files"
     )

@@ -12,7 +12,7 @@ from planner.config import zerobuckets
 from planner.config.knobfields import KnobFields
 from planner.errors import BadInput
 from planner.frameworks import BUNDLED, FRAMEWORKS, adapter
-from planner.intake import modelconfig, models
+from planner.intake import line_defaults, modelconfig, models
 from planner.intake.collect import Collector, assumption
 from planner.intake.releases import transformers_read
 from planner.model.catalog import checkpoints
@@ -33,6 +33,7 @@ def finish(c: Collector) -> None:
     _unplannable(c)
     _split_world(c)
     _framework(c)
+    line_defaults.restate(c)  # an older line's defaults that are the newest's, said so
 
 
 def _hsdp(c: Collector) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from planner.frameworks.hf import old_optim_default
+from planner.frameworks.hf import reader_optim as hf_optim
 from planner.frameworks.llamafactory import FRAMEWORK
 from planner.frameworks.llamafactory import reader_media as media
 from planner.frameworks.llamafactory.keys import HF_ARGS, KEYS, OLD_FLASH_WORDS, H
@@ -23,7 +24,7 @@ from planner.frameworks.llamafactory.reader_launch import (  # noqa: F401 - read
 from planner.frameworks.llamafactory.reader_optim import read_matrix_optimizer
 from planner.frameworks.llamafactory.reader_ppo import read_ppo
 from planner.frameworks.llamafactory.releases import SPANS
-from planner.intake import hydra, loraargs, models, releases, tuners, vocab
+from planner.intake import hydra, line_defaults, loraargs, models, releases, tuners, vocab
 from planner.intake.collect import (
     LF,
     Collector,
@@ -283,15 +284,30 @@ def _training(c: Collector, f: dict[str, Flag], stage: str) -> None:
         else:
             c.note(f"{liger.source} (Liger's kernels without its fused loss: not planned)")
     _packing(c, f, stage)
-    k = KEYS["optimizer"]  # a file of a transformers release before 4.53: that release's default (frameworks.hf)
-    opt, osrc = look(c, f, "optimizer")
-    if (old := old_optim_default(f)) is not None and k.key not in f and opt != "adamw":
-        opt, osrc = get(f, k.key, *old)
+    opt, osrc = _optimizer(c, f)
     if tuners.optimizer(osrc, opt) and vocab.optimizer(opt):
         c.set("optimizer", vocab.optimizer(opt), osrc, KEYS.key("optimizer"))
     else:
         c.note(f"{osrc} (this optimizer is not planned yet; planned as AdamW)")
     read_matrix_optimizer(c, f)  # use_galore, use_apollo, use_muon (reader_optim.py)
+
+
+def _optimizer(c: Collector, f: dict[str, Flag]) -> tuple[object, str]:
+    """optim's value and source: the file's; else HF's default at a transformers pin beside the files (frameworks.hf.
+    reader_optim); else at a transformers the file's keys show (before 4.53: frameworks.hf), unless the line's own
+    default is already that; else the line's where it moved (Release.defaults); else at the transformers the line
+    runs (Release.transformers, said as assumed: v0.9.4's 4.57.1); else the newest's."""
+    k = KEYS["optimizer"]
+    opt, osrc = look(c, f, "optimizer")
+    if k.key in f:
+        return opt, osrc
+    if (pinned := hf_optim.optimizer_at(c, "llamafactory", pinned=True)) is not None:
+        return pinned
+    if (old := old_optim_default(f)) is not None and opt != "adamw":
+        return get(f, k.key, *old)
+    if line_defaults.moved_default(c, "llamafactory", "optimizer") is None:
+        return hf_optim.optimizer_at(c, "llamafactory", pinned=False) or (opt, osrc)
+    return opt, osrc
 
 
 def _packing(c: Collector, f: dict[str, Flag], stage: str) -> None:

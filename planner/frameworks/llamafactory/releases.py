@@ -87,6 +87,7 @@ RELEASES = (
         "0.5",
         (0, 5),
         "LLaMA-Factory v0.5.0 .. v0.5.3 (src/train_bash.py; llmtuner)",
+        transformers="4.38.2",  # pip's, in tools/fwenv_old.sh lf-0.5.3: HF's optim default (line_defaults.optimizer_at)
         defaults={
             **_at("v0.5.3", "requirements.txt:2 transformers>=4.37.2", "27-28", REQUIRED),
             "attention": EAGER,
@@ -99,6 +100,7 @@ RELEASES = (
         "0.6",
         (0, 6),
         "LLaMA-Factory v0.6.0 .. v0.6.3 (src/train_bash.py; lora_target all, hparams/finetuning_args.py:55-56)",
+        transformers="4.40.1",  # pip's, in tools/fwenv_old.sh lf-0.6.3: HF's optim default (line_defaults.optimizer_at)
         defaults={**_at("v0.6.3", "requirements.txt:2 transformers>=4.37.2", "27-28"), "attention": EAGER_06},
         keys=_renamed("0.6"),
         notes=("0.6: src/train_bash.py; cutoff_len 1024; dpo_beta for pref_beta; flash_attn a bool (False: eager)",),
@@ -108,6 +110,7 @@ RELEASES = (
         "0.7",
         (0, 7),
         "LLaMA-Factory v0.7.0 (src/train_bash.py; flash_attn off/sdpa/fa2/auto, hparams/model_args.py:68-71)",
+        transformers="4.40.1",  # pip's, in tools/fwenv_old.sh lf-0.7.0: HF's optim default (line_defaults.optimizer_at)
         defaults=_at("v0.7.0", "requirements.txt:2 transformers>=4.37.2", "27-28"),
         keys=_renamed("0.7"),
         notes=("0.7.0: src/train_bash.py; cutoff_len 1024; dpo_beta for pref_beta",),
@@ -117,6 +120,7 @@ RELEASES = (
         "0.7.1",
         (0, 7, 1),
         "LLaMA-Factory v0.7.1 (src/train.py, llamafactory-cli: setup.py:56; llmtuner)",
+        transformers="4.41.2",  # pip's, in tools/fwenv_old.sh lf-0.7.1: HF's optim default (line_defaults.optimizer_at)
         defaults=_at("v0.7.1", "requirements.txt:1 transformers>=4.37.2", "27-28"),
         keys=_renamed("0.7.1"),
         notes=("0.7.1: cutoff_len 1024; dpo_beta for pref_beta",),
@@ -126,6 +130,7 @@ RELEASES = (
         "0.8",
         (0, 8),
         "LLaMA-Factory v0.8.0 .. v0.9.0 (src/llamafactory; setup.py:57 llamafactory-cli)",
+        transformers="4.45.0",  # pip's, in tools/fwenv_old.sh lf-0.9.0: HF's optim default (line_defaults.optimizer_at)
         keys=_renamed("0.8"),
         defaults={
             **_at("v0.9.0", "requirements.txt:1 transformers>=4.41.2,<=4.45.0", "44-45"),
@@ -147,6 +152,7 @@ RELEASES = (
         "0.9.1",
         (0, 9, 1),
         "LLaMA-Factory v0.9.1 (cutoff_len 2048: src/llamafactory/hparams/data_args.py:48-49)",
+        transformers="4.46.1",  # pip's, in tools/fwenv_old.sh lf-0.9.1: HF's optim default (line_defaults.optimizer_at)
         keys=_renamed("0.9.1"),
         defaults={
             **_at("v0.9.1", "requirements.txt:1 transformers>=4.41.2,<=4.46.1"),
@@ -167,6 +173,7 @@ RELEASES = (
         (0, 9, 2),
         "LLaMA-Factory v0.9.2 (image_max_pixels 768 * 768: src/llamafactory/hparams/model_args.py:219-220; "
         "requirements.txt:1 transformers<=4.49.0, not 4.46-4.48)",
+        transformers="4.49.0",  # pip's, in tools/fwenv_old.sh lf-0.9.2: HF's optim default (line_defaults.optimizer_at)
         defaults=_at("v0.9.2", "requirements.txt:1 transformers>=4.41.2,<=4.49.0"),
         adapter=MASKED_TOWER,
     ),
@@ -174,6 +181,7 @@ RELEASES = (
         "0.9.3",
         (0, 9, 3),
         "LLaMA-Factory v0.9.3 (requirements.txt:1 transformers>=4.45.0,<=4.52.4, not 4.46-4.48.0 or 4.52.0)",
+        transformers="4.52.4",  # pip's, in tools/fwenv_old.sh lf-0.9.3: HF's optim default (line_defaults.optimizer_at)
         defaults=_at("v0.9.3", "requirements.txt:1 transformers>=4.45.0,<=4.52.4"),
     ),
     Release(
@@ -181,6 +189,7 @@ RELEASES = (
         (0, 9, 4),
         "LLaMA-Factory v0.9.4 (pyproject.toml:44 transformers>=4.51.0,<=4.57.1)",
         # pyproject.toml:44 transformers>=4.51.0,<=4.57.1: pip's 4.57.1 runs the newest's adamw_torch_fused
+        transformers="4.57.1",  # pip's, in tools/fwenv_old.sh lf-0.9.4: HF's optim default (line_defaults.optimizer_at)
         defaults=_at("v0.9.4", ""),
     ),
     Release("0.9.5", (0, 9, 5), "LLaMA-Factory v0.9.5 (pyproject.toml:43 transformers>=4.55.0,<=5.6.0)"),

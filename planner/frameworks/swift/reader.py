@@ -14,6 +14,7 @@ from planner.frameworks import FRAMEWORKS
 from planner.frameworks.accelerate import reader as accelerate
 from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.hf import reader as hfargs
+from planner.frameworks.hf import reader_optim as hf_optim
 from planner.frameworks.swift import reader_2 as swift2
 from planner.frameworks.swift import reader_env as swiftenv
 from planner.frameworks.swift import reader_freeze as swift_freeze
@@ -24,7 +25,7 @@ from planner.frameworks.swift import reader_tuners as swift_tuners
 from planner.frameworks.swift.keys import KEYS, TRAIN_TYPE_LINES, TUNER_RANK, S
 from planner.frameworks.swift.reader_optim import read_matrix_optimizer
 from planner.frameworks.swift.reader_rl import get, look
-from planner.intake import loraargs, modelconfig, models, releases, tasks, tuners, vocab
+from planner.intake import line_defaults, loraargs, modelconfig, models, releases, tasks, tuners, vocab
 from planner.intake.collect import (
     PRESETS,
     SWIFT,
@@ -75,7 +76,7 @@ def read(
     _sequence(c, f, kind, near)
     if kind == "gkd":
         swiftrl.read_gkd(c, f, near)
-    _training(c, f, kind)
+    _training(c, f, kind, near)
     tasks.read_swift(c, f, env, where)
     media.vision(c, f, env, where, lora)
     media.image(c, env, where, release)
@@ -216,7 +217,7 @@ def _sequence(c: Collector, f: dict[str, Flag], kind: str, near=None) -> None:
         swift_ppo.read_ppo(c, f, near)
 
 
-def _training(c: Collector, f: dict[str, Flag], kind: str) -> None:
+def _training(c: Collector, f: dict[str, Flag], kind: str, near: Path) -> None:
     gc, src = (False, swift_ppo.NO_CHECKPOINTING) if kind == "ppo" else look(f, "checkpointing")
     c.set("checkpointing", "full" if as_bool(gc) else "off", src, KEYS.flag("checkpointing"))
     vit = f.get(KEYS.key("vit_checkpointing"))  # None follows --gradient_checkpointing (arguments.py:297-298)
@@ -253,9 +254,10 @@ def _training(c: Collector, f: dict[str, Flag], kind: str) -> None:
             c.set("loss", "fused", liger.source, KEYS.flag("loss"))
         else:
             c.note(f"{liger.source} (Liger kernels in RLHF are not planned yet)")
-    old, k = _release(c).defaults.get("optimizer"), KEYS["optimizer"]  # ms-swift 3's transformers: adamw_torch
-    flag = {"adamw": "adamw_torch", "adamw-fused": "adamw_torch_fused"}[old.value] if old else k.default
-    opt, osrc = get(f, k.key, *((flag, old.source) if old else (k.default, k.cite)))
+    k = KEYS["optimizer"]  # unset: HF's default at a transformers pin beside the files, else the line's (3's pins)
+    at = hf_optim.optimizer_at(c, "swift", True, near) or line_defaults.moved_default(c, "swift", "optimizer")
+    opt, osrc = at if k.key not in f and at is not None else get(f, k.key, k.default, k.cite)
+    opt = {"adamw": "adamw_torch", "adamw-fused": "adamw_torch_fused"}.get(str(opt), opt)  # a line's, in HF's words
     if tuners.optimizer(osrc, opt) and vocab.optimizer(opt):
         c.set("optimizer", vocab.optimizer(opt), osrc, KEYS.flag("optimizer"))
     else:

@@ -108,7 +108,7 @@ GRPO_LATER = Rule(
 )
 
 
-def _late_3(name: str, source: str, kto: dict, optimizer: Default) -> Release:
+def _late_3(name: str, source: str, kto: dict, optimizer: Default, transformers: str) -> Release:
     """ms-swift 3.7-3.12 (the 3.7 and 3.9 lines, apart in KTO and their transformers' optimizer cite): --train_type,
     fused AdamW, DPO padding-free and under Ulysses (DPO_37), no FSDP file."""
     since = tuple(int(p) for p in name.split("."))
@@ -118,6 +118,7 @@ def _late_3(name: str, source: str, kto: dict, optimizer: Default) -> Release:
         source,
         keys=KEYS.release_keys(name, ("lora",)),
         defaults={"optimizer": optimizer},
+        transformers=transformers,
         adapter={"dpo_runs": DPO_37, **kto},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
         rules=(FSDP_FILE,),
@@ -153,6 +154,7 @@ RELEASES = (
         "the images' tokens, template/base.py:626-634 at v3.0.0)",
         keys=KEYS.release_keys("3", ("lora",)),
         defaults={"optimizer": FOREACH_3, "grad_accum": ACCUM_1},
+        transformers="4.48.3",  # pip's, in tools/fwenv_old.sh swift-3.0.3 (HF's optim: line_defaults.optimizer_at)
         meaning=TEXT_ONLY_CUT,
         # 3.0-3.2.x pin transformers <4.48 .. <4.51, whose Qwen2-VL and Qwen2.5-VL towers still call SDPA on 3-D
         # tensors over a mask of every patch (4.49.0 modeling_qwen2_vl.py:414-420, modeling_qwen2_5_vl.py:314-320;
@@ -171,6 +173,7 @@ RELEASES = (
         "1181-1197 at v3.4.1)",
         keys=KEYS.release_keys("3.4", ("lora",)),
         defaults={"optimizer": FOREACH_3},
+        transformers="4.52.4",  # pip's, in tools/fwenv_old.sh swift-3.4.1
         # 3.5.0-3.6.4 score the reference inside GRPO's loss, after the policy's forward (v3.5.0 grpo_trainer.py:
         # 1091, 1095-1100); 3.4.x before the micro-step (:1055-1058 at v3.4.1): the line is read the hungrier way.
         # Its transformers are 3.3.x's, >=4.33,<4.53 (requirements/framework.txt:31 at v3.4.0, :34 at v3.5.0 and
@@ -190,6 +193,7 @@ RELEASES = (
         "1469-1470 at v3.7.0; KTO padded, llm/argument/rlhf_args.py:368 at v3.8.3)",
         KTO_38,
         FUSED_37,
+        "4.55.4",  # pip's, in tools/fwenv_old.sh swift-3.7.3
     ),
     # 3.7's in all but KTO: train_type (v3.9.0 base_args.py:75, v3.12.0 :98), checkpointing and the micro-batch of 1
     # (v3.9.0 trainers/arguments.py:32, :27; v3.12.0 :101, :96), transformers <4.58 (v3.9.0 requirements/
@@ -202,6 +206,7 @@ RELEASES = (
         "padding_free from v3.9.0, llm/argument/rlhf_args.py:368)",
         KTO_39,
         FUSED_39,
+        "4.57.1",  # pip's, in tools/fwenv_old.sh swift-3.12.6
     ),
     Release("4", (4, 0), "ms-swift v4.0.0 .. 4.6.0 (swift/arguments/base_args/base_args.py:72 tuner_type)"),
 )

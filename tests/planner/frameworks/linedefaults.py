@@ -4,6 +4,7 @@ file beside a requirements.txt pinning that release."""
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -37,3 +38,9 @@ def read_pinned(folder: Path, pin: str, name: str, text: str):
     (folder / "requirements.txt").write_text(f"{pin}\n")
     (folder / name).write_text(text)
     return intake.read([str(folder / name), str(folder / "requirements.txt")])
+
+
+def cited_defaults(source: str) -> set[str]:
+    """Whose defaults `source` cites: the word before each ` default` (`llamafactory@0.8` where an older line names
+    itself, as_at's `llamafactory@0.8 default, as at llamafactory 0.9.5: ...`; `0.9.5` where it cites the newest)."""
+    return set(re.findall(r"(\S+) default\b", source))

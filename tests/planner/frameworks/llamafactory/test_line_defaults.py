@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.planner.export.test_old_releases_parse import SWEEP, SWEEP_VENVS
-from tests.planner.frameworks.linedefaults import own_defaults, read_pinned, venv_or_skip
+from tests.planner.frameworks.linedefaults import cited_defaults, own_defaults, read_pinned, venv_or_skip
 
 LINES = [
     *(("0.5", "0.5.3"), ("0.6", "0.6.3"), ("0.7", "0.7.0"), ("0.7.1", "0.7.1"), ("0.8", "0.8.3"), ("0.8", "0.9.0")),
@@ -100,6 +100,8 @@ def test_each_line_fills_its_own_releases_defaults(tmp_path, line, version):
         for field, want in _expected(own, stage, ft).items():
             got = s.get(field)
             assert (got.value if got is not None else None) == want, (stage, ft, field, got, want)
+            if got is not None:  # a default the line did not move names the line, as at the newest (line_defaults)
+                assert cited_defaults(got.source) <= {f"llamafactory@{line}"}, (stage, ft, field, got.source)
         if ft == "lora" and own["lora_target"] is None:  # v0.5.3: LoRA stops without it (parser.py:141-142)
             assert any("stops without lora_target" in u for u in r.unplanned), r.unplanned
         elif ft == "lora":

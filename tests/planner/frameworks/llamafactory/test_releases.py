@@ -79,6 +79,21 @@ def test_the_optimizer_follows_the_transformers_each_release_pins(tmp_path):
         assert r.request["optimizer"] == optimizer, pin
 
 
+def test_a_transformers_pin_beside_the_files_decides_the_optimizer(tmp_path):
+    """v0.9.4 takes transformers 4.51.0-4.57.1 (pyproject.toml:44): a pin of 4.51.3 beside the YAML runs adamw_torch
+    (fused only from 4.54: transformers 4.54.0 training_args.py:1286-1291), the source naming the pin; unpinned,
+    pip's 4.57.1 runs adamw_torch_fused, the source saying memplan assumed it (Release.transformers). A default the
+    line did not move names the line, as at the newest (line_defaults.restate)."""
+    pinned = _read(tmp_path, YAML.format(extra=""), "train.yaml", pins="llamafactory==0.9.4\ntransformers==4.51.3\n")
+    opt = _s(pinned)["optimizer"]
+    assert opt.value == "adamw" and "transformers==4.51.3" in opt.source, opt
+    assert opt.source.startswith("llamafactory@0.9.4 default optim adamw_torch"), opt.source
+    bare = _read(tmp_path, YAML.format(extra=""), "train.yaml", pins="llamafactory==0.9.4\n")
+    opt = _s(bare)["optimizer"]
+    assert opt.value == "adamw-fused" and "transformers assumed 4.57.1" in opt.source, opt
+    assert _s(bare)["seq_len"].source.startswith("llamafactory@0.9.4 default, as at llamafactory 0.9.5: cutoff_len")
+
+
 def test_the_keys_older_releases_named_are_read_in_their_newest_names(tmp_path):
     """sft_packing (to v0.5.3) is packing; dpo_beta (to v0.7.1) is pref_beta; flash_attn True (to v0.6.3) is
     FlashAttention-2; the keys narrow the releases the file allows."""

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.planner.frameworks.linedefaults import own_defaults, read_pinned, venv_or_skip
+from tests.planner.frameworks.linedefaults import cited_defaults, own_defaults, read_pinned, venv_or_skip
 
 LINES = [("0.8", "0.8.9"), ("0.10", "0.10.1")]
 PROBE = """
@@ -84,3 +84,5 @@ def test_each_line_fills_its_own_releases_defaults(tmp_path, line, version):
         assert s["framework"].value in (f"openrlhf@{line}", "memplan"), (script, s["framework"])
         for field, want in _expected(own[script], script).items():
             assert s[field].value == want, (script, field, s[field].value, s[field].source, want)
+            # a default the line did not move names the line, as at the newest (line_defaults.restate)
+            assert cited_defaults(s[field].source) <= {f"openrlhf@{line}"}, (script, field, s[field].source)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.planner.frameworks.linedefaults import own_defaults, read_pinned, venv_or_skip
+from tests.planner.frameworks.linedefaults import cited_defaults, own_defaults, read_pinned, venv_or_skip
 
 LINES = [("3", "3.0.3"), ("3.4", "3.4.1"), ("3.7", "3.7.3"), ("3.9", "3.12.6")]
 KEYS = (
@@ -91,6 +91,8 @@ def test_each_line_fills_its_own_releases_defaults(tmp_path, line, version):
         assert s["framework"].value == f"swift@{line}", (kind, s["framework"])
         for field, want in _expected(own, kind).items():
             assert s[field].value == want, (kind, field, s[field].value, s[field].source, want)
+            # a default the line did not move names the line, as at the newest (line_defaults.restate)
+            assert cited_defaults(s[field].source) <= {f"swift@{line}"}, (kind, field, s[field].source)
         length = s[
             "seq_len" if kind == "sft" else "workload.max_length" if kind == "dpo" else "workload.max_prompt_length"
         ]

@@ -137,3 +137,14 @@ def test_2x_minicpm_v_plans_one_image_at_its_slices(tmp_path):
     assert r.request["seq_len"] == 2048 + 640 and r.request.get("lora_vision") is None
     r = _read(tmp_path, "MAX_SLICE_NUMS=4 " + script)
     assert r.request["image_tokens"] == 64 * 5 and r.request["seq_len"] == 2048 + 320
+
+
+def test_a_transformers_pin_beside_the_command_decides_the_optimizer(tmp_path):
+    """ms-swift 3.7 pins transformers <4.56 (v3.7.0 requirements/framework.txt), read at pip's 4.55.4 (fused AdamW): a
+    pin of 4.51.3 beside the command runs adamw_torch (fused only from 4.54), the source naming the pin; a default the
+    line did not move names the line, as at the newest (line_defaults.restate)."""
+    command = "swift sft --model Qwen/Qwen2.5-0.5B-Instruct --output_dir out\n"
+    r = _s(_read(tmp_path, command, pins="ms-swift==3.7.3\ntransformers==4.51.3\n"))
+    assert r["optimizer"].value == "adamw" and "transformers==4.51.3" in r["optimizer"].source, r["optimizer"]
+    assert r["micro_batch"].source.startswith("swift@3.7 default, as at ms-swift 4.6.0: per_device_train_batch_size")
+    assert _s(_read(tmp_path, command, pins="ms-swift==3.7.3\n"))["optimizer"].value == "adamw-fused"
