@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from planner.frameworks.hf import reader_optim as hf_optim
 from planner.frameworks.hf.keys import ARGS, BASE
 from planner.frameworks.hf.keys import KEYS as K
 from planner.frameworks.hf.reader_sharding import sharding
@@ -104,7 +105,7 @@ def read(
         own = {"gkd": gkdargs.CONFIG_FIELDS, "kto": ktoargs.CONFIG_FIELDS}.get(trainer, set())
         for k in sorted(set(flags) - accepted("hf") - own):
             c.note(f"{flags[k].source} (not a {HF} / {TRL} argument: the trainer refuses it)")
-    defaults(c, trainer)
+    defaults(c, trainer, near)
 
 
 def _checkpointing(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
@@ -247,9 +248,13 @@ def _kernels(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
         c.fact("frozen", "vision+projector", f"{frozen.source} (the tower and its merger)", frozen.raw)
 
 
-def defaults(c: Collector, trainer: str) -> None:
+def defaults(c: Collector, trainer: str, near: Path | None = None) -> None:
     """The trainer's defaults, where the configuration leaves a field out (the release's first, where the files
     show one; a default the release did not move is the newest's, its source naming both: line_defaults.as_at)."""
+    opt = K["optimizer"]
+    pinned = hf_optim.optimizer_at(c, "trl", pinned=True, near=near) if trainer != "hf" else None
+    if pinned is not None:  # a transformers pin beside a TRL line's files decides HF's optim default
+        c.fill("optimizer", hf_optim.MEMPLAN[pinned[0]], pinned[1], opt.key)
     line_defaults.release_defaults(c, trainer)
     line = line_defaults.older_line(c, trainer)
 
@@ -276,7 +281,6 @@ def defaults(c: Collector, trainer: str) -> None:
     if trainer in ("dpo", "kto"):
         cite = "trl/trainer/dpo_config.py:195" if trainer == "dpo" else f"{ktoargs.C}:166"
         fill("workload.max_length", 1024, default(TRL, cite, "max_length 1024"), "max_length")
-    opt = K["optimizer"]
     fill("optimizer", "adamw-fused", default(HF, opt.cite, f"{opt.key} {opt.default}"), opt.key)
 
 
