@@ -4,6 +4,7 @@ at its tag in github.com/huggingface/trl; TRL's runs and defaults over HF's Trai
 
 from planner.frameworks.base import NO_SPLITS, Default, Release, Rule
 from planner.frameworks.hf import HF_RUNS
+from planner.frameworks.rules import kind
 
 BASE = "trl 1.16.0 trl/trainer/base_config.py"
 TRL_RUNS = {**HF_RUNS, "batching": ("padded", "packed"), "workload": ("sft", "dpo", "grpo")}
@@ -78,6 +79,22 @@ NLL = "SFT's loss from the whole logits (loss_type nll: trl v1.0.0 sft_config.py
 CHUNKED_NLL = (
     "SFT's loss_type chunked_nll by default: the lm_head in checkpointed chunks (v1.7.0 sft_config.py:335-336)"
 )
+# what v1.0.0 .. v1.9.0 run that the newest refuses or runs otherwise (planner.frameworks.trl's FRAMEWORK):
+# - Liger's loss with SFT: under use_liger_kernel loss_type None becomes "nll" (v1.7.0 sft_config.py:335-336; v1.0.0
+#   has nll alone, :255-256) and the trainer hands Liger the labels (v1.0.0 sft_trainer.py:1254-1262, v1.9.0
+#   :1718-1724); 1.16's fused head refuses it (sft_trainer.py:1127-1140): the newest's loss runs without its override;
+# - KTO scores the whole logits, the KL batch's too (v1.0.0 trl/experimental/kto/kto_trainer.py:953, 1072; v1.9.0
+#   trl/trainer/kto_trainer.py:1324, 1506), and v1.0.0 .. v1.6.x keep index copies of the rows' logits beside them
+#   (v1.0.0 :977-978): not planned (memplan plans TRL's KTO with the fused head, trl 1.16.0 kto_trainer.py:1364-1365)
+ONE_X_RUNS = {**TRL_RUNS, "workload": (*TRL_RUNS["workload"], "gkd", "kto")}
+KTO_WHOLE = Rule(
+    "workload",
+    "TRL v1.0.0 .. v1.9.0's KTOTrainer scores the whole logits (v1.0.0 trl/experimental/kto/kto_trainer.py:953, "
+    "1072; v1.9.0 trl/trainer/kto_trainer.py:1324, 1506), not planned: give --framework trl (1.16's fused head)",
+    lambda k: kind(k) == "kto",
+)
+# GKD: v1.0.0 .. v1.6.x run the JSD over the completion's positions (v1.0.0 trl/experimental/gkd/gkd_trainer.py:374-377,
+# the logits sliced from the padded prompt's width; v1.6.0 :380-383); v1.7.0 on over every token (v1.7.0 :405-407)
 ONE_X = {
     "max_completion_length": Default(256, f"trl v1.9.0 {G}:488-489: max_completion_length=256"),
     "logprobs": _whole("v1.9.0"),
@@ -202,8 +219,9 @@ RELEASES = (
         transformers="5.6.0",
         meaning=HYBRID_FULL,
         workload=ONE_X,
-        adapter={"sft_head": "recipe"},
+        adapter={"sft_head": "recipe", "runs": ONE_X_RUNS, "gkd_loss": "completion"},
         notes=(NLL,),
+        rules=(KTO_WHOLE,),
     ),
     Release(
         "1.7",
@@ -212,7 +230,9 @@ RELEASES = (
         transformers="5.6.0",
         meaning=HYBRID_FULL,
         workload=ONE_X,
+        adapter={"runs": ONE_X_RUNS},
         notes=(CHUNKED_NLL,),
+        rules=(KTO_WHOLE,),
     ),
     Release("1.10", (1, 10), "trl 1.10 (PR #6264, 286d19fc7: max_completion_length 512) .. 1.16.0"),
 )
