@@ -111,6 +111,8 @@ def nothing_leaks():
 # parameters for one case or without them for every case; tests that share a slow fixture are listed together
 # (one of them left in would run it). At 20 s, the issue's first cut, test-fast took 9 min 26 s.
 SLOW = {
+    # h-trl1x (2026-12-05, 2 busy cores): trl 1.0.0's JSD over the completion's positions, 12 tracked steps in its venv
+    "tests/planner/estimate/test_gkd_loss.py::test_gkd_loss_moment_matches_the_frameworks_own_loss[trl@1.0-]": 9,
     # h-galore (2026-12-05, 2 busy cores): four tracked Muon steps (GaLore's and APOLLO's skip without their packages)
     "tests/probes/test_matrix_optim.py::test_step_temporaries_within_15_percent_of_a_tracked_step": 5,
     # h-galore8 (2026-12-05, 2 busy cores): torch.profiler's first start (about 3 s) under the first SVD measured

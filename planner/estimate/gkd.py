@@ -11,6 +11,8 @@ TRL 1.16 (trl/experimental/gkd/gkd_trainer.py), `gkd_loss` "whole":
   every token ([:, :-1] views), and generalized_jsd_loss (:237-322) over all of them: the logits divided by the
   temperature (the default 1.0: compute_loss passes none), log_softmax of both, for 0 < beta < 1 the stacked mixture
   and its logsumexp, two kl_div and their weighted sum; the mask is applied to the per-entry JSD at the end;
+- TRL v1.0.0 .. v1.6.x (`gkd_loss` "completion"): the same, the JSD over the completion's positions only (the logits
+  sliced from the padded prompt's width, v1.0.0 gkd_trainer.py:374-377);
 - with probability lmbda (:416) the student generates max_new_tokens after each micro-batch's prompts
   (generate_on_policy_outputs :364-404), use_cache off under gradient checkpointing (:221).
 ms-swift 4.6.0 (swift/rlhf_trainers/gkd_trainer.py, gkd_loss.py), `gkd_loss` "chunked":
@@ -54,7 +56,8 @@ def teacher_of(s: Setup) -> ModelSpec | None:
 
 
 def loss_style(s: Setup) -> str:
-    """How the plan's framework computes the JSD: "whole" (TRL) or "chunked" (ms-swift)."""
+    """How the plan's framework computes the JSD: "whole" (TRL), "completion" (TRL v1.0.0 .. v1.6.x) or "chunked"
+    (ms-swift)."""
     return adapter(s.knobs.framework, s.knobs.release).gkd_loss or "whole"
 
 
@@ -76,7 +79,7 @@ def logit_tokens(s: Setup) -> int:
     """Tokens per row whose logits each model hands the loss: every token (TRL), or the completion and the position
     before it (ms-swift's logits_to_keep)."""
     w = s.knobs.workload
-    return s.seq_len if loss_style(s) == "whole" else min(s.seq_len, w.scored_tokens() + 1)
+    return s.seq_len if loss_style(s) != "chunked" else min(s.seq_len, w.scored_tokens() + 1)
 
 
 def model_logits_bytes(s: Setup, rows: int) -> int:
@@ -112,6 +115,8 @@ def jsd_temp_bytes(s: Setup, rows: int) -> int:
     scored = rows * min(w.scored_tokens(), s.seq_len - 1)
     if loss_style(s) == "whole":
         return whole_jsd_temp_bytes(rows * (s.seq_len - 1), scored, v, e, w.jsd_beta)
+    if loss_style(s) == "completion":  # TRL's JSD over the completion's positions alone, each of them labelled
+        return whole_jsd_temp_bytes(scored, scored, v, e, w.jsd_beta)
     return chunked_jsd_temp_bytes(scored, v, e, w.jsd_beta)
 
 
@@ -137,12 +142,12 @@ def generation_sequences(s: Setup) -> int:
     """Completions one rank samples at once: TRL a micro-batch's prompts each micro-step; ms-swift its generation
     batch."""
     w = s.knobs.workload
-    return s.micro_batch if loss_style(s) == "whole" else s.micro_batch * w.steps_per_gen(s.grad_accum)
+    return s.micro_batch if loss_style(s) != "chunked" else s.micro_batch * w.steps_per_gen(s.grad_accum)
 
 
 def generation_caches(s: Setup) -> bool:
     """Whether generate keeps a KV cache: TRL turns it off under gradient checkpointing (gkd_trainer.py:221)."""
-    return loss_style(s) != "whole" or s.knobs.checkpointing == "off"
+    return loss_style(s) == "chunked" or s.knobs.checkpointing == "off"
 
 
 def teacher_forward_seconds(s: Setup, tokens: int, rate: float) -> float:

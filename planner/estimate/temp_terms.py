@@ -77,7 +77,8 @@ def _logits_loss_bytes(s: Setup) -> int:
     head = adapter(s.knobs.framework, s.knobs.release).sft_head
     if head == "swift-sp" and s.knobs.sequence_parallel > 1 and s.knobs.loss != "fused":  # ms-swift's own SP loss
         return recipe_terms.swift_sp_loss_bytes(t, s.knobs, rows * width, p)
-    if head == "fused-logprob":  # TRL's SFT: the same head, every next token
+    if head == "fused-logprob" and s.knobs.loss == "standard":  # TRL's SFT: the same head, every next token (its
+        # 1.7 line's chunked_nll; under Liger, v1.7.0 sft_config.py:335-336 runs nll, Liger's loss below)
         return recipe_terms.logprob_head_bytes(t, rows * max(1, width - 1), p, head_grad)
     return recipe_terms.loss_bytes(t, s.knobs, rows * width, p, head_grad)
 

@@ -48,6 +48,7 @@ class Memory:
     # InternVL's tiles an image; "" where it has no word of its own (memplan's --image-tokens is named)
     image_knobs: tuple[str, str] = ("", "")
     # GKD's JSD (planner.estimate.gkd): "whole", TRL's generalized_jsd_loss over every token's logits; "chunked",
+    # "completion", TRL v1.0.0 .. v1.6.x's over the completion's positions of every token's logits; "chunked",
     # ms-swift's over the completion's, 512 tokens a chunk; "" where it does not run --workload gkd
     gkd_loss: str = ""
     # FSDP2's reduce dtype under bf16: "fp32" (MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), the bundled

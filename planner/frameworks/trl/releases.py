@@ -4,6 +4,7 @@ at its tag in github.com/huggingface/trl; TRL's runs and defaults over HF's Trai
 
 from planner.frameworks.base import NO_SPLITS, Default, Release, Rule
 from planner.frameworks.hf import HF_RUNS
+from planner.frameworks.rules import kind
 
 BASE = "trl 1.16.0 trl/trainer/base_config.py"
 TRL_RUNS = {**HF_RUNS, "batching": ("padded", "packed"), "workload": ("sft", "dpo", "grpo")}
@@ -70,14 +71,35 @@ def _whole(tag: str) -> Default:
 
 # SFT's head by line: through v1.6.x loss_type "nll" (v1.0.0 sft_config.py:255-256; v1.6.0 sets None to "nll",
 # :297-308) runs the model's own loss over the whole logits (v1.0.0 sft_trainer.py:1275, then entropy_from_logits at
-# :1282): the recipe's head; v1.7.0 .. v1.9.0 default to "chunked_nll" (v1.7.0 sft_config.py:335-336, unless Liger),
-# the lm_head over the unmasked tokens in checkpointed chunks (v1.9.0 sft_trainer.py:117-215, patched at :1319):
-# planned with the newest's fused log-prob head (a chunk's logits at a time, not measured at 1.7-1.9); 1.10 on fuses
-# the head (trl 1.16.0 sft_trainer.py:1142-1147)
+# :1282): the recipe's head; v1.7.0 .. 1.14.x default to "chunked_nll" (v1.7.0 sft_config.py:335-336, unless Liger;
+# 1.14.0 :334), the lm_head over the unmasked tokens in checkpointed chunks (v1.9.0 sft_trainer.py:117-215, patched at
+# :1319): planned with the newest's fused log-prob head (a chunk's logits at a time, not measured at 1.7-1.14); 1.15
+# on fuses the head (FUSED_HEAD; trl 1.16.0 sft_trainer.py:1142-1147)
 NLL = "SFT's loss from the whole logits (loss_type nll: trl v1.0.0 sft_config.py:255-256)"
 CHUNKED_NLL = (
     "SFT's loss_type chunked_nll by default: the lm_head in checkpointed chunks (v1.7.0 sft_config.py:335-336)"
 )
+# what v1.0.0 .. v1.14.x run that the newest refuses or runs otherwise (planner.frameworks.trl's FRAMEWORK; the wheels
+# of 1.10.0, 1.12.0 and 1.14.0 have no fused head, 1.15.0's adds it: FUSED_HEAD):
+# - Liger's loss with SFT: under use_liger_kernel loss_type None becomes "nll" (v1.7.0 sft_config.py:335-336; v1.0.0
+#   has nll alone, :255-256) and the trainer hands Liger the labels (v1.0.0 sft_trainer.py:1254-1262, v1.9.0
+#   :1718-1724); 1.16's fused head refuses it (sft_trainer.py:1127-1140): the newest's loss runs without its override;
+# - KTO scores the whole logits, the KL batch's too (v1.0.0 trl/experimental/kto/kto_trainer.py:953, 1072; v1.9.0
+#   trl/trainer/kto_trainer.py:1324, 1506), and v1.0.0 .. v1.6.x keep index copies of the rows' logits beside them
+#   (v1.0.0 :977-978), as 1.14.0's (trl/trainer/kto_trainer.py:1422, 1470): not planned (memplan plans TRL's KTO with
+#   the fused head, trl 1.16.0 kto_trainer.py:1364-1365)
+FUSED_HEAD = "trl 1.15.0 trl/trainer/sft_trainer.py:1118-1140, kto_trainer.py:1292,1300"
+ONE_X_RUNS = {**TRL_RUNS, "workload": (*TRL_RUNS["workload"], "gkd", "kto")}
+KTO_WHOLE = Rule(
+    "workload",
+    "TRL v1.0.0 .. v1.14.x's KTOTrainer scores the whole logits (v1.0.0 trl/experimental/kto/kto_trainer.py:953, "
+    "1072; 1.14.0 trl/trainer/kto_trainer.py:1422, 1470), not planned: give --framework trl (1.15+'s fused head)",
+    lambda k: kind(k) == "kto",
+)
+# the lines of chunked_nll (v1.7.0 .. 1.14.x), before the fused head
+CHUNKED = {"adapter": {"runs": ONE_X_RUNS}, "notes": (CHUNKED_NLL,), "rules": (KTO_WHOLE,)}
+# GKD: v1.0.0 .. v1.6.x run the JSD over the completion's positions (v1.0.0 trl/experimental/gkd/gkd_trainer.py:374-377,
+# the logits sliced from the padded prompt's width; v1.6.0 :380-383); v1.7.0 on over every token (v1.7.0 :405-407)
 ONE_X = {
     "max_completion_length": Default(256, f"trl v1.9.0 {G}:488-489: max_completion_length=256"),
     "logprobs": _whole("v1.9.0"),
@@ -202,8 +224,9 @@ RELEASES = (
         transformers="5.6.0",
         meaning=HYBRID_FULL,
         workload=ONE_X,
-        adapter={"sft_head": "recipe"},
+        adapter={"sft_head": "recipe", "runs": ONE_X_RUNS, "gkd_loss": "completion"},
         notes=(NLL,),
+        rules=(KTO_WHOLE,),
     ),
     Release(
         "1.7",
@@ -212,9 +235,10 @@ RELEASES = (
         transformers="5.6.0",
         meaning=HYBRID_FULL,
         workload=ONE_X,
-        notes=(CHUNKED_NLL,),
+        **CHUNKED,
     ),
-    Release("1.10", (1, 10), "trl 1.10 (PR #6264, 286d19fc7: max_completion_length 512) .. 1.16.0"),
+    Release("1.10", (1, 10), "trl 1.10 (PR #6264, 286d19fc7: max_completion_length 512) .. 1.14.x", **CHUNKED),
+    Release("1.15", (1, 15), f"trl 1.15.0 .. 1.16.0 (TRL's fused log-prob head: {FUSED_HEAD})"),
 )
 FORKS = (
     Release(

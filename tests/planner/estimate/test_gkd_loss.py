@@ -8,7 +8,8 @@ logits trimmed to the completion and the position before it, temperature 0.9), i
 the plan counts its fp32 copy in their place); the teacher's are made inside it under no_grad and cast, as its
 forward returns them. Forward, reverse and mixed JSD (beta 0, 1, 0.5), two or three completion lengths.
 Measured 2026-12-04: TRL within 0.001% (12 cases), ms-swift within 0.03% (18 cases, 1 to 3 chunks); tolerance 0.5%
-(the small tensors the terms leave out: labels, masks, scalars)."""
+(the small tensors the terms leave out: labels, masks, scalars). trl 1.0.0 (its venv, MEMPLAN_FWENV_OLD): v1.0.0
+gkd_trainer.py:374-385 slices the logits to the completion's positions (gkd_loss "completion"), within 0.5%."""
 
 import json
 import os
@@ -34,12 +35,19 @@ ROWS, WIDTH, VOCAB, WHO = {rows}, {width}, {vocab}, "{who}"
 if WHO == "trl":
     from trl.experimental.gkd import GKDTrainer
 
-    def loss_of(s, t, labels, beta):  # gkd_trainer.py:344-355
+    def loss_of(s, t, labels, beta, prompt):  # gkd_trainer.py:344-355
         return GKDTrainer.generalized_jsd_loss(s[:, :-1, :], t[:, :-1, :], labels[:, 1:], beta=beta)
+elif WHO == "trl@1.0":
+    from trl.experimental.gkd import GKDTrainer
+
+    def loss_of(s, t, labels, beta, prompt):  # v1.0.0 gkd_trainer.py:374-385: the completion's positions
+        return GKDTrainer.generalized_jsd_loss(
+            s[:, prompt - 1 : -1, :], t[:, prompt - 1 : -1, :], labels[:, prompt:], beta=beta
+        )
 else:
     from swift.rlhf_trainers.gkd_loss import TeacherOutput, gkd_loss
 
-    def loss_of(s, t, labels, beta):  # gkd_trainer.py:105-114
+    def loss_of(s, t, labels, beta, prompt):  # gkd_trainer.py:105-114
         shifted = torch.roll(labels, shifts=-1, dims=1)
         total, n = gkd_loss(s, TeacherOutput(full_logits=t, labels=shifted.clone()), shifted, beta, 0.9)
         return total / n
@@ -48,7 +56,7 @@ out = {{}}
 for completion in {completions}:
     for upcast in (True, False):
         for beta in (0.5, 0.0, 1.0):
-            width = WIDTH if WHO == "trl" else completion + 1
+            width = WIDTH if WHO.startswith("trl") else completion + 1
             torch.manual_seed(0)
             s16 = torch.randn(ROWS, width, VOCAB, dtype=torch.bfloat16, requires_grad=True)
             labels = torch.randint(0, VOCAB, (ROWS, width))
@@ -59,7 +67,7 @@ for completion in {completions}:
                     t = convert_to_fp32(t16) if upcast else t16
                     del t16
                 s = convert_to_fp32(s16) if upcast else s16
-                loss_of(s, t, labels, beta).backward()
+                loss_of(s, t, labels, beta, width - completion).backward()
                 del s, t
             out[f"{{completion}} {{upcast}} {{beta}}"] = tr.peak
 print(json.dumps(out))
@@ -80,26 +88,35 @@ def _measure(python: str, who: str, vocab: int, completions: tuple[int, ...]) ->
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
-def _planned(framework: str, completion: int, upcast: bool, beta: float) -> int:
+def _planned(who: str, completion: int, upcast: bool, beta: float) -> int:
     """gkd.loss_bytes of the measured step, less the student's bf16 logits made before the tracker (DeepSpeed)."""
     model = load_model("debug-llama")
+    framework, _, release = who.partition("@")
     width = WIDTH if framework == "trl" else completion + 1  # ms-swift's rows: the prompt's last token, the completion
     w = Workload(kind="gkd", max_length=width, max_completion_length=completion, jsd_beta=beta)
-    s = Setup(model, Knobs(framework=framework, workload=w, zero_stage=0 if upcast else 2), ROWS, 1, width)
+    knobs = Knobs(framework=framework, release=release, workload=w, zero_stage=0 if upcast else 2)
+    s = Setup(model, knobs, ROWS, 1, width)
     held = 0 if upcast else 2 * ROWS * gkd.logit_tokens(s) * model.text.vocab
     return gkd.loss_bytes(s, ROWS) - held
 
 
-@pytest.mark.parametrize("framework,python_env", [("trl", None), ("swift", "MEMPLAN_SWIFT_PYTHON")])
+# trl 1.0.0's venv (tools/fwenv_old.sh trl 1.0.0, in its ci set), as tests/planner/export/test_old_releases_parse.py
+TRL_100 = Path(os.environ.get("MEMPLAN_FWENV_OLD", ROOT / ".fwenv-old")) / "trl-1.0.0" / "bin" / "python"
+
+
+@pytest.mark.parametrize("framework,python_env", [("trl", None), ("trl@1.0", ""), ("swift", "MEMPLAN_SWIFT_PYTHON")])
 def test_gkd_loss_moment_matches_the_frameworks_own_loss(framework, python_env):
     python = os.environ.get(python_env) if python_env else sys.executable
+    if framework == "trl@1.0":
+        python = str(TRL_100) if TRL_100.exists() else ""
+        python_env = "MEMPLAN_FWENV_OLD"
     if not python:
-        pytest.skip(f"{python_env} is not set: the python of a venv with ms-swift installed runs this check")
+        pytest.skip(f"{python_env} is not set: the python of a venv with the framework installed runs this check")
     if python_env is None:
         pytest.importorskip("trl")
     vocab = load_model("debug-llama").text.vocab
-    completions = (192, 64) if framework == "trl" else (600, 300, 96)  # ms-swift: 3, 2 and 1 chunks of 512
-    measured = _measure(python, "trl" if framework == "trl" else "swift", vocab, completions)
+    completions = (192, 64) if framework.startswith("trl") else (600, 300, 96)  # ms-swift: 3, 2 and 1 chunks of 512
+    measured = _measure(python, framework if framework.startswith("trl") else "swift", vocab, completions)
     for key, peak in measured.items():
         completion, upcast, beta = key.split()
         planned = _planned(framework, int(completion), upcast == "True", float(beta))

@@ -51,7 +51,12 @@ VL_GRPO = {
     "grpo-vl-lora": {"model": "qwen2.5-vl-3b", "lora_rank": 8, "images": 1, "max_pixels": 401408, **GRPO},
     "grpo-vl-7b": {"model": "qwen2.5-vl-7b", **GRPO},
 }
+# Liger's loss with SFT (use_liger_kernel) at TRL's 1.0 and 1.10 lines, which run it (planner/frameworks/trl/
+# releases.py ONE_X_RUNS; the newest's fused head refuses it)
+LIGER = {"liger": {"loss": ["fused"], "seq_len": 1024}}
 OWN_KINDS = {
+    "1.0": LIGER,
+    "1.10": LIGER,
     # freeze tuning of the first 2 layers: a negative freeze_trainable_layers (num_layer_trainable to v0.7.0)
     "llamafactory": FSDP | {"freeze-first": {"trained_layers": 2, "trained_layout": "first", "seq_len": 1024}},
     "hf": FSDP | HSDP,
@@ -68,10 +73,17 @@ OWN_KINDS = {
         "llamapro": {"trained_layers": 4, "trained_layout": "inserted", "precision": ["bf16-pure"], "seq_len": 1024},
     },
 }
-RANKED = {("llamafactory", "0.9.3"): {"fsdp"}, ("llamafactory", "0.9.4"): {"fsdp"}, ("hf", "4"): {"fsdp"}}
+RANKED = {
+    ("llamafactory", "0.9.3"): {"fsdp"},
+    ("llamafactory", "0.9.4"): {"fsdp"},
+    ("hf", "4"): {"fsdp"},
+    ("trl", "1.0"): {"liger"},
+    ("trl", "1.10"): {"liger"},
+}
 CONFIG = {
     "lora": "SFTConfig",
     "full": "SFTConfig",
+    "liger": "SFTConfig",
     "full-7b": "SFTConfig",
     "fsdp": "SFTConfig",
     "hsdp": "SFTConfig",

@@ -120,17 +120,17 @@ def test_a_trainer_script_pinning_no_transformers_plans_4_and_5_and_the_4_line_l
 
 def test_a_trl_grpo_run_pinning_no_release_plans_every_line_and_0_14_leads(tmp_path):
     """A GRPO run of TRL's GRPOTrainer whose files pin no trl (and pass no flag only some lines take): every line is
-    planned, 0.14 .. 1.10. On an A100 40GB 0.14 does not fit (it counts per_device_train_batch_size in prompts: 4 x 4
+    planned, 0.14 .. 1.15. On an A100 40GB 0.14 does not fit (it counts per_device_train_batch_size in prompts: 4 x 4
     generations = 16 completions a micro-batch, 63.2 GiB) and the later lines do: 0.14 leads, named."""
     (tmp_path / "run.sh").write_text(
         "accelerate launch train_grpo.py --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct "
         "--per_device_train_batch_size 4 --num_generations 4\n"
     )
     run = str(tmp_path / "run.sh")
-    assert intake.read([run]).releases == ("0.14", "0.15", "0.19", "0.22", "1.0", "1.7", "1.10")
+    assert intake.read([run]).releases == ("0.14", "0.15", "0.19", "0.22", "1.0", "1.7", "1.10", "1.15")
     assert _headline(run, "--gpu", "a100-40gb").startswith(
-        "does NOT fit with trl@0.14 (the files allow 0.14, 0.15, 0.19, 0.22, 1.0, 1.7, 1.10 and pin none; it fits "
-        "with trl@0.15, trl@0.19, trl@0.22, trl@1.0, trl@1.7, trl@1.10:"
+        "does NOT fit with trl@0.14 (the files allow 0.14, 0.15, 0.19, 0.22, 1.0, 1.7, 1.10, 1.15 and pin none; it fits "
+        "with trl@0.15, trl@0.19, trl@0.22, trl@1.0, trl@1.7, trl@1.10, trl@1.15:"
     )
 
 
