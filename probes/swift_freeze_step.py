@@ -26,11 +26,12 @@ def swift_model(config: dict, knobs):
 
     model = base_model(config, knobs)
     if knobs.trained_layout == "inserted":  # LLaMA-Pro: ms-swift's own tuner (probes/swift_llamapro.py)
+        from swift.model.model_arch import ModelArch  # tuner.py:274-277 passes model_meta.model_arch.arch_name
         from swift.tuners import Swift
         from swift.tuners.llamapro import LLaMAProConfig
 
         model.requires_grad_(False)
-        Swift.prepare_model(model, LLaMAProConfig(model_type="llama", num_new_blocks=knobs.trained_layers))
+        Swift.prepare_model(model, LLaMAProConfig(model_type=ModelArch.llama, num_new_blocks=knobs.trained_layers))
     else:
         _freeze_layers(model, knobs)
     model.model_meta = SimpleNamespace(is_multimodal=False, model_arch=None)

@@ -14,6 +14,7 @@ import sys
 
 def counts(config: dict, n: int) -> dict:
     import torch
+    from swift.model.model_arch import ModelArch  # tuner.py:274-277 passes model_meta.model_arch.arch_name
     from swift.tuners import Swift
     from swift.tuners.llamapro import LLaMAProConfig
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -21,7 +22,7 @@ def counts(config: dict, n: int) -> dict:
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**config), dtype=torch.bfloat16)
         model.requires_grad_(False)
-        model = Swift.prepare_model(model, LLaMAProConfig(model_type="llama", num_new_blocks=n))
+        model = Swift.prepare_model(model, LLaMAProConfig(model_type=ModelArch.llama, num_new_blocks=n))
     params = list(model.named_parameters())
     ids = sorted(
         {int(m.group(1)) for name, p in params if p.requires_grad for m in [re.search(r"\.(\d+)\.", name)] if m}

@@ -116,7 +116,7 @@ def hf_ppo_rules(name: str, cite: str, written: str) -> tuple[Rule, Rule]:
 # ms-swift 4 (its keys at transformers 5.19, .fwenv/ms-swift's; the 3.x lines pin <4.58: requirements/framework.txt).
 TRANSFORMERS_5_LINES = {  # framework -> (its lines on transformers 5, its line on transformers 4 to give instead)
     "hf": (("", "5"), "hf@4.54 (transformers 4.57)"),
-    "trl": (("", "1.0"), "trl@0.22 (transformers 4.56-4.57)"),
+    "trl": (("", "1.0", "1.7", "1.10", "1.15"), "trl@0.22 (transformers 4.56-4.57)"),
     "swift": (("",), "swift@3.9 (ms-swift 3.10's transformers 4.57)"),
 }
 

@@ -63,7 +63,7 @@ def image(c: Collector, env: dict[str, str], where: str, release) -> None:
     assumed (planned text only, the headline says so). Derived again from a --model given beside the files."""
     given = as_int(env.get("MAX_PIXELS"))
     text = release.means("swift_max_length_counts") == "text"
-    tiled = "MAX_NUM" in env and _family(c) == "internvl"
+    tiled = "MAX_NUM" in env and _tiled(c)
     if not given and not text and not tiled:
         return
     own = _own_image(c, env, where, release)
@@ -103,6 +103,11 @@ def _family(c: Collector) -> str | None:
     return images.family_rule(str(c.model.config.get("model_type"))) if c.model is not None else None
 
 
+def _tiled(c: Collector) -> bool:
+    """Whether the reading's model takes InternVL's tiles (planner.model.images.tiled); False where it is not known."""
+    return c.model is not None and images.tiled(images.family_rule(str(c.model.config.get("model_type"))) or "")
+
+
 def _own_image(c: Collector, env: dict[str, str], where: str, release) -> tuple[int, str, str] | None:
     """(tokens, source, key) of one image for the VLMs whose image is not a pixel budget's: InternVL's tiles up
     to MAX_NUM (4.6.0 swift/template/templates/internvl.py:28, v3.0.0 swift/llm/template/template/internvl.py:40);
@@ -121,7 +126,7 @@ def _own_image(c: Collector, env: dict[str, str], where: str, release) -> tuple[
         )
         n = image_rules.minicpmv_worst_tokens(k)
         return n, f"{how} (one image a row: the whole and {k} slices, 64 queries each)", "MAX_SLICE_NUMS"
-    if _family(c) == "internvl" and "MAX_NUM" in env:
+    if _tiled(c) and "MAX_NUM" in env:
         k = as_int(env["MAX_NUM"])
         if k is not None and 1 <= k <= 64:  # memplan's InternVL rule counts up to 64 tiles
             n = images.worst_case(images.tile_rule(k))[0]

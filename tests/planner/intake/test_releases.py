@@ -99,7 +99,7 @@ def test_a_version_pin_beside_the_script_decides_the_trl_release(tmp_path, pins,
 
 def test_no_pin_plans_the_newest_release_and_says_so(tmp_path):
     s = _settings(intake.read([str(_run(tmp_path, {}))]))["framework"]
-    assert s.value == "trl" and "release assumed: TRL (SFT, DPO, GRPO trainers) 1.10" in s.source
+    assert s.value == "trl" and "release assumed: TRL (SFT, DPO, GRPO trainers) 1.15" in s.source
     assert "the files pin none; another: --framework trl@RELEASE" in s.source
 
 
