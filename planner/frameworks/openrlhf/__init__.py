@@ -11,6 +11,7 @@ flash_attention_2 by default (v0.8.10 :283-287)."""
 
 from planner.frameworks.base import NO_SPLITS, Default, Framework, Release, Rule, kind, workload_of
 from planner.frameworks.openrlhf.keys import BUCKETS, KEYS
+from planner.frameworks.openrlhf.mmeureka import mm_eureka
 from planner.frameworks.rl import RoleEngine
 
 # the groups --placement may give (cli/train_ppo_ray.py: each role alone, or actor+ref and critic+reward together)
@@ -148,6 +149,37 @@ RELEASES = (
     ),
     Release("0.10.2", (0, 10, 2), f"openrlhf v0.10.2 .. 0.11.2 {CLI} (dotted flags)"),
 )
+# what it runs (closed knobs: planner.frameworks.base.Framework.runs)
+RUNS = {
+    # its DeepSpeed config names Adam: DeepSpeed picks FusedAdam or DeepSpeedCPUAdam (deepspeed_utils.py:71)
+    "client_optimizer": (False,),
+    # its own DeepSpeed config (no user JSON read): "auto" sizes DeepSpeed fills with its defaults (the reading's,
+    # reader_flags.zero_buckets); "" (HF's sizes) where memplan plans it without a reading
+    "zero_buckets": ("", *BUCKETS),
+    "device_map": ("off",),  # one process a GPU
+    "dataparallel": (False,),  # torch's nn.DataParallel: HF's Trainer alone
+    "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
+    "negatives": (0,),
+    "task": ("causal-lm",),  # train_rm: not planned yet
+    "trained_layout": ("last",),  # LLaMA-Pro's interleaved blocks: not run here
+    "trained_layers": (0,),  # freeze tuning (LLaMA-Factory's finetuning_type freeze): not run here
+    # --algo.advantage.estimator (cli/train_ppo_ray.py:515); DPO: cli/train_dpo.py (policy and reference)
+    "workload": ("ppo", "grpo", "rloo", "reinforce++", "dpo", "sft"),  # SFT: cli/train_sft.py
+    "checkpointing": ("off", "full"),  # --actor.gradient_checkpointing_enable (:328)
+    "loss": ("standard",),
+    "attention": ("flash", "sdpa", "eager"),  # --ds.attn_implementation
+    "batching": ("padded",),
+    "fsdp": ("off",),  # DeepSpeed only
+    "offload": ("none", "optimizer"),  # --ds.adam_offload (:341)
+    "optimizer": ("adamw", "adamw-fused"),  # DeepSpeed's FusedAdam / CPUAdam
+    "quant": ("none", "nf4"),  # --ds.load_in_4bit
+    "optimizer_in_backward": (False,),
+    "expert_parallel": ("off",),
+    "frozen": ("none",),
+    "lora_vision": (False,),
+    "lora_variant": ("lora",),  # its LoRA config has no use_dora: DoRA is not run
+    **NO_SPLITS,
+}
 # train_ppo_ray's roles
 ROLES = RoleEngine(
     # cli/train_ppo_ray.py:251-255 --vllm.gpu_memory_utilization 0.95, :244-249 --vllm.enable_sleep off (the engines
@@ -190,36 +222,7 @@ FRAMEWORK = Framework(
         "eval_logits_steps",
         "save_weights",
     ),
-    runs={
-        # its DeepSpeed config names Adam: DeepSpeed picks FusedAdam or DeepSpeedCPUAdam (deepspeed_utils.py:71)
-        "client_optimizer": (False,),
-        # its own DeepSpeed config (no user JSON read): "auto" sizes DeepSpeed fills with its defaults (the reading's,
-        # reader_flags.zero_buckets); "" (HF's sizes) where memplan plans it without a reading
-        "zero_buckets": ("", *BUCKETS),
-        "device_map": ("off",),  # one process a GPU
-        "dataparallel": (False,),  # torch's nn.DataParallel: HF's Trainer alone
-        "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
-        "negatives": (0,),
-        "task": ("causal-lm",),  # train_rm: not planned yet
-        "trained_layout": ("last",),  # LLaMA-Pro's interleaved blocks: not run here
-        "trained_layers": (0,),  # freeze tuning (LLaMA-Factory's finetuning_type freeze): not run here
-        # --algo.advantage.estimator (cli/train_ppo_ray.py:515); DPO: cli/train_dpo.py (policy and reference)
-        "workload": ("ppo", "grpo", "rloo", "reinforce++", "dpo", "sft"),  # SFT: cli/train_sft.py
-        "checkpointing": ("off", "full"),  # --actor.gradient_checkpointing_enable (:328)
-        "loss": ("standard",),
-        "attention": ("flash", "sdpa", "eager"),  # --ds.attn_implementation
-        "batching": ("padded",),
-        "fsdp": ("off",),  # DeepSpeed only
-        "offload": ("none", "optimizer"),  # --ds.adam_offload (:341)
-        "optimizer": ("adamw", "adamw-fused"),  # DeepSpeed's FusedAdam / CPUAdam
-        "quant": ("none", "nf4"),  # --ds.load_in_4bit
-        "optimizer_in_backward": (False,),
-        "expert_parallel": ("off",),
-        "frozen": ("none",),
-        "lora_vision": (False,),
-        "lora_variant": ("lora",),  # its LoRA config has no use_dora: DoRA is not run
-        **NO_SPLITS,
-    },
+    runs=RUNS,
     defaults={
         "zero_stage": Default(2, f"{CLI}:327 --ds.zero_stage 2"),
         "micro_batch": Default(1, f"{CLI}:412 --train.micro_batch_size 1"),
@@ -234,7 +237,7 @@ FRAMEWORK = Framework(
             "GPU counts or --train.colocate_all"
         ),
     ),
-    releases=RELEASES,
+    releases=(*RELEASES, mm_eureka(_flat("0.8"), RELEASES[0].rules, RUNS)),
     rules=(
         Rule(
             "precision",

@@ -6,6 +6,7 @@ and share, the token budgets, what DeepSpeed offloads: reader_rollout.py). Defau
 
 from __future__ import annotations
 
+from planner.frameworks.openrlhf import reader_mmeureka as mmeureka
 from planner.frameworks.openrlhf.keys import KEYS, T
 from planner.frameworks.openrlhf.reader_dpo import DPO_DEFAULTS, DPO_OLD, read_dpo  # noqa: F401 - re-exported
 from planner.frameworks.openrlhf.reader_flags import (  # noqa: F401 - release_hint re-exported
@@ -229,3 +230,5 @@ def read_launched(c: Collector, run) -> None:
         read_dpo(c, flags, run.command.path)
     else:
         read(c, flags, run.command.path)
+        if c.facts.get("release", ("",))[0] == "mm-eureka":  # its own flags (reader_mmeureka)
+            mmeureka.read(c, flags, f"{run.where} {run.target}")

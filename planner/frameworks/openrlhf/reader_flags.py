@@ -5,6 +5,7 @@ and the release line the flat flags name (release_hint)."""
 
 from __future__ import annotations
 
+from planner.frameworks.openrlhf import mmeureka
 from planner.frameworks.openrlhf.keys import ALIASES, KEYS, SHARED, bucket_text
 from planner.intake import line_defaults
 from planner.intake.collect import Collector, as_bool, default, one
@@ -88,7 +89,12 @@ def release_hint(flags: dict[str, Flag]) -> tuple[str, str, tuple[str, ...]] | N
     """(the release line, why, the lines the flags allow) a flat flag names (OLD: 0.10.1 and before), else None
     (planner.intake.releases): --flash_attn only 0.8.9 and before took (v0.8.9 cli/train_ppo_ray.py:282), the flat
     --attn_implementation only 0.8.10 .. 0.10.1 (v0.8.10 :283); --param_dtype 0.9.10 on, --bf16 before it. --bf16 with
-    neither attention flag is 0.8's or 0.9's (flash by default from 0.8.10): both allowed, 0.9 assumed."""
+    neither attention flag is 0.8's or 0.9's (flash by default from 0.8.10): both allowed, 0.9 assumed. A flag only
+    MM-Eureka's copy of 0.6.1 takes (mmeureka.SIGNS) names that release."""
+    sign = next((k for k in flags if k in mmeureka.SIGNS), None)
+    if sign is not None:
+        why = f"{flags[sign].source} (MM-Eureka's own flag, {mmeureka.CLI}:{mmeureka.SIGNS[sign]})"
+        return "mm-eureka", why, ("mm-eureka",)
     flat = next((f for k, f in flags.items() if k in OLD), None)
     if flat is None:
         return None

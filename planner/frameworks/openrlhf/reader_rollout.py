@@ -80,11 +80,16 @@ def _passes(c: Collector, f: dict[str, Flag]) -> None:
         )
     else:
         rm, rs = get(f, KEYS.key("rollout_micro_batch"))
-        length = as_int(get(f, KEYS.key("seq_len"))[0]) or 2048
+        length, what = as_int(get(f, KEYS.key("seq_len"))[0]) or 2048, "--data.max_len"
+        prompt, completion = c.get("workload.max_prompt_length"), c.get("workload.max_completion_length")
+        if KEYS.key("seq_len") not in f and prompt and completion:  # the rows the reading's lengths make: at 0.8.x
+            # no --max_len is the prompt's and the completion's limits (v0.8.9 cli/train_ppo_ray.py:44), at 0.10+
+            # --max_len's default 2048 (v0.10.1 :371) is what _split divided between the two
+            length, what = int(prompt) + int(completion), "the prompt and completion limits"
         c.number(
             r + "logprob_max_tokens_per_gpu",
             (as_int(rm) or 1) * length,
-            f"{rs} x --data.max_len (the experience passes' rows)",
+            f"{rs} x {what} (the experience passes' rows)",
             KEYS.flag("rollout_micro_batch"),
         )
     ent = f.get(KEYS.key("entropy"))

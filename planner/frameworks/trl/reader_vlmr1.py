@@ -103,7 +103,7 @@ def read_run(c: Collector, run, flags: dict[str, Flag], trainer: str, *, flags_o
         read(c, flags, run.where, run.target)
     elif trainer == "grpo" and c.facts.get("release", ("",))[0] == "r1-v":
         if "use_vllm" not in flags and not set(flags) & {"temporal", "len_control"}:  # R1-V's own HF-generate trainer
-            return _images(c, flags, f"{run.where} {run.target}", R1_V)
+            return read_images(c, flags, f"{run.where} {run.target}", R1_V)
         for key in sorted({"max_pixels", "min_pixels"} & set(flags)):
             c.note(
                 f"{flags[key].source} (the images of R1-V's vLLM trainer and of Video-R1's copy are not planned yet: "
@@ -124,7 +124,7 @@ def read(c: Collector, flags: dict[str, Flag], where: str, target: str) -> None:
         f"{where} {target} (VLM-R1's trainer computes each row's log-probs from the whole logits)",
         "trainer",
     )
-    _images(c, flags, f"{where} {target}", vlm_r1("grpo_rec.py" in target))
+    read_images(c, flags, f"{where} {target}", vlm_r1("grpo_rec.py" in target))
     lora = "the trainer's own LoRA targets leave the vision modules out, trainer/grpo_trainer.py find_all_linear_names"
     c.fact("freeze_vision", True, f"{where} {target} ({lora})", "trainer", weak=True)
 
@@ -168,7 +168,9 @@ def _rule(c: Collector, flags: dict[str, Flag], rule: str, fork: Fork) -> tuple[
     return rule, low, high
 
 
-def _images(c: Collector, flags: dict[str, Flag], where: str, fork: Fork) -> None:
+def read_images(c: Collector, flags: dict[str, Flag], where: str, fork: Fork) -> None:
+    """A fork's images (one a row, within its pixel settings) and its uncut prompt: the text and the image's tokens;
+    MM-Eureka's OpenRLHF reading takes it too (planner.frameworks.openrlhf.reader_mmeureka)."""
     if c.model is None or not modelconfig.has_vision(c.model.config):
         for key in sorted(k for k in set(fork.defaults) & set(flags) if not is_default(flags[k].source)):
             what = "the model is not known from the script: pass --model" if c.model is None else "a text model"

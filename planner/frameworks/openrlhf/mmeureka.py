@@ -1,0 +1,61 @@
+"""MM-Eureka (github.com/ModalMinds/MM-EUREKA, its default branch `qwen` at bccddd7, 2025-04-04), a release of
+OpenRLHF that froze v0.6.1: its own `openrlhf/` package (setup.py: "A Ray-based High-performance MultiModal RLHF
+framework based on OpenRLHF"; requirements.txt: transformers==4.49.0, deepspeed==0.16.4, vllm 0.7.3), launched as
+`python3 -m openrlhf.cli.train_ppo_ray` (examples/scripts/train_mm_eureka_qwen_7b_*.sh). Its cli/train_ppo_ray.py is
+OpenRLHF v0.6.1's line for line (`diff` against the v0.6.1 tag: 24 lines, all below) but for its own flags:
+- --freeze_prefix (:340-346): the actor's parameters whose names start with a prefix take no gradient
+  (trainer/ray/ppo_actor.py:318-329); its scripts freeze `visual`, Qwen2.5-VL's tower and merger;
+- --max_pixels / --min_pixels (:348-349, 640 x 28 x 28 and 4 x 28 x 28): each image's pixel bounds, on the processor
+  (models/lmm_kits/utils.py:16-18) and vLLM's (trainer/ppo_utils/experience_maker.py:904-909);
+- --drop_maxlen (:347), --enable_accuracy_filter, --freezing_filter_steps, --accuracy_lower_bound / _upper_bound
+  (:425-428, experience_maker.py:240), --use_dapo, --use_adora, --adora_lamda (:431-433): which samples train and the
+  loss's clipping, no memory of their own; --label_key's default "answer" (:398, v0.6.1 None).
+Its defaults are v0.6.1's, the flat 0.8 line's values (--micro_train_batch_size 4, --bf16 and --flash_attn off), cited
+here at MM-Eureka's own file. The flags only it takes (SIGNS) name it (planner.frameworks.openrlhf.reader_flags)."""
+
+from planner.frameworks.base import Default, Release, Rule
+
+WHO = "MM-EUREKA bccddd7"
+CLI = f"{WHO} openrlhf/cli/train_ppo_ray.py"
+# flags no OpenRLHF release takes (v0.6.1 .. 0.11.2 cli/train_ppo_ray.py have none of them) -> MM-Eureka's line
+SIGNS = {
+    "enable_accuracy_filter": 425,
+    "freezing_filter_steps": 426,
+    "accuracy_lower_bound": 427,
+    "accuracy_upper_bound": 428,
+    "use_adora": 432,
+    "adora_lamda": 433,
+}
+# its own pixel bounds: flag -> (default, line)
+PIXELS = {"max_pixels": (640 * 28 * 28, 348), "min_pixels": (4 * 28 * 28, 349)}
+# memplan's writer writes OpenRLHF's own entry point (writer.py); MM-Eureka's package and its image dataset are the
+# user's checkout: its runs are read and planned, never written
+READ_ONLY = Rule(
+    "release",
+    "MM-Eureka's launch scripts are read, not written (its own openrlhf/ package, OpenRLHF 0.6.1's flags): give "
+    "--framework openrlhf for a script of OpenRLHF's",
+    lambda k, w: True,
+    "written",
+)
+
+
+def mm_eureka(keys: dict[str, str], rules: tuple, runs: dict) -> Release:
+    """MM-Eureka's release: OpenRLHF 0.6.1's flat `keys` and the 0.8 line's `rules` (its flags are that line's), its
+    adapter running OpenRLHF's `runs` with the vision tower and merger frozen too (--freeze_prefix visual)."""
+    return Release(
+        "mm-eureka",
+        None,
+        f"{CLI} (OpenRLHF v0.6.1's with multimodal rollouts and its own flags: :340-349, :425-433)",
+        defaults={
+            "micro_batch": Default(4, f"{CLI}:312 --micro_train_batch_size 4"),
+            "attention": Default("eager", f"{CLI}:273 --flash_attn off: eager"),
+            "precision": Default("fp32", f"{CLI}:267 --bf16 off: fp32 (utils/deepspeed/deepspeed_utils.py)"),
+            "rollout_micro_batch": Default(8, f"{CLI}:299 --micro_rollout_batch_size 8"),
+            "workload.max_prompt_length": Default(1024, f"{CLI}:301 --prompt_max_len 1024"),
+            "workload.max_completion_length": Default(1024, f"{CLI}:302 --generate_max_len 1024"),
+        },
+        keys=keys,
+        notes=("MM-Eureka: OpenRLHF 0.6.1's flat flags, --bf16 and --flash_attn switches, images within --max_pixels",),
+        adapter={"runs": {**runs, "frozen": ("none", "vision+projector")}},
+        rules=(*rules, READ_ONLY),
+    )
