@@ -18,6 +18,7 @@ from planner.frameworks.trl import reader_vlmr1 as vlmr1
 from planner.intake import modelconfig
 from planner.intake.collect import Collector, as_int, default, one
 from planner.intake.flags import Flag
+from planner.model import families
 
 EXPERIENCE = "openrlhf/trainer/ppo_utils/experience_maker.py"
 FORK = vlmr1.Fork(
@@ -64,9 +65,18 @@ def _freeze(c: Collector, flags: dict[str, Flag]) -> None:
     if f is None:
         return
     prefixes = {str(p) for p in (f.value if isinstance(f.value, list) else [f.value])}
-    vision = c.model is not None and modelconfig.has_vision(c.model.config)
-    if prefixes == {"visual"} and vision and c.model.config.get("model_type") in ("qwen2_vl", "qwen2_5_vl"):
-        why = f"{f.source} (Qwen-VL's visual.*, its tower and merger, take no gradient: {WHO} {FREEZE})"
+    if _names_the_tower(c, prefixes):
+        why = f"{f.source} (the model's tower and projector, under {', '.join(sorted(prefixes))}, take no gradient: {WHO} {FREEZE})"
         c.set("frozen", "vision+projector", why, "--freeze_prefix")
         return
     c.note(f"{f.source} (not planned: MM-Eureka freezes the parameters named {', '.join(sorted(prefixes))}, {FREEZE})")
+
+
+def _names_the_tower(c: Collector, prefixes: set[str]) -> bool:
+    """Whether the prefixes name the model's whole tower and projector (Qwen-VL's `visual`: its ModelSpec's
+    tower_modules and projector_modules), nothing of the language model."""
+    if c.model is None or not modelconfig.has_vision(c.model.config):
+        return False
+    v = families.from_config(c.model.config, "the reading's model").vision
+    mods = v.tower_modules + v.projector_modules if v is not None else ()
+    return bool(mods) and {m.split(".")[0] for m in mods} == prefixes
