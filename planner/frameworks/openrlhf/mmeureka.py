@@ -57,5 +57,5 @@ def mm_eureka(keys: dict[str, str], rules: tuple, runs: dict) -> Release:
         keys=keys,
         notes=("MM-Eureka: OpenRLHF 0.6.1's flat flags, --bf16 and --flash_attn switches, images within --max_pixels",),
         adapter={"runs": {**runs, "frozen": ("none", "vision+projector")}},
-        rules=(*rules, READ_ONLY),
+        rules=(READ_ONLY, *rules),  # refused whole first, whatever else a plan sets
     )
