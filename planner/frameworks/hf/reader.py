@@ -254,7 +254,7 @@ def defaults(c: Collector, trainer: str, near: Path | None = None) -> None:
     opt = K["optimizer"]
     pinned = hf_optim.optimizer_at(c, "trl", pinned=True, near=near) if trainer != "hf" else None
     if pinned is not None:  # a transformers pin beside a TRL line's files decides HF's optim default
-        c.fill("optimizer", hf_optim.MEMPLAN[pinned[0]], pinned[1], opt.key)
+        c.fill("optimizer", vocab.optimizer(pinned[0]), pinned[1], opt.key)
     line_defaults.release_defaults(c, trainer)
     line = line_defaults.older_line(c, trainer)
 

@@ -10,7 +10,6 @@ from planner.intake.releases import transformers_read
 
 # adamw_torch through 4.53 (4.53.0 training_args.py:1281), adamw_torch_fused on torch >= 2.8 from 4.54 (4.54.0
 # :1286-1291; 4.56.2 :1296-1303)
-MEMPLAN = {"adamw_torch": "adamw", "adamw_torch_fused": "adamw-fused"}  # optim_at's values as memplan's optimizer
 BY_RELEASE = "transformers 4.53.0 training_args.py:1281 adamw_torch; 4.54.0 :1286-1291 fused on torch >= 2.8"
 
 
