@@ -60,18 +60,10 @@ def release_defaults(c: Collector, trainer: str) -> None:
         )
 
 
-def older_line(c: Collector, trainer: str) -> str | None:
-    """`trl@0.22` where the reading of an HF / TRL trainer targets a line older than the framework's newest, else None:
-    a default the line did not move (Release.defaults) is the newest's, and its source says so (as_at)."""
-    name = by_trainer(trainer)
-    r = line_read(c, name) if c.framework == name else None
-    return None if r is None else f"{name}@{r.name}"
-
-
 def as_at(line: str | None, source: str) -> str:
     """A newest release's default `source` (`trl 1.16 default max_length 1024 (file:line)`) read at an older `line`:
-    `trl@0.22 default, as at trl 1.16: max_length 1024 (file:line)` (the guard: tests/planner/frameworks/trl/
-    test_line_defaults.py compares each line's filled defaults with its own release's config classes)."""
+    `trl@0.22 default, as at trl 1.16: max_length 1024 (file:line)` (the guards: tests/planner/frameworks/*/
+    test_line_defaults.py compare each line's filled defaults with its own release's config classes)."""
     if line is None:
         return source
     who, _, rest = source.partition(" default")
@@ -88,7 +80,10 @@ def restate(c: Collector) -> None:
     r = line_read(c, c.framework) if fw is not None and fw.releases else None
     if r is None:
         return
-    head = re.compile(rf"\b{re.escape(fw.version.rpartition(' ')[0])} [\d.]+ default\b")
+    # the framework's package and transformers (HF's Trainer's defaults the readers of TRL, LLaMA-Factory, ms-swift and
+    # DeepSpeed JSONs cite at transformers' newest)
+    packages = {fw.version.rpartition(" ")[0], "transformers"}
+    head = re.compile(rf"\b(?:{'|'.join(map(re.escape, sorted(packages)))}) [\d.]+ default\b")
     c.restate(lambda source: head.sub(lambda m: as_at(f"{c.framework}@{r.name}", m.group(0)), source))
 
 

@@ -250,38 +250,34 @@ def _kernels(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
 
 def defaults(c: Collector, trainer: str, near: Path | None = None) -> None:
     """The trainer's defaults, where the configuration leaves a field out (the release's first, where the files
-    show one; a default the release did not move is the newest's, its source naming both: line_defaults.as_at)."""
+    show one; a default the release did not move is the newest's, its source restated as the line's at the end of
+    the reading: line_defaults.restate)."""
     opt = K["optimizer"]
     pinned = hf_optim.optimizer_at(c, "trl", pinned=True, near=near) if trainer != "hf" else None
     if pinned is not None:  # a transformers pin beside a TRL line's files decides HF's optim default
         c.fill("optimizer", vocab.optimizer(pinned[0]), pinned[1], opt.key)
     line_defaults.release_defaults(c, trainer)
-    line = line_defaults.older_line(c, trainer)
-
-    def fill(field: str, value: object, source: str, key: str) -> None:
-        c.fill(field, value, line_defaults.as_at(line, source), key)
-
     for field in ("micro_batch", "grad_accum"):
         k = K[field]
-        fill(field, k.default, default(HF, k.cite, f"{k.key} {k.default}"), k.key)
+        c.fill(field, k.default, default(HF, k.cite, f"{k.key} {k.default}"), k.key)
     gc = K["checkpointing"]
     if trainer == "hf":
-        fill("checkpointing", "off", default(HF, gc.cite, f"{gc.key} {gc.default}"), gc.key)
+        c.fill("checkpointing", "off", default(HF, gc.cite, f"{gc.key} {gc.default}"), gc.key)
         c.fact("amp", "fp32", default(HF, f"{ARGS}:874-880", "bf16 False, fp16 False"), K.key("bf16"), weak=True)
     else:
-        fill(
+        c.fill(
             "checkpointing", "full", default(TRL, f"{BASE}:62", "gradient_checkpointing True"), "gradient_checkpointing"
         )
         c.fact("amp", "bf16", default(TRL, f"{BASE}:68,107-108", "bf16 (None: not fp16)"), "bf16", weak=True)
         c.fact("weights", "fp32", default(TRL, "trl/trainer/model_config.py:89", "dtype float32"), "dtype", weak=True)
     if trainer == "sft":
-        fill("seq_len", 1024, default(TRL, "trl/trainer/sft_config.py:202", "max_length 1024"), "max_length")
+        c.fill("seq_len", 1024, default(TRL, "trl/trainer/sft_config.py:202", "max_length 1024"), "max_length")
     if trainer == "reward":
-        fill("seq_len", 1024, default(TRL, "trl/trainer/reward_config.py:144", "max_length 1024"), "max_length")
+        c.fill("seq_len", 1024, default(TRL, "trl/trainer/reward_config.py:144", "max_length 1024"), "max_length")
     if trainer in ("dpo", "kto"):
         cite = "trl/trainer/dpo_config.py:195" if trainer == "dpo" else f"{ktoargs.C}:166"
-        fill("workload.max_length", 1024, default(TRL, cite, "max_length 1024"), "max_length")
-    fill("optimizer", "adamw-fused", default(HF, opt.cite, f"{opt.key} {opt.default}"), opt.key)
+        c.fill("workload.max_length", 1024, default(TRL, cite, "max_length 1024"), "max_length")
+    c.fill("optimizer", "adamw-fused", default(HF, opt.cite, f"{opt.key} {opt.default}"), opt.key)
 
 
 def read_forks(c: Collector, run, flags: dict[str, Flag], trainer: str, *, flags_only: bool) -> None:
