@@ -58,7 +58,7 @@ def build_model(
     of the language-model head (an RL critic or reward model: verl's AutoModelForTokenClassification, num_labels 1)."""
     import transformers
 
-    cfg = _with_inserted_blocks(hf_config(config, layers), knobs)
+    cfg = hf_config(config, layers)
     auto = (
         transformers.AutoModelForImageTextToText
         if cfg.get_text_config() is not cfg
@@ -76,6 +76,7 @@ def build_model(
     else:
         model = auto.from_pretrained(weights, config=cfg, local_files_only=True, **kw)
     model.config.use_cache = False
+    _insert_blocks(model, knobs)
     _freeze(model, config, knobs)
     if knobs.lora_rank:
         from planner.model.families import from_config
@@ -89,20 +90,41 @@ def build_model(
     return model
 
 
-def _with_inserted_blocks(cfg, knobs):
-    """--trained-layout inserted (ms-swift's LLaMA-Pro, planner.estimate.freeze.expanded_model): N more decoder
-    layers, one after every layers/N, each taking the layer type of the one before (4.6.0 swift/tuners/llamapro.py:
-    84-98); _freeze_layers then trains those. Built fresh (not copies of the layer before): the same bytes."""
+def _insert_blocks(model, knobs) -> None:
+    """--trained-layout inserted (ms-swift's LLaMA-Pro, planner.estimate.freeze.expanded_model): after every layers/N
+    decoder layers a deep copy of the layer before, its o_proj and down_proj (and their biases) zeroed so that the
+    new block starts as the identity, each layer's attention renumbered and layer_types extended (ms-swift 4.6.0
+    swift/tuners/llamapro.py:86-113, :137-147, :202-216). Done on the built (or loaded) model, so that a local
+    checkpoint's layers load where they are and the copies carry their weights; _freeze_layers then trains them."""
     n = getattr(knobs, "trained_layers", 0)
     if getattr(knobs, "trained_layout", "last") != "inserted" or not n:
-        return cfg
-    text = cfg.get_text_config()
-    layers, stride = text.num_hidden_layers, text.num_hidden_layers // n
-    types = getattr(text, "layer_types", None)
+        return
+    text, parent = model.config.get_text_config(), model.get_decoder()
+    layers, types = parent.layers, getattr(text, "layer_types", None)
+    stride, blocks, kinds = len(layers) // n, [], []
+    for i, layer in enumerate(layers):
+        copies = [layer, _zeroed_copy(layer)] if (i + 1) % stride == 0 else [layer]
+        blocks += copies
+        kinds += [types[i] if types else None] * len(copies)
+    for i, layer in enumerate(blocks):
+        layer.self_attn.layer_idx = i
+    parent.layers = torch.nn.ModuleList(blocks)
+    text.num_hidden_layers = len(blocks)
     if types:
-        text.layer_types = [x for i, t in enumerate(types) for x in ([t, t] if (i + 1) % stride == 0 else [t])]
-    text.num_hidden_layers = layers + layers // stride
-    return cfg
+        text.layer_types = kinds
+
+
+def _zeroed_copy(layer):
+    """ms-swift's new block: the layer before, deep-copied, with its two output projections zeroed."""
+    import copy
+
+    block = copy.deepcopy(layer)
+    for path in ("self_attn.o_proj", "mlp.down_proj"):
+        linear = block.get_submodule(path)
+        linear.weight.data = torch.zeros_like(linear.weight.data)
+        if linear.bias is not None:
+            linear.bias.data = torch.zeros_like(linear.bias.data)
+    return block
 
 
 def _tower_checkpointing(model, config: dict, knobs) -> None:

@@ -7,22 +7,7 @@ import argparse
 
 from planner.cli.argtypes import number, one_of, positive_int
 from planner.cli.roleargs import add_role_args, role_fields
-
-WORKLOAD_FLAGS = (
-    "num_generations",
-    "max_prompt_length",
-    "max_completion_length",
-    "beta",
-    "generation",
-    "vllm_gpu_memory_utilization",
-    "steps_per_generation",
-    "num_iterations",
-    "precompute_ref_log_probs",
-    "logprobs",
-    "teacher_model",
-    "lmbda",
-    "jsd_beta",
-)
+from planner.config.workload import WORKLOAD_FLAGS
 
 
 def add_workload_args(p: argparse.ArgumentParser) -> None:

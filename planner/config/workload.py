@@ -51,6 +51,24 @@ MAX_TOKENS = 1 << 20
 GRPO_PROMPT_DEFAULT = 512
 
 
+# the Workload fields every face takes as a flag of its own (--num-generations ...; DPO's row length is --max-length)
+WORKLOAD_FLAGS = (
+    "num_generations",
+    "max_prompt_length",
+    "max_completion_length",
+    "beta",
+    "generation",
+    "vllm_gpu_memory_utilization",
+    "steps_per_generation",
+    "num_iterations",
+    "precompute_ref_log_probs",
+    "logprobs",
+    "teacher_model",
+    "lmbda",
+    "jsd_beta",
+)
+
+
 class Workload(BaseModel):
     """What one optimizer step trains on (every face: `--workload` and the flags below, the API's `workload`)."""
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import shlex
 
+from planner.config import knobfields
 from planner.config.knobfields import CT_QUANTS
 from planner.config.release import written_micro_batch
 from planner.config.spec import Goal, Hardware, Plan
+from planner.config.workload import WORKLOAD_FLAGS
 from planner.export import parallel
 from planner.export.configs import DS_CONFIG_NAME, FSDP_CONFIG_NAME, peft_config, quant_storage
 from planner.export.export import (
@@ -126,59 +128,52 @@ def script_args(
     return a
 
 
+# the knobs bundled_command writes whatever their value; every other knob is written where it is not its default
+BUNDLED_CORE = (
+    "precision",
+    "checkpointing",
+    "zero_stage",
+    "offload",
+    "fsdp",
+    "optimizer",
+    "lora_rank",
+    "loss",
+    "attention",
+    "batching",
+)
+
+
 def bundled_command(plan: Plan, hw: Hardware, model: ModelSpec, seq_len: int) -> str:
-    """`planner train` with the plan's every knob (it starts torchrun or deepspeed itself)."""
-    a = [
-        "planner",
-        "train",
-        "--model",
-        model.name,
-        "--gpu",
-        hw.gpu.name,
-        "--gpus-per-node",
-        str(hw.gpus_per_node),
-        "--nodes",
-        str(hw.nodes),
-        "--seq-len",
-        str(seq_len),
-        "--micro-batch",
-        str(plan.micro_batch),
-        "--grad-accum",
-        str(plan.grad_accum),
-        "--precision",
-        plan.precision,
-        "--checkpointing",
-        plan.checkpointing,
-        "--zero",
-        str(plan.zero_stage),
-        "--offload",
-        plan.offload,
-        "--fsdp",
-        plan.fsdp,
-        "--optimizer",
-        plan.optimizer,
-        "--lora-rank",
-        str(plan.lora_rank),
-        "--loss",
-        plan.loss,
-        "--attention",
-        plan.attention,
-        "--batching",
-        plan.batching,
-        "--data",
-        "DATA.jsonl",
-    ]
-    if plan.optimizer_in_backward:
-        a.append("--optimizer-in-backward")
-    if plan.frozen != "none":
-        a += ["--frozen", plan.frozen]
-    a += ["--expandable-segments"] if plan.expandable_segments else []
-    a += ["--eval-batch", str(plan.eval_batch)] if plan.eval_batch else []
-    if plan.lora_rank:
-        a += ["--quant", plan.quant, "--lora-targets", plan.lora_targets, "--lora-dropout", f"{plan.lora_dropout:g}"]
-        a += ["--lora-train-embeddings"] if plan.lora_train_embeddings else []
-        a += ["--lora-base-fp32"] if plan.lora_base_fp32 else []
-    return " ".join(shlex.quote(x) for x in a)
+    """`planner train` with the plan's every knob (it starts torchrun or deepspeed itself): the core knobs always,
+    every other knob and workload field where it is not its default (--trained-layout inserted, --lora-variant
+    dora, --task ...), so that the command trains the plan it was printed for. No roles: memplan's own plans have
+    none (an RL run by its roles is planned for verl or OpenRLHF)."""
+    a = ["planner", "train", "--model", model.name, "--gpu", hw.gpu.name]
+    a += ["--gpus-per-node", str(hw.gpus_per_node), "--nodes", str(hw.nodes), "--seq-len", str(seq_len)]
+    a += ["--micro-batch", str(plan.micro_batch), "--grad-accum", str(plan.grad_accum)]
+    for field in BUNDLED_CORE:
+        a += [knobfields.flag_of(field), str(getattr(plan, field))]
+    for field in knobfields.KNOBS:
+        value = getattr(plan, field)
+        if field in (*BUNDLED_CORE, "workload", "framework", "release") or value == knobfields.KNOB_DEFAULTS[field]:
+            continue
+        a += _flag_words(knobfields.flag_of(field), value)
+    w, defaults = plan.workload, type(plan.workload)()
+    if w.kind != "sft":
+        a += ["--workload", w.kind]
+        for field in WORKLOAD_FLAGS:
+            if getattr(w, field) != getattr(defaults, field):
+                a += _flag_words("--" + field.replace("_", "-"), getattr(w, field))
+        if w.kind in ("dpo", "kto", "gkd") and w.max_length != defaults.max_length:
+            a += _flag_words("--max-length", w.max_length)
+    return " ".join(shlex.quote(x) for x in [*a, "--data", "DATA.jsonl"])
+
+
+def _flag_words(flag: str, value) -> list[str]:
+    """A flag and its value as `planner train` reads it: a bool as --X / --no-X, a float without trailing zeros."""
+    if isinstance(value, bool):
+        return [flag if value else "--no-" + flag[2:]]
+    return [flag, f"{value:g}" if isinstance(value, float) else str(value)]
 
 
 def command(

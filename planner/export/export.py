@@ -75,6 +75,15 @@ def hf_note(plan: Plan) -> str | None:
             "in your script before the Trainer is built (planner train does), or the plan's memory does not "
             "hold"
         )
+    if plan.trained_layers:
+        what = "insert LLaMA-Pro's blocks (copies of the layer before, o_proj and down_proj zeroed) and " * (
+            plan.trained_layout == "inserted"
+        )
+        notes.append(
+            f"HF's Trainer freezes no layer itself: in your script {what}set requires_grad False on all but the "
+            f"{plan.trained_layers} trained layers ({plan.trained_layout}) before the Trainer is built (planner train "
+            "--trained-layers --trained-layout does), or the plan's memory does not hold"
+        )
     if plan.expert_parallel > 1:
         notes.append(
             f"expert parallel {plan.expert_parallel}: load the model with transformers' DistributedConfig("

@@ -67,7 +67,7 @@ def test_the_trained_layers_and_their_bytes_are_the_plans(name, precision):
 
 
 def test_the_builds_inserted_blocks_are_the_plans():
-    """--trained-layout inserted (recipe.model._with_inserted_blocks): qwen2.5-0.5b with 4 blocks built at 28 layers,
+    """--trained-layout inserted (recipe.model._insert_blocks): qwen2.5-0.5b with 4 blocks built at 28 layers,
     the blocks at 6, 13, 20, 27 trained (ms-swift's places), its counts and bytes the plan's."""
     knobs = Knobs(trained_layers=4, trained_layout="inserted", precision="bf16-pure", framework="swift")
     model, s = _built("qwen2.5-0.5b", knobs), Setup(load_model("qwen2.5-0.5b"), knobs, 1, 1, 64)
@@ -75,6 +75,36 @@ def test_the_builds_inserted_blocks_are_the_plans():
     assert model.config.num_hidden_layers == 28 and trained == {"6", "13", "20", "27"}
     assert sum(p.numel() for p in model.parameters() if p.requires_grad) == trainable_params(s)
     assert sum(p.numel() * p.element_size() for p in model.parameters()) == params_bytes(s)
+
+
+def test_inserted_blocks_on_loaded_weights_are_swifts_copies(tmp_path):
+    """`planner train` on a local checkpoint (recipe.model._insert_blocks after from_pretrained): each new block is
+    the layer before with o_proj and down_proj zeroed (ms-swift 4.6.0 swift/tuners/llamapro.py:202-216), the
+    checkpoint's layers where they were, so the expanded model's logits are the checkpoint's own (each new block
+    adds zero to the residual stream), and only the new blocks train."""
+    import transformers
+
+    torch.manual_seed(0)
+    config = load_model("debug-llama").config
+    base = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config))
+    base.save_pretrained(tmp_path)
+    knobs = Knobs(trained_layers=2, trained_layout="inserted", precision="fp32", framework="swift")
+    model = build_model(config, knobs, weights=tmp_path)
+    old, new = base.model.layers, model.model.layers
+    assert len(new) == len(old) + 2 and [layer.self_attn.layer_idx for layer in new] == list(range(len(new)))
+    stride = len(old) // 2
+    for i, layer in enumerate(new):
+        source = old[i - (i + 1) // (stride + 1)]  # the checkpoint's layer this one is, or the copy's layer before
+        for name, p in layer.named_parameters():
+            zeroed = i % (stride + 1) == stride and name.split(".")[1] in ("o_proj", "down_proj")
+            want = torch.zeros_like(p) if zeroed else source.get_parameter(name)
+            assert torch.equal(p.detach(), want.detach()), (i, name)
+    ids = torch.randint(0, config["vocab_size"], (1, 16))
+    base.eval(), model.eval()
+    with torch.no_grad():
+        assert torch.allclose(model(ids).logits, base(ids).logits, atol=1e-5)
+    trained = {n.split(".")[2] for n, p in model.named_parameters() if p.requires_grad}
+    assert trained == {str(stride), str(2 * stride + 1)}
 
 
 def _in_venv(variable: str, script: str, *args: str):
@@ -136,7 +166,7 @@ def test_swifts_own_checkpointing_is_the_builds_and_the_plans():
     """ms-swift's checkpointing of a frozen model (probes/swift_freeze_step.py: its _fix_gradient_checkpointing and
     _prepare_gradient_checkpointing, enable_input_require_grads among them): the recipe's build holds the same peak,
     and the plan is within 1% of it, never more than 0.5% under (LLaMA-Pro's inserted blocks too: recipe.model
-    _with_inserted_blocks). Measured: debug-llama 2 x 512, the last 2 of 4,
+    _insert_blocks). Measured: debug-llama 2 x 512, the last 2 of 4,
     bf16-pure, checkpointed: 118.64 MiB, planned 118.57 (-0.06%: 74 KiB, as full fine-tuning's bf16-pure checkpointed
     step of debug-llama is); LLaMA-Pro's 2 blocks inserted by ms-swift's tuner (6 layers): 122.41 MiB, planned 122.34
     (-0.06%)."""

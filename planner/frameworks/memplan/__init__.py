@@ -49,10 +49,10 @@ FRAMEWORK = Framework(
     # context parallel: torch's context_parallel shards only CUDA's SDPA kernels (torch 2.13
     # distributed/tensor/experimental/_context_parallel/_attention.py:918-945), so the trainer cannot run it on gloo
     runs={
-        # last, first, LLaMA-Pro's interleaved blocks; no LLaMA-Pro blocks inserted at load (ms-swift's --tuner_type
-        # llamapro): recipe/model.py builds them for the probes' bytes only, freshly initialised, not copies of the
-        # layer before with o_proj and down_proj zeroed as ms-swift's are
-        "trained_layout": ("last", "interleaved", "first"),
+        # last, first, LLaMA-Pro's interleaved blocks, and LLaMA-Pro's blocks inserted at load as ms-swift's
+        # --tuner_type llamapro does (recipe/model.py _insert_blocks: copies of the layer before, o_proj and
+        # down_proj zeroed, after the checkpoint is loaded)
+        "trained_layout": ("last", "interleaved", "first", "inserted"),
         "optimizer": TORCH_OPTIMIZERS,  # recipe/optim.py builds torch's and bitsandbytes' optimizers only
         # a user's DeepSpeed JSON without an optimizer: the trainer steps its torch optimizer as DeepSpeed's client
         # (it always does: recipe/dist.py:19-25 drops the optimizer block; its own export names one, counted as fused)

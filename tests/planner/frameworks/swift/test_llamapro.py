@@ -64,10 +64,22 @@ def test_the_first_layers_by_trainable_parameters(tmp_path):
     assert (r["trained_layers"], r["trained_layout"]) == (2, "first")
 
 
-@pytest.mark.parametrize("framework", ["llamafactory", "axolotl", "memplan"])
+@pytest.mark.parametrize("framework", ["llamafactory", "axolotl"])
 def test_a_framework_that_inserts_no_blocks_refuses_them_in_one_line(framework):
     body = {"model": "qwen2.5-0.5b", "gpu": "h100", "micro_batch": 1, "seq_len": 256, "framework": framework}
     body["trained_layers"] = 4
     with pytest.raises(BadInput) as e:
         advise.check(advise.parse(advise.CheckRequest, {**body, "trained_layout": "inserted"}))
     assert "trained" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_bundled_trainer_inserts_them():
+    """memplan's own trainer inserts ms-swift's blocks after loading (recipe.model._insert_blocks, measured in
+    tests/probes/test_freeze.py): planned for --framework memplan; HF's command says the script must insert and
+    freeze them, and the bundled trainer's command carries the layout (tests/planner/export/test_bundled_command.py)."""
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "micro_batch": 1, "seq_len": 256, "framework": "memplan"}
+    r = advise.check(advise.parse(advise.CheckRequest, {**body, "trained_layers": 4, "trained_layout": "inserted"}))
+    assert "insert LLaMA-Pro's blocks" in r.plan.launch.note and "4 trained layers (inserted)" in r.plan.launch.note
+    chunked = {**body, "trained_layers": 4, "trained_layout": "inserted", "loss": "chunked"}  # HF cannot: bundled
+    r = advise.check(advise.parse(advise.CheckRequest, chunked))
+    assert "planner train" in r.plan.launch.command and "--trained-layout inserted" in r.plan.launch.command
