@@ -106,6 +106,16 @@ def optim_args(value: object) -> dict[str, str]:
     return {k: v for k, v in pairs}
 
 
+def apollo_projector(source: str, optimizer: str, proj: object) -> None:
+    """APOLLO's projector: its random one is planned (the default of transformers 5.25 trainer_optimizer.py:398 and
+    LLaMA-Factory 0.9.5 finetuning_args.py:330-333); proj svd (apollo-torch 1.0.3 apollo.py:94-100: GaLore's SVD
+    projector under APOLLO's scaling, its update temporaries and fp32 factors) is refused."""
+    if str(optimizer).startswith("apollo") and str(proj).strip().lower() == "svd":
+        raise BadInput(
+            f"{source}: APOLLO's proj svd (an SVD projector) is not planned: memplan plans proj random", "config"
+        )
+
+
 def low_rank_fields(c: Collector, rank: tuple | None, targets: tuple | None) -> None:
     """GaLore's and APOLLO's rank and target linears, each (value, source, key) as the framework names it: a rank is
     optimizer_rank, the targets optimizer_targets (all-linear, or module names; a regex is a note)."""

@@ -48,23 +48,24 @@ def test_galores_projector_update_is_the_svd_and_the_fp32_copy(shape, dtype, sta
     assert matrix_step.svd_temp_bytes(shape, state_bytes) == pytest.approx(peak, rel=0.03)
 
 
-def _groups(model, names: set[str], framework: str) -> list[dict]:
-    """GaLoreAdamW's groups in the framework's order (planner.estimate.matrix_step.step_order)."""
+def _groups(model, names: set[str], framework: str, low_rank: dict) -> list[dict]:
+    """The optimizer's groups in the framework's order (planner.estimate.matrix_step.step_order), the targets' group
+    with the keys `low_rank` gives."""
     target = [p for n, p in model.named_parameters() if n in names]
     rest = [p for n, p in model.named_parameters() if n not in names]
     vectors, matrices = [p for p in rest if p.dim() < 2], [p for p in rest if p.dim() >= 2]
-    galore = {"params": target, "rank": 8, "scale": 0.25, "proj_type": "std"}
+    targets = {"params": target, **low_rank}
     if framework == "llamafactory":
-        return [{"params": vectors}, {"params": matrices}, galore]
+        return [{"params": vectors}, {"params": matrices}, targets]
     if framework == "swift":
-        return [galore, {"params": matrices}, {"params": vectors}]
-    return [{"params": rest}, galore]
+        return [targets, {"params": matrices}, {"params": vectors}]
+    return [{"params": rest}, targets]
 
 
-def _second_step(dtype, config: dict, framework: str, gap: int) -> int:
-    """The transient bytes of GaLoreAdamW's second step (update_proj_gap 1: every projector recomputed; 200: none),
-    the model, the optimizer and the first step built under the same profiler."""
-    cls = pytest.importorskip("galore_torch").GaLoreAdamW
+def second_step_bytes(cls, low_rank: dict, dtype, config: dict, framework: str) -> int:
+    """The transient bytes of the optimizer's second step (cls over the framework's groups, the targets' with
+    `low_rank`'s keys: its update_proj_gap 1 recomputes every projector, 200 none), the model, the optimizer and the
+    first step built under the same profiler."""
     built = {}
 
     def before():
@@ -74,10 +75,7 @@ def _second_step(dtype, config: dict, framework: str, gap: int) -> int:
         names = {
             f"{n}.weight" for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and n.endswith(LINEARS)
         }
-        groups = _groups(model, names, framework)
-        for g in groups:
-            g.update({"update_proj_gap": gap} if "rank" in g else {})
-        built["opt"] = cls(groups, lr=1e-3)
+        built["opt"] = cls(_groups(model, names, framework, low_rank), lr=1e-3)
         for step in range(2):
             ids = torch.randint(0, config["vocab_size"], (2, 16))
             model(input_ids=ids, labels=ids).loss.backward()
@@ -103,7 +101,9 @@ def test_galores_step_is_each_tensor_beside_what_the_one_before_it_left(framewor
     LAPACK's workspace and the projected denominators. GaLoreAdamW8bit's step is not measured so: bitsandbytes' CPU
     kernel allocates where its CUDA kernel works in place."""
     shape = {"embedding": CONFIG, "mlp": WIDE_MLP}[config]
-    measured = _second_step(DTYPES[dtype][0], shape, framework, gap)
+    cls = pytest.importorskip("galore_torch").GaLoreAdamW
+    galore = {"rank": 8, "scale": 0.25, "proj_type": "std", "update_proj_gap": gap}
+    measured = second_step_bytes(cls, galore, DTYPES[dtype][0], shape, framework)
     knobs = Knobs(framework=framework, optimizer="galore-adamw", optimizer_rank=8)
     s = Setup(from_config(shape, "tiny-llama"), knobs, 1, 1, 16)
     term = matrix_step.low_rank_step_temp_bytes if gap == 1 else matrix_step.low_rank_steady_temp_bytes

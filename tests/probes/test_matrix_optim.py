@@ -175,8 +175,10 @@ def _steady_step_bytes(dtype, config: dict, make) -> int:
 @pytest.mark.parametrize("optimizer", ["galore-adamw", "galore-adamw-8bit", "apollo-adamw", "muon"])
 def test_step_temporaries_within_15_percent_of_a_tracked_step(optimizer, dtype, config, monkeypatch):
     """Measured 2026-12-05 (CPU, probes.tracker): GaLore 2.03-2.19x the largest tensor, GaLore 8-bit 2.00x the
-    largest target (bitsandbytes' kernel steps the rest in place), APOLLO 1.92-2.20x, Muon fp32 9 and bf16 7 bytes
-    an element of the largest hidden matrix (the terms: 2x, 2x, 2x, and 10 / 8 bytes)."""
+    largest target (bitsandbytes' kernel steps the rest in place), APOLLO 1.92-2.20x (0.946-1.002x its walk in
+    transformers' order, matrix_step.apollo_walk_bytes; tests/probes/test_apollo_step.py pins it in each order with
+    the allocator's events), Muon fp32 9 and bf16 7 bytes an element of the largest hidden matrix (the terms: GaLore's
+    walk, 2x, APOLLO's walk, and 10 / 8 bytes)."""
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
     if optimizer == "muon":
         make = lambda t, o: [torch.optim.Muon(t, lr=1e-3), torch.optim.AdamW(o, lr=1e-3, foreach=False)]

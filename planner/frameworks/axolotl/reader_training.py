@@ -55,11 +55,10 @@ def training(c: Collector, f: dict[str, Flag]) -> None:
     else:
         c.note(f"{osrc} (this optimizer is not planned yet; planned as AdamW)")
     args, mods = f.get("optim_args"), f.get("optim_target_modules")  # transformers' (utils/schemas/training.py:132)
-    rank = (
-        (args.value.get("rank") if isinstance(args.value, dict) else tuners.optim_args(args.value).get("rank"))
-        if args
-        else None
-    )
+    parsed = (args.value if isinstance(args.value, dict) else tuners.optim_args(args.value)) if args else {}
+    rank = parsed.get("rank")
+    if args:
+        tuners.apollo_projector(args.source, opt, parsed.get("proj"))  # transformers' optim_args proj=
     tuners.low_rank_fields(
         c, (rank, args.source, args.raw) if rank else None, (mods.value, mods.source, mods.raw) if mods else None
     )

@@ -45,6 +45,8 @@ def read_matrix_optimizer(c: Collector, f: dict[str, Flag]) -> None:
         c.set("optimizer", WRAPPED[name][optim], on.source, f"use_{name}")
         if optim.startswith("paged"):
             c.note(tuners.PAGED_GALORE_NOTE.format(source=f["optim"].source))
+        if f"{name}_proj" in f:  # apollo_proj random or svd (finetuning_args.py:330-333)
+            tuners.apollo_projector(f[f"{name}_proj"].source, name, f[f"{name}_proj"].value)
         rank, target = f.get(f"{name}_rank"), f.get(f"{name}_target")
         tuners.low_rank_fields(
             c,

@@ -70,7 +70,7 @@ def test_galores_step_is_each_tensor_beside_what_the_one_before_it_left():
     (its SVD: a working copy, U, S, Vh, 201 MB) beside the head's denom and update, left bound by GaLoreAdamW's loop.
     LLaMA-Factory's (and ms-swift's): the head steps right after the embedding, beside its update: 3x the head.
     GaLoreAdamW8bit holds nothing over, so its largest SVD (the MLP's 4096 x 14336, 537 MB) is what counts, more than
-    its two MLP-sized temporaries (470 MB: bitsandbytes steps the embedding in place); APOLLO has no SVD."""
+    its two MLP-sized temporaries (470 MB: bitsandbytes steps the embedding in place)."""
     m, n = 4096, 14336
 
     def svd(m, n):
@@ -86,4 +86,16 @@ def test_galores_step_is_each_tensor_beside_what_the_one_before_it_left():
     assert matrix_step.low_rank_steady_temp_bytes(eight, 4) == 8 * m * n
     assert matrix_step.low_rank_step_temp_bytes(eight, 4) == svd(n, m)
     assert state_terms.optimizer_step_temp_bytes(eight) == svd(n, m)
-    assert matrix_step.galore_svd_temp_bytes(_step_setup("hf", "apollo-adamw"), 4) == 0
+
+
+def test_apollos_step_is_each_tensor_beside_what_the_ones_before_it_left():
+    """llama-3.1-8b under bf16 AMP, rank 128 (fp32 gradients, the head 2.1 GB): in transformers' order layer 0's
+    q_proj projects (4096 x 128) and takes its denominator beside the head's denom and update; in LLaMA-Factory's the
+    head steps after the embedding, 3x the head. A projector update adds the fp32 Gaussian and its scaled copy
+    (4 MB), no larger than the two projected tensors it precedes; no copy of an fp32 gradient."""
+    head, projected = 4 * 128256 * 4096, 4 * 128 * 4096
+    hf, lf = _step_setup("hf", "apollo-adamw"), _step_setup("llamafactory", "apollo-adamw")
+    assert matrix_step.low_rank_steady_temp_bytes(hf, 4) == 2 * head + 2 * projected
+    assert matrix_step.projector_update_temp_bytes(hf, 4) == 2 * head + 2 * projected
+    assert matrix_step.low_rank_step_temp_bytes(lf, 4) == 3 * head
+    assert matrix_step.apollo_projector_temp_bytes((4096, 14336), 128, 2) == 4 * 4096 * 14336 + 8 * 128 * 4096

@@ -136,6 +136,23 @@ def test_galore_over_a_paged_8bit_optim_is_galore_8bit_with_a_note_on_its_paged_
     assert any("paged 8-bit states" in n for n in reading.unplanned)
 
 
+@pytest.mark.parametrize(
+    "name,text",
+    [
+        ("lf.yaml", LF + "finetuning_type: full\nuse_apollo: true\napollo_proj: svd\noptim: adamw_torch\n"),
+        ("ax.yaml", AXOLOTL + "optimizer: apollo_adamw\noptim_args: rank=32,proj=svd\n"),
+        (
+            "train.py",
+            "from trl import SFTConfig\nSFTConfig(max_length=1024, optim='apollo_adamw', optim_args='proj=svd')\n",
+        ),
+    ],
+)
+def test_apollo_over_an_svd_projector_is_refused(tmp_path, name, text):
+    """APOLLO's proj svd (GaLore's SVD projector under APOLLO's scaling) is not planned as its random one."""
+    with pytest.raises(BadInput, match="proj svd"):
+        _read(tmp_path, name, text)
+
+
 def test_lora_with_galore_is_refused_as_llamafactory_refuses_it():
     from planner.config.spec import Knobs
 
