@@ -6,26 +6,32 @@ import torch
 
 
 class CtStandIn(torch.nn.Module):
-    """A frozen linear as compressed-tensors 0.12.2's CompressedLinear holds a pack-quantized weight once its first
-    forward has run (planner.estimate.quant: weight_packed at `bits`, the half-precision weight_scale per `group`
-    weights or per row,
-    weight_shape, and the dense weight it decompressed and kept); each forward fake-quantizes that dense weight (the
-    zero point, the scaled and rounded copies: 3 weights transient) and multiplies by the fake-quantized copy, which
-    autograd saves for the input gradient (tests/probes/test_prequant.py)."""
+    """A frozen linear as compressed-tensors 0.12.2's CompressedLinear holds a weight-only scheme once its first
+    forward has run (planner.estimate.quant): pack-quantized (kind int), weight_packed at `bits`, the half-precision
+    weight_scale per `scale` (a group's size, None a row, (rows, cols) a block), weight_shape, and the dense weight it
+    decompressed and kept; float-quantized (fp8), the scales and the dense weight that replaced the float8 one. Each
+    forward fake-quantizes that dense weight (3 weights transient in groups, 2 a row or a block, and fp8's float8
+    copy) and multiplies by the fake-quantized copy, which autograd saves for the input gradient
+    (tests/probes/test_prequant.py, test_ct_schemes.py)."""
 
-    def __init__(self, linear: torch.nn.Linear, bits: int = 4, group: int | None = 128) -> None:
+    def __init__(self, linear: torch.nn.Linear, kind: str = "int", bits: int = 4, scale=128) -> None:
         super().__init__()
         k, n, dev, dt = linear.in_features, linear.out_features, linear.weight.device, linear.weight.dtype
         self.in_features, self.out_features = k, n
-        self.register_buffer("weight_packed", torch.empty(n, k * bits // 32, dtype=torch.int32, device=dev))
-        self.register_buffer("weight_scale", torch.empty(n, -(-k // (group or k)), dtype=dt, device=dev))
-        self.register_buffer("weight_shape", torch.empty(2, dtype=torch.int64, device=dev))
+        rows, cols = scale if isinstance(scale, tuple) else (1, scale or k)
+        if kind == "int":
+            self.register_buffer("weight_packed", torch.empty(n, k * bits // 32, dtype=torch.int32, device=dev))
+            self.register_buffer("weight_shape", torch.empty(2, dtype=torch.int64, device=dev))
+        self.register_buffer("weight_scale", torch.empty(-(-n // rows), -(-k // cols), dtype=dt, device=dev))
         self.register_buffer("weight", torch.empty(n, k, dtype=dt, device=dev))
         self.bias = linear.bias
-        self.copies = 3 if group else 2  # a scale a row: forward.py's channel branch allocates no output first
+        self.copies = 3 if isinstance(scale, int) else 2  # forward.py's group branch alone allocates its output first
+        self.fp8 = kind == "float"  # quant_args.py:378-390: the cast to float8 and back
 
     def forward(self, x):
         copies = [torch.empty_like(self.weight) for _ in range(self.copies)]  # forward.py:379-393's fake quantization
+        if self.fp8:
+            copies.append(torch.empty(self.weight.shape, dtype=torch.uint8, device=self.weight.device))
         fake_quantized = torch.empty_like(self.weight)
         del copies
         return torch.nn.functional.linear(x, fake_quantized, self.bias)

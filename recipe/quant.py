@@ -146,7 +146,7 @@ STAND_INS = {  # 4-bit: Linear4bitStandIn(nested)
     "gptq": GptqStandIn,
     "awq": AwqStandIn,
     "hqq": HqqStandIn,
-} | {q: partial(CtStandIn, bits=bits, group=group) for q, (bits, group) in CT_SCHEMES.items()}
+} | {q: partial(CtStandIn, kind=kind, bits=bits, scale=scale) for q, (kind, bits, scale) in CT_SCHEMES.items()}
 
 
 def quantize_base(model, knobs, fake: bool) -> None:

@@ -68,13 +68,22 @@ Batching = Literal["padded", "packed"]
 # PEFT's AdaLoRA and VeRA at --lora-rank (planner.estimate.peft_tuners); ms-swift's bottleneck adapter after each
 # decoder layer's MLP, --lora-rank its adapter_length (planner.estimate.bottleneck)
 LoraVariant = Literal["lora", "dora", "oft", "boft", "adalora", "vera", "adapter"]
-# compressed-tensors' pack-quantized weight-only schemes planned (planner.estimate.quant): llm-compressor's W4A16 at
-# groups of 128 (its preset), 64 or 32, and W8A16 (8-bit, one scale a row): (num_bits, group_size; None a row)
-CT_SCHEMES = {"ct-w4a16": (4, 128), "ct-w4a16-g64": (4, 64), "ct-w4a16-g32": (4, 32), "ct-w8a16": (8, None)}
+# compressed-tensors' weight-only schemes planned (planner.estimate.quant): llm-compressor's W4A16 at groups of 128
+# (its preset), 64 or 32, W8A16 (8-bit, one scale a row), both in 128 x 128 blocks, all pack-quantized; and FP8
+# (e4m3) weights, float-quantized, one scale a row or a 128 x 128 block: (type, num_bits, scale: a group's size, None a
+# row, (rows, cols) a block)
+CT_BLOCK = (128, 128)
+CT_SCHEMES = {
+    "ct-w4a16": ("int", 4, 128), "ct-w4a16-g64": ("int", 4, 64), "ct-w4a16-g32": ("int", 4, 32),
+    "ct-w8a16": ("int", 8, None), "ct-w4a16-block": ("int", 4, CT_BLOCK), "ct-w8a16-block": ("int", 8, CT_BLOCK),
+    "ct-w8a16-fp8": ("float", 8, None), "ct-w8a16-fp8-block": ("float", 8, CT_BLOCK),
+}  # fmt: skip
 CT_QUANTS = tuple(CT_SCHEMES)
+CT_FP8 = tuple(q for q, (kind, _, _) in CT_SCHEMES.items() if kind == "float")  # train under PEFT >= 0.19 only
 Quant = Literal[
-    "none", "nf4", "fp4", "int8", "gptq", "awq", "ct-w4a16", "ct-w4a16-g64", "ct-w4a16-g32", "ct-w8a16", "hqq"
-]
+    "none", "nf4", "fp4", "int8", "gptq", "awq", "ct-w4a16", "ct-w4a16-g64", "ct-w4a16-g32", "ct-w8a16",
+    "ct-w4a16-block", "ct-w8a16-block", "ct-w8a16-fp8", "ct-w8a16-fp8-block", "hqq",
+]  # fmt: skip
 VitCheckpointing = Literal["on", "off"]
 QuantAbsmax = Literal["8bit", "fp32"]
 # freeze tuning's trained layers (planner.estimate.freeze): the last N, LLaMA-Pro's interleaved expanded blocks, the
@@ -185,7 +194,8 @@ class KnobFields(BaseModel):
             "or 8 bits (int8: bitsandbytes LLM.int8, load_in_8bit), or a prequantized 4-bit GPTQ or AWQ checkpoint "
             "(gptq, awq: group size 128, through gptqmodel), an llm-compressor W4A16 or W8A16 checkpoint "
             "(compressed-tensors pack-quantized, run compressed: ct-w4a16 in groups of 128, ct-w4a16-g64, ct-w4a16-g32, "
-            "ct-w8a16 one scale a row) or an HQQ 4-bit base (hqq: groups of 64)"
+            "ct-w8a16 one scale a row, ct-w4a16-block / ct-w8a16-block in 128 x 128 blocks), an FP8 weight-only one "
+            "(float-quantized: ct-w8a16-fp8 one scale a row, ct-w8a16-fp8-block) or an HQQ 4-bit base (hqq: groups of 64)"
         ),
     )
     quant_absmax: QuantAbsmax = Field(

@@ -63,11 +63,26 @@ and what the matmuls dequantize.
   32/num_bits weights an int32 (compressors/quantized_compressors/pack_quantized.py:65-70), weight_scale one
   load-dtype value a group or a row (quantization/lifecycle/initialize.py:166-175), ct_stored_bytes_per_weight;
   measured to the byte, saved and loaded, with the dense copy after a step: tests/probes/test_ct_schemes.py.
-  Refused (planner.model.prequant), each measured there: an asymmetric scheme (its packed zero points: 0.12.2
-  cannot decompress them, pack_quantized.py:171-177 raises at the first forward); the naive formats
-  (int-quantized, float-quantized), whose decompressed weight replaces the stored one, and fp8 (PEFT 0.17.1 casts
-  the adapter to the base weight's float8 dtype, tuners/tuners_utils.py:1104-1105, which AdamW cannot step);
-  quantized input activations (W8A8, FP8_DYNAMIC: a fake quantization of every linear's input not planned).
+  In 128 x 128 blocks (strategy block: ct-w4a16-block, ct-w8a16-block) weight_scale holds one value a block
+  (initialize.py:176-198) and the fake quantization takes forward.py:209-260's block branch, which allocates no output
+  first: 2 copies transient, as with a scale a row (measured 2.92 with the saved one).
+  FP8 weights (ct-w8a16-fp8 one scale a row, ct-w8a16-fp8-block one a 128 x 128 block; the float-quantized format
+  llm-compressor gives 8-bit float weights) are stored as they are used: `weight` in float8_e4m3fn, 1 byte a weight,
+  with the bf16 weight_scale and no weight_shape (naive_quantized.py:70-71). The first forward's decompressed weight
+  is registered under the same name (compressed_linear.py:104-105), so it replaces the fp8 one: after a step each
+  linear holds its scales and the dense bf16 weight alone (measured to the byte). A later forward's fake
+  quantization rounds by a cast to float8 and back (quantization/quant_args.py:378-390): one float8 copy more,
+  1 byte a weight (measured 6.83 bytes a weight with the saved copy against 7). PEFT up to 0.18 gives the adapter
+  the base weight's float8 dtype (0.17.1 tuners/tuners_utils.py:1104-1105), which AdamW cannot step (measured:
+  "mul_cpu_reduced_float" not implemented for Float8_e4m3fn); PEFT 0.19.0 upcasts a float8 adapter to fp32
+  (tuners_utils.py:2166-2171), and the step runs (measured with PEFT 0.19.1 on transformers 4.57.1): planned there.
+  Refused (planner.model.prequant), each measured in tests/probes/test_ct_schemes.py: an asymmetric scheme (its
+  packed zero points: 0.12.2 cannot decompress them, pack_quantized.py:171-177 raises at the first forward); the
+  int-quantized format (its int8 weight replaced as fp8's is; no --quant value); quantized input activations (W8A8, FP8,
+  FP8_DYNAMIC, FP8_BLOCK): each forward fake-quantizes the linear's input under torch.no_grad
+  (quantization/lifecycle/forward.py:156-157, 375-377), so no gradient reaches what is below a quantized linear but
+  through the residual stream (measured: a linear's output has no grad_fn, and LoRA's B in every attention
+  projection gets no gradient); fp8 per tensor and blocks of another shape.
   CompressedTensorsConfig(run_compressed=False) decompresses every linear at load instead (transformers 4.57.1
   quantizers/quantizer_compressed_tensors.py:86-92, decompress_model) and, with 0.12.2, leaves weight_packed,
   weight_scale and weight_shape beside the dense weight (measured on the W4A16 probe: 786,432 + 24,576 + 224 B
@@ -109,7 +124,9 @@ CT_SHAPE_BYTES = 16  # weight_shape, int64[2], one a quantized linear
 CT_FAKE_QUANT_WEIGHTS = 3  # compute-dtype copies of a weight a later forward's fake quantization holds transiently
 # one fewer with one scale a row: only the group strategy's branch allocates its output first (compressed-tensors
 # 0.12.2 quantization/lifecycle/forward.py:261-267, torch.zeros_like(x)); measured 2.92 copies with the saved one
-CT_FAKE_QUANT_WEIGHTS_CHANNEL = 2
+CT_FAKE_QUANT_WEIGHTS_CHANNEL = 2  # and in blocks: forward.py:209-260 (measured 2.92)
+CT_FP8_CAST_BYTES = 1  # fp8 fake quantization's cast to float8_e4m3fn and back (quant_args.py:378-390)
+CT_FP8_WEIGHT_BYTES = 1  # an fp8 scheme's stored weight, replaced by the dense one at the first forward
 HQQ_DEQUANT_BYTES = 12  # fp32 bytes a weight HQQ's dequantization holds at once: (W_q - zero), its product, unpacked
 
 
@@ -129,11 +146,31 @@ def constants_bytes_per_weight(quant: str, absmax: str = "8bit") -> float:
     return 1 / NF4_BLOCK + 4 / (NF4_BLOCK * NESTED_BLOCK)
 
 
-def ct_stored_bytes_per_weight(num_bits: int, group_size: int | None, in_features: int) -> float:
-    """A compressed-tensors pack-quantized weight: num_bits/8 bytes of weight_packed (32/num_bits weights an int32) and
-    one load-dtype weight_scale a group of group_size, or a row of in_features (strategy channel); symmetric, so
-    no zero point (weight_shape, 16 bytes a linear: tensor_stored_bytes)."""
-    return num_bits / 8 + CT_SCALE_BYTES / (group_size or in_features)
+def ct_scale_weights(scale, in_features: int) -> int:
+    """Weights one weight_scale value covers: a group, a row of in_features (strategy channel) or a block."""
+    if isinstance(scale, tuple):
+        return prod(scale)
+    return scale or in_features
+
+
+def ct_stored_bytes_per_weight(num_bits: int, scale, in_features: int) -> float:
+    """A compressed-tensors weight-only weight as saved and loaded: num_bits/8 bytes of weight_packed (int: 32/num_bits
+    weights an int32) or of the float8 weight (float), and one load-dtype weight_scale a group, a row or a block;
+    symmetric, so no zero point (pack-quantized's weight_shape, 16 bytes a linear: tensor_stored_bytes)."""
+    return num_bits / 8 + CT_SCALE_BYTES / ct_scale_weights(scale, in_features)
+
+
+def ct_replaced_bytes_per_weight(quant: str) -> int:
+    """An fp8 scheme's stored weight, which the first forward's dense one replaces: bytes a weight no longer held."""
+    return CT_FP8_WEIGHT_BYTES if quant in CT_SCHEMES and CT_SCHEMES[quant][0] == "float" else 0
+
+
+def ct_fake_quant_bytes_per_weight(quant: str, compute_bytes: int) -> int:
+    """A later forward's fake quantization of one weight, transient: 3 compute-dtype copies in groups, 2 with a scale
+    a row or a block, and fp8's float8 copy."""
+    kind, _, scale = CT_SCHEMES[quant]
+    copies = CT_FAKE_QUANT_WEIGHTS if isinstance(scale, int) else CT_FAKE_QUANT_WEIGHTS_CHANNEL
+    return copies * compute_bytes + (CT_FP8_CAST_BYTES if kind == "float" else 0)
 
 
 def stored_bytes_per_weight(quant: str, in_features: int = 0, absmax: str = "8bit") -> float:
@@ -143,7 +180,7 @@ def stored_bytes_per_weight(quant: str, in_features: int = 0, absmax: str = "8bi
     if quant in PREQUANTIZED:  # qweight, qzeros, fp16 scales (GPTQ's g_idx: base_bytes)
         return 0.5 + 0.5 / GROUP + 2 / GROUP
     if quant in CT_SCHEMES:  # weight_packed, the half-precision weight_scale (symmetric: no zero point)
-        return ct_stored_bytes_per_weight(*CT_SCHEMES[quant], in_features)
+        return ct_stored_bytes_per_weight(*CT_SCHEMES[quant][1:], in_features)
     if quant == HQQ:  # W_q, fp32 scale and zero
         return 0.5 + 2 * 4 / HQQ_GROUP
     return packed_bytes_per_weight(quant) + constants_bytes_per_weight(quant, absmax)
@@ -165,15 +202,18 @@ def tensor_stored_bytes(t, quant: str, absmax: str = "8bit") -> float:
     """One quantized linear's stored bytes: its packed weights and constants, GPTQ's g_idx (4 bytes an input) and
     compressed-tensors' weight_shape too."""
     index = 4 * t.shape[-1] * t.count if quant == "gptq" else 0
-    index += CT_SHAPE_BYTES * t.count * prod(t.shape[:-2]) if quant in CT_SCHEMES else 0
+    packed = quant in CT_SCHEMES and CT_SCHEMES[quant][0] == "int"  # pack-quantized: weight_shape
+    index += CT_SHAPE_BYTES * t.count * prod(t.shape[:-2]) if packed else 0
     return index + t.numel * stored_bytes_per_weight(quant, t.shape[-1], absmax)
 
 
 def base_bytes(model, quant: str, absmax: str = "8bit") -> int:
-    """Bytes of the quantized linears, packed weights and constants, before any sharding."""
+    """Bytes of the quantized linears, packed weights and constants, before any sharding, as held once a step has run
+    (an fp8 scheme's float8 weight replaced by the dense one: dense_copy_bytes)."""
     if quant == "none":
         return 0
-    return int(sum(tensor_stored_bytes(t, quant, absmax) for t in model.tensors if t.lora))
+    stored = sum(tensor_stored_bytes(t, quant, absmax) for t in model.tensors if t.lora)
+    return int(stored - ct_replaced_bytes_per_weight(quant) * quantized_weights(model))
 
 
 def dense_copy_bytes(model, quant: str, weight_bytes: int) -> int:
@@ -206,8 +246,7 @@ def dequantized_weight_bytes(model, quant: str, compute_bytes: int, bf16: bool =
     if quant == "awq":
         return 2 * largest
     if quant in CT_SCHEMES:
-        copies = CT_FAKE_QUANT_WEIGHTS if CT_SCHEMES[quant][1] else CT_FAKE_QUANT_WEIGHTS_CHANNEL
-        return copies * compute_bytes * largest
+        return ct_fake_quant_bytes_per_weight(quant, compute_bytes) * largest
     if quant == HQQ:
         return HQQ_DEQUANT_BYTES * largest
     return compute_bytes * largest

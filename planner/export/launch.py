@@ -13,7 +13,7 @@ import os
 from importlib import import_module
 from pathlib import Path
 
-from planner.config.knobfields import CT_QUANTS
+from planner.config.knobfields import CT_FP8, CT_QUANTS
 from planner.config.spec import Goal, Hardware, Launch, Plan
 from planner.export import commands, configs, export
 from planner.export.configs import DS_CONFIG_NAME, FSDP_CONFIG_NAME
@@ -76,6 +76,11 @@ def budget_note(plan: Plan) -> str | None:
 def prequantized_note(plan: Plan) -> str | None:
     """A GPTQ or AWQ checkpoint trains only with gptqmodel's trainable kernels; a compressed-tensors or HQQ one only
     under transformers 4.x (planner.estimate.quant)."""
+    if plan.quant in CT_FP8:  # PEFT <= 0.18 makes the adapter float8; 0.19 upcasts it (planner.estimate.quant)
+        return (
+            f"the {plan.quant} checkpoint is planned as transformers 4.57 loads it (compressed-tensors <= 0.14) with "
+            "PEFT >= 0.19, which trains the adapter in fp32 (older PEFT makes it float8): transformers 5 cannot train it"
+        )
     if plan.quant in (*CT_QUANTS, "hqq"):
         return (
             f"the {plan.quant} checkpoint is planned as transformers 4.57 loads it (compressed-tensors <= 0.14 with "

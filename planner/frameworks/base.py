@@ -20,6 +20,7 @@ from planner.frameworks.rules import (
     full_dpo_precomputed,
     kind,
     only_expert_targets,
+    peft_fp8_quant,
     transformers_5_quant,
     workload_of,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "full_dpo_precomputed",
     "kind",
     "only_expert_targets",
+    "peft_fp8_quant",
     "transformers_5_quant",
     "workload_of",
 ]

@@ -121,6 +121,21 @@ TRANSFORMERS_5_LINES = {  # framework -> (its lines on transformers 5, its line 
 }
 
 
+def peft_fp8_quant(framework: str, pins: str) -> Rule:
+    """An FP8 compressed-tensors base (planner.config.knobfields.CT_FP8, by name: this stage is below the config)
+    refused in one line where the framework pins PEFT below 0.19: PEFT up to 0.18 gives the adapter the base weight's
+    float8 dtype, which AdamW cannot step (planner.estimate.quant)."""
+    return Rule(
+        "quant",
+        f"{framework} pins peft < 0.19 ({pins}), whose LoRA on an FP8 compressed-tensors base is float8 itself and "
+        "AdamW cannot step it: give --quant none with the unquantized model, or --framework hf@4.54 or trl@0.22 "
+        "with peft >= 0.19",
+        lambda k, w=None: (
+            str(k.get("quant")).startswith("ct-") and str(k.get("quant")).endswith(("-fp8", "-fp8-block"))
+        ),
+    )
+
+
 def transformers_5_quant(framework: str) -> Rule:
     """The rule of each framework in TRANSFORMERS_5_LINES: --quant ct-w4a16 or hqq refused in one line at those lines,
     naming the framework's line on transformers 4."""

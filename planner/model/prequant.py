@@ -13,9 +13,12 @@ loads the checkpoint's packed weights as they are stored:
   planned as the 16-bit model, saying so;
 - "compressed-tensors" (llm-compressor's format) in `pack-quantized` symmetric int weights with 16-bit activations,
   compressed: 4-bit in groups of 128 (W4A16, the scheme of most "-AWQ" and "-W4A16" builds it makes) as ct-w4a16, of
-  64 or 32 as ct-w4a16-g64 / -g32, 8-bit with one scale a row (W8A16) as ct-w8a16;
+  64 or 32 as ct-w4a16-g64 / -g32, 8-bit with one scale a row (W8A16) as ct-w8a16, either in 128 x 128 blocks as
+  ct-w4a16-block / ct-w8a16-block; and `float-quantized` FP8 weights with 16-bit activations, one scale a row or a
+  128 x 128 block, as ct-w8a16-fp8 / ct-w8a16-fp8-block;
 - "hqq" at 4 bits in groups of 64 (HqqConfig's defaults) as hqq;
-- any other method or width (compressed-tensors' asymmetric, int-quantized (W8A8), fp8 and nvfp4 schemes, eetq, aqlm, quanto, torchao, bitnet, ...)
+- any other method or width (compressed-tensors' asymmetric, int-quantized, quantized-activation (W8A8, FP8_DYNAMIC,
+  FP8_BLOCK) and nvfp4 schemes, eetq, aqlm, quanto, torchao, bitnet, ...)
   is refused in one line.
 A quantized base trains only through adapters: transformers' Trainer refuses "purely quantized models" without a
 PEFT adapter (trainer.py `_is_quantized_and_base_model`), so full fine-tuning of one is refused too.
@@ -61,22 +64,27 @@ def split_name(name: str) -> tuple[str, dict] | None:
     return None
 
 
+FORMATS = {"int": "pack-quantized", "float": "float-quantized"}  # the format each weight type is planned in
+
+
 def _ct_scheme(qc: dict, group: dict) -> str | None:
     """The CT_SCHEMES value of one config group, else None."""
     w = group.get("weights") or {}
-    if group.get("input_activations") or (group.get("format") or qc.get("format")) != "pack-quantized":
+    kind = w.get("type")
+    if group.get("input_activations") or (group.get("format") or qc.get("format")) != FORMATS.get(kind):
         return None
-    if w.get("type") != "int" or w.get("symmetric") is False or w.get("dynamic") or w.get("actorder") == "group":
+    if w.get("symmetric") is False or w.get("dynamic") or w.get("actorder") == "group":
         return None
-    size = {"group": w.get("group_size"), "channel": None}.get(w.get("strategy", "group"), 0)  # tensor, block: none
-    return next((q for q, scheme in CT_SCHEMES.items() if scheme == (w.get("num_bits"), size)), None)
+    block = tuple(w.get("block_structure") or ())
+    scale = {"group": w.get("group_size"), "channel": None, "block": block}.get(w.get("strategy", "group"), 0)
+    return next((q for q, scheme in CT_SCHEMES.items() if scheme == (kind, w.get("num_bits"), scale)), None)
 
 
 def _ct_quant(qc: dict) -> str | None:
-    """The ct-* value of a compressed-tensors checkpoint stored compressed in one pack-quantized weight-only
-    symmetric int scheme (planner.estimate.quant.CT_SCHEMES: W4A16 in groups of 128, 64 or 32, W8A16 one scale a
-    row); None for any other (an asymmetric scheme, a naive or fp8 format, quantized activations: refused,
-    planner.estimate.quant says why)."""
+    """The ct-* value of a compressed-tensors checkpoint stored compressed in one weight-only symmetric scheme
+    (planner.estimate.quant.CT_SCHEMES: pack-quantized W4A16 in groups of 128, 64 or 32, W8A16 one scale a row, both
+    in 128 x 128 blocks; float-quantized FP8 one scale a row or a 128 x 128 block); None for any other (an asymmetric
+    scheme, the int-quantized format, quantized activations: refused, planner.estimate.quant says why)."""
     groups = qc.get("config_groups") or {}
     if qc.get("quantization_status", "compressed") != "compressed":
         return None
@@ -115,8 +123,9 @@ def quant_of(cfg: dict, name: str) -> str:
     what = f"{method or 'an unnamed'} {bits}-bit" if method in ("gptq", "awq") else (method or "an unnamed method")
     raise BadInput(
         f"model {name!r} is a {what} checkpoint (its config.json's quantization_config): memplan plans bitsandbytes "
-        "4- and 8-bit, GPTQ and AWQ 4-bit, compressed-tensors W4A16 and W8A16 (pack-quantized, symmetric, groups of "
-        "128, 64 or 32 or one scale a row) and HQQ 4-bit "
+        "4- and 8-bit, GPTQ and AWQ 4-bit, compressed-tensors weight-only W4A16 and W8A16 (pack-quantized, "
+        "symmetric, groups of 128, 64 or 32, one scale a row or 128 x 128 blocks), FP8 (float-quantized, one scale "
+        "a row or 128 x 128 blocks) and HQQ 4-bit "
         f"(groups of 64) bases{_ct_why(qc) if method == 'compressed-tensors' else ''}; pass the unquantized model's "
         "config.json (--model PATH)",
         "model",
@@ -127,10 +136,11 @@ def _ct_why(qc: dict) -> str:
     """Why a compressed-tensors scheme is not planned, as measured in tests/probes/test_ct_schemes.py."""
     groups = [g for g in (qc.get("config_groups") or {}).values() if isinstance(g, dict)]
     weights = [g.get("weights") or {} for g in groups]
-    if any(w.get("type") == "float" for w in weights):
-        return " (an fp8 base: PEFT 0.17.1 makes the adapter float8 too, which AdamW cannot step)"
     if any(g.get("input_activations") for g in groups):
-        return " (its quantized input activations are not planned)"
+        return (
+            " (its quantized input activations: compressed-tensors fake-quantizes each linear's input under "
+            "torch.no_grad, so no gradient reaches the layers below)"
+        )
     if any(w.get("symmetric") is False for w in weights):
         return " (an asymmetric scheme: compressed-tensors 0.12.2 cannot decompress its packed zero points)"
     return ""

@@ -1,9 +1,13 @@
-"""compressed-tensors' schemes (llm-compressor's presets W4A16 at groups of 32, 64 and 128, W4A16_ASYM, W8A16 and
-FP8_DYNAMIC) on a tiny Llama: each quantized with compressed-tensors' own API and compressed in its format by
-ModelCompressor, saved, loaded back through transformers (run compressed), wrapped in a PEFT LoRA adapter and trained
-one step on CPU. Prints one JSON line: per scheme, the quantized linears' shapes and the bytes of their tensors as
-saved (safetensors), as loaded and after the step, by tensor name and dtype.
-Run by tests/probes/test_ct_schemes.py with the python MEMPLAN_PREQUANT_PYTHON names."""
+"""compressed-tensors' schemes (llm-compressor's presets W4A16 at groups of 32, 64 and 128, W4A16_ASYM, W8A16,
+FP8_DYNAMIC and FP8_BLOCK; W4A16 and W8A16 in 128 x 128 blocks, FP8 weights alone a row or a block) on a tiny Llama:
+each quantized with compressed-tensors' own API and compressed in its format by ModelCompressor, saved, loaded back
+through transformers (run compressed), wrapped in a PEFT LoRA adapter and trained one step on CPU. Prints one JSON
+line: per scheme, the quantized linears' shapes and the bytes of their tensors as saved (safetensors), as loaded and
+after the step, by tensor name and dtype. PEFT 0.17.1 gives an fp8 base's adapter the float8 dtype; the schemes
+named in UPCAST are stepped as PEFT >= 0.19 runs them, with that adapter upcast to fp32 (0.19.0
+tuners/tuners_utils.py:2166-2190 _cast_adapter_dtype; the same bytes measured with PEFT 0.19.1 itself).
+Run by tests/probes/test_ct_schemes.py and test_ct_fp8.py with the python MEMPLAN_PREQUANT_PYTHON names
+(usage: ct_schemes.py [scheme ...]; none: the schemes test_ct_schemes.py reads, and the MoE)."""
 
 import json
 import sys
@@ -25,7 +29,9 @@ from prequant_layers import (  # this folder's, on sys.path
 from safetensors import safe_open
 from transformers import AutoModelForCausalLM
 
-# name: (preset, group_size or None, format)
+BLOCK = {"strategy": "block", "block_structure": [128, 128], "group_size": None}
+FP8_WEIGHTS = {"num_bits": 8, "type": "float", "strategy": "channel", "group_size": None}
+# name: (preset, group_size or None, format[, the preset's weights changed])
 SCHEMES = {
     "w4a16-g32": ("W4A16", 32, "pack-quantized"),
     "w4a16-g64": ("W4A16", 64, "pack-quantized"),
@@ -35,6 +41,15 @@ SCHEMES = {
     "w8a16-int": ("W8A16", None, "int-quantized"),
     "fp8-dynamic": ("FP8_DYNAMIC", None, "float-quantized"),
 }
+MORE = {  # test_ct_fp8.py's (sweep tier)
+    "w4a16-block": ("W4A16", None, "pack-quantized", BLOCK),
+    "w8a16-block": ("W8A16", None, "pack-quantized", BLOCK),
+    "fp8": ("W8A16", None, "float-quantized", FP8_WEIGHTS),
+    "fp8-block": ("W8A16", None, "float-quantized", {**FP8_WEIGHTS, **BLOCK}),
+    "fp8-block-dynamic": ("FP8_BLOCK", None, "float-quantized"),
+    "fp8-dynamic-peft19": ("FP8_DYNAMIC", None, "float-quantized"),
+}
+UPCAST = ("fp8", "fp8-block", "fp8-block-dynamic", "fp8-dynamic-peft19")
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
@@ -46,22 +61,33 @@ def calibrate(model, args) -> None:
         if not hasattr(m, "weight_scale"):
             continue
         w = m.weight.detach()
-        cols = args.group_size if args.strategy == "group" else w.shape[1]
-        groups = w.view(w.shape[0], -1, cols)
+        if args.strategy == "block":  # one scale a block of rows x cols
+            rows, cols = args.block_structure
+            groups = w.view(w.shape[0] // rows, rows, -1, cols).transpose(1, 2).flatten(2)
+        else:
+            cols = args.group_size if args.strategy == "group" else w.shape[1]
+            groups = w.view(w.shape[0], -1, cols)
         scale, zero = calculate_qparams(groups.amin(-1), groups.amax(-1), args)
         m.weight_scale.data.copy_(scale.view_as(m.weight_scale))
         if hasattr(m, "weight_zero_point"):
             m.weight_zero_point.data.copy_(zero.view_as(m.weight_zero_point))
 
 
-def checkpoint(path: str, preset: str, group: int | None, fmt: str, model=None) -> None:
+def checkpoint(path: str, preset: str, group: int | None, fmt: str, model=None, weights: dict | None = None) -> None:
     from compressed_tensors.compressors import ModelCompressor
-    from compressed_tensors.quantization import QuantizationConfig, apply_quantization_config, preset_name_to_scheme
+    from compressed_tensors.quantization import (
+        QuantizationArgs,
+        QuantizationConfig,
+        apply_quantization_config,
+        preset_name_to_scheme,
+    )
 
     model = model or tiny()
     scheme = preset_name_to_scheme(preset, ["Linear"])
     if group:
         scheme.weights.group_size = group
+    if weights:
+        scheme.weights = QuantizationArgs.model_validate({**scheme.weights.model_dump(), **weights})
     ignore = ["lm_head", "re:.*mlp.gate$"]  # the head and an MoE's router, as llm-compressor's MoE examples leave them
     config = QuantizationConfig(config_groups={"group_0": scheme}, ignore=ignore, format=fmt)
     apply_quantization_config(model, config)
@@ -84,31 +110,59 @@ def saved_bytes(path: str) -> dict[str, int]:
     return out
 
 
-def measure(preset: str, group: int | None, fmt: str) -> dict:
+def upcast_float8_adapter(model) -> None:
+    """PEFT >= 0.19's _cast_adapter_dtype (0.19.0 tuners/tuners_utils.py:2166-2190): a float8 adapter to fp32."""
+    for name, p in model.named_parameters():
+        if "lora_" in name and p.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+            p.data = p.data.to(torch.float32)
+
+
+def without_grad(model) -> list[str]:
+    """The adapted linears (q_proj, ...) whose LoRA B got no gradient in some layer."""
+    out = {n.split(".")[-4] for n, p in model.named_parameters() if "lora_B" in n and not (p.grad is not None and
+           p.grad.float().abs().sum() > 0)}  # fmt: skip
+    return sorted(out)
+
+
+def input_reaches_output(model) -> bool:
+    """Whether a quantized linear's output requires grad when its input does (its weight is frozen)."""
+    layer = next(m for n, m in model.named_modules() if n.endswith("layers.0.mlp.down_proj.base_layer"))
+    x = torch.randn(1, TOKENS, layer.in_features, dtype=DTYPE, requires_grad=True)
+    with torch.autocast("cpu", dtype=DTYPE):
+        return layer(x).requires_grad
+
+
+def measure(preset: str, group: int | None, fmt: str, weights: dict | None = None, upcast: bool = False) -> dict:
     with tempfile.TemporaryDirectory() as path:
-        checkpoint(path, preset, group, fmt)
+        checkpoint(path, preset, group, fmt, weights=weights)
         saved = saved_bytes(path)
         qc = json.loads(Path(path, "config.json").read_text())["quantization_config"]
         model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPE)
     shapes = [[m.out_features, m.in_features] for n, m in model.named_modules() if is_quantized(m) and "lm_" not in n]
     model = get_peft_model(model, LoraConfig(r=8, target_modules=TARGETS))
     loaded = quantized_bytes(model)
+    lora = {str(p.dtype).removeprefix("torch.") for n, p in model.named_parameters() if "lora_" in n}
+    if upcast:
+        upcast_float8_adapter(model)
     try:
         step(model, torch.randint(0, 512, (1, TOKENS)))
     except ValueError as e:  # compressed-tensors 0.12.2 cannot decompress packed zero points
         return {"qc": qc, "linears": shapes, "saved": saved, "loaded": loaded, "error": str(e)}
-    lora = {str(p.dtype).removeprefix("torch.") for n, p in model.named_parameters() if "lora_" in n}
     trained = [p for n, p in model.named_parameters() if "lora_B" in n]
-    grads = all(p.grad is not None and p.grad.float().abs().sum() > 0 for p in trained)
+    missing = without_grad(model)
     try:
         torch.optim.AdamW(trained).step()
         optimizer = None
     except (RuntimeError, NotImplementedError) as e:  # an fp8 adapter: AdamW has no fp8 kernels
         optimizer = str(e)
     after = quantized_bytes(model)
-    forward = {} if optimizer else {"transient": transient_bytes(model, 0), "saved_for_backward": saved_tensors(model)}
-    return {"qc": qc, "linears": shapes, "saved": saved, "loaded": loaded, "after_step": after, "lora_grads": grads,
-            "lora_dtypes": sorted(lora), "optimizer_error": optimizer} | forward  # fmt: skip
+    if optimizer or missing:  # whether a quantized linear's output depends on its input for autograd
+        forward = {"output_requires_grad": input_reaches_output(model)}
+    else:
+        forward = {"transient": transient_bytes(model, 0), "saved_for_backward": saved_tensors(model)}
+    return {"qc": qc, "linears": shapes, "saved": saved, "loaded": loaded, "after_step": after,
+            "lora_grads": not missing, "without_grad": missing, "lora_dtypes": sorted(lora),
+            "optimizer_error": optimizer} | forward  # fmt: skip
 
 
 def moe() -> dict:
@@ -134,7 +188,8 @@ def moe() -> dict:
 
 
 def main(names: list[str]) -> None:
-    out = {name: measure(*SCHEMES[name]) for name in names or SCHEMES}
+    every = SCHEMES | MORE
+    out = {name: measure(*every[name], upcast=name in UPCAST) for name in names or SCHEMES}
     print(json.dumps(out | ({} if names else {"moe": moe()})))
 
 

@@ -88,13 +88,23 @@ LORA_CASES = [  # LoRA's terms, pinned as the change they make to the peak again
     # bytes pinned to the real ones in tests/probes/test_prequant.py)
     ("llama-3.2-1b", "bf16", {"quant": "ct-w4a16", "framework": "hf", "release": "4.54"}),  # the dense copies
     ("llama-3.2-1b", "bf16", {"quant": "hqq", "framework": "hf", "release": "4.54"}),  # fp32 dequantization
+    # an FP8 base: the dense weight in place of the float8 one, the float8 copy in its fake quantization (sweep tier)
+    pytest.param(
+        "llama-3.2-1b",
+        "bf16",
+        {"quant": "ct-w8a16-fp8-block", "framework": "hf", "release": "4.54"},
+        marks=pytest.mark.sweep,
+    ),
 ]
 
 
 @pytest.mark.parametrize(
     "name,precision,kw",
     LORA_CASES,
-    ids=[f"{c[0]}-{c[1]}-{'-'.join(f'{k}={v}' for k, v in c[2].items())}" for c in LORA_CASES],
+    ids=[
+        f"{c[0]}-{c[1]}-{'-'.join(f'{k}={v}' for k, v in c[2].items())}"
+        for c in (getattr(c, "values", c) for c in LORA_CASES)
+    ],
 )
 def test_lora_terms_change_the_peak_as_the_sim_measures(name, precision, kw):
     """Against plain LoRA (all-linear, rank 16; the case's checkpointing held) at 2 x 2048 tokens: the analytic change

@@ -12,6 +12,7 @@ from planner.frameworks.base import (
     autotp_rule,
     full_dpo_precomputed,
     only_expert_targets,
+    peft_fp8_quant,
     transformers_5_quant,
 )
 from planner.frameworks.rl import RoleEngine
@@ -157,6 +158,7 @@ FRAMEWORK = Framework(
     rules=(
         OMNI_WHOLE,
         transformers_5_quant("swift"),  # ms-swift 4 on transformers 5: no compressed-tensors or HQQ base
+        peft_fp8_quant("ms-swift", "requirements/framework.txt: v3.10.3 <0.18, v4.0.0 <0.19"),
         Rule(
             "loss",
             "--loss chunked is CELOSS_PARALLEL_SIZE, which chunks its loss under --sequence_parallel_size only "

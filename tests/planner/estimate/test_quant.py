@@ -7,12 +7,14 @@ bitsandbytes steps)."""
 import pytest
 
 from planner import advise
+from planner.config.knobfields import CT_FP8, CT_QUANTS
 from planner.config.spec import Knobs
 from planner.errors import BadInput
 from planner.estimate import quant
 from planner.estimate.memory import breakdown
 from planner.estimate.setup import Setup
 from planner.estimate.state_terms import params_bytes
+from planner.frameworks.rules import peft_fp8_quant
 from planner.model import catalog
 
 LLAMA = catalog.load_model("llama-3.1-8b")
@@ -51,7 +53,8 @@ def test_compressed_tensors_schemes_storage():
     """Each pack-quantized scheme: num_bits/8 bytes a weight and one bf16 scale a group, or a row of K for W8A16
     (measured to the byte saved and loaded, tests/probes/test_ct_schemes.py); the dense copy after a step alike."""
     assert [quant.stored_bytes_per_weight(q, 4096) for q in quant.CT_SCHEMES] == [
-        0.5 + 2 / 128, 0.5 + 2 / 64, 0.5 + 2 / 32, 1 + 2 / 4096
+        0.5 + 2 / 128, 0.5 + 2 / 64, 0.5 + 2 / 32, 1 + 2 / 4096, 0.5 + 2 / 128**2, 1 + 2 / 128**2, 1 + 2 / 4096,
+        1 + 2 / 128**2,
     ]  # fmt: skip
     q, g128 = quant.quantized_weights(LLAMA), quant.base_bytes(LLAMA, "ct-w4a16")
     assert quant.base_bytes(LLAMA, "ct-w4a16-g32") - g128 == pytest.approx(q * (2 / 32 - 2 / 128), rel=1e-9)
@@ -59,6 +62,45 @@ def test_compressed_tensors_schemes_storage():
     plans = {v: check(quant=v, framework="hf@4.54") for v in ("ct-w4a16", "ct-w8a16")}
     grown = plans["ct-w8a16"].memory.params_bytes - plans["ct-w4a16"].memory.params_bytes
     assert grown == quant.base_bytes(LLAMA, "ct-w8a16") - g128  # the packed bytes only: the dense copy is the same
+
+
+def test_fp8_and_block_schemes_hold_what_the_probe_measures():
+    """ct-w8a16-fp8(-block): the float8 weight (1 byte) with bf16 scales a row or a 128 x 128 block as saved, and after
+    a step the scales and the dense bf16 weight that replaced it, no weight_shape; the int block schemes one scale a
+    block beside weight_packed and weight_shape (measured to the byte: tests/probes/test_ct_fp8.py)."""
+    q = quant.quantized_weights(LLAMA)
+    linears = sum(t.count for t in LLAMA.tensors if t.lora)
+    rows = sum(t.count * t.shape[0] for t in LLAMA.tensors if t.lora)  # one scale a row
+    assert quant.base_bytes(LLAMA, "ct-w8a16-fp8") == 2 * rows  # the scales alone: the fp8 weight is replaced
+    assert quant.base_bytes(LLAMA, "ct-w8a16-fp8-block") == q * 2 // 128**2
+    assert quant.base_bytes(LLAMA, "ct-w8a16-block") == q * (1 + 2 / 128**2) + 16 * linears
+    assert {quant.dense_copy_bytes(LLAMA, v, 2) for v in CT_FP8} == {2 * q}
+    largest = max(t.numel // t.count for t in LLAMA.tensors if t.lora)
+    fake = {v: quant.dequantized_weight_bytes(LLAMA, v, 2) // largest for v in quant.CT_SCHEMES if "-block" in v}
+    assert fake == {"ct-w4a16-block": 4, "ct-w8a16-block": 4, "ct-w8a16-fp8-block": 5}  # 2 bf16 copies (+ float8)
+    assert quant.dequantized_weight_bytes(LLAMA, "ct-w8a16-fp8", 2) == 5 * largest
+    plans = {v: check(quant=v, framework="hf@4.54") for v in ("none", "ct-w8a16-fp8")}
+    assert plans["ct-w8a16-fp8"].memory.params_bytes - plans["none"].memory.params_bytes == 2 * rows
+
+
+@pytest.mark.parametrize("quant_value", ["ct-w8a16-fp8", "ct-w8a16-fp8-block"])
+def test_an_fp8_base_is_refused_where_peft_is_pinned_below_0_19(quant_value):
+    """ms-swift 3.x pins peft < 0.19 (v3.10.3 requirements/framework.txt: <0.18), whose LoRA on a float8 base is
+    float8 and AdamW cannot step it (measured: tests/probes/test_ct_schemes.py): refused in one line; HF and TRL on
+    transformers 4.57 plan it, the launch note asking for PEFT >= 0.19."""
+    with pytest.raises(BadInput, match="pins peft < 0.19") as e:
+        check(quant=quant_value, framework="swift@3.9")
+    assert "\n" not in str(e.value)
+    assert check(quant=quant_value, framework="trl@0.22").memory.params_bytes > 0
+    assert "PEFT >= 0.19" in check(quant=quant_value, framework="hf@4.54").launch.note
+
+
+def test_the_peft_pin_rule_refuses_the_fp8_schemes_alone():
+    """The rule matches names (the frameworks stage cannot import the config's CT_FP8): exactly CT_FP8 of CT_QUANTS."""
+    rule = peft_fp8_quant("x", "y")
+    assert (
+        [q for q in CT_QUANTS if rule.refuses({"quant": q})] == list(CT_FP8) == ["ct-w8a16-fp8", "ct-w8a16-fp8-block"]
+    )
 
 
 def test_absmax_without_double_quantization():
@@ -95,6 +137,7 @@ def test_dequantization_transients_per_format():
     assert quant.dequantized_weight_bytes(LLAMA, "awq", 2) == 2 * largest  # fp16, as AWQ runs
     assert quant.dequantized_weight_bytes(LLAMA, "ct-w4a16", 2) == 6 * largest  # fake quantization: 3 bf16 copies
     assert quant.dequantized_weight_bytes(LLAMA, "ct-w8a16", 2) == 4 * largest  # a scale a row: 2 copies
+    assert quant.dequantized_weight_bytes(LLAMA, "ct-w8a16-fp8", 2) == 5 * largest  # and fp8's float8 cast
     assert quant.dequantized_weight_bytes(LLAMA, "hqq", 2) == 12 * largest  # 3 fp32 copies, whatever the compute
 
 

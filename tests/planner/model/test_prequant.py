@@ -70,6 +70,8 @@ def ct(fmt: str = "pack-quantized", inputs: dict | None = None, **weights) -> di
 
 
 CHANNEL = {"strategy": "channel", "group_size": None}
+BLOCK = {"strategy": "block", "group_size": None, "block_structure": [128, 128]}
+FP8 = {"num_bits": 8, "type": "float"}
 TOKEN_FP8 = {"num_bits": 8, "type": "float", "strategy": "token", "dynamic": True, "symmetric": True}
 BODY = {"gpu": "rtx4090", "micro_batch": 1, "seq_len": 2048, "checkpointing": "full", "framework": "hf"}
 
@@ -101,6 +103,10 @@ def check(**kw):
         (ct(group_size=64), "ct-w4a16-g64", None),
         (ct(group_size=32), "ct-w4a16-g32", None),
         (ct(num_bits=8, **CHANNEL), "ct-w8a16", None),  # W8A16: pack-quantized, one scale a row
+        (ct(**BLOCK), "ct-w4a16-block", None),
+        (ct(num_bits=8, **BLOCK), "ct-w8a16-block", None),
+        (FP8_CT, "ct-w8a16-fp8", None),  # FP8 weights alone: float-quantized, one scale a row
+        (ct("float-quantized", **FP8, **BLOCK), "ct-w8a16-fp8-block", None),
         (HQQ, "hqq", None),
         (None, "none", None),
     ],
@@ -117,12 +123,15 @@ def test_the_quant_a_config_means(qc, quant, absmax):
         {"quant_method": "hqq", "nbits": 4},
         {**GPTQ, "bits": 8},
         {"quant_method": "eetq"},
-        FP8_CT,
         ct(symmetric=False),  # W4A16_ASYM: 0.12.2 cannot decompress its packed zero points
         ct(group_size=256),
         ct("int-quantized", num_bits=8, **CHANNEL),  # naive int8: the dense weight replaces it
         ct("int-quantized", {**TOKEN_FP8, "type": "int"}, num_bits=8, **CHANNEL),  # W8A8
-        ct("float-quantized", TOKEN_FP8, num_bits=8, type="float", **CHANNEL),  # FP8_DYNAMIC: an fp8 adapter
+        ct("float-quantized", TOKEN_FP8, **FP8, **CHANNEL),  # FP8_DYNAMIC: no input gradient
+        ct("float-quantized", {**TOKEN_FP8, "strategy": "group", "group_size": 128}, **FP8, **BLOCK),  # FP8_BLOCK
+        ct("float-quantized", **FP8, strategy="tensor", group_size=None),  # one scale a linear: not planned
+        ct(**{**BLOCK, "block_structure": [64, 64]}),  # blocks of another shape
+        ct("pack-quantized", **FP8, **CHANNEL),  # fp8 weights in the int format
     ],
 )
 def test_a_method_memplan_does_not_plan_is_refused_naming_it(qc):
@@ -134,8 +143,9 @@ def test_a_method_memplan_does_not_plan_is_refused_naming_it(qc):
     ("qc", "why"),
     [
         (ct(symmetric=False), "cannot decompress its packed zero points"),
-        (ct("float-quantized", TOKEN_FP8, num_bits=8, type="float", **CHANNEL), "makes the adapter float8"),
+        (ct("float-quantized", TOKEN_FP8, **FP8, **CHANNEL), "under torch.no_grad, so no gradient reaches"),
         (ct("int-quantized", {**TOKEN_FP8, "type": "int"}, num_bits=8, **CHANNEL), "quantized input activations"),
+        (ct("float-quantized", **FP8, strategy="tensor", group_size=None), "one scale a row or 128 x 128 blocks"),
     ],
 )
 def test_a_compressed_tensors_refusal_says_why(qc, why):
@@ -169,7 +179,10 @@ def test_a_gptq_checkpoint_is_planned_as_the_gptq_base_it_is(tmp_path):
     assert as_16_bit.memory.params_bytes > 2.5 * as_checkpoint.memory.params_bytes
 
 
-@pytest.mark.parametrize(("qc", "quant"), [(CT, "ct-w4a16"), (ct(num_bits=8, **CHANNEL), "ct-w8a16"), (HQQ, "hqq")])
+@pytest.mark.parametrize(
+    ("qc", "quant"),
+    [(CT, "ct-w4a16"), (ct(num_bits=8, **CHANNEL), "ct-w8a16"), (FP8_CT, "ct-w8a16-fp8"), (HQQ, "hqq")],
+)
 def test_a_compressed_tensors_or_hqq_checkpoint_is_planned_as_the_base_it_is(tmp_path, qc, quant):
     as_checkpoint = check(model=folder(tmp_path, qc), lora_rank=8, framework="hf@4.54").plan
     as_flag = check(model="qwen2.5-7b", lora_rank=8, quant=quant, framework="hf@4.54").plan
