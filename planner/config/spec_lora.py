@@ -51,15 +51,23 @@ def dora_rules(k: KnobFields) -> None:
 
 
 def oft_rules(k: KnobFields) -> None:
-    """OFT's terms (planner.estimate.oft) are pinned on a 16-bit base's decoder linears under DDP, where each
-    linear's input is its own (no ZeRO or FSDP casting the rotations to half, no quantized base, no tower adapters,
-    no dropout: PEFT's OFT has only its block-wise module_dropout, which memplan does not plan). BOFT (PEFT's
-    BOFTConfig, ms-swift's --train_type boft) is not planned: each adapted linear holds a d_in x d_in permutation
-    buffer and builds d_in x d_in rotations every forward (peft v0.20.0 tuners/boft/layer.py:350-362, :594-640)."""
+    """OFT's terms (planner.estimate.oft) are pinned on a 16-bit or bitsandbytes 4-bit base's decoder linears (the
+    4-bit linear saves no input, as the half one: bitsandbytes 0.50.2 autograd/_functions.py:357-358; one OFT linear
+    over a real nf4 base on CPU keeps and holds the same bytes as over a bf16 one), on one GPU, DDP, ZeRO 1-3 or FSDP
+    (DeepSpeed and FSDP run the rotations in half: planner.estimate.oft.mode); no int8 or prequantized base, no
+    tower adapters, no dropout (PEFT's OFT has only its block-wise module_dropout, which memplan does not plan).
+    BOFT (PEFT's BOFTConfig, ms-swift's --train_type boft) is not planned: each adapted linear registers a d_in x
+    d_in fp32 permutation buffer per butterfly factor (peft v0.20.0 and 0.21.2 tuners/boft/layer.py:350-362) that
+    PEFT does not move with the adapters (tuners_utils.py:2193-2212 moves boft_R and boft_s only): it lies on the GPU
+    only where the launcher moves the whole model after PEFT, and is copied there in the input's dtype every
+    forward (:627). PEFT's torch path (no fbd_cuda extension: one butterfly factor, :283-286) measured on CPU
+    (tests/probes/test_oft.py): 4 d_in^2 bytes of buffer, 6.3-6.6 d_in^2 kept for backward a linear, 4.7-5.8
+    d_in^2 transient; the CUDA extension's path (FastBlockDiag, m factors) and the buffer's placement need a GPU."""
     if k.lora_variant == "boft":
         raise BadInput(
             "--lora-variant boft (BOFT: butterfly orthogonal fine-tuning) is not planned: each adapted linear "
-            "holds a d_in x d_in permutation buffer and builds d_in x d_in rotations every forward: would OFT's "
+            "holds a d_in x d_in fp32 permutation buffer, whose place (GPU or CPU) the launcher decides, and keeps "
+            "about 6 d_in^2 bytes of rotations for backward (measured on PEFT's torch path): would OFT's "
             "plan (its block-diagonal rotations without the butterfly) answer you? then give --lora-variant oft",
             "lora_variant",
         )
@@ -67,17 +75,16 @@ def oft_rules(k: KnobFields) -> None:
         return
     _refuse_first(
         (
-            *_plain_base(k),
+            (k.quant not in ("none", "nf4", "fp4"), f"--quant {k.quant}"),
+            *_plain_base(k)[1:],
             (k.lora_dropout > 0, f"--lora-dropout {k.lora_dropout}"),
             (k.precision in ("fp32", "fp16"), f"--precision {k.precision}"),
-            (k.zero_stage > 0, f"--zero {k.zero_stage}"),
-            (k.fsdp != "off", f"--fsdp {k.fsdp}"),
             (k.checkpointing == "selective-op", "--checkpointing selective-op"),
             _stacked_experts(k),
         ),
         lambda what: (
-            f"--lora-variant oft with {what} is not planned (OFT is planned on a bf16 base's decoder linears "
-            f"under bf16 AMP or bf16-pure, on one GPU or DDP): would the run without {what} answer you?"
+            f"--lora-variant oft with {what} is not planned (OFT is planned on a bf16 or bitsandbytes 4-bit base's "
+            f"decoder linears under bf16 AMP or bf16-pure): would the run without {what} answer you?"
         ),
     )
 

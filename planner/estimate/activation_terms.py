@@ -191,7 +191,7 @@ def _lora_layer_bytes(s: Setup) -> int:
         return -frozen_lm.layer_dropped_bytes(s.model, p, tokens)
     out = lora.dropout_layer_bytes(s.model, s.knobs, tokens, p) + quant_layer_bytes(s)
     out += lora.dora_saved_layer_bytes(s.model, s.knobs, tokens)
-    if oft.oft(s.knobs):  # planned where lora.layer_examined holds (planner.config.spec_lora.oft_rules)
+    if oft.oft(s.knobs):  # on the layers lora.layer_examined names (spec_lora.oft_model_error), any sharding
         return out + oft.layer_delta_bytes(s.model, s.knobs, tokens)
     if bottleneck.bottleneck(s.knobs):  # planned where lora.layer_examined holds (spec_lora.oft_model_error)
         return out + bottleneck.layer_delta_bytes(s.model, s.knobs, tokens)

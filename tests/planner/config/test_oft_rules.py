@@ -14,9 +14,7 @@ from planner.model.catalog import load_model
 @pytest.mark.parametrize(
     "knobs,says",
     [
-        ({"zero_stage": 3}, "--zero 3"),
-        ({"fsdp": "full"}, "--fsdp full"),
-        ({"quant": "nf4"}, "--quant nf4"),
+        ({"quant": "int8"}, "--quant int8"),
         ({"precision": "fp32"}, "--precision fp32"),
         ({"lora_dropout": 0.1}, "--lora-dropout 0.1"),
     ],
@@ -33,8 +31,20 @@ def test_boft_is_refused_in_one_line():
         Knobs.make(lora_rank=4, lora_variant="boft")
 
 
-@pytest.mark.parametrize("knobs", [{}, {"precision": "bf16-pure"}, {"checkpointing": "full"}, {"zero_stage": 0}])
-def test_oft_is_planned_on_a_16_bit_base_without_sharding(knobs):
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        {},
+        {"precision": "bf16-pure"},
+        {"checkpointing": "full"},
+        {"zero_stage": 0},
+        {"zero_stage": 2},
+        {"zero_stage": 3},
+        {"fsdp": "full"},
+        {"quant": "nf4"},
+    ],
+)
+def test_oft_is_planned_on_a_16_bit_or_4_bit_base_under_ddp_zero_or_fsdp(knobs):
     assert Knobs.make(lora_rank=32, lora_variant="oft", **knobs).lora_variant == "oft"
 
 

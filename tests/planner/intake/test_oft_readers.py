@@ -61,3 +61,28 @@ def test_llamafactorys_writer_writes_oft_back_and_reads_it_again(tmp_path):
     for framework in ("swift", "axolotl"):
         with pytest.raises(BadInput, match="cannot run --lora-variant oft"):
             advise.check(advise.parse(advise.CheckRequest, {**body, "lora_variant": "oft", "framework": framework}))
+
+
+def test_llamafactorys_writer_writes_oft_under_zero3_and_reads_it_again(tmp_path):
+    """OFT under ZeRO-3 (rotations in half, planner.estimate.oft.mode) is written with LLaMA-Factory's DeepSpeed file
+    and reads back as the same OFT."""
+    import yaml
+
+    from planner import advise, intake
+    from planner.frameworks.llamafactory import writer
+
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "micro_batch": 2, "seq_len": 1024}
+    result = advise.check(
+        advise.parse(
+            advise.CheckRequest,
+            {**body, "lora_rank": 16, "lora_variant": "oft", "zero_stage": 3, "framework": "llamafactory"},
+        )
+    )
+    model, hw, goal = result.context
+    files = writer.files(result.plan, model, hw, goal.seq_len)
+    cfg = yaml.safe_load(files[writer.CONFIG_NAME])
+    assert (cfg["finetuning_type"], cfg["oft_block_size"], cfg["deepspeed"]) == ("oft", 16, "ds_z3_config.json")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    back = intake.read([str(tmp_path / writer.CONFIG_NAME)]).request
+    assert (back["lora_variant"], back["lora_rank"], back["zero_stage"]) == ("oft", 16, 3)
