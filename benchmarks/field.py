@@ -5,8 +5,11 @@ Each run is a folder with its files and a run.toml (source link, framework and r
 measured GiB per GPU where given, and the flags a user adds when the planner asks: the GPU kind at least). A run's
 row says agree, DANGEROUS (the planner says it fits, but it ran out of memory), too cautious (the planner says it
 does not fit, but it ran) or error (the planner's one-line message; a traceback is an error too, marked as such).
-Where a figure was measured on a run that ran, the row gives predicted/measured - 1 (the planner's device total
-against the figure the user gave: nvidia-smi or the framework's logged reserved memory, whichever they posted).
+Where a figure was measured on a run that ran, the row gives predicted/measured - 1, like with like: run.toml's
+`measured_kind` says what the figure is, "device" (the default: nvidia-smi, NVML or a share of the card, the whole
+process: the planner's device total), "reserved" (torch.cuda.max_memory_reserved, as ms-swift 2.x logs it: the peak
+allocated and the allocator's reserve, the fragmentation term) or "allocated" (torch.cuda.max_memory_allocated, as
+torchtune logs it: the peak allocated).
 
     python benchmarks/field.py --out benchmarks/results/field.json
     python benchmarks/field.py --report benchmarks/results/field.json    (print the stored table)
@@ -67,10 +70,24 @@ def verdict(outcome: str, rc: int) -> str:
     return "agree" if fits else "too cautious"
 
 
+MEASURED_KINDS = ("device", "reserved", "allocated")  # run.toml measured_kind (the module's docstring)
+
+
+def of_kind(memory: dict, kind: str) -> float:
+    """The plan's GiB of the kind a run's figure is (MEASURED_KINDS): the device total, the peak allocated with the
+    allocator's reserve (the fragmentation overhead), or the peak allocated."""
+    if kind == "device":
+        return memory["device_total_bytes"] / GIB
+    reserve = sum(o["bytes"] for o in memory["overheads"] if o["name"] == "fragmentation") if kind == "reserved" else 0
+    return (memory["peak_allocated_bytes"] + reserve) / GIB
+
+
 def row(folder: Path, meta: dict) -> dict:
     rc, answer, message = check(folder, meta)
     predicted = answer["plan"]["memory"]["device_total_bytes"] / GIB if answer else None
     measured = meta.get("measured_gib") if meta["outcome"] == "ran" else None
+    kind = meta.get("measured_kind", "device")
+    compared = of_kind(answer["plan"]["memory"], kind) if answer else None
     return {
         "run": folder.name,
         "source": meta["source"],
@@ -80,8 +97,10 @@ def row(folder: Path, meta: dict) -> dict:
         "kind": meta["kind"],
         "outcome": meta["outcome"],
         "measured_gib": meta.get("measured_gib"),
+        "measured_kind": kind,
         "predicted_gib": round(predicted, 2) if predicted is not None else None,
-        "ratio_minus_1": round(predicted / measured - 1, 4) if predicted and measured else None,
+        "compared_gib": round(compared, 2) if compared is not None else None,
+        "ratio_minus_1": round(compared / measured - 1, 4) if compared and measured else None,
         "verdict": verdict(meta["outcome"], rc),
         "exit_code": rc,
         "message": message if rc not in (0, 3) else "",
@@ -133,13 +152,25 @@ def markdown(data: dict) -> list[str]:
             r["framework"],
             r["gpus"],
             r["outcome"],
-            "-" if r["measured_gib"] is None else f"{r['measured_gib']:g}",
-            "-" if r["predicted_gib"] is None else f"{r['predicted_gib']:.1f}",
+            "-" if r["measured_gib"] is None else f"{r['measured_gib']:g}" + _kind(r),
+            "-" if r["predicted_gib"] is None else f"{r['predicted_gib']:.1f}" + _compared(r),
             r["verdict"],
             r["message"].replace("|", "\\|"),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def _kind(r: dict) -> str:
+    """A figure that is not the device's says its kind (rows stored before measured_kind: the device's)."""
+    kind = r.get("measured_kind", "device")
+    return "" if kind == "device" else f" ({kind})"
+
+
+def _compared(r: dict) -> str:
+    """Beside the device total, the planned figure of the measured kind where that is another."""
+    kind = r.get("measured_kind", "device")
+    return "" if kind == "device" or r.get("compared_gib") is None else f" ({kind} {r['compared_gib']:.1f})"
 
 
 def main() -> None:

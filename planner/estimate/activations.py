@@ -290,6 +290,17 @@ def logits_loss_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
     return per * batch * seq * t.vocab
 
 
+def half_loss_bytes(t: TextSpec, tokens: int, profile: str) -> int:
+    """Logits and loss at the start of backward where the model's forward calls nn.CrossEntropyLoss on its logits in
+    their own dtype (Traits.half_loss: Llama4ForConditionalGeneration, transformers 4.51-5.16): the shifted logits of
+    the unmasked tokens copied out, the log_softmax output saved in that dtype, and in backward its incoming
+    gradient and the gradient it produces: 3 x the matmul dtype's bytes per token per vocabulary entry. Measured on
+    the real class (tests/probes/test_half_loss.py: 5.99 bytes in bf16 at transformers 4.53.0 and 5.16.1, where
+    5.25's fp32 loss measures 12.0)."""
+    _, c = saved_dtype_bytes(profile)
+    return 3 * c * tokens * t.vocab
+
+
 def attention_mask_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
     """The 4-D causal+padding mask built once per forward (eager attention: additive, in the matmul
     dtype; Gemma-2 builds a second one for its sliding-window layers)."""

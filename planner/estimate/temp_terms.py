@@ -80,7 +80,20 @@ def _logits_loss_bytes(s: Setup) -> int:
     if head == "fused-logprob" and s.knobs.loss == "standard":  # TRL's SFT: the same head, every next token (its
         # 1.7 line's chunked_nll; under Liger, v1.7.0 sft_config.py:335-336 runs nll, Liger's loss below)
         return recipe_terms.logprob_head_bytes(t, rows * max(1, width - 1), p, head_grad)
+    if s.knobs.loss == "standard" and half_loss(s):  # the model's own cross-entropy over its half logits
+        return act.half_loss_bytes(t, rows * width, p)
     return recipe_terms.loss_bytes(t, s.knobs, rows * width, p, head_grad)
+
+
+def half_loss(s: Setup) -> bool:
+    """The model's class computes its loss in the logits' dtype at every transformers the framework's line may run
+    (Traits.half_loss [first, gone) holds the line's newest pin, Framework.transformers_newest; the first is the
+    class's own first release, so the line's older pins cannot build it); an unsaid pin plans HF's fp32 loss."""
+    span, k = s.model.text.traits.half_loss, s.knobs
+    if not span or k.framework not in FRAMEWORKS:
+        return False
+    newest = adapter(k.framework, k.release).transformers_newest
+    return bool(newest) and span[0] <= newest < span[1]
 
 
 def backward_start_temp_bytes(s: Setup) -> int:

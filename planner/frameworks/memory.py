@@ -36,6 +36,9 @@ class Memory:
     # the upcast moved into loss_utils.py:36); "fp32", transformers through 4.45 (4.40.2 modeling_llama.py:1231,
     # 4.45.2 :1214-1219: logits.float() in the forward)
     returned_logits: str = "compute"
+    # the newest transformers any release of the line pins, where a model's head depends on it (Traits.half_loss:
+    # planner.estimate.recipe_terms.half_loss); () where unsaid: the transformers memplan reads (an fp32 loss)
+    transformers_newest: tuple[int, ...] = ()
     # how its GRPO scores a multimodal model's tokens (planner.estimate.recipe_terms.whole_logits_logps_bytes): "recipe",
     # as --logprobs says; "whole", ms-swift 3.2-3.6's: the model's logits over every token of the rows (no
     # logits_to_keep for a multimodal model), the completion's slice divided by the temperature, then TRL's

@@ -67,6 +67,12 @@ TOWER, PROJECTOR = ("vision_model.",), ("multi_modal_projector.",)
 # Llama4ForConditionalGeneration._no_split_modules (:1117); Llama4ForCausalLM's (:552)
 UNITS = {"llama4": ("Llama4TextDecoderLayer", "Llama4VisionEncoderLayer"), "llama4_text": ("Llama4TextDecoderLayer",)}
 DISPATCH = "dense"  # every token through every expert (Llama4TextMoe.forward); planner.estimate.moe reads it
+# Llama4ForConditionalGeneration's loss, transformers 4.51.0 (the class's first release) up to 5.17.0: the language
+# model runs without labels (its logits stay in the model's dtype), then the forward shifts them, keeps the tokens
+# whose attention_mask is not 0 (a copy) and calls nn.CrossEntropyLoss on them (4.51.1 models/llama4/
+# modeling_llama4.py:1784-1800; 5.16.1 :1330-1346); 5.17.0 calls self.loss_function, which upcasts to fp32 (:1317).
+# Llama4ForCausalLM (llama4_text) calls self.loss_function at every release. planner.estimate.recipe_terms.half_loss
+HALF_LOSS = ((4, 51, 0), (5, 17, 0))
 
 
 def _filled(part: dict, defaults: dict) -> dict:
@@ -131,13 +137,15 @@ def text_tensors(tc: dict) -> tuple[MoESpec, list[Tensors]]:
     return MoESpec(e, k, ie, n_moe, ie, aux_loss_coef=aux, dispatch=DISPATCH), t
 
 
-def traits(tc: dict) -> Traits:
+def traits(tc: dict, composite: bool = False) -> Traits:
     """A second 4-D mask when chunked (NoPE) layers sit beside full-attention ones; the weightless q/k norm of
-    use_qk_norm (True by default) on the RoPE layers."""
+    use_qk_norm (True by default) on the RoPE layers; the composite's loss in the logits' dtype (HALF_LOSS)."""
     rope, nope = layer_kinds(tc)
     masks = bool(rope and nope and tc.get("attention_chunk_size"))
     qk_norm = bool(tc.get("use_qk_norm", True)) and rope > 0
-    return Traits(sliding_window_masks=masks, flash=False, l2_qk_norm=qk_norm)  # Llama4PreTrainedModel: no flash (:453)
+    half = HALF_LOSS if composite else ()
+    # Llama4PreTrainedModel: no flash (:453)
+    return Traits(sliding_window_masks=masks, flash=False, l2_qk_norm=qk_norm, half_loss=half)
 
 
 def _side(v: dict, key: str) -> int:
@@ -197,7 +205,7 @@ def read(cfg: dict, text_spec, vision_spec) -> tuple[object, list[Tensors], obje
         dropout=number(tc, "attention_dropout", 0.0, high=1.0),
         biases=(bias, bias, False),
         moe=moe,
-        traits=traits(tc),
+        traits=traits(tc, composite=mt == "llama4"),
         nope_layers=layer_kinds(tc)[1],
     )
     if mt == "llama4_text":

@@ -39,6 +39,10 @@ class Traits:
     image_lora_rank: int = 0  # a low-rank pair on every decoder Linear over the image tokens alone (XComposer2's PLoRA)
     l2_qk_norm: bool = False  # a weightless fp32 RMSNorm of q and k after RoPE, on the RoPE layers only (Llama-4's
     #                                 use_qk_norm: Llama4TextL2Norm, modeling_llama4.py:318-319, 361-363)
+    # the transformers versions [first, gone) whose model class computes the training loss with nn.CrossEntropyLoss over
+    # the logits in the model's dtype, no fp32 upcast (Llama4ForConditionalGeneration from the class's first release,
+    # 4.51.0, until 5.17.0: planner.model.llama4.HALF_LOSS); () where the class upcasts (HF's ForCausalLMLoss)
+    half_loss: tuple[tuple[int, ...], tuple[int, ...]] | tuple = ()
 
 
 # The families whose traits are not Llama's (a model_type not here has the defaults). Gemma-1's norms are counted

@@ -36,6 +36,7 @@ def test_every_run_says_where_on_what_and_what_happened(folder, meta):
     assert meta["kind"] in KINDS and isinstance(meta["vlm"], bool) and meta["outcome"] in ("oom", "ran")
     if "measured_gib" in meta:
         assert isinstance(meta["measured_gib"], (int, float)) and 0 < meta["measured_gib"] < 300
+    assert meta.get("measured_kind", "device") in field.MEASURED_KINDS
     flags = meta["flags"]
     assert all(isinstance(f, str) for f in flags) and flags[flags.index("--gpu") + 1] == meta["gpu"]
 
@@ -61,6 +62,17 @@ def test_the_corpus_mixes_vlms_rl_frameworks_and_both_outcomes():
     assert sum(m["vlm"] for m in metas) >= 20 and sum(m["kind"] != "sft" for m in metas) >= 12
     assert len({m["framework"].split(" ")[0] for m in metas}) >= 6
     assert {m["outcome"] for m in metas} == {"oom", "ran"}
+
+
+def test_a_figure_is_compared_with_the_plans_figure_of_its_kind():
+    """torch.cuda.max_memory_allocated against the peak allocated; max_memory_reserved against it with the allocator's
+    reserve; nvidia-smi against the device total (field.of_kind)."""
+    memory = {
+        "device_total_bytes": 30 * field.GIB,
+        "peak_allocated_bytes": 20 * field.GIB,
+        "overheads": [{"name": "context", "bytes": field.GIB}, {"name": "fragmentation", "bytes": 3 * field.GIB}],
+    }
+    assert [field.of_kind(memory, k) for k in field.MEASURED_KINDS] == [30, 23, 20]
 
 
 def test_the_stored_table_is_of_this_corpus():

@@ -7,8 +7,8 @@ tensor_parallel_size before v0.12.0, no offloaded checkpointing or Liger/chunked
 from dataclasses import replace
 
 from planner.frameworks.axolotl.keys import KEYS
+from planner.frameworks.axolotl.releases import NEWEST_TRANSFORMERS, SPANS
 from planner.frameworks.axolotl.releases import RELEASES as LINES
-from planner.frameworks.axolotl.releases import SPANS
 from planner.frameworks.base import Default, Framework, Rule, kind, workload_of
 from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_LOW_RANK
 from planner.frameworks.tool import Signs, Tool
@@ -107,7 +107,7 @@ def _older(r):
     if r.name not in OLDER:
         return r
     every = tuple(k for k in EVERY if k not in OLDER[r.name])
-    return replace(r, adapter={"every": every, "runs": {**RUNS, **OLDER[r.name]}})
+    return replace(r, adapter={**r.adapter, "every": every, "runs": {**RUNS, **OLDER[r.name]}})
 
 
 RELEASES = tuple(_older(r) for r in LINES)
@@ -193,6 +193,7 @@ FRAMEWORK = Framework(
     # dpo_trainer.py:1274 .. v1.9.0 dpo_trainer.py:1201, grpo_trainer.py:1521; each line's `workload` cites its pin)
     dpo_why={"packed": "axolotl refuses sample_packing with rl (utils/schemas/validation.py:705-708)"},
     logprobs="full",
+    transformers_newest=NEWEST_TRANSFORMERS,  # 0.19.0's pin (each line's: releases.py)
     # kept as planner.intake.settle had it (not re-read: loaders/adapter.py:174-182 names every Linear's leaf name)
     all_linear_vision=False,
 )

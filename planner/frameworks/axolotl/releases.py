@@ -26,7 +26,11 @@ What did not move: gradient_checkpointing False (v0.5.0 v0_4_1/__init__.py:656-6
 "auto" and the model loaded in that dtype (v0.4.0 utils/config.py:66-72, 87-92 .. 0.19.0), sequence_len 512 and
 micro_batch_size 1 from v0.5.0, sample_packing off (None) and eval_sample_packing following it; the transformers
 pins (4.37.0 at v0.4.0 requirements.txt:4, 4.46.1 v0.5.0, 4.48.3 v0.7.0, 4.50.3 v0.8.0, 4.55.0 v0.12.0, 5.0.0
-v0.14.0) decide nothing memplan plans here, since axolotl sets `optim` itself. Adding a release is one Release."""
+v0.14.0) decide no default, since axolotl sets `optim` itself; each line's newest pin (`transformers_newest`) decides
+how the model classes whose head moved between transformers releases compute their loss (Traits.half_loss:
+Llama-4's composite in the logits' dtype from 4.51.0 until 5.17.0): 4.37.0 (v0.4.0 requirements.txt:4), none at
+v0.6.0 (requirements.txt:15 transformers>=4.46.3: unsaid), 4.49.0 (v0.7.1 :16), 4.53.1 (v0.11.0.post1 :16), 5.16.1
+(0.19.0's metadata). Adding a release is one Release."""
 
 from planner.frameworks.base import Default, Release
 from planner.frameworks.trl import RELEASES as TRL_LINES
@@ -35,6 +39,7 @@ GIT = "axolotl {} src/axolotl/"
 V041 = "utils/config/models/input/v0_4_1/__init__.py"
 STOPS = "{}: no default (no config schema); utils/config.py:47-52 normalize_config stops without it"
 HF_ADAMW = "optimizer adamw_hf, transformers' own AdamW (planned as the foreach step)"
+NEWEST_TRANSFORMERS = (5, 16, 1)  # 0.19.0's METADATA Requires-Dist transformers==5.16.1 (the newest line's)
 
 
 def _hf_adamw(tag: str, where: str) -> Default:
@@ -63,6 +68,7 @@ RELEASES = (
             "seq_len": Default(None, f"{GIT.format('v0.4.0')}core/trainer_builder.py:770: sequence_len, no default"),
             "optimizer": _hf_adamw("v0.4.0", "core/trainer_builder.py:813-814"),
         },
+        adapter={"transformers_newest": (4, 37, 0)},
         notes=("0.4: micro_batch_size, gradient_accumulation_steps, sequence_len required; optimizer adamw_hf",),
     ),
     Release(
@@ -70,6 +76,7 @@ RELEASES = (
         (0, 5),
         f"axolotl v0.5.0 .. v0.6.0 (src/axolotl/{V041}; requirements.txt:4 transformers==4.46.1 at v0.5.0)",
         defaults={"optimizer": _hf_adamw("v0.5.0", f"{V041}:421-432")},
+        adapter={"transformers_newest": ()},  # v0.6.0 requirements.txt:15 transformers>=4.46.3: no newest
         notes=("0.5-0.6: optimizer adamw_hf; no GRPO",),
     ),
     Release(
@@ -78,6 +85,7 @@ RELEASES = (
         f"axolotl v0.7.0 .. v0.7.1 (src/axolotl/{V041}; requirements.txt:21 trl==0.15.0, GRPO)",
         defaults={"optimizer": _hf_adamw("v0.7.0", f"{V041}:494-506")},
         workload=_trl("v0.7.0", "requirements.txt:21 trl==0.15.0", "0.15"),
+        adapter={"transformers_newest": (4, 49, 0)},
         notes=("0.7: optimizer adamw_hf; GRPO keeps a reference model (trl 0.15's beta 0.04)",),
     ),
     Release(
@@ -85,6 +93,7 @@ RELEASES = (
         (0, 8),
         "axolotl v0.8.0 (src/axolotl/utils/schemas/training.py:53-55 adamw_torch_fused) .. v0.11.x",
         workload=_trl("v0.8.0", "requirements.txt:20 trl==0.16.0 (v0.11.0 :21 trl==0.18.2)", "0.15"),
+        adapter={"transformers_newest": (4, 53, 1)},
         notes=("0.8-0.11: GRPO keeps a reference model (trl 0.16-0.18's beta 0.04)",),
     ),
     Release(
@@ -107,4 +116,6 @@ SPANS = {
         (V["0.12"], None),
     ),
     "freeze_mm_modules": ((0, 17), None),
+    # v0.8.0 schemas/config.py:178-180 Literal["unsloth", "offload"]; v0.7.1 v0_4_1/__init__.py:781 "unsloth" only
+    "gradient_checkpointing=offload": (V["0.8"], None),
 }

@@ -100,6 +100,15 @@ def test_keys_only_some_releases_take_narrow_the_lines_and_the_newest_is_assumed
     assert plain.releases == ("0.4", "0.5", "0.7", "0.8", "0.12")  # check --config plans each
 
 
+def test_offload_checkpointing_narrows_the_lines_to_0_8_and_newer(tmp_path):
+    """gradient_checkpointing: offload is a value from v0.8.0 (utils/schemas/config.py:178-180 Literal["unsloth",
+    "offload"]); v0.7.1's schema takes "unsloth" or a bool (v0_4_1/__init__.py:781) and refuses it."""
+    r = intake.read([str(_write(tmp_path, SFT.format(extra="gradient_checkpointing: offload\n")))])
+    assert r.releases == ("0.8", "0.12") and r.request["checkpointing"] == "offload"
+    r = intake.read([str(_write(tmp_path, SFT.format(extra="gradient_checkpointing: true\n")))])
+    assert r.releases == ("0.4", "0.5", "0.7", "0.8", "0.12")
+
+
 def test_a_key_the_pinned_release_does_not_take_is_dropped_as_axolotl_drops_it(tmp_path):
     """attn_implementation came at v0.12.0 (utils/schemas/config.py:554); before it flash_attention."""
     text = SFT.format(extra="attn_implementation: flash_attention_2\n")
