@@ -11,6 +11,7 @@ from planner.frameworks.llamafactory.reader_keys import look
 from planner.intake import modelconfig
 from planner.intake.collect import Collector, as_bool, as_float, as_int, assumption
 from planner.intake.flags import Flag
+from planner.model import catalog
 from planner.model import video_rules as vr
 
 VISION_KEYS = (
@@ -120,9 +121,11 @@ def thinker_alone(c: Collector, source: str) -> None:
     """LLaMA-Factory loads a whole Omni and keeps its thinker alone (0.9.5 src/llamafactory/model/loader.py:173-174):
     a config.json that builds the talker (enable_audio_output true: planner/model/omnitalker.py) would be planned
     with it, so it is refused in one line naming the edit that plans the thinker."""
-    if c.model is None or not c.model.config.get("enable_audio_output", True):
+    try:
+        resident = c.model is not None and catalog.load_model(c.model.ref).resident_params() > 0
+    except BadInput:  # a config the plan refuses anyway, in its own line
         return
-    if c.model.config.get("model_type") in ("qwen2_5_omni", "qwen3_omni_moe"):
+    if resident:
         raise BadInput(
             f"{source}: LLaMA-Factory keeps the Omni's thinker alone (src/llamafactory/model/loader.py:173-174), and "
             f"{c.model.ref} builds its talker (enable_audio_output true): set enable_audio_output false "
