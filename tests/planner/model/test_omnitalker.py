@@ -14,6 +14,7 @@ import pytest
 from planner import advise
 from planner.config.spec import Knobs
 from planner.errors import BadInput
+from planner.estimate.microstep import collectives
 from planner.estimate.setup import Setup
 from planner.estimate.trained import frozen_bytes, frozen_params, trainable_params
 from planner.model import catalog
@@ -55,8 +56,9 @@ def test_the_talker_is_frozen_resident_and_never_run(name, thinker, cls, parts):
     for frozen in FROZEN_ROLES:  # every setting freezes it (ms-swift: swift/arguments/tuner_args.py:216)
         assert whole.frozen_params(frozen) == alone.frozen_params(frozen) + resident
     full = Knobs(precision="bf16", zero_stage=3)
-    zero3 = (Setup(m, full, 1, 1, 2048, gpus_per_node=8) for m in (whole, alone))
-    assert trainable_params(next(zero3)) == trainable_params(next(zero3))  # no gradient, no optimizer state
+    w, a = (Setup(m, full, 1, 1, 2048, gpus_per_node=8) for m in (whole, alone))
+    assert trainable_params(w) == trainable_params(a)  # no gradient, no optimizer state
+    assert collectives(w) == collectives(a)  # ZeRO-3 never gathers it: its modules never run
     assert whole.lora_params(8) == alone.lora_params(8)  # LoRA's all-linear adapts the thinker's decoder alone
     assert whole.active_params == alone.active_params  # ms-swift's forward is the thinker's
 
