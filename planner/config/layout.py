@@ -95,6 +95,14 @@ class Layout:
             )
         if freeze_error := spec_freeze.model_error(k, self.spec, self.model_name):
             return freeze_error
+        if (k.fsdp != "off" or k.device_map > 1) and self.spec is not None and self.spec.resident_params():
+            field, shown = ("fsdp", f"--fsdp {k.fsdp}") if k.fsdp != "off" else ("device_map", "a device map")
+            return BadInput(
+                f"{shown}: where it places {self.model_name}'s resident talker and vocoder (outside the thinker's "
+                "units; Qwen2.5-Omni's token2wav fp32) is not planned: use DDP or --zero, or plan the thinker "
+                "(ms-swift: ENABLE_AUDIO_OUTPUT=0)",
+                field,
+            )
         if k.vit_checkpointing == "off" and not self.vision:
             return BadInput(f"--vit-checkpointing off: {self.model_name} has no vision tower", "vit_checkpointing")
         if k.attention == "flash" and self.spec is not None and not self.spec.text.traits.flash:

@@ -83,7 +83,8 @@ def collectives(s: Setup, no_sync: bool | None = None) -> list[Collective]:
         return []
     g = 2 if s.knobs.precision != "fp32" else 4
     G = trainable_params(s) * (4 if z == 0 and s.knobs.precision != "bf16-pure" else g)
-    W = (trainable_params(s) + frozen_params(s)) * g
+    # an Omni's resident talker never runs (ModelSpec.active_params) nor steps: no gather or update of it moves
+    W = (trainable_params(s) + frozen_params(s) - s.model.resident_params()) * g
     zs = zero.of(s)  # reduce_bucket_size h x h under "auto", allgather_bucket_size 5e8, or the JSON's own
     buckets = max(1, int(G // max(1, zs.reduce_bucket_size * g)))
     gathers = max(1, int(W // g // max(1, zs.allgather_bucket_size)))

@@ -30,6 +30,7 @@ from planner.estimate.setup import Setup
 from planner.estimate.trained import (
     ADAMW_8BIT_MIN_SIZE,
     embedding_copy_overcount_bytes,
+    fp32_resident_extra_bytes,
     frozen_bytes,
     frozen_params,
     frozen_weight_bytes_per_param,
@@ -245,7 +246,8 @@ def host_offload_bytes_per_node(s: Setup) -> int:
         return fsdp.host_offload_bytes_per_rank(s, states) * s.node_ranks
     per_rank = int(T * (4 + optimizer_state_bytes_per_param(k.optimizer, 4) + 4)) // s.world_size
     if k.offload == "optimizer+params":
-        per_rank += (T * 2 + frozen_params(s) * frozen_weight_bytes_per_param(k)) // s.world_size
+        frozen = frozen_params(s) * frozen_weight_bytes_per_param(k) + fp32_resident_extra_bytes(s)
+        per_rank += (T * 2 + frozen) // s.world_size
     return per_rank * s.node_ranks
 
 

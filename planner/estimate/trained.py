@@ -171,11 +171,19 @@ def frozen_bytes(s: Setup) -> int:
     stores them, and the dense copies compressed-tensors keeps beside them (planner.estimate.quant)."""
     k = s.knobs
     if k.quant == "none":
-        return frozen_params(s) * frozen_weight_bytes_per_param(k)
+        return frozen_params(s) * frozen_weight_bytes_per_param(k) + fp32_resident_extra_bytes(s)
     q = quant.quantized_weights(s.model)
     half = frozen_weight_bytes_per_param(k)
     dense = quant.dense_copy_bytes(s.model, k.quant, half)  # compressed-tensors' kept dense weights
-    return quant.base_bytes(s.model, k.quant, k.quant_absmax) + dense + (frozen_params(s) - q) * half
+    base = quant.base_bytes(s.model, k.quant, k.quant_absmax) + dense + (frozen_params(s) - q) * half
+    return base + fp32_resident_extra_bytes(s)
+
+
+def fp32_resident_extra_bytes(s: Setup) -> int:
+    """The bytes an fp32 resident module holds past the frozen weights' width: Qwen2.5-Omni's token2wav, cast to fp32
+    after the load dtype (transformers 5.25 modeling_qwen2_5_omni.py:3740; measured: from_pretrained at bf16 and fp16
+    leaves its 198 tensors fp32, tests/planner/model/test_omnitalker.py)."""
+    return s.model.resident_params(fp32=True) * max(0, 4 - frozen_weight_bytes_per_param(s.knobs))
 
 
 def optimizer_state_bytes_per_param(optimizer: str, state_bytes: int) -> float:

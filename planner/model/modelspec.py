@@ -91,14 +91,18 @@ class VisionSpec:
 
 
 LANGUAGE_ROLES = ("embed", "layer", "norm", "head")
+# an Omni's talker and vocoder (planner/model/omnitalker.py, omni3talker.py): frozen under every setting, as ms-swift
+# keeps them (4.5.2 swift/arguments/tuner_args.py:216); FP32_ROLES in fp32 whatever the load dtype (token2wav.float())
+RESIDENT_ROLES = ("talker", "token2wav")
+FP32_ROLES = ("token2wav",)
 # the tensor roles each Knobs.frozen setting freezes; an audio tower (Qwen2.5-Omni's) freezes with the vision tower,
 # as LLaMA-Factory's freeze_vision_tower (vision_model_keys) and ms-swift's freeze_vit (vision_tower) do
 FROZEN_ROLES = {
-    "none": (),
-    "vision": ("vision", "audio"),
-    "vision+projector": ("vision", "audio", "projector"),
-    "language": LANGUAGE_ROLES,
-    "language+vision": (*LANGUAGE_ROLES, "vision", "audio"),
+    "none": RESIDENT_ROLES,
+    "vision": ("vision", "audio", *RESIDENT_ROLES),
+    "vision+projector": ("vision", "audio", "projector", *RESIDENT_ROLES),
+    "language": (*LANGUAGE_ROLES, *RESIDENT_ROLES),
+    "language+vision": (*LANGUAGE_ROLES, "vision", "audio", *RESIDENT_ROLES),
 }
 IDLE_HEAD = "+head"  # appended by planner.estimate.trained.frozen_modules: a head that takes no gradient (embedding)
 IDLE_AUDIO = "+audio"  # appended there too: an audio tower that rows without audio never run (Qwen2.5-Omni's)
@@ -142,8 +146,14 @@ class ModelSpec:
         return dict(self._params_by_role)  # counted once: the search asks per candidate and per term
 
     def frozen_params(self, frozen: str) -> int:
-        """Parameters Knobs.frozen keeps frozen: the vision tower's (role vision), and its projector's."""
+        """Parameters Knobs.frozen keeps frozen: the vision tower's (role vision), and its projector's; an Omni's
+        resident talker and vocoder always (RESIDENT_ROLES)."""
         return sum(n for role, n in self._params_by_role.items() if role in frozen_roles(frozen))
+
+    def resident_params(self, fp32: bool = False) -> int:
+        """An Omni's talker and vocoder, resident and frozen (RESIDENT_ROLES; with `fp32` those held in fp32,
+        FP32_ROLES: Qwen2.5-Omni's token2wav); 0 for any other model."""
+        return sum(n for r, n in self._params_by_role.items() if r in (FP32_ROLES if fp32 else RESIDENT_ROLES))
 
     def lora_params(self, rank: int, targets: str = "all-linear") -> int:
         """Adapter parameters of LoRA on the targeted decoder linears: r x (d_in + d_out) per weight (Hu et al. 2021);
@@ -163,13 +173,13 @@ class ModelSpec:
     def active_params(self) -> int:
         """Parameters one token runs through: all of a dense model; an MoE model's routed experts count top-k of
         each layer's experts (the compute the speed model charges; memory and communication use `params`); the dense
-        dispatch (Llama-4's) runs every expert on every token."""
-        m = self.text.moe
+        dispatch (Llama-4's) runs every expert on every token. An Omni's resident talker runs in no training step
+        (ms-swift's forward is the thinker's: use_submodel_func(model, 'thinker'), 4.5.2 swift/model/models/qwen.py:1587)."""
+        m, run = self.text.moe, self.params - self.resident_params()
         if m is None or m.dispatch == "dense":
-            return self.params
+            return run
         per_expert = 3 * self.text.hidden * m.expert_inter + (2 * m.expert_inter + self.text.hidden if m.bias else 0)
-        idle = (m.experts - m.top_k) * per_expert * m.moe_layers
-        return self.params - idle
+        return run - (m.experts - m.top_k) * per_expert * m.moe_layers
 
     def linear_names(self) -> set[str]:
         """The decoder linears' module names, and stacked experts' (what --lora-targets may list)."""

@@ -1,5 +1,5 @@
-"""Qwen3-Omni-MoE's thinker (model_type qwen3_omni_moe_thinker, or a whole qwen3_omni_moe config.json without its
-talker), counted from config.json as transformers 5.25 builds Qwen3OmniMoeThinkerForConditionalGeneration
+"""Qwen3-Omni-MoE's thinker (model_type qwen3_omni_moe_thinker, or a whole qwen3_omni_moe config.json's
+thinker_config), counted from config.json as transformers 5.25 builds Qwen3OmniMoeThinkerForConditionalGeneration
 (models/qwen3_omni_moe/modeling_qwen3_omni_moe.py:2157-2169, :1767-1771): `model.audio_tower` (its own encoder, below),
 `model.visual` (Qwen3-VL's tower with deepstack mergers, planner/model/vlm.py) and `model.language_model` (a Qwen3-MoE
 decoder: every layer routed unless mlp_only_layers, stacked experts, q/k norms; moespec.LAYOUT) beside an untied
@@ -9,8 +9,8 @@ What the frameworks train is this thinker, as for Qwen2.5-Omni (planner/model/qw
 qwen3_omni_moe_thinker with projector keys visual.merger and audio_tower.proj (model_utils/visual.py:409-418: its
 substring match takes visual.merger_list and audio_tower.proj1/proj2 too) and the rest of the towers frozen; ms-swift
 4.6 loads Qwen3OmniMoeForConditionalGeneration whole (swift/model/models/qwen.py:2145-2170) with ENABLE_AUDIO_OUTPUT
-overriding config.json's enable_audio_output (:2155-2158), so a whole config with its talker resident is refused
-(REFUSAL) as Qwen2.5-Omni's is.
+overriding config.json's enable_audio_output (:2155-2158): a whole config with enable_audio_output true adds its
+talker and code2wav, frozen and resident in the load dtype (planner/model/omni3talker.py).
 
 The audio tower (modeling_qwen3_omni_moe.py:755-790, :509-530, :604-616): three stride-2 3x3 Conv2d of
 downsample_hidden_size channels (biased), conv_out (downsample x the thrice-halved mel bins -> d_model, no bias),
@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.errors import BadInput
-from planner.model import qwenomni, vlm
+from planner.model import omni3talker, qwenomni, vlm
 from planner.model.shapes import Tensors, linear, size
 
 MODEL_TYPES = ("qwen3_omni_moe", "qwen3_omni_moe_thinker")
@@ -34,11 +34,6 @@ PROJECTORS = ("visual.merger.", "visual.merger_list.", "audio_tower.proj1.", "au
 # Qwen3OmniMoeAudioEncoderConfig's defaults (configuration_qwen3_omni_moe.py:54-71): Qwen2.5-Omni's, and its
 # convolutions' channels
 AUDIO_DEFAULTS = {**qwenomni.AUDIO_DEFAULTS, "downsample_hidden_size": 480}
-REFUSAL = (
-    "config.json: a qwen3_omni_moe model with enable_audio_output true keeps its talker and code2wav resident "
-    "(ms-swift loads Qwen3OmniMoeForConditionalGeneration whole); their frozen weights are not counted yet. Plan the "
-    "thinker: set enable_audio_output false (ms-swift: ENABLE_AUDIO_OUTPUT=0; LLaMA-Factory keeps the thinker alone)"
-)
 
 
 def _part(cfg: dict, key: str) -> dict:
@@ -62,12 +57,13 @@ def audio_tensors(a: dict) -> list[Tensors]:
 
 def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors]]:
     """(the language model's config for modelspec's MoE reader, the tower's VisionSpec, the vision tower's,
-    projectors' and audio tower's tensors)."""
-    th = qwenomni.thinker_config(cfg, "qwen3_omni_moe", REFUSAL)
+    projectors' and audio tower's tensors, and the resident talker's and code2wav's where config.json builds them)."""
+    th = qwenomni.thinker_config(cfg, "qwen3_omni_moe")
     tc = {**_part(th, "text_config"), "model_type": TEXT_TYPE}
     tc["tie_word_embeddings"] = bool(th.get("tie_word_embeddings", False))
     v = {k: x for k, x in _part(th, "vision_config").items() if k != "image_size"}  # no tiles: each image whole
     composite = {"model_type": "qwen3_vl_moe", "vision_config": v, "text_config": {"hidden_size": tc["hidden_size"]}}
     _, vision, vt, _ = vlm.read(composite, vision_spec)  # Qwen3-VL's tower: its merger and deepstack mergers
     vision = replace(vision, tower_modules=TOWERS, projector_modules=PROJECTORS)
-    return tc, vision, vt + audio_tensors({**AUDIO_DEFAULTS, **_part(th, "audio_config")})
+    resident = omni3talker.resident_tensors(cfg) if qwenomni.talker_resident(cfg, "qwen3_omni_moe") else []
+    return tc, vision, vt + audio_tensors({**AUDIO_DEFAULTS, **_part(th, "audio_config")}) + resident

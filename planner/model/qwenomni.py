@@ -1,4 +1,4 @@
-"""Qwen2.5-Omni's thinker (model_type qwen2_5_omni_thinker, or a whole qwen2_5_omni config.json without its talker),
+"""Qwen2.5-Omni's thinker (model_type qwen2_5_omni_thinker, or a whole qwen2_5_omni config.json's thinker_config),
 counted from config.json as transformers 5.25 builds Qwen2_5OmniThinkerForConditionalGeneration
 (models/qwen2_5_omni/modeling_qwen2_5_omni.py:1959-1970): `model.audio_tower` (a Whisper-like encoder), `model.visual`
 (Qwen2.5-VL's tower, planner/model/qwenvl.py) and `model.language_model` (a Qwen2 decoder) beside an untied lm_head
@@ -10,8 +10,9 @@ What the frameworks train is this thinker. LLaMA-Factory 0.9.5 loads the whole O
 Qwen2_5OmniForConditionalGeneration whole (swift/model/models/qwen.py:1583-1586): with config.json's
 enable_audio_output (true in the checkpoints; ENABLE_AUDIO_OUTPUT=0 overrides it, :1576-1580) transformers builds the
 talker and token2wav beside the thinker (modeling_qwen2_5_omni.py:3731-3741, token2wav cast to fp32) and ms-swift
-freezes them (swift/arguments/tuner_args.py:216, model_arch.py:615-622 `generator`). Those resident frozen weights
-are not counted here: such a config is refused with the line that plans it (REFUSAL).
+freezes them (swift/arguments/tuner_args.py:216, model_arch.py:615-622 `generator`). Such a config's talker and
+token2wav are counted beside the thinker (planner/model/omnitalker.py), frozen and resident (modelspec.RESIDENT_ROLES),
+token2wav in fp32; the ms-swift reader plans the published checkpoints so (frameworks/swift/reader_env.omni_talker).
 
 The audio tower (:817-850): conv1 (mel bins -> d_model, k 3) and conv2 (d_model, k 3) with biases, a 2-row
 audio_bos_eos_token embedding of output_dim, encoder_layers blocks of q/v/out biased and k unbiased projections, two
@@ -25,7 +26,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.errors import BadInput
-from planner.model import qwenvl
+from planner.model import omnitalker, qwenvl
 from planner.model.shapes import Tensors, linear, size
 
 MODEL_TYPES = ("qwen2_5_omni", "qwen2_5_omni_thinker")
@@ -62,22 +63,20 @@ TEXT_DEFAULTS = {
     "max_position_embeddings": 32768,
 }
 PROJECTORS = ("visual.merger.", "audio_tower.proj.")
-REFUSAL = (
-    "config.json: a qwen2_5_omni model with enable_audio_output true keeps its talker and token2wav resident "
-    "(ms-swift loads Qwen2_5OmniForConditionalGeneration whole); their frozen weights are not counted yet. Plan the "
-    "thinker: set enable_audio_output false (ms-swift: ENABLE_AUDIO_OUTPUT=0; LLaMA-Factory keeps the thinker alone)"
-)
 
 
-def thinker_config(cfg: dict, whole: str = "qwen2_5_omni", refusal: str = REFUSAL) -> dict:
-    """The thinker's config: a whole Omni's (model_type `whole`) thinker_config, refused with `refusal` while its
-    talker is resident, or cfg itself (Qwen3-Omni's too: planner/model/qwen3omni.py)."""
+def thinker_config(cfg: dict, whole: str = "qwen2_5_omni") -> dict:
+    """The thinker's config: a whole Omni's (model_type `whole`) thinker_config, or cfg itself (Qwen3-Omni's too:
+    planner/model/qwen3omni.py)."""
     if cfg.get("model_type") != whole:
         return cfg
-    # both config classes default it to true (configuration_qwen2_5_omni.py:583, configuration_qwen3_omni_moe.py:588)
-    if cfg.get("enable_audio_output", True):
-        raise BadInput(refusal, "model")
     return cfg.get("thinker_config") or {}
+
+
+def talker_resident(cfg: dict, whole: str = "qwen2_5_omni") -> bool:
+    """Whether transformers builds the talker beside the thinker: a whole config with enable_audio_output true (both
+    config classes' default, configuration_qwen2_5_omni.py:583, configuration_qwen3_omni_moe.py:588)."""
+    return cfg.get("model_type") == whole and bool(cfg.get("enable_audio_output", True))
 
 
 def _sub(cfg: dict, key: str, defaults: dict) -> dict:
@@ -101,10 +100,11 @@ def audio_tensors(a: dict) -> list[Tensors]:
 
 def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors]]:
     """(text config for decoders' Qwen2 reader, the tower's VisionSpec, the tower's, projectors' and audio
-    tower's tensors)."""
+    tower's tensors, and the resident talker's and token2wav's where config.json builds them)."""
     th = thinker_config(cfg)
     tc = {**_sub(th, "text_config", TEXT_DEFAULTS), "tie_word_embeddings": bool(th.get("tie_word_embeddings", False))}
     v = _sub(th, "vision_config", VISION_DEFAULTS)
     vision, vt = qwenvl.read("qwen2_5_vl", v, size(tc, "hidden_size"), vision_spec)
     vision = replace(vision, tower_modules=("visual.", "audio_tower."), projector_modules=PROJECTORS)
-    return tc, vision, vt + audio_tensors(_sub(th, "audio_config", AUDIO_DEFAULTS))
+    resident = omnitalker.resident_tensors(cfg) if talker_resident(cfg) else []  # the talker and fp32 token2wav
+    return tc, vision, vt + audio_tensors(_sub(th, "audio_config", AUDIO_DEFAULTS)) + resident

@@ -123,7 +123,8 @@ def module_name_matches(name: str, target: str) -> bool:
 
 @dataclass(frozen=True)
 class Tensors:
-    """`count` parameter tensors of one shape. role: embed | layer | head | norm | vision | audio | projector."""
+    """`count` parameter tensors of one shape. role: embed | layer | head | norm | vision | audio | projector, or an
+    Omni's resident talker | token2wav (modelspec.RESIDENT_ROLES)."""
 
     role: str
     shape: tuple[int, ...]

@@ -53,6 +53,7 @@ def _models() -> list:
             name, marks=() if name in own or load_model(name).model_type not in FAMILIES else pytest.mark.sweep
         )
         for name in model_names()
+        if not load_model(name).resident_params()  # a whole Omni: its thinker's row, its talker frozen weights alone
     ]
 
 

@@ -92,6 +92,7 @@ def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None
     m = KEYS.key("model")
     if m in f and f[m].value not in (None, ""):
         models.read_model(c, show(f[m].value), f[m].source, m, path.parent)
+        media.thinker_alone(c, f[m].source)
     else:
         c.note(f"{path.name}: no {m} (LLaMA-Factory requires one: pass --model)")
     for key, why in REFUSED.items():

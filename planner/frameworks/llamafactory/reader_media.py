@@ -5,11 +5,13 @@ sampling allows. Cited at v0.9.5 (src/llamafactory/...) unless a release line sa
 
 from __future__ import annotations
 
+from planner.errors import BadInput
 from planner.frameworks.llamafactory.keys import KEYS
 from planner.frameworks.llamafactory.reader_keys import look
 from planner.intake import modelconfig
 from planner.intake.collect import Collector, as_bool, as_float, as_int, assumption
 from planner.intake.flags import Flag
+from planner.model import catalog
 from planner.model import video_rules as vr
 
 VISION_KEYS = (
@@ -113,3 +115,20 @@ def _image(c: Collector, f: dict[str, Flag], pixels: int, per: int, src: str) ->
     c.set("max_pixels", pixels, src, KEYS.key("max_pixels"))
     if as_int(low):
         c.set("min_pixels", as_int(low), lsrc, KEYS.key("min_pixels"))
+
+
+def thinker_alone(c: Collector, source: str) -> None:
+    """LLaMA-Factory loads a whole Omni and keeps its thinker alone (0.9.5 src/llamafactory/model/loader.py:173-174):
+    a config.json that builds the talker (enable_audio_output true: planner/model/omnitalker.py) would be planned
+    with it, so it is refused in one line naming the edit that plans the thinker."""
+    try:
+        resident = c.model is not None and catalog.load_model(c.model.ref).resident_params() > 0
+    except BadInput:  # a config the plan refuses anyway, in its own line
+        return
+    if resident:
+        raise BadInput(
+            f"{source}: LLaMA-Factory keeps the Omni's thinker alone (src/llamafactory/model/loader.py:173-174), and "
+            f"{c.model.ref} builds its talker (enable_audio_output true): set enable_audio_output false "
+            "there, or name the catalog thinker (qwen2.5-omni-7b, qwen3-omni-30b-a3b)",
+            "model",
+        )

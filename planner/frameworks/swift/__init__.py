@@ -23,13 +23,14 @@ from planner.frameworks.swift.releases import KTO_NO_SP, RELEASES
 from planner.frameworks.tool import Signs, Tool
 
 # ms-swift loads Qwen2.5-Omni whole (Qwen2_5OmniForConditionalGeneration, 4.5.2 swift/model/models/qwen.py:1582-1591:
-# its modules under thinker.*, the talker and fp32 token2wav beside it unless ENABLE_AUDIO_OUTPUT=0): memplan plans the
-# thinker alone (planner.model.qwenomni; the one catalog model with an audio tower), so it writes no ms-swift plan for
-# it; a user's own script is still read
+# its modules under thinker.*, the talker and fp32 token2wav beside it unless ENABLE_AUDIO_OUTPUT=0): its reading plans
+# the whole checkpoint or the thinker by that variable (reader_env.omni_talker), which a written file cannot carry, so
+# memplan writes no ms-swift plan for an Omni; a user's own script is still read
 OMNI_WHOLE = Rule(
     "framework",
-    "ms-swift loads Qwen2.5-Omni whole (swift/model/models/qwen.py:1582-1591: thinker, talker and token2wav), and "
-    "memplan plans its thinker alone: give --framework llamafactory (which keeps the thinker, loader.py:173-174)",
+    "ms-swift loads Qwen2.5-Omni whole (swift/model/models/qwen.py:1582-1591: thinker, talker and token2wav, or the "
+    "thinker under ENABLE_AUDIO_OUTPUT=0), which memplan writes no file for: give --framework llamafactory (which "
+    "keeps the thinker, loader.py:173-174)",
     lambda k, w: w is not None and any(t.role == "audio" for t in getattr(w.model, "tensors", ())),  # an audio tower
     "written",
 )

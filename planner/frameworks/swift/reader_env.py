@@ -6,6 +6,7 @@ device_map), DeepSpeed's refusal of that, and CELOSS_PARALLEL_SIZE's chunked los
 from __future__ import annotations
 
 from planner.errors import BadInput
+from planner.intake import models
 from planner.intake.collect import Collector, as_int, count_devices, processes_fit_devices, show
 from planner.intake.flags import Flag
 from planner.model import catalog
@@ -23,22 +24,60 @@ def chunked_loss(c: Collector, env: dict[str, str], where: str) -> None:
         c.note(f"{source} (planned with chunks of 2048 tokens, a chunk's fp32 log-softmax and gradient)")
 
 
+# The published checkpoints whose config.json has enable_audio_output true, by their thinker's catalog name: the
+# catalog's whole config of each (the talker's and vocoder's shapes with the thinker's). Qwen3-Omni's -Thinking and
+# -Captioner checkpoints are thinkers alone; Qwen2.5-Omni-3B's talker_config is not at hand (refused below).
+WITH_TALKER = {"qwen2.5-omni-7b": "qwen2.5-omni-7b-with-talker", "qwen3-omni-30b-a3b": "qwen3-omni-30b-a3b-with-talker"}
+THINKER_ONLY_IDS = ("-thinking", "-captioner")
+
+
 def omni_talker(c: Collector, env: dict[str, str], where: str) -> None:
     """Qwen2.5-Omni and Qwen3-Omni (the catalog models with an audio tower): ms-swift 4.5.2 loads
-    Qwen2_5OmniForConditionalGeneration whole (swift/model/models/qwen.py:1583-1586), 4.6 Qwen3OmniMoeForConditional
-    Generation too (:2145-2170), the talker and fp32 token2wav (Qwen3's code2wav) built beside the thinker and frozen
-    unless ENABLE_AUDIO_OUTPUT=0 (:1576-1580, :2155-2158): memplan plans the thinker (planner/model/qwenomni.py,
-    qwen3omni.py), so a run without it says so in a line."""
+    Qwen2_5OmniForConditionalGeneration whole (swift/model/models/qwen.py:1583-1586), Qwen3OmniMoeForConditional
+    Generation too (:1790), with config.json's enable_audio_output unless ENABLE_AUDIO_OUTPUT overrides it (:1576-1580,
+    :1784-1786): the talker and vocoder (Qwen2.5's fp32 token2wav, Qwen3's code2wav) resident and frozen. A published
+    checkpoint read as its thinker is planned as its whole config (WITH_TALKER); ENABLE_AUDIO_OUTPUT=0 keeps the
+    thinker; what cannot be planned so is refused in one line."""
     ref = c.get("model")
     try:
-        omni = isinstance(ref, str) and any(t.role == "audio" for t in catalog.load_model(ref).tensors)
+        spec = catalog.load_model(ref) if isinstance(ref, str) else None
     except BadInput:
         return
-    if omni and env.get("ENABLE_AUDIO_OUTPUT", "").strip().lower() not in ("0", "false"):
-        c.note(
-            f"{where} no ENABLE_AUDIO_OUTPUT=0: ms-swift keeps the Omni's talker and its vocoder (Qwen2.5's fp32 token2wav) resident "
-            "beside the thinker (swift/model/models/qwen.py:1576-1586); their frozen weights are not counted, the "
-            "thinker alone is planned"
+    if spec is None or not any(t.role == "audio" for t in spec.tensors):
+        return
+    value = env.get("ENABLE_AUDIO_OUTPUT", "").strip().lower()
+    source = (
+        f"{where} ENABLE_AUDIO_OUTPUT={show(env['ENABLE_AUDIO_OUTPUT'])}"
+        if value
+        else f"{where} no ENABLE_AUDIO_OUTPUT"
+    )
+    resident = spec.resident_params() > 0
+    if value in ("0", "false"):
+        if resident:
+            raise BadInput(
+                f"{source}: ms-swift drops the talker that {ref}'s config.json builds (enable_audio_output true, "
+                "swift/model/models/qwen.py:1576-1580): set enable_audio_output false there to plan the thinker",
+                "model",
+            )
+        return
+    model_id = str(c.facts.get("model_id", ("",))[0]).lower()
+    if resident or model_id.endswith(THINKER_ONLY_IDS) or ref not in catalog.model_names():
+        return  # config.json says what is built (a folder's own), or a thinker-only checkpoint
+    if ref not in WITH_TALKER:
+        raise BadInput(
+            f"{source}: ms-swift keeps {ref}'s talker and vocoder resident (swift/model/models/qwen.py:1576-1586) and "
+            "memplan has not its talker_config: set ENABLE_AUDIO_OUTPUT=0 to plan the thinker, or give the "
+            "checkpoint's config.json (--model PATH)",
+            "model",
+        )
+    if models.given_model() is None:
+        c.model = models.lookup(WITH_TALKER[ref])
+        c.set(
+            "model",
+            WITH_TALKER[ref],
+            f"{source}: ms-swift builds {ref}'s talker and vocoder beside the thinker, frozen and resident "
+            "(swift/model/models/qwen.py:1576-1586; transformers enable_talker)",
+            "ENABLE_AUDIO_OUTPUT",
         )
 
 

@@ -28,10 +28,12 @@ def test_the_whole_omni_without_its_talker_is_its_thinker(whole, name):
 
 @pytest.mark.parametrize("whole,name", WHOLE)
 @pytest.mark.parametrize("flag", [{"enable_audio_output": True}, {}])  # the config classes' default is true
-def test_a_whole_omni_with_its_talker_resident_is_refused_in_one_line(flag, whole, name):
+def test_a_whole_omni_with_its_talker_but_not_its_talker_config_is_refused_in_one_line(flag, whole, name):
+    """Without its talker_config transformers would build the class defaults (a 3584-wide talker, no checkpoint's):
+    refused; with it the talker is counted (tests/planner/model/test_omnitalker.py)."""
     with pytest.raises(BadInput) as e:
         from_config({"model_type": whole, "thinker_config": catalog.model_config(name), **flag}, "m")
-    assert "talker" in str(e.value) and "ENABLE_AUDIO_OUTPUT=0" in str(e.value) and "\n" not in str(e.value)
+    assert "talker_config" in str(e.value) and "ENABLE_AUDIO_OUTPUT=0" in str(e.value) and "\n" not in str(e.value)
 
 
 def test_the_audio_tower_freezes_with_the_vision_tower():

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from planner import intake
+from planner.errors import BadInput
 from tests.planner.estimate.test_weight_sync import framework_file
 
 FIELD = Path(__file__).parents[3] / "field"
@@ -37,14 +38,70 @@ def test_the_installed_ms_swift_refuses_deepspeed_under_a_device_map():
     "hub,name",
     [("Qwen/Qwen2.5-Omni-7B", "qwen2.5-omni-7b"), ("Qwen/Qwen3-Omni-30B-A3B-Instruct", "qwen3-omni-30b-a3b")],
 )
-def test_an_omni_run_says_its_talker_is_resident_unless_audio_output_is_off(tmp_path, hub, name):
+def test_an_omni_run_plans_its_talker_resident_unless_audio_output_is_off(tmp_path, hub, name):
     """ms-swift loads Qwen2.5-Omni and Qwen3-Omni whole, talker and vocoder resident unless ENABLE_AUDIO_OUTPUT=0
-    (planner/frameworks/swift/reader_env.py omni_talker); memplan plans the thinker, and says so where it is not off."""
+    (planner/frameworks/swift/reader_env.py omni_talker): the published checkpoint's whole config is planned, its
+    talker frozen; with ENABLE_AUDIO_OUTPUT=0 the thinker alone."""
     path = tmp_path / "train.sh"
-    lines = {}
-    for env in ("", "ENABLE_AUDIO_OUTPUT=0 "):
+    for env, planned in (
+        ("", f"{name}-with-talker"),
+        ("ENABLE_AUDIO_OUTPUT=0 ", name),
+        ("ENABLE_AUDIO_OUTPUT=1 ", None),
+    ):
         path.write_text(f"{env}swift sft --model {hub} --tuner_type lora\n")
         reading = intake.read([str(path)])
-        lines[env] = [n for n in reading.unplanned if "talker" in n]
-        assert reading.request["model"] == name
-    assert len(lines[""]) == 1 and "ENABLE_AUDIO_OUTPUT=0" in lines[""][0] and not lines["ENABLE_AUDIO_OUTPUT=0 "]
+        assert reading.request["model"] == (planned or f"{name}-with-talker")
+        assert not [n for n in reading.unplanned if "talker" in n]
+
+
+@pytest.mark.parametrize(
+    "hub,line",
+    [
+        ("Qwen/Qwen3-Omni-30B-A3B-Thinking", None),  # a thinker-only checkpoint: nothing resident
+        ("Qwen/Qwen2.5-Omni-3B", "ENABLE_AUDIO_OUTPUT=0"),  # its talker_config is not at hand: refused in one line
+    ],
+)
+def test_an_omni_checkpoint_without_a_whole_config_is_its_thinker_or_refused(tmp_path, hub, line):
+    path = tmp_path / "train.sh"
+    path.write_text(f"swift sft --model {hub} --tuner_type lora\n")
+    if line is None:
+        assert intake.read([str(path)]).request["model"] == "qwen3-omni-30b-a3b"
+        return
+    with pytest.raises(BadInput) as e:
+        intake.read([str(path)])
+    assert line in str(e.value) and "talker" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_check_config_of_an_omni_command_plans_the_talker_resident(tmp_path):
+    """`check --config` of ms-swift's Qwen2.5-Omni LoRA command: the talker's bf16 weights and the token2wav's fp32
+    ones resident beside the thinker (1,351,360,256 x 2 + 449,051,264 x 4 = 4,498,925,568 bytes, 4.19 GiB), no
+    gradient or optimizer state for them; ENABLE_AUDIO_OUTPUT=0 plans the thinker alone."""
+    from planner import advise
+
+    path = tmp_path / "train.sh"
+    params, states = {}, {}
+    for env in ("", "ENABLE_AUDIO_OUTPUT=0 "):
+        path.write_text(f"{env}swift sft --model Qwen/Qwen2.5-Omni-7B --tuner_type lora --torch_dtype bfloat16\n")
+        request = {**intake.read([str(path)]).request, "gpu": "h100"}
+        memory = advise.check(advise.parse(advise.CheckRequest, request)).plan.memory
+        params[env], states[env] = memory.params_bytes, (memory.grads_bytes, memory.optimizer_bytes)
+    assert params[""] - params["ENABLE_AUDIO_OUTPUT=0 "] == 1_351_360_256 * 2 + 449_051_264 * 4
+    assert states[""] == states["ENABLE_AUDIO_OUTPUT=0 "]
+
+
+def test_audio_output_off_over_a_config_that_builds_the_talker_is_refused_in_one_line(tmp_path):
+    """ENABLE_AUDIO_OUTPUT=0 drops a talker the folder's config.json builds (enable_audio_output true): planned as the
+    file says it would count it, so it is refused, naming the edit that plans the thinker."""
+    import json
+
+    from planner.model import catalog
+
+    (tmp_path / "omni").mkdir()
+    (tmp_path / "omni" / "config.json").write_text(json.dumps(catalog.model_config("qwen2.5-omni-7b-with-talker")))
+    path = tmp_path / "train.sh"
+    path.write_text(f"ENABLE_AUDIO_OUTPUT=0 swift sft --model {tmp_path / 'omni'} --tuner_type lora\n")
+    with pytest.raises(BadInput) as e:
+        intake.read([str(path)])
+    assert "enable_audio_output false" in str(e.value) and "\n" not in str(e.value)
+    path.write_text(f"swift sft --model {tmp_path / 'omni'} --tuner_type lora\n")  # as the file says: talker counted
+    assert intake.read([str(path)]).request["model"] == str(tmp_path / "omni" / "config.json")
