@@ -18,6 +18,7 @@ from planner.frameworks.hf import reader_optim as hf_optim
 from planner.frameworks.swift import reader_2 as swift2
 from planner.frameworks.swift import reader_env as swiftenv
 from planner.frameworks.swift import reader_freeze as swift_freeze
+from planner.frameworks.swift import reader_keys as swift_keys
 from planner.frameworks.swift import reader_media as media
 from planner.frameworks.swift import reader_ppo as swift_ppo
 from planner.frameworks.swift import reader_rl as swiftrl
@@ -30,7 +31,6 @@ from planner.intake.collect import (
     PRESETS,
     SWIFT,
     Collector,
-    accepted,
     as_bool,
     as_float,
     default,
@@ -59,9 +59,8 @@ def read(
     release = _release(c)
     hint = (show(one(f["model_type"].value)), f["model_type"].source) if "model_type" in f else None
     if release.name == "2":
-        f = swift2.translate(c, f)
-    for k in sorted(set(f) - accepted("swift") - {KEYS.key("lora", "3")} - pipeline_notes(c, f)):
-        c.note(f"{f[k].source} (not an {SWIFT} argument: swift refuses it)")
+        f = swift2.translate(c, f, near)
+    swift_keys.note_unknown(c, f, release.name, {KEYS.key("lora", "3")} | pipeline_notes(c, f))
     m = KEYS.key("model")
     if m in f:
         models.read_model(c, show(one(f[m].value)), f[m].source, KEYS.flag("model"), near, hint)
