@@ -20,7 +20,7 @@ LINES = {
     "3.9": (("v3.9.", "v3.10.", "v3.11.", "v3.12."), "swift-3.12.6"),
 }
 ROOTS = ("TrainArguments", "RLHFArguments")
-HF_FIELDS = "import dataclasses, json, transformers; print(json.dumps([f.name for f in dataclasses.fields(transformers.Seq2SeqTrainingArguments)]))"
+HF_FIELDS = "import dataclasses, json, transformers; print(json.dumps([f.name for f in dataclasses.fields(transformers.Seq2SeqTrainingArguments) if f.init]))"
 
 
 def git(mirror: str, *args: str) -> str:
