@@ -60,6 +60,7 @@ def read(
     hint = (show(one(f["model_type"].value)), f["model_type"].source) if "model_type" in f else None
     if release.name == "2":
         f = swift2.translate(c, f, near)
+    f = swift_keys.aliased(f, release.name)
     swift_keys.note_unknown(c, f, release.name, {KEYS.key("lora", "3")} | pipeline_notes(c, f))
     m = KEYS.key("model")
     if m in f:

@@ -14,6 +14,29 @@ from planner.frameworks.swift.keys import KEYS
 from planner.intake.collect import PRESETS, SWIFT, Collector, accepted
 from planner.intake.flags import Flag
 
+# a 3.x line's own name of a flag memplan reads under 4.x's: GRPO's vLLM tensor parallel size is --tensor_parallel_size
+# to v3.4.x (v3.3.0 swift/trainers/arguments.py:170; v3.4.1 :176, rlhf_trainer/grpo_trainer.py:494 builds the engine
+# with it), a deprecated alias of --vllm_tensor_parallel_size from v3.5.0 (arguments.py:189, 217), joined by
+# --gpu_memory_utilization from v3.7.0 (v3.7.3 arguments.py:179-191 _handle_compatibility; v3.9.0 :216-218)
+TP = ("vllm_tensor_parallel_size", "v3.4.1 swift/trainers/arguments.py:176; v3.7.3 :179-191")
+UTIL = ("vllm_gpu_memory_utilization", "v3.7.3 swift/trainers/arguments.py:179-191; v3.9.0 :216-218")
+ALIASES = {
+    "3": {"tensor_parallel_size": TP},
+    "3.4": {"tensor_parallel_size": TP},
+    "3.7": {"tensor_parallel_size": TP, "gpu_memory_utilization": UTIL},
+    "3.9": {"tensor_parallel_size": TP, "gpu_memory_utilization": UTIL},
+}
+
+
+def aliased(f: dict[str, Flag], line: str) -> dict[str, Flag]:
+    """`f` with line `line`'s own names of a flag memplan reads (ALIASES) as 4.x's, where 4.x's is not given too."""
+    out = dict(f)
+    for old, (new, cite) in ALIASES.get(line, {}).items():
+        if old in out and new not in out:
+            flag = out.pop(old)
+            out[new] = Flag(new, flag.value, f"{flag.source} (ms-swift {line}'s name of --{new}: {cite})", flag.raw)
+    return out
+
 
 @cache
 def _lines() -> dict[str, dict[str, frozenset[str]]]:
