@@ -1,6 +1,7 @@
 """transformers' own attention choice where a framework passes none, at the files' transformers pin (ms-swift 2.x
 with --use_flash_attn unset: it sets config._attn_implementation for True or False only, v2.5.2
-swift/llm/utils/model.py:1951-1955, and requires transformers>=4.33 at every 2.x tag, requirements/framework.txt):
+swift/llm/utils/model.py:1951-1955; 3.x with --attn_impl unset, v3.0.3 swift/llm/model/utils.py:36-47; both require
+transformers>=4.33 at every tag, requirements/framework.txt; an older line only, Release.transformers):
 from 4.36.0 from_pretrained picks sdpa where the model's class takes it (modeling_utils.py:1258-1320
 _autoset_attn_implementation, :1456-1482 _check_and_enable_sdpa, torch >= 2.1.1), memplan's default; before 4.36
 there is no sdpa path (4.35.2 modeling_utils.py names none) and the decoder builds its eager attention

@@ -6,7 +6,6 @@ one line each, never "swift refuses it" (that is 4.x's word).
 
 from __future__ import annotations
 
-from planner.frameworks.hf.reader_attn import attention_at
 from planner.frameworks.swift.keys import KEYS
 from planner.intake.collect import Collector, accepted, default, one
 from planner.intake.flags import Flag
@@ -31,7 +30,7 @@ VALUES = {
 # otherwise fill itself and passes it to Seq2SeqTrainingArguments (v2.5.2 argument.py:1207-1265: batch_size,
 # gradient_accumulation_steps, optim, gradient_checkpointing, bf16/fp16, deepspeed, fsdp): its optim adamw_torch at
 # every tag (v2.0.0 argument.py:168, :515; v2.5.2 :793, :1234), so a transformers pin moves none of them; what a pin
-# moves is the attention from_pretrained picks where --use_flash_attn is unset (planner.frameworks.hf.reader_attn)
+# moves is the attention from_pretrained picks where --use_flash_attn is unset (reader.py, hf/reader_attn.py)
 DEFAULTS = (
     ("max_length", 2048, f"{A}:661"),
     ("optim", "adamw_torch", f"{A}:793"),
@@ -57,9 +56,8 @@ NO_MEMORY = {
 }
 
 
-def translate(c: Collector, f: dict[str, Flag], near=None) -> dict[str, Flag]:
-    """`f` with 2.x's names and values as 4.x's, 2.x's differing defaults filled in (and the attention a transformers
-    pin beside the files, or `near`, loads where --use_flash_attn is unset), and 2.x-only flags noted."""
+def translate(c: Collector, f: dict[str, Flag]) -> dict[str, Flag]:
+    """`f` with 2.x's names and values as 4.x's, 2.x's differing defaults filled in, and 2.x-only flags noted."""
     out = dict(f)
     for old, new in RENAMED.items():
         if old in out and new not in out:
@@ -74,10 +72,6 @@ def translate(c: Collector, f: dict[str, Flag], near=None) -> dict[str, Flag]:
             out[key] = Flag(key, table[str(one(flag.value))], flag.source, flag.raw)
     if "attn_impl" in out and out["attn_impl"].value == "AUTO":
         out.pop("attn_impl")
-    if "attn_impl" not in out and (at := attention_at(c, "swift", near)) is not None:
-        out["attn_impl"] = Flag(
-            "attn_impl", at[0], f"--use_flash_attn unset ({WHO}: transformers' choice); {at[1]}", "--use_flash_attn"
-        )
     if "torch_dtype" in out and out["torch_dtype"].value == "AUTO":
         out.pop("torch_dtype")
     if "max_length" in out and str(one(out["max_length"].value)) == "-1":  # :60-61: no limit

@@ -140,6 +140,16 @@ def test_2x_reads_a_transformers_pin_where_it_inherits(tmp_path, transformers, e
         assert "attention" not in s, s["attention"]
 
 
+def test_3x_attention_follows_a_pin_before_4_36(tmp_path):
+    """ms-swift 3.x allow transformers>=4.33 (v3.4.1 requirements/framework.txt) and pass no attention where
+    --attn_impl is unset (v3.0.3 swift/llm/model/utils.py:36-47): beside transformers==4.35.2, eager (hf/reader_attn.py).
+    Failed before: planned sdpa."""
+    command = "swift sft --model meta-llama/Llama-2-7b-hf --output_dir out\n"  # Llama: in transformers 4.35
+    r = read_pinned(tmp_path / "run", "ms-swift==3.4.1\ntransformers==4.35.2", "run.sh", command)
+    s = {x.field: x for x in r.settings}
+    assert s["attention"].value == "eager" and "transformers 4.35.2:" in s["attention"].source, s["attention"]
+
+
 @pytest.mark.parametrize(("line", "version"), [("3.4", "3.4.1"), ("3.7", "3.7.3")])
 def test_a_lines_own_vllm_names_are_read(tmp_path, line, version):
     """3.x's --tensor_parallel_size (GRPO's vLLM engine to v3.4.x, then an alias) and --gpu_memory_utilization (an
