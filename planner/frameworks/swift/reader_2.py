@@ -6,6 +6,7 @@ one line each, never "swift refuses it" (that is 4.x's word).
 
 from __future__ import annotations
 
+from planner.frameworks.swift import reader_keys as swift_keys
 from planner.frameworks.swift.keys import KEYS
 from planner.intake.collect import Collector, accepted, default, one
 from planner.intake.flags import Flag
@@ -57,8 +58,12 @@ NO_MEMORY = {
 
 
 def translate(c: Collector, f: dict[str, Flag]) -> dict[str, Flag]:
-    """`f` with 2.x's names and values as 4.x's, 2.x's differing defaults filled in, and 2.x-only flags noted."""
-    out = dict(f)
+    """`f` with 2.x's names and values as 4.x's, 2.x's differing defaults filled in, and 2.x-only flags noted; a flag
+    no 2.x tag takes is one note and goes (2.x raises on it, v2.5.2 swift/utils/run_utils.py:23-27, unless
+    --ignore_args_error: reader_keys.takes)."""
+    for key in sorted(k for k in f if not swift_keys.takes("2", k)):
+        c.note(f"{f[key].source} (not an {WHO} argument: swift refuses it, v2.5.2 swift/utils/run_utils.py:23-27)")
+    out = {k: flag for k, flag in f.items() if swift_keys.takes("2", k)}
     for old, new in RENAMED.items():
         if old in out and new not in out:
             flag = out.pop(old)

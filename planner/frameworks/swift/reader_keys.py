@@ -3,7 +3,8 @@ does not read) a note in that line's words: ms-swift 4.6.0's (presets/keys_swift
 its tags take that 4.6.0 does not ("only") and 4.6.0's that none of its tags takes ("gone"), in
 presets/keys_swift_lines.json (tools/swift_line_keys.py: TrainArguments' and RLHFArguments' fields at every tag of
 the line, from the syntax tree, with transformers' of the line's venv; guard: tests/planner/frameworks/swift/
-test_line_defaults.py, each venv's own dataclasses.fields). The 2 line's flags are translate's (reader_2.py)."""
+test_line_defaults.py, each venv's own dataclasses.fields). The 2 line's own names (SftArguments' and its
+subclasses', v2.0.0 .. v2.6.1) are checked before 2.x's are read as 4.x's (reader_2.translate: takes)."""
 
 from __future__ import annotations
 
@@ -44,12 +45,18 @@ def _lines() -> dict[str, dict[str, frozenset[str]]]:
     return {line: {k: frozenset(v) for k, v in keys.items()} for line, keys in table.items()}
 
 
+def takes(line: str, key: str) -> bool:
+    """Whether some tag of release line `line` (one the table holds: 2.x or 3.x) takes flag `key`, in its own name."""
+    own = _lines()[line]
+    return key in own["only"] or (key in accepted("swift") and key not in own["gone"])
+
+
 def note_unknown(c: Collector, f: dict[str, Flag], line: str, skip: set[str]) -> None:
     """A note for each flag in `f` (less `skip`) release line `line` does not take ("not an ms-swift 3.4 argument:
     swift refuses it"), or takes where 4.6.0 does not and memplan reads no meaning of ("an ms-swift 3.4 argument,
     not planned"); at a line the table does not hold (2, after translate; 4), 4.6.0's keys decide."""
     own = _lines().get(line)
-    if own is None:
+    if own is None or line == "2":  # 2.x's own names: reader_2.translate
         for k in sorted(set(f) - accepted("swift") - skip):
             c.note(f"{f[k].source} (not an {SWIFT} argument: swift refuses it)")
         return
