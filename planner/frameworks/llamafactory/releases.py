@@ -232,6 +232,7 @@ SPANS = {
     "trust_remote_code": (V["0.9.2"], None),
     "use_badam": ((0, 6, 3), None),
     "use_muon": ((0, 9, 3), None),
+    "moe_aux_loss_coef": ((0, 6, 2), None),  # v0.6.2 src/llmtuner/hparams/model_args.py:76 (none at v0.6.1)
     **dict.fromkeys(("use_dft_loss", "fp8", "use_kt"), ((0, 9, 4), None)),
     **dict.fromkeys(("use_eaft_loss", "use_asft_loss"), ((0, 9, 5), None)),
     # HF's TrainingArguments key gone at transformers 4.53 (planner.frameworks.hf OLD_OPTIM_KEYS); v0.9.5 pins >=4.55

@@ -14,10 +14,12 @@ from planner.frameworks import FRAMEWORKS
 from planner.frameworks.accelerate import reader as accelerate
 from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.hf import reader as hfargs
+from planner.frameworks.hf import reader_attn as hf_attn
 from planner.frameworks.hf import reader_optim as hf_optim
 from planner.frameworks.swift import reader_2 as swift2
 from planner.frameworks.swift import reader_env as swiftenv
 from planner.frameworks.swift import reader_freeze as swift_freeze
+from planner.frameworks.swift import reader_keys as swift_keys
 from planner.frameworks.swift import reader_media as media
 from planner.frameworks.swift import reader_ppo as swift_ppo
 from planner.frameworks.swift import reader_rl as swiftrl
@@ -30,7 +32,6 @@ from planner.intake.collect import (
     PRESETS,
     SWIFT,
     Collector,
-    accepted,
     as_bool,
     as_float,
     default,
@@ -60,8 +61,8 @@ def read(
     hint = (show(one(f["model_type"].value)), f["model_type"].source) if "model_type" in f else None
     if release.name == "2":
         f = swift2.translate(c, f)
-    for k in sorted(set(f) - accepted("swift") - {KEYS.key("lora", "3")} - pipeline_notes(c, f)):
-        c.note(f"{f[k].source} (not an {SWIFT} argument: swift refuses it)")
+    f = swift_keys.aliased(f, release.name)
+    swift_keys.note_unknown(c, f, release.name, {KEYS.key("lora", "3")} | pipeline_notes(c, f))
     m = KEYS.key("model")
     if m in f:
         models.read_model(c, show(one(f[m].value)), f[m].source, KEYS.flag("model"), near, hint)
@@ -242,6 +243,8 @@ def _training(c: Collector, f: dict[str, Flag], kind: str, near: Path) -> None:
         if key in f and as_bool(f[key].value):
             c.set("batching", "packed", f[key].source, f"--{key}")
     attn = f.get(KEYS.key("attention"))
+    if attn is None and (at := hf_attn.attention_at(c, "swift", near)) is not None:  # an older line's pin
+        attn = Flag(KEYS.key("attention"), at[0], f"{NO_ATTN}; {at[1]}", KEYS.flag("attention"))
     if attn:
         mapped = vocab.attention(one(attn.value))
         if mapped:
@@ -267,6 +270,11 @@ def _training(c: Collector, f: dict[str, Flag], kind: str, near: Path) -> None:
         return
     if plugin and plugin != "lorap" and tuners.optimizer(f["optimizer"].source, plugin):  # lorap: LoRA+, LoRA's memory
         c.note(f"{f['optimizer'].source} (ms-swift's optimizer plugin is not planned yet; planned as AdamW)")
+
+
+# no attention flag: ms-swift passes none, from_pretrained chooses (v2.5.2 swift/llm/utils/model.py:1951-1955; v3.0.3
+# swift/llm/model/utils.py:36-47, which still sets _flash_attn_2_enabled below transformers 4.36)
+NO_ATTN = "no attention flag (ms-swift passes none: transformers' choice, v3.0.3 swift/llm/model/utils.py:36-47)"
 
 
 def _release(c: Collector):

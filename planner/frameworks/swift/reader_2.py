@@ -6,6 +6,7 @@ one line each, never "swift refuses it" (that is 4.x's word).
 
 from __future__ import annotations
 
+from planner.frameworks.swift import reader_keys as swift_keys
 from planner.frameworks.swift.keys import KEYS
 from planner.intake.collect import Collector, accepted, default, one
 from planner.intake.flags import Flag
@@ -26,7 +27,11 @@ VALUES = {
     "attn_impl": {"true": "flash_attn", "false": "eager", "True": "flash_attn", "False": "eager"},
     "torch_dtype": {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"},
 }
-# 2.x defaults that differ from 4.x's: (4.x name, value, where)
+# 2.x defaults that differ from 4.x's: (4.x name, value, where). 2.x sets every memory default HF's Trainer would
+# otherwise fill itself and passes it to Seq2SeqTrainingArguments (v2.5.2 argument.py:1207-1265: batch_size,
+# gradient_accumulation_steps, optim, gradient_checkpointing, bf16/fp16, deepspeed, fsdp): its optim adamw_torch at
+# every tag (v2.0.0 argument.py:168, :515; v2.5.2 :793, :1234), so a transformers pin moves none of them; what a pin
+# moves is the attention from_pretrained picks where --use_flash_attn is unset (reader.py, hf/reader_attn.py)
 DEFAULTS = (
     ("max_length", 2048, f"{A}:661"),
     ("optim", "adamw_torch", f"{A}:793"),
@@ -53,8 +58,12 @@ NO_MEMORY = {
 
 
 def translate(c: Collector, f: dict[str, Flag]) -> dict[str, Flag]:
-    """`f` with 2.x's names and values as 4.x's, 2.x's differing defaults filled in, and 2.x-only flags noted."""
-    out = dict(f)
+    """`f` with 2.x's names and values as 4.x's, 2.x's differing defaults filled in, and 2.x-only flags noted; a flag
+    no 2.x tag takes is one note and goes (2.x raises on it, v2.5.2 swift/utils/run_utils.py:23-27, unless
+    --ignore_args_error: reader_keys.takes)."""
+    for key in sorted(k for k in f if not swift_keys.takes("2", k)):
+        c.note(f"{f[key].source} (not an {WHO} argument: swift refuses it, v2.5.2 swift/utils/run_utils.py:23-27)")
+    out = {k: flag for k, flag in f.items() if swift_keys.takes("2", k)}
     for old, new in RENAMED.items():
         if old in out and new not in out:
             flag = out.pop(old)

@@ -131,6 +131,9 @@ RELEASES = (
         (2, 0),
         "ms-swift v2.5.2 (swift/llm/utils/argument.py:610-899 SftArguments: --sft_type, --model_id_or_path)",
         keys=KEYS.release_keys("2", ("lora", "micro_batch", "model")),
+        # pip's resolution of v2.5.2 .. v2.6.1's transformers>=4.33,<4.48 (requirements/framework.txt): a pin beside
+        # the files moves the attention it loads (planner.frameworks.hf.reader_attn), never 2.x's own optim
+        transformers="4.47.1",
         meaning=TEXT_ONLY_CUT,
         # ms-swift 2.x pins transformers <4.48 (v2.5.2 requirements/framework.txt) and Qwen2-VL came in 4.45: its
         # tower's SDPA is 4.45.2 modeling_qwen2_vl.py:398-404 (the same at 4.47.1), the mask over every patch

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from planner.errors import BadInput
+from planner.frameworks.llamafactory.reader import REFUSED, UNPLANNED
 from tests.planner.export.test_old_releases_parse import SWEEP, SWEEP_VENVS
 from tests.planner.frameworks.linedefaults import cited_defaults, own_defaults, read_pinned, venv_or_skip
 
@@ -54,17 +56,44 @@ for c in classes:
     for f in dataclasses.fields(c):
         if f.name in {KEYS!r}:
             out[f.name] = f.default
+names = {{f.name for c in classes for f in dataclasses.fields(c)}}
+out["takes"] = sorted(names & set({sorted({*UNPLANNED, *REFUSED})!r}))
 print(json.dumps(out, default=str))
 """
 OPTIM = {"adamw_torch": "adamw", "adamw_torch_fused": "adamw-fused"}
 YAML = "model_name_or_path: Qwen/Qwen2.5-0.5B-Instruct\nstage: {stage}\ndo_train: true\nfinetuning_type: {ft}\noutput_dir: out\n"
 
 
-def _read(tmp_path: Path, version: str, stage: str, ft: str):
-    """memplan's reading of a YAML naming the model, stage and finetuning type, beside its release's pin."""
+def _read(tmp_path: Path, version: str, stage: str, ft: str, keys=()):
+    """memplan's reading of a YAML naming the model, stage and finetuning type (and `keys` set on), beside its
+    release's pin."""
     package = "llmtuner" if version < "0.8" else "llamafactory"
-    yaml = YAML.format(stage=stage, ft=ft)
-    return read_pinned(tmp_path / f"{stage}-{ft}", f"{package}=={version}", "train.yaml", yaml)
+    yaml = YAML.format(stage=stage, ft=ft) + "".join(
+        f"{k}: {0.01 if k == 'moe_aux_loss_coef' else 'true'}\n" for k in keys
+    )
+    return read_pinned(
+        tmp_path / f"{stage}-{ft}{'-' + keys[0] if keys else ''}", f"{package}=={version}", "train.yaml", yaml
+    )
+
+
+def _check_unplanned(tmp_path: Path, line: str, version: str, takes: set[str]) -> None:
+    """The reader's unplanned and refused keys (reader.py UNPLANNED, REFUSED) said as the line takes them: a key its
+    venv's classes take is the newest's note (or refusal), never "not a llamafactory LINE key"; one they do not take
+    is one note, that line's "not a ... key" where the line is that one release (a line of several releases may take
+    it at another: the refused ones are read there only where the venv takes them). Failed before the fix: 0.7.1's
+    use_dft_loss, fp8 and use_kt said twice, the newest's way too; 0.9.1's use_kt, use_dft_loss too."""
+    keys = [*UNPLANNED, *(sorted(set(REFUSED) - takes) if line == version else ())]
+    r = _read(tmp_path, version, "sft", "lora", keys)
+    for key in keys:
+        said = [u for u in r.unplanned if u.startswith(f"train.yaml: {key}:")]
+        not_key = [u for u in said if f"not a llamafactory {line} key" in u]
+        if key in takes:
+            assert said and not not_key, (key, said)
+        else:
+            assert len(said) == 1 and (not_key or line != version), (key, said)
+    for key in sorted(set(REFUSED) & takes):
+        with pytest.raises(BadInput, match=REFUSED[key]):
+            _read(tmp_path, version, "sft", "full", [key])
 
 
 def _expected(own: dict, stage: str, ft: str) -> dict:
@@ -106,3 +135,4 @@ def test_each_line_fills_its_own_releases_defaults(tmp_path, line, version):
             assert any("stops without lora_target" in u for u in r.unplanned), r.unplanned
         elif ft == "lora":
             assert own["lora_target"] == "all" and s["lora_targets"].value == "all-linear", s["lora_targets"]
+    _check_unplanned(tmp_path, line, version, set(own["takes"]))

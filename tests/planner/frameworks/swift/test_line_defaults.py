@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from planner.frameworks.swift.reader_keys import ALIASES
+from planner.intake.collect import accepted
 from tests.planner.frameworks.linedefaults import cited_defaults, own_defaults, read_pinned, venv_or_skip
 
 LINES = [("3", "3.0.3"), ("3.4", "3.4.1"), ("3.7", "3.7.3"), ("3.9", "3.12.6")]
@@ -42,7 +44,8 @@ def own(c):
     return out
 
 src = inspect.getsource(rlhf_args)
-print(json.dumps({{"sft": own(TrainArguments), "rlhf": own(RLHFArguments),
+fields = sorted({{f.name for c in (TrainArguments, RLHFArguments) for f in dataclasses.fields(c) if f.init}})
+print(json.dumps({{"sft": own(TrainArguments), "rlhf": own(RLHFArguments), "fields": fields,
                   "grpo_accum_1": "self.gradient_accumulation_steps = 1" in src}}, default=str))
 """
 OPTIM = {"adamw_torch": "adamw", "adamw_torch_fused": "adamw-fused"}
@@ -82,6 +85,23 @@ def _expected(own: dict, kind: str) -> dict:
     return out
 
 
+def _check_flags(tmp_path: Path, line: str, version: str, fields: list[str]) -> None:
+    """Each flag the line's venv takes (TrainArguments', RLHFArguments' init fields) and 4.6.0 does not is said as the
+    line's ("an ms-swift 3.4 argument, not planned"), never "swift refuses it"; a flag no release takes is "not an
+    ms-swift LINE argument" (reader_keys.py). Failed before: each such flag said as "not an ms-swift 4.6.0 argument:
+    swift refuses it" (42 of 3.0.3's, 45 of 3.4.1's, 41 of 3.7.3's, 30 of 3.12.6's)."""
+    own = sorted(set(fields) - accepted("swift") - {"train_type"})
+    command = f"swift sft --model {MODEL} {' '.join(f'--{k} 1' for k in own)} --no_such_flag 1 --output_dir out\n"
+    r = read_pinned(tmp_path / "flags", f"ms-swift=={version}", "run.sh", command)
+    for k in own:
+        said = [u for u in r.unplanned if f" --{k} 1 " in u]
+        if k in ALIASES[line]:  # read as 4.x's flag (an SFT run plans no vLLM): no note
+            assert said == [], (k, said)
+            continue
+        assert said == [u for u in said if f"(an ms-swift {line} argument, not planned)" in u] != [], (k, said)
+    assert any(f"--no_such_flag 1 (not an ms-swift {line} argument: swift refuses it)" in u for u in r.unplanned)
+
+
 @pytest.mark.parametrize(("line", "version"), LINES, ids=[f"swift@{line}:swift-{v}" for line, v in LINES])
 def test_each_line_fills_its_own_releases_defaults(tmp_path, line, version):
     venv = venv_or_skip(f"swift-{version}")
@@ -98,3 +118,59 @@ def test_each_line_fills_its_own_releases_defaults(tmp_path, line, version):
         ]
         # max_length None: the model's context (base_args.py), Qwen2.5-0.5B's 32768
         assert own["sft"]["max_length"] is None and length.value == 32768 and "model's context" in length.source
+    _check_flags(tmp_path, line, version, own["fields"])
+
+
+@pytest.mark.parametrize(("transformers", "eager"), [("4.35.2", True), ("4.36.0", False)])
+def test_2x_reads_a_transformers_pin_where_it_inherits(tmp_path, transformers, eager):
+    """ms-swift 2.x sets every Trainer default that plans memory itself (reader_2.py DEFAULTS: optim adamw_torch at
+    every 2.x tag, passed to Seq2SeqTrainingArguments, v2.5.2 swift/llm/utils/argument.py:793, :1234), so a
+    transformers pin beside its files moves none of them; with --use_flash_attn unset (v2.5.2 swift/llm/utils/
+    model.py:1951-1955) the attention is transformers' own choice, eager before 4.36 (hf/reader_attn.py), which
+    2.x's transformers>=4.33 allows. Failed before: attention planned sdpa beside transformers==4.35.2, and 4.x's
+    --padding_free planned packed."""
+    pins = f"ms-swift==2.5.2\ntransformers=={transformers}"
+    command = (
+        "swift sft --model_id_or_path meta-llama/Llama-2-7b-hf --sft_type lora --padding_free true --output_dir o\n"
+    )
+    r = read_pinned(tmp_path / "run", pins, "run.sh", command)
+    s = {x.field: x for x in r.settings}
+    # 4.x's --padding_free, which no 2.x tag takes (2.x raises on it): one note in 2.x's words, not planned packed
+    assert any("--padding_free true (not an ms-swift 2.x argument: swift refuses it" in u for u in r.unplanned)
+    assert "batching" not in s, s["batching"]
+    assert s["framework"].value == "swift@2"
+    assert s["optimizer"].value == "adamw" and "v2.5.2 swift/llm/utils/argument.py:793" in s["optimizer"].source
+    assert "transformers" not in s["optimizer"].source, s["optimizer"].source
+    if eager:
+        assert s["attention"].value == "eager" and f"transformers {transformers}:" in s["attention"].source
+    else:  # memplan's sdpa, as transformers picks from 4.36
+        assert "attention" not in s, s["attention"]
+
+
+def test_3x_attention_follows_a_pin_before_4_36(tmp_path):
+    """ms-swift 3.x allow transformers>=4.33 (v3.4.1 requirements/framework.txt) and pass no attention where
+    --attn_impl is unset (v3.0.3 swift/llm/model/utils.py:36-47): beside transformers==4.35.2, eager (hf/reader_attn.py).
+    Failed before: planned sdpa."""
+    command = "swift sft --model meta-llama/Llama-2-7b-hf --output_dir out\n"  # Llama: in transformers 4.35
+    r = read_pinned(tmp_path / "run", "ms-swift==3.4.1\ntransformers==4.35.2", "run.sh", command)
+    s = {x.field: x for x in r.settings}
+    assert s["attention"].value == "eager" and "transformers 4.35.2:" in s["attention"].source, s["attention"]
+
+
+@pytest.mark.parametrize(("line", "version"), [("3.4", "3.4.1"), ("3.7", "3.7.3")])
+def test_a_lines_own_vllm_names_are_read(tmp_path, line, version):
+    """3.x's --tensor_parallel_size (GRPO's vLLM engine to v3.4.x, then an alias) and --gpu_memory_utilization (an
+    alias from v3.7.0) are read as 4.x's --vllm_* flags (reader_keys.py ALIASES), not left as unplanned notes.
+    Failed before: 3.7's two flags said "not an ms-swift 4.6.0 argument" and planned at 0.9 of a GPU, TP 1."""
+    util = " --gpu_memory_utilization 0.5" if "gpu_memory_utilization" in ALIASES[line] else ""
+    command = (
+        f"swift rlhf --rlhf_type grpo --model {MODEL} --use_vllm true --tensor_parallel_size 2{util} --output_dir o\n"
+    )
+    r = read_pinned(tmp_path / "grpo", f"ms-swift=={version}", "run.sh", command)
+    s = {x.field: x for x in r.settings}
+    assert (
+        s["workload.roles.rollout_tp"].value == 2 and f"ms-swift {line}'s name" in s["workload.roles.rollout_tp"].source
+    )
+    if util:
+        assert s["workload.vllm_gpu_memory_utilization"].value == 0.5, s["workload.vllm_gpu_memory_utilization"]
+    assert not any("tensor_parallel_size" in u or "gpu_memory_utilization" in u for u in r.unplanned), r.unplanned
