@@ -131,3 +131,26 @@ def transformers_5_quant(framework: str) -> Rule:
         f"get_peft_model raises; transformers 5.25 cannot load HQQ): give --framework {instead}",
         lambda k, w=None: str(k.get("quant")).startswith(("ct-", "hqq")) and k.get("release", "") in lines,
     )
+
+
+# The lines each framework runs on transformers 4, whose MoE families build one nn.Linear an expert; every other line
+# (each framework's newest, memplan's own trainer on transformers 5.25) runs transformers 5, which stacks them
+# (planner.estimate.quant_modules). Read off each line's pin: hf's 4.x lines; TRL to 0.29 (trl-0 on 4.56.2, R1-V's
+# trl 0.14 and VLM-R1's transformers 4.49, setup.py:65); ms-swift 3.x (requirements/framework.txt <4.58); LLaMA-Factory
+# to 0.9.4 (Release.transformers, pyproject.toml:44 <=4.57.1; 0.9.5 takes <=5.6.0 and pip's 5.6.0); axolotl to 0.11
+# (its 0.12 line, through 0.19.0, counted on 5: the larger); OpenRLHF to 0.9 (v0.9.0 requirements.txt transformers==
+# 4.57.0; v0.10.0 ==5.5.0) and MM-EUREKA (OpenRLHF 0.6.1's).
+TRANSFORMERS_4_LINES = {
+    "hf": ("4", "4.54"),
+    "trl": ("0.14", "0.15", "0.19", "0.22", "r1-v", "vlm-r1"),
+    "trl-0": ("",),
+    "swift": ("2", "3", "3.4", "3.7", "3.9"),
+    "llamafactory": ("0.5", "0.6", "0.7", "0.7.1", "0.8", "0.9.1", "0.9.2", "0.9.3", "0.9.4"),
+    "axolotl": ("0.4", "0.5", "0.7", "0.8"),
+    "openrlhf": ("0.8", "0.9", "mm-eureka"),
+}
+
+
+def runs_transformers_5(framework: str, release: str) -> bool:
+    """Whether the plan's line (`framework`@`release`, "" its newest) runs transformers 5 (TRANSFORMERS_4_LINES)."""
+    return release not in TRANSFORMERS_4_LINES.get(framework, ())

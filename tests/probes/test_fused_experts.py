@@ -1,0 +1,83 @@
+"""Which MoE weights a quantized base leaves dense (planner.estimate.quant_modules), against tiny real models built
+from config by tests/probes/fused_experts.py: at transformers 5.25 (this venv, bitsandbytes 0.50.2 on CPU) the
+stacked experts and routers stay bf16 under nf4 and int8; at transformers 4.57.1 (MEMPLAN_PREQUANT_PYTHON) every
+expert is an nn.Linear but gpt-oss's, and DeepSeek's and GLM-4.5's routers are not.
+
+The default tier pins the planner to the figures the sweep measured (MEASURED_5: `python tests/probes/fused_experts.py
+nf4 int8` on transformers 5.25, 33 s); the sweep recomputes them."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from planner.estimate import quant
+from planner.estimate.quant_modules import dense_weight_names
+from planner.model.families import from_config
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fused_experts import FAMILIES, LOADED, config
+
+SCRIPT = Path(__file__).with_name("fused_experts.py")
+# tiny Qwen3-MoE (2 layers, 8 experts of 32, hidden 64) at transformers 5.25 in nf4 and int8 alike: the weights its
+# bitsandbytes linears hold, and the bytes of the bf16 experts and routers beside them (tolerance: none)
+MEASURED_5 = {"qwen3_moe": {"quantized_weights": 24_576, "dense_bytes": 198_656}}
+# memplan counts Qwen1.5-MoE's router (not adapted by PEFT) as a frozen half weight at every release: on transformers 4
+# it is an nn.Linear that bitsandbytes quantizes (8 x 64 x 2 layers here), counted 1.5 bytes a weight too many
+UNCOUNTED_ROUTER_AT_4 = {"qwen2_moe": 1024}
+
+
+def planned(mt: str, quant_name: str, transformers_5: bool) -> tuple[int, int]:
+    """(weights memplan counts quantized, decoder weights it counts dense in half) for the tiny `mt`."""
+    model = from_config(config(mt), f"tiny-{mt}")
+    dense = dense_weight_names(mt, quant_name, transformers_5)
+    left = sum(t.numel for t in model.tensors if t.lora and t.name in dense)
+    return quant.quantized_weights(model, dense), left
+
+
+def test_a_stacked_experts_base_counts_its_experts_and_router_dense_as_measured():
+    """transformers 5.25, a tiny Qwen3-MoE in nf4: memplan's quantized weights and the bf16 bytes beside them equal the
+    measured (MEASURED_5, recomputed by the sweep)."""
+    q, left = planned("qwen3_moe", "nf4", True)
+    assert (q, 2 * left) == tuple(MEASURED_5["qwen3_moe"].values())
+    assert planned("qwen3_moe", "nf4", False) == (q + left, 0)  # transformers 4: one nn.Linear an expert
+
+
+def run(python: str, *args: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = subprocess.run([python, str(SCRIPT), *args], capture_output=True, text=True, env=env, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.sweep
+def test_bitsandbytes_on_transformers_5_leaves_every_family_s_experts_dense():
+    """Each family built at transformers 5.25: the weights under nn.Linear are what memplan counts quantized; loaded
+    in nf4 and int8 (Qwen3-MoE, Qwen1.5-MoE, Mixtral) the bitsandbytes linears hold exactly those, the rest bf16."""
+    pytest.importorskip("bitsandbytes")
+    real = run(sys.executable, "nf4", "int8")
+    assert real["transformers"].startswith("5.")
+    for mt, row in real["families"].items():
+        q, left = planned(mt, "nf4", True)
+        assert row["layout"]["linear"] == q, mt
+        for fmt in ("nf4", "int8") if mt in LOADED else ():
+            assert row[fmt]["quantized_weights"] == q and row[fmt]["dense_dtype"] == ["torch.bfloat16"], (mt, fmt)
+            assert row[fmt]["dense_bytes"] >= 2 * left, (mt, fmt)  # Qwen1.5-MoE's router: dense, not counted here
+    assert {k: real["families"]["qwen3_moe"]["nf4"][k] for k in MEASURED_5["qwen3_moe"]} == MEASURED_5["qwen3_moe"]
+
+
+@pytest.mark.sweep
+def test_on_transformers_4_the_experts_are_linears_but_gpt_oss_s():
+    """Each family built at transformers 4.57.1: the weights under nn.Linear are what memplan counts quantized on a
+    transformers 4 line (Qwen1.5-MoE's unadapted router aside: UNCOUNTED_ROUTER_AT_4)."""
+    python = os.environ.get("MEMPLAN_PREQUANT_PYTHON")
+    if not python or not Path(python).is_file():
+        pytest.skip("MEMPLAN_PREQUANT_PYTHON names no transformers 4.57.1 venv (make fwenv builds .fwenv/prequant)")
+    real = run(python, "")
+    assert real["transformers"].startswith("4.57")
+    for mt in FAMILIES:
+        q, _ = planned(mt, "nf4", False)
+        assert real["families"][mt]["layout"]["linear"] == q + UNCOUNTED_ROUTER_AT_4.get(mt, 0), mt
