@@ -111,25 +111,26 @@ def hf_ppo_rules(name: str, cite: str, written: str) -> tuple[Rule, Rule]:
 # measured with compressed-tensors 0.20.1, PEFT 0.21.2, transformers 5.25), and HqqHfQuantizer has no quantize ops
 # (5.25 quantizers/base.py get_quantize_ops raises: measured, transformers 5.25 cannot load an HQQ base; the same at
 # 5.6.0 and 5.19.0, base.py:289 / :293, whose quantizer_hqq.py:153 create_quantized_param is commented out). The lines
-# memplan plans on transformers 5 refuse them, "" each framework's newest: hf's 5 lines; TRL 1.x (its newest's defaults
-# read at transformers 5.23, tools/fwenv_old.sh's trl-1.0.0 on 5.6.0; trl@0.22 .. 0.29 and trl-0 run on 4.56.2);
-# ms-swift 4 (its keys at transformers 5.19, .fwenv/ms-swift's; the 3.x lines pin <4.58: requirements/framework.txt).
-TRANSFORMERS_5_LINES = {  # framework -> (its lines on transformers 5, its line on transformers 4 to give instead)
-    "hf": (("", "5"), "hf@4.54 (transformers 4.57)"),
-    "trl": (("", "1.0", "1.7", "1.10", "1.15"), "trl@0.22 (transformers 4.56-4.57)"),
-    "swift": (("",), "swift@3.9 (ms-swift 3.10's transformers 4.57)"),
+# memplan plans on transformers 5 refuse them (runs_transformers_5, below: hf's 5 lines; TRL 1.x, its newest's defaults
+# read at transformers 5.23, tools/fwenv_old.sh's trl-1.0.0 on 5.6.0; ms-swift 4, its keys at transformers 5.19,
+# .fwenv/ms-swift's), naming each framework's line on transformers 4 instead.
+TRANSFORMERS_4_INSTEAD = {
+    "hf": "hf@4.54 (transformers 4.57)",
+    "trl": "trl@0.22 (transformers 4.56-4.57)",
+    "swift": "swift@3.9 (ms-swift 3.10's transformers 4.57)",
 }
 
 
 def transformers_5_quant(framework: str) -> Rule:
-    """The rule of each framework in TRANSFORMERS_5_LINES: --quant ct-w4a16 or hqq refused in one line at those lines,
-    naming the framework's line on transformers 4."""
-    lines, instead = TRANSFORMERS_5_LINES[framework]
+    """The rule of each framework in TRANSFORMERS_4_INSTEAD: --quant ct-w4a16 or hqq refused in one line at its lines
+    on transformers 5, naming the framework's line on transformers 4."""
     return Rule(
         "quant",
         "transformers 5 cannot train a compressed-tensors or HQQ base (compressed-tensors 0.20.1 with PEFT 0.21.2: "
-        f"get_peft_model raises; transformers 5.25 cannot load HQQ): give --framework {instead}",
-        lambda k, w=None: str(k.get("quant")).startswith(("ct-", "hqq")) and k.get("release", "") in lines,
+        f"get_peft_model raises; transformers 5.25 cannot load HQQ): give --framework {TRANSFORMERS_4_INSTEAD[framework]}",
+        lambda k, w=None: (
+            str(k.get("quant")).startswith(("ct-", "hqq")) and runs_transformers_5(framework, k.get("release", ""))
+        ),
     )
 
 
