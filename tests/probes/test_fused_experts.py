@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from planner.estimate import quant
-from planner.estimate.quant_modules import dense_weight_names
+from planner.estimate.quant_modules import dense_names, dense_weight_names
 from planner.model.families import from_config
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -81,3 +81,25 @@ def test_on_transformers_4_the_experts_are_linears_but_gpt_oss_s():
     for mt in FAMILIES:
         q, _ = planned(mt, "nf4", False)
         assert real["families"][mt]["layout"]["linear"] == q + UNCOUNTED_ROUTER_AT_4.get(mt, 0), mt
+
+
+def test_the_plan_s_line_decides_and_fsdp_gathers_only_the_quantized_linears_packed():
+    """The tiny Qwen3-MoE in nf4 under LoRA: the frozen base counts the measured 24,576 weights quantized and the
+    rest in bf16 at hf's newest line (transformers 5), every expert quantized at hf@4.54 (transformers 4.57); FSDP's
+    unit gathers a layer's quantized linears packed, the measured 24,576 over the 2 layers."""
+    from planner.config.spec import Knobs
+    from planner.estimate import fsdp, trained
+    from planner.estimate.setup import Setup
+
+    model = from_config(config("qwen3_moe"), "tiny-qwen3_moe")
+
+    def setup(release: str, **kw) -> Setup:
+        knobs = Knobs.make(lora_rank=8, precision="bf16", quant="nf4", framework="hf", release=release, **kw)
+        return Setup(model, knobs, 1, 1, 64, gpus_per_node=2)
+
+    measured, new, old = MEASURED_5["qwen3_moe"], setup(""), setup("4.54")
+    assert quant.quantized_weights(model, dense_names(new)) == measured["quantized_weights"]
+    experts = measured["dense_bytes"] // 2  # at 4.57 quantized too, 0.5 + 1/64 + 4/(64 x 256) bytes a weight
+    moved = trained.frozen_bytes(new) - trained.frozen_bytes(old)
+    assert abs(moved - (measured["dense_bytes"] - experts * quant.stored_bytes_per_weight("nf4"))) <= 1  # rounding
+    assert fsdp.layer_params(setup("", fsdp="full"), quantized=True) == measured["quantized_weights"] // 2
