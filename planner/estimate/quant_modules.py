@@ -3,7 +3,9 @@ nn.Linear modules only, so a weight held as an nn.Parameter of another module st
 
 - bitsandbytes (nf4, fp4, int8): transformers 5.25 integrations/bitsandbytes.py:189 (`type(module) is nn.Linear`),
   4.57.1 :167; AWQ: 5.23 integrations/awq.py:96; HQQ: 4.57.1 integrations/hqq.py:54; compressed-tensors: its
-  config groups target Linear (llm-compressor's schemes). GPTQ through gptqmodel is read the same way (not measured).
+  config groups target Linear (llm-compressor's schemes). A GPTQ or AWQ checkpoint of a stacked-experts family on
+  transformers 5 loads none of its packed experts (measured, tests/probes/awq_moe.py) and is refused
+  (planner.frameworks.rules.stacked_experts_prequant); its dense count here holds where a plan is still made.
 - transformers 5 builds the routed experts of every MoE family memplan plans as two stacked parameters of one experts
   module (experts.gate_up_proj, experts.down_proj: planner.model.moespec), and their routers as a TopKRouter module
   with a weight parameter: both stay dense. transformers 4 builds one nn.Linear an expert (ModuleList) and an nn.Linear

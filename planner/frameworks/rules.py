@@ -155,3 +155,42 @@ TRANSFORMERS_4_LINES = {
 def runs_transformers_5(framework: str, release: str) -> bool:
     """Whether the plan's line (`framework`@`release`, "" its newest) runs transformers 5 (TRANSFORMERS_4_LINES)."""
     return release not in TRANSFORMERS_4_LINES.get(framework, ())
+
+
+# A GPTQ or AWQ checkpoint of an MoE stores one packed linear an expert; transformers 5 builds the experts as two
+# stacked parameters and its GPTQ/AWQ loaders replace nn.Linear modules only (5.23 integrations/awq.py:96) and convert
+# no packed expert into them (quantizer_awq.py, quantizer_gptq.py: no weight conversions). Measured with transformers
+# 5.23 and gptqmodel 7.7.0 on a tiny AWQ Qwen3-MoE (tests/probes/awq_moe.py): experts.gate_up_proj and
+# experts.down_proj missing, the 36 packed expert tensors unexpected, the experts left as initialized fp16. GPTQ is
+# read the same (gptqmodel's venv holds no optimum, which transformers' GPTQ loader imports first).
+PREQUANT_LINE_4 = {
+    "hf": "hf@4.54",
+    "trl": "trl@0.22",
+    "swift": "swift@3.9",
+    "llamafactory": "llamafactory@0.9.4",
+    "axolotl": "axolotl@0.8",
+}
+
+
+def stacked_experts(model) -> bool:
+    """Whether the model (a planner.model.modelspec.ModelSpec) holds its routed experts as stacked parameters."""
+    return any(t.name == "experts.gate_up_proj" and len(t.shape) == 3 for t in getattr(model, "tensors", ()))
+
+
+def stacked_experts_prequant(framework: str) -> Rule:
+    """--quant gptq or awq with a stacked-experts MoE on a line of `framework` that runs transformers 5: refused."""
+    return Rule(
+        "quant",
+        lambda k, w: (
+            f"--quant {k.get('quant')} with {w.model.name}'s experts on transformers 5: its loader quantizes "
+            "nn.Linear only and loads the checkpoint's per-expert packed weights into none of the stacked experts "
+            f"(measured with transformers 5.23 and gptqmodel 7.7.0): give --framework {PREQUANT_LINE_4[framework]}"
+        ),
+        lambda k, w: (
+            k.get("quant") in ("gptq", "awq")
+            and runs_transformers_5(framework, k.get("release", ""))
+            and w is not None
+            and stacked_experts(w.model)
+        ),
+        scope="layout",
+    )

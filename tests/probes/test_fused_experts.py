@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from planner.estimate import quant
-from planner.estimate.quant_modules import dense_names, dense_weight_names
+from planner.estimate.quant_modules import EXPERTS, dense_names, dense_weight_names
 from planner.model.families import from_config
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -103,3 +103,52 @@ def test_the_plan_s_line_decides_and_fsdp_gathers_only_the_quantized_linears_pac
     moved = trained.frozen_bytes(new) - trained.frozen_bytes(old)
     assert abs(moved - (measured["dense_bytes"] - experts * quant.stored_bytes_per_weight("nf4"))) <= 1  # rounding
     assert fsdp.layer_params(setup("", fsdp="full"), quantized=True) == measured["quantized_weights"] // 2
+
+
+@pytest.mark.parametrize(
+    ("framework", "quant_name", "line_4"),
+    [("swift", "awq", "3.9"), ("hf", "gptq", "4.54"), ("llamafactory", "gptq", "0.9.4"), ("trl", "awq", "0.22")],
+)
+def test_a_gptq_or_awq_moe_is_refused_on_transformers_5_and_planned_on_4(framework, quant_name, line_4):
+    """A GPTQ/AWQ checkpoint's per-expert packed weights load into no stacked expert on transformers 5 (measured with
+    transformers 5.23 and gptqmodel 7.7.0 on a tiny AWQ Qwen3-MoE: the stacked experts missing, every packed expert
+    tensor unexpected): refused at the framework's transformers 5 line, naming its line on 4; a dense model and
+    the line on transformers 4 are not refused."""
+    from planner.config.spec import Knobs
+    from planner.frameworks import adapter
+    from planner.frameworks.rules import Where
+
+    moe = from_config(config("qwen3_moe"), "tiny-qwen3_moe")
+    routed = ("num_experts", "num_experts_per_tok", "moe_intermediate_size")
+    cfg = {k: v for k, v in config("qwen3_moe").items() if k not in routed}
+    dense = from_config({**cfg, "model_type": "qwen3"}, "tiny-qwen3")
+
+    def refused(release: str, model) -> str | None:
+        k = Knobs.make(lora_rank=8, precision="fp16", quant=quant_name, framework=framework, release=release)
+        why = adapter(framework, release).refusal(dict(k), Where(model=model))
+        return why[1] if why else None
+
+    assert f"give --framework {framework}@{line_4}" in refused("", moe)
+    assert refused("", dense) is None and refused(line_4, moe) is None
+
+
+@pytest.mark.sweep
+def test_transformers_5_loads_no_awq_expert_into_the_stacked_experts():
+    """tests/probes/awq_moe.py in gptqmodel's venv (transformers 5.23, gptqmodel 7.7.0; about 10 s once its CPU kernel
+    is built, 12 min the first time): the attention linears become AWQ layers, the stacked experts stay fp16 and are
+    missing from the load, and every packed expert tensor (4 experts x 3 linears x 3 tensors) is unexpected: what
+    rules.stacked_experts_prequant refuses."""
+    python = os.environ.get("MEMPLAN_GPTQMODEL_PYTHON")
+    if not python or not Path(python).is_file():
+        pytest.skip("MEMPLAN_GPTQMODEL_PYTHON names no gptqmodel venv (make fwenv builds .fwenv/gptqmodel)")
+    out = subprocess.run(
+        [python, str(SCRIPT.with_name("awq_moe.py"))], capture_output=True, text=True, check=False, timeout=1500
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    real = json.loads(out.stdout.strip().splitlines()[-1])
+    assert all("Awq" in real["attn"][n] for n in ("q_proj", "k_proj", "v_proj", "o_proj"))
+    assert {n: v[:2] for n, v in real["mlp"].items() if n.startswith("experts.")} == {
+        key: ["Qwen3MoeExperts", "torch.float16"] for key in EXPERTS
+    }
+    assert real["missing"] == sorted(f"model.layers.0.mlp.{n}" for n in EXPERTS)
+    assert len(real["unexpected"]) == 36 and all(".mlp.experts." in n for n in real["unexpected"])
