@@ -23,6 +23,7 @@ from planner.estimate import (
     recipe_terms,
     vision,
 )
+from planner.estimate.quant_modules import dense_names
 from planner.estimate.setup import Setup
 from planner.model import xcomposer
 
@@ -166,7 +167,7 @@ def quant_layer_bytes(s: Setup) -> int:
     - gptq saves every linear's dequantized weight."""
     k, (_, rows, width, p) = s.knobs, text_shape(s)
     if k.quant not in (quant.INT8, quant.HQQ):
-        return quant.saved_weights_layer_bytes(s.model, k.quant)
+        return quant.saved_weights_layer_bytes(s.model, k.quant, dense_names(s))
     shares = p == "fp32" or k.zero_stage > 0
 
     def saved(name: str, group: list) -> bool:

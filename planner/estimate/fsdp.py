@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from planner.config.spec import Knobs
 from planner.estimate import lora, quant
+from planner.estimate.quant_modules import EXPERTS, dense_names
 from planner.estimate.trained import trainable_params
 from planner.frameworks import FRAMEWORKS
 
@@ -66,7 +67,9 @@ def layer_params(s, quantized: bool = False) -> int:
     """Parameters of one decoder layer, the unit every layer is wrapped as (an MoE model's largest, routed one);
     `quantized`: only its decoder linears' weights, which a quantized base stores packed."""
     n = s.knobs.expert_parallel  # each rank's unit holds only its own experts
-    return s.model.layer_unit_params(quantized) - s.model.expert_params_per_layer() * (n - 1) // n
+    dense = dense_names(s) if quantized else ()  # stacked experts and routers a quantized base leaves dense
+    experts = 0 if EXPERTS[0] in dense else s.model.expert_params_per_layer()
+    return s.model.layer_unit_params(quantized, dense) - experts * (n - 1) // n
 
 
 def layer_grad_params(s) -> int:

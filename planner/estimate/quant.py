@@ -186,16 +186,22 @@ def stored_bytes_per_weight(quant: str, in_features: int = 0, absmax: str = "8bi
     return packed_bytes_per_weight(quant) + constants_bytes_per_weight(quant, absmax)
 
 
-def quantized_weights(model) -> int:
-    """Weights the format stores quantized: every decoder linear's weight."""
-    return sum(t.numel for t in model.tensors if t.lora)
+def quantized(model, dense: tuple[str, ...] = ()):
+    """The decoder weights the format stores quantized: every decoder linear's, but those it leaves dense (`dense`:
+    planner.estimate.quant_modules, fused experts and router modules that are no nn.Linear)."""
+    return (t for t in model.tensors if t.lora and t.name not in dense)
 
 
-def replicated_bytes(model, quant: str, absmax: str = "8bit") -> int:
+def quantized_weights(model, dense: tuple[str, ...] = ()) -> int:
+    """Weights the format stores quantized (quantized)."""
+    return sum(t.numel for t in quantized(model, dense))
+
+
+def replicated_bytes(model, quant: str, absmax: str = "8bit", dense: tuple[str, ...] = ()) -> int:
     """Bytes of the quantized base that sharding leaves whole on every rank."""
     if quant == "none":
         return 0
-    return int(quantized_weights(model) * constants_bytes_per_weight(quant, absmax))
+    return int(quantized_weights(model, dense) * constants_bytes_per_weight(quant, absmax))
 
 
 def tensor_stored_bytes(t, quant: str, absmax: str = "8bit") -> float:
@@ -207,38 +213,41 @@ def tensor_stored_bytes(t, quant: str, absmax: str = "8bit") -> float:
     return index + t.numel * stored_bytes_per_weight(quant, t.shape[-1], absmax)
 
 
-def base_bytes(model, quant: str, absmax: str = "8bit") -> int:
+def base_bytes(model, quant: str, absmax: str = "8bit", dense: tuple[str, ...] = ()) -> int:
     """Bytes of the quantized linears, packed weights and constants, before any sharding, as held once a step has run
-    (an fp8 scheme's float8 weight replaced by the dense one: dense_copy_bytes)."""
+    (an fp8 scheme's float8 weight replaced by the dense one: dense_copy_bytes); `dense`: the weights the quantizer
+    leaves in half (planner.estimate.quant_modules)."""
     if quant == "none":
         return 0
-    stored = sum(tensor_stored_bytes(t, quant, absmax) for t in model.tensors if t.lora)
-    return int(stored - ct_replaced_bytes_per_weight(quant) * quantized_weights(model))
+    stored = sum(tensor_stored_bytes(t, quant, absmax) for t in quantized(model, dense))
+    return int(stored - ct_replaced_bytes_per_weight(quant) * quantized_weights(model, dense))
 
 
-def dense_copy_bytes(model, quant: str, weight_bytes: int) -> int:
+def dense_copy_bytes(model, quant: str, weight_bytes: int, dense: tuple[str, ...] = ()) -> int:
     """compressed-tensors (run compressed): the dense weight every quantized linear keeps after its first forward,
     in the load dtype (`weight_bytes` a weight)."""
-    return weight_bytes * quantized_weights(model) if quant in CT_SCHEMES else 0
+    return weight_bytes * quantized_weights(model, dense) if quant in CT_SCHEMES else 0
 
 
-def storage_elements_saved(model, quant: str, storage_bytes: int) -> int:
+def storage_elements_saved(model, quant: str, storage_bytes: int, dense: tuple[str, ...] = ()) -> int:
     """Elements fewer than the weights' count that the quantized linears occupy as parameters stored in
     `storage_bytes`-byte elements (4-bit in bf16 storage: 4 weights an element), as ZeRO-3 counts them."""
     if quant not in FOUR_BIT:
         return 0
-    q = quantized_weights(model)
+    q = quantized_weights(model, dense)
     return q - int(q * packed_bytes_per_weight(quant) / storage_bytes)
 
 
-def dequantized_weight_bytes(model, quant: str, compute_bytes: int, bf16: bool = False) -> int:
+def dequantized_weight_bytes(
+    model, quant: str, compute_bytes: int, bf16: bool = False, dense: tuple[str, ...] = ()
+) -> int:
     """The largest decoder linear's dequantization transients: one weight in the compute dtype (4-bit), in half
     (int8's CB.to(dtype), awq's fp16); gptq's fp16 weight and its cast to bf16. A quantized layer dequantizes one
     linear at a time, so stacked experts count one expert's matrix (axolotl's linearized Llama-4 experts are one
     Linear4bit an expert: 9f986f5e7 src/axolotl/monkeypatch/models/llama4/modeling.py:26-46, :69-84)."""
     if quant == "none":
         return 0
-    largest = max(prod(t.shape[-2:]) for t in model.tensors if t.lora)
+    largest = max((prod(t.shape[-2:]) for t in quantized(model, dense)), default=0)
     if quant == INT8:
         return 2 * largest
     if quant == "gptq":
@@ -252,12 +261,12 @@ def dequantized_weight_bytes(model, quant: str, compute_bytes: int, bf16: bool =
     return compute_bytes * largest
 
 
-def saved_weights_layer_bytes(model, quant: str) -> int:
+def saved_weights_layer_bytes(model, quant: str, dense: tuple[str, ...] = ()) -> int:
     """gptq: the dequantized weights one layer's forward saves for its backward (2 bytes a weight); ct-w4a16: the
     fake-quantized copies (in half precision, as the base loads)."""
     if quant != "gptq" and quant not in CT_SCHEMES:
         return 0
-    return 2 * quantized_weights(model) // model.text.layers
+    return 2 * quantized_weights(model, dense) // model.text.layers
 
 
 def retained_input_elements_per_token(model, quant: str, skip=lambda name, group: False) -> int:

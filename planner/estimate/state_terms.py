@@ -26,6 +26,7 @@ from planner.config.spec import Knobs
 from planner.estimate import freeze, fsdp, lora, peft_tuners, quant, zero
 from planner.estimate.matrix_optim import matrix_optimizer_bytes
 from planner.estimate.matrix_step import matrix_step_temp_bytes
+from planner.estimate.quant_modules import dense_names
 from planner.estimate.setup import Setup
 from planner.estimate.trained import (
     ADAMW_8BIT_MIN_SIZE,
@@ -53,7 +54,9 @@ def params_bytes(s: Setup) -> int:
         + frozen_bytes(s)
         - embedding_copy_overcount_bytes(s, trainable_weight_bytes_per_param(k))
     )
-    whole = quant.replicated_bytes(s.model, k.quant, k.quant_absmax)  # a quantized base's constants: on every rank
+    whole = quant.replicated_bytes(
+        s.model, k.quant, k.quant_absmax, dense_names(s)
+    )  # a quantized base's constants: on every rank
     total += tuner_buffers_bytes(s)
     if k.fsdp != "off":
         return fsdp.sharded(s, total - whole) + whole

@@ -19,6 +19,7 @@ from planner.estimate.activation_terms import (
     text_shape,
     ulysses_layer_bytes,
 )
+from planner.estimate.quant_modules import dense_names
 from planner.estimate.setup import Setup
 from planner.estimate.state_terms import gathered_params_bytes, grad_bytes_per_param
 from planner.estimate.trained import frozen_modules, frozen_weight_bytes_per_param, largest_trainable_matrix_params
@@ -110,7 +111,8 @@ def backward_start_temp_bytes(s: Setup) -> int:
 def dequantized_bytes(s: Setup) -> int:
     """A quantized base: the weight dequantized for the matmul running (planner.estimate.quant)."""
     bf16 = s.knobs.precision in ("bf16", "bf16-pure")
-    return quant.dequantized_weight_bytes(s.model, s.knobs.quant, act.saved_dtype_bytes(text_shape(s)[3])[1], bf16)
+    compute = act.saved_dtype_bytes(text_shape(s)[3])[1]
+    return quant.dequantized_weight_bytes(s.model, s.knobs.quant, compute, bf16, dense_names(s))
 
 
 def last_layer_activations_bytes(s: Setup) -> int:

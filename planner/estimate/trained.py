@@ -9,6 +9,7 @@ from math import prod
 
 from planner.config.spec import Knobs
 from planner.estimate import bottleneck, freeze, lora, oft, peft_tuners, quant
+from planner.estimate.quant_modules import dense_names
 from planner.estimate.setup import Setup
 from planner.model.modelspec import IDLE_AUDIO, IDLE_HEAD, frozen_roles
 
@@ -172,10 +173,11 @@ def frozen_bytes(s: Setup) -> int:
     k = s.knobs
     if k.quant == "none":
         return frozen_params(s) * frozen_weight_bytes_per_param(k) + fp32_resident_extra_bytes(s)
-    q = quant.quantized_weights(s.model)
+    left = dense_names(s)  # the experts and routers no nn.Linear holds: dense in half (quant_modules)
+    q = quant.quantized_weights(s.model, left)
     half = frozen_weight_bytes_per_param(k)
-    dense = quant.dense_copy_bytes(s.model, k.quant, half)  # compressed-tensors' kept dense weights
-    base = quant.base_bytes(s.model, k.quant, k.quant_absmax) + dense + (frozen_params(s) - q) * half
+    dense = quant.dense_copy_bytes(s.model, k.quant, half, left)  # compressed-tensors' kept dense weights
+    base = quant.base_bytes(s.model, k.quant, k.quant_absmax, left) + dense + (frozen_params(s) - q) * half
     return base + fp32_resident_extra_bytes(s)
 
 

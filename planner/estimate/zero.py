@@ -15,6 +15,7 @@ from math import ceil, prod
 from planner.config import zerobuckets
 from planner.estimate import quant
 from planner.estimate.nograd import compute_dtype_bytes  # DeepSpeed casts the module to bf16/fp16; fp32 stays
+from planner.estimate.quant_modules import dense_names
 from planner.estimate.setup import Setup
 from planner.estimate.trained import largest_trainable_matrix_params, trainable_params, trainable_tensor_sizes
 
@@ -68,7 +69,7 @@ def zero3_param_elements(s: Setup) -> int:
     """Every parameter element ZeRO-3 partitions: the base as stored (a 4-bit base's linears as the elements of
     their packed storage, 4 weights an element in bf16: planner.estimate.quant, as DeepSpeed's ds_numel counts them)
     and LoRA's adapters."""
-    base = s.model.params - quant.storage_elements_saved(s.model, s.knobs.quant, compute_dtype_bytes(s))
+    base = s.model.params - quant.storage_elements_saved(s.model, s.knobs.quant, compute_dtype_bytes(s), dense_names(s))
     return base + (trainable_params(s) if s.lora else 0)
 
 

@@ -111,13 +111,13 @@ def hf_ppo_rules(name: str, cite: str, written: str) -> tuple[Rule, Rule]:
 # measured with compressed-tensors 0.20.1, PEFT 0.21.2, transformers 5.25), and HqqHfQuantizer has no quantize ops
 # (5.25 quantizers/base.py get_quantize_ops raises: measured, transformers 5.25 cannot load an HQQ base; the same at
 # 5.6.0 and 5.19.0, base.py:289 / :293, whose quantizer_hqq.py:153 create_quantized_param is commented out). The lines
-# memplan plans on transformers 5 refuse them, "" each framework's newest: hf's 5 lines; TRL 1.x (its newest's defaults
-# read at transformers 5.23, tools/fwenv_old.sh's trl-1.0.0 on 5.6.0; trl@0.22 .. 0.29 and trl-0 run on 4.56.2);
-# ms-swift 4 (its keys at transformers 5.19, .fwenv/ms-swift's; the 3.x lines pin <4.58: requirements/framework.txt).
-TRANSFORMERS_5_LINES = {  # framework -> (its lines on transformers 5, its line on transformers 4 to give instead)
-    "hf": (("", "5"), "hf@4.54 (transformers 4.57)"),
-    "trl": (("", "1.0", "1.7", "1.10", "1.15"), "trl@0.22 (transformers 4.56-4.57)"),
-    "swift": (("",), "swift@3.9 (ms-swift 3.10's transformers 4.57)"),
+# memplan plans on transformers 5 refuse them (runs_transformers_5, below: hf's 5 lines; TRL 1.x, its newest's defaults
+# read at transformers 5.23, tools/fwenv_old.sh's trl-1.0.0 on 5.6.0; ms-swift 4, its keys at transformers 5.19,
+# .fwenv/ms-swift's), naming each framework's line on transformers 4 instead.
+TRANSFORMERS_4_INSTEAD = {
+    "hf": "hf@4.54 (transformers 4.57)",
+    "trl": "trl@0.22 (transformers 4.56-4.57)",
+    "swift": "swift@3.9 (ms-swift 3.10's transformers 4.57)",
 }
 
 
@@ -137,12 +137,75 @@ def peft_fp8_quant(framework: str, pins: str) -> Rule:
 
 
 def transformers_5_quant(framework: str) -> Rule:
-    """The rule of each framework in TRANSFORMERS_5_LINES: --quant ct-w4a16 or hqq refused in one line at those lines,
-    naming the framework's line on transformers 4."""
-    lines, instead = TRANSFORMERS_5_LINES[framework]
+    """The rule of each framework in TRANSFORMERS_4_INSTEAD: --quant ct-w4a16 or hqq refused in one line at its lines
+    on transformers 5, naming the framework's line on transformers 4."""
     return Rule(
         "quant",
         "transformers 5 cannot train a compressed-tensors or HQQ base (compressed-tensors 0.20.1 with PEFT 0.21.2: "
-        f"get_peft_model raises; transformers 5.25 cannot load HQQ): give --framework {instead}",
-        lambda k, w=None: str(k.get("quant")).startswith(("ct-", "hqq")) and k.get("release", "") in lines,
+        f"get_peft_model raises; transformers 5.25 cannot load HQQ): give --framework {TRANSFORMERS_4_INSTEAD[framework]}",
+        lambda k, w=None: (
+            str(k.get("quant")).startswith(("ct-", "hqq")) and runs_transformers_5(framework, k.get("release", ""))
+        ),
+    )
+
+
+# The lines each framework runs on transformers 4, whose MoE families build one nn.Linear an expert; every other line
+# (each framework's newest, memplan's own trainer on transformers 5.25) runs transformers 5, which stacks them
+# (planner.estimate.quant_modules). Read off each line's pin: hf's 4.x lines; TRL to 0.29 (trl-0 on 4.56.2, R1-V's
+# trl 0.14 and VLM-R1's transformers 4.49, setup.py:65); ms-swift 3.x (requirements/framework.txt <4.58); LLaMA-Factory
+# to 0.9.4 (Release.transformers, pyproject.toml:44 <=4.57.1; 0.9.5 takes <=5.6.0 and pip's 5.6.0); axolotl to 0.11
+# (its 0.12 line, through 0.19.0, counted on 5: the larger); OpenRLHF to 0.9 (v0.9.0 requirements.txt transformers==
+# 4.57.0; v0.10.0 ==5.5.0) and MM-EUREKA (OpenRLHF 0.6.1's).
+TRANSFORMERS_4_LINES = {
+    "hf": ("4", "4.54"),
+    "trl": ("0.14", "0.15", "0.19", "0.22", "r1-v", "vlm-r1"),
+    "trl-0": ("",),
+    "swift": ("2", "3", "3.4", "3.7", "3.9"),
+    "llamafactory": ("0.5", "0.6", "0.7", "0.7.1", "0.8", "0.9.1", "0.9.2", "0.9.3", "0.9.4"),
+    "axolotl": ("0.4", "0.5", "0.7", "0.8"),
+    "openrlhf": ("0.8", "0.9", "mm-eureka"),
+}
+
+
+def runs_transformers_5(framework: str, release: str) -> bool:
+    """Whether the plan's line (`framework`@`release`, "" its newest) runs transformers 5 (TRANSFORMERS_4_LINES)."""
+    return release not in TRANSFORMERS_4_LINES.get(framework, ())
+
+
+# A GPTQ or AWQ checkpoint of an MoE stores one packed linear an expert; transformers 5 builds the experts as two
+# stacked parameters and its GPTQ/AWQ loaders replace nn.Linear modules only (5.23 integrations/awq.py:96) and convert
+# no packed expert into them (quantizer_awq.py, quantizer_gptq.py: no weight conversions). Measured with transformers
+# 5.23 and gptqmodel 7.7.0 on a tiny AWQ Qwen3-MoE (tests/probes/awq_moe.py): experts.gate_up_proj and
+# experts.down_proj missing, the 36 packed expert tensors unexpected, the experts left as initialized fp16. GPTQ is
+# read the same (gptqmodel's venv holds no optimum, which transformers' GPTQ loader imports first).
+PREQUANT_LINE_4 = {
+    "hf": "hf@4.54",
+    "trl": "trl@0.22",
+    "swift": "swift@3.9",
+    "llamafactory": "llamafactory@0.9.4",
+    "axolotl": "axolotl@0.8",
+}
+
+
+def stacked_experts(model) -> bool:
+    """Whether the model (a planner.model.modelspec.ModelSpec) holds its routed experts as stacked parameters."""
+    return any(t.name == "experts.gate_up_proj" and len(t.shape) == 3 for t in getattr(model, "tensors", ()))
+
+
+def stacked_experts_prequant(framework: str) -> Rule:
+    """--quant gptq or awq with a stacked-experts MoE on a line of `framework` that runs transformers 5: refused."""
+    return Rule(
+        "quant",
+        lambda k, w: (
+            f"--quant {k.get('quant')} with {w.model.name}'s experts on transformers 5: its loader quantizes "
+            "nn.Linear only and loads the checkpoint's per-expert packed weights into none of the stacked experts "
+            f"(measured with transformers 5.23 and gptqmodel 7.7.0): give --framework {PREQUANT_LINE_4[framework]}"
+        ),
+        lambda k, w: (
+            k.get("quant") in ("gptq", "awq")
+            and runs_transformers_5(framework, k.get("release", ""))
+            and w is not None
+            and stacked_experts(w.model)
+        ),
+        scope="layout",
     )

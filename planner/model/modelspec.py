@@ -185,11 +185,12 @@ class ModelSpec:
         """The decoder linears' module names, and stacked experts' (what --lora-targets may list)."""
         return {t.name for t in self.tensors if t.lora and not t.name.startswith("router.")}
 
-    def layer_unit_params(self, quantized: bool = False) -> int:
+    def layer_unit_params(self, quantized: bool = False, dense: tuple[str, ...] = ()) -> int:
         """Parameters of the largest decoder layer (FSDP's unit, ZeRO-3's gather): every layer alike in a dense
         model; an MoE model's routed layer (DeepSeek's first layers are dense and smaller). `quantized`: only its
-        decoder linears' weights (what a quantized base stores packed: planner.estimate.quant.quantized_weights)."""
-        layer = [t for t in self.tensors if t.role == "layer" and (t.lora or not quantized)]
+        decoder linears' weights (what a quantized base stores packed: planner.estimate.quant.quantized_weights),
+        but those the format leaves `dense`."""
+        layer = [t for t in self.tensors if t.role == "layer" and ((t.lora and t.name not in dense) or not quantized)]
         L, m = self.text.layers, self.text.moe
         if m is None or not m.moe_layers:
             return sum(t.numel for t in layer) // L

@@ -10,6 +10,7 @@ from planner.frameworks.axolotl.keys import KEYS
 from planner.frameworks.axolotl.releases import NEWEST_TRANSFORMERS, SPANS
 from planner.frameworks.axolotl.releases import RELEASES as LINES
 from planner.frameworks.base import Default, Framework, Rule, kind, workload_of
+from planner.frameworks.rules import stacked_experts_prequant
 from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_LOW_RANK
 from planner.frameworks.tool import Signs, Tool
 
@@ -140,6 +141,7 @@ FRAMEWORK = Framework(
     ),
     notes=("checkpointing off by default; unknown keys are dropped silently by its validator",),
     rules=(
+        stacked_experts_prequant("axolotl"),
         Rule(
             "context_parallel",
             "context_parallel_size is ring-flash-attn's ring attention: it needs --attention flash "

@@ -7,6 +7,7 @@ from 4.54 (training_args.py:1286-1291 at 4.54.0); 5.24 renamed gradient_checkpoi
 (training_args.py:302-315, the old name a deprecated alias), after the 5.23 this adapter writes."""
 
 from planner.frameworks.base import Default, Framework, Release, Rule, autotp_rule, transformers_5_quant
+from planner.frameworks.rules import stacked_experts_prequant
 from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_LOW_RANK
 from planner.frameworks.tool import Signs
 
@@ -244,7 +245,7 @@ FRAMEWORK = Framework(
     defaults=HF_DEFAULTS,
     keys=HF_KEYS,
     notes=("checkpointing off by default; no packing; freezing modules is the script's job",),
-    rules=(*HF_SPLIT_RULES, transformers_5_quant("hf")),
+    rules=(*HF_SPLIT_RULES, transformers_5_quant("hf"), stacked_experts_prequant("hf")),
     releases=HF_RELEASES,
     # the Trainer's keys only some lines take (OLD_OPTIM_KEYS): one narrows the lines a script allows; a script that
     # pins none is planned at each line it allows (planner.intake.releases.decide), the hungrier verdict answered

@@ -16,7 +16,7 @@ from planner.frameworks.base import (
     transformers_5_quant,
 )
 from planner.frameworks.rl import RoleEngine
-from planner.frameworks.rules import hf_ppo_rules
+from planner.frameworks.rules import hf_ppo_rules, stacked_experts_prequant
 from planner.frameworks.runs import TORCH_OPTIMIZERS
 from planner.frameworks.swift.keys import KEYS
 from planner.frameworks.swift.releases import KTO_NO_SP, RELEASES
@@ -160,6 +160,7 @@ FRAMEWORK = Framework(
         OMNI_WHOLE,
         transformers_5_quant("swift"),  # ms-swift 4 on transformers 5: no compressed-tensors or HQQ base
         peft_fp8_quant("ms-swift", "requirements/framework.txt: v3.10.3 <0.18, v4.0.0 <0.19"),
+        stacked_experts_prequant("swift"),
         Rule(
             "loss",
             "--loss chunked is CELOSS_PARALLEL_SIZE, which chunks its loss under --sequence_parallel_size only "

@@ -25,7 +25,7 @@ from dataclasses import replace
 
 from planner.frameworks.base import NO_SPLITS, ForkSigns, Framework
 from planner.frameworks.hf import HF_EVERY, HF_KEYS, HF_SPLIT_RULES
-from planner.frameworks.rules import Rule, kind, transformers_5_quant
+from planner.frameworks.rules import Rule, kind, stacked_experts_prequant, transformers_5_quant
 from planner.frameworks.tool import Tool
 from planner.frameworks.trl.lines import with_fsdp1_only, with_rules
 from planner.frameworks.trl.releases import (  # noqa: F401 - re-exported (accelerate's, axolotl's adapters import them)
@@ -125,6 +125,7 @@ FRAMEWORK = Framework(
     rules=(
         *HF_SPLIT_RULES,
         TRANSFORMERS_5,
+        stacked_experts_prequant("trl"),
         Rule(
             "micro_batch",
             "KTO's KL term pairs each row with its neighbour's completion: TRL's KTOTrainer needs 2 or more rows per "
