@@ -24,22 +24,21 @@ The transformers a plan runs is its framework line's (planner.frameworks.rules.r
 from __future__ import annotations
 
 from planner.frameworks.rules import runs_transformers_5
+from planner.model.moespec import quant_layout
 
 EXPERTS = ("experts.gate_up_proj", "experts.down_proj")
 ROUTER = "router.weight"  # moespec's name for the router (transformers' mlp.gate)
-STACKED_AT_4 = ("gpt_oss", "qwen3_vl_moe", "qwen3_vl_moe_text")  # stacked experts on transformers 4.57.1 too
-ROUTER_MODULE_AT_4 = ("deepseek_v2", "deepseek_v3", "glm4_moe", "glm4v_moe", "glm4v_moe_text", "gpt_oss")
-PATCHED = {"llama4": ("nf4", "fp4", "int8", "ct-"), "llama4_text": ("nf4", "fp4", "int8", "ct-")}
 
 
 def dense_weight_names(model_type: str, quant: str, transformers_5: bool) -> tuple[str, ...]:
     """The decoder weights (moespec's names) `quant` leaves dense in `model_type` on transformers 5 or 4."""
     if quant == "none":
         return ()
-    if model_type in PATCHED:
-        return () if quant.startswith(PATCHED[model_type]) else EXPERTS
-    experts = EXPERTS if transformers_5 or model_type in STACKED_AT_4 else ()
-    router = (ROUTER,) if transformers_5 or model_type in ROUTER_MODULE_AT_4 else ()
+    layout = quant_layout(model_type)
+    if layout.patched_for:
+        return () if quant.startswith(layout.patched_for) else EXPERTS
+    experts = EXPERTS if transformers_5 or layout.stacked_at_4 else ()
+    router = (ROUTER,) if transformers_5 or layout.router_module_at_4 else ()
     return experts + router
 
 

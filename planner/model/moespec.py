@@ -16,6 +16,7 @@ them) unless the device cannot dispatch it, then "eager" (a Python loop over the
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from planner.errors import BadInput
 from planner.model.shapes import Tensors, linear, number, size
@@ -178,3 +179,31 @@ MOE_BLOCK = ("router", "experts", "shared_expert", "shared_experts", "shared_exp
 def in_moe_block(name: str) -> bool:
     """Whether a tensor (by its module name) belongs to a routed layer's MLP block."""
     return name.split(".")[0] in MOE_BLOCK
+
+
+class QuantLayout(NamedTuple):
+    """What a quantizer that replaces nn.Linear finds in a family's MoE layers (planner.estimate.quant_modules):
+    stacked experts already on transformers 4.57.1 (gpt-oss's GptOssExperts, Qwen3-VL-MoE's Qwen3VLMoeTextExperts,
+    4.57.1 modeling_qwen3_vl_moe.py:67-74), a router that is no nn.Linear on 4.57.1 too (DeepSeek's and GLM-4.5's
+    TopkRouter, gpt-oss's), and the quantizers transformers splits the stacked experts into Linears for (Llama-4:
+    MODULES_TO_PATCH_FOR_QUANTIZATION, 5.25 quantizers/base.py:425-436, 4.57.1 :384-392; --quant prefixes)."""
+
+    stacked_at_4: bool = False
+    router_module_at_4: bool = False
+    patched_for: tuple[str, ...] = ()
+
+
+QUANT_LAYOUTS = {
+    "gpt_oss": QuantLayout(stacked_at_4=True, router_module_at_4=True),
+    "qwen3_vl_moe": QuantLayout(stacked_at_4=True),
+    "qwen3_vl_moe_text": QuantLayout(stacked_at_4=True),
+    **dict.fromkeys(
+        ("deepseek_v2", "deepseek_v3", "glm4_moe", "glm4v_moe", "glm4v_moe_text"), QuantLayout(False, True)
+    ),
+    **dict.fromkeys(("llama4", "llama4_text"), QuantLayout(patched_for=("nf4", "fp4", "int8", "ct-"))),
+}
+
+
+def quant_layout(model_type: str) -> QuantLayout:
+    """QUANT_LAYOUTS' entry for a model_type (every other MoE family: Linears on 4.57.1, stacked on 5)."""
+    return QUANT_LAYOUTS.get(model_type, QuantLayout())
