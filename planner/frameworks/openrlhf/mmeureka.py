@@ -39,23 +39,42 @@ READ_ONLY = Rule(
 )
 
 
+# the flags whose defaults the forks' copies keep from the flat line (OpenRLHF 0.6.1's and 0.7.3's argparse)
+FLAT = {
+    "micro_batch": (4, "--micro_train_batch_size 4"),
+    "attention": ("eager", "--flash_attn off: eager"),
+    "precision": ("fp32", "--bf16 off: fp32 (utils/deepspeed/deepspeed_utils.py)"),
+    "rollout_micro_batch": (8, "--micro_rollout_batch_size 8"),
+    "workload.max_prompt_length": (1024, "--prompt_max_len 1024"),
+    "workload.max_completion_length": (1024, "--generate_max_len 1024"),
+}
+
+
+def fork_release(name: str, cli: str, what: str, lines: dict[str, int], note: str, ro: Rule, parts: tuple) -> Release:
+    """A multimodal fork's read-only release (`ro` refuses it whole first): its FLAT defaults cited at `cli`:`lines`,
+    `parts` the flat line's (keys, rules, runs), its adapter running `runs` with the tower and merger frozen too."""
+    keys, rules, runs = parts
+    return Release(
+        name,
+        None,
+        f"{cli} ({what})",
+        defaults={k: Default(v, f"{cli}:{lines[k]} {text}") for k, (v, text) in FLAT.items()},
+        keys=keys,
+        notes=(note,),
+        adapter={"runs": {**runs, "frozen": ("none", "vision+projector")}},
+        rules=(ro, *rules),
+    )
+
+
 def mm_eureka(keys: dict[str, str], rules: tuple, runs: dict) -> Release:
     """MM-Eureka's release: OpenRLHF 0.6.1's flat `keys` and the 0.8 line's `rules` (its flags are that line's), its
     adapter running OpenRLHF's `runs` with the vision tower and merger frozen too (--freeze_prefix visual)."""
-    return Release(
+    return fork_release(
         "mm-eureka",
-        None,
-        f"{CLI} (OpenRLHF v0.6.1's with multimodal rollouts and its own flags: :340-349, :425-433)",
-        defaults={
-            "micro_batch": Default(4, f"{CLI}:312 --micro_train_batch_size 4"),
-            "attention": Default("eager", f"{CLI}:273 --flash_attn off: eager"),
-            "precision": Default("fp32", f"{CLI}:267 --bf16 off: fp32 (utils/deepspeed/deepspeed_utils.py)"),
-            "rollout_micro_batch": Default(8, f"{CLI}:299 --micro_rollout_batch_size 8"),
-            "workload.max_prompt_length": Default(1024, f"{CLI}:301 --prompt_max_len 1024"),
-            "workload.max_completion_length": Default(1024, f"{CLI}:302 --generate_max_len 1024"),
-        },
-        keys=keys,
-        notes=("MM-Eureka: OpenRLHF 0.6.1's flat flags, --bf16 and --flash_attn switches, images within --max_pixels",),
-        adapter={"runs": {**runs, "frozen": ("none", "vision+projector")}},
-        rules=(READ_ONLY, *rules),  # refused whole first, whatever else a plan sets
+        CLI,
+        "OpenRLHF v0.6.1's with multimodal rollouts and its own flags: :340-349, :425-433",
+        dict(zip(FLAT, (312, 273, 267, 299, 301, 302))),
+        "MM-Eureka: OpenRLHF 0.6.1's flat flags, --bf16 and --flash_attn switches, images within --max_pixels",
+        READ_ONLY,
+        (keys, rules, runs),
     )
