@@ -11,20 +11,29 @@ OpenRLHF v0.6.1's line for line (`diff` against the v0.6.1 tag: 24 lines, all be
   (:425-428, experience_maker.py:240), --use_dapo, --use_adora, --adora_lamda (:431-433): which samples train and the
   loss's clipping, no memory of their own; --label_key's default "answer" (:398, v0.6.1 None).
 Its defaults are v0.6.1's, the flat 0.8 line's values (--micro_train_batch_size 4, --bf16 and --flash_attn off), cited
-here at MM-Eureka's own file. The flags only it takes (SIGNS) name it (planner.frameworks.openrlhf.reader_flags)."""
+here at MM-Eureka's own file. The flags only it takes (SIGNS), or its filter flags (FILTER, its internvl branch's
+too) with --freeze_prefix, which that branch does not take, name it (planner.frameworks.openrlhf.reader_flags)."""
 
 from planner.frameworks.base import Default, Release, Rule
 
 WHO = "MM-EUREKA bccddd7"
 CLI = f"{WHO} openrlhf/cli/train_ppo_ray.py"
-# flags no OpenRLHF release takes (v0.6.1 .. 0.11.2 cli/train_ppo_ray.py have none of them) -> MM-Eureka's line
+# flags no OpenRLHF release takes (v0.6.1 .. 0.11.2 cli/train_ppo_ray.py have none of them), nor MM-Eureka's internvl
+# branch, nor LMM-R1's main -> the qwen branch's line
 SIGNS = {
+    "drop_maxlen": 347,
+    "max_pixels": 348,
+    "min_pixels": 349,
+    "use_dapo": 431,
+    "use_adora": 432,
+    "adora_lamda": 433,
+}
+# flags the internvl branch takes too (planner.frameworks.openrlhf.mmeureka_internvl): the qwen branch assumed
+FILTER = {
     "enable_accuracy_filter": 425,
     "freezing_filter_steps": 426,
     "accuracy_lower_bound": 427,
     "accuracy_upper_bound": 428,
-    "use_adora": 432,
-    "adora_lamda": 433,
 }
 # its own pixel bounds: flag -> (default, line)
 PIXELS = {"max_pixels": (640 * 28 * 28, 348), "min_pixels": (4 * 28 * 28, 349)}
@@ -50,9 +59,18 @@ FLAT = {
 }
 
 
-def fork_release(name: str, cli: str, what: str, lines: dict[str, int], note: str, ro: Rule, parts: tuple) -> Release:
+def fork_release(
+    name: str,
+    cli: str,
+    what: str,
+    lines: dict[str, int],
+    note: str,
+    ro: Rule,
+    parts: tuple,
+    frozen: tuple[str, ...] = ("none", "vision+projector"),
+) -> Release:
     """A multimodal fork's read-only release (`ro` refuses it whole first): its FLAT defaults cited at `cli`:`lines`,
-    `parts` the flat line's (keys, rules, runs), its adapter running `runs` with the tower and merger frozen too."""
+    `parts` the flat line's (keys, rules, runs), its adapter running `runs` with the modules it may freeze."""
     keys, rules, runs = parts
     return Release(
         name,
@@ -61,7 +79,7 @@ def fork_release(name: str, cli: str, what: str, lines: dict[str, int], note: st
         defaults={k: Default(v, f"{cli}:{lines[k]} {text}") for k, (v, text) in FLAT.items()},
         keys=keys,
         notes=(note,),
-        adapter={"runs": {**runs, "frozen": ("none", "vision+projector")}},
+        adapter={"runs": {**runs, "frozen": frozen}},
         rules=(ro, *rules),
     )
 

@@ -6,6 +6,7 @@ and the release line the flat flags name (release_hint)."""
 from __future__ import annotations
 
 from planner.frameworks.openrlhf import lmmr1, mmeureka
+from planner.frameworks.openrlhf import mmeureka_internvl as internvl
 from planner.frameworks.openrlhf.keys import ALIASES, KEYS, SHARED, bucket_text
 from planner.intake import line_defaults
 from planner.intake.collect import Collector, as_bool, default, one
@@ -112,16 +113,29 @@ def release_hint(flags: dict[str, Flag], module: str | None = None) -> tuple[str
 
 
 def _fork(flags: dict[str, Flag], module: str | None) -> tuple[str, str, tuple[str, ...]] | None:
-    """(release, why, the lines allowed) of MM-Eureka's or LMM-R1's own flags and files (release_hint)."""
-    sign = next((k for k in flags if k in mmeureka.SIGNS), None)
-    if sign is not None:
-        why = f"{flags[sign].source} (MM-Eureka's own flag, {mmeureka.CLI}:{mmeureka.SIGNS[sign]})"
-        return "mm-eureka", why, ("mm-eureka",)
-    sign = next((k for k in flags if k in lmmr1.SIGNS), None)
-    if sign is not None:
-        return "lmm-r1", f"{flags[sign].source} (LMM-R1's own flag, {lmmr1.CLI}:{lmmr1.SIGNS[sign]})", ("lmm-r1",)
+    """(release, why, the lines allowed) of MM-Eureka's (qwen or internvl branch) or LMM-R1's own flags and files."""
+    for signs, release, who, cli in (
+        (mmeureka.SIGNS, "mm-eureka", "MM-Eureka's", mmeureka.CLI),
+        (internvl.SIGNS, "mm-eureka-internvl", "MM-Eureka internvl's", internvl.CLI),
+        (lmmr1.SIGNS, "lmm-r1", "LMM-R1's", lmmr1.CLI),
+    ):
+        sign = next((k for k in flags if k in signs), None)
+        if sign is not None:
+            return release, f"{flags[sign].source} ({who} own flag, {cli}:{signs[sign]})", (release,)
+    url = flags.get("remote_rm_url")
+    if url is not None and internvl.REWARD in str(url.value):
+        return (
+            "mm-eureka-internvl",
+            f"{url.source} (a file of MM-Eureka's internvl branch alone)",
+            ("mm-eureka-internvl",),
+        )
     if module is not None:
         return "lmm-r1", f"{module} (a module of LMM-R1's alone, {lmmr1.MODULE.replace('.', '/')})", ("lmm-r1",)
+    sign = next((k for k in flags if k in mmeureka.FILTER), None)
+    if sign is not None:  # both MM-Eureka branches; --freeze_prefix, the qwen branch's alone of the two, or assumed
+        told = "; its internvl branch takes it too (:418-421), not --freeze_prefix: --framework openrlhf@mm-eureka-internvl"
+        why = f"{flags[sign].source} (MM-Eureka's own flag, {mmeureka.CLI}:{mmeureka.FILTER[sign]}{told})"
+        return "mm-eureka", why, ("mm-eureka",)
     sign = next((k for k in flags if k in lmmr1.SHARED), None)
     if sign is not None:
         why = f"{flags[sign].source} (taken by LMM-R1, {lmmr1.CLI}:{lmmr1.SHARED[sign]}, and MM-Eureka, no OpenRLHF)"

@@ -20,6 +20,7 @@ import json
 from typing import NamedTuple
 
 from planner.frameworks.openrlhf import lmmr1
+from planner.frameworks.openrlhf import mmeureka_internvl as internvl
 from planner.frameworks.openrlhf.mmeureka import PIXELS, WHO
 from planner.frameworks.trl import reader_vlmr1 as vlmr1
 from planner.intake import modelconfig
@@ -76,6 +77,21 @@ LINES = {
         "trainer/ray/ppo_actor.py:431-440: requires_grad False before DeepSpeed wraps the actor",
         "cli/train_ppo_ray.py:41, trainer/ray/vllm_engine.py:167",
     ),
+    "mm-eureka-internvl": Line(
+        internvl.WHO,
+        vlmr1.Fork(
+            "MM-Eureka (internvl branch)",
+            internvl.WHO,
+            {},
+            (1024, "openrlhf/cli/train_ppo_ray.py:303 --prompt_max_len"),
+            f"its vLLM rollout takes the whole prompt and its images, {EXPERIENCE}:878-884, 927-963",
+            "one image a row, as its data's image_urls (experience_maker.py:878-884)",
+        ),
+        f"{EXPERIENCE}:927-963",
+        "openrlhf/cli/train_ppo_ray.py:301",
+        internvl.FREEZE,
+        "cli/train_ppo_ray.py:73, trainer/ray/vllm_engine.py:186",
+    ),
 }
 
 
@@ -83,13 +99,16 @@ def read(c: Collector, flags: dict[str, Flag], where: str, release: str = "mm-eu
     """The fork's own flags over the OpenRLHF reading of the flags it froze: frozen modules, then the images (`where`:
     the launch; `release`: mm-eureka or lmm-r1, LINES)."""
     line = LINES[release]
-    _freeze(c, flags, line)
+    if release == "mm-eureka-internvl":  # its actor freezes InternVL's tower itself, the projector trains
+        c.set("frozen", "vision", default(line.who, line.freeze, "the vision tower frozen"), "frozen")
+    else:
+        _freeze(c, flags, line)
     text = flags.get("prompt_max_len")
     pixels = pixel_flags(c, flags) if release == "lmm-r1" else {}
     vlmr1.read_images(c, {**flags, **pixels, **({"max_prompt_length": text} if text else {})}, where, line.fork)
     if release == "lmm-r1" and "limit_mm_per_prompt" in flags:
         c.note(
-            f"{flags['limit_mm_per_prompt'].source} (not planned: vLLM's images a prompt, {lmmr1.CLI}:492-497; the "
+            f"{flags['limit_mm_per_prompt'].source} (vLLM's images a prompt, {lmmr1.CLI}:492-497; the "
             "rows are planned with one image: give --images N for rows with more)"
         )
     _rows(c, flags, line)
@@ -122,7 +141,7 @@ def _model_len(c: Collector, flags: dict[str, Flag], line: Line) -> None:
         return
     total = as_int(one(p.value)) + as_int(one(g.value))
     c.note(
-        f"{p.source}, {g.source} (not planned: vLLM's max_model_len {total:,}, {line.who} {line.max_len}, bounds a "
+        f"{p.source}, {g.source} (vLLM's max_model_len {total:,}, {line.who} {line.max_len}, bounds a "
         "row's prompt, its image's tokens included, and completion; memplan plans the image on top of the text)"
     )
 

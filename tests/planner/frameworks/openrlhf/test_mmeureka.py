@@ -1,7 +1,8 @@
 """MM-Eureka (ModalMinds/MM-EUREKA bccddd7), OpenRLHF v0.6.1's package with multimodal rollouts, read as the release
 openrlhf@mm-eureka (planner.frameworks.openrlhf.mmeureka): its own example launch script, copied verbatim
 (tests/data/frameworks/scripts/SOURCES.md), is read by its own flags with the script's batch, lengths and GPUs, its
-frozen tower and its images, and planned; a script naming only its model takes MM-Eureka's (0.6.1's) defaults."""
+frozen tower and its images, and planned; a script naming only its model takes MM-Eureka's (0.6.1's) defaults. Its
+internvl branch (129fc9e: OpenRLHF v0.6.0.post1, InternVL's actor) is its own release, openrlhf@mm-eureka-internvl."""
 
 from pathlib import Path
 
@@ -64,3 +65,48 @@ def test_a_script_naming_only_its_model_takes_mm_eurekas_defaults(tmp_path):
     assert s["attention"].value == "eager" and "train_ppo_ray.py:273 --flash_attn off" in s["attention"].source
     assert s["workload.max_prompt_length"].value == 1024 + IMAGE_TOKENS
     assert s["workload.max_completion_length"].value == 1024
+
+
+INTERNVL = SCRIPT.parent / "train_mm_eureka_8b_single_node.sh"  # the internvl branch's (129fc9e), verbatim
+# InternVL2.5's worst image: 12 tiles and the thumbnail of 256 tokens each, and its two delimiters (the internvl rule)
+TILES_TOKENS = 13 * 256 + 2
+
+
+def test_the_internvl_branchs_script_is_its_own_release_with_the_tower_frozen():
+    """MM-Eureka's internvl branch (OpenRLHF v0.6.0.post1 with InternVL's actor) is known by its reward function's
+    file (no flag of its own in its scripts); its actor freezes the vision tower whatever the flags say
+    (models/actor.py:87), and vLLM tiles each image (12 tiles and a thumbnail) on top of --prompt_max_len."""
+    s = _settings(INTERNVL)
+    assert s["framework"].value == "openrlhf@mm-eureka-internvl" and "reward_func_internvl_" in s["framework"].source
+    got = {f: s[f].value for f in ("micro_batch", "grad_accum", "gpus_per_node", "nodes", "zero_stage", "offload")}
+    assert got == {
+        "micro_batch": 2,
+        "grad_accum": 4,
+        "gpus_per_node": 8,
+        "nodes": 1,
+        "zero_stage": 1,
+        "offload": "optimizer",
+    }
+    assert s["workload.num_generations"].value == 8 and s["workload.kind"].value == "rloo"
+    assert s["workload.max_prompt_length"].value == 2048 + TILES_TOKENS
+    assert s["frozen"].value == "vision" and "actor.py:87" in s["frozen"].source
+    out = checkconfig.check_config([str(INTERNVL)], {"gpu": "h100"})
+    assert out.plan.release == "mm-eureka-internvl" and out.plan.frozen == "vision" and out.plan.fits
+
+
+def test_the_branches_are_told_apart_by_their_own_flags(tmp_path):
+    """--repetition_penalty is the internvl branch's alone (:319); the accuracy filter both branches take reads as the
+    qwen branch, said with the other's name; --use_adora is the qwen branch's alone."""
+    base = (
+        "python3 -m openrlhf.cli.train_ppo_ray --pretrain OpenGVLab/InternVL2_5-8B --advantage_estimator rloo --bf16 "
+    )
+    for flag, release in (
+        ("--repetition_penalty 1.05", "openrlhf@mm-eureka-internvl"),
+        ("--enable_accuracy_filter", "openrlhf@mm-eureka"),
+        ("--use_adora", "openrlhf@mm-eureka"),
+    ):
+        path = tmp_path / "run.sh"
+        path.write_text(base + flag + "\n")
+        s = _settings(path)
+        assert s["framework"].value == release
+        assert "enable_accuracy_filter" not in flag or "openrlhf@mm-eureka-internvl" in s["framework"].source
