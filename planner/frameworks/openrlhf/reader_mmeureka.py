@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import NamedTuple
 
+from planner.errors import BadInput
 from planner.frameworks.openrlhf import lmmr1
 from planner.frameworks.openrlhf import mmeureka_internvl as internvl
 from planner.frameworks.openrlhf.mmeureka import PIXELS, WHO
@@ -95,10 +96,41 @@ LINES = {
 }
 
 
+# the model types a fork's actor loads (LMM-R1 loads any: an unknown type falls to its `llm` kit, lmm_kits/utils.py:14-18)
+LOADS = {
+    "mm-eureka": (
+        ("qwen2_5_vl",),
+        "openrlhf/models/lmm_kits/utils.py:10, 33 imports the model_type's kit: qwen2_5_vl's alone",
+    ),
+    # OpenGVLab's checkpoints are internvl_chat; memplan's catalog holds their transformers-native config, internvl
+    "mm-eureka-internvl": (("internvl_chat", "internvl"), "openrlhf/models/actor.py:79-86 loads InternVLChatModel"),
+}
+OTHER = {
+    "mm-eureka": "openrlhf@mm-eureka-internvl for InternVL",
+    "mm-eureka-internvl": "openrlhf@mm-eureka for Qwen2.5-VL",
+}
+
+
+def _loads(c: Collector, release: str) -> None:
+    """A model the fork's actor does not load is refused in one line (the value, what it loads, the other branch)."""
+    if release not in LOADS or c.model is None:
+        return
+    types, cite = LOADS[release]
+    got = str(c.model.config.get("model_type", ""))
+    if got not in types:
+        who = LINES[release].who
+        raise BadInput(
+            f"--pretrain {c.model.ref} (model_type {got!r}): {who} runs {', '.join(types)} alone ({cite}); give "
+            f"--framework {OTHER[release]}",
+            "model",
+        )
+
+
 def read(c: Collector, flags: dict[str, Flag], where: str, release: str = "mm-eureka") -> None:
     """The fork's own flags over the OpenRLHF reading of the flags it froze: frozen modules, then the images (`where`:
     the launch; `release`: mm-eureka or lmm-r1, LINES)."""
     line = LINES[release]
+    _loads(c, release)
     if release == "mm-eureka-internvl":  # its actor freezes InternVL's tower itself, the projector trains
         c.set("frozen", "vision", default(line.who, line.freeze, "the vision tower frozen"), "frozen")
     else:

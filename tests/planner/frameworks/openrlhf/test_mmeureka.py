@@ -6,7 +6,10 @@ internvl branch (129fc9e: OpenRLHF v0.6.0.post1, InternVL's actor) is its own re
 
 from pathlib import Path
 
+import pytest
+
 from planner import checkconfig, intake
+from planner.errors import BadInput
 from tests.planner.intake.conftest import DATA
 
 SCRIPT = DATA / "scripts" / "MM-EUREKA" / "examples" / "scripts" / "train_mm_eureka_qwen_7b_single_node.sh"
@@ -96,17 +99,19 @@ def test_the_internvl_branchs_script_is_its_own_release_with_the_tower_frozen():
 
 def test_the_branches_are_told_apart_by_their_own_flags(tmp_path):
     """--repetition_penalty is the internvl branch's alone (:319); the accuracy filter both branches take reads as the
-    qwen branch, said with the other's name; --use_adora is the qwen branch's alone."""
-    base = (
-        "python3 -m openrlhf.cli.train_ppo_ray --pretrain OpenGVLab/InternVL2_5-8B --advantage_estimator rloo --bf16 "
-    )
-    for flag, release in (
-        ("--repetition_penalty 1.05", "openrlhf@mm-eureka-internvl"),
-        ("--enable_accuracy_filter", "openrlhf@mm-eureka"),
-        ("--use_adora", "openrlhf@mm-eureka"),
+    qwen branch, said with the other's name; --use_adora is the qwen branch's alone, whose actor loads Qwen2.5-VL
+    alone (its one lmm_kit): an InternVL model there is refused in one line naming the other branch."""
+    run = "python3 -m openrlhf.cli.train_ppo_ray --pretrain {} --advantage_estimator rloo --bf16 {}\n"
+    path = tmp_path / "run.sh"
+    for model, flag, release in (
+        ("OpenGVLab/InternVL2_5-8B", "--repetition_penalty 1.05", "openrlhf@mm-eureka-internvl"),
+        ("Qwen/Qwen2.5-VL-7B-Instruct", "--enable_accuracy_filter", "openrlhf@mm-eureka"),
     ):
-        path = tmp_path / "run.sh"
-        path.write_text(base + flag + "\n")
+        path.write_text(run.format(model, flag))
         s = _settings(path)
         assert s["framework"].value == release
         assert "enable_accuracy_filter" not in flag or "openrlhf@mm-eureka-internvl" in s["framework"].source
+    path.write_text(run.format("OpenGVLab/InternVL2_5-8B", "--use_adora"))
+    with pytest.raises(BadInput, match="qwen2_5_vl alone .*openrlhf@mm-eureka-internvl") as e:
+        intake.read([str(path)])
+    assert "\n" not in str(e.value) and "model_type 'internvl'" in str(e.value)
