@@ -10,7 +10,8 @@ from planner.cli.render import gib
 def gpus_table(data: dict) -> Table:
     t = Table(title="GPU catalog (memory in GiB = 2^30 bytes; sources: `planner gpus --json`)", title_justify="left")
     for col in ("name", "memory GiB", "bf16 TFLOP/s", "cc", "FA2", "HBM GB/s", "link", "link GB/s/dir", "aliases"):
-        t.add_column(col)
+        # a release name is never cut to "…" (openrlhf's mm-eureka-internvl: 19 characters with its comma)
+        t.add_column(col, overflow="fold", min_width=19 if col == "releases" else None)
     for g in data["gpus"]:
         t.add_row(
             g["name"],
@@ -37,7 +38,8 @@ def frameworks_table(data: dict) -> Table:
         title_justify="left",
     )
     for col in ("framework", "version", "releases", *(k.replace("_", " ") for k in TABLE_KNOBS)):
-        t.add_column(col)
+        # a release name is never cut to "…" (openrlhf's mm-eureka-internvl: 19 characters with its comma)
+        t.add_column(col, overflow="fold", min_width=19 if col == "releases" else None)
     for f in data["frameworks"]:
         runs = [
             ", ".join(
@@ -125,7 +127,8 @@ def records_table(data: dict) -> Table:
         "device",
         "peak GiB",
     ):
-        t.add_column(col)
+        # a release name is never cut to "…" (openrlhf's mm-eureka-internvl: 19 characters with its comma)
+        t.add_column(col, overflow="fold", min_width=19 if col == "releases" else None)
     import time
 
     for r in data["records"]:

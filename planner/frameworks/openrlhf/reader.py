@@ -6,7 +6,8 @@ and share, the token budgets, what DeepSpeed offloads: reader_rollout.py). Defau
 
 from __future__ import annotations
 
-from planner.frameworks.openrlhf import reader_mmeureka as mmeureka
+from planner.frameworks.openrlhf import lmmr1
+from planner.frameworks.openrlhf import reader_mmeureka as forks
 from planner.frameworks.openrlhf.keys import KEYS, T
 from planner.frameworks.openrlhf.reader_dpo import DPO_DEFAULTS, DPO_OLD, read_dpo  # noqa: F401 - re-exported
 from planner.frameworks.openrlhf.reader_flags import (  # noqa: F401 - release_hint re-exported
@@ -25,10 +26,11 @@ from planner.frameworks.openrlhf.reader_ppo import read_old_ppo
 from planner.frameworks.openrlhf.reader_rollout import read_rollout
 from planner.frameworks.openrlhf.reader_sft import read_sft
 from planner.intake import line_defaults, releases, world
-from planner.intake.collect import Collector, as_float, as_int, default, one
+from planner.intake.collect import Collector, as_float, as_int, default, is_file, one
 from planner.intake.flags import Flag
 from planner.intake.flags import parse as parse_flags
 from planner.intake.models import lookup, read_model
+from planner.intake.shell import read_script
 
 
 def read(c: Collector, flags: dict[str, Flag], near) -> None:
@@ -222,7 +224,10 @@ def read_launched(c: Collector, run) -> None:
     if run.target == "openrlhf.cli.train_ppo":
         world.read(c, run)
         return read_old_ppo(c, flags, run.command.path)
-    releases.by_flags(c, "openrlhf", run, release_hint(flags))  # --bf16 alone: 0.8 and 0.9 each planned
+    module = None
+    if run.target.endswith("ppo_ray") and is_file(run.command.path):  # the script's other commands: LMM-R1's servers
+        module = lmmr1.module_sign(read_script(run.command.path).commands)
+    releases.by_flags(c, "openrlhf", run, release_hint(flags, module))  # --bf16 alone: 0.8 and 0.9 each planned
     if run.target.endswith(("train_dpo", "train_sft")):
         world.read(c, run)
         if run.target.endswith("train_sft"):
@@ -230,5 +235,6 @@ def read_launched(c: Collector, run) -> None:
         read_dpo(c, flags, run.command.path)
     else:
         read(c, flags, run.command.path)
-        if c.facts.get("release", ("",))[0] == "mm-eureka":  # its own flags (reader_mmeureka)
-            mmeureka.read(c, flags, f"{run.where} {run.target}")
+        release = c.facts.get("release", ("",))[0]
+        if release in forks.LINES:  # MM-Eureka's or LMM-R1's own flags (reader_mmeureka)
+            forks.read(c, flags, f"{run.where} {run.target}", release)

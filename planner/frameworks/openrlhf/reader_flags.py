@@ -5,7 +5,8 @@ and the release line the flat flags name (release_hint)."""
 
 from __future__ import annotations
 
-from planner.frameworks.openrlhf import mmeureka
+from planner.frameworks.openrlhf import lmmr1, mmeureka
+from planner.frameworks.openrlhf import mmeureka_internvl as internvl
 from planner.frameworks.openrlhf.keys import ALIASES, KEYS, SHARED, bucket_text
 from planner.intake import line_defaults
 from planner.intake.collect import Collector, as_bool, default, one
@@ -85,16 +86,17 @@ def precision(c: Collector, f: dict[str, Flag], cite: str) -> None:
     )
 
 
-def release_hint(flags: dict[str, Flag]) -> tuple[str, str, tuple[str, ...]] | None:
+def release_hint(flags: dict[str, Flag], module: str | None = None) -> tuple[str, str, tuple[str, ...]] | None:
     """(the release line, why, the lines the flags allow) a flat flag names (OLD: 0.10.1 and before), else None
     (planner.intake.releases): --flash_attn only 0.8.9 and before took (v0.8.9 cli/train_ppo_ray.py:282), the flat
     --attn_implementation only 0.8.10 .. 0.10.1 (v0.8.10 :283); --param_dtype 0.9.10 on, --bf16 before it. --bf16 with
-    neither attention flag is 0.8's or 0.9's (flash by default from 0.8.10): both allowed, 0.9 assumed. A flag only
-    MM-Eureka's copy of 0.6.1 takes (mmeureka.SIGNS) names that release."""
-    sign = next((k for k in flags if k in mmeureka.SIGNS), None)
-    if sign is not None:
-        why = f"{flags[sign].source} (MM-Eureka's own flag, {mmeureka.CLI}:{mmeureka.SIGNS[sign]})"
-        return "mm-eureka", why, ("mm-eureka",)
+    neither attention flag is 0.8's or 0.9's (flash by default from 0.8.10): both allowed, 0.9 assumed. A fork's own
+    flag names its release: MM-Eureka's copy of 0.6.1 (mmeureka.SIGNS), LMM-R1's of 0.7.3 (lmmr1.SIGNS, or `module`:
+    the launch script starting one of its reward servers, lmmr1.module_sign); --freeze_prefix alone, which both take
+    and no OpenRLHF release, allows the two (LMM-R1 assumed: its images are the larger)."""
+    fork = _fork(flags, module)
+    if fork is not None:
+        return fork
     flat = next((f for k, f in flags.items() if k in OLD), None)
     if flat is None:
         return None
@@ -108,6 +110,37 @@ def release_hint(flags: dict[str, Flag]) -> tuple[str, str, tuple[str, ...]] | N
     if KEYS.key("precision", "0.9") not in flags:
         return "0.10", why, ("0.10",)
     return "0.9", why, ("0.9",) if KEYS.key("attention", "0.9") in flags else ("0.8", "0.9")
+
+
+def _fork(flags: dict[str, Flag], module: str | None) -> tuple[str, str, tuple[str, ...]] | None:
+    """(release, why, the lines allowed) of MM-Eureka's (qwen or internvl branch) or LMM-R1's own flags and files."""
+    for signs, release, who, cli in (
+        (mmeureka.SIGNS, "mm-eureka", "MM-Eureka's", mmeureka.CLI),
+        (internvl.SIGNS, "mm-eureka-internvl", "MM-Eureka internvl's", internvl.CLI),
+        (lmmr1.SIGNS, "lmm-r1", "LMM-R1's", lmmr1.CLI),
+    ):
+        sign = next((k for k in flags if k in signs), None)
+        if sign is not None:
+            return release, f"{flags[sign].source} ({who} own flag, {cli}:{signs[sign]})", (release,)
+    url = flags.get("remote_rm_url")
+    if url is not None and internvl.REWARD in str(url.value):
+        return (
+            "mm-eureka-internvl",
+            f"{url.source} (a file of MM-Eureka's internvl branch alone)",
+            ("mm-eureka-internvl",),
+        )
+    if module is not None:
+        return "lmm-r1", f"{module} (a module of LMM-R1's alone, {lmmr1.MODULE.replace('.', '/')})", ("lmm-r1",)
+    sign = next((k for k in flags if k in mmeureka.FILTER), None)
+    if sign is not None:  # both MM-Eureka branches; --freeze_prefix, the qwen branch's alone of the two, or assumed
+        told = "; its internvl branch takes it too (:418-421), not --freeze_prefix: --framework openrlhf@mm-eureka-internvl"
+        why = f"{flags[sign].source} (MM-Eureka's own flag, {mmeureka.CLI}:{mmeureka.FILTER[sign]}{told})"
+        return "mm-eureka", why, ("mm-eureka",)
+    sign = next((k for k in flags if k in lmmr1.SHARED), None)
+    if sign is not None:
+        why = f"{flags[sign].source} (taken by LMM-R1, {lmmr1.CLI}:{lmmr1.SHARED[sign]}, and MM-Eureka, no OpenRLHF)"
+        return "lmm-r1", why, ("lmm-r1", "mm-eureka")
+    return None
 
 
 def zero_buckets(c: Collector, f: dict[str, Flag], stage: int) -> None:

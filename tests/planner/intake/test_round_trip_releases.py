@@ -153,6 +153,8 @@ UNWRITTEN = [
     ("swift@2", LORA, "ms-swift 2.x scripts are read, not written"),
     ("openrlhf@0.9", {"seq_len": 1024}, "OpenRLHF 0.9.x scripts are read, not written"),
     ("openrlhf@mm-eureka", {"seq_len": 1024}, "MM-Eureka's launch scripts are read, not written"),
+    ("openrlhf@lmm-r1", {"seq_len": 1024}, "LMM-R1's launch scripts are read, not written"),
+    ("openrlhf@mm-eureka-internvl", {"seq_len": 1024}, "MM-Eureka's internvl branch's launch scripts are read"),
     ("verl@0.5", RL, "verl 0.2.x-0.3.x have no FSDP2"),
     ("swift@3", GRPO, "GRPO scripts are read, not written"),
     # sdpa asked: with no attention named the search tries the line's own, eager (test_release_attention.py)

@@ -1,11 +1,15 @@
 """MM-Eureka (ModalMinds/MM-EUREKA bccddd7), OpenRLHF v0.6.1's package with multimodal rollouts, read as the release
 openrlhf@mm-eureka (planner.frameworks.openrlhf.mmeureka): its own example launch script, copied verbatim
 (tests/data/frameworks/scripts/SOURCES.md), is read by its own flags with the script's batch, lengths and GPUs, its
-frozen tower and its images, and planned; a script naming only its model takes MM-Eureka's (0.6.1's) defaults."""
+frozen tower and its images, and planned; a script naming only its model takes MM-Eureka's (0.6.1's) defaults. Its
+internvl branch (129fc9e: OpenRLHF v0.6.0.post1, InternVL's actor) is its own release, openrlhf@mm-eureka-internvl."""
 
 from pathlib import Path
 
+import pytest
+
 from planner import checkconfig, intake
+from planner.errors import BadInput
 from tests.planner.intake.conftest import DATA
 
 SCRIPT = DATA / "scripts" / "MM-EUREKA" / "examples" / "scripts" / "train_mm_eureka_qwen_7b_single_node.sh"
@@ -64,3 +68,50 @@ def test_a_script_naming_only_its_model_takes_mm_eurekas_defaults(tmp_path):
     assert s["attention"].value == "eager" and "train_ppo_ray.py:273 --flash_attn off" in s["attention"].source
     assert s["workload.max_prompt_length"].value == 1024 + IMAGE_TOKENS
     assert s["workload.max_completion_length"].value == 1024
+
+
+INTERNVL = SCRIPT.parent / "train_mm_eureka_8b_single_node.sh"  # the internvl branch's (129fc9e), verbatim
+# InternVL2.5's worst image: 12 tiles and the thumbnail of 256 tokens each, and its two delimiters (the internvl rule)
+TILES_TOKENS = 13 * 256 + 2
+
+
+def test_the_internvl_branchs_script_is_its_own_release_with_the_tower_frozen():
+    """MM-Eureka's internvl branch (OpenRLHF v0.6.0.post1 with InternVL's actor) is known by its reward function's
+    file (no flag of its own in its scripts); its actor freezes the vision tower whatever the flags say
+    (models/actor.py:87), and vLLM tiles each image (12 tiles and a thumbnail) on top of --prompt_max_len."""
+    s = _settings(INTERNVL)
+    assert s["framework"].value == "openrlhf@mm-eureka-internvl" and "reward_func_internvl_" in s["framework"].source
+    got = {f: s[f].value for f in ("micro_batch", "grad_accum", "gpus_per_node", "nodes", "zero_stage", "offload")}
+    assert got == {
+        "micro_batch": 2,
+        "grad_accum": 4,
+        "gpus_per_node": 8,
+        "nodes": 1,
+        "zero_stage": 1,
+        "offload": "optimizer",
+    }
+    assert s["workload.num_generations"].value == 8 and s["workload.kind"].value == "rloo"
+    assert s["workload.max_prompt_length"].value == 2048 + TILES_TOKENS
+    assert s["frozen"].value == "vision" and "actor.py:87" in s["frozen"].source
+    out = checkconfig.check_config([str(INTERNVL)], {"gpu": "h100"})
+    assert out.plan.release == "mm-eureka-internvl" and out.plan.frozen == "vision" and out.plan.fits
+
+
+def test_the_branches_are_told_apart_by_their_own_flags(tmp_path):
+    """--repetition_penalty is the internvl branch's alone (:319); the accuracy filter both branches take reads as the
+    qwen branch, said with the other's name; --use_adora is the qwen branch's alone, whose actor loads Qwen2.5-VL
+    alone (its one lmm_kit): an InternVL model there is refused in one line naming the other branch."""
+    run = "python3 -m openrlhf.cli.train_ppo_ray --pretrain {} --advantage_estimator rloo --bf16 {}\n"
+    path = tmp_path / "run.sh"
+    for model, flag, release in (
+        ("OpenGVLab/InternVL2_5-8B", "--repetition_penalty 1.05", "openrlhf@mm-eureka-internvl"),
+        ("Qwen/Qwen2.5-VL-7B-Instruct", "--enable_accuracy_filter", "openrlhf@mm-eureka"),
+    ):
+        path.write_text(run.format(model, flag))
+        s = _settings(path)
+        assert s["framework"].value == release
+        assert "enable_accuracy_filter" not in flag or "openrlhf@mm-eureka-internvl" in s["framework"].source
+    path.write_text(run.format("OpenGVLab/InternVL2_5-8B", "--use_adora"))
+    with pytest.raises(BadInput, match="qwen2_5_vl alone .*openrlhf@mm-eureka-internvl") as e:
+        intake.read([str(path)])
+    assert "\n" not in str(e.value) and "model_type 'internvl'" in str(e.value)

@@ -1,0 +1,71 @@
+"""LMM-R1 (github.com/TideDra/lmm-r1, main at f917f18, 2025-04-29), the multimodal fork of OpenRLHF that MM-Eureka
+came from: its own `openrlhf/` package (version.txt 0.7.3a; requirements.txt transformers==4.51.3, deepspeed==0.16.7),
+launched as `python -m openrlhf.cli.train_ppo_ray` (examples/scripts/lmm_r1/*.sh). Its cli/train_ppo_ray.py is
+OpenRLHF v0.7.3's line for line (`diff` against the v0.7.3 tag: 35 lines, all below) but for its own flags:
+- --freeze_prefix (:342-344): parameters whose names start with a prefix take no gradient
+  (trainer/ray/ppo_actor.py:431-440); MM-Eureka's copy takes it too, OpenRLHF none;
+- --processor_kwargs (:345), a JSON object whose min_pixels / max_pixels bound each image, 4 x 28 x 28 and
+  16384 x 28 x 28 where it names none (:481-490), on its processor (models/lmm_kits/base/data_processor.py:82-83, 100-117)
+  and on vLLM's (trainer/ppo_utils/experience_maker.py:684-688);
+- --limit_mm_per_prompt (:235, :492-497, vLLM's images a prompt), --exclude_modules (:284, LoRA's, no PPO reader
+  takes it), --max_global_steps (:290), --store_extra_buffers (:293), --custom_experience_filter (:380): which
+  samples train, no memory of their own; --eval_split (:391; OpenRLHF's from v0.7.4).
+Its defaults are v0.7.3's, the flat 0.8 line's values (--micro_train_batch_size 4, --bf16 and --flash_attn off),
+cited here at LMM-R1's own file. The flags only it takes (SIGNS), or a script that starts its reward servers
+(`python -m openrlhf.models.remote_rm.math_verifier`: MODULE, files no OpenRLHF release and no MM-Eureka branch
+ships), name it (planner.frameworks.openrlhf.reader_flags)."""
+
+from __future__ import annotations
+
+from planner.frameworks.base import Release, Rule
+from planner.frameworks.openrlhf.mmeureka import FLAT, fork_release
+
+WHO = "lmm-r1 f917f18"
+CLI = f"{WHO} openrlhf/cli/train_ppo_ray.py"
+# flags no OpenRLHF release (v0.5.0 .. 0.11.2 cli/train_ppo_ray.py) and no MM-Eureka branch takes -> LMM-R1's line
+SIGNS = {
+    "limit_mm_per_prompt": 235,
+    "exclude_modules": 284,
+    "max_global_steps": 290,
+    "store_extra_buffers": 293,
+    "processor_kwargs": 345,
+    "custom_experience_filter": 380,
+}
+# taken by LMM-R1 (:342) and MM-Eureka's qwen branch (its cli/train_ppo_ray.py:340), by no OpenRLHF release
+SHARED = {"freeze_prefix": 342}
+# its reward servers' modules (openrlhf/models/remote_rm/math_verifier.py, sokoban_verifier.py)
+MODULE = "openrlhf.models.remote_rm."
+# its pixel bounds where --processor_kwargs names none: key -> (default, line)
+PIXELS = {"max_pixels": (16384 * 28 * 28, 488), "min_pixels": (4 * 28 * 28, 487)}
+READ_ONLY = Rule(
+    "release",
+    "LMM-R1's launch scripts are read, not written (its own openrlhf/ package, OpenRLHF 0.7.3's flags): give "
+    "--framework openrlhf for a script of OpenRLHF's",
+    lambda k, w: True,
+    "written",
+)
+
+
+def module_sign(commands) -> str | None:
+    """`FILE:LINE python -m openrlhf.models.remote_rm.X` where a command of the launch script (`commands`:
+    planner.intake.shell.Command) starts one of LMM-R1's reward servers, else None."""
+    for cmd in commands:
+        words = cmd.argv
+        hit = next((w for w in words if w.startswith(MODULE)), None)
+        if hit is not None and "-m" in words:
+            return f"{cmd.path.name}:{cmd.line} python -m {hit}"
+    return None
+
+
+def lmm_r1(keys: dict[str, str], rules: tuple, runs: dict) -> Release:
+    """LMM-R1's release: OpenRLHF's flat `keys` and the 0.8 line's `rules` (0.7.3's flags are that line's), its
+    adapter running OpenRLHF's `runs` with the vision tower and merger frozen too (--freeze_prefix visual)."""
+    return fork_release(
+        "lmm-r1",
+        CLI,
+        "OpenRLHF v0.7.3's with multimodal rollouts and its own flags: :235, :284-293, :342-345, :380",
+        dict(zip(FLAT, (306, 263, 256, 292, 295, 296))),
+        "LMM-R1: OpenRLHF 0.7.3's flat flags, images within --processor_kwargs (16384 x 28 x 28 pixels)",
+        READ_ONLY,
+        (keys, rules, runs),
+    )

@@ -1,0 +1,90 @@
+"""LMM-R1 (TideDra/lmm-r1 f917f18), OpenRLHF v0.7.3's package with multimodal rollouts, read as the release
+openrlhf@lmm-r1 (planner.frameworks.openrlhf.lmmr1): its own example launch scripts, copied verbatim
+(tests/data/frameworks/scripts/SOURCES.md), are known by the reward server they start (a module only LMM-R1 ships) and
+read with their batch, lengths, GPUs, ZeRO stage, frozen tower and LMM-R1's pixel cap (16384 x 28 x 28); a flag only
+LMM-R1 takes names it, --freeze_prefix alone allows LMM-R1 and MM-Eureka; a `suggest` at the line is refused."""
+
+import pytest
+
+from planner import advise, checkconfig, intake
+from planner.errors import BadInput
+from tests.planner.intake.conftest import DATA
+
+SCRIPTS = DATA / "scripts" / "lmm-r1" / "examples" / "scripts" / "lmm_r1"
+# Qwen2.5-VL's worst image within LMM-R1's default max_pixels 16384 x 28 x 28 (cli/train_ppo_ray.py:488): 16,384
+# tokens of 28 x 28 pixels each (a 14-pixel patch merged 2 x 2)
+IMAGE_TOKENS = 16384
+
+
+def _settings(path) -> dict:
+    return {s.field: s for s in intake.read([str(path)]).settings}
+
+
+def test_lmm_r1s_sokoban_script_is_read_as_its_release():
+    s = _settings(SCRIPTS / "train_sokoban.sh")
+    assert s["framework"].value == "openrlhf@lmm-r1"
+    assert "python -m openrlhf.models.remote_rm.sokoban_verifier" in s["framework"].source
+    got = {f: s[f].value for f in ("micro_batch", "grad_accum", "gpus_per_node", "nodes", "zero_stage", "precision")}
+    assert got == {
+        "micro_batch": 1,
+        "grad_accum": 16,
+        "gpus_per_node": 8,
+        "nodes": 1,
+        "zero_stage": 3,
+        "precision": "bf16",
+    }
+    assert s["workload.num_generations"].value == 16 and s["workload.max_completion_length"].value == 8196
+    # --prompt_max_len 4096 read as the text, one image at LMM-R1's own cap on top (vLLM takes the whole prompt)
+    assert s["workload.max_prompt_length"].value == 4096 + IMAGE_TOKENS
+    assert s["max_pixels"].value == 16384 * 28 * 28 and "train_ppo_ray.py:488" in s["max_pixels"].source
+    assert s["frozen"].value == "vision+projector" and "ppo_actor.py:431-440" in s["frozen"].source
+    assert s["workload.roles.logprob_max_tokens_per_gpu"].value == 1 * (4096 + IMAGE_TOKENS + 8196)
+
+
+def test_lmm_r1s_geo_script_is_planned_read_only_with_its_pixel_cap():
+    """The geometry script (no flag of LMM-R1's own: known by its math_verifier server) is planned at the cap: a
+    16,384-token image on top of 4,096 text tokens does not fit an H100 (105.1 GiB planned), and the verdict names the
+    largest image that does, under vLLM's max_model_len 8,192 (--prompt_max_len + --generate_max_len), which refuses
+    longer prompts anyway (said in one line); its package is the user's checkout: nothing is written."""
+    out = checkconfig.check_config([str(SCRIPTS / "train_direct_rl_geo.sh")], {"gpu": "h100"})
+    assert out.plan.release == "lmm-r1" and out.plan.launch.framework_files is None
+    assert (out.plan.micro_batch, out.plan.grad_accum, out.plan.zero_stage, out.plan.frozen) == (2, 16, 3, "none")
+    assert out.images["tokens_per_image"] == IMAGE_TOKENS and not out.limits["fits_at_max"]
+    assert 0 < out.limits["image_tokens_fit_up_to"] < 4096 + 4096
+    assert any("max_model_len 8,192" in n for n in out.config["unplanned"])
+
+
+@pytest.mark.parametrize(
+    ("flag", "release"),
+    [
+        ("--processor_kwargs '{\"max_pixels\": 1003520}'", "openrlhf@lmm-r1"),
+        ("--freeze_prefix visual", "openrlhf@lmm-r1"),
+        ("--enable_accuracy_filter", "openrlhf@mm-eureka"),
+    ],
+)
+def test_a_forks_own_flag_names_its_release(tmp_path, flag, release):
+    """LMM-R1's --processor_kwargs (cli/train_ppo_ray.py:345) names it, with the pixels it gives; --freeze_prefix,
+    which LMM-R1 and MM-Eureka take, allows both (LMM-R1 assumed); MM-Eureka's own flag names MM-Eureka."""
+    path = tmp_path / "run.sh"
+    path.write_text(
+        "python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen2.5-VL-7B-Instruct --advantage_estimator "
+        f"group_norm --n_samples_per_prompt 8 --bf16 {flag}\n"
+    )
+    s = _settings(path)
+    assert s["framework"].value == release
+    if "processor_kwargs" in flag:
+        assert s["max_pixels"].value == 1003520 and s["workload.max_prompt_length"].value == 1024 + 1280
+        assert (
+            s["micro_batch"].value == 4
+            and "lmm-r1 f917f18 openrlhf/cli/train_ppo_ray.py:306" in s["micro_batch"].source
+        )
+    if "freeze_prefix" in flag:
+        assert "lmm-r1, mm-eureka" in s["framework"].source
+
+
+def test_a_suggest_at_lmm_r1_is_refused_in_one_line():
+    req = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 8, "global_batch": 64, "top": 1}
+    req |= {"framework": "openrlhf@lmm-r1", "evidence": "analytic", "seq_len": 1024}
+    with pytest.raises(BadInput, match="LMM-R1's launch scripts are read, not written") as e:
+        advise.suggest(advise.parse(advise.SuggestRequest, req))
+    assert "\n" not in str(e.value)
