@@ -249,6 +249,16 @@ TRAIN_BASH = ("0.5", "0.6", "0.7")
 DATAPARALLEL_LINES = ("0.5", "0.6", "0.7", "0.7.1")  # one process over the visible GPUs (rules: dataparallel)
 RULES = (
     stacked_experts_prequant("llamafactory"),
+    Rule(  # reader_media.thinker_alone refuses the same in a user's file
+        "framework",
+        lambda k, w: (
+            f"LLaMA-Factory keeps the Omni's thinker alone (src/llamafactory/model/loader.py:173-174), where "
+            f"{w.model.name} plans its talker and vocoder resident: name the catalog thinker "
+            f"({w.model.name.removesuffix('-with-talker')})"
+        ),
+        lambda k, w: w is not None and w.model is not None and w.model.resident_params() > 0,
+        "layout",
+    ),
     Rule(
         "optimizer_in_backward",
         "a step inside backward is galore_layerwise or apollo_layerwise (train/trainer_utils.py:248-275): it needs "

@@ -9,7 +9,7 @@ from planner.config.knobfields import KNOBS, KnobFields, choices
 from planner.config.workload import Workload
 from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS, NAMES, frameworks_json
-from planner.frameworks.base import NEUTRAL
+from planner.frameworks.base import KNOB_DEFAULTS, NEUTRAL
 from planner.frameworks.rules import Where
 from planner.model import catalog
 from planner.model.catalog import load_model
@@ -114,7 +114,8 @@ def test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run(name):
                 plain = advise.suggest(advise.parse(advise.SuggestRequest, body), with_nearest=False)
             except BadInput:
                 continue  # a shape the model cannot take (learned positions): nothing to compare
-            if FRAMEWORKS[name].unwritten({}, Where(model=load_model(model))):
+            where = Where(model=load_model(model))  # a model the framework refuses (or writes no file for)
+            if FRAMEWORKS[name].unwritten({}, where) or FRAMEWORKS[name].cannot_here(dict(KNOB_DEFAULTS), where):
                 with pytest.raises(BadInput, match=f"--framework {name} "):  # its scope refuses the model in one line
                     advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": name}), with_nearest=False)
                 continue

@@ -192,3 +192,17 @@ def test_llamafactory_over_a_config_that_builds_the_talker_is_refused_in_one_lin
             intake.read([str(path)])
         assert "thinker alone" in str(e.value) and "enable_audio_output false" in str(e.value)
         assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("framework,refused", [("llamafactory", True), ("swift", False)])
+def test_a_with_talker_model_named_for_llamafactory_is_refused_in_one_line(framework, refused):
+    """LLaMA-Factory keeps the thinker alone (loader.py:173-174): `--model qwen2.5-omni-7b-with-talker --framework
+    llamafactory` named the talker it never loads; ms-swift, which loads it, plans it."""
+    body = {"model": "qwen2.5-omni-7b-with-talker", "gpu": "h100", "micro_batch": 1, "seq_len": 1024}
+    request = advise.parse(advise.CheckRequest, {**body, "framework": framework, "lora_rank": 16})
+    if not refused:
+        assert advise.check(request).plan.memory.params_bytes > 0
+        return
+    with pytest.raises(BadInput) as e:
+        advise.check(request)
+    assert "thinker alone" in str(e.value) and "(qwen2.5-omni-7b)" in str(e.value) and "\n" not in str(e.value)
