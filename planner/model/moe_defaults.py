@@ -6,7 +6,8 @@ Only the keys memplan reads are here. DeepSeek's num_key_value_heads (unused by 
 from qk_rope_head_dim, configuration_deepseek_v3.py:125) are left out, as are defaults of None (DeepSeek-V2's
 num_experts_per_tok: memplan asks for it) and head_dim where transformers falls back to hidden_size // heads, as
 memplan does (Mixtral's None, :69; Qwen-MoE's, OLMoE's and GLM-4.5's getattr fallbacks). The composite families'
-language models have their own tables (glm4v.MOE_TEXT_DEFAULTS, vlm.TEXT_DEFAULTS, qwen3omni).
+language models have their own tables (glm4v.MOE_TEXT_DEFAULTS, vlm.TEXT_DEFAULTS), Qwen3-Omni's thinker's its
+own row here.
 """
 
 from __future__ import annotations
@@ -145,6 +146,14 @@ TEXT_DEFAULTS: dict[str, dict] = {
         "num_experts": 128,
         "router_aux_loss_coef": 0.001,
     },
+}
+# Qwen3-Omni's thinker's language model, laid out as Qwen3-MoE's and with Qwen3-MoE's defaults but these
+# (configuration_qwen3_omni_moe.py:156-161, 163, 168, 171-174, 177); its head is tied by the thinker's own flag
+# (qwen3omni.read), the text config has none
+_OMNI = {"vocab_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28}
+TEXT_DEFAULTS["qwen3_omni_moe_text"] = {
+    **{k: v for k, v in TEXT_DEFAULTS["qwen3_moe"].items() if k != "tie_word_embeddings"},
+    **_OMNI,
 }
 
 

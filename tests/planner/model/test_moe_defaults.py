@@ -51,3 +51,21 @@ def test_the_table_is_the_config_classes_defaults(mt):
     transformers = pytest.importorskip("transformers")
     conf = transformers.AutoConfig.for_model(mt)
     assert {k: getattr(conf, k) for k in TEXT_DEFAULTS[mt]} == TEXT_DEFAULTS[mt]
+
+
+def test_the_omni_thinkers_language_model_takes_its_class_defaults():
+    """Qwen3-Omni's thinker's text_config without num_key_value_heads: Qwen3OmniMoeTextConfig's 4, not the heads."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    text = {**_BASE, **_ROUTED, "num_experts": 4, "num_attention_heads": 16}
+    vision = {"depth": 1, "hidden_size": 32, "num_heads": 2, "intermediate_size": 64, "out_hidden_size": 64}
+    audio = {"encoder_layers": 1, "d_model": 32, "encoder_attention_heads": 2, "encoder_ffn_dim": 64}
+    thinker = {"text_config": text, "vision_config": {**vision, "deepstack_visual_indexes": []}}
+    thinker["audio_config"] = {**audio, "output_dim": 64, "num_mel_bins": 16, "downsample_hidden_size": 8}
+    cfg = {"thinker_config": thinker, "enable_audio_output": False}
+    conf = transformers.AutoConfig.for_model("qwen3_omni_moe", **cfg)
+    with torch.device("meta"):
+        model = transformers.Qwen3OmniMoeThinkerForConditionalGeneration._from_config(conf.thinker_config)
+    assert from_config({"model_type": "qwen3_omni_moe", **cfg}, "omni").params == sum(
+        p.numel() for p in model.parameters()
+    )
