@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from planner.errors import BadInput
 from planner.model.modelspec import TextSpec
+from planner.model.moe_defaults import with_defaults
 from planner.model.moespec import LAYOUT as MOE_LAYOUT
 from planner.model.moespec import MOE_FAMILIES, mla_attention, moe_mlp
 from planner.model.shapes import FAMILY_TRAITS, Tensors, Traits, text_fields
@@ -144,8 +145,9 @@ def _gqa_attention(
 
 def moe_text(cfg: dict, family: str, vlm: bool = False) -> tuple[TextSpec, list[Tensors]]:
     """Mixtral, Qwen1.5/Qwen3-MoE, OLMoE, gpt-oss (grouped-query attention) and DeepSeek-V2/V3 (latent attention),
-    and the language models laid out as one of them (moespec.LAYOUT)."""
-    mt = MOE_LAYOUT.get(family, family)
+    and the language models laid out as one of them (moespec.LAYOUT). A key the config leaves out is its class's
+    default (moe_defaults)."""
+    mt, cfg = MOE_LAYOUT.get(family, family), with_defaults(cfg, family)
     sizes = text_fields(cfg)
     h, L, heads, kv = sizes
     _divides(heads, "num_attention_heads", kv, "num_key_value_heads")

@@ -20,6 +20,7 @@ READERS = {
     "planner/model/families.py",
     "planner/model/decoders.py",
     "planner/model/moespec.py",
+    "planner/model/moe_defaults.py",
     "planner/model/vlm.py",
     "planner/model/mllama.py",
     "planner/model/vila.py",
