@@ -50,7 +50,9 @@ def limits(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal) -> dict:
             lambda n: n > 0 and _fits(plan, model, hw, goal, max_completion_length=n), w.max_completion_length
         )
         out["max_prompt_length"] = w.prompt_tokens()
-        floor = max(1, goal.image_tokens)
+        # a row holds its image, but a prompt planned under a cap on the whole row (OpenRLHF's forks: vLLM's
+        # max_model_len, planner.frameworks.openrlhf.reader_mmeureka) can be shorter than the image's worst case
+        floor = max(1, min(goal.image_tokens, w.prompt_tokens()))
         out["prompt_fits_up_to"] = longest_fitting(
             lambda n: n >= floor and _fits(plan, model, hw, goal, max_prompt_length=n), w.prompt_tokens()
         )

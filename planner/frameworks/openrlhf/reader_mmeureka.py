@@ -12,7 +12,11 @@ below, MM-Eureka's first, LMM-R1's in LINES).
 - Prompts are not cut: vLLM takes the whole chat text and its images (experience_maker.py:897-911) and the actor's
   rows are vLLM's prompt_token_ids and the completion (:940-962); the processor's cut at --prompt_max_len (:971)
   sizes the pixel inputs only (input_ids dropped, :972). --prompt_max_len is read as the text's length, one image
-  (at the rule's worst case within --max_pixels) on top, as VLM-R1's (planner.frameworks.trl.reader_vlmr1)."""
+  (at the rule's worst case within --max_pixels) on top, as VLM-R1's (planner.frameworks.trl.reader_vlmr1).
+- vLLM's max_model_len (--max_len, else --prompt_max_len + --generate_max_len) bounds every row that runs: a longer
+  prompt, image included, is refused (the run stops), a completion stops at it. The training passes take each row
+  unpadded (the replay buffer's remove_padding_in_sequences): at most max_model_len tokens. The experience passes pad
+  their rows to the longest prompt (at most max_model_len) and the longest completion of the batch (_lengths)."""
 
 from __future__ import annotations
 
@@ -39,18 +43,29 @@ FORK = vlmr1.Fork(
     "one image a row, in its row's message (models/lmm_kits/base/data_processor.py:30-46)",
 )
 FREEZE = "trainer/ray/ppo_actor.py:318-329: requires_grad False before DeepSpeed wraps the actor"
+BUFFER = "openrlhf/trainer/ppo_utils/replay_buffer.py remove_padding_in_sequences"
+# the qwen branch's packed rows (--packing_samples): each sample its own length, kept so by the buffer (:221-223)
+PACKED = f"{EXPERIENCE}:996-1004, replay_buffer.py:221-223"
+# vLLM 0.7.2 / 0.7.3 (V0, MM-Eureka's) and 0.8.3 (V1, LMM-R1's) check the prompt against max_model_len in
+# _validate_model_input before generating; LLM.generate raises, the actor's ray.get with it
+REFUSES = (
+    "vLLM refuses a longer prompt, image tokens included (_validate_model_input's ValueError 'The prompt (total "
+    "length N) is too long to fit into the model', vllm-project/vllm#12165), and the run stops; a completion stops at it"
+)
 
 
 class Line(NamedTuple):
-    """One fork's copy of these: its name and commit, its images (vlmr1.Fork), where its experience rows are built,
-    the default of --micro_rollout_batch_size and where its actor freezes."""
+    """One fork's copy of these: its name and commit, its images (vlmr1.Fork), where its experience rows are padded
+    (`pad`), the default of --micro_rollout_batch_size, where its actor freezes, where vLLM's max_model_len is set
+    and where the replay buffer unpads the rows the training passes take (`unpad`)."""
 
     who: str
     fork: vlmr1.Fork
-    rows: str
+    pad: str
     rollout: str
     freeze: str
     max_len: str
+    unpad: str
 
 
 LMM = "openrlhf/trainer/ppo_utils/experience_maker.py"
@@ -58,10 +73,11 @@ LINES = {
     "mm-eureka": Line(
         WHO,
         FORK,
-        f"{EXPERIENCE}:940-962",
+        f"{EXPERIENCE}:932-961, each --micro_rollout_batch_size rows",
         "openrlhf/cli/train_ppo_ray.py:299",
         FREEZE,
         "cli/train_ppo_ray.py:75, trainer/ray/vllm_engine.py:173",
+        f"{BUFFER}:134-170, 222-223, padded again to a micro-batch's longest, :103-120",
     ),
     "lmm-r1": Line(
         lmmr1.WHO,
@@ -73,10 +89,11 @@ LINES = {
             f"LMM-R1's vLLM rollout takes the whole prompt and its images, {LMM}:676-691, 709-728",
             "one image a row, as its scripts' data (models/lmm_kits/base/data_processor.py)",
         ),
-        f"{LMM}:709-728",
+        f"{LMM}:709-728, the whole rollout batch, split at :270",
         "openrlhf/cli/train_ppo_ray.py:292",
         "trainer/ray/ppo_actor.py:431-440: requires_grad False before DeepSpeed wraps the actor",
         "cli/train_ppo_ray.py:41, trainer/ray/vllm_engine.py:167",
+        f"{BUFFER}:131-167, 208, padded again to a micro-batch's longest, :101-115",
     ),
     "mm-eureka-internvl": Line(
         internvl.WHO,
@@ -88,10 +105,11 @@ LINES = {
             f"its vLLM rollout takes the whole prompt and its images, {EXPERIENCE}:878-884, 927-963",
             "one image a row, as its data's image_urls (experience_maker.py:878-884)",
         ),
-        f"{EXPERIENCE}:927-963",
+        f"{EXPERIENCE}:912-955, each --micro_rollout_batch_size rows",
         "openrlhf/cli/train_ppo_ray.py:301",
         internvl.FREEZE,
         "cli/train_ppo_ray.py:73, trainer/ray/vllm_engine.py:186",
+        f"{BUFFER}:158-201, 234, padded again to a micro-batch's longest, :126-143",
     ),
 }
 
@@ -143,39 +161,82 @@ def read(c: Collector, flags: dict[str, Flag], where: str, release: str = "mm-eu
             f"{flags['limit_mm_per_prompt'].source} (vLLM's images a prompt, {lmmr1.CLI}:492-497; the "
             "rows are planned with one image: give --images N for rows with more)"
         )
-    _rows(c, flags, line)
-    _model_len(c, flags, line)
+    _lengths(c, flags, line, release)
 
 
-def _rows(c: Collector, flags: dict[str, Flag], line: Line) -> None:
-    """The experience passes' rows (--micro_rollout_batch_size of them, default 8: v0.6.1's :299, LMM-R1's :292) are
-    vLLM's whole prompts and completions (experience_maker.py:940-962), not --prompt_max_len + --generate_max_len: the
-    prompt read above, image included, and the completion."""
+def _lengths(c: Collector, flags: dict[str, Flag], line: Line, release: str) -> None:
+    """The rows as vLLM's max_model_len bounds them (`line.max_len`: --max_len, else --prompt_max_len +
+    --generate_max_len). vLLM refuses a prompt longer than it, image tokens included, and the run stops (REFUSES);
+    a completion stops at it. The experience passes' rows (--micro_rollout_batch_size, default 8: v0.6.1's :299,
+    LMM-R1's :292) are padded to the longest prompt and the longest completion (`line.pad`); the training passes take
+    each row unpadded (`line.unpad`), at most max_model_len tokens: the prompt planned at max_model_len less the
+    completion where the image on top of the text would go past it."""
     prompt, new = c.get("workload.max_prompt_length"), c.get("workload.max_completion_length")
     if not isinstance(prompt, int) or not isinstance(new, int):
         return
-    f = flags.get("micro_rollout_batch_size")
-    rows = as_int(one(f.value)) if f is not None else 8
+    cap, cap_src = model_len_tokens(flags, new, line)
+    packed = release == "mm-eureka" and "packing_samples" in flags  # the qwen branch packs (:996-1004), the others
+    f = flags.get("micro_rollout_batch_size")  # pad (LMM-R1 :709-728 has no packed path, internvl asserts none)
+    rows = (as_int(one(f.value)) if f is not None else 8) or 8
     src = f.source if f is not None else default(line.who, line.rollout, "--micro_rollout_batch_size 8")
+    width, how = experience_row_tokens(prompt, new, cap, packed)
     c.number(
         "workload.roles.logprob_max_tokens_per_gpu",
-        (rows or 8) * (prompt + new),
-        f"{src} x (the prompt, its image included, and the completion: {line.rows})",
+        rows * width,
+        f"{src} x ({how}: {PACKED if packed else line.pad})",
         "--micro_rollout_batch_size",
     )
-
-
-def _model_len(c: Collector, flags: dict[str, Flag], line: Line) -> None:
-    """vLLM's max_model_len is --prompt_max_len + --generate_max_len (`line.max_len`): it refuses a longer prompt,
-    image tokens included, and stops a completion there; the plan keeps the image on top of the text (a line)."""
-    p, g = flags.get("prompt_max_len"), flags.get("generate_max_len")
-    if p is None or g is None or as_int(one(p.value)) is None or as_int(one(g.value)) is None:
+    text = as_int(one(flags["prompt_max_len"].value)) if "prompt_max_len" in flags else line.fork.text[0]
+    if text is not None and prompt - text >= cap:
+        c.note(
+            f"{cap_src} (1 image of {prompt - text:,} tokens alone is longer than vLLM's max_model_len {cap:,}: "
+            f"{REFUSES}; the rows are planned at max_model_len)"
+        )
+    done = new if new < cap else cap - 1
+    if prompt + done <= cap:
         return
-    total = as_int(one(p.value)) + as_int(one(g.value))
-    c.note(
-        f"{p.source}, {g.source} (vLLM's max_model_len {total:,}, {line.who} {line.max_len}, bounds a "
-        "row's prompt, its image's tokens included, and completion; memplan plans the image on top of the text)"
+    kept = max(1, cap - done)
+    unpad = PACKED if packed else line.unpad
+    why = (
+        f"{cap_src} (vLLM's max_model_len {cap:,}, {line.who} {line.max_len}: {REFUSES}; each trained row is at "
+        f"most that, {unpad}"
     )
+    c.set(
+        "workload.max_prompt_length",
+        kept,
+        f"{why}: planned as a prompt of {kept:,} tokens and the completion, not {prompt:,} + {new:,})",
+        "max_prompt_length",
+    )
+    if done != new:
+        c.set(
+            "workload.max_completion_length", done, f"{why}: the completion cut at {done:,})", "max_completion_length"
+        )
+    if "workload.max_prompt_length" in c.derived:
+        inputs, again = c.derived["workload.max_prompt_length"]
+        c.derived["workload.max_prompt_length"] = (inputs, lambda request: min(again(request), kept))
+
+
+def model_len_tokens(flags: dict[str, Flag], new: int, line: Line) -> tuple[int, str]:
+    """vLLM's max_model_len (its tokens and where read): --max_len where given, else --prompt_max_len (the fork's
+    default where not given) + the completion `new` (line.max_len)."""
+    given = flags.get("max_len")
+    if given is not None and as_int(one(given.value)):
+        return as_int(one(given.value)), given.source
+    p = flags.get("prompt_max_len")
+    text = as_int(one(p.value)) if p is not None else None
+    text, where = (text, p.source) if text else (line.fork.text[0], default(line.who, line.fork.text[1], "1024"))
+    g = flags.get("generate_max_len")
+    return text + new, f"{where}, {g.source}" if g is not None else where
+
+
+def experience_row_tokens(prompt: int, new: int, cap: int, packed: bool) -> tuple[int, str]:
+    """One experience row's tokens and how: packed, each sample its own prompt and completion, within max_model_len
+    `cap`; padded, the longest prompt (at most `cap`) and the longest completion (`new`), of two different samples."""
+    if packed:
+        return min(prompt + new, cap), "packed: a prompt, its image included, and its completion, within max_model_len"
+    return min(
+        prompt, cap
+    ) + new, "padded to the longest prompt, its image included, within max_model_len, and the longest completion"
 
 
 def _freeze(c: Collector, flags: dict[str, Flag], line: Line) -> None:

@@ -34,24 +34,33 @@ def test_lmm_r1s_sokoban_script_is_read_as_its_release():
         "precision": "bf16",
     }
     assert s["workload.num_generations"].value == 16 and s["workload.max_completion_length"].value == 8196
-    # --prompt_max_len 4096 read as the text, one image at LMM-R1's own cap on top (vLLM takes the whole prompt)
-    assert s["workload.max_prompt_length"].value == 4096 + IMAGE_TOKENS
+    # one image at LMM-R1's own cap on top of --prompt_max_len 4096 (vLLM takes the whole prompt), but vLLM's
+    # max_model_len 4096 + 8196 bounds each row: the training rows (unpadded) are at most that, the completion whole
+    cap = 4096 + 8196
+    assert (
+        s["workload.max_prompt_length"].value == cap - 8196
+        and "max_model_len 12,292" in s["workload.max_prompt_length"].source
+    )
     assert s["max_pixels"].value == 16384 * 28 * 28 and "train_ppo_ray.py:488" in s["max_pixels"].source
     assert s["frozen"].value == "vision+projector" and "ppo_actor.py:431-440" in s["frozen"].source
-    assert s["workload.roles.logprob_max_tokens_per_gpu"].value == 1 * (4096 + IMAGE_TOKENS + 8196)
+    # the experience rows are padded to the rollout batch's longest prompt (at most the cap) and longest completion
+    assert s["workload.roles.logprob_max_tokens_per_gpu"].value == 1 * (min(4096 + IMAGE_TOKENS, cap) + 8196)
 
 
-def test_lmm_r1s_geo_script_is_planned_read_only_with_its_pixel_cap():
-    """The geometry script (no flag of LMM-R1's own: known by its math_verifier server) is planned at the cap: a
-    16,384-token image on top of 4,096 text tokens does not fit an H100 (105.1 GiB planned), and the verdict names the
-    largest image that does, under vLLM's max_model_len 8,192 (--prompt_max_len + --generate_max_len), which refuses
-    longer prompts anyway (said in one line); its package is the user's checkout: nothing is written."""
+def test_lmm_r1s_geo_script_is_planned_read_only_at_vllms_max_model_len():
+    """The geometry script (no flag of LMM-R1's own: known by its math_verifier server) is planned as LMM-R1 runs
+    it: vLLM's max_model_len 8,192 (--prompt_max_len + --generate_max_len) refuses a longer prompt, so a trained row
+    is at most 8,192 tokens, not 4,096 text + 16,384 image + 4,096 (24,576: 105.1 GiB, "does not fit"); the
+    experience rows (2) are padded to 8,192 + 4,096. It fits an H100 (56.4 GiB planned); the image at the pixel cap,
+    16,384 tokens alone, is a prompt vLLM refuses (one line); nothing is written (the user's checkout)."""
     out = checkconfig.check_config([str(SCRIPTS / "train_direct_rl_geo.sh")], {"gpu": "h100"})
     assert out.plan.release == "lmm-r1" and out.plan.launch.framework_files is None
     assert (out.plan.micro_batch, out.plan.grad_accum, out.plan.zero_stage, out.plan.frozen) == (2, 16, 3, "none")
-    assert out.images["tokens_per_image"] == IMAGE_TOKENS and not out.limits["fits_at_max"]
-    assert 0 < out.limits["image_tokens_fit_up_to"] < 4096 + 4096
-    assert any("max_model_len 8,192" in n for n in out.config["unplanned"])
+    w = out.plan.workload
+    assert (w.seq_len(), w.max_completion_length, w.roles.logprob_max_tokens_per_gpu) == (8192, 4096, 2 * 12288)
+    assert out.images["tokens_per_image"] == IMAGE_TOKENS and out.limits["fits_at_max"] and out.plan.fits
+    assert out.plan.memory.device_total_bytes / 2**30 == pytest.approx(56.4, abs=0.1)  # the planned figure, pinned
+    assert any("16,384 tokens alone is longer than vLLM's max_model_len 8,192" in n for n in out.config["unplanned"])
 
 
 @pytest.mark.parametrize(
@@ -63,7 +72,8 @@ def test_lmm_r1s_geo_script_is_planned_read_only_with_its_pixel_cap():
     ],
 )
 def test_a_forks_own_flag_names_its_release(tmp_path, flag, release):
-    """LMM-R1's --processor_kwargs (cli/train_ppo_ray.py:345) names it, with the pixels it gives; --freeze_prefix,
+    """LMM-R1's --processor_kwargs (cli/train_ppo_ray.py:345) names it, with the pixels it gives (its image of 1,280
+    tokens on the default 1,024 text tokens: 8 experience rows padded to the max_model_len 2,048 and 1,024); --freeze_prefix,
     which LMM-R1 and MM-Eureka take, allows both (LMM-R1 assumed); MM-Eureka's own flag names MM-Eureka."""
     path = tmp_path / "run.sh"
     path.write_text(
@@ -73,7 +83,8 @@ def test_a_forks_own_flag_names_its_release(tmp_path, flag, release):
     s = _settings(path)
     assert s["framework"].value == release
     if "processor_kwargs" in flag:
-        assert s["max_pixels"].value == 1003520 and s["workload.max_prompt_length"].value == 1024 + 1280
+        rows = s["workload.roles.logprob_max_tokens_per_gpu"].value
+        assert s["max_pixels"].value == 1003520 and rows == 8 * (min(1024 + 1280, 2048) + 1024)
         assert (
             s["micro_batch"].value == 4
             and "lmm-r1 f917f18 openrlhf/cli/train_ppo_ray.py:306" in s["micro_batch"].source

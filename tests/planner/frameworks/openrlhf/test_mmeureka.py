@@ -35,16 +35,21 @@ def test_mm_eurekas_own_script_is_read_as_its_release():
         "precision": "bf16",
     }
     assert s["workload.num_generations"].value == 8 and s["workload.max_completion_length"].value == 4096
-    # --prompt_max_len 3000 read as the text, one image on top (vLLM takes the whole prompt: reader_mmeureka)
-    assert s["workload.max_prompt_length"].value == 3000 + IMAGE_TOKENS and s["max_pixels"].value == 640 * 28 * 28
+    # --prompt_max_len 3000 read as the text, one image on top (vLLM takes the whole prompt: reader_mmeureka), but
+    # vLLM's max_model_len 3000 + 4096 bounds each trained row (unpadded by the replay buffer): 3,000 + 4,096
+    assert (
+        s["workload.max_prompt_length"].value == 3000
+        and "max_model_len 7,096" in s["workload.max_prompt_length"].source
+    )
+    assert s["max_pixels"].value == 640 * 28 * 28
     assert s["frozen"].value == "vision+projector" and "--freeze_prefix visual" in s["frozen"].source
-    # the experience passes' rows: --micro_rollout_batch_size 2 of the whole prompt and completion
+    # the experience passes' rows: --micro_rollout_batch_size 2, padded to the longest prompt and completion
     assert s["workload.roles.logprob_max_tokens_per_gpu"].value == 2 * (3000 + IMAGE_TOKENS + 4096)
 
 
 def test_mm_eurekas_script_is_planned_and_its_frozen_tower_saves_memory():
     """Planned (not written: its package is the user's checkout), with the tower and merger frozen: fewer bytes at
-    the actor's update than with them trained (measured 61.6 vs 63.5 GiB a GPU on an H100, 8 colocated)."""
+    the actor's update than with them trained (planned 59.7 GiB a GPU on an H100, 8 colocated)."""
     out = checkconfig.check_config([str(SCRIPT)], {"gpu": "h100"})
     trained = checkconfig.check_config([str(SCRIPT)], {"gpu": "h100", "frozen": "none"})
     assert out.plan.release == "mm-eureka" and out.plan.frozen == "vision+projector" and out.plan.fits
@@ -66,8 +71,26 @@ def test_a_script_naming_only_its_model_takes_mm_eurekas_defaults(tmp_path):
         s["micro_batch"].value == 4 and "MM-EUREKA bccddd7 openrlhf/cli/train_ppo_ray.py:312" in s["micro_batch"].source
     )
     assert s["attention"].value == "eager" and "train_ppo_ray.py:273 --flash_attn off" in s["attention"].source
-    assert s["workload.max_prompt_length"].value == 1024 + IMAGE_TOKENS
+    # 1,024 text tokens and the image, planned within vLLM's max_model_len 1024 + 1024 (cli/train_ppo_ray.py:75)
+    assert s["workload.max_prompt_length"].value == 2048 - 1024
     assert s["workload.max_completion_length"].value == 1024
+
+
+def test_max_len_and_packed_rows_bound_mm_eurekas_rows(tmp_path):
+    """--max_len sets vLLM's max_model_len where given (cli/train_ppo_ray.py:75): a trained row is at most 1,500
+    tokens and the completion kept whole; packed (--packing_samples, experience_maker.py:996-1004), an experience row
+    is each sample's own length, at most 1,500, 8 of them (the default --micro_rollout_batch_size)."""
+    path = tmp_path / "run.sh"
+    path.write_text(
+        "python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen2.5-VL-7B-Instruct --advantage_estimator group_norm "
+        "--n_samples_per_prompt 8 --enable_accuracy_filter --bf16 --max_len 1500 --packing_samples\n"
+    )
+    s = _settings(path)
+    assert (
+        s["workload.max_prompt_length"].value == 1500 - 1024
+        and "--max_len 1500" in s["workload.max_prompt_length"].source
+    )
+    assert s["workload.roles.logprob_max_tokens_per_gpu"].value == 8 * 1500
 
 
 INTERNVL = SCRIPT.parent / "train_mm_eureka_8b_single_node.sh"  # the internvl branch's (129fc9e), verbatim
@@ -91,7 +114,12 @@ def test_the_internvl_branchs_script_is_its_own_release_with_the_tower_frozen():
         "offload": "optimizer",
     }
     assert s["workload.num_generations"].value == 8 and s["workload.kind"].value == "rloo"
-    assert s["workload.max_prompt_length"].value == 2048 + TILES_TOKENS
+    # the tiles on top of --prompt_max_len 2048 (5,378), but a trained row is at most vLLM's max_model_len 2048 + 4096
+    assert (
+        s["workload.max_prompt_length"].value == 2048
+        and "max_model_len 6,144" in s["workload.max_prompt_length"].source
+    )
+    assert s["workload.roles.logprob_max_tokens_per_gpu"].value == 4 * (2048 + TILES_TOKENS + 4096)  # padded rows
     assert s["frozen"].value == "vision" and "actor.py:87" in s["frozen"].source
     out = checkconfig.check_config([str(INTERNVL)], {"gpu": "h100"})
     assert out.plan.release == "mm-eureka-internvl" and out.plan.frozen == "vision" and out.plan.fits
