@@ -70,7 +70,17 @@ def setup(model: str, framework: str, release: str = "") -> Setup:
         ("llama-4-scout-17b-16e", "axolotl", "0.5", False),  # v0.6.0: transformers>=4.46.3, any newer one
         ("llama-4-scout-17b-16e", "axolotl", "0.7", False),  # 4.49.0: no Llama-4 class; the fp32 loss as before
         ("llama-4-scout-17b-16e", "memplan", "", False),  # the bundled trainer, transformers 5.25
-        ("llama-4-scout-17b-16e", "llamafactory", "", False),  # its pins unsaid: the fp32 loss, the hungrier
+        ("llama-4-scout-17b-16e", "llamafactory", "", True),  # v0.9.5 pyproject.toml:43 transformers<=5.6.0
+        ("llama-4-scout-17b-16e", "llamafactory", "0.9.3", True),  # requirements.txt:1 <=4.52.4
+        ("llama-4-scout-17b-16e", "llamafactory", "0.9.4", True),  # pyproject.toml:44 <=4.57.1
+        ("llama-4-scout-17b-16e", "llamafactory", "0.8", False),  # >=4.41.2: unsaid, the fp32 loss (the hungrier)
+        ("llama-4-scout-17b-16e", "swift", "3.4", True),  # v3.6.4 requirements/framework.txt:34 <4.53
+        ("llama-4-scout-17b-16e", "swift", "3.9", True),  # v3.12.6 requirements/framework.txt:37 <4.58
+        ("llama-4-scout-17b-16e", "swift", "", False),  # 4.6.0: <5.20.0, past 5.17's upcast
+        ("llama-4-scout-17b-16e", "hf", "4.54", True),  # transformers 4.54 .. 4.57
+        ("llama-4-scout-17b-16e", "hf", "5", True),  # 5.0 .. 5.9
+        ("llama-4-scout-17b-16e", "hf", "", False),  # 5.10 .. 5.23: the newest upcasts
+        ("llama-4-scout-17b-16e", "trl", "0.19", False),  # transformers>=4.51.0, no upper pin: unsaid
         ("llama-3.1-8b", "axolotl", "", False),  # LlamaForCausalLM: HF's ForCausalLMLoss
     ],
 )
