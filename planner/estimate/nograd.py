@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.estimate import activations as act
+from planner.estimate.loss_dtype import half_loss
 from planner.estimate.setup import Setup
 from planner.estimate.vision import QWEN2_TOWERS, encoder_tokens, masked_tower_bytes
 from planner.frameworks import FRAMEWORKS, adapter
@@ -67,8 +68,14 @@ def masked_tower(s: Setup) -> bool:
 def eval_head_bytes(s: Setup, tokens: int) -> int:
     """The loss of an evaluation forward with labels: the final hidden states, the head's logits, their fp32 upcast
     (transformers 5.23 loss/loss_utils.py:61, none when the logits are fp32) and cross_entropy's fp32 log-softmax
-    (:42), all live at once under no_grad."""
+    (:42), all live at once under no_grad. Where the model's own loss runs in the logits' dtype (loss_dtype.half_loss:
+    Llama4ForConditionalGeneration, 4.51.1 modeling_llama4.py:1784-1800 .. 5.16.1 :1330-1346, the same forward in
+    evaluation): the logits, the unmasked tokens' shifted copy and log_softmax's output, three in the compute dtype
+    (activations.half_loss_bytes' count); measured 5.98 bytes per token per entry in bf16 at 4.52.4 and 5.16.1, 10.0
+    at 5.25 (tests/probes/test_half_loss.py)."""
     t, c = s.model.text, compute_dtype_bytes(s)
+    if s.knobs.loss == "standard" and half_loss(s):
+        return c * tokens * t.hidden + act.half_loss_bytes(t, tokens, "fp32" if c == 4 else "half")
     return c * tokens * t.hidden + (c + (4 if c != 4 else 0) + 4) * tokens * t.vocab
 
 

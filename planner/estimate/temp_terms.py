@@ -19,6 +19,7 @@ from planner.estimate.activation_terms import (
     text_shape,
     ulysses_layer_bytes,
 )
+from planner.estimate.loss_dtype import half_loss
 from planner.estimate.quant_modules import dense_names
 from planner.estimate.setup import Setup
 from planner.estimate.state_terms import gathered_params_bytes, grad_bytes_per_param
@@ -84,17 +85,6 @@ def _logits_loss_bytes(s: Setup) -> int:
     if s.knobs.loss == "standard" and half_loss(s):  # the model's own cross-entropy over its half logits
         return act.half_loss_bytes(t, rows * width, p)
     return recipe_terms.loss_bytes(t, s.knobs, rows * width, p, head_grad)
-
-
-def half_loss(s: Setup) -> bool:
-    """The model's class computes its loss in the logits' dtype at every transformers the framework's line may run
-    (Traits.half_loss [first, gone) holds the line's newest pin, Framework.transformers_newest; the first is the
-    class's own first release, so the line's older pins cannot build it); an unsaid pin plans HF's fp32 loss."""
-    span, k = s.model.text.traits.half_loss, s.knobs
-    if not span or k.framework not in FRAMEWORKS:
-        return False
-    newest = adapter(k.framework, k.release).transformers_newest
-    return bool(newest) and span[0] <= newest < span[1]
 
 
 def backward_start_temp_bytes(s: Setup) -> int:

@@ -37,7 +37,8 @@ class Memory:
     # 4.45.2 :1214-1219: logits.float() in the forward)
     returned_logits: str = "compute"
     # the newest transformers any release of the line pins, where a model's head depends on it (Traits.half_loss:
-    # planner.estimate.recipe_terms.half_loss); () where unsaid: the transformers memplan reads (an fp32 loss)
+    # planner.estimate.loss_dtype.half_loss); () where unsaid: the transformers memplan reads (an fp32 loss). A release
+    # line keeps the newest's value unless its Release.adapter says its own (Framework.at): say () where it pins none
     transformers_newest: tuple[int, ...] = ()
     # how its GRPO scores a multimodal model's tokens (planner.estimate.recipe_terms.whole_logits_logps_bytes): "recipe",
     # as --logprobs says; "whole", ms-swift 3.2-3.6's: the model's logits over every token of the rows (no

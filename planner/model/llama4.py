@@ -71,7 +71,7 @@ DISPATCH = "dense"  # every token through every expert (Llama4TextMoe.forward); 
 # model runs without labels (its logits stay in the model's dtype), then the forward shifts them, keeps the tokens
 # whose attention_mask is not 0 (a copy) and calls nn.CrossEntropyLoss on them (4.51.1 models/llama4/
 # modeling_llama4.py:1784-1800; 5.16.1 :1330-1346); 5.17.0 calls self.loss_function, which upcasts to fp32 (:1317).
-# Llama4ForCausalLM (llama4_text) calls self.loss_function at every release. planner.estimate.recipe_terms.half_loss
+# Llama4ForCausalLM (llama4_text) calls self.loss_function at every release. planner.estimate.loss_dtype.half_loss
 HALF_LOSS = ((4, 51, 0), (5, 17, 0))
 
 

@@ -1,11 +1,13 @@
 """Run in a venv with torch and transformers (argv[1]: the worktree root, for probes.tracker): the live bytes of a tiny
-real Llama4ForConditionalGeneration's bf16 training step with labels, at two vocabulary sizes; prints one JSON line
+real Llama4ForConditionalGeneration's bf16 training step with labels (argv[2] "eval": its evaluation forward with
+labels under no_grad, as HF's prediction_step runs it), at two vocabulary sizes; prints one JSON line
 {"transformers": version, "bytes_per_token_entry": the peak's growth per token per added vocabulary entry}. The
 model's parameters are created before the tracker and frozen but for the layer's norms, so the peak's growth with the
 vocabulary is the head's logits and loss (tests/probes/test_half_loss.py)."""
 
 import json
 import sys
+from contextlib import nullcontext
 
 import torch
 import transformers
@@ -15,6 +17,7 @@ sys.path.insert(0, sys.argv[1])
 from probes.tracker import LiveBytes
 
 TOKENS, VOCABS = 256, (8192, 16384)
+EVAL = sys.argv[2:] == ["eval"]
 
 
 def peak(vocab: int) -> int:
@@ -31,14 +34,15 @@ def peak(vocab: int) -> int:
     }  # fmt: skip
     cfg = Llama4Config(text_config=text, vision_config=vision, image_token_index=vocab - 1)
     cfg._attn_implementation = "sdpa"
-    model = Llama4ForConditionalGeneration(cfg).to(torch.bfloat16).train()
+    model = Llama4ForConditionalGeneration(cfg).to(torch.bfloat16).train(not EVAL)
     for name, p in model.named_parameters():
         p.requires_grad_("layers.0" in name and "norm" in name)
     ids = torch.randint(3, vocab - 2, (1, TOKENS))
     mask = torch.ones(1, TOKENS, dtype=torch.long)  # axolotl's packed rows: sequence ids, none 0
-    with LiveBytes() as t:
+    with torch.no_grad() if EVAL else nullcontext(), LiveBytes() as t:
         loss = model(input_ids=ids, attention_mask=mask, labels=ids).loss
-        loss.backward()
+        if not EVAL:
+            loss.backward()
     return t.peak
 
 

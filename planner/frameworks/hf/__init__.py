@@ -144,6 +144,9 @@ ULYSSES_4 = Rule(
     lambda k, w: k["sequence_parallel"] > 1,
     scope="written",
 )
+# each line's newest transformers (Framework.transformers_newest), which decides Llama-4's loss (Traits.half_loss:
+# Llama4ForConditionalGeneration's in the logits' dtype from 4.51.0, the class's first, until 5.17.0): 4.53.x, 4.57.x
+# and 5.9.x a bf16 loss; 5.23.0, the newest line's, an fp32 one (a script of 5.10-5.16 is planned the hungrier way)
 HF_RELEASES = (
     # the 4 line's forward returned fp32 logits through 4.45 (Framework.returned_logits): planned the hungrier way
     Release(
@@ -152,7 +155,7 @@ HF_RELEASES = (
         "transformers 4.49.0, 4.53.0",
         defaults={"optimizer": ADAMW_4},
         meaning=IGNORED,
-        adapter={"returned_logits": "fp32", "rules": HF_SPLIT_RULES},
+        adapter={"returned_logits": "fp32", "rules": HF_SPLIT_RULES, "transformers_newest": (4, 53, 0)},
         rules=(NO_PARALLELISM_4,),
     ),
     Release(
@@ -160,7 +163,8 @@ HF_RELEASES = (
         (4, 54),
         "transformers 4.54.0",
         meaning=IGNORED,
-        adapter={"rules": HF_SPLIT_RULES},  # a compressed-tensors or HQQ base trains on 4.x (transformers_5_quant)
+        # a compressed-tensors or HQQ base trains on 4.x (transformers_5_quant); 4.57.1 the newest 4.x read
+        adapter={"rules": HF_SPLIT_RULES, "transformers_newest": (4, 57, 1)},
         rules=(ULYSSES_4,),
         defaults={
             "optimizer": Default(
@@ -176,6 +180,7 @@ HF_RELEASES = (
         (5, 0),
         "transformers 5.0.0 .. 5.9.x (training_args.py:2812 at 5.9.0)",
         meaning=FSDP1_UNSAID,
+        adapter={"transformers_newest": (5, 9, 0)},
     ),
     Release(
         "5.10",
@@ -240,6 +245,7 @@ FRAMEWORK = Framework(
     package="transformers",  # its pinned version decides the release (planner.intake.releases)
     label="Hugging Face Trainer",
     version="transformers 5.23.0",
+    transformers_newest=(5, 23, 0),  # the newest line's: Llama-4's loss upcast (HF_RELEASES)
     every=(*HF_EVERY, "device_map"),
     runs=HF_RUNS,
     defaults=HF_DEFAULTS,

@@ -15,6 +15,7 @@ from planner.frameworks.tool import Tool
 HP = "llamafactory 0.9.5 hparams"
 FRAMEWORK = Framework(
     low_rank_order="vectors-first",  # its GaLore / APOLLO step order (planner.frameworks.memory.Memory)
+    transformers_newest=(5, 6, 0),  # v0.9.5 pyproject.toml:43 transformers<=5.6.0 (each line's: releases.py)
     name="llamafactory",
     one_process_dataparallel=True,
     image_knobs=(KEYS.key("max_pixels"), ""),  # image_max_pixels; no InternVL tile count of its own

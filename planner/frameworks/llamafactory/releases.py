@@ -19,6 +19,9 @@ What moved between them:
   default is adamw_torch_fused on torch >= 2.8 (4.57.1 training_args.py:1292-1299): the newest's; a file whose keys
   show a transformers before 4.53 (evaluation_strategy: frameworks.hf.old_optim_default) runs adamw_torch; v0.9.5
   >=4.55.0 (pyproject.toml:43) the same. The guard: tests/planner/frameworks/llamafactory/test_line_defaults.py.
+  Each line's newest pin (`transformers_newest`) decides Llama-4's loss (Traits.half_loss: the composite loader.py
+  loads, v0.9.3 :161-167, v0.9.5 :160-161, in the logits' dtype from 4.51.0 until 5.17.0): 4.52.4 (v0.9.3), 4.57.1
+  (v0.9.4), 5.6.0 (v0.9.5), a bf16 loss each; before v0.9.3 none with Llama-4 (<=4.49.0) or unsaid (NO_LLAMA4).
 - keys renamed: dpo_beta / dpo_loss became pref_beta / pref_loss at v0.8.0 (keys.py renames), sft_packing became
   packing at v0.6.0; flash_attn took a bool through v0.6.3 (False: eager), off/sdpa/fa2/auto from v0.7.0, disabled
   for off from v0.8.3 (keys.py OLD_FLASH_ATTN, read and written); the keys only some releases take (SPANS) narrow the
@@ -80,6 +83,9 @@ MASKED_TOWER = {"tower_sdpa": "masked-3d"}
 # the lines whose transformers pin allows releases through 4.45 only (>=4.37.2 to v0.7.1, when 4.40-4.41 were current;
 # <=4.45.0 at v0.8-v0.9.0): their forward returns fp32 logits (Framework.returned_logits)
 FP32_LOGITS = {"returned_logits": "fp32"}
+# the lines before v0.9.3: pins <=4.49.0, before Llama-4 (v0.9.0 .. v0.9.2 requirements.txt:1), or open (>=4.37.2,
+# >=4.41.2): their transformers_newest unsaid, HF's fp32 loss (not the newest's 5.6.0)
+NO_LLAMA4 = {"transformers_newest": ()}
 # the pixel cap's key at the lines that name it image_resolution (keys.py RES)
 RESOLUTION = {**MASKED_TOWER, "image_knobs": (KEYS.key("max_pixels", "0.8"), "")}
 RELEASES = (
@@ -94,7 +100,7 @@ RELEASES = (
         },
         keys=_renamed("0.5"),
         notes=("0.5: src/train_bash.py; lora_target has no default (LoRA stops without it); cutoff_len 1024",),
-        adapter=FP32_LOGITS,
+        adapter={**FP32_LOGITS, **NO_LLAMA4},
     ),
     Release(
         "0.6",
@@ -104,7 +110,7 @@ RELEASES = (
         defaults={**_at("v0.6.3", "requirements.txt:2 transformers>=4.37.2", "27-28"), "attention": EAGER_06},
         keys=_renamed("0.6"),
         notes=("0.6: src/train_bash.py; cutoff_len 1024; dpo_beta for pref_beta; flash_attn a bool (False: eager)",),
-        adapter=FP32_LOGITS,
+        adapter={**FP32_LOGITS, **NO_LLAMA4},
     ),
     Release(  # v0.7.0 alone: flash_attn's words (model_args.py:68-71) under train_bash.py, before v0.7.1's cli
         "0.7",
@@ -114,7 +120,7 @@ RELEASES = (
         defaults=_at("v0.7.0", "requirements.txt:2 transformers>=4.37.2", "27-28"),
         keys=_renamed("0.7"),
         notes=("0.7.0: src/train_bash.py; cutoff_len 1024; dpo_beta for pref_beta",),
-        adapter=FP32_LOGITS,
+        adapter={**FP32_LOGITS, **NO_LLAMA4},
     ),
     Release(
         "0.7.1",
@@ -124,7 +130,7 @@ RELEASES = (
         defaults=_at("v0.7.1", "requirements.txt:1 transformers>=4.37.2", "27-28"),
         keys=_renamed("0.7.1"),
         notes=("0.7.1: cutoff_len 1024; dpo_beta for pref_beta",),
-        adapter=FP32_LOGITS,
+        adapter={**FP32_LOGITS, **NO_LLAMA4},
     ),
     Release(
         "0.8",
@@ -146,7 +152,7 @@ RELEASES = (
         },
         notes=("0.8-0.9.0: cutoff_len 1024; image_resolution (0.9.0) caps an image's longer side",),
         # KTO's forward returns the log-probs only, no logits to index (v0.8.0 train/kto/trainer.py:118-121, 133-136)
-        adapter={**RESOLUTION, **FP32_LOGITS, "kto_keeps_logits": False},
+        adapter={**RESOLUTION, **FP32_LOGITS, **NO_LLAMA4, "kto_keeps_logits": False},
     ),
     Release(
         "0.9.1",
@@ -166,7 +172,7 @@ RELEASES = (
             ),
         },
         notes=("0.9.1: image_resolution caps an image's pixels",),
-        adapter=RESOLUTION,
+        adapter={**RESOLUTION, **NO_LLAMA4},
     ),
     Release(
         "0.9.2",
@@ -175,7 +181,7 @@ RELEASES = (
         "requirements.txt:1 transformers<=4.49.0, not 4.46-4.48)",
         transformers="4.49.0",  # pip's, in tools/fwenv_old.sh lf-0.9.2: HF's optim default (line_defaults.optimizer_at)
         defaults=_at("v0.9.2", "requirements.txt:1 transformers>=4.41.2,<=4.49.0"),
-        adapter=MASKED_TOWER,
+        adapter={**MASKED_TOWER, **NO_LLAMA4},
     ),
     Release(
         "0.9.3",
@@ -183,6 +189,7 @@ RELEASES = (
         "LLaMA-Factory v0.9.3 (requirements.txt:1 transformers>=4.45.0,<=4.52.4, not 4.46-4.48.0 or 4.52.0)",
         transformers="4.52.4",  # pip's, in tools/fwenv_old.sh lf-0.9.3: HF's optim default (line_defaults.optimizer_at)
         defaults=_at("v0.9.3", "requirements.txt:1 transformers>=4.45.0,<=4.52.4"),
+        adapter={"transformers_newest": (4, 52, 4)},  # requirements.txt:1 <=4.52.4 (:2 <=4.51.3 on darwin)
     ),
     Release(
         "0.9.4",
@@ -191,6 +198,7 @@ RELEASES = (
         # pyproject.toml:44 transformers>=4.51.0,<=4.57.1: pip's 4.57.1 runs the newest's adamw_torch_fused
         transformers="4.57.1",  # pip's, in tools/fwenv_old.sh lf-0.9.4: HF's optim default (line_defaults.optimizer_at)
         defaults=_at("v0.9.4", ""),
+        adapter={"transformers_newest": (4, 57, 1)},  # pyproject.toml:44 <=4.57.1
     ),
     Release("0.9.5", (0, 9, 5), "LLaMA-Factory v0.9.5 (pyproject.toml:43 transformers>=4.55.0,<=5.6.0)"),
 )

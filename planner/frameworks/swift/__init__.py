@@ -19,7 +19,7 @@ from planner.frameworks.rl import RoleEngine
 from planner.frameworks.rules import hf_ppo_rules, stacked_experts_prequant
 from planner.frameworks.runs import TORCH_OPTIMIZERS
 from planner.frameworks.swift.keys import KEYS
-from planner.frameworks.swift.releases import KTO_NO_SP, RELEASES
+from planner.frameworks.swift.releases import HALF_LOSS, KTO_NO_SP, RELEASES
 from planner.frameworks.tool import Signs, Tool
 
 # ms-swift loads Qwen2.5-Omni whole (Qwen2_5OmniForConditionalGeneration, 4.5.2 swift/model/models/qwen.py:1582-1591:
@@ -39,6 +39,7 @@ OMNI_WHOLE = Rule(
 SIGN_KEYS = {"tuner_type", "train_type", "rlhf_type", "target_modules", "torch_dtype", "attn_impl", "freeze_vit"}
 FRAMEWORK = Framework(
     low_rank_order="targets-first",  # its GaLore / APOLLO step order (planner.frameworks.memory.Memory)
+    transformers_newest=HALF_LOSS["4"],  # 4.6.0's Requires-Dist transformers<5.20.0 (releases.py HALF_LOSS)
     name="swift",
     # gradient_checkpointing_enable, then enable_input_require_grads (v4.5.2 swift/trainers/mixin.py:939-941)
     input_grads=True,

@@ -108,9 +108,10 @@ GRPO_LATER = Rule(
 )
 
 
-def _late_3(name: str, source: str, kto: dict, optimizer: Default, transformers: str) -> Release:
+def _late_3(name: str, source: str, kto: dict, optimizer: Default, transformers: tuple[str, tuple]) -> Release:
     """ms-swift 3.7-3.12 (the 3.7 and 3.9 lines, apart in KTO and their transformers' optimizer cite): --train_type,
-    fused AdamW, DPO padding-free and under Ulysses (DPO_37), no FSDP file."""
+    fused AdamW, DPO padding-free and under Ulysses (DPO_37), no FSDP file; `transformers`: the one read and the
+    line's newest pin (HALF_LOSS)."""
     since = tuple(int(p) for p in name.split("."))
     return Release(
         name,
@@ -118,13 +119,21 @@ def _late_3(name: str, source: str, kto: dict, optimizer: Default, transformers:
         source,
         keys=KEYS.release_keys(name, ("lora",)),
         defaults={"optimizer": optimizer},
-        transformers=transformers,
-        adapter={"dpo_runs": DPO_37, **kto},
+        transformers=transformers[0],
+        adapter={"dpo_runs": DPO_37, "transformers_newest": transformers[1], **kto},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
         rules=(FSDP_FILE,),
     )
 
 
+# each line's newest transformers pin (Framework.transformers_newest), which decides Llama-4's loss (Traits.half_loss:
+# the composite Llama4ForConditionalGeneration that swift loads, v3.3.0 swift/llm/model/model/llama.py:211-213,
+# v4.5.2 swift/model/models/llama.py:281-282, computes it in the logits' dtype from transformers 4.51.0 until
+# 5.17.0); the model's own loss under the default loss_type None and loss_scale 'default' (v3.4.0 llm/train/sft.py:
+# 98-101, trainers/trainers.py:197-212). requirements/framework.txt: <4.53 at v3.3.1 (:31) and v3.6.4 (:34), 4.52.4
+# the newest; <4.57 at v3.8.3 (:35), 4.56.2; <4.58 at v3.12.6 (:37), 4.57.1 as pip resolves it; 4.6.0's METADATA
+# Requires-Dist transformers<5.20.0 (5.19.0 read): the fp32 loss. 2.x pins <4.48, before Llama-4.
+HALF_LOSS = {"3": (4, 52, 4), "3.4": (4, 52, 4), "3.7": (4, 56, 2), "3.9": (4, 57, 1), "4": (5, 19, 0)}
 RELEASES = (
     Release(
         "2",
@@ -137,7 +146,7 @@ RELEASES = (
         meaning=TEXT_ONLY_CUT,
         # ms-swift 2.x pins transformers <4.48 (v2.5.2 requirements/framework.txt) and Qwen2-VL came in 4.45: its
         # tower's SDPA is 4.45.2 modeling_qwen2_vl.py:398-404 (the same at 4.47.1), the mask over every patch
-        adapter={"tower_sdpa": "masked-3d", **NO_DPO_SPLITS},
+        adapter={"tower_sdpa": "masked-3d", **NO_DPO_SPLITS, "transformers_newest": ()},
         notes=("2.x: --sft_type, --model_id_or_path, --batch_size; max_length 2048 by default",),
         # users' 2.x scripts are read and planned; none is written (writer.py writes 3.x/4.x flags), so the search
         # ranks no plan at this line
@@ -163,7 +172,12 @@ RELEASES = (
         # tensors over a mask of every patch (4.49.0 modeling_qwen2_vl.py:414-420, modeling_qwen2_5_vl.py:314-320;
         # 4.50.3 :419, :319); 3.3.x allows 4.51-4.52, which pass 4-D ones (4.51.3 modeling_qwen2_vl.py:389-391): the
         # line is read the hungrier way, as for its images
-        adapter={"tower_sdpa": "masked-3d", "vlm_logprobs": WHOLE_LOGITS, **NO_DPO_SPLITS},
+        adapter={
+            "tower_sdpa": "masked-3d",
+            "vlm_logprobs": WHOLE_LOGITS,
+            **NO_DPO_SPLITS,
+            "transformers_newest": HALF_LOSS["3"],
+        },
         workload={"steps_per_generation": PER_MICRO_STEP},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
         rules=(FSDP_FILE, GRPO_LATER),
@@ -185,7 +199,13 @@ RELEASES = (
         # (trl 0.17's dataloader, trl 0.17.0 trainer/grpo_trainer.py:717; v3.4.1 grpo_trainer.py:373-381), through
         # PtEngine with no batch limit (:321; v3.4.1 swift/llm/infer/infer_engine/pt_engine.py:537): one tower call
         # over every prompt image of micro-batch x accumulation rows
-        adapter={"tower_sdpa": "masked-3d", "vlm_logprobs": WHOLE_LOGITS, "grpo_reference": "in-step", **NO_DPO_SPLITS},
+        adapter={
+            "tower_sdpa": "masked-3d",
+            "vlm_logprobs": WHOLE_LOGITS,
+            "grpo_reference": "in-step",
+            **NO_DPO_SPLITS,
+            "transformers_newest": HALF_LOSS["3.4"],
+        },
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
         rules=(FSDP_FILE,),
     ),
@@ -196,7 +216,7 @@ RELEASES = (
         "1469-1470 at v3.7.0; KTO padded, llm/argument/rlhf_args.py:368 at v3.8.3)",
         KTO_38,
         FUSED_37,
-        "4.55.4",  # pip's, in tools/fwenv_old.sh swift-3.7.3
+        ("4.55.4", HALF_LOSS["3.7"]),  # pip's, in tools/fwenv_old.sh swift-3.7.3
     ),
     # 3.7's in all but KTO: train_type (v3.9.0 base_args.py:75, v3.12.0 :98), checkpointing and the micro-batch of 1
     # (v3.9.0 trainers/arguments.py:32, :27; v3.12.0 :101, :96), transformers <4.58 (v3.9.0 requirements/
@@ -209,7 +229,7 @@ RELEASES = (
         "padding_free from v3.9.0, llm/argument/rlhf_args.py:368)",
         KTO_39,
         FUSED_39,
-        "4.57.1",  # pip's, in tools/fwenv_old.sh swift-3.12.6
+        ("4.57.1", HALF_LOSS["3.9"]),  # pip's, in tools/fwenv_old.sh swift-3.12.6
     ),
     Release("4", (4, 0), "ms-swift v4.0.0 .. 4.6.0 (swift/arguments/base_args/base_args.py:72 tuner_type)"),
 )
