@@ -29,7 +29,7 @@ from planner.frameworks.base import Default, Release, Rule, expert_targets, full
 from planner.frameworks.keys import whole_line
 from planner.frameworks.llamafactory.keys import KEYS
 from planner.frameworks.llamafactory.lines import with_rules
-from planner.frameworks.rules import hf_ppo_rules, stacked_experts_prequant
+from planner.frameworks.rules import hf_ppo_rules, stacked_experts_prequant, torchao_line_rules
 
 TAG = "LLaMA-Factory {} src/{}/hparams/"
 FOREACH = Default(
@@ -249,6 +249,7 @@ TRAIN_BASH = ("0.5", "0.6", "0.7")
 DATAPARALLEL_LINES = ("0.5", "0.6", "0.7", "0.7.1")  # one process over the visible GPUs (rules: dataparallel)
 RULES = (
     stacked_experts_prequant("llamafactory"),
+    *torchao_line_rules("llamafactory"),
     Rule(
         "optimizer_in_backward",
         "a step inside backward is galore_layerwise or apollo_layerwise (train/trainer_utils.py:248-275): it needs "
