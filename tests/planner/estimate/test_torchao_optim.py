@@ -79,3 +79,21 @@ def test_a_line_on_an_older_transformers_refuses_the_optim(framework, optimizer,
         check(framework)
     assert f"added in transformers {added}" in str(e.value) and "\n" not in str(e.value)
     assert check(framework.split("@")[0])  # the newest line runs it
+
+
+@pytest.mark.parametrize(
+    "framework,optimizer",
+    [("llamafactory", "adamw-torchao-4bit"), ("swift", "adamw-torchao-8bit"), ("axolotl", "adamw-torchao-4bit")],
+)
+def test_the_optim_is_written_and_read_back(framework, optimizer, tmp_path):
+    """Each writer writes transformers' name (optim / optimizer), each reader reads it back as the same plan."""
+    from tests.planner.intake.test_round_trip import written_and_read_back
+
+    body = {"model": "qwen2.5-7b", "gpu": "h100", "gpus_per_node": 1, "micro_batch": 1, "grad_accum": 4}
+    body |= {"seq_len": 2048, "framework": framework, "lora_rank": 16, "quant": "nf4", "optimizer": optimizer}
+    res, files, _, back = written_and_read_back(body, tmp_path)
+    assert TORCHAO_NAME[optimizer] in "".join(files.values())
+    assert back.plan.knobs.optimizer == optimizer == res.plan.knobs.optimizer
+
+
+TORCHAO_NAME = {"adamw-torchao-4bit": "adamw_torch_4bit", "adamw-torchao-8bit": "adamw_torch_8bit"}
