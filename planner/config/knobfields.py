@@ -55,6 +55,8 @@ Optimizer = Literal[
     "galore-adamw-8bit",
     "apollo-adamw",
     "muon",
+    "adamw-torchao-4bit",
+    "adamw-torchao-8bit",
 ]
 LOW_RANK_OPTIMIZERS = ("galore-adamw", "galore-adamw-8bit", "apollo-adamw")
 MATRIX_OPTIMIZERS = (*LOW_RANK_OPTIMIZERS, "muon")
@@ -152,7 +154,8 @@ class KnobFields(BaseModel):
         default="adamw",
         description=(
             "adamw (torch foreach), adamw-fused, sgd, adafactor, adamw-8bit, paged-adamw, paged-adamw-8bit, galore-adamw, "
-            "galore-adamw-8bit, apollo-adamw (low-rank projected states of the optimizer_targets linears) or muon"
+            "galore-adamw-8bit, apollo-adamw (low-rank projected states of the optimizer_targets linears), muon, or "
+            "adamw-torchao-4bit / adamw-torchao-8bit (transformers' adamw_torch_4bit / adamw_torch_8bit)"
         ),
     )
     # transformers' optim_args rank= (128 by default: trainer_optimizer.py:370), LLaMA-Factory's galore_rank (16)

@@ -28,6 +28,7 @@ from planner.estimate.matrix_optim import matrix_optimizer_bytes
 from planner.estimate.matrix_step import matrix_step_temp_bytes
 from planner.estimate.quant_modules import dense_names
 from planner.estimate.setup import Setup
+from planner.estimate.torchao_optim import TORCHAO_OPTIMIZERS, torchao_low_bit_state_bytes
 from planner.estimate.trained import (
     ADAMW_8BIT_MIN_SIZE,
     embedding_copy_overcount_bytes,
@@ -123,6 +124,8 @@ def optimizer_bytes(s: Setup) -> int:
             whole = matrix_optimizer_bytes(s, sb)
         elif k.optimizer in ("adamw-8bit", "paged-adamw-8bit"):
             whole = adamw_8bit_state_bytes(s)
+        elif k.optimizer in TORCHAO_OPTIMIZERS:
+            whole = torchao_low_bit_state_bytes(k.optimizer, trainable_tensor_sizes(s), sb)
         elif k.optimizer == "paged-adamw":  # bitsandbytes' 32-bit states are fp32 whatever the parameters
             whole = 8 * T
         else:

@@ -11,6 +11,7 @@ from planner.config.spec import Knobs
 from planner.estimate import bottleneck, freeze, lora, oft, peft_tuners, quant
 from planner.estimate.quant_modules import dense_names
 from planner.estimate.setup import Setup
+from planner.estimate.torchao_optim import TORCHAO_BLOCK
 from planner.model.modelspec import IDLE_AUDIO, IDLE_HEAD, frozen_roles
 
 ADAMW_8BIT_BLOCK = 256  # bitsandbytes blockwise quantisation: one fp32 absmax per block
@@ -206,4 +207,7 @@ def optimizer_state_bytes_per_param(optimizer: str, state_bytes: int) -> float:
         "galore-adamw-8bit": 2 + 2 * 4 / ADAMW_8BIT_BLOCK,
         "apollo-adamw": 2 * state_bytes,
         "muon": 2 * state_bytes,
+        # torchao's, quantized tensors only (planner.estimate.torchao_optim counts the rest and the qmaps)
+        "adamw-torchao-4bit": 1 + 2 * 4 / TORCHAO_BLOCK,
+        "adamw-torchao-8bit": 2 + 2 * 4 / TORCHAO_BLOCK,
     }[optimizer]

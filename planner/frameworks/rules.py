@@ -209,3 +209,32 @@ def stacked_experts_prequant(framework: str) -> Rule:
         ),
         scope="layout",
     )
+
+
+# transformers added optim adamw_torch_4bit in 4.45.0 and adamw_torch_8bit in 4.49.0 (training_args.py OptimizerNames:
+# tools/fwenv_old.sh's lf-0.8.3 on 4.43.4 has neither, lf-0.9.0 on 4.45.0 the 4-bit at :157, swift-3.0.3 on 4.48.3
+# not the 8-bit, trl-0.15.2 on 4.49.0 both). The lines on an older transformers (Release.transformers or its pin):
+TORCHAO_ADDED = {"adamw-torchao-4bit": "4.45.0", "adamw-torchao-8bit": "4.49.0"}
+_BEFORE_4_45 = {"llamafactory": ("0.5", "0.6", "0.7", "0.7.1", "0.8"), "axolotl": ("0.4",)}  # 4.37.0 .. 4.43.4
+_BEFORE_4_49 = {"llamafactory": ("0.9.1",), "axolotl": ("0.5",), "trl": ("0.14",), "swift": ("2", "3")}  # 4.46-4.48
+TORCHAO_LACKING = {
+    "adamw-torchao-4bit": _BEFORE_4_45,
+    "adamw-torchao-8bit": {
+        f: _BEFORE_4_45.get(f, ()) + _BEFORE_4_49.get(f, ()) for f in {*_BEFORE_4_45, *_BEFORE_4_49}
+    },
+}
+
+
+def torchao_line_rules(framework: str) -> tuple[Rule, ...]:
+    """--optimizer adamw-torchao-4bit / -8bit on a line of `framework` whose transformers predates the optim name."""
+    return tuple(
+        Rule(
+            "optimizer",
+            f"--optimizer {optimizer} is transformers' optim {name}, added in transformers {TORCHAO_ADDED[optimizer]}: "
+            f"this line runs an older one; give a newer --framework {framework} line",
+            lambda k, o=optimizer: (
+                k.get("optimizer") == o and k.get("release", "") in TORCHAO_LACKING[o].get(framework, ())
+            ),
+        )
+        for optimizer, name in (("adamw-torchao-4bit", "adamw_torch_4bit"), ("adamw-torchao-8bit", "adamw_torch_8bit"))
+    )

@@ -32,6 +32,9 @@ TORCH_OPTIMIZERS = ("adamw", "adamw-fused", "sgd", "adafactor", "adamw-8bit", "p
 # transformers' optim galore_adamw, galore_adamw_8bit and apollo_adamw (transformers 5.25 trainer_optimizer.py:351-410),
 # which its Trainer, TRL's and axolotl's run (its optim_target_modules and optim_args rank)
 TRANSFORMERS_LOW_RANK = ("galore-adamw", "galore-adamw-8bit", "apollo-adamw")
+# transformers' optim adamw_torch_4bit (since 4.45.0) and adamw_torch_8bit (since 4.49.0): torchao's AdamW4bit and
+# AdamW8bit (planner.estimate.torchao_optim), which its Trainer and every framework passing its optim names run
+TRANSFORMERS_TORCHAO = ("adamw-torchao-4bit", "adamw-torchao-8bit")
 PARALLEL = ("expert_parallel", "tensor_parallel", "sequence_parallel", "context_parallel", "device_map")
 
 

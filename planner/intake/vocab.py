@@ -23,7 +23,6 @@ OPTIMIZERS = {
     "adamw_torch_npu_fused": "adamw-fused",
     "adamw_8bit": "adamw-8bit",
     "adamw_bnb_8bit": "adamw-8bit",
-    "adamw_torch_8bit": "adamw-8bit",
     "paged_adamw": "paged-adamw",
     "paged_adamw_32bit": "paged-adamw",
     "paged_adamw_8bit": "paged-adamw-8bit",
@@ -33,7 +32,10 @@ OPTIMIZERS = {
     "galore_adamw": "galore-adamw",
     "galore_adamw_8bit": "galore-adamw-8bit",
     "apollo_adamw": "apollo-adamw",
-    "muon": "muon",  # LLaMA-Factory's use_muon, ms-swift's --optimizer muon
+    "muon": "muon",
+    # torchao's AdamW4bit / AdamW8bit (5.25 trainer_optimizer.py:450-476; training_args.py:124-125 OptimizerNames)
+    "adamw_torch_4bit": "adamw-torchao-4bit",
+    "adamw_torch_8bit": "adamw-torchao-8bit",  # LLaMA-Factory's use_muon, ms-swift's --optimizer muon
 }
 ATTENTION = {
     "flash_attention_2": "flash",

@@ -20,19 +20,9 @@ from planner.config.spec import Knobs
 from planner.estimate import matrix_optim, matrix_step, state_terms
 from planner.estimate.setup import Setup
 from planner.model.families import from_config
+from tests.planner.estimate.test_torchao_optim import TINY
 
-CONFIG = {  # non-square projections (64 -> 32 for k/v, 64 <-> 176 for the MLP), an untied head
-    "model_type": "llama",
-    "architectures": ["LlamaForCausalLM"],
-    "hidden_size": 64,
-    "intermediate_size": 176,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "vocab_size": 512,
-    "max_position_embeddings": 128,
-    "tie_word_embeddings": False,
-}
+CONFIG = TINY  # non-square projections (64 -> 32 for k/v, 64 <-> 176 for the MLP), an untied head
 DTYPES = {"fp32": (torch.float32, 4), "bf16": (torch.bfloat16, 2)}
 
 

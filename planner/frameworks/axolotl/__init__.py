@@ -10,8 +10,8 @@ from planner.frameworks.axolotl.keys import KEYS
 from planner.frameworks.axolotl.releases import NEWEST_TRANSFORMERS, SPANS
 from planner.frameworks.axolotl.releases import RELEASES as LINES
 from planner.frameworks.base import Default, Framework, Rule, kind, workload_of
-from planner.frameworks.rules import stacked_experts_prequant
-from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_LOW_RANK
+from planner.frameworks.rules import stacked_experts_prequant, torchao_line_rules
+from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_LOW_RANK, TRANSFORMERS_TORCHAO
 from planner.frameworks.tool import Signs, Tool
 
 # utils/freeze.py:16-26: the first components of the parameter names freeze_mm_modules freezes
@@ -69,7 +69,7 @@ EVERY = (  # every value of these (closed by default: planner.frameworks.base.Fr
 RUNS = {
     # transformers' optim values pass through (utils/schemas/training.py:122); its muon is axolotl-contribs-mit's
     # MuonOptimizerFactory (core/builders/base.py:314-329), a package its wheel does not ship: not read, refused
-    "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK),
+    "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, *TRANSFORMERS_TORCHAO),
     "device_map": ("off",),  # one process a GPU
     "dataparallel": (False,),  # torch's nn.DataParallel: HF's Trainer alone
     "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
@@ -142,6 +142,7 @@ FRAMEWORK = Framework(
     notes=("checkpointing off by default; unknown keys are dropped silently by its validator",),
     rules=(
         stacked_experts_prequant("axolotl"),
+        *torchao_line_rules("axolotl"),
         Rule(
             "context_parallel",
             "context_parallel_size is ring-flash-attn's ring attention: it needs --attention flash "

@@ -22,6 +22,8 @@ HF_OPTIM = {  # memplan's optimizer -> TrainingArguments.optim (transformers' Op
     # training_args.py:176, trainer.py:1569
     "galore-adamw-8bit": "galore_adamw_8bit",
     "apollo-adamw": "apollo_adamw",
+    "adamw-torchao-4bit": "adamw_torch_4bit",  # 5.25 training_args.py:124-125
+    "adamw-torchao-8bit": "adamw_torch_8bit",
 }
 HF_FSDP = {"full": "full_shard auto_wrap", "grad-op": "shard_grad_op auto_wrap", "hybrid": "hybrid_shard auto_wrap"}
 HF_ATTENTION = {"flash": "flash_attention_2", "eager": "eager"}

@@ -32,7 +32,7 @@ from planner.frameworks.base import Default, Release, Rule, expert_targets, full
 from planner.frameworks.keys import whole_line
 from planner.frameworks.llamafactory.keys import KEYS
 from planner.frameworks.llamafactory.lines import with_rules
-from planner.frameworks.rules import hf_ppo_rules, stacked_experts_prequant
+from planner.frameworks.rules import hf_ppo_rules, stacked_experts_prequant, torchao_line_rules
 
 TAG = "LLaMA-Factory {} src/{}/hparams/"
 FOREACH = Default(
@@ -267,6 +267,7 @@ RULES = (
         lambda k, w: w is not None and w.model is not None and w.model.resident_params() > 0,
         "layout",
     ),
+    *torchao_line_rules("llamafactory"),
     Rule(
         "optimizer_in_backward",
         "a step inside backward is galore_layerwise or apollo_layerwise (train/trainer_utils.py:248-275): it needs "

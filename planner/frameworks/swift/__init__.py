@@ -16,8 +16,8 @@ from planner.frameworks.base import (
     transformers_5_quant,
 )
 from planner.frameworks.rl import RoleEngine
-from planner.frameworks.rules import hf_ppo_rules, stacked_experts_prequant
-from planner.frameworks.runs import TORCH_OPTIMIZERS
+from planner.frameworks.rules import hf_ppo_rules, stacked_experts_prequant, torchao_line_rules
+from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_TORCHAO
 from planner.frameworks.swift.keys import KEYS
 from planner.frameworks.swift.releases import HALF_LOSS, KTO_NO_SP, RELEASES
 from planner.frameworks.tool import Signs, Tool
@@ -98,7 +98,7 @@ FRAMEWORK = Framework(
         # --use_galore (swift/trainers/arguments.py:192-207; optimizers/galore/utils.py:189-214: GaLoreAdamW for
         # adamw_torch(_fused), GaLoreAdamW8bit for the 8-bit optims) and --optimizer muon (optimizers/muon.py:9-52,
         # Moonlight's Muon); no APOLLO
-        "optimizer": (*TORCH_OPTIMIZERS, "galore-adamw", "galore-adamw-8bit", "muon"),
+        "optimizer": (*TORCH_OPTIMIZERS, "galore-adamw", "galore-adamw-8bit", "muon", *TRANSFORMERS_TORCHAO),
         # several visible GPUs to a process are its device_map (reader._device_map), never nn.DataParallel
         "dataparallel": (False,),
         # LoRA and use_dora, AdaLoRA, VeRA and its bottleneck adapter; its BOFT (--tuner_type boft) is not planned,
@@ -159,6 +159,7 @@ FRAMEWORK = Framework(
     releases=RELEASES,
     rules=(
         OMNI_WHOLE,
+        *torchao_line_rules("swift"),
         transformers_5_quant("swift"),  # ms-swift 4 on transformers 5: no compressed-tensors or HQQ base
         peft_fp8_quant("ms-swift", "requirements/framework.txt: v3.10.3 <0.18, v4.0.0 <0.19"),
         stacked_experts_prequant("swift"),

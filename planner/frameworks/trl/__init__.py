@@ -25,7 +25,7 @@ from dataclasses import replace
 
 from planner.frameworks.base import NO_SPLITS, ForkSigns, Framework
 from planner.frameworks.hf import HF_EVERY, HF_KEYS, HF_SPLIT_RULES
-from planner.frameworks.rules import Rule, kind, stacked_experts_prequant, transformers_5_quant
+from planner.frameworks.rules import Rule, kind, stacked_experts_prequant, torchao_line_rules, transformers_5_quant
 from planner.frameworks.tool import Tool
 from planner.frameworks.trl.lines import with_fsdp1_only, with_rules
 from planner.frameworks.trl.releases import (  # noqa: F401 - re-exported (accelerate's, axolotl's adapters import them)
@@ -125,6 +125,7 @@ FRAMEWORK = Framework(
     rules=(
         *HF_SPLIT_RULES,
         TRANSFORMERS_5,
+        *torchao_line_rules("trl"),
         stacked_experts_prequant("trl"),
         Rule(
             "micro_batch",
@@ -135,7 +136,7 @@ FRAMEWORK = Framework(
         ),
     ),
     sft_head="fused-logprob",
-    releases=with_rules(RELEASES, GRPO_SPANS, (*HF_SPLIT_RULES, TRANSFORMERS_5))
+    releases=with_rules(RELEASES, GRPO_SPANS, (*HF_SPLIT_RULES, TRANSFORMERS_5, *torchao_line_rules("trl")))
     + with_fsdp1_only(FORKS),  # lines.py: the keys a line has none of
     key_spans={"grpo": GRPO_SPANS, "sft": SFT_SPANS},
 )
