@@ -211,6 +211,20 @@ def stacked_experts_prequant(framework: str) -> Rule:
     )
 
 
+def thinker_alone(who: str, where: str) -> Rule:
+    """A whole Omni with its talker resident (a `-with-talker` catalog model: planner/model/omnitalker.py) under a
+    framework that loads the thinker alone (`where`: the source that says so): refused, naming the thinker."""
+    return Rule(
+        "framework",
+        lambda k, w: (
+            f"{who} keeps the Omni's thinker alone ({where}), where {w.model.name} plans its talker and vocoder "
+            f"resident: name the catalog thinker ({w.model.name.removesuffix('-with-talker')})"
+        ),
+        lambda k, w: w is not None and w.model is not None and w.model.resident_params() > 0,
+        "layout",
+    )
+
+
 # transformers added optim adamw_torch_4bit in 4.45.0 and adamw_torch_8bit in 4.49.0 (training_args.py OptimizerNames:
 # tools/fwenv_old.sh's lf-0.8.3 on 4.43.4 has neither, lf-0.9.0 on 4.45.0 the 4-bit at :157, swift-3.0.3 on 4.48.3
 # not the 8-bit, trl-0.15.2 on 4.49.0 both). The lines on an older transformers (Release.transformers or its pin):

@@ -10,7 +10,7 @@ from planner.frameworks.axolotl.keys import KEYS
 from planner.frameworks.axolotl.releases import NEWEST_TRANSFORMERS, SPANS
 from planner.frameworks.axolotl.releases import RELEASES as LINES
 from planner.frameworks.base import Default, Framework, Rule, kind, workload_of
-from planner.frameworks.rules import stacked_experts_prequant, torchao_line_rules
+from planner.frameworks.rules import stacked_experts_prequant, thinker_alone, torchao_line_rules
 from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_LOW_RANK, TRANSFORMERS_TORCHAO
 from planner.frameworks.tool import Signs, Tool
 
@@ -143,6 +143,11 @@ FRAMEWORK = Framework(
     rules=(
         stacked_experts_prequant("axolotl"),
         *torchao_line_rules("axolotl"),
+        thinker_alone(  # loaders/model.py loads a VLM with AutoModelForImageTextToText
+            "axolotl",
+            "AutoModelForImageTextToText maps the Omni thinker's model_type alone: transformers 5.25 "
+            "models/auto/modeling_auto.py:1286, 1291",
+        ),
         Rule(
             "context_parallel",
             "context_parallel_size is ring-flash-attn's ring attention: it needs --attention flash "

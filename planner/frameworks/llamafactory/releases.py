@@ -32,7 +32,7 @@ from planner.frameworks.base import Default, Release, Rule, expert_targets, full
 from planner.frameworks.keys import whole_line
 from planner.frameworks.llamafactory.keys import KEYS
 from planner.frameworks.llamafactory.lines import with_rules
-from planner.frameworks.rules import hf_ppo_rules, stacked_experts_prequant, torchao_line_rules
+from planner.frameworks.rules import hf_ppo_rules, stacked_experts_prequant, thinker_alone, torchao_line_rules
 
 TAG = "LLaMA-Factory {} src/{}/hparams/"
 FOREACH = Default(
@@ -257,16 +257,8 @@ TRAIN_BASH = ("0.5", "0.6", "0.7")
 DATAPARALLEL_LINES = ("0.5", "0.6", "0.7", "0.7.1")  # one process over the visible GPUs (rules: dataparallel)
 RULES = (
     stacked_experts_prequant("llamafactory"),
-    Rule(  # reader_media.thinker_alone refuses the same in a user's file
-        "framework",
-        lambda k, w: (
-            f"LLaMA-Factory keeps the Omni's thinker alone (src/llamafactory/model/loader.py:173-174), where "
-            f"{w.model.name} plans its talker and vocoder resident: name the catalog thinker "
-            f"({w.model.name.removesuffix('-with-talker')})"
-        ),
-        lambda k, w: w is not None and w.model is not None and w.model.resident_params() > 0,
-        "layout",
-    ),
+    # reader_media.thinker_alone refuses the same in a user's file
+    thinker_alone("LLaMA-Factory", "src/llamafactory/model/loader.py:173-174"),
     *torchao_line_rules("llamafactory"),
     Rule(
         "optimizer_in_backward",
