@@ -79,7 +79,7 @@ PYTEST_THREADS := $(if $(filter 0,$(PYTEST_WORKERS)),,OMP_NUM_THREADS=1)
 # same checks at more shapes, model sizes, chaos rounds and fuzz examples: pytest -m sweep, docs/tests.md) is
 # `make test-all`'s.
 test: setup-dev fwenv fwenv-old
-	$(PYTEST_THREADS) MEMPLAN_CHAOS_ROUNDS=6 MEMPLAN_FUZZ_EXAMPLES=500 $(FRAMEWORK_PYTHONS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) \
+	$(PYTEST_THREADS) MEMPLAN_CHAOS_ROUNDS=3 MEMPLAN_FUZZ_EXAMPLES=500 $(FRAMEWORK_PYTHONS) $(BIN)/python -m pytest $(PYTEST_PARALLEL) \
 		-m "not sweep" tests
 
 # Everything at full size: `make test` and the sweep tier, 20 chaos rounds, 2,000 fuzz examples an operation.

@@ -189,8 +189,8 @@ def moe() -> dict:
 
 def main(names: list[str]) -> None:
     every = SCHEMES | MORE
-    out = {name: measure(*every[name], upcast=name in UPCAST) for name in names or SCHEMES}
-    print(json.dumps(out | ({} if names else {"moe": moe()})))
+    out = {name: measure(*every[name], upcast=name in UPCAST) for name in names or SCHEMES if name != "moe"}
+    print(json.dumps(out | ({"moe": moe()} if not names or "moe" in names else {})))
 
 
 if __name__ == "__main__":

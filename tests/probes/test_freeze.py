@@ -145,6 +145,7 @@ LF_STEPS = [  # (knobs, within): LLaMA-Factory's own step, checkpointed as it ch
 ]
 
 
+@pytest.mark.sweep  # a real step in the framework's venv: 67 s and 53 s of make test (2026-12-05); CI keeps the builds' checks
 def test_llamafactorys_own_step_is_the_builds_and_the_plans():
     """A CPU step of debug-llama as LLaMA-Factory itself prepares it (probes/lf_freeze_step.py: its
     prepare_model_for_training and _setup_freeze_tuning): the recipe's build holds the same bytes (saved tensors and
@@ -162,6 +163,7 @@ def test_llamafactorys_own_step_is_the_builds_and_the_plans():
         assert planned >= got["lf"] * 0.995
 
 
+@pytest.mark.sweep  # a real step in the framework's venv: 67 s and 53 s of make test (2026-12-05); CI keeps the builds' checks
 def test_swifts_own_checkpointing_is_the_builds_and_the_plans():
     """ms-swift's checkpointing of a frozen model (probes/swift_freeze_step.py: its _fix_gradient_checkpointing and
     _prepare_gradient_checkpointing, enable_input_require_grads among them): the recipe's build holds the same peak,
