@@ -71,7 +71,8 @@ def test_the_3b_checkpoint_is_its_index_total_size():
     exactly its index's total_size (tolerance 0 bytes)."""
     whole = catalog.load_model("qwen2.5-omni-3b-with-talker")
     t2w = whole.params_by_role()["token2wav"]
-    inv_freq_bytes = 64 // 2 * 4
+    head_dim = catalog.model_config("qwen2.5-omni-3b-with-talker")["token2wav_config"]["dit_config"]["head_dim"]
+    inv_freq_bytes = head_dim // 2 * 4  # token2wav.code2wav_dit_model.rotary_embed.inv_freq, in the index's map
     assert (whole.params - t2w) * 2 + t2w * 4 + inv_freq_bytes == OMNI_3B_INDEX_TOTAL_SIZE_BYTES
 
 
