@@ -17,7 +17,7 @@ def test_every_id_names_a_catalog_model_and_every_model_has_its_ids():
     assert set(ids.values()) <= set(catalog.model_names())
     # the Omni checkpoints' whole configs (talker resident): the ms-swift reading plans them for the thinker's id
     # (planner/frameworks/swift/reader_env.py WITH_TALKER)
-    whole = {"qwen2.5-omni-7b-with-talker", "qwen3-omni-30b-a3b-with-talker"}
+    whole = {"qwen2.5-omni-3b-with-talker", "qwen2.5-omni-7b-with-talker", "qwen3-omni-30b-a3b-with-talker"}
     assert set(catalog.model_names()) - set(ids.values()) == {"debug-gpt2", "debug-llama", "debug-moe"} | whole
     assert set(contexts) <= set(ids)
     for base, instruct in (

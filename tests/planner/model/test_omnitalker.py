@@ -3,7 +3,9 @@ transformers 5.25 builds them, tensor by tensor and dtype (the sweep tests build
 the default tier pins the counts they recompute), planned frozen and resident in the dtype they are built in
 (Qwen2.5-Omni's token2wav fp32), never trained, never run by a training step, and refused where not planned.
 
-Figures: qwen2.5-omni-7b-with-talker 10,732,225,408 = thinker 8,931,813,888 + talker 1,351,360,256 + token2wav
+Figures: qwen2.5-omni-3b-with-talker 5,537,120,640 = thinker 4,703,464,448 + talker 384,604,928 + token2wav
+449,051,264 (11,972,343,936 bytes with the DiT's saved inv_freq: its checkpoint index's total_size);
+qwen2.5-omni-7b-with-talker 10,732,225,408 = thinker 8,931,813,888 + talker 1,351,360,256 + token2wav
 449,051,264 (the model card's "10.7B params"); qwen3-omni-30b-a3b-with-talker 35,259,818,545 = thinker 31,719,205,488 +
 talker 3,324,596,480 + code2wav 216,016,577, the checkpoint's 15 shards' total (the library's file 62494955826)."""
 
@@ -23,6 +25,12 @@ from planner.model.modelspec import FROZEN_ROLES
 # (whole catalog model, its thinker's, the transformers class, {module: (role, parameters, dtype)})
 WHOLE = [
     (
+        "qwen2.5-omni-3b-with-talker",
+        "qwen2.5-omni-3b",
+        "Qwen2_5OmniForConditionalGeneration",
+        {"talker": ("talker", 384_604_928, "bf16"), "token2wav": ("token2wav", 449_051_264, "fp32")},
+    ),
+    (
         "qwen2.5-omni-7b-with-talker",
         "qwen2.5-omni-7b",
         "Qwen2_5OmniForConditionalGeneration",
@@ -35,8 +43,16 @@ WHOLE = [
         {"talker": ("talker", 3_324_596_480, "bf16"), "code2wav": ("talker", 216_016_577, "bf16")},
     ),
 ]
-# the model card's "10.7B params" (rounded); the Qwen3-Omni-30B-A3B-Instruct checkpoint's shards, tensor by tensor
-PUBLISHED = {"qwen2.5-omni-7b-with-talker": 10_732_225_408, "qwen3-omni-30b-a3b-with-talker": 35_259_818_545}
+# the model card's "10.7B params" (rounded); the Qwen2.5-Omni-3B and Qwen3-Omni-30B-A3B-Instruct checkpoints' shards,
+# tensor by tensor (the 3B's: test_the_3b_checkpoint_is_its_index_total_size)
+PUBLISHED = {
+    "qwen2.5-omni-3b-with-talker": 5_537_120_640,
+    "qwen2.5-omni-7b-with-talker": 10_732_225_408,
+    "qwen3-omni-30b-a3b-with-talker": 35_259_818_545,
+}
+# Qwen/Qwen2.5-Omni-3B's model.safetensors.index.json metadata.total_size, bytes (vendored verbatim with its
+# config.json in github.com/xygu/MusicQnA models/Qwen2.5-Omni-3B/ at 37bf9fc1af75a736b3fee8f590f3bd2f7fda63f3)
+OMNI_3B_INDEX_TOTAL_SIZE_BYTES = 11_972_343_936
 
 
 @pytest.mark.parametrize("name,thinker,cls,parts", WHOLE)
@@ -47,6 +63,17 @@ def test_the_whole_checkpoints_are_thinker_talker_and_vocoder(name, thinker, cls
         roles[role] += n
     assert {r: whole.params_by_role().get(r, 0) for r in roles} == dict(roles)
     assert whole.params == alone.params + sum(roles.values()) == PUBLISHED[name]
+
+
+def test_the_3b_checkpoint_is_its_index_total_size():
+    """The 3B checkpoint's shards (2,544 tensors): thinker and talker in bf16, the token2wav in fp32 (its dit_config's
+    torch_dtype float32), and one buffer saved beside the weights, the DiT's rotary inv_freq (head_dim 64: 32 fp32),
+    exactly its index's total_size (tolerance 0 bytes)."""
+    whole = catalog.load_model("qwen2.5-omni-3b-with-talker")
+    t2w = whole.params_by_role()["token2wav"]
+    head_dim = catalog.model_config("qwen2.5-omni-3b-with-talker")["token2wav_config"]["dit_config"]["head_dim"]
+    inv_freq_bytes = head_dim // 2 * 4  # token2wav.code2wav_dit_model.rotary_embed.inv_freq, in the index's map
+    assert (whole.params - t2w) * 2 + t2w * 4 + inv_freq_bytes == OMNI_3B_INDEX_TOTAL_SIZE_BYTES
 
 
 @pytest.mark.parametrize("name,thinker,cls,parts", WHOLE)

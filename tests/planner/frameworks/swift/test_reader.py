@@ -36,7 +36,11 @@ def test_the_installed_ms_swift_refuses_deepspeed_under_a_device_map():
 
 @pytest.mark.parametrize(
     "hub,name",
-    [("Qwen/Qwen2.5-Omni-7B", "qwen2.5-omni-7b"), ("Qwen/Qwen3-Omni-30B-A3B-Instruct", "qwen3-omni-30b-a3b")],
+    [
+        ("Qwen/Qwen2.5-Omni-3B", "qwen2.5-omni-3b"),
+        ("Qwen/Qwen2.5-Omni-7B", "qwen2.5-omni-7b"),
+        ("Qwen/Qwen3-Omni-30B-A3B-Instruct", "qwen3-omni-30b-a3b"),
+    ],
 )
 def test_an_omni_run_plans_its_talker_resident_unless_audio_output_is_off(tmp_path, hub, name):
     """ms-swift loads Qwen2.5-Omni and Qwen3-Omni whole, talker and vocoder resident unless ENABLE_AUDIO_OUTPUT=0
@@ -54,22 +58,23 @@ def test_an_omni_run_plans_its_talker_resident_unless_audio_output_is_off(tmp_pa
         assert not [n for n in reading.unplanned if "talker" in n]
 
 
-@pytest.mark.parametrize(
-    "hub,line",
-    [
-        ("Qwen/Qwen3-Omni-30B-A3B-Thinking", None),  # a thinker-only checkpoint: nothing resident
-        ("Qwen/Qwen2.5-Omni-3B", "ENABLE_AUDIO_OUTPUT=0"),  # its talker_config is not at hand: refused in one line
-    ],
-)
-def test_an_omni_checkpoint_without_a_whole_config_is_its_thinker_or_refused(tmp_path, hub, line):
+def test_a_thinker_only_omni_checkpoint_is_its_thinker(tmp_path):
     path = tmp_path / "train.sh"
-    path.write_text(f"swift sft --model {hub} --tuner_type lora\n")
-    if line is None:
-        assert intake.read([str(path)]).request["model"] == "qwen3-omni-30b-a3b"
-        return
-    with pytest.raises(BadInput) as e:
-        intake.read([str(path)])
-    assert line in str(e.value) and "talker" in str(e.value) and "\n" not in str(e.value)
+    path.write_text("swift sft --model Qwen/Qwen3-Omni-30B-A3B-Thinking --tuner_type lora\n")
+    assert intake.read([str(path)]).request["model"] == "qwen3-omni-30b-a3b"  # nothing resident
+
+
+def test_every_catalog_thinker_with_an_audio_tower_has_its_whole_checkpoint():
+    """The ms-swift reading plans a published Omni checkpoint as its whole config (reader_env.WITH_TALKER): every
+    catalog thinker with an audio tower names one, with the same thinker and its talker resident."""
+    from planner.frameworks.swift.reader_env import WITH_TALKER
+    from planner.model import catalog
+
+    for name in catalog.model_names():
+        m = catalog.load_model(name)
+        if any(t.role == "audio" for t in m.tensors) and m.resident_params() == 0:
+            whole = catalog.load_model(WITH_TALKER[name])
+            assert whole.resident_params() > 0 and whole.params - whole.resident_params() == m.params
 
 
 def test_check_config_of_an_omni_command_plans_the_talker_resident(tmp_path):
