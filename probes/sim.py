@@ -31,7 +31,8 @@ from probes.routing import routed_eager_experts
 from probes.shadow import ShadowFakeMode, masks_as_run
 from probes.step import Case, build_model, inputs, train_steps, vlm_inputs
 from probes.tracker import CATEGORIES, LiveBytes
-from recipe import text_layers
+from recipe import HALF, text_layers
+from recipe.model import deepspeed_managed
 
 TRACE_LAYERS = (3, 4)
 
@@ -113,6 +114,7 @@ def fake_model(case: Case, layers: int, mode, paths: str = "cuda", value_head: b
 
     with torch.device("meta"):
         model = build_model(case, layers, paths, value_head)
+        as_deepspeed_casts(model, case.knobs)
     conv, made = FakeTensorConverter(), {}
 
     def fake(t):
@@ -132,6 +134,26 @@ def fake_model(case: Case, layers: int, mode, paths: str = "cuda", value_head: b
             if b is not None:
                 m._buffers[name] = fake(b)
     return model
+
+
+def as_deepspeed_casts(model, knobs) -> None:
+    """Under DeepSpeed's fp16/bf16 (ZeRO 1-3) the engine casts every floating parameter of the module to the half dtype
+    at initialize, PEFT's fp32 adapters included, and keeps the buffers (deepspeed 0.19.8 runtime/engine.py:2080-2088,
+    :1859-1862; CASTABLE_DTYPES :154): the fp32 master copy is ZeRO's partition in the optimizer
+    (zero/stage_1_and_2.py:557-577), which the sim counts analytically. Without DeepSpeed the adapters are held fp32:
+    PEFT upcasts them on a half base (peft 0.21.2 tuners/tuners_utils.py:2705-2750, autocast_adapter_dtype=True by
+    default, mapping_func.py:110), torch AMP keeps them (autocast casts their inputs), and accelerate's FSDP2 upcasts
+    trained parameters to fp32 (1.16 utils/fsdp_utils.py:800-806); FSDP2's bf16 policy then gathers them in bf16
+    (accelerate utils/dataclasses.py:2008-2013, torch 2.13 _fsdp_param.py:587-599), which the sim's one-rank FSDP
+    trace (bf16-pure, Knobs.for_probe) does not cast yet."""
+    import torch
+
+    half = HALF.get(knobs.precision)
+    if not deepspeed_managed(knobs) or half is None:
+        return
+    for p in model.parameters():
+        if p.dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+            p.data = p.data.to(half)
 
 
 def _line(a: float, b: float, xa: int, xb: int, x: int) -> int:

@@ -14,6 +14,8 @@ Per rank it reports:
 - ZeRO-3's optimizer sub-groups (fp16_partitioned_groups_flat_numel) and the bytes the optimizer step
   allocates and holds at its peak (the live-bytes tracker around engine.step(), from step 2 on, when the
   optimizer states exist);
+- the module's parameters by dtype after deepspeed.initialize (elements, trained ones apart), and ZeRO-1/2's fp32
+  master partitions (single_partition_of_fp32_groups): what the sim's cast (probes.sim.as_deepspeed_casts) follows;
 - with "save" in the job, the bytes of the weights a checkpoint save holds on the rank's host.
 
 A model narrowed in width (narrowed: every matrix 1/k^2 of its elements, DeepSpeed's element limits too) runs as
@@ -157,6 +159,25 @@ def _zero3_state(model, wrapper) -> dict:
     }
 
 
+def dtype_elements(model) -> dict:
+    """The module's parameter elements by dtype, all and trained: {"all": {dtype: n}, "trained": {dtype: n}}."""
+    out = {"all": {}, "trained": {}}
+    for p in model.parameters():
+        n = getattr(p, "ds_numel", p.numel())
+        for part in ("all", "trained") if p.requires_grad else ("all",):
+            out[part][str(p.dtype)] = out[part].get(str(p.dtype), 0) + n
+    return out
+
+
+def _master_partitions(wrapper) -> dict:
+    """ZeRO-1/2's fp32 master partitions of this rank (deepspeed 0.19.8 zero/stage_1_and_2.py:557-577)."""
+    groups = wrapper.single_partition_of_fp32_groups
+    return {
+        "master_partition_numel": sum(g.numel() for g in groups),
+        "master_partition_element_bytes": sorted({g.element_size() for g in groups}),
+    }
+
+
 def _saved_weights_bytes(engine, stage3: bool) -> int:
     """The weights HF's save_model holds on each rank's host, through the calls accelerate 1.15 makes
     (accelerator.py:4070-4095): ZeRO-3 with stage3_gather_16bit_weights_on_model_save gathers every module into rank
@@ -225,7 +246,13 @@ def _rank_main(job_path: str, out_dir: str) -> None:
         config["zero_force_ds_cpu_optimizer"] = False
     engine, wrapper, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=config)
     stage3 = case.knobs.zero_stage == 3
-    out = {"rank": rank, "world": world, **_run_steps(engine, model, batch, case.grad_accum, job["steps"], stage3)}
+    held = {"param_dtype_elements": dtype_elements(model)} | ({} if stage3 else _master_partitions(wrapper))
+    out = {
+        "rank": rank,
+        "world": world,
+        **held,
+        **_run_steps(engine, model, batch, case.grad_accum, job["steps"], stage3),
+    }
     if stage3:
         out.update(_zero3_state(model, wrapper))
     staging = getattr(wrapper, "temp_grad_buffer_for_gpu_offload", None)  # ZeRO-1/2 with the optimizer offloaded
