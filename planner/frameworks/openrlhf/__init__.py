@@ -12,8 +12,10 @@ flash_attention_2 by default (v0.8.10 :283-287)."""
 from planner.frameworks.base import NO_SPLITS, Default, Framework, Release, Rule, kind, workload_of
 from planner.frameworks.openrlhf.keys import BUCKETS, KEYS
 from planner.frameworks.openrlhf.lmmr1 import lmm_r1
+from planner.frameworks.openrlhf.lmmr1_dev import lmm_r1_dev
 from planner.frameworks.openrlhf.mmeureka import mm_eureka
 from planner.frameworks.openrlhf.mmeureka_internvl import mm_eureka_internvl
+from planner.frameworks.openrlhf.openrlhfm import openrlhf_m
 from planner.frameworks.rl import RoleEngine
 
 # the groups --placement may give (cli/train_ppo_ray.py: each role alone, or actor+ref and critic+reward together)
@@ -244,6 +246,8 @@ FRAMEWORK = Framework(
         mm_eureka(_flat("0.8"), RELEASES[0].rules, RUNS),
         mm_eureka_internvl(_flat("0.8"), RELEASES[0].rules, RUNS),
         lmm_r1(_flat("0.8"), RELEASES[0].rules, RUNS),
+        lmm_r1_dev(_flat("0.8"), RELEASES[0].rules, RUNS),
+        openrlhf_m(_flat("0.8"), RELEASES[0].rules, RUNS),
     ),
     rules=(
         Rule(

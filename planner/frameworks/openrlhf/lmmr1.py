@@ -13,7 +13,7 @@ OpenRLHF v0.7.3's line for line (`diff` against the v0.7.3 tag: 35 lines, all be
 Its defaults are v0.7.3's, the flat 0.8 line's values (--micro_train_batch_size 4, --bf16 and --flash_attn off),
 cited here at LMM-R1's own file. The flags only it takes (SIGNS), or a script that starts its reward servers
 (`python -m openrlhf.models.remote_rm.math_verifier`: MODULE, files no OpenRLHF release and no MM-Eureka branch
-ships), name it (planner.frameworks.openrlhf.reader_flags)."""
+ships; OpenRLHF-M ships math_verifier too, openrlhfm), name it (planner.frameworks.openrlhf.reader_flags)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from planner.frameworks.base import Default, Release, Rule
 WHO = "MM-EUREKA bccddd7"
 CLI = f"{WHO} openrlhf/cli/train_ppo_ray.py"
 # flags no OpenRLHF release takes (v0.6.1 .. 0.11.2 cli/train_ppo_ray.py have none of them), nor MM-Eureka's internvl
-# branch, nor LMM-R1's main -> the qwen branch's line
+# branch, nor LMM-R1 -> the qwen branch's line (OpenRLHF-M takes the first three: openrlhfm.SIGNS, reader_flags)
 SIGNS = {
     "drop_maxlen": 347,
     "max_pixels": 348,

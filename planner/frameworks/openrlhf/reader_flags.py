@@ -5,7 +5,7 @@ and the release line the flat flags name (release_hint)."""
 
 from __future__ import annotations
 
-from planner.frameworks.openrlhf import lmmr1, mmeureka
+from planner.frameworks.openrlhf import lmmr1, lmmr1_dev, mmeureka, openrlhfm
 from planner.frameworks.openrlhf import mmeureka_internvl as internvl
 from planner.frameworks.openrlhf.keys import ALIASES, KEYS, SHARED, bucket_text
 from planner.intake import line_defaults
@@ -92,8 +92,9 @@ def release_hint(flags: dict[str, Flag], module: str | None = None) -> tuple[str
     --attn_implementation only 0.8.10 .. 0.10.1 (v0.8.10 :283); --param_dtype 0.9.10 on, --bf16 before it. --bf16 with
     neither attention flag is 0.8's or 0.9's (flash by default from 0.8.10): both allowed, 0.9 assumed. A fork's own
     flag names its release: MM-Eureka's copy of 0.6.1 (mmeureka.SIGNS), LMM-R1's of 0.7.3 (lmmr1.SIGNS, or `module`:
-    the launch script starting one of its reward servers, lmmr1.module_sign); --freeze_prefix alone, which both take
-    and no OpenRLHF release, allows the two (LMM-R1 assumed: its images are the larger)."""
+    the launch script starting one of its reward servers, lmmr1.module_sign), its dev's with --ds_tensor_parallel_size,
+    OpenRLHF-M's (_fork); --freeze_prefix alone, which the forks take and no OpenRLHF release, allows LMM-R1 and
+    MM-Eureka (LMM-R1 assumed: its images are the larger)."""
     fork = _fork(flags, module)
     if fork is not None:
         return fork
@@ -113,7 +114,15 @@ def release_hint(flags: dict[str, Flag], module: str | None = None) -> tuple[str
 
 
 def _fork(flags: dict[str, Flag], module: str | None) -> tuple[str, str, tuple[str, ...]] | None:
-    """(release, why, the lines allowed) of MM-Eureka's (qwen or internvl branch) or LMM-R1's own flags and files."""
+    """(release, why, the lines allowed) of a multimodal fork's own flags and files: MM-Eureka's (qwen or internvl
+    branch), LMM-R1's (main, or dev where --ds_tensor_parallel_size is beside its sign) or OpenRLHF-M's (a flag it
+    shares with MM-Eureka's qwen branch alone, beside the math_verifier server MM-Eureka does not ship)."""
+    dev = "ds_tensor_parallel_size" in flags
+    shared = next((k for k in flags if k in openrlhfm.SIGNS), None)
+    own = any(k in flags for k in (*mmeureka.FILTER, *set(mmeureka.SIGNS) - set(openrlhfm.SIGNS)))
+    if shared is not None and not own and module is not None and openrlhfm.SERVER in module:
+        why = f"{flags[shared].source} ({openrlhfm.CLI}:{openrlhfm.SIGNS[shared]}) with {module} (MM-Eureka has none)"
+        return "openrlhf-m", f"{why}: OpenRLHF-M's alone", ("openrlhf-m",)
     for signs, release, who, cli in (
         (mmeureka.SIGNS, "mm-eureka", "MM-Eureka's", mmeureka.CLI),
         (internvl.SIGNS, "mm-eureka-internvl", "MM-Eureka internvl's", internvl.CLI),
@@ -121,7 +130,7 @@ def _fork(flags: dict[str, Flag], module: str | None) -> tuple[str, str, tuple[s
     ):
         sign = next((k for k in flags if k in signs), None)
         if sign is not None:
-            return release, f"{flags[sign].source} ({who} own flag, {cli}:{signs[sign]})", (release,)
+            return _named(release, f"{flags[sign].source} ({who} own flag, {cli}:{signs[sign]}", flags, dev, sign)
     url = flags.get("remote_rm_url")
     if url is not None and internvl.REWARD in str(url.value):
         return (
@@ -130,17 +139,37 @@ def _fork(flags: dict[str, Flag], module: str | None) -> tuple[str, str, tuple[s
             ("mm-eureka-internvl",),
         )
     if module is not None:
-        return "lmm-r1", f"{module} (a module of LMM-R1's alone, {lmmr1.MODULE.replace('.', '/')})", ("lmm-r1",)
+        also = "; OpenRLHF-M ships it too: --framework openrlhf@openrlhf-m" if openrlhfm.SERVER in module else ""
+        why = f"{module} (a module of LMM-R1's, {lmmr1.MODULE.replace('.', '/')}{also}"
+        return _named("lmm-r1", why, flags, dev)
     sign = next((k for k in flags if k in mmeureka.FILTER), None)
     if sign is not None:  # both MM-Eureka branches; --freeze_prefix, the qwen branch's alone of the two, or assumed
         told = "; its internvl branch takes it too (:418-421), not --freeze_prefix: --framework openrlhf@mm-eureka-internvl"
         why = f"{flags[sign].source} (MM-Eureka's own flag, {mmeureka.CLI}:{mmeureka.FILTER[sign]}{told})"
         return "mm-eureka", why, ("mm-eureka",)
     sign = next((k for k in flags if k in lmmr1.SHARED), None)
-    if sign is not None:
-        why = f"{flags[sign].source} (taken by LMM-R1, {lmmr1.CLI}:{lmmr1.SHARED[sign]}, and MM-Eureka, no OpenRLHF)"
+    if sign is not None and dev:
+        return _named("lmm-r1", f"{flags[sign].source} (LMM-R1's flag, {lmmr1.CLI}:{lmmr1.SHARED[sign]}", flags, dev)
+    if sign is not None:  # LMM-R1 dev plans as its main, OpenRLHF-M as MM-Eureka (their pixels): the two planned
+        why = (
+            f"{flags[sign].source} (taken by LMM-R1, {lmmr1.CLI}:{lmmr1.SHARED[sign]}, and MM-Eureka, no OpenRLHF; "
+            "LMM-R1 dev and OpenRLHF-M too, planned as those two)"
+        )
         return "lmm-r1", why, ("lmm-r1", "mm-eureka")
     return None
+
+
+def _named(release: str, why: str, flags: dict[str, Flag], dev: bool, sign: str = "") -> tuple[str, str, tuple]:
+    """(release, why, (release,)) for a fork's sign (`why` open at its last parenthesis): LMM-R1's main turned dev
+    where --ds_tensor_parallel_size (`dev`) is given, and the other line that takes the sign said."""
+    if release == "lmm-r1" and dev:
+        f = flags["ds_tensor_parallel_size"]
+        cite = f"{lmmr1_dev.CLI}:{lmmr1_dev.SIGN['ds_tensor_parallel_size']}"
+        return "lmm-r1-dev", f"{why}; {f.source}, LMM-R1 dev's, not its main's: {cite})", ("lmm-r1-dev",)
+    told = {"lmm-r1": "; its dev branch takes it too: --framework openrlhf@lmm-r1-dev"}.get(release, "")
+    if release == "mm-eureka" and sign in openrlhfm.SIGNS:
+        told = f"; OpenRLHF-M takes it too ({openrlhfm.CLI}:{openrlhfm.SIGNS[sign]}): --framework openrlhf@openrlhf-m"
+    return release, f"{why}{told})", (release,)
 
 
 def zero_buckets(c: Collector, f: dict[str, Flag], stage: int) -> None:

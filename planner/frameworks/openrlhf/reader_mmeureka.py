@@ -1,7 +1,8 @@
-"""MM-Eureka's and LMM-R1's train_ppo_ray (planner.frameworks.openrlhf.mmeureka, .lmmr1) beyond the OpenRLHF flags
-their copies froze (0.6.1's, 0.7.3's), read after them (reader.py): the actor's frozen modules (--freeze_prefix) and
-the images its rollouts and trainings take. LMM-R1 is MM-Eureka's parent and runs the same code for these (each cited
-below, MM-Eureka's first, LMM-R1's in LINES).
+"""The multimodal forks' train_ppo_ray (MM-Eureka's, LMM-R1's main and dev, OpenRLHF-M's: planner.frameworks.openrlhf
+.mmeureka, .lmmr1, .lmmr1_dev, .openrlhfm) beyond the OpenRLHF flags their copies froze (0.6.1's, 0.7.3's,
+0.7.4.post2's, 0.6.1.post1's), read after them (reader.py): the actor's frozen modules (--freeze_prefix) and the
+images its rollouts and trainings take. They run the same code for these (each cited below at MM-Eureka's, the
+others' in reader_forks.LINES); LMM-R1 dev's --ds_tensor_parallel_size above 1 is refused (_one_rank).
 
 - --freeze_prefix visual (their scripts' value) leaves Qwen2.5-VL's `visual.*` (the tower and its merger) without
   gradients (trainer/ray/ppo_actor.py:318-329, before DeepSpeed wraps the actor): frozen vision+projector; any other
@@ -21,112 +22,40 @@ below, MM-Eureka's first, LMM-R1's in LINES).
 from __future__ import annotations
 
 import json
-from typing import NamedTuple
 
 from planner.errors import BadInput
-from planner.frameworks.openrlhf import lmmr1
-from planner.frameworks.openrlhf import mmeureka_internvl as internvl
-from planner.frameworks.openrlhf.mmeureka import PIXELS, WHO
+from planner.frameworks.openrlhf import lmmr1, lmmr1_dev
+from planner.frameworks.openrlhf.reader_forks import LINES, LOADS, OTHER, Line
 from planner.frameworks.trl import reader_vlmr1 as vlmr1
 from planner.intake import modelconfig
 from planner.intake.collect import Collector, as_int, default, one
 from planner.intake.flags import Flag
 from planner.model import families
 
-EXPERIENCE = "openrlhf/trainer/ppo_utils/experience_maker.py"
-FORK = vlmr1.Fork(
-    "MM-Eureka",
-    WHO,
-    {k: (v, f"openrlhf/cli/train_ppo_ray.py:{line}") for k, (v, line) in PIXELS.items()},
-    (1024, "openrlhf/cli/train_ppo_ray.py:301 --prompt_max_len"),
-    f"MM-Eureka's vLLM rollout takes the whole prompt and its images, {EXPERIENCE}:897-911, 940-962",
-    "one image a row, in its row's message (models/lmm_kits/base/data_processor.py:30-46)",
-)
-FREEZE = "trainer/ray/ppo_actor.py:318-329: requires_grad False before DeepSpeed wraps the actor"
-BUFFER = "openrlhf/trainer/ppo_utils/replay_buffer.py remove_padding_in_sequences"
-# the qwen branch's packed rows (--packing_samples): each sample its own length, kept so by the buffer (:221-223)
-PACKED = f"{EXPERIENCE}:996-1004, replay_buffer.py:221-223"
 # vLLM 0.7.2 / 0.7.3 (V0, MM-Eureka's) and 0.8.3 (V1, LMM-R1's) check the prompt against max_model_len in
 # _validate_model_input before generating; LLM.generate raises, the actor's ray.get with it
 REFUSES = (
     "vLLM refuses a longer prompt, image tokens included (_validate_model_input's ValueError 'The prompt (total "
     "length N) is too long to fit into the model', vllm-project/vllm#12165), and the run stops; a completion stops at it"
 )
-
-
-class Line(NamedTuple):
-    """One fork's copy of these: its name and commit, its images (vlmr1.Fork), where its experience rows are padded
-    (`pad`), the default of --micro_rollout_batch_size, where its actor freezes, where vLLM's max_model_len is set
-    and where the replay buffer unpads the rows the training passes take (`unpad`)."""
-
-    who: str
-    fork: vlmr1.Fork
-    pad: str
-    rollout: str
-    freeze: str
-    max_len: str
-    unpad: str
-
-
-LMM = "openrlhf/trainer/ppo_utils/experience_maker.py"
-LINES = {
-    "mm-eureka": Line(
-        WHO,
-        FORK,
-        f"{EXPERIENCE}:932-961, each --micro_rollout_batch_size rows",
-        "openrlhf/cli/train_ppo_ray.py:299",
-        FREEZE,
-        "cli/train_ppo_ray.py:75, trainer/ray/vllm_engine.py:173",
-        f"{BUFFER}:134-170, 222-223, padded again to a micro-batch's longest, :103-120",
-    ),
-    "lmm-r1": Line(
-        lmmr1.WHO,
-        vlmr1.Fork(
-            "LMM-R1",
-            lmmr1.WHO,
-            {k: (v, f"openrlhf/cli/train_ppo_ray.py:{line}") for k, (v, line) in lmmr1.PIXELS.items()},
-            (1024, "openrlhf/cli/train_ppo_ray.py:295 --prompt_max_len"),
-            f"LMM-R1's vLLM rollout takes the whole prompt and its images, {LMM}:676-691, 709-728",
-            "one image a row, as its scripts' data (models/lmm_kits/base/data_processor.py)",
-        ),
-        f"{LMM}:709-728, the whole rollout batch, split at :270",
-        "openrlhf/cli/train_ppo_ray.py:292",
-        "trainer/ray/ppo_actor.py:431-440: requires_grad False before DeepSpeed wraps the actor",
-        "cli/train_ppo_ray.py:41, trainer/ray/vllm_engine.py:167",
-        f"{BUFFER}:131-167, 208, padded again to a micro-batch's longest, :101-115",
-    ),
-    "mm-eureka-internvl": Line(
-        internvl.WHO,
-        vlmr1.Fork(
-            "MM-Eureka (internvl branch)",
-            internvl.WHO,
-            {},
-            (1024, "openrlhf/cli/train_ppo_ray.py:303 --prompt_max_len"),
-            f"its vLLM rollout takes the whole prompt and its images, {EXPERIENCE}:878-884, 927-963",
-            "one image a row, as its data's image_urls (experience_maker.py:878-884)",
-        ),
-        f"{EXPERIENCE}:912-955, each --micro_rollout_batch_size rows",
-        "openrlhf/cli/train_ppo_ray.py:301",
-        internvl.FREEZE,
-        "cli/train_ppo_ray.py:73, trainer/ray/vllm_engine.py:186",
-        f"{BUFFER}:158-201, 234, padded again to a micro-batch's longest, :126-143",
-    ),
+# LMM-R1's lines (main, dev): --processor_kwargs' pixels and --limit_mm_per_prompt, at each one's cli
+LMM = {
+    "lmm-r1": (lmmr1.CLI, "487-490", "492-497"),
+    "lmm-r1-dev": (lmmr1_dev.CLI, "488-491", lmmr1_dev.LIMIT_MM),
 }
 
 
-# the model types a fork's actor loads (LMM-R1 loads any: an unknown type falls to its `llm` kit, lmm_kits/utils.py:14-18)
-LOADS = {
-    "mm-eureka": (
-        ("qwen2_5_vl",),
-        "openrlhf/models/lmm_kits/utils.py:10, 33 imports the model_type's kit: qwen2_5_vl's alone",
-    ),
-    # OpenGVLab's checkpoints are internvl_chat; memplan's catalog holds their transformers-native config, internvl
-    "mm-eureka-internvl": (("internvl_chat", "internvl"), "openrlhf/models/actor.py:79-86 loads InternVLChatModel"),
-}
-OTHER = {
-    "mm-eureka": "openrlhf@mm-eureka-internvl for InternVL",
-    "mm-eureka-internvl": "openrlhf@mm-eureka for Qwen2.5-VL",
-}
+def _one_rank(flags: dict[str, Flag]) -> None:
+    """LMM-R1 dev's --ds_tensor_parallel_size (OpenRLHF's DeepSpeed AutoTP) above 1 is refused in one line: memplan
+    plans each OpenRLHF role's ranks as data parallel."""
+    f = flags.get("ds_tensor_parallel_size")
+    size = as_int(one(f.value)) if f is not None else 1
+    if size is not None and size > 1:
+        raise BadInput(
+            f"{f.source} --ds_tensor_parallel_size {size}: memplan plans no DeepSpeed AutoTP for OpenRLHF "
+            f"({lmmr1_dev.CLI}:{lmmr1_dev.SIGN['ds_tensor_parallel_size']}); give --ds_tensor_parallel_size 1",
+            "tensor_parallel",
+        )
 
 
 def _loads(c: Collector, release: str) -> None:
@@ -146,7 +75,7 @@ def _loads(c: Collector, release: str) -> None:
 
 def read(c: Collector, flags: dict[str, Flag], where: str, release: str = "mm-eureka") -> None:
     """The fork's own flags over the OpenRLHF reading of the flags it froze: frozen modules, then the images (`where`:
-    the launch; `release`: mm-eureka or lmm-r1, LINES)."""
+    the launch; `release`: one of LINES)."""
     line = LINES[release]
     _loads(c, release)
     if release == "mm-eureka-internvl":  # its actor freezes InternVL's tower itself, the projector trains
@@ -154,11 +83,13 @@ def read(c: Collector, flags: dict[str, Flag], where: str, release: str = "mm-eu
     else:
         _freeze(c, flags, line)
     text = flags.get("prompt_max_len")
-    pixels = pixel_flags(c, flags) if release == "lmm-r1" else {}
+    if release == "lmm-r1-dev":
+        _one_rank(flags)
+    pixels = pixel_flags(c, flags, LMM[release]) if release in LMM else {}
     vlmr1.read_images(c, {**flags, **pixels, **({"max_prompt_length": text} if text else {})}, where, line.fork)
-    if release == "lmm-r1" and "limit_mm_per_prompt" in flags:
+    if release in LMM and "limit_mm_per_prompt" in flags:
         c.note(
-            f"{flags['limit_mm_per_prompt'].source} (vLLM's images a prompt, {lmmr1.CLI}:492-497; the "
+            f"{flags['limit_mm_per_prompt'].source} (vLLM's images a prompt, {LMM[release][0]}:{LMM[release][2]}; the "
             "rows are planned with one image: give --images N for rows with more)"
         )
     _lengths(c, flags, line, release)
@@ -175,15 +106,15 @@ def _lengths(c: Collector, flags: dict[str, Flag], line: Line, release: str) -> 
     if not isinstance(prompt, int) or not isinstance(new, int):
         return
     cap, cap_src = model_len_tokens(flags, new, line)
-    packed = release == "mm-eureka" and "packing_samples" in flags  # the qwen branch packs (:996-1004), the others
-    f = flags.get("micro_rollout_batch_size")  # pad (LMM-R1 :709-728 has no packed path, internvl asserts none)
+    packed = bool(line.packed) and "packing_samples" in flags  # MM-Eureka's qwen branch and OpenRLHF-M pack, the
+    f = flags.get("micro_rollout_batch_size")  # others pad (LMM-R1 has no packed path, internvl asserts none)
     rows = (as_int(one(f.value)) if f is not None else 8) or 8
     src = f.source if f is not None else default(line.who, line.rollout, "--micro_rollout_batch_size 8")
     width, how = experience_row_tokens(prompt, new, cap, packed)
     c.number(
         "workload.roles.logprob_max_tokens_per_gpu",
         rows * width,
-        f"{src} x ({how}: {PACKED if packed else line.pad})",
+        f"{src} x ({how}: {line.packed if packed else line.pad})",
         "--micro_rollout_batch_size",
     )
     text = as_int(one(flags["prompt_max_len"].value)) if "prompt_max_len" in flags else line.fork.text[0]
@@ -196,7 +127,7 @@ def _lengths(c: Collector, flags: dict[str, Flag], line: Line, release: str) -> 
     if prompt + done <= cap:
         return
     kept = max(1, cap - done)
-    unpad = PACKED if packed else line.unpad
+    unpad = line.packed if packed else line.unpad
     why = (
         f"{cap_src} (vLLM's max_model_len {cap:,}, {line.who} {line.max_len}: {REFUSES}; each trained row is at "
         f"most that, {unpad}"
@@ -262,9 +193,9 @@ def _names_the_tower(c: Collector, prefixes: set[str]) -> bool:
     return bool(mods) and {m.split(".")[0] for m in mods} == prefixes
 
 
-def pixel_flags(c: Collector, flags: dict[str, Flag]) -> dict[str, Flag]:
+def pixel_flags(c: Collector, flags: dict[str, Flag], at: tuple[str, ...] = LMM["lmm-r1"]) -> dict[str, Flag]:
     """--processor_kwargs' min_pixels / max_pixels as the flags the image reading takes (its source theirs); a value
-    that is no JSON object of whole numbers is a line, and LMM-R1's defaults are planned."""
+    that is no JSON object of whole numbers is a line, and LMM-R1's defaults are planned (`at`: its cli, LMM)."""
     f = flags.get("processor_kwargs")
     if f is None:
         return {}
@@ -273,11 +204,9 @@ def pixel_flags(c: Collector, flags: dict[str, Flag]) -> dict[str, Flag]:
     except ValueError:
         given = None
     if not isinstance(given, dict):
-        c.note(
-            f"{f.source} (not a JSON object memplan can read: planned at LMM-R1's pixel defaults, {lmmr1.CLI}:487-490)"
-        )
+        c.note(f"{f.source} (not a JSON object memplan can read: planned at LMM-R1's pixel defaults, {at[0]}:{at[1]})")
         return {}
-    out = {k: Flag(k, given[k], f"{f.source} ({k})", f.raw) for k in PIXELS if isinstance(given.get(k), int)}
+    out = {k: Flag(k, given[k], f"{f.source} ({k})", f.raw) for k in lmmr1.PIXELS if isinstance(given.get(k), int)}
     for k in sorted(set(given) - set(out)):
         c.note(f"{f.source} (not planned: the processor's {k} {given[k]!r})")
     return out

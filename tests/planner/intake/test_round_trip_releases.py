@@ -155,6 +155,8 @@ UNWRITTEN = [
     ("openrlhf@mm-eureka", {"seq_len": 1024}, "MM-Eureka's launch scripts are read, not written"),
     ("openrlhf@lmm-r1", {"seq_len": 1024}, "LMM-R1's launch scripts are read, not written"),
     ("openrlhf@mm-eureka-internvl", {"seq_len": 1024}, "MM-Eureka's internvl branch's launch scripts are read"),
+    ("openrlhf@lmm-r1-dev", {"seq_len": 1024}, "LMM-R1 dev's launch scripts are read, not written"),
+    ("openrlhf@openrlhf-m", {"seq_len": 1024}, "OpenRLHF-M's launch scripts are read, not written"),
     ("verl@0.5", RL, "verl 0.2.x-0.3.x have no FSDP2"),
     ("swift@3", GRPO, "GRPO scripts are read, not written"),
     # sdpa asked: with no attention named the search tries the line's own, eager (test_release_attention.py)

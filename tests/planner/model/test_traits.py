@@ -40,7 +40,7 @@ READERS = {
     "planner/model/shapes.py",
     "probes/images.py",  # each family's processor: the image inputs it hands the model
     "planner/frameworks/torchtitan/__init__.py",  # catalog names to torchtitan's own model packages (a name map, not a term)
-    "planner/frameworks/openrlhf/reader_mmeureka.py",  # the model types each fork's actor loads (a refusal, not a term)
+    "planner/frameworks/openrlhf/reader_forks.py",  # the model types each fork's actor loads (a refusal, not a term)
 }  # where model_type is read
 SCANNED = ("planner", "probes")
 
