@@ -12,9 +12,10 @@ never freed after forward under FULL_SHARD, apart).
 
 CPU-only differences, none of which moves the set of gathered units: FSDP1 runs on CPU only with
 device_id=cpu (torch 2.13 fsdp/_init_utils.py:389-392 refuses an accelerator-less default); sync_module_states
-off (it requires GPU parameters, _init_utils.py:1176-1178; both ranks build the same seeded weights); no CPUOffload
-(it pins the shard, _flat_param.py:1260, which needs an accelerator); on CPU a freed unit's memory is free at once, where on a GPU the
-caching allocator waits for the unit's kernels (record_stream) and the rate limiter allows two frees in flight.
+off (it requires GPU parameters, _init_utils.py:1176-1178; both ranks build the same seeded weights); no
+CPUOffload (it pins the shard, _flat_param.py:1260, which needs an accelerator); on CPU a freed unit's memory is
+free at once, where on a GPU the caching allocator waits for the unit's kernels (record_stream) and the rate
+limiter allows two frees in flight.
 
     python -m torch.distributed.run --nproc_per_node 2 -m probes.fsdp1 JOB.json OUT_DIR
 """
