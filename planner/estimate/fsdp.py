@@ -6,7 +6,8 @@ decoder layer and the root are FSDP units; each parameter is sharded on dim 0 ov
   which HF's Trainer and the frameworks on it run; bf16 under `bf16-pure`, as torchtune and litgpt run it, with
   the optimizer states in bf16 too).
 - Unsharded while a unit runs, in the compute dtype: the layer being computed plus the next one, all-gathered
-  ahead (forward: implicit prefetch; backward: `_backward_prefetch`, one unit ahead), and the root unit
+  ahead (forward: implicit prefetch; backward: `_backward_prefetch`, one unit ahead): the largest two adjacent
+  layers (a routed and a dense one where they alternate, gathered_layer_units), and the root unit
   (embeddings, final norm, head), which FSDP2 does not reshard after forward (_fsdp_state.py: "for the root, do
   not reshard after forward since for training, the parameters would be freed and all-gathered immediately").
   `grad-op` (reshard_after_forward=False) keeps every layer unsharded from its forward to its backward.
@@ -72,6 +73,35 @@ def layer_params(s, quantized: bool = False) -> int:
     return s.model.layer_unit_params(quantized, dense) - experts * (n - 1) // n
 
 
+def dense_layer_params(s, quantized: bool = False) -> int:
+    """Parameters of one dense decoder layer of an MoE model whose other layers are routed (its routed layer's
+    where every layer is routed); `quantized` as layer_params."""
+    return s.model.layer_unit_params(quantized, dense_names(s) if quantized else (), routed=False)
+
+
+def gathered_layer_units(s, quantized: bool = False) -> list[int]:
+    """Parameters of each decoder unit all-gathered at once (`quantized` as layer_params): the running layer and
+    the next in execution order, the largest such adjacent pair, forward and backward alike: a routed and a dense
+    layer where they alternate (Llama-4 Maverick), else two of the largest; grad-op every layer.
+    FSDP2 (torch 2.13 _fully_shard/_fsdp_param_group.py:795-831): backward prefetches the unit before it in
+    post-forward order, one ahead. FSDP1 (torch 2.13 _runtime_utils.py): BACKWARD_PRE prefetches the next unit
+    in the pre-backward hook (:690-693, :1262-1271); with no prefetch (HF's Trainer passes NO_PREFETCH when
+    fsdp_config names none: transformers 4.53 training_args.py:2007-2008, accelerate 1.6.0
+    utils/dataclasses.py:1731-1734) the reshard's free waits for the running unit's kernels (_flat_param.py:1817-1821,
+    record_stream) while the next unit is gathered, and limit_all_gathers lets two frees be in flight
+    (_limiter_utils.py:15-23, _runtime_utils.py:297-303): the same pair on the device.
+    Measured (tests/probes/test_fsdp1.py, FSDP1 on a tiny Llama-4 with alternating layers, 2 gloo ranks):
+    BACKWARD_PRE's backward holds exactly one routed plus one dense unit, not two routed ones."""
+    L, m = s.model.text.layers, s.model.text.moe
+    routed = layer_params(s, quantized)
+    if s.knobs.fsdp == "grad-op":
+        n = m.moe_layers if m is not None and m.moe_layers else L
+        return [routed] * n + [dense_layer_params(s, quantized)] * (L - n)
+    if m is not None and 0 < m.moe_layers < L and not m.routed_adjacent:
+        return [routed, dense_layer_params(s, quantized)]
+    return [routed] * min(2, L)
+
+
 def layer_grad_params(s) -> int:
     """Parameters of one unit that receive a gradient in its backward: the whole layer in full fine-tuning; under
     LoRA the adapters alone (a frozen parameter gets no .grad, so FSDP allocates no unsharded gradient for it:
@@ -106,16 +136,15 @@ def sharded(s, total_bytes: int) -> int:
 
 
 def unsharded_params_bytes(s) -> int:
-    """All-gathered parameters alive while a layer computes: the root unit, and two layers (the current one and
-    the next, prefetched), or under grad-op every layer (the peak is at the start of backward). A 4-bit base's
-    linears are gathered as their packed storage (planner.estimate.quant)."""
+    """All-gathered parameters alive while a layer computes: the root unit, and two adjacent layers (the current
+    one and the next, prefetched: gathered_layer_units), or under grad-op every layer (the peak is at the start of
+    backward). A 4-bit base's linears are gathered as their packed storage (planner.estimate.quant)."""
     if not on(s.knobs):
         return 0
-    layers = s.model.text.layers if s.knobs.fsdp == "grad-op" else min(2, s.model.text.layers)
     b = compute_bytes_per_param(s.knobs)
-    packed = layer_params(s, quantized=True)  # the unit's 4-bit linears, gathered packed (an MoE's routed layer's)
-    saved = int(packed * (b - quant.packed_bytes_per_weight(s.knobs.quant))) if s.knobs.quant != "none" else 0
-    return (root_params(s) + layers * layer_params(s)) * b - layers * saved
+    packed = gathered_layer_units(s, quantized=True)  # the units' 4-bit linears, gathered packed
+    per = b - quant.packed_bytes_per_weight(s.knobs.quant) if s.knobs.quant != "none" else 0
+    return (root_params(s) + sum(gathered_layer_units(s))) * b - sum(int(p * per) for p in packed)
 
 
 def backward_temp_bytes(s, end: bool) -> int:

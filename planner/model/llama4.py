@@ -27,6 +27,8 @@ encoder tokens (the class token dropped after the tower) and (336 / 14)^2 / 4 = 
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from planner.errors import BadInput
 from planner.model.moespec import MoESpec
 from planner.model.shapes import Tensors, Traits, linear, number, size, sub
@@ -114,7 +116,8 @@ def text_tensors(tc: dict) -> tuple[MoESpec, list[Tensors]]:
     e, k, ie = size(tc, "num_local_experts"), size(tc, "num_experts_per_tok"), size(tc, "intermediate_size")
     if k > e:
         raise BadInput(f"config.json: num_experts_per_tok = {k} exceeds the {e} experts", "model")
-    n_moe = len(moe_layers(tc))
+    routed = moe_layers(tc)
+    n_moe, adjacent = len(routed), any(b - a == 1 for a, b in pairwise(routed))
     bias = bool(tc.get("attention_bias", False))
     t = [Tensors("embed", (vocab, h))]
     for d_out, name in ((heads * hd, "q_proj"), (kv * hd, "k_proj"), (kv * hd, "v_proj")):
@@ -134,7 +137,7 @@ def text_tensors(tc: dict) -> tuple[MoESpec, list[Tensors]]:
     if not bool(tc.get("tie_word_embeddings", False)):
         t.append(Tensors("head", (vocab, h)))
     aux = number(tc, "router_aux_loss_coef", 0.0) if tc.get("output_router_logits") else 0.0
-    return MoESpec(e, k, ie, n_moe, ie, aux_loss_coef=aux, dispatch=DISPATCH), t
+    return MoESpec(e, k, ie, n_moe, ie, aux_loss_coef=aux, dispatch=DISPATCH, routed_adjacent=adjacent), t
 
 
 def traits(tc: dict, composite: bool = False) -> Traits:

@@ -185,11 +185,12 @@ class ModelSpec:
         """The decoder linears' module names, and stacked experts' (what --lora-targets may list)."""
         return {t.name for t in self.tensors if t.lora and not t.name.startswith("router.")}
 
-    def layer_unit_params(self, quantized: bool = False, dense: tuple[str, ...] = ()) -> int:
+    def layer_unit_params(self, quantized: bool = False, dense: tuple[str, ...] = (), routed: bool = True) -> int:
         """Parameters of the largest decoder layer (FSDP's unit, ZeRO-3's gather): every layer alike in a dense
-        model; an MoE model's routed layer (DeepSeek's first layers are dense and smaller). `quantized`: only its
-        decoder linears' weights (what a quantized base stores packed: planner.estimate.quant.quantized_weights),
-        but those the format leaves `dense`."""
+        model; an MoE model's routed layer (DeepSeek's first layers are dense and smaller), or with `routed` False
+        its dense layer (the routed one where every layer is routed). `quantized`: only its decoder linears'
+        weights (what a quantized base stores packed: planner.estimate.quant.quantized_weights), but those the
+        format leaves `dense`."""
         layer = [t for t in self.tensors if t.role == "layer" and ((t.lora and t.name not in dense) or not quantized)]
         L, m = self.text.layers, self.text.moe
         if m is None or not m.moe_layers:
@@ -203,7 +204,8 @@ class ModelSpec:
             for t in layer
             if t.name.startswith("mlp.") or (only_dense and t.count == L - m.moe_layers and not in_moe_block(t.name))
         )
-        return (sum(t.numel for t in layer) - block - dense) // L + block // m.moe_layers
+        common = (sum(t.numel for t in layer) - block - dense) // L
+        return common + (block // m.moe_layers if routed or not only_dense else dense // (L - m.moe_layers))
 
     def expert_params_per_layer(self) -> int:
         """A routed layer's expert weights (and biases): what expert parallelism splits over its ranks."""

@@ -16,6 +16,7 @@ them) unless the device cannot dispatch it, then "eager" (a Python loop over the
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from typing import NamedTuple
 
 from planner.errors import BadInput
@@ -58,6 +59,9 @@ class MoESpec:
     experts_grad: str = "full"  # as the knobs run it: "full" (trained), "frozen" (LoRA elsewhere), "lora" (adapted)
     ep: int = 1  # as the knobs run it (recipe_terms.text_spec): ranks the experts are split over
     load: float = 1.0  # pairs the busiest rank's experts run, over this rank's own (imbalance, at most ep)
+    # two routed layers run back to back somewhere (False: none does, as where routed and dense layers alternate,
+    # Llama-4 Maverick's interleave_moe_layer_step 2): the largest two adjacent FSDP units (planner.estimate.fsdp)
+    routed_adjacent: bool = True
 
 
 @dataclass(frozen=True)
@@ -133,7 +137,9 @@ def moe_mlp(cfg: dict, mt: str, hidden: int, layers: int, vlm: bool = False) -> 
     if gate and n_moe:
         t += [Tensors("layer", (1, hidden), n_moe, True, "shared_expert_gate")]
     aux = number(cfg, "router_aux_loss_coef", 0.0) if cfg.get("output_router_logits") else 0.0
-    return MoESpec(e, k, ie, n_moe, shared, gate, bias, aux, mt in DEEPSEEK_ROUTING, dispatch(cfg)), t
+    adjacent = any(a and b for a, b in pairwise(kinds))
+    spec = MoESpec(e, k, ie, n_moe, shared, gate, bias, aux, mt in DEEPSEEK_ROUTING, dispatch(cfg))
+    return replace(spec, routed_adjacent=adjacent), t
 
 
 def dispatch(cfg: dict) -> str:

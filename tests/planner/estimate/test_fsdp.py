@@ -177,3 +177,24 @@ def test_check_with_simulated_evidence_traces_one_rank_of_an_fsdp_plan(tmp_path,
     assert plan.evidence == "simulated" and plan.fsdp == "full" and plan.fits
     assert plan.memory.params_bytes == analytic.memory.params_bytes  # the shards: analytic either way
     assert plan.memory.peak_allocated_bytes == pytest.approx(analytic.memory.peak_allocated_bytes, rel=0.1)
+
+
+def test_alternating_layers_gather_a_routed_and_a_dense_unit():
+    """Where routed and dense layers alternate, the gathered units are one of each, not two routed ones (fsdp.
+    gathered_layer_units): pinned to FSDP1 on 2 gloo ranks, a tiny Llama-4 text model (tests/probes/test_fsdp1.py,
+    BACKWARD_PRE: units of 468,224 and 37,120 bytes in bf16, backward's peak 505,344 = one of each; exact); Llama-4
+    Maverick's (interleave_moe_layer_step 2) likewise, Scout's (every layer routed) and a dense model's unchanged."""
+    from planner.model.families import from_config
+    from probes.fsdp1 import TINY
+
+    config = {"model_type": "llama4_text", "interleave_moe_layer_step": 2, **TINY}  # transformers' defaults beside
+    s = Setup(from_config(config, "probe"), Knobs(precision="bf16", fsdp="full"), 1, 1, 32, 2)
+    assert [2 * p for p in fsdp.gathered_layer_units(s)] == [468224, 37120]  # measured, exact
+    grad_op = Setup(s.model, Knobs(precision="bf16", fsdp="grad-op"), 1, 1, 32, 2)
+    assert sum(fsdp.gathered_layer_units(grad_op)) + fsdp.root_params(s) == s.model.params  # every layer once
+    for name, alternating in (("llama-4-maverick-17b-128e", True), ("llama-4-scout-17b-16e", False)):
+        m = Setup(catalog.load_model(name), Knobs(precision="bf16", fsdp="full", quant="nf4", lora_rank=8), 1, 1, 64, 4)
+        routed, second = fsdp.gathered_layer_units(m)
+        assert routed == fsdp.layer_params(m) and (second < routed / 40 if alternating else second == routed)
+    dense = Setup(catalog.load_model("llama-3.1-8b"), Knobs(precision="bf16", fsdp="full"), 1, 1, 64, 8)
+    assert fsdp.gathered_layer_units(dense) == [fsdp.layer_params(dense)] * 2
