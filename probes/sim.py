@@ -32,7 +32,7 @@ from probes.shadow import ShadowFakeMode, masks_as_run
 from probes.step import Case, build_model, inputs, train_steps, vlm_inputs
 from probes.tracker import CATEGORIES, LiveBytes
 from recipe import HALF, text_layers
-from recipe.model import deepspeed_managed
+from recipe.model import deepspeed_managed, fsdp_policy_half
 
 TRACE_LAYERS = (3, 4)
 
@@ -115,6 +115,7 @@ def fake_model(case: Case, layers: int, mode, paths: str = "cuda", value_head: b
     with torch.device("meta"):
         model = build_model(case, layers, paths, value_head)
         as_deepspeed_casts(model, case.knobs)
+        as_fsdp_casts(model, case.knobs)
     conv, made = FakeTensorConverter(), {}
 
     def fake(t):
@@ -143,9 +144,8 @@ def as_deepspeed_casts(model, knobs) -> None:
     (zero/stage_1_and_2.py:557-577), which the sim counts analytically. Without DeepSpeed the adapters are held fp32:
     PEFT upcasts them on a half base (peft 0.21.2 tuners/tuners_utils.py:2705-2750, autocast_adapter_dtype=True by
     default, mapping_func.py:110), torch AMP keeps them (autocast casts their inputs), and accelerate's FSDP2 upcasts
-    trained parameters to fp32 (1.16 utils/fsdp_utils.py:800-806); FSDP2's bf16 policy then gathers them in bf16
-    (accelerate utils/dataclasses.py:2008-2013, torch 2.13 _fsdp_param.py:587-599), which the sim's one-rank FSDP
-    trace (bf16-pure, Knobs.for_probe) does not cast yet."""
+    trained parameters to fp32 (1.16 utils/fsdp_utils.py:800-806); FSDP2's bf16 policy then computes with them in
+    bf16 (as_fsdp_casts)."""
     import torch
 
     half = HALF.get(knobs.precision)
@@ -154,6 +154,22 @@ def as_deepspeed_casts(model, knobs) -> None:
     for p in model.parameters():
         if p.dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
             p.data = p.data.to(half)
+
+
+def as_fsdp_casts(model, knobs) -> None:
+    """Under FSDP2's bf16 MixedPrecisionPolicy (accelerate 1.16 utils/dataclasses.py:2008-2013; memplan's own,
+    recipe.shard_fsdp) the shards stay as built (PEFT's adapters fp32, accelerate fsdp_utils.py:800-806) while the
+    forward and backward run on unsharded copies in bf16 of every floating parameter (torch 2.13
+    distributed/fsdp/_fully_shard/_fsdp_param.py:586-599; mixed dtypes gathered as bytes, _fsdp_collectives.py:343):
+    one rank's trace is the module cast to bf16, its buffers kept. Measured (probes.fsdp_cast, tests/probes/
+    test_fsdp_cast.py): a real FSDP2 step on two gloo ranks saves what the cast module saves, byte for byte."""
+    import torch
+
+    if not fsdp_policy_half(knobs):
+        return
+    for p in model.parameters():
+        if p.dtype.is_floating_point:
+            p.data = p.data.to(torch.bfloat16)
 
 
 def _line(a: float, b: float, xa: int, xb: int, x: int) -> int:

@@ -23,7 +23,7 @@ from recipe.attention import pack
 from recipe.checkpointing import offload_context
 from recipe.in_backward import InBackward
 from recipe.loss import loss_sum
-from recipe.model import amp, deepspeed_managed
+from recipe.model import amp, deepspeed_managed, fsdp_policy_half
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class _Recompute:
     def __enter__(self):
         self.stack = ExitStack()
         self.stack.enter_context(RecomputeGuard())
-        if amp(self.k) and self.paths == "cuda":
+        if amp(self.k) and not fsdp_policy_half(self.k) and self.paths == "cuda":
             self.stack.enter_context(CudaAutocast(HALF[self.k.precision], caching=False))
         return self
 
@@ -207,8 +207,9 @@ class Progress:
 
 
 def autocast_for(k: Knobs, paths: str):
-    """The AMP context: CUDA's op policy (paths 'cuda') or torch's own autocast for CPU ('cpu')."""
-    if not amp(k):
+    """The AMP context: CUDA's op policy (paths 'cuda') or torch's own autocast for CPU ('cpu'); none under FSDP's
+    bf16 policy, which computes in bf16 itself (probes.sim.as_fsdp_casts)."""
+    if not amp(k) or fsdp_policy_half(k):
         return None
     if paths == "cuda":
         return CudaAutocast(HALF[k.precision])

@@ -25,6 +25,12 @@ def amp(knobs) -> bool:
     return knobs.precision in ("fp16", "bf16") and not deepspeed_managed(knobs)
 
 
+def fsdp_policy_half(knobs) -> bool:
+    """FSDP2 under bf16's MixedPrecisionPolicy (recipe.shard_fsdp): the weights stored as built (amp's), every
+    floating parameter gathered and computed in bf16, no autocast."""
+    return knobs.precision == "bf16" and getattr(knobs, "fsdp", "off") != "off"
+
+
 def weight_dtype(knobs) -> torch.dtype:
     """The dtype the model is built in (planner.estimate.memory: frozen_weight_bytes_per_param,
     trainable_weight_bytes_per_param): fp32 for fp32 runs and torch AMP full fine-tuning; half under DeepSpeed's

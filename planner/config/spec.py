@@ -153,11 +153,14 @@ class Knobs(KnobFields):
         traces DeepSpeed stages and offload as one trace without DeepSpeed's optimizer; cpu and cuda
         probes run one process, so zero 0 only."""
         spec_rules.probe_rules(self, backend)
-        if self.fsdp != "off":  # one rank's trace: FSDP2 runs the module in the compute dtype (bf16-pure's)
+        if self.fsdp != "off":  # one rank's trace: FSDP2 runs the module in the compute dtype
             if backend != "sim":
                 raise BadInput(f"--backend {backend} runs one process; for FSDP plans use --backend sim", "fsdp")
+            # bf16's policy casts every parameter to bf16, PEFT's fp32 adapters too (probes.sim.as_fsdp_casts): its
+            # own key, one for every sharding; fp32 and bf16-pure run without a policy, as one process does
             return Knobs(
-                precision="fp32" if self.precision == "fp32" else "bf16-pure",
+                precision=self.precision,
+                fsdp="full" if self.precision == "bf16" else "off",
                 checkpointing=self.checkpointing,
                 optimizer=self.optimizer,
                 lora_rank=self.lora_rank,

@@ -185,7 +185,14 @@ def frozen_bytes(s: Setup) -> int:
 def fp32_resident_extra_bytes(s: Setup) -> int:
     """The bytes an fp32 resident module holds past the frozen weights' width: Qwen2.5-Omni's token2wav, cast to fp32
     after the load dtype (transformers 5.25 modeling_qwen2_5_omni.py:3740; measured: from_pretrained at bf16 and fp16
-    leaves its 198 tensors fp32, tests/planner/model/test_omnitalker.py)."""
+    leaves its 198 tensors fp32, tests/planner/model/test_omnitalker.py). None under DeepSpeed (ZeRO 1-3: bf16, fp16
+    or fp32, spec_rules refusing bf16-pure): under bf16/fp16 the engine casts every floating parameter to the half
+    dtype at initialize, buffers kept (deepspeed 0.19.8 runtime/engine.py:2080-2088, :1858-1862), as the sim's cast
+    (probes.sim.as_deepspeed_casts, measured on real ZeRO-2 ranks in tests/probes/test_zero_cast.py). FSDP2 keeps the
+    shards as built (fp32; its bf16 policy casts only the unsharded copies of a unit that runs, torch 2.13
+    _fsdp_param.py:586-599), and the vocoder never runs in a training step."""
+    if s.knobs.zero_stage:
+        return 0
     return s.model.resident_params(fp32=True) * max(0, 4 - frozen_weight_bytes_per_param(s.knobs))
 
 

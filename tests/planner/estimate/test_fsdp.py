@@ -155,7 +155,7 @@ def test_the_wrap_classes_are_the_models_own(name):
 
 @pytest.mark.parametrize("name", ["qwen2.5-0.5b", "gemma-2-2b", "qwen2.5-vl-3b"])
 def test_check_with_simulated_evidence_traces_one_rank_of_an_fsdp_plan(tmp_path, name):
-    """The sim traces one rank (Knobs.for_probe: FSDP2 runs the module in its compute dtype, so bf16-pure's trace),
+    """The sim traces one rank (Knobs.for_probe: FSDP2 runs the module in its compute dtype, bf16 under its policy),
     and the plan adds the sharded states and the gathered units analytically."""
     pytest.importorskip("torch")
     from probes import probe_functions

@@ -99,6 +99,18 @@ def test_the_token2wav_is_held_in_fp32_beside_a_half_precision_base():
         assert frozen_bytes(w) - frozen_bytes(a) == talker * width + t2w * 4  # 4.19 GiB at bf16, 6.71 GiB at fp32
 
 
+@pytest.mark.parametrize("zero", [1, 2, 3])
+def test_deepspeed_casts_the_token2wav_to_the_half_dtype(zero):
+    """DeepSpeed's engine casts every floating parameter to bf16/fp16 (trained.fp32_resident_extra_bytes cites it):
+    the vocoder is as wide as the base (fp32: both 4 bytes)."""
+    whole, alone = catalog.load_model("qwen2.5-omni-7b-with-talker"), catalog.load_model("qwen2.5-omni-7b")
+    talker, t2w = 1_351_360_256, 449_051_264
+    for precision, width in (("bf16", 2), ("fp16", 2), ("fp32", 4)):
+        knobs = Knobs(precision=precision, lora_rank=8, zero_stage=zero)
+        w, a = (Setup(m, knobs, 1, 1, 2048, 2) for m in (whole, alone))
+        assert frozen_bytes(w) - frozen_bytes(a) == (talker + t2w) * width
+
+
 @pytest.mark.parametrize("fsdp", ["full", "off"])
 def test_fsdp_and_a_device_map_with_the_talker_resident_are_refused_in_one_line(fsdp):
     base = {"model": "qwen2.5-omni-7b-with-talker", "gpu": "h100", "micro_batch": 1, "seq_len": 1024}
