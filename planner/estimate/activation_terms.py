@@ -196,6 +196,8 @@ def _lora_layer_bytes(s: Setup) -> int:
         return out + oft.layer_delta_bytes(s.model, s.knobs, tokens)
     if bottleneck.bottleneck(s.knobs):  # planned where lora.layer_examined holds (spec_lora.oft_model_error)
         return out + bottleneck.layer_delta_bytes(s.model, s.knobs, tokens)
+    if lora.cast_layer_examined(s.model, s.knobs):
+        return out + lora.cast_layer_delta_bytes(s.model, s.knobs, tokens)
     wide = s.knobs.precision in ("fp32", "bf16-pure") and not s.knobs.zero_stage  # fp32 adapters, no autocast
     # in half (autocast, bf16-pure's fp32 adapters, DeepSpeed's half ones: the sim's trace under ZeRO-2 agrees) each
     # lora_A keeps its own input; in fp32 LoRA's adapters share the layer's inputs
@@ -236,7 +238,8 @@ def frozen_ends_bytes(s: Setup) -> int:
         return 0
     if k.task == "embedding":  # the identity lm_head (planner.estimate.heads) keeps no input: the RMSNorm output
         return act.saved_dtype_bytes(p)[1] * rows * width * t.hidden
-    if not lora.layer_examined(s.model, k) or k.checkpointing != "off" or k.lora_train_embeddings:
+    examined = lora.layer_examined(s.model, k) or lora.cast_layer_examined(s.model, k)
+    if not examined or k.checkpointing != "off" or k.lora_train_embeddings:
         # a frozen head keeps no input: the RMSNorm output final_norm_bytes counts for a trained head (under AMP it
         # counts the bf16 copy, as the sim found for LoRA too)
         frozen_head = s.lora and not k.lora_train_embeddings and not t.traits.layernorm and p != "amp"

@@ -108,16 +108,44 @@ def layer_examined(model, knobs) -> bool:
     """Where the saved tensors of a LoRA layer were traced tensor by tensor (sim and real CPU steps, PEFT 0.21):
     Llama/Qwen2-style dense layers (two RMSNorms, separate q/k/v and gate/up) at zero 0 without FSDP, the base in
     the run's dtype. Elsewhere the older per-group terms stand."""
-    t = model.text
     return bool(
-        knobs.lora_rank
-        and not knobs.zero_stage
-        and knobs.fsdp == "off"
-        and not knobs.lora_base_fp32
-        and not (t.traits.conv1d or t.traits.fp32_norms or t.qk_norm or t.moe or t.mla)
-        and t.traits.norms_per_layer == 2
+        knobs.lora_rank and not knobs.zero_stage and knobs.fsdp == "off" and not knobs.lora_base_fp32
+    ) and _dense_layer(model)
+
+
+def _dense_layer(model) -> bool:
+    t = model.text
+    return not (t.traits.conv1d or t.traits.fp32_norms or t.qk_norm or t.moe or t.mla) and (
+        t.traits.norms_per_layer == 2
         and not any(x.name in FUSED for x in model.tensors if x.role == "layer" and x.lora)
     )
+
+
+def cast_layer_examined(model, knobs) -> bool:
+    """layer_examined's layers under FSDP2's bf16 policy, the whole module computed in bf16 (probes.sim.as_fsdp_casts,
+    measured against a real FSDP2 step): plain LoRA on all linears, no dropout, no quantized base, the embedding and
+    head frozen (where traced: elsewhere the older per-group terms stand)."""
+    return bool(
+        knobs.lora_rank
+        and knobs.fsdp != "off"
+        and knobs.precision == "bf16"
+        and not knobs.lora_dropout
+        and knobs.lora_variant == "lora"
+        and knobs.lora_targets == "all-linear"
+        and knobs.quant == "none"
+        and not knobs.lora_train_embeddings
+    ) and _dense_layer(model)
+
+
+def cast_layer_delta_bytes(model, knobs, tokens: int) -> int:
+    """A LoRA layer whose adapters run in bf16 beside the bf16 base (cast_layer_examined), against the fully trained
+    layer activations.layer_bytes counts: the adapters read the layer's inputs in their own dtype and save those same
+    tensors, as the fully trained linears would; each lora_B saves lora_A's output (tokens x r, 2 bytes); a frozen
+    RMSNorm weight keeps no normalized output (2 bytes an element less per norm). Sim trace, the module cast
+    (Llama-3.2-1B 1 x 2048, all-linear r16: 0.44 - 16 MiB a layer; per module input_layernorm and
+    post_attention_layernorm 8 MiB less each, the lora_A modules 1/16 MiB each)."""
+    t, r = model.text, knobs.lora_rank
+    return 2 * tokens * r * len(_adapted(model, knobs)) - t.traits.norms_per_layer * 2 * tokens * t.hidden
 
 
 def _adapted(model, knobs) -> list[tuple[int, int]]:
