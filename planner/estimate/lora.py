@@ -122,13 +122,13 @@ def _dense_layer(model) -> bool:
 
 
 def cast_layer_examined(model, knobs) -> bool:
-    """layer_examined's layers under FSDP2's bf16 policy, the whole module computed in bf16 (probes.sim.as_fsdp_casts,
-    measured against a real FSDP2 step): plain LoRA on all linears, no dropout, no quantized base, the embedding and
-    head frozen (where traced: elsewhere the older per-group terms stand)."""
+    """layer_examined's layers run by a module cast to half, adapters included: FSDP2's bf16 policy (probes.sim
+    .as_fsdp_casts, measured against a real FSDP2 step) and DeepSpeed's bf16/fp16 (as_deepspeed_casts, against a
+    real ZeRO-2 step): plain LoRA on all linears, no dropout, no quantized base, the embedding and head frozen
+    (where traced: elsewhere the older per-group terms stand)."""
     return bool(
         knobs.lora_rank
-        and knobs.fsdp != "off"
-        and knobs.precision == "bf16"
+        and ((knobs.fsdp != "off" and knobs.precision == "bf16") or (knobs.zero_stage and knobs.precision != "fp32"))
         and not knobs.lora_dropout
         and knobs.lora_variant == "lora"
         and knobs.lora_targets == "all-linear"
@@ -138,11 +138,11 @@ def cast_layer_examined(model, knobs) -> bool:
 
 
 def cast_layer_delta_bytes(model, knobs, tokens: int) -> int:
-    """A LoRA layer whose adapters run in bf16 beside the bf16 base (cast_layer_examined), against the fully trained
+    """A LoRA layer whose adapters run in half beside the half base (cast_layer_examined), against the fully trained
     layer activations.layer_bytes counts: the adapters read the layer's inputs in their own dtype and save those same
     tensors, as the fully trained linears would; each lora_B saves lora_A's output (tokens x r, 2 bytes); a frozen
-    RMSNorm weight keeps no normalized output (2 bytes an element less per norm). Sim trace, the module cast
-    (Llama-3.2-1B 1 x 2048, all-linear r16: 0.44 - 16 MiB a layer; per module input_layernorm and
+    RMSNorm weight keeps no normalized output (2 bytes an element less per norm). Sim trace, the module cast, FSDP
+    and ZeRO alike (Llama-3.2-1B 1 x 2048, all-linear r16: 0.44 - 16 MiB a layer; per module input_layernorm and
     post_attention_layernorm 8 MiB less each, the lora_A modules 1/16 MiB each)."""
     t, r = model.text, knobs.lora_rank
     return 2 * tokens * r * len(_adapted(model, knobs)) - t.traits.norms_per_layer * 2 * tokens * t.hidden

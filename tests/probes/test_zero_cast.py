@@ -3,7 +3,7 @@ and keeps the fp32 master copy in ZeRO's optimizer partitions (probes.sim.as_dee
 cited); without DeepSpeed (torch AMP) PEFT's fp32 adapters stay. The sim's LoRA model states under ZeRO against the
 analytic params_bytes, and real DeepSpeed ZeRO-2 on two gloo ranks (probes/zero.py) against the sim's cast.
 Measured 2026-12-05, debug-llama LoRA r16 ZeRO-2 bf16, 2 x 512: the sim's peak 183.51 MiB with fp32 adapters,
-156.70 MiB cast (planned 165.93)."""
+156.70 MiB cast (planned 165.93 then; the cast layer term since, tests/planner/estimate/test_fsdp_lora.py)."""
 
 from math import ceil
 
