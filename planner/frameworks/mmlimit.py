@@ -1,12 +1,15 @@
 """vLLM's limit_mm_per_prompt wherever memplan reads a vLLM rollout whose rows the training takes whole (LMM-R1's
---limit_mm_per_prompt, planner.frameworks.openrlhf.reader_mmeureka; verl's actor_rollout_ref.rollout.limit_images,
-planner.frameworks.verl.reader): the images a row may hold, and the image tokens planned in it.
+--limit_mm_per_prompt, planner.frameworks.openrlhf.lmmr1; verl's actor_rollout_ref.rollout.limit_images,
+planner.frameworks.verl.reader; ms-swift's --vllm_limit_mm_per_prompt, planner.frameworks.swift.reader_media; TRL
+v1.9.0 hands vLLM none, trl/generation/vllm_generation.py:351-367): the images a row may hold, and the image tokens
+planned in it.
 
-Cited at vLLM 0.8.3 (LMM-R1's pin, its setup.py), the same in verl's vLLM:
+Cited at vLLM 0.8.3 (LMM-R1's pin, its setup.py):
 - a prompt with more items of a modality than its limit is refused (multimodal/processing.py:1086-1092), the limit 1
-  where none is given (config.py:2544-2551): a row holds up to N images, one where no limit is set;
+  where none is given (config.py:2544-2551); vLLM 0.29.0 refuses the same way (multimodal/processing/context.py:
+  488-507) with 999 where none is given (config/multimodal.py:104-108, 490-502), so there the dataset decides;
 - a prompt of max_model_len tokens or more is refused, image tokens included (v1/engine/processor.py:307-321): a row's
-  images are at most what its cap leaves the prompt.
+  images are at most what its cap leaves the prompt (verl's and ms-swift's own prompt caps do the same).
 So a row's image tokens are min(N x one image's tokens at the pixel cap, the planned prompt) (row_image_tokens).
 The engine's memory does not move with N: the profile run takes up to N x max_num_seqs items of the largest size
 (v1/worker/gpu_model_runner.py:1506-1545) and the KV cache gets what that peak leaves of the card's
@@ -32,7 +35,7 @@ def image_limit(value: object, source: str, accepted: str) -> int:
             given = json.loads(value)
         except ValueError:
             given = None
-    if isinstance(given, dict):
+    if isinstance(given, dict) and all(isinstance(k, str) and k.isidentifier() for k in given):
         given = given.get("image", 1)
     if isinstance(given, bool) or not isinstance(given, int) or given < 0:
         raise BadInput(f"{source}: {value!r} is not a limit memplan can plan; accepted: {accepted}", "images")
