@@ -56,7 +56,8 @@ def test_lmm_r1s_geo_script_is_planned_read_only_at_vllms_max_model_len():
     it: vLLM's max_model_len 8,192 (--prompt_max_len + --generate_max_len) refuses a longer prompt, so a trained row
     is at most 8,192 tokens, not 4,096 text + 16,384 image + 4,096 (24,576: 105.1 GiB, "does not fit"); the
     experience rows (2) are padded to 8,192 + 4,096. It fits an H100 (56.4 GiB planned); the image at the pixel cap,
-    16,384 tokens alone, is a prompt vLLM refuses (one line); nothing is written (the user's checkout)."""
+    16,384 tokens alone, is a prompt vLLM refuses (one line), so the row's image tokens are planned at the 4,096-token
+    prompt the cap leaves (the tower on 4,096, not 16,384: the total does not move); nothing is written."""
     out = checkconfig.check_config([str(SCRIPTS / "train_direct_rl_geo.sh")], {"gpu": "h100"})
     assert out.plan.release == "lmm-r1" and out.plan.launch.framework_files is None
     assert (out.plan.micro_batch, out.plan.grad_accum, out.plan.zero_stage, out.plan.frozen) == (2, 16, 3, "none")
