@@ -80,7 +80,7 @@ def read(
     _training(c, f, kind, near)
     tasks.read_swift(c, f, env, where)
     media.vision(c, f, env, where, lora)
-    media.image(c, env, where, release)
+    media.image(c, env, where, release, f)
     media.video(c, env, where, release)
     for field in ("zero_stage", "fsdp"):
         key = KEYS.key(field)
