@@ -319,7 +319,10 @@ def release_hint(flags: dict[str, Flag]) -> tuple[str, str] | tuple[str, str, tu
             "read as 3.0-3.3, the hungrier for images: their --max_length leaves the image's tokens out; a pin "
             "ms-swift==3.4 or later beside the script reads it as that release)"
         )
-        return "3", why, TRAIN_TYPE_LINES
+        lines, narrowed = swift3x.lines_taking(flags, TRAIN_TYPE_LINES)
+        if lines != TRAIN_TYPE_LINES:
+            why = f"{why[:-1]}; {narrowed}: only {', '.join(lines)} take it)"
+        return "3", why, lines
     old2 = next((flags[k] for k in SWIFT2_FLAGS if k in flags), None)
     if old2 is not None and new not in flags:
         return "2", f"{old2.source} (an ms-swift 2.x name, v2.5.2 swift/llm/utils/argument.py:610-617)"

@@ -18,7 +18,8 @@ vllm_device is ignored (v3.5.0 rlhf_args.py:283-284); 3.6 drops it.
 from __future__ import annotations
 
 from planner.errors import BadInput
-from planner.intake.collect import Collector, as_bool, as_int, count_devices, one, show
+from planner.frameworks.swift import reader_keys as swift_keys
+from planner.intake.collect import Collector, accepted, as_bool, as_int, count_devices, one, show
 from planner.intake.flags import Flag
 
 # the flags only 3.1.1-3.4.x's GRPO takes (presets/keys_swift_lines.json: lines 3 and 3.4 "only")
@@ -45,6 +46,18 @@ LMDEPLOY_SHARED = (
 # by the config's model_type (ms-swift matches its own names: a qwen2 checkpoint it names otherwise, QwQ's, raises)
 LIGER_ARCHS = ("llama", "mistral", "mixtral", "gemma", "gemma2", "qwen2", "phi3", "mllama", "qwen2_vl")
 LIGER_CITE = "v3.2.2 swift/llm/train/tuner.py:18-45, 338-340"
+
+
+def lines_taking(f: dict[str, Flag], lines: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
+    """Of release lines `lines`, those taking every 3.x-only flag given (OLD_ROLLOUT: the 3 and 3.4 lines; --use_liger:
+    the 3 line; presets/keys_swift_lines.json, 4.x's keys at the 4 line), and the flags that narrowed them."""
+    own = [k for k in (*OLD_ROLLOUT, "use_liger") if k in f]
+    kept = tuple(
+        line
+        for line in lines
+        if all(swift_keys.takes(line, k) if line in swift_keys.LINES_HELD else k in accepted("swift") for k in own)
+    )
+    return kept, ", ".join(f"--{k}" for k in own)
 
 
 def applies(f: dict[str, Flag], line: str) -> bool:
@@ -139,9 +152,12 @@ def set_placement(c: Collector, f: dict[str, Flag], mode: str) -> None:
             f"{src} (ms-swift 3.x loads each parameter group into its in-process engine, load_weights, v3.4.1 "
             "grpo_trainer.py:571-623: planned with 4.x's 512 MiB send bucket on rank 0, a bound)"
         )
-    for key in ("lmdeploy_device", "lmdeploy_session_len", "lmdeploy_cache_max_entry_count"):
+    if "lmdeploy_device" in f:
+        c.note(f"{f['lmdeploy_device'].source} (ignored: the engine goes on --vllm_device's GPUs, auto by default)")
+    for key in ("lmdeploy_session_len", "lmdeploy_cache_max_entry_count"):
         if key in f:
-            c.note(f"{f[key].source} (the LMDeploy engine's own GPU: not planned)")
+            why = "the LMDeploy engine's own GPU: not planned" if name == "lmdeploy" else "no LMDeploy engine: unused"
+            c.note(f"{f[key].source} ({why})")
 
 
 def liger(c: Collector, flag: Flag) -> None:

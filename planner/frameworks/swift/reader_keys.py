@@ -42,6 +42,9 @@ def aliased(f: dict[str, Flag], line: str) -> dict[str, Flag]:
     return out
 
 
+LINES_HELD = ("2", "3", "3.4", "3.7", "3.9")  # the lines presets/keys_swift_lines.json holds (tools/swift_line_keys.py)
+
+
 @cache
 def _lines() -> dict[str, dict[str, frozenset[str]]]:
     table = json.loads((PRESETS / "keys_swift_lines.json").read_text())

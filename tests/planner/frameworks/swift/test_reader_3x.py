@@ -33,6 +33,8 @@ def test_vllm_device_auto_puts_the_engine_on_the_eighth_gpu():
     assert s["workload.generation"].value == "vllm-server" and s["gpus_per_node"].value == 7
     assert "workload.vllm_gpu_memory_utilization" not in s and "rlhf_args.py:221-254" in s["workload.generation"].source
     assert not _unread(r, "vllm_device", "use_vllm")
+    # only the 3 and 3.4 lines take --vllm_device (3.6 drops it): 3.7's, 3.9's and 4's readings are not planned
+    assert r.releases == ("3", "3.4") and "--vllm_device: only 3, 3.4 take it" in s["framework"].source
 
 
 def test_lmdeploy_on_gpus_of_its_own_is_planned_off_the_training_gpus(tmp_path):
@@ -75,5 +77,6 @@ def test_use_liger_is_liger_fused_loss_for_the_architectures_apply_liger_takes(t
     loss; a qwen3 model, which ms-swift 3.0-3.2's apply_liger does not take, is refused in one line."""
     r, s = _read(V3 / "liger/train.sh")
     assert s["loss"].value == "fused" and "use_liger_kernel" in s["loss"].source and not _unread(r, "use_liger")
+    assert s["framework"].value == "swift@3" and r.releases == ()  # the 3 line alone takes --use_liger
     with pytest.raises(BadInput, match="apply_liger takes llama, .* not qwen3"):
         _read(V3 / "liger/train.sh", tmp_path, lambda t: t.replace("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen3-8B"))
