@@ -150,7 +150,7 @@ def set_placement(c: Collector, f: dict[str, Flag], mode: str) -> None:
     if mode == "server" and "vllm_server_host" not in f:
         c.note(
             f"{src} (ms-swift 3.x loads each parameter group into its in-process engine, load_weights, v3.4.1 "
-            "grpo_trainer.py:571-623: planned with 4.x's 512 MiB send bucket on rank 0, a bound)"
+            "grpo_trainer.py:571-626: planned with 4.x's 512 MiB send bucket on rank 0, a bound)"
         )
     if "lmdeploy_device" in f:
         c.note(f"{f['lmdeploy_device'].source} (ignored: the engine goes on --vllm_device's GPUs, auto by default)")

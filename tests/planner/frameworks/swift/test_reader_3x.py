@@ -37,6 +37,14 @@ def test_vllm_device_auto_puts_the_engine_on_the_eighth_gpu():
     assert r.releases == ("3", "3.4") and "--vllm_device: only 3, 3.4 take it" in s["framework"].source
 
 
+def test_an_engine_on_its_own_gpu_spreads_no_model_over_two(tmp_path):
+    """One process with two GPUs visible: without an engine ms-swift spreads the model over both (device_map, MP);
+    with one it sets USE_FAST_INFERENCE, MP off (v3.4.1 swift/utils/env.py:67-68), vLLM on the second GPU."""
+    one = lambda t: t.replace("0,1,2,3,4,5,6,7", "0,1").replace("NPROC_PER_NODE=7", "NPROC_PER_NODE=1")
+    _, s = _read(V3 / "grpo/full_vllm.sh", tmp_path, one)
+    assert s["workload.generation"].value == "vllm-server" and s["gpus_per_node"].value == 1 and "device_map" not in s
+
+
 def test_lmdeploy_on_gpus_of_its_own_is_planned_off_the_training_gpus(tmp_path):
     """full_lmdeploy.sh: NPROC_PER_NODE=6 of 8, --num_infer_workers 2, --use_lmdeploy true: TurboMind on GPUs 6 and 7;
     the same at the 3.4 line (a pin ms-swift==3.4.1 beside it: v3.4.1 ships the script byte for byte)."""
