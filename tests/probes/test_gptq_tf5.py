@@ -2,8 +2,9 @@
 (tests/probes/gptq_tf5.py, in gptqmodel's venv: tools/fwenv.sh gptqmodel) against memplan's GPTQ terms
 (planner.estimate.quant) and the stacked-experts refusal (planner.frameworks.rules.stacked_experts_prequant).
 
-The default tier pins the terms to the figures the probe measured (MEASURED: `python tests/probes/gptq_tf5.py llama`
-and `... qwen3_moe`, 17 s each on 2 shared cores); the sweep reruns the probe (MEMPLAN_GPTQMODEL_PYTHON)."""
+The default tier pins the terms to the figures the probe measured (MEASURED: `PYTHONPATH=. .fwenv/gptqmodel/bin/python
+tests/probes/gptq_tf5.py llama` and `... qwen3_moe`, 17 s each on 2 shared cores); the sweep reruns the probe
+(MEMPLAN_GPTQMODEL_PYTHON)."""
 
 import json
 import os
