@@ -100,9 +100,8 @@ def backward_start_temp_bytes(s: Setup) -> int:
 
 def dequantized_bytes(s: Setup) -> int:
     """A quantized base: the weight dequantized for the matmul running (planner.estimate.quant)."""
-    bf16 = s.knobs.precision in ("bf16", "bf16-pure")
     compute = act.saved_dtype_bytes(text_shape(s)[3])[1]
-    return quant.dequantized_weight_bytes(s.model, s.knobs.quant, compute, bf16, dense_names(s))
+    return quant.dequantized_weight_bytes(s.model, s.knobs.quant, compute, dense_names(s))
 
 
 def last_layer_activations_bytes(s: Setup) -> int:
