@@ -1,0 +1,134 @@
+"""BOFT (--lora-variant boft, PEFT's BOFTConfig with --lora-rank its block size, one butterfly factor) against PEFT
+0.21.2's own code (its BOFT linear is 0.20.0's, ms-swift 4.6's pin): one BOFT linear's saved tensors and forward
+transient on real CPU tensors (CUDA's autocast replayed, the live-bytes tracker) against planner.estimate.boft, the
+trained parameters and permutation buffers of a real PEFT model, and the whole step's peak against the sim probe's
+trace. Measured 2026-12-05: the linear exact at six shapes under bf16 AMP and bf16-pure; the steps in the table."""
+
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+peft = pytest.importorskip("peft")
+from planner.config.spec import GIB, Knobs
+from planner.errors import BadInput
+from planner.estimate import boft
+from planner.estimate.memory import breakdown
+from planner.estimate.setup import Setup
+from planner.estimate.state_terms import tuner_buffers_bytes
+from planner.estimate.trained import trainable_params
+from planner.model.catalog import load_model
+from probes.amp import CudaAutocast
+from probes.step import Case
+from probes.tracker import LiveBytes
+
+
+def _peft_model(base: torch.nn.Module, block: int, targets) -> torch.nn.Module:
+    """PEFT's BOFT as ms-swift builds it (block size, no block count, one butterfly factor); on CPU PEFT's fbd_cuda
+    extension cannot build, which it warns about and which changes nothing at one factor (both paths build the same
+    fp32 d_in x d_in block-diagonal matrix: fbd/fbd_cuda_kernel.cu:64)."""
+    cfg = peft.BOFTConfig(boft_block_size=block, boft_block_num=0, boft_n_butterfly_factor=1, target_modules=targets)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return peft.get_peft_model(base, cfg)
+
+
+def _one_linear(d_in: int, d_out: int, block: int, tokens: int, precision: str) -> tuple[int, int, int]:
+    """(peak above the start beyond what is kept and the output, kept after the forward less the output, backward's
+    peak above its start) of one PEFT BOFT linear on a bf16 base over a bf16 input that already exists (the layer's
+    shared tensor), the output's gradient given; its trained elements and buffer bytes checked on the way."""
+    torch.manual_seed(0)
+    m = _peft_model(torch.nn.Sequential(torch.nn.Linear(d_in, d_out, bias=False).to(torch.bfloat16)), block, ["0"])
+    assert sum(p.numel() for p in m.parameters() if p.requires_grad) == d_in * block + d_out
+    assert sum(b.numel() * b.element_size() for b in m.buffers()) == boft.PERMUTATION_ELEMENT_BYTES * d_in**2
+    x = torch.randn(tokens, d_in, dtype=torch.bfloat16, requires_grad=True)
+    grad = torch.randn(tokens, d_out, dtype=torch.bfloat16)
+    with LiveBytes() as t:
+        start = t.live
+        with CudaAutocast(torch.bfloat16) if precision == "bf16" else torch.enable_grad():
+            y = m(x)
+        out = y.numel() * y.element_size()
+        kept, transient = t.live - start - out, t.peak - t.live
+        t.peak = backward_start = t.live
+        y.backward(grad)
+    return transient, kept, t.peak - backward_start
+
+
+SHAPES = [(1024, 256, 32, 512), (1024, 256, 32, 1024), (2048, 256, 32, 512), (1024, 256, 64, 512), (1024, 256, 4, 512)]
+
+
+@pytest.mark.parametrize(
+    "precision,d_in,d_out,block,tokens",
+    [
+        ("bf16", 1024, 512, 16, 256),  # 2026-12-05: 6,757,376 kept, 5,242,880 transient, 2,883,584 backward (1 s)
+        *(pytest.param(p, *s, marks=pytest.mark.sweep) for p in ("bf16", "bf16-pure") for s in SHAPES),
+    ],
+)
+def test_one_boft_linears_saved_tensors_and_transient(precision, d_in, d_out, block, tokens):
+    """The permutation's copy, the identity and the rotation (d_in^2 each), the solve's tensors, the unscaled output
+    kept; PEFT's locals (block-diagonal matrix, bmm product), the rotated input and the fp32 scaled output held for
+    a moment; in backward the rotation's gradient and the rotated input's beside the input's own (a frozen linear's
+    2 tokens d_in): exact (bf16-pure the same bytes as AMP: the forward casts to the input's dtype)."""
+    transient, kept, backward = _one_linear(d_in, d_out, block, tokens, precision)
+    assert kept == boft.linear_saved_bytes(d_in, d_out, block, tokens)
+    assert transient == boft.linear_forward_temp_bytes(d_in, d_out, tokens)
+    assert backward == boft.linear_backward_temp_bytes(d_in, d_out, tokens) + 2 * tokens * d_in
+
+
+@pytest.mark.sweep  # make test-all: 3-5 s each
+@pytest.mark.parametrize("block", [4, 16])
+def test_boft_trains_and_buffers_what_peft_makes(block):
+    """A real PEFT model of debug-llama (CPU, from its config): its trained boft_R and boft_s and its boft_P buffers
+    are the plan's (2026-12-05, block 16: 593,920 trained elements, 26,279,936 buffer bytes)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    model, k = load_model("debug-llama"), Knobs(lora_rank=block, lora_variant="boft")
+    cfg = dict(model.config)
+    base = AutoModelForCausalLM.from_config(AutoConfig.for_model(cfg.pop("model_type"), **cfg)).to(torch.bfloat16)
+    m = _peft_model(base, block, "all-linear")
+    trained = sum(p.numel() for p in m.parameters() if p.requires_grad)
+    buffers = sum(b.numel() * b.element_size() for n, b in m.named_buffers() if "boft_P" in n)
+    s = Setup(model, k, 1, 1, 64)
+    assert trainable_params(s) == boft.boft_params(model, k) == trained
+    assert tuner_buffers_bytes(s) == boft.permutation_buffer_bytes(model, k) == buffers
+
+
+@pytest.mark.sweep  # make test-all: 13-60 s each on 2 busy cores
+@pytest.mark.parametrize(
+    "name,micro,seq,block,knobs,within",
+    [
+        ("debug-llama", 2, 512, 16, {}, 0.005),  # 2026-12-05: sim 210.19 MiB, planned 210.92 (+0.35%)
+    ],
+)
+def test_a_boft_step_is_the_sims_peak(name, micro, seq, block, knobs, within):
+    from probes.sim import simulate
+
+    model, k = load_model(name), Knobs(lora_rank=block, lora_variant="boft", **knobs)
+    sim = simulate(Case(model.config, k, micro, 1, seq, 0)).peak_allocated_bytes
+    planned = breakdown(Setup(model, k, micro, 1, seq), 80 * GIB).peak_allocated_bytes
+    assert planned == pytest.approx(sim, rel=within)
+
+
+@pytest.mark.parametrize(
+    "knobs,what",
+    [
+        ({"zero_stage": 2}, "--zero 2"),
+        ({"fsdp": "full"}, "--fsdp full"),
+        ({"quant": "nf4"}, "--quant nf4"),
+        ({"lora_dropout": 0.1}, "--lora-dropout 0.1"),
+    ],
+)
+def test_boft_where_unmeasured_is_refused_in_one_line(knobs, what):
+    with pytest.raises(BadInput, match=f"^--lora-variant boft with {what} is not planned"):
+        Knobs.make(lora_rank=16, lora_variant="boft", **knobs)
+
+
+def test_a_block_size_peft_refuses_is_refused_in_one_line():
+    """debug-llama's down_proj takes 688 = 16 x 43 inputs: block 32 does not divide it (PEFT raises, layer.py:322-326)."""
+    from planner.config.spec_lora import boft_width_error
+
+    model = load_model("debug-llama")
+    err = boft_width_error(Knobs(lora_rank=32, lora_variant="boft"), model)
+    assert err is not None and "input width 688" in str(err)
+    assert boft_width_error(Knobs(lora_rank=16, lora_variant="boft"), model) is None
