@@ -145,3 +145,54 @@ def test_a_block_size_peft_refuses_is_refused_in_one_line():
     err = boft_width_error(Knobs(lora_rank=32, lora_variant="boft"), model)
     assert err is not None and "input width 688" in str(err)
     assert boft_width_error(Knobs(lora_rank=16, lora_variant="boft"), model) is None
+
+
+def test_boft_p_lies_on_the_gpu_but_under_ms_swift_3():
+    """ms-swift loads with device_map cuda:<rank>: under its transformers-4 lines the model's hf_device_map stops the
+    Trainer's move and boft_P stays on the CPU (planner.estimate.boft.buffers_on_gpu; the venvs' check below).
+    qwen2.5-0.5b, all-linear: 24 layers x 4 (6 x 896^2 + 4,864^2) bytes = 2,500,362,240."""
+    model = load_model("qwen2.5-0.5b")
+
+    def buffers(framework, release):
+        k = Knobs(lora_rank=4, lora_variant="boft", framework=framework, release=release)
+        return boft.permutation_buffer_bytes(model, k)
+
+    assert buffers("swift", "") == buffers("hf", "") == buffers("memplan", "") == 24 * 4 * (6 * 896**2 + 4864**2)
+    assert buffers("swift", "3.9") == 0
+
+
+HF_DEVICE_MAP = """
+import sys, torch, transformers
+from transformers import LlamaConfig, LlamaForCausalLM, AutoModelForCausalLM
+cfg = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=2,
+                  num_key_value_heads=2, vocab_size=128)
+LlamaForCausalLM(cfg).save_pretrained(sys.argv[1])
+m = AutoModelForCausalLM.from_pretrained(sys.argv[1], device_map={"": "cpu"})
+print(transformers.__version__.split(".")[0], getattr(m, "hf_device_map", None) is not None)
+"""
+
+
+@pytest.mark.sweep  # make test-all: about 15 s (two framework venvs)
+@pytest.mark.parametrize("env,major,mapped", [("swift-3.12.6", "4", True), ("ms-swift", "5", False)])
+def test_transformers_4_alone_marks_a_one_device_map(tmp_path, env, major, mapped):
+    """What buffers_on_gpu rests on: from_pretrained(device_map={"": device}) leaves an hf_device_map on the model
+    under transformers 4 (4.57.1, ms-swift 3.12.6's venv: MEMPLAN_FWENV_OLD) and none under 5 (5.19, ms-swift 4.6's:
+    MEMPLAN_SWIFT_PYTHON), and HF's Trainer skips its model.to(device) where one is set (trainer.py's
+    _move_model_to_device, both lines)."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    old = Path(os.environ.get("MEMPLAN_FWENV_OLD", root / ".fwenv-old")) / env / "bin/python"
+    python = (
+        old
+        if env.startswith("swift-")
+        else Path(os.environ.get("MEMPLAN_SWIFT_PYTHON", root / ".fwenv" / env / "bin/python"))
+    )
+    if not python.exists():
+        pytest.skip(f"no {python}")
+    run = subprocess.run(
+        [python, "-c", HF_DEVICE_MAP, str(tmp_path)], check=False, capture_output=True, text=True, timeout=300
+    )
+    assert run.stdout.split()[-2:] == [major, str(mapped)], run.stderr[-2000:]
