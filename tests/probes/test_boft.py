@@ -196,3 +196,37 @@ def test_transformers_4_alone_marks_a_one_device_map(tmp_path, env, major, mappe
         [python, "-c", HF_DEVICE_MAP, str(tmp_path)], check=False, capture_output=True, text=True, timeout=300
     )
     assert run.stdout.split()[-2:] == [major, str(mapped)], run.stderr[-2000:]
+
+
+class _FbdStandIn:
+    """PEFT's fbd_cuda extension as its kernel allocates (peft 0.21.2 tuners/boft/fbd/fbd_cuda_kernel.cu:64, :95: the
+    (m, d_in, d_in) output zeroed and the blocks written in; backward the blocks' gradient, zeros_like the input),
+    on CPU tensors: what FastBlockDiag runs where the extension compiles (layer.py:283-290, :616-621)."""
+
+    @staticmethod
+    def forward(blocks):
+        z, n, b, _ = blocks.shape
+        out = blocks.new_zeros(z, n * b, n * b)
+        for i in range(n):
+            out[:, i * b : (i + 1) * b, i * b : (i + 1) * b] = blocks[:, i]
+        return [out]
+
+    @staticmethod
+    def backward(grad, blocks):
+        n, b = blocks.shape[1], blocks.shape[2]
+        out = torch.zeros_like(blocks)
+        for i in range(n):
+            out[:, i] = grad[:, i * b : (i + 1) * b, i * b : (i + 1) * b]
+        return [out]
+
+
+@pytest.mark.sweep  # make test-all: about 3 s
+def test_the_cuda_extensions_path_keeps_what_the_torch_path_keeps_at_one_factor(monkeypatch):
+    """With the extension (its stand-in) PEFT runs FastBlockDiag instead of torch.block_diag; at one butterfly factor
+    the same bytes kept, held and in backward (2026-12-05: 6,952,448, 5,767,168 and 3,932,160 at d_in 1024, d_out 256,
+    block 32, 512 tokens). A second factor (refused) doubles boft_P and keeps about 6.4 d_in^2 more a linear."""
+    from peft.tuners.boft import layer
+
+    torch_path = _one_linear(1024, 256, 32, 512, "bf16")
+    monkeypatch.setattr(layer, "_FBD_CUDA", _FbdStandIn())
+    assert _one_linear(1024, 256, 32, 512, "bf16") == torch_path
