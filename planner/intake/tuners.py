@@ -14,7 +14,7 @@ from planner.intake.collect import Collector, as_names
 from planner.intake.vocab import lora_targets
 
 PLANNED = (
-    "full fine-tuning, freeze tuning of the last layers, LoRA (LoRA+ and rsLoRA alike), DoRA, OFT, and AdaLoRA, "
+    "full fine-tuning, freeze tuning of the last layers, LoRA (LoRA+ and rsLoRA alike), DoRA, OFT, BOFT, and AdaLoRA, "
     "VeRA and bottleneck adapters as ms-swift runs them"
 )
 # a tuner's name as a framework writes it -> what it is (ms-swift 4.6 base_args.py:56-58 get_supported_tuners;

@@ -140,7 +140,7 @@ def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
     given = f.get(KEYS.key("lora_targets"))
     loraargs.lora_targets(c, given.value if given else targets, tsrc, KEYS.flag("lora_targets"))
     dropout, dsrc = look(f, "lora_dropout")
-    if variant != "vera" and as_float(dropout) is not None:
+    if variant not in ("vera", "boft") and as_float(dropout) is not None:  # BOFT: its own boft_dropout
         c.set("lora_dropout", as_float(dropout), dsrc, KEYS.flag("lora_dropout"))
     _quant(c, f)
     return True

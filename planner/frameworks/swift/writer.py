@@ -217,9 +217,10 @@ def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
 
 
 def tuner_rank_flags(variant: str, plan: Plan) -> list[Flag]:
-    """--tuner_type adalora's --adalora_init_r and --lora_dropout, or vera's --vera_rank and --vera_dropout
-    (swift/pipelines/train/tuner.py:255-306), in place of --lora_rank and --lora_dropout."""
-    dropout = VERA_DROPOUT[0] if variant == "vera" else KEYS.key("lora_dropout")
+    """--tuner_type adalora's --adalora_init_r and --lora_dropout, vera's --vera_rank and --vera_dropout, or boft's
+    --boft_block_size and --boft_dropout (swift/pipelines/train/tuner.py:255-316), in place of --lora_rank and
+    --lora_dropout."""
+    dropout = {"vera": VERA_DROPOUT[0], "boft": "boft_dropout"}.get(variant, KEYS.key("lora_dropout"))
     return [(TUNER_RANK[variant][0], plan.lora_rank), (dropout, plan.lora_dropout)]
 
 

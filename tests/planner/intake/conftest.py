@@ -14,7 +14,6 @@ REFUSED = {
     DATA / "llamafactory/examples/extras/adam_mini/qwen2_full_sft.yaml": "use_adam_mini: True: Adam-mini",
     DATA / "llamafactory/examples/extras/badam/llama3_full_sft.yaml": "use_badam: True: BAdam",
     DATA / "swift/examples/train/multimodal/lora_llm_full_vit/sft.sh": "--tuner_type lora_llm: LoRA on the language",
-    DATA / "swift/examples/train/tuners/boft/train.sh": "--tuner_type boft: BOFT",
 }
 
 

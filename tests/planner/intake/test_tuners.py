@@ -64,7 +64,7 @@ def test_lora_plus_is_loras_memory(tmp_path):
     [
         ("train.py", "from peft import AdaLoraConfig\nAdaLoraConfig(init_r=12, total_step=10)\n", "AdaLoRA"),
         ("lf.yaml", LF + "finetuning_type: adalora\n", "finetuning_type: adalora: AdaLoRA"),
-        ("train.sh", SWIFT + "--tuner_type boft\n", "--tuner_type boft: BOFT"),
+        ("train.sh", SWIFT + "--tuner_type fourierft\n", "--tuner_type fourierft: FourierFT"),
         ("lf.yaml", LF + "finetuning_type: adapter\n", "finetuning_type: adapter: bottleneck adapters"),
         (
             "train.sh",
