@@ -1,15 +1,16 @@
 """OpenRLHF's flags as its readers take them (reader.py: train_ppo_ray and train_dpo; reader_sft.py: train_sft): the
 flat names of 0.10.1 and before read as their dotted 0.11.2 names and said once, a flag's value or its 0.11.2 default,
 a switch's state, the precision, the DeepSpeed bucket sizes its own config leaves to DeepSpeed (zero_buckets),
-and the release line the flat flags name (release_hint)."""
+the release line the flat flags name (release_hint), and DeepSpeed AutoTP above 1 refused (refuse_autotp)."""
 
 from __future__ import annotations
 
+from planner.errors import BadInput
 from planner.frameworks.openrlhf import lmmr1, lmmr1_dev, mmeureka, openrlhfm
 from planner.frameworks.openrlhf import mmeureka_internvl as internvl
 from planner.frameworks.openrlhf.keys import ALIASES, KEYS, SHARED, bucket_text
 from planner.intake import line_defaults
-from planner.intake.collect import Collector, as_bool, default, one
+from planner.intake.collect import Collector, as_bool, as_int, default, one
 from planner.intake.flags import Flag
 
 ORL = "openrlhf 0.11.2"
@@ -84,6 +85,33 @@ def precision(c: Collector, f: dict[str, Flag], cite: str) -> None:
         source or default(ORL, cite, "--ds.param_dtype bf16"),
         KEYS.flag("precision"),
     )
+
+
+# --ds_tensor_parallel_size from v0.7.4 (cli/train_ppo_ray.py:272, train_sft.py:186, train_dpo.py:205), dotted from
+# v0.10.2 (v0.11.0 train_ppo_ray.py:353); LMM-R1 dev's copy of v0.7.4.post2 takes the flat one (lmmr1_dev.SIGN)
+AUTOTP = ("ds_tensor_parallel_size", "ds.tensor_parallel_size")
+AUTOTP_CITE = (
+    "v0.7.4 utils/deepspeed/deepspeed.py:228-231 deepspeed.tp_model_init splits each linear layer across the TP "
+    "ranks, :101-103 ZeRO shards within the dp ranks left, :107-112 the accumulation counts TP ranks"
+)
+
+
+def refuse_autotp(c: Collector, flags: dict[str, Flag]) -> None:
+    """DeepSpeed AutoTP: 1 read as tensor_parallel 1, above 1 refused in one line, the value and the 1 accepted named:
+    memplan plans each OpenRLHF role's ranks as data parallel and has not checked its tensor_parallel (transformers'
+    tp plan) against tp_model_init's split (AUTOTP_CITE). Every line that takes the flag, the forks' included
+    (planner.frameworks.openrlhf.reader)."""
+    for key in AUTOTP:
+        f = flags.get(key)
+        size = as_int(one(f.value)) if f is not None else None
+        if size is not None and size > 1:
+            raise BadInput(
+                f"{f.source}: memplan plans no DeepSpeed AutoTP for OpenRLHF ({AUTOTP_CITE}); 1 is accepted: "
+                f"give --{key} 1",
+                "tensor_parallel",
+            )
+        if size == 1:
+            c.number("tensor_parallel", 1, f"{f.source} (DeepSpeed AutoTP off)", f"--{key}")
 
 
 def release_hint(flags: dict[str, Flag], module: str | None = None) -> tuple[str, str, tuple[str, ...]] | None:
