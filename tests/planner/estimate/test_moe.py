@@ -185,7 +185,8 @@ def test_zero3_fetches_a_stacked_experts_module_whole_past_max_live():
     fetched_past_live_elements). Pinned to DeepSpeed 0.19.8 on 2 CPU ranks (tests/probes/test_zero.py, sweep tier): a
     tiny Llama-4 text model with max live 1e4 and reuse 0 held 214,592 elements (routed and dense layers
     alternating) and 215,616 (every layer routed), the term 4.7% and 4.6% over, not 33% under; a dense model's extra
-    stays its largest parameter; Llama-4 Maverick's is a layer's experts and the head, not gate_up_proj alone."""
+    stays its largest parameter; Llama-4 Maverick's is a layer's experts and the head, not gate_up_proj alone, on
+    transformers 4 too (stacked there as on 5), where Qwen3-MoE's experts are Linears and the extra stays L."""
     from dataclasses import replace
 
     from planner.estimate import zero
@@ -203,3 +204,8 @@ def test_zero3_fetches_a_stacked_experts_module_whole_past_max_live():
     maverick = Setup(m, Knobs(precision="bf16", zero_stage=3), 1, 1, 64, 8)
     head = 202048 * 5120
     assert zero.fetched_past_live_elements(maverick) == m.expert_params_per_layer() + head > m.largest_matrix_params()
+    # transformers 4 builds Qwen3-MoE's experts as one MLP an expert (each Linear its own fetch), Llama-4's stacked
+    for name, stacked in (("qwen3-30b-a3b", False), ("llama-4-maverick-17b-128e", True)):
+        m = catalog.load_model(name)
+        old = Setup(m, Knobs(precision="bf16", zero_stage=3, framework="llamafactory", release="0.9.4"), 1, 1, 64, 8)
+        assert (zero.fetched_past_live_elements(old) > m.largest_matrix_params()) == stacked
