@@ -3,7 +3,7 @@
 0.7.4.post2's, 0.6.1.post1's), read after them (reader.py): the actor's frozen modules (--freeze_prefix) and the
 images its rollouts and trainings take. They run the same code for these (each cited below at MM-Eureka's, the
 others' in reader_forks.LINES); --ds_tensor_parallel_size above 1 is refused before
-(reader_flags.refuse_autotp).
+(reader_flags.refuse_parallel_groups).
 
 - --freeze_prefix visual (their scripts' value) leaves Qwen2.5-VL's `visual.*` (the tower and its merger) without
   gradients (trainer/ray/ppo_actor.py:318-329, before DeepSpeed wraps the actor): frozen vision+projector; any other
