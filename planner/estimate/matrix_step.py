@@ -61,7 +61,8 @@ def held_bytes(s: Setup, t: Tensors, target: bool, state_bytes: int) -> tuple[in
     full = state_bytes * (t.numel // t.count)
     if not target:
         return full, full
-    return state_bytes * projected_elements(s.knobs.optimizer, t.shape, s.knobs.optimizer_rank), full
+    k = s.knobs
+    return state_bytes * projected_elements(k.optimizer, t.shape, k.optimizer_rank, k.optimizer_projection), full
 
 
 def galore_walk_bytes(s: Setup, state_bytes: int, update: bool) -> int:

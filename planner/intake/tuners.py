@@ -128,3 +128,18 @@ def low_rank_fields(c: Collector, rank: tuple | None, targets: tuple | None) -> 
             c.set("optimizer_targets", mapped, targets[1], targets[2])
         else:
             c.note(f"{targets[1]} (a pattern memplan cannot match: planned with every decoder linear)")
+
+
+# GaLore's proj_type as transformers' optim_args, LLaMA-Factory and ms-swift write it (galore-torch 1.0
+# galore_projector.py:13-42) -> optimizer_projection
+PROJ_TYPES = {"std": "std", "reverse_std": "reverse-std", "right": "right", "left": "left", "full": "full"}
+
+
+def low_rank_projection(c: Collector, value: object, source: str, key: str) -> None:
+    """GaLore's / APOLLO's proj_type: the side each target is projected on (optimizer_projection); a name GaLore's
+    projector does not branch on leaves its projection unset (galore_projector.py:12-44: low_rank_grad unbound), so
+    it is refused in one line."""
+    name = str(value).strip().lower()
+    if name not in PROJ_TYPES:
+        raise BadInput(f"{source}: proj_type {name} is not one GaLore runs: std, reverse_std, right, left or full", key)
+    c.set("optimizer_projection", PROJ_TYPES[name], source, key)
