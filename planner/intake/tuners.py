@@ -39,7 +39,9 @@ UNPLANNED_TUNERS = {
 # optimizer names (transformers' optim, axolotl's optimizer, ms-swift's --optimizer plugin) whose states memplan does not
 # plan, matched as parts of the name: refused rather than planned as AdamW. GaLore's and APOLLO's AdamW and Muon are
 # planned (vocab.OPTIMIZERS, planner.estimate.matrix_optim); their layer-wise variants (transformers 5.25
-# trainer_optimizer.py:164-184: one optimizer per parameter, stepped in its gradient hook) are not yet
+# trainer_optimizer.py:164-184: one optimizer per parameter, stepped in its gradient hook) are optimizer_in_backward
+# where HF's and TRL's readers strip the suffix and LLaMA-Factory's reads *_layerwise; elsewhere (axolotl, whose own
+# trainer's run of them is not measured) refused
 UNPLANNED_OPTIMIZERS = {
     "layerwise": "layer-wise GaLore / APOLLO (one optimizer per parameter, stepped in its gradient hook)",
     "galore_adafactor": "GaLore's projected Adafactor",

@@ -147,3 +147,23 @@ def test_apollos_step_is_each_tensor_beside_what_the_ones_before_it_left():
     assert matrix_step.projector_update_temp_bytes(hf, 4) == 2 * head + 2 * projected
     assert matrix_step.low_rank_step_temp_bytes(lf, 4) == 3 * head
     assert matrix_step.apollo_projector_temp_bytes((4096, 14336), 128, 2) == 4 * 4096 * 14336 + 8 * 128 * 4096
+
+
+@pytest.mark.parametrize(
+    "precision,wide,measured",
+    [("fp32", False, 393_216), ("fp32", True, 838_144), ("bf16-pure", False, 196_608), ("bf16-pure", True, 419_328)],
+)
+def test_layerwise_apollo_holds_one_gradient_and_its_step_as_measured(precision, wide, measured):
+    """transformers' apollo_adamw_layerwise steps each parameter in its gradient's hook (trainer_optimizer.py:164-184):
+    one gradient and its step's two full-size temporaries, measured in a real step's hooks on the CPU
+    (tests/probes/test_layerwise_low_rank.py, 2026-12-05, the second step; tolerance 15%, as there)."""
+    from planner.model.families import from_config
+    from tests.planner.estimate.test_torchao_optim import TINY
+
+    config = {**TINY, "vocab_size": 64, "hidden_size": 128, "intermediate_size": 512} if wide else TINY
+    knobs = Knobs(
+        framework="hf", optimizer="apollo-adamw", optimizer_rank=8, optimizer_in_backward=True, precision=precision
+    )
+    s = Setup(from_config(config, "tiny-llama"), knobs, 1, 1, 16)
+    planned = state_terms.gradients_bytes(s) + matrix_step.low_rank_step_temp_bytes(s, 4 if precision == "fp32" else 2)
+    assert planned == pytest.approx(measured, rel=0.15)
