@@ -18,6 +18,7 @@ from planner.estimate.setup import Setup
 from planner.model.families import from_config
 from tests.probes.test_matrix_optim import CONFIG, LINEARS, WIDE_MLP
 
+pytestmark = pytest.mark.sweep  # 8 cases of two real steps (45 s, 2 busy cores); the figures: tests/planner/estimate
 PRECISIONS = {"fp32": (torch.float32, 4), "bf16-pure": (torch.bfloat16, 2)}
 OPTIM = {
     "apollo-adamw": ("apollo_torch", "apollo_adamw_layerwise"),
