@@ -206,8 +206,7 @@ CASES = {
         # context_parallel_size is keys-only (test_swift_and_axolotl_write_their_parallel_keys): axolotl's validator
         # imports ring_flash_attn for it (utils/schemas/validation.py:1848), which needs CUDA's flash-attn
         "tp_fsdp": {"fsdp": "full", "checkpointing": "full", "attention": "flash", "tensor_parallel": 2},
-        "galore": {**MATRIX, "optimizer": "galore-adamw", "optimizer_projection": "left"},
-        "apollo_targets": {**MATRIX, "optimizer": "apollo-adamw", "optimizer_targets": "q_proj,v_proj"},
+        "galore": {**MATRIX, "optimizer": "galore-adamw", "optimizer_projection": "left"},  # optim_target_modules too
     },
 }
 MODULES = {"llamafactory": llamafactory, "swift": swift, "axolotl": axolotl}
