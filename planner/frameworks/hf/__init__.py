@@ -217,6 +217,7 @@ HF_EVERY = (
     "attention",
     "optimizer_rank",  # optim_args rank=
     "optimizer_targets",  # optim_target_modules
+    "optimizer_projection",  # optim_args proj_type= (trainer_optimizer.py:373, 402)
     "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
     "zero_buckets",  # the bucket sizes a DeepSpeed JSON sets itself (deepspeed reader)
     "lora_rank",

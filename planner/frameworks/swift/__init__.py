@@ -73,6 +73,7 @@ FRAMEWORK = Framework(
         "attention",
         "optimizer_rank",  # --galore_rank
         "optimizer_targets",  # --galore_target_modules
+        "optimizer_projection",  # --galore_proj_type (trainers/arguments.py:198)
         "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
         "zero_buckets",  # the bucket sizes a DeepSpeed JSON sets itself (deepspeed reader)
         "lora_rank",
