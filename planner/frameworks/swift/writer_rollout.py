@@ -12,13 +12,17 @@ from planner.frameworks.swift.keys import KEYS
 
 CHECK = "swift/llm/argument/rlhf_args.py:221-254"  # v3.4.1 (reader_3x.CHECK)
 OLD_WORDS = ("3.4",)  # the written lines with no --vllm_mode at the release they are written for
+# --vllm_mode server needs --vllm_server_host (`swift rollout`'s): without it 3.5-3.11 reset the mode to colocate
+# (v3.5.0 swift/llm/argument/rlhf_args.py:160-169; v3.7.0 :211-220) and 4.x asserts (v4.5.2 swift/arguments/
+# rlhf_args.py:451-452); the user's host, as --dataset is theirs
+HOST = "YOUR_ROLLOUT_HOST"
 
 
 def placement_flags(plan, procs: int) -> list[tuple[str, object]]:
     """The flags saying where vLLM runs, for a plan with `procs` training processes a node."""
     mode = plan.workload.generation.removeprefix("vllm-")
-    if plan.knobs.release not in OLD_WORDS:
-        return [KEYS.pair("workload.generation", mode)]
+    if plan.knobs.release not in OLD_WORDS:  # server: the host, without which 3.5-3.11 colocate (HOST)
+        return [KEYS.pair("workload.generation", mode), *([("vllm_server_host", HOST)] if mode == "server" else [])]
     if mode == "colocate":
         return [("num_infer_workers", procs)]
     return [("vllm_device", "auto"), ("num_infer_workers", 1)]
@@ -36,9 +40,12 @@ def engine_gpus(plan) -> int:
 
 
 def header(plan, procs: int) -> list[str]:
-    """The script's comment on the placement written in 3.4.x's words."""
-    if plan.workload.kind != "grpo" or plan.workload.generation == "hf" or plan.knobs.release not in OLD_WORDS:
+    """The script's comment on vLLM's placement: 3.4.x's words, or the rollout server's host to give."""
+    if plan.workload.kind != "grpo" or plan.workload.generation == "hf":
         return []
+    if plan.knobs.release not in OLD_WORDS:
+        own = plan.workload.generation == "vllm-server"
+        return ["# --vllm_server_host: where `swift rollout` serves the model, on GPUs of its own"] if own else []
     out = [f"# vLLM placed in ms-swift 3.4.x's words ({CHECK}); 3.5.x warns them deprecated and colocates, 3.6 refuses"]
     if engine_gpus(plan):
         out.append(f"# vLLM on GPU {procs}, past the {procs} training GPUs: each node shows {procs + 1}")

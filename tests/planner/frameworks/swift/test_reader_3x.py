@@ -101,6 +101,8 @@ def test_a_bare_use_vllm_at_the_3_4_line_is_placed_as_3_4_places_it(tmp_path):
     assert s["framework"].value == "swift@3.4" and s["workload.generation"].value == "vllm-server"
     assert s["gpus_per_node"].value == 7 and any("3.5-3.6 colocate it" in u for u in r.unplanned)
     assert not any("requires" in u for u in r.unplanned)
+    r, s = _read(V3 / "grpo/full_vllm.sh", tmp_path, bare, pins="ms-swift==3.7.3\n")  # 3.7-3.8: colocate by default
+    assert s["workload.generation"].value == "vllm-colocate" and any("3.7-3.8's default" in u for u in r.unplanned)
     seven = lambda t: bare(t).replace("0,1,2,3,4,5,6,7", "0,1,2,3,4,5,6")
     with pytest.raises(BadInput, match="accepted: 8 visible GPUs, .* or --vllm_mode colocate"):
         _read(V3 / "grpo/full_vllm.sh", tmp_path, seven, pins="ms-swift==3.4.1\n")
@@ -144,3 +146,15 @@ def test_the_3_4_line_writes_3_4s_placement_words_and_reads_them_back(generation
         (tmp_path / name).write_text(body_text)
     _, s = _read(tmp_path / "swift_train.sh")
     assert s["workload.generation"].value == f"vllm-{generation}" and s["gpus_per_node"].value == 2
+
+
+def test_a_server_plan_names_the_rollout_host_past_the_3_4_line():
+    """--vllm_mode server without --vllm_server_host: 3.5-3.11 reset it to colocate (v3.7.0 swift/llm/argument/
+    rlhf_args.py:211-220), 4.x asserts (v4.5.2 swift/arguments/rlhf_args.py:451-452): swift@3.7 and swift write it."""
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "top": 1}
+    body |= {"workload": {"kind": "grpo", "num_generations": 4, "generation": "vllm-server"}}
+    for framework in ("swift@3.7", "swift"):
+        res = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": framework}), with_nearest=False)
+        (model, hw, goal), plan = res.context, res.plans[0]
+        text = launch.files(plan, hw, model, goal.seq_len, goal)["swift_train.sh"]
+        assert "--vllm_mode server \\\n    --vllm_server_host YOUR_ROLLOUT_HOST" in text
