@@ -41,6 +41,7 @@ from planner.frameworks.swift.writer_media import media_env, writes_media
 from planner.frameworks.swift.writer_optim import optimizer_flags
 from planner.frameworks.swift.writer_rollout import engine_gpus, placement_flags, tp_key
 from planner.frameworks.swift.writer_rollout import header as rollout_header
+from planner.frameworks.swift.writer_rollout import pin_before as rollout_pin
 from planner.model.catalog import checkpoints
 from planner.model.lora_targets import peft_target_modules, peft_target_parameters
 from planner.model.modelspec import ModelSpec
@@ -79,6 +80,7 @@ def check(plan: Plan) -> None:
 
 
 writes_pixels = writes_tiles = writes_video = writes_media  # planner.export.launch asks (writer_media)
+pin_before = rollout_pin  # launch.pinned asks: a 3.4-line plan in 3.4.x's vLLM words pins ms-swift <3.5.0
 
 
 def script(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> str:

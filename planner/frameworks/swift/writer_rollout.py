@@ -39,6 +39,13 @@ def engine_gpus(plan) -> int:
     return int(own and plan.knobs.release in OLD_WORDS)
 
 
+def pin_before(plan) -> tuple[int, ...] | None:
+    """The release a plan in 3.4.x's words runs before (launch.pinned): 3.5.0, which colocates vLLM whatever they
+    say (reader_3x.NOT_34) and whose 3.6 refuses them; None for any other plan."""
+    uses = plan.workload.kind == "grpo" and plan.workload.generation != "hf"
+    return (3, 5) if uses and plan.knobs.release in OLD_WORDS else None
+
+
 def header(plan, procs: int) -> list[str]:
     """The script's comment on vLLM's placement: 3.4.x's words, or the rollout server's host to give."""
     if plan.workload.kind != "grpo" or plan.workload.generation == "hf":

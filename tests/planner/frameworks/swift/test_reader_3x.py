@@ -142,6 +142,7 @@ def test_the_3_4_line_writes_3_4s_placement_words_and_reads_them_back(generation
     text = files["swift_train.sh"]
     assert "--vllm_mode" not in text and all(p in text for p in placed)
     assert f"CUDA_VISIBLE_DEVICES={','.join(map(str, range(shown)))} " in text
+    assert "ms-swift>=3.4.0,<3.5.0" in files["requirements.txt"]  # 3.5 colocates whatever these say, 3.6 refuses
     for name, body_text in files.items():
         (tmp_path / name).write_text(body_text)
     _, s = _read(tmp_path / "swift_train.sh")
