@@ -85,7 +85,8 @@ KEYS = Table(
     Key("fp16", "fp16"),
     Key("packing", "packing"),  # base_args/base_args.py:133-136
     Key("padding_free", "padding_free"),
-    Key("loss", "use_liger_kernel", to_value={"fused": True}),  # trainers/arguments.py:155
+    # trainers/arguments.py:155; 2.x's use_liger from v2.4.0 (v2.5.2 argument.py:781), checked by reader_2.liger
+    Key("loss", "use_liger_kernel", to_value={"fused": True}, renames={"2": "use_liger"}),
     Key("optimizer", "optim", "adamw_torch_fused", "transformers 5.19 training_args.py:804-811"),
     Key("zero_stage", "deepspeed"),  # sft_args.py:252-283
     Key("fsdp", "fsdp"),  # sft_args.py:285-360
