@@ -7,8 +7,8 @@ OpenRLHF v0.7.3's line for line (`diff` against the v0.7.3 tag: 35 lines, all be
 - --processor_kwargs (:345), a JSON object whose min_pixels / max_pixels bound each image, 4 x 28 x 28 and
   16384 x 28 x 28 where it names none (:481-490), on its processor (models/lmm_kits/base/data_processor.py:82-83, 100-117)
   and on vLLM's (trainer/ppo_utils/experience_maker.py:684-688);
-- --limit_mm_per_prompt (:235, :492-497, vLLM's images a prompt), --exclude_modules (:284, LoRA's, no PPO reader
-  takes it), --max_global_steps (:290), --store_extra_buffers (:293), --custom_experience_filter (:380): which
+- --limit_mm_per_prompt (:235, a JSON object parsed at :492-497 and handed to vLLM's engines at :64): the images a
+  row may hold (image_limit); --exclude_modules (:284, LoRA's, no PPO reader takes it), --max_global_steps (:290), --store_extra_buffers (:293), --custom_experience_filter (:380): which
   samples train, no memory of their own; --eval_split (:391; OpenRLHF's from v0.7.4).
 Its defaults are v0.7.3's, the flat 0.8 line's values (--micro_train_batch_size 4, --bf16 and --flash_attn off),
 cited here at LMM-R1's own file. The flags only it takes (SIGNS), or a script that starts its reward servers
@@ -17,6 +17,7 @@ ships; OpenRLHF-M ships math_verifier too, openrlhfm), name it (planner.framewor
 
 from __future__ import annotations
 
+from planner.frameworks import mmlimit
 from planner.frameworks.base import Release, Rule
 from planner.frameworks.openrlhf.mmeureka import FLAT, fork_release
 
@@ -55,6 +56,20 @@ def module_sign(commands) -> str | None:
         if hit is not None and "-m" in words:
             return f"{cmd.path.name}:{cmd.line} python -m {hit}"
     return None
+
+
+def image_limit(flags: dict) -> tuple[int, str] | None:
+    """--limit_mm_per_prompt: (the images a row may hold, where read), None where not given (vLLM's limit, 1). A row's
+    rollout takes every image of its messages (trainer/ppo_utils/experience_maker.py:683-688, models/lmm_kits/base/
+    data_processor.py:151-156), so a row holds up to the limit (planner.frameworks.mmlimit); other modalities are
+    not passed (`flags`: planner.intake.flags.Flag by name)."""
+    f = flags.get("limit_mm_per_prompt")
+    if f is None:
+        return None
+    value = f.value[-1] if isinstance(f.value, list) else f.value  # the last where given twice
+    n = mmlimit.image_limit(value, f.source, "a JSON object such as '{\"image\": 4}' (vLLM's limit_mm_per_prompt)")
+    rows = f"{WHO} openrlhf/trainer/ppo_utils/experience_maker.py:683-688, every image of a row's messages"
+    return n, f"{f.source} (up to {n} image{'s' if n != 1 else ''} a row: vLLM refuses more, {CLI}:64; {rows})"
 
 
 def lmm_r1(keys: dict[str, str], rules: tuple, runs: dict) -> Release:

@@ -49,7 +49,7 @@ def _lmm_r1(who: str, at: dict, pixels: dict) -> Line:
             _pixels(pixels),
             (1024, f"{CLI}:{at['prompt']} --prompt_max_len"),
             f"LMM-R1's vLLM rollout takes the whole prompt and its images, {EXPERIENCE}:{at['vllm']}",
-            "one image a row, as its scripts' data (models/lmm_kits/base/data_processor.py)",
+            "one image a row, vLLM's limit where --limit_mm_per_prompt names none (vLLM 0.8.3 config.py:2551)",
         ),
         f"{EXPERIENCE}:{at['pad']}",
         f"{CLI}:{at['rollout']}",

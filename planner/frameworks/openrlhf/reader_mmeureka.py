@@ -2,7 +2,8 @@
 .mmeureka, .lmmr1, .lmmr1_dev, .openrlhfm) beyond the OpenRLHF flags their copies froze (0.6.1's, 0.7.3's,
 0.7.4.post2's, 0.6.1.post1's), read after them (reader.py): the actor's frozen modules (--freeze_prefix) and the
 images its rollouts and trainings take. They run the same code for these (each cited below at MM-Eureka's, the
-others' in reader_forks.LINES); LMM-R1 dev's --ds_tensor_parallel_size above 1 is refused (_one_rank).
+others' in reader_forks.LINES); --ds_tensor_parallel_size above 1 is refused before
+(reader_flags.refuse_parallel_groups).
 
 - --freeze_prefix visual (their scripts' value) leaves Qwen2.5-VL's `visual.*` (the tower and its merger) without
   gradients (trainer/ray/ppo_actor.py:318-329, before DeepSpeed wraps the actor): frozen vision+projector; any other
@@ -13,7 +14,9 @@ others' in reader_forks.LINES); LMM-R1 dev's --ds_tensor_parallel_size above 1 i
 - Prompts are not cut: vLLM takes the whole chat text and its images (experience_maker.py:897-911) and the actor's
   rows are vLLM's prompt_token_ids and the completion (:940-962); the processor's cut at --prompt_max_len (:971)
   sizes the pixel inputs only (input_ids dropped, :972). --prompt_max_len is read as the text's length, one image
-  (at the rule's worst case within --max_pixels) on top, as VLM-R1's (planner.frameworks.trl.reader_vlmr1).
+  (at the rule's worst case within --max_pixels) on top, as VLM-R1's (planner.frameworks.trl.reader_vlmr1); LMM-R1's
+  --limit_mm_per_prompt puts up to N images there (lmmr1.image_limit). Images past the planned prompt are planned
+  at it (planner.frameworks.mmlimit.cap_row_images: vLLM refuses a longer prompt).
 - vLLM's max_model_len (--max_len, else --prompt_max_len + --generate_max_len) bounds every row that runs: a longer
   prompt, image included, is refused (the run stops), a completion stops at it. The training passes take each row
   unpadded (the replay buffer's remove_padding_in_sequences): at most max_model_len tokens. The experience passes pad
@@ -24,6 +27,7 @@ from __future__ import annotations
 import json
 
 from planner.errors import BadInput
+from planner.frameworks import mmlimit
 from planner.frameworks.openrlhf import lmmr1, lmmr1_dev
 from planner.frameworks.openrlhf.reader_forks import LINES, LOADS, OTHER, Line
 from planner.frameworks.trl import reader_vlmr1 as vlmr1
@@ -43,19 +47,6 @@ LMM = {
     "lmm-r1": (lmmr1.CLI, "487-490", "492-497"),
     "lmm-r1-dev": (lmmr1_dev.CLI, "488-491", lmmr1_dev.LIMIT_MM),
 }
-
-
-def _one_rank(flags: dict[str, Flag]) -> None:
-    """LMM-R1 dev's --ds_tensor_parallel_size (OpenRLHF's DeepSpeed AutoTP) above 1 is refused in one line: memplan
-    plans each OpenRLHF role's ranks as data parallel."""
-    f = flags.get("ds_tensor_parallel_size")
-    size = as_int(one(f.value)) if f is not None else 1
-    if size is not None and size > 1:
-        raise BadInput(
-            f"{f.source} --ds_tensor_parallel_size {size}: memplan plans no DeepSpeed AutoTP for OpenRLHF "
-            f"({lmmr1_dev.CLI}:{lmmr1_dev.SIGN['ds_tensor_parallel_size']}); give --ds_tensor_parallel_size 1",
-            "tensor_parallel",
-        )
 
 
 def _loads(c: Collector, release: str) -> None:
@@ -83,16 +74,12 @@ def read(c: Collector, flags: dict[str, Flag], where: str, release: str = "mm-eu
     else:
         _freeze(c, flags, line)
     text = flags.get("prompt_max_len")
-    if release == "lmm-r1-dev":
-        _one_rank(flags)
     pixels = pixel_flags(c, flags, LMM[release]) if release in LMM else {}
-    vlmr1.read_images(c, {**flags, **pixels, **({"max_prompt_length": text} if text else {})}, where, line.fork)
-    if release in LMM and "limit_mm_per_prompt" in flags:
-        c.note(
-            f"{flags['limit_mm_per_prompt'].source} (vLLM's images a prompt, {LMM[release][0]}:{LMM[release][2]}; the "
-            "rows are planned with one image: give --images N for rows with more)"
-        )
+    given = {**flags, **pixels, **({"max_prompt_length": text} if text else {})}
+    each = vlmr1.read_images(c, given, where, line.fork, lmmr1.image_limit(flags) if release in LMM else None)
     _lengths(c, flags, line, release)
+    if each is not None:  # vLLM refuses a prompt past max_model_len: the row's images are at most its prompt
+        mmlimit.cap_row_images(c, each, f"vLLM's max_model_len ({line.who} {line.max_len}) caps the row")
 
 
 def _lengths(c: Collector, flags: dict[str, Flag], line: Line, release: str) -> None:
@@ -120,7 +107,7 @@ def _lengths(c: Collector, flags: dict[str, Flag], line: Line, release: str) -> 
     text = as_int(one(flags["prompt_max_len"].value)) if "prompt_max_len" in flags else line.fork.text[0]
     if text is not None and prompt - text >= cap:
         c.note(
-            f"{cap_src} (1 image of {prompt - text:,} tokens alone is longer than vLLM's max_model_len {cap:,}: "
+            f"{cap_src} ({_images_alone(c.get('images', 1), prompt - text)} longer than vLLM's max_model_len {cap:,}: "
             f"{REFUSES}; the rows are planned at max_model_len)"
         )
     done = new if new < cap else cap - 1
@@ -145,6 +132,10 @@ def _lengths(c: Collector, flags: dict[str, Flag], line: Line, release: str) -> 
     if "workload.max_prompt_length" in c.derived:
         inputs, again = c.derived["workload.max_prompt_length"]
         c.derived["workload.max_prompt_length"] = (inputs, lambda request: min(again(request), kept))
+
+
+def _images_alone(n: int, tokens: int) -> str:
+    return f"1 image of {tokens:,} tokens alone is" if n == 1 else f"{n} images, {tokens:,} tokens, alone are"
 
 
 def model_len_tokens(flags: dict[str, Flag], new: int, line: Line) -> tuple[int, str]:

@@ -17,6 +17,7 @@ from planner.frameworks.hf import reader as hfargs
 from planner.frameworks.hf import reader_attn as hf_attn
 from planner.frameworks.hf import reader_optim as hf_optim
 from planner.frameworks.swift import reader_2 as swift2
+from planner.frameworks.swift import reader_3x as swift3x
 from planner.frameworks.swift import reader_env as swiftenv
 from planner.frameworks.swift import reader_freeze as swift_freeze
 from planner.frameworks.swift import reader_keys as swift_keys
@@ -62,25 +63,29 @@ def read(
     if release.name == "2":
         f = swift2.translate(c, f)
     f = swift_keys.aliased(f, release.name)
-    swift_keys.note_unknown(c, f, release.name, {KEYS.key("lora", "3")} | pipeline_notes(c, f))
+    fast3 = swift3x.fast_inference(f, release.name)  # 3.1.1-3.4.x GRPO's engine: its own placement words, read
+    read3 = set(swift3x.OLD_ROLLOUT) if fast3 else set()
+    swift_keys.note_unknown(c, f, release.name, {KEYS.key("lora", "3")} | read3 | pipeline_notes(c, f))
     m = KEYS.key("model")
     if m in f:
         models.read_model(c, show(one(f[m].value)), f[m].source, KEYS.flag("model"), near, hint)
+    if release.name == "2":  # 2.x's --use_liger, by its model_type (reader_2.liger)
+        f = swift2.liger(c, f, hint)
     kind = swiftrl.read_kind(c, f, sub)
     world = (
-        swiftenv.world(c, env, where, f.get(KEYS.key("zero_stage")))
+        swiftenv.world(c, env, where, f.get(KEYS.key("zero_stage")), mp=not fast3)
         if launcher
         else int(c.get("gpus_per_node", 1)) * int(c.get("nodes", 1))
     )
     lora = _tuner(c, f)
     _batch(c, f, kind, world)
-    _sequence(c, f, kind, near)
+    _sequence(c, f, kind, near, swift3x.placement(c, f, env, release.name) if fast3 and kind == "grpo" else None)
     if kind == "gkd":
         swiftrl.read_gkd(c, f, near)
     _training(c, f, kind, near)
     tasks.read_swift(c, f, env, where)
     media.vision(c, f, env, where, lora)
-    media.image(c, env, where, release)
+    media.image(c, env, where, release, f)
     media.video(c, env, where, release)
     for field in ("zero_stage", "fsdp"):
         key = KEYS.key(field)
@@ -137,7 +142,7 @@ def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
     given = f.get(KEYS.key("lora_targets"))
     loraargs.lora_targets(c, given.value if given else targets, tsrc, KEYS.flag("lora_targets"))
     dropout, dsrc = look(f, "lora_dropout")
-    if variant != "vera" and as_float(dropout) is not None:
+    if variant not in ("vera", "boft") and as_float(dropout) is not None:  # BOFT: its own boft_dropout
         c.set("lora_dropout", as_float(dropout), dsrc, KEYS.flag("lora_dropout"))
     _quant(c, f)
     return True
@@ -195,7 +200,7 @@ def _batch(c: Collector, f: dict[str, Flag], kind: str, world: int) -> None:
         )
 
 
-def _sequence(c: Collector, f: dict[str, Flag], kind: str, near=None) -> None:
+def _sequence(c: Collector, f: dict[str, Flag], kind: str, near=None, placed3: str | None = None) -> None:
     ml, flag = KEYS.key("seq_len"), KEYS.flag("seq_len")
     if ml in f:
         value, src = f[ml].value, f[ml].source
@@ -213,7 +218,7 @@ def _sequence(c: Collector, f: dict[str, Flag], kind: str, near=None) -> None:
     field = {"dpo": rows, "kto": rows, "gkd": rows, "grpo": prompt, "ppo": prompt}.get(kind, "seq_len")
     c.number(field, value, src if field != prompt else f"{src} (the prompt's limit, truncated left)", flag)
     if kind == "grpo":
-        swiftrl.read_grpo(c, f)
+        swiftrl.read_grpo(c, f, placed3)
     if kind == "ppo":
         swift_ppo.read_ppo(c, f, near)
 
@@ -254,6 +259,8 @@ def _training(c: Collector, f: dict[str, Flag], kind: str, near: Path) -> None:
     liger = f.get(KEYS.key("loss"))
     if liger and as_bool(liger.value):
         if kind == "sft":
+            if liger.raw.lstrip("-") == "use_liger":  # 3.0-3.2's own (reader_keys.ALIASES)
+                swift3x.liger(c, liger)
             c.set("loss", "fused", liger.source, KEYS.flag("loss"))
         else:
             c.note(f"{liger.source} (Liger kernels in RLHF are not planned yet)")
@@ -314,7 +321,10 @@ def release_hint(flags: dict[str, Flag]) -> tuple[str, str] | tuple[str, str, tu
             "read as 3.0-3.3, the hungrier for images: their --max_length leaves the image's tokens out; a pin "
             "ms-swift==3.4 or later beside the script reads it as that release)"
         )
-        return "3", why, TRAIN_TYPE_LINES
+        lines, narrowed = swift3x.lines_taking(flags, TRAIN_TYPE_LINES)
+        if lines != TRAIN_TYPE_LINES:
+            why = f"{why[:-1]}; {narrowed}: only {', '.join(lines)} take it)"
+        return "3", why, lines
     old2 = next((flags[k] for k in SWIFT2_FLAGS if k in flags), None)
     if old2 is not None and new not in flags:
         return "2", f"{old2.source} (an ms-swift 2.x name, v2.5.2 swift/llm/utils/argument.py:610-617)"

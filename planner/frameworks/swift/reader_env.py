@@ -85,11 +85,12 @@ def omni_talker(c: Collector, env: dict[str, str], where: str) -> None:
 DS_NOT_MP = "v2.6.1 swift/llm/utils/argument.py:1111-1115; v3.4.0 swift/llm/argument/train_args.py:181-182"
 
 
-def world(c: Collector, env: dict[str, str], where: str, ds: Flag | None = None) -> int:
+def world(c: Collector, env: dict[str, str], where: str, ds: Flag | None = None, *, mp: bool = True) -> int:
     """Processes: NPROC_PER_NODE x NNODES under torchrun (swift/cli/main.py:30-35), else one; with more visible GPUs
     than processes each process spreads the model over its share (device_map), except under --deepspeed (`ds`),
     which ms-swift refuses there (DS_NOT_MP): a DeepSpeed run that ran had one process a visible GPU, NPROC_PER_NODE
-    from the shell that launched it, and is planned so, said in a line."""
+    from the shell that launched it, and is planned so, said in a line. `mp` False: no device_map (3.x GRPO with an
+    engine, reader_3x.fast_inference)."""
     visible = count_devices(env.get("CUDA_VISIBLE_DEVICES", ""))
     if "NPROC_PER_NODE" not in env and ds is not None and visible and visible >= 2:
         source = (
@@ -110,7 +111,7 @@ def world(c: Collector, env: dict[str, str], where: str, ds: Flag | None = None)
     else:
         c.set("gpus_per_node", 1, f"{where} no NPROC_PER_NODE (one process: swift/cli/main.py:30-35)", "NPROC_PER_NODE")
         n = 1
-    n *= device_map(c, env, where, n)
+    n *= device_map(c, env, where, n) if mp else 1
     nodes = (
         c.number("nodes", env["NNODES"], f"{where} NNODES={show(env['NNODES'])}", "NNODES") if "NNODES" in env else 1
     )

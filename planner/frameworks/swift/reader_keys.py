@@ -18,11 +18,14 @@ from planner.intake.flags import Flag
 # a 3.x line's own name of a flag memplan reads under 4.x's: GRPO's vLLM tensor parallel size is --tensor_parallel_size
 # to v3.4.x (v3.3.0 swift/trainers/arguments.py:170; v3.4.1 :176, rlhf_trainer/grpo_trainer.py:494 builds the engine
 # with it), a deprecated alias of --vllm_tensor_parallel_size from v3.5.0 (arguments.py:189, 217), joined by
-# --gpu_memory_utilization from v3.7.0 (v3.7.3 arguments.py:179-191 _handle_compatibility; v3.9.0 :216-218)
+# --gpu_memory_utilization from v3.7.0 (v3.7.3 arguments.py:179-191 _handle_compatibility; v3.9.0 :216-218); 3.0-3.2's
+# --use_liger, 3.3's --use_liger_kernel (v3.2.2 swift/llm/argument/tuner_args.py:200; v3.3.0 swift/trainers/
+# arguments.py:52), which reader_3x.liger checks
 TP = ("vllm_tensor_parallel_size", "v3.4.1 swift/trainers/arguments.py:176; v3.7.3 :179-191")
 UTIL = ("vllm_gpu_memory_utilization", "v3.7.3 swift/trainers/arguments.py:179-191; v3.9.0 :216-218")
+LIGER = ("use_liger_kernel", "v3.2.2 swift/llm/argument/tuner_args.py:200; tuner.py:338-340 apply_liger")
 ALIASES = {
-    "3": {"tensor_parallel_size": TP},
+    "3": {"tensor_parallel_size": TP, "use_liger": LIGER},
     "3.4": {"tensor_parallel_size": TP},
     "3.7": {"tensor_parallel_size": TP, "gpu_memory_utilization": UTIL},
     "3.9": {"tensor_parallel_size": TP, "gpu_memory_utilization": UTIL},
@@ -37,6 +40,9 @@ def aliased(f: dict[str, Flag], line: str) -> dict[str, Flag]:
             flag = out.pop(old)
             out[new] = Flag(new, flag.value, f"{flag.source} (ms-swift {line}'s name of --{new}: {cite})", flag.raw)
     return out
+
+
+LINES_HELD = ("2", "3", "3.4", "3.7", "3.9")  # the lines presets/keys_swift_lines.json holds (tools/swift_line_keys.py)
 
 
 @cache
@@ -60,7 +66,10 @@ def note_unknown(c: Collector, f: dict[str, Flag], line: str, skip: set[str]) ->
         for k in sorted(set(f) - accepted("swift") - skip):
             c.note(f"{f[k].source} (not an {SWIFT} argument: swift refuses it)")
         return
+    aliases = ALIASES.get(line, {})
     for k in sorted(set(f) - skip - {KEYS.key("lora", "3")}):
+        if f[k].raw.lstrip("-").replace("-", "_") in aliases:  # the line's own name, read as 4.x's (aliased)
+            continue
         if k in own["only"]:
             c.note(f"{f[k].source} (an ms-swift {line} argument, not planned)")
         elif k in own["gone"] or k not in accepted("swift"):

@@ -5,6 +5,7 @@ video a row where the environment sets its frame sampling (FPS, FPS_MAX_FRAMES).
 
 from __future__ import annotations
 
+from planner.frameworks import mmlimit
 from planner.frameworks.swift.keys import KEYS
 from planner.frameworks.swift.reader_rl import look
 from planner.intake import modelconfig, models
@@ -53,22 +54,24 @@ def vision(c: Collector, f: dict[str, Flag], env: dict[str, str], where: str, lo
             c.note(f"{asrc} ({note.replace('projector', 'aligner').replace('tower', 'ViT')})")
 
 
-def image(c: Collector, env: dict[str, str], where: str, release) -> None:
+def image(c: Collector, env: dict[str, str], where: str, release, f: dict[str, Flag] | None = None) -> None:
     """One image a row at MAX_PIXELS, else at the cap every ms-swift release leaves to qwen_vl_utils: its
     MAX_PIXELS 16384 x 28 x 28 = 12,845,056 (qwen_vl_utils/vision_process.py; ms-swift reads the MAX_PIXELS
     environment variable over it: v2.5.2 swift/llm/utils/template.py:1531-1546, v3.4.0
     swift/llm/model/model/qwen.py:537-545, v4.0.0 swift/model/models/qwen.py:654-670). Up to 3.3 --max_length
     counts the text only, the images' tokens inserted after it (planner.frameworks.swift.RELEASES): the row runs
     max_length plus the image; from 3.4 a longer row is deleted, so the image is within max_length and no cap is
-    assumed (planned text only, the headline says so). Derived again from a --model given beside the files."""
+    assumed (planned text only, the headline says so). Derived again from a --model given beside the files. A colocated
+    vLLM rollout's --vllm_limit_mm_per_prompt (`f`, the run's flags: _limit) puts up to N images in a row."""
     given = as_int(env.get("MAX_PIXELS"))
     text = release.means("swift_max_length_counts") == "text"
     tiled = "MAX_NUM" in env and _tiled(c)
     if not given and not text and not tiled:
         return
     own = _own_image(c, env, where, release)
+    limit = _limit(c, f or {})
     if own is not None:
-        return _inserted(c, *own, release, text)
+        return _inserted(c, *own, release, text, limit)
     pixels = given or QWEN_VL_UTILS_MAX_PIXELS
     how = (
         f"{where} MAX_PIXELS={given}"
@@ -85,17 +88,20 @@ def image(c: Collector, env: dict[str, str], where: str, release) -> None:
         per = modelconfig.pixels_per_token(m.config) if m is not None and modelconfig.has_vision(m.config) else None
         return pixels // per if per and (given or per == 28 * 28) else 0  # the default cap: the Qwen2-VL family
 
-    c.derived["image_tokens"] = (("model",), tokens)
+    def row(request: dict | None) -> int:  # the row's images: one, or up to the vLLM limit (_row_tokens)
+        return _row_tokens(c, limit, tokens(request), text)[0]
+
+    c.derived["image_tokens"] = (("model",), row)
     # the length --max_length set: SFT's rows, DPO's chosen and rejected rows, GRPO's prompt (_sequence)
     field = next((f for f in ("seq_len", "workload.max_length", "workload.max_prompt_length") if c.has(f)), "seq_len")
     seq = c.setting(field)
     if text and seq is not None:
-        c.derived[field] = (("model",), lambda request: int(seq.value) + tokens(request))
+        c.derived[field] = (("model",), lambda request: int(seq.value) + row(request))
     n = tokens(None)
     if not n:
         return
     per = f"{pixels // n} pixels a token{', swift/model/models/qwen.py:758-770' if given else ''}"
-    _inserted(c, n, f"{how} (one image a row: {pixels} // {per})", "MAX_PIXELS", release, text)
+    _inserted(c, n, f"{how} (one image a row: {pixels} // {per})", "MAX_PIXELS", release, text, limit)
 
 
 def _family(c: Collector) -> str | None:
@@ -140,11 +146,42 @@ def _own_image(c: Collector, env: dict[str, str], where: str, release) -> tuple[
     return None
 
 
-def _inserted(c: Collector, n: int, how: str, key: str, release, text: bool) -> None:
-    """The row's image tokens; up to 3.3 inserted after the text's --max_length, as the pixel path does."""
-    c.set("image_tokens", n, how, key)
+def _limit(c: Collector, f: dict[str, Flag]) -> tuple[int, str] | None:
+    """--vllm_limit_mm_per_prompt of a colocated vLLM rollout (4.6.0 swift/rlhf_trainers/args_mixin.py:45, 59-60,
+    handed to the engine at rollout_mixin.py:517): (the images a row may hold, where read), None where not given or
+    where a rollout server of its own takes its own (a line)."""
+    g = f.get("vllm_limit_mm_per_prompt")
+    if g is None:
+        return None
+    if c.get("workload.generation") != "vllm-colocate":
+        c.note(f"{g.source} (not applied: only a colocated vLLM rollout takes it, the rollout server its own)")
+        return None
+    value = g.value[-1] if isinstance(g.value, list) else g.value
+    n = mmlimit.image_limit(value, g.source, "a JSON object such as '{\"image\": 4}' (vLLM's limit_mm_per_prompt)")
+    return n, f"{g.source} (up to {n} image{'s' if n != 1 else ''} a row: vLLM refuses more, the dataset decides)"
+
+
+def _row_tokens(c: Collector, limit: tuple[int, str] | None, n: int, text: bool) -> tuple[int, int]:
+    """(a row's image tokens, the room they had) for one image of `n` tokens: up to `limit` images (_limit), within
+    the length --max_length sets from 3.4 (a longer row is deleted), inserted after it up to 3.3 (`text`)."""
+    if limit is None:
+        return n, n
     field = next((f for f in ("seq_len", "workload.max_length", "workload.max_prompt_length") if c.has(f)), "seq_len")
     seq = c.setting(field)
+    room = n * limit[0] if text or seq is None else int(seq.value)
+    return mmlimit.row_image_tokens(limit[0], n, room), room
+
+
+def _inserted(c: Collector, n: int, how: str, key: str, release, text: bool, limit=None) -> None:
+    """The row's image tokens; up to 3.3 inserted after the text's --max_length, as the pixel path does; with a
+    vLLM `limit` (_limit), N images, from 3.4 within the length --max_length sets (a longer row is deleted:
+    planner.frameworks.mmlimit.row_image_tokens)."""
+    field = next((f for f in ("seq_len", "workload.max_length", "workload.max_prompt_length") if c.has(f)), "seq_len")
+    seq = c.setting(field)
+    if limit is not None:
+        each, (n, room) = n, _row_tokens(c, limit, n, text)
+        how = f"{how}; {limit[1]}: {each:,} tokens each, within {room:,}"
+    c.set("image_tokens", n, how, key)
     if text and seq is not None:
         c.set(
             field,

@@ -6,6 +6,7 @@ swift modules share.
 
 from __future__ import annotations
 
+from planner.frameworks.swift import reader_3x as swift3x
 from planner.frameworks.swift.keys import KEYS
 from planner.intake.collect import SWIFT, Collector, as_bool, as_float, as_int, default, one
 from planner.intake.flags import Flag
@@ -59,8 +60,9 @@ def read_kind(c: Collector, f: dict[str, Flag], sub: str) -> str:
     return kind
 
 
-def read_grpo(c: Collector, f: dict[str, Flag]) -> None:
-    """GRPO's inputs: generations, completion length, iterations, beta, vLLM."""
+def read_grpo(c: Collector, f: dict[str, Flag], placed3: str | None = None) -> None:
+    """GRPO's inputs: generations, completion length, iterations, beta, vLLM; `placed3`: 3.1.1-3.4.x's placement of
+    its engine (reader_3x.placement), where the run is read in those words."""
     for field, lo in (("workload.num_generations", 2), ("workload.max_completion_length", 1)):
         v, s = look(f, field)
         c.number(field, v, s, KEYS.flag(field), minimum=lo)
@@ -70,7 +72,7 @@ def read_grpo(c: Collector, f: dict[str, Flag]) -> None:
     beta, bsrc = look(f, "workload.beta")
     if as_float(beta) is not None:
         c.set("workload.beta", as_float(beta), bsrc, KEYS.flag("workload.beta"))
-    _vllm(c, f)
+    _vllm(c, f, placed3)
 
 
 def read_gkd(c: Collector, f: dict[str, Flag], near) -> None:
@@ -103,19 +105,14 @@ def read_gkd(c: Collector, f: dict[str, Flag], near) -> None:
             )
 
 
-def _vllm(c: Collector, f: dict[str, Flag]) -> None:
-    if not ("use_vllm" in f and as_bool(f["use_vllm"].value)):
+def _vllm(c: Collector, f: dict[str, Flag], placed3: str | None = None) -> None:
+    if placed3 is not None:
+        mode = placed3
+        swift3x.set_placement(c, f, mode)
+    elif not ("use_vllm" in f and as_bool(f["use_vllm"].value)):
         return
-    mode = str(one(f["vllm_mode"].value)) if "vllm_mode" in f else ""
-    if mode not in ("colocate", "server"):
-        c.note(f"{f['use_vllm'].source} (use_vllm without vllm_mode: ms-swift requires one; planned as colocate)")
-        mode = "colocate"
-    c.set(
-        "workload.generation",
-        f"vllm-{mode}",
-        f["vllm_mode"].source if "vllm_mode" in f else f["use_vllm"].source,
-        "--vllm_mode",
-    )
+    else:
+        mode = _mode(c, f)
     if mode == "colocate":
         util, src = look(f, "workload.vllm_gpu_memory_utilization")
         c.set("workload.vllm_gpu_memory_utilization", as_float(util) or 0.9, src, "--vllm_gpu_memory_utilization")
@@ -149,3 +146,30 @@ def _vllm(c: Collector, f: dict[str, Flag]) -> None:
     if offload:  # to the host while vLLM generates (swift/rlhf_trainers/grpo_trainer.py:1843-1861 offload_context)
         srcs = "; ".join(f[k].source for k in ("offload_model", "offload_optimizer") if k in f)
         c.set("workload.roles.offload", tuple(offload), srcs, "--offload_model")
+
+
+# --use_vllm without --vllm_mode: colocate by default from v3.5.0 (v3.5.0 swift/trainers/arguments.py:180; v3.7.0 :240,
+# v3.9.0 :271) until v3.12.0 requires one (v3.12.0 swift/llm/argument/rlhf_args.py:362-363; 4.x the same); the 3.4
+# line reads it as 3.4.x places it (reader_3x.applies)
+NO_MODE = {
+    "3.7": "colocate, 3.7-3.8's default (v3.7.0 swift/trainers/arguments.py:240)",
+    "3.9": "colocate, 3.9-3.11's default (v3.9.0 swift/trainers/arguments.py:271); from 3.12 ms-swift requires one "
+    "(v3.12.0 swift/llm/argument/rlhf_args.py:362-363)",
+}
+
+
+def _mode(c: Collector, f: dict[str, Flag]) -> str:
+    """--vllm_mode: 4.x requires it; the 3.x lines that take it colocate without it (NO_MODE)."""
+    mode = str(one(f["vllm_mode"].value)) if "vllm_mode" in f else ""
+    if mode not in ("colocate", "server"):
+        line = str(c.facts.get("release", ("",))[0] or "")
+        said = NO_MODE.get(line, "ms-swift requires one; planned as colocate")
+        c.note(f"{f['use_vllm'].source} (use_vllm without vllm_mode: {said})")
+        mode = "colocate"
+    c.set(
+        "workload.generation",
+        f"vllm-{mode}",
+        f["vllm_mode"].source if "vllm_mode" in f else f["use_vllm"].source,
+        "--vllm_mode",
+    )
+    return mode

@@ -37,7 +37,9 @@ FUSED_39 = Default(
 # from v3.2.2 None, then ceil(16 / micro-batch / world) (v3.2.2 trainers/arguments.py:84-87): the 3 line is read at
 # v3.0.3, its release of tools/fwenv_old.sh
 ACCUM_1 = Default(
-    1, "v3.0.3 transformers 4.48.3 training_args.py: gradient_accumulation_steps 1 (ceil(16 / ...) from v3.2.2)"
+    1,
+    "v3.0.3 keeps transformers 4.48.3's gradient_accumulation_steps 1 (training_args.py:867); ceil(16 / micro-batch / "
+    "world) from v3.2.2, swift/trainers/arguments.py:84-87",
 )
 # GRPO on a multimodal model (Framework.vlm_logprobs): from v3.2 (GRPO's first release) to v3.6.x ms-swift calls the
 # model without logits_to_keep, slices the completion's logits and scores them with TRL's selective_log_softmax

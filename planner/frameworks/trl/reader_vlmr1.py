@@ -168,9 +168,12 @@ def _rule(c: Collector, flags: dict[str, Flag], rule: str, fork: Fork) -> tuple[
     return rule, low, high
 
 
-def read_images(c: Collector, flags: dict[str, Flag], where: str, fork: Fork) -> None:
-    """A fork's images (one a row, within its pixel settings) and its uncut prompt: the text and the image's tokens;
-    MM-Eureka's OpenRLHF reading takes it too (planner.frameworks.openrlhf.reader_mmeureka)."""
+def read_images(
+    c: Collector, flags: dict[str, Flag], where: str, fork: Fork, count: tuple[int, str] | None = None
+) -> int | None:
+    """A fork's images (one a row, or `count`: (images, where read), within its pixel settings) and its uncut prompt:
+    the text and the images' tokens; MM-Eureka's OpenRLHF reading takes it too (planner.frameworks.openrlhf.
+    reader_mmeureka). Returns one image's tokens at the rule's worst case, None where no image is planned."""
     if c.model is None or not modelconfig.has_vision(c.model.config):
         for key in sorted(k for k in set(fork.defaults) & set(flags) if not is_default(flags[k].source)):
             what = "the model is not known from the script: pass --model" if c.model is None else "a text model"
@@ -179,7 +182,7 @@ def read_images(c: Collector, flags: dict[str, Flag], where: str, fork: Fork) ->
             c.note(
                 f"{where} ({fork.name}'s images, one a row, are not planned without the model: pass --model, --images)"
             )
-        return
+        return None
     model_type = str(c.model.config.get("model_type", ""))
     rule = images.family_rule(model_type)
     if rule is None:
@@ -187,14 +190,20 @@ def read_images(c: Collector, flags: dict[str, Flag], where: str, fork: Fork) ->
             f"{where} ({fork.name}'s images, one a row, are not planned: memplan has no image rule for model_type "
             f"{model_type!r}; give --images 1 with --tokens-per-image or --image-rule)"
         )
-        return
+        return None
     rule, low, high = _rule(c, flags, rule, fork)
-    c.set("images", 1, assumption(f"{fork.one_image}; give --images N for rows with more"), "image")
-    _prompt(c, flags, rule, low, high, fork)
+    if count is None:
+        c.set("images", 1, assumption(f"{fork.one_image}; give --images N for rows with more"), "image")
+    else:
+        c.set("images", count[0], count[1], "images")
+    return _prompt(c, flags, rule, low, high, fork, count[0] if count else 1)
 
 
-def _prompt(c: Collector, flags: dict[str, Flag], rule: str, low: int | None, high: int | None, fork: Fork) -> None:
-    """The longest prompt: one image at the rule's worst case and the text (the fork's model takes both uncut)."""
+def _prompt(
+    c: Collector, flags: dict[str, Flag], rule: str, low: int | None, high: int | None, fork: Fork, n: int
+) -> int:
+    """The longest prompt: `n` images at the rule's worst case and the text (the fork's model takes both uncut);
+    returns one image's tokens."""
     tokens, _ = images.worst_case(rule, low, high)
     f = flags.get("max_prompt_length")
     text = as_int(one(f.value)) if f is not None and known(f.value) else None
@@ -206,24 +215,26 @@ def _prompt(c: Collector, flags: dict[str, Flag], rule: str, low: int | None, hi
         if request.get("image_tokens") is not None:
             return prompt + request["image_tokens"]
         r = request.get("image_rule") or rule
-        n = request.get("tokens_per_image")
-        n = images.worst_case(r, request.get("min_pixels", low), request.get("max_pixels", high))[0] if n is None else n
-        return prompt + request.get("images", 1) * n
+        each = request.get("tokens_per_image")
+        if each is None:
+            each = images.worst_case(r, request.get("min_pixels", low), request.get("max_pixels", high))[0]
+        return prompt + request.get("images", n) * each
 
     inputs = ("images", "image_rule", "min_pixels", "max_pixels", "image_tokens", "tokens_per_image")
     c.derived["workload.max_prompt_length"] = (inputs, again)
-    image = f"1 image of {tokens:,} tokens at the {rule} rule's worst case"
+    image = f"{n} image{'s' if n != 1 else ''} of {tokens:,} tokens at the {rule} rule's worst case"
     if text is not None and text >= 1:
         c.set(
             "workload.max_prompt_length",
-            text + tokens,
+            text + n * tokens,
             f"{f.source} ({fork.not_cut}: planned as {text} text tokens and {image})",
             f.raw,
         )
-        return
+        return tokens
     c.set(
         "workload.max_prompt_length",
-        base + tokens,
+        base + n * tokens,
         assumption(f"{fork.not_cut}: {base} text tokens, the max_prompt_length default ({base_cite}), and {image}"),
         "max_prompt_length",
     )
+    return tokens

@@ -4,11 +4,13 @@ with verl's default where the script gives none (paths under verl/trainer/config
 
 from __future__ import annotations
 
+from planner.frameworks import mmlimit
 from planner.frameworks.verl.keys import KEYS, short
 from planner.intake import hydra, line_defaults, releases
 from planner.intake.collect import Collector, as_bool, as_float, as_int, default, one
 from planner.intake.flags import Flag
 from planner.intake.models import lookup, read_model
+from planner.model import images
 
 VERL = "verl 0.9.1"
 ESTIMATORS = {"gae": "ppo", "grpo": "grpo", "rloo": "rloo", "reinforce_plus_plus": "reinforce++"}
@@ -47,21 +49,38 @@ def read(c: Collector, f: dict[str, Flag], near) -> None:
 
 
 MM = "data.mm_processor_kwargs."  # the processor's kwargs (0.9.1 trainer/config/data/legacy_data.yaml:121-122)
+ROLLOUT = "actor_rollout_ref.rollout."
+# vLLM's images a prompt: rollout.limit_images (workers/config/rollout.py:257) over the engine kwargs' own
+# limit_mm_per_prompt (workers/rollout/vllm_rollout/vllm_async_server.py:287-290; 0 or null leaves the kwargs')
+LIMITS = (ROLLOUT + "limit_images", ROLLOUT + "engine_kwargs.vllm.limit_mm_per_prompt.image")
+LIMITS += (ROLLOUT + "engine_kwargs.vllm.limit_mm_per_prompt",)
+ACCEPTED = f"a whole number ({LIMITS[0]}=4, {LIMITS[1]}=4) or a JSON object with image"
 
 
 def _images(c: Collector, f: dict[str, Flag]) -> None:
     """The processor's pixel bounds (writer_rl.media_overrides): one image a row within them (the dataset says how
-    many), its tokens part of data.max_prompt_length (the agent loop refuses a longer prompt:
-    experimental/agent_loop/agent_loop.py:351-360). Only both bounds set the Qwen-VL processor's size (transformers
-    5.10.4 models/qwen2_vl/image_processing_qwen2_vl.py:132-133): one alone is a line."""
+    many), or up to vLLM's limit (LIMITS: the rollout refuses more), their tokens part of data.max_prompt_length (the
+    agent loop refuses a longer prompt: experimental/agent_loop/agent_loop.py:351-360), so planned at most at it
+    (planner.frameworks.mmlimit). Only both bounds set the Qwen-VL processor's size (transformers 5.10.4
+    models/qwen2_vl/image_processing_qwen2_vl.py:132-133): one alone is a line."""
     low, high = f.get(MM + "min_pixels"), f.get(MM + "max_pixels")
     if low is None or high is None:
         if low or high:
             c.note(f"{(low or high).source} (one bound alone leaves the processor's size: not planned)")
         return
-    c.set("images", 1, f"{high.source} (memplan assumption: one image a row, the dataset decides)", "images")
-    c.set("min_pixels", as_int(one(low.value)), low.source, MM + "min_pixels")
-    c.set("max_pixels", as_int(one(high.value)), high.source, MM + "max_pixels")
+    limit = next((f[k] for k in LIMITS if k in f and one(f[k].value) not in (None, 0, "null")), None)
+    if limit is None:
+        c.set("images", 1, f"{high.source} (memplan assumption: one image a row, the dataset decides)", "images")
+    else:
+        n = mmlimit.image_limit(one(limit.value), limit.source, ACCEPTED)
+        c.set("images", n, f"{limit.source} (up to {n} a row: vLLM refuses more, the dataset decides)", limit.key)
+    lo, hi = as_int(one(low.value)), as_int(one(high.value))
+    c.set("min_pixels", lo, low.source, MM + "min_pixels")
+    c.set("max_pixels", hi, high.source, MM + "max_pixels")
+    rule = images.family_rule(str(c.model.config.get("model_type", ""))) if c.model is not None else None
+    if rule in images.PIXEL_RULES and lo and hi:
+        each = images.worst_case(rule, lo, hi)[0]
+        mmlimit.cap_row_images(c, each, f"{VERL} refuses a prompt past data.max_prompt_length, images included")
 
 
 def _split(c: Collector, f: dict[str, Flag]) -> None:

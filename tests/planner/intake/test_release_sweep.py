@@ -68,19 +68,27 @@ def test_where_every_line_fits_the_figure_is_the_hungriest_lines():
     assert swept.plan.memory.device_total_bytes == old.device_total_bytes > 1.5 * new.device_total_bytes
 
 
-def test_swift_train_type_allows_the_lines_taking_it_and_the_hungriest_leads():
+def test_swift_train_type_allows_the_lines_taking_it_and_the_hungriest_leads(tmp_path):
     """--train_type without --tuner_type is ms-swift 3's name, kept by 4.0.x as a deprecated alias (v4.0.0
     base_args.py:73, 151-153) and refused from 4.1.0: read as 3.0-3.3 (its GRPO scores every micro-batch's rows at
     once from 3.4 on, a vision model's log-probs from its whole logits before 3.4: the 3 line needs the most), 3.4,
-    3.7, 3.9 and 4 planned too. On 8 x H200 the 3 line does not fit (426.0 GiB) and the later ones do (122.3-122.6)."""
-    reading = intake.read([str(SWIFT_3183)])
+    3.7, 3.9 and 4 planned too. swift-3183 as posted also gives --vllm_device, which only the 3 and 3.4 lines take
+    (planner/frameworks/swift/reader_3x.py): those two alone are swept; without it every --train_type line is. On
+    8 x H200 the 3 line does not fit (327.8 GiB, vLLM on the eighth GPU) and the later ones do."""
+    posted = intake.read([str(SWIFT_3183)])
+    assert posted.releases == ("3", "3.4") and "--vllm_device: only 3, 3.4 take it" in _framework(posted)
+    (tmp_path / "train.sh").write_text(
+        "".join(ln for ln in SWIFT_3183.read_text().splitlines(True) if "vllm_dev" not in ln)
+    )
+    path = str(tmp_path / "train.sh")
+    reading = intake.read([path])
     assert reading.releases == ("3", "3.4", "3.7", "3.9", "4")
     assert "release assumed: ms-swift 3, one of 3, 3.4, 3.7, 3.9, 4" in _framework(reading)
     assert "kept by 4.0.x as an alias of --tuner_type and refused from 4.1.0" in _framework(reading)
-    result = checkconfig.check_config([str(SWIFT_3183)], {"gpu": "h200"})
+    result = checkconfig.check_config([path], {"gpu": "h200"})
     releases = result.config["releases"]
     assert (releases["fits"], releases["does_not_fit"], releases["planned"]) == (["3.4", "3.7", "3.9", "4"], ["3"], "3")
-    assert _headline(str(SWIFT_3183), "--gpu", "h200").startswith(
+    assert _headline(path, "--gpu", "h200").startswith(
         "does NOT fit with swift@3 (the files allow 3, 3.4, 3.7, 3.9, 4 and pin none; it fits with swift@3.4, "
         "swift@3.7, swift@3.9, swift@4:"
     )
@@ -179,3 +187,23 @@ def test_verl_critic_fsdp_is_the_0_7_lines_name_and_the_old_one_is_read_too(tmp_
     reading = intake.read([str(tmp_path / "run.sh")])
     assert reading.releases == ("0.5", "0.6", "0.7")
     assert reading.request["workload"]["roles"]["offload"] == ("critic-params", "ref")
+
+
+def test_a_line_that_refuses_the_model_is_skipped_and_said(tmp_path):
+    """--freeze_prefix alone allows LMM-R1 and MM-Eureka; MM-Eureka's actor loads Qwen2.5-VL alone and refuses
+    Qwen2-VL in one line: the sweep skips that line and the headline names it with its refusal, the figure LMM-R1's."""
+    path = tmp_path / "run.sh"
+    path.write_text(
+        "python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen2-VL-7B-Instruct --advantage_estimator group_norm "
+        "--n_samples_per_prompt 8 --bf16 --freeze_prefix visual --prompt_max_len 20000\n"
+    )
+    result = checkconfig.check_config([str(path)], {"gpu": "h100"})
+    releases = result.config["releases"]
+    assert (releases["allowed"], releases["planned"], list(releases["failed"])) == (
+        ["lmm-r1", "mm-eureka"],
+        "lmm-r1",
+        ["mm-eureka"],
+    )
+    said = check._verdict(result)
+    assert "(openrlhf@mm-eureka skipped: --pretrain qwen2-vl-7b (model_type 'qwen2_vl'): MM-EUREKA" in said
+    assert "give --framework openrlhf@mm-eureka-internvl" in said and "\n" not in said

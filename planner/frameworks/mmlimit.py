@@ -1,0 +1,69 @@
+"""vLLM's limit_mm_per_prompt wherever memplan reads a vLLM rollout whose rows the training takes whole (LMM-R1's
+--limit_mm_per_prompt, planner.frameworks.openrlhf.lmmr1; verl's actor_rollout_ref.rollout.limit_images,
+planner.frameworks.verl.reader; ms-swift's --vllm_limit_mm_per_prompt, planner.frameworks.swift.reader_media; TRL
+v1.9.0 hands vLLM none, trl/generation/vllm_generation.py:351-367): the images a row may hold, and the image tokens
+planned in it.
+
+Cited at vLLM 0.8.3 (LMM-R1's pin, its setup.py):
+- a prompt with more items of a modality than its limit is refused (multimodal/processing.py:1086-1092), the limit 1
+  where none is given (config.py:2544-2551); vLLM 0.29.0 refuses the same way (multimodal/processing/context.py:
+  488-507) with 999 where none is given (config/multimodal.py:104-108, 490-502), so there the dataset decides;
+- a prompt of max_model_len tokens or more is refused, image tokens included (v1/engine/processor.py:307-321): a row's
+  images are at most what its cap leaves the prompt (verl's and ms-swift's own prompt caps do the same).
+So a row's image tokens are min(N x one image's tokens at the pixel cap, the planned prompt) (row_image_tokens).
+The engine's memory does not move with N: the profile run takes up to N x max_num_seqs items of the largest size
+(v1/worker/gpu_model_runner.py:1506-1545) and the KV cache gets what that peak leaves of the card's
+gpu_memory_utilization (v1/worker/gpu_worker.py:182-184): the engine holds that fraction whatever N is."""
+
+from __future__ import annotations
+
+import json
+
+from planner.errors import BadInput
+
+# the fields one way of counting a row's image tokens sets (planner.intake.IMAGE_COUNTS' image_tokens drops them)
+PER_IMAGE = ("images", "tokens_per_image", "min_pixels", "max_pixels", "image_rule")
+
+
+def image_limit(value: object, source: str, accepted: str) -> int:
+    """The images a prompt may hold from a limit_mm_per_prompt value: a JSON object (or its text) with "image" a
+    whole number >= 0, 1 where it names no image (vLLM's default), or a whole number (verl's limit_images); anything
+    else is refused in one line naming the value and `accepted`."""
+    given = value
+    if isinstance(value, str):
+        try:
+            given = json.loads(value)
+        except ValueError:
+            given = None
+    if isinstance(given, dict) and all(isinstance(k, str) and k.isidentifier() for k in given):
+        given = given.get("image", 1)
+    if isinstance(given, bool) or not isinstance(given, int) or given < 0:
+        raise BadInput(f"{source}: {value!r} is not a limit memplan can plan; accepted: {accepted}", "images")
+    return given
+
+
+def row_image_tokens(images: int, tokens_per_image: int, prompt_tokens: int) -> int:
+    """A row's image tokens: its `images` at the pixel cap's `tokens_per_image`, at most the planned prompt."""
+    return min(images * tokens_per_image, prompt_tokens)
+
+
+def cap_row_images(c, tokens_per_image: int, why: str) -> None:
+    """Where the reading's (`c`: planner.intake.collect.Collector, which this stage does not import) images at their worst case (`tokens_per_image`) pass its planned prompt, plan the row's
+    image tokens at the prompt instead (row_image_tokens; `why`: what caps the prompt), the per-image fields
+    dropped (planner.resolved takes one way of counting)."""
+    n, prompt = c.get("images"), c.get("workload.max_prompt_length")
+    if not isinstance(n, int) or not isinstance(prompt, int) or n * tokens_per_image <= prompt:
+        return
+    tokens = row_image_tokens(n, tokens_per_image, prompt)
+    counted = c.setting("images").source
+    cap = c.setting("max_pixels")  # said in the new setting's source: the reading drops no setting without a line
+    at = f" (max_pixels {cap.value:,}: {cap.source})" if cap is not None else ""
+    for field in PER_IMAGE:
+        c.drop(field)
+    c.set(
+        "image_tokens",
+        tokens,
+        f"{counted}; {why}: {n} image(s) of {tokens_per_image:,} tokens at the pixel cap{at} pass the prompt, so "
+        f"the row's image tokens are planned at the prompt, {tokens:,}",
+        "image_tokens",
+    )
