@@ -47,7 +47,7 @@ def test_the_sim_computes_an_fsdp_bf16_plans_adapters_in_bf16():
     assert pure[torch.float32] == 73_984
 
 
-@pytest.mark.sweep  # make test-all: about 40 s (two FSDP2 ranks on CPU, two one-process forwards)
+@pytest.mark.sweep  # make test-all: about 20 s (two FSDP2 ranks on CPU, two one-process forwards)
 def test_a_real_fsdp2_bf16_step_saves_what_the_cast_module_saves():
     """Exact: the same storages by dtype (parameters left out)."""
     pytest.importorskip("peft")

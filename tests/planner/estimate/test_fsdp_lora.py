@@ -32,7 +32,7 @@ def test_the_cast_lora_plan_is_the_cast_trace(name, knobs, micro, tokens, side):
     assert breakdown(s, G).peak_allocated_bytes == pytest.approx(traced, rel=TOLERANCE)
 
 
-@pytest.mark.sweep  # make test-all: the sim's two traces, about 20 s a case on 2 cores
+@pytest.mark.sweep  # make test-all: the sim's two traces, 2-3 s a case (20 s on 2 loaded cores)
 @pytest.mark.parametrize("name,knobs,micro,tokens,side", TRACED, ids=IDS)
 def test_the_recorded_sim_sides_are_the_sims(name, knobs, micro, tokens, side):
     pytest.importorskip("peft")
