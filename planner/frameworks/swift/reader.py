@@ -83,8 +83,9 @@ def read(
     _training(c, f, kind, near)
     tasks.read_swift(c, f, env, where)
     media.vision(c, f, env, where, lora)
-    media.image(c, env, where, release, f)
-    media.video(c, env, where, release)
+    limit = media.limits(c, f)  # a colocated vLLM rollout's images and videos a row
+    media.image(c, env, where, release, limit.get("image"))
+    media.video(c, env, where, release, limit.get("video"))
     for field in ("zero_stage", "fsdp"):
         key = KEYS.key(field)
         if key in f:

@@ -37,7 +37,7 @@ from planner.estimate.freeze import trained_layer_ids
 from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
 from planner.frameworks.swift.keys import KEYS, TUNER_RANK, VERA_DROPOUT
-from planner.frameworks.swift.writer_media import media_env, writes_media
+from planner.frameworks.swift.writer_media import media_env, vllm_limit, writes_media
 from planner.frameworks.swift.writer_optim import optimizer_flags
 from planner.model.catalog import checkpoints
 from planner.model.lora_targets import peft_target_modules, peft_target_parameters
@@ -83,7 +83,7 @@ def script(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal 
     sub = ["swift", "sft"] if plan.workload.kind == "sft" else ["swift", "rlhf"]
     cap = media_env(goal, plan.release)  # the images' and videos' caps (writer_media; unset, qwen_vl_utils')
     lines = [f"{k}={v} \\" for k, v in [*env(hw, plan), *cap]] + [" ".join(sub) + " \\"]
-    flags = flag_list(plan, model, seq_len)
+    flags = flag_list(plan, model, seq_len) + vllm_limit(plan, goal)  # a colocated vLLM's media a row (writer_media)
     for i, (name, value) in enumerate(flags):
         values = value if isinstance(value, list) else [value]
         text = " ".join(shlex.quote(word(v)) for v in values)

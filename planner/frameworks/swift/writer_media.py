@@ -11,6 +11,8 @@ whole fps only."""
 
 from __future__ import annotations
 
+import json
+
 from planner.config.spec import Goal, Plan
 
 
@@ -32,3 +34,15 @@ def media_env(goal: Goal | None, line: str = "") -> list[tuple[str, str]]:
     if fps == int(fps) or line != "3":
         out.append(("FPS", f"{fps:g}"))
     return out + [("FPS_MAX_FRAMES", str(frames))]
+
+
+def vllm_limit(plan: Plan, goal: Goal | None) -> list[tuple[str, str]]:
+    """--vllm_limit_mm_per_prompt of a GRPO plan's colocated vLLM rollout where a row was planned to hold more than one
+    image or video (Goal.images, Goal.videos): a JSON object ms-swift parses (4.6.0 swift/rlhf_trainers/
+    args_mixin.py:45, 59-60) and hands the engine (rollout_mixin.py:517), which refuses a prompt with more; the
+    engine takes a row's images and videos (swift/infer_engine/vllm_engine.py:468-483). A rollout server takes its
+    own (`swift rollout`), not written here."""
+    if goal is None or plan.workload.kind != "grpo" or plan.workload.generation != "vllm-colocate":
+        return []
+    limit = {k: n for k, n in (("image", goal.images), ("video", goal.videos)) if n is not None and n > 1}
+    return [("vllm_limit_mm_per_prompt", json.dumps(limit))] if limit else []
