@@ -36,6 +36,7 @@ from planner.estimate import recipe_terms
 from planner.estimate.freeze import trained_layer_ids
 from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
+from planner.frameworks.swift import writer_media
 from planner.frameworks.swift.keys import KEYS, TUNER_RANK, VERA_DROPOUT
 from planner.frameworks.swift.writer_media import media_env, vllm_limit, writes_media
 from planner.frameworks.swift.writer_optim import optimizer_flags
@@ -77,6 +78,7 @@ def check(plan: Plan) -> None:
 
 
 writes_pixels = writes_tiles = writes_video = writes_media  # planner.export.launch asks (writer_media)
+writes_limit = writer_media.writes_limit  # and this: vLLM's limit_mm_per_prompt for a colocated rollout
 
 
 def script(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> str:

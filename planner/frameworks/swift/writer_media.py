@@ -36,13 +36,19 @@ def media_env(goal: Goal | None, line: str = "") -> list[tuple[str, str]]:
     return out + [("FPS_MAX_FRAMES", str(frames))]
 
 
+def writes_limit(plan: Plan) -> bool:
+    """Whether the script gives the rollout vLLM's limit_mm_per_prompt (planner.export.launch asks): a colocated
+    engine's (vllm_limit); a rollout server (`swift rollout`) takes its own, not written here."""
+    return plan.workload.generation == "vllm-colocate"
+
+
 def vllm_limit(plan: Plan, goal: Goal | None) -> list[tuple[str, str]]:
     """--vllm_limit_mm_per_prompt of a GRPO plan's colocated vLLM rollout where a row was planned to hold more than one
     image or video (Goal.images, Goal.videos): a JSON object ms-swift parses (4.6.0 swift/rlhf_trainers/
     args_mixin.py:45, 59-60) and hands the engine (rollout_mixin.py:517), which refuses a prompt with more; the
     engine takes a row's images and videos (swift/infer_engine/vllm_engine.py:468-483). A rollout server takes its
     own (`swift rollout`), not written here."""
-    if goal is None or plan.workload.kind != "grpo" or plan.workload.generation != "vllm-colocate":
+    if goal is None or plan.workload.kind != "grpo" or not writes_limit(plan):
         return []
     limit = {k: n for k, n in (("image", goal.images), ("video", goal.videos)) if n is not None and n > 1}
     return [("vllm_limit_mm_per_prompt", json.dumps(limit))] if limit else []

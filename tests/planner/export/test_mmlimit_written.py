@@ -9,7 +9,7 @@ import pytest
 
 from planner import advise, intake
 from planner.frameworks.swift import writer as swift
-from tests.planner.export.test_frameworks_export import swift_flags, written
+from tests.planner.export.test_frameworks_export import planned_goal, swift_flags, written
 
 VLM_GRPO = {
     "model": "qwen2.5-vl-3b",
@@ -52,3 +52,17 @@ def test_swift_writes_the_colocated_vllms_limit_and_reads_it_back(tmp_path, medi
         == w.goal.image_tokens
         == 512 * media["images"] + 2048 * (media.get("videos") or 0)
     )
+
+
+@pytest.mark.parametrize(("generation", "said"), [("vllm-server", True), ("vllm-colocate", False)])
+def test_a_rollout_whose_limit_is_not_written_is_a_line(generation, said):
+    """A rollout server takes its own --vllm_limit_mm_per_prompt (`swift rollout`), which the trainer's script does
+    not start: two images a row are said in the plan's note, with the limit to set."""
+    plan, *_ = planned_goal(
+        "swift", **{**VLM_GRPO, "images": 2, "workload": {**VLM_GRPO["workload"], "generation": generation}}
+    )
+    note = plan.launch.note or ""
+    assert (
+        "rows of up to 2 images are planned: the files here give the vllm-server rollout no limit_mm_per_prompt" in note
+    ) == said
+    assert ('set {"image": 2} where the engine starts' in note) == said
