@@ -170,7 +170,7 @@ def limit_note(plan: Plan, goal: Goal | None) -> str | None:
     return (
         f"rows of up to {' and '.join(f'{n} {k}s' for k, n in many.items())} are planned: the files here give the "
         f"{plan.workload.generation} rollout no limit_mm_per_prompt, so vLLM's own applies (1 a prompt at vLLM "
-        f"0.8.3, config.py:2544-2551): set {json.dumps(many)} where the engine starts"
+        f"0.8.3, config.py:2544-2551; 999 at 0.29.0): set {json.dumps(many)} where the engine starts"
     )
 
 
