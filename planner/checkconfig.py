@@ -63,9 +63,10 @@ def release_given(overrides: dict) -> bool:
 
 def hungrier_release(paths, allowed, overrides: dict, reading, kwargs: dict):
     """(the reading to plan, what each release gave) over the release lines the files allow (Reading.releases): each
-    read as --framework NAME@RELEASE would read it and checked (its verdict only). The hungrier is answered: of the
-    lines that do not fit where any does not, else of all, the one needing the most (`planned`; `read`, the line the
-    files were read at)."""
+    read as --framework NAME@RELEASE would read it and checked (its verdict only); a line that refuses the files in
+    one line, read or planned, is skipped (`failed`: its refusal). The hungrier is answered: of the lines that do not
+    fit where any does not, else of all, the one needing the most (`planned`; `read`, the line the files were read
+    at)."""
     from planner import intake
 
     name = reading.framework
@@ -76,8 +77,10 @@ def hungrier_release(paths, allowed, overrides: dict, reading, kwargs: dict):
     readings, needs, failed = {}, {}, {}
     for r in reading.releases:
         given = {**overrides, "framework": f"{name}@{r}"}
-        readings[r] = reading if r == planned else intake.read(paths, allowed, given=given, release_why=_CHOSEN)
-        try:
+        try:  # a line that refuses the files (a model its actor does not load) is skipped, its refusal kept
+            readings[r] = reading if r == planned else intake.read(paths, allowed, given=given, release_why=_CHOSEN)
+            if readings[r].refused and "workload" not in overrides:
+                raise BadInput(readings[r].refused, "workload")
             body = {**config_body(readings[r], overrides).body, "verify": False}  # a probe runs for the answer only
             plan = advise.check(advise.parse(requests.CheckRequest, body), alternatives=False, **kwargs)
         except BadInput as e:

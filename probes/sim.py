@@ -106,13 +106,32 @@ def fake_grouped_mm():
         moe._can_use_grouped_mm = real
 
 
+@contextmanager
+def _meta_boft_permutations():
+    """PEFT's BOFT fills its permutation matrices index by index (peft 0.21.2 tuners/boft/layer.py:397-412, an .item()
+    that the meta device cannot run): on meta, the same (d_in, d_in) fp32 matrix, empty (its values are not traced)."""
+    try:
+        from peft.tuners.boft.layer import BOFTLayer
+    except ImportError:
+        yield
+        return
+    import torch
+
+    real = BOFTLayer.perm2mat
+    BOFTLayer.perm2mat = lambda self, indices: torch.zeros((len(indices), len(indices)))
+    try:
+        yield
+    finally:
+        BOFTLayer.perm2mat = real
+
+
 def fake_model(case: Case, layers: int, mode, paths: str = "cuda", value_head: bool = False):
     """The model built on the meta device (where dtype and device moves work), its parameters and
     buffers then turned into fake CPU tensors; tied weights stay tied."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorConverter
 
-    with torch.device("meta"):
+    with torch.device("meta"), _meta_boft_permutations():
         model = build_model(case, layers, paths, value_head)
         as_deepspeed_casts(model, case.knobs)
     conv, made = FakeTensorConverter(), {}

@@ -83,7 +83,9 @@ class GptqStandIn(torch.nn.Module):
     """A frozen linear as gptqmodel 7.7.0's TorchLinear holds a 4-bit, group-128 GPTQ weight (buffers qweight, qzeros,
     fp16 scales, g_idx: planner.estimate.quant) and trains it: the whole weight dequantized to fp16, cast to the
     input's dtype, and multiplied under plain autograd, which saves the dequantized weight (torch.py:344-376; the
-    real layer's saved tensors: tests/probes/test_gptqmodel.py)."""
+    real layer's saved tensors: tests/probes/test_gptqmodel.py). The eager dequantization holds the int8 codes, their
+    difference from the gathered zeros, the gathered fp16 scales and the product at once (qlinear/__init__.py:
+    1057-1104; 6 bytes a weight measured, tests/probes/test_gptq_tf5.py)."""
 
     def __init__(self, linear: torch.nn.Linear) -> None:
         super().__init__()
@@ -96,8 +98,11 @@ class GptqStandIn(torch.nn.Module):
         self.bias = linear.bias
 
     def forward(self, x):
-        w = torch.empty(self.in_features, self.out_features, dtype=torch.float16, device=x.device).to(x.dtype)
-        out = torch.matmul(x, w)
+        shape, dev = (self.in_features, self.out_features), x.device
+        codes, diff = (torch.empty(shape, dtype=torch.int8, device=dev) for _ in range(2))
+        scales, w = (torch.empty(shape, dtype=torch.float16, device=dev) for _ in range(2))
+        del codes, diff, scales
+        out = torch.matmul(x, w.to(x.dtype))
         return out + self.bias if self.bias is not None else out
 
 

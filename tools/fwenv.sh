@@ -8,7 +8,9 @@
 #   within verl's own pin, >=5.5.3,<5.11). torchtitan: what torchtitan.train's ConfigManager and Trainer.Config import,
 #   triton among them (distributed/minimal_async_ep/kernels.py imports it at module level; 0.7 GB, CPU-importable).
 # gptqmodel: not a framework, the library that trains GPTQ/AWQ checkpoints (tests/probes/test_gptqmodel.py measures
-#   its layers; its setup.py builds no extension, so the sdist installs on a CPU machine).
+#   its layers; its setup.py builds no extension, so the sdist installs on a CPU machine). optimum: transformers 5.23's
+#   GPTQ loader imports optimum.gptq first (quantizers/quantizer_gptq.py:52-60, MIN_OPTIMUM_VERSION 1.24.0 at :36);
+#   2.3.0 needs nothing the venv lacks (tests/probes/gptq_tf5.py loads GPTQ checkpoints with it).
 # prequant: not a framework, the stack that loads prequantized compressed-tensors (W4A16) and HQQ checkpoints as
 #   ms-swift 3.10 pins it (compressed-tensors 0.12.2, transformers 4.57.1, PEFT 0.17.1, hqq 0.2.8; transformers 5 cannot
 #   run either under PEFT): tests/probes/test_prequant.py measures their layers. hqq has only an sdist (pure Python).
@@ -49,7 +51,7 @@ declare -A PKG=(
 declare -A DEPS=(
   [llamafactory]="transformers==5.6.0 datasets==4.0.0 accelerate==1.11.0 peft==0.18.1 trl==0.24.0 omegaconf==2.4.0 deepspeed==0.19.8"
   [ms-swift]="transformers==5.19.0 datasets==4.8.4 accelerate==1.15.0 peft==0.20.0 trl==0.29.1 modelscope==1.40.2 pillow==13.0.0 json_repair==0.64.6 deepspeed==0.19.8"
-  [gptqmodel]="transformers==5.23.0 accelerate==1.15.0 pillow==13.0.0 requests==2.34.2 pypcre==0.6.4 logbar==0.4.15 tokenicer==0.0.14 device-smi==0.5.7 defuser==0.0.28 threadpoolctl==3.8.0"
+  [gptqmodel]="transformers==5.23.0 accelerate==1.15.0 pillow==13.0.0 requests==2.34.2 pypcre==0.6.4 logbar==0.4.15 tokenicer==0.0.14 device-smi==0.5.7 defuser==0.0.28 threadpoolctl==3.8.0 optimum==2.3.0"
   [verl]="transformers==5.10.4 hydra-core==1.3.2 omegaconf==2.3.0 tensordict==0.10.0 ray==2.60.0 codetiming==1.4.0 peft==0.21.2 accelerate==1.15.0 datasets==5.2.0 pillow==13.0.0 numpy==2.4.6 packaging==25.0"
   [torchtitan]="tyro==1.0.17 spmd_types==0.2.3 tokenizers==0.23.3 safetensors==0.8.0 einops==0.8.2 torchdata==0.11.0 tensorboard==2.21.0 triton==3.7.1 datasets==4.7.0 numpy==2.4.6"
   [prequant]="transformers==4.57.1 huggingface_hub==0.36.0 tokenizers==0.22.1 peft==0.17.1 accelerate==1.11.0 pydantic==2.12.5 loguru==0.7.3 termcolor==3.3.0 einops==0.8.2 numpy==2.4.6"

@@ -59,6 +59,9 @@ Optimizer = Literal[
     "adamw-torchao-8bit",
 ]
 LOW_RANK_OPTIMIZERS = ("galore-adamw", "galore-adamw-8bit", "apollo-adamw")
+# GaLore's proj_type (galore-torch 1.0 galore_projector.py:12-42): the side each target's gradient is projected on (std:
+# the shorter one, reverse-std the longer, right, left, or full: both); planner.estimate.matrix_optim.projection_sides
+OptimizerProjection = Literal["std", "reverse-std", "right", "left", "full"]
 MATRIX_OPTIMIZERS = (*LOW_RANK_OPTIMIZERS, "muon")
 Fsdp = Literal["off", "full", "grad-op", "hybrid"]
 Loss = Literal["standard", "chunked", "fused"]
@@ -167,6 +170,15 @@ class KnobFields(BaseModel):
         max_length=512,
         pattern=LORA_TARGETS_PATTERN,
         description="the linears GaLore and APOLLO project (optim_target_modules): all-linear, attention, or names",
+    )
+    # transformers' optim_args proj_type= (trainer_optimizer.py:373, 402: std by default), LLaMA-Factory's
+    # galore_proj_type / apollo_proj_type, ms-swift's --galore_proj_type
+    optimizer_projection: OptimizerProjection = Field(
+        default="std",
+        description=(
+            "GaLore's proj_type: std (the gradient projected on its shorter side), reverse-std (the longer), right "
+            "(G P^T, m x r kept), left (P^T G, r x n kept) or full (both: r x r kept); APOLLO plans std only"
+        ),
     )
     client_optimizer: bool = Field(
         default=False,

@@ -111,9 +111,18 @@ def choice_text(framework: str, releases: dict | None) -> str:
     """What a check --config verdict says where the release the files leave open decides it (planner.checkconfig
     hungrier_release: `releases` the result config's): " with trl@r1-v (...)", naming the releases it fits with where
     the verdicts differ; the hungriest line where they agree and it is not the line read (its figure is the
-    headline's); "" where the line read is the hungriest and the verdicts agree."""
+    headline's); "" where the line read is the hungriest and the verdicts agree. A line that refused the files is
+    named as skipped, with its refusal."""
     if not releases:
         return ""
+    text = _chosen(framework, releases)
+    skipped = "; ".join(f"{framework}@{r} skipped: {why}" for r, why in releases.get("failed", {}).items())
+    if not skipped:
+        return text
+    return f"{text[:-1]}; {skipped})" if text else f" ({skipped})"
+
+
+def _chosen(framework: str, releases: dict) -> str:
     planned, allowed = releases["planned"], ", ".join(releases["allowed"])
     if releases["fits"] and releases["does_not_fit"]:
         fits = ", ".join(f"{framework}@{r}" for r in releases["fits"])

@@ -265,13 +265,14 @@ class Plan(KnobFields, _Split):
             "optimizer in backward" if self.optimizer_in_backward else "",
             f"{self.quant} base" if self.quant != "none" else "",
             "fp32 base" if self.lora_base_fp32 else "",
-            f"{'OFT' if self.lora_variant == 'oft' else 'LoRA'} on {self.lora_targets}"
+            f"{ {'oft': 'OFT', 'boft': 'BOFT'}.get(self.lora_variant, 'LoRA') } on {self.lora_targets}"
             if self.lora_targets != "all-linear"
             else "",
             "trained embeddings" if self.lora_train_embeddings else "",
             {
                 "dora": "DoRA",
                 "oft": f"OFT block {self.lora_rank}",
+                "boft": f"BOFT block {self.lora_rank}",
                 "adalora": "AdaLoRA",
                 "vera": "VeRA",
                 "adapter": f"adapter {self.lora_rank}",

@@ -55,22 +55,7 @@ def oft_rules(k: KnobFields) -> None:
     4-bit linear saves no input, as the half one: bitsandbytes 0.50.2 autograd/_functions.py:357-358; one OFT linear
     over a real nf4 base on CPU keeps and holds the same bytes as over a bf16 one), on one GPU, DDP, ZeRO 1-3 or FSDP
     (DeepSpeed and FSDP run the rotations in half: planner.estimate.oft.mode); no int8 or prequantized base, no
-    tower adapters, no dropout (PEFT's OFT has only its block-wise module_dropout, which memplan does not plan).
-    BOFT (PEFT's BOFTConfig, ms-swift's --train_type boft) is not planned: each adapted linear registers a d_in x
-    d_in fp32 permutation buffer per butterfly factor (peft v0.20.0 and 0.21.2 tuners/boft/layer.py:350-362) that
-    PEFT does not move with the adapters (tuners_utils.py:2193-2212 moves boft_R and boft_s only): it lies on the GPU
-    only where the launcher moves the whole model after PEFT, and is copied there in the input's dtype every
-    forward (:627). PEFT's torch path (no fbd_cuda extension: one butterfly factor, :283-286) measured on CPU
-    (tests/probes/test_oft.py): 4 d_in^2 bytes of buffer, 6.3-6.6 d_in^2 kept for backward a linear, 4.7-5.8
-    d_in^2 transient; the CUDA extension's path (FastBlockDiag, m factors) and the buffer's placement need a GPU."""
-    if k.lora_variant == "boft":
-        raise BadInput(
-            "--lora-variant boft (BOFT: butterfly orthogonal fine-tuning) is not planned: each adapted linear "
-            "holds a d_in x d_in fp32 permutation buffer, whose place (GPU or CPU) the launcher decides, and keeps "
-            "about 6 d_in^2 bytes of rotations for backward (measured on PEFT's torch path): would OFT's "
-            "plan (its block-diagonal rotations without the butterfly) answer you? then give --lora-variant oft",
-            "lora_variant",
-        )
+    tower adapters, no dropout (PEFT's OFT has only its block-wise module_dropout, which memplan does not plan)."""
     if k.lora_variant != "oft":
         return
     _refuse_first(
@@ -85,6 +70,34 @@ def oft_rules(k: KnobFields) -> None:
         lambda what: (
             f"--lora-variant oft with {what} is not planned (OFT is planned on a bf16 or bitsandbytes 4-bit base's "
             f"decoder linears under bf16 AMP or bf16-pure): would the run without {what} answer you?"
+        ),
+    )
+
+
+def boft_rules(k: KnobFields) -> None:
+    """BOFT's terms (planner.estimate.boft) are pinned on a bf16 base's decoder linears under bf16 AMP or bf16-pure, on
+    one GPU or DDP, where HF's Trainer moves the whole model, permutation buffers included, to the GPU (transformers
+    5.25 trainer.py:481-505). Not under DeepSpeed or FSDP (their engines move and cast the buffers: unmeasured), a
+    device map or a bitsandbytes base (the Trainer moves neither: the buffers stay on the CPU and are copied each
+    forward, unmeasured), nor with dropout, tower adapters or selective-op checkpointing (as OFT)."""
+    if k.lora_variant != "boft":
+        return
+    _refuse_first(
+        (
+            (k.quant != "none", f"--quant {k.quant}"),
+            *_plain_base(k)[1:],
+            (k.lora_dropout > 0, f"--lora-dropout {k.lora_dropout}"),
+            (k.precision in ("fp32", "fp16"), f"--precision {k.precision}"),
+            (k.zero_stage > 0, f"--zero {k.zero_stage}"),
+            (k.fsdp != "off", f"--fsdp {k.fsdp}"),
+            (k.device_map > 1, f"--device-map {k.device_map}"),
+            (k.dataparallel, "--dataparallel"),
+            (k.checkpointing == "selective-op", "--checkpointing selective-op"),
+            _stacked_experts(k),
+        ),
+        lambda what: (
+            f"--lora-variant boft with {what} is not planned (BOFT is planned on a bf16 base's decoder linears under "
+            f"bf16 AMP or bf16-pure, on one GPU or DDP): would the run without {what} answer you?"
         ),
     )
 
@@ -141,9 +154,9 @@ def oft_model_error(k: KnobFields, spec) -> BadInput | None:
     """OFT's and the bottleneck adapter's layer terms were traced on Llama/Qwen2-style dense layers (two RMSNorms,
     separate q/k/v and gate/up), as planner.estimate.lora.layer_examined names them; another model's is refused in
     one line."""
-    if k.lora_variant not in ("oft", "adapter") or not k.lora_rank or spec is None:
+    if k.lora_variant not in ("oft", "boft", "adapter") or not k.lora_rank or spec is None:
         return None
-    name = "OFT" if k.lora_variant == "oft" else "the bottleneck adapter"
+    name = {"oft": "OFT", "boft": "BOFT"}.get(k.lora_variant, "the bottleneck adapter")
     t = spec.text
     fused = any(x.name in ("qkv_proj", "gate_up_proj") for x in spec.tensors if x.role == "layer" and x.lora)
     if t.traits.conv1d or t.traits.fp32_norms or t.qk_norm or t.moe or t.mla or t.traits.norms_per_layer != 2 or fused:
@@ -153,7 +166,22 @@ def oft_model_error(k: KnobFields, spec) -> BadInput | None:
             "--lora-variant lora",
             "lora_variant",
         )
-    return None
+    return boft_width_error(k, spec)
+
+
+def boft_width_error(k: KnobFields, spec) -> BadInput | None:
+    """PEFT's BOFT takes a block size that divides every adapted linear's input width, else get_peft_model raises
+    (peft 0.21.2 tuners/boft/layer.py:322-326; OFT adjusts it instead): refused in one line."""
+    if k.lora_variant != "boft":
+        return None
+    bad = sorted({t.shape[-1] for t in spec.tensors if t.adapted(k.lora_targets) and t.shape[-1] % k.lora_rank})
+    if not bad:
+        return None
+    return BadInput(
+        f"--lora-rank {k.lora_rank} (BOFT's boft_block_size) does not divide the input width {bad[0]} of an adapted "
+        f"linear of {spec.name}: PEFT raises on it; give a block size that divides every adapted input width",
+        "lora_rank",
+    )
 
 
 def lora_rules(k: KnobFields) -> None:
@@ -192,6 +220,7 @@ def lora_rules(k: KnobFields) -> None:
         )
     dora_rules(k)
     oft_rules(k)
+    boft_rules(k)
     tuner_rules(k)
     adapter_rules(k)
     base_rules(k)

@@ -219,6 +219,15 @@ def matrix_optimizer_rules(k: KnobFields) -> None:
             f"--optimizer {k.optimizer} projects full-rank gradients: it trains without LoRA (--lora-rank 0)",
             "optimizer",
         )
+    if k.optimizer == "apollo-adamw" and k.optimizer_projection != "std":
+        # apollo-torch 1.0.3: the channel-wise scaling factor (apollo.py:168-178) does not broadcast against a gradient
+        # projected on its longer side (RuntimeError on CPU for right, left and reverse_std), and full raises
+        # NotImplementedError (random_projector.py:134-135)
+        raise BadInput(
+            f"--optimizer-projection {k.optimizer_projection} with --optimizer apollo-adamw: APOLLO's channel-wise "
+            "scaling fails on a gradient projected on its longer side (apollo.py:168-178): memplan plans APOLLO's std",
+            "optimizer_projection",
+        )
 
 
 def fsdp_rules(k: KnobFields) -> None:
@@ -254,3 +263,20 @@ def probe_rules(k: KnobFields, backend: str) -> None:
             "on one device without their collectives; such plans are analytic",
             "device_map" if k.device_map > 1 else "tensor_parallel" if k.tensor_parallel > 1 else "sequence_parallel",
         )
+
+
+def projection_model_error(k: KnobFields, spec) -> BadInput | None:
+    """GaLore's reverse_std projects a wide gradient (m < n) on the right, to m x r, and projects it back on the left
+    wherever m <= r (galore_projector.py:53-56 decides from the projected shape): a matmul of mismatched shapes, a
+    RuntimeError at the first step (measured on CPU, galore-torch 1.0), for a rank at or above a wide target's rows."""
+    if k.optimizer not in LOW_RANK_OPTIMIZERS or k.optimizer_projection != "reverse-std" or spec is None:
+        return None
+    wide = [t for t in spec.tensors if len(t.shape) == 2 and t.adapted(k.optimizer_targets) and t.shape[0] < t.shape[1]]
+    rows = min((t.shape[0] for t in wide), default=None)
+    if rows is None or k.optimizer_rank < rows:
+        return None
+    return BadInput(
+        f"--optimizer-projection reverse-std at --optimizer-rank {k.optimizer_rank}: GaLore projects a {rows}-row "
+        f"target back on the wrong side (galore_projector.py:53-56) and fails; use a rank under {rows} or std",
+        "optimizer_projection",
+    )

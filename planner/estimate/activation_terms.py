@@ -11,6 +11,7 @@ from dataclasses import replace
 from planner.config.spec import Knobs
 from planner.estimate import activations as act
 from planner.estimate import (
+    boft,
     bottleneck,
     freeze,
     frozen_lm,
@@ -194,6 +195,8 @@ def _lora_layer_bytes(s: Setup) -> int:
     out += lora.dora_saved_layer_bytes(s.model, s.knobs, tokens)
     if oft.oft(s.knobs):  # on the layers lora.layer_examined names (spec_lora.oft_model_error), any sharding
         return out + oft.layer_delta_bytes(s.model, s.knobs, tokens)
+    if boft.boft(s.knobs):  # on the layers lora.layer_examined names (spec_lora.oft_model_error), one GPU or DDP
+        return out + boft.layer_delta_bytes(s.model, s.knobs, tokens)
     if bottleneck.bottleneck(s.knobs):  # planned where lora.layer_examined holds (spec_lora.oft_model_error)
         return out + bottleneck.layer_delta_bytes(s.model, s.knobs, tokens)
     wide = s.knobs.precision in ("fp32", "bf16-pure") and not s.knobs.zero_stage  # fp32 adapters, no autocast

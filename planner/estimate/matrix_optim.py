@@ -8,7 +8,8 @@ Their steps' temporaries: planner.estimate.matrix_step.
 Read at the sources the frameworks install:
 - GaLore (galore-torch 1.0, github jiaweizzhao/GaLore 2cc66f8): galore_torch/adamw.py:96-109 projects the gradient and
   makes exp_avg and exp_avg_sq zeros_like the projected one; galore_projector.py:12-21 (proj_type std) keeps an m x n
-  gradient as m x r (m >= n, right: Vh[:r], r x n) or r x n (left: U[:, :r], m x r); :69-98 the projector from
+  gradient as m x r (m >= n, right: Vh[:r], r x n) or r x n (left: U[:, :r], m x r), :22-42 reverse_std, right,
+  left and full (both: r x r) the other sides (knob optimizer_projection; projection_sides); :69-98 the projector from
   torch.linalg.svd(full_matrices=False) of an fp32 copy, cast back to the parameter's dtype, so r is at most
   min(m, n); every update_proj_gap steps its temporaries (matrix_step.svd_temp_bytes). GaLoreAdamW8bit (the 1.0 wheel's
   adamw8bit.py:10, 44-63) keeps bitsandbytes' Optimizer2State states of the projected gradient
@@ -48,20 +49,38 @@ def projection_rank(optimizer: str, m: int, n: int, rank: int) -> int:
     return rank if optimizer == "apollo-adamw" else min(rank, m, n)
 
 
-def projected_elements(optimizer: str, shape: tuple[int, ...], rank: int) -> int:
-    """Elements of one m x n gradient once projected: the longer side times the rank (galore_projector.py:12-21)."""
-    m, n = shape
-    return projection_rank(optimizer, m, n, rank) * max(m, n)
+def projection_sides(projection: str, m: int, n: int) -> tuple[str, ...]:
+    """The sides GaLore's proj_type projects an m x n gradient on (galore_projector.py:12-42; ms-swift 4.6
+    optimizers/galore/galore_projector.py:50-81 alike): right, G P^T with P r x n (m x r kept); left, P^T G with P
+    m x r (r x n kept); full, both (r x r kept). std takes right where m >= n (the shorter side), reverse-std left."""
+    if projection == "full":
+        return ("left", "right")
+    if projection in ("right", "left"):
+        return (projection,)
+    right = (m >= n) != (projection == "reverse-std")
+    return ("right",) if right else ("left",)
 
 
-def projector_elements(optimizer: str, shape: tuple[int, ...], rank: int, state_bytes: int) -> int:
-    """Elements one target's projection matrix holds: the rank times the shorter side; GaLore's of an fp32 gradient
-    is a slice view (Vh[:r, :] or U[:, :r], galore_projector.py:83-91: only a lower-precision one is copied out by
-    .type()), which keeps the whole min(m, n) x min(m, n) factor of the SVD alive."""
+def projected_elements(optimizer: str, shape: tuple[int, ...], rank: int, projection: str = "std") -> int:
+    """Elements of one m x n gradient once projected (galore_projector.py:12-42): the unprojected side times the
+    rank, or rank x rank projected on both."""
     m, n = shape
-    if optimizer != "apollo-adamw" and state_bytes == 4:
-        return min(m, n) ** 2
-    return projection_rank(optimizer, m, n, rank) * min(m, n)
+    r, sides = projection_rank(optimizer, m, n, rank), projection_sides(projection, m, n)
+    if len(sides) == 2:
+        return r * r
+    return m * r if sides == ("right",) else r * n
+
+
+def projector_elements(
+    optimizer: str, shape: tuple[int, ...], rank: int, state_bytes: int, projection: str = "std"
+) -> int:
+    """Elements one target's projection matrices hold: the rank times the projected side; GaLore's of an fp32
+    gradient is a slice view (Vh[:r, :] or U[:, :r], galore_projector.py:83-91: only a lower-precision one is copied
+    out by .type()), which keeps the whole factor of the SVD alive: Vh min(m, n) x n, U m x min(m, n)."""
+    m, n = shape
+    r, k = projection_rank(optimizer, m, n, rank), min(m, n)
+    kept = k if optimizer != "apollo-adamw" and state_bytes == 4 else r
+    return sum(kept * n if side == "right" else m * kept for side in projection_sides(projection, m, n))
 
 
 def trained_tensors(s: Setup) -> list[Tensors]:
@@ -97,7 +116,7 @@ def low_rank_state_bytes(s: Setup, state_bytes: int) -> int:
     k, total = s.knobs, 0.0
     for t in trained_tensors(s):
         if low_rank_target(t, k.optimizer_targets):
-            n = projected_elements(k.optimizer, t.shape, k.optimizer_rank)
+            n = projected_elements(k.optimizer, t.shape, k.optimizer_rank, k.optimizer_projection)
             total += t.count * (
                 adam_state_bytes(n, k.optimizer, state_bytes) + apollo_norm_bytes(k.optimizer, state_bytes)
             )
@@ -112,7 +131,7 @@ def bnb_qmap_bytes(s: Setup) -> int:
     if k.optimizer != "galore-adamw-8bit":
         return 0
     sizes = [
-        projected_elements(k.optimizer, t.shape, k.optimizer_rank)
+        projected_elements(k.optimizer, t.shape, k.optimizer_rank, k.optimizer_projection)
         if low_rank_target(t, k.optimizer_targets)
         else t.numel // t.count
         for t in trained_tensors(s)
@@ -130,7 +149,7 @@ def low_rank_projector_bytes(s: Setup, state_bytes: int) -> int:
     they keep alive: projector_elements)."""
     k = s.knobs
     return state_bytes * sum(
-        t.count * projector_elements(k.optimizer, t.shape, k.optimizer_rank, state_bytes)
+        t.count * projector_elements(k.optimizer, t.shape, k.optimizer_rank, state_bytes, k.optimizer_projection)
         for t in trained_tensors(s)
         if low_rank_target(t, k.optimizer_targets)
     )

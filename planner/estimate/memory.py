@@ -18,7 +18,7 @@ The peak is the largest of three moments of a steady-state step (after the first
 from __future__ import annotations
 
 from planner.config.spec import MemoryBreakdown
-from planner.estimate import dataparallel, devicemap, fsdp, lifecycle, lora, nograd, oft, parallel, vision, zero
+from planner.estimate import boft, dataparallel, devicemap, fsdp, lifecycle, lora, nograd, oft, parallel, vision, zero
 from planner.estimate.activation_terms import (
     activations_bytes,
     host_activation_bytes_per_node,
@@ -161,10 +161,14 @@ def _other_phases(s: Setup, phases: dict, held: tuple[int, int, int, int]) -> tu
     nn.DataParallel's GPU 0, loading and checkpoint saving. `held`: (the gradients backward holds, all gradients,
     optimizer states, saved activations). Returns the tower's moment (masked_tower_phase), or None."""
     accumulated, grads_full, opt, acts = held
-    if lora.dora(s.knobs) or oft.oft(s.knobs):  # DoRA's weight norm, OFT's rotation: in the last layer's forward,
-        # or in a layer recomputed in backward
+    if lora.dora(s.knobs) or oft.oft(s.knobs) or boft.boft(s.knobs):  # DoRA's norm, (B)OFT's rotation: in the last
+        # layer's forward, or in a layer recomputed in backward
         norm = lora.dora_norm_temp_bytes(s.model, s.knobs) + gathered_params_bytes(s)  # ZeRO-3's or FSDP's
-        norm += oft.forward_temp_bytes(s.model, s.knobs, text_tokens(s))
+        norm += oft.forward_temp_bytes(s.model, s.knobs, text_tokens(s)) + boft.forward_temp_bytes(
+            s.model, s.knobs, text_tokens(s)
+        )
+        if boft.boft(s.knobs) and s.knobs.checkpointing != "off":  # the recomputed layer's d_in^2 rotations are live
+            acts = last_layer_activations_bytes(s)
         if s.knobs.checkpointing == "off":
             phases["forward"] = (accumulated, opt, acts, norm)
         elif norm + grads_full + acts > sum(phases["backward"]) - opt:

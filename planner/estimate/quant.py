@@ -33,7 +33,12 @@ and what the matmuls dequantize.
   - gptq trains through TorchLinear's eager forward (TritonV2Linear falls back to it in training; torch.py:344-376):
     the whole weight dequantized (fp16, then cast to the input's dtype) and multiplied under plain autograd, which
     saves that dequantized weight for the input gradient, and not the input: 2 bytes a weight of every quantized
-    linear in every layer not under a checkpoint, until backward (measured on the real layer).
+    linear in every layer not under a checkpoint, until backward (measured on the real layer). Its Triton
+    dequantization is off in training (torch.py:678-682): the eager one (qlinear/__init__.py:1057-1104) holds the
+    int8 codes, their difference from the gathered zeros, the gathered fp16 scales and their fp16 product at once,
+    6 bytes a weight, whatever the input's dtype (GPTQ_DEQUANT_BYTES). transformers 5.23 loads a GPTQ checkpoint
+    through optimum (>= 1.24.0; quantizer_gptq.py:36, :52-60): measured with optimum 2.3.0 on CPU
+    (tests/probes/test_gptq_tf5.py), where it picks TorchAtenLinear, whose training forward is the same eager one.
   - awq trains through AwqGEMMLinear or AwqGEMMTritonLinear (CUDA; gemm_awq.py:43-110, gemm_awq_triton.py:44-156):
     custom Functions that save only the packed tensors and dequantize the weight (fp16) in forward and again in
     backward, as bitsandbytes' 4-bit does. Without triton and the CUDA extension gptqmodel falls back to
@@ -127,6 +132,10 @@ CT_FAKE_QUANT_WEIGHTS = 3  # compute-dtype copies of a weight a later forward's 
 CT_FAKE_QUANT_WEIGHTS_CHANNEL = 2  # and in blocks: forward.py:209-260 (measured 2.92)
 CT_FP8_CAST_BYTES = 1  # fp8 fake quantization's cast to float8_e4m3fn and back (quant_args.py:378-390)
 CT_FP8_WEIGHT_BYTES = 1  # an fp8 scheme's stored weight, replaced by the dense one at the first forward
+# bytes a weight gptqmodel 7.7.0's eager GPTQ dequantization holds at once (int8 codes and their difference from the
+# zeros, the fp16 scales gathered to every weight and the product; then the product and its cast, 4): measured 6.0 on
+# a 768 x 256 TorchLinear and TorchAtenLinear, bf16 and fp16 input alike, 1,536 bytes over (tests/probes/test_gptq_tf5)
+GPTQ_DEQUANT_BYTES = 6
 HQQ_DEQUANT_BYTES = 12  # fp32 bytes a weight HQQ's dequantization holds at once: (W_q - zero), its product, unpacked
 
 
@@ -238,11 +247,9 @@ def storage_elements_saved(model, quant: str, storage_bytes: int, dense: tuple[s
     return q - int(q * packed_bytes_per_weight(quant) / storage_bytes)
 
 
-def dequantized_weight_bytes(
-    model, quant: str, compute_bytes: int, bf16: bool = False, dense: tuple[str, ...] = ()
-) -> int:
+def dequantized_weight_bytes(model, quant: str, compute_bytes: int, dense: tuple[str, ...] = ()) -> int:
     """The largest decoder linear's dequantization transients: one weight in the compute dtype (4-bit), in half
-    (int8's CB.to(dtype), awq's fp16); gptq's fp16 weight and its cast to bf16. A quantized layer dequantizes one
+    (int8's CB.to(dtype), awq's fp16); gptq's eager dequantization (GPTQ_DEQUANT_BYTES). A quantized layer dequantizes one
     linear at a time, so stacked experts count one expert's matrix (axolotl's linearized Llama-4 experts are one
     Linear4bit an expert: 9f986f5e7 src/axolotl/monkeypatch/models/llama4/modeling.py:26-46, :69-84)."""
     if quant == "none":
@@ -251,7 +258,7 @@ def dequantized_weight_bytes(
     if quant == INT8:
         return 2 * largest
     if quant == "gptq":
-        return (4 if bf16 else 2) * largest
+        return GPTQ_DEQUANT_BYTES * largest
     if quant == "awq":
         return 2 * largest
     if quant in CT_SCHEMES:

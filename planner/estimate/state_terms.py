@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from planner.config.knobfields import MATRIX_OPTIMIZERS
 from planner.config.spec import Knobs
-from planner.estimate import freeze, fsdp, lora, peft_tuners, quant, zero
+from planner.estimate import boft, freeze, fsdp, lora, peft_tuners, quant, zero
 from planner.estimate.matrix_optim import matrix_optimizer_bytes
 from planner.estimate.matrix_step import matrix_step_temp_bytes
 from planner.estimate.quant_modules import dense_names
@@ -68,14 +68,15 @@ def params_bytes(s: Setup) -> int:
 
 def tuner_buffers_bytes(s: Setup) -> int:
     """What AdaLoRA's rank allocator (importance buffers of lora_A, lora_E and lora_B, in their dtype) or VeRA (its
-    shared projections) holds beside the weights (planner.estimate.peft_tuners; planned without ZeRO-3 or FSDP)."""
+    shared projections) or BOFT (its permutation matrices) holds beside the weights (planner.estimate.peft_tuners,
+    boft; planned without ZeRO-3 or FSDP)."""
     k = s.knobs
     if peft_tuners.adalora(k):
         adapters = s.model.lora_params(k.lora_rank, k.lora_targets) + peft_tuners.adalora_extra_params(
             s.model, k, False
         )
         return peft_tuners.adalora_importance_bytes(adapters, trainable_weight_bytes_per_param(k))
-    return peft_tuners.vera_projection_bytes(s.model, k)
+    return peft_tuners.vera_projection_bytes(s.model, k) + boft.permutation_buffer_bytes(s.model, k)
 
 
 def adafactor_state_elements(s: Setup) -> int:

@@ -8,7 +8,19 @@ from __future__ import annotations
 
 from planner.config.tasks import NO_VOCABULARY
 from planner.estimate import activations as act
-from planner.estimate import fp32_logps, freeze, frozen_lm, fsdp, gkd, heads, parallel, quant, recipe_terms, role_heads
+from planner.estimate import (
+    boft,
+    fp32_logps,
+    freeze,
+    frozen_lm,
+    fsdp,
+    gkd,
+    heads,
+    parallel,
+    quant,
+    recipe_terms,
+    role_heads,
+)
 from planner.estimate.activation_terms import (
     activations_bytes,
     autocast_weight_copy_bytes,
@@ -100,9 +112,8 @@ def backward_start_temp_bytes(s: Setup) -> int:
 
 def dequantized_bytes(s: Setup) -> int:
     """A quantized base: the weight dequantized for the matmul running (planner.estimate.quant)."""
-    bf16 = s.knobs.precision in ("bf16", "bf16-pure")
     compute = act.saved_dtype_bytes(text_shape(s)[3])[1]
-    return quant.dequantized_weight_bytes(s.model, s.knobs.quant, compute, bf16, dense_names(s))
+    return quant.dequantized_weight_bytes(s.model, s.knobs.quant, compute, dense_names(s))
 
 
 def last_layer_activations_bytes(s: Setup) -> int:
@@ -141,7 +152,7 @@ def head_grad_bytes(s: Setup) -> int:
 def last_layer_temp_bytes(s: Setup) -> int:
     """During the last layer's backward: the mask, autocast weight copies, ZeRO-3 gathers, the
     gradient flowing into the layer (residual-stream width), the MLP's gradient transient or, where larger, eager
-    attention's softmax backward (act.eager_softmax_backward_extra_bytes)."""
+    attention's softmax backward (act.eager_softmax_backward_extra_bytes); BOFT's rotation gradient."""
     t, rows, width, p = text_shape(s)
     r, _ = act.saved_dtype_bytes(p)
     return (
@@ -156,6 +167,7 @@ def last_layer_temp_bytes(s: Setup) -> int:
             act.eager_softmax_backward_extra_bytes(t, rows, width, p),
         )
         + parallel_attention_temp_bytes(s)
+        + boft.backward_temp_bytes(s.model, s.knobs, rows * width)
     )
 
 

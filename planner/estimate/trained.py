@@ -8,7 +8,7 @@ from __future__ import annotations
 from math import prod
 
 from planner.config.spec import Knobs
-from planner.estimate import bottleneck, freeze, lora, oft, peft_tuners, quant
+from planner.estimate import boft, bottleneck, freeze, lora, oft, peft_tuners, quant
 from planner.estimate.quant_modules import dense_names
 from planner.estimate.setup import Setup
 from planner.estimate.torchao_optim import TORCHAO_BLOCK
@@ -35,6 +35,8 @@ def _trainable_params(s: Setup) -> int:
     k = s.knobs
     if oft.oft(k):  # OFT's rotations in place of LoRA's factors
         return oft.oft_params(s.model, k) + lora.embedding_copy_params(s.model, k)
+    if boft.boft(k):  # BOFT's rotations and scales
+        return boft.boft_params(s.model, k) + lora.embedding_copy_params(s.model, k)
     if bottleneck.bottleneck(k):  # ms-swift's adapters after the MLPs, no LoRA factors
         return bottleneck.trained_params(s.model, k)
     tower = s.model.tower_lora_params(k.lora_rank) if k.lora_vision else 0
@@ -54,6 +56,8 @@ def trainable_tensor_sizes(s: Setup) -> list[tuple[int, int]]:
     k = s.knobs
     if oft.oft(k):
         return oft.tensor_sizes(s.model, k)
+    if boft.boft(k):
+        return boft.tensor_sizes(s.model, k)
     if bottleneck.bottleneck(k):
         return bottleneck.tensor_sizes(s.model, k)
     if peft_tuners.vera(k):
@@ -82,6 +86,8 @@ def largest_trainable_matrix_params(s: Setup) -> int:
 def _largest_trainable_matrix_params(s: Setup) -> int:
     if oft.oft(s.knobs):
         return max((n for n, _ in oft.tensor_sizes(s.model, s.knobs)), default=0)
+    if boft.boft(s.knobs):
+        return max((n for n, _ in boft.tensor_sizes(s.model, s.knobs)), default=0)
     if bottleneck.bottleneck(s.knobs):
         return max((n for n, _ in bottleneck.tensor_sizes(s.model, s.knobs)), default=0)
     if s.lora:

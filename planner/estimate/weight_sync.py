@@ -81,10 +81,24 @@ def swift_group_bytes(s: Setup) -> int:
         return whole_model_bytes(s)
     by_role = s.model.params_by_role()
     tower = by_role.get("vision", 0) + by_role.get("projector", 0)
-    layers = min(ceil(s.model.text.layers / n), s.model.text.layers) * s.model.layer_unit_params()
+    layers = layer_group_params(s.model, min(ceil(s.model.text.layers / n), s.model.text.layers))
     rest = s.model.params - by_role.get("layer", 0) - tower
     adapters = trainable_params(s) * trainable_weight_bytes_per_param(s.knobs) if s.lora else 0
     return max(layers, rest, tower) * weights_bytes_per_param(s) + adapters
+
+
+def layer_group_params(model, n: int) -> int:
+    """Parameters of the largest group of `n` consecutive decoder layers (ms-swift 4.6.0 rollout_mixin.py:592-612:
+    layer i in group i // n): every layer alike in a dense model; of an MoE model's, as many routed layers as n
+    consecutive ones can hold (n where two run back to back, DeepSeek's after its dense ones; ceil(n / 2) where none
+    does, Maverick's every other, exact for interleave_moe_layer_step 2: a group starting at a routed layer holds
+    ceil(n / 2)), the rest dense."""
+    m = model.text.moe
+    routed = model.layer_unit_params()
+    if m is None or not m.moe_layers or m.moe_layers == model.text.layers:
+        return n * routed
+    r = min(n if m.routed_adjacent else ceil(n / 2), m.moe_layers)
+    return r * routed + (n - r) * model.layer_unit_params(routed=False)
 
 
 def sync_gather_bytes(s: Setup) -> int:

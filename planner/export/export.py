@@ -35,15 +35,25 @@ def bundled_only(plan: Plan) -> list[str]:
 
 def low_rank_args(plan: Plan) -> dict:
     """GaLore's and APOLLO's optim_target_modules (transformers refuses them without it: trainer_optimizer.py:121-122)
-    and optim_args rank=; nothing for the other optimizers."""
+    and optim_args rank= (proj_type= too, where not std); nothing for the other optimizers."""
     if plan.optimizer not in LOW_RANK_OPTIMIZERS:
         return {}
     targets = plan.optimizer_targets
     names = list(ATTENTION_LINEARS) if targets == "attention" else targets.split(",")
     return {
         K.key("optimizer_targets"): targets if targets == "all-linear" else names,
-        K.key("optimizer_rank"): f"rank={plan.optimizer_rank}",
+        K.key("optimizer_rank"): f"rank={plan.optimizer_rank}" + proj_type_arg(plan),
     }
+
+
+def proj_type_arg(plan: Plan) -> str:
+    """optim_args' proj_type= beside the rank (trainer_optimizer.py:373, 402; std, its default, unsaid)."""
+    return "" if plan.optimizer_projection == "std" else f",proj_type={proj_type(plan)}"
+
+
+def proj_type(plan: Plan) -> str:
+    """GaLore's proj_type as the frameworks spell it (reverse_std: galore_projector.py:22)."""
+    return plan.optimizer_projection.replace("-", "_")
 
 
 def names_regex(names: list[str]) -> str:

@@ -46,7 +46,9 @@ def pinned(plan: Plan) -> dict[str, str]:
     else:
         later = sorted(x.first for x in fw.releases if x.first is not None and x.first > r.first)
         first = launchenv.pinned_first(plan, fw.package, r.first)
-        name, pin = r.name, f">={_version(first)},<{_version(later[0])}"
+        # a writer's files may run at the line's first releases alone (its pin_before: ms-swift 3.4.x's vLLM words)
+        end = min(later[0], getattr(exporter(plan.framework), "pin_before", lambda p: later[0])(plan) or later[0])
+        name, pin = r.name, f">={_version(first)},<{_version(end)}"
     text = f"# {PLANNED_FOR} {fw.label} {name}\n{fw.package}{pin}\n{launchenv.requirements(plan)}"
     return {PIN_NAME: text}
 

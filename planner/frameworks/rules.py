@@ -176,8 +176,10 @@ def runs_transformers_5(framework: str, release: str) -> bool:
 # stacked parameters and its GPTQ/AWQ loaders replace nn.Linear modules only (5.23 integrations/awq.py:96) and convert
 # no packed expert into them (quantizer_awq.py, quantizer_gptq.py: no weight conversions). Measured with transformers
 # 5.23 and gptqmodel 7.7.0 on a tiny AWQ Qwen3-MoE (tests/probes/awq_moe.py): experts.gate_up_proj and
-# experts.down_proj missing, the 36 packed expert tensors unexpected, the experts left as initialized fp16. GPTQ is
-# read the same (gptqmodel's venv holds no optimum, which transformers' GPTQ loader imports first).
+# experts.down_proj missing, the 36 packed expert tensors unexpected, the experts left as initialized fp16. GPTQ
+# measured the same with optimum 2.3.0 (optimum/gptq/quantizer.py convert_model replaces the nn.Linear modules
+# get_layers finds): on a tiny GPTQ Qwen3-MoE both stacked parameters of each layer missing, all 96 packed expert
+# tensors unexpected, the experts left bf16 as initialized, attention alone quantized (tests/probes/test_gptq_tf5.py).
 PREQUANT_LINE_4 = {
     "hf": "hf@4.54",
     "trl": "trl@0.22",

@@ -21,6 +21,8 @@ def read_lora(c: Collector, flags: dict[str, Flag], trl: bool) -> None:
         return
     if "peft_oft" in flags:
         return read_oft(c, flags, peft)
+    if "peft_boft" in flags:
+        return read_boft(c, flags, peft)
     r = flags.get("lora_r")
     if r:
         c.number("lora_rank", r.value, f"{peft.source}; {r.source}", r.raw)
@@ -78,21 +80,49 @@ def lora_targets(c: Collector, value: object, source: str, key: str) -> None:
         c.note(f"{source} (LoRA targets memplan cannot name, a pattern or over 512 characters; planned as all-linear)")
 
 
+# settings of PEFT's OFT and BOFT planned at one value alone: (flag, the value planned, what another value is)
+OFT_FIXED = (
+    ("oft_r", 0, "OFT by its block count (r) sizes each linear's blocks by its width; give oft_block_size and r=0"),
+    ("oft_module_dropout", 0, "OFT's module_dropout (whole blocks set to the identity)"),
+)
+BOFT_FIXED = (
+    ("boft_block_num", 0, "BOFT by its block count sizes each linear's blocks by its width; give boft_block_size"),
+    ("boft_n_butterfly_factor", 1, "BOFT with more than one butterfly factor (PEFT's fbd_cuda path, unmeasured)"),
+    ("boft_dropout", 0, "BOFT's boft_dropout (whole blocks set to the identity)"),
+)
+
+
+def refuse_unplanned(flags: dict[str, Flag], fixed: tuple[tuple[str, float, str], ...]) -> None:
+    """A flag of `fixed` given at another value than the one planned, refused in one line."""
+    for key, planned, why in fixed:
+        value = as_float(one(flags[key].value)) if key in flags else None
+        if value is not None and value != planned:
+            tuners.refuse(flags[key].source, why)
+
+
 def read_oft(c: Collector, flags: dict[str, Flag], peft: Flag) -> None:
     """A script's OFTConfig: --lora-variant oft with its block size (PEFT's default 32: peft v0.20.0 tuners/oft/
     config.py:88); a block count r (each linear's blocks sized by its width) and module_dropout are refused."""
-    for key, why in (
-        ("oft_r", "OFT by its block count (r) sizes each linear's blocks by its width; give oft_block_size and r=0"),
-        ("oft_module_dropout", "OFT's module_dropout (whole blocks set to the identity)"),
-    ):
-        if key in flags and as_float(flags[key].value):
-            tuners.refuse(flags[key].source, why)
-    c.set("lora_variant", "oft", peft.source, peft.raw)
-    block = flags.get("oft_block_size")
+    _read_blocks(c, flags, peft, ("oft", OFT_FIXED, "oft_block_size", 32, "peft tuners/oft/config.py:88"))
+
+
+def read_boft(c: Collector, flags: dict[str, Flag], peft: Flag) -> None:
+    """A script's BOFTConfig: --lora-variant boft with its block size (PEFT's default 4: peft v0.20.0 tuners/boft/
+    config.py:72-73); a block count, more than one butterfly factor (PEFT's fbd_cuda path: unmeasured) and
+    boft_dropout are refused."""
+    _read_blocks(c, flags, peft, ("boft", BOFT_FIXED, "boft_block_size", 4, "peft tuners/boft/config.py:72-73"))
+
+
+def _read_blocks(c: Collector, flags: dict[str, Flag], peft: Flag, tuner: tuple) -> None:
+    """OFT's or BOFT's config: (variant, its fixed settings, its block-size key, PEFT's default, where)."""
+    variant, fixed, key, fallback, cite = tuner
+    refuse_unplanned(flags, fixed)
+    c.set("lora_variant", variant, peft.source, peft.raw)
+    block = flags.get(key)
     if block:
         c.number("lora_rank", block.value, block.source, block.raw)
     else:
-        c.set("lora_rank", 32, f"{peft.source}; peft tuners/oft/config.py:88 (oft_block_size 32)", "oft_block_size")
+        c.set("lora_rank", fallback, f"{peft.source}; {cite} ({key} {fallback})", key)
     _saved_and_targets(c, flags, peft)
 
 

@@ -47,6 +47,15 @@ OFT = {
     "target_modules": "lora_target_modules",
     "modules_to_save": "lora_modules_to_save",
 }
+# PEFT's BOFTConfig (peft v0.20.0 tuners/boft/config.py:72-117): read beside LoRA's flags (loraargs.read_boft)
+BOFT = {
+    "boft_block_size": "boft_block_size",
+    "boft_block_num": "boft_block_num",
+    "boft_n_butterfly_factor": "boft_n_butterfly_factor",
+    "boft_dropout": "boft_dropout",
+    "target_modules": "lora_target_modules",
+    "modules_to_save": "lora_modules_to_save",
+}
 BNB = {"load_in_4bit", "load_in_8bit", "bnb_4bit_quant_type", "use_bnb_nested_quant"}
 MODEL_KWARGS = {"torch_dtype": "torch_dtype", "dtype": "dtype", "attn_implementation": "attn_implementation"}
 # whole-number arithmetic on names bound to literals (unsloth's GRPO notebooks: max_completion_length = max_seq_length
@@ -98,12 +107,10 @@ def read(path: Path, text: str) -> Collector:
             flags |= {k: v for k, v in lora.items() if k in LORA.values()}
             flags["use_peft"] = Flag("use_peft", True, f"{path.name}:{call.lineno} LoraConfig(...)", "LoraConfig")
         elif name in ("OFTConfig", "BOFTConfig"):
-            where = f"{path.name}:{call.lineno} {name}(...)"
-            if name == "BOFTConfig":
-                tuners.tuner(where, "boft")
-            flags |= {k: v for k, v in _kwargs(call, names, path, name, rename=OFT).items() if k in OFT.values()}
+            where, keys = f"{path.name}:{call.lineno} {name}(...)", BOFT if name == "BOFTConfig" else OFT
+            flags |= {k: v for k, v in _kwargs(call, names, path, name, rename=keys).items() if k in keys.values()}
             flags["use_peft"] = Flag("use_peft", True, where, name)
-            flags["peft_oft"] = Flag("peft_oft", True, where, name)
+            flags["peft_boft" if name == "BOFTConfig" else "peft_oft"] = Flag("peft_oft", True, where, name)
         elif name in ("AdaLoraConfig", "VeraConfig"):  # HF's Trainer calls no update_and_allocate; TRL writes neither
             tuners.tuner(f"{path.name}:{call.lineno} {name}(...)", name.removesuffix("Config").lower())
         elif name == "BitsAndBytesConfig":

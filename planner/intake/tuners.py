@@ -14,7 +14,7 @@ from planner.intake.collect import Collector, as_names
 from planner.intake.vocab import lora_targets
 
 PLANNED = (
-    "full fine-tuning, freeze tuning of the last layers, LoRA (LoRA+ and rsLoRA alike), DoRA, OFT, and AdaLoRA, "
+    "full fine-tuning, freeze tuning of the last layers, LoRA (LoRA+ and rsLoRA alike), DoRA, OFT, BOFT, and AdaLoRA, "
     "VeRA and bottleneck adapters as ms-swift runs them"
 )
 # a tuner's name as a framework writes it -> what it is (ms-swift 4.6 base_args.py:56-58 get_supported_tuners;
@@ -39,7 +39,9 @@ UNPLANNED_TUNERS = {
 # optimizer names (transformers' optim, axolotl's optimizer, ms-swift's --optimizer plugin) whose states memplan does not
 # plan, matched as parts of the name: refused rather than planned as AdamW. GaLore's and APOLLO's AdamW and Muon are
 # planned (vocab.OPTIMIZERS, planner.estimate.matrix_optim); their layer-wise variants (transformers 5.25
-# trainer_optimizer.py:164-184: one optimizer per parameter, stepped in its gradient hook) are not yet
+# trainer_optimizer.py:164-184: one optimizer per parameter, stepped in its gradient hook) are optimizer_in_backward
+# where HF's and TRL's readers strip the suffix and LLaMA-Factory's reads *_layerwise; elsewhere (axolotl, whose own
+# trainer's run of them is not measured) refused
 UNPLANNED_OPTIMIZERS = {
     "layerwise": "layer-wise GaLore / APOLLO (one optimizer per parameter, stepped in its gradient hook)",
     "galore_adafactor": "GaLore's projected Adafactor",
@@ -128,3 +130,18 @@ def low_rank_fields(c: Collector, rank: tuple | None, targets: tuple | None) -> 
             c.set("optimizer_targets", mapped, targets[1], targets[2])
         else:
             c.note(f"{targets[1]} (a pattern memplan cannot match: planned with every decoder linear)")
+
+
+# GaLore's proj_type as transformers' optim_args, LLaMA-Factory and ms-swift write it (galore-torch 1.0
+# galore_projector.py:13-42) -> optimizer_projection
+PROJ_TYPES = {"std": "std", "reverse_std": "reverse-std", "right": "right", "left": "left", "full": "full"}
+
+
+def low_rank_projection(c: Collector, value: object, source: str, key: str) -> None:
+    """GaLore's / APOLLO's proj_type: the side each target is projected on (optimizer_projection); a name GaLore's
+    projector does not branch on leaves its projection unset (galore_projector.py:12-44: low_rank_grad unbound), so
+    it is refused in one line."""
+    name = str(value).strip().lower()
+    if name not in PROJ_TYPES:
+        raise BadInput(f"{source}: proj_type {name} is not one GaLore runs: std, reverse_std, right, left or full", key)
+    c.set("optimizer_projection", PROJ_TYPES[name], source, key)

@@ -206,7 +206,11 @@ QUANT_LAYOUTS = {
     **dict.fromkeys(
         ("deepseek_v2", "deepseek_v3", "glm4_moe", "glm4v_moe", "glm4v_moe_text"), QuantLayout(False, True)
     ),
-    **dict.fromkeys(("llama4", "llama4_text"), QuantLayout(patched_for=("nf4", "fp4", "int8", "ct-"))),
+    # Llama4TextExperts stacks its experts on 4 too (4.53.0 modeling_llama4.py:51-52: gate_up_proj, down_proj
+    # nn.Parameters); patched_for decides its quantization first (quant_modules.dense_weight_names)
+    **dict.fromkeys(
+        ("llama4", "llama4_text"), QuantLayout(stacked_at_4=True, patched_for=("nf4", "fp4", "int8", "ct-"))
+    ),
 }
 
 

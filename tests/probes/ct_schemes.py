@@ -48,6 +48,7 @@ MORE = {  # test_ct_fp8.py's (sweep tier)
     "fp8-block": ("W8A16", None, "float-quantized", {**FP8_WEIGHTS, **BLOCK}),
     "fp8-block-dynamic": ("FP8_BLOCK", None, "float-quantized"),
     "fp8-dynamic-peft19": ("FP8_DYNAMIC", None, "float-quantized"),
+    "w8a8-int": ("W8A8", None, "int-quantized"),  # int8 weights a row, int8 activations a token (dynamic)
 }
 UPCAST = ("fp8", "fp8-block", "fp8-block-dynamic", "fp8-dynamic-peft19")
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]

@@ -24,7 +24,8 @@ PLANNED = {
     "fp8": "ct-w8a16-fp8",
     "fp8-block": "ct-w8a16-fp8-block",
 }
-REFUSED = ("fp8-block-dynamic", "fp8-dynamic-peft19")  # FP8_BLOCK, FP8_DYNAMIC: quantized input activations
+# FP8_BLOCK, FP8_DYNAMIC and W8A8 (int-quantized int8 weights, int8 activations a token): quantized input activations
+REFUSED = ("fp8-block-dynamic", "fp8-dynamic-peft19", "w8a8-int")
 
 
 def run(*names: str) -> dict:
@@ -87,8 +88,9 @@ def test_a_later_forward_fake_quantizes_within_3_percent_below_the_term(real, sc
 
 @pytest.mark.parametrize("scheme", REFUSED)
 def test_quantized_input_activations_cut_the_input_gradient_and_are_refused(real, scheme):
-    """FP8_DYNAMIC and FP8_BLOCK, their adapter upcast as PEFT 0.19 does: the step runs, but a quantized linear's
-    output does not depend on its input for autograd (the input's fake quantization runs under torch.no_grad), so
+    """FP8_DYNAMIC and FP8_BLOCK (their adapter upcast as PEFT 0.19 does) and int8 W8A8: the step runs, but a
+    quantized linear's output does not depend on its input for autograd (the input's fake quantization runs under
+    torch.no_grad), so
     the LoRA B of every linear whose output reaches the loss only through another quantized linear (q, k, v, gate,
     up) gets no gradient. Refused in one line saying so."""
     r = real[scheme]
@@ -96,3 +98,14 @@ def test_quantized_input_activations_cut_the_input_gradient_and_are_refused(real
     assert r["without_grad"] == ["gate_proj", "k_proj", "q_proj", "up_proj", "v_proj"]
     with pytest.raises(Exception, match="no gradient reaches the layers below"):
         prequant.quant_of({"quantization_config": r["qc"]}, "m")
+
+
+def test_w8a8_int8_loads_its_int8_weights_and_steps_on_a_dense_copy_in_their_place(real):
+    """W8A8 (int-quantized, measured 2026-12-05 on compressed-tensors 0.12.2): int8 weights and a bf16 scale a row
+    saved and loaded (1,572,864 + 10,240 bytes over the probe's linears: 1 byte a weight + 2 a row), and after a step
+    the dense bf16 weight in the int8 one's place (3,145,728: 2 bytes a weight), as the naive int-quantized W8A16
+    (test_ct_schemes.py); its refusal is the input's fake quantization above."""
+    r = real["w8a8-int"]
+    rows = sum(n for n, _ in r["linears"])
+    assert r["saved"] == r["loaded"] == {"weight:int8": weights(r), "weight_scale:bfloat16": 2 * rows}
+    assert r["after_step"] == {"weight:bfloat16": 2 * weights(r), "weight_scale:bfloat16": 2 * rows}

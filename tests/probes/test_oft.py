@@ -3,7 +3,8 @@ OFT linear is the same code as 0.18.1's, LLaMA-Factory 0.9.5's pin, and 0.20.0's
 saved tensors and forward transient on real CPU tensors (CUDA's autocast replayed, the live-bytes tracker) against
 planner.estimate.oft, the trained parameters of a real PEFT model, and the whole step's peak against the sim probe's
 trace. Measured 2026-12-05: the linear exact at six shapes in both modes; the steps -0.02% to +0.12% (the table).
-Under ZeRO and FSDP (rotations in half), on an nf4 base, and BOFT's refusal: the tests below, with their figures."""
+Under ZeRO and FSDP (rotations in half) and on an nf4 base: the tests below, with their figures (BOFT:
+tests/probes/test_boft.py)."""
 
 import pytest
 
@@ -78,26 +79,6 @@ def test_an_oft_linear_on_a_4_bit_base_keeps_what_it_keeps_on_a_16_bit_one():
 )
 def test_oft_runs_its_rotations_in_half_under_deepspeed_and_fsdp(knobs, zero):
     assert (oft.mode(Knobs(lora_rank=32, lora_variant="oft", **knobs)) == "half") is zero
-
-
-def test_boft_holds_a_d_in_squared_permutation_per_linear():
-    """Why BOFT is refused (planner.config.spec_lora.oft_rules): PEFT's torch path (no fbd_cuda: the butterfly factor
-    forced to 1, peft 0.21.2 tuners/boft/layer.py:283-286) registers a d_in x d_in fp32 permutation buffer on every
-    adapted linear (:350-362, not moved with the adapters) and its forward keeps d_in x d_in rotations for backward
-    (2026-12-05, CUDA's autocast replayed: 4 d_in^2 bytes of buffer, 6.6 d_in^2 kept at d_in 1024 and 6.3 at 2048,
-    5.8 and 4.7 d_in^2 transient); the CUDA path keeps boft_n_butterfly_factor such buffers (unmeasured: no GPU)."""
-    d_in = 1024
-    lin = torch.nn.Sequential(torch.nn.Linear(d_in, 256, bias=False)).to(torch.bfloat16)
-    cfg = peft.BOFTConfig(boft_block_size=32, boft_block_num=0, boft_n_butterfly_factor=1, target_modules=["0"])
-    m = peft.get_peft_model(lin, cfg)
-    assert sum(b.numel() * b.element_size() for b in m.buffers()) == 4 * d_in**2
-    x = torch.randn(512, d_in, dtype=torch.bfloat16, requires_grad=True)
-    with LiveBytes() as t:
-        start = t.live
-        with CudaAutocast(torch.bfloat16):
-            y = m(x)
-        kept = t.live - start - y.numel() * y.element_size()
-    assert 6 * d_in**2 < kept < 7 * d_in**2
 
 
 @pytest.mark.parametrize("name", ["debug-llama", "qwen2.5-0.5b"])

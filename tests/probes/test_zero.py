@@ -144,3 +144,34 @@ def test_zero2_with_the_optimizer_offloaded_keeps_a_staging_buffer_of_the_larges
     assert zero.offload_staging_bytes(s) == 2 * s.model.largest_matrix_params()
     for r in rows:
         assert r["offload_staging_numel"] * r["offload_staging_element_bytes"] == zero.offload_staging_bytes(s)
+
+
+# (interleave_moe_layer_step, zero_optimization, the measured largest gathered set, how far above it the term may be)
+LLAMA4 = [
+    (2, {"stage3_max_live_parameters": 10**4, "stage3_max_reuse_distance": 0}, 214592, 0.05),
+    (1, {"stage3_max_live_parameters": 10**4, "stage3_max_reuse_distance": 0}, 215616, 0.05),
+    (2, {"stage3_max_live_parameters": 10**5, "stage3_max_reuse_distance": 10**5}, 255552, 0.24),
+    (2, {}, 538176, 0.0),
+]
+
+
+@pytest.mark.sweep
+@pytest.mark.parametrize("step,settings,measured,over", LLAMA4, ids=["alternating", "routed", "reuse-1e5", "defaults"])
+def test_zero3_gathers_a_stacked_experts_module_whole_past_max_live(step, settings, measured, over):
+    """A tiny Llama-4 text model (probes.fsdp1.TINY), bf16, 2 ranks, 32 tokens: the experts module's gate_up_proj and
+    down_proj (196,608 elements) are fetched together past a max live of 1e4, beside the head (16,384) and the
+    persistent norms: 33% over the old bound of max live plus the largest parameter. Alternating routed and dense
+    layers (step 2) hold what every layer routed (step 1) holds: the limits count elements, not layers. About 40 s a
+    case on 2 cores; the cheap default-tier case: tests/planner/estimate/test_moe.py."""
+    import transformers
+
+    from probes.fsdp1 import TINY
+
+    config = transformers.AutoConfig.for_model("llama4_text", interleave_moe_layer_step=step, **TINY).to_dict()
+    case = Case(config, Knobs(precision="bf16", zero_stage=3, optimizer="sgd"), 1, 1, 32)
+    rows = measure_zero(case, settings)
+    s, z = planned(case, settings)
+    planned_elements = zero.zero3_gathered_param_elements(s, z)
+    for r in rows:
+        assert r["gathered_numel"][1:] == [measured] * 2
+    assert measured <= planned_elements <= measured * (1 + over), (measured, planned_elements)

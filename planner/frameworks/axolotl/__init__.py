@@ -51,6 +51,7 @@ EVERY = (  # every value of these (closed by default: planner.frameworks.base.Fr
     "attention",
     "optimizer_rank",  # optim_args rank=
     "optimizer_targets",  # optim_target_modules (utils/schemas/training.py:132)
+    "optimizer_projection",  # optim_args proj_type=
     "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
     "zero_buckets",  # the bucket sizes a DeepSpeed JSON sets itself (deepspeed reader)
     "lora_rank",

@@ -59,6 +59,8 @@ def training(c: Collector, f: dict[str, Flag]) -> None:
     rank = parsed.get("rank")
     if args:
         tuners.apollo_projector(args.source, opt, parsed.get("proj"))  # transformers' optim_args proj=
+        if "proj_type" in parsed:  # transformers' optim_args proj_type= (trainer_optimizer.py:373, 402)
+            tuners.low_rank_projection(c, parsed["proj_type"], args.source, "optim_args")
     tuners.low_rank_fields(
         c, (rank, args.source, args.raw) if rank else None, (mods.value, mods.source, mods.raw) if mods else None
     )

@@ -89,6 +89,7 @@ def config(plan: Plan, model: ModelSpec, seq_len: int) -> dict:
     cfg.update([k("seq_len", seq_len), (KEYS.key("batching"), plan.batching == "packed")])
     cfg.update([k("micro_batch", plan.micro_batch), k("grad_accum", plan.grad_accum), ("num_epochs", 1)])
     cfg.update([k("optimizer", export.HF_OPTIM[plan.optimizer]), ("lr_scheduler", "cosine")])
+    cfg.update(low_rank_keys(plan))
     cfg["learning_rate"] = 2e-4 if plan.lora_rank else 2e-5
     if plan.eval_batch:  # per_device_eval_batch_size
         cfg.update([k("eval_batch", plan.eval_batch)])
@@ -291,3 +292,10 @@ def scalar(value: object) -> str:
     if isinstance(value, float) and "e" in text and "." not in text:
         text = text.replace("e", ".0e", 1)
     return text
+
+
+def low_rank_keys(plan) -> dict:
+    """GaLore's / APOLLO's optim_target_modules (utils/schemas/training.py:132: names or all_linear, which transformers
+    takes for all-linear: trainer_optimizer.py:132-134) and optim_args, handed to TrainingArguments."""
+    out = export.low_rank_args(plan)
+    return out | ({"optim_target_modules": "all_linear"} if out.get("optim_target_modules") == "all-linear" else {})

@@ -16,7 +16,7 @@ HF_RUNS = {
     # TRL's ModelConfig writes LoRA or DoRA alone (use_dora: trl/trainer/model_config.py:142); AdaLoRA and VeRA
     # need a script's own PEFT config and, for AdaLoRA, its update_and_allocate in the loop: not written; OFT from a
     # script's OFTConfig is planned and not written (the rule below)
-    "lora_variant": ("lora", "dora", "oft"),
+    "lora_variant": ("lora", "dora", "oft", "boft"),
     # a script loads AutoModelForSequenceClassification (transformers 5.25 modeling_layers.py
     # GenericForSequenceClassification: score = Linear(hidden, num_labels, bias=False)); TRL 1.16 RewardTrainer the same
     # with num_labels 1 (trl/trainer/reward_trainer.py)
@@ -71,9 +71,12 @@ HF_SPLIT_RULES = (
     autotp_rule("transformers' deepspeed integration; accelerate's FSDP2 + TP path is broken at 1.15"),
     Rule(  # a user's script with PEFT's OFTConfig runs it (planner/intake/pyscript.py reads it); no flag spells it
         "lora_variant",
-        "--lora-variant oft is PEFT's OFTConfig in a training script: TRL's CLI and the Trainer's flags have no OFT, "
-        "so no file is written for it (a script that builds OFTConfig is read and planned)",
-        lambda k, w: k.get("lora_variant") == "oft" and bool(k.get("lora_rank")),
+        lambda k, w: (
+            f"--lora-variant {k['lora_variant']} is PEFT's {k['lora_variant'].upper()}Config in a training script: "
+            "TRL's CLI and the Trainer's flags have none, so no file is written for it (a script that builds it is "
+            "read and planned)"
+        ),
+        lambda k, w: k.get("lora_variant") in ("oft", "boft") and bool(k.get("lora_rank")),
         "written",
     ),
     Rule(  # the Trainer sees a model placed over several GPUs (hf_device_map) and runs it without DDP
@@ -214,6 +217,7 @@ HF_EVERY = (
     "attention",
     "optimizer_rank",  # optim_args rank=
     "optimizer_targets",  # optim_target_modules
+    "optimizer_projection",  # optim_args proj_type= (trainer_optimizer.py:373, 402)
     "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
     "zero_buckets",  # the bucket sizes a DeepSpeed JSON sets itself (deepspeed reader)
     "lora_rank",

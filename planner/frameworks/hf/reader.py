@@ -227,8 +227,10 @@ def _kernels(c: Collector, flags: dict[str, Flag], trainer: str) -> None:
             c.note(f"{opt.source} (this optimizer is not planned yet; planned as AdamW)")
     args, mods = flags.get("optim_args"), flags.get("optim_target_modules")
     rank = tuners.optim_args(args.value).get("rank") if args and known(args.value) else None
-    if args and known(args.value):  # optim_args proj= (trainer_optimizer.py:398)
+    if args and known(args.value):  # optim_args proj= and proj_type= (trainer_optimizer.py:373, 398, 402)
         tuners.apollo_projector(args.source, name, tuners.optim_args(args.value).get("proj"))
+        if "proj_type" in tuners.optim_args(args.value):
+            tuners.low_rank_projection(c, tuners.optim_args(args.value)["proj_type"], args.source, args.raw)
     tuners.low_rank_fields(  # trainer_optimizer.py:369-375, 398-405: rank in optim_args; optim_target_modules
         c, (rank, args.source, args.raw) if rank else None, (mods.value, mods.source, mods.raw) if mods else None
     )

@@ -50,6 +50,7 @@ FRAMEWORK = Framework(
         "attention",
         "optimizer_rank",  # galore_rank / apollo_rank
         "optimizer_targets",  # galore_target / apollo_target
+        "optimizer_projection",  # galore_proj_type / apollo_proj_type (hparams/finetuning_args.py:291, 334)
         "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
         "zero_buckets",  # the bucket sizes a DeepSpeed JSON sets itself (deepspeed reader)
         "lora_rank",

@@ -47,6 +47,9 @@ def read_matrix_optimizer(c: Collector, f: dict[str, Flag]) -> None:
             c.note(tuners.PAGED_GALORE_NOTE.format(source=f["optim"].source))
         if f"{name}_proj" in f:  # apollo_proj random or svd (finetuning_args.py:330-333)
             tuners.apollo_projector(f[f"{name}_proj"].source, name, f[f"{name}_proj"].value)
+        kind = f.get(f"{name}_proj_type")  # galore_proj_type, apollo_proj_type (finetuning_args.py:291-294, 334-337)
+        if kind is not None:
+            tuners.low_rank_projection(c, kind.value, kind.source, kind.raw)
         rank, target = f.get(f"{name}_rank"), f.get(f"{name}_target")
         tuners.low_rank_fields(
             c,

@@ -19,6 +19,7 @@ FRAMEWORK = Framework(
         "precision",
         "optimizer_rank",  # GaLore's and APOLLO's, inert under the optimizers it runs
         "optimizer_targets",
+        "optimizer_projection",
         "checkpointing",
         "zero_stage",
         "offload",

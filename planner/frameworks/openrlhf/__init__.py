@@ -212,6 +212,7 @@ FRAMEWORK = Framework(
     every=(  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
         "optimizer_rank",  # GaLore's and APOLLO's, inert under the optimizers it runs
         "optimizer_targets",
+        "optimizer_projection",
         "precision",
         "zero_stage",
         "lora_rank",

@@ -19,6 +19,7 @@ from planner.frameworks.openrlhf.reader_flags import (  # noqa: F401 - release_h
     get,
     on,
     precision,
+    refuse_parallel_groups,
     release_hint,
     zero_buckets,
 )
@@ -221,6 +222,7 @@ def read_launched(c: Collector, run) -> None:
     on the launcher's GPUs (planner.frameworks.openrlhf.sft); the pre-Ray `train_ppo` every role in every process
     (planner.frameworks.openrlhf.reader_ppo)."""
     flags, _ = parse_flags(run.args, run.command.path)
+    refuse_parallel_groups(c, flags)  # every line and fork: AutoTP and ring attention
     if run.target == "openrlhf.cli.train_ppo":
         world.read(c, run)
         return read_old_ppo(c, flags, run.command.path)

@@ -1,15 +1,17 @@
 """OpenRLHF's flags as its readers take them (reader.py: train_ppo_ray and train_dpo; reader_sft.py: train_sft): the
 flat names of 0.10.1 and before read as their dotted 0.11.2 names and said once, a flag's value or its 0.11.2 default,
 a switch's state, the precision, the DeepSpeed bucket sizes its own config leaves to DeepSpeed (zero_buckets),
-and the release line the flat flags name (release_hint)."""
+the release line the flat flags name (release_hint), and DeepSpeed AutoTP and ring attention above 1 refused
+(refuse_parallel_groups)."""
 
 from __future__ import annotations
 
+from planner.errors import BadInput
 from planner.frameworks.openrlhf import lmmr1, lmmr1_dev, mmeureka, openrlhfm
 from planner.frameworks.openrlhf import mmeureka_internvl as internvl
 from planner.frameworks.openrlhf.keys import ALIASES, KEYS, SHARED, bucket_text
 from planner.intake import line_defaults
-from planner.intake.collect import Collector, as_bool, default, one
+from planner.intake.collect import Collector, as_bool, as_int, default, one
 from planner.intake.flags import Flag
 
 ORL = "openrlhf 0.11.2"
@@ -84,6 +86,50 @@ def precision(c: Collector, f: dict[str, Flag], cite: str) -> None:
         source or default(ORL, cite, "--ds.param_dtype bf16"),
         KEYS.flag("precision"),
     )
+
+
+# OpenRLHF's own parallel groups beside data parallel (utils/deepspeed/deepspeed.py builds the (dp, sp, tp) mesh,
+# v0.7.4 :101-103; the accumulation counts both, :107-112): the flag's flat and dotted names (the 0.10.2 rename),
+# the memplan field a size of 1 sets, and what memplan does not plan of it. --ds_tensor_parallel_size from v0.7.4
+# (cli/train_ppo_ray.py:272, train_sft.py:186, train_dpo.py:205; v0.11.0 --ds.tensor_parallel_size :353), LMM-R1
+# dev's copy of v0.7.4.post2 too (lmmr1_dev.SIGN); --ring_attn_size from v0.5.7 (train_dpo.py:204; v0.7.4
+# train_ppo_ray.py:355, train_sft.py:200; v0.11.0 --ds.ring_attn_size train_ppo_ray.py:506)
+GROUPS = {
+    ("ds_tensor_parallel_size", "ds.tensor_parallel_size"): (
+        "tensor_parallel",
+        "DeepSpeed AutoTP",
+        (
+            "v0.7.4 utils/deepspeed/deepspeed.py:228-231 deepspeed.tp_model_init splits each linear layer across the "
+            "TP ranks, :101-103 ZeRO shards within the dp ranks left, :107-112 the accumulation counts TP ranks"
+        ),
+    ),
+    ("ring_attn_size", "ds.ring_attn_size"): (
+        "context_parallel",
+        "ring attention",
+        (
+            "v0.7.4 utils/deepspeed/deepspeed.py:115-128 ring_flash_attn's substitute_hf_flash_attn: each rank a "
+            "slice of the rows, keys and values all-gathered over the group a head stride at a time"
+        ),
+    ),
+}
+
+
+def refuse_parallel_groups(c: Collector, flags: dict[str, Flag]) -> None:
+    """OpenRLHF's DeepSpeed AutoTP and ring attention groups: a size of 1 read as its field (tensor_parallel,
+    context_parallel), above 1 refused in one line naming the value and the 1 accepted: memplan plans each OpenRLHF
+    role's ranks as data parallel, and its tensor parallel (transformers' tp plan) and context parallel (ring
+    attention's blocks in flight) are not checked against these (GROUPS). Every line that takes the flags, the
+    forks' included (planner.frameworks.openrlhf.reader)."""
+    for keys, (field, name, cite) in GROUPS.items():
+        for key in keys:
+            f = flags.get(key)
+            size = as_int(one(f.value)) if f is not None else None
+            if size is not None and size > 1:
+                raise BadInput(
+                    f"{f.source}: memplan plans no {name} for OpenRLHF ({cite}); 1 is accepted: give --{key} 1", field
+                )
+            if size == 1:
+                c.number(field, 1, f"{f.source} ({name} off)", f"--{key}")
 
 
 def release_hint(flags: dict[str, Flag], module: str | None = None) -> tuple[str, str, tuple[str, ...]] | None:

@@ -2,7 +2,8 @@
 .mmeureka, .lmmr1, .lmmr1_dev, .openrlhfm) beyond the OpenRLHF flags their copies froze (0.6.1's, 0.7.3's,
 0.7.4.post2's, 0.6.1.post1's), read after them (reader.py): the actor's frozen modules (--freeze_prefix) and the
 images its rollouts and trainings take. They run the same code for these (each cited below at MM-Eureka's, the
-others' in reader_forks.LINES); LMM-R1 dev's --ds_tensor_parallel_size above 1 is refused (_one_rank).
+others' in reader_forks.LINES); --ds_tensor_parallel_size above 1 is refused before
+(reader_flags.refuse_parallel_groups).
 
 - --freeze_prefix visual (their scripts' value) leaves Qwen2.5-VL's `visual.*` (the tower and its merger) without
   gradients (trainer/ray/ppo_actor.py:318-329, before DeepSpeed wraps the actor): frozen vision+projector; any other
@@ -48,19 +49,6 @@ LMM = {
 }
 
 
-def _one_rank(flags: dict[str, Flag]) -> None:
-    """LMM-R1 dev's --ds_tensor_parallel_size (OpenRLHF's DeepSpeed AutoTP) above 1 is refused in one line: memplan
-    plans each OpenRLHF role's ranks as data parallel."""
-    f = flags.get("ds_tensor_parallel_size")
-    size = as_int(one(f.value)) if f is not None else 1
-    if size is not None and size > 1:
-        raise BadInput(
-            f"{f.source} --ds_tensor_parallel_size {size}: memplan plans no DeepSpeed AutoTP for OpenRLHF "
-            f"({lmmr1_dev.CLI}:{lmmr1_dev.SIGN['ds_tensor_parallel_size']}); give --ds_tensor_parallel_size 1",
-            "tensor_parallel",
-        )
-
-
 def _loads(c: Collector, release: str) -> None:
     """A model the fork's actor does not load is refused in one line (the value, what it loads, the other branch)."""
     if release not in LOADS or c.model is None:
@@ -86,8 +74,6 @@ def read(c: Collector, flags: dict[str, Flag], where: str, release: str = "mm-eu
     else:
         _freeze(c, flags, line)
     text = flags.get("prompt_max_len")
-    if release == "lmm-r1-dev":
-        _one_rank(flags)
     pixels = pixel_flags(c, flags, LMM[release]) if release in LMM else {}
     given = {**flags, **pixels, **({"max_prompt_length": text} if text else {})}
     each = vlmr1.read_images(c, given, where, line.fork, lmmr1.image_limit(flags) if release in LMM else None)

@@ -73,6 +73,7 @@ FRAMEWORK = Framework(
         "attention",
         "optimizer_rank",  # --galore_rank
         "optimizer_targets",  # --galore_target_modules
+        "optimizer_projection",  # --galore_proj_type (trainers/arguments.py:198)
         "client_optimizer",  # a DeepSpeed config without an optimizer entry (deepspeed reader)
         "zero_buckets",  # the bucket sizes a DeepSpeed JSON sets itself (deepspeed reader)
         "lora_rank",
@@ -101,9 +102,9 @@ FRAMEWORK = Framework(
         "optimizer": (*TORCH_OPTIMIZERS, "galore-adamw", "galore-adamw-8bit", "muon", *TRANSFORMERS_TORCHAO),
         # several visible GPUs to a process are its device_map (reader._device_map), never nn.DataParallel
         "dataparallel": (False,),
-        # LoRA and use_dora, AdaLoRA, VeRA and its bottleneck adapter; its BOFT (--tuner_type boft) is not planned,
-        # and it has no OFT (ms-swift 4.6 arguments/base_args/base_args.py:57 get_supported_tuners)
-        "lora_variant": ("lora", "dora", "adalora", "vera", "adapter"),
+        # LoRA and use_dora, AdaLoRA, VeRA, BOFT and its bottleneck adapter; no OFT (ms-swift 4.6
+        # arguments/base_args/base_args.py:57 get_supported_tuners)
+        "lora_variant": ("lora", "dora", "adalora", "vera", "boft", "adapter"),
         "checkpointing": ("off", "full"),
         "loss": ("standard", "chunked", "fused"),  # chunked: CELOSS_PARALLEL_SIZE, under sequence parallel only
         "batching": ("padded", "packed"),

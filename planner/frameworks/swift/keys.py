@@ -20,8 +20,10 @@ T = "swift/arguments/tuner_args.py"
 # VeRA's dropout flag (AdaLoRA takes --lora_dropout: swift/pipelines/train/tuner.py:184, 258-260); the same names and
 # defaults under 3.x's --train_type (v3.12.6 swift/llm/argument/tuner_args.py:186, 214; its allocator callback
 # swift/llm/train/callback.py:26)
-# --tuner_type adapter's length and activation (4.6.0 tuner_args.py:171-172; v3.12.6 :192-193)
+# --tuner_type adapter's length and activation (4.6.0 tuner_args.py:171-172; v3.12.6 :192-193); --tuner_type boft's
+# block size (4.6.0 tuner_args.py:159-162, PEFT's BOFTConfig at swift/pipelines/train/tuner.py:307-316)
 TUNER_RANK = {
+    "boft": ("boft_block_size", 4, f"{T}:159"),
     "adalora": ("adalora_init_r", 12, f"{T}:176"),
     "vera": ("vera_rank", 256, f"{T}:165"),
     "adapter": ("adapter_length", 128, f"{T}:172"),
@@ -83,7 +85,8 @@ KEYS = Table(
     Key("fp16", "fp16"),
     Key("packing", "packing"),  # base_args/base_args.py:133-136
     Key("padding_free", "padding_free"),
-    Key("loss", "use_liger_kernel", to_value={"fused": True}),  # trainers/arguments.py:155
+    # trainers/arguments.py:155; 2.x's use_liger from v2.4.0 (v2.5.2 argument.py:781), checked by reader_2.liger
+    Key("loss", "use_liger_kernel", to_value={"fused": True}, renames={"2": "use_liger"}),
     Key("optimizer", "optim", "adamw_torch_fused", "transformers 5.19 training_args.py:804-811"),
     Key("zero_stage", "deepspeed"),  # sft_args.py:252-283
     Key("fsdp", "fsdp"),  # sft_args.py:285-360

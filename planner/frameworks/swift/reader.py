@@ -69,6 +69,8 @@ def read(
     m = KEYS.key("model")
     if m in f:
         models.read_model(c, show(one(f[m].value)), f[m].source, KEYS.flag("model"), near, hint)
+    if release.name == "2":  # 2.x's --use_liger, by its model_type (reader_2.liger)
+        f = swift2.liger(c, f, hint)
     kind = swiftrl.read_kind(c, f, sub)
     world = (
         swiftenv.world(c, env, where, f.get(KEYS.key("zero_stage")), mp=not fast3)
@@ -77,7 +79,7 @@ def read(
     )
     lora = _tuner(c, f)
     _batch(c, f, kind, world)
-    _sequence(c, f, kind, near, swift3x.placement(c, f, env) if fast3 and kind == "grpo" else None)
+    _sequence(c, f, kind, near, swift3x.placement(c, f, env, release.name) if fast3 and kind == "grpo" else None)
     if kind == "gkd":
         swiftrl.read_gkd(c, f, near)
     _training(c, f, kind, near)
@@ -141,7 +143,7 @@ def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
     given = f.get(KEYS.key("lora_targets"))
     loraargs.lora_targets(c, given.value if given else targets, tsrc, KEYS.flag("lora_targets"))
     dropout, dsrc = look(f, "lora_dropout")
-    if variant != "vera" and as_float(dropout) is not None:
+    if variant not in ("vera", "boft") and as_float(dropout) is not None:  # BOFT: its own boft_dropout
         c.set("lora_dropout", as_float(dropout), dsrc, KEYS.flag("lora_dropout"))
     _quant(c, f)
     return True

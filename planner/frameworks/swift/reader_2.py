@@ -6,9 +6,10 @@ one line each, never "swift refuses it" (that is 4.x's word).
 
 from __future__ import annotations
 
+from planner.errors import BadInput
 from planner.frameworks.swift import reader_keys as swift_keys
 from planner.frameworks.swift.keys import KEYS
-from planner.intake.collect import Collector, accepted, default, one
+from planner.intake.collect import Collector, accepted, as_bool, default, one
 from planner.intake.flags import Flag
 
 WHO = "ms-swift 2.x"
@@ -96,3 +97,38 @@ def translate(c: Collector, f: dict[str, Flag]) -> dict[str, Flag]:
         elif key not in RENAMED:
             c.note(f"{out.pop(key).source} (an {WHO} argument memplan does not plan)")
     return out
+
+
+# 2.x's apply_liger (v2.4.0 .. v2.6.1; v2.5.2 swift/llm/tuner.py:66-87, before the tuner): the first of these its
+# model_type (ms-swift 2.x's own name, --model_type, else the one it maps the model id to) contains picks Liger's
+# apply_liger_kernel_to_<arch>() with its defaults (the fused head and loss among them), which patches that
+# architecture's classes alone; no match raises ValueError (:81)
+LIGER_2 = (("llama3", "llama"), ("mistral", "mistral"), ("mixtral", "mixtral"), ("gemma", "gemma"), ("qwen2", "qwen2"))
+LIGER_2_CITE = "v2.5.2 swift/llm/tuner.py:66-87"
+
+
+def liger(c: Collector, f: dict[str, Flag], hint: tuple[str, str] | None) -> dict[str, Flag]:
+    """`f` after 2.x's --use_liger (read as --use_liger_kernel): kept where the patch 2.x picks (LIGER_2) is the
+    model's architecture, gone with a note where it patches another's classes (a gemma2 or qwen2_vl model: its loss
+    unfused), refused in one line where 2.x raises. `hint`: --model_type's value and source."""
+    flag = f.get(KEYS.key("loss"))
+    if flag is None or not as_bool(one(flag.value)):
+        return f
+    model = f.get(KEYS.key("model"))
+    name, src = hint or (str(one(model.value)) if model else "", model.source if model else flag.source)
+    said = name.lower().replace("-", "").replace(".", "").replace("_", "")  # Meta-Llama-3.1-8B: metallama318b
+    arch = next((a for key, a in LIGER_2 if key.replace("_", "") in said), None)
+    if arch is None:
+        raise BadInput(
+            f"{flag.source}: {WHO}'s apply_liger takes a model_type naming {', '.join(k for k, _ in LIGER_2)}, "
+            f"not {name} ({src}; {LIGER_2_CITE}: ValueError)",
+            "loss",
+        )
+    own = str(c.model.config.get("model_type", "")) if c.model is not None else arch
+    if own != arch:
+        c.note(
+            f"{flag.source} ({WHO} patches {arch}'s classes for {name}, the model is {own}: its loss unfused, "
+            f"{LIGER_2_CITE})"
+        )
+        return {k: v for k, v in f.items() if k != KEYS.key("loss")}
+    return f

@@ -32,6 +32,10 @@ OLD_ROLLOUT = (
     "lmdeploy_cache_max_entry_count",
 )
 CHECK = "v3.4.1 swift/llm/argument/rlhf_args.py:221-254"
+# 3.5.0-3.6.x, the rest of the 3.4 line: --vllm_mode colocate by default, reset to colocate without
+# --vllm_server_host; num_infer_workers and vllm_device deprecated at 3.5 (v3.5.0 swift/trainers/arguments.py:178-182,
+# llm/argument/rlhf_args.py:160-169, 283-296), gone at 3.6 (v3.6.0 trainers/arguments.py:159)
+NOT_34 = "3.5-3.6 colocate it (--vllm_mode colocate by default, v3.5.0 swift/trainers/arguments.py:180)"
 # LMDeploy's KV pool: cache_max_entry_count (0.8, v3.4.1 swift/trainers/arguments.py:173) of the FREE memory when
 # TurboMind starts (TurbomindEngineConfig, lmdeploy/messages.py, from lmdeploy 0.2.1; ms-swift passes it through,
 # v3.4.1 swift/llm/infer/infer_engine/lmdeploy_engine.py:78, 111-113), after the trainer's model is on the card
@@ -62,10 +66,9 @@ def lines_taking(f: dict[str, Flag], lines: tuple[str, ...]) -> tuple[tuple[str,
 
 def applies(f: dict[str, Flag], line: str) -> bool:
     """Whether GRPO's rollout is read in 3.1.1-3.4.x's words: at the 3 line always (no --vllm_mode before v3.5.0);
-    at the 3.4 line (3.4-3.6) where a flag only 3.4.x takes is given and --vllm_mode is not."""
-    if line == "3":
-        return True
-    return line == "3.4" and "vllm_mode" not in f and any(k in f for k in OLD_ROLLOUT)
+    at the 3.4 line (3.4-3.6, read at 3.4.1, its release of tools/fwenv_old.sh) where --vllm_mode is not given, a bare
+    --use_vllm true too: 3.4.x places it by num_infer_workers (CHECK); 3.5-3.6 colocate it (NOT_34)."""
+    return line == "3" or (line == "3.4" and "vllm_mode" not in f)
 
 
 def engine(f: dict[str, Flag]) -> str:
@@ -83,9 +86,9 @@ def fast_inference(f: dict[str, Flag], line: str) -> bool:
     return rlhf == "grpo" and applies(f, line) and bool(engine(f))
 
 
-def placement(c: Collector, f: dict[str, Flag], env: dict[str, str]) -> str:
-    """'colocate' or 'server' (the engines on GPUs of their own) for a 3.1.1-3.4.x run with an engine; what ms-swift
-    refuses or memplan cannot plan is one line."""
+def placement(c: Collector, f: dict[str, Flag], env: dict[str, str], line: str = "3") -> str:
+    """'colocate' or 'server' (the engines on GPUs of their own) for a 3.1.1-3.4.x run with an engine, read at release
+    line `line`; what ms-swift refuses or memplan cannot plan is one line."""
     name = engine(f)
     src = f[f"use_{name}"].source
     if "vllm_server_host" in f:  # an external `swift deploy` (v3.4.1 rlhf_args.py:186-192)
@@ -104,9 +107,13 @@ def placement(c: Collector, f: dict[str, Flag], env: dict[str, str]) -> str:
             f"{src} with NPROC_PER_NODE={procs}, CUDA_VISIBLE_DEVICES={show(env['CUDA_VISIBLE_DEVICES'])} and "
             f"num_infer_workers {workers}: ms-swift asserts the GPUs are the training ones plus the engines' "
             f"({CHECK}): accepted: {procs + workers} visible GPUs, or NPROC_PER_NODE = num_infer_workers = the GPUs "
-            "(colocated)",
+            "(colocated), or --vllm_mode colocate (ms-swift 3.5-3.6)",
             "gpus_per_node",
         )
+    if not any(k in f for k in ("vllm_device", "num_infer_workers", "vllm_server_host")):
+        how = "colocated" if shared else "on a GPU of its own"
+        later = f"; {NOT_34}" if line == "3.4" else ""
+        c.note(f"{src} (no --num_infer_workers: 1, the engine {how} as 3.x places it, {CHECK}{later})")
     if not shared:
         _own_devices(f, procs)
         if visible is None:

@@ -38,4 +38,7 @@ def read_matrix_optimizer(c: Collector, f: dict[str, Flag], plugin: str) -> bool
     )
     if rank is None:
         c.fill("optimizer_rank", 128, default("ms-swift 4.6", f"{ARGS}:195", "galore_rank 128"), "--galore_rank")
+    kind = f.get("galore_proj_type")  # trainers/arguments.py:198 -> optimizers/galore/utils.py:233
+    if kind is not None:
+        tuners.low_rank_projection(c, one(kind.value), kind.source, kind.raw)
     return True

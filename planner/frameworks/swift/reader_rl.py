@@ -148,11 +148,23 @@ def _vllm(c: Collector, f: dict[str, Flag], placed3: str | None = None) -> None:
         c.set("workload.roles.offload", tuple(offload), srcs, "--offload_model")
 
 
+# --use_vllm without --vllm_mode: colocate by default from v3.5.0 (v3.5.0 swift/trainers/arguments.py:180; v3.7.0 :240,
+# v3.9.0 :271) until v3.12.0 requires one (v3.12.0 swift/llm/argument/rlhf_args.py:362-363; 4.x the same); the 3.4
+# line reads it as 3.4.x places it (reader_3x.applies)
+NO_MODE = {
+    "3.7": "colocate, 3.7-3.8's default (v3.7.0 swift/trainers/arguments.py:240)",
+    "3.9": "colocate, 3.9-3.11's default (v3.9.0 swift/trainers/arguments.py:271); from 3.12 ms-swift requires one "
+    "(v3.12.0 swift/llm/argument/rlhf_args.py:362-363)",
+}
+
+
 def _mode(c: Collector, f: dict[str, Flag]) -> str:
-    """4.x's --vllm_mode (3.5-3.6 took colocate by default, v3.5.0 swift/trainers/arguments.py:180)."""
+    """--vllm_mode: 4.x requires it; the 3.x lines that take it colocate without it (NO_MODE)."""
     mode = str(one(f["vllm_mode"].value)) if "vllm_mode" in f else ""
     if mode not in ("colocate", "server"):
-        c.note(f"{f['use_vllm'].source} (use_vllm without vllm_mode: ms-swift requires one; planned as colocate)")
+        line = str(c.facts.get("release", ("",))[0] or "")
+        said = NO_MODE.get(line, "ms-swift requires one; planned as colocate")
+        c.note(f"{f['use_vllm'].source} (use_vllm without vllm_mode: {said})")
         mode = "colocate"
     c.set(
         "workload.generation",

@@ -2,7 +2,8 @@
 (--adalora_init_r, --vera_rank, not --lora_rank; planner.frameworks.swift.keys) and its dropout. Read in the 4.6.0 wheel:
 swift/arguments/tuner_args.py:165-182 (the defaults), swift/pipelines/train/tuner.py:255-306 (PEFT's AdaLoraConfig
 with the LoRA kwargs, init_r and total_step; VeraConfig with r=vera_rank, vera_dropout, the target modules),
-swift/callbacks/adalora.py:23-28 (update_and_allocate at every zero_grad); the bottleneck adapter (--tuner_type adapter:
+swift/callbacks/adalora.py:23-28 (update_and_allocate at every zero_grad); BOFT (--tuner_type boft: --boft_block_size,
+PEFT's BOFTConfig at tuner.py:307-316, --lora_dropout unread); the bottleneck adapter (--tuner_type adapter:
 --adapter_length, --adapter_act; tuner.py:280-293 builds it after the architecture's MLP, --target_modules unread)."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from planner.frameworks.swift.keys import TUNER_RANK as RANK
 from planner.frameworks.swift.reader_rl import get
 from planner.intake.collect import Collector, as_float
 from planner.intake.flags import Flag
+from planner.intake.loraargs import BOFT_FIXED, refuse_unplanned
 
 
 def read(c: Collector, f: dict[str, Flag], tuner: str, src: str) -> None:
@@ -22,6 +24,8 @@ def read(c: Collector, f: dict[str, Flag], tuner: str, src: str) -> None:
     c.number("lora_rank", rank, f"{rsrc}; {src}", f"--{flag}")
     if tuner == "adapter":
         _adapter(c, f, src)
+    if tuner == "boft":  # one butterfly factor, no block count or dropout (planner.estimate.boft)
+        refuse_unplanned(f, BOFT_FIXED)
     if tuner == "vera":
         dropout, dsrc = get(f, *VERA_DROPOUT)
         if as_float(dropout) is not None:

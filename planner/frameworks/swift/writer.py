@@ -40,6 +40,9 @@ from planner.frameworks.swift import writer_media
 from planner.frameworks.swift.keys import KEYS, TUNER_RANK, VERA_DROPOUT
 from planner.frameworks.swift.writer_media import media_env, vllm_limit, writes_media
 from planner.frameworks.swift.writer_optim import optimizer_flags
+from planner.frameworks.swift.writer_rollout import engine_gpus, placement_flags, tp_key
+from planner.frameworks.swift.writer_rollout import header as rollout_header
+from planner.frameworks.swift.writer_rollout import pin_before as rollout_pin
 from planner.model.catalog import checkpoints
 from planner.model.lora_targets import peft_target_modules, peft_target_parameters
 from planner.model.modelspec import ModelSpec
@@ -79,13 +82,15 @@ def check(plan: Plan) -> None:
 
 writes_pixels = writes_tiles = writes_video = writes_media  # planner.export.launch asks (writer_media)
 writes_limit = writer_media.writes_limit  # and this: vLLM's limit_mm_per_prompt for a colocated rollout
+pin_before = rollout_pin  # launch.pinned asks: a 3.4-line plan in 3.4.x's vLLM words pins ms-swift <3.5.0
 
 
 def script(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> str:
     sub = ["swift", "sft"] if plan.workload.kind == "sft" else ["swift", "rlhf"]
     cap = media_env(goal, plan.release)  # the images' and videos' caps (writer_media; unset, qwen_vl_utils')
     lines = [f"{k}={v} \\" for k, v in [*env(hw, plan), *cap]] + [" ".join(sub) + " \\"]
-    flags = flag_list(plan, model, seq_len) + vllm_limit(plan, goal)  # a colocated vLLM's media a row (writer_media)
+    flags = flag_list(plan, model, seq_len, processes(hw, plan))
+    flags += vllm_limit(plan, goal)  # a colocated vLLM's media a row (writer_media)
     for i, (name, value) in enumerate(flags):
         values = value if isinstance(value, list) else [value]
         text = " ".join(shlex.quote(word(v)) for v in values)
@@ -110,14 +115,17 @@ def header(plan: Plan, hw: Hardware) -> list[str]:
         out.append("# --reward_funcs: swift's built-in accuracy and format rewards; replace with yours")
     if hw.nodes > 1:
         out.append("# run on every node with NODE_RANK, MASTER_ADDR and MASTER_PORT set")
-    return out
+    return out + rollout_header(plan, processes(hw, plan))
+
+
+def processes(hw: Hardware, plan: Plan | None = None) -> int:
+    """Training processes a node: a device_map's processes each see device_map GPUs (ms-swift places the model over
+    them: is_mp, swift/utils/env.py:64-75: visible GPUs // local processes >= 2; swift/model/utils.py:229-246)."""
+    return hw.gpus_per_node // (plan.device_map if plan is not None else 1)
 
 
 def env(hw: Hardware, plan: Plan | None = None) -> list[tuple[str, str]]:
-    # a device_map's processes each see device_map GPUs: ms-swift places the model over them (is_mp, swift/utils/
-    # env.py:64-75: visible GPUs // local processes >= 2; device_map "auto", swift/model/utils.py:229-246)
-    processes = hw.gpus_per_node // (plan.device_map if plan is not None else 1)
-    out = [("NPROC_PER_NODE", str(processes)), ("NNODES", str(hw.nodes))]
+    out = [("NPROC_PER_NODE", str(processes(hw, plan))), ("NNODES", str(hw.nodes))]
     if plan is not None and plan.loss == "chunked":  # swift/trainers/utils.py:178 (sequence parallel's loss)
         out.append(("CELOSS_PARALLEL_SIZE", str(recipe_terms.SWIFT_CE_CHUNK)))
     if plan is not None and plan.negatives and plan.task != "seq-cls":  # the rows the plan counts an example
@@ -126,7 +134,8 @@ def env(hw: Hardware, plan: Plan | None = None) -> list[tuple[str, str]]:
         out.append((name, str(plan.negatives)))
     if hw.nodes > 1:
         out += [("NODE_RANK", "$NODE_RANK"), ("MASTER_ADDR", "$MASTER_ADDR"), ("MASTER_PORT", "$MASTER_PORT")]
-    return out + [("CUDA_VISIBLE_DEVICES", ",".join(str(i) for i in range(hw.gpus_per_node)))]
+    shown = hw.gpus_per_node + (engine_gpus(plan) if plan is not None else 0)  # 3.4.x's engine GPU (writer_rollout)
+    return out + [("CUDA_VISIBLE_DEVICES", ",".join(str(i) for i in range(shown)))]
 
 
 def word(value: object) -> str:
@@ -135,7 +144,7 @@ def word(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def flag_list(plan: Plan, model: ModelSpec, seq_len: int) -> list[Flag]:
+def flag_list(plan: Plan, model: ModelSpec, seq_len: int, procs: int = 1) -> list[Flag]:
     k = KEYS.pair
     out: list[Flag] = [k("model", loaded(model).path)]
     if plan.workload.kind != "sft":
@@ -163,7 +172,7 @@ def flag_list(plan: Plan, model: ModelSpec, seq_len: int) -> list[Flag]:
         out.append(k("sequence_parallel", plan.sequence_parallel))
     if plan.tensor_parallel > 1:  # DeepSpeed AutoTP, full fine-tuning only
         out.append(k("tensor_parallel", plan.tensor_parallel))
-    out += rlhf_flags(plan)
+    out += rlhf_flags(plan, procs)
     return out + [
         ("dataset", "YOUR_DATASET"),
         ("num_train_epochs", 1),
@@ -219,9 +228,10 @@ def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:
 
 
 def tuner_rank_flags(variant: str, plan: Plan) -> list[Flag]:
-    """--tuner_type adalora's --adalora_init_r and --lora_dropout, or vera's --vera_rank and --vera_dropout
-    (swift/pipelines/train/tuner.py:255-306), in place of --lora_rank and --lora_dropout."""
-    dropout = VERA_DROPOUT[0] if variant == "vera" else KEYS.key("lora_dropout")
+    """--tuner_type adalora's --adalora_init_r and --lora_dropout, vera's --vera_rank and --vera_dropout, or boft's
+    --boft_block_size and --boft_dropout (swift/pipelines/train/tuner.py:255-316), in place of --lora_rank and
+    --lora_dropout."""
+    dropout = {"vera": VERA_DROPOUT[0], "boft": "boft_dropout"}.get(variant, KEYS.key("lora_dropout"))
     return [(TUNER_RANK[variant][0], plan.lora_rank), (dropout, plan.lora_dropout)]
 
 
@@ -303,9 +313,10 @@ def fsdp_json(plan: Plan, model: ModelSpec) -> dict:
     return {"fsdp": export.HF_FSDP[plan.fsdp] + (" offload" if plan.offload != "none" else ""), "fsdp_config": cfg}
 
 
-def rlhf_flags(plan: Plan) -> list[Flag]:
+def rlhf_flags(plan: Plan, procs: int = 1) -> list[Flag]:
     """DPO uses swift's defaults (beta 0.1, sigmoid loss); GRPO writes TRL's inputs, beta explicitly (swift's default
-    is 0.04, rlhf_args.py:356-357, the plan's TRL's 0.0)."""
+    is 0.04, rlhf_args.py:356-357, the plan's TRL's 0.0), and vLLM's placement in the line's words (writer_rollout),
+    `procs` training processes a node."""
     w = plan.workload
     if w.kind == "gkd":
         return gkd_flags(w)
@@ -320,11 +331,11 @@ def rlhf_flags(plan: Plan) -> list[Flag]:
         k("workload.use_vllm", w.generation != "hf"),
     ]
     if w.generation != "hf":
-        out.append(k("workload.generation", w.generation.removeprefix("vllm-")))
+        out += placement_flags(plan, procs)
     if w.generation == "vllm-colocate":
         out.append(k("workload.vllm_gpu_memory_utilization", w.vllm_gpu_memory_utilization))
     if w.generation == "vllm-colocate" and w.roles.rollout_tp > 1:
-        out.append(k("workload.roles.rollout_tp", w.roles.rollout_tp))
+        out.append((tp_key(plan), w.roles.rollout_tp))
     if w.generation == "vllm-colocate" and w.roles.sleep_level:
         out.append(k("workload.roles.sleep_level", w.roles.sleep_level))
     if w.steps_per_generation is not None:

@@ -1,6 +1,6 @@
-"""ms-swift's flags for GaLore and Muon (what reader_optim.py reads): --use_galore with --galore_rank and
---galore_target_modules over --optim adamw_torch or adamw_bnb_8bit (optimizers/galore/utils.py:189-214), or
---optimizer muon; torch's optimizers as --optim."""
+"""ms-swift's flags for GaLore and Muon (what reader_optim.py reads): --use_galore with --galore_rank,
+--galore_proj_type and --galore_target_modules over --optim adamw_torch or adamw_bnb_8bit
+(optimizers/galore/utils.py:189-214), or --optimizer muon; torch's optimizers as --optim."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ def optimizer_flags(plan) -> list[tuple[str, object]]:
         ("galore_rank", plan.optimizer_rank),
         KEYS.pair("optimizer", "adamw_bnb_8bit" if plan.optimizer == "galore-adamw-8bit" else "adamw_torch"),
     ]
+    if plan.optimizer_projection != "std":  # --galore_proj_type (trainers/arguments.py:198)
+        out.append(("galore_proj_type", export.proj_type(plan)))
     if plan.optimizer_targets != "all-linear":  # none: every linear (pipelines/train/tuner.py:418-420)
         t = plan.optimizer_targets
         out.append(("galore_target_modules", list(ATTENTION_LINEARS) if t == "attention" else t.split(",")))

@@ -32,6 +32,7 @@ FRAMEWORK = Framework(
         "precision",
         "optimizer_rank",  # GaLore's and APOLLO's, inert under the optimizers it runs
         "optimizer_targets",
+        "optimizer_projection",
         "quant_absmax",
         "lora_targets",
         "lora_train_embeddings",

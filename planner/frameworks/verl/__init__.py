@@ -132,6 +132,7 @@ FRAMEWORK = Framework(
         "precision",
         "optimizer_rank",  # GaLore's and APOLLO's, inert under the optimizers it runs
         "optimizer_targets",
+        "optimizer_projection",
         "lora_rank",
         "quant_absmax",
         "lora_targets",

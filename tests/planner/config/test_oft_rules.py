@@ -1,5 +1,5 @@
-"""--lora-variant oft: planned where its terms are pinned (tests/probes/test_oft.py), refused in one line elsewhere;
---lora-variant boft refused in one line."""
+"""--lora-variant oft: planned where its terms are pinned (tests/probes/test_oft.py), refused in one line elsewhere
+(BOFT's rules: tests/probes/test_boft.py)."""
 
 from types import SimpleNamespace
 
@@ -24,11 +24,6 @@ def test_oft_where_it_is_not_pinned_is_refused_in_one_line(knobs, says):
         Knobs.make(lora_rank=32, lora_variant="oft", **knobs)
     assert e.value.field == "lora_variant" and says in str(e.value) and "\n" not in str(e.value)
     assert str(e.value).endswith("?")
-
-
-def test_boft_is_refused_in_one_line():
-    with pytest.raises(BadInput, match="boft .*not planned.*give --lora-variant oft$"):
-        Knobs.make(lora_rank=4, lora_variant="boft")
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,54 @@ def test_galores_svd_rank_is_clipped_to_the_shorter_side_and_apollos_random_one_
     assert matrix_optim.projected_elements("galore-adamw", (4096, 14336), 128) == 128 * 14336
 
 
+@pytest.mark.parametrize(
+    "projection,projected,projector_fp32,projector_bf16",
+    [  # a 1024 x 64 gradient (m >= n) at rank 8: the kept shape, Vh 64 x 64 or U 1024 x 64 sliced, r-wide copies
+        ("std", 1024 * 8, 64 * 64, 8 * 64),
+        ("reverse-std", 8 * 64, 1024 * 64, 1024 * 8),
+        ("right", 1024 * 8, 64 * 64, 8 * 64),
+        ("left", 8 * 64, 1024 * 64, 1024 * 8),
+        ("full", 8 * 8, 1024 * 64 + 64 * 64, 1024 * 8 + 8 * 64),
+    ],
+)
+def test_galores_proj_type_decides_the_kept_shape_and_the_projector(
+    projection, projected, projector_fp32, projector_bf16
+):
+    """galore_projector.py:12-42: right keeps G P^T (m x r, P = Vh[:r]), left P^T G (r x n, P = U[:, :r]), full both
+    (r x r); std the shorter side, reverse-std the longer. tests/probes/test_matrix_optim.py pins each to a real step."""
+    shape = (1024, 64)
+    assert matrix_optim.projected_elements("galore-adamw", shape, 8, projection) == projected
+    assert matrix_optim.projector_elements("galore-adamw", shape, 8, 4, projection) == projector_fp32
+    assert matrix_optim.projector_elements("galore-adamw", shape, 8, 2, projection) == projector_bf16
+
+
+def test_galores_proj_types_on_the_probes_llama_are_the_measured_states():
+    """GaLoreAdamW's states after one real CPU step of the 2-layer Llama of tests/probes/test_matrix_optim.py at rank 8
+    (measured there, galore-torch 1.0, 2026-12-05; exact), fp32 and bf16, for each proj_type."""
+    from planner.model.families import from_config
+    from tests.planner.estimate.test_torchao_optim import TINY
+
+    measured = {  # proj_type: (fp32, bf16) bytes
+        "std": (807_424, 325_888),
+        "reverse-std": (944_640, 313_088),
+        "right": (858_624, 320_256),
+        "left": (893_440, 318_720),
+        "full": (1_082_880, 304_384),
+    }
+    model = from_config(TINY, "tiny-llama")
+    linears = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"
+    for projection, (fp32, bf16) in measured.items():
+        knobs = Knobs(
+            framework="hf",
+            optimizer="galore-adamw",
+            optimizer_rank=8,
+            optimizer_targets=linears,
+            optimizer_projection=projection,
+        )
+        s = Setup(model, knobs, 1, 1, 16)
+        assert (matrix_optim.matrix_optimizer_bytes(s, 4), matrix_optim.matrix_optimizer_bytes(s, 2)) == (fp32, bf16)
+
+
 def test_low_rank_states_are_adams_on_the_untargeted_and_projected_on_the_targets():
     """Targets none of the linears: AdamW's two moments of every parameter; all linears: far fewer bytes."""
     s = _setup(optimizer="galore-adamw", optimizer_targets="lm_head_nothing")
@@ -99,3 +147,23 @@ def test_apollos_step_is_each_tensor_beside_what_the_ones_before_it_left():
     assert matrix_step.projector_update_temp_bytes(hf, 4) == 2 * head + 2 * projected
     assert matrix_step.low_rank_step_temp_bytes(lf, 4) == 3 * head
     assert matrix_step.apollo_projector_temp_bytes((4096, 14336), 128, 2) == 4 * 4096 * 14336 + 8 * 128 * 4096
+
+
+@pytest.mark.parametrize(
+    "precision,wide,measured",
+    [("fp32", False, 393_216), ("fp32", True, 838_144), ("bf16-pure", False, 196_608), ("bf16-pure", True, 419_328)],
+)
+def test_layerwise_apollo_holds_one_gradient_and_its_step_as_measured(precision, wide, measured):
+    """transformers' apollo_adamw_layerwise steps each parameter in its gradient's hook (trainer_optimizer.py:164-184):
+    one gradient and its step's two full-size temporaries, measured in a real step's hooks on the CPU
+    (tests/probes/test_layerwise_low_rank.py, 2026-12-05, the second step; tolerance 15%, as there)."""
+    from planner.model.families import from_config
+    from tests.planner.estimate.test_torchao_optim import TINY
+
+    config = {**TINY, "vocab_size": 64, "hidden_size": 128, "intermediate_size": 512} if wide else TINY
+    knobs = Knobs(
+        framework="hf", optimizer="apollo-adamw", optimizer_rank=8, optimizer_in_backward=True, precision=precision
+    )
+    s = Setup(from_config(config, "tiny-llama"), knobs, 1, 1, 16)
+    planned = state_terms.gradients_bytes(s) + matrix_step.low_rank_step_temp_bytes(s, 4 if precision == "fp32" else 2)
+    assert planned == pytest.approx(measured, rel=0.15)

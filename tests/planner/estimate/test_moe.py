@@ -177,3 +177,35 @@ def test_lora_adapters_stay_fp32_on_a_bf16_base():
     b = breakdown(Setup(catalog.load_model("debug-moe"), knobs, 2, 1, 512), 80 * GIB)
     assert b.params_bytes == pytest.approx(25_191_936, rel=5e-3)
     assert b.optimizer_bytes == pytest.approx(5_251_072, rel=5e-3)
+
+
+def test_zero3_fetches_a_stacked_experts_module_whole_past_max_live():
+    """ZeRO-3 fetches a module's own parameters together whatever stage3_max_live_parameters says: transformers 5's
+    stacked experts (gate_up_proj and down_proj in one module) beside the head, which stays gathered (zero.
+    fetched_past_live_elements). Pinned to DeepSpeed 0.19.8 on 2 CPU ranks (tests/probes/test_zero.py, sweep tier): a
+    tiny Llama-4 text model with max live 1e4 and reuse 0 held 214,592 elements (routed and dense layers
+    alternating) and 215,616 (every layer routed), the term 4.7% and 4.6% over, not 33% under; a dense model's extra
+    stays its largest parameter; Llama-4 Maverick's is a layer's experts and the head, not gate_up_proj alone, on
+    transformers 4 too (stacked there as on 5), where Qwen3-MoE's experts are Linears and the extra stays L."""
+    from dataclasses import replace
+
+    from planner.estimate import zero
+    from planner.model.families import from_config
+    from probes.fsdp1 import TINY
+
+    for step, measured in ((2, 214592), (1, 215616)):
+        config = {"model_type": "llama4_text", "interleave_moe_layer_step": step, **TINY}
+        s = Setup(from_config(config, "probe"), Knobs(precision="bf16", zero_stage=3, optimizer="sgd"), 1, 1, 32, 2)
+        z = replace(zero.settings(64), max_live_parameters=10**4, max_reuse_distance=0)
+        assert measured <= zero.zero3_gathered_param_elements(s, z) <= measured * 1.05
+    dense = Setup(catalog.load_model("llama-3.1-8b"), Knobs(precision="bf16", zero_stage=3), 1, 1, 64, 8)
+    assert zero.fetched_past_live_elements(dense) == dense.model.largest_matrix_params()
+    m = catalog.load_model("llama-4-maverick-17b-128e")
+    maverick = Setup(m, Knobs(precision="bf16", zero_stage=3), 1, 1, 64, 8)
+    head = 202048 * 5120
+    assert zero.fetched_past_live_elements(maverick) == m.expert_params_per_layer() + head > m.largest_matrix_params()
+    # transformers 4 builds Qwen3-MoE's experts as one MLP an expert (each Linear its own fetch), Llama-4's stacked
+    for name, stacked in (("qwen3-30b-a3b", False), ("llama-4-maverick-17b-128e", True)):
+        m = catalog.load_model(name)
+        old = Setup(m, Knobs(precision="bf16", zero_stage=3, framework="llamafactory", release="0.9.4"), 1, 1, 64, 8)
+        assert (zero.fetched_past_live_elements(old) > m.largest_matrix_params()) == stacked

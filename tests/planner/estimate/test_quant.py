@@ -133,7 +133,7 @@ def test_dequantization_transients_per_format():
     largest = max(t.numel // t.count for t in LLAMA.tensors if t.lora)  # gate/up: 14336 x 4096
     assert quant.dequantized_weight_bytes(LLAMA, "nf4", 2) == 2 * largest
     assert quant.dequantized_weight_bytes(LLAMA, "int8", 4) == 2 * largest  # CB.to(half), whatever the compute
-    assert quant.dequantized_weight_bytes(LLAMA, "gptq", 2, bf16=True) == 4 * largest  # fp16, then its bf16 cast
+    assert quant.dequantized_weight_bytes(LLAMA, "gptq", 2) == 6 * largest  # eager: codes, scales, product
     assert quant.dequantized_weight_bytes(LLAMA, "awq", 2) == 2 * largest  # fp16, as AWQ runs
     assert quant.dequantized_weight_bytes(LLAMA, "ct-w4a16", 2) == 6 * largest  # fake quantization: 3 bf16 copies
     assert quant.dequantized_weight_bytes(LLAMA, "ct-w8a16", 2) == 4 * largest  # a scale a row: 2 copies

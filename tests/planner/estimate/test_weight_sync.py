@@ -48,17 +48,36 @@ def method_source(path: Path, name: str) -> str:
     return "\n".join(line[indent:] for line in lines)
 
 
-def swift_setup(batches: int | None) -> Setup:
+def swift_setup(batches: int | None, model=None) -> Setup:
     w = Workload(kind="grpo", generation="vllm-colocate", roles=Roles(move_model_batches=batches))
     knobs = Knobs(framework="swift", zero_stage=3, lora_rank=0, precision="bf16", workload=w)
-    return Setup(load_model("qwen2.5-7b"), knobs, 1, 1, w.seq_len(), 8, 1)
+    return Setup(model or load_model("qwen2.5-7b"), knobs, 1, 1, w.seq_len(), 8, 1)
 
 
-@pytest.mark.parametrize("batches", [None, 1, 4, 8, 28])
-def test_swift_groups_are_its_split_batches(batches):
+def _tiny_llama4(step: int) -> dict:
+    from probes.fsdp1 import TINY
+
+    return {"model_type": "llama4_text", "interleave_moe_layer_step": step, **TINY, "num_hidden_layers": 6}
+
+
+# (the model's config, move_model_batches): Qwen2.5-7B; a tiny Llama-4 text model of 6 layers whose routed and dense
+# layers alternate (step 2: routed 1, 3, 5) or are all routed (step 1)
+CASES = [
+    *((None, b) for b in (None, 1, 4, 8, 28)),
+    *(("llama4-2", b) for b in (2, 3, 6)),
+    ("llama4-1", 2),
+]
+
+
+@pytest.mark.parametrize(("tiny", "batches"), CASES)
+def test_swift_groups_are_its_split_batches(tiny, batches):
     """The largest group ms-swift's split_batches makes (rollout_mixin.py:535-642), in elements: the whole model, or
-    ceil(28 / N) layers, or the embeddings, final norm and head (1.09B elements: the largest from 8 batches on)."""
+    ceil(28 / N) layers, or the embeddings, final norm and head (1.09B elements: the largest from 8 batches on).
+    Where routed and dense layers alternate a group holds ceil(n / 2) routed layers at most (weight_sync.
+    layer_group_params): 3 groups of 2 layers hold one routed each, 2 of 3 layers one or two, not n routed ones."""
     from transformers import AutoConfig, AutoModelForCausalLM
+
+    from planner.model.families import from_config
 
     path = framework_file("MEMPLAN_SWIFT_PYTHON", "swift/rlhf_trainers/rollout_mixin.py")
     scope = {
@@ -68,8 +87,9 @@ def test_swift_groups_are_its_split_batches(batches):
         "re": re,
     }
     exec(method_source(path, "split_batches"), scope)  # noqa: S102 - ms-swift's own function, its venv cannot import it
+    config = _tiny_llama4(int(tiny[-1])) if tiny else model_config("qwen2.5-7b")
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**model_config("qwen2.5-7b")))
+        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**config))
     model.model_meta = SimpleNamespace(model_arch=None)  # a text model: no tower to set apart
     trainer = SimpleNamespace(
         accelerator=SimpleNamespace(unwrap_model=lambda m: m),
@@ -80,8 +100,8 @@ def test_swift_groups_are_its_split_batches(batches):
     groups, _ = scope["split_batches"](trainer)
     numel = {n: p.numel() for n, p in model.named_parameters()}
     largest = max(sum(numel[n] for n in g) for g in groups)
-    assert weight_sync.swift_group_bytes(swift_setup(batches)) == 2 * largest
-    s = swift_setup(batches)
+    s = swift_setup(batches, from_config(config, "probe") if tiny else None)
+    assert weight_sync.swift_group_bytes(s) == 2 * largest
     assert weight_sync.sync_gather_bytes(s) == 2 * largest  # ZeRO-3 on 8 ranks: the group's full copy
 
 

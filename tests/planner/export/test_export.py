@@ -192,3 +192,20 @@ def test_the_hf_commands_flags_parse_with_trls_own_parser(fields, config, tmp_pa
     assert cfg.per_device_train_batch_size == p.micro_batch and cfg.gradient_accumulation_steps == p.grad_accum
     assert (model_cfg.dtype == "bfloat16") == (p.precision == "bf16-pure")
     assert model_cfg.use_peft == bool(p.lora_rank) and (model_cfg.lora_r == p.lora_rank or not p.lora_rank)
+
+
+def test_galores_projection_is_written_in_optim_args_and_read_back(tmp_path):
+    """optim_args rank=N,proj_type=left (transformers 5.25 trainer_optimizer.py:369-375 pops both from it), on the
+    command line and in hf_args; the command read back gives the same optimizer_projection."""
+    from planner import intake
+    from planner.export import commands
+
+    p = recipe_plan(framework="hf", optimizer="galore-adamw", optimizer_projection="left")
+    flags = commands.script_args(p, model=catalog.load_model("llama-3.2-1b"))
+    assert flags[flags.index("--optim_args") + 1] == "rank=128,proj_type=left"
+    assert p.launch.hf_args["optim_args"] == "rank=128,proj_type=left"
+    script = tmp_path / "train.sh"
+    script.write_text(
+        "torchrun --nproc_per_node 1 train.py --model_name_or_path meta-llama/Llama-3.2-1B " + " ".join(flags)
+    )
+    assert intake.read([str(script)]).request["optimizer_projection"] == "left"

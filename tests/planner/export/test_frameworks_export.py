@@ -53,6 +53,7 @@ CASES = {
             "optimizer": "galore-adamw",
             "optimizer_rank": 64,
             "optimizer_in_backward": True,
+            "optimizer_projection": "reverse-std",
         },
         "apollo_targets": {**MATRIX, "optimizer": "apollo-adamw", "optimizer_targets": "q_proj,v_proj"},
         "muon": {**MATRIX, "optimizer": "muon"},
@@ -97,7 +98,12 @@ CASES = {
         },
     },
     "swift": {
-        "galore_8bit": {**MATRIX, "optimizer": "galore-adamw-8bit", "optimizer_targets": "q_proj,v_proj"},
+        "galore_8bit": {
+            **MATRIX,
+            "optimizer": "galore-adamw-8bit",
+            "optimizer_targets": "q_proj,v_proj",
+            "optimizer_projection": "full",
+        },
         "muon": {**MATRIX, "optimizer": "muon"},
         "freeze": {"trained_layers": 4, "precision": "bf16-pure", "checkpointing": "full"},
         "llama_pro": {
@@ -200,6 +206,7 @@ CASES = {
         # context_parallel_size is keys-only (test_swift_and_axolotl_write_their_parallel_keys): axolotl's validator
         # imports ring_flash_attn for it (utils/schemas/validation.py:1848), which needs CUDA's flash-attn
         "tp_fsdp": {"fsdp": "full", "checkpointing": "full", "attention": "flash", "tensor_parallel": 2},
+        "galore": {**MATRIX, "optimizer": "galore-adamw", "optimizer_projection": "left"},  # optim_target_modules too
     },
 }
 MODULES = {"llamafactory": llamafactory, "swift": swift, "axolotl": axolotl}
@@ -265,6 +272,23 @@ def test_llamafactory_kto_writes_its_stage_and_reads_it_back(tmp_path):
     assert w.plan.workload.logprobs == "full" and "kl-forward" in w.plan.memory.phases
     back = intake.read([str(w.dir / llamafactory.CONFIG_NAME)]).request["workload"]
     assert back == {"kind": "kto", "max_length": 2048, "logprobs": "full"}
+
+
+@pytest.mark.parametrize(
+    "framework,case,name,written_as",
+    [
+        ("llamafactory", "galore_layerwise", llamafactory.CONFIG_NAME, 'galore_proj_type: "reverse_std"'),
+        ("swift", "galore_8bit", swift.SCRIPT_NAME, "--galore_proj_type full"),
+        ("axolotl", "galore", axolotl.CONFIG_NAME, 'optim_args: "rank=128,proj_type=left"'),
+    ],
+)
+def test_galores_projection_is_written_and_read_back(framework, case, name, written_as, tmp_path):
+    """LLaMA-Factory's galore_proj_type, ms-swift's --galore_proj_type, axolotl's optim_args proj_type= (beside the
+    optim_target_modules transformers requires), in GaLore's spelling; read back, the same optimizer_projection (their
+    own parsers take the files: test_exports_pass_the_frameworks_own_parsers)."""
+    w = written(framework, case, tmp_path)
+    assert written_as in (w.dir / name).read_text()
+    assert intake.read([str(w.dir / name)]).request["optimizer_projection"] == w.plan.optimizer_projection
 
 
 def test_llamafactory_freeze_tuning_writes_its_trained_layers_and_reads_them_back(tmp_path):

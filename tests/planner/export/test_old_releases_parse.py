@@ -71,6 +71,12 @@ OWN_KINDS = {
         "adapter": {"lora_rank": 64, "lora_variant": "adapter", "seq_len": 1024},
         # --train_type llamapro --llamapro_num_new_blocks (v3.0.0 swift/llm/argument/tuner_args.py:183-184)
         "llamapro": {"trained_layers": 4, "trained_layout": "inserted", "precision": ["bf16-pure"], "seq_len": 1024},
+        # GRPO with vLLM: --vllm_mode from 3.5, 3.4.x's --num_infer_workers / --vllm_device at the 3.4 line
+        # (planner/frameworks/swift/writer_rollout.py; 3.4.1's parser leaves --vllm_mode over)
+        **{
+            f"grpo-vllm-{g}": {"workload": {**GRPO["workload"], "generation": f"vllm-{g}"}}
+            for g in ("colocate", "server")
+        },
     },
 }
 RANKED = {

@@ -14,7 +14,10 @@ REFUSED = {
     DATA / "llamafactory/examples/extras/adam_mini/qwen2_full_sft.yaml": "use_adam_mini: True: Adam-mini",
     DATA / "llamafactory/examples/extras/badam/llama3_full_sft.yaml": "use_badam: True: BAdam",
     DATA / "swift/examples/train/multimodal/lora_llm_full_vit/sft.sh": "--tuner_type lora_llm: LoRA on the language",
-    DATA / "swift/examples/train/tuners/boft/train.sh": "--tuner_type boft: BOFT",
+    # OpenRLHF v0.8.9's AutoTP example: each role's ranks are planned data parallel (reader_flags.refuse_parallel_groups)
+    DATA / "scripts/OpenRLHF/examples/scripts/train_sft_llama_tensor_parallelism.sh": (
+        "--ds_tensor_parallel_size 2: memplan plans no DeepSpeed AutoTP"
+    ),
 }
 
 

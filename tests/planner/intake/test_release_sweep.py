@@ -187,3 +187,23 @@ def test_verl_critic_fsdp_is_the_0_7_lines_name_and_the_old_one_is_read_too(tmp_
     reading = intake.read([str(tmp_path / "run.sh")])
     assert reading.releases == ("0.5", "0.6", "0.7")
     assert reading.request["workload"]["roles"]["offload"] == ("critic-params", "ref")
+
+
+def test_a_line_that_refuses_the_model_is_skipped_and_said(tmp_path):
+    """--freeze_prefix alone allows LMM-R1 and MM-Eureka; MM-Eureka's actor loads Qwen2.5-VL alone and refuses
+    Qwen2-VL in one line: the sweep skips that line and the headline names it with its refusal, the figure LMM-R1's."""
+    path = tmp_path / "run.sh"
+    path.write_text(
+        "python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen2-VL-7B-Instruct --advantage_estimator group_norm "
+        "--n_samples_per_prompt 8 --bf16 --freeze_prefix visual --prompt_max_len 20000\n"
+    )
+    result = checkconfig.check_config([str(path)], {"gpu": "h100"})
+    releases = result.config["releases"]
+    assert (releases["allowed"], releases["planned"], list(releases["failed"])) == (
+        ["lmm-r1", "mm-eureka"],
+        "lmm-r1",
+        ["mm-eureka"],
+    )
+    said = check._verdict(result)
+    assert "(openrlhf@mm-eureka skipped: --pretrain qwen2-vl-7b (model_type 'qwen2_vl'): MM-EUREKA" in said
+    assert "give --framework openrlhf@mm-eureka-internvl" in said and "\n" not in said

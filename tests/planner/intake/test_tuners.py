@@ -64,7 +64,7 @@ def test_lora_plus_is_loras_memory(tmp_path):
     [
         ("train.py", "from peft import AdaLoraConfig\nAdaLoraConfig(init_r=12, total_step=10)\n", "AdaLoRA"),
         ("lf.yaml", LF + "finetuning_type: adalora\n", "finetuning_type: adalora: AdaLoRA"),
-        ("train.sh", SWIFT + "--tuner_type boft\n", "--tuner_type boft: BOFT"),
+        ("train.sh", SWIFT + "--tuner_type fourierft\n", "--tuner_type fourierft: FourierFT"),
         ("lf.yaml", LF + "finetuning_type: adapter\n", "finetuning_type: adapter: bottleneck adapters"),
         (
             "train.sh",
@@ -151,6 +151,39 @@ def test_apollo_over_an_svd_projector_is_refused(tmp_path, name, text):
     """APOLLO's proj svd (GaLore's SVD projector under APOLLO's scaling) is not planned as its random one."""
     with pytest.raises(BadInput, match="proj svd"):
         _read(tmp_path, name, text)
+
+
+@pytest.mark.parametrize(
+    "name,text",
+    [
+        (
+            "lf.yaml",
+            LF + "finetuning_type: full\nuse_galore: true\ngalore_proj_type: reverse_std\noptim: adamw_torch\n",
+        ),
+        ("train.sh", SWIFT + "--tuner_type full --use_galore true --galore_proj_type reverse_std\n"),
+        ("ax.yaml", AXOLOTL + "optimizer: galore_adamw\noptim_args: rank=32,proj_type=reverse_std\n"),
+        (
+            "train.py",
+            "from trl import SFTConfig\nSFTConfig(max_length=1024, optim='galore_adamw', optim_args='proj_type=reverse_std')\n",
+        ),
+    ],
+)
+def test_galores_proj_type_is_read_as_the_optimizer_projection(tmp_path, name, text):
+    """LLaMA-Factory's galore_proj_type, ms-swift's --galore_proj_type, transformers' optim_args proj_type= (axolotl,
+    TRL): the side each target is projected on, reverse_std -> reverse-std; a name GaLore has no branch for, refused."""
+    assert _read(tmp_path, name, text).request["optimizer_projection"] == "reverse-std"
+    with pytest.raises(BadInput, match="proj_type sideways"):
+        _read(tmp_path, name, text.replace("reverse_std", "sideways"))
+
+
+def test_apollos_proj_type_other_than_std_is_refused(tmp_path):
+    """LLaMA-Factory's apollo_proj_type left / right: APOLLO's channel-wise scaling fails on the other side."""
+    text = LF + "finetuning_type: full\nuse_apollo: true\napollo_proj_type: left\noptim: adamw_torch\n"
+    from planner.config.spec import Knobs
+
+    assert _read(tmp_path, "lf.yaml", text).request["optimizer_projection"] == "left"
+    with pytest.raises(ValueError, match="memplan plans APOLLO's std"):
+        Knobs(framework="llamafactory", optimizer="apollo-adamw", optimizer_projection="left")
 
 
 def test_lora_with_galore_is_refused_as_llamafactory_refuses_it():

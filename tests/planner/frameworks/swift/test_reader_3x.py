@@ -1,12 +1,14 @@
 """ms-swift 3.x's own GRPO placement words and --use_liger (planner/frameworks/swift/reader_3x.py), read from ms-swift's
-own example scripts at v3.2.2, copied verbatim (tests/data/frameworks/swift/examples_v3/SOURCES.md)."""
+own example scripts at v3.2.2, copied verbatim (tests/data/frameworks/swift/examples_v3/SOURCES.md), and written at the
+3.4 line (writer_rollout.py); 2.x's --use_liger (reader_2.liger) on field scripts."""
 
 from pathlib import Path
 
 import pytest
 
-from planner import intake
+from planner import advise, intake
 from planner.errors import BadInput
+from planner.export import launch
 
 V3 = Path(__file__).parents[3] / "data/frameworks/swift/examples_v3/v3.2.2"
 
@@ -88,3 +90,72 @@ def test_use_liger_is_liger_fused_loss_for_the_architectures_apply_liger_takes(t
     assert s["framework"].value == "swift@3" and r.releases == ()  # the 3 line alone takes --use_liger
     with pytest.raises(BadInput, match="apply_liger takes llama, .* not qwen3"):
         _read(V3 / "liger/train.sh", tmp_path, lambda t: t.replace("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen3-8B"))
+
+
+def test_a_bare_use_vllm_at_the_3_4_line_is_placed_as_3_4_places_it(tmp_path):
+    """full_vllm.sh less --vllm_device under a pin ms-swift==3.4.1: num_infer_workers 1 by default, 8 GPUs visible,
+    NPROC_PER_NODE=7: 3.4.x's async mode, the engine on GPU 7 (v3.4.1 rlhf_args.py:221-254), not 4.x's "requires
+    vllm_mode"; the note says 3.5-3.6 colocate it. With 7 GPUs visible 3.4.x asserts: refused, naming --vllm_mode."""
+    bare = lambda t: t.replace("    --vllm_device auto \\\n", "")
+    r, s = _read(V3 / "grpo/full_vllm.sh", tmp_path, bare, pins="ms-swift==3.4.1\n")
+    assert s["framework"].value == "swift@3.4" and s["workload.generation"].value == "vllm-server"
+    assert s["gpus_per_node"].value == 7 and any("3.5-3.6 colocate it" in u for u in r.unplanned)
+    assert not any("requires" in u for u in r.unplanned)
+    r, s = _read(V3 / "grpo/full_vllm.sh", tmp_path, bare, pins="ms-swift==3.7.3\n")  # 3.7-3.8: colocate by default
+    assert s["workload.generation"].value == "vllm-colocate" and any("3.7-3.8's default" in u for u in r.unplanned)
+    seven = lambda t: bare(t).replace("0,1,2,3,4,5,6,7", "0,1,2,3,4,5,6")
+    with pytest.raises(BadInput, match="accepted: 8 visible GPUs, .* or --vllm_mode colocate"):
+        _read(V3 / "grpo/full_vllm.sh", tmp_path, seven, pins="ms-swift==3.4.1\n")
+
+
+FIELD_2 = Path(__file__).parents[3] / "field"
+
+
+def test_ms_swift_2_use_liger_is_the_fused_loss_where_its_patch_is_the_models(tmp_path):
+    """ms-swift 2.x takes --use_liger from v2.4.0 (v2.5.2 swift/llm/utils/argument.py:781): apply_liger picks Liger's
+    patch by the first of llama3, mistral, mixtral, gemma, qwen2 in its model_type (v2.5.2 swift/llm/tuner.py:66-87).
+    qwen2-7b: qwen2's patch, the fused loss; qwen2-vl-7b-instruct: qwen2's classes patched, the model's qwen2_vl
+    ones not, its loss unfused (a note); llama2-7b: 2.x raises, and so does memplan, in one line."""
+    liger = lambda t: t.replace("--sft_type", "--use_liger true \\\n    --sft_type")
+    qwen2 = FIELD_2 / "swift-2516-qwen2-7b-full-z3off-8x4090/train.sh"
+    r, s = _read(qwen2, tmp_path, liger)
+    assert s["framework"].value == "swift@2" and s["loss"].value == "fused" and "2.x's name" in s["loss"].source
+    r, s = _read(FIELD_2 / "swift-2753-qwen2vl7b-lora-z2-4xa6000/train.sh", tmp_path, liger)
+    assert "loss" not in s and any("the model is qwen2_vl: its loss unfused" in u for u in r.unplanned)
+    with pytest.raises(BadInput, match="apply_liger takes a model_type naming llama3, .* not llama2-7b"):
+        _read(qwen2, tmp_path, lambda t: liger(t).replace("qwen2-7b", "llama2-7b"))
+
+
+@pytest.mark.parametrize(
+    ("generation", "placed", "shown"),
+    [("colocate", ["--num_infer_workers 2"], 2), ("server", ["--vllm_device auto", "--num_infer_workers 1"], 3)],
+)
+def test_the_3_4_line_writes_3_4s_placement_words_and_reads_them_back(generation, placed, shown, tmp_path):
+    """swift@3.4 writes no --vllm_mode (3.4.x's parser leaves it over: remaining_argv; the 3.4.1 parser passes these,
+    test_old_releases_parse's grpo-vllm kinds): colocated, num_infer_workers = the 2 GPUs; on a GPU of its own,
+    vllm_device auto and a third GPU shown past the 2 training ones; read back as the same placement."""
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "top": 1}
+    body |= {"workload": {"kind": "grpo", "num_generations": 4, "generation": f"vllm-{generation}"}}
+    res = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": "swift@3.4"}), with_nearest=False)
+    (model, hw, goal), plan = res.context, res.plans[0]
+    files = launch.files(plan, hw, model, goal.seq_len, goal)
+    text = files["swift_train.sh"]
+    assert "--vllm_mode" not in text and all(p in text for p in placed)
+    assert f"CUDA_VISIBLE_DEVICES={','.join(map(str, range(shown)))} " in text
+    assert "ms-swift>=3.4.0,<3.5.0" in files["requirements.txt"]  # 3.5 colocates whatever these say, 3.6 refuses
+    for name, body_text in files.items():
+        (tmp_path / name).write_text(body_text)
+    _, s = _read(tmp_path / "swift_train.sh")
+    assert s["workload.generation"].value == f"vllm-{generation}" and s["gpus_per_node"].value == 2
+
+
+def test_a_server_plan_names_the_rollout_host_past_the_3_4_line():
+    """--vllm_mode server without --vllm_server_host: 3.5-3.11 reset it to colocate (v3.7.0 swift/llm/argument/
+    rlhf_args.py:211-220), 4.x asserts (v4.5.2 swift/arguments/rlhf_args.py:451-452): swift@3.7 and swift write it."""
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "top": 1}
+    body |= {"workload": {"kind": "grpo", "num_generations": 4, "generation": "vllm-server"}}
+    for framework in ("swift@3.7", "swift"):
+        res = advise.suggest(advise.parse(advise.SuggestRequest, {**body, "framework": framework}), with_nearest=False)
+        (model, hw, goal), plan = res.context, res.plans[0]
+        text = launch.files(plan, hw, model, goal.seq_len, goal)["swift_train.sh"]
+        assert "--vllm_mode server \\\n    --vllm_server_host YOUR_ROLLOUT_HOST" in text
