@@ -85,7 +85,8 @@ def read(
     _training(c, f, kind, near)
     tasks.read_swift(c, f, env, where)
     media.vision(c, f, env, where, lora)
-    limit = media.limits(c, f)  # a colocated vLLM rollout's images and videos a row
+    # the trainer's own vLLM engine's images and videos a row: colocated, or 3.4.x's on GPUs of its own
+    limit = media.limits(c, f, fast3 and swift3x.engine(f) == "vllm" and "vllm_server_host" not in f)
     media.image(c, env, where, release, limit.get("image"))
     media.video(c, env, where, release, limit.get("video"))
     for field in ("zero_stage", "fsdp"):

@@ -154,15 +154,16 @@ LIMIT = "vllm_limit_mm_per_prompt"  # 4.6.0 swift/rlhf_trainers/args_mixin.py:45
 NO_AUDIO = "ms-swift hands vLLM a row's audios too (swift/infer_engine/vllm_engine.py:468-483); memplan plans no audio"
 
 
-def limits(c: Collector, f: dict[str, Flag]) -> dict[str, tuple[int, str]]:
+def limits(c: Collector, f: dict[str, Flag], own: bool = False) -> dict[str, tuple[int, str]]:
     """--vllm_limit_mm_per_prompt of a colocated vLLM rollout (4.6.0 swift/rlhf_trainers/args_mixin.py:45, 59-60,
-    handed to the engine at rollout_mixin.py:517): {"image" / "video": (the items a row may hold, where read)}, the
-    video only where named; {} where not given or where a rollout server takes its own (a line), the other keys a
-    line (NO_AUDIO)."""
+    handed to the engine at rollout_mixin.py:517) or of 3.4.x's engine on GPUs of its own (`own`: v3.4.1
+    swift/trainers/rlhf_trainer/grpo_trainer.py:499, the trainer builds it either way): {"image" / "video": (the items
+    a row may hold, where read)}, the video only where named; {} where not given or where a rollout server takes its
+    own (a line), the other keys a line (NO_AUDIO)."""
     g = f.get(LIMIT)
     if g is None:
         return {}
-    if c.get("workload.generation") != "vllm-colocate":
+    if c.get("workload.generation") != "vllm-colocate" and not own:
         c.note(f"{g.source} (not applied: only a colocated vLLM rollout takes it, the rollout server its own)")
         return {}
     value = g.value[-1] if isinstance(g.value, list) else g.value

@@ -9,7 +9,7 @@ import pytest
 
 from planner import advise, intake
 from planner.frameworks.swift import writer as swift
-from tests.planner.export.test_frameworks_export import planned_goal, swift_flags, written
+from tests.planner.export.test_frameworks_export import swift_flags, written
 
 VLM_GRPO = {
     "model": "qwen2.5-vl-3b",
@@ -54,15 +54,19 @@ def test_swift_writes_the_colocated_vllms_limit_and_reads_it_back(tmp_path, medi
     )
 
 
-@pytest.mark.parametrize(("generation", "said"), [("vllm-server", True), ("vllm-colocate", False)])
-def test_a_rollout_whose_limit_is_not_written_is_a_line(generation, said):
+@pytest.mark.parametrize(
+    ("framework", "generation", "said"),
+    [("swift", "vllm-server", True), ("swift", "vllm-colocate", False), ("swift@3.4", "vllm-server", False)],
+)
+def test_a_rollout_whose_limit_is_not_written_is_a_line(tmp_path, framework, generation, said):
     """A rollout server takes its own --vllm_limit_mm_per_prompt (`swift rollout`), which the trainer's script does
-    not start: two images a row are said in the plan's note, with the limit to set."""
-    plan, *_ = planned_goal(
-        "swift", **{**VLM_GRPO, "images": 2, "workload": {**VLM_GRPO["workload"], "generation": generation}}
-    )
-    note = plan.launch.note or ""
-    assert (
-        "rows of up to 2 images are planned: the files here give the vllm-server rollout no limit_mm_per_prompt" in note
-    ) == said
-    assert ('set {"image": 2} where the engine starts' in note) == said
+    not start: two images a row are said in the plan's note, with the limit to set. 3.4.x's trainer builds its engine
+    on a GPU of its own with the flag (v3.4.1 grpo_trainer.py:499): written, and read back as 1,024 image tokens
+    (3.4.1's parser takes the script: swift_old_validate.py, by hand)."""
+    workload = {**VLM_GRPO["workload"], "generation": generation}
+    w = written(framework, "server", tmp_path, {**VLM_GRPO, "images": 2, "workload": workload})
+    note = w.plan.launch.note or ""
+    head = "rows of up to 2 images are planned: the files here give the vllm-server rollout no limit_mm_per_prompt"
+    assert (head in note and 'set {"image": 2} where the engine starts' in note) == said
+    back = intake.read([str(w.dir / swift.SCRIPT_NAME)]).request
+    assert back["image_tokens"] == (512 if said else 1024)
