@@ -149,6 +149,8 @@ def resolve(
         pixels=planned_pixels(req, budget, fit),
         tiles=images.tile_cap(planned_rule(req, budget, fit) or ""),
         video=planned_video(req, model),
+        images=req.images,
+        videos=req.videos,
     )
     return model, hw, goal, fit, budget
 

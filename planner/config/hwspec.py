@@ -103,6 +103,15 @@ class Goal(_Frozen):
         description="(min_pixels, max_pixels, fps, frames) each video's frames were planned within (--videos: "
         "search.videofit), frames the most sampled; None without videos. Written where the framework takes them",
     )
+    images: int | None = Field(
+        default=None,
+        ge=0,
+        description="the images a row was planned to hold (--images N); None where no count was given (--image-tokens, "
+        "--data). Written where a framework caps a row's images (vLLM's limit_mm_per_prompt: planner.frameworks.mmlimit)",
+    )
+    videos: int | None = Field(
+        default=None, ge=0, description="the videos a row was planned to hold (--videos N), as images; None without"
+    )
 
     @model_validator(mode="after")
     def _images_within_sequence(self) -> Goal:

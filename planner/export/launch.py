@@ -159,12 +159,29 @@ def caps_note(plan: Plan, goal: Goal | None) -> str | None:
     return f"{' and '.join(said)}: {where}'s files here set no such cap, so its own applies (set it)" if said else None
 
 
+def limit_note(plan: Plan, goal: Goal | None) -> str | None:
+    """Where a GRPO plan's vLLM rollout was planned with rows of more than one image or video (Goal.images, videos)
+    and the files set no limit_mm_per_prompt for it (asked of the writer, `writes_limit(plan)`: ms-swift's colocated
+    engine; a rollout server takes its own; TRL v1.9.0 hands vLLM none): vLLM's own limit applies, 1 a prompt at
+    vLLM 0.8.3 (planner.frameworks.mmlimit)."""
+    many = {k: n for k, n in (("image", goal.images), ("video", goal.videos)) if n and n > 1} if goal else {}
+    if not many or plan.workload.kind != "grpo" or plan.workload.generation == "hf":
+        return None
+    if getattr(exporter(plan.framework), "writes_limit", lambda plan: False)(plan):
+        return None
+    return (
+        f"rows of up to {' and '.join(f'{n} {k}s' for k, n in many.items())} are planned: the files here give the "
+        f"{plan.workload.generation} rollout no limit_mm_per_prompt, so vLLM's own applies (1 a prompt at vLLM "
+        f"0.8.3, config.py:2544-2551; 999 at 0.29.0): set {json.dumps(many)} where the engine starts"
+    )
+
+
 def launch(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> Launch:
     """The plan's launch material; `goal`: its images (Goal.pixels, image_tokens), written where the command takes
     them and said where it does not (pixels_note)."""
     fw = exporter(plan.framework)
     notes = [export.hf_note(plan) if fw is None else None, budget_note(plan), prequantized_note(plan)]
-    notes += [pixels_note(plan, goal), caps_note(plan, goal)]
+    notes += [pixels_note(plan, goal), caps_note(plan, goal), limit_note(plan, goal)]
     notes = [n for n in (*notes, device_map_note(plan) if fw is None else None) if n]  # HF's command
     command, framework_files = commands.command(plan, hw, model, seq_len, goal), None
     if fw is not None:

@@ -2,7 +2,10 @@
 --limit_mm_per_prompt, planner.frameworks.openrlhf.lmmr1; verl's actor_rollout_ref.rollout.limit_images,
 planner.frameworks.verl.reader; ms-swift's --vllm_limit_mm_per_prompt, planner.frameworks.swift.reader_media; TRL
 v1.9.0 hands vLLM none, trl/generation/vllm_generation.py:351-367): the images a row may hold, and the image tokens
-planned in it.
+planned in it. Written where a plan's rows hold more than one image or video (Goal.images / videos: verl's
+writer_rl.limit_overrides, ms-swift's writer_media.vllm_limit); a limit's keys memplan does not plan for the framework
+(LMM-R1's video, which its rollout never passes; verl's video and audio; ms-swift's audio) are named in a line
+(note_others).
 
 Cited at vLLM 0.8.3 (LMM-R1's pin, its setup.py):
 - a prompt with more items of a modality than its limit is refused (multimodal/processing.py:1086-1092), the limit 1
@@ -25,21 +28,42 @@ from planner.errors import BadInput
 PER_IMAGE = ("images", "tokens_per_image", "min_pixels", "max_pixels", "image_rule")
 
 
-def image_limit(value: object, source: str, accepted: str) -> int:
-    """The images a prompt may hold from a limit_mm_per_prompt value: a JSON object (or its text) with "image" a
-    whole number >= 0, 1 where it names no image (vLLM's default), or a whole number (verl's limit_images); anything
-    else is refused in one line naming the value and `accepted`."""
-    given = value
-    if isinstance(value, str):
-        try:
-            given = json.loads(value)
-        except ValueError:
-            given = None
+def _parsed(value: object) -> object:
+    """A limit_mm_per_prompt value as given, its text parsed as JSON (None for text that is no JSON)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return None
+
+
+def image_limit(value: object, source: str, accepted: str, modality: str = "image") -> int:
+    """The images (or `modality`'s items) a prompt may hold from a limit_mm_per_prompt value: a JSON object (or its
+    text) with that key a whole number >= 0, 1 where it names none (vLLM 0.8.3's default), or a whole number (verl's
+    limit_images); anything else is refused in one line naming the value and `accepted`."""
+    given = _parsed(value)
     if isinstance(given, dict) and all(isinstance(k, str) and k.isidentifier() for k in given):
-        given = given.get("image", 1)
+        given = given.get(modality, 1)
     if isinstance(given, bool) or not isinstance(given, int) or given < 0:
-        raise BadInput(f"{source}: {value!r} is not a limit memplan can plan; accepted: {accepted}", "images")
+        field = "images" if modality == "image" else f"{modality}s"
+        raise BadInput(f"{source}: {value!r} is not a limit memplan can plan; accepted: {accepted}", field)
     return given
+
+
+def others(value: object, planned: tuple[str, ...] = ("image",)) -> list[str]:
+    """The keys of a limit_mm_per_prompt JSON object other than the `planned` modalities (video, audio, ...), in the
+    order given; [] for a whole number or no object."""
+    given = _parsed(value)
+    return [str(k) for k in given if k not in planned] if isinstance(given, dict) else []
+
+
+def note_others(c, value: object, source: str, why: str, planned: tuple[str, ...] = ("image",)) -> None:
+    """A `not planned:` line on the reading (`c`: planner.intake.collect.Collector) naming the limit's keys other than
+    the `planned` ones (others) and `why` they are not planned; nothing where there are none."""
+    keys = others(value, planned)
+    if keys:
+        c.note(f"{source} ({', '.join(keys)} of limit_mm_per_prompt not planned: {why})")
 
 
 def row_image_tokens(images: int, tokens_per_image: int, prompt_tokens: int) -> int:

@@ -72,6 +72,23 @@ def image_limit(flags: dict) -> tuple[int, str] | None:
     return n, f"{f.source} (up to {n} image{'s' if n != 1 else ''} a row: vLLM refuses more, {CLI}:64; {rows})"
 
 
+# LMM-R1 hands vLLM a row's images only: {"image": imgs} (f917f18 openrlhf/trainer/ppo_utils/experience_maker.py:683-686;
+# dev@2e98315 the same at :686-689), the videos process_vision_info returns dropped (models/lmm_kits/base/
+# data_processor.py:151-156, both), so a limit's other keys bound nothing it passes
+IMAGES_ONLY = (
+    f"{WHO} passes vLLM a row's images only, openrlhf/trainer/ppo_utils/experience_maker.py:683-686, "
+    "models/lmm_kits/base/data_processor.py:151-156 dropping the videos"
+)
+
+
+def limit_note(c, flags: dict) -> None:
+    """A line naming --limit_mm_per_prompt's keys other than "image" (video, audio), which LMM-R1's rollout never
+    fills (IMAGES_ONLY; `c`: planner.intake.collect.Collector)."""
+    f = flags.get("limit_mm_per_prompt")
+    if f is not None:
+        mmlimit.note_others(c, f.value[-1] if isinstance(f.value, list) else f.value, f.source, IMAGES_ONLY)
+
+
 def lmm_r1(keys: dict[str, str], rules: tuple, runs: dict) -> Release:
     """LMM-R1's release: OpenRLHF's flat `keys` and the 0.8 line's `rules` (0.7.3's flags are that line's), its
     adapter running OpenRLHF's `runs` with the vision tower and merger frozen too (--freeze_prefix visual)."""

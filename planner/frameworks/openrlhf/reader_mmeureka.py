@@ -77,6 +77,8 @@ def read(c: Collector, flags: dict[str, Flag], where: str, release: str = "mm-eu
     pixels = pixel_flags(c, flags, LMM[release]) if release in LMM else {}
     given = {**flags, **pixels, **({"max_prompt_length": text} if text else {})}
     each = vlmr1.read_images(c, given, where, line.fork, lmmr1.image_limit(flags) if release in LMM else None)
+    if release in LMM:
+        lmmr1.limit_note(c, flags)
     _lengths(c, flags, line, release)
     if each is not None:  # vLLM refuses a prompt past max_model_len: the row's images are at most its prompt
         mmlimit.cap_row_images(c, each, f"vLLM's max_model_len ({line.who} {line.max_len}) caps the row")

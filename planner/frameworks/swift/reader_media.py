@@ -54,7 +54,7 @@ def vision(c: Collector, f: dict[str, Flag], env: dict[str, str], where: str, lo
             c.note(f"{asrc} ({note.replace('projector', 'aligner').replace('tower', 'ViT')})")
 
 
-def image(c: Collector, env: dict[str, str], where: str, release, f: dict[str, Flag] | None = None) -> None:
+def image(c: Collector, env: dict[str, str], where: str, release, limit: tuple[int, str] | None = None) -> None:
     """One image a row at MAX_PIXELS, else at the cap every ms-swift release leaves to qwen_vl_utils: its
     MAX_PIXELS 16384 x 28 x 28 = 12,845,056 (qwen_vl_utils/vision_process.py; ms-swift reads the MAX_PIXELS
     environment variable over it: v2.5.2 swift/llm/utils/template.py:1531-1546, v3.4.0
@@ -62,14 +62,15 @@ def image(c: Collector, env: dict[str, str], where: str, release, f: dict[str, F
     counts the text only, the images' tokens inserted after it (planner.frameworks.swift.RELEASES): the row runs
     max_length plus the image; from 3.4 a longer row is deleted, so the image is within max_length and no cap is
     assumed (planned text only, the headline says so). Derived again from a --model given beside the files. A colocated
-    vLLM rollout's --vllm_limit_mm_per_prompt (`f`, the run's flags: _limit) puts up to N images in a row."""
+    vLLM rollout's --vllm_limit_mm_per_prompt (`limit`: limits' image) puts up to N images in a row."""
     given = as_int(env.get("MAX_PIXELS"))
     text = release.means("swift_max_length_counts") == "text"
     tiled = "MAX_NUM" in env and _tiled(c)
     if not given and not text and not tiled:
+        if limit is not None:
+            c.note(f"{limit[1]} (image {limit[0]} not planned: no image cap is planned without MAX_PIXELS or MAX_NUM)")
         return
     own = _own_image(c, env, where, release)
-    limit = _limit(c, f or {})
     if own is not None:
         return _inserted(c, *own, release, text, limit)
     pixels = given or QWEN_VL_UTILS_MAX_PIXELS
@@ -146,19 +147,39 @@ def _own_image(c: Collector, env: dict[str, str], where: str, release) -> tuple[
     return None
 
 
-def _limit(c: Collector, f: dict[str, Flag]) -> tuple[int, str] | None:
+# the modalities a colocated engine takes from a row and memplan plans (swift/infer_engine/vllm_engine.py:468-483 hands
+# vLLM its images, audios and videos; memplan plans no audio)
+PLANNED = ("image", "video")
+LIMIT = "vllm_limit_mm_per_prompt"  # 4.6.0 swift/rlhf_trainers/args_mixin.py:45
+NO_AUDIO = "ms-swift hands vLLM a row's audios too (swift/infer_engine/vllm_engine.py:468-483); memplan plans no audio"
+
+
+def limits(c: Collector, f: dict[str, Flag], own: bool = False) -> dict[str, tuple[int, str]]:
     """--vllm_limit_mm_per_prompt of a colocated vLLM rollout (4.6.0 swift/rlhf_trainers/args_mixin.py:45, 59-60,
-    handed to the engine at rollout_mixin.py:517): (the images a row may hold, where read), None where not given or
-    where a rollout server of its own takes its own (a line)."""
-    g = f.get("vllm_limit_mm_per_prompt")
+    handed to the engine at rollout_mixin.py:517) or of 3.4.x's engine on GPUs of its own (`own`: v3.4.1
+    swift/trainers/rlhf_trainer/grpo_trainer.py:499, the trainer builds it either way): {"image" / "video": (the items
+    a row may hold, where read)}, the video only where named; {} where not given or where a rollout server takes its
+    own (a line), the other keys a line (NO_AUDIO)."""
+    g = f.get(LIMIT)
     if g is None:
-        return None
-    if c.get("workload.generation") != "vllm-colocate":
+        return {}
+    if c.get("workload.generation") != "vllm-colocate" and not own:
         c.note(f"{g.source} (not applied: only a colocated vLLM rollout takes it, the rollout server its own)")
-        return None
+        return {}
     value = g.value[-1] if isinstance(g.value, list) else g.value
-    n = mmlimit.image_limit(value, g.source, "a JSON object such as '{\"image\": 4}' (vLLM's limit_mm_per_prompt)")
-    return n, f"{g.source} (up to {n} image{'s' if n != 1 else ''} a row: vLLM refuses more, the dataset decides)"
+    accepted = 'a JSON object such as \'{"image": 4, "video": 1}\' (vLLM\'s limit_mm_per_prompt)'
+    mmlimit.note_others(c, value, g.source, NO_AUDIO, PLANNED)
+    out = {}
+    for kind in PLANNED if "video" in mmlimit.others(value) else ("image",):
+        n = mmlimit.image_limit(value, g.source, accepted, kind)
+        out[kind] = n, g.source
+    return out
+
+
+def _up_to(limit: tuple[int, str], kind: str) -> str:
+    """A limit (limits') as a setting's source: the items a row may hold."""
+    n, where = limit
+    return f"{where} (up to {n} {kind}{'s' if n != 1 else ''} a row: vLLM refuses more, the dataset decides)"
 
 
 def _row_tokens(c: Collector, limit: tuple[int, str] | None, n: int, text: bool) -> tuple[int, int]:
@@ -180,7 +201,7 @@ def _inserted(c: Collector, n: int, how: str, key: str, release, text: bool, lim
     seq = c.setting(field)
     if limit is not None:
         each, (n, room) = n, _row_tokens(c, limit, n, text)
-        how = f"{how}; {limit[1]}: {each:,} tokens each, within {room:,}"
+        how = f"{how}; {_up_to(limit, 'image')}: {each:,} tokens each, within {room:,}"
     c.set("image_tokens", n, how, key)
     if text and seq is not None:
         c.set(
@@ -192,24 +213,30 @@ def _inserted(c: Collector, n: int, how: str, key: str, release, text: bool, lim
         )
 
 
-def video(c: Collector, env: dict[str, str], where: str, release) -> None:
+def video(c: Collector, env: dict[str, str], where: str, release, limit: tuple[int, str] | None = None) -> None:
     """One video a row where the environment sets its frame sampling (FPS or FPS_MAX_FRAMES; the dataset says how
     many), at the worst case of the settings given or qwen_vl_utils' (VIDEO_ENV), for a Qwen2-VL / Qwen2.5-VL model:
     its frames within VIDEO_MIN_PIXELS / VIDEO_MAX_PIXELS, from 4.0 also within 90% of 128,000 tokens' pixels
     (VIDEO_TOTAL_PIXELS, v4.0.0 swift/model/models/qwen.py:657-659). Up to 3.3 the video's tokens are inserted after
-    --max_length's text and a line says so; a cap alone, or another model, is a line too."""
+    --max_length's text and a line says so; a cap alone, or another model, is a line too. A colocated vLLM rollout's
+    --vllm_limit_mm_per_prompt video (`limit`: limits' video) puts up to N videos in a row."""
     given = [f"{where} {k}={env[k]}" for k, _, _ in VIDEO_ENV.values() if k in env]
-    if not given:
-        return
     said = "; ".join(given)
     mt = str(c.model.config.get("model_type", "")) if c.model is not None else ""
     if not {"FPS", "FPS_MAX_FRAMES"} & set(env) or not vr.has_rule(mt):
-        c.note(f"{said} (video frames are not planned: no frame sampling set, or not a Qwen2-VL / Qwen2.5-VL model)")
+        if given or limit:
+            why = "no frame sampling set, or not a Qwen2-VL / Qwen2.5-VL model"
+            said = "; ".join([*given, *([f"{limit[1]} (video {limit[0]})"] if limit else [])])
+            c.note(f"{said} (video frames are not planned: {why})")
         return
+    said += f"; {_up_to(limit, 'video')}" if limit else ""
     if release.means("swift_max_length_counts") == "text":
         c.note(f"{said} (ms-swift {release.name}.x inserts the video's tokens after --max_length: not planned)")
         return
-    c.set("videos", 1, assumption(f"{said}: one video a row, the dataset decides; give --videos N"), "videos")
+    if limit is not None:
+        c.set("videos", limit[0], said, LIMIT)
+    else:
+        c.set("videos", 1, assumption(f"{said}: one video a row, the dataset decides; give --videos N"), "videos")
     for field, (k, fallback, line) in VIDEO_ENV.items():
         value = env.get(k, fallback)
         cite = f"src/qwen_vl_utils/vision_process.py:{line}, no {k} in the environment"

@@ -36,8 +36,9 @@ from planner.estimate import recipe_terms
 from planner.estimate.freeze import trained_layer_ids
 from planner.export import configs, export
 from planner.frameworks import FRAMEWORKS, check_plan
+from planner.frameworks.swift import writer_media
 from planner.frameworks.swift.keys import KEYS, TUNER_RANK, VERA_DROPOUT
-from planner.frameworks.swift.writer_media import media_env, writes_media
+from planner.frameworks.swift.writer_media import media_env, vllm_limit, writes_media
 from planner.frameworks.swift.writer_optim import optimizer_flags
 from planner.frameworks.swift.writer_rollout import engine_gpus, placement_flags, tp_key
 from planner.frameworks.swift.writer_rollout import header as rollout_header
@@ -80,6 +81,7 @@ def check(plan: Plan) -> None:
 
 
 writes_pixels = writes_tiles = writes_video = writes_media  # planner.export.launch asks (writer_media)
+writes_limit = writer_media.writes_limit  # and this: vLLM's limit_mm_per_prompt for a colocated rollout
 pin_before = rollout_pin  # launch.pinned asks: a 3.4-line plan in 3.4.x's vLLM words pins ms-swift <3.5.0
 
 
@@ -88,6 +90,7 @@ def script(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal 
     cap = media_env(goal, plan.release)  # the images' and videos' caps (writer_media; unset, qwen_vl_utils')
     lines = [f"{k}={v} \\" for k, v in [*env(hw, plan), *cap]] + [" ".join(sub) + " \\"]
     flags = flag_list(plan, model, seq_len, processes(hw, plan))
+    flags += vllm_limit(plan, goal)  # a colocated vLLM's media a row (writer_media)
     for i, (name, value) in enumerate(flags):
         values = value if isinstance(value, list) else [value]
         text = " ".join(shlex.quote(word(v)) for v in values)

@@ -11,7 +11,10 @@ whole fps only."""
 
 from __future__ import annotations
 
+import json
+
 from planner.config.spec import Goal, Plan
+from planner.frameworks.swift.writer_rollout import OLD_WORDS
 
 
 def writes_media(plan: Plan) -> bool:
@@ -32,3 +35,23 @@ def media_env(goal: Goal | None, line: str = "") -> list[tuple[str, str]]:
     if fps == int(fps) or line != "3":
         out.append(("FPS", f"{fps:g}"))
     return out + [("FPS_MAX_FRAMES", str(frames))]
+
+
+def writes_limit(plan: Plan) -> bool:
+    """Whether the script gives the rollout vLLM's limit_mm_per_prompt (planner.export.launch asks): a colocated
+    engine's (vllm_limit), and at the 3.4 line (written in 3.4.x's words: writer_rollout.OLD_WORDS) the engine on a GPU
+    of its own too, which the trainer builds with it (v3.4.1 swift/trainers/rlhf_trainer/grpo_trainer.py:499; the flag
+    from v3.4.0 swift/trainers/arguments.py:153); a rollout server (`swift rollout`) takes its own, not written here."""
+    return plan.workload.generation == "vllm-colocate" or plan.knobs.release in OLD_WORDS
+
+
+def vllm_limit(plan: Plan, goal: Goal | None) -> list[tuple[str, str]]:
+    """--vllm_limit_mm_per_prompt of a GRPO plan's colocated vLLM rollout where a row was planned to hold more than one
+    image or video (Goal.images, Goal.videos): a JSON object ms-swift parses (4.6.0 swift/rlhf_trainers/
+    args_mixin.py:45, 59-60) and hands the engine (rollout_mixin.py:517), which refuses a prompt with more; the
+    engine takes a row's images and videos (swift/infer_engine/vllm_engine.py:468-483). A rollout server takes its
+    own (`swift rollout`), not written here."""
+    if goal is None or plan.workload.kind != "grpo" or plan.workload.generation == "hf" or not writes_limit(plan):
+        return []
+    limit = {k: n for k, n in (("image", goal.images), ("video", goal.videos)) if n is not None and n > 1}
+    return [("vllm_limit_mm_per_prompt", json.dumps(limit))] if limit else []

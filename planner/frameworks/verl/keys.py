@@ -51,6 +51,9 @@ KEYS = Table(
     Key("rollout_tp", A + "rollout.tensor_model_parallel_size", 2, "rollout/rollout.yaml:64"),
     Key("sleep_level", A + "rollout.free_cache_engine", True, "rollout/rollout.yaml:61"),
     Key("rollout_eager", A + "rollout.enforce_eager", False, "rollout/rollout.yaml:52"),
+    # vLLM's images a prompt (no key in the YAML: written with "+"; None leaves the engine kwargs' limit_mm_per_prompt,
+    #   workers/rollout/vllm_rollout/vllm_async_server.py:287-290); the same field at v0.6.0 workers/config/rollout.py:177
+    Key("images", A + "rollout.limit_images", None, "workers/config/rollout.py:257"),
     Key("logprob_max_tokens_per_gpu", A + "rollout.log_prob_max_token_len_per_gpu"),
     Key("logprob_micro_batch", A + "rollout.log_prob_micro_batch_size_per_gpu"),
     Key("ref_logprob_max_tokens_per_gpu", A + "ref.log_prob_max_token_len_per_gpu"),

@@ -52,8 +52,7 @@ MM = "data.mm_processor_kwargs."  # the processor's kwargs (0.9.1 trainer/config
 ROLLOUT = "actor_rollout_ref.rollout."
 # vLLM's images a prompt: rollout.limit_images (workers/config/rollout.py:257) over the engine kwargs' own
 # limit_mm_per_prompt (workers/rollout/vllm_rollout/vllm_async_server.py:287-290; 0 or null leaves the kwargs')
-LIMITS = (ROLLOUT + "limit_images", ROLLOUT + "engine_kwargs.vllm.limit_mm_per_prompt.image")
-LIMITS += (ROLLOUT + "engine_kwargs.vllm.limit_mm_per_prompt",)
+LIMITS = (KEYS.key("images"), *(ROLLOUT + "engine_kwargs.vllm.limit_mm_per_prompt" + k for k in (".image", "")))
 ACCEPTED = f"a whole number ({LIMITS[0]}=4, {LIMITS[1]}=4) or a JSON object with image"
 
 
@@ -64,6 +63,7 @@ def _images(c: Collector, f: dict[str, Flag]) -> None:
     (planner.frameworks.mmlimit). Only both bounds set the Qwen-VL processor's size (transformers 5.10.4
     models/qwen2_vl/image_processing_qwen2_vl.py:132-133): one alone is a line."""
     low, high = f.get(MM + "min_pixels"), f.get(MM + "max_pixels")
+    _limit_notes(c, f, low is not None and high is not None)
     if low is None or high is None:
         if low or high:
             c.note(f"{(low or high).source} (one bound alone leaves the processor's size: not planned)")
@@ -81,6 +81,20 @@ def _images(c: Collector, f: dict[str, Flag]) -> None:
     if rule in images.PIXEL_RULES and lo and hi:
         each = images.worst_case(rule, lo, hi)[0]
         mmlimit.cap_row_images(c, each, f"{VERL} refuses a prompt past data.max_prompt_length, images included")
+
+
+OTHERS = f"{VERL} passes vLLM videos and audios too (workers/rollout/vllm_rollout/vllm_async_server.py:636-642)"
+OTHERS += "; memplan reads no video or audio rows from a verl run"
+
+
+def _limit_notes(c: Collector, f: dict[str, Flag], planned: bool) -> None:
+    """Lines for vLLM's limit where it plans nothing: its keys but image (OTHERS); all of it without both bounds."""
+    if LIMITS[2] in f:
+        mmlimit.note_others(c, one(f[LIMITS[2]].value), f[LIMITS[2]].source, OTHERS)
+    for key in sorted(k for k in f if k.startswith(LIMITS[2] + ".") and k != LIMITS[1]):
+        c.note(f"{f[key].source} ({key.rsplit('.', 1)[1]} of limit_mm_per_prompt not planned: {OTHERS})")
+    for key in [] if planned else [k for k in LIMITS if k in f]:
+        c.note(f"{f[key].source} (not planned: images are planned within {MM}min_pixels and max_pixels, not given)")
 
 
 def _split(c: Collector, f: dict[str, Flag]) -> None:

@@ -70,6 +70,12 @@ def writes_pixels(plan: Plan) -> bool:
     return bool(plan.knobs.role_run) and verl_rl.writes_pixels(plan.release)
 
 
+def writes_limit(plan: Plan) -> bool:
+    """Whether the script gives the rollout vLLM's limit_mm_per_prompt (planner.export.launch asks): an RL plan's,
+    rollout.limit_images at every written line (writer_rl.limit_overrides)."""
+    return bool(plan.knobs.role_run)
+
+
 def command(plan: Plan, hw: Hardware) -> str:
     if plan.knobs.role_run:
         return verl_rl.command(plan, hw)

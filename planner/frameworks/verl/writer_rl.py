@@ -72,7 +72,7 @@ def headline(plan: Plan, hw: Hardware) -> str:
 
 def script(plan: Plan, model: ModelSpec, hw: Hardware, goal: Goal | None = None) -> str:
     check(plan)
-    pairs = overrides(plan, model, hw) + media_overrides(plan, goal)
+    pairs = overrides(plan, model, hw) + media_overrides(plan, goal) + limit_overrides(goal)
     lines = [
         "#!/bin/bash",
         (
@@ -138,6 +138,16 @@ def media_overrides(plan: Plan, goal: Goal | None) -> list[Override]:
         ("+data.mm_processor_kwargs.min_pixels", goal.pixels[0]),
         ("+data.mm_processor_kwargs.max_pixels", goal.pixels[1]),
     ]
+
+
+def limit_overrides(goal: Goal | None) -> list[Override]:
+    """The images a row was planned to hold (Goal.images) where more than one: rollout.limit_images, which verl hands
+    vLLM as limit_mm_per_prompt {"image": N} (0.9.1 workers/config/rollout.py:257, vllm_async_server.py:287-290; v0.6.0
+    workers/config/rollout.py:177, vllm_async_server.py:190-191), vLLM refusing a prompt with more (planner.frameworks.
+    mmlimit). No YAML holds the key (the dataclass field only), so it is added with "+"."""
+    if goal is None or not goal.images or goal.images <= 1:
+        return []
+    return [(f"+{KEYS.key('images')}", goal.images)]
 
 
 def budget_overrides(plan: Plan) -> list[Override]:

@@ -37,13 +37,15 @@ CASES = {
                 "roles": {"max_tokens_per_gpu": 8192, "rollout_tp": 2, "offload": ["actor-params", "actor-optimizer"]},
             },
         },
-        # a VLM's images within the processor's pixel bounds: data.mm_processor_kwargs (writer_rl.media_overrides)
+        # a VLM's images within the processor's pixel bounds: data.mm_processor_kwargs (writer_rl.media_overrides),
+        # two a row: +actor_rollout_ref.rollout.limit_images (writer_rl.limit_overrides; RolloutConfig refuses a
+        # misspelt field: TypeError, unexpected keyword argument)
         "grpo_vlm": {
             "model": "qwen2.5-vl-3b",
             "micro_batch": 2,
             "grad_accum": 2,
             "fsdp": "full",
-            "images": 1,
+            "images": 2,
             "max_pixels": 401408,
             "workload": {"kind": "grpo", **RL, "max_prompt_length": 1024},
         },
@@ -69,8 +71,8 @@ CASES = {
 MODULES = {"verl": verl_rl, "openrlhf": openrlhf}
 
 
-def written(framework: str, case: str, folder: Path):
-    body = {**BASE, "framework": framework, **CASES[framework][case]}
+def written(framework: str, case: str, folder: Path, **more):
+    body = {**BASE, "framework": framework, **CASES[framework][case], **more}
     result = advise.check(advise.parse(advise.CheckRequest, body))
     model, hw, goal = result.context
     files = launch.files(result.plan, hw, model, goal.seq_len, goal)
@@ -95,18 +97,24 @@ def test_verl_keys_carry_the_roles_and_the_split(tmp_path):
     assert "critic.model.path" not in keys  # GRPO has no critic
 
 
-def test_verl_writes_the_images_pixel_bounds_and_reads_them_back(tmp_path):
+@pytest.mark.parametrize("images", [1, 2])
+def test_verl_writes_the_images_pixel_bounds_and_reads_them_back(tmp_path, images):
     """A Qwen2.5-VL GRPO plan's images at most 401,408 pixels (512 tokens; unwritten, the processor's 12,845,056 and
-    16,384 tokens) are the processor's kwargs, and read back as the same images at the same tokens and split."""
-    plan, path = written("verl", "grpo_vlm", tmp_path)
+    16,384 tokens) are the processor's kwargs, and read back as the same images at the same tokens and split; two
+    images a row are vLLM's limit too (+actor_rollout_ref.rollout.limit_images=2; unwritten, the script reads back as
+    one image a row, 512 tokens), 1,024 tokens within the 1,024-token prompt."""
+    plan, path = written("verl", "grpo_vlm", tmp_path, images=images)
     words = shlex.split(path.read_text().replace("\\\n", " "), comments=True)
     assert (
         "+data.mm_processor_kwargs.max_pixels=401408" in words and "+data.mm_processor_kwargs.min_pixels=3136" in words
     )
+    limits = [w for w in words if "limit_images" in w]
+    assert limits == ([] if images == 1 else ["+actor_rollout_ref.rollout.limit_images=2"])
     back = intake.read([str(path)]).request
-    assert (back["images"], back["min_pixels"], back["max_pixels"]) == (1, 3136, 401408)
+    assert (back["images"], back["min_pixels"], back["max_pixels"]) == (images, 3136, 401408)
     checked = advise.check(advise.parse(advise.CheckRequest, {**back, "gpu": "h100"}))
-    assert checked.context[2].image_tokens == 512 and (checked.plan.micro_batch, checked.plan.grad_accum) == (2, 2)
+    assert checked.context[2].image_tokens == 512 * images
+    assert (checked.plan.micro_batch, checked.plan.grad_accum) == (2, 2)
     assert plan.launch.note is None or "pixel" not in plan.launch.note
 
 

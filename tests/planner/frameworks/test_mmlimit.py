@@ -108,3 +108,55 @@ def test_swifts_vllm_limit_puts_up_to_n_images_in_a_row_within_max_length(tmp_pa
     assert s["image_tokens"].value == tokens
     assert ("limit_mm_per_prompt" in s["image_tokens"].source) == ("colocate --vllm_limit" in flags)
     assert any("(not applied: only a colocated" in n for n in reading.unplanned) == ("server" in flags)
+
+
+E = "actor_rollout_ref.rollout.engine_kwargs.vllm.limit_mm_per_prompt"
+
+
+@pytest.mark.parametrize(
+    ("pixels", "limit", "n", "said"),
+    [
+        (True, f'+{E}=\'{{"image": 2, "video": 1}}\'', 2, "(video of limit_mm_per_prompt not planned: verl 0.9.1 "),
+        (True, f"+{E}.video=2", 1, "(video of limit_mm_per_prompt not planned: verl 0.9.1 passes vLLM videos"),
+        (False, "actor_rollout_ref.rollout.limit_images=2", None, "(not planned: images are planned within data."),
+    ],
+)
+def test_what_verls_limit_does_not_plan_is_a_line(tmp_path, pixels, limit, n, said):
+    """verl 0.9.1 hands vLLM a row's videos and audios too (vllm_async_server.py:636-642), which memplan does not read
+    from a verl run: a limit's video is a line, its image planned; without both pixel bounds no image is planned, and
+    the limit is a line."""
+    from planner import intake
+
+    path = tmp_path / "run.sh"
+    text = VERL if pixels else VERL.split(" +data.")[0] + " "
+    path.write_text(text + limit + "\n")
+    reading = intake.read([str(path)])
+    s = {x.field: x for x in reading.settings}
+    assert (s["images"].value if "images" in s else None) == n
+    (line,) = [x for x in reading.unplanned if "limit_" in x]
+    assert said in line and line.startswith("run.sh:1 ")
+
+
+@pytest.mark.parametrize(
+    ("env", "limit", "videos", "said"),
+    [
+        ("", '{"image": 2, "audio": 1}', None, "(audio of limit_mm_per_prompt not planned: ms-swift hands vLLM"),
+        ("FPS_MAX_FRAMES=16 ", '{"image": 1, "video": 2}', 2, None),
+        ("", '{"video": 2}', None, "(video 2) (video frames are not planned: no frame sampling set"),
+    ],
+)
+def test_swifts_vllm_limit_plans_its_videos_and_names_the_rest(tmp_path, env, limit, videos, said):
+    """ms-swift 4.6.0's colocated engine takes a row's images, videos and audios (swift/infer_engine/vllm_engine.py:
+    468-483): the limit's video is the row's videos where they are planned (frame sampling set), else a line; its
+    audio is a line (memplan plans no audio)."""
+    from planner import intake
+
+    path = tmp_path / "run.sh"
+    path.write_text(f"{env}{SWIFT}--vllm_mode colocate --vllm_limit_mm_per_prompt '{limit}'\n")
+    reading = intake.read([str(path)])
+    s = {x.field: x for x in reading.settings}
+    assert (s["videos"].value if "videos" in s else None) == videos
+    if videos:
+        assert "(up to 2 videos a row: vLLM refuses more" in s["videos"].source
+    lines = [x for x in reading.unplanned if "--vllm_limit_mm_per_prompt" in x]
+    assert len(lines) == (said is not None) and all(said in x for x in lines)

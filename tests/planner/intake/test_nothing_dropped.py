@@ -21,8 +21,11 @@ from planner.frameworks.hf import reader as hfargs
 from planner.frameworks.llamafactory import reader as llamafactory
 from planner.frameworks.openrlhf import reader as openrlhf
 from planner.frameworks.openrlhf.keys import KEYS as OPENRLHF_KEYS
+from planner.frameworks.openrlhf.lmmr1 import SIGNS as LMM_R1
+from planner.frameworks.swift.reader_media import LIMIT as SWIFT_LIMIT
 from planner.frameworks.trl import reader_vlmr1 as vlmr1
 from planner.frameworks.verl.keys import KEYS as VERL_KEYS
+from planner.frameworks.verl.reader import LIMITS as VERL_LIMITS
 from planner.intake import configs, launch, scriptargs
 from planner.intake.collect import is_default
 from planner.intake.flags import norm
@@ -49,7 +52,7 @@ def adapter_fields(name: str) -> dict[str, set[str]]:
 
 
 def _n(key: str) -> str:
-    return norm(key).lower()
+    return norm(key).lower().lstrip("+")  # a Hydra override's "+" adds a key absent from the config (verl)
 
 
 def defaulted(table) -> set[str]:
@@ -63,8 +66,10 @@ READER_TABLES = {  # a reader's own key tables: the keys it plans, defaults or n
     "trl": HF_TABLES,
     "llamafactory": (llamafactory.UNPLANNED,),
     "axolotl": (axolotl.UNPLANNED,),
-    "verl": (defaulted(VERL_KEYS),),
-    "openrlhf": (defaulted(OPENRLHF_KEYS), openrlhf.OLD, openrlhf.OLD.values()),
+    "verl": (defaulted(VERL_KEYS), VERL_LIMITS, {f"{VERL_LIMITS[2]}.{m}" for m in ("video", "audio")}),
+    # vLLM's limit_mm_per_prompt: LMM-R1's flag (read as openrlhf@lmm-r1), ms-swift's colocated rollout's
+    "openrlhf": (defaulted(OPENRLHF_KEYS), openrlhf.OLD, openrlhf.OLD.values(), {"limit_mm_per_prompt"} & set(LMM_R1)),
+    "swift": ({SWIFT_LIMIT},),
 }
 # the model (models.read_model resolves it or says why not) and the data set by name (item 6: the rows decide)
 NOT_MEMORY = {"model", "model_name_or_path", "base_model", "model.path", "actor.model_name_or_path", "pretrain"}
@@ -180,18 +185,66 @@ def _covered(key: str, said: list[str], reading, kind: str, path: Path) -> bool:
     return any(word.search(text) for text in said)
 
 
-@pytest.mark.parametrize(("name", "files"), FIXTURES, ids=[n for n, _ in FIXTURES])
-def test_every_memory_relevant_key_is_planned_or_named(name, files):
+def dropped(files: list[Path]) -> tuple[set[str], set[str]]:
+    """(the memory-relevant keys the files write, those of them neither planned nor named); a refusal in one line
+    drops nothing."""
     try:
         reading = intake.read([str(f) for f in files])
     except BadInput as e:  # refused in one line: nothing is planned silently
         assert "\n" not in str(e)
-        return
-    said, dropped = _said(reading), set()
+        return set(), set()
+    said, written, out = _said(reading), set(), set()
     read = [Path(p) for p in reading.files if "presets" not in Path(p).parts]
     for f in dict.fromkeys([*files, *read]):
         if f.is_file():
             kind = _kind(f, reading)
             keys = memory_keys(kind, (reading.request.get("workload") or {}).get("kind", "sft"))
-            dropped |= {k for k in _written(f) & keys if not _covered(k, said, reading, kind, f)}
-    assert not dropped, f"{name}: {sorted(dropped)} neither planned nor named"
+            written |= _written(f) & keys
+            out |= {k for k in _written(f) & keys if not _covered(k, said, reading, kind, f)}
+    return written, out
+
+
+@pytest.mark.parametrize(("name", "files"), FIXTURES, ids=[n for n, _ in FIXTURES])
+def test_every_memory_relevant_key_is_planned_or_named(name, files):
+    left = dropped(files)[1]
+    assert not left, f"{name}: {sorted(left)} neither planned nor named"
+
+
+VL = "Qwen/Qwen2.5-VL-3B-Instruct"
+VERL = f"python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo actor_rollout_ref.model.path={VL} "
+LIMITED = {  # vLLM's limit_mm_per_prompt, a video and an audio key beside the images (planner.frameworks.mmlimit)
+    "verl": (
+        (
+            f"{VERL}+data.mm_processor_kwargs.min_pixels=3136 +data.mm_processor_kwargs.max_pixels=401408 "
+            "actor_rollout_ref.rollout.limit_images=2 +actor_rollout_ref.rollout.engine_kwargs.vllm.limit_mm_per_prompt."
+            "video=1"
+        ),
+        {"actor_rollout_ref.rollout.limit_images", VERL_LIMITS[2] + ".video"},
+    ),
+    "verl-unplanned": (f"{VERL}actor_rollout_ref.rollout.limit_images=2", {"actor_rollout_ref.rollout.limit_images"}),
+    "lmm-r1": (
+        (
+            "python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen2.5-VL-7B-Instruct --advantage_estimator "
+            'group_norm --bf16 --limit_mm_per_prompt \'{"image": 2, "video": 1}\''
+        ),
+        {"limit_mm_per_prompt"},
+    ),
+    "swift": (
+        (
+            f"MAX_PIXELS=401408 swift rlhf --rlhf_type grpo --model {VL} --use_vllm true --vllm_mode colocate "
+            '--max_length 1024 --vllm_limit_mm_per_prompt \'{"image": 2, "video": 1, "audio": 1}\''
+        ),
+        {SWIFT_LIMIT},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(LIMITED))
+def test_vllms_limit_is_planned_or_named(tmp_path, name):
+    """The limit keys are memory-relevant (the reader tables above), and a run's limit, its video and audio keys
+    too, is planned or named in a line."""
+    path = tmp_path / "run.sh"
+    text, keys = LIMITED[name]
+    path.write_text(text + "\n")
+    written, left = dropped([path])
+    assert keys <= written and not left, f"{name}: {sorted(left)} neither planned nor named"

@@ -116,14 +116,18 @@ SMALL = "--processor_kwargs '{\"max_pixels\": 1003520}'"
 def test_limit_mm_per_prompt_puts_up_to_n_images_in_a_row_within_the_cap(tmp_path, limit, lengths, images, prompt):
     """--limit_mm_per_prompt (lmm-r1 f917f18 cli/train_ppo_ray.py:235, :492-497, :64): a row holds up to N images of
     1,280 tokens, on the prompt's text; where they pass what vLLM's max_model_len leaves the prompt (4 x 1,280 over
-    4,096 - text), the row's image tokens are planned at the prompt (images and pixels dropped)."""
+    4,096 - text), the row's image tokens are planned at the prompt (images and pixels dropped). Its "video" is a line:
+    the rollout passes vLLM images only (experience_maker.py:683-686)."""
     path = tmp_path / "run.sh"
     flag = f"--limit_mm_per_prompt {limit}" if limit else ""
     path.write_text(
         "python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen2.5-VL-7B-Instruct --advantage_estimator "
         f"group_norm --n_samples_per_prompt 8 --bf16 {SMALL} {lengths} {flag}\n"
     )
-    s = _settings(path)
+    reading = intake.read([str(path)])
+    s = {x.field: x for x in reading.settings}
+    said = "(video of limit_mm_per_prompt not planned: lmm-r1 f917f18 passes vLLM a row's images only, "
+    assert any(said in line and "--limit_mm_per_prompt" in line for line in reading.unplanned) == ("video" in flag)
     assert s["framework"].value == "openrlhf@lmm-r1" and s["workload.max_prompt_length"].value == prompt
     if images is None:
         assert "images" not in s and s["image_tokens"].value == prompt and "4 image(s)" in s["image_tokens"].source
