@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from math import prod
 
+from planner.frameworks import FRAMEWORKS
 from planner.frameworks.rules import runs_transformers_5
 
 PERMUTATION_ELEMENT_BYTES = 4  # boft_P: torch.empty's default fp32 (layer.py:354)
@@ -67,7 +68,8 @@ def buffers_on_gpu(knobs) -> bool:
     """Whether boft_P lies on the GPU: not where ms-swift's transformers-4 lines load the model with a device_map
     (its hf_device_map stops the Trainer's move); the bundled trainer (trainer/setup.py: build_model(cfg).to(device))
     and a script that loads on the CPU have the Trainer or the script move it."""
-    return not (knobs.framework == "swift" and not runs_transformers_5("swift", knobs.release))
+    loaded_in_place = FRAMEWORKS[knobs.framework].device_map_load
+    return not (loaded_in_place and not runs_transformers_5(knobs.framework, knobs.release))
 
 
 def permutation_buffer_bytes(model, knobs) -> int:

@@ -92,6 +92,10 @@ class Memory:
     # under checkpointing it makes the embedding's output require a gradient (enable_input_require_grads), so freeze
     # tuning's frozen layers below the trained ones are checkpointed and recomputed too (planner.estimate.freeze)
     input_grads: bool = False
+    # it loads the model with a one-device device_map (ms-swift: cuda:rank), which transformers 4 records as the
+    # model's hf_device_map (4.57.1 modeling_utils.py:5114-5140) and HF's Trainer then leaves where it loaded
+    # (trainer.py:498-505): a buffer a tuner makes on the CPU after the load stays there (planner.estimate.boft)
+    device_map_load: bool = False
 
     def precision(self, bf16: bool) -> str:
         """The precision a request that names none runs: bf16 (fp16 where the GPU has no bf16) where this framework

@@ -43,6 +43,7 @@ FRAMEWORK = Framework(
     name="swift",
     # gradient_checkpointing_enable, then enable_input_require_grads (v4.5.2 swift/trainers/mixin.py:939-941)
     input_grads=True,
+    device_map_load=True,  # device_map cuda:rank at every line (boft_P stays on the CPU under transformers 4)
     image_knobs=("MAX_PIXELS", "MAX_NUM"),  # qwen_vl_utils' pixel cap; its InternVL template's tiles
     reads=("swift",),
     signs=(Signs("swift", lambda k, d: "model" in k and bool(k & SIGN_KEYS or "ENV" in k), 70),),

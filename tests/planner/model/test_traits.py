@@ -41,6 +41,8 @@ READERS = {
     "probes/images.py",  # each family's processor: the image inputs it hands the model
     "planner/frameworks/torchtitan/__init__.py",  # catalog names to torchtitan's own model packages (a name map, not a term)
     "planner/frameworks/openrlhf/reader_forks.py",  # the model types each fork's actor loads (a refusal, not a term)
+    "planner/frameworks/swift/reader_2.py",  # the model types ms-swift 2.x's Liger patch names (a refusal, not a term)
+    "planner/frameworks/swift/reader_3x.py",  # the same for 3.0-3.2's apply_liger
 }  # where model_type is read
 SCANNED = ("planner", "probes")
 
