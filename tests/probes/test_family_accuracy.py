@@ -113,8 +113,9 @@ ORDER = [f for f in sorted(FAMILIES) if f not in ADDED] + [f for f in ADDED if f
 
 # a family whose turn falls on a slow shape takes a cheaper one on every commit (its turn's shape in the sweep tier):
 # Qwen2.5-Omni's thinker at bf16-pure with full checkpointing traced in 44 s, at bf16 without it in 19 s (2 cores,
-# `pytest -m "" tests/probes/test_family_accuracy.py -k omni --durations=0`, 2026-12-05; 110 s in make test's load)
-TURN = {"qwen2_5_omni_thinker": 0}
+# `pytest -m "" tests/probes/test_family_accuracy.py -k omni --durations=0`, 2026-12-05; 110 s in make test's load);
+# Qwen3-Next's hybrid layers at 4 x 2048 without checkpointing 14.5 s, at bf16-pure full 34 s (`-k qwen3_next`, 2026-12-06)
+TURN = {"qwen2_5_omni_thinker": 0, "qwen3_next": 2}
 
 
 def _rows() -> list:
