@@ -18,8 +18,8 @@ ships; OpenRLHF-M ships math_verifier too, openrlhfm), name it (planner.framewor
 from __future__ import annotations
 
 from planner.frameworks import mmlimit
-from planner.frameworks.base import Release, Rule
-from planner.frameworks.openrlhf.mmeureka import FLAT, fork_release
+from planner.frameworks.base import Release
+from planner.frameworks.openrlhf.mmeureka import FLAT, fork_release, read_only
 
 WHO = "lmm-r1 f917f18"
 CLI = f"{WHO} openrlhf/cli/train_ppo_ray.py"
@@ -38,13 +38,7 @@ SHARED = {"freeze_prefix": 342}
 MODULE = "openrlhf.models.remote_rm."
 # its pixel bounds where --processor_kwargs names none: key -> (default, line)
 PIXELS = {"max_pixels": (16384 * 28 * 28, 488), "min_pixels": (4 * 28 * 28, 487)}
-READ_ONLY = Rule(
-    "release",
-    "LMM-R1's launch scripts are read, not written (its own openrlhf/ package, OpenRLHF 0.7.3's flags): give "
-    "--framework openrlhf for a script of OpenRLHF's",
-    lambda k, w: True,
-    "written",
-)
+READ_ONLY = read_only("LMM-R1", "0.7.3")
 
 
 def module_sign(commands) -> str | None:

@@ -14,8 +14,8 @@ the reading names this release."""
 
 from __future__ import annotations
 
-from planner.frameworks.base import Release, Rule
-from planner.frameworks.openrlhf.mmeureka import FLAT, fork_release
+from planner.frameworks.base import Release
+from planner.frameworks.openrlhf.mmeureka import FLAT, fork_release, read_only
 
 WHO = "lmm-r1 dev@2e98315"
 CLI = f"{WHO} openrlhf/cli/train_ppo_ray.py"
@@ -25,13 +25,7 @@ SIGN = {"ds_tensor_parallel_size": 275}
 PIXELS = {"max_pixels": (16384 * 28 * 28, 489), "min_pixels": (4 * 28 * 28, 488)}
 # --limit_mm_per_prompt's JSON read (vLLM's images a prompt)
 LIMIT_MM = "493-498"
-READ_ONLY = Rule(
-    "release",
-    "LMM-R1 dev's launch scripts are read, not written (its own openrlhf/ package, OpenRLHF 0.7.4.post2's flags): "
-    "give --framework openrlhf for a script of OpenRLHF's",
-    lambda k, w: True,
-    "written",
-)
+READ_ONLY = read_only("LMM-R1 dev", "0.7.4.post2")
 
 
 def lmm_r1_dev(keys: dict[str, str], rules: tuple, runs: dict) -> Release:

@@ -39,13 +39,6 @@ FILTER = {
 PIXELS = {"max_pixels": (640 * 28 * 28, 348), "min_pixels": (4 * 28 * 28, 349)}
 # memplan's writer writes OpenRLHF's own entry point (writer.py); MM-Eureka's package and its image dataset are the
 # user's checkout: its runs are read and planned, never written
-READ_ONLY = Rule(
-    "release",
-    "MM-Eureka's launch scripts are read, not written (its own openrlhf/ package, OpenRLHF 0.6.1's flags): give "
-    "--framework openrlhf for a script of OpenRLHF's",
-    lambda k, w: True,
-    "written",
-)
 
 
 # the flags whose defaults the forks' copies keep from the flat line (OpenRLHF 0.6.1's and 0.7.3's argparse)
@@ -57,6 +50,21 @@ FLAT = {
     "workload.max_prompt_length": (1024, "--prompt_max_len 1024"),
     "workload.max_completion_length": (1024, "--generate_max_len 1024"),
 }
+
+
+def read_only(who: str, base: str) -> Rule:
+    """A fork's rule refusing every plan for writing (`who`'s launch scripts are read; `base` the OpenRLHF release
+    whose flags it froze)."""
+    return Rule(
+        "release",
+        f"{who}'s launch scripts are read, not written (its own openrlhf/ package, OpenRLHF {base}'s flags): give "
+        "--framework openrlhf for a script of OpenRLHF's",
+        lambda k, w: True,
+        "written",
+    )
+
+
+READ_ONLY = read_only("MM-Eureka", "0.6.1")
 
 
 def fork_release(

@@ -14,8 +14,8 @@ Defaults are v0.6.0.post1's, the flat 0.8 line's values, cited at its own file. 
 
 from __future__ import annotations
 
-from planner.frameworks.base import Release, Rule
-from planner.frameworks.openrlhf.mmeureka import FLAT, fork_release
+from planner.frameworks.base import Release
+from planner.frameworks.openrlhf.mmeureka import FLAT, fork_release, read_only
 
 WHO = "MM-EUREKA internvl@129fc9e"  # its branch and commit
 CLI = f"{WHO} openrlhf/cli/train_ppo_ray.py"
@@ -29,13 +29,7 @@ SHARED = {
 }
 REWARD = "reward_func_internvl_"
 FREEZE = "openrlhf/models/actor.py:87, freeze_params on self.model.vision_model whatever the flags say"
-READ_ONLY = Rule(
-    "release",
-    "MM-Eureka's internvl branch's launch scripts are read, not written (its own openrlhf/ package, OpenRLHF "
-    "0.6.0.post1's flags): give --framework openrlhf for a script of OpenRLHF's",
-    lambda k, w: True,
-    "written",
-)
+READ_ONLY = read_only("MM-Eureka's internvl branch", "0.6.0.post1")
 
 
 def mm_eureka_internvl(keys: dict[str, str], rules: tuple, runs: dict) -> Release:

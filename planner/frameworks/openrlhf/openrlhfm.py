@@ -17,8 +17,8 @@ openrlhf.models.remote_rm.math_verifier`; MM-Eureka ships none) (planner.framewo
 
 from __future__ import annotations
 
-from planner.frameworks.base import Release, Rule
-from planner.frameworks.openrlhf.mmeureka import FLAT, fork_release
+from planner.frameworks.base import Release
+from planner.frameworks.openrlhf.mmeureka import FLAT, fork_release, read_only
 
 WHO = "OpenRLHF-M 2bf6337"
 CLI = f"{WHO} openrlhf/cli/train_ppo_ray.py"
@@ -27,13 +27,7 @@ SIGNS = {"drop_maxlen": 343, "max_pixels": 344, "min_pixels": 345}
 # the reward server of LMM-R1's it ships too (openrlhf/models/remote_rm/math_verifier.py; no sokoban_verifier)
 SERVER = "openrlhf.models.remote_rm.math_verifier"
 PIXELS = {"max_pixels": (640 * 28 * 28, 344), "min_pixels": (4 * 28 * 28, 345)}
-READ_ONLY = Rule(
-    "release",
-    "OpenRLHF-M's launch scripts are read, not written (its own openrlhf/ package, OpenRLHF 0.6.1.post1's flags): "
-    "give --framework openrlhf for a script of OpenRLHF's",
-    lambda k, w: True,
-    "written",
-)
+READ_ONLY = read_only("OpenRLHF-M", "0.6.1.post1")
 
 
 def openrlhf_m(keys: dict[str, str], rules: tuple, runs: dict) -> Release:
