@@ -62,7 +62,9 @@ DEPS[trl-0.19.1-mesh]="transformers==4.53.1 accelerate==1.10.1 datasets==3.6.0 $
 # ms-swift 3.x: requirements/framework.txt at v3.0.3, v3.4.1, v3.7.3 (transformers <4.49, <4.53, <4.56; peft <0.15,
 #   <0.16, <0.18; trl <0.12, <0.18, <0.21; numpy<2.0 before 3.7), each at the highest release its bounds allow, and the
 #   small packages swift.llm.argument imports
-SWDEPS="rich==13.9.4 tensorboard==2.16.2 addict==2.4.0 attrdict==2.0.1 binpacking==1.5.2 dacite==1.9.2 einops==0.8.1 pillow==11.2.1 sortedcontainers==2.4.0 simplejson==3.20.1 pyyaml==6.0.2"
+#   (tensorboard's grpcio named, so a new release does not float in: CI's build of 2026-12-06 resolved grpcio 1.85.4
+#   on the day of its release, and its install then found no such version)
+SWDEPS="rich==13.9.4 tensorboard==2.16.2 grpcio==1.85.3 addict==2.4.0 attrdict==2.0.1 binpacking==1.5.2 dacite==1.9.2 einops==0.8.1 pillow==11.2.1 sortedcontainers==2.4.0 simplejson==3.20.1 pyyaml==6.0.2"
 DEPS[swift-3.0.3]="transformers==4.48.3 peft==0.14.0 trl==0.11.4 datasets==3.2.0 accelerate==1.2.1 modelscope==1.22.3 $NUMPY1 $SWDEPS"
 DEPS[swift-3.4.1]="transformers==4.52.4 peft==0.15.2 trl==0.17.0 datasets==3.3.2 accelerate==1.7.0 modelscope==1.26.0 $NUMPY1 $SWDEPS"
 DEPS[swift-3.7.3]="transformers==4.55.4 peft==0.17.1 trl==0.20.0 datasets==3.3.2 accelerate==1.10.1 modelscope==1.29.2 $SWDEPS"
@@ -114,11 +116,23 @@ CI="lf-0.5.3 lf-0.6.3 lf-0.7.0 lf-0.7.1 lf-0.8.3 lf-0.9.1 lf-0.9.2 lf-0.9.3 lf-0
   trl-0.14.0 trl-0.15.2 trl-0.17.0 trl-0.19.1 trl-0.22.2 trl-1.0.0 trl-1.10.0
   swift-3.0.3 swift-3.4.1 swift-3.7.3 swift-3.12.6 orl-0.10.1 orl-0.8.9 verl-0.6.1 hf-4.53.0"
 
-one() {  # setup_one, timed, each line it prints named (the builds run side by side); set -e stops a failed one
-  local start
+one() {  # setup_one, timed, each line it prints named (the builds run side by side); a failed build is tried once
+  #   more after 30 s (an index can list a release before it serves its files: CI's build of 2026-12-06 stopped on
+  #   grpcio 1.85.4, the day of its release). Not in an if or ||: bash ignores set -e in what a condition runs.
+  local start rc
   start=$(date +%s)
-  setup_one "$1" 2>&1 | sed -u "s|^|[$1] |"
+  set +e
+  (set -e; setup_one "$1" 2>&1 | sed -u "s|^|[$1] |")
+  rc=$?
+  if [ $rc -ne 0 ]; then
+    echo "[$1] failed; once more in 30 s"
+    sleep 30
+    (set -e; setup_one "$1" 2>&1 | sed -u "s|^|[$1] |")
+    rc=$?
+  fi
+  set -e
   echo "$1: $(($(date +%s) - start)) s"
+  return $rc
 }
 
 # FWENV_OLD_JOBS builds at a time (default 2: uv's downloads and links wait on the network and the disk as much as on
