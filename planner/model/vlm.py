@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from planner.errors import BadInput
 from planner.model.hybrid import COMMON as HYBRID_COMMON
 from planner.model.hybrid import DEFAULTS as HYBRID_DEFAULTS
 from planner.model.shapes import FSDP_UNITS, Tensors
@@ -214,6 +215,12 @@ def resolve(cfg: dict) -> tuple[dict, str, dict, dict]:
         vision = {**VISION_DEFAULTS[vmt], **vinit}
     else:  # LLaVA and Gemma-3 look the tower's class up by its model_type; the others fix it
         vmt = v_in.get("model_type", vmt) if mt in (*LLAVA, "gemma3") else vmt
+        if vmt not in VISION_DEFAULTS:  # e.g. Pixtral-12B: a llava config over a `pixtral` tower
+            raise BadInput(
+                f"config.json: {mt}'s vision_config model_type {vmt!r} is not counted by memplan (accepted: "
+                "clip_vision_model, siglip_vision_model)",
+                "model",
+            )
         vision = {**VISION_DEFAULTS[vmt], **v_in}
     if isinstance(t_in, dict):
         tmt = t_in.get("model_type", tmt) if mt not in ("gemma3", *QWEN3_VL) else tmt

@@ -210,10 +210,27 @@ def test_the_field_corpus_models_resolve(name, ref):
 
 
 @pytest.mark.parametrize(
+    "name,ref",
+    [  # issue 47 item 4: VLM ids the frameworks' examples name (planner/model/catalog/SOURCES-vlm.md)
+        ("Qwen/Qwen3-VL-4B-Instruct", "qwen3-vl-4b"),  # LLaMA-Factory v0.9.5 qwen3vl_*.yaml, ms-swift v4.5.2
+        ("/models/Qwen3-VL-4B-Instruct", "qwen3-vl-4b"),
+        ("Qwen/Qwen3-VL-4B-Thinking", "qwen3-vl-4b"),
+        ("Qwen/Qwen3-VL-2B-Instruct", "qwen3-vl-2b"),
+        ("Qwen/Qwen2-VL-2B-Instruct", "qwen2-vl-2b"),  # ms-swift v4.5.2 examples/notebook/qwen2vl-ocr
+        ("OpenGVLab/InternVL3-1B", "internvl3-1b"),
+        ("OpenGVLab/InternVL3-1B-hf", "internvl3-1b"),
+    ],
+)
+def test_the_framework_examples_vlm_ids_resolve(name, ref):
+    assert models.resolve(name) == ref
+
+
+@pytest.mark.parametrize(
     "name,says",
     [
         ("internlm/internlm-xcomposer2d5-7b", "InternLM-XComposer-2.5 (InternLM-XComposer2's InternLM2"),
         ("/base/internlm-xcomposer2d5", "(its folder's name): InternLM-XComposer-2.5"),
+        ("mistral-community/pixtral-12b", "Pixtral-12B (a llava config over a `pixtral` vision tower"),
     ],
 )
 def test_a_model_memplan_does_not_count_is_refused_in_one_line_naming_it(name, says):

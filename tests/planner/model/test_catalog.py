@@ -96,6 +96,40 @@ def test_published_parameter_counts(name):
     assert catalog.load_model(name).params == PUBLISHED[name]
 
 
+# Issue 47 item 4's VLM entries (planner/model/catalog/SOURCES-vlm.md) against their sizes as published, in billions,
+# each within half a unit of the last digit the page shows (their exact counts are the meta builds below)
+ROUNDED = {
+    "qwen3-vl-4b": (4.44, 0.005),  # codersera.com's Qwen3-VL-4B guide: "4.44 billion parameters"
+    "qwen2-vl-2b": (
+        2.21,
+        0.005,
+    ),  # ai-nexus-293.pages.dev/model/huggingface:qwen:qwen2-vl-2b-instruct: "Parameters 2.21"
+    "qwen3-vl-2b": (2, 0.5),  # gr.tbb.rip/models/Qwen/Qwen3-VL-2B-Instruct: "Parameters 2B"
+    "internvl3-1b": (
+        0.9,
+        0.1,
+    ),  # emergentmind's InternVL 2.5-1B page (the same tower and Qwen2.5-0.5B): "0.9-1 billion"
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUNDED))
+def test_the_vlm_entries_are_their_published_sizes(name):
+    size, half_unit = ROUNDED[name]
+    assert abs(catalog.load_model(name).params / 1e9 - size) <= half_unit
+
+
+def test_a_llava_config_over_a_tower_memplan_does_not_read_is_refused_in_one_line():
+    """Pixtral-12B (mistral-community/pixtral-12b) is a llava config over a `pixtral` tower: refused by name, not a
+    KeyError ("config for 'p' is not understood (KeyError: 'pixtral')" before)."""
+    cfg = {**catalog.model_config("llava-1.5-7b"), "vision_config": {"model_type": "pixtral", "hidden_size": 1024}}
+    with pytest.raises(BadInput) as e:
+        from_config(cfg, "p")
+    assert str(e.value) == (
+        "config.json: llava's vision_config model_type 'pixtral' is not counted by memplan (accepted: "
+        "clip_vision_model, siglip_vision_model)"
+    )
+
+
 @pytest.mark.parametrize("name", sorted(ACTIVE))
 def test_active_parameters_match_the_model_cards(name):
     assert catalog.load_model(name).active_params / 1e9 == pytest.approx(ACTIVE[name], rel=0.02)  # cards round to 0.1B
