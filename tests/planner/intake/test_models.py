@@ -219,6 +219,8 @@ def test_the_field_corpus_models_resolve(name, ref):
         ("Qwen/Qwen2-VL-2B-Instruct", "qwen2-vl-2b"),  # ms-swift v4.5.2 examples/notebook/qwen2vl-ocr
         ("OpenGVLab/InternVL3-1B", "internvl3-1b"),
         ("OpenGVLab/InternVL3-1B-hf", "internvl3-1b"),
+        ("OpenGVLab/InternVL3-2B-Pretrained", "internvl3-2b"),  # ms-swift v4.5.2 examples/train/multimodal/rlhf/gkd
+        ("OpenGVLab/InternVL3-2B-hf", "internvl3-2b"),
     ],
 )
 def test_the_framework_examples_vlm_ids_resolve(name, ref):

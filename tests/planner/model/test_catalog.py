@@ -99,16 +99,16 @@ def test_published_parameter_counts(name):
 # Issue 47 item 4's VLM entries (planner/model/catalog/SOURCES-vlm.md) against their sizes as published, in billions,
 # each within half a unit of the last digit the page shows (their exact counts are the meta builds below)
 ROUNDED = {
-    "qwen3-vl-4b": (4.44, 0.005),  # codersera.com's Qwen3-VL-4B guide: "4.44 billion parameters"
-    "qwen2-vl-2b": (
-        2.21,
-        0.005,
-    ),  # ai-nexus-293.pages.dev/model/huggingface:qwen:qwen2-vl-2b-instruct: "Parameters 2.21"
-    "qwen3-vl-2b": (2, 0.5),  # gr.tbb.rip/models/Qwen/Qwen3-VL-2B-Instruct: "Parameters 2B"
-    "internvl3-1b": (
-        0.9,
-        0.1,
-    ),  # emergentmind's InternVL 2.5-1B page (the same tower and Qwen2.5-0.5B): "0.9-1 billion"
+    # codersera.com's Qwen3-VL-4B guide: "4.44 billion parameters"
+    "qwen3-vl-4b": (4.44, 0.005),
+    # ai-nexus-293.pages.dev/model/huggingface:qwen:qwen2-vl-2b-instruct: "Parameters 2.21"
+    "qwen2-vl-2b": (2.21, 0.005),
+    # gr.tbb.rip/models/Qwen/Qwen3-VL-2B-Instruct: "Parameters 2B"
+    "qwen3-vl-2b": (2, 0.5),
+    # emergentmind's InternVL 2.5-1B page (InternVL3-1B's tower and Qwen2.5-0.5B): "approximately 0.9-1 billion"
+    "internvl3-1b": (0.9, 0.1),
+    # hivebook.wiki's InternVL3 table: "InternVL3-2B 2B InternViT-300M Qwen2.5-1.5B"
+    "internvl3-2b": (2, 0.5),
 }
 
 
