@@ -221,6 +221,8 @@ def test_the_field_corpus_models_resolve(name, ref):
         ("OpenGVLab/InternVL3-1B-hf", "internvl3-1b"),
         ("OpenGVLab/InternVL3-2B-Pretrained", "internvl3-2b"),  # ms-swift v4.5.2 examples/train/multimodal/rlhf/gkd
         ("OpenGVLab/InternVL3-2B-hf", "internvl3-2b"),
+        ("OpenGVLab/InternVL3_5-8B-HF", "internvl3.5-8b"),  # axolotl v0.18.0 examples/internvl3_5
+        ("OpenGVLab/InternVL3_5-8B", "internvl3.5-8b"),
     ],
 )
 def test_the_framework_examples_vlm_ids_resolve(name, ref):

@@ -109,6 +109,8 @@ ROUNDED = {
     "internvl3-1b": (0.9, 0.1),
     # hivebook.wiki's InternVL3 table: "InternVL3-2B 2B InternViT-300M Qwen2.5-1.5B"
     "internvl3-2b": (2, 0.5),
+    # mixpeek.com/model/OpenGVLab/InternVL3_5-8B: "8.5B params"
+    "internvl3.5-8b": (8.5, 0.05),
 }
 
 
