@@ -31,6 +31,7 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
     reading = intake.read(paths, allowed, given=overrides)
     if reading.refused and "workload" not in overrides:
         raise BadInput(reading.refused, "workload")
+    ask_world(reading, overrides)
     if "model" not in overrides and "model" in reading.request and allowed is None:  # a service resolves its own way
         models.resolve(reading.request["model"])  # an id not found offline: the one-line "pass its config.json"
     choice = None
@@ -50,6 +51,16 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
         **({"releases": choice} if choice else {}),
     }
     return result
+
+
+def ask_world(reading, overrides: dict) -> None:
+    """A world count the files leave to a variable they do not set (Reading.unknown_world), not given as a flag: the
+    question, never a plan on a count memplan would invent (issue 47 item 8)."""
+    missing = [(f, s) for f, s in reading.unknown_world if f not in overrides]
+    if missing:
+        flags = " and ".join("--" + f.replace("_", "-") + " N" for f, _ in missing)
+        said = "; ".join(s for _, s in missing)
+        raise BadInput(f"how many GPUs does it run on? {said}: not known from the files: pass {flags}", missing[0][0])
 
 
 def release_given(overrides: dict) -> bool:

@@ -49,6 +49,9 @@ ROLES = RoleEngine(
     # a GPU buffer on each trainer rank shared with the engine over CUDA IPC
     # (vllm_rollout/bucketed_weight_transfer.py:179-185)
     sync_bucket_bytes=2048 << 20,
+    # rollout.n 1 runs: a group of one takes mean 0 and std 1, its advantage the raw score (trainer/ppo/core_algos.py
+    # :312-314 at v0.7.0, :315-317 in the 0.9.1 wheel); nothing in main_ppo asks for 2 or more
+    one_sample_groups=True,
 )
 
 # the release lines of main_ppo's defaults that moved (the mirror's tags, trainer/config/): rows padded in the actor's
@@ -120,7 +123,8 @@ RELEASES = (
 
 FRAMEWORK = Framework(
     name="verl",
-    launched=("verl.trainer.main_ppo",),
+    # main_ppo (reader.py), and the SFT trainers a launch script starts under torchrun (reader_sft.py)
+    launched=("verl.trainer.main_ppo", "verl.trainer.fsdp_sft_trainer", "verl.trainer.sft_trainer"),
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="verl sft_trainer and main_ppo",
     role_engine=ROLES,
