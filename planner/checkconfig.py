@@ -7,6 +7,7 @@ and the launcher counts a flag overrides. Above planner.advise (the faces call `
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from planner import advise, resolved
@@ -54,8 +55,12 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
 
 
 def ask_world(reading, overrides: dict) -> None:
-    """A world count the files leave to a variable they do not set (Reading.unknown_world), not given as a flag: the
-    question, never a plan on a count memplan would invent (issue 47 item 8)."""
+    """The model where the files name none, and a world count they leave to a variable they do not set
+    (Reading.unknown_world), not given as flags: the question, never a plan on a count memplan would invent (issue 47
+    item 8)."""
+    if "model" not in reading.request and "model" not in overrides:  # a config over another that names the model
+        said = ", ".join(Path(f).name for f in reading.files) or "the files"
+        raise BadInput(f"which model does it train? {said} names none: give --model NAME or PATH", "model")
     missing = [(f, s) for f, s in reading.unknown_world if f not in overrides]
     if missing:
         flags = " and ".join("--" + f.replace("_", "-") + " N" for f, _ in missing)

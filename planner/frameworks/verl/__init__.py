@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from planner.frameworks.base import Default, Framework, Release, Rule, kind, only_expert_targets, workload_of
 from planner.frameworks.rl import RoleEngine
+from planner.frameworks.tool import Signs
 from planner.frameworks.verl.keys import SPANS
 
 # verl/models/transformers/monkey_patch.py:544-552: remove-padding and Ulysses replace flash attention's forward
@@ -121,8 +122,29 @@ RELEASES = (
     Release("0.7", (0, 7), "verl v0.7.0 (model/hf_model.yaml:40 use_remove_padding: True) .. 0.9.1"),
 )
 
+# verl's multi-turn tool and interaction configs (examples/sglang_multiturn/config/tool_config/*.yaml: `tools:` of
+# class_name entries; interaction_config/*.yaml: `interaction:`), which a trainer config names
+# (actor_rollout_ref.rollout.multi_turn.tool_config_path / interaction_config_path)
+MULTITURN = "verl's multi-turn tool or interaction config, which a trainer config names (multi_turn.tool_config_path)"
+
+
+def _multiturn(k: set[str], d: dict) -> bool:
+    entries = [e for key in ("tools", "interaction") if isinstance(d.get(key), list) for e in d[key]]
+    return (
+        k <= {"tools", "interaction"}
+        and bool(entries)
+        and all(isinstance(e, dict) and "class_name" in e for e in entries)
+    )
+
+
 FRAMEWORK = Framework(
     name="verl",
+    # a trainer config over ppo_trainer.yaml read alone (reader.read_file); its tool configs known and refused
+    signs=(
+        Signs("verl", lambda k, d: "actor_rollout_ref" in k, 45),
+        Signs("verl-multiturn", _multiturn, 46, refused=f"{MULTITURN}, not a training configuration: pass that one"),
+    ),
+    reads=("verl",),
     # main_ppo (reader.py), and the SFT trainers a launch script starts under torchrun (reader_sft.py)
     launched=("verl.trainer.main_ppo", "verl.trainer.fsdp_sft_trainer", "verl.trainer.sft_trainer"),
     writes=True,  # writer.py (planner.export.launch dispatches to it)

@@ -4,6 +4,8 @@ with verl's default where the script gives none (paths under verl/trainer/config
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from planner.frameworks.verl import reader_media, reader_sft
 from planner.frameworks.verl.keys import KEYS, short
 from planner.frameworks.verl.reader_megatron import refuse_megatron
@@ -261,3 +263,19 @@ def read_launched(c: Collector, run) -> None:
     lines = releases.taking("verl", "ppo", flags)  # keys only 0.7 takes (keys.SPANS); else each line planned
     releases.by_flags(c, "verl", run, (lines[0][-1], lines[1], lines[0]) if lines else None)  # a pin first
     read(c, line_defaults.with_defaults(c, "verl", KEYS, flags), run.command.path)
+
+
+def read_file(
+    c: Collector, data: dict, path: Path, *, flags: dict, words: list, script: Path, trainer: str, vars
+) -> None:
+    """planner.intake's dispatch of a verl trainer config read alone (Framework.reads: a Hydra config over
+    ppo_trainer.yaml, examples/split_placement/config/ppo_trainer_split.yaml): its keys flat, as main_ppo reads them."""
+    f: dict[str, Flag] = {}
+    hydra.flatten(data, "", path, f)
+    if isinstance(data.get("defaults"), list):
+        f["defaults"] = Flag("defaults", data["defaults"], f"{path.name}: defaults: {data['defaults']}", "defaults")
+    f |= {k.lstrip("+"): v for k, v in flags.items()}
+    refuse_megatron(f)
+    lines = releases.taking("verl", "ppo", f)
+    releases.by_flags_in(c, "verl", [path.parent.resolve()], (lines[0][-1], lines[1], lines[0]) if lines else None)
+    read(c, line_defaults.with_defaults(c, "verl", KEYS, f), path)

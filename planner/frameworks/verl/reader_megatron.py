@@ -21,9 +21,10 @@ STRATEGIES = (
 ACCEPTED = "accepted: verl's FSDP engine, strategy fsdp or fsdp2, config ppo_trainer"
 
 
-def refuse_megatron(flags: dict[str, Flag], run) -> None:
-    """BadInput where the run's config or a strategy key picks verl's Megatron engine."""
-    name = hydra.options(run).get("--config-name", "").strip("'\"").removesuffix(".yaml")
+def refuse_megatron(flags: dict[str, Flag], run=None) -> None:
+    """BadInput where the run's config (none for a config file read alone) or a strategy key picks verl's Megatron
+    engine."""
+    name = hydra.options(run).get("--config-name", "").strip("'\"").removesuffix(".yaml") if run else ""
     if name == CONFIG:
         raise BadInput(f"{run.where} --config-name {name}: verl's Megatron engine is not planned ({ACCEPTED})", "fsdp")
     composed = flags.get("defaults")

@@ -19,6 +19,7 @@ MODULES = (FSDP_ENTRY, ENGINE_ENTRY)
 FILES = {FSDP_ENTRY: "trainer/fsdp_sft_trainer.py", ENGINE_ENTRY: "trainer/sft_trainer.py"}
 # flash attention: fixed in the FSDP trainer; the engine's model.override_config.attn_implementation default
 ATTN = {FSDP_ENTRY: "fsdp_sft_trainer.py:244", ENGINE_ENTRY: "workers/config/model.py:128"}
+IMPLS = {"flash_attention_2": "flash", "sdpa": "sdpa"}
 # (optim.optimizer_impl, optim.optimizer) -> memplan's optimizer (workers/config/optimizer.py build_optimizer imports
 # the class by name); torch's AdamW with override_optimizer_config {fused: true} is its fused kernel
 # engine/fsdp.yaml's keys that move no memory memplan plans (the rest of the engine's keys are keys_sft.ENGINE's)
@@ -49,7 +50,11 @@ def read_launched(c: Collector, run) -> None:
     if table.key("model") in f:
         flag = f[table.key("model")]
         read_model(c, str(one(flag.value)), flag.source, table.key("model"), run.command.path)
-    c.set("attention", "flash", default(V070, ATTN[run.target], "flash_attention_2"), "attn_implementation")
+    attn = f.get("model.override_config.attn_implementation")  # the engine's (workers/config/model.py:128)
+    if attn is not None and run.target == ENGINE_ENTRY and str(one(attn.value)) in IMPLS:
+        c.set("attention", IMPLS[str(one(attn.value))], attn.source, attn.key)
+    else:
+        c.set("attention", "flash", default(V070, ATTN[run.target], "flash_attention_2"), "attn_implementation")
     _precision(c, f, get, table, file)
     _split(c, f, get, table, file)
     _sharding(c, f, get, table, file)
@@ -154,8 +159,20 @@ def _sharding(c: Collector, f: dict[str, Flag], get, table, file: str) -> None:
             "bitsandbytes.optim AdamW8bit)",
             "optimizer",
         )
-    fused = chosen == "adamw" and isinstance(kwargs, dict) and as_bool(kwargs.get("fused"))
+    fused = chosen == "adamw" and as_bool(hydra_dict(kwargs).get("fused"))
     c.set("optimizer", "adamw-fused" if fused else chosen, get("optimizer")[1], table.key("optimizer"))
+
+
+def hydra_dict(value: object) -> dict:
+    """A Hydra override's dict (`{fused:true}`: Hydra's grammar reads `key:value` without a space, which YAML reads as
+    one key), else {}."""
+    if not isinstance(value, dict):
+        return {}
+    out = {}
+    for k, v in value.items():
+        key, colon, rest = str(k).partition(":")
+        out[key.strip()] = rest.strip() if colon and v is None else v
+    return out
 
 
 def _notes(c: Collector, f: dict[str, Flag], get, table, file: str) -> None:
@@ -166,9 +183,12 @@ def _notes(c: Collector, f: dict[str, Flag], get, table, file: str) -> None:
             "labels (fsdp_sft_trainer.py:389-391), so no fused cross-entropy runs: planned with the logits kept)"
         )
     own = {row.key for row in table.rows.values()}
-    size = f.get("engine.fsdp_size")
+    size = f.get("engine.fsdp_size")  # FSDP over groups of that size, replicated across them (utils/fsdp_utils.py)
     if size is not None and as_int(one(size.value)) not in (-1, None):
-        c.note(f"{size.source} (not planned: FSDP over groups of that size, replicated across them, fsdp/utils.py)")
+        if as_int(one(size.value)) == c.get("gpus_per_node") and (c.get("nodes") or 1) > 1:
+            c.set("fsdp", "hybrid", size.source, size.key)  # a node's GPUs a group: memplan's HSDP
+        else:
+            c.note(f"{size.source} (not planned: FSDP groups other than one a node)")
     padding, ps = get("remove_padding")
     if as_bool(padding) and table.key("remove_padding") in f:
         c.note(f"{ps} (the pads dropped before the model: rows planned whole at data.max_length, an upper bound)")
