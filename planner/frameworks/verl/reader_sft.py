@@ -20,11 +20,11 @@ FILES = {FSDP_ENTRY: "trainer/fsdp_sft_trainer.py", ENGINE_ENTRY: "trainer/sft_t
 # flash attention: fixed in the FSDP trainer; the engine's model.override_config.attn_implementation default
 ATTN = {FSDP_ENTRY: "fsdp_sft_trainer.py:244", ENGINE_ENTRY: "workers/config/model.py:128"}
 IMPLS = {"flash_attention_2": "flash", "sdpa": "sdpa"}
-# (optim.optimizer_impl, optim.optimizer) -> memplan's optimizer (workers/config/optimizer.py build_optimizer imports
-# the class by name); torch's AdamW with override_optimizer_config {fused: true} is its fused kernel
 # engine/fsdp.yaml's keys that move no memory memplan plans (the rest of the engine's keys are keys_sft.ENGINE's)
 KNOWN = {"engine.seed", "engine.full_determinism", "engine.use_torch_compile", "engine.param_offload"}
 KNOWN |= {"engine.optimizer_offload", "engine.fsdp_size"}  # noted where they move memory
+# (optim.optimizer_impl, optim.optimizer) -> memplan's optimizer (workers/config/optimizer.py:183-188: build_optimizer
+# imports the class by name); torch's AdamW with override_optimizer_config {fused: true} is its fused kernel
 OPTIMIZERS = {("torch.optim", "AdamW"): "adamw", ("bitsandbytes.optim", "AdamW8bit"): "adamw-8bit"}
 
 
