@@ -146,7 +146,14 @@ FRAMEWORK = Framework(
     ),
     reads=("verl",),
     # main_ppo (reader.py), and the SFT trainers a launch script starts under torchrun (reader_sft.py)
-    launched=("verl.trainer.main_ppo", "verl.trainer.fsdp_sft_trainer", "verl.trainer.sft_trainer"),
+    # (and its generation entry points, refused in one line: reader.GENERATES)
+    launched=(
+        "verl.trainer.main_ppo",
+        "verl.trainer.fsdp_sft_trainer",
+        "verl.trainer.sft_trainer",
+        "verl.trainer.main_generation",
+        "verl.trainer.main_generation_server",
+    ),
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="verl sft_trainer and main_ppo",
     role_engine=ROLES,

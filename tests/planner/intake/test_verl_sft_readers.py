@@ -138,3 +138,13 @@ def test_a_verl_trainer_config_read_alone_is_read_as_main_ppo_reads_it(tmp_path)
     (tmp_path / "tool.yaml").write_text("tools:\n  - class_name: verl.tools.gsm8k_tool.Gsm8kTool\n    config: {}\n")
     with pytest.raises(BadInput, match="verl's multi-turn tool or interaction config"):
         intake.read([str(tmp_path / "tool.yaml")])
+
+
+def test_verls_generation_entry_point_is_refused_as_no_training(tmp_path):
+    """examples/generation/*.sh (`python3 -m verl.trainer.main_generation`) was read as a plain Trainer's script."""
+    script = tmp_path / "gen.sh"
+    script.write_text(
+        "python3 -m verl.trainer.main_generation trainer.n_gpus_per_node=8 model.path=Qwen/Qwen2.5-0.5B\n"
+    )
+    with pytest.raises(BadInput, match=r"gen.sh:1 -m verl.trainer.main_generation: verl's offline generation .*"):
+        intake.read([str(script)])
