@@ -62,8 +62,10 @@ def test_ulysses_without_remove_padding_is_refused_as_verl_asserts(tmp_path):
         "python3 -m verl.trainer.main_ppo --config-path=config --config-name='ppo_megatron_trainer.yaml'",
         "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo actor_rollout_ref.actor.strategy=megatron",
         "torchrun --nproc_per_node=8 -m verl.trainer.sft_trainer engine=megatron model.path=Qwen/Qwen2.5-0.5B",
+        # sglang_multiturn/run_qwen2.5-3b_megatron_gsm8k_multiturn.sh: its config not found, its Megatron section set
+        "python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
     ],
-    ids=["ppo_megatron_trainer", "actor.strategy", "sft engine"],
+    ids=["ppo_megatron_trainer", "actor.strategy", "sft engine", "megatron section"],
 )
 def test_verls_megatron_engine_is_refused_in_one_line(words, tmp_path):
     script = tmp_path / "run.sh"
