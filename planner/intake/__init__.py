@@ -58,6 +58,9 @@ class Reading:
     # the release lines the files allow where they do not decide one (planner.intake.releases; the planned one
     # among them): check --config plans each and gives the hungrier verdict; () where the files or a flag decide
     releases: tuple[str, ...] = ()
+    # the length field the files leave open where the framework's default is the model's whole context (ms-swift's
+    # max_length): check --config plans it at the longest value that fits, with that condition in the answer
+    open_length: str = ""
 
 
 # The folders a reading may open files in (read(..., allowed=...): the API's data directories); None: any

@@ -170,6 +170,7 @@ class Collector:
             derived=dict(self.derived),
             refused=str(self.facts.get("refused", ("",))[0]),
             releases=tuple(self.facts.get("releases", ((),))[0]),
+            open_length=str(self.facts.get("open_length", ("",))[0]),
         )
 
 
