@@ -25,9 +25,10 @@ from planner.intake.limits import MAX_FILE_BYTES, OverLimit, refuse
 
 TIMEOUT_S = 10.0  # one HEAD's wait (huggingface_hub's DEFAULT_ETAG_TIMEOUT, constants.py:37); HF_HUB_ETAG_TIMEOUT wins
 DEFAULT_ENDPOINT = "https://huggingface.co"  # huggingface_hub constants.py:67-69: HF_ENDPOINT, trailing / dropped
-# an `Org/Name` id as the Hub spells one (huggingface_hub utils/_validators.py:28-37, REPO_ID_REGEX: 96 characters a
-# part, no leading or trailing `-`/`.`), never `--` or `..` (validate_repo_id, :138-148); a path is not one
-REPO_ID = re.compile(r"[\w](?:[\w.-]{0,94}[\w])?/[\w](?:[\w.-]{0,94}[\w])?")
+# an `Org/Name` id as the Hub spells one (huggingface_hub utils/_validators.py:28-39, REPO_ID_REGEX: ASCII, 96
+# characters a part, no leading or trailing `-`/`.`), never `--` or `..` nor ending `.git` (validate_repo_id,
+# :138-149); a path is not one
+REPO_ID = re.compile(r"\w(?:[\w.-]{0,94}\w)?/\w(?:[\w.-]{0,94}\w)?", re.ASCII)
 _ALLOWED: ContextVar[bool] = ContextVar("memplan_hub_allowed", default=True)
 RETRY_S = 60.0  # a Hub not reached is asked again after this long: an API worker outlives an outage
 _ASKED: dict[tuple[str, str], tuple[float, Fetched | str | BadInput]] = {}  # (endpoint, id) -> (when, what it gave)
@@ -71,7 +72,7 @@ def not_asked() -> str | None:
 
 
 def is_repo_id(name: str) -> bool:
-    return bool(REPO_ID.fullmatch(name)) and "--" not in name and ".." not in name
+    return bool(REPO_ID.fullmatch(name)) and "--" not in name and ".." not in name and not name.endswith(".git")
 
 
 def fetch(repo_id: str) -> Fetched | None:
@@ -91,6 +92,12 @@ def fetch(repo_id: str) -> Fetched | None:
     if isinstance(got, OverLimit):
         raise got
     return got if isinstance(got, Fetched) else None
+
+
+def fetched_how(path: Path) -> str | None:
+    """How a cached config.json came, where this process fetched it (a configuration is read more than once: each
+    release line it allows); None otherwise."""
+    return next((got.how for _, got in _ASKED.values() if isinstance(got, Fetched) and got.path == path), None)
 
 
 def refusal(name: str) -> BadInput | None:

@@ -169,7 +169,7 @@ def lookup(name: str, near: Path | None = None, fetch: bool = True) -> Model | N
         return _from_catalog(hit[0], hit[1], f"{hit[1]} is catalog model {hit[0]}")
     cached = caches.cached(name)
     if cached is not None and (cfg := _load(cached)) is not None:
-        return Model(str(cached), cfg, f"cached config.json {cached}")
+        return Model(str(cached), cfg, hub.fetched_how(cached) or f"cached config.json {cached}")
     return _by_folder_name(name) or _quantized(name, near) or (_fetched(name) if fetch else None)
 
 

@@ -94,7 +94,7 @@ def server(tmp_path, monkeypatch):
     thread.join()
 
 
-def test_an_unknown_id_is_fetched_then_read_from_the_cache(server, tmp_path):
+def test_an_unknown_id_is_fetched_then_read_from_the_cache(server, tmp_path, monkeypatch):
     found = models.lookup("acme/tiny-llama")
     url = f"http://127.0.0.1:{server.server_address[1]}"
     assert found.how == f"config.json fetched from {url} (revision {COMMIT})"
@@ -104,7 +104,9 @@ def test_an_unknown_id_is_fetched_then_read_from_the_cache(server, tmp_path):
     assert [r.split()[0] for r in Hub.requests] == ["HEAD", "HEAD", "GET"]  # ours, then hf_hub_download's
     server.shutdown()
     again = models.lookup("acme/tiny-llama")  # the server is stopped: the cache answers
-    assert again.config == LLAMA and again.how == f"cached config.json {found.ref}"
+    assert again.config == LLAMA and again.how == found.how and len(Hub.requests) == 3
+    monkeypatch.setattr(hub, "_ASKED", {})  # as another process finds it
+    assert models.lookup("acme/tiny-llama").how == f"cached config.json {found.ref}"
 
 
 def test_offline_or_switched_off_no_request_is_made(server, monkeypatch):
@@ -164,7 +166,8 @@ def test_the_cli_model_and_a_config_naming_the_id_resolve_alike(server, tmp_path
     )
     read = _check(capsys, "--config", str(config))
     model = next(row for row in read["config"]["settings"] if row["field"] == "model")
-    assert model["source"] == f"sft.yaml: model_name_or_path: acme/tiny-llama (cached config.json {model['value']})"
+    how = f"config.json fetched from {hub.endpoint()} (revision {COMMIT})"  # by this process: said so while cached
+    assert model["source"] == f"sft.yaml: model_name_or_path: acme/tiny-llama ({how})"
     assert given["model"] == read["model"] and read["model"]["name"] == "acme/tiny-llama"
     assert given["plan"]["memory"]["params_bytes"] == read["plan"]["memory"]["params_bytes"]  # (the knobs differ)
 
