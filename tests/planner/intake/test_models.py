@@ -261,6 +261,10 @@ def test_a_refused_model_in_the_files_yields_to_the_model_the_caller_gives(tmp_p
         ("HuggingFaceTB/SmolLM2-135M", "smollm2-135m", 8192),
         ("google/gemma-3-12b-it", "gemma-3-12b", None),  # no length key, as gemma-3-4b's (transformers' default)
         ("google/gemma-3-27b-it", "gemma-3-27b", None),
+        ("codellama/CodeLlama-34b-hf", "codellama-34b", 16384),
+        ("openlm-research/open_llama_3b_v2", "open-llama-3b", 2048),
+        ("lmsys/vicuna-7b-v1.5", "llama-2-7b", 4096),  # the issue's: Llama-2's shapes, 4,096 context
+        ("microsoft/Phi-3.5-mini-instruct", "phi-3-mini", 131072),
     ],
 )
 def test_a_fine_tune_resolves_to_the_catalog_model_of_its_shapes_at_its_own_context(name, ref, context):

@@ -97,6 +97,10 @@ def test_catalog_has_required_models():
 # Published figures given rounded (hf_ids.json "_sources"): (catalog model, billions, relative tolerance of the rounding)
 ROUNDED = {
     "tinyllama-1.1b": (1.1, 0.01),  # the model card's 1.1B
+    "open-llama-3b": (3.4, 0.02),  # OpenLLaMA's 3B (the 3,200-wide EasyLM '3b' config)
+    "codellama-7b": (6.7, 0.01),  # the Code Llama paper's 7B, 13B, 34B (vocabulary 32,016, 32,016, 32,000)
+    "codellama-13b": (13.0, 0.01),
+    "codellama-34b": (33.7, 0.01),
     "gemma-3-12b": (12.187, 1e-4),  # a design note's 12_187_000_000 from unsloth/gemma-3-12b-it
     "gemma-3-27b": (27.4, 0.01),  # the card's 27B; its language model and head the note's 27_009_000_000 (test below)
 }
