@@ -61,6 +61,9 @@ class Reading:
     # (field, source) of each world count (gpus_per_node, nodes) the files leave to a variable they do not set: check
     # --config asks for it (--gpus-per-node, --nodes) rather than plan a count memplan would invent
     unknown_world: tuple[tuple[str, str], ...] = ()
+    # the length field the files leave open where the framework's default is the model's whole context (ms-swift's
+    # max_length): check --config plans it at the longest value that fits, with that condition in the answer
+    open_length: str = ""
 
 
 # The folders a reading may open files in (read(..., allowed=...): the API's data directories); None: any

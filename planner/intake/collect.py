@@ -181,6 +181,7 @@ class Collector:
             refused=str(self.facts.get("refused", ("",))[0]),
             releases=tuple(self.facts.get("releases", ((),))[0]),
             unknown_world=tuple(self.facts.get("unknown_world", ((),))[0]),
+            open_length=str(self.facts.get("open_length", ("",))[0]),
         )
 
 

@@ -83,6 +83,17 @@ def checked_path(text: str, field: str) -> Path:
     return p
 
 
+def _name_of(p: Path) -> str:
+    """A config file's model name: its folder's (its own without a config.json), or in the Hugging Face cache
+    (`models--Org--Name/snapshots/<commit>/config.json`, huggingface_hub file_download.py:747-756) the repo id."""
+    if p.name != "config.json":
+        return p.name
+    repo = p.parent.parent.parent.name
+    if p.parent.parent.name == "snapshots" and repo.startswith("models--") and repo.count("--") >= 2:
+        return repo[len("models--") :].replace("--", "/", 1)
+    return p.parent.name
+
+
 def load_model(ref: str) -> ModelSpec:
     """A catalog name, a path to a config.json, or a folder holding one."""
     if ref.strip().lower() in model_names():
@@ -90,7 +101,7 @@ def load_model(ref: str) -> ModelSpec:
         return from_config(model_config(key), key)
     p = checked_path(ref, "model")
     if "/" in ref or ref.endswith(".json") or p.exists():
-        spec = from_config(_read_config_file(p), p.parent.name if p.name == "config.json" else p.name)
+        spec = from_config(_read_config_file(p), _name_of(p))
         folder = str(Path(ref).parent) if ref.endswith(".json") else ref.rstrip("/") or "/"
         return replace(spec, source=folder)
     return from_config(model_config(ref), ref)  # model_config raises, with a did-you-mean

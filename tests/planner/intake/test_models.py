@@ -8,7 +8,7 @@ import pytest
 
 from planner import intake
 from planner.errors import BadInput
-from planner.intake import models
+from planner.intake import modelconfig, models
 from planner.model import catalog
 
 
@@ -214,6 +214,8 @@ def test_the_field_corpus_models_resolve(name, ref):
     [
         ("internlm/internlm-xcomposer2d5-7b", "InternLM-XComposer-2.5 (InternLM-XComposer2's InternLM2"),
         ("/base/internlm-xcomposer2d5", "(its folder's name): InternLM-XComposer-2.5"),
+        ("microsoft/phi-2", "Phi-1.5 / Phi-2 (model_type phi: LayerNorm with biases"),  # axolotl v0.18 examples/phi
+        ("microsoft/phi-1_5", "is not counted by memplan: a Llama-shaped count would miss its biases"),
     ],
 )
 def test_a_model_memplan_does_not_count_is_refused_in_one_line_naming_it(name, says):
@@ -246,3 +248,31 @@ def test_a_refused_model_in_the_files_yields_to_the_model_the_caller_gives(tmp_p
     path.write_text("swift sft --model_type internlm-xcomposer2_5-7b-chat --model_id_or_path /data/rotate_712\n")
     reading = intake.read([str(path)], given={"model": "qwen2.5-vl-7b"})
     assert reading.request["model"] == "/data/rotate_712"  # the files' own word; the caller's --model replaces it
+
+
+@pytest.mark.parametrize(
+    "name,ref,context",
+    [  # issue 47 item 4: ids LLaMA-Factory v0.9.5's and axolotl v0.18's examples name (hf_ids.json "_sources")
+        ("meta-llama/Meta-Llama-3-8B-Instruct", "llama-3.1-8b", 8192),  # Llama-3.1-8B's shapes, 8K context
+        ("NousResearch/Meta-Llama-3-8B", "llama-3.1-8b", 8192),
+        ("meta-llama/Meta-Llama-3-70B-Instruct", "llama-3.1-70b", 8192),
+        ("mistralai/Mistral-7B-Instruct-v0.2", "mistral-7b", 32768),
+        ("TinyLlama/TinyLlama-1.1B-Chat-v1.0", "tinyllama-1.1b", 2048),
+        ("HuggingFaceTB/SmolLM2-135M", "smollm2-135m", 8192),
+        ("google/gemma-3-12b-it", "gemma-3-12b", None),  # no length key, as gemma-3-4b's (transformers' default)
+        ("google/gemma-3-27b-it", "gemma-3-27b", None),
+        ("codellama/CodeLlama-34b-hf", "codellama-34b", 16384),
+        ("openlm-research/open_llama_3b_v2", "open-llama-3b", 2048),
+        ("lmsys/vicuna-7b-v1.5", "llama-2-7b", 4096),  # the issue's: Llama-2's shapes, 4,096 context
+        ("microsoft/Phi-3.5-mini-instruct", "phi-3-mini", 131072),
+    ],
+)
+def test_a_fine_tune_resolves_to_the_catalog_model_of_its_shapes_at_its_own_context(name, ref, context):
+    found = models.lookup(name)
+    assert found.ref == ref and modelconfig.context(found.config) == context
+
+
+def test_every_source_names_an_id_the_table_maps():
+    data = json.loads((models.CATALOG / "hf_ids.json").read_text())
+    sources = {k for k in data["_sources"] if k != "_doc"}
+    assert sources <= set(data["models"]) and all(len(data["_sources"][k]) > 40 for k in sources)

@@ -2,6 +2,7 @@
 and against published counts), GPU table with sources, loading from paths."""
 
 import json
+import math
 
 import pytest
 
@@ -61,6 +62,8 @@ PUBLISHED = {
     "qwen2.5-vl-7b": 8_292_166_656,
     "qwen2-vl-7b": 8_291_375_616,
     "llama-3.2-1b": 1_235_814_400,
+    # a public script's count of HuggingFaceTB/SmolLM2-135M as transformers loads it (28,311,552 embedding, tied)
+    "smollm2-135m": 134_515_008,
     # the Hugging Face API's safetensors total of zai-org/GLM-4.6V-Flash at 411bb4d (a dense glm4v: GLM-4.1V-9B's
     # shapes; its config.json was not found offline, the card's 128k context is its max_position_embeddings)
     "glm-4.6v-flash": 10_292_777_472,
@@ -89,6 +92,30 @@ def test_catalog_has_required_models():
     assert set(REQUIRED + MOE) <= set(catalog.model_names())
     assert len(catalog.model_names()) >= 22
     assert sum(catalog.load_model(n).vision is not None for n in catalog.model_names()) >= 2
+
+
+# Published figures given rounded (hf_ids.json "_sources"): (catalog model, billions, relative tolerance of the rounding)
+ROUNDED = {
+    "tinyllama-1.1b": (1.1, 0.01),  # the model card's 1.1B
+    "open-llama-3b": (3.4, 0.02),  # OpenLLaMA's 3B (the 3,200-wide EasyLM '3b' config)
+    "codellama-7b": (6.7, 0.01),  # the Code Llama paper's 7B, 13B, 34B (vocabulary 32,016, 32,016, 32,000)
+    "codellama-13b": (13.0, 0.01),
+    "codellama-34b": (33.7, 0.01),
+    "gemma-3-12b": (12.187, 1e-4),  # a design note's 12_187_000_000 from unsloth/gemma-3-12b-it
+    "gemma-3-27b": (27.4, 0.01),  # the card's 27B; its language model and head the note's 27_009_000_000 (test below)
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUNDED))
+def test_rounded_published_parameter_counts(name):
+    billions, rel = ROUNDED[name]
+    assert catalog.load_model(name).params / 1e9 == pytest.approx(billions, rel=rel)
+
+
+def test_gemma_3_27b_language_model_is_the_published_text_only_count():
+    m = catalog.load_model("gemma-3-27b")
+    text = sum(t.count * math.prod(t.shape) for t in m.tensors if t.role not in ("vision", "projector"))
+    assert text / 1e9 == pytest.approx(27.009, rel=1e-4)
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
