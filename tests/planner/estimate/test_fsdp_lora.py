@@ -20,8 +20,11 @@ TRACED = [
     ("qwen2.5-0.5b", {"fsdp": "full"}, 1, 1024, (2_076_704_768, 1_244_660_736)),  # 4,202,307,712; 4,200,696,960
     ("llama-3.2-1b", {"zero_stage": 2}, 1, 2048, LLAMA_SIDE),  # 9,378,075,648; 9,381,482,496
     ("llama-3.2-1b", {"zero_stage": 3}, 1, 2048, LLAMA_SIDE),  # 10,658,139,954; 10,661,546,802
+    # PEFT's trained embedding copies beside the cast layers (lora.cast_layer_examined): 14,131,278,848; 14,143,066,112
+    # (14,404,161,536, +1.93%, with the older per-group layer terms)
+    ("llama-3.2-1b", {"zero_stage": 2, "lora_train_embeddings": True}, 1, 2048, (4_712_046_592, 2_101_347_328)),
 ]
-IDS = ["llama-fsdp", "qwen-fsdp", "llama-zero2", "llama-zero3"]
+IDS = ["llama-fsdp", "qwen-fsdp", "llama-zero2", "llama-zero3", "llama-zero2-embeddings"]
 TOLERANCE = 0.001  # -0.04% to +0.04% measured
 
 
