@@ -71,6 +71,25 @@ def test_an_fp32_lora_base_costs_its_shards_and_nothing_else():
     assert _plan(fp32) - _plan(half) == a - b == 7_096_576
 
 
+@pytest.mark.sweep  # make test-all: the profiler's start, 3-4 s
+def test_the_profilers_count_sees_storage_resizes():
+    """FSDP2 frees and allocates its unsharded parameters by resizing their storages: the count the measurement
+    reads (probes.fsdp_cast.allocated_timeline) sees them, as a dispatch mode would not. Exact."""
+    torch = pytest.importorskip("torch")
+    from torch.autograd.profiler import profile, record_function
+
+    from probes.fsdp_cast import allocated_timeline, peak_in
+
+    with profile(profile_memory=True) as prof:
+        t = torch.empty(1000)  # 4,000 B before the range
+        with record_function("memplan-step"):
+            t.untyped_storage().resize_(0)
+            t.untyped_storage().resize_(8000)
+            u = torch.empty(250)
+            del u
+    assert peak_in(prof, allocated_timeline(prof), "memplan-step") == {"start": 4000, "peak": 9000}
+
+
 @pytest.mark.sweep  # make test-all: the sim's trace, 5-10 s a case
 @pytest.mark.parametrize("case", list(MEASURED))
 def test_the_recorded_sim_sides_are_the_sims(case):
