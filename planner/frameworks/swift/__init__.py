@@ -37,6 +37,18 @@ OMNI_WHOLE = Rule(
 
 # keys of an ms-swift argument file that, beside `model` (or an ENV section), tell it from the other formats
 SIGN_KEYS = {"tuner_type", "train_type", "rlhf_type", "target_modules", "torch_dtype", "attn_impl", "freeze_vit"}
+# swift's other subcommands, which train nothing (v4.5.2 swift/cli/main.py:14-27 ROUTE_MAPPING)
+IDLE = (
+    ("infer", "inference"),
+    ("deploy", "an inference server"),
+    ("rollout", "a rollout server (vLLM) for a GRPO run started apart"),
+    ("export", "an export (merge, quantisation, conversion or a cached dataset)"),
+    ("merge-lora", "a LoRA merge"),
+    ("sample", "sampling"),
+    ("eval", "evaluation"),
+    ("app", "a chat app"),
+    ("web-ui", "a web UI"),
+)
 FRAMEWORK = Framework(
     low_rank_order="targets-first",  # its GaLore / APOLLO step order (planner.frameworks.memory.Memory)
     transformers_newest=HALF_LOSS["4"],  # 4.6.0's Requires-Dist transformers<5.20.0 (releases.py HALF_LOSS)
@@ -56,6 +68,7 @@ FRAMEWORK = Framework(
             script=r"swift/cli/(sft|pt|rlhf)\.py$",
             modules=("swift",),
             reads="cli",
+            idle=IDLE,
         ),
     ),
     package="ms-swift",  # its pinned version decides the release (planner.intake.releases)

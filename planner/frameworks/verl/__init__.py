@@ -121,6 +121,12 @@ RELEASES = (
 FRAMEWORK = Framework(
     name="verl",
     launched=("verl.trainer.main_ppo",),
+    # its modules that train nothing (b178a3cd5 verl/trainer/main_generation.py, main_generation_server.py, main_eval.py)
+    idle_modules=(
+        ("verl.trainer.main_generation", "generation (a dataset's responses)"),
+        ("verl.trainer.main_generation_server", "generation (a dataset's responses, through a server)"),
+        ("verl.trainer.main_eval", "evaluation of generated responses"),
+    ),
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="verl sft_trainer and main_ppo",
     role_engine=ROLES,
