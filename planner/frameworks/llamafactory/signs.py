@@ -9,7 +9,8 @@ V1 = "LLaMA-Factory's experimental v1 schema (USE_V1=1) is not read"
 # its Megatron-Core backend: with USE_MCA=1 its TrainingArguments are mcore_adapter's Seq2SeqTrainingArguments (v0.9.5
 # src/llamafactory/hparams/training_args.py:26-35), whose Megatron keys its classic parser refuses (none is in
 # planner/intake/presets/keys_llamafactory.txt); v0.9.5's examples/megatron/qwen2_vl_full.yaml and qwen3_moe_full.yaml
-# each set tensor_model_parallel_size and pipeline_model_parallel_size
+# each set tensor_model_parallel_size and pipeline_model_parallel_size; its Megatron-Bridge backend after 0.9.5
+# (USE_MEGATRON_BRIDGE=1) takes the same keys (ff6d4d12e src/llamafactory/hparams/megatron_bridge_args.py:32-109)
 MCA_KEYS = {
     "tensor_model_parallel_size",
     "pipeline_model_parallel_size",
@@ -18,7 +19,7 @@ MCA_KEYS = {
     "recompute_granularity",
 }
 MCA = (
-    "LLaMA-Factory's Megatron-Core backend (mcore_adapter, USE_MCA=1; its keys: "
+    "LLaMA-Factory's Megatron-Core backend (mcore_adapter with USE_MCA=1, or Megatron-Bridge; its keys: "
     + ", ".join(sorted(MCA_KEYS))
     + ") is not read, nor planned as its classic trainer"
 )

@@ -41,7 +41,7 @@ def _script(tmp_path: Path, text: str, name: str = "run.sh") -> Path:
             "Megatron-LM/train_gpt3_175b_distributed.sh",
             "train_gpt3_175b_distributed.sh:77 torchrun pretrain_gpt.py is Megatron-LM",
         ),
-        ("LLaMA-Factory/qwen2_vl_full.yaml", "LLaMA-Factory's Megatron-Core backend (mcore_adapter, USE_MCA=1"),
+        ("LLaMA-Factory/qwen2_vl_full.yaml", "LLaMA-Factory's Megatron-Core backend (mcore_adapter with USE_MCA=1"),
         (
             "verl/run_deepseek_v2_lite_math.sh",
             "run_deepseek_v2_lite_math.sh:7 python -m verl.trainer.main_generation runs generation",
