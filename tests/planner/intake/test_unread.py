@@ -63,6 +63,14 @@ def test_a_command_beside_the_run_is_a_note_and_the_run_is_read():
     assert note.startswith("train_cached_dataset_pretrained.sh:2 swift export runs an export") and ":17 is read" in note
 
 
+def test_an_unread_trainer_beside_a_run_is_a_note_naming_it(tmp_path):
+    text = "torchrun pretrain_gpt.py --tensor-model-parallel-size 2\nswift sft --model Qwen/Qwen2.5-7B-Instruct\n"
+    r = intake.read([str(_script(tmp_path, text))])
+    assert r.framework == "swift"
+    (note,) = [u for u in r.unplanned if "Megatron" in u]
+    assert note.startswith("run.sh:1 torchrun pretrain_gpt.py is Megatron-LM") and "run.sh:2 is read" in note
+
+
 @pytest.mark.parametrize(
     ("text", "says"),
     [
