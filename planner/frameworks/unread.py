@@ -65,7 +65,8 @@ UNREAD: tuple[Unread, ...] = (
     Unread(
         "Megatron-Bridge",
         "NVIDIA's Hugging Face to Megatron-Core bridge and its training recipes",
-        "the megatron.bridge package (Megatron-Bridge 067f987df)",
+        "NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/ (the megatron.bridge package), scripts/training/run_recipe.py",
+        scripts=r"(^|/)scripts/training/(run_recipe|finetune_decoder|performance_recipe)\.py$",
         modules=("megatron.bridge",),
         imports=r"megatron\.bridge(\.|$)",
     ),

@@ -91,6 +91,11 @@ def test_an_unread_trainer_beside_a_run_is_a_note_naming_it(tmp_path):
         ),
         # Megatron-LM's flags (core_v0.15.0 megatron/training/arguments.py:2561) on a script of another name
         ("torchrun --nproc_per_node 8 my_train.py --tensor-model-parallel-size 2 --num-layers 24\n", "is Megatron-LM"),
+        # Megatron-Bridge's recipe runner (NVIDIA-NeMo/Megatron-Bridge scripts/training/run_recipe.py, its examples)
+        (
+            "uv run python -m torch.distributed.run --nproc_per_node=8 scripts/training/run_recipe.py --recipe X\n",
+            "torchrun scripts/training/run_recipe.py is Megatron-Bridge",
+        ),
         ("srun -N 2 megatron pt --model Qwen/Qwen2.5-7B\n", "run.sh:1 megatron pt is Megatron-SWIFT"),
         ("megatron export --model Qwen/Qwen2.5-7B --to_mcore true\n", "megatron export runs a checkpoint conversion"),
         ("vllm serve Qwen/Qwen2.5-7B-Instruct --port 8000\n", "run.sh:1 vllm serve runs an inference server"),
