@@ -16,7 +16,8 @@ class Unread:
     """One framework (or engine) memplan does not read. `name` and `what`: how a refusal names it; `clis`: the
     executables a launch line names it by; `trains`: their subcommands that train (empty: every one), the others said
     as `idle`, each with what it runs; `scripts`: a pattern on a script a launcher runs; `modules`: `python -m` module
-    prefixes; `flags`: flags as written on a command line that only it takes; `imports`: a pattern on the modules a
+    prefixes; `flags`: flags as written on a command line that only it takes; `vocabulary`: flags as written
+    of which two together are its (each alone might be another script's own); `imports`: a pattern on the modules a
     Python file imports; `runs`: what an engine that trains nothing runs ("" for a trainer)."""
 
     name: str
@@ -28,6 +29,7 @@ class Unread:
     scripts: str = ""
     modules: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
+    vocabulary: tuple[str, ...] = ()
     imports: str = ""
     runs: str = ""
 
@@ -56,10 +58,21 @@ UNREAD: tuple[Unread, ...] = (
     Unread(
         "Megatron-LM",
         "NVIDIA's Megatron-Core trainer (its pretrain_*.py scripts, megatron.training)",
-        "Megatron-LM core_v0.15.0 pretrain_*.py; megatron/training/arguments.py:2561 --tensor-model-parallel-size",
+        "Megatron-LM core_v0.15.0 pretrain_*.py; megatron/training/arguments.py:2561 --tensor-model-parallel-size, "
+        "1549-1585 --num-layers .. --max-position-embeddings, 1974-1981 and 2137 the batch and iterations, 2850 --seq-length",
         scripts=r"(^|/)pretrain_(gpt|bert|t5|vlm|mamba|hybrid|retro|ict|vision_\w+)\.py$",
         modules=("megatron.training",),
         flags=("--tensor-model-parallel-size", "--pipeline-model-parallel-size"),
+        vocabulary=(
+            "--num-layers",
+            "--hidden-size",
+            "--num-attention-heads",
+            "--max-position-embeddings",
+            "--micro-batch-size",
+            "--global-batch-size",
+            "--train-iters",
+            "--seq-length",
+        ),
         imports=r"megatron\.(training|legacy)(\.|$)",
     ),
     Unread(
@@ -113,7 +126,8 @@ def by_run(target: str, module: bool, words: list[str]) -> Unread | None:
     for u in UNREAD:
         if (module and u.by_module(target)) or any(u.by_script(w) for w in scripts):
             return u
-        if any(w.split("=")[0] in u.flags for w in words):
+        written = {w.split("=")[0] for w in words}
+        if written & set(u.flags) or len(written & set(u.vocabulary)) >= 2:
             return u
     return None
 

@@ -96,6 +96,12 @@ def test_an_unread_trainer_beside_a_run_is_a_note_naming_it(tmp_path):
             "uv run python -m torch.distributed.run --nproc_per_node=8 scripts/training/run_recipe.py --recipe X\n",
             "torchrun scripts/training/run_recipe.py is Megatron-Bridge",
         ),
+        # two of Megatron-LM's own flags (core_v0.15.0 examples/academic_paper_scripts/detxoify_lm/finetune_gpt_distributed
+        # -1.3b.sh:30-35, a script of its own under the launcher)
+        (
+            "python -m torch.distributed.run examples/detxoify_lm/finetune_gpt.py --num-layers 24 --hidden-size 2048\n",
+            "torchrun examples/detxoify_lm/finetune_gpt.py is Megatron-LM",
+        ),
         ("srun -N 2 megatron pt --model Qwen/Qwen2.5-7B\n", "run.sh:1 megatron pt is Megatron-SWIFT"),
         ("megatron export --model Qwen/Qwen2.5-7B --to_mcore true\n", "megatron export runs a checkpoint conversion"),
         ("vllm serve Qwen/Qwen2.5-7B-Instruct --port 8000\n", "run.sh:1 vllm serve runs an inference server"),
