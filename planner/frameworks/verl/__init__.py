@@ -146,13 +146,12 @@ FRAMEWORK = Framework(
     ),
     reads=("verl",),
     # main_ppo (reader.py), and the SFT trainers a launch script starts under torchrun (reader_sft.py)
-    # (and its generation entry points, refused in one line: reader.GENERATES)
-    launched=(
-        "verl.trainer.main_ppo",
-        "verl.trainer.fsdp_sft_trainer",
-        "verl.trainer.sft_trainer",
-        "verl.trainer.main_generation",
-        "verl.trainer.main_generation_server",
+    launched=("verl.trainer.main_ppo", "verl.trainer.fsdp_sft_trainer", "verl.trainer.sft_trainer"),
+    # its modules that train nothing (b178a3cd5 verl/trainer/main_generation.py, main_generation_server.py, main_eval.py)
+    idle_modules=(
+        ("verl.trainer.main_generation", "generation (a dataset's responses)"),
+        ("verl.trainer.main_generation_server", "generation (a dataset's responses, through a server)"),
+        ("verl.trainer.main_eval", "evaluation of generated responses"),
     ),
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="verl sft_trainer and main_ppo",

@@ -16,11 +16,6 @@ from planner.intake.flags import Flag
 from planner.intake.models import lookup, read_model
 
 VERL = "verl 0.9.1"
-# verl's entry points that train nothing (v0.7.0 verl/trainer/main_generation.py, main_generation_server.py)
-GENERATES = {
-    "verl.trainer.main_generation": "verl's offline generation (a model's responses to a data set)",
-    "verl.trainer.main_generation_server": "verl's generation server",
-}
 ESTIMATORS = {"gae": "ppo", "grpo": "grpo", "rloo": "rloo", "reinforce_plus_plus": "reinforce++"}
 
 
@@ -262,12 +257,6 @@ def read_launched(c: Collector, run) -> None:
     (reader_sft.MODULES) to reader_sft, its Megatron engine refused (reader_megatron.py)."""
     if run.target in reader_sft.MODULES:
         return reader_sft.read_launched(c, run)
-    if run.target in GENERATES:
-        raise BadInput(
-            f"{run.where} -m {run.target}: {GENERATES[run.target]}, no training to plan (accepted: "
-            "verl.trainer.main_ppo, fsdp_sft_trainer, sft_trainer)",
-            "config",
-        )
     over = {k.lstrip("+"): v for k, v in hydra.overrides(run.args, run.command.path, plus=True).items()}
     base = hydra.config(c, run, "verl's ppo_trainer.yaml defaults read")
     flags = base | over

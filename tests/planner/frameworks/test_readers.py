@@ -37,8 +37,6 @@ def test_every_format_the_intake_knows_is_read_by_one_framework_and_every_rl_mod
         "verl.trainer.main_ppo",
         "verl.trainer.fsdp_sft_trainer",  # verl's SFT trainers under torchrun (verl/reader_sft.py)
         "verl.trainer.sft_trainer",
-        "verl.trainer.main_generation",  # verl's generation entry points: refused in one line
-        "verl.trainer.main_generation_server",
         "openrlhf.cli.train_ppo_ray",
         "openrlhf.cli.train_dpo",
         "openrlhf.cli.train_sft",
