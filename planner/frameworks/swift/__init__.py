@@ -79,7 +79,7 @@ FRAMEWORK = Framework(
         Signs(
             "swift-megatron",
             lambda k, d: {"model", "micro_batch_size"} <= k and bool(k & MEGATRON_KEYS),
-            45,
+            44,  # before LLaMA-Factory's v1 schema (50), which also names model and micro_batch_size
             refused=MEGATRON,
         ),
         Signs("swift", lambda k, d: "model" in k and bool(k & SIGN_KEYS or "ENV" in k), 70),

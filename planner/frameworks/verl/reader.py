@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.errors import BadInput
 from planner.frameworks.verl import reader_media, reader_sft
 from planner.frameworks.verl.keys import KEYS, short
 from planner.frameworks.verl.reader_megatron import refuse_megatron

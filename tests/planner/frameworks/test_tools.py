@@ -198,6 +198,7 @@ def test_a_mappings_format_is_the_lowest_ranked_signs_it_shows(data, fmt):
 REFUSED_FILES = {
     "lf-v1": {"model": "Qwen/Qwen3-4B", "micro_batch_size": 1},
     "verl-multiturn": {"tools": [{"class_name": "verl.tools.gsm8k_tool.Gsm8kTool", "config": {}}]},
+    "lf-mca": {"stage": "sft", "finetuning_type": "full", "tensor_model_parallel_size": 2},
     "swift-megatron": {"model": "Qwen/Qwen3-8B", "micro_batch_size": 1, "tensor_model_parallel_size": 2},
 }
 

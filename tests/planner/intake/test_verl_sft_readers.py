@@ -148,5 +148,5 @@ def test_verls_generation_entry_point_is_refused_as_no_training(tmp_path):
     script.write_text(
         "python3 -m verl.trainer.main_generation trainer.n_gpus_per_node=8 model.path=Qwen/Qwen2.5-0.5B\n"
     )
-    with pytest.raises(BadInput, match=r"gen.sh:1 python3 -m verl.trainer.main_generation runs generation .*"):
+    with pytest.raises(BadInput, match=r"gen.sh:1 python -m verl.trainer.main_generation runs generation .*"):
         intake.read([str(script)])
