@@ -271,6 +271,7 @@ QWEN_IDS = [
     ("Qwen/Qwen2-7B", "qwen2.5-7b", 131072, True),
     ("Qwen/Qwen2-7B-Instruct", "qwen2.5-7b", 32768, True),
     ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "qwen2.5-32b", 131072, True),
+    ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "qwen2.5-7b", 131072, True),
 ]
 
 
@@ -296,3 +297,15 @@ def test_every_other_model_and_new_entry_names_its_source():
     assert set(data["same_architecture"]) <= set(data["_sources"])
     assert set(data["_sources"]) <= set(data["models"]) | set(catalog.model_names())
     assert all(len(text) > 40 for text in data["_sources"].values())
+
+
+@pytest.mark.parametrize(
+    "hf,says",
+    [("XiaomiMiMo/MiMo-7B-RL", "multi-token-prediction"), ("Skywork/Skywork-Reward-V2-Qwen3-8B", "score head")],
+)
+def test_a_qwen_derived_model_memplan_does_not_count_is_refused_in_one_line(hf, says):
+    """axolotl 0.18's examples name them: MiMo's MTP layers (remote code), Skywork's reward model (a sequence
+    classifier): one line naming what is missing, never planned as Qwen2-7B's or Qwen3-8B's causal LM."""
+    with pytest.raises(BadInput) as e:
+        models.resolve(hf)
+    assert e.value.field == "model" and says in str(e.value) and "\n" not in str(e.value)
