@@ -309,3 +309,9 @@ def test_a_qwen_derived_model_memplan_does_not_count_is_refused_in_one_line(hf, 
     with pytest.raises(BadInput) as e:
         models.resolve(hf)
     assert e.value.field == "model" and says in str(e.value) and "\n" not in str(e.value)
+
+
+def test_an_export_names_the_catalog_models_own_id_not_another_models():
+    """catalog.hf_id (the exports' model field) never names a model that only shares the shapes."""
+    assert catalog.hf_id("qwen2.5-32b") == "Qwen/Qwen2.5-32B" and catalog.hf_id("qwen2.5-7b") == "Qwen/Qwen2.5-7B"
+    assert catalog.hf_id("qwen3-4b") == "Qwen/Qwen3-4B" and catalog.hf_id("qwen-7b") == "Qwen/Qwen-7B"
