@@ -45,6 +45,23 @@ def _spelled() -> dict[str, str]:
 
 
 @lru_cache(maxsize=1)
+def _other_models() -> frozenset[str]:
+    """Ids (lower case) of other models with a catalog model's architecture and shapes (hf_ids.json same_architecture:
+    Qwen/Qwen2-7B, DeepSeek-R1-Distill-Qwen-32B): said to have its architecture, never to be it."""
+    return frozenset(k.lower() for k in json.loads((CATALOG / "hf_ids.json").read_text())["same_architecture"])
+
+
+def _as_catalog(cat: str, hf_id: str) -> str:
+    """What the id resolved to, for the Setting's source: `catalog model qwen2.5-7b` for its own ids (base, instruct,
+    a mirror), `catalog model qwen2.5-7b's architecture` for another model sharing it (issue 47 item 4)."""
+    return f"catalog model {cat}" + ("'s architecture" if _is_other(hf_id) else "")
+
+
+def _is_other(hf_id: str) -> bool:
+    return hf_id.lower() in _other_models()
+
+
+@lru_cache(maxsize=1)
 def _tables() -> tuple[dict[str, str], dict[str, str]]:
     """(ms-swift 2.x model_type -> its Hub id, refused Hub id (lower case) -> the line naming what memplan lacks)."""
     data = json.loads((CATALOG / "hf_ids.json").read_text())
@@ -102,7 +119,12 @@ def _by_cache_layout(name: str) -> Model | None:
         return None
     if hit := hf_id_of(repo_id):
         return _from_catalog(
-            hit[0], hit[1], assumption(f"{name} is not on this machine; it is {hit[1]}'s cache folder")
+            hit[0],
+            hit[1],
+            assumption(
+                f"{name} is not on this machine; it is {hit[1]}'s cache folder"
+                + (f", {_as_catalog(*hit)}" if _is_other(hit[1]) else "")
+            ),
         )
     cached = caches.cached(repo_id)
     if cached is not None and (cfg := _load(cached)) is not None:
@@ -151,7 +173,7 @@ def _by_folder_name(name: str) -> Model | None:
         return None
     cat, hf = hits[0]
     what = f"a checkpoint ({'/'.join(run)}) of a run over {hf}" if run else f"its folder name is {hf}'s"
-    return _from_catalog(cat, hf, assumption(f"{name} is not on this machine; {what}, catalog model {cat}"))
+    return _from_catalog(cat, hf, assumption(f"{name} is not on this machine; {what}, {_as_catalog(cat, hf)}"))
 
 
 def lookup(name: str, near: Path | None = None, fetch: bool = True) -> Model | None:
@@ -166,7 +188,8 @@ def lookup(name: str, near: Path | None = None, fetch: bool = True) -> Model | N
     if local is not None and (cfg := _load(local)) is not None:
         return Model(str(local), cfg, f"local config.json {local}")
     if hit := hf_id_of(name):
-        return _from_catalog(hit[0], hit[1], f"{hit[1]} is catalog model {hit[0]}")
+        verb = "has" if _is_other(hit[1]) else "is"
+        return _from_catalog(hit[0], hit[1], f"{hit[1]} {verb} {_as_catalog(*hit)}")
     cached = caches.cached(name)
     if cached is not None and (cfg := _load(cached)) is not None:
         return Model(str(cached), cfg, hub.fetched_how(cached) or f"cached config.json {cached}")

@@ -176,9 +176,11 @@ def models_json() -> dict:
 
 
 def hf_id(name: str) -> str | None:
-    """The Hugging Face id of a catalog model (hf_ids.json; the base model's where both are listed), for the exports'
-    model field; None for a model outside the catalog."""
-    ids = [k for k, v in _hf_ids().items() if v == name and not k.startswith("NousResearch/")]
+    """The Hugging Face id of a catalog model (hf_ids.json; the base model's where both are listed, never another
+    model's that shares its shapes: same_architecture), for the exports' model field; None for a model outside the
+    catalog."""
+    other = _other_models()
+    ids = [k for k, v in _hf_ids().items() if v == name and not k.startswith("NousResearch/") and k not in other]
     tuned = ("instruct", "chat", "-it")
     base = [k for k in ids if not any(t in k.lower() for t in tuned)]
     return (base or ids or [None])[0]
@@ -193,3 +195,8 @@ def model_path(model: ModelSpec) -> str:
 @lru_cache(maxsize=1)
 def _hf_ids() -> dict[str, str]:
     return json.loads(_DATA.joinpath("hf_ids.json").read_text())["models"]
+
+
+@lru_cache(maxsize=1)
+def _other_models() -> frozenset[str]:
+    return frozenset(json.loads(_DATA.joinpath("hf_ids.json").read_text())["same_architecture"])
