@@ -24,7 +24,7 @@ $(BIN)/python:
 torch: $(BIN)/python
 	@$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q "torch==$(TORCH_VERSION)"
 
-# the planner alone (pydantic, rich, nvidia-ml-py, platformdirs): again only when pyproject.toml changes
+# the planner alone (pydantic, rich, nvidia-ml-py, platformdirs, pyyaml, huggingface_hub): again only when pyproject.toml changes
 $(INSTALLED): pyproject.toml | $(BIN)/python
 	$(EDITABLE) .
 	@touch $@

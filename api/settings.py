@@ -80,6 +80,10 @@ class Settings(BaseSettings):
     data_dirs: list[Path] = Field(
         default_factory=list, description="folders a request may name datasets and tokenizers in"
     )
+    fetch_models: bool = Field(
+        default=False,
+        description="fetch the config.json of a Hugging Face id a request names and memplan lacks (HF_ENDPOINT)",
+    )
     workers: int = Field(default=1, ge=1, le=64, description="uvicorn worker processes")
     probe_timeout_s: int = Field(default=600, ge=1, le=24 * 3600, description="longest a probe job may run")
     max_body_bytes: int = Field(default=256 * 1024, ge=1024)

@@ -16,17 +16,20 @@ from planner import advise, checkconfig, resolved
 from planner.config.knobfields import KnobFields
 from planner.evidence import db as sql
 from planner.export import launch
+from planner.intake import hub
 from planner.search import imagefit, videofit
 
 STORE_WAIT_S = 1.0  # a request's store calls wait this long in all, then the API answers 503 (issue 51)
 
 
 def bounded(fn):
-    """fn with its store calls waiting STORE_WAIT_S at most, all together (planner.evidence.db.waits)."""
+    """fn with its store calls waiting STORE_WAIT_S at most, all together (planner.evidence.db.waits), and no model
+    fetched from the Hugging Face Hub unless the settings (its last argument) allow it: a request's files must not
+    make the server reach the network (planner.intake.hub)."""
 
     @functools.wraps(fn)
     def call(*args):
-        with sql.waits(STORE_WAIT_S):
+        with sql.waits(STORE_WAIT_S), hub.allowed(args[-1].fetch_models):
             return fn(*args)
 
     return call

@@ -52,7 +52,7 @@ def name(page: Path) -> str:
 def run(command: str, scratch: Path) -> str:
     """The command's stdout as the page shows it."""
     store = scratch / "probes.sqlite"
-    env = {**os.environ, "MEMPLAN_STORE": str(store), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "MEMPLAN_STORE": str(store), "OMP_NUM_THREADS": "1", "MEMPLAN_HUB": "0"}  # pages: offline
     env.pop("COLUMNS", None)
     words = shlex.split(command)
     if words[0] == "python":  # a benchmark's report of committed results, run where its paths hold

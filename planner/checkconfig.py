@@ -7,6 +7,7 @@ and the launcher counts a flag overrides. Above planner.advise (the faces call `
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from planner import advise, resolved
@@ -31,15 +32,19 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
     reading = intake.read(paths, allowed, given=overrides)
     if reading.refused and "workload" not in overrides:
         raise BadInput(reading.refused, "workload")
+    ask_world(reading, overrides)
     if "model" not in overrides and "model" in reading.request and allowed is None:  # a service resolves its own way
         models.resolve(reading.request["model"])  # an id not found offline: the one-line "pass its config.json"
     choice = None
-    if reading.releases and not release_given(overrides) and not open_length(config_body(reading, overrides).body):
+    if reading.releases and not release_given(overrides) and not open_field(reading, config_body(reading, overrides)):
         reading, choice = hungrier_release(paths, allowed, overrides, reading, kwargs)
     b = config_body(reading, overrides)
+    field = open_field(reading, b)
     result = (
         open_length_check(b.body, kwargs)
-        if open_length(b.body)
+        if field == "seq_len"
+        else open_workload_check(b.body, field.split(".", 1)[1], kwargs)
+        if field
         else advise.check(advise.parse(requests.CheckRequest, b.body), **kwargs)
     )
     result.config = {
@@ -50,6 +55,20 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
         **({"releases": choice} if choice else {}),
     }
     return result
+
+
+def ask_world(reading, overrides: dict) -> None:
+    """The model where the files name none, and a world count they leave to a variable they do not set
+    (Reading.unknown_world), not given as flags: the question, never a plan on a count memplan would invent (issue 47
+    item 8)."""
+    if "model" not in reading.request and "model" not in overrides:  # a config over another that names the model
+        said = ", ".join(Path(f).name for f in reading.files) or "the files"
+        raise BadInput(f"which model does it train? {said} names none: give --model NAME or PATH", "model")
+    missing = [(f, s) for f, s in reading.unknown_world if f not in overrides]
+    if missing:
+        flags = " and ".join("--" + f.replace("_", "-") + " N" for f, _ in missing)
+        said = "; ".join(s for _, s in missing)
+        raise BadInput(f"how many GPUs does it run on? {said}: not known from the files: pass {flags}", missing[0][0])
 
 
 def release_given(overrides: dict) -> bool:
@@ -228,6 +247,20 @@ def open_length(body: dict) -> bool:
     return kind == "sft" and body.get("seq_len") is None and body.get("data") is None
 
 
+def open_field(reading, b) -> str:
+    """The length field the check plans at the longest value that fits: "seq_len" where the files set none, or the
+    field the reading left at the model's whole context as the framework's default (Reading.open_length), unless a
+    flag sets it or --data decides it; "" where the length is set."""
+    if open_length(b.body):
+        return "seq_len"
+    field = reading.open_length
+    given = field in b.flags or (field == "seq_len" and "max_length" in b.flags)
+    kind = (b.body.get("workload") or {}).get("kind", "sft")
+    if not field or given or b.body.get("data") is not None or (field == "seq_len") != (kind == "sft"):
+        return ""
+    return field
+
+
 def open_length_check(body: dict, kwargs: dict) -> CheckResult:
     """The run whose length the files leave open: not planned at the model's context (rows are rarely that long) but
     at the longest rows it fits, found under the context, with that condition in the answer."""
@@ -246,7 +279,28 @@ def open_length_check(body: dict, kwargs: dict) -> CheckResult:
         if shown == context
         else advise.check(advise.parse(requests.CheckRequest, {**body, "seq_len": shown}), **kwargs)
     )
-    result.open_length = {"fits_up_to_tokens": n, "context": context, "planned_at": shown}
+    result.open_length = {"fits_up_to_tokens": n, "context": context, "planned_at": shown, "what": "rows"}
+    return result
+
+
+def open_workload_check(body: dict, name: str, kwargs: dict) -> CheckResult:
+    """A DPO row or a GRPO prompt left at the model's context (ms-swift's default max_length): planned there where it
+    fits, else at the longest that does (planner.search.lengths: a prompt holds its images), with that condition."""
+    from planner.search import lengths
+
+    top = int(body["workload"][name])
+    first = advise.check(advise.parse(requests.CheckRequest, body), **kwargs)
+    model, hw, goal = first.context
+    got = "prompt_fits_up_to" if name == "max_prompt_length" else "length_fits_up_to"
+    n = top if first.plan.fits else lengths.limits(first.plan, model, hw, goal).get(got, 0)
+    shown = n or min(top, int(body.get("image_tokens") or 0) + SHOWN_WHEN_NOTHING_FITS)
+    result = (
+        first
+        if shown == top
+        else advise.check(advise.parse(requests.CheckRequest, merged(body, {"workload": {name: shown}})), **kwargs)
+    )
+    what = "prompts" if name == "max_prompt_length" else "rows"
+    result.open_length = {"fits_up_to_tokens": n, "context": top, "planned_at": shown, "what": what}
     return result
 
 

@@ -30,10 +30,14 @@ def default_resolver(ref: ModelRef) -> ModelSpec:
         return from_config(ref, name)
     try:
         return catalog.load_model(ref)
-    except BadInput:  # a Hugging Face id, a cache folder, a folder named as a known id: what --config resolves
-        from planner.intake import models
+    except BadInput as e:  # a Hugging Face id, a cache folder, a folder named as a known id: what --config resolves
+        from planner.intake import hub, models
 
         found = models.lookup(ref)
+        if found is None and (refused := hub.refusal(ref)):
+            raise refused from None
+        if found is None and hub.clause(ref):  # an id the Hub was not asked for, or did not answer
+            raise type(e)(f"{e}{hub.clause(ref)}", e.field) from None
         if found is None:
             raise
         return catalog.load_model(found.ref) if found.ref in catalog.model_names() else from_config(found.config, ref)

@@ -43,12 +43,14 @@ def register(p) -> None:
 
 def open_length_line(o: dict) -> str:
     """The condition of a verdict whose length the files leave open."""
-    n, context = o["fits_up_to_tokens"], o["context"]
-    head = "the files set no length (max_length, cutoff_len): "
+    n, context, what = o["fits_up_to_tokens"], o["context"], o.get("what", "rows")
+    head = "the files set no length (max_length, cutoff_len)"
+    head += ": " if what == "rows" else ", so the prompt's limit is the model's context: "
     if n == 0:
         return head + f"this configuration does not fit at any length (shown at {o['planned_at']:,} tokens)"
     whole = " (the model's whole context)" if n == context else f" of the model's {context:,}"
-    return head + f"this configuration fits rows up to {n:,} tokens{whole}; your data decides (--data, or --seq-len)"
+    flag = "--max-prompt-length" if what == "prompts" else "--seq-len"
+    return head + f"this configuration fits {what} up to {n:,} tokens{whole}; your data decides (--data, or {flag})"
 
 
 def overrides(args: argparse.Namespace) -> dict:

@@ -31,6 +31,13 @@ def register(p) -> None:
         help="folder whose datasets and tokenizer folders requests may name (repeatable; MEMPLAN_DATA_DIRS)",
     )
     p.add_argument(
+        "--fetch-models",
+        action="store_true",
+        default=None,
+        help="fetch the config.json of a Hugging Face id a request names and memplan lacks (MEMPLAN_FETCH_MODELS=1; "
+        "default off: a request does not make the server reach the network)",
+    )
+    p.add_argument(
         "--probe-timeout",
         type=argtypes.positive_int("--probe-timeout"),
         default=None,
@@ -80,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         "MEMPLAN_DATA_DIRS": json.dumps(args.data_dir) if args.data_dir else None,
         "MEMPLAN_ALLOWED_HOSTS": json.dumps(args.allowed_host) if args.allowed_host else None,
         "MEMPLAN_INSECURE": "1" if args.insecure else None,
+        "MEMPLAN_FETCH_MODELS": "1" if args.fetch_models else None,
     }
     os.environ.update({k: str(v) for k, v in flags.items() if v is not None})  # read by each worker
     from pydantic import ValidationError

@@ -17,7 +17,8 @@ def add_target_args(p: argparse.ArgumentParser, model_required: bool = True) -> 
     p.add_argument(
         "--model",
         required=model_required,
-        help="catalog name (`planner models`), config.json path, or folder"
+        help="catalog name (`planner models`), config.json path, folder, or Hugging Face id (Org/Name: found as "
+        "--config finds it, in the local caches, else its config.json fetched from the Hub; MEMPLAN_HUB=0: never)"
         + ("" if model_required else " (with --config: read from the config unless given)"),
     )
     p.add_argument("--gpu", required=True, help="catalog GPU (`planner gpus`) or 'local' (NVML)")

@@ -320,8 +320,10 @@ def _check_result() -> type[BaseModel]:
         open_length: dict | None = Field(
             default=None,
             description=(
-                "check --config whose files set no length (and no --data, --seq-len): the longest rows this configuration "
-                "fits (fits_up_to_tokens, the plan is made there) under the model's context (context); the data decides"
+                "check --config whose files set no length (and no --data, --seq-len), or leave it at the framework's "
+                "default of the model's context: the longest rows (what: rows) or GRPO prompts (what: prompts) this "
+                "configuration fits (fits_up_to_tokens, the plan is made there) under that context (context); the "
+                "data decides"
             ),
         )
         config: dict | None = Field(

@@ -77,6 +77,11 @@ def run_rules(k: KnobFields) -> None:
             f"rollout) as a framework that runs it does: give --framework {' or '.join(ROLE_FRAMEWORKS)}",
             "workload",
         )
+    if k.workload.kind == "grpo" and k.workload.num_generations < 2 and not one_sample_groups(k):
+        raise BadInput(
+            f"--num-generations {k.workload.num_generations}: GRPO compares 2 or more completions of a prompt",
+            "num_generations",
+        )
     if k.workload.roles.move_model_batches is not None and not FRAMEWORKS[k.framework].sync_groups:
         raise BadInput(
             "--move-model-batches is ms-swift's --move_model_batches (its weight sync's groups): give --framework "
@@ -88,6 +93,12 @@ def run_rules(k: KnobFields) -> None:
             object.__setattr__(k, "zero_buckets", zerobuckets.canonical(zerobuckets.parse(k.zero_buckets)))
         except ValueError as e:
             raise BadInput(str(e), "zero_buckets") from None
+
+
+def one_sample_groups(k: KnobFields) -> bool:
+    """Whether the framework's GRPO, planned by roles, runs one sample a prompt (RoleEngine.one_sample_groups)."""
+    engine = FRAMEWORKS[k.framework].role_engine
+    return k.role_run and engine is not None and engine.one_sample_groups
 
 
 def deepspeed_rules(k: KnobFields) -> None:

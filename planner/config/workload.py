@@ -153,7 +153,7 @@ class Workload(BaseModel):
     @model_validator(mode="after")
     def _rules(self) -> Workload:
         given = {f for f, info in type(self).model_fields.items() if getattr(self, f) != info.default}
-        if self.kind in ("grpo", "dpo", "sft") and self.num_generations < 2:
+        if self.kind in ("dpo", "sft") and self.num_generations < 2:  # GRPO's: the framework decides (spec_rules)
             raise BadInput(
                 f"--num-generations {self.num_generations}: GRPO compares 2 or more completions of a prompt",
                 "num_generations",

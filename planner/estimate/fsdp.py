@@ -108,7 +108,8 @@ def layer_grad_params(s) -> int:
     measured, tests/probes/test_dist.py), spread evenly over the layers."""
     if not s.lora:
         return layer_params(s)
-    return trainable_params(s) // max(1, s.model.text.layers)
+    copies = lora.embedding_copy_params(s.model, s.knobs)  # the root unit's, not a layer's (root_grad_params)
+    return (trainable_params(s) - copies) // max(1, s.model.text.layers)
 
 
 def root_grad_params(s) -> int:
@@ -120,6 +121,16 @@ def root_grad_params(s) -> int:
 def root_params(s) -> int:
     """The root unit: everything outside the decoder layers (embeddings, final norm, head, a vision tower)."""
     return s.model.params - sum(t.numel for t in s.model.tensors if t.role == "layer")
+
+
+def root_gathered_params(s) -> int:
+    """Parameters the root unit all-gathers: root_params and, under --lora-train-embeddings, PEFT's trained copies
+    of the embedding and the head beside the frozen originals it keeps (modules_to_save: both are parameters of the
+    root unit, so FSDP2 gathers both, in the compute dtype). Measured (probes.fsdp_cast.measure_fsdp_peak,
+    tests/probes/test_fsdp_peak.py): debug-llama LoRA r16 on two gloo ranks, 2 x 512, the step's peak 22,548,488 B
+    above plain LoRA's: the copies' shards 4,194,304, optimizer states 8,388,608 and saved tensors 1,585,152, and
+    8,380,424 beside them, the copies' gathered bf16 (2 x 8192 x 256 x 2 = 8,388,608)."""
+    return root_params(s) + lora.embedding_copy_params(s.model, s.knobs)
 
 
 def head_params(s) -> int:
@@ -144,7 +155,7 @@ def unsharded_params_bytes(s) -> int:
     b = compute_bytes_per_param(s.knobs)
     packed = gathered_layer_units(s, quantized=True)  # the units' 4-bit linears, gathered packed
     per = b - quant.packed_bytes_per_weight(s.knobs.quant) if s.knobs.quant != "none" else 0
-    return (root_params(s) + sum(gathered_layer_units(s))) * b - sum(int(p * per) for p in packed)
+    return (root_gathered_params(s) + sum(gathered_layer_units(s))) * b - sum(int(p * per) for p in packed)
 
 
 def backward_temp_bytes(s, end: bool) -> int:
@@ -161,6 +172,16 @@ def backward_temp_bytes(s, end: bool) -> int:
         return root_grad_params(s) * (cb + copy)
     head = head_params(s) if not s.lora or s.knobs.lora_train_embeddings else 0
     return layer_grad_params(s) * (cb + copy) + head * cb
+
+
+def traced_backward_temp_bytes(s, traced_grads_bytes: int | None) -> int:
+    """backward_temp_bytes beside a one-rank trace's backward peak (the sim's activation side): none where the
+    trace's peak came before its first gradient (`traced_grads_bytes` 0: in the loss's backward, where a real
+    FSDP2 step's peak lies too, before the head's or any unit's gradient exists); else, or unknown (None),
+    backward_temp_bytes. Measured (tests/probes/test_fsdp_peak.py, debug-llama 2 x 512 on two gloo ranks): the real
+    step's peak in log_softmax's backward; the plan on the sim's side with these transients +0.98% to +4.81% over
+    it (full fine-tuning 8,547,328 B of them), without them +0.67% to +0.76%."""
+    return 0 if traced_grads_bytes == 0 else backward_temp_bytes(s, end=False)
 
 
 def host_offload_bytes_per_rank(s, states_bytes: int) -> int:

@@ -73,10 +73,11 @@ def tower_detail(s: Setup, tower: tuple[int, int, int, int]) -> dict[str, int]:
     return {"vision_tower_bytes": scores, "vision_knob": vision.tower_knob(v)}
 
 
-def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | None = None) -> MemoryBreakdown:
+def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, ...] | None = None) -> MemoryBreakdown:
     """The per-rank breakdown at the peak moment; its terms add up to peak_allocated_bytes.
     activation_side: (activations, temporaries) at the backward peak as a probe measured them
-    (the sim traces DeepSpeed plans without DeepSpeed), replacing the analytic ones. Under tensor, sequence or
+    (the sim traces DeepSpeed plans without DeepSpeed), replacing the analytic ones; a third item, the gradients the
+    probe held there, where known (fsdp.traced_backward_temp_bytes). Under tensor, sequence or
     context parallelism every term runs on one rank's view (planner.estimate.parallel.view); under a device_map on
     the GPU whose share of the model needs most (planner.estimate.devicemap)."""
     s = parallel.view(s)
@@ -88,15 +89,14 @@ def breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | 
     return _breakdown(s, capacity_bytes, activation_side)
 
 
-def _breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, int] | None) -> MemoryBreakdown:
+def _breakdown(s: Setup, capacity_bytes: int, activation_side: tuple[int, ...] | None) -> MemoryBreakdown:
     params, opt, buckets = params_bytes(s), optimizer_bytes(s), comm_bucket_bytes(s)
     grads_full, acts = gradients_bytes(s), activations_bytes(s)
     backward_temp = backward_start_temp_bytes(s)
     if activation_side is not None:
-        acts, backward_temp = (
-            activation_side[0],
-            (activation_side[1] + gathered_params_bytes(s) + fsdp.backward_temp_bytes(s, end=False)),
-        )
+        acts, temp, *traced_grads = activation_side
+        grad_temp = fsdp.traced_backward_temp_bytes(s, traced_grads[0] if traced_grads else None)
+        backward_temp = temp + gathered_params_bytes(s) + grad_temp
     accumulated = backward_grads_bytes(s, grads_full)
     phases = {  # phase -> (gradients, optimizer states, activations, temporaries) beside the parameters and buckets
         "backward": (accumulated, opt, acts, backward_temp),

@@ -134,7 +134,8 @@ def from_record(s: Setup, hw: Hardware, analytic: MemoryBreakdown, rec: ProbeRec
         acts = min(a.activations_bytes, peak - sum(states))
         return _with_terms(s, a, (*states, acts, peak - sum(states) - acts), a.peak_phase, overhead)
     if s.knobs.zero_stage >= 1 or s.knobs.fsdp != "off":  # one unsharded trace: its activation side only
-        return breakdown(s, analytic.capacity_bytes, activation_side=(c["activations"], c["temporaries"]))
+        side = (c["activations"], c["temporaries"], c["grads"])  # the gradients the trace held at its peak
+        return breakdown(s, analytic.capacity_bytes, activation_side=side)
     terms = (c["params"], c["grads"] + comm_bucket_bytes(s), c["optimizer"], c["activations"], c["temporaries"])
     return _with_terms(s, analytic, terms, rec.phase or analytic.peak_phase, overhead, replayed_fraction(s, hw, rec))
 

@@ -144,6 +144,9 @@ class Reading:
     # the python modules (`python -m M`) whose runs its folder's reader reads whole: planner.intake dispatches them to
     # planner/frameworks/<name>/reader.py read_launched(c, run) (an RL trainer that places its own roles)
     launched: tuple[str, ...] = ()
+    # the python modules of its own that train nothing, each with what it runs (planner.intake.others: a script of
+    # nothing else is refused in one line saying so; Tool.idle is a CLI's)
+    idle_modules: tuple[tuple[str, str], ...] = ()
     # the command lines it owns (planner.frameworks.tool.Tool): its CLI's names and subcommands, the entry scripts and
     # modules a launcher runs in their place, the launcher it wraps and the reader a run of it goes to
     tools: tuple[Tool, ...] = ()

@@ -24,6 +24,7 @@ class RoleEngine:
     sync_bytes_per_param: int | None = None  # the weights' dtype a sync gathers in (None: the compute dtype)
     sync_bucket_bytes: int = 0  # the transfer buffer each trainer rank fills for the engine
     grpo: bool = True  # its GRPO is planned by roles too (else TRL's GRPO path: planner.estimate.rl)
+    one_sample_groups: bool = False  # its GRPO runs one sample a prompt (the group's advantage is the raw score)
     value_head_on_policy: bool = False  # the critic is a value head on the policy (no model of its own)
     generate_gathers: bool = False  # HF generate under ZeRO-3 gathers the whole policy first (TRL's unwrap)
     keeps_scores: bool = False  # generate returns every step's fp32 scores of the rank's batch (TRL's PPO)

@@ -35,7 +35,9 @@ class Tool:
     `reads` is "cli"); `launcher_options`: its command line takes the wrapped launcher's options among its own;
     `config_flag`: the flag naming its config file ("" the first positional word); `trainers`: the subcommands that
     name a script-flags trainer (planner.intake: any other subcommand is the first); `strict`: its parser refuses a
-    flag it lacks (each is an unplanned line)."""
+    flag it lacks (each is an unplanned line); `idle`: its subcommands that run no training, each with what it runs
+    instead (`swift infer`: inference), said in one line where a script has nothing else to plan
+    (planner.intake.others)."""
 
     name: str = ""
     trains: tuple[str, ...] = ()
@@ -49,6 +51,7 @@ class Tool:
     config_flag: str = ""
     trainers: tuple[str, ...] = ()
     strict: bool = False
+    idle: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         assert self.reads in READS, (self.name, self.reads)

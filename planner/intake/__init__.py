@@ -58,6 +58,12 @@ class Reading:
     # the release lines the files allow where they do not decide one (planner.intake.releases; the planned one
     # among them): check --config plans each and gives the hungrier verdict; () where the files or a flag decide
     releases: tuple[str, ...] = ()
+    # (field, source) of each world count (gpus_per_node, nodes) the files leave to a variable they do not set: check
+    # --config asks for it (--gpus-per-node, --nodes) rather than plan a count memplan would invent
+    unknown_world: tuple[tuple[str, str], ...] = ()
+    # the length field the files leave open where the framework's default is the model's whole context (ms-swift's
+    # max_length): check --config plans it at the longest value that fits, with that condition in the answer
+    open_length: str = ""
 
 
 # The folders a reading may open files in (read(..., allowed=...): the API's data directories); None: any

@@ -61,6 +61,10 @@ def show(value: object) -> str:
     return str(value).replace(UNKNOWN, "?")
 
 
+# the fields of the world a reading cannot guess: a count left to a variable the files do not set is a question
+WORLD = ("gpus_per_node", "nodes")
+
+
 class Collector:
     """The fields, notes and files of one reading."""
 
@@ -134,6 +138,12 @@ class Collector:
         """A whole-number field; a value that is not one (or not known) is a note, not a field."""
         if not known(value):
             self.note(f"{source} (its value is not known from the configuration: {field} not read)")
+            if field in WORLD:  # asked at check time (Reading.unknown_world), never planned on a guessed count
+                self.facts["unknown_world"] = (
+                    (*self.facts.get("unknown_world", ((),))[0], (field, source)),
+                    source,
+                    key,
+                )
             return None
         n = as_int(value)
         if n is None or n < minimum:
@@ -170,6 +180,8 @@ class Collector:
             derived=dict(self.derived),
             refused=str(self.facts.get("refused", ("",))[0]),
             releases=tuple(self.facts.get("releases", ((),))[0]),
+            unknown_world=tuple(self.facts.get("unknown_world", ((),))[0]),
+            open_length=str(self.facts.get("open_length", ("",))[0]),
         )
 
 

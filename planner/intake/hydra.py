@@ -34,14 +34,7 @@ def config(c: Collector, run: launch.Run, otherwise: str) -> dict[str, Flag]:
     """A user's own Hydra config (`--config-path DIR --config-name NAME`): its keys, flattened to dotted names, under
     the command line's overrides; found next to the script or in the folders above it (`otherwise`: what the reading
     falls back to where it is not found, said in the note)."""
-    words = [w.text for w in run.args]
-    opts = {}
-    for i, w in enumerate(words):
-        for name in ("--config-path", "--config-name", "--config_path", "--config_name"):
-            if w == name and i + 1 < len(words):
-                opts[name.replace("_", "-")] = words[i + 1]
-            elif w.startswith(name + "="):
-                opts[name.replace("_", "-")] = w.split("=", 1)[1]
+    opts = options(run)
     if "--config-name" not in opts:
         return {}
     name = opts["--config-name"].removesuffix(".yaml") + ".yaml"
@@ -53,7 +46,22 @@ def config(c: Collector, run: launch.Run, otherwise: str) -> dict[str, Flag]:
     data = configs.load(found)
     out: dict[str, Flag] = {}
     flatten(data if isinstance(data, dict) else {}, "", found, out)
+    if isinstance(data, dict) and isinstance(data.get("defaults"), list):  # the configs it composes, kept as read
+        out["defaults"] = Flag("defaults", data["defaults"], f"{found.name}: defaults: {data['defaults']}", "defaults")
     return out
+
+
+def options(run: launch.Run) -> dict[str, str]:
+    """Hydra's own options on the command line: --config-path and --config-name (either spelling), as given."""
+    words = [w.text for w in run.args]
+    opts = {}
+    for i, w in enumerate(words):
+        for name in ("--config-path", "--config-name", "--config_path", "--config_name"):
+            if w == name and i + 1 < len(words):
+                opts[name.replace("_", "-")] = words[i + 1]
+            elif w.startswith(name + "="):
+                opts[name.replace("_", "-")] = w.split("=", 1)[1]
+    return opts
 
 
 def flatten(data: dict, prefix: str, path: Path, out: dict[str, Flag]) -> None:

@@ -1,6 +1,7 @@
 """A configuration's model name resolved offline, to what a request's `model` takes: a catalog name (directly, or a
 Hugging Face / ModelScope id through planner/model/catalog/hf_ids.json), a local folder or file holding config.json,
-or a snapshot in the local Hugging Face or ModelScope cache (caches.py); else a one-line BadInput asking for the config.json.
+or a snapshot in the local Hugging Face or ModelScope cache (caches.py), else with network access an `Org/Name` id's
+config.json fetched from the Hub (hub.py); else a one-line BadInput asking for the config.json.
 What the readers need from the config once found (its context length, its vision tower): modelconfig.py.
 """
 
@@ -13,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.intake import caches
+from planner.intake import caches, hub
 from planner.intake.collect import Collector, assumption
 from planner.intake.limits import OverLimit, load_json, read_config_text
 from planner.model import catalog, prequant
@@ -41,6 +42,23 @@ def _ids() -> tuple[dict[str, str], dict[str, int]]:
 def _spelled() -> dict[str, str]:
     """The ids as hf_ids.json spells them."""
     return json.loads((CATALOG / "hf_ids.json").read_text())["models"]
+
+
+@lru_cache(maxsize=1)
+def _other_models() -> frozenset[str]:
+    """Ids (lower case) of other models with a catalog model's architecture and shapes (hf_ids.json same_architecture:
+    Qwen/Qwen2-7B, DeepSeek-R1-Distill-Qwen-32B): said to have its architecture, never to be it."""
+    return frozenset(k.lower() for k in json.loads((CATALOG / "hf_ids.json").read_text())["same_architecture"])
+
+
+def _as_catalog(cat: str, hf_id: str) -> str:
+    """What the id resolved to, for the Setting's source: `catalog model qwen2.5-7b` for its own ids (base, instruct,
+    a mirror), `catalog model qwen2.5-7b's architecture` for another model sharing it (issue 47 item 4)."""
+    return f"catalog model {cat}" + ("'s architecture" if _is_other(hf_id) else "")
+
+
+def _is_other(hf_id: str) -> bool:
+    return hf_id.lower() in _other_models()
 
 
 @lru_cache(maxsize=1)
@@ -101,7 +119,12 @@ def _by_cache_layout(name: str) -> Model | None:
         return None
     if hit := hf_id_of(repo_id):
         return _from_catalog(
-            hit[0], hit[1], assumption(f"{name} is not on this machine; it is {hit[1]}'s cache folder")
+            hit[0],
+            hit[1],
+            assumption(
+                f"{name} is not on this machine; it is {hit[1]}'s cache folder"
+                + (f", {_as_catalog(*hit)}" if _is_other(hit[1]) else "")
+            ),
         )
     cached = caches.cached(repo_id)
     if cached is not None and (cfg := _load(cached)) is not None:
@@ -150,11 +173,12 @@ def _by_folder_name(name: str) -> Model | None:
         return None
     cat, hf = hits[0]
     what = f"a checkpoint ({'/'.join(run)}) of a run over {hf}" if run else f"its folder name is {hf}'s"
-    return _from_catalog(cat, hf, assumption(f"{name} is not on this machine; {what}, catalog model {cat}"))
+    return _from_catalog(cat, hf, assumption(f"{name} is not on this machine; {what}, {_as_catalog(cat, hf)}"))
 
 
-def lookup(name: str, near: Path | None = None) -> Model | None:
-    """The model a configuration names, or None where memplan cannot find its config offline."""
+def lookup(name: str, near: Path | None = None, fetch: bool = True) -> Model | None:
+    """The model a configuration names, or None where memplan cannot find its config (offline, then, where `fetch`
+    and hub.py allow, on the Hugging Face Hub)."""
     name = str(name).strip()
     if not name:
         return None
@@ -164,18 +188,28 @@ def lookup(name: str, near: Path | None = None) -> Model | None:
     if local is not None and (cfg := _load(local)) is not None:
         return Model(str(local), cfg, f"local config.json {local}")
     if hit := hf_id_of(name):
-        return _from_catalog(hit[0], hit[1], f"{hit[1]} is catalog model {hit[0]}")
+        verb = "has" if _is_other(hit[1]) else "is"
+        return _from_catalog(hit[0], hit[1], f"{hit[1]} {verb} {_as_catalog(*hit)}")
     cached = caches.cached(name)
     if cached is not None and (cfg := _load(cached)) is not None:
-        return Model(str(cached), cfg, f"cached config.json {cached}")
-    return _by_folder_name(name) or _quantized(name, near)
+        return Model(str(cached), cfg, hub.fetched_how(cached) or f"cached config.json {cached}")
+    return _by_folder_name(name) or _quantized(name, near) or (_fetched(name) if fetch else None)
+
+
+def _fetched(name: str) -> Model | None:
+    """An `Org/Name` id found nowhere here: its config.json from the Hub (hub.fetch), read as a local one is."""
+    got = hub.fetch(name)
+    if got is None or (cfg := _load(got.path)) is None:
+        return None
+    return Model(str(got.path), cfg, got.how)
 
 
 def _quantized(name: str, near: Path | None) -> Model | None:
     """A quantized checkpoint's id not on this machine (`Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4`): its base's config with
-    the quantization_config its name implies (planner.model.prequant.split_name)."""
+    the quantization_config its name implies (planner.model.prequant.split_name). Its base is looked up here only:
+    where it is not, the quantized id's own config.json (hub.py) says more than its name."""
     split = prequant.split_name(name)
-    base = lookup(split[0], near) if split else None
+    base = lookup(split[0], near, fetch=False) if split else None
     if base is None:
         return None
     cfg = {**base.config, "quantization_config": split[1]}
@@ -186,11 +220,13 @@ def _quantized(name: str, near: Path | None) -> Model | None:
 def resolve(name: str, near: Path | None = None) -> str:
     """A request's `model` for the name a configuration gives; BadInput saying how to pass it where not found."""
     found = lookup(name, near)
+    if found is None and (refused := hub.refusal(name)):
+        raise refused
     if found is None:
         raise BadInput(
             f"which model is {name!r}? it is not a catalog model, a known Hugging Face id, a local folder with a "
-            f"config.json or in the local Hugging Face cache: give --model PATH (its config.json) or --model NAME "
-            f"(a catalog model with its shapes: planner models)",
+            f"config.json or in the local Hugging Face cache{hub.clause(name)}: give --model PATH (its config.json) or "
+            f"--model NAME (a catalog model with its shapes: planner models)",
             "model",
         )
     return found.ref

@@ -13,7 +13,7 @@ import operator
 from pathlib import Path
 
 from planner.errors import BadInput
-from planner.frameworks import ARGS, PLAIN, by_trainer, calls_reader, reader
+from planner.frameworks import ARGS, PLAIN, by_trainer, calls_reader, reader, unread
 from planner.intake import limits, releases, tasks, tuners
 from planner.intake.collect import UNKNOWN, Collector, show
 from planner.intake.flags import Flag
@@ -75,6 +75,7 @@ def read(path: Path, text: str) -> Collector:
             f"--config {path}: not Python that parses ({e.__class__.__name__} at line {getattr(e, 'lineno', '?')})",
             "config",
         ) from None
+    _refuse_unread(tree, path)
     hfargs, unsloth = reader(ARGS), calls_reader()  # the script-flags reader; a library's calls over it
     names = _literals(tree)
     flags: dict[str, Flag] = {}
@@ -150,6 +151,25 @@ def read(path: Path, text: str) -> Collector:
     for line in notes:
         c.note(line)
     return c
+
+
+def _refuse_unread(tree: ast.AST, path: Path) -> None:
+    """A script built on a framework memplan does not read (planner.frameworks.unread: `from megatron.training import
+    pretrain`, `from nemo.collections import llm`), refused in one line naming it and its import."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        u = unread.by_imports(names)
+        if u is not None:
+            raise BadInput(
+                f"--config {path}: line {node.lineno} imports {next(n for n in names if u.by_import(n))}: {u.name}, "
+                f"{u.what}, which memplan does not read (accepted: a script of transformers' or TRL's trainers)",
+                "config",
+            )
 
 
 def _dead(tree: ast.AST) -> set[int]:

@@ -121,7 +121,11 @@ def by_flags(c: Collector, framework: str, run, hint: tuple | None) -> None:
     planner.frameworks.swift.reader.release_hint, planner.frameworks.openrlhf.reader.release_hint), else the newest.
     Where the names allow two lines or more, `release` is read and each line planned (the fact "releases": check
     --config answers the hungrier verdict)."""
-    where = folders(run)
+    by_flags_in(c, framework, folders(run), hint)
+
+
+def by_flags_in(c: Collector, framework: str, where: list[Path], hint: tuple | None) -> None:
+    """by_flags for a file read without a command (its folder the one a pin may be in)."""
     lines = hint[2] if hint is not None and len(hint) > 2 else ()
     if len(lines) > 1 and PACKAGES.get(framework) not in pins(where) and given(framework) is None:
         decide(c, framework, where, told=hint[:2], allowed=(lines, hint[1]))

@@ -97,13 +97,14 @@ def _line(c: Collector):
 
 def _split_world(c: Collector) -> None:
     """A configuration that splits each sample over more GPUs than it names (often none: the launcher's count is
-    elsewhere) is planned on the fewest GPUs that run the split, one node's worth, as an assumption it says."""
+    elsewhere) is planned on the fewest GPUs that run the split, one node's worth, as an assumption it says; not where
+    the files leave the count to a variable they do not set (Reading.unknown_world: asked)."""
     parts = [c.setting(f) for f in ("tensor_parallel", "sequence_parallel", "context_parallel")]
     ranks = 1
     for p in parts:
         ranks *= int(p.value) if p is not None else 1
     world = int(c.get("gpus_per_node", 1)) * int(c.get("nodes", 1))
-    if ranks > 1 and world % ranks and c.setting("gpus_per_node") is None:
+    if ranks > 1 and world % ranks and c.setting("gpus_per_node") is None and "unknown_world" not in c.facts:
         why = ", ".join(p.source for p in parts if p is not None)
         c.set("gpus_per_node", ranks, assumption(f"the GPUs the split needs: {why}; give --gpus-per-node"), "gpus")
 

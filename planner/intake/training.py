@@ -13,7 +13,7 @@ from pathlib import Path
 from planner.errors import BadInput
 from planner.frameworks import ARGS, FRAMEWORKS, PLAIN, Tool, by_trainer, cli, entry, reader
 from planner.frameworks.accelerate.reader import read_env_version
-from planner.intake import configs, launch, releases, scriptargs, world
+from planner.intake import configs, launch, others, releases, scriptargs, world
 from planner.intake.collect import (
     Collector,
     known,
@@ -50,9 +50,9 @@ LAUNCHERS = (
 def read_script_file(path: Path, text: str) -> Collector:
     """A launch script's first training command (others are unplanned lines), with the files it sources."""
     script = read_script(path, text)
-    found = launch.runs(script)
+    found, skipped = others.split(launch.runs(script), script)  # an unread framework's, or one that trains nothing
     if not found:
-        raise BadInput(f"--config {path}: no training command found (accepted: {LAUNCHERS})", "config")
+        raise others.refusal(path, skipped, LAUNCHERS)
     c = read_run(found[0])
     if str(path.resolve()) in c.files:  # a framework's own entry point read with its flags (training._entry)
         c.files.remove(str(path.resolve()))
@@ -61,6 +61,8 @@ def read_script_file(path: Path, text: str) -> Collector:
         c.add_file(f)
     for line in script.notes:
         c.note(line)
+    for other in skipped:
+        c.note(f"{other.says()} (not planned; {found[0].where} is read)")
     seen = {tuple(w.text for w in found[0].command.words)}
     for other in found[1:]:
         if tuple(w.text for w in other.command.words) not in seen:

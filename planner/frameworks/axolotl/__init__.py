@@ -114,12 +114,23 @@ def _older(r):
 
 RELEASES = tuple(_older(r) for r in LINES)
 
+# its other commands, which train nothing (067b021c8 src/axolotl/cli/main.py:58-357, click's dashed names)
+IDLE = (
+    ("preprocess", "dataset preprocessing"),
+    ("inference", "inference"),
+    ("evaluate", "evaluation"),
+    ("merge-lora", "a LoRA merge"),
+    ("merge-sharded-fsdp-weights", "a merge of FSDP shards"),
+    ("vllm-serve", "an inference server (vLLM)"),
+    ("quantize", "quantisation"),
+    ("fetch", "a download of examples"),
+)
 FRAMEWORK = Framework(
     name="axolotl",
     reads=("axolotl",),
     signs=(Signs("axolotl", lambda k, d: "base_model" in k, 40),),
     tools=(
-        Tool("axolotl", trains=("train",), modules=("axolotl.cli.train",), wraps="accelerate"),
+        Tool("axolotl", trains=("train",), modules=("axolotl.cli.train",), wraps="accelerate", idle=IDLE),
     ),  # accelerate launch
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="axolotl",

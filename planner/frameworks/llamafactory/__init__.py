@@ -13,6 +13,15 @@ from planner.frameworks.runs import TORCH_OPTIMIZERS, TRANSFORMERS_LOW_RANK, TRA
 from planner.frameworks.tool import Tool
 
 HP = "llamafactory 0.9.5 hparams"
+# its other commands, which train nothing (v0.9.5 src/llamafactory/launcher.py:136-164)
+IDLE = (
+    ("chat", "inference (a chat in the terminal)"),
+    ("webchat", "inference (a chat web UI)"),
+    ("api", "an inference server"),
+    ("export", "an export (a merge or quantisation)"),
+    ("eval", "evaluation"),
+    ("webui", "a web UI"),
+)
 FRAMEWORK = Framework(
     low_rank_order="vectors-first",  # its GaLore / APOLLO step order (planner.frameworks.memory.Memory)
     transformers_newest=(5, 6, 0),  # v0.9.5 pyproject.toml:43 transformers<=5.6.0 (each line's: releases.py)
@@ -32,7 +41,7 @@ FRAMEWORK = Framework(
     reads=("llamafactory",),
     signs=SIGNS,
     # `llamafactory-cli train x.yaml` (`lmf` too): the processes of its torchrun read by reader.read_launcher
-    tools=(Tool("llamafactory-cli", trains=("train",), aliases=("lmf",), modules=("llamafactory",)),),
+    tools=(Tool("llamafactory-cli", trains=("train",), aliases=("lmf",), modules=("llamafactory",), idle=IDLE),),
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     package="llamafactory",  # its pinned version decides the release (planner.intake.releases); llmtuner to 0.7.1
     package_aliases=("llmtuner",),

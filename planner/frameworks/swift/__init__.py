@@ -37,6 +37,35 @@ OMNI_WHOLE = Rule(
 
 # keys of an ms-swift argument file that, beside `model` (or an ENV section), tell it from the other formats
 SIGN_KEYS = {"tuner_type", "train_type", "rlhf_type", "target_modules", "torch_dtype", "attn_impl", "freeze_vit"}
+# a Megatron-SWIFT configuration (`megatron sft|pt|rlhf --config X.yaml`): Megatron-Core's batch and schedule keys,
+# which swift's own trainer and LLaMA-Factory's v1 schema (whose micro_batch_size it shares) do not take (v4.5.2
+# examples/yaml/megatron/sft.yaml, examples/ray/grpo/ray_grpo_colocate.yaml)
+MEGATRON_KEYS = {
+    "lr_warmup_fraction",
+    "min_lr",
+    "recompute_granularity",
+    "tensor_model_parallel_size",
+    "pipeline_model_parallel_size",
+    "expert_model_parallel_size",
+    "cross_entropy_loss_fusion",
+    "attention_backend",
+    "no_save_optim",
+}
+MEGATRON = (
+    "a Megatron-SWIFT configuration (ms-swift's Megatron-Core trainer, `megatron sft|pt|rlhf --config`) is not read"
+)
+# swift's other subcommands, which train nothing (v4.5.2 swift/cli/main.py:14-27 ROUTE_MAPPING)
+IDLE = (
+    ("infer", "inference"),
+    ("deploy", "an inference server"),
+    ("rollout", "a rollout server (vLLM) for a GRPO run started apart"),
+    ("export", "an export (merge, quantisation, conversion or a cached dataset)"),
+    ("merge-lora", "a LoRA merge"),
+    ("sample", "sampling"),
+    ("eval", "evaluation"),
+    ("app", "a chat app"),
+    ("web-ui", "a web UI"),
+)
 FRAMEWORK = Framework(
     low_rank_order="targets-first",  # its GaLore / APOLLO step order (planner.frameworks.memory.Memory)
     transformers_newest=HALF_LOSS["4"],  # 4.6.0's Requires-Dist transformers<5.20.0 (releases.py HALF_LOSS)
@@ -46,7 +75,15 @@ FRAMEWORK = Framework(
     device_map_load=True,  # device_map cuda:rank at every line (boft_P stays on the CPU under transformers 4)
     image_knobs=("MAX_PIXELS", "MAX_NUM"),  # qwen_vl_utils' pixel cap; its InternVL template's tiles
     reads=("swift",),
-    signs=(Signs("swift", lambda k, d: "model" in k and bool(k & SIGN_KEYS or "ENV" in k), 70),),
+    signs=(
+        Signs(
+            "swift-megatron",
+            lambda k, d: {"model", "micro_batch_size"} <= k and bool(k & MEGATRON_KEYS),
+            44,  # before LLaMA-Factory's v1 schema (50), which also names model and micro_batch_size
+            refused=MEGATRON,
+        ),
+        Signs("swift", lambda k, d: "model" in k and bool(k & SIGN_KEYS or "ENV" in k), 70),
+    ),
     # `swift sft|pt|rlhf`, or its entry script under another launcher; its reader reads the flags and the file
     # (reader.read_cli), and NPROC_PER_NODE where swift's own CLI starts the processes
     tools=(
@@ -56,6 +93,7 @@ FRAMEWORK = Framework(
             script=r"swift/cli/(sft|pt|rlhf)\.py$",
             modules=("swift",),
             reads="cli",
+            idle=IDLE,
         ),
     ),
     package="ms-swift",  # its pinned version decides the release (planner.intake.releases)

@@ -219,6 +219,8 @@ def _sequence(c: Collector, f: dict[str, Flag], kind: str, near=None, placed3: s
     rows = "workload.max_length"
     field = {"dpo": rows, "kto": rows, "gkd": rows, "grpo": prompt, "ppo": prompt}.get(kind, "seq_len")
     c.number(field, value, src if field != prompt else f"{src} (the prompt's limit, truncated left)", flag)
+    if ml not in f:  # the model's whole context: rows are rarely that long, the data decides (issue 47 item 6)
+        c.fact("open_length", field, src, flag)
     if kind == "grpo":
         swiftrl.read_grpo(c, f, placed3)
     if kind == "ppo":

@@ -105,6 +105,8 @@ FRAMEWORK = Framework(
             config_flag="config",
             trainers=("sft", "dpo", "grpo", "kto"),  # `trl kto` (trl/cli/commands/__init__.py:28)
             strict=True,
+            # f2cd57710 trl/cli/commands/vllm_serve.py:24, env.py:24
+            idle=(("vllm-serve", "an inference server (vLLM) for a GRPO run started apart"), ("env", "nothing")),
         ),
     ),
     trainers=("sft", "dpo", "grpo", "gkd", "kto", "reward"),  # the script-flags reader's names of TRL's trainers

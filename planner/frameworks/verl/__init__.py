@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from planner.frameworks.base import Default, Framework, Release, Rule, kind, only_expert_targets, workload_of
 from planner.frameworks.rl import RoleEngine
+from planner.frameworks.tool import Signs
 from planner.frameworks.verl.keys import SPANS
 
 # verl/models/transformers/monkey_patch.py:544-552: remove-padding and Ulysses replace flash attention's forward
@@ -49,6 +50,9 @@ ROLES = RoleEngine(
     # a GPU buffer on each trainer rank shared with the engine over CUDA IPC
     # (vllm_rollout/bucketed_weight_transfer.py:179-185)
     sync_bucket_bytes=2048 << 20,
+    # rollout.n 1 runs: a group of one takes mean 0 and std 1, its advantage the raw score (trainer/ppo/core_algos.py
+    # :312-314 at v0.7.0, :315-317 in the 0.9.1 wheel); nothing in main_ppo asks for 2 or more
+    one_sample_groups=True,
 )
 
 # the release lines of main_ppo's defaults that moved (the mirror's tags, trainer/config/): rows padded in the actor's
@@ -118,9 +122,37 @@ RELEASES = (
     Release("0.7", (0, 7), "verl v0.7.0 (model/hf_model.yaml:40 use_remove_padding: True) .. 0.9.1"),
 )
 
+# verl's multi-turn tool and interaction configs (examples/sglang_multiturn/config/tool_config/*.yaml: `tools:` of
+# class_name entries; interaction_config/*.yaml: `interaction:`), which a trainer config names
+# (actor_rollout_ref.rollout.multi_turn.tool_config_path / interaction_config_path)
+MULTITURN = "verl's multi-turn tool or interaction config, which a trainer config names (multi_turn.tool_config_path)"
+
+
+def _multiturn(k: set[str], d: dict) -> bool:
+    entries = [e for key in ("tools", "interaction") if isinstance(d.get(key), list) for e in d[key]]
+    return (
+        k <= {"tools", "interaction"}
+        and bool(entries)
+        and all(isinstance(e, dict) and "class_name" in e for e in entries)
+    )
+
+
 FRAMEWORK = Framework(
     name="verl",
-    launched=("verl.trainer.main_ppo",),
+    # a trainer config over ppo_trainer.yaml read alone (reader.read_file); its tool configs known and refused
+    signs=(
+        Signs("verl", lambda k, d: "actor_rollout_ref" in k, 45),
+        Signs("verl-multiturn", _multiturn, 46, refused=f"{MULTITURN}, not a training configuration: pass that one"),
+    ),
+    reads=("verl",),
+    # main_ppo (reader.py), and the SFT trainers a launch script starts under torchrun (reader_sft.py)
+    launched=("verl.trainer.main_ppo", "verl.trainer.fsdp_sft_trainer", "verl.trainer.sft_trainer"),
+    # its modules that train nothing (b178a3cd5 verl/trainer/main_generation.py, main_generation_server.py, main_eval.py)
+    idle_modules=(
+        ("verl.trainer.main_generation", "generation (a dataset's responses)"),
+        ("verl.trainer.main_generation_server", "generation (a dataset's responses, through a server)"),
+        ("verl.trainer.main_eval", "evaluation of generated responses"),
+    ),
     writes=True,  # writer.py (planner.export.launch dispatches to it)
     label="verl sft_trainer and main_ppo",
     role_engine=ROLES,

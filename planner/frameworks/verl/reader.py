@@ -4,13 +4,15 @@ with verl's default where the script gives none (paths under verl/trainer/config
 
 from __future__ import annotations
 
-from planner.frameworks import mmlimit
+from pathlib import Path
+
+from planner.frameworks.verl import reader_media, reader_sft
 from planner.frameworks.verl.keys import KEYS, short
+from planner.frameworks.verl.reader_megatron import refuse_megatron
 from planner.intake import hydra, line_defaults, releases
 from planner.intake.collect import Collector, as_bool, as_float, as_int, default, one
 from planner.intake.flags import Flag
 from planner.intake.models import lookup, read_model
-from planner.model import images
 
 VERL = "verl 0.9.1"
 ESTIMATORS = {"gae": "ppo", "grpo": "grpo", "rloo": "rloo", "reinforce_plus_plus": "reinforce++"}
@@ -45,56 +47,7 @@ def read(c: Collector, f: dict[str, Flag], near) -> None:
     _split(c, f)
     _roles(c, f, near)
     _sharding(c, f)
-    _images(c, f)
-
-
-MM = "data.mm_processor_kwargs."  # the processor's kwargs (0.9.1 trainer/config/data/legacy_data.yaml:121-122)
-ROLLOUT = "actor_rollout_ref.rollout."
-# vLLM's images a prompt: rollout.limit_images (workers/config/rollout.py:257) over the engine kwargs' own
-# limit_mm_per_prompt (workers/rollout/vllm_rollout/vllm_async_server.py:287-290; 0 or null leaves the kwargs')
-LIMITS = (KEYS.key("images"), *(ROLLOUT + "engine_kwargs.vllm.limit_mm_per_prompt" + k for k in (".image", "")))
-ACCEPTED = f"a whole number ({LIMITS[0]}=4, {LIMITS[1]}=4) or a JSON object with image"
-
-
-def _images(c: Collector, f: dict[str, Flag]) -> None:
-    """The processor's pixel bounds (writer_rl.media_overrides): one image a row within them (the dataset says how
-    many), or up to vLLM's limit (LIMITS: the rollout refuses more), their tokens part of data.max_prompt_length (the
-    agent loop refuses a longer prompt: experimental/agent_loop/agent_loop.py:351-360), so planned at most at it
-    (planner.frameworks.mmlimit). Only both bounds set the Qwen-VL processor's size (transformers 5.10.4
-    models/qwen2_vl/image_processing_qwen2_vl.py:132-133): one alone is a line."""
-    low, high = f.get(MM + "min_pixels"), f.get(MM + "max_pixels")
-    _limit_notes(c, f, low is not None and high is not None)
-    if low is None or high is None:
-        if low or high:
-            c.note(f"{(low or high).source} (one bound alone leaves the processor's size: not planned)")
-        return
-    limit = next((f[k] for k in LIMITS if k in f and one(f[k].value) not in (None, 0, "null")), None)
-    if limit is None:
-        c.set("images", 1, f"{high.source} (memplan assumption: one image a row, the dataset decides)", "images")
-    else:
-        n = mmlimit.image_limit(one(limit.value), limit.source, ACCEPTED)
-        c.set("images", n, f"{limit.source} (up to {n} a row: vLLM refuses more, the dataset decides)", limit.key)
-    lo, hi = as_int(one(low.value)), as_int(one(high.value))
-    c.set("min_pixels", lo, low.source, MM + "min_pixels")
-    c.set("max_pixels", hi, high.source, MM + "max_pixels")
-    rule = images.family_rule(str(c.model.config.get("model_type", ""))) if c.model is not None else None
-    if rule in images.PIXEL_RULES and lo and hi:
-        each = images.worst_case(rule, lo, hi)[0]
-        mmlimit.cap_row_images(c, each, f"{VERL} refuses a prompt past data.max_prompt_length, images included")
-
-
-OTHERS = f"{VERL} passes vLLM videos and audios too (workers/rollout/vllm_rollout/vllm_async_server.py:636-642)"
-OTHERS += "; memplan reads no video or audio rows from a verl run"
-
-
-def _limit_notes(c: Collector, f: dict[str, Flag], planned: bool) -> None:
-    """Lines for vLLM's limit where it plans nothing: its keys but image (OTHERS); all of it without both bounds."""
-    if LIMITS[2] in f:
-        mmlimit.note_others(c, one(f[LIMITS[2]].value), f[LIMITS[2]].source, OTHERS)
-    for key in sorted(k for k in f if k.startswith(LIMITS[2] + ".") and k != LIMITS[1]):
-        c.note(f"{f[key].source} ({key.rsplit('.', 1)[1]} of limit_mm_per_prompt not planned: {OTHERS})")
-    for key in [] if planned else [k for k in LIMITS if k in f]:
-        c.note(f"{f[key].source} (not planned: images are planned within {MM}min_pixels and max_pixels, not given)")
+    reader_media.images_of(c, f)
 
 
 def _split(c: Collector, f: dict[str, Flag]) -> None:
@@ -104,6 +57,8 @@ def _split(c: Collector, f: dict[str, Flag]) -> None:
     c.number("nodes", nodes, s2, KEYS.key("nodes"))
     n, ns = get(f, KEYS.key("workload.num_generations"))
     c.number("workload.num_generations", n, ns, short(KEYS.key("workload.num_generations")))
+    if as_int(n) == 1 and c.get("workload.kind") == "grpo":  # ROLES.one_sample_groups
+        c.note(f"{ns} (one sample a prompt: GRPO's advantage is its raw score, v0.7.0 core_algos.py:312-314; planned)")
     for key, field in (
         (KEYS.key("workload.max_prompt_length"), "max_prompt_length"),
         (KEYS.key("workload.max_completion_length"), "max_completion_length"),
@@ -115,7 +70,7 @@ def _split(c: Collector, f: dict[str, Flag]) -> None:
     mini, ms = get(f, KEYS.key("mini_batch"))
     prompts, ps = get(f, KEYS.key("rollout_batch"))
     n_i, mini_i, prompts_i = as_int(n) or 1, as_int(mini), as_int(prompts)
-    world = (as_int(per_node) or 1) * (as_int(nodes) or 1)
+    world = (as_int(c.get("gpus_per_node")) or 0) * (as_int(c.get("nodes")) or 0)  # 0: asked (Reading.unknown_world)
     key = KEYS.key("micro_batch")
     micro = as_int(one(f[key].value)) if key in f else None
     dynamic = as_bool(one(f[KEYS.key("dynamic_batch")].value)) if KEYS.key("dynamic_batch") in f else False
@@ -127,6 +82,11 @@ def _split(c: Collector, f: dict[str, Flag]) -> None:
         else:
             c.note(f"{key} not given (verl requires it or a token budget): planned at 1 sample")
     c.number("micro_batch", micro, source, key)
+    if mini_i:  # a flag's GPUs: the accumulation again from them
+        c.derived["grad_accum"] = (
+            ("gpus_per_node", "nodes"),
+            lambda b: max(1, mini_i * n_i // ((b.get("gpus_per_node") or 1) * (b.get("nodes") or 1) * micro)),
+        )
     if mini_i and world and mini_i * n_i % (world * micro) == 0:
         accum = mini_i * n_i // (world * micro)
         c.number(
@@ -221,7 +181,9 @@ def _beta(c: Collector, f: dict[str, Flag]) -> None:
     reward, rs = get(f, KEYS.key("kl_in_reward"))
     if as_bool(loss):
         coef, s = get(f, KEYS.key("kl_loss_coef"))
-        c.set("workload.beta", as_float(coef) or 0.001, f"{ls}; {s}", short(KEYS.key("kl_loss_coef")))
+        kl = f.get(KEYS.key("kl_coef"))
+        moot = f"; {kl.source} (unused: no KL in the reward)" if kl is not None and not as_bool(reward) else ""
+        c.set("workload.beta", as_float(coef) or 0.001, f"{ls}; {s}{moot}", short(KEYS.key("kl_loss_coef")))
     elif as_bool(reward):
         coef, s = get(f, KEYS.key("kl_coef"))
         c.set("workload.beta", as_float(coef) or 0.001, f"{rs}; {s}", KEYS.key("kl_coef"))
@@ -290,10 +252,30 @@ def _sharding(c: Collector, f: dict[str, Flag]) -> None:
 
 def read_launched(c: Collector, run) -> None:
     """planner.intake's dispatch of `python -m verl.trainer.main_ppo` (Framework.launched): the user's own Hydra config
-    (--config-path/--config-name) under the command line's overrides (`+key=value` too)."""
+    (--config-path/--config-name) under the command line's overrides (`+key=value` too); its SFT trainers' runs
+    (reader_sft.MODULES) to reader_sft, its Megatron engine refused (reader_megatron.py)."""
+    if run.target in reader_sft.MODULES:
+        return reader_sft.read_launched(c, run)
     over = {k.lstrip("+"): v for k, v in hydra.overrides(run.args, run.command.path, plus=True).items()}
     base = hydra.config(c, run, "verl's ppo_trainer.yaml defaults read")
     flags = base | over
+    refuse_megatron(flags, run)
     lines = releases.taking("verl", "ppo", flags)  # keys only 0.7 takes (keys.SPANS); else each line planned
     releases.by_flags(c, "verl", run, (lines[0][-1], lines[1], lines[0]) if lines else None)  # a pin first
     read(c, line_defaults.with_defaults(c, "verl", KEYS, flags), run.command.path)
+
+
+def read_file(
+    c: Collector, data: dict, path: Path, *, flags: dict, words: list, script: Path, trainer: str, vars
+) -> None:
+    """planner.intake's dispatch of a verl trainer config read alone (Framework.reads: a Hydra config over
+    ppo_trainer.yaml, examples/split_placement/config/ppo_trainer_split.yaml): its keys flat, as main_ppo reads them."""
+    f: dict[str, Flag] = {}
+    hydra.flatten(data, "", path, f)
+    if isinstance(data.get("defaults"), list):
+        f["defaults"] = Flag("defaults", data["defaults"], f"{path.name}: defaults: {data['defaults']}", "defaults")
+    f |= {k.lstrip("+"): v for k, v in flags.items()}
+    refuse_megatron(f)
+    lines = releases.taking("verl", "ppo", f)
+    releases.by_flags_in(c, "verl", [path.parent.resolve()], (lines[0][-1], lines[1], lines[0]) if lines else None)
+    read(c, line_defaults.with_defaults(c, "verl", KEYS, f), path)

@@ -83,6 +83,17 @@ def checked_path(text: str, field: str) -> Path:
     return p
 
 
+def _name_of(p: Path) -> str:
+    """A config file's model name: its folder's (its own without a config.json), or in the Hugging Face cache
+    (`models--Org--Name/snapshots/<commit>/config.json`, huggingface_hub file_download.py:747-756) the repo id."""
+    if p.name != "config.json":
+        return p.name
+    repo = p.parent.parent.parent.name
+    if p.parent.parent.name == "snapshots" and repo.startswith("models--") and repo.count("--") >= 2:
+        return repo[len("models--") :].replace("--", "/", 1)
+    return p.parent.name
+
+
 def load_model(ref: str) -> ModelSpec:
     """A catalog name, a path to a config.json, or a folder holding one."""
     if ref.strip().lower() in model_names():
@@ -90,7 +101,7 @@ def load_model(ref: str) -> ModelSpec:
         return from_config(model_config(key), key)
     p = checked_path(ref, "model")
     if "/" in ref or ref.endswith(".json") or p.exists():
-        spec = from_config(_read_config_file(p), p.parent.name if p.name == "config.json" else p.name)
+        spec = from_config(_read_config_file(p), _name_of(p))
         folder = str(Path(ref).parent) if ref.endswith(".json") else ref.rstrip("/") or "/"
         return replace(spec, source=folder)
     return from_config(model_config(ref), ref)  # model_config raises, with a did-you-mean
@@ -165,9 +176,11 @@ def models_json() -> dict:
 
 
 def hf_id(name: str) -> str | None:
-    """The Hugging Face id of a catalog model (hf_ids.json; the base model's where both are listed), for the exports'
-    model field; None for a model outside the catalog."""
-    ids = [k for k, v in _hf_ids().items() if v == name and not k.startswith("NousResearch/")]
+    """The Hugging Face id of a catalog model (hf_ids.json; the base model's where both are listed, never another
+    model's that shares its shapes: same_architecture), for the exports' model field; None for a model outside the
+    catalog."""
+    other = _other_models()
+    ids = [k for k, v in _hf_ids().items() if v == name and not k.startswith("NousResearch/") and k not in other]
     tuned = ("instruct", "chat", "-it")
     base = [k for k in ids if not any(t in k.lower() for t in tuned)]
     return (base or ids or [None])[0]
@@ -182,3 +195,8 @@ def model_path(model: ModelSpec) -> str:
 @lru_cache(maxsize=1)
 def _hf_ids() -> dict[str, str]:
     return json.loads(_DATA.joinpath("hf_ids.json").read_text())["models"]
+
+
+@lru_cache(maxsize=1)
+def _other_models() -> frozenset[str]:
+    return frozenset(json.loads(_DATA.joinpath("hf_ids.json").read_text())["same_architecture"])

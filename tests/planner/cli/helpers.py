@@ -62,6 +62,7 @@ def planner(*args, store=None, cwd=ROOT, timeout=600, env=None):
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "COLUMNS": "40",
         "HOME": os.environ.get("HOME", "/tmp"),
+        "MEMPLAN_HUB": os.environ.get("MEMPLAN_HUB", "0"),  # no Hub fetch (tests/conftest.py)
         **(env or {}),
     }
     if store is not None:

@@ -108,3 +108,35 @@ def test_files_that_leave_the_length_open_get_the_longest_rows_that_fit(tmp_path
     assert not longer["plan"]["fits"] and longer["open_length"] is None  # the edge is the edge
     r = planner("check", "--config", str(script), "--gpu", "h100")
     assert f"fits rows up to {o['fits_up_to_tokens']:,} tokens of the model's {o['context']:,}; your data" in r.stdout
+
+
+SWIFT_EXAMPLES = ROOT / "tests" / "data" / "frameworks" / "swift" / "examples" / "train"
+
+
+def test_ms_swifts_default_max_length_is_an_open_length_the_data_decides():
+    """Issue 47 item 6: ms-swift's max_length defaults to the model's context (base_args.py:227-228); its own LoRA
+    example without one was "does NOT fit" at Qwen2.5-7B's 131,072 tokens. It is planned at the longest rows that fit,
+    and --seq-len closes it."""
+    script = str(SWIFT_EXAMPLES / "tuners" / "adalora" / "train.sh")
+    out = check(script, "--gpu", "a100-80gb")
+    o = out["open_length"]
+    assert o["what"] == "rows" and out["goal"]["seq_len"] == o["planned_at"] == o["fits_up_to_tokens"] > 0
+    assert o["fits_up_to_tokens"] <= o["context"] and out["plan"]["fits"]
+    assert "base_args.py:227-228" in settings(out)["seq_len"]["source"]
+    closed = check(script, "--gpu", "a100-80gb", "--seq-len", "2048")
+    assert closed["open_length"] is None and closed["goal"]["seq_len"] == 2048
+
+
+def test_an_ms_swift_grpo_prompt_left_at_the_context_is_planned_at_the_longest_that_fits():
+    """The same default is GRPO's prompt limit (truncated left): ms-swift's colocated Qwen2.5-VL-7B example on 8 x
+    A100 80GB was refused at 128,000-token prompts; the answer is the longest prompt the run fits, said as the
+    condition, and --max-prompt-length closes it."""
+    script = str(SWIFT_EXAMPLES / "grpo" / "internal" / "vllm_vl7b.sh")
+    out = check(script, "--gpu", "a100-80gb")
+    o, w = out["open_length"], out["plan"]["workload"]
+    assert o["what"] == "prompts" and 0 < o["fits_up_to_tokens"] < o["context"] == 128000
+    assert w["max_prompt_length"] == o["planned_at"] == o["fits_up_to_tokens"] and out["plan"]["fits"]
+    longer = check(script, "--gpu", "a100-80gb", "--max-prompt-length", str(o["fits_up_to_tokens"] + 256))
+    assert longer["open_length"] is None and not longer["plan"]["fits"]
+    r = planner("check", "--config", script, "--gpu", "a100-80gb")
+    assert f"fits prompts up to {o['fits_up_to_tokens']:,} tokens of the model's 128,000" in r.stdout

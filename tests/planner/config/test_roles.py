@@ -67,8 +67,12 @@ def test_role_runs_refuse_trls_inputs_and_need_a_role_framework():
     with pytest.raises(ValueError, match="give --framework llamafactory or swift or verl or openrlhf"):
         Knobs(workload=Workload(kind="ppo"))
     assert Workload(kind="ppo", num_generations=1).num_generations == 1  # verl's PPO samples one response
+    # TRL's GRPO compares 2 or more; verl's runs one (a group of one: its raw score, v0.7.0 core_algos.py:312-314)
     with pytest.raises(ValueError, match="GRPO compares 2 or more"):
-        Workload(kind="grpo", num_generations=1)
+        Knobs(workload=Workload(kind="grpo", num_generations=1))
+    with pytest.raises(ValueError, match="GRPO compares 2 or more"):
+        Knobs(workload=Workload(kind="grpo", num_generations=1), framework="openrlhf", zero_stage=2)
+    assert Knobs(workload=Workload(kind="grpo", num_generations=1), framework="verl", fsdp="full").role_run
 
 
 def test_only_verl_and_openrlhf_plan_grpo_by_its_roles():

@@ -13,16 +13,24 @@ from planner.estimate.setup import Setup
 from planner.model.catalog import load_model
 
 G = 80 * 2**30
-LLAMA_SIDE = (4_686_872_576, 2_101_347_328)  # the sim's (activations, temporaries) at the backward peak
+LLAMA_SIDE = (4_686_872_576, 2_101_347_328, 0)  # the sim's (activations, temporaries, gradients) at its peak
+EMB_SIDE = (4_712_046_592, 2_101_347_328, 0)  # the same with PEFT's trained embedding copies
 # (model, knobs, micro-batch, tokens, the sim's side)
 TRACED = [
-    ("llama-3.2-1b", {"fsdp": "full"}, 1, 2048, LLAMA_SIDE),  # peak 8,864,521,216 B; planned 8,863,700,992
-    ("qwen2.5-0.5b", {"fsdp": "full"}, 1, 1024, (2_076_704_768, 1_244_660_736)),  # 4,202,307,712; 4,200,696,960
+    ("llama-3.2-1b", {"fsdp": "full"}, 1, 2048, LLAMA_SIDE),  # peak 8,860,294,144 B; planned 8,863,700,992
+    ("qwen2.5-0.5b", {"fsdp": "full"}, 1, 1024, (2_076_704_768, 1_244_660_736, 0)),  # 4,200,108,160; 4,200,696,960
     ("llama-3.2-1b", {"zero_stage": 2}, 1, 2048, LLAMA_SIDE),  # 9,378,075,648; 9,381,482,496
     ("llama-3.2-1b", {"zero_stage": 3}, 1, 2048, LLAMA_SIDE),  # 10,658,139,954; 10,661,546,802
+    # PEFT's trained embedding copies beside the cast layers (lora.cast_layer_examined): 14,131,278,848; 14,143,066,112
+    # (14,404,161,536, +1.93%, with the older per-group layer terms)
+    ("llama-3.2-1b", {"zero_stage": 2, "lora_train_embeddings": True}, 1, 2048, EMB_SIDE),
+    # and under FSDP, where the plan on the sim's side added the FSDP gradient transients, the head's 525,336,576 B
+    # among them, to a peak that precedes them (fsdp.traced_backward_temp_bytes): 12,041,714,688 against
+    # 11,523,938,304 planned (-4.30%; -4.06% before the root's gather counted PEFT's copies); now 11,512,151,040
+    ("llama-3.2-1b", {"fsdp": "full", "lora_train_embeddings": True}, 1, 2048, EMB_SIDE),
 ]
-IDS = ["llama-fsdp", "qwen-fsdp", "llama-zero2", "llama-zero3"]
-TOLERANCE = 0.001  # -0.04% to +0.04% measured
+IDS = ["llama-fsdp", "qwen-fsdp", "llama-zero2", "llama-zero3", "llama-zero2-embeddings", "llama-fsdp-embeddings"]
+TOLERANCE = 0.0015  # +0.01% to +0.10% measured (the trained head's rows: the final norm's input, 8 MiB, and more)
 
 
 @pytest.mark.parametrize("name,knobs,micro,tokens,side", TRACED, ids=IDS)
@@ -41,4 +49,4 @@ def test_the_recorded_sim_sides_are_the_sims(name, knobs, micro, tokens, side):
 
     k = Knobs(precision="bf16", lora_rank=16, **knobs).for_probe("sim")
     r = simulate(Case(load_model(name).config, k, micro, 1, tokens))
-    assert (r.by_category["activations"], r.by_category["temporaries"]) == side
+    assert (r.by_category["activations"], r.by_category["temporaries"], r.by_category["grads"]) == side

@@ -35,6 +35,8 @@ def test_every_format_the_intake_knows_is_read_by_one_framework_and_every_rl_mod
     assert sorted(launched) == sorted(set(launched)) == sorted(launch.RL_MODULES)
     assert set(launched) == {
         "verl.trainer.main_ppo",
+        "verl.trainer.fsdp_sft_trainer",  # verl's SFT trainers under torchrun (verl/reader_sft.py)
+        "verl.trainer.sft_trainer",
         "openrlhf.cli.train_ppo_ray",
         "openrlhf.cli.train_dpo",
         "openrlhf.cli.train_sft",

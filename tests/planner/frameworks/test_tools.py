@@ -194,9 +194,20 @@ def test_a_mappings_format_is_the_lowest_ranked_signs_it_shows(data, fmt):
     assert configs.kind(data) == fmt
 
 
-def test_a_refused_format_is_refused_in_one_line_naming_why(tmp_path):
-    (refused,) = [s for s in SIGNS if s.refused]
-    data = {"model": "Qwen/Qwen3-4B", "micro_batch_size": 1}
+# a file of each refused format: LLaMA-Factory v1's, verl's multi-turn tool config (a trainer config names it)
+REFUSED_FILES = {
+    "lf-v1": {"model": "Qwen/Qwen3-4B", "micro_batch_size": 1},
+    "verl-multiturn": {"tools": [{"class_name": "verl.tools.gsm8k_tool.Gsm8kTool", "config": {}}]},
+    "lf-mca": {"stage": "sft", "finetuning_type": "full", "tensor_model_parallel_size": 2},
+    "swift-megatron": {"model": "Qwen/Qwen3-8B", "micro_batch_size": 1, "tensor_model_parallel_size": 2},
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(REFUSED_FILES))
+def test_a_refused_format_is_refused_in_one_line_naming_why(fmt, tmp_path):
+    assert sorted(s.format for s in SIGNS if s.refused) == sorted(REFUSED_FILES)
+    (refused,) = [s for s in SIGNS if s.format == fmt]
+    data = REFUSED_FILES[fmt]
     assert configs.kind(data) == refused.format
     with pytest.raises(BadInput) as e:
         configs.refuse(configs.kind(data), tmp_path / "v1.yaml")

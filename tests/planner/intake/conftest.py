@@ -21,8 +21,9 @@ REFUSED = {
 }
 
 
-# frameworks memplan does not read yet, their files refused in one line naming them: none now
-NOT_READ: dict = {}
+# frameworks memplan does not read, and commands that train nothing: their examples refused in one line naming them
+# (folder -> the test that reads each)
+NOT_READ: dict = {DATA / "unread": "tests/planner/intake/test_unread.py"}
 
 
 def examples() -> list[Path]:

@@ -12,7 +12,7 @@ EXPECTED = {  # file: (framework, request fields (workload: the inputs listed), 
     f"{LF}/train_lora/qwen3_lora_sft.yaml": (
         "llamafactory",
         {
-            "model": "Qwen/Qwen3-4B-Instruct-2507",
+            "model": "qwen3-4b",  # Qwen/Qwen3-4B-Instruct-2507 (hf_ids.json)
             "micro_batch": 1,
             "grad_accum": 8,
             "lora_rank": 8,

@@ -109,9 +109,15 @@ def cases(tmp_path_factory) -> dict[str, tuple[Path, str]]:
 
 
 def _env(home: Path) -> dict[str, str]:
-    """A child's environment: no Hugging Face cache of this machine, one thread."""
+    """A child's environment: no Hugging Face cache of this machine nor Hub fetch, one thread."""
     path = os.environ.get("PATH", "/usr/bin:/bin")
-    return {"OMP_NUM_THREADS": "1", "PATH": path, "HOME": str(home), "HF_HUB_CACHE": str(home / "hf")}
+    return {
+        "OMP_NUM_THREADS": "1",
+        "PATH": path,
+        "HOME": str(home),
+        "HF_HUB_CACHE": str(home / "hf"),
+        "MEMPLAN_HUB": "0",
+    }
 
 
 def _run_bounded(args: list[str], cases, timeout_s: int) -> subprocess.CompletedProcess:

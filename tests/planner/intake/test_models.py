@@ -8,7 +8,7 @@ import pytest
 
 from planner import intake
 from planner.errors import BadInput
-from planner.intake import models
+from planner.intake import modelconfig, models
 from planner.model import catalog
 
 
@@ -235,6 +235,8 @@ def test_the_framework_examples_vlm_ids_resolve(name, ref):
         ("internlm/internlm-xcomposer2d5-7b", "InternLM-XComposer-2.5 (InternLM-XComposer2's InternLM2"),
         ("/base/internlm-xcomposer2d5", "(its folder's name): InternLM-XComposer-2.5"),
         ("mistral-community/pixtral-12b", "Pixtral-12B (a llava config over a `pixtral` vision tower"),
+        ("microsoft/phi-2", "Phi-1.5 / Phi-2 (model_type phi: LayerNorm with biases"),  # axolotl v0.18 examples/phi
+        ("microsoft/phi-1_5", "is not counted by memplan: a Llama-shaped count would miss its biases"),
     ],
 )
 def test_a_model_memplan_does_not_count_is_refused_in_one_line_naming_it(name, says):
@@ -246,12 +248,15 @@ def test_a_model_memplan_does_not_count_is_refused_in_one_line_naming_it(name, s
 
 def test_an_ms_swift_2_model_type_names_the_model_a_bare_folder_does_not(tmp_path):
     """ms-swift 2.x's --model_type loads its registry's id (v2.5.2 swift/llm/utils/model.py:5818-5825 qwen-14b-chat,
-    :4835-4845 internlm-xcomposer2-7b-chat), read where --model_id_or_path is a folder not on this machine."""
+    :5826-5834 qwen-7b-chat, :4835-4845 internlm-xcomposer2-7b-chat), read where --model_id_or_path is a folder not on
+    this machine."""
     path = tmp_path / "run.sh"
     path.write_text("swift sft --model_type qwen-14b-chat --model_id_or_path /data/run_712 --sft_type lora\n")
     reading = intake.read([str(path)])
     assert reading.request["model"] == "qwen-14b"
     assert "run.sh:1 --model_type qwen-14b-chat loads Qwen/Qwen-14B-Chat" in reading.settings[0].source
+    path.write_text("swift sft --model_type qwen-7b-chat --model_id_or_path /data/run_713 --sft_type lora\n")
+    assert intake.read([str(path)]).request["model"] == "qwen-7b"
     path.write_text("swift sft --model_type internlm-xcomposer2-7b-chat --model_id_or_path /data/rotate_712\n")
     assert intake.read([str(path)]).request["model"] == "internlm-xcomposer2-7b"
     path.write_text("swift sft --model_type internlm-xcomposer2-7b-chat --model_id_or_path /b/internlm-xcomposer2d5\n")
@@ -267,3 +272,98 @@ def test_a_refused_model_in_the_files_yields_to_the_model_the_caller_gives(tmp_p
     path.write_text("swift sft --model_type internlm-xcomposer2_5-7b-chat --model_id_or_path /data/rotate_712\n")
     reading = intake.read([str(path)], given={"model": "qwen2.5-vl-7b"})
     assert reading.request["model"] == "/data/rotate_712"  # the files' own word; the caller's --model replaces it
+
+
+@pytest.mark.parametrize(
+    "name,ref,context",
+    [  # issue 47 item 4: ids LLaMA-Factory v0.9.5's and axolotl v0.18's examples name (hf_ids.json "_sources")
+        ("meta-llama/Meta-Llama-3-8B-Instruct", "llama-3.1-8b", 8192),  # Llama-3.1-8B's shapes, 8K context
+        ("NousResearch/Meta-Llama-3-8B", "llama-3.1-8b", 8192),
+        ("meta-llama/Meta-Llama-3-70B-Instruct", "llama-3.1-70b", 8192),
+        ("mistralai/Mistral-7B-Instruct-v0.2", "mistral-7b", 32768),
+        ("TinyLlama/TinyLlama-1.1B-Chat-v1.0", "tinyllama-1.1b", 2048),
+        ("HuggingFaceTB/SmolLM2-135M", "smollm2-135m", 8192),
+        ("google/gemma-3-12b-it", "gemma-3-12b", None),  # no length key, as gemma-3-4b's (transformers' default)
+        ("google/gemma-3-27b-it", "gemma-3-27b", None),
+        ("codellama/CodeLlama-34b-hf", "codellama-34b", 16384),
+        ("openlm-research/open_llama_3b_v2", "open-llama-3b", 2048),
+        ("lmsys/vicuna-7b-v1.5", "llama-2-7b", 4096),  # the issue's: Llama-2's shapes, 4,096 context
+        ("microsoft/Phi-3.5-mini-instruct", "phi-3-mini", 131072),
+    ],
+)
+def test_a_fine_tune_resolves_to_the_catalog_model_of_its_shapes_at_its_own_context(name, ref, context):
+    found = models.lookup(name)
+    assert found.ref == ref and modelconfig.context(found.config) == context
+
+
+def test_every_source_names_an_id_the_table_maps():
+    data = json.loads((models.CATALOG / "hf_ids.json").read_text())
+    sources = {k for k in data["_sources"] if k != "_doc"}  # a mapped id, or a catalog entry by its name
+    assert sources <= set(data["models"]) | set(data["models"].values())
+    assert all(len(data["_sources"][k]) > 40 for k in sources)
+
+
+# Issue 47 item 4: the Qwen-family ids LLaMA-Factory 0.9.5's and axolotl 0.18's examples name (and the families the
+# issue names), each read from its config.json or card (hf_ids.json _sources): (id, catalog model, its context,
+# whether it is another model with that model's architecture)
+QWEN_IDS = [
+    ("Qwen/Qwen3-4B-Instruct-2507", "qwen3-4b", 262144, False),  # 15 LLaMA-Factory examples
+    ("Qwen/Qwen3-4B-Thinking-2507", "qwen3-4b", 262144, False),
+    ("Qwen/Qwen3-4B-Base", "qwen3-4b", 32768, False),
+    ("Qwen/Qwen3-4B", "qwen3-4b", 40960, False),
+    ("Qwen/Qwen3-1.7B", "qwen3-1.7b", 40960, False),
+    ("Qwen/Qwen3-14B", "qwen3-14b", 40960, False),
+    ("Qwen/Qwen3-32B", "qwen3-32b", 40960, False),
+    ("Qwen/Qwen3-30B-A3B-Instruct-2507", "qwen3-30b-a3b", 262144, False),
+    ("Qwen/Qwen3-235B-A22B-Instruct-2507", "qwen3-235b-a22b", 262144, False),
+    ("Qwen/Qwen-7B", "qwen-7b", 32768, False),
+    ("Qwen/Qwen-7B-Chat", "qwen-7b", 32768, False),
+    ("Qwen/Qwen2-0.5B", "qwen2.5-0.5b", 131072, True),
+    ("Qwen/Qwen2-1.5B-Instruct", "qwen2.5-1.5b", 32768, True),
+    ("Qwen/Qwen2-7B", "qwen2.5-7b", 131072, True),
+    ("Qwen/Qwen2-7B-Instruct", "qwen2.5-7b", 32768, True),
+    ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "qwen2.5-32b", 131072, True),
+    ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "qwen2.5-7b", 131072, True),
+]
+
+
+@pytest.mark.parametrize("hf,ref,context,other", QWEN_IDS)
+def test_qwen_family_ids_resolve_with_their_own_context(hf, ref, context, other):
+    found = models.lookup(hf)
+    assert found.ref == ref and found.config["max_position_embeddings"] == context
+    said = f"{hf} has catalog model {ref}'s architecture" if other else f"{hf} is catalog model {ref}"
+    assert found.how == said
+
+
+def test_another_models_folder_says_whose_architecture_it_has():
+    """A fine-tune (or another generation) resolved by its folder's name keeps the same wording: it has the catalog
+    model's architecture; the catalog model's own ids still say they are it."""
+    found = models.lookup("/data/ckpt/DeepSeek-R1-Distill-Qwen-32B/checkpoint-100")
+    assert found.ref == "qwen2.5-32b" and found.how.endswith("catalog model qwen2.5-32b's architecture)")
+    assert models.lookup("/data/Qwen2.5-32B-Instruct").how.endswith("catalog model qwen2.5-32b)")
+
+
+def test_every_other_model_and_new_entry_names_its_source():
+    data = json.loads((models.CATALOG / "hf_ids.json").read_text())
+    assert set(data["same_architecture"]) <= set(data["models"])
+    assert set(data["same_architecture"]) <= set(data["_sources"])
+    assert set(data["_sources"]) - {"_doc"} <= set(data["models"]) | set(catalog.model_names())
+    assert all(len(text) > 40 for text in data["_sources"].values())
+
+
+@pytest.mark.parametrize(
+    "hf,says",
+    [("XiaomiMiMo/MiMo-7B-RL", "multi-token-prediction"), ("Skywork/Skywork-Reward-V2-Qwen3-8B", "score head")],
+)
+def test_a_qwen_derived_model_memplan_does_not_count_is_refused_in_one_line(hf, says):
+    """axolotl 0.18's examples name them: MiMo's MTP layers (remote code), Skywork's reward model (a sequence
+    classifier): one line naming what is missing, never planned as Qwen2-7B's or Qwen3-8B's causal LM."""
+    with pytest.raises(BadInput) as e:
+        models.resolve(hf)
+    assert e.value.field == "model" and says in str(e.value) and "\n" not in str(e.value)
+
+
+def test_an_export_names_the_catalog_models_own_id_not_another_models():
+    """catalog.hf_id (the exports' model field) never names a model that only shares the shapes."""
+    assert catalog.hf_id("qwen2.5-32b") == "Qwen/Qwen2.5-32B" and catalog.hf_id("qwen2.5-7b") == "Qwen/Qwen2.5-7B"
+    assert catalog.hf_id("qwen3-4b") == "Qwen/Qwen3-4B" and catalog.hf_id("qwen-7b") == "Qwen/Qwen-7B"

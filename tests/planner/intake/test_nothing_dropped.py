@@ -25,7 +25,8 @@ from planner.frameworks.openrlhf.lmmr1 import SIGNS as LMM_R1
 from planner.frameworks.swift.reader_media import LIMIT as SWIFT_LIMIT
 from planner.frameworks.trl import reader_vlmr1 as vlmr1
 from planner.frameworks.verl.keys import KEYS as VERL_KEYS
-from planner.frameworks.verl.reader import LIMITS as VERL_LIMITS
+from planner.frameworks.verl.keys_sft import TABLES as VERL_SFT
+from planner.frameworks.verl.reader_media import LIMITS as VERL_LIMITS
 from planner.intake import configs, launch, scriptargs
 from planner.intake.collect import is_default
 from planner.intake.flags import norm
@@ -66,7 +67,12 @@ READER_TABLES = {  # a reader's own key tables: the keys it plans, defaults or n
     "trl": HF_TABLES,
     "llamafactory": (llamafactory.UNPLANNED,),
     "axolotl": (axolotl.UNPLANNED,),
-    "verl": (defaulted(VERL_KEYS), VERL_LIMITS, {f"{VERL_LIMITS[2]}.{m}" for m in ("video", "audio")}),
+    "verl": (
+        defaulted(VERL_KEYS),
+        VERL_LIMITS,
+        {f"{VERL_LIMITS[2]}.{m}" for m in ("video", "audio")},
+        *(defaulted(t) for t in VERL_SFT.values()),  # its SFT trainers' keys (verl/keys_sft.py)
+    ),
     # vLLM's limit_mm_per_prompt: LMM-R1's flag (read as openrlhf@lmm-r1), ms-swift's colocated rollout's
     "openrlhf": (defaulted(OPENRLHF_KEYS), openrlhf.OLD, openrlhf.OLD.values(), {"limit_mm_per_prompt"} & set(LMM_R1)),
     "swift": ({SWIFT_LIMIT},),
