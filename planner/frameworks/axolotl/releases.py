@@ -93,7 +93,9 @@ RELEASES = (
         (0, 8),
         "axolotl v0.8.0 (src/axolotl/utils/schemas/training.py:53-55 adamw_torch_fused) .. v0.11.x",
         workload=_trl("v0.8.0", "requirements.txt:20 trl==0.16.0 (v0.11.0 :21 trl==0.18.2)", "0.15"),
-        adapter={"transformers_newest": (4, 53, 1)},
+        # axolotl-contribs-mit==0.0.3 (v0.8.0 .. v0.11.x requirements.txt): MuonOptimizerFactory on every world size,
+        # no parameter under 2-D in the optimizer (muon.py:217-219); DistMuon came at v0.14.0 (0.0.6)
+        adapter={"transformers_newest": (4, 53, 1), "muon_vectors": "dropped"},
         notes=("0.8-0.11: GRPO keeps a reference model (trl 0.16-0.18's beta 0.04)",),
     ),
     Release(
@@ -118,4 +120,7 @@ SPANS = {
     "freeze_mm_modules": ((0, 17), None),
     # v0.8.0 schemas/config.py:178-180 Literal["unsloth", "offload"]; v0.7.1 v0_4_1/__init__.py:781 "unsloth" only
     "gradient_checkpointing=offload": (V["0.8"], None),
+    # optimizer: muon from v0.8.0 (schemas/enums.py:54, PR #2367 ae6637415); v0.7.1 v0_4_1/__init__.py:496-508
+    # takes transformers' OptimizerNames or its own Literal, neither with muon
+    "optimizer=muon": (V["0.8"], None),
 }

@@ -227,3 +227,16 @@ def test_the_installed_axolotl_pins_trl_1_9_and_passes_an_open_completion_length
     assert pins == "['trl==1.9.0']"
     assert line == 'grpo_args_kwargs["max_completion_length"] = trl.max_completion_length'
     assert default_ == "default=256,"  # TRL's own (grpo_config.py:488-489), which axolotl's None overrides
+
+
+def test_muon_runs_from_0_8_and_is_refused_before_it(tmp_path):
+    """optimizer: muon came at v0.8.0 (PR #2367; schemas/enums.py:54): the file narrows the lines to 0.8 and newer;
+    a line before it refuses it in one line; bfloat16: true loads the weights in bf16 without autocast."""
+    path = _write(tmp_path, SFT.format(extra="optimizer: muon\nbf16: false\nbfloat16: true\n"))
+    assert intake.read([str(path)]).releases == ("0.8", "0.12")
+    out, s = _check(path)
+    assert s["optimizer"]["value"] == "muon" and s["precision"]["value"] == "bf16-pure"
+    assert out.plan.memory.optimizer_bytes > 0
+    with pytest.raises(BadInput, match=r"\(axolotl\) cannot run --optimizer muon: it runs adamw, ") as e:
+        _check(path, framework="axolotl@0.7")
+    assert "\n" not in str(e.value) and "muon," not in str(e.value)
