@@ -176,6 +176,14 @@ FRAMEWORK = Framework(
         ),
         Rule(
             "optimizer",
+            "runs Muon under FSDP2 on several GPUs as DistMuon (axolotl-contribs-mit 0.0.6 muon/dist_muon.py: whole "
+            "matrices exchanged all-to-all for Newton-Schulz), whose step memplan has not measured: plan it on one GPU "
+            "or with --fsdp off",
+            lambda k, w: k["optimizer"] == "muon" and k["fsdp"] != "off" and w.world_size > 1,
+            scope="layout",
+        ),
+        Rule(
+            "optimizer",
             "refuses bitsandbytes 8-bit AdamW under FSDP2 (utils/schemas/validation.py:1249-1262)",
             lambda k: k["fsdp"] != "off" and k["optimizer"] == "adamw-8bit",
         ),
@@ -211,4 +219,5 @@ FRAMEWORK = Framework(
     # (muon/muon.py:217-219) where no device mesh is built (one GPU: v0.18.0 utils/distributed.py:299-317, 350-353);
     # DistMuonOptimizerFactory (muon/dist_muon.py:626-640) gives them AdamW's momentum and variance (:156-163)
     muon_vectors="dropped-one-gpu",
+    muon_fsdp=True,  # v0.14.0+ (validation.py:891-903); v0.8.0-v0.13.x refuse it (releases.py)
 )

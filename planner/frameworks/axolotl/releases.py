@@ -95,7 +95,9 @@ RELEASES = (
         workload=_trl("v0.8.0", "requirements.txt:20 trl==0.16.0 (v0.11.0 :21 trl==0.18.2)", "0.15"),
         # axolotl-contribs-mit==0.0.3 (v0.8.0 .. v0.11.x requirements.txt): MuonOptimizerFactory on every world size,
         # no parameter under 2-D in the optimizer (muon.py:217-219); DistMuon came at v0.14.0 (0.0.6)
-        adapter={"transformers_newest": (4, 53, 1), "muon_vectors": "dropped"},
+        # v0.8.0 schemas/config.py:1140-1145 .. v0.13.x validation.py:753-758: "Muon optimizer is currently
+        # incompatible with DeepSpeed and FSDP"
+        adapter={"transformers_newest": (4, 53, 1), "muon_vectors": "dropped", "muon_fsdp": False},
         notes=("0.8-0.11: GRPO keeps a reference model (trl 0.16-0.18's beta 0.04)",),
     ),
     Release(

@@ -240,3 +240,16 @@ def test_muon_runs_from_0_8_and_is_refused_before_it(tmp_path):
     with pytest.raises(BadInput, match=r"\(axolotl\) cannot run --optimizer muon: it runs adamw, ") as e:
         _check(path, framework="axolotl@0.7")
     assert "\n" not in str(e.value) and "muon," not in str(e.value)
+
+
+def test_muon_under_fsdp2_is_planned_on_one_gpu_from_0_14(tmp_path):
+    """v0.14.0+ take Muon beside FSDP2 (validation.py:891-903; v0.8.0-v0.13.x refuse it): one GPU builds no device
+    mesh, so the plain Muon runs (states whole, as without FSDP); several run DistMuon, whose step is not measured."""
+    fsdp = "fsdp_config:\n  fsdp_version: 2\n  fsdp_transformer_layer_cls_to_wrap: Qwen2DecoderLayer\n"
+    path = _write(tmp_path, SFT.format(extra="optimizer: muon\n" + fsdp))
+    out, _ = _check(path)
+    assert (out.plan.knobs.fsdp, out.plan.knobs.optimizer, out.plan.world_size) == ("full", "muon", 1)
+    with pytest.raises(BadInput, match="runs Muon under FSDP2 on several GPUs as DistMuon"):
+        _check(path, gpus_per_node=8)
+    with pytest.raises(BadInput, match="--optimizer muon steps whole matrices in torch: it runs without DeepSpeed"):
+        _check(path, framework="axolotl@0.8")
