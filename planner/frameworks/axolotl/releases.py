@@ -22,6 +22,10 @@ src/axolotl/utils/schemas/{config,training}.py). What moved between them:
   narrow the lines its files allow (planner.intake.releases.for_entry). gradient_checkpointing's values moved too:
   "unsloth" (v0.5.0-v0.9.x: each layer's input offloaded to the host, v0.5.0 utils/models.py:380-381,
   utils/gradient_checkpointing/unsloth.py:19-30), "offload" from v0.8.0 (config.py:179).
+- optimizer: muon from v0.8.0 (axolotl-contribs-mit's MuonOptimizerFactory: no state for the vectors); v0.14.0
+  (contribs 0.0.6) runs DistMuon where a device mesh is built (several GPUs: AdamW's states for the vectors) and
+  takes FSDP2 beside it. The 0.12 line plans v0.14.0+'s: v0.12.0-v0.13.x (contribs 0.0.5) refuse Muon with FSDP
+  (validation.py:753-758) and run the plain factory on several GPUs too (planner.frameworks.memory.muon_vectors).
 What did not move: gradient_checkpointing False (v0.5.0 v0_4_1/__init__.py:656-657 .. 0.19.0 config.py:606), bf16
 "auto" and the model loaded in that dtype (v0.4.0 utils/config.py:66-72, 87-92 .. 0.19.0), sequence_len 512 and
 micro_batch_size 1 from v0.5.0, sample_packing off (None) and eval_sample_packing following it; the transformers
