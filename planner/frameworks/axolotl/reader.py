@@ -116,14 +116,16 @@ def read(c: Collector, data: dict, path: Path, vars=None) -> None:
 
 def _dp_shard(c: Collector, f: dict[str, Flag]) -> bool:
     """dp_shard_size without dp_replicate_size (v0.18.0 schemas/config.py:1091): FSDP over that many data-parallel
-    ranks, each behind tensor_parallel x context_parallel ranks (utils/distributed.py:350-370, ParallelismConfig): the
-    GPUs the file names, where the command gives none. With dp_replicate_size, HSDP's groups: not planned yet."""
+    ranks, each behind tensor_parallel x context_parallel ranks (utils/distributed.py:350-370, ParallelismConfig; a
+    larger world replicates the groups, HSDP): the GPUs the file names, where the command gives none. With
+    dp_replicate_size, HSDP's groups: not planned yet."""
     shard, rep = f.get("dp_shard_size"), f.get("dp_replicate_size")
     if shard is None or not _on(shard.value) or (rep is not None and _on(rep.value)) or c.get("fsdp", "off") == "off":
         return False
     ranks = int(shard.value) * int(c.get("tensor_parallel", 1)) * int(c.get("context_parallel", 1))
     if c.setting("gpus_per_node") is None:
-        c.set("gpus_per_node", ranks, assumption(f"{shard.source}: FSDP over its data-parallel ranks"), "gpus")
+        why = f"{shard.source} (FSDP over that many data-parallel ranks, each behind TP x CP ranks)"
+        c.set("gpus_per_node", ranks, why, "dp_shard_size")
     return True
 
 

@@ -24,8 +24,8 @@ src/axolotl/utils/schemas/{config,training}.py). What moved between them:
   utils/gradient_checkpointing/unsloth.py:19-30), "offload" from v0.8.0 (config.py:179).
 - optimizer: muon from v0.8.0 (axolotl-contribs-mit's MuonOptimizerFactory: no state for the vectors); v0.14.0
   (contribs 0.0.6) runs DistMuon where a device mesh is built (several GPUs: AdamW's states for the vectors) and
-  takes FSDP2 beside it. The 0.12 line plans v0.14.0+'s: v0.12.0-v0.13.x (contribs 0.0.5) refuse Muon with FSDP
-  (validation.py:753-758) and run the plain factory on several GPUs too (planner.frameworks.memory.muon_vectors).
+  takes FSDP2 beside it (its own line, 0.14, which also moved to transformers 5.0.0); v0.12.0-v0.13.x (contribs
+  0.0.5) refuse Muon with FSDP (validation.py:753-758) and run the plain factory on several GPUs too.
 What did not move: gradient_checkpointing False (v0.5.0 v0_4_1/__init__.py:656-657 .. 0.19.0 config.py:606), bf16
 "auto" and the model loaded in that dtype (v0.4.0 utils/config.py:66-72, 87-92 .. 0.19.0), sequence_len 512 and
 micro_batch_size 1 from v0.5.0, sample_packing off (None) and eval_sample_packing following it; the transformers
@@ -107,8 +107,19 @@ RELEASES = (
     Release(
         "0.12",
         (0, 12),
-        "axolotl v0.12.0 (requirements.txt:22 trl==0.21.0; attn_implementation, activation_offloading) .. 0.19.0",
-        # trl==0.21.0 (v0.12.0) .. 1.9.0 (0.19.0's metadata): TRL's lines 0.19, 0.22 and 1.0, the same beta and head
+        "axolotl v0.12.0 (requirements.txt:22 trl==0.21.0; attn_implementation, activation_offloading) .. v0.13.x",
+        # trl==0.21.0 (v0.12.0) .. 0.27.0 (v0.13.2 :20): TRL's lines 0.19 and 0.22, the same beta and head
+        workload=_trl("v0.13.2", "requirements.txt:20 trl==0.27.0 (v0.12.0 :22 trl==0.21.0)", "0.22"),
+        # transformers==4.57.6 (v0.13.2 requirements.txt:16); axolotl-contribs-mit==0.0.5: the plain Muon factory on
+        # every world size, refused beside DeepSpeed or FSDP (v0.13.0 validation.py:753-758)
+        adapter={"transformers_newest": (4, 57, 6), "muon_vectors": "dropped", "muon_fsdp": False},
+        notes=("0.12-0.13: transformers 4.55-4.57; Muon without FSDP, no state for the vectors",),
+    ),
+    Release(
+        "0.14",
+        (0, 14),
+        "axolotl v0.14.0 (requirements.txt:15 transformers==5.0.0, :71 axolotl-contribs-mit==0.0.6: DistMuon) .. 0.19.0",
+        # trl==0.27.1 (v0.14.0 :19) .. 1.9.0 (0.19.0's metadata): TRL's lines 0.22 and 1.0, the same beta and head
         workload=_trl("0.19.0", "METADATA Requires-Dist trl==1.9.0", "1.0"),
     ),
 )
