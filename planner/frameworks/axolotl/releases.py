@@ -44,6 +44,10 @@ V041 = "utils/config/models/input/v0_4_1/__init__.py"
 STOPS = "{}: no default (no config schema); utils/config.py:47-52 normalize_config stops without it"
 HF_ADAMW = "optimizer adamw_hf, transformers' own AdamW (planned as the foreach step)"
 NEWEST_TRANSFORMERS = (5, 16, 1)  # 0.19.0's METADATA Requires-Dist transformers==5.16.1 (the newest line's)
+# axolotl-contribs-mit==0.0.3 (v0.8.0 .. v0.11.x requirements.txt) and 0.0.5 (v0.12.0 .. v0.13.x): MuonOptimizerFactory
+# on every world size, no parameter under 2-D in the optimizer (muon.py:217-219); Muon refused beside DeepSpeed or FSDP
+# (v0.8.0 schemas/config.py:1140-1145 .. v0.13.0 validation.py:753-758). DistMuon and FSDP2 came at v0.14.0 (0.0.6)
+PLAIN_MUON = {"muon_vectors": "dropped", "muon_fsdp": False}
 
 
 def _hf_adamw(tag: str, where: str) -> Default:
@@ -97,11 +101,7 @@ RELEASES = (
         (0, 8),
         "axolotl v0.8.0 (src/axolotl/utils/schemas/training.py:53-55 adamw_torch_fused) .. v0.11.x",
         workload=_trl("v0.8.0", "requirements.txt:20 trl==0.16.0 (v0.11.0 :21 trl==0.18.2)", "0.15"),
-        # axolotl-contribs-mit==0.0.3 (v0.8.0 .. v0.11.x requirements.txt): MuonOptimizerFactory on every world size,
-        # no parameter under 2-D in the optimizer (muon.py:217-219); DistMuon came at v0.14.0 (0.0.6)
-        # v0.8.0 schemas/config.py:1140-1145 .. v0.13.x validation.py:753-758: "Muon optimizer is currently
-        # incompatible with DeepSpeed and FSDP"
-        adapter={"transformers_newest": (4, 53, 1), "muon_vectors": "dropped", "muon_fsdp": False},
+        adapter={"transformers_newest": (4, 53, 1), **PLAIN_MUON},
         notes=("0.8-0.11: GRPO keeps a reference model (trl 0.16-0.18's beta 0.04)",),
     ),
     Release(
@@ -110,9 +110,7 @@ RELEASES = (
         "axolotl v0.12.0 (requirements.txt:22 trl==0.21.0; attn_implementation, activation_offloading) .. v0.13.x",
         # trl==0.21.0 (v0.12.0) .. 0.27.0 (v0.13.2 :20): TRL's lines 0.19 and 0.22, the same beta and head
         workload=_trl("v0.13.2", "requirements.txt:20 trl==0.27.0 (v0.12.0 :22 trl==0.21.0)", "0.22"),
-        # transformers==4.57.6 (v0.13.2 requirements.txt:16); axolotl-contribs-mit==0.0.5: the plain Muon factory on
-        # every world size, refused beside DeepSpeed or FSDP (v0.13.0 validation.py:753-758)
-        adapter={"transformers_newest": (4, 57, 6), "muon_vectors": "dropped", "muon_fsdp": False},
+        adapter={"transformers_newest": (4, 57, 6), **PLAIN_MUON},  # v0.13.2 requirements.txt:16 transformers==4.57.6
         notes=("0.12-0.13: transformers 4.55-4.57; Muon without FSDP, no state for the vectors",),
     ),
     Release(
