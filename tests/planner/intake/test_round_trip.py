@@ -16,8 +16,6 @@ CASES = {
     "QLoRA on ZeRO-3": {"lora_rank": 16, "quant": "nf4", "zero": 3, "checkpointing": "full"},
     "LoRA DPO on ZeRO-2": {"lora_rank": 16, "workload": {"kind": "dpo"}, "zero": 2},
     "LoRA on two nodes": {"lora_rank": 16, "zero": 3, "nodes": 2},
-    # use_muon, --optimizer muon, optimizer: muon (axolotl loads a full run in bf16 on DDP: bf16-pure, its reader)
-    "Muon on DDP": {"optimizer": "muon", "checkpointing": "full", "precision": "bf16-pure"},
 }
 
 

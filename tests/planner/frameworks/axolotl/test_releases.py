@@ -16,6 +16,7 @@ from planner.config.release import in_memplan_terms
 from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS
 from planner.frameworks.base import Default
+from tests.planner.intake.test_round_trip import written_and_read_back
 
 SFT = "base_model: Qwen/Qwen2.5-0.5B\nmicro_batch_size: 1\nsequence_len: 128\nbf16: true\n{extra}"
 GRPO = (
@@ -242,6 +243,10 @@ def test_muon_runs_from_0_8_and_is_refused_before_it(tmp_path):
     with pytest.raises(BadInput, match=r"\(axolotl\) cannot run --optimizer muon: it runs adamw, ") as e:
         _check(path, framework="axolotl@0.7")
     assert "\n" not in str(e.value) and "muon," not in str(e.value)
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "micro_batch": 2, "grad_accum": 1}
+    body |= {"seq_len": 1024, "framework": "axolotl", "optimizer": "muon", "precision": "bf16-pure"}
+    res, files, _, back = written_and_read_back(body, tmp_path)  # optimizer: muon written, read back the same
+    assert 'optimizer: "muon"' in files["axolotl.yaml"] and dict(back.plan.knobs) == dict(res.plan.knobs)
 
 
 def test_muon_under_fsdp2_is_planned_on_one_gpu_from_0_14(tmp_path):
