@@ -217,9 +217,10 @@ def optimizer_in_backward_rules(k: KnobFields) -> None:
 
 def matrix_optimizer_rules(k: KnobFields) -> None:
     """GaLore, APOLLO and Muon step whole matrices in torch: no DeepSpeed (LLaMA-Factory 0.9.5 hparams/parser.py:400-401
-    refuses GaLore and APOLLO with it) or FSDP shards; GaLore and APOLLO project a full-rank gradient, so full
+    refuses GaLore and APOLLO with it) or FSDP shards (axolotl's Muon under FSDP2 apart: Framework.muon_fsdp); GaLore and APOLLO project a full-rank gradient, so full
     fine-tuning only (finetuning_args.py:595-596: "Cannot use LoRA with GaLore, APOLLO or BAdam together")."""
-    if k.zero_stage or k.fsdp != "off":
+    fsdp2_muon = k.optimizer == "muon" and k.fsdp in ("full", "grad-op") and adapter(k.framework, k.release).muon_fsdp
+    if k.zero_stage or (k.fsdp != "off" and not fsdp2_muon):
         raise BadInput(
             f"--optimizer {k.optimizer} steps whole matrices in torch: it runs without DeepSpeed or FSDP "
             "(--zero 0 --fsdp off)",

@@ -20,7 +20,8 @@ Read at the sources the frameworks install:
 - Muon (Moonlight's toy_train Muon, which ms-swift 4.6 optimizers/muon.py:18 and LLaMA-Factory 0.9.5
   third_party/muon/muon.py:76-214 run): a momentum_buffer zeros_like the gradient of each 2-D parameter whose name has
   neither the embedding's nor the head's (LLaMA-Factory train/trainer_utils.py:504-511), moment1 and moment2 for
-  the rest.
+  the rest. axolotl's (axolotl-contribs-mit 0.0.6 muon/muon.py:217-225) hands it no vector at all on one GPU
+  (Framework.muon_vectors; its DistMuon keeps AdamW's for them where several).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from planner.estimate.trained import (
     frozen_modules,
     trainable_params,
 )
+from planner.frameworks import adapter
 from planner.model.modelspec import frozen_roles
 from planner.model.shapes import Tensors
 
@@ -155,16 +157,28 @@ def low_rank_projector_bytes(s: Setup, state_bytes: int) -> int:
     )
 
 
+def muon_keeps_vectors(s: Setup) -> bool:
+    """Whether the framework's Muon keeps AdamW's moments for the vectors (Framework.muon_vectors, cited there):
+    axolotl's MuonOptimizerFactory leaves them out of the optimizer, its DistMuon (several GPUs, v0.14.0+) keeps them."""
+    rule = adapter(s.knobs.framework, s.knobs.release).muon_vectors
+    return rule == "adamw" or (rule == "dropped-one-gpu" and s.world_size * s.tensor_parallel > 1)
+
+
 def muon_state_bytes(s: Setup, state_bytes: int) -> int:
-    """Muon's momentum buffer for each 2-D hidden matrix, AdamW's two moments for the embeddings, the head and the
-    vectors. LoRA: every adapter factor is a hidden matrix; DoRA's magnitudes and trained embedding copies are not."""
+    """Muon's momentum buffer for each 2-D hidden matrix, AdamW's two moments for the embeddings, the head and (where
+    the framework's Muon keeps them: muon_keeps_vectors) the vectors. LoRA: every adapter factor is a hidden matrix;
+    DoRA's magnitudes (vectors) and trained embedding copies are not."""
+    keeps = muon_keeps_vectors(s)
     if s.lora:
-        adamw = lora.dora_magnitude_params(s.model, s.knobs) + lora.embedding_copy_params(s.model, s.knobs)
-        return (trainable_params(s) + adamw) * state_bytes
+        dora = lora.dora_magnitude_params(s.model, s.knobs)
+        copies = lora.embedding_copy_params(s.model, s.knobs)
+        return (trainable_params(s) + copies + (dora if keeps else -dora)) * state_bytes
     total = 0
     for t in trained_tensors(s):
-        hidden = len(t.shape) == 2 and t.role not in MUON_ADAMW_ROLES
-        total += t.numel * state_bytes * (1 if hidden else 2)
+        if len(t.shape) == 2:
+            total += t.numel * state_bytes * (2 if t.role in MUON_ADAMW_ROLES else 1)
+        elif keeps or len(t.shape) > 2:  # a stacked-experts tensor: AdamW's (axolotl's Muon asserts 2-D, :101)
+            total += t.numel * state_bytes * 2
     return total
 
 

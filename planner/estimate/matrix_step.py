@@ -19,6 +19,7 @@ from typing import NamedTuple
 from planner.estimate.matrix_optim import (
     MUON_ADAMW_ROLES,
     low_rank_target,
+    muon_keeps_vectors,
     projected_elements,
     projection_rank,
     trained_tensors,
@@ -197,7 +198,7 @@ def muon_step_temp_bytes(s: Setup, state_bytes: int) -> int:
     dtype, then Newton-Schulz on a bf16 copy with two iterates alive (:55-66), so state_bytes + 3 x 2 bytes an element
     of the largest hidden matrix; AdamW's two full-size temporaries for the rest, the larger decides. Measured within
     15% above (tests/probes/test_matrix_optim.py)."""
-    trained = trained_tensors(s)
+    trained = [t for t in trained_tensors(s) if len(t.shape) >= 2 or muon_keeps_vectors(s)]
     hidden = [t.numel // t.count for t in trained if len(t.shape) == 2 and t.role not in MUON_ADAMW_ROLES]
     rest = [t.numel // t.count for t in trained if not (len(t.shape) == 2 and t.role not in MUON_ADAMW_ROLES)]
     if s.lora:

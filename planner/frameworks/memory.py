@@ -31,6 +31,15 @@ class Memory:
     # targets); "targets-first", ms-swift 4.6's (optimizers/galore/utils.py:142-160: the targets, the other matrices,
     # the vectors)
     low_rank_order: str = "model"
+    # which Muon keeps states for the vectors (norms, biases; planner.estimate.matrix_optim.muon_keeps_vectors):
+    # "adamw", Moonlight's split (LLaMA-Factory 0.9.5 train/trainer_utils.py:504-511, ms-swift 4.6): AdamW's two
+    # moments; "dropped", axolotl-contribs-mit 0.0.3-0.0.6's MuonOptimizerFactory (muon/muon.py:217-219: a parameter
+    # under 2-D never reaches the optimizer: no state, never stepped); "dropped-one-gpu", dropped on one GPU and AdamW's
+    # under DistMuon where several (axolotl v0.14.0+ core/builders/base.py: DistMuonOptimizerFactory with a device mesh)
+    muon_vectors: str = "adamw"
+    # its Muon runs under FSDP2 (planner.config.spec_rules.matrix_optimizer_rules): axolotl from v0.14.0
+    # (utils/schemas/validation.py:891-903 refuses DeepSpeed and FSDP1 alone), on one GPU as without FSDP (its rules)
+    muon_fsdp: bool = False
     # the dtype of the logits a causal LM's forward returns in training (what torch's nn.DataParallel gathers onto
     # GPU 0: planner.estimate.dataparallel): "compute", the model's (transformers 4.46.0 modeling_llama.py:1210-1214,
     # the upcast moved into loss_utils.py:36); "fp32", transformers through 4.45 (4.40.2 modeling_llama.py:1231,

@@ -153,8 +153,8 @@ def transformers_5_quant(framework: str) -> Rule:
 # (each framework's newest, memplan's own trainer on transformers 5.25) runs transformers 5, which stacks them
 # (planner.estimate.quant_modules). Read off each line's pin: hf's 4.x lines; TRL to 0.29 (trl-0 on 4.56.2, R1-V's
 # trl 0.14 and VLM-R1's transformers 4.49, setup.py:65); ms-swift 3.x (requirements/framework.txt <4.58); LLaMA-Factory
-# to 0.9.4 (Release.transformers, pyproject.toml:44 <=4.57.1; 0.9.5 takes <=5.6.0 and pip's 5.6.0); axolotl to 0.11
-# (its 0.12 line, through 0.19.0, counted on 5: the larger); OpenRLHF to 0.9 (v0.9.0 requirements.txt transformers==
+# to 0.9.4 (Release.transformers, pyproject.toml:44 <=4.57.1; 0.9.5 takes <=5.6.0 and pip's 5.6.0); axolotl to 0.13
+# (v0.13.2 requirements.txt:16 transformers==4.57.6; v0.14.0 :15 ==5.0.0); OpenRLHF to 0.9 (v0.9.0 requirements.txt transformers==
 # 4.57.0; v0.10.0 ==5.5.0) and MM-EUREKA (OpenRLHF 0.6.1's).
 TRANSFORMERS_4_LINES = {
     "hf": ("4", "4.54"),
@@ -162,7 +162,7 @@ TRANSFORMERS_4_LINES = {
     "trl-0": ("",),
     "swift": ("2", "3", "3.4", "3.7", "3.9"),
     "llamafactory": ("0.5", "0.6", "0.7", "0.7.1", "0.8", "0.9.1", "0.9.2", "0.9.3", "0.9.4"),
-    "axolotl": ("0.4", "0.5", "0.7", "0.8"),
+    "axolotl": ("0.4", "0.5", "0.7", "0.8", "0.12"),
     "openrlhf": ("0.8", "0.9", "mm-eureka"),
 }
 

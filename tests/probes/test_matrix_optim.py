@@ -187,6 +187,29 @@ def test_muon_keeps_one_buffer_for_hidden_matrices_and_adams_two_for_the_rest(dt
     assert matrix_optim.matrix_optimizer_bytes(s, DTYPES[dtype][1]) == _state_bytes(opts)
 
 
+def test_axolotls_muon_leaves_the_vectors_out_on_one_gpu_and_keeps_them_under_dist_muon(dtype="fp32"):
+    """axolotl-contribs-mit 0.0.6's MuonOptimizerFactory hands the optimizer no parameter under 2-D (muon/muon.py:
+    217-219), DistMuonOptimizerFactory (several GPUs, axolotl v0.14.0+) gives them AdamW's two moments (dist_muon.py:
+    156-163, 636-640). Measured 2026-12-06 with the factories themselves (the 0.0.6 sdist on axolotl 0.19.0's venv, CPU,
+    this model, one step): 892,928 / 446,464 bytes (fp32 / bf16) single, 895,488 / 447,744 DistMuon (no mesh); here
+    the same split with torch's Muon for Moonlight's momentum buffer, in fp32 (the dtype factor: the test above). Exact."""
+    torch_dtype, sb = DTYPES[dtype]
+    single = _stepped(
+        torch_dtype,
+        LINEARS,
+        lambda t, o: [torch.optim.Muon(t, lr=1e-3), torch.optim.AdamW([p for p in o if p.ndim == 2], lr=1e-3)],
+    )
+    dist = _stepped(torch_dtype, LINEARS, lambda t, o: [torch.optim.Muon(t, lr=1e-3), torch.optim.AdamW(o, lr=1e-3)])
+    model = from_config(CONFIG, "tiny-llama")
+
+    def planned(release: str, gpus: int) -> int:
+        knobs = Knobs(framework="axolotl", release=release, optimizer="muon")
+        return matrix_optim.matrix_optimizer_bytes(Setup(model, knobs, 1, 1, 16, gpus_per_node=gpus), sb)
+
+    assert planned("", 1) == planned("0.8", 2) == planned("0.12", 2) == _state_bytes(single)  # to v0.13.x: no DistMuon
+    assert planned("", 2) == _state_bytes(dist) > _state_bytes(single)
+
+
 def test_state_terms_counts_them_where_optimizer_states_are_counted():
     s = _setup("galore-adamw", 8, "all-linear")
     assert state_terms.optimizer_bytes(s) == matrix_optim.matrix_optimizer_bytes(s, 4)  # bf16 AMP: fp32 weights

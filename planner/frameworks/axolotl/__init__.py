@@ -68,9 +68,10 @@ EVERY = (  # every value of these (closed by default: planner.frameworks.base.Fr
     "save_weights",
 )
 RUNS = {
-    # transformers' optim values pass through (utils/schemas/training.py:122); its muon is axolotl-contribs-mit's
-    # MuonOptimizerFactory (core/builders/base.py:314-329), a package its wheel does not ship: not read, refused
-    "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, *TRANSFORMERS_TORCHAO),
+    # transformers' optim values pass through (utils/schemas/training.py:122); optimizer: muon (v0.8.0+, PR #2367
+    # ae6637415; v0.18.0 utils/schemas/enums.py:92) runs axolotl-contribs-mit's MuonOptimizerFactory, its DistMuon
+    # where a device mesh is built (v0.18.0 core/builders/base.py:314-329): Framework.muon_vectors below
+    "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, "muon", *TRANSFORMERS_TORCHAO),
     "device_map": ("off",),  # one process a GPU
     "dataparallel": (False,),  # torch's nn.DataParallel: HF's Trainer alone
     "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
@@ -99,7 +100,8 @@ RUNS = {
 # sequence_parallel_degree (v0.8.0 config.py:255, ring-flash-attn); before v0.7.0 no rl grpo (v0.7.0
 # core/trainer_builder.py:1014); v0.4.0 no "unsloth" checkpointing (v0.5.0 utils/models.py:380-381) and no Liger
 NO_TP, NO_CP = {"tensor_parallel": ("off",)}, {"context_parallel": ("off",)}
-OLDER = {"0.8": NO_TP, "0.7": {**NO_TP, **NO_CP}}
+NO_MUON = {"optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, *TRANSFORMERS_TORCHAO)}  # v0.7.1: no muon
+OLDER = {"0.8": NO_TP, "0.7": {**NO_TP, **NO_CP, **NO_MUON}}
 OLDER["0.5"] = {**OLDER["0.7"], "workload": ("sft", "dpo")}
 OLDER["0.4"] = {**OLDER["0.5"], "checkpointing": ("off", "full"), "loss": ("standard",)}
 
@@ -185,6 +187,14 @@ FRAMEWORK = Framework(
         ),
         Rule(
             "optimizer",
+            "runs Muon under FSDP2 on several GPUs as DistMuon (axolotl-contribs-mit 0.0.6 muon/dist_muon.py: whole "
+            "matrices exchanged all-to-all for Newton-Schulz), whose step memplan has not measured: plan it on one GPU "
+            "or with --fsdp off",
+            lambda k, w: k["optimizer"] == "muon" and k["fsdp"] != "off" and w.world_size > 1,
+            scope="layout",
+        ),
+        Rule(
+            "optimizer",
             "refuses bitsandbytes 8-bit AdamW under FSDP2 (utils/schemas/validation.py:1249-1262)",
             lambda k: k["fsdp"] != "off" and k["optimizer"] == "adamw-8bit",
         ),
@@ -216,4 +226,9 @@ FRAMEWORK = Framework(
     transformers_newest=NEWEST_TRANSFORMERS,  # 0.19.0's pin (each line's: releases.py)
     # kept as planner.intake.settle had it (not re-read: loaders/adapter.py:174-182 names every Linear's leaf name)
     all_linear_vision=False,
+    # axolotl-contribs-mit 0.0.6 (v0.14.0 .. 0.19.0's pin): MuonOptimizerFactory skips every parameter under 2-D
+    # (muon/muon.py:217-219) where no device mesh is built (one GPU: v0.18.0 utils/distributed.py:299-317, 350-353);
+    # DistMuonOptimizerFactory (muon/dist_muon.py:626-640) gives them AdamW's momentum and variance (:156-163)
+    muon_vectors="dropped-one-gpu",
+    muon_fsdp=True,  # v0.14.0+ (validation.py:891-903); v0.8.0-v0.13.x refuse it (releases.py)
 )

@@ -108,9 +108,25 @@ def read(c: Collector, data: dict, path: Path, vars=None) -> None:
     training(c, f)
     _sharding(c, f, path, vars)
     _parallel(c, f)
+    sharded = _dp_shard(c, f)
     for key, why in UNPLANNED.items():
-        if key in f and _on(f[key].value):
+        if key in f and _on(f[key].value) and not (sharded and key == "dp_shard_size"):
             c.note(f"{f[key].source} ({why} is not planned yet)")
+
+
+def _dp_shard(c: Collector, f: dict[str, Flag]) -> bool:
+    """dp_shard_size without dp_replicate_size (v0.18.0 schemas/config.py:1091): FSDP over that many data-parallel
+    ranks, each behind tensor_parallel x context_parallel ranks (utils/distributed.py:350-370, ParallelismConfig; a
+    larger world replicates the groups, HSDP): the GPUs the file names, where the command gives none. With
+    dp_replicate_size, HSDP's groups: not planned yet."""
+    shard, rep = f.get("dp_shard_size"), f.get("dp_replicate_size")
+    if shard is None or not _on(shard.value) or (rep is not None and _on(rep.value)) or c.get("fsdp", "off") == "off":
+        return False
+    ranks = int(shard.value) * int(c.get("tensor_parallel", 1)) * int(c.get("context_parallel", 1))
+    if c.setting("gpus_per_node") is None:
+        why = f"{shard.source} (FSDP over that many data-parallel ranks, each behind TP x CP ranks)"
+        c.set("gpus_per_node", ranks, why, "dp_shard_size")
+    return True
 
 
 def _parallel(c: Collector, f: dict[str, Flag]) -> None:

@@ -67,6 +67,9 @@ def training(c: Collector, f: dict[str, Flag]) -> None:
     _loss(c, f)
 
 
+HALF_WEIGHTS = {"bfloat16": "bf16", "float16": "fp16"}
+
+
 def _precision(c: Collector, f: dict[str, Flag]) -> None:
     bk, fk = KEYS.key("bf16"), KEYS.key("fp16")
     bf16, bsrc = look(c, f, "bf16")
@@ -74,6 +77,11 @@ def _precision(c: Collector, f: dict[str, Flag]) -> None:
     amp = "bf16" if bf16 == "auto" or as_bool(bf16) else "fp16" if fp16 else "fp32"
     src = f"{bsrc} (auto: bf16 where the GPU has it)" if bf16 == "auto" else bsrc if amp != "fp16" else f[fk].source
     c.fact("amp", amp, src, bk if amp != "fp16" else fk)
+    # bfloat16 / float16: half weights without autocast (v0.18.0 utils/config/__init__.py:191-196)
+    half = next((k for k in HALF_WEIGHTS if amp == "fp32" and k in f and as_bool(f[k].value)), None)
+    if half is not None:
+        c.fact("weights", HALF_WEIGHTS[half], f"{f[half].source}; the model loads in it", half)
+        return
     c.fact("weights", amp, f"{src}; the model loads in it (axolotl/utils/config/__init__.py:199-203)", bk)
 
 

@@ -22,6 +22,10 @@ src/axolotl/utils/schemas/{config,training}.py). What moved between them:
   narrow the lines its files allow (planner.intake.releases.for_entry). gradient_checkpointing's values moved too:
   "unsloth" (v0.5.0-v0.9.x: each layer's input offloaded to the host, v0.5.0 utils/models.py:380-381,
   utils/gradient_checkpointing/unsloth.py:19-30), "offload" from v0.8.0 (config.py:179).
+- optimizer: muon from v0.8.0 (axolotl-contribs-mit's MuonOptimizerFactory: no state for the vectors); v0.14.0
+  (contribs 0.0.6) runs DistMuon where a device mesh is built (several GPUs: AdamW's states for the vectors) and
+  takes FSDP2 beside it (its own line, 0.14, which also moved to transformers 5.0.0); v0.12.0-v0.13.x (contribs
+  0.0.5) refuse Muon with FSDP (validation.py:753-758) and run the plain factory on several GPUs too.
 What did not move: gradient_checkpointing False (v0.5.0 v0_4_1/__init__.py:656-657 .. 0.19.0 config.py:606), bf16
 "auto" and the model loaded in that dtype (v0.4.0 utils/config.py:66-72, 87-92 .. 0.19.0), sequence_len 512 and
 micro_batch_size 1 from v0.5.0, sample_packing off (None) and eval_sample_packing following it; the transformers
@@ -40,6 +44,10 @@ V041 = "utils/config/models/input/v0_4_1/__init__.py"
 STOPS = "{}: no default (no config schema); utils/config.py:47-52 normalize_config stops without it"
 HF_ADAMW = "optimizer adamw_hf, transformers' own AdamW (planned as the foreach step)"
 NEWEST_TRANSFORMERS = (5, 16, 1)  # 0.19.0's METADATA Requires-Dist transformers==5.16.1 (the newest line's)
+# axolotl-contribs-mit==0.0.3 (v0.8.0 .. v0.11.x requirements.txt) and 0.0.5 (v0.12.0 .. v0.13.x): MuonOptimizerFactory
+# on every world size, no parameter under 2-D in the optimizer (muon.py:217-219); Muon refused beside DeepSpeed or FSDP
+# (v0.8.0 schemas/config.py:1140-1145 .. v0.13.0 validation.py:753-758). DistMuon and FSDP2 came at v0.14.0 (0.0.6)
+PLAIN_MUON = {"muon_vectors": "dropped", "muon_fsdp": False}
 
 
 def _hf_adamw(tag: str, where: str) -> Default:
@@ -93,14 +101,23 @@ RELEASES = (
         (0, 8),
         "axolotl v0.8.0 (src/axolotl/utils/schemas/training.py:53-55 adamw_torch_fused) .. v0.11.x",
         workload=_trl("v0.8.0", "requirements.txt:20 trl==0.16.0 (v0.11.0 :21 trl==0.18.2)", "0.15"),
-        adapter={"transformers_newest": (4, 53, 1)},
+        adapter={"transformers_newest": (4, 53, 1), **PLAIN_MUON},
         notes=("0.8-0.11: GRPO keeps a reference model (trl 0.16-0.18's beta 0.04)",),
     ),
     Release(
         "0.12",
         (0, 12),
-        "axolotl v0.12.0 (requirements.txt:22 trl==0.21.0; attn_implementation, activation_offloading) .. 0.19.0",
-        # trl==0.21.0 (v0.12.0) .. 1.9.0 (0.19.0's metadata): TRL's lines 0.19, 0.22 and 1.0, the same beta and head
+        "axolotl v0.12.0 (requirements.txt:22 trl==0.21.0; attn_implementation, activation_offloading) .. v0.13.x",
+        # trl==0.21.0 (v0.12.0) .. 0.27.0 (v0.13.2 :20): TRL's lines 0.19 and 0.22, the same beta and head
+        workload=_trl("v0.13.2", "requirements.txt:20 trl==0.27.0 (v0.12.0 :22 trl==0.21.0)", "0.22"),
+        adapter={"transformers_newest": (4, 57, 6), **PLAIN_MUON},  # v0.13.2 requirements.txt:16 transformers==4.57.6
+        notes=("0.12-0.13: transformers 4.55-4.57; Muon without FSDP, no state for the vectors",),
+    ),
+    Release(
+        "0.14",
+        (0, 14),
+        "axolotl v0.14.0 (requirements.txt:15 transformers==5.0.0, :71 axolotl-contribs-mit==0.0.6: DistMuon) .. 0.19.0",
+        # trl==0.27.1 (v0.14.0 :19) .. 1.9.0 (0.19.0's metadata): TRL's lines 0.22 and 1.0, the same beta and head
         workload=_trl("0.19.0", "METADATA Requires-Dist trl==1.9.0", "1.0"),
     ),
 )
@@ -118,4 +135,7 @@ SPANS = {
     "freeze_mm_modules": ((0, 17), None),
     # v0.8.0 schemas/config.py:178-180 Literal["unsloth", "offload"]; v0.7.1 v0_4_1/__init__.py:781 "unsloth" only
     "gradient_checkpointing=offload": (V["0.8"], None),
+    # optimizer: muon from v0.8.0 (schemas/enums.py:54, PR #2367 ae6637415); v0.7.1 v0_4_1/__init__.py:496-508
+    # takes transformers' OptimizerNames or its own Literal, neither with muon
+    "optimizer=muon": (V["0.8"], None),
 }

@@ -88,7 +88,8 @@ def config(plan: Plan, model: ModelSpec, seq_len: int) -> dict:
     cfg["output_dir"] = "./outputs/memplan"
     cfg.update([k("seq_len", seq_len), (KEYS.key("batching"), plan.batching == "packed")])
     cfg.update([k("micro_batch", plan.micro_batch), k("grad_accum", plan.grad_accum), ("num_epochs", 1)])
-    cfg.update([k("optimizer", export.HF_OPTIM[plan.optimizer]), ("lr_scheduler", "cosine")])
+    optim = export.HF_OPTIM.get(plan.optimizer, plan.optimizer)  # muon: its own (v0.18.0 schemas/enums.py:92)
+    cfg.update([k("optimizer", optim), ("lr_scheduler", "cosine")])
     cfg.update(low_rank_keys(plan))
     cfg["learning_rate"] = 2e-4 if plan.lora_rank else 2e-5
     if plan.eval_batch:  # per_device_eval_batch_size

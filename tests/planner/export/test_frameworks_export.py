@@ -207,6 +207,7 @@ CASES = {
         # imports ring_flash_attn for it (utils/schemas/validation.py:1848), which needs CUDA's flash-attn
         "tp_fsdp": {"fsdp": "full", "checkpointing": "full", "attention": "flash", "tensor_parallel": 2},
         "galore": {**MATRIX, "optimizer": "galore-adamw", "optimizer_projection": "left"},  # optim_target_modules too
+        "muon": {**MATRIX, "optimizer": "muon"},  # optimizer: muon (axolotl-contribs-mit's MuonOptimizerFactory)
     },
 }
 MODULES = {"llamafactory": llamafactory, "swift": swift, "axolotl": axolotl}

@@ -80,3 +80,20 @@ def test_an_accelerate_parallelism_section(tmp_path):
     )
     r = intake.read([sh])
     assert (r.request["context_parallel"], r.request["cp_attention"]) == (2, "all-gather")
+
+
+def test_axolotl_dp_shard_size_names_the_gpus_and_hsdp_is_said_unplanned(tmp_path):
+    """dp_shard_size beside tensor_parallel_size and context_parallel_size (axolotl v0.18.0 examples/distributed-
+    parallel/qwen3-8b-fsdp-tp-cp.yaml): FSDP over 2 data-parallel ranks x TP 2 x CP 2 = 8 GPUs
+    (utils/distributed.py:350-370); with dp_replicate_size it is HSDP's groups, said unplanned."""
+    text = (
+        "base_model: Qwen/Qwen2.5-7B\nmicro_batch_size: 1\nsequence_len: 8192\nflash_attention: true\n"
+        "fsdp_version: 2\nfsdp_config:\n  reshard_after_forward: true\ndp_shard_size: 2\ntensor_parallel_size: 2\n"
+        "context_parallel_size: 2\n"
+    )
+    r = intake.read([_write(tmp_path, "ax.yaml", text)])
+    assert (r.request["gpus_per_node"], r.request["fsdp"]) == (8, "full")
+    assert not [u for u in r.unplanned if "dp_shard_size" in u]
+    r = intake.read([_write(tmp_path, "hsdp.yaml", text + "dp_replicate_size: 2\n")])
+    assert "gpus_per_node" not in r.request or r.request["gpus_per_node"] != 8
+    assert [u for u in r.unplanned if "dp_shard_size: 2 (a data-parallel shard group is not planned yet)" in u]

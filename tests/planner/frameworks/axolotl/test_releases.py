@@ -16,6 +16,7 @@ from planner.config.release import in_memplan_terms
 from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS
 from planner.frameworks.base import Default
+from tests.planner.intake.test_round_trip import written_and_read_back
 
 SFT = "base_model: Qwen/Qwen2.5-0.5B\nmicro_batch_size: 1\nsequence_len: 128\nbf16: true\n{extra}"
 GRPO = (
@@ -39,8 +40,8 @@ def _check(path: Path, **given):
 
 @pytest.mark.parametrize(
     ("text", "line"),
-    [("", "0.12"), ("0.4.0", "0.4"), ("0.5.2", "0.5"), ("v0.6.0", "0.5"), ("0.7.1", "0.7"), ("0.11.0.post1", "0.8"),
-     ("0.12.2", "0.12"), ("0.19.0", "0.12")],
+    [("", "0.14"), ("0.4.0", "0.4"), ("0.5.2", "0.5"), ("v0.6.0", "0.5"), ("0.7.1", "0.7"), ("0.11.0.post1", "0.8"),
+     ("0.12.2", "0.12"), ("0.13.2", "0.12"), ("0.14.0", "0.14"), ("0.19.0", "0.14")],
 )  # fmt: skip
 def test_an_axolotl_release_is_its_line_or_a_version_inside_one(text, line):
     assert FRAMEWORKS["axolotl"].release(text).name == line
@@ -51,7 +52,7 @@ def test_a_release_axolotl_does_not_list_is_one_line_naming_the_accepted(tmp_pat
     with pytest.raises(BadInput) as e:
         _check(path, framework="axolotl@0.3.0")
     msg = str(e.value)
-    assert "\n" not in msg and "axolotl has no release '0.3.0'; it takes 0.4, 0.5, 0.7, 0.8, 0.12" in msg
+    assert "\n" not in msg and "axolotl has no release '0.3.0'; it takes 0.4, 0.5, 0.7, 0.8, 0.12, 0.14" in msg
 
 
 def test_a_pin_decides_the_optimizer_adamw_hf_to_0_7_fused_from_0_8(tmp_path):
@@ -79,7 +80,8 @@ def test_grpo_keeps_a_reference_model_where_the_line_pins_trl_0_18_or_older(tmp_
     assert s["workload.beta"]["value"] == 0.04 and "trl==0.16.0" in s["workload.beta"]["source"]
     assert "grpo_config.py:213-214" in s["workload.beta"]["source"]
     new, s = _check(_write(tmp_path, GRPO, pins="axolotl==0.12.0\n"))
-    assert "workload.beta" not in s and new.plan.workload.beta == 0.0
+    assert s["workload.beta"]["value"] == 0.0 and "trl==0.27.0" in s["workload.beta"]["source"]
+    assert new.plan.workload.beta == 0.0
     assert old.plan.memory.device_total_bytes > new.plan.memory.device_total_bytes  # the reference model
     given, s = _check(_write(tmp_path, GRPO + "  beta: 0.0\n", pins="axolotl==0.10.0\n"))
     assert given.plan.workload.beta == 0.0  # the file's beta, not the line's default
@@ -93,20 +95,20 @@ def test_grpo_before_0_7_is_refused(tmp_path):
 def test_keys_only_some_releases_take_narrow_the_lines_and_the_newest_is_assumed(tmp_path):
     r = intake.read([str(_write(tmp_path, SFT.format(extra="sequence_parallel_degree: 1\n")))])
     s = {x.field: x for x in r.settings}
-    assert s["framework"].value == "axolotl" and r.releases == ("0.8", "0.12")
-    assert "release assumed: axolotl 0.12, the newest of 0.8, 0.12" in s["framework"].source
-    assert "sequence_parallel_degree: 1: taken by axolotl 0.8 .. 0.12 only" in s["framework"].source
+    assert s["framework"].value == "axolotl" and r.releases == ("0.8", "0.12", "0.14")
+    assert "release assumed: axolotl 0.14, the newest of 0.8, 0.12, 0.14" in s["framework"].source
+    assert "sequence_parallel_degree: 1: taken by axolotl 0.8 .. 0.14 only" in s["framework"].source
     plain = intake.read([str(_write(tmp_path, SFT.format(extra="")))])
-    assert plain.releases == ("0.4", "0.5", "0.7", "0.8", "0.12")  # check --config plans each
+    assert plain.releases == ("0.4", "0.5", "0.7", "0.8", "0.12", "0.14")  # check --config plans each
 
 
 def test_offload_checkpointing_narrows_the_lines_to_0_8_and_newer(tmp_path):
     """gradient_checkpointing: offload is a value from v0.8.0 (utils/schemas/config.py:178-180 Literal["unsloth",
     "offload"]); v0.7.1's schema takes "unsloth" or a bool (v0_4_1/__init__.py:781) and refuses it."""
     r = intake.read([str(_write(tmp_path, SFT.format(extra="gradient_checkpointing: offload\n")))])
-    assert r.releases == ("0.8", "0.12") and r.request["checkpointing"] == "offload"
+    assert r.releases == ("0.8", "0.12", "0.14") and r.request["checkpointing"] == "offload"
     r = intake.read([str(_write(tmp_path, SFT.format(extra="gradient_checkpointing: true\n")))])
-    assert r.releases == ("0.4", "0.5", "0.7", "0.8", "0.12")
+    assert r.releases == ("0.4", "0.5", "0.7", "0.8", "0.12", "0.14")
 
 
 def test_a_key_the_pinned_release_does_not_take_is_dropped_as_axolotl_drops_it(tmp_path):
@@ -180,7 +182,8 @@ def test_a_launched_run_takes_the_pin_beside_its_launch_script(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("line", "trl_lines"), [("0.7", ("0.15",)), ("0.8", ("0.15",)), ("0.12", ("0.19", "0.22", "1.0"))]
+    ("line", "trl_lines"),
+    [("0.7", ("0.15",)), ("0.8", ("0.15",)), ("0.12", ("0.19", "0.22")), ("0.14", ("0.22", "1.0"))],
 )
 def test_each_line_takes_the_meanings_of_the_trl_it_pins_from_trl_s_own_lines(line, trl_lines):
     """axolotl v0.7.0 pins trl==0.15.0, v0.8.0..v0.11.0 trl 0.16.0..0.18.2 (TRL's line 0.15), v0.12.0..0.19.0 trl
@@ -227,3 +230,34 @@ def test_the_installed_axolotl_pins_trl_1_9_and_passes_an_open_completion_length
     assert pins == "['trl==1.9.0']"
     assert line == 'grpo_args_kwargs["max_completion_length"] = trl.max_completion_length'
     assert default_ == "default=256,"  # TRL's own (grpo_config.py:488-489), which axolotl's None overrides
+
+
+def test_muon_runs_from_0_8_and_is_refused_before_it(tmp_path):
+    """optimizer: muon came at v0.8.0 (PR #2367; schemas/enums.py:54): the file narrows the lines to 0.8 and newer;
+    a line before it refuses it in one line; bfloat16: true loads the weights in bf16 without autocast."""
+    path = _write(tmp_path, SFT.format(extra="optimizer: muon\nbf16: false\nbfloat16: true\n"))
+    assert intake.read([str(path)]).releases == ("0.8", "0.12", "0.14")
+    out, s = _check(path)
+    assert s["optimizer"]["value"] == "muon" and s["precision"]["value"] == "bf16-pure"
+    assert out.plan.memory.optimizer_bytes > 0
+    with pytest.raises(BadInput, match=r"\(axolotl\) cannot run --optimizer muon: it runs adamw, ") as e:
+        _check(path, framework="axolotl@0.7")
+    assert "\n" not in str(e.value) and "muon," not in str(e.value)
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "micro_batch": 2, "grad_accum": 1}
+    body |= {"seq_len": 1024, "framework": "axolotl", "optimizer": "muon", "precision": "bf16-pure"}
+    res, files, _, back = written_and_read_back(body, tmp_path)  # optimizer: muon written, read back the same
+    assert 'optimizer: "muon"' in files["axolotl.yaml"] and dict(back.plan.knobs) == dict(res.plan.knobs)
+
+
+def test_muon_under_fsdp2_is_planned_on_one_gpu_from_0_14(tmp_path):
+    """v0.14.0+ take Muon beside FSDP2 (validation.py:891-903; v0.8.0-v0.13.x refuse it): one GPU builds no device
+    mesh, so the plain Muon runs (states whole, as without FSDP); several run DistMuon, whose step is not measured."""
+    fsdp = "fsdp_config:\n  fsdp_version: 2\n  fsdp_transformer_layer_cls_to_wrap: Qwen2DecoderLayer\n"
+    path = _write(tmp_path, SFT.format(extra="optimizer: muon\n" + fsdp))
+    out, _ = _check(path)
+    assert (out.plan.knobs.fsdp, out.plan.knobs.optimizer, out.plan.world_size) == ("full", "muon", 1)
+    with pytest.raises(BadInput, match="runs Muon under FSDP2 on several GPUs as DistMuon"):
+        _check(path, gpus_per_node=8)
+    for line in ("0.8", "0.12"):  # v0.8.0-v0.13.x: "incompatible with DeepSpeed and FSDP" (validation.py:753-758)
+        with pytest.raises(BadInput, match="--optimizer muon steps whole matrices in torch: it runs without DeepSpeed"):
+            _check(path, framework=f"axolotl@{line}")
