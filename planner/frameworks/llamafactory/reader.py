@@ -17,6 +17,8 @@ from planner.frameworks.llamafactory import reader_media as media
 from planner.frameworks.llamafactory.keys import HF_ARGS, KEYS, OLD_FLASH_WORDS, H
 from planner.frameworks.llamafactory.reader_keys import get, look
 from planner.frameworks.llamafactory.reader_launch import (  # noqa: F401 - read_launcher re-exported (Tool.launch)
+    alone,
+    not_training,
     processes,
     read_launcher,
     sharding,
@@ -89,6 +91,7 @@ def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None
     c.add_file(path)
     r = _release(c, f, path)
     f = _in_release(c, f, r)
+    not_training(f)
     m = KEYS.key("model")
     if m in f and f[m].value not in (None, ""):
         models.read_model(c, show(f[m].value), f[m].source, m, path.parent)
@@ -333,3 +336,5 @@ def read_file(
     """planner.intake's dispatch of a LLaMA-Factory YAML (Framework.reads; `flags`: the command line's, `words`: its positional
     words after the file, `script`: the command's file): read with the flags and llamafactory-cli's key=value words over it."""
     read(c, data, path, flags | hydra.overrides(words, script), vars)
+    if script == path:  # given alone: the launch, and so the processes, left open
+        alone(c, path, data)

@@ -13,6 +13,8 @@ HELPERS = {DATA / "scripts" / "VILA" / "scripts" / "setups" / "train.sh"}
 REFUSED = {
     DATA / "llamafactory/examples/extras/adam_mini/qwen2_full_sft.yaml": "use_adam_mini: True: Adam-mini",
     DATA / "llamafactory/examples/extras/badam/llama3_full_sft.yaml": "use_badam: True: BAdam",
+    # an AQLM checkpoint, by its name (planner.model.prequant.unplanned_by_name)
+    DATA / "llamafactory/examples/train_qlora/llama3_lora_sft_aqlm.yaml": "is an aqlm checkpoint (as its name says)",
     DATA / "swift/examples/train/multimodal/lora_llm_full_vit/sft.sh": "--tuner_type lora_llm: LoRA on the language",
     # OpenRLHF v0.8.9's AutoTP example: each role's ranks are planned data parallel (reader_flags.refuse_parallel_groups)
     DATA / "scripts/OpenRLHF/examples/scripts/train_sft_llama_tensor_parallelism.sh": (
