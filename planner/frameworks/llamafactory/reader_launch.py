@@ -124,7 +124,8 @@ def not_training(f: dict[str, Flag]) -> None:
     if "do_train" in f and as_bool(f["do_train"].value):
         return
     for key, what in NOT_TRAINING.items():
-        if key in f and as_bool(f[key].value) is not False and (key != "do_train" or as_bool(f[key].value) is False):
+        said = as_bool(f[key].value) if key in f else None
+        if key in f and ((said is False) if key == "do_train" else (said is not False)):
             raise BadInput(
                 f"{f[key].source}: {what}, without do_train: true: LLaMA-Factory trains nothing (v0.9.5 "
                 "src/llamafactory/train/sft/workflow.py:120): memplan plans training runs (give the training YAML)",

@@ -31,6 +31,16 @@ NOT_AT_ITS_LINE = {
 }
 
 
+# what a refusal says beside the value it names, where it is not "not planned"
+SAID = {
+    "AutoTP": "1 is accepted",
+    "aqlm": "memplan plans",
+    "chat's": "LLaMA-Factory trains nothing",
+    "llamafactory-cli": "LLaMA-Factory trains nothing",
+    "prediction run": "LLaMA-Factory trains nothing",
+}
+
+
 def _id(p: Path) -> str:
     return str(p.relative_to(DATA))
 
@@ -53,9 +63,7 @@ def test_an_example_memplan_does_not_plan_is_refused_in_one_line(path):
     fine-tuning or AdamW (planner.intake.tuners); OpenRLHF's AutoTP: refused naming the flag and the value accepted."""
     with pytest.raises(BadInput) as e:
         intake.read([str(path)])
-    said = (
-        "1 is accepted" if "AutoTP" in REFUSED[path] else "memplan plans" if "aqlm" in REFUSED[path] else "not planned"
-    )
+    said = next((w for k, w in SAID.items() if k in REFUSED[path]), "not planned")
     assert REFUSED[path] in str(e.value) and said in str(e.value) and "\n" not in str(e.value)
 
 

@@ -3,7 +3,10 @@ example"): a YAML given alone leaves its processes to the launch, and the readin
 the accelerate config its comment launches it with) rather than planning a world it invented; an AWQ checkpoint under
 `bf16: true` is read in the fp16 transformers loads it in, and planned as the awq base."""
 
+import pytest
+
 from planner import checkconfig, intake
+from planner.errors import BadInput
 from tests.planner.intake.conftest import DATA
 
 LF = DATA / "llamafactory/examples"
@@ -50,3 +53,17 @@ def test_an_awq_checkpoint_under_bf16_is_read_in_fp16_and_planned_as_awq():
     assert precision.value == "fp16" and "bf16: True" in precision.source and "quantizer_awq.py" in precision.source
     plan = checkconfig.check_config([str(path)], {"gpu": "h100"}).plan
     assert (plan.quant, plan.precision, plan.lora_rank) == ("awq", "fp16", 8)
+
+
+def test_a_yaml_trains_only_under_do_train(tmp_path):
+    """LLaMA-Factory trains only under do_train: true (v0.9.5 train/sft/workflow.py:120): the training example with it
+    turned off is refused naming the key; with prediction beside training it is read as the training run."""
+    text = (LF / "train_lora/qwen3_lora_sft.yaml").read_text()
+    off = tmp_path / "off.yaml"
+    off.write_text(text.replace("do_train: true", "do_train: false"))
+    with pytest.raises(BadInput, match=r"off.yaml: do_train: False: no training, without do_train: true") as e:
+        intake.read([str(off)])
+    assert "\n" not in str(e.value)
+    both = tmp_path / "both.yaml"
+    both.write_text(text + "do_predict: true\n")
+    assert intake.read([str(both)]).request["lora_rank"] == 8
