@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from planner.errors import BadInput
 from planner.frameworks.hf import old_optim_default
 from planner.frameworks.hf import reader_optim as hf_optim
 from planner.frameworks.llamafactory import FRAMEWORK
@@ -154,16 +155,13 @@ def _stage(c: Collector, f: dict[str, Flag], near=None) -> str:
         c.set("workload.logprobs", FRAMEWORK.logprobs, head, KEYS.key("workload.kind"))
         if "ref_model" in f:
             c.note(f"{f['ref_model'].source} (a separate reference model is not planned yet)")
-    elif stage == "rm":  # not seq-cls: trl's AutoModelForCausalLMWithValueHead keeps lm_head and its fp32 logits
-        # (llamafactory/model/loader.py:185-186; trl 0.24.0 trl/models/modeling_value_head.py:169-179)
-        c.note(
-            f"{src} (stage rm, a value head beside the vocabulary head over chosen and rejected rows, is not planned "
-            "yet; planned as SFT)"
-        )
     elif stage == "ppo":  # every role in every process, the policy's own generate (reader_ppo)
         read_ppo(c, f, src, near)
-    elif stage not in ("sft", "pt"):
-        c.note(f"{src} (stage {stage} is not planned yet; planned as SFT)")
+    elif stage not in ("sft", "pt"):  # rm: not seq-cls: trl's AutoModelForCausalLMWithValueHead keeps lm_head and
+        # its fp32 logits over chosen and rejected rows (model/loader.py:185-186; trl 0.24.0 modeling_value_head.py:
+        # 169-179): SFT's plan would under-count it, so it is refused, as any other stage is
+        what = " (a value head beside the vocabulary head over chosen and rejected rows)" if stage == "rm" else ""
+        raise BadInput(f"{src}{what}: not planned (memplan plans stage sft, pt, dpo, kto and ppo)", "workload")
     return stage
 
 
