@@ -7,11 +7,13 @@ import pytest
 
 from planner import checkconfig, intake
 from planner.errors import BadInput
+from planner.frameworks.llamafactory import writer as llamafactory
 from tests.planner.intake.conftest import DATA
 
 LF = DATA / "llamafactory/examples"
 ASCEND = LF / "ascend/qwen3_full_sft_fsdp2.yaml"  # comment: accelerate launch --config_file .../fsdp2_config.yaml
 ASKED = "pass --gpus-per-node)"
+yaml = pytest.importorskip("yaml")
 
 
 def test_a_yaml_alone_asks_for_the_gpus_of_its_launch():
@@ -67,3 +69,14 @@ def test_a_yaml_trains_only_under_do_train(tmp_path):
     both = tmp_path / "both.yaml"
     both.write_text(text + "do_predict: true\n")
     assert intake.read([str(both)]).request["lora_rank"] == 8
+
+
+def test_an_awq_plan_writes_no_bitsandbytes_keys():
+    """The AWQ checkpoint's own quantization_config decides (model_utils/quantization.py:117-124), as GPTQ's: the
+    written YAML names the checkpoint, in fp16, with no quantization_bit (which would ask bitsandbytes for a 4-bit base)."""
+    result = checkconfig.check_config([str(LF / "train_qlora/llama3_lora_sft_awq.yaml")], {"gpu": "h100"})
+    model, hw, goal = result.context
+    files = llamafactory.files(result.plan, model, hw, goal.seq_len, goal)
+    cfg = yaml.safe_load(files[llamafactory.CONFIG_NAME])
+    assert cfg["model_name_or_path"] == "TechxGenus/Meta-Llama-3-8B-Instruct-AWQ" and cfg["fp16"] is True
+    assert not {"quantization_bit", "quantization_type", "quantization_method"} & set(cfg), cfg
