@@ -16,6 +16,8 @@ from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS, split_name
 from planner.model.shapes import module_name_matches
 
+GPUS_ASKED = "pass --gpus-per-node)"  # intake.dispatch.ASKS["gpus"]
+
 if TYPE_CHECKING:
     from planner.config.requests import CheckResult
 
@@ -51,7 +53,9 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
         "framework": reading.framework,
         "files": reading.files,
         "settings": b.rows(reading),
-        "unplanned": reading.unplanned + launch_disagreements(reading, overrides),
+        # a file's question the flag answers (intake.dispatch.ASKS "gpus") is dropped
+        "unplanned": [n for n in reading.unplanned if not ("gpus_per_node" in overrides and GPUS_ASKED in n)]
+        + launch_disagreements(reading, overrides),
         **({"releases": choice} if choice else {}),
     }
     return result

@@ -53,13 +53,19 @@ ASKS = {
     "model": ("(the model is not known from the script: pass --model)", "no model_name_or_path in the configuration"),
     "seq_len": ("no sequence length in the configuration",),
     "launcher": ("(its arguments come from the command line: read the launch script that runs it)",),
+    "gpus": ("pass --gpus-per-node)",),  # a launch that leaves the processes open (llamafactory.reader_launch.alone)
 }
 
 
 def _answered(lead: Collector, note: str) -> bool:
     """Whether `note`, one file's, asks for what the merged reading has from another file."""
     launched = lead.facts.get("framework", ("", "", "config"))[2] not in ("script", "config")  # a launcher's key
-    has = {"model": lead.model is not None, "seq_len": lead.has("seq_len"), "launcher": launched}
+    has = {
+        "model": lead.model is not None,
+        "seq_len": lead.has("seq_len"),
+        "launcher": launched,
+        "gpus": lead.explicit("gpus_per_node"),
+    }
     return any(has[what] and any(a in note for a in asks) for what, asks in ASKS.items())
 
 

@@ -208,6 +208,7 @@ def _quantized(name: str, near: Path | None) -> Model | None:
     """A quantized checkpoint's id not on this machine (`Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4`): its base's config with
     the quantization_config its name implies (planner.model.prequant.split_name). Its base is looked up here only:
     where it is not, the quantized id's own config.json (hub.py) says more than its name."""
+    prequant.unplanned_by_name(name)  # an AQLM id: refused in one line, whatever its base
     split = prequant.split_name(name)
     base = lookup(split[0], near, fetch=False) if split else None
     if base is None:

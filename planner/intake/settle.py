@@ -218,6 +218,8 @@ def _precision(c: Collector) -> None:
     elif weights == "bf16" and not sharded and (amp == "fp32" or not lora):
         both = amp_src if w_src in amp_src else w_src if amp_src in w_src else f"{amp_src}; {w_src}"
         c.set("precision", "bf16-pure", f"{both} (bf16 weights without DeepSpeed or FSDP: no fp32 master copy)", w_key)
+    elif amp == "bf16" and _awq(c):  # fp16 weights under bf16 autocast: 2 bytes a weight and activation, as fp16's
+        c.set("precision", "fp16", f"{amp_src} ({AWQ_FP16})", amp_key)
     elif amp == "bf16":
         c.set("precision", "bf16", amp_src, amp_key)
         _fp32_base(c, weights, w_src, w_key, lora)
@@ -226,6 +228,15 @@ def _precision(c: Collector) -> None:
         c.note(f"{w_src} (fp16 weights without mixed precision are not planned; planned as fp16 mixed precision)")
     else:
         c.set("precision", "fp32", amp_src, amp_key)
+
+
+AWQ_FP16 = "an AWQ base loads in fp16 whatever dtype is asked: transformers 5.6 quantizers/quantizer_awq.py:57-62"
+
+
+def _awq(c: Collector) -> bool:
+    """Whether the model is an AWQ checkpoint (its quantization_config, or the one its name implies)."""
+    qc = (c.model.config.get("quantization_config") if c.model is not None else None) or {}
+    return isinstance(qc, dict) and str(qc.get("quant_method", "")).lower() == "awq"
 
 
 def _fp32_base(c: Collector, weights: str | None, source: str, key: str, lora: bool) -> None:

@@ -46,6 +46,9 @@ NAME_SUFFIXES: tuple[tuple[str, dict], ...] = (
          "bnb_4bit_use_double_quant": True},
     ),
     (r"[-_.]bnb[-_.]8bit$", {"quant_method": "bitsandbytes", "load_in_8bit": True}),
+    # ISTA-DASLab's AQLM builds (`-AQLM-2Bit-1x16`, LLaMA-Factory's examples/train_qlora/llama3_lora_sft_aqlm.yaml):
+    # refused by name (unplanned_by_name), as quant_of refuses an aqlm config.json
+    (r"[-_.]aqlm(?:[-_.][0-9a-z]+)*$", {"quant_method": "aqlm", "bits": 2}),
 )  # fmt: skip
 
 
@@ -101,7 +104,14 @@ def _hqq_quant(qc: dict) -> str | None:
     return "hqq" if each and widths == {4} and groups == {64} else None
 
 
-def quant_of(cfg: dict, name: str) -> str:
+def unplanned_by_name(name: str) -> None:
+    """BadInput for an id whose name says a quantization memplan does not plan (`-AQLM-2Bit-1x16`), else nothing."""
+    split = split_name(name)
+    if split is not None and split[1]["quant_method"] not in PLANNED:
+        quant_of({"quantization_config": split[1]}, name, said="as its name says")
+
+
+def quant_of(cfg: dict, name: str, said: str = "its config.json's quantization_config") -> str:
     """The `quant` knob value a config.json's quantization_config means ("none" without one, or where the
     checkpoint is dequantized at load); BadInput naming the method where memplan does not plan it."""
     qc = _config(cfg)
@@ -122,7 +132,7 @@ def quant_of(cfg: dict, name: str) -> str:
         return READERS[method](qc)
     what = f"{method or 'an unnamed'} {bits}-bit" if method in ("gptq", "awq") else (method or "an unnamed method")
     raise BadInput(
-        f"model {name!r} is a {what} checkpoint (its config.json's quantization_config): memplan plans bitsandbytes "
+        f"model {name!r} is {'an' if what[0] in 'aeiou' else 'a'} {what} checkpoint ({said}): memplan plans bitsandbytes "
         "4- and 8-bit, GPTQ and AWQ 4-bit, compressed-tensors weight-only W4A16 and W8A16 (pack-quantized, "
         "symmetric, groups of 128, 64 or 32, one scale a row or 128 x 128 blocks), FP8 (float-quantized, one scale "
         "a row or 128 x 128 blocks) and HQQ 4-bit "

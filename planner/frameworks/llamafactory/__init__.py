@@ -101,7 +101,10 @@ FRAMEWORK = Framework(
         # galore_layerwise / apollo_layerwise (train/trainer_utils.py:248-275, 335-360): GaLore's and APOLLO's only
         "optimizer_in_backward": (False, True),
         "expert_parallel": ("off",),
-        "quant": ("none", "nf4", "fp4", "int8", "gptq"),  # AWQ needs autoawq: model/model_utils/quantization.py:122-123
+        # a GPTQ or AWQ checkpoint for LoRA or OFT (0.9.5 model/model_utils/quantization.py:117-124, model/adapter.py:
+        # 306-308): AWQ asks autoawq's metadata only (check_version, extras/misc.py:74-91; autoawq 0.2.9 installs
+        # beside any torch), and transformers 5.6 (pyproject.toml:43) loads it through gptqmodel (quantizer_awq.py:48-52)
+        "quant": ("none", "nf4", "fp4", "int8", "gptq", "awq"),
         "workload": ("sft", "dpo", "kto", "ppo"),  # ppo: stage ppo, read (rules: not written)
         **NO_SPLITS,  # 0.9.5's hparams hold no sequence, context or tensor parallel size (v1 and Megatron aside)
     },

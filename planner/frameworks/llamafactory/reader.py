@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from planner.errors import BadInput
 from planner.frameworks.hf import old_optim_default
 from planner.frameworks.hf import reader_optim as hf_optim
 from planner.frameworks.llamafactory import FRAMEWORK
@@ -17,6 +18,8 @@ from planner.frameworks.llamafactory import reader_media as media
 from planner.frameworks.llamafactory.keys import HF_ARGS, KEYS, OLD_FLASH_WORDS, H
 from planner.frameworks.llamafactory.reader_keys import get, look
 from planner.frameworks.llamafactory.reader_launch import (  # noqa: F401 - read_launcher re-exported (Tool.launch)
+    alone,
+    not_training,
     processes,
     read_launcher,
     sharding,
@@ -89,6 +92,7 @@ def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None
     c.add_file(path)
     r = _release(c, f, path)
     f = _in_release(c, f, r)
+    not_training(f)
     m = KEYS.key("model")
     if m in f and f[m].value not in (None, ""):
         models.read_model(c, show(f[m].value), f[m].source, m, path.parent)
@@ -151,16 +155,13 @@ def _stage(c: Collector, f: dict[str, Flag], near=None) -> str:
         c.set("workload.logprobs", FRAMEWORK.logprobs, head, KEYS.key("workload.kind"))
         if "ref_model" in f:
             c.note(f"{f['ref_model'].source} (a separate reference model is not planned yet)")
-    elif stage == "rm":  # not seq-cls: trl's AutoModelForCausalLMWithValueHead keeps lm_head and its fp32 logits
-        # (llamafactory/model/loader.py:185-186; trl 0.24.0 trl/models/modeling_value_head.py:169-179)
-        c.note(
-            f"{src} (stage rm, a value head beside the vocabulary head over chosen and rejected rows, is not planned "
-            "yet; planned as SFT)"
-        )
     elif stage == "ppo":  # every role in every process, the policy's own generate (reader_ppo)
         read_ppo(c, f, src, near)
-    elif stage not in ("sft", "pt"):
-        c.note(f"{src} (stage {stage} is not planned yet; planned as SFT)")
+    elif stage not in ("sft", "pt"):  # rm: not seq-cls: trl's AutoModelForCausalLMWithValueHead keeps lm_head and
+        # its fp32 logits over chosen and rejected rows (model/loader.py:185-186; trl 0.24.0 modeling_value_head.py:
+        # 169-179): SFT's plan would under-count it, so it is refused, as any other stage is
+        what = " (a value head beside the vocabulary head over chosen and rejected rows)" if stage == "rm" else ""
+        raise BadInput(f"{src}{what}: not planned (memplan plans stage sft, pt, dpo, kto and ppo)", "workload")
     return stage
 
 
@@ -333,3 +334,5 @@ def read_file(
     """planner.intake's dispatch of a LLaMA-Factory YAML (Framework.reads; `flags`: the command line's, `words`: its positional
     words after the file, `script`: the command's file): read with the flags and llamafactory-cli's key=value words over it."""
     read(c, data, path, flags | hydra.overrides(words, script), vars)
+    if script == path:  # given alone: the launch, and so the processes, left open
+        alone(c, path, data)

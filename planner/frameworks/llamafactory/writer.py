@@ -165,7 +165,7 @@ def model_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
         out.append(("trust_remote_code", True, ""))
     if plan.quant == "int8":  # model/model_utils/quantization.py:168-170: BitsAndBytesConfig(load_in_8bit=True)
         out += [(*k("quant", 8), "bitsandbytes LLM.int8 base"), *method(plan)]
-    elif plan.quant == "gptq":  # model_utils/quantization.py:117-120: read from the checkpoint's own config
+    elif plan.quant in ("gptq", "awq"):  # model_utils/quantization.py:117-124: read from the checkpoint's own config
         pass
     elif plan.quant != "none":
         out += [

@@ -349,13 +349,15 @@ def test_llamafactory_qlora_ddp(tmp_path):
 
 
 def test_llamafactory_quantized_bases(tmp_path):
-    """QLoRA under FSDP (LLaMA-Factory stores the 4-bit weight in the compute dtype itself, quantization.py:178) and
-    an 8-bit base."""
+    """QLoRA under FSDP (LLaMA-Factory stores the 4-bit weight in the compute dtype itself, quantization.py:178), an
+    8-bit base, and an AWQ checkpoint (0.9.5 loads it for LoRA, quantization.py:122-123: its own quantization_config
+    decides, so no bitsandbytes key is written)."""
     fsdp, int8 = lf("qlora_fsdp", tmp_path).cfg, lf("int8", tmp_path).cfg
     assert (fsdp["quantization_bit"], fsdp["quantization_type"]) == (4, "nf4") and "fsdp" not in fsdp
     assert (int8["quantization_bit"], int8["quantization_method"]) == (8, "bnb") and "quantization_type" not in int8
-    with pytest.raises(BadInput, match="--framework llamafactory .*--quant awq"):
-        planned("llamafactory", lora_rank=8, quant="awq", precision="fp16")
+    awq = written("llamafactory", "awq", tmp_path, {"lora_rank": 8, "quant": "awq", "precision": "fp16"})
+    cfg = yaml.safe_load((awq.dir / llamafactory.CONFIG_NAME).read_text())
+    assert cfg["fp16"] is True and not any(k.startswith("quantization_") for k in cfg), cfg
 
 
 def test_llamafactory_full_dpo_with_offloaded_zero2(tmp_path):

@@ -13,6 +13,15 @@ HELPERS = {DATA / "scripts" / "VILA" / "scripts" / "setups" / "train.sh"}
 REFUSED = {
     DATA / "llamafactory/examples/extras/adam_mini/qwen2_full_sft.yaml": "use_adam_mini: True: Adam-mini",
     DATA / "llamafactory/examples/extras/badam/llama3_full_sft.yaml": "use_badam: True: BAdam",
+    # an AQLM checkpoint, by its name (planner.model.prequant.unplanned_by_name)
+    DATA / "llamafactory/examples/train_qlora/llama3_lora_sft_aqlm.yaml": "is an aqlm checkpoint (as its name says)",
+    # stage rm: a value head beside the vocabulary head, SFT's plan would under-count it (llamafactory reader._stage)
+    DATA / "llamafactory/examples/train_lora/qwen3_lora_reward.yaml": "stage: rm (a value head beside the vocabulary",
+    # LLaMA-Factory files that train nothing (planner.frameworks.llamafactory.reader_launch.not_training)
+    DATA / "llamafactory/examples/inference/qwen3.yaml": "infer_backend: huggingface: llamafactory-cli chat's",
+    DATA
+    / "llamafactory/examples/merge_lora/qwen3_lora_sft.yaml": "export_dir: saves/qwen3_sft_merged: llamafactory-cli",
+    DATA / "llamafactory/examples/extras/nlg_eval/llama3_lora_predict.yaml": "do_predict: True: a prediction run",
     DATA / "swift/examples/train/multimodal/lora_llm_full_vit/sft.sh": "--tuner_type lora_llm: LoRA on the language",
     # OpenRLHF v0.8.9's AutoTP example: each role's ranks are planned data parallel (reader_flags.refuse_parallel_groups)
     DATA / "scripts/OpenRLHF/examples/scripts/train_sft_llama_tensor_parallelism.sh": (

@@ -161,12 +161,22 @@ def test_a_compressed_tensors_refusal_says_why(qc, why):
         ("Qwen/Qwen2.5-7B-Instruct-AWQ", "Qwen/Qwen2.5-7B-Instruct", "awq"),
         ("unsloth/Qwen2.5-7B-Instruct-bnb-4bit", "unsloth/Qwen2.5-7B-Instruct", "bitsandbytes"),
         ("unsloth/Llama-3.2-1B-Instruct-unsloth-bnb-4bit", "unsloth/Llama-3.2-1B-Instruct", "bitsandbytes"),
+        ("ISTA-DASLab/Meta-Llama-3-8B-Instruct-AQLM-2Bit-1x16", "ISTA-DASLab/Meta-Llama-3-8B-Instruct", "aqlm"),
         ("Qwen/Qwen2.5-7B-Instruct", None, None),
     ],
 )
 def test_the_base_and_quantization_an_id_names(name, base, method):
     split = prequant.split_name(name)
     assert (split[0], split[1]["quant_method"]) == (base, method) if base else split is None
+
+
+def test_an_id_whose_name_says_aqlm_is_refused_in_one_line():
+    """LLaMA-Factory 0.9.5 loads AQLM checkpoints (model/model_utils/quantization.py:125-127); memplan has no AQLM
+    terms: its example's id is refused naming the method, whatever its base, and a planned one passes."""
+    with pytest.raises(BadInput, match=r"is an aqlm checkpoint \(as its name says\): memplan plans") as e:
+        prequant.unplanned_by_name("ISTA-DASLab/Meta-Llama-3-8B-Instruct-AQLM-2Bit-1x16")
+    assert "\n" not in str(e.value)
+    assert prequant.unplanned_by_name("Qwen/Qwen2.5-7B-Instruct-AWQ") is None
 
 
 def test_a_gptq_checkpoint_is_planned_as_the_gptq_base_it_is(tmp_path):
