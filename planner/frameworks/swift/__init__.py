@@ -37,6 +37,27 @@ OMNI_WHOLE = Rule(
 
 # keys of an ms-swift argument file that, beside `model` (or an ENV section), tell it from the other formats
 SIGN_KEYS = {"tuner_type", "train_type", "rlhf_type", "target_modules", "torch_dtype", "attn_impl", "freeze_vit"}
+# `swift sample`'s own keys (v4.5.2 swift/arguments/sampling_args.py:59-69): generation, no training
+SAMPLE_KEYS = {"sampler_type", "sampler_engine", "orm_model", "prm_model", "num_return_sequences"}
+SAMPLE = (
+    "ms-swift's `swift sample` arguments (sampler_engine, num_return_sequences: swift/arguments/sampling_args.py:59-69) "
+    "generate rows, not train: not planned"
+)
+# Megatron-SWIFT's batch keys (`megatron sft|pt|rlhf` and its Ray pipeline: v4.5.2
+# swift/megatron/arguments/megatron_args.py:483-484) with an ms-swift key; LLaMA-Factory's v1 schema (its own sign,
+# rank 50) names model_class, dist_config or train_dataset and none of these
+MEGATRON_SIGNS = {"dataset", "rlhf_type", "tuner_type", "ENV", "recompute_granularity", "colocate_groups"}
+MEGATRON = (
+    "ms-swift's Megatron arguments (`megatron sft|pt|rlhf`: micro_batch_size and global_batch_size, "
+    "swift/megatron/arguments/megatron_args.py:483-484): Megatron-SWIFT is not planned"
+)
+
+
+def _megatron(keys: set[str], data: dict) -> bool:
+    own = {"micro_batch_size", "model"} <= keys and bool(keys & MEGATRON_SIGNS)
+    return own and not keys & {"model_class", "dist_config", "train_dataset"}
+
+
 FRAMEWORK = Framework(
     low_rank_order="targets-first",  # its GaLore / APOLLO step order (planner.frameworks.memory.Memory)
     transformers_newest=HALF_LOSS["4"],  # 4.6.0's Requires-Dist transformers<5.20.0 (releases.py HALF_LOSS)
@@ -46,7 +67,11 @@ FRAMEWORK = Framework(
     device_map_load=True,  # device_map cuda:rank at every line (boft_P stays on the CPU under transformers 4)
     image_knobs=("MAX_PIXELS", "MAX_NUM"),  # qwen_vl_utils' pixel cap; its InternVL template's tiles
     reads=("swift",),
-    signs=(Signs("swift", lambda k, d: "model" in k and bool(k & SIGN_KEYS or "ENV" in k), 70),),
+    signs=(
+        Signs("swift-sample", lambda k, d: "model" in k and bool(k & SAMPLE_KEYS), 44, refused=SAMPLE),
+        Signs("swift-megatron", _megatron, 45, refused=MEGATRON),
+        Signs("swift", lambda k, d: "model" in k and bool(k & SIGN_KEYS or "ENV" in k), 70),
+    ),
     # `swift sft|pt|rlhf`, or its entry script under another launcher; its reader reads the flags and the file
     # (reader.read_cli), and NPROC_PER_NODE where swift's own CLI starts the processes
     tools=(

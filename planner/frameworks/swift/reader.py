@@ -72,7 +72,7 @@ def read(
     if release.name == "2":  # 2.x's --use_liger, by its model_type (reader_2.liger)
         f = swift2.liger(c, f, hint)
     kind = swiftrl.read_kind(c, f, sub)
-    world = (
+    world = swiftenv.ray_world(c, f, sub) or (
         swiftenv.world(c, env, where, f.get(KEYS.key("zero_stage")), mp=not fast3)
         if launcher
         else int(c.get("gpus_per_node", 1)) * int(c.get("nodes", 1))
@@ -83,7 +83,8 @@ def read(
     if kind == "gkd":
         swiftrl.read_gkd(c, f, near)
     _training(c, f, kind, near)
-    tasks.read_swift(c, f, env, where)
+    if kind != "rm":  # a reward model's head is set by --rlhf_type rm over --task_type (reader_rl.read_rm)
+        tasks.read_swift(c, f, env, where)
     media.vision(c, f, env, where, lora)
     # the trainer's own vLLM engine's images and videos a row: colocated, or 3.4.x's on GPUs of its own
     limit = media.limits(c, f, fast3 and swift3x.engine(f) == "vllm" and "vllm_server_host" not in f)

@@ -184,6 +184,9 @@ def test_each_format_is_told_by_one_folders_signs_and_read_by_that_folder():
         ({"architectures": ["X"], "base_model": "y"}, configs.MODEL),
         ({"base_model": "y", "stage": "sft"}, "axolotl"),
         ({"dist_config": {}, "stage": "sft"}, "lf-v1"),  # LLaMA-Factory's v1 before its 0.9 keys
+        ({"model": "y", "micro_batch_size": 1, "dataset": ["d"]}, "swift-megatron"),  # ms-swift's, before LF v1
+        ({"model": "y", "micro_batch_size": 1, "model_class": "llm", "dataset": ["d"]}, "lf-v1"),
+        ({"model": "y", "sampler_engine": "vllm", "torch_dtype": "bfloat16"}, "swift-sample"),
         ({"stage": "sft", "learning_rate": 1e-5}, "llamafactory"),
         ({"model": "y", "tuner_type": "lora", "learning_rate": 1e-5}, "swift"),
         ({"learning_rate": 1e-5}, "hf"),
@@ -195,7 +198,7 @@ def test_a_mappings_format_is_the_lowest_ranked_signs_it_shows(data, fmt):
 
 
 def test_a_refused_format_is_refused_in_one_line_naming_why(tmp_path):
-    (refused,) = [s for s in SIGNS if s.refused]
+    refused = next(s for s in SIGNS if s.format == "lf-v1")
     data = {"model": "Qwen/Qwen3-4B", "micro_batch_size": 1}
     assert configs.kind(data) == refused.format
     with pytest.raises(BadInput) as e:

@@ -14,6 +14,11 @@ REFUSED = {
     DATA / "llamafactory/examples/extras/adam_mini/qwen2_full_sft.yaml": "use_adam_mini: True: Adam-mini",
     DATA / "llamafactory/examples/extras/badam/llama3_full_sft.yaml": "use_badam: True: BAdam",
     DATA / "swift/examples/train/multimodal/lora_llm_full_vit/sft.sh": "--tuner_type lora_llm: LoRA on the language",
+    # ms-swift v4.5.2's OPD-RL, GKD beside a colocated vLLM, Megatron-SWIFT and `swift sample` files (issue 49)
+    DATA / "swift/examples/train/on_policy_distillation.sh": "--teacher_model Qwen/Qwen3-32B: GRPO with a teacher",
+    DATA / "swift/examples/train/rlhf/gkd/vllm_colocate.sh": "--vllm_mode colocate: GKD with a colocated vLLM",
+    DATA / "swift/examples/yaml/megatron/sft.yaml": "Megatron-SWIFT is not planned",
+    DATA / "swift/examples/sampler/sample/sampling.yaml": "`swift sample` arguments",
     # OpenRLHF v0.8.9's AutoTP example: each role's ranks are planned data parallel (reader_flags.refuse_parallel_groups)
     DATA / "scripts/OpenRLHF/examples/scripts/train_sft_llama_tensor_parallelism.sh": (
         "--ds_tensor_parallel_size 2: memplan plans no DeepSpeed AutoTP"

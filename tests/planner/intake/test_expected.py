@@ -207,6 +207,16 @@ EXPECTED = {  # file: (framework, request fields (workload: the inputs listed), 
         },
         [],
     ),
+    f"{SW}/train/rlhf/rm/train.sh": (  # --rlhf_type rm: a one-score head over each pair's chosen and rejected rows
+        "swift",
+        {"task": "seq-cls", "num_labels": 1, "negatives": 1, "seq_len": 2048, "gpus_per_node": 2, "grad_accum": 8},
+        [],
+    ),
+    f"{SW}/train/multi-node/ray/sft.yaml": (  # use_ray: one worker a rank of the `default` group
+        "swift",
+        {"gpus_per_node": 4, "nodes": 1, "zero_stage": 3, "micro_batch": 1, "grad_accum": 8},
+        [],
+    ),
     f"{SW}/train/sequence_parallel/sequence_parallel.sh": (
         "swift",
         {"seq_len": 65536, "gpus_per_node": 8, "sequence_parallel": 8, "loss": "chunked"},
