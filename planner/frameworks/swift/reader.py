@@ -108,6 +108,7 @@ def read(
             if KEYS.key(field) in f
         },
     )
+    swiftenv.sp_padded(c)  # a row's tokens padded to a multiple of the sequence-parallel ranks
 
 
 def _tuner(c: Collector, f: dict[str, Flag]) -> bool:

@@ -182,3 +182,28 @@ def _ranks(value: object) -> int | None:
         return len(value)
     m = RANGE.match(str(value))
     return max(0, int(m.group(2)) - int(m.group(1))) if m else None
+
+
+def sp_padded(c: Collector) -> None:
+    """--sequence_parallel_size N with a max_length not a multiple of N: ms-swift pads each row's tokens to a multiple
+    of N before splitting it (v4.5.2 swift/sequence_parallel/sequence_parallel.py:385-396), so its longest row is
+    max_length rounded up to one (sequence_parallel_qwen3_5.sh's 65535 under 4 ranks runs 65536-token rows)."""
+    sp = c.get("sequence_parallel")
+    field = next((f for f in ("seq_len", "workload.max_length") if c.setting(f) is not None), None)
+    if (
+        not isinstance(sp, int)
+        or sp < 2
+        or field is None
+        or not isinstance(c.get(field), int)
+        or c.get(field) % sp == 0
+    ):
+        return
+    s = c.setting(field)
+    up = -(-s.value // sp) * sp
+    c.set(
+        field,
+        up,
+        f"{s.source} (each row padded to a multiple of sequence_parallel_size {sp}: {up}, "
+        "swift/sequence_parallel/sequence_parallel.py:385-396)",
+        s.key,
+    )

@@ -110,3 +110,17 @@ def test_audio_output_off_over_a_config_that_builds_the_talker_is_refused_in_one
     assert "enable_audio_output false" in str(e.value) and "\n" not in str(e.value)
     path.write_text(f"swift sft --model {tmp_path / 'omni'} --tuner_type lora\n")  # as the file says: talker counted
     assert intake.read([str(path)]).request["model"] == str(tmp_path / "omni" / "config.json")
+
+
+def test_a_max_length_under_sequence_parallel_is_padded_to_whole_chunks(tmp_path):
+    """ms-swift v4.5.2's sequence_parallel_qwen3_5.sh: --max_length 65535 under --sequence_parallel_size 4 runs rows
+    padded to 65536 (swift/sequence_parallel/sequence_parallel.py:385-396), not a length memplan refuses."""
+    path = tmp_path / "train.sh"
+    path.write_text(
+        "NPROC_PER_NODE=4 CUDA_VISIBLE_DEVICES=0,1,2,3 swift sft --model Qwen/Qwen2.5-7B-Instruct "
+        "--sequence_parallel_size 4 --max_length 65535 --padding_free true --attn_impl flash_attn\n"
+    )
+    reading = intake.read([str(path)])
+    (s,) = [s for s in reading.settings if s.field == "seq_len"]
+    assert (s.value, reading.request["sequence_parallel"]) == (65536, 4)
+    assert "--max_length 65535" in s.source and "sequence_parallel.py:385-396" in s.source
