@@ -306,6 +306,10 @@ def _fsdp(c: Collector, ref: object, source: str, near: Path, vars) -> None:
         return
     tokens = tuple(str(cfg.get("fsdp", "full_shard")).split())
     accelerate.fsdp(c, section(cfg, "fsdp_config"), source, "--fsdp", tokens=tokens, version=(2, ""))
+    if as_bool(section(cfg, "fsdp_config").get("activation_cpu_offload")):  # v4.5.2 swift/trainers/arguments.py:269-271
+        c.note(
+            f"{source} (activation_cpu_offload: ms-swift's activations to host RAM, not planned: planned on the GPU)"
+        )
 
 
 # flags only ms-swift 2.x takes (v2.5.2 swift/llm/utils/argument.py:610-617 SftArguments; 3.0 renamed them): the key

@@ -212,6 +212,11 @@ EXPECTED = {  # file: (framework, request fields (workload: the inputs listed), 
         {"task": "seq-cls", "num_labels": 1, "negatives": 1, "seq_len": 2048, "gpus_per_node": 2, "grad_accum": 8},
         [],
     ),
+    f"{SW}/ascend/activation_cpu_offload/train.sh": (  # swift's activation offload callback named, not planned
+        "swift",
+        {"gpus_per_node": 2, "fsdp": "full", "checkpointing": "off", "grad_accum": 16, "seq_len": 4096},
+        ["activation_cpu_offload: ms-swift's activations to host RAM, not planned"],
+    ),
     f"{SW}/train/multi-node/ray/sft.yaml": (  # use_ray: one worker a rank of the `default` group
         "swift",
         {"gpus_per_node": 4, "nodes": 1, "zero_stage": 3, "micro_batch": 1, "grad_accum": 8},
