@@ -101,6 +101,7 @@ def read_grpo(c: Collector, f: dict[str, Flag], placed3: str | None = None) -> N
     for field, lo in (("workload.num_generations", 2), ("workload.max_completion_length", 1)):
         v, s = look(f, field)
         c.number(field, v, s, KEYS.flag(field), minimum=lo)
+    _steps_per_generation(c, f)
     it = KEYS.key("workload.num_iterations")
     if it in f:
         c.number("workload.num_iterations", f[it].value, f[it].source, KEYS.flag("workload.num_iterations"))
@@ -141,6 +142,26 @@ def read_gkd(c: Collector, f: dict[str, Flag], near) -> None:
             c.note(
                 f"{f[key].source} (--{key} is not planned yet: planned with a local teacher, full logits, HF generate)"
             )
+
+
+def _steps_per_generation(c: Collector, f: dict[str, Flag]) -> None:
+    """--steps_per_generation (micro-steps one generation batch feeds), or --generation_batch_size over the global
+    micro-batch (v4.5.2 swift/rlhf_trainers/args_mixin.py:200-219); unset: the gradient accumulation (:205-207)."""
+    key, flag = KEYS.key("workload.steps_per_generation"), KEYS.flag("workload.steps_per_generation")
+    if key in f:
+        c.number("workload.steps_per_generation", f[key].value, f[key].source, flag)
+        return
+    gbs = f.get("generation_batch_size")
+    size = as_int(one(gbs.value)) if gbs is not None else None
+    if gbs is None or size is None:
+        return
+    per = int(c.get("gpus_per_node", 1)) * int(c.get("nodes", 1)) // int(c.get("device_map", 1) or 1)
+    micro = int(c.get("micro_batch", 1)) * max(per, 1)
+    if size < micro or size % micro:
+        c.note(f"{gbs.source} (not a whole number of global micro-batches of {micro}: steps_per_generation not read)")
+        return
+    why = f"{gbs.source} ({size} // {micro} a micro-step: swift/rlhf_trainers/args_mixin.py:208-212)"
+    c.set("workload.steps_per_generation", size // micro, why, "--generation_batch_size")
 
 
 def _vllm(c: Collector, f: dict[str, Flag], placed3: str | None = None) -> None:

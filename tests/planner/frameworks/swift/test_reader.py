@@ -124,3 +124,19 @@ def test_a_max_length_under_sequence_parallel_is_padded_to_whole_chunks(tmp_path
     (s,) = [s for s in reading.settings if s.field == "seq_len"]
     assert (s.value, reading.request["sequence_parallel"]) == (65536, 4)
     assert "--max_length 65535" in s.source and "sequence_parallel.py:385-396" in s.source
+
+
+def test_a_grpo_generation_batch_is_micro_steps_of_the_global_micro_batch(tmp_path):
+    """ms-swift v4.5.2's openenv/run_grpo_sudoku.sh: --generation_batch_size 4 at 1 a device on 4 processes is one
+    micro-step's completions (swift/rlhf_trainers/args_mixin.py:208-212); 6 is not a whole number of them."""
+    path = tmp_path / "train.sh"
+    line = (
+        "NPROC_PER_NODE=4 swift rlhf --rlhf_type grpo --model Qwen/Qwen2.5-7B-Instruct --num_generations 4 "
+        "--per_device_train_batch_size 1 --gradient_accumulation_steps 4 --generation_batch_size {}\n"
+    )
+    path.write_text(line.format(4))
+    assert intake.read([str(path)]).request["workload"]["steps_per_generation"] == 1
+    path.write_text(line.format(6))
+    reading = intake.read([str(path)])
+    assert "steps_per_generation" not in reading.request["workload"]
+    assert any("--generation_batch_size 6" in u and "steps_per_generation not read" in u for u in reading.unplanned)
