@@ -78,6 +78,7 @@ def read(
         else int(c.get("gpus_per_node", 1)) * int(c.get("nodes", 1))
     )
     lora = _tuner(c, f)
+    swift_tuners.unplanned_backends(c, f)  # LISA, unsloth: named, planned as their upper bound
     _batch(c, f, kind, world)
     _sequence(c, f, kind, near, swift3x.placement(c, f, env, release.name) if fast3 and kind == "grpo" else None)
     if kind == "gkd":

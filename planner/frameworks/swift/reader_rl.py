@@ -92,12 +92,23 @@ GKD_COLOCATE = (
 )
 
 
+# CHORD: an SFT micro-batch of expert rows whose loss joins the GRPO loss before backward (v4.5.2
+# swift/rlhf_trainers/grpo_trainer.py:1228-1229, its batch at utils.py:1576-1582)
+CHORD = (
+    "CHORD's SFT batch beside GRPO's (its rows' activations and logits on the same GPUs) is not planned: memplan plans "
+    "GRPO without --chord_sft_per_device_train_batch_size"
+)
+
+
 def read_grpo(c: Collector, f: dict[str, Flag], placed3: str | None = None) -> None:
     """GRPO's inputs: generations, completion length, iterations, beta, vLLM; `placed3`: 3.1.1-3.4.x's placement of
     its engine (reader_3x.placement), where the run is read in those words. A teacher (OPD) is refused in one line."""
     teacher = next((f[k] for k in ("teacher_model", "teacher_model_server") if k in f), None)
     if teacher is not None and not str(c.facts.get("release", ("",))[0] or "").startswith(("2", "3")):
         raise BadInput(f"{teacher.source}: {OPD}", "workload")
+    chord = f.get("chord_sft_per_device_train_batch_size")  # v4.5.2 swift/rlhf_trainers/args_mixin.py:388
+    if chord is not None and (as_int(one(chord.value)) or 0) > 0:
+        raise BadInput(f"{chord.source}: {CHORD}", "workload")
     for field, lo in (("workload.num_generations", 2), ("workload.max_completion_length", 1)):
         v, s = look(f, field)
         c.number(field, v, s, KEYS.flag(field), minimum=lo)

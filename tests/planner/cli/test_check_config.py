@@ -135,11 +135,17 @@ def test_an_open_length_under_sequence_parallel_is_whole_chunks(tmp_path):
     head = "NPROC_PER_NODE=4 CUDA_VISIBLE_DEVICES=0,1,2,3 swift sft --sequence_parallel_size 4 --padding_free true "
     script = tmp_path / "sp.sh"
     script.write_text(head + "--model Qwen/Qwen2.5-7B --attn_impl flash_attn\n")
-    o = check(str(script), "--gpu", "h100")["open_length"]
+    o = _gathered(script).open_length  # in process: the CLI's own parser and gather, no interpreter start
     assert o["planned_at"] % 4 == 0 and 0 < o["planned_at"] == o["fits_up_to_tokens"] < o["context"]
     script.write_text(head + "--model Qwen/Qwen2.5-7B --tuner_type full --torch_dtype float32 --attn_impl flash_attn\n")
-    out = check(str(script), "--gpu", "h100")  # fp32 states of 7B on each GPU: no length fits
-    assert not out["plan"]["fits"] and out["open_length"]["fits_up_to_tokens"] == 0
+    out = _gathered(script)  # fp32 states of 7B on each GPU: no length fits
+    assert not out.plan.fits and out.open_length["fits_up_to_tokens"] == 0
+
+
+def _gathered(script):
+    from planner.cli import build_parser, check
+
+    return check.gather(build_parser().parse_args(["check", "--config", str(script), "--gpu", "h100"]))[1]
 
 
 def test_an_ms_swift_grpo_prompt_left_at_the_context_is_planned_at_the_longest_that_fits():

@@ -140,3 +140,18 @@ def test_a_grpo_generation_batch_is_micro_steps_of_the_global_micro_batch(tmp_pa
     reading = intake.read([str(path)])
     assert "steps_per_generation" not in reading.request["workload"]
     assert any("--generation_batch_size 6" in u and "steps_per_generation not read" in u for u in reading.unplanned)
+
+
+@pytest.mark.parametrize(
+    ("flags", "lora_rank", "named"),
+    [  # ms-swift v4.5.2's tuners/lisa/train.sh and tuners/unsloth/train.sh, their tuner flags
+        ("--tuner_type full --lisa_activated_layers 2 --lisa_step_interval 20", 0, "LISA's rotating active layers"),
+        ("--tuner_type lora --tuner_backend unsloth", 8, "unsloth's kernels and checkpointing"),
+    ],
+)
+def test_lisa_and_unsloth_are_named_and_planned_as_their_upper_bound(tmp_path, flags, lora_rank, named):
+    path = tmp_path / "train.sh"
+    path.write_text(f"CUDA_VISIBLE_DEVICES=0 swift sft --model Qwen/Qwen2.5-7B-Instruct {flags}\n")
+    reading = intake.read([str(path)])
+    assert reading.request["lora_rank"] == lora_rank
+    assert any(named in u and "not planned" in u for u in reading.unplanned)
