@@ -155,3 +155,16 @@ def test_lisa_and_unsloth_are_named_and_planned_as_their_upper_bound(tmp_path, f
     reading = intake.read([str(path)])
     assert reading.request["lora_rank"] == lora_rank
     assert any(named in u and "not planned" in u for u in reading.unplanned)
+
+
+def test_image_max_token_num_caps_a_qwen3_vl_image_in_tokens(tmp_path):
+    """ms-swift v4.5.2's models/qwen3_vl/zero3.sh and qwen3_5/transformers.sh: IMAGE_MAX_TOKEN_NUM=1024 is qwen_vl_utils'
+    cap in merged patches (swift/model/models/qwen.py:697-731; qwen_vl_utils 0.0.14 vision_process.py:132): one image
+    a row of at most 1024 tokens, where the reading said text only."""
+    path = tmp_path / "train.sh"
+    path.write_text(
+        "IMAGE_MAX_TOKEN_NUM=1024 NPROC_PER_NODE=2 swift sft --model Qwen/Qwen3-VL-30B-A3B-Instruct --max_length 8192\n"
+    )
+    reading = intake.read([str(path)])
+    (s,) = [s for s in reading.settings if s.field == "image_tokens"]
+    assert s.value == 1024 and s.key == "IMAGE_MAX_TOKEN_NUM" and "vision_process.py:132" in s.source
