@@ -20,6 +20,8 @@ REFUSED = {
     DATA / "swift/examples/yaml/megatron/sft.yaml": "Megatron-SWIFT is not planned",
     DATA / "swift/examples/sampler/sample/sampling.yaml": "`swift sample` arguments",
     DATA / "swift/examples/train/grpo/internal/chord.sh": "--chord_sft_per_device_train_batch_size 1: CHORD's SFT",
+    DATA
+    / "swift/examples/train/base_to_chat/lora2.sh": "LoRA on the embeddings or the output head (embed_tokens lm_head)",
     # OpenRLHF v0.8.9's AutoTP example: each role's ranks are planned data parallel (reader_flags.refuse_parallel_groups)
     DATA / "scripts/OpenRLHF/examples/scripts/train_sft_llama_tensor_parallelism.sh": (
         "--ds_tensor_parallel_size 2: memplan plans no DeepSpeed AutoTP"
