@@ -74,7 +74,7 @@ def read_rm(c: Collector, src: str) -> None:
     c.set("negatives", 1, f"{src} (chosen and rejected rows: swift/rlhf_trainers/reward_trainer.py:45-47)", flag)
 
 
-# GRPO with a teacher (ms-swift's OPD-RL from 4.x's 46f03e977: --teacher_model or --teacher_model_server, v4.5.2
+# GRPO with a teacher (ms-swift's OPD-RL from v4.4.0, 46f03e977: --teacher_model or --teacher_model_server, v4.5.2
 # swift/arguments/rlhf_args.py:394-413; num_generations 1 allowed only there, :408-410); 2.x and 3.x GRPO take none
 OPD = (
     "GRPO with a teacher (ms-swift's on-policy distillation, OPD-RL: the teacher's log-probs in the reward, "
