@@ -95,17 +95,21 @@ def histogram(lengths: list[int], bins: int = HISTOGRAM_BINS) -> dict:
 
 
 def largest_fitting_seq_len(model, hw, goal, knobs, micro_batch: int) -> int:
-    """The longest sequence at which this configuration fits (analytic), 0 when not even 1 token does."""
+    """The longest sequence at which this configuration fits (analytic), 0 when not even 1 token does; under sequence
+    or context parallelism a whole number of the equal chunks each rank takes (planner.config.layout: ms-swift pads a
+    row to them), never a length a rank gets no token of."""
+    cp = knobs.context_parallel
+    chunk = knobs.sequence_parallel * cp * (2 if cp > 1 else 1)
 
     def fits(n: int) -> bool:
-        g = goal.shorter(n)
+        g = goal.shorter(n * chunk)
         return make_plan(model, hw, g, knobs, micro_batch).fits
 
-    lo, hi = 0, goal.seq_len  # fits(lo) holds (or lo = 0), fits(hi) does not
+    lo, hi = 0, -(-goal.seq_len // chunk)  # in chunks: fits(lo) holds (or lo = 0), fits(hi) does not
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo
+    return lo * chunk
 
 
 def epoch_of(rows: int, plan: Plan) -> dict:

@@ -66,6 +66,26 @@ IDLE = (
     ("app", "a chat app"),
     ("web-ui", "a web UI"),
 )
+# `swift sample`'s own keys (v4.5.2 swift/arguments/sampling_args.py:59-69): generation, no training
+SAMPLE_KEYS = {"sampler_type", "sampler_engine", "orm_model", "prm_model", "num_return_sequences"}
+SAMPLE = (
+    "ms-swift's `swift sample` arguments (sampler_engine, num_return_sequences: swift/arguments/sampling_args.py:59-69) "
+    "generate rows, not train: not planned"
+)
+# Megatron-SWIFT's batch keys (`megatron sft|pt|rlhf` and its Ray pipeline: v4.5.2
+# swift/megatron/arguments/megatron_args.py:483-484) with an ms-swift key; LLaMA-Factory's v1 schema (its own sign,
+# rank 50) names model_class, dist_config or train_dataset and none of these
+MEGATRON_SIGNS = {"dataset", "rlhf_type", "tuner_type", "ENV", "recompute_granularity", "colocate_groups"}
+
+
+def _megatron(keys: set[str], data: dict) -> bool:
+    """Megatron-Core's own keys, or its batch keys with an ms-swift key (not LLaMA-Factory v1's)."""
+    if not {"micro_batch_size", "model"} <= keys:
+        return False
+    own = bool(keys & MEGATRON_KEYS) or bool(keys & MEGATRON_SIGNS)
+    return own and not keys & {"model_class", "dist_config", "train_dataset"}
+
+
 FRAMEWORK = Framework(
     low_rank_order="targets-first",  # its GaLore / APOLLO step order (planner.frameworks.memory.Memory)
     transformers_newest=HALF_LOSS["4"],  # 4.6.0's Requires-Dist transformers<5.20.0 (releases.py HALF_LOSS)
@@ -76,12 +96,8 @@ FRAMEWORK = Framework(
     image_knobs=("MAX_PIXELS", "MAX_NUM"),  # qwen_vl_utils' pixel cap; its InternVL template's tiles
     reads=("swift",),
     signs=(
-        Signs(
-            "swift-megatron",
-            lambda k, d: {"model", "micro_batch_size"} <= k and bool(k & MEGATRON_KEYS),
-            44,  # before LLaMA-Factory's v1 schema (50), which also names model and micro_batch_size
-            refused=MEGATRON,
-        ),
+        Signs("swift-sample", lambda k, d: "model" in k and bool(k & SAMPLE_KEYS), 43, refused=SAMPLE),
+        Signs("swift-megatron", _megatron, 44, refused=MEGATRON),  # before LLaMA-Factory's v1 schema (50)
         Signs("swift", lambda k, d: "model" in k and bool(k & SIGN_KEYS or "ENV" in k), 70),
     ),
     # `swift sft|pt|rlhf`, or its entry script under another launcher; its reader reads the flags and the file

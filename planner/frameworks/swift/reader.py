@@ -72,18 +72,20 @@ def read(
     if release.name == "2":  # 2.x's --use_liger, by its model_type (reader_2.liger)
         f = swift2.liger(c, f, hint)
     kind = swiftrl.read_kind(c, f, sub)
-    world = (
+    world = swiftenv.ray_world(c, f, sub) or (
         swiftenv.world(c, env, where, f.get(KEYS.key("zero_stage")), mp=not fast3)
         if launcher
         else int(c.get("gpus_per_node", 1)) * int(c.get("nodes", 1))
     )
     lora = _tuner(c, f)
+    swift_tuners.unplanned_backends(c, f)  # LISA, unsloth: named, planned as their upper bound
     _batch(c, f, kind, world)
     _sequence(c, f, kind, near, swift3x.placement(c, f, env, release.name) if fast3 and kind == "grpo" else None)
     if kind == "gkd":
         swiftrl.read_gkd(c, f, near)
     _training(c, f, kind, near)
-    tasks.read_swift(c, f, env, where)
+    if kind != "rm":  # a reward model's head is set by --rlhf_type rm over --task_type (reader_rl.read_rm)
+        tasks.read_swift(c, f, env, where)
     media.vision(c, f, env, where, lora)
     # the trainer's own vLLM engine's images and videos a row: colocated, or 3.4.x's on GPUs of its own
     limit = media.limits(c, f, fast3 and swift3x.engine(f) == "vllm" and "vllm_server_host" not in f)
@@ -107,6 +109,7 @@ def read(
             if KEYS.key(field) in f
         },
     )
+    swiftenv.sp_padded(c)  # a row's tokens padded to a multiple of the sequence-parallel ranks
 
 
 def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
@@ -142,6 +145,8 @@ def _tuner(c: Collector, f: dict[str, Flag]) -> bool:
         c.number("lora_rank", rank, rsrc if key not in f else f"{rsrc}; {src}", KEYS.flag("lora_rank"))
     targets, tsrc = look(f, "lora_targets")
     given = f.get(KEYS.key("lora_targets"))
+    if given:
+        swift_tuners.refuse_head_targets(given.value, given.source)
     loraargs.lora_targets(c, given.value if given else targets, tsrc, KEYS.flag("lora_targets"))
     dropout, dsrc = look(f, "lora_dropout")
     if variant not in ("vera", "boft") and as_float(dropout) is not None:  # BOFT: its own boft_dropout
@@ -304,6 +309,10 @@ def _fsdp(c: Collector, ref: object, source: str, near: Path, vars) -> None:
         return
     tokens = tuple(str(cfg.get("fsdp", "full_shard")).split())
     accelerate.fsdp(c, section(cfg, "fsdp_config"), source, "--fsdp", tokens=tokens, version=(2, ""))
+    if as_bool(section(cfg, "fsdp_config").get("activation_cpu_offload")):  # v4.5.2 swift/trainers/arguments.py:269-271
+        c.note(
+            f"{source} (activation_cpu_offload: ms-swift's activations to host RAM, not planned: planned on the GPU)"
+        )
 
 
 # flags only ms-swift 2.x takes (v2.5.2 swift/llm/utils/argument.py:610-617 SftArguments; 3.0 renamed them): the key

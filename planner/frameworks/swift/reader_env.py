@@ -1,13 +1,16 @@
 """ms-swift's launch environment (planner/frameworks/swift/reader.py hands it here): the processes NPROC_PER_NODE x
 NNODES start under torchrun, the GPUs each spreads the model over where CUDA_VISIBLE_DEVICES shows more (its MP:
-device_map), DeepSpeed's refusal of that, and CELOSS_PARALLEL_SIZE's chunked loss. Cited in the 4.6.0 wheel
-(swift/...) and at the older tags named."""
+device_map), DeepSpeed's refusal of that, a Ray `swift sft`'s workers (use_ray, device_groups), and
+CELOSS_PARALLEL_SIZE's chunked loss. Cited in the 4.6.0 wheel (swift/...) and at the older tags named."""
 
 from __future__ import annotations
 
+import json
+import re
+
 from planner.errors import BadInput
 from planner.intake import models
-from planner.intake.collect import Collector, as_int, count_devices, processes_fit_devices, show
+from planner.intake.collect import Collector, as_bool, as_int, count_devices, processes_fit_devices, show
 from planner.intake.flags import Flag
 from planner.model import catalog
 
@@ -133,3 +136,74 @@ def device_map(c: Collector, env: dict[str, str], where: str, processes: int) ->
     c.set("device_map", per, source, "CUDA_VISIBLE_DEVICES")
     c.set("gpus_per_node", visible, source, "CUDA_VISIBLE_DEVICES")
     return per
+
+
+# a Ray group's ranks: a count, a list, or the Python text ms-swift evaluates (swift/ray_utils/resource_manager.py:38-46)
+RANGE = re.compile(r"^\s*(?:list\()?\s*range\(\s*(\d+)\s*,\s*(\d+)\s*\)\s*\)?\s*$")
+
+
+def ray_world(c: Collector, f: dict[str, Flag], sub: str) -> int | None:
+    """`swift sft` with --use_ray true: swift/cli/sft.py:17-18 starts one Ray worker a rank of the device group whose
+    workers hold `default` (SwiftSft, swift/pipelines/train/sft.py:21), WORLD_SIZE the group's ranks, one GPU each
+    (swift/ray_utils/base.py:274-293), nodes ceil(ranks / nproc_per_node) (resource_manager.py:26, 51); None where the
+    run is not one (other subcommands take no Ray: only sft.py and sample.py call try_init_ray)."""
+    ray = f.get("use_ray")
+    if sub != "sft" or ray is None or not as_bool(ray.value) or "device_groups" not in f:
+        return None
+    flag = f["device_groups"]
+    groups = flag.value
+    if isinstance(groups, str):
+        try:
+            groups = json.loads(groups)
+        except ValueError:
+            groups = None
+    group = next(
+        (g for g in (groups or {}).values() if isinstance(g, dict) and "default" in (g.get("workers") or ())), None
+    )
+    per = as_int((groups or {}).get("nproc_per_node"))
+    ranks = _ranks(group.get("ranks")) if group else None
+    if not ranks or not per or ranks % min(per, ranks):
+        c.note(
+            f"{flag.source} (the Ray group running SwiftSft is not read: planned as the processes NPROC_PER_NODE starts)"
+        )
+        return None
+    source = (
+        f"{ray.source}; {flag.source} (Ray: one worker a rank of the `default` group, swift/ray_utils/base.py:274-293)"
+    )
+    c.set("gpus_per_node", min(per, ranks), source, "device_groups")
+    c.set("nodes", ranks // min(per, ranks), source, "device_groups")
+    return ranks
+
+
+def _ranks(value: object) -> int | None:
+    if isinstance(value, int):
+        return value
+    if isinstance(value, (list, tuple)):
+        return len(value)
+    m = RANGE.match(str(value))
+    return max(0, int(m.group(2)) - int(m.group(1))) if m else None
+
+
+def sp_padded(c: Collector) -> None:
+    """--sequence_parallel_size N with a max_length not a multiple of N: ms-swift pads each row's tokens to a multiple
+    of N before splitting it (v4.5.2 swift/sequence_parallel/sequence_parallel.py:385-396), so its longest row is
+    max_length rounded up to one (sequence_parallel_qwen3_5.sh's 65535 under 4 ranks runs 65536-token rows)."""
+    sp = c.get("sequence_parallel")
+    field = next((f for f in ("seq_len", "workload.max_length") if c.setting(f) is not None), None)
+    if (
+        not isinstance(sp, int)
+        or sp < 2
+        or field is None
+        or not isinstance(c.get(field), int)
+        or c.get(field) % sp == 0
+    ):
+        return
+    s = c.setting(field)
+    up = -(-s.value // sp) * sp
+    c.set(
+        field,
+        up,
+        f"{s.source} (each row padded to a multiple of sequence_parallel_size {sp}: {up}, "
+        "swift/sequence_parallel/sequence_parallel.py:385-396)",
+        s.key,
+    )

@@ -64,9 +64,10 @@ def image(c: Collector, env: dict[str, str], where: str, release, limit: tuple[i
     assumed (planned text only, the headline says so). Derived again from a --model given beside the files. A colocated
     vLLM rollout's --vllm_limit_mm_per_prompt (`limit`: limits' image) puts up to N images in a row."""
     given = as_int(env.get("MAX_PIXELS"))
+    cap = as_int(env.get("IMAGE_MAX_TOKEN_NUM")) if release.name in TOKEN_CAP_LINES else None
     text = release.means("swift_max_length_counts") == "text"
     tiled = "MAX_NUM" in env and _tiled(c)
-    if not given and not text and not tiled:
+    if not given and not cap and not text and not tiled:
         if limit is not None:
             c.note(f"{limit[1]} (image {limit[0]} not planned: no image cap is planned without MAX_PIXELS or MAX_NUM)")
         return
@@ -75,7 +76,9 @@ def image(c: Collector, env: dict[str, str], where: str, release, limit: tuple[i
         return _inserted(c, *own, release, text, limit)
     pixels = given or QWEN_VL_UTILS_MAX_PIXELS
     how = (
-        f"{where} MAX_PIXELS={given}"
+        f"{where} IMAGE_MAX_TOKEN_NUM={cap}"
+        if cap
+        else f"{where} MAX_PIXELS={given}"
         if given
         else default(
             f"ms-swift {release.name}.x",
@@ -87,6 +90,8 @@ def image(c: Collector, env: dict[str, str], where: str, release, limit: tuple[i
     def tokens(request: dict | None) -> int:  # the image under the final model (a --model beside the files)
         m = c.model if request is None else models.lookup(str(request.get("model", "")), None)
         per = modelconfig.pixels_per_token(m.config) if m is not None and modelconfig.has_vision(m.config) else None
+        if cap:  # qwen_vl_utils' own token cap, whatever the patch (TOKEN_CAP)
+            return cap if per else 0
         return pixels // per if per and (given or per == 28 * 28) else 0  # the default cap: the Qwen2-VL family
 
     def row(request: dict | None) -> int:  # the row's images: one, or up to the vLLM limit (_row_tokens)
@@ -101,8 +106,26 @@ def image(c: Collector, env: dict[str, str], where: str, release, limit: tuple[i
     n = tokens(None)
     if not n:
         return
+    if cap:
+        _inserted(
+            c,
+            n,
+            f"{how} (one image a row of at most {cap} tokens: {TOKEN_CAP})",
+            "IMAGE_MAX_TOKEN_NUM",
+            release,
+            text,
+            limit,
+        )
+        return
     per = f"{pixels // n} pixels a token{', swift/model/models/qwen.py:758-770' if given else ''}"
     _inserted(c, n, f"{how} (one image a row: {pixels} // {per})", "MAX_PIXELS", release, text, limit)
+
+
+# IMAGE_MAX_TOKEN_NUM: ms-swift sets qwen_vl_utils' module cap from the environment (v4.5.2
+# swift/model/models/qwen.py:697-731, from v3.9.0), over the one MAX_PIXELS gives (:747-757); qwen_vl_utils 0.0.14 resizes
+# an image to at most that many merged patches (vision_process.py:132: max_pixels IMAGE_MAX_TOKEN_NUM x patch_factor^2)
+TOKEN_CAP = "swift/model/models/qwen.py:697-731 sets qwen_vl_utils' IMAGE_MAX_TOKEN_NUM, vision_process.py:132"
+TOKEN_CAP_LINES = ("3.9", "4")
 
 
 def _family(c: Collector) -> str | None:

@@ -1,11 +1,12 @@
 """ms-swift 4.6.0's `swift rlhf`: which trainer `--rlhf_type` picks (DPO, KTO, GRPO and GKD planned; ORPO, SimPO and CPO as
-DPO without a reference model), the GRPO inputs with swift's defaults (beta 0.04, vLLM at 0.9 of the GPU when
-colocated), GKD's teacher and inputs, and the generation settings memplan cannot plan yet. Also the default lookup both
-swift modules share.
+DPO without a reference model; rm as a one-score seq-cls head over each pair's rows), the GRPO inputs with swift's
+defaults (beta 0.04, vLLM at 0.9 of the GPU when colocated), GKD's teacher and inputs, and the generation settings
+memplan cannot plan yet (GRPO with a teacher refused). Also the default lookup both swift modules share.
 """
 
 from __future__ import annotations
 
+from planner.errors import BadInput
 from planner.frameworks.swift import reader_3x as swift3x
 from planner.frameworks.swift.keys import KEYS
 from planner.intake.collect import SWIFT, Collector, as_bool, as_float, as_int, default, one
@@ -41,6 +42,9 @@ def read_kind(c: Collector, f: dict[str, Flag], sub: str) -> str:
     if sub != "rlhf":
         return "sft"
     rlhf, src = look(f, "workload.kind")
+    if rlhf == "rm":
+        read_rm(c, src)
+        return "rm"
     kind = RLHF_AS.get(str(rlhf))
     if kind is None:
         c.note(f"{src} ({rlhf} is not planned yet; planned as SFT)")
@@ -60,12 +64,55 @@ def read_kind(c: Collector, f: dict[str, Flag], sub: str) -> str:
     return kind
 
 
+def read_rm(c: Collector, src: str) -> None:
+    """--rlhf_type rm: ms-swift sets task_type seq_cls and num_labels 1 over any given (v4.5.2
+    swift/arguments/rlhf_args.py:493-495), and its RewardTrainer runs each pair's chosen and rejected rows in one batch,
+    split in halves (swift/rlhf_trainers/reward_trainer.py:45-47): a one-output score head, one rejected row a row."""
+    flag = KEYS.flag("workload.kind")
+    c.set("task", "seq-cls", f"{src} (task_type seq_cls: swift/arguments/rlhf_args.py:493-495)", flag)
+    c.set("num_labels", 1, f"{src} (num_labels 1: swift/arguments/rlhf_args.py:493-495)", flag)
+    c.set("negatives", 1, f"{src} (chosen and rejected rows: swift/rlhf_trainers/reward_trainer.py:45-47)", flag)
+
+
+# GRPO with a teacher (ms-swift's OPD-RL from v4.4.0, 46f03e977: --teacher_model or --teacher_model_server, v4.5.2
+# swift/arguments/rlhf_args.py:394-413; num_generations 1 allowed only there, :408-410); 2.x and 3.x GRPO take none
+OPD = (
+    "GRPO with a teacher (ms-swift's on-policy distillation, OPD-RL: the teacher's log-probs in the reward, "
+    "swift/arguments/rlhf_args.py:394-413) is not planned: memplan plans GRPO without --teacher_model / "
+    "--teacher_model_server, or --rlhf_type gkd with a teacher"
+)
+
+
+# GKD's on-policy completions from a vLLM engine on the training GPUs (RolloutTrainerMixin, v4.5.2
+# swift/rlhf_trainers/gkd_trainer.py:50; the engine at rollout_mixin.py:432-454): its share of the card is not planned
+GKD_COLOCATE = (
+    "GKD with a colocated vLLM engine (--use_vllm true --vllm_mode colocate: its share of each training GPU, "
+    "swift/rlhf_trainers/rollout_mixin.py:432-454) is not planned: memplan plans GKD with --vllm_mode server "
+    "(vLLM on GPUs of its own) or without --use_vllm"
+)
+
+
+# CHORD: an SFT micro-batch of expert rows whose loss joins the GRPO loss before backward (v4.5.2
+# swift/rlhf_trainers/grpo_trainer.py:1228-1229, its batch at utils.py:1576-1582)
+CHORD = (
+    "CHORD's SFT batch beside GRPO's (its rows' activations and logits on the same GPUs) is not planned: memplan plans "
+    "GRPO without --chord_sft_per_device_train_batch_size"
+)
+
+
 def read_grpo(c: Collector, f: dict[str, Flag], placed3: str | None = None) -> None:
     """GRPO's inputs: generations, completion length, iterations, beta, vLLM; `placed3`: 3.1.1-3.4.x's placement of
-    its engine (reader_3x.placement), where the run is read in those words."""
+    its engine (reader_3x.placement), where the run is read in those words. A teacher (OPD) is refused in one line."""
+    teacher = next((f[k] for k in ("teacher_model", "teacher_model_server") if k in f), None)
+    if teacher is not None and not str(c.facts.get("release", ("",))[0] or "").startswith(("2", "3")):
+        raise BadInput(f"{teacher.source}: {OPD}", "workload")
+    chord = f.get("chord_sft_per_device_train_batch_size")  # v4.5.2 swift/rlhf_trainers/args_mixin.py:388
+    if chord is not None and (as_int(one(chord.value)) or 0) > 0:
+        raise BadInput(f"{chord.source}: {CHORD}", "workload")
     for field, lo in (("workload.num_generations", 2), ("workload.max_completion_length", 1)):
         v, s = look(f, field)
         c.number(field, v, s, KEYS.flag(field), minimum=lo)
+    _steps_per_generation(c, f)
     it = KEYS.key("workload.num_iterations")
     if it in f:
         c.number("workload.num_iterations", f[it].value, f[it].source, KEYS.flag("workload.num_iterations"))
@@ -98,11 +145,34 @@ def read_gkd(c: Collector, f: dict[str, Flag], near) -> None:
             c.set(field, as_float(v), s, KEYS.flag(field))
     v, s = look(f, "workload.max_completion_length")
     c.number("workload.max_completion_length", v, s, KEYS.flag("workload.max_completion_length"), minimum=1)
+    vllm, mode = f.get("use_vllm"), f.get("vllm_mode")
+    if vllm is not None and as_bool(vllm.value) and mode is not None and str(one(mode.value)) == "colocate":
+        raise BadInput(f"{mode.source}: {GKD_COLOCATE}", "workload")
     for key in ("teacher_model_server", "offload_teacher_model", "gkd_logits_topk", "use_vllm", "sft_alpha"):
         if key in f:
             c.note(
                 f"{f[key].source} (--{key} is not planned yet: planned with a local teacher, full logits, HF generate)"
             )
+
+
+def _steps_per_generation(c: Collector, f: dict[str, Flag]) -> None:
+    """--steps_per_generation (micro-steps one generation batch feeds), or --generation_batch_size over the global
+    micro-batch (v4.5.2 swift/rlhf_trainers/args_mixin.py:200-219); unset: the gradient accumulation (:205-207)."""
+    key, flag = KEYS.key("workload.steps_per_generation"), KEYS.flag("workload.steps_per_generation")
+    if key in f:
+        c.number("workload.steps_per_generation", f[key].value, f[key].source, flag)
+        return
+    gbs = f.get("generation_batch_size")
+    size = as_int(one(gbs.value)) if gbs is not None else None
+    if gbs is None or size is None:
+        return
+    per = int(c.get("gpus_per_node", 1)) * int(c.get("nodes", 1)) // int(c.get("device_map", 1) or 1)
+    micro = int(c.get("micro_batch", 1)) * max(per, 1)
+    if size < micro or size % micro:
+        c.note(f"{gbs.source} (not a whole number of global micro-batches of {micro}: steps_per_generation not read)")
+        return
+    why = f"{gbs.source} ({size} // {micro} a micro-step: swift/rlhf_trainers/args_mixin.py:208-212)"
+    c.set("workload.steps_per_generation", size // micro, why, "--generation_batch_size")
 
 
 def _vllm(c: Collector, f: dict[str, Flag], placed3: str | None = None) -> None:

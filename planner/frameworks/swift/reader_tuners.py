@@ -4,14 +4,16 @@ swift/arguments/tuner_args.py:165-182 (the defaults), swift/pipelines/train/tune
 with the LoRA kwargs, init_r and total_step; VeraConfig with r=vera_rank, vera_dropout, the target modules),
 swift/callbacks/adalora.py:23-28 (update_and_allocate at every zero_grad); BOFT (--tuner_type boft: --boft_block_size,
 PEFT's BOFTConfig at tuner.py:307-316, --lora_dropout unread); the bottleneck adapter (--tuner_type adapter:
---adapter_length, --adapter_act; tuner.py:280-293 builds it after the architecture's MLP, --target_modules unread)."""
+--adapter_length, --adapter_act; tuner.py:280-293 builds it after the architecture's MLP, --target_modules unread); LISA
+and unsloth named, planned as full fine-tuning and PEFT's LoRA."""
 
 from __future__ import annotations
 
 from planner.frameworks.swift.keys import ADAPTER_ACT, VERA_DROPOUT
 from planner.frameworks.swift.keys import TUNER_RANK as RANK
 from planner.frameworks.swift.reader_rl import get
-from planner.intake.collect import Collector, as_float
+from planner.intake import tuners
+from planner.intake.collect import Collector, as_float, as_int, one
 from planner.intake.flags import Flag
 from planner.intake.loraargs import BOFT_FIXED, refuse_unplanned
 
@@ -54,3 +56,30 @@ def _adapter(c: Collector, f: dict[str, Flag], src: str) -> None:
                 f"{f[flag].source} (--{flag} is not read by ms-swift's adapter: one after each decoder layer's "
                 "MLP, swift/pipelines/train/tuner.py:280-293)"
             )
+
+
+def unplanned_backends(c: Collector, f: dict[str, Flag]) -> None:
+    """What changes the trained parameters' memory beside the tuner, named (each planned as its upper bound): LISA's
+    few active layers (--lisa_activated_layers N > 0: swift/callbacks/lisa.py:14-60, every decoder layer frozen but N
+    at a time; planned as full fine-tuning, whose states it reaches as layers rotate) and unsloth's own LoRA kernels and
+    checkpointing (--tuner_backend unsloth, v4.5.2 swift/arguments/base_args/base_args.py:92; planned as PEFT's)."""
+    lisa = f.get("lisa_activated_layers")
+    if lisa is not None and (as_int(one(lisa.value)) or 0) > 0:
+        c.note(f"{lisa.source} (LISA's rotating active layers are not planned: planned as full fine-tuning)")
+    backend = f.get("tuner_backend")
+    if backend is not None and str(one(backend.value)).lower() == "unsloth":
+        c.note(f"{backend.source} (unsloth's kernels and checkpointing are not planned: planned as PEFT's)")
+
+
+# the modules ms-swift adds to all-linear's (v4.5.2 swift/pipelines/train/tuner.py:97-110: `all-linear` expanded, the
+# other names kept; `all-embedding` the embeddings) that are not a decoder linear: LoRA on them is not planned
+HEAD_TARGETS = ("embed_tokens", "lm_head", "all-embedding")
+
+
+def refuse_head_targets(value: object, source: str) -> None:
+    """--target_modules naming the embeddings or the output head beside the linears (lora2.sh's `all-linear
+    embed_tokens lm_head`: the head's LoRA output a vocabulary-wide tensor a token), refused in one line."""
+    names = [str(v) for v in (value if isinstance(value, list) else str(value).split())]
+    named = [n for n in names if n in HEAD_TARGETS]
+    if named:
+        tuners.refuse(source, f"LoRA on the embeddings or the output head ({' '.join(named)})")

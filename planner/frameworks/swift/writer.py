@@ -86,7 +86,7 @@ pin_before = rollout_pin  # launch.pinned asks: a 3.4-line plan in 3.4.x's vLLM 
 
 
 def script(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> str:
-    sub = ["swift", "sft"] if plan.workload.kind == "sft" else ["swift", "rlhf"]
+    sub = ["swift", "sft"] if plan.workload.kind == "sft" and not reward_model(plan) else ["swift", "rlhf"]
     cap = media_env(goal, plan.release)  # the images' and videos' caps (writer_media; unset, qwen_vl_utils')
     lines = [f"{k}={v} \\" for k, v in [*env(hw, plan), *cap]] + [" ".join(sub) + " \\"]
     flags = flag_list(plan, model, seq_len, processes(hw, plan))
@@ -183,11 +183,18 @@ def flag_list(plan: Plan, model: ModelSpec, seq_len: int, procs: int = 1) -> lis
 
 def task_flags(plan: Plan) -> list[Flag]:
     """--task_type (memplan's task with "_" for "-": swift/arguments/base_args/model_args.py:72) and a seq-cls head's
-    --num_labels (:83); none for a causal LM."""
+    --num_labels (:83), or a reward model's --rlhf_type rm; none for a causal LM."""
     if plan.task == "causal-lm":
         return []
+    if reward_model(plan):  # ms-swift's reward model: task seq_cls, num_labels 1, its pairs (reader_rl.read_rm)
+        return [KEYS.pair("workload.kind", "rm")]
     labels = [KEYS.pair("num_labels", plan.num_labels)] if plan.task == "seq-cls" else []
     return [KEYS.pair("task", plan.task.replace("-", "_")), *labels]
+
+
+def reward_model(plan: Plan) -> bool:
+    """A one-score seq-cls head over each pair's chosen and rejected rows: `swift rlhf --rlhf_type rm`."""
+    return plan.task == "seq-cls" and plan.num_labels == 1 and plan.negatives == 1
 
 
 def tuner_flags(plan: Plan, model: ModelSpec) -> list[Flag]:

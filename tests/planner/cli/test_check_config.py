@@ -127,6 +127,27 @@ def test_ms_swifts_default_max_length_is_an_open_length_the_data_decides():
     assert closed["open_length"] is None and closed["goal"]["seq_len"] == 2048
 
 
+def test_an_open_length_under_sequence_parallel_is_whole_chunks(tmp_path):
+    """ms-swift v4.5.2's sequence_parallel_emb.sh and _reranker.sh leave max_length open under
+    --sequence_parallel_size 4: the search for the longest rows found 107,523 tokens for Qwen2.5-7B LoRA, then refused
+    as not 4 equal chunks, and where nothing fits tried lengths under 4 tokens (a rank's share 0) and stopped on a
+    ZeroDivisionError. It searches whole chunks: a multiple of 4 that fits, or no length at all."""
+    head = "NPROC_PER_NODE=4 CUDA_VISIBLE_DEVICES=0,1,2,3 swift sft --sequence_parallel_size 4 --padding_free true "
+    script = tmp_path / "sp.sh"
+    script.write_text(head + "--model Qwen/Qwen2.5-7B --attn_impl flash_attn\n")
+    o = _gathered(script).open_length  # in process: the CLI's own parser and gather, no interpreter start
+    assert o["planned_at"] % 4 == 0 and 0 < o["planned_at"] == o["fits_up_to_tokens"] < o["context"]
+    script.write_text(head + "--model Qwen/Qwen2.5-7B --tuner_type full --torch_dtype float32 --attn_impl flash_attn\n")
+    out = _gathered(script)  # fp32 states of 7B on each GPU: no length fits
+    assert not out.plan.fits and out.open_length["fits_up_to_tokens"] == 0
+
+
+def _gathered(script):
+    from planner.cli import build_parser, check
+
+    return check.gather(build_parser().parse_args(["check", "--config", str(script), "--gpu", "h100"]))[1]
+
+
 def test_an_ms_swift_grpo_prompt_left_at_the_context_is_planned_at_the_longest_that_fits():
     """The same default is GRPO's prompt limit (truncated left): ms-swift's colocated Qwen2.5-VL-7B example on 8 x
     A100 80GB was refused at 128,000-token prompts; the answer is the longest prompt the run fits, said as the

@@ -164,6 +164,7 @@ CASES = {
         },
         "autotp_full": {"zero": 2, "checkpointing": "full", "tensor_parallel": 2, "attention": "flash"},
         "seq_cls": {"task": "seq-cls", "num_labels": 3, "lora_rank": 8, "checkpointing": "full"},
+        "reward_model": {"task": "seq-cls", "num_labels": 1, "negatives": 1, "lora_rank": 8, "checkpointing": "full"},
         "embedding": {"task": "embedding", "negatives": 3, "lora_rank": 8, "checkpointing": "full", "zero": 2},
         "reranker": {"task": "reranker", "negatives": 5, "checkpointing": "full", "zero": 3},
         "z3_offload": {
@@ -530,13 +531,14 @@ def test_swift_grpo_writes_its_weight_sync_and_engine_split(tmp_path):
     "case, flags, env",
     [
         ("seq_cls", {"task_type": "seq_cls", "num_labels": "3"}, {}),
+        ("reward_model", {"rlhf_type": "rm", "task_type": None, "num_labels": None}, {}),  # swift rlhf's pairs
         ("embedding", {"task_type": "embedding"}, {"INFONCE_HARD_NEGATIVES": "3"}),
         ("reranker", {"task_type": "reranker"}, {"MAX_NEGATIVE_SAMPLES": "5"}),
     ],
 )
 def test_swift_writes_its_task_and_reads_it_back(case, flags, env, tmp_path):
-    """--task_type, --num_labels and the rows an example brings (INFONCE_HARD_NEGATIVES, MAX_NEGATIVE_SAMPLES) are
-    written, and read back as the plan's task."""
+    """--task_type, --num_labels and the rows an example brings (INFONCE_HARD_NEGATIVES, MAX_NEGATIVE_SAMPLES; a reward
+    model's pairs: --rlhf_type rm) are written, and read back as the plan's task."""
     w = sw(case, tmp_path)
     assert {k: w.f.get(k) for k in flags} == flags and {k: w.env.get(k) for k in env} == env
     request = intake.read([str(w.dir / swift.SCRIPT_NAME)]).request

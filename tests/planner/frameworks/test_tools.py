@@ -184,6 +184,9 @@ def test_each_format_is_told_by_one_folders_signs_and_read_by_that_folder():
         ({"architectures": ["X"], "base_model": "y"}, configs.MODEL),
         ({"base_model": "y", "stage": "sft"}, "axolotl"),
         ({"dist_config": {}, "stage": "sft"}, "lf-v1"),  # LLaMA-Factory's v1 before its 0.9 keys
+        ({"model": "y", "micro_batch_size": 1, "dataset": ["d"]}, "swift-megatron"),  # ms-swift's, before LF v1
+        ({"model": "y", "micro_batch_size": 1, "model_class": "llm", "dataset": ["d"]}, "lf-v1"),
+        ({"model": "y", "sampler_engine": "vllm", "torch_dtype": "bfloat16"}, "swift-sample"),
         ({"stage": "sft", "learning_rate": 1e-5}, "llamafactory"),
         ({"model": "y", "tuner_type": "lora", "learning_rate": 1e-5}, "swift"),
         ({"learning_rate": 1e-5}, "hf"),
@@ -200,6 +203,7 @@ REFUSED_FILES = {
     "verl-multiturn": {"tools": [{"class_name": "verl.tools.gsm8k_tool.Gsm8kTool", "config": {}}]},
     "lf-mca": {"stage": "sft", "finetuning_type": "full", "tensor_model_parallel_size": 2},
     "swift-megatron": {"model": "Qwen/Qwen3-8B", "micro_batch_size": 1, "tensor_model_parallel_size": 2},
+    "swift-sample": {"model": "Qwen/Qwen3-8B", "sampler_engine": "vllm", "num_return_sequences": 4},
 }
 
 

@@ -23,6 +23,14 @@ REFUSED = {
     / "llamafactory/examples/merge_lora/qwen3_lora_sft.yaml": "export_dir: saves/qwen3_sft_merged: llamafactory-cli",
     DATA / "llamafactory/examples/extras/nlg_eval/llama3_lora_predict.yaml": "do_predict: True: a prediction run",
     DATA / "swift/examples/train/multimodal/lora_llm_full_vit/sft.sh": "--tuner_type lora_llm: LoRA on the language",
+    # ms-swift v4.5.2's OPD-RL, GKD beside a colocated vLLM, Megatron-SWIFT and `swift sample` files (issue 49)
+    DATA / "swift/examples/train/on_policy_distillation.sh": "--teacher_model Qwen/Qwen3-32B: GRPO with a teacher",
+    DATA / "swift/examples/train/rlhf/gkd/vllm_colocate.sh": "--vllm_mode colocate: GKD with a colocated vLLM",
+    DATA / "swift/examples/yaml/megatron/sft.yaml": "a Megatron-SWIFT configuration",
+    DATA / "swift/examples/sampler/sample/sampling.yaml": "`swift sample` arguments",
+    DATA / "swift/examples/train/grpo/internal/chord.sh": "--chord_sft_per_device_train_batch_size 1: CHORD's SFT",
+    DATA
+    / "swift/examples/train/base_to_chat/lora2.sh": "LoRA on the embeddings or the output head (embed_tokens lm_head)",
     # OpenRLHF v0.8.9's AutoTP example: each role's ranks are planned data parallel (reader_flags.refuse_parallel_groups)
     DATA / "scripts/OpenRLHF/examples/scripts/train_sft_llama_tensor_parallelism.sh": (
         "--ds_tensor_parallel_size 2: memplan plans no DeepSpeed AutoTP"

@@ -207,6 +207,30 @@ EXPECTED = {  # file: (framework, request fields (workload: the inputs listed), 
         },
         [],
     ),
+    f"{SW}/train/rlhf/rm/train.sh": (  # --rlhf_type rm: a one-score head over each pair's chosen and rejected rows
+        "swift",
+        {"task": "seq-cls", "num_labels": 1, "negatives": 1, "seq_len": 2048, "gpus_per_node": 2, "grad_accum": 8},
+        [],
+    ),
+    f"{SW}/ascend/activation_cpu_offload/train.sh": (  # swift's activation offload callback named, not planned
+        "swift",
+        {"gpus_per_node": 2, "fsdp": "full", "checkpointing": "off", "grad_accum": 16, "seq_len": 4096},
+        ["activation_cpu_offload: ms-swift's activations to host RAM, not planned"],
+    ),
+    f"{SW}/train/grpo/internal/gspo.sh": (  # one generation batch feeds 32 micro-steps (args_mixin.py:213-214)
+        "swift",
+        {
+            "micro_batch": 2,
+            "grad_accum": 8,
+            "workload": {"kind": "grpo", "num_generations": 16, "steps_per_generation": 32},
+        },
+        [],
+    ),
+    f"{SW}/train/multi-node/ray/sft.yaml": (  # use_ray: one worker a rank of the `default` group
+        "swift",
+        {"gpus_per_node": 4, "nodes": 1, "zero_stage": 3, "micro_batch": 1, "grad_accum": 8},
+        [],
+    ),
     f"{SW}/train/sequence_parallel/sequence_parallel.sh": (
         "swift",
         {"seq_len": 65536, "gpus_per_node": 8, "sequence_parallel": 8, "loss": "chunked"},

@@ -110,3 +110,61 @@ def test_audio_output_off_over_a_config_that_builds_the_talker_is_refused_in_one
     assert "enable_audio_output false" in str(e.value) and "\n" not in str(e.value)
     path.write_text(f"swift sft --model {tmp_path / 'omni'} --tuner_type lora\n")  # as the file says: talker counted
     assert intake.read([str(path)]).request["model"] == str(tmp_path / "omni" / "config.json")
+
+
+def test_a_max_length_under_sequence_parallel_is_padded_to_whole_chunks(tmp_path):
+    """ms-swift v4.5.2's sequence_parallel_qwen3_5.sh: --max_length 65535 under --sequence_parallel_size 4 runs rows
+    padded to 65536 (swift/sequence_parallel/sequence_parallel.py:385-396), not a length memplan refuses."""
+    path = tmp_path / "train.sh"
+    path.write_text(
+        "NPROC_PER_NODE=4 CUDA_VISIBLE_DEVICES=0,1,2,3 swift sft --model Qwen/Qwen2.5-7B-Instruct "
+        "--sequence_parallel_size 4 --max_length 65535 --padding_free true --attn_impl flash_attn\n"
+    )
+    reading = intake.read([str(path)])
+    (s,) = [s for s in reading.settings if s.field == "seq_len"]
+    assert (s.value, reading.request["sequence_parallel"]) == (65536, 4)
+    assert "--max_length 65535" in s.source and "sequence_parallel.py:385-396" in s.source
+
+
+def test_a_grpo_generation_batch_is_micro_steps_of_the_global_micro_batch(tmp_path):
+    """ms-swift v4.5.2's openenv/run_grpo_sudoku.sh: --generation_batch_size 4 at 1 a device on 4 processes is one
+    micro-step's completions (swift/rlhf_trainers/args_mixin.py:208-212); 6 is not a whole number of them."""
+    path = tmp_path / "train.sh"
+    line = (
+        "NPROC_PER_NODE=4 swift rlhf --rlhf_type grpo --model Qwen/Qwen2.5-7B-Instruct --num_generations 4 "
+        "--per_device_train_batch_size 1 --gradient_accumulation_steps 4 --generation_batch_size {}\n"
+    )
+    path.write_text(line.format(4))
+    assert intake.read([str(path)]).request["workload"]["steps_per_generation"] == 1
+    path.write_text(line.format(6))
+    reading = intake.read([str(path)])
+    assert "steps_per_generation" not in reading.request["workload"]
+    assert any("--generation_batch_size 6" in u and "steps_per_generation not read" in u for u in reading.unplanned)
+
+
+@pytest.mark.parametrize(
+    ("flags", "lora_rank", "named"),
+    [  # ms-swift v4.5.2's tuners/lisa/train.sh and tuners/unsloth/train.sh, their tuner flags
+        ("--tuner_type full --lisa_activated_layers 2 --lisa_step_interval 20", 0, "LISA's rotating active layers"),
+        ("--tuner_type lora --tuner_backend unsloth", 8, "unsloth's kernels and checkpointing"),
+    ],
+)
+def test_lisa_and_unsloth_are_named_and_planned_as_their_upper_bound(tmp_path, flags, lora_rank, named):
+    path = tmp_path / "train.sh"
+    path.write_text(f"CUDA_VISIBLE_DEVICES=0 swift sft --model Qwen/Qwen2.5-7B-Instruct {flags}\n")
+    reading = intake.read([str(path)])
+    assert reading.request["lora_rank"] == lora_rank
+    assert any(named in u and "not planned" in u for u in reading.unplanned)
+
+
+def test_image_max_token_num_caps_a_qwen3_vl_image_in_tokens(tmp_path):
+    """ms-swift v4.5.2's models/qwen3_vl/zero3.sh and qwen3_5/transformers.sh: IMAGE_MAX_TOKEN_NUM=1024 is qwen_vl_utils'
+    cap in merged patches (swift/model/models/qwen.py:697-731; qwen_vl_utils 0.0.14 vision_process.py:132): one image
+    a row of at most 1024 tokens, where the reading said text only."""
+    path = tmp_path / "train.sh"
+    path.write_text(
+        "IMAGE_MAX_TOKEN_NUM=1024 NPROC_PER_NODE=2 swift sft --model Qwen/Qwen3-VL-30B-A3B-Instruct --max_length 8192\n"
+    )
+    reading = intake.read([str(path)])
+    (s,) = [s for s in reading.settings if s.field == "image_tokens"]
+    assert s.value == 1024 and s.key == "IMAGE_MAX_TOKEN_NUM" and "vision_process.py:132" in s.source
