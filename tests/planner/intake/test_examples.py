@@ -38,6 +38,7 @@ SAID = {
     "chat's": "LLaMA-Factory trains nothing",
     "llamafactory-cli": "LLaMA-Factory trains nothing",
     "prediction run": "LLaMA-Factory trains nothing",
+    "Megatron-SWIFT": "is not read",
 }
 
 
