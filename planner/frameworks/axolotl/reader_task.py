@@ -24,6 +24,7 @@ from planner.intake.collect import Collector, as_bool
 from planner.intake.flags import Flag
 
 CLASSIFIERS = ("ForSequenceClassification", "ForTokenClassification")
+NAMED = ("process_reward_model",)  # the task keys read_task names as not planned (tests: nothing dropped)
 SRC = "axolotl v0.18.0 src/axolotl/"
 
 
