@@ -10,6 +10,10 @@
   (prompt_strategies/bradley_terry/chat_template.py:105-108) and padded to it (pad_to_sequence_len, which
   validation.py:246-254 turns on, gives the collator pad_to_multiple_of: causal.py:386-390): memplan's seq-cls task
   with one negative, as TRL's own RewardTrainer reads (planner.intake.tasks.read_reward), at seq_len sequence_len.
+  Before v0.14.0 its collator was TRL's RewardDataCollatorWithPadding (v0.12.0 core/builders/causal.py:14), the
+  chosen and rejected rows two forwards of micro_batch_size rows (trl v0.12.0 reward_trainer.py:277-286) whose graphs
+  both stay for the backward: the same rows held, planned alike; num_labels 1 is the schema's default only from
+  v0.16.0 (validation.py), planned at 1 for every line (a second label is one more row of the score head).
 - `process_reward_model: true` (from v0.7.0) runs TRL's PRMTrainer on AutoModelForTokenClassification, num_labels 2
   (validation.py:264-267; causal.py:162-163): a label for every token, which no memplan task is: named, not planned.
 - model_type (loaders/model.py:929-936 loads that transformers class) naming a classifier without either key: axolotl
