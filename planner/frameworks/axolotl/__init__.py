@@ -74,9 +74,11 @@ RUNS = {
     "optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, "muon", *TRANSFORMERS_TORCHAO),
     "device_map": ("off",),  # one process a GPU
     "dataparallel": (False,),  # torch's nn.DataParallel: HF's Trainer alone
-    "num_labels": (1,),  # causal-lm only: the task's knobs at their defaults
-    "negatives": (0,),
-    "task": ("causal-lm",),  # reward_model / process_reward_model: not planned yet
+    # reward_model: true (from v0.5.0) is TRL's RewardTrainer, a one-label score head over chosen and rejected rows
+    # (reader_task.py); process_reward_model and a classifier without it: not planned (named in a line)
+    "num_labels": (1,),
+    "negatives": (0, 1),
+    "task": ("causal-lm", "seq-cls"),
     "trained_layout": ("last",),  # LLaMA-Pro's interleaved blocks: not run here
     "trained_layers": (0,),  # freeze tuning (LLaMA-Factory's finetuning_type freeze): not run here
     "lora_vision": (False,),  # adapters on the tower: not planned in this framework's keys yet
@@ -104,6 +106,7 @@ NO_MUON = {"optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, *TRANSFORMER
 OLDER = {"0.8": NO_TP, "0.7": {**NO_TP, **NO_CP, **NO_MUON}}
 OLDER["0.5"] = {**OLDER["0.7"], "workload": ("sft", "dpo")}
 OLDER["0.4"] = {**OLDER["0.5"], "checkpointing": ("off", "full"), "loss": ("standard",)}
+OLDER["0.4"] |= {"task": ("causal-lm",), "negatives": (0,)}  # reward_model came at v0.5.0 (v0_4_1/__init__.py:590)
 
 
 def _older(r):
@@ -149,7 +152,7 @@ FRAMEWORK = Framework(
     },
     keys=KEYS.shown(  # the frameworks table's keys, named by the key table
         "micro_batch grad_accum checkpointing zero_stage offload=zero_stage fsdp optimizer loss attention "
-        "precision=bf16 lora_rank quant=quant_4bit context_parallel tensor_parallel seq_len batching model",
+        "precision=bf16 lora_rank quant=quant_4bit context_parallel tensor_parallel seq_len batching model task num_labels",
         loss="chunked_cross_entropy / liger plugin",
         attention="flash_attention",
     ),
@@ -178,6 +181,12 @@ FRAMEWORK = Framework(
                 and not (k["zero_stage"] in (1, 2) and k["fsdp"] == "off")
                 and k["fsdp"] not in ("full", "grad-op")
             ),
+        ),
+        Rule(  # reader_task.py: its one score head is reward_model's, over chosen and rejected rows
+            "negatives",
+            "trains a score head only as a reward model (reward_model: true, TRL's RewardTrainer over chosen and "
+            "rejected rows: core/builders/causal.py:160-161, 515-516): give --negatives 1",
+            lambda k: k["task"] == "seq-cls" and k["negatives"] != 1,
         ),
         Rule(
             "frozen",

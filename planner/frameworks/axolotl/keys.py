@@ -45,4 +45,7 @@ KEYS = Table(
     Key("context_parallel", "context_parallel_size"),
     Key("tensor_parallel", "tensor_parallel_size"),
     Key("frozen", "freeze_mm_modules"),  # config.py:649
+    # reward modelling: a one-label score head over chosen and rejected rows (reader_task.py; v0.18.0 config.py:282)
+    Key("task", "reward_model", to_value={"seq-cls": True}),
+    Key("num_labels", "num_labels"),  # v0.18.0 config.py:305, loaders/utils.py:178-180
 )

@@ -14,6 +14,7 @@ from pathlib import Path
 from planner.frameworks.accelerate import reader as accelerate
 from planner.frameworks.axolotl import FRAMEWORK, SPANS
 from planner.frameworks.axolotl.keys import KEYS, A
+from planner.frameworks.axolotl.reader_task import read_task
 from planner.frameworks.axolotl.reader_training import given_flag, look, training
 from planner.frameworks.deepspeed import reader as deepspeed
 from planner.frameworks.trl import reader_grpo as grpoargs
@@ -98,6 +99,7 @@ def read(c: Collector, data: dict, path: Path, vars=None) -> None:
         ga, gsrc = _required(c, f, "grad_accum", r)
         c.number("grad_accum", ga, gsrc, KEYS.key("grad_accum"))
     kind = _rl(c, f, r)
+    read_task(c, f, kind)
     seq, ssrc = _required(c, f, "seq_len", r)
     if kind == "sft":
         c.number("seq_len", seq, ssrc, KEYS.key("seq_len"))

@@ -133,6 +133,8 @@ SPANS = {
         (V["0.12"], None),
     ),
     "freeze_mm_modules": ((0, 17), None),
+    "reward_model": (V["0.5"], None),  # v0.5.0 v0_4_1/__init__.py:590
+    "process_reward_model": (V["0.7"], None),  # v0.7.0 v0_4_1/__init__.py:696
     # v0.8.0 schemas/config.py:178-180 Literal["unsloth", "offload"]; v0.7.1 v0_4_1/__init__.py:781 "unsloth" only
     "gradient_checkpointing=offload": (V["0.8"], None),
     # optimizer: muon from v0.8.0 (schemas/enums.py:54, PR #2367 ae6637415); v0.7.1 v0_4_1/__init__.py:496-508

@@ -38,6 +38,8 @@ CONFIG_NAME = "axolotl.yaml"
 LIGER = "axolotl.integrations.liger.LigerPlugin"
 OLD_ATTENTION = {"flash": "flash", "sdpa": "sdp", "eager": "eager"}
 DATASET_TYPE = {"sft": "chat_template", "dpo": "chat_template.default", "grpo": "YOUR_REWARDS_MODULE.transform"}
+# a reward model's pairs (v0.18.0 examples/qwen2/reward-model.yaml)
+DATASET_TYPE["seq-cls"] = "bradley_terry.chat_template"
 
 
 def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> dict[str, str]:
@@ -76,11 +78,13 @@ def check(plan: Plan, model: ModelSpec, hw: Hardware) -> None:
 
 def config(plan: Plan, model: ModelSpec, seq_len: int) -> dict:
     k = KEYS.pair
+    data = {"path": "YOUR_DATASET", "type": DATASET_TYPE[plan.workload.kind if plan.task == "causal-lm" else plan.task]}
     cfg: dict = dict(
         [
             k("model", loaded(model).path),
+            *task_keys(plan).items(),
             *adapter_keys(plan, model).items(),
-            ("datasets", [{"path": "YOUR_DATASET", "type": DATASET_TYPE[plan.workload.kind]}]),
+            ("datasets", [data]),
         ]
     )
     if plan.workload.rl:
@@ -107,6 +111,15 @@ def config(plan: Plan, model: ModelSpec, seq_len: int) -> dict:
     if plan.frozen != "none":
         cfg.update([k("frozen", True)])
     return cfg
+
+
+def task_keys(plan: Plan) -> dict:
+    """A seq-cls plan as axolotl runs it, its reward model (the axolotl rules leave no other: one label, chosen and
+    rejected rows), in the keys v0.18.0 examples/qwen2/reward-model.yaml writes."""
+    if plan.task != "seq-cls":
+        return {}
+    pairs = [("model_type", "AutoModelForSequenceClassification"), KEYS.pair("num_labels", plan.num_labels)]
+    return dict([*pairs, KEYS.pair("task", plan.task)])
 
 
 def adapter_keys(plan: Plan, model: ModelSpec) -> dict:

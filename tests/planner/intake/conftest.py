@@ -35,6 +35,9 @@ REFUSED = {
     DATA / "scripts/OpenRLHF/examples/scripts/train_sft_llama_tensor_parallelism.sh": (
         "--ds_tensor_parallel_size 2: memplan plans no DeepSpeed AutoTP"
     ),
+    # axolotl v0.18.0's reward model on a reward checkpoint (its score head already trained): the model is refused
+    # (planner/model/catalog/hf_ids.json), not the reward_model key (examples/qwen2/reward-model.yaml plans that)
+    DATA / "axolotl/examples/qwen3/reward-model.yaml": "Skywork-Reward-V2-Qwen3-8B': a Bradley-Terry reward model",
 }
 
 

@@ -17,6 +17,7 @@ from planner import intake
 from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS
 from planner.frameworks.axolotl import reader as axolotl
+from planner.frameworks.axolotl import reader_task as axolotl_task
 from planner.frameworks.hf import reader as hfargs
 from planner.frameworks.llamafactory import reader as llamafactory
 from planner.frameworks.openrlhf import reader as openrlhf
@@ -66,7 +67,7 @@ READER_TABLES = {  # a reader's own key tables: the keys it plans, defaults or n
     "hf": HF_TABLES,
     "trl": HF_TABLES,
     "llamafactory": (llamafactory.UNPLANNED,),
-    "axolotl": (axolotl.UNPLANNED,),
+    "axolotl": (axolotl.UNPLANNED, axolotl_task.NAMED),
     "verl": (
         defaulted(VERL_KEYS),
         VERL_LIMITS,
