@@ -1,6 +1,6 @@
 """axolotl 0.19.0 (`axolotl train x.yaml`): checkpointing off by default (true, or offload to host RAM), Liger's or
-cut cross-entropy, the chunked loss, sample packing, ZeRO and FSDP1/2; SFT, DPO, GRPO. Files cited are in the 0.19.0
-wheel (axolotl/utils/schemas/...). `RELEASES`: the lines people run, read at each tag (releases.py), each with the
+cut cross-entropy, the chunked loss, sample packing, ZeRO and FSDP1/2; SFT, DPO, GRPO (rl gdpo as GRPO; rl kto read,
+then refused: KTO_UNMEASURED). Files cited are in the 0.19.0 wheel (axolotl/utils/schemas/...). `RELEASES`: the lines people run, read at each tag (releases.py), each with the
 knobs it runs (`adapter`): no GRPO before v0.7.0, no ring attention before v0.8.0 (sequence_parallel_degree) nor
 tensor_parallel_size before v0.12.0, no offloaded checkpointing or Liger/chunked loss at v0.4.0."""
 
@@ -44,6 +44,17 @@ def _partial_groups(k: dict, w) -> bool:
     return g.generation_batch(w.micro_batch, w.grad_accum, w.world_size) < g.num_generations * w.world_size
 
 
+# rl kto runs TRL's KTOTrainer (v0.18.0 core/builders/rl.py:77-78, 149-159; v0.5.0 core/trainer_builder.py:1919-1926,
+# 1982) at the TRL each line pins, trl==0.12.0 (v0.5.0) .. 1.9.0 (0.19.0): the KL batch and the rows scored from the
+# whole logits, index copies of the rows' logits kept (trl v0.12.0 trl/trainer/kto_trainer.py:1044-1046, 1075-1098;
+# v1.9.0 :1324, 1506), the path planner.frameworks.trl refuses at 1.0-1.14 (releases.py KTO_WHOLE). Measured on CPU
+# (tests/planner/frameworks/axolotl/test_rl_kinds.py; probes/rl.py, a 4,096-entry vocabulary, micro 2 x accum 2, fp32)
+# against memplan's whole-logits KTO (logprobs full): trl 1.9.0 training +10.8% above the plan; trl 0.22.2 -8.1%
+# training, -12.1% reference-forward: outside the 5% the KTO probes hold, so refused rather than planned
+KTO_UNMEASURED = (
+    "runs rl kto on TRL's KTOTrainer at its pin (trl 0.12.0 .. 1.9.0), whose whole-logits head and index copies "
+    "memplan has not measured (trl 1.9.0 on CPU: +10.8% above the plan): not planned"
+)
 EVERY = (  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
     "precision",
     "zero_stage",
@@ -94,7 +105,9 @@ RUNS = {
     "optimizer_in_backward": (False,),
     "expert_parallel": ("off",),
     "quant": ("none", "nf4", "fp4", "int8", "gptq"),  # loaders/model.py:768 (gptq: true); no AWQ loader
-    "workload": ("sft", "dpo", "grpo"),
+    # kto: TRL's KTOTrainer (v0.18.0 core/builders/rl.py:77-78, 149-159; v0.5.0 core/trainer_builder.py:1919-1926,
+    # 1982); gdpo (v0.14.0+) is GRPO's trainer with multi_objective_aggregation (v0.18.0 core/builders/rl.py:53, 173-176)
+    "workload": ("sft", "dpo", "grpo", "kto"),
     "sequence_parallel": ("off",),  # its sequence_parallel_degree is ring attention: context_parallel_size
     "cp_attention": ("ring",),
 }
@@ -104,8 +117,9 @@ RUNS = {
 NO_TP, NO_CP = {"tensor_parallel": ("off",)}, {"context_parallel": ("off",)}
 NO_MUON = {"optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, *TRANSFORMERS_TORCHAO)}  # v0.7.1: no muon
 OLDER = {"0.8": NO_TP, "0.7": {**NO_TP, **NO_CP, **NO_MUON}}
-OLDER["0.5"] = {**OLDER["0.7"], "workload": ("sft", "dpo")}
-OLDER["0.4"] = {**OLDER["0.5"], "checkpointing": ("off", "full"), "loss": ("standard",)}
+OLDER["0.5"] = {**OLDER["0.7"], "workload": ("sft", "dpo", "kto")}  # KTOTrainer from v0.5.0 (trainer_builder.py:1919)
+# v0.4.0: rl kto_pair alone, DPOTrainer's loss_type (core/trainer_builder.py:1047-1048), no KTOTrainer
+OLDER["0.4"] = {**OLDER["0.5"], "checkpointing": ("off", "full"), "loss": ("standard",), "workload": ("sft", "dpo")}
 OLDER["0.4"] |= {"task": ("causal-lm",), "negatives": (0,)}  # reward_model came at v0.5.0 (v0_4_1/__init__.py:590)
 
 
@@ -213,6 +227,7 @@ FRAMEWORK = Framework(
             _unnamed_vision,
             scope="layout",
         ),
+        Rule("workload", KTO_UNMEASURED, lambda k: kind(k) == "kto"),
         Rule(
             "global_batch",
             lambda k, w: (
@@ -231,6 +246,7 @@ FRAMEWORK = Framework(
     # DPO's and GRPO's log-probs from the whole logits: the TRL every line pins computes them so (trl v0.12.0
     # dpo_trainer.py:1274 .. v1.9.0 dpo_trainer.py:1201, grpo_trainer.py:1521; each line's `workload` cites its pin)
     dpo_why={"packed": "axolotl refuses sample_packing with rl (utils/schemas/validation.py:705-708)"},
+    kto_why={"packed": "axolotl refuses sample_packing with rl kto (v0.18.0 utils/schemas/validation.py:695-698)"},
     logprobs="full",
     transformers_newest=NEWEST_TRANSFORMERS,  # 0.19.0's pin (each line's: releases.py)
     # kept as planner.intake.settle had it (not re-read: loaders/adapter.py:174-182 names every Linear's leaf name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from planner.errors import BadInput
 from planner.frameworks.accelerate import reader as accelerate
 from planner.frameworks.axolotl import FRAMEWORK, SPANS
 from planner.frameworks.axolotl.keys import KEYS, A
@@ -34,7 +35,23 @@ from planner.intake.collect import (
 )
 from planner.intake.flags import Flag, from_mapping
 
-RL = {"dpo": "dpo", "ipo": "dpo", "orpo": "dpo", "simpo": "dpo", "grpo": "grpo"}
+RL = {"dpo": "dpo", "ipo": "dpo", "orpo": "dpo", "simpo": "dpo", "grpo": "grpo", "kto": "kto", "gdpo": "grpo"}
+# rl gdpo: GRPO's trainer and config with multi_objective_aggregation normalize_then_sum (v0.18.0
+# core/builders/rl.py:53, 173-176): GRPO's memory; an rl value from v0.14.0 (schemas/enums.py:29)
+GDPO = (0, 14)
+GDPO_AS_GRPO = (
+    "GDPO: GRPO's trainer with multi_objective_aggregation, v0.18.0 core/builders/rl.py:53, 173-176: planned as GRPO"
+)
+GRPO_LENGTHS = (
+    "GRPO: axolotl keeps max_length and max_prompt_length out of GRPOConfig (v0.18.0 core/trainers/grpo/__init__.py:"
+    "238-245): the prompts are planned at memplan's default length, the completions at trl.max_completion_length"
+)
+# rl values whose trainers memplan's terms do not cover: planned as SFT they would understate the memory
+REFUSED = {
+    "ebft": "EBFT keeps a frozen feature network, a deep copy of the model unless LoRA (v0.18.0 core/trainers/ebft/"
+    "trainer.py:105-116, strided.py:428-470), and scores completions it generates (trainer.py:144, strided.py:859): "
+    "not planned; memplan plans rl dpo, ipo, orpo, simpo, grpo, gdpo",
+}
 UNPLANNED = {
     "tiled_mlp": "ALST's tiled MLP",
     "fp8": "fp8 training",
@@ -103,9 +120,11 @@ def read(c: Collector, data: dict, path: Path, vars=None) -> None:
     seq, ssrc = _required(c, f, "seq_len", r)
     if kind == "sft":
         c.number("seq_len", seq, ssrc, KEYS.key("seq_len"))
-    elif kind == "dpo":
+    elif kind in ("dpo", "kto"):  # max_length for every rl trainer (v0.18.0 core/builders/base.py:680-682)
         why = f"{ssrc} (axolotl/core/builders/base.py:690-691)"
         c.number("workload.max_length", seq, why, KEYS.key("seq_len"))
+    elif KEYS.key("seq_len") in f:  # grpo
+        c.note(f"{ssrc} ({GRPO_LENGTHS})")
     _adapter(c, f)
     training(c, f)
     _sharding(c, f, path, vars)
@@ -155,6 +174,15 @@ def _rl(c: Collector, f: dict[str, Flag], r) -> str:
         return "sft"
     rl, key = str(given.value).lower(), KEYS.key("workload.kind")
     kind = RL.get(rl)
+    if rl in REFUSED:
+        raise BadInput(f"{given.source}: {REFUSED[rl]}", "workload")
+    if rl == "gdpo" and r.first < GDPO:
+        why = (
+            f"GDPO came at axolotl v0.14.0 (utils/schemas/enums.py:29), not in {r.name}: give --framework axolotl@0.14"
+        )
+        raise BadInput(f"{given.source}: {why}", "workload")
+    if rl == "gdpo":
+        c.note(f"{given.source} ({GDPO_AS_GRPO})")
     if kind is None:
         c.note(f"{given.source} ({rl} is not planned yet; planned as SFT)")
         return "sft"

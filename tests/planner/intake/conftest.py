@@ -32,6 +32,8 @@ REFUSED = {
     DATA
     / "swift/examples/train/base_to_chat/lora2.sh": "LoRA on the embeddings or the output head (embed_tokens lm_head)",
     # OpenRLHF v0.8.9's AutoTP example: each role's ranks are planned data parallel (reader_flags.refuse_parallel_groups)
+    # axolotl's rl ebft: a frozen feature network and generations (planner.frameworks.axolotl.reader REFUSED)
+    DATA / "axolotl/examples/ebft/llama-1b-ebft-strided.yaml": "EBFT keeps a frozen feature network",
     DATA / "scripts/OpenRLHF/examples/scripts/train_sft_llama_tensor_parallelism.sh": (
         "--ds_tensor_parallel_size 2: memplan plans no DeepSpeed AutoTP"
     ),

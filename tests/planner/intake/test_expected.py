@@ -287,6 +287,16 @@ EXPECTED = {  # file: (framework, request fields (workload: the inputs listed), 
         {"workload": {"kind": "dpo", "max_length": 4096}, "quant": "int8"},
         [],
     ),
+    f"{AX}/llama-3/qlora-1b-kto.yaml": (  # read as the run launched; check refuses it (test_rl_kinds.py)
+        "axolotl",
+        {"workload": {"kind": "kto", "max_length": 2048}, "micro_batch": 2, "quant": "nf4", "lora_rank": 32},
+        [],
+    ),
+    f"{AX}/llama-3/qlora-1b-gdpo.yaml": (
+        "axolotl",
+        {"workload": {"kind": "grpo", "num_generations": 2, "max_completion_length": 128, "beta": 0.001}},
+        ["planned as GRPO"],
+    ),
     f"{AX}/qwen2_5-vl/lora-7b.yaml": (
         "axolotl",
         {"model": "qwen2.5-vl-7b", "lora_rank": 32},
