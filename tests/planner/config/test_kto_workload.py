@@ -6,6 +6,7 @@ import pytest
 
 from planner.config.spec import Knobs
 from planner.config.workload import Workload
+from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS
 from planner.frameworks.rules import Where
 
@@ -49,8 +50,16 @@ def test_trl_refuses_one_row_a_device_where_llamafactory_and_ms_swift_run_it():
     assert said[1:] == [None, None, None]
 
 
-@pytest.mark.parametrize("name", sorted(set(FRAMEWORKS) - RUN_KTO))
+@pytest.mark.parametrize("name", sorted(set(FRAMEWORKS) - RUN_KTO - {"axolotl"}))
 def test_a_framework_without_kto_refuses_it_in_one_line(name):
     said = FRAMEWORKS[name].cannot({"workload": Workload(kind="kto")})
     assert said is not None and said[0] == "workload" and "cannot run --workload kto" in said[1]
     assert "\n" not in said[1]
+
+
+def test_axolotl_runs_kto_on_trls_trainer_whose_memory_memplan_has_not_pinned_and_refuses_it():
+    """axolotl's rl: kto is TRL's KTOTrainer (its lines 0.5 on run it); TRL's whole-logits head measured outside
+    memplan's terms (tests/planner/frameworks/axolotl/test_rl_kinds.py): refused in one line by its rule."""
+    with pytest.raises(BadInput) as e:
+        Knobs.make(framework="axolotl", workload=Workload(kind="kto"))
+    assert "KTOTrainer" in str(e.value) and "+10.8%" in str(e.value) and "\n" not in str(e.value)
