@@ -35,6 +35,7 @@ def rehearsal(tmp_path_factory):
     return out, r
 
 
+@pytest.mark.sweep  # the rehearsal fixture (46 s in make test) is the sweep tier's since stop 66, for CI's room
 def test_the_rehearsed_parts_write_their_files_with_their_schema(rehearsal):
     out, r = rehearsal
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -69,6 +70,7 @@ def test_the_rehearsal_writes_every_part_with_its_schema(tmp_path):
     assert all(r["edge_allowance"] is None and "not measured" in r["reason"] for r in edge)
 
 
+@pytest.mark.sweep  # the rehearsal fixture (46 s in make test) is the sweep tier's since stop 66, for CI's room
 def test_the_schema_check_catches_a_broken_file(rehearsal, tmp_path):
     out, _ = rehearsal
     data = json.loads((out / "speed.json").read_text())
@@ -92,6 +94,7 @@ def test_a_part_stops_at_its_budget_and_resume_finishes_it(tmp_path):
     assert "done already" in _suite("--out", str(tmp_path), "--rehearse", "--part", "priors", "--resume").stdout
 
 
+@pytest.mark.sweep  # the rehearsal fixture (46 s in make test) is the sweep tier's since stop 66, for CI's room
 def test_apply_writes_a_calibration_the_planner_reads(rehearsal, tmp_path, monkeypatch):
     out, _ = rehearsal
     path = gpu_apply.apply(out, str(tmp_path))

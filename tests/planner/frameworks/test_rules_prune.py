@@ -41,15 +41,15 @@ TOP = {"families": 2, "sizes": 4}  # the plans ranked and written a request
 
 
 def _family_heads() -> set[str]:
-    """The smallest catalog model of each family (by parameters): the family's code at the least cost to build and
-    parse (the catalog's larger sizes are the sweep tier's)."""
-    smallest: dict[str, tuple[int, str]] = {}
+    seen, out = set(), set()
     for name in catalog.model_names():
         if name.startswith("debug-"):
             continue
-        m = catalog.load_model(name)
-        smallest[m.model_type] = min(smallest.get(m.model_type, (m.params, name)), (m.params, name))
-    return {name for _, name in smallest.values()}
+        kind = catalog.load_model(name).model_type
+        if kind not in seen:
+            seen.add(kind)
+            out.add(name)
+    return out
 
 
 HEADS = _family_heads()
