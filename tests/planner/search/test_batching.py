@@ -55,7 +55,9 @@ def test_what_the_planner_reads_off_the_data_is_what_the_split_makes(lengths, bu
     assert max(k * w * w for k, w in b.shapes) == max(k * w * w for k, w in shapes)
     n_steps = math.ceil(len(lengths) / global_batch)
     assert 0 < b.fill_ratio <= 1
-    assert b.tokens_per_step * n_steps == pytest.approx(sum(lengths), abs=0.05 * n_steps)  # rounded to 0.1 a step
+    # rounded to 0.1 a step: at most 0.05 a step off, exactly 0.05 at a half (4 steps: 512.8 for 513, hypothesis
+    # found at stop 66), so the bound holds with a float's slack
+    assert b.tokens_per_step * n_steps == pytest.approx(sum(lengths), abs=0.05 * n_steps + 1e-9)
 
 
 def test_worst_shapes_fill_the_budget_at_or_below_the_longest_sample():
