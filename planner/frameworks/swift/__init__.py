@@ -37,9 +37,11 @@ OMNI_WHOLE = Rule(
 
 # keys of an ms-swift argument file that, beside `model` (or an ENV section), tell it from the other formats
 SIGN_KEYS = {"tuner_type", "train_type", "rlhf_type", "target_modules", "torch_dtype", "attn_impl", "freeze_vit"}
-# a Megatron-SWIFT configuration (`megatron sft|pt|rlhf --config X.yaml`): Megatron-Core's batch and schedule keys,
-# which swift's own trainer and LLaMA-Factory's v1 schema (whose micro_batch_size it shares) do not take (v4.5.2
-# examples/yaml/megatron/sft.yaml, examples/ray/grpo/ray_grpo_colocate.yaml)
+# a Megatron-SWIFT configuration (`megatron sft|pt|rlhf --config X.yaml`): its batch keys (micro_batch_size and
+# global_batch_size, v4.5.2 swift/megatron/arguments/megatron_args.py:483-484) beside `model` and one of these:
+# Megatron-Core's own schedule and parallel keys, or an ms-swift key (examples/yaml/megatron/sft.yaml,
+# examples/ray/grpo/ray_grpo_colocate.yaml); LLaMA-Factory's v1 schema (its own sign, rank 50) shares micro_batch_size
+# but names model_class, dist_config or train_dataset
 MEGATRON_KEYS = {
     "lr_warmup_fraction",
     "min_lr",
@@ -50,6 +52,11 @@ MEGATRON_KEYS = {
     "cross_entropy_loss_fusion",
     "attention_backend",
     "no_save_optim",
+    "colocate_groups",
+    "dataset",
+    "rlhf_type",
+    "tuner_type",
+    "ENV",
 }
 MEGATRON = (
     "a Megatron-SWIFT configuration (ms-swift's Megatron-Core trainer, `megatron sft|pt|rlhf --config`) is not read"
@@ -72,18 +79,12 @@ SAMPLE = (
     "ms-swift's `swift sample` arguments (sampler_engine, num_return_sequences: swift/arguments/sampling_args.py:59-69) "
     "generate rows, not train: not planned"
 )
-# Megatron-SWIFT's batch keys (`megatron sft|pt|rlhf` and its Ray pipeline: v4.5.2
-# swift/megatron/arguments/megatron_args.py:483-484) with an ms-swift key; LLaMA-Factory's v1 schema (its own sign,
-# rank 50) names model_class, dist_config or train_dataset and none of these
-MEGATRON_SIGNS = {"dataset", "rlhf_type", "tuner_type", "ENV", "recompute_granularity", "colocate_groups"}
 
 
 def _megatron(keys: set[str], data: dict) -> bool:
-    """Megatron-Core's own keys, or its batch keys with an ms-swift key (not LLaMA-Factory v1's)."""
-    if not {"micro_batch_size", "model"} <= keys:
-        return False
-    own = bool(keys & MEGATRON_KEYS) or bool(keys & MEGATRON_SIGNS)
-    return own and not keys & {"model_class", "dist_config", "train_dataset"}
+    """Megatron-SWIFT's batch keys with one of MEGATRON_KEYS, not LLaMA-Factory v1's."""
+    v1 = {"model_class", "dist_config", "train_dataset"}
+    return {"micro_batch_size", "model"} <= keys and bool(keys & MEGATRON_KEYS) and not keys & v1
 
 
 FRAMEWORK = Framework(
