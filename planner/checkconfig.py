@@ -271,20 +271,15 @@ def open_length_check(body: dict, kwargs: dict) -> CheckResult:
     from planner.search.datafit import largest_fitting_seq_len
 
     context = resolved.default_resolver(body["model"]).text.max_positions or 131072 if body.get("model") else 131072
-    first = advise.check(advise.parse(requests.CheckRequest, {**body, "seq_len": context}), **kwargs)
-    model, hw, goal = first.context
-    fits = first.plan.fits
-    n = context if fits else largest_fitting_seq_len(model, hw, goal, first.plan.knobs, first.plan.micro_batch)
-    floor = int(body.get("image_tokens") or 0)  # every row holds its image: no row that fits only shorter ones
-    n = n if n > floor else 0
-    shown = n or min(context, floor + SHOWN_WHEN_NOTHING_FITS)  # nothing fits: the plan and its nearest at a row
-    result = (
-        first
-        if shown == context
-        else advise.check(advise.parse(requests.CheckRequest, {**body, "seq_len": shown}), **kwargs)
-    )
-    result.open_length = {"fits_up_to_tokens": n, "context": context, "planned_at": shown, "what": "rows"}
-    return result
+
+    def longest(first) -> int:
+        model, hw, goal = first.context
+        return largest_fitting_seq_len(model, hw, goal, first.plan.knobs, first.plan.micro_batch)
+
+    # every row holds its image: no row that fits only shorter ones (floor)
+    floor = int(body.get("image_tokens") or 0)
+    at = lambda n: {**body, "seq_len": n}
+    return _at_the_longest_that_fits(body, at, context, longest, "rows", kwargs, floor)
 
 
 def open_workload_check(body: dict, name: str, kwargs: dict) -> CheckResult:
@@ -292,18 +287,27 @@ def open_workload_check(body: dict, name: str, kwargs: dict) -> CheckResult:
     fits, else at the longest that does (planner.search.lengths: a prompt holds its images), with that condition."""
     from planner.search import lengths
 
-    top = int(body["workload"][name])
-    first = advise.check(advise.parse(requests.CheckRequest, body), **kwargs)
-    model, hw, goal = first.context
     got = "prompt_fits_up_to" if name == "max_prompt_length" else "length_fits_up_to"
-    n = top if first.plan.fits else lengths.limits(first.plan, model, hw, goal).get(got, 0)
-    shown = n or min(top, int(body.get("image_tokens") or 0) + SHOWN_WHEN_NOTHING_FITS)
-    result = (
-        first
-        if shown == top
-        else advise.check(advise.parse(requests.CheckRequest, merged(body, {"workload": {name: shown}})), **kwargs)
-    )
+
+    def longest(first) -> int:
+        return lengths.limits(first.plan, *first.context).get(got, 0)
+
     what = "prompts" if name == "max_prompt_length" else "rows"
+    at = lambda n: merged(body, {"workload": {name: n}})
+    return _at_the_longest_that_fits(body, at, int(body["workload"][name]), longest, what, kwargs)
+
+
+def _at_the_longest_that_fits(
+    body: dict, at, top: int, longest, what: str, kwargs: dict, floor: int = 0
+) -> CheckResult:
+    """The check of `at(top)` where it fits, else of the longest length that does (`longest(first check)`), none at
+    `floor` or under (then shown at a common row past the image), with that condition in the answer
+    (CheckResult.open_length)."""
+    first = advise.check(advise.parse(requests.CheckRequest, at(top)), **kwargs)
+    n = top if first.plan.fits else longest(first)
+    n = n if n > floor else 0
+    shown = n or min(top, int(body.get("image_tokens") or 0) + SHOWN_WHEN_NOTHING_FITS)  # nothing fits: a row's plan
+    result = first if shown == top else advise.check(advise.parse(requests.CheckRequest, at(shown)), **kwargs)
     result.open_length = {"fits_up_to_tokens": n, "context": top, "planned_at": shown, "what": what}
     return result
 
