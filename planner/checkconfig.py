@@ -16,8 +16,6 @@ from planner.errors import BadInput
 from planner.frameworks import FRAMEWORKS, split_name
 from planner.model.shapes import module_name_matches
 
-GPUS_ASKED = "pass --gpus-per-node)"  # intake.dispatch.ASKS["gpus"]
-
 if TYPE_CHECKING:
     from planner.config.requests import CheckResult
 
@@ -54,11 +52,18 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
         "files": reading.files,
         "settings": b.rows(reading),
         # a file's question the flag answers (intake.dispatch.ASKS "gpus") is dropped
-        "unplanned": [n for n in reading.unplanned if not ("gpus_per_node" in overrides and GPUS_ASKED in n)]
+        "unplanned": [n for n in reading.unplanned if not ("gpus_per_node" in overrides and asks_gpus(n))]
         + launch_disagreements(reading, overrides),
         **({"releases": choice} if choice else {}),
     }
     return result
+
+
+def asks_gpus(note: str) -> bool:
+    """A file's note asking for the GPUs a node (intake.dispatch.ASKS, as a second file answers it)."""
+    from planner.intake.dispatch import ASKS
+
+    return any(a in note for a in ASKS["gpus"])
 
 
 def ask_world(reading, overrides: dict) -> None:
