@@ -39,6 +39,16 @@ def test_a_probe_that_finished_while_its_server_was_dead_is_adopted_and_stored_o
         s2.kill()
 
 
+def _state(c, jid: str) -> str:
+    """A job's status, or "unreadable" where the store cannot be read: CI's run of stop 66 got the 503 that names the
+    store (an immutable WAL index fails a read too), with its Retry-After, where the job's row was asked for."""
+    r = c.get(f"/v1/probes/{jid}")
+    if r.status_code == 503:
+        assert r.json()["detail"].startswith("the probe store is unavailable: ") and r.headers["retry-after"], r.text
+        return "unreadable"
+    return r.json()["status"]
+
+
 @pytest.mark.skipif(shutil.which("chattr") is None, reason="needs chattr")
 def test_the_worker_outlives_a_store_it_cannot_write_and_health_says_so(tmp_path):
     """Issue 20: with the store immutable for a few seconds, _claim raised in the worker thread, which died;
@@ -65,8 +75,8 @@ def test_the_worker_outlives_a_store_it_cannot_write_and_health_says_so(tmp_path
                 health = c.get("/healthz").json()
             # an immutable WAL index can fail a read too (SQLite: "locking protocol"): either way, said
             assert health["status"] == "degraded" and re.search(r"cannot be (written|read)", health["reason"]), health
-            assert c.get(f"/v1/probes/{slow}").json()["status"] == "running"  # each job keeps its state
-            assert c.get(f"/v1/probes/{jid}").json()["status"] == "queued"
+            assert _state(c, slow) in ("running", "unreadable")  # each job keeps its state
+            assert _state(c, jid) in ("queued", "unreadable")
             assert "memplan_store_errors_total 0" not in c.get("/metrics").text
         finally:
             subprocess.run(["chattr", "-i", *map(str, files)], check=True)
@@ -74,7 +84,7 @@ def test_the_worker_outlives_a_store_it_cannot_write_and_health_says_so(tmp_path
         assert wait_job(c, jid, timeout_s=60)["outcome"] == "ok"  # the same worker goes on
         assert records(s.store) == 2
         assert c.get("/healthz").json()["status"] == "ok"
-    except (AssertionError, httpx.TransportError) as e:  # with the server's log (stops 39 and 55 left none)
+    except (AssertionError, KeyError, httpx.TransportError) as e:  # with the server's log (stops 39, 55, 66 left none)
         alive = s.proc.poll() is None
         s.kill()
         log = s.proc.stderr.read().decode()[-4000:]
