@@ -41,9 +41,12 @@ def frameworks_table(data: dict) -> Table:
         # a release name is never cut to "…" (openrlhf's mm-eureka-internvl: 19 characters with its comma)
         t.add_column(col, overflow="fold", min_width=19 if col == "releases" else None)
     for f in data["frameworks"]:
+        refused = f.get("refused", {})
         runs = [
             ", ".join(
-                {True: "on", False: "off"}.get(v, str(v)) if isinstance(v, bool) else str(v) for v in f["runs"][k]
+                ({True: "on", False: "off"}.get(v, str(v)) if isinstance(v, bool) else str(v))
+                + (" (refused)" if v in refused.get(k, ()) else "")
+                for v in f["runs"][k]
             )
             if k in f["runs"]
             else ("" if k in f.get("every", ()) else "default only")

@@ -130,6 +130,18 @@ def check_plan(name: str, plan, model=None, hw=None) -> None:
         raise ValueError(refused[1])
 
 
+def _refused_workloads(f: Framework) -> list[str]:
+    """The workloads a framework reads but one of its rules refuses at the default knobs (axolotl's `rl: kto`,
+    unmeasured): `planner frameworks` marks them, so its table never lists them as run. Other knobs' values are refused
+    only beside others (hf's optimizer in backward needs GaLore or APOLLO) and stay as they are."""
+    from planner.config.spec import Knobs  # the defaults every rule reads (planner.config imports the registry)
+
+    base = dict(Knobs())
+    return [
+        v for v in f.runs.get("workload", ()) if (f.cannot({**base, "workload": {"kind": v}}) or ("",))[0] == "workload"
+    ]
+
+
 def frameworks_json() -> dict:
     """Every framework: what it runs (a knob it does not list: every value), its defaults with their sources, its
     keys and notes (`planner frameworks --json`, GET /v1/frameworks)."""
@@ -141,6 +153,7 @@ def frameworks_json() -> dict:
                 "version": f.version,
                 "runs": {k: list(v) for k, v in f.runs.items()},
                 "every": list(f.every),
+                "refused": {"workload": _refused_workloads(f)},
                 "defaults": {k: {"value": d.value, "source": d.source} for k, d in f.defaults.items()},
                 "keys": dict(f.keys),
                 "notes": list(f.notes),

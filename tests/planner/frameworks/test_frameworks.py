@@ -65,6 +65,16 @@ def test_the_frameworks_json_lists_every_framework_with_its_sources():
     assert swift["runs"]["checkpointing"] == ["off", "full"]
 
 
+def test_the_frameworks_table_marks_a_workload_a_rule_refuses():
+    """Stop 66 noticed the table listing axolotl's kto as run, though its rule KTO_UNMEASURED refuses it."""
+    refused = {f["name"]: f["refused"]["workload"] for f in frameworks_json()["frameworks"]}
+    assert refused["axolotl"] == ["kto"] and refused["trl"] == [] and refused["swift"] == []
+    from planner.cli.render_listings import frameworks_table
+
+    row = next(r for r in frameworks_table(frameworks_json()).rows if r[0] == "axolotl")
+    assert "kto (refused)" in row[3] and "dpo," in row[3]
+
+
 CHECK = {"model": "qwen2.5-7b", "gpu": "h100", "gpus_per_node": 8, "micro_batch": 1, "seq_len": 2048}
 
 
