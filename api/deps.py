@@ -78,10 +78,12 @@ def scanner(settings: Settings):
 
 
 def resolve_model(ref: str | dict, settings: Settings) -> ModelSpec:
-    """A catalog name; a config.json object posted in the body; or a path inside one of the
-    configured model directories (after resolving links, never `..`). Nothing else is read."""
+    """A catalog name; a config.json object posted in the body; a path inside one of the configured model
+    directories (after resolving links, never `..`); or a Hugging Face id, as the catalog knows it or, with
+    --fetch-models, its config.json from the Hub (planner.intake.models.by_id). Nothing else is read."""
+    from planner.intake import hub, models
     from planner.model import catalog
-    from planner.resolved import default_resolver
+    from planner.resolved import default_resolver, from_config
 
     if isinstance(ref, dict):
         try:
@@ -92,13 +94,17 @@ def resolve_model(ref: str | dict, settings: Settings) -> ModelSpec:
     catalog.checked_path(ref, "model")
     if key in catalog.model_names():
         return catalog.load_model(key)
+    if hub.is_repo_id(ref) and (found := models.by_id(ref)) is not None:  # a Hugging Face id: what --model resolves
+        return catalog.load_model(found.ref) if found.ref in catalog.model_names() else from_config(found.config, ref)
+    if refused := hub.refusal(ref):  # the Hub answered: a missing, private or gated repo
+        raise refused
     if settings.model_dirs and ("/" in ref or ref.endswith(".json")):
         p = Path(ref)
         target = inside(str(p / "config.json" if p.is_dir() else p), settings.model_dirs, "model", "model")
         return catalog.load_model(str(target))
     guess = catalog.closest(ref, {n: n for n in catalog.model_names()})
     raise UnknownName(
-        f"model {ref!r} is not a bundled model"
+        f"model {ref!r} is not a bundled model{hub.clause(ref)}"
         + (f"; did you mean {guess}?" if guess else "")
         + f" (GET /v1/models lists all {len(catalog.model_names())}, or post the config.json object "
         "as `model`)",

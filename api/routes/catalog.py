@@ -19,6 +19,7 @@ def gpus() -> dict:
 @router.get("/frameworks")
 def frameworks() -> dict:
     """What each --framework runs, its defaults (with the file each was read from) and its keys."""
+    from planner.config import knobfields  # noqa: F401 (the knobs' defaults, which frameworks_json's rules read)
     from planner.frameworks import frameworks_json
 
     return frameworks_json()

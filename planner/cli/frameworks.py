@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from planner.cli import printout
+from planner.config import knobfields  # noqa: F401 (the knobs' defaults, which frameworks_json's rules read)
 from planner.frameworks import frameworks_json
 
 

@@ -27,7 +27,7 @@ from planner.frameworks import (
     trl,
     verl,
 )
-from planner.frameworks.base import Framework, Release, Where
+from planner.frameworks.base import KNOB_DEFAULTS, Framework, Release, Where
 from planner.frameworks.tool import Signs, Tool
 
 FRAMEWORKS: dict[str, Framework] = {
@@ -134,9 +134,9 @@ def _refused_workloads(f: Framework) -> list[str]:
     """The workloads a framework reads but one of its rules refuses at the default knobs (axolotl's `rl: kto`,
     unmeasured): `planner frameworks` marks them, so its table never lists them as run. Other knobs' values are refused
     only beside others (hf's optimizer in backward needs GaLore or APOLLO) and stay as they are."""
-    from planner.config.spec import Knobs  # the defaults every rule reads (planner.config imports the registry)
-
-    base = dict(Knobs())
+    if not KNOB_DEFAULTS:  # every knob's default, which planner.config.knobfields fills when imported (its callers do)
+        raise RuntimeError("frameworks_json reads the knobs' defaults: import planner.config.knobfields first")
+    base = dict(KNOB_DEFAULTS)
     return [
         v for v in f.runs.get("workload", ()) if (f.cannot({**base, "workload": {"kind": v}}) or ("",))[0] == "workload"
     ]

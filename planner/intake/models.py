@@ -196,6 +196,16 @@ def lookup(name: str, near: Path | None = None, fetch: bool = True) -> Model | N
     return _by_folder_name(name) or _quantized(name, near) or (_fetched(name) if fetch else None)
 
 
+def by_id(name: str) -> Model | None:
+    """A Hugging Face id alone, reading nothing on this machine but the Hub's cache: the catalog's ids, a quantized
+    id's base, then the Hub where hub.py allows it (the API's `model`, which must not name the server's folders)."""
+    if hit := hf_id_of(name):
+        verb = "has" if _is_other(hit[1]) else "is"
+        return _from_catalog(hit[0], hit[1], f"{hit[1]} {verb} {_as_catalog(*hit)}")
+    cataloged = _quantized(name, None, lambda base: (hit := hf_id_of(base)) and _from_catalog(*hit, ""))
+    return cataloged or (_fetched(name) if hub.is_repo_id(name) else None)
+
+
 def _fetched(name: str) -> Model | None:
     """An `Org/Name` id found nowhere here: its config.json from the Hub (hub.fetch), read as a local one is."""
     got = hub.fetch(name)
@@ -204,13 +214,14 @@ def _fetched(name: str) -> Model | None:
     return Model(str(got.path), cfg, got.how)
 
 
-def _quantized(name: str, near: Path | None) -> Model | None:
+def _quantized(name: str, near: Path | None, find=None) -> Model | None:
     """A quantized checkpoint's id not on this machine (`Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4`): its base's config with
-    the quantization_config its name implies (planner.model.prequant.split_name). Its base is looked up here only:
-    where it is not, the quantized id's own config.json (hub.py) says more than its name."""
+    the quantization_config its name implies (planner.model.prequant.split_name). Its base is looked up here only
+    (`find`, lookup's offline search by default): where it is not, the quantized id's own config.json (hub.py) says
+    more than its name."""
     prequant.unplanned_by_name(name)  # an AQLM id: refused in one line, whatever its base
     split = prequant.split_name(name)
-    base = lookup(split[0], near, fetch=False) if split else None
+    base = (find or (lambda b: lookup(b, near, fetch=False)))(split[0]) if split else None
     if base is None:
         return None
     cfg = {**base.config, "quantization_config": split[1]}

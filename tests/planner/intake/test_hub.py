@@ -180,3 +180,34 @@ def test_the_api_fetches_only_where_its_settings_allow(server):
     look = bounded(lambda name, settings: models.lookup(name))  # as the API's planning calls are wrapped
     assert look("acme/tiny-llama", Settings()) is None and Hub.requests == []
     assert look("acme/tiny-llama", Settings(fetch_models=True)).config == LLAMA
+
+
+@pytest.mark.parametrize("fetch", [False, True])
+def test_the_apis_model_field_resolves_a_hub_id_as_the_cli_does(server, tmp_path, fetch):
+    """Stop 66 left it: the API's `model` was a catalog name, a posted config.json or a model-dir path; a Hugging Face
+    id the CLI resolves was a 404. Now the catalog's ids resolve offline and an unknown id is fetched only where the
+    server's settings allow it (--fetch-models)."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from api.main import create_app
+    from api.settings import Settings
+
+    body = {"gpu": "h100", "gpus_per_node": 1, "micro_batch": 1, "seq_len": 512, "evidence": "analytic"}
+    settings = Settings(store=tmp_path / "s.sqlite", fetch_models=fetch, allowed_hosts=["testserver"])
+    client = TestClient(create_app(settings))
+    try:
+        known = client.post("/v1/check", json={**body, "model": "Qwen/Qwen2.5-7B-Instruct"})
+        assert known.status_code == 200 and known.json()["model"]["name"] == "qwen2.5-7b", known.text
+        tiny = client.post("/v1/check", json={**body, "model": "acme/tiny-llama"})
+        if fetch:
+            assert tiny.status_code == 200, tiny.text
+            layer = 4 * 512 * 512 + 3 * 512 * 1376 + 2 * 512  # LLAMA's attention, MLP and two norms
+            # its parameters in fp32 (4 bytes), as the default mixed precision keeps them
+            assert tiny.json()["plan"]["memory"]["params_bytes"] == 4 * (2 * 32000 * 512 + 4 * layer + 512)
+        else:
+            assert tiny.status_code == 404 and "MEMPLAN_FETCH_MODELS=1 lets it" in tiny.text and Hub.requests == []
+        missing = client.post("/v1/check", json={**body, "model": "acme/missing"})
+        assert missing.status_code == (422 if fetch else 404) and "acme/missing" in missing.text, missing.text
+    finally:
+        client.app.state.pool.stop()
