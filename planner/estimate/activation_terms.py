@@ -26,6 +26,7 @@ from planner.estimate import (
 )
 from planner.estimate.quant_modules import dense_names
 from planner.estimate.setup import Setup
+from planner.frameworks import FRAMEWORKS, adapter
 from planner.model import xcomposer
 
 
@@ -126,11 +127,23 @@ def _activations_bytes(s: Setup) -> int:
         trained = tower_is_trained(s)
         eager = s.knobs.attention == "eager"
         total += vision.vision_activations_bytes(v, s.micro_batch, s.tower_image_tokens, p, ckpt, trained, eager)
+        if ckpt == "full" and frozen_tower_in_graph(s):  # a frozen tower's blocks keep their inputs all the same
+            total += vision.frozen_tower_checkpoint_bytes(v, tower_patches(s), p)
         if trained and ckpt == "off" and nograd.masked_tower(s):  # each block's N x N softmax stays for its backward
             total += vision.masked_tower_saved_bytes(v, tower_patches(s), p)
         live = t.cross_layers * (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) // t.layers
         total += act.cross_attention_bytes(t, v, s.micro_batch, s.image_tokens, s.seq_len, p, live)
     return total
+
+
+def frozen_tower_in_graph(s: Setup) -> bool:
+    """A frozen tower that records a graph all the same: the framework's release makes its input require a gradient
+    under checkpointing (Framework.frozen_tower_input_grads) and the tower's class takes the hook
+    (VisionSpec.input_embeddings). Its blocks un-checkpointed (--vit-checkpointing off) are not examined."""
+    v, k = s.model.vision, s.knobs
+    if v is None or not v.input_embeddings or tower_is_trained(s) or k.framework not in FRAMEWORKS:
+        return False
+    return adapter(k.framework, k.release).frozen_tower_input_grads
 
 
 def tower_patches(s: Setup) -> int:

@@ -132,6 +132,15 @@ def vision_activations_bytes(
     )
 
 
+def frozen_tower_checkpoint_bytes(v: VisionSpec, patches: int, profile: str) -> int:
+    """Bytes a frozen, checkpointed tower keeps from its forward to its backward where the framework makes its input
+    require a gradient (Framework.frozen_tower_input_grads, VisionSpec.input_embeddings): each live block's input,
+    as a trained tower under checkpointing keeps. A real CPU forward of a frozen Idefics2 tower with the hook keeps
+    exactly these and nothing without it (tests/probes/test_frozen_tower_grads.py)."""
+    r, _ = saved_dtype_bytes(profile)
+    return (v.layers - v.unused_layers) * r * patches * v.hidden
+
+
 QWEN2_TOWERS = ("quick-gelu-rotary", "rmsnorm-rotary")  # Qwen2-VL's and Qwen2.5-VL's
 # what sizes a tower's call (MemoryBreakdown.detail "vision_knob", planner.search.advice names it in the framework's
 # words): an image's pixel cap (the Qwen-VL towers take each image whole, attention_tokens 0), InternVL's tiles an

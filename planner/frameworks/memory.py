@@ -25,6 +25,10 @@ class Memory:
     # patch of the call and 3-D q/k/v, which the fused kernels refuse: torch's math backend computes every head's
     # N x N scores)
     tower_sdpa: str = "split"
+    # it makes a frozen vision tower's input require a gradient under checkpointing, where the tower's class takes
+    # the hook (VisionSpec.input_embeddings): the tower records a graph and its checkpointed blocks keep their inputs
+    # (planner.estimate.vision.frozen_tower_checkpoint_bytes): ms-swift v2.5.0-v4.1.x (swift.releases TOWER_HOOK)
+    frozen_tower_input_grads: bool = False
     # the order its GaLore / APOLLO optimizer steps the trained tensors in (planner.estimate.matrix_step.step_order):
     # "model", transformers 5.25's (trainer_optimizer.py:159-162: the rest in the model's order, then the targets);
     # "vectors-first", LLaMA-Factory 0.9.5's (train/trainer_utils.py:274-278: the vectors, the other matrices, the

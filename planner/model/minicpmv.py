@@ -79,6 +79,7 @@ def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str
         PROJECTOR,
         block="plain",
         attention_tokens=patches,
+        input_embeddings=True,  # modeling_navit_siglip.py SiglipVisionTransformer.get_input_embeddings: patch_embedding
     )
     units = TOWER_UNITS + FSDP_UNITS.get("qwen2", ())
     return text, spec, tower + resampler_tensors(queries, h, v["hidden_size"]), units

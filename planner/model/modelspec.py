@@ -80,6 +80,9 @@ class VisionSpec:
     window_tokens: int = 0
     full_attention_layers: int = 0
     tiled: bool = False  # an image cut into fixed tiles a count caps (InternVL's dynamic tiling: MAX_NUM)
+    # the tower's class defines get_input_embeddings, so enable_input_require_grads on it takes (where a framework
+    # calls it on a frozen tower: Framework.frozen_tower_input_grads); set where its code was read (MiniCPM-V's)
+    input_embeddings: bool = False
 
     def frozen(self, parameter: str, frozen: str) -> bool:
         """Whether `frozen` (Knobs.frozen) freezes the parameter of this name: the tower's, the projector's, or the

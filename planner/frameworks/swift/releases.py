@@ -122,7 +122,7 @@ def _late_3(name: str, source: str, kto: dict, optimizer: Default, transformers:
         keys=KEYS.release_keys(name, ("lora",)),
         defaults={"optimizer": optimizer},
         transformers=transformers[0],
-        adapter={"dpo_runs": DPO_37, "transformers_newest": transformers[1], **kto},
+        adapter={"dpo_runs": DPO_37, "transformers_newest": transformers[1], **kto, **TOWER_HOOK},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
         rules=(FSDP_FILE,),
     )
@@ -135,6 +135,13 @@ def _late_3(name: str, source: str, kto: dict, optimizer: Default, transformers:
 # 98-101, trainers/trainers.py:197-212). requirements/framework.txt: <4.53 at v3.3.1 (:31) and v3.6.4 (:34), 4.52.4
 # the newest; <4.57 at v3.8.3 (:35), 4.56.2; <4.58 at v3.12.6 (:37), 4.57.1 as pip resolves it; 4.6.0's METADATA
 # Requires-Dist transformers<5.20.0 (5.19.0 read): the fp32 loss. 2.x pins <4.48, before Llama-4.
+# the vision tower's input hooked whatever its freezing (Framework.frozen_tower_input_grads): under checkpointing at
+# v2.5.0-v2.6.1 (v2.5.2 swift/llm/sft.py:262-272; the model's input alone at v2.4.2, sft.py:252-255), always at
+# v3.0.0-v3.4.x (v3.0.0 swift/llm/train/sft.py:46-51, v3.4.0 :44-49), under vit_gradient_checkpointing at
+# v3.5.0-v4.1.x (v3.5.0 swift/trainers/mixin.py:338-346, v3.12.6 :839-846), which defaults to gradient_checkpointing
+# (v3.5.0 trainers/arguments.py:128-129, v3.12.6 :184-185, v4.1.0 :256-257); from v4.2.0 to not freeze_vit
+# (swift/arguments/sft_args.py:211-212): the 4 line, read at 4.6.0, unhooks a frozen tower (v4.5.2 mixin.py:945-955)
+TOWER_HOOK = {"frozen_tower_input_grads": True}
 HALF_LOSS = {"3": (4, 52, 4), "3.4": (4, 52, 4), "3.7": (4, 56, 2), "3.9": (4, 57, 1), "4": (5, 19, 0)}
 RELEASES = (
     Release(
@@ -147,8 +154,15 @@ RELEASES = (
         transformers="4.47.1",
         meaning=TEXT_ONLY_CUT,
         # ms-swift 2.x pins transformers <4.48 (v2.5.2 requirements/framework.txt) and Qwen2-VL came in 4.45: its
-        # tower's SDPA is 4.45.2 modeling_qwen2_vl.py:398-404 (the same at 4.47.1), the mask over every patch
-        adapter={"tower_sdpa": "masked-3d", **NO_DPO_SPLITS, "transformers_newest": ()},
+        # tower's SDPA is 4.45.2 modeling_qwen2_vl.py:398-404 (the same at 4.47.1), the mask over every patch;
+        # under --gradient_checkpointing (2.x's default) v2.5.2 swift/llm/sft.py:262-272 calls the vision tower's
+        # enable_input_require_grads whatever its freezing (v2.5.0-v2.6.1; at v2.4.2 sft.py:252-255 the model's alone)
+        adapter={
+            "tower_sdpa": "masked-3d",
+            **NO_DPO_SPLITS,
+            "transformers_newest": (),
+            **TOWER_HOOK,
+        },
         notes=("2.x: --sft_type, --model_id_or_path, --batch_size; max_length 2048 by default",),
         # users' 2.x scripts are read and planned; none is written (writer.py writes 3.x/4.x flags), so the search
         # ranks no plan at this line
@@ -179,6 +193,7 @@ RELEASES = (
             "vlm_logprobs": WHOLE_LOGITS,
             **NO_DPO_SPLITS,
             "transformers_newest": HALF_LOSS["3"],
+            **TOWER_HOOK,
         },
         workload={"steps_per_generation": PER_MICRO_STEP},
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
@@ -207,6 +222,7 @@ RELEASES = (
             "grpo_reference": "in-step",
             **NO_DPO_SPLITS,
             "transformers_newest": HALF_LOSS["3.4"],
+            **TOWER_HOOK,
         },
         notes=("3.x: the tuner is --train_type (4.x: --tuner_type)",),
         rules=(FSDP_FILE,),

@@ -7,7 +7,13 @@ from planner.config.spec import GIB, Knobs
 from planner.estimate import activation_terms, nograd, state_terms
 from planner.estimate import memory as mem
 from planner.estimate.setup import Setup
-from planner.estimate.vision import gated_bytes, masked_tower_bytes, vision_activations_bytes, vision_block_bytes
+from planner.estimate.vision import (
+    frozen_tower_checkpoint_bytes,
+    gated_bytes,
+    masked_tower_bytes,
+    vision_activations_bytes,
+    vision_block_bytes,
+)
 from planner.model.catalog import load_model
 
 
@@ -98,3 +104,36 @@ def test_the_3x_and_3_4_lines_run_it_too_and_3_7_does_not():
     qwen25 = Setup(load_model("qwen2.5-vl-7b"), s.knobs, 1, 1, 10240, 8, 1, image_tokens=8192)
     assert nograd.masked_tower(qwen25) and qwen25.model.vision.heads == 16
     assert not nograd.masked_tower(Setup(load_model("qwen3-vl-8b"), s.knobs, 1, 1, 10240, 8, 1, image_tokens=8192))
+
+
+def _minicpm_v_run(release: str, checkpointing: str = "full", lora_vision: bool = False) -> Setup:
+    """MiniCPM-V 2.6 int4, LoRA on the language model (its tower frozen), one image at the whole and 9 slices (640
+    tokens, 10,240 patches) and 2,048 text tokens a row, ms-swift `release`."""
+    knobs = Knobs(
+        precision="bf16",
+        checkpointing=checkpointing,
+        lora_rank=8,
+        lora_vision=lora_vision,
+        quant="nf4",
+        framework="swift",
+        release=release,
+    )
+    return Setup(load_model("minicpm-v-2_6-int4"), knobs, 1, 1, 2688, 8, 1, image_tokens=640)
+
+
+def test_ms_swift_2s_input_hook_keeps_a_frozen_minicpm_towers_block_inputs():
+    """v2.5.2 swift/llm/sft.py:262-272 hooks the vision tower's input under checkpointing whatever its freezing: the
+    frozen tower's 27 checkpointed blocks keep their inputs, 27 x 10,240 patches x 1,152 x 2 bytes (0.59 GiB; the
+    mechanism measured in tests/probes/test_frozen_tower_grads.py), as every 3.x line does; the 4 line, read at
+    4.6.0, does not (vit_gradient_checkpointing follows freeze_vit, v4.5.2 swift/trainers/mixin.py:945-955)."""
+    old, new = _minicpm_v_run("2"), _minicpm_v_run("")
+    v = old.model.vision
+    assert v.input_embeddings and v.layers == 27 and activation_terms.frozen_tower_in_graph(old)
+    assert not activation_terms.frozen_tower_in_graph(new)
+    assert all(activation_terms.frozen_tower_in_graph(_minicpm_v_run(r)) for r in ("3", "3.4", "3.7", "3.9"))
+    added = activation_terms.activations_bytes(old) - activation_terms.activations_bytes(new)
+    assert added == frozen_tower_checkpoint_bytes(v, 10240, "half") == 27 * 10240 * 1152 * 2
+    off = (_minicpm_v_run(r, checkpointing="off") for r in ("2", ""))  # not examined un-checkpointed: nothing added
+    assert len({activation_terms.activations_bytes(s) for s in off}) == 1
+    assert not activation_terms.frozen_tower_in_graph(_minicpm_v_run("2", lora_vision=True))  # trained: counted as such
+    assert not load_model("qwen2-vl-7b").vision.input_embeddings  # a tower whose code was not read: no hook assumed
