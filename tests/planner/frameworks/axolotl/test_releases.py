@@ -266,7 +266,7 @@ def test_muon_under_fsdp2_is_planned_on_one_gpu_from_0_14(tmp_path):
 def test_axolotls_cli_turns_expandable_segments_on(tmp_path):
     """axolotl's CLI sets PYTORCH_CUDA_ALLOC_CONF expandable_segments:True where the environment sets none (0.19.0
     cli/main.py:48, since v0.5.0 train.py:56-63); v0.4.0 sets none; a command's own variable decides; `accelerate
-    launch -m axolotl.cli.train` runs no CLI group from v0.7.0 (only cli/main.py sets it at 0.19.0)."""
+    launch -m axolotl.cli.train` sets them at v0.8.0-v0.11.x (cli/train.py:38), not at 0.19.0 (only cli/main.py)."""
     path = _write(tmp_path, SFT.format(extra=""))
     r = intake.read([str(path)])
     assert r.request["expandable_segments"] is True
@@ -279,5 +279,8 @@ def test_axolotls_cli_turns_expandable_segments_on(tmp_path):
     assert intake.read([str(tmp_path / "run.sh")]).request["expandable_segments"] is False
     (tmp_path / "run.sh").write_text(run.format(""))
     assert intake.read([str(tmp_path / "run.sh")]).request.get("expandable_segments") is None
+    (tmp_path / "requirements.txt").write_text("axolotl==0.8.1\n")  # v0.8.0 cli/train.py:38 sets them too
+    assert intake.read([str(tmp_path / "run.sh")]).request["expandable_segments"] is True
+    (tmp_path / "requirements.txt").unlink()
     (tmp_path / "run.sh").write_text("axolotl train axolotl.yaml\n")
     assert intake.read([str(tmp_path / "run.sh")]).request["expandable_segments"] is True
