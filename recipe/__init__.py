@@ -148,7 +148,12 @@ def _bitsandbytes_optimizer(params: list, optimizer: str, lr: float) -> torch.op
         "paged-adamw": bnb.optim.PagedAdamW32bit,
         "paged-adamw-8bit": bnb.optim.PagedAdamW8bit,
     }[optimizer]
-    return cls(params, lr=lr)
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    # bitsandbytes builds its quantization maps from Python lists (functional.create_dynamic_map's .tolist()):
+    # under the sim's fake tensors they are built real (two 256-entry float32 maps), as the GPU run builds them
+    with unset_fake_temporarily():
+        return cls(params, lr=lr)
 
 
 def shard_fsdp(model, knobs, device_type: str = "cpu", mesh=None):

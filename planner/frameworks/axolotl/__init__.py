@@ -7,7 +7,7 @@ tensor_parallel_size before v0.12.0, no offloaded checkpointing or Liger/chunked
 from dataclasses import replace
 
 from planner.frameworks.axolotl.keys import KEYS
-from planner.frameworks.axolotl.releases import NEWEST_TRANSFORMERS, SPANS
+from planner.frameworks.axolotl.releases import EXPANDABLE, NEWEST_TRANSFORMERS, SPANS
 from planner.frameworks.axolotl.releases import RELEASES as LINES
 from planner.frameworks.base import Default, Framework, Rule, kind, workload_of
 from planner.frameworks.rules import stacked_experts_prequant, thinker_alone, torchao_line_rules
@@ -163,6 +163,7 @@ FRAMEWORK = Framework(
         "checkpointing": Default("off", "axolotl/utils/schemas/config.py:606: gradient_checkpointing False"),
         "optimizer": Default("adamw-fused", "axolotl/utils/schemas/training.py:122: adamw_torch_fused"),
         "precision": Default("bf16", "axolotl/utils/schemas/config.py: bf16 auto (bf16 where the GPU has it)"),
+        "expandable_segments": Default(True, EXPANDABLE),
     },
     keys=KEYS.shown(  # the frameworks table's keys, named by the key table
         "micro_batch grad_accum checkpointing zero_stage offload=zero_stage fsdp optimizer loss attention "

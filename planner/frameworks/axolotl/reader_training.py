@@ -46,6 +46,7 @@ def training(c: Collector, f: dict[str, Flag]) -> None:
         c.set("checkpointing", "full" if as_bool(gc) else "off", gsrc, gk)
     _precision(c, f)
     _attention(c, f)
+    _allocator(c)
     packing = f.get(KEYS.key("batching"))
     if packing is not None and as_bool(packing.value):
         c.set("batching", "packed", packing.source, KEYS.key("batching"))
@@ -116,3 +117,24 @@ def _attention(c: Collector, f: dict[str, Flag]) -> None:
             c.set("attention", mapped, impl.source, KEYS.key("attention"))
         else:
             c.note(f"{impl.source} (this attention implementation is not planned yet; planned as sdpa)")
+
+
+# the launches that run axolotl's own CLI, which sets the allocator's config (planner.frameworks.axolotl.releases:
+# EXPANDABLE): the files alone (the `axolotl train` its docs launch them with) or the `axolotl` command
+CLI_READS = ("config", "axolotl")
+
+
+def _allocator(c: Collector) -> None:
+    """Expandable segments where axolotl's CLI turns them on and the command's environment said nothing (a
+    PYTORCH_CUDA_ALLOC_CONF it gives was read first: planner.intake.training.read_allocator); v0.5.0-v0.6.0 set them in
+    train.py and v0.8.0-v0.11.x in cli/train.py too (v0.8.0 :38), whatever launched them; v0.7.x and from v0.12.0 only
+    the `axolotl` command."""
+    from planner.frameworks.axolotl.releases import EXPANDABLE
+
+    moved = line_defaults.moved_default(c, "axolotl", "expandable_segments")
+    release = str(c.facts.get("release", ("",))[0] or "")
+    launched = c.facts.get("framework", (None, None, "config"))[2]
+    if moved is None and launched not in CLI_READS and not release.startswith(("0.5", "0.8")):
+        return  # `accelerate launch -m axolotl.cli.train` at v0.7.x and from v0.12.0: nothing sets them
+    value, source = moved or (True, default(AXOLOTL, EXPANDABLE))
+    c.fill("expandable_segments", value, source, "PYTORCH_CUDA_ALLOC_CONF")

@@ -48,6 +48,17 @@ NEWEST_TRANSFORMERS = (5, 16, 1)  # 0.19.0's METADATA Requires-Dist transformers
 # on every world size, no parameter under 2-D in the optimizer (muon.py:217-219); Muon refused beside DeepSpeed or FSDP
 # (v0.8.0 schemas/config.py:1140-1145 .. v0.13.0 validation.py:753-758). DistMuon and FSDP2 came at v0.14.0 (0.0.6)
 PLAIN_MUON = {"muon_vectors": "dropped", "muon_fsdp": False}
+# the caching allocator's expandable segments, which axolotl turns on itself where the environment sets no allocator
+# config (torch >= 2.2): 0.19.0 cli/main.py:48 (every `axolotl` command; the `accelerate launch -m axolotl.cli.train`
+# it starts inherits the variable) -> utils/__init__.py:81-98 set_pytorch_cuda_alloc_conf; v0.14.0 cli/main.py:47,
+# v0.12.0 :49 (patch_optimized_env, utils/__init__.py:37-44), v0.8.0 :104 and cli/train.py:38, v0.7.0 :97; v0.5.0 and
+# v0.6.0 in train.py:56-63 (PR #1755 cfc533a7f); v0.4.0 sets none. A command's own PYTORCH_CUDA_ALLOC_CONF decides
+# where it gives one (planner.intake.training.read_allocator)
+EXPANDABLE = (
+    "axolotl/cli/main.py:48 -> utils/__init__.py:81-98 set_pytorch_cuda_alloc_conf: "
+    "PYTORCH_CUDA_ALLOC_CONF expandable_segments:True where the environment sets none"
+)
+NO_EXPANDABLE = "axolotl v0.4.0 sets no PYTORCH_CUDA_ALLOC_CONF (expandable segments from v0.5.0 train.py:56-63)"
 
 
 def _hf_adamw(tag: str, where: str) -> Default:
@@ -75,6 +86,7 @@ RELEASES = (
             "grad_accum": Default(None, f"{GIT.format('v0.4.0')}{STOPS.format('gradient_accumulation_steps')}"),
             "seq_len": Default(None, f"{GIT.format('v0.4.0')}core/trainer_builder.py:770: sequence_len, no default"),
             "optimizer": _hf_adamw("v0.4.0", "core/trainer_builder.py:813-814"),
+            "expandable_segments": Default(False, NO_EXPANDABLE),
         },
         adapter={"transformers_newest": (4, 37, 0)},
         notes=("0.4: micro_batch_size, gradient_accumulation_steps, sequence_len required; optimizer adamw_hf",),

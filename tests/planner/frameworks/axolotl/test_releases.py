@@ -261,3 +261,26 @@ def test_muon_under_fsdp2_is_planned_on_one_gpu_from_0_14(tmp_path):
     for line in ("0.8", "0.12"):  # v0.8.0-v0.13.x: "incompatible with DeepSpeed and FSDP" (validation.py:753-758)
         with pytest.raises(BadInput, match="--optimizer muon steps whole matrices in torch: it runs without DeepSpeed"):
             _check(path, framework=f"axolotl@{line}")
+
+
+def test_axolotls_cli_turns_expandable_segments_on(tmp_path):
+    """axolotl's CLI sets PYTORCH_CUDA_ALLOC_CONF expandable_segments:True where the environment sets none (0.19.0
+    cli/main.py:48, since v0.5.0 train.py:56-63); v0.4.0 sets none; a command's own variable decides; `accelerate
+    launch -m axolotl.cli.train` sets them at v0.8.0-v0.11.x (cli/train.py:38), not at 0.19.0 (only cli/main.py)."""
+    path = _write(tmp_path, SFT.format(extra=""))
+    r = intake.read([str(path)])
+    assert r.request["expandable_segments"] is True
+    assert "set_pytorch_cuda_alloc_conf" in {s.field: s.source for s in r.settings}["expandable_segments"]
+    (tmp_path / "old").mkdir()
+    old = intake.read([str(_write(tmp_path / "old", SFT.format(extra=""), pins="axolotl==0.4.0\n"))])
+    assert old.request["expandable_segments"] is False
+    run = "{}accelerate launch -m axolotl.cli.train axolotl.yaml\n"
+    (tmp_path / "run.sh").write_text(run.format("export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False\n"))
+    assert intake.read([str(tmp_path / "run.sh")]).request["expandable_segments"] is False
+    (tmp_path / "run.sh").write_text(run.format(""))
+    assert intake.read([str(tmp_path / "run.sh")]).request.get("expandable_segments") is None
+    (tmp_path / "requirements.txt").write_text("axolotl==0.8.1\n")  # v0.8.0 cli/train.py:38 sets them too
+    assert intake.read([str(tmp_path / "run.sh")]).request["expandable_segments"] is True
+    (tmp_path / "requirements.txt").unlink()
+    (tmp_path / "run.sh").write_text("axolotl train axolotl.yaml\n")
+    assert intake.read([str(tmp_path / "run.sh")]).request["expandable_segments"] is True
