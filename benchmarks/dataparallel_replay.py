@@ -87,7 +87,16 @@ def main(argv=None) -> int:
         "reserve_over_peak": round(a.peak_reserved / a.peak_allocated - 1, 4),
         "seconds": round(time.time() - t),
     }
-    print(json.dumps(row))
+    from results_io import cpu_meta, meta_line
+
+    meta = cpu_meta(("torch", "transformers"))
+    print(json.dumps({"meta": meta, "rows": [row]}))
+    print("| model | world | peak allocated GiB | peak reserved GiB | reserve over peak |\n|---|---|---|---|---|")
+    world = row["world"] or "DDP (no gather)"
+    print(
+        f"| {args.model} | {world} | {row['peak_allocated_gib']} | {row['peak_reserved_gib']} | "
+        f"{row['reserve_over_peak']:+.1%} |\n\n{meta_line(meta)}"
+    )
     return 0
 
 
