@@ -76,7 +76,7 @@ def image(
             c.note(f"{limit[1]} (image {limit[0]} not planned: no image cap is planned without MAX_PIXELS or MAX_NUM)")
         return
     field = next((f for f in ("seq_len", "workload.max_length", "workload.max_prompt_length") if c.has(f)), "seq_len")
-    if swiftxc.ask_image(c, hint, field):
+    if swiftxc.ask_image(c, hint, field, release.name):
         return
     own = _own_image(c, env, where, release)
     if own is not None:

@@ -13,8 +13,10 @@ Cited at ms-swift 80d51bce4 (main on 2024-07-22; v2.2.3's lines are the same cod
 - under internlm-xcomposer2_5-7b-chat (is_v2_5 True, :1381) the template first resizes and pads it with the
   checkpoint's Image_transform at hd_num 24, 6 where a row holds several images (:1283-1290): tiles the image's
   shape decides.
-ms-swift 2.x checks --max_length on the text and inserts those tokens after it (planner.frameworks.swift.RELEASES):
-a row's length is not bounded by the files, so no text-only plan stands for it.
+ms-swift 3.x does the same by its template's version (v3.2.2 swift/llm/template/template/internlm.py:58-68 2.5's
+Image_transform, HD_NUM from the environment; :81 vis_processor; :110 img2emb). Up to 3.3 --max_length counts the
+text and the image's tokens come after it (planner.frameworks.swift.RELEASES): a row's length is not bounded by the
+files, so no text-only plan stands for it; from 3.4 reader_media plans the text within --max_length and never asks.
 """
 
 from __future__ import annotations
@@ -24,25 +26,29 @@ from planner.intake.collect import GIVEN_FIELDS, Collector
 from planner.model import xcomposer
 
 AT = "ms-swift 80d51bce4 swift/llm/utils/"
-TWO_FIVE_TYPES = ("internlm-xcomposer2_5-7b-chat",)  # 2.x's model_type of 2.5's template (model.py:3944-3953)
+AT3 = "v3.2.2 swift/llm/template/template/internlm.py"
+# the model_type of 2.5's template: 2.x's (80d51bce4 model.py:3944-3953), 3.x's (v3.2.2 swift/llm/model/constant.py:155)
+TWO_FIVE_TYPES = ("internlm-xcomposer2_5-7b-chat", "xcomposer2_5")
 ANSWERS = ("image_tokens", "tokens_per_image", "data")  # the caller's flags that size the row's images
 
 
-def _how(swift_type: str | None) -> str:
-    """What the template in effect does with a 2.5 checkpoint's image."""
+def _how(swift_type: str | None, release: str) -> str:
+    """What the template in effect (by --model_type) does with a 2.5 checkpoint's image at ms-swift `release`."""
+    two = release == "2"
     if swift_type in TWO_FIVE_TYPES:
+        where = f"{AT}template.py:1283-1290" if two else f"{AT3}:58-68, HD_NUM from the environment"
         return (
             "its template resizes and pads each image with the checkpoint's Image_transform at hd_num 24, 6 where a "
-            f"row holds several ({AT}template.py:1283-1290), into tiles the image's shape decides"
+            f"row holds several ({where}), into tiles the image's shape decides"
         )
+    where = f"{AT}template.py:1297, 1307-1308; model.py:3997-4014" if two else f"{AT3}:81, 110"
     return (
         "its template (XComposer2's) hands each image at its own size to the checkpoint's vis_processor, which 2.5 "
-        f"builds without a resize ({AT}template.py:1297, 1307-1308; model.py:3997-4014), and 2.5's ViT cuts it into "
-        "560-pixel tiles with no cap"
+        f"builds without a resize ({where}), and 2.5's ViT cuts it into 560-pixel tiles with no cap"
     )
 
 
-def ask_image(c: Collector, hint: tuple[str, str] | None, seq_field: str) -> bool:
+def ask_image(c: Collector, hint: tuple[str, str] | None, seq_field: str, release: str) -> bool:
     """For a 2.5 checkpoint (xcomposer.is_2d5): one line asking for the images' tokens unless the caller gives them
     (ANSWERS: then the row's length is the text's and the given tokens, derived again from them); True where the
     model is 2.5's (the caller plans no image of its own), False for any other."""
@@ -58,7 +64,7 @@ def ask_image(c: Collector, hint: tuple[str, str] | None, seq_field: str) -> boo
     where = f"{hint[1]} over" if hint else "ms-swift over"
     one = xcomposer.hd_tokens(1, 1)
     raise BadInput(
-        f"{where} InternLM-XComposer-2.5's weights: {_how(hint[0] if hint else None)}; an image of h x w tiles is "
+        f"{where} InternLM-XComposer-2.5's weights: {_how(hint[0] if hint else None, release)}; an image of h x w tiles is "
         f"(h*w+1)*400 + 1 + (h+1)*20 tokens ({one:,} for one tile), inserted after the text --max_length keeps, and "
         "the files do not say the images' sizes: give --image-tokens (the row's length is the text's and these) or "
         "--data",

@@ -44,3 +44,14 @@ def test_xcomposer2s_fixed_image_is_planned_as_before(tmp_path):
     reading = intake.read([_file(tmp_path, "internlm-xcomposer2-7b-chat", "/data/rotate_712")])
     assert reading.request["model"] == "internlm-xcomposer2-7b"
     assert reading.request["image_tokens"] == 1225 and reading.request["seq_len"] == 2048 + 1225
+
+
+@pytest.mark.parametrize(
+    "model_type,cites",
+    [("xcomposer2", "internlm.py:81, 110"), ("xcomposer2_5", "internlm.py:58-68, HD_NUM from the environment")],
+)
+def test_a_3x_run_is_asked_with_3xs_template_lines(tmp_path, model_type, cites):
+    path = tmp_path / "train.sh"
+    path.write_text(f"swift sft --model_type {model_type} --model /base/internlm-xcomposer2d5 --train_type lora\n")
+    with pytest.raises(BadInput, match=f"v3.2.2 swift/llm/template/template/{cites}"):
+        intake.read([str(path)])
