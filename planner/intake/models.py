@@ -180,7 +180,9 @@ def _by_folder_name(name: str) -> Model | None:
     leaf = parts[-1].lower().replace("___", ".") if parts else ""  # ModelScope writes a name's dots as ___
     _refuse_folder(name, leaf)
     hits = sorted((cat, hf) for hf, cat in _spelled().items() if leaf in _folder_names(hf))
-    sized = not hits and len(hits := _sizeless(leaf)) == 1
+    sized = not hits
+    if sized:  # a one-size model's folder named without its size: one such id, never a choice among several
+        hits = found if len(found := _sizeless(leaf)) == 1 else []
     if not leaf or not hits:
         return None
     cat, hf = hits[0]
