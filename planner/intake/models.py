@@ -156,6 +156,17 @@ def _refuse_folder(name: str, leaf: str) -> None:
             raise BadInput(f"model {name.strip()!r} (its folder's name): {reason}", "model")
 
 
+def _sizeless(leaf: str) -> list[tuple[str, str]]:
+    """(catalog model, id) of the ids released in one size alone (hf_ids.json one_size) whose name without that size
+    is `leaf` (internlm-xcomposer2d5 for internlm/internlm-xcomposer2d5-7b, as _refuse_folder reads a refused one)."""
+    one = json.loads((CATALOG / "hf_ids.json").read_text())["one_size"]
+    return sorted(
+        (_spelled()[hf], hf)
+        for hf in one
+        if leaf and re.sub(r"-\d+(?:\.\d+)?b$", "", (stem := hf.rpartition("/")[2].lower())) == leaf != stem
+    )
+
+
 def _by_folder_name(name: str) -> Model | None:
     """A local path that is not here, whose last part names a known id (`/data/models/Qwen2.5-VL-3B-Instruct`, or
     with its organisation: `/data/Qwen-Qwen2.5-VL-3B-Instruct`), or a checkpoint a run wrote under a folder that
@@ -169,10 +180,14 @@ def _by_folder_name(name: str) -> Model | None:
     leaf = parts[-1].lower().replace("___", ".") if parts else ""  # ModelScope writes a name's dots as ___
     _refuse_folder(name, leaf)
     hits = sorted((cat, hf) for hf, cat in _spelled().items() if leaf in _folder_names(hf))
+    sized = not hits
+    if sized:  # a one-size model's folder named without its size: one such id, never a choice among several
+        hits = found if len(found := _sizeless(leaf)) == 1 else []
     if not leaf or not hits:
         return None
     cat, hf = hits[0]
-    what = f"a checkpoint ({'/'.join(run)}) of a run over {hf}" if run else f"its folder name is {hf}'s"
+    whose = f"{hf}'s without its size, the only one it is released in" if sized else f"{hf}'s"
+    what = f"a checkpoint ({'/'.join(run)}) of a run over {hf}" if run else f"its folder name is {whose}"
     return _from_catalog(cat, hf, assumption(f"{name} is not on this machine; {what}, {_as_catalog(cat, hf)}"))
 
 

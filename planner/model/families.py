@@ -110,9 +110,9 @@ def _from_config(cfg: dict, name: str) -> ModelSpec:
         text, t = gpt2_text(cfg)
     elif mt == qwen1.MODEL_TYPE:
         text, t = qwen1.read(cfg, TextSpec)
-    elif mt == xcomposer.MODEL_TYPE:
+    elif xcomposer.is_xcomposer(cfg):  # XComposer2, or 2.5 under model_type internlm2 (xcomposer.is_2d5)
         text, t, vision, vt = xcomposer.read(cfg, TextSpec, VisionSpec)
-        units = xcomposer.UNITS
+        mt, units = xcomposer.MODEL_TYPE, xcomposer.UNITS
     elif (found := _composite(cfg, mt, units)) is not None:
         text, t, vision, vt, units = found
     elif mt in LLAMA_LIKE:

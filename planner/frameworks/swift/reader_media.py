@@ -6,6 +6,7 @@ video a row where the environment sets its frame sampling (FPS, FPS_MAX_FRAMES).
 from __future__ import annotations
 
 from planner.frameworks import mmlimit
+from planner.frameworks.swift import reader_xcomposer as swiftxc
 from planner.frameworks.swift.keys import KEYS
 from planner.frameworks.swift.reader_rl import look
 from planner.intake import modelconfig, models
@@ -54,7 +55,9 @@ def vision(c: Collector, f: dict[str, Flag], env: dict[str, str], where: str, lo
             c.note(f"{asrc} ({note.replace('projector', 'aligner').replace('tower', 'ViT')})")
 
 
-def image(c: Collector, env: dict[str, str], where: str, release, limit: tuple[int, str] | None = None) -> None:
+def image(
+    c: Collector, env: dict[str, str], where: str, release, limit: tuple[int, str] | None = None, hint=None
+) -> None:
     """One image a row at MAX_PIXELS, else at the cap every ms-swift release leaves to qwen_vl_utils: its
     MAX_PIXELS 16384 x 28 x 28 = 12,845,056 (qwen_vl_utils/vision_process.py; ms-swift reads the MAX_PIXELS
     environment variable over it: v2.5.2 swift/llm/utils/template.py:1531-1546, v3.4.0
@@ -62,7 +65,8 @@ def image(c: Collector, env: dict[str, str], where: str, release, limit: tuple[i
     counts the text only, the images' tokens inserted after it (planner.frameworks.swift.RELEASES): the row runs
     max_length plus the image; from 3.4 a longer row is deleted, so the image is within max_length and no cap is
     assumed (planned text only, the headline says so). Derived again from a --model given beside the files. A colocated
-    vLLM rollout's --vllm_limit_mm_per_prompt (`limit`: limits' image) puts up to N images in a row."""
+    vLLM rollout's --vllm_limit_mm_per_prompt (`limit`: limits' image) puts up to N images in a row. An
+    InternLM-XComposer-2.5 checkpoint's image follows its size: asked for (reader_xcomposer; `hint`: --model_type)."""
     given = as_int(env.get("MAX_PIXELS"))
     cap = as_int(env.get("IMAGE_MAX_TOKEN_NUM")) if release.name in TOKEN_CAP_LINES else None
     text = release.means("swift_max_length_counts") == "text"
@@ -70,6 +74,9 @@ def image(c: Collector, env: dict[str, str], where: str, release, limit: tuple[i
     if not given and not cap and not text and not tiled:
         if limit is not None:
             c.note(f"{limit[1]} (image {limit[0]} not planned: no image cap is planned without MAX_PIXELS or MAX_NUM)")
+        return
+    field = next((f for f in ("seq_len", "workload.max_length", "workload.max_prompt_length") if c.has(f)), "seq_len")
+    if swiftxc.ask_image(c, hint, field, release.name):
         return
     own = _own_image(c, env, where, release)
     if own is not None:
@@ -99,7 +106,6 @@ def image(c: Collector, env: dict[str, str], where: str, release, limit: tuple[i
 
     c.derived["image_tokens"] = (("model",), row)
     # the length --max_length set: SFT's rows, DPO's chosen and rejected rows, GRPO's prompt (_sequence)
-    field = next((f for f in ("seq_len", "workload.max_length", "workload.max_prompt_length") if c.has(f)), "seq_len")
     seq = c.setting(field)
     if text and seq is not None:
         c.derived[field] = (("model",), lambda request: int(seq.value) + row(request))

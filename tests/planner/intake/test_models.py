@@ -232,8 +232,6 @@ def test_the_framework_examples_vlm_ids_resolve(name, ref):
 @pytest.mark.parametrize(
     "name,says",
     [
-        ("internlm/internlm-xcomposer2d5-7b", "InternLM-XComposer-2.5 (InternLM-XComposer2's InternLM2"),
-        ("/base/internlm-xcomposer2d5", "(its folder's name): InternLM-XComposer-2.5"),
         ("mistral-community/pixtral-12b", "Pixtral-12B (a llava config over a `pixtral` vision tower"),
         ("microsoft/phi-2", "Phi-1.5 / Phi-2 (model_type phi: LayerNorm with biases"),  # axolotl v0.18 examples/phi
         ("microsoft/phi-1_5", "is not counted by memplan: a Llama-shaped count would miss its biases"),
@@ -260,18 +258,29 @@ def test_an_ms_swift_2_model_type_names_the_model_a_bare_folder_does_not(tmp_pat
     path.write_text("swift sft --model_type internlm-xcomposer2-7b-chat --model_id_or_path /data/rotate_712\n")
     assert intake.read([str(path)]).request["model"] == "internlm-xcomposer2-7b"
     path.write_text("swift sft --model_type internlm-xcomposer2-7b-chat --model_id_or_path /b/internlm-xcomposer2d5\n")
-    with pytest.raises(BadInput, match="InternLM-XComposer-2.5"):  # the folder's weights, not the model_type's
+    # the folder's weights, not the model_type's: 2.5's image, at its own size under XComposer2's template, is asked
+    with pytest.raises(BadInput, match="over InternLM-XComposer-2.5's weights: its template .XComposer2's. hands"):
         intake.read([str(path)])
+    assert intake.read([str(path)], given={"image_tokens": 841}).request["model"] == "internlm-xcomposer2d5-7b"
     path.write_text("swift sft --model_type no-such-type --model_id_or_path /data/rotate_712\n")
     assert intake.read([str(path)]).request["model"] == "/data/rotate_712"
+
+
+def test_a_folder_named_after_a_one_size_model_without_its_size_is_that_model():
+    """hf_ids.json one_size: InternLM-XComposer-2.5 is released at 7B alone, so /base/internlm-xcomposer2d5 is it, an
+    assumption said so; a size-less name of a model released in several sizes resolves to none."""
+    m = models.lookup("/base/internlm-xcomposer2d5")
+    assert m is not None and m.ref == "internlm-xcomposer2d5-7b"
+    assert "internlm/internlm-xcomposer2d5-7b's without its size, the only one it is released in" in m.how
+    assert models.lookup("/base/qwen2.5", fetch=False) is None
 
 
 def test_a_refused_model_in_the_files_yields_to_the_model_the_caller_gives(tmp_path):
     """Issue 47 item 7: --model beside --config has the last word, over a model the files name that memplan refuses."""
     path = tmp_path / "run.sh"
-    path.write_text("swift sft --model_type internlm-xcomposer2_5-7b-chat --model_id_or_path /data/rotate_712\n")
+    path.write_text("swift sft --model_id_or_path microsoft/phi-2 --sft_type lora\n")
     reading = intake.read([str(path)], given={"model": "qwen2.5-vl-7b"})
-    assert reading.request["model"] == "/data/rotate_712"  # the files' own word; the caller's --model replaces it
+    assert reading.request["model"] == "microsoft/phi-2"  # the files' own word; the caller's --model replaces it
 
 
 @pytest.mark.parametrize(
