@@ -125,3 +125,24 @@ def test_llamafactorys_step_within_a_tenth_of_a_percent_of_the_allocators_peak(l
     measured = _second_step_peak(lf_muon, torch_dtype, config)
     s = Setup(from_config(config, "tiny-llama"), Knobs(framework="llamafactory", optimizer="muon"), 1, 1, 16)
     assert muon_step.muon_step_temp_bytes(s, sb) == pytest.approx(measured, rel=0.001)
+
+
+@pytest.mark.sweep  # PEFT's model and two steps: 17 s on 2 busy cores
+def test_llamafactorys_step_over_lora_factors_is_each_factor_beside_the_one_before(lf_muon):
+    """LoRA r=32 on every linear of the wider Llama (PEFT 0.21: the factors fp32, autocast_adapter_dtype): Muon steps
+    each A (r x in) and B (out x r) factor, the Gram k x k at r. Measured 2026-12-06: 233,472 B, the term the same
+    (memplan had planned max(m, n) x r x 10 B: 163,840). Within 0.1%."""
+    peft = pytest.importorskip("peft")
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(**{k: v for k, v in WIDE_MLP.items() if k not in ("model_type", "architectures")})
+    model = peft.get_peft_model(transformers.LlamaForCausalLM(cfg), peft.LoraConfig(r=32, target_modules="all-linear"))
+    hidden = [p for p in model.parameters() if p.requires_grad]  # the factors, all 2-D
+    opt = lf_muon.Muon(lr=1e-3, wd=0.0, muon_params=hidden, adamw_params=[])
+    for _ in range(2):
+        ids = torch.randint(0, WIDE_MLP["vocab_size"], (2, 16))
+        model(input_ids=ids, labels=ids).loss.backward()
+        measured = cpu_peak_bytes(opt.step)[0]
+        opt.zero_grad()
+    knobs = Knobs(framework="llamafactory", optimizer="muon", lora_rank=32)
+    s = Setup(from_config(WIDE_MLP, "tiny-llama"), knobs, 1, 1, 16)
+    assert muon_step.muon_step_temp_bytes(s, 4) == pytest.approx(measured, rel=0.001)
