@@ -10,8 +10,8 @@ the hidden matrices, then the AdamW loop over the rest (LLaMA-Factory 0.9.5 thir
 u = zeropower_via_newtonschulz5(g) (:184), bf16. u stays bound until the next matrix's replaces it, so each matrix's
 step sits beside the one before's u, and the AdamW loop beside the last one's (a Python local is freed when rebound).
 LLaMA-Factory calls zeropower_via_newtonschulz5 eagerly (:48, no decorator, v0.9.3-v0.9.5); Moonlight and
-axolotl-contribs-mit under @torch.compile (toy_train.py, contribs 0.0.3-0.0.6 muon.py:13), whose generated code frees
-each buffer after its last use (Framework.muon_newton_schulz says which). tests/probes/test_muon_step.py pins both
+axolotl-contribs-mit under @torch.compile (toy_train.py, contribs 0.0.3-0.0.6 muon.py:13), whose generated code fuses
+the scalings into addmm and reuses its buffers (Framework.muon_newton_schulz says which). tests/probes/test_muon_step.py pins both
 against the CPU allocator."""
 
 from __future__ import annotations
