@@ -1,6 +1,6 @@
 """The temporaries of a GaLore, APOLLO or Muon step, one tensor at a time, in bytes
 (planner.estimate.state_terms.optimizer_step_temp_bytes calls matrix_step_temp_bytes; the states are
-planner.estimate.matrix_optim's).
+planner.estimate.matrix_optim's, Muon's step planner.estimate.muon_step's).
 
 GaLoreAdamW (galore-torch 1.0 adamw.py:80-140) binds denom and norm_grad for each tensor and rebinds them only when
 the next tensor computes its own, so each tensor's temporaries sit beside what the tensor stepped before it left:
@@ -17,13 +17,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from planner.estimate.matrix_optim import (
-    MUON_ADAMW_ROLES,
     low_rank_target,
-    muon_keeps_vectors,
     projected_elements,
     projection_rank,
     trained_tensors,
 )
+from planner.estimate.muon_step import muon_step_temp_bytes
 from planner.estimate.setup import Setup
 from planner.frameworks import adapter
 from planner.model.shapes import Tensors
@@ -191,22 +190,6 @@ def projector_update_temp_bytes(s: Setup, state_bytes: int) -> int:
 def low_rank_step_temp_bytes(s: Setup, state_bytes: int) -> int:
     """The steady step's temporaries or a projector update's, the larger."""
     return max(low_rank_steady_temp_bytes(s, state_bytes), projector_update_temp_bytes(s, state_bytes))
-
-
-def muon_step_temp_bytes(s: Setup, state_bytes: int) -> int:
-    """Muon's step, one matrix at a time (torch 2.13 optim/_muon.py:308-340): the Nesterov update in the parameter's
-    dtype, then Newton-Schulz on a bf16 copy with two iterates alive (:55-66), so state_bytes + 3 x 2 bytes an element
-    of the largest hidden matrix; AdamW's two full-size temporaries for the rest, the larger decides. Measured within
-    15% above (tests/probes/test_matrix_optim.py)."""
-    trained = [t for t in trained_tensors(s) if len(t.shape) >= 2 or muon_keeps_vectors(s)]
-    hidden = [t.numel // t.count for t in trained if len(t.shape) == 2 and t.role not in MUON_ADAMW_ROLES]
-    rest = [t.numel // t.count for t in trained if not (len(t.shape) == 2 and t.role not in MUON_ADAMW_ROLES)]
-    if s.lora:
-        hidden, rest = (
-            [max(t.shape) * s.knobs.lora_rank for t in s.model.tensors if t.adapted(s.knobs.lora_targets)],
-            [],
-        )
-    return max(max(hidden, default=0) * (state_bytes + 3 * 2), 2 * state_bytes * max(rest, default=0))
 
 
 def matrix_step_temp_bytes(s: Setup, state_bytes: int) -> int:

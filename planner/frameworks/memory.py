@@ -41,6 +41,10 @@ class Memory:
     # under 2-D never reaches the optimizer: no state, never stepped); "dropped-one-gpu", dropped on one GPU and AdamW's
     # under DistMuon where several (axolotl v0.14.0+ core/builders/base.py: DistMuonOptimizerFactory with a device mesh)
     muon_vectors: str = "adamw"
+    # how its Muon runs Moonlight's zeropower_via_newtonschulz5 (planner.estimate.muon_step): "eager", LLaMA-Factory
+    # 0.9.3-0.9.5's copy (third_party/muon/muon.py:48, no decorator); "compiled", under @torch.compile (Moonlight's
+    # examples/toy_train.py, which ms-swift clones; axolotl-contribs-mit 0.0.3-0.0.6 muon.py:13)
+    muon_newton_schulz: str = "eager"
     # its Muon runs under FSDP2 (planner.config.spec_rules.matrix_optimizer_rules): axolotl from v0.14.0
     # (utils/schemas/validation.py:891-903 refuses DeepSpeed and FSDP1 alone), on one GPU as without FSDP (its rules)
     muon_fsdp: bool = False

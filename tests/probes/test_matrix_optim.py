@@ -241,25 +241,20 @@ def _steady_step_bytes(dtype, config: dict, make) -> int:
 
 @pytest.mark.parametrize("config", [CONFIG, WIDE_MLP], ids=["embedding-largest", "mlp-largest"])
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("optimizer", ["galore-adamw", "galore-adamw-8bit", "apollo-adamw", "muon"])
+@pytest.mark.parametrize("optimizer", ["galore-adamw", "galore-adamw-8bit", "apollo-adamw"])
 def test_step_temporaries_within_15_percent_of_a_tracked_step(optimizer, dtype, config, monkeypatch):
     """Measured 2026-12-05 (CPU, probes.tracker): GaLore 2.03-2.19x the largest tensor, GaLore 8-bit 2.00x the
     largest target (bitsandbytes' kernel steps the rest in place), APOLLO 1.92-2.20x (0.946-1.002x its walk in
     transformers' order, matrix_step.apollo_walk_bytes; tests/probes/test_apollo_step.py pins it in each order with
-    the allocator's events), Muon fp32 9 and bf16 7 bytes an element of the largest hidden matrix (the terms: GaLore's
-    walk, 2x, APOLLO's walk, and 10 / 8 bytes)."""
+    the allocator's events) (the terms: GaLore's walk, 2x, APOLLO's walk). Muon's step: the frameworks' own Muon,
+    tests/probes/test_muon_step.py."""
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)
-    if optimizer == "muon":
-        make = lambda t, o: [torch.optim.Muon(t, lr=1e-3), torch.optim.AdamW(o, lr=1e-3, foreach=False)]
-    else:
-        cls, extra = _low_rank(optimizer)
-        make = lambda t, o: [cls([{"params": o}, {"params": t, "rank": 8, **extra}], lr=1e-3)]
+    cls, extra = _low_rank(optimizer)
+    make = lambda t, o: [cls([{"params": o}, {"params": t, "rank": 8, **extra}], lr=1e-3)]
     measured = _steady_step_bytes(DTYPES[dtype][0], config, make)
-    framework = "llamafactory" if optimizer == "muon" else "hf"  # make's groups: transformers' order for the rest
-    knobs = Knobs(framework=framework, optimizer=optimizer, optimizer_rank=8)
+    knobs = Knobs(framework="hf", optimizer=optimizer, optimizer_rank=8)  # make's groups: transformers' order
     s = Setup(from_config(config, "tiny-llama"), knobs, 1, 1, 16)
-    term = matrix_step.muon_step_temp_bytes if optimizer == "muon" else matrix_step.low_rank_steady_temp_bytes
-    assert term(s, DTYPES[dtype][1]) == pytest.approx(measured, rel=0.15)
+    assert matrix_step.low_rank_steady_temp_bytes(s, DTYPES[dtype][1]) == pytest.approx(measured, rel=0.15)
 
 
 @pytest.mark.sweep  # 18-20 real steps (about 1 min on 2 busy cores); tests/planner/estimate pins the terms

@@ -256,5 +256,6 @@ FRAMEWORK = Framework(
     # (muon/muon.py:217-219) where no device mesh is built (one GPU: v0.18.0 utils/distributed.py:299-317, 350-353);
     # DistMuonOptimizerFactory (muon/dist_muon.py:626-640) gives them AdamW's momentum and variance (:156-163)
     muon_vectors="dropped-one-gpu",
+    muon_newton_schulz="compiled",  # @torch.compile (contribs 0.0.3-0.0.5 muon.py:13, 0.0.6 muon/muon.py:13)
     muon_fsdp=True,  # v0.14.0+ (validation.py:891-903); v0.8.0-v0.13.x refuse it (releases.py)
 )

@@ -89,6 +89,7 @@ def _megatron(keys: set[str], data: dict) -> bool:
 
 FRAMEWORK = Framework(
     low_rank_order="targets-first",  # its GaLore / APOLLO step order (planner.frameworks.memory.Memory)
+    muon_newton_schulz="compiled",  # its clone of Moonlight's toy_train Muon (optimizers/muon.py:18): @torch.compile
     transformers_newest=HALF_LOSS["4"],  # 4.6.0's Requires-Dist transformers<5.20.0 (releases.py HALF_LOSS)
     name="swift",
     # gradient_checkpointing_enable, then enable_input_require_grads (v4.5.2 swift/trainers/mixin.py:939-941)

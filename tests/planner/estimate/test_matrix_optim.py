@@ -6,7 +6,7 @@ of each optimizer (exact, fp32 and bf16)."""
 import pytest
 
 from planner.config.spec import Knobs
-from planner.estimate import matrix_optim, matrix_step, state_terms
+from planner.estimate import matrix_optim, matrix_step, muon_step, state_terms
 from planner.estimate.setup import Setup
 from planner.estimate.trained import trainable_params
 from planner.model.catalog import load_model
@@ -167,3 +167,33 @@ def test_layerwise_apollo_holds_one_gradient_and_its_step_as_measured(precision,
     s = Setup(from_config(config, "tiny-llama"), knobs, 1, 1, 16)
     planned = state_terms.gradients_bytes(s) + matrix_step.low_rank_step_temp_bytes(s, 4 if precision == "fp32" else 2)
     assert planned == pytest.approx(measured, rel=0.15)
+
+
+def test_muons_newton_schulz_holds_four_updates_and_two_grams_eager_three_and_three_compiled():
+    """zeropower_via_newtonschulz5 (LLaMA-Factory 0.9.5 third_party/muon/muon.py:58-73) on llama-3.1-8b's MLP, bf16:
+    X, a * X, B @ X and their sum beside A and B (k = 4096, the shorter side, whichever side is longer); compiled,
+    X, a * X and the new X beside B, b * A and c * A (tests/probes/test_muon_step.py measures both)."""
+    m, n = 14336, 4096
+    for shape in ((m, n), (n, m)):
+        assert muon_step.newton_schulz_temp_bytes(shape, compiled=False) == 2 * (4 * m * n + 2 * n * n)
+        assert muon_step.newton_schulz_temp_bytes(shape, compiled=True) == 2 * (3 * m * n + 3 * n * n)
+
+
+@pytest.mark.parametrize("framework,compiled", [("llamafactory", False), ("swift", True), ("axolotl", True)])
+def test_muons_step_is_each_matrix_beside_the_one_befores_update_or_adamws_beside_the_last(framework, compiled):
+    """llama-3.1-8b under bf16 AMP (fp32 gradients): the MLP's up / down step beside gate's / up's bf16 u (muon.py:184
+    rebinds it only at the next matrix), with the fp32 Nesterov g (:181); the AdamW loop's two fp32 temporaries of
+    the head (:218) beside down_proj's u, left bound after the Muon loop: the larger (4.32 GB)."""
+    s = _step_setup(framework, "muon")
+    mlp, head = 14336 * 4096, 128256 * 4096
+    ns = muon_step.newton_schulz_temp_bytes((14336, 4096), compiled)
+    assert muon_step.muon_loop_bytes(s, 4, compiled) == 2 * mlp + 4 * mlp + ns
+    assert muon_step.muon_adamw_loop_bytes(s, 4) == 2 * 4 * head + 2 * mlp
+    assert matrix_step.matrix_step_temp_bytes(s, 4) == 2 * 4 * head + 2 * mlp == 4_320_133_120
+
+
+def test_muons_first_matrix_follows_the_last_of_the_layer_before():
+    """Layer 0's q_proj steps beside nothing, layer 1's beside layer 0's down_proj u: the walk wraps over the layers."""
+    s = _step_setup("llamafactory", "muon")
+    shapes = muon_step.muon_hidden_shapes(s)
+    assert shapes[0] == ((4096, 4096), 32) and shapes[-1] == ((4096, 14336), 32)
