@@ -14,6 +14,8 @@ Per rank it reports:
 - ZeRO-3's optimizer sub-groups (fp16_partitioned_groups_flat_numel) and the bytes the optimizer step
   allocates and holds at its peak (the live-bytes tracker around engine.step(), from step 2 on, when the
   optimizer states exist);
+- the bytes each backward allocates and holds at its peak (the live-bytes tracker around engine.backward()): at
+  ZeRO-1/2's accumulation boundary with the optimizer offloaded, the fp64 copies that take each gradient's norm;
 - the module's parameters by dtype after deepspeed.initialize (elements, trained ones apart), and ZeRO-1/2's fp32
   master partitions (single_partition_of_fp32_groups): what the sim's cast (probes.sim.as_deepspeed_casts) follows;
 - with "save" in the job, the bytes of the weights a checkpoint save holds on the rank's host.
@@ -196,19 +198,21 @@ def _saved_weights_bytes(engine, stage3: bool) -> int:
 
 def _run_steps(engine, model, batch: dict, accum: int, steps: int, stage3: bool) -> dict:
     """Run the steps; per step the peaks _watch_fetches records (ZeRO-3), the gathered elements at each loss and the
-    bytes each optimizer step holds at its peak."""
+    bytes each optimizer step holds at its peak; per micro-step the bytes its backward holds at its peak."""
     from probes.tracker import LiveBytes
 
     peak, params = dict.fromkeys(PEAKS, 0), list(model.parameters())
     if stage3:
         _watch_fetches(params, peak)
-    peaks, after_forward, step_peaks = {k: [] for k in PEAKS}, [], []
+    peaks, after_forward, step_peaks, backward_peaks = {k: [] for k in PEAKS}, [], [], []
     for _ in range(steps):
         peak.update(dict.fromkeys(PEAKS, 0))
         for micro in range(accum):
             loss = engine(**batch).loss
             after_forward.append(_gathered_numel(params) if stage3 else 0)
-            engine.backward(loss)
+            with LiveBytes() as backward:
+                engine.backward(loss)
+            backward_peaks.append(backward.peak)
             if micro == accum - 1:
                 with LiveBytes() as held:
                     engine.step()
@@ -218,7 +222,7 @@ def _run_steps(engine, model, batch: dict, accum: int, steps: int, stage3: bool)
             del loss
         for k in PEAKS:
             peaks[k].append(peak[k])
-    out = {"step_peak_bytes": step_peaks, "after_forward_numel": after_forward}
+    out = {"step_peak_bytes": step_peaks, "after_forward_numel": after_forward, "backward_peak_bytes": backward_peaks}
     return out | {("gathered_numel" if k == "gathered" else f"{k}_numel"): v for k, v in peaks.items()}
 
 

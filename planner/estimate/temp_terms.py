@@ -20,6 +20,7 @@ from planner.estimate import (
     quant,
     recipe_terms,
     role_heads,
+    zero,
 )
 from planner.estimate.activation_terms import (
     activations_bytes,
@@ -192,7 +193,8 @@ def tied_embedding_grad_transient_bytes(s: Setup) -> int:
 def end_of_backward_temp_bytes(s: Setup) -> int:
     """The larger of the last layer's backward (its activations, the largest trainable matrix's gradient
     transient or eager attention's softmax backward, its autocast weight copies) and a tied embedding's gradient sum (when the head's bf16
-    copy is already freed); ZeRO-3 gathers on top."""
+    copy is already freed); ZeRO-3 gathers on top; with ZeRO-1/2's optimizer offloaded, the fp64 copy of the largest
+    gradient's piece the boundary's hand-off to the host makes beside it (zero.offload_norm_copy_bytes)."""
     t, rows, width, p = text_shape(s)
     transient = largest_trainable_matrix_params(s) * grad_bytes_per_param(s.knobs)
     # eager attention's softmax backward: no weight gradient, and the MLP's and o_proj's autocast copies freed
@@ -205,4 +207,5 @@ def end_of_backward_temp_bytes(s: Setup) -> int:
         + gathered_params_bytes(s)
         + fsdp.backward_temp_bytes(s, end=True)
         + dequantized_bytes(s)
+        + zero.offload_norm_copy_bytes(s)
     )

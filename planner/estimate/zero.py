@@ -194,6 +194,21 @@ def offload_staging_bytes(s: Setup) -> int:
     return largest_trained_param_elements(s) * compute_dtype_bytes(s)
 
 
+def offload_norm_copy_bytes(s: Setup) -> int:
+    """ZeRO-1/2 with the optimizer on the host hand each gradient of the rank's partition to the host inside backward
+    at the accumulation boundary: first an fp64 copy of its piece to take its norm (DeepSpeed v0.15.0
+    runtime/zero/stage_1_and_2.py:1252-1265 set_norm_for_param_grad_in_gpu, `.double().norm(2)`, called by
+    copy_grads_in_partition :1328-1339 from reduce_ipg_grads :1405-1414; 0.19.8 :1873-1886 the same through
+    get_norm_dtype, fp64 wherever the device has it), then an fp32 copy for the host (v0.15.0 :1267-1283), one after
+    the other: 8 bytes an element of the largest piece (the largest parameter, or the partition where that is
+    smaller) beside the gradient itself, a Llama-3-8B's embedding 4.2 GB. Measured (probes/zero.py, the live bytes of
+    a boundary backward in a ZeRO-2 run with the optimizer offloaded): the gradient and this copy within 2%."""
+    k = s.knobs
+    if k.zero_stage not in (1, 2) or k.offload == "none" or k.fsdp != "off":
+        return 0
+    return 8 * min(largest_trained_param_elements(s), ceil(trainable_params(s) / s.world_size))
+
+
 def step_group_elements(s: Setup, trainable: int, z: ZeroSettings | None = None) -> int:
     """Elements of the largest group the optimizer step converts at once. ZeRO-3 steps sub-groups closed once their
     partitions reach sub_group_size (stage3.py:1210-1233: at most sub_group_size + ceil(L/N)); ZeRO-1/2 a whole
