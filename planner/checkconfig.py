@@ -27,7 +27,7 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
     hungrier verdict is answered (`config["releases"]`: which fit and which do not). With `allowed` (folders), no
     file outside them is opened, the files a config names included."""
     from planner import intake
-    from planner.intake import models
+    from planner.intake import media, models
 
     reading = intake.read(paths, allowed, given=overrides)
     if reading.refused and "workload" not in overrides:
@@ -47,6 +47,7 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
         if field
         else advise.check(advise.parse(requests.CheckRequest, b.body), **kwargs)
     )
+    result.media = media.condition(reading, b.body, b.flags, result.context[2])
     result.config = {
         "framework": reading.framework,
         "files": reading.files,
@@ -193,9 +194,10 @@ def config_body(reading, overrides: dict) -> ConfigBody:
     read, flags = flat(reading.request), flat(overrides)
     again = {}  # a derived field whose inputs a flag changed, the field itself not given: derived again
     for f, (inputs, fn) in reading.derived.items():
-        if f not in flags and any(i in flags for i in inputs):
+        if f not in flags and f not in dropped and any(i in flags for i in inputs):  # not one a flag replaced
             again[f] = fn(body)
-            body = merged(body, nested(f, again[f]))
+            # the files' length derived again stays --data's cap (capped: the row's length is the data's)
+            body = merged(body, nested("max_length" if capped and f == "seq_len" else f, again[f]))
     body, peft = file_lora_targets(body, overrides)
     given = {k: v for k, v in flags.items() if k in read and v != read[k]} | {k: None for k in dropped}
     return ConfigBody(body, flags, given, again, capped, peft)

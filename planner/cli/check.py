@@ -121,8 +121,8 @@ def run(args: argparse.Namespace) -> int:
                 printout.say_line(line)
         verdict = _verdict(result)
         printout.say_line(
-            f"{out['model']['name']}{printout.approximate(model, goal)}{printout.text_only_mark(model, goal)}: "
-            f"{plan.split_text} = "
+            f"{out['model']['name']}{printout.approximate(model, goal)}{printout.text_only_mark(model, goal)}"
+            f"{printout.media_mark(out.get('media'))}: {plan.split_text} = "
             f"{plan.global_batch}, {plan.precision}, "
             f"checkpointing {plan.checkpointing}, {plan.sharding}, offload {plan.offload}"
             + (f", {plan.recipe}" if plan.recipe != "-" else "")
@@ -135,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
             printout.say_line(line)
         if out.get("open_length"):
             printout.say_line(open_length_line(out["open_length"]))
+        if out.get("media"):
+            printout.say_line(out["media"]["condition"])
         for line in imagefit.lines(out["images"]) if out.get("images") else []:
             printout.say_line(line)
         for line in videofit.lines(out["videos"]) if out.get("videos") else []:
@@ -192,9 +194,11 @@ def brief(result: CheckResult, out: dict) -> None:
         printout.say_line(f"not planned: {line}")
     verdict = _verdict(result)
     printout.say_line(
-        f"{out['model']['name']}{printout.approximate(model, goal)}{printout.text_only_mark(model, goal)}: "
-        f"{plan.split_text} = {plan.global_batch}: {verdict}"
+        f"{out['model']['name']}{printout.approximate(model, goal)}{printout.text_only_mark(model, goal)}"
+        f"{printout.media_mark(out.get('media'))}: {plan.split_text} = {plan.global_batch}: {verdict}"
     )
+    if out.get("media"):
+        printout.say_line(out["media"]["condition"])
     if plan.workload.rl:
         printout.say_line(plan.workload.summary(plan.knobs.role_run))
         _release_line(plan)

@@ -29,6 +29,17 @@ def text_only_mark(model, goal) -> str:
     return ", text only (no image planned: give --image-tokens, --max-pixels or --data with images)"
 
 
+def media_mark(media: dict | None) -> str:
+    """The headline's mark of the media a row was assumed to hold (planner.intake.media; CheckResult.media):
+    `, one image a row of at most 768 tokens (assumed)`."""
+    if not media:
+        return ""
+    each = media["tokens_per_image"]
+    what = ["one image a row" + (f" of at most {each:,} tokens" if each else "")] if media["images_per_row"] else []
+    what += ["one video a row"] if media["videos"] else []
+    return f", {' and '.join(what)} (assumed)"
+
+
 def print_json(obj: dict) -> None:
     sys.stdout.write(json.dumps(obj, indent=1) + "\n")
 

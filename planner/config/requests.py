@@ -326,6 +326,14 @@ def _check_result() -> type[BaseModel]:
                 "data decides"
             ),
         )
+        media: dict | None = Field(
+            default=None,
+            description=(
+                "check --config whose files leave a row's images or videos to the dataset, no --images, --videos or "
+                "--data given: the media the plan assumed a row holds (images_per_row, tokens_per_image: at most; "
+                "videos), where that was read (source) and the verdict's condition in a line (condition)"
+            ),
+        )
         config: dict | None = Field(
             default=None,
             description=(

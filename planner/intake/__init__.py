@@ -64,6 +64,10 @@ class Reading:
     # the length field the files leave open where the framework's default is the model's whole context (ms-swift's
     # max_length): check --config plans it at the longest value that fits, with that condition in the answer
     open_length: str = ""
+    # the fields of a row's media whose count the reading assumed, the files not saying it (one image a row at the
+    # pixel cap: "image_tokens" or "images"; one video a row: "videos"): check --config states them as its verdict's
+    # condition (planner.intake.media)
+    media_assumed: tuple[str, ...] = ()
 
 
 # The folders a reading may open files in (read(..., allowed=...): the API's data directories); None: any

@@ -76,11 +76,19 @@ class Collector:
         self.facts: dict[str, tuple[object, str, str]] = {}
         self.model = None  # models.Model once the model is resolved
         self.derived: dict = {}  # Reading.derived
+        self.assumed_media: set[str] = set()  # Reading.media_assumed: the count fields set by assume_media
+
+    def assume_media(self, field: str, value: int, source: str, key: str) -> None:
+        """A row's media count (`field`: "images", "image_tokens" for one image's, or "videos") the reading assumes,
+        the files not saying it: set, and stated as the verdict's condition (Reading.media_assumed)."""
+        self.set(field, value, source, key)
+        self.assumed_media.add(field)
 
     def set(self, field: str, value: object, source: str, key: str) -> None:
         """An explicit value: replaces what the field held (the setting moves to the end: the order read)."""
         self._settings.pop(field, None)
         self._settings[field] = Setting(field, value, source, key)
+        self.assumed_media.discard(field)
 
     def fill(self, field: str, value: object, source: str, key: str) -> None:
         """A value for a field not read yet, or read only from a default."""
@@ -182,6 +190,7 @@ class Collector:
             releases=tuple(self.facts.get("releases", ((),))[0]),
             unknown_world=tuple(self.facts.get("unknown_world", ((),))[0]),
             open_length=str(self.facts.get("open_length", ("",))[0]),
+            media_assumed=tuple(k for k in self._settings if k in self.assumed_media),
         )
 
 

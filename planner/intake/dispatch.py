@@ -147,6 +147,8 @@ def _merge(lead: Collector, other: Collector) -> None:
     """`other`'s fields where `lead` has none or only a default; its facts likewise; every note and file."""
     for s in other.settings():
         lead.fill(s.field, s.value, s.source, s.key)
+        if s.field in other.assumed_media and lead.setting(s.field) == s:  # the count assumed, as the other read it
+            lead.assumed_media.add(s.field)
     for name, fact in other.facts.items():
         mine = lead.facts.get(name)
         if mine is None or (is_default(mine[1]) and not is_default(fact[1])):

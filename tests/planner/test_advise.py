@@ -228,9 +228,10 @@ def test_results_carry_what_json_prints_and_their_context():
         "nearest",
         "config",
         "open_length",
+        "media",
     }
     assert res.limits is None  # SFT: no row-length limits (dpo / grpo only)
-    assert res.config is None  # check --config only
+    assert res.config is None and res.media is None  # check --config only
     assert res.plan.precision == "bf16" and res.verified is None
 
 

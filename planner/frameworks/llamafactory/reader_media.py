@@ -93,7 +93,7 @@ def _video(c: Collector, f: dict[str, Flag]) -> None:
     if isinstance(seq, int) and tokens > seq:
         c.note(f"{said} (a video's worst case, {tokens} tokens, is over the cutoff {seq}: a bound, not planned)")
         return
-    c.set("videos", 1, assumption(f"{said}: one video a row, the dataset decides; give --videos N"), "videos")
+    c.assume_media("videos", 1, assumption(f"{said}: one video a row, the dataset decides; give --videos N"), "videos")
     for name, (value, src) in values.items():
         c.set(name, as_float(value) if name == "fps" else as_int(value), src, KEYS.key(name))
     if KEYS.key("max_pixels") not in f and c.setting("image_tokens") is not None:
@@ -108,10 +108,12 @@ def _image(c: Collector, f: dict[str, Flag], pixels: int, per: int, src: str) ->
     tokens, seq = pixels // per, c.get("seq_len")
     why = f"{src} (one image a row: {pixels} // {per} pixels a token, src/llamafactory/data/mm_plugin.py:218-235)"
     if not isinstance(seq, int) or tokens <= seq:
-        c.set("image_tokens", tokens, why, KEYS.key("max_pixels"))
+        c.assume_media("image_tokens", tokens, why, KEYS.key("max_pixels"))
         return
     low, lsrc = look(c, f, "min_pixels")
-    c.set("images", 1, f"{why}; over cutoff_len {seq}: a bound, the tower on its patches, the text cut", "image")
+    c.assume_media(
+        "images", 1, f"{why}; over cutoff_len {seq}: a bound, the tower on its patches, the text cut", "image"
+    )
     c.set("max_pixels", pixels, src, KEYS.key("max_pixels"))
     if as_int(low):
         c.set("min_pixels", as_int(low), lsrc, KEYS.key("min_pixels"))

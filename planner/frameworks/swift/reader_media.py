@@ -231,7 +231,9 @@ def _inserted(c: Collector, n: int, how: str, key: str, release, text: bool, lim
     if limit is not None:
         each, (n, room) = n, _row_tokens(c, limit, n, text)
         how = f"{how}; {_up_to(limit, 'image')}: {each:,} tokens each, within {room:,}"
-    c.set("image_tokens", n, how, key)
+        c.set("image_tokens", n, how, key)
+    else:  # one image a row: the files do not say how many (the dataset does)
+        c.assume_media("image_tokens", n, how, key)
     if text and seq is not None:
         c.set(
             field,
@@ -265,7 +267,9 @@ def video(c: Collector, env: dict[str, str], where: str, release, limit: tuple[i
     if limit is not None:
         c.set("videos", limit[0], said, LIMIT)
     else:
-        c.set("videos", 1, assumption(f"{said}: one video a row, the dataset decides; give --videos N"), "videos")
+        c.assume_media(
+            "videos", 1, assumption(f"{said}: one video a row, the dataset decides; give --videos N"), "videos"
+        )
     for field, (k, fallback, line) in VIDEO_ENV.items():
         value = env.get(k, fallback)
         cite = f"src/qwen_vl_utils/vision_process.py:{line}, no {k} in the environment"

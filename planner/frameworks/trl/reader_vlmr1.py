@@ -193,7 +193,7 @@ def read_images(
         return None
     rule, low, high = _rule(c, flags, rule, fork)
     if count is None:
-        c.set("images", 1, assumption(f"{fork.one_image}; give --images N for rows with more"), "image")
+        c.assume_media("images", 1, assumption(f"{fork.one_image}; give --images N for rows with more"), "image")
     else:
         c.set("images", count[0], count[1], "images")
     return _prompt(c, flags, rule, low, high, fork, count[0] if count else 1)

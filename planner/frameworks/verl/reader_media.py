@@ -33,7 +33,9 @@ def images_of(c: Collector, f: dict[str, Flag]) -> None:
         return
     limit = next((f[k] for k in LIMITS if k in f and one(f[k].value) not in (None, 0, "null")), None)
     if limit is None:
-        c.set("images", 1, f"{high.source} (memplan assumption: one image a row, the dataset decides)", "images")
+        c.assume_media(
+            "images", 1, f"{high.source} (memplan assumption: one image a row, the dataset decides)", "images"
+        )
     else:
         n = mmlimit.image_limit(one(limit.value), limit.source, ACCEPTED)
         c.set("images", n, f"{limit.source} (up to {n} a row: vLLM refuses more, the dataset decides)", limit.key)

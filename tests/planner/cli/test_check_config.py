@@ -161,3 +161,18 @@ def test_an_ms_swift_grpo_prompt_left_at_the_context_is_planned_at_the_longest_t
     assert longer["open_length"] is None and not longer["plan"]["fits"]
     r = planner("check", "--config", script, "--gpu", "a100-80gb")
     assert f"fits prompts up to {o['fits_up_to_tokens']:,} tokens of the model's 128,000" in r.stdout
+
+
+def test_a_vlm_run_planned_at_one_image_a_row_says_so_in_its_headline_and_json():
+    """Issue 47 items 5 and 6: the files say the pixel cap (MAX_PIXELS=1003520), not how many images a row holds;
+    the headline marks the assumption, a line says it as the verdict's condition and the JSON carries it
+    (planner.intake.media); --images given, the rows' media are the user's and nothing is said."""
+    out = check(str(SWIFT), "--gpu", "h100")
+    media = out["media"]
+    assert (media["images_per_row"], media["tokens_per_image"], media["videos"]) == (1, 1003520 // 784, 0)
+    assert media["source"] == settings(out)["image_tokens"]["source"]
+    lines = planner("check", "--config", str(SWIFT), "--gpu", "h100", "--brief").stdout.splitlines()
+    assert lines[0].startswith("qwen2.5-vl-7b, one image a row of at most 1,280 tokens (assumed): micro 1 x accum 16")
+    assert lines[1] == media["condition"] and "(MAX_PIXELS); rows with more images, or with videos," in lines[1]
+    told = planner("check", "--config", str(SWIFT), "--gpu", "h100", "--images", "1", "--brief").stdout
+    assert "(assumed)" not in told and "the files do not say how many" not in told

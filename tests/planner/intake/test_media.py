@@ -1,0 +1,83 @@
+"""planner.intake.media: the media a row was assumed to hold, as check --config's condition (issue 47 items 5 and 6).
+A VLM run read from files is planned at one image a row at the pixel cap, or one video a row, where the files do not
+say how many; the answer says so, and says nothing where a flag or --data gives the count (field run swift-2753)."""
+
+from pathlib import Path
+
+import pytest
+
+from planner import checkconfig, intake
+from planner.cli import advising, printout
+
+ROOT = Path(__file__).resolve().parents[3]
+SWIFT_2753 = ROOT / "tests/field/swift-2753-qwen2vl7b-lora-z2-4xa6000/train.sh"
+VIDEO = ROOT / "tests/data/frameworks/swift/examples/train/multimodal/video.sh"
+CAPTION = ROOT / "docs/examples/configs/swift/caption.sh"
+FIELD = {"gpu": "rtx-a6000", "model": "qwen2.5-vl-7b"}  # the field run's flags (tests/field/.../run.toml)
+
+
+def test_one_image_a_row_at_max_pixels_is_the_verdicts_condition():
+    """ms-swift 2.x, MAX_PIXELS=602112, no --data: one image a row of 602112 // 784 = 768 tokens, said as such."""
+    result = checkconfig.check_config([str(SWIFT_2753)], FIELD)
+    source = next(s.source for s in intake.read([str(SWIFT_2753)]).settings if s.field == "image_tokens")
+    assert result.media == {
+        "images_per_row": 1,
+        "tokens_per_image": 768,
+        "videos": 0,
+        "source": source,
+        "condition": "the files do not say how many images a row holds: planned for one image of at most 768 tokens "
+        "(MAX_PIXELS); rows with more images, or with videos, are not planned: give --images N, --videos N or --data",
+    }
+    assert source.startswith("train.sh:1 MAX_PIXELS=602112 (one image a row: 602112 // 784")
+    assert result.plan.fits and result.context[2].image_tokens == 768  # the verdict and the plan as before
+    assert printout.media_mark(result.media) == ", one image a row of at most 768 tokens (assumed)"
+
+
+@pytest.mark.parametrize(
+    "told",
+    [
+        {"images": 2},
+        {"videos": 1, "video_seconds": 10, "video_max_pixels": 602112, "seq_len": 10496},
+        pytest.param(  # a dataset scanned: 4.5 s
+            {"data": str(ROOT / "docs/examples/vlm-chat.jsonl"), "tokenizer": str(ROOT / "docs/examples/tokenizer")},
+            marks=pytest.mark.sweep,
+        ),
+    ],
+)
+def test_no_condition_where_a_flag_or_the_data_gives_the_rows_media(told):
+    """--images, --videos or --data beside the files: the rows' media are the user's; no assumption is said (and
+    the reading's derived image no longer stands against a count given: --images 2 beside --model was refused)."""
+    result = checkconfig.check_config([str(SWIFT_2753)], {**FIELD, **told}, scanner=advising.scanner)
+    assert result.media is None and printout.media_mark(result.media) == ""
+
+
+def test_one_video_a_row_where_the_environment_sets_frame_sampling():
+    """FPS_MAX_FRAMES without MAX_PIXELS: one video a row assumed (reader_media.video), no image planned beside it."""
+    assert intake.read([str(VIDEO)]).media_assumed == ("videos",)
+    media = checkconfig.check_config([str(VIDEO)], {"gpu": "h100"}).media
+    assert (media["images_per_row"], media["tokens_per_image"], media["videos"]) == (0, None, 1)
+    assert media["condition"].startswith("the files do not say how many videos a row holds: planned for one video")
+    assert "rows with more videos, or with images, are not planned" in media["condition"]
+    assert printout.media_mark(media) == ", one video a row (assumed)"
+
+
+def test_a_vlm_read_text_only_says_text_only_and_no_image_count(tmp_path):
+    """ms-swift 4.x without MAX_PIXELS assumes no image (reader_media.image): the headline's text-only mark, not a
+    condition on images never planned (issue 47 item 5)."""
+    script = tmp_path / "run.sh"
+    script.write_text("".join(line for line in CAPTION.read_text().splitlines(True) if "MAX_PIXELS" not in line))
+    result = checkconfig.check_config([str(script)], {"gpu": "h100"})
+    model, _, goal = result.context
+    assert result.media is None and printout.text_only(model, goal)
+    assert checkconfig.check_config([str(CAPTION)], {"gpu": "h100"}).media["tokens_per_image"] == 1280
+
+
+def test_llamafactorys_pixel_cap_is_one_image_a_row_assumed(tmp_path):
+    """LLaMA-Factory's image_max_pixels (reader_media._image): one image a row, its count assumed."""
+    path = tmp_path / "sft.yaml"
+    path.write_text(
+        "model_name_or_path: Qwen/Qwen2.5-VL-7B-Instruct\nstage: sft\nfinetuning_type: lora\nlora_target: all\n"
+        "cutoff_len: 2048\nimage_max_pixels: 262144\n"
+    )
+    reading = intake.read([str(path)])
+    assert reading.media_assumed == ("image_tokens",) and reading.request["image_tokens"] == 262144 // 784
