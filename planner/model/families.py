@@ -82,7 +82,11 @@ def _internvl_vision(cfg: dict, v: dict, text_hidden: int) -> tuple[VisionSpec, 
         L, hv, iv, heads, False, shuffle, ("vision_tower.",), ("multi_modal_projector.",), block="layer-scale"
     )
     unused = vlm.unused_layers(cfg.get("vision_feature_layer", -1), L)
-    return replace(spec, unused_layers=unused, attention_tokens=npatch + 1, tiled=True), t  # a tile and its CLS
+    # get_input_embeddings: transformers' InternVLVisionModel (4.52.4 modeling_internvl.py:501) and the remote
+    # InternVisionModel ms-swift loads (OpenGVLab/InternVL 1fbcd6a internvl_chat/modeling_intern_vit.py, `return
+    # self.embeddings`; its encoder checkpoints every layer in training, gradient_checkpointing = True)
+    spec = replace(spec, unused_layers=unused, attention_tokens=npatch + 1, tiled=True, input_embeddings=True)
+    return spec, t  # a tile and its CLS
 
 
 def _from_config(cfg: dict, name: str) -> ModelSpec:

@@ -116,4 +116,6 @@ def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str
         size(v, key)
     m2 = size(v, "spatial_merge_size") ** 2
     spec = vision_spec(v["depth"], v["hidden_size"], v["out_hidden_size"], v["num_heads"], True, m2, TOWER, PROJECTOR)
+    # input_embeddings False: Glm4vVisionModel defines no get_input_embeddings (4.55.4, 4.57.1: NotImplementedError,
+    # which ms-swift passes over; tests/probes/test_frozen_tower_hook.py)
     return _text(cfg, mt), replace(spec, block="rmsnorm-rotary"), tower(v), UNITS[mt]

@@ -225,5 +225,6 @@ def read(cfg: dict, text_spec, vision_spec) -> tuple[object, list[Tensors], obje
         PROJECTOR,
         block="plain",
         attention_tokens=tile_patches(v),  # one tile a call; its cap (max_patches) is no framework's knob: not `tiled`
+        input_embeddings=True,  # Llama4VisionModel.get_input_embeddings: patch_embedding (4.52.4 :1378, 4.57.1 :1034)
     )
     return text, t, spec, vision_tensors(v, text.hidden), UNITS[mt]

@@ -133,5 +133,8 @@ def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str
         block="plain",
         gated_layers=v["num_global_layers"],
         attention_tokens=encoder_tokens_per_image(v),  # all of an image's tiles in one attention call
+        # MllamaVisionModel.get_input_embeddings: patch_embedding (4.46.1 modeling_mllama.py:1356, 4.57.1 :984);
+        # its layers counted un-checkpointed (checkpointed), so no frozen_tower_checkpoint_bytes is added
+        input_embeddings=True,
     )
     return text, spec, vision_tensors(v, text["hidden_size"]), TOWER_UNITS + TEXT_UNITS

@@ -81,7 +81,8 @@ class VisionSpec:
     full_attention_layers: int = 0
     tiled: bool = False  # an image cut into fixed tiles a count caps (InternVL's dynamic tiling: MAX_NUM)
     # the tower's class defines get_input_embeddings, so enable_input_require_grads on it takes (where a framework
-    # calls it on a frozen tower: Framework.frozen_tower_input_grads); set where its code was read (MiniCPM-V's)
+    # calls it on a frozen tower: Framework.frozen_tower_input_grads), at the transformers ms-swift 2.5-3.x pins: set
+    # per family by its reader (tests/probes/test_frozen_tower_hook.py measures each class in those lines' venvs)
     input_embeddings: bool = False
 
     def frozen(self, parameter: str, frozen: str) -> bool:

@@ -51,6 +51,10 @@ def read(model_type: str, v: dict, text_hidden: int, vision_spec) -> tuple[objec
     heads = size(v, "num_heads", default=16) if qwen2 else size(v, "num_heads")
     depth = size(v, "depth", default=32) if qwen2 else size(v, "depth")
     spec = vision_spec(depth, hv, iv, heads, not qwen2, m2, ("visual.",), ("visual.merger.",))
+    # input_embeddings stays False: the tower class defines no get_input_embeddings and has neither `model` nor
+    # `embed_tokens`, so enable_input_require_grads raises NotImplementedError at transformers 4.46-4.57 (4.57.1
+    # modeling_utils.py:1802-1834), which ms-swift passes over (v2.5.2 swift/llm/sft.py:270-274): the frozen tower
+    # records no graph (a real forward: tests/probes/test_frozen_tower_hook.py). Qwen2.5-Omni's tower the same.
     if qwen2:  # every block attends over each image whole
         return replace(spec, block="quick-gelu-rotary"), t
     window = (size(v, "window_size", default=112) // patch) ** 2

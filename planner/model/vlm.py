@@ -353,6 +353,11 @@ def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str
     unused = unused_layers(top.get("vision_feature_layer", -1), layers) if mt.startswith("llava") else 0
     anyres = {"llava_next": "llava-next", "llava_onevision": "llava-onevision"}.get(mt, "")
     spec = dataclasses.replace(spec, block=block, unused_layers=unused, anyres=anyres, attention_tokens=tile_tokens(v))
+    # CLIPVisionModel, SiglipVisionModel, Idefics3's and SmolVLM's VisionTransformer define get_input_embeddings
+    # (their patch embedding) at transformers 4.46-4.57, so ms-swift's enable_input_require_grads on the frozen tower
+    # takes; Qwen3-VL's tower defines none (4.57.1: NotImplementedError, which ms-swift passes over): measured on
+    # each line's venv, tests/probes/test_frozen_tower_hook.py
+    spec = dataclasses.replace(spec, input_embeddings=mt not in QWEN3_VL)
     text_mt = text["model_type"]
     units = TOWER_UNITS.get(vmt, ()) + TEXT_UNITS.get(text_mt, FSDP_UNITS.get(text_mt, ()))
     return text, spec, tensors, units

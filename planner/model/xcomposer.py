@@ -139,6 +139,9 @@ def read(cfg: dict, text_spec, vision_spec) -> tuple[object, list[Tensors], obje
         block="quick-gelu",
         attention_tokens=vlm.tile_tokens(v),
         tiled=is_2d5(cfg),
+        # input_embeddings False: `vit` is build_mlp.py's CLIPVisionTower(nn.Module), no PreTrainedModel, so ms-swift's
+        # hasattr(vision_tower, 'enable_input_require_grads') fails (v2.5.2 swift/llm/sft.py:270; InternLM/
+        # InternLM-XComposer 00005d6 InternLM-XComposer-2.5-OmniLive/internlm-xcomposer2d5-ol-7b/base/build_mlp.py)
     )
     return spec, t, vision, vt
 

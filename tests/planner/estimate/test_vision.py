@@ -136,4 +136,29 @@ def test_ms_swift_2s_input_hook_keeps_a_frozen_minicpm_towers_block_inputs():
     off = (_minicpm_v_run(r, checkpointing="off") for r in ("2", ""))  # not examined un-checkpointed: nothing added
     assert len({activation_terms.activations_bytes(s) for s in off}) == 1
     assert not activation_terms.frozen_tower_in_graph(_minicpm_v_run("2", lora_vision=True))  # trained: counted as such
-    assert not load_model("qwen2-vl-7b").vision.input_embeddings  # a tower whose code was not read: no hook assumed
+    assert not load_model("qwen2-vl-7b").vision.input_embeddings  # its tower takes no hook (test_frozen_tower_hook.py)
+
+
+def _lora_run(model: str, release: str, image_tokens: int) -> Setup:
+    """`model` in bf16, LoRA on the language model (its tower frozen), one image of `image_tokens` LLM tokens and
+    2,048 text tokens a row, ms-swift `release`, checkpointed."""
+    knobs = Knobs(precision="bf16", checkpointing="full", lora_rank=8, framework="swift", release=release)
+    return Setup(load_model(model), knobs, 1, 1, 2048 + image_tokens, 8, 1, image_tokens=image_tokens)
+
+
+def test_the_3x_hook_keeps_a_frozen_internvl_towers_block_inputs_and_no_qwen_towers():
+    """InternViT's class defines get_input_embeddings (transformers' InternVLVisionModel and the remote
+    InternVisionModel alike), so the 3.x lines' hook takes: 12 tiles and the thumbnail (13 x 256 tokens, 13 x 1,024
+    patches as vision.encoder_tokens counts them, each tile's CLS left out), 24 blocks x 1,024 wide x 2 bytes, 0.61
+    GiB; Qwen2.5-VL's tower raises NotImplementedError, which ms-swift passes over: nothing
+    (tests/probes/test_frozen_tower_hook.py measures both classes)."""
+    internvl = {r: _lora_run("internvl3-8b", r, 13 * 256) for r in ("3", "")}
+    assert activation_terms.frozen_tower_in_graph(internvl["3"]) and not activation_terms.frozen_tower_in_graph(
+        internvl[""]
+    )
+    added = activation_terms.activations_bytes(internvl["3"]) - activation_terms.activations_bytes(internvl[""])
+    assert (
+        added == frozen_tower_checkpoint_bytes(internvl["3"].model.vision, 13 * 1024, "half") == 24 * 13 * 1024**2 * 2
+    )
+    qwen = {r: _lora_run("qwen2.5-vl-7b", r, 1024) for r in ("3", "")}
+    assert not activation_terms.frozen_tower_in_graph(qwen["3"])
