@@ -114,6 +114,8 @@ def nothing_leaks():
 # parameters for one case or without them for every case; tests that share a slow fixture are listed together
 # (one of them left in would run it). At 20 s, the issue's first cut, test-fast took 9 min 26 s.
 SLOW = {
+    # h-eagernograd (2026-12-06, 2 busy cores): a tiny Llama's eager no-grad forward tracked at 2 x 256 and 2 x 512
+    "tests/probes/test_eager_nograd.py::test_a_no_grad_eager_forward_holds_the_softmaxs_scores[fp32]": 10,
     # stop 66 (2026-12-06, 2 busy cores): transformers' Qwen2-VL PIL image processor imported and run, 10.4 s
     "tests/planner/frameworks/test_mmlimit.py::test_a_rows_image_tokens_are_the_processors_for_n_images_within_the_prompt": 10,
     # h-trl1x (2026-12-05, 2 busy cores): trl 1.0.0's JSD over the completion's positions, 12 tracked steps in its venv

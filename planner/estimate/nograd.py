@@ -21,7 +21,8 @@ def compute_dtype_bytes(s: Setup) -> int:
 def nograd_forward_bytes(s: Setup, rows: int, width: int) -> int:
     """One no-grad forward's largest moment, inside a decoder layer: the residual stream and the normed input, then
     the MLP's gate and up outputs with their product (3 x tokens x intermediate), or attention's q, k, v (repeated
-    to all heads with a mask), output and SDPA's float bias; plus the 4-D mask of the forward."""
+    to all heads with a mask), output and SDPA's float bias or eager attention's scores (eager_scores_nograd_bytes);
+    plus the 4-D mask of the forward."""
     t = s.model.text
     p = "fp32" if s.knobs.precision == "fp32" else "half"
     r, c = act.saved_dtype_bytes(p)
@@ -32,7 +33,21 @@ def nograd_forward_bytes(s: Setup, rows: int, width: int) -> int:
     attention = c * tokens * (2 * t.q_dim + 2 * kv_width)
     if t.attention == "sdpa":
         attention += act.sdpa_bias_saved_bytes(rows, width, p)
+    attention += eager_scores_nograd_bytes(s, rows, width)
     return max(stream + max(mlp, attention) + act.attention_mask_bytes(t, rows, width, p), nograd_vision_bytes(s, rows))
+
+
+def eager_scores_nograd_bytes(s: Setup, rows: int, width: int) -> int:
+    """Eager attention's s x s moment in one layer of a no-grad forward (a reference or old-policy pass, an
+    evaluation): at the softmax, the masked scores in the compute dtype, their fp32 copy and the fp32 softmax output
+    (transformers 5.25 eager_attention_forward: softmax(attn_weights, dtype=torch.float32); torch's softmax with a
+    dtype converts its input first, aten/src/ATen/native/SoftMax.cpp softmax(), except fp16 on CUDA), 10 bytes a
+    score in bf16 and 8 in fp32 (no copy), freed before the next layer. Measured on a tiny Llama's no-grad forward
+    on CPU, eager against SDPA (tests/probes/test_eager_nograd.py). Not for gpt-oss's sink softmax (unmeasured)."""
+    t, c = s.model.text, compute_dtype_bytes(s)
+    if t.attention != "eager" or t.sinks:
+        return 0
+    return rows * t.heads * width * width * (c + 4 + (4 if c != 4 else 0))
 
 
 def nograd_vision_bytes(s: Setup, rows: int) -> int:

@@ -167,6 +167,8 @@ def gradients_bytes(s: Setup) -> int:
         return fsdp.sharded(s, T * g)
     if k.zero_stage == 0:
         return T * g
+    if (fp32 := zero.fp32_accum_grads_bytes(s, T, g)) is not None:
+        return fp32
     if k.zero_stage == 1:
         return T * g + (0 if k.offload != "none" else T * g // s.world_size)
     return 0 if k.offload != "none" else T * g // s.world_size

@@ -18,6 +18,7 @@ from planner.estimate.nograd import compute_dtype_bytes  # DeepSpeed casts the m
 from planner.estimate.quant_modules import dense_names
 from planner.estimate.setup import Setup
 from planner.estimate.trained import largest_trainable_matrix_params, trainable_params, trainable_tensor_sizes
+from planner.frameworks import FRAMEWORKS, adapter
 from planner.frameworks.rules import runs_transformers_5
 from planner.model.moespec import quant_layout
 
@@ -252,3 +253,27 @@ def client_step_temp_bytes_per_element(optimizer: str) -> int:
     foreach 8 bytes an element beside the states (fp32 gradient + sqrt), fused 6 (the copies), within 0.1%.
     Adafactor and the 8-bit optimizers on a flat partition are not modelled here (0)."""
     return 4 if optimizer == "adamw" else 0
+
+
+def fp32_grad_accum(s: Setup) -> bool:
+    """DeepSpeed accumulates half weights' gradients in fp32: the framework's release writes data_types.
+    grad_accum_dtype fp32 (Framework.zero_grad_accum) under ZeRO with bf16/fp16 weights."""
+    k = s.knobs
+    if k.fsdp != "off" or k.zero_stage < 1 or compute_dtype_bytes(s) == 4 or k.framework not in FRAMEWORKS:
+        return False
+    return adapter(k.framework, k.release).zero_grad_accum == "fp32"
+
+
+def fp32_accum_grads_bytes(s: Setup, trainable: int, grad_bytes: int) -> int | None:
+    """The gradients a rank holds when DeepSpeed accumulates them in fp32 (fp32_grad_accum; None otherwise, or where
+    memplan reads no such buffer). DeepSpeed 0.14.4 (OpenRLHF v0.3.8-v0.4.x's pin; 0.15.0's the same): ZeRO-3's
+    gradient partition buffer is allocated in the accumulation dtype (runtime/zero/stage3.py:498-501), ZeRO-2's
+    averaged partition too (stage_1_and_2.py:771-784); ZeRO-1 under bf16 without offload runs BF16_Optimizer
+    (engine.py:1180-1182), which keeps an fp32 buffer of every gradient, unpartitioned (bf16_optimizer.py:148),
+    beside the bf16 gradients backward writes. With an offloaded optimizer, and fp16 under ZeRO-1, not read."""
+    k = s.knobs
+    if not fp32_grad_accum(s) or k.offload != "none":
+        return None
+    if k.zero_stage >= 2:
+        return 4 * trainable // s.world_size
+    return trainable * grad_bytes + 4 * trainable if k.precision.startswith("bf16") else None

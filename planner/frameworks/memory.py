@@ -76,6 +76,10 @@ class Memory:
     # trainer's recipe.shard_fsdp) or "param" (accelerate's default policy reduces in the param dtype,
     # accelerate/utils/dataclasses.py:2135-2137, accelerate 1.15.0: what HF's Trainer and the frameworks on it run)
     fsdp_reduce: str = "param"
+    # the DeepSpeed config's data_types.grad_accum_dtype (planner.estimate.zero.fp32_grad_accum): "param", none (the
+    # weights' dtype under ZeRO, DeepSpeed 0.14.4 runtime/engine.py:889-893); "fp32", OpenRLHF through v0.5.3
+    # (utils/deepspeed/deepspeed_utils.py:52 "grad_accum_dtype": ... else "fp32"; None from v0.5.4, commit 47f7cd8f)
+    zero_grad_accum: str = "param"
     # FSDP gradient accumulation: True skips the reduce-scatter on all but the last micro-step (HF Trainer's
     # accelerator.no_sync: unsharded gradients between micro-steps); False reduce-scatters every micro-step
     fsdp_no_sync: bool = True

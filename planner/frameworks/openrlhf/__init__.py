@@ -9,6 +9,8 @@ Releases (github.com/OpenRLHF/OpenRLHF tags, openrlhf/cli/train_ppo_ray.py): fla
 the `--flash_attn` switch, off by default (eager: v0.8.9 :282, models/actor.py:58), from 0.8.10 `--attn_implementation`
 flash_attention_2 by default (v0.8.10 :283-287)."""
 
+from dataclasses import replace
+
 from planner.frameworks.base import NO_SPLITS, Default, Framework, Release, Rule, kind, workload_of
 from planner.frameworks.openrlhf.keys import BUCKETS, KEYS
 from planner.frameworks.openrlhf.lmmr1 import lmm_r1
@@ -84,41 +86,56 @@ def _flat(line: str) -> dict[str, str]:
     return KEYS.release_keys(line, (*names, "model", "precision"))
 
 
-RELEASES = (
-    Release(
-        "0.8",
-        (0, 5),
-        "openrlhf v0.8.9 openrlhf/cli/train_ppo_ray.py",
-        defaults={
-            "micro_batch": Default(4, f"v0.8.9 {CLI}:333 --micro_train_batch_size 4"),
-            # the --flash_attn switch, off: the actor loads eager attention (v0.8.9 models/actor.py:58; train_dpo.py
-            # :202 and train_sft.py take the same switch; v0.5.0 cli/train_ppo_ray.py:234 the same)
-            "attention": Default("eager", f"v0.8.9 {CLI}:282 --flash_attn off: eager (models/actor.py:58)"),
-            # the line's own argparse defaults where 0.11.2's differ (guard: tests/planner/frameworks/openrlhf/
-            # test_line_defaults.py): --bf16 off is DeepSpeed's fp32 (train_dpo.py:195, train_sft.py:178 the same;
-            # utils/deepspeed/deepspeed_utils.py:45-46 bf16.enabled), no --max_len: the prompt's and the
-            # completion's own limits (:44 max_len = prompt_max_len + generate_max_len)
-            "precision": Default(
-                "fp32", f"v0.8.9 {CLI}:275 --bf16 off: fp32 (utils/deepspeed/deepspeed_utils.py:45-46)"
-            ),
-            "rollout_micro_batch": Default(8, f"v0.8.9 {CLI}:318 --micro_rollout_batch_size 8"),
-            "workload.max_prompt_length": Default(1024, f"v0.8.9 {CLI}:320 --prompt_max_len 1024"),
-            "workload.max_completion_length": Default(1024, f"v0.8.9 {CLI}:321 --generate_max_len 1024"),
-        },
-        keys=_flat("0.8"),
-        notes=("0.5.0 .. 0.8.9: flat flags, --bf16, and --flash_attn (off by default: eager attention)",),
-        # both are store_true switches there (v0.8.9 cli/train_ppo_ray.py:275, :282; train_dpo.py:195, :202;
-        # train_sft.py:178, :181): bf16 or fp32, flash-attn or eager; no flag asks for fp16 or sdpa
-        rules=(
-            Rule(
-                "release",
-                "OpenRLHF 0.8.x's --bf16 and --flash_attn are switches (bf16 or not, flash-attn or eager): its fp16 "
-                "and sdpa plans are read, not written; give --precision bf16 and --attention flash or eager",
-                lambda k, w: k.get("precision") == "fp16" or k.get("attention") == "sdpa",
-                "written",
-            ),
-            ONE_SWITCH,
+_LINE_0_8 = Release(
+    "0.8",
+    (0, 5, 4),
+    "openrlhf v0.8.9 openrlhf/cli/train_ppo_ray.py",
+    defaults={
+        "micro_batch": Default(4, f"v0.8.9 {CLI}:333 --micro_train_batch_size 4"),
+        # the --flash_attn switch, off: the actor loads eager attention (v0.8.9 models/actor.py:58; train_dpo.py
+        # :202 and train_sft.py take the same switch; v0.5.0 cli/train_ppo_ray.py:234 the same)
+        "attention": Default("eager", f"v0.8.9 {CLI}:282 --flash_attn off: eager (models/actor.py:58)"),
+        # the line's own argparse defaults where 0.11.2's differ (guard: tests/planner/frameworks/openrlhf/
+        # test_line_defaults.py): --bf16 off is DeepSpeed's fp32 (train_dpo.py:195, train_sft.py:178 the same;
+        # utils/deepspeed/deepspeed_utils.py:45-46 bf16.enabled), no --max_len: the prompt's and the
+        # completion's own limits (:44 max_len = prompt_max_len + generate_max_len)
+        "precision": Default("fp32", f"v0.8.9 {CLI}:275 --bf16 off: fp32 (utils/deepspeed/deepspeed_utils.py:45-46)"),
+        "rollout_micro_batch": Default(8, f"v0.8.9 {CLI}:318 --micro_rollout_batch_size 8"),
+        "workload.max_prompt_length": Default(1024, f"v0.8.9 {CLI}:320 --prompt_max_len 1024"),
+        "workload.max_completion_length": Default(1024, f"v0.8.9 {CLI}:321 --generate_max_len 1024"),
+    },
+    keys=_flat("0.8"),
+    notes=(),
+    # both are store_true switches there (v0.8.9 cli/train_ppo_ray.py:275, :282; train_dpo.py:195, :202;
+    # train_sft.py:178, :181): bf16 or fp32, flash-attn or eager; no flag asks for fp16 or sdpa
+    rules=(
+        Rule(
+            "release",
+            "OpenRLHF 0.8.x's --bf16 and --flash_attn are switches (bf16 or not, flash-attn or eager): its fp16 "
+            "and sdpa plans are read, not written; give --precision bf16 and --attention flash or eager",
+            lambda k, w: k.get("precision") == "fp16" or k.get("attention") == "sdpa",
+            "written",
         ),
+        ONE_SWITCH,
+    ),
+)
+# v0.5.0 .. v0.5.3: the 0.8 line's flags and defaults (read at v0.5.0 above), and DeepSpeed's gradients accumulated
+# in fp32: "grad_accum_dtype": grad_accum_dtype if grad_accum_dtype else "fp32" (v0.5.3 openrlhf/utils/deepspeed/
+# deepspeed_utils.py:52; v0.2.0 .. v0.4.x utils/deepspeed_utils.py:56 the same), None from v0.5.4 (commit 47f7cd8f)
+_LINE_0_5 = replace(
+    _LINE_0_8,
+    name="0.5",
+    first=(0, 5),
+    source="openrlhf v0.5.3 openrlhf/utils/deepspeed/deepspeed_utils.py",
+    adapter={"zero_grad_accum": "fp32"},
+    notes=(
+        "0.5.0 .. 0.5.3: the 0.8 line's flat flags, and DeepSpeed's gradients accumulated in fp32 (grad_accum_dtype)",
+    ),
+)
+RELEASES = (
+    _LINE_0_5,
+    replace(
+        _LINE_0_8, notes=("0.5.4 .. 0.8.9: flat flags, --bf16, and --flash_attn (off by default: eager attention)",)
     ),
     Release(
         "0.9",
@@ -244,11 +261,11 @@ FRAMEWORK = Framework(
     ),
     releases=(
         *RELEASES,
-        mm_eureka(_flat("0.8"), RELEASES[0].rules, RUNS),
-        mm_eureka_internvl(_flat("0.8"), RELEASES[0].rules, RUNS),
-        lmm_r1(_flat("0.8"), RELEASES[0].rules, RUNS),
-        lmm_r1_dev(_flat("0.8"), RELEASES[0].rules, RUNS),
-        openrlhf_m(_flat("0.8"), RELEASES[0].rules, RUNS),
+        mm_eureka(_flat("0.8"), _LINE_0_8.rules, RUNS),
+        mm_eureka_internvl(_flat("0.8"), _LINE_0_8.rules, RUNS),
+        lmm_r1(_flat("0.8"), _LINE_0_8.rules, RUNS),
+        lmm_r1_dev(_flat("0.8"), _LINE_0_8.rules, RUNS),
+        openrlhf_m(_flat("0.8"), _LINE_0_8.rules, RUNS),
     ),
     rules=(
         Rule(

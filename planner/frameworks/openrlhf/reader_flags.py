@@ -136,7 +136,8 @@ def release_hint(flags: dict[str, Flag], module: str | None = None) -> tuple[str
     """(the release line, why, the lines the flags allow) a flat flag names (OLD: 0.10.1 and before), else None
     (planner.intake.releases): --flash_attn only 0.8.9 and before took (v0.8.9 cli/train_ppo_ray.py:282), the flat
     --attn_implementation only 0.8.10 .. 0.10.1 (v0.8.10 :283); --param_dtype 0.9.10 on, --bf16 before it. --bf16 with
-    neither attention flag is 0.8's or 0.9's (flash by default from 0.8.10): both allowed, 0.9 assumed. A fork's own
+    neither attention flag is 0.5's, 0.8's or 0.9's (flash by default from 0.8.10): each allowed, 0.9 assumed; the 0.5
+    line (0.5.0 .. 0.5.3) takes 0.8's flags, so a flat flag of 0.8 allows both. A fork's own
     flag names its release: MM-Eureka's copy of 0.6.1 (mmeureka.SIGNS), LMM-R1's of 0.7.3 (lmmr1.SIGNS, or `module`:
     the launch script starting one of its reward servers, lmmr1.module_sign), its dev's with --ds_tensor_parallel_size,
     OpenRLHF-M's (_fork); --freeze_prefix alone, which the forks take and no OpenRLHF release, allows LMM-R1 and
@@ -152,11 +153,11 @@ def release_hint(flags: dict[str, Flag], module: str | None = None) -> tuple[str
         return (
             "0.8",
             f"{flags[KEYS.key('attention', '0.8')].source} (taken by OpenRLHF 0.8.9 and before only)",
-            ("0.8",),
+            ("0.5", "0.8"),
         )
     if KEYS.key("precision", "0.9") not in flags:
         return "0.10", why, ("0.10",)
-    return "0.9", why, ("0.9",) if KEYS.key("attention", "0.9") in flags else ("0.8", "0.9")
+    return "0.9", why, ("0.9",) if KEYS.key("attention", "0.9") in flags else ("0.5", "0.8", "0.9")
 
 
 def _fork(flags: dict[str, Flag], module: str | None) -> tuple[str, str, tuple[str, ...]] | None:

@@ -102,7 +102,7 @@ def _precision(c: Collector, flags: dict[str, Flag], f: dict[str, Flag], flat: b
     eager, 0.11.2's default flash_attention_2 :188-193)."""
     attention(c, f, f"{SFT}:188-193")
     release = str(c.facts.get("release", ("",))[0] or "")
-    if flat and "ds.param_dtype" not in f and ("bf16" in flags or release in ("0.8", "0.9")):
+    if flat and "ds.param_dtype" not in f and ("bf16" in flags or release in ("0.5", "0.8", "0.9")):
         bf16 = "bf16" in flags  # 0.10's --param_dtype is bf16 unset (v0.10.1 cli/train_sft.py:182): the dotted reading
         src = flags["bf16"].source if bf16 else default("openrlhf 0.5.7", f"{OLD_SFT}:164", "--bf16 off: fp32")
         c.set("precision", "bf16" if bf16 else "fp32", src, "--bf16")

@@ -201,7 +201,7 @@ def length_flags(plan: Plan) -> list[str]:
     takes the prompt's and the completion's (v0.8.9 cli/train_ppo_ray.py:320-322 --prompt_max_len, --generate_max_len;
     --max_len deprecated, their sum where unset, :44)."""
     w, flag = plan.workload, at(plan)
-    if plan.release == "0.8":
+    if plan.release in ("0.5", "0.8"):
         return [f"--prompt_max_len {w.prompt_tokens()}", f"--generate_max_len {w.max_completion_length}"]
     return [flag("seq_len", w.seq_len()), flag("workload.max_completion_length", w.max_completion_length)]
 
@@ -240,7 +240,7 @@ def memory_flags(plan: Plan) -> list[str]:
 def at(plan: Plan):
     """flag(name, value) at the plan's release line: field `name`'s flag (planner.frameworks.openrlhf.keys: dotted,
     or flat at 0.10.1 and before, each row's rename, every row having one), with `value` after it where given."""
-    line = plan.release
+    line = "0.8" if plan.release == "0.5" else plan.release  # the 0.5 line takes 0.8's flags
 
     def flag(name: str, value: object = None) -> str:
         if line == "0.8" and name in SWITCHES_08:

@@ -48,3 +48,19 @@ def test_the_3_4_lines_generation_runs_the_tower_over_the_ranks_whole_accumulate
     assert whole["generation_tower_bytes"] >= masked_tower_bytes(v, n, "half", trained=False) == 67 * n * n
     assert per_step["generation_tower_bytes"] < 67 * (n // 4) ** 2 * 1.05
     assert 602 * 2**30 < 67 * n * n < 604 * 2**30
+
+
+def test_an_eager_no_grad_pass_holds_one_layers_softmax_moment():
+    """glm-4-9b-chat's reference pass in OpenRLHF's DPO (chosen and rejected, 2 rows of 2048) without flash attention:
+    10 bytes a score in bf16 (the scores, their fp32 copy, the fp32 softmax; measured in
+    tests/probes/test_eager_nograd.py), 2.5 GiB over 32 heads; none under SDPA or flash attention."""
+    from dataclasses import replace
+
+    m = load_model("glm-4-9b-chat")
+    eager = Setup(replace(m, text=replace(m.text, attention="eager")), Knobs(precision="bf16"), 1, 1, 2048)
+    sdpa = Setup(m, Knobs(precision="bf16"), 1, 1, 2048)
+    scores = 10 * 2 * 32 * 2048 * 2048
+    assert nograd.eager_scores_nograd_bytes(eager, 2, 2048) == scores
+    assert nograd.eager_scores_nograd_bytes(sdpa, 2, 2048) == 0
+    # the layer's moment is attention's now, where SDPA's was the MLP's (about 0.2 GiB of it)
+    assert nograd.nograd_forward_bytes(eager, 2, 2048) - nograd.nograd_forward_bytes(sdpa, 2, 2048) > 0.9 * scores

@@ -146,7 +146,7 @@ RELEASES = [
     ("trl", "0.19", "trl-0.19.1-mesh", TRL),
     ("hf", "4.54", "trl-0.22.2", TRL),
     ("hf", "4.54", "hf-4.57.1", TRL),
-    # OpenRLHF's flat-flag lines (0.8 is 0.5.0 .. 0.8.9: its newest checked), verl 0.6 at both releases
+    # OpenRLHF's flat-flag lines (0.8 is 0.5.4 .. 0.8.9: its newest checked; 0.5 writes 0.8's flags), verl 0.6 at both
     ("openrlhf", "0.10", "orl-0.10.1", ORL),
     ("openrlhf", "0.8", "orl-0.8.9", ORL),
     *(("verl", "0.6", f"verl-{v}", VERL) for v in ("0.6.0", "0.6.1")),

@@ -26,14 +26,15 @@ def test_a_flash_attn_switch_names_the_08_line_and_is_read_as_flash(tmp_path):
     s, reading = _read(script)
     assert s["framework"].value == "openrlhf@0.8" and "0.8.9 and before" in s["framework"].source
     assert s["attention"].value == "flash" and s["attention"].source.endswith("--flash_attn")
-    assert not reading.releases  # the switch allows one line
+    assert reading.releases == ("0.5", "0.8")  # the switch allows 0.8.9 and before: the 0.5 line takes 0.8's flags
 
 
 def test_openrlhf_384s_script_without_the_switch_allows_08_and_09_and_08_reads_eager():
-    """#384: --bf16 and no attention flag: 0.8.9 and before (eager unless --flash_attn) or 0.8.10 .. 0.9.x (flash)."""
+    """#384: --bf16 and no attention flag: 0.8.9 and before (eager unless --flash_attn; 0.5.0 .. 0.5.3 the 0.5 line)
+    or 0.8.10 .. 0.9.x (flash)."""
     script = FIELD / "openrlhf-384-glm4-9b-dpo-z3-8xa100" / "train_dpo.sh"
     s, reading = _read(script)
-    assert set(reading.releases) == {"0.8", "0.9"} and s["framework"].value == "openrlhf@0.9"
+    assert set(reading.releases) == {"0.5", "0.8", "0.9"} and s["framework"].value == "openrlhf@0.9"
     assert s["attention"].value == "flash"
     old, _ = _read(script, framework="openrlhf@0.8")
     assert old["attention"].value == "eager" and "openrlhf@0.8" in old["attention"].source
