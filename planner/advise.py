@@ -265,7 +265,12 @@ def check(
     # sharding, offload and checkpointing mode of ZeRO/DDP; a combination the knobs refuse is left out
     if not alternatives:
         out = requests.CheckResult(
-            model=model.summary(), hardware=hardware_json(hw), goal=goal.model_dump(), plan=plan, suggestions=[]
+            model=model.summary(),
+            hardware=hardware_json(hw),
+            goal=goal.model_dump(),
+            plan=plan,
+            suggestions=[],
+            text_only=imagefit.text_only(model, goal),
         )
         out._context = (model, hw, goal)
         return out
@@ -304,6 +309,7 @@ def check(
         videos=videos_json(req, model),
         limits=rl_limits(plan, model, hw, goal) if req.workload.rl else None,
         nearest=[] if plan.fits else in_framework_keys(nearest_fits(req, goal, hw, resolver), plan, model, hw, goal),
+        text_only=imagefit.text_only(model, goal),
     )
     out._context = (model, hw, goal)
     return out

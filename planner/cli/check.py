@@ -99,8 +99,6 @@ def run(args: argparse.Namespace) -> int:
     from planner.search import imagefit, videofit
 
     data = out.get("data")
-    if printout.text_only(model, goal):
-        out["text_only"] = True
     if plan.fits and rests_on_the_prior(plan.memory, int(plan.memory.capacity_bytes * (1 - goal.margin))):
         out["reserve_decides"] = True
     if args.plot:

@@ -18,12 +18,9 @@ def approximate(model, goal) -> str:
     )
 
 
-def text_only(model, goal) -> bool:
-    """A VLM planned without a single image token (issue 47 item 5: the headline and the JSON say so)."""
-    return getattr(model, "vision", None) is not None and not goal.image_tokens and not goal.tower_tokens
-
-
 def text_only_mark(model, goal) -> str:
+    from planner.search.imagefit import text_only
+
     if not text_only(model, goal):
         return ""
     return ", text only (no image planned: give --image-tokens, --max-pixels or --data with images)"

@@ -326,6 +326,10 @@ def _check_result() -> type[BaseModel]:
                 "data decides"
             ),
         )
+        text_only: bool = Field(
+            default=False,
+            description="a VLM planned without a single image token: no image is in the plan (give image tokens or data)",
+        )
         media: dict | None = Field(
             default=None,
             description=(

@@ -16,6 +16,12 @@ from planner.search.lengths import with_image_tokens
 MAX_SIDE = 8192  # square images tried up to this side (pixels)
 
 
+def text_only(model: ModelSpec, goal) -> bool:
+    """A VLM planned without a single image token (issue 47 item 5: the headline and the JSON, CheckResult.text_only,
+    say so, for every face)."""
+    return getattr(model, "vision", None) is not None and not goal.image_tokens and not goal.tower_tokens
+
+
 @dataclass(frozen=True)
 class ImageBudget:
     rule: str

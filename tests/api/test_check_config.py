@@ -40,3 +40,12 @@ def test_a_config_inside_the_data_directories_is_read_and_checked(tmp_path):
             "/v1/check/config", json={"config": [str(script)], "gpu": "h100", "overrides": {"micro_batch": 0}}
         )
         assert bounds.status_code == 422, bounds.text
+
+
+def test_the_apis_check_says_text_only_where_a_vlm_is_planned_without_images(tmp_path):
+    """Issue 47 item 5: "the JSON says so", the API's JSON too (CheckResult.text_only; the CLI added it alone before)."""
+    body = {"model": "qwen2.5-vl-3b", "gpu": "h100", "micro_batch": 1, "seq_len": 1024, "evidence": "analytic"}
+    with TestClient(create_app(Settings(store=tmp_path / "s.sqlite"))) as c:
+        assert c.post("/v1/check", json=body).json()["text_only"] is True
+        assert c.post("/v1/check", json={**body, "image_tokens": 256}).json()["text_only"] is False
+        assert c.post("/v1/check", json={**body, "model": "qwen2.5-7b"}).json()["text_only"] is False
