@@ -141,7 +141,7 @@ def host_activation_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> in
 
 def host_layer_inputs_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
     """--checkpointing offload-inputs: every layer recomputed in backward, its input hidden states in host RAM till
-    then (axolotl's Unsloth checkpointer, v0.8.0 utils/gradient_checkpointing/unsloth.py:41-49: `hidden_states.to(
+    then (axolotl's Unsloth checkpointer, v0.8.0 utils/gradient_checkpointing/unsloth.py:39-46: `hidden_states.to(
     "cpu")` saved, the layer run under no_grad): what full checkpointing keeps per layer, moved off the device."""
     return t.layers * act.checkpointed_layer_bytes(t, batch, seq, profile)
 

@@ -35,7 +35,7 @@ def offload_mode(c: Collector, offload: object, first: tuple) -> str:
     """What axolotl offloads at the line starting at `first`:
     - before v0.12.0, gradient_checkpointing unsloth / offload is Unsloth's checkpointer: each decoder layer's input
       copied to the host, the layer run under no_grad and recomputed in backward (v0.5.0 utils/models.py:380-381,
-      v0.8.0 :560-561 -> utils/gradient_checkpointing/__init__.py:8-14, unsloth.py:41-49): offload-inputs;
+      v0.8.0 :560-561 -> utils/gradient_checkpointing/__init__.py:8-14, unsloth.py:39-46): offload-inputs;
     - v0.12.0 .. v0.17.x, activation_offloading true (what gradient_checkpointing offload becomes, v0.12.0
       validation): each layer wrapped by torch's non-reentrant checkpoint (loaders/model.py:232-239 ac_wrap_hf_model)
       inside TRL's OffloadActivations, so the checkpoints' inputs go to the host: offload-inputs; legacy is Unsloth's;

@@ -93,7 +93,7 @@ print(json.dumps({"full_device": full, "device": device, "host": host}))
 @pytest.mark.skipif(not os.environ.get("MEMPLAN_AXOLOTL_PYTHON"), reason="axolotl's venv (Makefile FRAMEWORK_PYTHONS)")
 def test_the_unsloth_checkpointer_saves_each_layers_input_alone_as_offload_inputs_plans():
     """Measured: axolotl 0.19.0's CPU_Offloaded_Gradient_Checkpointer (offload_cpu.py, the forward of v0.8.0
-    utils/gradient_checkpointing/unsloth.py:41-49 unchanged) on debug-llama (4 layers, hidden 256), bf16, 128 tokens:
+    utils/gradient_checkpointing/unsloth.py:39-46 unchanged) on debug-llama (4 layers, hidden 256), bf16, 128 tokens:
     the Function saves each layer's input (host memory on a GPU), 262,144 bytes, host_layer_inputs_bytes exactly;
     everything else saved is what full checkpointing saves less those inputs (torch's checkpoint saves them on the
     device), the device difference text_activations_bytes plans (exact: no tolerance)."""
