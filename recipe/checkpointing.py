@@ -5,7 +5,9 @@
   second one are kept, the rest recomputed;
 - every-N: transformers' per-layer checkpointing left on for layers N, 2N, ... (1-based, torchtitan's ac_freq);
 - offload: saved tensors go to pinned host memory (torch.autograd.graph.save_on_cpu's hooks, keeping parameters
-  and tensors under 1 KiB on the device as torchtune's OffloadActivations does).
+  and tensors under 1 KiB on the device as torchtune's OffloadActivations does);
+- offload-inputs: full checkpointing with the same hooks around each layer's checkpoint alone, so only what the
+  checkpoint saves, the layer's inputs, goes to the host (axolotl's Unsloth checkpointer keeps the same tensors).
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ def apply_checkpointing(model, knobs, context_fn=None) -> None:
     elif context_fn is not None:
         kw["context_fn"] = context_fn
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kw)
+    if mode == "offload-inputs":
+        _inputs_to_host(model)
     if mode.startswith("every-"):
         from transformers.modeling_layers import GradientCheckpointingLayer
 
@@ -76,12 +80,33 @@ def apply_checkpointing(model, knobs, context_fn=None) -> None:
             layer.gradient_checkpointing = i % n == 0
 
 
+def _inputs_to_host(model) -> None:
+    """Each layer's checkpoint run under the host hooks: torch's non-reentrant checkpoint saves the layer's inputs
+    outside its own hooks (torch/utils/checkpoint.py _NoopSaveInputs), the hooks nearest the save take them, and
+    the layer's own tensors stay under the checkpoint's."""
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    for layer in model.modules():
+        if isinstance(layer, GradientCheckpointingLayer):
+            layer._gradient_checkpointing_func = partial(_hosted, layer._gradient_checkpointing_func)
+
+
+def _hosted(checkpoint, *args, **kwargs):
+    pin = any(isinstance(a, torch.Tensor) and a.is_cuda for a in args)
+    with torch.autograd.graph.saved_tensors_hooks(*_host_hooks(pin)):
+        return checkpoint(*args, **kwargs)
+
+
 def offload_context(knobs, device_type: str):
     """--checkpointing offload: saved tensors to pinned host memory until backward brings them back."""
     if knobs.checkpointing != "offload":
         return nullcontext()
-    pin = device_type == "cuda"
+    return torch.autograd.graph.saved_tensors_hooks(*_host_hooks(device_type == "cuda"))
 
+
+def _host_hooks(pin: bool):
+    """Pack to host memory (pinned on CUDA), unpack to the tensor's device; parameters and tensors under
+    OFFLOAD_MIN_BYTES stay."""
     from torch._subclasses.fake_tensor import FakeTensor
 
     def pack(t):
@@ -101,4 +126,4 @@ def offload_context(knobs, device_type: str):
             return torch.empty_strided(t[0], t[1], dtype=t[2], device=device)
         return t.to(device, non_blocking=pin)
 
-    return torch.autograd.graph.saved_tensors_hooks(pack, unpack)
+    return pack, unpack

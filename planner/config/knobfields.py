@@ -25,12 +25,14 @@ from planner.frameworks import NAMES as FRAMEWORK_NAMES
 from planner.frameworks.base import KNOB_DEFAULTS
 
 Precision = Literal["fp32", "fp16", "bf16", "bf16-pure"]
-# every-N: every N-th decoder layer checkpointed (torchtitan's layer-level selective mode, N = 2..8)
+# every-N: every N-th decoder layer checkpointed (torchtitan's layer-level selective mode, N = 2..8); offload: every
+# saved tensor in host RAM, nothing recomputed; offload-inputs: full checkpointing with each layer's input in host RAM
 Checkpointing = Literal[
     "off",
     "full",
     "selective-op",
     "offload",
+    "offload-inputs",
     "every-2",
     "every-3",
     "every-4",
@@ -132,7 +134,8 @@ class KnobFields(BaseModel):
     checkpointing: Checkpointing = Field(
         default="off",
         description=(
-            "activation checkpointing: off, full, selective-op, offload (to host RAM) or every-N decoder layers"
+            "activation checkpointing: off, full, selective-op, offload (every saved tensor to host RAM), "
+            "offload-inputs (full, each layer's input in host RAM) or every-N decoder layers"
         ),
     )
     zero_stage: ZeroStage = Field(default=0, description="DeepSpeed ZeRO stage (0: none; DDP)")

@@ -264,8 +264,11 @@ def frozen_ends_bytes(s: Setup) -> int:
 
 
 def host_activation_bytes_per_node(s: Setup) -> int:
-    """--checkpointing offload: every rank's saved activations in pinned host memory."""
+    """--checkpointing offload: every rank's saved activations in pinned host memory; offload-inputs: its layers'
+    inputs."""
+    t, rows, width, p = text_shape(s)
+    if s.knobs.checkpointing == "offload-inputs":
+        return recipe_terms.host_layer_inputs_bytes(t, rows, width, p) * s.node_ranks
     if s.knobs.checkpointing != "offload":
         return 0
-    t, rows, width, p = text_shape(s)
     return recipe_terms.host_activation_bytes(t, rows, width, p) * s.node_ranks

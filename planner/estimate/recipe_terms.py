@@ -52,9 +52,9 @@ def row_shape(k: Knobs, micro_batch: int, seq_len: int) -> tuple[int, int]:
 
 
 def checkpointed_layers(k: Knobs, layers: int) -> int:
-    """Decoder layers under a checkpoint: all for full and selective-op (op-level, inside every layer);
-    every-N: layers N, 2N, ... (torchtitan's `ac_freq`: layer i is wrapped when i % N == 0, counting from 1)."""
-    if k.checkpointing in ("full", "selective-op"):
+    """Decoder layers under a checkpoint: all for full, offload-inputs and selective-op (op-level, inside every
+    layer); every-N: layers N, 2N, ... (torchtitan's `ac_freq`: layer i is wrapped when i % N == 0, counting from 1)."""
+    if k.checkpointing in ("full", "offload-inputs", "selective-op"):
         return layers
     if k.checkpointing.startswith("every-"):
         return layers // int(k.checkpointing.removeprefix("every-"))
@@ -122,6 +122,8 @@ def text_activations_bytes(t: TextSpec, k: Knobs, batch: int, seq: int, profile:
     """Saved activations of all decoder layers and the final norm at the end of forward, on the device."""
     if k.checkpointing == "offload":  # moved to the host as they are saved (host_activation_bytes)
         return 0
+    if k.checkpointing == "offload-inputs":  # the layers' inputs are on the host (host_layer_inputs_bytes)
+        return act.final_norm_bytes(t, batch, seq, profile)
     n = checkpointed_layers(k, t.layers)
     kept = selective_layer_bytes if k.checkpointing == "selective-op" else act.checkpointed_layer_bytes
     return (
@@ -135,6 +137,13 @@ def host_activation_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> in
     """--checkpointing offload: every saved activation lives in pinned host memory until its backward
     (torch.autograd.graph.save_on_cpu; parameters stay, as torchtune's OffloadActivations keeps them)."""
     return act.layers_bytes(t, t.layers, batch, seq, profile) + act.final_norm_bytes(t, batch, seq, profile)
+
+
+def host_layer_inputs_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int:
+    """--checkpointing offload-inputs: every layer recomputed in backward, its input hidden states in host RAM till
+    then (axolotl's Unsloth checkpointer, v0.8.0 utils/gradient_checkpointing/unsloth.py:39-46: `hidden_states.to(
+    "cpu")` saved, the layer run under no_grad): what full checkpointing keeps per layer, moved off the device."""
+    return t.layers * act.checkpointed_layer_bytes(t, batch, seq, profile)
 
 
 def fused_chunk_tokens(tokens: int, t: TextSpec) -> int:

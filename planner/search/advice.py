@@ -73,7 +73,9 @@ def host_reason(plan: Plan, host: int) -> str:
         what = "offload"
         fixes += ["more nodes (each node holds its own ranks' share)"]
         fixes += [] if plan.lora_rank else ["LoRA adapters (--lora-rank)"]
-        fixes += ["offload less"] if plan.offload == "optimizer+params" or plan.checkpointing == "offload" else []
+        fixes += (
+            ["offload less"] if plan.offload == "optimizer+params" or plan.checkpointing.startswith("offload") else []
+        )
     return f"{what} needs {gib(m.host_bytes_per_node)} host RAM per node > {gib(host)} (--host-ram-gb): {' or '.join(fixes)}"
 
 
@@ -263,7 +265,7 @@ def _term_fixes(plan: Plan, term: str) -> list[str]:
             fixes.append("--logprobs fused")
         return fixes + shorter(plan)
     fixes = []
-    if plan.checkpointing not in ("full", "offload") and allows(plan, checkpointing="full"):
+    if plan.checkpointing not in ("full", "offload", "offload-inputs") and allows(plan, checkpointing="full"):
         fixes.append("--checkpointing full" if plan.checkpointing == "off" else "heavier checkpointing (full)")
     return fixes + shorter(plan)
 

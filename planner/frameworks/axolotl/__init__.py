@@ -98,7 +98,9 @@ RUNS = {
         "dora",
     ),  # adapter lora / qlora with peft_use_dora (0.21 utils/schemas/peft.py:41): no OFT, AdaLoRA or VeRA
     "vit_checkpointing": ("on",),  # HF's gradient_checkpointing_enable reaches the tower; no key leaves it out
-    "checkpointing": ("off", "full", "offload"),
+    # offload-inputs: each layer's input in host RAM (Unsloth's checkpointer, or torch's checkpoint under TRL's
+    # offloader); offload: every saved tensor, 0.19.0's adapter runs alone (reader_training.offload_mode)
+    "checkpointing": ("off", "full", "offload", "offload-inputs"),
     "loss": ("standard", "fused", "chunked"),
     "batching": ("padded", "packed"),
     "fsdp": ("off", "full", "grad-op"),
@@ -116,7 +118,8 @@ RUNS = {
 # core/trainer_builder.py:1014); v0.4.0 no "unsloth" checkpointing (v0.5.0 utils/models.py:380-381) and no Liger
 NO_TP, NO_CP = {"tensor_parallel": ("off",)}, {"context_parallel": ("off",)}
 NO_MUON = {"optimizer": (*TORCH_OPTIMIZERS, *TRANSFORMERS_LOW_RANK, *TRANSFORMERS_TORCHAO)}  # v0.7.1: no muon
-OLDER = {"0.8": NO_TP, "0.7": {**NO_TP, **NO_CP, **NO_MUON}}
+INPUTS_ONLY = {"checkpointing": ("off", "full", "offload-inputs")}  # no offload without a checkpoint before v0.18.0
+OLDER = {"0.12": INPUTS_ONLY, "0.8": {**NO_TP, **INPUTS_ONLY}, "0.7": {**NO_TP, **NO_CP, **NO_MUON, **INPUTS_ONLY}}
 OLDER["0.5"] = {**OLDER["0.7"], "workload": ("sft", "dpo", "kto")}  # KTOTrainer from v0.5.0 (trainer_builder.py:1919)
 # v0.4.0: rl kto_pair alone, DPOTrainer's loss_type (core/trainer_builder.py:1047-1048), no KTOTrainer
 OLDER["0.4"] = {**OLDER["0.5"], "checkpointing": ("off", "full"), "loss": ("standard",), "workload": ("sft", "dpo")}
@@ -202,6 +205,12 @@ FRAMEWORK = Framework(
             "trains a score head only as a reward model (reward_model: true, TRL's RewardTrainer over chosen and "
             "rejected rows: core/builders/causal.py:160-161, 515-516): give --negatives 1",
             lambda k: k["task"] == "seq-cls" and k["negatives"] != 1,
+        ),
+        Rule(  # v0.18.0 loaders/model.py:357-369: full fine-tuning keeps the checkpoint wrap under the offloader
+            "checkpointing",
+            "offloads every saved tensor without a checkpoint for adapter runs alone (activation_offloading, "
+            "loaders/model.py:357-369): give --lora-rank, or --checkpointing offload-inputs",
+            lambda k: k["checkpointing"] == "offload" and not k["lora_rank"],
         ),
         Rule(
             "frozen",

@@ -126,7 +126,7 @@ def read(c: Collector, data: dict, path: Path, vars=None) -> None:
     elif KEYS.key("seq_len") in f:  # grpo
         c.note(f"{ssrc} ({GRPO_LENGTHS})")
     _adapter(c, f)
-    training(c, f)
+    training(c, f, r.first)
     _sharding(c, f, path, vars)
     _parallel(c, f)
     sharded = _dp_shard(c, f)

@@ -31,15 +31,34 @@ def given_flag(f: dict[str, Flag], name: str) -> Flag | None:
     return flag if flag is not None and flag.value else None
 
 
-def training(c: Collector, f: dict[str, Flag]) -> None:
+def offload_mode(c: Collector, offload: object, first: tuple) -> str:
+    """What axolotl offloads at the line starting at `first`:
+    - before v0.12.0, gradient_checkpointing unsloth / offload is Unsloth's checkpointer: each decoder layer's input
+      copied to the host, the layer run under no_grad and recomputed in backward (v0.5.0 utils/models.py:380-381,
+      v0.8.0 :560-561 -> utils/gradient_checkpointing/__init__.py:8-14, unsloth.py:39-46): offload-inputs;
+    - v0.12.0 .. v0.17.x, activation_offloading true (what gradient_checkpointing offload becomes, v0.12.0
+      validation): each layer wrapped by torch's non-reentrant checkpoint (loaders/model.py:232-239 ac_wrap_hf_model)
+      inside TRL's OffloadActivations, so the checkpoints' inputs go to the host: offload-inputs; legacy is Unsloth's;
+    - from v0.18.0 an adapter run's activation_offloading is TRL's offloader with HF's checkpointing turned off,
+      every saved tensor to the host (v0.18.0 loaders/model.py:357-369 wraps only full fine-tuning,
+      core/builders/base.py:592-597): offload; full fine-tuning keeps the wrap, and hidden_states offloads the
+      checkpoints' inputs (monkeypatch/activation_offload_checkpoint.py:1-18).
+    The newest line (0.14, v0.14.0 .. 0.19.0) is planned as 0.19.0 runs it (v0.14.0 .. v0.17.x wrapped adapter runs
+    too: less host RAM than planned)."""
+    if first >= (0, 14) and c.get("lora_rank", 0) and offload and offload != "hidden_states":
+        return "offload"
+    return "offload-inputs"
+
+
+def training(c: Collector, f: dict[str, Flag], first: tuple = (0, 14)) -> None:
     gc, gsrc = look(c, f, "checkpointing")
     gk, ok = KEYS.key("checkpointing"), KEYS.key("activation_offloading")
     offload = f[ok].value if ok in f else None
-    # "unsloth" (v0.5.0-v0.9.x): Unsloth's checkpointing, each layer's input offloaded to the host (v0.5.0
-    # utils/gradient_checkpointing/unsloth.py:19-30)
     if str(gc).startswith(("offload", "unsloth")) or (offload and as_bool(gc) is not False):
         src = f[ok].source if offload else gsrc
-        c.set("checkpointing", "offload", src, ok if offload else gk)
+        if str(gc).startswith("offload") and not offload and first >= (0, 12):  # validation.py:1577-1586
+            offload = not str(gc).endswith("disk") or "disk"
+        c.set("checkpointing", offload_mode(c, offload, first), src, ok if offload else gk)
         if any("disk" in str(x) for x in (gc, offload)):
             c.note(f"{src} (offloading to disk: planned as offloading to host RAM)")
     else:

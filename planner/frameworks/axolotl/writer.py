@@ -171,16 +171,19 @@ def _before_012(plan: Plan) -> bool:
 
 
 def checkpoint_keys(plan: Plan) -> dict:
-    """FSDP plans checkpoint through fsdp_config.activation_checkpointing (HF refuses both at once); offload is
-    checkpointing with the saved inputs in host RAM (`activation_offloading: true`, what the deprecated
-    `gradient_checkpointing: offload` becomes, validation.py:1577-1592; before v0.12.0 `gradient_checkpointing:
-    offload`, v0.8.0 config.py:179, or "unsloth" before v0.8.0, v0.5.0 utils/models.py:380-381)."""
+    """FSDP plans checkpoint through fsdp_config.activation_checkpointing (HF refuses both at once); offload-inputs is
+    checkpointing with the layers' inputs in host RAM (`activation_offloading: true`, what the deprecated
+    `gradient_checkpointing: offload` becomes, validation.py:1577-1592, or hidden_states where an adapter would turn
+    true into offload; before v0.12.0 `gradient_checkpointing: offload`, v0.8.0 config.py:179, or "unsloth" before
+    v0.8.0, v0.5.0 utils/models.py:380-381); offload, an adapter's `activation_offloading: true` (0.19.0)."""
     gc = KEYS.key("checkpointing")
     if plan.fsdp != "off" and plan.checkpointing == "full":
         return {gc: False}
-    if plan.checkpointing == "offload" and _before_012(plan):
+    if plan.checkpointing == "offload-inputs" and _before_012(plan):
         return {gc: "offload" if FRAMEWORKS["axolotl"].release(plan.knobs.release).first >= (0, 8) else "unsloth"}
-    if plan.checkpointing == "offload":
+    if plan.checkpointing == "offload-inputs" and plan.lora_rank:  # 0.19.0's adapter runs: reader_training
+        return {gc: True, KEYS.key("activation_offloading"): "hidden_states"}
+    if plan.checkpointing.startswith("offload"):
         return {gc: True, KEYS.key("activation_offloading"): True}
     return {gc: plan.checkpointing == "full"}
 

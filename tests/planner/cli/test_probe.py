@@ -83,7 +83,7 @@ def test_help_lists_the_accepted_values():
     for shown in (
         "{sim,cpu,cuda}",
         "{fp32,fp16,bf16,bf16-pure}",
-        "{off,full,selective-op,offload,every-2,every-3,every-4,every-5,every-6,every-7,every-8}",
+        "{off,full,selective-op,offload,offload-inputs,every-2,every-3,every-4,every-5,every-6,every-7,every-8}",
         "{standard,chunked,fused}",
         "{0,1,2,3}",
     ):

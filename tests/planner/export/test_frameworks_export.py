@@ -203,6 +203,8 @@ CASES = {
             "checkpointing": "offload",
             "precision": "bf16-pure",
         },
+        # an adapter's layer-input offload: activation_offloading hidden_states (true offloads every saved tensor)
+        "qlora_offload_inputs": {"lora_rank": 8, "quant": "nf4", "checkpointing": "offload-inputs", "gpus_per_node": 1},
         "fp32_grad_op": {"fsdp": "grad-op", "precision": "fp32", "checkpointing": "off", "optimizer": "adamw-fused"},
         # context_parallel_size is keys-only (test_swift_and_axolotl_write_their_parallel_keys): axolotl's validator
         # imports ring_flash_attn for it (utils/schemas/validation.py:1848), which needs CUDA's flash-attn

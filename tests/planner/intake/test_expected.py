@@ -276,7 +276,7 @@ EXPECTED = {  # file: (framework, request fields (workload: the inputs listed), 
             "seq_len": 500000,
             "zero_stage": 3,
             "offload": "optimizer+params",
-            "checkpointing": "offload",
+            "checkpointing": "offload-inputs",  # full fine-tuning: each layer's input offloaded, recomputed
             "context_parallel": 8,
             "gpus_per_node": 8,  # the fewest GPUs that run the split (the file names none)
         },

@@ -106,7 +106,7 @@ def test_offload_checkpointing_narrows_the_lines_to_0_8_and_newer(tmp_path):
     """gradient_checkpointing: offload is a value from v0.8.0 (utils/schemas/config.py:178-180 Literal["unsloth",
     "offload"]); v0.7.1's schema takes "unsloth" or a bool (v0_4_1/__init__.py:781) and refuses it."""
     r = intake.read([str(_write(tmp_path, SFT.format(extra="gradient_checkpointing: offload\n")))])
-    assert r.releases == ("0.8", "0.12", "0.14") and r.request["checkpointing"] == "offload"
+    assert r.releases == ("0.8", "0.12", "0.14") and r.request["checkpointing"] == "offload-inputs"
     r = intake.read([str(_write(tmp_path, SFT.format(extra="gradient_checkpointing: true\n")))])
     assert r.releases == ("0.4", "0.5", "0.7", "0.8", "0.12", "0.14")
 
@@ -134,9 +134,9 @@ def test_0_4_stops_without_micro_batch_size_and_sequence_len(tmp_path):
 
 def test_unsloth_checkpointing_is_offloaded_checkpointing(tmp_path):
     """gradient_checkpointing: unsloth (v0.5.0-v0.9.x) offloads each layer's input to the host
-    (v0.5.0 utils/gradient_checkpointing/unsloth.py:19-30)."""
+    (v0.5.0 utils/gradient_checkpointing/unsloth.py:19-30): offload-inputs."""
     r = intake.read([str(_write(tmp_path, SFT.format(extra="gradient_checkpointing: unsloth\n")))])
-    assert r.request["checkpointing"] == "offload"
+    assert r.request["checkpointing"] == "offload-inputs"
 
 
 @pytest.mark.parametrize(
@@ -148,20 +148,21 @@ def test_unsloth_checkpointing_is_offloaded_checkpointing(tmp_path):
 def test_an_older_line_is_written_in_its_own_attention_and_offload_keys(tmp_path, release, keys, absent):
     argv = ["suggest", "--model", "qwen2.5-0.5b", "--gpu", "h100", "--global-batch", "8", "--seq-len", "1024"]
     name = f"axolotl@{release}" if release else "axolotl"
-    argv += ["--checkpointing", "offload", "--attention", "sdpa", "--framework", name, "--emit", str(tmp_path)]
+    argv += ["--checkpointing", "offload-inputs", "--attention", "sdpa", "--framework", name, "--emit", str(tmp_path)]
     assert main(argv) == 0
     text = (tmp_path / "axolotl.yaml").read_text()
     assert all(k in text for k in keys) and absent not in text
     assert (f"planned as axolotl@{release}" in text) == bool(release)
     back = intake.read([str(tmp_path / "axolotl.yaml")])
-    assert (back.request["checkpointing"], back.request["attention"]) == ("offload", "sdpa")
+    assert (back.request["checkpointing"], back.request["attention"]) == ("offload-inputs", "sdpa")
 
 
 def test_0_4_runs_no_offloaded_checkpointing(capsys):
     argv = ["suggest", "--model", "qwen2.5-0.5b", "--gpu", "h100", "--global-batch", "8", "--seq-len", "1024"]
-    assert main([*argv, "--checkpointing", "offload", "--framework", "axolotl@0.4"]) != 0
-    assert "cannot run --checkpointing offload: it runs off, full" in capsys.readouterr().err
-    assert main([*argv, "--checkpointing", "offload", "--framework", "axolotl@0.5"]) == 0
+    assert main([*argv, "--checkpointing", "offload-inputs", "--framework", "axolotl@0.4"]) != 0
+    assert "cannot run --checkpointing offload-inputs: it runs off, full" in capsys.readouterr().err
+    assert main([*argv, "--checkpointing", "offload-inputs", "--framework", "axolotl@0.5"]) == 0
+    assert main([*argv, "--checkpointing", "offload", "--framework", "axolotl@0.5"]) != 0  # no checkpoint-less offload
 
 
 def test_deepspeed_is_one_line_its_memory_defaults_unmoved_since_0_9():
