@@ -206,6 +206,13 @@ def quantized_weights(model, dense: tuple[str, ...] = ()) -> int:
     return sum(t.numel for t in quantized(model, dense))
 
 
+def fp32_storage_extra_bytes(model, quant: str, dense: tuple[str, ...] = ()) -> int:
+    """A 4-bit base stored in a 16-bit float (bnb_4bit_quant_storage bfloat16, as FSDP-QLoRA loads it) and cast to
+    fp32 with its module (planner.estimate.trained.fsdp_upcasts_frozen): each storage element keeps its four 4-bit
+    weights in 4 bytes, not 2, so the packed bytes again; the absmax constants are no parameter and stay."""
+    return int(quantized_weights(model, dense) * packed_bytes_per_weight(quant))
+
+
 def replicated_bytes(model, quant: str, absmax: str = "8bit", dense: tuple[str, ...] = ()) -> int:
     """Bytes of the quantized base that sharding leaves whole on every rank."""
     if quant == "none":

@@ -12,6 +12,7 @@ from planner.estimate import boft, bottleneck, freeze, lora, oft, peft_tuners, q
 from planner.estimate.quant_modules import dense_names
 from planner.estimate.setup import Setup
 from planner.estimate.torchao_optim import TORCHAO_BLOCK
+from planner.frameworks import FRAMEWORKS, adapter
 from planner.model.modelspec import IDLE_AUDIO, IDLE_HEAD, frozen_roles
 
 ADAMW_8BIT_BLOCK = 256  # bitsandbytes blockwise quantisation: one fp32 absmax per block
@@ -171,7 +172,18 @@ def frozen_weight_bytes_per_param(k: Knobs) -> int:
         return 2
     if not k.lora_rank:
         return trainable_weight_bytes_per_param(k)
-    return 4 if k.precision == "fp32" or k.lora_base_fp32 else 2
+    return 4 if k.precision == "fp32" or k.lora_base_fp32 or fsdp_upcasts_frozen(k) else 2
+
+
+def fsdp_upcasts_frozen(k: Knobs) -> bool:
+    """A LoRA base's frozen shards in fp32 under FSDP with mixed precision: the framework's accelerate casts the whole
+    sharded model (Memory.fsdp_frozen_fp32; accelerate 1.6.0 utils/fsdp_utils.py:562-565 model.to(torch.float32)).
+    FSDP2's bf16 policy still gathers them in bf16 (planner.estimate.fsdp.unsharded_params_bytes). Measured on two
+    gloo ranks with accelerate 1.6.0's own fsdp2_prepare_model: the frozen shards 917,504 B fp32 a rank where 1.13.0
+    keeps 458,752 B bf16 (probes.fsdp_upcast)."""
+    if not k.lora_rank or k.fsdp == "off" or k.precision not in ("bf16", "fp16") or k.framework not in FRAMEWORKS:
+        return False
+    return adapter(k.framework, k.release).fsdp_frozen_fp32
 
 
 def frozen_bytes(s: Setup) -> int:
@@ -185,6 +197,8 @@ def frozen_bytes(s: Setup) -> int:
     half = frozen_weight_bytes_per_param(k)
     dense = quant.dense_copy_bytes(s.model, k.quant, half, left)  # compressed-tensors' kept dense weights
     base = quant.base_bytes(s.model, k.quant, k.quant_absmax, left) + dense + (frozen_params(s) - q) * half
+    if fsdp_upcasts_frozen(k):  # the 4-bit weights' bf16 storage cast to fp32 with the module
+        base += quant.fp32_storage_extra_bytes(s.model, k.quant, left)
     return base + fp32_resident_extra_bytes(s)
 
 

@@ -80,6 +80,10 @@ class Memory:
     # weights' dtype under ZeRO, DeepSpeed 0.14.4 runtime/engine.py:889-893); "fp32", OpenRLHF through v0.5.3
     # (utils/deepspeed/deepspeed_utils.py:52 "grad_accum_dtype": ... else "fp32"; None from v0.5.4, commit 47f7cd8f)
     zero_grad_accum: str = "param"
+    # the accelerate it pins casts a LoRA run's frozen shards to fp32 too under FSDP with mixed precision: 1.6.0 ..
+    # 1.12.0's fsdp2_prepare_model ends with model.to(torch.float32) after fully_shard (utils/fsdp_utils.py:562-565 at
+    # 1.6.0); from 1.13.0 only the parameters that require a gradient (:733-740). planner.estimate.trained reads it
+    fsdp_frozen_fp32: bool = False
     # FSDP gradient accumulation: True skips the reduce-scatter on all but the last micro-step (HF Trainer's
     # accelerator.no_sync: unsharded gradients between micro-steps); False reduce-scatters every micro-step
     fsdp_no_sync: bool = True

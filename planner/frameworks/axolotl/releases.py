@@ -48,6 +48,12 @@ NEWEST_TRANSFORMERS = (5, 16, 1)  # 0.19.0's METADATA Requires-Dist transformers
 # on every world size, no parameter under 2-D in the optimizer (muon.py:217-219); Muon refused beside DeepSpeed or FSDP
 # (v0.8.0 schemas/config.py:1140-1145 .. v0.13.0 validation.py:753-758). DistMuon and FSDP2 came at v0.14.0 (0.0.6)
 PLAIN_MUON = {"muon_vectors": "dropped", "muon_fsdp": False}
+# accelerate==1.6.0 (v0.8.1 .. v0.9.x requirements.txt), 1.7.0 (v0.10.0), 1.8.1 (v0.11.0), 1.10.0 (v0.12.0), 1.11.0
+# (v0.13.0), 1.12.0 (v0.13.2, v0.14.0): fsdp2_prepare_model casts the whole sharded model to fp32 under mixed
+# precision, the frozen base and a 4-bit base's bf16 storage too (Memory.fsdp_frozen_fp32; measured: probes.fsdp_upcast,
+# tests/probes/test_fsdp_upcast.py). v0.8.0 pins 1.5.2, which has no FSDP2; v0.15.0 and later pin 1.13.0 (the
+# trained parameters alone), so the 0.14 line keeps the newest's False
+FSDP_UPCAST = {"fsdp_frozen_fp32": True}
 # the caching allocator's expandable segments, which axolotl turns on itself where the environment sets no allocator
 # config (torch >= 2.2): 0.19.0 cli/main.py:48 (every `axolotl` command; the `accelerate launch -m axolotl.cli.train`
 # it starts inherits the variable) -> utils/__init__.py:81-98 set_pytorch_cuda_alloc_conf; v0.14.0 cli/main.py:47,
@@ -113,7 +119,7 @@ RELEASES = (
         (0, 8),
         "axolotl v0.8.0 (src/axolotl/utils/schemas/training.py:53-55 adamw_torch_fused) .. v0.11.x",
         workload=_trl("v0.8.0", "requirements.txt:20 trl==0.16.0 (v0.11.0 :21 trl==0.18.2)", "0.15"),
-        adapter={"transformers_newest": (4, 53, 1), **PLAIN_MUON},
+        adapter={"transformers_newest": (4, 53, 1), **PLAIN_MUON, **FSDP_UPCAST},
         notes=("0.8-0.11: GRPO keeps a reference model (trl 0.16-0.18's beta 0.04)",),
     ),
     Release(
@@ -122,7 +128,8 @@ RELEASES = (
         "axolotl v0.12.0 (requirements.txt:22 trl==0.21.0; attn_implementation, activation_offloading) .. v0.13.x",
         # trl==0.21.0 (v0.12.0) .. 0.27.0 (v0.13.2 :20): TRL's lines 0.19 and 0.22, the same beta and head
         workload=_trl("v0.13.2", "requirements.txt:20 trl==0.27.0 (v0.12.0 :22 trl==0.21.0)", "0.22"),
-        adapter={"transformers_newest": (4, 57, 6), **PLAIN_MUON},  # v0.13.2 requirements.txt:16 transformers==4.57.6
+        # v0.13.2 requirements.txt:16 transformers==4.57.6
+        adapter={"transformers_newest": (4, 57, 6), **PLAIN_MUON, **FSDP_UPCAST},
         notes=("0.12-0.13: transformers 4.55-4.57; Muon without FSDP, no state for the vectors",),
     ),
     Release(
