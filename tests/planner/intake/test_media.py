@@ -142,3 +142,19 @@ def test_data_beside_max_pixels_sizes_the_datas_images_within_the_files_cap():
     data = {"data": str(ROOT / "docs/examples/vlm-chat.jsonl"), "tokenizer": str(ROOT / "docs/examples/tokenizer")}
     result = checkconfig.check_config([str(SWIFT_2753)], {**FIELD, **data}, scanner=advising.scanner)
     assert result.context[2].pixels == (3136, 602112) and result.data["image_tokens"] == 768
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "MAX_NUM=2 swift sft --model OpenGVLab/InternVL2_5-8B --tuner_type lora --max_length 4096\n",  # 2 tiles
+        "IMAGE_MAX_TOKEN_NUM=256 swift sft --model Qwen/Qwen2.5-VL-7B-Instruct --tuner_type lora --max_length 4096\n",
+    ],
+)
+def test_images_n_beside_a_tile_or_token_cap_is_n_images_at_it(tmp_path, script):
+    """ms-swift's MAX_NUM (InternVL's tiles, swift/template/templates/internvl.py:28) and IMAGE_MAX_TOKEN_NUM (TOKEN_CAP)
+    kept under --images 2: two images each at the files' one-image count."""
+    path = tmp_path / "train.sh"
+    path.write_text(script)
+    one = _planned([path], {"gpu": "h100"})[0]
+    assert one in (770, 256) and _planned([path], {"gpu": "h100", "images": 2})[0] == 2 * one
