@@ -193,8 +193,11 @@ def config_body(reading, overrides: dict) -> ConfigBody:
         body["max_length"] = body.pop("seq_len")
     read, flags = flat(reading.request), flat(overrides)
     again = {}  # a derived field whose inputs a flag changed, the field itself not given: derived again
+    recounted = intake.recounted(overrides)  # a count the files derive (0 where their model had none) a flag replaced
     for f, (inputs, fn) in reading.derived.items():
-        if f not in flags and f not in dropped and any(i in flags for i in inputs):  # not one a flag replaced
+        if (
+            f not in flags and f not in dropped | recounted and any(i in flags for i in inputs)
+        ):  # not one a flag replaced
             again[f] = fn(body)
             # the files' length derived again stays --data's cap (capped: the row's length is the data's)
             body = merged(body, nested("max_length" if capped and f == "seq_len" else f, again[f]))

@@ -121,10 +121,19 @@ IMAGE_COUNTS = {
 }
 
 
+def recounted(overrides: dict) -> set[str]:
+    """The fields a flag that counts the images replaces (IMAGE_COUNTS), read or derived, less those it names."""
+    return {f for flag, fields in IMAGE_COUNTS.items() if flag in overrides for f in fields} - set(overrides)
+
+
 def replaced(reading: Reading, overrides: dict) -> set[str]:
-    """The reading's fields that flags replace without naming them: its image count where a flag counts them."""
-    drop = {f for flag, fields in IMAGE_COUNTS.items() if flag in overrides for f in fields}
-    return (drop & set(reading.request)) - set(overrides)
+    """The reading's fields that flags replace without naming them: its image count where a flag counts them, and the
+    image count it assumed (Reading.media_assumed: one image a row, the dataset decides) where --data's rows carry
+    their own (resolved.resolve counts them, sized by the files' pixel caps the reader derives for it)."""
+    drop = recounted(overrides)
+    if "data" in overrides:
+        drop |= {f for f in reading.media_assumed if f in ("images", "image_tokens")} - set(overrides)
+    return drop & set(reading.request)
 
 
 def read_command(argv: list[str], cwd: Path) -> Reading:

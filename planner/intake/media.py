@@ -4,9 +4,11 @@ image a row at the pixel cap, one video a row at its frame settings), the verdic
 with more images, or with a video, needs more memory (field run swift-2753: a Qwen2-VL LoRA planned at one image a
 row of 768 tokens ran out of memory on rows of about 34,000 patches). Said once, as an open length is: a condition
 with the flags that replace it. None where the user's flags (--images, --image-tokens, --tokens-per-image,
---videos) or --data give the count."""
+--videos) or --data give the count. The files' pixel caps a reader keeps for such a flag (COUNTED, pixel_bound)."""
 
 from __future__ import annotations
+
+from planner.model import images
 
 # the flags that say what a row holds (planner.intake.IMAGE_COUNTS drops the read count under them; --data's rows
 # carry their own images and videos): any of them, and the row's media are the user's, not an assumption
@@ -52,3 +54,29 @@ def _tokens_per_image(field: str, body: dict, goal) -> int | None:
     if goal.videos:
         return None
     return int(goal.tower_tokens or goal.image_tokens) or None
+
+
+# the flags that count a row's images again (--images N, or --data's rows): a reader keeps its files' pixel caps for
+# them as derived fields (Reading.derived), so that each image is sized within the files' cap (the user has the last
+# word on the count, the files on each image's cap; a cap is a bound, never an error against the length: issue 47)
+COUNTED = ("images", "data")
+
+
+def counted(request: dict) -> bool:
+    """Whether the final request sizes its images by a rule (--images N alone, or --data), not by tokens given."""
+    return request.get("tokens_per_image") is None and request.get("image_tokens") is None
+
+
+def pixel_bound(bound):
+    """A pixel bound the files set (`bound`: the final request -> pixels), kept where the final model's image rule
+    has a pixel budget (qwen2-vl, qwen3-vl: planner.model.images.PIXEL_RULES) and the images are sized by it
+    (counted); else None."""
+
+    def value(request: dict) -> int | None:
+        from planner.intake import models  # the readers import this module: the catalog once they are built
+
+        m = models.lookup(str(request.get("model", "")), None)
+        rule = images.family_rule(str(m.config.get("model_type"))) if m is not None else None
+        return bound(request) if rule in images.PIXEL_RULES and counted(request) else None
+
+    return value

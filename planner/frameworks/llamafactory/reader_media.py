@@ -8,7 +8,7 @@ from __future__ import annotations
 from planner.errors import BadInput
 from planner.frameworks.llamafactory.keys import KEYS
 from planner.frameworks.llamafactory.reader_keys import look
-from planner.intake import modelconfig
+from planner.intake import media, modelconfig
 from planner.intake.collect import Collector, as_bool, as_float, as_int, assumption
 from planner.intake.flags import Flag
 from planner.model import catalog
@@ -63,10 +63,22 @@ def vision(c: Collector, f: dict[str, Flag], lora: bool) -> None:
         if note:
             c.note(f"{psrc} ({note})")
     pixels, src = look(c, f, "max_pixels")
+    _caps(c, f, as_int(pixels))
     per = modelconfig.pixels_per_token(c.model.config)
     if per and as_int(pixels):
         _image(c, f, as_int(pixels), per, src)
     _video(c, f)
+
+
+def _caps(c: Collector, f: dict[str, Flag], high: int | None) -> None:
+    """image_max_pixels and image_min_pixels kept as the pixel bounds of a flag that counts the images again
+    (--images N, --data: planner.intake.media.COUNTED), LLaMA-Factory resizing each image within them
+    (src/llamafactory/data/mm_plugin.py:218-235); a floor over the cap is not kept (a bound, never an error)."""
+    low = as_int(look(c, f, "min_pixels")[0])
+    if high:
+        c.derived["max_pixels"] = (media.COUNTED, media.pixel_bound(lambda request: high))
+    if high and low and low <= high:
+        c.derived["min_pixels"] = (media.COUNTED, media.pixel_bound(lambda request: low))
 
 
 VIDEO = ("max_frames", "fps", "video_max_pixels", "video_min_pixels")

@@ -9,7 +9,7 @@ from planner.frameworks import mmlimit
 from planner.frameworks.swift import reader_xcomposer as swiftxc
 from planner.frameworks.swift.keys import KEYS
 from planner.frameworks.swift.reader_rl import look
-from planner.intake import modelconfig, models
+from planner.intake import media, modelconfig, models
 from planner.intake.collect import Collector, as_bool, as_float, as_int, assumption, default
 from planner.intake.flags import Flag
 from planner.model import image_rules, images, xcomposer
@@ -69,6 +69,7 @@ def image(
     InternLM-XComposer-2.5 checkpoint's image follows its size: asked for (reader_xcomposer; `hint`: --model_type)."""
     given = as_int(env.get("MAX_PIXELS"))
     cap = as_int(env.get("IMAGE_MAX_TOKEN_NUM")) if release.name in TOKEN_CAP_LINES else None
+    _caps(c, env, cap)
     text = release.means("swift_max_length_counts") == "text"
     tiled = "MAX_NUM" in env and _tiled(c)
     if not given and not cap and not text and not tiled:
@@ -132,6 +133,35 @@ def image(
 # an image to at most that many merged patches (vision_process.py:132: max_pixels IMAGE_MAX_TOKEN_NUM x patch_factor^2)
 TOKEN_CAP = "swift/model/models/qwen.py:697-731 sets qwen_vl_utils' IMAGE_MAX_TOKEN_NUM, vision_process.py:132"
 TOKEN_CAP_LINES = ("3.9", "4")
+
+
+def _caps(c: Collector, env: dict[str, str], cap: int | None) -> None:
+    """The environment's image caps, kept for a flag that counts the images again (planner.intake.media.COUNTED:
+    --images N, --data): MAX_PIXELS and MIN_PIXELS as the request's pixel bounds, qwen_vl_utils' smart_resize sizing
+    each image within them (v2.5.2 swift/llm/utils/template.py:1543-1544 get_env_args('min_pixels' / 'max_pixels');
+    v3.4.0 swift/llm/model/model/qwen.py:537-545 and v4.0.0 swift/model/models/qwen.py:654-670 set qwen_vl_utils'
+    constants from them), IMAGE_MAX_TOKEN_NUM as that many tokens' pixels under the final model (TOKEN_CAP), MAX_NUM
+    as InternVL's tiles (_own_image). Derived only where such a flag is given: the files' own count is image's."""
+    high, low = as_int(env.get("MAX_PIXELS")), as_int(env.get("MIN_PIXELS"))
+    if cap:
+        c.derived["max_pixels"] = (media.COUNTED, media.pixel_bound(lambda request: _token_cap_pixels(request, cap)))
+    elif high:
+        c.derived["max_pixels"] = (media.COUNTED, media.pixel_bound(lambda request: high))
+    if low and (cap or high) and (not high or low <= high):  # a floor over the cap is qwen_vl_utils' to lift
+        c.derived["min_pixels"] = (media.COUNTED, media.pixel_bound(lambda request: low))
+    k = as_int(env.get("MAX_NUM"))
+    if _tiled(c) and k is not None and 1 <= k <= 64:
+        c.derived["image_rule"] = (
+            media.COUNTED,
+            lambda request: images.tile_rule(k) if media.counted(request) else None,
+        )
+
+
+def _token_cap_pixels(request: dict, cap: int) -> int | None:
+    """IMAGE_MAX_TOKEN_NUM's pixels under the request's model: cap x the pixels a token covers (TOKEN_CAP)."""
+    m = models.lookup(str(request.get("model", "")), None)
+    per = modelconfig.pixels_per_token(m.config) if m is not None and modelconfig.has_vision(m.config) else None
+    return cap * per if per else None
 
 
 def _family(c: Collector) -> str | None:
@@ -244,6 +274,25 @@ def _inserted(c: Collector, n: int, how: str, key: str, release, text: bool, lim
         )
 
 
+def _video_caps(c: Collector, env: dict[str, str], release) -> None:
+    """The environment's video settings (VIDEO_ENV), kept for --videos N given beside files that plan no video (no
+    frame sampling set): each derived where the environment sets it. Up to 2.x a video's frame cap is VIDEO_MAX_PIXELS,
+    else MAX_PIXELS, its other name (v2.5.2 and v2.6.1 swift/llm/utils/vision_utils.py:315 get_env_args
+    ('video_max_pixels', int, None, ['max_pixels'])); from 3.x VIDEO_MAX_PIXELS alone (v3.4.0
+    swift/llm/model/model/qwen.py:537-545). A cap under the floor is lifted to 1.05 x it, as qwen_vl_utils does
+    (qwen-vl-utils 0.0.10 src/qwen_vl_utils/vision_process.py:289): a bound, never an error (issue 47)."""
+    values = {f: env[k] for f, (k, _, _) in VIDEO_ENV.items() if k in env}
+    if release.name == "2" and "video_max_pixels" not in values and "MAX_PIXELS" in env:
+        values["video_max_pixels"] = env["MAX_PIXELS"]
+    read = {f: as_float(v) if f == "fps" else as_int(v) for f, v in values.items()}
+    low, high = read.get("video_min_pixels") or vr.MIN_PIXELS, read.get("video_max_pixels")
+    if high is not None and high < low:
+        read["video_max_pixels"] = int(low * 1.05)
+    for f, v in read.items():
+        if v is not None:
+            c.derived[f] = (("videos",), lambda request, v=v: v)
+
+
 def video(c: Collector, env: dict[str, str], where: str, release, limit: tuple[int, str] | None = None) -> None:
     """One video a row where the environment sets its frame sampling (FPS or FPS_MAX_FRAMES; the dataset says how
     many), at the worst case of the settings given or qwen_vl_utils' (VIDEO_ENV), for a Qwen2-VL / Qwen2.5-VL model:
@@ -253,6 +302,7 @@ def video(c: Collector, env: dict[str, str], where: str, release, limit: tuple[i
     --vllm_limit_mm_per_prompt video (`limit`: limits' video) puts up to N videos in a row."""
     given = [f"{where} {k}={env[k]}" for k, _, _ in VIDEO_ENV.values() if k in env]
     said = "; ".join(given)
+    _video_caps(c, env, release)
     mt = str(c.model.config.get("model_type", "")) if c.model is not None else ""
     if not {"FPS", "FPS_MAX_FRAMES"} & set(env) or not vr.has_rule(mt):
         if given or limit:

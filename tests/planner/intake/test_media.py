@@ -80,3 +80,80 @@ def test_llamafactorys_pixel_cap_is_one_image_a_row_assumed(tmp_path):
     )
     reading = intake.read([str(path)])
     assert reading.media_assumed == ("image_tokens",) and reading.request["image_tokens"] == 262144 // 784
+
+
+def _planned(paths, told: dict):
+    """(the goal's image tokens, its pixel bounds, the plan's peak bytes) of check --config with the flags `told`."""
+    result = checkconfig.check_config([str(p) for p in paths], told, scanner=advising.scanner)
+    goal = result.context[2]
+    return goal.image_tokens, goal.pixels, result.plan.memory.peak_allocated_bytes
+
+
+def test_images_n_beside_max_pixels_sizes_each_image_within_the_files_cap():
+    """Issue 47 items 5 and 7: --images 2 replaces the count, not the cap. MAX_PIXELS=602112 (train.sh:1) sizes each
+    image at 602112 // 784 = 768 tokens (qwen2-vl rule's worst case), not Qwen2.5-VL's processor cap (1,003,520: 1,280
+    tokens); the tower's patches follow: the plan is the one --max-pixels 602112 gives, not the model's own cap's."""
+    told = {**FIELD, "images": 2}
+    tokens, pixels, peak = _planned([SWIFT_2753], told)
+    assert (tokens, pixels) == (2 * 768, (3136, 602112))
+    assert peak == _planned([SWIFT_2753], {**told, "max_pixels": 602112})[2]
+    assert peak < _planned([SWIFT_2753], {**told, "max_pixels": 1003520})[2]
+    # the files' own count is unchanged without the flag; --tokens-per-image keeps its own way of counting
+    assert _planned([SWIFT_2753], FIELD)[:2] == (768, None)
+    assert _planned([SWIFT_2753], {**told, "tokens_per_image": 100})[:2] == (200, None)
+
+
+def test_images_n_with_a_model_that_has_no_pixel_rule_drops_the_cap():
+    """--model naming a tiling VLM beside MAX_PIXELS: its rule has no pixel budget, the cap is not handed to it (it
+    was refused before: the files' derived image stood against --images)."""
+    tokens, pixels, _ = _planned([SWIFT_2753], {**FIELD, "model": "internvl2.5-8b", "images": 2})
+    assert pixels is None and tokens == 2048  # two images' tiles, over the length: cut at the row's 2,048
+
+
+def test_videos_n_beside_a_2x_script_takes_max_pixels_as_each_frames_cap(tmp_path):
+    """ms-swift 2.x reads a frame's cap as VIDEO_MAX_PIXELS, else MAX_PIXELS (v2.6.1 swift/llm/utils/vision_utils.py:315
+    ['max_pixels']): --videos 1 beside MAX_PIXELS=200704 plans each frame within it, not qwen_vl_utils' 602112."""
+    script = tmp_path / "train.sh"
+    script.write_text(SWIFT_2753.read_text().replace("MAX_PIXELS=602112", "MAX_PIXELS=200704"))
+    told = {**FIELD, "videos": 1, "video_seconds": 10, "seq_len": 10496}
+    result = checkconfig.check_config([str(script)], told)
+    assert result.context[2].video[1] == 200704
+
+
+def test_llamafactorys_image_max_pixels_sizes_images_n(tmp_path):
+    """LLaMA-Factory resizes each image within image_max_pixels (src/llamafactory/data/mm_plugin.py:218-235): --images 2
+    beside it is planned within 262144 pixels, as --max-pixels 262144 is."""
+    path = tmp_path / "sft.yaml"
+    path.write_text(
+        "model_name_or_path: Qwen/Qwen2.5-VL-7B-Instruct\nstage: sft\nfinetuning_type: lora\nlora_target: all\n"
+        "cutoff_len: 2048\nimage_max_pixels: 262144\n"
+    )
+    told = {"gpu": "h100", "images": 2}
+    tokens, pixels, peak = _planned([path], told)
+    assert pixels[1] == 262144 and (tokens, peak) == _planned([path], {**told, "max_pixels": 262144})[::2]
+
+
+@pytest.mark.sweep  # a dataset scanned: 4.5 s
+def test_data_beside_max_pixels_sizes_the_datas_images_within_the_files_cap():
+    """--data's rows carry their own images (the files' one image a row yields to them), each sized within
+    MAX_PIXELS=602112 as ms-swift resizes it: the example's largest image row is 768 tokens there (1,242 at
+    Qwen2.5-VL's own cap)."""
+    data = {"data": str(ROOT / "docs/examples/vlm-chat.jsonl"), "tokenizer": str(ROOT / "docs/examples/tokenizer")}
+    result = checkconfig.check_config([str(SWIFT_2753)], {**FIELD, **data}, scanner=advising.scanner)
+    assert result.context[2].pixels == (3136, 602112) and result.data["image_tokens"] == 768
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "MAX_NUM=2 swift sft --model OpenGVLab/InternVL2_5-8B --tuner_type lora --max_length 4096\n",  # 2 tiles
+        "IMAGE_MAX_TOKEN_NUM=256 swift sft --model Qwen/Qwen2.5-VL-7B-Instruct --tuner_type lora --max_length 4096\n",
+    ],
+)
+def test_images_n_beside_a_tile_or_token_cap_is_n_images_at_it(tmp_path, script):
+    """ms-swift's MAX_NUM (InternVL's tiles, swift/template/templates/internvl.py:28) and IMAGE_MAX_TOKEN_NUM (TOKEN_CAP)
+    kept under --images 2: two images each at the files' one-image count."""
+    path = tmp_path / "train.sh"
+    path.write_text(script)
+    one = _planned([path], {"gpu": "h100"})[0]
+    assert one in (770, 256) and _planned([path], {"gpu": "h100", "images": 2})[0] == 2 * one
