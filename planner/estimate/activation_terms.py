@@ -127,8 +127,8 @@ def _activations_bytes(s: Setup) -> int:
         trained = tower_is_trained(s)
         eager = s.knobs.attention == "eager"
         total += vision.vision_activations_bytes(v, s.micro_batch, s.tower_image_tokens, p, ckpt, trained, eager)
-        if ckpt == "full" and frozen_tower_in_graph(s):  # a frozen tower's blocks keep their inputs all the same
-            total += vision.frozen_tower_checkpoint_bytes(v, tower_patches(s), p)
+        if not off_by_knobs(s) and frozen_tower_in_graph(s):  # a frozen tower records a graph all the same
+            total += frozen_tower_hooked_bytes(s)
         if trained and ckpt == "off" and nograd.masked_tower(s):  # each block's N x N softmax stays for its backward
             total += vision.masked_tower_saved_bytes(v, tower_patches(s), p)
         live = t.cross_layers * (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) // t.layers
@@ -144,6 +144,27 @@ def frozen_tower_in_graph(s: Setup) -> bool:
     if v is None or not v.input_embeddings or tower_is_trained(s) or k.framework not in FRAMEWORKS:
         return False
     return adapter(k.framework, k.release).frozen_tower_input_grads
+
+
+def off_by_knobs(s: Setup) -> bool:
+    """The tower's checkpointing turned off by the knobs (--checkpointing off, --vit-checkpointing off)."""
+    return s.knobs.checkpointing == "off" or s.knobs.vit_checkpointing == "off"
+
+
+def frozen_tower_hooked_bytes(s: Setup) -> int:
+    """What a hooked frozen tower (frozen_tower_in_graph) keeps under checkpointing: its blocks' inputs where its
+    layers checkpoint at the line's newest transformers (VisionSpec.checkpointed, checkpointed_until: Mllama's up to
+    4.53), else its whole input-gradient graph (ms-swift's find_module_list wraps no layers of a tower holding a
+    `gradient_checkpointing` attribute, v3.12.6 swift/llm/utils.py:90-99)."""
+    v, p = s.model.vision, text_shape(s)[3]
+    if v.checkpointed or _older(adapter(s.knobs.framework, s.knobs.release).transformers_newest, v.checkpointed_until):
+        return vision.frozen_tower_checkpoint_bytes(v, tower_patches(s), p)
+    return vision.frozen_tower_graph_bytes(v, tower_patches(s), p)
+
+
+def _older(newest: tuple, until: tuple) -> bool:
+    """A line whose newest transformers pin (() where it pins below 4.48: ms-swift 2.x) comes before `until`."""
+    return bool(until) and (not newest or tuple(newest) < tuple(until))
 
 
 def tower_patches(s: Setup) -> int:

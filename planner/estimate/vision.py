@@ -141,6 +141,17 @@ def frozen_tower_checkpoint_bytes(v: VisionSpec, patches: int, profile: str) -> 
     return (v.layers - v.unused_layers) * r * patches * v.hidden
 
 
+def frozen_tower_graph_bytes(v: VisionSpec, patches: int, profile: str) -> int:
+    """Bytes a frozen, un-checkpointed tower keeps where the framework makes its input require a gradient: what
+    autograd saves for the input's gradient alone (no weight's), each live block's two LayerNorm inputs, SDPA's q, k,
+    v and output, and the GELU's input; the LayerNorms' mean and rstd and SDPA's log-sum-exp in fp32. A real CPU
+    forward of a frozen Mllama tower at transformers 4.55.4 and 4.57.1 with ms-swift's hook keeps exactly these beside
+    its pre/post LayerNorms' inputs and its attention mask (tests/probes/test_frozen_tower_hook.py)."""
+    r, _ = saved_dtype_bytes(profile)
+    block = (6 * v.hidden + v.intermediate) * r + (2 * 2 + v.heads) * 4
+    return (v.layers - v.unused_layers) * patches * block
+
+
 QWEN2_TOWERS = ("quick-gelu-rotary", "rmsnorm-rotary")  # Qwen2-VL's and Qwen2.5-VL's
 # what sizes a tower's call (MemoryBreakdown.detail "vision_knob", planner.search.advice names it in the framework's
 # words): an image's pixel cap (the Qwen-VL towers take each image whole, attention_tokens 0), InternVL's tiles an

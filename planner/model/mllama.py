@@ -134,7 +134,9 @@ def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str
         gated_layers=v["num_global_layers"],
         attention_tokens=encoder_tokens_per_image(v),  # all of an image's tiles in one attention call
         # MllamaVisionModel.get_input_embeddings: patch_embedding (4.46.1 modeling_mllama.py:1356, 4.57.1 :984);
-        # its layers counted un-checkpointed (checkpointed), so no frozen_tower_checkpoint_bytes is added
+        # MllamaVisionEncoder checkpoints its layers at 4.48.3 and 4.52.4 (modeling_mllama.py:381-382, :390-391)
+        # and 4.53.0 (:391), not at 4.55.4 or 4.57.1 (:353-357: a plain loop over nn.Module layers)
         input_embeddings=True,
+        checkpointed_until=(4, 55, 4),
     )
     return text, spec, vision_tensors(v, text["hidden_size"]), TOWER_UNITS + TEXT_UNITS

@@ -84,6 +84,9 @@ class VisionSpec:
     # calls it on a frozen tower: Framework.frozen_tower_input_grads), at the transformers ms-swift 2.5-3.x pins: set
     # per family by its reader (tests/probes/test_frozen_tower_hook.py measures each class in those lines' venvs)
     input_embeddings: bool = False
+    # the transformers from which its layers stop checkpointing, where `checkpointed` (read at the newest) is False:
+    # Mllama's encoder calls _gradient_checkpointing_func at 4.53.0 (modeling_mllama.py:391), not at 4.55.4 (:353-357)
+    checkpointed_until: tuple[int, ...] = ()
 
     def frozen(self, parameter: str, frozen: str) -> bool:
         """Whether `frozen` (Knobs.frozen) freezes the parameter of this name: the tower's, the projector's, or the

@@ -95,6 +95,31 @@ def saved_bytes(tower, call) -> tuple[bool, int]:
     return hooked, out.requires_grad, sum(seen.values())
 
 
+def mllama_saved(checkpointed: bool) -> dict:
+    """A frozen Mllama tower (2 local layers and 1 global, 32 wide, 2 heads, MLP 64) after ms-swift's call, its
+    checkpointing on where `checkpointed`, over one image of 4 tiles of 56 x 56 (4 x (16 patches + the class token,
+    padded to 24) = 96 tokens): the bytes of the storages autograd saved that are not parameters."""
+    kw = {**CASES["mllama"][3], "image_size": 56, "patch_size": 14, "max_num_tiles": 4}
+    tower = build("mllama", "MllamaVisionConfig", "MllamaVisionModel", kw).to(torch.bfloat16).train()
+    tower.requires_grad_(False)
+    if checkpointed:
+        tower.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+    hooked = swift_hook(tower)
+    params = {q.untyped_storage().data_ptr() for q in tower.parameters()}
+    seen = {}
+
+    def pack(t):
+        if t.untyped_storage().data_ptr() not in params:
+            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    pixels = torch.randn(1, 1, 4, 3, 56, 56, dtype=torch.bfloat16)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = tower(pixel_values=pixels, aspect_ratio_ids=torch.tensor([[6]]), aspect_ratio_mask=torch.ones(1, 1, 4))
+    recorded = out[0].requires_grad
+    return {"hooked": hooked, "recorded": recorded, "saved": sum(seen.values()), "patches": 96, "tiles": 4}
+
+
 def forwards() -> dict:
     """A tower that takes the hook (CLIP's, LLaVA's) and one that does not (Qwen2-VL's), each frozen, checkpointed,
     after ms-swift's call: `layers` blocks 32 wide over `patches` patches."""
@@ -110,6 +135,7 @@ def forwards() -> dict:
     images = torch.randn(2, 3, 112, 112, dtype=torch.bfloat16)  # 2 x (64 patches + the CLS)
     hooked, recorded, saved = saved_bytes(clip, lambda t: t(pixel_values=images).last_hidden_state)
     out["llava"] = {"hooked": hooked, "recorded": recorded, "saved": saved, "patches": 130, "layers": 4}
+    out["mllama"] = {"checkpointed": mllama_saved(True), "plain": mllama_saved(False)}
     return out
 
 

@@ -9,6 +9,7 @@ from planner.estimate import memory as mem
 from planner.estimate.setup import Setup
 from planner.estimate.vision import (
     frozen_tower_checkpoint_bytes,
+    frozen_tower_graph_bytes,
     gated_bytes,
     masked_tower_bytes,
     vision_activations_bytes,
@@ -162,3 +163,21 @@ def test_the_3x_hook_keeps_a_frozen_internvl_towers_block_inputs_and_no_qwen_tow
     )
     qwen = {r: _lora_run("qwen2.5-vl-7b", r, 1024) for r in ("3", "")}
     assert not activation_terms.frozen_tower_in_graph(qwen["3"])
+
+
+def test_the_hook_keeps_a_frozen_mllama_towers_block_inputs_up_to_3_4_and_its_whole_graph_from_3_7():
+    """Mllama's encoder checkpoints its layers at the transformers ms-swift 2, 3 and 3.4 pin (<=4.52.4), not at 3.7's
+    and 3.9's (4.56.2, 4.57.1; VisionSpec.checkpointed_until): one image of 4 tiles (6,432 tokens) keeps its 40
+    blocks' inputs under the first, each block's input-gradient graph under the others, nothing under the 4 line
+    (measured: tests/probes/test_frozen_tower_hook.py)."""
+    runs = {r: _lora_run("llama-3.2-11b-vision", r, 1) for r in ("2", "3", "3.4", "3.7", "3.9", "")}
+    v = runs[""].model.vision
+    assert v.layers == 40 and not v.checkpointed and v.checkpointed_until == (4, 55, 4)
+    base = activation_terms.activations_bytes(runs[""])
+    added = {r: activation_terms.activations_bytes(s) - base for r, s in runs.items()}
+    blocks = frozen_tower_checkpoint_bytes(v, 6432, "half")
+    assert blocks == 40 * 6432 * 1280 * 2
+    assert added["2"] == added["3"] == added["3.4"] == blocks
+    graph = frozen_tower_graph_bytes(v, 6432, "half")
+    assert graph == 40 * 6432 * ((6 * 1280 + 5120) * 2 + (4 + 16) * 4)
+    assert added["3.7"] == added["3.9"] == graph and added[""] == 0
