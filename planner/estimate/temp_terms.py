@@ -16,6 +16,7 @@ from planner.estimate import (
     fsdp,
     gkd,
     heads,
+    kto_entropy,
     parallel,
     quant,
     recipe_terms,
@@ -51,6 +52,21 @@ def whole_logits(s: Setup) -> bool:
     return adapter(k.framework, k.release).vlm_logprobs == "whole"
 
 
+def kto_entropy_bytes(s: Setup) -> int:
+    """TRL v1.7.0 .. v1.9.0's KTO at its entropy metric, just before backward (Framework.kto_entropy_copy,
+    planner.estimate.kto_entropy), every activation saved; 0 where the release does not run it."""
+    k = s.knobs
+    if (
+        k.workload.kind != "kto"
+        or k.framework not in FRAMEWORKS
+        or not adapter(k.framework, k.release).kto_entropy_copy
+    ):
+        return 0
+    t, rows, width, p = text_shape(s)
+    c = act.saved_dtype_bytes(p)[1]
+    return kto_entropy.entropy_moment_bytes(rows, width, t.vocab, c, not k.workload.precompute_ref_log_probs)
+
+
 def logits_loss_bytes(s: Setup) -> int:
     """The logits and the loss at the start of backward: each framework's and task's head (recipe_terms, role_heads,
     heads, gkd)."""
@@ -79,9 +95,8 @@ def _logits_loss_bytes(s: Setup) -> int:
     if fp32_logps.scores_fp32(s):  # LLaMA-Factory's DPO and KTO: one log_softmax over the fp32 logits
         return fp32_logps.backward_head_bytes(rows * width, t.vocab)
     if w.rl and w.logprobs == "full":
-        return recipe_terms.full_logprob_bytes(t, rows, width, p) + recipe_terms.packed_row_grad_bytes(
-            t, s.knobs, rows * width, p
-        )
+        full = recipe_terms.full_logprob_bytes(t, rows, width, p)
+        return max(full + recipe_terms.packed_row_grad_bytes(t, s.knobs, rows * width, p), kto_entropy_bytes(s))
     if w.rl:  # TRL scores the completion tokens with its fused log-prob head (a packed row: each row it packs)
         scored = rows * width // s.seq_len * max(1, min(s.seq_len, w.scored_tokens()))
         return recipe_terms.logprob_head_bytes(t, scored, p, head_grad)

@@ -85,15 +85,20 @@ CHUNKED_NLL = (
 #   has nll alone, :255-256) and the trainer hands Liger the labels (v1.0.0 sft_trainer.py:1254-1262, v1.9.0
 #   :1718-1724); 1.16's fused head refuses it (sft_trainer.py:1127-1140): the newest's loss runs without its override;
 # - KTO scores the whole logits, the KL batch's too (v1.0.0 trl/experimental/kto/kto_trainer.py:953, 1072; v1.9.0
-#   trl/trainer/kto_trainer.py:1324, 1506), and v1.0.0 .. v1.6.x keep index copies of the rows' logits beside them
-#   (v1.0.0 :977-978), as 1.14.0's (trl/trainer/kto_trainer.py:1422, 1470): not planned (memplan plans TRL's KTO with
-#   the fused head, trl 1.16.0 kto_trainer.py:1364-1365)
+#   trl/trainer/kto_trainer.py:1324, 1506). v1.7.0 .. v1.9.0 then take the entropy from a flattened copy of the
+#   policy's logits with the reference's live (v1.9.0 :1544, 1597; planner.estimate.kto_entropy): planned
+#   (kto_entropy_copy), measured on CPU steps at 1.9.0 (1.10.0's step the same bytes). Not planned: v1.0.0 .. v1.6.x
+#   (index copies of the rows' logits, v1.0.0 :977-978; their step +7.2% over the plan in fp32 at 1.0.0, the fp32
+#   selective_log_softmax's backward) and 1.10 .. 1.14.x, whose 1.14.0 fuses the entropy into
+#   selective_log_softmax_and_entropy (trl/trainer/kto_trainer.py:1469-1476), a line not read between
+#   (memplan plans TRL 1.15+'s KTO with the fused head, trl 1.16.0 kto_trainer.py:1364-1365)
 FUSED_HEAD = "trl 1.15.0 trl/trainer/sft_trainer.py:1118-1140, kto_trainer.py:1292,1300"
 ONE_X_RUNS = {**TRL_RUNS, "workload": (*TRL_RUNS["workload"], "gkd", "kto")}
 KTO_WHOLE = Rule(
     "workload",
-    "TRL v1.0.0 .. v1.14.x's KTOTrainer scores the whole logits (v1.0.0 trl/experimental/kto/kto_trainer.py:953, "
-    "1072; 1.14.0 trl/trainer/kto_trainer.py:1422, 1470), not planned: give --framework trl (1.15+'s fused head)",
+    "TRL v1.0.0 .. v1.6.x's and 1.10 .. 1.14.x's KTOTrainer scores the whole logits (v1.0.0 "
+    "trl/experimental/kto/kto_trainer.py:953, 1072; 1.14.0 trl/trainer/kto_trainer.py:1422, 1470), not planned: "
+    "give --framework trl (1.15+'s fused head) or trl@1.7 (v1.7.0 .. v1.9.0, planned)",
     lambda k: kind(k) == "kto",
 )
 # the lines of chunked_nll (v1.7.0 .. 1.14.x), before the fused head
@@ -235,7 +240,8 @@ RELEASES = (
         transformers="5.6.0",
         meaning=HYBRID_FULL,
         workload=ONE_X,
-        **CHUNKED,
+        adapter={"runs": ONE_X_RUNS, "kto_entropy_copy": True},  # KTO's entropy copy (planner.estimate.kto_entropy)
+        notes=(CHUNKED_NLL,),
     ),
     Release("1.10", (1, 10), "trl 1.10 (PR #6264, 286d19fc7: max_completion_length 512) .. 1.14.x", **CHUNKED),
     Release("1.15", (1, 15), f"trl 1.15.0 .. 1.16.0 (TRL's fused log-prob head: {FUSED_HEAD})"),
