@@ -18,13 +18,7 @@ from planner.model.modelspec import VisionSpec
 LAYERS, HIDDEN, SIDE, PATCH, SLICES = 4, 64, 224, 14, 3
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One thread: the tiny tower's matmuls otherwise take seconds on the shared CI cores (the bytes are the same)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # one torch thread (tests/probes/conftest.py)
 
 
 def _saved_storage_bytes(tower, pixels, hook: bool) -> tuple[bool, int]:

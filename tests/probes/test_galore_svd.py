@@ -22,13 +22,7 @@ from tests.probes.test_matrix_optim import CONFIG, DTYPES, LINEARS, WIDE_MLP
 SHAPES = [(1024, 256), (256, 1024)]  # GaLore's right (m >= n) and left projections
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One thread: LAPACK's SVD on the shared CI cores otherwise takes seconds (the bytes are the same)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # one torch thread (tests/probes/conftest.py)
 
 
 @pytest.mark.parametrize("shape", SHAPES)

@@ -45,12 +45,7 @@ def lf_muon():
     return module
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # one torch thread (tests/probes/conftest.py)
 
 
 def _ns_peak(ns, shape, dtype) -> int:

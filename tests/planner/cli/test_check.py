@@ -290,7 +290,9 @@ def test_a_vlm_planned_without_images_says_text_only_in_the_headline_and_the_jso
     assert json.loads(planner(*args, "--lora-rank", "16", "--json").stdout)["text_only"] is True
     with_images = planner(*args, "--lora-rank", "16", "--image-tokens", "256")
     assert "text only" not in with_images.stdout
-    assert json.loads(planner(*args, "--lora-rank", "16", "--image-tokens", "256", "--json").stdout)["text_only"] is False
+    assert (
+        json.loads(planner(*args, "--lora-rank", "16", "--image-tokens", "256", "--json").stdout)["text_only"] is False
+    )
     assert (
         "text only"
         not in planner(

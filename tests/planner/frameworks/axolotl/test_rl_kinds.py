@@ -2,9 +2,7 @@
 refused in one line (TRL's KTOTrainer at axolotl's pins, measured outside memplan's KTO terms), gdpo planned as GRPO
 from v0.14.0, ebft refused in one line; none planned as SFT."""
 
-import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -42,23 +40,6 @@ def test_gdpo_before_0_14_is_refused_naming_the_line_that_runs_it():
     assert "give --framework axolotl@0.14" in _refusal(GDPO, framework="axolotl@0.12.0")
 
 
-# TRL's KTOTrainer, two steps of micro 2 x accum 2 on CPU in fp32, every allocation counted (probes/rl.py); trl 1.9
-# has no compact log-prob head (probes.rl.compact_head patches 1.16's), its whole-logits path runs
-STEPS = """
-import contextlib, json, transformers
-from planner.config.workload import Workload
-from planner.export import export
-from probes import rl
-from recipe import hf_config
-rl.compact_head = contextlib.nullcontext
-w = Workload(kind="kto", max_length={rows}, max_prompt_length={prompt})
-config = hf_config({config!r})
-config.use_cache = True
-model = transformers.AutoModelForCausalLM.from_config(config)
-print(json.dumps(rl.measure("kto", model, export.trl_args(w), 2, 2, {prompt}, {completion}, steps=2)))
-"""
-
-
 @pytest.mark.sweep
 @pytest.mark.skipif(not os.environ.get("MEMPLAN_AXOLOTL_PYTHON"), reason="axolotl's own venv (FRAMEWORK_PYTHONS)")
 def test_trl_1_9_kto_trainer_runs_outside_memplans_kto_terms():
@@ -66,14 +47,10 @@ def test_trl_1_9_kto_trainer_runs_outside_memplans_kto_terms():
     whole-logits KTO (logprobs full, ms-swift's). Measured 95,500,288 bytes at training, +10.8% above the plan's
     86,187,008 (kl-forward -2.0%, reference-forward -1.9%); trl 0.22.2 (axolotl 0.12's pins, .fwenv-old) -8.1% at
     training, -12.1% at reference-forward. Outside the 5% tolerance the KTO probes hold (tests/probes/test_kto.py)."""
+    from tests.probes.kto_steps import measured_kto_steps
     from tests.probes.test_rl import COMPLETION, FULL, PROMPT  # its vocabulary large enough for the logits to weigh
 
-    root = Path(__file__).resolve().parents[4]
-    code = STEPS.format(rows=PROMPT + COMPLETION, prompt=PROMPT, completion=COMPLETION, config=FULL)
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    run = [os.environ["MEMPLAN_AXOLOTL_PYTHON"], "-c", code]
-    out = subprocess.run(run, capture_output=True, text=True, check=True, cwd=root, env=env, timeout=600)
-    measured = json.loads(out.stdout.strip().splitlines()[-1])
+    measured = measured_kto_steps(os.environ["MEMPLAN_AXOLOTL_PYTHON"], FULL)
     w = Workload(kind="kto", max_length=PROMPT + COMPLETION, max_prompt_length=PROMPT, logprobs="full")
     s = Setup(from_config(FULL, "tiny"), Knobs(framework="trl", precision="fp32", workload=w), 2, 2, w.seq_len())
     plan = {k.split(":")[0]: v for k, v in breakdown(s, 80 * 2**30).phases.items()}

@@ -6,10 +6,7 @@ steps on CPU (probes/rl.py, micro 2 x accum 2, fp32, the tiny Llama of tests/pro
 venv) 95,500,288 bytes at training with vocabulary 4,096 and 153,139,200 with 8,192; trl 1.10.0 (.fwenv-old) the same
 95,500,288. The KTO probes' tolerance, 5% (tests/probes/test_kto.py)."""
 
-import json
 import os
-import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -59,32 +56,13 @@ def test_the_1_7_line_plans_trl_1_9_kto_step_within_5_percent():
     assert MEASURED[4096] > _plan(4096, "1.16")["training"] * 1.05
 
 
-STEPS = """
-import contextlib, json, transformers
-from planner.config.workload import Workload
-from planner.export import export
-from probes import rl
-from recipe import hf_config
-rl.compact_head = contextlib.nullcontext
-w = Workload(kind="kto", max_length={rows}, max_prompt_length={prompt})
-config = hf_config({config!r})
-config.use_cache = True
-model = transformers.AutoModelForCausalLM.from_config(config)
-print(json.dumps(rl.measure("kto", model, export.trl_args(w), 2, 2, {prompt}, {completion}, steps=2)))
-"""
-
-
 @pytest.mark.sweep
 @pytest.mark.skipif(not os.environ.get("MEMPLAN_AXOLOTL_PYTHON"), reason="axolotl's own venv (trl 1.9.0)")
 def test_trl_1_9_kto_step_on_cpu_within_5_percent_of_the_1_7_line():
     """The measurement itself: every phase of TRL 1.9.0's KTOTrainer step within 5% of the trl@1.7 plan."""
-    root = Path(__file__).resolve().parents[4]
-    config = {**TINY, "vocab_size": 4096}
-    code = STEPS.format(rows=PROMPT + COMPLETION, prompt=PROMPT, completion=COMPLETION, config=config)
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    run = [os.environ["MEMPLAN_AXOLOTL_PYTHON"], "-c", code]
-    out = subprocess.run(run, capture_output=True, text=True, check=True, cwd=root, env=env, timeout=600)
-    measured = json.loads(out.stdout.strip().splitlines()[-1])
+    from tests.probes.kto_steps import measured_kto_steps
+
+    measured = measured_kto_steps(os.environ["MEMPLAN_AXOLOTL_PYTHON"], {**TINY, "vocab_size": 4096})
     plan = _plan(4096)
     for phase in ("training", "kl-forward", "reference-forward"):
         assert abs(measured[phase] - plan[phase]) / plan[phase] < 0.05, (phase, measured, plan)

@@ -1,0 +1,36 @@
+"""TRL's KTOTrainer, two steps of micro 2 x accum 2 on CPU in fp32, run by another venv's python (its TRL), every
+allocation counted (probes/rl.py): the measurement tests/planner/frameworks/axolotl/test_rl_kinds.py (the refusal's)
+and tests/planner/frameworks/trl/test_kto_entropy.py (the trl@1.7 line's) both take. TRL before 1.16 has no compact
+log-prob head (probes.rl.compact_head patches 1.16's): its whole-logits path runs."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from tests.probes.test_rl import COMPLETION, PROMPT
+
+STEPS = """
+import contextlib, json, transformers
+from planner.config.workload import Workload
+from planner.export import export
+from probes import rl
+from recipe import hf_config
+rl.compact_head = contextlib.nullcontext
+w = Workload(kind="kto", max_length={rows}, max_prompt_length={prompt})
+config = hf_config({config!r})
+config.use_cache = True
+model = transformers.AutoModelForCausalLM.from_config(config)
+print(json.dumps(rl.measure("kto", model, export.trl_args(w), 2, 2, {prompt}, {completion}, steps=2)))
+"""
+
+
+def measured_kto_steps(python: str, config: dict) -> dict:
+    """Each phase's peak bytes ("training", "kl-forward", "reference-forward") of the steps under `python`."""
+    root = Path(__file__).resolve().parents[2]
+    code = STEPS.format(rows=PROMPT + COMPLETION, prompt=PROMPT, completion=COMPLETION, config=config)
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run(
+        [python, "-c", code], capture_output=True, text=True, check=True, cwd=root, env=env, timeout=600
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
