@@ -16,20 +16,8 @@ from planner.estimate import kto_entropy
 from planner.estimate.rl import breakdown
 from planner.estimate.setup import Setup
 from planner.model.families import from_config
+from tests.probes.test_rl import COMPLETION, PROMPT, TINY  # the KTO probes' tiny Llama (its vocabulary set here)
 
-PROMPT, COMPLETION = 32, 64
-TINY = {
-    "model_type": "llama",
-    "hidden_size": 256,
-    "intermediate_size": 688,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 8,
-    "num_key_value_heads": 4,
-    "max_position_embeddings": 512,
-    "tie_word_embeddings": False,
-    "rms_norm_eps": 1e-5,
-    "hidden_act": "silu",
-}
 MEASURED = {4096: 95_500_288, 8192: 153_139_200}  # trl 1.9.0's training phase, bytes (the docstring's command)
 
 
