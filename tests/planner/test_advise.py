@@ -229,7 +229,9 @@ def test_results_carry_what_json_prints_and_their_context():
         "config",
         "open_length",
         "media",
+        "text_only",
     }
+    assert res.text_only is False  # a text model: no image tokens to miss (a VLM without any says True)
     assert res.limits is None  # SFT: no row-length limits (dpo / grpo only)
     assert res.config is None and res.media is None  # check --config only
     assert res.plan.precision == "bf16" and res.verified is None

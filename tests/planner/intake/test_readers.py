@@ -156,7 +156,7 @@ def test_axolotl_batch_size_unknown_keys_and_unplannable_settings(tmp_path):
         "mystery_key: 3 (not an axolotl 0.19.0 key",
         "torch_compile: True",
         "offloading to disk",
-        "checkpointing offload in KTO is not planned yet; planned as full",
+        "checkpointing offload-inputs in KTO is not planned yet; planned as full",
     ):
         assert part in lines
 
