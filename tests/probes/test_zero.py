@@ -140,8 +140,10 @@ def test_zero2_steps_a_client_torch_adamw_on_the_fp32_partition(optimizer, per_e
 
 
 # the boundary backward's other allocations beside the largest gradient and its fp64 copy (the smaller gradients in
-# the reduce bucket, the last layer's gradients): 1.3% of them on debug-llama
-BOUNDARY_TOLERANCE = 0.02
+# the reduce bucket, the last layer's gradients): on debug-llama 1.3% to 5.0% of them, as the two ranks' hand-offs
+# interleave (10 rank-runs of measure_zero on this case, 2026-12-06: 21,236,224 to 22,013,440 bytes against
+# 20,971,520; the 2% this band was before failed one run in three)
+BOUNDARY_OVER = 0.06
 
 
 def test_zero2_with_the_optimizer_offloaded_keeps_a_staging_buffer_and_copies_the_largest_gradient_in_fp64():
@@ -161,7 +163,7 @@ def test_zero2_with_the_optimizer_offloaded_keeps_a_staging_buffer_and_copies_th
     for r in rows:
         assert r["offload_staging_numel"] * r["offload_staging_element_bytes"] == zero.offload_staging_bytes(s)
         at_boundary = 2 * largest + zero.offload_norm_copy_bytes(s)
-        assert r["backward_peak_bytes"][-1] == pytest.approx(at_boundary, rel=BOUNDARY_TOLERANCE)
+        assert at_boundary <= r["backward_peak_bytes"][-1] <= at_boundary * (1 + BOUNDARY_OVER)
 
 
 # (interleave_moe_layer_step, zero_optimization, the measured largest gathered set, how far above it the term may be)
