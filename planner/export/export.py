@@ -24,7 +24,7 @@ HF_OPTIM, HF_FSDP, HF_ATTENTION = K["optimizer"].to_value, K["fsdp"].to_value, K
 def bundled_only(plan: Plan) -> list[str]:
     """What in a plan HF's Trainer (with TRL) cannot run: the bundled trainer (`planner train`) runs these."""
     out = []
-    if plan.checkpointing in ("selective-op", "offload") or plan.checkpointing.startswith("every-"):
+    if plan.checkpointing in ("selective-op", "offload", "offload-inputs") or plan.checkpointing.startswith("every-"):
         out.append(f"--checkpointing {plan.checkpointing}")
     if plan.loss == "chunked":
         out.append("--loss chunked")
