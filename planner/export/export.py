@@ -24,7 +24,7 @@ HF_OPTIM, HF_FSDP, HF_ATTENTION = K["optimizer"].to_value, K["fsdp"].to_value, K
 def bundled_only(plan: Plan) -> list[str]:
     """What in a plan HF's Trainer (with TRL) cannot run: the bundled trainer (`planner train`) runs these."""
     out = []
-    if plan.checkpointing in ("selective-op", "offload") or plan.checkpointing.startswith("every-"):
+    if plan.checkpointing in ("selective-op", "offload", "offload-inputs") or plan.checkpointing.startswith("every-"):
         out.append(f"--checkpointing {plan.checkpointing}")
     if plan.loss == "chunked":
         out.append("--loss chunked")
@@ -71,11 +71,12 @@ def layerwise(plan: Plan) -> bool:
 def hf_note(plan: Plan) -> str | None:
     """Launch.note for a plan HF cannot run as planned, or runs only with a step in the user's script."""
     notes, missing = [], bundled_only(plan)
-    if missing:
+    if missing:  # full checkpointing keeps on the GPU what an offloaded one moves to the host
+        more = "keeps on the GPU what the plan offloads" if plan.checkpointing.startswith("offload") else ""
         notes.append(
             f"HF's Trainer has no {', '.join(missing)}: the command runs the bundled trainer (planner "
             "train). hf_args is the nearest HF run (full checkpointing for a lighter policy, the fused Liger "
-            "loss for the chunked one), which needs no more memory; it is not this plan's speed"
+            f"loss for the chunked one), which {more or 'needs no more memory'}; it is not this plan's speed"
         )
     if plan.optimizer not in HF_OPTIM:  # Muon: LLaMA-Factory's use_muon, ms-swift's --optimizer muon
         notes.append(f"transformers has no {plan.optimizer} optim: hf_args names adamw_torch, which keeps more states")

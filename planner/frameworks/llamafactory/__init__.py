@@ -94,7 +94,10 @@ FRAMEWORK = Framework(
         # model/model_utils/misc.py:40-41, visual.py:200-209): adapters on the tower
         "lora_vision": (False, True),
         "vit_checkpointing": ("on",),  # HF's gradient_checkpointing_enable reaches the tower; no key leaves it out
-        "checkpointing": ("off", "full", "offload"),
+        # use_unsloth_gc (v0.9.0 on): each checkpointed layer's input copied to the host, the layer run under no_grad
+        # and recomputed in backward (0.9.5 model/model_utils/checkpointing.py:43-77, :55 hidden_states.to("cpu"); the
+        # same at v0.9.0 :41-75): offload-inputs; no key keeps every saved tensor on the host
+        "checkpointing": ("off", "full", "offload-inputs"),
         "loss": ("standard", "fused"),
         "batching": ("padded", "packed"),
         "fsdp": ("off", "full"),
@@ -132,7 +135,7 @@ FRAMEWORK = Framework(
         precision="bf16 / pure_bf16",
     ),
     notes=(
-        "LoRA and checkpointing on by default; checkpointing offload is use_unsloth_gc",
+        "LoRA and checkpointing on by default; checkpointing offload-inputs is use_unsloth_gc",
         "trainable parameters upcast to fp32 unless pure_bf16 (model/adapter.py)",
     ),
     rules=RULES,

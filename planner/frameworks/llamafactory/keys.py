@@ -1,6 +1,6 @@
 """LLaMA-Factory's key table (planner.frameworks.keys): memplan field <-> its training YAML's key, with LF's defaults
 cited at v0.9.5 (src/llamafactory/hparams/...) and HF TrainingArguments' where LF leaves a key to them. Both
-reader.py and writer.py use it; what a value implies beyond one key (checkpointing off/offload, neat packing,
+reader.py and writer.py use it; what a value implies beyond one key (checkpointing off/offload-inputs, neat packing,
 pure_bf16) stays code there."""
 
 from planner.frameworks.keys import Key, Table

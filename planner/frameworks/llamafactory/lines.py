@@ -15,7 +15,7 @@ from planner.frameworks.llamafactory.keys import KEYS
 # the settings writer.py writes a key for only when a plan has them: (KEYS field, the setting as its flag, the test)
 NEEDS = (
     ("loss", "--loss fused", lambda k: k.get("loss") == "fused"),
-    ("checkpointing_offload", "--checkpointing offload", lambda k: k.get("checkpointing") == "offload"),
+    ("checkpointing_offload", "--checkpointing offload-inputs", lambda k: k.get("checkpointing") == "offload-inputs"),
     ("pure_bf16", "--precision bf16-pure", lambda k: k.get("precision") == "bf16-pure"),
     ("lora_variant", "--lora-variant dora", lambda k: bool(k.get("lora_rank")) and k.get("lora_variant") == "dora"),
     ("oft_block_size", "--lora-variant oft", lambda k: bool(k.get("lora_rank")) and k.get("lora_variant") == "oft"),

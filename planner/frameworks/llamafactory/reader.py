@@ -271,8 +271,9 @@ def _training(c: Collector, f: dict[str, Flag], stage: str) -> None:
     gc, unsloth = KEYS.key("checkpointing"), f.get(KEYS.key("checkpointing_offload"))
     if as_bool(off):
         c.set("checkpointing", "off", src, gc)
-    elif unsloth and as_bool(unsloth.value):
-        c.set("checkpointing", "offload", unsloth.source, KEYS.key("checkpointing_offload"))
+    elif unsloth and as_bool(unsloth.value):  # each layer's input to the host, recomputed: checkpointing.py:43-77
+        why = f"{unsloth.source} (each layer's input in host RAM: model/model_utils/checkpointing.py:55)"
+        c.set("checkpointing", "offload-inputs", why, KEYS.key("checkpointing_offload"))
     else:
         why = f"{src}: on unless disabled (src/llamafactory/model/model_utils/checkpointing.py:173-176)"
         c.set("checkpointing", "full", why, gc)

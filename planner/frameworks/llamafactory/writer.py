@@ -176,7 +176,7 @@ def model_entries(plan: Plan, model: ModelSpec) -> list[Entry]:
         ]
     out.append((*k("attention", plan.attention), "auto/disabled/sdpa/fa2" if not plan.release else ""))
     out.append((*k("checkpointing", plan.checkpointing == "off"), "LF checkpoints every layer unless this is true"))
-    if plan.checkpointing == "offload":
+    if plan.checkpointing == "offload-inputs":
         out.append((*k("checkpointing_offload", True), "checkpointed layers' inputs kept in host RAM"))
     if plan.loss == "fused":
         out.append((*k("loss", plan.loss), "Liger's fused linear cross-entropy (liger-kernel installed)"))

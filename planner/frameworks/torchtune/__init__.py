@@ -77,8 +77,9 @@ FRAMEWORK = Framework(
         "precision": ("bf16-pure", "fp32"),
         # enable_activation_checkpointing wraps every layer (training.set_activation_checkpointing); offloading
         # (training/_activation_offloading.py:24-77, OffloadActivations) requires it (full_finetune_single_device.py:
-        # 163-174) and moves each layer's saved input to the host: memplan's offload (no layer's activations on the GPU)
-        "checkpointing": ("off", "full", "offload"),
+        # 163-174) and moves what the checkpoints save, each layer's input, to the host: memplan's offload-inputs
+        # (the layer recomputed in backward); no recipe offloads without the checkpoints, memplan's offload
+        "checkpointing": ("off", "full", "offload-inputs"),
         "loss": ("standard", "chunked"),  # modules/loss/ce_chunked_output_loss.py: CEWithChunkedOutputLoss (8 chunks)
         "attention": ("sdpa",),  # modules/attention_utils.py:185-260: SDPA, flex attention over packed rows' masks
         "batching": ("padded", "packed"),  # dataset.packed (full_finetune_single_device.py:572, padded_collate_packed)

@@ -244,14 +244,16 @@ def _on(f: dict[str, Flag], key: str) -> bool:
 
 def _checkpointing(c: Collector, f: dict[str, Flag], recipe: str) -> None:
     """enable_activation_checkpointing (every layer) and enable_activation_offloading, which needs it (the recipes
-    raise: full_finetune_single_device.py:160-176): offloading is memplan's offload (each layer's saved tensors on
-    the host, torchtune/training/_activation_offloading.py:24-77)."""
+    raise: full_finetune_single_device.py:160-176): OffloadActivations moves every tensor saved in forward to the
+    host (torchtune/training/_activation_offloading.py:24-77, 133-153), and under the layers' non-reentrant
+    checkpoints (training/memory.py:26-43) what is saved is each layer's input ("only the checkpointed tensors will be
+    offloaded": docs/source/tutorials/memory_optimizations.rst:105-107): memplan's offload-inputs."""
     ac, off = "enable_activation_checkpointing", "enable_activation_offloading"
     if _on(f, off):
         if not _on(f, ac):
             raise BadInput(f"{f[off].source}: torchtune raises \"enable_activation_offloading should only be True "
                            f"when enable_activation_checkpointing is True\"; give {ac}=True", "checkpointing")  # fmt: skip
-        c.set("checkpointing", "offload", f"{f[off].source} (with {f[ac].source})", off)
+        c.set("checkpointing", "offload-inputs", f"{f[off].source} (with {f[ac].source})", off)
     elif ac in f:
         c.set("checkpointing", "full" if _on(f, ac) else "off", f[ac].source, ac)
     else:

@@ -15,9 +15,11 @@ the calls in the syntax tree and hands their keyword arguments here; what unslot
   3061-3076); FastVisionModel's targets are every linear of the parts its finetune_* switches select (models/
   vision.py:1855-1866, 1934-1937: get_peft_regex), the vision tower included unless finetune_vision_layers=False.
 - Gradient checkpointing: `use_gradient_checkpointing="unsloth"` by default (loader.py:423, llama.py:3079,
-  vision.py:1869) keeps each layer's input on the host and recomputes the layer in backward (unsloth_zoo
-  gradient_checkpointing.py Unsloth_Offloaded_Gradient_Checkpointer: hidden_states.to("cpu") in forward), memplan's
-  `offload` checkpointing; below max_seq_length 512 it is plain checkpointing (models/_utils.py:374-378).
+  vision.py:1869) patches torch's checkpoint (models/_utils.py:374-381 -> unsloth_zoo 2026.8.13 ce232d6c
+  gradient_checkpointing.py:1116-1126, reentrant forced :1074-1078) with UnslothCheckpointFunction, which copies each
+  layer's input hidden states to pinned host buffers (:808-854), runs the layer under no_grad (:882-883) and recomputes
+  it in backward: memplan's `offload-inputs` (the last layer's input stays on the device, :753-769: one layer's input
+  more than planned); below max_seq_length 512 it is plain checkpointing (models/_utils.py:374-378).
 """
 
 from __future__ import annotations
@@ -244,9 +246,9 @@ def _checkpointing(c: Collector, seen: Seen) -> None:
         else:
             c.set(
                 "checkpointing",
-                "offload",
-                f"{source} (each layer's input kept on the host, the layer recomputed "
-                "in backward: unsloth_zoo gradient_checkpointing.py Unsloth_Offloaded_Gradient_Checkpointer)",
+                "offload-inputs",
+                f"{source} (each layer's input kept on the host, the layer recomputed in backward: unsloth_zoo "
+                "gradient_checkpointing.py:808-854, 882-883 UnslothCheckpointFunction)",
                 "use_gradient_checkpointing",
             )
         return

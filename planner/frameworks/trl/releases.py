@@ -340,7 +340,7 @@ FORKS += (
         f"{UNSLOTH}: FastLanguageModel / FastVisionModel over TRL's patched trainers (unsloth/models/rl.py)",
         defaults={
             "checkpointing": Default(
-                "offload", f"{UNSLOTH} unsloth/models/llama.py:3079: use_gradient_checkpointing='unsloth'"
+                "offload-inputs", f"{UNSLOTH} unsloth/models/llama.py:3079: use_gradient_checkpointing='unsloth'"
             ),
             "seq_len": Default(2048, f"{UNSLOTH} unsloth/models/loader.py:412: max_seq_length=2048"),
         },
@@ -351,7 +351,9 @@ FORKS += (
         ),
         adapter={
             **ZERO,
-            "runs": {**ZERO["runs"], "checkpointing": ("off", "full", "offload"), "loss": ("standard",)},
+            # use_gradient_checkpointing "unsloth" keeps each layer's input on the host (reader_unsloth), not every
+            # saved tensor: offload-inputs, never offload
+            "runs": {**ZERO["runs"], "checkpointing": ("off", "full", "offload-inputs"), "loss": ("standard",)},
         },
     ),
 )

@@ -108,6 +108,7 @@ def test_every_n_and_selective_checkpointing():
     "fields,bundled",
     [
         ({"checkpointing": "selective-op"}, True),
+        ({"checkpointing": "offload-inputs"}, True),  # HF's Trainer keeps the checkpoints' inputs on the device
         ({"loss": "chunked"}, True),
         ({"checkpointing": "full"}, False),
         ({"loss": "fused"}, False),

@@ -76,7 +76,7 @@ CASES = {
         "vlm_fsdp": {
             **VLM_FULL,
             **MEDIA,
-            "checkpointing": "offload",
+            "checkpointing": "offload-inputs",
             "frozen": "vision",
             "micro_batch": 1,
             "nodes": 2,

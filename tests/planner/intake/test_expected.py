@@ -97,7 +97,7 @@ EXPECTED = {  # file: (framework, request fields (workload: the inputs listed), 
             "lora_targets": "q_proj,v_proj",
             "checkpointing": "full",
         },
-        ["checkpointing offload in DPO is not planned"],
+        ["checkpointing offload-inputs in DPO is not planned"],
     ),
     f"{SW}/train/lora_sft.sh": (
         "swift",

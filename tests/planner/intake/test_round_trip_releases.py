@@ -187,7 +187,7 @@ def test_a_line_read_but_not_written_is_never_ranked_and_says_so_in_one_line(fra
 
 
 @pytest.mark.parametrize(("line", "flags", "setting"), [("0.8", {"loss": "fused"}, "--loss fused"),
-    ("0.7.1", {"checkpointing": "offload"}, "--checkpointing offload"),
+    ("0.7.1", {"checkpointing": "offload-inputs"}, "--checkpointing offload-inputs"),
     ("0.5", {"precision": "bf16-pure"}, "--precision bf16-pure")])  # fmt: skip
 def test_a_setting_an_older_release_has_no_key_for_is_refused_in_one_line(line, flags, setting):
     """The release's rules (planner.frameworks.llamafactory.lines) refuse it before any file is written, and the
@@ -203,9 +203,9 @@ def test_a_setting_an_older_release_has_no_key_for_is_refused_in_one_line(line, 
 @pytest.mark.parametrize("line", ["0.5", "0.6", "0.8"])
 def test_suggest_at_an_older_release_ranks_only_plans_its_yaml_writes(line):
     """Issue 46 item 4 at a release: offered every value the lines differ on, the search at an older line ranks none it
-    has no key or word for (fused loss, checkpointing offload, pure bf16 at 0.5, flash_attn's words), and every plan it
+    has no key or word for (fused loss, checkpointing offload-inputs, pure bf16 at 0.5, flash_attn's words), and every plan it
     ranks is written in the line's own files, never refused; the newest line ranks the fused loss."""
-    space = {"loss": ["standard", "fused"], "checkpointing": ["off", "full", "offload"]}
+    space = {"loss": ["standard", "fused"], "checkpointing": ["off", "full", "offload-inputs"]}
     space |= {"attention": ["sdpa", "flash", "eager"], "precision": ["bf16", "bf16-pure"]}
     body = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 2, "global_batch": 16, "seq_len": 1024, "top": 20}
     body |= {"framework": f"llamafactory@{line}", "evidence": "analytic", **space}
@@ -213,7 +213,7 @@ def test_suggest_at_an_older_release_ranks_only_plans_its_yaml_writes(line):
     refused = {r.field for r in FRAMEWORKS["llamafactory"].at(line).rules[2:]}
     assert res.plans and "loss" in refused and "checkpointing_offload" in refused
     for plan in res.plans:
-        assert plan.loss == "standard" and plan.checkpointing != "offload", plan.recipe
+        assert plan.loss == "standard" and plan.checkpointing != "offload-inputs", plan.recipe
         assert plan.attention in (("flash", "eager") if line in ("0.5", "0.6") else ("sdpa", "flash"))
         assert plan.precision == "bf16" or line != "0.5"
         text = launch.framework_launch(plan, *res.context[:2], 1024)[1]["llamafactory_train.yaml"]

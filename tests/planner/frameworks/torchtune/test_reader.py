@@ -53,7 +53,7 @@ def test_the_readme_qlora_command_is_read_with_its_overrides_over_the_config():
     assert req["lora_targets"] == "q_proj,v_proj,o_proj,gate_proj,down_proj,up_proj"
     # the command line's values, not the YAML's (batch_size 4, gradient_accumulation_steps 8, max_seq_len null)
     assert (req["micro_batch"], req["grad_accum"], req["seq_len"]) == (2, 1, 4096)
-    assert (req["batching"], req["checkpointing"], req["loss"]) == ("packed", "offload", "chunked")
+    assert (req["batching"], req["checkpointing"], req["loss"]) == ("packed", "offload-inputs", "chunked")
     assert req["optimizer"] == "adamw-fused"  # optimizer=torch.optim.AdamW sets the component; fused: True stays
     assert next(s for s in r.settings if s.field == "micro_batch").source.startswith("readme_qlora_single_device.sh:")
     assert any("compile" in n and "not planned" in n for n in r.unplanned)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from planner import intake
+from planner import advise, intake
+from planner.errors import BadInput
 from tests.planner.intake.conftest import DATA
 
 UNSLOTH = DATA / "scripts" / "unsloth"
@@ -41,7 +42,9 @@ def test_the_alpaca_notebook_is_read_as_unsloth_over_trl_field_by_field():
     assert r.request["lora_targets"] == "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"
     assert r.request["seq_len"] == 2048 and "max_seq_length=2048" in s["seq_len"].source
     assert (r.request["micro_batch"], r.request["grad_accum"], r.request["optimizer"]) == (2, 4, "adamw-8bit")
-    assert r.request["checkpointing"] == "offload" and "use_gradient_checkpointing=unsloth" in s["checkpointing"].source
+    assert r.request["checkpointing"] == "offload-inputs"
+    assert "use_gradient_checkpointing=unsloth" in s["checkpointing"].source
+    assert "UnslothCheckpointFunction" in s["checkpointing"].source
     assert any("unsloth's own kernels" in line for line in r.unplanned)
     assert not any("fused chunked head" in line for line in r.unplanned)  # TRL 1.16's head is not unsloth's loss
 
@@ -61,7 +64,7 @@ def test_the_vision_notebook_adapts_every_linear_the_tower_included():
     assert r.request["lora_targets"] == "all-linear" and "get_peft_regex" in s["lora_targets"].source
     assert r.request["lora_vision"] is True
     assert r.request["seq_len"] == 2048 and "SFTConfig(max_length=2048)" in s["seq_len"].source
-    assert r.request["checkpointing"] == "offload"
+    assert r.request["checkpointing"] == "offload-inputs"
 
 
 @pytest.mark.parametrize(
@@ -70,8 +73,8 @@ def test_the_vision_notebook_adapts_every_linear_the_tower_included():
         ("max_seq_length=4096", "use_gradient_checkpointing=True", "full", "use_gradient_checkpointing=True"),
         ("max_seq_length=4096", "use_gradient_checkpointing=False", "off", "use_gradient_checkpointing=False"),
         ("max_seq_length=256", "use_gradient_checkpointing='unsloth'", "full", "_utils.py:374-378"),
-        ("max_seq_length=4096", "r=8", "offload", "llama.py:3079"),
-        ("max_seq_length=4096, use_gradient_checkpointing=False", "r=8", "offload", "llama.py:3079"),
+        ("max_seq_length=4096", "r=8", "offload-inputs", "llama.py:3079"),
+        ("max_seq_length=4096, use_gradient_checkpointing=False", "r=8", "offload-inputs", "llama.py:3079"),
     ],
 )
 def test_unsloths_checkpointing_as_the_script_sets_it(tmp_path, load, peft, checkpointing, why):
@@ -140,7 +143,7 @@ def test_the_grpo_notebook_reads_its_arithmetic_and_names_its_vllm_engine():
     for key in ("fast_inference=True", "gpu_memory_utilization=0.9", "max_lora_rank=32"):
         assert sum(key in line for line in r.unplanned) == 1, key
     # offloaded checkpointing under GRPO: one line, planned as full (more memory on the GPU, never less)
-    assert r.request["checkpointing"] == "full" and any("offload in GRPO" in line for line in r.unplanned)
+    assert r.request["checkpointing"] == "full" and any("offload-inputs in GRPO" in line for line in r.unplanned)
 
 
 def test_sftconfig_fields_given_to_the_trainer_win_under_unsloth_only(tmp_path):
@@ -154,3 +157,20 @@ def test_sftconfig_fields_given_to_the_trainer_win_under_unsloth_only(tmp_path):
     path.write_text(f"{HEAD}from transformers import AutoModelForCausalLM\n"
                     f"model = AutoModelForCausalLM.from_pretrained('meta-llama/Llama-3.1-8B')\n{trainer}")  # fmt: skip
     assert intake.read([str(path)]).request.get("batching", "padded") == "padded"
+
+
+def test_unsloths_line_runs_each_layers_input_on_the_host_never_every_saved_tensor():
+    """trl@unsloth's checkpointing values (planner.frameworks.trl.releases): "unsloth" is offload-inputs; no setting it
+    is read from keeps every saved tensor on the host, so --checkpointing offload is refused in one line. The files
+    written are TRL's, whose checkpointing keeps the inputs on the device: the bundled trainer runs the plan
+    (planner.export.export.bundled_only), as it ran unsloth's plans read as offload before."""
+    body = {"model": "llama-3.1-8b", "gpu": "h100", "micro_batch": 1, "seq_len": 4096, "framework": "trl@unsloth"}
+    res = advise.check(advise.parse(advise.CheckRequest, {**body, "checkpointing": "offload-inputs"}))
+    assert res.plan.checkpointing == "offload-inputs"
+    assert (
+        res.plan.launch.command.startswith("planner train")
+        and "--checkpointing offload-inputs" in res.plan.launch.command
+    )
+    with pytest.raises(BadInput, match="cannot run --checkpointing offload: it runs off, full, offload-inputs") as e:
+        advise.check(advise.parse(advise.CheckRequest, {**body, "checkpointing": "offload"}))
+    assert "\n" not in str(e.value)
