@@ -18,11 +18,13 @@ from probes.step import Case
 ACCUMS = [1, 2, 4, 8]
 NOT_PLANNED = {"small", "broadcast"}  # flags, norms and DeepSpeed's first-step broadcasts: latency, under 4 KiB
 SLOW = pytest.mark.slow  # each mode 20-40 s on 2 cores
+# the -sync modes (no no_sync: every micro-step's collectives, 19-40 s each) in the sweep tier since stop 68, for CI's
+# room: their calls are the same collectives as once a step, every micro-step, which zero2 shows on every commit
 MODES = [
     ("ddp", 0),
-    ("ddp-sync", 0),
+    pytest.param("ddp-sync", 0, marks=pytest.mark.sweep),
     pytest.param("fsdp", 0, marks=SLOW),
-    pytest.param("fsdp-sync", 0, marks=SLOW),
+    pytest.param("fsdp-sync", 0, marks=pytest.mark.sweep),
     ("zero2", 2),
     pytest.param("zero3", 3, marks=SLOW),
 ]
