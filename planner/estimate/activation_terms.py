@@ -137,7 +137,8 @@ def _activations_bytes(s: Setup) -> int:
         if trained and ckpt == "off" and nograd.masked_tower(s):  # each block's N x N softmax stays for its backward
             total += vision.masked_tower_saved_bytes(v, tower_patches(s), p)
         live = t.cross_layers * (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) // t.layers
-        total += act.cross_attention_bytes(t, v, s.micro_batch, s.image_tokens, s.seq_len, p, live)
+        frozen = frozen_lm.language_frozen(s.knobs)
+        total += act.cross_attention_bytes(t, v, s.micro_batch, s.image_tokens, s.seq_len, p, live, frozen)
         total += tiled_tower_bytes(s)
     return total
 
