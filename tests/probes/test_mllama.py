@@ -99,8 +99,13 @@ def measured(cfg: dict, precision: str, frozen_language: bool = False) -> int:
     return total
 
 
-@pytest.mark.parametrize("frozen", [False, True], ids=["trained", "frozen-language"])
-@pytest.mark.parametrize("kv_heads", [2, 4], ids=["gqa", "mha"])
+# the frozen language model without GQA in the sweep tier (about 1 s a case on 2 cores)
+CROSS_ROWS = [(2, False), (4, False), (2, True), pytest.param(4, True, marks=pytest.mark.sweep)]
+
+
+@pytest.mark.parametrize(
+    "kv_heads,frozen", CROSS_ROWS, ids=["gqa", "mha", "gqa-frozen-language", "mha-frozen-language"]
+)
 @pytest.mark.parametrize("precision", ["fp32", "bf16-pure", "bf16"])
 def test_cross_attention_term_is_what_mllama_saves(kv_heads, precision, frozen):
     cfg = config(kv_heads)
@@ -161,8 +166,14 @@ def tower_edges_remainder(precision: str, frozen: str) -> int:
     return conv + tiles - cpu_stats
 
 
-@pytest.mark.parametrize("frozen", ["none", "vision"])
-@pytest.mark.parametrize("precision", ["fp32", "bf16-pure", "bf16"])
+# on every commit autocast with the tower trained and bf16-pure with it frozen; the rest in the sweep tier
+TOWER_ROWS = [("bf16", "none"), ("bf16-pure", "vision")] + [
+    pytest.param(*row, marks=pytest.mark.sweep)
+    for row in (("fp32", "none"), ("bf16-pure", "none"), ("fp32", "vision"), ("bf16", "vision"))
+]
+
+
+@pytest.mark.parametrize("precision,frozen", TOWER_ROWS)
 def test_the_tiled_towers_terms_are_what_its_forward_saves_beside_its_blocks(precision, frozen):
     spec, k = from_config(config(2), "tiny-mllama"), Knobs(precision=precision, frozen=frozen)
     terms = tiled_tower_bytes(Setup(spec, k, BATCH, 1, SEQ, image_tokens=1))
