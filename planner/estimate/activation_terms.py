@@ -56,6 +56,11 @@ def tower_is_trained(s: Setup) -> bool:
     return s.knobs.lora_vision if s.lora else "vision" not in s.knobs.frozen
 
 
+def projector_is_trained(s: Setup) -> bool:
+    """The projector's weights train: in full, not under LoRA, and not frozen."""
+    return not s.lora and "projector" not in s.knobs.frozen
+
+
 def tower_matrices_run(s: Setup) -> int:
     """The tower's and projector's matrices whose autocast copies a step with images saves: the trained parts' (a
     frozen tower's forward records no graph), the tower's live layers only (planner.estimate.vision)."""
@@ -63,7 +68,7 @@ def tower_matrices_run(s: Setup) -> int:
     if v is None or not s.tower_image_tokens:
         return 0
     tower_trained = tower_is_trained(s)
-    projector_trained = not s.lora and "projector" not in s.knobs.frozen
+    projector_trained = projector_is_trained(s)
     mats = {
         r: sum(t.numel for t in s.model.tensors if t.role == r and len(t.shape) == 2) for r in ("vision", "projector")
     }
@@ -132,8 +137,28 @@ def _activations_bytes(s: Setup) -> int:
         if trained and ckpt == "off" and nograd.masked_tower(s):  # each block's N x N softmax stays for its backward
             total += vision.masked_tower_saved_bytes(v, tower_patches(s), p)
         live = t.cross_layers * (t.layers - recipe_terms.checkpointed_layers(s.knobs, t.layers)) // t.layers
-        total += act.cross_attention_bytes(t, v, s.micro_batch, s.image_tokens, s.seq_len, p, live)
+        frozen = frozen_lm.language_frozen(s.knobs)
+        total += act.cross_attention_bytes(t, v, s.micro_batch, s.image_tokens, s.seq_len, p, live, frozen)
+        total += tiled_tower_bytes(s)
     return total
+
+
+def tiled_tower_bytes(s: Setup) -> int:
+    """Llama-3.2-Vision's tower beside its blocks (planner.estimate.vision: tile_mask_bytes, tile_norm_inputs_bytes,
+    tile_embedding_bytes) where it records a graph (trained, or hooked while frozen: frozen_tower_in_graph), and its
+    projector's input where the projector trains (projector_input_bytes). 0 for the other towers."""
+    v, p = s.model.vision, text_shape(s)[3]
+    images = s.micro_batch * s.tower_image_tokens  # one <|image|> token an image (planner/model/mllama.py)
+    if v is None or not v.cross_tokens_per_token or not images:
+        return 0
+    total = vision.projector_input_bytes(v, images, p) if projector_is_trained(s) else 0
+    weights = tower_is_trained(s) and not s.lora
+    hooked = not tower_is_trained(s) and not off_by_knobs(s) and frozen_tower_in_graph(s)
+    if not (tower_is_trained(s) or hooked):
+        return total
+    total += 0 if s.knobs.attention == "eager" else vision.tile_mask_bytes(v, images, p)
+    total += vision.tile_norm_inputs_bytes(v, images, p, weights or hooked)
+    return total + (vision.tile_embedding_bytes(v, images, p) if weights else 0)
 
 
 def frozen_tower_in_graph(s: Setup) -> bool:

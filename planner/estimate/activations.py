@@ -313,7 +313,14 @@ def attention_mask_bytes(t: TextSpec, batch: int, seq: int, profile: str) -> int
 
 
 def cross_attention_bytes(
-    t: TextSpec, v: VisionSpec, batch: int, image_tokens: int, seq: int, profile: str, live_layers: int
+    t: TextSpec,
+    v: VisionSpec,
+    batch: int,
+    image_tokens: int,
+    seq: int,
+    profile: str,
+    live_layers: int,
+    frozen: bool = False,
 ) -> int:
     """Llama-3.2-Vision's cross-attention over the image (planner/model/mllama.py), beyond what the decoder-layer terms
     count at the text's length. Once a step: the text x image mask in the compute dtype (under torch AMP, SDPA's
@@ -323,16 +330,20 @@ def cross_attention_bytes(
     cross-attention layers not under a checkpoint: the key norm's fp32 input (an upcast copy below fp32), its
     normalized keys in the compute dtype and fp32 rsqrt, and SDPA's keys and values, at every query head's width
     (repeat_kv; the norm's output and the values themselves without GQA).
-    Equal to the tensors a tiny Mllama saves on CPU in fp32, bf16 and under bf16 autocast, with and without GQA
-    (tests/probes/test_mllama.py); the checkpointed layers' inputs are not seen by saved-tensor hooks."""
+    Under a frozen language model (`frozen`) the projections and the key norm keep nothing for their weights: neither
+    the projected states (nor autocast's copy) nor the normalized keys.
+    Equal to the tensors a tiny Mllama saves on CPU in fp32, bf16 and under bf16 autocast, with and without GQA, its
+    language model trained and frozen (tests/probes/test_mllama.py); the checkpointed layers' inputs are not seen by
+    saved-tensor hooks."""
     if not t.cross_layers or not image_tokens:
         return 0
     r, c = saved_dtype_bytes(profile)
     keys = batch * image_tokens * v.cross_tokens_per_token
     amp = profile == "amp"
-    once = (c * keys * t.hidden + (0 if amp else c * seq * keys)) if live_layers else 0
+    weights = 0 if frozen else c  # what the projections and the key norm save for their weights' gradients
+    once = (weights * keys * t.hidden + (0 if amp else c * seq * keys)) if live_layers else 0
     if live_layers < t.cross_layers and (amp or not live_layers):  # a checkpoint's inputs, besides what is saved
         once += r * keys * (t.hidden + seq)
-    per_layer = 4 * keys * t.kv_heads + keys * t.kv_dim * (4 + c) + 2 * c * keys * t.q_dim
+    per_layer = 4 * keys * t.kv_heads + keys * t.kv_dim * (4 + weights) + 2 * c * keys * t.q_dim
     per_layer += c * seq * keys if amp else 0  # autocast casts the fp32 mask for each layer's SDPA
     return once + live_layers * per_layer

@@ -14,8 +14,11 @@ Each block kind saves, per encoder token (patch, encoder_tokens) of width h and 
   Mllama's global layers keep the out-projection's and fc2's outputs (gated_bytes);
 - MLP: fc1's output and the activation's (gelu, gelu-tanh), with quick_gelu's sigmoid beside them (CLIP, Qwen2-VL), or the
   gated MLP's four tensors (Qwen2.5-VL).
-SDPA runs without a mask in every tower (a per-image or per-window split, or an all-ones patch mask that transformers
-skips), so nothing grows with the square of the patches; but transformers 4.45-4.50's Qwen2-VL and Qwen2.5-VL towers
+SDPA runs without a mask in every tower but Llama-3.2-Vision's (a per-image or per-window split, or an all-ones patch
+mask that transformers skips), so nothing grows with the square of the patches; Mllama's pads each tile and masks the
+padding with one N x N mask an image, kept beside its LayerNorms' inputs outside the blocks, its tile embedding and its
+projector's wide input (tile_mask_bytes, tile_norm_inputs_bytes, tile_embedding_bytes, projector_input_bytes; pinned on
+CPU by tests/probes/test_mllama.py and in the sim by tests/probes/test_vision_terms.py); but transformers 4.45-4.50's Qwen2-VL and Qwen2.5-VL towers
 run every head's N x N scores (masked_tower_bytes) where the framework's release runs those transformers
 (Framework.tower_sdpa). Eager attention (--attention eager reaches the tower too)
 keeps each attention call's scores: eager_attention_bytes. Pinned by the sim's per-module bytes of each catalog VLM's
@@ -150,6 +153,44 @@ def frozen_tower_graph_bytes(v: VisionSpec, patches: int, profile: str) -> int:
     r, _ = saved_dtype_bytes(profile)
     block = (6 * v.hidden + v.intermediate) * r + (2 * 2 + v.heads) * 4
     return (v.layers - v.unused_layers) * patches * block
+
+
+def tile_mask_bytes(v: VisionSpec, images: int, profile: str) -> int:
+    """Llama-3.2-Vision's tower mask (transformers 5.25 modeling_mllama.py:93-117, called at :959-964): one additive
+    [images, 1, N, N] mask over each image's N padded tile tokens (v.attention_tokens), made by a matmul (:114), so in
+    the compute dtype (bf16 under autocast); every tower layer's SDPA saves that one tensor (eager attention adds it to
+    the scores and keeps nothing). 0 for the other towers (no cross_tokens_per_token), whose SDPA runs unmasked."""
+    if not v.cross_tokens_per_token:
+        return 0
+    _, c = saved_dtype_bytes(profile)
+    return c * images * v.attention_tokens**2
+
+
+def tile_norm_inputs_bytes(v: VisionSpec, images: int, profile: str, embeddings: bool) -> int:
+    """Llama-3.2-Vision's two LayerNorms outside its blocks, each input in the residual dtype with fp32 mean and rstd:
+    layernorm_post's over the N padded tokens (the local encoder's output, modeling_mllama.py:974) and, where the graph
+    reaches the embeddings (`embeddings`: the tower's weights train, or a hooked frozen tower), layernorm_pre's over the
+    K unpadded ones (:947; v.cross_tokens_per_token an image). 0 for the other towers."""
+    if not v.cross_tokens_per_token:
+        return 0
+    r, _ = saved_dtype_bytes(profile)
+    tokens = images * (v.attention_tokens + (v.cross_tokens_per_token if embeddings else 0))
+    return tokens * (r * v.hidden + 2 * 4)
+
+
+def tile_embedding_bytes(v: VisionSpec, images: int, profile: str) -> int:
+    """Llama-3.2-Vision's tile position embedding, K x hidden an image in the table's (residual) dtype, which the gate's
+    product keeps for the gate's gradient (modeling_mllama.py:174) where the tower's weights train. 0 elsewhere."""
+    r, _ = saved_dtype_bytes(profile)
+    return r * images * v.cross_tokens_per_token * v.hidden
+
+
+def projector_input_bytes(v: VisionSpec, images: int, profile: str) -> int:
+    """What a trained projector's Linear saves for its weight's gradient where no tower block keeps it: Llama-3.2-
+    Vision's last and intermediate layers' states concatenated (modeling_mllama.py:1011, read at :1356), K x
+    vision_output_dim an image (v.projector_input) in the compute dtype (autocast's bf16 copy under AMP). 0 elsewhere."""
+    _, c = saved_dtype_bytes(profile)
+    return c * images * v.cross_tokens_per_token * v.projector_input
 
 
 QWEN2_TOWERS = ("quick-gelu-rotary", "rmsnorm-rotary")  # Qwen2-VL's and Qwen2.5-VL's

@@ -130,6 +130,7 @@ def read(cfg: dict, vision_spec) -> tuple[dict, object, list[Tensors], tuple[str
         PROJECTOR,
         checkpointed=False,
         cross_tokens_per_token=cross_tokens_per_image(v),
+        projector_input=v["vision_output_dim"],
         block="plain",
         gated_layers=v["num_global_layers"],
         attention_tokens=encoder_tokens_per_image(v),  # all of an image's tiles in one attention call

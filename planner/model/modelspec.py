@@ -73,6 +73,9 @@ class VisionSpec:
     gated_layers: int = 0  # layers with gated outputs among `layers` (Mllama's global ones)
     anyres: str = ""  # any-resolution tiling (--image-rule name): encoder tokens from images.anyres_encoder_tokens
     cross_tokens_per_token: int = 0  # keys and values per LLM image token in each cross-attention layer (mllama)
+    # the width of what the projector reads where no tower block saves it: Mllama's vision_output_dim (its last and
+    # intermediate layers' states concatenated; planner.estimate.vision.projector_input_bytes), 0 elsewhere
+    projector_input: int = 0
     # what one attention call of a block spans (planner.estimate.vision.eager_attention_bytes): a tile or fixed-size
     # image of this many encoder tokens; 0: each sample's image whole (Qwen); windows of window_tokens in all but
     # full_attention_layers of the blocks (Qwen2.5-VL)

@@ -14,7 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from planner.estimate.vision import frozen_tower_checkpoint_bytes, frozen_tower_graph_bytes
+from planner.estimate.vision import (
+    frozen_tower_checkpoint_bytes,
+    frozen_tower_graph_bytes,
+    tile_mask_bytes,
+    tile_norm_inputs_bytes,
+)
 from planner.model.catalog import load_model
 from planner.model.modelspec import VisionSpec
 
@@ -92,13 +97,16 @@ def test_a_frozen_qwen2_vl_tower_saves_nothing_and_clips_keeps_its_block_inputs(
 def test_a_hooked_frozen_mllama_tower_keeps_its_block_inputs_at_4_48_and_its_whole_graph_at_4_57():
     """Mllama's encoder checkpoints its layers at 4.48.3 (modeling_mllama.py:381-382) and not at 4.57.1 (:353-357):
     after ms-swift's call the frozen tower (2 local layers, 1 global, 32 wide, MLP 64, 2 heads; 96 tokens) keeps its
-    3 blocks' inputs, or its whole input-gradient graph, exact to the byte beside what the terms leave out: the
-    pre-tile LayerNorm's input and bf16 statistics over 4 x 17 unpadded tokens, the 96 x 96 bf16 attention mask, the
-    post LayerNorm's input and statistics, and (un-checkpointed) the global layer's two bf16 tanh gates. The CPU keeps
-    the LayerNorms' mean and rstd in bf16, which the graph term counts in fp32 as CUDA's layer_norm keeps them."""
+    3 blocks' inputs, or its whole input-gradient graph, exact to the byte beside its edges (tile_mask_bytes, the 96 x
+    96 bf16 attention mask; tile_norm_inputs_bytes, the pre-tile LayerNorm's input over 4 x 17 unpadded tokens and the
+    post LayerNorm's over 96) and what the terms leave out: (un-checkpointed) the global layer's two bf16 tanh gates.
+    The CPU keeps the LayerNorms' mean and rstd in bf16, which the terms count in fp32 as CUDA's layer_norm keeps them."""
     old, new = _probe("swift-3.0.3")["forwards"]["mllama"], _probe("swift-3.12.6")["forwards"]["mllama"]
-    v, tokens = VisionSpec(3, 32, 64, 2, False, 1, gated_layers=1), 96
-    edges = 4 * 17 * (32 * 2 + 2 * 2) + tokens * tokens * 2 + tokens * (32 * 2 + 2 * 2)
+    tokens, keys = 96, 4 * 17
+    v = VisionSpec(3, 32, 64, 2, False, 1, gated_layers=1, cross_tokens_per_token=keys, attention_tokens=tokens)
+    edge_stats = (keys + tokens) * 2 * (4 - 2)  # the two edge LayerNorms' mean and rstd, in bf16 on the CPU
+    edges = tile_mask_bytes(v, 1, "half") + tile_norm_inputs_bytes(v, 1, "half", True) - edge_stats
+    assert edges == keys * (32 * 2 + 2 * 2) + tokens * tokens * 2 + tokens * (32 * 2 + 2 * 2)
     assert all(f["hooked"] and f["recorded"] for f in (old["checkpointed"], new["checkpointed"], new["plain"]))
     assert old["checkpointed"]["saved"] == frozen_tower_checkpoint_bytes(v, tokens, "half") + edges == 48016
     cpu_stats = 3 * tokens * 2 * 2 * (4 - 2)  # 2 LayerNorms x mean and rstd, 2 bytes fewer each than fp32

@@ -12,6 +12,10 @@ from planner.estimate.vision import (
     frozen_tower_graph_bytes,
     gated_bytes,
     masked_tower_bytes,
+    projector_input_bytes,
+    tile_embedding_bytes,
+    tile_mask_bytes,
+    tile_norm_inputs_bytes,
     vision_activations_bytes,
     vision_block_bytes,
 )
@@ -169,7 +173,8 @@ def test_the_hook_keeps_a_frozen_mllama_towers_block_inputs_up_to_3_4_and_its_wh
     """Mllama's encoder checkpoints its layers at the transformers ms-swift 2, 3 and 3.4 pin (<=4.52.4), not at 3.7's
     and 3.9's (4.56.2, 4.57.1; VisionSpec.checkpointed_until): one image of 4 tiles (6,432 tokens) keeps its 40
     blocks' inputs under the first, each block's input-gradient graph under the others, nothing under the 4 line
-    (measured: tests/probes/test_frozen_tower_hook.py)."""
+    (measured: tests/probes/test_frozen_tower_hook.py); beside either, the tower's edges: its 6,432 x 6,432 tile mask
+    and its two LayerNorms' inputs (over the 6,404 keys and the 6,432 tokens) with their statistics."""
     runs = {r: _lora_run("llama-3.2-11b-vision", r, 1) for r in ("2", "3", "3.4", "3.7", "3.9", "")}
     v = runs[""].model.vision
     assert v.layers == 40 and not v.checkpointed and v.checkpointed_until == (4, 55, 4)
@@ -177,7 +182,33 @@ def test_the_hook_keeps_a_frozen_mllama_towers_block_inputs_up_to_3_4_and_its_wh
     added = {r: activation_terms.activations_bytes(s) - base for r, s in runs.items()}
     blocks = frozen_tower_checkpoint_bytes(v, 6432, "half")
     assert blocks == 40 * 6432 * 1280 * 2
-    assert added["2"] == added["3"] == added["3.4"] == blocks
+    edges = tile_mask_bytes(v, 1, "half") + tile_norm_inputs_bytes(v, 1, "half", True)
+    assert edges == 6432**2 * 2 + (6432 + 6404) * (1280 * 2 + 2 * 4)
+    assert added["2"] == added["3"] == added["3.4"] == blocks + edges
     graph = frozen_tower_graph_bytes(v, 6432, "half")
     assert graph == 40 * 6432 * ((6 * 1280 + 5120) * 2 + (4 + 16) * 4)
-    assert added["3.7"] == added["3.9"] == graph and added[""] == 0
+    assert added["3.7"] == added["3.9"] == graph + edges and added[""] == 0
+
+
+def test_a_trained_mllama_tower_keeps_its_tile_mask_norm_inputs_embedding_and_projector_input():
+    """Llama-3.2-11B-Vision, one image a sample (4 tiles: 6,432 tower tokens, 6,404 keys), micro-batch 2, bf16-pure:
+    beside its blocks the trained tower keeps its tile mask, its two LayerNorms' inputs and its tile embedding, and the
+    trained projector its 7,680-wide input; a frozen tower leaves the projector's alone, LoRA neither (pinned to what
+    the model saves: tests/probes/test_mllama.py on CPU, tests/probes/test_vision_terms.py in the sim)."""
+    model = load_model("llama-3.2-11b-vision")
+    v = model.vision
+
+    def run(**kw) -> Setup:
+        return Setup(model, Knobs(precision="bf16-pure", **kw), 2, 1, 2048, 8, 1, image_tokens=1)
+
+    tower = tile_mask_bytes(v, 2, "half") + tile_norm_inputs_bytes(v, 2, "half", True)
+    tower += tile_embedding_bytes(v, 2, "half")
+    assert tower == 2 * (6432**2 * 2 + (6432 + 6404) * (1280 * 2 + 8) + 6404 * 1280 * 2)
+    assert projector_input_bytes(v, 2, "half") == 2 * 6404 * 7680 * 2
+    assert activation_terms.tiled_tower_bytes(run()) == tower + projector_input_bytes(v, 2, "half")
+    assert activation_terms.tiled_tower_bytes(run(frozen="vision")) == projector_input_bytes(v, 2, "half")
+    assert activation_terms.tiled_tower_bytes(run(lora_rank=8)) == 0
+    assert activation_terms.tiled_tower_bytes(run(attention="eager")) == tower + projector_input_bytes(
+        v, 2, "half"
+    ) - tile_mask_bytes(v, 2, "half")
+    assert tower // 2 == 132_098_336  # 0.123 GiB an image, and 0.092 GiB the projector's input
