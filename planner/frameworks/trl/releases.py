@@ -87,7 +87,7 @@ CHUNKED_NLL = (
 # - KTO scores the whole logits, the KL batch's too (v1.0.0 trl/experimental/kto/kto_trainer.py:953, 1072; v1.9.0
 #   trl/trainer/kto_trainer.py:1324, 1506), and what else it holds moved (CPU steps of each release's own trainer,
 #   fp32, micro 2 x accum 2, the tiny Llama of tests/probes/test_rl.py at vocabulary 4,096; bytes at training,
-#   kl-forward, reference-forward: tests/planner/frameworks/trl/test_kto_entropy.py MEASURED):
+#   kl-forward, reference-forward: tests/planner/frameworks/trl/test_kto_entropy.py RELEASE_STEPS):
 #   v1.0.0 .. v1.5.x keep index copies of the policy's whole logits through the reference's passes (v1.0.0 :977-978);
 #   v1.6.x adds .contiguous() copies of the shifted logits (v1.6.0 :1231, 1272) beside them (:1249-1250), +8.1% over
 #   trl@1.7's plan at the reference forward: the 1.0 line refuses KTO (KTO_WHOLE). v1.7.x drops those
@@ -117,6 +117,20 @@ KTO_FUSED_ENTROPY = Rule(
     "trl/trainer/kto_trainer.py:1471-1476), on CUDA TRL's Triton kernel (trl/kernels/logprob_entropy.py, "
     "trl/trainer/utils.py:507-512), a path not measured: not planned; give --framework trl (1.15+'s fused head) or "
     "trl@1.10 (1.10.0 .. 1.13.x, planned)",
+    lambda k: kind(k) == "kto",
+)
+# v0.22.0 .. v0.29.1's KTOTrainer (trl/trainer/kto_trainer.py, from v0.26.0 trl/experimental/kto/kto_trainer.py):
+# the reference's passes run through the trainer's own forward, which returns log-probs and drops its logits
+# (v0.22.0 :1398-1406, v0.29.1 :1233-1241), the policy's index copies of its whole logits kept (v0.22.0 :1086-1087,
+# v0.29.1 :974-975), no entropy. trl 0.22.2's CPU step (as KTO_WHOLE's, .fwenv-old/trl-0.22.2): 79,236,096 bytes at
+# training, 72,286,208 at kl-forward, 77,343,232 at reference-forward, 8.1%, 4.7% and 12.0% under the newest's plan
+ZERO_KTO = {**ZERO, "runs": {**ZERO["runs"], "workload": (*ZERO["runs"]["workload"], "kto")}}
+KTO_REF_DROPPED = Rule(
+    "workload",
+    "TRL v0.22.0 .. v0.29.1's KTOTrainer drops the reference's logits inside its own forward (v0.22.0 "
+    "trl/trainer/kto_trainer.py:1398-1406; v0.29.1 trl/experimental/kto/kto_trainer.py:1233-1241) and keeps index "
+    "copies of the policy's (v0.22.0 :1086-1087), a step not planned: trl 0.22.2's on CPU lies 8.1% under the "
+    "newest's plan (--framework trl) at training and 12.0% at the reference forward, outside memplan's 5%",
     lambda k: kind(k) == "kto",
 )
 # the lines of chunked_nll (v1.7.0 .. 1.14.x), before the fused head; KTO planned with its entropy copy (1.8 .. 1.13)
@@ -231,13 +245,17 @@ RELEASES = (
             )
         },
         notes=("as trl, but SFT's loss from the full logits (and Liger's loss allowed)",),
-        **_grpo(
-            "v0.22.0",
-            (0.0, "460-461"),
-            "301-302",
-            "401-402: vllm_mode='server' (through v0.29.1; v1.0.0: 'colocate')",
-            old=False,
-        ),
+        **{
+            **_grpo(
+                "v0.22.0",
+                (0.0, "460-461"),
+                "301-302",
+                "401-402: vllm_mode='server' (through v0.29.1; v1.0.0: 'colocate')",
+                old=False,
+            ),
+            "adapter": ZERO_KTO,
+        },
+        rules=(KTO_REF_DROPPED,),
         aliases=("0",),
     ),
     Release(

@@ -7,8 +7,8 @@ steps on CPU (probes/rl.py, micro 2 x accum 2, fp32, the tiny Llama of tests/pro
 venv) 95,500,288 bytes at training with vocabulary 4,096 and 153,139,200 with 8,192; trl 1.10.0 (.fwenv-old) and
 1.13.0 the same bytes in every phase. The other releases' steps (RELEASE_STEPS) ran tests/probes/kto_steps.py's script
 under .fwenv-old/trl-1.10.0's python with that release's wheel first on PYTHONPATH (`pip download --no-deps
-trl==X`, unzipped; its transformers 5.19.0, accelerate 1.15.0, torch 2.13.0). The KTO probes' tolerance, 5%
-(tests/probes/test_kto.py)."""
+trl==X`, unzipped; its transformers 5.19.0, accelerate 1.15.0, torch 2.13.0), 0.22.2's and 1.0.0's under their own
+.fwenv-old venvs. The KTO probes' tolerance, 5% (tests/probes/test_kto.py)."""
 
 import os
 from pathlib import Path
@@ -30,6 +30,7 @@ PHASES = ("training", "kl-forward", "reference-forward")
 # as, the bytes). 1.7.x's reference forward is 1.9.0's plus one logits copy, 2 x 96 x vocabulary x 4 bytes (its index
 # copies, releases.py): under the 1.7 plan there by 1.7% at 4,096 and 2.2% at 8,192, its peak under the plan's
 RELEASE_STEPS = {
+    ("0.22.2", 4096): ("0.22", (79_236_096, 72_286_208, 77_343_232)),
     ("1.0.0", 4096): ("1.0", (92_390_400, 74_350_080, 89_438_720)),
     ("1.0.0", 8192): ("1.0", (146_916_352, 119_438_848, 140_818_944)),
     ("1.6.0", 4096): ("1.0", (95_470_592, 77_262_848, 95_072_256)),
@@ -70,17 +71,18 @@ def test_each_planned_releases_kto_step_within_5_percent_of_its_lines_plan():
     plan of the line memplan reads them as; the 1.10 line plans KTO with the 1.7 line's terms, byte for byte."""
     assert _plan(4096, "1.10") == _plan(4096, "1.7")
     for (version, vocab), (line, measured) in RELEASE_STEPS.items():
-        if line == "1.0":
-            continue  # refused (releases.py KTO_WHOLE): below
+        if line in ("0.22", "1.0"):
+            continue  # refused (releases.py KTO_REF_DROPPED, KTO_WHOLE): below
         plan = _plan(vocab, line)
         for phase, got in zip(PHASES, measured, strict=True):
             assert abs(got - plan[phase]) / plan[phase] < 0.05, (version, vocab, phase, got, plan[phase])
         assert max(measured) <= max(plan.values()), (version, vocab)  # the peak: the plan's at least
 
 
-def test_the_1_0_line_refuses_kto_as_1_6_overruns_the_1_7_terms():
+def test_the_0_22_1_0_and_1_14_lines_refuse_kto():
     """1.0.0 would fit the 1.7 terms (within 5%), 1.6.0's .contiguous() copies do not (reference forward +8.1%): the
-    line, 1.0.0 .. 1.6.x, refuses KTO; 1.14.x's Triton-kernel path is not measured and refuses it too."""
+    line, 1.0.0 .. 1.6.x, refuses KTO; 0.22.2's step (the reference's logits dropped in its forward) lies more than 5%
+    under the newest's plan; 1.14.x's Triton-kernel path is not measured."""
     plans = {v: _plan(v, "1.7") for v in (4096, 8192)}
     within = {
         key: all(abs(m - plans[key[1]][p]) / plans[key[1]][p] < 0.05 for p, m in zip(PHASES, ms, strict=True))
@@ -88,8 +90,12 @@ def test_the_1_0_line_refuses_kto_as_1_6_overruns_the_1_7_terms():
     }
     assert within["1.0.0", 4096] and within["1.0.0", 8192] and not within["1.6.0", 4096]
     assert RELEASE_STEPS["1.6.0", 4096][1][2] > plans[4096]["reference-forward"] * 1.08
+    newest = _plan(4096, "1.16")
+    assert all(
+        m < newest[p] * 0.95 for p, m in zip(PHASES, RELEASE_STEPS["0.22.2", 4096][1], strict=True) if p != "kl-forward"
+    )
     knobs = Knobs(framework="trl", precision="fp32", workload=Workload(kind="kto", max_length=96))
-    for line in ("1.0", "1.14"):
+    for line in ("0.22", "1.0", "1.14"):
         field, why = adapter("trl", line).cannot(dict(knobs))
         assert field == "workload" and "not planned" in why and "kto_trainer.py" in why, (line, why)
 
