@@ -43,8 +43,8 @@ RELEASE_STEPS = {
 }
 
 
-def _plan(vocab: int, release: str = "1.7") -> dict[str, int]:
-    w = Workload(kind="kto", max_length=PROMPT + COMPLETION, max_prompt_length=PROMPT, logprobs="full")
+def _plan(vocab: int, release: str = "1.7", completion: int = COMPLETION) -> dict[str, int]:
+    w = Workload(kind="kto", max_length=PROMPT + completion, max_prompt_length=PROMPT, logprobs="full")
     knobs = Knobs(framework="trl", release=release, precision="fp32", workload=w)
     s = Setup(from_config({**TINY, "vocab_size": vocab}, "tiny"), knobs, 2, 2, w.seq_len())
     return {k.split(":")[0]: v for k, v in breakdown(s, 80 * 2**30).phases.items()}
@@ -77,6 +77,18 @@ def test_each_planned_releases_kto_step_within_5_percent_of_its_lines_plan():
         for phase, got in zip(PHASES, measured, strict=True):
             assert abs(got - plan[phase]) / plan[phase] < 0.05, (version, vocab, phase, got, plan[phase])
         assert max(measured) <= max(plan.values()), (version, vocab)  # the peak: the plan's at least
+
+
+# 1.10.0's step with 448-token completions (vocabulary 4,096; the docstring's command, COMPLETION 448), the probe's
+# labels in turn and every row desirable (its rows' labels set True), where the logits metrics gather every row's
+# completion positions beside the index copies (v1.9.0 kto_trainer.py:1614-1620): training-phase bytes
+LONG_COMPLETIONS = {"alternating": 175_878_144, "all-desirable": 176_892_928}
+
+
+def test_the_1_10_line_holds_long_completions_with_every_row_desirable_within_5_percent():
+    plan = _plan(4096, "1.10", completion=448)["training"]
+    for labels, measured in LONG_COMPLETIONS.items():
+        assert abs(measured - plan) / plan < 0.05, (labels, measured, plan)
 
 
 def test_the_0_22_1_0_and_1_14_lines_refuse_kto():
