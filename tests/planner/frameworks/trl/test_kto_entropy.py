@@ -81,7 +81,7 @@ def test_each_planned_releases_kto_step_within_5_percent_of_its_lines_plan():
 
 # 1.10.0's step with 448-token completions (vocabulary 4,096; the docstring's command, COMPLETION 448), the probe's
 # labels in turn and every row desirable (its rows' labels set True), where the logits metrics gather every row's
-# completion positions beside the index copies (v1.9.0 kto_trainer.py:1614-1620): training-phase bytes
+# completion positions beside the index copies (v1.9.0 kto_trainer.py:1616-1622): training-phase bytes
 LONG_COMPLETIONS = {"alternating": 175_878_144, "all-desirable": 176_892_928}
 
 
