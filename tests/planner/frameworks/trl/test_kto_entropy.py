@@ -72,7 +72,7 @@ def test_each_planned_releases_kto_step_within_5_percent_of_its_lines_plan():
     assert _plan(4096, "1.10") == _plan(4096, "1.7")
     for (version, vocab), (line, measured) in RELEASE_STEPS.items():
         if line in ("0.22", "1.0"):
-            continue  # refused (releases.py KTO_REF_DROPPED, KTO_WHOLE): below
+            continue  # refused (releases.py KTO_UNTRACED, KTO_WHOLE): below
         plan = _plan(vocab, line)
         for phase, got in zip(PHASES, measured, strict=True):
             assert abs(got - plan[phase]) / plan[phase] < 0.05, (version, vocab, phase, got, plan[phase])
@@ -93,7 +93,7 @@ def test_the_1_10_line_holds_long_completions_with_every_row_desirable_within_5_
 
 def test_the_0_22_1_0_and_1_14_lines_refuse_kto():
     """1.0.0 would fit the 1.7 terms (within 5%), 1.6.0's .contiguous() copies do not (reference forward +8.1%): the
-    line, 1.0.0 .. 1.6.x, refuses KTO; 0.22.2's step (the reference's logits dropped in its forward) lies more than 5%
+    line, 1.0.0 .. 1.6.x, refuses KTO; 0.22.2's step (v1.0.0's head, the gap not traced) lies more than 5%
     under the newest's plan; 1.14.x's Triton-kernel path is not measured."""
     plans = {v: _plan(v, "1.7") for v in (4096, 8192)}
     within = {
