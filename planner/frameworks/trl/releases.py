@@ -88,9 +88,10 @@ CHUNKED_NLL = (
 #   trl/trainer/kto_trainer.py:1324, 1506), and what else it holds moved (CPU steps of each release's own trainer,
 #   fp32, micro 2 x accum 2, the tiny Llama of tests/probes/test_rl.py at vocabulary 4,096; bytes at training,
 #   kl-forward, reference-forward: tests/planner/frameworks/trl/test_kto_entropy.py RELEASE_STEPS):
-#   v1.0.0 .. v1.5.x keep index copies of the policy's whole logits through the reference's passes (v1.0.0 :977-978);
-#   v1.6.x adds .contiguous() copies of the shifted logits (v1.6.0 :1231, 1272) beside them (:1249-1250), +8.1% over
-#   trl@1.7's plan at the reference forward: the 1.0 line refuses KTO (KTO_WHOLE). v1.7.x drops those
+#   v1.0.0 .. v1.5.x keep index copies of the policy's whole logits through the reference's passes (v1.0.0 :977-978,
+#   v1.5.1 :838-839), no entropy: 1.0.0 and 1.5.1 within 5% of the entropy copy's terms, planned with them on the 1.0
+#   line; v1.6.x adds .contiguous() copies of the shifted logits (v1.6.0 :1231, 1272) beside them (:1249-1250), +8.1%
+#   over trl@1.7's plan at the reference forward: the 1.6 line refuses KTO (KTO_WHOLE). v1.7.x drops those
 #   (c6d2f3ae3, #6046), keeping the index copies (v1.7.0 trl/experimental/kto/kto_trainer.py:1341-1342, no entropy;
 #   1.7.1 identical): within 5% of the trl@1.7 plan. v1.8.0 .. 1.13.x take the entropy from a flattened copy of the
 #   policy's logits with the reference's live (v1.8.0 trl/trainer/kto_trainer.py:1588, v1.9.0 :1544, 1597, 1.13.0
@@ -104,11 +105,10 @@ FUSED_HEAD = "trl 1.15.0 trl/trainer/sft_trainer.py:1118-1140, kto_trainer.py:12
 ONE_X_RUNS = {**TRL_RUNS, "workload": (*TRL_RUNS["workload"], "gkd", "kto")}
 KTO_WHOLE = Rule(
     "workload",
-    "TRL v1.0.0 .. v1.6.x's KTOTrainer keeps index copies of the policy's whole logits through the reference's "
-    "passes (v1.0.0 trl/experimental/kto/kto_trainer.py:977-978) and v1.6.x .contiguous() copies of the shifted "
-    "logits beside them (v1.6.0 :1231, 1249-1250, 1272; its CPU step 8.1% over trl@1.7's plan at the reference "
-    "forward; 1.0.0's within 5% of it), not planned: give --framework trl (1.15+'s fused head), trl@1.7 or trl@1.10 "
-    "(v1.7.0 .. 1.13.x, planned)",
+    "TRL v1.6.x's KTOTrainer keeps .contiguous() copies of the shifted logits (v1.6.0 "
+    "trl/experimental/kto/kto_trainer.py:1231, 1272) beside index copies of the whole logits (:1249-1250), its CPU "
+    "step 8.1% over trl@1.7's plan at the reference forward (v1.0.0 .. v1.5.x and v1.7.x, without them, within 5%): "
+    "not planned; give --framework trl (1.15+'s fused head), trl@1.0, trl@1.7 or trl@1.10 (planned)",
     lambda k: kind(k) == "kto",
 )
 KTO_FUSED_ENTROPY = Rule(
@@ -135,6 +135,8 @@ KTO_UNTRACED = Rule(
     "(1.0.0's step, the same head, runs 17% above it)",
     lambda k: kind(k) == "kto",
 )
+# the lines of SFT's nll (v1.0.0 .. v1.6.x): the recipe's head, GKD over the completion's positions (below)
+ONE_O = {"sft_head": "recipe", "runs": ONE_X_RUNS, "gkd_loss": "completion"}
 # the lines of chunked_nll (v1.7.0 .. 1.14.x), before the fused head; KTO planned with its entropy copy (1.8 .. 1.13)
 CHUNKED = {"adapter": {"runs": ONE_X_RUNS, "kto_entropy_copy": True}, "notes": (CHUNKED_NLL,)}
 # GKD: v1.0.0 .. v1.6.x run the JSD over the completion's positions (v1.0.0 trl/experimental/gkd/gkd_trainer.py:374-377,
@@ -263,11 +265,21 @@ RELEASES = (
     Release(
         "1.0",
         (1, 0),
-        "trl v1.0.0 .. v1.6.x",
+        "trl v1.0.0 .. v1.5.x",
         transformers="5.6.0",
         meaning=HYBRID_FULL,
         workload=ONE_X,
-        adapter={"sft_head": "recipe", "runs": ONE_X_RUNS, "gkd_loss": "completion"},
+        adapter={**ONE_O, "kto_entropy_copy": True},  # KTO's index copies within 5% of these terms (above)
+        notes=(NLL,),
+    ),
+    Release(
+        "1.6",
+        (1, 6),
+        "trl v1.6.x (KTO's .contiguous() copies of the shifted logits: v1.6.0 experimental/kto/kto_trainer.py:1231)",
+        transformers="5.6.0",
+        meaning=HYBRID_FULL,
+        workload=ONE_X,
+        adapter=ONE_O,
         notes=(NLL,),
         rules=(KTO_WHOLE,),
     ),

@@ -1,6 +1,7 @@
 """TRL v1.8.0 .. 1.13.x's KTO from the whole logits (planner/estimate/kto_entropy.py, Framework.kto_entropy_copy on
-the trl@1.7 and trl@1.10 lines): the entropy metric's flattened copy of the policy's logits with the reference's live
-(v1.7.x, on the 1.7 line, keeps index copies of them instead: planner/frameworks/trl/releases.py). Pinned by
+the trl@1.0, trl@1.7 and trl@1.10 lines): the entropy metric's flattened copy of the policy's logits with the
+reference's live (v1.0.0 .. v1.5.x and v1.7.x keep index copies of them instead: planner/frameworks/trl/releases.py).
+Pinned by
 (1) TRL 1.9.0's own selective_log_softmax and entropy_from_logits under probes.tracker (2 rows x 96 tokens, vocabulary
 4,096; the head's peak moment, inputs excluded: 12,554,240 bytes in fp32, 7,834,112 in bf16), and (2) whole KTOTrainer
 steps on CPU (probes/rl.py, micro 2 x accum 2, fp32, the tiny Llama of tests/probes/test_rl.py): trl 1.9.0 (axolotl's
@@ -33,7 +34,9 @@ RELEASE_STEPS = {
     ("0.22.2", 4096): ("0.22", (79_236_096, 72_286_208, 77_343_232)),
     ("1.0.0", 4096): ("1.0", (92_390_400, 74_350_080, 89_438_720)),
     ("1.0.0", 8192): ("1.0", (146_916_352, 119_438_848, 140_818_944)),
-    ("1.6.0", 4096): ("1.0", (95_470_592, 77_262_848, 95_072_256)),
+    ("1.3.0", 4096): ("1.0", (92_382_208, 74_341_888, 89_430_528)),
+    ("1.5.1", 4096): ("1.0", (92_382_208, 74_341_888, 89_430_528)),
+    ("1.6.0", 4096): ("1.6", (95_470_592, 77_262_848, 95_072_256)),
     ("1.7.1", 4096): ("1.7", (91_883_520, 74_341_888, 89_430_528)),
     ("1.7.1", 8192): ("1.7", (146_311_168, 119_430_656, 140_810_752)),
     ("1.9.0", 4096): ("1.7", (95_500_288, 74_341_888, 86_284_800)),
@@ -67,11 +70,12 @@ def test_the_1_7_line_plans_trl_1_9_kto_step_within_5_percent():
 
 
 def test_each_planned_releases_kto_step_within_5_percent_of_its_lines_plan():
-    """1.7.x (index copies, no entropy), 1.9.0 and 1.10.0 .. 1.13.0 (the entropy copy): every phase within 5% of the
-    plan of the line memplan reads them as; the 1.10 line plans KTO with the 1.7 line's terms, byte for byte."""
-    assert _plan(4096, "1.10") == _plan(4096, "1.7")
+    """1.0.0 .. 1.5.1 and 1.7.x (index copies, no entropy), 1.9.0 and 1.10.0 .. 1.13.0 (the entropy copy): every phase
+    within 5% of the plan of the line memplan reads them as; the 1.0 and 1.10 lines plan KTO with the 1.7 line's terms,
+    byte for byte."""
+    assert _plan(4096, "1.10") == _plan(4096, "1.7") == _plan(4096, "1.0")
     for (version, vocab), (line, measured) in RELEASE_STEPS.items():
-        if line in ("0.22", "1.0"):
+        if line in ("0.22", "1.6"):
             continue  # refused (releases.py KTO_UNTRACED, KTO_WHOLE): below
         plan = _plan(vocab, line)
         for phase, got in zip(PHASES, measured, strict=True):
@@ -91,23 +95,23 @@ def test_the_1_10_line_holds_long_completions_with_every_row_desirable_within_5_
         assert abs(measured - plan) / plan < 0.05, (labels, measured, plan)
 
 
-def test_the_0_22_1_0_and_1_14_lines_refuse_kto():
-    """1.0.0 would fit the 1.7 terms (within 5%), 1.6.0's .contiguous() copies do not (reference forward +8.1%): the
-    line, 1.0.0 .. 1.6.x, refuses KTO; 0.22.2's step (v1.0.0's head, the gap not traced) lies more than 5%
-    under the newest's plan; 1.14.x's Triton-kernel path is not measured."""
+def test_the_0_22_1_6_and_1_14_lines_refuse_kto():
+    """1.6.0's .contiguous() copies overrun the 1.7 terms (reference forward +8.1%): the 1.6 line refuses KTO; 0.22.2's
+    step (v1.0.0's head, the gap not traced) lies more than 5% under the newest's plan; 1.14.x's Triton-kernel path is
+    not measured."""
     plans = {v: _plan(v, "1.7") for v in (4096, 8192)}
     within = {
         key: all(abs(m - plans[key[1]][p]) / plans[key[1]][p] < 0.05 for p, m in zip(PHASES, ms, strict=True))
         for key, (_, ms) in RELEASE_STEPS.items()
     }
-    assert within["1.0.0", 4096] and within["1.0.0", 8192] and not within["1.6.0", 4096]
+    assert within["1.0.0", 4096] and within["1.5.1", 4096] and not within["1.6.0", 4096]
     assert RELEASE_STEPS["1.6.0", 4096][1][2] > plans[4096]["reference-forward"] * 1.08
     newest = _plan(4096, "1.16")
     assert all(
         m < newest[p] * 0.95 for p, m in zip(PHASES, RELEASE_STEPS["0.22.2", 4096][1], strict=True) if p != "kl-forward"
     )
     knobs = Knobs(framework="trl", precision="fp32", workload=Workload(kind="kto", max_length=96))
-    for line in ("0.22", "1.0", "1.14"):
+    for line in ("0.22", "1.6", "1.14"):
         field, why = adapter("trl", line).cannot(dict(knobs))
         assert field == "workload" and "not planned" in why and "kto_trainer.py" in why, (line, why)
 
