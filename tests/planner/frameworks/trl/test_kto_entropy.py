@@ -128,18 +128,22 @@ def test_trl_1_9_kto_step_on_cpu_within_5_percent_of_the_1_7_line():
         assert abs(measured[phase] - plan[phase]) / plan[phase] < 0.05, (phase, measured, plan)
 
 
-TRL_1_10 = Path(os.environ.get("MEMPLAN_FWENV_OLD", Path(__file__).resolve().parents[4] / ".fwenv-old")) / "trl-1.10.0"
+FWENV_OLD = Path(os.environ.get("MEMPLAN_FWENV_OLD", Path(__file__).resolve().parents[4] / ".fwenv-old"))
 
 
 @pytest.mark.sweep
-@pytest.mark.skipif(not (TRL_1_10 / "bin" / "python").is_file(), reason="tools/fwenv_old.sh's trl-1.10.0 venv")
-def test_trl_1_10_kto_step_on_cpu_within_5_percent_of_the_1_10_line():
-    """The measurement itself at 1.10.0 (tools/fwenv_old.sh's venv): every phase as RELEASE_STEPS records it (0.5%), and
-    within 5% of the trl@1.10 plan."""
+@pytest.mark.parametrize("version", ["1.0.0", "1.10.0"])
+def test_a_trl_venvs_kto_step_on_cpu_within_5_percent_of_its_line(version):
+    """The measurement itself at 1.0.0 and 1.10.0 (tools/fwenv_old.sh's venvs): every phase as RELEASE_STEPS records
+    it (0.5%), and within 5% of its line's plan."""
     from tests.probes.kto_steps import measured_kto_steps
 
-    measured = measured_kto_steps(str(TRL_1_10 / "bin" / "python"), {**TINY, "vocab_size": 4096})
-    plan = _plan(4096, "1.10")
-    assert tuple(measured[p] for p in PHASES) == pytest.approx(RELEASE_STEPS["1.10.0", 4096][1], rel=0.005)
+    python = FWENV_OLD / f"trl-{version}" / "bin" / "python"
+    if not python.is_file():
+        pytest.skip(f"tools/fwenv_old.sh's trl-{version} venv")
+    measured = measured_kto_steps(str(python), {**TINY, "vocab_size": 4096})
+    line, recorded = RELEASE_STEPS[version, 4096]
+    plan = _plan(4096, line)
+    assert tuple(measured[p] for p in PHASES) == pytest.approx(recorded, rel=0.005)
     for phase in PHASES:
         assert abs(measured[phase] - plan[phase]) / plan[phase] < 0.05, (phase, measured, plan)
