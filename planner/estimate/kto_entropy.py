@@ -1,14 +1,19 @@
-"""TRL v1.7.0 .. v1.9.0's KTO head from the whole logits (Framework.kto_entropy_copy): after the reference model's
-forward, _compute_loss takes the policy's token entropy for its metrics, entropy_from_logits(shift_logits.detach())
-(v1.9.0 trl/trainer/kto_trainer.py:1597; v1.7.0 and v1.8.0 :1588), which flattens the shifted logits with
-logits.reshape(-1, vocab) (v1.9.0 trl/trainer/utils.py:551), a copy, since the [:, :-1] slice is not contiguous, and
-then takes log_softmax, its exp and their product over 128 rows at a time (:552-555). Live at that moment, beside the
-saved activations: the policy's logits (`outputs`, a local of _compute_loss; in fp32 selective_log_softmax saves
-them for logsumexp's backward, :506-509; in half precision its row loop saves each row's log_softmax beside them,
-:511-516), the reference model's logits (`ref_outputs`, a local too, :1544, while the reference runs in the step),
-the flattened copy and a chunk's three temporaries. Units: the compute dtype's bytes of `tokens` x `vocab`.
-Measured on TRL 1.9.0's own functions (tracker, fp32 and bf16, 2 rows x 96 tokens, vocabulary 4,096: 3.99 and 4.98
-copies before the reference's) and on whole CPU steps (tests/planner/frameworks/trl/test_kto_entropy.py)."""
+"""TRL v1.8.0 .. 1.13.x's KTO head from the whole logits (Framework.kto_entropy_copy, the trl@1.0, trl@1.7 and trl@1.10
+lines): after the reference model's forward, _compute_loss takes the policy's token entropy for its metrics,
+entropy_from_logits(shift_logits.detach()) (v1.9.0 trl/trainer/kto_trainer.py:1597; v1.8.0 :1588; 1.13.0 :1624), which
+flattens the shifted logits with logits.reshape(-1, vocab) (v1.9.0 trl/trainer/utils.py:551), a copy, since the
+[:, :-1] slice is not contiguous, and then takes log_softmax, its exp and their product over 128 rows at a time
+(:552-555). Live at that moment, beside the saved activations: the policy's logits (`outputs`, a local of
+_compute_loss; in fp32 selective_log_softmax saves them for logsumexp's backward, :506-509; in half precision its row
+loop saves each row's log_softmax beside them, :511-516), the reference model's logits (`ref_outputs`, a local too,
+:1544, while the reference runs in the step), the flattened copy and a chunk's three temporaries. Units: the compute
+dtype's bytes of `tokens` x `vocab`. Measured on TRL 1.9.0's own functions (tracker, fp32 and bf16, 2 rows x 96
+tokens, vocabulary 4,096: 3.99 and 4.98 copies before the reference's) and on whole CPU steps
+(tests/planner/frameworks/trl/test_kto_entropy.py). v1.0.0 .. v1.5.x and v1.7.x take no entropy but keep index copies
+of the policy's whole logits from its forward on (v1.0.0 trl/experimental/kto/kto_trainer.py:977-978, v1.7.0
+:1341-1342): one copy of `rows` x `width` x `vocab` where this term holds one of `width` - 1 positions and a chunk;
+their reference forward one logits copy over the plan's, their peak under it (measured at 1.0.0, 1.3.0, 1.5.1 and
+1.7.1: the same test)."""
 
 from __future__ import annotations
 

@@ -115,7 +115,8 @@ class Memory:
     # its KTO keeps the rows' fp32 logits over the KL batch's pass and copies the chosen and rejected rows out of them
     kto_keeps_logits: bool = False
     # its KTO takes the policy's entropy from a flattened copy of its whole logits after the reference's forward, both
-    # models' logits live (TRL v1.7.0 .. v1.9.0: planner.estimate.kto_entropy)
+    # models' logits live (TRL v1.8.0 .. 1.13.x; trl@1.0's and trl@1.7's index copies held to it:
+    # planner.estimate.kto_entropy)
     kto_entropy_copy: bool = False
     # under checkpointing it makes the embedding's output require a gradient (enable_input_require_grads), so freeze
     # tuning's frozen layers below the trained ones are checkpointed and recomputed too (planner.estimate.freeze)

@@ -47,12 +47,13 @@ def _partial_groups(k: dict, w) -> bool:
 # rl kto runs TRL's KTOTrainer (v0.18.0 core/builders/rl.py:77-78, 149-159; v0.5.0 core/trainer_builder.py:1919-1926,
 # 1982) at the TRL each line pins, trl==0.12.0 (v0.5.0) .. 1.9.0 (0.19.0): the KL batch and the rows scored from the
 # whole logits, index copies of the rows' logits kept (trl v0.12.0 trl/trainer/kto_trainer.py:1044-1046, 1075-1098;
-# v1.9.0 :1324, 1506), the path planner.frameworks.trl refuses at 1.0-1.6 and 1.10-1.14 (releases.py KTO_WHOLE) and
-# plans at 1.7-1.9 (planner.estimate.kto_entropy). Measured on CPU (tests/planner/frameworks/axolotl/test_rl_kinds.py;
-# probes/rl.py, a 4,096-entry vocabulary, micro 2 x accum 2, fp32) against memplan's whole-logits KTO (logprobs full):
-# trl 1.9.0 training +10.8% above the newest's plan, -0.1% from trl@1.7's (tests/planner/frameworks/trl/
-# test_kto_entropy.py); trl 1.0.0 +7.2% and trl 0.22.2 -8.1% training, -12.1% reference-forward. The line that pins
-# 1.9.0 (0.14 .. 0.19) pins 0.27.1 .. 1.9.0, across TRL's 0.22, 1.0 and 1.7 lines: refused rather than planned
+# v1.9.0 :1324, 1506), the path planner.frameworks.trl refuses at 0.22, 1.6 and 1.14 (releases.py) and plans at
+# 1.0-1.5 and 1.7-1.13 (planner.estimate.kto_entropy). Measured on CPU
+# (tests/planner/frameworks/axolotl/test_rl_kinds.py; probes/rl.py, a 4,096-entry vocabulary, micro 2 x accum 2, fp32)
+# against memplan's whole-logits KTO (logprobs full): trl 1.9.0 training +10.8% above the newest's plan, -0.1% from
+# trl@1.7's (tests/planner/frameworks/trl/test_kto_entropy.py); trl 1.0.0 +7.2% and trl 0.22.2 -8.1% training, -12.1%
+# reference-forward. The line that pins 1.9.0 (0.14 .. 0.19) pins 0.27.1 .. 1.9.0, across TRL's 0.22, 1.0 and 1.7
+# lines: refused rather than planned
 KTO_UNMEASURED = (
     "runs rl kto on TRL's KTOTrainer at its pin (trl 0.12.0 .. 1.9.0), whose whole-logits head and index copies "
     "memplan has not measured (trl 1.9.0 on CPU: +10.8% above the plan): not planned"

@@ -16,9 +16,9 @@ What moved between them:
   narrow the releases its files allow.
 - max_completion_length 256 until PR #6264 (286d19fc7, 1.10.0.dev0) made it 512.
 - SFT's loss: the full logits before 1.7 (the trl-0 adapter: v0.29.1 sft_trainer.py:1234-1236; loss_type nll through
-  v1.6.x), chunked_nll 1.7 .. 1.14.x, TRL's fused log-prob head from 1.15, which alone refuses Liger's loss and scores
-  KTO without the whole logits (releases.py ONE_X_RUNS, KTO_WHOLE; 1.7's whole-logits KTO planned,
-  planner.estimate.kto_entropy); accelerate's ParallelismConfig reached HF's
+  v1.6.x), chunked_nll 1.7 .. 1.14.x (the 1.7, 1.10 and 1.14 lines), TRL's fused log-prob head from 1.15, which alone refuses Liger's loss and scores
+  KTO without the whole logits (releases.py ONE_X_RUNS, KTO_WHOLE; 1.7's and 1.10's whole-logits KTO planned,
+  planner.estimate.kto_entropy; 1.14's refused); accelerate's ParallelismConfig reached HF's
   Trainer after 0.x (transformers PR#40205).
 Adding a release is one Release in RELEASES (planner.frameworks.trl.releases)."""
 
@@ -116,8 +116,9 @@ FRAMEWORK = Framework(
     version="trl 1.16.0",
     every=(*HF_EVERY, "device_map"),
     # GKD: trl/experimental/gkd/gkd_trainer.py (planner.estimate.gkd); KTO: trl/trainer/kto_trainer.py, its KL batch
-    # through the fused log-prob head (kto_trainer.py:1364-1365; the earlier lines' full logits are not planned); the
-    # 0.x lines' ZERO runs keep both out, the 1.0 and 1.10 lines refuse KTO (releases.py KTO_WHOLE), 1.7 plans it
+    # through the fused log-prob head (kto_trainer.py:1364-1365; the earlier lines' whole logits: releases.py); the
+    # 0.x lines' ZERO runs keep both out (0.22 refuses KTO with its reason, releases.py KTO_UNTRACED), the 1.0 and
+    # 1.14 lines refuse KTO (KTO_WHOLE, KTO_FUSED_ENTROPY), 1.7 and 1.10 plan it
     runs={**TRL_RUNS, "loss": ("standard",), "workload": (*TRL_RUNS["workload"], "gkd", "kto")},
     gkd_loss="whole",
     dpo_why={"packed": NO_PADDING_FREE, "sequence_parallel": NO_DPO_SPLIT},

@@ -85,24 +85,60 @@ CHUNKED_NLL = (
 #   has nll alone, :255-256) and the trainer hands Liger the labels (v1.0.0 sft_trainer.py:1254-1262, v1.9.0
 #   :1718-1724); 1.16's fused head refuses it (sft_trainer.py:1127-1140): the newest's loss runs without its override;
 # - KTO scores the whole logits, the KL batch's too (v1.0.0 trl/experimental/kto/kto_trainer.py:953, 1072; v1.9.0
-#   trl/trainer/kto_trainer.py:1324, 1506). v1.7.0 .. v1.9.0 then take the entropy from a flattened copy of the
-#   policy's logits with the reference's live (v1.9.0 :1544, 1597; planner.estimate.kto_entropy): planned
-#   (kto_entropy_copy), measured on CPU steps at 1.9.0 (1.10.0's step the same bytes). Not planned: v1.0.0 .. v1.6.x
-#   (index copies of the rows' logits, v1.0.0 :977-978; their step +7.2% over the plan in fp32 at 1.0.0, the fp32
-#   selective_log_softmax's backward) and 1.10 .. 1.14.x, whose 1.14.0 fuses the entropy into
-#   selective_log_softmax_and_entropy (trl/trainer/kto_trainer.py:1469-1476), a line not read between
-#   (memplan plans TRL 1.15+'s KTO with the fused head, trl 1.16.0 kto_trainer.py:1364-1365)
+#   trl/trainer/kto_trainer.py:1324, 1506), and what else it holds moved (CPU steps of each release's own trainer,
+#   fp32, micro 2 x accum 2, the tiny Llama of tests/probes/test_rl.py at vocabulary 4,096; bytes at training,
+#   kl-forward, reference-forward: tests/planner/frameworks/trl/test_kto_entropy.py RELEASE_STEPS):
+#   v1.0.0 .. v1.5.x keep index copies of the policy's whole logits through the reference's passes (v1.0.0 :977-978,
+#   v1.5.1 :838-839), no entropy: 1.0.0 and 1.5.1 within 5% of the entropy copy's terms, planned with them on the 1.0
+#   line; v1.6.x adds .contiguous() copies of the shifted logits (v1.6.0 :1231, 1272) beside them (:1249-1250), +8.1%
+#   over trl@1.7's plan at the reference forward: the 1.6 line refuses KTO (KTO_WHOLE). v1.7.x drops those
+#   (c6d2f3ae3, #6046), keeping the index copies (v1.7.0 trl/experimental/kto/kto_trainer.py:1341-1342, no entropy;
+#   1.7.1 identical): within 5% of the trl@1.7 plan. v1.8.0 .. 1.13.x take the entropy from a flattened copy of the
+#   policy's logits with the reference's live (v1.8.0 trl/trainer/kto_trainer.py:1588, v1.9.0 :1544, 1597, 1.13.0
+#   :1571, 1624; planner.estimate.kto_entropy): planned (kto_entropy_copy) on the 1.7 and 1.10 lines, the
+#   non-Liger _compute_loss and _compute_kl_logps of 1.10.0 .. 1.13.0 those of 1.9.0 but the token count under tensor
+#   parallelism (1.13.0 :1470, 1638). 1.14.x takes log-probs and entropy in one call after the policy's forward
+#   (1.14.0 trl/trainer/kto_trainer.py:1471-1476), TRL's Triton kernel on CUDA (trl/kernels/logprob_entropy.py;
+#   trl/trainer/utils.py:507-512): not measured, refused (KTO_FUSED_ENTROPY). 1.15+ runs the fused head (trl 1.16.0
+#   kto_trainer.py:1364-1365)
 FUSED_HEAD = "trl 1.15.0 trl/trainer/sft_trainer.py:1118-1140, kto_trainer.py:1292,1300"
 ONE_X_RUNS = {**TRL_RUNS, "workload": (*TRL_RUNS["workload"], "gkd", "kto")}
 KTO_WHOLE = Rule(
     "workload",
-    "TRL v1.0.0 .. v1.6.x's and 1.10 .. 1.14.x's KTOTrainer scores the whole logits (v1.0.0 "
-    "trl/experimental/kto/kto_trainer.py:953, 1072; 1.14.0 trl/trainer/kto_trainer.py:1422, 1470), not planned: "
-    "give --framework trl (1.15+'s fused head) or trl@1.7 (v1.7.0 .. v1.9.0, planned)",
+    "TRL v1.6.x's KTOTrainer keeps .contiguous() copies of the shifted logits (v1.6.0 "
+    "trl/experimental/kto/kto_trainer.py:1231, 1272) beside index copies of the whole logits (:1249-1250), its CPU "
+    "step 8.1% over trl@1.7's plan at the reference forward (v1.0.0 .. v1.5.x and v1.7.x, without them, within 5%): "
+    "not planned; give --framework trl (1.15+'s fused head), trl@1.0, trl@1.7 or trl@1.10 (planned)",
     lambda k: kind(k) == "kto",
 )
-# the lines of chunked_nll (v1.7.0 .. 1.14.x), before the fused head
-CHUNKED = {"adapter": {"runs": ONE_X_RUNS}, "notes": (CHUNKED_NLL,), "rules": (KTO_WHOLE,)}
+KTO_FUSED_ENTROPY = Rule(
+    "workload",
+    "TRL 1.14.x's KTOTrainer takes log-probs and entropy from the whole logits in one call (1.14.0 "
+    "trl/trainer/kto_trainer.py:1471-1476), on CUDA TRL's Triton kernel (trl/kernels/logprob_entropy.py, "
+    "trl/trainer/utils.py:507-512), a path not measured: not planned; give --framework trl (1.15+'s fused head) or "
+    "trl@1.10 (1.10.0 .. 1.13.x, planned)",
+    lambda k: kind(k) == "kto",
+)
+# v0.22.0 .. v0.29.1's KTOTrainer (trl/trainer/kto_trainer.py, from v0.26.0 trl/experimental/kto/kto_trainer.py):
+# the reference's passes run through the trainer's own forward, which returns log-probs and drops its logits
+# (v0.22.0 :1398-1406, v0.29.1 :1233-1241), the policy's index copies of its whole logits kept (v0.22.0 :1086-1087,
+# v0.29.1 :974-975), no entropy: v1.0.0's structure (v1.0.0 :977-978, 1228-1240). trl 0.22.2's CPU step
+# (.fwenv-old/trl-0.22.2, transformers 4.56.2): 79,236,096 bytes at training, 72,286,208 at kl-forward, 77,343,232 at
+# reference-forward, 8.1%, 4.7% and 12.0% under the newest's plan, where 1.0.0's (transformers 5.6.0) is 92,390,400,
+# 74,350,080 and 89,438,720: the gap is not the head's structure and is not traced
+ZERO_KTO = {**ZERO, "runs": {**ZERO["runs"], "workload": (*ZERO["runs"]["workload"], "kto")}}
+KTO_UNTRACED = Rule(
+    "workload",
+    "TRL v0.22.0 .. v0.29.1's KTOTrainer (v0.22.0 trl/trainer/kto_trainer.py:1043-1093, 1340-1410; v0.29.1 "
+    "trl/experimental/kto/kto_trainer.py) is not planned: trl 0.22.2's CPU step lies 8.1% under the newest's plan "
+    "(--framework trl) at training and 12.0% at the reference forward, outside memplan's 5%, by a difference not traced "
+    "(1.0.0's step, the same head, runs 17% above it)",
+    lambda k: kind(k) == "kto",
+)
+# the lines of SFT's nll (v1.0.0 .. v1.6.x): the recipe's head, GKD over the completion's positions (below)
+ONE_O = {"sft_head": "recipe", "runs": ONE_X_RUNS, "gkd_loss": "completion"}
+# the lines of chunked_nll (v1.7.0 .. 1.14.x), before the fused head; KTO planned with its entropy copy (1.8 .. 1.13)
+CHUNKED = {"adapter": {"runs": ONE_X_RUNS, "kto_entropy_copy": True}, "notes": (CHUNKED_NLL,)}
 # GKD: v1.0.0 .. v1.6.x run the JSD over the completion's positions (v1.0.0 trl/experimental/gkd/gkd_trainer.py:374-377,
 # the logits sliced from the padded prompt's width; v1.6.0 :380-383); v1.7.0 on over every token (v1.7.0 :405-407)
 ONE_X = {
@@ -213,23 +249,37 @@ RELEASES = (
             )
         },
         notes=("as trl, but SFT's loss from the full logits (and Liger's loss allowed)",),
-        **_grpo(
-            "v0.22.0",
-            (0.0, "460-461"),
-            "301-302",
-            "401-402: vllm_mode='server' (through v0.29.1; v1.0.0: 'colocate')",
-            old=False,
-        ),
+        **{
+            **_grpo(
+                "v0.22.0",
+                (0.0, "460-461"),
+                "301-302",
+                "401-402: vllm_mode='server' (through v0.29.1; v1.0.0: 'colocate')",
+                old=False,
+            ),
+            "adapter": ZERO_KTO,
+        },
+        rules=(KTO_UNTRACED,),
         aliases=("0",),
     ),
     Release(
         "1.0",
         (1, 0),
-        "trl v1.0.0 .. v1.6.x",
+        "trl v1.0.0 .. v1.5.x",
         transformers="5.6.0",
         meaning=HYBRID_FULL,
         workload=ONE_X,
-        adapter={"sft_head": "recipe", "runs": ONE_X_RUNS, "gkd_loss": "completion"},
+        adapter={**ONE_O, "kto_entropy_copy": True},  # KTO's index copies within 5% of these terms (above)
+        notes=(NLL,),
+    ),
+    Release(
+        "1.6",
+        (1, 6),
+        "trl v1.6.x (KTO's .contiguous() copies of the shifted logits: v1.6.0 experimental/kto/kto_trainer.py:1231)",
+        transformers="5.6.0",
+        meaning=HYBRID_FULL,
+        workload=ONE_X,
+        adapter=ONE_O,
         notes=(NLL,),
         rules=(KTO_WHOLE,),
     ),
@@ -240,10 +290,15 @@ RELEASES = (
         transformers="5.6.0",
         meaning=HYBRID_FULL,
         workload=ONE_X,
-        adapter={"runs": ONE_X_RUNS, "kto_entropy_copy": True},  # KTO's entropy copy (planner.estimate.kto_entropy)
-        notes=(CHUNKED_NLL,),
+        **CHUNKED,  # KTO's entropy copy (planner.estimate.kto_entropy; 1.7.x's index copies within 5%, above)
     ),
-    Release("1.10", (1, 10), "trl 1.10 (PR #6264, 286d19fc7: max_completion_length 512) .. 1.14.x", **CHUNKED),
+    Release("1.10", (1, 10), "trl 1.10 (PR #6264, 286d19fc7: max_completion_length 512) .. 1.13.x", **CHUNKED),
+    Release(
+        "1.14",
+        (1, 14),
+        "trl 1.14.0 .. 1.14.x (KTO's log-probs and entropy in one call: 1.14.0 kto_trainer.py:1471-1476)",
+        **{**CHUNKED, "adapter": {"runs": ONE_X_RUNS}, "rules": (KTO_FUSED_ENTROPY,)},
+    ),
     Release("1.15", (1, 15), f"trl 1.15.0 .. 1.16.0 (TRL's fused log-prob head: {FUSED_HEAD})"),
 )
 FORKS = (

@@ -20,7 +20,7 @@ GRPO = {"model": "qwen2.5-0.5b", "gpu": "h100", "gpus_per_node": 8, "evidence": 
 @pytest.mark.parametrize(
     ("text", "line"),
     [("", "1.15"), ("0.14", "0.14"), ("0.14.2", "0.14"), ("v0.17.0", "0.15"), ("0.18.2", "0.15"), ("0.19.1", "0.19"),
-     ("0.29.1", "0.22"), ("0", "0.22"), ("1.2.0", "1.0"), ("1.14.2", "1.10"), ("1.16.0", "1.15"), ("qwen2vl-grpo", "r1-v"), ("vlm-r1", "vlm-r1")],
+     ("0.29.1", "0.22"), ("0", "0.22"), ("1.2.0", "1.0"), ("1.6.0", "1.6"), ("1.13.0", "1.10"), ("1.14.2", "1.14"), ("1.16.0", "1.15"), ("qwen2vl-grpo", "r1-v"), ("vlm-r1", "vlm-r1")],
 )  # fmt: skip
 def test_a_trl_release_is_its_line_an_alias_or_a_version_inside_a_line(text, line):
     assert FRAMEWORKS["trl"].release(text).name == line
@@ -115,7 +115,7 @@ def _flags(body: dict) -> list[str]:
 def test_the_cli_takes_name_at_release_and_lists_releases():
     r = planner("check", *_flags({**GRPO, "micro_batch": 1}), "--workload", "grpo", "--framework", "trl@0.13")
     one_line_error(r, "no release '0.13'")
-    assert "0.14, 0.15, 0.19, 0.22 (0), 1.0, 1.7, 1.10" in r.stderr
+    assert "0.14, 0.15, 0.19, 0.22 (0), 1.0, 1.6, 1.7, 1.10, 1.14" in r.stderr
     data = json.loads(planner("frameworks", "--json").stdout)
     trl = next(f for f in data["frameworks"] if f["name"] == "trl")
     assert [x["name"] for x in trl["releases"]] == [
@@ -124,8 +124,10 @@ def test_the_cli_takes_name_at_release_and_lists_releases():
         "0.19",
         "0.22",
         "1.0",
+        "1.6",
         "1.7",
         "1.10",
+        "1.14",
         "1.15",
         "r1-v",
         "vlm-r1",

@@ -135,10 +135,10 @@ def test_a_trl_grpo_run_pinning_no_release_plans_every_line_and_0_14_leads(tmp_p
         "--per_device_train_batch_size 4 --num_generations 4\n"
     )
     run = str(tmp_path / "run.sh")
-    assert intake.read([run]).releases == ("0.14", "0.15", "0.19", "0.22", "1.0", "1.7", "1.10", "1.15")
+    assert intake.read([run]).releases == ("0.14", "0.15", "0.19", "0.22", "1.0", "1.6", "1.7", "1.10", "1.14", "1.15")
     assert _headline(run, "--gpu", "a100-40gb").startswith(
-        "does NOT fit with trl@0.14 (the files allow 0.14, 0.15, 0.19, 0.22, 1.0, 1.7, 1.10, 1.15 and pin none; it fits "
-        "with trl@0.15, trl@0.19, trl@0.22, trl@1.0, trl@1.7, trl@1.10, trl@1.15:"
+        "does NOT fit with trl@0.14 (the files allow 0.14, 0.15, 0.19, 0.22, 1.0, 1.6, 1.7, 1.10, 1.14, 1.15 and pin "
+        "none; it fits with trl@0.15, trl@0.19, trl@0.22, trl@1.0, trl@1.6, trl@1.7, trl@1.10, trl@1.14, trl@1.15:"
     )
 
 
