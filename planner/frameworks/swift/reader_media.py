@@ -69,8 +69,8 @@ def image(
     InternLM-XComposer-2.5 checkpoint's image follows its size: asked for (reader_xcomposer; `hint`: --model_type)."""
     given = as_int(env.get("MAX_PIXELS"))
     cap = as_int(env.get("IMAGE_MAX_TOKEN_NUM")) if release.name in TOKEN_CAP_LINES else None
-    _caps(c, env, cap)
     text = release.means("swift_max_length_counts") == "text"
+    _caps(c, env, cap, text)
     tiled = "MAX_NUM" in env and _tiled(c)
     if not given and not cap and not text and not tiled:
         if limit is not None:
@@ -106,10 +106,11 @@ def image(
         return _row_tokens(c, limit, tokens(request), text)[0]
 
     c.derived["image_tokens"] = (("model",), row)
-    # the length --max_length set: SFT's rows, DPO's chosen and rejected rows, GRPO's prompt (_sequence)
+    # the length --max_length set: SFT's rows, DPO's chosen and rejected rows, GRPO's prompt (_sequence); up to 3.3
+    # the images' tokens come after it, as many as --images N counts (_text_then_images)
     seq = c.setting(field)
     if text and seq is not None:
-        c.derived[field] = (("model",), lambda request: int(seq.value) + row(request))
+        c.derived[field] = (COUNTS, lambda request: _text_then_images(int(seq.value), request, tokens, row))
     n = tokens(None)
     if not n:
         return
@@ -128,6 +129,26 @@ def image(
     _inserted(c, n, f"{how} (one image a row: {pixels} // {per})", "MAX_PIXELS", release, text, limit)
 
 
+# the flags whose change sizes a 3.0-3.3 row again: its text's --max_length, then each image's tokens (image)
+COUNTS = ("model", "images", "tokens_per_image", "image_tokens")
+
+
+def _text_then_images(seq: int, request: dict, tokens, row) -> int:
+    """A row up to 3.3 (TEXT_ONLY_CUT): the text's --max_length, then its images' tokens: --image-tokens T, --images N
+    at --tokens-per-image, at --max-pixels or at the files' cap (`tokens`: one image's under the final model), else
+    the reading's `row`."""
+    if request.get("image_tokens"):
+        return seq + int(request["image_tokens"])
+    if not request.get("images"):
+        return seq + row(request)
+    each = request.get("tokens_per_image")
+    m = models.lookup(str(request.get("model", "")), None)
+    rule = images.family_rule(str(m.config.get("model_type"))) if m is not None else None
+    if not each and request.get("max_pixels") and rule in images.PIXEL_RULES:  # the worst case planned (imagefit)
+        each = images.worst_case(rule, request.get("min_pixels"), request["max_pixels"])[0]
+    return seq + int(request["images"]) * int(each or tokens(request))
+
+
 # IMAGE_MAX_TOKEN_NUM: ms-swift sets qwen_vl_utils' module cap from the environment (v4.5.2
 # swift/model/models/qwen.py:697-731, from v3.9.0), over the one MAX_PIXELS gives (:747-757); qwen_vl_utils 0.0.14 resizes
 # an image to at most that many merged patches (vision_process.py:132: max_pixels IMAGE_MAX_TOKEN_NUM x patch_factor^2)
@@ -135,18 +156,22 @@ TOKEN_CAP = "swift/model/models/qwen.py:697-731 sets qwen_vl_utils' IMAGE_MAX_TO
 TOKEN_CAP_LINES = ("3.9", "4")
 
 
-def _caps(c: Collector, env: dict[str, str], cap: int | None) -> None:
+def _caps(c: Collector, env: dict[str, str], cap: int | None, text: bool) -> None:
     """The environment's image caps, kept for a flag that counts the images again (planner.intake.media.COUNTED:
     --images N, --data): MAX_PIXELS and MIN_PIXELS as the request's pixel bounds, qwen_vl_utils' smart_resize sizing
     each image within them (v2.5.2 swift/llm/utils/template.py:1543-1544 get_env_args('min_pixels' / 'max_pixels');
     v3.4.0 swift/llm/model/model/qwen.py:537-545 and v4.0.0 swift/model/models/qwen.py:654-670 set qwen_vl_utils'
     constants from them), IMAGE_MAX_TOKEN_NUM as that many tokens' pixels under the final model (TOKEN_CAP), MAX_NUM
-    as InternVL's tiles (_own_image). Derived only where such a flag is given: the files' own count is image's."""
+    as InternVL's tiles (_own_image); with none of them, qwen_vl_utils' own cap (_default_cap_pixels: not the HF
+    processor's, which ms-swift does not let resize). Derived only where such a flag is given: the files' own count
+    is image's."""
     high, low = as_int(env.get("MAX_PIXELS")), as_int(env.get("MIN_PIXELS"))
     if cap:
         c.derived["max_pixels"] = (media.COUNTED, media.pixel_bound(lambda request: _token_cap_pixels(request, cap)))
     elif high:
         c.derived["max_pixels"] = (media.COUNTED, media.pixel_bound(lambda request: high))
+    else:
+        c.derived["max_pixels"] = (media.COUNTED, media.pixel_bound(lambda request: _default_cap_pixels(request, text)))
     if low and (cap or high) and (not high or low <= high):  # a floor over the cap is qwen_vl_utils' to lift
         c.derived["min_pixels"] = (media.COUNTED, media.pixel_bound(lambda request: low))
     k = as_int(env.get("MAX_NUM"))
@@ -155,6 +180,31 @@ def _caps(c: Collector, env: dict[str, str], cap: int | None) -> None:
             media.COUNTED,
             lambda request: images.tile_rule(k) if media.counted(request) else None,
         )
+
+
+# Each image's cap without MAX_PIXELS: ms-swift resizes it with qwen_vl_utils alone and hands the HF processor
+# do_resize=False from v3.0.2 (fetch_image then do_resize=False: v3.0.3 swift/llm/template/template/qwen.py:205, 245;
+# v3.4.1 :216, 243; v3.7.3 :236, 270; v3.12.6 :318, 369; v4.0.0 swift/template/templates/qwen.py:314, 365; v4.5.2
+# :339, 391), so the processor's own max_pixels never applies; v2.5.2 (swift/llm/utils/template.py:1530-1553, 1611) to
+# v3.0.1 (v3.0.0 swift/llm/template/template/qwen.py:148-171, 222) resize within the same default, then the processor
+# again within its preprocessor_config.json's max_pixels, 12,845,056 in Qwen2-VL's and Qwen2.5-VL's Instruct
+# checkpoints (not transformers' class default, 1,280 x 28 x 28): the same cap. qwen_vl_utils' is 16,384 tokens' pixels:
+# MAX_PIXELS = 16384 * 28 * 28 (qwen-vl-utils 0.0.10 src/qwen_vl_utils/vision_process.py), IMAGE_MAX_TOKEN_NUM 16384
+# times (patch x merge)^2 from 0.0.14 (vision_process.py:132; ms-swift passes Qwen3-VL's patch 16, v3.12.6 template/qwen.py:
+# 316-318). From 3.4 a row over --max_length is deleted (v3.4.0 swift/llm/template/base.py:421-425): no image of a
+# row that runs has more tokens than the length.
+QWEN_VL_UTILS_TOKENS = 16384
+
+
+def _default_cap_pixels(request: dict, text: bool) -> int | None:
+    """qwen_vl_utils' cap under the request's model: 16,384 tokens' pixels (12,845,056 for Qwen2-VL's 28 x 28 a
+    token), from 3.4 (not `text`) at most the row's length in tokens (a longer row is deleted); None where the model's
+    token size is not known."""
+    m = models.lookup(str(request.get("model", "")), None)
+    per = modelconfig.pixels_per_token(m.config) if m is not None and modelconfig.has_vision(m.config) else None
+    length = request.get("seq_len") or request.get("max_length")
+    tokens = QWEN_VL_UTILS_TOKENS if text or not isinstance(length, int) else min(QWEN_VL_UTILS_TOKENS, length)
+    return tokens * per if per else None
 
 
 def _token_cap_pixels(request: dict, cap: int) -> int | None:
