@@ -89,7 +89,7 @@ def read(
     media.vision(c, f, env, where, lora)
     # the trainer's own vLLM engine's images and videos a row: colocated, or 3.4.x's on GPUs of its own
     limit = media.limits(c, f, fast3 and swift3x.engine(f) == "vllm" and "vllm_server_host" not in f)
-    media.image(c, env, where, release, limit.get("image"), hint)
+    media.image(c, env, where, release, limit.get("image"), hint, f.get("max_pixels"))
     media.video(c, env, where, release, limit.get("video"))
     for field in ("zero_stage", "fsdp"):
         key = KEYS.key(field)

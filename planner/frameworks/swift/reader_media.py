@@ -1,11 +1,14 @@
 """ms-swift's images (planner/frameworks/swift/reader.py hands each run's flags and environment here): the ViT's and
-aligner's freeze switches and what all-linear LoRA reaches in the ViT, one image a row at MAX_PIXELS or the cap
-qwen_vl_utils leaves, and what each release's --max_length counts of it (planner.frameworks.swift.RELEASES); one
+aligner's freeze switches and what all-linear LoRA reaches in the ViT, one image a row at MAX_PIXELS, --max_pixels
+or the cap qwen_vl_utils leaves (reader_pixels), and what each release's --max_length counts of it (planner.frameworks.swift.RELEASES); one
 video a row where the environment sets its frame sampling (FPS, FPS_MAX_FRAMES). Cited in the 4.6.0 wheel (swift/...) and at the older tags named."""
 
 from __future__ import annotations
 
+import math
+
 from planner.frameworks import mmlimit
+from planner.frameworks.swift import reader_pixels as px
 from planner.frameworks.swift import reader_xcomposer as swiftxc
 from planner.frameworks.swift.keys import KEYS
 from planner.frameworks.swift.reader_rl import look
@@ -56,7 +59,13 @@ def vision(c: Collector, f: dict[str, Flag], env: dict[str, str], where: str, lo
 
 
 def image(
-    c: Collector, env: dict[str, str], where: str, release, limit: tuple[int, str] | None = None, hint=None
+    c: Collector,
+    env: dict[str, str],
+    where: str,
+    release,
+    limit: tuple[int, str] | None = None,
+    hint=None,
+    template: Flag | None = None,
 ) -> None:
     """One image a row at MAX_PIXELS, else at the cap every ms-swift release leaves to qwen_vl_utils: its
     MAX_PIXELS 16384 x 28 x 28 = 12,845,056 (qwen_vl_utils/vision_process.py; ms-swift reads the MAX_PIXELS
@@ -66,13 +75,17 @@ def image(
     max_length plus the image; from 3.4 a longer row is deleted, so the image is within max_length and no cap is
     assumed (planned text only, the headline says so). Derived again from a --model given beside the files. A colocated
     vLLM rollout's --vllm_limit_mm_per_prompt (`limit`: limits' image) puts up to N images in a row. An
-    InternLM-XComposer-2.5 checkpoint's image follows its size: asked for (reader_xcomposer; `hint`: --model_type)."""
+    InternLM-XComposer-2.5 checkpoint's image follows its size: asked for (reader_xcomposer; `hint`: --model_type).
+    --max_pixels (`template`, from 3.0) rescales each image first: a cap as MAX_PIXELS is, at the worst case its
+    rescale and qwen_vl_utils' rounding leave (reader_pixels)."""
     given = as_int(env.get("MAX_PIXELS"))
     cap = as_int(env.get("IMAGE_MAX_TOKEN_NUM")) if release.name in TOKEN_CAP_LINES else None
     text = release.means("swift_max_length_counts") == "text"
-    _caps(c, env, cap, text)
+    scale = as_int(template.value) if template is not None and release.name != "2" else None
+    scale = scale if scale and scale > 0 else None  # rescale_image leaves an image under 1 pixel's cap as it is
+    _caps(c, env, cap, text, scale)
     tiled = "MAX_NUM" in env and _tiled(c)
-    if not given and not cap and not text and not tiled:
+    if not given and not cap and not text and not tiled and not scale:
         if limit is not None:
             c.note(f"{limit[1]} (image {limit[0]} not planned: no image cap is planned without MAX_PIXELS or MAX_NUM)")
         return
@@ -94,13 +107,23 @@ def image(
             f"image cap {pixels:,} pixels",
         )
     )
+    if scale:
+        how += f"; {template.source} (rescaled to at most {scale:,} pixels first, then rounded: {RESCALE})"
 
     def tokens(request: dict | None) -> int:  # the image under the final model (a --model beside the files)
         m = c.model if request is None else models.lookup(str(request.get("model", "")), None)
         per = modelconfig.pixels_per_token(m.config) if m is not None and modelconfig.has_vision(m.config) else None
+        if not per:
+            return 0
         if cap:  # qwen_vl_utils' own token cap, whatever the patch (TOKEN_CAP)
-            return cap if per else 0
-        return pixels // per if per and (given or per == 28 * 28) else 0  # the default cap: the Qwen2-VL family
+            n = cap
+        elif given or per == 28 * 28:  # the default cap: the Qwen2-VL family
+            n = pixels // per
+        elif scale:  # qwen_vl_utils 0.0.14's 16,384 tokens, whatever the patch (reader_pixels)
+            n = px.QWEN_VL_UTILS_TOKENS
+        else:
+            return 0
+        return px.rescaled_worst_tokens(scale, math.isqrt(per), n) if scale else n
 
     def row(request: dict | None) -> int:  # the row's images: one, or up to the vLLM limit (_row_tokens)
         return _row_tokens(c, limit, tokens(request), text)[0]
@@ -124,6 +147,9 @@ def image(
             text,
             limit,
         )
+        return
+    if scale:
+        _inserted(c, n, f"{how} (one image a row of at most {n:,} tokens)", "--max_pixels", release, text, limit)
         return
     per = f"{pixels // n} pixels a token{', swift/model/models/qwen.py:758-770' if given else ''}"
     _inserted(c, n, f"{how} (one image a row: {pixels} // {per})", "MAX_PIXELS", release, text, limit)
@@ -154,24 +180,30 @@ def _text_then_images(seq: int, request: dict, tokens, row) -> int:
 # an image to at most that many merged patches (vision_process.py:132: max_pixels IMAGE_MAX_TOKEN_NUM x patch_factor^2)
 TOKEN_CAP = "swift/model/models/qwen.py:697-731 sets qwen_vl_utils' IMAGE_MAX_TOKEN_NUM, vision_process.py:132"
 TOKEN_CAP_LINES = ("3.9", "4")
+RESCALE = "v3.4.1 swift/llm/template/base.py:236, vision_utils.py:87-97; qwen_vl_utils' smart_resize"
 
 
-def _caps(c: Collector, env: dict[str, str], cap: int | None, text: bool) -> None:
+def _caps(c: Collector, env: dict[str, str], cap: int | None, text: bool, scale: int | None) -> None:
     """The environment's image caps, kept for a flag that counts the images again (planner.intake.media.COUNTED:
     --images N, --data): MAX_PIXELS and MIN_PIXELS as the request's pixel bounds, qwen_vl_utils' smart_resize sizing
     each image within them (v2.5.2 swift/llm/utils/template.py:1543-1544 get_env_args('min_pixels' / 'max_pixels');
     v3.4.0 swift/llm/model/model/qwen.py:537-545 and v4.0.0 swift/model/models/qwen.py:654-670 set qwen_vl_utils'
     constants from them), IMAGE_MAX_TOKEN_NUM as that many tokens' pixels under the final model (TOKEN_CAP), MAX_NUM
-    as InternVL's tiles (_own_image); with none of them, qwen_vl_utils' own cap (_default_cap_pixels: not the HF
-    processor's, which ms-swift does not let resize). Derived only where such a flag is given: the files' own count
+    as InternVL's tiles (_own_image); with none of them, qwen_vl_utils' own cap (reader_pixels: not the HF
+    processor's, which ms-swift does not let resize); under --max_pixels (`scale`), the worst case its rescale
+    leaves (reader_pixels.rescaled_pixels). Derived only where such a flag is given: the files' own count
     is image's."""
     high, low = as_int(env.get("MAX_PIXELS")), as_int(env.get("MIN_PIXELS"))
     if cap:
-        c.derived["max_pixels"] = (media.COUNTED, media.pixel_bound(lambda request: _token_cap_pixels(request, cap)))
+        bound = lambda request: _token_cap_pixels(request, cap)
     elif high:
-        c.derived["max_pixels"] = (media.COUNTED, media.pixel_bound(lambda request: high))
+        bound = lambda request: high
     else:
-        c.derived["max_pixels"] = (media.COUNTED, media.pixel_bound(lambda request: _default_cap_pixels(request, text)))
+        bound = lambda request: px.default_cap_pixels(request, text)
+    plain = bound
+    if scale:
+        bound = lambda request: px.rescaled_pixels(plain(request), scale, px.token_pixels(request))
+    c.derived["max_pixels"] = (media.COUNTED, media.pixel_bound(bound))
     if low and (cap or high) and (not high or low <= high):  # a floor over the cap is qwen_vl_utils' to lift
         c.derived["min_pixels"] = (media.COUNTED, media.pixel_bound(lambda request: low))
     k = as_int(env.get("MAX_NUM"))
@@ -180,31 +212,6 @@ def _caps(c: Collector, env: dict[str, str], cap: int | None, text: bool) -> Non
             media.COUNTED,
             lambda request: images.tile_rule(k) if media.counted(request) else None,
         )
-
-
-# Each image's cap without MAX_PIXELS: ms-swift resizes it with qwen_vl_utils alone and hands the HF processor
-# do_resize=False from v3.0.2 (fetch_image then do_resize=False: v3.0.3 swift/llm/template/template/qwen.py:205, 245;
-# v3.4.1 :216, 243; v3.7.3 :236, 270; v3.12.6 :318, 369; v4.0.0 swift/template/templates/qwen.py:314, 365; v4.5.2
-# :339, 391), so the processor's own max_pixels never applies; v2.5.2 (swift/llm/utils/template.py:1530-1553, 1611) to
-# v3.0.1 (v3.0.0 swift/llm/template/template/qwen.py:148-171, 222) resize within the same default, then the processor
-# again within its preprocessor_config.json's max_pixels, 12,845,056 in Qwen2-VL's and Qwen2.5-VL's Instruct
-# checkpoints (not transformers' class default, 1,280 x 28 x 28): the same cap. qwen_vl_utils' is 16,384 tokens' pixels:
-# MAX_PIXELS = 16384 * 28 * 28 (qwen-vl-utils 0.0.10 src/qwen_vl_utils/vision_process.py), IMAGE_MAX_TOKEN_NUM 16384
-# times (patch x merge)^2 from 0.0.14 (vision_process.py:132; ms-swift passes Qwen3-VL's patch 16, v3.12.6 template/qwen.py:
-# 316-318). From 3.4 a row over --max_length is deleted (v3.4.0 swift/llm/template/base.py:421-425): no image of a
-# row that runs has more tokens than the length.
-QWEN_VL_UTILS_TOKENS = 16384
-
-
-def _default_cap_pixels(request: dict, text: bool) -> int | None:
-    """qwen_vl_utils' cap under the request's model: 16,384 tokens' pixels (12,845,056 for Qwen2-VL's 28 x 28 a
-    token), from 3.4 (not `text`) at most the row's length in tokens (a longer row is deleted); None where the model's
-    token size is not known."""
-    m = models.lookup(str(request.get("model", "")), None)
-    per = modelconfig.pixels_per_token(m.config) if m is not None and modelconfig.has_vision(m.config) else None
-    length = request.get("seq_len") or request.get("max_length")
-    tokens = QWEN_VL_UTILS_TOKENS if text or not isinstance(length, int) else min(QWEN_VL_UTILS_TOKENS, length)
-    return tokens * per if per else None
 
 
 def _token_cap_pixels(request: dict, cap: int) -> int | None:

@@ -181,3 +181,33 @@ def test_images_n_without_max_pixels_in_2x_and_4x(tmp_path):
     body = checkconfig.config_body(r, {"images": 2}).body
     assert (body["max_pixels"], body["seq_len"]) == (QWEN_VL_UTILS_PIXELS, 20000)  # the length over the cap
     assert "max_pixels" not in checkconfig.config_body(r, {}).body  # no --images: the files' own count (none)
+
+
+def test_max_pixels_flag_rescales_then_qwen_vl_utils_rounds_each_side():
+    """--max_pixels P: int sides of area at most P (rescale_image), then each side rounded to 28, which can pass P:
+    a 71 x 14,134 image (1,003,514 pixels) rounds to 3 x 505 = 1,515 tokens, 18% over 1,003,520 // 784. Brute force
+    over every (height, width) checks the scan's widest width a height."""
+    from planner.frameworks.swift.reader_pixels import rescaled_worst_tokens
+
+    assert rescaled_worst_tokens(1003520, 28, 16384) == 3 * 505 == 1515
+    assert rescaled_worst_tokens(1003520, 28, 1280) == 1280  # MAX_PIXELS' floor within its own cap
+    p = 12544  # 16 blocks of 28 x 28
+    brute = max(
+        max(1, round(h / 28)) * max(1, round(w / 28))
+        for h in range(1, p + 1)
+        for w in range(1, p // h + 1)
+        if max(h, w) <= 200 * min(h, w)
+    )
+    assert rescaled_worst_tokens(p, 28, 16384) == brute == 56
+
+
+@pytest.mark.parametrize(("pin", "row"), [("", 2048 + 1515), ("ms-swift==3.5.0\n", 2048)])
+def test_max_pixels_flag_is_each_images_cap(tmp_path, pin, row):
+    """ms-swift's template --max_pixels (v3.0.0 template_args.py:35): one image a row at its worst case, 1,515 tokens
+    at 1,003,520, after the text up to 3.3, inside the row from 3.4; --images 2 sizes each image within it."""
+    command = f"swift sft --model {VLM} --train_type lora --max_length 2048 --max_pixels 1003520 --dataset x\n"
+    r = _read(tmp_path, command, pin)
+    assert (r.request["image_tokens"], r.request["seq_len"]) == (1515, row)
+    assert "--max_pixels 1003520 (rescaled to at most 1,003,520 pixels" in _s(r)["image_tokens"].source
+    body = checkconfig.config_body(r, {"images": 2}).body
+    assert body["max_pixels"] == 1515 * 784 and body["seq_len"] == (2048 + 2 * 1515 if not pin else 2048)
