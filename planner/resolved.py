@@ -87,7 +87,7 @@ def image_tokens(req: Target, model: ModelSpec) -> tuple[int, imagefit.ImageBudg
                 "give --image-tokens or --images (with --tokens-per-image or alone), not both", "image_tokens"
             )
         b = imagefit.budget(req, model)
-        n = req.images * (req.tokens_per_image if b is None else b.tokens_per_image)
+        n = req.images * req.tokens_per_image if b is None else b.tokens(b.tokens_per_image)  # ImageBudget.shared
     n = n or 0
     videos = videofit.budget(req, model)  # video tokens are image tokens to the tower and the decoder
     if videos is not None:  # with --data, each row's videos beside its images (resolve: with_videos)

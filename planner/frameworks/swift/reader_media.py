@@ -11,6 +11,7 @@ from planner.frameworks import mmlimit
 from planner.frameworks.swift import reader_pixels as px
 from planner.frameworks.swift import reader_xcomposer as swiftxc
 from planner.frameworks.swift.keys import KEYS
+from planner.frameworks.swift.reader_deleted import within_length
 from planner.frameworks.swift.reader_rl import look
 from planner.intake import media, modelconfig, models
 from planner.intake.collect import Collector, as_bool, as_float, as_int, assumption, default
@@ -66,6 +67,7 @@ def image(
     limit: tuple[int, str] | None = None,
     hint=None,
     template: Flag | None = None,
+    deletes: str | None = None,
 ) -> None:
     """One image a row at MAX_PIXELS, else at the cap every ms-swift release leaves to qwen_vl_utils: its
     MAX_PIXELS 16384 x 28 x 28 = 12,845,056 (qwen_vl_utils/vision_process.py; ms-swift reads the MAX_PIXELS
@@ -77,13 +79,15 @@ def image(
     vLLM rollout's --vllm_limit_mm_per_prompt (`limit`: limits' image) puts up to N images in a row. An
     InternLM-XComposer-2.5 checkpoint's image follows its size: asked for (reader_xcomposer; `hint`: --model_type).
     --max_pixels (`template`, from 3.0) rescales each image first: a cap as MAX_PIXELS is, at the worst case its
-    rescale and qwen_vl_utils' rounding leave (reader_pixels)."""
+    rescale and qwen_vl_utils' rounding leave (reader_pixels). Where a longer row is deleted (`deletes`: deleted's
+    source), --images N share the row's length (within_length)."""
     given = as_int(env.get("MAX_PIXELS"))
     cap = as_int(env.get("IMAGE_MAX_TOKEN_NUM")) if release.name in TOKEN_CAP_LINES else None
     text = release.means("swift_max_length_counts") == "text"
     scale = as_int(template.value) if template is not None and release.name != "2" else None
     scale = scale if scale and scale > 0 else None  # rescale_image leaves an image under 1 pixel's cap as it is
-    _caps(c, env, cap, text, scale)
+    _caps(c, env, cap, deletes is None, scale)
+    within_length(c, deletes)
     tiled = "MAX_NUM" in env and _tiled(c)
     if not given and not cap and not text and not tiled and not scale:
         if limit is not None:
@@ -183,14 +187,15 @@ TOKEN_CAP_LINES = ("3.9", "4")
 RESCALE = "v3.4.1 swift/llm/template/base.py:236, vision_utils.py:87-97; qwen_vl_utils' smart_resize"
 
 
-def _caps(c: Collector, env: dict[str, str], cap: int | None, text: bool, scale: int | None) -> None:
+def _caps(c: Collector, env: dict[str, str], cap: int | None, kept: bool, scale: int | None) -> None:
     """The environment's image caps, kept for a flag that counts the images again (planner.intake.media.COUNTED:
     --images N, --data): MAX_PIXELS and MIN_PIXELS as the request's pixel bounds, qwen_vl_utils' smart_resize sizing
     each image within them (v2.5.2 swift/llm/utils/template.py:1543-1544 get_env_args('min_pixels' / 'max_pixels');
     v3.4.0 swift/llm/model/model/qwen.py:537-545 and v4.0.0 swift/model/models/qwen.py:654-670 set qwen_vl_utils'
     constants from them), IMAGE_MAX_TOKEN_NUM as that many tokens' pixels under the final model (TOKEN_CAP), MAX_NUM
     as InternVL's tiles (_own_image); with none of them, qwen_vl_utils' own cap (reader_pixels: not the HF
-    processor's, which ms-swift does not let resize); under --max_pixels (`scale`), the worst case its rescale
+    processor's, which ms-swift does not let resize; within the row's length where a longer row is deleted, not
+    `kept`: deleted); under --max_pixels (`scale`), the worst case its rescale
     leaves (reader_pixels.rescaled_pixels). Derived only where such a flag is given: the files' own count
     is image's."""
     high, low = as_int(env.get("MAX_PIXELS")), as_int(env.get("MIN_PIXELS"))
@@ -199,7 +204,7 @@ def _caps(c: Collector, env: dict[str, str], cap: int | None, text: bool, scale:
     elif high:
         bound = lambda request: high
     else:
-        bound = lambda request: px.default_cap_pixels(request, text)
+        bound = lambda request: px.default_cap_pixels(request, kept)
     plain = bound
     if scale:
         bound = lambda request: px.rescaled_pixels(plain(request), scale, px.token_pixels(request))

@@ -32,13 +32,15 @@ QWEN_VL_UTILS_TOKENS = 16384
 MAX_RATIO = 200  # qwen_vl_utils' smart_resize refuses a longer side over 200 x the shorter (vision_process.py)
 
 
-def default_cap_pixels(request: dict, text: bool) -> int | None:
+def default_cap_pixels(request: dict, kept: bool) -> int | None:
     """qwen_vl_utils' cap under the request's model: 16,384 tokens' pixels (12,845,056 for Qwen2-VL's 28 x 28 a
-    token), from 3.4 (not `text`) at most the row's length in tokens (a longer row is deleted); None where the model's
-    token size is not known."""
+    token), at most the row's length in tokens where a longer row is deleted (not `kept`: reader_media.deleted); None
+    where the model's token size is not known. GRPO's row is its prompt (--max_length: workload.max_prompt_length)."""
     per = token_pixels(request)
-    length = request.get("seq_len") or request.get("max_length")
-    tokens = QWEN_VL_UTILS_TOKENS if text or not isinstance(length, int) else min(QWEN_VL_UTILS_TOKENS, length)
+    w = request.get("workload") or {}
+    prompt = w.get("max_prompt_length") if w.get("kind") == "grpo" else None
+    length = prompt or request.get("seq_len") or request.get("max_length")
+    tokens = QWEN_VL_UTILS_TOKENS if kept or not isinstance(length, int) else min(QWEN_VL_UTILS_TOKENS, length)
     return tokens * per if per else None
 
 
