@@ -98,7 +98,7 @@ def image(
         return
     own = _own_image(c, env, where, release)
     if own is not None:
-        return _inserted(c, *own, release, text, limit)
+        return _inserted(c, *own, release, text, limit, deletes)
     pixels = given or QWEN_VL_UTILS_MAX_PIXELS
     how = (
         f"{where} IMAGE_MAX_TOKEN_NUM={cap}"
@@ -130,7 +130,8 @@ def image(
         return px.rescaled_worst_tokens(scale, math.isqrt(per), n) if scale else n
 
     def row(request: dict | None) -> int:  # the row's images: one, or up to the vLLM limit (_row_tokens)
-        return _row_tokens(c, limit, tokens(request), text)[0]
+        n = _row_tokens(c, limit, tokens(request), text)[0]
+        return _within(c, n, deletes)[0] if limit is None else n
 
     c.derived["image_tokens"] = (("model",), row)
     # the length --max_length set: SFT's rows, DPO's chosen and rejected rows, GRPO's prompt (_sequence); up to 3.3
@@ -150,13 +151,16 @@ def image(
             release,
             text,
             limit,
+            deletes,
         )
         return
     if scale:
-        _inserted(c, n, f"{how} (one image a row of at most {n:,} tokens)", "--max_pixels", release, text, limit)
+        _inserted(
+            c, n, f"{how} (one image a row of at most {n:,} tokens)", "--max_pixels", release, text, limit, deletes
+        )
         return
     per = f"{pixels // n} pixels a token{', swift/model/models/qwen.py:758-770' if given else ''}"
-    _inserted(c, n, f"{how} (one image a row: {pixels} // {per})", "MAX_PIXELS", release, text, limit)
+    _inserted(c, n, f"{how} (one image a row: {pixels} // {per})", "MAX_PIXELS", release, text, limit, deletes)
 
 
 # the flags whose change sizes a 3.0-3.3 row again: its text's --max_length, then each image's tokens (image)
@@ -314,10 +318,20 @@ def _row_tokens(c: Collector, limit: tuple[int, str] | None, n: int, text: bool)
     return mmlimit.row_image_tokens(limit[0], n, room), room
 
 
-def _inserted(c: Collector, n: int, how: str, key: str, release, text: bool, limit=None) -> None:
+def _within(c: Collector, n: int, deletes: str | None) -> tuple[int, int | None]:
+    """(one image's tokens in a row that runs, the length that cut them or None): where a longer row is deleted
+    (`deletes`: reader_deleted.deleted), an image over --max_length never reaches the model, so at most that many."""
+    field = next((f for f in ("seq_len", "workload.max_length", "workload.max_prompt_length") if c.has(f)), "seq_len")
+    seq = c.setting(field)
+    length = int(seq.value) if deletes is not None and seq is not None else None
+    return (length, length) if length is not None and n > length else (n, None)
+
+
+def _inserted(c: Collector, n: int, how: str, key: str, release, text: bool, limit=None, deletes=None) -> None:
     """The row's image tokens; up to 3.3 inserted after the text's --max_length, as the pixel path does; with a
     vLLM `limit` (_limit), N images, from 3.4 within the length --max_length sets (a longer row is deleted:
-    planner.frameworks.mmlimit.row_image_tokens)."""
+    planner.frameworks.mmlimit.row_image_tokens); one image a row within that length where a longer row is deleted
+    (`deletes`, _within)."""
     field = next((f for f in ("seq_len", "workload.max_length", "workload.max_prompt_length") if c.has(f)), "seq_len")
     seq = c.setting(field)
     if limit is not None:
@@ -325,6 +339,9 @@ def _inserted(c: Collector, n: int, how: str, key: str, release, text: bool, lim
         how = f"{how}; {_up_to(limit, 'image')}: {each:,} tokens each, within {room:,}"
         c.set("image_tokens", n, how, key)
     else:  # one image a row: the files do not say how many (the dataset does)
+        n, cut = _within(c, n, deletes)
+        if cut is not None:
+            how = f"{how}; at most --max_length {cut:,} tokens: {deletes}"
         c.assume_media("image_tokens", n, how, key)
     if text and seq is not None:
         c.set(

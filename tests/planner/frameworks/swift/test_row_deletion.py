@@ -67,3 +67,15 @@ def test_two_images_of_a_deleted_lines_row_plan_as_one_image_holding_it(tmp_path
     assert (two.context[2].image_tokens, two.context[2].tower_tokens) == (4096, 0)
     assert two.plan.memory.peak_allocated_bytes == one.plan.memory.peak_allocated_bytes
     assert two.plan.fits and two.images["shared_length"] == 4096
+
+
+@pytest.mark.parametrize(("pin", "image", "row"), [("ms-swift==3.5.0\n", 4096, 4096), ("", CAP, 4096 + CAP)])
+def test_the_files_own_image_over_the_length_is_within_it_where_the_row_is_deleted(tmp_path, pin, image, row):
+    """MAX_PIXELS=12845056 (16,384 tokens an image) at --max_length 4096: from 3.4 a row with that image is deleted, so
+    the image a row that runs holds is at most 4,096 tokens (it was refused as over the length); up to 3.3 the image
+    comes after the text's 4,096."""
+    r = _read(tmp_path, "MAX_PIXELS=12845056 " + LORA, pin)
+    assert (r.request["image_tokens"], r.request["seq_len"]) == (image, row)
+    assert ("a row over --max_length is deleted" in {x.field: x for x in r.settings}["image_tokens"].source) == bool(
+        pin
+    )
