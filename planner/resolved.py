@@ -20,7 +20,7 @@ from planner.model import video_rules as vr
 from planner.model.families import from_config
 from planner.model.modelspec import ModelSpec
 from planner.search import imagefit, videofit
-from planner.search.datafit import DataFit, Scanner, scan_data
+from planner.search.datafit import DataFit, Scanner, scan_data, with_videos
 
 
 def default_resolver(ref: ModelRef) -> ModelSpec:
@@ -87,12 +87,10 @@ def image_tokens(req: Target, model: ModelSpec) -> tuple[int, imagefit.ImageBudg
                 "give --image-tokens or --images (with --tokens-per-image or alone), not both", "image_tokens"
             )
         b = imagefit.budget(req, model)
-        n = req.images * (req.tokens_per_image if b is None else b.tokens_per_image)
+        n = req.images * req.tokens_per_image if b is None else b.tokens(b.tokens_per_image)  # ImageBudget.shared
     n = n or 0
     videos = videofit.budget(req, model)  # video tokens are image tokens to the tower and the decoder
-    if videos is not None:
-        if req.data is not None:
-            raise BadInput(f"--videos {req.videos} with --data: videos in the data are not read yet", "videos")
+    if videos is not None:  # with --data, each row's videos beside its images (resolve: with_videos)
         n += videos.tokens
     if n and model.vision is None:
         raise BadInput(f"--image-tokens {n}: model {model.name!r} has no vision tower", "image_tokens")
@@ -103,10 +101,11 @@ def image_tokens(req: Target, model: ModelSpec) -> tuple[int, imagefit.ImageBudg
             "image_tokens",
         )
     if n > req.seq_len and videos is not None:  # a video's length is asked for: its worst case is hours of frames
+        length = "--max-length" if req.data is not None else "--seq-len"  # with --data: the length that cut the rows
         raise BadInput(
             f"--videos {req.videos} at their worst case ({videos.tokens_per_video:,} tokens a video: "
-            f"{videos.frames} frames) and the images are {n:,} tokens, over --seq-len {req.seq_len}: give "
-            "--video-seconds, lower --max-frames or --video-max-pixels, or raise --seq-len",
+            f"{videos.frames} frames) and the images are {n:,} tokens, over {length} {req.seq_len}: give "
+            f"--video-seconds, lower --max-frames or --video-max-pixels, or raise {length}",
             "videos",
         )
     # an image's worst case (a pixel or tile cap) is a bound, not a count: where it is over the length, the tower and
@@ -130,6 +129,9 @@ def resolve(
     if req.data is not None and req.image_rule is None:  # the data's images sized as the model's processor does
         req = req.model_copy(update={"image_rule": images.family_rule(model.model_type) or "qwen2-vl"})
     fit = scan_data(req, scanner)
+    videos = videofit.budget(req, model) if fit is not None else None
+    if videos is not None:  # the data's rows say their text and images, --videos N their videos (with_videos)
+        fit = with_videos(fit, videos.tokens, req.max_length)
     if fit is not None:
         req = req.model_copy(update={"seq_len": fit.seq_len})
         if fit.image_tokens and req.image_tokens is None and req.images is None:

@@ -119,6 +119,12 @@ def add_image_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="VLMs: LLM tokens per image (with --images)",
     )
+    p.add_argument(
+        "--images-within-length",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="--images alone: a row longer than --seq-len is deleted, so its images share that many tokens",
+    )
 
 
 def add_video_args(p: argparse.ArgumentParser) -> None:

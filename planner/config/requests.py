@@ -156,6 +156,13 @@ class _Target(_Request):
     tokens_per_image: int | None = Field(
         default=None, ge=0, le=MAX_SEQ_LEN, description="VLMs: tokens per image (with images)"
     )
+    images_within_length: bool = Field(
+        default=False,
+        description=(
+            "images alone: a row whose images pass seq_len (GRPO: the prompt's length) is deleted, not cut, so a "
+            "row's images share that many tokens (the framework's own deletion, read from its files)"
+        ),
+    )
     videos: int | None = Field(
         default=None,
         ge=0,
@@ -262,7 +269,8 @@ VIDEOS_DOC = "videos: the worst case of the video settings per video, the frames
 IMAGES_DOC = (
     "images alone (no tokens_per_image, no data): the image rule, the worst case its settings admit per image and an "
     "image size that gives it; with check, for a configuration that does not fit then, the largest square image it "
-    "fits (fits_up_to, null when none)"
+    "fits (fits_up_to, null when none); shared_length where a longer row is deleted (images_within_length) and the "
+    "worst case passes it: the images of a row that runs planned at that many tokens together"
 )
 NEAREST_DOC = (
     "when nothing fits: the requests one change away that do (every knob allowed, a fused optimizer, LoRA, "

@@ -83,6 +83,16 @@ def make_fit(path: str, lengths: list[int], image_tokens: list[int], max_length:
     return DataFit(path, lengths, seq, min(max(image_tokens, default=0), seq), truncated, longest + 1)
 
 
+def with_videos(fit: DataFit, tokens: int, max_length: int | None) -> DataFit:
+    """The data's rows with `tokens` more each: --videos N at their worst case (the scan reads a row's text and
+    images, no video: the flag says what each row's videos hold), cut at max_length as make_fit cuts them."""
+    lengths = [n + tokens for n in fit.lengths]
+    longest = fit.longest_row - 1  # the same row: every row grew by the same count
+    seq = min(lengths[longest], max_length) if max_length else lengths[longest]
+    truncated = sum(n > max_length for n in lengths) if max_length else 0
+    return DataFit(fit.path, lengths, seq, min(fit.image_tokens, seq), truncated, fit.longest_row)
+
+
 def histogram(lengths: list[int], bins: int = HISTOGRAM_BINS) -> dict:
     """Rows per token-count bin: `edges` has one more entry than `counts`; bin i holds edges[i] <= n < edges[i+1]
     (the last bin includes its upper edge)."""

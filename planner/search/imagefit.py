@@ -2,6 +2,13 @@
 or --data): each image at the worst case its family's rule admits under --image-rule, --min-pixels and --max-pixels
 (planner.model.images), said in the answer, and for a configuration that does not fit then, the largest square
 image at which it still does (every image at that size), as the data path names the longest row that fits.
+
+Where the framework deletes a row whose tokens pass the length (images_within_length, read from its files), the N
+images of a row that runs share that length: planned at min(N x the worst case, the length) tokens together, never cut
+after the tower (ImageBudget.shared). Every tower term counts a sample's image tokens together (planner.estimate.vision:
+the linear ones per patch, the eager and masked attention over all of them, as over one image), so this is the
+hungriest split of the shared tokens, one image holding them all, and no term has a per-image cost that N images of
+length / N tokens would pass.
 """
 
 from __future__ import annotations
@@ -31,8 +38,15 @@ class ImageBudget:
     min_pixels: int | None = None
     max_pixels: int | None = None
     any_size: bool = False  # the rule gives every image the same count (llava, gemma3, mllama, fixed:N)
+    shared: int | None = None  # the row's length its images share where a longer row is deleted and N x tokens pass it
+
+    def tokens(self, each: int) -> int:
+        """A row's image tokens at `each` an image: N x each, within the shared length where a longer row is deleted."""
+        n = self.images * each
+        return min(n, self.shared) if self.shared else n
 
     def json(self) -> dict:
+        shared = {"shared_length": self.shared} if self.shared else {}
         return {
             "rule": self.rule,
             "images": self.images,
@@ -41,6 +55,7 @@ class ImageBudget:
             "min_pixels": self.min_pixels,
             "max_pixels": self.max_pixels,
             "any_size": self.any_size,
+            **shared,
         }
 
 
@@ -76,7 +91,9 @@ def budget(req, model: ModelSpec) -> ImageBudget | None:
     tokens, size = images.worst_case(rule, req.min_pixels, req.max_pixels)
     count = images.image_rule(rule, req.min_pixels, req.max_pixels)
     same = all(count(w, h) == tokens for w in images.SIDES for h in images.SIDES)
-    return ImageBudget(rule, req.images, tokens, size, req.min_pixels, req.max_pixels, same)
+    room = req.workload.prompt_tokens() if req.workload.kind == "grpo" else req.seq_len  # what a GRPO prompt holds
+    shared = room if req.images_within_length and req.images * tokens > room else None
+    return ImageBudget(rule, req.images, tokens, size, req.min_pixels, req.max_pixels, same, shared)
 
 
 def largest_square(plan, model: ModelSpec, hw, goal, b: ImageBudget) -> dict | None:
@@ -92,7 +109,7 @@ def largest_square(plan, model: ModelSpec, hw, goal, b: ImageBudget) -> dict | N
             last = t
 
     def fits(i: int) -> bool:  # a GRPO prompt shrinks with its images (lengths.with_image_tokens)
-        n = b.images * sides[i][1]
+        n = b.tokens(sides[i][1])
         return n <= goal.seq_len and with_image_tokens(plan, model, hw, goal, n).fits
 
     if not fits(0):
@@ -134,6 +151,12 @@ def lines(d: dict) -> list[str]:
         f"tokens an image (a {w}x{h} image gives that many)"
     )
     out = [head]
+    if "shared_length" in d:
+        out.append(
+            f"at the worst case the images are {d['images'] * d['tokens_per_image']:,} tokens, over the row's "
+            f"{d['shared_length']:,}: a longer row is deleted, so a row that runs holds at most {d['shared_length']:,} "
+            "image tokens, planned at that many (the tower's terms count them together, as one image's)"
+        )
     if "cut_at" in d:
         out.append(
             f"at the worst case the images are {d['tower_tokens']:,} tokens, over --seq-len {d['cut_at']:,}: the "

@@ -26,6 +26,7 @@ from planner.frameworks.swift import reader_ppo as swift_ppo
 from planner.frameworks.swift import reader_rl as swiftrl
 from planner.frameworks.swift import reader_tuners as swift_tuners
 from planner.frameworks.swift.keys import KEYS, TRAIN_TYPE_LINES, TUNER_RANK, S
+from planner.frameworks.swift.reader_deleted import deleted
 from planner.frameworks.swift.reader_optim import read_matrix_optimizer
 from planner.frameworks.swift.reader_rl import get, look
 from planner.intake import line_defaults, loraargs, modelconfig, models, releases, tasks, tuners, vocab
@@ -89,7 +90,8 @@ def read(
     media.vision(c, f, env, where, lora)
     # the trainer's own vLLM engine's images and videos a row: colocated, or 3.4.x's on GPUs of its own
     limit = media.limits(c, f, fast3 and swift3x.engine(f) == "vllm" and "vllm_server_host" not in f)
-    media.image(c, env, where, release, limit.get("image"), hint)
+    gone = deleted(release, kind, f.get("truncation_strategy"))  # a row over --max_length deleted
+    media.image(c, env, where, release, limit.get("image"), hint, f.get("max_pixels"), gone)
     media.video(c, env, where, release, limit.get("video"))
     for field in ("zero_stage", "fsdp"):
         key = KEYS.key(field)

@@ -1,13 +1,17 @@
 """ms-swift's images (planner/frameworks/swift/reader.py hands each run's flags and environment here): the ViT's and
-aligner's freeze switches and what all-linear LoRA reaches in the ViT, one image a row at MAX_PIXELS or the cap
-qwen_vl_utils leaves, and what each release's --max_length counts of it (planner.frameworks.swift.RELEASES); one
+aligner's freeze switches and what all-linear LoRA reaches in the ViT, one image a row at MAX_PIXELS, --max_pixels
+or the cap qwen_vl_utils leaves (reader_pixels), and what each release's --max_length counts of it (planner.frameworks.swift.RELEASES); one
 video a row where the environment sets its frame sampling (FPS, FPS_MAX_FRAMES). Cited in the 4.6.0 wheel (swift/...) and at the older tags named."""
 
 from __future__ import annotations
 
+import math
+
 from planner.frameworks import mmlimit
+from planner.frameworks.swift import reader_pixels as px
 from planner.frameworks.swift import reader_xcomposer as swiftxc
 from planner.frameworks.swift.keys import KEYS
+from planner.frameworks.swift.reader_deleted import within_length
 from planner.frameworks.swift.reader_rl import look
 from planner.intake import media, modelconfig, models
 from planner.intake.collect import Collector, as_bool, as_float, as_int, assumption, default
@@ -56,7 +60,14 @@ def vision(c: Collector, f: dict[str, Flag], env: dict[str, str], where: str, lo
 
 
 def image(
-    c: Collector, env: dict[str, str], where: str, release, limit: tuple[int, str] | None = None, hint=None
+    c: Collector,
+    env: dict[str, str],
+    where: str,
+    release,
+    limit: tuple[int, str] | None = None,
+    hint=None,
+    template: Flag | None = None,
+    deletes: str | None = None,
 ) -> None:
     """One image a row at MAX_PIXELS, else at the cap every ms-swift release leaves to qwen_vl_utils: its
     MAX_PIXELS 16384 x 28 x 28 = 12,845,056 (qwen_vl_utils/vision_process.py; ms-swift reads the MAX_PIXELS
@@ -66,13 +77,19 @@ def image(
     max_length plus the image; from 3.4 a longer row is deleted, so the image is within max_length and no cap is
     assumed (planned text only, the headline says so). Derived again from a --model given beside the files. A colocated
     vLLM rollout's --vllm_limit_mm_per_prompt (`limit`: limits' image) puts up to N images in a row. An
-    InternLM-XComposer-2.5 checkpoint's image follows its size: asked for (reader_xcomposer; `hint`: --model_type)."""
+    InternLM-XComposer-2.5 checkpoint's image follows its size: asked for (reader_xcomposer; `hint`: --model_type).
+    --max_pixels (`template`, from 3.0) rescales each image first: a cap as MAX_PIXELS is, at the worst case its
+    rescale and qwen_vl_utils' rounding leave (reader_pixels). Where a longer row is deleted (`deletes`: deleted's
+    source), --images N share the row's length (within_length)."""
     given = as_int(env.get("MAX_PIXELS"))
     cap = as_int(env.get("IMAGE_MAX_TOKEN_NUM")) if release.name in TOKEN_CAP_LINES else None
-    _caps(c, env, cap)
     text = release.means("swift_max_length_counts") == "text"
+    scale = as_int(template.value) if template is not None and release.name != "2" else None
+    scale = scale if scale and scale > 0 else None  # rescale_image leaves an image under 1 pixel's cap as it is
+    _caps(c, env, cap, deletes is None, scale)
+    within_length(c, deletes)
     tiled = "MAX_NUM" in env and _tiled(c)
-    if not given and not cap and not text and not tiled:
+    if not given and not cap and not text and not tiled and not scale:
         if limit is not None:
             c.note(f"{limit[1]} (image {limit[0]} not planned: no image cap is planned without MAX_PIXELS or MAX_NUM)")
         return
@@ -81,7 +98,7 @@ def image(
         return
     own = _own_image(c, env, where, release)
     if own is not None:
-        return _inserted(c, *own, release, text, limit)
+        return _inserted(c, *own, release, text, limit, deletes)
     pixels = given or QWEN_VL_UTILS_MAX_PIXELS
     how = (
         f"{where} IMAGE_MAX_TOKEN_NUM={cap}"
@@ -94,22 +111,34 @@ def image(
             f"image cap {pixels:,} pixels",
         )
     )
+    if scale:
+        how += f"; {template.source} (rescaled to at most {scale:,} pixels first, then rounded: {RESCALE})"
 
     def tokens(request: dict | None) -> int:  # the image under the final model (a --model beside the files)
         m = c.model if request is None else models.lookup(str(request.get("model", "")), None)
         per = modelconfig.pixels_per_token(m.config) if m is not None and modelconfig.has_vision(m.config) else None
+        if not per:
+            return 0
         if cap:  # qwen_vl_utils' own token cap, whatever the patch (TOKEN_CAP)
-            return cap if per else 0
-        return pixels // per if per and (given or per == 28 * 28) else 0  # the default cap: the Qwen2-VL family
+            n = cap
+        elif given or per == 28 * 28:  # the default cap: the Qwen2-VL family
+            n = pixels // per
+        elif scale:  # qwen_vl_utils 0.0.14's 16,384 tokens, whatever the patch (reader_pixels)
+            n = px.QWEN_VL_UTILS_TOKENS
+        else:
+            return 0
+        return px.rescaled_worst_tokens(scale, math.isqrt(per), n) if scale else n
 
     def row(request: dict | None) -> int:  # the row's images: one, or up to the vLLM limit (_row_tokens)
-        return _row_tokens(c, limit, tokens(request), text)[0]
+        n = _row_tokens(c, limit, tokens(request), text)[0]
+        return _within(c, n, deletes)[0] if limit is None else n
 
     c.derived["image_tokens"] = (("model",), row)
-    # the length --max_length set: SFT's rows, DPO's chosen and rejected rows, GRPO's prompt (_sequence)
+    # the length --max_length set: SFT's rows, DPO's chosen and rejected rows, GRPO's prompt (_sequence); up to 3.3
+    # the images' tokens come after it, as many as --images N counts (_text_then_images)
     seq = c.setting(field)
     if text and seq is not None:
-        c.derived[field] = (("model",), lambda request: int(seq.value) + row(request))
+        c.derived[field] = (COUNTS, lambda request: _text_then_images(int(seq.value), request, tokens, row))
     n = tokens(None)
     if not n:
         return
@@ -122,10 +151,36 @@ def image(
             release,
             text,
             limit,
+            deletes,
+        )
+        return
+    if scale:
+        _inserted(
+            c, n, f"{how} (one image a row of at most {n:,} tokens)", "--max_pixels", release, text, limit, deletes
         )
         return
     per = f"{pixels // n} pixels a token{', swift/model/models/qwen.py:758-770' if given else ''}"
-    _inserted(c, n, f"{how} (one image a row: {pixels} // {per})", "MAX_PIXELS", release, text, limit)
+    _inserted(c, n, f"{how} (one image a row: {pixels} // {per})", "MAX_PIXELS", release, text, limit, deletes)
+
+
+# the flags whose change sizes a 3.0-3.3 row again: its text's --max_length, then each image's tokens (image)
+COUNTS = ("model", "images", "tokens_per_image", "image_tokens")
+
+
+def _text_then_images(seq: int, request: dict, tokens, row) -> int:
+    """A row up to 3.3 (TEXT_ONLY_CUT): the text's --max_length, then its images' tokens: --image-tokens T, --images N
+    at --tokens-per-image, at --max-pixels or at the files' cap (`tokens`: one image's under the final model), else
+    the reading's `row`."""
+    if request.get("image_tokens"):
+        return seq + int(request["image_tokens"])
+    if not request.get("images"):
+        return seq + row(request)
+    each = request.get("tokens_per_image")
+    m = models.lookup(str(request.get("model", "")), None)
+    rule = images.family_rule(str(m.config.get("model_type"))) if m is not None else None
+    if not each and request.get("max_pixels") and rule in images.PIXEL_RULES:  # the worst case planned (imagefit)
+        each = images.worst_case(rule, request.get("min_pixels"), request["max_pixels"])[0]
+    return seq + int(request["images"]) * int(each or tokens(request))
 
 
 # IMAGE_MAX_TOKEN_NUM: ms-swift sets qwen_vl_utils' module cap from the environment (v4.5.2
@@ -133,20 +188,31 @@ def image(
 # an image to at most that many merged patches (vision_process.py:132: max_pixels IMAGE_MAX_TOKEN_NUM x patch_factor^2)
 TOKEN_CAP = "swift/model/models/qwen.py:697-731 sets qwen_vl_utils' IMAGE_MAX_TOKEN_NUM, vision_process.py:132"
 TOKEN_CAP_LINES = ("3.9", "4")
+RESCALE = "v3.4.1 swift/llm/template/base.py:236, vision_utils.py:87-97; qwen_vl_utils' smart_resize"
 
 
-def _caps(c: Collector, env: dict[str, str], cap: int | None) -> None:
+def _caps(c: Collector, env: dict[str, str], cap: int | None, kept: bool, scale: int | None) -> None:
     """The environment's image caps, kept for a flag that counts the images again (planner.intake.media.COUNTED:
     --images N, --data): MAX_PIXELS and MIN_PIXELS as the request's pixel bounds, qwen_vl_utils' smart_resize sizing
     each image within them (v2.5.2 swift/llm/utils/template.py:1543-1544 get_env_args('min_pixels' / 'max_pixels');
     v3.4.0 swift/llm/model/model/qwen.py:537-545 and v4.0.0 swift/model/models/qwen.py:654-670 set qwen_vl_utils'
     constants from them), IMAGE_MAX_TOKEN_NUM as that many tokens' pixels under the final model (TOKEN_CAP), MAX_NUM
-    as InternVL's tiles (_own_image). Derived only where such a flag is given: the files' own count is image's."""
+    as InternVL's tiles (_own_image); with none of them, qwen_vl_utils' own cap (reader_pixels: not the HF
+    processor's, which ms-swift does not let resize; within the row's length where a longer row is deleted, not
+    `kept`: deleted); under --max_pixels (`scale`), the worst case its rescale
+    leaves (reader_pixels.rescaled_pixels). Derived only where such a flag is given: the files' own count
+    is image's."""
     high, low = as_int(env.get("MAX_PIXELS")), as_int(env.get("MIN_PIXELS"))
     if cap:
-        c.derived["max_pixels"] = (media.COUNTED, media.pixel_bound(lambda request: _token_cap_pixels(request, cap)))
+        bound = lambda request: _token_cap_pixels(request, cap)
     elif high:
-        c.derived["max_pixels"] = (media.COUNTED, media.pixel_bound(lambda request: high))
+        bound = lambda request: high
+    else:
+        bound = lambda request: px.default_cap_pixels(request, kept)
+    plain = bound
+    if scale:
+        bound = lambda request: px.rescaled_pixels(plain(request), scale, px.token_pixels(request))
+    c.derived["max_pixels"] = (media.COUNTED, media.pixel_bound(bound))
     if low and (cap or high) and (not high or low <= high):  # a floor over the cap is qwen_vl_utils' to lift
         c.derived["min_pixels"] = (media.COUNTED, media.pixel_bound(lambda request: low))
     k = as_int(env.get("MAX_NUM"))
@@ -252,10 +318,20 @@ def _row_tokens(c: Collector, limit: tuple[int, str] | None, n: int, text: bool)
     return mmlimit.row_image_tokens(limit[0], n, room), room
 
 
-def _inserted(c: Collector, n: int, how: str, key: str, release, text: bool, limit=None) -> None:
+def _within(c: Collector, n: int, deletes: str | None) -> tuple[int, int | None]:
+    """(one image's tokens in a row that runs, the length that cut them or None): where a longer row is deleted
+    (`deletes`: reader_deleted.deleted), an image over --max_length never reaches the model, so at most that many."""
+    field = next((f for f in ("seq_len", "workload.max_length", "workload.max_prompt_length") if c.has(f)), "seq_len")
+    seq = c.setting(field)
+    length = int(seq.value) if deletes is not None and seq is not None else None
+    return (length, length) if length is not None and n > length else (n, None)
+
+
+def _inserted(c: Collector, n: int, how: str, key: str, release, text: bool, limit=None, deletes=None) -> None:
     """The row's image tokens; up to 3.3 inserted after the text's --max_length, as the pixel path does; with a
     vLLM `limit` (_limit), N images, from 3.4 within the length --max_length sets (a longer row is deleted:
-    planner.frameworks.mmlimit.row_image_tokens)."""
+    planner.frameworks.mmlimit.row_image_tokens); one image a row within that length where a longer row is deleted
+    (`deletes`, _within)."""
     field = next((f for f in ("seq_len", "workload.max_length", "workload.max_prompt_length") if c.has(f)), "seq_len")
     seq = c.setting(field)
     if limit is not None:
@@ -263,6 +339,9 @@ def _inserted(c: Collector, n: int, how: str, key: str, release, text: bool, lim
         how = f"{how}; {_up_to(limit, 'image')}: {each:,} tokens each, within {room:,}"
         c.set("image_tokens", n, how, key)
     else:  # one image a row: the files do not say how many (the dataset does)
+        n, cut = _within(c, n, deletes)
+        if cut is not None:
+            how = f"{how}; at most --max_length {cut:,} tokens: {deletes}"
         c.assume_media("image_tokens", n, how, key)
     if text and seq is not None:
         c.set(

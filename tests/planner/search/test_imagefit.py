@@ -11,6 +11,7 @@ from planner import advise
 from planner.errors import BadInput
 from planner.model.families import from_config
 from planner.model.images import image_rule, worst_case
+from planner.search import imagefit
 from tests.planner.cli.helpers import planner
 
 # Qwen2.5-VL-3B trained in full on 6 x H20 (the worked case of docs/vlms.md), two images a row at max_pixels 2,007,040
@@ -139,3 +140,31 @@ def _flags(fields: dict) -> list[str]:
     names = {"gpus_per_node": "--gpus-per-node", "micro_batch": "--micro-batch", "grad_accum": "--grad-accum"}
     names |= {"seq_len": "--seq-len", "zero_stage": "--zero", "checkpointing": "--checkpointing"}
     return [x for k, v in fields.items() for x in (names.get(k, f"--{k}"), str(v))]
+
+
+def test_images_within_the_length_share_it_and_plan_as_one_image_holding_it():
+    """Where a longer row is deleted (images_within_length, read from the framework's files), 2 images at 16,384
+    tokens each share a 4,096-token row: planned at 4,096 image tokens, the tower on those alone (no cut after it).
+    The tower's terms count a row's image tokens together, so this is the plan for one image of 4,096 tokens (the
+    split of the row its attention is hungriest for) and for 2 of 2,048 alike; without deletion the tower runs on
+    all 32,768 before the text is cut."""
+    fields = {"model": "qwen2.5-vl-7b", "gpu": "h100", "micro_batch": 1, "grad_accum": 1, "seq_len": 4096}
+    fields |= {"checkpointing": "full", "gpus_per_node": 1, "zero_stage": 3}  # the tower trained: its activations
+
+    def plan(answer=False, **more):  # `answer`: the whole answer, its images' lines too; else the verdict alone
+        return advise.check(advise.parse(advise.CheckRequest, {**fields, **more}), alternatives=answer)
+
+    shared = plan(True, images=2, max_pixels=12845056, images_within_length=True)
+    assert (shared.goal["image_tokens"], shared.goal["tower_tokens"]) == (4096, 0)
+    assert shared.images["shared_length"] == 4096 and shared.images["tokens_per_image"] == 16384
+    one = plan(image_tokens=4096).plan.memory
+    halves = plan(images=2, tokens_per_image=2048).plan.memory
+    assert shared.plan.memory.peak_allocated_bytes == one.peak_allocated_bytes == halves.peak_allocated_bytes
+    cut = plan(images=2, max_pixels=12845056)
+    assert cut.goal["tower_tokens"] == 32768  # the tower's checkpointed block inputs over 8 x the patches
+    assert cut.plan.memory.activations_bytes > 5 * one.activations_bytes
+    fits = plan(True, images=1, max_pixels=1003520, images_within_length=True)  # 1,280 tokens: within the row
+    assert "shared_length" not in fits.images and fits.goal["image_tokens"] == 1280
+    assert any(
+        "a longer row is deleted, so a row that runs holds at most 4,096" in x for x in imagefit.lines(shared.images)
+    )

@@ -148,3 +148,66 @@ def test_a_transformers_pin_beside_the_command_decides_the_optimizer(tmp_path):
     assert r["optimizer"].value == "adamw" and "transformers==4.51.3" in r["optimizer"].source, r["optimizer"]
     assert r["micro_batch"].source.startswith("swift@3.7 default, as at ms-swift 4.6.0: per_device_train_batch_size")
     assert _s(_read(tmp_path, command, pins="ms-swift==3.7.3\n"))["optimizer"].value == "adamw-fused"
+
+
+QWEN_VL_UTILS_PIXELS = 16384 * 28 * 28  # qwen_vl_utils' MAX_PIXELS: 12,845,056, not transformers' 1,280 x 28 x 28
+# each line's 3.x command without MAX_PIXELS: (the pin, each image's cap under --images 2, the row's length)
+NO_MAX_PIXELS = [
+    pytest.param("", QWEN_VL_UTILS_PIXELS, 2048 + 2 * CAP_TOKENS, id="3.0-3.3"),  # the images after the text
+    pytest.param("ms-swift==3.5.0\n", 2048 * 28 * 28, 2048, id="3.4"),  # a row over max_length deleted
+    pytest.param("ms-swift==3.8.3\n", 2048 * 28 * 28, 2048, id="3.7"),
+    pytest.param("ms-swift==3.12.6\n", 2048 * 28 * 28, 2048, id="3.9"),
+]
+
+
+@pytest.mark.parametrize(("pin", "pixels", "length"), NO_MAX_PIXELS)
+def test_images_n_without_max_pixels_is_sized_within_qwen_vl_utils_cap(tmp_path, pin, pixels, length):
+    """No MAX_PIXELS: ms-swift resizes each image with qwen_vl_utils alone (fetch_image, then the processor with
+    do_resize=False: v3.0.3 template/qwen.py:205, 245), within 16,384 tokens' pixels; --images 2 is planned there.
+    Up to 3.3 both images' tokens come after the text's --max_length (the row 2,048 + 2 x 16,384); from 3.4 a row
+    over --max_length is deleted (v3.4.0 template/base.py:421-425), so no image passes 2,048 tokens."""
+    command = f"swift sft --model {VLM} --train_type lora --max_length 2048 --dataset x\n"
+    body = checkconfig.config_body(_read(tmp_path, command, pin), {"images": 2}).body
+    assert (body["max_pixels"], body["seq_len"]) == (pixels, length)
+
+
+def test_images_n_without_max_pixels_in_2x_and_4x(tmp_path):
+    """2.x resizes within the same cap, then its processor within the checkpoint's own 12,845,056 (v2.5.2
+    swift/llm/utils/template.py:1530-1553, 1611); 4.x deletes a longer row, as 3.4 does."""
+    r = _read(tmp_path, SWIFT2.format(model=VLM, extra="--max_length 1024"))
+    body = checkconfig.config_body(r, {"images": 2}).body
+    assert (body["max_pixels"], body["seq_len"]) == (QWEN_VL_UTILS_PIXELS, 1024 + 2 * CAP_TOKENS)
+    r = _read(tmp_path, f"swift sft --model {VLM} --tuner_type lora --max_length 20000 --dataset x\n")
+    body = checkconfig.config_body(r, {"images": 2}).body
+    assert (body["max_pixels"], body["seq_len"]) == (QWEN_VL_UTILS_PIXELS, 20000)  # the length over the cap
+    assert "max_pixels" not in checkconfig.config_body(r, {}).body  # no --images: the files' own count (none)
+
+
+def test_max_pixels_flag_rescales_then_qwen_vl_utils_rounds_each_side():
+    """--max_pixels P: int sides of area at most P (rescale_image), then each side rounded to 28, which can pass P:
+    a 71 x 14,134 image (1,003,514 pixels) rounds to 3 x 505 = 1,515 tokens, 18% over 1,003,520 // 784. Brute force
+    over every (height, width) checks the scan's widest width a height."""
+    from planner.frameworks.swift.reader_pixels import rescaled_worst_tokens
+
+    assert rescaled_worst_tokens(1003520, 28, 16384) == 3 * 505 == 1515
+    assert rescaled_worst_tokens(1003520, 28, 1280) == 1280  # MAX_PIXELS' floor within its own cap
+    p = 12544  # 16 blocks of 28 x 28
+    brute = max(
+        max(1, round(h / 28)) * max(1, round(w / 28))
+        for h in range(1, p + 1)
+        for w in range(1, p // h + 1)
+        if max(h, w) <= 200 * min(h, w)
+    )
+    assert rescaled_worst_tokens(p, 28, 16384) == brute == 56
+
+
+@pytest.mark.parametrize(("pin", "row"), [("", 2048 + 1515), ("ms-swift==3.5.0\n", 2048)])
+def test_max_pixels_flag_is_each_images_cap(tmp_path, pin, row):
+    """ms-swift's template --max_pixels (v3.0.0 template_args.py:35): one image a row at its worst case, 1,515 tokens
+    at 1,003,520, after the text up to 3.3, inside the row from 3.4; --images 2 sizes each image within it."""
+    command = f"swift sft --model {VLM} --train_type lora --max_length 2048 --max_pixels 1003520 --dataset x\n"
+    r = _read(tmp_path, command, pin)
+    assert (r.request["image_tokens"], r.request["seq_len"]) == (1515, row)
+    assert "--max_pixels 1003520 (rescaled to at most 1,003,520 pixels" in _s(r)["image_tokens"].source
+    body = checkconfig.config_body(r, {"images": 2}).body
+    assert body["max_pixels"] == 1515 * 784 and body["seq_len"] == (2048 + 2 * 1515 if not pin else 2048)
