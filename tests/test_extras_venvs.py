@@ -89,7 +89,14 @@ def planner(venv: Path, args: str, tmp_path: Path, **env: str) -> subprocess.Com
     return subprocess.run(cmd, cwd=ROOT, env=run_env, capture_output=True, text=True, timeout=600, check=False)
 
 
-@pytest.mark.parametrize("extra", sorted(EXAMPLES))
+# the trl extra's example, real TRL GRPO steps (a minute on 2 cores), in the sweep tier since stop 68, for CI's room:
+# its torch-and-probe install is the sim, deepspeed and qlora extras' too, on every commit
+SWEEP_EXTRAS = {"trl"}
+
+
+@pytest.mark.parametrize(
+    "extra", [pytest.param(e, marks=pytest.mark.sweep if e in SWEEP_EXTRAS else ()) for e in sorted(EXAMPLES)]
+)
 def test_an_extra_alone_runs_its_docs_example(extra, tmp_path):
     venv = venv_of(extra, tmp_path / "venv")
     args, says = EXAMPLES[extra]

@@ -41,21 +41,19 @@ def _check(capsys, store, model, *extra):
     return rc, out["plan"]
 
 
-def _models() -> list:
-    """Every catalog model; one of each family (tests/probes/test_family_accuracy.py's) on every commit, the other
-    sizes of a family in the sweep tier (`make test-all`: the same family's code at more sizes)."""
-    from planner.model.catalog import load_model
-    from tests.probes.test_family_accuracy import FAMILIES
+# the models whose `check --evidence sim` runs on every commit: a dense model, an MoE, a VLM, a family with no
+# transformers class (analytic) and a prequantized checkpoint (through adapters). Every family's real model is traced
+# on every commit by tests/probes/test_family_accuracy.py, against the analytic peak; the CLI's answer for each of
+# the other catalog models is the sweep tier's (since stop 68, for CI's room: one of each family took 150 s of a worker)
+ON_COMMIT = {"llama-3.2-1b", "qwen3-30b-a3b", "qwen2.5-vl-3b", "qwen-14b", "minicpm-v-2_6-int4"}
 
-    own = set(FAMILIES.values())
-    other_sizes = {"qwen-7b"}  # Qwen v1's 7B: qwen-14b's family and code, analytic both (no transformers class)
+
+def _models() -> list:
+    """Every catalog model; ON_COMMIT's on every commit, the others in the sweep tier (`make test-all`)."""
+    from planner.model.catalog import load_model
+
     return [
-        pytest.param(
-            name,
-            marks=()
-            if (name in own or load_model(name).model_type not in FAMILIES) and name not in other_sizes
-            else pytest.mark.sweep,
-        )
+        pytest.param(name, marks=() if name in ON_COMMIT else pytest.mark.sweep)
         for name in model_names()
         if not load_model(name).resident_params()  # a whole Omni: its thinker's row, its talker frozen weights alone
     ]

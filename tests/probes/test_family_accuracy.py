@@ -117,8 +117,11 @@ ORDER = [f for f in sorted(FAMILIES) if f not in ADDED] + [f for f in ADDED if f
 # Qwen3-Next's hybrid layers at 4 x 2048 without checkpointing 14.5 s, at bf16-pure full 34 s (`-k qwen3_next`, 2026-12-06)
 # (stop 66, for CI's room: Qwen3.5 at bf16-pure full took 29.6 s in make test; Qwen3.5-MoE, 37.8 s at its cheapest
 # shape, runs in the sweep tier alone: its hybrid layers are Qwen3.5's and its experts Qwen3-MoE's, both on every commit)
+# Stop 68, for CI's room (CI's run of stop 67 took 68 min): GLM-4.5V (24 s in make test; its language model is GLM-4.5-Air's
+# MoE layout, its tower GLM-4.1V's: planner.model.moespec LAYOUT) and Qwen3-Omni-MoE's thinker (47 s; Qwen3-MoE's
+# layout, the qwen3-vl image rule: planner.model.images), each of whose parts is on every commit, join it there.
 TURN = {"qwen2_5_omni_thinker": 0, "qwen3_next": 2, "qwen3_5": 2}
-SWEEP_ONLY = {"qwen3_5_moe"}
+SWEEP_ONLY = {"qwen3_5_moe", "glm4v_moe", "qwen3_omni_moe_thinker"}
 
 
 def _rows() -> list:
