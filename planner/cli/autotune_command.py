@@ -94,9 +94,10 @@ def is_vlm_r1(user: list[str]) -> bool:
 
 
 def image_args(user: list[str], images: dict | None) -> dict[str, tuple[str, ...]]:
-    """The pixel budget the plan assumed for each image (its rule's settings, the processor's defaults where none was
-    given), as a VLM-R1 command's --min_pixels and --max_pixels: VLM-R1's own defaults (3136, 12845056) are not the
-    processor's. None for other commands (their processor settings are the script's) or a rule without a budget."""
+    """The pixel budget the plan assumed for each image (its rule's settings, the checkpoint's processor bounds where
+    none was given: planner.model.images.PIXEL_RULES), as a VLM-R1 command's --min_pixels and --max_pixels, so that the
+    command runs the bounds planned. None for other commands (their processor settings are the script's) or a rule
+    without a budget."""
     from planner.model.images import PIXEL_RULES
 
     if not images or images["rule"] not in PIXEL_RULES or not is_vlm_r1(user):

@@ -4,7 +4,9 @@ and tests/scan/test_scan.py); planner.model.images names them (--image-rule):
 
 - qwen2-vl (Qwen2-VL and Qwen2.5-VL): the image is resized so that both sides are multiples of 28 with the pixel count
   within [min_pixels, max_pixels], then cut in 14-pixel patches merged 2 x 2: tokens = (h / 14) * (w / 14) / 4.
-  `smart_resize` is transformers' own (models/qwen2_vl/image_processing_pil_qwen2_vl.py).
+  `smart_resize` is transformers' own (models/qwen2_vl/image_processing_pil_qwen2_vl.py). By default between 3,136
+  and 12,845,056 pixels (16,384 tokens): the checkpoints' preprocessor_config.json, which from_pretrained applies over
+  the class's 1,003,520 (QWEN2_VL_CHECKPOINT_PIXELS); min / max pixels override.
 - qwen3-vl (Qwen3-VL): the same resizing with 16-pixel patches merged 2 x 2 (factor 32), between 65,536 and
   16,777,216 pixels (Qwen3-VL's preprocessor_config.json; min / max pixels override).
 - internvl[:N] (InternVL 2 / 2.5 / 3 as transformers runs them, GotOcr2ImageProcessor with crop_to_patches): the image
@@ -199,8 +201,18 @@ RULES = {
 }
 
 
-QWEN2_VL_MIN_PIXELS = 56 * 56  # Qwen2VLImageProcessor's defaults (size shortest/longest edge)
+QWEN2_VL_MIN_PIXELS = 56 * 56  # Qwen2VLImageProcessor's class defaults (size shortest/longest edge)
 QWEN2_VL_MAX_PIXELS = 28 * 28 * 1280
+# What AutoProcessor.from_pretrained(checkpoint) runs when the script sets no bound: the published checkpoints'
+# preprocessor_config.json say "min_pixels": 3136, "max_pixels": 12845056 (16,384 x 28 x 28), read where a copy is
+# public: Qwen/Qwen2.5-VL-7B-Instruct's (github.com/Blaizzy/mlx-vlm issue 1175; trimmed in the test of corpus file
+# 69393411951), Qwen2-VL's (Valley's `qwen2vl_processor_config`, processor_class Qwen2VLProcessor: corpus file
+# 46628936662), Qwen2.5-Omni-7B's (corpus file 22279043669); the model cards: "the default range for the number of
+# visual tokens per image in the model is 4-16384". The processor takes them over its class defaults (transformers
+# 5.23 models/qwen2_vl/image_processing_pil_qwen2_vl.py:104-113, the keys as kwargs onto size; 4.48
+# image_processing_qwen2_vl.py:176-195, self.max_pixels). Planned at the class's 1,003,520, a script that loads the
+# checkpoint's processor would get images of up to 16,384 tokens where memplan planned 1,280.
+QWEN2_VL_CHECKPOINT_PIXELS = (3136, 16384 * 28 * 28)
 
 
 def smart_resize(

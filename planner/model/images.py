@@ -40,7 +40,9 @@ FAMILY_RULE = {
     "llama4": "llama4",
     "minicpmv": "minicpm-v",
 }
-PIXEL_RULES = {"qwen2-vl": (28, r.QWEN2_VL_MIN_PIXELS, r.QWEN2_VL_MAX_PIXELS), "qwen3-vl": (32, *r.QWEN3_VL_PIXELS)}
+# (factor, min_pixels, max_pixels) of the Qwen rules: each family's checkpoints' preprocessor_config.json, what
+# from_pretrained runs where the user's files set no bound (image_rules.QWEN2_VL_CHECKPOINT_PIXELS, QWEN3_VL_PIXELS)
+PIXEL_RULES = {"qwen2-vl": (28, *r.QWEN2_VL_CHECKPOINT_PIXELS), "qwen3-vl": (32, *r.QWEN3_VL_PIXELS)}
 # image sides tried for the rules whose worst case is a tiling's (llava-next's pinpoints, pan-and-scan's crops)
 # OneVision's anyres_max_9 scales a grid down past 9 tiles' features, so its count is not monotone in the size: its
 # worst case is searched on a 16-pixel grid up to 2,048 (past it every grid is over the cap; measured: 8,765 at

@@ -143,7 +143,7 @@ def verdict(b: ImageBudget, plan, model: ModelSpec, hw, goal) -> dict:
 def lines(d: dict) -> list[str]:
     """The answer's lines for the CLI."""
     w, h = d["worst_case_size"]
-    pixels = f", max_pixels {d['max_pixels']:,}" if d.get("max_pixels") else ""
+    pixels = _cap(d)
     head = (
         f"images: {d['images']} a sample, {d['tokens_per_image']:,} tokens each whatever its size ({d['rule']} rule)"
         if d["any_size"]
@@ -172,3 +172,15 @@ def lines(d: dict) -> list[str]:
             "an image); larger ones run out of memory"
         )
     return out
+
+
+def _cap(d: dict) -> str:
+    """The pixel cap the images were planned at, for the line: the one given, else a Qwen rule's own, the checkpoints'
+    preprocessor_config.json (planner.model.images.PIXEL_RULES: what from_pretrained runs where the script sets none)."""
+    if d.get("max_pixels"):
+        return f", max_pixels {d['max_pixels']:,}"
+    if d["rule"] in images.PIXEL_RULES:
+        return (
+            f", max_pixels {images.PIXEL_RULES[d['rule']][2]:,} (the checkpoint's processor; --max-pixels sets yours)"
+        )
+    return ""

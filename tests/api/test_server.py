@@ -357,7 +357,7 @@ def test_datasets_are_read_only_inside_the_data_directories(tmp_path):
         ok = c.post("/v1/plans", json=body)
         assert ok.status_code == 200, ok.text
         out = ok.json()
-        assert out["goal"]["seq_len"] == out["data"]["longest_tokens"] == 1378
+        assert out["goal"]["seq_len"] == out["data"]["longest_tokens"] == 2844
         assert sum(out["data"]["histogram"]["counts"]) == out["data"]["rows"] == 200
         for field, ref in (
             ("data", str(outside / "chat.jsonl")),

@@ -213,9 +213,9 @@ def test_a_dataset_shows_its_histogram_with_the_planned_length(tmp_path, page):
         page.wait_for_selector("#histogram svg rect.hist-bar")
         assert page.locator("#histogram svg .cap-line").count() == 1
         summary = page.inner_text("#data-summary")
-        assert "200 rows, the longest 1,378 tokens" in summary and "planned for 1,378" in summary
+        assert "200 rows, the longest 2,844 tokens" in summary and "planned for 2,844" in summary
         assert "micro-batches of at most 4,096 tokens" in summary
-        assert "x 1378 tokens" in page.inner_text("#title")
+        assert "x 2844 tokens" in page.inner_text("#title")
         page.wait_for_selector("#curve svg polyline.memory-curve")  # the curve is asked at the data's length
         page.screenshot(path=str(ARTIFACTS / "web-data.png"), full_page=True)
         page.fill("#data", "/etc/passwd")  # outside the data directories

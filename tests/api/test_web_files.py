@@ -122,9 +122,10 @@ def test_ppo_roles_images_and_videos_lines(server, page):  # noqa: F811
     page.fill("#images", "2")
     page.fill("#videos", "1")
     page.fill("#video_seconds", "10")
+    page.fill("#max_pixels", "1003520")  # the checkpoint's own cap (16,384 tokens an image) passes seq_len
     _plan(page, "qwen2.5-vl-3b", 6, 24, gpu="h20")
     lines = page.inner_text("#lines")
-    assert "images: 2 a sample at the qwen2-vl rule's worst case, 1,280 tokens an image" in lines
+    assert "images: 2 a sample at the qwen2-vl rule's worst case, max_pixels 1,003,520, 1,280 tokens an image" in lines
     assert "videos: 1 a sample, 7,680 tokens each at worst (10 s at 2 fps" in lines
 
 

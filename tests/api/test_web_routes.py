@@ -74,11 +74,14 @@ def test_a_rank_past_the_plans_is_refused_naming_it(client):
 
 def test_the_lines_the_cli_prints_beside_its_table(client):
     vlm = {"model": "qwen2.5-vl-3b", "gpu": "h20", "gpus_per_node": 6, "global_batch": 24, "seq_len": 16384}
-    out = client.post("/v1/plans/lines", json={**vlm, "images": 2, "videos": 1, "video_seconds": 10}).json()
+    media = {"images": 2, "videos": 1, "video_seconds": 10}
+    # at the checkpoint's own cap (12,845,056 pixels, 16,384 tokens an image) the images and the video pass seq_len
+    refused = client.post("/v1/plans/lines", json={**vlm, **media})
+    assert refused.status_code == 422 and "the images are 40,448 tokens, over seq_len 16384" in refused.text
+    out = client.post("/v1/plans/lines", json={**vlm, **media, "max_pixels": 1003520}).json()
     assert out["workload"] == "SFT"
-    assert out["images"] == [
-        "images: 2 a sample at the qwen2-vl rule's worst case, 1,280 tokens an image (a 1120x896 image gives that many)"
-    ]
+    head = "images: 2 a sample at the qwen2-vl rule's worst case, max_pixels 1,003,520, 1,280 tokens an image"
+    assert out["images"] == [head + " (a 1120x896 image gives that many)"]
     assert out["videos"][0].startswith("videos: 1 a sample, 7,680 tokens each at worst (10 s at 2 fps")
     grpo = client.post("/v1/plans/lines", json={**GRPO, "framework": "verl"}).json()
     assert grpo["workload"].startswith("GRPO: 4 samples") and grpo["workload"].endswith("vllm rollout, colocate")

@@ -56,8 +56,8 @@ def test_check_and_suggest_plan_for_the_data(tmp_path, capsys):
     assert main(["check", *base, "--micro-batch", "4", "--checkpointing", "off", "--zero", "2", "--json"]) == 3
     out = json.loads(capsys.readouterr().out)
     d = out["data"]
-    assert out["goal"]["seq_len"] == d["planned_seq_len"] == d["longest_tokens"] == 1378 and d["rows"] == 200
-    assert 0 < d["fits_up_to_tokens"] < 1378
+    assert out["goal"]["seq_len"] == d["planned_seq_len"] == d["longest_tokens"] == 2844 and d["rows"] == 200
+    assert 0 < d["fits_up_to_tokens"] < 2844
     first = d["first_too_long"]
     assert first["tokens"] > d["fits_up_to_tokens"] and first["step"] >= 1
     # 200 rows in micro-batches of 4 over 6 ranks: 50 batches, ceil(50 / 6) = 9 a rank (accelerate tops them up)
@@ -77,7 +77,7 @@ def test_check_and_suggest_plan_for_the_data(tmp_path, capsys):
         (["--data", DATA], "holds messages rows: give --tokenizer DIR"),
         (
             ["--data", DATA, "--tokenizer", TOK, "--model", "qwen2.5-0.5b"],
-            "has images (up to 1,242 tokens a row) and model 'qwen2.5-0.5b' has no vision tower",
+            "has images (up to 2,691 tokens a row) and model 'qwen2.5-0.5b' has no vision tower",
         ),
     ],
 )

@@ -94,7 +94,8 @@ def test_image_tokens_equal_the_qwen2_vl_processors(tmp_path, tokenizer, size):
         Image.new("RGB", (w, h), (120, 30, 200)).save(tmp_path / f"im.{ext}")
     row = {"text": "the cat", "images": ["im.png", "im.jpg", {"width": w, "height": h}]}
     got = scan(_jsonl(tmp_path / "v.jsonl", [row]), tokenizer[0])
-    grid = Qwen2VLImageProcessorPil()(Image.open(tmp_path / "im.png"), return_tensors="np")["image_grid_thw"][0]
+    proc = Qwen2VLImageProcessorPil(min_pixels=3136, max_pixels=12845056)  # the checkpoints' preprocessor_config
+    grid = proc(Image.open(tmp_path / "im.png"), return_tensors="np")["image_grid_thw"][0]
     assert got.image[0] == 3 * int(grid.prod()) // 4 == 3 * image_rule("qwen2-vl")(w, h)
     assert got.images == 3
 

@@ -80,7 +80,7 @@ def test_what_cannot_be_read_is_one_line(tmp_path):
 
 def test_the_files_length_caps_the_data_given_beside_them(tmp_path):
     """Issue 47 item 6: --config with --data was refused ("not both"); the files' max_length is a cap on the data's rows
-    and the data decides the length under it (the 200-row example's longest is 1,378 tokens: cut at 1,024)."""
+    and the data decides the length under it (the 200-row example's longest is 2,844 tokens: cut at 1,024)."""
     script = tmp_path / "run.sh"
     script.write_text(
         "torchrun --nproc_per_node 4 train.py --model_name_or_path Qwen/Qwen2.5-VL-7B-Instruct "

@@ -136,8 +136,8 @@ def test_llamafactorys_image_max_pixels_sizes_images_n(tmp_path):
 @pytest.mark.sweep  # a dataset scanned: 4.5 s
 def test_data_beside_max_pixels_sizes_the_datas_images_within_the_files_cap():
     """--data's rows carry their own images (the files' one image a row yields to them), each sized within
-    MAX_PIXELS=602112 as ms-swift resizes it: the example's largest image row is 768 tokens there (1,242 at
-    Qwen2.5-VL's own cap)."""
+    MAX_PIXELS=602112 as ms-swift resizes it: the example's largest image row is 768 tokens there (2,691 at
+    the checkpoint's own cap, 12,845,056; 1,242 at the class's 1,003,520)."""
     data = {"data": str(ROOT / "docs/examples/vlm-chat.jsonl"), "tokenizer": str(ROOT / "docs/examples/tokenizer")}
     result = checkconfig.check_config([str(SWIFT_2753)], {**FIELD, **data}, scanner=advising.scanner)
     assert result.context[2].pixels == (3136, 602112) and result.data["image_tokens"] == 768

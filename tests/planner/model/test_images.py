@@ -49,14 +49,15 @@ def test_no_image_gives_more(spec, low, high, w, h):
 
 
 def test_worst_cases_as_the_processors_settings_say():
-    """Qwen2-VL at its processor's max_pixels 1,003,520 (1,280 x 28^2): 1,280 tokens, at 262,144: 334 (262,144 // 784
-    = 334 blocks of 28 x 28 pixels on a 167 x 2 grid, an elongated image; a square one gets 17 x 17 = 289); Qwen3-VL's
-    16,777,216: 16,384;
+    """Qwen2-VL at its checkpoints' max_pixels 12,845,056 (16,384 x 28^2, what from_pretrained runs): 16,384 tokens;
+    at the class's 1,003,520 (1,280 x 28^2): 1,280; at 262,144: 334 (262,144 // 784 = 334 blocks of 28 x 28 pixels on
+    a 167 x 2 grid, an elongated image; a square one gets 17 x 17 = 289); Qwen3-VL's 16,777,216: 16,384;
     InternVL's 12 tiles
     and thumbnail: 13 x 256 + 2; LLaVA-NeXT's 672 x 672 grid: 576 + 48 x 48 + 48; Idefics3's 4 x 4 tiles and the
     global image: 17 x 169; pan-and-scan's 4 crops: 5 x 256."""
     got = {spec: worst_case(spec)[0] for spec, _, _ in RULES}
-    assert (got["qwen2-vl"], worst_case("qwen2-vl", None, 262144)[0], got["qwen3-vl"]) == (1280, 334, 16384)
+    assert (got["qwen2-vl"], worst_case("qwen2-vl", None, 262144)[0], got["qwen3-vl"]) == (16384, 334, 16384)
+    assert worst_case("qwen2-vl", None, 1003520) == (1280, (1120, 896))
     assert (got["internvl"], got["internvl:6"], got["internvl:1"]) == (13 * 256 + 2, 7 * 256 + 2, 258)
     assert (got["llava-next"], got["idefics3"], got["gemma3:pan-and-scan"]) == (2928, 2873, 1280)
 

@@ -168,3 +168,40 @@ def test_images_within_the_length_share_it_and_plan_as_one_image_holding_it():
     assert any(
         "a longer row is deleted, so a row that runs holds at most 4,096" in x for x in imagefit.lines(shared.images)
     )
+
+
+# issue 47 item 5: where nothing caps an image, each Qwen-VL model's images are planned at its checkpoints'
+# preprocessor_config.json bounds, what AutoProcessor.from_pretrained runs (planner.model.image_rules
+# QWEN2_VL_CHECKPOINT_PIXELS, QWEN3_VL_PIXELS), not Qwen2VLImageProcessor's class default 1,003,520 (1,280 tokens)
+QWEN2 = ("qwen2-vl-2b", "qwen2-vl-7b", "qwen2.5-vl-3b", "qwen2.5-vl-7b", "qwen2.5-vl-72b", "qwen2.5-omni-7b")
+CHECKPOINT_CAPS = [(m, (3136, 12845056)) for m in QWEN2] + [
+    (m, (65536, 16777216)) for m in ("qwen3-vl-2b", "qwen3-vl-4b", "qwen3-vl-8b")
+]
+
+
+@pytest.mark.parametrize("model, pixels", CHECKPOINT_CAPS)
+def test_each_qwen_models_images_take_its_checkpoints_processor_bounds(model, pixels):
+    from planner.model.catalog import load_model
+    from planner.resolved import planned_pixels
+    from planner.search import imagefit
+
+    req = advise.parse(advise.CheckRequest, {**BASE, "model": model, "images": 1})
+    b = imagefit.budget(req, load_model(model))
+    assert (b.tokens_per_image, planned_pixels(req, b, None)) == (16384, pixels)
+    line = imagefit.lines(b.json())[0]
+    assert f"max_pixels {pixels[1]:,} (the checkpoint's processor; --max-pixels sets yours), 16,384 tokens" in line
+    given = advise.parse(advise.CheckRequest, {**BASE, "model": model, "images": 1, "max_pixels": 1003520})
+    assert planned_pixels(given, imagefit.budget(given, load_model(model)), None)[1] == 1003520
+
+
+def test_a_run_that_loads_the_checkpoints_processor_plans_its_bounds():
+    """axolotl 0.19 loads the checkpoint's processor (src/axolotl/loaders/processor.py:61-64) and resizes no Qwen-VL
+    image (image_size None, utils/schemas/multimodal.py:63-71; a Qwen processor's size has no width or height to take
+    it from, loaders/processor.py:67-90), as an HF or TRL script's AutoProcessor.from_pretrained does: `--images 1`
+    on its Qwen2.5-VL example plans 16,384 tokens an image within 12,845,056 pixels."""
+    from planner import checkconfig
+    from tests.planner.cli.helpers import ROOT
+
+    example = ROOT / "tests/data/frameworks/axolotl/examples/qwen2_5-vl/lora-7b.yaml"
+    out = checkconfig.check_config([str(example)], {"gpu": "h100", "images": 1})
+    assert out.images["tokens_per_image"] == 16384 and out.context[2].pixels == (3136, 12845056)
