@@ -100,11 +100,13 @@ def image_tokens(req: Target, model: ModelSpec) -> tuple[int, imagefit.ImageBudg
             "tokens are part of the prompt",
             "image_tokens",
         )
-    if n > req.seq_len and videos is not None:  # a video's length is asked for: its worst case is hours of frames
+    # a video's length is asked for where the videos alone pass the length: their worst case is hours of frames; where
+    # the images' worst case is what passes it, the images' rule below holds (issue 47 item 5: a cap is a bound)
+    if videos is not None and videos.tokens > req.seq_len:
         length = "--max-length" if req.data is not None else "--seq-len"  # with --data: the length that cut the rows
         raise BadInput(
             f"--videos {req.videos} at their worst case ({videos.tokens_per_video:,} tokens a video: "
-            f"{videos.frames} frames) and the images are {n:,} tokens, over {length} {req.seq_len}: give "
+            f"{videos.frames} frames) are {videos.tokens:,} tokens, over {length} {req.seq_len}: give "
             f"--video-seconds, lower --max-frames or --video-max-pixels, or raise {length}",
             "videos",
         )
