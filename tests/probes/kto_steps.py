@@ -1,7 +1,8 @@
 """TRL's KTOTrainer, two steps of micro 2 x accum 2 on CPU in fp32, run by another venv's python (its TRL), every
-allocation counted (probes/rl.py): the measurement tests/planner/frameworks/axolotl/test_rl_kinds.py (the refusal's)
-and tests/planner/frameworks/trl/test_kto_entropy.py (the trl@1.7 line's) both take. TRL before 1.16 has no compact
-log-prob head (probes.rl.compact_head patches 1.16's): its whole-logits path runs."""
+allocation counted (probes/rl.py): the measurement tests/planner/frameworks/trl/test_kto_entropy.py takes (the
+trl@1.0, trl@1.7 and trl@1.10 lines', which axolotl 0.17 plans its KTO as: tests/planner/frameworks/axolotl/
+test_rl_kinds.py). TRL before 1.16 has no compact log-prob head (probes.rl.compact_head patches 1.16's): its
+whole-logits path runs."""
 
 import json
 import os

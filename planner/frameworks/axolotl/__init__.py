@@ -1,11 +1,13 @@
 """axolotl 0.19.0 (`axolotl train x.yaml`): checkpointing off by default (true, or offload to host RAM), Liger's or
-cut cross-entropy, the chunked loss, sample packing, ZeRO and FSDP1/2; SFT, DPO, GRPO (rl gdpo as GRPO; rl kto read,
-then refused: KTO_UNMEASURED). Files cited are in the 0.19.0 wheel (axolotl/utils/schemas/...). `RELEASES`: the lines people run, read at each tag (releases.py), each with the
-knobs it runs (`adapter`): no GRPO before v0.7.0, no ring attention before v0.8.0 (sequence_parallel_degree) nor
+cut cross-entropy, the chunked loss, sample packing, ZeRO and FSDP1/2; SFT, DPO, GRPO (rl gdpo as GRPO) and KTO
+(TRL's KTOTrainer, planned with an adapter from v0.17.0: kto.py). Files cited are in the 0.19.0 wheel
+(axolotl/utils/schemas/...). `RELEASES`: the lines people run, read at each tag (releases.py), each with the knobs it
+runs (`adapter`): no GRPO before v0.7.0, no ring attention before v0.8.0 (sequence_parallel_degree) nor
 tensor_parallel_size before v0.12.0, no offloaded checkpointing or Liger/chunked loss at v0.4.0."""
 
 from dataclasses import replace
 
+from planner.frameworks.axolotl import kto
 from planner.frameworks.axolotl.keys import KEYS
 from planner.frameworks.axolotl.releases import EXPANDABLE, NEWEST_TRANSFORMERS, SPANS
 from planner.frameworks.axolotl.releases import RELEASES as LINES
@@ -44,20 +46,6 @@ def _partial_groups(k: dict, w) -> bool:
     return g.generation_batch(w.micro_batch, w.grad_accum, w.world_size) < g.num_generations * w.world_size
 
 
-# rl kto runs TRL's KTOTrainer (v0.18.0 core/builders/rl.py:77-78, 149-159; v0.5.0 core/trainer_builder.py:1919-1926,
-# 1982) at the TRL each line pins, trl==0.12.0 (v0.5.0) .. 1.9.0 (0.19.0): the KL batch and the rows scored from the
-# whole logits, index copies of the rows' logits kept (trl v0.12.0 trl/trainer/kto_trainer.py:1044-1046, 1075-1098;
-# v1.9.0 :1324, 1506), the path planner.frameworks.trl refuses at 0.22, 1.6 and 1.14 (releases.py) and plans at
-# 1.0-1.5 and 1.7-1.13 (planner.estimate.kto_entropy). Measured on CPU
-# (tests/planner/frameworks/axolotl/test_rl_kinds.py; probes/rl.py, a 4,096-entry vocabulary, micro 2 x accum 2, fp32)
-# against memplan's whole-logits KTO (logprobs full): trl 1.9.0 training +10.8% above the newest's plan, -0.1% from
-# trl@1.7's (tests/planner/frameworks/trl/test_kto_entropy.py); trl 1.0.0 +7.2% and trl 0.22.2 -8.1% training, -12.1%
-# reference-forward. The line that pins 1.9.0 (0.14 .. 0.19) pins 0.27.1 .. 1.9.0, across TRL's 0.22, 1.0 and 1.7
-# lines: refused rather than planned
-KTO_UNMEASURED = (
-    "runs rl kto on TRL's KTOTrainer at its pin (trl 0.12.0 .. 1.9.0), whose whole-logits head and index copies "
-    "memplan has not measured (trl 1.9.0 on CPU: +10.8% above the plan): not planned"
-)
 EVERY = (  # every value of these (closed by default: planner.frameworks.base.Framework.runs)
     "precision",
     "zero_stage",
@@ -111,7 +99,7 @@ RUNS = {
     "expert_parallel": ("off",),
     "quant": ("none", "nf4", "fp4", "int8", "gptq"),  # loaders/model.py:768 (gptq: true); no AWQ loader
     # kto: TRL's KTOTrainer (v0.18.0 core/builders/rl.py:77-78, 149-159; v0.5.0 core/trainer_builder.py:1919-1926,
-    # 1982); gdpo (v0.14.0+) is GRPO's trainer with multi_objective_aggregation (v0.18.0 core/builders/rl.py:53, 173-176)
+    # 1982), planned from v0.17.0 with an adapter (kto.py); gdpo (v0.14.0+) is GRPO's trainer with multi_objective_aggregation (v0.18.0 core/builders/rl.py:53, 173-176)
     "workload": ("sft", "dpo", "grpo", "kto"),
     "sequence_parallel": ("off",),  # its sequence_parallel_degree is ring attention: context_parallel_size
     "cp_attention": ("ring",),
@@ -129,8 +117,89 @@ OLDER["0.4"] = {**OLDER["0.5"], "checkpointing": ("off", "full"), "loss": ("stan
 OLDER["0.4"] |= {"task": ("causal-lm",), "negatives": (0,)}  # reward_model came at v0.5.0 (v0_4_1/__init__.py:590)
 
 
+RULES = (  # every line's; the KTO it plans (kto.PLANNED_RULES) the newest's alone
+    stacked_experts_prequant("axolotl"),
+    *torchao_line_rules("axolotl"),
+    thinker_alone(  # loaders/model.py loads a VLM with AutoModelForImageTextToText
+        "axolotl",
+        "AutoModelForImageTextToText maps the Omni thinker's model_type alone: transformers 5.25 "
+        "models/auto/modeling_auto.py:1286, 1291",
+    ),
+    Rule(
+        "context_parallel",
+        "context_parallel_size is ring-flash-attn's ring attention: it needs --attention flash "
+        "(utils/schemas/validation.py:1804-1809)",
+        lambda k: k["context_parallel"] > 1 and k["attention"] != "flash",
+    ),
+    Rule(  # AutoTP beside DeepSpeed (utils/schemas/validation.py:1282-1311), or accelerate's ParallelismConfig tp_size
+        # with transformers' tp_plan beside FSDP2 (utils/distributed.py:322-344, loaders/model.py:972-973)
+        "tensor_parallel",
+        "tensor_parallel_size runs through DeepSpeed's AutoTP beside ZeRO 1 or 2, or transformers' tensor-parallel "
+        "plan beside FSDP2 (utils/distributed.py:322-344): give --zero 1 or 2, or --fsdp full or grad-op",
+        lambda k: (
+            k["tensor_parallel"] > 1
+            and not (k["zero_stage"] in (1, 2) and k["fsdp"] == "off")
+            and k["fsdp"] not in ("full", "grad-op")
+        ),
+    ),
+    Rule(  # reader_task.py: its one score head is reward_model's, over chosen and rejected rows
+        "negatives",
+        "trains a score head only as a reward model (reward_model: true, TRL's RewardTrainer over chosen and "
+        "rejected rows: core/builders/causal.py:160-161, 515-516): give --negatives 1",
+        lambda k: k["task"] == "seq-cls" and k["negatives"] != 1,
+    ),
+    Rule(  # v0.18.0 loaders/model.py:357-369: full fine-tuning keeps the checkpoint wrap under the offloader
+        "checkpointing",
+        "offloads every saved tensor without a checkpoint for adapter runs alone (activation_offloading, "
+        "loaders/model.py:357-369): give --lora-rank, or --checkpointing offload-inputs",
+        lambda k: k["checkpointing"] == "offload" and not k["lora_rank"],
+    ),
+    Rule(
+        "frozen",
+        "freezes a VLM's vision modules with their projector only (freeze_mm_modules, utils/freeze.py:16-26): "
+        "use --frozen vision+projector",
+        lambda k: k["frozen"] in ("vision", "language", "language+vision"),
+    ),
+    Rule(
+        "optimizer",
+        "runs Muon under FSDP2 on several GPUs as DistMuon (axolotl-contribs-mit 0.0.6 muon/dist_muon.py: whole "
+        "matrices exchanged all-to-all for Newton-Schulz), whose step memplan has not measured: plan it on one GPU "
+        "or with --fsdp off",
+        lambda k, w: k["optimizer"] == "muon" and k["fsdp"] != "off" and w.world_size > 1,
+        scope="layout",
+    ),
+    Rule(
+        "optimizer",
+        "refuses bitsandbytes 8-bit AdamW under FSDP2 (utils/schemas/validation.py:1249-1262)",
+        lambda k: k["fsdp"] != "off" and k["optimizer"] == "adamw-8bit",
+    ),
+    Rule(
+        "frozen",
+        lambda k, w: f"freeze_mm_modules does not name {w.model.name}'s vision modules (utils/freeze.py:16-26)",
+        _unnamed_vision,
+        scope="layout",
+    ),
+    Rule(
+        "global_batch",
+        lambda k, w: (
+            f"GRPO needs a generation batch of at least --num-generations x world size = "
+            f"{k['workload'].num_generations * w.world_size} completions, each rank sampling whole groups (utils/"
+            f"schemas/validation.py:829-903); this split samples "
+            f"{k['workload'].generation_batch(w.micro_batch, w.grad_accum, w.world_size)}"
+        ),
+        _partial_groups,
+        scope="split",
+    ),
+)
+
+
 def _older(r):
-    """Release `r` running only what its tag had (OLDER): those knobs out of EVERY, their values in RUNS."""
+    """Release `r` running only what its tag had (OLDER): those knobs out of EVERY, their values in RUNS. A line before
+    the newest plans no KTO: RULES without kto.PLANNED_RULES, then the line's refusal (kto.REFUSED)."""
+    if r is LINES[-1]:
+        return r
+    own = (kto.refused(r.name),) if r.name in kto.REFUSED else ()
+    r = replace(r, adapter={**r.adapter, "rules": RULES}, rules=(*r.rules, *own))
     if r.name not in OLDER:
         return r
     every = tuple(k for k in EVERY if k not in OLDER[r.name])
@@ -178,81 +247,7 @@ FRAMEWORK = Framework(
         attention="flash_attention",
     ),
     notes=("checkpointing off by default; unknown keys are dropped silently by its validator",),
-    rules=(
-        stacked_experts_prequant("axolotl"),
-        *torchao_line_rules("axolotl"),
-        thinker_alone(  # loaders/model.py loads a VLM with AutoModelForImageTextToText
-            "axolotl",
-            "AutoModelForImageTextToText maps the Omni thinker's model_type alone: transformers 5.25 "
-            "models/auto/modeling_auto.py:1286, 1291",
-        ),
-        Rule(
-            "context_parallel",
-            "context_parallel_size is ring-flash-attn's ring attention: it needs --attention flash "
-            "(utils/schemas/validation.py:1804-1809)",
-            lambda k: k["context_parallel"] > 1 and k["attention"] != "flash",
-        ),
-        Rule(  # AutoTP beside DeepSpeed (utils/schemas/validation.py:1282-1311), or accelerate's ParallelismConfig tp_size
-            # with transformers' tp_plan beside FSDP2 (utils/distributed.py:322-344, loaders/model.py:972-973)
-            "tensor_parallel",
-            "tensor_parallel_size runs through DeepSpeed's AutoTP beside ZeRO 1 or 2, or transformers' tensor-parallel "
-            "plan beside FSDP2 (utils/distributed.py:322-344): give --zero 1 or 2, or --fsdp full or grad-op",
-            lambda k: (
-                k["tensor_parallel"] > 1
-                and not (k["zero_stage"] in (1, 2) and k["fsdp"] == "off")
-                and k["fsdp"] not in ("full", "grad-op")
-            ),
-        ),
-        Rule(  # reader_task.py: its one score head is reward_model's, over chosen and rejected rows
-            "negatives",
-            "trains a score head only as a reward model (reward_model: true, TRL's RewardTrainer over chosen and "
-            "rejected rows: core/builders/causal.py:160-161, 515-516): give --negatives 1",
-            lambda k: k["task"] == "seq-cls" and k["negatives"] != 1,
-        ),
-        Rule(  # v0.18.0 loaders/model.py:357-369: full fine-tuning keeps the checkpoint wrap under the offloader
-            "checkpointing",
-            "offloads every saved tensor without a checkpoint for adapter runs alone (activation_offloading, "
-            "loaders/model.py:357-369): give --lora-rank, or --checkpointing offload-inputs",
-            lambda k: k["checkpointing"] == "offload" and not k["lora_rank"],
-        ),
-        Rule(
-            "frozen",
-            "freezes a VLM's vision modules with their projector only (freeze_mm_modules, utils/freeze.py:16-26): "
-            "use --frozen vision+projector",
-            lambda k: k["frozen"] in ("vision", "language", "language+vision"),
-        ),
-        Rule(
-            "optimizer",
-            "runs Muon under FSDP2 on several GPUs as DistMuon (axolotl-contribs-mit 0.0.6 muon/dist_muon.py: whole "
-            "matrices exchanged all-to-all for Newton-Schulz), whose step memplan has not measured: plan it on one GPU "
-            "or with --fsdp off",
-            lambda k, w: k["optimizer"] == "muon" and k["fsdp"] != "off" and w.world_size > 1,
-            scope="layout",
-        ),
-        Rule(
-            "optimizer",
-            "refuses bitsandbytes 8-bit AdamW under FSDP2 (utils/schemas/validation.py:1249-1262)",
-            lambda k: k["fsdp"] != "off" and k["optimizer"] == "adamw-8bit",
-        ),
-        Rule(
-            "frozen",
-            lambda k, w: f"freeze_mm_modules does not name {w.model.name}'s vision modules (utils/freeze.py:16-26)",
-            _unnamed_vision,
-            scope="layout",
-        ),
-        Rule("workload", KTO_UNMEASURED, lambda k: kind(k) == "kto"),
-        Rule(
-            "global_batch",
-            lambda k, w: (
-                f"GRPO needs a generation batch of at least --num-generations x world size = "
-                f"{k['workload'].num_generations * w.world_size} completions, each rank sampling whole groups (utils/"
-                f"schemas/validation.py:829-903); this split samples "
-                f"{k['workload'].generation_batch(w.micro_batch, w.grad_accum, w.world_size)}"
-            ),
-            _partial_groups,
-            scope="split",
-        ),
-    ),
+    rules=(*RULES, *kto.PLANNED_RULES),
     # utils/schemas/model.py:79-82: trust_remote_code None, loaders/model.py:689,951 pass it as False: only
     # transformers' classes load
     remote_code=False,
@@ -261,6 +256,9 @@ FRAMEWORK = Framework(
     dpo_why={"packed": "axolotl refuses sample_packing with rl (utils/schemas/validation.py:705-708)"},
     kto_why={"packed": "axolotl refuses sample_packing with rl kto (v0.18.0 utils/schemas/validation.py:695-698)"},
     logprobs="full",
+    # KTO: TRL 1.8.0 / 1.9.0's KTOTrainer (v0.18.0 pyproject.toml:23, 0.19.0's metadata; v0.17.0's 1.5.1 alike):
+    # TRL's 1.7 and 1.0 lines' terms (planner.estimate.kto_entropy; kto.py)
+    kto_entropy_copy=True,
     transformers_newest=NEWEST_TRANSFORMERS,  # 0.19.0's pin (each line's: releases.py)
     # kept as planner.intake.settle had it (not re-read: loaders/adapter.py:174-182 names every Linear's leaf name)
     all_linear_vision=False,

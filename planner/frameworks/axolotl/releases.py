@@ -34,7 +34,8 @@ v0.14.0) decide no default, since axolotl sets `optim` itself; each line's newes
 how the model classes whose head moved between transformers releases compute their loss (Traits.half_loss:
 Llama-4's composite in the logits' dtype from 4.51.0 until 5.17.0): 4.37.0 (v0.4.0 requirements.txt:4), none at
 v0.6.0 (requirements.txt:15 transformers>=4.46.3: unsaid), 4.49.0 (v0.7.1 :16), 4.53.1 (v0.11.0.post1 :16), 5.16.1
-(0.19.0's metadata). Adding a release is one Release."""
+(0.19.0's metadata). rl kto (TRL's KTOTrainer at each pin) is planned from v0.17.0 (trl 1.5.1) alone: kto.py.
+Adding a release is one Release."""
 
 from planner.frameworks.base import Default, Release
 from planner.frameworks.trl import RELEASES as TRL_LINES
@@ -135,9 +136,19 @@ RELEASES = (
     Release(
         "0.14",
         (0, 14),
-        "axolotl v0.14.0 (requirements.txt:15 transformers==5.0.0, :71 axolotl-contribs-mit==0.0.6: DistMuon) .. 0.19.0",
-        # trl==0.27.1 (v0.14.0 :19) .. 1.9.0 (0.19.0's metadata): TRL's lines 0.22 and 1.0, the same beta and head
-        workload=_trl("0.19.0", "METADATA Requires-Dist trl==1.9.0", "1.0"),
+        "axolotl v0.14.0 (requirements.txt:15 transformers==5.0.0, :71 axolotl-contribs-mit==0.0.6: DistMuon) .. v0.16.x",
+        # trl==0.27.1 (v0.14.0 :19) .. 0.29.0 (v0.15.0 .. v0.16.1 :19): TRL's line 0.22
+        workload=_trl("v0.14.0", "requirements.txt:19 trl==0.27.1; v0.16.1 :19 trl==0.29.0", "0.22"),
+        adapter={"transformers_newest": (5, 5, 0)},  # v0.16.1 requirements.txt:15 transformers==5.5.0
+        notes=("0.14-0.16: trl 0.27.1-0.29.0 (rl kto not planned)",),
+    ),
+    Release(
+        "0.17",
+        (0, 17),
+        "axolotl v0.17.0 (pyproject.toml:23 trl==1.5.1) .. 0.19.0 (trl==1.9.0)",
+        # trl==1.5.1 (v0.17.0 pyproject.toml:23), 1.8.0 (v0.18.0 :23), 1.9.0 (0.19.0's metadata): TRL's lines 1.0 and
+        # 1.7, the same beta and head, and the same KTO terms (kto_entropy_copy: planner.frameworks.axolotl.kto)
+        workload=_trl("0.19.0", "METADATA Requires-Dist trl==1.9.0; v0.17.0 pyproject.toml:23 trl==1.5.1", "1.7"),
     ),
 )
 V = {r.name: r.first for r in RELEASES}
@@ -151,7 +162,7 @@ SPANS = {
         ("attn_implementation", "activation_offloading", "context_parallel_size", "tensor_parallel_size"),
         (V["0.12"], None),
     ),
-    "freeze_mm_modules": ((0, 17), None),
+    "freeze_mm_modules": (V["0.17"], None),
     "reward_model": (V["0.5"], None),  # v0.5.0 v0_4_1/__init__.py:590
     "process_reward_model": (V["0.7"], None),  # v0.7.0 v0_4_1/__init__.py:696
     # v0.8.0 schemas/config.py:178-180 Literal["unsloth", "offload"]; v0.7.1 v0_4_1/__init__.py:781 "unsloth" only

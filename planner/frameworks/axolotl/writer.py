@@ -40,6 +40,8 @@ OLD_ATTENTION = {"flash": "flash", "sdpa": "sdp", "eager": "eager"}
 DATASET_TYPE = {"sft": "chat_template", "dpo": "chat_template.default", "grpo": "YOUR_REWARDS_MODULE.transform"}
 # a reward model's pairs (v0.18.0 examples/qwen2/reward-model.yaml)
 DATASET_TYPE["seq-cls"] = "bradley_terry.chat_template"
+# KTO's prompt / completion / label rows (0.19.0 prompt_strategies/kto/chatml.py:88 ultra; no chat_template strategy)
+DATASET_TYPE["kto"] = "chatml.ultra"
 
 
 def files(plan: Plan, model: ModelSpec, hw: Hardware, seq_len: int, goal: Goal | None = None) -> dict[str, str]:
@@ -89,6 +91,8 @@ def config(plan: Plan, model: ModelSpec, seq_len: int) -> dict:
     )
     if plan.workload.rl:
         cfg.update([k("workload.kind", plan.workload.kind)])
+    if plan.workload.kind == "kto":  # utils/schemas/validation.py:713-719 refuses kto without it
+        cfg["remove_unused_columns"] = False
     cfg["output_dir"] = "./outputs/memplan"
     cfg.update([k("seq_len", seq_len), (KEYS.key("batching"), plan.batching == "packed")])
     cfg.update([k("micro_batch", plan.micro_batch), k("grad_accum", plan.grad_accum), ("num_epochs", 1)])

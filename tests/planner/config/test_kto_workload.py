@@ -57,9 +57,14 @@ def test_a_framework_without_kto_refuses_it_in_one_line(name):
     assert "\n" not in said[1]
 
 
-def test_axolotl_runs_kto_on_trls_trainer_whose_memory_memplan_has_not_pinned_and_refuses_it():
-    """axolotl's rl: kto is TRL's KTOTrainer (its lines 0.5 on run it); TRL's whole-logits head measured outside
-    memplan's terms (tests/planner/frameworks/axolotl/test_rl_kinds.py): refused in one line by its rule."""
+def test_axolotl_runs_kto_on_trls_trainer_planned_with_an_adapter_refused_without():
+    """axolotl's rl: kto is TRL's KTOTrainer (its lines 0.5 on run it); its newest line (trl 1.5.1 .. 1.9.0) plans it
+    with an adapter as trl@1.7 does (tests/planner/frameworks/axolotl/test_rl_kinds.py), refuses full fine-tuning on
+    lora_rank (two references, TRL's in fp32: planner.frameworks.axolotl.kto) and one row a device as TRL does."""
     with pytest.raises(BadInput) as e:
         Knobs.make(framework="axolotl", workload=Workload(kind="kto"))
-    assert "KTOTrainer" in str(e.value) and "+10.8%" in str(e.value) and "\n" not in str(e.value)
+    assert e.value.field == "lora_rank" and "float32" in str(e.value) and "\n" not in str(e.value)
+    knobs = dict(Knobs.make(framework="axolotl", workload=Workload(kind="kto"), lora_rank=8))
+    said = FRAMEWORKS["axolotl"].cannot_here(knobs, Where(micro_batch=1, grad_accum=8))
+    assert said is not None and "2 or more rows per device" in said[1] and "kto_trainer.py:806-809" in said[1]
+    assert FRAMEWORKS["axolotl"].cannot_here(knobs, Where(micro_batch=2, grad_accum=8)) is None

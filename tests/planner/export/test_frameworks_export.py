@@ -211,6 +211,7 @@ CASES = {
         "tp_fsdp": {"fsdp": "full", "checkpointing": "full", "attention": "flash", "tensor_parallel": 2},
         "galore": {**MATRIX, "optimizer": "galore-adamw", "optimizer_projection": "left"},  # optim_target_modules too
         "muon": {**MATRIX, "optimizer": "muon"},  # optimizer: muon (axolotl-contribs-mit's MuonOptimizerFactory)
+        "kto_qlora": {"lora_rank": 16, "quant": "nf4", "checkpointing": "full", "workload": KTO},  # from v0.17.0
     },
 }
 MODULES = {"llamafactory": llamafactory, "swift": swift, "axolotl": axolotl}
@@ -693,6 +694,17 @@ def test_axolotl_full_dpo_with_offloaded_zero2(tmp_path):
     assert cfg["sequence_len"] == 2048
     zero = json.loads((d / cfg["deepspeed"]).read_text())["zero_optimization"]
     assert zero["stage"] == 2 and zero["offload_optimizer"]["device"] == "cpu"
+
+
+def test_axolotl_kto_writes_rl_kto_and_reads_it_back(tmp_path):
+    """rl: kto with remove_unused_columns false (utils/schemas/validation.py:713-719 refuses it otherwise), KTO's
+    prompt/completion/label rows (prompt_strategies/kto), sequence_len its rows' max_length; read back, the same."""
+    w = ax("kto_qlora", tmp_path)
+    cfg = w.cfg
+    assert cfg["rl"] == "kto" and cfg["remove_unused_columns"] is False and cfg["sample_packing"] is False
+    assert cfg["datasets"][0]["type"] == "chatml.ultra" and cfg["sequence_len"] == 2048 and cfg["adapter"] == "qlora"
+    back = intake.read([str(w.dir / axolotl.CONFIG_NAME)]).request
+    assert back["workload"] == KTO and back["lora_rank"] == 16 and back["quant"] == "nf4"
 
 
 def test_axolotl_vlm_fsdp2(tmp_path):

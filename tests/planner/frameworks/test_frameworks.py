@@ -66,13 +66,28 @@ def test_the_frameworks_json_lists_every_framework_with_its_sources():
 
 
 def test_the_frameworks_table_marks_a_workload_a_rule_refuses():
-    """Stop 66 noticed the table listing axolotl's kto as run, though its rule KTO_UNMEASURED refuses it."""
+    """Stop 66 noticed the table listing axolotl's kto as run while a rule refused it. axolotl 0.17+ plans it with an
+    adapter (its full fine-tuning refused on lora_rank, not the workload: planner.frameworks.axolotl.kto), so no
+    newest line refuses a workload it reads; a rule refusing one at the default knobs is marked."""
+    from dataclasses import replace
+
+    from planner.frameworks import _refused_workloads
+    from planner.frameworks.base import Rule
+
     refused = {f["name"]: f["refused"]["workload"] for f in frameworks_json()["frameworks"]}
-    assert refused["axolotl"] == ["kto"] and refused["trl"] == [] and refused["swift"] == []
+    assert refused["axolotl"] == [] and refused["trl"] == [] and refused["swift"] == []
+    kto_refused = replace(
+        FRAMEWORKS["axolotl"], rules=(Rule("workload", "no", lambda k: k["workload"]["kind"] == "kto"),)
+    )
+    assert _refused_workloads(kto_refused) == ["kto"]
     from planner.cli.render_listings import frameworks_table
 
-    row = next(r for r in frameworks_table(frameworks_json()).rows if r[0] == "axolotl")
-    assert "kto (refused)" in row[3] and "dpo," in row[3]
+    data = frameworks_json()
+    row = next(r for r in frameworks_table(data).rows if r[0] == "axolotl")
+    assert "kto" in row[3] and "(refused)" not in row[3] and "dpo," in row[3]
+    next(f for f in data["frameworks"] if f["name"] == "axolotl")["refused"]["workload"] = ["kto"]
+    row = next(r for r in frameworks_table(data).rows if r[0] == "axolotl")
+    assert "kto (refused)" in row[3]
 
 
 CHECK = {"model": "qwen2.5-7b", "gpu": "h100", "gpus_per_node": 8, "micro_batch": 1, "seq_len": 2048}

@@ -24,8 +24,6 @@ CITATION = re.compile(r"\([^()]*[\w/.-]+\.(py|json|yaml)(:[\d,-]+)?[^()]*\)")
 # quantize ops: rules.transformers_5_quant)
 NOT_AT_ITS_LINE = {
     DATA / "swift/examples/train/qlora/hqq.sh": "give --framework swift@3.9",
-    # axolotl's rl kto: TRL's KTOTrainer at its pins, not measured within 5% (planner.frameworks.axolotl KTO_UNMEASURED)
-    DATA / "axolotl/examples/llama-3/qlora-1b-kto.yaml": "runs rl kto on TRL's KTOTrainer",
     # LLaMA-Factory 0.9.5 runs OFT on a GPTQ or AWQ base (model/adapter.py:306-308); memplan's OFT terms are pinned on
     # bf16 and bitsandbytes 4-bit bases only (planner.config.spec_lora.oft_rules): refused in one line
     DATA / "llamafactory/examples/extras/qoft/llama3_oft_sft_gptq.yaml": "--lora-variant oft with --quant gptq is not",

@@ -287,7 +287,7 @@ EXPECTED = {  # file: (framework, request fields (workload: the inputs listed), 
         {"workload": {"kind": "dpo", "max_length": 4096}, "quant": "int8"},
         [],
     ),
-    f"{AX}/llama-3/qlora-1b-kto.yaml": (  # read as the run launched; check refuses it (test_rl_kinds.py)
+    f"{AX}/llama-3/qlora-1b-kto.yaml": (  # read as the run launched; planned at axolotl 0.17 (test_rl_kinds.py)
         "axolotl",
         {"workload": {"kind": "kto", "max_length": 2048}, "micro_batch": 2, "quant": "nf4", "lora_rank": 32},
         [],

@@ -149,7 +149,8 @@ def test_axolotl_batch_size_unknown_keys_and_unplannable_settings(tmp_path):
         "torch_compile: true\nrl: kto\n",
     )
     r = intake.read([cfg])
-    # rl: kto is read as KTO over rows of sequence_len (its check refuses it: planner.frameworks.axolotl KTO_UNMEASURED)
+    # rl: kto is read as KTO over rows of sequence_len (max_length: core/builders/base.py:690-691; planned from axolotl
+    # 0.17 with an adapter, planner.frameworks.axolotl.kto)
     assert (r.request["grad_accum"], r.request["workload"]) == (8, {"kind": "kto", "max_length": 1024})
     lines = " | ".join(r.unplanned)
     for part in (

@@ -40,8 +40,9 @@ def _check(path: Path, **given):
 
 @pytest.mark.parametrize(
     ("text", "line"),
-    [("", "0.14"), ("0.4.0", "0.4"), ("0.5.2", "0.5"), ("v0.6.0", "0.5"), ("0.7.1", "0.7"), ("0.11.0.post1", "0.8"),
-     ("0.12.2", "0.12"), ("0.13.2", "0.12"), ("0.14.0", "0.14"), ("0.19.0", "0.14")],
+    [("", "0.17"), ("0.4.0", "0.4"), ("0.5.2", "0.5"), ("v0.6.0", "0.5"), ("0.7.1", "0.7"), ("0.11.0.post1", "0.8"),
+     ("0.12.2", "0.12"), ("0.13.2", "0.12"), ("0.14.0", "0.14"), ("0.16.1", "0.14"), ("0.17.0", "0.17"),
+     ("0.19.0", "0.17")],
 )  # fmt: skip
 def test_an_axolotl_release_is_its_line_or_a_version_inside_one(text, line):
     assert FRAMEWORKS["axolotl"].release(text).name == line
@@ -95,20 +96,20 @@ def test_grpo_before_0_7_is_refused(tmp_path):
 def test_keys_only_some_releases_take_narrow_the_lines_and_the_newest_is_assumed(tmp_path):
     r = intake.read([str(_write(tmp_path, SFT.format(extra="sequence_parallel_degree: 1\n")))])
     s = {x.field: x for x in r.settings}
-    assert s["framework"].value == "axolotl" and r.releases == ("0.8", "0.12", "0.14")
-    assert "release assumed: axolotl 0.14, the newest of 0.8, 0.12, 0.14" in s["framework"].source
-    assert "sequence_parallel_degree: 1: taken by axolotl 0.8 .. 0.14 only" in s["framework"].source
+    assert s["framework"].value == "axolotl" and r.releases == ("0.8", "0.12", "0.14", "0.17")
+    assert "release assumed: axolotl 0.17, the newest of 0.8, 0.12, 0.14, 0.17" in s["framework"].source
+    assert "sequence_parallel_degree: 1: taken by axolotl 0.8 .. 0.17 only" in s["framework"].source
     plain = intake.read([str(_write(tmp_path, SFT.format(extra="")))])
-    assert plain.releases == ("0.4", "0.5", "0.7", "0.8", "0.12", "0.14")  # check --config plans each
+    assert plain.releases == ("0.4", "0.5", "0.7", "0.8", "0.12", "0.14", "0.17")  # check --config plans each
 
 
 def test_offload_checkpointing_narrows_the_lines_to_0_8_and_newer(tmp_path):
     """gradient_checkpointing: offload is a value from v0.8.0 (utils/schemas/config.py:178-180 Literal["unsloth",
     "offload"]); v0.7.1's schema takes "unsloth" or a bool (v0_4_1/__init__.py:781) and refuses it."""
     r = intake.read([str(_write(tmp_path, SFT.format(extra="gradient_checkpointing: offload\n")))])
-    assert r.releases == ("0.8", "0.12", "0.14") and r.request["checkpointing"] == "offload-inputs"
+    assert r.releases == ("0.8", "0.12", "0.14", "0.17") and r.request["checkpointing"] == "offload-inputs"
     r = intake.read([str(_write(tmp_path, SFT.format(extra="gradient_checkpointing: true\n")))])
-    assert r.releases == ("0.4", "0.5", "0.7", "0.8", "0.12", "0.14")
+    assert r.releases == ("0.4", "0.5", "0.7", "0.8", "0.12", "0.14", "0.17")
 
 
 def test_a_key_the_pinned_release_does_not_take_is_dropped_as_axolotl_drops_it(tmp_path):
@@ -184,11 +185,11 @@ def test_a_launched_run_takes_the_pin_beside_its_launch_script(tmp_path):
 
 @pytest.mark.parametrize(
     ("line", "trl_lines"),
-    [("0.7", ("0.15",)), ("0.8", ("0.15",)), ("0.12", ("0.19", "0.22")), ("0.14", ("0.22", "1.0"))],
+    [("0.7", ("0.15",)), ("0.8", ("0.15",)), ("0.12", ("0.19", "0.22")), ("0.14", ("0.22",)), ("0.17", ("1.0", "1.7"))],
 )
 def test_each_line_takes_the_meanings_of_the_trl_it_pins_from_trl_s_own_lines(line, trl_lines):
-    """axolotl v0.7.0 pins trl==0.15.0, v0.8.0..v0.11.0 trl 0.16.0..0.18.2 (TRL's line 0.15), v0.12.0..0.19.0 trl
-    0.21.0..1.9.0 (TRL's 0.19, 0.22, 1.0): beta and the log-prob head are those lines' declarations, alike over them."""
+    """axolotl v0.7.0 pins trl==0.15.0, v0.8.0..v0.11.0 trl 0.16.0..0.18.2 (TRL's line 0.15), v0.12.0..v0.16.1 trl
+    0.21.0..0.29.0 (TRL's 0.19, 0.22), v0.17.0..0.19.0 trl 1.5.1..1.9.0 (TRL's 1.0, 1.7): beta and the log-prob head are those lines' declarations, alike over them."""
     r = FRAMEWORKS["axolotl"].release(line)
     trl = [FRAMEWORKS["trl"].release(t) for t in trl_lines]
     for t in trl:
@@ -237,7 +238,7 @@ def test_muon_runs_from_0_8_and_is_refused_before_it(tmp_path):
     """optimizer: muon came at v0.8.0 (PR #2367; schemas/enums.py:54): the file narrows the lines to 0.8 and newer;
     a line before it refuses it in one line; bfloat16: true loads the weights in bf16 without autocast."""
     path = _write(tmp_path, SFT.format(extra="optimizer: muon\nbf16: false\nbfloat16: true\n"))
-    assert intake.read([str(path)]).releases == ("0.8", "0.12", "0.14")
+    assert intake.read([str(path)]).releases == ("0.8", "0.12", "0.14", "0.17")
     out, s = _check(path)
     assert s["optimizer"]["value"] == "muon" and s["precision"]["value"] == "bf16-pure"
     assert out.plan.memory.optimizer_bytes > 0

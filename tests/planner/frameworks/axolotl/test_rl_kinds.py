@@ -1,8 +1,8 @@
-"""axolotl's rl values beyond DPO and GRPO (planner/frameworks/axolotl/reader.py RL, REFUSED): kto read as KTO and
-refused in one line (TRL's KTOTrainer at axolotl's pins, measured outside memplan's KTO terms), gdpo planned as GRPO
-from v0.14.0, ebft refused in one line; none planned as SFT."""
+"""axolotl's rl values beyond DPO and GRPO (planner/frameworks/axolotl/reader.py RL, REFUSED): kto read as KTO,
+planned from v0.17.0 with an adapter as the TRL line of its pin plans it (planner/frameworks/axolotl/kto.py) and
+refused in one line naming the pin before it, gdpo planned as GRPO from v0.14.0, ebft refused in one line; none planned
+as SFT."""
 
-import os
 from pathlib import Path
 
 import pytest
@@ -13,7 +13,7 @@ from planner.config.workload import Workload
 from planner.errors import BadInput
 from planner.estimate.rl import breakdown
 from planner.estimate.setup import Setup
-from planner.model.families import from_config
+from planner.model.catalog import load_model
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "data/frameworks/axolotl/examples"
 KTO = EXAMPLES / "llama-3/qlora-1b-kto.yaml"
@@ -27,31 +27,53 @@ def _refusal(path: Path, **given) -> str:
     return str(e.value)
 
 
-def test_kto_is_read_as_kto_and_refused_in_one_line_at_every_line():
-    """v0.18.0's own KTO example: the reading says kto (not SFT), check refuses it, naming the trainer; v0.4.0 has no
-    KTOTrainer (rl kto_pair alone, core/trainer_builder.py:1047-1048): the line's workloads named."""
+def test_kto_is_read_as_kto_planned_from_0_17_and_refused_naming_the_pin_before():
+    """v0.18.0's own KTO example: the reading says kto (not SFT); the newest line (v0.17.0 .. 0.19.0: trl 1.5.1 ..
+    1.9.0) plans it; each earlier line refuses it naming the TRL it pins; v0.4.0 has no KTOTrainer (rl kto_pair alone,
+    core/trainer_builder.py:1047-1048): the line's workloads named."""
     assert intake.read([str(KTO)]).request["workload"] == {"kind": "kto", "max_length": 2048}
-    for line in ("", "axolotl@0.5.0", "axolotl@0.12.0"):
-        assert "runs rl kto on TRL's KTOTrainer" in _refusal(KTO, **({"framework": line} if line else {}))
+    for line in ("", "axolotl@0.17.0", "axolotl@0.19.0"):
+        plan = checkconfig.check_config([str(KTO)], {"gpu": "h100", **({"framework": line} if line else {})}).plan
+        assert plan.workload.kind == "kto" and plan.lora_rank == 32
+    pins = {"0.5.0": "trl==0.12.0", "0.7.1": "trl==0.15.0", "0.11.0": "trl==0.16.0", "0.12.0": "trl==0.21.0"}
+    pins |= {"0.16.1": "trl==0.27.1"}
+    for version, pin in pins.items():
+        why = _refusal(KTO, framework=f"axolotl@{version}")
+        assert pin in why and "not planned; give --framework axolotl@0.17" in why, why
+    assert "8.1% under" in _refusal(KTO, framework="axolotl@0.14.0")  # TRL's 0.22 line: trl 0.22.2's step
     assert "cannot run --workload kto: it runs sft, dpo" in _refusal(KTO, framework="axolotl@0.4.0")
+
+
+def test_kto_plans_as_trl_1_0_and_1_7_whose_steps_are_measured():
+    """axolotl 0.17's pins (trl 1.5.1, 1.8.0, 1.9.0) are TRL's 1.0 and 1.7 lines, whose KTO CPU steps lie within 5% of
+    their plans (tests/planner/frameworks/trl/test_kto_entropy.py RELEASE_STEPS: 1.5.1, 1.9.0); AxolotlKTOTrainer's
+    mixins change no forward: the same plan, byte for byte, phase by phase."""
+    w = Workload(kind="kto", max_length=2048, logprobs="full")
+
+    def phases(framework: str, release: str) -> dict:
+        k = Knobs(framework=framework, release=release, workload=w, lora_rank=32, checkpointing="full")
+        return breakdown(Setup(load_model("llama-3.2-1b"), k, 2, 1, w.seq_len()), 80 * 2**30).phases
+
+    assert phases("axolotl", "") == phases("axolotl", "0.17") == phases("trl", "1.7") == phases("trl", "1.0")
+    peak = next(v for p, v in phases("axolotl", "").items() if p.startswith("training"))
+    assert peak > 1.05 * next(v for p, v in phases("trl", "").items() if p.startswith("training"))  # not 1.15+'s
+
+
+def test_kto_without_an_adapter_at_micro_1_or_precomputed_is_refused_in_one_line(tmp_path):
+    """Without an adapter two references run (one axolotl loads and never hands the trainer, one TRL loads in fp32);
+    TRL's KL term needs two rows a device; axolotl hands precompute_ref_log_probs to DPO alone."""
+    full = tmp_path / "full.yaml"
+    full.write_text(KTO.read_text().replace("adapter: qlora", "").replace("load_in_4bit: true", "load_in_4bit: false"))
+    with pytest.raises(BadInput) as e:
+        checkconfig.check_config([str(full)], {"gpu": "h100"})
+    assert e.value.field == "lora_rank" and "float32" in str(e.value) and "train.py:143-164" in str(e.value)
+    with pytest.raises(BadInput) as e:
+        checkconfig.check_config([str(KTO)], {"gpu": "h100", "micro_batch": 1})
+    assert e.value.field == "micro_batch" and "kto_trainer.py:806-809" in str(e.value)
+    w = Workload(kind="kto", max_length=512, precompute_ref_log_probs=True)
+    with pytest.raises(ValueError, match="precompute_ref_log_probs to DPO alone"):  # pydantic wraps the BadInput
+        Knobs(framework="axolotl", workload=w, lora_rank=8)
 
 
 def test_gdpo_before_0_14_is_refused_naming_the_line_that_runs_it():
     assert "give --framework axolotl@0.14" in _refusal(GDPO, framework="axolotl@0.12.0")
-
-
-@pytest.mark.sweep
-@pytest.mark.skipif(not os.environ.get("MEMPLAN_AXOLOTL_PYTHON"), reason="axolotl's own venv (FRAMEWORK_PYTHONS)")
-def test_trl_1_9_kto_trainer_runs_outside_memplans_kto_terms():
-    """The refusal's measurement: axolotl 0.19.0's TRL (1.9.0) KTOTrainer on real CPU steps against memplan's
-    whole-logits KTO (logprobs full, ms-swift's). Measured 95,500,288 bytes at training, +10.8% above the plan's
-    86,187,008 (kl-forward -2.0%, reference-forward -1.9%); trl 0.22.2 (axolotl 0.12's pins, .fwenv-old) -8.1% at
-    training, -12.1% at reference-forward. Outside the 5% tolerance the KTO probes hold (tests/probes/test_kto.py)."""
-    from tests.probes.kto_steps import measured_kto_steps
-    from tests.probes.test_rl import COMPLETION, FULL, PROMPT  # its vocabulary large enough for the logits to weigh
-
-    measured = measured_kto_steps(os.environ["MEMPLAN_AXOLOTL_PYTHON"], FULL)
-    w = Workload(kind="kto", max_length=PROMPT + COMPLETION, max_prompt_length=PROMPT, logprobs="full")
-    s = Setup(from_config(FULL, "tiny"), Knobs(framework="trl", precision="fp32", workload=w), 2, 2, w.seq_len())
-    plan = {k.split(":")[0]: v for k, v in breakdown(s, 80 * 2**30).phases.items()}
-    assert measured["training"] > plan["training"] * 1.05, (measured, plan)
