@@ -50,11 +50,19 @@ def test_trl_refuses_one_row_a_device_where_llamafactory_and_ms_swift_run_it():
     assert said[1:] == [None, None, None]
 
 
-@pytest.mark.parametrize("name", sorted(set(FRAMEWORKS) - RUN_KTO - {"axolotl"}))
+@pytest.mark.parametrize("name", sorted(set(FRAMEWORKS) - RUN_KTO - {"axolotl", "trl-0"}))
 def test_a_framework_without_kto_refuses_it_in_one_line(name):
     said = FRAMEWORKS[name].cannot({"workload": Workload(kind="kto")})
     assert said is not None and said[0] == "workload" and "cannot run --workload kto" in said[1]
     assert "\n" not in said[1]
+
+
+def test_trl_0x_runs_kto_and_refuses_to_plan_it_naming_the_gap():
+    """TRL 0.x's lines run KTOTrainer, measured off the newest's plan by a gap not traced (planner.frameworks.trl
+    .releases KTO_UNTRACED): refused in one line that says so, not as a framework without KTO."""
+    said = FRAMEWORKS["trl-0"].cannot({"workload": Workload(kind="kto")})
+    assert said is not None and said[0] == "workload" and "\n" not in said[1]
+    assert "KTOTrainer" in said[1] and "is not planned" in said[1] and "8.1%" in said[1]
 
 
 def test_axolotl_runs_kto_on_trls_trainer_planned_with_an_adapter_refused_without():
