@@ -25,7 +25,7 @@ PLAN = "--model llama-3.1-8b --gpu a100-80gb --gpus-per-node 8 --global-batch 25
 EXAMPLES = {
     "scan": (  # docs/data.md
         "scan docs/examples/vlm-chat.jsonl --tokenizer docs/examples/tokenizer",
-        "the longest is row 41",
+        "the longest is row 96",
     ),
     "sim": ("profile --model llama-3.1-8b --micro-batch 2 --seq-len 4096 --precision bf16 --top 4", "model.layers"),
     "trl": (  # docs/rl.md's GRPO probe on --backend sim (its cpu run, real TRL steps, takes a minute on 2 cores)

@@ -17,16 +17,16 @@ from probes.step import Case
 
 ACCUMS = [1, 2, 4, 8]
 NOT_PLANNED = {"small", "broadcast"}  # flags, norms and DeepSpeed's first-step broadcasts: latency, under 4 KiB
-SLOW = pytest.mark.slow  # each mode 20-40 s on 2 cores
-# the -sync modes (no no_sync: every micro-step's collectives, 19-40 s each) in the sweep tier since stop 68, for CI's
-# room: their calls are the same collectives as once a step, every micro-step, which zero2 shows on every commit
+# the sweep tier since stop 68, for CI's room: the -sync modes (no no_sync: every micro-step's collectives), and FSDP2
+# and ZeRO-3 (87 s and 141 s of a worker in make test at stop 68, 2026-12-06): DDP's buckets once a step and ZeRO-2's
+# flush on every micro-step stay on every commit
 MODES = [
     ("ddp", 0),
     pytest.param("ddp-sync", 0, marks=pytest.mark.sweep),
-    pytest.param("fsdp", 0, marks=SLOW),
+    pytest.param("fsdp", 0, marks=pytest.mark.sweep),
     pytest.param("fsdp-sync", 0, marks=pytest.mark.sweep),
     ("zero2", 2),
-    pytest.param("zero3", 3, marks=SLOW),
+    pytest.param("zero3", 3, marks=pytest.mark.sweep),
 ]
 
 
