@@ -121,6 +121,18 @@ TRANSFORMERS_4_INSTEAD = {
 }
 
 
+def kto_two_rows(where: str) -> Rule:
+    """TRL's KTOTrainer refuses one row a device (its KL term pairs each row with its neighbour's completion): the
+    rule of every framework running it, citing the check at `where` (file:lines of the release it runs)."""
+    return Rule(
+        "micro_batch",
+        "KTO's KL term pairs each row with its neighbour's completion: TRL's KTOTrainer needs 2 or more rows per "
+        f"device ({where})",
+        lambda k, w: kind(k) == "kto" and w.micro_batch is not None and w.micro_batch < 2,
+        scope="split",
+    )
+
+
 def peft_fp8_quant(framework: str, pins: str) -> Rule:
     """An FP8 compressed-tensors base (planner.config.knobfields.CT_FP8, by name: this stage is below the config)
     refused in one line where the framework pins PEFT below 0.19: PEFT up to 0.18 gives the adapter the base weight's

@@ -10,6 +10,7 @@ of its pin does (planner.frameworks.trl.releases): v0.17.0 .. 0.19.0 (trl 1.5.1,
 lines, planner.estimate.kto_entropy) with an adapter; every earlier line refuses it (REFUSED), each saying its pin."""
 
 from planner.frameworks.base import Rule, kind, workload_of
+from planner.frameworks.rules import kto_two_rows
 
 PLANNED = "give --framework axolotl@0.17 (v0.17.0 .. 0.19.0: trl 1.5.1 .. 1.9.0, planned)"
 UNMEASURED = "a KTOTrainer memplan has not measured (TRL's own KTO is planned at trl 1.0 .. 1.13.x alone)"
@@ -63,11 +64,5 @@ PLANNED_RULES = (
         "reference forward runs in every step; plan it without --precompute-ref-log-probs",
         lambda k: kind(k) == "kto" and bool(getattr(workload_of(k), "precompute_ref_log_probs", False)),
     ),
-    Rule(
-        "micro_batch",
-        "KTO's KL term pairs each row with its neighbour's completion: TRL's KTOTrainer needs 2 or more rows per "
-        "device (trl 1.9.0 trl/trainer/kto_trainer.py:806-809; v1.5.1 trl/experimental/kto/kto_trainer.py:355-358)",
-        lambda k, w: kind(k) == "kto" and w.micro_batch is not None and w.micro_batch < 2,
-        scope="split",
-    ),
+    kto_two_rows("trl 1.9.0 trl/trainer/kto_trainer.py:806-809; v1.5.1 trl/experimental/kto/kto_trainer.py:355-358"),
 )

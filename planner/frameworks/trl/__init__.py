@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from planner.frameworks.base import NO_SPLITS, ForkSigns, Framework
 from planner.frameworks.hf import HF_EVERY, HF_KEYS, HF_SPLIT_RULES
-from planner.frameworks.rules import Rule, kind, stacked_experts_prequant, torchao_line_rules, transformers_5_quant
+from planner.frameworks.rules import kto_two_rows, stacked_experts_prequant, torchao_line_rules, transformers_5_quant
 from planner.frameworks.tool import Tool
 from planner.frameworks.trl.lines import with_fsdp1_only, with_rules
 from planner.frameworks.trl.releases import (  # noqa: F401 - re-exported (accelerate's, axolotl's adapters import them)
@@ -131,13 +131,7 @@ FRAMEWORK = Framework(
         TRANSFORMERS_5,
         *torchao_line_rules("trl"),
         stacked_experts_prequant("trl"),
-        Rule(
-            "micro_batch",
-            "KTO's KL term pairs each row with its neighbour's completion: TRL's KTOTrainer needs 2 or more rows per "
-            "device (trl/trainer/kto_trainer.py:844-847)",
-            lambda k, w: kind(k) == "kto" and w.micro_batch is not None and w.micro_batch < 2,
-            scope="split",
-        ),
+        kto_two_rows("trl/trainer/kto_trainer.py:844-847"),
     ),
     sft_head="fused-logprob",
     releases=with_rules(RELEASES, GRPO_SPANS, (*HF_SPLIT_RULES, TRANSFORMERS_5, *torchao_line_rules("trl")))
