@@ -349,9 +349,12 @@ SLOW = {
     "tests/planner/frameworks/test_rules_prune.py::test_every_ranked_plan_is_written_and_parsed_by_its_framework[verl-families]": 79,
     "tests/planner/frameworks/test_rules_prune.py::test_every_ranked_plan_is_written_and_parsed_by_its_framework[torchtitan-families]": 10,
     "tests/planner/frameworks/test_rules_prune.py::test_every_ranked_plan_is_written_and_parsed_by_its_framework[openrlhf-families]": 22,
-    "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[swift]": 9,
-    "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[llamafactory]": 9,
-    "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[hf]": 9,
+    "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[swift-commit]": 5,
+    "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[swift-sweep]": 5,
+    "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[llamafactory-commit]": 5,
+    "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[llamafactory-sweep]": 5,
+    "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[hf-commit]": 5,
+    "tests/planner/frameworks/test_frameworks.py::test_suggest_for_a_framework_never_returns_a_knob_it_cannot_run[hf-sweep]": 5,
     # tests/probes: a real TRL SFT step and an HF Trainer step under the tracker (12 s each)
     # h-trlppo (2026-12-05, load 9 on 2 cores): ms-swift's venv imports TRL in a subprocess, two PPO updates in fp32 and bf16 (11 s CPU)
     "tests/probes/test_trl_ppo.py::test_trls_ppo_update_holds_policy_and_value_model_at_one_backward_and_the_kept_scores": 26,

@@ -9,7 +9,7 @@ from typing import get_args
 import pytest
 
 from planner.config.knobfields import Optimizer
-from tests.api.conftest import TOKEN
+from tests.api.conftest import TOKEN, Server
 
 sync_api = pytest.importorskip("playwright.sync_api")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -28,15 +28,32 @@ ARGS = [
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
 
 
-@pytest.fixture
-def page():
+# One server and one Chromium for the file, a fresh browser context (its own storage) and page a test: starting both
+# for every test took most of the file's 150 s in make test (stop 68); no test here changes what the server answers
+# another (they plan, none stores or cancels)
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    s = Server(tmp_path_factory.mktemp("web") / "store.sqlite").start()
+    yield s
+    s.kill()
+
+
+@pytest.fixture(scope="module")
+def browser():
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        pg = browser.new_page(viewport={"width": 1280, "height": 800})
-        pg.add_init_script(f"sessionStorage.setItem('memplan-token', {TOKEN!r})")  # as if asked once already
-        pg.set_default_timeout(60_000)
-        yield pg
-        browser.close()
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    pg = context.new_page()
+    pg.add_init_script(f"sessionStorage.setItem('memplan-token', {TOKEN!r})")  # as if asked once already
+    pg.set_default_timeout(60_000)
+    yield pg
+    context.close()
 
 
 def test_form_table_charts_and_field_errors(server, page):
@@ -196,8 +213,6 @@ def test_the_files_shown_are_the_plans_own(server, page):
 def test_a_dataset_shows_its_histogram_with_the_planned_length(tmp_path, page):
     """Issue 19: a dataset path inside the server's data directories; the page shows tokens per row with the
     length the plan is made for, and the chosen plan."""
-    from tests.api.conftest import Server
-
     examples = Path(__file__).resolve().parents[2] / "docs" / "examples"
     server = Server(tmp_path / "store.sqlite", args=("--data-dir", str(examples))).start()
     try:

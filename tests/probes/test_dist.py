@@ -19,7 +19,8 @@ STATES_TOLERANCE = 0.01
     "zero,precision",
     [
         (0, "bf16"),
-        (2, "bf16"),
+        # ZeRO-2's partitioned states on every commit in tests/probes/test_zero.py; here the sweep tier's since stop 69, for CI's room
+        pytest.param(2, "bf16", marks=pytest.mark.sweep),
         (3, "fp32"),
     ],
 )

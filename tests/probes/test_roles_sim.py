@@ -41,7 +41,8 @@ def test_every_role_phase_matches_the_sim(framework, precision, entropy):
         assert analytic[phase] == pytest.approx(got, rel=0.01), phase
 
 
-@pytest.mark.parametrize("precision", ["fp32", "bf16-pure"])
+# fp32 is the sweep tier's since stop 69, for CI's room (the value head's step in bf16-pure on every commit)
+@pytest.mark.parametrize("precision", [pytest.param("fp32", marks=pytest.mark.sweep), "bf16-pure"])
 def test_the_critics_sim_matches_its_real_cpu_steps(precision):
     """The value head's step (no CUDA-only kernel) run for real on CPU tensors against its trace on fake ones:
     within 1%."""

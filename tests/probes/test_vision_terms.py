@@ -36,8 +36,9 @@ ROWS = [
     ("llama-3.2-11b-vision", 1, "bf16-pure"),
     ("qwen3.5-27b", 64, "bf16-pure"),  # Qwen3-VL's block, no deepstack
     ("glm-4.1v-9b", 64, "bf16-pure"),  # read as Qwen2.5-VL's block, each image whole
-    ("qwen2.5-vl-3b", 64, "fp32"),
-    ("llava-1.5-7b", 576, "fp32"),
+    # fp32's saved blocks: the sweep tier's since stop 69, for CI's room (the same blocks at 4 bytes an element; fp32 eager scores below stay)
+    pytest.param("qwen2.5-vl-3b", 64, "fp32", marks=pytest.mark.sweep),
+    pytest.param("llava-1.5-7b", 576, "fp32", marks=pytest.mark.sweep),
 ]
 
 
@@ -57,8 +58,9 @@ def test_each_tower_blocks_saved_bytes_match_the_sim(name, tokens, precision):
 
 
 EAGER_ROWS = [(name, TINY_SIZES[name][0], "bf16-pure") for name in TINY_SIZES] + [
-    ("llava-1.5-7b", 576, "bf16"),
-    ("internvl2.5-8b", 256, "bf16"),
+    # AMP's scores: the sweep tier's since stop 69, for CI's room (each family's tiny tower above on every commit)
+    pytest.param("llava-1.5-7b", 576, "bf16", marks=pytest.mark.sweep),
+    pytest.param("internvl2.5-8b", 256, "bf16", marks=pytest.mark.sweep),
     ("qwen2.5-vl-3b", 150, "fp32"),
 ]
 
