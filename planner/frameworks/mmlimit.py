@@ -74,20 +74,21 @@ def row_image_tokens(images: int, tokens_per_image: int, prompt_tokens: int) -> 
 def cap_row_images(c, tokens_per_image: int, why: str) -> None:
     """Where the reading's (`c`: planner.intake.collect.Collector, which this stage does not import) images at their worst case (`tokens_per_image`) pass its planned prompt, plan the row's
     image tokens at the prompt instead (row_image_tokens; `why`: what caps the prompt), the per-image fields
-    dropped (planner.resolved takes one way of counting)."""
+    dropped (planner.resolved takes one way of counting); an image count the reading assumed (one image a row, the
+    dataset decides: planner.intake.media) leaves the row's image tokens assumed too, the verdict's condition."""
     n, prompt = c.get("images"), c.get("workload.max_prompt_length")
     if not isinstance(n, int) or not isinstance(prompt, int) or n * tokens_per_image <= prompt:
         return
     tokens = row_image_tokens(n, tokens_per_image, prompt)
-    counted = c.setting("images").source
+    counted, assumed = c.setting("images"), "images" in c.assumed_media
     cap = c.setting("max_pixels")  # said in the new setting's source: the reading drops no setting without a line
     at = f" (max_pixels {cap.value:,}: {cap.source})" if cap is not None else ""
     for field in PER_IMAGE:
         c.drop(field)
-    c.set(
+    (c.assume_media if assumed else c.set)(
         "image_tokens",
         tokens,
-        f"{counted}; {why}: {n} image(s) of {tokens_per_image:,} tokens at the pixel cap{at} pass the prompt, so "
-        f"the row's image tokens are planned at the prompt, {tokens:,}",
-        "image_tokens",
+        f"{counted.source}; {why}: {n} image(s) of {tokens_per_image:,} tokens at the pixel cap{at} pass the prompt, "
+        f"so the row's image tokens are planned at the prompt, {tokens:,}",
+        counted.key if assumed else "image_tokens",
     )

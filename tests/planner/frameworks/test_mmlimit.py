@@ -118,17 +118,18 @@ E = "actor_rollout_ref.rollout.engine_kwargs.vllm.limit_mm_per_prompt"
     [
         (True, f'+{E}=\'{{"image": 2, "video": 1}}\'', 2, "(video of limit_mm_per_prompt not planned: verl 0.9.1 "),
         (True, f"+{E}.video=2", 1, "(video of limit_mm_per_prompt not planned: verl 0.9.1 passes vLLM videos"),
-        (False, "actor_rollout_ref.rollout.limit_images=2", None, "(not planned: images are planned within data."),
+        # without bounds and a model memplan sizes no verl image of (text only), the limit plans nothing: a line
+        (False, "actor_rollout_ref.rollout.limit_images=2", None, "(not planned: memplan sizes a verl run's images"),
     ],
 )
 def test_what_verls_limit_does_not_plan_is_a_line(tmp_path, pixels, limit, n, said):
     """verl 0.9.1 hands vLLM a row's videos and audios too (vllm_async_server.py:636-642), which memplan does not read
-    from a verl run: a limit's video is a line, its image planned; without both pixel bounds no image is planned, and
-    the limit is a line."""
+    from a verl run: a limit's video is a line, its image planned; where no image is planned (no bounds, a text
+    model: reader_media.own_bounds), the limit is a line."""
     from planner import intake
 
     path = tmp_path / "run.sh"
-    text = VERL if pixels else VERL.split(" +data.")[0] + " "
+    text = VERL if pixels else VERL.split(" +data.")[0].replace("-VL-3B", "-3B") + " "
     path.write_text(text + limit + "\n")
     reading = intake.read([str(path)])
     s = {x.field: x for x in reading.settings}

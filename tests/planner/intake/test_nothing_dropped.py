@@ -228,7 +228,8 @@ LIMITED = {  # vLLM's limit_mm_per_prompt, a video and an audio key beside the i
         ),
         {"actor_rollout_ref.rollout.limit_images", VERL_LIMITS[2] + ".video"},
     ),
-    "verl-unplanned": (f"{VERL}actor_rollout_ref.rollout.limit_images=2", {"actor_rollout_ref.rollout.limit_images"}),
+    # no pixel bounds: the images at verl's own cap (reader_media.own_bounds), the limit their count
+    "verl-own-cap": (f"{VERL}actor_rollout_ref.rollout.limit_images=2", {"actor_rollout_ref.rollout.limit_images"}),
     "lmm-r1": (
         (
             "python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen2.5-VL-7B-Instruct --advantage_estimator "
