@@ -9,6 +9,7 @@ from planner.config.spec import Knobs
 from planner.estimate.memory import breakdown
 from planner.estimate.setup import Setup
 from planner.model.catalog import load_model, model_config
+from planner.model.families import from_config
 from probes.cpu import measure
 from probes.sim import simulate
 from probes.step import Case
@@ -111,13 +112,18 @@ LORA_CASES = [  # LoRA's terms, pinned as the change they make to the peak again
 
 
 _SIM_PEAKS: dict[tuple[str, str], int] = {}
+LORA_LAYERS = 8  # since stop 69, for CI's room: the models cut to 8 layers (Llama-3.2-1B has 16), two every-4 groups
+
+
+def _cut(name: str) -> dict:
+    return {**load_model(name).config, "num_hidden_layers": LORA_LAYERS}
 
 
 def _sim_peak(name: str, knobs: Knobs) -> int:
     """The sim's peak at 2 x 2048 tokens, once per model and knobs: the plain LoRA base is shared by most cases."""
     key = (name, knobs.model_dump_json())
     if key not in _SIM_PEAKS:
-        _SIM_PEAKS[key] = simulate(Case(load_model(name).config, knobs, 2, 1, 2048)).peak_allocated_bytes
+        _SIM_PEAKS[key] = simulate(Case(_cut(name), knobs, 2, 1, 2048)).peak_allocated_bytes
     return _SIM_PEAKS[key]
 
 
@@ -130,10 +136,10 @@ def _sim_peak(name: str, knobs: Knobs) -> int:
     ],
 )
 def test_lora_terms_change_the_peak_as_the_sim_measures(name, precision, kw):
-    """Against plain LoRA (all-linear, rank 16; the case's checkpointing held) at 2 x 2048 tokens: the analytic change
+    """Against plain LoRA (all-linear, rank 16; the case's checkpointing held) at 2 x 2048 tokens, 8 layers: the analytic change
     in the peak within 3% of the peak of the sim's change (the plain LoRA peak itself is pinned by the accuracy
     benchmark's rows)."""
-    model = load_model(name)
+    model = from_config(_cut(name), name)
     held = {k: v for k, v in kw.items() if k in ("checkpointing", "framework", "release")}
     base = Knobs.make(precision=precision, lora_rank=16, **held)
     knobs = Knobs.make(precision=precision, lora_rank=16, **kw)
