@@ -77,3 +77,20 @@ def test_where_no_row_length_fits_the_line_says_the_data_cannot_help():
     assert capped_length_line(o) == head + " fits at any length: shorter rows cannot make it fit"
     held = capped_length_line(o | {"image_tokens": 1280})
     assert held == head + " holding its 1,280 image tokens fits at any length: shorter rows cannot make it fit"
+
+
+RUNS = {  # one launch line each, on one 4090: ms-swift's and TRL's collators pad per batch, a plain script's decides
+    "swift": ("swift sft --model Qwen/Qwen2.5-7B-Instruct --tuner_type lora --max_length 8192", "--max_length"),
+    "trl": ("trl sft --model_name_or_path Qwen/Qwen2.5-7B-Instruct --use_peft --max_length 8192", "--max_length"),
+    "hf": ("python train.py --model_name_or_path Qwen/Qwen2.5-7B-Instruct --max_length 8192 --bf16 true", None),
+}
+
+
+def test_ms_swift_and_trl_lengths_are_caps_a_plain_scripts_is_not(tmp_path):
+    for name, (line, key) in RUNS.items():
+        script = tmp_path / f"{name}.sh"
+        script.write_text(f"CUDA_VISIBLE_DEVICES=0 {line} --per_device_train_batch_size 4 --output_dir o\n")
+        flags = {"gpu": "rtx4090", **({"framework": "trl@1.6"} if name == "trl" else {})}
+        out = checkconfig.check_config([str(script)], flags)
+        assert out.config["framework"] == name and not out.plan.fits, name
+        assert (out.capped_length or {}).get("key") == key and (key is None or out.capped_length["cap"] == 8192), name
