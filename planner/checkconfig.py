@@ -1,7 +1,8 @@
 """`check --config`: the user's files read into a request (planner.intake), with the flags given beside them over it
 field by field, checked by `planner.advise.check`. It owns what the reading adds to a check: the fields table (each
 field's value and where it came from), the release choice where the files leave it open (the hungrier verdict), the
-run whose length the files leave open (planned at the longest rows that fit), the LoRA targets as PEFT takes a file's,
+run whose length the files leave open (planned at the longest rows that fit) and the longest rows that fit under a
+length the files set as a cap (rows padded per micro-batch), the LoRA targets as PEFT takes a file's,
 and the launcher counts a flag overrides. Above planner.advise (the faces call `checkconfig.check_config`)."""
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ def check_config(paths: list[str], overrides: dict, allowed: list | None = None,
         if field
         else advise.check(advise.parse(requests.CheckRequest, b.body), **kwargs)
     )
+    if not field:
+        result.capped_length = capped_length(reading, b, result)
     result.media = media.condition(reading, b.body, b.flags, result.context[2])
     result.config = {
         "framework": reading.framework,
@@ -275,36 +278,38 @@ def open_field(reading, b) -> str:
     return field
 
 
+def longest_rows(first) -> int:
+    """The longest SFT rows the checked configuration `first` fits (planner.search.datafit), 0 for none."""
+    from planner.search.datafit import largest_fitting_seq_len
+
+    model, hw, goal = first.context
+    return largest_fitting_seq_len(model, hw, goal, first.plan.knobs, first.plan.micro_batch)
+
+
+def longest_of(got: str):
+    """The search of a DPO / KTO row or a GRPO prompt that fits (planner.search.lengths' `got`), as longest_rows."""
+    from planner.search import lengths
+
+    return lambda first: lengths.limits(first.plan, *first.context).get(got, 0)
+
+
 def open_length_check(body: dict, kwargs: dict) -> CheckResult:
     """The run whose length the files leave open: not planned at the model's context (rows are rarely that long) but
     at the longest rows it fits, found under the context, with that condition in the answer."""
-    from planner.search.datafit import largest_fitting_seq_len
-
     context = resolved.default_resolver(body["model"]).text.max_positions or 131072 if body.get("model") else 131072
-
-    def longest(first) -> int:
-        model, hw, goal = first.context
-        return largest_fitting_seq_len(model, hw, goal, first.plan.knobs, first.plan.micro_batch)
-
     # every row holds its image: no row that fits only shorter ones (floor)
     floor = int(body.get("image_tokens") or 0)
     at = lambda n: {**body, "seq_len": n}
-    return _at_the_longest_that_fits(body, at, context, longest, "rows", kwargs, floor)
+    return _at_the_longest_that_fits(body, at, context, longest_rows, "rows", kwargs, floor)
 
 
 def open_workload_check(body: dict, name: str, kwargs: dict) -> CheckResult:
     """A DPO row or a GRPO prompt left at the model's context (ms-swift's default max_length): planned there where it
     fits, else at the longest that does (planner.search.lengths: a prompt holds its images), with that condition."""
-    from planner.search import lengths
-
     got = "prompt_fits_up_to" if name == "max_prompt_length" else "length_fits_up_to"
-
-    def longest(first) -> int:
-        return lengths.limits(first.plan, *first.context).get(got, 0)
-
     what = "prompts" if name == "max_prompt_length" else "rows"
     at = lambda n: merged(body, {"workload": {name: n}})
-    return _at_the_longest_that_fits(body, at, int(body["workload"][name]), longest, what, kwargs)
+    return _at_the_longest_that_fits(body, at, int(body["workload"][name]), longest_of(got), what, kwargs)
 
 
 def _at_the_longest_that_fits(
@@ -320,6 +325,32 @@ def _at_the_longest_that_fits(
     result = first if shown == top else advise.check(advise.parse(requests.CheckRequest, at(shown)), **kwargs)
     result.open_length = {"fits_up_to_tokens": n, "context": top, "planned_at": shown, "what": what}
     return result
+
+
+# the length field a workload's rows are cut at (SFT's sequence, a DPO or KTO row): the ones a collator pads per batch
+CAPPED_FIELDS = {"sft": "seq_len", "dpo": "workload.max_length", "kto": "workload.max_length"}
+
+
+def capped_length(reading, b: ConfigBody, first: CheckResult) -> dict | None:
+    """A length the files set (or leave at the framework's default) that is a cap, rows shorter costing less (the
+    framework's collator pads a micro-batch to its longest row: Runs.pads_per_batch; not packed, no token budget, no
+    flag or --data deciding it), where the plan at it does not fit: the longest rows that do (the open length's
+    search), the verdict staying the cap's (issue 47 item 6); else None."""
+    plan = first.plan
+    field = CAPPED_FIELDS.get(plan.workload.kind, "")
+    padded = getattr(FRAMEWORKS.get(split_name(reading.framework)[0]), "pads_per_batch", "")
+    read = {s.field: s for s in reading.settings}
+    if plan.fits or not padded or field not in read or field in flat(b.flags) or b.body.get("data") is not None:
+        return None
+    if plan.knobs.batching == "packed" or plan.token_batches is not None:
+        return None  # every row costs the cap (packed), or a token budget's micro-batches
+    rows = field == "seq_len"
+    n = longest_rows(first) if rows else longest_of("length_fits_up_to")(first)
+    floor = int(b.body.get("image_tokens") or 0) if rows else 0  # every row holds its image
+    cap = first.context[2].seq_len if rows else plan.workload.max_length
+    n = n if n > floor else 0
+    out = {"fits_up_to_tokens": n, "cap": cap, "field": field, "key": read[field].key, "padding": padded}
+    return out | ({"image_tokens": floor} if floor else {})
 
 
 def merged(read: dict, flags: dict) -> dict:

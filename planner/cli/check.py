@@ -53,6 +53,20 @@ def open_length_line(o: dict) -> str:
     return head + f"this configuration fits {what} up to {n:,} tokens{whole}; your data decides (--data, or {flag})"
 
 
+def capped_length_line(o: dict) -> str:
+    """The condition of a verdict at a length the files set as a cap, rows padded per micro-batch, that does not fit."""
+    n, cap, key = o["fits_up_to_tokens"], o["cap"], o["key"]
+    head = f"{key} {cap:,} is a cap (each micro-batch padded to its longest row): "
+    if n == 0:  # a VLM's row holds its planned image: no shorter row sheds it
+        held = f" holding its {o['image_tokens']:,} image tokens" if o.get("image_tokens") else ""
+        return head + f"no row{held} fits at any length: shorter rows cannot make it fit"
+    # --data reads SFT rows; a DPO or KTO row is planned at --max-length (check refuses --data beside those)
+    how = "--data reads it" if o["field"] == "seq_len" else "--max-length plans a shorter cap"
+    return (
+        head + f"does not fit rows of the full {cap:,} tokens; fits rows up to {n:,} tokens: your data decides, {how}"
+    )
+
+
 def overrides(args: argparse.Namespace) -> dict:
     """The request fields given as flags (each differs from its flag's default), which override --config's."""
     defaults = args.parser_defaults()
@@ -133,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
             printout.say_line(line)
         if out.get("open_length"):
             printout.say_line(open_length_line(out["open_length"]))
+        if out.get("capped_length"):
+            printout.say_line(capped_length_line(out["capped_length"]))
         if out.get("media"):
             printout.say_line(out["media"]["condition"])
         for line in imagefit.lines(out["images"]) if out.get("images") else []:

@@ -334,6 +334,15 @@ def _check_result() -> type[BaseModel]:
                 "data decides"
             ),
         )
+        capped_length: dict | None = Field(
+            default=None,
+            description=(
+                "check --config whose files set an SFT, DPO or KTO row length that the framework's collator treats as "
+                "a cap (each micro-batch padded to its longest row, not packed: padding says where) and that does not "
+                "fit: the longest rows that do (fits_up_to_tokens, 0 for none; a VLM's rows each holding image_tokens) "
+                "under the cap (cap; field, and key, the files' own); the verdict stays the cap's, the data decides"
+            ),
+        )
         text_only: bool = Field(
             default=False,
             description="a VLM planned without a single image token: no image is in the plan (give image tokens or data)",

@@ -73,6 +73,10 @@ class Runs:
     # the same for its KTO: the rows and the KL batch's rows packed (each batch one row), or split over ranks
     kto_runs: dict[str, str] = field(default_factory=dict)
     kto_why: dict[str, str] = field(default_factory=dict)
+    # where its collator pads each micro-batch to that batch's longest row, not to the length the files set, which is
+    # then a cap (rows shorter cost less: check --config says the longest rows that fit where the cap does not);
+    # "" where every row costs the length (padded to it) or the user's own script decides
+    pads_per_batch: str = ""
 
     def value_of(self, knob: str, value: object) -> object:
         """The value as `runs` names it: workloads by kind, LoRA and the parallel sizes as on/off."""

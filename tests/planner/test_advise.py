@@ -228,6 +228,7 @@ def test_results_carry_what_json_prints_and_their_context():
         "nearest",
         "config",
         "open_length",
+        "capped_length",
         "media",
         "text_only",
     }

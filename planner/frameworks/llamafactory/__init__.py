@@ -35,6 +35,14 @@ FRAMEWORK = Framework(
     },
     logprobs="full",  # DPO from the whole logits in fp32 (train/dpo/trainer.py:230): the reader cites it
     kto_why={"packed": "LLaMA-Factory packs SFT rows only (v0.9.5 data/loader.py:200-201, stage kto :221-222)"},
+    # its collators pad a micro-batch to that batch's longest row (transformers' DataCollatorForSeq2Seq, padding=True),
+    # so cutoff_len is a cap
+    pads_per_batch=(
+        "LLaMA-Factory pads each micro-batch to its longest row: v0.9.5 src/llamafactory/train/sft/workflow.py:62-65 "
+        "(dpo/workflow.py:48-51, kto/workflow.py:48-51: pad_to_multiple_of 8), data/collator.py:137, :416 "
+        "(transformers' DataCollatorForSeq2Seq, padding=True: 5.6.0 data/data_collator.py:523); v0.7.1 "
+        "src/llmtuner/train/sft/workflow.py:42-44 alike"
+    ),
     kto_kl_after=True,  # KTO: the rows' forward, then the KL batch's without grad (0.9.5 train/kto/trainer.py:187-189)
     fp32_logps=True,  # DPO and KTO: .logits.to(torch.float32), one log_softmax (dpo/trainer.py:230, kto/trainer.py:179)
     kto_keeps_logits=True,  # KTO's chosen / rejected logits indexed out of the rows' (kto/trainer.py:194-196)

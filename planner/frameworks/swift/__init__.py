@@ -207,6 +207,10 @@ FRAMEWORK = Framework(
     # KTO padding-free (its rows one packed row, its KL rows another: template/base.py:1884-1893), no Ulysses for it
     kto_runs={"packed": "swift/arguments/rlhf_args.py:710-717 (padding_free/packing: grpo, dpo, kto, gkd)"},
     kto_why={"sequence_parallel": KTO_NO_SP},
+    pads_per_batch=(  # padding_to is LongLoRA's alone (refused: planner.intake.tuners), so --max_length is a cap
+        "ms-swift pads each micro-batch to its longest row: v4.5.2 swift/trainers/mixin.py:151-153 (padding_to "
+        "None but for LongLoRA), swift/template/base.py:2005-2018, :2198-2211 (torch's pad_sequence)"
+    ),
     keys=KEYS.shown(  # the frameworks table's keys, named by the key table
         "micro_batch grad_accum checkpointing zero_stage offload=zero_stage fsdp optimizer loss attention "
         "precision lora lora_rank quant seq_len batching=packing model frozen=frozen_vision vit_checkpointing "

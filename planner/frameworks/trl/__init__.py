@@ -123,6 +123,12 @@ FRAMEWORK = Framework(
     gkd_loss="whole",
     dpo_why={"packed": NO_PADDING_FREE, "sequence_parallel": NO_DPO_SPLIT},
     kto_why=NO_KTO_SPLITS,  # no KTO line packs or splits its rows (releases.py)
+    pads_per_batch=(  # max_length is a cap: each collator pads to the batch's longest row
+        "TRL pads each micro-batch to its longest row: v1.9.0 trl/trainer/sft_trainer.py:1197, :489-493 "
+        "(DataCollatorForLanguageModeling), dpo_trainer.py:746, :191 (DataCollatorForPreference), utils.py:155 (pad: "
+        "the batch's longest); v0.19.0 trl/trainer/utils.py:71, :138 (DataCollatorForCompletionOnlyLM); v0.14.0 "
+        "sft_trainer.py:260 (transformers' DataCollatorForLanguageModeling, rows tokenized padding=False)"
+    ),
     defaults=TRL_DEFAULTS,
     keys={**HF_KEYS, "batching": "packing", "lora_rank": "lora_r"},
     notes=("checkpointing and bf16 on by default; SFT's loss is TRL's fused log-prob head (no full logits)",),

@@ -1,0 +1,96 @@
+"""Issue 47 item 6 for a length the files set: a cap under per-batch padding (LLaMA-Factory's cutoff_len, ms-swift's
+--max_length, TRL's max_length: Runs.pads_per_batch) is planned at the cap, the worst case, and where that does not fit
+the check says the longest rows that do (planner.checkconfig.capped_length); packed rows each cost the cap: no line."""
+
+from pathlib import Path
+
+from planner import checkconfig
+from planner.cli.check import capped_length_line
+
+SFT = """model_name_or_path: meta-llama/Meta-Llama-3.1-8B-Instruct
+stage: sft
+do_train: true
+finetuning_type: lora
+lora_target: all
+lora_rank: 16
+cutoff_len: 2048
+per_device_train_batch_size: 4
+gradient_accumulation_steps: 4
+bf16: true
+template: llama3
+dataset: alpaca_en_demo
+output_dir: saves/out
+"""
+# the lf-7197 field run's shape (tests/field/lf-7197-llama31-8b-lora-ddp-7x4090), on one 4090
+FLAGS = {"gpu": "rtx4090", "gpus_per_node": 1}
+
+
+def _check(tmp_path: Path, text: str, **flags):
+    path = tmp_path / "train.yaml"
+    path.write_text(text)
+    return checkconfig.check_config([str(path)], {**FLAGS, **flags})
+
+
+def test_a_capped_sft_length_that_does_not_fit_says_the_longest_rows_that_do(tmp_path):
+    out = _check(tmp_path, SFT)
+    c = out.capped_length
+    assert not out.plan.fits and out.context[2].seq_len == 2048  # the verdict stays the cap's
+    assert (c["cap"], c["key"], c["field"]) == (2048, "cutoff_len", "seq_len") and 0 < c["fits_up_to_tokens"] < 2048
+    assert "train/sft/workflow.py:62-65" in c["padding"]
+    n = c["fits_up_to_tokens"]
+    at_n, past_n = _check(tmp_path, SFT, seq_len=n), _check(tmp_path, SFT, seq_len=n + 1)  # the search's step: 1
+    assert at_n.plan.fits and not past_n.plan.fits
+    assert past_n.capped_length is None  # the flag sets the length: the user's, no cap left to the data
+    line = capped_length_line(c)
+    assert line == (
+        f"cutoff_len 2,048 is a cap (each micro-batch padded to its longest row): does not fit rows of the full "
+        f"2,048 tokens; fits rows up to {n:,} tokens: your data decides, --data reads it"
+    )
+
+
+def test_packed_rows_each_cost_the_cap_so_no_line(tmp_path):
+    out = _check(tmp_path, SFT + "packing: true\n")
+    assert not out.plan.fits and out.plan.knobs.batching == "packed" and out.capped_length is None
+
+
+def test_a_capped_dpo_row_is_searched_as_the_limits_line_searches_it(tmp_path):
+    """The lf-3716 field run's shape: DPO pairs cut at cutoff_len 1024, a row the longest of chosen and rejected."""
+    dpo = SFT.replace("stage: sft", "stage: dpo").replace("cutoff_len: 2048", "cutoff_len: 1024")
+    out = _check(tmp_path, dpo)
+    c = out.capped_length
+    assert not out.plan.fits and out.plan.workload.max_length == c["cap"] == 1024
+    assert c["field"] == "workload.max_length" and c["fits_up_to_tokens"] == out.limits["length_fits_up_to"] > 0
+    n = c["fits_up_to_tokens"]
+    assert _check(tmp_path, dpo, workload={"max_length": n}).plan.fits
+    assert not _check(tmp_path, dpo, workload={"max_length": n + 1}).plan.fits
+    assert capped_length_line(c).endswith("your data decides, --max-length plans a shorter cap")
+
+
+def test_no_line_where_the_cap_fits(tmp_path):
+    out = _check(tmp_path, SFT, gpu="h100")
+    assert out.plan.fits and out.capped_length is None
+
+
+def test_where_no_row_length_fits_the_line_says_the_data_cannot_help():
+    o = {"fits_up_to_tokens": 0, "cap": 8192, "key": "--max_length", "field": "seq_len"}
+    head = "--max_length 8,192 is a cap (each micro-batch padded to its longest row): no row"
+    assert capped_length_line(o) == head + " fits at any length: shorter rows cannot make it fit"
+    held = capped_length_line(o | {"image_tokens": 1280})
+    assert held == head + " holding its 1,280 image tokens fits at any length: shorter rows cannot make it fit"
+
+
+RUNS = {  # one launch line each, on one 4090: ms-swift's and TRL's collators pad per batch, a plain script's decides
+    "swift": ("swift sft --model Qwen/Qwen2.5-7B-Instruct --tuner_type lora --max_length 8192", "--max_length"),
+    "trl": ("trl sft --model_name_or_path Qwen/Qwen2.5-7B-Instruct --use_peft --max_length 8192", "--max_length"),
+    "hf": ("python train.py --model_name_or_path Qwen/Qwen2.5-7B-Instruct --max_length 8192 --bf16 true", None),
+}
+
+
+def test_ms_swift_and_trl_lengths_are_caps_a_plain_scripts_is_not(tmp_path):
+    for name, (line, key) in RUNS.items():
+        script = tmp_path / f"{name}.sh"
+        script.write_text(f"CUDA_VISIBLE_DEVICES=0 {line} --per_device_train_batch_size 4 --output_dir o\n")
+        flags = {"gpu": "rtx4090", **({"framework": "trl@1.6"} if name == "trl" else {})}
+        out = checkconfig.check_config([str(script)], flags)
+        assert out.config["framework"] == name and not out.plan.fits, name
+        assert (out.capped_length or {}).get("key") == key and (key is None or out.capped_length["cap"] == 8192), name
