@@ -81,35 +81,32 @@ EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
 SHAPES = [("bf16", "off", 4, 4096), ("bf16-pure", "full", 8, 4096), ("bf16-pure", "off", 4, 2048)]
 
 
-# A VLM's tower cut to four blocks (its per-block terms are unchanged, as the decoder's), each kind of block kept:
-# Qwen2.5-VL's full-attention blocks among the windowed ones, Qwen3-VL's deepstack taps, Llama-3.2-Vision's global
-# layers and the five layers its tiles' features are taken from (eight blocks there, vision_output_dim unchanged).
-# Since stop 69, for CI's room: a whole tower was most of a VLM row's trace (Qwen2.5-VL's 32 blocks beside 4 decoder
-# layers). benchmarks/accuracy_vlm.py and tests/probes/test_catalog_sim.py trace the whole towers.
+# A VLM's tower cut to four blocks in this file's rows (its per-block terms are unchanged, as the decoder's), each kind
+# of block kept: Qwen2.5-VL's full-attention blocks among the windowed ones, Qwen3-VL's deepstack taps. Since stop 69,
+# for CI's room: a whole tower was most of a VLM row's trace (Qwen2.5-VL's 32 blocks beside 4 decoder layers).
+# Llama-3.2-Vision's rows are text rows (no tower traced) and keep its tower; tests/probes/test_vision_terms.py,
+# which pins each tower's blocks, benchmarks/accuracy_vlm.py and tests/probes/test_catalog_sim.py trace whole towers.
 TOWER = {"depth": 4, "num_hidden_layers": 4}
 TOWER_INDEXES = {"fullatt_block_indexes": [1, 3], "deepstack_visual_indexes": [1, 2, 3]}
-MLLAMA_TOWER = {"num_hidden_layers": 8, "num_global_layers": 2, "intermediate_layers_indices": [1, 2, 3, 5, 7]}
 
 
 def _four_blocks(vision: dict) -> dict:
-    if "intermediate_layers_indices" in vision:
-        return {**vision, **MLLAMA_TOWER}
+    if "intermediate_layers_indices" in vision:  # Llama-3.2-Vision: whole
+        return vision
     out = {**vision, **{k: v for k, v in TOWER.items() if k in vision}}
     out.update({k: v[: len(vision[k])] for k, v in TOWER_INDEXES.items() if k in vision})
     return out
 
 
+def _rows_config(cfg: dict) -> dict:
+    """This file's rows: four decoder layers (_four_layers) and a VLM's tower four blocks (_four_blocks)."""
+    cfg = _four_layers(cfg)
+    return {**cfg, "vision_config": _four_blocks(cfg["vision_config"])} if "vision_config" in cfg else cfg
+
+
 def _four_layers(cfg: dict) -> dict:
     """Four decoder layers (one of them dense where the family has dense first layers); MoE models keep at most
-    twice their top-k experts, so that the activations and not the model states set the peak (Mixtral, V3); a VLM's
-    tower four blocks (_four_blocks)."""
-    if "vision_config" in cfg and "text_config" in cfg:
-        cfg = {**cfg, "vision_config": _four_blocks(cfg["vision_config"])}
-    elif "vision_config" in cfg:  # Qwen2-VL and Qwen2.5-VL keep their language keys at the top
-        return {
-            **_four_layers({k: v for k, v in cfg.items() if k != "vision_config"}),
-            "vision_config": _four_blocks(cfg["vision_config"]),
-        }
+    twice their top-k experts, so that the activations and not the model states set the peak (Mixtral, V3)."""
     if "text_config" in cfg:  # a VLM's language model, routed too in Qwen3-VL-MoE
         return {**cfg, "text_config": _four_layers({**cfg["text_config"], "num_hidden_layers": 4})}
     out = {**cfg, ("n_layer" if "n_layer" in cfg else "num_hidden_layers"): 4}
@@ -170,7 +167,7 @@ def _rows() -> list:
 def test_analytic_peak_matches_the_sim_for_every_family(family, shape):
     precision, ckpt, micro, seq = shape
     name = FAMILIES[family]
-    cfg = _four_layers(catalog.model_config(name))
+    cfg = _rows_config(catalog.model_config(name))
     spec = from_config(cfg, name)
     if spec.text.max_positions and spec.text.traits.learned_positions:  # learned positions: the same tokens, shorter
         micro, seq = micro * seq // spec.text.max_positions, spec.text.max_positions
