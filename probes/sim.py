@@ -72,7 +72,7 @@ def trace(case: Case, layers: int, paths: str = "cuda") -> Trace:
 
     mode = ShadowFakeMode() if case.image_tokens else FakeTensorMode(allow_non_fake_inputs=True)
     model = fake_model(case, layers, mode, paths)
-    real, image_tokens = vlm_inputs(case, model) if case.image_tokens else (None, 0)
+    real, image_tokens = vlm_inputs(case, model, traced=True) if case.image_tokens else (None, 0)
     masks = masks_as_run(mode) if real else nullcontext()
     with mode, masks, fake_grouped_mm(), routed_eager_experts(model, case.knobs.expert_imbalance):
         vocab = model.get_input_embeddings().num_embeddings

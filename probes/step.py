@@ -95,15 +95,32 @@ def inputs(case: Case, vocab: int, device: str = "cpu") -> dict:
     return {"input_ids": ids.to(device), "attention_mask": mask.to(device), "labels": labels.to(device)}
 
 
-def vlm_inputs(case: Case, model: torch.nn.Module, device: str = "cpu") -> tuple[dict, int]:
+def vlm_inputs(case: Case, model: torch.nn.Module, device: str = "cpu", traced: bool = False) -> tuple[dict, int]:
     """A VLM case's batch with images' inputs at its image tokens per sample (probes.images), and the tokens it
-    holds."""
+    holds. Packed: a Qwen-VL micro-batch under flash in the sim's trace only (`traced`, packed_vlm)."""
     from probes.images import vlm_batch
 
-    if case.knobs.batching == "packed":
-        raise ValueError("packed batches with images are not traced yet: pad them (--batching padded)")
+    packed = case.knobs.batching == "packed"
+    if packed and not (traced and case.knobs.attention == "flash"):
+        raise ValueError(
+            "packed batches with images are traced for Qwen-VL under flash only: pad them (--batching padded)"
+        )
     batch, tokens = vlm_batch(model, case.config, case.micro_batch, case.seq_len, case.image_tokens)
+    if packed:
+        if "image_grid_thw" not in batch or "position_ids" not in batch:
+            raise ValueError("packed batches with images are traced for Qwen-VL only: pad them (--batching padded)")
+        batch = packed_vlm(batch)
     return {k: v.to(device) for k, v in batch.items()}, tokens
+
+
+def packed_vlm(batch: dict) -> dict:
+    """A Qwen-VL micro-batch packed as verl's remove-padding actor runs it (v0.7.0 workers/actor/dp_actor.py:118-131,
+    :198-204): the rows' unpadded tokens in one row with their M-RoPE positions unpadded alike, no attention mask
+    (flash-attn's varlen), and every row's pixel_values and image_grid_thw concatenated (utils/model.py:719-736): one
+    tower call over every row's patches."""
+    keep = batch.pop("attention_mask").bool()
+    out = {k: (v[keep].unsqueeze(0) if v.shape == keep.shape else v) for k, v in batch.items() if k != "position_ids"}
+    return {**out, "position_ids": batch["position_ids"][:, keep].unsqueeze(1)}
 
 
 def packed_inputs(case: Case, ids: torch.Tensor, device: str) -> dict:

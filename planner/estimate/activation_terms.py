@@ -131,7 +131,7 @@ def _activations_bytes(s: Setup) -> int:
         ckpt = "off" if off else "full"
         trained = tower_is_trained(s)
         eager = s.knobs.attention == "eager"
-        total += vision.vision_activations_bytes(v, s.micro_batch, s.tower_image_tokens, p, ckpt, trained, eager)
+        total += vision.vision_activations_bytes(v, s.image_rows, s.tower_image_tokens, p, ckpt, trained, eager)
         if not off_by_knobs(s) and frozen_tower_in_graph(s):  # a frozen tower records a graph all the same
             total += frozen_tower_hooked_bytes(s)
         if trained and ckpt == "off" and nograd.masked_tower(s):  # each block's N x N softmax stays for its backward
@@ -148,7 +148,7 @@ def tiled_tower_bytes(s: Setup) -> int:
     tile_embedding_bytes) where it records a graph (trained, or hooked while frozen: frozen_tower_in_graph), and its
     projector's input where the projector trains (projector_input_bytes). 0 for the other towers."""
     v, p = s.model.vision, text_shape(s)[3]
-    images = s.micro_batch * s.tower_image_tokens  # one <|image|> token an image (planner/model/mllama.py)
+    images = s.image_rows * s.tower_image_tokens  # one <|image|> token an image (planner/model/mllama.py)
     if v is None or not v.cross_tokens_per_token or not images:
         return 0
     total = vision.projector_input_bytes(v, images, p) if projector_is_trained(s) else 0
@@ -193,8 +193,8 @@ def _older(newest: tuple, until: tuple) -> bool:
 
 
 def tower_patches(s: Setup) -> int:
-    """The patches one tower call runs: every image of the micro-batch."""
-    return s.micro_batch * vision.encoder_tokens(s.model.vision, s.tower_image_tokens)
+    """The patches one tower call runs: every image of the micro-batch (of its packed rows: Setup.image_rows)."""
+    return s.image_rows * vision.encoder_tokens(s.model.vision, s.tower_image_tokens)
 
 
 def ulysses_layer_bytes(s: Setup) -> int:

@@ -60,7 +60,7 @@ def masked_tower_phase(s: Setup, accumulated: int, grads_full: int, opt: int) ->
         return None
     v, trained, p = s.model.vision, tower_is_trained(s), text_shape(s)[3]
     off = s.knobs.checkpointing == "off" or s.knobs.vit_checkpointing == "off" or not v.checkpointed
-    saved = vision.vision_activations_bytes(v, s.micro_batch, s.tower_image_tokens, p, "off" if off else "full", True)
+    saved = vision.vision_activations_bytes(v, s.image_rows, s.tower_image_tokens, p, "off" if off else "full", True)
     temp = gathered_params_bytes(s) + vision.masked_tower_bytes(v, tower_patches(s), p, trained)
     return (grads_full, opt, saved, temp) if trained else (accumulated, opt, 0, temp)
 

@@ -22,7 +22,8 @@ def nograd_forward_bytes(s: Setup, rows: int, width: int) -> int:
     """One no-grad forward's largest moment, inside a decoder layer: the residual stream and the normed input, then
     the MLP's gate and up outputs with their product (3 x tokens x intermediate), or attention's q, k, v (repeated
     to all heads with a mask), output and SDPA's float bias or eager attention's scores (eager_scores_nograd_bytes);
-    plus the 4-D mask of the forward."""
+    plus the 4-D mask of the forward; or the tower's over the rows' images (of the packed rows where `rows` is one
+    packed row: Setup.packed_rows)."""
     t = s.model.text
     p = "fp32" if s.knobs.precision == "fp32" else "half"
     r, c = act.saved_dtype_bytes(p)
@@ -34,7 +35,10 @@ def nograd_forward_bytes(s: Setup, rows: int, width: int) -> int:
     if t.attention == "sdpa":
         attention += act.sdpa_bias_saved_bytes(rows, width, p)
     attention += eager_scores_nograd_bytes(s, rows, width)
-    return max(stream + max(mlp, attention) + act.attention_mask_bytes(t, rows, width, p), nograd_vision_bytes(s, rows))
+    return max(
+        stream + max(mlp, attention) + act.attention_mask_bytes(t, rows, width, p),
+        nograd_vision_bytes(s, s.packed_rows or rows),
+    )
 
 
 def eager_scores_nograd_bytes(s: Setup, rows: int, width: int) -> int:

@@ -135,6 +135,16 @@ def pass_tokens(s: Setup, budget: int | None, rows: int) -> tuple[int, int]:
     return rows, s.seq_len
 
 
+def packed_rows(s: Setup, budget: int | None, rows: int) -> int:
+    """Rows of `rows` padded ones whose images one packed micro-batch carries (pass_tokens packs them into one row):
+    verl hands the model every row's images beside the packed ids (v0.7.0 workers/actor/dp_actor.py:103-107, :198-204:
+    extract_multi_modal_inputs torch.cat's the rows' pixel_values and image_grid_thw, utils/model.py:719-736), so the
+    tower runs over all their patches in one call; a token budget's row holds budget // seq_len full-length rows. 0
+    where the rows stay padded (each its own images, as micro_batch counts them)."""
+    n, width = pass_tokens(s, budget, rows)
+    return max(1, width // s.seq_len) if n == 1 else 0
+
+
 def nograd_pass_bytes(s: Setup, rows: int, width: int, head: int) -> int:
     """A no-grad forward's largest moment: inside a decoder layer, or at the head (the final hidden states and the
     head's tensors); plus the parameters FSDP gathers for the running units."""
@@ -144,9 +154,11 @@ def nograd_pass_bytes(s: Setup, rows: int, width: int, head: int) -> int:
 
 
 def update_bytes(s: Setup, budget: int | None, capacity: int) -> MemoryBreakdown:
-    """A trained role's update step (planner.estimate.memory over its packed micro-batch)."""
+    """A trained role's update step (planner.estimate.memory over its packed micro-batch, the tower over every packed
+    row's images)."""
     rows, width = pass_tokens(s, budget, s.micro_batch)
-    return mem.breakdown(replace(s, micro_batch=rows, seq_len=width), capacity)
+    packed = packed_rows(s, budget, s.micro_batch)
+    return mem.breakdown(replace(s, micro_batch=rows, seq_len=width, packed_rows=packed), capacity)
 
 
 def role_phase_bytes(s: Setup, role: str, capacity: int, offload: tuple[str, ...] = ()) -> dict[str, int]:
@@ -159,7 +171,8 @@ def role_phase_bytes(s: Setup, role: str, capacity: int, offload: tuple[str, ...
         rows, width = pass_tokens(s, r.logprob_max_tokens_per_gpu, s.micro_batch)
         entropy = role == "actor" and engine_of(s).logprob_entropy  # verl's compute_log_prob computes it always
         head = logprob_pass_head_bytes(rows * width, t.vocab, c, entropy, upcasts(s.knobs.framework))
-        nograd = active_bytes(s, role, offload) + nograd_pass_bytes(s, rows, width, head)
+        packed = replace(s, packed_rows=packed_rows(s, r.logprob_max_tokens_per_gpu, s.micro_batch))
+        nograd = active_bytes(s, role, offload) + nograd_pass_bytes(packed, rows, width, head)
         if role == "ref":
             return {"reference-forward": nograd}
         return {
@@ -167,8 +180,10 @@ def role_phase_bytes(s: Setup, role: str, capacity: int, offload: tuple[str, ...
             "actor-update": update_bytes(s, r.max_tokens_per_gpu, capacity).peak_allocated_bytes,
         }
     values_budget, update_budget = critic_budgets(s, r)
-    rows, width = pass_tokens(s, r.logprob_max_tokens_per_gpu if role == "reward" else values_budget, s.micro_batch)
-    values = active_bytes(s, role, offload) + nograd_pass_bytes(s, rows, width, value_pass_head_bytes(rows * width, c))
+    budget = r.logprob_max_tokens_per_gpu if role == "reward" else values_budget
+    rows, width = pass_tokens(s, budget, s.micro_batch)
+    packed, head = replace(s, packed_rows=packed_rows(s, budget, s.micro_batch)), value_pass_head_bytes(rows * width, c)
+    values = active_bytes(s, role, offload) + nograd_pass_bytes(packed, rows, width, head)
     if role == "reward":  # scored with the experience passes' micro-batches
         return {"reward-scoring": values}
     update = update_bytes(s, update_budget, capacity).peak_allocated_bytes

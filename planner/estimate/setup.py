@@ -27,6 +27,9 @@ class Setup:
     context_len: int = 0
     tensor_parallel: int = 1  # a rank's view: the tensor-parallel ranks behind each of gpus_per_node
     gpu: str = ""  # catalog GPU kind: its measured priors (planner.estimate.calibration), where a run wrote them
+    # rows packed into micro_batch's one text row whose images one tower call still runs, all of them (an RL role's
+    # remove-padding micro-batch, planner.estimate.roles.packed_rows); 0: the micro-batch's own rows
+    packed_rows: int = 0
     # terms the other terms ask for many times a candidate, each computed once (planner.estimate.memory text_shape,
     # trained.*): not a field of equality or hash, and dataclasses.replace starts a new Setup with none kept
     memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -47,6 +50,11 @@ class Setup:
     def tower_image_tokens(self) -> int:
         """The image tokens the vision tower runs on: all the processor made, however far the text is cut."""
         return max(self.tower_tokens, self.image_tokens)
+
+    @property
+    def image_rows(self) -> int:
+        """Rows whose images one tower call runs: the packed rows of a micro-batch packed into one, else its rows."""
+        return self.packed_rows or self.micro_batch
 
     @property
     def world_size(self) -> int:

@@ -173,3 +173,13 @@ def test_verls_reward_engine_takes_half_the_card_unless_told():
     s = setup(reward_model="qwen2.5-0.5b")
     phase = roles.group_phases(s, CAP)["colocated (8 GPUs)"]["reward-scoring"]
     assert phase["reward_scoring_bytes"] == CAP // 2
+
+
+def test_a_packed_pass_carries_every_packed_rows_images_and_padded_rows_their_own():
+    """roles.packed_rows: remove-padding packs the micro-batch's rows (their images in one tower call), a token
+    budget budget // seq_len full-length rows, padded rows none (micro_batch counts each row's images)."""
+    packed, padded = setup(remove_padding=True), setup(remove_padding=False)
+    assert roles.packed_rows(packed, None, packed.micro_batch) == packed.micro_batch == 4
+    assert roles.packed_rows(packed, 3 * packed.seq_len, packed.micro_batch) == 3
+    assert roles.packed_rows(padded, None, padded.micro_batch) == 0
+    assert replace(padded, packed_rows=0).image_rows == padded.micro_batch
