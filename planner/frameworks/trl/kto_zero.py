@@ -55,3 +55,13 @@ ROWS_UNCUT = Rule(
     "--max-prompt-length at most --max-length - 2",
     rows_uncut,
 )
+# memplan's KTO file names max_length alone (planner.export.export.trl_args: TRL 1.16's KTOConfig, and v0.27 on, have
+# no max_prompt_length), so the line's own default 512 cuts the rows it writes: under 514 they run past max_length
+WRITTEN_UNCUT = Rule(
+    "workload",
+    "memplan writes KTOConfig's max_length alone, and TRL v0.12.0 .. v0.26.x's default max_prompt_length 512 (v0.22.0 "
+    "trl/trainer/kto_config.py:123-124) leaves rows past a max_length under 514 (kto_trainer.py:200-217): not "
+    "written; give --max-length 514 or more",
+    lambda k, w: kind(k) == "kto" and (x := workload_of(k)) is not None and x.max_length - 2 < PROMPT_DEFAULT,
+    scope="written",
+)

@@ -5,7 +5,7 @@ at its tag in github.com/huggingface/trl; TRL's runs and defaults over HF's Trai
 from planner.frameworks.base import NO_SPLITS, Default, Release, Rule
 from planner.frameworks.hf import HF_RUNS
 from planner.frameworks.rules import kind
-from planner.frameworks.trl.kto_zero import KL_HELD, ROWS_UNCUT
+from planner.frameworks.trl.kto_zero import KL_HELD, ROWS_UNCUT, WRITTEN_UNCUT
 
 BASE = "trl 1.16.0 trl/trainer/base_config.py"
 TRL_RUNS = {**HF_RUNS, "batching": ("padded", "packed"), "workload": ("sft", "dpo", "grpo")}
@@ -234,7 +234,7 @@ RELEASES = (
             **_grpo("v0.19.0", (0.0, "412-413"), "267-268", "361-362: vllm_mode='server' (v0.18.0 too)"),
             "adapter": {**KTO_ZERO, "dpo_runs": _packs("v0.19.0")},  # KTO with the 1.0 line's terms (kto_zero)
         },
-        rules=(ROWS_UNCUT,),
+        rules=(ROWS_UNCUT, WRITTEN_UNCUT),
     ),
     Release(
         "0.22",
@@ -258,7 +258,7 @@ RELEASES = (
             ),
             "adapter": KTO_ZERO,  # KTO with the 1.0 line's terms (kto_zero)
         },
-        rules=(ROWS_UNCUT,),
+        rules=(ROWS_UNCUT, WRITTEN_UNCUT),
         aliases=("0",),
     ),
     Release(

@@ -70,6 +70,22 @@ def test_the_0_19_and_0_22_lines_refuse_rows_the_prompt_cut_leaves_past_max_leng
             assert field == "workload" and "kto_trainer.py:200-217" in why and "\n" not in why, (line, workload)
 
 
+def test_the_0_19_and_0_22_lines_write_no_kto_file_its_default_prompt_cut_leaves_rows_past_max_length():
+    """memplan's KTO file names max_length alone: KTOConfig's max_prompt_length 512 then applies, so a plan under 514
+    is planned from the user's own max_prompt_length but not written (scope "written": suggest never ranks it)."""
+    from planner.frameworks.rules import Where
+
+    for line in ("0.19", "0.22"):
+        short = Knobs(
+            framework="trl", precision="fp32", workload=Workload(kind="kto", max_length=256, max_prompt_length=128)
+        )
+        assert _cannot(line, max_length=256, max_prompt_length=128) is None
+        field, why = adapter("trl", line).unwritten(dict(short), Where())
+        assert field == "workload" and "not written" in why and "kto_config.py:123-124" in why, (line, why)
+        long = Knobs(framework="trl", precision="fp32", workload=Workload(kind="kto", max_length=514))
+        assert adapter("trl", line).unwritten(dict(long), Where()) is None
+
+
 @pytest.mark.sweep
 @pytest.mark.parametrize("version", ["0.14.0", "0.19.1"])
 def test_a_0x_venvs_kto_step_on_cpu_as_recorded(version):
