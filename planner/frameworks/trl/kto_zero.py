@@ -14,7 +14,9 @@ of 95,591,424, 75,883,520 and 87,938,048:
   reference forward (+5.9%, over the plan's peak by 0.5% at training); 0.15.2 within 0.04% of it: refused (KL_HELD).
 - v0.17.0 .. v0.29.1: the KL pass in its own method (_compute_kl_logps: v0.17.0 :1197-1224, v0.19.0 :1175, v0.22.0
   :1171), its logits freed on return; index copies of the policy's whole logits (v0.19.0 :1090-1091, v0.22.0
-  :1086-1087), no entropy; selective_log_softmax's paths as v1.0.0's (trl/trainer/utils.py): v1.0.0's structure.
+  :1086-1087, v0.29.1 experimental/kto/kto_trainer.py:974-975; the reference's passes drop their logits: v0.22.0
+  :1398-1406, v0.29.1 :1233-1241), no entropy; selective_log_softmax's paths as v1.0.0's (trl/trainer/utils.py):
+  v1.0.0's structure.
   0.17.0 and 0.19.1 (92,937,216 / 74,733,056 / 90,055,680) and 0.22.2 (92,169,728 / 74,743,808 / 89,288,192): every
   phase within 3.6% (0.19.1 at vocabulary 8,192: 3.9%), the peak under the plan's: planned on the 0.19 and 0.22 lines.
   0.17.x and 0.18.x are read as the 0.15 line (their KTOConfig sets no bf16: fp32 unless given), which refuses KTO and
