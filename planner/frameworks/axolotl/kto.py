@@ -13,11 +13,15 @@ from planner.frameworks.base import Rule, kind, workload_of
 from planner.frameworks.rules import kto_two_rows
 
 PLANNED = "give --framework axolotl@0.17 (v0.17.0 .. 0.19.0: trl 1.5.1 .. 1.9.0, planned)"
-UNMEASURED = "a KTOTrainer memplan has not measured (TRL's own KTO is planned at trl 1.0 .. 1.13.x alone)"
-# trl 0.22.2's CPU step (planner.frameworks.trl.releases KTO_UNTRACED)
+UNMEASURED = (
+    "a KTOTrainer memplan does not plan under axolotl (TRL's own: refused before 0.17, planned at 0.17 .. 0.29.x and "
+    "1.0 .. 1.13.x: planner.frameworks.trl.kto_zero, releases)"
+)
+# TRL's 0.22 line plans its own KTO (planner.frameworks.trl.kto_zero: the earlier 8.1% gap was the probe's rows, cut
+# by KTOConfig's default max_prompt_length); axolotl's builder at these pins (its max_prompt_length, its rows) not read
 UNTRACED = (
-    "TRL's 0.22 line (v0.22.0 .. v0.29.1), whose KTOTrainer's CPU step (trl 0.22.2) lies 8.1% under memplan's plan at "
-    "training and 12.0% at the reference forward, outside its 5%, by a difference not traced"
+    "TRL's 0.22 line (v0.22.0 .. v0.29.1), planned as trl@0.22 (trl 0.22.2's CPU step within 5%), but axolotl's "
+    "builder at these pins (the KTOConfig's max_prompt_length it passes) not read"
 )
 # line -> (the pins read at its tags, why its KTO is not planned)
 REFUSED = {

@@ -117,8 +117,8 @@ FRAMEWORK = Framework(
     every=(*HF_EVERY, "device_map"),
     # GKD: trl/experimental/gkd/gkd_trainer.py (planner.estimate.gkd); KTO: trl/trainer/kto_trainer.py, its KL batch
     # through the fused log-prob head (kto_trainer.py:1364-1365; the earlier lines' whole logits: releases.py); the
-    # 0.x lines' ZERO runs keep both out (0.22 refuses KTO with its reason, releases.py KTO_UNTRACED), the 1.0 and
-    # 1.14 lines refuse KTO (KTO_WHOLE, KTO_FUSED_ENTROPY), 1.7 and 1.10 plan it
+    # 0.x lines' ZERO runs keep GKD out; KTO: the 0.19 and 0.22 lines plan it, 0.14 and 0.15 refuse it (kto_zero.py),
+    # the 1.6 and 1.14 lines refuse it (KTO_WHOLE, KTO_FUSED_ENTROPY), 1.0, 1.7 and 1.10 plan it
     runs={**TRL_RUNS, "loss": ("standard",), "workload": (*TRL_RUNS["workload"], "gkd", "kto")},
     gkd_loss="whole",
     dpo_why={"packed": NO_PADDING_FREE, "sequence_parallel": NO_DPO_SPLIT},

@@ -5,6 +5,7 @@ at its tag in github.com/huggingface/trl; TRL's runs and defaults over HF's Trai
 from planner.frameworks.base import NO_SPLITS, Default, Release, Rule
 from planner.frameworks.hf import HF_RUNS
 from planner.frameworks.rules import kind
+from planner.frameworks.trl.kto_zero import KL_HELD, ROWS_UNCUT, WRITTEN_UNCUT
 
 BASE = "trl 1.16.0 trl/trainer/base_config.py"
 TRL_RUNS = {**HF_RUNS, "batching": ("padded", "packed"), "workload": ("sft", "dpo", "grpo")}
@@ -119,22 +120,11 @@ KTO_FUSED_ENTROPY = Rule(
     "trl@1.10 (1.10.0 .. 1.13.x, planned)",
     lambda k: kind(k) == "kto",
 )
-# v0.22.0 .. v0.29.1's KTOTrainer (trl/trainer/kto_trainer.py, from v0.26.0 trl/experimental/kto/kto_trainer.py):
-# the reference's passes run through the trainer's own forward, which returns log-probs and drops its logits
-# (v0.22.0 :1398-1406, v0.29.1 :1233-1241), the policy's index copies of its whole logits kept (v0.22.0 :1086-1087,
-# v0.29.1 :974-975), no entropy: v1.0.0's structure (v1.0.0 :977-978, 1228-1240). trl 0.22.2's CPU step
-# (.fwenv-old/trl-0.22.2, transformers 4.56.2): 79,236,096 bytes at training, 72,286,208 at kl-forward, 77,343,232 at
-# reference-forward, 8.1%, 4.7% and 12.0% under the newest's plan, where 1.0.0's (transformers 5.6.0) is 92,390,400,
-# 74,350,080 and 89,438,720: the gap is not the head's structure and is not traced
+# TRL 0.x's KTOTrainer (planner.frameworks.trl.kto_zero): v0.17.0 .. v0.29.1 run v1.0.0's structure, planned with the
+# 1.0 line's terms on the 0.19 and 0.22 lines (rows past max_length refused); v0.12.0 .. v0.16.x keep the KL pass's
+# logits through the policy's forward, refused on the 0.14 and 0.15 lines (which read 0.17.x .. 0.18.x too)
 ZERO_KTO = {**ZERO, "runs": {**ZERO["runs"], "workload": (*ZERO["runs"]["workload"], "kto")}}
-KTO_UNTRACED = Rule(
-    "workload",
-    "TRL v0.22.0 .. v0.29.1's KTOTrainer (v0.22.0 trl/trainer/kto_trainer.py:1043-1093, 1340-1410; v0.29.1 "
-    "trl/experimental/kto/kto_trainer.py) is not planned: trl 0.22.2's CPU step lies 8.1% under the newest's plan "
-    "(--framework trl) at training and 12.0% at the reference forward, outside memplan's 5%, by a difference not traced "
-    "(1.0.0's step, the same head, runs 17% above it)",
-    lambda k: kind(k) == "kto",
-)
+KTO_ZERO = {**ZERO_KTO, "kto_entropy_copy": True}
 # the lines of SFT's nll (v1.0.0 .. v1.6.x): the recipe's head, GKD over the completion's positions (below)
 ONE_O = {"sft_head": "recipe", "runs": ONE_X_RUNS, "gkd_loss": "completion"}
 # the lines of chunked_nll (v1.7.0 .. 1.14.x), before the fused head; KTO planned with its entropy copy (1.8 .. 1.13)
@@ -207,7 +197,8 @@ RELEASES = (
         (0, 14),
         "trl v0.14.0 (grpo_trainer.py:335,417: each prompt sampled num_generations times)",
         notes=(PROMPTS,),
-        **FORKED_014,
+        **{**FORKED_014, "adapter": {**ZERO_KTO, "dpo_runs": _packs("v0.14.0")}},
+        rules=(KL_HELD,),
     ),
     Release(
         "0.15",
@@ -218,12 +209,16 @@ RELEASES = (
             "optimizer": FORKED_014["defaults"]["optimizer"],
             "precision": FP32,
         },
-        **_grpo(
-            "v0.15.0",
-            (0.04, "213-214"),
-            "149-150",
-            "173: vllm_device='auto' (v0.16.0-v0.17.0: `trl vllm-serve` on GPUs of its own)",
-        ),
+        **{
+            **_grpo(
+                "v0.15.0",
+                (0.04, "213-214"),
+                "149-150",
+                "173: vllm_device='auto' (v0.16.0-v0.17.0: `trl vllm-serve` on GPUs of its own)",
+            ),
+            "adapter": {**ZERO_KTO, "dpo_runs": _packs("v0.15.0")},
+        },
+        rules=(KL_HELD,),
     ),
     Release(
         "0.19",
@@ -235,7 +230,11 @@ RELEASES = (
             # the fused default came with transformers 4.54 (4.56.2 training_args.py:1296-1303, torch >= 2.8)
             "optimizer": Default("adamw", "transformers 4.53.1 training_args.py:1281-1288: optim adamw_torch"),
         },
-        **_grpo("v0.19.0", (0.0, "412-413"), "267-268", "361-362: vllm_mode='server' (v0.18.0 too)"),
+        **{
+            **_grpo("v0.19.0", (0.0, "412-413"), "267-268", "361-362: vllm_mode='server' (v0.18.0 too)"),
+            "adapter": {**KTO_ZERO, "dpo_runs": _packs("v0.19.0")},  # KTO with the 1.0 line's terms (kto_zero)
+        },
+        rules=(ROWS_UNCUT, WRITTEN_UNCUT),
     ),
     Release(
         "0.22",
@@ -257,9 +256,9 @@ RELEASES = (
                 "401-402: vllm_mode='server' (through v0.29.1; v1.0.0: 'colocate')",
                 old=False,
             ),
-            "adapter": ZERO_KTO,
+            "adapter": KTO_ZERO,  # KTO with the 1.0 line's terms (kto_zero)
         },
-        rules=(KTO_UNTRACED,),
+        rules=(ROWS_UNCUT, WRITTEN_UNCUT),
         aliases=("0",),
     ),
     Release(

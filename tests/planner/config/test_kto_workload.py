@@ -57,12 +57,13 @@ def test_a_framework_without_kto_refuses_it_in_one_line(name):
     assert "\n" not in said[1]
 
 
-def test_trl_0x_runs_kto_and_refuses_to_plan_it_naming_the_gap():
-    """TRL 0.x's lines run KTOTrainer, measured off the newest's plan by a gap not traced (planner.frameworks.trl
-    .releases KTO_UNTRACED): refused in one line that says so, not as a framework without KTO."""
-    said = FRAMEWORKS["trl-0"].cannot({"workload": Workload(kind="kto")})
+def test_trl_0x_plans_kto_where_its_rows_are_cut_to_max_length():
+    """TRL 0.22 .. 0.29's KTOTrainer (the trl-0 adapter) is planned with the 1.0 line's terms (planner.frameworks.trl
+    .kto_zero); a max_length its max_prompt_length (512 by default) leaves rows past is refused in one line."""
+    assert FRAMEWORKS["trl-0"].cannot({"workload": Workload(kind="kto")}) is None
+    said = FRAMEWORKS["trl-0"].cannot({"workload": Workload(kind="kto", max_length=512)})
     assert said is not None and said[0] == "workload" and "\n" not in said[1]
-    assert "KTOTrainer" in said[1] and "is not planned" in said[1] and "8.1%" in said[1]
+    assert "KTOTrainer" in said[1] and "not planned" in said[1] and "max_prompt_length" in said[1]
 
 
 def test_axolotl_runs_kto_on_trls_trainer_planned_with_an_adapter_refused_without():
