@@ -18,13 +18,21 @@ def compute_dtype_bytes(s: Setup) -> int:
     return 4 if s.knobs.precision == "fp32" else 2
 
 
+def planned_text(s: Setup):
+    """The language model as the plan runs it: the --attention knob's kernel where it names one (sdpa is the model's
+    own), as the training path reads it (recipe_terms.text_spec); the reference, old-policy and generation passes run
+    the same modules."""
+    t = s.model.text
+    return t if s.knobs.attention == "sdpa" else replace(t, attention=s.knobs.attention)
+
+
 def nograd_forward_bytes(s: Setup, rows: int, width: int) -> int:
     """One no-grad forward's largest moment, inside a decoder layer: the residual stream and the normed input, then
     the MLP's gate and up outputs with their product (3 x tokens x intermediate), or attention's q, k, v (repeated
     to all heads with a mask), output and SDPA's float bias or eager attention's scores (eager_scores_nograd_bytes);
     plus the 4-D mask of the forward; or the tower's over the rows' images (of the packed rows where `rows` is one
     packed row: Setup.packed_rows)."""
-    t = s.model.text
+    t = planned_text(s)
     p = "fp32" if s.knobs.precision == "fp32" else "half"
     r, c = act.saved_dtype_bytes(p)
     tokens = rows * width
@@ -48,7 +56,7 @@ def eager_scores_nograd_bytes(s: Setup, rows: int, width: int) -> int:
     dtype converts its input first, aten/src/ATen/native/SoftMax.cpp softmax(), except fp16 on CUDA), 10 bytes a
     score in bf16 and 8 in fp32 (no copy), freed before the next layer. Measured on a tiny Llama's no-grad forward
     on CPU, eager against SDPA (tests/probes/test_eager_nograd.py). Not for gpt-oss's sink softmax (unmeasured)."""
-    t, c = s.model.text, compute_dtype_bytes(s)
+    t, c = planned_text(s), compute_dtype_bytes(s)
     if t.attention != "eager" or t.sinks:
         return 0
     return rows * t.heads * width * width * (c + 4 + (4 if c != 4 else 0))

@@ -64,3 +64,19 @@ def test_an_eager_no_grad_pass_holds_one_layers_softmax_moment():
     assert nograd.eager_scores_nograd_bytes(sdpa, 2, 2048) == 0
     # the layer's moment is attention's now, where SDPA's was the MLP's (about 0.2 GiB of it)
     assert nograd.nograd_forward_bytes(eager, 2, 2048) - nograd.nograd_forward_bytes(sdpa, 2, 2048) > 0.9 * scores
+
+
+def test_a_no_grad_pass_runs_the_plans_attention_not_the_models_default():
+    """The --attention knob reaches the reference, old-policy, generation and evaluation passes as it reaches training
+    (recipe_terms.text_spec): eager's scores counted where the plan runs eager on a model whose default is SDPA
+    (before stop 69 they were 0 there: an under-count), and flash's passes build no 4-D mask nor SDPA's bias."""
+    model = load_model("qwen2.5-0.5b")
+    assert model.text.attention == "sdpa"
+    knobs = {a: Knobs(precision="bf16", attention=a) for a in ("sdpa", "eager", "flash")}
+    s = {a: Setup(model, k, 2, 1, 1024) for a, k in knobs.items()}
+    t = model.text
+    assert nograd.eager_scores_nograd_bytes(s["eager"], 2, 1024) == 2 * t.heads * 1024 * 1024 * (2 + 4 + 4)
+    assert nograd.eager_scores_nograd_bytes(s["sdpa"], 2, 1024) == 0
+    assert nograd.planned_text(s["flash"]).attention == "flash" and nograd.planned_text(s["sdpa"]) is t
+    forward = {a: nograd.nograd_forward_bytes(x, 2, 1024) for a, x in s.items()}
+    assert forward["flash"] < forward["sdpa"] < forward["eager"]
