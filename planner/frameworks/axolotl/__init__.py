@@ -270,4 +270,5 @@ FRAMEWORK = Framework(
     muon_vectors="dropped-one-gpu",
     muon_newton_schulz="compiled",  # @torch.compile (contribs 0.0.3-0.0.5 muon.py:13, 0.0.6 muon/muon.py:13)
     muon_fsdp=True,  # v0.14.0+ (validation.py:891-903); v0.8.0-v0.13.x refuse it (releases.py)
+    low_rank_head=True,  # transformers' all-linear optim_target_modules (trainer_optimizer.py:133-149)
 )
