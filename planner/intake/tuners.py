@@ -52,6 +52,10 @@ UNPLANNED_OPTIMIZERS = {
     "adam-mini": "Adam-mini's reduced states",
     "badam": "BAdam's block-wise updates",
     "lomo": "LOMO's fused updates",
+    # transformers' optim ademamix, ademamix_8bit and their paged_ ones build bitsandbytes' AdEMAMix (5.16.1
+    # trainer_optimizer.py:256-259), three states where AdamW keeps two (bitsandbytes 0.50.2 optim/ademamix.py:139-173:
+    # the fast and slow EMAs in one double buffer, and nu): planned as AdamW it would under-count a third
+    "ademamix": "AdEMAMix's three states (bitsandbytes optim/ademamix.py:139-173: two EMAs and nu, AdamW's two)",
 }
 # GaLoreAdamW8bit over a paged 8-bit optim (LLaMA-Factory through transformers 5.25 trainer_optimizer.py:256-289,
 # ms-swift 4.6 optimizers/galore/utils.py:214) pages the states of tensors of 1e5 elements and more (bitsandbytes

@@ -86,6 +86,14 @@ def test_lora_plus_is_loras_memory(tmp_path):
         ("lf.yaml", LF + "finetuning_type: freeze\nfreeze_extra_modules: lm_head\n", "extra modules trained"),
         ("ax.yaml", AXOLOTL + "adapter: vera\n", "adapter: vera: VeRA"),
         ("ax.yaml", AXOLOTL + "optimizer: muonclip\n", "MuonClip"),
+        ("ax.yaml", AXOLOTL + "optimizer: ademamix_8bit\n", "AdEMAMix's three states"),
+        (
+            "lf.yaml",
+            LF + "finetuning_type: full\nuse_badam: true\n",
+            "use_badam: True: BAdam's block-wise updates, as ",
+        ),
+        ("lf.yaml", LF + "finetuning_type: full\nuse_adam_mini: true\n", "Adam-mini's reduced states, as LLaMA-Fa"),
+        ("lf.yaml", LF + "finetuning_type: full\noptim: paged_ademamix_32bit\n", "AdEMAMix's three states"),
     ],
 )
 def test_a_tuner_not_planned_is_refused_in_one_line(tmp_path, name, text, says):
