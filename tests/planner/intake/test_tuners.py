@@ -87,6 +87,7 @@ def test_lora_plus_is_loras_memory(tmp_path):
         ("ax.yaml", AXOLOTL + "adapter: vera\n", "adapter: vera: VeRA"),
         ("ax.yaml", AXOLOTL + "optimizer: muonclip\n", "MuonClip"),
         ("ax.yaml", AXOLOTL + "optimizer: ademamix_8bit\n", "AdEMAMix's three states"),
+        ("ax.yaml", AXOLOTL + "bf16: true\noptimizer: optimi_adamw\n", "optimizer: optimi_adamw: torch-optimi's AdamW"),
         (
             "lf.yaml",
             LF + "finetuning_type: full\nuse_badam: true\n",
