@@ -90,10 +90,15 @@ def trained_tensors(s: Setup) -> list[Tensors]:
     return [t for t in s.model.tensors if t.role not in frozen]
 
 
-def low_rank_target(t: Tensors, targets: str) -> bool:
-    """A decoder nn.Linear weight optim_target_modules names (transformers trainer_optimizer.py:137-151 keeps
-    nn.Linear modules only, matched as PEFT matches names)."""
-    return len(t.shape) == 2 and t.adapted(targets)
+def low_rank_target(t: Tensors, s: Setup) -> bool:
+    """An nn.Linear weight optim_target_modules names (transformers trainer_optimizer.py:137-151 keeps nn.Linear
+    modules only, matched as PEFT matches names): a decoder linear, or under all-linear the untied output head where
+    the framework projects it too (Framework.low_rank_head: transformers' all-linear takes every nn.Linear)."""
+    targets = s.knobs.optimizer_targets
+    if len(t.shape) != 2:
+        return False
+    head = t.role == "head" and targets == "all-linear" and adapter(s.knobs.framework, s.knobs.release).low_rank_head
+    return head or t.adapted(targets)
 
 
 def bnb_8bit_moment_bytes(elements: int) -> int:
@@ -117,7 +122,7 @@ def low_rank_state_bytes(s: Setup, state_bytes: int) -> int:
     APOLLO's scaled_grad norm too (one element per target)."""
     k, total = s.knobs, 0.0
     for t in trained_tensors(s):
-        if low_rank_target(t, k.optimizer_targets):
+        if low_rank_target(t, s):
             n = projected_elements(k.optimizer, t.shape, k.optimizer_rank, k.optimizer_projection)
             total += t.count * (
                 adam_state_bytes(n, k.optimizer, state_bytes) + apollo_norm_bytes(k.optimizer, state_bytes)
@@ -134,7 +139,7 @@ def bnb_qmap_bytes(s: Setup) -> int:
         return 0
     sizes = [
         projected_elements(k.optimizer, t.shape, k.optimizer_rank, k.optimizer_projection)
-        if low_rank_target(t, k.optimizer_targets)
+        if low_rank_target(t, s)
         else t.numel // t.count
         for t in trained_tensors(s)
     ]
@@ -153,7 +158,7 @@ def low_rank_projector_bytes(s: Setup, state_bytes: int) -> int:
     return state_bytes * sum(
         t.count * projector_elements(k.optimizer, t.shape, k.optimizer_rank, state_bytes, k.optimizer_projection)
         for t in trained_tensors(s)
-        if low_rank_target(t, k.optimizer_targets)
+        if low_rank_target(t, s)
     )
 
 

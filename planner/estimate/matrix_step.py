@@ -43,8 +43,8 @@ def step_order(s: Setup) -> list[tuple[Tensors, bool]]:
     each with whether it is a target: LLaMA-Factory's puts the head right after the embedding."""
     k = s.knobs
     trained = trained_tensors(s)
-    targets = [(t, True) for t in trained if low_rank_target(t, k.optimizer_targets)]
-    rest = [(t, False) for t in trained if not low_rank_target(t, k.optimizer_targets)]
+    targets = [(t, True) for t in trained if low_rank_target(t, s)]
+    rest = [(t, False) for t in trained if not low_rank_target(t, s)]
     vectors = [r for r in rest if len(r[0].shape) < 2]
     matrices = [r for r in rest if len(r[0].shape) >= 2]
     order = adapter(k.framework, k.release).low_rank_order
@@ -168,7 +168,7 @@ def low_rank_steady_temp_bytes(s: Setup, state_bytes: int) -> int:
         return apollo_walk_bytes(s, state_bytes, update=False)
     trained = trained_tensors(s)
     if k.optimizer == "galore-adamw-8bit":
-        trained = [t for t in trained if low_rank_target(t, k.optimizer_targets)]
+        trained = [t for t in trained if low_rank_target(t, s)]
     return 2 * state_bytes * _largest(trained)
 
 
@@ -183,7 +183,7 @@ def projector_update_temp_bytes(s: Setup, state_bytes: int) -> int:
         return 0
     if k.optimizer == "galore-adamw" and not k.optimizer_in_backward:
         return galore_walk_bytes(s, state_bytes, update=True)
-    shapes = [t.shape for t in trained_tensors(s) if low_rank_target(t, k.optimizer_targets)]
+    shapes = [t.shape for t in trained_tensors(s) if low_rank_target(t, s)]
     return max((svd_temp_bytes(shape, state_bytes) for shape in shapes), default=0)
 
 

@@ -35,6 +35,12 @@ class Memory:
     # targets); "targets-first", ms-swift 4.6's (optimizers/galore/utils.py:142-160: the targets, the other matrices,
     # the vectors)
     low_rank_order: str = "model"
+    # its GaLore / APOLLO optim_target_modules all-linear projects the untied output head too
+    # (planner.estimate.matrix_optim.low_rank_target): transformers' (5.16.1 trainer_optimizer.py:133-149: every
+    # nn.Linear, lm_head among them; a tied head is no parameter of its own), which HF's Trainer, TRL's and axolotl's
+    # run; LLaMA-Factory 0.9.5 (model/model_utils/misc.py:28-49 find_all_linear_modules forbids lm_head) and ms-swift
+    # 4.5.2 (utils/transformers_utils.py:178-204 find_all_linears ignores it) name the decoder's linears alone
+    low_rank_head: bool = False
     # which Muon keeps states for the vectors (norms, biases; planner.estimate.matrix_optim.muon_keeps_vectors):
     # "adamw", Moonlight's split (LLaMA-Factory 0.9.5 train/trainer_utils.py:504-511, ms-swift 4.6): AdamW's two
     # moments; "dropped", axolotl-contribs-mit 0.0.3-0.0.6's MuonOptimizerFactory (muon/muon.py:217-219: a parameter

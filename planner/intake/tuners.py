@@ -52,6 +52,14 @@ UNPLANNED_OPTIMIZERS = {
     "adam-mini": "Adam-mini's reduced states",
     "badam": "BAdam's block-wise updates",
     "lomo": "LOMO's fused updates",
+    # transformers' optim ademamix, ademamix_8bit and their paged_ ones build bitsandbytes' AdEMAMix (5.16.1
+    # trainer_optimizer.py:256-259), three states where AdamW keeps two (bitsandbytes 0.50.2 optim/ademamix.py:139-173:
+    # the fast and slow EMAs in one double buffer, and nu): planned as AdamW it would under-count a third
+    "ademamix": "AdEMAMix's three states (bitsandbytes optim/ademamix.py:139-173: two EMAs and nu, AdamW's two)",
+    # axolotl's optimizer optimi_adamw (0.19.0 core/builders/base.py:363-368) is torch-optimi's AdamW (==0.2.1, its
+    # optimizers extra), whose Kahan summation, on by default, keeps a third buffer for bf16 / fp16 parameters
+    # (optimi/adam.py:94-95): planned as AdamW it would under-count one parameter-sized state
+    "optimi_adamw": "torch-optimi's AdamW, a third state for half-precision parameters (optimi/adam.py:94-95)",
 }
 # GaLoreAdamW8bit over a paged 8-bit optim (LLaMA-Factory through transformers 5.25 trainer_optimizer.py:256-289,
 # ms-swift 4.6 optimizers/galore/utils.py:214) pages the states of tensors of 1e5 elements and more (bitsandbytes

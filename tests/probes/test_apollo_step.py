@@ -22,7 +22,7 @@ from planner.config.spec import Knobs
 from planner.estimate import matrix_step
 from planner.estimate.setup import Setup
 from planner.model.families import from_config
-from tests.probes.test_matrix_optim import CONFIG, WIDE_MLP
+from tests.probes.test_matrix_optim import CONFIG, LINEARS, WIDE_MLP
 
 MODELS = {"embedding": CONFIG, "mlp": WIDE_MLP}
 RECORDED = {
@@ -69,7 +69,8 @@ IDS = ["-".join(map(str, case)) for case in RECORDED]
 def _term(order: str, model: str, gap: int, dtype: str, rank: int) -> int:
     """memplan's step temporaries for the case: a projector-update step at gap 1, a steady one at 200. ms-swift's
     order is set on transformers' knobs past validation (memplan refuses apollo-adamw under ms-swift)."""
-    knobs = Knobs(framework="hf", optimizer="apollo-adamw", optimizer_rank=rank).model_copy(update={"framework": order})
+    knobs = Knobs(framework="hf", optimizer="apollo-adamw", optimizer_rank=rank, optimizer_targets=",".join(LINEARS))
+    knobs = knobs.model_copy(update={"framework": order})  # the named decoder linears the groups were built over
     s = Setup(from_config(MODELS[model], "tiny-llama"), knobs, 1, 1, 16)
     term = matrix_step.low_rank_step_temp_bytes if gap == 1 else matrix_step.low_rank_steady_temp_bytes
     return term(s, 4 if dtype == "fp32" else 2)

@@ -98,7 +98,7 @@ def test_galores_step_is_each_tensor_beside_what_the_one_before_it_left(framewor
     cls = pytest.importorskip("galore_torch").GaLoreAdamW
     galore = {"rank": 8, "scale": 0.25, "proj_type": "std", "update_proj_gap": gap}
     measured = second_step_bytes(cls, galore, DTYPES[dtype][0], shape, framework)
-    knobs = Knobs(framework=framework, optimizer="galore-adamw", optimizer_rank=8)
+    knobs = Knobs(framework=framework, optimizer="galore-adamw", optimizer_rank=8, optimizer_targets=",".join(LINEARS))
     s = Setup(from_config(shape, "tiny-llama"), knobs, 1, 1, 16)
     term = matrix_step.low_rank_step_temp_bytes if gap == 1 else matrix_step.low_rank_steady_temp_bytes
     assert term(s, DTYPES[dtype][1]) == pytest.approx(measured, rel=0.10)

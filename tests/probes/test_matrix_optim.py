@@ -252,7 +252,8 @@ def test_step_temporaries_within_15_percent_of_a_tracked_step(optimizer, dtype, 
     cls, extra = _low_rank(optimizer)
     make = lambda t, o: [cls([{"params": o}, {"params": t, "rank": 8, **extra}], lr=1e-3)]
     measured = _steady_step_bytes(DTYPES[dtype][0], config, make)
-    knobs = Knobs(framework="hf", optimizer=optimizer, optimizer_rank=8)  # make's groups: transformers' order
+    # make's groups: transformers' order over the named decoder linears (all-linear would take the head too)
+    knobs = Knobs(framework="hf", optimizer=optimizer, optimizer_rank=8, optimizer_targets=",".join(LINEARS))
     s = Setup(from_config(config, "tiny-llama"), knobs, 1, 1, 16)
     assert matrix_step.low_rank_steady_temp_bytes(s, DTYPES[dtype][1]) == pytest.approx(measured, rel=0.15)
 
@@ -271,7 +272,11 @@ def test_galores_step_under_each_projection_within_15_percent_of_a_tracked_step(
         DTYPES[dtype][0], config, lambda t, o: [cls([{"params": o}, {"params": t, **group}], lr=1e-3)]
     )
     knobs = Knobs(
-        framework="hf", optimizer="galore-adamw", optimizer_rank=8, optimizer_projection=PROJECTIONS[proj_type]
+        framework="hf",
+        optimizer="galore-adamw",
+        optimizer_rank=8,
+        optimizer_projection=PROJECTIONS[proj_type],
+        optimizer_targets=",".join(LINEARS),
     )
     s = Setup(from_config(config, "tiny-llama"), knobs, 1, 1, 16)
     assert matrix_step.low_rank_steady_temp_bytes(s, DTYPES[dtype][1]) == pytest.approx(measured, rel=0.15)

@@ -115,6 +115,8 @@ OLDER["0.5"] = {**OLDER["0.7"], "workload": ("sft", "dpo", "kto")}  # KTOTrainer
 # v0.4.0: rl kto_pair alone, DPOTrainer's loss_type (core/trainer_builder.py:1047-1048), no KTOTrainer
 OLDER["0.4"] = {**OLDER["0.5"], "checkpointing": ("off", "full"), "loss": ("standard",), "workload": ("sft", "dpo")}
 OLDER["0.4"] |= {"task": ("causal-lm",), "negatives": (0,)}  # reward_model came at v0.5.0 (v0_4_1/__init__.py:590)
+# transformers 4.37.0 (v0.4.0's pin) has no GaLore or APOLLO among its OptimizerNames (training_args.py:139-157)
+OLDER["0.4"] |= {"optimizer": tuple(o for o in NO_MUON["optimizer"] if o not in TRANSFORMERS_LOW_RANK)}
 
 
 RULES = (  # every line's; the KTO it plans (kto.PLANNED_RULES) the newest's alone
@@ -268,4 +270,5 @@ FRAMEWORK = Framework(
     muon_vectors="dropped-one-gpu",
     muon_newton_schulz="compiled",  # @torch.compile (contribs 0.0.3-0.0.5 muon.py:13, 0.0.6 muon/muon.py:13)
     muon_fsdp=True,  # v0.14.0+ (validation.py:891-903); v0.8.0-v0.13.x refuse it (releases.py)
+    low_rank_head=True,  # transformers' all-linear optim_target_modules (trainer_optimizer.py:133-149)
 )

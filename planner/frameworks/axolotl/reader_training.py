@@ -4,6 +4,9 @@ Cross-Entropy's, chunked). Also the key lookups both axolotl reader modules shar
 
 from __future__ import annotations
 
+from planner.config.knobfields import LOW_RANK_OPTIMIZERS
+from planner.errors import BadInput
+from planner.frameworks import adapter
 from planner.frameworks.axolotl.keys import KEYS
 from planner.intake import line_defaults, tuners, vocab
 from planner.intake.collect import AXOLOTL, Collector, as_bool, default, show
@@ -75,6 +78,7 @@ def training(c: Collector, f: dict[str, Flag], first: tuple = (0, 14)) -> None:
     else:
         c.note(f"{osrc} (this optimizer is not planned yet; planned as AdamW)")
     args, mods = f.get("optim_args"), f.get("optim_target_modules")  # transformers' (utils/schemas/training.py:132)
+    _low_rank_targets(c, osrc, opt, mods)
     parsed = (args.value if isinstance(args.value, dict) else tuners.optim_args(args.value)) if args else {}
     rank = parsed.get("rank")
     if args:
@@ -85,6 +89,23 @@ def training(c: Collector, f: dict[str, Flag], first: tuple = (0, 14)) -> None:
         c, (rank, args.source, args.raw) if rank else None, (mods.value, mods.source, mods.raw) if mods else None
     )
     _loss(c, f)
+
+
+def _low_rank_targets(c: Collector, source: str, optimizer: object, mods: Flag | None) -> None:
+    """GaLore or APOLLO without optim_target_modules, refused in one line: axolotl's schema leaves it None (0.19.0
+    utils/schemas/training.py:132; v0.5.0 v0_4_1/__init__.py:436) and hands None to transformers, which raises
+    ValueError building the optimizer (5.16.1, 0.19.0's pin: trainer_optimizer.py:121-122; 4.46.1, v0.5.0's:
+    trainer.py:1438-1441)."""
+    line, opt = c.facts.get("release", ("",))[0], c.get("optimizer")
+    if opt not in adapter("axolotl", str(line or "")).runs["optimizer"]:
+        return  # a line whose transformers has no GaLore or APOLLO (v0.4.0) refuses the optimizer itself
+    if opt in LOW_RANK_OPTIMIZERS and (mods is None or mods.value is None):
+        raise BadInput(
+            f"{source}: axolotl{f' {line}' if line else ''} with optimizer {optimizer} and no optim_target_modules: "
+            "transformers raises ValueError building it (5.16.1 trainer_optimizer.py:121-122, 4.46.1 trainer.py:1438-"
+            "1441): not planned; set optim_target_modules",
+            "config",
+        )
 
 
 HALF_WEIGHTS = {"bfloat16": "bf16", "float16": "fp16"}

@@ -170,4 +170,14 @@ SPANS = {
     # optimizer: muon from v0.8.0 (schemas/enums.py:54, PR #2367 ae6637415); v0.7.1 v0_4_1/__init__.py:496-508
     # takes transformers' OptimizerNames or its own Literal, neither with muon
     "optimizer=muon": (V["0.8"], None),
+    # GaLore's and APOLLO's optim values and their optim_target_modules (v0.5.0 v0_4_1/__init__.py:436, handed to
+    # TrainingArguments: core/trainer_builder.py:1533-1536) pass through to transformers' OptimizerNames: galore_adamw
+    # and galore_adamw_8bit from transformers 4.39 (4.46.1, v0.5.0's pin: training_args.py:176-177), none at 4.37.0
+    # (v0.4.0's pin: training_args.py:139-157), whose axolotl reads no optim_target_modules; apollo_adamw from 4.49.0
+    # (training_args.py:188), v0.7.1's pin (requirements.txt:16) and allowed by v0.6.0's transformers>=4.46.3 (:15),
+    # not by v0.5.x's 4.46.1-4.46.3 nor v0.7.0's 4.48.3
+    **dict.fromkeys(
+        ("optim_target_modules", "optimizer=galore_adamw", "optimizer=galore_adamw_8bit"), (V["0.5"], None)
+    ),
+    "optimizer=apollo_adamw": ((0, 6), None),
 }

@@ -250,6 +250,7 @@ FRAMEWORK = Framework(
     label="Hugging Face Trainer",
     version="transformers 5.23.0",
     transformers_newest=(5, 23, 0),  # the newest line's: Llama-4's loss upcast (HF_RELEASES)
+    low_rank_head=True,  # transformers' all-linear optim_target_modules (trainer_optimizer.py:133-149)
     every=(*HF_EVERY, "device_map"),
     runs=HF_RUNS,
     defaults=HF_DEFAULTS,

@@ -101,7 +101,7 @@ def read(c: Collector, data: dict, path: Path, overrides: dict[str, Flag] | None
         c.note(f"{path.name}: no {m} (LLaMA-Factory requires one: pass --model)")
     for key, why in REFUSED.items():  # a key the line does not take: _in_release's note, in the line's words
         if key in f and as_bool(f[key].value) and _takes(r, key):
-            tuners.refuse(f[key].source, why)
+            tuners.refuse(f[key].source, f"{why}, as LLaMA-Factory {r.name} runs it")
     stage = _stage(c, f, path.parent)
     lora = _method(c, f, r)
     for field in ("micro_batch", "grad_accum"):

@@ -114,6 +114,7 @@ FRAMEWORK = Framework(
     calls="reader_unsloth",  # unsloth's FastLanguageModel / FastVisionModel over TRL's trainers
     label="TRL (SFT, DPO, GRPO trainers)",
     version="trl 1.16.0",
+    low_rank_head=True,  # transformers' all-linear optim_target_modules (trainer_optimizer.py:133-149)
     every=(*HF_EVERY, "device_map"),
     # GKD: trl/experimental/gkd/gkd_trainer.py (planner.estimate.gkd); KTO: trl/trainer/kto_trainer.py, its KL batch
     # through the fused log-prob head (kto_trainer.py:1364-1365; the earlier lines' whole logits: releases.py); the

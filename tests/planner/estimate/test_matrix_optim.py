@@ -76,6 +76,37 @@ def test_galores_proj_types_on_the_probes_llama_are_the_measured_states():
         assert (matrix_optim.matrix_optimizer_bytes(s, 4), matrix_optim.matrix_optimizer_bytes(s, 2)) == (fp32, bf16)
 
 
+LINEARS = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"
+# (optimizer, optimizer_targets, rank, dtype, bytes): the states after one CPU step of axolotl 0.19.0's own
+# create_optimizer on the probes' 2-layer Llama (tests/probes/test_axolotl_low_rank.py, measured 2026-12-06; exact)
+AXOLOTL_MEASURED = [
+    ("galore-adamw", LINEARS, 8, "float32", 807_424),
+    ("galore-adamw", "q_proj,v_proj", 16, "bfloat16", 605_440),
+    ("galore-adamw", "all-linear", 8, "float32", 594_432),
+    ("galore-adamw", "all-linear", 48, "bfloat16", 591_104),
+    ("apollo-adamw", "all-linear", 8, "float32", 424_508),
+    ("apollo-adamw", "all-linear", 16, "bfloat16", 292_126),
+]
+
+
+@pytest.mark.parametrize("framework", ["axolotl", "llamafactory"])
+def test_all_linear_projects_the_untied_head_where_transformers_groups_the_targets(framework):
+    """transformers' optim_target_modules all-linear takes every nn.Linear, lm_head too (5.16.1 trainer_optimizer.py:
+    133-149), as axolotl 0.19.0 runs it (the measured states above, exact); LLaMA-Factory's all forbids lm_head
+    (model/model_utils/misc.py:28-49): its head keeps AdamW's full moments (+ 2 x 512 x 64 elements, - the projected)."""
+    from planner.model.families import from_config
+    from tests.planner.estimate.test_torchao_optim import TINY
+
+    model = from_config(TINY, "tiny-llama")
+    for optimizer, targets, rank, dtype, measured in AXOLOTL_MEASURED:
+        knobs = Knobs(framework=framework, optimizer=optimizer, optimizer_rank=rank, optimizer_targets=targets)
+        planned = matrix_optim.matrix_optimizer_bytes(Setup(model, knobs, 1, 1, 16), 4 if dtype == "float32" else 2)
+        if framework == "axolotl" or targets != "all-linear":
+            assert planned == measured
+        else:
+            assert planned > measured  # the head's full moments outweigh its projected ones and its projector
+
+
 def test_low_rank_states_are_adams_on_the_untargeted_and_projected_on_the_targets():
     """Targets none of the linears: AdamW's two moments of every parameter; all linears: far fewer bytes."""
     s = _setup(optimizer="galore-adamw", optimizer_targets="lm_head_nothing")
@@ -109,8 +140,9 @@ def test_bitsandbytes_moments_are_a_byte_each_and_a_block_absmax_from_4096_eleme
     assert matrix_optim.bnb_8bit_moment_bytes(4097) == 2 * 4097 + 8 * 17
 
 
-def _step_setup(framework: str, optimizer: str) -> Setup:
-    return Setup(load_model("llama-3.1-8b"), Knobs(framework=framework, optimizer=optimizer), 1, 1, 2048)
+def _step_setup(framework: str, optimizer: str, targets: str = "all-linear") -> Setup:
+    knobs = Knobs(framework=framework, optimizer=optimizer, optimizer_targets=targets)
+    return Setup(load_model("llama-3.1-8b"), knobs, 1, 1, 2048)
 
 
 def test_galores_step_is_each_tensor_beside_what_the_one_before_it_left():
@@ -118,7 +150,8 @@ def test_galores_step_is_each_tensor_beside_what_the_one_before_it_left():
     (its SVD: a working copy, U, S, Vh, 201 MB) beside the head's denom and update, left bound by GaLoreAdamW's loop.
     LLaMA-Factory's (and ms-swift's): the head steps right after the embedding, beside its update: 3x the head.
     GaLoreAdamW8bit holds nothing over, so its largest SVD (the MLP's 4096 x 14336, 537 MB) is what counts, more than
-    its two MLP-sized temporaries (470 MB: bitsandbytes steps the embedding in place)."""
+    its two MLP-sized temporaries (470 MB: bitsandbytes steps the embedding in place). transformers' all-linear targets
+    the head too, its last target: the head's SVD (4.3 GB) beside the last down_proj's projected denom and update."""
     m, n = 4096, 14336
 
     def svd(m, n):
@@ -126,7 +159,10 @@ def test_galores_step_is_each_tensor_beside_what_the_one_before_it_left():
         return 4 * m * n + 4 * (m * k + k + k * n)
 
     head = 4 * 128256 * 4096
-    assert matrix_step.low_rank_step_temp_bytes(_step_setup("hf", "galore-adamw"), 4) == svd(m, m) + 2 * head
+    named = _step_setup("hf", "galore-adamw", LINEARS)
+    assert matrix_step.low_rank_step_temp_bytes(named, 4) == svd(m, m) + 2 * head
+    down_proj = 4 * n * 128 + 4 * m * n  # (4096, 14336) projected to 128 x 14336, and its update
+    assert matrix_step.low_rank_step_temp_bytes(_step_setup("hf", "galore-adamw"), 4) == svd(128256, 4096) + down_proj
     for framework in ("llamafactory", "swift"):
         assert matrix_step.low_rank_steady_temp_bytes(_step_setup(framework, "galore-adamw"), 4) == 3 * head
         assert matrix_step.low_rank_step_temp_bytes(_step_setup(framework, "galore-adamw"), 4) == 3 * head
@@ -140,11 +176,15 @@ def test_apollos_step_is_each_tensor_beside_what_the_ones_before_it_left():
     """llama-3.1-8b under bf16 AMP, rank 128 (fp32 gradients, the head 2.1 GB): in transformers' order layer 0's
     q_proj projects (4096 x 128) and takes its denominator beside the head's denom and update; in LLaMA-Factory's the
     head steps after the embedding, 3x the head. A projector update adds the fp32 Gaussian and its scaled copy
-    (4 MB), no larger than the two projected tensors it precedes; no copy of an fp32 gradient."""
+    (4 MB), no larger than the two projected tensors it precedes; no copy of an fp32 gradient. transformers'
+    all-linear targets the head too: its scaled_grad and the limiter's division, two full-size, beside its three
+    projected (128256 x 128) tensors and its channel-wise factor (128256 elements)."""
     head, projected = 4 * 128256 * 4096, 4 * 128 * 4096
-    hf, lf = _step_setup("hf", "apollo-adamw"), _step_setup("llamafactory", "apollo-adamw")
+    hf, lf = _step_setup("hf", "apollo-adamw", LINEARS), _step_setup("llamafactory", "apollo-adamw")
     assert matrix_step.low_rank_steady_temp_bytes(hf, 4) == 2 * head + 2 * projected
     assert matrix_step.projector_update_temp_bytes(hf, 4) == 2 * head + 2 * projected
+    head_targeted = 3 * 4 * 128256 * 128 + 4 * 128256 + 2 * head
+    assert matrix_step.low_rank_steady_temp_bytes(_step_setup("hf", "apollo-adamw"), 4) == head_targeted
     assert matrix_step.low_rank_step_temp_bytes(lf, 4) == 3 * head
     assert matrix_step.apollo_projector_temp_bytes((4096, 14336), 128, 2) == 4 * 4096 * 14336 + 8 * 128 * 4096
 

@@ -86,6 +86,15 @@ def test_lora_plus_is_loras_memory(tmp_path):
         ("lf.yaml", LF + "finetuning_type: freeze\nfreeze_extra_modules: lm_head\n", "extra modules trained"),
         ("ax.yaml", AXOLOTL + "adapter: vera\n", "adapter: vera: VeRA"),
         ("ax.yaml", AXOLOTL + "optimizer: muonclip\n", "MuonClip"),
+        ("ax.yaml", AXOLOTL + "optimizer: ademamix_8bit\n", "AdEMAMix's three states"),
+        ("ax.yaml", AXOLOTL + "bf16: true\noptimizer: optimi_adamw\n", "optimizer: optimi_adamw: torch-optimi's AdamW"),
+        (
+            "lf.yaml",
+            LF + "finetuning_type: full\nuse_badam: true\n",
+            "use_badam: True: BAdam's block-wise updates, as ",
+        ),
+        ("lf.yaml", LF + "finetuning_type: full\nuse_adam_mini: true\n", "Adam-mini's reduced states, as LLaMA-Fa"),
+        ("lf.yaml", LF + "finetuning_type: full\noptim: paged_ademamix_32bit\n", "AdEMAMix's three states"),
     ],
 )
 def test_a_tuner_not_planned_is_refused_in_one_line(tmp_path, name, text, says):
@@ -107,7 +116,11 @@ def test_a_tuner_not_planned_is_refused_in_one_line(tmp_path, name, text, says):
         ("lf.yaml", LF + "finetuning_type: full\nuse_muon: true\n", ("muon", None)),
         ("train.sh", SWIFT + "--tuner_type full --use_galore true --galore_rank 64\n", ("galore-adamw", 64)),
         ("train.sh", SWIFT + "--tuner_type full --optimizer muon\n", ("muon", None)),
-        ("ax.yaml", AXOLOTL + "optimizer: galore_adamw_8bit\noptim_args: rank=32\n", ("galore-adamw-8bit", 32)),
+        (
+            "ax.yaml",
+            AXOLOTL + "optimizer: galore_adamw_8bit\noptim_args: rank=32\noptim_target_modules: all_linear\n",
+            ("galore-adamw-8bit", 32),
+        ),
         (
             "train.py",
             "from trl import SFTConfig\nSFTConfig(max_length=1024, optim='apollo_adamw', optim_args='rank=256')\n",
@@ -140,7 +153,10 @@ def test_galore_over_a_paged_8bit_optim_is_galore_8bit_with_a_note_on_its_paged_
     "name,text",
     [
         ("lf.yaml", LF + "finetuning_type: full\nuse_apollo: true\napollo_proj: svd\noptim: adamw_torch\n"),
-        ("ax.yaml", AXOLOTL + "optimizer: apollo_adamw\noptim_args: rank=32,proj=svd\n"),
+        (
+            "ax.yaml",
+            AXOLOTL + "optimizer: apollo_adamw\noptim_args: rank=32,proj=svd\noptim_target_modules: [q_proj]\n",
+        ),
         (
             "train.py",
             "from trl import SFTConfig\nSFTConfig(max_length=1024, optim='apollo_adamw', optim_args='proj=svd')\n",
@@ -161,7 +177,11 @@ def test_apollo_over_an_svd_projector_is_refused(tmp_path, name, text):
             LF + "finetuning_type: full\nuse_galore: true\ngalore_proj_type: reverse_std\noptim: adamw_torch\n",
         ),
         ("train.sh", SWIFT + "--tuner_type full --use_galore true --galore_proj_type reverse_std\n"),
-        ("ax.yaml", AXOLOTL + "optimizer: galore_adamw\noptim_args: rank=32,proj_type=reverse_std\n"),
+        (
+            "ax.yaml",
+            AXOLOTL
+            + "optimizer: galore_adamw\noptim_args: rank=32,proj_type=reverse_std\noptim_target_modules: [q_proj]\n",
+        ),
         (
             "train.py",
             "from trl import SFTConfig\nSFTConfig(max_length=1024, optim='galore_adamw', optim_args='proj_type=reverse_std')\n",

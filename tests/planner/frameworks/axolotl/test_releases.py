@@ -251,6 +251,38 @@ def test_muon_runs_from_0_8_and_is_refused_before_it(tmp_path):
     assert 'optimizer: "muon"' in files["axolotl.yaml"] and dict(back.plan.knobs) == dict(res.plan.knobs)
 
 
+def test_galore_and_apollo_run_from_the_lines_whose_transformers_has_them(tmp_path):
+    """GaLore's and APOLLO's optim pass through to transformers' OptimizerNames: galore_adamw from v0.5.0 (transformers
+    4.46.1; v0.4.0's 4.37.0 has none, and reads no optim_target_modules), apollo_adamw from transformers 4.49.0 (v0.7.1's
+    pin, v0.6.0's >=4.46.3): each narrows the lines; a line before refuses it in one line. The file's targets and rank
+    are read and written back the same; without optim_target_modules transformers raises: refused in one line."""
+    galore = "optimizer: galore_adamw\noptim_target_modules: [q_proj, v_proj]\noptim_args: rank=64\n"
+    path = _write(tmp_path, SFT.format(extra=galore))
+    assert intake.read([str(path)]).releases == ("0.5", "0.7", "0.8", "0.12", "0.14", "0.17")
+    _, s = _check(path)
+    assert [s[k]["value"] for k in ("optimizer", "optimizer_rank", "optimizer_targets")] == [
+        "galore-adamw",
+        64,
+        "q_proj,v_proj",
+    ]
+    with pytest.raises(BadInput, match=r"\(axolotl\) cannot run --optimizer galore-adamw: it runs adamw, ") as e:
+        _check(path, framework="axolotl@0.4")
+    assert "\n" not in str(e.value)
+    apollo = _write(tmp_path, SFT.format(extra="optimizer: apollo_adamw\noptim_target_modules: all_linear\n"))
+    assert intake.read([str(apollo)]).releases == ("0.5", "0.7", "0.8", "0.12", "0.14", "0.17")
+    bare = _write(tmp_path, SFT.format(extra="optimizer: galore_adamw_8bit\n"))
+    with pytest.raises(BadInput, match="no optim_target_modules: transformers raises ValueError") as e:
+        intake.read([str(bare)])
+    assert "\n" not in str(e.value) and "optimizer: galore_adamw_8bit" in str(e.value)
+    body = {"model": "qwen2.5-0.5b", "gpu": "h100", "micro_batch": 1, "grad_accum": 1, "seq_len": 1024}
+    body |= {"framework": "axolotl", "optimizer": "galore-adamw-8bit", "optimizer_rank": 32}
+    body |= {"optimizer_targets": "q_proj,v_proj", "precision": "bf16-pure"}
+    res, files, _, back = written_and_read_back(body, tmp_path)
+    assert 'optimizer: "galore_adamw_8bit"' in files["axolotl.yaml"]
+    fields = ("optimizer", "optimizer_rank", "optimizer_targets", "optimizer_projection")
+    assert [getattr(back.plan.knobs, f) for f in fields] == [getattr(res.plan.knobs, f) for f in fields]
+
+
 def test_muon_under_fsdp2_is_planned_on_one_gpu_from_0_14(tmp_path):
     """v0.14.0+ take Muon beside FSDP2 (validation.py:891-903; v0.8.0-v0.13.x refuse it): one GPU builds no device
     mesh, so the plain Muon runs (states whole, as without FSDP); several run DistMuon, whose step is not measured."""
