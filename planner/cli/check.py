@@ -213,6 +213,9 @@ def brief(result: CheckResult, out: dict) -> None:
     )
     if out.get("media"):
         printout.say_line(out["media"]["condition"])
+    for key, line in (("open_length", open_length_line), ("capped_length", capped_length_line)):
+        if out.get(key):  # the verdict's condition on the rows' length, as the full output says it
+            printout.say_line(line(out[key]))
     if plan.workload.rl:
         printout.say_line(plan.workload.summary(plan.knobs.role_run))
         _release_line(plan)

@@ -94,3 +94,15 @@ def test_ms_swift_and_trl_lengths_are_caps_a_plain_scripts_is_not(tmp_path):
         out = checkconfig.check_config([str(script)], flags)
         assert out.config["framework"] == name and not out.plan.fits, name
         assert (out.capped_length or {}).get("key") == key and (key is None or out.capped_length["cap"] == 8192), name
+
+
+def test_brief_says_the_condition_too(tmp_path, capsys, monkeypatch):
+    """`check --brief` carries the verdict's condition on the rows' length, as the full output does."""
+    from planner.cli import main
+
+    monkeypatch.setenv("MEMPLAN_STORE", str(tmp_path / "none.sqlite"))
+    path = tmp_path / "train.yaml"
+    path.write_text(SFT)
+    assert main(["check", "--config", str(path), "--gpu", "rtx4090", "--gpus-per-node", "1", "--brief"]) == 3  # no fit
+    lines = capsys.readouterr().out.splitlines()
+    assert sum(line.startswith("cutoff_len 2,048 is a cap") for line in lines) == 1, lines
